@@ -1,0 +1,95 @@
+//! Plan statistics: traffic matrix, run counts, run lengths, locality.
+
+use crate::error::PlanError;
+use crate::plan::Plan;
+
+/// Bytes and runs for every (source unit, destination unit) pair of a plan.
+///
+/// ```
+/// use spools_map::{Layout, Plan};
+/// let from: Layout = "i32[8,8] block,* on 2x1".parse()?;
+/// let to: Layout = "i32[8,8] *,block on 1x2".parse()?;
+/// let s = Plan::new(&from, &to)?.summary()?;
+/// assert_eq!(s.bytes(0, 1), 4 * 4 * 4);
+/// assert_eq!(s.total_runs(), 4 * 4);
+/// assert_eq!(s.local_share(), 0.5);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanSummary {
+    src_units: u64,
+    dst_units: u64,
+    bytes: Vec<u64>,
+    runs: Vec<u64>,
+}
+
+impl PlanSummary {
+    /// Source units (rows of the matrices).
+    pub fn src_units(&self) -> u64 {
+        self.src_units
+    }
+    /// Destination units (columns of the matrices).
+    pub fn dst_units(&self) -> u64 {
+        self.dst_units
+    }
+    fn at(&self, s: u64, d: u64) -> usize {
+        (s * self.dst_units + d) as usize
+    }
+    /// Bytes from `s` to `d`.
+    pub fn bytes(&self, s: u64, d: u64) -> u64 {
+        self.bytes[self.at(s, d)]
+    }
+    /// Runs from `s` to `d`.
+    pub fn runs(&self, s: u64, d: u64) -> u64 {
+        self.runs[self.at(s, d)]
+    }
+    /// Bytes moved in all.
+    pub fn total_bytes(&self) -> u64 {
+        self.bytes.iter().sum()
+    }
+    /// Runs in all.
+    pub fn total_runs(&self) -> u64 {
+        self.runs.iter().sum()
+    }
+    /// Mean run length in bytes.
+    pub fn mean_run_bytes(&self) -> f64 {
+        self.total_bytes() as f64 / self.total_runs().max(1) as f64
+    }
+    /// Bytes whose source and destination unit have the same number.
+    pub fn same_unit_bytes(&self) -> u64 {
+        (0..self.src_units.min(self.dst_units))
+            .map(|u| self.bytes(u, u))
+            .sum()
+    }
+    /// Share of the bytes that stay on the same unit number (0 to 1).
+    pub fn local_share(&self) -> f64 {
+        self.same_unit_bytes() as f64 / self.total_bytes().max(1) as f64
+    }
+}
+
+impl Plan {
+    /// Enumerates every unit's sends and tallies them.
+    ///
+    /// # Errors
+    /// Only those of [`Plan::sends`], which cannot occur for units in range.
+    pub fn summary(&self) -> Result<PlanSummary, PlanError> {
+        let (su, du) = (self.src().units(), self.dst().units());
+        let cells = (su * du) as usize;
+        let mut out = PlanSummary {
+            src_units: su,
+            dst_units: du,
+            bytes: vec![0; cells],
+            runs: vec![0; cells],
+        };
+        for s in 0..su {
+            for peer in self.sends(s)?.peers {
+                let i = out.at(s, peer.peer);
+                for r in peer.runs() {
+                    out.bytes[i] += r.len;
+                    out.runs[i] += 1;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
