@@ -130,6 +130,9 @@ impl DimSegs {
 
     /// Expands small or fully chaining periodic forms into an explicit, merged list.
     fn normalized(self) -> Self {
+        if self.pattern.is_empty() || self.reps == 0 {
+            return DimSegs::explicit(self.tail);
+        }
         let chaining = self.pattern.len() == 1
             && self.pattern[0].len == self.adv_a
             && self.pattern[0].len == self.adv_b;
@@ -280,6 +283,14 @@ mod tests {
         let x = DimMap { n: 1 << 40, b: 1, p: 2 };
         let d = DimSegs::new(&x, 1, &x, 1);
         assert_eq!(d.single(), Some(Seg { a: 0, b: 0, len: 1 << 39 }));
+    }
+
+    #[test]
+    fn disjoint_coordinates_of_a_huge_dimension_are_empty_at_once() {
+        let x = DimMap { n: 1 << 40, b: 1, p: 2 };
+        let d = DimSegs::new(&x, 0, &x, 1);
+        assert!(d.is_empty());
+        assert_eq!(d.stored(), 0);
     }
 
     #[test]

@@ -181,10 +181,12 @@ fn parse_array(c: &mut Cursor<'_>) -> Result<Layout, SpecError> {
         }
     }
     if dists.len() != shape.len() {
+        if dists.len() > shape.len() {
+            c.pos = dist_pos[shape.len()] - 1;
+        }
         return c.err(format!(
-            "{} distributions, one per dimension ({} given so far)",
-            shape.len(),
-            dists.len()
+            "{} distributions, one per dimension",
+            shape.len()
         ));
     }
     let on_pos = c.pos;
@@ -201,6 +203,9 @@ fn parse_array(c: &mut Cursor<'_>) -> Result<Layout, SpecError> {
         }
     }
     if grid.len() != shape.len() {
+        if grid.len() > shape.len() {
+            c.pos = grid_pos[shape.len()] - 1;
+        }
         return c.err(format!(
             "{} grid extents, one per dimension, separated by 'x'",
             shape.len()

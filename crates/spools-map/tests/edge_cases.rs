@@ -1,0 +1,215 @@
+//! The edge cases named in the foundation issue, and clear errors for bad input.
+
+use spools_map::{Extent, Layout, LayoutError, Plan, PlanError, Run, SpecError};
+
+fn l(spec: &str) -> Layout {
+    spec.parse().unwrap_or_else(|e| panic!("{spec}: {e}"))
+}
+
+fn local_counts(layout: &Layout) -> Vec<u64> {
+    (0..layout.units()).map(|u| layout.local_bytes(u).unwrap()).collect()
+}
+
+#[test]
+fn block_leaves_trailing_units_short_or_empty() {
+    assert_eq!(local_counts(&l("u8[9] block on 4")), vec![3, 3, 3, 0]);
+    assert_eq!(local_counts(&l("u8[10] block on 4")), vec![3, 3, 3, 1]);
+    assert_eq!(l("u8[9] block on 4").extents(3).unwrap().count(), 0);
+}
+
+#[test]
+fn fewer_indices_than_units() {
+    assert_eq!(local_counts(&l("u8[3] block on 5")), vec![1, 1, 1, 0, 0]);
+    assert_eq!(local_counts(&l("u8[3] cyclic on 5")), vec![1, 1, 1, 0, 0]);
+    assert_eq!(local_counts(&l("u8[3] cyclic(2) on 5")), vec![2, 1, 0, 0, 0]);
+    let plan = Plan::new(&l("u8[3] block on 5"), &l("u8[3] cyclic(2) on 5")).unwrap();
+    let s = plan.summary().unwrap();
+    assert_eq!((s.bytes(0, 0), s.bytes(1, 0), s.bytes(2, 1)), (1, 1, 1));
+    assert_eq!(s.total_bytes(), 3);
+}
+
+#[test]
+fn block_size_must_cover_the_dimension() {
+    let err = "u8[10] block(2) on 4".parse::<Layout>().unwrap_err();
+    assert!(matches!(
+        err,
+        SpecError::Invalid { pos: 7, source: LayoutError::BlockTooSmall { block: 2, procs: 4, covered: 8, extent: 10, .. } }
+    ), "{err:?}");
+    assert!(err.to_string().contains("column 8"), "{err}");
+    // exactly covering is fine, and larger blocks leave trailing units empty
+    assert_eq!(local_counts(&l("u8[10] block(3) on 4")), vec![3, 3, 3, 1]);
+    assert_eq!(local_counts(&l("u8[10] block(6) on 4")), vec![6, 4, 0, 0]);
+}
+
+#[test]
+fn undistributed_dimension_needs_grid_extent_one() {
+    let err = "f64[4,4] *,block on 2x2".parse::<Layout>().unwrap_err();
+    assert!(matches!(err, SpecError::Invalid { pos: 9, source: LayoutError::WholeOnGrid { dim: 0, procs: 2 } }), "{err:?}");
+}
+
+#[test]
+fn dimensions_of_extent_one() {
+    let a = l("u8[1,7,1] block,cyclic(2),* on 1x3x1");
+    assert_eq!(local_counts(&a), vec![3, 2, 2]);
+    let e: Vec<Extent> = a.extents(1).unwrap().collect();
+    assert_eq!(e, vec![Extent { global: 2, local: 0, len: 2 }]);
+    let b = l("u8[1,7,1] *,block,block on 1x2x1 order=F");
+    let plan = Plan::new(&a, &b).unwrap();
+    assert_eq!(plan.summary().unwrap().total_bytes(), 7);
+}
+
+#[test]
+fn non_powers_of_two_everywhere() {
+    let from = l("f64[1000,1000] cyclic(2),cyclic(2) on 8x8");
+    let to = l("f64[1000,1000] block,* on 8x1");
+    let s = Plan::new(&from, &to).unwrap().summary().unwrap();
+    assert_eq!(s.total_bytes(), 8_000_000);
+    // unit (i, j) of the 8x8 grid holds rows i*2, i*2+1 (mod 16); block row r holds rows
+    // 125r..125r+124: every source unit sends to every row block.
+    assert!((0..64).all(|src| (0..8).all(|dst| s.bytes(src, dst) > 0)));
+    // runs are pairs of elements: 2 columns wide, one row each.
+    assert_eq!(s.mean_run_bytes(), 16.0);
+    let odd = Plan::new(&l("i16[97,31] cyclic(5),block on 3x7"), &l("i16[97,31] block(20),cyclic(3) on 5x2 order=F")).unwrap();
+    assert_eq!(odd.summary().unwrap().total_bytes(), 97 * 31 * 2);
+}
+
+#[test]
+fn raid5_is_md_left_symmetric() {
+    // md's left-symmetric table for 4 disks (D = data block, P = parity):
+    //   row 0: D0  D1  D2  P
+    //   row 1: D4  D5  P   D3
+    //   row 2: D8  P   D6  D7
+    //   row 3: P   D9  D10 D11
+    let r = l("raid5(unit=1KiB,count=4,size=12KiB)");
+    let disk_of = |block: u64| r.locate(block * 1024).unwrap().unit;
+    let table: Vec<u64> = (0..12).map(disk_of).collect();
+    assert_eq!(table, vec![0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3]);
+    let Layout::Raid5(r5) = &r else { unreachable!() };
+    let parity: Vec<u64> = (0..4).map(|row| r5.parity(row).unwrap().0).collect();
+    assert_eq!(parity, vec![3, 2, 1, 0]);
+    assert_eq!(r.locate(3 * 1024).unwrap().local, 1024);
+    assert_eq!(r.locate(9 * 1024).unwrap().local, 3 * 1024);
+    // every unit holds 3 data blocks and 1 parity block
+    assert_eq!(local_counts(&r), vec![4096; 4]);
+}
+
+#[test]
+fn raid5_short_last_row() {
+    let r = l("raid5(unit=100B,count=3,size=450)");
+    let Layout::Raid5(r5) = &r else { unreachable!() };
+    // blocks 0..4 (the last of 50 bytes) in rows 0, 1, 2
+    assert_eq!(r5.rows(), 3);
+    // row 0: D0 D1 P, row 1: D3 P D2, row 2: P(50) D4(50) -
+    assert_eq!(r5.parity(2), Some((0, 200, 50)));
+    assert_eq!(r5.parity(3), None);
+    assert_eq!(r.locate(400).map(|at| (at.unit, at.local, at.len)), Some((1, 200, 50)));
+    assert_eq!(local_counts(&r), vec![250, 250, 200]);
+}
+
+#[test]
+fn specs_round_trip() {
+    for spec in [
+        "f64[1000,1000] cyclic(2),cyclic(2) on 8x8",
+        "i32[2176,1152,1408] block,block,block on 2x1x1",
+        "c64[5,6,7] cyclic,block(3),* on 2x2x1 order=F",
+        "bytes(12)[9] block(3) on 3",
+        "stripe(unit=64KiB,count=4)",
+        "raid5(unit=4MiB,count=5,size=3GiB)",
+        "bits(n=10,unit=[5,4])",
+        "bits(n=4,unit=[],local=[0,1,2,3])",
+    ] {
+        assert_eq!(l(spec).to_string(), spec);
+    }
+    assert_eq!(l("u8[4] cyclic(1) on 2").to_string(), "u8[4] cyclic on 2");
+    assert_eq!(l("stripe(count=2,unit=1024)").to_string(), "stripe(unit=1KiB,count=2)");
+    assert_eq!(l("u8[4] block on 2 order=C").to_string(), "u8[4] block on 2");
+}
+
+#[test]
+fn malformed_specs_name_position_and_expectation() {
+    let cases: &[(&str, usize, &str)] = &[
+        ("", 0, "an element type"),
+        ("f65[3] block on 1", 0, "an element type"),
+        ("f64[3 block on 1", 5, "',' or ']'"),
+        ("f64[3]block on 1", 6, "' '"),
+        ("f64[3] blok on 1", 7, "a distribution"),
+        ("f64[3] block(x) on 1", 13, "a block size"),
+        ("f64[3,4] block on 1x1", 14, "2 distributions"),
+        ("f64[3] block on 2x2", 17, "1 grid extents"),
+        ("f64[3] block,block on 2", 12, "1 distributions"),
+        ("f64[3] block  on 2", 12, "',' or ' on '"),
+        ("f64[3] block on 2 order=G", 24, "'C' or 'F'"),
+        ("f64[3] block on 2 extra", 17, "end of spec"),
+        ("f64[99999999999999999999] block on 2", 4, "fits in 64 bits"),
+        ("stripe(unit=4KiB)", 17, "count=K"),
+        ("stripe(unit=4KiB,unit=4KiB,count=2)", 17, "given twice"),
+        ("stripe(unit=4XiB,count=2)", 13, "',' or ')'"),
+        ("raid5(unit=1,count=1)", 6, "at least 2 units"),
+        ("bits(n=4,unit=[4])", 5, "out of range"),
+        ("bits(n=4,unit=[1,1])", 5, "listed twice"),
+        ("bits(n=4,unit=[1],local=[0,2])", 5, "local=[...]"),
+        ("u8[0] block on 1", 3, "extent 0"),
+        ("u8[3] block on 0", 15, "grid extent 0"),
+        ("u8[3] cyclic(0) on 1", 6, "block size 0"),
+        ("bytes(0)[3] block on 1", 6, "at least 1 byte"),
+    ];
+    for &(spec, pos, needle) in cases {
+        let err = spec.parse::<Layout>().expect_err(spec);
+        assert_eq!(err.position(), pos, "{spec:?}: {err}");
+        assert!(err.to_string().contains(needle), "{spec:?}: {err} lacks {needle:?}");
+    }
+}
+
+#[test]
+fn plan_errors() {
+    let a = l("f64[10] block on 2");
+    assert_eq!(
+        Plan::new(&a, &l("f32[10] block on 2")).unwrap_err(),
+        PlanError::SizeMismatch { src: 80, dst: 40 }
+    );
+    assert_eq!(
+        Plan::new(&l("stripe(unit=1,count=2)"), &l("raid5(unit=1,count=2)")).unwrap_err(),
+        PlanError::Unsized
+    );
+    let p = Plan::new(&a, &l("stripe(unit=16,count=3)")).unwrap();
+    assert!(matches!(p.sends(2), Err(PlanError::UnitOutOfRange { side: "source", unit: 2, units: 2 })));
+    assert!(matches!(p.receives(3), Err(PlanError::UnitOutOfRange { side: "destination", .. })));
+    assert!(matches!(l("stripe(unit=1,count=2)").extents(0), Err(LayoutError::Unsized { .. })));
+}
+
+#[test]
+fn irregular_layouts() {
+    use spools_map::IrregularLayout;
+    let irr = Layout::Irregular(IrregularLayout::new(4, 10, vec![vec![(0, 2), (5, 5)], vec![(2, 3)]]).unwrap());
+    let plan = Plan::new(&irr, &l("i32[10] block on 2")).unwrap();
+    let runs: Vec<Run> = plan.runs(0, 1).unwrap().collect();
+    assert_eq!(runs, vec![Run { src: 8, dst: 0, len: 20 }]);
+    let bad = |units: Vec<Vec<(u64, u64)>>| IrregularLayout::new(1, 10, units).unwrap_err();
+    assert!(matches!(bad(vec![vec![(0, 5)], vec![(4, 6)]]), LayoutError::Irregular { problem: "two extents overlap", at: 4 }));
+    assert!(matches!(bad(vec![vec![(0, 5)], vec![(6, 4)]]), LayoutError::Irregular { at: 5, .. }));
+    assert!(matches!(bad(vec![vec![(5, 5), (0, 5)]]), LayoutError::Irregular { .. }));
+    assert!(matches!(bad(vec![vec![(0, 11)]]), LayoutError::Irregular { .. }));
+}
+
+#[test]
+fn large_symbolic_plans_stay_small() {
+    let from = l("i32[2176,1152,1408] block,block,block on 2x1x1");
+    for to in ["i32[2176,1152,1408] cyclic(16),*,* on 3x1x1", "stripe(unit=4MiB,count=4)"] {
+        let plan = Plan::new(&from, &l(to)).unwrap();
+        for s in 0..2 {
+            let part = plan.sends(s).unwrap();
+            let mut bytes = 0;
+            for peer in &part.peers {
+                assert!(peer.stored_bytes() < 64 << 10, "{to}: {} bytes held", peer.stored_bytes());
+                bytes += peer.runs().map(|r| r.len).sum::<u64>();
+            }
+            assert_eq!(bytes, 2176 * 1152 * 1408 * 4 / 2, "{to}");
+        }
+    }
+    // 2^40 elements dealt cyclically to the same distribution: one run per unit.
+    let huge = l("u8[1099511627776] cyclic on 2");
+    let plan = Plan::new(&huge, &huge).unwrap();
+    let runs: Vec<Run> = plan.runs(1, 1).unwrap().collect();
+    assert_eq!(runs, vec![Run { src: 0, dst: 0, len: 1 << 39 }]);
+    assert_eq!(plan.runs(0, 1).unwrap().count(), 0);
+}

@@ -1,0 +1,259 @@
+//! Property tests: every layout and every plan against the independent model in `common`.
+
+mod common;
+
+use std::collections::HashMap;
+
+use common::{array_model, bits_model, scatter, stream_model, Model, RDist};
+use proptest::prelude::*;
+use spools_map::{Layout, Plan, Run};
+
+fn fail(e: impl std::fmt::Display) -> TestCaseError {
+    TestCaseError::fail(e.to_string())
+}
+
+fn parse(m: &Model) -> Layout {
+    let spec = m.spec();
+    spec.parse()
+        .unwrap_or_else(|e| panic!("model spec {spec:?} does not parse: {e}"))
+}
+
+/// Extents, locate, local sizes and printing of one layout against the model.
+fn check_layout(m: &Model) -> Result<(), TestCaseError> {
+    let l = parse(m);
+    prop_assert_eq!(l.units(), m.units());
+    prop_assert_eq!(l.total_bytes(), Some(m.total()));
+    let back: Layout = l.to_string().parse().map_err(fail)?;
+    prop_assert_eq!(&back, &l, "round trip of {}", l);
+    let map = m.map();
+    let mut per_unit = vec![0u64; m.units() as usize];
+    let mut max_local = vec![0u64; m.units() as usize];
+    for &(u, loc) in &map {
+        per_unit[u as usize] += 1;
+        max_local[u as usize] = max_local[u as usize].max(loc + 1);
+    }
+    for u in 0..m.units() {
+        let ext: Vec<_> = l.extents(u).map_err(fail)?.collect();
+        let mut bytes = 0;
+        for w in ext.windows(2) {
+            prop_assert!(w[0].local + w[0].len <= w[1].local, "extents out of local order: {:?}", w);
+            let mergeable = w[0].local + w[0].len == w[1].local && w[0].global + w[0].len == w[1].global;
+            prop_assert!(!mergeable, "extents not maximal: {:?}", w);
+        }
+        for e in &ext {
+            prop_assert!(e.len > 0);
+            for i in 0..e.len {
+                prop_assert_eq!(map[(e.global + i) as usize], (u, e.local + i), "{} unit {} extent {:?}", l, u, e);
+            }
+            bytes += e.len;
+        }
+        prop_assert_eq!(bytes, per_unit[u as usize], "{} unit {} holds the wrong number of bytes", l, u);
+        prop_assert!(l.local_bytes(u).map_err(fail)? >= max_local[u as usize]);
+    }
+    for g in 0..m.total() {
+        let at = l.locate(g).ok_or_else(|| TestCaseError::fail("locate gave None"))?;
+        prop_assert_eq!((at.unit, at.local), map[g as usize], "{} locate({})", l, g);
+        prop_assert!(at.len >= 1 && g + at.len <= m.total());
+        for i in 1..at.len {
+            prop_assert_eq!(map[(g + i) as usize], (at.unit, at.local + i), "{} locate({}) len {}", l, g, at.len);
+        }
+    }
+    prop_assert!(l.locate(m.total()).is_none());
+    prop_assert!(l.extents(m.units()).is_err());
+    Ok(())
+}
+
+fn check_sorted_minimal(runs: &[Run], by_src: bool) -> Result<(), TestCaseError> {
+    for w in runs.windows(2) {
+        let (a, b) = if by_src { (w[0].src, w[1].src) } else { (w[0].dst, w[1].dst) };
+        prop_assert!(a + w[0].len <= b, "runs out of order: {:?}", w);
+        let mergeable = w[0].src + w[0].len == w[1].src && w[0].dst + w[0].len == w[1].dst;
+        prop_assert!(!mergeable, "runs not minimal: {:?}", w);
+    }
+    Ok(())
+}
+
+fn execute(plan: &Plan, from: &[Vec<u8>], to: &mut [Vec<u8>]) {
+    for (s, buf) in from.iter().enumerate() {
+        for peer in plan.sends(s as u64).expect("sends").peers {
+            for r in peer.runs() {
+                let (a, b, n) = (r.src as usize, r.dst as usize, r.len as usize);
+                to[peer.peer as usize][b..b + n].copy_from_slice(&buf[a..a + n]);
+            }
+        }
+    }
+}
+
+/// Every invariant of a plan between two modelled layouts.
+fn check_plan(src: &Model, dst: &Model) -> Result<(), TestCaseError> {
+    let (ls, ld) = (parse(src), parse(dst));
+    let plan = Plan::new(&ls, &ld).map_err(fail)?;
+    let total = src.total();
+    let smap = src.map();
+    let corr = common::correspondence(src, dst);
+    let dmap: Vec<(u64, u64)> = corr.iter().map(|&h| dst.place(h)).collect();
+    let sinv: HashMap<(u64, u64), u64> = smap.iter().enumerate().map(|(g, &p)| (p, g as u64)).collect();
+    let dinv: HashMap<(u64, u64), u64> = dmap.iter().enumerate().map(|(g, &p)| (p, g as u64)).collect();
+    let mut sent = vec![0u32; total as usize];
+    let mut pair_runs: HashMap<(u64, u64), Vec<Run>> = HashMap::new();
+    for s in 0..src.units() {
+        let part = plan.sends(s).map_err(fail)?;
+        prop_assert!(part.peers.windows(2).all(|w| w[0].peer < w[1].peer));
+        for peer in &part.peers {
+            let d = peer.peer;
+            let runs: Vec<Run> = peer.runs().collect();
+            prop_assert!(!runs.is_empty(), "peer {} listed with no runs", d);
+            check_sorted_minimal(&runs, true)?;
+            let direct: Vec<Run> = plan.runs(s, d).map_err(fail)?.collect();
+            prop_assert_eq!(&direct, &runs);
+            for r in &runs {
+                prop_assert_eq!(r.src % plan.grain() + r.dst % plan.grain() + r.len % plan.grain(), 0);
+                for i in 0..r.len {
+                    let g = sinv.get(&(s, r.src + i)).copied();
+                    let h = dinv.get(&(d, r.dst + i)).copied();
+                    prop_assert!(g.is_some() && g == h, "{} -> {}: run {:?} byte {} moves global {:?} to {:?}", ls, ld, r, i, g, h);
+                    sent[g.unwrap_or(0) as usize] += 1;
+                }
+            }
+            pair_runs.insert((s, d), runs);
+        }
+    }
+    prop_assert!(sent.iter().all(|&c| c == 1), "{} -> {}: not every byte sent exactly once", ls, ld);
+    let mut received = vec![0u32; total as usize];
+    for d in 0..dst.units() {
+        for peer in plan.receives(d).map_err(fail)?.peers {
+            let mut runs: Vec<Run> = peer.runs().collect();
+            check_sorted_minimal(&runs, false)?;
+            for r in &runs {
+                for i in 0..r.len {
+                    received[dinv[&(d, r.dst + i)] as usize] += 1;
+                }
+            }
+            let mut sends = pair_runs.remove(&(peer.peer, d)).unwrap_or_default();
+            runs.sort();
+            sends.sort();
+            prop_assert_eq!(runs, sends, "receives of {} from {} differ from sends", d, peer.peer);
+        }
+    }
+    prop_assert!(pair_runs.is_empty(), "sends with no matching receive: {:?}", pair_runs.keys());
+    prop_assert!(received.iter().all(|&c| c == 1));
+
+    // Execute on real buffers, then the reverse plan, and get the original bytes back.
+    let data: Vec<u8> = (0..total).map(|g| (g.wrapping_mul(2654435761) >> 7) as u8).collect();
+    let src_bufs = scatter(src, &data);
+    // `dmap` is indexed by the source's global byte, so `data[g]` must land at `dmap[g]`.
+    let sized = |l: &Layout| -> Vec<Vec<u8>> {
+        (0..l.units()).map(|u| vec![0u8; l.local_bytes(u).unwrap_or(0) as usize]).collect()
+    };
+    let mut src_full = sized(&ls);
+    for (u, b) in src_bufs.iter().enumerate() {
+        src_full[u][..b.len()].copy_from_slice(b);
+    }
+    let mut dst_bufs = sized(&ld);
+    execute(&plan, &src_full, &mut dst_bufs);
+    for (g, &(u, l)) in dmap.iter().enumerate() {
+        prop_assert_eq!(dst_bufs[u as usize][l as usize], data[g]);
+    }
+    let mut back = sized(&ls);
+    execute(&plan.reversed(), &dst_bufs, &mut back);
+    prop_assert_eq!(back, src_full);
+
+    let summary = plan.summary().map_err(fail)?;
+    prop_assert_eq!(summary.total_bytes(), total);
+    Ok(())
+}
+
+/// Two arrays of one shape (the symbolic path), orders and grids independent.
+fn same_shape_pair() -> impl Strategy<Value = (Model, Model)> {
+    array_model(vec![1, 2, 4, 8, 3]).prop_flat_map(|a| {
+        let Model::Array { elem, shape, .. } = a.clone() else { unreachable!() };
+        let grids: Vec<_> = shape.iter().map(|_| 1u64..=4).collect();
+        (Just(a), grids, any::<bool>(), Just(shape), Just(elem))
+            .prop_flat_map(|(a, grid, fortran, shape, elem)| {
+                let dists: Vec<_> = shape
+                    .iter()
+                    .zip(&grid)
+                    .map(|(&n, &p)| {
+                        let min = n.div_ceil(p);
+                        let mut opts = vec![
+                            Just(RDist::Block(None)).boxed(),
+                            (min..=n + 1).prop_map(|b| RDist::Block(Some(b))).boxed(),
+                            (1..=n).prop_map(RDist::Cyclic).boxed(),
+                        ];
+                        if p == 1 {
+                            opts.push(Just(RDist::Whole).boxed());
+                        }
+                        prop::strategy::Union::new(opts)
+                    })
+                    .collect::<Vec<_>>();
+                (Just(a), dists, Just(grid), Just(fortran), Just(shape), Just(elem))
+            })
+            .prop_map(|(a, dists, grid, fortran, shape, elem)| {
+                (a, Model::Array { elem, shape, dists, grid, fortran })
+            })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arrays_match_the_model(m in array_model(vec![1, 2, 4, 8, 3])) {
+        check_layout(&m)?;
+    }
+
+    #[test]
+    fn streams_match_the_model(m in (1u64..600).prop_flat_map(stream_model)) {
+        check_layout(&m)?;
+    }
+
+    #[test]
+    fn bits_match_the_model(m in (1u32..=9).prop_flat_map(bits_model)) {
+        check_layout(&m)?;
+    }
+
+    #[test]
+    fn plans_between_arrays_of_one_shape((a, b) in same_shape_pair()) {
+        check_plan(&a, &b)?;
+        check_plan(&b, &a)?;
+    }
+
+    #[test]
+    fn plans_from_arrays_onto_streams(
+        (a, s) in array_model(vec![1, 4, 8, 3]).prop_flat_map(|a| { let t = a.total(); (Just(a), stream_model(t)) })
+    ) {
+        check_plan(&a, &s)?;
+        check_plan(&s, &a)?;
+    }
+
+    #[test]
+    fn plans_between_arrays_of_different_shapes(
+        (a, b) in array_model(vec![1, 2, 4]).prop_flat_map(|a| {
+            let t = a.total();
+            (Just(a), (1u64..=4, any::<bool>()).prop_map(move |(p, cyc)| Model::Array {
+                elem: 1,
+                shape: vec![t],
+                dists: vec![if cyc { RDist::Cyclic(3) } else { RDist::Block(None) }],
+                grid: vec![p],
+                fortran: false,
+            }))
+        })
+    ) {
+        check_plan(&a, &b)?;
+    }
+
+    #[test]
+    fn plans_between_bit_layouts_and_others(
+        (a, b, s) in (1u32..=8).prop_flat_map(|n| (bits_model(n), bits_model(n), stream_model(1 << n)))
+    ) {
+        check_plan(&a, &b)?;
+        check_plan(&a, &s)?;
+        let flat = Model::Array { elem: 1, shape: vec![a.total()], dists: vec![RDist::Cyclic(2)], grid: vec![3], fortran: false };
+        check_plan(&flat, &a)?;
+    }
+
+    #[test]
+    fn streams_to_streams((a, b) in (1u64..400).prop_flat_map(|t| (stream_model(t), stream_model(t)))) {
+        check_plan(&a, &b)?;
+    }
+}
