@@ -141,6 +141,16 @@ impl BitsLayout {
         if n == 0 || n > MAX_BITS {
             return Err(LayoutError::BitsWidth { n, max: MAX_BITS });
         }
+        for (i, &b) in unit.iter().enumerate() {
+            let problem = if b >= n {
+                "out of range"
+            } else if unit[..i].contains(&b) {
+                "listed twice"
+            } else {
+                continue;
+            };
+            return Err(LayoutError::BadBit { bit: b, n, problem });
+        }
         let explicit_local = local.is_some();
         let local = match local {
             Some(l) => l,
