@@ -28,18 +28,73 @@ impl Seg {
     }
 }
 
-/// The segments shared by one coordinate of each side in one dimension, stored periodically.
+/// A run of segments repeated `reps` times, each repetition shifted by `adv_a` / `adv_b`
+/// local indices (an explicit list is one repetition).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct DimSegs {
-    /// Merged pieces of one period (may be empty).
-    pattern: Vec<Seg>,
-    /// Full periods.
+struct Chunk {
+    segs: Vec<Seg>,
     reps: u64,
-    /// Local advance per period on side A and side B.
     adv_a: u64,
     adv_b: u64,
-    /// Merged pieces after the last full period.
-    tail: Vec<Seg>,
+}
+
+impl Chunk {
+    fn explicit(segs: Vec<Seg>) -> Self {
+        Chunk {
+            segs,
+            reps: 1,
+            adv_a: 0,
+            adv_b: 0,
+        }
+    }
+
+    fn raw_len(&self) -> u64 {
+        self.segs.len() as u64 * self.reps
+    }
+
+    fn raw_at(&self, raw: u64) -> Seg {
+        let plen = self.segs.len() as u64;
+        let (r, i) = (raw / plen, (raw % plen) as usize);
+        let s = self.segs[i];
+        Seg {
+            a: s.a + r * self.adv_a,
+            b: s.b + r * self.adv_b,
+            len: s.len,
+        }
+    }
+
+    /// Collapses a pattern that chains into itself, and expands short repetitions.
+    fn normalized(self) -> Self {
+        if self.reps <= 1 || self.segs.is_empty() {
+            return Chunk::explicit(if self.reps == 0 { Vec::new() } else { self.segs });
+        }
+        let chaining = self.segs.len() == 1
+            && self.segs[0].len == self.adv_a
+            && self.segs[0].len == self.adv_b;
+        if chaining {
+            return Chunk::explicit(vec![Seg {
+                len: self.segs[0].len * self.reps,
+                ..self.segs[0]
+            }]);
+        }
+        if self.raw_len() <= EXPAND_LIMIT {
+            let mut out = Vec::new();
+            for raw in 0..self.raw_len() {
+                push_merged(&mut out, self.raw_at(raw));
+            }
+            return Chunk::explicit(out);
+        }
+        self
+    }
+}
+
+/// The segments shared by one coordinate of each side in one dimension, stored as periodic
+/// chunks: its size is the number of pieces in a period (times the number of blocks of the
+/// side with fewer blocks, when the two have no common period below the extent), never
+/// the extent of the dimension.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct DimSegs {
+    chunks: Vec<Chunk>,
 }
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {
@@ -92,6 +147,48 @@ fn pieces(x: &DimMap, ca: u64, y: &DimMap, cb: u64, lo: u64, hi: u64) -> Vec<Seg
     out
 }
 
+/// Number of blocks coordinate `c` has in `[0, n)`.
+fn block_count(m: &DimMap, c: u64) -> u64 {
+    let t = m.period();
+    let first = c * m.b;
+    if first >= m.n {
+        0
+    } else {
+        (m.n - first).div_ceil(t)
+    }
+}
+
+/// `[lo, hi)` where `x` is periodic with period `t` and the local-index advance per period is
+/// `adv_x`, while the other side advances `adv_y`: a head up to the first period boundary,
+/// whole periods, and a tail. `swap` says that `x` is side B.
+struct Span<'a> {
+    x: &'a DimMap,
+    ca: u64,
+    y: &'a DimMap,
+    cb: u64,
+}
+
+impl Span<'_> {
+    /// Chunks for `[lo, hi)`, repeating with `period`, advancing `adv_a` and `adv_b`.
+    fn chunks(&self, lo: u64, hi: u64, period: u64, adv_a: u64, adv_b: u64, out: &mut Vec<Chunk>) {
+        let body = lo.div_ceil(period).saturating_mul(period).min(hi);
+        let reps = (hi - body) / period;
+        let end = body + reps * period;
+        let (x, y) = (self.x, self.y);
+        out.push(Chunk::explicit(pieces(x, self.ca, y, self.cb, lo, body)));
+        if reps > 0 {
+            let pattern = pieces(x, self.ca, y, self.cb, body, body + period);
+            out.push(Chunk {
+                segs: pattern,
+                reps,
+                adv_a,
+                adv_b,
+            });
+        }
+        out.push(Chunk::explicit(pieces(x, self.ca, y, self.cb, end, hi)));
+    }
+}
+
 impl DimSegs {
     /// The segments of dimension `x` (coordinate `ca`) against `y` (coordinate `cb`).
     /// Both must describe the same extent.
@@ -99,93 +196,67 @@ impl DimSegs {
         debug_assert_eq!(x.n, y.n);
         let n = x.n;
         let (tx, ty) = (x.period(), y.period());
-        let lcm = (tx / gcd(tx, ty)).checked_mul(ty).filter(|&l| l < n);
-        let Some(period) = lcm else {
-            return DimSegs::explicit(pieces(x, ca, y, cb, 0, n));
-        };
-        let reps = n / period;
-        let pattern = pieces(x, ca, y, cb, 0, period);
-        let tail = pieces(x, ca, y, cb, reps * period, n);
-        let adv_a = (period / tx) * x.b;
-        let adv_b = (period / ty) * y.b;
-        let segs = DimSegs {
-            pattern,
-            reps,
-            adv_a,
-            adv_b,
-            tail,
-        };
-        segs.normalized()
-    }
-
-    fn explicit(tail: Vec<Seg>) -> Self {
-        DimSegs {
-            pattern: Vec::new(),
-            reps: 0,
-            adv_a: 0,
-            adv_b: 0,
-            tail,
-        }
-    }
-
-    /// Expands small or fully chaining periodic forms into an explicit, merged list.
-    fn normalized(self) -> Self {
-        if self.pattern.is_empty() || self.reps == 0 {
-            return DimSegs::explicit(self.tail);
-        }
-        let chaining = self.pattern.len() == 1
-            && self.pattern[0].len == self.adv_a
-            && self.pattern[0].len == self.adv_b;
-        if chaining {
-            let mut out = vec![Seg {
-                len: self.pattern[0].len * self.reps,
-                ..self.pattern[0]
-            }];
-            for &s in &self.tail {
-                push_merged(&mut out, s);
+        let span = Span { x, ca, y, cb };
+        let mut chunks = Vec::new();
+        match (tx / gcd(tx, ty)).checked_mul(ty).filter(|&l| l < n) {
+            // A common period below the extent: one pattern for the whole dimension.
+            Some(l) => span.chunks(0, n, l, (l / tx) * x.b, (l / ty) * y.b, &mut chunks),
+            // Otherwise walk the blocks of the side with fewer of them; inside each, the
+            // other side is periodic and this side advances one index per index.
+            None => {
+                let (kx, ky) = (block_count(x, ca), block_count(y, cb));
+                let mut blocks = Vec::new();
+                if kx <= ky {
+                    x.blocks_in(ca, 0, n, &mut blocks);
+                    for (s, e) in blocks {
+                        span.chunks(s, e, ty, ty, y.b, &mut chunks);
+                    }
+                } else {
+                    y.blocks_in(cb, 0, n, &mut blocks);
+                    for (s, e) in blocks {
+                        span.chunks(s, e, tx, x.b, tx, &mut chunks);
+                    }
+                }
             }
-            return DimSegs::explicit(out);
         }
-        let raw = (self.pattern.len() as u64).saturating_mul(self.reps);
-        if raw <= EXPAND_LIMIT {
-            let out: Vec<Seg> = self.iter_raw().fold(Vec::new(), |mut v, s| {
-                push_merged(&mut v, s);
-                v
-            });
-            return DimSegs::explicit(out);
-        }
-        self
+        DimSegs::normalized(chunks)
     }
 
-    fn iter_raw(&self) -> impl Iterator<Item = Seg> + '_ {
-        (0..self.reps)
-            .flat_map(move |r| {
-                self.pattern.iter().map(move |s| Seg {
-                    a: s.a + r * self.adv_a,
-                    b: s.b + r * self.adv_b,
-                    len: s.len,
-                })
-            })
-            .chain(self.tail.iter().copied())
+    /// Normalises every chunk, drops empty ones and merges neighbouring explicit lists.
+    fn normalized(chunks: Vec<Chunk>) -> Self {
+        let mut out: Vec<Chunk> = Vec::new();
+        for c in chunks.into_iter().map(Chunk::normalized) {
+            if c.segs.is_empty() {
+                continue;
+            }
+            match out.last_mut() {
+                Some(last) if last.reps == 1 && c.reps == 1 => {
+                    for s in c.segs {
+                        push_merged(&mut last.segs, s);
+                    }
+                }
+                _ => out.push(c),
+            }
+        }
+        DimSegs { chunks: out }
     }
 
     /// True when the two coordinates share no index.
     pub(crate) fn is_empty(&self) -> bool {
-        (self.pattern.is_empty() || self.reps == 0) && self.tail.is_empty()
+        self.chunks.is_empty()
     }
 
     /// The only segment, when the shared indices form one run on both sides.
     pub(crate) fn single(&self) -> Option<Seg> {
-        if self.reps == 0 && self.tail.len() == 1 {
-            Some(self.tail[0])
-        } else {
-            None
+        match self.chunks.as_slice() {
+            [c] if c.reps == 1 && c.segs.len() == 1 => Some(c.segs[0]),
+            _ => None,
         }
     }
 
     /// Stored segments (the size of this description, not of the dimension).
     pub(crate) fn stored(&self) -> usize {
-        self.pattern.len() + self.tail.len()
+        self.chunks.iter().map(|c| c.segs.len()).sum()
     }
 
     /// A cursor at the first merged segment.
@@ -197,39 +268,38 @@ impl DimSegs {
 /// A position in a [`DimSegs`]; `next` yields merged segments.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct SegCursor {
-    /// Index into the raw sequence: `rep * pattern.len() + idx`, then the tail.
+    chunk: usize,
     raw: u64,
 }
 
 impl SegCursor {
-    fn raw_at(d: &DimSegs, raw: u64) -> Option<Seg> {
-        let plen = d.pattern.len() as u64;
-        let periodic = plen * d.reps;
-        if raw < periodic {
-            let (r, i) = (raw / plen, (raw % plen) as usize);
-            let s = d.pattern[i];
-            Some(Seg {
-                a: s.a + r * d.adv_a,
-                b: s.b + r * d.adv_b,
-                len: s.len,
-            })
-        } else {
-            d.tail.get((raw - periodic) as usize).copied()
+    fn take(&mut self, d: &DimSegs) -> Option<Seg> {
+        loop {
+            let c = d.chunks.get(self.chunk)?;
+            if self.raw < c.raw_len() {
+                let s = c.raw_at(self.raw);
+                self.raw += 1;
+                return Some(s);
+            }
+            self.chunk += 1;
+            self.raw = 0;
         }
     }
 
     /// The next merged segment of `d`, or `None` at the end.
     pub(crate) fn next(&mut self, d: &DimSegs) -> Option<Seg> {
-        let mut cur = Self::raw_at(d, self.raw)?;
-        self.raw += 1;
-        while let Some(n) = Self::raw_at(d, self.raw) {
-            if !cur.chains(&n) {
-                break;
+        let mut cur = self.take(d)?;
+        loop {
+            let save = *self;
+            match self.take(d) {
+                Some(n) if cur.chains(&n) => cur.len += n.len,
+                Some(_) => {
+                    *self = save;
+                    return Some(cur);
+                }
+                None => return Some(cur),
             }
-            cur.len += n.len;
-            self.raw += 1;
         }
-        Some(cur)
     }
 }
 
@@ -261,7 +331,7 @@ mod tests {
 
     #[test]
     fn matches_brute_force() {
-        for n in [1u64, 2, 7, 9, 30, 97, 300, 1000] {
+        for n in [1u64, 2, 7, 9, 30, 97, 300, 1000, 1201] {
             for (bx, px) in [(1, 1), (1, 3), (2, 2), (3, 4), (5, 3), (n.div_ceil(4), 4), (4, 1)] {
                 for (by, py) in [(1, 2), (2, 3), (7, 2), (n.div_ceil(3), 3), (n, 1), (1, 5)] {
                     let x = DimMap { n, b: bx.clamp(1, n), p: px };
@@ -291,6 +361,20 @@ mod tests {
         let d = DimSegs::new(&x, 0, &x, 1);
         assert!(d.is_empty());
         assert_eq!(d.stored(), 0);
+    }
+
+    #[test]
+    fn block_against_fine_cyclic_stays_small() {
+        let n = 1u64 << 40;
+        let x = DimMap { n, b: n.div_ceil(3), p: 3 };
+        let y = DimMap { n, b: 3, p: 5 };
+        for (ca, cb) in [(0, 0), (1, 2), (2, 4)] {
+            for d in [DimSegs::new(&x, ca, &y, cb), DimSegs::new(&y, cb, &x, ca)] {
+                assert!(d.stored() < 16, "stored {}", d.stored());
+                let mut c = d.cursor();
+                assert_eq!(std::iter::from_fn(|| c.next(&d)).take(1000).count(), 1000);
+            }
+        }
     }
 
     #[test]
