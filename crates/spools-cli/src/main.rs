@@ -1,1 +1,68 @@
-fn main(){}
+//! The `spools` command.
+
+mod map;
+mod out;
+mod plan;
+mod spec;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+const SPEC_HELP: &str = "\
+SPECS
+  An array distributed over a grid of units (MPI darray semantics):
+    DTYPE[N0,N1,...] DIST0,DIST1,... on P0xP1x... [order=C|F]
+    DTYPE: u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 c64 c128 bytes(N)
+    DIST:  block (block size ceil(n/p)) | block(B) (needs B*p >= n)
+           | cyclic | cyclic(B) (block-cyclic) | * (not distributed; grid extent 1)
+    Units are numbered row-major over the grid; order=C (default) puts the last
+    dimension fastest, globally and in each unit's storage; order=F the first.
+  A byte stream striped over K units:
+    stripe(unit=SIZE,count=K[,size=SIZE])   RAID-0
+    raid5(unit=SIZE,count=K[,size=SIZE])    RAID-5, Linux md left-symmetric parity
+    SIZE: an integer with an optional B, KiB, MiB, GiB or TiB; without size= the
+    stream takes the size of the layout it is planned against.
+  A bit permutation of 2^N bytes (nCUBE mapping function):
+    bits(n=N,unit=[i,j,...][,local=[...]])  unit number from the listed index bits,
+    most significant first; bit 0 is the least significant bit of the byte index.
+
+EXAMPLES
+  spools map 'f64[1000,1000] cyclic(2),cyclic(2) on 8x8' --unit 9
+  spools map 'raid5(unit=64KiB,count=5,size=1MiB)' --unit 0 --json
+  spools plan --from 'f64[1000,1000] block,block on 2x2' --to 'raid5(unit=64KiB,count=5)'
+  spools plan --from 'i32[64,64] block,* on 4x1' --to 'i32[64,64] *,cyclic(4) on 1x3' --unit 0 --json";
+
+/// Spools: communication and parallel I/O for clusters.
+#[derive(Parser, Debug)]
+#[command(name = "spools", version, about, after_help = SPEC_HELP)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Show the extents one unit owns under a layout, in its local storage order.
+    #[command(after_help = SPEC_HELP)]
+    Map(map::MapArgs),
+    /// Plan moving a dataset from one layout to another (the composite M1^-1 o M2).
+    #[command(after_help = SPEC_HELP)]
+    Plan(plan::PlanArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Map(args) => map::run(&args),
+        Command::Plan(args) => plan::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if out::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("spools: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
