@@ -11,6 +11,10 @@ use crate::segs::DimSegs;
 /// Most units one layout may have.
 pub const MAX_UNITS: u64 = 1 << 31;
 
+/// Largest dataset a layout may describe, in bytes (4 EiB), so that no offset arithmetic
+/// can overflow.
+pub const MAX_BYTES: u64 = 1 << 62;
+
 /// Storage order of an array, both globally and in each unit's local storage.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Order {
@@ -92,7 +96,8 @@ impl ArrayLayout {
         let total = shape
             .iter()
             .try_fold(dtype.size(), |a, &n| a.checked_mul(n))
-            .ok_or(overflow("the dataset size in bytes"))?;
+            .filter(|&t| t <= MAX_BYTES)
+            .ok_or(overflow("the dataset size in bytes (at most 2^62)"))?;
         Ok(ArrayLayout {
             dtype,
             shape,

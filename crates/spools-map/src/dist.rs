@@ -80,7 +80,7 @@ impl DimMap {
         let t = self.period();
         let full = self.n / t;
         let rem = self.n % t;
-        full * self.b + rem.saturating_sub(c * self.b).min(self.b)
+        full * self.b + rem.saturating_sub(c.saturating_mul(self.b)).min(self.b)
     }
 
     /// True when coordinate 0 owns the whole dimension (so local and global indices agree).

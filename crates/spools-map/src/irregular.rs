@@ -45,7 +45,10 @@ impl IrregularLayout {
         }
         let total = elems
             .checked_mul(elem_size)
-            .ok_or(LayoutError::Overflow { what: "the dataset size in bytes" })?;
+            .filter(|&t| t <= crate::array::MAX_BYTES)
+            .ok_or(LayoutError::Overflow {
+                what: "the dataset size in bytes (at most 2^62)",
+            })?;
         let bad = |problem, at| LayoutError::Irregular { problem, at };
         let mut per_unit = Vec::with_capacity(units.len());
         let mut by_global = Vec::new();

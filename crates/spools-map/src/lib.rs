@@ -42,6 +42,7 @@
 //! ```
 
 mod array;
+mod bitruns;
 mod bits;
 mod dist;
 mod dtype;
@@ -56,14 +57,14 @@ mod spec;
 mod stream;
 mod summary;
 
-pub use array::{ArrayLayout, Order, MAX_UNITS};
+pub use array::{ArrayLayout, Order, MAX_BYTES, MAX_UNITS};
 pub use bits::{BitPerm, BitsLayout, MAX_BITS};
 pub use dist::Dist;
 pub use dtype::DType;
 pub use error::{LayoutError, PlanError, SpecError};
 pub use irregular::IrregularLayout;
 pub use layout::{Extent, Extents, Layout, Location};
-pub use plan::{Direction, PeerPlan, Plan, Run, Runs, UnitPlan};
+pub use plan::{Direction, PeerPlan, Plan, PlanPath, Run, Runs, UnitPlan};
 pub use size::ByteSize;
 pub use stream::{Raid5Layout, StripeLayout};
 pub use summary::PlanSummary;

@@ -4,6 +4,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::array::ArrayLayout;
+use crate::bitruns::{BitComposite, BitRuns};
+use crate::dist::DimMap;
 use crate::error::PlanError;
 use crate::layout::{Layout, OwnRuns};
 use crate::product::{Merge, Product, RawRun};
@@ -28,13 +30,18 @@ pub struct Run {
 /// materialised up front: [`sends`](Plan::sends) and [`receives`](Plan::receives) give one
 /// unit's part, and runs are enumerated lazily.
 ///
-/// Between two arrays of the same shape the plan is symbolic: per dimension, the two
-/// distributions are intersected with periodic interval arithmetic, and N-d runs are the
-/// product of the per-dimension segments, so memory and time grow with the number of
-/// segments per dimension, never with the number of bytes. Any other pair of layouts
-/// (arrays onto byte streams, bit permutations, irregular layouts, arrays of different
-/// shapes, which then correspond through the canonical byte stream) is planned by sweeping
-/// one unit's extents against the other layout, in time proportional to the runs produced.
+/// How the runs are found depends on the pair of layouts ([`PlanPath`]):
+/// * two arrays of the same shape: per dimension, the two distributions are intersected
+///   with periodic interval arithmetic, and N-d runs are the product of the per-dimension
+///   segments, so memory and time grow with the number of segments per dimension, never
+///   with the number of bytes; arrays of one shape correspond element by element (by
+///   logical index, whatever their orders);
+/// * two layouts that are both block-cyclic over the canonical byte stream (RAID-0 stripes,
+///   arrays distributed along their slowest dimension only): the same, in one dimension;
+/// * two bit permutations: the composite permutation gives the runs directly;
+/// * anything else (RAID-5, irregular layouts, N-d arrays onto streams, arrays of different
+///   shapes, which then correspond through the canonical byte stream): one unit's extents
+///   are swept against the other layout, in time proportional to the pieces visited.
 ///
 /// ```
 /// use spools_map::{Layout, Plan, Run};
@@ -52,7 +59,80 @@ pub struct Plan {
     dst: Arc<Layout>,
     total: u64,
     grain: u64,
-    symbolic: bool,
+    path: Path,
+}
+
+/// How a [`Plan`] finds its runs; see [`Plan::path`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlanPath {
+    /// Per-dimension product of periodic segments (arrays of one shape).
+    Dimensions,
+    /// One-dimensional periodic segments over the canonical byte stream.
+    ByteStream,
+    /// Composite of two bit permutations.
+    BitPermutation,
+    /// A sweep of one unit's extents against the other layout.
+    Sweep,
+}
+
+#[derive(Clone, Debug)]
+enum Path {
+    Dims,
+    Bytes(DimMap, DimMap),
+    Bits(BitComposite),
+    Sweep,
+}
+
+/// Picks the cheapest way to find the runs from `src` to `dst` (sizes already bound).
+fn choose_path(src: &Layout, dst: &Layout) -> Path {
+    match (src, dst) {
+        (Layout::Array(a), Layout::Array(b))
+            if a.shape() == b.shape() && a.dtype().size() == b.dtype().size() =>
+        {
+            Path::Dims
+        }
+        (Layout::Bits(a), Layout::Bits(b)) => a.composite(b).map_or(Path::Sweep, |c| {
+            Path::Bits(BitComposite::new(
+                c,
+                a.local_bits().len() as u32,
+                b.local_bits().len() as u32,
+            ))
+        }),
+        _ => match (byte_dim(src), byte_dim(dst)) {
+            (Some(x), Some(y)) => Path::Bytes(x, y),
+            _ => Path::Sweep,
+        },
+    }
+}
+
+/// The layout as one block-cyclic dimension over its canonical byte stream, where it is
+/// one: a stripe, or an array distributed only along its slowest dimension.
+fn byte_dim(l: &Layout) -> Option<DimMap> {
+    match l {
+        Layout::Stripe(s) => {
+            let n = s.size()?;
+            Some(DimMap {
+                n,
+                b: s.unit().min(n),
+                p: s.count(),
+            })
+        }
+        Layout::Array(a) => {
+            let order = a.storage_dims();
+            let slow = order[0];
+            let rest_whole = order[1..]
+                .iter()
+                .all(|&k| a.grid()[k] == 1 && a.maps()[k].is_whole());
+            let row: u64 = order[1..].iter().map(|&k| a.shape()[k]).product::<u64>() * a.dtype().size();
+            let m = a.maps()[slow];
+            rest_whole.then(|| DimMap {
+                n: m.n * row,
+                b: m.b * row,
+                p: m.p,
+            })
+        }
+        _ => None,
+    }
 }
 
 /// Which way a [`UnitPlan`] looks.
@@ -87,6 +167,7 @@ pub struct PeerPlan {
 #[derive(Clone, Debug)]
 enum RunSource {
     Symbolic(Product),
+    Bits(BitRuns),
     Sweep {
         own: OwnRuns<Arc<Layout>>,
         other: Arc<Layout>,
@@ -104,6 +185,7 @@ pub struct Runs {
 #[derive(Clone, Debug)]
 enum RunsInner {
     Symbolic(Product),
+    Bits(BitRuns),
     Sweep(Sweep),
 }
 
@@ -143,6 +225,7 @@ impl Iterator for RunsInner {
     fn next(&mut self) -> Option<RawRun> {
         match self {
             RunsInner::Symbolic(p) => p.next(),
+            RunsInner::Bits(b) => b.next(),
             RunsInner::Sweep(s) => s.next(),
         }
     }
@@ -163,6 +246,7 @@ impl PeerPlan {
     pub fn runs(&self) -> Runs {
         let inner = match &self.source {
             RunSource::Symbolic(p) => RunsInner::Symbolic(p.clone()),
+            RunSource::Bits(b) => RunsInner::Bits(b.clone()),
             RunSource::Sweep { own, other, peer } => RunsInner::Sweep(Sweep {
                 own: own.clone(),
                 other: Arc::clone(other),
@@ -180,6 +264,7 @@ impl PeerPlan {
     pub fn stored_bytes(&self) -> usize {
         let segs = match &self.source {
             RunSource::Symbolic(p) => p.stored_segments(),
+            RunSource::Bits(_) => 0,
             RunSource::Sweep { own, .. } => own.stored_segments(),
         };
         std::mem::size_of::<Self>() + segs * 3 * std::mem::size_of::<u64>()
@@ -209,14 +294,13 @@ impl Plan {
         let src = src.with_size(total)?;
         let dst = dst.with_size(total)?;
         let grain = gcd(gcd(src.grain(), dst.grain()), total);
-        let symbolic = matches!((&src, &dst), (Layout::Array(a), Layout::Array(b))
-            if a.shape() == b.shape() && a.dtype().size() == b.dtype().size());
+        let path = choose_path(&src, &dst);
         Ok(Plan {
             src: Arc::new(src),
             dst: Arc::new(dst),
             total,
             grain,
-            symbolic,
+            path,
         })
     }
 
@@ -237,10 +321,14 @@ impl Plan {
     pub fn grain(&self) -> u64 {
         self.grain
     }
-    /// Whether runs come from the per-dimension symbolic product (array to array of one
-    /// shape) rather than a sweep.
-    pub fn is_symbolic(&self) -> bool {
-        self.symbolic
+    /// How the runs are found.
+    pub fn path(&self) -> PlanPath {
+        match self.path {
+            Path::Dims => PlanPath::Dimensions,
+            Path::Bytes(..) => PlanPath::ByteStream,
+            Path::Bits(_) => PlanPath::BitPermutation,
+            Path::Sweep => PlanPath::Sweep,
+        }
     }
 
     /// The same transfer the other way round.
@@ -248,7 +336,9 @@ impl Plan {
         Plan {
             src: Arc::clone(&self.dst),
             dst: Arc::clone(&self.src),
-            ..*self
+            total: self.total,
+            grain: self.grain,
+            path: choose_path(&self.dst, &self.src),
         }
     }
 
@@ -308,10 +398,10 @@ impl Plan {
         } else {
             Direction::Send
         };
-        let peers: Vec<u64> = if self.symbolic {
-            (0..self.dst.units()).collect()
-        } else {
-            self.touched(s)?.into_iter().collect()
+        let peers: Vec<u64> = match &self.path {
+            Path::Dims | Path::Bytes(..) => (0..self.dst.units()).collect(),
+            Path::Bits(c) => c.peers(s),
+            Path::Sweep => self.touched(s)?.into_iter().collect(),
         };
         let mut cache = HashMap::new();
         let mut out = Vec::with_capacity(peers.len());
@@ -350,10 +440,15 @@ impl Plan {
         cache: &mut HashMap<(usize, u64, u64), Arc<DimSegs>>,
         swap: bool,
     ) -> Result<PeerPlan, PlanError> {
-        let source = match (&*self.src, &*self.dst) {
-            (Layout::Array(a), Layout::Array(b)) if self.symbolic => {
+        let source = match (&self.path, &*self.src, &*self.dst) {
+            (Path::Dims, Layout::Array(a), Layout::Array(b)) => {
                 RunSource::Symbolic(symbolic_pair(a, s, b, d, cache)?)
             }
+            (Path::Bytes(x, y), _, _) => {
+                let segs = Arc::new(DimSegs::new(x, s, y, d));
+                RunSource::Symbolic(Product::new(vec![segs], &[x.count(s)], &[y.count(d)], &[1], 1))
+            }
+            (Path::Bits(c), _, _) => RunSource::Bits(c.runs(s, d)),
             _ => RunSource::Sweep {
                 own: OwnRuns::new(Arc::clone(&self.src), s)?,
                 other: Arc::clone(&self.dst),

@@ -150,7 +150,7 @@ fn pieces(x: &DimMap, ca: u64, y: &DimMap, cb: u64, lo: u64, hi: u64) -> Vec<Seg
 /// Number of blocks coordinate `c` has in `[0, n)`.
 fn block_count(m: &DimMap, c: u64) -> u64 {
     let t = m.period();
-    let first = c * m.b;
+    let first = c.saturating_mul(m.b);
     if first >= m.n {
         0
     } else {

@@ -62,6 +62,11 @@ fn check(kind: &'static str, unit: u64, count: u64, min: u64, size: Option<u64>)
     if size == Some(0) {
         return Err(LayoutError::EmptyDataset);
     }
+    if size.is_some_and(|s| s > crate::array::MAX_BYTES) || unit > crate::array::MAX_BYTES {
+        return Err(LayoutError::Overflow {
+            what: "the dataset size in bytes (at most 2^62)",
+        });
+    }
     Ok(())
 }
 

@@ -213,3 +213,31 @@ fn large_symbolic_plans_stay_small() {
     assert_eq!(runs, vec![Run { src: 0, dst: 0, len: 1 << 39 }]);
     assert_eq!(plan.runs(0, 1).unwrap().count(), 0);
 }
+
+#[test]
+fn aligned_and_identical_layouts_plan_in_constant_time() {
+    use spools_map::PlanPath;
+    // Found by the fuzzer: a 2^46-byte bit layout planned against itself.
+    let bits = l("bits(n=46,unit=[6,5])");
+    let plan = Plan::new(&bits, &bits).unwrap();
+    assert_eq!(plan.path(), PlanPath::BitPermutation);
+    let runs: Vec<Run> = plan.runs(2, 2).unwrap().collect();
+    assert_eq!(runs, vec![Run { src: 0, dst: 0, len: 1 << 44 }]);
+    assert_eq!(plan.sends(1).unwrap().peers.len(), 1);
+    // Rows of exactly one stripe block, dealt like the stripes: each unit keeps its bytes.
+    let rows = l("f64[1000000,512] cyclic,* on 3x1");
+    let stripe = l("stripe(unit=4KiB,count=3)");
+    let plan = Plan::new(&rows, &stripe).unwrap();
+    assert_eq!(plan.path(), PlanPath::ByteStream);
+    for s in 0..3 {
+        let part = plan.sends(s).unwrap();
+        assert_eq!(part.peers.len(), 1);
+        let runs: Vec<Run> = part.peers[0].runs().collect();
+        assert_eq!(runs, vec![Run { src: 0, dst: 0, len: rows.local_bytes(s).unwrap() }]);
+    }
+    let big = l("stripe(unit=64KiB,count=8,size=1TiB)");
+    let plan = Plan::new(&big, &big).unwrap();
+    assert_eq!(plan.runs(7, 7).unwrap().count(), 1);
+    // 2-D blocks onto stripes stay a sweep, since rows are cut at block edges.
+    assert_eq!(Plan::new(&l("u8[64,64] block,block on 2x2"), &stripe).unwrap().path(), PlanPath::Sweep);
+}

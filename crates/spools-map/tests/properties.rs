@@ -117,6 +117,12 @@ fn check_plan(src: &Model, dst: &Model) -> Result<(), TestCaseError> {
             }
             pair_runs.insert((s, d), runs);
         }
+        for d in 0..dst.units() {
+            if !part.peers.iter().any(|p| p.peer == d) {
+                let stray = plan.runs(s, d).map_err(fail)?.next();
+                prop_assert!(stray.is_none(), "{} -> {}: {} is not a peer of {} but has run {:?}", ls, ld, d, s, stray);
+            }
+        }
     }
     prop_assert!(sent.iter().all(|&c| c == 1), "{} -> {}: not every byte sent exactly once", ls, ld);
     let mut received = vec![0u32; total as usize];
