@@ -15,7 +15,10 @@ pub(crate) fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 /// Writes `[a,b,c]` triples separated by commas.
-pub(crate) fn triples(w: &mut impl Write, items: impl Iterator<Item = (u64, u64, u64)>) -> io::Result<()> {
+pub(crate) fn triples(
+    w: &mut impl Write,
+    items: impl Iterator<Item = (u64, u64, u64)>,
+) -> io::Result<()> {
     for (i, (a, b, c)) in items.enumerate() {
         if i > 0 {
             w.write_all(b",")?;

@@ -50,13 +50,20 @@ fn sends(plan: &Plan, unit: u64, json: bool) -> Result<()> {
                 w.write_all(b",")?;
             }
             write!(w, "{{\"to\":{},\"runs\":[", peer.peer)?;
-            out::triples(&mut w, peer.runs().map(|r| (r.src / g, r.dst / g, r.len / g)))?;
+            out::triples(
+                &mut w,
+                peer.runs().map(|r| (r.src / g, r.dst / g, r.len / g)),
+            )?;
             w.write_all(b"]}")?;
         }
         writeln!(w, "]}}")?;
     } else {
         writeln!(w, "{} -> {}", plan.src(), plan.dst())?;
-        writeln!(w, "source unit {unit} sends to {} units (offsets and lengths in units of {g} bytes)", part.peers.len())?;
+        writeln!(
+            w,
+            "source unit {unit} sends to {} units (offsets and lengths in units of {g} bytes)",
+            part.peers.len()
+        )?;
         for peer in &part.peers {
             let (mut n, mut bytes) = (0u64, 0u64);
             writeln!(w, "to {}:", peer.peer)?;
@@ -73,7 +80,12 @@ fn sends(plan: &Plan, unit: u64, json: bool) -> Result<()> {
     Ok(())
 }
 
-fn matrix(w: &mut impl Write, title: &str, s: &PlanSummary, cell: impl Fn(u64, u64) -> u64) -> std::io::Result<()> {
+fn matrix(
+    w: &mut impl Write,
+    title: &str,
+    s: &PlanSummary,
+    cell: impl Fn(u64, u64) -> u64,
+) -> std::io::Result<()> {
     writeln!(w, "{title} (rows: source unit, columns: destination unit)")?;
     let width = (0..s.src_units())
         .flat_map(|a| (0..s.dst_units()).map(move |b| (a, b)))

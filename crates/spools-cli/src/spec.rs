@@ -7,6 +7,9 @@ use spools_map::Layout;
 pub(crate) fn parse(what: &str, text: &str) -> Result<Layout> {
     text.parse().map_err(|e: spools_map::SpecError| {
         let column = text[..e.position().min(text.len())].chars().count();
-        anyhow!("invalid {what} spec: {e}\n  {text}\n  {}^", " ".repeat(column))
+        anyhow!(
+            "invalid {what} spec: {e}\n  {text}\n  {}^",
+            " ".repeat(column)
+        )
     })
 }

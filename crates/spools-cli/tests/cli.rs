@@ -1,5 +1,7 @@
 //! The `spools` binary, run as a separate process.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::io::Read;
 use std::process::{Command, Output, Stdio};
 
@@ -14,7 +16,11 @@ fn spools(args: &[&str]) -> Output {
 
 fn ok_json(args: &[&str]) -> Value {
     let out = spools(args);
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("valid JSON")
 }
 
@@ -23,7 +29,10 @@ fn fails(args: &[&str], needle: &str) {
     assert!(!out.status.success(), "{args:?} should fail");
     assert!(out.stdout.is_empty(), "{args:?} printed to stdout on error");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains(needle), "{args:?}: stderr {err:?} lacks {needle:?}");
+    assert!(
+        err.contains(needle),
+        "{args:?}: stderr {err:?} lacks {needle:?}"
+    );
     assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
 }
 
@@ -37,19 +46,41 @@ fn map_json_has_the_fixed_form() {
     let v = ok_json(&["map", "u8[9] block on 4", "--unit", "3", "--json"]);
     assert_eq!(v["extents"], serde_json::json!([]));
     // elements, not bytes, for arrays; maximal runs in local order
-    let v = ok_json(&["map", "f64[4,6] cyclic(2),block on 2x2", "--unit", "3", "--json"]);
+    let v = ok_json(&[
+        "map",
+        "f64[4,6] cyclic(2),block on 2x2",
+        "--unit",
+        "3",
+        "--json",
+    ]);
     assert_eq!(v["elem_size"], 8);
     // unit 3 is grid coordinate (1,1): rows 2-3, columns 3-5
     assert_eq!(v["extents"], serde_json::json!([[15, 0, 3], [21, 3, 3]]));
     // bytes for byte streams
-    let v = ok_json(&["map", "stripe(unit=1KiB,count=3,size=5000)", "--unit", "1", "--json"]);
-    assert_eq!(v["extents"], serde_json::json!([[1024, 0, 1024], [4096, 1024, 904]]));
+    let v = ok_json(&[
+        "map",
+        "stripe(unit=1KiB,count=3,size=5000)",
+        "--unit",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(
+        v["extents"],
+        serde_json::json!([[1024, 0, 1024], [4096, 1024, 904]])
+    );
 }
 
 #[test]
 fn plan_unit_json_lists_sends_in_elements() {
     let v = ok_json(&[
-        "plan", "--from", "i32[4,4] block,* on 2x1", "--to", "i32[4,4] *,block on 1x2", "--unit", "0", "--json",
+        "plan",
+        "--from",
+        "i32[4,4] block,* on 2x1",
+        "--to",
+        "i32[4,4] *,block on 1x2",
+        "--unit",
+        "0",
+        "--json",
     ]);
     assert_eq!(v["unit"], 0);
     assert_eq!(
@@ -64,14 +95,29 @@ fn plan_unit_json_lists_sends_in_elements() {
 #[test]
 fn plan_summary_json_and_text() {
     let v = ok_json(&[
-        "plan", "--from", "f64[1000,1000] block,block on 2x2", "--to", "raid5(unit=64KiB,count=5)", "--json",
+        "plan",
+        "--from",
+        "f64[1000,1000] block,block on 2x2",
+        "--to",
+        "raid5(unit=64KiB,count=5)",
+        "--json",
     ]);
     assert_eq!(v["total_bytes"], 8_000_000);
     let rows = v["bytes"].as_array().expect("matrix");
     assert_eq!(rows.len(), 4);
-    let sum: u64 = rows.iter().flat_map(|r| r.as_array().unwrap()).map(|x| x.as_u64().unwrap()).sum();
+    let sum: u64 = rows
+        .iter()
+        .flat_map(|r| r.as_array().unwrap())
+        .map(|x| x.as_u64().unwrap())
+        .sum();
     assert_eq!(sum, 8_000_000);
-    let out = spools(&["plan", "--from", "u8[8] block on 2", "--to", "u8[8] cyclic on 2"]);
+    let out = spools(&[
+        "plan",
+        "--from",
+        "u8[8] block on 2",
+        "--to",
+        "u8[8] cyclic on 2",
+    ]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("8 runs"), "{text}");
     assert!(text.contains("50.0% of bytes stay"), "{text}");
@@ -79,13 +125,54 @@ fn plan_summary_json_and_text() {
 
 #[test]
 fn bad_input_is_a_clear_error() {
-    fails(&["map", "f64[3] blok on 1", "--unit", "0"], "column 8: expected a distribution");
-    fails(&["map", "u8[10] block(2) on 4", "--unit", "0"], "block(2) over 4 units covers only 8 of 10");
-    fails(&["map", "u8[9] block on 4", "--unit", "4"], "unit 4 is out of range");
-    fails(&["map", "stripe(unit=4KiB,count=2)", "--unit", "0"], "needs a size");
-    fails(&["plan", "--from", "f64[10] block on 2", "--to", "f32[10] block on 2"], "80 bytes but destination holds 40");
-    fails(&["plan", "--from", "u8[4] block on 2", "--to", "u8[4] block on 2", "--unit", "9"], "source unit 9 is out of range");
-    fails(&["plan", "--from", "stripe(unit=1,count=2)", "--to", "raid5(unit=1,count=2)"], "neither layout gives the dataset size");
+    fails(
+        &["map", "f64[3] blok on 1", "--unit", "0"],
+        "column 8: expected a distribution",
+    );
+    fails(
+        &["map", "u8[10] block(2) on 4", "--unit", "0"],
+        "block(2) over 4 units covers only 8 of 10",
+    );
+    fails(
+        &["map", "u8[9] block on 4", "--unit", "4"],
+        "unit 4 is out of range",
+    );
+    fails(
+        &["map", "stripe(unit=4KiB,count=2)", "--unit", "0"],
+        "needs a size",
+    );
+    fails(
+        &[
+            "plan",
+            "--from",
+            "f64[10] block on 2",
+            "--to",
+            "f32[10] block on 2",
+        ],
+        "80 bytes but destination holds 40",
+    );
+    fails(
+        &[
+            "plan",
+            "--from",
+            "u8[4] block on 2",
+            "--to",
+            "u8[4] block on 2",
+            "--unit",
+            "9",
+        ],
+        "source unit 9 is out of range",
+    );
+    fails(
+        &[
+            "plan",
+            "--from",
+            "stripe(unit=1,count=2)",
+            "--to",
+            "raid5(unit=1,count=2)",
+        ],
+        "neither layout gives the dataset size",
+    );
     fails(&["map", "--unit", "0"], "SPEC");
 }
 
@@ -94,7 +181,13 @@ fn help_explains_the_spec_syntax() {
     let out = spools(&["plan", "--help"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success());
-    for needle in ["block(B)", "raid5(unit=SIZE", "bits(n=N", "order=C", "EXAMPLES"] {
+    for needle in [
+        "block(B)",
+        "raid5(unit=SIZE",
+        "bits(n=N",
+        "order=C",
+        "EXAMPLES",
+    ] {
         assert!(text.contains(needle), "help lacks {needle}");
     }
 }
@@ -108,9 +201,18 @@ fn a_closed_pipe_ends_output_quietly() {
         .spawn()
         .expect("spawn");
     let mut first = [0u8; 100];
-    child.stdout.take().expect("stdout").read_exact(&mut first).expect("read");
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_exact(&mut first)
+        .expect("read");
     // stdout is dropped here: the reader has gone away, like `| head -c 100`.
     let out = child.wait_with_output().expect("wait");
     assert!(out.status.success(), "exit {:?}", out.status);
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

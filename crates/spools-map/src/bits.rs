@@ -162,7 +162,12 @@ impl BitsLayout {
                 got: local.len() as u32,
             });
         }
-        let map: Vec<u32> = local.iter().rev().chain(unit.iter().rev()).copied().collect();
+        let map: Vec<u32> = local
+            .iter()
+            .rev()
+            .chain(unit.iter().rev())
+            .copied()
+            .collect();
         let perm = BitPerm::new(map)?;
         let lb = local.len() as u32;
         let run_bits = perm.fixed_low_bits().min(lb);

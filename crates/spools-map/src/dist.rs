@@ -92,10 +92,8 @@ impl DimMap {
     pub(crate) fn blocks_in(&self, c: u64, lo: u64, hi: u64, out: &mut Vec<(u64, u64)>) {
         let t = self.period();
         let mut k = lo / t;
-        loop {
-            let Some(start) = k.checked_mul(t).and_then(|x| x.checked_add(c * self.b)) else {
-                break;
-            };
+        let offset = c.saturating_mul(self.b);
+        while let Some(start) = k.checked_mul(t).and_then(|x| x.checked_add(offset)) {
             if start >= hi {
                 break;
             }
@@ -127,7 +125,8 @@ mod tests {
                         }
                         let mut blocks = Vec::new();
                         m.blocks_in(c, 0, n, &mut blocks);
-                        let from_blocks: Vec<u64> = blocks.iter().flat_map(|&(s, e)| s..e).collect();
+                        let from_blocks: Vec<u64> =
+                            blocks.iter().flat_map(|&(s, e)| s..e).collect();
                         assert_eq!(from_blocks, owned);
                     }
                 }

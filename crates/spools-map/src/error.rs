@@ -52,7 +52,9 @@ pub enum LayoutError {
         extent: u64,
     },
     /// `*` on a grid extent other than 1.
-    #[error("dimension {dim} is not distributed ('*') but its grid extent is {procs}; it must be 1")]
+    #[error(
+        "dimension {dim} is not distributed ('*') but its grid extent is {procs}; it must be 1"
+    )]
     WholeOnGrid {
         /// Index of the dimension.
         dim: usize,
@@ -135,7 +137,9 @@ pub enum LayoutError {
         units: u64,
     },
     /// A byte-stream layout whose size was not given and could not be inferred.
-    #[error("{spec}: a byte-stream layout needs a size (add size=SIZE, or plan it against an array)")]
+    #[error(
+        "{spec}: a byte-stream layout needs a size (add size=SIZE, or plan it against an array)"
+    )]
     Unsized {
         /// The layout, printed.
         spec: String,

@@ -30,7 +30,11 @@ impl IrregularLayout {
     /// [`LayoutError::Irregular`] when a unit's extents are unsorted or empty, extents
     /// overlap, or leave a gap; [`LayoutError::ZeroElement`], [`LayoutError::EmptyDataset`]
     /// and [`LayoutError::Overflow`] for bad sizes.
-    pub fn new(elem_size: u64, elems: u64, units: Vec<Vec<(u64, u64)>>) -> Result<Self, LayoutError> {
+    pub fn new(
+        elem_size: u64,
+        elems: u64,
+        units: Vec<Vec<(u64, u64)>>,
+    ) -> Result<Self, LayoutError> {
         if elem_size == 0 {
             return Err(LayoutError::ZeroElement);
         }
@@ -111,7 +115,10 @@ impl IrregularLayout {
 
     /// `(unit, local, contiguous bytes)` of global byte `g`, or `None` past the end.
     pub fn locate(&self, g: u64) -> Option<(u64, u64, u64)> {
-        let i = self.by_global.partition_point(|e| e.0 <= g).checked_sub(1)?;
+        let i = self
+            .by_global
+            .partition_point(|e| e.0 <= g)
+            .checked_sub(1)?;
         let (start, unit, local, len) = self.by_global[i];
         (g < start + len).then(|| (unit, local + (g - start), start + len - g))
     }

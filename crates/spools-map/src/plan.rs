@@ -123,7 +123,8 @@ fn byte_dim(l: &Layout) -> Option<DimMap> {
             let rest_whole = order[1..]
                 .iter()
                 .all(|&k| a.grid()[k] == 1 && a.maps()[k].is_whole());
-            let row: u64 = order[1..].iter().map(|&k| a.shape()[k]).product::<u64>() * a.dtype().size();
+            let row: u64 =
+                order[1..].iter().map(|&k| a.shape()[k]).product::<u64>() * a.dtype().size();
             let m = a.maps()[slow];
             rest_whole.then(|| DimMap {
                 n: m.n * row,
@@ -407,7 +408,8 @@ impl Plan {
         let mut out = Vec::with_capacity(peers.len());
         for d in peers {
             let p = self.peer_plan(s, d, &mut cache, swap)?;
-            let empty = matches!(&p.source, RunSource::Symbolic(prod) if prod.clone().next().is_none());
+            let empty =
+                matches!(&p.source, RunSource::Symbolic(prod) if prod.clone().next().is_none());
             if !empty {
                 out.push(p);
             }
@@ -425,7 +427,9 @@ impl Plan {
         for (_, g, n) in OwnRuns::new(Arc::clone(&self.src), s)? {
             let mut at = g;
             while at < g + n {
-                let Some(loc) = self.dst.locate(at) else { break };
+                let Some(loc) = self.dst.locate(at) else {
+                    break;
+                };
                 set.insert(loc.unit);
                 at += loc.len;
             }
@@ -446,7 +450,13 @@ impl Plan {
             }
             (Path::Bytes(x, y), _, _) => {
                 let segs = Arc::new(DimSegs::new(x, s, y, d));
-                RunSource::Symbolic(Product::new(vec![segs], &[x.count(s)], &[y.count(d)], &[1], 1))
+                RunSource::Symbolic(Product::new(
+                    vec![segs],
+                    &[x.count(s)],
+                    &[y.count(d)],
+                    &[1],
+                    1,
+                ))
             }
             (Path::Bits(c), _, _) => RunSource::Bits(c.runs(s, d)),
             _ => RunSource::Sweep {

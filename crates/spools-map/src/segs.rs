@@ -66,7 +66,11 @@ impl Chunk {
     /// Collapses a pattern that chains into itself, and expands short repetitions.
     fn normalized(self) -> Self {
         if self.reps <= 1 || self.segs.is_empty() {
-            return Chunk::explicit(if self.reps == 0 { Vec::new() } else { self.segs });
+            return Chunk::explicit(if self.reps == 0 {
+                Vec::new()
+            } else {
+                self.segs
+            });
         }
         let chaining = self.segs.len() == 1
             && self.segs[0].len == self.adv_a
@@ -332,10 +336,26 @@ mod tests {
     #[test]
     fn matches_brute_force() {
         for n in [1u64, 2, 7, 9, 30, 97, 300, 1000, 1201] {
-            for (bx, px) in [(1, 1), (1, 3), (2, 2), (3, 4), (5, 3), (n.div_ceil(4), 4), (4, 1)] {
+            for (bx, px) in [
+                (1, 1),
+                (1, 3),
+                (2, 2),
+                (3, 4),
+                (5, 3),
+                (n.div_ceil(4), 4),
+                (4, 1),
+            ] {
                 for (by, py) in [(1, 2), (2, 3), (7, 2), (n.div_ceil(3), 3), (n, 1), (1, 5)] {
-                    let x = DimMap { n, b: bx.clamp(1, n), p: px };
-                    let y = DimMap { n, b: by.clamp(1, n), p: py };
+                    let x = DimMap {
+                        n,
+                        b: bx.clamp(1, n),
+                        p: px,
+                    };
+                    let y = DimMap {
+                        n,
+                        b: by.clamp(1, n),
+                        p: py,
+                    };
                     for ca in 0..px {
                         for cb in 0..py {
                             let d = DimSegs::new(&x, ca, &y, cb);
@@ -350,14 +370,29 @@ mod tests {
 
     #[test]
     fn identical_cyclic_collapses_to_one_segment() {
-        let x = DimMap { n: 1 << 40, b: 1, p: 2 };
+        let x = DimMap {
+            n: 1 << 40,
+            b: 1,
+            p: 2,
+        };
         let d = DimSegs::new(&x, 1, &x, 1);
-        assert_eq!(d.single(), Some(Seg { a: 0, b: 0, len: 1 << 39 }));
+        assert_eq!(
+            d.single(),
+            Some(Seg {
+                a: 0,
+                b: 0,
+                len: 1 << 39
+            })
+        );
     }
 
     #[test]
     fn disjoint_coordinates_of_a_huge_dimension_are_empty_at_once() {
-        let x = DimMap { n: 1 << 40, b: 1, p: 2 };
+        let x = DimMap {
+            n: 1 << 40,
+            b: 1,
+            p: 2,
+        };
         let d = DimSegs::new(&x, 0, &x, 1);
         assert!(d.is_empty());
         assert_eq!(d.stored(), 0);
@@ -366,7 +401,11 @@ mod tests {
     #[test]
     fn block_against_fine_cyclic_stays_small() {
         let n = 1u64 << 40;
-        let x = DimMap { n, b: n.div_ceil(3), p: 3 };
+        let x = DimMap {
+            n,
+            b: n.div_ceil(3),
+            p: 3,
+        };
         let y = DimMap { n, b: 3, p: 5 };
         for (ca, cb) in [(0, 0), (1, 2), (2, 4)] {
             for d in [DimSegs::new(&x, ca, &y, cb), DimSegs::new(&y, cb, &x, ca)] {
@@ -379,8 +418,16 @@ mod tests {
 
     #[test]
     fn huge_periodic_dimension_stays_small() {
-        let x = DimMap { n: 1 << 40, b: 3, p: 5 };
-        let y = DimMap { n: 1 << 40, b: 7, p: 2 };
+        let x = DimMap {
+            n: 1 << 40,
+            b: 3,
+            p: 5,
+        };
+        let y = DimMap {
+            n: 1 << 40,
+            b: 7,
+            p: 2,
+        };
         let d = DimSegs::new(&x, 2, &y, 1);
         assert!(d.stored() < 64, "stored {}", d.stored());
         let mut c = d.cursor();

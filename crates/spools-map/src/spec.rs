@@ -123,7 +123,11 @@ fn parse_dtype(c: &mut Cursor<'_>) -> Result<DType, SpecError> {
         c.expect(")")?;
         return Ok(DType::Bytes(n));
     }
-    let word_len = c.rest().bytes().take_while(u8::is_ascii_alphanumeric).count();
+    let word_len = c
+        .rest()
+        .bytes()
+        .take_while(u8::is_ascii_alphanumeric)
+        .count();
     let word = &c.rest()[..word_len];
     match NAMED.iter().find(|(name, _)| *name == word) {
         Some((_, t)) => {
@@ -184,10 +188,7 @@ fn parse_array(c: &mut Cursor<'_>) -> Result<Layout, SpecError> {
         if dists.len() > shape.len() {
             c.pos = dist_pos[shape.len()] - 1;
         }
-        return c.err(format!(
-            "{} distributions, one per dimension",
-            shape.len()
-        ));
+        return c.err(format!("{} distributions, one per dimension", shape.len()));
     }
     let on_pos = c.pos;
     if !c.eat(" on ") {
@@ -280,7 +281,12 @@ fn parse_bits(c: &mut Cursor<'_>) -> Result<Layout, SpecError> {
     c.expect("n=")?;
     let n_at = c.pos;
     let n = c.int("a bit count")?;
-    let n = u32::try_from(n).map_err(|_| invalid(n_at)(LayoutError::BitsWidth { n: u32::MAX, max: crate::bits::MAX_BITS }))?;
+    let n = u32::try_from(n).map_err(|_| {
+        invalid(n_at)(LayoutError::BitsWidth {
+            n: u32::MAX,
+            max: crate::bits::MAX_BITS,
+        })
+    })?;
     c.expect(",unit=")?;
     let unit = c.int_list("a bit index")?;
     let local = if c.eat(",local=") {
@@ -379,7 +385,13 @@ impl fmt::Display for Layout {
     }
 }
 
-fn stream(f: &mut fmt::Formatter<'_>, kind: &str, unit: u64, count: u64, size: Option<u64>) -> fmt::Result {
+fn stream(
+    f: &mut fmt::Formatter<'_>,
+    kind: &str,
+    unit: u64,
+    count: u64,
+    size: Option<u64>,
+) -> fmt::Result {
     write!(f, "{kind}(unit={},count={count}", ByteSize(unit))?;
     if let Some(s) = size {
         write!(f, ",size={}", ByteSize(s))?;

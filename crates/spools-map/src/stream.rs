@@ -46,7 +46,13 @@ pub struct Raid5Layout {
     size: Option<u64>,
 }
 
-fn check(kind: &'static str, unit: u64, count: u64, min: u64, size: Option<u64>) -> Result<(), LayoutError> {
+fn check(
+    kind: &'static str,
+    unit: u64,
+    count: u64,
+    min: u64,
+    size: Option<u64>,
+) -> Result<(), LayoutError> {
     if unit == 0 {
         return Err(LayoutError::ZeroStripeUnit);
     }
@@ -113,7 +119,10 @@ impl StripeLayout {
     /// The `i`-th data extent of unit `u` as `(global, local, len)`.
     pub(crate) fn extent_at(&self, u: u64, i: u64) -> Option<(u64, u64, u64)> {
         let size = self.size?;
-        let g = i.checked_mul(self.count)?.checked_add(u)?.checked_mul(self.unit)?;
+        let g = i
+            .checked_mul(self.count)?
+            .checked_add(u)?
+            .checked_mul(self.unit)?;
         (g < size).then(|| (g, i * self.unit, self.unit.min(size - g)))
     }
 
@@ -190,7 +199,11 @@ impl Raid5Layout {
         let within = g % self.unit;
         let (r, i) = (b / (self.count - 1), b % (self.count - 1));
         let u = (self.parity_unit(r) + 1 + i) % self.count;
-        Some((u, r * self.unit + within, (self.unit - within).min(size - g)))
+        Some((
+            u,
+            r * self.unit + within,
+            (self.unit - within).min(size - g),
+        ))
     }
 
     /// The `i`-th data extent of unit `u` as `(global, local, len)`: unit `u` holds a data
@@ -202,7 +215,10 @@ impl Raid5Layout {
         let skip = k - 1 - u;
         let r = (i / (k - 1)).checked_mul(k)? + if j < skip { j } else { j + 1 };
         let idx = (u + k - self.parity_unit(r) - 1) % k;
-        let g = r.checked_mul(k - 1)?.checked_add(idx)?.checked_mul(self.unit)?;
+        let g = r
+            .checked_mul(k - 1)?
+            .checked_add(idx)?
+            .checked_mul(self.unit)?;
         (g < size).then(|| (g, r * self.unit, self.unit.min(size - g)))
     }
 

@@ -1,5 +1,7 @@
 //! The edge cases named in the foundation issue, and clear errors for bad input.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use spools_map::{Extent, Layout, LayoutError, Plan, PlanError, Run, SpecError};
 
 fn l(spec: &str) -> Layout {
@@ -7,7 +9,9 @@ fn l(spec: &str) -> Layout {
 }
 
 fn local_counts(layout: &Layout) -> Vec<u64> {
-    (0..layout.units()).map(|u| layout.local_bytes(u).unwrap()).collect()
+    (0..layout.units())
+        .map(|u| layout.local_bytes(u).unwrap())
+        .collect()
 }
 
 #[test]
@@ -21,7 +25,10 @@ fn block_leaves_trailing_units_short_or_empty() {
 fn fewer_indices_than_units() {
     assert_eq!(local_counts(&l("u8[3] block on 5")), vec![1, 1, 1, 0, 0]);
     assert_eq!(local_counts(&l("u8[3] cyclic on 5")), vec![1, 1, 1, 0, 0]);
-    assert_eq!(local_counts(&l("u8[3] cyclic(2) on 5")), vec![2, 1, 0, 0, 0]);
+    assert_eq!(
+        local_counts(&l("u8[3] cyclic(2) on 5")),
+        vec![2, 1, 0, 0, 0]
+    );
     let plan = Plan::new(&l("u8[3] block on 5"), &l("u8[3] cyclic(2) on 5")).unwrap();
     let s = plan.summary().unwrap();
     assert_eq!((s.bytes(0, 0), s.bytes(1, 0), s.bytes(2, 1)), (1, 1, 1));
@@ -31,10 +38,22 @@ fn fewer_indices_than_units() {
 #[test]
 fn block_size_must_cover_the_dimension() {
     let err = "u8[10] block(2) on 4".parse::<Layout>().unwrap_err();
-    assert!(matches!(
-        err,
-        SpecError::Invalid { pos: 7, source: LayoutError::BlockTooSmall { block: 2, procs: 4, covered: 8, extent: 10, .. } }
-    ), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            SpecError::Invalid {
+                pos: 7,
+                source: LayoutError::BlockTooSmall {
+                    block: 2,
+                    procs: 4,
+                    covered: 8,
+                    extent: 10,
+                    ..
+                }
+            }
+        ),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("column 8"), "{err}");
     // exactly covering is fine, and larger blocks leave trailing units empty
     assert_eq!(local_counts(&l("u8[10] block(3) on 4")), vec![3, 3, 3, 1]);
@@ -44,7 +63,16 @@ fn block_size_must_cover_the_dimension() {
 #[test]
 fn undistributed_dimension_needs_grid_extent_one() {
     let err = "f64[4,4] *,block on 2x2".parse::<Layout>().unwrap_err();
-    assert!(matches!(err, SpecError::Invalid { pos: 9, source: LayoutError::WholeOnGrid { dim: 0, procs: 2 } }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            SpecError::Invalid {
+                pos: 9,
+                source: LayoutError::WholeOnGrid { dim: 0, procs: 2 }
+            }
+        ),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -52,7 +80,14 @@ fn dimensions_of_extent_one() {
     let a = l("u8[1,7,1] block,cyclic(2),* on 1x3x1");
     assert_eq!(local_counts(&a), vec![3, 2, 2]);
     let e: Vec<Extent> = a.extents(1).unwrap().collect();
-    assert_eq!(e, vec![Extent { global: 2, local: 0, len: 2 }]);
+    assert_eq!(
+        e,
+        vec![Extent {
+            global: 2,
+            local: 0,
+            len: 2
+        }]
+    );
     let b = l("u8[1,7,1] *,block,block on 1x2x1 order=F");
     let plan = Plan::new(&a, &b).unwrap();
     assert_eq!(plan.summary().unwrap().total_bytes(), 7);
@@ -69,7 +104,11 @@ fn non_powers_of_two_everywhere() {
     assert!((0..64).all(|src| (0..8).all(|dst| s.bytes(src, dst) > 0)));
     // runs are pairs of elements: 2 columns wide, one row each.
     assert_eq!(s.mean_run_bytes(), 16.0);
-    let odd = Plan::new(&l("i16[97,31] cyclic(5),block on 3x7"), &l("i16[97,31] block(20),cyclic(3) on 5x2 order=F")).unwrap();
+    let odd = Plan::new(
+        &l("i16[97,31] cyclic(5),block on 3x7"),
+        &l("i16[97,31] block(20),cyclic(3) on 5x2 order=F"),
+    )
+    .unwrap();
     assert_eq!(odd.summary().unwrap().total_bytes(), 97 * 31 * 2);
 }
 
@@ -84,7 +123,9 @@ fn raid5_is_md_left_symmetric() {
     let disk_of = |block: u64| r.locate(block * 1024).unwrap().unit;
     let table: Vec<u64> = (0..12).map(disk_of).collect();
     assert_eq!(table, vec![0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3]);
-    let Layout::Raid5(r5) = &r else { unreachable!() };
+    let Layout::Raid5(r5) = &r else {
+        unreachable!()
+    };
     let parity: Vec<u64> = (0..4).map(|row| r5.parity(row).unwrap().0).collect();
     assert_eq!(parity, vec![3, 2, 1, 0]);
     assert_eq!(r.locate(3 * 1024).unwrap().local, 1024);
@@ -96,13 +137,18 @@ fn raid5_is_md_left_symmetric() {
 #[test]
 fn raid5_short_last_row() {
     let r = l("raid5(unit=100B,count=3,size=450)");
-    let Layout::Raid5(r5) = &r else { unreachable!() };
+    let Layout::Raid5(r5) = &r else {
+        unreachable!()
+    };
     // blocks 0..4 (the last of 50 bytes) in rows 0, 1, 2
     assert_eq!(r5.rows(), 3);
     // row 0: D0 D1 P, row 1: D3 P D2, row 2: P(50) D4(50) -
     assert_eq!(r5.parity(2), Some((0, 200, 50)));
     assert_eq!(r5.parity(3), None);
-    assert_eq!(r.locate(400).map(|at| (at.unit, at.local, at.len)), Some((1, 200, 50)));
+    assert_eq!(
+        r.locate(400).map(|at| (at.unit, at.local, at.len)),
+        Some((1, 200, 50))
+    );
     assert_eq!(local_counts(&r), vec![250, 250, 200]);
 }
 
@@ -121,8 +167,14 @@ fn specs_round_trip() {
         assert_eq!(l(spec).to_string(), spec);
     }
     assert_eq!(l("u8[4] cyclic(1) on 2").to_string(), "u8[4] cyclic on 2");
-    assert_eq!(l("stripe(count=2,unit=1024)").to_string(), "stripe(unit=1KiB,count=2)");
-    assert_eq!(l("u8[4] block on 2 order=C").to_string(), "u8[4] block on 2");
+    assert_eq!(
+        l("stripe(count=2,unit=1024)").to_string(),
+        "stripe(unit=1KiB,count=2)"
+    );
+    assert_eq!(
+        l("u8[4] block on 2 order=C").to_string(),
+        "u8[4] block on 2"
+    );
 }
 
 #[test]
@@ -156,7 +208,10 @@ fn malformed_specs_name_position_and_expectation() {
     for &(spec, pos, needle) in cases {
         let err = spec.parse::<Layout>().expect_err(spec);
         assert_eq!(err.position(), pos, "{spec:?}: {err}");
-        assert!(err.to_string().contains(needle), "{spec:?}: {err} lacks {needle:?}");
+        assert!(
+            err.to_string().contains(needle),
+            "{spec:?}: {err} lacks {needle:?}"
+        );
     }
 }
 
@@ -172,35 +227,82 @@ fn plan_errors() {
         PlanError::Unsized
     );
     let p = Plan::new(&a, &l("stripe(unit=16,count=3)")).unwrap();
-    assert!(matches!(p.sends(2), Err(PlanError::UnitOutOfRange { side: "source", unit: 2, units: 2 })));
-    assert!(matches!(p.receives(3), Err(PlanError::UnitOutOfRange { side: "destination", .. })));
-    assert!(matches!(l("stripe(unit=1,count=2)").extents(0), Err(LayoutError::Unsized { .. })));
+    assert!(matches!(
+        p.sends(2),
+        Err(PlanError::UnitOutOfRange {
+            side: "source",
+            unit: 2,
+            units: 2
+        })
+    ));
+    assert!(matches!(
+        p.receives(3),
+        Err(PlanError::UnitOutOfRange {
+            side: "destination",
+            ..
+        })
+    ));
+    assert!(matches!(
+        l("stripe(unit=1,count=2)").extents(0),
+        Err(LayoutError::Unsized { .. })
+    ));
 }
 
 #[test]
 fn irregular_layouts() {
     use spools_map::IrregularLayout;
-    let irr = Layout::Irregular(IrregularLayout::new(4, 10, vec![vec![(0, 2), (5, 5)], vec![(2, 3)]]).unwrap());
+    let irr = Layout::Irregular(
+        IrregularLayout::new(4, 10, vec![vec![(0, 2), (5, 5)], vec![(2, 3)]]).unwrap(),
+    );
     let plan = Plan::new(&irr, &l("i32[10] block on 2")).unwrap();
     let runs: Vec<Run> = plan.runs(0, 1).unwrap().collect();
-    assert_eq!(runs, vec![Run { src: 8, dst: 0, len: 20 }]);
+    assert_eq!(
+        runs,
+        vec![Run {
+            src: 8,
+            dst: 0,
+            len: 20
+        }]
+    );
     let bad = |units: Vec<Vec<(u64, u64)>>| IrregularLayout::new(1, 10, units).unwrap_err();
-    assert!(matches!(bad(vec![vec![(0, 5)], vec![(4, 6)]]), LayoutError::Irregular { problem: "two extents overlap", at: 4 }));
-    assert!(matches!(bad(vec![vec![(0, 5)], vec![(6, 4)]]), LayoutError::Irregular { at: 5, .. }));
-    assert!(matches!(bad(vec![vec![(5, 5), (0, 5)]]), LayoutError::Irregular { .. }));
-    assert!(matches!(bad(vec![vec![(0, 11)]]), LayoutError::Irregular { .. }));
+    assert!(matches!(
+        bad(vec![vec![(0, 5)], vec![(4, 6)]]),
+        LayoutError::Irregular {
+            problem: "two extents overlap",
+            at: 4
+        }
+    ));
+    assert!(matches!(
+        bad(vec![vec![(0, 5)], vec![(6, 4)]]),
+        LayoutError::Irregular { at: 5, .. }
+    ));
+    assert!(matches!(
+        bad(vec![vec![(5, 5), (0, 5)]]),
+        LayoutError::Irregular { .. }
+    ));
+    assert!(matches!(
+        bad(vec![vec![(0, 11)]]),
+        LayoutError::Irregular { .. }
+    ));
 }
 
 #[test]
 fn large_symbolic_plans_stay_small() {
     let from = l("i32[2176,1152,1408] block,block,block on 2x1x1");
-    for to in ["i32[2176,1152,1408] cyclic(16),*,* on 3x1x1", "stripe(unit=4MiB,count=4)"] {
+    for to in [
+        "i32[2176,1152,1408] cyclic(16),*,* on 3x1x1",
+        "stripe(unit=4MiB,count=4)",
+    ] {
         let plan = Plan::new(&from, &l(to)).unwrap();
         for s in 0..2 {
             let part = plan.sends(s).unwrap();
             let mut bytes = 0;
             for peer in &part.peers {
-                assert!(peer.stored_bytes() < 64 << 10, "{to}: {} bytes held", peer.stored_bytes());
+                assert!(
+                    peer.stored_bytes() < 64 << 10,
+                    "{to}: {} bytes held",
+                    peer.stored_bytes()
+                );
                 bytes += peer.runs().map(|r| r.len).sum::<u64>();
             }
             assert_eq!(bytes, 2176 * 1152 * 1408 * 4 / 2, "{to}");
@@ -210,7 +312,14 @@ fn large_symbolic_plans_stay_small() {
     let huge = l("u8[1099511627776] cyclic on 2");
     let plan = Plan::new(&huge, &huge).unwrap();
     let runs: Vec<Run> = plan.runs(1, 1).unwrap().collect();
-    assert_eq!(runs, vec![Run { src: 0, dst: 0, len: 1 << 39 }]);
+    assert_eq!(
+        runs,
+        vec![Run {
+            src: 0,
+            dst: 0,
+            len: 1 << 39
+        }]
+    );
     assert_eq!(plan.runs(0, 1).unwrap().count(), 0);
 }
 
@@ -222,7 +331,14 @@ fn aligned_and_identical_layouts_plan_in_constant_time() {
     let plan = Plan::new(&bits, &bits).unwrap();
     assert_eq!(plan.path(), PlanPath::BitPermutation);
     let runs: Vec<Run> = plan.runs(2, 2).unwrap().collect();
-    assert_eq!(runs, vec![Run { src: 0, dst: 0, len: 1 << 44 }]);
+    assert_eq!(
+        runs,
+        vec![Run {
+            src: 0,
+            dst: 0,
+            len: 1 << 44
+        }]
+    );
     assert_eq!(plan.sends(1).unwrap().peers.len(), 1);
     // Rows of exactly one stripe block, dealt like the stripes: each unit keeps its bytes.
     let rows = l("f64[1000000,512] cyclic,* on 3x1");
@@ -233,11 +349,23 @@ fn aligned_and_identical_layouts_plan_in_constant_time() {
         let part = plan.sends(s).unwrap();
         assert_eq!(part.peers.len(), 1);
         let runs: Vec<Run> = part.peers[0].runs().collect();
-        assert_eq!(runs, vec![Run { src: 0, dst: 0, len: rows.local_bytes(s).unwrap() }]);
+        assert_eq!(
+            runs,
+            vec![Run {
+                src: 0,
+                dst: 0,
+                len: rows.local_bytes(s).unwrap()
+            }]
+        );
     }
     let big = l("stripe(unit=64KiB,count=8,size=1TiB)");
     let plan = Plan::new(&big, &big).unwrap();
     assert_eq!(plan.runs(7, 7).unwrap().count(), 1);
     // 2-D blocks onto stripes stay a sweep, since rows are cut at block edges.
-    assert_eq!(Plan::new(&l("u8[64,64] block,block on 2x2"), &stripe).unwrap().path(), PlanPath::Sweep);
+    assert_eq!(
+        Plan::new(&l("u8[64,64] block,block on 2x2"), &stripe)
+            .unwrap()
+            .path(),
+        PlanPath::Sweep
+    );
 }

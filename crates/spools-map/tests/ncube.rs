@@ -2,6 +2,8 @@
 //! Fortran order (index bits 0-1: byte, 2-5: row, 6-9: column) mapped by rows, columns and
 //! blocks onto four processing elements, with inversion and composition (Figure 16).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use spools_map::{BitPerm, Layout, Plan, Run};
 
 fn l(spec: &str) -> Layout {
@@ -14,7 +16,10 @@ const CASES: [(&str, &str); 3] = [
     // columns: the top two bits of the column number
     ("bits(n=10,unit=[9,8])", "f32[16,16] *,block on 1x4 order=F"),
     // blocks: the top bit of the row and of the column (Figure 19)
-    ("bits(n=10,unit=[5,9])", "f32[16,16] block,block on 2x2 order=F"),
+    (
+        "bits(n=10,unit=[5,9])",
+        "f32[16,16] block,block on 2x2 order=F",
+    ),
 ];
 
 #[test]
@@ -24,18 +29,29 @@ fn bit_maps_equal_the_array_distributions() {
         assert_eq!(b.units(), a.units());
         for g in 0..1024 {
             let (x, y) = (b.locate(g).unwrap(), a.locate(g).unwrap());
-            assert_eq!((x.unit, x.local), (y.unit, y.local), "{bits} vs {array} at byte {g}");
+            assert_eq!(
+                (x.unit, x.local),
+                (y.unit, y.local),
+                "{bits} vs {array} at byte {g}"
+            );
         }
         for u in 0..4 {
-            assert!(b.extents(u).unwrap().eq(a.extents(u).unwrap()), "{bits} vs {array}, unit {u}");
+            assert!(
+                b.extents(u).unwrap().eq(a.extents(u).unwrap()),
+                "{bits} vs {array}, unit {u}"
+            );
         }
     }
 }
 
 #[test]
 fn inversion_and_composition() {
-    let Layout::Bits(rows) = l(CASES[0].0) else { unreachable!() };
-    let Layout::Bits(cols) = l(CASES[1].0) else { unreachable!() };
+    let Layout::Bits(rows) = l(CASES[0].0) else {
+        unreachable!()
+    };
+    let Layout::Bits(cols) = l(CASES[1].0) else {
+        unreachable!()
+    };
     let m1 = rows.perm();
     // inversion reflects the permutation: composing with it gives the identity
     assert_eq!(m1.then(&m1.inverse()), BitPerm::identity(10));

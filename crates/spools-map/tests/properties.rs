@@ -1,5 +1,7 @@
 //! Property tests: every layout and every plan against the independent model in `common`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::collections::HashMap;
@@ -36,26 +38,53 @@ fn check_layout(m: &Model) -> Result<(), TestCaseError> {
         let ext: Vec<_> = l.extents(u).map_err(fail)?.collect();
         let mut bytes = 0;
         for w in ext.windows(2) {
-            prop_assert!(w[0].local + w[0].len <= w[1].local, "extents out of local order: {:?}", w);
-            let mergeable = w[0].local + w[0].len == w[1].local && w[0].global + w[0].len == w[1].global;
+            prop_assert!(
+                w[0].local + w[0].len <= w[1].local,
+                "extents out of local order: {:?}",
+                w
+            );
+            let mergeable =
+                w[0].local + w[0].len == w[1].local && w[0].global + w[0].len == w[1].global;
             prop_assert!(!mergeable, "extents not maximal: {:?}", w);
         }
         for e in &ext {
             prop_assert!(e.len > 0);
             for i in 0..e.len {
-                prop_assert_eq!(map[(e.global + i) as usize], (u, e.local + i), "{} unit {} extent {:?}", l, u, e);
+                prop_assert_eq!(
+                    map[(e.global + i) as usize],
+                    (u, e.local + i),
+                    "{} unit {} extent {:?}",
+                    l,
+                    u,
+                    e
+                );
             }
             bytes += e.len;
         }
-        prop_assert_eq!(bytes, per_unit[u as usize], "{} unit {} holds the wrong number of bytes", l, u);
+        prop_assert_eq!(
+            bytes,
+            per_unit[u as usize],
+            "{} unit {} holds the wrong number of bytes",
+            l,
+            u
+        );
         prop_assert!(l.local_bytes(u).map_err(fail)? >= max_local[u as usize]);
     }
     for g in 0..m.total() {
-        let at = l.locate(g).ok_or_else(|| TestCaseError::fail("locate gave None"))?;
+        let at = l
+            .locate(g)
+            .ok_or_else(|| TestCaseError::fail("locate gave None"))?;
         prop_assert_eq!((at.unit, at.local), map[g as usize], "{} locate({})", l, g);
         prop_assert!(at.len >= 1 && g + at.len <= m.total());
         for i in 1..at.len {
-            prop_assert_eq!(map[(g + i) as usize], (at.unit, at.local + i), "{} locate({}) len {}", l, g, at.len);
+            prop_assert_eq!(
+                map[(g + i) as usize],
+                (at.unit, at.local + i),
+                "{} locate({}) len {}",
+                l,
+                g,
+                at.len
+            );
         }
     }
     prop_assert!(l.locate(m.total()).is_none());
@@ -65,7 +94,11 @@ fn check_layout(m: &Model) -> Result<(), TestCaseError> {
 
 fn check_sorted_minimal(runs: &[Run], by_src: bool) -> Result<(), TestCaseError> {
     for w in runs.windows(2) {
-        let (a, b) = if by_src { (w[0].src, w[1].src) } else { (w[0].dst, w[1].dst) };
+        let (a, b) = if by_src {
+            (w[0].src, w[1].src)
+        } else {
+            (w[0].dst, w[1].dst)
+        };
         prop_assert!(a + w[0].len <= b, "runs out of order: {:?}", w);
         let mergeable = w[0].src + w[0].len == w[1].src && w[0].dst + w[0].len == w[1].dst;
         prop_assert!(!mergeable, "runs not minimal: {:?}", w);
@@ -92,8 +125,16 @@ fn check_plan(src: &Model, dst: &Model) -> Result<(), TestCaseError> {
     let smap = src.map();
     let corr = common::correspondence(src, dst);
     let dmap: Vec<(u64, u64)> = corr.iter().map(|&h| dst.place(h)).collect();
-    let sinv: HashMap<(u64, u64), u64> = smap.iter().enumerate().map(|(g, &p)| (p, g as u64)).collect();
-    let dinv: HashMap<(u64, u64), u64> = dmap.iter().enumerate().map(|(g, &p)| (p, g as u64)).collect();
+    let sinv: HashMap<(u64, u64), u64> = smap
+        .iter()
+        .enumerate()
+        .map(|(g, &p)| (p, g as u64))
+        .collect();
+    let dinv: HashMap<(u64, u64), u64> = dmap
+        .iter()
+        .enumerate()
+        .map(|(g, &p)| (p, g as u64))
+        .collect();
     let mut sent = vec![0u32; total as usize];
     let mut pair_runs: HashMap<(u64, u64), Vec<Run>> = HashMap::new();
     for s in 0..src.units() {
@@ -107,11 +148,23 @@ fn check_plan(src: &Model, dst: &Model) -> Result<(), TestCaseError> {
             let direct: Vec<Run> = plan.runs(s, d).map_err(fail)?.collect();
             prop_assert_eq!(&direct, &runs);
             for r in &runs {
-                prop_assert_eq!(r.src % plan.grain() + r.dst % plan.grain() + r.len % plan.grain(), 0);
+                prop_assert_eq!(
+                    r.src % plan.grain() + r.dst % plan.grain() + r.len % plan.grain(),
+                    0
+                );
                 for i in 0..r.len {
                     let g = sinv.get(&(s, r.src + i)).copied();
                     let h = dinv.get(&(d, r.dst + i)).copied();
-                    prop_assert!(g.is_some() && g == h, "{} -> {}: run {:?} byte {} moves global {:?} to {:?}", ls, ld, r, i, g, h);
+                    prop_assert!(
+                        g.is_some() && g == h,
+                        "{} -> {}: run {:?} byte {} moves global {:?} to {:?}",
+                        ls,
+                        ld,
+                        r,
+                        i,
+                        g,
+                        h
+                    );
                     sent[g.unwrap_or(0) as usize] += 1;
                 }
             }
@@ -120,11 +173,24 @@ fn check_plan(src: &Model, dst: &Model) -> Result<(), TestCaseError> {
         for d in 0..dst.units() {
             if !part.peers.iter().any(|p| p.peer == d) {
                 let stray = plan.runs(s, d).map_err(fail)?.next();
-                prop_assert!(stray.is_none(), "{} -> {}: {} is not a peer of {} but has run {:?}", ls, ld, d, s, stray);
+                prop_assert!(
+                    stray.is_none(),
+                    "{} -> {}: {} is not a peer of {} but has run {:?}",
+                    ls,
+                    ld,
+                    d,
+                    s,
+                    stray
+                );
             }
         }
     }
-    prop_assert!(sent.iter().all(|&c| c == 1), "{} -> {}: not every byte sent exactly once", ls, ld);
+    prop_assert!(
+        sent.iter().all(|&c| c == 1),
+        "{} -> {}: not every byte sent exactly once",
+        ls,
+        ld
+    );
     let mut received = vec![0u32; total as usize];
     for d in 0..dst.units() {
         for peer in plan.receives(d).map_err(fail)?.peers {
@@ -138,18 +204,32 @@ fn check_plan(src: &Model, dst: &Model) -> Result<(), TestCaseError> {
             let mut sends = pair_runs.remove(&(peer.peer, d)).unwrap_or_default();
             runs.sort();
             sends.sort();
-            prop_assert_eq!(runs, sends, "receives of {} from {} differ from sends", d, peer.peer);
+            prop_assert_eq!(
+                runs,
+                sends,
+                "receives of {} from {} differ from sends",
+                d,
+                peer.peer
+            );
         }
     }
-    prop_assert!(pair_runs.is_empty(), "sends with no matching receive: {:?}", pair_runs.keys());
+    prop_assert!(
+        pair_runs.is_empty(),
+        "sends with no matching receive: {:?}",
+        pair_runs.keys()
+    );
     prop_assert!(received.iter().all(|&c| c == 1));
 
     // Execute on real buffers, then the reverse plan, and get the original bytes back.
-    let data: Vec<u8> = (0..total).map(|g| (g.wrapping_mul(2654435761) >> 7) as u8).collect();
+    let data: Vec<u8> = (0..total)
+        .map(|g| (g.wrapping_mul(2654435761) >> 7) as u8)
+        .collect();
     let src_bufs = scatter(src, &data);
     // `dmap` is indexed by the source's global byte, so `data[g]` must land at `dmap[g]`.
     let sized = |l: &Layout| -> Vec<Vec<u8>> {
-        (0..l.units()).map(|u| vec![0u8; l.local_bytes(u).unwrap_or(0) as usize]).collect()
+        (0..l.units())
+            .map(|u| vec![0u8; l.local_bytes(u).unwrap_or(0) as usize])
+            .collect()
     };
     let mut src_full = sized(&ls);
     for (u, b) in src_bufs.iter().enumerate() {
@@ -172,7 +252,9 @@ fn check_plan(src: &Model, dst: &Model) -> Result<(), TestCaseError> {
 /// Two arrays of one shape (the symbolic path), orders and grids independent.
 fn same_shape_pair() -> impl Strategy<Value = (Model, Model)> {
     array_model(vec![1, 2, 4, 8, 3]).prop_flat_map(|a| {
-        let Model::Array { elem, shape, .. } = a.clone() else { unreachable!() };
+        let Model::Array { elem, shape, .. } = a.clone() else {
+            unreachable!()
+        };
         let grids: Vec<_> = shape.iter().map(|_| 1u64..=4).collect();
         (Just(a), grids, any::<bool>(), Just(shape), Just(elem))
             .prop_flat_map(|(a, grid, fortran, shape, elem)| {
@@ -192,10 +274,26 @@ fn same_shape_pair() -> impl Strategy<Value = (Model, Model)> {
                         prop::strategy::Union::new(opts)
                     })
                     .collect::<Vec<_>>();
-                (Just(a), dists, Just(grid), Just(fortran), Just(shape), Just(elem))
+                (
+                    Just(a),
+                    dists,
+                    Just(grid),
+                    Just(fortran),
+                    Just(shape),
+                    Just(elem),
+                )
             })
             .prop_map(|(a, dists, grid, fortran, shape, elem)| {
-                (a, Model::Array { elem, shape, dists, grid, fortran })
+                (
+                    a,
+                    Model::Array {
+                        elem,
+                        shape,
+                        dists,
+                        grid,
+                        fortran,
+                    },
+                )
             })
     })
 }

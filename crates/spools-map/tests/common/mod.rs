@@ -2,7 +2,13 @@
 //! definitions (MPI darray, RAID-0, md left-symmetric RAID-5, nCUBE bit maps) and sharing
 //! no code with the crate. Tests compare the crate's symbolic answers against it.
 
-#![allow(dead_code, unreachable_pub)]
+#![allow(
+    dead_code,
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 use proptest::prelude::*;
 
@@ -247,14 +253,17 @@ pub fn stream_model(size: u64) -> impl Strategy<Value = Model> {
 
 /// Random bit layouts of 2^n bytes.
 pub fn bits_model(n: u32) -> impl Strategy<Value = Model> {
-    (0..=n.min(3), Just(()).prop_perturb(move |_, mut rng| {
-        let mut bits: Vec<u32> = (0..n).collect();
-        for i in (1..bits.len()).rev() {
-            let j = (rng.next_u32() as usize) % (i + 1);
-            bits.swap(i, j);
-        }
-        (bits, rng.next_u32() % 2 == 0)
-    }))
+    (
+        0..=n.min(3),
+        Just(()).prop_perturb(move |_, mut rng| {
+            let mut bits: Vec<u32> = (0..n).collect();
+            for i in (1..bits.len()).rev() {
+                let j = (rng.next_u32() as usize) % (i + 1);
+                bits.swap(i, j);
+            }
+            (bits, rng.next_u32() % 2 == 0)
+        }),
+    )
         .prop_map(move |(k, (bits, explicit))| {
             let unit = bits[..k as usize].to_vec();
             let rest = bits[k as usize..].to_vec();
@@ -273,8 +282,18 @@ pub fn correspondence(src: &Model, dst: &Model) -> Vec<u64> {
     let total = src.total();
     match (src, dst) {
         (
-            Model::Array { elem, shape, fortran: fa, .. },
-            Model::Array { elem: eb, shape: sb, fortran: fb, .. },
+            Model::Array {
+                elem,
+                shape,
+                fortran: fa,
+                ..
+            },
+            Model::Array {
+                elem: eb,
+                shape: sb,
+                fortran: fb,
+                ..
+            },
         ) if shape == sb && elem == eb && fa != fb => (0..total)
             .map(|g| {
                 let d = shape.len();
