@@ -15,9 +15,10 @@ pub(crate) struct MapArgs {
     /// The unit whose extents to show.
     #[arg(long)]
     unit: u64,
-    /// Print one JSON document: {"unit","units","elem_size","extents":[[global,local,len],...]},
-    /// offsets and lengths in elements (bytes for byte-stream layouts).
-    #[arg(long)]
+    #[arg(
+        long,
+        help = "Print one JSON document: {\"unit\",\"units\",\"elem_size\",\"extents\":[[global,local,len],...]}, offsets and lengths in elements (bytes for byte-stream layouts)"
+    )]
     json: bool,
 }
 

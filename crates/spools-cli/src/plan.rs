@@ -23,9 +23,10 @@ pub(crate) struct PlanArgs {
     /// Show only the runs this source unit sends.
     #[arg(long)]
     unit: Option<u64>,
-    /// Print JSON. With --unit: {"unit","elem_size","sends":[{"to","runs":[[src_local,dst_local,len],...]}]}
-    /// in elements; without: the summary with the traffic matrix in bytes.
-    #[arg(long)]
+    #[arg(
+        long,
+        help = "Print JSON. With --unit: {\"unit\",\"elem_size\",\"sends\":[{\"to\",\"runs\":[[src_local,dst_local,len],...]}]} in elements; without: the summary, with the traffic matrix in bytes"
+    )]
     json: bool,
 }
 
