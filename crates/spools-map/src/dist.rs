@@ -38,6 +38,14 @@ impl fmt::Display for Dist {
     }
 }
 
+/// Greatest common divisor.
+pub(crate) fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
 /// A resolved dimension: `n` indices dealt in blocks of `b` over `p` grid coordinates.
 ///
 /// Every [`Dist`] reduces to this block-cyclic form: BLOCK is one period, NONE is `p = 1`.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::array::ArrayLayout;
 use crate::bitruns::{BitComposite, BitRuns};
-use crate::dist::DimMap;
+use crate::dist::{gcd, DimMap};
 use crate::error::PlanError;
 use crate::layout::{Layout, OwnRuns};
 use crate::product::{Merge, Product, RawRun};
@@ -270,13 +270,6 @@ impl PeerPlan {
         };
         std::mem::size_of::<Self>() + segs * 3 * std::mem::size_of::<u64>()
     }
-}
-
-fn gcd(mut a: u64, mut b: u64) -> u64 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
 }
 
 impl Plan {

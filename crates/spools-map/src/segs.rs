@@ -8,7 +8,7 @@
 //! the repeat count and a tail, so its size is the number of pieces in one period, never the
 //! extent of the dimension.
 
-use crate::dist::DimMap;
+use crate::dist::{gcd, DimMap};
 
 /// Pieces of a period above this count are kept periodic; below it they are expanded.
 const EXPAND_LIMIT: u64 = 64;
@@ -99,13 +99,6 @@ impl Chunk {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct DimSegs {
     chunks: Vec<Chunk>,
-}
-
-fn gcd(mut a: u64, mut b: u64) -> u64 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
 }
 
 /// Intersects two sorted lists of disjoint half-open intervals.

@@ -261,19 +261,8 @@ fn same_shape_pair() -> impl Strategy<Value = (Model, Model)> {
                 let dists: Vec<_> = shape
                     .iter()
                     .zip(&grid)
-                    .map(|(&n, &p)| {
-                        let min = n.div_ceil(p);
-                        let mut opts = vec![
-                            Just(RDist::Block(None)).boxed(),
-                            (min..=n + 1).prop_map(|b| RDist::Block(Some(b))).boxed(),
-                            (1..=n).prop_map(RDist::Cyclic).boxed(),
-                        ];
-                        if p == 1 {
-                            opts.push(Just(RDist::Whole).boxed());
-                        }
-                        prop::strategy::Union::new(opts)
-                    })
-                    .collect::<Vec<_>>();
+                    .map(|(&n, &p)| common::dist_for(n, p))
+                    .collect();
                 (
                     Just(a),
                     dists,

@@ -203,13 +203,20 @@ impl Model {
     }
 }
 
-fn dist_strategy(n: u64, p: u64) -> impl Strategy<Value = RDist> {
+/// Any valid distribution of `n` indices over `p` grid coordinates.
+pub fn dist_for(n: u64, p: u64) -> BoxedStrategy<RDist> {
     let min_block = n.div_ceil(p);
-    prop_oneof![
-        Just(RDist::Block(None)),
-        (min_block..=n + 2).prop_map(|b| RDist::Block(Some(b))),
-        (1..=n + 1).prop_map(RDist::Cyclic),
-    ]
+    let mut options = vec![
+        Just(RDist::Block(None)).boxed(),
+        (min_block..=n + 2)
+            .prop_map(|b| RDist::Block(Some(b)))
+            .boxed(),
+        (1..=n + 1).prop_map(RDist::Cyclic).boxed(),
+    ];
+    if p == 1 {
+        options.push(Just(RDist::Whole).boxed());
+    }
+    prop::strategy::Union::new(options).boxed()
 }
 
 /// Random arrays of 1 to 3 dimensions, extents 1-13, grids 1-4 per dimension.
@@ -220,16 +227,7 @@ pub fn array_model(elems: Vec<u64>) -> impl Strategy<Value = Model> {
         any::<bool>(),
     )
         .prop_flat_map(|(elem, dims, fortran)| {
-            let dists: Vec<_> = dims
-                .iter()
-                .map(|&(n, p)| {
-                    if p == 1 {
-                        prop_oneof![Just(RDist::Whole), dist_strategy(n, p)].boxed()
-                    } else {
-                        dist_strategy(n, p).boxed()
-                    }
-                })
-                .collect();
+            let dists: Vec<_> = dims.iter().map(|&(n, p)| dist_for(n, p)).collect();
             let shape: Vec<u64> = dims.iter().map(|d| d.0).collect();
             let grid: Vec<u64> = dims.iter().map(|d| d.1).collect();
             (dists, Just(shape), Just(grid), Just(elem), Just(fortran))
