@@ -414,6 +414,56 @@ impl Plan {
         })
     }
 
+    /// Calls `f(destination, run)` for every run source unit `s` sends, in source order
+    /// (so each destination's runs arrive in order). A sweep visits `s`'s extents once for
+    /// all destinations; the other paths go peer by peer.
+    pub(crate) fn for_each_send(
+        &self,
+        s: u64,
+        mut f: impl FnMut(u64, Run),
+    ) -> Result<(), PlanError> {
+        if !matches!(self.path, Path::Sweep) {
+            for peer in self.sends(s)?.peers {
+                for r in peer.runs() {
+                    f(peer.peer, r);
+                }
+            }
+            return Ok(());
+        }
+        self.check("source", &self.src, s)?;
+        let mut open: HashMap<u64, Run> = HashMap::new();
+        for (l, g, n) in OwnRuns::new(Arc::clone(&self.src), s)? {
+            let mut done = 0;
+            while done < n {
+                let Some(at) = self.dst.locate(g + done) else {
+                    break;
+                };
+                let len = at.len.min(n - done);
+                let piece = Run {
+                    src: l + done,
+                    dst: at.local,
+                    len,
+                };
+                match open.get_mut(&at.unit) {
+                    Some(r) if r.src + r.len == piece.src && r.dst + r.len == piece.dst => {
+                        r.len += len
+                    }
+                    Some(r) => f(at.unit, std::mem::replace(r, piece)),
+                    None => {
+                        open.insert(at.unit, piece);
+                    }
+                }
+                done += len;
+            }
+        }
+        let mut rest: Vec<(u64, Run)> = open.into_iter().collect();
+        rest.sort_unstable();
+        for (d, r) in rest {
+            f(d, r);
+        }
+        Ok(())
+    }
+
     /// Destination units that source unit `s` sends to (one sweep of its extents).
     fn touched(&self, s: u64) -> Result<BTreeSet<u64>, PlanError> {
         let mut set = BTreeSet::new();

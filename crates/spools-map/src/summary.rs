@@ -82,13 +82,11 @@ impl Plan {
             runs: vec![0; cells],
         };
         for s in 0..su {
-            for peer in self.sends(s)?.peers {
-                let i = out.at(s, peer.peer);
-                for r in peer.runs() {
-                    out.bytes[i] += r.len;
-                    out.runs[i] += 1;
-                }
-            }
+            self.for_each_send(s, |d, r| {
+                let i = out.at(s, d);
+                out.bytes[i] += r.len;
+                out.runs[i] += 1;
+            })?;
         }
         Ok(out)
     }

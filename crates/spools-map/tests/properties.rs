@@ -191,6 +191,23 @@ fn check_plan(src: &Model, dst: &Model) -> Result<(), TestCaseError> {
         ls,
         ld
     );
+    let summary = plan.summary().map_err(fail)?;
+    prop_assert_eq!(summary.total_bytes(), total);
+    for s in 0..src.units() {
+        for d in 0..dst.units() {
+            let runs = pair_runs.get(&(s, d)).map_or(&[][..], |v| v.as_slice());
+            let bytes: u64 = runs.iter().map(|r| r.len).sum();
+            prop_assert_eq!(
+                (summary.bytes(s, d), summary.runs(s, d)),
+                (bytes, runs.len() as u64),
+                "summary of {} -> {} at ({}, {})",
+                ls,
+                ld,
+                s,
+                d
+            );
+        }
+    }
     let mut received = vec![0u32; total as usize];
     for d in 0..dst.units() {
         for peer in plan.receives(d).map_err(fail)?.peers {
@@ -244,8 +261,6 @@ fn check_plan(src: &Model, dst: &Model) -> Result<(), TestCaseError> {
     execute(&plan.reversed(), &dst_bufs, &mut back);
     prop_assert_eq!(back, src_full);
 
-    let summary = plan.summary().map_err(fail)?;
-    prop_assert_eq!(summary.total_bytes(), total);
     Ok(())
 }
 
