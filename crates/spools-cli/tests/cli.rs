@@ -174,6 +174,16 @@ fn bad_input_is_a_clear_error() {
         "neither layout gives the dataset size",
     );
     fails(&["map", "--unit", "0"], "SPEC");
+    fails(
+        &[
+            "plan",
+            "--from",
+            "u8[100000] block on 100000",
+            "--to",
+            "u8[100000] cyclic on 100000",
+        ],
+        "ask for one unit's sends instead",
+    );
 }
 
 #[test]

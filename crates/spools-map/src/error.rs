@@ -204,6 +204,16 @@ pub enum PlanError {
         /// Units in the layout.
         units: u64,
     },
+    /// A summary matrix with more cells than [`MAX_SUMMARY_CELLS`](crate::MAX_SUMMARY_CELLS).
+    #[error("a summary of {src_units} x {dst_units} units is too large (at most {max} pairs); ask for one unit's sends instead")]
+    SummaryTooLarge {
+        /// Source units.
+        src_units: u64,
+        /// Destination units.
+        dst_units: u64,
+        /// The most pairs a summary holds.
+        max: u64,
+    },
     /// A layout became invalid when its size was bound to the other side's.
     #[error(transparent)]
     Layout(#[from] LayoutError),

@@ -67,4 +67,4 @@ pub use layout::{Extent, Extents, Layout, Location};
 pub use plan::{Direction, PeerPlan, Plan, PlanPath, Run, Runs, UnitPlan};
 pub use size::ByteSize;
 pub use stream::{Raid5Layout, StripeLayout};
-pub use summary::PlanSummary;
+pub use summary::{PlanSummary, MAX_SUMMARY_CELLS};

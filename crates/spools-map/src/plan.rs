@@ -392,21 +392,19 @@ impl Plan {
         } else {
             Direction::Send
         };
-        let peers: Vec<u64> = match &self.path {
-            Path::Dims | Path::Bytes(..) => (0..self.dst.units()).collect(),
-            Path::Bits(c) => c.peers(s),
-            Path::Sweep => self.touched(s)?.into_iter().collect(),
-        };
         let mut cache = HashMap::new();
-        let mut out = Vec::with_capacity(peers.len());
-        for d in peers {
-            let p = self.peer_plan(s, d, &mut cache, swap)?;
-            let empty =
-                matches!(&p.source, RunSource::Symbolic(prod) if prod.clone().next().is_none());
-            if !empty {
-                out.push(p);
-            }
-        }
+        let peers: Vec<u64> = match (&self.path, &*self.src, &*self.dst) {
+            (Path::Dims, Layout::Array(a), Layout::Array(b)) => dims_peers(a, s, b, &mut cache)?,
+            (Path::Bytes(x, y), _, _) => (0..y.p)
+                .filter(|&d| !DimSegs::new(x, s, y, d).is_empty())
+                .collect(),
+            (Path::Bits(c), _, _) => c.peers(s),
+            _ => self.touched(s)?.into_iter().collect(),
+        };
+        let out = peers
+            .into_iter()
+            .map(|d| self.peer_plan(s, d, &mut cache, swap))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(UnitPlan {
             unit: s,
             direction,
@@ -484,7 +482,7 @@ impl Plan {
         &self,
         s: u64,
         d: u64,
-        cache: &mut HashMap<(usize, u64, u64), Arc<DimSegs>>,
+        cache: &mut SegCache,
         swap: bool,
     ) -> Result<PeerPlan, PlanError> {
         let source = match (&self.path, &*self.src, &*self.dst) {
@@ -516,13 +514,45 @@ impl Plan {
     }
 }
 
+/// Segment cache of one unit plan: `(dimension, source coordinate, destination coordinate)`.
+type SegCache = HashMap<(usize, u64, u64), Arc<DimSegs>>;
+
+/// The destination units that share data with `a`'s unit `s`, in increasing order: per
+/// dimension, the destination coordinates whose segments are not empty, then their product
+/// (so the cost grows with the sum of the grid extents, not their product).
+fn dims_peers(
+    a: &ArrayLayout,
+    s: u64,
+    b: &ArrayLayout,
+    cache: &mut SegCache,
+) -> Result<Vec<u64>, PlanError> {
+    let cs = a.coords(s)?;
+    let mut peers = vec![0u64];
+    for (k, (&c, y)) in cs.iter().zip(b.maps()).enumerate() {
+        let x = &a.maps()[k];
+        let coords: Vec<u64> = (0..b.grid()[k])
+            .filter(|&q| {
+                !cache
+                    .entry((k, c, q))
+                    .or_insert_with(|| Arc::new(DimSegs::new(x, c, y, q)))
+                    .is_empty()
+            })
+            .collect();
+        peers = peers
+            .iter()
+            .flat_map(|&d| coords.iter().map(move |&q| d * b.grid()[k] + q))
+            .collect();
+    }
+    Ok(peers)
+}
+
 /// The product of per-dimension segments between `a`'s unit `s` and `b`'s unit `d`.
 fn symbolic_pair(
     a: &ArrayLayout,
     s: u64,
     b: &ArrayLayout,
     d: u64,
-    cache: &mut HashMap<(usize, u64, u64), Arc<DimSegs>>,
+    cache: &mut SegCache,
 ) -> Result<Product, PlanError> {
     let cs = a.coords(s)?;
     let cd = b.coords(d)?;

@@ -3,6 +3,9 @@
 use crate::error::PlanError;
 use crate::plan::Plan;
 
+/// Most (source, destination) pairs a [`PlanSummary`] holds: 2^24, 256 MiB of counters.
+pub const MAX_SUMMARY_CELLS: u64 = 1 << 24;
+
 /// Bytes and runs for every (source unit, destination unit) pair of a plan.
 ///
 /// ```
@@ -71,10 +74,18 @@ impl Plan {
     /// Enumerates every unit's sends and tallies them.
     ///
     /// # Errors
-    /// Only those of [`Plan::sends`], which cannot occur for units in range.
+    /// [`PlanError::SummaryTooLarge`] when the two layouts have more than
+    /// [`MAX_SUMMARY_CELLS`] pairs of units.
     pub fn summary(&self) -> Result<PlanSummary, PlanError> {
         let (su, du) = (self.src().units(), self.dst().units());
-        let cells = (su * du) as usize;
+        let cells = su
+            .checked_mul(du)
+            .filter(|&c| c <= MAX_SUMMARY_CELLS)
+            .ok_or(PlanError::SummaryTooLarge {
+                src_units: su,
+                dst_units: du,
+                max: MAX_SUMMARY_CELLS,
+            })? as usize;
         let mut out = PlanSummary {
             src_units: su,
             dst_units: du,

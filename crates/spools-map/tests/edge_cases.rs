@@ -369,3 +369,47 @@ fn aligned_and_identical_layouts_plan_in_constant_time() {
         PlanPath::Sweep
     );
 }
+
+#[test]
+fn many_units_cost_the_sum_of_grid_extents() {
+    // 100 000 units each side: a unit finds its single peer without visiting every unit's
+    // run lists, and a summary of 10^10 pairs is refused rather than attempted.
+    let from = l("u8[1000000] block on 100000");
+    let to = l("u8[1000000] cyclic(10) on 100000");
+    let plan = Plan::new(&from, &to).unwrap();
+    let part = plan.sends(5).unwrap();
+    assert_eq!(
+        part.peers.iter().map(|p| p.peer).collect::<Vec<_>>(),
+        vec![5]
+    );
+    assert!(matches!(
+        plan.summary(),
+        Err(PlanError::SummaryTooLarge {
+            src_units: 100_000,
+            ..
+        })
+    ));
+    // 4096 units on a 16x16x16 grid: peers found per dimension, in increasing order.
+    let a = l("u8[64,64,64] block,block,block on 16x16x16");
+    let b = l("u8[64,64,64] block(8),block(8),block(8) on 16x16x16");
+    let peers: Vec<u64> = Plan::new(&a, &b)
+        .unwrap()
+        .sends(16 * 16 + 16 + 1)
+        .unwrap()
+        .peers
+        .iter()
+        .map(|p| p.peer)
+        .collect();
+    // unit (1,1,1) holds indices 4..8 in each dimension: block(8) coordinate 0 holds them
+    assert_eq!(peers, vec![0]);
+    let c = l("u8[64,64,64] cyclic(2),cyclic(2),cyclic(2) on 2x2x2");
+    let peers: Vec<u64> = Plan::new(&a, &c)
+        .unwrap()
+        .sends(0)
+        .unwrap()
+        .peers
+        .iter()
+        .map(|p| p.peer)
+        .collect();
+    assert_eq!(peers, (0..8).collect::<Vec<u64>>());
+}
