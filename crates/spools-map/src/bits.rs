@@ -16,7 +16,8 @@ pub const MAX_BITS: u32 = 62;
 /// use spools_map::BitPerm;
 /// let swap = BitPerm::new(vec![1, 0, 2])?; // exchange bits 0 and 1
 /// assert_eq!(swap.apply(0b001), 0b010);
-/// assert_eq!(swap.then(&swap.inverse()), BitPerm::identity(3));
+/// assert_eq!(swap.then(&swap.inverse())?, BitPerm::identity(3));
+/// assert!(swap.then(&BitPerm::identity(4)).is_err());
 /// # Ok::<(), spools_map::LayoutError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -28,9 +29,13 @@ impl BitPerm {
     /// A permutation from its map (output bit `j` takes input bit `map[j]`).
     ///
     /// # Errors
-    /// [`LayoutError::BadBit`] when `map` is not a permutation of `0..map.len()`.
+    /// [`LayoutError::BitsWidth`] for more than 64 bits, [`LayoutError::BadBit`] when `map`
+    /// is not a permutation of `0..map.len()`.
     pub fn new(map: Vec<u32>) -> Result<Self, LayoutError> {
         let n = map.len() as u32;
+        if map.len() > 64 {
+            return Err(LayoutError::BitsWidth { n, max: 64 });
+        }
         let mut seen = vec![false; map.len()];
         for &b in &map {
             let slot = seen.get_mut(b as usize).ok_or(LayoutError::BadBit {
@@ -50,10 +55,10 @@ impl BitPerm {
         Ok(BitPerm { map })
     }
 
-    /// The identity on `n` bits.
+    /// The identity on `n` bits (at most 64; wider requests give the 64-bit identity).
     pub fn identity(n: u32) -> Self {
         BitPerm {
-            map: (0..n).collect(),
+            map: (0..n.min(64)).collect(),
         }
     }
 
@@ -84,11 +89,20 @@ impl BitPerm {
         BitPerm { map }
     }
 
-    /// `self` first, then `next` (the paper's `self o next`); both must have the same width.
-    pub fn then(&self, next: &BitPerm) -> BitPerm {
-        BitPerm {
-            map: next.map.iter().map(|&m| self.map[m as usize]).collect(),
+    /// `self` first, then `next` (the paper's `self o next`).
+    ///
+    /// # Errors
+    /// [`LayoutError::WidthMismatch`] when the two permutations have different widths.
+    pub fn then(&self, next: &BitPerm) -> Result<BitPerm, LayoutError> {
+        if self.width() != next.width() {
+            return Err(LayoutError::WidthMismatch {
+                left: self.width(),
+                right: next.width(),
+            });
         }
+        Ok(BitPerm {
+            map: next.map.iter().map(|&m| self.map[m as usize]).collect(),
+        })
     }
 
     /// Number of low bits the permutation leaves in place.
@@ -218,7 +232,7 @@ impl BitsLayout {
     /// The composite `self^-1 o dst`: from this layout's `unit << L | local` word to the
     /// destination's; `None` when the widths differ.
     pub fn composite(&self, dst: &BitsLayout) -> Option<BitPerm> {
-        (self.n == dst.n).then(|| self.inv.then(&dst.perm))
+        self.inv.then(&dst.perm).ok()
     }
 
     /// `(unit, local, contiguous bytes)` of byte `g`, or `None` past the end.

@@ -112,6 +112,14 @@ pub enum LayoutError {
         /// `out of range` or `listed twice`.
         problem: &'static str,
     },
+    /// Two bit permutations of different widths composed.
+    #[error("cannot compose a {left}-bit permutation with a {right}-bit one")]
+    WidthMismatch {
+        /// Width of the first.
+        left: u32,
+        /// Width of the second.
+        right: u32,
+    },
     /// An explicit `local=[...]` list that is not exactly the bits not in `unit=[...]`.
     #[error("local=[...] must list exactly the {expected} bits not used for the unit, got {got}")]
     LocalBits {

@@ -191,6 +191,14 @@ impl Layout {
     /// The same layout bound to a dataset of `size` bytes (only byte streams can be bound;
     /// other layouts are returned unchanged).
     ///
+    /// ```
+    /// use spools_map::Layout;
+    /// let s: Layout = "stripe(unit=1MiB,count=4)".parse()?;
+    /// assert!(s.is_unsized());
+    /// assert_eq!(s.with_size(10 << 20)?.to_string(), "stripe(unit=1MiB,count=4,size=10MiB)");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`LayoutError::EmptyDataset`] when `size` is 0.
     pub fn with_size(&self, size: u64) -> Result<Layout, LayoutError> {
@@ -217,6 +225,16 @@ impl Layout {
     }
 
     /// Bytes of `unit`'s local storage (for RAID-5, including its parity blocks).
+    ///
+    /// ```
+    /// use spools_map::Layout;
+    /// let l: Layout = "f64[10,10] block,cyclic(3) on 3x2".parse()?;
+    /// // unit 5 = grid (2, 1): rows 8-9 (the short last block of 4), columns 3-5 and 9
+    /// assert_eq!(l.local_bytes(5)?, 2 * 4 * 8);
+    /// let r: Layout = "raid5(unit=1KiB,count=3,size=4KiB)".parse()?;
+    /// assert_eq!(r.local_bytes(0)?, 2048);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`LayoutError::UnitOutOfRange`], or [`LayoutError::Unsized`] for an unsized stream.

@@ -316,6 +316,17 @@ impl Plan {
         self.grain
     }
     /// How the runs are found.
+    ///
+    /// ```
+    /// use spools_map::{Layout, Plan, PlanPath};
+    /// let rows: Layout = "f64[512,512] cyclic,* on 4x1".parse()?;
+    /// let disks: Layout = "stripe(unit=4KiB,count=4)".parse()?;
+    /// let blocks: Layout = "f64[512,512] block,block on 2x2".parse()?;
+    /// assert_eq!(Plan::new(&rows, &blocks)?.path(), PlanPath::Dimensions);
+    /// assert_eq!(Plan::new(&rows, &disks)?.path(), PlanPath::ByteStream);
+    /// assert_eq!(Plan::new(&blocks, &disks)?.path(), PlanPath::Sweep);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn path(&self) -> PlanPath {
         match self.path {
             Path::Dims => PlanPath::Dimensions,
@@ -326,6 +337,21 @@ impl Plan {
     }
 
     /// The same transfer the other way round.
+    ///
+    /// ```
+    /// use spools_map::{Layout, Plan};
+    /// let a: Layout = "f32[10,10] block,* on 2x1".parse()?;
+    /// let b: Layout = "stripe(unit=64B,count=3)".parse()?;
+    /// let there = Plan::new(&a, &b)?;
+    /// let back = there.reversed();
+    /// assert_eq!(back.src(), there.dst());
+    /// let mut sent: Vec<_> = there.runs(1, 2)?.map(|r| (r.src, r.dst, r.len)).collect();
+    /// let mut returned: Vec<_> = back.runs(2, 1)?.map(|r| (r.dst, r.src, r.len)).collect();
+    /// sent.sort();
+    /// returned.sort();
+    /// assert_eq!(sent, returned);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn reversed(&self) -> Plan {
         Plan {
             src: Arc::clone(&self.dst),
@@ -378,6 +404,21 @@ impl Plan {
 
     /// What destination unit `d` receives, from each source that sends anything; runs in
     /// destination order.
+    ///
+    /// ```
+    /// use spools_map::{Layout, Plan, Run};
+    /// let from: Layout = "u8[6] cyclic on 3".parse()?;
+    /// let to: Layout = "u8[6] block on 2".parse()?;
+    /// let part = Plan::new(&from, &to)?.receives(1)?;
+    /// // unit 1 wants bytes 3, 4, 5: byte 3 from unit 0, 4 from unit 1, 5 from unit 2
+    /// let got: Vec<(u64, Vec<Run>)> = part.peers.iter().map(|p| (p.peer, p.runs().collect())).collect();
+    /// assert_eq!(got, vec![
+    ///     (0, vec![Run { src: 1, dst: 0, len: 1 }]),
+    ///     (1, vec![Run { src: 1, dst: 1, len: 1 }]),
+    ///     (2, vec![Run { src: 1, dst: 2, len: 1 }]),
+    /// ]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`PlanError::UnitOutOfRange`] when `d` is beyond the destination layout.

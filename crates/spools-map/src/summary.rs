@@ -38,13 +38,20 @@ impl PlanSummary {
     fn at(&self, s: u64, d: u64) -> usize {
         (s * self.dst_units + d) as usize
     }
-    /// Bytes from `s` to `d`.
-    pub fn bytes(&self, s: u64, d: u64) -> u64 {
-        self.bytes[self.at(s, d)]
+    fn cell(&self, v: &[u64], s: u64, d: u64) -> u64 {
+        if s < self.src_units && d < self.dst_units {
+            v[self.at(s, d)]
+        } else {
+            0
+        }
     }
-    /// Runs from `s` to `d`.
+    /// Bytes from `s` to `d` (0 for units out of range).
+    pub fn bytes(&self, s: u64, d: u64) -> u64 {
+        self.cell(&self.bytes, s, d)
+    }
+    /// Runs from `s` to `d` (0 for units out of range).
     pub fn runs(&self, s: u64, d: u64) -> u64 {
-        self.runs[self.at(s, d)]
+        self.cell(&self.runs, s, d)
     }
     /// Bytes moved in all.
     pub fn total_bytes(&self) -> u64 {
