@@ -235,12 +235,12 @@ impl Raid5Layout {
         } else {
             let pd = self.parity_unit(last);
             let idx = (u + self.count - pd - 1) % self.count;
-            let g = (last * (self.count - 1) + idx) * self.unit;
             let size = self.size.unwrap_or(0);
-            if g < size {
-                self.unit.min(size - g)
-            } else {
-                0
+            // The block may lie past the end of the data (then it is missing), so its
+            // offset is computed with checked arithmetic.
+            match (last * (self.count - 1) + idx).checked_mul(self.unit) {
+                Some(g) if g < size => self.unit.min(size - g),
+                _ => 0,
             }
         };
         last * self.unit + last_len

@@ -413,3 +413,31 @@ fn many_units_cost_the_sum_of_grid_extents() {
         .collect();
     assert_eq!(peers, (0..8).collect::<Vec<u64>>());
 }
+
+#[test]
+fn stripe_units_far_larger_than_the_data() {
+    // Found by the fuzzer: raid5(unit=4444444444444444441,count=410) bound to 1 MiB
+    // overflowed while sizing units whose data block lies past the end.
+    for spec in [
+        "raid5(unit=4444444444444444441,count=410,size=1MiB)",
+        "stripe(unit=4444444444444444441,count=410,size=1MiB)",
+    ] {
+        let layout = l(spec);
+        let sizes: Vec<u64> = (0..layout.units())
+            .map(|u| layout.local_bytes(u).unwrap())
+            .collect();
+        assert_eq!(sizes[0], 1 << 20, "{spec}");
+        assert_eq!(
+            sizes.iter().sum::<u64>(),
+            if spec.starts_with("raid5") {
+                2 << 20
+            } else {
+                1 << 20
+            },
+            "{spec}"
+        );
+        assert_eq!(layout.extents(1).unwrap().count(), 0, "{spec}");
+        let loc = layout.locate((1 << 20) - 1).unwrap();
+        assert_eq!((loc.unit, loc.local, loc.len), (0, (1 << 20) - 1, 1));
+    }
+}
