@@ -83,10 +83,7 @@ impl ArrayLayout {
             maps.push(resolve(dim, n, dist, p)?);
         }
         let overflow = |what| LayoutError::Overflow { what };
-        let units = grid
-            .iter()
-            .try_fold(1u64, |a, &p| a.checked_mul(p))
-            .ok_or(overflow("the number of units"))?;
+        let units = grid.iter().fold(1u64, |a, &p| a.saturating_mul(p));
         if units > MAX_UNITS {
             return Err(LayoutError::TooManyUnits {
                 units,
@@ -298,5 +295,7 @@ fn resolve(dim: usize, n: u64, dist: Dist, p: u64) -> Result<DimMap, LayoutError
             n
         }
     };
-    Ok(DimMap { n, b: b.min(n), p })
+    // On one coordinate every block size means the same thing: the whole dimension.
+    let b = if p == 1 { n } else { b.min(n) };
+    Ok(DimMap { n, b, p })
 }

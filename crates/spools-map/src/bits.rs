@@ -34,7 +34,10 @@ impl BitPerm {
     pub fn new(map: Vec<u32>) -> Result<Self, LayoutError> {
         let n = map.len() as u32;
         if map.len() > 64 {
-            return Err(LayoutError::BitsWidth { n, max: 64 });
+            return Err(LayoutError::BitsWidth {
+                n: n.into(),
+                max: 64,
+            });
         }
         let mut seen = vec![false; map.len()];
         for &b in &map {
@@ -153,7 +156,10 @@ impl BitsLayout {
     /// twice, or `local` is not exactly the bits not in `unit`.
     pub fn new(n: u32, unit: Vec<u32>, local: Option<Vec<u32>>) -> Result<Self, LayoutError> {
         if n == 0 || n > MAX_BITS {
-            return Err(LayoutError::BitsWidth { n, max: MAX_BITS });
+            return Err(LayoutError::BitsWidth {
+                n: n.into(),
+                max: MAX_BITS,
+            });
         }
         for (i, &b) in unit.iter().enumerate() {
             let problem = if b >= n {
@@ -164,6 +170,12 @@ impl BitsLayout {
                 continue;
             };
             return Err(LayoutError::BadBit { bit: b, n, problem });
+        }
+        if 1u64 << unit.len().min(63) > crate::array::MAX_UNITS {
+            return Err(LayoutError::TooManyUnits {
+                units: 1u64 << unit.len().min(63),
+                max: crate::array::MAX_UNITS,
+            });
         }
         let explicit_local = local.is_some();
         let local = match local {

@@ -71,9 +71,9 @@ pub enum LayoutError {
         what: &'static str,
     },
     /// More units than supported.
-    #[error("{units} units; at most {max} are supported")]
+    #[error("too many units ({units}{more}); at most {max} are supported", more = if *units == u64::MAX { " or more" } else { "" })]
     TooManyUnits {
-        /// Units requested.
+        /// Units requested (saturated at `u64::MAX` when the count itself overflows).
         units: u64,
         /// The limit.
         max: u64,
@@ -98,7 +98,7 @@ pub enum LayoutError {
     #[error("bits(n={n}): n must be between 1 and {max}")]
     BitsWidth {
         /// Bits requested.
-        n: u32,
+        n: u64,
         /// The limit.
         max: u32,
     },

@@ -41,7 +41,14 @@ impl IrregularLayout {
         if elems == 0 {
             return Err(LayoutError::EmptyDataset);
         }
-        if units.is_empty() || units.len() as u64 > crate::array::MAX_UNITS {
+        if units.is_empty() {
+            return Err(LayoutError::TooFewUnits {
+                kind: "an irregular layout",
+                min: 1,
+                count: 0,
+            });
+        }
+        if units.len() as u64 > crate::array::MAX_UNITS {
             return Err(LayoutError::TooManyUnits {
                 units: units.len() as u64,
                 max: crate::array::MAX_UNITS,

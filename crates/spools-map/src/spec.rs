@@ -85,7 +85,8 @@ impl<'a> Cursor<'a> {
         })
     }
 
-    fn int_list(&mut self, what: &str) -> Result<Vec<u32>, SpecError> {
+    /// `[a,b,...]` of bit indices, each with its position.
+    fn int_list(&mut self, what: &str) -> Result<Vec<(u32, usize)>, SpecError> {
         self.expect("[")?;
         let mut out = Vec::new();
         if self.eat("]") {
@@ -94,11 +95,12 @@ impl<'a> Cursor<'a> {
         loop {
             let at = self.pos;
             let v = self.int(what)?;
-            out.push(u32::try_from(v).map_err(|_| SpecError::Syntax {
+            let bit = u32::try_from(v).map_err(|_| SpecError::Syntax {
                 pos: at,
                 expected: format!("{what} below 2^32"),
                 found: v.to_string(),
-            })?);
+            })?;
+            out.push((bit, at));
             if self.eat("]") {
                 return Ok(out);
             }
@@ -233,14 +235,35 @@ fn parse_array(c: &mut Cursor<'_>) -> Result<Layout, SpecError> {
                 | LayoutError::BlockTooSmall { dim, .. }
                 | LayoutError::WholeOnGrid { dim, .. } => dist_pos[*dim],
                 LayoutError::TooManyUnits { .. } => on_pos,
-                _ => 0,
+                _ => shape_pos[0] - 1,
             };
             invalid(pos)(e)
         })
 }
 
+/// The keys of a byte-stream spec, each with the position of its value.
+struct StreamArgs {
+    unit: (u64, usize),
+    count: (u64, usize),
+    size: Option<(u64, usize)>,
+}
+
+impl StreamArgs {
+    /// Where the error `e` about these arguments should point.
+    fn position_of(&self, e: &LayoutError) -> usize {
+        match e {
+            LayoutError::TooFewUnits { .. } | LayoutError::TooManyUnits { .. } => self.count.1,
+            LayoutError::EmptyDataset => self.size.map_or(self.unit.1, |s| s.1),
+            LayoutError::Overflow { what } if what.contains("dataset") => {
+                self.size.map_or(self.unit.1, |s| s.1)
+            }
+            _ => self.unit.1,
+        }
+    }
+}
+
 /// `unit=SIZE,count=K[,size=SIZE]` in any order, then `)`.
-fn parse_stream_args(c: &mut Cursor<'_>) -> Result<(u64, u64, Option<u64>), SpecError> {
+fn parse_stream_args(c: &mut Cursor<'_>) -> Result<StreamArgs, SpecError> {
     let (mut unit, mut count, mut size) = (None, None, None);
     loop {
         let at = c.pos;
@@ -257,11 +280,13 @@ fn parse_stream_args(c: &mut Cursor<'_>) -> Result<(u64, u64, Option<u64>), Spec
             c.pos = at;
             return c.err(format!("a key other than {}= (given twice)", slot.1));
         }
-        *slot.0 = Some(if slot.1 == "count" {
+        let value_at = c.pos;
+        let value = if slot.1 == "count" {
             c.int("a unit count")?
         } else {
             c.size("a size (INT with optional B, KiB, MiB, GiB, TiB)")?
-        });
+        };
+        *slot.0 = Some((value, value_at));
         if c.eat(")") {
             break;
         }
@@ -269,47 +294,74 @@ fn parse_stream_args(c: &mut Cursor<'_>) -> Result<(u64, u64, Option<u64>), Spec
             return c.err("',' or ')'");
         }
     }
-    match (unit, count) {
-        (Some(u), Some(k)) => Ok((u, k, size)),
-        (None, _) => c.err("unit=SIZE before the closing ')'"),
-        (_, None) => c.err("count=K before the closing ')'"),
-    }
+    c.pos -= 1;
+    let args = match (unit, count) {
+        (Some(unit), Some(count)) => StreamArgs { unit, count, size },
+        (None, _) => return c.err("unit=SIZE before the closing ')'"),
+        (_, None) => return c.err("count=K before the closing ')'"),
+    };
+    c.pos += 1;
+    Ok(args)
 }
 
 fn parse_bits(c: &mut Cursor<'_>) -> Result<Layout, SpecError> {
-    let start = c.pos;
     c.expect("n=")?;
     let n_at = c.pos;
     let n = c.int("a bit count")?;
-    let n = u32::try_from(n).map_err(|_| {
-        invalid(n_at)(LayoutError::BitsWidth {
-            n: u32::MAX,
-            max: crate::bits::MAX_BITS,
-        })
-    })?;
     c.expect(",unit=")?;
+    let unit_at = c.pos;
     let unit = c.int_list("a bit index")?;
+    let mut local_at = None;
     let local = if c.eat(",local=") {
+        local_at = Some(c.pos);
         Some(c.int_list("a bit index")?)
     } else {
         None
     };
     c.expect(")")?;
-    BitsLayout::new(n, unit, local)
+    let width = u32::try_from(n)
+        .ok()
+        .filter(|&w| w >= 1 && w <= crate::bits::MAX_BITS)
+        .ok_or_else(|| {
+            invalid(n_at)(LayoutError::BitsWidth {
+                n,
+                max: crate::bits::MAX_BITS,
+            })
+        })?;
+    let values = |l: &[(u32, usize)]| l.iter().map(|&(b, _)| b).collect::<Vec<_>>();
+    BitsLayout::new(width, values(&unit), local.as_deref().map(values))
         .map(Layout::Bits)
-        .map_err(invalid(start))
+        .map_err(|e| {
+            // Point at the bit at fault: the last occurrence of a repeated bit, else the first.
+            let all: Vec<(u32, usize)> =
+                unit.iter().chain(local.iter().flatten()).copied().collect();
+            let pos = match &e {
+                LayoutError::BadBit { bit, problem, .. } => {
+                    let mut hits = all.iter().filter(|&&(b, _)| b == *bit).map(|&(_, p)| p);
+                    if *problem == "listed twice" {
+                        hits.next_back()
+                    } else {
+                        hits.next()
+                    }
+                    .unwrap_or(unit_at)
+                }
+                LayoutError::LocalBits { .. } => local_at.unwrap_or(unit_at),
+                _ => unit_at,
+            };
+            invalid(pos)(e)
+        })
 }
 
 fn parse(s: &str) -> Result<Layout, SpecError> {
     let mut c = Cursor { s, pos: 0 };
     let layout = if c.eat("stripe(") {
-        let at = c.pos;
-        let (u, k, size) = parse_stream_args(&mut c)?;
-        Layout::Stripe(StripeLayout::new(u, k, size).map_err(invalid(at))?)
+        let a = parse_stream_args(&mut c)?;
+        let made = StripeLayout::new(a.unit.0, a.count.0, a.size.map(|s| s.0));
+        Layout::Stripe(made.map_err(|e| invalid(a.position_of(&e))(e))?)
     } else if c.eat("raid5(") {
-        let at = c.pos;
-        let (u, k, size) = parse_stream_args(&mut c)?;
-        Layout::Raid5(Raid5Layout::new(u, k, size).map_err(invalid(at))?)
+        let a = parse_stream_args(&mut c)?;
+        let made = Raid5Layout::new(a.unit.0, a.count.0, a.size.map(|s| s.0));
+        Layout::Raid5(made.map_err(|e| invalid(a.position_of(&e))(e))?)
     } else if c.eat("bits(") {
         parse_bits(&mut c)?
     } else {

@@ -68,9 +68,14 @@ fn check(
     if size == Some(0) {
         return Err(LayoutError::EmptyDataset);
     }
-    if size.is_some_and(|s| s > crate::array::MAX_BYTES) || unit > crate::array::MAX_BYTES {
+    if size.is_some_and(|s| s > crate::array::MAX_BYTES) {
         return Err(LayoutError::Overflow {
             what: "the dataset size in bytes (at most 2^62)",
+        });
+    }
+    if unit > crate::array::MAX_BYTES {
+        return Err(LayoutError::Overflow {
+            what: "the stripe unit in bytes (at most 2^62)",
         });
     }
     Ok(())
@@ -119,6 +124,10 @@ impl StripeLayout {
     /// The `i`-th data extent of unit `u` as `(global, local, len)`.
     pub(crate) fn extent_at(&self, u: u64, i: u64) -> Option<(u64, u64, u64)> {
         let size = self.size?;
+        if self.count == 1 {
+            // One unit holds the whole stream contiguously.
+            return (i == 0).then_some((0, 0, size));
+        }
         let g = i
             .checked_mul(self.count)?
             .checked_add(u)?
