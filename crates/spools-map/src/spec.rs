@@ -321,7 +321,7 @@ fn parse_bits(c: &mut Cursor<'_>) -> Result<Layout, SpecError> {
     c.expect(")")?;
     let width = u32::try_from(n)
         .ok()
-        .filter(|&w| w >= 1 && w <= crate::bits::MAX_BITS)
+        .filter(|w| (1..=crate::bits::MAX_BITS).contains(w))
         .ok_or_else(|| {
             invalid(n_at)(LayoutError::BitsWidth {
                 n,
