@@ -96,22 +96,51 @@ impl DimMap {
         self.b >= self.n
     }
 
-    /// The blocks of coordinate `c` that meet `[lo, hi)`, clipped to it, in increasing order.
-    pub(crate) fn blocks_in(&self, c: u64, lo: u64, hi: u64, out: &mut Vec<(u64, u64)>) {
+    /// The first block of coordinate `c` that ends after index `i`, as `[start, end)`
+    /// clipped to the extent, or `None` when there is none.
+    pub(crate) fn block_from(&self, c: u64, i: u64) -> Option<(u64, u64)> {
         let t = self.period();
-        let mut k = lo / t;
-        let offset = c.saturating_mul(self.b);
-        while let Some(start) = k.checked_mul(t).and_then(|x| x.checked_add(offset)) {
-            if start >= hi {
+        let off = c.checked_mul(self.b).filter(|&o| o < self.n)?;
+        // block k starts at k*t + off and ends b later: the first with an end past i
+        let k = match i.checked_sub(off + self.b) {
+            None => 0,
+            Some(d) => d / t + 1,
+        };
+        let start = k.checked_mul(t)?.checked_add(off)?;
+        let end = start.saturating_add(self.b).min(self.n);
+        // the last block may be clipped short of `i`
+        (start < self.n && end > i).then_some((start, end))
+    }
+
+    /// The coordinates of `other` that share at least one index with coordinate `c` of
+    /// `self`, in increasing order. The walk jumps from block to block and stops once every
+    /// coordinate is found, so it costs at most the blocks of either side in one common
+    /// period, and never more than the answer plus one step per block.
+    pub(crate) fn coords_meeting(&self, c: u64, other: &DimMap) -> Vec<u64> {
+        let (tx, ty) = (self.period(), other.period());
+        let limit = (tx / gcd(tx, ty))
+            .checked_mul(ty)
+            .map_or(self.n, |l| l.min(self.n));
+        let mut seen = std::collections::BTreeSet::new();
+        let mut i = 0;
+        while let Some((s, e)) = self.block_from(c, i) {
+            if s >= limit {
                 break;
             }
-            let end = start.saturating_add(self.b).min(hi);
-            let s = start.max(lo);
-            if s < end {
-                out.push((s, end));
+            let (first, last) = (s / other.b, (e - 1) / other.b);
+            if last - first + 1 >= other.p {
+                return (0..other.p).collect();
             }
-            k += 1;
+            seen.extend((first..=last).map(|k| k % other.p));
+            if seen.len() as u64 == other.p {
+                break;
+            }
+            let Some(next) = (last + 1).checked_mul(other.b) else {
+                break;
+            };
+            i = e.max(next);
         }
+        seen.into_iter().collect()
     }
 }
 
@@ -131,8 +160,29 @@ mod tests {
                         for (l, &i) in owned.iter().enumerate() {
                             assert_eq!(m.local(i), l as u64);
                         }
-                        let mut blocks = Vec::new();
-                        m.blocks_in(c, 0, n, &mut blocks);
+                        // maximal runs of owned indices are exactly the blocks
+                        let mut blocks: Vec<(u64, u64)> = Vec::new();
+                        for &i in &owned {
+                            match blocks.last_mut() {
+                                Some(last) if last.1 == i && (i % b) != 0 => last.1 += 1,
+                                _ => blocks.push((i, i + 1)),
+                            }
+                        }
+                        for i in 0..=n {
+                            let expect = blocks.iter().copied().find(|&(_, e)| e > i);
+                            assert_eq!(m.block_from(c, i), expect, "n={n} b={b} p={p} c={c} i={i}");
+                        }
+                        for (ob, op) in [(1, 3), (2, 2), (n.div_ceil(2), 2), (5, 4)] {
+                            let o = DimMap {
+                                n,
+                                b: ob.clamp(1, n),
+                                p: op,
+                            };
+                            let mut want: Vec<u64> = owned.iter().map(|&i| o.owner(i)).collect();
+                            want.sort_unstable();
+                            want.dedup();
+                            assert_eq!(m.coords_meeting(c, &o), want, "{m:?} c={c} vs {o:?}");
+                        }
                         let from_blocks: Vec<u64> =
                             blocks.iter().flat_map(|&(s, e)| s..e).collect();
                         assert_eq!(from_blocks, owned);

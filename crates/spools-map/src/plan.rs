@@ -435,10 +435,8 @@ impl Plan {
         };
         let mut cache = HashMap::new();
         let peers: Vec<u64> = match (&self.path, &*self.src, &*self.dst) {
-            (Path::Dims, Layout::Array(a), Layout::Array(b)) => dims_peers(a, s, b, &mut cache)?,
-            (Path::Bytes(x, y), _, _) => (0..y.p)
-                .filter(|&d| !DimSegs::new(x, s, y, d).is_empty())
-                .collect(),
+            (Path::Dims, Layout::Array(a), Layout::Array(b)) => dims_peers(a, s, b)?,
+            (Path::Bytes(x, y), _, _) => x.coords_meeting(s, y),
             (Path::Bits(c), _, _) => c.peers(s),
             _ => self.touched(s)?.into_iter().collect(),
         };
@@ -559,26 +557,13 @@ impl Plan {
 type SegCache = HashMap<(usize, u64, u64), Arc<DimSegs>>;
 
 /// The destination units that share data with `a`'s unit `s`, in increasing order: per
-/// dimension, the destination coordinates whose segments are not empty, then their product
-/// (so the cost grows with the sum of the grid extents, not their product).
-fn dims_peers(
-    a: &ArrayLayout,
-    s: u64,
-    b: &ArrayLayout,
-    cache: &mut SegCache,
-) -> Result<Vec<u64>, PlanError> {
+/// dimension, the destination coordinates that meet the source coordinate, then their
+/// product (so the cost follows the answer, not the number of units).
+fn dims_peers(a: &ArrayLayout, s: u64, b: &ArrayLayout) -> Result<Vec<u64>, PlanError> {
     let cs = a.coords(s)?;
     let mut peers = vec![0u64];
     for (k, (&c, y)) in cs.iter().zip(b.maps()).enumerate() {
-        let x = &a.maps()[k];
-        let coords: Vec<u64> = (0..b.grid()[k])
-            .filter(|&q| {
-                !cache
-                    .entry((k, c, q))
-                    .or_insert_with(|| Arc::new(DimSegs::new(x, c, y, q)))
-                    .is_empty()
-            })
-            .collect();
+        let coords = a.maps()[k].coords_meeting(c, y);
         peers = peers
             .iter()
             .flat_map(|&d| coords.iter().map(move |&q| d * b.grid()[k] + q))

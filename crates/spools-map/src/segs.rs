@@ -101,23 +101,6 @@ pub(crate) struct DimSegs {
     chunks: Vec<Chunk>,
 }
 
-/// Intersects two sorted lists of disjoint half-open intervals.
-fn intersect(x: &[(u64, u64)], y: &[(u64, u64)], mut f: impl FnMut(u64, u64)) {
-    let (mut i, mut j) = (0, 0);
-    while i < x.len() && j < y.len() {
-        let s = x[i].0.max(y[j].0);
-        let e = x[i].1.min(y[j].1);
-        if s < e {
-            f(s, e);
-        }
-        if x[i].1 <= y[j].1 {
-            i += 1;
-        } else {
-            j += 1;
-        }
-    }
-}
-
 fn push_merged(out: &mut Vec<Seg>, seg: Seg) {
     match out.last_mut() {
         Some(last) if last.chains(&seg) => last.len += seg.len,
@@ -125,22 +108,46 @@ fn push_merged(out: &mut Vec<Seg>, seg: Seg) {
     }
 }
 
-/// Pieces of `[lo, hi)` owned by `ca` under `x` and by `cb` under `y`, merged.
+/// Pieces of `[lo, hi)` owned by `ca` under `x` and by `cb` under `y`, merged. Walks the
+/// blocks of the side with the longer period and finds the other side's blocks inside each
+/// arithmetically, so it holds only the pieces found.
 fn pieces(x: &DimMap, ca: u64, y: &DimMap, cb: u64, lo: u64, hi: u64) -> Vec<Seg> {
-    let (mut bx, mut by) = (Vec::new(), Vec::new());
-    x.blocks_in(ca, lo, hi, &mut bx);
-    y.blocks_in(cb, lo, hi, &mut by);
+    let ((w, wc), (o, oc)) = if x.period() >= y.period() {
+        ((x, ca), (y, cb))
+    } else {
+        ((y, cb), (x, ca))
+    };
     let mut out = Vec::new();
-    intersect(&bx, &by, |s, e| {
-        push_merged(
-            &mut out,
-            Seg {
-                a: x.local(s),
-                b: y.local(s),
-                len: e - s,
-            },
-        );
-    });
+    let mut i = lo;
+    while let Some((ws, we)) = w.block_from(wc, i) {
+        if ws >= hi {
+            break;
+        }
+        let (ws, we) = (ws.max(lo), we.min(hi));
+        let mut j = ws;
+        while let Some((os, oe)) = o.block_from(oc, j) {
+            if os >= we {
+                break;
+            }
+            let (s, e) = (os.max(ws), oe.min(we));
+            push_merged(
+                &mut out,
+                Seg {
+                    a: x.local(s),
+                    b: y.local(s),
+                    len: e - s,
+                },
+            );
+            if e >= we {
+                break;
+            }
+            j = e;
+        }
+        if we >= hi {
+            break;
+        }
+        i = we;
+    }
     out
 }
 
@@ -195,25 +202,27 @@ impl DimSegs {
         let (tx, ty) = (x.period(), y.period());
         let span = Span { x, ca, y, cb };
         let mut chunks = Vec::new();
-        match (tx / gcd(tx, ty)).checked_mul(ty).filter(|&l| l < n) {
-            // A common period below the extent: one pattern for the whole dimension.
-            Some(l) => span.chunks(0, n, l, (l / tx) * x.b, (l / ty) * y.b, &mut chunks),
-            // Otherwise walk the blocks of the side with fewer of them; inside each, the
-            // other side is periodic and this side advances one index per index.
-            None => {
-                let (kx, ky) = (block_count(x, ca), block_count(y, cb));
-                let mut blocks = Vec::new();
+        let (kx, ky) = (block_count(x, ca), block_count(y, cb));
+        // A common period below the extent gives one pattern of up to l/tx + l/ty pieces;
+        // walking the blocks of the sparser side gives a few segments per block. Take the
+        // smaller description.
+        let common = (tx / gcd(tx, ty))
+            .checked_mul(ty)
+            .filter(|&l| l < n && (l / tx).saturating_add(l / ty) <= kx.min(ky).saturating_mul(3));
+        if let Some(l) = common {
+            span.chunks(0, n, l, (l / tx) * x.b, (l / ty) * y.b, &mut chunks);
+        } else {
+            // Inside each block of the sparser side, the other side is periodic while this
+            // side advances one local index per index.
+            let (walk, c) = if kx <= ky { (x, ca) } else { (y, cb) };
+            let mut i = 0;
+            while let Some((s, e)) = walk.block_from(c, i) {
                 if kx <= ky {
-                    x.blocks_in(ca, 0, n, &mut blocks);
-                    for (s, e) in blocks {
-                        span.chunks(s, e, ty, ty, y.b, &mut chunks);
-                    }
+                    span.chunks(s, e, ty, ty, y.b, &mut chunks);
                 } else {
-                    y.blocks_in(cb, 0, n, &mut blocks);
-                    for (s, e) in blocks {
-                        span.chunks(s, e, tx, x.b, tx, &mut chunks);
-                    }
+                    span.chunks(s, e, tx, x.b, tx, &mut chunks);
                 }
+                i = e;
             }
         }
         DimSegs::normalized(chunks)

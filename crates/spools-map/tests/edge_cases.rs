@@ -448,3 +448,92 @@ fn stripe_units_far_larger_than_the_data() {
         assert_eq!((loc.unit, loc.local, loc.len), (0, (1 << 20) - 1, 1));
     }
 }
+
+#[test]
+fn review_findings_stay_small() {
+    // A stripe on one unit is one extent, however fine its blocks.
+    let one = l("stripe(unit=1B,count=1,size=1GiB)");
+    let e: Vec<Extent> = one.extents(0).unwrap().collect();
+    assert_eq!(
+        e,
+        vec![Extent {
+            global: 0,
+            local: 0,
+            len: 1 << 30
+        }]
+    );
+    // `cyclic` on a single coordinate owns the whole dimension contiguously.
+    let whole = l("u8[100000000] cyclic on 1");
+    assert_eq!(whole.locate(0).unwrap().len, 100_000_000);
+    let plan = Plan::new(&l("raid5(unit=1GiB,count=3)"), &whole).unwrap();
+    assert_eq!(
+        plan.runs(0, 0).unwrap().collect::<Vec<_>>(),
+        vec![Run {
+            src: 0,
+            dst: 0,
+            len: 100_000_000
+        }]
+    );
+    // Peers are found without visiting every coordinate of a 2^24-unit grid.
+    let plan = Plan::new(&l("u8[1] block on 1"), &l("u8[1] block on 16777216")).unwrap();
+    assert_eq!(
+        plan.sends(0)
+            .unwrap()
+            .peers
+            .iter()
+            .map(|p| p.peer)
+            .collect::<Vec<_>>(),
+        vec![0]
+    );
+    let plan = Plan::new(&l("u8[1] block on 1"), &l("stripe(unit=1B,count=16777216)")).unwrap();
+    assert_eq!(plan.sends(0).unwrap().peers.len(), 1);
+    // Cyclic rows against a byte-fine stripe: a few segments per row block, not one per byte.
+    let plan = Plan::new(
+        &l("f64[16,4000000] cyclic,* on 2x1"),
+        &l("stripe(unit=1B,count=2)"),
+    )
+    .unwrap();
+    let part = plan.sends(0).unwrap();
+    assert_eq!(part.peers.len(), 2);
+    for peer in &part.peers {
+        assert!(
+            peer.stored_bytes() < 64 << 10,
+            "{} bytes held",
+            peer.stored_bytes()
+        );
+        let first: Vec<Run> = peer.runs().take(3).collect();
+        let d = peer.peer;
+        // bytes of row 0 alternate between the two stripe units: byte i goes to unit i % 2
+        assert_eq!(
+            first,
+            (0..3)
+                .map(|k| Run {
+                    src: 2 * k + d,
+                    dst: k,
+                    len: 1
+                })
+                .collect::<Vec<_>>()
+        );
+    }
+    // Coprime cyclic distributions: the pair's pieces are found without holding every block.
+    let p = 300_000u64;
+    let a = l(&format!("u8[{}] cyclic on {p}", 2 * p * (p + 1)));
+    let b = l(&format!("u8[{}] cyclic on {}", 2 * p * (p + 1), p + 1));
+    let runs: Vec<Run> = Plan::new(&a, &b).unwrap().runs(0, 0).unwrap().collect();
+    // indices that are multiples of both p and p+1 below 2p(p+1): 0 and p(p+1)
+    assert_eq!(
+        runs,
+        vec![
+            Run {
+                src: 0,
+                dst: 0,
+                len: 1
+            },
+            Run {
+                src: p + 1,
+                dst: p,
+                len: 1
+            }
+        ]
+    );
+}
