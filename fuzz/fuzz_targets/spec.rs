@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use spools_map::{Layout, Plan};
+use spools_map::{Layout, Plan, PlanPath};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -43,6 +43,14 @@ fuzz_target!(|data: &[u8]| {
         let plan = Plan::new(&layout, other).expect("same size");
         for run in plan.runs(0, 0).expect("units exist").take(64) {
             assert!(run.len >= 1);
+        }
+        // Peer discovery on the symbolic paths (a sweep's cost is the pieces it visits).
+        if plan.path() != PlanPath::Sweep && other.units() <= 4096 {
+            let part = plan.sends(layout.units() - 1).expect("unit exists");
+            assert!(part.peers.windows(2).all(|w| w[0].peer < w[1].peer));
+            for peer in part.peers.iter().take(4) {
+                assert!(peer.runs().next().is_some(), "peer {} listed without runs", peer.peer);
+            }
         }
     }
 });
