@@ -33,6 +33,14 @@ pub struct Location {
     pub len: u64,
 }
 
+/// A run of one unit's data found by [`Layout::next_piece`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Piece {
+    pub(crate) global: u64,
+    pub(crate) local: u64,
+    pub(crate) len: u64,
+}
+
 /// A mapping of a dataset onto units (ranks, disks, links): the M of the nCUBE paper.
 ///
 /// Parse one from the spec syntax with [`str::parse`]; printing gives the spec back.
@@ -268,6 +276,36 @@ impl Layout {
     pub fn extents(&self, unit: u64) -> Result<Extents<'_>, LayoutError> {
         Ok(Extents {
             inner: OwnRuns::new(self, unit)?,
+        })
+    }
+
+    /// The first piece of `unit`'s data within global bytes `[g, end)`: a run contiguous on
+    /// the unit, clipped to the range, with its global offset; `None` when `unit` holds
+    /// nothing there. Stripes and RAID-5 find it arithmetically; other layouts step through
+    /// the range with [`locate`](Self::locate).
+    pub(crate) fn next_piece(&self, unit: u64, g: u64, end: u64) -> Option<Piece> {
+        let found = match self {
+            Layout::Stripe(s) => s.next_block_of(unit, g),
+            Layout::Raid5(r) => r.next_block_of(unit, g),
+            _ => {
+                let mut at = g;
+                loop {
+                    if at >= end {
+                        return None;
+                    }
+                    let loc = self.locate(at)?;
+                    if loc.unit == unit {
+                        break Some((at, loc.local, loc.len));
+                    }
+                    at += loc.len;
+                }
+            }
+        };
+        let (start, local, len) = found?;
+        (start < end).then(|| Piece {
+            global: start,
+            local,
+            len: len.min(end - start),
         })
     }
 

@@ -208,14 +208,16 @@ impl Iterator for Sweep {
                 Some(c) => c,
                 None => self.own.next()?,
             };
-            let at = self.other.locate(g)?;
-            let take = at.len.min(n);
-            if take < n {
-                self.cur = Some((l + take, g + take, n - take));
+            let Some(at) = self.other.next_piece(self.peer, g, g + n) else {
+                continue;
+            };
+            let skip = at.global - g;
+            let rest = n - skip - at.len;
+            if rest > 0 {
+                let end = skip + at.len;
+                self.cur = Some((l + end, g + end, rest));
             }
-            if at.unit == self.peer {
-                return Some((l, at.local, take));
-            }
+            return Some((l + skip, at.local, at.len));
         }
     }
 }
@@ -504,14 +506,18 @@ impl Plan {
     /// Destination units that source unit `s` sends to (one sweep of its extents).
     fn touched(&self, s: u64) -> Result<BTreeSet<u64>, PlanError> {
         let mut set = BTreeSet::new();
+        let all = self.dst.units();
         for (_, g, n) in OwnRuns::new(Arc::clone(&self.src), s)? {
             let mut at = g;
-            while at < g + n {
+            while at < g + n && (set.len() as u64) < all {
                 let Some(loc) = self.dst.locate(at) else {
                     break;
                 };
                 set.insert(loc.unit);
                 at += loc.len;
+            }
+            if set.len() as u64 == all {
+                break;
             }
         }
         Ok(set)

@@ -135,6 +135,29 @@ impl StripeLayout {
         (g < size).then(|| (g, i * self.unit, self.unit.min(size - g)))
     }
 
+    /// The first block (or rest of a block) of unit `u` at or after global byte `g`, as
+    /// `(global, local, len)`.
+    pub(crate) fn next_block_of(&self, u: u64, g: u64) -> Option<(u64, u64, u64)> {
+        let size = self.size?;
+        if g >= size {
+            return None;
+        }
+        if self.count == 1 {
+            return Some((g, g, size - g));
+        }
+        let b0 = g / self.unit;
+        let b = b0 + (u + self.count - b0 % self.count) % self.count;
+        let start = b.checked_mul(self.unit)?.max(g);
+        (start < size).then(|| {
+            let end = ((b + 1) * self.unit).min(size);
+            (
+                start,
+                (b / self.count) * self.unit + start % self.unit,
+                end - start,
+            )
+        })
+    }
+
     /// Bytes stored on unit `u`.
     pub(crate) fn local_bytes(&self, u: u64) -> u64 {
         let size = self.size.unwrap_or(0);
@@ -229,6 +252,32 @@ impl Raid5Layout {
             .checked_add(idx)?
             .checked_mul(self.unit)?;
         (g < size).then(|| (g, r * self.unit, self.unit.min(size - g)))
+    }
+
+    /// The first data block (or rest of one) of unit `u` at or after global byte `g`, as
+    /// `(global, local, len)`: the unit holds one data block in each row where it does not
+    /// hold the parity, so at most two rows are looked at.
+    pub(crate) fn next_block_of(&self, u: u64, g: u64) -> Option<(u64, u64, u64)> {
+        let size = self.size?;
+        let k = self.count;
+        let mut r = (g / self.unit) / (k - 1);
+        loop {
+            let pd = self.parity_unit(r);
+            if pd != u {
+                let i = (u + k - pd - 1) % k;
+                let b = r.checked_mul(k - 1)?.checked_add(i)?;
+                let block_start = b.checked_mul(self.unit)?;
+                if block_start >= size {
+                    return None;
+                }
+                let end = (block_start + self.unit).min(size);
+                if end > g {
+                    let start = block_start.max(g);
+                    return Some((start, r * self.unit + (start - block_start), end - start));
+                }
+            }
+            r += 1;
+        }
     }
 
     /// Bytes of unit `u`'s storage: every unit has a block in every row but perhaps the
