@@ -162,9 +162,7 @@ fn block_count(m: &DimMap, c: u64) -> u64 {
     }
 }
 
-/// `[lo, hi)` where `x` is periodic with period `t` and the local-index advance per period is
-/// `adv_x`, while the other side advances `adv_y`: a head up to the first period boundary,
-/// whole periods, and a tail. `swap` says that `x` is side B.
+/// One coordinate of each side of a dimension, for cutting ranges of it into chunks.
 struct Span<'a> {
     x: &'a DimMap,
     ca: u64,
@@ -173,7 +171,9 @@ struct Span<'a> {
 }
 
 impl Span<'_> {
-    /// Chunks for `[lo, hi)`, repeating with `period`, advancing `adv_a` and `adv_b`.
+    /// Chunks for `[lo, hi)`, within which the shared pieces repeat every `period` indices
+    /// while the local indices advance `adv_a` and `adv_b`: a head up to the first period
+    /// boundary, whole periods, and a tail.
     fn chunks(&self, lo: u64, hi: u64, period: u64, adv_a: u64, adv_b: u64, out: &mut Vec<Chunk>) {
         let body = lo.div_ceil(period).saturating_mul(period).min(hi);
         let reps = (hi - body) / period;
@@ -202,6 +202,7 @@ impl DimSegs {
         let (tx, ty) = (x.period(), y.period());
         let span = Span { x, ca, y, cb };
         let mut chunks = Vec::new();
+        let mut segs = DimSegs { chunks: Vec::new() };
         let (kx, ky) = (block_count(x, ca), block_count(y, cb));
         // A common period below the extent gives one pattern of up to l/tx + l/ty pieces;
         // walking the blocks of the sparser side gives a few segments per block. Take the
@@ -211,6 +212,7 @@ impl DimSegs {
             .filter(|&l| l < n && (l / tx).saturating_add(l / ty) <= kx.min(ky).saturating_mul(3));
         if let Some(l) = common {
             span.chunks(0, n, l, (l / tx) * x.b, (l / ty) * y.b, &mut chunks);
+            segs.extend(chunks.drain(..));
         } else {
             // Inside each block of the sparser side, the other side is periodic while this
             // side advances one local index per index.
@@ -222,16 +224,19 @@ impl DimSegs {
                 } else {
                     span.chunks(s, e, tx, x.b, tx, &mut chunks);
                 }
+                // Normalise as we go, so memory follows the result, not the blocks walked.
+                segs.extend(chunks.drain(..));
                 i = e;
             }
         }
-        DimSegs::normalized(chunks)
+        segs
     }
 
-    /// Normalises every chunk, drops empty ones and merges neighbouring explicit lists.
-    fn normalized(chunks: Vec<Chunk>) -> Self {
-        let mut out: Vec<Chunk> = Vec::new();
-        for c in chunks.into_iter().map(Chunk::normalized) {
+    /// Appends chunks, normalising each, dropping empty ones and merging neighbouring
+    /// explicit lists.
+    fn extend(&mut self, chunks: impl Iterator<Item = Chunk>) {
+        let out = &mut self.chunks;
+        for c in chunks.map(Chunk::normalized) {
             if c.segs.is_empty() {
                 continue;
             }
@@ -244,7 +249,6 @@ impl DimSegs {
                 _ => out.push(c),
             }
         }
-        DimSegs { chunks: out }
     }
 
     /// True when the two coordinates share no index.
