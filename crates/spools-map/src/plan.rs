@@ -161,19 +161,9 @@ pub struct UnitPlan {
 pub struct PeerPlan {
     /// The peer unit (a destination for sends, a source for receives).
     pub peer: u64,
-    source: RunSource,
+    /// The runs, not yet started: [`runs`](Self::runs) clones it.
+    source: RunsInner,
     swap: bool,
-}
-
-#[derive(Clone, Debug)]
-enum RunSource {
-    Symbolic(Product),
-    Bits(BitRuns),
-    Sweep {
-        own: OwnRuns<Arc<Layout>>,
-        other: Arc<Layout>,
-        peer: u64,
-    },
 }
 
 /// Lazy iterator over the [`Run`]s between two units.
@@ -247,18 +237,8 @@ impl Iterator for Runs {
 impl PeerPlan {
     /// The runs, lazily: in source order for sends, destination order for receives.
     pub fn runs(&self) -> Runs {
-        let inner = match &self.source {
-            RunSource::Symbolic(p) => RunsInner::Symbolic(p.clone()),
-            RunSource::Bits(b) => RunsInner::Bits(b.clone()),
-            RunSource::Sweep { own, other, peer } => RunsInner::Sweep(Sweep {
-                own: own.clone(),
-                other: Arc::clone(other),
-                peer: *peer,
-                cur: None,
-            }),
-        };
         Runs {
-            inner: Merge::new(inner),
+            inner: Merge::new(self.source.clone()),
             swap: self.swap,
         }
     }
@@ -266,9 +246,9 @@ impl PeerPlan {
     /// Bytes this description holds of its own (shared layouts not counted).
     pub fn stored_bytes(&self) -> usize {
         let segs = match &self.source {
-            RunSource::Symbolic(p) => p.stored_segments(),
-            RunSource::Bits(_) => 0,
-            RunSource::Sweep { own, .. } => own.stored_segments(),
+            RunsInner::Symbolic(p) => p.stored_segments(),
+            RunsInner::Bits(_) => 0,
+            RunsInner::Sweep(sweep) => sweep.own.stored_segments(),
         };
         std::mem::size_of::<Self>() + segs * 3 * std::mem::size_of::<u64>()
     }
@@ -532,11 +512,11 @@ impl Plan {
     ) -> Result<PeerPlan, PlanError> {
         let source = match (&self.path, &*self.src, &*self.dst) {
             (Path::Dims, Layout::Array(a), Layout::Array(b)) => {
-                RunSource::Symbolic(symbolic_pair(a, s, b, d, cache)?)
+                RunsInner::Symbolic(symbolic_pair(a, s, b, d, cache)?)
             }
             (Path::Bytes(x, y), _, _) => {
                 let segs = Arc::new(DimSegs::new(x, s, y, d));
-                RunSource::Symbolic(Product::new(
+                RunsInner::Symbolic(Product::new(
                     vec![segs],
                     &[x.count(s)],
                     &[y.count(d)],
@@ -544,12 +524,13 @@ impl Plan {
                     1,
                 ))
             }
-            (Path::Bits(c), _, _) => RunSource::Bits(c.runs(s, d)),
-            _ => RunSource::Sweep {
+            (Path::Bits(c), _, _) => RunsInner::Bits(c.runs(s, d)),
+            _ => RunsInner::Sweep(Sweep {
                 own: OwnRuns::new(Arc::clone(&self.src), s)?,
                 other: Arc::clone(&self.dst),
                 peer: d,
-            },
+                cur: None,
+            }),
         };
         Ok(PeerPlan {
             peer: d,
