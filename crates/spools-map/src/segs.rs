@@ -2,10 +2,12 @@
 //! arithmetic (the ScaLAPACK redistribution idea).
 //!
 //! For one dimension, side A's coordinate `ca` and side B's coordinate `cb` share a set of
-//! global indices; within each maximal piece both local indices advance by one. The pattern
-//! of pieces repeats with period `L = lcm(period_A, period_B)`, while each side's local
-//! index advances by a fixed amount per period. A [`DimSegs`] stores one period's pieces plus
-//! the repeat count and a tail, so its size is the number of pieces in one period, never the
+//! global indices; within each maximal piece both local indices advance by one. Everything
+//! repeats with period `L = lcm(period_A, period_B)`, while each side's local index advances
+//! by a fixed amount per period. A [`DimSegs`] describes one period as a list of chunks and
+//! repeats it, then adds a tail. Within the period, a chunk is either a plain list of pieces
+//! or, inside one block of the side with fewer blocks, the other side's pattern repeated.
+//! So its size is bounded by the blocks of the sparser side in one period, never by the
 //! extent of the dimension.
 
 use crate::dist::{gcd, DimMap};
@@ -45,6 +47,22 @@ impl Chunk {
             reps: 1,
             adv_a: 0,
             adv_b: 0,
+        }
+    }
+
+    /// The same chunk with every local index moved on by `da` / `db`.
+    fn shifted(&self, da: u64, db: u64) -> Chunk {
+        Chunk {
+            segs: self
+                .segs
+                .iter()
+                .map(|s| Seg {
+                    a: s.a + da,
+                    b: s.b + db,
+                    len: s.len,
+                })
+                .collect(),
+            ..*self
         }
     }
 
@@ -92,19 +110,40 @@ impl Chunk {
     }
 }
 
-/// The segments shared by one coordinate of each side in one dimension, stored as periodic
-/// chunks: its size is the number of pieces in a period (times the number of blocks of the
-/// side with fewer blocks, when the two have no common period below the extent), never
-/// the extent of the dimension.
+/// The segments shared by one coordinate of each side in one dimension: the chunks of one
+/// common period, repeated `reps` times (each repetition shifted by `adv_a` / `adv_b` local
+/// indices), then the tail's chunks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct DimSegs {
-    chunks: Vec<Chunk>,
+    body: Vec<Chunk>,
+    reps: u64,
+    adv_a: u64,
+    adv_b: u64,
+    tail: Vec<Chunk>,
 }
 
 fn push_merged(out: &mut Vec<Seg>, seg: Seg) {
     match out.last_mut() {
         Some(last) if last.chains(&seg) => last.len += seg.len,
         _ => out.push(seg),
+    }
+}
+
+/// Appends chunks, normalising each, dropping empty ones and merging neighbouring explicit
+/// lists.
+fn extend(out: &mut Vec<Chunk>, chunks: impl IntoIterator<Item = Chunk>) {
+    for c in chunks.into_iter().map(Chunk::normalized) {
+        if c.segs.is_empty() {
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if last.reps == 1 && c.reps == 1 => {
+                for s in c.segs {
+                    push_merged(&mut last.segs, s);
+                }
+            }
+            _ => out.push(c),
+        }
     }
 }
 
@@ -151,17 +190,6 @@ fn pieces(x: &DimMap, ca: u64, y: &DimMap, cb: u64, lo: u64, hi: u64) -> Vec<Seg
     out
 }
 
-/// Number of blocks coordinate `c` has in `[0, n)`.
-fn block_count(m: &DimMap, c: u64) -> u64 {
-    let t = m.period();
-    let first = c.saturating_mul(m.b);
-    if first >= m.n {
-        0
-    } else {
-        (m.n - first).div_ceil(t)
-    }
-}
-
 /// One coordinate of each side of a dimension, for cutting ranges of it into chunks.
 struct Span<'a> {
     x: &'a DimMap,
@@ -171,6 +199,44 @@ struct Span<'a> {
 }
 
 impl Span<'_> {
+    /// Chunks for `[lo, hi)`: the plain list of pieces, or, when one side has far fewer
+    /// blocks there, one set of chunks per block of that side (inside which the other side
+    /// repeats with its own period).
+    fn describe(&self, lo: u64, hi: u64) -> Vec<Chunk> {
+        let (x, y) = (self.x, self.y);
+        let (tx, ty) = (x.period(), y.period());
+        let (bx, by) = ((hi - lo) / tx + 2, (hi - lo) / ty + 2);
+        let mut out = Vec::new();
+        if bx.min(by).saturating_mul(3) >= bx.saturating_add(by) {
+            extend(
+                &mut out,
+                [Chunk::explicit(pieces(x, self.ca, y, self.cb, lo, hi))],
+            );
+            return out;
+        }
+        let (walk, c) = if bx <= by { (x, self.ca) } else { (y, self.cb) };
+        let mut chunks = Vec::new();
+        let mut i = lo;
+        while let Some((s, e)) = walk.block_from(c, i) {
+            if s >= hi {
+                break;
+            }
+            let (s, e) = (s.max(lo), e.min(hi));
+            if bx <= by {
+                self.chunks(s, e, ty, ty, y.b, &mut chunks);
+            } else {
+                self.chunks(s, e, tx, x.b, tx, &mut chunks);
+            }
+            // Normalise as we go, so memory follows the result, not the blocks walked.
+            extend(&mut out, chunks.drain(..));
+            if e >= hi {
+                break;
+            }
+            i = e;
+        }
+        out
+    }
+
     /// Chunks for `[lo, hi)`, within which the shared pieces repeat every `period` indices
     /// while the local indices advance `adv_a` and `adv_b`: a head up to the first period
     /// boundary, whole periods, and a tail.
@@ -201,72 +267,102 @@ impl DimSegs {
         let n = x.n;
         let (tx, ty) = (x.period(), y.period());
         let span = Span { x, ca, y, cb };
-        let mut chunks = Vec::new();
-        let mut segs = DimSegs { chunks: Vec::new() };
-        let (kx, ky) = (block_count(x, ca), block_count(y, cb));
-        // A common period below the extent gives one pattern of up to l/tx + l/ty pieces;
-        // walking the blocks of the sparser side gives a few segments per block. Take the
-        // smaller description.
-        let common = (tx / gcd(tx, ty))
-            .checked_mul(ty)
-            .filter(|&l| l < n && (l / tx).saturating_add(l / ty) <= kx.min(ky).saturating_mul(3));
-        if let Some(l) = common {
-            span.chunks(0, n, l, (l / tx) * x.b, (l / ty) * y.b, &mut chunks);
-            segs.extend(chunks.drain(..));
-        } else {
-            // Inside each block of the sparser side, the other side is periodic while this
-            // side advances one local index per index.
-            let (walk, c) = if kx <= ky { (x, ca) } else { (y, cb) };
-            let mut i = 0;
-            while let Some((s, e)) = walk.block_from(c, i) {
-                if kx <= ky {
-                    span.chunks(s, e, ty, ty, y.b, &mut chunks);
-                } else {
-                    span.chunks(s, e, tx, x.b, tx, &mut chunks);
+        let period = (tx / gcd(tx, ty)).checked_mul(ty).filter(|&l| l < n);
+        let segs = match period {
+            Some(l) => {
+                let reps = n / l;
+                DimSegs {
+                    body: span.describe(0, l),
+                    reps,
+                    adv_a: (l / tx) * x.b,
+                    adv_b: (l / ty) * y.b,
+                    tail: span.describe(reps * l, n),
                 }
-                // Normalise as we go, so memory follows the result, not the blocks walked.
-                segs.extend(chunks.drain(..));
-                i = e;
             }
-        }
-        segs
+            None => DimSegs {
+                body: Vec::new(),
+                reps: 0,
+                adv_a: 0,
+                adv_b: 0,
+                tail: span.describe(0, n),
+            },
+        };
+        segs.normalized()
     }
 
-    /// Appends chunks, normalising each, dropping empty ones and merging neighbouring
-    /// explicit lists.
-    fn extend(&mut self, chunks: impl Iterator<Item = Chunk>) {
-        let out = &mut self.chunks;
-        for c in chunks.map(Chunk::normalized) {
-            if c.segs.is_empty() {
-                continue;
-            }
-            match out.last_mut() {
-                Some(last) if last.reps == 1 && c.reps == 1 => {
-                    for s in c.segs {
-                        push_merged(&mut last.segs, s);
-                    }
+    fn body_raw_len(&self) -> u64 {
+        self.body
+            .iter()
+            .fold(0u64, |acc, c| acc.saturating_add(c.raw_len()))
+    }
+
+    /// Collapses a repeated body that chains into itself, expands short repetitions, and
+    /// drops an empty body.
+    fn normalized(mut self) -> Self {
+        if self.body.is_empty() || self.reps == 0 {
+            self.body.clear();
+            self.reps = 0;
+            return self;
+        }
+        let chaining = match self.body.as_slice() {
+            [c] => {
+                c.reps == 1 && c.segs.len() == 1 && {
+                    let s = c.segs[0];
+                    s.len == self.adv_a && s.len == self.adv_b
                 }
-                _ => out.push(c),
             }
+            _ => false,
+        };
+        let expand = self.body_raw_len().saturating_mul(self.reps) <= EXPAND_LIMIT;
+        if !chaining && !expand {
+            return self;
+        }
+        let mut head: Vec<Chunk> = Vec::new();
+        if chaining {
+            let s = self.body[0].segs[0];
+            head.push(Chunk::explicit(vec![Seg {
+                len: s.len * self.reps,
+                ..s
+            }]));
+        } else {
+            for r in 0..self.reps {
+                let shifted = self
+                    .body
+                    .iter()
+                    .map(|c| c.shifted(r * self.adv_a, r * self.adv_b));
+                extend(&mut head, shifted);
+            }
+        }
+        extend(&mut head, std::mem::take(&mut self.tail));
+        DimSegs {
+            body: Vec::new(),
+            reps: 0,
+            adv_a: 0,
+            adv_b: 0,
+            tail: head,
         }
     }
 
     /// True when the two coordinates share no index.
     pub(crate) fn is_empty(&self) -> bool {
-        self.chunks.is_empty()
+        self.body.is_empty() && self.tail.is_empty()
     }
 
     /// The only segment, when the shared indices form one run on both sides.
     pub(crate) fn single(&self) -> Option<Seg> {
-        match self.chunks.as_slice() {
-            [c] if c.reps == 1 && c.segs.len() == 1 => Some(c.segs[0]),
+        match (self.body.as_slice(), self.tail.as_slice()) {
+            ([], [c]) if c.reps == 1 && c.segs.len() == 1 => Some(c.segs[0]),
             _ => None,
         }
     }
 
     /// Stored segments (the size of this description, not of the dimension).
     pub(crate) fn stored(&self) -> usize {
-        self.chunks.iter().map(|c| c.segs.len()).sum()
+        self.body
+            .iter()
+            .chain(&self.tail)
+            .map(|c| c.segs.len())
+            .sum()
     }
 
     /// A cursor at the first merged segment.
@@ -278,6 +374,8 @@ impl DimSegs {
 /// A position in a [`DimSegs`]; `next` yields merged segments.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct SegCursor {
+    /// Repetition of the body, or `reps` once in the tail.
+    rep: u64,
     chunk: usize,
     raw: u64,
 }
@@ -285,10 +383,27 @@ pub(crate) struct SegCursor {
 impl SegCursor {
     fn take(&mut self, d: &DimSegs) -> Option<Seg> {
         loop {
-            let c = d.chunks.get(self.chunk)?;
+            let in_body = self.rep < d.reps;
+            let chunks = if in_body { &d.body } else { &d.tail };
+            let Some(c) = chunks.get(self.chunk) else {
+                if !in_body {
+                    return None;
+                }
+                self.rep += 1;
+                self.chunk = 0;
+                self.raw = 0;
+                continue;
+            };
             if self.raw < c.raw_len() {
                 let s = c.raw_at(self.raw);
                 self.raw += 1;
+                if in_body {
+                    return Some(Seg {
+                        a: s.a + self.rep * d.adv_a,
+                        b: s.b + self.rep * d.adv_b,
+                        len: s.len,
+                    });
+                }
                 return Some(s);
             }
             self.chunk += 1;

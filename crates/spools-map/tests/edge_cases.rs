@@ -537,3 +537,30 @@ fn review_findings_stay_small() {
         ]
     );
 }
+
+#[test]
+fn cyclic_row_blocks_against_fine_stripes_repeat_per_common_period() {
+    // Found by the fuzzer: 2.5 GB rows dealt cyclically to 3 units, against 4 KiB stripes
+    // over 3 units. The per-row chunks repeat every 1024 rows; only one such period is held.
+    let rows = l("u32[2666666,626666669,1] cyclic,block,block on 3x1x1");
+    let plan = Plan::new(&rows, &l("stripe(unit=4KiB,count=3)")).unwrap();
+    let part = plan.sends(0).unwrap();
+    assert_eq!(part.peers.len(), 3);
+    for peer in &part.peers {
+        assert!(
+            peer.stored_bytes() < 1 << 20,
+            "{} bytes held",
+            peer.stored_bytes()
+        );
+    }
+    let first: Vec<Run> = plan.runs(0, 0).unwrap().take(3).collect();
+    // row 0 is global bytes 0..2506666676 on unit 0; stripe unit 0 holds global blocks 0, 3, 6
+    let expect: Vec<Run> = (0..3)
+        .map(|k| Run {
+            src: k * 12288,
+            dst: k * 4096,
+            len: 4096,
+        })
+        .collect();
+    assert_eq!(first, expect);
+}
