@@ -35,7 +35,12 @@ EXAMPLES
 
 /// Spools: communication and parallel I/O for clusters.
 #[derive(Parser, Debug)]
-#[command(name = "spools", version, about, after_help = SPEC_HELP)]
+#[command(
+    name = "spools",
+    version,
+    about = "Spools: communication and parallel I/O for clusters. Layouts and transfer plans.",
+    after_help = SPEC_HELP
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
