@@ -303,7 +303,7 @@ fn same_shape_pair() -> impl Strategy<Value = (Model, Model)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::cases(160), ..ProptestConfig::default() })]
 
     #[test]
     fn arrays_match_the_model(m in array_model(vec![1, 2, 4, 8, 3])) {

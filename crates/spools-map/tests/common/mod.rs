@@ -12,6 +12,14 @@
 
 use proptest::prelude::*;
 
+/// Property-test cases: `default`, or `SPOOLS_PROPTEST_CASES` for a longer soak.
+pub fn cases(default: u32) -> u32 {
+    std::env::var("SPOOLS_PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Per-dimension distribution in the model.
 #[derive(Clone, Debug)]
 pub enum RDist {
