@@ -112,6 +112,20 @@ impl DimMap {
         (start < self.n && end > i).then_some((start, end))
     }
 
+    /// The blocks of coordinate `c` that meet `[lo, hi)`, clipped to it, in increasing order.
+    pub(crate) fn blocks(&self, c: u64, lo: u64, hi: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let mut i = lo;
+        std::iter::from_fn(move || {
+            if i >= hi {
+                return None;
+            }
+            let (s, e) = self.block_from(c, i).filter(|&(s, _)| s < hi)?;
+            let clipped = (s.max(i), e.min(hi));
+            i = clipped.1;
+            Some(clipped)
+        })
+    }
+
     /// The coordinates of `other` that share at least one index with coordinate `c` of
     /// `self`, in increasing order. The walk jumps from block to block and stops once every
     /// coordinate is found, so it costs at most the blocks of either side in one common
@@ -168,6 +182,14 @@ mod tests {
                                 _ => blocks.push((i, i + 1)),
                             }
                         }
+                        assert_eq!(m.blocks(c, 0, n).collect::<Vec<_>>(), blocks);
+                        let (lo, hi) = (n / 3, n - n / 4);
+                        let clipped: Vec<(u64, u64)> = blocks
+                            .iter()
+                            .map(|&(s, e)| (s.max(lo), e.min(hi)))
+                            .filter(|&(s, e)| s < e)
+                            .collect();
+                        assert_eq!(m.blocks(c, lo, hi).collect::<Vec<_>>(), clipped);
                         for i in 0..=n {
                             let expect = blocks.iter().copied().find(|&(_, e)| e > i);
                             assert_eq!(m.block_from(c, i), expect, "n={n} b={b} p={p} c={c} i={i}");

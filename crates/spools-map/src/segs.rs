@@ -157,18 +157,8 @@ fn pieces(x: &DimMap, ca: u64, y: &DimMap, cb: u64, lo: u64, hi: u64) -> Vec<Seg
         ((y, cb), (x, ca))
     };
     let mut out = Vec::new();
-    let mut i = lo;
-    while let Some((ws, we)) = w.block_from(wc, i) {
-        if ws >= hi {
-            break;
-        }
-        let (ws, we) = (ws.max(lo), we.min(hi));
-        let mut j = ws;
-        while let Some((os, oe)) = o.block_from(oc, j) {
-            if os >= we {
-                break;
-            }
-            let (s, e) = (os.max(ws), oe.min(we));
+    for (ws, we) in w.blocks(wc, lo, hi) {
+        for (s, e) in o.blocks(oc, ws, we) {
             push_merged(
                 &mut out,
                 Seg {
@@ -177,15 +167,7 @@ fn pieces(x: &DimMap, ca: u64, y: &DimMap, cb: u64, lo: u64, hi: u64) -> Vec<Seg
                     len: e - s,
                 },
             );
-            if e >= we {
-                break;
-            }
-            j = e;
         }
-        if we >= hi {
-            break;
-        }
-        i = we;
     }
     out
 }
@@ -216,12 +198,7 @@ impl Span<'_> {
         }
         let (walk, c) = if bx <= by { (x, self.ca) } else { (y, self.cb) };
         let mut chunks = Vec::new();
-        let mut i = lo;
-        while let Some((s, e)) = walk.block_from(c, i) {
-            if s >= hi {
-                break;
-            }
-            let (s, e) = (s.max(lo), e.min(hi));
+        for (s, e) in walk.blocks(c, lo, hi) {
             if bx <= by {
                 self.chunks(s, e, ty, ty, y.b, &mut chunks);
             } else {
@@ -229,10 +206,6 @@ impl Span<'_> {
             }
             // Normalise as we go, so memory follows the result, not the blocks walked.
             extend(&mut out, chunks.drain(..));
-            if e >= hi {
-                break;
-            }
-            i = e;
         }
         out
     }
