@@ -1,13 +1,27 @@
 #!/usr/bin/env bash
-# Fuzzes the spec parser and the layout queries with libFuzzer for SECONDS (default 600).
+# Fuzzes every target in fuzz/fuzz_targets with libFuzzer for SECONDS each (default 600):
+#   spec       the layout spec parser and the layout queries (spools-map)
+#   am         the active-message header decoder (spools-proto)
+#   boot       the bootstrap framing, both directions (spools-proto)
+#   handshake  both sides of the connection handshake (spools-proto)
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (no TARGET: all of them, one after another)
 # Needs a nightly toolchain (installed here through rustup if missing) and cargo-fuzz.
-# Findings land in fuzz/artifacts/spec; reproduce one with
-#   cargo +nightly fuzz run spec fuzz/artifacts/spec/<file>
+# Each target starts from fuzz/corpus/<target> and fuzz/seeds/<target>; findings land in
+# fuzz/artifacts/<target>; reproduce one with
+#   cargo +nightly fuzz run <target> fuzz/artifacts/<target>/<file>
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 seconds="${1:-600}"
+shift || true
+targets=("$@")
+if [ "${#targets[@]}" -eq 0 ]; then
+  targets=(spec am boot handshake)
+fi
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-mkdir -p corpus/spec
-exec cargo +nightly fuzz run spec corpus/spec seeds/spec -- \
-  -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096
+for target in "${targets[@]}"; do
+  mkdir -p "corpus/$target" "seeds/$target"
+  echo "== fuzzing $target for ${seconds}s" >&2
+  cargo +nightly fuzz run "$target" "corpus/$target" "seeds/$target" -- \
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096
+done

@@ -1,8 +1,10 @@
 //! The `spools` command.
 
+mod info;
 mod map;
 mod out;
 mod plan;
+mod run;
 mod spec;
 
 use std::process::ExitCode;
@@ -38,7 +40,7 @@ EXAMPLES
 #[command(
     name = "spools",
     version,
-    about = "Spools: communication and parallel I/O for clusters. Layouts and transfer plans.",
+    about = "Spools: communication and parallel I/O for clusters. Launch jobs, plan transfers, benchmark.",
     after_help = SPEC_HELP
 )]
 struct Cli {
@@ -54,6 +56,18 @@ enum Command {
     /// Plan moving a dataset from one layout to another (the composite M1^-1 o M2).
     #[command(after_help = SPEC_HELP)]
     Plan(plan::PlanArgs),
+    /// Start N ranks of a program on this host (see `spools run --help`).
+    Run(run::RunArgs),
+    /// Print the effective configuration, the transports and their capabilities.
+    Info,
+    /// Print a fresh random job secret (for SPOOLS_SECRET under another launcher).
+    Secret,
+}
+
+fn secret() -> anyhow::Result<()> {
+    let bytes = spools_boot::random::random()?;
+    println!("{}", spools_proto::auth::Secret::from_bytes(bytes).to_hex());
+    Ok(())
 }
 
 fn main() -> ExitCode {
@@ -61,6 +75,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Map(args) => map::run(&args),
         Command::Plan(args) => plan::run(&args),
+        Command::Run(args) => return run::run(&args),
+        Command::Info => info::run(),
+        Command::Secret => secret(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# Peer benchmarks: Spools side by side with Open MPI (and the raw limits of the host).
+#
+# Usage: bench/peers/run.sh [--runs N] [--out DIR] [--skip-spools]
+#
+#   --runs N        rounds of the whole set, interleaved so that drift of the host hits every
+#                   program alike (default 5); the summary takes medians over them
+#   --out DIR       where the C programs, every JSON document, the logs, the summary and the
+#                   SVG plots go (default target/bench-peers under the repository root)
+#   --skip-spools   run only the Open MPI and raw programs (no cargo build)
+#
+# Steps: install Open MPI from Debian if mpicc/mpirun are missing; build pingpong.c, ring.c and
+# raw.c with mpicc -O2; build the spools command (cargo build --release -p spools-cli); then for
+# each run: Spools ping-pong over shared memory and over TCP, Open MPI ping-pong as installed,
+# "tuned" (single-copy mechanism off: copy-in/copy-out through shared memory only) and over
+# TCP, the raw probes, and the token ring with 2 and 8 ranks for both. Each document lands in
+# DIR as PROGRAM.runI.json (stderr in DIR/logs/); summarize.py then prints Markdown tables
+# (also kept as DIR/summary.md) and writes DIR/latency.svg and DIR/bandwidth.svg.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+
+runs=5
+out=""
+skip_spools=0
+
+usage() {
+    sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
+}
+
+while (($# > 0)); do
+    case $1 in
+    --runs)
+        if [[ $# -lt 2 || ! $2 =~ ^[1-9][0-9]*$ ]]; then
+            echo "run.sh: --runs needs a positive integer" >&2
+            exit 2
+        fi
+        runs=$2
+        shift 2
+        ;;
+    --out)
+        if [[ $# -lt 2 || -z $2 ]]; then
+            echo "run.sh: --out needs a directory" >&2
+            exit 2
+        fi
+        out=$2
+        shift 2
+        ;;
+    --skip-spools)
+        skip_spools=1
+        shift
+        ;;
+    -h | --help)
+        usage
+        exit 0
+        ;;
+    *)
+        echo "run.sh: unknown argument: $1 (see --help)" >&2
+        exit 2
+        ;;
+    esac
+done
+
+# A relative --out is taken from the caller's directory; the default lives in the repository.
+out=${out:-$root/target/bench-peers}
+mkdir -p "$out/logs"
+out=$(cd "$out" && pwd)
+cd "$root"
+
+# Open MPI refuses to run as root without these.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpirun_base=(mpirun --allow-run-as-root --oversubscribe)
+
+# The spools command as built by cargo, and how its ping-pong is told to use TCP.
+spools="${CARGO_TARGET_DIR:-$root/target}/release/spools"
+spools_tcp_args=(--transport tcp)
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+as_root() {
+    if [[ $(id -u) -eq 0 ]]; then
+        "$@"
+    else
+        sudo "$@"
+    fi
+}
+
+# --- Tools -----------------------------------------------------------------------------------
+
+packages=()
+if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+    packages+=(openmpi-bin libopenmpi-dev)
+fi
+command -v python3 >/dev/null || packages+=(python3)
+if ((${#packages[@]} > 0)); then
+    log "installing ${packages[*]} with apt-get"
+    as_root apt-get update
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y "${packages[@]}"
+fi
+
+# --- Build -----------------------------------------------------------------------------------
+
+log "building the MPI and raw programs into $out"
+for prog in pingpong ring raw; do
+    mpicc -O2 -Wall -Wextra -o "$out/$prog" "$here/$prog.c"
+done
+
+if ((skip_spools == 0)); then
+    if ! command -v cargo >/dev/null; then
+        echo "run.sh: cargo not found (install Rust, or pass --skip-spools)" >&2
+        exit 1
+    fi
+    log "building spools (cargo build --release -p spools-cli)"
+    cargo build --release -p spools-cli
+    [[ -x $spools ]] || { echo "run.sh: $spools was not built" >&2; exit 1; }
+fi
+
+# The "tuned" run turns off the single-copy (CMA/XPMEM/KNEM) path of the shared-memory BTL.
+# Open MPI up to 4.x calls that component vader, 5.x calls it sm (with vader as an alias):
+# ask ompi_info which parameter names this installation knows.
+tuned_mca=()
+for btl in vader sm; do
+    params=$(ompi_info --param btl "$btl" --level 9 2>/dev/null || true)
+    if [[ $params == *"\"btl_${btl}_single_copy_mechanism\""* ]]; then
+        tuned_mca+=(--mca "btl_${btl}_single_copy_mechanism" none)
+    fi
+done
+if ((${#tuned_mca[@]} == 0)); then
+    echo "run.sh: this Open MPI has no btl_vader/btl_sm_single_copy_mechanism parameter" >&2
+    exit 1
+fi
+log "tuned Open MPI runs use: ${tuned_mca[*]}"
+
+# --- Record the host -------------------------------------------------------------------------
+
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git -C "$root" diff --quiet HEAD 2>/dev/null || commit+=" (with local changes)"
+{
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "host: $(uname -srm), $(nproc) cores, ${cpu:-unknown CPU}"
+    echo "open mpi: $(mpirun --version 2>/dev/null | head -n1)"
+    echo "compiler: $(mpicc --version | head -n1)"
+    echo "spools: $commit"
+    echo "tuned: ${tuned_mca[*]}"
+    echo "runs: $runs"
+} >"$out/host.txt"
+
+# --- Run -------------------------------------------------------------------------------------
+
+# Documents of an earlier invocation would otherwise be mixed into this one's medians.
+rm -f "$out"/pingpong-*.run*.json "$out"/ring-*.run*.json "$out"/raw.run*.json
+
+# run_json NAME CMD...: run CMD and keep the JSON document it prints as $out/NAME.json (its
+# stderr goes to $out/logs/NAME.log). The document is the whole stdout, or failing that the
+# last line of it that parses as a JSON object (launchers may add lines of their own).
+run_json() {
+    local name=$1
+    shift
+    local json="$out/$name.json" stdout="$out/logs/$name.stdout" errlog="$out/logs/$name.log"
+    local start=$SECONDS
+    printf '  %-34s' "$name" >&2
+    if ! "$@" >"$stdout" 2>"$errlog"; then
+        printf 'FAILED\n' >&2
+        echo "run.sh: command failed: $*" >&2
+        tail -n 20 "$errlog" "$stdout" >&2
+        exit 1
+    fi
+    if ! python3 - "$stdout" "$json" <<'EOF'; then
+import json, sys
+
+text = open(sys.argv[1], encoding="utf-8", errors="replace").read()
+candidates = [text] + [line for line in reversed(text.splitlines()) if line.startswith("{")]
+for candidate in candidates:
+    try:
+        doc = json.loads(candidate)
+    except ValueError:
+        continue
+    if isinstance(doc, dict) and "benchmark" in doc:
+        with open(sys.argv[2], "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+            f.write("\n")
+        sys.exit(0)
+sys.exit(1)
+EOF
+        printf 'NO JSON\n' >&2
+        echo "run.sh: no JSON benchmark document in the output of: $*" >&2
+        tail -n 20 "$stdout" "$errlog" >&2
+        exit 1
+    fi
+    printf 'ok (%ds)\n' $((SECONDS - start)) >&2
+}
+
+for ((i = 1; i <= runs; i++)); do
+    log "run $i of $runs"
+    if ((skip_spools == 0)); then
+        run_json "pingpong-spools-shm.run$i" "$spools" run -n 2 -- "$spools" bench pingpong --json
+        run_json "pingpong-spools-tcp.run$i" \
+            "$spools" run -n 2 -- "$spools" bench pingpong --json "${spools_tcp_args[@]}"
+    fi
+    run_json "pingpong-mpi-default.run$i" "${mpirun_base[@]}" -n 2 "$out/pingpong"
+    run_json "pingpong-mpi-tuned.run$i" "${mpirun_base[@]}" "${tuned_mca[@]}" -n 2 "$out/pingpong"
+    run_json "pingpong-mpi-tcp.run$i" "${mpirun_base[@]}" --mca btl tcp,self -n 2 "$out/pingpong"
+    run_json "raw.run$i" "$out/raw"
+    for n in 2 8; do
+        if ((skip_spools == 0)); then
+            run_json "ring-spools-n$n.run$i" "$spools" run -n "$n" -- "$spools" bench ring --json
+        fi
+        run_json "ring-mpi-n$n.run$i" "${mpirun_base[@]}" -n "$n" "$out/ring"
+    done
+done
+
+# --- Summarize -------------------------------------------------------------------------------
+
+log "summary (also in $out/summary.md)"
+python3 "$here/summarize.py" "$out" | tee "$out/summary.md"

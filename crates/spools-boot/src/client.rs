@@ -1,0 +1,529 @@
+//! A rank's side of the rendezvous: join, the runtime's own collectives, finalise, and
+//! the watchdog thread that learns of dead ranks.
+
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use spools_proto::auth::Secret;
+use spools_proto::boot::{CollOp, Endpoint, ToRank, ToServer};
+use spools_proto::handshake::{Identity, Purpose};
+
+use crate::config::Config;
+use crate::error::BootError;
+use crate::identity::{JobEnv, LauncherKind, Rendezvous};
+use crate::job::{Failure, JobState};
+use crate::net::{connect, read_frame, resolve, write_frame};
+use crate::random::random;
+use crate::server::RendezvousServer;
+
+enum Reply {
+    Coll(u64, Vec<Vec<u8>>),
+    Finalized,
+    Wake,
+}
+
+/// A rank connected to its rendezvous but not yet joined.
+#[derive(Debug)]
+pub struct Connected {
+    stream: TcpStream,
+    env: JobEnv,
+    secret: Secret,
+    server: Option<RendezvousServer>,
+    timeout: Duration,
+}
+
+/// A rank that has joined its job.
+pub struct Bootstrap {
+    rank: u32,
+    size: u32,
+    job: u64,
+    endpoints: Vec<Endpoint>,
+    secret: Secret,
+    state: Arc<JobState>,
+    writer: Mutex<TcpStream>,
+    replies: Mutex<(u64, Receiver<Reply>)>,
+    finalized: Arc<AtomicBool>,
+    server: Option<RendezvousServer>,
+    launcher: LauncherKind,
+}
+
+impl std::fmt::Debug for Bootstrap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bootstrap")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .field("job", &format_args!("{:016x}", self.job))
+            .finish_non_exhaustive()
+    }
+}
+
+fn failure_error(f: Failure) -> BootError {
+    match f {
+        Failure::Rank { rank, cause } => BootError::PeerDied { rank, cause },
+        Failure::ServerLost(why) => BootError::ServerLost(why),
+    }
+}
+
+/// The address other hosts can reach this one at, for a rank-0-hosted rendezvous:
+/// `SPOOLS_BOOTSTRAP_IP` if set, else the source address of the default route, else
+/// loopback.
+fn advertised_ip() -> IpAddr {
+    if let Some(ip) = std::env::var("SPOOLS_BOOTSTRAP_IP")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        return ip;
+    }
+    std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|u| {
+            u.connect("192.0.2.1:9")?;
+            u.local_addr()
+        })
+        .map(|a| a.ip())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
+}
+
+fn write_rendezvous_file(path: &Path, addr: SocketAddr, secret: &Secret) -> Result<(), BootError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let what = format!("writing the rendezvous file {}", path.display());
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(BootError::io(&what))?;
+    writeln!(f, "spools-rendezvous 1\n{addr}\n{}", secret.to_hex())
+        .map_err(BootError::io(&what))?;
+    f.sync_all().map_err(BootError::io(&what))?;
+    std::fs::rename(&tmp, path).map_err(BootError::io(&what))
+}
+
+fn read_rendezvous_file(path: &Path) -> Option<(SocketAddr, Secret)> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut lines = text.lines();
+    if lines.next()? != "spools-rendezvous 1" {
+        return None;
+    }
+    let addr = lines.next()?.parse().ok()?;
+    let secret = Secret::from_hex(lines.next()?).ok()?;
+    Some((addr, secret))
+}
+
+impl Connected {
+    /// Connects this process to its job's rendezvous, starting the server first when this
+    /// is rank 0 under a foreign launcher (or a singleton).
+    ///
+    /// # Errors
+    /// [`BootError`] if the rendezvous cannot be reached in time or refuses the secret.
+    pub fn connect(env: JobEnv, cfg: &Config) -> Result<Connected, BootError> {
+        let timeout = Duration::from_secs(cfg.bootstrap_timeout_s.max(1));
+        let deadline = Instant::now() + timeout;
+        let identity = Identity {
+            rank: env.rank,
+            lane: 0,
+            priority: 0,
+        };
+        let hosted = env.rank == 0 && env.launcher != LauncherKind::Spools;
+        let job = match env.job {
+            Some(j) => j,
+            None => u64::from_le_bytes(random().map_err(BootError::io("random job id"))?),
+        };
+        let (addr, secret, server) = match &env.rendezvous {
+            Rendezvous::Singleton => {
+                let secret = Secret::from_bytes(random().map_err(BootError::io("random secret"))?);
+                let l = TcpListener::bind("127.0.0.1:0")
+                    .map_err(BootError::io("binding the rendezvous"))?;
+                let server = RendezvousServer::start(l, 1, secret.clone(), job, false, None)?;
+                (server.addr(), secret, Some(server))
+            }
+            Rendezvous::Addr(a) => {
+                let secret = env
+                    .secret
+                    .clone()
+                    .ok_or(crate::identity::IdentityError::NoSecret)?;
+                let addr = resolve(a)?;
+                if hosted {
+                    let l = TcpListener::bind(addr)
+                        .map_err(BootError::io(format!("rank 0 binding the rendezvous {a}")))?;
+                    let server =
+                        RendezvousServer::start(l, env.size, secret.clone(), job, false, None)?;
+                    (addr, secret, Some(server))
+                } else {
+                    (addr, secret, None)
+                }
+            }
+            Rendezvous::File(path) => {
+                if hosted {
+                    let secret = match &env.secret {
+                        Some(s) => s.clone(),
+                        None => {
+                            Secret::from_bytes(random().map_err(BootError::io("random secret"))?)
+                        }
+                    };
+                    let ip = advertised_ip();
+                    let l = TcpListener::bind((ip, 0))
+                        .or_else(|_| TcpListener::bind("0.0.0.0:0"))
+                        .map_err(BootError::io("binding the rendezvous"))?;
+                    let mut addr = l
+                        .local_addr()
+                        .map_err(BootError::io("rendezvous address"))?;
+                    addr.set_ip(ip);
+                    let server =
+                        RendezvousServer::start(l, env.size, secret.clone(), job, false, None)?;
+                    write_rendezvous_file(path, addr, &secret)?;
+                    (addr, secret, Some(server))
+                } else {
+                    // Wait for rank 0's file; a stale file from an earlier job fails the
+                    // handshake or the connection and is read again.
+                    loop {
+                        if let Some((addr, secret)) = read_rendezvous_file(path) {
+                            match connect(addr, &secret, Purpose::Bootstrap, identity, timeout) {
+                                Ok(stream) => {
+                                    return Ok(Connected {
+                                        stream,
+                                        env,
+                                        secret,
+                                        server: None,
+                                        timeout,
+                                    })
+                                }
+                                Err(e) if Instant::now() > deadline => return Err(e),
+                                Err(_) => {}
+                            }
+                        }
+                        if Instant::now() > deadline {
+                            return Err(BootError::Timeout {
+                                what: format!("rank 0 to write {}", path.display()),
+                                secs: timeout.as_secs(),
+                            });
+                        }
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                }
+            }
+        };
+        // The server may not listen yet (rank 0 starting): retry refused connections.
+        let mut pause = Duration::from_millis(2);
+        let stream = loop {
+            match connect(addr, &secret, Purpose::Bootstrap, identity, timeout) {
+                Ok(s) => break s,
+                Err(BootError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::ConnectionRefused
+                        && Instant::now() < deadline =>
+                {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        Ok(Connected {
+            stream,
+            env,
+            secret,
+            server,
+            timeout,
+        })
+    }
+
+    /// The local address of the connection: the interface through which this host reaches
+    /// the rendezvous, hence a good one to publish.
+    pub fn local_ip(&self) -> IpAddr {
+        self.stream
+            .local_addr()
+            .map(|a| a.ip())
+            .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> u32 {
+        self.env.rank
+    }
+
+    /// The job size.
+    pub fn size(&self) -> u32 {
+        self.env.size
+    }
+
+    /// The job secret.
+    pub fn secret(&self) -> &Secret {
+        &self.secret
+    }
+
+    /// Publishes this rank's endpoint and waits for everyone's.
+    ///
+    /// # Errors
+    /// [`BootError::Timeout`] if the other ranks do not all join in time;
+    /// [`BootError::PeerDied`] if one of them died; [`BootError::Refused`].
+    pub fn join(mut self, endpoint: Endpoint) -> Result<Bootstrap, BootError> {
+        let (rank, size) = (self.env.rank, self.env.size);
+        write_frame(
+            &mut self.stream,
+            &ToServer::Join {
+                rank,
+                size,
+                endpoint,
+            },
+        )?;
+        self.stream
+            .set_read_timeout(Some(self.timeout))
+            .map_err(BootError::io("rendezvous socket"))?;
+        let table = match read_frame::<ToRank>(&mut self.stream) {
+            Ok(Some(ToRank::Table { job, endpoints })) if endpoints.len() == size as usize => {
+                (job, endpoints)
+            }
+            Ok(Some(ToRank::Table { endpoints, .. })) => {
+                return Err(BootError::Protocol(format!(
+                    "address table of {} ranks for a job of {size}",
+                    endpoints.len()
+                )))
+            }
+            Ok(Some(ToRank::Refused { reason })) => return Err(BootError::Refused(reason)),
+            Ok(Some(ToRank::Abort { rank, cause })) => {
+                return Err(BootError::PeerDied { rank, cause })
+            }
+            Ok(Some(other)) => {
+                return Err(BootError::Protocol(format!(
+                    "unexpected {other:?} while joining"
+                )))
+            }
+            Ok(None) => {
+                return Err(BootError::ServerLost(
+                    "it closed the connection while this rank was joining".into(),
+                ))
+            }
+            Err(BootError::Io { source, .. })
+                if matches!(
+                    source.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(BootError::Timeout {
+                    what: format!("all {size} ranks to join"),
+                    secs: self.timeout.as_secs(),
+                })
+            }
+            Err(e) => return Err(e),
+        };
+        self.stream
+            .set_read_timeout(None)
+            .map_err(BootError::io("rendezvous socket"))?;
+        let state = JobState::new(size);
+        let finalized = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = channel();
+        let mut reader = self
+            .stream
+            .try_clone()
+            .map_err(BootError::io("rendezvous socket"))?;
+        let st = state.clone();
+        let fin = finalized.clone();
+        std::thread::Builder::new()
+            .name("spools-watchdog".into())
+            .spawn(move || loop {
+                match read_frame::<ToRank>(&mut reader) {
+                    Ok(Some(ToRank::Collective { seq, parts })) => {
+                        let _ = tx.send(Reply::Coll(seq, parts));
+                    }
+                    Ok(Some(ToRank::Finalized)) => {
+                        fin.store(true, Ordering::SeqCst);
+                        let _ = tx.send(Reply::Finalized);
+                        return;
+                    }
+                    Ok(Some(ToRank::Abort { rank, cause })) => {
+                        st.mark_dead(rank, &cause);
+                        let _ = tx.send(Reply::Wake);
+                    }
+                    Ok(Some(_)) => {}
+                    Ok(None) | Err(_) => {
+                        if !fin.load(Ordering::SeqCst) {
+                            st.mark_server_lost("the connection closed");
+                            let _ = tx.send(Reply::Wake);
+                        }
+                        return;
+                    }
+                }
+            })
+            .map_err(BootError::io("starting the watchdog thread"))?;
+        Ok(Bootstrap {
+            rank,
+            size,
+            job: table.0,
+            endpoints: table.1,
+            secret: self.secret,
+            state,
+            writer: Mutex::new(self.stream),
+            replies: Mutex::new((0, rx)),
+            finalized,
+            server: self.server,
+            launcher: self.env.launcher,
+        })
+    }
+}
+
+impl Bootstrap {
+    /// This rank.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// Number of ranks.
+    pub fn size(&self) -> u32 {
+        self.size
+    }
+
+    /// The job id (same on every rank).
+    pub fn job(&self) -> u64 {
+        self.job
+    }
+
+    /// Everyone's addresses, by rank.
+    pub fn endpoints(&self) -> &[Endpoint] {
+        &self.endpoints
+    }
+
+    /// The job secret.
+    pub fn secret(&self) -> &Secret {
+        &self.secret
+    }
+
+    /// The watchdog's record of the job.
+    pub fn state(&self) -> &Arc<JobState> {
+        &self.state
+    }
+
+    /// Who launched this rank.
+    pub fn launcher(&self) -> LauncherKind {
+        self.launcher
+    }
+
+    fn collective(&self, op: CollOp, data: &[u8]) -> Result<Vec<Vec<u8>>, BootError> {
+        if self.finalized.load(Ordering::SeqCst) {
+            return Err(BootError::Finalized);
+        }
+        let mut replies = self.replies.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(f) = self.state.any_failure() {
+            return Err(failure_error(f));
+        }
+        let seq = replies.0;
+        replies.0 += 1;
+        write_frame(
+            &mut *self.writer.lock().unwrap_or_else(PoisonError::into_inner),
+            &ToServer::Collective {
+                seq,
+                op,
+                data: data.to_vec(),
+            },
+        )?;
+        loop {
+            match replies.1.recv_timeout(Duration::from_millis(200)) {
+                Ok(Reply::Coll(s, parts)) if s == seq => return Ok(parts),
+                Ok(Reply::Coll(s, _)) => {
+                    return Err(BootError::Protocol(format!(
+                        "answer to collective #{s} while waiting for #{seq}"
+                    )))
+                }
+                Ok(Reply::Finalized) => return Err(BootError::Finalized),
+                Ok(Reply::Wake) | Err(RecvTimeoutError::Timeout) => {
+                    if let Some(f) = self.state.any_failure() {
+                        return Err(failure_error(f));
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(self
+                        .state
+                        .any_failure()
+                        .map(failure_error)
+                        .unwrap_or(BootError::ServerLost("the watchdog stopped".into())))
+                }
+            }
+        }
+    }
+
+    /// Waits until every rank has called `barrier`.
+    ///
+    /// # Errors
+    /// [`BootError::PeerDied`] if a rank died, [`BootError::ServerLost`].
+    pub fn barrier(&self) -> Result<(), BootError> {
+        self.collective(CollOp::Barrier, &[]).map(|_| ())
+    }
+
+    /// Returns `root`'s `data` on every rank (other ranks' `data` is ignored).
+    ///
+    /// # Errors
+    /// As [`Bootstrap::barrier`].
+    pub fn broadcast(&self, root: u32, data: &[u8]) -> Result<Vec<u8>, BootError> {
+        if root >= self.size {
+            return Err(BootError::Protocol(format!(
+                "broadcast root {root} is not a rank of this job of {}",
+                self.size
+            )));
+        }
+        let mut parts = self.collective(CollOp::Broadcast { root }, data)?;
+        parts
+            .pop()
+            .ok_or_else(|| BootError::Protocol("empty broadcast result".into()))
+    }
+
+    /// Returns every rank's `data`, indexed by rank.
+    ///
+    /// # Errors
+    /// As [`Bootstrap::barrier`].
+    pub fn allgather(&self, data: &[u8]) -> Result<Vec<Vec<u8>>, BootError> {
+        let parts = self.collective(CollOp::Allgather, data)?;
+        if parts.len() != self.size as usize {
+            return Err(BootError::Protocol(format!(
+                "allgather returned {} parts for {} ranks",
+                parts.len(),
+                self.size
+            )));
+        }
+        Ok(parts)
+    }
+
+    /// Ends this rank's part in the job: waits until every rank has finalised, so that no
+    /// rank leaves while another may still need it.
+    ///
+    /// # Errors
+    /// [`BootError::PeerDied`] if a rank died first.
+    pub fn finalize(&self) -> Result<(), BootError> {
+        if self.finalized.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let replies = self.replies.lock().unwrap_or_else(PoisonError::into_inner);
+        write_frame(
+            &mut *self.writer.lock().unwrap_or_else(PoisonError::into_inner),
+            &ToServer::Finalize,
+        )?;
+        loop {
+            match replies.1.recv_timeout(Duration::from_millis(200)) {
+                Ok(Reply::Finalized) => break,
+                Ok(_) | Err(RecvTimeoutError::Timeout) => {
+                    if let Some(f) = self.state.any_failure() {
+                        return Err(failure_error(f));
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    if self.finalized.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    return Err(self
+                        .state
+                        .any_failure()
+                        .map(failure_error)
+                        .unwrap_or(BootError::ServerLost("the watchdog stopped".into())));
+                }
+            }
+        }
+        if let Some(server) = &self.server {
+            server.wait_final_sent(Duration::from_secs(10));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,435 @@
+//! Typed configuration: defaults, then an optional TOML file (`SPOOLS_CONFIG`), then
+//! `SPOOLS_*` environment variables, each later source overriding the earlier.
+//!
+//! | key (TOML) | environment | default | meaning |
+//! |---|---|---|---|
+//! | `transport` | `SPOOLS_TRANSPORT` | `auto` | `auto` (shm within a host, tcp between hosts), `shm`, `tcp` |
+//! | `ring_size` | `SPOOLS_RING_SIZE` | `256KiB` | bytes of each low-priority shared-memory ring (one per sender lane and receiver) |
+//! | `high_ring_size` | `SPOOLS_HIGH_RING_SIZE` | `128KiB` | bytes of each high-priority ring |
+//! | `cell_size` | `SPOOLS_CELL_SIZE` | `64B` | ring cell size (a cache line; a power of two, 64B to 4KiB) |
+//! | `bulk_limit` | `SPOOLS_BULK_LIMIT` | `64KiB` | largest bulk active-message payload |
+//! | `fragment_size` | `SPOOLS_FRAGMENT_SIZE` | `32KiB` | chunk size of fragmented and pipelined transfers |
+//! | `spin_us` | `SPOOLS_SPIN_US` | `50` | microseconds a waiting thread polls before it sleeps |
+//! | `lanes` | `SPOOLS_LANES` | `2` | sending lanes per rank: lane 0 for the progress engine, the rest for endpoints |
+//! | `single_copy` | `SPOOLS_SINGLE_COPY` | `auto` | `auto` (probe at start-up), `cma` (process_vm_readv/writev), `pipeline` |
+//! | `batch` | `SPOOLS_BATCH` | `256` | short messages per batch in batched mode |
+//! | `progress_thread` | `SPOOLS_PROGRESS_THREAD` | `false` | run handlers on a background thread |
+//! | `bootstrap_timeout_s` | `SPOOLS_BOOTSTRAP_TIMEOUT` | `60` | seconds to wait for the rendezvous |
+//!
+//! ```
+//! use spools_boot::config::Config;
+//! let cfg = Config::from_sources(None, [("SPOOLS_RING_SIZE", "1MiB"), ("SPOOLS_SPIN_US", "5")]).unwrap();
+//! assert_eq!(cfg.ring_size, 1 << 20);
+//! assert_eq!(cfg.spin_us, 5);
+//! assert!(Config::from_sources(None, [("SPOOLS_CELL_SIZE", "100")]).is_err());
+//! ```
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use thiserror::Error;
+
+/// Which transport carries traffic between ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportChoice {
+    /// Shared memory within a host, TCP between hosts.
+    Auto,
+    /// Shared memory only (every rank must share the host).
+    Shm,
+    /// TCP for everything, also within a host.
+    Tcp,
+}
+
+/// How large shared-memory transfers are copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SingleCopy {
+    /// Probe at start-up and take the faster.
+    Auto,
+    /// Kernel-assisted single copy (`process_vm_readv` / `process_vm_writev`).
+    Cma,
+    /// Pipelined copy through the shared rings.
+    Pipeline,
+}
+
+/// The effective configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// See the table in the module docs.
+    pub transport: TransportChoice,
+    /// Bytes per low-priority ring.
+    pub ring_size: u64,
+    /// Bytes per high-priority ring.
+    pub high_ring_size: u64,
+    /// Ring cell size.
+    pub cell_size: u64,
+    /// Largest bulk payload.
+    pub bulk_limit: u64,
+    /// Chunk size of fragmented transfers.
+    pub fragment_size: u64,
+    /// Spin time before sleeping, in microseconds.
+    pub spin_us: u64,
+    /// Sending lanes per rank.
+    pub lanes: u16,
+    /// Single-copy mechanism.
+    pub single_copy: SingleCopy,
+    /// Messages per batch.
+    pub batch: u32,
+    /// Whether a progress thread runs handlers.
+    pub progress_thread: bool,
+    /// Rendezvous timeout in seconds.
+    pub bootstrap_timeout_s: u64,
+    /// The TOML file read, if any.
+    pub file: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            transport: TransportChoice::Auto,
+            ring_size: 256 << 10,
+            high_ring_size: 128 << 10,
+            cell_size: 64,
+            bulk_limit: 64 << 10,
+            fragment_size: 32 << 10,
+            spin_us: 50,
+            lanes: 2,
+            single_copy: SingleCopy::Auto,
+            batch: 256,
+            progress_thread: false,
+            bootstrap_timeout_s: 60,
+            file: None,
+        }
+    }
+}
+
+/// A configuration that cannot be used.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// The file named by `SPOOLS_CONFIG` cannot be read.
+    #[error("cannot read configuration file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has unknown keys or wrongly typed values.
+    #[error("configuration file {path}: {message}")]
+    Toml {
+        /// The file.
+        path: PathBuf,
+        /// The TOML parser's message (it names the line and key).
+        message: String,
+    },
+    /// A value does not parse or is out of range.
+    #[error("{key} = {value:?}: {reason}")]
+    Value {
+        /// Variable or key name.
+        key: String,
+        /// The value given.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    transport: Option<String>,
+    ring_size: Option<toml::Value>,
+    high_ring_size: Option<toml::Value>,
+    cell_size: Option<toml::Value>,
+    bulk_limit: Option<toml::Value>,
+    fragment_size: Option<toml::Value>,
+    spin_us: Option<u64>,
+    lanes: Option<u64>,
+    single_copy: Option<String>,
+    batch: Option<u64>,
+    progress_thread: Option<bool>,
+    bootstrap_timeout_s: Option<u64>,
+}
+
+/// Parses `65536`, `64KiB`, `64K`, `1MiB`, `1M`, `2GiB`.
+///
+/// # Errors
+/// A message saying what is wrong.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, suffix) = t.split_at(digits);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| "expected a byte count such as 65536, 64KiB or 1MiB".to_string())?;
+    let mult: u64 = match suffix.trim() {
+        "" | "B" => 1,
+        "K" | "KiB" => 1 << 10,
+        "M" | "MiB" => 1 << 20,
+        "G" | "GiB" => 1 << 30,
+        other => {
+            return Err(format!(
+                "unknown size suffix {other:?} (use B, KiB, MiB, GiB)"
+            ))
+        }
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| "size overflows 64 bits".to_string())
+}
+
+/// Prints a byte count with the largest binary suffix that divides it.
+pub fn show_size(n: u64) -> String {
+    for (suffix, mult) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
+        if n >= mult && n % mult == 0 {
+            return format!("{}{}", n / mult, suffix);
+        }
+    }
+    format!("{n}B")
+}
+
+fn value_err(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Value {
+        key: key.to_string(),
+        value: value.to_string(),
+        reason: reason.into(),
+    }
+}
+
+impl Config {
+    /// Loads the configuration of this process: `SPOOLS_CONFIG` and `SPOOLS_*` variables.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the file, key or variable at fault.
+    pub fn load() -> Result<Config, ConfigError> {
+        let file = std::env::var_os("SPOOLS_CONFIG").map(PathBuf::from);
+        let vars: Vec<(String, String)> = std::env::vars()
+            .filter(|(k, _)| k.starts_with("SPOOLS_"))
+            .collect();
+        Config::from_sources(
+            file.as_deref(),
+            vars.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        )
+    }
+
+    /// Builds a configuration from an optional TOML file and `(variable, value)` pairs.
+    /// Variables that are not configuration keys (such as `SPOOLS_RANK`) are ignored.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the file, key or variable at fault.
+    pub fn from_sources<'a>(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Config, ConfigError> {
+        let mut cfg = Config::default();
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            let fc: FileConfig = toml::from_str(&text).map_err(|e| ConfigError::Toml {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })?;
+            cfg.apply_file(fc)?;
+            cfg.file = Some(path.to_path_buf());
+        }
+        for (k, v) in env {
+            cfg.apply(k, v)?;
+        }
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    fn apply_file(&mut self, fc: FileConfig) -> Result<(), ConfigError> {
+        fn size_text(v: &toml::Value) -> String {
+            match v {
+                toml::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            }
+        }
+        if let Some(v) = fc.transport {
+            self.apply("transport", &v)?;
+        }
+        for (key, v) in [
+            ("ring_size", fc.ring_size),
+            ("high_ring_size", fc.high_ring_size),
+            ("cell_size", fc.cell_size),
+            ("bulk_limit", fc.bulk_limit),
+            ("fragment_size", fc.fragment_size),
+        ] {
+            if let Some(v) = v {
+                self.apply(key, &size_text(&v))?;
+            }
+        }
+        for (key, v) in [
+            ("spin_us", fc.spin_us),
+            ("lanes", fc.lanes),
+            ("batch", fc.batch),
+            ("bootstrap_timeout_s", fc.bootstrap_timeout_s),
+        ] {
+            if let Some(v) = v {
+                self.apply(key, &v.to_string())?;
+            }
+        }
+        if let Some(v) = fc.single_copy {
+            self.apply("single_copy", &v)?;
+        }
+        if let Some(v) = fc.progress_thread {
+            self.apply("progress_thread", &v.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Applies one setting, given by TOML key or `SPOOLS_` variable name.
+    fn apply(&mut self, key: &str, v: &str) -> Result<(), ConfigError> {
+        let name = key
+            .strip_prefix("SPOOLS_")
+            .unwrap_or(key)
+            .to_ascii_lowercase();
+        let size = |v: &str| parse_size(v).map_err(|r| value_err(key, v, r));
+        let int = |v: &str| {
+            v.trim()
+                .parse::<u64>()
+                .map_err(|_| value_err(key, v, "expected a non-negative integer"))
+        };
+        match name.as_str() {
+            "transport" => {
+                self.transport = match v.trim() {
+                    "auto" => TransportChoice::Auto,
+                    "shm" => TransportChoice::Shm,
+                    "tcp" => TransportChoice::Tcp,
+                    _ => return Err(value_err(key, v, "expected auto, shm or tcp")),
+                }
+            }
+            "ring_size" => self.ring_size = size(v)?,
+            "high_ring_size" => self.high_ring_size = size(v)?,
+            "cell_size" => self.cell_size = size(v)?,
+            "bulk_limit" => self.bulk_limit = size(v)?,
+            "fragment_size" => self.fragment_size = size(v)?,
+            "spin_us" => self.spin_us = int(v)?,
+            "lanes" => {
+                self.lanes =
+                    u16::try_from(int(v)?).map_err(|_| value_err(key, v, "at most 64 lanes"))?
+            }
+            "single_copy" => {
+                self.single_copy = match v.trim() {
+                    "auto" => SingleCopy::Auto,
+                    "cma" => SingleCopy::Cma,
+                    "pipeline" => SingleCopy::Pipeline,
+                    _ => return Err(value_err(key, v, "expected auto, cma or pipeline")),
+                }
+            }
+            "batch" => {
+                self.batch =
+                    u32::try_from(int(v)?).map_err(|_| value_err(key, v, "at most 1024"))?
+            }
+            "progress_thread" => {
+                self.progress_thread = match v.trim() {
+                    "1" | "true" | "yes" | "on" => true,
+                    "0" | "false" | "no" | "off" => false,
+                    _ => return Err(value_err(key, v, "expected true or false")),
+                }
+            }
+            "bootstrap_timeout" | "bootstrap_timeout_s" => self.bootstrap_timeout_s = int(v)?,
+            // Other SPOOLS_ variables (identity, rendezvous, secret) are not configuration.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let c = self.cell_size;
+        if !c.is_power_of_two() || !(64..=4096).contains(&c) {
+            return Err(value_err(
+                "cell_size",
+                &c.to_string(),
+                "a power of two from 64B to 4KiB",
+            ));
+        }
+        if !(4 << 10..=16 << 20).contains(&self.fragment_size) {
+            return Err(value_err(
+                "fragment_size",
+                &show_size(self.fragment_size),
+                "from 4KiB to 16MiB",
+            ));
+        }
+        for (key, v) in [
+            ("ring_size", self.ring_size),
+            ("high_ring_size", self.high_ring_size),
+        ] {
+            if !v.is_power_of_two() || v < 16 * c || v > 1 << 30 {
+                return Err(value_err(
+                    key,
+                    &show_size(v),
+                    format!(
+                        "a power of two from 16 cells ({}) to 1GiB",
+                        show_size(16 * c)
+                    ),
+                ));
+            }
+        }
+        if self.bulk_limit == 0 || self.bulk_limit > u64::from(u32::MAX) {
+            return Err(value_err(
+                "bulk_limit",
+                &show_size(self.bulk_limit),
+                "from 1B to 4GiB-1",
+            ));
+        }
+        if !(1..=64).contains(&self.lanes) {
+            return Err(value_err("lanes", &self.lanes.to_string(), "from 1 to 64"));
+        }
+        if !(1..=1024).contains(&self.batch) {
+            return Err(value_err(
+                "batch",
+                &self.batch.to_string(),
+                "from 1 to 1024",
+            ));
+        }
+        if self.spin_us > 10_000_000 {
+            return Err(value_err(
+                "spin_us",
+                &self.spin_us.to_string(),
+                "at most 10 s",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for TransportChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TransportChoice::Auto => "auto",
+            TransportChoice::Shm => "shm",
+            TransportChoice::Tcp => "tcp",
+        })
+    }
+}
+
+impl fmt::Display for SingleCopy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SingleCopy::Auto => "auto",
+            SingleCopy::Cma => "cma",
+            SingleCopy::Pipeline => "pipeline",
+        })
+    }
+}
+
+/// Prints the configuration as TOML that [`Config::from_sources`] reads back.
+impl fmt::Display for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "transport = \"{}\"", self.transport)?;
+        writeln!(f, "ring_size = \"{}\"", show_size(self.ring_size))?;
+        writeln!(f, "high_ring_size = \"{}\"", show_size(self.high_ring_size))?;
+        writeln!(f, "cell_size = \"{}\"", show_size(self.cell_size))?;
+        writeln!(f, "bulk_limit = \"{}\"", show_size(self.bulk_limit))?;
+        writeln!(f, "fragment_size = \"{}\"", show_size(self.fragment_size))?;
+        writeln!(f, "spin_us = {}", self.spin_us)?;
+        writeln!(f, "lanes = {}", self.lanes)?;
+        writeln!(f, "single_copy = \"{}\"", self.single_copy)?;
+        writeln!(f, "batch = {}", self.batch)?;
+        writeln!(f, "progress_thread = {}", self.progress_thread)?;
+        write!(f, "bootstrap_timeout_s = {}", self.bootstrap_timeout_s)
+    }
+}

@@ -1,0 +1,27 @@
+//! Host identity: ranks with the same identity can share memory.
+
+use std::os::unix::fs::MetadataExt;
+
+/// An identity shared exactly by the processes that can map the same `/dev/shm` objects:
+/// the host name, the kernel's boot id and the device and inode of `/dev/shm`.
+pub fn host_identity() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown-host".into());
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let shm = std::fs::metadata("/dev/shm")
+        .map(|m| format!("{}:{}", m.dev(), m.ino()))
+        .unwrap_or_default();
+    format!("{name}/{boot}/{shm}")
+}
+
+/// The host name alone, for messages.
+pub fn host_name() -> String {
+    host_identity()
+        .split('/')
+        .next()
+        .unwrap_or("unknown-host")
+        .to_string()
+}

@@ -1,0 +1,149 @@
+//! The job's health as this rank knows it: which ranks died and how (the watchdog's
+//! record). Every wait in the runtime checks it, and registered wakers rouse sleeping
+//! waits when it changes.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// A function that wakes this rank's sleeping waits.
+pub type Waker = Arc<dyn Fn() + Send + Sync>;
+
+/// Shared record of dead ranks.
+pub struct JobState {
+    dead: Vec<AtomicBool>,
+    causes: Mutex<Vec<Option<String>>>,
+    any: AtomicBool,
+    server_lost: Mutex<Option<String>>,
+    wakers: Mutex<Vec<Waker>>,
+}
+
+impl std::fmt::Debug for JobState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobState")
+            .field("any_dead", &self.any.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the watchdog knows about a failed rank or a lost rendezvous.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// A rank died.
+    Rank {
+        /// Which.
+        rank: u32,
+        /// How.
+        cause: String,
+    },
+    /// The rendezvous (launcher or rank 0) went away.
+    ServerLost(String),
+}
+
+impl JobState {
+    /// A job of `size` ranks, all alive.
+    pub fn new(size: u32) -> Arc<JobState> {
+        Arc::new(JobState {
+            dead: (0..size).map(|_| AtomicBool::new(false)).collect(),
+            causes: Mutex::new(vec![None; size as usize]),
+            any: AtomicBool::new(false),
+            server_lost: Mutex::new(None),
+            wakers: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Registers a function that wakes sleeping waits of this rank.
+    pub fn add_waker(&self, w: Waker) {
+        self.wakers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(w);
+    }
+
+    fn wake_all(&self) {
+        let wakers = self
+            .wakers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        for w in wakers {
+            w();
+        }
+    }
+
+    /// Records that `rank` died and wakes every wait.
+    pub fn mark_dead(&self, rank: u32, cause: &str) {
+        if let Some(d) = self.dead.get(rank as usize) {
+            let mut causes = self.causes.lock().unwrap_or_else(PoisonError::into_inner);
+            if !d.swap(true, Ordering::SeqCst) {
+                causes[rank as usize] = Some(cause.to_string());
+            }
+        }
+        self.any.store(true, Ordering::SeqCst);
+        self.wake_all();
+    }
+
+    /// Records that the rendezvous went away and wakes every wait.
+    pub fn mark_server_lost(&self, why: &str) {
+        self.server_lost
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert_with(|| why.to_string());
+        self.any.store(true, Ordering::SeqCst);
+        self.wake_all();
+    }
+
+    /// Whether anything failed (a cheap check for hot loops).
+    #[inline]
+    pub fn troubled(&self) -> bool {
+        self.any.load(Ordering::Relaxed)
+    }
+
+    /// The failure that concerns `rank`: its death, or the loss of the rendezvous.
+    pub fn failure_of(&self, rank: u32) -> Option<Failure> {
+        if !self.troubled() {
+            return None;
+        }
+        if self
+            .dead
+            .get(rank as usize)
+            .is_some_and(|d| d.load(Ordering::SeqCst))
+        {
+            let causes = self.causes.lock().unwrap_or_else(PoisonError::into_inner);
+            return Some(Failure::Rank {
+                rank,
+                cause: causes[rank as usize].clone().unwrap_or_default(),
+            });
+        }
+        self.server_lost
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .map(Failure::ServerLost)
+    }
+
+    /// The first failure of any rank, or the loss of the rendezvous.
+    pub fn any_failure(&self) -> Option<Failure> {
+        if !self.troubled() {
+            return None;
+        }
+        for r in 0..self.dead.len() as u32 {
+            if let Some(f @ Failure::Rank { .. }) = self.failure_of(r) {
+                return Some(f);
+            }
+        }
+        self.server_lost
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .map(Failure::ServerLost)
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Rank { rank, cause } => write!(f, "rank {rank} died ({cause})"),
+            Failure::ServerLost(why) => write!(f, "lost the job's rendezvous ({why})"),
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! The boot layer of Spools: configuration, job identity, the launcher, the TCP
+//! rendezvous with its job secret, and the watchdog.
+//!
+//! A rank starts by reading its [`identity::JobEnv`] and [`config::Config`], connects to
+//! its rendezvous ([`client::Connected::connect`]), publishes its endpoint and receives
+//! everyone's ([`client::Connected::join`]). From then on the watchdog thread keeps the
+//! [`job::JobState`] current, and the [`client::Bootstrap`] offers the runtime's own
+//! collectives (barrier, broadcast, allgather) and `finalize`.
+//!
+//! ```
+//! use spools_boot::{client::Connected, config::Config, identity::JobEnv};
+//! // Without a launcher a process is a job of one rank.
+//! let env = JobEnv::from_lookup(|_| None).unwrap();
+//! let cfg = Config::default();
+//! let boot = Connected::connect(env, &cfg).unwrap().join(Default::default()).unwrap();
+//! assert_eq!((boot.rank(), boot.size()), (0, 1));
+//! assert_eq!(boot.allgather(b"hi").unwrap(), vec![b"hi".to_vec()]);
+//! boot.finalize().unwrap();
+//! ```
+
+pub mod client;
+pub mod config;
+mod error;
+pub mod host;
+pub mod identity;
+pub mod job;
+pub mod launcher;
+pub mod net;
+pub mod random;
+pub mod server;
+
+pub use error::BootError;

@@ -1,0 +1,127 @@
+//! Blocking framed I/O and the secret handshake over TCP (bootstrap connections).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use spools_proto::auth::Secret;
+use spools_proto::boot::{frame_len, Frame};
+use spools_proto::handshake::{
+    Client, Identity, Purpose, Server, CLIENT_AUTH_LEN, CLIENT_HELLO_LEN, SERVER_HELLO_LEN,
+};
+
+use crate::error::BootError;
+use crate::random::random;
+
+/// Time allowed for a handshake once connected.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Resolves `host:port`.
+///
+/// # Errors
+/// [`BootError::Io`] if it does not resolve.
+pub fn resolve(addr: &str) -> Result<SocketAddr, BootError> {
+    addr.to_socket_addrs()
+        .map_err(BootError::io(format!("cannot resolve {addr}")))?
+        .next()
+        .ok_or_else(|| BootError::Io {
+            what: format!("cannot resolve {addr}"),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no address"),
+        })
+}
+
+/// Connects to `addr` and proves the secret (client side of the handshake).
+///
+/// # Errors
+/// [`BootError::Io`] if the connection fails, [`BootError::Handshake`] if either side
+/// fails to prove the secret.
+pub fn connect(
+    addr: SocketAddr,
+    secret: &Secret,
+    purpose: Purpose,
+    identity: Identity,
+    timeout: Duration,
+) -> Result<TcpStream, BootError> {
+    let what = format!("connecting to {addr}");
+    let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(BootError::io(&what))?;
+    s.set_nodelay(true).map_err(BootError::io(&what))?;
+    s.set_read_timeout(Some(HANDSHAKE_TIMEOUT))
+        .map_err(BootError::io(&what))?;
+    let client = Client::new(
+        secret.clone(),
+        random().map_err(BootError::io("random nonce"))?,
+        purpose,
+        identity,
+    );
+    s.write_all(&client.hello()).map_err(BootError::io(&what))?;
+    let mut reply = [0u8; SERVER_HELLO_LEN];
+    s.read_exact(&mut reply).map_err(BootError::io(&what))?;
+    let auth = client
+        .on_server_hello(&reply)
+        .map_err(|source| BootError::Handshake {
+            what: format!("server at {addr}"),
+            source,
+        })?;
+    s.write_all(&auth).map_err(BootError::io(&what))?;
+    s.set_read_timeout(None).map_err(BootError::io(&what))?;
+    Ok(s)
+}
+
+/// Runs the server side of the handshake on an accepted connection.
+///
+/// # Errors
+/// [`BootError::Handshake`] if the client does not know the secret.
+pub fn accept(s: &mut TcpStream, secret: &Secret) -> Result<(Purpose, Identity), BootError> {
+    let peer = s
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| "?".into());
+    let what = format!("handshake with {peer}");
+    s.set_nodelay(true).map_err(BootError::io(&what))?;
+    s.set_read_timeout(Some(HANDSHAKE_TIMEOUT))
+        .map_err(BootError::io(&what))?;
+    let mut hello = [0u8; CLIENT_HELLO_LEN];
+    s.read_exact(&mut hello).map_err(BootError::io(&what))?;
+    let server = Server::new(
+        secret.clone(),
+        random().map_err(BootError::io("random nonce"))?,
+    );
+    let hs = |source| BootError::Handshake {
+        what: what.clone(),
+        source,
+    };
+    let (server, reply) = server.on_hello(&hello).map_err(hs)?;
+    s.write_all(&reply).map_err(BootError::io(&what))?;
+    let mut auth = [0u8; CLIENT_AUTH_LEN];
+    s.read_exact(&mut auth).map_err(BootError::io(&what))?;
+    let out = server.on_auth(&auth).map_err(hs)?;
+    s.set_read_timeout(None).map_err(BootError::io(&what))?;
+    Ok(out)
+}
+
+/// Reads one frame; `Ok(None)` at a clean end of stream.
+///
+/// # Errors
+/// [`BootError::Io`] or [`BootError::Wire`].
+pub fn read_frame<T: Frame>(s: &mut impl Read) -> Result<Option<T>, BootError> {
+    let mut prefix = [0u8; 4];
+    match s.read_exact(&mut prefix) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(BootError::io("reading a bootstrap frame")(e)),
+    }
+    let len = frame_len(prefix)?;
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body)
+        .map_err(BootError::io("reading a bootstrap frame"))?;
+    Ok(Some(T::decode_body(&body)?))
+}
+
+/// Writes one frame.
+///
+/// # Errors
+/// [`BootError::Io`].
+pub fn write_frame<T: Frame>(s: &mut impl Write, msg: &T) -> Result<(), BootError> {
+    s.write_all(&msg.encode())
+        .map_err(BootError::io("writing a bootstrap frame"))
+}

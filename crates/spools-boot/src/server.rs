@@ -1,0 +1,370 @@
+//! The rendezvous server: ranks join, learn each other's addresses, run the runtime's own
+//! collectives, finalise; and the watchdog tells everyone when one of them dies.
+//!
+//! `spools run` hosts it in the launcher; under another launcher rank 0 hosts it.
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use spools_proto::auth::Secret;
+use spools_proto::boot::{CollOp, Endpoint, ToRank, ToServer};
+use spools_proto::handshake::Purpose;
+
+use crate::error::BootError;
+use crate::net::{accept, read_frame, write_frame};
+
+/// What the server tells its host (the launcher) about ranks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerEvent {
+    /// A rank joined.
+    Joined(u32),
+    /// A rank finalised.
+    Finalized(u32),
+    /// A rank's connection ended before it finalised.
+    Lost(u32),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RankState {
+    Waiting,
+    Joined,
+    Finalized,
+    Lost,
+    /// Its process ended without ever joining.
+    Gone,
+}
+
+struct St {
+    endpoints: Vec<Endpoint>,
+    writers: Vec<Option<TcpStream>>,
+    state: Vec<RankState>,
+    joined: u32,
+    colls: BTreeMap<u64, Vec<Option<(CollOp, Vec<u8>)>>>,
+    finalized: u32,
+    final_sent: bool,
+    aborted: Option<(u32, String)>,
+}
+
+struct Shared {
+    size: u32,
+    secret: Secret,
+    job: u64,
+    supervised: bool,
+    st: Mutex<St>,
+    final_cv: Condvar,
+    events: Mutex<Option<Sender<ServerEvent>>>,
+}
+
+/// A running rendezvous server (its threads end with the process).
+#[derive(Clone)]
+pub struct RendezvousServer {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+}
+
+impl std::fmt::Debug for RendezvousServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RendezvousServer")
+            .field("addr", &self.addr)
+            .field("size", &self.shared.size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, St> {
+        self.st.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn event(&self, e: ServerEvent) {
+        if let Some(tx) = self
+            .events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+        {
+            let _ = tx.send(e);
+        }
+    }
+}
+
+fn send_to(st: &mut St, rank: usize, msg: &ToRank) {
+    if let Some(w) = st.writers.get_mut(rank).and_then(Option::as_mut) {
+        // A failed write means the rank is gone; its reader thread reports that.
+        if write_frame(w, msg).is_err() {
+            st.writers[rank] = None;
+        }
+    }
+}
+
+fn broadcast(st: &mut St, except: Option<usize>, msg: &ToRank) {
+    for r in 0..st.writers.len() {
+        if Some(r) != except {
+            send_to(st, r, msg);
+        }
+    }
+}
+
+impl RendezvousServer {
+    /// Starts serving on `listener` for a job of `size` ranks.
+    ///
+    /// `supervised` servers (hosted by `spools run`) report a lost rank to `events` and let
+    /// the launcher abort the job with the cause it learns from the operating system;
+    /// unsupervised ones (hosted by rank 0) abort the job themselves.
+    ///
+    /// # Errors
+    /// [`BootError::Io`] if the listener cannot be used.
+    pub fn start(
+        listener: TcpListener,
+        size: u32,
+        secret: Secret,
+        job: u64,
+        supervised: bool,
+        events: Option<Sender<ServerEvent>>,
+    ) -> Result<RendezvousServer, BootError> {
+        let addr = listener
+            .local_addr()
+            .map_err(BootError::io("rendezvous listener"))?;
+        let shared = Arc::new(Shared {
+            size,
+            secret,
+            job,
+            supervised,
+            st: Mutex::new(St {
+                endpoints: vec![Endpoint::default(); size as usize],
+                writers: (0..size).map(|_| None).collect(),
+                state: vec![RankState::Waiting; size as usize],
+                joined: 0,
+                colls: BTreeMap::new(),
+                finalized: 0,
+                final_sent: false,
+                aborted: None,
+            }),
+            final_cv: Condvar::new(),
+            events: Mutex::new(events),
+        });
+        let sh = shared.clone();
+        std::thread::Builder::new()
+            .name("spools-rendezvous".into())
+            .spawn(move || {
+                for conn in listener.incoming() {
+                    let Ok(conn) = conn else { continue };
+                    let sh = sh.clone();
+                    let _ = std::thread::Builder::new()
+                        .name("spools-rendezvous-conn".into())
+                        .spawn(move || serve(&sh, conn));
+                }
+            })
+            .map_err(BootError::io("starting the rendezvous thread"))?;
+        Ok(RendezvousServer { shared, addr })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The job id it hands out.
+    pub fn job(&self) -> u64 {
+        self.shared.job
+    }
+
+    /// Tells every other rank that `rank` died of `cause`; ranks that join later are told
+    /// as they join.
+    pub fn abort(&self, rank: u32, cause: &str) {
+        abort_shared(&self.shared, rank, cause);
+    }
+
+    /// Records that `rank`'s process ended without joining; if other ranks wait for it,
+    /// the job is aborted. Returns whether any rank has joined.
+    pub fn mark_gone(&self, rank: u32) -> bool {
+        let mut st = self.shared.lock();
+        if let Some(s) = st.state.get_mut(rank as usize) {
+            if *s == RankState::Waiting {
+                *s = RankState::Gone;
+            }
+        }
+        st.joined > 0
+    }
+
+    /// Whether `rank` joined.
+    pub fn joined(&self, rank: u32) -> bool {
+        self.shared
+            .lock()
+            .state
+            .get(rank as usize)
+            .is_some_and(|s| !matches!(s, RankState::Waiting | RankState::Gone))
+    }
+
+    /// Whether `rank` finalised.
+    pub fn finalized(&self, rank: u32) -> bool {
+        self.shared.lock().state.get(rank as usize) == Some(&RankState::Finalized)
+    }
+
+    /// Whether any rank joined.
+    pub fn any_joined(&self) -> bool {
+        self.shared.lock().joined > 0
+    }
+
+    /// Waits until the end-of-job message has been written to every rank (used by a rank
+    /// 0 that hosts the server before its process exits), or until `timeout`.
+    pub fn wait_final_sent(&self, timeout: Duration) {
+        let st = self.shared.lock();
+        let _ = self
+            .shared
+            .final_cv
+            .wait_timeout_while(st, timeout, |st| !st.final_sent);
+    }
+}
+
+fn refuse(mut conn: TcpStream, reason: String) {
+    let _ = write_frame(&mut conn, &ToRank::Refused { reason });
+}
+
+fn serve(sh: &Arc<Shared>, mut conn: TcpStream) {
+    // A process without the secret is dropped here, before any frame of it is read.
+    let Ok((purpose, identity)) = accept(&mut conn, &sh.secret) else {
+        return;
+    };
+    if purpose != Purpose::Bootstrap {
+        return;
+    }
+    let Ok(Some(ToServer::Join {
+        rank,
+        size,
+        endpoint,
+    })) = read_frame::<ToServer>(&mut conn)
+    else {
+        return refuse(conn, "expected a join message".into());
+    };
+    if rank != identity.rank || size != sh.size || rank >= sh.size {
+        return refuse(
+            conn,
+            format!(
+                "rank {rank} of {size} does not fit this job of {} ranks",
+                sh.size
+            ),
+        );
+    }
+    let Ok(writer) = conn.try_clone() else { return };
+    {
+        let mut st = sh.lock();
+        if st.state[rank as usize] != RankState::Waiting {
+            drop(st);
+            return refuse(conn, format!("rank {rank} already joined this job"));
+        }
+        st.state[rank as usize] = RankState::Joined;
+        st.endpoints[rank as usize] = endpoint;
+        st.writers[rank as usize] = Some(writer);
+        st.joined += 1;
+        if let Some((dead, cause)) = st.aborted.clone() {
+            send_to(&mut st, rank as usize, &ToRank::Abort { rank: dead, cause });
+        } else if let Some(gone) = st.state.iter().position(|s| *s == RankState::Gone) {
+            let cause = "its process exited before joining the job".to_string();
+            st.aborted = Some((gone as u32, cause.clone()));
+            let msg = ToRank::Abort {
+                rank: gone as u32,
+                cause,
+            };
+            broadcast(&mut st, None, &msg);
+        } else if st.joined == sh.size {
+            let table = ToRank::Table {
+                job: sh.job,
+                endpoints: st.endpoints.clone(),
+            };
+            broadcast(&mut st, None, &table);
+        }
+    }
+    sh.event(ServerEvent::Joined(rank));
+    let finished_cleanly = loop {
+        match read_frame::<ToServer>(&mut conn) {
+            Ok(Some(ToServer::Collective { seq, op, data })) => collective(sh, rank, seq, op, data),
+            Ok(Some(ToServer::Finalize)) => {
+                finalize(sh, rank);
+                break true;
+            }
+            Ok(Some(ToServer::Join { .. })) | Ok(None) | Err(_) => break false,
+        }
+    };
+    if !finished_cleanly {
+        let mut st = sh.lock();
+        if st.state[rank as usize] == RankState::Joined {
+            st.state[rank as usize] = RankState::Lost;
+            st.writers[rank as usize] = None;
+            drop(st);
+            sh.event(ServerEvent::Lost(rank));
+            if !sh.supervised {
+                abort_shared(
+                    sh,
+                    rank,
+                    "its connection closed before it finalised: it exited, crashed or was killed",
+                );
+            }
+        }
+    }
+}
+
+fn collective(sh: &Shared, rank: u32, seq: u64, op: CollOp, data: Vec<u8>) {
+    let mut st = sh.lock();
+    let size = sh.size as usize;
+    let slot = st.colls.entry(seq).or_insert_with(|| vec![None; size]);
+    slot[rank as usize] = Some((op, data));
+    if slot.iter().any(Option::is_none) {
+        return;
+    }
+    let Some(parts) = st.colls.remove(&seq) else {
+        return;
+    };
+    let parts: Vec<(CollOp, Vec<u8>)> = parts.into_iter().flatten().collect();
+    let first = parts[0].0;
+    if let Some(bad) = parts.iter().position(|(o, _)| *o != first) {
+        drop(st);
+        abort_shared(
+            sh,
+            bad as u32,
+            &format!(
+                "it called {:?} as collective #{seq} while rank 0 called {first:?}",
+                parts[bad].0
+            ),
+        );
+        return;
+    }
+    let result = match first {
+        CollOp::Barrier => Vec::new(),
+        CollOp::Broadcast { root } => parts
+            .get(root as usize)
+            .map(|(_, d)| vec![d.clone()])
+            .unwrap_or_default(),
+        CollOp::Allgather => parts.into_iter().map(|(_, d)| d).collect(),
+    };
+    broadcast(&mut st, None, &ToRank::Collective { seq, parts: result });
+}
+
+fn abort_shared(sh: &Shared, rank: u32, cause: &str) {
+    let mut st = sh.lock();
+    if st.aborted.is_some() {
+        return;
+    }
+    st.aborted = Some((rank, cause.to_string()));
+    let msg = ToRank::Abort {
+        rank,
+        cause: cause.to_string(),
+    };
+    broadcast(&mut st, Some(rank as usize), &msg);
+}
+
+fn finalize(sh: &Shared, rank: u32) {
+    let mut st = sh.lock();
+    st.state[rank as usize] = RankState::Finalized;
+    st.finalized += 1;
+    if st.finalized == sh.size {
+        broadcast(&mut st, None, &ToRank::Finalized);
+        st.final_sent = true;
+        sh.final_cv.notify_all();
+    }
+    drop(st);
+    sh.event(ServerEvent::Finalized(rank));
+}

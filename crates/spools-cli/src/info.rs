@@ -1,0 +1,92 @@
+//! `spools info`: the effective configuration, the transports and their capabilities.
+
+use std::io::Write;
+
+use anyhow::{Context, Result};
+use spools::Caps;
+
+use crate::out;
+
+fn caps(w: &mut impl Write, c: &Caps) -> std::io::Result<()> {
+    writeln!(w, "  max message     {} B", c.max_message)?;
+    writeln!(w, "  max inline      {} B", c.max_inline)?;
+    writeln!(
+        w,
+        "  ordered         {} (per sender, lane and priority)",
+        c.ordered
+    )?;
+    writeln!(w, "  lanes           {}", c.lanes)?;
+    writeln!(
+        w,
+        "  single copy     {:?}: {}",
+        c.single_copy, c.single_copy_reason
+    )
+}
+
+pub(crate) fn run() -> Result<()> {
+    let world = spools::init().context("starting the runtime")?;
+    let mut w = out::stdout();
+    if world.rank() == 0 {
+        let cfg = world.comm().config();
+        writeln!(w, "# Spools {}", env!("CARGO_PKG_VERSION"))?;
+        writeln!(
+            w,
+            "# job: {} rank(s), launcher {}, job id {:016x}, init took {:.2} ms",
+            world.size(),
+            world.launcher().name(),
+            world.job(),
+            world.init_time().as_secs_f64() * 1e3
+        )?;
+        match &cfg.file {
+            Some(f) => writeln!(
+                w,
+                "# configuration: defaults < {} < SPOOLS_* environment",
+                f.display()
+            )?,
+            None => writeln!(
+                w,
+                "# configuration: defaults < SPOOLS_* environment (SPOOLS_CONFIG not set)"
+            )?,
+        }
+        writeln!(w, "{cfg}")?;
+        writeln!(w)?;
+        writeln!(w, "# transports")?;
+        match world.shm() {
+            Some(shm) => {
+                let g = shm.geometry();
+                writeln!(w, "shm: ranks on this host {:?}", shm.local_ranks())?;
+                writeln!(
+                    w,
+                    "  rings           {} B low / {} B high priority, {} B cells, {} lanes per sender",
+                    g.ring_low, g.ring_high, g.cell, g.lanes
+                )?;
+                if let Some(c) = world.shm_caps() {
+                    caps(&mut w, c)?;
+                }
+                for n in shm.notes() {
+                    writeln!(w, "  note            {n}")?;
+                }
+                if shm.local_ranks().len() < 2 {
+                    let (choice, why) = spools_fabric::shm::probe_single_copy(cfg.single_copy);
+                    writeln!(
+                        w,
+                        "  probe           with peers on this host: {choice:?}: {why}"
+                    )?;
+                }
+            }
+            None => writeln!(w, "shm: off (SPOOLS_TRANSPORT=tcp)")?,
+        }
+        if let (Some(tcp), Some(c)) = (world.tcp(), world.tcp_caps()) {
+            writeln!(w, "tcp: listening on {}", tcp.listen_addr())?;
+            caps(&mut w, c)?;
+        }
+        writeln!(w)?;
+        writeln!(w, "# routes from rank 0")?;
+        for r in 0..world.size() {
+            writeln!(w, "  rank {r}: {:?}", world.comm().route(r)?)?;
+        }
+        w.flush()?;
+    }
+    world.finalize().context("finalising")?;
+    Ok(())
+}

@@ -1,0 +1,550 @@
+//! The progress engine: routing, blocking sends with back-pressure, dispatch of incoming
+//! messages, and completion of memory operations.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::AtomicU32;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use spools_boot::client::Bootstrap;
+use spools_boot::config::Config;
+use spools_fabric::{Backoff, FabricError, Incoming, Priority, Transport};
+use spools_proto::am::{
+    AmHeader, GetData, Short, Status, StatusCode, StatusOp, BULK_HEADER_LEN, FLAG_LAST,
+    GET_DATA_HEADER_LEN, SHORT_LEN,
+};
+
+use crate::region::{RegionMem, Regions};
+use crate::registry::Registry;
+use crate::{CommError, Msg};
+
+/// Longest single sleep in a wait; waits re-check the watchdog at least this often.
+pub(crate) const NAP: Duration = Duration::from_millis(50);
+
+/// Which transport reaches a peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// This rank itself.
+    Local,
+    /// Shared memory.
+    Shm,
+    /// TCP.
+    Tcp,
+}
+
+pub(crate) struct OpState {
+    pub(crate) done: bool,
+    pub(crate) code: StatusCode,
+    /// Destination of a get: address and length of the caller's buffer.
+    pub(crate) dest: usize,
+    pub(crate) len: usize,
+}
+
+/// Work the progress engine owes a peer (acknowledgements, get data) that did not fit in
+/// the peer's buffer yet.
+enum Deferred {
+    Status(u32, Status),
+    GetStream {
+        peer: u32,
+        token: u32,
+        mem: Arc<RegionMem>,
+        offset: usize,
+        len: usize,
+        sent: usize,
+    },
+}
+
+#[derive(Default)]
+pub(crate) struct PollState {
+    reasm: HashMap<(u32, u16, u8), Vec<u8>>,
+    deferred: VecDeque<Deferred>,
+}
+
+pub(crate) struct Core {
+    pub(crate) rank: u32,
+    pub(crate) size: u32,
+    pub(crate) cfg: Config,
+    pub(crate) boot: Arc<Bootstrap>,
+    pub(crate) shm: Option<Arc<dyn Transport>>,
+    pub(crate) tcp: Option<Arc<dyn Transport>>,
+    pub(crate) routes: Vec<Route>,
+    pub(crate) registry: RwLock<Registry>,
+    pub(crate) regions: Arc<Regions>,
+    pub(crate) next_key: AtomicU32,
+    pub(crate) ops: Mutex<HashMap<u32, OpState>>,
+    pub(crate) next_token: AtomicU32,
+    pub(crate) errors: Mutex<VecDeque<CommError>>,
+    pub(crate) poll: Mutex<PollState>,
+    pub(crate) self_queue: Mutex<VecDeque<(u16, Priority, Vec<u8>)>>,
+    pub(crate) spin: Duration,
+    pub(crate) oversubscribed: bool,
+    pub(crate) fragment: usize,
+}
+
+impl Core {
+    pub(crate) fn transport(&self, peer: u32) -> Result<&Arc<dyn Transport>, CommError> {
+        let t = match self.routes.get(peer as usize) {
+            Some(Route::Shm) => self.shm.as_ref(),
+            Some(Route::Tcp) => self.tcp.as_ref(),
+            Some(Route::Local) => None,
+            None => {
+                return Err(CommError::BadRank {
+                    rank: peer,
+                    size: self.size,
+                })
+            }
+        };
+        t.ok_or(CommError::Fabric(FabricError::Unreachable(peer)))
+    }
+
+    pub(crate) fn check_rank(&self, peer: u32) -> Result<(), CommError> {
+        if peer >= self.size {
+            return Err(CommError::BadRank {
+                rank: peer,
+                size: self.size,
+            });
+        }
+        Ok(())
+    }
+
+    /// Sends one message, waiting (and serving incoming traffic) while the peer is full.
+    pub(crate) fn send_raw(
+        &self,
+        lane: usize,
+        prio: Priority,
+        peer: u32,
+        parts: &[&[u8]],
+    ) -> Result<(), CommError> {
+        if peer == self.rank {
+            self.check_rank(peer)?;
+            self.self_queue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push_back((lane as u16, prio, parts.concat()));
+            return Ok(());
+        }
+        let t = self.transport(peer)?;
+        if t.try_send(lane, prio, peer, parts)? {
+            return Ok(());
+        }
+        let mut backoff = Backoff::new(self.spin, self.oversubscribed);
+        loop {
+            // Serve our own incoming traffic while the peer is full, so that two ranks
+            // flooding each other both make progress.
+            if self.progress()? > 0 {
+                backoff.reset();
+            }
+            if t.try_send(lane, prio, peer, parts)? {
+                return Ok(());
+            }
+            if !backoff.spin() {
+                t.wait(NAP);
+            }
+        }
+    }
+
+    /// Waits until `done()` holds, driving progress.
+    pub(crate) fn wait_until(
+        &self,
+        mut done: impl FnMut() -> bool,
+        peer: Option<u32>,
+    ) -> Result<(), CommError> {
+        let mut backoff = Backoff::new(self.spin, self.oversubscribed);
+        loop {
+            if done() {
+                return Ok(());
+            }
+            if self.progress()? > 0 {
+                backoff.reset();
+                continue;
+            }
+            if let Some(f) = peer.and_then(|p| self.boot.state().failure_of(p)) {
+                return Err(CommError::Fabric(FabricError::PeerFailed(f.to_string())));
+            }
+            if !backoff.spin() {
+                self.sleep(NAP);
+            }
+        }
+    }
+
+    /// Sleeps on the transport this rank receives most from.
+    pub(crate) fn sleep(&self, timeout: Duration) {
+        match (&self.shm, &self.tcp) {
+            (Some(s), Some(t)) if self.routes.contains(&Route::Tcp) => {
+                if self.routes.contains(&Route::Shm) {
+                    // Both in use: alternate short sleeps.
+                    s.wait(Duration::from_millis(1).min(timeout));
+                    t.wait(Duration::from_millis(1).min(timeout));
+                } else {
+                    t.wait(timeout)
+                }
+            }
+            (Some(s), _) => s.wait(timeout),
+            (None, Some(t)) => t.wait(timeout),
+            (None, None) => std::thread::sleep(timeout.min(Duration::from_millis(1))),
+        }
+    }
+
+    pub(crate) fn wake_waiters(&self) {
+        if let Some(s) = &self.shm {
+            s.wake();
+        }
+        if let Some(t) = &self.tcp {
+            t.wake();
+        }
+    }
+
+    /// Runs handlers for waiting messages and sends owed replies; returns how many
+    /// messages were handled. Only one thread progresses at a time; others get `Ok(0)`.
+    pub(crate) fn progress(&self) -> Result<usize, CommError> {
+        let Ok(mut ps) = self.poll.try_lock() else {
+            return Ok(0);
+        };
+        let mut n = 0;
+        let mut completed = false;
+        let mut err = None;
+        let own: Vec<_> = self
+            .self_queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+            .collect();
+        for (lane, priority, bytes) in own {
+            n += 1;
+            let inc = Incoming {
+                from: self.rank,
+                lane,
+                priority,
+                bytes: &bytes,
+            };
+            if let Err(e) = self.dispatch(&mut ps, inc, &mut completed) {
+                err.get_or_insert(e);
+            }
+        }
+        for t in [&self.shm, &self.tcp].into_iter().flatten() {
+            n += t.poll(&mut |inc| {
+                if let Err(e) = self.dispatch(&mut ps, inc, &mut completed) {
+                    err.get_or_insert(e);
+                }
+            })?;
+        }
+        self.send_deferred(&mut ps)?;
+        if let Some(t) = &self.tcp {
+            t.flush(0)?;
+        }
+        if completed {
+            self.wake_waiters();
+        }
+        match err {
+            Some(e) => Err(e),
+            None => Ok(n),
+        }
+    }
+
+    fn defer_status(&self, ps: &mut PollState, peer: u32, st: Status) {
+        ps.deferred.push_back(Deferred::Status(peer, st));
+    }
+
+    fn send_deferred(&self, ps: &mut PollState) -> Result<(), CommError> {
+        while let Some(d) = ps.deferred.front_mut() {
+            let more = match d {
+                Deferred::Status(peer, st) => {
+                    let mut b = Vec::with_capacity(8);
+                    AmHeader::Status(*st).encode(&mut b);
+                    !self.try_send_lane0(Priority::High, *peer, &[&b])?
+                }
+                Deferred::GetStream {
+                    peer,
+                    token,
+                    mem,
+                    offset,
+                    len,
+                    sent,
+                } => {
+                    let mut stalled = false;
+                    loop {
+                        let chunk = (*len - *sent).min(self.fragment);
+                        let last = *sent + chunk == *len;
+                        let mut h = Vec::with_capacity(GET_DATA_HEADER_LEN);
+                        AmHeader::GetData(GetData {
+                            token: *token,
+                            chunk: *sent as u64,
+                            flags: if last { FLAG_LAST } else { 0 },
+                        })
+                        .encode(&mut h);
+                        let data = mem.slice(*offset + *sent, chunk);
+                        if !self.try_send_lane0(Priority::Low, *peer, &[&h, data])? {
+                            stalled = true;
+                            break;
+                        }
+                        *sent += chunk;
+                        if last {
+                            break;
+                        }
+                    }
+                    stalled
+                }
+            };
+            if more {
+                break;
+            }
+            ps.deferred.pop_front();
+        }
+        Ok(())
+    }
+
+    fn try_send_lane0(
+        &self,
+        prio: Priority,
+        peer: u32,
+        parts: &[&[u8]],
+    ) -> Result<bool, CommError> {
+        if peer == self.rank {
+            self.self_queue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push_back((0, prio, parts.concat()));
+            return Ok(true);
+        }
+        let t = self.transport(peer)?;
+        match t.try_send(0, prio, peer, parts) {
+            Ok(sent) => Ok(sent),
+            // A dead peer no longer needs its replies.
+            Err(FabricError::PeerFailed(_)) => Ok(true),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn run_short(&self, from: u32, s: &Short, ps: &mut PollState) {
+        let reg = self.registry.read().unwrap_or_else(PoisonError::into_inner);
+        match reg.get(s.handler) {
+            Some(h) => {
+                let h = h.clone();
+                drop(reg);
+                h(&Msg {
+                    from,
+                    channel: s.channel,
+                    args: s.args,
+                    payload: &[],
+                });
+            }
+            None => {
+                drop(reg);
+                self.defer_status(
+                    ps,
+                    from,
+                    Status {
+                        op: StatusOp::Message,
+                        code: StatusCode::UnknownHandler,
+                        token: s.handler,
+                    },
+                );
+            }
+        }
+    }
+
+    fn dispatch(
+        &self,
+        ps: &mut PollState,
+        inc: Incoming<'_>,
+        completed: &mut bool,
+    ) -> Result<(), CommError> {
+        let from = inc.from;
+        let (hdr, payload) = AmHeader::decode(inc.bytes).map_err(|e| CommError::Protocol {
+            peer: from,
+            what: e.to_string(),
+        })?;
+        match hdr {
+            AmHeader::Short(s) => self.run_short(from, &s, ps),
+            AmHeader::Batch { .. } => {
+                for rec in payload.chunks_exact(SHORT_LEN) {
+                    let s = Short::read(rec).map_err(|e| CommError::Protocol {
+                        peer: from,
+                        what: e.to_string(),
+                    })?;
+                    self.run_short(from, &s, ps);
+                }
+            }
+            AmHeader::Bulk(b) => {
+                let key = (from, inc.lane, inc.priority as u8);
+                let whole;
+                let body: &[u8] = if b.offset == 0 && payload.len() == b.total as usize {
+                    payload
+                } else {
+                    let buf = ps.reasm.entry(key).or_default();
+                    if buf.len() != b.offset as usize {
+                        ps.reasm.remove(&key);
+                        return Err(CommError::Protocol {
+                            peer: from,
+                            what: format!("bulk fragment at offset {} out of sequence", b.offset),
+                        });
+                    }
+                    buf.extend_from_slice(payload);
+                    if buf.len() < b.total as usize {
+                        return Ok(());
+                    }
+                    whole = ps.reasm.remove(&key).unwrap_or_default();
+                    &whole
+                };
+                let reg = self.registry.read().unwrap_or_else(PoisonError::into_inner);
+                match reg.get(b.handler) {
+                    Some(h) => {
+                        let h = h.clone();
+                        drop(reg);
+                        h(&Msg {
+                            from,
+                            channel: b.channel,
+                            args: b.args,
+                            payload: body,
+                        });
+                    }
+                    None => {
+                        drop(reg);
+                        self.defer_status(
+                            ps,
+                            from,
+                            Status {
+                                op: StatusOp::Message,
+                                code: StatusCode::UnknownHandler,
+                                token: b.handler,
+                            },
+                        );
+                    }
+                }
+            }
+            AmHeader::Put(p) => {
+                let mem = self
+                    .regions
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(&p.key)
+                    .cloned();
+                let code = match &mem {
+                    None => StatusCode::UnknownRegion,
+                    Some(m)
+                        if p.offset
+                            .checked_add(p.total)
+                            .is_none_or(|e| e > m.len() as u64) =>
+                    {
+                        StatusCode::OutOfBounds
+                    }
+                    Some(m) => {
+                        m.write_at((p.offset + p.chunk) as usize, payload);
+                        StatusCode::Ok
+                    }
+                };
+                if p.flags & FLAG_LAST != 0 {
+                    self.defer_status(
+                        ps,
+                        from,
+                        Status {
+                            op: StatusOp::Put,
+                            code,
+                            token: p.token,
+                        },
+                    );
+                }
+            }
+            AmHeader::Get(g) => {
+                let mem = self
+                    .regions
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(&g.key)
+                    .cloned();
+                match mem {
+                    None => self.defer_status(
+                        ps,
+                        from,
+                        Status {
+                            op: StatusOp::Get,
+                            code: StatusCode::UnknownRegion,
+                            token: g.token,
+                        },
+                    ),
+                    Some(m)
+                        if g.offset
+                            .checked_add(g.len)
+                            .is_none_or(|e| e > m.len() as u64) =>
+                    {
+                        self.defer_status(
+                            ps,
+                            from,
+                            Status {
+                                op: StatusOp::Get,
+                                code: StatusCode::OutOfBounds,
+                                token: g.token,
+                            },
+                        )
+                    }
+                    Some(mem) => ps.deferred.push_back(Deferred::GetStream {
+                        peer: from,
+                        token: g.token,
+                        mem,
+                        offset: g.offset as usize,
+                        len: g.len as usize,
+                        sent: 0,
+                    }),
+                }
+            }
+            AmHeader::GetData(d) => {
+                let mut ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
+                // An unknown token is a get its initiator gave up on: drop the data.
+                if let Some(op) = ops.get_mut(&d.token) {
+                    let end = d.chunk.checked_add(payload.len() as u64);
+                    if end.is_none_or(|e| e > op.len as u64) {
+                        op.done = true;
+                        op.code = StatusCode::Malformed;
+                    } else {
+                        // SAFETY: `dest` is the buffer of a get() call that is still
+                        // waiting (it removes its op before returning), and the range lies
+                        // inside it (checked above).
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                payload.as_ptr(),
+                                (op.dest as *mut u8).add(d.chunk as usize),
+                                payload.len(),
+                            );
+                        }
+                        if d.flags & FLAG_LAST != 0 {
+                            op.done = true;
+                            op.code = StatusCode::Ok;
+                        }
+                    }
+                    *completed |= op.done;
+                }
+            }
+            AmHeader::Status(st) => match st.op {
+                StatusOp::Put | StatusOp::Get => {
+                    let mut ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
+                    if let Some(op) = ops.get_mut(&st.token) {
+                        op.done = true;
+                        op.code = st.code;
+                        *completed = true;
+                    }
+                }
+                StatusOp::Message => {
+                    let name = self
+                        .registry
+                        .read()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .name(st.token);
+                    self.errors
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push_back(CommError::NoHandlerAtTarget {
+                            peer: from,
+                            id: st.token,
+                            name,
+                        });
+                    *completed = true;
+                }
+            },
+        }
+        Ok(())
+    }
+
+    pub(crate) fn bulk_header_len(&self) -> usize {
+        BULK_HEADER_LEN
+    }
+}

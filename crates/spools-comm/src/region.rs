@@ -1,0 +1,177 @@
+//! Memory regions that remote ranks may put into and get from.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::sync::{Arc, PoisonError, RwLock};
+
+use crate::CommError;
+use std::collections::HashMap;
+
+/// Key that names a region at its owner.
+pub type RegionKey = u32;
+
+pub(crate) struct RegionMem {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the allocation is owned by RegionMem and freed only in Drop; concurrent byte
+// access from the progress engine and the owner is the documented contract of regions
+// (like MPI RMA windows: synchronise with messages), performed with raw copies.
+unsafe impl Send for RegionMem {}
+// SAFETY: as above.
+unsafe impl Sync for RegionMem {}
+
+impl RegionMem {
+    fn new(len: usize) -> Result<RegionMem, CommError> {
+        if len == 0 {
+            return Ok(RegionMem {
+                ptr: std::ptr::NonNull::<u64>::dangling().as_ptr() as *mut u8,
+                len: 0,
+            });
+        }
+        let layout = Layout::from_size_align(len, 64)
+            .map_err(|_| CommError::BadArgument(format!("region of {len} bytes is too large")))?;
+        // SAFETY: layout has a non-zero size.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        if ptr.is_null() {
+            return Err(CommError::BadArgument(format!(
+                "cannot allocate a region of {len} bytes"
+            )));
+        }
+        Ok(RegionMem { ptr, len })
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Copies `src` to `offset`; the caller checked the bounds.
+    pub(crate) fn write_at(&self, offset: usize, src: &[u8]) {
+        debug_assert!(offset + src.len() <= self.len);
+        // SAFETY: offset + len <= self.len (checked by every caller); src does not alias
+        // the region (it is a transport buffer or a caller's slice).
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(offset), src.len()) }
+    }
+
+    /// Copies from `offset` into `dst`; the caller checked the bounds.
+    pub(crate) fn read_at(&self, offset: usize, dst: &mut [u8]) {
+        debug_assert!(offset + dst.len() <= self.len);
+        // SAFETY: as for write_at.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(offset), dst.as_mut_ptr(), dst.len()) }
+    }
+
+    /// A view of `len` bytes at `offset`; the caller checked the bounds.
+    pub(crate) fn slice(&self, offset: usize, len: usize) -> &[u8] {
+        // SAFETY: in bounds (checked by callers); the bytes may change under concurrent
+        // remote puts, which the region contract leaves to the application to order.
+        unsafe { std::slice::from_raw_parts(self.ptr.add(offset), len) }
+    }
+}
+
+impl Drop for RegionMem {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            if let Ok(layout) = Layout::from_size_align(self.len, 64) {
+                // SAFETY: ptr was allocated with this layout in `new`.
+                unsafe { dealloc(self.ptr, layout) }
+            }
+        }
+    }
+}
+
+pub(crate) type Regions = RwLock<HashMap<RegionKey, Arc<RegionMem>>>;
+
+/// A registered memory region: remote ranks put into it and get from it by key and
+/// offset; the progress engine checks every access against its length. Dropping it
+/// withdraws it (later accesses fail at the initiator with an unknown-region error).
+///
+/// Remote puts land while the owner may be reading: order them with messages (for
+/// instance a short message after the put completes), as with MPI RMA windows.
+pub struct Region {
+    key: RegionKey,
+    mem: Arc<RegionMem>,
+    regions: Arc<Regions>,
+}
+
+impl std::fmt::Debug for Region {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Region")
+            .field("key", &self.key)
+            .field("len", &self.mem.len)
+            .finish()
+    }
+}
+
+impl Region {
+    pub(crate) fn new(
+        key: RegionKey,
+        len: usize,
+        regions: Arc<Regions>,
+    ) -> Result<Region, CommError> {
+        let mem = Arc::new(RegionMem::new(len)?);
+        regions
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, mem.clone());
+        Ok(Region { key, mem, regions })
+    }
+
+    /// The key remote ranks use.
+    pub fn key(&self) -> RegionKey {
+        self.key
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.mem.len
+    }
+
+    /// Whether the region is empty.
+    pub fn is_empty(&self) -> bool {
+        self.mem.len == 0
+    }
+
+    fn check(&self, offset: usize, len: usize) -> Result<(), CommError> {
+        if offset.checked_add(len).is_none_or(|e| e > self.mem.len) {
+            return Err(CommError::BadArgument(format!(
+                "{len} bytes at offset {offset} do not fit this region of {} bytes",
+                self.mem.len
+            )));
+        }
+        Ok(())
+    }
+
+    /// Copies bytes out of the region.
+    ///
+    /// # Errors
+    /// [`CommError::BadArgument`] if the range leaves the region.
+    pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result<(), CommError> {
+        self.check(offset, dst.len())?;
+        self.mem.read_at(offset, dst);
+        Ok(())
+    }
+
+    /// Copies bytes into the region.
+    ///
+    /// # Errors
+    /// [`CommError::BadArgument`] if the range leaves the region.
+    pub fn write(&self, offset: usize, src: &[u8]) -> Result<(), CommError> {
+        self.check(offset, src.len())?;
+        self.mem.write_at(offset, src);
+        Ok(())
+    }
+
+    /// A copy of the whole region.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.mem.slice(0, self.mem.len).to_vec()
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        self.regions
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.key);
+    }
+}

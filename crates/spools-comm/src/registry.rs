@@ -1,0 +1,101 @@
+//! The handler registry (GRIM section 5.4): names registered locally, one global
+//! name-to-id table agreed by `sync_handlers`.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use crate::{CommError, Msg};
+
+/// A handler: runs on the target when a short or bulk message for it arrives.
+pub type Handler = Arc<dyn Fn(&Msg<'_>) + Send + Sync>;
+
+/// A global handler id, the same on every rank after `sync_handlers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HandlerId(pub u32);
+
+#[derive(Default)]
+pub(crate) struct Registry {
+    local: HashMap<String, Handler>,
+    names: Vec<String>,
+    by_id: Vec<Option<Handler>>,
+    ids: HashMap<String, u32>,
+}
+
+impl Registry {
+    pub(crate) fn register(&mut self, name: &str, h: Handler) -> Result<(), CommError> {
+        if self.local.contains_key(name) {
+            return Err(CommError::DuplicateHandler(name.to_string()));
+        }
+        self.local.insert(name.to_string(), h.clone());
+        if let Some(&id) = self.ids.get(name) {
+            self.by_id[id as usize] = Some(h);
+        }
+        Ok(())
+    }
+
+    /// This rank's names, encoded for the allgather (newline-separated).
+    pub(crate) fn local_names(&self) -> Vec<u8> {
+        let set: BTreeSet<&str> = self.local.keys().map(String::as_str).collect();
+        set.into_iter().collect::<Vec<_>>().join("\n").into_bytes()
+    }
+
+    /// Rank 0's merge: the sorted union of everyone's names.
+    pub(crate) fn merge(parts: &[Vec<u8>]) -> Vec<u8> {
+        let mut set = BTreeSet::new();
+        for p in parts {
+            for n in String::from_utf8_lossy(p)
+                .split('\n')
+                .filter(|n| !n.is_empty())
+            {
+                set.insert(n.to_string());
+            }
+        }
+        set.into_iter().collect::<Vec<_>>().join("\n").into_bytes()
+    }
+
+    /// Installs the global table broadcast by rank 0.
+    pub(crate) fn install(&mut self, table: &[u8]) {
+        self.names = String::from_utf8_lossy(table)
+            .split('\n')
+            .filter(|n| !n.is_empty())
+            .map(str::to_string)
+            .collect();
+        self.ids = self
+            .names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i as u32))
+            .collect();
+        self.by_id = self
+            .names
+            .iter()
+            .map(|n| self.local.get(n).cloned())
+            .collect();
+    }
+
+    pub(crate) fn id(&self, name: &str) -> Result<HandlerId, CommError> {
+        self.ids
+            .get(name)
+            .map(|&i| HandlerId(i))
+            .ok_or_else(|| CommError::UnknownHandlerName(name.to_string()))
+    }
+
+    pub(crate) fn get(&self, id: u32) -> Option<&Handler> {
+        self.by_id.get(id as usize).and_then(Option::as_ref)
+    }
+
+    pub(crate) fn known(&self, id: u32) -> bool {
+        (id as usize) < self.names.len()
+    }
+
+    pub(crate) fn name(&self, id: u32) -> String {
+        self.names
+            .get(id as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("#{id}"))
+    }
+
+    pub(crate) fn table(&self) -> &[String] {
+        &self.names
+    }
+}

@@ -1,0 +1,415 @@
+//! The shared-memory transport between ranks of one host.
+//!
+//! Every rank creates one segment (`/dev/shm/spools-<job>-<rank>`, mode 0600, stamped with
+//! a tag derived from the job secret) holding the rings of the messages it *receives*: one
+//! single-producer ring per (local sender, lane, priority). All local ranks map all local
+//! segments, then the names are unlinked, so nothing is left in `/dev/shm` however the job
+//! ends. A receiver that has spun for its spin time sleeps on the futex word of its
+//! segment; a sender rings it only when the receiver says it sleeps, so the fast path of a
+//! small message makes no system call.
+
+mod futex;
+mod probe;
+mod ring;
+mod segment;
+
+use std::sync::atomic::{fence, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use spools_boot::client::Bootstrap;
+use spools_boot::config::{show_size, Config};
+use spools_boot::job::JobState;
+
+use crate::lock::TryLock;
+use crate::{Caps, FabricError, Incoming, Priority, SingleCopy, Transport};
+use ring::{Ring, TxState};
+use segment::Segment;
+pub use segment::{fit_rings, Geometry};
+
+/// Messages drained from one ring per poll before the next ring's turn.
+const BUDGET: usize = 64;
+
+/// The shared-memory transport.
+pub struct ShmTransport {
+    me_local: u32,
+    /// Global rank of each local index.
+    local: Vec<u32>,
+    /// Local index of each global rank (None: another host).
+    local_of: Vec<Option<u32>>,
+    segs: Vec<Segment>,
+    lanes: Vec<TryLock<Vec<[TxState; 2]>>>,
+    rx: TryLock<Vec<u64>>,
+    blocked: Mutex<Vec<Ring>>,
+    blocked_n: AtomicUsize,
+    caps: Caps,
+    state: Arc<JobState>,
+    notes: Vec<String>,
+}
+
+impl std::fmt::Debug for ShmTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShmTransport")
+            .field("local", &self.local)
+            .field("caps", &self.caps)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The name of a rank's segment.
+pub fn segment_name(job: u64, rank: u32) -> String {
+    format!("/spools-{job:016x}-{rank}")
+}
+
+impl ShmTransport {
+    /// Creates this rank's segment and maps those of the other ranks on this host.
+    /// Collective: every rank of the job calls it (it runs two bootstrap barriers).
+    ///
+    /// If `/dev/shm` lacks room for the configured rings, they shrink to what fits and a
+    /// warning says so (see [`ShmTransport::notes`]).
+    ///
+    /// # Errors
+    /// [`FabricError::Io`] if shared memory cannot be created or mapped,
+    /// [`FabricError::Corrupt`] if a peer's segment is not this job's,
+    /// [`FabricError::Boot`] if a rank dies during set-up.
+    pub fn setup(boot: &Bootstrap, cfg: &Config) -> Result<ShmTransport, FabricError> {
+        let me = boot.rank();
+        let eps = boot.endpoints();
+        let my_host = &eps[me as usize].host;
+        let local: Vec<u32> = (0..boot.size())
+            .filter(|&r| eps[r as usize].host == *my_host)
+            .collect();
+        let mut local_of = vec![None; boot.size() as usize];
+        for (i, &r) in local.iter().enumerate() {
+            local_of[r as usize] = Some(i as u32);
+        }
+        let me_local = local_of[me as usize].unwrap_or(0);
+        let want = Geometry {
+            sources: local.len() as u32,
+            lanes: u32::from(cfg.lanes),
+            cell: cfg.cell_size as u32,
+            ring_low: cfg.ring_size,
+            ring_high: cfg.high_ring_size,
+        };
+        let mut notes = Vec::new();
+        let geo = match segment::shm_free() {
+            Some(free) => {
+                // Every local rank creates a segment of this size at about the same time.
+                let budget = free / local.len() as u64;
+                match fit_rings(want, budget) {
+                    Some(g) if g == want => g,
+                    Some(g) => {
+                        let note = format!(
+                            "/dev/shm has {} free for {} local ranks: rings shrunk from {}/{} to {}/{} (low/high priority)",
+                            show_size(free),
+                            local.len(),
+                            show_size(want.ring_low),
+                            show_size(want.ring_high),
+                            show_size(g.ring_low),
+                            show_size(g.ring_high)
+                        );
+                        eprintln!("spools: warning: {note}");
+                        notes.push(note);
+                        g
+                    }
+                    None => {
+                        return Err(FabricError::Io {
+                            what: format!(
+                                "/dev/shm has {} free: not enough for even the smallest rings ({} per rank)",
+                                show_size(free),
+                                show_size(fit_rings(want, u64::MAX).map_or(0, |g| g.bytes()))
+                            ),
+                            source: std::io::Error::from_raw_os_error(libc::ENOSPC),
+                        })
+                    }
+                }
+            }
+            None => want,
+        };
+        let name = segment_name(boot.job(), me);
+        let mine = Segment::create(&name, geo, me, boot.secret());
+        // Everyone reaches the barrier even on failure, so that nobody waits forever; the
+        // failure is reported after it.
+        let created = boot.barrier();
+        let mine = match (mine, created) {
+            (Ok(m), Ok(())) => m,
+            (Err(e), _) => return Err(e),
+            (Ok(_), Err(e)) => {
+                segment::unlink(&name);
+                return Err(e.into());
+            }
+        };
+        let mut segs = Vec::with_capacity(local.len());
+        let mut attach_err = None;
+        let mut mine = Some(mine);
+        for &r in &local {
+            if r == me {
+                if let Some(m) = mine.take() {
+                    segs.push(m);
+                }
+                continue;
+            }
+            match Segment::attach(&segment_name(boot.job(), r), r, boot.secret()) {
+                Ok(s) => segs.push(s),
+                Err(e) => {
+                    attach_err = Some(e);
+                    break;
+                }
+            }
+        }
+        let attached = boot.barrier();
+        segment::unlink(&name);
+        if let Some(e) = attach_err {
+            return Err(e);
+        }
+        attached?;
+        let lanes = (0..cfg.lanes)
+            .map(|_| TryLock::new(vec![[TxState::default(); 2]; local.len()]))
+            .collect();
+        let rings = local.len() * usize::from(cfg.lanes) * 2;
+        let (single_copy, single_copy_reason) = if local.len() > 1 {
+            probe::choose(cfg.single_copy)
+        } else {
+            (SingleCopy::None, "no other rank on this host".into())
+        };
+        let mut max_message = usize::MAX;
+        let mut max_inline = usize::MAX;
+        for s in &segs {
+            for high in [false, true] {
+                let r = s.ring(0, 0, high);
+                max_message = max_message.min(r.max_message());
+                max_inline = max_inline.min(r.max_inline());
+            }
+        }
+        let t = ShmTransport {
+            me_local,
+            local,
+            local_of,
+            segs,
+            lanes,
+            rx: TryLock::new(vec![0; rings]),
+            blocked: Mutex::new(Vec::new()),
+            blocked_n: AtomicUsize::new(0),
+            caps: Caps {
+                name: "shm",
+                max_message,
+                max_inline,
+                ordered: true,
+                lanes: usize::from(cfg.lanes),
+                single_copy,
+                single_copy_reason,
+            },
+            state: boot.state().clone(),
+            notes,
+        };
+        Ok(t)
+    }
+
+    /// Warnings raised at set-up (rings shrunk to fit `/dev/shm`).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// Global ranks on this host.
+    pub fn local_ranks(&self) -> &[u32] {
+        &self.local
+    }
+
+    /// Segment geometry of this rank's own segment.
+    pub fn geometry(&self) -> Geometry {
+        self.segs[self.me_local as usize].geo
+    }
+
+    /// Returns a function that wakes this rank's sleeping waits (for the watchdog).
+    pub fn waker(self: &Arc<Self>) -> Arc<dyn Fn() + Send + Sync> {
+        let me = self.clone();
+        Arc::new(move || me.wake())
+    }
+
+    #[inline]
+    fn ring_index(&self, src: usize, lane: usize, high: bool) -> usize {
+        (src * self.caps.lanes + lane) * 2 + usize::from(high)
+    }
+
+    #[inline]
+    fn notify(&self, peer_local: usize) {
+        let seg = &self.segs[peer_local];
+        fence(Ordering::SeqCst);
+        if seg.sleeping().load(Ordering::Relaxed) != 0 {
+            seg.doorbell().fetch_add(1, Ordering::SeqCst);
+            futex::wake(seg.doorbell());
+        }
+    }
+
+    fn any_ready(&self, pos: &[u64]) -> bool {
+        let mine = &self.segs[self.me_local as usize];
+        for src in 0..self.local.len() {
+            if src == self.me_local as usize {
+                continue;
+            }
+            for lane in 0..self.caps.lanes {
+                for high in [true, false] {
+                    let i = self.ring_index(src, lane, high);
+                    if mine.ring(src as u32, lane as u32, high).ready(pos[i]) {
+                        return true;
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    fn space_freed(&self) -> bool {
+        if self.blocked_n.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        let mut b = self.blocked.lock().unwrap_or_else(PoisonError::into_inner);
+        let before = b.len();
+        b.retain(|r| !r.space_freed());
+        self.blocked_n.store(b.len(), Ordering::Relaxed);
+        b.len() != before
+    }
+}
+
+impl Transport for ShmTransport {
+    fn caps(&self) -> &Caps {
+        &self.caps
+    }
+
+    fn reaches(&self, peer: u32) -> bool {
+        self.local_of
+            .get(peer as usize)
+            .is_some_and(|l| l.is_some_and(|l| l != self.me_local))
+    }
+
+    #[inline]
+    fn try_send(
+        &self,
+        lane: usize,
+        priority: Priority,
+        peer: u32,
+        parts: &[&[u8]],
+    ) -> Result<bool, FabricError> {
+        let pl = match self.local_of.get(peer as usize) {
+            Some(Some(l)) if *l != self.me_local => *l as usize,
+            _ => return Err(FabricError::Unreachable(peer)),
+        };
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > self.caps.max_message {
+            return Err(FabricError::TooLarge {
+                len,
+                max: self.caps.max_message,
+            });
+        }
+        if self.state.troubled() {
+            if let Some(f) = self.state.failure_of(peer) {
+                return Err(FabricError::PeerFailed(f.to_string()));
+            }
+        }
+        let lane_state = self.lanes.get(lane).ok_or(FabricError::BadLane {
+            lane,
+            lanes: self.caps.lanes,
+        })?;
+        let mut st = lane_state.lock();
+        let high = priority == Priority::High;
+        let ring = self.segs[pl].ring(self.me_local, lane as u32, high);
+        let tx = &mut st[pl][usize::from(high)];
+        if ring.try_write(tx, parts, len) {
+            drop(st);
+            self.notify(pl);
+            return Ok(true);
+        }
+        ring.flag_full(tx);
+        if ring.try_write(tx, parts, len) {
+            drop(st);
+            self.notify(pl);
+            return Ok(true);
+        }
+        drop(st);
+        let mut b = self.blocked.lock().unwrap_or_else(PoisonError::into_inner);
+        if !b.iter().any(|r| std::ptr::eq(r.ctrl, ring.ctrl)) {
+            b.push(ring);
+        }
+        self.blocked_n.store(b.len(), Ordering::Relaxed);
+        Ok(false)
+    }
+
+    fn flush(&self, _lane: usize) -> Result<bool, FabricError> {
+        Ok(false)
+    }
+
+    #[inline]
+    fn poll(&self, f: &mut dyn FnMut(Incoming<'_>)) -> Result<usize, FabricError> {
+        let Some(mut pos) = self.rx.try_lock() else {
+            return Ok(0);
+        };
+        let mine = &self.segs[self.me_local as usize];
+        let mut total = 0;
+        for priority in Priority::SERVE_ORDER {
+            let high = priority == Priority::High;
+            for src in 0..self.local.len() {
+                if src == self.me_local as usize {
+                    continue;
+                }
+                let from = self.local[src];
+                for lane in 0..self.caps.lanes {
+                    let ring = mine.ring(src as u32, lane as u32, high);
+                    let i = self.ring_index(src, lane, high);
+                    if !ring.ready(pos[i]) {
+                        continue;
+                    }
+                    let (n, waiting) = ring
+                        .drain(&mut pos[i], BUDGET, &mut |bytes| {
+                            f(Incoming {
+                                from,
+                                lane: lane as u16,
+                                priority,
+                                bytes,
+                            })
+                        })
+                        .map_err(|what| FabricError::Corrupt { rank: from, what })?;
+                    total += n;
+                    if waiting {
+                        let seg = &self.segs[src];
+                        seg.doorbell().fetch_add(1, Ordering::SeqCst);
+                        if seg.sleeping().load(Ordering::SeqCst) != 0 {
+                            futex::wake(seg.doorbell());
+                        }
+                    }
+                }
+            }
+        }
+        Ok(total)
+    }
+
+    fn wait(&self, timeout: Duration) {
+        let mine = &self.segs[self.me_local as usize];
+        let ticket = mine.doorbell().load(Ordering::SeqCst);
+        mine.sleeping().fetch_add(1, Ordering::SeqCst);
+        let go = match self.rx.try_lock() {
+            Some(pos) => self.any_ready(&pos),
+            // Another thread is polling: it is awake and will handle arrivals.
+            None => false,
+        } || self.space_freed()
+            || self.state.troubled();
+        if !go {
+            futex::wait(mine.doorbell(), ticket, timeout);
+        }
+        mine.sleeping().fetch_sub(1, Ordering::SeqCst);
+    }
+
+    fn wake(&self) {
+        let mine = &self.segs[self.me_local as usize];
+        mine.doorbell().fetch_add(1, Ordering::SeqCst);
+        if mine.sleeping().load(Ordering::SeqCst) != 0 {
+            futex::wake(mine.doorbell());
+        }
+    }
+}
+
+/// Runs the start-up probe that chooses how large shared-memory transfers are copied:
+/// kernel-assisted single copy or a pipelined copy through the rings. Returns the choice
+/// and the measurements behind it.
+pub fn probe_single_copy(cfg: spools_boot::config::SingleCopy) -> (SingleCopy, String) {
+    probe::choose(cfg)
+}

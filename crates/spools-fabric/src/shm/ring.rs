@@ -1,0 +1,220 @@
+//! A single-producer, single-consumer ring of cache-line cells in shared memory.
+//!
+//! A message occupies consecutive cells: an 8-byte header word (`len << 32 | stamp`) and
+//! then the bytes. The producer copies the bytes and publishes the header last (release);
+//! the consumer sees the header (acquire), hands out the bytes in place, then zeroes the
+//! header word of every cell it consumed and publishes its position (`tail`). A stamp is
+//! odd and encodes the lap, so a zeroed or stale cell never looks ready. A message that
+//! would cross the end of the ring is preceded by a padding header that skips to the start.
+//! A short message (up to `cell - 8` bytes) is one cache line: one line moves between the
+//! cores, and no system call is made.
+
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+
+/// Header length in front of each message.
+pub(crate) const HEADER: usize = 8;
+const PAD: u32 = u32::MAX;
+
+/// The consumer-owned control line of a ring.
+#[repr(C, align(64))]
+pub(crate) struct Ctrl {
+    /// Cells consumed so far.
+    pub(crate) tail: AtomicU64,
+    /// Set by a producer that found the ring full; cleared by the consumer when it frees
+    /// space (and then wakes the producer).
+    pub(crate) producer_waiting: AtomicU32,
+}
+
+/// A ring: its control line and its cells, inside a shared mapping.
+#[derive(Clone, Copy)]
+pub(crate) struct Ring {
+    pub(crate) ctrl: *const Ctrl,
+    data: *mut u8,
+    cells: u64,
+    cell_shift: u32,
+}
+
+// SAFETY: a Ring is a pair of pointers into a shared mapping that outlives every Ring
+// (the transport keeps the mapping until it is dropped); access follows the SPSC protocol
+// above, with the producer and consumer sides each used by one thread at a time (enforced
+// by the transport's lane and receiver locks).
+unsafe impl Send for Ring {}
+// SAFETY: as above.
+unsafe impl Sync for Ring {}
+
+/// Producer-side private state.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct TxState {
+    pub(crate) head: u64,
+    pub(crate) cached_tail: u64,
+}
+
+#[inline]
+fn stamp(pos: u64, cell_bits: u32) -> u32 {
+    (((pos >> cell_bits) as u32) << 1) | 1
+}
+
+impl Ring {
+    /// # Safety
+    /// `ctrl` must point to a `Ctrl` and `data` to `cells << cell_shift` bytes, both in a
+    /// shared mapping that outlives the ring; `cells` must be a power of two.
+    pub(crate) unsafe fn new(
+        ctrl: *const Ctrl,
+        data: *mut u8,
+        cells: u64,
+        cell_shift: u32,
+    ) -> Ring {
+        Ring {
+            ctrl,
+            data,
+            cells,
+            cell_shift,
+        }
+    }
+
+    fn ctrl(&self) -> &Ctrl {
+        // SAFETY: see `Ring::new`: the pointer is valid for the ring's life.
+        unsafe { &*self.ctrl }
+    }
+
+    fn cell_bits(&self) -> u32 {
+        self.cells.trailing_zeros()
+    }
+
+    fn header(&self, idx: u64) -> &AtomicU64 {
+        // SAFETY: idx < cells, so the word lies inside the data area; cells are at least
+        // 64-byte aligned, so the word is aligned for AtomicU64.
+        unsafe { &*(self.data.add((idx << self.cell_shift) as usize) as *const AtomicU64) }
+    }
+
+    /// Largest message that fits (half the ring, so that padding never blocks it).
+    pub(crate) fn max_message(&self) -> usize {
+        ((self.cells / 2) << self.cell_shift) as usize - HEADER
+    }
+
+    /// Largest message that fits in one cell.
+    pub(crate) fn max_inline(&self) -> usize {
+        (1usize << self.cell_shift) - HEADER
+    }
+
+    /// Writes one message made of `parts`; `false` if the ring lacks room.
+    /// The caller has checked `len <= max_message()`.
+    #[inline]
+    pub(crate) fn try_write(&self, st: &mut TxState, parts: &[&[u8]], len: usize) -> bool {
+        let cell = 1u64 << self.cell_shift;
+        let k = (len as u64 + HEADER as u64).div_ceil(cell);
+        let idx = st.head & (self.cells - 1);
+        let pad = if idx + k > self.cells {
+            self.cells - idx
+        } else {
+            0
+        };
+        let need = pad + k;
+        if st.head + need - st.cached_tail > self.cells {
+            st.cached_tail = self.ctrl().tail.load(Ordering::Acquire);
+            if st.head + need - st.cached_tail > self.cells {
+                return false;
+            }
+        }
+        let bits = self.cell_bits();
+        if pad > 0 {
+            self.header(idx).store(
+                (u64::from(PAD) << 32) | u64::from(stamp(st.head, bits)),
+                Ordering::Release,
+            );
+            st.head += pad;
+        }
+        let idx = st.head & (self.cells - 1);
+        // SAFETY: cells [idx, idx + k) lie inside the data area (idx + k <= cells after
+        // padding) and belong to the producer until the header is published: the
+        // consumer's tail is at most `head + need - cells` behind.
+        unsafe {
+            let mut dst = self.data.add((idx << self.cell_shift) as usize + HEADER);
+            for p in parts {
+                std::ptr::copy_nonoverlapping(p.as_ptr(), dst, p.len());
+                dst = dst.add(p.len());
+            }
+        }
+        self.header(idx).store(
+            ((len as u64) << 32) | u64::from(stamp(st.head, bits)),
+            Ordering::Release,
+        );
+        st.head += k;
+        true
+    }
+
+    /// Whether a message is ready at consumer position `pos`.
+    #[inline]
+    pub(crate) fn ready(&self, pos: u64) -> bool {
+        let h = self.header(pos & (self.cells - 1)).load(Ordering::Acquire);
+        h as u32 == stamp(pos, self.cell_bits())
+    }
+
+    /// Consumes up to `budget` messages from `*pos`, handing each to `f`; publishes the new
+    /// tail and returns (messages consumed, whether a producer waits for space).
+    /// `Err` describes a corrupt header.
+    #[inline]
+    pub(crate) fn drain(
+        &self,
+        pos: &mut u64,
+        budget: usize,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<(usize, bool), String> {
+        let start = *pos;
+        let bits = self.cell_bits();
+        let mask = self.cells - 1;
+        let mut n = 0;
+        while n < budget {
+            let idx = *pos & mask;
+            let h = self.header(idx).load(Ordering::Acquire);
+            if h as u32 != stamp(*pos, bits) {
+                break;
+            }
+            let len = (h >> 32) as u32;
+            if len == PAD {
+                self.header(idx).store(0, Ordering::Relaxed);
+                *pos += self.cells - idx;
+                continue;
+            }
+            let k = (u64::from(len) + HEADER as u64).div_ceil(1 << self.cell_shift);
+            if idx + k > self.cells || k > self.cells / 2 {
+                return Err(format!("message of {len} bytes overruns the ring"));
+            }
+            // SAFETY: the header was published with release after the bytes were written;
+            // the bytes lie inside the data area (checked above) and the producer does not
+            // touch them until the tail moves past them.
+            let bytes = unsafe {
+                std::slice::from_raw_parts(
+                    self.data.add((idx << self.cell_shift) as usize + HEADER),
+                    len as usize,
+                )
+            };
+            f(bytes);
+            for c in idx..idx + k {
+                self.header(c).store(0, Ordering::Relaxed);
+            }
+            *pos += k;
+            n += 1;
+        }
+        if *pos != start {
+            let ctrl = self.ctrl();
+            ctrl.tail.store(*pos, Ordering::Release);
+            fence(Ordering::SeqCst);
+            let waiting = ctrl.producer_waiting.load(Ordering::Relaxed) != 0
+                && ctrl.producer_waiting.swap(0, Ordering::SeqCst) != 0;
+            return Ok((n, waiting));
+        }
+        Ok((n, false))
+    }
+
+    /// Marks the producer as waiting for space (then re-checks).
+    pub(crate) fn flag_full(&self, st: &mut TxState) {
+        self.ctrl().producer_waiting.store(1, Ordering::SeqCst);
+        st.cached_tail = self.ctrl().tail.load(Ordering::Acquire);
+    }
+
+    /// Whether the consumer cleared this producer's waiting flag (space was freed).
+    pub(crate) fn space_freed(&self) -> bool {
+        self.ctrl().producer_waiting.load(Ordering::SeqCst) == 0
+    }
+}

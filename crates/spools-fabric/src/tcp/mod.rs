@@ -1,0 +1,274 @@
+//! The TCP transport: between hosts, or on one host with `SPOOLS_TRANSPORT=tcp`.
+//!
+//! One connection per (sender, lane, priority, receiver), opened lazily on first use
+//! (SCI-MPICH's delayed connections) and authenticated with the job secret before any
+//! message is read from it. Sockets are non-blocking with `TCP_NODELAY`; a message goes
+//! out with one `writev` straight from the caller's buffers, and only what the kernel does
+//! not take is copied into a per-connection queue. Receivers read with plain non-blocking
+//! reads while they poll and sleep in `epoll` (through `mio`) when they wait.
+
+mod rx;
+mod tx;
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::channel;
+use std::sync::Arc;
+use std::time::Duration;
+
+use spools_boot::client::Bootstrap;
+use spools_boot::config::Config;
+use spools_boot::job::JobState;
+use spools_proto::auth::Secret;
+use spools_proto::handshake::{Identity, Purpose};
+
+use crate::lock::TryLock;
+use crate::{Caps, FabricError, Incoming, Priority, SingleCopy, Transport};
+use rx::RxSide;
+use tx::TxConn;
+
+/// Largest message on a TCP connection.
+pub const MAX_MESSAGE: usize = 16 << 20;
+/// Bytes a connection may queue beyond what the kernel took before senders see
+/// back-pressure.
+const QUEUE_LIMIT: usize = 4 << 20;
+
+/// A listening socket bound before the rendezvous, so its address can be published.
+#[derive(Debug)]
+pub struct Listener {
+    listener: TcpListener,
+    addr: SocketAddr,
+}
+
+impl Listener {
+    /// Binds an ephemeral port on `ip` (the interface that reaches the rendezvous).
+    ///
+    /// # Errors
+    /// [`FabricError::Io`].
+    pub fn bind(ip: IpAddr) -> Result<Listener, FabricError> {
+        let listener = TcpListener::bind((ip, 0))
+            .map_err(FabricError::io(format!("binding a TCP listener on {ip}")))?;
+        let addr = listener
+            .local_addr()
+            .map_err(FabricError::io("TCP listener address"))?;
+        Ok(Listener { listener, addr })
+    }
+
+    /// The address to publish.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+/// The TCP transport.
+pub struct TcpTransport {
+    me: u32,
+    addrs: Vec<Option<SocketAddr>>,
+    secret: Secret,
+    state: Arc<JobState>,
+    lanes: Vec<TryLock<HashMap<(u32, u8), TxConn>>>,
+    rx: TryLock<RxSide>,
+    waker: Arc<mio::Waker>,
+    sleeping: AtomicUsize,
+    blocked: AtomicBool,
+    stop: Arc<AtomicBool>,
+    listen_addr: SocketAddr,
+    caps: Caps,
+}
+
+impl std::fmt::Debug for TcpTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TcpTransport")
+            .field("me", &self.me)
+            .field("listen", &self.listen_addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TcpTransport {
+    /// Starts the transport on a listener whose address was published at the rendezvous.
+    ///
+    /// # Errors
+    /// [`FabricError::Io`] if the event loop cannot be created.
+    pub fn new(
+        listener: Listener,
+        boot: &Bootstrap,
+        cfg: &Config,
+    ) -> Result<TcpTransport, FabricError> {
+        let addrs = boot
+            .endpoints()
+            .iter()
+            .map(|e| e.tcp.parse().ok())
+            .collect();
+        let poll = mio::Poll::new().map_err(FabricError::io("creating the TCP event loop"))?;
+        let waker = Arc::new(
+            mio::Waker::new(poll.registry(), rx::WAKER)
+                .map_err(FabricError::io("creating the TCP waker"))?,
+        );
+        let (tx, incoming) = channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        rx::spawn_acceptor(
+            listener.listener,
+            boot.secret().clone(),
+            boot.rank(),
+            boot.size(),
+            tx,
+            waker.clone(),
+            stop.clone(),
+        )?;
+        Ok(TcpTransport {
+            me: boot.rank(),
+            addrs,
+            secret: boot.secret().clone(),
+            state: boot.state().clone(),
+            lanes: (0..cfg.lanes)
+                .map(|_| TryLock::new(HashMap::new()))
+                .collect(),
+            rx: TryLock::new(RxSide::new(poll, incoming)),
+            waker,
+            sleeping: AtomicUsize::new(0),
+            blocked: AtomicBool::new(false),
+            stop,
+            listen_addr: listener.addr,
+            caps: Caps {
+                name: "tcp",
+                max_message: MAX_MESSAGE,
+                max_inline: 64 << 10,
+                ordered: true,
+                lanes: usize::from(cfg.lanes),
+                single_copy: SingleCopy::None,
+                single_copy_reason:
+                    "writev from the sender's buffer; one copy out of the receive buffer".into(),
+            },
+        })
+    }
+
+    /// The address this rank listens on.
+    pub fn listen_addr(&self) -> SocketAddr {
+        self.listen_addr
+    }
+
+    fn peer_failed(&self, peer: u32, e: std::io::Error) -> FabricError {
+        match self.state.failure_of(peer) {
+            Some(f) => FabricError::PeerFailed(f.to_string()),
+            None => FabricError::PeerFailed(format!("connection to rank {peer} failed: {e}")),
+        }
+    }
+}
+
+impl Transport for TcpTransport {
+    fn caps(&self) -> &Caps {
+        &self.caps
+    }
+
+    fn reaches(&self, peer: u32) -> bool {
+        peer != self.me && self.addrs.get(peer as usize).is_some_and(Option::is_some)
+    }
+
+    fn try_send(
+        &self,
+        lane: usize,
+        priority: Priority,
+        peer: u32,
+        parts: &[&[u8]],
+    ) -> Result<bool, FabricError> {
+        if !self.reaches(peer) {
+            return Err(FabricError::Unreachable(peer));
+        }
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > MAX_MESSAGE {
+            return Err(FabricError::TooLarge {
+                len,
+                max: MAX_MESSAGE,
+            });
+        }
+        if let Some(f) = self.state.failure_of(peer) {
+            return Err(FabricError::PeerFailed(f.to_string()));
+        }
+        let lane_state = self.lanes.get(lane).ok_or(FabricError::BadLane {
+            lane,
+            lanes: self.caps.lanes,
+        })?;
+        let mut conns = lane_state.lock();
+        let key = (peer, priority as u8);
+        if !conns.contains_key(&key) {
+            let addr = self.addrs[peer as usize].ok_or(FabricError::Unreachable(peer))?;
+            let identity = Identity {
+                rank: self.me,
+                lane: lane as u16,
+                priority: priority as u8,
+            };
+            let stream = spools_boot::net::connect(
+                addr,
+                &self.secret,
+                Purpose::Data,
+                identity,
+                Duration::from_secs(10),
+            )?;
+            conns.insert(
+                key,
+                TxConn::new(stream).map_err(|e| self.peer_failed(peer, e))?,
+            );
+        }
+        let Some(conn) = conns.get_mut(&key) else {
+            return Err(FabricError::Unreachable(peer));
+        };
+        let sent = conn
+            .send(parts, len, QUEUE_LIMIT)
+            .map_err(|e| self.peer_failed(peer, e))?;
+        if !sent {
+            self.blocked.store(true, Ordering::Relaxed);
+        }
+        Ok(sent)
+    }
+
+    fn flush(&self, lane: usize) -> Result<bool, FabricError> {
+        let Some(lane_state) = self.lanes.get(lane) else {
+            return Ok(false);
+        };
+        let mut conns = lane_state.lock();
+        let mut pending = false;
+        for ((peer, _), c) in conns.iter_mut() {
+            pending |= c.flush().map_err(|e| self.peer_failed(*peer, e))?;
+        }
+        Ok(pending)
+    }
+
+    fn poll(&self, f: &mut dyn FnMut(Incoming<'_>)) -> Result<usize, FabricError> {
+        let Some(mut rx) = self.rx.try_lock() else {
+            return Ok(0);
+        };
+        rx.poll(f)
+    }
+
+    fn wait(&self, timeout: Duration) {
+        self.sleeping.fetch_add(1, Ordering::SeqCst);
+        // A sender blocked on a full socket re-tries soon: writability is not watched.
+        let timeout = if self.blocked.swap(false, Ordering::Relaxed) {
+            timeout.min(Duration::from_micros(200))
+        } else {
+            timeout
+        };
+        match self.rx.try_lock() {
+            Some(mut rx) if !self.state.troubled() => rx.wait(timeout),
+            Some(_) => {}
+            None => std::thread::sleep(timeout.min(Duration::from_micros(200))),
+        }
+        self.sleeping.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    fn wake(&self) {
+        if self.sleeping.load(Ordering::SeqCst) != 0 {
+            let _ = self.waker.wake();
+        }
+    }
+}
+
+impl Drop for TcpTransport {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Unblock the acceptor's accept() so its thread ends.
+        let _ = std::net::TcpStream::connect_timeout(&self.listen_addr, Duration::from_millis(100));
+    }
+}

@@ -1,0 +1,229 @@
+//! The receiving side: the acceptor thread (handshakes off the data path) and the
+//! connections a rank reads from.
+
+use std::io::{ErrorKind, Read};
+use std::net::TcpListener;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+use spools_proto::auth::Secret;
+use spools_proto::handshake::{Identity, Purpose};
+
+use super::MAX_MESSAGE;
+use crate::{FabricError, Incoming, Priority};
+
+pub(crate) const WAKER: Token = Token(usize::MAX);
+const BUDGET: usize = 64;
+
+pub(crate) type NewConn = (std::net::TcpStream, Identity);
+
+/// Accepts connections and runs their handshakes on a thread of its own, so that a rank
+/// that is busy (or itself connecting) never blocks a peer's connection set-up.
+pub(crate) fn spawn_acceptor(
+    listener: TcpListener,
+    secret: Secret,
+    me: u32,
+    size: u32,
+    tx: Sender<NewConn>,
+    waker: Arc<mio::Waker>,
+    stop: Arc<AtomicBool>,
+) -> Result<(), FabricError> {
+    std::thread::Builder::new()
+        .name("spools-tcp-accept".into())
+        .spawn(move || {
+            for conn in listener.incoming() {
+                if stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(mut s) = conn else { continue };
+                let (tx, waker, secret) = (tx.clone(), waker.clone(), secret.clone());
+                let _ = std::thread::Builder::new()
+                    .name("spools-tcp-handshake".into())
+                    .spawn(move || {
+                        // A connection that cannot prove the job secret is closed here:
+                        // not one of its bytes reaches the comm layer.
+                        let Ok((purpose, id)) = spools_boot::net::accept(&mut s, &secret) else {
+                            return;
+                        };
+                        if purpose != Purpose::Data
+                            || id.rank >= size
+                            || id.rank == me
+                            || id.priority > 1
+                        {
+                            return;
+                        }
+                        if s.set_nonblocking(true).is_ok() && tx.send((s, id)).is_ok() {
+                            let _ = waker.wake();
+                        }
+                    });
+            }
+        })
+        .map_err(FabricError::io("starting the TCP acceptor"))?;
+    Ok(())
+}
+
+struct RxConn {
+    stream: std::net::TcpStream,
+    id: Identity,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    closed: bool,
+    /// Bytes may remain in the socket (the budget ran out before WouldBlock).
+    more: bool,
+}
+
+pub(crate) struct RxSide {
+    poll: Poll,
+    events: Events,
+    conns: Vec<RxConn>,
+    incoming: Receiver<NewConn>,
+}
+
+impl RxSide {
+    pub(crate) fn new(poll: Poll, incoming: Receiver<NewConn>) -> RxSide {
+        RxSide {
+            poll,
+            events: Events::with_capacity(64),
+            conns: Vec::new(),
+            incoming,
+        }
+    }
+
+    fn adopt(&mut self) {
+        while let Ok((stream, id)) = self.incoming.try_recv() {
+            let token = Token(self.conns.len());
+            let fd = stream.as_raw_fd();
+            if self
+                .poll
+                .registry()
+                .register(&mut SourceFd(&fd), token, Interest::READABLE)
+                .is_err()
+            {
+                continue;
+            }
+            self.conns.push(RxConn {
+                stream,
+                id,
+                buf: vec![0; 64 << 10],
+                start: 0,
+                end: 0,
+                closed: false,
+                more: true,
+            });
+        }
+    }
+
+    pub(crate) fn poll(&mut self, f: &mut dyn FnMut(Incoming<'_>)) -> Result<usize, FabricError> {
+        self.adopt();
+        let mut total = 0;
+        for want_high in [1u8, 0] {
+            for c in self
+                .conns
+                .iter_mut()
+                .filter(|c| c.id.priority == want_high && !c.closed)
+            {
+                total += c.read_some(f)?;
+            }
+        }
+        Ok(total)
+    }
+
+    pub(crate) fn wait(&mut self, timeout: Duration) {
+        self.adopt();
+        if self.conns.iter().any(|c| c.more && !c.closed) {
+            return;
+        }
+        let _ = self.poll.poll(&mut self.events, Some(timeout));
+        for e in self.events.iter() {
+            if let Some(c) = self.conns.get_mut(e.token().0) {
+                c.more = true;
+            }
+        }
+    }
+}
+
+impl RxConn {
+    /// Reads what the socket has (up to a budget of messages) and delivers whole frames.
+    fn read_some(&mut self, f: &mut dyn FnMut(Incoming<'_>)) -> Result<usize, FabricError> {
+        let mut delivered = 0;
+        let priority = if self.id.priority == 1 {
+            Priority::High
+        } else {
+            Priority::Low
+        };
+        loop {
+            // Deliver complete frames first.
+            while self.end - self.start >= 4 {
+                let mut p = [0u8; 4];
+                p.copy_from_slice(&self.buf[self.start..self.start + 4]);
+                let len = u32::from_le_bytes(p) as usize;
+                if len > MAX_MESSAGE {
+                    self.closed = true;
+                    return Err(FabricError::Corrupt {
+                        rank: self.id.rank,
+                        what: format!("frame of {len} bytes exceeds {MAX_MESSAGE}"),
+                    });
+                }
+                if self.end - self.start < 4 + len {
+                    if self.buf.len() - self.start < 4 + len {
+                        // Make room: move the partial frame to the front, grow if needed.
+                        self.buf.copy_within(self.start..self.end, 0);
+                        self.end -= self.start;
+                        self.start = 0;
+                        if self.buf.len() < 4 + len {
+                            self.buf.resize(4 + len, 0);
+                        }
+                    }
+                    break;
+                }
+                f(Incoming {
+                    from: self.id.rank,
+                    lane: self.id.lane,
+                    priority,
+                    bytes: &self.buf[self.start + 4..self.start + 4 + len],
+                });
+                self.start += 4 + len;
+                delivered += 1;
+                if delivered >= BUDGET {
+                    self.more = true;
+                    return Ok(delivered);
+                }
+            }
+            if self.start == self.end {
+                self.start = 0;
+                self.end = 0;
+            }
+            if self.end == self.buf.len() {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            }
+            match self.stream.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    // The peer closed: at the end of a job, or because it died (the
+                    // watchdog reports deaths).
+                    self.closed = true;
+                    self.more = false;
+                    return Ok(delivered);
+                }
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    self.more = false;
+                    return Ok(delivered);
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.closed = true;
+                    self.more = false;
+                    return Ok(delivered);
+                }
+            }
+        }
+    }
+}

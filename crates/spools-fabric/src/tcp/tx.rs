@@ -1,0 +1,107 @@
+//! The sending side of one TCP connection.
+
+use std::io::{ErrorKind, IoSlice, Write};
+use std::net::TcpStream;
+
+pub(crate) struct TxConn {
+    stream: TcpStream,
+    queue: Vec<u8>,
+    start: usize,
+}
+
+impl TxConn {
+    pub(crate) fn new(stream: TcpStream) -> std::io::Result<TxConn> {
+        stream.set_nonblocking(true)?;
+        stream.set_nodelay(true)?;
+        Ok(TxConn {
+            stream,
+            queue: Vec::new(),
+            start: 0,
+        })
+    }
+
+    fn queued(&self) -> usize {
+        self.queue.len() - self.start
+    }
+
+    /// Writes what is queued; returns whether bytes remain queued.
+    pub(crate) fn flush(&mut self) -> std::io::Result<bool> {
+        while self.start < self.queue.len() {
+            match self.stream.write(&self.queue[self.start..]) {
+                Ok(0) => return Err(ErrorKind::WriteZero.into()),
+                Ok(n) => self.start += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if self.start == self.queue.len() {
+            self.queue.clear();
+            self.start = 0;
+            return Ok(false);
+        }
+        if self.start > self.queue.len() / 2 {
+            self.queue.drain(..self.start);
+            self.start = 0;
+        }
+        Ok(true)
+    }
+
+    /// Sends one framed message; `false` (nothing sent) when too much is queued already.
+    pub(crate) fn send(
+        &mut self,
+        parts: &[&[u8]],
+        len: usize,
+        limit: usize,
+    ) -> std::io::Result<bool> {
+        let prefix = (len as u32).to_le_bytes();
+        if self.queued() > 0 && self.flush()? {
+            if self.queued() >= limit {
+                return Ok(false);
+            }
+            self.queue.extend_from_slice(&prefix);
+            for p in parts {
+                self.queue.extend_from_slice(p);
+            }
+            return Ok(true);
+        }
+        // Nothing queued: write straight from the caller's buffers.
+        let total = 4 + len;
+        let mut done = 0usize;
+        loop {
+            let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(parts.len() + 1);
+            let mut skip = done;
+            for p in std::iter::once(&prefix[..]).chain(parts.iter().copied()) {
+                if skip >= p.len() {
+                    skip -= p.len();
+                    continue;
+                }
+                slices.push(IoSlice::new(&p[skip..]));
+                skip = 0;
+            }
+            match self.stream.write_vectored(&slices) {
+                Ok(0) => return Err(ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    done += n;
+                    if done == total {
+                        return Ok(true);
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        // The kernel took `done` bytes: queue the rest.
+        let mut skip = done;
+        for p in std::iter::once(&prefix[..]).chain(parts.iter().copied()) {
+            if skip >= p.len() {
+                skip -= p.len();
+                continue;
+            }
+            self.queue.extend_from_slice(&p[skip..]);
+            skip = 0;
+        }
+        Ok(true)
+    }
+}

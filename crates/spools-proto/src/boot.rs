@@ -1,0 +1,329 @@
+//! The bootstrap protocol between ranks and the rendezvous server.
+//!
+//! After the [handshake](crate::handshake), a rank and the server exchange length-prefixed
+//! frames (`u32` little-endian length, then a one-byte tag and the body):
+//!
+//! - the rank sends [`ToServer::Join`] with its endpoint addresses and receives
+//!   [`ToRank::Table`], everyone's addresses;
+//! - the runtime's own collectives (barrier, broadcast, allgather) are
+//!   [`ToServer::Collective`] / [`ToRank::Collective`] pairs numbered by a sequence;
+//! - [`ToServer::Finalize`] ends a rank's part in the job; [`ToRank::Finalized`] answers
+//!   once every rank has finalised;
+//! - [`ToRank::Abort`] tells a rank that another rank died and why (the watchdog).
+//!
+//! ```
+//! use spools_proto::boot::{decode_frame, Endpoint, Frame, ToServer};
+//! let msg = ToServer::Join {
+//!     rank: 1,
+//!     size: 2,
+//!     endpoint: Endpoint { host: "h".into(), pid: 42, shm: "/s".into(), tcp: "127.0.0.1:9".into() },
+//! };
+//! let bytes = msg.encode();
+//! let (back, used) = decode_frame::<ToServer>(&bytes).unwrap().unwrap();
+//! assert_eq!((back, used), (msg, bytes.len()));
+//! ```
+
+use crate::codec::{put_bytes, put_u32, put_u64, Reader};
+use crate::WireError;
+
+/// Largest bootstrap frame accepted (the runtime's allgather carries small tables).
+pub const MAX_FRAME: usize = 64 << 20;
+/// Longest text field.
+pub const MAX_TEXT: usize = 4096;
+/// Most ranks a job may have.
+pub const MAX_RANKS: u32 = 1 << 20;
+
+/// How a rank can be reached.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Endpoint {
+    /// Host identity (ranks with equal host identities share memory).
+    pub host: String,
+    /// Process id on that host.
+    pub pid: u32,
+    /// Name of the rank's shared-memory segment, empty if it has none.
+    pub shm: String,
+    /// `ip:port` of the rank's TCP listener, empty if it has none.
+    pub tcp: String,
+}
+
+/// The runtime's own collective operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CollOp {
+    /// Every rank waits for all.
+    Barrier,
+    /// The root's bytes go to everyone.
+    Broadcast {
+        /// Rank whose bytes are broadcast.
+        root: u32,
+    },
+    /// Everyone's bytes go to everyone, in rank order.
+    Allgather,
+}
+
+/// Messages from a rank to the rendezvous server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToServer {
+    /// Join the job.
+    Join {
+        /// Rank of the sender.
+        rank: u32,
+        /// Job size the sender believes in.
+        size: u32,
+        /// The sender's addresses.
+        endpoint: Endpoint,
+    },
+    /// Contribute to collective number `seq`.
+    Collective {
+        /// Sequence number (every rank calls collectives in the same order).
+        seq: u64,
+        /// The operation.
+        op: CollOp,
+        /// This rank's contribution.
+        data: Vec<u8>,
+    },
+    /// This rank is done with the job.
+    Finalize,
+}
+
+/// Messages from the rendezvous server to a rank.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToRank {
+    /// Everyone's addresses, by rank, once all have joined.
+    Table {
+        /// Job identifier (unique per run).
+        job: u64,
+        /// Addresses, indexed by rank.
+        endpoints: Vec<Endpoint>,
+    },
+    /// Result of collective number `seq`: the root's bytes (broadcast), every rank's
+    /// (allgather) or nothing (barrier).
+    Collective {
+        /// Sequence number.
+        seq: u64,
+        /// Result parts.
+        parts: Vec<Vec<u8>>,
+    },
+    /// Every rank has finalised.
+    Finalized,
+    /// Another rank died; the job is over.
+    Abort {
+        /// The rank that died.
+        rank: u32,
+        /// How it died.
+        cause: String,
+    },
+    /// The server refused this rank's join.
+    Refused {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A message with a framed encoding.
+pub trait Frame: Sized {
+    /// Encodes with the length prefix.
+    fn encode(&self) -> Vec<u8>;
+    /// Decodes one frame body (without the length prefix).
+    ///
+    /// # Errors
+    /// [`WireError`] if the body is not a valid message.
+    fn decode_body(body: &[u8]) -> Result<Self, WireError>;
+}
+
+/// Decodes the first frame of `buf`: `Ok(None)` if more bytes are needed, else the message
+/// and the number of bytes it took.
+///
+/// # Errors
+/// [`WireError`] for an oversized or malformed frame.
+pub fn decode_frame<T: Frame>(buf: &[u8]) -> Result<Option<(T, usize)>, WireError> {
+    if buf.len() < 4 {
+        return Ok(None);
+    }
+    let len = frame_len(buf[..4].try_into().unwrap_or([0; 4]))?;
+    if buf.len() < 4 + len {
+        return Ok(None);
+    }
+    Ok(Some((T::decode_body(&buf[4..4 + len])?, 4 + len)))
+}
+
+/// The body length announced by a frame's 4-byte prefix.
+///
+/// # Errors
+/// [`WireError::TooLong`] above [`MAX_FRAME`].
+pub fn frame_len(prefix: [u8; 4]) -> Result<usize, WireError> {
+    let len = u32::from_le_bytes(prefix) as usize;
+    if len > MAX_FRAME {
+        return Err(WireError::TooLong {
+            what: "bootstrap frame",
+            len: len as u64,
+            max: MAX_FRAME as u64,
+        });
+    }
+    Ok(len)
+}
+
+fn framed(tag: u8, body: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut v = vec![0, 0, 0, 0, tag];
+    body(&mut v);
+    let len = u32::try_from(v.len() - 4).unwrap_or(u32::MAX);
+    v[..4].copy_from_slice(&len.to_le_bytes());
+    v
+}
+
+fn put_endpoint(v: &mut Vec<u8>, e: &Endpoint) {
+    put_bytes(v, e.host.as_bytes());
+    put_u32(v, e.pid);
+    put_bytes(v, e.shm.as_bytes());
+    put_bytes(v, e.tcp.as_bytes());
+}
+
+fn endpoint(r: &mut Reader<'_>) -> Result<Endpoint, WireError> {
+    Ok(Endpoint {
+        host: r.string("host identity", MAX_TEXT)?,
+        pid: r.u32()?,
+        shm: r.string("shared-memory name", MAX_TEXT)?,
+        tcp: r.string("tcp address", MAX_TEXT)?,
+    })
+}
+
+fn rank_count(r: &mut Reader<'_>, what: &'static str) -> Result<u32, WireError> {
+    let n = r.u32()?;
+    if n > MAX_RANKS {
+        return Err(WireError::TooLong {
+            what,
+            len: u64::from(n),
+            max: u64::from(MAX_RANKS),
+        });
+    }
+    Ok(n)
+}
+
+impl Frame for ToServer {
+    fn encode(&self) -> Vec<u8> {
+        match self {
+            ToServer::Join {
+                rank,
+                size,
+                endpoint,
+            } => framed(1, |v| {
+                put_u32(v, *rank);
+                put_u32(v, *size);
+                put_endpoint(v, endpoint);
+            }),
+            ToServer::Collective { seq, op, data } => framed(2, |v| {
+                put_u64(v, *seq);
+                match op {
+                    CollOp::Barrier => v.push(0),
+                    CollOp::Broadcast { root } => {
+                        v.push(1);
+                        put_u32(v, *root);
+                    }
+                    CollOp::Allgather => v.push(2),
+                }
+                put_bytes(v, data);
+            }),
+            ToServer::Finalize => framed(3, |_| {}),
+        }
+    }
+
+    fn decode_body(body: &[u8]) -> Result<Self, WireError> {
+        let mut r = Reader::new(body);
+        let msg = match r.u8()? {
+            1 => ToServer::Join {
+                rank: r.u32()?,
+                size: rank_count(&mut r, "job size")?,
+                endpoint: endpoint(&mut r)?,
+            },
+            2 => {
+                let seq = r.u64()?;
+                let op = match r.u8()? {
+                    0 => CollOp::Barrier,
+                    1 => CollOp::Broadcast { root: r.u32()? },
+                    2 => CollOp::Allgather,
+                    k => {
+                        return Err(WireError::Invalid {
+                            what: "collective operation",
+                            value: u64::from(k),
+                        })
+                    }
+                };
+                let data = r.bytes("collective data", MAX_FRAME)?.to_vec();
+                ToServer::Collective { seq, op, data }
+            }
+            3 => ToServer::Finalize,
+            k => return Err(WireError::UnknownKind(k)),
+        };
+        r.finish()?;
+        Ok(msg)
+    }
+}
+
+impl Frame for ToRank {
+    fn encode(&self) -> Vec<u8> {
+        match self {
+            ToRank::Table { job, endpoints } => framed(1, |v| {
+                put_u64(v, *job);
+                put_u32(v, u32::try_from(endpoints.len()).unwrap_or(u32::MAX));
+                for e in endpoints {
+                    put_endpoint(v, e);
+                }
+            }),
+            ToRank::Collective { seq, parts } => framed(2, |v| {
+                put_u64(v, *seq);
+                put_u32(v, u32::try_from(parts.len()).unwrap_or(u32::MAX));
+                for p in parts {
+                    put_bytes(v, p);
+                }
+            }),
+            ToRank::Finalized => framed(3, |_| {}),
+            ToRank::Abort { rank, cause } => framed(4, |v| {
+                put_u32(v, *rank);
+                put_bytes(v, cause.as_bytes());
+            }),
+            ToRank::Refused { reason } => framed(5, |v| put_bytes(v, reason.as_bytes())),
+        }
+    }
+
+    fn decode_body(body: &[u8]) -> Result<Self, WireError> {
+        let mut r = Reader::new(body);
+        let msg = match r.u8()? {
+            1 => {
+                let job = r.u64()?;
+                let n = rank_count(&mut r, "endpoint table")?;
+                let mut endpoints = Vec::new();
+                for _ in 0..n {
+                    // Each endpoint takes at least 16 bytes: a short buffer fails here
+                    // rather than after a large allocation.
+                    if r.remaining() < 16 {
+                        return Err(WireError::Truncated {
+                            need: 16,
+                            have: r.remaining(),
+                        });
+                    }
+                    endpoints.push(endpoint(&mut r)?);
+                }
+                ToRank::Table { job, endpoints }
+            }
+            2 => {
+                let seq = r.u64()?;
+                let n = rank_count(&mut r, "collective parts")?;
+                let mut parts = Vec::new();
+                for _ in 0..n {
+                    parts.push(r.bytes("collective part", MAX_FRAME)?.to_vec());
+                }
+                ToRank::Collective { seq, parts }
+            }
+            3 => ToRank::Finalized,
+            4 => ToRank::Abort {
+                rank: r.u32()?,
+                cause: r.string("abort cause", MAX_TEXT)?,
+            },
+            5 => ToRank::Refused {
+                reason: r.string("refusal reason", MAX_TEXT)?,
+            },
+            k => return Err(WireError::UnknownKind(k)),
+        };
+        r.finish()?;
+        Ok(msg)
+    }
+}

@@ -1,0 +1,35 @@
+//! Spools: a user-level communication and parallel-I/O runtime for clusters.
+//!
+//! A program calls [`init`] once per process and gets its [`World`]: its rank, the job
+//! size, which ranks share its host, the runtime's own collectives and the active-message
+//! layer ([`World::comm`], [`World::endpoint`]). Launch it with
+//! `spools run -n 4 -- ./program`, or under Slurm or Open MPI with `SPOOLS_BOOTSTRAP` set;
+//! run alone it is a job of one rank.
+//!
+//! ```
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//! use std::sync::Arc;
+//! use spools::{Channel, Mode};
+//!
+//! let mut world = spools::init().unwrap();
+//! let sum = Arc::new(AtomicU64::new(0));
+//! let s = sum.clone();
+//! world.comm().register("add", move |m| { s.fetch_add(m.args[0], Ordering::Relaxed); }).unwrap();
+//! world.comm().sync_handlers().unwrap();
+//! let add = world.comm().handler_id("add").unwrap();
+//! let me = world.rank();
+//! world.endpoint().send_short(me, add, [5, 0, 0, 0], Channel::new(0), Mode::Immediate).unwrap();
+//! world.comm().wait_for(|| sum.load(Ordering::Relaxed) == 5).unwrap();
+//! world.barrier().unwrap();
+//! world.finalize().unwrap();
+//! ```
+
+mod world;
+
+pub use spools_boot::config::{Config, SingleCopy as SingleCopyChoice, TransportChoice};
+pub use spools_boot::identity::LauncherKind;
+pub use spools_comm::{
+    Channel, Comm, CommError, Endpoint, HandlerId, Mode, Msg, Region, RegionKey, Route,
+};
+pub use spools_fabric::{Caps, FabricError, Priority, SingleCopy, Transport};
+pub use world::{init, init_with, InitError, World};

@@ -1,0 +1,300 @@
+//! `init` and the `World`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use spools_boot::client::{Bootstrap, Connected};
+use spools_boot::config::{Config, TransportChoice};
+use spools_boot::identity::{JobEnv, LauncherKind};
+use spools_boot::BootError;
+use spools_comm::{Comm, CommError, Endpoint, Route};
+use spools_fabric::shm::ShmTransport;
+use spools_fabric::tcp::{Listener, TcpTransport};
+use spools_fabric::{Caps, FabricError, Transport};
+use spools_proto::boot::Endpoint as Addresses;
+use thiserror::Error;
+
+/// Why `init` failed.
+#[derive(Debug, Error)]
+pub enum InitError {
+    /// Configuration, identity or rendezvous.
+    #[error(transparent)]
+    Boot(#[from] BootError),
+    /// A transport could not start.
+    #[error(transparent)]
+    Fabric(#[from] FabricError),
+    /// The ranks disagree on the transport setting.
+    #[error("rank {rank} has SPOOLS_TRANSPORT={theirs} but this rank has {ours}: every rank needs the same setting")]
+    Mismatch {
+        /// The other rank.
+        rank: u32,
+        /// Its setting.
+        theirs: String,
+        /// Ours.
+        ours: String,
+    },
+    /// `SPOOLS_TRANSPORT=shm` while some ranks are on other hosts.
+    #[error("SPOOLS_TRANSPORT=shm but rank {0} is on another host")]
+    ShmAcrossHosts(u32),
+}
+
+/// This process's place in a job: rank, size, hosts, the runtime's collectives and the
+/// comm layer.
+pub struct World {
+    boot: Arc<Bootstrap>,
+    comm: Comm,
+    endpoint: Option<Endpoint>,
+    shm: Option<Arc<ShmTransport>>,
+    tcp: Option<Arc<TcpTransport>>,
+    init_time: std::time::Duration,
+    finalized: bool,
+}
+
+impl std::fmt::Debug for World {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("World")
+            .field("rank", &self.rank())
+            .field("size", &self.size())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Starts this rank with the configuration from the environment (`SPOOLS_*`,
+/// `SPOOLS_CONFIG`). Collective: every rank of the job calls it.
+///
+/// # Errors
+/// [`InitError`]: bad configuration or environment, a rendezvous that cannot be reached
+/// or refuses the secret, a rank that dies during start-up, shared memory that cannot be
+/// created.
+pub fn init() -> Result<World, InitError> {
+    let cfg = Config::load().map_err(BootError::from)?;
+    let env = JobEnv::from_env().map_err(BootError::from)?;
+    init_with(cfg, env)
+}
+
+/// [`init`] with an explicit configuration and job description.
+///
+/// # Errors
+/// As [`init`].
+pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
+    let t0 = Instant::now();
+    let conn = Connected::connect(env, &cfg)?;
+    let listener = Listener::bind(conn.local_ip())?;
+    let addrs = Addresses {
+        host: spools_boot::host::host_identity(),
+        pid: std::process::id(),
+        shm: String::new(),
+        tcp: listener.addr().to_string(),
+    };
+    let boot = Arc::new(conn.join(addrs)?);
+    // Every rank must agree on the transport, or the set-up collectives would not match.
+    let choice = cfg.transport.to_string();
+    let all = boot.allgather(choice.as_bytes())?;
+    for (r, c) in all.iter().enumerate() {
+        if c.as_slice() != choice.as_bytes() {
+            return Err(InitError::Mismatch {
+                rank: r as u32,
+                theirs: String::from_utf8_lossy(c).into_owned(),
+                ours: choice,
+            });
+        }
+    }
+    let me = boot.rank();
+    let my_host = boot.endpoints()[me as usize].host.clone();
+    if cfg.transport == TransportChoice::Shm {
+        if let Some(r) = boot.endpoints().iter().position(|e| e.host != my_host) {
+            return Err(InitError::ShmAcrossHosts(r as u32));
+        }
+    }
+    let shm = if cfg.transport != TransportChoice::Tcp {
+        let s = Arc::new(ShmTransport::setup(&boot, &cfg)?);
+        boot.state().add_waker(s.waker());
+        Some(s)
+    } else {
+        None
+    };
+    let tcp = Arc::new(TcpTransport::new(listener, &boot, &cfg)?);
+    {
+        let t = tcp.clone();
+        boot.state().add_waker(Arc::new(move || t.wake()));
+    }
+    let routes: Vec<Route> = (0..boot.size())
+        .map(|r| {
+            if r == me {
+                Route::Local
+            } else if shm.as_ref().is_some_and(|s| s.reaches(r)) {
+                Route::Shm
+            } else {
+                Route::Tcp
+            }
+        })
+        .collect();
+    let local_ranks = boot
+        .endpoints()
+        .iter()
+        .filter(|e| e.host == my_host)
+        .count();
+    let comm = Comm::new(
+        boot.clone(),
+        cfg,
+        shm.clone().map(|s| s as Arc<dyn Transport>),
+        Some(tcp.clone() as Arc<dyn Transport>),
+        routes,
+        local_ranks,
+    );
+    let endpoint = comm.endpoint().map_err(|e| match e {
+        CommError::Fabric(f) => InitError::Fabric(f),
+        other => InitError::Fabric(FabricError::Io {
+            what: "opening the default endpoint".into(),
+            source: std::io::Error::other(other.to_string()),
+        }),
+    })?;
+    Ok(World {
+        boot,
+        comm,
+        endpoint: Some(endpoint),
+        shm,
+        tcp: Some(tcp),
+        init_time: t0.elapsed(),
+        finalized: false,
+    })
+}
+
+impl World {
+    /// This rank, from 0.
+    pub fn rank(&self) -> u32 {
+        self.boot.rank()
+    }
+
+    /// Number of ranks.
+    pub fn size(&self) -> u32 {
+        self.boot.size()
+    }
+
+    /// Whether `rank` runs on this host (and so is reached through shared memory).
+    pub fn same_host(&self, rank: u32) -> bool {
+        let eps = self.boot.endpoints();
+        eps.get(rank as usize)
+            .is_some_and(|e| e.host == eps[self.rank() as usize].host)
+    }
+
+    /// The job id (the same on every rank).
+    pub fn job(&self) -> u64 {
+        self.boot.job()
+    }
+
+    /// Who launched this job.
+    pub fn launcher(&self) -> LauncherKind {
+        self.boot.launcher()
+    }
+
+    /// How long `init` took on this rank.
+    pub fn init_time(&self) -> std::time::Duration {
+        self.init_time
+    }
+
+    /// Waits until every rank has called `barrier`.
+    ///
+    /// # Errors
+    /// [`BootError::PeerDied`] if a rank died.
+    pub fn barrier(&self) -> Result<(), BootError> {
+        self.boot.barrier()
+    }
+
+    /// Returns `root`'s `data` on every rank.
+    ///
+    /// # Errors
+    /// As [`World::barrier`]; a root outside the job.
+    pub fn broadcast(&self, root: u32, data: &[u8]) -> Result<Vec<u8>, BootError> {
+        self.boot.broadcast(root, data)
+    }
+
+    /// Returns every rank's `data`, by rank.
+    ///
+    /// # Errors
+    /// As [`World::barrier`].
+    pub fn allgather(&self, data: &[u8]) -> Result<Vec<Vec<u8>>, BootError> {
+        self.boot.allgather(data)
+    }
+
+    /// The active-message layer.
+    pub fn comm(&self) -> &Comm {
+        &self.comm
+    }
+
+    /// The default endpoint (sending lane) of this rank's main thread.
+    pub fn endpoint(&mut self) -> &mut Endpoint {
+        // The endpoint is only taken in Drop.
+        self.endpoint
+            .get_or_insert_with(|| unreachable_endpoint(&self.comm))
+    }
+
+    /// Capabilities of the shared-memory transport, if this job uses it.
+    pub fn shm_caps(&self) -> Option<&Caps> {
+        self.shm.as_ref().map(|s| s.caps())
+    }
+
+    /// Capabilities of the TCP transport.
+    pub fn tcp_caps(&self) -> Option<&Caps> {
+        self.tcp.as_ref().map(|t| t.caps())
+    }
+
+    /// The shared-memory transport, if any (diagnostics, conformance tests).
+    pub fn shm(&self) -> Option<&Arc<ShmTransport>> {
+        self.shm.as_ref()
+    }
+
+    /// The TCP transport (diagnostics, conformance tests).
+    pub fn tcp(&self) -> Option<&Arc<TcpTransport>> {
+        self.tcp.as_ref()
+    }
+
+    /// Ends this rank's part: flushes batched messages and waits until every rank has
+    /// finalised. Dropping a `World` finalises too; a process that exits without either is
+    /// treated as dead by the rest of the job.
+    ///
+    /// # Errors
+    /// [`BootError::PeerDied`] if a rank died first.
+    pub fn finalize(mut self) -> Result<(), BootError> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<(), BootError> {
+        if self.finalized {
+            return Ok(());
+        }
+        self.finalized = true;
+        if let Some(mut e) = self.endpoint.take() {
+            let _ = e.flush();
+        }
+        self.boot.finalize()
+    }
+}
+
+fn unreachable_endpoint(comm: &Comm) -> Endpoint {
+    // Only reached after `finish` took the endpoint; open a fresh one (or fail loudly
+    // through the comm layer's own error on first use).
+    match comm.endpoint() {
+        Ok(e) => e,
+        Err(_) => {
+            // Every lane is in use: fall back to sharing lane 1 is impossible here, so
+            // wait for one to be freed.
+            loop {
+                std::thread::yield_now();
+                if let Ok(e) = comm.endpoint() {
+                    return e;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        if !self.finalized && !std::thread::panicking() {
+            if let Err(e) = self.finish() {
+                eprintln!("spools: rank {}: finalize failed: {e}", self.rank());
+            }
+        }
+    }
+}
