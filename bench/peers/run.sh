@@ -72,7 +72,8 @@ cd "$root"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun_base=(mpirun --allow-run-as-root --oversubscribe)
 
-# The spools command as built by cargo, and how its ping-pong is told to use TCP.
+# The spools command as built by cargo, and how its ping-pong is told to use TCP: the bench
+# flag, and SPOOLS_TRANSPORT for the runtime configuration of every rank (the two agree).
 spools="${CARGO_TARGET_DIR:-$root/target}/release/spools"
 spools_tcp_args=(--transport tcp)
 
@@ -196,7 +197,7 @@ for ((i = 1; i <= runs; i++)); do
     log "run $i of $runs"
     if ((skip_spools == 0)); then
         run_json "pingpong-spools-shm.run$i" "$spools" run -n 2 -- "$spools" bench pingpong --json
-        run_json "pingpong-spools-tcp.run$i" \
+        run_json "pingpong-spools-tcp.run$i" env SPOOLS_TRANSPORT=tcp \
             "$spools" run -n 2 -- "$spools" bench pingpong --json "${spools_tcp_args[@]}"
     fi
     run_json "pingpong-mpi-default.run$i" "${mpirun_base[@]}" -n 2 "$out/pingpong"

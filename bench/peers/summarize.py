@@ -302,7 +302,8 @@ def ring_table(results):
         header += [f"MPI ÷ {display(s)}" for s in spools]
     rows = []
     for n in ranks:
-        med = {s: statistics.median(results.ring[s][n]) for s in systems if results.ring[s][n]}
+        hops = {s: results.ring[s].get(n) for s in systems}
+        med = {s: statistics.median(v) for s, v in hops.items() if v}
         row = [str(n)] + [fmt(med.get(s)) for s in systems]
         if "mpi" in results.ring:
             row += [fmt_ratio(ratio(med.get("mpi"), med.get(s))) for s in spools]
@@ -408,6 +409,8 @@ def spread_table(results, series):
         )
     for system in sorted(results.ring, key=lambda name: (name == "mpi", name)):
         for n, values in sorted(results.ring[system].items()):
+            if not values:
+                continue
             name = f"{display(system)} ring, {n} ranks"
             rows.append([name, str(len(values)), fmt_ratio(max(values) / min(values)), MISSING])
     if not rows:

@@ -68,6 +68,8 @@ pub struct TcpTransport {
     secret: Secret,
     state: Arc<JobState>,
     lanes: Vec<TryLock<HashMap<(u32, u8), TxConn>>>,
+    /// Lanes whose connections hold queued bytes (bit per lane).
+    queued: std::sync::atomic::AtomicU64,
     rx: TryLock<RxSide>,
     waker: Arc<mio::Waker>,
     sleeping: AtomicUsize,
@@ -125,6 +127,7 @@ impl TcpTransport {
             lanes: (0..cfg.lanes)
                 .map(|_| TryLock::new(HashMap::new()))
                 .collect(),
+            queued: std::sync::atomic::AtomicU64::new(0),
             rx: TryLock::new(RxSide::new(poll, incoming)),
             waker,
             sleeping: AtomicUsize::new(0),
@@ -147,6 +150,17 @@ impl TcpTransport {
     /// The address this rank listens on.
     pub fn listen_addr(&self) -> SocketAddr {
         self.listen_addr
+    }
+
+    fn flush_conns(&self, lane: usize, conns: &mut HashMap<(u32, u8), TxConn>) -> Result<bool, FabricError> {
+        let mut pending = false;
+        for ((peer, _), c) in conns.iter_mut() {
+            pending |= c.flush().map_err(|e| self.peer_failed(*peer, e))?;
+        }
+        if !pending {
+            self.queued.fetch_and(!(1 << lane), Ordering::SeqCst);
+        }
+        Ok(pending)
     }
 
     fn peer_failed(&self, peer: u32, e: std::io::Error) -> FabricError {
@@ -217,7 +231,9 @@ impl Transport for TcpTransport {
         let sent = conn
             .send(parts, len, QUEUE_LIMIT)
             .map_err(|e| self.peer_failed(peer, e))?;
-        if !sent {
+        if conn.has_queued() {
+            // Queued bytes are pushed out by later sends, flushes and polls.
+            self.queued.fetch_or(1 << lane, Ordering::SeqCst);
             self.blocked.store(true, Ordering::Relaxed);
         }
         Ok(sent)
@@ -228,24 +244,31 @@ impl Transport for TcpTransport {
             return Ok(false);
         };
         let mut conns = lane_state.lock();
-        let mut pending = false;
-        for ((peer, _), c) in conns.iter_mut() {
-            pending |= c.flush().map_err(|e| self.peer_failed(*peer, e))?;
-        }
-        Ok(pending)
+        self.flush_conns(lane, &mut conns)
     }
 
     fn poll(&self, f: &mut dyn FnMut(Incoming<'_>)) -> Result<usize, FabricError> {
         let Some(mut rx) = self.rx.try_lock() else {
             return Ok(0);
         };
+        // Push out bytes that sends left queued, on lanes no other thread holds.
+        let queued = self.queued.load(Ordering::SeqCst);
+        if queued != 0 {
+            for lane in (0..self.lanes.len()).filter(|l| queued & (1 << l) != 0) {
+                if let Some(mut conns) = self.lanes[lane].try_lock() {
+                    if self.flush_conns(lane, &mut conns)? {
+                        self.blocked.store(true, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
         rx.poll(f)
     }
 
     fn wait(&self, timeout: Duration) {
         self.sleeping.fetch_add(1, Ordering::SeqCst);
         // A sender blocked on a full socket re-tries soon: writability is not watched.
-        let timeout = if self.blocked.swap(false, Ordering::Relaxed) {
+        let timeout = if self.blocked.swap(false, Ordering::Relaxed) || self.queued.load(Ordering::Relaxed) != 0 {
             timeout.min(Duration::from_micros(200))
         } else {
             timeout

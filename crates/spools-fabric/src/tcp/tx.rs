@@ -20,6 +20,10 @@ impl TxConn {
         })
     }
 
+    pub(crate) fn has_queued(&self) -> bool {
+        self.queued() > 0
+    }
+
     fn queued(&self) -> usize {
         self.queue.len() - self.start
     }

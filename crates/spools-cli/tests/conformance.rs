@@ -1,0 +1,250 @@
+//! The transport conformance suite: every backend (shm, tcp) runs the same tests, each
+//! with real processes under `spools run`: ordering, large and zero-length messages, many
+//! peers, flooding in both directions, a peer that dies.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{assert_ok, e, launch, rank_main};
+use spools::{Priority, Transport, World};
+
+const BACKENDS: [&str; 2] = ["shm", "tcp"];
+
+fn env_for(backend: &str) -> Vec<(&'static str, &'static str)> {
+    let t = if backend == "tcp" { "tcp" } else { "auto" };
+    vec![("SPOOLS_TRANSPORT", t), ("SPOOLS_TEST_BACKEND", if backend == "tcp" { "tcp" } else { "shm" })]
+}
+
+fn transport(w: &World) -> Result<Arc<dyn Transport>, String> {
+    match std::env::var("SPOOLS_TEST_BACKEND").as_deref() {
+        Ok("tcp") => Ok(w.tcp().ok_or("no tcp")?.clone() as Arc<dyn Transport>),
+        _ => Ok(w.shm().ok_or("no shm")?.clone() as Arc<dyn Transport>),
+    }
+}
+
+/// A message body: sender, sequence number, then a pattern derived from both.
+fn body(from: u32, seq: u64, len: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(len.max(12));
+    v.extend_from_slice(&from.to_le_bytes());
+    v.extend_from_slice(&seq.to_le_bytes());
+    let mut x = seq.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(from);
+    while v.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.push(x as u8);
+    }
+    v.truncate(len.max(12));
+    v
+}
+
+/// Receives and checks messages: per (sender, lane, priority) the sequence numbers must
+/// be consecutive and the bytes must match the pattern.
+#[derive(Default)]
+struct Checker {
+    next: HashMap<(u32, u16, usize), u64>,
+    got: u64,
+    errors: Vec<String>,
+}
+
+impl Checker {
+    fn take(&mut self, from: u32, lane: u16, prio: Priority, bytes: &[u8], lens: &dyn Fn(u64) -> usize) {
+        self.got += 1;
+        if bytes.len() < 12 {
+            self.errors.push(format!("short message of {} bytes", bytes.len()));
+            return;
+        }
+        let f = u32::from_le_bytes(bytes[..4].try_into().unwrap());
+        let seq = u64::from_le_bytes(bytes[4..12].try_into().unwrap());
+        let want = self.next.entry((from, lane, prio.index())).or_insert(0);
+        if f != from || seq != *want {
+            self.errors.push(format!("from {from} lane {lane} {prio:?}: got seq {seq} (sender field {f}), expected {want}"));
+        }
+        *want = seq + 1;
+        if bytes != body(from, seq, lens(seq)).as_slice() {
+            self.errors.push(format!("from {from} seq {seq}: wrong bytes ({} long)", bytes.len()));
+        }
+    }
+}
+
+fn send(t: &dyn Transport, lane: usize, prio: Priority, peer: u32, msg: &[u8], ck: &mut Checker, lens: &dyn Fn(u64) -> usize) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if e(t.try_send(lane, prio, peer, &[msg]))? {
+            return Ok(());
+        }
+        e(t.poll(&mut |m| ck.take(m.from, m.lane, m.priority, m.bytes, lens)))?;
+        t.wait(Duration::from_millis(1));
+        if Instant::now() > deadline {
+            return Err("send blocked for 60 s".into());
+        }
+    }
+}
+
+fn drain_until(t: &dyn Transport, ck: &mut Checker, want: u64, lens: &dyn Fn(u64) -> usize) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while ck.got < want {
+        if e(t.poll(&mut |m| ck.take(m.from, m.lane, m.priority, m.bytes, lens)))? == 0 {
+            t.wait(Duration::from_millis(5));
+        }
+        if Instant::now() > deadline {
+            return Err(format!("received {} of {want} messages in 60 s", ck.got));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn ordering_sizes_and_many_peers() {
+    rank_main(|_| ordering_by_priority_role());
+    for b in BACKENDS {
+        let o = launch(5, "ordering_sizes_and_many_peers", "x", &env_for(b));
+        assert_ok(&o);
+        assert_eq!(o.stdout.matches("in order and intact").count(), 5, "{b}: {}", o.stdout);
+    }
+}
+
+/// Every rank sends to every other rank messages of many sizes (12-byte tags only, one
+/// cell, several cells, the largest message), at both priorities; everyone checks order
+/// and content per (sender, lane, priority) stream.
+fn ordering_by_priority_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    let t = transport(&w)?;
+    let caps = t.caps().clone();
+    let max = caps.max_message.min(1 << 20);
+    let sizes = [12usize, 13, 56, 57, 200, 4096, caps.max_inline.max(12), max];
+    let lens = move |seq: u64| sizes[(seq % sizes.len() as u64) as usize];
+    let (me, n) = (w.rank(), w.size());
+    let per = 48u64;
+    let mut ck = Checker::default();
+    for seq in 0..per {
+        for peer in (0..n).filter(|&p| p != me) {
+            for prio in [Priority::Low, Priority::High] {
+                let msg = body(me, seq, lens(seq));
+                send(&*t, 1, prio, peer, &msg, &mut ck, &lens)?;
+            }
+        }
+    }
+    drain_until(&*t, &mut ck, 2 * per * u64::from(n - 1), &lens)?;
+    if !ck.errors.is_empty() {
+        return Err(format!("{} errors, first: {:?}", ck.errors.len(), &ck.errors[..ck.errors.len().min(3)]));
+    }
+    e(w.barrier())?;
+    println!("rank {me}: {} messages in order and intact", ck.got);
+    e(w.finalize())
+}
+
+/// Two ranks flood each other without pausing: each polls only when its sends are
+/// refused. Nothing may be lost, duplicated or reordered, and neither may deadlock.
+fn flood_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    let t = transport(&w)?;
+    let (me, peer) = (w.rank(), 1 - w.rank());
+    let count: u64 = 200_000;
+    let lens = |seq: u64| 12 + (seq % 50) as usize;
+    let mut ck = Checker::default();
+    for seq in 0..count {
+        let msg = body(me, seq, lens(seq));
+        send(&*t, 1, Priority::Low, peer, &msg, &mut ck, &lens)?;
+    }
+    drain_until(&*t, &mut ck, count, &lens)?;
+    if !ck.errors.is_empty() {
+        return Err(format!("{} errors, first: {:?}", ck.errors.len(), &ck.errors[..ck.errors.len().min(3)]));
+    }
+    e(w.barrier())?;
+    println!("rank {me}: flood of {} received intact", ck.got);
+    e(w.finalize())
+}
+
+#[test]
+fn flooding_in_both_directions() {
+    rank_main(|_| flood_role());
+    for b in BACKENDS {
+        let o = launch(2, "flooding_in_both_directions", "x", &env_for(b));
+        assert_ok(&o);
+        assert_eq!(o.stdout.matches("received intact").count(), 2, "{b}: {}", o.stdout);
+    }
+}
+
+/// Rank 2 dies by SIGKILL; rank 0, sending to it, must get an error naming it.
+fn peer_dies_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    let t = transport(&w)?;
+    e(w.barrier())?;
+    match w.rank() {
+        2 => {
+            std::process::Command::new("kill")
+                .args(["-KILL", &std::process::id().to_string()])
+                .status()
+                .map_err(|x| x.to_string())?;
+            std::thread::sleep(Duration::from_secs(30));
+            Err("still alive".into())
+        }
+        0 => {
+            let msg = vec![7u8; 1000];
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                match t.try_send(1, Priority::Low, 2, &[&msg]) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        t.poll(&mut |_| {}).ok();
+                        t.wait(Duration::from_millis(2));
+                    }
+                    Err(err) => {
+                        println!("rank 0 detected: {err}");
+                        std::process::exit(3);
+                    }
+                }
+                if Instant::now() > deadline {
+                    return Err("no error after 30 s".into());
+                }
+            }
+        }
+        _ => {
+            // Waits in a collective that can never complete: must fail, not hang.
+            match w.barrier() {
+                Ok(()) => Err("barrier completed without rank 2".into()),
+                Err(err) => {
+                    println!("rank 1 detected: {err}");
+                    std::process::exit(3);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_peer_that_dies_is_reported() {
+    rank_main(|_| peer_dies_role());
+    for b in BACKENDS {
+        let o = launch(3, "a_peer_that_dies_is_reported", "x", &env_for(b));
+        assert_eq!(o.code(), Some(128 + 9), "{b}: {o:?}");
+        assert!(o.stderr.contains("rank 2 was killed by signal 9"), "{b}: {o:?}");
+        assert!(o.stdout.contains("rank 0 detected:") && o.stdout.contains("rank 2"), "{b}: {o:?}");
+        assert!(o.stdout.contains("rank 1 detected:"), "{b}: {o:?}");
+    }
+}
+
+#[test]
+fn capabilities_are_stated() {
+    rank_main(|_| {
+        let w = e(spools::init())?;
+        let t = transport(&w)?;
+        let c = t.caps();
+        println!("caps {} max_message={} max_inline={} ordered={} lanes={}", c.name, c.max_message, c.max_inline, c.ordered, c.lanes);
+        if c.max_message < c.max_inline || c.max_message < 4096 || !c.ordered || c.lanes < 1 {
+            return Err(format!("implausible capabilities {c:?}"));
+        }
+        e(w.finalize())
+    });
+    for b in BACKENDS {
+        let o = launch(2, "capabilities_are_stated", "x", &env_for(b));
+        assert_ok(&o);
+        assert!(o.stdout.contains(&format!("caps {b} ")), "{o:?}");
+    }
+}
