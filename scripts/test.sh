@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The test command: formatting, lints, every test (unit, integration, property, doc)
-# and the docs. `.ci/run` runs exactly this.
+# The test command: formatting, lints, every test (unit, integration, property, doc,
+# multi-process) and the docs. `.ci/run` runs exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,11 +10,16 @@ for component in rustfmt clippy; do
   fi
 done
 
+# The multi-process tests run the same program under Open MPI's mpirun (Debian's
+# openmpi-bin). Install it when missing; with SPOOLS_REQUIRE_MPI=1 (CI) its absence fails
+# the test instead of skipping it.
+bash scripts/install-mpi.sh || echo "warning: could not install Open MPI; the mpirun test will say so"
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== cargo test (unit, integration, property and doc tests)"
+echo "== cargo test (unit, integration, property, doc and multi-process tests)"
 cargo test --workspace --locked
 echo "== cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked

@@ -5,8 +5,8 @@ use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use spools_proto::auth::Secret;
@@ -20,6 +20,19 @@ use crate::job::{Failure, JobState};
 use crate::net::{connect, read_frame, resolve, write_frame};
 use crate::random::random;
 use crate::server::RendezvousServer;
+
+/// Drives the rank's message progress while it waits in a bootstrap collective; returns
+/// how many messages it handled.
+pub type ProgressHook = Arc<dyn Fn() -> usize + Send + Sync>;
+/// Sleeps until the rank is woken (a message, or a bootstrap reply) or the time passes.
+pub type SleepHook = Arc<dyn Fn(Duration) + Send + Sync>;
+
+#[derive(Clone)]
+struct Hooks {
+    progress: ProgressHook,
+    sleep: SleepHook,
+    spin: Duration,
+}
 
 enum Reply {
     Coll(u64, Vec<Vec<u8>>),
@@ -50,6 +63,7 @@ pub struct Bootstrap {
     finalized: Arc<AtomicBool>,
     server: Option<RendezvousServer>,
     launcher: LauncherKind,
+    hooks: RwLock<Option<Hooks>>,
 }
 
 impl std::fmt::Debug for Bootstrap {
@@ -330,10 +344,12 @@ impl Connected {
                 match read_frame::<ToRank>(&mut reader) {
                     Ok(Some(ToRank::Collective { seq, parts })) => {
                         let _ = tx.send(Reply::Coll(seq, parts));
+                        st.wake();
                     }
                     Ok(Some(ToRank::Finalized)) => {
                         fin.store(true, Ordering::SeqCst);
                         let _ = tx.send(Reply::Finalized);
+                        st.wake();
                         return;
                     }
                     Ok(Some(ToRank::Abort { rank, cause })) => {
@@ -363,6 +379,7 @@ impl Connected {
             finalized,
             server: self.server,
             launcher: self.env.launcher,
+            hooks: RwLock::new(None),
         })
     }
 }
@@ -421,27 +438,69 @@ impl Bootstrap {
                 data: data.to_vec(),
             },
         )?;
+        match self.wait_reply(&replies.1)? {
+            Reply::Coll(s, parts) if s == seq => Ok(parts),
+            Reply::Coll(s, _) => Err(BootError::Protocol(format!(
+                "answer to collective #{s} while waiting for #{seq}"
+            ))),
+            _ => Err(BootError::Finalized),
+        }
+    }
+
+    /// Lets the comm layer progress while this rank waits in a bootstrap collective or in
+    /// `finalize`, so that a rank waiting here still serves peers that need it.
+    pub fn set_hooks(&self, progress: ProgressHook, sleep: SleepHook, spin: Duration) {
+        *self.hooks.write().unwrap_or_else(PoisonError::into_inner) = Some(Hooks {
+            progress,
+            sleep,
+            spin,
+        });
+    }
+
+    /// Waits for the watchdog thread's next answer (not a wake-up), driving progress.
+    fn wait_reply(&self, rx: &Receiver<Reply>) -> Result<Reply, BootError> {
+        let hooks = self
+            .hooks
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let mut idle_since = Instant::now();
         loop {
-            match replies.1.recv_timeout(Duration::from_millis(200)) {
-                Ok(Reply::Coll(s, parts)) if s == seq => return Ok(parts),
-                Ok(Reply::Coll(s, _)) => {
-                    return Err(BootError::Protocol(format!(
-                        "answer to collective #{s} while waiting for #{seq}"
-                    )))
-                }
-                Ok(Reply::Finalized) => return Err(BootError::Finalized),
-                Ok(Reply::Wake) | Err(RecvTimeoutError::Timeout) => {
-                    if let Some(f) = self.state.any_failure() {
-                        return Err(failure_error(f));
-                    }
-                }
-                Err(RecvTimeoutError::Disconnected) => {
+            match rx.try_recv() {
+                Ok(Reply::Wake) | Err(TryRecvError::Empty) => {}
+                Ok(r) => return Ok(r),
+                Err(TryRecvError::Disconnected) => {
                     return Err(self
                         .state
                         .any_failure()
                         .map(failure_error)
                         .unwrap_or(BootError::ServerLost("the watchdog stopped".into())))
                 }
+            }
+            if let Some(f) = self.state.any_failure() {
+                return Err(failure_error(f));
+            }
+            match &hooks {
+                Some(h) => {
+                    if (h.progress)() > 0 {
+                        idle_since = Instant::now();
+                    } else if idle_since.elapsed() > h.spin {
+                        (h.sleep)(Duration::from_millis(50));
+                    } else {
+                        std::thread::yield_now();
+                    }
+                }
+                None => match rx.recv_timeout(Duration::from_millis(200)) {
+                    Ok(Reply::Wake) | Err(RecvTimeoutError::Timeout) => {}
+                    Ok(r) => return Ok(r),
+                    Err(RecvTimeoutError::Disconnected) => {
+                        return Err(self
+                            .state
+                            .any_failure()
+                            .map(failure_error)
+                            .unwrap_or(BootError::ServerLost("the watchdog stopped".into())))
+                    }
+                },
             }
         }
     }
@@ -502,23 +561,11 @@ impl Bootstrap {
             &ToServer::Finalize,
         )?;
         loop {
-            match replies.1.recv_timeout(Duration::from_millis(200)) {
+            match self.wait_reply(&replies.1) {
                 Ok(Reply::Finalized) => break,
-                Ok(_) | Err(RecvTimeoutError::Timeout) => {
-                    if let Some(f) = self.state.any_failure() {
-                        return Err(failure_error(f));
-                    }
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    if self.finalized.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    return Err(self
-                        .state
-                        .any_failure()
-                        .map(failure_error)
-                        .unwrap_or(BootError::ServerLost("the watchdog stopped".into())));
-                }
+                Ok(_) => {}
+                Err(_) if self.finalized.load(Ordering::SeqCst) => break,
+                Err(e) => return Err(e),
             }
         }
         if let Some(server) = &self.server {

@@ -59,6 +59,11 @@ impl JobState {
             .push(w);
     }
 
+    /// Wakes every sleeping wait of this rank (for instance when a bootstrap reply came).
+    pub fn wake(&self) {
+        self.wake_all();
+    }
+
     fn wake_all(&self) {
         let wakers = self
             .wakers

@@ -37,12 +37,15 @@ enum RankState {
     Gone,
 }
 
+/// Contributions to pending collectives, by sequence number, then by rank.
+type Pending = BTreeMap<u64, Vec<Option<(CollOp, Vec<u8>)>>>;
+
 struct St {
     endpoints: Vec<Endpoint>,
     writers: Vec<Option<TcpStream>>,
     state: Vec<RankState>,
     joined: u32,
-    colls: BTreeMap<u64, Vec<Option<(CollOp, Vec<u8>)>>>,
+    colls: Pending,
     finalized: u32,
     final_sent: bool,
     aborted: Option<(u32, String)>,

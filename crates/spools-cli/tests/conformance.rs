@@ -17,7 +17,13 @@ const BACKENDS: [&str; 2] = ["shm", "tcp"];
 
 fn env_for(backend: &str) -> Vec<(&'static str, &'static str)> {
     let t = if backend == "tcp" { "tcp" } else { "auto" };
-    vec![("SPOOLS_TRANSPORT", t), ("SPOOLS_TEST_BACKEND", if backend == "tcp" { "tcp" } else { "shm" })]
+    vec![
+        ("SPOOLS_TRANSPORT", t),
+        (
+            "SPOOLS_TEST_BACKEND",
+            if backend == "tcp" { "tcp" } else { "shm" },
+        ),
+    ]
 }
 
 fn transport(w: &World) -> Result<Arc<dyn Transport>, String> {
@@ -53,10 +59,18 @@ struct Checker {
 }
 
 impl Checker {
-    fn take(&mut self, from: u32, lane: u16, prio: Priority, bytes: &[u8], lens: &dyn Fn(u64) -> usize) {
+    fn take(
+        &mut self,
+        from: u32,
+        lane: u16,
+        prio: Priority,
+        bytes: &[u8],
+        lens: &dyn Fn(u64) -> usize,
+    ) {
         self.got += 1;
         if bytes.len() < 12 {
-            self.errors.push(format!("short message of {} bytes", bytes.len()));
+            self.errors
+                .push(format!("short message of {} bytes", bytes.len()));
             return;
         }
         let f = u32::from_le_bytes(bytes[..4].try_into().unwrap());
@@ -67,12 +81,23 @@ impl Checker {
         }
         *want = seq + 1;
         if bytes != body(from, seq, lens(seq)).as_slice() {
-            self.errors.push(format!("from {from} seq {seq}: wrong bytes ({} long)", bytes.len()));
+            self.errors.push(format!(
+                "from {from} seq {seq}: wrong bytes ({} long)",
+                bytes.len()
+            ));
         }
     }
 }
 
-fn send(t: &dyn Transport, lane: usize, prio: Priority, peer: u32, msg: &[u8], ck: &mut Checker, lens: &dyn Fn(u64) -> usize) -> Result<(), String> {
+fn send(
+    t: &dyn Transport,
+    lane: usize,
+    prio: Priority,
+    peer: u32,
+    msg: &[u8],
+    ck: &mut Checker,
+    lens: &dyn Fn(u64) -> usize,
+) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         if e(t.try_send(lane, prio, peer, &[msg]))? {
@@ -86,7 +111,12 @@ fn send(t: &dyn Transport, lane: usize, prio: Priority, peer: u32, msg: &[u8], c
     }
 }
 
-fn drain_until(t: &dyn Transport, ck: &mut Checker, want: u64, lens: &dyn Fn(u64) -> usize) -> Result<(), String> {
+fn drain_until(
+    t: &dyn Transport,
+    ck: &mut Checker,
+    want: u64,
+    lens: &dyn Fn(u64) -> usize,
+) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     while ck.got < want {
         if e(t.poll(&mut |m| ck.take(m.from, m.lane, m.priority, m.bytes, lens)))? == 0 {
@@ -105,7 +135,12 @@ fn ordering_sizes_and_many_peers() {
     for b in BACKENDS {
         let o = launch(5, "ordering_sizes_and_many_peers", "x", &env_for(b));
         assert_ok(&o);
-        assert_eq!(o.stdout.matches("in order and intact").count(), 5, "{b}: {}", o.stdout);
+        assert_eq!(
+            o.stdout.matches("in order and intact").count(),
+            5,
+            "{b}: {}",
+            o.stdout
+        );
     }
 }
 
@@ -132,7 +167,11 @@ fn ordering_by_priority_role() -> Result<(), String> {
     }
     drain_until(&*t, &mut ck, 2 * per * u64::from(n - 1), &lens)?;
     if !ck.errors.is_empty() {
-        return Err(format!("{} errors, first: {:?}", ck.errors.len(), &ck.errors[..ck.errors.len().min(3)]));
+        return Err(format!(
+            "{} errors, first: {:?}",
+            ck.errors.len(),
+            &ck.errors[..ck.errors.len().min(3)]
+        ));
     }
     e(w.barrier())?;
     println!("rank {me}: {} messages in order and intact", ck.got);
@@ -154,7 +193,11 @@ fn flood_role() -> Result<(), String> {
     }
     drain_until(&*t, &mut ck, count, &lens)?;
     if !ck.errors.is_empty() {
-        return Err(format!("{} errors, first: {:?}", ck.errors.len(), &ck.errors[..ck.errors.len().min(3)]));
+        return Err(format!(
+            "{} errors, first: {:?}",
+            ck.errors.len(),
+            &ck.errors[..ck.errors.len().min(3)]
+        ));
     }
     e(w.barrier())?;
     println!("rank {me}: flood of {} received intact", ck.got);
@@ -167,7 +210,12 @@ fn flooding_in_both_directions() {
     for b in BACKENDS {
         let o = launch(2, "flooding_in_both_directions", "x", &env_for(b));
         assert_ok(&o);
-        assert_eq!(o.stdout.matches("received intact").count(), 2, "{b}: {}", o.stdout);
+        assert_eq!(
+            o.stdout.matches("received intact").count(),
+            2,
+            "{b}: {}",
+            o.stdout
+        );
     }
 }
 
@@ -224,8 +272,14 @@ fn a_peer_that_dies_is_reported() {
     for b in BACKENDS {
         let o = launch(3, "a_peer_that_dies_is_reported", "x", &env_for(b));
         assert_eq!(o.code(), Some(128 + 9), "{b}: {o:?}");
-        assert!(o.stderr.contains("rank 2 was killed by signal 9"), "{b}: {o:?}");
-        assert!(o.stdout.contains("rank 0 detected:") && o.stdout.contains("rank 2"), "{b}: {o:?}");
+        assert!(
+            o.stderr.contains("rank 2 was killed by signal 9"),
+            "{b}: {o:?}"
+        );
+        assert!(
+            o.stdout.contains("rank 0 detected:") && o.stdout.contains("rank 2"),
+            "{b}: {o:?}"
+        );
         assert!(o.stdout.contains("rank 1 detected:"), "{b}: {o:?}");
     }
 }
@@ -236,7 +290,10 @@ fn capabilities_are_stated() {
         let w = e(spools::init())?;
         let t = transport(&w)?;
         let c = t.caps();
-        println!("caps {} max_message={} max_inline={} ordered={} lanes={}", c.name, c.max_message, c.max_inline, c.ordered, c.lanes);
+        println!(
+            "caps {} max_message={} max_inline={} ordered={} lanes={}",
+            c.name, c.max_message, c.max_inline, c.ordered, c.lanes
+        );
         if c.max_message < c.max_inline || c.max_message < 4096 || !c.ordered || c.lanes < 1 {
             return Err(format!("implausible capabilities {c:?}"));
         }

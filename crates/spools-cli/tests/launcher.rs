@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::{spools, wait_bounded};
 
 fn run(args: &[&str]) -> common::Output {
-    let child = Command::new(spools())
+    let child = common::grouped(spools())
         .arg("run")
         .args(args)
         .stdin(Stdio::null())
@@ -117,7 +117,7 @@ fn sigterm_to_the_launcher_stops_every_rank() {
         "echo $$ > {}/pid.$SPOOLS_RANK; exec sleep 30",
         dir.display()
     );
-    let child = Command::new(spools())
+    let child = common::grouped(spools())
         .args(["run", "-n", "3", "--", "sh", "-c", &script])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -54,10 +54,18 @@ enum Deferred {
     },
 }
 
+/// Most messages held for handler ids this rank's table does not have yet.
+const MAX_HELD: usize = 1 << 20;
+
 #[derive(Default)]
 pub(crate) struct PollState {
     reasm: HashMap<(u32, u16, u8), Vec<u8>>,
     deferred: VecDeque<Deferred>,
+    /// Messages for handler ids beyond this rank's table: a peer that finished
+    /// `sync_handlers` first may send before this rank has installed the table. They are
+    /// dispatched again once the table grows.
+    held: Vec<(u32, u16, Priority, Vec<u8>)>,
+    held_at_table: usize,
 }
 
 pub(crate) struct Core {
@@ -203,6 +211,27 @@ impl Core {
         let mut n = 0;
         let mut completed = false;
         let mut err = None;
+        let table = self
+            .registry
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .table()
+            .len();
+        if !ps.held.is_empty() && table > ps.held_at_table {
+            let held = std::mem::take(&mut ps.held);
+            for (from, lane, priority, bytes) in held {
+                n += 1;
+                let inc = Incoming {
+                    from,
+                    lane,
+                    priority,
+                    bytes: &bytes,
+                };
+                if let Err(e) = self.dispatch(&mut ps, inc, &mut completed) {
+                    err.get_or_insert(e);
+                }
+            }
+        }
         let own: Vec<_> = self
             .self_queue
             .lock()
@@ -315,6 +344,23 @@ impl Core {
         }
     }
 
+    /// Keeps a message for a handler id beyond the local table until the table grows;
+    /// returns false (the message is then an error) when too many are held.
+    fn hold(&self, ps: &mut PollState, inc: &Incoming<'_>) -> bool {
+        if ps.held.len() >= MAX_HELD {
+            return false;
+        }
+        ps.held_at_table = self
+            .registry
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .table()
+            .len();
+        ps.held
+            .push((inc.from, inc.lane, inc.priority, inc.bytes.to_vec()));
+        true
+    }
+
     fn run_short(&self, from: u32, s: &Short, ps: &mut PollState) {
         let reg = self.registry.read().unwrap_or_else(PoisonError::into_inner);
         match reg.get(s.handler) {
@@ -354,18 +400,39 @@ impl Core {
             peer: from,
             what: e.to_string(),
         })?;
+        let beyond_table = |id: u32| {
+            !self
+                .registry
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .known(id)
+        };
         match hdr {
-            AmHeader::Short(s) => self.run_short(from, &s, ps),
+            AmHeader::Short(s) => {
+                if beyond_table(s.handler) && self.hold(ps, &inc) {
+                    return Ok(());
+                }
+                self.run_short(from, &s, ps)
+            }
             AmHeader::Batch { .. } => {
+                let mut shorts = Vec::with_capacity(payload.len() / SHORT_LEN);
                 for rec in payload.chunks_exact(SHORT_LEN) {
-                    let s = Short::read(rec).map_err(|e| CommError::Protocol {
+                    shorts.push(Short::read(rec).map_err(|e| CommError::Protocol {
                         peer: from,
                         what: e.to_string(),
-                    })?;
-                    self.run_short(from, &s, ps);
+                    })?);
+                }
+                if shorts.iter().any(|s| beyond_table(s.handler)) && self.hold(ps, &inc) {
+                    return Ok(());
+                }
+                for s in &shorts {
+                    self.run_short(from, s, ps);
                 }
             }
             AmHeader::Bulk(b) => {
+                if beyond_table(b.handler) && self.hold(ps, &inc) {
+                    return Ok(());
+                }
                 let key = (from, inc.lane, inc.priority as u8);
                 let whole;
                 let body: &[u8] = if b.offset == 0 && payload.len() == b.total as usize {

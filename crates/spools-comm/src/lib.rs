@@ -394,6 +394,38 @@ impl Comm {
         Ok(Endpoint::new(self.clone(), lane))
     }
 
+    /// Hooks for the bootstrap layer: while a rank waits in a runtime collective or in
+    /// `finalize`, it keeps serving incoming messages (so that peers waiting on it, for
+    /// instance for a get, are not stuck) and sleeps on the transport when idle. The
+    /// hooks hold the comm layer weakly.
+    pub fn bootstrap_hooks(
+        &self,
+    ) -> (
+        spools_boot::client::ProgressHook,
+        spools_boot::client::SleepHook,
+    ) {
+        let w = Arc::downgrade(&self.core);
+        let w2 = w.clone();
+        (
+            Arc::new(move || {
+                w.upgrade().map_or(0, |c| {
+                    c.progress().unwrap_or_else(|e| {
+                        c.errors
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .push_back(e);
+                        0
+                    })
+                })
+            }),
+            Arc::new(move |d| {
+                if let Some(c) = w2.upgrade() {
+                    c.sleep(d);
+                }
+            }),
+        )
+    }
+
     /// Whether the background progress thread runs.
     pub fn has_progress_thread(&self) -> bool {
         self.core.cfg.progress_thread && !self.progress.stop.load(Ordering::Relaxed)

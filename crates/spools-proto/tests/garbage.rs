@@ -255,7 +255,7 @@ fn check_handshake(b: &[u8]) -> Result<(), TestCaseError> {
         // Only a server knowing the secret could have sent it: the one with that nonce.
         let nonce: [u8; 16] = b[8..24].try_into().unwrap();
         let (aw, honest) = Server::new(secret(), nonce).on_hello(&client().hello())?;
-        prop_assert_eq!(&honest[..], &b[..]);
+        prop_assert_eq!(&honest[..], b);
         prop_assert_eq!(aw.on_auth(&auth)?, (Purpose::Data, ID));
     }
     Ok(())

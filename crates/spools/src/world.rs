@@ -142,6 +142,12 @@ pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
         routes,
         local_ranks,
     );
+    let (progress, sleep) = comm.bootstrap_hooks();
+    boot.set_hooks(
+        progress,
+        sleep,
+        std::time::Duration::from_micros(comm.config().spin_us),
+    );
     let endpoint = comm.endpoint().map_err(|e| match e {
         CommError::Fabric(f) => InitError::Fabric(f),
         other => InitError::Fabric(FabricError::Io {

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -72,6 +73,11 @@ pub(crate) fn wait_bounded(mut child: Child, limit: Duration) -> Output {
             break s;
         }
         if start.elapsed() > limit {
+            // Children are started in their own process group: kill all of it, so that
+            // nothing a launcher started outlives the test.
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .status();
             let _ = child.kill();
             let s = child.wait().expect("wait after kill");
             let stdout = t_out.join().unwrap_or_default();
@@ -111,12 +117,20 @@ pub(crate) fn launch(n: u32, test: &str, role: &str, env: &[(&str, &str)]) -> Ou
         .env_remove("SPOOLS_RANK")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .stderr(Stdio::piped())
+        .process_group(0);
     for (k, v) in env {
         cmd.env(k, v);
     }
     let child = cmd.spawn().expect("spawn spools run");
     wait_bounded(child, Duration::from_secs(150))
+}
+
+/// A command in a process group of its own (see [`wait_bounded`]).
+pub(crate) fn grouped(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = Command::new(program);
+    c.process_group(0);
+    c
 }
 
 /// Asserts a job succeeded, showing its output otherwise.

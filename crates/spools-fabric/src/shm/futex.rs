@@ -7,7 +7,7 @@ use std::time::Duration;
 pub(crate) fn wait(word: &AtomicU32, expected: u32, timeout: Duration) {
     let ts = libc::timespec {
         tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
-        tv_nsec: libc::c_long::try_from(timeout.subsec_nanos()).unwrap_or(0),
+        tv_nsec: libc::c_long::from(timeout.subsec_nanos()),
     };
     // SAFETY: `word` is a valid, aligned 32-bit word for the duration of the call (it lives
     // in a mapping owned by the caller's transport); FUTEX_WAIT only reads it. Errors

@@ -152,7 +152,11 @@ impl TcpTransport {
         self.listen_addr
     }
 
-    fn flush_conns(&self, lane: usize, conns: &mut HashMap<(u32, u8), TxConn>) -> Result<bool, FabricError> {
+    fn flush_conns(
+        &self,
+        lane: usize,
+        conns: &mut HashMap<(u32, u8), TxConn>,
+    ) -> Result<bool, FabricError> {
         let mut pending = false;
         for ((peer, _), c) in conns.iter_mut() {
             pending |= c.flush().map_err(|e| self.peer_failed(*peer, e))?;
@@ -206,7 +210,8 @@ impl Transport for TcpTransport {
         })?;
         let mut conns = lane_state.lock();
         let key = (peer, priority as u8);
-        if !conns.contains_key(&key) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = conns.entry(key) {
+            // Delayed connection (SCI-MPICH): opened on the first message to this peer.
             let addr = self.addrs[peer as usize].ok_or(FabricError::Unreachable(peer))?;
             let identity = Identity {
                 rank: self.me,
@@ -220,10 +225,7 @@ impl Transport for TcpTransport {
                 identity,
                 Duration::from_secs(10),
             )?;
-            conns.insert(
-                key,
-                TxConn::new(stream).map_err(|e| self.peer_failed(peer, e))?,
-            );
+            slot.insert(TxConn::new(stream).map_err(|e| self.peer_failed(peer, e))?);
         }
         let Some(conn) = conns.get_mut(&key) else {
             return Err(FabricError::Unreachable(peer));
@@ -268,7 +270,9 @@ impl Transport for TcpTransport {
     fn wait(&self, timeout: Duration) {
         self.sleeping.fetch_add(1, Ordering::SeqCst);
         // A sender blocked on a full socket re-tries soon: writability is not watched.
-        let timeout = if self.blocked.swap(false, Ordering::Relaxed) || self.queued.load(Ordering::Relaxed) != 0 {
+        let timeout = if self.blocked.swap(false, Ordering::Relaxed)
+            || self.queued.load(Ordering::Relaxed) != 0
+        {
             timeout.min(Duration::from_micros(200))
         } else {
             timeout

@@ -1,0 +1,128 @@
+//! The watchdog: a rank that dies in the middle of a large transfer, or exits without
+//! finalising, fails the others' operations with a clear error; the launcher ends the
+//! job naming the rank and the cause; nothing of the job is left in /dev/shm.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{e, launch, rank_main, shm_leftovers};
+
+/// Rank 0 puts 32 MiB blocks into rank 1's region in a loop; rank 1 kills itself with
+/// SIGKILL while they flow. Rank 0's put must fail with an error naming rank 1.
+fn kill_role() -> Result<(), String> {
+    let mut w = e(spools::init())?;
+    println!("job {:016x}", w.job());
+    let region = e(w.comm().region(32 << 20))?;
+    let key = e(w.broadcast(1, &region.key().to_le_bytes()))?;
+    let key = u32::from_le_bytes(key[..4].try_into().unwrap());
+    e(w.barrier())?;
+    if w.rank() == 1 {
+        let t = Instant::now();
+        // Serve puts for a while, then die abruptly.
+        e(w.comm()
+            .wait_for(|| t.elapsed() > Duration::from_millis(300)))?;
+        std::process::Command::new("kill")
+            .args(["-KILL", &std::process::id().to_string()])
+            .status()
+            .map_err(|x| x.to_string())?;
+        std::thread::sleep(Duration::from_secs(30));
+        return Err("still alive".into());
+    }
+    let data = vec![0xabu8; 32 << 20];
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Err(err) = w.endpoint().put(1, key, 0, &data) {
+            println!("rank 0 put failed: {err}");
+            std::process::exit(5);
+        }
+        if Instant::now() > deadline {
+            return Err("no failure after 60 s".into());
+        }
+    }
+}
+
+#[test]
+fn kill_9_in_a_large_transfer() {
+    rank_main(|_| kill_role());
+    for t in ["auto", "tcp"] {
+        let o = launch(
+            2,
+            "kill_9_in_a_large_transfer",
+            "x",
+            &[("SPOOLS_TRANSPORT", t)],
+        );
+        assert_eq!(o.code(), Some(128 + 9), "{t}: {o:?}");
+        assert!(
+            o.stderr.contains("rank 1 was killed by signal 9 (SIGKILL)"),
+            "{t}: {o:?}"
+        );
+        assert!(
+            o.stdout.contains("rank 0 put failed:") && o.stdout.contains("rank 1"),
+            "{t}: {o:?}"
+        );
+        let job = o
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("job "))
+            .expect("job id printed");
+        assert!(
+            shm_leftovers(job).is_empty(),
+            "{t}: left in /dev/shm: {:?}",
+            shm_leftovers(job)
+        );
+    }
+}
+
+/// Rank 2 returns from main without finalising (std::process::exit skips Drop); the
+/// others, waiting in a barrier, fail.
+fn no_finalize_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    if w.rank() == 2 {
+        std::process::exit(0);
+    }
+    match w.barrier() {
+        Ok(()) => Err("barrier completed without rank 2".into()),
+        Err(err) => {
+            println!("rank {} saw: {err}", w.rank());
+            std::process::exit(4)
+        }
+    }
+}
+
+#[test]
+fn exit_without_finalize_fails_the_job() {
+    rank_main(|_| no_finalize_role());
+    let o = launch(3, "exit_without_finalize_fails_the_job", "x", &[]);
+    assert_eq!(o.code(), Some(1), "{o:?}");
+    assert!(
+        o.stderr
+            .contains("rank 2 exited with status 0 without finalising"),
+        "{o:?}"
+    );
+    assert!(o.stdout.contains("rank 0 saw: rank 2 died"), "{o:?}");
+}
+
+/// A rank that panics: the job ends with its status and the others are told.
+#[test]
+fn a_panicking_rank_ends_the_job() {
+    rank_main(|_| {
+        let w = e(spools::init())?;
+        if w.rank() == 1 {
+            panic!("deliberate panic in rank 1");
+        }
+        match w.barrier() {
+            Ok(()) => Err("barrier completed".into()),
+            Err(err) => {
+                println!("rank {} saw: {err}", w.rank());
+                std::process::exit(4)
+            }
+        }
+    });
+    let o = launch(2, "a_panicking_rank_ends_the_job", "x", &[]);
+    assert_ne!(o.code(), Some(0), "{o:?}");
+    assert!(o.stderr.contains("deliberate panic in rank 1"), "{o:?}");
+    assert!(o.stderr.contains("rank 1 "), "{o:?}");
+}
