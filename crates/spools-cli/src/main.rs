@@ -1,5 +1,6 @@
 //! The `spools` command.
 
+mod bench;
 mod info;
 mod map;
 mod out;
@@ -60,6 +61,9 @@ enum Command {
     Run(run::RunArgs),
     /// Print the effective configuration, the transports and their capabilities.
     Info,
+    /// Benchmarks of the runtime (run them under `spools run`).
+    #[command(subcommand)]
+    Bench(bench::Bench),
     /// Print a fresh random job secret (for SPOOLS_SECRET under another launcher).
     Secret,
 }
@@ -78,6 +82,7 @@ fn main() -> ExitCode {
         Command::Run(args) => return run::run(&args),
         Command::Info => info::run(),
         Command::Secret => secret(),
+        Command::Bench(b) => bench::run(&b),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

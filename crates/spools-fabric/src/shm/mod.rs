@@ -10,6 +10,7 @@
 
 mod futex;
 mod probe;
+mod raw;
 mod ring;
 mod segment;
 
@@ -25,6 +26,7 @@ use crate::lock::TryLock;
 use crate::{Caps, FabricError, Incoming, Priority, SingleCopy, Transport};
 use ring::{Ring, TxState};
 use segment::Segment;
+pub use raw::RawMapping;
 pub use segment::{fit_rings, Geometry};
 
 /// Messages drained from one ring per poll before the next ring's turn.

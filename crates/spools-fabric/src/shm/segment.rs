@@ -284,6 +284,32 @@ fn map(fd: libc::c_int, len: usize) -> std::io::Result<*mut u8> {
     Ok(p as *mut u8)
 }
 
+/// Creates (exclusively, mode 0600, zero-filled) or opens a named shared mapping.
+pub(crate) fn map_named(name: &str, len: usize, create: bool) -> Result<*mut u8, FabricError> {
+    let c = c_name(name)?;
+    let what = format!("shared memory /dev/shm{name}");
+    let flags = if create {
+        libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_CLOEXEC
+    } else {
+        libc::O_RDWR | libc::O_CLOEXEC
+    };
+    // SAFETY: c is a valid NUL-terminated string.
+    let fd = unsafe { libc::shm_open(c.as_ptr(), flags, 0o600) };
+    if fd < 0 {
+        return Err(FabricError::io(what)(std::io::Error::last_os_error()));
+    }
+    let res = (|| {
+        // SAFETY: fd is the descriptor just opened.
+        if create && unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        map(fd, len)
+    })();
+    // SAFETY: fd is ours; the mapping keeps the object alive.
+    unsafe { libc::close(fd) };
+    res.map_err(FabricError::io(what))
+}
+
 /// Removes a segment's name (mappings stay valid).
 pub(crate) fn unlink(name: &str) {
     if let Ok(c) = CString::new(name) {

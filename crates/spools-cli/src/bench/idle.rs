@@ -1,0 +1,116 @@
+//! `spools bench idle`: how much CPU a rank uses while blocked in a receive, and how soon
+//! a sleeping receiver is woken, next to a plain pipe's wake-up between the same two
+//! processes.
+
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use spools::{Channel, Mode};
+
+use super::probe::round;
+use super::{median, need_two, start, transport_name, CommonArgs};
+
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec into ts.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec into ts.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+pub(crate) fn run(a: &CommonArgs) -> Result<()> {
+    let mut w = start(a)?;
+    need_two(&w, "idle")?;
+    let me = w.rank();
+    let arrived = Arc::new(AtomicU64::new(0));
+    let latency = Arc::new(AtomicU64::new(0));
+    let (ar, la) = (arrived.clone(), latency.clone());
+    w.comm().register("idle.ping", move |m| {
+        la.store(now_ns().saturating_sub(m.args[0]), Ordering::Relaxed);
+        ar.fetch_add(1, Ordering::Release);
+    })?;
+    w.comm().sync_handlers()?;
+    let h = w.comm().handler_id("idle.ping")?;
+    let reps = a.reps.max(1);
+
+    // 1. CPU used by rank 1 while it waits 2 s for one message.
+    w.barrier()?;
+    let mut cpu_pct = 0.0;
+    if me == 0 {
+        std::thread::sleep(Duration::from_secs(2));
+        w.endpoint().send_short(1, h, [now_ns(), 0, 0, 0], Channel::new(0), Mode::Immediate)?;
+    } else {
+        let (c0, t0) = (cpu_ns(), now_ns());
+        w.comm().wait_for(|| arrived.load(Ordering::Acquire) >= 1)?;
+        cpu_pct = 100.0 * (cpu_ns() - c0) as f64 / (now_ns() - t0) as f64;
+    }
+
+    // 2. Wake-up latency of a receiver asleep in Spools.
+    let mut wake = Vec::new();
+    for i in 0..reps as u64 {
+        w.barrier()?;
+        if me == 0 {
+            std::thread::sleep(Duration::from_millis(100));
+            w.endpoint().send_short(1, h, [now_ns(), 0, 0, 0], Channel::new(0), Mode::Immediate)?;
+        } else {
+            w.comm().wait_for(|| arrived.load(Ordering::Acquire) >= 2 + i)?;
+            wake.push(latency.load(Ordering::Relaxed) as f64 / 1e3);
+        }
+    }
+
+    // 3. The same through a plain pipe (a FIFO) between the two processes.
+    let fifo = std::env::temp_dir().join(format!("spools-{:016x}-wake.fifo", w.job()));
+    if me == 0 {
+        let c = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).context("fifo path")?;
+        // SAFETY: c is a valid NUL-terminated path.
+        if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+            return Err(std::io::Error::last_os_error()).context("mkfifo");
+        }
+    }
+    w.barrier()?;
+    let mut pipe = Vec::new();
+    if me == 0 {
+        let mut f = std::fs::OpenOptions::new().write(true).open(&fifo).context("opening the fifo")?;
+        for _ in 0..reps {
+            std::thread::sleep(Duration::from_millis(100));
+            f.write_all(&now_ns().to_le_bytes())?;
+        }
+    } else {
+        let mut f = std::fs::File::open(&fifo).context("opening the fifo")?;
+        for _ in 0..reps {
+            let mut b = [0u8; 8];
+            f.read_exact(&mut b)?;
+            pipe.push((now_ns().saturating_sub(u64::from_le_bytes(b))) as f64 / 1e3);
+        }
+    }
+    w.barrier()?;
+    if me == 0 {
+        let _ = std::fs::remove_file(&fifo);
+    }
+    let mine = [cpu_pct, median(&mut wake), median(&mut pipe)];
+    let bytes: Vec<u8> = mine.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let all = w.allgather(&bytes)?;
+    if me == 0 {
+        let r1: Vec<f64> = all[1].chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect();
+        let transport = transport_name(&w, 1);
+        if a.json {
+            println!("{}", json!({"benchmark": "idle", "transport": transport, "idle_cpu_percent": round(r1[0], 3), "wake_us": round(r1[1], 2), "pipe_wake_us": round(r1[2], 2)}));
+        } else {
+            println!("# idle receiver over {transport}");
+            println!("CPU of a rank blocked 2 s in a receive: {:.3} %", r1[0]);
+            println!("wake-up of a sleeping receiver: {:.1} us (median of {reps}); plain pipe between the same processes: {:.1} us", r1[1], r1[2]);
+        }
+    }
+    w.finalize()?;
+    Ok(())
+}

@@ -1,0 +1,144 @@
+//! `spools bench logp`: the LogP signature of the StarT-X paper (section 6.1.1, Table 1):
+//! send overhead o_s, receive overhead o_r, gap g and latency L, for 16-byte (short) and
+//! 64-byte (bulk) messages.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use serde_json::json;
+use spools::{Channel, HandlerId, Mode, World};
+
+use super::probe::{self, round};
+use super::{busy, median, need_two, start, transport_name, CommonArgs};
+
+const BURST: u64 = 64;
+
+struct Sig {
+    os: f64,
+    or: f64,
+    g: f64,
+    l: f64,
+    rtt_half: f64,
+}
+
+fn send(w: &mut World, h: HandlerId, bytes: usize, i: u64, payload: &[u8]) -> Result<()> {
+    let peer = 1 - w.rank();
+    if bytes <= 32 {
+        w.endpoint().send_short(peer, h, [i, 0, 0, 0], Channel::new(0), Mode::Immediate)?;
+    } else {
+        w.endpoint().send_bulk(peer, h, [i, 0, 0, 0], &payload[..bytes], Channel::new(0))?;
+    }
+    Ok(())
+}
+
+fn signature(w: &mut World, bytes: usize, reps: usize) -> Result<Sig> {
+    let me = w.rank();
+    let count = Arc::new(AtomicU64::new(0));
+    let name = format!("logp.{bytes}");
+    let c = count.clone();
+    w.comm().register(&name, move |_| {
+        c.fetch_add(1, Ordering::Release);
+    })?;
+    w.comm().sync_handlers()?;
+    let h = w.comm().handler_id(&name)?;
+    let payload = vec![7u8; 64];
+    let (mut os, mut or, mut g, mut half) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut expect = 0u64;
+    for _ in 0..reps * 4 {
+        // o_s: a burst the receiver's buffer holds, timed at the sender.
+        w.barrier()?;
+        if me == 0 {
+            let t = Instant::now();
+            for i in 0..BURST {
+                send(w, h, bytes, i, &payload)?;
+            }
+            os.push(t.elapsed().as_nanos() as f64 / 1e3 / BURST as f64);
+        }
+        if me == 1 {
+            expect += BURST;
+            // o_r: let the burst land while not polling, then time the handling.
+            busy(Duration::from_millis(3));
+            let t = Instant::now();
+            w.comm().wait_for(|| count.load(Ordering::Acquire) >= expect)?;
+            or.push(t.elapsed().as_nanos() as f64 / 1e3 / BURST as f64);
+        }
+    }
+    // g: the interval between messages of a long stream.
+    for _ in 0..reps {
+        w.barrier()?;
+        let n = 100_000u64;
+        if me == 0 {
+            let t = Instant::now();
+            for i in 0..n {
+                send(w, h, bytes, i, &payload)?;
+            }
+            g.push(t.elapsed().as_nanos() as f64 / 1e3 / n as f64);
+        }
+        if me == 1 {
+            expect += n;
+            w.comm().wait_for(|| count.load(Ordering::Acquire) >= expect)?;
+        }
+    }
+    // Round trips for L.
+    for _ in 0..reps {
+        w.barrier()?;
+        let n = 20_000u64;
+        let base = expect;
+        expect += n;
+        let t = Instant::now();
+        for i in 0..n {
+            if me == 0 {
+                send(w, h, bytes, i, &payload)?;
+                w.comm().wait_for(|| count.load(Ordering::Acquire) > base + i)?;
+            } else {
+                w.comm().wait_for(|| count.load(Ordering::Acquire) > base + i)?;
+                send(w, h, bytes, i, &payload)?;
+            }
+        }
+        half.push(t.elapsed().as_nanos() as f64 / 1e3 / (2 * n) as f64);
+    }
+    w.barrier()?;
+    // Share the receiver's o_r with rank 0.
+    let or_med = median(&mut or);
+    let all = w.allgather(&or_med.to_le_bytes())?;
+    let or_recv = f64::from_le_bytes(all[1][..8].try_into().unwrap_or([0; 8]));
+    let (os, g, rtt_half) = (median(&mut os), median(&mut g), median(&mut half));
+    Ok(Sig {
+        os,
+        or: or_recv,
+        g,
+        l: (rtt_half - os - or_recv).max(0.0),
+        rtt_half,
+    })
+}
+
+pub(crate) fn run(a: &CommonArgs) -> Result<()> {
+    let mut w = start(a)?;
+    need_two(&w, "logp")?;
+    let before = probe::run(&w)?;
+    let reps = a.reps.max(1);
+    let s16 = signature(&mut w, 16, reps)?;
+    let s64 = signature(&mut w, 64, reps)?;
+    let after = probe::run(&w)?;
+    if w.rank() == 0 {
+        let transport = transport_name(&w, 1);
+        if a.json {
+            let row = |s: &Sig| json!({"o_s_us": round(s.os, 4), "o_r_us": round(s.or, 4), "g_us": round(s.g, 4), "L_us": round(s.l, 4), "half_rtt_us": round(s.rtt_half, 4)});
+            println!(
+                "{}",
+                json!({"benchmark": "logp", "transport": transport, "16B": row(&s16), "64B": row(&s64),
+                       "probe": before.as_ref().map(probe::Probe::json), "probe_end": after.as_ref().map(probe::Probe::json)})
+            );
+        } else {
+            println!("# LogP signature over {transport} (StarT-X Table 1 layout), microseconds, medians of {reps}");
+            println!("{:<14} {:>8} {:>8} {:>8} {:>8} {:>10}", "message", "o_s", "o_r", "g", "L", "RTT/2");
+            for (name, s) in [("16 B (short)", &s16), ("64 B (bulk)", &s64)] {
+                println!("{name:<14} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>10.3}", s.os, s.or, s.g, s.l, s.rtt_half);
+            }
+        }
+    }
+    w.finalize()?;
+    Ok(())
+}

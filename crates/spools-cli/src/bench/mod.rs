@@ -1,0 +1,176 @@
+//! `spools bench ...`: multi-process benchmarks, run under `spools run`.
+//!
+//! Every benchmark starts and ends with the raw probes (a flag bounced through one shared
+//! cache line, a bare single-producer ring, memcpy) so that each report carries the
+//! machine's limits measured in the same window.
+
+mod idle;
+mod logp;
+mod pingpong;
+mod plot;
+mod probe;
+mod rate;
+mod ring;
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use spools::{Config, TransportChoice, World};
+
+/// `spools bench` subcommands.
+#[derive(Subcommand, Debug)]
+pub(crate) enum Bench {
+    /// One-way latency and bandwidth, 8 B to 64 MiB, short/bulk/memory (2 ranks).
+    Pingpong(PingpongArgs),
+    /// The LogP signature (o_s, o_r, g, L) of the StarT-X paper, Table 1 (2 ranks).
+    Logp(CommonArgs),
+    /// Short-message rate, immediate against batched (2 ranks).
+    Rate(RateArgs),
+    /// A token passed around all ranks; time per hop.
+    Ring(RingArgs),
+    /// CPU use of a rank blocked in a receive, and its wake-up latency against a pipe's.
+    Idle(CommonArgs),
+    /// Time `init` takes on every rank.
+    Init(CommonArgs),
+}
+
+/// Options every benchmark takes.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct CommonArgs {
+    /// Transport between the ranks (overrides SPOOLS_TRANSPORT for this run).
+    #[arg(long, value_parser = ["shm", "tcp", "auto"])]
+    transport: Option<String>,
+    /// Print one JSON document (rank 0) instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Repetitions whose median is reported.
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+}
+
+/// Options of `spools bench pingpong`.
+#[derive(Args, Debug)]
+pub(crate) struct PingpongArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Message sizes (bytes, with optional K/M suffix), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    sizes: Option<Vec<String>>,
+    /// Write an SVG plot of latency and bandwidth against size.
+    #[arg(long, value_name = "FILE")]
+    plot: Option<std::path::PathBuf>,
+}
+
+/// Options of `spools bench rate`.
+#[derive(Args, Debug)]
+pub(crate) struct RateArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Messages per measurement.
+    #[arg(long, default_value_t = 2_000_000)]
+    messages: u64,
+}
+
+/// Options of `spools bench ring`.
+#[derive(Args, Debug)]
+pub(crate) struct RingArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Times the token goes around.
+    #[arg(long, default_value_t = 10_000)]
+    rounds: u64,
+}
+
+pub(crate) fn run(b: &Bench) -> Result<()> {
+    match b {
+        Bench::Pingpong(a) => pingpong::run(a),
+        Bench::Logp(a) => logp::run(a),
+        Bench::Rate(a) => rate::run(a),
+        Bench::Ring(a) => ring::run(a),
+        Bench::Idle(a) => idle::run(a),
+        Bench::Init(a) => init_bench(a),
+    }
+}
+
+/// Starts the runtime with the benchmark's transport.
+fn start(c: &CommonArgs) -> Result<World> {
+    let mut cfg = Config::load().context("configuration")?;
+    match c.transport.as_deref() {
+        Some("shm") => cfg.transport = TransportChoice::Shm,
+        Some("tcp") => cfg.transport = TransportChoice::Tcp,
+        Some(_) => cfg.transport = TransportChoice::Auto,
+        None => {}
+    }
+    let env = spools_boot::identity::JobEnv::from_env().context("job environment")?;
+    spools::init_with(cfg, env).context("starting the runtime")
+}
+
+/// The transport that carries traffic to `peer`, by name.
+fn transport_name(w: &World, peer: u32) -> &'static str {
+    match w.comm().route(peer) {
+        Ok(spools::Route::Shm) => "shm",
+        Ok(spools::Route::Tcp) => "tcp",
+        _ => "self",
+    }
+}
+
+/// Median of a non-empty sample (0 for an empty one).
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Parses `8`, `64K`, `1M`, `1MiB`.
+fn parse_size(s: &str) -> Result<usize> {
+    let n = spools_boot::config::parse_size(s).map_err(|e| anyhow::anyhow!("size {s:?}: {e}"))?;
+    usize::try_from(n).context("size too large")
+}
+
+fn need_two(w: &World, what: &str) -> Result<()> {
+    anyhow::ensure!(
+        w.size() == 2,
+        "`spools bench {what}` needs exactly 2 ranks: spools run -n 2 -- spools bench {what}"
+    );
+    Ok(())
+}
+
+fn init_bench(c: &CommonArgs) -> Result<()> {
+    let w = start(c)?;
+    let mine = w.init_time().as_secs_f64() * 1e3;
+    let all = w.allgather(&mine.to_le_bytes())?;
+    if w.rank() == 0 {
+        let ms: Vec<f64> = all
+            .iter()
+            .map(|b| f64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8])))
+            .collect();
+        if c.json {
+            println!(
+                "{}",
+                serde_json::json!({"benchmark": "init", "ranks": w.size(), "init_ms": ms})
+            );
+        } else {
+            for (r, t) in ms.iter().enumerate() {
+                println!("rank {r}: init {t:.2} ms");
+            }
+        }
+    }
+    w.finalize()?;
+    Ok(())
+}
+
+/// Spins `d` without calling into Spools.
+fn busy(d: Duration) {
+    let t = std::time::Instant::now();
+    while t.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}

@@ -1,0 +1,174 @@
+//! The raw probes: what the machine can do without any runtime in the way.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use anyhow::Result;
+use serde_json::json;
+use spools::World;
+use spools_fabric::shm::RawMapping;
+
+use super::median;
+
+/// Raw limits measured in one window.
+#[derive(Debug, Clone)]
+pub(crate) struct Probe {
+    /// One-way time of a flag bounced through one shared cache line (ns).
+    pub(crate) flag_pingpong_ns: f64,
+    /// One-way time of a 40-byte message through a bare single-producer ring (ns).
+    pub(crate) ring_floor_ns: f64,
+    /// Single-thread memcpy bandwidth by size (bytes, GB/s).
+    pub(crate) memcpy_gbps: Vec<(usize, f64)>,
+}
+
+impl Probe {
+    pub(crate) fn json(&self) -> serde_json::Value {
+        let mut m = serde_json::Map::new();
+        for (b, g) in &self.memcpy_gbps {
+            m.insert(b.to_string(), json!(round(*g, 2)));
+        }
+        json!({
+            "ring_floor_ns": round(self.ring_floor_ns, 1),
+            "flag_pingpong_ns": round(self.flag_pingpong_ns, 1),
+            "memcpy_GBps": m,
+        })
+    }
+}
+
+pub(crate) fn round(x: f64, digits: i32) -> f64 {
+    let p = 10f64.powi(digits);
+    (x * p).round() / p
+}
+
+/// Single-thread memcpy bandwidth at `size` bytes (median of 5 timed batches).
+pub(crate) fn memcpy_gbps(size: usize) -> f64 {
+    let src = vec![1u8; size];
+    let mut dst = vec![0u8; size];
+    dst.copy_from_slice(&src);
+    let reps = (256 << 20) / size.max(1);
+    let reps = reps.clamp(2, 4096);
+    let mut v = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        for _ in 0..reps {
+            dst.copy_from_slice(std::hint::black_box(&src));
+        }
+        v.push((size * reps) as f64 / t.elapsed().as_nanos().max(1) as f64);
+    }
+    median(&mut v)
+}
+
+/// Runs the probes between ranks 0 and 1 (when both share a host); other ranks only take
+/// part in the collectives. Returns None on a single rank or across hosts.
+pub(crate) fn run(w: &World) -> Result<Option<Probe>> {
+    let me = w.rank();
+    let ok = w.size() >= 2 && w.same_host(1) && w.same_host(0);
+    let flag = w.allgather(&[u8::from(ok)])?;
+    if flag.iter().any(|f| f.first() != Some(&1)) || w.size() < 2 {
+        return Ok(None);
+    }
+    let name = format!("/spools-{:016x}-probe", w.job());
+    let map = if me == 0 {
+        Some(RawMapping::open(&name, 8192, true)?)
+    } else {
+        None
+    };
+    w.barrier()?;
+    let map = match (map, me) {
+        (Some(m), _) => Some(m),
+        (None, 1) => Some(RawMapping::open(&name, 8192, false)?),
+        _ => None,
+    };
+    w.barrier()?;
+    if me == 0 {
+        if let Some(m) = &map {
+            m.unlink();
+        }
+    }
+    let mut result = None;
+    if let Some(m) = &map {
+        let flag_ns = flag_pingpong(m, me);
+        let ring_ns = raw_ring(m, me);
+        let memcpy = [64usize << 10, 1 << 20, 16 << 20]
+            .iter()
+            .map(|&s| (s, if me == 0 { memcpy_gbps(s) } else { 0.0 }))
+            .collect();
+        result = Some(Probe {
+            flag_pingpong_ns: flag_ns,
+            ring_floor_ns: ring_ns,
+            memcpy_gbps: memcpy,
+        });
+    }
+    w.barrier()?;
+    Ok(result)
+}
+
+const ROUNDS: u64 = 200_000;
+
+/// Rank 0 writes odd values, rank 1 answers with the next even one, in one cache line.
+fn flag_pingpong(m: &RawMapping, me: u32) -> f64 {
+    let w = m.word(0);
+    let mut v = Vec::new();
+    for rep in 0..5u64 {
+        let base = rep * 2 * ROUNDS;
+        let t = Instant::now();
+        for i in 0..ROUNDS {
+            let (send, wait) = (base + 2 * i + 1, base + 2 * i + 2);
+            if me == 0 {
+                w.store(send, Ordering::Release);
+                while w.load(Ordering::Acquire) != wait {
+                    std::hint::spin_loop();
+                }
+            } else {
+                while w.load(Ordering::Acquire) != send {
+                    std::hint::spin_loop();
+                }
+                w.store(wait, Ordering::Release);
+            }
+        }
+        v.push(t.elapsed().as_nanos() as f64 / (2 * ROUNDS) as f64);
+    }
+    median(&mut v)
+}
+
+/// A bare ring per direction: 40-byte payload plus a stamp in one 64-byte cell of 16;
+/// the consumer copies the payload out. One-way time of a ping-pong.
+fn raw_ring(m: &RawMapping, me: u32) -> f64 {
+    // Cells of 8 words: word 0 the stamp, words 1..6 the payload. Direction 0->1 uses
+    // cells at word 64.., 1->0 at word 512.. (separate pages).
+    let cell = |dir: usize, i: u64| 64 + dir * 448 + (i % 16) as usize * 8;
+    let send = |dir: usize, i: u64, payload: &[u64; 5]| {
+        let c = cell(dir, i);
+        for (k, p) in payload.iter().enumerate() {
+            m.word(c + 1 + k).store(*p, Ordering::Relaxed);
+        }
+        m.word(c).store(i + 1, Ordering::Release);
+    };
+    let recv = |dir: usize, i: u64| -> [u64; 5] {
+        let c = cell(dir, i);
+        while m.word(c).load(Ordering::Acquire) != i + 1 {
+            std::hint::spin_loop();
+        }
+        let mut out = [0u64; 5];
+        for (k, o) in out.iter_mut().enumerate() {
+            *o = m.word(c + 1 + k).load(Ordering::Relaxed);
+        }
+        out
+    };
+    let mut v = Vec::new();
+    for rep in 0..5u64 {
+        let base = rep * ROUNDS;
+        let t = Instant::now();
+        for i in base..base + ROUNDS {
+            if me == 0 {
+                send(0, i, &[i, 1, 2, 3, 4]);
+                std::hint::black_box(recv(1, i));
+            } else {
+                let p = recv(0, i);
+                send(1, i, &p);
+            }
+        }
+        v.push(t.elapsed().as_nanos() as f64 / (2 * ROUNDS) as f64);
+    }
+    median(&mut v)
+}
