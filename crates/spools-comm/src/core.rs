@@ -2,7 +2,7 @@
 //! messages, and completion of memory operations.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -66,6 +66,9 @@ pub(crate) struct PollState {
     /// dispatched again once the table grows.
     held: Vec<(u32, u16, Priority, Vec<u8>)>,
     held_at_table: usize,
+    /// The handler table as of registry generation `handlers_gen`.
+    handlers: Arc<Vec<Option<crate::registry::Handler>>>,
+    handlers_gen: usize,
 }
 
 pub(crate) struct Core {
@@ -76,6 +79,9 @@ pub(crate) struct Core {
     pub(crate) shm: Option<Arc<dyn Transport>>,
     pub(crate) tcp: Option<Arc<dyn Transport>>,
     pub(crate) routes: Vec<Route>,
+    /// The transports some route uses (the only ones worth polling).
+    pub(crate) active: Vec<Arc<dyn Transport>>,
+    pub(crate) uses_tcp: bool,
     pub(crate) registry: RwLock<Registry>,
     pub(crate) regions: Arc<Regions>,
     pub(crate) next_key: AtomicU32,
@@ -84,6 +90,14 @@ pub(crate) struct Core {
     pub(crate) errors: Mutex<VecDeque<CommError>>,
     pub(crate) poll: Mutex<PollState>,
     pub(crate) self_queue: Mutex<VecDeque<(u16, Priority, Vec<u8>)>>,
+    /// Messages in `self_queue` (checked without the lock).
+    pub(crate) self_pending: AtomicUsize,
+    /// Errors in `errors` (checked without the lock).
+    pub(crate) error_count: AtomicUsize,
+    /// Length of the global handler table (checked without the registry lock).
+    pub(crate) table_len: AtomicUsize,
+    /// Bumped whenever handlers are registered or the table is installed.
+    pub(crate) registry_gen: AtomicUsize,
     pub(crate) spin: Duration,
     pub(crate) oversubscribed: bool,
     pub(crate) fragment: usize,
@@ -129,6 +143,7 @@ impl Core {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .push_back((lane as u16, prio, parts.concat()));
+            self.self_pending.fetch_add(1, Ordering::Release);
             return Ok(());
         }
         let t = self.transport(peer)?;
@@ -211,13 +226,16 @@ impl Core {
         let mut n = 0;
         let mut completed = false;
         let mut err = None;
-        let table = self
-            .registry
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .table()
-            .len();
-        if !ps.held.is_empty() && table > ps.held_at_table {
+        let gen = self.registry_gen.load(Ordering::Acquire);
+        if gen != ps.handlers_gen {
+            ps.handlers = self
+                .registry
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .snapshot();
+            ps.handlers_gen = gen;
+        }
+        if !ps.held.is_empty() && self.table_len.load(Ordering::Acquire) > ps.held_at_table {
             let held = std::mem::take(&mut ps.held);
             for (from, lane, priority, bytes) in held {
                 n += 1;
@@ -232,12 +250,16 @@ impl Core {
                 }
             }
         }
-        let own: Vec<_> = self
-            .self_queue
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .drain(..)
-            .collect();
+        let own: Vec<_> = if self.self_pending.load(Ordering::Acquire) > 0 {
+            let mut q = self
+                .self_queue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            self.self_pending.store(0, Ordering::Release);
+            q.drain(..).collect()
+        } else {
+            Vec::new()
+        };
         for (lane, priority, bytes) in own {
             n += 1;
             let inc = Incoming {
@@ -250,16 +272,20 @@ impl Core {
                 err.get_or_insert(e);
             }
         }
-        for t in [&self.shm, &self.tcp].into_iter().flatten() {
+        for t in self.active.iter() {
             n += t.poll(&mut |inc| {
                 if let Err(e) = self.dispatch(&mut ps, inc, &mut completed) {
                     err.get_or_insert(e);
                 }
             })?;
         }
-        self.send_deferred(&mut ps)?;
-        if let Some(t) = &self.tcp {
-            t.flush(0)?;
+        if !ps.deferred.is_empty() {
+            self.send_deferred(&mut ps)?;
+        }
+        if self.uses_tcp {
+            if let Some(t) = &self.tcp {
+                t.flush(0)?;
+            }
         }
         if completed {
             self.wake_waiters();
@@ -333,6 +359,7 @@ impl Core {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .push_back((0, prio, parts.concat()));
+            self.self_pending.fetch_add(1, Ordering::Release);
             return Ok(true);
         }
         let t = self.transport(peer)?;
@@ -350,23 +377,16 @@ impl Core {
         if ps.held.len() >= MAX_HELD {
             return false;
         }
-        ps.held_at_table = self
-            .registry
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .table()
-            .len();
+        ps.held_at_table = self.table_len.load(Ordering::Acquire);
         ps.held
             .push((inc.from, inc.lane, inc.priority, inc.bytes.to_vec()));
         true
     }
 
+    #[inline]
     fn run_short(&self, from: u32, s: &Short, ps: &mut PollState) {
-        let reg = self.registry.read().unwrap_or_else(PoisonError::into_inner);
-        match reg.get(s.handler) {
+        match ps.handlers.get(s.handler as usize).and_then(Option::as_ref) {
             Some(h) => {
-                let h = h.clone();
-                drop(reg);
                 h(&Msg {
                     from,
                     channel: s.channel,
@@ -375,7 +395,6 @@ impl Core {
                 });
             }
             None => {
-                drop(reg);
                 self.defer_status(
                     ps,
                     from,
@@ -400,13 +419,8 @@ impl Core {
             peer: from,
             what: e.to_string(),
         })?;
-        let beyond_table = |id: u32| {
-            !self
-                .registry
-                .read()
-                .unwrap_or_else(PoisonError::into_inner)
-                .known(id)
-        };
+        let table = self.table_len.load(Ordering::Acquire);
+        let beyond_table = |id: u32| id as usize >= table;
         match hdr {
             AmHeader::Short(s) => {
                 if beyond_table(s.handler) && self.hold(ps, &inc) {
@@ -453,11 +467,13 @@ impl Core {
                     whole = ps.reasm.remove(&key).unwrap_or_default();
                     &whole
                 };
-                let reg = self.registry.read().unwrap_or_else(PoisonError::into_inner);
-                match reg.get(b.handler) {
+                match ps
+                    .handlers
+                    .get(b.handler as usize)
+                    .and_then(Option::as_ref)
+                    .cloned()
+                {
                     Some(h) => {
-                        let h = h.clone();
-                        drop(reg);
                         h(&Msg {
                             from,
                             channel: b.channel,
@@ -466,7 +482,6 @@ impl Core {
                         });
                     }
                     None => {
-                        drop(reg);
                         self.defer_status(
                             ps,
                             from,
@@ -596,19 +611,41 @@ impl Core {
                         .read()
                         .unwrap_or_else(PoisonError::into_inner)
                         .name(st.token);
-                    self.errors
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .push_back(CommError::NoHandlerAtTarget {
-                            peer: from,
-                            id: st.token,
-                            name,
-                        });
+                    self.push_error(CommError::NoHandlerAtTarget {
+                        peer: from,
+                        id: st.token,
+                        name,
+                    });
                     *completed = true;
                 }
             },
         }
         Ok(())
+    }
+
+    /// Records an error for the next `poll` to return.
+    pub(crate) fn push_error(&self, e: CommError) {
+        self.errors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push_back(e);
+        self.error_count.fetch_add(1, Ordering::Release);
+    }
+
+    /// Takes the oldest recorded error.
+    pub(crate) fn take_error(&self) -> Option<CommError> {
+        if self.error_count.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let e = self
+            .errors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front();
+        if e.is_some() {
+            self.error_count.fetch_sub(1, Ordering::Release);
+        }
+        e
     }
 
     pub(crate) fn bulk_header_len(&self) -> usize {

@@ -25,7 +25,7 @@ mod error;
 mod region;
 mod registry;
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -162,7 +162,18 @@ impl Comm {
             fragment = fragment.min(t.caps().max_message - spools_proto::am::BULK_HEADER_LEN);
         }
         let lanes = usize::from(cfg.lanes);
+        let uses_shm = routes.contains(&Route::Shm);
+        let uses_tcp = routes.contains(&Route::Tcp);
+        let mut active = Vec::new();
+        if let (Some(s), true) = (&shm, uses_shm) {
+            active.push(s.clone());
+        }
+        if let (Some(t), true) = (&tcp, uses_tcp) {
+            active.push(t.clone());
+        }
         let core = Arc::new(Core {
+            active,
+            uses_tcp,
             rank: boot.rank(),
             size: boot.size(),
             spin: Duration::from_micros(cfg.spin_us),
@@ -181,6 +192,10 @@ impl Comm {
             errors: Mutex::new(Default::default()),
             poll: Mutex::new(Default::default()),
             self_queue: Mutex::new(Default::default()),
+            self_pending: AtomicUsize::new(0),
+            error_count: AtomicUsize::new(0),
+            table_len: AtomicUsize::new(0),
+            registry_gen: AtomicUsize::new(1),
         });
         let stop = Arc::new(AtomicBool::new(false));
         if core.cfg.progress_thread {
@@ -199,10 +214,7 @@ impl Comm {
                                 }
                             }
                             Err(e) => {
-                                c.errors
-                                    .lock()
-                                    .unwrap_or_else(PoisonError::into_inner)
-                                    .push_back(e);
+                                c.push_error(e);
                                 if c.boot.state().troubled() {
                                     return;
                                 }
@@ -269,11 +281,14 @@ impl Comm {
         name: &str,
         h: impl Fn(&Msg<'_>) + Send + Sync + 'static,
     ) -> Result<(), CommError> {
-        self.core
+        let r = self
+            .core
             .registry
             .write()
             .unwrap_or_else(PoisonError::into_inner)
-            .register(name, Arc::new(h))
+            .register(name, Arc::new(h));
+        self.core.registry_gen.fetch_add(1, Ordering::Release);
+        r
     }
 
     /// Collective: merges every rank's handler names at rank 0 and installs the same
@@ -295,11 +310,16 @@ impl Comm {
             Vec::new()
         };
         let table = self.core.boot.broadcast(0, &merged)?;
-        self.core
+        let mut reg = self
+            .core
             .registry
             .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .install(&table);
+            .unwrap_or_else(PoisonError::into_inner);
+        reg.install(&table);
+        self.core
+            .table_len
+            .store(reg.table().len(), Ordering::Release);
+        self.core.registry_gen.fetch_add(1, Ordering::Release);
         Ok(())
     }
 
@@ -341,13 +361,7 @@ impl Comm {
     /// failures, malformed messages.
     pub fn poll(&self) -> Result<usize, CommError> {
         let n = self.core.progress()?;
-        if let Some(e) = self
-            .core
-            .errors
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop_front()
-        {
+        if let Some(e) = self.core.take_error() {
             return Err(e);
         }
         Ok(n)
@@ -410,10 +424,7 @@ impl Comm {
             Arc::new(move || {
                 w.upgrade().map_or(0, |c| {
                     c.progress().unwrap_or_else(|e| {
-                        c.errors
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .push_back(e);
+                        c.push_error(e);
                         0
                     })
                 })
@@ -502,14 +513,9 @@ impl Endpoint {
         &self.comm.core
     }
 
+    #[inline]
     fn check_handler(&self, h: HandlerId) -> Result<(), CommError> {
-        if !self
-            .core()
-            .registry
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .known(h.0)
-        {
+        if h.0 as usize >= self.core().table_len.load(Ordering::Relaxed) {
             return Err(CommError::UnknownHandlerId(h.0));
         }
         Ok(())

@@ -17,7 +17,7 @@ pub struct HandlerId(pub u32);
 pub(crate) struct Registry {
     local: HashMap<String, Handler>,
     names: Vec<String>,
-    by_id: Vec<Option<Handler>>,
+    by_id: Arc<Vec<Option<Handler>>>,
     ids: HashMap<String, u32>,
 }
 
@@ -28,7 +28,7 @@ impl Registry {
         }
         self.local.insert(name.to_string(), h.clone());
         if let Some(&id) = self.ids.get(name) {
-            self.by_id[id as usize] = Some(h);
+            Arc::make_mut(&mut self.by_id)[id as usize] = Some(h);
         }
         Ok(())
     }
@@ -66,11 +66,12 @@ impl Registry {
             .enumerate()
             .map(|(i, n)| (n.clone(), i as u32))
             .collect();
-        self.by_id = self
-            .names
-            .iter()
-            .map(|n| self.local.get(n).cloned())
-            .collect();
+        self.by_id = Arc::new(
+            self.names
+                .iter()
+                .map(|n| self.local.get(n).cloned())
+                .collect(),
+        );
     }
 
     pub(crate) fn id(&self, name: &str) -> Result<HandlerId, CommError> {
@@ -80,12 +81,10 @@ impl Registry {
             .ok_or_else(|| CommError::UnknownHandlerName(name.to_string()))
     }
 
-    pub(crate) fn get(&self, id: u32) -> Option<&Handler> {
-        self.by_id.get(id as usize).and_then(Option::as_ref)
-    }
-
-    pub(crate) fn known(&self, id: u32) -> bool {
-        (id as usize) < self.names.len()
+    /// The id-indexed handler table, shared (the progress engine keeps a copy and
+    /// refreshes it when the registry changes).
+    pub(crate) fn snapshot(&self) -> Arc<Vec<Option<Handler>>> {
+        self.by_id.clone()
     }
 
     pub(crate) fn name(&self, id: u32) -> String {

@@ -13,7 +13,9 @@ pub fn cpu_count() -> usize {
 /// outnumber cores, then report that it is time to sleep.
 #[derive(Debug)]
 pub struct Backoff {
-    start: Instant,
+    /// When spinning began; read from the clock only once the first polls found
+    /// nothing (the fast path never reads the clock).
+    start: Option<Instant>,
     spin: Duration,
     yield_cpu: bool,
     polls: u32,
@@ -24,7 +26,7 @@ impl Backoff {
     /// the ranks that have work get the CPU (8 ranks on 2 cores).
     pub fn new(spin: Duration, oversubscribed: bool) -> Self {
         Backoff {
-            start: Instant::now(),
+            start: None,
             spin,
             yield_cpu: oversubscribed,
             polls: 0,
@@ -36,9 +38,14 @@ impl Backoff {
     #[inline]
     pub fn spin(&mut self) -> bool {
         self.polls = self.polls.wrapping_add(1);
-        // Reading the clock costs ~20 ns: check it every 16 polls.
-        if self.polls % 16 == 0 && self.start.elapsed() >= self.spin {
-            return false;
+        // Reading the clock costs ~20 ns: start it after 16 empty polls, then check it
+        // every 16.
+        if self.polls % 16 == 0 {
+            match self.start {
+                None => self.start = Some(Instant::now()),
+                Some(t) if t.elapsed() >= self.spin => return false,
+                Some(_) => {}
+            }
         }
         if self.yield_cpu {
             std::thread::yield_now();
@@ -50,7 +57,7 @@ impl Backoff {
 
     /// Restarts the spin phase (after something arrived).
     pub fn reset(&mut self) {
-        self.start = Instant::now();
+        self.start = None;
         self.polls = 0;
     }
 }

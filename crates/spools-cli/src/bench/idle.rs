@@ -15,14 +15,20 @@ use super::probe::round;
 use super::{median, need_two, start, transport_name, CommonArgs};
 
 fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes one timespec into ts.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes one timespec into ts.
     unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -48,7 +54,8 @@ pub(crate) fn run(a: &CommonArgs) -> Result<()> {
     let mut cpu_pct = 0.0;
     if me == 0 {
         std::thread::sleep(Duration::from_secs(2));
-        w.endpoint().send_short(1, h, [now_ns(), 0, 0, 0], Channel::new(0), Mode::Immediate)?;
+        w.endpoint()
+            .send_short(1, h, [now_ns(), 0, 0, 0], Channel::new(0), Mode::Immediate)?;
     } else {
         let (c0, t0) = (cpu_ns(), now_ns());
         w.comm().wait_for(|| arrived.load(Ordering::Acquire) >= 1)?;
@@ -61,9 +68,11 @@ pub(crate) fn run(a: &CommonArgs) -> Result<()> {
         w.barrier()?;
         if me == 0 {
             std::thread::sleep(Duration::from_millis(100));
-            w.endpoint().send_short(1, h, [now_ns(), 0, 0, 0], Channel::new(0), Mode::Immediate)?;
+            w.endpoint()
+                .send_short(1, h, [now_ns(), 0, 0, 0], Channel::new(0), Mode::Immediate)?;
         } else {
-            w.comm().wait_for(|| arrived.load(Ordering::Acquire) >= 2 + i)?;
+            w.comm()
+                .wait_for(|| arrived.load(Ordering::Acquire) >= 2 + i)?;
             wake.push(latency.load(Ordering::Relaxed) as f64 / 1e3);
         }
     }
@@ -80,7 +89,10 @@ pub(crate) fn run(a: &CommonArgs) -> Result<()> {
     w.barrier()?;
     let mut pipe = Vec::new();
     if me == 0 {
-        let mut f = std::fs::OpenOptions::new().write(true).open(&fifo).context("opening the fifo")?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&fifo)
+            .context("opening the fifo")?;
         for _ in 0..reps {
             std::thread::sleep(Duration::from_millis(100));
             f.write_all(&now_ns().to_le_bytes())?;
@@ -101,10 +113,16 @@ pub(crate) fn run(a: &CommonArgs) -> Result<()> {
     let bytes: Vec<u8> = mine.iter().flat_map(|x| x.to_le_bytes()).collect();
     let all = w.allgather(&bytes)?;
     if me == 0 {
-        let r1: Vec<f64> = all[1].chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect();
+        let r1: Vec<f64> = all[1]
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+            .collect();
         let transport = transport_name(&w, 1);
         if a.json {
-            println!("{}", json!({"benchmark": "idle", "transport": transport, "idle_cpu_percent": round(r1[0], 3), "wake_us": round(r1[1], 2), "pipe_wake_us": round(r1[2], 2)}));
+            println!(
+                "{}",
+                json!({"benchmark": "idle", "transport": transport, "idle_cpu_percent": round(r1[0], 3), "wake_us": round(r1[1], 2), "pipe_wake_us": round(r1[2], 2)})
+            );
         } else {
             println!("# idle receiver over {transport}");
             println!("CPU of a rank blocked 2 s in a receive: {:.3} %", r1[0]);

@@ -26,9 +26,11 @@ struct Sig {
 fn send(w: &mut World, h: HandlerId, bytes: usize, i: u64, payload: &[u8]) -> Result<()> {
     let peer = 1 - w.rank();
     if bytes <= 32 {
-        w.endpoint().send_short(peer, h, [i, 0, 0, 0], Channel::new(0), Mode::Immediate)?;
+        w.endpoint()
+            .send_short(peer, h, [i, 0, 0, 0], Channel::new(0), Mode::Immediate)?;
     } else {
-        w.endpoint().send_bulk(peer, h, [i, 0, 0, 0], &payload[..bytes], Channel::new(0))?;
+        w.endpoint()
+            .send_bulk(peer, h, [i, 0, 0, 0], &payload[..bytes], Channel::new(0))?;
     }
     Ok(())
 }
@@ -61,7 +63,8 @@ fn signature(w: &mut World, bytes: usize, reps: usize) -> Result<Sig> {
             // o_r: let the burst land while not polling, then time the handling.
             busy(Duration::from_millis(3));
             let t = Instant::now();
-            w.comm().wait_for(|| count.load(Ordering::Acquire) >= expect)?;
+            w.comm()
+                .wait_for(|| count.load(Ordering::Acquire) >= expect)?;
             or.push(t.elapsed().as_nanos() as f64 / 1e3 / BURST as f64);
         }
     }
@@ -78,7 +81,8 @@ fn signature(w: &mut World, bytes: usize, reps: usize) -> Result<Sig> {
         }
         if me == 1 {
             expect += n;
-            w.comm().wait_for(|| count.load(Ordering::Acquire) >= expect)?;
+            w.comm()
+                .wait_for(|| count.load(Ordering::Acquire) >= expect)?;
         }
     }
     // Round trips for L.
@@ -91,9 +95,11 @@ fn signature(w: &mut World, bytes: usize, reps: usize) -> Result<Sig> {
         for i in 0..n {
             if me == 0 {
                 send(w, h, bytes, i, &payload)?;
-                w.comm().wait_for(|| count.load(Ordering::Acquire) > base + i)?;
+                w.comm()
+                    .wait_for(|| count.load(Ordering::Acquire) > base + i)?;
             } else {
-                w.comm().wait_for(|| count.load(Ordering::Acquire) > base + i)?;
+                w.comm()
+                    .wait_for(|| count.load(Ordering::Acquire) > base + i)?;
                 send(w, h, bytes, i, &payload)?;
             }
         }
@@ -133,9 +139,15 @@ pub(crate) fn run(a: &CommonArgs) -> Result<()> {
             );
         } else {
             println!("# LogP signature over {transport} (StarT-X Table 1 layout), microseconds, medians of {reps}");
-            println!("{:<14} {:>8} {:>8} {:>8} {:>8} {:>10}", "message", "o_s", "o_r", "g", "L", "RTT/2");
+            println!(
+                "{:<14} {:>8} {:>8} {:>8} {:>8} {:>10}",
+                "message", "o_s", "o_r", "g", "L", "RTT/2"
+            );
             for (name, s) in [("16 B (short)", &s16), ("64 B (bulk)", &s64)] {
-                println!("{name:<14} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>10.3}", s.os, s.or, s.g, s.l, s.rtt_half);
+                println!(
+                    "{name:<14} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>10.3}",
+                    s.os, s.or, s.g, s.l, s.rtt_half
+                );
             }
         }
     }

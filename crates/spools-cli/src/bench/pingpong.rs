@@ -92,18 +92,35 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
             let t = Instant::now();
             for i in 0..n {
                 if me == 0 {
-                    w.endpoint().send_short(peer, h_short, [i, 0, 0, 0], Channel::new(0), Mode::Immediate)?;
-                    w.comm().wait_for(|| count.load(Ordering::Acquire) >= base + i + 1)?;
+                    w.endpoint().send_short(
+                        peer,
+                        h_short,
+                        [i, 0, 0, 0],
+                        Channel::new(0),
+                        Mode::Immediate,
+                    )?;
+                    w.comm()
+                        .wait_for(|| count.load(Ordering::Acquire) >= base + i + 1)?;
                 } else {
-                    w.comm().wait_for(|| count.load(Ordering::Acquire) >= base + i + 1)?;
-                    w.endpoint().send_short(peer, h_short, [i, 0, 0, 0], Channel::new(0), Mode::Immediate)?;
+                    w.comm()
+                        .wait_for(|| count.load(Ordering::Acquire) >= base + i + 1)?;
+                    w.endpoint().send_short(
+                        peer,
+                        h_short,
+                        [i, 0, 0, 0],
+                        Channel::new(0),
+                        Mode::Immediate,
+                    )?;
                 }
             }
             if rep > 0 {
                 v.push(t.elapsed().as_nanos() as f64 / 1e3 / (2 * n) as f64);
             }
         }
-        short.push(Point { bytes: 8, latency_us: median(&mut v) });
+        short.push(Point {
+            bytes: 8,
+            latency_us: median(&mut v),
+        });
     }
     series.push(("short", short));
 
@@ -120,18 +137,35 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
             let t = Instant::now();
             for i in 0..n {
                 if me == 0 {
-                    w.endpoint().send_bulk(peer, h_bulk, [i, 0, 0, 0], &buf[..s], Channel::new(0))?;
-                    w.comm().wait_for(|| count.load(Ordering::Acquire) >= base + i + 1)?;
+                    w.endpoint().send_bulk(
+                        peer,
+                        h_bulk,
+                        [i, 0, 0, 0],
+                        &buf[..s],
+                        Channel::new(0),
+                    )?;
+                    w.comm()
+                        .wait_for(|| count.load(Ordering::Acquire) >= base + i + 1)?;
                 } else {
-                    w.comm().wait_for(|| count.load(Ordering::Acquire) >= base + i + 1)?;
-                    w.endpoint().send_bulk(peer, h_bulk, [i, 0, 0, 0], &buf[..s], Channel::new(0))?;
+                    w.comm()
+                        .wait_for(|| count.load(Ordering::Acquire) >= base + i + 1)?;
+                    w.endpoint().send_bulk(
+                        peer,
+                        h_bulk,
+                        [i, 0, 0, 0],
+                        &buf[..s],
+                        Channel::new(0),
+                    )?;
                 }
             }
             if rep > 0 {
                 v.push(t.elapsed().as_nanos() as f64 / 1e3 / (2 * n) as f64);
             }
         }
-        bulk.push(Point { bytes: s, latency_us: median(&mut v) });
+        bulk.push(Point {
+            bytes: s,
+            latency_us: median(&mut v),
+        });
     }
     series.push(("bulk", bulk));
 
@@ -152,9 +186,11 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
                 let mut last = [0u8; 1];
                 if me == 0 {
                     w.endpoint().put(peer, peer_key, 0, &data[..s])?;
-                    w.comm().wait_for(|| region.read(s - 1, &mut last).is_ok() && last[0] == tick)?;
+                    w.comm()
+                        .wait_for(|| region.read(s - 1, &mut last).is_ok() && last[0] == tick)?;
                 } else {
-                    w.comm().wait_for(|| region.read(s - 1, &mut last).is_ok() && last[0] == tick)?;
+                    w.comm()
+                        .wait_for(|| region.read(s - 1, &mut last).is_ok() && last[0] == tick)?;
                     w.endpoint().put(peer, peer_key, 0, &data[..s])?;
                 }
             }
@@ -162,7 +198,10 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
                 v.push(t.elapsed().as_nanos() as f64 / 1e3 / (2 * n) as f64);
             }
         }
-        mem.push(Point { bytes: s, latency_us: median(&mut v) });
+        mem.push(Point {
+            bytes: s,
+            latency_us: median(&mut v),
+        });
     }
     series.push(("memory", mem));
     let after = probe::run(&w)?;
@@ -195,10 +234,18 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
                     p.flag_pingpong_ns, p.ring_floor_ns
                 );
             }
-            println!("{:>8} {:>10} {:>12} {:>12}", "path", "bytes", "latency_us", "MB/s");
+            println!(
+                "{:>8} {:>10} {:>12} {:>12}",
+                "path", "bytes", "latency_us", "MB/s"
+            );
             for (path, pts) in &series {
                 for p in pts {
-                    println!("{path:>8} {:>10} {:>12.3} {:>12.1}", p.bytes, p.latency_us, p.mbps());
+                    println!(
+                        "{path:>8} {:>10} {:>12.3} {:>12.1}",
+                        p.bytes,
+                        p.latency_us,
+                        p.mbps()
+                    );
                 }
             }
         }

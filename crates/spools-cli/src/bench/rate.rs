@@ -46,8 +46,10 @@ pub(crate) fn measure(w: &mut World, mode: Mode, messages: u64, reps: usize) -> 
             }
         } else {
             let want = (rep as u64 + 1) * messages;
-            w.comm().wait_for(|| count.load(Ordering::Relaxed) >= want)?;
-            w.endpoint().send_short(0, h_done, [0; 4], Channel::new(0), Mode::Immediate)?;
+            w.comm()
+                .wait_for(|| count.load(Ordering::Relaxed) >= want)?;
+            w.endpoint()
+                .send_short(0, h_done, [0; 4], Channel::new(0), Mode::Immediate)?;
         }
     }
     Ok(median(&mut v))
@@ -80,7 +82,11 @@ pub(crate) fn run(a: &RateArgs) -> Result<()> {
         } else {
             println!("# short-message rate over {transport}, one sender, one counting receiver ({} messages, median of {reps})", a.messages);
             println!("immediate  {:8.2} M messages/s", immediate / 1e6);
-            println!("batched    {:8.2} M messages/s (batches of {})", batched / 1e6, w.comm().config().batch);
+            println!(
+                "batched    {:8.2} M messages/s (batches of {})",
+                batched / 1e6,
+                w.comm().config().batch
+            );
         }
     }
     w.finalize()?;

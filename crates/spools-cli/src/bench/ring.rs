@@ -35,11 +35,15 @@ pub(crate) fn run(a: &RingArgs) -> Result<()> {
         let t = Instant::now();
         for r in 0..rounds {
             if me == 0 {
-                w.endpoint().send_short(next, h, [r, 0, 0, 0], Channel::new(0), Mode::Immediate)?;
-                w.comm().wait_for(|| got.load(Ordering::Acquire) > base + r)?;
+                w.endpoint()
+                    .send_short(next, h, [r, 0, 0, 0], Channel::new(0), Mode::Immediate)?;
+                w.comm()
+                    .wait_for(|| got.load(Ordering::Acquire) > base + r)?;
             } else {
-                w.comm().wait_for(|| got.load(Ordering::Acquire) > base + r)?;
-                w.endpoint().send_short(next, h, [r, 0, 0, 0], Channel::new(0), Mode::Immediate)?;
+                w.comm()
+                    .wait_for(|| got.load(Ordering::Acquire) > base + r)?;
+                w.endpoint()
+                    .send_short(next, h, [r, 0, 0, 0], Channel::new(0), Mode::Immediate)?;
             }
         }
         if rep > 0 {

@@ -14,7 +14,7 @@ mod raw;
 mod ring;
 mod segment;
 
-use std::sync::atomic::{fence, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -24,9 +24,9 @@ use spools_boot::job::JobState;
 
 use crate::lock::TryLock;
 use crate::{Caps, FabricError, Incoming, Priority, SingleCopy, Transport};
+pub use raw::RawMapping;
 use ring::{Ring, TxState};
 use segment::Segment;
-pub use raw::RawMapping;
 pub use segment::{fit_rings, Geometry};
 
 /// Messages drained from one ring per poll before the next ring's turn.
@@ -42,6 +42,9 @@ pub struct ShmTransport {
     segs: Vec<Segment>,
     lanes: Vec<TryLock<Vec<[TxState; 2]>>>,
     rx: TryLock<Vec<u64>>,
+    /// The rings this rank receives from, in serving order (high priority first):
+    /// (ring, sending rank, lane, priority, index of its position in `rx`).
+    serve: Vec<(Ring, u32, u16, Priority, usize)>,
     blocked: Mutex<Vec<Ring>>,
     blocked_n: AtomicUsize,
     caps: Caps,
@@ -183,7 +186,22 @@ impl ShmTransport {
                 max_inline = max_inline.min(r.max_inline());
             }
         }
+        let mut serve = Vec::new();
+        for priority in Priority::SERVE_ORDER {
+            let high = priority == Priority::High;
+            for (src, &from) in local.iter().enumerate() {
+                if src as u32 == me_local {
+                    continue;
+                }
+                for lane in 0..usize::from(cfg.lanes) {
+                    let ring = segs[me_local as usize].ring(src as u32, lane as u32, high);
+                    let i = (src * usize::from(cfg.lanes) + lane) * 2 + usize::from(high);
+                    serve.push((ring, from, lane as u16, priority, i));
+                }
+            }
+        }
         let t = ShmTransport {
+            serve,
             me_local,
             local,
             local_of,
@@ -229,14 +247,10 @@ impl ShmTransport {
     }
 
     #[inline]
-    fn ring_index(&self, src: usize, lane: usize, high: bool) -> usize {
-        (src * self.caps.lanes + lane) * 2 + usize::from(high)
-    }
-
-    #[inline]
     fn notify(&self, peer_local: usize) {
+        // No fence: the ring's publishing swap already ordered the message before this
+        // load (see `Ring::try_write`).
         let seg = &self.segs[peer_local];
-        fence(Ordering::SeqCst);
         if seg.sleeping().load(Ordering::Relaxed) != 0 {
             seg.doorbell().fetch_add(1, Ordering::SeqCst);
             futex::wake(seg.doorbell());
@@ -244,21 +258,9 @@ impl ShmTransport {
     }
 
     fn any_ready(&self, pos: &[u64]) -> bool {
-        let mine = &self.segs[self.me_local as usize];
-        for src in 0..self.local.len() {
-            if src == self.me_local as usize {
-                continue;
-            }
-            for lane in 0..self.caps.lanes {
-                for high in [true, false] {
-                    let i = self.ring_index(src, lane, high);
-                    if mine.ring(src as u32, lane as u32, high).ready(pos[i]) {
-                        return true;
-                    }
-                }
-            }
-        }
-        false
+        self.serve
+            .iter()
+            .any(|(ring, _, _, _, i)| ring.ready(pos[*i]))
     }
 
     fn space_freed(&self) -> bool {
@@ -345,38 +347,28 @@ impl Transport for ShmTransport {
         let Some(mut pos) = self.rx.try_lock() else {
             return Ok(0);
         };
-        let mine = &self.segs[self.me_local as usize];
         let mut total = 0;
-        for priority in Priority::SERVE_ORDER {
-            let high = priority == Priority::High;
-            for src in 0..self.local.len() {
-                if src == self.me_local as usize {
-                    continue;
-                }
-                let from = self.local[src];
-                for lane in 0..self.caps.lanes {
-                    let ring = mine.ring(src as u32, lane as u32, high);
-                    let i = self.ring_index(src, lane, high);
-                    if !ring.ready(pos[i]) {
-                        continue;
-                    }
-                    let (n, waiting) = ring
-                        .drain(&mut pos[i], BUDGET, &mut |bytes| {
-                            f(Incoming {
-                                from,
-                                lane: lane as u16,
-                                priority,
-                                bytes,
-                            })
-                        })
-                        .map_err(|what| FabricError::Corrupt { rank: from, what })?;
-                    total += n;
-                    if waiting {
-                        let seg = &self.segs[src];
-                        seg.doorbell().fetch_add(1, Ordering::SeqCst);
-                        if seg.sleeping().load(Ordering::SeqCst) != 0 {
-                            futex::wake(seg.doorbell());
-                        }
+        for &(ring, from, lane, priority, i) in &self.serve {
+            if !ring.ready(pos[i]) {
+                continue;
+            }
+            let (n, waiting) = ring
+                .drain(&mut pos[i], BUDGET, &mut |bytes| {
+                    f(Incoming {
+                        from,
+                        lane,
+                        priority,
+                        bytes,
+                    })
+                })
+                .map_err(|what| FabricError::Corrupt { rank: from, what })?;
+            total += n;
+            if waiting {
+                if let Some(l) = self.local_of.get(from as usize).copied().flatten() {
+                    let seg = &self.segs[l as usize];
+                    seg.doorbell().fetch_add(1, Ordering::SeqCst);
+                    if seg.sleeping().load(Ordering::SeqCst) != 0 {
+                        futex::wake(seg.doorbell());
                     }
                 }
             }

@@ -40,7 +40,11 @@ impl RawMapping {
 
     /// The 64-bit word at byte offset `8 * i` (panics past the end: a caller bug).
     pub fn word(&self, i: usize) -> &AtomicU64 {
-        assert!(8 * i + 8 <= self.len, "word {i} outside a mapping of {} bytes", self.len);
+        assert!(
+            8 * i + 8 <= self.len,
+            "word {i} outside a mapping of {} bytes",
+            self.len
+        );
         // SAFETY: in bounds (checked above), 8-byte aligned (page-aligned base), and the
         // mapping lives as long as self.
         unsafe { &*(self.base.add(8 * i) as *const AtomicU64) }

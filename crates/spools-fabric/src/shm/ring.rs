@@ -9,7 +9,7 @@
 //! A short message (up to `cell - 8` bytes) is one cache line: one line moves between the
 //! cores, and no system call is made.
 
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// Header length in front of each message.
 pub(crate) const HEADER: usize = 8;
@@ -135,9 +135,12 @@ impl Ring {
                 dst = dst.add(p.len());
             }
         }
-        self.header(idx).store(
+        // A swap (a locked instruction on x86) publishes the header and is also the full
+        // barrier between this store and the caller's check of the receiver's "sleeping"
+        // flag (cheaper than a store followed by a fence).
+        self.header(idx).swap(
             ((len as u64) << 32) | u64::from(stamp(st.head, bits)),
-            Ordering::Release,
+            Ordering::SeqCst,
         );
         st.head += k;
         true
@@ -198,8 +201,9 @@ impl Ring {
         }
         if *pos != start {
             let ctrl = self.ctrl();
-            ctrl.tail.store(*pos, Ordering::Release);
-            fence(Ordering::SeqCst);
+            // The swap publishes the tail and orders it before the load of the producer's
+            // waiting flag (the other half of the producer's flag-then-recheck).
+            ctrl.tail.swap(*pos, Ordering::SeqCst);
             let waiting = ctrl.producer_waiting.load(Ordering::Relaxed) != 0
                 && ctrl.producer_waiting.swap(0, Ordering::SeqCst) != 0;
             return Ok((n, waiting));
