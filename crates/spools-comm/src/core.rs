@@ -429,18 +429,23 @@ impl Core {
                 self.run_short(from, &s, ps)
             }
             AmHeader::Batch { .. } => {
-                let mut shorts = Vec::with_capacity(payload.len() / SHORT_LEN);
-                for rec in payload.chunks_exact(SHORT_LEN) {
-                    shorts.push(Short::read(rec).map_err(|e| CommError::Protocol {
-                        peer: from,
-                        what: e.to_string(),
-                    })?);
-                }
-                if shorts.iter().any(|s| beyond_table(s.handler)) && self.hold(ps, &inc) {
+                // The decoder checked that the payload is whole records. Hold the batch if
+                // any record names a handler beyond the table; else run them in order.
+                let beyond = payload.chunks_exact(SHORT_LEN).any(|r| {
+                    beyond_table(u32::from_le_bytes([r[4], r[5], r[6], r[7]]))
+                });
+                if beyond && self.hold(ps, &inc) {
                     return Ok(());
                 }
-                for s in &shorts {
-                    self.run_short(from, s, ps);
+                for rec in payload.chunks_exact(SHORT_LEN) {
+                    let Ok(rec) = <&[u8; SHORT_LEN]>::try_from(rec) else {
+                        continue;
+                    };
+                    let s = Short::from_array(rec).map_err(|e| CommError::Protocol {
+                        peer: from,
+                        what: e.to_string(),
+                    })?;
+                    self.run_short(from, &s, ps);
                 }
             }
             AmHeader::Bulk(b) => {

@@ -215,6 +215,29 @@ impl Short {
         }
     }
 
+    /// Reads a short message from exactly [`SHORT_LEN`] bytes (the batch fast path: no
+    /// length checks beyond the array type).
+    ///
+    /// # Errors
+    /// [`WireError::UnknownKind`] if the bytes are not a short message.
+    #[inline]
+    pub fn from_array(b: &[u8; SHORT_LEN]) -> Result<Short, WireError> {
+        if b[0] != K_SHORT {
+            return Err(WireError::UnknownKind(b[0]));
+        }
+        let u64_at = |i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&b[i..i + 8]);
+            u64::from_le_bytes(w)
+        };
+        Ok(Short {
+            handler: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+            channel: u16::from_le_bytes([b[2], b[3]]),
+            flags: b[1],
+            args: [u64_at(8), u64_at(16), u64_at(24), u64_at(32)],
+        })
+    }
+
     /// Reads a short message from the first [`SHORT_LEN`] bytes of `b`.
     ///
     /// # Errors
