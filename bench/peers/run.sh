@@ -9,13 +9,17 @@
 #                   SVG plots go (default target/bench-peers under the repository root)
 #   --skip-spools   run only the Open MPI and raw programs (no cargo build)
 #
-# Steps: install Open MPI from Debian if mpicc/mpirun are missing; build pingpong.c, ring.c and
-# raw.c with mpicc -O2; build the spools command (cargo build --release -p spools-cli); then for
-# each run: Spools ping-pong over shared memory and over TCP, Open MPI ping-pong as installed,
+# Steps: install Open MPI from Debian if mpicc/mpirun are missing; build pingpong.c, ring.c,
+# raw.c and init.c with mpicc -O2; build the spools command (cargo build --release -p
+# spools-cli); then for each run: the Spools benchmarks with 2 ranks (ping-pong over shared
+# memory and over TCP, message rate over both, LogP, idle), Open MPI ping-pong as installed,
 # "tuned" (single-copy mechanism off: copy-in/copy-out through shared memory only) and over
-# TCP, the raw probes, and the token ring with 2 and 8 ranks for both. Each document lands in
-# DIR as PROGRAM.runI.json (stderr in DIR/logs/); summarize.py then prints Markdown tables
-# (also kept as DIR/summary.md) and writes DIR/latency.svg and DIR/bandwidth.svg.
+# TCP, the raw probes, the token ring with 2 and 8 ranks for both, and the start-up of a
+# trivial 2-rank job, launched and torn down 20 times in a row for each launcher (spools run
+# with `spools bench init`, mpirun with init.c), timed from outside with date +%s%N.
+# Each document lands in DIR as PROGRAM.runI.json (stderr in DIR/logs/); summarize.py then
+# prints Markdown tables (also kept as DIR/summary.md), the goals with PASS/MISS first, and
+# writes DIR/latency.svg and DIR/bandwidth.svg.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -77,6 +81,9 @@ mpirun_base=(mpirun --allow-run-as-root --oversubscribe)
 spools="${CARGO_TARGET_DIR:-$root/target}/release/spools"
 spools_tcp_args=(--transport tcp)
 
+# How many 2-rank jobs each launcher starts and tears down in a row, per run.
+launches=20
+
 log() { printf '==> %s\n' "$*" >&2; }
 
 as_root() {
@@ -103,7 +110,7 @@ fi
 # --- Build -----------------------------------------------------------------------------------
 
 log "building the MPI and raw programs into $out"
-for prog in pingpong ring raw; do
+for prog in pingpong ring raw init; do
     mpicc -O2 -Wall -Wextra -o "$out/$prog" "$here/$prog.c"
 done
 
@@ -151,24 +158,13 @@ git -C "$root" diff --quiet HEAD 2>/dev/null || commit+=" (with local changes)"
 # --- Run -------------------------------------------------------------------------------------
 
 # Documents of an earlier invocation would otherwise be mixed into this one's medians.
-rm -f "$out"/pingpong-*.run*.json "$out"/ring-*.run*.json "$out"/raw.run*.json
+rm -f "$out"/{pingpong,ring,rate,logp,idle,launch}-*.run*.json "$out"/raw.run*.json
 
-# run_json NAME CMD...: run CMD and keep the JSON document it prints as $out/NAME.json (its
-# stderr goes to $out/logs/NAME.log). The document is the whole stdout, or failing that the
-# last line of it that parses as a JSON object (launchers may add lines of their own).
-run_json() {
-    local name=$1
-    shift
-    local json="$out/$name.json" stdout="$out/logs/$name.stdout" errlog="$out/logs/$name.log"
-    local start=$SECONDS
-    printf '  %-34s' "$name" >&2
-    if ! "$@" >"$stdout" 2>"$errlog"; then
-        printf 'FAILED\n' >&2
-        echo "run.sh: command failed: $*" >&2
-        tail -n 20 "$errlog" "$stdout" >&2
-        exit 1
-    fi
-    if ! python3 - "$stdout" "$json" <<'EOF'; then
+# extract_json STDOUT JSON: keep the JSON document a program printed in file STDOUT as file
+# JSON. The document is the whole output, or failing that the last line of it that parses as a
+# JSON object with a "benchmark" field (launchers may add lines of their own).
+extract_json() {
+    python3 - "$1" "$2" <<'EOF'
 import json, sys
 
 text = open(sys.argv[1], encoding="utf-8", errors="replace").read()
@@ -185,11 +181,72 @@ for candidate in candidates:
         sys.exit(0)
 sys.exit(1)
 EOF
-        printf 'NO JSON\n' >&2
-        echo "run.sh: no JSON benchmark document in the output of: $*" >&2
-        tail -n 20 "$stdout" "$errlog" >&2
-        exit 1
-    fi
+}
+
+# fail_with WHY STDOUT ERRLOG CMD...: report a failed step with the tails of its output; exit.
+fail_with() {
+    local why=$1 stdout=$2 errlog=$3
+    shift 3
+    printf '%s\n' "$why" >&2
+    echo "run.sh: $why: $*" >&2
+    tail -n 20 "$errlog" "$stdout" >&2
+    exit 1
+}
+
+# run_json NAME CMD...: run CMD and keep the JSON document it prints as $out/NAME.json (its
+# stdout and stderr go to $out/logs/NAME.stdout and NAME.log).
+run_json() {
+    local name=$1
+    shift
+    local json="$out/$name.json" stdout="$out/logs/$name.stdout" errlog="$out/logs/$name.log"
+    local start=$SECONDS
+    printf '  %-34s' "$name" >&2
+    "$@" >"$stdout" 2>"$errlog" || fail_with "FAILED" "$stdout" "$errlog" "$@"
+    extract_json "$stdout" "$json" || fail_with "NO JSON" "$stdout" "$errlog" "$@"
+    printf 'ok (%ds)\n' $((SECONDS - start)) >&2
+}
+
+# launch_json NAME LAUNCHER CMD...: run CMD, a whole trivial job (launch, init, teardown),
+# $launches times in a row, each timed from outside with date +%s%N, and keep
+#   {"benchmark":"launch","launcher":LAUNCHER,"launches":K,"wall_ms":[K walls],
+#    "init_ms":[K lists: the per-rank init_ms of that job's document]}
+# as $out/NAME.json. A wall time includes one `date` process (about a millisecond).
+# The output of job K goes to $out/logs/NAME.K.{stdout,log,json}.
+launch_json() {
+    local name=$1 launcher=$2
+    shift 2
+    local json="$out/$name.json" start=$SECONDS k t0 t1 stdout errlog doc
+    local walls=() docs=()
+    printf '  %-34s' "$name" >&2
+    for ((k = 1; k <= launches; k++)); do
+        stdout="$out/logs/$name.$k.stdout" errlog="$out/logs/$name.$k.log"
+        doc="$out/logs/$name.$k.json"
+        t0=$(date +%s%N)
+        "$@" >"$stdout" 2>"$errlog" || fail_with "FAILED (launch $k)" "$stdout" "$errlog" "$@"
+        t1=$(date +%s%N)
+        walls+=($((t1 - t0)))
+        extract_json "$stdout" "$doc" || fail_with "NO JSON (launch $k)" "$stdout" "$errlog" "$@"
+        docs+=("$doc")
+    done
+    python3 - "$json" "$launcher" "${walls[*]}" "${docs[@]}" <<'EOF'
+import json, sys
+
+json_path, launcher, walls, docs = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4:]
+init_ms = []
+for path in docs:
+    with open(path, encoding="utf-8") as f:
+        init_ms.append(json.load(f).get("init_ms"))
+doc = {
+    "benchmark": "launch",
+    "launcher": launcher,
+    "launches": len(walls),
+    "wall_ms": [round(int(ns) / 1e6, 3) for ns in walls],
+    "init_ms": init_ms,
+}
+with open(json_path, "w", encoding="utf-8") as f:
+    json.dump(doc, f)
+    f.write("\n")
+EOF
     printf 'ok (%ds)\n' $((SECONDS - start)) >&2
 }
 
@@ -199,6 +256,11 @@ for ((i = 1; i <= runs; i++)); do
         run_json "pingpong-spools-shm.run$i" "$spools" run -n 2 -- "$spools" bench pingpong --json
         run_json "pingpong-spools-tcp.run$i" env SPOOLS_TRANSPORT=tcp \
             "$spools" run -n 2 -- "$spools" bench pingpong --json "${spools_tcp_args[@]}"
+        run_json "rate-spools-shm.run$i" "$spools" run -n 2 -- "$spools" bench rate --json
+        run_json "rate-spools-tcp.run$i" env SPOOLS_TRANSPORT=tcp \
+            "$spools" run -n 2 -- "$spools" bench rate --json "${spools_tcp_args[@]}"
+        run_json "logp-spools-shm.run$i" "$spools" run -n 2 -- "$spools" bench logp --json
+        run_json "idle-spools-shm.run$i" "$spools" run -n 2 -- "$spools" bench idle --json
     fi
     run_json "pingpong-mpi-default.run$i" "${mpirun_base[@]}" -n 2 "$out/pingpong"
     run_json "pingpong-mpi-tuned.run$i" "${mpirun_base[@]}" "${tuned_mca[@]}" -n 2 "$out/pingpong"
@@ -210,6 +272,10 @@ for ((i = 1; i <= runs; i++)); do
         fi
         run_json "ring-mpi-n$n.run$i" "${mpirun_base[@]}" -n "$n" "$out/ring"
     done
+    if ((skip_spools == 0)); then
+        launch_json "launch-spools.run$i" spools "$spools" run -n 2 -- "$spools" bench init --json
+    fi
+    launch_json "launch-mpi.run$i" mpi "${mpirun_base[@]}" -n 2 "$out/init"
 done
 
 # --- Summarize -------------------------------------------------------------------------------

@@ -4,13 +4,18 @@
 Usage: summarize.py [DIR]   (default: target/bench-peers)
 
 Reads every JSON document in DIR, takes medians over the runs per (program, path, size), and
-prints Markdown tables on stdout: ping-pong latency and bandwidth of Spools and Open MPI side
-by side (shared memory, then TCP), the token-ring hop times, and the raw limits of the host.
-Also writes DIR/latency.svg and DIR/bandwidth.svg (log-log, one line per series).
+prints Markdown tables on stdout: the goals (each measured median against its reference from
+the same run, with PASS/MISS), ping-pong latency and bandwidth of Spools and Open MPI side by
+side (shared memory, then TCP), the LogP signature, the message rate, the token-ring hop
+times, the start-up of a job, the raw limits of the host, and the raw probes every Spools
+benchmark takes at its start and end. Also writes DIR/latency.svg and DIR/bandwidth.svg
+(log-log, one line per series). What is missing is reported as "not measured".
 
-Documents are named PROGRAM.runI.json. For ping-pong, PROGRAM is "pingpong-LABEL" and LABEL
-("spools-shm", "mpi-default", "mpi-tuned", "mpi-tcp", ...) names the series; the ring and raw
-documents are recognised by their "benchmark" field. Python standard library only.
+Documents are named PROGRAM.runI.json; I pairs the documents of one run. PROGRAM is
+"BENCHMARK-LABEL": LABEL ("spools-shm", "spools-tcp", "mpi-default", "mpi-tuned", "mpi-tcp",
+...) names the series of a ping-pong and says which system and transport the other
+benchmarks (rate, logp, idle, init, launch) measured; ring and raw documents are recognised by
+their "benchmark" field and fields. Python standard library only.
 """
 
 import html
@@ -24,6 +29,7 @@ from pathlib import Path
 
 RUN_FILE = re.compile(r"^(?P<program>.+?)\.run(?P<run>\d+)\.json$")
 MISSING = "–"
+NOT_MEASURED = "not measured"
 
 
 def warn(message):
@@ -41,13 +47,15 @@ class Results:
         self.pingpong = defaultdict(
             lambda: defaultdict(lambda: defaultdict(lambda: {"lat": [], "bw": []}))
         )
-        self.probes = defaultdict(lambda: defaultdict(list))  # probes[label][name] = [...]
         self.ring = defaultdict(lambda: defaultdict(list))  # ring[system][ranks] = [hop_us]
         self.ring_rounds = defaultdict(set)  # ring_rounds[system] = {rounds}
         self.raw = defaultdict(list)  # raw[key] = [...]
         self.memcpy = defaultdict(list)  # memcpy[bytes] = [GB/s]
         self.runs = set()
         self.documents = 0
+        # Every document as (run, program, doc), for the sections that pair documents by run
+        # (run 0 for a file not named PROGRAM.runI.json).
+        self.docs = []
 
 
 def number(value):
@@ -76,9 +84,7 @@ def load(directory):
             continue
         match = RUN_FILE.match(path.name)
         program = match.group("program") if match else path.stem
-        if match:
-            results.runs.add(int(match.group("run")))
-        results.documents += 1
+        run = int(match.group("run")) if match else 0
         kind = doc["benchmark"]
         if kind == "pingpong":
             load_pingpong(results, program, doc)
@@ -86,8 +92,13 @@ def load(directory):
             load_ring(results, program, doc)
         elif kind == "raw":
             load_raw(results, doc)
-        else:
+        elif kind not in ("rate", "logp", "idle", "init", "launch"):
             warn(f"skipping {path.name}: unknown benchmark {kind!r}")
+            continue
+        if match:
+            results.runs.add(run)
+        results.documents += 1
+        results.docs.append((run, program, doc))
     return results
 
 
@@ -109,9 +120,6 @@ def load_pingpong(results, program, doc):
                 cell["lat"].append(latency)
             if bandwidth is not None and bandwidth > 0:
                 cell["bw"].append(bandwidth)
-    for name, value in (doc.get("probe") or {}).items():
-        if number(value) is not None:
-            results.probes[label][name].append(number(value))
 
 
 def load_ring(results, program, doc):
@@ -120,6 +128,7 @@ def load_ring(results, program, doc):
     if not isinstance(ranks, int):
         found = re.search(r"-n(\d+)$", program)
         ranks = int(found.group(1)) if found else None
+        doc["ranks"] = ranks  # for the goals, which read the documents again
     hop = number(doc.get("hop_us"))
     if ranks is None or hop is None:
         warn(f"skipping a ring document of {program}: no ranks or hop_us")
@@ -256,6 +265,8 @@ def pingpong_tables(series, group):
     out = []
     for metric, title, unit in (("lat", "latency, one way", "us"), ("bw", "bandwidth", "MB/s")):
         sizes = sorted({size for s in spools + mpi for size in getattr(s, metric)})
+        if not sizes:
+            continue
         header = ["size"] + [f"{s.name} ({unit})" for s in spools + mpi]
         if spools and mpi:
             header.append(f"Spools best ({unit})")
@@ -377,16 +388,13 @@ def raw_tables(results, series):
         )
     if "pipe_wake_us" in raw:
         rows.append(["pipe wake-up, one way (us)", fmt(raw["pipe_wake_us"]), MISSING, MISSING])
-    for label in sorted(results.probes, key=label_order):
-        for name, values in sorted(results.probes[label].items()):
-            name = f"{display(label)} probe: {name}"
-            rows.append([name, MISSING, fmt(statistics.median(values)), MISSING])
     if rows:
         out.append("### Raw limits of the host")
         out.append(
             "Raw: the raw probe (plain sockets and pipes between two processes, no library). "
             "TCP ping-pong busy-polls non-blocking sockets with TCP_NODELAY. "
-            "The Spools column takes the best TCP path."
+            "The Spools column takes the best TCP path. The probes Spools takes itself, and "
+            "its own pipe wake-up (goal e), are in other sections."
         )
         out.append(table(["probe", "raw", "Spools", "MPI tcp"], rows))
     return out
@@ -422,6 +430,570 @@ def spread_table(results, series):
         "more --runs help.",
         table(["series", "runs", "median over sizes", "worst"], rows),
     ]
+
+
+# --- Goals and the other Spools benchmarks ---------------------------------------------------
+
+KIB, MIB = 1 << 10, 1 << 20
+BULK_PATHS = {"bulk", "memory"}
+
+
+def doc_label(program, doc):
+    """What a document measured: 'rate-spools-tcp' -> 'spools-tcp', 'launch-mpi' -> 'mpi'.
+    A document not named BENCHMARK-LABEL is labelled by its fields."""
+    if doc.get("benchmark") == "launch" and isinstance(doc.get("launcher"), str):
+        return doc["launcher"]
+    prefix = f"{doc.get('benchmark')}-"
+    if program.startswith(prefix) and len(program) > len(prefix):
+        return program[len(prefix) :]
+    return default_label(doc)
+
+
+def is_spools(label):
+    return not is_mpi(label)
+
+
+def any_label(_label):
+    return True
+
+
+def labelled(label):
+    """A test for documents of exactly this label."""
+    return lambda other: other == label
+
+
+def collect(results, kinds, want, value):
+    """{run: value} over the documents of the given benchmark(s) whose label want() accepts.
+    value(doc) extracts one number (None: not in this document); several documents of one run
+    (run.sh writes one) give their median."""
+    if isinstance(kinds, str):
+        kinds = (kinds,)
+    found = defaultdict(list)
+    for run, program, doc in results.docs:
+        if doc.get("benchmark") in kinds and want(doc_label(program, doc)):
+            v = value(doc)
+            if v is not None:
+                found[run].append(v)
+    return {run: statistics.median(v) for run, v in found.items()}
+
+
+def pooled(results, kinds, want, values):
+    """Every value over the matching documents of all runs; values(doc) gives a list."""
+    if isinstance(kinds, str):
+        kinds = (kinds,)
+    out = []
+    for _, program, doc in results.docs:
+        if doc.get("benchmark") in kinds and want(doc_label(program, doc)):
+            out += values(doc)
+    return out
+
+
+def median_of(per_run):
+    return statistics.median(per_run.values()) if per_run else None
+
+
+def point(doc, field, size, paths=None, pick=min):
+    """Best value of one field at one message size over a ping-pong document's series (all of
+    them, or those whose path is in paths); pick=min for latency, max for bandwidth."""
+    values = []
+    for series in doc.get("series") or []:
+        if not isinstance(series, dict):
+            continue
+        if paths is not None and series.get("path") not in paths:
+            continue
+        for p in series.get("points") or []:
+            if isinstance(p, dict) and p.get("bytes") == size:
+                v = number(p.get(field))
+                if v is not None and v > 0:
+                    values.append(v)
+    return pick(values) if values else None
+
+
+def pingpong_sizes(results, want, paths=None):
+    sizes = set()
+    for _, program, doc in results.docs:
+        if doc.get("benchmark") != "pingpong" or not want(doc_label(program, doc)):
+            continue
+        for series in doc.get("series") or []:
+            if isinstance(series, dict) and (paths is None or series.get("path") in paths):
+                sizes |= {
+                    p["bytes"]
+                    for p in series.get("points") or []
+                    if isinstance(p, dict) and isinstance(p.get("bytes"), int)
+                }
+    return sizes
+
+
+def probe(doc, name, size=None, which="probe"):
+    """One raw probe value of a Spools document: doc[which][name], or [name][size]."""
+    block = doc.get(which)
+    value = block.get(name) if isinstance(block, dict) else None
+    if size is not None:
+        value = value.get(str(size)) if isinstance(value, dict) else None
+    return number(value)
+
+
+def scaled(value, factor):
+    return None if value is None else value * factor
+
+
+def numbers(values):
+    if not isinstance(values, list):
+        return []
+    return [v for v in map(number, values) if v is not None]
+
+
+def job_inits(doc):
+    """Init time of every job of a document, each the max over its ranks (ms). A launch
+    document holds one per-rank list per job; an init document is one job."""
+    init = doc.get("init_ms")
+    if not isinstance(init, list):
+        return []
+    jobs = init if doc.get("benchmark") == "launch" and not numbers(init) else [init]
+    return [max(ranks) for ranks in map(numbers, jobs) if ranks]
+
+
+def job_walls(doc):
+    return numbers(doc.get("wall_ms"))
+
+
+def median_or_none(values):
+    return statistics.median(values) if values else None
+
+
+def fmt_or_not(value, unit=""):
+    if value is None:
+        return NOT_MEASURED
+    return f"{fmt(value)} {unit}".rstrip()
+
+
+def fmt_spread(values):
+    """'median (min–max)' of a list, or the missing mark."""
+    if not values:
+        return MISSING
+    return f"{fmt(statistics.median(values))} ({fmt(min(values))}–{fmt(max(values))})"
+
+
+class Goal:
+    """One row of the goals table.
+
+    measured and reference map run -> value (reference None: a goal against a fixed number).
+    check: 'ratio<=' or 'ratio>=' (measured ÷ reference of the same run, against target),
+    'diff<=' (measured − reference of the same run), '<' or '>=' (measured alone; a reference
+    is then shown for comparison). The verdict takes the median over runs of the per-run
+    ratio (difference, value); runs without both numbers are left out of it, and if no run
+    has both, the ratio of the medians stands in."""
+
+    CHECKS = {
+        "ratio<=": lambda x, t: x <= t,
+        "ratio>=": lambda x, t: x >= t,
+        "diff<=": lambda x, t: x <= t,
+        "<": lambda x, t: x < t,
+        ">=": lambda x, t: x >= t,
+    }
+
+    def __init__(self, name, measured, unit, check, target, target_text, reference=None, ref=""):
+        self.name, self.measured, self.unit = name, measured, unit
+        self.check, self.target, self.target_text = check, target, target_text
+        self.reference, self.ref = reference, ref
+
+    def row(self):
+        m = median_of(self.measured)
+        r = median_of(self.reference) if self.reference is not None else None
+        ref = self.reference or {}
+        if self.check.startswith("ratio"):
+            per = {k: v / ref[k] for k, v in self.measured.items() if ref.get(k)}
+            stat = median_of(per) if per else ratio(m, r)
+            shown = fmt_ratio(stat)
+        elif self.check == "diff<=":
+            per = {k: v - ref[k] for k, v in self.measured.items() if k in ref}
+            stat = median_of(per)
+            if stat is None and m is not None and r is not None:
+                stat = m - r
+            shown = MISSING if stat is None else f"{stat:+.2f} {self.unit}"
+        else:
+            per = dict(self.measured)
+            stat = m
+            shown = fmt_ratio(ratio(m, r))
+        ok = self.CHECKS[self.check]
+        if self.reference is None:
+            reference = MISSING
+        elif r is None:
+            reference = f"{self.ref}: {NOT_MEASURED}"
+        else:
+            reference = f"{fmt(r)} {self.unit} ({self.ref})"
+        passing = f"{sum(ok(x, self.target) for x in per.values())}/{len(per)}" if per else MISSING
+        if stat is None:
+            verdict = NOT_MEASURED
+        else:
+            verdict = "**PASS**" if ok(stat, self.target) else "**MISS**"
+        return [
+            self.name,
+            fmt_or_not(m, self.unit),
+            reference,
+            shown,
+            self.target_text,
+            passing,
+            verdict,
+        ]
+
+
+def goals(results):
+    shm, tcp = labelled("spools-shm"), labelled("spools-tcp")
+    pp = "pingpong"
+    out = []
+
+    # a. Short messages over shared memory against the bare ring and against Open MPI.
+    short8 = collect(results, pp, shm, lambda d: point(d, "latency_us", 8, {"short"}))
+    floor = collect(results, pp, shm, lambda d: scaled(probe(d, "ring_floor_ns"), 1e-3))
+    mpi8 = collect(results, pp, labelled("mpi-default"), lambda d: point(d, "latency_us", 8))
+    out.append(
+        Goal(
+            "a. shm short latency, 8 B one way ÷ ring floor",
+            short8, "us", "ratio<=", 1.3, "≤ 1.30", floor, "probe ring floor",
+        )
+    )
+    out.append(
+        Goal(
+            "a. shm short latency, 8 B one way ÷ MPI default",
+            short8, "us", "ratio<=", 1.0, "≤ 1.00", mpi8, "MPI default, 8 B",
+        )
+    )
+
+    # b. Batched message rate.
+    batched = collect(results, "rate", shm, lambda d: number(d.get("batched_Mmsgs")))
+    out.append(Goal("b. shm batched message rate", batched, "M/s", ">=", 50.0, "≥ 50 M/s"))
+
+    # c. Bandwidth of the bulk and memory paths against memcpy of the same run, and Open MPI.
+    def bandwidth(want, size, paths):
+        """Ping-pong bandwidth (GB/s), the best of the given paths."""
+        return collect(
+            results, pp, want, lambda d: scaled(point(d, "bandwidth_MBps", size, paths, max), 1e-3)
+        )
+
+    def memcpy(size):
+        return collect(results, pp, shm, lambda d: probe(d, "memcpy_GBps", size))
+
+    ours = pingpong_sizes(results, shm, BULK_PATHS)
+    for size, ref in ((64 * KIB, 64 * KIB), (256 * KIB, 64 * KIB), (MIB, MIB)):
+        out.append(
+            Goal(
+                f"c. shm bandwidth {human_size(size)} (bulk/memory) ÷ memcpy {human_size(ref)}",
+                bandwidth(shm, size, BULK_PATHS), "GB/s", "ratio>=", 0.8, "≥ 0.80",
+                memcpy(ref), f"probe memcpy {human_size(ref)}",
+            )
+        )
+    for size in sorted(s for s in ours if s >= 16 * MIB) or [16 * MIB, 64 * MIB]:
+        out.append(
+            Goal(
+                f"c. shm bandwidth {human_size(size)} (bulk/memory) ÷ memcpy 16 MiB",
+                bandwidth(shm, size, BULK_PATHS), "GB/s", "ratio>=", 0.6, "≥ 0.60",
+                memcpy(16 * MIB), "probe memcpy 16 MiB",
+            )
+        )
+    tuned = labelled("mpi-tuned")
+    both = ours | pingpong_sizes(results, tuned)
+    for size in sorted(s for s in both if MIB <= s <= 4 * MIB) or [MIB, 4 * MIB]:
+        out.append(
+            Goal(
+                f"c. shm bandwidth {human_size(size)} (bulk/memory) ÷ MPI tuned",
+                bandwidth(shm, size, BULK_PATHS), "GB/s", "ratio>=", 1.0, "≥ 1.00",
+                bandwidth(tuned, size, None), "MPI tuned",
+            )
+        )
+
+    # d. TCP against plain sockets.
+    def raw(key):
+        return collect(results, "raw", any_label, lambda d: number(d.get(key)))
+
+    out.append(
+        Goal(
+            "d. tcp latency, 8 B one way ÷ raw TCP ping-pong",
+            collect(results, pp, tcp, lambda d: point(d, "latency_us", 8)),
+            "us", "ratio<=", 1.1, "≤ 1.10", raw("tcp_pingpong_us"), "raw TCP ping-pong",
+        )
+    )
+    out.append(
+        Goal(
+            "d. tcp bandwidth 1 MiB ÷ raw TCP stream",
+            collect(results, pp, tcp, lambda d: point(d, "bandwidth_MBps", MIB, None, max)),
+            "MB/s", "ratio>=", 1.0, "≥ 1.00", raw("tcp_stream_MBps"), "raw TCP stream",
+        )
+    )
+
+    # e. A rank blocked in a receive.
+    def idle(key):
+        return collect(results, "idle", is_spools, lambda d: number(d.get(key)))
+
+    out.append(
+        Goal("e. idle CPU of a blocked rank", idle("idle_cpu_percent"), "%", "<", 1.0, "< 1 %")
+    )
+    out.append(
+        Goal(
+            "e. wake-up of a blocked rank − pipe wake-up",
+            idle("wake_us"), "us", "diff<=", 5.0, "≤ +5 us", idle("pipe_wake_us"), "pipe wake-up",
+        )
+    )
+
+    # f. Start-up: init inside the ranks, and the whole job from outside.
+    def init(want):
+        return collect(results, ("launch", "init"), want, lambda d: median_or_none(job_inits(d)))
+
+    def walls(want):
+        return collect(results, "launch", want, lambda d: median_or_none(job_walls(d)))
+
+    out.append(
+        Goal(
+            "f. init, max over ranks",
+            init(is_spools), "ms", "<", 10.0, "< 10 ms", init(is_mpi), "Open MPI MPI_Init",
+        )
+    )
+    out.append(
+        Goal(
+            "f. launch + teardown of a 2-rank job, wall",
+            walls(is_spools), "ms", "<", 50.0, "< 50 ms", walls(is_mpi), "mpirun",
+        )
+    )
+
+    # g. Token ring with 8 ranks (more ranks than cores: the ranks must yield well).
+    def ring8(want):
+        return collect(
+            results, "ring", want,
+            lambda d: number(d.get("hop_us")) if d.get("ranks") == 8 else None,
+        )
+
+    out.append(
+        Goal(
+            "g. ring, 8 ranks, hop ÷ MPI hop",
+            ring8(is_spools), "us", "ratio<=", 1.0, "≤ 1.00", ring8(is_mpi), "MPI ring hop",
+        )
+    )
+    return out
+
+
+def goals_table(results):
+    rows = [goal.row() for goal in goals(results)]
+    header = ["goal", "measured", "reference (same run)", "ratio", "target", "runs passing"]
+    header.append("result")
+    single_copy = sorted(
+        {
+            str(doc["single_copy"])
+            for _, program, doc in results.docs
+            if doc.get("benchmark") == "pingpong"
+            and doc_label(program, doc) == "spools-shm"
+            and doc.get("single_copy") is not None
+        }
+    )
+    lines = [
+        "### Goals",
+        "Measured: median over the runs. Reference: median over the runs of the number the goal "
+        "is held against; a probe (ring floor, memcpy) comes from the same document, taken at "
+        "its start; MPI, raw and pipe numbers come from the document of the same run. Ratio: "
+        "median over the runs of measured ÷ reference of that run (for the wake-up, the "
+        "difference; for goals against a fixed number, Spools ÷ Open MPI for comparison). The "
+        "verdict goes by that median; \"runs passing\" counts the runs that meet the target on "
+        "their own. Bandwidth rows take the better of the bulk and memory paths in each run.",
+        table(header, rows),
+    ]
+    if single_copy:
+        lines.append("Spools shm single-copy mechanism: " + "; ".join(single_copy) + ".")
+    return lines
+
+
+def logp_table(results):
+    out = ["### LogP signature (us), as in Table 1 of the StarT-X paper"]
+    docs = [(p, d) for _, p, d in results.docs if d.get("benchmark") == "logp"]
+    if not docs:
+        return out + [f"LogP: {NOT_MEASURED}."]
+    labels = sorted({doc_label(p, d) for p, d in docs}, key=label_order)
+    fields = (("o_s_us", "o_s"), ("o_r_us", "o_r"), ("g_us", "g"), ("L_us", "L"))
+    rows = []
+    for label in labels:
+        mine = [d for p, d in docs if doc_label(p, d) == label]
+        keys = {k for d in mine for k in d if re.fullmatch(r"\d+B", k)}
+        for key in sorted(keys | {"16B", "64B"}, key=lambda k: int(k[:-1])):
+            name = human_size(int(key[:-1]))
+            if len(labels) > 1:
+                name += f" ({display(label)})"
+            row = [name]
+            for field, _ in fields:
+                per_run = collect(
+                    results, "logp", labelled(label),
+                    lambda d: number(d[key].get(field)) if isinstance(d.get(key), dict) else None,
+                )
+                row.append(fmt_or_not(median_of(per_run)))
+            rows.append(row)
+    out.append(
+        "Medians over the runs, 2 ranks over shared memory. o_s, o_r: time the sender and the "
+        "receiver spend per message; g: gap between messages sent back to back; L: latency, "
+        "half the round trip less o_s and o_r."
+    )
+    out.append(table(["message"] + [name for _, name in fields], rows))
+    return out
+
+
+def rate_table(results):
+    out = ["### Message rate, 2 ranks (million messages/s)"]
+    transports = ("shm", "tcp")
+
+    def per_run(transport, value):
+        return collect(results, "rate", labelled(f"spools-{transport}"), value)
+
+    rows = []
+    for mode in ("immediate", "batched"):
+        med = {
+            t: median_of(per_run(t, lambda d: number(d.get(f"{mode}_Mmsgs")))) for t in transports
+        }
+        rows.append(
+            [mode]
+            + [fmt_or_not(med[t]) for t in transports]
+            + [fmt_ratio(ratio(med["shm"], med["tcp"]))]
+        )
+    if all(cell == NOT_MEASURED for row in rows for cell in row[1:3]):
+        return out + [f"Message rate: {NOT_MEASURED}."]
+    def speedup(doc):
+        return ratio(number(doc.get("batched_Mmsgs")), number(doc.get("immediate_Mmsgs")))
+
+    speedups = [fmt_ratio(median_of(per_run(t, speedup))) for t in transports]
+    rows.append(["batched ÷ immediate"] + speedups + [MISSING])
+    details = []
+    for t in transports:
+        docs = [
+            d
+            for _, p, d in results.docs
+            if d.get("benchmark") == "rate" and doc_label(p, d) == f"spools-{t}"
+        ]
+        batches = sorted({d["batch"] for d in docs if isinstance(d.get("batch"), int)})
+        messages = sorted({d["messages"] for d in docs if isinstance(d.get("messages"), int)})
+        if docs:
+            details.append(
+                f"{t}: batches of {', '.join(map(str, batches)) or '?'}, "
+                f"{', '.join(f'{m:,}' for m in messages) or '?'} messages"
+            )
+    out.append(
+        "Medians over the runs. Immediate: every message sent on its own; batched: messages "
+        "handed over in batches. The batched ÷ immediate row is the median of the per-run "
+        "ratios." + (f" ({'; '.join(details)}.)" if details else "")
+    )
+    out.append(table(["mode", "shm", "tcp", "shm ÷ tcp"], rows))
+    return out
+
+
+def startup_table(results):
+    out = ["### Start-up of a 2-rank job (ms)"]
+    kinds = {"init": ("launch", "init"), "wall": ("launch",)}
+    rows = []
+    for name, what, values in (
+        ("init, max over ranks", "init", job_inits),
+        ("launch + teardown, wall", "wall", job_walls),
+    ):
+        mine = pooled(results, kinds[what], is_spools, values)
+        theirs = pooled(results, kinds[what], is_mpi, values)
+        # Medians per run, then over the runs, as in the goals.
+        a, b = (
+            median_of(collect(results, kinds[what], want, lambda d: median_or_none(values(d))))
+            for want in (is_spools, is_mpi)
+        )
+        rows.append(
+            [name, fmt_or_not(a), fmt_spread(mine), fmt_or_not(b), fmt_spread(theirs),
+             fmt_ratio(ratio(a, b))]
+        )
+    if all(row[1] == NOT_MEASURED and row[3] == NOT_MEASURED for row in rows):
+        return out + [f"Start-up: {NOT_MEASURED}."]
+    jobs = pooled(results, "launch", any_label, job_walls)
+    docs = sum(1 for _, _, d in results.docs if d.get("benchmark") == "launch")
+    out.append(
+        "Init: the time a rank spends joining the job (spools init, MPI_Init), the slowest rank "
+        "of each job. Wall: the whole job, launcher start to exit, timed from outside "
+        f"({len(jobs)} job(s) in {docs} launch document(s)). Median: per run, then over the runs; "
+        "the spread columns show median (min–max) over every job."
+    )
+    header = ["", "Spools", "Spools spread", "Open MPI", "Open MPI spread", "Spools ÷ Open MPI"]
+    out.append(table(header, rows))
+    return out
+
+
+PROBES = (
+    ("ring_floor_ns", None, "ring floor (ns)"),
+    ("flag_pingpong_ns", None, "flag ping-pong (ns)"),
+    ("memcpy_GBps", 64 * KIB, "memcpy 64 KiB (GB/s)"),
+    ("memcpy_GBps", MIB, "memcpy 1 MiB (GB/s)"),
+    ("memcpy_GBps", 16 * MIB, "memcpy 16 MiB (GB/s)"),
+)
+
+
+def probe_tables(results):
+    out = ["### Raw probes of the Spools benchmarks, at start and end"]
+    docs = [
+        (program, doc)
+        for _, program, doc in results.docs
+        if isinstance(doc.get("probe"), dict) or isinstance(doc.get("probe_end"), dict)
+    ]
+    if not docs:
+        return out + [f"Probes: {NOT_MEASURED}."]
+    rows = []
+    for name, size, title in PROBES:
+        start = [probe(d, name, size) for _, d in docs]
+        end = [probe(d, name, size, "probe_end") for _, d in docs]
+        drift = [ratio(e, s) for s, e in zip(start, end)]
+        drift = [x for x in drift if x is not None]
+        start = [x for x in start if x is not None]
+        end = [x for x in end if x is not None]
+        rows.append(
+            [
+                title,
+                fmt_or_not(median_or_none(start)),
+                f"{fmt(min(start))}–{fmt(max(start))}" if start else MISSING,
+                fmt_or_not(median_or_none(end)),
+                f"{fmt(min(end))}–{fmt(max(end))}" if end else MISSING,
+                fmt_ratio(median_or_none(drift)),
+                f"{fmt_ratio(min(drift))}–{fmt_ratio(max(drift))}" if drift else MISSING,
+            ]
+        )
+    out.append(
+        "Every Spools benchmark measures the machine before and after itself: a bare "
+        "single-producer ring (ring floor: one way, 40-byte message), a flag bounced through one "
+        "cache line (one way), single-thread memcpy. Over all "
+        f"{len(docs)} Spools documents: median and min–max at the start and at the end, and "
+        "end ÷ start per document. The goals hold the ping-pong against the probe at its "
+        "start; wide ranges here mean the host was noisy."
+    )
+    header = ["probe", "start", "start min–max", "end", "end min–max", "end ÷ start"]
+    header.append("end ÷ start min–max")
+    out.append(table(header, rows))
+
+    by_program = defaultdict(list)
+    for program, doc in docs:
+        by_program[program].append(doc)
+    rows = []
+    for program in sorted(by_program):
+        group = by_program[program]
+
+        def values(name, size, which, group=group):
+            found = (probe(d, name, size, which) for d in group)
+            return [v for v in found if v is not None]
+
+        rows.append(
+            [
+                program,
+                str(len(group)),
+                fmt_spread(values("ring_floor_ns", None, "probe")),
+                fmt_spread(values("ring_floor_ns", None, "probe_end")),
+                fmt_spread(values("memcpy_GBps", 64 * KIB, "probe")),
+                fmt_spread(values("memcpy_GBps", 64 * KIB, "probe_end")),
+            ]
+        )
+    out.append("Per benchmark, median (min–max) over its runs:")
+    header = [
+        "benchmark",
+        "runs",
+        "ring floor, start (ns)",
+        "ring floor, end (ns)",
+        "memcpy 64 KiB, start (GB/s)",
+        "memcpy 64 KiB, end (GB/s)",
+    ]
+    out.append(table(header, rows))
+    return out
 
 
 # --- Plots -----------------------------------------------------------------------------------
@@ -608,10 +1180,15 @@ def main(argv):
     host = directory / "host.txt"
     if host.is_file():
         out.append("```text\n" + host.read_text(encoding="utf-8").strip() + "\n```")
+    out += goals_table(results)
     out += pingpong_tables(series, "shm")
     out += pingpong_tables(series, "tcp")
+    out += logp_table(results)
+    out += rate_table(results)
     out += ring_table(results)
+    out += startup_table(results)
     out += raw_tables(results, series)
+    out += probe_tables(results)
     out += spread_table(results, series)
     written = write_plots(directory, series, runs) if series else []
     if written:

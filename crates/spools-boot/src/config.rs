@@ -9,7 +9,7 @@
 //! | `cell_size` | `SPOOLS_CELL_SIZE` | `64B` | ring cell size (a cache line; a power of two, 64B to 4KiB) |
 //! | `bulk_limit` | `SPOOLS_BULK_LIMIT` | `64KiB` | largest bulk active-message payload |
 //! | `fragment_size` | `SPOOLS_FRAGMENT_SIZE` | `32KiB` | chunk size of fragmented and pipelined transfers |
-//! | `spin_us` | `SPOOLS_SPIN_US` | `50` | microseconds a waiting thread polls before it sleeps |
+//! | `spin_us` | `SPOOLS_SPIN_US` | `20` | microseconds a waiting thread polls before it sleeps |
 //! | `lanes` | `SPOOLS_LANES` | `2` | sending lanes per rank: lane 0 for the progress engine, the rest for endpoints |
 //! | `single_copy` | `SPOOLS_SINGLE_COPY` | `auto` | `auto` (probe at start-up), `cma` (process_vm_readv/writev), `pipeline` |
 //! | `batch` | `SPOOLS_BATCH` | `256` | short messages per batch in batched mode |
@@ -92,7 +92,7 @@ impl Default for Config {
             cell_size: 64,
             bulk_limit: 64 << 10,
             fragment_size: 32 << 10,
-            spin_us: 50,
+            spin_us: 20,
             lanes: 2,
             single_copy: SingleCopy::Auto,
             batch: 256,

@@ -431,9 +431,9 @@ impl Core {
             AmHeader::Batch { .. } => {
                 // The decoder checked that the payload is whole records. Hold the batch if
                 // any record names a handler beyond the table; else run them in order.
-                let beyond = payload.chunks_exact(SHORT_LEN).any(|r| {
-                    beyond_table(u32::from_le_bytes([r[4], r[5], r[6], r[7]]))
-                });
+                let beyond = payload
+                    .chunks_exact(SHORT_LEN)
+                    .any(|r| beyond_table(u32::from_le_bytes([r[4], r[5], r[6], r[7]])));
                 if beyond && self.hold(ps, &inc) {
                     return Ok(());
                 }

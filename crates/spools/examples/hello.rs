@@ -21,7 +21,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let g = greetings.clone();
     world.comm().register("greet", move |m| {
         g.fetch_add(1, Ordering::SeqCst);
-        println!("got a greeting from rank {} (it says {})", m.from, m.args[0]);
+        println!(
+            "got a greeting from rank {} (it says {})",
+            m.from, m.args[0]
+        );
     })?;
     world.comm().sync_handlers()?;
     let greet = world.comm().handler_id("greet")?;
@@ -33,14 +36,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let right_key = u32::from_le_bytes(keys[right as usize][..4].try_into()?);
 
     for peer in (0..n).filter(|&p| p != me) {
-        world
-            .endpoint()
-            .send_short(peer, greet, [u64::from(me) * 100, 0, 0, 0], Channel::new(0), Mode::Immediate)?;
+        world.endpoint().send_short(
+            peer,
+            greet,
+            [u64::from(me) * 100, 0, 0, 0],
+            Channel::new(0),
+            Mode::Immediate,
+        )?;
     }
     let text = format!("written by rank {me}");
     world.endpoint().put(right, right_key, 0, text.as_bytes())?;
 
-    world.comm().wait_for(|| greetings.load(Ordering::SeqCst) == u64::from(n - 1))?;
+    world
+        .comm()
+        .wait_for(|| greetings.load(Ordering::SeqCst) == u64::from(n - 1))?;
     world.barrier()?;
     let bytes = region.to_vec();
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());

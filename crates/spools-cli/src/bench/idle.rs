@@ -39,10 +39,8 @@ pub(crate) fn run(a: &CommonArgs) -> Result<()> {
     need_two(&w, "idle")?;
     let me = w.rank();
     let arrived = Arc::new(AtomicU64::new(0));
-    let latency = Arc::new(AtomicU64::new(0));
-    let (ar, la) = (arrived.clone(), latency.clone());
-    w.comm().register("idle.ping", move |m| {
-        la.store(now_ns().saturating_sub(m.args[0]), Ordering::Relaxed);
+    let ar = arrived.clone();
+    w.comm().register("idle.ping", move |_| {
         ar.fetch_add(1, Ordering::Release);
     })?;
     w.comm().sync_handlers()?;
@@ -62,61 +60,91 @@ pub(crate) fn run(a: &CommonArgs) -> Result<()> {
         cpu_pct = 100.0 * (cpu_ns() - c0) as f64 / (now_ns() - t0) as f64;
     }
 
-    // 2. Wake-up latency of a receiver asleep in Spools.
+    // 2. Wake-up latency of a receiver asleep in Spools. Clocks of different CPUs of a
+    //    virtual machine may disagree, so rank 0 measures a round trip on its own clock:
+    //    it sends while rank 1 sleeps, rank 1 answers at once, rank 0 waits for the
+    //    answer (the reply's one-way time is included).
+    let replies = Arc::new(AtomicU64::new(0));
+    let rp = replies.clone();
+    w.comm().register("idle.pong", move |_| {
+        rp.fetch_add(1, Ordering::Release);
+    })?;
+    w.comm().sync_handlers()?;
+    let h_pong = w.comm().handler_id("idle.pong")?;
     let mut wake = Vec::new();
     for i in 0..reps as u64 {
         w.barrier()?;
         if me == 0 {
             std::thread::sleep(Duration::from_millis(100));
+            let t0 = now_ns();
             w.endpoint()
-                .send_short(1, h, [now_ns(), 0, 0, 0], Channel::new(0), Mode::Immediate)?;
+                .send_short(1, h, [t0, 0, 0, 0], Channel::new(0), Mode::Immediate)?;
+            // Wait as any Spools program waits (spin, then sleep), as the pipe
+            // measurement below blocks in a read.
+            w.comm().wait_for(|| replies.load(Ordering::Acquire) > i)?;
+            wake.push((now_ns() - t0) as f64 / 1e3);
         } else {
             w.comm()
                 .wait_for(|| arrived.load(Ordering::Acquire) >= 2 + i)?;
-            wake.push(latency.load(Ordering::Relaxed) as f64 / 1e3);
+            w.endpoint()
+                .send_short(0, h_pong, [0; 4], Channel::new(0), Mode::Immediate)?;
         }
     }
 
-    // 3. The same through a plain pipe (a FIFO) between the two processes.
-    let fifo = std::env::temp_dir().join(format!("spools-{:016x}-wake.fifo", w.job()));
+    // 3. The same through plain pipes (FIFOs) between the two processes: rank 1 blocks in
+    //    a read, rank 0 writes, rank 1 answers through a second pipe that rank 0 polls.
+    let fifo =
+        |k: &str| std::env::temp_dir().join(format!("spools-{:016x}-wake-{k}.fifo", w.job()));
     if me == 0 {
-        let c = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).context("fifo path")?;
-        // SAFETY: c is a valid NUL-terminated path.
-        if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
-            return Err(std::io::Error::last_os_error()).context("mkfifo");
+        for k in ["ping", "pong"] {
+            let c = std::ffi::CString::new(fifo(k).to_string_lossy().as_bytes())
+                .context("fifo path")?;
+            // SAFETY: c is a valid NUL-terminated path.
+            if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+                return Err(std::io::Error::last_os_error()).context("mkfifo");
+            }
         }
     }
     w.barrier()?;
     let mut pipe = Vec::new();
     if me == 0 {
-        let mut f = std::fs::OpenOptions::new()
+        let mut ping = std::fs::OpenOptions::new()
             .write(true)
-            .open(&fifo)
+            .open(fifo("ping"))
             .context("opening the fifo")?;
+        let mut pong = std::fs::File::open(fifo("pong")).context("opening the fifo")?;
         for _ in 0..reps {
             std::thread::sleep(Duration::from_millis(100));
-            f.write_all(&now_ns().to_le_bytes())?;
+            let t0 = now_ns();
+            ping.write_all(&[1])?;
+            let mut b = [0u8; 1];
+            pong.read_exact(&mut b)?;
+            pipe.push((now_ns() - t0) as f64 / 1e3);
         }
     } else {
-        let mut f = std::fs::File::open(&fifo).context("opening the fifo")?;
+        let mut ping = std::fs::File::open(fifo("ping")).context("opening the fifo")?;
+        let mut pong = std::fs::OpenOptions::new()
+            .write(true)
+            .open(fifo("pong"))
+            .context("opening the fifo")?;
         for _ in 0..reps {
-            let mut b = [0u8; 8];
-            f.read_exact(&mut b)?;
-            pipe.push((now_ns().saturating_sub(u64::from_le_bytes(b))) as f64 / 1e3);
+            let mut b = [0u8; 1];
+            ping.read_exact(&mut b)?;
+            pong.write_all(&b)?;
         }
     }
     w.barrier()?;
     if me == 0 {
-        let _ = std::fs::remove_file(&fifo);
+        let _ = std::fs::remove_file(fifo("ping"));
+        let _ = std::fs::remove_file(fifo("pong"));
     }
-    let mine = [cpu_pct, median(&mut wake), median(&mut pipe)];
-    let bytes: Vec<u8> = mine.iter().flat_map(|x| x.to_le_bytes()).collect();
-    let all = w.allgather(&bytes)?;
+    let cpu = w.allgather(&cpu_pct.to_le_bytes())?;
     if me == 0 {
-        let r1: Vec<f64> = all[1]
-            .chunks_exact(8)
-            .map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-            .collect();
+        let r1 = [
+            f64::from_le_bytes(cpu[1][..8].try_into().unwrap_or([0; 8])),
+            median(&mut wake),
+            median(&mut pipe),
+        ];
         let transport = transport_name(&w, 1);
         if a.json {
             println!(
@@ -126,7 +154,7 @@ pub(crate) fn run(a: &CommonArgs) -> Result<()> {
         } else {
             println!("# idle receiver over {transport}");
             println!("CPU of a rank blocked 2 s in a receive: {:.3} %", r1[0]);
-            println!("wake-up of a sleeping receiver: {:.1} us (median of {reps}); plain pipe between the same processes: {:.1} us", r1[1], r1[2]);
+            println!("wake-up of a sleeping receiver and its reply: {:.1} us (median of {reps}); the same through plain pipes: {:.1} us", r1[1], r1[2]);
         }
     }
     w.finalize()?;
