@@ -285,11 +285,11 @@ fn a_peer_that_dies_is_reported() {
 }
 
 #[test]
-fn capabilities_are_stated() {
+fn capabilities_are_stated_and_empty_messages_arrive() {
     rank_main(|_| {
         let w = e(spools::init())?;
         let t = transport(&w)?;
-        let c = t.caps();
+        let c = t.caps().clone();
         println!(
             "caps {} max_message={} max_inline={} ordered={} lanes={}",
             c.name, c.max_message, c.max_inline, c.ordered, c.lanes
@@ -297,11 +297,153 @@ fn capabilities_are_stated() {
         if c.max_message < c.max_inline || c.max_message < 4096 || !c.ordered || c.lanes < 1 {
             return Err(format!("implausible capabilities {c:?}"));
         }
+        // A message one byte over the limit is refused, not truncated.
+        let peer = 1 - w.rank();
+        let too_big = vec![0u8; c.max_message + 1];
+        if !matches!(
+            t.try_send(1, Priority::Low, peer, &[&too_big]),
+            Err(spools::FabricError::TooLarge { .. })
+        ) {
+            return Err("an oversized message was not refused".into());
+        }
+        // Zero-length messages arrive as such.
+        for _ in 0..3 {
+            while !e(t.try_send(1, Priority::Low, peer, &[]))? {
+                t.wait(Duration::from_millis(1));
+            }
+        }
+        let mut empty = 0;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while empty < 3 && Instant::now() < deadline {
+            e(t.poll(&mut |m| {
+                if m.bytes.is_empty() && m.from == peer {
+                    empty += 1;
+                }
+            }))?;
+            t.wait(Duration::from_millis(1));
+        }
+        if empty != 3 {
+            return Err(format!("{empty} of 3 empty messages arrived"));
+        }
+        println!("rank {}: empty messages arrived", w.rank());
+        e(w.barrier())?;
         e(w.finalize())
     });
     for b in BACKENDS {
-        let o = launch(2, "capabilities_are_stated", "x", &env_for(b));
+        let o = launch(
+            2,
+            "capabilities_are_stated_and_empty_messages_arrive",
+            "x",
+            &env_for(b),
+        );
         assert_ok(&o);
         assert!(o.stdout.contains(&format!("caps {b} ")), "{o:?}");
+        assert_eq!(
+            o.stdout.matches("empty messages arrived").count(),
+            2,
+            "{o:?}"
+        );
+    }
+}
+
+/// Rank 1 fills rank 0's low-priority buffer while rank 0 does not poll, then sends one
+/// high-priority message: it must be accepted at once and delivered first.
+fn priority_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    let t = transport(&w)?;
+    let dir =
+        std::path::PathBuf::from(std::env::var("SPOOLS_TEST_DIR").map_err(|x| x.to_string())?);
+    e(w.barrier())?;
+    if w.rank() == 1 {
+        let msg = vec![1u8; 4000];
+        let mut sent = 0u64;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        // Fill: low-priority messages until the transport pushes back.
+        loop {
+            if !e(t.try_send(1, Priority::Low, 0, &[&msg]))? {
+                break;
+            }
+            sent += 1;
+            if Instant::now() > deadline {
+                return Err("the low-priority buffer never filled".into());
+            }
+        }
+        if !e(t.try_send(1, Priority::High, 0, &[b"urgent"]))? {
+            return Err(
+                "a high-priority message was refused behind a full low-priority buffer".into(),
+            );
+        }
+        std::fs::write(dir.join("filled"), sent.to_string()).map_err(|x| x.to_string())?;
+        // Keep the rest flowing until rank 0 has everything.
+        let mut rest = 0;
+        // (A transport pushes out what it queued when its owner polls or flushes.)
+        while !dir.join("done").exists() && Instant::now() < deadline {
+            if rest < 10 && e(t.try_send(1, Priority::Low, 0, &[&msg]))? {
+                rest += 1;
+            }
+            e(t.flush(1))?;
+            e(t.poll(&mut |_| {}))?;
+            t.wait(Duration::from_millis(1));
+        }
+        println!("rank 1: filled with {sent} messages");
+    } else {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        // Do not poll until rank 1 says its high-priority message is in.
+        while !dir.join("filled").exists() {
+            if Instant::now() > deadline {
+                return Err("rank 1 never filled the buffer".into());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let mut first = None;
+        let mut got = 0u64;
+        while first.is_none() && Instant::now() < deadline {
+            e(t.poll(&mut |m| {
+                got += 1;
+                if first.is_none() {
+                    first = Some((m.priority, m.bytes.to_vec()));
+                }
+            }))?;
+        }
+        match first {
+            Some((Priority::High, b)) if b == b"urgent" => {
+                println!("rank 0: high priority delivered first")
+            }
+            other => return Err(format!("first delivery was {other:?} after {got} messages")),
+        }
+        // Drain the rest so rank 1 can finish.
+        let filled: u64 = std::fs::read_to_string(dir.join("filled"))
+            .map_err(|x| x.to_string())?
+            .parse()
+            .map_err(|_| "count")?;
+        while got < filled + 1 && Instant::now() < deadline {
+            if e(t.poll(&mut |_| got += 1))? == 0 {
+                t.wait(Duration::from_millis(1));
+            }
+        }
+        if got < filled + 1 {
+            return Err(format!("received {got} of {} messages", filled + 1));
+        }
+        std::fs::write(dir.join("done"), b"").map_err(|x| x.to_string())?;
+    }
+    e(w.barrier())?;
+    e(w.finalize())
+}
+
+#[test]
+fn high_priority_is_not_stuck_behind_low() {
+    rank_main(|_| priority_role());
+    for b in BACKENDS {
+        let dir = common::tempdir(&format!("prio-{b}"));
+        let mut env = env_for(b);
+        let d = dir.to_string_lossy().into_owned();
+        env.push(("SPOOLS_TEST_DIR", &d));
+        let o = launch(2, "high_priority_is_not_stuck_behind_low", "x", &env);
+        assert_ok(&o);
+        assert!(
+            o.stdout.contains("rank 0: high priority delivered first"),
+            "{b}: {o:?}"
+        );
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

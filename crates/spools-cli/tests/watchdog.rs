@@ -126,3 +126,32 @@ fn a_panicking_rank_ends_the_job() {
     assert!(o.stderr.contains("deliberate panic in rank 1"), "{o:?}");
     assert!(o.stderr.contains("rank 1 "), "{o:?}");
 }
+
+/// Rings far larger than /dev/shm can hold shrink to what fits, with a warning, and the
+/// job still works.
+#[test]
+fn rings_shrink_to_fit_dev_shm() {
+    rank_main(|_| {
+        let w = e(spools::init())?;
+        let g = w.shm().ok_or("no shm")?.geometry();
+        println!("rank {}: rings {} B", w.rank(), g.ring_low);
+        e(w.barrier())?;
+        e(w.finalize())
+    });
+    // 4 ranks x 64 lanes x 2 sources... of 1 GiB rings: 4 * 64 * 2 GiB = 512 GiB per
+    // segment, far more than any /dev/shm this runs on.
+    let o = launch(
+        4,
+        "rings_shrink_to_fit_dev_shm",
+        "x",
+        &[
+            ("SPOOLS_RING_SIZE", "1GiB"),
+            ("SPOOLS_HIGH_RING_SIZE", "1GiB"),
+            ("SPOOLS_LANES", "64"),
+        ],
+    );
+    common::assert_ok(&o);
+    assert!(o.stderr.contains("rings shrunk from 1GiB/1GiB"), "{o:?}");
+    assert_eq!(o.stdout.matches("rings ").count(), 4, "{o:?}");
+    assert!(!o.stdout.contains("rings 1073741824 B"), "{o:?}");
+}

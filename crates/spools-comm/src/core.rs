@@ -100,7 +100,10 @@ pub(crate) struct Core {
     pub(crate) registry_gen: AtomicUsize,
     pub(crate) spin: Duration,
     pub(crate) oversubscribed: bool,
+    /// Chunk size of fragmented transfers through shared memory.
     pub(crate) fragment: usize,
+    /// Chunk size of fragmented transfers through TCP.
+    pub(crate) fragment_tcp: usize,
 }
 
 impl Core {
@@ -117,6 +120,14 @@ impl Core {
             }
         };
         t.ok_or(CommError::Fabric(FabricError::Unreachable(peer)))
+    }
+
+    /// Chunk size of fragmented transfers to `peer`.
+    pub(crate) fn fragment_for(&self, peer: u32) -> usize {
+        match self.routes.get(peer as usize) {
+            Some(Route::Tcp) => self.fragment_tcp,
+            _ => self.fragment,
+        }
     }
 
     pub(crate) fn check_rank(&self, peer: u32) -> Result<(), CommError> {
@@ -318,7 +329,7 @@ impl Core {
                 } => {
                     let mut stalled = false;
                     loop {
-                        let chunk = (*len - *sent).min(self.fragment);
+                        let chunk = (*len - *sent).min(self.fragment_for(*peer));
                         let last = *sent + chunk == *len;
                         let mut h = Vec::with_capacity(GET_DATA_HEADER_LEN);
                         AmHeader::GetData(GetData {

@@ -38,6 +38,9 @@ use spools_proto::am::{
 
 pub use crate::core::Route;
 use crate::core::{Core, OpState, NAP};
+
+/// Chunk size of fragmented transfers over TCP.
+const TCP_FRAGMENT: usize = 1 << 20;
 pub use error::CommError;
 pub use region::{Region, RegionKey};
 pub use registry::{Handler, HandlerId};
@@ -157,10 +160,18 @@ impl Comm {
         routes: Vec<Route>,
         local_ranks: usize,
     ) -> Comm {
-        let mut fragment = cfg.fragment_size as usize;
-        for t in [&shm, &tcp].into_iter().flatten() {
-            fragment = fragment.min(t.caps().max_message - spools_proto::am::BULK_HEADER_LEN);
-        }
+        // Chunks of fragmented transfers: the configured size through shared memory
+        // (pipelined through the rings); larger through TCP, where each chunk costs a
+        // system call.
+        let header = spools_proto::am::BULK_HEADER_LEN;
+        let fragment = shm.as_ref().map_or(cfg.fragment_size as usize, |t| {
+            (cfg.fragment_size as usize).min(t.caps().max_message - header)
+        });
+        let fragment_tcp = tcp.as_ref().map_or(fragment, |t| {
+            TCP_FRAGMENT
+                .max(cfg.fragment_size as usize)
+                .min(t.caps().max_message - header)
+        });
         let lanes = usize::from(cfg.lanes);
         let uses_shm = routes.contains(&Route::Shm);
         let uses_tcp = routes.contains(&Route::Tcp);
@@ -179,6 +190,7 @@ impl Comm {
             spin: Duration::from_micros(cfg.spin_us),
             oversubscribed: local_ranks > spools_fabric::cpu_count(),
             fragment,
+            fragment_tcp,
             cfg,
             boot,
             shm,
@@ -223,7 +235,13 @@ impl Comm {
                     }
                 });
         }
-        let free_lanes = (1..lanes.max(2)).rev().filter(|&l| l < lanes).collect();
+        // Lane 0 belongs to the progress engine; with a single lane, endpoints share it
+        // (the transports serialise a lane's senders).
+        let free_lanes = if lanes > 1 {
+            (1..lanes).rev().collect()
+        } else {
+            vec![0]
+        };
         Comm {
             progress: Arc::new(ProgressThread {
                 stop,
@@ -621,7 +639,7 @@ impl Endpoint {
         if !ch.high {
             self.flush_peer(peer)?;
         }
-        let frag = self.core().fragment;
+        let frag = self.core().fragment_for(peer);
         let mut off = 0;
         loop {
             let n = (payload.len() - off).min(frag);
@@ -729,7 +747,7 @@ impl Endpoint {
         self.core().check_rank(peer)?;
         self.flush_peer(peer)?;
         let token = self.new_op(0, 0);
-        let frag = self.core().fragment;
+        let frag = self.core().fragment_for(peer);
         let total = data.len() as u64;
         let mut off = 0usize;
         let send = (|| loop {

@@ -148,7 +148,10 @@ pub trait Transport: Send + Sync {
     fn reaches(&self, peer: u32) -> bool;
 
     /// Sends one message made of `parts` (concatenated) to `peer` on `lane`, or returns
-    /// `Ok(false)` if the peer's buffer is full (back-pressure: poll and retry).
+    /// `Ok(false)` if the peer's buffer is full (back-pressure: poll and retry). A
+    /// transport may keep part of an accepted message queued (TCP, when the kernel's
+    /// buffer is full); it goes out on later sends, [`Transport::flush`] and
+    /// [`Transport::poll`], so a sender must keep polling or flushing.
     ///
     /// # Errors
     /// [`FabricError::TooLarge`], [`FabricError::Unreachable`],

@@ -43,7 +43,7 @@ pub enum InitError {
 pub struct World {
     boot: Arc<Bootstrap>,
     comm: Comm,
-    endpoint: Option<Endpoint>,
+    endpoint: Endpoint,
     shm: Option<Arc<ShmTransport>>,
     tcp: Option<Arc<TcpTransport>>,
     init_time: std::time::Duration,
@@ -158,7 +158,7 @@ pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
     Ok(World {
         boot,
         comm,
-        endpoint: Some(endpoint),
+        endpoint,
         shm,
         tcp: Some(tcp),
         init_time: t0.elapsed(),
@@ -230,9 +230,7 @@ impl World {
 
     /// The default endpoint (sending lane) of this rank's main thread.
     pub fn endpoint(&mut self) -> &mut Endpoint {
-        // The endpoint is only taken in Drop.
-        self.endpoint
-            .get_or_insert_with(|| unreachable_endpoint(&self.comm))
+        &mut self.endpoint
     }
 
     /// Capabilities of the shared-memory transport, if this job uses it.
@@ -270,28 +268,8 @@ impl World {
             return Ok(());
         }
         self.finalized = true;
-        if let Some(mut e) = self.endpoint.take() {
-            let _ = e.flush();
-        }
+        let _ = self.endpoint.flush();
         self.boot.finalize()
-    }
-}
-
-fn unreachable_endpoint(comm: &Comm) -> Endpoint {
-    // Only reached after `finish` took the endpoint; open a fresh one (or fail loudly
-    // through the comm layer's own error on first use).
-    match comm.endpoint() {
-        Ok(e) => e,
-        Err(_) => {
-            // Every lane is in use: fall back to sharing lane 1 is impossible here, so
-            // wait for one to be freed.
-            loop {
-                std::thread::yield_now();
-                if let Ok(e) = comm.endpoint() {
-                    return e;
-                }
-            }
-        }
     }
 }
 

@@ -48,19 +48,42 @@ fn signature(w: &mut World, bytes: usize, reps: usize) -> Result<Sig> {
     let payload = vec![7u8; 64];
     let (mut os, mut or, mut g, mut half) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut expect = 0u64;
-    for _ in 0..reps * 4 {
-        // o_s: a burst the receiver's buffer holds, timed at the sender.
+    // o_s: the time a send call takes, one message at a time with a pause between them so
+    // that the receiver keeps up (no back-pressure), less the cost of reading the clock.
+    // o_r: the time the receiver spends per message on a burst that is already waiting.
+    let clock = {
+        let mut c: Vec<f64> = (0..1000)
+            .map(|_| {
+                let t = Instant::now();
+                t.elapsed().as_nanos() as f64
+            })
+            .collect();
+        median(&mut c) / 1e3
+    };
+    for _ in 0..reps {
         w.barrier()?;
         if me == 0 {
-            let t = Instant::now();
+            for i in 0..BURST {
+                let t = Instant::now();
+                send(w, h, bytes, i, &payload)?;
+                os.push(t.elapsed().as_nanos() as f64 / 1e3 - clock);
+                busy(Duration::from_micros(2));
+            }
+        } else {
+            expect += BURST;
+            w.comm()
+                .wait_for(|| count.load(Ordering::Acquire) >= expect)?;
+        }
+        w.barrier()?;
+        if me == 0 {
+            // A barrier keeps serving messages: give rank 1 time to leave it first.
+            busy(Duration::from_micros(500));
             for i in 0..BURST {
                 send(w, h, bytes, i, &payload)?;
             }
-            os.push(t.elapsed().as_nanos() as f64 / 1e3 / BURST as f64);
-        }
-        if me == 1 {
+        } else {
             expect += BURST;
-            // o_r: let the burst land while not polling, then time the handling.
+            // Let the burst land while not polling, then time the handling.
             busy(Duration::from_millis(3));
             let t = Instant::now();
             w.comm()

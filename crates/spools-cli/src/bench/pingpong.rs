@@ -100,10 +100,10 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
                         Mode::Immediate,
                     )?;
                     w.comm()
-                        .wait_for(|| count.load(Ordering::Acquire) >= base + i + 1)?;
+                        .wait_for(|| count.load(Ordering::Acquire) > base + i)?;
                 } else {
                     w.comm()
-                        .wait_for(|| count.load(Ordering::Acquire) >= base + i + 1)?;
+                        .wait_for(|| count.load(Ordering::Acquire) > base + i)?;
                     w.endpoint().send_short(
                         peer,
                         h_short,
@@ -145,10 +145,10 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
                         Channel::new(0),
                     )?;
                     w.comm()
-                        .wait_for(|| count.load(Ordering::Acquire) >= base + i + 1)?;
+                        .wait_for(|| count.load(Ordering::Acquire) > base + i)?;
                 } else {
                     w.comm()
-                        .wait_for(|| count.load(Ordering::Acquire) >= base + i + 1)?;
+                        .wait_for(|| count.load(Ordering::Acquire) > base + i)?;
                     w.endpoint().send_bulk(
                         peer,
                         h_bulk,

@@ -73,23 +73,24 @@ pub(crate) fn choose(cfg: Choice) -> (SingleCopy, String) {
         gbps(c),
         gbps(m)
     );
-    if cfg == Choice::Cma {
-        return (
-            SingleCopy::Cma,
-            format!("CMA single copy (set by configuration; {figures})"),
-        );
-    }
     // A pipelined transfer runs two copies in parallel (sender in, receiver out), so its
     // rate is about one memcpy's: CMA must beat that to be worth a system call per chunk.
+    // This version moves every large transfer through the rings; the probe still says
+    // which would win, so that a machine where CMA pays is noticed.
+    let asked = if cfg == Choice::Cma {
+        "CMA was asked for (SPOOLS_SINGLE_COPY=cma) but this version has no CMA path; "
+    } else {
+        ""
+    };
     if c < m {
         (
-            SingleCopy::Cma,
-            format!("CMA single copy, faster by probe ({figures})"),
+            SingleCopy::None,
+            format!("{asked}pipelined copy; CMA would be faster here but is not implemented ({figures})"),
         )
     } else {
         (
             SingleCopy::None,
-            format!("pipelined copy, faster by probe ({figures})"),
+            format!("{asked}pipelined copy, faster by probe ({figures})"),
         )
     }
 }

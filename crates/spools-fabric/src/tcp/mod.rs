@@ -70,10 +70,12 @@ pub struct TcpTransport {
     lanes: Vec<TryLock<HashMap<(u32, u8), TxConn>>>,
     /// Lanes whose connections hold queued bytes (bit per lane).
     queued: std::sync::atomic::AtomicU64,
+    /// Sending sockets that hold queued bytes: a waiting sender sleeps until one of
+    /// them can take more.
+    backed_up: std::sync::Mutex<Vec<std::os::fd::RawFd>>,
     rx: TryLock<RxSide>,
     waker: Arc<mio::Waker>,
     sleeping: AtomicUsize,
-    blocked: AtomicBool,
     stop: Arc<AtomicBool>,
     listen_addr: SocketAddr,
     caps: Caps,
@@ -128,10 +130,10 @@ impl TcpTransport {
                 .map(|_| TryLock::new(HashMap::new()))
                 .collect(),
             queued: std::sync::atomic::AtomicU64::new(0),
+            backed_up: std::sync::Mutex::new(Vec::new()),
             rx: TryLock::new(RxSide::new(poll, incoming)),
             waker,
             sleeping: AtomicUsize::new(0),
-            blocked: AtomicBool::new(false),
             stop,
             listen_addr: listener.addr,
             caps: Caps {
@@ -163,6 +165,17 @@ impl TcpTransport {
         }
         if !pending {
             self.queued.fetch_and(!(1 << lane), Ordering::SeqCst);
+        }
+        let drained: Vec<_> = conns
+            .values()
+            .filter(|c| !c.has_queued())
+            .map(TxConn::raw_fd)
+            .collect();
+        if !drained.is_empty() {
+            self.backed_up
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .retain(|fd| !drained.contains(fd));
         }
         Ok(pending)
     }
@@ -234,9 +247,17 @@ impl Transport for TcpTransport {
             .send(parts, len, QUEUE_LIMIT)
             .map_err(|e| self.peer_failed(peer, e))?;
         if conn.has_queued() {
-            // Queued bytes are pushed out by later sends, flushes and polls.
+            // Queued bytes are pushed out by later sends, flushes and polls; a waiting
+            // sender sleeps until the socket can take more.
             self.queued.fetch_or(1 << lane, Ordering::SeqCst);
-            self.blocked.store(true, Ordering::Relaxed);
+            let fd = conn.raw_fd();
+            let mut b = self
+                .backed_up
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !b.contains(&fd) {
+                b.push(fd);
+            }
         }
         Ok(sent)
     }
@@ -258,9 +279,7 @@ impl Transport for TcpTransport {
         if queued != 0 {
             for lane in (0..self.lanes.len()).filter(|l| queued & (1 << l) != 0) {
                 if let Some(mut conns) = self.lanes[lane].try_lock() {
-                    if self.flush_conns(lane, &mut conns)? {
-                        self.blocked.store(true, Ordering::Relaxed);
-                    }
+                    if self.flush_conns(lane, &mut conns)? {}
                 }
             }
         }
@@ -269,16 +288,13 @@ impl Transport for TcpTransport {
 
     fn wait(&self, timeout: Duration) {
         self.sleeping.fetch_add(1, Ordering::SeqCst);
-        // A sender blocked on a full socket re-tries soon: writability is not watched.
-        let timeout = if self.blocked.swap(false, Ordering::Relaxed)
-            || self.queued.load(Ordering::Relaxed) != 0
-        {
-            timeout.min(Duration::from_micros(200))
-        } else {
-            timeout
-        };
+        let writable = self
+            .backed_up
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
         match self.rx.try_lock() {
-            Some(mut rx) if !self.state.troubled() => rx.wait(timeout),
+            Some(mut rx) if !self.state.troubled() => rx.wait(timeout, &writable),
             Some(_) => {}
             None => std::thread::sleep(timeout.min(Duration::from_micros(200))),
         }

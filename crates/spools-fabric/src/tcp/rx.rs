@@ -3,7 +3,7 @@
 
 use std::io::{ErrorKind, Read};
 use std::net::TcpListener;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
@@ -110,7 +110,7 @@ impl RxSide {
             self.conns.push(RxConn {
                 stream,
                 id,
-                buf: vec![0; 64 << 10],
+                buf: vec![0; 256 << 10],
                 start: 0,
                 end: 0,
                 closed: false,
@@ -134,16 +134,39 @@ impl RxSide {
         Ok(total)
     }
 
-    pub(crate) fn wait(&mut self, timeout: Duration) {
+    /// Sleeps until a connection is readable, the waker fires, one of `writable` (sending
+    /// sockets with queued bytes) can take more, or `timeout` passes.
+    pub(crate) fn wait(&mut self, timeout: Duration, writable: &[RawFd]) {
         self.adopt();
         if self.conns.iter().any(|c| c.more && !c.closed) {
             return;
         }
-        let _ = self.poll.poll(&mut self.events, Some(timeout));
-        for e in self.events.iter() {
-            if let Some(c) = self.conns.get_mut(e.token().0) {
-                c.more = true;
+        if writable.is_empty() {
+            let _ = self.poll.poll(&mut self.events, Some(timeout));
+            for e in self.events.iter() {
+                if let Some(c) = self.conns.get_mut(e.token().0) {
+                    c.more = true;
+                }
             }
+            return;
+        }
+        // The epoll instance is itself pollable: wait on it and on the blocked senders.
+        let mut fds: Vec<libc::pollfd> = std::iter::once(libc::pollfd {
+            fd: self.poll.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .chain(writable.iter().map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLOUT,
+            revents: 0,
+        }))
+        .collect();
+        let ms = libc::c_int::try_from(timeout.as_millis().max(1)).unwrap_or(libc::c_int::MAX);
+        // SAFETY: `fds` is a live array of `fds.len()` pollfd structures.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        for c in &mut self.conns {
+            c.more = true;
         }
     }
 }

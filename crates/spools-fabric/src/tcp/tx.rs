@@ -20,6 +20,11 @@ impl TxConn {
         })
     }
 
+    pub(crate) fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.stream.as_raw_fd()
+    }
+
     pub(crate) fn has_queued(&self) -> bool {
         self.queued() > 0
     }
