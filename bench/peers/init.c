@@ -12,32 +12,10 @@
  *   {"benchmark":"init","transport":"mpi","ranks":N,"init_ms":[rank 0, rank 1, ...]}
  * Errors go to stderr and abort the job with a non-zero status.
  */
-#include <mpi.h>
+#define PEERS_PROGRAM "init"
+#include "peers.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <time.h>
-
-static int my_rank = -1;
-
-/* Report a failed MPI call with its error string and abort the whole job. */
-static void mpi_fail(const char *what, int rc, int line)
-{
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS)
-        snprintf(msg, sizeof msg, "MPI error code %d", rc);
-    fprintf(stderr, "init: rank %d: %s failed (line %d): %s\n", my_rank, what, line, msg);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    exit(1);
-}
-
-#define MPI_CHECK(call)                                                                            \
-    do {                                                                                           \
-        int rc_ = (call);                                                                          \
-        if (rc_ != MPI_SUCCESS)                                                                    \
-            mpi_fail(#call, rc_, __LINE__);                                                        \
-    } while (0)
 
 static double now_ms(void)
 {
@@ -64,11 +42,8 @@ int main(int argc, char **argv)
     double *all = NULL;
     if (my_rank == 0) {
         all = malloc((size_t)size * sizeof *all);
-        if (all == NULL) {
-            fprintf(stderr, "init: rank 0: out of memory\n");
-            MPI_Abort(MPI_COMM_WORLD, 1);
-            return 1;
-        }
+        if (all == NULL)
+            out_of_memory();
     }
     MPI_CHECK(MPI_Gather(&init_ms, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
 

@@ -18,13 +18,11 @@
  *    "points":[{"bytes":8,"latency_us":0.13,"bandwidth_MBps":61.5},...]}]}
  * Errors go to stderr and abort the job with a non-zero status.
  */
-#include <mpi.h>
+#define PEERS_PROGRAM "pingpong"
+#define PEERS_USAGE "mpirun -n 2 pingpong [--batches N] [--batch-ms MS] [SIZE...]"
+#include "peers.h"
 
-#include <errno.h>
-#include <stdarg.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define TAG_PING 1
@@ -33,42 +31,6 @@
 #define WARMUP_SECONDS 0.1
 #define MAX_BATCHES 1000
 #define MAX_SIZES 256
-
-static int my_rank = -1;
-
-/* Report a failed MPI call with its error string and abort the whole job. */
-static void mpi_fail(const char *what, int rc, int line)
-{
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS)
-        snprintf(msg, sizeof msg, "MPI error code %d", rc);
-    fprintf(stderr, "pingpong: rank %d: %s failed (line %d): %s\n", my_rank, what, line, msg);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    exit(1);
-}
-
-#define MPI_CHECK(call)                                                                            \
-    do {                                                                                           \
-        int rc_ = (call);                                                                          \
-        if (rc_ != MPI_SUCCESS)                                                                    \
-            mpi_fail(#call, rc_, __LINE__);                                                        \
-    } while (0)
-
-/* Print a usage or input error (from rank 0 only) and abort the job. */
-static void fail(const char *fmt, ...)
-{
-    if (my_rank == 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        fprintf(stderr, "pingpong: ");
-        vfprintf(stderr, fmt, ap);
-        fprintf(stderr, "\nusage: mpirun -n 2 pingpong [--batches N] [--batch-ms MS] [SIZE...]\n");
-        va_end(ap);
-    }
-    MPI_Abort(MPI_COMM_WORLD, 2);
-    exit(2);
-}
 
 /* Parse a positive byte count with an optional K/M/G (binary) suffix; 0 on error. */
 static size_t parse_size(const char *s)
@@ -93,17 +55,6 @@ static size_t parse_size(const char *s)
     if (*end != '\0' || v == 0 || v > (SIZE_MAX >> shift) || (v << shift) > (size_t)INT32_MAX)
         return 0;
     return (size_t)(v << shift);
-}
-
-/* Parse a positive integer option value no larger than max; 0 on error. */
-static long parse_count(const char *s, long max)
-{
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v <= 0 || v > max)
-        return 0;
-    return v;
 }
 
 static unsigned char pattern_byte(size_t i, size_t size)
@@ -158,18 +109,6 @@ static double round_trips(long iters, unsigned char *sbuf, unsigned char *rbuf, 
     return MPI_Wtime() - t0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /*
  * Warm up with ~8 MiB of traffic each way (1 to 10000 round trips), cut short
  * after WARMUP_SECONDS on a busy host. Rank 0 decides when to stop and marks
@@ -210,23 +149,14 @@ int main(int argc, char **argv)
     int nsizes = 0;
     long batches = 5;
     long batch_ms = 30;
-    int nranks = 0;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &my_rank);
-    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &nranks));
+    int nranks = peers_init(&argc, &argv);
 
     for (int i = 1; i < argc; i++) {
         int is_batches = strcmp(argv[i], "--batches") == 0;
         if (is_batches || strcmp(argv[i], "--batch-ms") == 0) {
             long max = is_batches ? MAX_BATCHES : 60000;
-            if (i + 1 >= argc)
-                fail("%s needs a value", argv[i]);
-            long v = parse_count(argv[i + 1], max);
-            if (v == 0)
-                fail("bad value for %s (an integer from 1 to %ld): %s", argv[i], max, argv[i + 1]);
-            *(is_batches ? &batches : &batch_ms) = v;
+            *(is_batches ? &batches : &batch_ms) = option_value(argc, argv, i, max);
             i++;
         } else if (argv[i][0] == '-') {
             fail("unknown option: %s", argv[i]);
@@ -265,11 +195,8 @@ int main(int argc, char **argv)
 
     double *lat_us = calloc((size_t)nsizes, sizeof *lat_us);
     double *batch_us = calloc((size_t)batches, sizeof *batch_us);
-    if (lat_us == NULL || batch_us == NULL) {
-        fprintf(stderr, "pingpong: rank %d: out of memory\n", my_rank);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-        return 1;
-    }
+    if (lat_us == NULL || batch_us == NULL)
+        out_of_memory();
 
     for (int k = 0; k < nsizes; k++) {
         size_t size = sizes[k];
@@ -314,10 +241,7 @@ int main(int argc, char **argv)
                    sizes[k], lat_us[k], mbps);
         }
         printf("]}]}\n");
-        if (fflush(stdout) != 0 || ferror(stdout)) {
-            perror("pingpong: writing stdout");
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
+        flush_stdout();
     }
 
     free(batch_us);

@@ -359,6 +359,22 @@ impl Core {
         Ok(())
     }
 
+    /// The region `key` if `len` bytes at `offset` lie inside it; else the status that
+    /// refuses the access (nothing is touched).
+    fn region_range(&self, key: u32, offset: u64, len: u64) -> Result<Arc<RegionMem>, StatusCode> {
+        let mem = self
+            .regions
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+            .cloned()
+            .ok_or(StatusCode::UnknownRegion)?;
+        match offset.checked_add(len) {
+            Some(end) if end <= mem.len() as u64 => Ok(mem),
+            _ => Err(StatusCode::OutOfBounds),
+        }
+    }
+
     fn try_send_lane0(
         &self,
         prio: Priority,
@@ -511,80 +527,40 @@ impl Core {
                 }
             }
             AmHeader::Put(p) => {
-                let mem = self
-                    .regions
-                    .read()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .get(&p.key)
-                    .cloned();
-                let code = match &mem {
-                    None => StatusCode::UnknownRegion,
-                    Some(m)
-                        if p.offset
-                            .checked_add(p.total)
-                            .is_none_or(|e| e > m.len() as u64) =>
-                    {
-                        StatusCode::OutOfBounds
-                    }
-                    Some(m) => {
+                let code = match self.region_range(p.key, p.offset, p.total) {
+                    Ok(m) => {
                         m.write_at((p.offset + p.chunk) as usize, payload);
                         StatusCode::Ok
                     }
+                    Err(code) => code,
                 };
                 if p.flags & FLAG_LAST != 0 {
-                    self.defer_status(
-                        ps,
-                        from,
-                        Status {
-                            op: StatusOp::Put,
-                            code,
-                            token: p.token,
-                        },
-                    );
+                    let st = Status {
+                        op: StatusOp::Put,
+                        code,
+                        token: p.token,
+                    };
+                    self.defer_status(ps, from, st);
                 }
             }
-            AmHeader::Get(g) => {
-                let mem = self
-                    .regions
-                    .read()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .get(&g.key)
-                    .cloned();
-                match mem {
-                    None => self.defer_status(
-                        ps,
-                        from,
-                        Status {
-                            op: StatusOp::Get,
-                            code: StatusCode::UnknownRegion,
-                            token: g.token,
-                        },
-                    ),
-                    Some(m)
-                        if g.offset
-                            .checked_add(g.len)
-                            .is_none_or(|e| e > m.len() as u64) =>
-                    {
-                        self.defer_status(
-                            ps,
-                            from,
-                            Status {
-                                op: StatusOp::Get,
-                                code: StatusCode::OutOfBounds,
-                                token: g.token,
-                            },
-                        )
-                    }
-                    Some(mem) => ps.deferred.push_back(Deferred::GetStream {
-                        peer: from,
+            AmHeader::Get(g) => match self.region_range(g.key, g.offset, g.len) {
+                Ok(mem) => ps.deferred.push_back(Deferred::GetStream {
+                    peer: from,
+                    token: g.token,
+                    mem,
+                    offset: g.offset as usize,
+                    len: g.len as usize,
+                    sent: 0,
+                }),
+                Err(code) => {
+                    let st = Status {
+                        op: StatusOp::Get,
+                        code,
                         token: g.token,
-                        mem,
-                        offset: g.offset as usize,
-                        len: g.len as usize,
-                        sent: 0,
-                    }),
+                    };
+                    self.defer_status(ps, from, st);
                 }
-            }
+            },
             AmHeader::GetData(d) => {
                 let mut ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
                 // An unknown token is a get its initiator gave up on: drop the data.

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use spools::{Channel, Mode};
+use spools::{Channel, Mode, World};
 
 use super::probe::{self, round};
 use super::{median, need_two, parse_size, plot, start, transport_name, PingpongArgs};
@@ -46,6 +46,58 @@ fn iters(bytes: usize) -> u64 {
     ((50_000.0 / round_trip_us) as u64).clamp(4, 50_000)
 }
 
+/// One iteration of a ping-pong loop, as both ranks number it.
+#[derive(Clone, Copy)]
+struct Iter {
+    /// Index within this repetition.
+    i: u64,
+    /// Messages this rank must have received once the peer's message of this iteration
+    /// has arrived (counted, never re-read: a barrier keeps serving messages, so a
+    /// counter read after one may already include the next repetition's first).
+    target: u64,
+    /// Index over every iteration of the run (the same on both ranks).
+    global: u64,
+}
+
+/// Times `n` round trips, `reps` times after one warm-up, and returns the median one-way
+/// time in microseconds. Rank 0 sends then waits; rank 1 waits then sends.
+fn round_trips(
+    w: &mut World,
+    reps: usize,
+    n: u64,
+    send: impl Fn(&mut World, Iter) -> Result<()>,
+    wait: impl Fn(&mut World, Iter) -> Result<()>,
+    received: &mut u64,
+    global: &mut u64,
+) -> Result<f64> {
+    let me = w.rank();
+    let mut v = Vec::new();
+    for rep in 0..=reps {
+        w.barrier()?;
+        let t = Instant::now();
+        for i in 0..n {
+            let it = Iter {
+                i,
+                target: *received + i + 1,
+                global: *global + i,
+            };
+            if me == 0 {
+                send(w, it)?;
+                wait(w, it)?;
+            } else {
+                wait(w, it)?;
+                send(w, it)?;
+            }
+        }
+        *received += n;
+        *global += n;
+        if rep > 0 {
+            v.push(t.elapsed().as_nanos() as f64 / 1e3 / (2 * n) as f64);
+        }
+    }
+    Ok(median(&mut v))
+}
+
 pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
     let mut w = start(&a.common)?;
     need_two(&w, "pingpong")?;
@@ -80,130 +132,81 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
     let mut seen = 0u64;
 
     // Short: handler id + 4 u64, reported as 8 B (the smallest point).
-    let mut series = Vec::new();
-    let mut short = Vec::new();
-    {
-        let n = 20_000u64;
-        let mut v = Vec::new();
-        for rep in 0..=reps {
-            w.barrier()?;
-            let base = seen;
-            seen += n;
-            let t = Instant::now();
-            for i in 0..n {
-                if me == 0 {
-                    w.endpoint().send_short(
-                        peer,
-                        h_short,
-                        [i, 0, 0, 0],
-                        Channel::new(0),
-                        Mode::Immediate,
-                    )?;
-                    w.comm()
-                        .wait_for(|| count.load(Ordering::Acquire) > base + i)?;
-                } else {
-                    w.comm()
-                        .wait_for(|| count.load(Ordering::Acquire) > base + i)?;
-                    w.endpoint().send_short(
-                        peer,
-                        h_short,
-                        [i, 0, 0, 0],
-                        Channel::new(0),
-                        Mode::Immediate,
-                    )?;
-                }
-            }
-            if rep > 0 {
-                v.push(t.elapsed().as_nanos() as f64 / 1e3 / (2 * n) as f64);
-            }
-        }
-        short.push(Point {
-            bytes: 8,
-            latency_us: median(&mut v),
-        });
-    }
-    series.push(("short", short));
+    let mut global = 0u64;
+    let counted = |w: &mut World, it: Iter| -> Result<()> {
+        w.comm()
+            .wait_for(|| count.load(Ordering::Acquire) >= it.target)?;
+        Ok(())
+    };
+    let send_short = |w: &mut World, it: Iter| -> Result<()> {
+        let args = [it.i, 0, 0, 0];
+        w.endpoint()
+            .send_short(peer, h_short, args, Channel::new(0), Mode::Immediate)?;
+        Ok(())
+    };
+    let short = vec![Point {
+        bytes: 8,
+        latency_us: round_trips(
+            &mut w,
+            reps,
+            20_000,
+            send_short,
+            counted,
+            &mut seen,
+            &mut global,
+        )?,
+    }];
 
     // Bulk: payloads up to the bulk limit.
-    let mut bulk = Vec::new();
     let buf = vec![0x5au8; max];
+    let mut bulk = Vec::new();
     for &s in sizes.iter().filter(|&&s| s <= bulk_limit) {
-        let n = iters(s);
-        let mut v = Vec::new();
-        for rep in 0..=reps {
-            w.barrier()?;
-            let base = seen;
-            seen += n;
-            let t = Instant::now();
-            for i in 0..n {
-                if me == 0 {
-                    w.endpoint().send_bulk(
-                        peer,
-                        h_bulk,
-                        [i, 0, 0, 0],
-                        &buf[..s],
-                        Channel::new(0),
-                    )?;
-                    w.comm()
-                        .wait_for(|| count.load(Ordering::Acquire) > base + i)?;
-                } else {
-                    w.comm()
-                        .wait_for(|| count.load(Ordering::Acquire) > base + i)?;
-                    w.endpoint().send_bulk(
-                        peer,
-                        h_bulk,
-                        [i, 0, 0, 0],
-                        &buf[..s],
-                        Channel::new(0),
-                    )?;
-                }
-            }
-            if rep > 0 {
-                v.push(t.elapsed().as_nanos() as f64 / 1e3 / (2 * n) as f64);
-            }
-        }
+        let send_bulk = |w: &mut World, it: Iter| -> Result<()> {
+            w.endpoint()
+                .send_bulk(peer, h_bulk, [it.i, 0, 0, 0], &buf[..s], Channel::new(0))?;
+            Ok(())
+        };
+        let latency_us = round_trips(
+            &mut w,
+            reps,
+            iters(s),
+            send_bulk,
+            counted,
+            &mut seen,
+            &mut global,
+        )?;
         bulk.push(Point {
             bytes: s,
-            latency_us: median(&mut v),
+            latency_us,
         });
     }
-    series.push(("bulk", bulk));
 
-    // Memory: put into the peer's region; the peer watches the last byte of the block
-    // (puts are placed in order), then puts back.
+    // Memory: put into the peer's region with a last byte that changes every iteration;
+    // the peer watches that byte (puts are placed in order), then puts back.
+    let tick = |it: Iter| (it.global % 255) as u8 + 1;
     let mut mem = Vec::new();
-    let mut tick = 0u8;
-    let mut data = vec![0u8; max];
+    let data = std::cell::RefCell::new(vec![0u8; max]);
     for &s in &sizes {
-        let n = iters(s);
-        let mut v = Vec::new();
-        for rep in 0..=reps {
-            w.barrier()?;
-            let t = Instant::now();
-            for _ in 0..n {
-                tick = tick.wrapping_add(1).max(1);
-                data[s - 1] = tick;
-                let mut last = [0u8; 1];
-                if me == 0 {
-                    w.endpoint().put(peer, peer_key, 0, &data[..s])?;
-                    w.comm()
-                        .wait_for(|| region.read(s - 1, &mut last).is_ok() && last[0] == tick)?;
-                } else {
-                    w.comm()
-                        .wait_for(|| region.read(s - 1, &mut last).is_ok() && last[0] == tick)?;
-                    w.endpoint().put(peer, peer_key, 0, &data[..s])?;
-                }
-            }
-            if rep > 0 {
-                v.push(t.elapsed().as_nanos() as f64 / 1e3 / (2 * n) as f64);
-            }
-        }
+        let put = |w: &mut World, it: Iter| -> Result<()> {
+            let mut d = data.borrow_mut();
+            d[s - 1] = tick(it);
+            w.endpoint().put(peer, peer_key, 0, &d[..s])?;
+            Ok(())
+        };
+        let landed = |w: &mut World, it: Iter| -> Result<()> {
+            let mut last = [0u8; 1];
+            let want = tick(it);
+            w.comm()
+                .wait_for(|| region.read(s - 1, &mut last).is_ok() && last[0] == want)?;
+            Ok(())
+        };
+        let latency_us = round_trips(&mut w, reps, iters(s), put, landed, &mut 0, &mut global)?;
         mem.push(Point {
             bytes: s,
-            latency_us: median(&mut v),
+            latency_us,
         });
     }
-    series.push(("memory", mem));
+    let series = vec![("short", short), ("bulk", bulk), ("memory", mem)];
     let after = probe::run(&w)?;
 
     if me == 0 {
