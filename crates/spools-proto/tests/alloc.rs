@@ -13,13 +13,7 @@ use spools_proto::am::AmHeader;
 use spools_proto::boot::{decode_frame, Frame, ToRank, ToServer, MAX_FRAME, MAX_RANKS};
 use spools_proto::WireError;
 
-/// Property-test cases: 256, or `SPOOLS_PROPTEST_CASES` for a longer soak.
-fn cases() -> u32 {
-    std::env::var("SPOOLS_PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256)
-}
+mod common;
 
 struct Counting;
 
@@ -141,7 +135,7 @@ fn lying_lengths_inside_a_frame_do_not_allocate() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(common::config())]
 
     /// Whatever the bytes, a decoder requests at most a small multiple of the input's size
     /// (the in-memory form of an entry is larger than its 4 or 16 wire bytes, and vectors

@@ -21,20 +21,8 @@ use spools_proto::handshake::{
 };
 use spools_proto::WireError;
 
-/// Property-test cases: 256, or `SPOOLS_PROPTEST_CASES` for a longer soak.
-fn cases() -> u32 {
-    std::env::var("SPOOLS_PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256)
-}
-
-fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: cases(),
-        ..ProptestConfig::default()
-    }
-}
+mod common;
+use common::config;
 
 fn secret() -> Secret {
     Secret::from_bytes(*b"garbage-in-proto")

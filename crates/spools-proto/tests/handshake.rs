@@ -12,20 +12,8 @@ use spools_proto::handshake::{
 };
 use spools_proto::WireError;
 
-/// Property-test cases: 256, or `SPOOLS_PROPTEST_CASES` for a longer soak.
-fn cases() -> u32 {
-    std::env::var("SPOOLS_PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256)
-}
-
-fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: cases(),
-        ..ProptestConfig::default()
-    }
-}
+mod common;
+use common::config;
 
 const SECRET_A: [u8; SECRET_LEN] = [0xa1; SECRET_LEN];
 const SECRET_B: [u8; SECRET_LEN] = [0xb2; SECRET_LEN];
