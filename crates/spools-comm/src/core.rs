@@ -54,8 +54,9 @@ enum Deferred {
     },
 }
 
-/// Most messages held for handler ids this rank's table does not have yet.
-const MAX_HELD: usize = 1 << 20;
+/// Most bytes held for handler ids this rank's table does not have yet; beyond, such
+/// messages are refused as unknown handlers.
+const MAX_HELD_BYTES: usize = 64 << 20;
 
 #[derive(Default)]
 pub(crate) struct PollState {
@@ -65,6 +66,7 @@ pub(crate) struct PollState {
     /// `sync_handlers` first may send before this rank has installed the table. They are
     /// dispatched again once the table grows.
     held: Vec<(u32, u16, Priority, Vec<u8>)>,
+    held_bytes: usize,
     held_at_table: usize,
     /// The handler table as of registry generation `handlers_gen`.
     handlers: Arc<Vec<Option<crate::registry::Handler>>>,
@@ -248,6 +250,7 @@ impl Core {
         }
         if !ps.held.is_empty() && self.table_len.load(Ordering::Acquire) > ps.held_at_table {
             let held = std::mem::take(&mut ps.held);
+            ps.held_bytes = 0;
             for (from, lane, priority, bytes) in held {
                 n += 1;
                 let inc = Incoming {
@@ -401,9 +404,10 @@ impl Core {
     /// Keeps a message for a handler id beyond the local table until the table grows;
     /// returns false (the message is then an error) when too many are held.
     fn hold(&self, ps: &mut PollState, inc: &Incoming<'_>) -> bool {
-        if ps.held.len() >= MAX_HELD {
+        if ps.held_bytes + inc.bytes.len() > MAX_HELD_BYTES {
             return false;
         }
+        ps.held_bytes += inc.bytes.len();
         ps.held_at_table = self.table_len.load(Ordering::Acquire);
         ps.held
             .push((inc.from, inc.lane, inc.priority, inc.bytes.to_vec()));
@@ -476,6 +480,17 @@ impl Core {
                 }
             }
             AmHeader::Bulk(b) => {
+                // A peer's announced total is bounded by this rank's own bulk limit, so
+                // reassembly never grows past it.
+                if u64::from(b.total) > self.cfg.bulk_limit {
+                    return Err(CommError::Protocol {
+                        peer: from,
+                        what: format!(
+                            "bulk message of {} bytes exceeds the bulk limit of {}",
+                            b.total, self.cfg.bulk_limit
+                        ),
+                    });
+                }
                 if beyond_table(b.handler) && self.hold(ps, &inc) {
                     return Ok(());
                 }
