@@ -114,18 +114,28 @@ fn code_of(status: ExitStatus) -> i32 {
         .unwrap_or(1)
 }
 
-fn kill_group(pid: u32, sig: i32) {
+/// Signals a rank: its whole process group (ranks other than 0), or the process itself
+/// (rank 0, which shares the launcher's group).
+fn kill_rank(rank: usize, pid: u32, sig: i32) {
     if let Ok(pid) = libc::pid_t::try_from(pid) {
-        // SAFETY: killpg only sends a signal; the group was created for this rank
+        // SAFETY: kill and killpg only send a signal; the group was created for this rank
         // (process_group(0)) and a stale id at worst fails with ESRCH.
         unsafe {
-            libc::killpg(pid, sig);
+            if rank == 0 {
+                libc::kill(pid, sig);
+            } else {
+                libc::killpg(pid, sig);
+            }
         }
     }
 }
 
-fn forward(mut from: impl Read + Send + 'static, to_stderr: bool, tag: Option<u32>) {
-    let _ = std::thread::Builder::new()
+fn forward(
+    mut from: impl Read + Send + 'static,
+    to_stderr: bool,
+    tag: Option<u32>,
+) -> Option<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
         .name("spools-run-output".into())
         .spawn(move || {
             let mut reader = BufReader::new(&mut from);
@@ -154,7 +164,8 @@ fn forward(mut from: impl Read + Send + 'static, to_stderr: bool, tag: Option<u3
                     return;
                 }
             }
-        });
+        })
+        .ok()
 }
 
 /// Removes what a job may leave in `/dev/shm` (segments are unlinked by the ranks as soon
@@ -229,10 +240,19 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
     }
 
     let mut pids: Vec<Option<u32>> = vec![None; n as usize];
+    let mut forwarders = Vec::new();
     let started = Instant::now();
     let mut spawn_error = None;
     for rank in 0..n {
-        match spawn_rank(spec, rank, &server, &secret, job, tx.clone()) {
+        match spawn_rank(
+            spec,
+            rank,
+            &server,
+            &secret,
+            job,
+            tx.clone(),
+            &mut forwarders,
+        ) {
             Ok(pid) => pids[rank as usize] = Some(pid),
             Err(e) => {
                 spawn_error = Some(e);
@@ -323,6 +343,17 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
     }
     sig_handle.close();
     clean_shm(job);
+    // Let the output of the ranks reach ours (the pipes end when the ranks are gone;
+    // a grandchild that keeps one open is not waited for beyond 2 s).
+    let until = Instant::now() + Duration::from_secs(2);
+    for f in forwarders {
+        while !f.is_finished() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        if f.is_finished() {
+            let _ = f.join();
+        }
+    }
     Ok(LaunchReport {
         exit_code: sup.exit_code,
         failure: sup.failure.filter(|(r, _)| *r != u32::MAX),
@@ -372,7 +403,7 @@ impl Supervisor {
     fn stop_all(&mut self) {
         for (r, pid) in self.pids.iter().enumerate() {
             if let (Some(pid), false) = (pid, self.exited[r]) {
-                kill_group(*pid, libc::SIGKILL);
+                kill_rank(r, *pid, libc::SIGKILL);
             }
         }
     }
@@ -397,6 +428,7 @@ fn spawn_rank(
     secret: &Secret,
     job: u64,
     tx: Sender<Event>,
+    forwarders: &mut Vec<std::thread::JoinHandle<()>>,
 ) -> Result<u32, LaunchError> {
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
@@ -409,8 +441,13 @@ fn spawn_rank(
             Stdio::inherit()
         } else {
             Stdio::null()
-        })
-        .process_group(0);
+        });
+    // Ranks other than 0 get process groups of their own, so that stopping one stops what
+    // it started. Rank 0 stays in the launcher's (foreground) group: it owns the
+    // terminal's standard input, and reading it from a background group would stop it.
+    if rank != 0 {
+        cmd.process_group(0);
+    }
     if spec.tag_output {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     }
@@ -432,10 +469,10 @@ fn spawn_rank(
     })?;
     if spec.tag_output {
         if let Some(o) = child.stdout.take() {
-            forward(o, false, Some(rank));
+            forwarders.extend(forward(o, false, Some(rank)));
         }
         if let Some(e) = child.stderr.take() {
-            forward(e, true, Some(rank));
+            forwarders.extend(forward(e, true, Some(rank)));
         }
     }
     let pid = child.id();

@@ -33,6 +33,8 @@ pub enum Route {
 }
 
 pub(crate) struct OpState {
+    /// A get (data comes back) rather than a put (only a status).
+    pub(crate) is_get: bool,
     pub(crate) done: bool,
     pub(crate) code: StatusCode,
     /// Destination of a get: address and length of the caller's buffer.
@@ -233,8 +235,12 @@ impl Core {
     /// Runs handlers for waiting messages and sends owed replies; returns how many
     /// messages were handled. Only one thread progresses at a time; others get `Ok(0)`.
     pub(crate) fn progress(&self) -> Result<usize, CommError> {
-        let Ok(mut ps) = self.poll.try_lock() else {
-            return Ok(0);
+        let mut ps = match self.poll.try_lock() {
+            Ok(g) => g,
+            // A handler panicked on another thread: the state is still consistent (the
+            // message being handled is simply gone), so carry on.
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return Ok(0),
         };
         let mut n = 0;
         let mut completed = false;
@@ -248,7 +254,7 @@ impl Core {
                 .snapshot();
             ps.handlers_gen = gen;
         }
-        if !ps.held.is_empty() && self.table_len.load(Ordering::Acquire) > ps.held_at_table {
+        if !ps.held.is_empty() && ps.handlers.len() > ps.held_at_table {
             let held = std::mem::take(&mut ps.held);
             ps.held_bytes = 0;
             for (from, lane, priority, bytes) in held {
@@ -301,7 +307,9 @@ impl Core {
                 t.flush(0)?;
             }
         }
-        if completed {
+        // Wake threads sleeping on a condition a handler or a completion may have set
+        // (cheap when nobody sleeps).
+        if completed || n > 0 {
             self.wake_waiters();
         }
         match err {
@@ -408,7 +416,7 @@ impl Core {
             return false;
         }
         ps.held_bytes += inc.bytes.len();
-        ps.held_at_table = self.table_len.load(Ordering::Acquire);
+        ps.held_at_table = ps.handlers.len();
         ps.held
             .push((inc.from, inc.lane, inc.priority, inc.bytes.to_vec()));
         true
@@ -450,8 +458,15 @@ impl Core {
             peer: from,
             what: e.to_string(),
         })?;
-        let table = self.table_len.load(Ordering::Acquire);
-        let beyond_table = |id: u32| id as usize >= table;
+        // Decide from the same table snapshot the handlers run from; and while a message of
+        // this stream (sender, lane, priority) is held, hold the ones after it too, so that
+        // nothing overtakes it.
+        let table = ps.handlers.len();
+        let holding = ps
+            .held
+            .iter()
+            .any(|h| h.0 == from && h.1 == inc.lane && h.2 == inc.priority);
+        let beyond_table = |id: u32| holding || id as usize >= table;
         match hdr {
             AmHeader::Short(s) => {
                 if beyond_table(s.handler) && self.hold(ps, &inc) {
@@ -578,22 +593,25 @@ impl Core {
             },
             AmHeader::GetData(d) => {
                 let mut ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
-                // An unknown token is a get its initiator gave up on: drop the data.
-                if let Some(op) = ops.get_mut(&d.token) {
+                // An unknown token is a get its initiator gave up on: drop the data. Data for
+                // a put's token is malformed.
+                if let Some(op) = ops.get_mut(&d.token).filter(|op| op.is_get) {
                     let end = d.chunk.checked_add(payload.len() as u64);
                     if end.is_none_or(|e| e > op.len as u64) {
                         op.done = true;
                         op.code = StatusCode::Malformed;
                     } else {
-                        // SAFETY: `dest` is the buffer of a get() call that is still
-                        // waiting (it removes its op before returning), and the range lies
-                        // inside it (checked above).
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                payload.as_ptr(),
-                                (op.dest as *mut u8).add(d.chunk as usize),
-                                payload.len(),
-                            );
+                        if !payload.is_empty() {
+                            // SAFETY: `dest` is the buffer of a get() call that is still
+                            // waiting (it removes its op before returning), and the
+                            // non-empty range lies inside it (checked above).
+                            unsafe {
+                                std::ptr::copy_nonoverlapping(
+                                    payload.as_ptr(),
+                                    (op.dest as *mut u8).add(d.chunk as usize),
+                                    payload.len(),
+                                );
+                            }
                         }
                         if d.flags & FLAG_LAST != 0 {
                             op.done = true;
@@ -606,7 +624,8 @@ impl Core {
             AmHeader::Status(st) => match st.op {
                 StatusOp::Put | StatusOp::Get => {
                     let mut ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
-                    if let Some(op) = ops.get_mut(&st.token) {
+                    let want_get = st.op == StatusOp::Get;
+                    if let Some(op) = ops.get_mut(&st.token).filter(|op| op.is_get == want_get) {
                         op.done = true;
                         op.code = st.code;
                         *completed = true;

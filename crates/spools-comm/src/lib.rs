@@ -2,9 +2,10 @@
 //!
 //! - A **handler registry**: handlers are registered locally by name;
 //!   [`Comm::sync_handlers`] (collective) merges every rank's names at rank 0 and gives all
-//!   ranks the same name-to-id table. A message for an id the target has no handler for
-//!   is dropped there and reported back to the sender as
-//!   [`CommError::NoHandlerAtTarget`].
+//!   ranks the same name-to-id table. A message for an id in the table that the target has
+//!   no handler for is dropped there and reported back to the sender as
+//!   [`CommError::NoHandlerAtTarget`]; a message for an id beyond the target's table (it
+//!   has not installed the table yet) is held until it has, up to 64 MiB.
 //! - **Message kinds**: *short* (handler id and four `u64` arguments), *bulk* (the same
 //!   plus a payload up to the bulk limit, fragmented and reassembled transparently) and
 //!   *memory* ([`Endpoint::put`] / [`Endpoint::get`] on a registered [`Region`] of the
@@ -230,6 +231,8 @@ impl Comm {
                                 if c.boot.state().troubled() {
                                     return;
                                 }
+                                // Do not spin on an error that repeats.
+                                c.sleep(NAP);
                             }
                         }
                     }
@@ -666,7 +669,7 @@ impl Endpoint {
         }
     }
 
-    fn new_op(&self, dest: usize, len: usize) -> u32 {
+    fn new_op(&self, is_get: bool, dest: usize, len: usize) -> u32 {
         let token = self.core().next_token.fetch_add(1, Ordering::Relaxed);
         self.core()
             .ops
@@ -675,6 +678,7 @@ impl Endpoint {
             .insert(
                 token,
                 OpState {
+                    is_get,
                     done: false,
                     code: StatusCode::Ok,
                     dest,
@@ -746,7 +750,7 @@ impl Endpoint {
     ) -> Result<(), CommError> {
         self.core().check_rank(peer)?;
         self.flush_peer(peer)?;
-        let token = self.new_op(0, 0);
+        let token = self.new_op(false, 0, 0);
         let frag = self.core().fragment_for(peer);
         let total = data.len() as u64;
         let mut off = 0usize;
@@ -794,7 +798,7 @@ impl Endpoint {
     ) -> Result<(), CommError> {
         self.core().check_rank(peer)?;
         self.flush_peer(peer)?;
-        let token = self.new_op(buf.as_mut_ptr() as usize, buf.len());
+        let token = self.new_op(true, buf.as_mut_ptr() as usize, buf.len());
         let mut hdr = Vec::with_capacity(32);
         AmHeader::Get(Get {
             token,

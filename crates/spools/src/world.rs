@@ -23,8 +23,8 @@ pub enum InitError {
     /// A transport could not start.
     #[error(transparent)]
     Fabric(#[from] FabricError),
-    /// The ranks disagree on the transport setting.
-    #[error("rank {rank} has SPOOLS_TRANSPORT={theirs} but this rank has {ours}: every rank needs the same setting")]
+    /// The ranks disagree on a setting that must be the same everywhere.
+    #[error("rank {rank} runs with {theirs} but this rank with {ours}: every rank needs the same SPOOLS_TRANSPORT, SPOOLS_LANES and SPOOLS_BULK_LIMIT")]
     Mismatch {
         /// The other rank.
         rank: u32,
@@ -87,8 +87,12 @@ pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
         tcp: listener.addr().to_string(),
     };
     let boot = Arc::new(conn.join(addrs)?);
-    // Every rank must agree on the transport, or the set-up collectives would not match.
-    let choice = cfg.transport.to_string();
+    // Every rank must agree on the settings that shape the job (the transport decides the
+    // set-up collectives; lanes the ring layout; the bulk limit what receivers accept).
+    let choice = format!(
+        "transport={} lanes={} bulk_limit={}",
+        cfg.transport, cfg.lanes, cfg.bulk_limit
+    );
     let all = boot.allgather(choice.as_bytes())?;
     for (r, c) in all.iter().enumerate() {
         if c.as_slice() != choice.as_bytes() {

@@ -47,6 +47,8 @@ pub struct ShmTransport {
     serve: Vec<(Ring, u32, u16, Priority, usize)>,
     blocked: Mutex<Vec<Ring>>,
     blocked_n: AtomicUsize,
+    /// Local ranks whose rings held corrupt data: no longer read.
+    bad: Vec<std::sync::atomic::AtomicBool>,
     caps: Caps,
     state: Arc<JobState>,
     notes: Vec<String>,
@@ -138,7 +140,12 @@ impl ShmTransport {
         let created = boot.barrier();
         let mine = match (mine, created) {
             (Ok(m), Ok(())) => m,
-            (Err(e), _) => return Err(e),
+            (Err(e), Ok(())) => {
+                // Keep the collective sequence of the others: enter the second barrier too.
+                let _ = boot.barrier();
+                return Err(e);
+            }
+            (Err(e), Err(_)) => return Err(e),
             (Ok(_), Err(e)) => {
                 segment::unlink(&name);
                 return Err(e.into());
@@ -155,6 +162,18 @@ impl ShmTransport {
                 continue;
             }
             match Segment::attach(&segment_name(boot.job(), r), r, boot.secret()) {
+                // Ring offsets are computed from the attacher's lane and local index:
+                // the peer's segment must have been laid out for the same job shape.
+                Ok(s) if s.geo.sources != geo.sources || s.geo.lanes != geo.lanes => {
+                    attach_err = Some(FabricError::Corrupt {
+                        rank: r,
+                        what: format!(
+                            "its segment has rings for {} ranks x {} lanes, this rank expects {} x {} (SPOOLS_LANES must be the same on every rank)",
+                            s.geo.sources, s.geo.lanes, geo.sources, geo.lanes
+                        ),
+                    });
+                    break;
+                }
                 Ok(s) => segs.push(s),
                 Err(e) => {
                     attach_err = Some(e);
@@ -210,6 +229,9 @@ impl ShmTransport {
             rx: TryLock::new(vec![0; rings]),
             blocked: Mutex::new(Vec::new()),
             blocked_n: AtomicUsize::new(0),
+            bad: (0..rings / (usize::from(cfg.lanes) * 2))
+                .map(|_| std::sync::atomic::AtomicBool::new(false))
+                .collect(),
             caps: Caps {
                 name: "shm",
                 max_message,
@@ -251,7 +273,9 @@ impl ShmTransport {
         // No fence: the ring's publishing swap already ordered the message before this
         // load (see `Ring::try_write`).
         let seg = &self.segs[peer_local];
-        if seg.sleeping().load(Ordering::Relaxed) != 0 {
+        // SeqCst (a plain load on x86): with the publishing swap, the sender's half of the
+        // store-then-load handshake with a receiver going to sleep.
+        if seg.sleeping().load(Ordering::SeqCst) != 0 {
             seg.doorbell().fetch_add(1, Ordering::SeqCst);
             futex::wake(seg.doorbell());
         }
@@ -352,16 +376,26 @@ impl Transport for ShmTransport {
             if !ring.ready(pos[i]) {
                 continue;
             }
-            let (n, waiting) = ring
-                .drain(&mut pos[i], BUDGET, &mut |bytes| {
-                    f(Incoming {
-                        from,
-                        lane,
-                        priority,
-                        bytes,
-                    })
+            let src = self.local_of[from as usize].unwrap_or(0) as usize;
+            if self.bad[src].load(Ordering::Relaxed) {
+                continue;
+            }
+            let (n, waiting) = match ring.drain(&mut pos[i], BUDGET, &mut |bytes| {
+                f(Incoming {
+                    from,
+                    lane,
+                    priority,
+                    bytes,
                 })
-                .map_err(|what| FabricError::Corrupt { rank: from, what })?;
+            }) {
+                Ok(r) => r,
+                Err(what) => {
+                    // Reported once; the ring is not read again (its position cannot be
+                    // trusted), and the job learns of it through the error.
+                    self.bad[src].store(true, Ordering::Relaxed);
+                    return Err(FabricError::Corrupt { rank: from, what });
+                }
+            };
             total += n;
             if waiting {
                 if let Some(l) = self.local_of.get(from as usize).copied().flatten() {

@@ -149,7 +149,9 @@ impl Ring {
     /// Whether a message is ready at consumer position `pos`.
     #[inline]
     pub(crate) fn ready(&self, pos: u64) -> bool {
-        let h = self.header(pos & (self.cells - 1)).load(Ordering::Acquire);
+        // SeqCst (a plain load on x86): the other half of the receiver's
+        // "sleeping"-then-recheck handshake with the sender's publishing swap.
+        let h = self.header(pos & (self.cells - 1)).load(Ordering::SeqCst);
         h as u32 == stamp(pos, self.cell_bits())
     }
 
@@ -204,7 +206,7 @@ impl Ring {
             // The swap publishes the tail and orders it before the load of the producer's
             // waiting flag (the other half of the producer's flag-then-recheck).
             ctrl.tail.swap(*pos, Ordering::SeqCst);
-            let waiting = ctrl.producer_waiting.load(Ordering::Relaxed) != 0
+            let waiting = ctrl.producer_waiting.load(Ordering::SeqCst) != 0
                 && ctrl.producer_waiting.swap(0, Ordering::SeqCst) != 0;
             return Ok((n, waiting));
         }
@@ -214,7 +216,7 @@ impl Ring {
     /// Marks the producer as waiting for space (then re-checks).
     pub(crate) fn flag_full(&self, st: &mut TxState) {
         self.ctrl().producer_waiting.store(1, Ordering::SeqCst);
-        st.cached_tail = self.ctrl().tail.load(Ordering::Acquire);
+        st.cached_tail = self.ctrl().tail.load(Ordering::SeqCst);
     }
 
     /// Whether the consumer cleared this producer's waiting flag (space was freed).

@@ -165,6 +165,9 @@ impl RxSide {
         let ms = libc::c_int::try_from(timeout.as_millis().max(1)).unwrap_or(libc::c_int::MAX);
         // SAFETY: `fds` is a live array of `fds.len()` pollfd structures.
         unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        // Drain epoll's ready list, or the epoll fd stays readable and the next wait
+        // returns at once.
+        let _ = self.poll.poll(&mut self.events, Some(Duration::ZERO));
         for c in &mut self.conns {
             c.more = true;
         }
