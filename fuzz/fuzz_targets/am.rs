@@ -5,22 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use spools_proto::am::{
-    AmHeader, Short, BATCH_HEADER_LEN, BULK_HEADER_LEN, GET_DATA_HEADER_LEN, GET_LEN,
-    PUT_HEADER_LEN, SHORT_LEN, STATUS_LEN,
-};
+use spools_proto::am::{AmHeader, Short, SHORT_LEN};
 
-fn header_len(h: &AmHeader) -> usize {
-    match h {
-        AmHeader::Short(_) => SHORT_LEN,
-        AmHeader::Bulk(_) => BULK_HEADER_LEN,
-        AmHeader::Batch { .. } => BATCH_HEADER_LEN,
-        AmHeader::Put(_) => PUT_HEADER_LEN,
-        AmHeader::Get(_) => GET_LEN,
-        AmHeader::GetData(_) => GET_DATA_HEADER_LEN,
-        AmHeader::Status(_) => STATUS_LEN,
-    }
-}
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(s) = Short::read(data) {
@@ -35,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
             return;
         }
     };
-    let hl = header_len(&header);
+    let hl = header.encoded_len();
     assert_eq!(
         hl + payload.len(),
         data.len(),

@@ -457,6 +457,14 @@ impl Bootstrap {
         });
     }
 
+    /// The error once the watchdog thread has stopped: the failure it recorded, if any.
+    fn watchdog_gone(&self) -> BootError {
+        self.state
+            .any_failure()
+            .map(failure_error)
+            .unwrap_or(BootError::ServerLost("the watchdog stopped".into()))
+    }
+
     /// Waits for the watchdog thread's next answer (not a wake-up), driving progress.
     fn wait_reply(&self, rx: &Receiver<Reply>) -> Result<Reply, BootError> {
         let hooks = self
@@ -469,13 +477,7 @@ impl Bootstrap {
             match rx.try_recv() {
                 Ok(Reply::Wake) | Err(TryRecvError::Empty) => {}
                 Ok(r) => return Ok(r),
-                Err(TryRecvError::Disconnected) => {
-                    return Err(self
-                        .state
-                        .any_failure()
-                        .map(failure_error)
-                        .unwrap_or(BootError::ServerLost("the watchdog stopped".into())))
-                }
+                Err(TryRecvError::Disconnected) => return Err(self.watchdog_gone()),
             }
             if let Some(f) = self.state.any_failure() {
                 return Err(failure_error(f));
@@ -493,13 +495,7 @@ impl Bootstrap {
                 None => match rx.recv_timeout(Duration::from_millis(200)) {
                     Ok(Reply::Wake) | Err(RecvTimeoutError::Timeout) => {}
                     Ok(r) => return Ok(r),
-                    Err(RecvTimeoutError::Disconnected) => {
-                        return Err(self
-                            .state
-                            .any_failure()
-                            .map(failure_error)
-                            .unwrap_or(BootError::ServerLost("the watchdog stopped".into())))
-                    }
+                    Err(RecvTimeoutError::Disconnected) => return Err(self.watchdog_gone()),
                 },
             }
         }

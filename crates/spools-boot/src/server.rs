@@ -207,11 +207,6 @@ impl RendezvousServer {
         self.shared.lock().state.get(rank as usize) == Some(&RankState::Finalized)
     }
 
-    /// Whether any rank joined.
-    pub fn any_joined(&self) -> bool {
-        self.shared.lock().joined > 0
-    }
-
     /// Waits until the end-of-job message has been written to every rank (used by a rank
     /// 0 that hosts the server before its process exits), or until `timeout`.
     pub fn wait_final_sent(&self, timeout: Duration) {

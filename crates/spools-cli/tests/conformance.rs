@@ -33,6 +33,20 @@ fn transport(w: &World) -> Result<Arc<dyn Transport>, String> {
     }
 }
 
+/// Runs `test` with `n` ranks on each backend and checks that every rank printed `line`.
+fn on_each_backend(n: u32, test: &str, line: &str) {
+    for b in BACKENDS {
+        let o = launch(n, test, "x", &env_for(b));
+        assert_ok(&o);
+        assert_eq!(
+            o.stdout.matches(line).count(),
+            n as usize,
+            "{b}: {}",
+            o.stdout
+        );
+    }
+}
+
 /// A message body: sender, sequence number, then a pattern derived from both.
 fn body(from: u32, seq: u64, len: usize) -> Vec<u8> {
     let mut v = Vec::with_capacity(len.max(12));
@@ -59,6 +73,18 @@ struct Checker {
 }
 
 impl Checker {
+    /// Ok when every message arrived in order and intact.
+    fn verdict(&self) -> Result<(), String> {
+        if self.errors.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "{} errors, first: {:?}",
+            self.errors.len(),
+            &self.errors[..self.errors.len().min(3)]
+        ))
+    }
+
     fn take(
         &mut self,
         from: u32,
@@ -132,16 +158,7 @@ fn drain_until(
 #[test]
 fn ordering_sizes_and_many_peers() {
     rank_main(|_| ordering_by_priority_role());
-    for b in BACKENDS {
-        let o = launch(5, "ordering_sizes_and_many_peers", "x", &env_for(b));
-        assert_ok(&o);
-        assert_eq!(
-            o.stdout.matches("in order and intact").count(),
-            5,
-            "{b}: {}",
-            o.stdout
-        );
-    }
+    on_each_backend(5, "ordering_sizes_and_many_peers", "in order and intact");
 }
 
 /// Every rank sends to every other rank messages of many sizes (12-byte tags only, one
@@ -166,13 +183,7 @@ fn ordering_by_priority_role() -> Result<(), String> {
         }
     }
     drain_until(&*t, &mut ck, 2 * per * u64::from(n - 1), &lens)?;
-    if !ck.errors.is_empty() {
-        return Err(format!(
-            "{} errors, first: {:?}",
-            ck.errors.len(),
-            &ck.errors[..ck.errors.len().min(3)]
-        ));
-    }
+    ck.verdict()?;
     e(w.barrier())?;
     println!("rank {me}: {} messages in order and intact", ck.got);
     e(w.finalize())
@@ -192,13 +203,7 @@ fn flood_role() -> Result<(), String> {
         send(&*t, 1, Priority::Low, peer, &msg, &mut ck, &lens)?;
     }
     drain_until(&*t, &mut ck, count, &lens)?;
-    if !ck.errors.is_empty() {
-        return Err(format!(
-            "{} errors, first: {:?}",
-            ck.errors.len(),
-            &ck.errors[..ck.errors.len().min(3)]
-        ));
-    }
+    ck.verdict()?;
     e(w.barrier())?;
     println!("rank {me}: flood of {} received intact", ck.got);
     e(w.finalize())
@@ -207,16 +212,7 @@ fn flood_role() -> Result<(), String> {
 #[test]
 fn flooding_in_both_directions() {
     rank_main(|_| flood_role());
-    for b in BACKENDS {
-        let o = launch(2, "flooding_in_both_directions", "x", &env_for(b));
-        assert_ok(&o);
-        assert_eq!(
-            o.stdout.matches("received intact").count(),
-            2,
-            "{b}: {}",
-            o.stdout
-        );
-    }
+    on_each_backend(2, "flooding_in_both_directions", "received intact");
 }
 
 /// Rank 2 dies by SIGKILL; rank 0, sending to it, must get an error naming it.

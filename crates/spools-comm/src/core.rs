@@ -10,8 +10,8 @@ use spools_boot::client::Bootstrap;
 use spools_boot::config::Config;
 use spools_fabric::{Backoff, FabricError, Incoming, Priority, Transport};
 use spools_proto::am::{
-    AmHeader, GetData, Short, Status, StatusCode, StatusOp, BULK_HEADER_LEN, FLAG_LAST,
-    GET_DATA_HEADER_LEN, SHORT_LEN,
+    AmHeader, GetData, Short, Status, StatusCode, StatusOp, FLAG_LAST, GET_DATA_HEADER_LEN,
+    SHORT_LEN,
 };
 
 use crate::region::{RegionMem, Regions};
@@ -181,22 +181,35 @@ impl Core {
         }
     }
 
-    /// Waits until `done()` holds, driving progress.
+    /// Waits until `done()` holds, driving progress: spin, then sleep until woken.
+    /// Fails when `peer` dies (or, with no peer, when any rank does). With
+    /// `report_async`, errors that targets sent back (unknown handlers) end the wait too.
     pub(crate) fn wait_until(
         &self,
         mut done: impl FnMut() -> bool,
         peer: Option<u32>,
+        report_async: bool,
     ) -> Result<(), CommError> {
         let mut backoff = Backoff::new(self.spin, self.oversubscribed);
         loop {
             if done() {
                 return Ok(());
             }
-            if self.progress()? > 0 {
+            let n = self.progress()?;
+            if report_async {
+                if let Some(e) = self.take_error() {
+                    return Err(e);
+                }
+            }
+            if n > 0 {
                 backoff.reset();
                 continue;
             }
-            if let Some(f) = peer.and_then(|p| self.boot.state().failure_of(p)) {
+            let failure = match peer {
+                Some(p) => self.boot.state().failure_of(p),
+                None => self.boot.state().any_failure(),
+            };
+            if let Some(f) = failure {
                 return Err(CommError::Fabric(FabricError::PeerFailed(f.to_string())));
             }
             if !backoff.spin() {
@@ -672,9 +685,5 @@ impl Core {
             self.error_count.fetch_sub(1, Ordering::Release);
         }
         e
-    }
-
-    pub(crate) fn bulk_header_len(&self) -> usize {
-        BULK_HEADER_LEN
     }
 }

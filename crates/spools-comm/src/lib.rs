@@ -125,7 +125,8 @@ impl Channel {
 pub struct Comm {
     core: Arc<Core>,
     free_lanes: Arc<Mutex<Vec<usize>>>,
-    progress: Arc<ProgressThread>,
+    /// Held for its `Drop`, which stops the progress thread when the last clone goes.
+    _progress: Arc<ProgressThread>,
 }
 
 struct ProgressThread {
@@ -246,7 +247,7 @@ impl Comm {
             vec![0]
         };
         Comm {
-            progress: Arc::new(ProgressThread {
+            _progress: Arc::new(ProgressThread {
                 stop,
                 core: core.clone(),
             }),
@@ -274,22 +275,9 @@ impl Comm {
         Ok(self.core.routes[peer as usize])
     }
 
-    /// The transport that reaches `peer` (for diagnostics and the conformance suite).
-    ///
-    /// # Errors
-    /// [`CommError::BadRank`], or unreachable for this rank itself.
-    pub fn transport(&self, peer: u32) -> Result<Arc<dyn Transport>, CommError> {
-        self.core.transport(peer).cloned()
-    }
-
     /// The configuration in effect.
     pub fn config(&self) -> &Config {
         &self.core.cfg
-    }
-
-    /// Fragment size of bulk and memory transfers.
-    pub fn fragment_size(&self) -> usize {
-        self.core.fragment
     }
 
     /// Registers a handler under `name` on this rank. Call [`Comm::sync_handlers`]
@@ -392,25 +380,8 @@ impl Comm {
     ///
     /// # Errors
     /// As [`Comm::poll`]; a dead rank anywhere in the job.
-    pub fn wait_for(&self, mut cond: impl FnMut() -> bool) -> Result<(), CommError> {
-        let mut backoff = Backoff::new(self.core.spin, self.core.oversubscribed);
-        loop {
-            if cond() {
-                return Ok(());
-            }
-            if self.poll()? > 0 {
-                backoff.reset();
-                continue;
-            }
-            if let Some(f) = self.core.boot.state().any_failure() {
-                return Err(CommError::Fabric(spools_fabric::FabricError::PeerFailed(
-                    f.to_string(),
-                )));
-            }
-            if !backoff.spin() {
-                self.core.sleep(NAP);
-            }
-        }
+    pub fn wait_for(&self, cond: impl FnMut() -> bool) -> Result<(), CommError> {
+        self.core.wait_until(cond, None, true)
     }
 
     /// Opens an endpoint with a sending lane of its own (for another thread).
@@ -456,11 +427,6 @@ impl Comm {
                 }
             }),
         )
-    }
-
-    /// Whether the background progress thread runs.
-    pub fn has_progress_thread(&self) -> bool {
-        self.core.cfg.progress_thread && !self.progress.stop.load(Ordering::Relaxed)
     }
 }
 
@@ -646,7 +612,7 @@ impl Endpoint {
         let mut off = 0;
         loop {
             let n = (payload.len() - off).min(frag);
-            let mut hdr = Vec::with_capacity(self.core().bulk_header_len());
+            let mut hdr = Vec::with_capacity(spools_proto::am::BULK_HEADER_LEN);
             AmHeader::Bulk(Bulk {
                 handler: h.0,
                 channel: ch.id,
@@ -711,6 +677,7 @@ impl Endpoint {
                     .is_none_or(|o| o.done)
             },
             Some(peer),
+            false,
         )?;
         let code = core
             .ops

@@ -126,6 +126,36 @@ impl FabricError {
     }
 }
 
+/// The checks every backend's `try_send` makes before touching its buffers: the message
+/// fits, the peer is alive, the lane exists. Returns the message length and the lane's
+/// state.
+pub(crate) fn check_send<'a, T>(
+    caps: &Caps,
+    state: &spools_boot::job::JobState,
+    lanes: &'a [T],
+    lane: usize,
+    peer: u32,
+    parts: &[&[u8]],
+) -> Result<(usize, &'a T), FabricError> {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    if len > caps.max_message {
+        return Err(FabricError::TooLarge {
+            len,
+            max: caps.max_message,
+        });
+    }
+    if state.troubled() {
+        if let Some(f) = state.failure_of(peer) {
+            return Err(FabricError::PeerFailed(f.to_string()));
+        }
+    }
+    let lane_state = lanes.get(lane).ok_or(FabricError::BadLane {
+        lane,
+        lanes: caps.lanes,
+    })?;
+    Ok((len, lane_state))
+}
+
 /// A message handed to a receiver by [`Transport::poll`].
 #[derive(Debug)]
 pub struct Incoming<'a> {

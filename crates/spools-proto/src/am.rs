@@ -263,6 +263,19 @@ impl Short {
 }
 
 impl AmHeader {
+    /// Bytes the header takes on the wire (what [`AmHeader::encode`] appends).
+    pub fn encoded_len(&self) -> usize {
+        match self {
+            AmHeader::Short(_) => SHORT_LEN,
+            AmHeader::Bulk(_) => BULK_HEADER_LEN,
+            AmHeader::Batch { .. } => BATCH_HEADER_LEN,
+            AmHeader::Put(_) => PUT_HEADER_LEN,
+            AmHeader::Get(_) => GET_LEN,
+            AmHeader::GetData(_) => GET_DATA_HEADER_LEN,
+            AmHeader::Status(_) => STATUS_LEN,
+        }
+    }
+
     /// Appends the header's encoding to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
         match self {

@@ -7,8 +7,7 @@
 
 use proptest::prelude::*;
 use spools_proto::am::{
-    AmHeader, Bulk, Get, GetData, Put, Short, Status, StatusCode, StatusOp, BATCH_HEADER_LEN,
-    BULK_HEADER_LEN, GET_DATA_HEADER_LEN, GET_LEN, PUT_HEADER_LEN, SHORT_LEN, STATUS_LEN,
+    AmHeader, Bulk, Get, GetData, Put, Short, Status, StatusCode, StatusOp, SHORT_LEN,
 };
 use spools_proto::auth::Secret;
 use spools_proto::boot::{
@@ -108,18 +107,6 @@ fn am_samples() -> Vec<(AmHeader, Vec<u8>)> {
     ]
 }
 
-fn header_len(h: &AmHeader) -> usize {
-    match h {
-        AmHeader::Short(_) => SHORT_LEN,
-        AmHeader::Bulk(_) => BULK_HEADER_LEN,
-        AmHeader::Batch { .. } => BATCH_HEADER_LEN,
-        AmHeader::Put(_) => PUT_HEADER_LEN,
-        AmHeader::Get(_) => GET_LEN,
-        AmHeader::GetData(_) => GET_DATA_HEADER_LEN,
-        AmHeader::Status(_) => STATUS_LEN,
-    }
-}
-
 fn encode_am(h: &AmHeader, payload: &[u8]) -> Vec<u8> {
     let mut v = Vec::new();
     h.encode(&mut v);
@@ -182,7 +169,7 @@ fn rank_samples() -> Vec<ToRank> {
 /// of the input, and it re-encodes to a message that decodes the same.
 fn check_am(b: &[u8]) -> Result<(), TestCaseError> {
     if let Ok((h, payload)) = AmHeader::decode(b) {
-        let hl = header_len(&h);
+        let hl = h.encoded_len();
         prop_assert_eq!(hl + payload.len(), b.len());
         if !payload.is_empty() {
             prop_assert_eq!(payload.as_ptr(), b[hl..].as_ptr());
@@ -319,7 +306,7 @@ fn is_truncated<T: std::fmt::Debug>(r: &Result<T, WireError>) -> bool {
 fn truncated_am_headers_are_truncated_errors() {
     for (h, payload) in am_samples() {
         let full = encode_am(&h, &payload);
-        let hl = header_len(&h);
+        let hl = h.encoded_len();
         for cut in 0..full.len() {
             let got = AmHeader::decode(&full[..cut]);
             if cut < hl {

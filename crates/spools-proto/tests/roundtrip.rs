@@ -6,8 +6,7 @@
 
 use proptest::prelude::*;
 use spools_proto::am::{
-    AmHeader, Bulk, Get, GetData, Put, Short, Status, StatusCode, StatusOp, BATCH_HEADER_LEN,
-    BULK_HEADER_LEN, GET_DATA_HEADER_LEN, GET_LEN, PUT_HEADER_LEN, SHORT_LEN, STATUS_LEN,
+    AmHeader, Bulk, Get, GetData, Put, Short, Status, StatusCode, StatusOp, SHORT_LEN,
 };
 use spools_proto::boot::{
     decode_frame, CollOp, Endpoint, Frame, ToRank, ToServer, MAX_RANKS, MAX_TEXT,
@@ -145,18 +144,6 @@ fn am_message() -> impl Strategy<Value = (AmHeader, Vec<u8>)> {
     ]
 }
 
-fn header_len(h: &AmHeader) -> usize {
-    match h {
-        AmHeader::Short(_) => SHORT_LEN,
-        AmHeader::Bulk(_) => BULK_HEADER_LEN,
-        AmHeader::Batch { .. } => BATCH_HEADER_LEN,
-        AmHeader::Put(_) => PUT_HEADER_LEN,
-        AmHeader::Get(_) => GET_LEN,
-        AmHeader::GetData(_) => GET_DATA_HEADER_LEN,
-        AmHeader::Status(_) => STATUS_LEN,
-    }
-}
-
 /// Text of at most `max_chars` characters, any Unicode (so up to 4 bytes each).
 fn text(max_chars: usize) -> impl Strategy<Value = String> {
     prop::collection::vec(any::<char>(), 0..=max_chars).prop_map(|c| c.into_iter().collect())
@@ -262,14 +249,14 @@ proptest! {
     fn am_headers_round_trip((header, payload) in am_message()) {
         let mut buf = Vec::new();
         header.encode(&mut buf);
-        prop_assert_eq!(buf.len(), header_len(&header), "header length of {:?}", header);
+        prop_assert_eq!(buf.len(), header.encoded_len(), "header length of {:?}", header);
         buf.extend_from_slice(&payload);
         let (back, rest) = AmHeader::decode(&buf)?;
         prop_assert_eq!(back, header);
         prop_assert_eq!(rest, &payload[..]);
         // The payload is the tail of the buffer, not a copy.
         if !rest.is_empty() {
-            prop_assert_eq!(rest.as_ptr(), buf[header_len(&header)..].as_ptr());
+            prop_assert_eq!(rest.as_ptr(), buf[header.encoded_len()..].as_ptr());
         }
     }
 
@@ -380,7 +367,7 @@ fn every_am_kind_at_its_extremes() {
     for h in all {
         let mut buf = Vec::new();
         h.encode(&mut buf);
-        assert_eq!(buf.len(), header_len(&h), "{h:?}");
+        assert_eq!(buf.len(), h.encoded_len(), "{h:?}");
         let (back, rest) = AmHeader::decode(&buf).unwrap();
         assert_eq!(back, h);
         assert!(rest.is_empty());

@@ -322,22 +322,8 @@ impl Transport for ShmTransport {
             Some(Some(l)) if *l != self.me_local => *l as usize,
             _ => return Err(FabricError::Unreachable(peer)),
         };
-        let len: usize = parts.iter().map(|p| p.len()).sum();
-        if len > self.caps.max_message {
-            return Err(FabricError::TooLarge {
-                len,
-                max: self.caps.max_message,
-            });
-        }
-        if self.state.troubled() {
-            if let Some(f) = self.state.failure_of(peer) {
-                return Err(FabricError::PeerFailed(f.to_string()));
-            }
-        }
-        let lane_state = self.lanes.get(lane).ok_or(FabricError::BadLane {
-            lane,
-            lanes: self.caps.lanes,
-        })?;
+        let (len, lane_state) =
+            crate::check_send(&self.caps, &self.state, &self.lanes, lane, peer, parts)?;
         let mut st = lane_state.lock();
         let high = priority == Priority::High;
         let ring = self.segs[pl].ring(self.me_local, lane as u32, high);

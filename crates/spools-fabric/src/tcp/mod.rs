@@ -207,20 +207,8 @@ impl Transport for TcpTransport {
         if !self.reaches(peer) {
             return Err(FabricError::Unreachable(peer));
         }
-        let len: usize = parts.iter().map(|p| p.len()).sum();
-        if len > MAX_MESSAGE {
-            return Err(FabricError::TooLarge {
-                len,
-                max: MAX_MESSAGE,
-            });
-        }
-        if let Some(f) = self.state.failure_of(peer) {
-            return Err(FabricError::PeerFailed(f.to_string()));
-        }
-        let lane_state = self.lanes.get(lane).ok_or(FabricError::BadLane {
-            lane,
-            lanes: self.caps.lanes,
-        })?;
+        let (len, lane_state) =
+            crate::check_send(&self.caps, &self.state, &self.lanes, lane, peer, parts)?;
         let mut conns = lane_state.lock();
         let key = (peer, priority as u8);
         if let std::collections::hash_map::Entry::Vacant(slot) = conns.entry(key) {
