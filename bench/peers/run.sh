@@ -1,25 +1,40 @@
 #!/usr/bin/env bash
 # Peer benchmarks: Spools side by side with Open MPI (and the raw limits of the host).
 #
-# Usage: bench/peers/run.sh [--runs N] [--out DIR] [--skip-spools]
+# Usage: bench/peers/run.sh [--suite core|msg|all] [--runs N] [--out DIR] [--skip-spools]
 #
+#   --suite S       which benchmarks: core (the runtime core, below; the default), msg (the
+#                   messaging layer: collectives, matrix multiply, tagged ping-pong, overlap),
+#                   or all (both, in every run)
 #   --runs N        rounds of the whole set, interleaved so that drift of the host hits every
 #                   program alike (default 5); the summary takes medians over them
 #   --out DIR       where the C programs, every JSON document, the logs, the summary and the
 #                   SVG plots go (default target/bench-peers under the repository root)
 #   --skip-spools   run only the Open MPI and raw programs (no cargo build)
 #
-# Steps: install Open MPI from Debian if mpicc/mpirun are missing; build pingpong.c, ring.c,
-# raw.c and init.c with mpicc -O2; build the spools command (cargo build --release -p
-# spools-cli); then for each run: the Spools benchmarks with 2 ranks (ping-pong over shared
-# memory and over TCP, message rate over both, LogP, idle), Open MPI ping-pong as installed,
-# "tuned" (single-copy mechanism off: copy-in/copy-out through shared memory only) and over
-# TCP, the raw probes, the token ring with 2 and 8 ranks for both, and the start-up of a
-# trivial 2-rank job, launched and torn down 20 times in a row for each launcher (spools run
-# with `spools bench init`, mpirun with init.c), timed from outside with date +%s%N.
+# Steps of the core suite: install Open MPI from Debian if mpicc/mpirun are missing; build
+# pingpong.c, ring.c, raw.c and init.c with mpicc -O2; build the spools command (cargo build
+# --release -p spools-cli); then for each run: the Spools benchmarks with 2 ranks (ping-pong
+# over shared memory and over TCP, message rate over both, LogP, idle), Open MPI ping-pong as
+# installed, "tuned" (single-copy mechanism off: copy-in/copy-out through shared memory only)
+# and over TCP, the raw probes, the token ring with 2 and 8 ranks for both, and the start-up
+# of a trivial 2-rank job, launched and torn down 20 times in a row for each launcher (spools
+# run with `spools bench init`, mpirun with init.c), timed from outside with date +%s%N.
+#
+# Steps of the msg suite: the same tools and spools build; build pingpong.c, coll.c and
+# matmul.c with mpicc -O2; then for each run: collectives (barrier, bcast, allreduce, alltoall;
+# `spools bench coll` against coll.c) with 2, 4 and 8 ranks; the ring-shift matrix multiply
+# (`spools bench matmul` against matmul.c) for n = 1024 and 2048 on 1, 2 and 4 ranks;
+# ping-pong over shared memory from 8 B to 16 MiB through the tagged API (`spools bench
+# pingpong --api tagged`), the active-message API (`spools bench pingpong`) and Open MPI
+# (pingpong.c); and communication/computation overlap (`spools bench overlap`) without and
+# with the progress thread (SPOOLS_PROGRESS_THREAD=1). The suite all runs both in every run.
+# Documents of the msg suite: coll-{spools,mpi}-PN, matmul-{spools,mpi}-nN-PP,
+# msg-pingpong-{spools-tagged,spools-am,mpi}, overlap-spools and overlap-spools-thread.
+#
 # Each document lands in DIR as PROGRAM.runI.json (stderr in DIR/logs/); summarize.py then
-# prints Markdown tables (also kept as DIR/summary.md), the goals with PASS/MISS first, and
-# writes DIR/latency.svg and DIR/bandwidth.svg.
+# prints Markdown tables (also kept as DIR/summary.md), the goals with PASS/MISS first (the msg
+# suite's in its own "Messaging" section), and writes DIR/latency.svg and DIR/bandwidth.svg.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -28,6 +43,7 @@ root=$(cd "$here/../.." && pwd)
 runs=5
 out=""
 skip_spools=0
+suite=core
 
 usage() {
     sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
@@ -35,6 +51,14 @@ usage() {
 
 while (($# > 0)); do
     case $1 in
+    --suite)
+        if [[ $# -lt 2 || ! $2 =~ ^(core|msg|all)$ ]]; then
+            echo "run.sh: --suite needs one of core, msg, all" >&2
+            exit 2
+        fi
+        suite=$2
+        shift 2
+        ;;
     --runs)
         if [[ $# -lt 2 || ! $2 =~ ^[1-9][0-9]*$ ]]; then
             echo "run.sh: --runs needs a positive integer" >&2
@@ -84,6 +108,18 @@ spools_tcp_args=(--transport tcp)
 # How many 2-rank jobs each launcher starts and tears down in a row, per run.
 launches=20
 
+# Which suites run.
+core=0 msg=0
+if [[ $suite == core || $suite == all ]]; then core=1; fi
+if [[ $suite == msg || $suite == all ]]; then msg=1; fi
+
+# The msg suite: rank counts of the collectives, matrix sizes and rank counts of the matrix
+# multiply, and the sizes of its ping-pongs (the same for all three).
+coll_ranks=(2 4 8)
+matmul_sizes=(1024 2048)
+matmul_ranks=(1 2 4)
+msg_pingpong_sizes=(8 64 512 4K 32K 256K 1M 4M 16M)
+
 log() { printf '==> %s\n' "$*" >&2; }
 
 as_root() {
@@ -109,8 +145,12 @@ fi
 
 # --- Build -----------------------------------------------------------------------------------
 
+programs=()
+if ((core)); then programs+=(pingpong ring raw init); fi
+if ((msg)); then programs+=(coll matmul); fi
+if ((msg && !core)); then programs+=(pingpong); fi
 log "building the MPI and raw programs into $out"
-for prog in pingpong ring raw init; do
+for prog in "${programs[@]}"; do
     mpicc -O2 -Wall -Wextra -o "$out/$prog" "$here/$prog.c"
 done
 
@@ -127,18 +167,21 @@ fi
 # The "tuned" run turns off the single-copy (CMA/XPMEM/KNEM) path of the shared-memory BTL.
 # Open MPI up to 4.x calls that component vader, 5.x calls it sm (with vader as an alias):
 # ask ompi_info which parameter names this installation knows.
+# (Only the core suite has tuned runs.)
 tuned_mca=()
-for btl in vader sm; do
-    params=$(ompi_info --param btl "$btl" --level 9 2>/dev/null || true)
-    if [[ $params == *"\"btl_${btl}_single_copy_mechanism\""* ]]; then
-        tuned_mca+=(--mca "btl_${btl}_single_copy_mechanism" none)
+if ((core)); then
+    for btl in vader sm; do
+        params=$(ompi_info --param btl "$btl" --level 9 2>/dev/null || true)
+        if [[ $params == *"\"btl_${btl}_single_copy_mechanism\""* ]]; then
+            tuned_mca+=(--mca "btl_${btl}_single_copy_mechanism" none)
+        fi
+    done
+    if ((${#tuned_mca[@]} == 0)); then
+        echo "run.sh: this Open MPI has no btl_vader/btl_sm_single_copy_mechanism parameter" >&2
+        exit 1
     fi
-done
-if ((${#tuned_mca[@]} == 0)); then
-    echo "run.sh: this Open MPI has no btl_vader/btl_sm_single_copy_mechanism parameter" >&2
-    exit 1
+    log "tuned Open MPI runs use: ${tuned_mca[*]}"
 fi
-log "tuned Open MPI runs use: ${tuned_mca[*]}"
 
 # --- Record the host -------------------------------------------------------------------------
 
@@ -151,14 +194,20 @@ git -C "$root" diff --quiet HEAD 2>/dev/null || commit+=" (with local changes)"
     echo "open mpi: $(mpirun --version 2>/dev/null | head -n1)"
     echo "compiler: $(mpicc --version | head -n1)"
     echo "spools: $commit"
-    echo "tuned: ${tuned_mca[*]}"
+    if ((core)); then echo "tuned: ${tuned_mca[*]}"; fi
+    echo "suite: $suite"
     echo "runs: $runs"
 } >"$out/host.txt"
 
 # --- Run -------------------------------------------------------------------------------------
 
 # Documents of an earlier invocation would otherwise be mixed into this one's medians.
-rm -f "$out"/{pingpong,ring,rate,logp,idle,launch}-*.run*.json "$out"/raw.run*.json
+if ((core)); then
+    rm -f "$out"/{pingpong,ring,rate,logp,idle,launch}-*.run*.json "$out"/raw.run*.json
+fi
+if ((msg)); then
+    rm -f "$out"/{coll,matmul,overlap,msg-pingpong}-*.run*.json
+fi
 
 # extract_json STDOUT JSON: keep the JSON document a program printed in file STDOUT as file
 # JSON. The document is the whole output, or failing that the last line of it that parses as a
@@ -250,8 +299,9 @@ EOF
     printf 'ok (%ds)\n' $((SECONDS - start)) >&2
 }
 
-for ((i = 1; i <= runs; i++)); do
-    log "run $i of $runs"
+# run_core I: the core suite's documents of run I.
+run_core() {
+    local i=$1 n
     if ((skip_spools == 0)); then
         run_json "pingpong-spools-shm.run$i" "$spools" run -n 2 -- "$spools" bench pingpong --json
         run_json "pingpong-spools-tcp.run$i" env SPOOLS_TRANSPORT=tcp \
@@ -276,6 +326,46 @@ for ((i = 1; i <= runs; i++)); do
         launch_json "launch-spools.run$i" spools "$spools" run -n 2 -- "$spools" bench init --json
     fi
     launch_json "launch-mpi.run$i" mpi "${mpirun_base[@]}" -n 2 "$out/init"
+}
+
+# run_msg I: the msg suite's documents of run I.
+run_msg() {
+    local i=$1 n p sizes_csv
+    sizes_csv=$(IFS=,; echo "${msg_pingpong_sizes[*]}")
+    for p in "${coll_ranks[@]}"; do
+        if ((skip_spools == 0)); then
+            run_json "coll-spools-P$p.run$i" "$spools" run -n "$p" -- "$spools" bench coll --json
+        fi
+        run_json "coll-mpi-P$p.run$i" "${mpirun_base[@]}" -n "$p" "$out/coll"
+    done
+    for n in "${matmul_sizes[@]}"; do
+        for p in "${matmul_ranks[@]}"; do
+            if ((skip_spools == 0)); then
+                run_json "matmul-spools-n$n-P$p.run$i" \
+                    "$spools" run -n "$p" -- "$spools" bench matmul --n "$n" --json
+            fi
+            run_json "matmul-mpi-n$n-P$p.run$i" "${mpirun_base[@]}" -n "$p" "$out/matmul" --n "$n"
+        done
+    done
+    if ((skip_spools == 0)); then
+        run_json "msg-pingpong-spools-tagged.run$i" "$spools" run -n 2 -- \
+            "$spools" bench pingpong --api tagged --json --sizes "$sizes_csv"
+        run_json "msg-pingpong-spools-am.run$i" "$spools" run -n 2 -- \
+            "$spools" bench pingpong --json --sizes "$sizes_csv"
+    fi
+    run_json "msg-pingpong-mpi.run$i" "${mpirun_base[@]}" -n 2 "$out/pingpong" \
+        "${msg_pingpong_sizes[@]}"
+    if ((skip_spools == 0)); then
+        run_json "overlap-spools.run$i" "$spools" run -n 2 -- "$spools" bench overlap --json
+        run_json "overlap-spools-thread.run$i" env SPOOLS_PROGRESS_THREAD=1 \
+            "$spools" run -n 2 -- "$spools" bench overlap --json
+    fi
+}
+
+for ((i = 1; i <= runs; i++)); do
+    log "run $i of $runs"
+    if ((core)); then run_core "$i"; fi
+    if ((msg)); then run_msg "$i"; fi
 done
 
 # --- Summarize -------------------------------------------------------------------------------

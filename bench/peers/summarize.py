@@ -15,7 +15,17 @@ Documents are named PROGRAM.runI.json; I pairs the documents of one run. PROGRAM
 "BENCHMARK-LABEL": LABEL ("spools-shm", "spools-tcp", "mpi-default", "mpi-tuned", "mpi-tcp",
 ...) names the series of a ping-pong and says which system and transport the other
 benchmarks (rate, logp, idle, init, launch) measured; ring and raw documents are recognised by
-their "benchmark" field and fields. Python standard library only.
+their "benchmark" field and fields.
+
+The documents of the msg suite (run.sh --suite msg) get a section of their own, "Messaging":
+its goals, collective latency (coll-spools-PN, coll-mpi-PN), the matrix multiply
+(matmul-spools-nN-PP, matmul-mpi-nN-PP), ping-pong through the tagged API against active
+messages and Open MPI (msg-pingpong-spools-tagged, msg-pingpong-spools-am, msg-pingpong-mpi;
+the core suite's pingpong-spools-shm and pingpong-mpi-default stand in for the last two when
+the msg suite has none), and communication/computation overlap (overlap-spools,
+overlap-spools-thread). What is missing there is shown as "n/a". The core sections are left
+out when there are only msg documents, and the Messaging section when there are none.
+Python standard library only.
 """
 
 import html
@@ -30,6 +40,8 @@ from pathlib import Path
 RUN_FILE = re.compile(r"^(?P<program>.+?)\.run(?P<run>\d+)\.json$")
 MISSING = "–"
 NOT_MEASURED = "not measured"
+MSG_KINDS = ("coll", "matmul", "overlap")
+MSG_PINGPONG = "msg-pingpong-"
 
 
 def warn(message):
@@ -56,6 +68,8 @@ class Results:
         # Every document as (run, program, doc), for the sections that pair documents by run
         # (run 0 for a file not named PROGRAM.runI.json).
         self.docs = []
+        # The same for the documents of the msg suite (kept apart from the core tables).
+        self.msg = []
 
 
 def number(value):
@@ -86,6 +100,12 @@ def load(directory):
         program = match.group("program") if match else path.stem
         run = int(match.group("run")) if match else 0
         kind = doc["benchmark"]
+        if is_msg_document(program, kind):
+            results.msg.append((run, program, doc))
+            if match:
+                results.runs.add(run)
+            results.documents += 1
+            continue
         if kind == "pingpong":
             load_pingpong(results, program, doc)
         elif kind == "ring":
@@ -100,6 +120,12 @@ def load(directory):
         results.documents += 1
         results.docs.append((run, program, doc))
     return results
+
+
+def is_msg_document(program, kind):
+    """A document of the msg suite: collectives, matrix multiply, overlap, or one of its
+    ping-pongs (named msg-pingpong-LABEL)."""
+    return kind in MSG_KINDS or (kind == "pingpong" and program.startswith(MSG_PINGPONG))
 
 
 def load_pingpong(results, program, doc):
@@ -996,6 +1022,530 @@ def probe_tables(results):
     return out
 
 
+# --- Messaging (the msg suite) ---------------------------------------------------------------
+
+NA = "n/a"
+COLL_OPS = ("barrier", "bcast", "allreduce", "alltoall")
+AM_PATHS = {"short", "bulk"}
+OVERLAP_MODES = (
+    (False, "blocking", "blocking"),
+    (False, "nonblocking", "nonblocking"),
+    (True, "nonblocking", "nonblocking + progress thread"),
+)
+
+
+def na(cell):
+    """A table cell with the msg section's mark for what is missing."""
+    return NA if cell == MISSING else cell.replace(NOT_MEASURED, NA)
+
+
+def fmt_na(value):
+    return NA if value is None else fmt(value)
+
+
+def fmt_seconds(value):
+    """Seconds to three significant digits (communication times are small)."""
+    if value is None:
+        return NA
+    return fmt(value) if abs(value) >= 1 else f"{value:.3g}"
+
+
+def ratio_na(value):
+    return NA if value is None else f"{value:.2f}"
+
+
+def integer(value):
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def msg_system(program, doc, kind):
+    """'spools' or 'mpi' for a coll or matmul document: from its name (coll-spools-P4), or
+    failing that from its impl field; None if neither says."""
+    parts = program.split("-")
+    if len(parts) > 1 and parts[0] == kind and parts[1] in ("spools", "mpi"):
+        return parts[1]
+    impl = doc.get("impl")
+    return impl if impl in ("spools", "mpi") else None
+
+
+def doc_int(doc, key, program, letter):
+    """An integer field of a document, or failing that -LETTER<digits> in its name."""
+    value = integer(doc.get(key))
+    if value is not None:
+        return value
+    found = re.search(rf"-{letter}(\d+)(?:-|$)", program)
+    return int(found.group(1)) if found else None
+
+
+def run_medians(per):
+    """{key: {run: [values]}} -> {key: median over the runs of each run's median}."""
+    return {
+        key: statistics.median(statistics.median(v) for v in runs.values())
+        for key, runs in per.items()
+        if runs
+    }
+
+
+def per_run(docs, value):
+    """{run: value(doc)} over [(run, doc)] (several documents of one run: their median)."""
+    found = defaultdict(list)
+    for run, doc in docs:
+        v = value(doc)
+        if v is not None:
+            found[run].append(v)
+    return {run: statistics.median(v) for run, v in found.items()}
+
+
+# Collectives.
+
+
+def coll_medians(results):
+    """{(system, op, ranks, bytes): median latency (µs) over the runs}."""
+    per = defaultdict(lambda: defaultdict(list))
+    for run, program, doc in results.msg:
+        if doc.get("benchmark") != "coll":
+            continue
+        system = msg_system(program, doc, "coll")
+        ranks = doc_int(doc, "ranks", program, "P")
+        if system is None or ranks is None:
+            warn(f"skipping a coll document of {program}: no impl or ranks")
+            continue
+        for series in doc.get("series") or []:
+            if not isinstance(series, dict) or not isinstance(series.get("op"), str):
+                continue
+            for p in series.get("points") or []:
+                if not isinstance(p, dict):
+                    continue
+                size, latency = integer(p.get("bytes")), number(p.get("latency_us"))
+                if size is not None and size >= 0 and latency is not None and latency > 0:
+                    per[(system, series["op"], ranks, size)][run].append(latency)
+    return run_medians(per)
+
+
+def op_order(op):
+    return (COLL_OPS.index(op) if op in COLL_OPS else len(COLL_OPS), op)
+
+
+def coll_tables(med):
+    out = ["### Collectives: latency per call (µs)"]
+    ops = sorted({op for _, op, _, _ in med}, key=op_order)
+    if not ops:
+        return out + [f"Collectives: {NA} (no coll measurements)."]
+    out.append(
+        "Per call, the slowest rank's mean over a batch of calls, median over the batches, then "
+        "median over the runs. bcast: root 0; allreduce: sum of bytes/8 doubles; alltoall: "
+        "bytes to every rank. Ratio columns are MPI ÷ Spools: **> 1 means Spools is faster**."
+    )
+    for op in ops:
+        ranks = sorted({n for _, o, n, _ in med if o == op})
+        sizes = sorted({b for _, o, _, b in med if o == op})
+        header = ["size"]
+        for n in ranks:
+            header += [f"P={n} Spools", f"P={n} MPI", f"P={n} MPI ÷ Spools"]
+        rows = []
+        for size in sizes:
+            row = [human_size(size) if op != "barrier" else "–"]
+            for n in ranks:
+                mine, theirs = med.get(("spools", op, n, size)), med.get(("mpi", op, n, size))
+                row += [fmt_na(mine), fmt_na(theirs), ratio_na(ratio(theirs, mine))]
+            rows.append(row)
+        out += [f"**{op}** (µs)", table(header, rows)]
+    return out
+
+
+def coll_goal_rows(med):
+    """Goal rows: allreduce and bcast at most MPI's latency at every point with 2 to 8 ranks."""
+    rows = []
+    for op in ("allreduce", "bcast"):
+        points = sorted(
+            (n, b)
+            for system, o, n, b in med
+            if system == "spools" and o == op and 2 <= n <= 8 and ("mpi", op, n, b) in med
+        )
+        ratios = [med[("spools", op, n, b)] / med[("mpi", op, n, b)] for n, b in points]
+        passing = sum(r <= 1.0 for r in ratios)
+        ranks = sorted({n for n, _ in points})
+        if ratios:
+            worst = max(range(len(points)), key=lambda k: ratios[k])
+            n, b = points[worst]
+            shown = (
+                f"median {statistics.median(ratios):.2f}, worst {ratios[worst]:.2f} "
+                f"(P={n}, {human_size(b)})"
+            )
+            measured = f"{passing}/{len(points)} points ≤ MPI"
+            verdict = "**PASS**" if passing == len(points) else "**MISS**"
+        else:
+            shown, measured, verdict = NA, NA, NA
+        rows.append(
+            [
+                f"{op} latency ÷ MPI, P=2..8, every size",
+                measured,
+                f"MPI {op}, P={','.join(map(str, ranks))}" if ranks else NA,
+                shown,
+                "≤ 1.00 at every point",
+                f"{passing}/{len(points)} points" if points else NA,
+                verdict,
+            ]
+        )
+    return rows
+
+
+# Matrix multiply.
+
+
+def matmul_tables(results):
+    out = ["### Matrix multiply, ring shift (seconds per multiply)"]
+    per = defaultdict(lambda: defaultdict(list))
+    comm = defaultdict(lambda: defaultdict(list))
+    failed = defaultdict(int)
+    for run, program, doc in results.msg:
+        if doc.get("benchmark") != "matmul":
+            continue
+        system = msg_system(program, doc, "matmul")
+        n, ranks = doc_int(doc, "n", program, "n"), doc_int(doc, "ranks", program, "P")
+        if system is None or n is None or ranks is None:
+            warn(f"skipping a matmul document of {program}: no impl, n or ranks")
+            continue
+        if doc.get("check") != "ok":
+            failed[(system, n, ranks)] += 1
+        seconds, comm_seconds = number(doc.get("seconds")), number(doc.get("comm_seconds"))
+        if seconds is not None and seconds > 0:
+            per[(system, n, ranks)][run].append(seconds)
+        if comm_seconds is not None and comm_seconds >= 0:
+            comm[(system, n, ranks)][run].append(comm_seconds)
+    seconds, comm_seconds = run_medians(per), run_medians(comm)
+    cases = sorted({(n, p) for _, n, p in list(per) + list(comm) + list(failed)})
+    if not cases:
+        return out + [f"Matrix multiply: {NA} (no matmul measurements)."]
+    rows = []
+    for n, p in cases:
+        mine, theirs = seconds.get(("spools", n, p)), seconds.get(("mpi", n, p))
+        flops = 2.0 * n**3 / 1e9
+        row = [str(n), str(p), fmt_seconds(mine), fmt_seconds(theirs)]
+        row += [fmt_seconds(comm_seconds.get(("spools", n, p)))]
+        row += [fmt_seconds(comm_seconds.get(("mpi", n, p)))]
+        row += [fmt_na(ratio(flops, mine)), fmt_na(ratio(flops, theirs))]
+        row += [ratio_na(ratio(theirs, mine))]
+        bad = [f"{s}: {failed[(s, n, p)]} not ok" for s in ("spools", "mpi") if failed[(s, n, p)]]
+        row.append("; ".join(bad) or "ok")
+        rows.append(row)
+    out.append(
+        "C = A·B of n×n doubles, columns distributed over P ranks, the A blocks shifted around "
+        "the ring. Per multiply the slowest rank, median over the repetitions, then over the "
+        "runs; comm: time in the shift. GFLOP/s = 2n³ ÷ time. MPI ÷ Spools: **> 1 means "
+        "Spools is faster**. Check: the result check of every document (\"check\": \"ok\")."
+    )
+    header = ["n", "P", "Spools (s)", "MPI (s)", "Spools comm (s)", "MPI comm (s)"]
+    header += ["Spools GFLOP/s", "MPI GFLOP/s", "MPI ÷ Spools", "check"]
+    out.append(table(header, rows))
+    return out
+
+
+# Ping-pong through the tagged API.
+
+
+def msg_pingpong_role(program, doc):
+    """'tagged', 'am' or 'mpi' for a msg-pingpong document: from its name, else its fields."""
+    name = program[len(MSG_PINGPONG) :] if program.startswith(MSG_PINGPONG) else ""
+    if name in ("spools-tagged", "tagged"):
+        return "tagged"
+    if name in ("spools-am", "am"):
+        return "am"
+    if name.split("-")[0] == "mpi":
+        return "mpi"
+    paths = {s.get("path") for s in doc.get("series") or [] if isinstance(s, dict)}
+    if "tagged" in paths:
+        return "tagged"
+    return "mpi" if doc.get("transport") == "mpi" else "am"
+
+
+def pingpong_docs(results, role):
+    """[(run, doc)] of the msg suite's ping-pongs of one role, and whether the core suite's
+    documents stood in (for am and mpi, when the msg suite has none)."""
+    docs = [
+        (run, doc)
+        for run, program, doc in results.msg
+        if doc.get("benchmark") == "pingpong" and msg_pingpong_role(program, doc) == role
+    ]
+    stand_in = {"am": "spools-shm", "mpi": "mpi-default"}.get(role)
+    if docs or stand_in is None:
+        return docs, False
+    docs = [
+        (run, doc)
+        for run, program, doc in results.docs
+        if doc.get("benchmark") == "pingpong" and doc_label(program, doc) == stand_in
+    ]
+    return docs, bool(docs)
+
+
+def tagged_paths(doc):
+    """The tagged series of a tagged ping-pong document (all its series if none is named so)."""
+    paths = {s.get("path") for s in doc.get("series") or [] if isinstance(s, dict)}
+    return {"tagged"} if "tagged" in paths else None
+
+
+def pingpong_medians(docs, field, paths):
+    """{bytes: (median over runs, path)} of the best of the given paths (None: every path)
+    in each run; the path is the one that was best in most runs."""
+    per = defaultdict(lambda: defaultdict(list))
+    for run, doc in docs:
+        wanted = paths(doc) if callable(paths) else paths
+        for series in doc.get("series") or []:
+            if not isinstance(series, dict):
+                continue
+            if wanted is not None and series.get("path") not in wanted:
+                continue
+            for p in series.get("points") or []:
+                if not isinstance(p, dict):
+                    continue
+                size, value = integer(p.get("bytes")), number(p.get(field))
+                if size is not None and size > 0 and value is not None and value > 0:
+                    per[size][run].append((value, str(series.get("path", "?"))))
+    pick = min if field == "latency_us" else max
+    out = {}
+    for size, runs in per.items():
+        best = [pick(values, key=lambda v: v[0]) for values in runs.values()]
+        paths_won = [path for _, path in best]
+        out[size] = (
+            statistics.median(v for v, _ in best),
+            max(set(paths_won), key=paths_won.count),
+        )
+    return out
+
+
+def pingpong_msg_tables(results):
+    out = ["### Ping-pong through the tagged API, 2 ranks over shared memory"]
+    tagged, _ = pingpong_docs(results, "tagged")
+    am, am_core = pingpong_docs(results, "am")
+    mpi, mpi_core = pingpong_docs(results, "mpi")
+    if not (tagged or am or mpi):
+        return out + [f"Tagged ping-pong: {NA} (no ping-pong documents of the msg suite)."]
+    lat = {
+        "tagged": pingpong_medians(tagged, "latency_us", tagged_paths),
+        "am": pingpong_medians(am, "latency_us", AM_PATHS),
+        "mpi": pingpong_medians(mpi, "latency_us", None),
+    }
+    sizes = sorted(set().union(*(set(v) for v in lat.values())))
+    if not sizes:
+        return out + [f"Tagged ping-pong: {NA} (no latency measurements)."]
+    rows = []
+    for size in sizes:
+        t, a, m = (lat[k].get(size, (None, None))[0] for k in ("tagged", "am", "mpi"))
+        am_path = lat["am"].get(size, (None, None))[1]
+        rows.append(
+            [
+                human_size(size),
+                fmt_na(t),
+                NA if a is None else f"{fmt(a)} ({am_path})",
+                fmt_na(m),
+                ratio_na(ratio(t, a)),
+                ratio_na(ratio(t, m)),
+            ]
+        )
+    notes = []
+    if am_core:
+        notes.append("active messages from the core suite's pingpong-spools-shm")
+    if mpi_core:
+        notes.append("MPI from the core suite's pingpong-mpi-default")
+    out.append(
+        "One-way latency (µs), median over the runs. AM: the active-message ping-pong (`spools "
+        "bench pingpong`), the better of its short and bulk paths (n/a above the bulk limit). "
+        "Ratio columns are tagged ÷ the other: **< 1 means the tagged API is faster**."
+        + (f" ({'; '.join(notes)}.)" if notes else "")
+    )
+    header = ["size", "tagged (µs)", "AM (µs)", "MPI (µs)", "tagged ÷ AM", "tagged ÷ MPI"]
+    out.append(table(header, rows))
+    size = 16 * MIB
+    bw = {
+        "tagged": pingpong_medians(tagged, "bandwidth_MBps", tagged_paths).get(size),
+        "am": pingpong_medians(am, "bandwidth_MBps", AM_PATHS).get(size),
+        "memory": pingpong_medians(am, "bandwidth_MBps", {"memory"}).get(size),
+        "mpi": pingpong_medians(mpi, "bandwidth_MBps", None).get(size),
+    }
+    bw = {k: (v[0] if v else None) for k, v in bw.items()}
+    out.append(f"Bandwidth at {human_size(size)} (MB/s, 10^6 B/s), median over the runs:")
+    out.append(
+        table(
+            ["size", "tagged", "AM", "memory (put)", "MPI", "tagged ÷ MPI"],
+            [
+                [human_size(size)]
+                + [fmt_na(bw[k]) for k in ("tagged", "am", "memory", "mpi")]
+                + [ratio_na(ratio(bw["tagged"], bw["mpi"]))]
+            ],
+        )
+    )
+    return out
+
+
+def pingpong_goals(results):
+    tagged, _ = pingpong_docs(results, "tagged")
+    am, _ = pingpong_docs(results, "am")
+    mpi, _ = pingpong_docs(results, "mpi")
+    tagged8 = per_run(tagged, lambda d: point(d, "latency_us", 8, tagged_paths(d)))
+    am8 = per_run(am, lambda d: point(d, "latency_us", 8, AM_PATHS))
+    mpi8 = per_run(mpi, lambda d: point(d, "latency_us", 8))
+
+    def bandwidth(docs, paths):
+        def value(doc):
+            wanted = paths(doc) if callable(paths) else paths
+            return point(doc, "bandwidth_MBps", 16 * MIB, wanted, max)
+
+        return per_run(docs, value)
+
+    return [
+        Goal(
+            "tagged latency 8 B ÷ active messages 8 B",
+            tagged8, "µs", "ratio<=", 1.3, "≤ 1.30", am8, "AM 8 B",
+        ),
+        Goal(
+            "tagged latency 8 B ÷ MPI 8 B",
+            tagged8, "µs", "ratio<=", 1.0, "≤ 1.00", mpi8, "MPI 8 B",
+        ),
+        Goal(
+            "tagged bandwidth 16 MiB ÷ MPI 16 MiB",
+            bandwidth(tagged, tagged_paths), "MB/s", "ratio>=", 1.0, "≥ 1.00",
+            bandwidth(mpi, None), "MPI 16 MiB",
+        ),
+    ]
+
+
+# Overlap of communication and computation.
+
+
+def overlap_docs(results):
+    """[(run, progress thread?, doc)] of the overlap documents."""
+    out = []
+    for run, program, doc in results.msg:
+        if doc.get("benchmark") != "overlap":
+            continue
+        thread = doc.get("progress_thread")
+        if not isinstance(thread, bool):
+            thread = program.endswith("-thread")
+        out.append((run, thread, doc))
+    return out
+
+
+def overlap_points(doc, mode, size):
+    """{compute_ms: total_ms} of one series of an overlap document."""
+    out = {}
+    for series in doc.get("series") or []:
+        if not isinstance(series, dict) or series.get("mode") != mode:
+            continue
+        if integer(series.get("bytes")) != size:
+            continue
+        for p in series.get("points") or []:
+            if not isinstance(p, dict):
+                continue
+            compute, total = number(p.get("compute_ms")), number(p.get("total_ms"))
+            if compute is not None and compute >= 0 and total is not None and total > 0:
+                out[compute] = total
+    return out
+
+
+def overlap_tables(results):
+    out = ["### Overlap of a transfer with computation, 2 ranks"]
+    docs = overlap_docs(results)
+    if not docs:
+        return out + [f"Overlap: {NA} (no overlap documents)."]
+    sizes = sorted(
+        {
+            integer(s.get("bytes"))
+            for _, _, d in docs
+            for s in d.get("series") or []
+            if isinstance(s, dict) and integer(s.get("bytes")) is not None
+        }
+    )
+    out.append(
+        "Total time (ms) of a transfer of the given size and a computation of compute_ms, "
+        "median over the runs: blocking (transfer, then compute), nonblocking (start the "
+        "transfer, compute, wait) without and with the progress thread "
+        "(SPOOLS_PROGRESS_THREAD=1). Full overlap: total ≈ compute (last column ≈ 1.00)."
+    )
+    for size in sizes:
+        per = defaultdict(lambda: defaultdict(list))
+        for run, thread, doc in docs:
+            for want_thread, mode, _ in OVERLAP_MODES:
+                if thread == want_thread:
+                    for compute, total in overlap_points(doc, mode, size).items():
+                        per[(want_thread, mode, compute)][run].append(total)
+        med = run_medians(per)
+        computes = sorted({c for _, _, c in med})
+        rows = []
+        for compute in computes:
+            cells = [med.get((t, m, compute)) for t, m, _ in OVERLAP_MODES]
+            with_thread = cells[-1]
+            rows.append(
+                [f"{compute:g}"]
+                + [fmt_na(c) for c in cells]
+                + [ratio_na(ratio(with_thread, compute) if compute > 0 else None)]
+            )
+        header = ["compute (ms)"] + [f"{title} (ms)" for _, _, title in OVERLAP_MODES]
+        header.append("thread: total ÷ compute")
+        out += [f"**{human_size(size)}**", table(header, rows)]
+
+    def break_even(thread, size):
+        values = per_run(
+            [(run, doc) for run, t, doc in docs if t == thread],
+            lambda d: number((d.get("break_even_ms") or {}).get(str(size)))
+            if isinstance(d.get("break_even_ms"), dict)
+            else None,
+        )
+        return median_of(values)
+
+    rows = [
+        [human_size(size), fmt_na(break_even(False, size)), fmt_na(break_even(True, size))]
+        for size in sizes
+    ]
+    out.append(
+        "Break-even computation (ms) as each document reports it, median over the runs "
+        "(n/a: not reached or not measured):"
+    )
+    out.append(table(["size", "no thread", "progress thread"], rows))
+    return out
+
+
+def overlap_goal(results):
+    """With the progress thread, a 16 MiB transfer overlapped with the longest computation."""
+    total, compute = {}, {}
+    for run, thread, doc in overlap_docs(results):
+        if not thread:
+            continue
+        points = overlap_points(doc, "nonblocking", 16 * MIB)
+        longest = max(points, default=None)
+        if longest:
+            total.setdefault(run, []).append(points[longest])
+            compute.setdefault(run, []).append(longest)
+    med = statistics.median
+    return Goal(
+        "progress thread: 16 MiB nonblocking, total ÷ compute at the longest computation",
+        {r: med(v) for r, v in total.items()}, "ms", "ratio<=", 1.1, "≤ 1.10",
+        {r: med(v) for r, v in compute.items()}, "compute_ms",
+    )
+
+
+def messaging_section(results):
+    runs = sorted({run for run, _, _ in results.msg})
+    out = [f"## Messaging ({len(runs)} run(s) of the msg suite, medians)"]
+    coll = coll_medians(results)
+    rows = [[na(cell) for cell in goal.row()] for goal in pingpong_goals(results)]
+    rows.append([na(cell) for cell in overlap_goal(results).row()])
+    rows += coll_goal_rows(coll)
+    header = ["goal", "measured", "reference (same run)", "ratio", "target", "runs passing"]
+    header.append("result")
+    out += [
+        "### Messaging goals",
+        "Measured: median over the runs; ratio: median over the runs of measured ÷ reference "
+        "of the same run, and the verdict goes by it. The collective rows compare the medians "
+        "of every (ranks, size) point measured by both and pass if all points do.",
+        table(header, rows),
+    ]
+    out += coll_tables(coll)
+    out += matmul_tables(results)
+    out += pingpong_msg_tables(results)
+    out += overlap_tables(results)
+    return out
+
+
 # --- Plots -----------------------------------------------------------------------------------
 
 SPOOLS_COLOURS = ["#1f3b99", "#17a2b8", "#6f42c1", "#4ea8de", "#2e8b57", "#9bbb3b"]
@@ -1180,19 +1730,22 @@ def main(argv):
     host = directory / "host.txt"
     if host.is_file():
         out.append("```text\n" + host.read_text(encoding="utf-8").strip() + "\n```")
-    out += goals_table(results)
-    out += pingpong_tables(series, "shm")
-    out += pingpong_tables(series, "tcp")
-    out += logp_table(results)
-    out += rate_table(results)
-    out += ring_table(results)
-    out += startup_table(results)
-    out += raw_tables(results, series)
-    out += probe_tables(results)
-    out += spread_table(results, series)
+    if results.docs:
+        out += goals_table(results)
+        out += pingpong_tables(series, "shm")
+        out += pingpong_tables(series, "tcp")
+        out += logp_table(results)
+        out += rate_table(results)
+        out += ring_table(results)
+        out += startup_table(results)
+        out += raw_tables(results, series)
+        out += probe_tables(results)
+        out += spread_table(results, series)
     written = write_plots(directory, series, runs) if series else []
     if written:
         out.append("Plots: " + ", ".join(str(directory / name) for name in written))
+    if results.msg:
+        out += messaging_section(results)
     print("\n\n".join(out))
     return 0
 

@@ -10,7 +10,9 @@
 //! | `bulk_limit` | `SPOOLS_BULK_LIMIT` | `64KiB` | largest bulk active-message payload |
 //! | `fragment_size` | `SPOOLS_FRAGMENT_SIZE` | `32KiB` | chunk size of fragmented and pipelined transfers |
 //! | `spin_us` | `SPOOLS_SPIN_US` | `20` | microseconds a waiting thread polls before it sleeps |
-//! | `lanes` | `SPOOLS_LANES` | `2` | sending lanes per rank: lane 0 for the progress engine, the rest for endpoints |
+//! | `lanes` | `SPOOLS_LANES` | `3` | sending lanes per rank: lane 0 for the progress engine, lane 1 for the `World`'s endpoint, lane 2 for tagged messaging, the rest for more endpoints |
+//! | `short_limit` | `SPOOLS_SHORT_LIMIT` | `24B` | tagged messages up to this size travel inline in one control message (at most 24B) |
+//! | `eager_limit` | `SPOOLS_EAGER_LIMIT` | `32KiB` | larger tagged messages up to this size are sent eagerly (at most `bulk_limit`); beyond, rendezvous |
 //! | `single_copy` | `SPOOLS_SINGLE_COPY` | `auto` | `auto` (probe at start-up), `cma` (process_vm_readv/writev), `pipeline` |
 //! | `batch` | `SPOOLS_BATCH` | `256` | short messages per batch in batched mode |
 //! | `progress_thread` | `SPOOLS_PROGRESS_THREAD` | `false` | run handlers on a background thread |
@@ -52,6 +54,9 @@ pub enum SingleCopy {
     Pipeline,
 }
 
+/// The most bytes a tagged message can carry inline in one control message.
+pub const SHORT_LIMIT_MAX: u64 = 24;
+
 /// The effective configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -73,6 +78,10 @@ pub struct Config {
     pub lanes: u16,
     /// Single-copy mechanism.
     pub single_copy: SingleCopy,
+    /// Largest tagged message sent inline (short protocol).
+    pub short_limit: u64,
+    /// Largest tagged message sent eagerly; larger ones use the rendezvous protocol.
+    pub eager_limit: u64,
     /// Messages per batch.
     pub batch: u32,
     /// Whether a progress thread runs handlers.
@@ -93,8 +102,10 @@ impl Default for Config {
             bulk_limit: 64 << 10,
             fragment_size: 32 << 10,
             spin_us: 20,
-            lanes: 2,
+            lanes: 3,
             single_copy: SingleCopy::Auto,
+            short_limit: 24,
+            eager_limit: 32 << 10,
             batch: 256,
             progress_thread: false,
             bootstrap_timeout_s: 60,
@@ -143,6 +154,8 @@ struct FileConfig {
     cell_size: Option<toml::Value>,
     bulk_limit: Option<toml::Value>,
     fragment_size: Option<toml::Value>,
+    short_limit: Option<toml::Value>,
+    eager_limit: Option<toml::Value>,
     spin_us: Option<u64>,
     lanes: Option<u64>,
     single_copy: Option<String>,
@@ -256,6 +269,8 @@ impl Config {
             ("cell_size", fc.cell_size),
             ("bulk_limit", fc.bulk_limit),
             ("fragment_size", fc.fragment_size),
+            ("short_limit", fc.short_limit),
+            ("eager_limit", fc.eager_limit),
         ] {
             if let Some(v) = v {
                 self.apply(key, &size_text(&v))?;
@@ -306,6 +321,8 @@ impl Config {
             "cell_size" => self.cell_size = size(v)?,
             "bulk_limit" => self.bulk_limit = size(v)?,
             "fragment_size" => self.fragment_size = size(v)?,
+            "short_limit" => self.short_limit = size(v)?,
+            "eager_limit" => self.eager_limit = size(v)?,
             "spin_us" => self.spin_us = int(v)?,
             "lanes" => {
                 self.lanes =
@@ -375,8 +392,26 @@ impl Config {
                 "from 1B to 4GiB-1",
             ));
         }
-        if !(1..=64).contains(&self.lanes) {
-            return Err(value_err("lanes", &self.lanes.to_string(), "from 1 to 64"));
+        if self.short_limit > SHORT_LIMIT_MAX {
+            return Err(value_err(
+                "short_limit",
+                &show_size(self.short_limit),
+                format!("at most {SHORT_LIMIT_MAX}B (what fits in one control message)"),
+            ));
+        }
+        if self.eager_limit > self.bulk_limit {
+            return Err(value_err(
+                "eager_limit",
+                &show_size(self.eager_limit),
+                format!("at most bulk_limit ({})", show_size(self.bulk_limit)),
+            ));
+        }
+        if !(3..=64).contains(&self.lanes) {
+            return Err(value_err(
+                "lanes",
+                &self.lanes.to_string(),
+                "from 3 to 64 (the progress engine, the World's endpoint and tagged messaging take one each)",
+            ));
         }
         if !(1..=1024).contains(&self.batch) {
             return Err(value_err(
@@ -428,6 +463,8 @@ impl fmt::Display for Config {
         writeln!(f, "spin_us = {}", self.spin_us)?;
         writeln!(f, "lanes = {}", self.lanes)?;
         writeln!(f, "single_copy = \"{}\"", self.single_copy)?;
+        writeln!(f, "short_limit = \"{}\"", show_size(self.short_limit))?;
+        writeln!(f, "eager_limit = \"{}\"", show_size(self.eager_limit))?;
         writeln!(f, "batch = {}", self.batch)?;
         writeln!(f, "progress_thread = {}", self.progress_thread)?;
         write!(f, "bootstrap_timeout_s = {}", self.bootstrap_timeout_s)

@@ -4,7 +4,19 @@ use std::os::unix::fs::MetadataExt;
 
 /// An identity shared exactly by the processes that can map the same `/dev/shm` objects:
 /// the host name, the kernel's boot id and the device and inode of `/dev/shm`.
+///
+/// `SPOOLS_HOST_ID`, when set, is added to it: ranks with different values count as on
+/// different hosts (they talk over TCP and collectives treat them as separate hosts). It
+/// serves hosts where detection is wrong and tests of multi-host behaviour on one machine.
 pub fn host_identity() -> String {
+    let detected = detected_identity();
+    match std::env::var("SPOOLS_HOST_ID") {
+        Ok(id) if !id.is_empty() => format!("{detected}/{id}"),
+        _ => detected,
+    }
+}
+
+fn detected_identity() -> String {
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown-host".into());

@@ -67,8 +67,15 @@ fn messages_role() -> Result<(), String> {
         e(w.comm().register("only-on-0", |_| {}))?;
     }
     e(w.comm().sync_handlers())?;
+    // The runtime's own handlers come first and keep their ids; new names are appended
+    // in sorted order.
     let table = w.comm().handler_table();
-    if table != ["bulk", "only-on-0", "ordered", "short"] {
+    let user: Vec<&str> = table
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !n.starts_with("spools."))
+        .collect();
+    if user != ["bulk", "only-on-0", "ordered", "short"] || !table[0].starts_with("spools.") {
         return Err(format!("global table {table:?}"));
     }
     let h_short = e(w.comm().handler_id("short"))?;
@@ -218,7 +225,7 @@ fn memory_role() -> Result<(), String> {
     let (me, n) = (w.rank(), w.size());
     let len = 8 << 20;
     let region = e(w.comm().region(len))?;
-    let keys: Vec<u32> = e(w.allgather(&region.key().to_le_bytes()))?
+    let keys: Vec<u32> = e(w.allgather_bytes(&region.key().to_le_bytes()))?
         .iter()
         .map(|k| u32::from_le_bytes(k[..4].try_into().unwrap()))
         .collect();
@@ -302,7 +309,7 @@ fn progress_role() -> Result<(), String> {
     let h = e(w.comm().handler_id("done"))?;
     let region = e(w.comm().region(4 << 20))?;
     e(region.write(0, &pattern(9, 4 << 20)))?;
-    let key = e(w.broadcast(1, &region.key().to_le_bytes()))?;
+    let key = e(w.bcast_bytes(1, &region.key().to_le_bytes()))?;
     let key = u32::from_le_bytes(key[..4].try_into().unwrap());
     e(w.barrier())?;
     if me == 1 {
@@ -371,12 +378,12 @@ fn world_role() -> Result<(), String> {
         return Err(format!("rank {me} size {n} same_host wrong"));
     }
     for root in 0..n {
-        let got = e(w.broadcast(root, format!("from {me}").as_bytes()))?;
+        let got = e(w.bcast_bytes(root, format!("from {me}").as_bytes()))?;
         if got != format!("from {root}").into_bytes() {
             return Err(format!("broadcast from {root}: {got:?}"));
         }
     }
-    let all = e(w.allgather(&me.to_le_bytes().repeat(me as usize + 1)))?;
+    let all = e(w.allgather_bytes(&me.to_le_bytes().repeat(me as usize + 1)))?;
     for (r, part) in all.iter().enumerate() {
         if *part != (r as u32).to_le_bytes().repeat(r + 1) {
             return Err(format!("allgather part {r}"));

@@ -184,7 +184,7 @@ fn ordering_by_priority_role() -> Result<(), String> {
     }
     drain_until(&*t, &mut ck, 2 * per * u64::from(n - 1), &lens)?;
     ck.verdict()?;
-    e(w.barrier())?;
+    e(w.runtime_barrier())?;
     println!("rank {me}: {} messages in order and intact", ck.got);
     e(w.finalize())
 }
@@ -204,7 +204,7 @@ fn flood_role() -> Result<(), String> {
     }
     drain_until(&*t, &mut ck, count, &lens)?;
     ck.verdict()?;
-    e(w.barrier())?;
+    e(w.runtime_barrier())?;
     println!("rank {me}: flood of {} received intact", ck.got);
     e(w.finalize())
 }
@@ -219,7 +219,7 @@ fn flooding_in_both_directions() {
 fn peer_dies_role() -> Result<(), String> {
     let w = e(spools::init())?;
     let t = transport(&w)?;
-    e(w.barrier())?;
+    e(w.runtime_barrier())?;
     match w.rank() {
         2 => {
             std::process::Command::new("kill")
@@ -251,7 +251,7 @@ fn peer_dies_role() -> Result<(), String> {
         }
         _ => {
             // Waits in a collective that can never complete: must fail, not hang.
-            match w.barrier() {
+            match w.runtime_barrier() {
                 Ok(()) => Err("barrier completed without rank 2".into()),
                 Err(err) => {
                     println!("rank 1 detected: {err}");
@@ -322,7 +322,7 @@ fn capabilities_are_stated_and_empty_messages_arrive() {
             return Err(format!("{empty} of 3 empty messages arrived"));
         }
         println!("rank {}: empty messages arrived", w.rank());
-        e(w.barrier())?;
+        e(w.runtime_barrier())?;
         e(w.finalize())
     });
     for b in BACKENDS {
@@ -349,7 +349,7 @@ fn priority_role() -> Result<(), String> {
     let t = transport(&w)?;
     let dir =
         std::path::PathBuf::from(std::env::var("SPOOLS_TEST_DIR").map_err(|x| x.to_string())?);
-    e(w.barrier())?;
+    e(w.runtime_barrier())?;
     if w.rank() == 1 {
         let msg = vec![1u8; 4000];
         let mut sent = 0u64;
@@ -422,7 +422,7 @@ fn priority_role() -> Result<(), String> {
         }
         std::fs::write(dir.join("done"), b"").map_err(|x| x.to_string())?;
     }
-    e(w.barrier())?;
+    e(w.runtime_barrier())?;
     e(w.finalize())
 }
 

@@ -38,7 +38,7 @@ fn role() -> Result<(), String> {
     }
     e(w.comm()
         .wait_for(|| count.load(Ordering::SeqCst) == u64::from(n)))?;
-    let all = e(w.allgather(&me.to_le_bytes()))?;
+    let all = e(w.allgather_bytes(&me.to_le_bytes()))?;
     if all.len() != n as usize {
         return Err("allgather size".into());
     }

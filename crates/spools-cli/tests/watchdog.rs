@@ -16,7 +16,7 @@ fn kill_role() -> Result<(), String> {
     let mut w = e(spools::init())?;
     println!("job {:016x}", w.job());
     let region = e(w.comm().region(32 << 20))?;
-    let key = e(w.broadcast(1, &region.key().to_le_bytes()))?;
+    let key = e(w.bcast_bytes(1, &region.key().to_le_bytes()))?;
     let key = u32::from_le_bytes(key[..4].try_into().unwrap());
     e(w.barrier())?;
     if w.rank() == 1 {

@@ -108,7 +108,15 @@ pub(crate) struct Core {
     pub(crate) fragment: usize,
     /// Chunk size of fragmented transfers through TCP.
     pub(crate) fragment_tcp: usize,
+    /// Work of upper layers run at the end of every progress round (see `Comm::add_poller`).
+    pub(crate) pollers: RwLock<Vec<Poller>>,
+    /// Whether `pollers` is non-empty (checked without the lock).
+    pub(crate) has_pollers: std::sync::atomic::AtomicBool,
 }
+
+/// Work an upper layer adds to every progress round; returns how much it did. It runs on
+/// the thread that progresses, under the progress lock: it must not block.
+pub type Poller = Arc<dyn Fn() -> Result<usize, CommError> + Send + Sync>;
 
 impl Core {
     pub(crate) fn transport(&self, peer: u32) -> Result<&Arc<dyn Transport>, CommError> {
@@ -315,6 +323,19 @@ impl Core {
         if !ps.deferred.is_empty() {
             self.send_deferred(&mut ps)?;
         }
+        if self.has_pollers.load(Ordering::Acquire) {
+            // Pollers never register pollers, so the read lock can be held while they
+            // run (no allocation per round).
+            let pollers = self.pollers.read().unwrap_or_else(PoisonError::into_inner);
+            for p in pollers.iter() {
+                match p() {
+                    Ok(k) => n += k,
+                    Err(e) => {
+                        err.get_or_insert(e);
+                    }
+                }
+            }
+        }
         if self.uses_tcp {
             if let Some(t) = &self.tcp {
                 t.flush(0)?;
@@ -399,7 +420,7 @@ impl Core {
         }
     }
 
-    fn try_send_lane0(
+    pub(crate) fn try_send_lane0(
         &self,
         prio: Priority,
         peer: u32,

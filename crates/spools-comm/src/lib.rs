@@ -37,8 +37,8 @@ use spools_proto::am::{
     AmHeader, Bulk, Get, Put, Short, StatusCode, FLAG_LAST, FLAG_UNORDERED, SHORT_LEN,
 };
 
-pub use crate::core::Route;
 use crate::core::{Core, OpState, NAP};
+pub use crate::core::{Poller, Route};
 
 /// Chunk size of fragmented transfers over TCP.
 const TCP_FRAGMENT: usize = 1 << 20;
@@ -210,6 +210,8 @@ impl Comm {
             error_count: AtomicUsize::new(0),
             table_len: AtomicUsize::new(0),
             registry_gen: AtomicUsize::new(1),
+            pollers: RwLock::new(Vec::new()),
+            has_pollers: AtomicBool::new(false),
         });
         let stop = Arc::new(AtomicBool::new(false));
         if core.cfg.progress_thread {
@@ -301,7 +303,8 @@ impl Comm {
     }
 
     /// Collective: merges every rank's handler names at rank 0 and installs the same
-    /// global name-to-id table on every rank.
+    /// global name-to-id table on every rank. Names already in the table keep their ids;
+    /// new ones are appended.
     ///
     /// # Errors
     /// [`CommError::Boot`] if a rank died.
@@ -314,7 +317,11 @@ impl Comm {
             .local_names();
         let all = self.core.boot.allgather(&mine)?;
         let merged = if self.core.rank == 0 {
-            registry::Registry::merge(&all)
+            self.core
+                .registry
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .merge(&all)
         } else {
             Vec::new()
         };
@@ -374,6 +381,113 @@ impl Comm {
             return Err(e);
         }
         Ok(n)
+    }
+
+    /// One round of progress, like [`Comm::poll`], but errors that targets reported back
+    /// stay queued for `poll` (for upper layers that drive progress on their own behalf).
+    ///
+    /// # Errors
+    /// Transport failures and malformed messages.
+    pub fn progress(&self) -> Result<usize, CommError> {
+        self.core.progress()
+    }
+
+    /// Adds work to every progress round, on whichever thread progresses (the caller of
+    /// `poll` or a wait, or the progress thread). Upper layers use it to send what their
+    /// handlers decided (handlers must not send: they run under the progress lock). The
+    /// poller must not block; it sends with [`Comm::try_send_short_now`] and
+    /// [`Comm::try_send_bulk_now`].
+    pub fn add_poller(&self, p: Poller) {
+        self.core
+            .pollers
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(p);
+        self.core.has_pollers.store(true, Ordering::Release);
+    }
+
+    /// The largest payload a bulk message to `peer` carries in one fragment (what
+    /// [`Comm::try_send_bulk_now`] accepts).
+    pub fn max_fragment(&self, peer: u32) -> usize {
+        self.core
+            .fragment_for(peer)
+            .min(self.core.cfg.bulk_limit as usize)
+    }
+
+    /// Tries to send a short message on the progress engine's lane without waiting;
+    /// `Ok(false)` if the peer has no room now. A dead peer counts as sent (its failure
+    /// is reported by every wait).
+    ///
+    /// # Errors
+    /// [`CommError::UnknownHandlerId`], [`CommError::BadRank`], transport failures.
+    pub fn try_send_short_now(
+        &self,
+        peer: u32,
+        h: HandlerId,
+        args: [u64; 4],
+        channel: u16,
+    ) -> Result<bool, CommError> {
+        self.core.check_rank(peer)?;
+        if h.0 as usize >= self.core.table_len.load(Ordering::Relaxed) {
+            return Err(CommError::UnknownHandlerId(h.0));
+        }
+        let mut b = [0u8; SHORT_LEN];
+        Short {
+            handler: h.0,
+            channel,
+            flags: 0,
+            args,
+        }
+        .write(&mut b);
+        self.core.try_send_lane0(Priority::Low, peer, &[&b])
+    }
+
+    /// Tries to send a bulk message of one fragment (at most [`Comm::max_fragment`]) on
+    /// the progress engine's lane without waiting; `Ok(false)` if the peer has no room.
+    ///
+    /// # Errors
+    /// [`CommError::TooLarge`] above one fragment, and as [`Comm::try_send_short_now`].
+    pub fn try_send_bulk_now(
+        &self,
+        peer: u32,
+        h: HandlerId,
+        args: [u64; 4],
+        payload: &[u8],
+    ) -> Result<bool, CommError> {
+        self.core.check_rank(peer)?;
+        if h.0 as usize >= self.core.table_len.load(Ordering::Relaxed) {
+            return Err(CommError::UnknownHandlerId(h.0));
+        }
+        let limit = self.max_fragment(peer);
+        if payload.len() > limit {
+            return Err(CommError::TooLarge {
+                len: payload.len(),
+                limit,
+            });
+        }
+        let mut hdr = Vec::with_capacity(spools_proto::am::BULK_HEADER_LEN);
+        AmHeader::Bulk(Bulk {
+            handler: h.0,
+            channel: 0,
+            flags: 0,
+            total: payload.len() as u32,
+            offset: 0,
+            args,
+        })
+        .encode(&mut hdr);
+        self.core
+            .try_send_lane0(Priority::Low, peer, &[&hdr, payload])
+    }
+
+    /// Wakes threads of this rank sleeping in a wait or in the progress thread (after an
+    /// upper layer queued work for its poller outside a handler).
+    pub fn wake(&self) {
+        self.core.wake_waiters();
+    }
+
+    /// The job's bootstrap (rank, size, hosts, the watchdog's view of dead ranks).
+    pub fn bootstrap(&self) -> &Arc<Bootstrap> {
+        &self.core.boot
     }
 
     /// Polls until `cond()` holds: spin, then sleep until woken.

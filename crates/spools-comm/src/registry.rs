@@ -39,18 +39,25 @@ impl Registry {
         set.into_iter().collect::<Vec<_>>().join("\n").into_bytes()
     }
 
-    /// Rank 0's merge: the sorted union of everyone's names.
-    pub(crate) fn merge(parts: &[Vec<u8>]) -> Vec<u8> {
+    /// Rank 0's merge: the installed table, then the names it lacks, sorted. Ids once
+    /// given never change, so a later `sync_handlers` leaves messages in flight valid.
+    pub(crate) fn merge(&self, parts: &[Vec<u8>]) -> Vec<u8> {
         let mut set = BTreeSet::new();
         for p in parts {
             for n in String::from_utf8_lossy(p)
                 .split('\n')
-                .filter(|n| !n.is_empty())
+                .filter(|n| !n.is_empty() && !self.ids.contains_key(*n))
             {
                 set.insert(n.to_string());
             }
         }
-        set.into_iter().collect::<Vec<_>>().join("\n").into_bytes()
+        let names: Vec<&str> = self
+            .names
+            .iter()
+            .map(String::as_str)
+            .chain(set.iter().map(String::as_str))
+            .collect();
+        names.join("\n").into_bytes()
     }
 
     /// Installs the global table broadcast by rank 0.

@@ -31,7 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // A region the left neighbour will put into.
     let region = world.comm().region(64)?;
-    let keys = world.allgather(&region.key().to_le_bytes())?;
+    let keys = world.allgather_bytes(&region.key().to_le_bytes())?;
     let right = (me + 1) % n;
     let right_key = u32::from_le_bytes(keys[right as usize][..4].try_into()?);
 

@@ -7,10 +7,11 @@ use spools_boot::client::{Bootstrap, Connected};
 use spools_boot::config::{Config, TransportChoice};
 use spools_boot::identity::{JobEnv, LauncherKind};
 use spools_boot::BootError;
-use spools_comm::{Comm, CommError, Endpoint, Route};
+use spools_comm::{Comm, Endpoint, Route};
 use spools_fabric::shm::ShmTransport;
 use spools_fabric::tcp::{Listener, TcpTransport};
 use spools_fabric::{Caps, FabricError, Transport};
+use spools_msg::{Communicator, MsgError};
 use spools_proto::boot::Endpoint as Addresses;
 use thiserror::Error;
 
@@ -36,13 +37,18 @@ pub enum InitError {
     /// `SPOOLS_TRANSPORT=shm` while some ranks are on other hosts.
     #[error("SPOOLS_TRANSPORT=shm but rank {0} is on another host")]
     ShmAcrossHosts(u32),
+    /// The comm layer or messaging could not start.
+    #[error(transparent)]
+    Msg(#[from] MsgError),
 }
 
-/// This process's place in a job: rank, size, hosts, the runtime's collectives and the
-/// comm layer.
+/// This process's place in a job: rank, size, hosts, the comm layer, and the job's first
+/// [`Communicator`] (all ranks), whose methods (tagged messages, collectives, RPC, `split`
+/// and `dup`) it offers directly.
 pub struct World {
     boot: Arc<Bootstrap>,
     comm: Comm,
+    msg: Communicator,
     endpoint: Endpoint,
     shm: Option<Arc<ShmTransport>>,
     tcp: Option<Arc<TcpTransport>>,
@@ -146,21 +152,33 @@ pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
         routes,
         local_ranks,
     );
+    let endpoint = comm.endpoint().map_err(MsgError::from)?;
+    let msg_endpoint = comm.endpoint().map_err(MsgError::from)?;
+    let mut host_names: Vec<&str> = Vec::new();
+    let hosts = boot
+        .endpoints()
+        .iter()
+        .map(|e| match host_names.iter().position(|h| *h == e.host) {
+            Some(i) => i as u32,
+            None => {
+                host_names.push(&e.host);
+                (host_names.len() - 1) as u32
+            }
+        })
+        .collect();
+    // Messaging's handler exchange runs before the bootstrap's waits serve the fabric:
+    // no traffic is due yet, and a rank still starting must not consume messages that
+    // peers already running send to it outside the comm layer.
+    let msg = spools_msg::start(&comm, msg_endpoint, hosts)?;
     let (progress, sleep) = comm.bootstrap_hooks();
     boot.set_hooks(
         progress,
         sleep,
         std::time::Duration::from_micros(comm.config().spin_us),
     );
-    let endpoint = comm.endpoint().map_err(|e| match e {
-        CommError::Fabric(f) => InitError::Fabric(f),
-        other => InitError::Fabric(FabricError::Io {
-            what: "opening the default endpoint".into(),
-            source: std::io::Error::other(other.to_string()),
-        }),
-    })?;
     Ok(World {
         boot,
+        msg,
         comm,
         endpoint,
         shm,
@@ -203,33 +221,24 @@ impl World {
         self.init_time
     }
 
-    /// Waits until every rank has called `barrier`.
-    ///
-    /// # Errors
-    /// [`BootError::PeerDied`] if a rank died.
-    pub fn barrier(&self) -> Result<(), BootError> {
-        self.boot.barrier()
-    }
-
-    /// Returns `root`'s `data` on every rank.
-    ///
-    /// # Errors
-    /// As [`World::barrier`]; a root outside the job.
-    pub fn broadcast(&self, root: u32, data: &[u8]) -> Result<Vec<u8>, BootError> {
-        self.boot.broadcast(root, data)
-    }
-
-    /// Returns every rank's `data`, by rank.
-    ///
-    /// # Errors
-    /// As [`World::barrier`].
-    pub fn allgather(&self, data: &[u8]) -> Result<Vec<Vec<u8>>, BootError> {
-        self.boot.allgather(data)
-    }
-
     /// The active-message layer.
     pub fn comm(&self) -> &Comm {
         &self.comm
+    }
+
+    /// A barrier through the job's rendezvous rather than the fabric: for code that
+    /// drives the transports itself (conformance tests, diagnostics), whose traffic the
+    /// fabric's collectives would otherwise interleave with.
+    ///
+    /// # Errors
+    /// [`BootError::PeerDied`] if a rank died.
+    pub fn runtime_barrier(&self) -> Result<(), BootError> {
+        self.boot.barrier()
+    }
+
+    /// The job's first communicator (all ranks); `World` derefs to it.
+    pub fn communicator(&self) -> &Communicator {
+        &self.msg
     }
 
     /// The default endpoint (sending lane) of this rank's main thread.
@@ -274,6 +283,14 @@ impl World {
         self.finalized = true;
         let _ = self.endpoint.flush();
         self.boot.finalize()
+    }
+}
+
+impl std::ops::Deref for World {
+    type Target = Communicator;
+
+    fn deref(&self) -> &Communicator {
+        &self.msg
     }
 }
 

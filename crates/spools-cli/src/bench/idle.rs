@@ -138,7 +138,7 @@ pub(crate) fn run(a: &CommonArgs) -> Result<()> {
         let _ = std::fs::remove_file(fifo("ping"));
         let _ = std::fs::remove_file(fifo("pong"));
     }
-    let cpu = w.allgather(&cpu_pct.to_le_bytes())?;
+    let cpu = w.allgather_bytes(&cpu_pct.to_le_bytes())?;
     if me == 0 {
         let r1 = [
             f64::from_le_bytes(cpu[1][..8].try_into().unwrap_or([0; 8])),

@@ -131,7 +131,7 @@ fn signature(w: &mut World, bytes: usize, reps: usize) -> Result<Sig> {
     w.barrier()?;
     // Share the receiver's o_r with rank 0.
     let or_med = median(&mut or);
-    let all = w.allgather(&or_med.to_le_bytes())?;
+    let all = w.allgather_bytes(&or_med.to_le_bytes())?;
     let or_recv = f64::from_le_bytes(all[1][..8].try_into().unwrap_or([0; 8]));
     let (os, g, rtt_half) = (median(&mut os), median(&mut g), median(&mut half));
     Ok(Sig {

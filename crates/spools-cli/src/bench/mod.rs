@@ -4,13 +4,17 @@
 //! cache line, a bare single-producer ring, memcpy) so that each report carries the
 //! machine's limits measured in the same window.
 
+mod coll;
 mod idle;
 mod logp;
+mod matmul;
+mod overlap;
 mod pingpong;
 mod plot;
 mod probe;
 mod rate;
 mod ring;
+mod tagged;
 
 use std::time::Duration;
 
@@ -33,6 +37,13 @@ pub(crate) enum Bench {
     Idle(CommonArgs),
     /// Time `init` takes on every rank.
     Init(CommonArgs),
+    /// Latency of barrier, broadcast, allreduce and alltoall (any number of ranks).
+    Coll(CollArgs),
+    /// SCI-MPICH's overlap benchmark: a non-blocking send overlapped with computation
+    /// (2 ranks; run once more with SPOOLS_PROGRESS_THREAD=1).
+    Overlap(OverlapArgs),
+    /// Column-distributed dense matrix multiply (StarT-X Table 2), any number of ranks.
+    Matmul(MatmulArgs),
 }
 
 /// Options every benchmark takes.
@@ -60,6 +71,55 @@ pub(crate) struct PingpongArgs {
     /// Write an SVG plot of latency and bandwidth against size.
     #[arg(long, value_name = "FILE")]
     plot: Option<std::path::PathBuf>,
+    /// Which interface: active messages (short, bulk, memory) or tagged send/recv.
+    #[arg(long, value_parser = ["am", "tagged"], default_value = "am")]
+    api: String,
+}
+
+/// Options of `spools bench coll`.
+#[derive(Args, Debug)]
+pub(crate) struct CollArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Collectives to time, comma-separated: barrier, bcast, allreduce, alltoall.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "barrier,bcast,allreduce,alltoall"
+    )]
+    ops: Vec<String>,
+    /// Sizes (bytes; per pair for alltoall), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "8,64,512,4K,32K,256K,4M")]
+    sizes: Vec<String>,
+    /// Timed batches per point (the median is reported).
+    #[arg(long, default_value_t = 7)]
+    batches: usize,
+    /// Milliseconds per batch.
+    #[arg(long, default_value_t = 20)]
+    batch_ms: u64,
+}
+
+/// Options of `spools bench overlap`.
+#[derive(Args, Debug)]
+pub(crate) struct OverlapArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Message sizes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1M,16M")]
+    sizes: Vec<String>,
+    /// Computation times in milliseconds, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "0,5,10,20,30,40,50,60")]
+    compute_ms: Vec<u64>,
+}
+
+/// Options of `spools bench matmul`.
+#[derive(Args, Debug)]
+pub(crate) struct MatmulArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Matrix order (divisible by the number of ranks).
+    #[arg(long, default_value_t = 1024)]
+    n: usize,
 }
 
 /// Options of `spools bench rate`.
@@ -90,6 +150,9 @@ pub(crate) fn run(b: &Bench) -> Result<()> {
         Bench::Ring(a) => ring::run(a),
         Bench::Idle(a) => idle::run(a),
         Bench::Init(a) => init_bench(a),
+        Bench::Coll(a) => coll::run(a),
+        Bench::Overlap(a) => overlap::run(a),
+        Bench::Matmul(a) => matmul::run(a),
     }
 }
 
@@ -146,7 +209,7 @@ fn need_two(w: &World, what: &str) -> Result<()> {
 fn init_bench(c: &CommonArgs) -> Result<()> {
     let w = start(c)?;
     let mine = w.init_time().as_secs_f64() * 1e3;
-    let all = w.allgather(&mine.to_le_bytes())?;
+    let all = w.allgather_bytes(&mine.to_le_bytes())?;
     if w.rank() == 0 {
         let ms: Vec<f64> = all
             .iter()

@@ -11,7 +11,7 @@ use spools::{Channel, Mode, World};
 use super::probe::{self, round};
 use super::{median, need_two, parse_size, plot, start, transport_name, PingpongArgs};
 
-const DEFAULT_SIZES: [usize; 12] = [
+pub(crate) const DEFAULT_SIZES: [usize; 12] = [
     8,
     64,
     512,
@@ -41,7 +41,7 @@ impl Point {
 
 /// Iterations for a size: about 50 ms per batch, estimating a round trip as 0.6 us plus
 /// the bytes at 10 GB/s each way.
-fn iters(bytes: usize) -> u64 {
+pub(crate) fn iters(bytes: usize) -> u64 {
     let round_trip_us = 0.6 + bytes as f64 / 5_000.0;
     ((50_000.0 / round_trip_us) as u64).clamp(4, 50_000)
 }
@@ -99,6 +99,9 @@ fn round_trips(
 }
 
 pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
+    if a.api == "tagged" {
+        return super::tagged::run(a);
+    }
     let mut w = start(&a.common)?;
     need_two(&w, "pingpong")?;
     let sizes: Vec<usize> = match &a.sizes {
@@ -123,7 +126,7 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
     let bulk_limit = w.comm().config().bulk_limit as usize;
     let max = sizes.iter().copied().max().unwrap_or(8).max(8);
     let region = w.comm().region(max)?;
-    let keys = w.allgather(&region.key().to_le_bytes())?;
+    let keys = w.allgather_bytes(&region.key().to_le_bytes())?;
     let peer_key = u32::from_le_bytes(keys[peer as usize][..4].try_into().unwrap_or([0; 4]));
     let reps = a.common.reps.max(1);
     // Messages this rank has received so far: a barrier keeps serving messages, so a

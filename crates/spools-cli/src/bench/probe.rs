@@ -63,7 +63,7 @@ pub(crate) fn memcpy_gbps(size: usize) -> f64 {
 pub(crate) fn run(w: &World) -> Result<Option<Probe>> {
     let me = w.rank();
     let ok = w.size() >= 2 && w.same_host(1) && w.same_host(0);
-    let flag = w.allgather(&[u8::from(ok)])?;
+    let flag = w.allgather_bytes(&[u8::from(ok)])?;
     if flag.iter().any(|f| f.first() != Some(&1)) || w.size() < 2 {
         return Ok(None);
     }

@@ -30,6 +30,16 @@ pub(crate) fn rank_main(body: impl FnOnce(&str) -> Result<(), String>) {
     }
 }
 
+/// Runs a rank's checks on an initialised runtime; on failure prints the error and exits
+/// at once, without finalising, so that the launcher stops the job (dropping the runtime
+/// would wait for ranks that may be waiting for this one).
+pub(crate) fn checked<W>(w: &W, body: impl FnOnce(&W) -> Result<(), String>) {
+    if let Err(e) = body(w) {
+        eprintln!("rank error: {e}");
+        std::process::exit(1);
+    }
+}
+
 /// The `spools` binary.
 pub(crate) fn spools() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_spools"))

@@ -1,0 +1,70 @@
+//! Barrier: dissemination, in three phases across hosts.
+
+use super::{recv, send, Group};
+use crate::communicator::{Communicator, Inner};
+use crate::MsgError;
+
+/// Dissemination barrier over `g`: in round k every member signals the one 2^k ahead and
+/// waits for the one 2^k behind; after ceil(log2 n) rounds everyone has heard from all.
+pub(crate) fn dissemination(c: &Inner, g: &Group, tag: u32) -> Result<(), MsgError> {
+    let n = g.n();
+    let mut dist = 1;
+    let mut round = 0;
+    while dist < n {
+        let to = (g.me + dist) % n;
+        let from = (g.me + n - dist) % n;
+        let guard = c.post_bytes(
+            super::cctx(c),
+            crate::Source::Rank(g.members[from]),
+            crate::Tag::Is((tag + round) as i32),
+            &mut [],
+        )?;
+        send(c, g, to, tag + round, &[])?;
+        c.finish_bytes(guard)?;
+        dist *= 2;
+        round += 1;
+    }
+    Ok(())
+}
+
+/// Barrier over `g`, hierarchical when it spans hosts.
+pub(crate) fn barrier(c: &Inner, g: &Group, hosts: &[u32], tag: u32) -> Result<(), MsgError> {
+    let Some((local, leaders)) = g.hierarchy(hosts) else {
+        return dissemination(c, g, tag);
+    };
+    // Fan in to the host's leader (local member 0), leaders meet, fan out.
+    if local.me == 0 {
+        for i in 1..local.n() {
+            recv(c, &local, i, tag + 100, &mut [])?;
+        }
+        dissemination(c, &leaders, tag)?;
+        for i in 1..local.n() {
+            send(c, &local, i, tag + 101, &[])?;
+        }
+    } else {
+        send(c, &local, 0, tag + 100, &[])?;
+        recv(c, &local, 0, tag + 101, &mut [])?;
+    }
+    Ok(())
+}
+
+impl Communicator {
+    /// Waits until every rank of the communicator has called `barrier`.
+    ///
+    /// ```
+    /// let world = spools::init().unwrap();
+    /// world.barrier().unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// A dead rank, transport failures.
+    pub fn barrier(&self) -> Result<(), MsgError> {
+        let tag = self.inner.next_coll_tag();
+        barrier(
+            &self.inner,
+            &super::Group::all(&self.inner),
+            &self.hosts(),
+            tag,
+        )
+    }
+}

@@ -1,0 +1,219 @@
+//! Broadcast: binomial tree for short messages, pipelined chain for long ones; in three
+//! phases across hosts.
+
+use super::{bytes_mut, cctx, recv, send, Group};
+use crate::communicator::{Communicator, Inner, Source, Tag};
+use crate::element::Element;
+use crate::MsgError;
+
+/// Messages up to this size use the binomial tree.
+const TREE_MAX: usize = 16 << 10;
+
+/// Binomial tree from member `root` of `g`: relative rank r receives from r minus its
+/// lowest set bit, then sends to r + 2^k for the lower bits.
+pub(crate) fn binomial(
+    c: &Inner,
+    g: &Group,
+    root: usize,
+    tag: u32,
+    buf: &mut [u8],
+) -> Result<(), MsgError> {
+    let n = g.n();
+    let rel = (g.me + n - root) % n;
+    let mut mask = 1;
+    while mask < n {
+        if rel & mask != 0 {
+            let from = (rel - mask + root) % n;
+            recv(c, g, from, tag, buf)?;
+            break;
+        }
+        mask <<= 1;
+    }
+    mask >>= 1;
+    while mask > 0 {
+        if rel + mask < n {
+            let to = (rel + mask + root) % n;
+            send(c, g, to, tag, buf)?;
+        }
+        mask >>= 1;
+    }
+    Ok(())
+}
+
+/// Pipelined chain from member `root`: the message travels in chunks along relative
+/// ranks 0, 1, ..., n-1; each member receives chunk i+1 while it forwards chunk i.
+pub(crate) fn chain(
+    c: &Inner,
+    g: &Group,
+    root: usize,
+    tag: u32,
+    buf: &mut [u8],
+    chunk: usize,
+) -> Result<(), MsgError> {
+    let n = g.n();
+    let rel = (g.me + n - root) % n;
+    let next = (rel + 1 < n).then(|| (rel + 1 + root) % n);
+    let prev = (rel > 0).then(|| (rel - 1 + root) % n);
+    let len = buf.len();
+    let chunk = chunk.max(1);
+    let Some(prev) = prev else {
+        if let Some(next) = next {
+            let mut off = 0;
+            while off < len {
+                let end = (off + chunk).min(len);
+                send(c, g, next, tag, &buf[off..end])?;
+                off = end;
+            }
+        }
+        return Ok(());
+    };
+    let from = Source::Rank(g.members[prev]);
+    let t = Tag::Is(tag as i32);
+    // Receive chunk 0, then: post chunk i+1, forward chunk i, wait for chunk i+1.
+    let first = chunk.min(len);
+    recv(c, g, prev, tag, &mut buf[..first])?;
+    let mut off = 0;
+    while off < len {
+        let end = (off + chunk).min(len);
+        let (done, rest) = buf.split_at_mut(end);
+        let next_len = chunk.min(rest.len());
+        let guard = if next_len > 0 {
+            Some(c.post_bytes(cctx(c), from, t, &mut rest[..next_len])?)
+        } else {
+            None
+        };
+        if let Some(next) = next {
+            send(c, g, next, tag, &done[off..end])?;
+        }
+        if let Some(guard) = guard {
+            let st = c.finish_bytes(guard)?;
+            if st.len != next_len {
+                return Err(MsgError::Mismatch {
+                    op: "bcast",
+                    what: format!("a chunk of {} bytes where {next_len} were expected", st.len),
+                });
+            }
+        }
+        off = end;
+    }
+    Ok(())
+}
+
+/// Broadcast over a flat group, choosing the algorithm by size.
+pub(crate) fn flat(
+    c: &Inner,
+    g: &Group,
+    root: usize,
+    tag: u32,
+    buf: &mut [u8],
+) -> Result<(), MsgError> {
+    if g.n() <= 1 {
+        return Ok(());
+    }
+    if buf.len() <= TREE_MAX || g.n() == 2 {
+        binomial(c, g, root, tag, buf)
+    } else {
+        let chunk = c.engine.eager_limit.clamp(8 << 10, 64 << 10);
+        chain(c, g, root, tag, buf, chunk)
+    }
+}
+
+/// Broadcast from member `root` of `g`, hierarchical across hosts.
+pub(crate) fn bcast(
+    c: &Inner,
+    g: &Group,
+    hosts: &[u32],
+    root: usize,
+    tag: u32,
+    buf: &mut [u8],
+) -> Result<(), MsgError> {
+    let Some((local, leaders)) = g.hierarchy(hosts) else {
+        return flat(c, g, root, tag, buf);
+    };
+    let root_rank = g.members[root];
+    let host_of = |m: u32| hosts.get(m as usize).copied().unwrap_or(0);
+    let root_host = host_of(root_rank);
+    let root_leader = leaders
+        .members
+        .iter()
+        .position(|&m| host_of(m) == root_host)
+        .unwrap_or(0);
+    let root_leader_rank = leaders.members[root_leader];
+    let me = g.members[g.me];
+    // 1. The root hands the data to its host's leader.
+    if root_rank != root_leader_rank {
+        if me == root_rank {
+            let l = g
+                .members
+                .iter()
+                .position(|&m| m == root_leader_rank)
+                .unwrap_or(0);
+            send(c, g, l, tag + 1, buf)?;
+        } else if me == root_leader_rank {
+            recv(c, g, root, tag + 1, buf)?;
+        }
+    }
+    // 2. Between leaders; 3. within each host (the root already has it).
+    if leaders.me != usize::MAX {
+        flat(c, &leaders, root_leader, tag + 2, buf)?;
+    }
+    let local_root = if host_of(me) == root_host {
+        local
+            .members
+            .iter()
+            .position(|&m| m == root_rank)
+            .unwrap_or(0)
+    } else {
+        0
+    };
+    if host_of(me) == root_host && root_rank != root_leader_rank {
+        // The root and its leader both have the data; the root serves its host.
+        let others: Vec<u32> = local
+            .members
+            .iter()
+            .copied()
+            .filter(|&m| m != root_leader_rank)
+            .collect();
+        if me == root_leader_rank {
+            return Ok(());
+        }
+        let sub = Group {
+            me: others.iter().position(|&m| m == me).unwrap_or(0),
+            members: others,
+        };
+        let r = sub
+            .members
+            .iter()
+            .position(|&m| m == root_rank)
+            .unwrap_or(0);
+        return flat(c, &sub, r, tag + 3, buf);
+    }
+    flat(c, &local, local_root, tag + 3, buf)
+}
+
+impl Communicator {
+    /// Copies `buf` of rank `root` into `buf` of every rank.
+    ///
+    /// ```
+    /// let world = spools::init().unwrap();
+    /// let mut v = if world.rank() == 0 { [1u32, 2, 3] } else { [0; 3] };
+    /// world.bcast(&mut v, 0).unwrap();
+    /// assert_eq!(v, [1, 2, 3]);
+    /// ```
+    ///
+    /// # Errors
+    /// [`MsgError::BadRank`] for a root outside the communicator,
+    /// [`MsgError::Mismatch`] if the ranks' lengths differ, a dead rank.
+    pub fn bcast<T: Element>(&self, buf: &mut [T], root: u32) -> Result<(), MsgError> {
+        let tag = self.inner.next_coll_tag();
+        self.inner.job_rank(root)?;
+        bcast(
+            &self.inner,
+            &Group::all(&self.inner),
+            &self.hosts(),
+            root as usize,
+            tag,
+            bytes_mut(buf),
+        )
+    }
+}

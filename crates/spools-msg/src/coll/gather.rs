@@ -1,0 +1,448 @@
+//! Gather, scatter, allgather and alltoall, with variable counts.
+
+use super::{blocks_mut, bytes, bytes_mut, cctx, check, displs, exchange, recv, send, Group};
+use crate::communicator::{Communicator, Inner, Source, Tag};
+use crate::element::Element;
+use crate::MsgError;
+
+/// Alltoall blocks up to this size are all posted at once.
+const ALL_AT_ONCE_MAX: usize = 256;
+
+/// Direct gather to member `root`: the root posts every receive, then copies its own.
+pub(crate) fn gatherv_in<T: Element>(
+    c: &Inner,
+    g: &Group,
+    root: usize,
+    tag: u32,
+    send_buf: &[T],
+    counts: &[usize],
+    out: &mut [T],
+) -> Result<(), MsgError> {
+    if g.me != root {
+        return send(c, g, root, tag, bytes(send_buf));
+    }
+    let mut blocks = blocks_mut(out, counts);
+    let mut guards = Vec::with_capacity(g.n());
+    let mut want = Vec::with_capacity(g.n());
+    for (i, b) in blocks.iter_mut().enumerate() {
+        if i == root {
+            b.copy_from_slice(send_buf);
+            continue;
+        }
+        want.push(std::mem::size_of_val(*b));
+        let from = Source::Rank(g.members[i]);
+        guards.push(c.post_bytes(cctx(c), from, Tag::Is(tag as i32), bytes_mut(b))?);
+    }
+    for (guard, want) in guards.into_iter().zip(want) {
+        let st = c.finish_bytes(guard)?;
+        if st.len != want {
+            return Err(MsgError::Mismatch {
+                op: "gather",
+                what: format!(
+                    "rank {} sent {} bytes, the root expected {want}",
+                    st.source, st.len
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Direct scatter from member `root`.
+pub(crate) fn scatterv_in<T: Element>(
+    c: &Inner,
+    g: &Group,
+    root: usize,
+    tag: u32,
+    send_buf: &[T],
+    counts: &[usize],
+    out: &mut [T],
+) -> Result<(), MsgError> {
+    if g.me != root {
+        return recv(c, g, root, tag, bytes_mut(out));
+    }
+    let d = displs(counts);
+    for i in 0..g.n() {
+        let block = &send_buf[d[i]..d[i] + counts[i]];
+        if i == root {
+            out.copy_from_slice(block);
+        } else {
+            send(c, g, i, tag, bytes(block))?;
+        }
+    }
+    Ok(())
+}
+
+/// Ring allgather: `out` holds every member's block; this member's is already in place.
+pub(crate) fn allgatherv_in<T: Element>(
+    c: &Inner,
+    g: &Group,
+    tag: u32,
+    out: &mut [T],
+    counts: &[usize],
+) -> Result<(), MsgError> {
+    super::reduce::ring_allgather(c, g, tag, out, counts)
+}
+
+/// Alltoall with per-pair counts: small blocks all at once, larger by pairwise exchange
+/// (step s sends to me+s and receives from me-s).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn alltoallv_in<T: Element>(
+    c: &Inner,
+    g: &Group,
+    tag: u32,
+    send_buf: &[T],
+    send_counts: &[usize],
+    out: &mut [T],
+    recv_counts: &[usize],
+) -> Result<(), MsgError> {
+    let n = g.n();
+    let me = g.me;
+    let sd = displs(send_counts);
+    let largest = send_counts
+        .iter()
+        .chain(recv_counts)
+        .copied()
+        .max()
+        .unwrap_or(0)
+        * std::mem::size_of::<T>();
+    let mut blocks = blocks_mut(out, recv_counts);
+    blocks[me].copy_from_slice(&send_buf[sd[me]..sd[me] + send_counts[me]]);
+    if largest <= ALL_AT_ONCE_MAX {
+        let mut guards = Vec::with_capacity(n);
+        for (i, b) in blocks.iter_mut().enumerate() {
+            if i != me {
+                let from = Source::Rank(g.members[i]);
+                guards.push(c.post_bytes(cctx(c), from, Tag::Is(tag as i32), bytes_mut(b))?);
+            }
+        }
+        for s in 1..n {
+            let to = (me + s) % n;
+            send(
+                c,
+                g,
+                to,
+                tag,
+                bytes(&send_buf[sd[to]..sd[to] + send_counts[to]]),
+            )?;
+        }
+        let want: Vec<usize> = (0..n)
+            .filter(|&i| i != me)
+            .map(|i| recv_counts[i] * std::mem::size_of::<T>())
+            .collect();
+        for (guard, want) in guards.into_iter().zip(want) {
+            let st = c.finish_bytes(guard)?;
+            if st.len != want {
+                return Err(MsgError::Mismatch {
+                    op: "alltoallv",
+                    what: format!(
+                        "rank {} sent {} bytes, {want} were expected",
+                        st.source, st.len
+                    ),
+                });
+            }
+        }
+        return Ok(());
+    }
+    for s in 1..n {
+        let to = (me + s) % n;
+        let from = (me + n - s) % n;
+        exchange(
+            c,
+            g,
+            to,
+            from,
+            tag,
+            bytes(&send_buf[sd[to]..sd[to] + send_counts[to]]),
+            bytes_mut(blocks[from]),
+        )?;
+    }
+    Ok(())
+}
+
+impl Communicator {
+    /// Collects every rank's `send` (all of one length) at rank `root`, in rank order, in
+    /// `recv` (`size × send.len()` elements at the root; ignored elsewhere).
+    ///
+    /// ```
+    /// let world = spools::init().unwrap();
+    /// let mut all = vec![0u32; world.size() as usize];
+    /// world.gather(&[world.rank()], &mut all, 0).unwrap();
+    /// if world.rank() == 0 {
+    ///     assert_eq!(all, (0..world.size()).collect::<Vec<_>>());
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    /// [`MsgError::BadBuffer`] for a root `recv` of the wrong length,
+    /// [`MsgError::Mismatch`] if ranks send different lengths, [`MsgError::BadRank`].
+    pub fn gather<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        root: u32,
+    ) -> Result<(), MsgError> {
+        let counts = vec![send.len(); self.size() as usize];
+        self.gatherv(send, recv, &counts, root)
+    }
+
+    /// Like [`Communicator::gather`] with `counts[i]` elements from rank i, stored one
+    /// after the other.
+    ///
+    /// # Errors
+    /// As [`Communicator::gather`].
+    pub fn gatherv<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        root: u32,
+    ) -> Result<(), MsgError> {
+        let tag = self.inner.next_coll_tag();
+        self.inner.job_rank(root)?;
+        let n = self.size() as usize;
+        check(
+            "gatherv",
+            counts.len() == n && send.len() == counts[self.rank() as usize],
+            || {
+                format!(
+                    "{} counts for {n} ranks; this rank sends {}",
+                    counts.len(),
+                    send.len()
+                )
+            },
+        )?;
+        if self.rank() == root {
+            let total: usize = counts.iter().sum();
+            check("gatherv", recv.len() == total, || {
+                format!("recv holds {}, counts say {total}", recv.len())
+            })?;
+        }
+        gatherv_in(
+            &self.inner,
+            &Group::all(&self.inner),
+            root as usize,
+            tag,
+            send,
+            counts,
+            recv,
+        )
+    }
+
+    /// Sends block i of rank `root`'s `send` (`size × recv.len()` elements there) to rank
+    /// i's `recv`.
+    ///
+    /// # Errors
+    /// [`MsgError::BadBuffer`] for a root `send` of the wrong length, [`MsgError::BadRank`].
+    pub fn scatter<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        root: u32,
+    ) -> Result<(), MsgError> {
+        let counts = vec![recv.len(); self.size() as usize];
+        self.scatterv(send, &counts, recv, root)
+    }
+
+    /// Like [`Communicator::scatter`] with `counts[i]` elements for rank i, taken one
+    /// after the other.
+    ///
+    /// # Errors
+    /// As [`Communicator::scatter`].
+    pub fn scatterv<T: Element>(
+        &self,
+        send: &[T],
+        counts: &[usize],
+        recv: &mut [T],
+        root: u32,
+    ) -> Result<(), MsgError> {
+        let tag = self.inner.next_coll_tag();
+        self.inner.job_rank(root)?;
+        let n = self.size() as usize;
+        check(
+            "scatterv",
+            counts.len() == n && recv.len() == counts[self.rank() as usize],
+            || {
+                format!(
+                    "{} counts for {n} ranks; this rank receives {}",
+                    counts.len(),
+                    recv.len()
+                )
+            },
+        )?;
+        if self.rank() == root {
+            let total: usize = counts.iter().sum();
+            check("scatterv", send.len() == total, || {
+                format!("send holds {}, counts say {total}", send.len())
+            })?;
+        }
+        scatterv_in(
+            &self.inner,
+            &Group::all(&self.inner),
+            root as usize,
+            tag,
+            send,
+            counts,
+            recv,
+        )
+    }
+
+    /// Gives every rank every rank's `send`, in rank order, in `recv` (`size × send.len()`).
+    ///
+    /// ```
+    /// let world = spools::init().unwrap();
+    /// let mut all = vec![0u64; world.size() as usize];
+    /// world.allgather(&[7u64], &mut all).unwrap();
+    /// assert!(all.iter().all(|&x| x == 7));
+    /// ```
+    ///
+    /// # Errors
+    /// [`MsgError::BadBuffer`] for a `recv` of the wrong length, a dead rank.
+    pub fn allgather<T: Element>(&self, send: &[T], recv: &mut [T]) -> Result<(), MsgError> {
+        let counts = vec![send.len(); self.size() as usize];
+        self.allgatherv(send, recv, &counts)
+    }
+
+    /// Like [`Communicator::allgather`] with `counts[i]` elements from rank i.
+    ///
+    /// # Errors
+    /// As [`Communicator::allgather`].
+    pub fn allgatherv<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+    ) -> Result<(), MsgError> {
+        let tag = self.inner.next_coll_tag();
+        let n = self.size() as usize;
+        let me = self.rank() as usize;
+        let total: usize = counts.iter().sum();
+        check(
+            "allgatherv",
+            counts.len() == n && send.len() == counts[me] && recv.len() == total,
+            || {
+                format!(
+                    "{} counts for {n} ranks; send holds {}, recv {}",
+                    counts.len(),
+                    send.len(),
+                    recv.len()
+                )
+            },
+        )?;
+        let d = displs(counts);
+        recv[d[me]..d[me] + counts[me]].copy_from_slice(send);
+        allgatherv_in(&self.inner, &Group::all(&self.inner), tag, recv, counts)
+    }
+
+    /// Rank i sends block j of its `send` to rank j, which stores it as block i of its
+    /// `recv`; blocks are `send.len() / size` elements.
+    ///
+    /// ```
+    /// let world = spools::init().unwrap();
+    /// let n = world.size() as usize;
+    /// let send: Vec<u32> = (0..n as u32).map(|j| world.rank() * 100 + j).collect();
+    /// let mut recv = vec![0u32; n];
+    /// world.alltoall(&send, &mut recv).unwrap();
+    /// assert_eq!(recv[0], world.rank());
+    /// ```
+    ///
+    /// # Errors
+    /// [`MsgError::BadBuffer`] if the lengths are not equal multiples of the size.
+    pub fn alltoall<T: Element>(&self, send: &[T], recv: &mut [T]) -> Result<(), MsgError> {
+        let n = self.size() as usize;
+        check(
+            "alltoall",
+            send.len() % n == 0 && recv.len() == send.len(),
+            || {
+                format!(
+                    "send holds {} and recv {} elements for {n} ranks",
+                    send.len(),
+                    recv.len()
+                )
+            },
+        )?;
+        let counts = vec![send.len() / n; n];
+        self.alltoallv(send, &counts, recv, &counts)
+    }
+
+    /// Like [`Communicator::alltoall`] with `send_counts[j]` elements for rank j and
+    /// `recv_counts[i]` from rank i, blocks one after the other.
+    ///
+    /// # Errors
+    /// [`MsgError::BadBuffer`] if the lengths do not fit the counts,
+    /// [`MsgError::Mismatch`] if a sender's count differs from the receiver's.
+    pub fn alltoallv<T: Element>(
+        &self,
+        send: &[T],
+        send_counts: &[usize],
+        recv: &mut [T],
+        recv_counts: &[usize],
+    ) -> Result<(), MsgError> {
+        let tag = self.inner.next_coll_tag();
+        let n = self.size() as usize;
+        check(
+            "alltoallv",
+            send_counts.len() == n
+                && recv_counts.len() == n
+                && send.len() == send_counts.iter().sum::<usize>()
+                && recv.len() == recv_counts.iter().sum::<usize>()
+                && send_counts[self.rank() as usize] == recv_counts[self.rank() as usize],
+            || "the buffers do not fit the counts".to_string(),
+        )?;
+        alltoallv_in(
+            &self.inner,
+            &Group::all(&self.inner),
+            tag,
+            send,
+            send_counts,
+            recv,
+            recv_counts,
+        )
+    }
+}
+
+impl Communicator {
+    /// Every rank's `data` (any lengths), by rank.
+    ///
+    /// ```
+    /// let world = spools::init().unwrap();
+    /// let all = world.allgather_bytes(format!("rank {}", world.rank()).as_bytes()).unwrap();
+    /// assert_eq!(all[0], b"rank 0");
+    /// ```
+    ///
+    /// # Errors
+    /// A dead rank, transport failures.
+    pub fn allgather_bytes(&self, data: &[u8]) -> Result<Vec<Vec<u8>>, MsgError> {
+        let n = self.size() as usize;
+        let mut lens = vec![0u64; n];
+        self.allgather(&[data.len() as u64], &mut lens)?;
+        let counts: Vec<usize> = lens.iter().map(|&l| l as usize).collect();
+        let mut all = vec![0u8; counts.iter().sum()];
+        self.allgatherv(data, &mut all, &counts)?;
+        let d = displs(&counts);
+        Ok((0..n)
+            .map(|i| all[d[i]..d[i] + counts[i]].to_vec())
+            .collect())
+    }
+
+    /// Rank `root`'s `data` (any length) on every rank (other ranks' `data` is ignored).
+    ///
+    /// ```
+    /// let world = spools::init().unwrap();
+    /// assert_eq!(world.bcast_bytes(0, b"hello").unwrap(), b"hello");
+    /// ```
+    ///
+    /// # Errors
+    /// [`MsgError::BadRank`], a dead rank.
+    pub fn bcast_bytes(&self, root: u32, data: &[u8]) -> Result<Vec<u8>, MsgError> {
+        let mut len = [data.len() as u64];
+        self.bcast(&mut len, root)?;
+        let mut buf = if self.rank() == root {
+            data.to_vec()
+        } else {
+            vec![0u8; len[0] as usize]
+        };
+        self.bcast(&mut buf, root)?;
+        Ok(buf)
+    }
+}

@@ -1,0 +1,398 @@
+//! Reductions: reduce, allreduce, reduce-scatter, scan.
+
+use super::{blocks_mut, bytes, bytes_mut, check, displs, exchange, recv, send, Group};
+use crate::communicator::{Communicator, Inner};
+use crate::element::{Element, Op};
+use crate::MsgError;
+
+/// Allreduce messages up to this size use recursive doubling.
+const DOUBLING_MAX: usize = 64 << 10;
+
+/// Binomial reduce of `acc` toward member `root`; on return the root's `acc` holds the
+/// result (others' is scratch). With a non-commutative operator the root must be member
+/// 0, so that every step combines a lower block with the next higher one.
+pub(crate) fn binomial<T: Element>(
+    c: &Inner,
+    g: &Group,
+    root: usize,
+    tag: u32,
+    acc: &mut [T],
+    op: &Op<T>,
+) -> Result<(), MsgError> {
+    let n = g.n();
+    let rel = (g.me + n - root) % n;
+    let mut tmp = vec![T::default(); acc.len()];
+    let mut mask = 1;
+    while mask < n {
+        if rel & mask != 0 {
+            send(c, g, (rel - mask + root) % n, tag, bytes(acc))?;
+            break;
+        }
+        if rel + mask < n {
+            recv(c, g, (rel + mask + root) % n, tag, bytes_mut(&mut tmp))?;
+            op.combine(acc, &tmp, true);
+        }
+        mask <<= 1;
+    }
+    Ok(())
+}
+
+/// Reduce to member `root` (any operator).
+pub(crate) fn reduce_to<T: Element>(
+    c: &Inner,
+    g: &Group,
+    root: usize,
+    tag: u32,
+    acc: &mut [T],
+    op: &Op<T>,
+) -> Result<(), MsgError> {
+    if op.commutative() || root == 0 {
+        return binomial(c, g, root, tag, acc, op);
+    }
+    binomial(c, g, 0, tag, acc, op)?;
+    if g.me == 0 {
+        send(c, g, root, tag + 1, bytes(acc))?;
+    } else if g.me == root {
+        recv(c, g, 0, tag + 1, bytes_mut(acc))?;
+    }
+    Ok(())
+}
+
+/// Recursive doubling allreduce for any member count (the extra members first fold into
+/// their neighbours), combining in rank order.
+pub(crate) fn doubling<T: Element>(
+    c: &Inner,
+    g: &Group,
+    tag: u32,
+    acc: &mut [T],
+    op: &Op<T>,
+) -> Result<(), MsgError> {
+    let n = g.n();
+    let me = g.me;
+    let mut pof2 = 1;
+    while pof2 * 2 <= n {
+        pof2 *= 2;
+    }
+    let rem = n - pof2;
+    let mut tmp = vec![T::default(); acc.len()];
+    let newrank = if me < 2 * rem {
+        if me % 2 == 0 {
+            send(c, g, me + 1, tag, bytes(acc))?;
+            None
+        } else {
+            recv(c, g, me - 1, tag, bytes_mut(&mut tmp))?;
+            op.combine(acc, &tmp, false);
+            Some(me / 2)
+        }
+    } else {
+        Some(me - rem)
+    };
+    if let Some(nr) = newrank {
+        let mut mask = 1;
+        let mut step = 1;
+        while mask < pof2 {
+            let nd = nr ^ mask;
+            let dst = if nd < rem { nd * 2 + 1 } else { nd + rem };
+            exchange(c, g, dst, dst, tag + step, bytes(acc), bytes_mut(&mut tmp))?;
+            op.combine(acc, &tmp, dst > me);
+            mask <<= 1;
+            step += 1;
+        }
+    }
+    if me < 2 * rem {
+        if me % 2 == 0 {
+            recv(c, g, me + 1, tag + 63, bytes_mut(acc))?;
+        } else {
+            send(c, g, me - 1, tag + 63, bytes(acc))?;
+        }
+    }
+    Ok(())
+}
+
+/// Ring reduce-scatter: afterwards member i's block `counts[i]` of `acc` (at the prefix
+/// sum) holds the reduction of everyone's block i. Commutative operators only.
+pub(crate) fn ring_reduce_scatter<T: Element>(
+    c: &Inner,
+    g: &Group,
+    tag: u32,
+    acc: &mut [T],
+    counts: &[usize],
+    op: &Op<T>,
+) -> Result<(), MsgError> {
+    let n = g.n();
+    let d = displs(counts);
+    let me = g.me;
+    let right = (me + 1) % n;
+    let left = (me + n - 1) % n;
+    let mut tmp = vec![T::default(); counts.iter().copied().max().unwrap_or(0)];
+    for s in 0..n.saturating_sub(1) {
+        let sb = (me + 2 * n - s - 1) % n;
+        let rb = (me + 2 * n - s - 2) % n;
+        let t = &mut tmp[..counts[rb]];
+        exchange(
+            c,
+            g,
+            right,
+            left,
+            tag,
+            bytes(&acc[d[sb]..d[sb] + counts[sb]]),
+            bytes_mut(t),
+        )?;
+        op.combine(&mut acc[d[rb]..d[rb] + counts[rb]], t, true);
+    }
+    Ok(())
+}
+
+/// Ring allgather of blocks in place: member i contributes block i of `buf`.
+pub(crate) fn ring_allgather<T: Element>(
+    c: &Inner,
+    g: &Group,
+    tag: u32,
+    buf: &mut [T],
+    counts: &[usize],
+) -> Result<(), MsgError> {
+    let n = g.n();
+    let me = g.me;
+    let right = (me + 1) % n;
+    let left = (me + n - 1) % n;
+    for s in 0..n.saturating_sub(1) {
+        let sb = (me + n - s) % n;
+        let rb = (me + 2 * n - s - 1) % n;
+        let mut blocks = blocks_mut(buf, counts);
+        let (send_block, recv_block) = if sb < rb {
+            let (a, b) = blocks.split_at_mut(rb);
+            (&*a[sb], &mut *b[0])
+        } else {
+            let (a, b) = blocks.split_at_mut(sb);
+            (&*b[0], &mut *a[rb])
+        };
+        exchange(
+            c,
+            g,
+            right,
+            left,
+            tag,
+            bytes(send_block),
+            bytes_mut(recv_block),
+        )?;
+    }
+    Ok(())
+}
+
+/// Allreduce over a flat group.
+pub(crate) fn allreduce_flat<T: Element>(
+    c: &Inner,
+    g: &Group,
+    tag: u32,
+    acc: &mut [T],
+    op: &Op<T>,
+) -> Result<(), MsgError> {
+    let n = g.n();
+    if n <= 1 {
+        return Ok(());
+    }
+    let size = std::mem::size_of_val(acc);
+    if size <= DOUBLING_MAX || acc.len() < n || !op.commutative() {
+        return doubling(c, g, tag, acc, op);
+    }
+    let counts = even_counts(acc.len(), n);
+    ring_reduce_scatter(c, g, tag, acc, &counts, op)?;
+    ring_allgather(c, g, tag + 1, acc, &counts)
+}
+
+/// `len` split into `n` nearly equal blocks.
+pub(crate) fn even_counts(len: usize, n: usize) -> Vec<usize> {
+    (0..n).map(|i| len / n + usize::from(i < len % n)).collect()
+}
+
+/// Allreduce, hierarchical across hosts for commutative operators.
+pub(crate) fn allreduce<T: Element>(
+    c: &Inner,
+    g: &Group,
+    hosts: &[u32],
+    tag: u32,
+    acc: &mut [T],
+    op: &Op<T>,
+) -> Result<(), MsgError> {
+    let hier = if op.commutative() {
+        g.hierarchy(hosts)
+    } else {
+        None
+    };
+    let Some((local, leaders)) = hier else {
+        return allreduce_flat(c, g, tag, acc, op);
+    };
+    binomial(c, &local, 0, tag, acc, op)?;
+    if leaders.me != usize::MAX {
+        allreduce_flat(c, &leaders, tag + 8, acc, op)?;
+    }
+    super::bcast::flat(c, &local, 0, tag + 16, bytes_mut(acc))
+}
+
+/// Inclusive scan by recursive doubling (any member count, rank order kept).
+pub(crate) fn scan<T: Element>(
+    c: &Inner,
+    g: &Group,
+    tag: u32,
+    result: &mut [T],
+    op: &Op<T>,
+) -> Result<(), MsgError> {
+    let n = g.n();
+    let me = g.me;
+    let mut partial = result.to_vec();
+    let mut tmp = vec![T::default(); result.len()];
+    let mut mask = 1;
+    let mut step = 0;
+    while mask < n {
+        let dst = me ^ mask;
+        if dst < n {
+            exchange(
+                c,
+                g,
+                dst,
+                dst,
+                tag + step,
+                bytes(&partial),
+                bytes_mut(&mut tmp),
+            )?;
+            if me > dst {
+                op.combine(&mut partial, &tmp, false);
+                op.combine(result, &tmp, false);
+            } else {
+                op.combine(&mut partial, &tmp, true);
+            }
+        }
+        mask <<= 1;
+        step += 1;
+    }
+    Ok(())
+}
+
+impl Communicator {
+    /// Combines every rank's `send` element by element with `op`; the result lands in
+    /// `recv` of rank `root` (other ranks' `recv` is not touched and may be empty).
+    ///
+    /// ```
+    /// use spools::Op;
+    /// let world = spools::init().unwrap();
+    /// let mut sum = [0i64; 2];
+    /// world.reduce(&[1i64, world.rank() as i64], &mut sum, &Op::Sum, 0).unwrap();
+    /// if world.rank() == 0 {
+    ///     assert_eq!(sum[0], world.size() as i64);
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    /// [`MsgError::BadBuffer`] if the root's `recv` differs in length from `send`,
+    /// [`MsgError::BadRank`], a dead rank.
+    pub fn reduce<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: &Op<T>,
+        root: u32,
+    ) -> Result<(), MsgError> {
+        self.inner.job_rank(root)?;
+        let tag = self.inner.next_coll_tag();
+        let g = Group::all(&self.inner);
+        if g.me == root as usize {
+            check("reduce", recv.len() == send.len(), || {
+                format!("recv holds {} elements, send {}", recv.len(), send.len())
+            })?;
+            recv.copy_from_slice(send);
+            reduce_to(&self.inner, &g, root as usize, tag, recv, op)
+        } else {
+            let mut acc = send.to_vec();
+            reduce_to(&self.inner, &g, root as usize, tag, &mut acc, op)
+        }
+    }
+
+    /// Combines every rank's `send` with `op` and gives every rank the result in `recv`.
+    ///
+    /// ```
+    /// use spools::Op;
+    /// let world = spools::init().unwrap();
+    /// let mut out = [0.0f64];
+    /// world.allreduce(&[2.0f64], &mut out, &Op::Sum).unwrap();
+    /// assert_eq!(out[0], 2.0 * world.size() as f64);
+    /// ```
+    ///
+    /// # Errors
+    /// [`MsgError::BadBuffer`] if `recv` and `send` differ in length, a dead rank.
+    pub fn allreduce<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: &Op<T>,
+    ) -> Result<(), MsgError> {
+        check("allreduce", recv.len() == send.len(), || {
+            format!("recv holds {} elements, send {}", recv.len(), send.len())
+        })?;
+        let tag = self.inner.next_coll_tag();
+        recv.copy_from_slice(send);
+        allreduce(
+            &self.inner,
+            &Group::all(&self.inner),
+            &self.hosts(),
+            tag,
+            recv,
+            op,
+        )
+    }
+
+    /// Reduces every rank's `send` (the sum of `counts` elements) with `op` and leaves
+    /// block i (`counts[i]` elements, blocks in rank order) in rank i's `recv`.
+    ///
+    /// # Errors
+    /// [`MsgError::BadBuffer`] if the lengths do not fit `counts`, a dead rank.
+    pub fn reduce_scatter<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        op: &Op<T>,
+    ) -> Result<(), MsgError> {
+        let n = self.size() as usize;
+        let me = self.rank() as usize;
+        check("reduce_scatter", counts.len() == n, || {
+            format!("{} counts for {n} ranks", counts.len())
+        })?;
+        let total: usize = counts.iter().sum();
+        check(
+            "reduce_scatter",
+            send.len() == total && recv.len() == counts[me],
+            || {
+                format!(
+                    "send holds {}, recv {}; counts say {total} and {}",
+                    send.len(),
+                    recv.len(),
+                    counts[me]
+                )
+            },
+        )?;
+        let tag = self.inner.next_coll_tag();
+        let g = Group::all(&self.inner);
+        let mut acc = send.to_vec();
+        if op.commutative() {
+            ring_reduce_scatter(&self.inner, &g, tag, &mut acc, counts, op)?;
+            let d = displs(counts);
+            recv.copy_from_slice(&acc[d[me]..d[me] + counts[me]]);
+            return Ok(());
+        }
+        reduce_to(&self.inner, &g, 0, tag, &mut acc, op)?;
+        super::gather::scatterv_in(&self.inner, &g, 0, tag + 2, &acc, counts, recv)
+    }
+
+    /// Inclusive prefix reduction: rank i gets `send` of ranks 0..=i combined with `op`.
+    ///
+    /// # Errors
+    /// [`MsgError::BadBuffer`] if `recv` and `send` differ in length, a dead rank.
+    pub fn scan<T: Element>(&self, send: &[T], recv: &mut [T], op: &Op<T>) -> Result<(), MsgError> {
+        let tag = self.inner.next_coll_tag();
+        check("scan", recv.len() == send.len(), || {
+            format!("recv holds {} elements, send {}", recv.len(), send.len())
+        })?;
+        recv.copy_from_slice(send);
+        scan(&self.inner, &Group::all(&self.inner), tag, recv, op)
+    }
+}

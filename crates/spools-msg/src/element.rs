@@ -1,0 +1,153 @@
+//! Element types of typed messages and reductions, and the reduction operators.
+
+use std::sync::Arc;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A plain numeric type that messages and reductions carry: every bit pattern is a valid
+/// value and there is no padding, so a slice of it may be viewed as bytes.
+pub trait Element:
+    Copy + Default + PartialOrd + Send + Sync + std::fmt::Debug + 'static + sealed::Sealed
+{
+    /// The name used in messages (`"f64"`).
+    const NAME: &'static str;
+    /// `a + b` (wrapping for integers).
+    fn add(a: Self, b: Self) -> Self;
+    /// `a * b` (wrapping for integers).
+    fn mul(a: Self, b: Self) -> Self;
+}
+
+macro_rules! int_element {
+    ($($t:ty),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const NAME: &'static str = stringify!($t);
+            #[inline]
+            fn add(a: Self, b: Self) -> Self { a.wrapping_add(b) }
+            #[inline]
+            fn mul(a: Self, b: Self) -> Self { a.wrapping_mul(b) }
+        }
+    )*};
+}
+int_element!(u8, i8, u16, i16, u32, i32, u64, i64);
+
+macro_rules! float_element {
+    ($($t:ty),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const NAME: &'static str = stringify!($t);
+            #[inline]
+            fn add(a: Self, b: Self) -> Self { a + b }
+            #[inline]
+            fn mul(a: Self, b: Self) -> Self { a * b }
+        }
+    )*};
+}
+float_element!(f32, f64);
+
+/// The bytes of a slice of elements.
+pub fn as_bytes<T: Element>(s: &[T]) -> &[u8] {
+    // SAFETY: Element is sealed to primitive numeric types: no padding, so every byte of
+    // the slice is initialised; u8 has alignment 1 and the length is the slice's size.
+    unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<u8>(), std::mem::size_of_val(s)) }
+}
+
+/// The bytes of a mutable slice of elements.
+pub fn as_bytes_mut<T: Element>(s: &mut [T]) -> &mut [u8] {
+    // SAFETY: as for `as_bytes`; in addition every bit pattern is a valid value of these
+    // primitive types, so any bytes written through the view leave valid elements.
+    unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(s)) }
+}
+
+/// A user reduction function: `f(lower, higher)` combines an element of lower-ranked
+/// contributions with one of higher-ranked ones.
+pub type UserFn<T> = Arc<dyn Fn(T, T) -> T + Send + Sync>;
+
+/// A reduction operator.
+///
+/// ```
+/// use spools_msg::Op;
+/// let mut acc = [1.0f64, 5.0];
+/// Op::Max.combine(&mut acc, &[3.0, 2.0], true);
+/// assert_eq!(acc, [3.0, 5.0]);
+/// let concat = Op::user(|a: u32, b: u32| a * 10 + b, false);
+/// let mut acc = [1u32];
+/// concat.combine(&mut acc, &[2], true);
+/// assert_eq!(acc, [12]);
+/// ```
+#[derive(Clone)]
+pub enum Op<T: Element> {
+    /// Sum (wrapping for integers).
+    Sum,
+    /// Product (wrapping for integers).
+    Prod,
+    /// Minimum.
+    Min,
+    /// Maximum.
+    Max,
+    /// A user function, applied element by element, with whether it is commutative.
+    /// Associativity is assumed; a non-commutative function is applied in rank order.
+    User(UserFn<T>, bool),
+}
+
+impl<T: Element> std::fmt::Debug for Op<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Op::Sum => f.write_str("Sum"),
+            Op::Prod => f.write_str("Prod"),
+            Op::Min => f.write_str("Min"),
+            Op::Max => f.write_str("Max"),
+            Op::User(_, c) => write!(f, "User(commutative: {c})"),
+        }
+    }
+}
+
+impl<T: Element> Op<T> {
+    /// A user operator from an element function `f(lower, higher)`.
+    pub fn user(f: impl Fn(T, T) -> T + Send + Sync + 'static, commutative: bool) -> Op<T> {
+        Op::User(Arc::new(f), commutative)
+    }
+
+    /// Whether operands may be combined in any order.
+    pub fn commutative(&self) -> bool {
+        match self {
+            Op::User(_, c) => *c,
+            _ => true,
+        }
+    }
+
+    /// `acc[i] = acc[i] op other[i]` when `acc_is_lower` (acc holds lower ranks'
+    /// contributions), else `acc[i] = other[i] op acc[i]`.
+    pub fn combine(&self, acc: &mut [T], other: &[T], acc_is_lower: bool) {
+        debug_assert_eq!(acc.len(), other.len());
+        match self {
+            Op::Sum => acc
+                .iter_mut()
+                .zip(other)
+                .for_each(|(a, b)| *a = T::add(*a, *b)),
+            Op::Prod => acc
+                .iter_mut()
+                .zip(other)
+                .for_each(|(a, b)| *a = T::mul(*a, *b)),
+            Op::Min => acc.iter_mut().zip(other).for_each(|(a, b)| {
+                if *b < *a {
+                    *a = *b
+                }
+            }),
+            Op::Max => acc.iter_mut().zip(other).for_each(|(a, b)| {
+                if *b > *a {
+                    *a = *b
+                }
+            }),
+            Op::User(f, _) => {
+                if acc_is_lower {
+                    acc.iter_mut().zip(other).for_each(|(a, b)| *a = f(*a, *b));
+                } else {
+                    acc.iter_mut().zip(other).for_each(|(a, b)| *a = f(*b, *a));
+                }
+            }
+        }
+    }
+}

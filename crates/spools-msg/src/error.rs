@@ -1,0 +1,106 @@
+//! Errors of tagged messaging, collectives and RPC.
+
+use spools_comm::CommError;
+use thiserror::Error;
+
+/// Why a messaging operation failed.
+#[derive(Debug, Error)]
+pub enum MsgError {
+    /// The comm layer or a transport failed (a dead peer, a malformed message).
+    #[error(transparent)]
+    Comm(#[from] CommError),
+    /// A message longer than the receive buffer arrived; nothing was written past the
+    /// buffer (MPI_ERR_TRUNCATE).
+    #[error("message truncated: {len} bytes from rank {source_rank} (tag {tag}) do not fit a receive buffer of {capacity} bytes")]
+    Truncated {
+        /// The message's length.
+        len: usize,
+        /// The buffer's length.
+        capacity: usize,
+        /// The sender (communicator rank).
+        source_rank: u32,
+        /// The message's tag.
+        tag: i32,
+    },
+    /// A rank outside the communicator.
+    #[error("rank {rank} is not in this communicator of {size} ranks")]
+    BadRank {
+        /// The rank asked for.
+        rank: u32,
+        /// Communicator size.
+        size: u32,
+    },
+    /// A negative tag (user tags are 0 to i32::MAX).
+    #[error("tag {0} is negative (tags are 0 to {max})", max = i32::MAX)]
+    BadTag(i32),
+    /// Buffers of a collective do not have the sizes it needs.
+    #[error("{op}: {what}")]
+    BadBuffer {
+        /// The operation.
+        op: &'static str,
+        /// What does not fit.
+        what: String,
+    },
+    /// Ranks called a collective with arguments that disagree (root, counts).
+    #[error("{op}: ranks disagree: {what}")]
+    Mismatch {
+        /// The operation.
+        op: &'static str,
+        /// What differs.
+        what: String,
+    },
+    /// Every context id of this job is used (more than 2^31 communicators created).
+    #[error("no communicator context ids are left")]
+    NoContext,
+    /// The thread running a non-blocking collective panicked.
+    #[error("the thread running a non-blocking {0} panicked")]
+    Panicked(&'static str),
+    /// A peer sent a message this rank cannot interpret.
+    #[error("malformed message from rank {peer}: {what}")]
+    Protocol {
+        /// The sender (job rank).
+        peer: u32,
+        /// What is wrong.
+        what: String,
+    },
+}
+
+/// Why a remote procedure call failed.
+#[derive(Debug, Error)]
+pub enum RpcError {
+    /// Sending the call or receiving the reply failed.
+    #[error(transparent)]
+    Msg(#[from] MsgError),
+    /// The target has no function registered under that name.
+    #[error("rank {rank} has no RPC function named {name:?}")]
+    UnknownFunction {
+        /// The target.
+        rank: u32,
+        /// The name called.
+        name: String,
+    },
+    /// The remote function returned an error.
+    #[error("RPC {name:?} on rank {rank} failed: {message}")]
+    Remote {
+        /// The target.
+        rank: u32,
+        /// The function.
+        name: String,
+        /// Its error message.
+        message: String,
+    },
+    /// The remote function panicked.
+    #[error("RPC {name:?} on rank {rank} panicked")]
+    Panicked {
+        /// The target.
+        rank: u32,
+        /// The function.
+        name: String,
+    },
+    /// A function name is registered twice, empty, or longer than 255 bytes.
+    #[error("bad RPC function name {0:?} (non-empty, at most 255 bytes, registered once)")]
+    BadName(String),
+    /// The reply could not be decoded.
+    #[error("malformed RPC reply from rank {0}")]
+    BadReply(u32),
+}
