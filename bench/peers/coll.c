@@ -47,38 +47,6 @@
 #define WARMUP_MIN 3
 #define WARMUP_MAX 200
 
-/*
- * A usage error. Every rank finds the same error in the same arguments; rank 0
- * prints it with the usage line, and the ranks meet in a barrier before they
- * abort, so that another rank's MPI_Abort cannot kill rank 0 before its
- * message is out (peers.h's fail does not wait).
- */
-__attribute__((noreturn, format(printf, 1, 2))) static void usage_error(const char *fmt, ...)
-{
-    if (my_rank == 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        fprintf(stderr, PEERS_PROGRAM ": ");
-        vfprintf(stderr, fmt, ap);
-        fprintf(stderr, "\nusage: " PEERS_USAGE "\n");
-        va_end(ap);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-    exit(2);
-}
-
-/* The value of option argv[i]: an integer from 1 to max, or a usage error. */
-static long count_value(int argc, char **argv, int i, long max)
-{
-    if (i + 1 >= argc)
-        usage_error("%s needs a value", argv[i]);
-    long v = parse_count(argv[i + 1], max);
-    if (v == 0)
-        usage_error("bad value for %s (an integer from 1 to %ld): %s", argv[i], max, argv[i + 1]);
-    return v;
-}
-
 /* The value of option argv[i] as a string, or a usage error if it is missing or empty. */
 static const char *string_value(int argc, char **argv, int i)
 {

@@ -421,6 +421,15 @@ impl Bootstrap {
     }
 
     fn collective(&self, op: CollOp, data: &[u8]) -> Result<Vec<Vec<u8>>, BootError> {
+        self.collective_with(op, data, true)
+    }
+
+    fn collective_with(
+        &self,
+        op: CollOp,
+        data: &[u8],
+        serve: bool,
+    ) -> Result<Vec<Vec<u8>>, BootError> {
         if self.finalized.load(Ordering::SeqCst) {
             return Err(BootError::Finalized);
         }
@@ -438,7 +447,7 @@ impl Bootstrap {
                 data: data.to_vec(),
             },
         )?;
-        match self.wait_reply(&replies.1)? {
+        match self.wait_reply(&replies.1, serve)? {
             Reply::Coll(s, parts) if s == seq => Ok(parts),
             Reply::Coll(s, _) => Err(BootError::Protocol(format!(
                 "answer to collective #{s} while waiting for #{seq}"
@@ -466,12 +475,15 @@ impl Bootstrap {
     }
 
     /// Waits for the watchdog thread's next answer (not a wake-up), driving progress.
-    fn wait_reply(&self, rx: &Receiver<Reply>) -> Result<Reply, BootError> {
-        let hooks = self
-            .hooks
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+    fn wait_reply(&self, rx: &Receiver<Reply>, serve: bool) -> Result<Reply, BootError> {
+        let hooks = if serve {
+            self.hooks
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+        } else {
+            None
+        };
         let mut idle_since = Instant::now();
         loop {
             match rx.try_recv() {
@@ -507,6 +519,17 @@ impl Bootstrap {
     /// [`BootError::PeerDied`] if a rank died, [`BootError::ServerLost`].
     pub fn barrier(&self) -> Result<(), BootError> {
         self.collective(CollOp::Barrier, &[]).map(|_| ())
+    }
+
+    /// A barrier that does not serve the comm layer while it waits (see
+    /// [`Bootstrap::set_hooks`]): for code that drives the transports itself and must
+    /// not have its messages consumed by the comm layer meanwhile.
+    ///
+    /// # Errors
+    /// As [`Bootstrap::barrier`].
+    pub fn barrier_quiet(&self) -> Result<(), BootError> {
+        self.collective_with(CollOp::Barrier, &[], false)
+            .map(|_| ())
     }
 
     /// Returns `root`'s `data` on every rank (other ranks' `data` is ignored).
@@ -557,7 +580,7 @@ impl Bootstrap {
             &ToServer::Finalize,
         )?;
         loop {
-            match self.wait_reply(&replies.1) {
+            match self.wait_reply(&replies.1, true) {
                 Ok(Reply::Finalized) => break,
                 Ok(_) => {}
                 Err(_) if self.finalized.load(Ordering::SeqCst) => break,

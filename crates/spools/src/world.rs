@@ -226,14 +226,15 @@ impl World {
         &self.comm
     }
 
-    /// A barrier through the job's rendezvous rather than the fabric: for code that
-    /// drives the transports itself (conformance tests, diagnostics), whose traffic the
-    /// fabric's collectives would otherwise interleave with.
+    /// A barrier through the job's rendezvous rather than the fabric, which does not
+    /// poll the transports while it waits: for code that drives the transports itself
+    /// (conformance tests, diagnostics), whose messages the comm layer would otherwise
+    /// consume.
     ///
     /// # Errors
     /// [`BootError::PeerDied`] if a rank died.
     pub fn runtime_barrier(&self) -> Result<(), BootError> {
-        self.boot.barrier()
+        self.boot.barrier_quiet()
     }
 
     /// The job's first communicator (all ranks); `World` derefs to it.
