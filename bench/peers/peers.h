@@ -44,19 +44,39 @@ __attribute__((noreturn)) static inline void mpi_fail(const char *what, int rc, 
     } while (0)
 
 #ifdef PEERS_USAGE
-/* Print a usage or input error (from rank 0 only) and abort the job. */
-__attribute__((noreturn, format(printf, 1, 2))) static inline void fail(const char *fmt, ...)
+/*
+ * Print a usage or input error (from rank 0 only) and abort the job. With
+ * meet, the ranks first meet in a barrier, so that another rank's MPI_Abort
+ * cannot kill rank 0 before its message is out: for errors every rank finds
+ * (the same arguments); without, for errors one rank may find alone.
+ */
+__attribute__((noreturn)) static inline void usage_abort(int meet, const char *fmt, va_list ap)
 {
     if (my_rank == 0) {
-        va_list ap;
-        va_start(ap, fmt);
         fprintf(stderr, PEERS_PROGRAM ": ");
         vfprintf(stderr, fmt, ap);
         fprintf(stderr, "\nusage: " PEERS_USAGE "\n");
-        va_end(ap);
     }
+    if (meet)
+        MPI_Barrier(MPI_COMM_WORLD);
     MPI_Abort(MPI_COMM_WORLD, 2);
     exit(2);
+}
+
+/* An error one rank may find alone (see usage_abort). */
+__attribute__((noreturn, format(printf, 1, 2))) static inline void fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    usage_abort(0, fmt, ap);
+}
+
+/* An error in the arguments, found by every rank alike (see usage_abort). */
+__attribute__((noreturn, format(printf, 1, 2))) static inline void usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    usage_abort(1, fmt, ap);
 }
 #endif
 
@@ -105,48 +125,36 @@ static inline long parse_count(const char *s, long max)
 #ifdef PEERS_USAGE
 /*
  * The value of option argv[i]: argv[i + 1] as an integer from 1 to max, or a
- * usage error if it is missing or out of range.
+ * usage error if it is missing or out of range (with meet: see usage_abort).
  */
+static inline long checked_option(int argc, char **argv, int i, long max, int meet)
+{
+    const char *missing = "%s needs a value";
+    const char *bad = "bad value for %s (an integer from 1 to %ld): %s";
+    if (i + 1 >= argc) {
+        if (meet)
+            usage_error(missing, argv[i]);
+        fail(missing, argv[i]);
+    }
+    long v = parse_count(argv[i + 1], max);
+    if (v == 0) {
+        if (meet)
+            usage_error(bad, argv[i], max, argv[i + 1]);
+        fail(bad, argv[i], max, argv[i + 1]);
+    }
+    return v;
+}
+
+/* checked_option without the barrier. */
 static inline long option_value(int argc, char **argv, int i, long max)
 {
-    if (i + 1 >= argc)
-        fail("%s needs a value", argv[i]);
-    long v = parse_count(argv[i + 1], max);
-    if (v == 0)
-        fail("bad value for %s (an integer from 1 to %ld): %s", argv[i], max, argv[i + 1]);
-    return v;
+    return checked_option(argc, argv, i, max, 0);
 }
 
-/*
- * A usage error. Every rank finds the same error in the same arguments; rank 0
- * prints it with the usage line, and the ranks meet in a barrier before they
- * abort, so that another rank's MPI_Abort cannot kill rank 0 before its
- * message is out (fail does not wait: it serves errors found by one rank alone).
- */
-__attribute__((noreturn, format(printf, 1, 2))) static inline void usage_error(const char *fmt, ...)
-{
-    if (my_rank == 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        fprintf(stderr, PEERS_PROGRAM ": ");
-        vfprintf(stderr, fmt, ap);
-        fprintf(stderr, "\nusage: " PEERS_USAGE "\n");
-        va_end(ap);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-    exit(2);
-}
-
-/* The value of option argv[i]: an integer from 1 to max, or a usage error. */
+/* checked_option with the barrier (every rank parses the same arguments). */
 static inline long count_value(int argc, char **argv, int i, long max)
 {
-    if (i + 1 >= argc)
-        usage_error("%s needs a value", argv[i]);
-    long v = parse_count(argv[i + 1], max);
-    if (v == 0)
-        usage_error("bad value for %s (an integer from 1 to %ld): %s", argv[i], max, argv[i + 1]);
-    return v;
+    return checked_option(argc, argv, i, max, 1);
 }
 #endif
 

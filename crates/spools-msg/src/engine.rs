@@ -392,8 +392,7 @@ impl Engine {
         let args = [pack(ctx, tag), len as u64, id, 0];
         let sent = lock(&self.ep).send_short(dest, h.rts, args, CH, Mode::Immediate);
         if let Err(e) = sent {
-            let op = self.state().sends.remove(&id);
-            drop(op);
+            self.state().sends.remove(&id);
             return Err(e.into());
         }
         Ok(Started::Pending(id))

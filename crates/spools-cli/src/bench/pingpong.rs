@@ -39,6 +39,25 @@ impl Point {
     }
 }
 
+/// The `series` of a ping-pong document: per path, bytes, latency and bandwidth.
+pub(crate) fn series_json(series: &[(&str, Vec<Point>)]) -> serde_json::Value {
+    serde_json::Value::Array(
+        series
+            .iter()
+            .map(|(path, pts)| {
+                json!({
+                    "path": path,
+                    "points": pts.iter().map(|p| json!({
+                        "bytes": p.bytes,
+                        "latency_us": round(p.latency_us, 4),
+                        "bandwidth_MBps": round(p.mbps(), 1),
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect(),
+    )
+}
+
 /// Iterations for a size: about 50 ms per batch, estimating a round trip as 0.6 us plus
 /// the bytes at 10 GB/s each way.
 pub(crate) fn iters(bytes: usize) -> u64 {
@@ -221,14 +240,7 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
             "probe": probe_json(&before),
             "probe_end": probe_json(&after),
             "single_copy": w.shm_caps().map(|c| format!("{:?}: {}", c.single_copy, c.single_copy_reason)),
-            "series": series.iter().map(|(path, pts)| json!({
-                "path": path,
-                "points": pts.iter().map(|p| json!({
-                    "bytes": p.bytes,
-                    "latency_us": round(p.latency_us, 4),
-                    "bandwidth_MBps": round(p.mbps(), 1),
-                })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
+            "series": series_json(&series),
         });
         if a.common.json {
             println!("{doc}");

@@ -6,8 +6,8 @@ use std::time::Instant;
 use anyhow::Result;
 use serde_json::json;
 
-use super::pingpong::{iters, Point, DEFAULT_SIZES};
-use super::probe::{self, round};
+use super::pingpong::{iters, series_json, Point, DEFAULT_SIZES};
+use super::probe;
 use super::{median, need_two, parse_size, plot, start, transport_name, PingpongArgs};
 
 pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
@@ -75,14 +75,7 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
             "eager_limit": cfg.eager_limit,
             "probe": probe_json(&before),
             "probe_end": probe_json(&after),
-            "series": series.iter().map(|(path, pts)| json!({
-                "path": path,
-                "points": pts.iter().map(|p| json!({
-                    "bytes": p.bytes,
-                    "latency_us": round(p.latency_us, 4),
-                    "bandwidth_MBps": round(p.mbps(), 1),
-                })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
+            "series": series_json(&series),
         });
         if a.common.json {
             println!("{doc}");

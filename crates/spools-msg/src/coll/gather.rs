@@ -1,6 +1,8 @@
 //! Gather, scatter, allgather and alltoall, with variable counts.
 
-use super::{blocks_mut, bytes, bytes_mut, cctx, check, displs, exchange, recv, send, Group};
+use super::{
+    blocks_mut, bytes, bytes_mut, cctx, check, check_rooted, displs, exchange, recv, send, Group,
+};
 use crate::communicator::{Communicator, Inner, Source, Tag};
 use crate::element::Element;
 use crate::MsgError;
@@ -200,24 +202,7 @@ impl Communicator {
     ) -> Result<(), MsgError> {
         let tag = self.inner.next_coll_tag();
         self.inner.job_rank(root)?;
-        let n = self.size() as usize;
-        check(
-            "gatherv",
-            counts.len() == n && send.len() == counts[self.rank() as usize],
-            || {
-                format!(
-                    "{} counts for {n} ranks; this rank sends {}",
-                    counts.len(),
-                    send.len()
-                )
-            },
-        )?;
-        if self.rank() == root {
-            let total: usize = counts.iter().sum();
-            check("gatherv", recv.len() == total, || {
-                format!("recv holds {}, counts say {total}", recv.len())
-            })?;
-        }
+        check_rooted("gatherv", &self.inner, counts, send.len(), recv.len(), root)?;
         gatherv_in(
             &self.inner,
             &Group::all(&self.inner),
@@ -258,24 +243,14 @@ impl Communicator {
     ) -> Result<(), MsgError> {
         let tag = self.inner.next_coll_tag();
         self.inner.job_rank(root)?;
-        let n = self.size() as usize;
-        check(
+        check_rooted(
             "scatterv",
-            counts.len() == n && recv.len() == counts[self.rank() as usize],
-            || {
-                format!(
-                    "{} counts for {n} ranks; this rank receives {}",
-                    counts.len(),
-                    recv.len()
-                )
-            },
+            &self.inner,
+            counts,
+            recv.len(),
+            send.len(),
+            root,
         )?;
-        if self.rank() == root {
-            let total: usize = counts.iter().sum();
-            check("scatterv", send.len() == total, || {
-                format!("send holds {}, counts say {total}", send.len())
-            })?;
-        }
         scatterv_in(
             &self.inner,
             &Group::all(&self.inner),

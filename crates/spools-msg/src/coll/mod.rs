@@ -173,6 +173,30 @@ pub(crate) fn check(
     }
 }
 
+/// Checks the arguments of a rooted v-collective: one count per rank, this rank's own
+/// buffer (`mine`) of its count, and at the root the whole buffer (`whole`) of their sum.
+pub(crate) fn check_rooted(
+    op: &'static str,
+    c: &Inner,
+    counts: &[usize],
+    mine: usize,
+    whole: usize,
+    root: u32,
+) -> Result<(), MsgError> {
+    let n = c.size() as usize;
+    let me = c.rank as usize;
+    check(op, counts.len() == n && mine == counts[me], || {
+        format!(
+            "{} counts for {n} ranks; this rank's buffer holds {mine}",
+            counts.len()
+        )
+    })?;
+    let total: usize = counts.iter().sum();
+    check(op, c.rank != root || whole == total, || {
+        format!("the root's buffer holds {whole}, counts say {total}")
+    })
+}
+
 /// Prefix sums of `counts`: where each rank's block starts.
 pub(crate) fn displs(counts: &[usize]) -> Vec<usize> {
     let mut d = Vec::with_capacity(counts.len());

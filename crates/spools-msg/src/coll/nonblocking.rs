@@ -326,18 +326,16 @@ impl Communicator {
             },
         )?;
         self.spawn("reduce_scatter", tag, move |c, tag| {
-            let me = c.rank() as usize;
-            let g = Group::all(&c.inner);
-            let mut acc = send;
-            let mut out = vec![T::default(); counts[me]];
-            if op.commutative() {
-                super::reduce::ring_reduce_scatter(&c.inner, &g, tag, &mut acc, &counts, &op)?;
-                let d = displs(&counts);
-                out.copy_from_slice(&acc[d[me]..d[me] + counts[me]]);
-            } else {
-                super::reduce::reduce_to(&c.inner, &g, 0, tag, &mut acc, &op)?;
-                super::gather::scatterv_in(&c.inner, &g, 0, tag + 2, &acc, &counts, &mut out)?;
-            }
+            let mut out = vec![T::default(); counts[c.rank() as usize]];
+            super::reduce::reduce_scatter(
+                &c.inner,
+                &Group::all(&c.inner),
+                tag,
+                send,
+                &counts,
+                &op,
+                &mut out,
+            )?;
             Ok(out)
         })
     }

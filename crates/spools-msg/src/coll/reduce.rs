@@ -229,6 +229,28 @@ pub(crate) fn allreduce<T: Element>(
     super::bcast::flat(c, &local, 0, tag + 16, bytes_mut(acc))
 }
 
+/// Reduce-scatter of `acc` (the sum of `counts`): ring for commutative operators, else
+/// an ordered reduce to member 0 and a scatter; this member's block lands in `out`.
+pub(crate) fn reduce_scatter<T: Element>(
+    c: &Inner,
+    g: &Group,
+    tag: u32,
+    mut acc: Vec<T>,
+    counts: &[usize],
+    op: &Op<T>,
+    out: &mut [T],
+) -> Result<(), MsgError> {
+    let me = g.me;
+    if op.commutative() {
+        ring_reduce_scatter(c, g, tag, &mut acc, counts, op)?;
+        let d = displs(counts);
+        out.copy_from_slice(&acc[d[me]..d[me] + counts[me]]);
+        return Ok(());
+    }
+    reduce_to(c, g, 0, tag, &mut acc, op)?;
+    super::gather::scatterv_in(c, g, 0, tag + 2, &acc, counts, out)
+}
+
 /// Inclusive scan by recursive doubling (any member count, rank order kept).
 pub(crate) fn scan<T: Element>(
     c: &Inner,
@@ -292,8 +314,8 @@ impl Communicator {
         op: &Op<T>,
         root: u32,
     ) -> Result<(), MsgError> {
-        self.inner.job_rank(root)?;
         let tag = self.inner.next_coll_tag();
+        self.inner.job_rank(root)?;
         let g = Group::all(&self.inner);
         if g.me == root as usize {
             check("reduce", recv.len() == send.len(), || {
@@ -325,10 +347,10 @@ impl Communicator {
         recv: &mut [T],
         op: &Op<T>,
     ) -> Result<(), MsgError> {
+        let tag = self.inner.next_coll_tag();
         check("allreduce", recv.len() == send.len(), || {
             format!("recv holds {} elements, send {}", recv.len(), send.len())
         })?;
-        let tag = self.inner.next_coll_tag();
         recv.copy_from_slice(send);
         allreduce(
             &self.inner,
@@ -352,6 +374,7 @@ impl Communicator {
         counts: &[usize],
         op: &Op<T>,
     ) -> Result<(), MsgError> {
+        let tag = self.inner.next_coll_tag();
         let n = self.size() as usize;
         let me = self.rank() as usize;
         check("reduce_scatter", counts.len() == n, || {
@@ -370,17 +393,15 @@ impl Communicator {
                 )
             },
         )?;
-        let tag = self.inner.next_coll_tag();
-        let g = Group::all(&self.inner);
-        let mut acc = send.to_vec();
-        if op.commutative() {
-            ring_reduce_scatter(&self.inner, &g, tag, &mut acc, counts, op)?;
-            let d = displs(counts);
-            recv.copy_from_slice(&acc[d[me]..d[me] + counts[me]]);
-            return Ok(());
-        }
-        reduce_to(&self.inner, &g, 0, tag, &mut acc, op)?;
-        super::gather::scatterv_in(&self.inner, &g, 0, tag + 2, &acc, counts, recv)
+        reduce_scatter(
+            &self.inner,
+            &Group::all(&self.inner),
+            tag,
+            send.to_vec(),
+            counts,
+            op,
+            recv,
+        )
     }
 
     /// Inclusive prefix reduction: rank i gets `send` of ranks 0..=i combined with `op`.
