@@ -1,6 +1,7 @@
 //! The `spools` command.
 
 mod bench;
+mod filetools;
 mod info;
 mod map;
 mod out;
@@ -66,6 +67,14 @@ enum Command {
     Bench(bench::Bench),
     /// Print a fresh random job secret (for SPOOLS_SECRET under another launcher).
     Secret,
+    /// Write a parallel file's logical byte stream to stdout (verifying checksums).
+    Cat(filetools::FileArg),
+    /// Describe a parallel file: format, size, layout, version, units.
+    Ls(filetools::FileArg),
+    /// Verify every block checksum and parity block of a striped parallel file.
+    Fsck(filetools::FileArg),
+    /// Rebuild lost or corrupt units of a RAID-5 parallel file from parity.
+    Repair(filetools::FileArg),
 }
 
 fn secret() -> anyhow::Result<()> {
@@ -83,6 +92,10 @@ fn main() -> ExitCode {
         Command::Info => info::run(),
         Command::Secret => secret(),
         Command::Bench(b) => bench::run(&b),
+        Command::Cat(a) => filetools::cat(&a),
+        Command::Ls(a) => filetools::ls(&a),
+        Command::Fsck(a) => filetools::fsck(&a),
+        Command::Repair(a) => filetools::repair(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

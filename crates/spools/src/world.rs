@@ -49,6 +49,7 @@ pub struct World {
     boot: Arc<Bootstrap>,
     comm: Comm,
     msg: Communicator,
+    pub(crate) io: Communicator,
     endpoint: Endpoint,
     shm: Option<Arc<ShmTransport>>,
     tcp: Option<Arc<TcpTransport>>,
@@ -176,9 +177,11 @@ pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
         sleep,
         std::time::Duration::from_micros(comm.config().spin_us),
     );
+    let io = msg.dup()?;
     Ok(World {
         boot,
         msg,
+        io,
         comm,
         endpoint,
         shm,

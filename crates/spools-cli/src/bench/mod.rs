@@ -6,6 +6,7 @@
 
 mod coll;
 mod idle;
+mod io;
 mod logp;
 mod matmul;
 mod overlap;
@@ -16,6 +17,7 @@ mod rate;
 mod ring;
 mod tagged;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -44,6 +46,57 @@ pub(crate) enum Bench {
     Overlap(OverlapArgs),
     /// Column-distributed dense matrix multiply (StarT-X Table 2), any number of ranks.
     Matmul(MatmulArgs),
+    /// Parallel-file write/read timing and checking, IOR-like (any number of ranks).
+    Io(IoArgs),
+}
+
+/// Options of `spools bench io`.
+#[derive(Args, Debug)]
+pub(crate) struct IoArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// The dataset and its distribution over the ranks, e.g. "i32[512,512] block,block on 2x2".
+    #[arg(long)]
+    layout: String,
+    /// The parallel file (for a striped file, its manifest).
+    #[arg(long)]
+    file: PathBuf,
+    /// Write the dataset (every element holds its global index).
+    #[arg(long)]
+    write: bool,
+    /// Read the dataset back.
+    #[arg(long)]
+    read: bool,
+    /// Check every element read.
+    #[arg(long)]
+    verify: bool,
+    /// Keep the file afterwards (otherwise rank 0 removes it).
+    #[arg(long)]
+    keep: bool,
+    /// Make every write durable before it returns (the sync is inside the timed region).
+    #[arg(long)]
+    sync: bool,
+    /// Read with this layout instead of --layout (any number of units up to the ranks).
+    #[arg(long)]
+    read_layout: Option<String>,
+    /// canonical, npy, stripe(unit=..,count=K) or raid5(unit=..,count=K).
+    #[arg(long, default_value = "canonical")]
+    format: String,
+    /// Directories of a striped file's units, comma-separated (unit u in dir u % len).
+    #[arg(long, value_delimiter = ',')]
+    dirs: Vec<PathBuf>,
+    /// Unit u is touched only by rank u % N (server-less node-local mode).
+    #[arg(long)]
+    node_local: bool,
+    /// Reshuffle into an I/O distribution first: auto, always or never.
+    #[arg(long, value_parser = ["auto", "always", "never"], default_value = "auto")]
+    reshuffle: String,
+    /// Added to every element's index (distinguishes versions).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Do not checksum the transfer units of the reshuffle.
+    #[arg(long)]
+    no_integrity: bool,
 }
 
 /// Options every benchmark takes.
@@ -153,6 +206,7 @@ pub(crate) fn run(b: &Bench) -> Result<()> {
         Bench::Coll(a) => coll::run(a),
         Bench::Overlap(a) => overlap::run(a),
         Bench::Matmul(a) => matmul::run(a),
+        Bench::Io(a) => io::run(a),
     }
 }
 

@@ -1,0 +1,362 @@
+//! Parallel I/O with real processes and real files: any-to-any redistribution against a
+//! one-process reference, parallel files written with M ranks and read with N in every
+//! format, RAID-5 with a lost unit and with flipped bits, the file tools, and a rank
+//! killed in the middle of a write.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{assert_ok, checked, e, grouped, launch, rank_main, spools, tempdir, wait_bounded, Output};
+use spools::{ExchangeOptions, Layout};
+
+/// The byte at canonical offset `g` of the test dataset.
+fn byte(g: u64) -> u8 {
+    (g ^ (g >> 8) ^ (g >> 17)).wrapping_mul(131) as u8
+}
+
+/// A small deterministic generator (the same on every rank).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+fn dist(rng: &mut Rng, n: u64, p: u64) -> String {
+    if p == 1 && rng.below(3) == 0 {
+        return "*".into();
+    }
+    match rng.below(4) {
+        0 => "block".into(),
+        1 => format!("block({})", n.div_ceil(p) + rng.below(3)),
+        2 => "cyclic".into(),
+        _ => format!("cyclic({})", 1 + rng.below(9)),
+    }
+}
+
+/// A random layout of a dataset of `shape` x `dtype` (or a byte-stream layout of its
+/// size) over at most `ranks` units.
+fn random_layout(rng: &mut Rng, dtype: &str, shape: &[u64], order: &str, ranks: u64) -> String {
+    let es = match dtype {
+        "u8" => 1,
+        "u16" => 2,
+        "u32" => 4,
+        _ => 8,
+    };
+    let total = shape.iter().product::<u64>() * es;
+    match rng.below(8) {
+        0 => return format!("stripe(unit={}B,count={},size={total}B)", 1 + rng.below(300), 1 + rng.below(ranks)),
+        1 if ranks >= 2 => return format!("raid5(unit={}B,count={},size={total}B)", 1 + rng.below(200), 2 + rng.below(ranks - 1)),
+        2 => {
+            // Another shape of the same bytes (1-D), which corresponds through the stream.
+            let p = 1 + rng.below(ranks);
+            return format!("u8[{total}] {} on {p}", dist(rng, total, p));
+        }
+        _ => {}
+    }
+    let mut left = 1 + rng.below(ranks);
+    let mut grid = Vec::new();
+    for &n in shape {
+        let p = 1 + rng.below(left.min(n));
+        left /= p;
+        left = left.max(1);
+        grid.push(p);
+    }
+    let dists: Vec<String> = shape.iter().zip(&grid).map(|(&n, &p)| dist(rng, n, p)).collect();
+    let grid: Vec<String> = grid.iter().map(u64::to_string).collect();
+    let shape_s: Vec<String> = shape.iter().map(u64::to_string).collect();
+    format!("{dtype}[{}] {} on {}{order}", shape_s.join(","), dists.join(","), grid.join("x"))
+}
+
+/// This rank's local storage under `l`, filled from the dataset (parity slots left 0).
+fn local(l: &Layout, me: u64) -> Vec<u8> {
+    if me >= l.units() {
+        return Vec::new();
+    }
+    let mut b = vec![0u8; l.local_bytes(me).unwrap() as usize];
+    for x in l.extents(me).unwrap() {
+        for k in 0..x.len {
+            b[(x.local + k) as usize] = byte(x.global + k);
+        }
+    }
+    b
+}
+
+fn redistribute_rank(w: &spools::World) -> Result<(), String> {
+    let n = u64::from(w.size());
+    let me = u64::from(w.rank());
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ n);
+    for case in 0..120 {
+        let dtype = ["u8", "u16", "u32", "f64"][rng.below(4) as usize];
+        let dims = 1 + rng.below(3) as usize;
+        let shape: Vec<u64> = (0..dims).map(|_| 1 + rng.below(if dims == 1 { 3000 } else { 40 })).collect();
+        let order = if rng.below(3) == 0 { " order=F" } else { "" };
+        let a = random_layout(&mut rng, dtype, &shape, order, n);
+        let b = random_layout(&mut rng, dtype, &shape, order, n);
+        let from: Layout = e(a.parse())?;
+        let to: Layout = e(b.parse())?;
+        let opts = ExchangeOptions {
+            integrity: rng.below(2) == 0,
+            transfer_unit: [7, 100, 4096, 1 << 20][rng.below(4) as usize],
+            window: 1 + rng.below(3) as usize,
+        };
+        let src = local(&from, me);
+        let want = local(&to, me);
+        let mut got = vec![0u8; want.len()];
+        let st = spools_io::redistribute(w.io_communicator(), &src, &from, &mut got, &to, &opts)
+            .map_err(|x| format!("case {case}: {a} -> {b}: {x}"))?;
+        if got != want {
+            let i = got.iter().zip(&want).position(|(x, y)| x != y).unwrap_or(0);
+            return Err(format!("case {case}: {a} -> {b} ({opts:?}): rank {me} byte {i} is {}, want {}", got[i], want[i]));
+        }
+        let _ = st;
+    }
+    // A buffer smaller than the rank's share fails on that rank and, without moving
+    // anything, on every other.
+    let l: Layout = e(format!("u8[{}] block on {n}", 100 * n).parse())?;
+    let mut small = vec![0u8; if me == 0 { 10 } else { 100 }];
+    let r = w.redistribute(&vec![1u8; 100], &l, &mut small, &l);
+    match (me, r) {
+        (0, Err(spools::ExchangeError::BufferSize { need: 100, got: 10, .. })) => {}
+        (_, Err(spools::ExchangeError::Remote { rank: 0 })) if me > 0 => {}
+        (_, r) => return Err(format!("small buffer: {r:?}")),
+    }
+    Ok(())
+}
+
+#[test]
+fn redistribution_any_to_any_matches_a_one_process_reference() {
+    rank_main(|role| {
+        assert_eq!(role, "redistribute");
+        let w = e(spools::init())?;
+        checked(&w, redistribute_rank);
+        e(w.finalize())
+    });
+    for n in 1..=7 {
+        let o = launch(n, "redistribution_any_to_any_matches_a_one_process_reference", "redistribute", &[]);
+        assert_ok(&o);
+    }
+}
+
+/// Runs `spools run -n N -- spools bench io ARGS` (bounded).
+fn bench_io(n: u32, args: &[&str]) -> Output {
+    let mut c = grouped(spools());
+    c.args(["run", "-n", &n.to_string(), "--timeout", "120", "--"])
+        .arg(spools())
+        .args(["bench", "io", "--reps", "1"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    wait_bounded(c.spawn().unwrap(), Duration::from_secs(150))
+}
+
+fn tool(args: &[&str]) -> Output {
+    let mut c = grouped(spools());
+    c.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    wait_bounded(c.spawn().unwrap(), Duration::from_secs(60))
+}
+
+const WRITE4: &str = "i32[90,130] block,block on 2x2";
+const READ3: &str = "i32[90,130] cyclic(7),* on 3x1";
+
+/// The canonical bytes of WRITE4's dataset: element i holds i (i32).
+fn canonical_bytes() -> Vec<u8> {
+    (0..90 * 130u32).flat_map(|i| i.to_le_bytes()).collect()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn files_written_with_four_ranks_read_back_with_three_in_every_format() {
+    let d = tempdir("files");
+    let dirs: Vec<String> = (0..4).map(|i| s(&d.join(format!("u{i}"))).to_string()).collect();
+    let dirs = dirs.join(",");
+    let cases: Vec<(&str, Vec<&str>)> = vec![
+        ("plain.bin", vec!["--format", "canonical"]),
+        ("direct.bin", vec!["--format", "canonical", "--reshuffle", "never", "--sync"]),
+        ("twophase.bin", vec!["--format", "canonical", "--reshuffle", "always"]),
+        ("a.npy", vec!["--format", "npy"]),
+        ("r0", vec!["--format", "stripe(unit=1000B,count=3)", "--dirs", &dirs]),
+        ("r5", vec!["--format", "raid5(unit=4KiB,count=4)", "--dirs", &dirs, "--sync"]),
+        ("r5local", vec!["--format", "raid5(unit=512B,count=5)", "--dirs", &dirs, "--node-local"]),
+    ];
+    for (name, extra) in &cases {
+        let f = d.join(name);
+        let mut w = vec!["--layout", WRITE4, "--file", s(&f), "--write", "--keep"];
+        w.extend(extra.iter().copied());
+        assert_ok(&bench_io(4, &w));
+        for (n, layout) in [(3, READ3), (1, "i32[90,130] *,* on 1x1 order=F"), (5, "i32[90,130] *,cyclic(3) on 1x5")] {
+            let r = bench_io(n, &["--layout", layout, "--file", s(&f), "--read", "--verify", "--keep"]);
+            assert_ok(&r);
+            assert!(r.stdout.contains("verified every element"), "{name}: {}", r.stdout);
+        }
+        // The logical stream is the canonical bytes, whatever the format.
+        let c = tool(&["cat", s(&f)]);
+        assert_ok(&c);
+        let cat = std::process::Command::new(spools()).args(["cat", s(&f)]).output().unwrap();
+        assert!(cat.stdout == canonical_bytes(), "{name}: spools cat differs");
+    }
+    assert_eq!(std::fs::read(d.join("plain.bin")).unwrap(), canonical_bytes());
+    assert_eq!(std::fs::read(d.join("direct.bin")).unwrap(), canonical_bytes());
+    let npy = std::fs::read(d.join("a.npy")).unwrap();
+    assert!(npy.starts_with(b"\x93NUMPY\x01\x00"));
+    let hl = u16::from_le_bytes([npy[8], npy[9]]) as usize;
+    let header = std::str::from_utf8(&npy[10..10 + hl]).unwrap();
+    assert!(header.contains("'descr': '<i4'") && header.contains("'shape': (90, 130)"), "{header}");
+    assert_eq!(&npy[10 + hl..], &canonical_bytes()[..]);
+    // A node-local unit file is written by its owner only; it lives in the owner's dir.
+    let ls = tool(&["ls", s(&d.join("r5local"))]);
+    assert_ok(&ls);
+    assert!(ls.stdout.contains("node-local") && ls.stdout.contains("unit 4:"), "{}", ls.stdout);
+    // A read with a layout of another size is refused with both sizes named.
+    let r = bench_io(2, &["--layout", "i32[90,131] block,* on 2x1", "--file", s(&d.join("r5")), "--read", "--keep"]);
+    assert!(!r.status.success());
+    assert!(r.stderr.contains("holds 46800 bytes but the layout describes 47160"), "{}", r.stderr);
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
+fn raid5_survives_a_lost_unit_and_flipped_bits_and_raid0_names_the_damage() {
+    let d = tempdir("raid");
+    let dirs: Vec<String> = (0..4).map(|i| s(&d.join(format!("u{i}"))).to_string()).collect();
+    let dirs = dirs.join(",");
+    let f = d.join("r5");
+    let f0 = d.join("r0");
+    assert_ok(&bench_io(4, &["--layout", WRITE4, "--file", s(&f), "--write", "--keep", "--format", "raid5(unit=1KiB,count=4)", "--dirs", &dirs]));
+    assert_ok(&bench_io(4, &["--layout", WRITE4, "--file", s(&f0), "--write", "--keep", "--format", "stripe(unit=1KiB,count=4)", "--dirs", &dirs]));
+    let unit = |name: &str, u: usize| d.join(format!("u{u}")).join(format!("{name}.u{u}.s1"));
+    let read3 = |file: &Path| bench_io(3, &["--layout", READ3, "--file", s(file), "--read", "--verify", "--keep"]);
+    assert_ok(&tool(&["fsck", s(&f)]));
+
+    // One unit deleted: reads rebuild it from parity; fsck names it; repair restores it.
+    std::fs::remove_file(unit("r5", 2)).unwrap();
+    let r = read3(&f);
+    assert_ok(&r);
+    assert!(r.stderr.contains("rebuilt") && r.stderr.contains("[2]"), "{}", r.stderr);
+    let fsck = tool(&["fsck", s(&f)]);
+    assert!(!fsck.status.success());
+    assert!(fsck.stdout.contains("unit 2") && fsck.stdout.contains("missing"), "{}", fsck.stdout);
+    assert_ok(&tool(&["repair", s(&f)]));
+    assert_ok(&tool(&["fsck", s(&f)]));
+    assert_ok(&read3(&f));
+
+    // Flipped bits in one block: the block is rebuilt on read and named by fsck.
+    let u1 = unit("r5", 1);
+    let mut bytes = std::fs::read(&u1).unwrap();
+    bytes[3 * 1024 + 17] ^= 0x04;
+    std::fs::write(&u1, &bytes).unwrap();
+    let r = read3(&f);
+    assert_ok(&r);
+    assert!(r.stderr.contains("rebuilt 1 damaged block"), "{}", r.stderr);
+    let fsck = tool(&["fsck", s(&f)]);
+    assert!(fsck.stdout.contains("unit 1") && fsck.stdout.contains("offset 3072: checksum mismatch"), "{}", fsck.stdout);
+    let cat = std::process::Command::new(spools()).args(["cat", s(&f)]).output().unwrap();
+    assert!(cat.stdout == canonical_bytes());
+    assert_ok(&tool(&["repair", s(&f)]));
+    assert_eq!(std::fs::read(&u1).unwrap()[3 * 1024 + 17], bytes[3 * 1024 + 17] ^ 0x04);
+
+    // Two units of one row lost: no silent data, an error naming the row and units.
+    std::fs::remove_file(unit("r5", 0)).unwrap();
+    std::fs::remove_file(unit("r5", 3)).unwrap();
+    let r = read3(&f);
+    assert!(!r.status.success());
+    assert!(r.stderr.contains("units [0, 3] are lost"), "{}", r.stderr);
+
+    // RAID-0 has no parity: a lost unit and a flipped bit are errors naming unit and offset.
+    let mut b = std::fs::read(unit("r0", 3)).unwrap();
+    b[2048 + 5] ^= 1;
+    std::fs::write(unit("r0", 3), &b).unwrap();
+    let r = read3(&f0);
+    assert!(!r.status.success());
+    assert!(r.stderr.contains("unit 3") && r.stderr.contains("block at offset 2048 failed its CRC32C check"), "{}", r.stderr);
+    std::fs::remove_file(unit("r0", 1)).unwrap();
+    let r = read3(&f0);
+    assert!(r.stderr.contains("unit 1") && r.stderr.contains("is missing or short at offset 0"), "{}", r.stderr);
+    let c = tool(&["repair", s(&f0)]);
+    assert!(!c.status.success() && c.stderr.contains("RAID-0 file has no parity"), "{}", c.stderr);
+    std::fs::remove_dir_all(&d).ok();
+}
+
+const CRASH: &str = "u32[256,1024] block,* on 4x1";
+
+#[test]
+fn a_rank_killed_in_the_middle_of_a_write_leaves_the_previous_version_readable() {
+    rank_main(|role| {
+        assert_eq!(role, "crash-writer");
+        let w = e(spools::init())?;
+        checked(&w, |w| {
+            let dir = std::path::PathBuf::from(std::env::var("SPOOLS_TEST_DIR").map_err(|x| x.to_string())?);
+            std::fs::write(dir.join(format!("pid{}", w.rank())), std::process::id().to_string()).map_err(|x| x.to_string())?;
+            let l: Layout = e(CRASH.parse())?;
+            let f = dir.join("crash");
+            let fmt = spools::Format::Striped(spools::Striping {
+                layout: e("raid5(unit=64KiB,count=3)".parse())?,
+                dirs: vec![dir.join("a"), dir.join("b"), dir.join("c")],
+                node_local: false,
+            });
+            let opts = spools::WriteOptions { format: fmt, ..Default::default() };
+            // Every version holds index + version; the test kills rank 1 at some point.
+            for seed in 1u32.. {
+                let me = w.rank() as usize;
+                let part: Vec<u32> = (0..64 * 1024u32).map(|i| (me as u32 * 64 * 1024 + i).wrapping_add(seed)).collect();
+                e(w.write_file(&f, &part, &l, &opts))?;
+            }
+            Ok(())
+        });
+        e(w.finalize())
+    });
+    let d = tempdir("crash");
+    let mut c = grouped(spools());
+    c.args(["run", "-n", "4", "--timeout", "120", "--"])
+        .args(common::self_args("a_rank_killed_in_the_middle_of_a_write_leaves_the_previous_version_readable"))
+        .env("SPOOLS_TEST_ROLE", "crash-writer")
+        .env("SPOOLS_TEST_DIR", &d)
+        .env_remove("SPOOLS_RANK")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = c.spawn().unwrap();
+    // Wait (bounded) until a few versions have committed, then kill rank 1 with SIGKILL.
+    let manifest = d.join("crash");
+    let mut version = 0;
+    for _ in 0..2000 {
+        if let Ok(t) = std::fs::read_to_string(&manifest) {
+            if let Some(v) = t.split("\"version\": ").nth(1).and_then(|r| r.split(',').next()).and_then(|v| v.parse::<u64>().ok()) {
+                version = v;
+                if v >= 3 {
+                    break;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(version >= 3, "the writer never committed version 3");
+    let pid = std::fs::read_to_string(d.join("pid1")).unwrap();
+    assert!(std::process::Command::new("kill").args(["-KILL", pid.trim()]).status().unwrap().success());
+    let o = wait_bounded(child, Duration::from_secs(60));
+    assert!(!o.status.success());
+    assert!(o.stderr.contains("rank 1 was killed by signal 9"), "{}", o.stderr);
+    // Whatever moment the kill hit, the file reads as one complete version.
+    let t = std::fs::read_to_string(&manifest).unwrap();
+    let v: u32 = t.split("\"version\": ").nth(1).and_then(|r| r.split(',').next()).unwrap().parse().unwrap();
+    assert!(v >= 3);
+    let r = bench_io(3, &["--layout", "u32[256,1024] cyclic(5),* on 3x1", "--file", s(&manifest), "--read", "--verify", "--keep", "--seed", &v.to_string()]);
+    assert_ok(&r);
+    assert_ok(&tool(&["fsck", s(&manifest)]));
+    std::fs::remove_dir_all(&d).ok();
+}

@@ -1,0 +1,226 @@
+//! Errors of the exchange engine, parallel files and parallel pipes.
+
+use std::path::PathBuf;
+
+use spools_map::{LayoutError, PlanError};
+use spools_msg::MsgError;
+
+/// Which side of a transfer an error is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The source layout and buffers.
+    Source,
+    /// The destination layout and buffers.
+    Destination,
+}
+
+impl std::fmt::Display for Side {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Side::Source => "source",
+            Side::Destination => "destination",
+        })
+    }
+}
+
+/// Why an exchange (a plan executed between the ranks' buffers) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExchangeError {
+    /// Messaging failed: a peer died, a transport broke.
+    #[error(transparent)]
+    Msg(#[from] MsgError),
+    /// The two layouts cannot be planned against each other.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// A layout could not describe a unit.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    /// The owner list does not have one rank per unit of the layout.
+    #[error("{side} owners list has {got} entries for a layout of {expected} units")]
+    Owners {
+        /// Which side.
+        side: Side,
+        /// Units in the layout.
+        expected: u64,
+        /// Entries given.
+        got: usize,
+    },
+    /// A layout has more units than the communicator has ranks.
+    #[error("{side} layout has {units} units but the communicator has {ranks} ranks")]
+    TooManyUnits {
+        /// Which side.
+        side: Side,
+        /// Units in the layout.
+        units: u64,
+        /// Ranks in the communicator.
+        ranks: u32,
+    },
+    /// A unit's owner is not a rank of the communicator.
+    #[error("{side} unit {unit} is owned by rank {rank}, beyond the communicator's {size} ranks")]
+    OwnerOutOfRange {
+        /// Which side.
+        side: Side,
+        /// The unit.
+        unit: u64,
+        /// The owner given.
+        rank: u32,
+        /// Ranks in the communicator.
+        size: u32,
+    },
+    /// This rank owns a unit but gave no buffer for it, or gave one for a unit it does
+    /// not own.
+    #[error("{side} unit {unit}: {what}")]
+    Buffers {
+        /// Which side.
+        side: Side,
+        /// The unit.
+        unit: u64,
+        /// What is wrong.
+        what: &'static str,
+    },
+    /// A buffer is smaller than its unit's share of the dataset.
+    #[error("{side} buffer of unit {unit} holds {got} bytes but the layout puts {need} there")]
+    BufferSize {
+        /// Which side.
+        side: Side,
+        /// The unit.
+        unit: u64,
+        /// Bytes the layout stores on the unit.
+        need: u64,
+        /// Bytes in the buffer.
+        got: u64,
+    },
+    /// The buffer length is not a whole number of elements.
+    #[error("buffer element size {elem} bytes does not match the layout's {layout} bytes")]
+    ElementSize {
+        /// Size of the buffer's element type.
+        elem: u64,
+        /// Element size of the layout.
+        layout: u64,
+    },
+    /// A transfer unit arrived with a checksum that does not match its data.
+    #[error("transfer unit {index} from rank {from} failed its CRC32C check (sent {sent:#010x}, got {got:#010x})")]
+    Checksum {
+        /// The sending rank.
+        from: u32,
+        /// The transfer unit's index in the stream from that rank.
+        index: u64,
+        /// The checksum the sender computed.
+        sent: u32,
+        /// The checksum of what arrived.
+        got: u32,
+    },
+    /// Another rank found a problem with its part (its own error says which); nothing
+    /// was moved.
+    #[error("rank {rank} could not take part in the exchange (see its error)")]
+    Remote {
+        /// The first rank that failed.
+        rank: u32,
+    },
+    /// A transfer unit arrived with an unexpected length.
+    #[error("transfer unit {index} from rank {from} has {got} bytes, expected {expected}")]
+    Length {
+        /// The sending rank.
+        from: u32,
+        /// Its index in the stream.
+        index: u64,
+        /// The expected length.
+        expected: usize,
+        /// The length that arrived.
+        got: usize,
+    },
+}
+
+/// Why a parallel-file operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// Moving the data between ranks failed.
+    #[error(transparent)]
+    Exchange(#[from] ExchangeError),
+    /// Messaging failed (agreeing on the file, gathering checksums).
+    #[error(transparent)]
+    Msg(#[from] MsgError),
+    /// A layout is unusable for this file.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    /// The dataset cannot be planned against the file's layout.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// A system call on a file failed.
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The system's error.
+        source: std::io::Error,
+    },
+    /// A manifest or header could not be parsed or is inconsistent.
+    #[error("{path}: {what}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        what: String,
+    },
+    /// The file holds a different dataset than the layout describes.
+    #[error("{path} holds {file} bytes but the layout describes {layout}")]
+    SizeMismatch {
+        /// The file.
+        path: PathBuf,
+        /// Dataset bytes in the file.
+        file: u64,
+        /// Bytes in the layout.
+        layout: u64,
+    },
+    /// A unit file is missing or short, and there is no parity to rebuild it from.
+    #[error("unit {unit} ({path}) is missing or short at offset {offset}")]
+    MissingUnit {
+        /// The unit.
+        unit: u64,
+        /// Its file.
+        path: PathBuf,
+        /// The first local offset that could not be read.
+        offset: u64,
+    },
+    /// A block failed its checksum and there is no parity to rebuild it from.
+    #[error("unit {unit} ({path}): block at offset {offset} failed its CRC32C check")]
+    Corrupt {
+        /// The unit.
+        unit: u64,
+        /// Its file.
+        path: PathBuf,
+        /// Local offset of the block.
+        offset: u64,
+    },
+    /// More blocks of one RAID-5 row are lost than parity can rebuild.
+    #[error("stripe row {row}: units {units:?} are lost; RAID-5 rebuilds at most one")]
+    Unrecoverable {
+        /// The row.
+        row: u64,
+        /// The units lost in it.
+        units: Vec<u64>,
+    },
+    /// Another rank failed its part of the collective operation (its own error says why).
+    #[error("rank {rank} failed its part of the operation on {path}")]
+    Remote {
+        /// The first rank that failed.
+        rank: u32,
+        /// The file.
+        path: PathBuf,
+    },
+    /// Options that cannot go together.
+    #[error("{0}")]
+    Options(&'static str),
+}
+
+impl FileError {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        FileError::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+}

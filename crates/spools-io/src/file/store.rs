@@ -1,0 +1,190 @@
+//! Reading and writing the unit chunks of a striped file's rows: directly (every
+//! aggregator opens the unit files) or through each unit's owner rank (node-local mode,
+//! where unit `u` is touched only by rank `u % N`).
+
+use std::path::PathBuf;
+
+use spools_msg::{wait_all, Communicator};
+
+use super::rows::{Chunk, Geometry};
+use super::sys;
+use crate::error::FileError;
+
+/// Tag of chunks shipped to or from their owner rank.
+const TAG_CHUNK: i32 = 0x0e_0002;
+
+/// Who stores the units, and how the rows are split among aggregators.
+pub(super) struct Store<'a> {
+    pub(super) comm: &'a Communicator,
+    pub(super) geo: &'a Geometry,
+    pub(super) paths: &'a [PathBuf],
+    pub(super) node_local: bool,
+    /// Rows per aggregator.
+    pub(super) rows_per: u64,
+    /// Number of aggregators (ranks `0..aggs`).
+    pub(super) aggs: u32,
+}
+
+impl Store<'_> {
+    /// Rows `[r0, r1)` of aggregator `a`.
+    pub(super) fn rows_of(&self, a: u32) -> (u64, u64) {
+        let rows = self.geo.rows();
+        let r0 = (u64::from(a) * self.rows_per).min(rows);
+        (r0, (r0 + self.rows_per).min(rows))
+    }
+
+    pub(super) fn owner(&self, u: u64) -> u32 {
+        (u % u64::from(self.comm.size())) as u32
+    }
+
+    fn range(&self, u: u64, a: u32) -> (u64, u64) {
+        let (r0, r1) = self.rows_of(a);
+        self.geo.chunk_range(u, r0, r1)
+    }
+
+    fn path(&self, u: u64) -> &std::path::Path {
+        &self.paths[u as usize]
+    }
+
+    /// Creates or resizes the unit files this rank owns (in node-local mode) or, for
+    /// shared storage, the units `u` with `u % N == rank`.
+    pub(super) fn prepare(&self) -> Result<(), FileError> {
+        let me = self.comm.rank();
+        for u in (0..self.geo.count).filter(|&u| self.owner(u) == me) {
+            sys::set_len(self.path(u), self.geo.unit_len(u))?;
+        }
+        Ok(())
+    }
+
+    /// Writes this aggregator's chunks (one per unit, for its rows) and returns the files
+    /// written, to be synced. Collective.
+    pub(super) fn put(&self, chunks: Vec<Vec<u8>>, sync: bool) -> Result<(), FileError> {
+        let me = self.comm.rank();
+        if !self.node_local {
+            for (u, c) in chunks.iter().enumerate() {
+                if !c.is_empty() {
+                    let p = self.path(u as u64);
+                    let f = sys::open_write(p)?;
+                    sys::write_at(&f, p, c, self.range(u as u64, me).0)?;
+                    if sync {
+                        sys::sync(&f, p)?;
+                    }
+                }
+            }
+            return Ok(());
+        }
+        let mut sends = Vec::new();
+        let mut mine: Vec<(u64, Vec<u8>)> = Vec::new();
+        for (u, c) in chunks.into_iter().enumerate() {
+            let u = u as u64;
+            if c.is_empty() {
+                continue;
+            }
+            let o = self.owner(u);
+            if o == me {
+                mine.push((u, c));
+            } else {
+                sends.push(self.comm.isend(c, o, TAG_CHUNK)?);
+            }
+        }
+        let mut result = Ok(());
+        for u in (0..self.geo.count).filter(|&u| self.owner(u) == me) {
+            let p = self.path(u);
+            let f = match sys::open_write(p) {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    result = result.and(Err(e));
+                    None
+                }
+            };
+            // Every chunk is received even after a failure, so no aggregator waits.
+            for a in 0..self.aggs {
+                let (lo, hi) = self.range(u, a);
+                if lo == hi {
+                    continue;
+                }
+                let data = if a == me {
+                    match mine.iter_mut().find(|(v, _)| *v == u) {
+                        Some((_, c)) => std::mem::take(c),
+                        None => Vec::new(),
+                    }
+                } else {
+                    let mut buf = vec![0u8; (hi - lo) as usize];
+                    self.comm.recv(&mut buf, a, TAG_CHUNK)?;
+                    buf
+                };
+                if let (Some(f), true) = (&f, result.is_ok()) {
+                    result = sys::write_at(f, p, &data, lo);
+                }
+            }
+            if let (Some(f), true, true) = (&f, sync, result.is_ok()) {
+                result = sys::sync(f, p);
+            }
+        }
+        wait_all(sends)?;
+        result
+    }
+
+    /// Reads this aggregator's chunks (one per unit, for its rows); a unit that cannot be
+    /// read is `None` (or short). Collective.
+    pub(super) fn get(&self) -> Result<Vec<Chunk>, FileError> {
+        let me = self.comm.rank();
+        let read = |u: u64, lo: u64, hi: u64| -> Chunk {
+            let p = self.path(u);
+            let f = sys::open_read(p).ok()?;
+            sys::read_upto(&f, p, (hi - lo) as usize, lo).ok()
+        };
+        if !self.node_local {
+            return Ok((0..self.geo.count)
+                .map(|u| {
+                    let (lo, hi) = self.range(u, me);
+                    if me < self.aggs && lo < hi {
+                        read(u, lo, hi)
+                    } else {
+                        Some(Vec::new())
+                    }
+                })
+                .collect());
+        }
+        // Owners serve every aggregator's rows of their units: a status byte (1 = could
+        // not be read), then the bytes.
+        let mut sends = Vec::new();
+        let mut mine: Vec<(u64, Chunk)> = Vec::new();
+        for u in (0..self.geo.count).filter(|&u| self.owner(u) == me) {
+            for a in 0..self.aggs {
+                let (lo, hi) = self.range(u, a);
+                if lo == hi {
+                    continue;
+                }
+                let c = read(u, lo, hi);
+                if a == me {
+                    mine.push((u, c));
+                } else {
+                    let mut msg = vec![u8::from(c.is_none())];
+                    msg.extend_from_slice(c.as_deref().unwrap_or_default());
+                    sends.push(self.comm.isend(msg, a, TAG_CHUNK)?);
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(self.geo.count as usize);
+        for u in 0..self.geo.count {
+            let (lo, hi) = self.range(u, me);
+            if me >= self.aggs || lo == hi {
+                out.push(Some(Vec::new()));
+                continue;
+            }
+            let o = self.owner(u);
+            if o == me {
+                out.push(mine.iter_mut().find(|(v, _)| *v == u).and_then(|(_, c)| c.take()));
+            } else {
+                let (msg, _) = self.comm.recv_vec(o, TAG_CHUNK)?;
+                out.push(match msg.split_first() {
+                    Some((0, rest)) => Some(rest.to_vec()),
+                    _ => None,
+                });
+            }
+        }
+        wait_all(sends)?;
+        Ok(out)
+    }
+}

@@ -1,0 +1,302 @@
+//! Single-process access to a parallel file, for the `spools cat`, `ls`, `fsck` and
+//! `repair` tools: the same row logic as the collective reads, one batch of rows at a
+//! time.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::canonical::{inspect, Kind};
+use super::manifest::Manifest;
+use super::rows::{Block, Chunk, Damage, Geometry, Raid};
+use super::sys;
+use crate::error::FileError;
+
+/// Stream bytes handled per batch of rows.
+const BATCH: u64 = 16 << 20;
+
+/// A parallel file opened by a tool.
+#[derive(Debug)]
+pub enum Opened {
+    /// One ordinary file: the stream starts at `offset` and holds `bytes`.
+    Plain {
+        /// Byte offset of the stream (the `.npy` header's length, or 0).
+        offset: u64,
+        /// Bytes in the stream.
+        bytes: u64,
+    },
+    /// A striped file.
+    Striped(Box<Manifest>),
+}
+
+/// Opens `path` (a canonical file, a `.npy` file or a manifest).
+///
+/// # Errors
+/// [`FileError`] when it cannot be read or its manifest is inconsistent.
+pub fn open(path: &Path) -> Result<Opened, FileError> {
+    Ok(match inspect(path)? {
+        Kind::Manifest(t) => Opened::Striped(Box::new(Manifest::parse(path, &t)?)),
+        Kind::Plain { offset, bytes } => Opened::Plain { offset, bytes },
+    })
+}
+
+/// A damaged block found by [`fsck`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadBlock {
+    /// The unit.
+    pub unit: u64,
+    /// Its file.
+    pub path: PathBuf,
+    /// Local offset of the block in the unit file.
+    pub offset: u64,
+    /// What is wrong.
+    pub problem: &'static str,
+}
+
+/// What [`fsck`] found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FsckReport {
+    /// Blocks checked (data and parity).
+    pub blocks: u64,
+    /// Damaged blocks.
+    pub bad: Vec<BadBlock>,
+    /// Rows whose blocks pass their checksums but whose parity does not match.
+    pub parity_mismatch: Vec<u64>,
+}
+
+struct Striped {
+    geo: Geometry,
+    paths: Vec<PathBuf>,
+    crcs: Vec<Vec<u32>>,
+}
+
+impl Striped {
+    fn new(path: &Path, m: &Manifest) -> Result<Self, FileError> {
+        Ok(Striped {
+            geo: m.geometry(path)?,
+            paths: m.unit_paths(path),
+            crcs: m.crcs(),
+        })
+    }
+
+    fn rows_per_batch(&self) -> u64 {
+        (BATCH / self.geo.row_bytes()).max(1)
+    }
+
+    fn chunks(&self, r0: u64, r1: u64) -> Vec<Chunk> {
+        (0..self.geo.count)
+            .map(|u| {
+                let (lo, hi) = self.geo.chunk_range(u, r0, r1);
+                let p = &self.paths[u as usize];
+                let f = sys::open_read(p).ok()?;
+                sys::read_upto(&f, p, (hi - lo) as usize, lo).ok()
+            })
+            .collect()
+    }
+
+    /// Damaged blocks of rows `[r0, r1)` as (row, unit, damage).
+    fn damage(&self, r0: u64, r1: u64, chunks: &[Chunk]) -> Vec<(u64, u64, Damage)> {
+        let mut bad = Vec::new();
+        for r in r0..r1 {
+            let at = ((r - r0) * self.geo.unit) as usize;
+            for u in 0..self.geo.count {
+                let len = self.geo.block(r, u).len() as usize;
+                if len == 0 {
+                    continue;
+                }
+                let b = chunks[u as usize].as_ref().and_then(|c| c.get(at..at + len));
+                match b {
+                    None => bad.push((r, u, Damage::Missing)),
+                    Some(b) => {
+                        if self.crcs[u as usize].get(r as usize) != Some(&crate::crc32c(b)) {
+                            bad.push((r, u, Damage::Corrupt));
+                        }
+                    }
+                }
+            }
+        }
+        bad
+    }
+}
+
+/// Writes the logical byte stream of `path` to `out`, verifying every block and rebuilding
+/// damaged RAID-5 blocks from parity. `progress` is called with the bytes written so far.
+/// Returns the number of blocks rebuilt.
+///
+/// # Errors
+/// [`FileError`] for damage parity cannot repair (naming the unit and offset), or when
+/// `out` fails (a closed pipe ends the output early without an error).
+pub fn cat(path: &Path, out: &mut dyn Write, progress: &mut dyn FnMut(u64, u64)) -> Result<u64, FileError> {
+    let stdout = PathBuf::from("<output>");
+    let put = |out: &mut dyn Write, b: &[u8]| -> Result<bool, FileError> {
+        match out.write_all(b) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+            Err(e) => Err(FileError::io("write", &stdout, e)),
+        }
+    };
+    match open(path)? {
+        Opened::Plain { offset, bytes } => {
+            let f = sys::open_read(path)?;
+            let mut at = 0;
+            while at < bytes {
+                let n = (bytes - at).min(BATCH) as usize;
+                let mut buf = vec![0u8; n];
+                sys::read_at(&f, path, &mut buf, offset + at)?;
+                if !put(out, &buf)? {
+                    return Ok(0);
+                }
+                at += n as u64;
+                progress(at, bytes);
+            }
+            Ok(0)
+        }
+        Opened::Striped(m) => {
+            let s = Striped::new(path, &m)?;
+            let rows = s.geo.rows();
+            let step = s.rows_per_batch();
+            let mut rebuilt = 0;
+            let mut r0 = 0;
+            while r0 < rows {
+                let r1 = (r0 + step).min(rows);
+                let chunks = s.chunks(r0, r1);
+                let (a, b) = s.geo.stream_range(r0, r1);
+                let mut buf = vec![0u8; (b - a) as usize];
+                rebuilt += s.geo.assemble(r0, r1, &chunks, &s.crcs, &s.paths, &mut buf, false)?.len() as u64;
+                if !put(out, &buf)? {
+                    return Ok(rebuilt);
+                }
+                progress(b, s.geo.size);
+                r0 = r1;
+            }
+            Ok(rebuilt)
+        }
+    }
+}
+
+/// A description of `path` for `spools ls`.
+///
+/// # Errors
+/// As [`open`].
+pub fn describe(path: &Path) -> Result<String, FileError> {
+    Ok(match open(path)? {
+        Opened::Plain { offset: 0, bytes } => format!("{}: canonical file, {bytes} bytes", path.display()),
+        Opened::Plain { offset, bytes } => format!("{}: .npy file, {offset}-byte header, {bytes} bytes of data", path.display()),
+        Opened::Striped(m) => {
+            let mut s = format!(
+                "{}: striped file, version {}, {} bytes, layout {}{}\n  written from: {}\n",
+                path.display(),
+                m.version,
+                m.size,
+                m.layout,
+                if m.node_local { ", node-local units" } else { "" },
+                m.dataset
+            );
+            for (u, (e, p)) in m.units.iter().zip(m.unit_paths(path)).enumerate() {
+                let state = match std::fs::metadata(&p) {
+                    Ok(md) if md.len() == e.bytes => "present".to_string(),
+                    Ok(md) => format!("WRONG SIZE ({} bytes)", md.len()),
+                    Err(_) => "MISSING".to_string(),
+                };
+                s.push_str(&format!("  unit {u}: {} ({} bytes, {} blocks) {state}\n", p.display(), e.bytes, e.crc32c.len() / 8));
+            }
+            s.pop();
+            s
+        }
+    })
+}
+
+/// Verifies every block checksum and, for RAID-5, every row's parity.
+///
+/// # Errors
+/// [`FileError`] when the file or its manifest cannot be read; damage is reported in the
+/// [`FsckReport`], not as an error. A canonical file has no checksums:
+/// [`FileError::Options`].
+pub fn fsck(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<FsckReport, FileError> {
+    let Opened::Striped(m) = open(path)? else {
+        return Err(FileError::Options("a canonical file has no checksums to verify; only striped files do"));
+    };
+    let s = Striped::new(path, &m)?;
+    let mut rep = FsckReport::default();
+    let rows = s.geo.rows();
+    let step = s.rows_per_batch();
+    let mut r0 = 0;
+    while r0 < rows {
+        let r1 = (r0 + step).min(rows);
+        let chunks = s.chunks(r0, r1);
+        let bad = s.damage(r0, r1, &chunks);
+        for r in r0..r1 {
+            rep.blocks += (0..s.geo.count).filter(|&u| s.geo.block(r, u).len() > 0).count() as u64;
+            if s.geo.raid == Raid::Raid5 && !bad.iter().any(|b| b.0 == r) {
+                let at = ((r - r0) * s.geo.unit) as usize;
+                let mut p = vec![0u8; s.geo.unit as usize];
+                for u in 0..s.geo.count {
+                    let len = s.geo.block(r, u).len() as usize;
+                    if let Some(b) = chunks[u as usize].as_ref().and_then(|c| c.get(at..at + len)) {
+                        super::rows::xor_into(&mut p[..len], b);
+                    }
+                }
+                if p.iter().any(|&x| x != 0) {
+                    rep.parity_mismatch.push(r);
+                }
+            }
+        }
+        rep.bad.extend(bad.into_iter().map(|(r, u, d)| BadBlock {
+            unit: u,
+            path: s.paths[u as usize].clone(),
+            offset: r * s.geo.unit,
+            problem: match d {
+                Damage::Missing => "missing",
+                Damage::Corrupt => "checksum mismatch",
+            },
+        }));
+        progress(s.geo.stream_range(0, r1).1, s.geo.size);
+        r0 = r1;
+    }
+    rep.bad.sort_by_key(|b| (b.unit, b.offset));
+    Ok(rep)
+}
+
+/// Rebuilds every lost or corrupt block of a RAID-5 file from the other blocks of its row
+/// and writes it back (recreating a missing unit file). Returns the blocks rewritten as
+/// `(unit, offset)`.
+///
+/// # Errors
+/// [`FileError::Unrecoverable`] when a row lost more than one block (nothing of that row
+/// is written), [`FileError::Options`] for a file without parity, I/O errors.
+pub fn repair(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<Vec<(u64, u64)>, FileError> {
+    let Opened::Striped(m) = open(path)? else {
+        return Err(FileError::Options("only RAID-5 files can be repaired; this is a canonical file"));
+    };
+    let s = Striped::new(path, &m)?;
+    if s.geo.raid != Raid::Raid5 {
+        return Err(FileError::Options("only RAID-5 files can be repaired; a RAID-0 file has no parity"));
+    }
+    let rows = s.geo.rows();
+    let step = s.rows_per_batch();
+    let mut fixed = Vec::new();
+    let mut r0 = 0;
+    while r0 < rows {
+        let r1 = (r0 + step).min(rows);
+        let chunks = s.chunks(r0, r1);
+        let bad = s.damage(r0, r1, &chunks);
+        for r in r0..r1 {
+            let lost: Vec<u64> = bad.iter().filter(|b| b.0 == r).map(|b| b.1).collect();
+            if lost.len() > 1 {
+                return Err(FileError::Unrecoverable { row: r, units: lost });
+            }
+        }
+        for &(r, u, _) in &bad {
+            let at = ((r - r0) * s.geo.unit) as usize;
+            let block = s.geo.rebuild_block(r, u, &chunks, at);
+            let p = &s.paths[u as usize];
+            let f = sys::set_len(p, s.geo.unit_len(u))?;
+            sys::write_at(&f, p, &block, r * s.geo.unit)?;
+            sys::sync(&f, p)?;
+            fixed.push((u, r * s.geo.unit));
+        }
+        progress(s.geo.stream_range(0, r1).1, s.geo.size);
+        r0 = r1;
+    }
+    debug_assert!(fixed.iter().all(|&(u, o)| matches!(s.geo.block(o / s.geo.unit, u), Block::Data { .. } | Block::Parity { .. })));
+    Ok(fixed)
+}

@@ -1,0 +1,20 @@
+//! Spools parallel I/O: moving a distributed dataset in one call, following a plan
+//! `M1^-1 o M2` (see `spools-map`), between ranks ([`redistribute`]), into and out of
+//! parallel files ([`file`]), and between two parallel programs ([`pipe`]).
+//!
+//! One engine ([`exchange`]) executes every plan: it packs each peer's runs into transfer
+//! units, moves them with tagged messages, checksums while copying, and scatters them on
+//! arrival, with two transfer units in flight per peer so packing, moving and unpacking
+//! overlap.
+
+mod crc;
+mod error;
+mod exchange;
+pub mod file;
+pub mod pipe;
+mod redistribute;
+
+pub use crc::crc32c;
+pub use error::{ExchangeError, FileError, Side};
+pub use exchange::{exchange, ExchangeOptions, ExchangeStats, Owners};
+pub use redistribute::{redistribute, redistribute_plan};

@@ -1,0 +1,1 @@
+//! Parallel pipes (see the issue).

@@ -1,0 +1,110 @@
+//! Parallel I/O on a [`World`]: redistribution, parallel files (and, through
+//! `spools_io::pipe`, parallel pipes), as collective calls on typed slices.
+
+use std::path::Path;
+
+use spools_io::file::{self, FileStats, ReadOptions, WriteOptions};
+use spools_io::{ExchangeError, ExchangeOptions, ExchangeStats, FileError};
+use spools_map::Layout;
+use spools_msg::{as_bytes, as_bytes_mut, Communicator, Element};
+
+use crate::World;
+
+fn check_elem<T: Element>(layouts: &[&Layout]) -> Result<(), ExchangeError> {
+    let t = std::mem::size_of::<T>() as u64;
+    for l in layouts {
+        let e = l.elem_size();
+        if e % t != 0 {
+            return Err(ExchangeError::ElementSize { elem: t, layout: e });
+        }
+    }
+    Ok(())
+}
+
+impl World {
+    /// The communicator parallel I/O runs on (a duplicate of the world's, so its messages
+    /// never match the application's).
+    pub fn io_communicator(&self) -> &Communicator {
+        &self.io
+    }
+
+    /// Moves a distributed dataset from layout `from` to layout `to` (rank `r` holds unit
+    /// `r` of each). Collective. See [`spools_io::redistribute`].
+    ///
+    /// ```
+    /// let world = spools::init()?;
+    /// let rows: spools::Layout = "f64[2,2] block,* on 1x1".parse()?;
+    /// let cols: spools::Layout = "f64[2,2] *,block on 1x1 order=F".parse()?;
+    /// let mut t = [0.0f64; 4];
+    /// world.redistribute(&[1.0, 2.0, 3.0, 4.0], &rows, &mut t, &cols)?;
+    /// assert_eq!(t, [1.0, 3.0, 2.0, 4.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ExchangeError`]: element type not matching the layouts, layouts of different
+    /// datasets, buffers smaller than their share, a dead peer.
+    pub fn redistribute<T: Element>(
+        &self,
+        src: &[T],
+        from: &Layout,
+        dst: &mut [T],
+        to: &Layout,
+    ) -> Result<ExchangeStats, ExchangeError> {
+        check_elem::<T>(&[from, to])?;
+        spools_io::redistribute(
+            &self.io,
+            as_bytes(src),
+            from,
+            as_bytes_mut(dst),
+            to,
+            &ExchangeOptions::default(),
+        )
+    }
+
+    /// Writes this rank's part (unit `rank` of `layout`) of a dataset to the parallel file
+    /// `path`. Collective. See [`spools_io::file`] for formats and durability.
+    ///
+    /// ```
+    /// use spools::{WriteOptions, ReadOptions};
+    /// let world = spools::init()?;
+    /// let path = std::env::temp_dir().join(format!("spools-doc-{}.npy", std::process::id()));
+    /// let l: spools::Layout = "i32[2,3] block,* on 1x1".parse()?;
+    /// let opts = WriteOptions { format: spools::Format::Npy, ..Default::default() };
+    /// world.write_file(&path, &[1i32, 2, 3, 4, 5, 6], &l, &opts)?;
+    /// let mut back = [0i32; 6];
+    /// world.read_file(&path, &mut back, &l, &ReadOptions::default())?;
+    /// assert_eq!(back, [1, 2, 3, 4, 5, 6]);
+    /// # std::fs::remove_file(path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`FileError`] (see [`spools_io::file::write`]).
+    pub fn write_file<T: Element>(
+        &self,
+        path: impl AsRef<Path>,
+        data: &[T],
+        layout: &Layout,
+        opts: &WriteOptions,
+    ) -> Result<FileStats, FileError> {
+        check_elem::<T>(&[layout])?;
+        file::write(&self.io, path.as_ref(), as_bytes(data), layout, opts)
+    }
+
+    /// Reads the parallel file `path` into this rank's part of `layout`, with any number
+    /// of ranks and any distribution. Collective.
+    ///
+    /// # Errors
+    /// [`FileError`] (see [`spools_io::file::read`]).
+    pub fn read_file<T: Element>(
+        &self,
+        path: impl AsRef<Path>,
+        data: &mut [T],
+        layout: &Layout,
+        opts: &ReadOptions,
+    ) -> Result<FileStats, FileError> {
+        check_elem::<T>(&[layout])?;
+        file::read(&self.io, path.as_ref(), as_bytes_mut(data), layout, opts)
+    }
+}
