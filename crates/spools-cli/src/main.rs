@@ -8,6 +8,7 @@ mod out;
 mod plan;
 mod run;
 mod spec;
+mod unixpipe;
 
 use std::process::ExitCode;
 

@@ -42,6 +42,10 @@ pub(crate) fn run(args: &RunArgs) -> ExitCode {
         }
         None => None,
     };
+    // Two launchers joined by a Unix pipe connect their ranks directly (see unixpipe).
+    for (k, v) in crate::unixpipe::env() {
+        std::env::set_var(k, v);
+    }
     let spec = LaunchSpec {
         ranks: args.ranks,
         program: program.clone(),

@@ -224,3 +224,100 @@ impl FileError {
         }
     }
 }
+
+/// Why a parallel-pipe operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PipeError {
+    /// Moving data between this program's own ranks failed.
+    #[error(transparent)]
+    Exchange(#[from] ExchangeError),
+    /// Messaging inside this program failed.
+    #[error(transparent)]
+    Msg(#[from] MsgError),
+    /// The two layouts cannot be planned against each other.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// A layout could not describe a unit.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    /// A pipe name that is not `pipe:NAME`, `tcp:HOST:PORT`, `stdout` or `stdin`.
+    #[error("bad pipe name {0:?}: expected pipe:NAME, tcp:HOST:PORT, stdout or stdin")]
+    BadName(String),
+    /// Setting up the meeting point or a connection failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The system's error.
+        source: std::io::Error,
+    },
+    /// The other program did not turn up in time.
+    #[error("no {side} turned up at {name} within {secs} s")]
+    Timeout {
+        /// "producer" or "consumer".
+        side: &'static str,
+        /// The pipe.
+        name: String,
+        /// Seconds waited.
+        secs: u64,
+    },
+    /// The two programs describe different datasets.
+    #[error("the producer's layout {producer} and the consumer's {consumer} hold different datasets")]
+    Mismatch {
+        /// The producer's layout.
+        producer: String,
+        /// The consumer's layout.
+        consumer: String,
+    },
+    /// A rank of the other program went away (died, or closed its end) mid-stream.
+    #[error("{side} rank {rank} went away {when}")]
+    PeerGone {
+        /// "producer" or "consumer".
+        side: &'static str,
+        /// Its rank.
+        rank: u32,
+        /// Where in the stream (e.g. "in record 3").
+        when: String,
+    },
+    /// Bytes from the other program that do not follow the pipe protocol.
+    #[error("protocol error from {side} rank {rank}: {what}")]
+    Protocol {
+        /// "producer" or "consumer".
+        side: &'static str,
+        /// Its rank.
+        rank: u32,
+        /// What is wrong.
+        what: String,
+    },
+    /// A record arrived with a checksum that does not match.
+    #[error("record {record} from producer rank {rank} failed its CRC32C check")]
+    Checksum {
+        /// The producer rank.
+        rank: u32,
+        /// The record.
+        record: u64,
+    },
+    /// The record buffer does not hold this rank's share.
+    #[error("record buffer holds {got} bytes but this rank's share is {need}")]
+    BufferSize {
+        /// Bytes needed.
+        need: u64,
+        /// Bytes given.
+        got: u64,
+    },
+    /// Another rank of this program failed (its own error says why).
+    #[error("rank {rank} of this program failed its part of the pipe operation")]
+    Remote {
+        /// The first rank that failed.
+        rank: u32,
+    },
+}
+
+impl PipeError {
+    pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        PipeError::Io {
+            what: what.into(),
+            source,
+        }
+    }
+}

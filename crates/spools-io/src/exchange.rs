@@ -10,10 +10,11 @@
 //! unpacking overlap (the iWarp execution module). Runs between units of one rank are
 //! copied directly.
 
-use spools_map::{Layout, Plan, Run, Runs};
+use spools_map::{Layout, Plan, Run};
 use spools_msg::{wait_any, Communicator, Op, Request};
 
 use crate::crc::{copy_crc, extend_crc};
+use crate::cursor::RunCursor;
 use crate::error::{ExchangeError, Side};
 
 /// Tag of the exchange engine's transfer units.
@@ -366,8 +367,7 @@ struct Stream {
     next_pair: usize,
     buf: usize,
     units: (u64, u64),
-    runs: Option<Runs>,
-    cur: Option<Run>,
+    runs: Option<RunCursor>,
     /// Payload bytes in the whole stream.
     total: u64,
     /// Payload bytes not yet packed or unpacked.
@@ -387,7 +387,6 @@ impl Stream {
             buf: 0,
             units: (0, 0),
             runs: None,
-            cur: None,
             total: 0,
             remaining: 0,
             posted: 0,
@@ -417,21 +416,9 @@ impl Stream {
     /// The next piece of at most `limit` bytes: (buffer index, run).
     fn take(&mut self, plan: &Plan, limit: u64) -> Result<Option<(usize, Run)>, ExchangeError> {
         loop {
-            if let Some(r) = self.cur.take() {
-                let len = r.len.min(limit);
-                if len < r.len {
-                    self.cur = Some(Run {
-                        src: r.src + len,
-                        dst: r.dst + len,
-                        len: r.len - len,
-                    });
-                }
-                return Ok(Some((self.buf, Run { len, ..r })));
-            }
-            if let Some(runs) = &mut self.runs {
-                if let Some(r) = runs.next() {
-                    self.cur = Some(r);
-                    continue;
+            if let Some(c) = &mut self.runs {
+                if let Some(r) = c.take(limit) {
+                    return Ok(Some((self.buf, r)));
                 }
                 self.runs = None;
             }
@@ -441,7 +428,7 @@ impl Stream {
             self.next_pair += 1;
             self.buf = b;
             self.units = (s, d);
-            self.runs = Some(plan.runs(s, d)?);
+            self.runs = Some(RunCursor::new(plan.runs(s, d)?));
         }
     }
 

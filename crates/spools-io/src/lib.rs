@@ -8,6 +8,7 @@
 //! overlap.
 
 mod crc;
+mod cursor;
 mod error;
 mod exchange;
 pub mod file;
@@ -15,6 +16,6 @@ pub mod pipe;
 mod redistribute;
 
 pub use crc::crc32c;
-pub use error::{ExchangeError, FileError, Side};
+pub use error::{ExchangeError, FileError, PipeError, Side};
 pub use exchange::{exchange, ExchangeOptions, ExchangeStats, Owners};
 pub use redistribute::{redistribute, redistribute_plan};

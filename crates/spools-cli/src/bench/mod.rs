@@ -11,6 +11,7 @@ mod logp;
 mod matmul;
 mod overlap;
 mod pingpong;
+mod pipe;
 mod plot;
 mod probe;
 mod rate;
@@ -48,6 +49,32 @@ pub(crate) enum Bench {
     Matmul(MatmulArgs),
     /// Parallel-file write/read timing and checking, IOR-like (any number of ranks).
     Io(IoArgs),
+    /// One end of a parallel pipe between two jobs (nCUBE Tables 1 and 2); reports go to
+    /// stderr, so stdout can carry the byte stream.
+    Pipe(PipeArgs),
+}
+
+/// Options of `spools bench pipe`.
+#[derive(Args, Debug)]
+pub(crate) struct PipeArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// producer or consumer.
+    #[arg(long)]
+    role: String,
+    /// This side's distribution of one record, e.g. "u8[1024,1024] block,* on 4x1".
+    #[arg(long)]
+    layout: String,
+    /// pipe:NAME, tcp:HOST:PORT, stdout or stdin (default: what `spools run` chose, else
+    /// stdout / stdin).
+    #[arg(long)]
+    name: Option<String>,
+    /// Records to send (producer) or expect (consumer; 0 = any).
+    #[arg(long, default_value_t = 10)]
+    records: u64,
+    /// Check every element of every record (consumer).
+    #[arg(long)]
+    verify: bool,
 }
 
 /// Options of `spools bench io`.
@@ -207,6 +234,7 @@ pub(crate) fn run(b: &Bench) -> Result<()> {
         Bench::Overlap(a) => overlap::run(a),
         Bench::Matmul(a) => matmul::run(a),
         Bench::Io(a) => io::run(a),
+        Bench::Pipe(a) => pipe::run(a),
     }
 }
 

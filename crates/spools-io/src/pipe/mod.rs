@@ -1,1 +1,58 @@
-//! Parallel pipes (see the issue).
+//! Parallel pipes: two programs launched separately, with M and N ranks and their own
+//! distributions of the same dataset shape, connected by a name. The producer writes a
+//! sequence of records (each a whole distributed dataset, an ADU); the consumer reads them
+//! in order. Data goes straight from each producer rank to the consumer ranks that need
+//! it, over one TCP connection per pair of ranks, following the plan from the producer's
+//! layout to the consumer's; TCP's flow control is the back-pressure. Every frame carries
+//! the record number and a CRC32C; a rank of either program that goes away is reported on
+//! the other side as [`PipeError::PeerGone`], never a hang.
+//!
+//! With [`PipeName::Stdout`] (no Spools consumer: `| head`, `> out.bin`) the producer
+//! writes each record's canonical byte stream to rank 0's standard output instead, and
+//! with [`PipeName::Stdin`] a consumer reads such a stream; so the bytes are the same
+//! either way. `spools run` chooses for you when two launchers are joined by a Unix pipe
+//! (`SPOOLS_PIPE_OUT`, `SPOOLS_PIPE_IN`).
+
+mod frame;
+mod name;
+mod reader;
+mod writer;
+
+pub use frame::decode_any;
+pub use name::{pipe_dir, PipeName};
+pub use reader::PipeReader;
+pub use writer::PipeWriter;
+
+use spools_map::{Layout, StripeLayout};
+use spools_msg::{Communicator, Op};
+
+use crate::error::PipeError;
+
+/// The layout holding a whole record on rank 0 (for the byte-stream fallbacks).
+fn on_rank0(total: u64) -> Result<Layout, PipeError> {
+    Ok(Layout::Stripe(StripeLayout::new(total.max(1), 1, Some(total.max(1)))?))
+}
+
+/// Every rank learns whether any failed; this rank's own error wins.
+fn agree<T>(comm: &Communicator, local: Result<T, PipeError>) -> Result<T, PipeError> {
+    let flag = [match &local {
+        Ok(_) => u32::MAX,
+        Err(_) => comm.rank(),
+    }];
+    let mut first = [0u32];
+    comm.allreduce(&flag, &mut first, &Op::Min)?;
+    match (local, first[0]) {
+        (Err(e), _) => Err(e),
+        (Ok(v), u32::MAX) => Ok(v),
+        (Ok(_), rank) => Err(PipeError::Remote { rank }),
+    }
+}
+
+/// Bytes of this rank's share of `layout`.
+fn share(layout: &Layout, rank: u32) -> Result<u64, PipeError> {
+    Ok(if u64::from(rank) < layout.units() {
+        layout.local_bytes(u64::from(rank))?
+    } else {
+        0
+    })
+}

@@ -1,0 +1,195 @@
+//! Pipe names and the meeting of the two programs' rank 0s.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::PipeError;
+
+/// Where the two programs of a parallel pipe meet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PipeName {
+    /// `pipe:NAME`: files in the rendezvous directory (`SPOOLS_PIPE_DIR`, default
+    /// `/tmp/spools-pipes-UID`).
+    Dir(String),
+    /// `tcp:HOST:PORT`: the consumer's rank 0 listens there for the producer's rank 0.
+    Tcp(String),
+    /// `stdout`: no Spools consumer; the producer writes the canonical byte stream of every
+    /// record to standard output (rank 0's).
+    Stdout,
+    /// `stdin`: no Spools producer; the consumer reads the canonical byte stream of every
+    /// record from standard input (rank 0's).
+    Stdin,
+}
+
+impl std::str::FromStr for PipeName {
+    type Err = PipeError;
+
+    fn from_str(s: &str) -> Result<Self, PipeError> {
+        let ok_name = |n: &str| !n.is_empty() && n.len() <= 100 && n.bytes().all(|c| c.is_ascii_alphanumeric() || b"._-".contains(&c)) && !n.starts_with('.');
+        match s {
+            "stdout" => Ok(PipeName::Stdout),
+            "stdin" => Ok(PipeName::Stdin),
+            _ => match s.split_once(':') {
+                Some(("pipe", n)) if ok_name(n) => Ok(PipeName::Dir(n.to_string())),
+                Some(("tcp", a)) if a.rsplit_once(':').is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok()) => Ok(PipeName::Tcp(a.to_string())),
+                _ => Err(PipeError::BadName(s.to_string())),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for PipeName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PipeName::Dir(n) => write!(f, "pipe:{n}"),
+            PipeName::Tcp(a) => write!(f, "tcp:{a}"),
+            PipeName::Stdout => f.write_str("stdout"),
+            PipeName::Stdin => f.write_str("stdin"),
+        }
+    }
+}
+
+impl PipeName {
+    /// The pipe a launcher chose for this program's output (`SPOOLS_PIPE_OUT`), else
+    /// `stdout`.
+    ///
+    /// # Errors
+    /// [`PipeError::BadName`] for a malformed variable.
+    pub fn output_from_env() -> Result<PipeName, PipeError> {
+        std::env::var("SPOOLS_PIPE_OUT").map_or(Ok(PipeName::Stdout), |v| v.parse())
+    }
+
+    /// The pipe a launcher chose for this program's input (`SPOOLS_PIPE_IN`), else
+    /// `stdin`.
+    ///
+    /// # Errors
+    /// [`PipeError::BadName`] for a malformed variable.
+    pub fn input_from_env() -> Result<PipeName, PipeError> {
+        std::env::var("SPOOLS_PIPE_IN").map_or(Ok(PipeName::Stdin), |v| v.parse())
+    }
+}
+
+/// The rendezvous directory of `pipe:` names, created private to this user.
+pub fn pipe_dir() -> Result<PathBuf, PipeError> {
+    let d = match std::env::var_os("SPOOLS_PIPE_DIR") {
+        Some(d) => PathBuf::from(d),
+        // SAFETY: getuid has no preconditions and cannot fail.
+        None => std::env::temp_dir().join(format!("spools-pipes-{}", unsafe { libc::getuid() })),
+    };
+    std::fs::create_dir_all(&d).map_err(|e| PipeError::io(format!("create {}", d.display()), e))?;
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700));
+    Ok(d)
+}
+
+/// What each side tells the other.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct Description {
+    /// The side's dataset layout.
+    pub(crate) layout: String,
+    /// Its number of ranks.
+    pub(crate) ranks: u32,
+    /// Consumer ranks' listening addresses (empty for the producer).
+    pub(crate) addrs: Vec<String>,
+    /// The consumer's connection token, hex (empty for the producer).
+    pub(crate) token: String,
+    /// The process id of the side's rank 0 (to ignore files left by a dead run).
+    pub(crate) pid: u32,
+}
+
+/// How long to wait for the other program (`SPOOLS_PIPE_TIMEOUT` seconds, default 60).
+pub(crate) fn timeout() -> Duration {
+    let s = std::env::var("SPOOLS_PIPE_TIMEOUT").ok().and_then(|v| v.parse::<f64>().ok()).filter(|s| *s > 0.0).unwrap_or(60.0);
+    Duration::from_secs_f64(s)
+}
+
+fn alive(pid: u32) -> bool {
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    pid != 0 && unsafe { libc::kill(pid as libc::pid_t, 0) } == 0
+}
+
+/// Rank 0's meeting: publishes `mine` and returns the other side's description.
+pub(crate) fn meet(name: &PipeName, producer: bool, mine: &Description) -> Result<Description, PipeError> {
+    let (me, other) = if producer { ("producer", "consumer") } else { ("consumer", "producer") };
+    let text = serde_json::to_vec(mine).map_err(|e| PipeError::io("encode description", std::io::Error::other(e)))?;
+    let deadline = Instant::now() + timeout();
+    let timed_out = || PipeError::Timeout {
+        side: other,
+        name: name.to_string(),
+        secs: timeout().as_secs(),
+    };
+    match name {
+        PipeName::Dir(n) => {
+            let dir = pipe_dir()?;
+            let path = dir.join(format!("{n}.{me}"));
+            let tmp = dir.join(format!(".{n}.{me}.{}", std::process::id()));
+            let published = std::time::SystemTime::now() - Duration::from_millis(100);
+            std::fs::write(&tmp, &text).map_err(|e| PipeError::io(format!("write {}", tmp.display()), e))?;
+            std::fs::rename(&tmp, &path).map_err(|e| PipeError::io(format!("publish {}", path.display()), e))?;
+            let theirs = dir.join(format!("{n}.{other}"));
+            loop {
+                // A file older than ours whose writer is dead is left from an earlier run.
+                let fresh = std::fs::metadata(&theirs).and_then(|m| m.modified()).is_ok_and(|t| t >= published);
+                if let Ok(t) = std::fs::read(&theirs) {
+                    if let Ok(d) = serde_json::from_slice::<Description>(&t) {
+                        if fresh || alive(d.pid) {
+                            return Ok(d);
+                        }
+                    }
+                }
+                if Instant::now() > deadline {
+                    let _ = std::fs::remove_file(&path);
+                    return Err(timed_out());
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        PipeName::Tcp(addr) => {
+            let mut s = if producer {
+                loop {
+                    match TcpStream::connect(addr) {
+                        Ok(s) => break s,
+                        Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                        Err(_) => return Err(timed_out()),
+                    }
+                }
+            } else {
+                let l = TcpListener::bind(addr).map_err(|e| PipeError::io(format!("listen on {addr}"), e))?;
+                l.set_nonblocking(true).map_err(|e| PipeError::io("listen", e))?;
+                loop {
+                    match l.accept() {
+                        Ok((s, _)) => break s,
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Err(timed_out()),
+                        Err(e) => return Err(PipeError::io(format!("accept on {addr}"), e)),
+                    }
+                }
+            };
+            s.set_nonblocking(false).map_err(|e| PipeError::io("meeting socket", e))?;
+            s.set_read_timeout(Some(timeout())).map_err(|e| PipeError::io("meeting socket", e))?;
+            s.write_all(&(text.len() as u32).to_le_bytes()).and_then(|()| s.write_all(&text)).map_err(|e| PipeError::io("send description", e))?;
+            let mut len = [0u8; 4];
+            s.read_exact(&mut len).map_err(|e| PipeError::io("receive description", e))?;
+            let len = u32::from_le_bytes(len);
+            if len > 1 << 20 {
+                return Err(PipeError::Protocol { side: other, rank: 0, what: format!("description of {len} bytes") });
+            }
+            let mut t = vec![0u8; len as usize];
+            s.read_exact(&mut t).map_err(|e| PipeError::io("receive description", e))?;
+            serde_json::from_slice(&t).map_err(|e| PipeError::Protocol { side: other, rank: 0, what: format!("description: {e}") })
+        }
+        PipeName::Stdout | PipeName::Stdin => Err(PipeError::BadName(name.to_string())),
+    }
+}
+
+/// Removes the meeting files of `pipe:NAME` (after both sides connected).
+pub(crate) fn forget(name: &PipeName) {
+    if let (PipeName::Dir(n), Ok(dir)) = (name, pipe_dir()) {
+        let _ = std::fs::remove_file(dir.join(format!("{n}.producer")));
+        let _ = std::fs::remove_file(dir.join(format!("{n}.consumer")));
+    }
+}
