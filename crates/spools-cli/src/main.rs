@@ -1,6 +1,7 @@
 //! The `spools` command.
 
 mod bench;
+mod demo;
 mod filetools;
 mod info;
 mod map;
@@ -68,6 +69,10 @@ enum Command {
     Bench(bench::Bench),
     /// Print a fresh random job secret (for SPOOLS_SECRET under another launcher).
     Secret,
+    /// Demonstrations: `spools demo heat` simulates, snapshots and checks (the README's
+    /// main job).
+    #[command(subcommand)]
+    Demo(DemoCommand),
     /// Write a parallel file's logical byte stream to stdout (verifying checksums).
     Cat(filetools::FileArg),
     /// Describe a parallel file: format, size, layout, version, units.
@@ -76,6 +81,14 @@ enum Command {
     Fsck(filetools::FileArg),
     /// Rebuild lost or corrupt units of a RAID-5 parallel file from parity.
     Repair(filetools::FileArg),
+}
+
+/// `spools demo` programs.
+#[derive(Subcommand, Debug)]
+enum DemoCommand {
+    /// 2-D heat diffusion with halo exchange and parallel-file snapshots, then a reader job
+    /// with another rank count and distribution checking them against one process.
+    Heat(demo::HeatArgs),
 }
 
 fn secret() -> anyhow::Result<()> {
@@ -93,6 +106,7 @@ fn main() -> ExitCode {
         Command::Info => info::run(),
         Command::Secret => secret(),
         Command::Bench(b) => bench::run(&b),
+        Command::Demo(DemoCommand::Heat(a)) => demo::heat(&a),
         Command::Cat(a) => filetools::cat(&a),
         Command::Ls(a) => filetools::ls(&a),
         Command::Fsck(a) => filetools::fsck(&a),

@@ -101,7 +101,9 @@ fn redistribute_rank(w: &spools::World) -> Result<(), String> {
     for case in 0..120 {
         let dtype = ["u8", "u16", "u32", "f64"][rng.below(4) as usize];
         let dims = 1 + rng.below(3) as usize;
-        let shape: Vec<u64> = (0..dims).map(|_| 1 + rng.below(if dims == 1 { 3000 } else { 40 })).collect();
+        // Every fourth case is large enough for transfer units beyond the eager limit.
+        let big = case % 4 == 0;
+        let shape: Vec<u64> = (0..dims).map(|_| 1 + rng.below(match (dims, big) { (1, true) => 300_000, (1, false) => 3000, (2, true) => 400, (_, true) => 60, _ => 40 })).collect();
         let order = if rng.below(3) == 0 { " order=F" } else { "" };
         let a = random_layout(&mut rng, dtype, &shape, order, n);
         let b = random_layout(&mut rng, dtype, &shape, order, n);
@@ -109,7 +111,7 @@ fn redistribute_rank(w: &spools::World) -> Result<(), String> {
         let to: Layout = e(b.parse())?;
         let opts = ExchangeOptions {
             integrity: rng.below(2) == 0,
-            transfer_unit: [7, 100, 4096, 1 << 20][rng.below(4) as usize],
+            transfer_unit: [7, 100, 4096, 40_000, 100_000, 1 << 20][rng.below(6) as usize],
             window: 1 + rng.below(3) as usize,
         };
         let src = local(&from, me);

@@ -202,7 +202,7 @@ pub fn exchange(
         for _ in 0..window {
             if let Some(len) = st.next_len(tu, opts.integrity) {
                 reqs.push(comm.irecv(vec![0u8; len], st.peer, TAG_TU)?);
-                meta.push(Slot::Recv(i));
+                meta.push(Slot::Recv(i, st.posted - 1));
             }
         }
     }
@@ -238,19 +238,25 @@ pub fn exchange(
                     meta.push(Slot::Send(k));
                 }
             }
-            Slot::Recv(k) => {
+            Slot::Recv(k, seq) => {
                 let st = &mut inn[k];
-                // A bad transfer unit does not stop the others: every expected message is
-                // still received, so that no sender is left waiting.
-                let got = &c.buf[..c.status.len.min(c.buf.len())];
-                if let Err(e) = st.unpack(plan, dst, got, tu, opts.integrity, &mut stats) {
-                    failed.get_or_insert(e);
-                }
-                if let Some(len) = st.next_len(tu, opts.integrity) {
-                    let mut buf = c.buf;
-                    buf.resize(len, 0);
-                    reqs.push(comm.irecv(buf, st.peer, TAG_TU)?);
-                    meta.push(Slot::Recv(k));
+                // Receives complete in any order (a small eager TU can overtake a large
+                // rendezvous one posted before it); they are unpacked in stream order.
+                let len = c.status.len.min(c.buf.len());
+                st.ready.push((seq, c.buf, len));
+                while let Some(i) = st.ready.iter().position(|r| r.0 == st.done) {
+                    let (_, buf, len) = st.ready.swap_remove(i);
+                    // A bad transfer unit does not stop the others: every expected message
+                    // is still received, so that no sender is left waiting.
+                    if let Err(e) = st.unpack(plan, dst, &buf[..len], tu, opts.integrity, &mut stats) {
+                        failed.get_or_insert(e);
+                    }
+                    if let Some(len) = st.next_len(tu, opts.integrity) {
+                        let mut buf = buf;
+                        buf.resize(len, 0);
+                        reqs.push(comm.irecv(buf, st.peer, TAG_TU)?);
+                        meta.push(Slot::Recv(k, st.posted - 1));
+                    }
                 }
             }
         }
@@ -264,7 +270,8 @@ pub fn exchange(
 #[derive(Clone, Copy, Debug)]
 enum Slot {
     Send(usize),
-    Recv(usize),
+    /// A receive of stream `.0`, its `.1`-th transfer unit.
+    Recv(usize, u64),
 }
 
 fn position(lens: &[(u64, usize)], unit: u64) -> usize {
@@ -376,6 +383,8 @@ struct Stream {
     posted: u64,
     /// Transfer units unpacked.
     done: u64,
+    /// Received transfer units waiting for their turn: (index, buffer, length).
+    ready: Vec<(u64, Vec<u8>, usize)>,
 }
 
 impl Stream {
@@ -391,6 +400,7 @@ impl Stream {
             remaining: 0,
             posted: 0,
             done: 0,
+            ready: Vec::new(),
         }
     }
 
@@ -476,6 +486,7 @@ impl Stream {
         stats: &mut ExchangeStats,
     ) -> Result<(), ExchangeError> {
         let index = self.done;
+        self.done += 1;
         let expected = self.remaining.min(tu as u64) as usize;
         let (payload, sent) = if integrity {
             let Some((p, c)) = data.split_last_chunk::<4>() else {
@@ -515,7 +526,6 @@ impl Stream {
             at += n;
         }
         self.remaining -= payload.len() as u64;
-        self.done += 1;
         stats.received += payload.len() as u64;
         if let Some(sent) = sent {
             if sent != crc {
