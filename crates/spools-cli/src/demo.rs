@@ -96,8 +96,22 @@ pub(crate) fn heat(a: &HeatArgs) -> Result<()> {
             ranks,
             program: exe.clone().into(),
             args: [
-                "demo", "heat", "--n", &a.n.to_string(), "--steps", &a.steps.to_string(), "--every", &a.every.to_string(),
-                "--ranks", &a.ranks.to_string(), "--readers", &a.readers.to_string(), "--dir", &a.dir.to_string_lossy(), "--role", role,
+                "demo",
+                "heat",
+                "--n",
+                &a.n.to_string(),
+                "--steps",
+                &a.steps.to_string(),
+                "--every",
+                &a.every.to_string(),
+                "--ranks",
+                &a.ranks.to_string(),
+                "--readers",
+                &a.readers.to_string(),
+                "--dir",
+                &a.dir.to_string_lossy(),
+                "--role",
+                role,
             ]
             .iter()
             .map(Into::into)
@@ -144,7 +158,9 @@ fn simulate_rank(w: &World, a: &HeatArgs) -> Result<()> {
     let (px, py) = grid(w.size());
     let n = a.n;
     let layout: Layout = format!("f64[{n},{n}] block,block on {px}x{py}").parse()?;
-    let Layout::Array(arr) = &layout else { bail!("not an array layout") };
+    let Layout::Array(arr) = &layout else {
+        bail!("not an array layout")
+    };
     let me = u64::from(w.rank());
     let shape = arr.local_shape(me)?;
     let c = arr.coords(me)?;
@@ -165,33 +181,62 @@ fn simulate_rank(w: &World, a: &HeatArgs) -> Result<()> {
     let down = (c[0] + 1 < px).then(|| rank_at(c[0] + 1, c[1]));
     let left = (c[1] > 0).then(|| rank_at(c[0], c[1] - 1));
     let right = (c[1] + 1 < py).then(|| rank_at(c[0], c[1] + 1));
-    let (mut halo_bytes, mut halo_s, mut file_bytes, mut file_s, mut snaps) = (0u64, 0.0f64, 0u64, 0.0f64, 0u64);
+    let (mut halo_bytes, mut halo_s, mut file_bytes, mut file_s, mut snaps) =
+        (0u64, 0.0f64, 0u64, 0.0f64, 0u64);
     let mut block = vec![0.0f64; rows * cols];
     let dir = a.dir.clone();
-    let write = |w: &World, u: &[f64], block: &mut Vec<f64>, path: &Path, opts: &WriteOptions| -> Result<f64> {
+    let write = |w: &World,
+                 u: &[f64],
+                 block: &mut Vec<f64>,
+                 path: &Path,
+                 opts: &WriteOptions|
+     -> Result<f64> {
         for i in 0..rows {
-            block[i * cols..(i + 1) * cols].copy_from_slice(&u[(i + 1) * wd + 1..(i + 1) * wd + 1 + cols]);
+            block[i * cols..(i + 1) * cols]
+                .copy_from_slice(&u[(i + 1) * wd + 1..(i + 1) * wd + 1 + cols]);
         }
         let t = Instant::now();
         w.write_file(path, block, &layout, opts)?;
         Ok(t.elapsed().as_secs_f64())
     };
-    let npy = WriteOptions { format: Format::Npy, ..Default::default() };
+    let npy = WriteOptions {
+        format: Format::Npy,
+        ..Default::default()
+    };
     w.barrier()?;
     let t_all = Instant::now();
     for step in 1..=a.steps {
         // Halo exchange: rows go as they are, columns are packed.
         let t = Instant::now();
         let mut reqs = Vec::new();
-        let col = |u: &[f64], j: usize| -> Vec<u8> { (1..=rows).flat_map(|i| u[i * wd + j].to_le_bytes()).collect() };
-        let row = |u: &[f64], i: usize| -> Vec<u8> { u[i * wd + 1..i * wd + 1 + cols].iter().flat_map(|x| x.to_le_bytes()).collect() };
+        let col = |u: &[f64], j: usize| -> Vec<u8> {
+            (1..=rows)
+                .flat_map(|i| u[i * wd + j].to_le_bytes())
+                .collect()
+        };
+        let row = |u: &[f64], i: usize| -> Vec<u8> {
+            u[i * wd + 1..i * wd + 1 + cols]
+                .iter()
+                .flat_map(|x| x.to_le_bytes())
+                .collect()
+        };
         let mut posted = Vec::new();
-        for (nb, tag, len) in [(up, 1, cols), (down, 0, cols), (left, 3, rows), (right, 2, rows)] {
+        for (nb, tag, len) in [
+            (up, 1, cols),
+            (down, 0, cols),
+            (left, 3, rows),
+            (right, 2, rows),
+        ] {
             if let Some(r) = nb {
                 posted.push((tag, w.irecv(vec![0u8; len * 8], r, tag)?));
             }
         }
-        for (nb, tag, data) in [(up, 0, row(&u, 1)), (down, 1, row(&u, rows)), (left, 2, col(&u, 1)), (right, 3, col(&u, cols))] {
+        for (nb, tag, data) in [
+            (up, 0, row(&u, 1)),
+            (down, 1, row(&u, rows)),
+            (left, 2, col(&u, 1)),
+            (right, 3, col(&u, cols)),
+        ] {
             if let Some(r) = nb {
                 halo_bytes += data.len() as u64;
                 reqs.push(w.isend(data, r, tag)?);
@@ -199,12 +244,19 @@ fn simulate_rank(w: &World, a: &HeatArgs) -> Result<()> {
         }
         for (tag, r) in posted {
             let got = r.wait()?.buf;
-            let vals = got.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
+            let vals = got
+                .chunks_exact(8)
+                .map(|b| f64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
             match tag {
                 1 => u[1..=cols].iter_mut().zip(vals).for_each(|(d, v)| *d = v),
-                0 => u[(rows + 1) * wd + 1..(rows + 1) * wd + 1 + cols].iter_mut().zip(vals).for_each(|(d, v)| *d = v),
+                0 => u[(rows + 1) * wd + 1..(rows + 1) * wd + 1 + cols]
+                    .iter_mut()
+                    .zip(vals)
+                    .for_each(|(d, v)| *d = v),
                 3 => vals.enumerate().for_each(|(i, v)| u[(i + 1) * wd] = v),
-                _ => vals.enumerate().for_each(|(i, v)| u[(i + 1) * wd + cols + 1] = v),
+                _ => vals
+                    .enumerate()
+                    .for_each(|(i, v)| u[(i + 1) * wd + cols + 1] = v),
             }
         }
         spools::wait_all(reqs)?;
@@ -243,11 +295,37 @@ fn simulate_rank(w: &World, a: &HeatArgs) -> Result<()> {
     let mut sums = [0u64; 1];
     w.allreduce(&[halo_bytes], &mut sums, &spools::Op::Sum)?;
     if w.rank() == 0 {
-        println!("heat: {n}x{n} f64, {} steps, {} ranks as {px}x{py} blocks, snapshot every {} steps", a.steps, w.size(), a.every);
-        println!("  {:<34} {:>12} {:>9} {:>11}", "moved", "bytes", "seconds", "rate");
-        println!("  {:<34} {:>12} {:>9.3} {:>11}", "halo exchange (all ranks)", sums[0], halo_s, rate(sums[0], halo_s));
-        println!("  {:<34} {:>12} {:>9.3} {:>11}", format!("{snaps} snapshots to .npy files"), file_bytes, file_s, rate(file_bytes, file_s));
-        println!("  {:<34} {:>12} {:>9.3} {:>11}", "final state to RAID-5, synced", n * n * 8, raid_s, rate(n * n * 8, raid_s));
+        println!(
+            "heat: {n}x{n} f64, {} steps, {} ranks as {px}x{py} blocks, snapshot every {} steps",
+            a.steps,
+            w.size(),
+            a.every
+        );
+        println!(
+            "  {:<34} {:>12} {:>9} {:>11}",
+            "moved", "bytes", "seconds", "rate"
+        );
+        println!(
+            "  {:<34} {:>12} {:>9.3} {:>11}",
+            "halo exchange (all ranks)",
+            sums[0],
+            halo_s,
+            rate(sums[0], halo_s)
+        );
+        println!(
+            "  {:<34} {:>12} {:>9.3} {:>11}",
+            format!("{snaps} snapshots to .npy files"),
+            file_bytes,
+            file_s,
+            rate(file_bytes, file_s)
+        );
+        println!(
+            "  {:<34} {:>12} {:>9.3} {:>11}",
+            "final state to RAID-5, synced",
+            n * n * 8,
+            raid_s,
+            rate(n * n * 8, raid_s)
+        );
         println!("  {:<34} {:>12} {:>9.3}", "whole run", "", total_s);
     }
     Ok(())
@@ -310,14 +388,26 @@ fn check_rank(w: &World, a: &HeatArgs) -> Result<()> {
     w.allreduce(&[bad], &mut tot, &spools::Op::Sum)?;
     if w.rank() == 0 {
         println!("check: {} ranks read every file as {layout}", w.size());
-        println!("  {:<34} {:>12} {:>9.3} {:>11}", format!("{} files read back", refs.len() + 1), bytes, secs, rate(bytes, secs));
-        println!("  {:<34} {:>12} {:>9.3}", "one-process reference computation", "", ref_s);
+        println!(
+            "  {:<34} {:>12} {:>9.3} {:>11}",
+            format!("{} files read back", refs.len() + 1),
+            bytes,
+            secs,
+            rate(bytes, secs)
+        );
+        println!(
+            "  {:<34} {:>12} {:>9.3}",
+            "one-process reference computation", "", ref_s
+        );
         if tot[0] == 0 {
             println!("  every value is bit-identical to the one-process computation");
         }
     }
     if tot[0] != 0 {
-        bail!("{} values differ from the one-process computation (max |diff| on this rank {maxdiff})", tot[0]);
+        bail!(
+            "{} values differ from the one-process computation (max |diff| on this rank {maxdiff})",
+            tot[0]
+        );
     }
     Ok(())
 }

@@ -34,11 +34,19 @@ impl Progress {
     }
 
     fn update(&mut self, done: u64, total: u64) {
-        if !self.on || self.last.is_some_and(|t| t.elapsed().as_millis() < 100 && done < total) {
+        if !self.on
+            || self
+                .last
+                .is_some_and(|t| t.elapsed().as_millis() < 100 && done < total)
+        {
             return;
         }
         self.last = Some(Instant::now());
-        let frac = if total == 0 { 1.0 } else { done as f64 / total as f64 };
+        let frac = if total == 0 {
+            1.0
+        } else {
+            done as f64 / total as f64
+        };
         let width = 30;
         let fill = (frac * width as f64) as usize;
         let rate = done as f64 / self.start.elapsed().as_secs_f64().max(1e-9) / 1e6;
@@ -68,7 +76,9 @@ pub(crate) fn cat(a: &FileArg) -> Result<()> {
         _ => {}
     }
     if rebuilt > 0 {
-        eprintln!("spools cat: rebuilt {rebuilt} damaged block(s) from parity; run `spools repair`");
+        eprintln!(
+            "spools cat: rebuilt {rebuilt} damaged block(s) from parity; run `spools repair`"
+        );
     }
     Ok(())
 }
@@ -91,9 +101,23 @@ pub(crate) fn fsck(a: &FileArg) -> Result<()> {
         }
         let last = &rep.bad[j - 1];
         if j - i == 1 {
-            println!("unit {} ({}): block at offset {}: {}", b.unit, b.path.display(), b.offset, b.problem);
+            println!(
+                "unit {} ({}): block at offset {}: {}",
+                b.unit,
+                b.path.display(),
+                b.offset,
+                b.problem
+            );
         } else {
-            println!("unit {} ({}): {} blocks at offsets {}..={}: {}", b.unit, b.path.display(), j - i, b.offset, last.offset, b.problem);
+            println!(
+                "unit {} ({}): {} blocks at offsets {}..={}: {}",
+                b.unit,
+                b.path.display(),
+                j - i,
+                b.offset,
+                last.offset,
+                b.problem
+            );
         }
         i = j;
     }
@@ -101,7 +125,11 @@ pub(crate) fn fsck(a: &FileArg) -> Result<()> {
         println!("stripe row {r}: parity does not match the data");
     }
     if rep.bad.is_empty() && rep.parity_mismatch.is_empty() {
-        println!("{}: {} blocks, all checksums and parity good", a.file.display(), rep.blocks);
+        println!(
+            "{}: {} blocks, all checksums and parity good",
+            a.file.display(),
+            rep.blocks
+        );
         Ok(())
     } else {
         bail!(

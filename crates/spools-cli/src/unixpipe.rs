@@ -49,20 +49,30 @@ fn holders(ino: u64, read: bool) -> Vec<Peer> {
     let parent_exe = exe(&parent);
     let target = format!("pipe:[{ino}]");
     let mut out = Vec::new();
-    let Ok(procs) = std::fs::read_dir("/proc") else { return out };
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return out;
+    };
     for p in procs.flatten() {
         let pid = p.file_name().to_string_lossy().into_owned();
         if pid == me || !pid.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
-        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { continue };
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
         let holds = fds.flatten().any(|fd| {
             std::fs::read_link(fd.path()).is_ok_and(|l| l.to_string_lossy() == target)
-                && std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{}", fd.file_name().to_string_lossy()))
-                    .ok()
-                    .and_then(|info| info.lines().find_map(|l| l.strip_prefix("flags:").map(|f| f.trim().to_string())))
-                    .and_then(|f| u32::from_str_radix(&f, 8).ok())
-                    .is_some_and(|flags| ((flags & 3) == 0) == read)
+                && std::fs::read_to_string(format!(
+                    "/proc/{pid}/fdinfo/{}",
+                    fd.file_name().to_string_lossy()
+                ))
+                .ok()
+                .and_then(|info| {
+                    info.lines()
+                        .find_map(|l| l.strip_prefix("flags:").map(|f| f.trim().to_string()))
+                })
+                .and_then(|f| u32::from_str_radix(&f, 8).ok())
+                .is_some_and(|flags| ((flags & 3) == 0) == read)
         });
         if !holds {
             continue;
@@ -72,13 +82,15 @@ fn holders(ino: u64, read: bool) -> Vec<Peer> {
         let arg1 = args.split(|&b| b == 0).nth(1).map(|a| a.to_vec());
         // Our parent itself (a harness reading our output) is what it is; a sibling still
         // running the parent's executable has not exec'd its program yet.
-        out.push(if e.is_some() && e == my_exe && arg1.as_deref() == Some(b"run") {
-            Peer::Spools
-        } else if pid != parent && (e.is_none() || e == parent_exe || e == my_exe) {
-            Peer::Pending
-        } else {
-            Peer::Other
-        });
+        out.push(
+            if e.is_some() && e == my_exe && arg1.as_deref() == Some(b"run") {
+                Peer::Spools
+            } else if pid != parent && (e.is_none() || e == parent_exe || e == my_exe) {
+                Peer::Pending
+            } else {
+                Peer::Other
+            },
+        );
     }
     out
 }
@@ -108,13 +120,21 @@ pub(crate) fn env() -> Vec<(&'static str, String)> {
     let mut v = Vec::new();
     if std::env::var_os("SPOOLS_PIPE_OUT").is_none() {
         if let Some(ino) = pipe_inode(1) {
-            let name = if other_end_is_spools(ino, true) { format!("pipe:fifo-{ino}") } else { "stdout".into() };
+            let name = if other_end_is_spools(ino, true) {
+                format!("pipe:fifo-{ino}")
+            } else {
+                "stdout".into()
+            };
             v.push(("SPOOLS_PIPE_OUT", name));
         }
     }
     if std::env::var_os("SPOOLS_PIPE_IN").is_none() {
         if let Some(ino) = pipe_inode(0) {
-            let name = if other_end_is_spools(ino, false) { format!("pipe:fifo-{ino}") } else { "stdin".into() };
+            let name = if other_end_is_spools(ino, false) {
+                format!("pipe:fifo-{ino}")
+            } else {
+                "stdin".into()
+            };
             v.push(("SPOOLS_PIPE_IN", name));
         }
     }

@@ -11,7 +11,9 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{assert_ok, checked, e, grouped, launch, rank_main, spools, tempdir, wait_bounded, Output};
+use common::{
+    assert_ok, checked, e, grouped, launch, rank_main, spools, tempdir, wait_bounded, Output,
+};
 use spools::{ExchangeOptions, Layout};
 
 /// The byte at canonical offset `g` of the test dataset.
@@ -57,8 +59,20 @@ fn random_layout(rng: &mut Rng, dtype: &str, shape: &[u64], order: &str, ranks: 
     };
     let total = shape.iter().product::<u64>() * es;
     match rng.below(8) {
-        0 => return format!("stripe(unit={}B,count={},size={total}B)", 1 + rng.below(300), 1 + rng.below(ranks)),
-        1 if ranks >= 2 => return format!("raid5(unit={}B,count={},size={total}B)", 1 + rng.below(200), 2 + rng.below(ranks - 1)),
+        0 => {
+            return format!(
+                "stripe(unit={}B,count={},size={total}B)",
+                1 + rng.below(300),
+                1 + rng.below(ranks)
+            )
+        }
+        1 if ranks >= 2 => {
+            return format!(
+                "raid5(unit={}B,count={},size={total}B)",
+                1 + rng.below(200),
+                2 + rng.below(ranks - 1)
+            )
+        }
         2 => {
             // Another shape of the same bytes (1-D), which corresponds through the stream.
             let p = 1 + rng.below(ranks);
@@ -74,10 +88,19 @@ fn random_layout(rng: &mut Rng, dtype: &str, shape: &[u64], order: &str, ranks: 
         left = left.max(1);
         grid.push(p);
     }
-    let dists: Vec<String> = shape.iter().zip(&grid).map(|(&n, &p)| dist(rng, n, p)).collect();
+    let dists: Vec<String> = shape
+        .iter()
+        .zip(&grid)
+        .map(|(&n, &p)| dist(rng, n, p))
+        .collect();
     let grid: Vec<String> = grid.iter().map(u64::to_string).collect();
     let shape_s: Vec<String> = shape.iter().map(u64::to_string).collect();
-    format!("{dtype}[{}] {} on {}{order}", shape_s.join(","), dists.join(","), grid.join("x"))
+    format!(
+        "{dtype}[{}] {} on {}{order}",
+        shape_s.join(","),
+        dists.join(","),
+        grid.join("x")
+    )
 }
 
 /// This rank's local storage under `l`, filled from the dataset (parity slots left 0).
@@ -103,7 +126,17 @@ fn redistribute_rank(w: &spools::World) -> Result<(), String> {
         let dims = 1 + rng.below(3) as usize;
         // Every fourth case is large enough for transfer units beyond the eager limit.
         let big = case % 4 == 0;
-        let shape: Vec<u64> = (0..dims).map(|_| 1 + rng.below(match (dims, big) { (1, true) => 300_000, (1, false) => 3000, (2, true) => 400, (_, true) => 60, _ => 40 })).collect();
+        let shape: Vec<u64> = (0..dims)
+            .map(|_| {
+                1 + rng.below(match (dims, big) {
+                    (1, true) => 300_000,
+                    (1, false) => 3000,
+                    (2, true) => 400,
+                    (_, true) => 60,
+                    _ => 40,
+                })
+            })
+            .collect();
         let order = if rng.below(3) == 0 { " order=F" } else { "" };
         let a = random_layout(&mut rng, dtype, &shape, order, n);
         let b = random_layout(&mut rng, dtype, &shape, order, n);
@@ -121,7 +154,10 @@ fn redistribute_rank(w: &spools::World) -> Result<(), String> {
             .map_err(|x| format!("case {case}: {a} -> {b}: {x}"))?;
         if got != want {
             let i = got.iter().zip(&want).position(|(x, y)| x != y).unwrap_or(0);
-            return Err(format!("case {case}: {a} -> {b} ({opts:?}): rank {me} byte {i} is {}, want {}", got[i], want[i]));
+            return Err(format!(
+                "case {case}: {a} -> {b} ({opts:?}): rank {me} byte {i} is {}, want {}",
+                got[i], want[i]
+            ));
         }
         let _ = st;
     }
@@ -129,9 +165,14 @@ fn redistribute_rank(w: &spools::World) -> Result<(), String> {
     // anything, on every other.
     let l: Layout = e(format!("u8[{}] block on {n}", 100 * n).parse())?;
     let mut small = vec![0u8; if me == 0 { 10 } else { 100 }];
-    let r = w.redistribute(&vec![1u8; 100], &l, &mut small, &l);
+    let r = w.redistribute(&[1u8; 100], &l, &mut small, &l);
     match (me, r) {
-        (0, Err(spools::ExchangeError::BufferSize { need: 100, got: 10, .. })) => {}
+        (
+            0,
+            Err(spools::ExchangeError::BufferSize {
+                need: 100, got: 10, ..
+            }),
+        ) => {}
         (_, Err(spools::ExchangeError::Remote { rank: 0 })) if me > 0 => {}
         (_, r) => return Err(format!("small buffer: {r:?}")),
     }
@@ -147,7 +188,12 @@ fn redistribution_any_to_any_matches_a_one_process_reference() {
         e(w.finalize())
     });
     for n in 1..=7 {
-        let o = launch(n, "redistribution_any_to_any_matches_a_one_process_reference", "redistribute", &[]);
+        let o = launch(
+            n,
+            "redistribution_any_to_any_matches_a_one_process_reference",
+            "redistribute",
+            &[],
+        );
         assert_ok(&o);
     }
 }
@@ -167,7 +213,10 @@ fn bench_io(n: u32, args: &[&str]) -> Output {
 
 fn tool(args: &[&str]) -> Output {
     let mut c = grouped(spools());
-    c.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    c.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     wait_bounded(c.spawn().unwrap(), Duration::from_secs(60))
 }
 
@@ -186,73 +235,206 @@ fn s(p: &Path) -> &str {
 #[test]
 fn files_written_with_four_ranks_read_back_with_three_in_every_format() {
     let d = tempdir("files");
-    let dirs: Vec<String> = (0..4).map(|i| s(&d.join(format!("u{i}"))).to_string()).collect();
+    let dirs: Vec<String> = (0..4)
+        .map(|i| s(&d.join(format!("u{i}"))).to_string())
+        .collect();
     let dirs = dirs.join(",");
     let cases: Vec<(&str, Vec<&str>)> = vec![
         ("plain.bin", vec!["--format", "canonical"]),
-        ("direct.bin", vec!["--format", "canonical", "--reshuffle", "never", "--sync"]),
-        ("twophase.bin", vec!["--format", "canonical", "--reshuffle", "always"]),
+        (
+            "direct.bin",
+            vec!["--format", "canonical", "--reshuffle", "never", "--sync"],
+        ),
+        (
+            "twophase.bin",
+            vec!["--format", "canonical", "--reshuffle", "always"],
+        ),
         ("a.npy", vec!["--format", "npy"]),
-        ("r0", vec!["--format", "stripe(unit=1000B,count=3)", "--dirs", &dirs]),
-        ("r5", vec!["--format", "raid5(unit=4KiB,count=4)", "--dirs", &dirs, "--sync"]),
-        ("r5local", vec!["--format", "raid5(unit=512B,count=5)", "--dirs", &dirs, "--node-local"]),
+        (
+            "r0",
+            vec!["--format", "stripe(unit=1000B,count=3)", "--dirs", &dirs],
+        ),
+        (
+            "r5",
+            vec![
+                "--format",
+                "raid5(unit=4KiB,count=4)",
+                "--dirs",
+                &dirs,
+                "--sync",
+            ],
+        ),
+        (
+            "r5local",
+            vec![
+                "--format",
+                "raid5(unit=512B,count=5)",
+                "--dirs",
+                &dirs,
+                "--node-local",
+            ],
+        ),
     ];
     for (name, extra) in &cases {
         let f = d.join(name);
         let mut w = vec!["--layout", WRITE4, "--file", s(&f), "--write", "--keep"];
         w.extend(extra.iter().copied());
         assert_ok(&bench_io(4, &w));
-        for (n, layout) in [(3, READ3), (1, "i32[90,130] *,* on 1x1 order=F"), (5, "i32[90,130] *,cyclic(3) on 1x5")] {
-            let r = bench_io(n, &["--layout", layout, "--file", s(&f), "--read", "--verify", "--keep"]);
+        for (n, layout) in [
+            (3, READ3),
+            (1, "i32[90,130] *,* on 1x1 order=F"),
+            (5, "i32[90,130] *,cyclic(3) on 1x5"),
+        ] {
+            let r = bench_io(
+                n,
+                &[
+                    "--layout",
+                    layout,
+                    "--file",
+                    s(&f),
+                    "--read",
+                    "--verify",
+                    "--keep",
+                ],
+            );
             assert_ok(&r);
-            assert!(r.stdout.contains("verified every element"), "{name}: {}", r.stdout);
+            assert!(
+                r.stdout.contains("verified every element"),
+                "{name}: {}",
+                r.stdout
+            );
         }
         // The logical stream is the canonical bytes, whatever the format.
         let c = tool(&["cat", s(&f)]);
         assert_ok(&c);
-        let cat = std::process::Command::new(spools()).args(["cat", s(&f)]).output().unwrap();
-        assert!(cat.stdout == canonical_bytes(), "{name}: spools cat differs");
+        let cat = std::process::Command::new(spools())
+            .args(["cat", s(&f)])
+            .output()
+            .unwrap();
+        assert!(
+            cat.stdout == canonical_bytes(),
+            "{name}: spools cat differs"
+        );
     }
-    assert_eq!(std::fs::read(d.join("plain.bin")).unwrap(), canonical_bytes());
-    assert_eq!(std::fs::read(d.join("direct.bin")).unwrap(), canonical_bytes());
+    assert_eq!(
+        std::fs::read(d.join("plain.bin")).unwrap(),
+        canonical_bytes()
+    );
+    assert_eq!(
+        std::fs::read(d.join("direct.bin")).unwrap(),
+        canonical_bytes()
+    );
     let npy = std::fs::read(d.join("a.npy")).unwrap();
     assert!(npy.starts_with(b"\x93NUMPY\x01\x00"));
     let hl = u16::from_le_bytes([npy[8], npy[9]]) as usize;
     let header = std::str::from_utf8(&npy[10..10 + hl]).unwrap();
-    assert!(header.contains("'descr': '<i4'") && header.contains("'shape': (90, 130)"), "{header}");
+    assert!(
+        header.contains("'descr': '<i4'") && header.contains("'shape': (90, 130)"),
+        "{header}"
+    );
     assert_eq!(&npy[10 + hl..], &canonical_bytes()[..]);
     // A node-local unit file is written by its owner only; it lives in the owner's dir.
     let ls = tool(&["ls", s(&d.join("r5local"))]);
     assert_ok(&ls);
-    assert!(ls.stdout.contains("node-local") && ls.stdout.contains("unit 4:"), "{}", ls.stdout);
+    assert!(
+        ls.stdout.contains("node-local") && ls.stdout.contains("unit 4:"),
+        "{}",
+        ls.stdout
+    );
     // A read with a layout of another size is refused with both sizes named.
-    let r = bench_io(2, &["--layout", "i32[90,131] block,* on 2x1", "--file", s(&d.join("r5")), "--read", "--keep"]);
+    let r = bench_io(
+        2,
+        &[
+            "--layout",
+            "i32[90,131] block,* on 2x1",
+            "--file",
+            s(&d.join("r5")),
+            "--read",
+            "--keep",
+        ],
+    );
     assert!(!r.status.success());
-    assert!(r.stderr.contains("holds 46800 bytes but the layout describes 47160"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("holds 46800 bytes but the layout describes 47160"),
+        "{}",
+        r.stderr
+    );
     std::fs::remove_dir_all(&d).ok();
 }
 
 #[test]
 fn raid5_survives_a_lost_unit_and_flipped_bits_and_raid0_names_the_damage() {
     let d = tempdir("raid");
-    let dirs: Vec<String> = (0..4).map(|i| s(&d.join(format!("u{i}"))).to_string()).collect();
+    let dirs: Vec<String> = (0..4)
+        .map(|i| s(&d.join(format!("u{i}"))).to_string())
+        .collect();
     let dirs = dirs.join(",");
     let f = d.join("r5");
     let f0 = d.join("r0");
-    assert_ok(&bench_io(4, &["--layout", WRITE4, "--file", s(&f), "--write", "--keep", "--format", "raid5(unit=1KiB,count=4)", "--dirs", &dirs]));
-    assert_ok(&bench_io(4, &["--layout", WRITE4, "--file", s(&f0), "--write", "--keep", "--format", "stripe(unit=1KiB,count=4)", "--dirs", &dirs]));
+    assert_ok(&bench_io(
+        4,
+        &[
+            "--layout",
+            WRITE4,
+            "--file",
+            s(&f),
+            "--write",
+            "--keep",
+            "--format",
+            "raid5(unit=1KiB,count=4)",
+            "--dirs",
+            &dirs,
+        ],
+    ));
+    assert_ok(&bench_io(
+        4,
+        &[
+            "--layout",
+            WRITE4,
+            "--file",
+            s(&f0),
+            "--write",
+            "--keep",
+            "--format",
+            "stripe(unit=1KiB,count=4)",
+            "--dirs",
+            &dirs,
+        ],
+    ));
     let unit = |name: &str, u: usize| d.join(format!("u{u}")).join(format!("{name}.u{u}.s1"));
-    let read3 = |file: &Path| bench_io(3, &["--layout", READ3, "--file", s(file), "--read", "--verify", "--keep"]);
+    let read3 = |file: &Path| {
+        bench_io(
+            3,
+            &[
+                "--layout",
+                READ3,
+                "--file",
+                s(file),
+                "--read",
+                "--verify",
+                "--keep",
+            ],
+        )
+    };
     assert_ok(&tool(&["fsck", s(&f)]));
 
     // One unit deleted: reads rebuild it from parity; fsck names it; repair restores it.
     std::fs::remove_file(unit("r5", 2)).unwrap();
     let r = read3(&f);
     assert_ok(&r);
-    assert!(r.stderr.contains("rebuilt") && r.stderr.contains("[2]"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("rebuilt") && r.stderr.contains("[2]"),
+        "{}",
+        r.stderr
+    );
     let fsck = tool(&["fsck", s(&f)]);
     assert!(!fsck.status.success());
-    assert!(fsck.stdout.contains("unit 2") && fsck.stdout.contains("missing"), "{}", fsck.stdout);
+    assert!(
+        fsck.stdout.contains("unit 2") && fsck.stdout.contains("missing"),
+        "{}",
+        fsck.stdout
+    );
     assert_ok(&tool(&["repair", s(&f)]));
     assert_ok(&tool(&["fsck", s(&f)]));
     assert_ok(&read3(&f));
@@ -266,11 +448,21 @@ fn raid5_survives_a_lost_unit_and_flipped_bits_and_raid0_names_the_damage() {
     assert_ok(&r);
     assert!(r.stderr.contains("rebuilt 1 damaged block"), "{}", r.stderr);
     let fsck = tool(&["fsck", s(&f)]);
-    assert!(fsck.stdout.contains("unit 1") && fsck.stdout.contains("offset 3072: checksum mismatch"), "{}", fsck.stdout);
-    let cat = std::process::Command::new(spools()).args(["cat", s(&f)]).output().unwrap();
+    assert!(
+        fsck.stdout.contains("unit 1") && fsck.stdout.contains("offset 3072: checksum mismatch"),
+        "{}",
+        fsck.stdout
+    );
+    let cat = std::process::Command::new(spools())
+        .args(["cat", s(&f)])
+        .output()
+        .unwrap();
     assert!(cat.stdout == canonical_bytes());
     assert_ok(&tool(&["repair", s(&f)]));
-    assert_eq!(std::fs::read(&u1).unwrap()[3 * 1024 + 17], bytes[3 * 1024 + 17] ^ 0x04);
+    assert_eq!(
+        std::fs::read(&u1).unwrap()[3 * 1024 + 17],
+        bytes[3 * 1024 + 17] ^ 0x04
+    );
 
     // Two units of one row lost: no silent data, an error naming the row and units.
     std::fs::remove_file(unit("r5", 0)).unwrap();
@@ -285,12 +477,26 @@ fn raid5_survives_a_lost_unit_and_flipped_bits_and_raid0_names_the_damage() {
     std::fs::write(unit("r0", 3), &b).unwrap();
     let r = read3(&f0);
     assert!(!r.status.success());
-    assert!(r.stderr.contains("unit 3") && r.stderr.contains("block at offset 2048 failed its CRC32C check"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("unit 3")
+            && r.stderr
+                .contains("block at offset 2048 failed its CRC32C check"),
+        "{}",
+        r.stderr
+    );
     std::fs::remove_file(unit("r0", 1)).unwrap();
     let r = read3(&f0);
-    assert!(r.stderr.contains("unit 1") && r.stderr.contains("is missing or short at offset 0"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("unit 1") && r.stderr.contains("is missing or short at offset 0"),
+        "{}",
+        r.stderr
+    );
     let c = tool(&["repair", s(&f0)]);
-    assert!(!c.status.success() && c.stderr.contains("RAID-0 file has no parity"), "{}", c.stderr);
+    assert!(
+        !c.status.success() && c.stderr.contains("RAID-0 file has no parity"),
+        "{}",
+        c.stderr
+    );
     std::fs::remove_dir_all(&d).ok();
 }
 
@@ -302,8 +508,14 @@ fn a_rank_killed_in_the_middle_of_a_write_leaves_the_previous_version_readable()
         assert_eq!(role, "crash-writer");
         let w = e(spools::init())?;
         checked(&w, |w| {
-            let dir = std::path::PathBuf::from(std::env::var("SPOOLS_TEST_DIR").map_err(|x| x.to_string())?);
-            std::fs::write(dir.join(format!("pid{}", w.rank())), std::process::id().to_string()).map_err(|x| x.to_string())?;
+            let dir = std::path::PathBuf::from(
+                std::env::var("SPOOLS_TEST_DIR").map_err(|x| x.to_string())?,
+            );
+            std::fs::write(
+                dir.join(format!("pid{}", w.rank())),
+                std::process::id().to_string(),
+            )
+            .map_err(|x| x.to_string())?;
             let l: Layout = e(CRASH.parse())?;
             let f = dir.join("crash");
             let fmt = spools::Format::Striped(spools::Striping {
@@ -311,11 +523,16 @@ fn a_rank_killed_in_the_middle_of_a_write_leaves_the_previous_version_readable()
                 dirs: vec![dir.join("a"), dir.join("b"), dir.join("c")],
                 node_local: false,
             });
-            let opts = spools::WriteOptions { format: fmt, ..Default::default() };
+            let opts = spools::WriteOptions {
+                format: fmt,
+                ..Default::default()
+            };
             // Every version holds index + version; the test kills rank 1 at some point.
             for seed in 1u32.. {
                 let me = w.rank() as usize;
-                let part: Vec<u32> = (0..64 * 1024u32).map(|i| (me as u32 * 64 * 1024 + i).wrapping_add(seed)).collect();
+                let part: Vec<u32> = (0..64 * 1024u32)
+                    .map(|i| (me as u32 * 64 * 1024 + i).wrapping_add(seed))
+                    .collect();
                 e(w.write_file(&f, &part, &l, &opts))?;
             }
             Ok(())
@@ -325,7 +542,9 @@ fn a_rank_killed_in_the_middle_of_a_write_leaves_the_previous_version_readable()
     let d = tempdir("crash");
     let mut c = grouped(spools());
     c.args(["run", "-n", "4", "--timeout", "120", "--"])
-        .args(common::self_args("a_rank_killed_in_the_middle_of_a_write_leaves_the_previous_version_readable"))
+        .args(common::self_args(
+            "a_rank_killed_in_the_middle_of_a_write_leaves_the_previous_version_readable",
+        ))
         .env("SPOOLS_TEST_ROLE", "crash-writer")
         .env("SPOOLS_TEST_DIR", &d)
         .env_remove("SPOOLS_RANK")
@@ -338,7 +557,12 @@ fn a_rank_killed_in_the_middle_of_a_write_leaves_the_previous_version_readable()
     let mut version = 0;
     for _ in 0..2000 {
         if let Ok(t) = std::fs::read_to_string(&manifest) {
-            if let Some(v) = t.split("\"version\": ").nth(1).and_then(|r| r.split(',').next()).and_then(|v| v.parse::<u64>().ok()) {
+            if let Some(v) = t
+                .split("\"version\": ")
+                .nth(1)
+                .and_then(|r| r.split(',').next())
+                .and_then(|v| v.parse::<u64>().ok())
+            {
                 version = v;
                 if v >= 3 {
                     break;
@@ -349,15 +573,42 @@ fn a_rank_killed_in_the_middle_of_a_write_leaves_the_previous_version_readable()
     }
     assert!(version >= 3, "the writer never committed version 3");
     let pid = std::fs::read_to_string(d.join("pid1")).unwrap();
-    assert!(std::process::Command::new("kill").args(["-KILL", pid.trim()]).status().unwrap().success());
+    assert!(std::process::Command::new("kill")
+        .args(["-KILL", pid.trim()])
+        .status()
+        .unwrap()
+        .success());
     let o = wait_bounded(child, Duration::from_secs(60));
     assert!(!o.status.success());
-    assert!(o.stderr.contains("rank 1 was killed by signal 9"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("rank 1 was killed by signal 9"),
+        "{}",
+        o.stderr
+    );
     // Whatever moment the kill hit, the file reads as one complete version.
     let t = std::fs::read_to_string(&manifest).unwrap();
-    let v: u32 = t.split("\"version\": ").nth(1).and_then(|r| r.split(',').next()).unwrap().parse().unwrap();
+    let v: u32 = t
+        .split("\"version\": ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(v >= 3);
-    let r = bench_io(3, &["--layout", "u32[256,1024] cyclic(5),* on 3x1", "--file", s(&manifest), "--read", "--verify", "--keep", "--seed", &v.to_string()]);
+    let r = bench_io(
+        3,
+        &[
+            "--layout",
+            "u32[256,1024] cyclic(5),* on 3x1",
+            "--file",
+            s(&manifest),
+            "--read",
+            "--verify",
+            "--keep",
+            "--seed",
+            &v.to_string(),
+        ],
+    );
     assert_ok(&r);
     assert_ok(&tool(&["fsck", s(&manifest)]));
     std::fs::remove_dir_all(&d).ok();

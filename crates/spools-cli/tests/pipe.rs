@@ -19,11 +19,27 @@ fn s(p: &std::path::Path) -> &str {
 }
 
 /// One end as a job of `n` ranks of `spools bench pipe` (spawned, not waited for).
-fn end(n: u32, role: &str, layout: &str, name: Option<&str>, records: u64, dir: &std::path::Path) -> std::process::Child {
+fn end(
+    n: u32,
+    role: &str,
+    layout: &str,
+    name: Option<&str>,
+    records: u64,
+    dir: &std::path::Path,
+) -> std::process::Child {
     let mut c = grouped(spools());
     c.args(["run", "-n", &n.to_string(), "--timeout", "100", "--"])
         .arg(spools())
-        .args(["bench", "pipe", "--role", role, "--layout", layout, "--records", &records.to_string()])
+        .args([
+            "bench",
+            "pipe",
+            "--role",
+            role,
+            "--layout",
+            layout,
+            "--records",
+            &records.to_string(),
+        ])
         .env("SPOOLS_PIPE_DIR", dir)
         .env("SPOOLS_PIPE_TIMEOUT", "30")
         .stdin(Stdio::null())
@@ -39,7 +55,14 @@ fn end(n: u32, role: &str, layout: &str, name: Option<&str>, records: u64, dir: 
 }
 
 fn both_ok(p: &Output, c: &Output) {
-    assert!(p.status.success() && c.status.success(), "producer {:?}:\n{}\nconsumer {:?}:\n{}", p.status, p.stderr, c.status, c.stderr);
+    assert!(
+        p.status.success() && c.status.success(),
+        "producer {:?}:\n{}\nconsumer {:?}:\n{}",
+        p.status,
+        p.stderr,
+        c.status,
+        c.stderr
+    );
     assert!(c.stderr.contains("verified"), "{}", c.stderr);
 }
 
@@ -47,37 +70,99 @@ fn both_ok(p: &Output, c: &Output) {
 fn pipes_connect_programs_of_different_sizes_and_distributions() {
     let d = tempdir("pipes");
     let cases = [
-        (4, "u8[256,384] block,* on 4x1", 3, "u8[256,384] *,block on 1x3"),
-        (1, "u32[100,90] *,* on 1x1", 2, "u32[100,90] cyclic(7),* on 2x1"),
-        (3, "i16[64,64,8] block,*,* on 3x1x1", 5, "i16[64,64,8] *,cyclic(3),* on 1x5x1"),
+        (
+            4,
+            "u8[256,384] block,* on 4x1",
+            3,
+            "u8[256,384] *,block on 1x3",
+        ),
+        (
+            1,
+            "u32[100,90] *,* on 1x1",
+            2,
+            "u32[100,90] cyclic(7),* on 2x1",
+        ),
+        (
+            3,
+            "i16[64,64,8] block,*,* on 3x1x1",
+            5,
+            "i16[64,64,8] *,cyclic(3),* on 1x5x1",
+        ),
         (2, "f64[3000] cyclic(10) on 2", 1, "f64[3000] block on 1"),
     ];
     for (i, (pn, pl, cn, cl)) in cases.iter().enumerate() {
         let name = format!("pipe:t{i}");
         let p = end(*pn, "producer", pl, Some(&name), 7, &d);
         let c = end(*cn, "consumer", cl, Some(&name), 7, &d);
-        let (po, co) = (wait_bounded(p, Duration::from_secs(120)), wait_bounded(c, Duration::from_secs(120)));
+        let (po, co) = (
+            wait_bounded(p, Duration::from_secs(120)),
+            wait_bounded(c, Duration::from_secs(120)),
+        );
         both_ok(&po, &co);
     }
     // By TCP address: the consumer's rank 0 listens, the producer's connects.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let name = format!("tcp:127.0.0.1:{port}");
-    let c = end(2, "consumer", "u8[500,500] *,block on 1x2", Some(&name), 4, &d);
-    let p = end(3, "producer", "u8[500,500] block,* on 3x1", Some(&name), 4, &d);
-    let (po, co) = (wait_bounded(p, Duration::from_secs(120)), wait_bounded(c, Duration::from_secs(120)));
+    let c = end(
+        2,
+        "consumer",
+        "u8[500,500] *,block on 1x2",
+        Some(&name),
+        4,
+        &d,
+    );
+    let p = end(
+        3,
+        "producer",
+        "u8[500,500] block,* on 3x1",
+        Some(&name),
+        4,
+        &d,
+    );
+    let (po, co) = (
+        wait_bounded(p, Duration::from_secs(120)),
+        wait_bounded(c, Duration::from_secs(120)),
+    );
     both_ok(&po, &co);
     // Different datasets are refused on both sides.
-    let p = end(1, "producer", "u8[10,10] block,* on 1x1", Some("pipe:bad"), 1, &d);
-    let c = end(1, "consumer", "u8[10,11] block,* on 1x1", Some("pipe:bad"), 1, &d);
-    let (po, co) = (wait_bounded(p, Duration::from_secs(120)), wait_bounded(c, Duration::from_secs(120)));
+    let p = end(
+        1,
+        "producer",
+        "u8[10,10] block,* on 1x1",
+        Some("pipe:bad"),
+        1,
+        &d,
+    );
+    let c = end(
+        1,
+        "consumer",
+        "u8[10,11] block,* on 1x1",
+        Some("pipe:bad"),
+        1,
+        &d,
+    );
+    let (po, co) = (
+        wait_bounded(p, Duration::from_secs(120)),
+        wait_bounded(c, Duration::from_secs(120)),
+    );
     assert!(!po.status.success() && !co.status.success());
-    assert!(co.stderr.contains("hold different datasets"), "{}", co.stderr);
+    assert!(
+        co.stderr.contains("hold different datasets"),
+        "{}",
+        co.stderr
+    );
     std::fs::remove_dir_all(&d).ok();
 }
 
 /// Record k's canonical bytes for a u8 layout: element i holds (i + k) as u8.
 fn canonical(n: u64, records: u64) -> Vec<u8> {
-    (0..records).flat_map(|k| (0..n).map(move |i| (i + k) as u8)).collect()
+    (0..records)
+        .flat_map(|k| (0..n).map(move |i| (i + k) as u8))
+        .collect()
 }
 
 fn sh(script: &str, dir: &std::path::Path) -> Output {
@@ -99,16 +184,38 @@ fn a_unix_pipe_between_launchers_is_bypassed_and_a_plain_reader_gets_the_byte_st
     let cons = "\"$SPOOLS\" run -n 3 -- \"$SPOOLS\" bench pipe --role consumer --layout 'u8[300,200] *,cyclic(7) on 1x3' --records 5 --verify";
     let o = sh(&format!("{prod} | {cons}"), &d);
     assert!(o.status.success(), "{}", o.stderr);
-    assert!(o.stderr.contains("consumer: 3 ranks, 5 records") && o.stderr.contains("via pipe:fifo-"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("consumer: 3 ranks, 5 records") && o.stderr.contains("via pipe:fifo-"),
+        "{}",
+        o.stderr
+    );
     // To a file, through a non-Spools program, and from one: the canonical bytes.
     let f1 = d.join("direct.bin");
     let f2 = d.join("cat.bin");
-    let o = sh(&format!("{prod} > '{}' && {prod} | cat > '{}' && cat '{}' | {cons}", s(&f1), s(&f2), s(&f1)), &d);
+    let o = sh(
+        &format!(
+            "{prod} > '{}' && {prod} | cat > '{}' && cat '{}' | {cons}",
+            s(&f1),
+            s(&f2),
+            s(&f1)
+        ),
+        &d,
+    );
     assert!(o.status.success(), "{}", o.stderr);
-    assert!(o.stderr.contains("via stdout") && o.stderr.contains("via stdin"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("via stdout") && o.stderr.contains("via stdin"),
+        "{}",
+        o.stderr
+    );
     let want = canonical(300 * 200, 5);
-    assert!(std::fs::read(&f1).unwrap() == want, "the file is not the canonical stream");
-    assert!(std::fs::read(&f2).unwrap() == want, "the pipe through cat is not the canonical stream");
+    assert!(
+        std::fs::read(&f1).unwrap() == want,
+        "the file is not the canonical stream"
+    );
+    assert!(
+        std::fs::read(&f2).unwrap() == want,
+        "the pipe through cat is not the canonical stream"
+    );
     std::fs::remove_dir_all(&d).ok();
 }
 
@@ -164,7 +271,9 @@ fn a_rank_that_dies_on_either_side_of_a_pipe_is_an_error_on_the_other() {
     let job = |n: u32, role: &str| {
         let mut c = grouped(spools());
         c.args(["run", "-n", &n.to_string(), "--timeout", "100", "--"])
-            .args(self_args("a_rank_that_dies_on_either_side_of_a_pipe_is_an_error_on_the_other"))
+            .args(self_args(
+                "a_rank_that_dies_on_either_side_of_a_pipe_is_an_error_on_the_other",
+            ))
             .env("SPOOLS_TEST_ROLE", role)
             .env("SPOOLS_TEST_DIR", &d)
             .env_remove("SPOOLS_RANK")
@@ -176,16 +285,30 @@ fn a_rank_that_dies_on_either_side_of_a_pipe_is_an_error_on_the_other() {
     // A producer rank dies after 3 records: the consumer reports it (no hang).
     let p = job(3, "producer-dies");
     let c = job(2, "consumer");
-    let (po, co) = (wait_bounded(p, Duration::from_secs(120)), wait_bounded(c, Duration::from_secs(120)));
+    let (po, co) = (
+        wait_bounded(p, Duration::from_secs(120)),
+        wait_bounded(c, Duration::from_secs(120)),
+    );
     assert!(!po.status.success(), "{}", po.stderr);
     assert!(!co.status.success());
-    assert!(co.stderr.contains("PIPE ERROR: producer rank") && co.stderr.contains("went away"), "{}", co.stderr);
+    assert!(
+        co.stderr.contains("PIPE ERROR: producer rank") && co.stderr.contains("went away"),
+        "{}",
+        co.stderr
+    );
     // A consumer rank dies after 3 records: the producer reports it (no hang).
     let p = job(3, "producer");
     let c = job(2, "consumer-dies");
-    let (po, co) = (wait_bounded(p, Duration::from_secs(120)), wait_bounded(c, Duration::from_secs(120)));
+    let (po, co) = (
+        wait_bounded(p, Duration::from_secs(120)),
+        wait_bounded(c, Duration::from_secs(120)),
+    );
     assert!(!co.status.success());
     assert!(!po.status.success());
-    assert!(po.stderr.contains("PIPE ERROR: consumer rank") && po.stderr.contains("went away"), "{}", po.stderr);
+    assert!(
+        po.stderr.contains("PIPE ERROR: consumer rank") && po.stderr.contains("went away"),
+        "{}",
+        po.stderr
+    );
     std::fs::remove_dir_all(&d).ok();
 }

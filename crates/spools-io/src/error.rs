@@ -262,7 +262,9 @@ pub enum PipeError {
         secs: u64,
     },
     /// The two programs describe different datasets.
-    #[error("the producer's layout {producer} and the consumer's {consumer} hold different datasets")]
+    #[error(
+        "the producer's layout {producer} and the consumer's {consumer} hold different datasets"
+    )]
     Mismatch {
         /// The producer's layout.
         producer: String,

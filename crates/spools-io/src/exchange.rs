@@ -211,7 +211,14 @@ pub fn exchange(
             if st.remaining == 0 {
                 break;
             }
-            let buf = st.pack(plan, src, Vec::with_capacity(tu + 4), tu, opts.integrity, &mut stats)?;
+            let buf = st.pack(
+                plan,
+                src,
+                Vec::with_capacity(tu + 4),
+                tu,
+                opts.integrity,
+                &mut stats,
+            )?;
             reqs.push(comm.isend(buf, st.peer, TAG_TU)?);
             meta.push(Slot::Send(i));
         }
@@ -220,7 +227,7 @@ pub fn exchange(
     for &(si, di, s, d) in &local {
         for run in plan.runs(s, d)? {
             let from = slice(Side::Source, s, src[si].1, run.src, run.len)?;
-            let to = slice_mut(Side::Destination, d, &mut dst[di].1, run.dst, run.len)?;
+            let to = slice_mut(Side::Destination, d, dst[di].1, run.dst, run.len)?;
             to.copy_from_slice(from);
             stats.local += run.len;
             stats.runs += 1;
@@ -248,7 +255,9 @@ pub fn exchange(
                     let (_, buf, len) = st.ready.swap_remove(i);
                     // A bad transfer unit does not stop the others: every expected message
                     // is still received, so that no sender is left waiting.
-                    if let Err(e) = st.unpack(plan, dst, &buf[..len], tu, opts.integrity, &mut stats) {
+                    if let Err(e) =
+                        st.unpack(plan, dst, &buf[..len], tu, opts.integrity, &mut stats)
+                    {
                         failed.get_or_insert(e);
                     }
                     if let Some(len) = st.next_len(tu, opts.integrity) {
@@ -346,13 +355,13 @@ fn slice(side: Side, unit: u64, buf: &[u8], at: u64, len: u64) -> Result<&[u8], 
         })
 }
 
-fn slice_mut<'a>(
+fn slice_mut(
     side: Side,
     unit: u64,
-    buf: &'a mut [u8],
+    buf: &mut [u8],
     at: u64,
     len: u64,
-) -> Result<&'a mut [u8], ExchangeError> {
+) -> Result<&mut [u8], ExchangeError> {
     let got = buf.len() as u64;
     usize::try_from(at)
         .ok()
@@ -516,7 +525,7 @@ impl Stream {
                 break;
             };
             let n = run.len as usize;
-            let to = slice_mut(Side::Destination, self.units.1, &mut dst[b].1, run.dst, run.len)?;
+            let to = slice_mut(Side::Destination, self.units.1, dst[b].1, run.dst, run.len)?;
             let from = &payload[at..at + n];
             if integrity {
                 crc = copy_crc(to, from, crc);

@@ -33,11 +33,11 @@ pub use spools_comm::{
     Channel, Comm, CommError, Endpoint, HandlerId, Mode, Msg, Region, RegionKey, Route,
 };
 pub use spools_fabric::{Caps, FabricError, Priority, SingleCopy, Transport};
+pub use spools_io::file::{FileStats, Format, ReadOptions, Reshuffle, Striping, WriteOptions};
+pub use spools_io::{ExchangeError, ExchangeOptions, ExchangeStats, FileError};
+pub use spools_map::Layout;
 pub use spools_msg::{
     as_bytes, as_bytes_mut, wait_all, wait_any, CollRequest, Communicator, Completion, Element,
     MsgError, Op, Request, RpcError, RpcHandle, Source, Status, Tag, UserFn, ANY_SOURCE, ANY_TAG,
 };
-pub use spools_io::file::{FileStats, Format, ReadOptions, Reshuffle, Striping, WriteOptions};
-pub use spools_io::{ExchangeError, ExchangeOptions, ExchangeStats, FileError};
-pub use spools_map::Layout;
 pub use world::{init, init_with, InitError, World};

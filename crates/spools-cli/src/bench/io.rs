@@ -62,10 +62,16 @@ fn each_element(l: &Layout, me: u32, mut f: impl FnMut(usize, u64)) -> Result<()
 
 /// This rank's part of the dataset, every element holding its index plus `seed`.
 pub(crate) fn fill(l: &Layout, me: u32, seed: u64) -> Result<Vec<u8>> {
-    let n = if u64::from(me) < l.units() { l.local_bytes(u64::from(me))? } else { 0 };
+    let n = if u64::from(me) < l.units() {
+        l.local_bytes(u64::from(me))?
+    } else {
+        0
+    };
     let mut buf = vec![0u8; n as usize];
     let (d, es) = (dtype_of(l), l.elem_size() as usize);
-    each_element(l, me, |at, idx| value(d, idx.wrapping_add(seed), &mut buf[at..at + es]))?;
+    each_element(l, me, |at, idx| {
+        value(d, idx.wrapping_add(seed), &mut buf[at..at + es])
+    })?;
     Ok(buf)
 }
 
@@ -147,12 +153,17 @@ pub(crate) fn run(a: &IoArgs) -> Result<()> {
         bail!("say --write, --read or both");
     }
     let w = start(&a.common)?;
-    let layout: Layout = a.layout.parse().with_context(|| format!("--layout {}", a.layout))?;
+    let layout: Layout = a
+        .layout
+        .parse()
+        .with_context(|| format!("--layout {}", a.layout))?;
     let read_layout: Layout = match &a.read_layout {
         Some(s) => s.parse().with_context(|| format!("--read-layout {s}"))?,
         None => layout.clone(),
     };
-    let bytes = layout.total_bytes().context("--layout must give the dataset's size")?;
+    let bytes = layout
+        .total_bytes()
+        .context("--layout must give the dataset's size")?;
     let fresh = !a.file.exists();
     let me = w.rank();
     let reps = a.common.reps.max(1);
@@ -187,7 +198,11 @@ pub(crate) fn run(a: &IoArgs) -> Result<()> {
         }
     }
     if a.read {
-        let n = if u64::from(me) < read_layout.units() { read_layout.local_bytes(u64::from(me))? } else { 0 };
+        let n = if u64::from(me) < read_layout.units() {
+            read_layout.local_bytes(u64::from(me))?
+        } else {
+            0
+        };
         let mut buf = vec![0u8; n as usize];
         let opts = ReadOptions {
             integrity: !a.no_integrity,
@@ -212,7 +227,11 @@ pub(crate) fn run(a: &IoArgs) -> Result<()> {
         if a.verify {
             let bad = check(&read_layout, me, &buf, a.seed)?;
             let flags = w.allgather_bytes(bad.as_deref().unwrap_or("").as_bytes())?;
-            let errs: Vec<String> = flags.into_iter().filter(|f| !f.is_empty()).map(|f| String::from_utf8_lossy(&f).into_owned()).collect();
+            let errs: Vec<String> = flags
+                .into_iter()
+                .filter(|f| !f.is_empty())
+                .map(|f| String::from_utf8_lossy(&f).into_owned())
+                .collect();
             if !errs.is_empty() {
                 bail!("verification failed: {}", errs.join("; "));
             }
@@ -237,9 +256,16 @@ pub(crate) fn run(a: &IoArgs) -> Result<()> {
 fn print_table(r: &serde_json::Value) {
     println!(
         "io: {} bytes, {} ranks, layout {}, file {} ({}{})",
-        r["bytes"], r["ranks"], r["layout"].as_str().unwrap_or(""), r["file"].as_str().unwrap_or(""),
+        r["bytes"],
+        r["ranks"],
+        r["layout"].as_str().unwrap_or(""),
+        r["file"].as_str().unwrap_or(""),
         r["format"].as_str().unwrap_or(""),
-        if r["file_existed"].as_bool() == Some(true) { ", overwriting" } else { ", fresh file" }
+        if r["file_existed"].as_bool() == Some(true) {
+            ", overwriting"
+        } else {
+            ", fresh file"
+        }
     );
     for op in ["write", "read"] {
         if let Some(o) = r.get(op) {
@@ -247,7 +273,11 @@ fn print_table(r: &serde_json::Value) {
                 "  {op:5} median {:.4} s  {:.1} MB/s{}",
                 o["median_s"].as_f64().unwrap_or(0.0),
                 o["mb_per_s"].as_f64().unwrap_or(0.0),
-                if o["reshuffled"].as_bool() == Some(true) { "  (two-phase)" } else { "  (direct)" }
+                if o["reshuffled"].as_bool() == Some(true) {
+                    "  (two-phase)"
+                } else {
+                    "  (direct)"
+                }
             );
         }
     }

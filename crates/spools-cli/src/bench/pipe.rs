@@ -22,8 +22,13 @@ use super::{start, PipeArgs};
 
 pub(crate) fn run(a: &PipeArgs) -> Result<()> {
     let w = start(&a.common)?;
-    let layout: Layout = a.layout.parse().with_context(|| format!("--layout {}", a.layout))?;
-    let bytes = layout.total_bytes().context("--layout must give the dataset's size")?;
+    let layout: Layout = a
+        .layout
+        .parse()
+        .with_context(|| format!("--layout {}", a.layout))?;
+    let bytes = layout
+        .total_bytes()
+        .context("--layout must give the dataset's size")?;
     let me = w.rank();
     let io = w.io_communicator();
     let t0 = Instant::now();
@@ -36,7 +41,9 @@ pub(crate) fn run(a: &PipeArgs) -> Result<()> {
             let mut out = PipeWriter::open(io, &name, &layout)?;
             let t = Instant::now();
             // Records are made before the clock starts: only the pipe is timed.
-            let data: Vec<Vec<u8>> = (0..a.records.min(4)).map(|k| fill(&layout, me, k)).collect::<Result<_>>()?;
+            let data: Vec<Vec<u8>> = (0..a.records.min(4))
+                .map(|k| fill(&layout, me, k))
+                .collect::<Result<_>>()?;
             for k in 0..a.records {
                 let d = match data.get(k as usize) {
                     Some(d) => d.clone(),
@@ -53,7 +60,11 @@ pub(crate) fn run(a: &PipeArgs) -> Result<()> {
                 None => PipeName::input_from_env()?,
             };
             let mut input = PipeReader::open(io, &name, &layout)?;
-            let n = if u64::from(me) < layout.units() { layout.local_bytes(u64::from(me))? } else { 0 };
+            let n = if u64::from(me) < layout.units() {
+                layout.local_bytes(u64::from(me))?
+            } else {
+                0
+            };
             let mut buf = vec![0u8; n as usize];
             let mut k = 0u64;
             let mut t = None;
@@ -77,8 +88,16 @@ pub(crate) fn run(a: &PipeArgs) -> Result<()> {
     };
     w.barrier()?;
     if me == 0 {
-        let timed = if a.role == "consumer" { records.saturating_sub(1) } else { records };
-        let mbps = if secs > 0.0 { (timed * bytes) as f64 / secs / 1e6 } else { 0.0 };
+        let timed = if a.role == "consumer" {
+            records.saturating_sub(1)
+        } else {
+            records
+        };
+        let mbps = if secs > 0.0 {
+            (timed * bytes) as f64 / secs / 1e6
+        } else {
+            0.0
+        };
         let r = json!({
             "benchmark": "pipe", "role": a.role, "ranks": w.size(), "layout": a.layout, "name": name.to_string(),
             "records": records, "record_bytes": bytes, "seconds": secs, "mb_per_s": mbps,
@@ -87,7 +106,20 @@ pub(crate) fn run(a: &PipeArgs) -> Result<()> {
         if a.common.json {
             eprintln!("{r}");
         } else {
-            eprintln!("pipe {}: {} ranks, {} records of {} bytes via {}, {:.1} MB/s{}", a.role, w.size(), records, bytes, name, mbps, if a.verify && a.role == "consumer" { ", verified" } else { "" });
+            eprintln!(
+                "pipe {}: {} ranks, {} records of {} bytes via {}, {:.1} MB/s{}",
+                a.role,
+                w.size(),
+                records,
+                bytes,
+                name,
+                mbps,
+                if a.verify && a.role == "consumer" {
+                    ", verified"
+                } else {
+                    ""
+                }
+            );
         }
     }
     w.finalize()?;

@@ -68,7 +68,10 @@ pub(super) fn inspect(path: &Path) -> Result<Kind, FileError> {
         if offset + bytes != len {
             return Err(FileError::Format {
                 path: path.to_path_buf(),
-                what: format!(".npy header describes {bytes} bytes but {} follow it", len.saturating_sub(offset)),
+                what: format!(
+                    ".npy header describes {bytes} bytes but {} follow it",
+                    len.saturating_sub(offset)
+                ),
             });
         }
         return Ok(Kind::Plain { offset, bytes });
@@ -77,13 +80,20 @@ pub(super) fn inspect(path: &Path) -> Result<Kind, FileError> {
         let text = std::fs::read(path).map_err(|e| FileError::io("read", path, e))?;
         return Ok(Kind::Manifest(text));
     }
-    Ok(Kind::Plain { offset: 0, bytes: len })
+    Ok(Kind::Plain {
+        offset: 0,
+        bytes: len,
+    })
 }
 
 /// The I/O distribution of a `total`-byte stream over at most `ranks` aggregators:
 /// contiguous domains, multiples of `align` bytes. Returns the layout, the domain size and
 /// the number of aggregators.
-pub(super) fn io_layout(total: u64, align: u64, ranks: u32) -> Result<(Layout, u64, u32), FileError> {
+pub(super) fn io_layout(
+    total: u64,
+    align: u64,
+    ranks: u32,
+) -> Result<(Layout, u64, u32), FileError> {
     let per = total.div_ceil(u64::from(ranks.max(1)));
     let domain = per.div_ceil(align).max(1) * align;
     let count = total.div_ceil(domain).max(1);
@@ -101,7 +111,11 @@ pub(super) fn write(
 ) -> Result<FileStats, FileError> {
     let total = layout.total_bytes().unwrap_or(0);
     agree(comm, path, check_share(comm, layout, data.len()))?;
-    let header = if with_header { npy::header(layout, total) } else { Vec::new() };
+    let header = if with_header {
+        npy::header(layout, total)
+    } else {
+        Vec::new()
+    };
     let off = header.len() as u64;
     let prepared = if comm.rank() == 0 {
         sys::set_len(path, off + total).and_then(|f| {
@@ -133,14 +147,33 @@ pub(super) fn write(
         stats.aggregators = aggs;
         let plan = Plan::new(layout, &io)?;
         let mine = u64::from(me) < io.units();
-        let mut buf = vec![0u8; if mine { io.local_bytes(u64::from(me))? as usize } else { 0 }];
+        let mut buf = vec![
+            0u8;
+            if mine {
+                io.local_bytes(u64::from(me))? as usize
+            } else {
+                0
+            }
+        ];
         let src = own(layout, me, data);
-        let mut dst: Vec<(u64, &mut [u8])> = if mine { vec![(u64::from(me), &mut buf[..])] } else { Vec::new() };
+        let mut dst: Vec<(u64, &mut [u8])> = if mine {
+            vec![(u64::from(me), &mut buf[..])]
+        } else {
+            Vec::new()
+        };
         let x = ExchangeOptions {
             integrity: opts.integrity,
             ..ExchangeOptions::default()
         };
-        stats.exchange = exchange(comm, &plan, &Owners::Identity, &Owners::Identity, &src, &mut dst, &x)?;
+        stats.exchange = exchange(
+            comm,
+            &plan,
+            &Owners::Identity,
+            &Owners::Identity,
+            &src,
+            &mut dst,
+            &x,
+        )?;
         if mine && !buf.is_empty() {
             sys::open_write(path).and_then(|f| {
                 sys::write_at(&f, path, &buf, off + u64::from(me) * domain)?;
@@ -170,7 +203,14 @@ fn own<'a>(layout: &Layout, me: u32, data: &'a [u8]) -> Vec<(u64, &'a [u8])> {
 }
 
 /// Each rank writes its own runs where they belong.
-fn write_own(path: &Path, layout: &Layout, me: u32, data: &[u8], off: u64, sync: bool) -> Result<(), FileError> {
+fn write_own(
+    path: &Path,
+    layout: &Layout,
+    me: u32,
+    data: &[u8],
+    off: u64,
+    sync: bool,
+) -> Result<(), FileError> {
     if u64::from(me) >= layout.units() || layout.local_bytes(u64::from(me))? == 0 {
         return Ok(());
     }
@@ -186,7 +226,13 @@ fn write_own(path: &Path, layout: &Layout, me: u32, data: &[u8], off: u64, sync:
 }
 
 /// Each rank reads its own runs.
-fn read_own(path: &Path, layout: &Layout, me: u32, data: &mut [u8], off: u64) -> Result<(), FileError> {
+fn read_own(
+    path: &Path,
+    layout: &Layout,
+    me: u32,
+    data: &mut [u8],
+    off: u64,
+) -> Result<(), FileError> {
     if u64::from(me) >= layout.units() || layout.local_bytes(u64::from(me))? == 0 {
         return Ok(());
     }
@@ -228,21 +274,45 @@ pub(super) fn read(
         stats.aggregators = aggs;
         let plan = Plan::new(&io, layout)?;
         let mine = u64::from(me) < io.units();
-        let mut buf = vec![0u8; if mine { io.local_bytes(u64::from(me))? as usize } else { 0 }];
+        let mut buf = vec![
+            0u8;
+            if mine {
+                io.local_bytes(u64::from(me))? as usize
+            } else {
+                0
+            }
+        ];
         // A failed read still takes part in the exchange (with zeros), so that no rank
         // waits for it; the agreement below then fails the call everywhere.
         let got = if mine && !buf.is_empty() {
-            sys::open_read(path).and_then(|f| sys::read_at(&f, path, &mut buf, offset + u64::from(me) * domain))
+            sys::open_read(path)
+                .and_then(|f| sys::read_at(&f, path, &mut buf, offset + u64::from(me) * domain))
         } else {
             Ok(())
         };
-        let src: Vec<(u64, &[u8])> = if mine { vec![(u64::from(me), &buf[..])] } else { Vec::new() };
-        let mut dst: Vec<(u64, &mut [u8])> = if u64::from(me) < layout.units() { vec![(u64::from(me), &mut data[..])] } else { Vec::new() };
+        let src: Vec<(u64, &[u8])> = if mine {
+            vec![(u64::from(me), &buf[..])]
+        } else {
+            Vec::new()
+        };
+        let mut dst: Vec<(u64, &mut [u8])> = if u64::from(me) < layout.units() {
+            vec![(u64::from(me), &mut data[..])]
+        } else {
+            Vec::new()
+        };
         let x = ExchangeOptions {
             integrity: opts.integrity,
             ..ExchangeOptions::default()
         };
-        stats.exchange = exchange(comm, &plan, &Owners::Identity, &Owners::Identity, &src, &mut dst, &x)?;
+        stats.exchange = exchange(
+            comm,
+            &plan,
+            &Owners::Identity,
+            &Owners::Identity,
+            &src,
+            &mut dst,
+            &x,
+        )?;
         got
     } else {
         stats.aggregators = layout.units().min(u64::from(comm.size())) as u32;

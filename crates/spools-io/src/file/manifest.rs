@@ -58,22 +58,40 @@ impl Manifest {
         let m: Manifest =
             serde_json::from_slice(text).map_err(|e| bad(format!("not a manifest: {e}")))?;
         if m.format != MANIFEST_FORMAT {
-            return Err(bad(format!("format is {:?}, not {MANIFEST_FORMAT:?}", m.format)));
+            return Err(bad(format!(
+                "format is {:?}, not {MANIFEST_FORMAT:?}",
+                m.format
+            )));
         }
         let g = m.geometry(path)?;
         if m.units.len() as u64 != g.count {
-            return Err(bad(format!("{} unit files for {} units", m.units.len(), g.count)));
+            return Err(bad(format!(
+                "{} unit files for {} units",
+                m.units.len(),
+                g.count
+            )));
         }
         for (u, e) in m.units.iter().enumerate() {
             if e.bytes != g.unit_len(u as u64) {
-                return Err(bad(format!("unit {u} should hold {} bytes, says {}", g.unit_len(u as u64), e.bytes)));
+                return Err(bad(format!(
+                    "unit {u} should hold {} bytes, says {}",
+                    g.unit_len(u as u64),
+                    e.bytes
+                )));
             }
-            if e.crc32c.len() as u64 != 8 * g.unit_blocks(u as u64) || e.crc32c.bytes().any(|c| !c.is_ascii_hexdigit()) {
-                return Err(bad(format!("unit {u}: checksum list does not have one per block")));
+            if e.crc32c.len() as u64 != 8 * g.unit_blocks(u as u64)
+                || e.crc32c.bytes().any(|c| !c.is_ascii_hexdigit())
+            {
+                return Err(bad(format!(
+                    "unit {u}: checksum list does not have one per block"
+                )));
             }
         }
         if m.slot != m.version % 2 {
-            return Err(bad(format!("slot {} does not match version {}", m.slot, m.version)));
+            return Err(bad(format!(
+                "slot {} does not match version {}",
+                m.slot, m.version
+            )));
         }
         Ok(m)
     }
@@ -87,9 +105,15 @@ impl Manifest {
             path: path.to_path_buf(),
             what,
         };
-        let l: Layout = self.layout.parse().map_err(|e| bad(format!("layout: {e}")))?;
-        let l = l.with_size(self.size).map_err(|e| bad(format!("layout: {e}")))?;
-        Geometry::new(&l).ok_or_else(|| bad(format!("{} is not a stripe or raid5 layout", self.layout)))
+        let l: Layout = self
+            .layout
+            .parse()
+            .map_err(|e| bad(format!("layout: {e}")))?;
+        let l = l
+            .with_size(self.size)
+            .map_err(|e| bad(format!("layout: {e}")))?;
+        Geometry::new(&l)
+            .ok_or_else(|| bad(format!("{} is not a stripe or raid5 layout", self.layout)))
     }
 
     /// Block checksums per unit.
@@ -100,7 +124,12 @@ impl Manifest {
                 e.crc32c
                     .as_bytes()
                     .chunks(8)
-                    .map(|h| std::str::from_utf8(h).ok().and_then(|s| u32::from_str_radix(s, 16).ok()).unwrap_or(0))
+                    .map(|h| {
+                        std::str::from_utf8(h)
+                            .ok()
+                            .and_then(|s| u32::from_str_radix(s, 16).ok())
+                            .unwrap_or(0)
+                    })
                     .collect()
             })
             .collect()

@@ -293,7 +293,11 @@ fn check_share(comm: &Communicator, layout: &Layout, len: usize) -> Result<(), F
         .into());
     }
     let me = u64::from(comm.rank());
-    let need = if me < units { layout.local_bytes(me)? } else { 0 };
+    let need = if me < units {
+        layout.local_bytes(me)?
+    } else {
+        0
+    };
     if (len as u64) < need {
         return Err(ExchangeError::BufferSize {
             side: crate::Side::Source,

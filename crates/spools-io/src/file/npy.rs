@@ -37,7 +37,10 @@ pub(crate) fn header(layout: &Layout, total: u64) -> Vec<u8> {
     let (descr, shape, fortran) = describe(layout, total);
     let shape = match shape.as_slice() {
         [n] => format!("({n},)"),
-        s => format!("({})", s.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")),
+        s => format!(
+            "({})",
+            s.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+        ),
     };
     let dict = format!(
         "{{'descr': '{descr}', 'fortran_order': {}, 'shape': {shape}, }}",
@@ -77,7 +80,9 @@ pub(crate) fn parse(head: &[u8]) -> Result<(u64, u64), String> {
         .ok_or_else(|| format!(".npy header of {hlen} bytes is cut short"))?;
     let dict = std::str::from_utf8(dict).map_err(|_| ".npy header is not text".to_string())?;
     let field = |key: &str| -> Result<&str, String> {
-        let at = dict.find(&format!("'{key}':")).ok_or(format!(".npy header lacks {key}"))?;
+        let at = dict
+            .find(&format!("'{key}':"))
+            .ok_or(format!(".npy header lacks {key}"))?;
         Ok(dict[at + key.len() + 3..].trim_start())
     };
     let descr = field("descr")?;
@@ -97,7 +102,9 @@ pub(crate) fn parse(head: &[u8]) -> Result<(u64, u64), String> {
         .ok_or(".npy shape is not a tuple")?;
     let mut total = item;
     for d in shape.split(',').map(str::trim).filter(|d| !d.is_empty()) {
-        let n: u64 = d.parse().map_err(|_| format!(".npy shape entry {d} is not a number"))?;
+        let n: u64 = d
+            .parse()
+            .map_err(|_| format!(".npy shape entry {d} is not a number"))?;
         total = total.checked_mul(n).ok_or(".npy shape overflows")?;
     }
     Ok(((start + hlen) as u64, total))
@@ -109,12 +116,22 @@ mod tests {
 
     #[test]
     fn headers_are_aligned_and_read_back() {
-        for spec in ["f64[3,4] block,* on 1x1", "u8[7] block on 1", "c64[2,2,2] *,*,* on 1x1x1 order=F", "bytes(3)[5] block on 1"] {
+        for spec in [
+            "f64[3,4] block,* on 1x1",
+            "u8[7] block on 1",
+            "c64[2,2,2] *,*,* on 1x1x1 order=F",
+            "bytes(3)[5] block on 1",
+        ] {
             let l: Layout = spec.parse().unwrap_or_else(|e| unreachable!("{e}"));
             let total = l.total_bytes().unwrap_or(0);
             let h = header(&l, total);
             assert_eq!(h.len() % 64, 0);
-            assert_eq!(parse(&h), Ok((h.len() as u64, total)), "{spec}: {}", String::from_utf8_lossy(&h));
+            assert_eq!(
+                parse(&h),
+                Ok((h.len() as u64, total)),
+                "{spec}: {}",
+                String::from_utf8_lossy(&h)
+            );
         }
         assert!(parse(b"\x93NUMPY\x01\x00\xff\x00{").is_err());
         assert!(parse(b"hello").is_err());

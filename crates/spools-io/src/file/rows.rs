@@ -157,7 +157,8 @@ impl Geometry {
                 vec![0u8; (b - a) as usize]
             })
             .collect();
-        let mut crcs: Vec<Vec<u32>> = vec![Vec::with_capacity((r1 - r0) as usize); self.count as usize];
+        let mut crcs: Vec<Vec<u32>> =
+            vec![Vec::with_capacity((r1 - r0) as usize); self.count as usize];
         for r in r0..r1 {
             let at = ((r - r0) * self.unit) as usize;
             let mut parity_unit = None;
@@ -178,7 +179,10 @@ impl Geometry {
                 let mut p = vec![0u8; len];
                 for u in 0..self.count {
                     if let Block::Data { len: l, .. } = self.block(r, u) {
-                        xor_into(&mut p[..l as usize], &chunks[u as usize][at..at + l as usize]);
+                        xor_into(
+                            &mut p[..l as usize],
+                            &chunks[u as usize][at..at + l as usize],
+                        );
                     }
                 }
                 crcs[pu as usize].push(crate::crc32c(&p));
@@ -196,8 +200,7 @@ impl Geometry {
     /// With `check_parity`, a healthy RAID-5 row must also XOR to zero.
     pub(crate) fn assemble(
         &self,
-        r0: u64,
-        r1: u64,
+        (r0, r1): (u64, u64),
         chunks: &[Chunk],
         crcs: &[Vec<u32>],
         paths: &[PathBuf],
@@ -356,12 +359,17 @@ mod tests {
             r0 = r1;
         }
         for u in 0..g.count {
-            assert_eq!(chunks[u as usize].as_ref().map(Vec::len), Some(g.unit_len(u) as usize));
+            assert_eq!(
+                chunks[u as usize].as_ref().map(Vec::len),
+                Some(g.unit_len(u) as usize)
+            );
             assert_eq!(crcs[u as usize].len() as u64, g.unit_blocks(u));
         }
-        let paths: Vec<PathBuf> = (0..g.count).map(|u| PathBuf::from(format!("u{u}"))).collect();
+        let paths: Vec<PathBuf> = (0..g.count)
+            .map(|u| PathBuf::from(format!("u{u}")))
+            .collect();
         let mut out = vec![0u8; g.size as usize];
-        let rebuilt = g.assemble(0, rows, &chunks, &crcs, &paths, &mut out, true);
+        let rebuilt = g.assemble((0, rows), &chunks, &crcs, &paths, &mut out, true);
         assert_eq!(rebuilt.ok(), Some(vec![]));
         assert_eq!(out, data);
         // Lose each unit in turn: RAID-5 rebuilds it, RAID-0 names it.
@@ -369,13 +377,15 @@ mod tests {
             let mut c = chunks.clone();
             c[lost as usize] = None;
             let mut out = vec![0u8; g.size as usize];
-            let res = g.assemble(0, rows, &c, &crcs, &paths, &mut out, false);
+            let res = g.assemble((0, rows), &c, &crcs, &paths, &mut out, false);
             match g.raid {
                 Raid::Raid5 => {
                     assert!(res.is_ok(), "{res:?}");
                     assert_eq!(out, data);
                 }
-                Raid::Raid0 => assert!(matches!(res, Err(FileError::MissingUnit { unit, .. }) if unit == lost)),
+                Raid::Raid0 => {
+                    assert!(matches!(res, Err(FileError::MissingUnit { unit, .. }) if unit == lost))
+                }
             }
         }
         // Flip one bit of a block in the middle of unit 1.
@@ -385,14 +395,16 @@ mod tests {
                 let i = v.len() / 2;
                 v[i] ^= 0x10;
                 let mut out = vec![0u8; g.size as usize];
-                let res = g.assemble(0, rows, &c, &crcs, &paths, &mut out, true);
+                let res = g.assemble((0, rows), &c, &crcs, &paths, &mut out, true);
                 match g.raid {
                     Raid::Raid5 => {
                         let r = res.unwrap_or_else(|e| unreachable!("{e}"));
                         assert_eq!(r, vec![(1, (i as u64 / g.unit) * g.unit, Damage::Corrupt)]);
                         assert_eq!(out, data);
                     }
-                    Raid::Raid0 => assert!(matches!(res, Err(FileError::Corrupt { unit: 1, offset, .. }) if offset == (i as u64 / g.unit) * g.unit)),
+                    Raid::Raid0 => assert!(
+                        matches!(res, Err(FileError::Corrupt { unit: 1, offset, .. }) if offset == (i as u64 / g.unit) * g.unit)
+                    ),
                 }
             }
         }
@@ -425,7 +437,9 @@ mod tests {
         chunks[2] = None;
         let mut out = vec![0u8; 200];
         let paths = vec![PathBuf::new(); 4];
-        let res = g.assemble(0, g.rows(), &chunks, &cr, &paths, &mut out, false);
-        assert!(matches!(res, Err(FileError::Unrecoverable { row: 0, ref units }) if units == &vec![0, 2]));
+        let res = g.assemble((0, g.rows()), &chunks, &cr, &paths, &mut out, false);
+        assert!(
+            matches!(res, Err(FileError::Unrecoverable { row: 0, ref units }) if units == &vec![0, 2])
+        );
     }
 }

@@ -175,7 +175,11 @@ impl Store<'_> {
             }
             let o = self.owner(u);
             if o == me {
-                out.push(mine.iter_mut().find(|(v, _)| *v == u).and_then(|(_, c)| c.take()));
+                out.push(
+                    mine.iter_mut()
+                        .find(|(v, _)| *v == u)
+                        .and_then(|(_, c)| c.take()),
+                );
             } else {
                 let (msg, _) = self.comm.recv_vec(o, TAG_CHUNK)?;
                 out.push(match msg.split_first() {

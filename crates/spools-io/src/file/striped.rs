@@ -10,7 +10,9 @@ use spools_msg::Communicator;
 use super::manifest::{hex, Manifest, UnitEntry, MANIFEST_FORMAT};
 use super::rows::Geometry;
 use super::store::Store;
-use super::{agree, check_share, sum, sys, FileStats, ReadOptions, Reshuffle, Striping, WriteOptions};
+use super::{
+    agree, check_share, sum, sys, FileStats, ReadOptions, Reshuffle, Striping, WriteOptions,
+};
 use crate::error::FileError;
 use crate::exchange::{exchange, ExchangeOptions, Owners};
 
@@ -79,7 +81,11 @@ pub(super) fn write(
         "a striped file needs a stripe(...) or raid5(...) layout",
     ))?;
     agree(comm, path, check_share(comm, layout, data.len()))?;
-    let mut v = [if comm.rank() == 0 { next_version(path) } else { 0 }];
+    let mut v = [if comm.rank() == 0 {
+        next_version(path)
+    } else {
+        0
+    }];
     comm.bcast(&mut v, 0)?;
     let version = v[0];
     let slot = version % 2;
@@ -101,19 +107,45 @@ pub(super) fn write(
     let plan = Plan::new(layout, &io)?;
     let me = comm.rank();
     let mine = me < aggs;
-    let mut dom = vec![0u8; if mine { io.local_bytes(u64::from(me))? as usize } else { 0 }];
-    let src: Vec<(u64, &[u8])> = if u64::from(me) < layout.units() { vec![(u64::from(me), data)] } else { Vec::new() };
-    let mut dst: Vec<(u64, &mut [u8])> = if mine { vec![(u64::from(me), &mut dom[..])] } else { Vec::new() };
+    let mut dom = vec![
+        0u8;
+        if mine {
+            io.local_bytes(u64::from(me))? as usize
+        } else {
+            0
+        }
+    ];
+    let src: Vec<(u64, &[u8])> = if u64::from(me) < layout.units() {
+        vec![(u64::from(me), data)]
+    } else {
+        Vec::new()
+    };
+    let mut dst: Vec<(u64, &mut [u8])> = if mine {
+        vec![(u64::from(me), &mut dom[..])]
+    } else {
+        Vec::new()
+    };
     let x = ExchangeOptions {
         integrity: opts.integrity,
         ..ExchangeOptions::default()
     };
-    let xs = exchange(comm, &plan, &Owners::Identity, &Owners::Identity, &src, &mut dst, &x)?;
+    let xs = exchange(
+        comm,
+        &plan,
+        &Owners::Identity,
+        &Owners::Identity,
+        &src,
+        &mut dst,
+        &x,
+    )?;
     let (r0, r1) = store.rows_of(me);
     let (chunks, crcs) = if mine {
         geo.build(r0, r1, &dom)
     } else {
-        ((0..geo.count).map(|_| Vec::new()).collect(), vec![Vec::new(); geo.count as usize])
+        (
+            (0..geo.count).map(|_| Vec::new()).collect(),
+            vec![Vec::new(); geo.count as usize],
+        )
     };
     drop(dom);
     // The data is always synced before the manifest names it.
@@ -121,15 +153,22 @@ pub(super) fn write(
     agree(comm, path, put)?;
 
     // Rank 0 gathers the block checksums (each aggregator's rows, in row order).
-    let enc: Vec<u8> = crcs.iter().flat_map(|c| c.iter().flat_map(|x| x.to_le_bytes())).collect();
+    let enc: Vec<u8> = crcs
+        .iter()
+        .flat_map(|c| c.iter().flat_map(|x| x.to_le_bytes()))
+        .collect();
     let all = comm.allgather_bytes(&enc)?;
     let committed = if me == 0 {
         let mut per_unit: Vec<Vec<u32>> = vec![Vec::new(); geo.count as usize];
         for (a, bytes) in all.iter().enumerate().take(aggs as usize) {
             let (r0, r1) = store.rows_of(a as u32);
-            let mut it = bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+            let mut it = bytes
+                .chunks_exact(4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
             for (u, list) in per_unit.iter_mut().enumerate() {
-                let n = (r0..r1).filter(|&r| geo.block(r, u as u64).len() > 0).count();
+                let n = (r0..r1)
+                    .filter(|&r| geo.block(r, u as u64).len() > 0)
+                    .count();
                 list.extend(it.by_ref().take(n));
             }
         }
@@ -210,23 +249,46 @@ pub(super) fn read(
     let me = comm.rank();
     let mine = me < aggs;
     let io = io_layout(&geo, per, aggs)?;
-    let mut dom = vec![0u8; if mine { io.local_bytes(u64::from(me))? as usize } else { 0 }];
+    let mut dom = vec![
+        0u8;
+        if mine {
+            io.local_bytes(u64::from(me))? as usize
+        } else {
+            0
+        }
+    ];
     let (r0, r1) = store.rows_of(me);
     // A failed assembly still takes part in the exchange, so that no rank waits for it.
     let assembled = if mine {
-        geo.assemble(r0, r1, &chunks, &crcs, &paths, &mut dom, false)
+        geo.assemble((r0, r1), &chunks, &crcs, &paths, &mut dom, false)
     } else {
         Ok(Vec::new())
     };
     drop(chunks);
     let plan = Plan::new(&io, layout)?;
-    let src: Vec<(u64, &[u8])> = if mine { vec![(u64::from(me), &dom[..])] } else { Vec::new() };
-    let mut dst: Vec<(u64, &mut [u8])> = if u64::from(me) < layout.units() { vec![(u64::from(me), &mut data[..])] } else { Vec::new() };
+    let src: Vec<(u64, &[u8])> = if mine {
+        vec![(u64::from(me), &dom[..])]
+    } else {
+        Vec::new()
+    };
+    let mut dst: Vec<(u64, &mut [u8])> = if u64::from(me) < layout.units() {
+        vec![(u64::from(me), &mut data[..])]
+    } else {
+        Vec::new()
+    };
     let x = ExchangeOptions {
         integrity: opts.integrity,
         ..ExchangeOptions::default()
     };
-    let xs = exchange(comm, &plan, &Owners::Identity, &Owners::Identity, &src, &mut dst, &x)?;
+    let xs = exchange(
+        comm,
+        &plan,
+        &Owners::Identity,
+        &Owners::Identity,
+        &src,
+        &mut dst,
+        &x,
+    )?;
     let rebuilt = agree(comm, path, assembled)?;
     if !rebuilt.is_empty() {
         let mut units: Vec<u64> = rebuilt.iter().map(|r| r.0).collect();

@@ -38,7 +38,12 @@ pub(crate) fn read_at(f: &File, path: &Path, buf: &mut [u8], offset: u64) -> Res
 }
 
 /// Reads up to `len` bytes at `offset`, fewer where the file ends.
-pub(crate) fn read_upto(f: &File, path: &Path, len: usize, offset: u64) -> Result<Vec<u8>, FileError> {
+pub(crate) fn read_upto(
+    f: &File,
+    path: &Path,
+    len: usize,
+    offset: u64,
+) -> Result<Vec<u8>, FileError> {
     let mut buf = vec![0u8; len];
     let mut got = 0;
     while got < len {
@@ -61,9 +66,13 @@ pub(crate) fn sync(f: &File, path: &Path) -> Result<(), FileError> {
 /// Sets `path`'s length, creating it if needed.
 pub(crate) fn set_len(path: &Path, len: u64) -> Result<File, FileError> {
     let f = open_write(path)?;
-    let cur = f.metadata().map_err(|e| FileError::io("stat", path, e))?.len();
+    let cur = f
+        .metadata()
+        .map_err(|e| FileError::io("stat", path, e))?
+        .len();
     if cur != len {
-        f.set_len(len).map_err(|e| FileError::io("set length of", path, e))?;
+        f.set_len(len)
+            .map_err(|e| FileError::io("set length of", path, e))?;
     }
     Ok(f)
 }
@@ -75,7 +84,10 @@ pub(crate) fn replace(path: &Path, data: &[u8]) -> Result<(), FileError> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
     let f = OpenOptions::new()
         .write(true)

@@ -103,7 +103,9 @@ impl Striped {
                 if len == 0 {
                     continue;
                 }
-                let b = chunks[u as usize].as_ref().and_then(|c| c.get(at..at + len));
+                let b = chunks[u as usize]
+                    .as_ref()
+                    .and_then(|c| c.get(at..at + len));
                 match b {
                     None => bad.push((r, u, Damage::Missing)),
                     Some(b) => {
@@ -125,7 +127,11 @@ impl Striped {
 /// # Errors
 /// [`FileError`] for damage parity cannot repair (naming the unit and offset), or when
 /// `out` fails (a closed pipe ends the output early without an error).
-pub fn cat(path: &Path, out: &mut dyn Write, progress: &mut dyn FnMut(u64, u64)) -> Result<u64, FileError> {
+pub fn cat(
+    path: &Path,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<u64, FileError> {
     let stdout = PathBuf::from("<output>");
     let put = |out: &mut dyn Write, b: &[u8]| -> Result<bool, FileError> {
         match out.write_all(b) {
@@ -161,7 +167,10 @@ pub fn cat(path: &Path, out: &mut dyn Write, progress: &mut dyn FnMut(u64, u64))
                 let chunks = s.chunks(r0, r1);
                 let (a, b) = s.geo.stream_range(r0, r1);
                 let mut buf = vec![0u8; (b - a) as usize];
-                rebuilt += s.geo.assemble(r0, r1, &chunks, &s.crcs, &s.paths, &mut buf, false)?.len() as u64;
+                rebuilt += s
+                    .geo
+                    .assemble((r0, r1), &chunks, &s.crcs, &s.paths, &mut buf, false)?
+                    .len() as u64;
                 if !put(out, &buf)? {
                     return Ok(rebuilt);
                 }
@@ -179,8 +188,13 @@ pub fn cat(path: &Path, out: &mut dyn Write, progress: &mut dyn FnMut(u64, u64))
 /// As [`open`].
 pub fn describe(path: &Path) -> Result<String, FileError> {
     Ok(match open(path)? {
-        Opened::Plain { offset: 0, bytes } => format!("{}: canonical file, {bytes} bytes", path.display()),
-        Opened::Plain { offset, bytes } => format!("{}: .npy file, {offset}-byte header, {bytes} bytes of data", path.display()),
+        Opened::Plain { offset: 0, bytes } => {
+            format!("{}: canonical file, {bytes} bytes", path.display())
+        }
+        Opened::Plain { offset, bytes } => format!(
+            "{}: .npy file, {offset}-byte header, {bytes} bytes of data",
+            path.display()
+        ),
         Opened::Striped(m) => {
             let mut s = format!(
                 "{}: striped file, version {}, {} bytes, layout {}{}\n  written from: {}\n",
@@ -188,7 +202,11 @@ pub fn describe(path: &Path) -> Result<String, FileError> {
                 m.version,
                 m.size,
                 m.layout,
-                if m.node_local { ", node-local units" } else { "" },
+                if m.node_local {
+                    ", node-local units"
+                } else {
+                    ""
+                },
                 m.dataset
             );
             for (u, (e, p)) in m.units.iter().zip(m.unit_paths(path)).enumerate() {
@@ -197,7 +215,12 @@ pub fn describe(path: &Path) -> Result<String, FileError> {
                     Ok(md) => format!("WRONG SIZE ({} bytes)", md.len()),
                     Err(_) => "MISSING".to_string(),
                 };
-                s.push_str(&format!("  unit {u}: {} ({} bytes, {} blocks) {state}\n", p.display(), e.bytes, e.crc32c.len() / 8));
+                s.push_str(&format!(
+                    "  unit {u}: {} ({} bytes, {} blocks) {state}\n",
+                    p.display(),
+                    e.bytes,
+                    e.crc32c.len() / 8
+                ));
             }
             s.pop();
             s
@@ -213,7 +236,9 @@ pub fn describe(path: &Path) -> Result<String, FileError> {
 /// [`FileError::Options`].
 pub fn fsck(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<FsckReport, FileError> {
     let Opened::Striped(m) = open(path)? else {
-        return Err(FileError::Options("a canonical file has no checksums to verify; only striped files do"));
+        return Err(FileError::Options(
+            "a canonical file has no checksums to verify; only striped files do",
+        ));
     };
     let s = Striped::new(path, &m)?;
     let mut rep = FsckReport::default();
@@ -225,13 +250,18 @@ pub fn fsck(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<FsckRepor
         let chunks = s.chunks(r0, r1);
         let bad = s.damage(r0, r1, &chunks);
         for r in r0..r1 {
-            rep.blocks += (0..s.geo.count).filter(|&u| s.geo.block(r, u).len() > 0).count() as u64;
+            rep.blocks += (0..s.geo.count)
+                .filter(|&u| s.geo.block(r, u).len() > 0)
+                .count() as u64;
             if s.geo.raid == Raid::Raid5 && !bad.iter().any(|b| b.0 == r) {
                 let at = ((r - r0) * s.geo.unit) as usize;
                 let mut p = vec![0u8; s.geo.unit as usize];
                 for u in 0..s.geo.count {
                     let len = s.geo.block(r, u).len() as usize;
-                    if let Some(b) = chunks[u as usize].as_ref().and_then(|c| c.get(at..at + len)) {
+                    if let Some(b) = chunks[u as usize]
+                        .as_ref()
+                        .and_then(|c| c.get(at..at + len))
+                    {
                         super::rows::xor_into(&mut p[..len], b);
                     }
                 }
@@ -263,13 +293,20 @@ pub fn fsck(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<FsckRepor
 /// # Errors
 /// [`FileError::Unrecoverable`] when a row lost more than one block (nothing of that row
 /// is written), [`FileError::Options`] for a file without parity, I/O errors.
-pub fn repair(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<Vec<(u64, u64)>, FileError> {
+pub fn repair(
+    path: &Path,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Vec<(u64, u64)>, FileError> {
     let Opened::Striped(m) = open(path)? else {
-        return Err(FileError::Options("only RAID-5 files can be repaired; this is a canonical file"));
+        return Err(FileError::Options(
+            "only RAID-5 files can be repaired; this is a canonical file",
+        ));
     };
     let s = Striped::new(path, &m)?;
     if s.geo.raid != Raid::Raid5 {
-        return Err(FileError::Options("only RAID-5 files can be repaired; a RAID-0 file has no parity"));
+        return Err(FileError::Options(
+            "only RAID-5 files can be repaired; a RAID-0 file has no parity",
+        ));
     }
     let rows = s.geo.rows();
     let step = s.rows_per_batch();
@@ -282,7 +319,10 @@ pub fn repair(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<Vec<(u6
         for r in r0..r1 {
             let lost: Vec<u64> = bad.iter().filter(|b| b.0 == r).map(|b| b.1).collect();
             if lost.len() > 1 {
-                return Err(FileError::Unrecoverable { row: r, units: lost });
+                return Err(FileError::Unrecoverable {
+                    row: r,
+                    units: lost,
+                });
             }
         }
         for &(r, u, _) in &bad {
@@ -297,6 +337,9 @@ pub fn repair(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<Vec<(u6
         progress(s.geo.stream_range(0, r1).1, s.geo.size);
         r0 = r1;
     }
-    debug_assert!(fixed.iter().all(|&(u, o)| matches!(s.geo.block(o / s.geo.unit, u), Block::Data { .. } | Block::Parity { .. })));
+    debug_assert!(fixed.iter().all(|&(u, o)| matches!(
+        s.geo.block(o / s.geo.unit, u),
+        Block::Data { .. } | Block::Parity { .. }
+    )));
     Ok(fixed)
 }

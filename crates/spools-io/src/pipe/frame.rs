@@ -60,7 +60,18 @@ impl Header {
         if b[5..8] != [0, 0, 0] {
             return Err("reserved frame bytes are not zero".into());
         }
-        let u64_at = |i: usize| u64::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7]]);
+        let u64_at = |i: usize| {
+            u64::from_le_bytes([
+                b[i],
+                b[i + 1],
+                b[i + 2],
+                b[i + 3],
+                b[i + 4],
+                b[i + 5],
+                b[i + 6],
+                b[i + 7],
+            ])
+        };
         let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         let h = Header {
             kind,
@@ -137,19 +148,47 @@ mod tests {
     #[test]
     fn frames_and_hellos_round_trip_and_garbage_is_refused() {
         for h in [
-            Header { kind: Kind::Data, record: 7, len: 4096, crc: 0xdead_beef },
-            Header { kind: Kind::End, record: u64::MAX, len: 0, crc: 0 },
+            Header {
+                kind: Kind::Data,
+                record: 7,
+                len: 4096,
+                crc: 0xdead_beef,
+            },
+            Header {
+                kind: Kind::End,
+                record: u64::MAX,
+                len: 0,
+                crc: 0,
+            },
         ] {
             assert_eq!(Header::decode(&h.encode()), Ok(h));
         }
-        let mut big = Header { kind: Kind::Data, record: 0, len: 0, crc: 0 }.encode();
+        let mut big = Header {
+            kind: Kind::Data,
+            record: 0,
+            len: 0,
+            crc: 0,
+        }
+        .encode();
         big[16..20].copy_from_slice(&(MAX_PAYLOAD + 1).to_le_bytes());
         assert!(Header::decode(&big).is_err());
-        let hello = Hello { token: [3; 16], rank: 2, ranks: 4 };
+        let hello = Hello {
+            token: [3; 16],
+            rank: 2,
+            ranks: 4,
+        };
         assert_eq!(Hello::decode(&hello.encode()), Ok(hello));
         assert!(Hello::decode(&Hello { rank: 4, ..hello }.encode()).is_err());
         let mut all = hello.encode().to_vec();
-        all.extend_from_slice(&Header { kind: Kind::Data, record: 0, len: 3, crc: 0 }.encode());
+        all.extend_from_slice(
+            &Header {
+                kind: Kind::Data,
+                record: 0,
+                len: 3,
+                crc: 0,
+            }
+            .encode(),
+        );
         all.extend_from_slice(b"abc");
         assert_eq!(decode_any(&all), Ok(1));
         for cut in 0..all.len() {

@@ -30,7 +30,11 @@ use crate::error::PipeError;
 
 /// The layout holding a whole record on rank 0 (for the byte-stream fallbacks).
 fn on_rank0(total: u64) -> Result<Layout, PipeError> {
-    Ok(Layout::Stripe(StripeLayout::new(total.max(1), 1, Some(total.max(1)))?))
+    Ok(Layout::Stripe(StripeLayout::new(
+        total.max(1),
+        1,
+        Some(total.max(1)),
+    )?))
 }
 
 /// Every rank learns whether any failed; this rank's own error wins.

@@ -29,13 +29,24 @@ impl std::str::FromStr for PipeName {
     type Err = PipeError;
 
     fn from_str(s: &str) -> Result<Self, PipeError> {
-        let ok_name = |n: &str| !n.is_empty() && n.len() <= 100 && n.bytes().all(|c| c.is_ascii_alphanumeric() || b"._-".contains(&c)) && !n.starts_with('.');
+        let ok_name = |n: &str| {
+            !n.is_empty()
+                && n.len() <= 100
+                && n.bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || b"._-".contains(&c))
+                && !n.starts_with('.')
+        };
         match s {
             "stdout" => Ok(PipeName::Stdout),
             "stdin" => Ok(PipeName::Stdin),
             _ => match s.split_once(':') {
                 Some(("pipe", n)) if ok_name(n) => Ok(PipeName::Dir(n.to_string())),
-                Some(("tcp", a)) if a.rsplit_once(':').is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok()) => Ok(PipeName::Tcp(a.to_string())),
+                Some(("tcp", a))
+                    if a.rsplit_once(':')
+                        .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok()) =>
+                {
+                    Ok(PipeName::Tcp(a.to_string()))
+                }
                 _ => Err(PipeError::BadName(s.to_string())),
             },
         }
@@ -103,7 +114,11 @@ pub(crate) struct Description {
 
 /// How long to wait for the other program (`SPOOLS_PIPE_TIMEOUT` seconds, default 60).
 pub(crate) fn timeout() -> Duration {
-    let s = std::env::var("SPOOLS_PIPE_TIMEOUT").ok().and_then(|v| v.parse::<f64>().ok()).filter(|s| *s > 0.0).unwrap_or(60.0);
+    let s = std::env::var("SPOOLS_PIPE_TIMEOUT")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|s| *s > 0.0)
+        .unwrap_or(60.0);
     Duration::from_secs_f64(s)
 }
 
@@ -113,9 +128,18 @@ fn alive(pid: u32) -> bool {
 }
 
 /// Rank 0's meeting: publishes `mine` and returns the other side's description.
-pub(crate) fn meet(name: &PipeName, producer: bool, mine: &Description) -> Result<Description, PipeError> {
-    let (me, other) = if producer { ("producer", "consumer") } else { ("consumer", "producer") };
-    let text = serde_json::to_vec(mine).map_err(|e| PipeError::io("encode description", std::io::Error::other(e)))?;
+pub(crate) fn meet(
+    name: &PipeName,
+    producer: bool,
+    mine: &Description,
+) -> Result<Description, PipeError> {
+    let (me, other) = if producer {
+        ("producer", "consumer")
+    } else {
+        ("consumer", "producer")
+    };
+    let text = serde_json::to_vec(mine)
+        .map_err(|e| PipeError::io("encode description", std::io::Error::other(e)))?;
     let deadline = Instant::now() + timeout();
     let timed_out = || PipeError::Timeout {
         side: other,
@@ -128,12 +152,16 @@ pub(crate) fn meet(name: &PipeName, producer: bool, mine: &Description) -> Resul
             let path = dir.join(format!("{n}.{me}"));
             let tmp = dir.join(format!(".{n}.{me}.{}", std::process::id()));
             let published = std::time::SystemTime::now() - Duration::from_millis(100);
-            std::fs::write(&tmp, &text).map_err(|e| PipeError::io(format!("write {}", tmp.display()), e))?;
-            std::fs::rename(&tmp, &path).map_err(|e| PipeError::io(format!("publish {}", path.display()), e))?;
+            std::fs::write(&tmp, &text)
+                .map_err(|e| PipeError::io(format!("write {}", tmp.display()), e))?;
+            std::fs::rename(&tmp, &path)
+                .map_err(|e| PipeError::io(format!("publish {}", path.display()), e))?;
             let theirs = dir.join(format!("{n}.{other}"));
             loop {
                 // A file older than ours whose writer is dead is left from an earlier run.
-                let fresh = std::fs::metadata(&theirs).and_then(|m| m.modified()).is_ok_and(|t| t >= published);
+                let fresh = std::fs::metadata(&theirs)
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|t| t >= published);
                 if let Ok(t) = std::fs::read(&theirs) {
                     if let Ok(d) = serde_json::from_slice::<Description>(&t) {
                         if fresh || alive(d.pid) {
@@ -153,34 +181,59 @@ pub(crate) fn meet(name: &PipeName, producer: bool, mine: &Description) -> Resul
                 loop {
                     match TcpStream::connect(addr) {
                         Ok(s) => break s,
-                        Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                        Err(_) if Instant::now() < deadline => {
+                            std::thread::sleep(Duration::from_millis(20))
+                        }
                         Err(_) => return Err(timed_out()),
                     }
                 }
             } else {
-                let l = TcpListener::bind(addr).map_err(|e| PipeError::io(format!("listen on {addr}"), e))?;
-                l.set_nonblocking(true).map_err(|e| PipeError::io("listen", e))?;
+                let l = TcpListener::bind(addr)
+                    .map_err(|e| PipeError::io(format!("listen on {addr}"), e))?;
+                l.set_nonblocking(true)
+                    .map_err(|e| PipeError::io("listen", e))?;
                 loop {
                     match l.accept() {
                         Ok((s, _)) => break s,
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Err(timed_out()),
+                        Err(e)
+                            if e.kind() == std::io::ErrorKind::WouldBlock
+                                && Instant::now() < deadline =>
+                        {
+                            std::thread::sleep(Duration::from_millis(5))
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            return Err(timed_out())
+                        }
                         Err(e) => return Err(PipeError::io(format!("accept on {addr}"), e)),
                     }
                 }
             };
-            s.set_nonblocking(false).map_err(|e| PipeError::io("meeting socket", e))?;
-            s.set_read_timeout(Some(timeout())).map_err(|e| PipeError::io("meeting socket", e))?;
-            s.write_all(&(text.len() as u32).to_le_bytes()).and_then(|()| s.write_all(&text)).map_err(|e| PipeError::io("send description", e))?;
+            s.set_nonblocking(false)
+                .map_err(|e| PipeError::io("meeting socket", e))?;
+            s.set_read_timeout(Some(timeout()))
+                .map_err(|e| PipeError::io("meeting socket", e))?;
+            s.write_all(&(text.len() as u32).to_le_bytes())
+                .and_then(|()| s.write_all(&text))
+                .map_err(|e| PipeError::io("send description", e))?;
             let mut len = [0u8; 4];
-            s.read_exact(&mut len).map_err(|e| PipeError::io("receive description", e))?;
+            s.read_exact(&mut len)
+                .map_err(|e| PipeError::io("receive description", e))?;
             let len = u32::from_le_bytes(len);
             if len > 1 << 20 {
-                return Err(PipeError::Protocol { side: other, rank: 0, what: format!("description of {len} bytes") });
+                return Err(PipeError::Protocol {
+                    side: other,
+                    rank: 0,
+                    what: format!("description of {len} bytes"),
+                });
             }
             let mut t = vec![0u8; len as usize];
-            s.read_exact(&mut t).map_err(|e| PipeError::io("receive description", e))?;
-            serde_json::from_slice(&t).map_err(|e| PipeError::Protocol { side: other, rank: 0, what: format!("description: {e}") })
+            s.read_exact(&mut t)
+                .map_err(|e| PipeError::io("receive description", e))?;
+            serde_json::from_slice(&t).map_err(|e| PipeError::Protocol {
+                side: other,
+                rank: 0,
+                what: format!("description: {e}"),
+            })
         }
         PipeName::Stdout | PipeName::Stdin => Err(PipeError::BadName(name.to_string())),
     }

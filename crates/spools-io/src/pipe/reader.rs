@@ -39,7 +39,10 @@ pub struct PipeReader<'c> {
 
 impl std::fmt::Debug for PipeReader<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PipeReader").field("layout", &self.layout.to_string()).field("record", &self.record).finish_non_exhaustive()
+        f.debug_struct("PipeReader")
+            .field("layout", &self.layout.to_string())
+            .field("record", &self.record)
+            .finish_non_exhaustive()
     }
 }
 
@@ -59,39 +62,61 @@ fn hex(b: &[u8]) -> String {
 }
 
 /// Accepts one connection from every producer rank, each proving the token.
-fn accept_all(l: &TcpListener, token: &[u8; 16], deadline: Instant) -> Result<Vec<TcpStream>, PipeError> {
-    l.set_nonblocking(true).map_err(|e| PipeError::io("listen", e))?;
+fn accept_all(
+    l: &TcpListener,
+    token: &[u8; 16],
+    deadline: Instant,
+) -> Result<Vec<TcpStream>, PipeError> {
+    l.set_nonblocking(true)
+        .map_err(|e| PipeError::io("listen", e))?;
     let mut slots: Vec<Option<TcpStream>> = Vec::new();
     let mut expected: Option<u32> = None;
     while expected.is_none_or(|n| slots.iter().filter(|s| s.is_some()).count() < n as usize) {
         match l.accept() {
             Ok((mut s, _)) => {
-                s.set_nonblocking(false).map_err(|e| PipeError::io("socket", e))?;
-                s.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| PipeError::io("socket", e))?;
+                s.set_nonblocking(false)
+                    .map_err(|e| PipeError::io("socket", e))?;
+                s.set_read_timeout(Some(Duration::from_secs(10)))
+                    .map_err(|e| PipeError::io("socket", e))?;
                 let mut h = [0u8; HELLO_LEN];
                 // A connection that does not prove the token is dropped, not trusted.
                 if s.read_exact(&mut h).is_err() {
                     continue;
                 }
-                let Ok(hello) = Hello::decode(&h) else { continue };
+                let Ok(hello) = Hello::decode(&h) else {
+                    continue;
+                };
                 if &hello.token != token {
                     continue;
                 }
                 let n = *expected.get_or_insert(hello.ranks);
                 if hello.ranks != n {
-                    return Err(PipeError::Protocol { side: "producer", rank: hello.rank, what: format!("says {} ranks, others {n}", hello.ranks) });
+                    return Err(PipeError::Protocol {
+                        side: "producer",
+                        rank: hello.rank,
+                        what: format!("says {} ranks, others {n}", hello.ranks),
+                    });
                 }
                 slots.resize_with(n as usize, || None);
                 if slots[hello.rank as usize].is_some() {
-                    return Err(PipeError::Protocol { side: "producer", rank: hello.rank, what: "connected twice".into() });
+                    return Err(PipeError::Protocol {
+                        side: "producer",
+                        rank: hello.rank,
+                        what: "connected twice".into(),
+                    });
                 }
-                s.set_read_timeout(None).map_err(|e| PipeError::io("socket", e))?;
+                s.set_read_timeout(None)
+                    .map_err(|e| PipeError::io("socket", e))?;
                 let _ = s.set_nodelay(true);
                 slots[hello.rank as usize] = Some(s);
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if Instant::now() > deadline {
-                    return Err(PipeError::Timeout { side: "producer", name: "this pipe".into(), secs: timeout().as_secs() });
+                    return Err(PipeError::Timeout {
+                        side: "producer",
+                        name: "this pipe".into(),
+                        secs: timeout().as_secs(),
+                    });
                 }
                 std::thread::sleep(Duration::from_millis(2));
             }
@@ -109,21 +134,46 @@ impl<'c> PipeReader<'c> {
     /// # Errors
     /// [`PipeError`]: no producer in time, layouts of different datasets, connections
     /// that fail; an error on any rank fails the call on every rank.
-    pub fn open(comm: &'c Communicator, name: &PipeName, layout: &Layout) -> Result<Self, PipeError> {
-        let total = layout.total_bytes().ok_or(PipeError::BadName("an unsized layout".into()))?;
+    pub fn open(
+        comm: &'c Communicator,
+        name: &PipeName,
+        layout: &Layout,
+    ) -> Result<Self, PipeError> {
+        let total = layout
+            .total_bytes()
+            .ok_or(PipeError::BadName("an unsized layout".into()))?;
         let me = comm.rank();
         let mode = match name {
-            PipeName::Stdin => Mode::Stdin { plan: Plan::new(&on_rank0(total)?, layout)? },
+            PipeName::Stdin => Mode::Stdin {
+                plan: Plan::new(&on_rank0(total)?, layout)?,
+            },
             PipeName::Stdout => return Err(PipeError::BadName("stdout (a consumer reads)".into())),
             _ => {
                 let host = std::env::var("SPOOLS_PIPE_HOST").unwrap_or_else(|_| "127.0.0.1".into());
-                let listener = TcpListener::bind((host.as_str(), 0)).map_err(|e| PipeError::io(format!("listen on {host}"), e));
-                let addr = listener.as_ref().ok().and_then(|l| l.local_addr().ok()).map(|a| a.to_string()).unwrap_or_default();
+                let listener = TcpListener::bind((host.as_str(), 0))
+                    .map_err(|e| PipeError::io(format!("listen on {host}"), e));
+                let addr = listener
+                    .as_ref()
+                    .ok()
+                    .and_then(|l| l.local_addr().ok())
+                    .map(|a| a.to_string())
+                    .unwrap_or_default();
                 let listener = agree(comm, listener)?;
-                let addrs: Vec<String> = comm.allgather_bytes(addr.as_bytes())?.into_iter().map(|a| String::from_utf8_lossy(&a).into_owned()).collect();
+                let addrs: Vec<String> = comm
+                    .allgather_bytes(addr.as_bytes())?
+                    .into_iter()
+                    .map(|a| String::from_utf8_lossy(&a).into_owned())
+                    .collect();
                 let met = if me == 0 {
-                    let token: [u8; 16] = spools_boot::random::random().map_err(|e| PipeError::io("random token", e))?;
-                    let mine = Description { layout: layout.to_string(), ranks: comm.size(), addrs, token: hex(&token), pid: std::process::id() };
+                    let token: [u8; 16] = spools_boot::random::random()
+                        .map_err(|e| PipeError::io("random token", e))?;
+                    let mine = Description {
+                        layout: layout.to_string(),
+                        ranks: comm.size(),
+                        addrs,
+                        token: hex(&token),
+                        pid: std::process::id(),
+                    };
                     Some(meet(name, false, &mine).map(|p| (mine, p)))
                 } else {
                     None
@@ -135,19 +185,40 @@ impl<'c> PipeReader<'c> {
                 let text = comm.bcast_bytes(0, &enc)?;
                 let (mine, theirs): (Description, Description) = match met {
                     Some(r) => r?,
-                    None => serde_json::from_slice(&text).map_err(|_| PipeError::Remote { rank: 0 })?,
+                    None => {
+                        serde_json::from_slice(&text).map_err(|_| PipeError::Remote { rank: 0 })?
+                    }
                 };
-                let pl: Layout = theirs.layout.parse().map_err(|_| PipeError::Protocol { side: "producer", rank: 0, what: format!("layout {:?}", theirs.layout) })?;
+                let pl: Layout = theirs.layout.parse().map_err(|_| PipeError::Protocol {
+                    side: "producer",
+                    rank: 0,
+                    what: format!("layout {:?}", theirs.layout),
+                })?;
                 if pl.total_bytes() != Some(total) {
-                    return Err(PipeError::Mismatch { producer: theirs.layout, consumer: layout.to_string() });
+                    return Err(PipeError::Mismatch {
+                        producer: theirs.layout,
+                        consumer: layout.to_string(),
+                    });
                 }
                 let plan = Plan::new(&pl, layout)?;
-                let token: Vec<u8> = (0..16).filter_map(|i| mine.token.get(2 * i..2 * i + 2).and_then(|h| u8::from_str_radix(h, 16).ok())).collect();
-                let token: [u8; 16] = token.try_into().map_err(|_| PipeError::Remote { rank: 0 })?;
+                let token: Vec<u8> = (0..16)
+                    .filter_map(|i| {
+                        mine.token
+                            .get(2 * i..2 * i + 2)
+                            .and_then(|h| u8::from_str_radix(h, 16).ok())
+                    })
+                    .collect();
+                let token: [u8; 16] = token
+                    .try_into()
+                    .map_err(|_| PipeError::Remote { rank: 0 })?;
                 let conn = (|| -> Result<(Vec<TcpStream>, Vec<u64>), PipeError> {
                     let socks = accept_all(&listener, &token, Instant::now() + timeout())?;
                     if socks.len() as u32 != theirs.ranks {
-                        return Err(PipeError::Protocol { side: "producer", rank: 0, what: format!("{} connections for {} ranks", socks.len(), theirs.ranks) });
+                        return Err(PipeError::Protocol {
+                            side: "producer",
+                            rank: 0,
+                            what: format!("{} connections for {} ranks", socks.len(), theirs.ranks),
+                        });
                     }
                     let mut bytes = Vec::new();
                     for p in 0..u64::from(theirs.ranks) {
@@ -163,10 +234,20 @@ impl<'c> PipeReader<'c> {
                 if me == 0 {
                     forget(name);
                 }
-                Mode::Net { plan, socks: conn.0, bytes: conn.1 }
+                Mode::Net {
+                    plan,
+                    socks: conn.0,
+                    bytes: conn.1,
+                }
             }
         };
-        Ok(PipeReader { comm, layout: layout.clone(), record: 0, ended: false, mode })
+        Ok(PipeReader {
+            comm,
+            layout: layout.clone(),
+            record: 0,
+            ended: false,
+            mode,
+        })
     }
 
     /// Records read so far.
@@ -187,7 +268,10 @@ impl<'c> PipeReader<'c> {
         let me = self.comm.rank();
         let need = share(&self.layout, me)?;
         if (data.len() as u64) < need {
-            return Err(PipeError::BufferSize { need, got: data.len() as u64 });
+            return Err(PipeError::BufferSize {
+                need,
+                got: data.len() as u64,
+            });
         }
         let record = self.record;
         let more = match &mut self.mode {
@@ -206,7 +290,13 @@ impl<'c> PipeReader<'c> {
     }
 }
 
-fn read_stdin(comm: &Communicator, plan: &Plan, layout: &Layout, data: &mut [u8], record: u64) -> Result<bool, PipeError> {
+fn read_stdin(
+    comm: &Communicator,
+    plan: &Plan,
+    layout: &Layout,
+    data: &mut [u8],
+    record: u64,
+) -> Result<bool, PipeError> {
     let me = comm.rank();
     let total = plan.total_bytes() as usize;
     let mut whole = vec![0u8; if me == 0 { total } else { 0 }];
@@ -234,18 +324,47 @@ fn read_stdin(comm: &Communicator, plan: &Plan, layout: &Layout, data: &mut [u8]
     comm.bcast(&mut s, 0)?;
     match s[0] {
         1 => return Ok(false),
-        2 => return Err(PipeError::PeerGone { side: "producer", rank: 0, when: format!("(standard input ended) in the middle of record {record}") }),
+        2 => {
+            return Err(PipeError::PeerGone {
+                side: "producer",
+                rank: 0,
+                when: format!("(standard input ended) in the middle of record {record}"),
+            })
+        }
         _ => {}
     }
-    let src: Vec<(u64, &[u8])> = if me == 0 { vec![(0, &whole[..])] } else { Vec::new() };
-    let mut dst: Vec<(u64, &mut [u8])> = if u64::from(me) < layout.units() { vec![(u64::from(me), data)] } else { Vec::new() };
-    exchange(comm, plan, &Owners::Identity, &Owners::Identity, &src, &mut dst, &ExchangeOptions::default())?;
+    let src: Vec<(u64, &[u8])> = if me == 0 {
+        vec![(0, &whole[..])]
+    } else {
+        Vec::new()
+    };
+    let mut dst: Vec<(u64, &mut [u8])> = if u64::from(me) < layout.units() {
+        vec![(u64::from(me), data)]
+    } else {
+        Vec::new()
+    };
+    exchange(
+        comm,
+        plan,
+        &Owners::Identity,
+        &Owners::Identity,
+        &src,
+        &mut dst,
+        &ExchangeOptions::default(),
+    )?;
     Ok(true)
 }
 
 /// Reads one record from every producer rank, taking frames from whichever connection has
 /// one (a producer's frames of the next record wait in its connection: back-pressure).
-fn read_net(plan: &Plan, socks: &mut [TcpStream], bytes: &[u64], me: u32, data: &mut [u8], record: u64) -> Result<bool, PipeError> {
+fn read_net(
+    plan: &Plan,
+    socks: &mut [TcpStream],
+    bytes: &[u64],
+    me: u32,
+    data: &mut [u8],
+    record: u64,
+) -> Result<bool, PipeError> {
     let n = socks.len();
     let mut left: Vec<Option<u64>> = bytes.iter().map(|&b| Some(b)).collect();
     let mut first = vec![true; n];
@@ -257,7 +376,14 @@ fn read_net(plan: &Plan, socks: &mut [TcpStream], bytes: &[u64], me: u32, data: 
         if waiting.is_empty() {
             break;
         }
-        let mut fds: Vec<libc::pollfd> = waiting.iter().map(|&p| libc::pollfd { fd: socks[p].as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
+        let mut fds: Vec<libc::pollfd> = waiting
+            .iter()
+            .map(|&p| libc::pollfd {
+                fd: socks[p].as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
         // SAFETY: `fds` is a valid array of pollfd of the given length for the call.
         let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
         if r < 0 {
@@ -271,13 +397,25 @@ fn read_net(plan: &Plan, socks: &mut [TcpStream], bytes: &[u64], me: u32, data: 
             if fds[i].revents == 0 {
                 continue;
             }
-            let gone = || PipeError::PeerGone { side: "producer", rank: p as u32, when: format!("in record {record}") };
+            let gone = || PipeError::PeerGone {
+                side: "producer",
+                rank: p as u32,
+                when: format!("in record {record}"),
+            };
             let mut hb = [0u8; HEADER_LEN];
             socks[p].read_exact(&mut hb).map_err(|_| gone())?;
-            let h = Header::decode(&hb).map_err(|what| PipeError::Protocol { side: "producer", rank: p as u32, what })?;
+            let h = Header::decode(&hb).map_err(|what| PipeError::Protocol {
+                side: "producer",
+                rank: p as u32,
+                what,
+            })?;
             if h.kind == Kind::End {
                 if !first[p] || h.record != record {
-                    return Err(PipeError::Protocol { side: "producer", rank: p as u32, what: format!("end of stream in the middle of record {record}") });
+                    return Err(PipeError::Protocol {
+                        side: "producer",
+                        rank: p as u32,
+                        what: format!("end of stream in the middle of record {record}"),
+                    });
                 }
                 left[p] = None;
                 ended += 1;
@@ -286,7 +424,14 @@ fn read_net(plan: &Plan, socks: &mut [TcpStream], bytes: &[u64], me: u32, data: 
             let rest = left[p].unwrap_or(0);
             let expect = rest.min(u64::from(MAX_PAYLOAD));
             if h.record != record || u64::from(h.len) != expect {
-                return Err(PipeError::Protocol { side: "producer", rank: p as u32, what: format!("frame of record {} with {} bytes, expected record {record} with {expect}", h.record, h.len) });
+                return Err(PipeError::Protocol {
+                    side: "producer",
+                    rank: p as u32,
+                    what: format!(
+                        "frame of record {} with {} bytes, expected record {record} with {expect}",
+                        h.record, h.len
+                    ),
+                });
             }
             let body = &mut payload[..h.len as usize];
             socks[p].read_exact(body).map_err(|_| gone())?;
@@ -297,13 +442,26 @@ fn read_net(plan: &Plan, socks: &mut [TcpStream], bytes: &[u64], me: u32, data: 
             let mut at = 0usize;
             let mut crc = 0;
             while at < body.len() {
-                let Some(r) = cursors[p].as_mut().and_then(|c| c.take((body.len() - at) as u64)) else { break };
-                let to = data.get_mut(r.dst as usize..(r.dst + r.len) as usize).ok_or(PipeError::BufferSize { need: r.dst + r.len, got: 0 })?;
+                let Some(r) = cursors[p]
+                    .as_mut()
+                    .and_then(|c| c.take((body.len() - at) as u64))
+                else {
+                    break;
+                };
+                let to = data
+                    .get_mut(r.dst as usize..(r.dst + r.len) as usize)
+                    .ok_or(PipeError::BufferSize {
+                        need: r.dst + r.len,
+                        got: 0,
+                    })?;
                 crc = copy_crc(to, &body[at..at + r.len as usize], crc);
                 at += r.len as usize;
             }
             if crc != h.crc {
-                return Err(PipeError::Checksum { rank: p as u32, record });
+                return Err(PipeError::Checksum {
+                    rank: p as u32,
+                    record,
+                });
             }
             let rest = rest - expect;
             left[p] = (rest > 0).then_some(rest);
@@ -312,6 +470,10 @@ fn read_net(plan: &Plan, socks: &mut [TcpStream], bytes: &[u64], me: u32, data: 
     match ended {
         0 => Ok(true),
         e if e == n => Ok(false),
-        _ => Err(PipeError::Protocol { side: "producer", rank: 0, what: format!("only {ended} of {n} producer ranks ended the stream at record {record}") }),
+        _ => Err(PipeError::Protocol {
+            side: "producer",
+            rank: 0,
+            what: format!("only {ended} of {n} producer ranks ended the stream at record {record}"),
+        }),
     }
 }

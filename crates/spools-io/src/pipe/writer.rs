@@ -47,7 +47,10 @@ enum Mode {
 
 impl std::fmt::Debug for PipeWriter<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PipeWriter").field("layout", &self.layout.to_string()).field("record", &self.record).finish_non_exhaustive()
+        f.debug_struct("PipeWriter")
+            .field("layout", &self.layout.to_string())
+            .field("record", &self.record)
+            .finish_non_exhaustive()
     }
 }
 
@@ -55,7 +58,9 @@ fn connect(addr: &str, deadline: Instant) -> Result<TcpStream, PipeError> {
     loop {
         match TcpStream::connect(addr) {
             Ok(s) => return Ok(s),
-            Err(e) if Instant::now() > deadline => return Err(PipeError::io(format!("connect to consumer at {addr}"), e)),
+            Err(e) if Instant::now() > deadline => {
+                return Err(PipeError::io(format!("connect to consumer at {addr}"), e))
+            }
             Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
         }
     }
@@ -69,8 +74,14 @@ impl<'c> PipeWriter<'c> {
     /// # Errors
     /// [`PipeError`]: no consumer in time, layouts of different datasets, connections
     /// that fail; an error on any rank fails the call on every rank.
-    pub fn open(comm: &'c Communicator, name: &PipeName, layout: &Layout) -> Result<Self, PipeError> {
-        let total = layout.total_bytes().ok_or(PipeError::BadName("an unsized layout".into()))?;
+    pub fn open(
+        comm: &'c Communicator,
+        name: &PipeName,
+        layout: &Layout,
+    ) -> Result<Self, PipeError> {
+        let total = layout
+            .total_bytes()
+            .ok_or(PipeError::BadName("an unsized layout".into()))?;
         let me = comm.rank();
         let mode = match name {
             PipeName::Stdout => Mode::Stdout {
@@ -85,7 +96,11 @@ impl<'c> PipeWriter<'c> {
                     token: String::new(),
                     pid: std::process::id(),
                 };
-                let got = if me == 0 { Some(meet(name, true, &mine)) } else { None };
+                let got = if me == 0 {
+                    Some(meet(name, true, &mine))
+                } else {
+                    None
+                };
                 let enc = match &got {
                     Some(Ok(d)) => serde_json::to_vec(d).unwrap_or_default(),
                     _ => Vec::new(),
@@ -93,7 +108,9 @@ impl<'c> PipeWriter<'c> {
                 let text = comm.bcast_bytes(0, &enc)?;
                 let theirs: Description = match got {
                     Some(r) => r?,
-                    None => serde_json::from_slice(&text).map_err(|_| PipeError::Remote { rank: 0 })?,
+                    None => {
+                        serde_json::from_slice(&text).map_err(|_| PipeError::Remote { rank: 0 })?
+                    }
                 };
                 let cl: Layout = theirs.layout.parse().map_err(|_| PipeError::Protocol {
                     side: "consumer",
@@ -101,20 +118,35 @@ impl<'c> PipeWriter<'c> {
                     what: format!("layout {:?}", theirs.layout),
                 })?;
                 if cl.total_bytes() != Some(total) {
-                    return Err(PipeError::Mismatch { producer: layout.to_string(), consumer: theirs.layout });
+                    return Err(PipeError::Mismatch {
+                        producer: layout.to_string(),
+                        consumer: theirs.layout,
+                    });
                 }
                 let plan = Plan::new(layout, &cl)?;
-                let token: Vec<u8> = (0..theirs.token.len() / 2).filter_map(|i| u8::from_str_radix(&theirs.token[2 * i..2 * i + 2], 16).ok()).collect();
-                let token: [u8; 16] = token.try_into().map_err(|_| PipeError::Protocol { side: "consumer", rank: 0, what: "bad token".into() })?;
+                let token: Vec<u8> = (0..theirs.token.len() / 2)
+                    .filter_map(|i| u8::from_str_radix(&theirs.token[2 * i..2 * i + 2], 16).ok())
+                    .collect();
+                let token: [u8; 16] = token.try_into().map_err(|_| PipeError::Protocol {
+                    side: "consumer",
+                    rank: 0,
+                    what: "bad token".into(),
+                })?;
                 let deadline = Instant::now() + timeout();
                 let conn = (|| -> Result<(Vec<TcpStream>, Vec<u64>), PipeError> {
                     let mut socks = Vec::new();
                     let mut bytes = Vec::new();
                     for (c, addr) in theirs.addrs.iter().enumerate() {
                         let mut s = connect(addr, deadline)?;
-                        s.set_nodelay(true).map_err(|e| PipeError::io("socket", e))?;
-                        let hello = Hello { token, rank: me, ranks: comm.size() };
-                        s.write_all(&hello.encode()).map_err(|e| PipeError::io(format!("hello to consumer rank {c}"), e))?;
+                        s.set_nodelay(true)
+                            .map_err(|e| PipeError::io("socket", e))?;
+                        let hello = Hello {
+                            token,
+                            rank: me,
+                            ranks: comm.size(),
+                        };
+                        s.write_all(&hello.encode())
+                            .map_err(|e| PipeError::io(format!("hello to consumer rank {c}"), e))?;
                         socks.push(s);
                         let c = c as u64;
                         bytes.push(if u64::from(me) < layout.units() && c < cl.units() {
@@ -152,23 +184,44 @@ impl<'c> PipeWriter<'c> {
         let me = self.comm.rank();
         let need = share(&self.layout, me)?;
         if (data.len() as u64) < need {
-            return Err(PipeError::BufferSize { need, got: data.len() as u64 });
+            return Err(PipeError::BufferSize {
+                need,
+                got: data.len() as u64,
+            });
         }
         let record = self.record;
         match &mut self.mode {
             Mode::Stdout { plan } => {
                 let total = plan.total_bytes();
                 let mut whole = vec![0u8; if me == 0 { total as usize } else { 0 }];
-                let src: Vec<(u64, &[u8])> = if u64::from(me) < self.layout.units() { vec![(u64::from(me), data)] } else { Vec::new() };
-                let mut dst: Vec<(u64, &mut [u8])> = if me == 0 { vec![(0, &mut whole[..])] } else { Vec::new() };
-                exchange(self.comm, plan, &Owners::Identity, &Owners::Identity, &src, &mut dst, &ExchangeOptions::default())?;
+                let src: Vec<(u64, &[u8])> = if u64::from(me) < self.layout.units() {
+                    vec![(u64::from(me), data)]
+                } else {
+                    Vec::new()
+                };
+                let mut dst: Vec<(u64, &mut [u8])> = if me == 0 {
+                    vec![(0, &mut whole[..])]
+                } else {
+                    Vec::new()
+                };
+                exchange(
+                    self.comm,
+                    plan,
+                    &Owners::Identity,
+                    &Owners::Identity,
+                    &src,
+                    &mut dst,
+                    &ExchangeOptions::default(),
+                )?;
                 let wrote = if me == 0 {
                     let mut o = std::io::stdout().lock();
-                    o.write_all(&whole).and_then(|()| o.flush()).map_err(|_| PipeError::PeerGone {
-                        side: "consumer",
-                        rank: 0,
-                        when: format!("(standard output closed) in record {record}"),
-                    })
+                    o.write_all(&whole)
+                        .and_then(|()| o.flush())
+                        .map_err(|_| PipeError::PeerGone {
+                            side: "consumer",
+                            rank: 0,
+                            when: format!("(standard output closed) in record {record}"),
+                        })
                 } else {
                     Ok(())
                 };
@@ -181,7 +234,10 @@ impl<'c> PipeWriter<'c> {
                 for k in 0..n {
                     let c = (me as usize + k) % n;
                     let mut left = bytes[c];
-                    let mut cur = (left > 0).then(|| plan.runs(u64::from(me), c as u64)).transpose()?.map(RunCursor::new);
+                    let mut cur = (left > 0)
+                        .then(|| plan.runs(u64::from(me), c as u64))
+                        .transpose()?
+                        .map(RunCursor::new);
                     loop {
                         let len = left.min(u64::from(MAX_PAYLOAD));
                         frame.clear();
@@ -189,17 +245,30 @@ impl<'c> PipeWriter<'c> {
                         let mut crc = 0;
                         let mut got = 0;
                         while got < len {
-                            let Some(r) = cur.as_mut().and_then(|c| c.take(len - got)) else { break };
-                            crc = extend_crc(&mut frame, &data[r.src as usize..(r.src + r.len) as usize], crc);
+                            let Some(r) = cur.as_mut().and_then(|c| c.take(len - got)) else {
+                                break;
+                            };
+                            crc = extend_crc(
+                                &mut frame,
+                                &data[r.src as usize..(r.src + r.len) as usize],
+                                crc,
+                            );
                             got += r.len;
                         }
-                        let h = Header { kind: Kind::Data, record, len: got as u32, crc };
+                        let h = Header {
+                            kind: Kind::Data,
+                            record,
+                            len: got as u32,
+                            crc,
+                        };
                         frame[..HEADER_LEN].copy_from_slice(&h.encode());
-                        socks[c].write_all(&frame).map_err(|_| PipeError::PeerGone {
-                            side: "consumer",
-                            rank: c as u32,
-                            when: format!("in record {record}"),
-                        })?;
+                        socks[c]
+                            .write_all(&frame)
+                            .map_err(|_| PipeError::PeerGone {
+                                side: "consumer",
+                                rank: c as u32,
+                                when: format!("in record {record}"),
+                            })?;
                         left -= got;
                         if left == 0 {
                             break;
@@ -219,9 +288,19 @@ impl<'c> PipeWriter<'c> {
     /// [`PipeError::PeerGone`] when a consumer rank went away first.
     pub fn close(self) -> Result<(), PipeError> {
         if let Mode::Net { socks, .. } = self.mode {
-            let end = Header { kind: Kind::End, record: self.record, len: 0, crc: 0 }.encode();
+            let end = Header {
+                kind: Kind::End,
+                record: self.record,
+                len: 0,
+                crc: 0,
+            }
+            .encode();
             for (c, mut s) in socks.into_iter().enumerate() {
-                let gone = |_: ()| PipeError::PeerGone { side: "consumer", rank: c as u32, when: "before the end of the stream".into() };
+                let gone = |_: ()| PipeError::PeerGone {
+                    side: "consumer",
+                    rank: c as u32,
+                    when: "before the end of the stream".into(),
+                };
                 s.write_all(&end).map_err(|_| gone(()))?;
                 let _ = s.shutdown(Shutdown::Write);
                 let mut sink = [0u8; 64];
