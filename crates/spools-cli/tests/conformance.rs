@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{assert_ok, e, launch, rank_main};
+use common::{assert_ok, checked, e, launch, rank_main};
 use spools::{Priority, Transport, World};
 
 const BACKENDS: [&str; 2] = ["shm", "tcp"];
@@ -144,12 +144,19 @@ fn drain_until(
     lens: &dyn Fn(u64) -> usize,
 ) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(60);
-    while ck.got < want {
+    // Our own queued bytes (TCP partial writes) must keep moving while we drain, and be
+    // out before we stop polling: a peer may still be waiting for them.
+    let mut queued = true;
+    while ck.got < want || queued {
+        queued = e(t.flush(1))?;
         if e(t.poll(&mut |m| ck.take(m.from, m.lane, m.priority, m.bytes, lens)))? == 0 {
-            t.wait(Duration::from_millis(5));
+            t.wait(Duration::from_millis(if queued { 1 } else { 5 }));
         }
         if Instant::now() > deadline {
-            return Err(format!("received {} of {want} messages in 60 s", ck.got));
+            return Err(format!(
+                "received {} of {want} messages in 60 s (own bytes still queued: {queued})",
+                ck.got
+            ));
         }
     }
     Ok(())
@@ -166,26 +173,31 @@ fn ordering_sizes_and_many_peers() {
 /// and content per (sender, lane, priority) stream.
 fn ordering_by_priority_role() -> Result<(), String> {
     let w = e(spools::init())?;
-    let t = transport(&w)?;
-    let caps = t.caps().clone();
-    let max = caps.max_message.min(1 << 20);
-    let sizes = [12usize, 13, 56, 57, 200, 4096, caps.max_inline.max(12), max];
-    let lens = move |seq: u64| sizes[(seq % sizes.len() as u64) as usize];
-    let (me, n) = (w.rank(), w.size());
-    let per = 48u64;
-    let mut ck = Checker::default();
-    for seq in 0..per {
-        for peer in (0..n).filter(|&p| p != me) {
-            for prio in [Priority::Low, Priority::High] {
-                let msg = body(me, seq, lens(seq));
-                send(&*t, 1, prio, peer, &msg, &mut ck, &lens)?;
+    // On an error, exit at once (the launcher stops the job) instead of finalising,
+    // which would wait for a peer that waits for this rank.
+    checked(&w, |w| {
+        let t = transport(w)?;
+        let caps = t.caps().clone();
+        let max = caps.max_message.min(1 << 20);
+        let sizes = [12usize, 13, 56, 57, 200, 4096, caps.max_inline.max(12), max];
+        let lens = move |seq: u64| sizes[(seq % sizes.len() as u64) as usize];
+        let (me, n) = (w.rank(), w.size());
+        let per = 48u64;
+        let mut ck = Checker::default();
+        for seq in 0..per {
+            for peer in (0..n).filter(|&p| p != me) {
+                for prio in [Priority::Low, Priority::High] {
+                    let msg = body(me, seq, lens(seq));
+                    send(&*t, 1, prio, peer, &msg, &mut ck, &lens)?;
+                }
             }
         }
-    }
-    drain_until(&*t, &mut ck, 2 * per * u64::from(n - 1), &lens)?;
-    ck.verdict()?;
-    e(w.runtime_barrier())?;
-    println!("rank {me}: {} messages in order and intact", ck.got);
+        drain_until(&*t, &mut ck, 2 * per * u64::from(n - 1), &lens)?;
+        ck.verdict()?;
+        e(w.runtime_barrier())?;
+        println!("rank {me}: {} messages in order and intact", ck.got);
+        Ok(())
+    });
     e(w.finalize())
 }
 
@@ -193,19 +205,24 @@ fn ordering_by_priority_role() -> Result<(), String> {
 /// refused. Nothing may be lost, duplicated or reordered, and neither may deadlock.
 fn flood_role() -> Result<(), String> {
     let w = e(spools::init())?;
-    let t = transport(&w)?;
-    let (me, peer) = (w.rank(), 1 - w.rank());
-    let count: u64 = 200_000;
-    let lens = |seq: u64| 12 + (seq % 50) as usize;
-    let mut ck = Checker::default();
-    for seq in 0..count {
-        let msg = body(me, seq, lens(seq));
-        send(&*t, 1, Priority::Low, peer, &msg, &mut ck, &lens)?;
-    }
-    drain_until(&*t, &mut ck, count, &lens)?;
-    ck.verdict()?;
-    e(w.runtime_barrier())?;
-    println!("rank {me}: flood of {} received intact", ck.got);
+    // On an error, exit at once (the launcher stops the job) instead of finalising,
+    // which would wait for a peer that waits for this rank.
+    checked(&w, |w| {
+        let t = transport(w)?;
+        let (me, peer) = (w.rank(), 1 - w.rank());
+        let count: u64 = 200_000;
+        let lens = |seq: u64| 12 + (seq % 50) as usize;
+        let mut ck = Checker::default();
+        for seq in 0..count {
+            let msg = body(me, seq, lens(seq));
+            send(&*t, 1, Priority::Low, peer, &msg, &mut ck, &lens)?;
+        }
+        drain_until(&*t, &mut ck, count, &lens)?;
+        ck.verdict()?;
+        e(w.runtime_barrier())?;
+        println!("rank {me}: flood of {} received intact", ck.got);
+        Ok(())
+    });
     e(w.finalize())
 }
 
@@ -240,7 +257,11 @@ fn peer_dies_role() -> Result<(), String> {
                         t.wait(Duration::from_millis(2));
                     }
                     Err(err) => {
+                        // Report, then wait for the launcher to end the job for rank 2's
+                        // death (exiting here could be seen first and reported instead).
                         println!("rank 0 detected: {err}");
+                        let _ = std::io::Write::flush(&mut std::io::stdout());
+                        std::thread::sleep(Duration::from_secs(30));
                         std::process::exit(3);
                     }
                 }
@@ -255,6 +276,8 @@ fn peer_dies_role() -> Result<(), String> {
                 Ok(()) => Err("barrier completed without rank 2".into()),
                 Err(err) => {
                     println!("rank 1 detected: {err}");
+                    let _ = std::io::Write::flush(&mut std::io::stdout());
+                    std::thread::sleep(Duration::from_secs(30));
                     std::process::exit(3);
                 }
             }
@@ -346,83 +369,88 @@ fn capabilities_are_stated_and_empty_messages_arrive() {
 /// high-priority message: it must be accepted at once and delivered first.
 fn priority_role() -> Result<(), String> {
     let w = e(spools::init())?;
-    let t = transport(&w)?;
-    let dir =
-        std::path::PathBuf::from(std::env::var("SPOOLS_TEST_DIR").map_err(|x| x.to_string())?);
-    e(w.runtime_barrier())?;
-    if w.rank() == 1 {
-        let msg = vec![1u8; 4000];
-        let mut sent = 0u64;
-        let deadline = Instant::now() + Duration::from_secs(60);
-        // Fill: low-priority messages until the transport pushes back.
-        loop {
-            if !e(t.try_send(1, Priority::Low, 0, &[&msg]))? {
-                break;
-            }
-            sent += 1;
-            if Instant::now() > deadline {
-                return Err("the low-priority buffer never filled".into());
-            }
-        }
-        if !e(t.try_send(1, Priority::High, 0, &[b"urgent"]))? {
-            return Err(
-                "a high-priority message was refused behind a full low-priority buffer".into(),
-            );
-        }
-        std::fs::write(dir.join("filled"), sent.to_string()).map_err(|x| x.to_string())?;
-        // Keep the rest flowing until rank 0 has everything.
-        let mut rest = 0;
-        // (A transport pushes out what it queued when its owner polls or flushes.)
-        while !dir.join("done").exists() && Instant::now() < deadline {
-            if rest < 10 && e(t.try_send(1, Priority::Low, 0, &[&msg]))? {
-                rest += 1;
-            }
-            e(t.flush(1))?;
-            e(t.poll(&mut |_| {}))?;
-            t.wait(Duration::from_millis(1));
-        }
-        println!("rank 1: filled with {sent} messages");
-    } else {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        // Do not poll until rank 1 says its high-priority message is in.
-        while !dir.join("filled").exists() {
-            if Instant::now() > deadline {
-                return Err("rank 1 never filled the buffer".into());
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let mut first = None;
-        let mut got = 0u64;
-        while first.is_none() && Instant::now() < deadline {
-            e(t.poll(&mut |m| {
-                got += 1;
-                if first.is_none() {
-                    first = Some((m.priority, m.bytes.to_vec()));
+    // On an error, exit at once (the launcher stops the job) instead of finalising,
+    // which would wait for a peer that waits for this rank.
+    checked(&w, |w| {
+        let t = transport(w)?;
+        let dir =
+            std::path::PathBuf::from(std::env::var("SPOOLS_TEST_DIR").map_err(|x| x.to_string())?);
+        e(w.runtime_barrier())?;
+        if w.rank() == 1 {
+            let msg = vec![1u8; 4000];
+            let mut sent = 0u64;
+            let deadline = Instant::now() + Duration::from_secs(60);
+            // Fill: low-priority messages until the transport pushes back.
+            loop {
+                if !e(t.try_send(1, Priority::Low, 0, &[&msg]))? {
+                    break;
                 }
-            }))?;
-        }
-        match first {
-            Some((Priority::High, b)) if b == b"urgent" => {
-                println!("rank 0: high priority delivered first")
+                sent += 1;
+                if Instant::now() > deadline {
+                    return Err("the low-priority buffer never filled".into());
+                }
             }
-            other => return Err(format!("first delivery was {other:?} after {got} messages")),
-        }
-        // Drain the rest so rank 1 can finish.
-        let filled: u64 = std::fs::read_to_string(dir.join("filled"))
-            .map_err(|x| x.to_string())?
-            .parse()
-            .map_err(|_| "count")?;
-        while got < filled + 1 && Instant::now() < deadline {
-            if e(t.poll(&mut |_| got += 1))? == 0 {
+            if !e(t.try_send(1, Priority::High, 0, &[b"urgent"]))? {
+                return Err(
+                    "a high-priority message was refused behind a full low-priority buffer".into(),
+                );
+            }
+            std::fs::write(dir.join("filled"), sent.to_string()).map_err(|x| x.to_string())?;
+            // Keep the rest flowing until rank 0 has everything.
+            let mut rest = 0;
+            // (A transport pushes out what it queued when its owner polls or flushes.)
+            while !dir.join("done").exists() && Instant::now() < deadline {
+                if rest < 10 && e(t.try_send(1, Priority::Low, 0, &[&msg]))? {
+                    rest += 1;
+                }
+                e(t.flush(1))?;
+                e(t.poll(&mut |_| {}))?;
                 t.wait(Duration::from_millis(1));
             }
+            println!("rank 1: filled with {sent} messages");
+        } else {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            // Do not poll until rank 1 says its high-priority message is in.
+            while !dir.join("filled").exists() {
+                if Instant::now() > deadline {
+                    return Err("rank 1 never filled the buffer".into());
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let mut first = None;
+            let mut got = 0u64;
+            while first.is_none() && Instant::now() < deadline {
+                e(t.poll(&mut |m| {
+                    got += 1;
+                    if first.is_none() {
+                        first = Some((m.priority, m.bytes.to_vec()));
+                    }
+                }))?;
+            }
+            match first {
+                Some((Priority::High, b)) if b == b"urgent" => {
+                    println!("rank 0: high priority delivered first")
+                }
+                other => return Err(format!("first delivery was {other:?} after {got} messages")),
+            }
+            // Drain the rest so rank 1 can finish.
+            let filled: u64 = std::fs::read_to_string(dir.join("filled"))
+                .map_err(|x| x.to_string())?
+                .parse()
+                .map_err(|_| "count")?;
+            while got < filled + 1 && Instant::now() < deadline {
+                if e(t.poll(&mut |_| got += 1))? == 0 {
+                    t.wait(Duration::from_millis(1));
+                }
+            }
+            if got < filled + 1 {
+                return Err(format!("received {got} of {} messages", filled + 1));
+            }
+            std::fs::write(dir.join("done"), b"").map_err(|x| x.to_string())?;
         }
-        if got < filled + 1 {
-            return Err(format!("received {got} of {} messages", filled + 1));
-        }
-        std::fs::write(dir.join("done"), b"").map_err(|x| x.to_string())?;
-    }
-    e(w.runtime_barrier())?;
+        e(w.runtime_barrier())?;
+        Ok(())
+    });
     e(w.finalize())
 }
 

@@ -150,8 +150,9 @@ fn redistribute_rank(w: &spools::World) -> Result<(), String> {
         let src = local(&from, me);
         let want = local(&to, me);
         let mut got = vec![0u8; want.len()];
-        let st = spools_io::redistribute(w.io_communicator(), &src, &from, &mut got, &to, &opts)
-            .map_err(|x| format!("case {case}: {a} -> {b}: {x}"))?;
+        let st =
+            spools_io::redistribute(e(w.io_communicator())?, &src, &from, &mut got, &to, &opts)
+                .map_err(|x| format!("case {case}: {a} -> {b}: {x}"))?;
         if got != want {
             let i = got.iter().zip(&want).position(|(x, y)| x != y).unwrap_or(0);
             return Err(format!(

@@ -232,7 +232,7 @@ fn a_rank_that_dies_on_either_side_of_a_pipe_is_an_error_on_the_other() {
         let name: PipeName = e("pipe:dies".parse())?;
         let res = if role.starts_with("producer") {
             let l: Layout = e(DIES.parse())?;
-            let mut out = e(PipeWriter::open(w.io_communicator(), &name, &l))?;
+            let mut out = e(PipeWriter::open(e(w.io_communicator())?, &name, &l))?;
             let part = vec![1u8; l.local_bytes(u64::from(me)).unwrap() as usize];
             (|| {
                 for k in 0..1_000_000u64 {
@@ -245,7 +245,7 @@ fn a_rank_that_dies_on_either_side_of_a_pipe_is_an_error_on_the_other() {
             })()
         } else {
             let l: Layout = e(READS.parse())?;
-            let mut input = e(PipeReader::open(w.io_communicator(), &name, &l))?;
+            let mut input = e(PipeReader::open(e(w.io_communicator())?, &name, &l))?;
             let mut part = vec![0u8; l.local_bytes(u64::from(me)).unwrap() as usize];
             (|| {
                 let mut k = 0;

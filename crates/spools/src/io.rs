@@ -6,7 +6,7 @@ use std::path::Path;
 use spools_io::file::{self, FileStats, ReadOptions, WriteOptions};
 use spools_io::{ExchangeError, ExchangeOptions, ExchangeStats, FileError};
 use spools_map::Layout;
-use spools_msg::{as_bytes, as_bytes_mut, Communicator, Element};
+use spools_msg::{as_bytes, as_bytes_mut, Communicator, Element, MsgError};
 
 use crate::World;
 
@@ -22,10 +22,19 @@ fn check_elem<T: Element>(layouts: &[&Layout]) -> Result<(), ExchangeError> {
 }
 
 impl World {
-    /// The communicator parallel I/O runs on (a duplicate of the world's, so its messages
-    /// never match the application's).
-    pub fn io_communicator(&self) -> &Communicator {
-        &self.io
+    /// The communicator parallel I/O runs on: a duplicate of the world's (so its messages
+    /// never match the application's), made by the first I/O call. Collective the first
+    /// time.
+    ///
+    /// # Errors
+    /// [`MsgError`] if the duplicate cannot be made (a dead peer).
+    pub fn io_communicator(&self) -> Result<&Communicator, MsgError> {
+        if let Some(c) = self.io.get() {
+            return Ok(c);
+        }
+        let c = self.communicator().dup()?;
+        let _ = self.io.set(c);
+        self.io.get().ok_or(MsgError::NoContext)
     }
 
     /// Moves a distributed dataset from layout `from` to layout `to` (rank `r` holds unit
@@ -53,7 +62,7 @@ impl World {
     ) -> Result<ExchangeStats, ExchangeError> {
         check_elem::<T>(&[from, to])?;
         spools_io::redistribute(
-            &self.io,
+            self.io_communicator()?,
             as_bytes(src),
             from,
             as_bytes_mut(dst),
@@ -89,7 +98,13 @@ impl World {
         opts: &WriteOptions,
     ) -> Result<FileStats, FileError> {
         check_elem::<T>(&[layout])?;
-        file::write(&self.io, path.as_ref(), as_bytes(data), layout, opts)
+        file::write(
+            self.io_communicator()?,
+            path.as_ref(),
+            as_bytes(data),
+            layout,
+            opts,
+        )
     }
 
     /// Reads the parallel file `path` into this rank's part of `layout`, with any number
@@ -105,6 +120,12 @@ impl World {
         opts: &ReadOptions,
     ) -> Result<FileStats, FileError> {
         check_elem::<T>(&[layout])?;
-        file::read(&self.io, path.as_ref(), as_bytes_mut(data), layout, opts)
+        file::read(
+            self.io_communicator()?,
+            path.as_ref(),
+            as_bytes_mut(data),
+            layout,
+            opts,
+        )
     }
 }

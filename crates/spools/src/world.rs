@@ -49,7 +49,7 @@ pub struct World {
     boot: Arc<Bootstrap>,
     comm: Comm,
     msg: Communicator,
-    pub(crate) io: Communicator,
+    pub(crate) io: std::sync::OnceLock<Communicator>,
     endpoint: Endpoint,
     shm: Option<Arc<ShmTransport>>,
     tcp: Option<Arc<TcpTransport>>,
@@ -177,11 +177,10 @@ pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
         sleep,
         std::time::Duration::from_micros(comm.config().spin_us),
     );
-    let io = msg.dup()?;
     Ok(World {
         boot,
         msg,
-        io,
+        io: std::sync::OnceLock::new(),
         comm,
         endpoint,
         shm,

@@ -15,6 +15,7 @@ mod pipe;
 mod plot;
 mod probe;
 mod rate;
+mod redist;
 mod ring;
 mod tagged;
 
@@ -52,6 +53,24 @@ pub(crate) enum Bench {
     /// One end of a parallel pipe between two jobs (nCUBE Tables 1 and 2); reports go to
     /// stderr, so stdout can carry the byte stream.
     Pipe(PipeArgs),
+    /// In-memory redistribution between two layouts against memcpy (any number of ranks).
+    Redist(RedistArgs),
+}
+
+/// Options of `spools bench redist`.
+#[derive(Args, Debug)]
+pub(crate) struct RedistArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// The source distribution (rank r holds unit r).
+    #[arg(long)]
+    from: String,
+    /// The destination distribution.
+    #[arg(long)]
+    to: String,
+    /// Checksum every transfer unit.
+    #[arg(long)]
+    integrity: bool,
 }
 
 /// Options of `spools bench pipe`.
@@ -235,6 +254,7 @@ pub(crate) fn run(b: &Bench) -> Result<()> {
         Bench::Matmul(a) => matmul::run(a),
         Bench::Io(a) => io::run(a),
         Bench::Pipe(a) => pipe::run(a),
+        Bench::Redist(a) => redist::run(a),
     }
 }
 

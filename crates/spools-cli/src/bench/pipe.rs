@@ -30,7 +30,7 @@ pub(crate) fn run(a: &PipeArgs) -> Result<()> {
         .total_bytes()
         .context("--layout must give the dataset's size")?;
     let me = w.rank();
-    let io = w.io_communicator();
+    let io = w.io_communicator()?;
     let t0 = Instant::now();
     let (records, secs, name) = match a.role.as_str() {
         "producer" => {

@@ -22,7 +22,7 @@ use crate::exchange::{exchange, ExchangeOptions, Owners};
 /// let world = spools::init()?;
 /// let l: spools_map::Layout = "u8[1024,1024] *,block on 1x3".parse()?;
 /// let name: spools_io::pipe::PipeName = "pipe:frames".parse()?;
-/// let mut input = spools_io::pipe::PipeReader::open(world.io_communicator(), &name, &l)?;
+/// let mut input = spools_io::pipe::PipeReader::open(world.io_communicator()?, &name, &l)?;
 /// let mut mine = vec![0u8; l.local_bytes(u64::from(world.rank()))? as usize];
 /// while input.read(&mut mine)? {
 ///     // one record of this rank's columns

@@ -21,7 +21,7 @@ use crate::exchange::{exchange, ExchangeOptions, Owners};
 /// let world = spools::init()?;
 /// let l: spools_map::Layout = "u8[1024,1024] block,* on 4x1".parse()?;
 /// let name: spools_io::pipe::PipeName = "pipe:frames".parse()?;
-/// let mut out = spools_io::pipe::PipeWriter::open(world.io_communicator(), &name, &l)?;
+/// let mut out = spools_io::pipe::PipeWriter::open(world.io_communicator()?, &name, &l)?;
 /// let mine = vec![7u8; 256 * 1024];
 /// out.write(&mine)?;
 /// out.close()?;

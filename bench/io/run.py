@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""Parallel-I/O benchmarks of Spools, side by side with peers in the same run.
+
+usage: bench/io/run.py [--runs N] [--out DIR] [--quick] [--only A,B,...]
+
+Builds `spools` (cargo build --release) and the MPI-IO peer (bench/peers/io.c, mpicc -O2;
+Open MPI is installed from Debian if missing), then runs every experiment N times (default
+5), alternating the systems compared within each run, and writes DIR/results.json (every
+sample), DIR/summary.md (medians, ratios, goals) and DIR/*.svg plots.
+
+Experiments (names for --only):
+  redist   in-memory redistribution (block -> cyclic(k), transposed grids) vs memcpy
+  collperf SCI-MPICH Table 3: 3-D BLOCK i32 n^3 (n = 128, 512) by 2 and 4 ranks, collective
+           write then read of the canonical file, vs MPI-IO (OMPIO and ROMIO, darray view),
+           buffered and durable (sync inside the timed region), vs a raw sequential write
+           (dd) of the same bytes; the files are compared byte for byte
+  readn    read with a different number of ranks vs the same number
+  raid     RAID-5 vs RAID-0 write time; degraded (one unit deleted) vs healthy RAID-5 read
+  units    nCUBE Table 3: striped over 1, 2, 4 unit files
+  fig15    iWarp Figure 15: writing a block-cyclic array, block 128 B .. 8 KiB, with and
+           without reshuffling, vs raw streaming (dd)
+  pipes    nCUBE Tables 1/2: parallel pipe bandwidth, s = r = 1, 2, 4, 8, row/column/block
+           on both sides, 1024x1024 and 8192x8192 u8
+
+All files are overwritten in place after a first untimed write (this machine writes fresh
+files far slower than it overwrites, see the issue); `collperf` also reports fresh-file
+writes for one configuration. Files live in DIR/files (on the disk holding DIR).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SPOOLS = os.path.join(ROOT, "target", "release", "spools")
+
+
+def sh(cmd, env=None, timeout=900):
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def last_json(text):
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            return json.loads(line)
+    raise RuntimeError(f"no JSON in output:\n{text}")
+
+
+def spools_run(n, args, env=None):
+    return sh([SPOOLS, "run", "-n", str(n), "--timeout", "600", "--", SPOOLS] + args, env=env)
+
+
+def mpirun(n, args, component):
+    return sh(["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "io", component, "-n", str(n)] + args)
+
+
+def med(v):
+    return statistics.median(v) if v else float("nan")
+
+
+def dd(path, nbytes, sync):
+    bs = 4 << 20
+    count = max(1, nbytes // bs)
+    conv = "notrunc,fdatasync" if sync else "notrunc"
+    t = time.perf_counter()
+    sh(["dd", "if=/dev/zero", f"of={path}", f"bs={bs}", f"count={count}", f"conv={conv}", "status=none"])
+    return time.perf_counter() - t
+
+
+def grid3(p):
+    return {1: "1x1x1", 2: "2x1x1", 4: "2x2x1", 8: "2x2x2"}[p]
+
+
+class Bench:
+    def __init__(self, out, runs, quick):
+        self.out, self.runs, self.quick = out, runs, quick
+        self.files = os.path.join(out, "files")
+        os.makedirs(self.files, exist_ok=True)
+        self.samples = {}
+
+    def add(self, key, value):
+        self.samples.setdefault(key, []).append(value)
+
+    def m(self, key):
+        return med(self.samples.get(key, []))
+
+    def f(self, name):
+        return os.path.join(self.files, name)
+
+    # --- experiments -------------------------------------------------------------------
+    def redist(self):
+        n = 1 << 20 if self.quick else 1 << 22
+        cases = [
+            ("block->cyclic(512) f64 (4 KiB runs)", f"f64[{n}] block on 4", f"f64[{n}] cyclic(512) on 4"),
+            ("block->cyclic(1) f64 (8 B runs)", f"f64[{n}] block on 4", f"f64[{n}] cyclic on 4"),
+            ("rows->columns f64[2048,2048] (4 KiB runs)", "f64[2048,2048] block,* on 4x1", "f64[2048,2048] *,block on 1x4"),
+            ("2x2 blocks->columns f64[2048,2048]", "f64[2048,2048] block,block on 2x2", "f64[2048,2048] *,block on 1x4"),
+        ]
+        for _ in range(self.runs):
+            for name, a, b in cases:
+                r = last_json(spools_run(4, ["bench", "redist", "--from", a, "--to", b, "--json", "--reps", "5"]).stdout)
+                self.add(("redist", name, "ratio"), r["ratio"])
+                self.add(("redist", name, "gb_s"), r["redistribute_gb_s"])
+                self.add(("redist", name, "memcpy_gb_s"), r["memcpy_gb_s"])
+                self.add(("redist", name, "mean_run"), r["mean_run_bytes"])
+
+    def collperf(self):
+        sizes = [128] if self.quick else [128, 512]
+        peer = os.path.join(self.out, "io_peer")
+        for _ in range(self.runs):
+            for n in sizes:
+                for p in (2, 4):
+                    layout = f"i32[{n},{n},{n}] block,block,block on {grid3(p)}"
+                    nbytes = n * n * n * 4
+                    for sync in (False, True):
+                        mode = "durable" if sync else "buffered"
+                        s = ["--sync"] if sync else []
+                        fs = self.f(f"cp-spools-{n}")
+                        r = last_json(spools_run(p, ["bench", "io", "--layout", layout, "--file", fs, "--write", "--read", "--verify", "--keep", "--reps", "1", "--json"] + s).stdout)
+                        self.add(("collperf", n, p, mode, "spools", "write"), r["write"]["median_s"])
+                        self.add(("collperf", n, p, mode, "spools", "read"), r["read"]["median_s"])
+                        for comp in ("ompio", "romio321"):
+                            fm = self.f(f"cp-{comp}-{n}")
+                            r = last_json(mpirun(p, [peer, "--n", str(n), "--file", fm, "--reps", "1", "--keep"] + s, comp).stdout)
+                            self.add(("collperf", n, p, mode, comp, "write"), r["write_s"][0])
+                            self.add(("collperf", n, p, mode, comp, "read"), r["read_s"][0])
+                        self.add(("collperf", n, p, mode, "raw", "write"), dd(self.f(f"cp-raw-{n}"), nbytes, sync))
+            for n in sizes:
+                a, b, c = self.f(f"cp-spools-{n}"), self.f(f"cp-ompio-{n}"), self.f(f"cp-romio321-{n}")
+                same = subprocess.run(["cmp", a, b]).returncode == 0 and subprocess.run(["cmp", a, c]).returncode == 0
+                self.add(("collperf", n, "identical"), same)
+        # Fresh files: the same write into a file that does not exist yet.
+        n, p = 128, 4
+        layout = f"i32[{n},{n},{n}] block,block,block on {grid3(p)}"
+        for _ in range(self.runs):
+            fs = self.f("cp-fresh")
+            if os.path.exists(fs):
+                os.remove(fs)
+            r = last_json(spools_run(p, ["bench", "io", "--layout", layout, "--file", fs, "--write", "--reps", "1", "--json"]).stdout)
+            self.add(("collperf", "fresh", n, p, "spools"), r["write"]["median_s"])
+            fm = self.f("cp-fresh-mpi")
+            if os.path.exists(fm):
+                os.remove(fm)
+            r = last_json(mpirun(p, [os.path.join(self.out, "io_peer"), "--n", str(n), "--file", fm, "--reps", "1"], "ompio").stdout)
+            self.add(("collperf", "fresh", n, p, "ompio"), r["write_s"][0])
+
+    def readn(self):
+        n = 256 if self.quick else 512
+        f = self.f("readn")
+        spools_run(4, ["bench", "io", "--layout", f"i32[{n},{n},{n}] block,block,block on 2x2x1", "--file", f, "--write", "--keep", "--reps", "1"])
+        for _ in range(self.runs):
+            for ranks, layout in ((4, f"i32[{n},{n},{n}] block,block,block on 2x2x1"), (3, f"i32[{n},{n},{n}] block,*,* on 3x1x1"), (3, f"i32[{n},{n},{n}] *,cyclic(5),* on 1x3x1")):
+                r = last_json(spools_run(ranks, ["bench", "io", "--layout", layout, "--file", f, "--read", "--verify", "--keep", "--reps", "1", "--json"]).stdout)
+                self.add(("readn", ranks, layout), r["read"]["median_s"])
+
+    def raid(self):
+        n = 256 if self.quick else 512
+        layout = f"i32[{n},{n},{n}] block,*,* on 4x1x1"
+        dirs = ",".join(self.f(f"raid-d{i}") for i in range(4))
+        for _ in range(self.runs):
+            for fmt in ("stripe(unit=1MiB,count=4)", "raid5(unit=1MiB,count=4)"):
+                f = self.f("raid-" + fmt[:5])
+                r = last_json(spools_run(4, ["bench", "io", "--layout", layout, "--file", f, "--format", fmt, "--dirs", dirs, "--write", "--read", "--verify", "--keep", "--reps", "2", "--sync", "--json"]).stdout)
+                self.add(("raid", fmt, "write"), min(r["write"]["runs_s"]))
+                self.add(("raid", fmt, "read"), min(r["read"]["runs_s"]))
+            # Degraded: unit 2 of the current RAID-5 version deleted, then put back by repair.
+            f = self.f("raid-raid5")
+            m = json.load(open(f))
+            unit = m["units"][2]["path"]
+            os.remove(unit if os.path.isabs(unit) else os.path.join(os.path.dirname(f), unit))
+            r = last_json(spools_run(4, ["bench", "io", "--layout", layout, "--file", f, "--read", "--verify", "--keep", "--reps", "1", "--json"]).stdout)
+            self.add(("raid", "degraded", "read"), r["read"]["median_s"])
+            sh([SPOOLS, "repair", f])
+
+    def units(self):
+        n = 256 if self.quick else 512
+        layout = f"i32[{n},{n},{n}] block,*,* on 4x1x1"
+        for _ in range(self.runs):
+            for k in (1, 2, 4):
+                dirs = ",".join(self.f(f"units-d{i}") for i in range(k))
+                f = self.f(f"units-{k}")
+                r = last_json(spools_run(4, ["bench", "io", "--layout", layout, "--file", f, "--format", f"stripe(unit=1MiB,count={k})", "--dirs", dirs, "--write", "--read", "--keep", "--reps", "2", "--json"]).stdout)
+                self.add(("units", k, "write"), min(r["write"]["runs_s"]))
+                self.add(("units", k, "read"), min(r["read"]["runs_s"]))
+
+    def fig15(self):
+        size = (16 if self.quick else 64) << 20
+        for _ in range(self.runs):
+            for b in (128, 512, 2048, 8192):
+                layout = f"u8[{size}] cyclic({b}) on 4"
+                for mode in ("always", "never"):
+                    f = self.f(f"fig15-{mode}")
+                    r = last_json(spools_run(4, ["bench", "io", "--layout", layout, "--file", f, "--write", "--keep", "--reps", "2", "--reshuffle", mode, "--json"]).stdout)
+                    self.add(("fig15", b, mode), min(r["write"]["runs_s"]))
+            self.add(("fig15", "raw"), dd(self.f("fig15-raw"), size, False))
+
+    def pipes(self):
+        sizes = [1024] if self.quick else [1024, 8192]
+        dists = {"row": lambda p: ("block,*", f"{p}x1"), "col": lambda p: ("*,block", f"1x{p}"),
+                 "block": lambda p: ("block,block", {1: "1x1", 2: "2x1", 4: "2x2", 8: "4x2"}[p])}
+        env = {"SPOOLS_PIPE_DIR": self.f("pipes"), "SPOOLS_PIPE_TIMEOUT": "120"}
+        for _ in range(self.runs):
+            for n in sizes:
+                combos = [(a, b) for a in dists for b in dists] if n == 1024 else [("row", "row"), ("row", "col"), ("block", "block")]
+                records = 21 if n == 1024 else 4
+                for p in (1, 2, 4, 8):
+                    for a, b in combos:
+                        da, ga = dists[a](p)
+                        db, gb = dists[b](p)
+                        name = f"pipe:bench-{n}-{p}-{a}-{b}"
+                        e = dict(os.environ)
+                        e.update(env)
+                        prod = subprocess.Popen([SPOOLS, "run", "-n", str(p), "--timeout", "600", "--", SPOOLS, "bench", "pipe", "--role", "producer", "--layout", f"u8[{n},{n}] {da} on {ga}", "--name", name, "--records", str(records), "--json"], env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                        cons = sh([SPOOLS, "run", "-n", str(p), "--timeout", "600", "--", SPOOLS, "bench", "pipe", "--role", "consumer", "--layout", f"u8[{n},{n}] {db} on {gb}", "--name", name, "--records", str(records), "--json"], env=env)
+                        _, perr = prod.communicate(timeout=600)
+                        if prod.returncode != 0:
+                            raise RuntimeError(f"pipe producer failed: {perr}")
+                        r = last_json(cons.stderr)
+                        self.add(("pipes", n, p, a, b), r["mb_per_s"])
+
+    # --- output ------------------------------------------------------------------------
+    def save(self):
+        with open(os.path.join(self.out, "results.json"), "w") as fh:
+            json.dump([{"key": list(map(str, k)), "samples": v} for k, v in self.samples.items()], fh, indent=1)
+
+
+def build(out):
+    sh(["cargo", "build", "--release", "--locked", "-p", "spools-cli"], timeout=1800)
+    if shutil.which("mpicc") is None or shutil.which("mpirun") is None:
+        sh(["sudo", "-n", "apt-get", "install", "-y", "openmpi-bin", "libopenmpi-dev"] if os.geteuid() else ["apt-get", "install", "-y", "openmpi-bin", "libopenmpi-dev"], timeout=1800)
+    peers = os.path.join(ROOT, "bench", "peers")
+    sh(["mpicc", "-O2", "-Wall", "-Wextra", "-o", os.path.join(out, "io_peer"), os.path.join(peers, "io.c")])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--out", default=os.path.join(ROOT, "target", "bench-io"))
+    ap.add_argument("--quick", action="store_true", help="smaller sizes (to try the script)")
+    ap.add_argument("--only", default="redist,collperf,readn,raid,units,fig15,pipes")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    build(a.out)
+    b = Bench(a.out, a.runs, a.quick)
+    with open(os.path.join(a.out, "host.txt"), "w") as fh:
+        fh.write(subprocess.run(["sh", "-c", "uname -a; nproc; free -g | head -2; df -h " + a.out + " | tail -1; mpirun --version | head -1; git -C " + ROOT + " rev-parse --short HEAD"], capture_output=True, text=True).stdout)
+    for name in a.only.split(","):
+        t = time.time()
+        getattr(b, name)()
+        b.save()
+        print(f"{name}: {time.time() - t:.0f} s", file=sys.stderr)
+    subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "summarize.py"), a.out], check=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Summarises bench/io/run.py's results.json into summary.md and SVG plots.
+
+usage: bench/io/summarize.py DIR
+"""
+
+import json
+import os
+import statistics
+import sys
+
+
+def load(d):
+    with open(os.path.join(d, "results.json")) as fh:
+        return {tuple(e["key"]): e["samples"] for e in json.load(fh)}
+
+
+def med(v):
+    return statistics.median(v) if v else float("nan")
+
+
+def svg_lines(path, title, xlabel, ylabel, xs, series):
+    """A small log-x line plot: series is [(name, [y...])]."""
+    import math
+    w, h, l, b = 640, 400, 70, 50
+    ys = [y for _, s in series for y in s if y == y]
+    if not ys:
+        return
+    ymax = max(ys) * 1.1
+    lx = [math.log2(x) for x in xs]
+    x0, x1 = min(lx), max(lx) if max(lx) > min(lx) else min(lx) + 1
+    px = lambda x: l + (math.log2(x) - x0) / (x1 - x0) * (w - l - 20)
+    py = lambda y: h - b - y / ymax * (h - b - 30)
+    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"]
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
+           f'<text x="{w/2}" y="18" text-anchor="middle" font-size="14">{title}</text>',
+           f'<line x1="{l}" y1="{h-b}" x2="{w-20}" y2="{h-b}" stroke="black"/><line x1="{l}" y1="30" x2="{l}" y2="{h-b}" stroke="black"/>',
+           f'<text x="{w/2}" y="{h-10}" text-anchor="middle">{xlabel}</text>',
+           f'<text x="15" y="{h/2}" transform="rotate(-90 15 {h/2})" text-anchor="middle">{ylabel}</text>']
+    for x in xs:
+        out.append(f'<text x="{px(x)}" y="{h-b+16}" text-anchor="middle">{x}</text>')
+    for k in range(5):
+        y = ymax * k / 4
+        out.append(f'<text x="{l-6}" y="{py(y)+4}" text-anchor="end">{y:.0f}</text>')
+    for i, (name, s) in enumerate(series):
+        c = colors[i % len(colors)]
+        pts = " ".join(f"{px(x)},{py(y)}" for x, y in zip(xs, s) if y == y)
+        out.append(f'<polyline fill="none" stroke="{c}" stroke-width="2" points="{pts}"/>')
+        out.append(f'<text x="{w-200}" y="{40+16*i}" fill="{c}">{name}</text>')
+    out.append("</svg>")
+    with open(path, "w") as fh:
+        fh.write("\n".join(out))
+
+
+def main():
+    d = sys.argv[1]
+    s = load(d)
+    m = lambda *k: med(s.get(tuple(map(str, k)), []))
+    L = ["# Parallel-I/O benchmarks", "", "Medians of the runs in results.json (every sample is there). "
+         "Files are overwritten in place unless marked fresh.", ""]
+
+    if any(k[0] == "redist" for k in s):
+        L += ["## Redistribution in memory (4 ranks) vs single-thread memcpy, same run", "",
+              "| case | mean run | Spools GB/s | memcpy GB/s | ratio |", "|---|---|---|---|---|"]
+        for k in sorted({k[1] for k in s if k[0] == "redist"}):
+            L.append(f"| {k} | {m('redist', k, 'mean_run'):.0f} B | {m('redist', k, 'gb_s'):.2f} | {m('redist', k, 'memcpy_gb_s'):.2f} | {m('redist', k, 'ratio'):.2f} |")
+        L.append("")
+
+    if any(k[0] == "collperf" for k in s):
+        L += ["## coll_perf (SCI-MPICH Table 3): 3-D BLOCK i32, canonical file, overwritten", "",
+              "Seconds (median). Ratios: Spools' time against raw dd of the same bytes (raw/Spools) and against the better of OMPIO and ROMIO (MPI/Spools); above 1 means Spools is faster.", "",
+              "| n | ranks | mode | Spools write | OMPIO write | ROMIO write | raw dd write | raw/Spools | best MPI/Spools | Spools read | OMPIO read | ROMIO read |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for n in sorted({int(k[1]) for k in s if k[0] == "collperf" and k[1].isdigit() and len(k) == 6}):
+            for p in (2, 4):
+                for mode in ("buffered", "durable"):
+                    sw, ow, rw, dw = (m("collperf", n, p, mode, x, "write") for x in ("spools", "ompio", "romio321", "raw"))
+                    sr, orr, rr = (m("collperf", n, p, mode, x, "read") for x in ("spools", "ompio", "romio321"))
+                    L.append(f"| {n} | {p} | {mode} | {sw:.4f} | {ow:.4f} | {rw:.4f} | {dw:.4f} | {dw/sw:.2f} | {min(ow, rw)/sw:.2f} | {sr:.4f} | {orr:.4f} | {rr:.4f} |")
+        for k in sorted(k for k in s if k[0] == "collperf" and k[-1] == "identical"):
+            L.append(f"\nFiles of n={k[1]} byte-identical to both MPI-IO components' in every run: {all(s[k])}.")
+        f1, f2 = m("collperf", "fresh", 128, 4, "spools"), m("collperf", "fresh", 128, 4, "ompio")
+        if f1 == f1:
+            L.append(f"\nFresh files (n=128, 4 ranks, buffered write into a file that did not exist): Spools {f1:.4f} s, OMPIO {f2:.4f} s; overwriting: Spools {m('collperf', 128, 4, 'buffered', 'spools', 'write'):.4f} s.")
+        L.append("")
+
+    if any(k[0] == "readn" for k in s):
+        L += ["## Read with another number of ranks (written by 4 ranks as 2x2x1 blocks)", "", "| ranks | layout | seconds | vs same-count read |", "|---|---|---|---|"]
+        keys = sorted({(k[1], k[2]) for k in s if k[0] == "readn"})
+        same = [m("readn", r, l) for r, l in keys if r == "4"]
+        base = same[0] if same else float("nan")
+        for r, l in keys:
+            t = m("readn", r, l)
+            L.append(f"| {r} | {l} | {t:.4f} | {base/t:.2f} |")
+        L.append("")
+
+    if any(k[0] == "raid" for k in s):
+        w0, w5 = m("raid", "stripe(unit=1MiB,count=4)", "write"), m("raid", "raid5(unit=1MiB,count=4)", "write")
+        r5, rd = m("raid", "raid5(unit=1MiB,count=4)", "read"), m("raid", "degraded", "read")
+        r0 = m("raid", "stripe(unit=1MiB,count=4)", "read")
+        L += ["## RAID-5 (4 ranks, 4 units of 1 MiB, durable writes)", "",
+              "| | seconds |", "|---|---|",
+              f"| RAID-0 write | {w0:.4f} |", f"| RAID-5 write | {w5:.4f} (+{(w5/w0-1)*100:.0f} %) |",
+              f"| RAID-0 read | {r0:.4f} |", f"| RAID-5 read, healthy | {r5:.4f} |", f"| RAID-5 read, one unit deleted | {rd:.4f} ({r5/rd:.2f} x healthy speed) |", ""]
+
+    if any(k[0] == "units" for k in s):
+        L += ["## Striped over K unit files (nCUBE Table 3; all units on this machine's one disk)", "", "| units | write MB/s | read MB/s |", "|---|---|---|"]
+        for k in (1, 2, 4):
+            wt, rt = m("units", k, "write"), m("units", k, "read")
+            L.append(f"| {k} | {(512**3*4)/wt/1e6:.0f} | {(512**3*4)/rt/1e6:.0f} |" if wt == wt else f"| {k} | - | - |")
+        L.append("")
+
+    if any(k[0] == "fig15" for k in s):
+        bs = [128, 512, 2048, 8192]
+        raw = m("fig15", "raw")
+        L += ["## Writing a block-cyclic array (iWarp Fig. 15), 4 ranks, canonical file", "",
+              "| block | with reshuffling s | without s | raw stream (dd) s |", "|---|---|---|---|"]
+        for b in bs:
+            L.append(f"| {b} B | {m('fig15', b, 'always'):.4f} | {m('fig15', b, 'never'):.4f} | {raw:.4f} |")
+        L.append("")
+        svg_lines(os.path.join(d, "fig15.svg"), "Writing a block-cyclic array (lower is better)", "block size (bytes)", "seconds",
+                  bs, [("with reshuffling", [m("fig15", b, "always") for b in bs]), ("without", [m("fig15", b, "never") for b in bs]), ("raw stream", [raw for _ in bs])])
+
+    if any(k[0] == "pipes" for k in s):
+        L += ["## Parallel pipes (nCUBE Tables 1 and 2): aggregate MB/s, s = r ranks", ""]
+        for n in sorted({int(k[1]) for k in s if k[0] == "pipes"}):
+            combos = sorted({(k[3], k[4]) for k in s if k[0] == "pipes" and k[1] == str(n)})
+            L += [f"u8[{n},{n}]:", "", "| producer -> consumer | " + " | ".join(f"s=r={p}" for p in (1, 2, 4, 8)) + " |", "|---|---|---|---|---|"]
+            for a, b in combos:
+                L.append(f"| {a} -> {b} | " + " | ".join(f"{m('pipes', n, p, a, b):.0f}" for p in (1, 2, 4, 8)) + " |")
+            rc = [m("pipes", n, p, "row", "col") / m("pipes", n, p, "row", "row") for p in (1, 2, 4, 8)]
+            L += ["", f"row -> column as a fraction of row -> row: " + ", ".join(f"{x:.2f}" for x in rc), ""]
+    with open(os.path.join(d, "summary.md"), "w") as fh:
+        fh.write("\n".join(L) + "\n")
+    print("\n".join(L))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+//! `spools bench redist`: in-memory redistribution between two layouts, against the
+//! single-thread memcpy bandwidth of the same machine measured in the same run.
+//!
+//! Reported bandwidth is the dataset's bytes over the time of one collective
+//! redistribution (median of `--reps`); memcpy is one rank copying a buffer of the
+//! dataset's size, timed between the redistributions.
+
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use spools::{ExchangeOptions, Layout};
+
+use super::{median, start, RedistArgs};
+
+pub(crate) fn run(a: &RedistArgs) -> Result<()> {
+    let w = start(&a.common)?;
+    let from: Layout = a
+        .from
+        .parse()
+        .with_context(|| format!("--from {}", a.from))?;
+    let to: Layout = a.to.parse().with_context(|| format!("--to {}", a.to))?;
+    let plan = spools_map::Plan::new(&from, &to)?;
+    let total = plan.total_bytes();
+    let me = u64::from(w.rank());
+    let share = |l: &Layout| -> Result<usize> {
+        Ok(if me < l.units() {
+            l.local_bytes(me)? as usize
+        } else {
+            0
+        })
+    };
+    let src: Vec<u8> = (0..share(plan.src())?).map(|i| i as u8).collect();
+    let mut dst = vec![0u8; share(plan.dst())?];
+    let sum = plan.summary()?;
+    let opts = ExchangeOptions {
+        integrity: a.integrity,
+        ..ExchangeOptions::default()
+    };
+    let big = vec![1u8; total as usize];
+    let mut copy = vec![0u8; total as usize];
+    let (mut t_x, mut t_m) = (Vec::new(), Vec::new());
+    for _ in 0..=a.common.reps.max(1) {
+        w.barrier()?;
+        let t = Instant::now();
+        spools_io::redistribute_plan(w.io_communicator()?, &plan, &src, &mut dst, &opts)?;
+        w.barrier()?;
+        t_x.push(t.elapsed().as_secs_f64());
+        if w.rank() == 0 {
+            let t = Instant::now();
+            copy.copy_from_slice(&big);
+            std::hint::black_box(&copy);
+            t_m.push(t.elapsed().as_secs_f64());
+        }
+        w.barrier()?;
+    }
+    // The first round warms the buffers and connections.
+    t_x.remove(0);
+    if !t_m.is_empty() {
+        t_m.remove(0);
+    }
+    if w.rank() == 0 {
+        let (x, m) = (median(&mut t_x), median(&mut t_m));
+        let (bx, bm) = (total as f64 / x / 1e9, total as f64 / m / 1e9);
+        let r = json!({
+            "benchmark": "redist", "ranks": w.size(), "from": a.from, "to": a.to, "bytes": total,
+            "runs": sum.total_runs(), "mean_run_bytes": sum.mean_run_bytes(), "integrity": a.integrity,
+            "redistribute_s": x, "redistribute_gb_s": bx, "memcpy_s": m, "memcpy_gb_s": bm, "ratio": bx / bm,
+        });
+        if a.common.json {
+            println!("{r}");
+        } else {
+            println!(
+                "redistribute {} -> {}: {} bytes, mean run {:.0} B: {:.2} GB/s, memcpy {:.2} GB/s, ratio {:.2}",
+                a.from, a.to, total, sum.mean_run_bytes(), bx, bm, bx / bm
+            );
+        }
+    }
+    w.finalize()?;
+    Ok(())
+}
