@@ -85,11 +85,19 @@ pub enum Reshuffle {
     Never,
 }
 
+/// Parses a `.npy` header at the start of `head`: (data offset, dataset bytes).
+///
+/// # Errors
+/// A description of what is not a supported `.npy` header.
+pub fn parse_npy_header(head: &[u8]) -> Result<(u64, u64), String> {
+    npy::parse(head)
+}
+
 /// Mean run length (bytes) from which [`Reshuffle::Auto`] lets ranks access a canonical
 /// file directly.
 pub const DIRECT_MIN_RUN: u64 = 256 * 1024;
 
-/// Options of [`write`].
+/// Options of [`write()`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WriteOptions {
     /// How the file is stored.
@@ -113,7 +121,7 @@ impl Default for WriteOptions {
     }
 }
 
-/// Options of [`read`].
+/// Options of [`read()`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReadOptions {
     /// Checksum the transfer units of the reshuffle (default on). Striped files' block
