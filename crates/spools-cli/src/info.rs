@@ -50,6 +50,11 @@ pub(crate) fn run() -> Result<()> {
         }
         writeln!(w, "{cfg}")?;
         writeln!(w)?;
+        writeln!(w, "# parallel I/O")?;
+        for (k, v, what) in spools_io::settings() {
+            writeln!(w, "{k:<15} = {v:<24} # {what}")?;
+        }
+        writeln!(w)?;
         writeln!(w, "# transports")?;
         match world.shm() {
             Some(shm) => {

@@ -6,10 +6,12 @@ use std::path::Path;
 use spools_map::{Layout, Plan, StripeLayout};
 use spools_msg::Communicator;
 
-use super::{agree, check_share, decide, npy, sys, FileStats, ReadOptions, WriteOptions};
+use super::{
+    agree, check_share, decide, integrity, npy, sys, FileStats, ReadOptions, WriteOptions,
+};
 use crate::error::FileError;
-use crate::exchange::{exchange, ExchangeOptions, Owners};
 use crate::file::manifest::looks_like_manifest;
+use crate::redistribute::redistribute_plan;
 
 /// File domains of aggregators are multiples of this many bytes (file-system friendly).
 const DOMAIN_ALIGN: u64 = 1 << 20;
@@ -155,25 +157,8 @@ pub(super) fn write(
                 0
             }
         ];
-        let src = own(layout, me, data);
-        let mut dst: Vec<(u64, &mut [u8])> = if mine {
-            vec![(u64::from(me), &mut buf[..])]
-        } else {
-            Vec::new()
-        };
-        let x = ExchangeOptions {
-            integrity: opts.integrity,
-            ..ExchangeOptions::default()
-        };
-        stats.exchange = exchange(
-            comm,
-            &plan,
-            &Owners::Identity,
-            &Owners::Identity,
-            &src,
-            &mut dst,
-            &x,
-        )?;
+        stats.exchange =
+            redistribute_plan(comm, &plan, data, &mut buf, &integrity(opts.integrity))?;
         if mine && !buf.is_empty() {
             sys::open_write(path).and_then(|f| {
                 sys::write_at(&f, path, &buf, off + u64::from(me) * domain)?;
@@ -191,15 +176,6 @@ pub(super) fn write(
     };
     agree(comm, path, res)?;
     Ok(stats)
-}
-
-/// This rank's source unit, if it has one.
-fn own<'a>(layout: &Layout, me: u32, data: &'a [u8]) -> Vec<(u64, &'a [u8])> {
-    if u64::from(me) < layout.units() {
-        vec![(u64::from(me), data)]
-    } else {
-        Vec::new()
-    }
 }
 
 /// Each rank writes its own runs where they belong.
@@ -290,29 +266,7 @@ pub(super) fn read(
         } else {
             Ok(())
         };
-        let src: Vec<(u64, &[u8])> = if mine {
-            vec![(u64::from(me), &buf[..])]
-        } else {
-            Vec::new()
-        };
-        let mut dst: Vec<(u64, &mut [u8])> = if u64::from(me) < layout.units() {
-            vec![(u64::from(me), &mut data[..])]
-        } else {
-            Vec::new()
-        };
-        let x = ExchangeOptions {
-            integrity: opts.integrity,
-            ..ExchangeOptions::default()
-        };
-        stats.exchange = exchange(
-            comm,
-            &plan,
-            &Owners::Identity,
-            &Owners::Identity,
-            &src,
-            &mut dst,
-            &x,
-        )?;
+        stats.exchange = redistribute_plan(comm, &plan, &buf, data, &integrity(opts.integrity))?;
         got
     } else {
         stats.aggregators = layout.units().min(u64::from(comm.size())) as u32;

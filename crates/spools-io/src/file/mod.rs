@@ -95,7 +95,7 @@ pub fn parse_npy_header(head: &[u8]) -> Result<(u64, u64), String> {
 
 /// Mean run length (bytes) from which [`Reshuffle::Auto`] lets ranks access a canonical
 /// file directly.
-pub const DIRECT_MIN_RUN: u64 = 256 * 1024;
+pub const DIRECT_MIN_RUN: u64 = 1024;
 
 /// Options of [`write()`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -257,6 +257,14 @@ fn agree<T>(comm: &Communicator, path: &Path, local: Result<T, FileError>) -> Re
             rank,
             path: path.to_path_buf(),
         }),
+    }
+}
+
+/// Exchange options with or without checksums.
+fn integrity(on: bool) -> crate::ExchangeOptions {
+    crate::ExchangeOptions {
+        integrity: on,
+        ..crate::ExchangeOptions::default()
     }
 }
 

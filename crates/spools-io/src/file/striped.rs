@@ -11,10 +11,11 @@ use super::manifest::{hex, Manifest, UnitEntry, MANIFEST_FORMAT};
 use super::rows::Geometry;
 use super::store::Store;
 use super::{
-    agree, check_share, sum, sys, FileStats, ReadOptions, Reshuffle, Striping, WriteOptions,
+    agree, check_share, integrity, sum, sys, FileStats, ReadOptions, Reshuffle, Striping,
+    WriteOptions,
 };
 use crate::error::FileError;
-use crate::exchange::{exchange, ExchangeOptions, Owners};
+use crate::redistribute::redistribute_plan;
 
 /// Stripe rows per aggregator, and aggregators, for `ranks` ranks.
 fn split_rows(geo: &Geometry, ranks: u32) -> (u64, u32) {
@@ -115,29 +116,7 @@ pub(super) fn write(
             0
         }
     ];
-    let src: Vec<(u64, &[u8])> = if u64::from(me) < layout.units() {
-        vec![(u64::from(me), data)]
-    } else {
-        Vec::new()
-    };
-    let mut dst: Vec<(u64, &mut [u8])> = if mine {
-        vec![(u64::from(me), &mut dom[..])]
-    } else {
-        Vec::new()
-    };
-    let x = ExchangeOptions {
-        integrity: opts.integrity,
-        ..ExchangeOptions::default()
-    };
-    let xs = exchange(
-        comm,
-        &plan,
-        &Owners::Identity,
-        &Owners::Identity,
-        &src,
-        &mut dst,
-        &x,
-    )?;
+    let xs = redistribute_plan(comm, &plan, data, &mut dom, &integrity(opts.integrity))?;
     let (r0, r1) = store.rows_of(me);
     let (chunks, crcs) = if mine {
         geo.build(r0, r1, &dom)
@@ -266,29 +245,7 @@ pub(super) fn read(
     };
     drop(chunks);
     let plan = Plan::new(&io, layout)?;
-    let src: Vec<(u64, &[u8])> = if mine {
-        vec![(u64::from(me), &dom[..])]
-    } else {
-        Vec::new()
-    };
-    let mut dst: Vec<(u64, &mut [u8])> = if u64::from(me) < layout.units() {
-        vec![(u64::from(me), &mut data[..])]
-    } else {
-        Vec::new()
-    };
-    let x = ExchangeOptions {
-        integrity: opts.integrity,
-        ..ExchangeOptions::default()
-    };
-    let xs = exchange(
-        comm,
-        &plan,
-        &Owners::Identity,
-        &Owners::Identity,
-        &src,
-        &mut dst,
-        &x,
-    )?;
+    let xs = redistribute_plan(comm, &plan, &dom, data, &integrity(opts.integrity))?;
     let rebuilt = agree(comm, path, assembled)?;
     if !rebuilt.is_empty() {
         let mut units: Vec<u64> = rebuilt.iter().map(|r| r.0).collect();

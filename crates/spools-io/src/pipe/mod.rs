@@ -19,7 +19,7 @@ mod reader;
 mod writer;
 
 pub use frame::decode_any;
-pub use name::{pipe_dir, PipeName};
+pub use name::{meet_timeout, pipe_dir, pipe_dir_path, PipeName};
 pub use reader::PipeReader;
 pub use writer::PipeWriter;
 

@@ -84,13 +84,22 @@ impl PipeName {
     }
 }
 
-/// The rendezvous directory of `pipe:` names, created private to this user.
-pub fn pipe_dir() -> Result<PathBuf, PipeError> {
-    let d = match std::env::var_os("SPOOLS_PIPE_DIR") {
+/// Where the rendezvous directory of `pipe:` names is (`SPOOLS_PIPE_DIR`, default
+/// `/tmp/spools-pipes-UID`).
+pub fn pipe_dir_path() -> PathBuf {
+    match std::env::var_os("SPOOLS_PIPE_DIR") {
         Some(d) => PathBuf::from(d),
         // SAFETY: getuid has no preconditions and cannot fail.
         None => std::env::temp_dir().join(format!("spools-pipes-{}", unsafe { libc::getuid() })),
-    };
+    }
+}
+
+/// The rendezvous directory of `pipe:` names, created private to this user.
+///
+/// # Errors
+/// [`PipeError::Io`] when it cannot be created.
+pub fn pipe_dir() -> Result<PathBuf, PipeError> {
+    let d = pipe_dir_path();
     std::fs::create_dir_all(&d).map_err(|e| PipeError::io(format!("create {}", d.display()), e))?;
     use std::os::unix::fs::PermissionsExt;
     let _ = std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700));
@@ -113,7 +122,7 @@ pub(crate) struct Description {
 }
 
 /// How long to wait for the other program (`SPOOLS_PIPE_TIMEOUT` seconds, default 60).
-pub(crate) fn timeout() -> Duration {
+pub fn meet_timeout() -> Duration {
     let s = std::env::var("SPOOLS_PIPE_TIMEOUT")
         .ok()
         .and_then(|v| v.parse::<f64>().ok())
@@ -140,11 +149,11 @@ pub(crate) fn meet(
     };
     let text = serde_json::to_vec(mine)
         .map_err(|e| PipeError::io("encode description", std::io::Error::other(e)))?;
-    let deadline = Instant::now() + timeout();
+    let deadline = Instant::now() + meet_timeout();
     let timed_out = || PipeError::Timeout {
         side: other,
         name: name.to_string(),
-        secs: timeout().as_secs(),
+        secs: meet_timeout().as_secs(),
     };
     match name {
         PipeName::Dir(n) => {
@@ -210,7 +219,7 @@ pub(crate) fn meet(
             };
             s.set_nonblocking(false)
                 .map_err(|e| PipeError::io("meeting socket", e))?;
-            s.set_read_timeout(Some(timeout()))
+            s.set_read_timeout(Some(meet_timeout()))
                 .map_err(|e| PipeError::io("meeting socket", e))?;
             s.write_all(&(text.len() as u32).to_le_bytes())
                 .and_then(|()| s.write_all(&text))

@@ -9,12 +9,13 @@ use spools_map::{Layout, Plan};
 use spools_msg::Communicator;
 
 use super::frame::{Header, Hello, Kind, HEADER_LEN, HELLO_LEN, MAX_PAYLOAD};
-use super::name::{forget, meet, timeout, Description, PipeName};
+use super::name::{forget, meet, meet_timeout, Description, PipeName};
 use super::{agree, on_rank0, share};
 use crate::crc::copy_crc;
 use crate::cursor::RunCursor;
 use crate::error::PipeError;
-use crate::exchange::{exchange, ExchangeOptions, Owners};
+use crate::exchange::ExchangeOptions;
+use crate::redistribute::redistribute_plan;
 
 /// The consumer's end of a parallel pipe; [`PipeReader::read`] receives one record.
 ///
@@ -115,7 +116,7 @@ fn accept_all(
                     return Err(PipeError::Timeout {
                         side: "producer",
                         name: "this pipe".into(),
-                        secs: timeout().as_secs(),
+                        secs: meet_timeout().as_secs(),
                     });
                 }
                 std::thread::sleep(Duration::from_millis(2));
@@ -212,7 +213,7 @@ impl<'c> PipeReader<'c> {
                     .try_into()
                     .map_err(|_| PipeError::Remote { rank: 0 })?;
                 let conn = (|| -> Result<(Vec<TcpStream>, Vec<u64>), PipeError> {
-                    let socks = accept_all(&listener, &token, Instant::now() + timeout())?;
+                    let socks = accept_all(&listener, &token, Instant::now() + meet_timeout())?;
                     if socks.len() as u32 != theirs.ranks {
                         return Err(PipeError::Protocol {
                             side: "producer",
@@ -333,25 +334,7 @@ fn read_stdin(
         }
         _ => {}
     }
-    let src: Vec<(u64, &[u8])> = if me == 0 {
-        vec![(0, &whole[..])]
-    } else {
-        Vec::new()
-    };
-    let mut dst: Vec<(u64, &mut [u8])> = if u64::from(me) < layout.units() {
-        vec![(u64::from(me), data)]
-    } else {
-        Vec::new()
-    };
-    exchange(
-        comm,
-        plan,
-        &Owners::Identity,
-        &Owners::Identity,
-        &src,
-        &mut dst,
-        &ExchangeOptions::default(),
-    )?;
+    redistribute_plan(comm, plan, &whole, data, &ExchangeOptions::default())?;
     Ok(true)
 }
 

@@ -8,12 +8,13 @@ use spools_map::{Layout, Plan};
 use spools_msg::Communicator;
 
 use super::frame::{Header, Hello, Kind, HEADER_LEN, MAX_PAYLOAD};
-use super::name::{meet, timeout, Description, PipeName};
+use super::name::{meet, meet_timeout, Description, PipeName};
 use super::{agree, on_rank0, share};
 use crate::crc::extend_crc;
 use crate::cursor::RunCursor;
 use crate::error::PipeError;
-use crate::exchange::{exchange, ExchangeOptions, Owners};
+use crate::exchange::ExchangeOptions;
+use crate::redistribute::redistribute_plan;
 
 /// The producer's end of a parallel pipe; [`PipeWriter::write`] sends one record.
 ///
@@ -132,7 +133,7 @@ impl<'c> PipeWriter<'c> {
                     rank: 0,
                     what: "bad token".into(),
                 })?;
-                let deadline = Instant::now() + timeout();
+                let deadline = Instant::now() + meet_timeout();
                 let conn = (|| -> Result<(Vec<TcpStream>, Vec<u64>), PipeError> {
                     let mut socks = Vec::new();
                     let mut bytes = Vec::new();
@@ -194,23 +195,11 @@ impl<'c> PipeWriter<'c> {
             Mode::Stdout { plan } => {
                 let total = plan.total_bytes();
                 let mut whole = vec![0u8; if me == 0 { total as usize } else { 0 }];
-                let src: Vec<(u64, &[u8])> = if u64::from(me) < self.layout.units() {
-                    vec![(u64::from(me), data)]
-                } else {
-                    Vec::new()
-                };
-                let mut dst: Vec<(u64, &mut [u8])> = if me == 0 {
-                    vec![(0, &mut whole[..])]
-                } else {
-                    Vec::new()
-                };
-                exchange(
+                redistribute_plan(
                     self.comm,
                     plan,
-                    &Owners::Identity,
-                    &Owners::Identity,
-                    &src,
-                    &mut dst,
+                    data,
+                    &mut whole,
                     &ExchangeOptions::default(),
                 )?;
                 let wrote = if me == 0 {
