@@ -276,7 +276,7 @@ impl<'c> PipeReader<'c> {
         }
         let record = self.record;
         let more = match &mut self.mode {
-            Mode::Stdin { plan } => read_stdin(self.comm, plan, &self.layout, data, record)?,
+            Mode::Stdin { plan } => read_stdin(self.comm, plan, data, record)?,
             Mode::Net { plan, socks, bytes } => read_net(plan, socks, bytes, me, data, record)?,
         };
         if more {
@@ -294,7 +294,6 @@ impl<'c> PipeReader<'c> {
 fn read_stdin(
     comm: &Communicator,
     plan: &Plan,
-    layout: &Layout,
     data: &mut [u8],
     record: u64,
 ) -> Result<bool, PipeError> {
