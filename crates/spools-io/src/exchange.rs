@@ -11,7 +11,7 @@
 //! copied directly.
 
 use spools_map::{Layout, Plan, Run};
-use spools_msg::{wait_any, Communicator, Op, Request};
+use spools_msg::{wait_any, Communicator, Request};
 
 use crate::crc::{copy_crc, extend_crc};
 use crate::cursor::RunCursor;
@@ -145,13 +145,7 @@ pub fn exchange(
         .and_then(|()| check_buffers(Side::Destination, plan.dst(), dst_owners, me, &dst_lens));
     // Every rank learns whether any rank refused before anything moves, so that no rank
     // waits for data that will never come.
-    let flag = [if checked.is_ok() { u32::MAX } else { me }];
-    let mut first = [0u32];
-    comm.allreduce(&flag, &mut first, &Op::Min)?;
-    checked?;
-    if first[0] != u32::MAX {
-        return Err(ExchangeError::Remote { rank: first[0] });
-    }
+    crate::agree_with(comm, checked, |rank| ExchangeError::Remote { rank })?;
     let tu = opts.transfer_unit.max(1);
     let window = opts.window.max(1);
 

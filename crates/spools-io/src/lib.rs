@@ -20,6 +20,39 @@ pub use error::{ExchangeError, FileError, PipeError, Side};
 pub use exchange::{exchange, ExchangeOptions, ExchangeStats, Owners};
 pub use redistribute::{redistribute, redistribute_plan};
 
+/// The collective agreement after a local step: every rank learns whether any failed.
+/// This rank's own error wins; otherwise the first failing rank is named by `remote`.
+pub(crate) fn agree_with<T, E: From<spools_msg::MsgError>>(
+    comm: &spools_msg::Communicator,
+    local: Result<T, E>,
+    remote: impl FnOnce(u32) -> E,
+) -> Result<T, E> {
+    let flag = [match &local {
+        Ok(_) => u32::MAX,
+        Err(_) => comm.rank(),
+    }];
+    let mut first = [0u32];
+    comm.allreduce(&flag, &mut first, &spools_msg::Op::Min)?;
+    match (local, first[0]) {
+        (Err(e), _) => Err(e),
+        (Ok(v), u32::MAX) => Ok(v),
+        (Ok(_), rank) => Err(remote(rank)),
+    }
+}
+
+/// Bytes of rank `rank`'s share of `layout` (rank `r` holds unit `r`; none beyond the
+/// layout's units).
+pub(crate) fn share(
+    layout: &spools_map::Layout,
+    rank: u32,
+) -> Result<u64, spools_map::LayoutError> {
+    if u64::from(rank) < layout.units() {
+        layout.local_bytes(u64::from(rank))
+    } else {
+        Ok(0)
+    }
+}
+
 /// Feeds untrusted bytes to every decoder of the I/O layer (pipe hellos and frames, `.npy`
 /// headers, manifests) and returns how many accepted them. For fuzzing and garbage tests:
 /// it must never panic, hang, or allocate beyond the input's size.

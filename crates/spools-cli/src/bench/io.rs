@@ -60,14 +60,18 @@ fn each_element(l: &Layout, me: u32, mut f: impl FnMut(usize, u64)) -> Result<()
     Ok(())
 }
 
-/// This rank's part of the dataset, every element holding its index plus `seed`.
-pub(crate) fn fill(l: &Layout, me: u32, seed: u64) -> Result<Vec<u8>> {
-    let n = if u64::from(me) < l.units() {
+/// Bytes of rank `me`'s share of `l` (rank r holds unit r; none beyond the units).
+pub(crate) fn share(l: &Layout, me: u32) -> Result<u64> {
+    Ok(if u64::from(me) < l.units() {
         l.local_bytes(u64::from(me))?
     } else {
         0
-    };
-    let mut buf = vec![0u8; n as usize];
+    })
+}
+
+/// This rank's part of the dataset, every element holding its index plus `seed`.
+pub(crate) fn fill(l: &Layout, me: u32, seed: u64) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; share(l, me)? as usize];
     let (d, es) = (dtype_of(l), l.elem_size() as usize);
     each_element(l, me, |at, idx| {
         value(d, idx.wrapping_add(seed), &mut buf[at..at + es])
@@ -136,16 +140,30 @@ pub(crate) fn remove(path: &Path) {
     let _ = std::fs::remove_file(path);
 }
 
-struct Timing {
-    secs: Vec<f64>,
-}
-
-impl Timing {
-    fn json(&self, bytes: u64) -> serde_json::Value {
-        let mut s = self.secs.clone();
-        let med = median(&mut s);
-        json!({"median_s": med, "mb_per_s": bytes as f64 / med / 1e6, "runs_s": self.secs})
+/// Runs `op` `reps` times between barriers; returns the timings as JSON with the last
+/// run's statistics added.
+fn timed(
+    w: &spools::World,
+    reps: usize,
+    bytes: u64,
+    mut op: impl FnMut() -> Result<spools::FileStats>,
+) -> Result<serde_json::Value> {
+    let mut secs = Vec::new();
+    let mut last = spools::FileStats::default();
+    for _ in 0..reps {
+        w.barrier()?;
+        let t0 = Instant::now();
+        last = op()?;
+        w.barrier()?;
+        secs.push(t0.elapsed().as_secs_f64());
     }
+    let mut s = secs.clone();
+    let med = median(&mut s);
+    Ok(json!({
+        "median_s": med, "mb_per_s": bytes as f64 / med / 1e6, "runs_s": secs,
+        "reshuffled": last.reshuffled, "aggregators": last.aggregators,
+        "rebuilt_blocks": last.rebuilt, "version": last.version,
+    }))
 }
 
 pub(crate) fn run(a: &IoArgs) -> Result<()> {
@@ -180,50 +198,19 @@ pub(crate) fn run(a: &IoArgs) -> Result<()> {
             integrity: !a.no_integrity,
             reshuffle: reshuffle_of(&a.reshuffle),
         };
-        let mut t = Timing { secs: Vec::new() };
-        let mut last = None;
-        for _ in 0..reps {
-            w.barrier()?;
-            let t0 = Instant::now();
-            let st = w.write_file(&a.file, &data, &layout, &opts)?;
-            w.barrier()?;
-            t.secs.push(t0.elapsed().as_secs_f64());
-            last = Some(st);
-        }
-        report["write"] = t.json(bytes);
-        if let Some(st) = last {
-            report["write"]["reshuffled"] = json!(st.reshuffled);
-            report["write"]["aggregators"] = json!(st.aggregators);
-            report["write"]["version"] = json!(st.version);
-        }
+        report["write"] = timed(&w, reps, bytes, || {
+            Ok(w.write_file(&a.file, &data, &layout, &opts)?)
+        })?;
     }
     if a.read {
-        let n = if u64::from(me) < read_layout.units() {
-            read_layout.local_bytes(u64::from(me))?
-        } else {
-            0
-        };
-        let mut buf = vec![0u8; n as usize];
+        let mut buf = vec![0u8; share(&read_layout, me)? as usize];
         let opts = ReadOptions {
             integrity: !a.no_integrity,
             reshuffle: reshuffle_of(&a.reshuffle),
         };
-        let mut t = Timing { secs: Vec::new() };
-        let mut last = None;
-        for _ in 0..reps {
-            w.barrier()?;
-            let t0 = Instant::now();
-            let st = w.read_file(&a.file, &mut buf, &read_layout, &opts)?;
-            w.barrier()?;
-            t.secs.push(t0.elapsed().as_secs_f64());
-            last = Some(st);
-        }
-        report["read"] = t.json(bytes);
-        if let Some(st) = last {
-            report["read"]["reshuffled"] = json!(st.reshuffled);
-            report["read"]["rebuilt_blocks"] = json!(st.rebuilt);
-            report["read"]["version"] = json!(st.version);
-        }
+        report["read"] = timed(&w, reps, bytes, || {
+            Ok(w.read_file(&a.file, &mut buf, &read_layout, &opts)?)
+        })?;
         if a.verify {
             let bad = check(&read_layout, me, &buf, a.seed)?;
             let flags = w.allgather_bytes(bad.as_deref().unwrap_or("").as_bytes())?;

@@ -17,7 +17,7 @@ use serde_json::json;
 use spools::Layout;
 use spools_io::pipe::{PipeName, PipeReader, PipeWriter};
 
-use super::io::{check, fill};
+use super::io::{check, fill, share};
 use super::{start, PipeArgs};
 
 pub(crate) fn run(a: &PipeArgs) -> Result<()> {
@@ -60,12 +60,7 @@ pub(crate) fn run(a: &PipeArgs) -> Result<()> {
                 None => PipeName::input_from_env()?,
             };
             let mut input = PipeReader::open(io, &name, &layout)?;
-            let n = if u64::from(me) < layout.units() {
-                layout.local_bytes(u64::from(me))?
-            } else {
-                0
-            };
-            let mut buf = vec![0u8; n as usize];
+            let mut buf = vec![0u8; share(&layout, me)? as usize];
             let mut k = 0u64;
             let mut t = None;
             while input.read(&mut buf)? {

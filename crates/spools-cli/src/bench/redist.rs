@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 use spools::{ExchangeOptions, Layout};
 
+use super::io::share;
 use super::{median, start, RedistArgs};
 
 pub(crate) fn run(a: &RedistArgs) -> Result<()> {
@@ -22,16 +23,11 @@ pub(crate) fn run(a: &RedistArgs) -> Result<()> {
     let to: Layout = a.to.parse().with_context(|| format!("--to {}", a.to))?;
     let plan = spools_map::Plan::new(&from, &to)?;
     let total = plan.total_bytes();
-    let me = u64::from(w.rank());
-    let share = |l: &Layout| -> Result<usize> {
-        Ok(if me < l.units() {
-            l.local_bytes(me)? as usize
-        } else {
-            0
-        })
-    };
-    let src: Vec<u8> = (0..share(plan.src())?).map(|i| i as u8).collect();
-    let mut dst = vec![0u8; share(plan.dst())?];
+    let me = w.rank();
+    let src: Vec<u8> = (0..share(plan.src(), me)? as usize)
+        .map(|i| i as u8)
+        .collect();
+    let mut dst = vec![0u8; share(plan.dst(), me)? as usize];
     let sum = plan.summary()?;
     let opts = ExchangeOptions {
         integrity: a.integrity,

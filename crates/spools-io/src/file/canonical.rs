@@ -12,6 +12,7 @@ use super::{
 use crate::error::FileError;
 use crate::file::manifest::looks_like_manifest;
 use crate::redistribute::redistribute_plan;
+use crate::share;
 
 /// File domains of aggregators are multiples of this many bytes (file-system friendly).
 const DOMAIN_ALIGN: u64 = 1 << 20;
@@ -149,14 +150,7 @@ pub(super) fn write(
         stats.aggregators = aggs;
         let plan = Plan::new(layout, &io)?;
         let mine = u64::from(me) < io.units();
-        let mut buf = vec![
-            0u8;
-            if mine {
-                io.local_bytes(u64::from(me))? as usize
-            } else {
-                0
-            }
-        ];
+        let mut buf = vec![0u8; share(&io, me)? as usize];
         stats.exchange =
             redistribute_plan(comm, &plan, data, &mut buf, &integrity(opts.integrity))?;
         if mine && !buf.is_empty() {
@@ -250,14 +244,7 @@ pub(super) fn read(
         stats.aggregators = aggs;
         let plan = Plan::new(&io, layout)?;
         let mine = u64::from(me) < io.units();
-        let mut buf = vec![
-            0u8;
-            if mine {
-                io.local_bytes(u64::from(me))? as usize
-            } else {
-                0
-            }
-        ];
+        let mut buf = vec![0u8; share(&io, me)? as usize];
         // A failed read still takes part in the exchange (with zeros), so that no rank
         // waits for it; the agreement below then fails the call everywhere.
         let got = if mine && !buf.is_empty() {

@@ -244,20 +244,10 @@ fn agree_bcast(
 /// The collective end of an operation: every rank learns whether any failed. This rank's
 /// own error wins; otherwise the first failing rank is named.
 fn agree<T>(comm: &Communicator, path: &Path, local: Result<T, FileError>) -> Result<T, FileError> {
-    let flag = [match &local {
-        Ok(_) => u32::MAX,
-        Err(_) => comm.rank(),
-    }];
-    let mut first = [0u32];
-    comm.allreduce(&flag, &mut first, &Op::Min)?;
-    match (local, first[0]) {
-        (Err(e), _) => Err(e),
-        (Ok(v), u32::MAX) => Ok(v),
-        (Ok(_), rank) => Err(FileError::Remote {
-            rank,
-            path: path.to_path_buf(),
-        }),
-    }
+    crate::agree_with(comm, local, |rank| FileError::Remote {
+        rank,
+        path: path.to_path_buf(),
+    })
 }
 
 /// Exchange options with or without checksums.

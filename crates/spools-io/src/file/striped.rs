@@ -16,6 +16,7 @@ use super::{
 };
 use crate::error::FileError;
 use crate::redistribute::redistribute_plan;
+use crate::share;
 
 /// Stripe rows per aggregator, and aggregators, for `ranks` ranks.
 fn split_rows(geo: &Geometry, ranks: u32) -> (u64, u32) {
@@ -108,14 +109,7 @@ pub(super) fn write(
     let plan = Plan::new(layout, &io)?;
     let me = comm.rank();
     let mine = me < aggs;
-    let mut dom = vec![
-        0u8;
-        if mine {
-            io.local_bytes(u64::from(me))? as usize
-        } else {
-            0
-        }
-    ];
+    let mut dom = vec![0u8; share(&io, me)? as usize];
     let xs = redistribute_plan(comm, &plan, data, &mut dom, &integrity(opts.integrity))?;
     let (r0, r1) = store.rows_of(me);
     let (chunks, crcs) = if mine {
@@ -228,14 +222,7 @@ pub(super) fn read(
     let me = comm.rank();
     let mine = me < aggs;
     let io = io_layout(&geo, per, aggs)?;
-    let mut dom = vec![
-        0u8;
-        if mine {
-            io.local_bytes(u64::from(me))? as usize
-        } else {
-            0
-        }
-    ];
+    let mut dom = vec![0u8; share(&io, me)? as usize];
     let (r0, r1) = store.rows_of(me);
     // A failed assembly still takes part in the exchange, so that no rank waits for it.
     let assembled = if mine {

@@ -24,7 +24,7 @@ pub use reader::PipeReader;
 pub use writer::PipeWriter;
 
 use spools_map::{Layout, StripeLayout};
-use spools_msg::{Communicator, Op};
+use spools_msg::Communicator;
 
 use crate::error::PipeError;
 
@@ -39,24 +39,5 @@ fn on_rank0(total: u64) -> Result<Layout, PipeError> {
 
 /// Every rank learns whether any failed; this rank's own error wins.
 fn agree<T>(comm: &Communicator, local: Result<T, PipeError>) -> Result<T, PipeError> {
-    let flag = [match &local {
-        Ok(_) => u32::MAX,
-        Err(_) => comm.rank(),
-    }];
-    let mut first = [0u32];
-    comm.allreduce(&flag, &mut first, &Op::Min)?;
-    match (local, first[0]) {
-        (Err(e), _) => Err(e),
-        (Ok(v), u32::MAX) => Ok(v),
-        (Ok(_), rank) => Err(PipeError::Remote { rank }),
-    }
-}
-
-/// Bytes of this rank's share of `layout`.
-fn share(layout: &Layout, rank: u32) -> Result<u64, PipeError> {
-    Ok(if u64::from(rank) < layout.units() {
-        layout.local_bytes(u64::from(rank))?
-    } else {
-        0
-    })
+    crate::agree_with(comm, local, |rank| PipeError::Remote { rank })
 }

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+use spools_map::Layout;
+use spools_msg::Communicator;
 
 use crate::error::PipeError;
 
@@ -254,4 +256,61 @@ pub(crate) fn forget(name: &PipeName) {
         let _ = std::fs::remove_file(dir.join(format!("{n}.producer")));
         let _ = std::fs::remove_file(dir.join(format!("{n}.consumer")));
     }
+}
+
+/// The collective meeting: rank 0 publishes `mine` (the same on every rank) and learns the
+/// other side's description, which every rank receives; then its layout is checked to hold
+/// the same dataset as `layout`. Returns the other side's description and layout.
+pub(crate) fn meet_all(
+    comm: &Communicator,
+    name: &PipeName,
+    producer: bool,
+    mine: &Description,
+    layout: &Layout,
+) -> Result<(Description, Layout), PipeError> {
+    let got = (comm.rank() == 0).then(|| meet(name, producer, mine));
+    let enc = match &got {
+        Some(Ok(d)) => serde_json::to_vec(d).unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let text = comm.bcast_bytes(0, &enc)?;
+    let theirs: Description = match got {
+        Some(r) => r?,
+        None => serde_json::from_slice(&text).map_err(|_| PipeError::Remote { rank: 0 })?,
+    };
+    let side = if producer { "consumer" } else { "producer" };
+    let other: Layout = theirs.layout.parse().map_err(|_| PipeError::Protocol {
+        side,
+        rank: 0,
+        what: format!("layout {:?}", theirs.layout),
+    })?;
+    if other.total_bytes() != layout.total_bytes() {
+        let (p, c) = if producer {
+            (layout.to_string(), theirs.layout)
+        } else {
+            (theirs.layout, layout.to_string())
+        };
+        return Err(PipeError::Mismatch {
+            producer: p,
+            consumer: c,
+        });
+    }
+    Ok((theirs, other))
+}
+
+/// A connection token as hex.
+pub(crate) fn token_hex(t: &[u8; 16]) -> String {
+    t.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A connection token from hex.
+pub(crate) fn token_from_hex(h: &str) -> Option<[u8; 16]> {
+    let v: Vec<u8> = (0..16)
+        .map(|i| {
+            h.get(2 * i..2 * i + 2)
+                .and_then(|x| u8::from_str_radix(x, 16).ok())
+        })
+        .collect::<Option<_>>()?;
+    (h.len() == 32).then_some(())?;
+    v.try_into().ok()
 }

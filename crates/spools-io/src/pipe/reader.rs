@@ -9,13 +9,14 @@ use spools_map::{Layout, Plan};
 use spools_msg::Communicator;
 
 use super::frame::{Header, Hello, Kind, HEADER_LEN, HELLO_LEN, MAX_PAYLOAD};
-use super::name::{forget, meet, meet_timeout, Description, PipeName};
-use super::{agree, on_rank0, share};
+use super::name::{forget, meet_all, meet_timeout, token_hex, Description, PipeName};
+use super::{agree, on_rank0};
 use crate::crc::copy_crc;
 use crate::cursor::RunCursor;
 use crate::error::PipeError;
 use crate::exchange::ExchangeOptions;
 use crate::redistribute::redistribute_plan;
+use crate::share;
 
 /// The consumer's end of a parallel pipe; [`PipeReader::read`] receives one record.
 ///
@@ -56,10 +57,6 @@ enum Mode {
     Stdin {
         plan: Plan,
     },
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// Accepts one connection from every producer rank, each proving the token.
@@ -165,53 +162,22 @@ impl<'c> PipeReader<'c> {
                     .into_iter()
                     .map(|a| String::from_utf8_lossy(&a).into_owned())
                     .collect();
-                let met = if me == 0 {
-                    let token: [u8; 16] = spools_boot::random::random()
+                // Rank 0 draws the token every consumer rank checks connections against.
+                let mut token = [0u8; 16];
+                if me == 0 {
+                    token = spools_boot::random::random()
                         .map_err(|e| PipeError::io("random token", e))?;
-                    let mine = Description {
-                        layout: layout.to_string(),
-                        ranks: comm.size(),
-                        addrs,
-                        token: hex(&token),
-                        pid: std::process::id(),
-                    };
-                    Some(meet(name, false, &mine).map(|p| (mine, p)))
-                } else {
-                    None
-                };
-                let enc = match &met {
-                    Some(Ok(pair)) => serde_json::to_vec(pair).unwrap_or_default(),
-                    _ => Vec::new(),
-                };
-                let text = comm.bcast_bytes(0, &enc)?;
-                let (mine, theirs): (Description, Description) = match met {
-                    Some(r) => r?,
-                    None => {
-                        serde_json::from_slice(&text).map_err(|_| PipeError::Remote { rank: 0 })?
-                    }
-                };
-                let pl: Layout = theirs.layout.parse().map_err(|_| PipeError::Protocol {
-                    side: "producer",
-                    rank: 0,
-                    what: format!("layout {:?}", theirs.layout),
-                })?;
-                if pl.total_bytes() != Some(total) {
-                    return Err(PipeError::Mismatch {
-                        producer: theirs.layout,
-                        consumer: layout.to_string(),
-                    });
                 }
+                comm.bcast(&mut token, 0)?;
+                let mine = Description {
+                    layout: layout.to_string(),
+                    ranks: comm.size(),
+                    addrs,
+                    token: token_hex(&token),
+                    pid: std::process::id(),
+                };
+                let (theirs, pl) = meet_all(comm, name, false, &mine, layout)?;
                 let plan = Plan::new(&pl, layout)?;
-                let token: Vec<u8> = (0..16)
-                    .filter_map(|i| {
-                        mine.token
-                            .get(2 * i..2 * i + 2)
-                            .and_then(|h| u8::from_str_radix(h, 16).ok())
-                    })
-                    .collect();
-                let token: [u8; 16] = token
-                    .try_into()
-                    .map_err(|_| PipeError::Remote { rank: 0 })?;
                 let conn = (|| -> Result<(Vec<TcpStream>, Vec<u64>), PipeError> {
                     let socks = accept_all(&listener, &token, Instant::now() + meet_timeout())?;
                     if socks.len() as u32 != theirs.ranks {

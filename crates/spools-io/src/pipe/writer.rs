@@ -8,13 +8,14 @@ use spools_map::{Layout, Plan};
 use spools_msg::Communicator;
 
 use super::frame::{Header, Hello, Kind, HEADER_LEN, MAX_PAYLOAD};
-use super::name::{meet, meet_timeout, Description, PipeName};
-use super::{agree, on_rank0, share};
+use super::name::{meet_all, meet_timeout, token_from_hex, Description, PipeName};
+use super::{agree, on_rank0};
 use crate::crc::extend_crc;
 use crate::cursor::RunCursor;
 use crate::error::PipeError;
 use crate::exchange::ExchangeOptions;
 use crate::redistribute::redistribute_plan;
+use crate::share;
 
 /// The producer's end of a parallel pipe; [`PipeWriter::write`] sends one record.
 ///
@@ -97,38 +98,9 @@ impl<'c> PipeWriter<'c> {
                     token: String::new(),
                     pid: std::process::id(),
                 };
-                let got = if me == 0 {
-                    Some(meet(name, true, &mine))
-                } else {
-                    None
-                };
-                let enc = match &got {
-                    Some(Ok(d)) => serde_json::to_vec(d).unwrap_or_default(),
-                    _ => Vec::new(),
-                };
-                let text = comm.bcast_bytes(0, &enc)?;
-                let theirs: Description = match got {
-                    Some(r) => r?,
-                    None => {
-                        serde_json::from_slice(&text).map_err(|_| PipeError::Remote { rank: 0 })?
-                    }
-                };
-                let cl: Layout = theirs.layout.parse().map_err(|_| PipeError::Protocol {
-                    side: "consumer",
-                    rank: 0,
-                    what: format!("layout {:?}", theirs.layout),
-                })?;
-                if cl.total_bytes() != Some(total) {
-                    return Err(PipeError::Mismatch {
-                        producer: layout.to_string(),
-                        consumer: theirs.layout,
-                    });
-                }
+                let (theirs, cl) = meet_all(comm, name, true, &mine, layout)?;
                 let plan = Plan::new(layout, &cl)?;
-                let token: Vec<u8> = (0..theirs.token.len() / 2)
-                    .filter_map(|i| u8::from_str_radix(&theirs.token[2 * i..2 * i + 2], 16).ok())
-                    .collect();
-                let token: [u8; 16] = token.try_into().map_err(|_| PipeError::Protocol {
+                let token = token_from_hex(&theirs.token).ok_or(PipeError::Protocol {
                     side: "consumer",
                     rank: 0,
                     what: "bad token".into(),
