@@ -61,6 +61,8 @@ pub struct Bootstrap {
     writer: Mutex<TcpStream>,
     replies: Mutex<(u64, Receiver<Reply>)>,
     finalized: Arc<AtomicBool>,
+    /// This rank has told the server it finalises (it takes part in nothing more).
+    announced: AtomicBool,
     server: Option<RendezvousServer>,
     launcher: LauncherKind,
     hooks: RwLock<Option<Hooks>>,
@@ -329,6 +331,10 @@ impl Connected {
         self.stream
             .set_read_timeout(None)
             .map_err(BootError::io("rendezvous socket"))?;
+        // Every rank has joined: nobody needs the rendezvous file any more.
+        if let (Some(_), Rendezvous::File(path)) = (&self.server, &self.env.rendezvous) {
+            let _ = std::fs::remove_file(path);
+        }
         let state = JobState::new(size);
         let finalized = Arc::new(AtomicBool::new(false));
         let (tx, rx) = channel();
@@ -377,6 +383,7 @@ impl Connected {
             writer: Mutex::new(self.stream),
             replies: Mutex::new((0, rx)),
             finalized,
+            announced: AtomicBool::new(false),
             server: self.server,
             launcher: self.env.launcher,
             hooks: RwLock::new(None),
@@ -566,19 +573,47 @@ impl Bootstrap {
     }
 
     /// Ends this rank's part in the job: waits until every rank has finalised, so that no
-    /// rank leaves while another may still need it.
+    /// rank leaves while another may still need it. Same as [`Bootstrap::announce_finalize`]
+    /// followed by [`Bootstrap::wait_finalized`].
     ///
     /// # Errors
     /// [`BootError::PeerDied`] if a rank died first.
     pub fn finalize(&self) -> Result<(), BootError> {
+        self.announce_finalize()?;
+        self.wait_finalized()
+    }
+
+    /// Tells the server that this rank takes part in nothing more, without waiting for the
+    /// other ranks (a dropped `World` does this and waits at process exit). Once is enough:
+    /// later calls do nothing.
+    ///
+    /// # Errors
+    /// [`BootError::Io`] if the rendezvous cannot be written to.
+    pub fn announce_finalize(&self) -> Result<(), BootError> {
+        if self.finalized.load(Ordering::SeqCst) || self.announced.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        write_frame(
+            &mut *self.writer.lock().unwrap_or_else(PoisonError::into_inner),
+            &ToServer::Finalize,
+        )
+    }
+
+    /// Whether this rank has announced that it finalises.
+    pub fn announced(&self) -> bool {
+        self.announced.load(Ordering::SeqCst)
+    }
+
+    /// Waits, serving peers, until every rank has finalised (after
+    /// [`Bootstrap::announce_finalize`]).
+    ///
+    /// # Errors
+    /// [`BootError::PeerDied`] if a rank died or gave up first.
+    pub fn wait_finalized(&self) -> Result<(), BootError> {
         if self.finalized.load(Ordering::SeqCst) {
             return Ok(());
         }
         let replies = self.replies.lock().unwrap_or_else(PoisonError::into_inner);
-        write_frame(
-            &mut *self.writer.lock().unwrap_or_else(PoisonError::into_inner),
-            &ToServer::Finalize,
-        )?;
         loop {
             match self.wait_reply(&replies.1, true) {
                 Ok(Reply::Finalized) => break,
@@ -591,5 +626,27 @@ impl Bootstrap {
             server.wait_final_sent(Duration::from_secs(10));
         }
         Ok(())
+    }
+
+    /// Ends the whole job on behalf of this rank: the server tells every other rank that
+    /// this one gave up because of `cause`, and their pending operations fail naming it.
+    /// Best effort (a lost rendezvous is already a failure everyone sees); this rank's own
+    /// waits fail from now on too.
+    pub fn abort(&self, cause: &str) {
+        if self.finalized.load(Ordering::SeqCst) {
+            return;
+        }
+        let _ = write_frame(
+            &mut *self.writer.lock().unwrap_or_else(PoisonError::into_inner),
+            &ToServer::Abort {
+                cause: cause.to_string(),
+            },
+        );
+        self.state.mark_dead(self.rank, cause);
+        if let Some(server) = &self.server {
+            // Rank 0 hosts the server: give it the chance to tell the others before this
+            // process, and the server with it, goes away.
+            server.wait_abort_sent(Duration::from_secs(2));
+        }
     }
 }

@@ -3,7 +3,8 @@
 //! waits when it changes.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 /// A function that wakes this rank's sleeping waits.
 pub type Waker = Arc<dyn Fn() + Send + Sync>;
@@ -15,6 +16,11 @@ pub struct JobState {
     any: AtomicBool,
     server_lost: Mutex<Option<String>>,
     wakers: Mutex<Vec<Waker>>,
+    /// The rank that died first.
+    first: Mutex<Option<u32>>,
+    /// Counts recorded failures; `changed` is signalled with each.
+    generation: Mutex<u64>,
+    changed: Condvar,
 }
 
 impl std::fmt::Debug for JobState {
@@ -48,6 +54,9 @@ impl JobState {
             any: AtomicBool::new(false),
             server_lost: Mutex::new(None),
             wakers: Mutex::new(Vec::new()),
+            first: Mutex::new(None),
+            generation: Mutex::new(0),
+            changed: Condvar::new(),
         })
     }
 
@@ -62,6 +71,40 @@ impl JobState {
     /// Wakes every sleeping wait of this rank (for instance when a bootstrap reply came).
     pub fn wake(&self) {
         self.wake_all();
+    }
+
+    /// Waits at most `limit` for the watchdog's verdict after a transport error with
+    /// `rank`, whose true cause (the rank exited, crashed, gave up; or another rank's
+    /// failure made it leave) the watchdog learns a moment later than the socket: that
+    /// rank's death, else the job's first failure.
+    pub fn verdict_on(&self, rank: u32, limit: Duration) -> Option<Failure> {
+        let until = Instant::now() + limit;
+        let mut generation = self
+            .generation
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if let Some(f) = self.failure_of(rank).or_else(|| self.any_failure()) {
+                return Some(f);
+            }
+            let now = Instant::now();
+            if now >= until {
+                return None;
+            }
+            generation = self
+                .changed
+                .wait_timeout(generation, until - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    fn changed(&self) {
+        *self
+            .generation
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) += 1;
+        self.changed.notify_all();
     }
 
     fn wake_all(&self) {
@@ -81,9 +124,14 @@ impl JobState {
             let mut causes = self.causes.lock().unwrap_or_else(PoisonError::into_inner);
             if !d.swap(true, Ordering::SeqCst) {
                 causes[rank as usize] = Some(cause.to_string());
+                self.first
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get_or_insert(rank);
             }
         }
         self.any.store(true, Ordering::SeqCst);
+        self.changed();
         self.wake_all();
     }
 
@@ -94,6 +142,7 @@ impl JobState {
             .unwrap_or_else(PoisonError::into_inner)
             .get_or_insert_with(|| why.to_string());
         self.any.store(true, Ordering::SeqCst);
+        self.changed();
         self.wake_all();
     }
 
@@ -103,44 +152,57 @@ impl JobState {
         self.any.load(Ordering::Relaxed)
     }
 
-    /// The failure that concerns `rank`: its death, or the loss of the rendezvous.
+    /// The failure that concerns `rank`: its death, or the loss of the rendezvous. A lost
+    /// rendezvous after some rank died (rank 0 hosting it left because of that death) is
+    /// reported as that death, the cause.
     pub fn failure_of(&self, rank: u32) -> Option<Failure> {
         if !self.troubled() {
             return None;
         }
-        if self
-            .dead
-            .get(rank as usize)
-            .is_some_and(|d| d.load(Ordering::SeqCst))
-        {
-            let causes = self.causes.lock().unwrap_or_else(PoisonError::into_inner);
-            return Some(Failure::Rank {
-                rank,
-                cause: causes[rank as usize].clone().unwrap_or_default(),
-            });
+        if let Some(f) = self.death_of(rank) {
+            return Some(f);
         }
-        self.server_lost
+        let lost = self
+            .server_lost
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-            .map(Failure::ServerLost)
+            .clone()?;
+        Some(self.first_death().unwrap_or(Failure::ServerLost(lost)))
     }
 
-    /// The first failure of any rank, or the loss of the rendezvous.
+    /// The first failure in the job (the earliest rank to die), or the loss of the
+    /// rendezvous.
     pub fn any_failure(&self) -> Option<Failure> {
         if !self.troubled() {
             return None;
         }
-        for r in 0..self.dead.len() as u32 {
-            if let Some(f @ Failure::Rank { .. }) = self.failure_of(r) {
-                return Some(f);
-            }
+        self.first_death().or_else(|| {
+            self.server_lost
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+                .map(Failure::ServerLost)
+        })
+    }
+
+    fn death_of(&self, rank: u32) -> Option<Failure> {
+        if !self
+            .dead
+            .get(rank as usize)
+            .is_some_and(|d| d.load(Ordering::SeqCst))
+        {
+            return None;
         }
-        self.server_lost
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-            .map(Failure::ServerLost)
+        let causes = self.causes.lock().unwrap_or_else(PoisonError::into_inner);
+        Some(Failure::Rank {
+            rank,
+            cause: causes[rank as usize].clone().unwrap_or_default(),
+        })
+    }
+
+    fn first_death(&self) -> Option<Failure> {
+        let first = *self.first.lock().unwrap_or_else(PoisonError::into_inner);
+        first.and_then(|r| self.death_of(r))
     }
 }
 

@@ -262,6 +262,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
     }
     drop(tx);
     let mut sup = Supervisor {
+        aborter: None,
         pids,
         exited: vec![false; n as usize],
         failure: None,
@@ -293,6 +294,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
         match rx.recv_timeout(wake.saturating_duration_since(now)) {
             Ok(Event::Exited(rank, status)) => sup.on_exit(rank, status),
             Ok(Event::Server(ServerEvent::Lost(rank))) => sup.lost.push((rank, Instant::now())),
+            Ok(Event::Server(ServerEvent::Aborted { rank, cause })) => sup.on_abort(rank, &cause),
             Ok(Event::Server(_)) => {}
             Ok(Event::Signal(sig)) => {
                 if sup.failure.is_none() {
@@ -361,6 +363,8 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
 }
 
 struct Supervisor {
+    /// A rank that ended the job and whose exit status becomes the job's.
+    aborter: Option<u32>,
     pids: Vec<Option<u32>>,
     exited: Vec<bool>,
     failure: Option<(u32, String)>,
@@ -373,6 +377,16 @@ struct Supervisor {
 impl Supervisor {
     fn on_exit(&mut self, rank: u32, status: ExitStatus) {
         self.exited[rank as usize] = true;
+        if self.failure.is_none() {
+            // A rank that gave up is told to the others first: their exits (with the
+            // errors it caused) can reach us before the server's event does.
+            if let Some((r, cause)) = self.server.abort_record() {
+                self.on_abort(r, &cause);
+            }
+        }
+        if self.aborter == Some(rank) && !status.success() {
+            self.exit_code = code_of(status);
+        }
         if self.failure.is_some() {
             return;
         }
@@ -384,9 +398,28 @@ impl Supervisor {
                 "exited with status 0 without finalising (the job object was not dropped or finalised)".into(),
                 1,
             );
+        } else if self.server.joined(rank) && !self.server.job_finalized() {
+            self.fail(
+                rank,
+                "exited after finalising but before every rank had (it left the job early)".into(),
+                1,
+            );
         } else if !self.server.joined(rank) && self.server.mark_gone(rank) {
             self.fail(rank, "exited before joining the job".into(), 1);
         }
+    }
+
+    /// A rank ended the job itself (an error it returned, a panic, an explicit abort):
+    /// the job's exit status becomes that rank's, once it has exited.
+    fn on_abort(&mut self, rank: u32, cause: &str) {
+        if self.failure.is_some() {
+            return;
+        }
+        self.aborter = Some(rank);
+        eprintln!("spools run: rank {rank} ended the job ({cause}); stopping the job");
+        self.failure = Some((rank, cause.to_string()));
+        self.exit_code = 1;
+        self.kill_at = Some(Instant::now() + GRACE);
     }
 
     fn fail(&mut self, rank: u32, cause: String, code: i32) {

@@ -25,6 +25,13 @@ pub enum ServerEvent {
     Finalized(u32),
     /// A rank's connection ended before it finalised.
     Lost(u32),
+    /// A rank gave up and ended the job (`ToServer::Abort`).
+    Aborted {
+        /// Which.
+        rank: u32,
+        /// Why, in its words.
+        cause: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,8 +110,11 @@ fn send_to(st: &mut St, rank: usize, msg: &ToRank) {
     }
 }
 
+/// Writes `msg` to every rank but `except`, rank 0 last: a rank 0 that hosts the server
+/// may exit as soon as it reads an abort, and the others must have theirs by then.
 fn broadcast(st: &mut St, except: Option<usize>, msg: &ToRank) {
-    for r in 0..st.writers.len() {
+    let n = st.writers.len();
+    for r in (1..n).chain(0..n.min(1)) {
         if Some(r) != except {
             send_to(st, r, msg);
         }
@@ -207,6 +217,27 @@ impl RendezvousServer {
         self.shared.lock().state.get(rank as usize) == Some(&RankState::Finalized)
     }
 
+    /// The rank that ended the job and why, if one did (a rank that gave up, or a death
+    /// the server or its host reported).
+    pub fn abort_record(&self) -> Option<(u32, String)> {
+        self.shared.lock().aborted.clone()
+    }
+
+    /// Whether every rank has finalised and been told so (the job is over).
+    pub fn job_finalized(&self) -> bool {
+        self.shared.lock().final_sent
+    }
+
+    /// Waits until an abort has been written to every other rank, or until `timeout`
+    /// (used by a rank 0 that hosts the server and gives up).
+    pub fn wait_abort_sent(&self, timeout: Duration) {
+        let st = self.shared.lock();
+        let _ = self
+            .shared
+            .final_cv
+            .wait_timeout_while(st, timeout, |st| st.aborted.is_none());
+    }
+
     /// Waits until the end-of-job message has been written to every rank (used by a rank
     /// 0 that hosts the server before its process exits), or until `timeout`.
     pub fn wait_final_sent(&self, timeout: Duration) {
@@ -277,32 +308,55 @@ fn serve(sh: &Arc<Shared>, mut conn: TcpStream) {
         }
     }
     sh.event(ServerEvent::Joined(rank));
-    let finished_cleanly = loop {
+    // Read until the connection ends: a rank that finalised still reports an abort (its
+    // process failed after its `World` was dropped), and one that leaves before the job's
+    // finalisation completed fails the job.
+    let ended = loop {
         match read_frame::<ToServer>(&mut conn) {
             Ok(Some(ToServer::Collective { seq, op, data })) => collective(sh, rank, seq, op, data),
-            Ok(Some(ToServer::Finalize)) => {
-                finalize(sh, rank);
-                break true;
-            }
-            Ok(Some(ToServer::Join { .. })) | Ok(None) | Err(_) => break false,
+            Ok(Some(ToServer::Finalize)) => finalize(sh, rank),
+            Ok(Some(ToServer::Abort { cause })) => break Ended::Aborted(cause),
+            Ok(Some(ToServer::Join { .. })) | Ok(None) | Err(_) => break Ended::Closed,
         }
     };
-    if !finished_cleanly {
-        let mut st = sh.lock();
-        if st.state[rank as usize] == RankState::Joined {
-            st.state[rank as usize] = RankState::Lost;
-            st.writers[rank as usize] = None;
-            drop(st);
-            sh.event(ServerEvent::Lost(rank));
-            if !sh.supervised {
-                abort_shared(
-                    sh,
-                    rank,
-                    "its connection closed before it finalised: it exited, crashed or was killed",
-                );
-            }
-        }
+    let mut st = sh.lock();
+    let state = st.state[rank as usize];
+    if state == RankState::Lost {
+        return;
     }
+    st.writers[rank as usize] = None;
+    let aborted = matches!(ended, Ended::Aborted(_));
+    let cause = match ended {
+        Ended::Aborted(cause) => cause,
+        Ended::Closed if state == RankState::Joined => {
+            "its connection closed before it finalised: it exited, crashed or was killed".into()
+        }
+        Ended::Closed if !st.final_sent => {
+            "it left the job after finalising but before every rank had: its process ended early"
+                .into()
+        }
+        Ended::Closed => return,
+    };
+    st.state[rank as usize] = RankState::Lost;
+    drop(st);
+    // Record and tell the ranks (in the rank's own words), then the launcher, which also
+    // reads the record when another rank's exit reaches it first.
+    if aborted || !sh.supervised {
+        abort_shared(sh, rank, &cause);
+    }
+    if aborted {
+        sh.event(ServerEvent::Aborted { rank, cause });
+    } else {
+        sh.event(ServerEvent::Lost(rank));
+    }
+}
+
+/// How a rank's connection ended.
+enum Ended {
+    /// The rank gave up (`ToServer::Abort`).
+    Aborted(String),
+    /// The connection closed or carried garbage.
+    Closed,
 }
 
 fn collective(sh: &Shared, rank: u32, seq: u64, op: CollOp, data: Vec<u8>) {
@@ -352,10 +406,15 @@ fn abort_shared(sh: &Shared, rank: u32, cause: &str) {
         cause: cause.to_string(),
     };
     broadcast(&mut st, Some(rank as usize), &msg);
+    sh.final_cv.notify_all();
 }
 
 fn finalize(sh: &Shared, rank: u32) {
     let mut st = sh.lock();
+    if st.state[rank as usize] != RankState::Joined {
+        // Finalising twice counts once.
+        return;
+    }
     st.state[rank as usize] = RankState::Finalized;
     st.finalized += 1;
     if st.finalized == sh.size {

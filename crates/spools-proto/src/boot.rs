@@ -9,7 +9,9 @@
 //!   [`ToServer::Collective`] / [`ToRank::Collective`] pairs numbered by a sequence;
 //! - [`ToServer::Finalize`] ends a rank's part in the job; [`ToRank::Finalized`] answers
 //!   once every rank has finalised;
-//! - [`ToRank::Abort`] tells a rank that another rank died and why (the watchdog).
+//! - [`ToServer::Abort`] ends the job on behalf of a failing rank;
+//! - [`ToRank::Abort`] tells a rank that another rank died or gave up, and why (the
+//!   watchdog).
 //!
 //! ```
 //! use spools_proto::boot::{decode_frame, Endpoint, Frame, ToServer};
@@ -83,6 +85,13 @@ pub enum ToServer {
     },
     /// This rank is done with the job.
     Finalize,
+    /// This rank gives up and ends the job: it failed (an error it returned, a panic, an
+    /// explicit abort) while other ranks may still need it. The server tells every other
+    /// rank, whose pending operations then fail naming this rank.
+    Abort {
+        /// Why, in words, for the other ranks' errors.
+        cause: String,
+    },
 }
 
 /// Messages from the rendezvous server to a rank.
@@ -223,6 +232,7 @@ impl Frame for ToServer {
                 put_bytes(v, data);
             }),
             ToServer::Finalize => framed(3, |_| {}),
+            ToServer::Abort { cause } => framed(4, |v| put_bytes(v, cause.as_bytes())),
         }
     }
 
@@ -251,6 +261,9 @@ impl Frame for ToServer {
                 ToServer::Collective { seq, op, data }
             }
             3 => ToServer::Finalize,
+            4 => ToServer::Abort {
+                cause: r.string("abort cause", MAX_TEXT)?,
+            },
             k => return Err(WireError::UnknownKind(k)),
         };
         r.finish()?;

@@ -141,6 +141,9 @@ fn server_samples() -> Vec<ToServer> {
             data: Vec::new(),
         },
         ToServer::Finalize,
+        ToServer::Abort {
+            cause: "it returned an error".into(),
+        },
     ]
 }
 
@@ -600,7 +603,7 @@ fn invalid_utf8_and_unknown_tags_are_rejected() {
         decode_frame::<ToRank>(&b),
         Err(WireError::NotUtf8("refusal reason"))
     );
-    for tag in [0u8, 4, 0xff] {
+    for tag in [0u8, 5, 0xff] {
         assert_eq!(
             ToServer::decode_body(&[tag]),
             Err(WireError::UnknownKind(tag))

@@ -181,6 +181,7 @@ fn to_server() -> impl Strategy<Value = ToServer> {
             data
         }),
         Just(ToServer::Finalize),
+        text(60).prop_map(|cause| ToServer::Abort { cause }),
     ]
 }
 

@@ -25,6 +25,7 @@
 //! ```
 
 mod io;
+mod leave;
 mod world;
 
 pub use spools_boot::config::{Config, SingleCopy as SingleCopyChoice, TransportChoice};

@@ -270,13 +270,40 @@ impl World {
     }
 
     /// Ends this rank's part: flushes batched messages and waits until every rank has
-    /// finalised. Dropping a `World` finalises too; a process that exits without either is
-    /// treated as dead by the rest of the job.
+    /// finalised, serving peers meanwhile.
+    ///
+    /// How a rank leaves the job, whatever it does:
+    /// - `finalize()`: the clean end, here and now.
+    /// - The `World` is dropped (the end of `main`, or an early `return Err(..)` / `?`):
+    ///   the rank announces that it finalises; when the process exits with status 0 it
+    ///   waits there for every rank to finalise; with any other status (the error that
+    ///   `main` returned, `std::process::exit(n)`) it ends the job at once.
+    /// - The thread panics while it holds the `World`: the job ends at once.
+    /// - The process dies (a signal, an exit without dropping the `World`): the watchdog
+    ///   ends the job.
+    ///
+    /// When the job ends because of a rank, the others' pending and later operations fail
+    /// with an error naming that rank and how it left, and `spools run` stops the job
+    /// within its grace period (0.5 s), printing that rank's exit status once.
+    ///
+    /// A rank that finalises (either way) while others still wait for it in an operation
+    /// that needs it (a collective it never entered, a receive it was to send for) is a
+    /// program error that this rule does not catch when the process then exits with
+    /// status 0: use `abort` for failures.
     ///
     /// # Errors
     /// [`BootError::PeerDied`] if a rank died first.
     pub fn finalize(mut self) -> Result<(), BootError> {
         self.finish()
+    }
+
+    /// Ends the whole job because of a failure on this rank: every other rank's pending
+    /// and later operations fail with an error naming this rank and `cause`, and
+    /// `spools run` stops the job. This rank's own operations fail from now on; the
+    /// process should exit (with a non-zero status) soon after.
+    pub fn abort(mut self, cause: &str) {
+        self.finalized = true;
+        self.boot.abort(cause);
     }
 
     fn finish(&mut self) -> Result<(), BootError> {
@@ -298,11 +325,23 @@ impl std::ops::Deref for World {
 }
 
 impl Drop for World {
+    /// Leaves the job (see [`World::finalize`] for the contract): a panicking thread ends
+    /// the job at once; otherwise this rank announces that it finalises and waits for the
+    /// other ranks when the process exits (with status 0), or ends the job at once (any
+    /// other status).
     fn drop(&mut self) {
-        if !self.finalized && !std::thread::panicking() {
-            if let Err(e) = self.finish() {
-                eprintln!("spools: rank {}: finalize failed: {e}", self.rank());
-            }
+        if self.finalized {
+            return;
         }
+        self.finalized = true;
+        if std::thread::panicking() {
+            crate::leave::on_panic(&self.boot);
+            return;
+        }
+        let _ = self.endpoint.flush();
+        let communicators = std::iter::once(self.msg.clone())
+            .chain(self.io.get().cloned())
+            .collect();
+        crate::leave::on_drop(self.boot.clone(), (self.comm.clone(), communicators));
     }
 }

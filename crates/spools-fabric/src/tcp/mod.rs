@@ -33,6 +33,10 @@ pub const MAX_MESSAGE: usize = 16 << 20;
 /// Bytes a connection may queue beyond what the kernel took before senders see
 /// back-pressure.
 const QUEUE_LIMIT: usize = 4 << 20;
+/// How long a failed connection waits for the watchdog to say why the peer went away
+/// (the launcher reaps a dead rank within milliseconds; a peer that is alive but
+/// unreachable gets the socket's error after this).
+const VERDICT_WAIT: Duration = Duration::from_secs(2);
 
 /// A listening socket bound before the rendezvous, so its address can be published.
 #[derive(Debug)]
@@ -180,8 +184,10 @@ impl TcpTransport {
         Ok(pending)
     }
 
-    fn peer_failed(&self, peer: u32, e: std::io::Error) -> FabricError {
-        match self.state.failure_of(peer) {
+    /// The error for a failed connection to `peer`: the watchdog's cause when it learns
+    /// one soon (the peer exited, crashed or gave up), else the socket's error.
+    fn peer_failed(&self, peer: u32, e: impl std::fmt::Display) -> FabricError {
+        match self.state.verdict_on(peer, VERDICT_WAIT) {
             Some(f) => FabricError::PeerFailed(f.to_string()),
             None => FabricError::PeerFailed(format!("connection to rank {peer} failed: {e}")),
         }
@@ -225,7 +231,8 @@ impl Transport for TcpTransport {
                 Purpose::Data,
                 identity,
                 Duration::from_secs(10),
-            )?;
+            )
+            .map_err(|e| self.peer_failed(peer, e))?;
             slot.insert(TxConn::new(stream).map_err(|e| self.peer_failed(peer, e))?);
         }
         let Some(conn) = conns.get_mut(&key) else {

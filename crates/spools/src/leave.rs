@@ -1,0 +1,110 @@
+//! How a rank leaves the job when its [`World`](crate::World) is dropped rather than
+//! finalised: the contract for a rank that fails.
+//!
+//! - A `World` dropped while the thread panics ends the job at once: the server tells
+//!   every other rank that this one panicked, and their pending operations fail naming
+//!   it.
+//! - A `World` dropped otherwise (the end of `main`, or an early return with an error)
+//!   announces that this rank takes part in nothing more, and leaves the wait for the
+//!   other ranks to the process's exit. There, with exit status 0, the rank waits for
+//!   every rank to finalise, serving its peers meanwhile (a clean end); with any other
+//!   status it ends the job at once, and the other ranks' pending operations fail with an
+//!   error naming it and its exit status. So `fn main() -> Result<..>` that returns an
+//!   error prints that error once (Rust does, after the drop) and the job ends.
+//!
+//! The exit status is known only to the C library's `on_exit` hook (glibc). Elsewhere a
+//! dropped `World` waits for the other ranks in the drop, as an explicit
+//! [`World::finalize`](crate::World::finalize) does.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use spools_boot::client::Bootstrap;
+use spools_comm::Comm;
+use spools_msg::Communicator;
+
+/// What a dropped `World` leaves for the exit hook: the bootstrap, and the layers that
+/// serve peers while the rank waits (the messaging engine finishes orphaned sends).
+struct Deferred {
+    boot: Arc<Bootstrap>,
+    _layers: (Comm, Vec<Communicator>),
+}
+
+static DEFERRED: Mutex<Option<Deferred>> = Mutex::new(None);
+
+/// Ends the job on behalf of a rank whose thread panicked while it held its `World`.
+pub(crate) fn on_panic(boot: &Bootstrap) {
+    boot.abort("it panicked (its own output has the panic message)");
+}
+
+/// Leaves the job for a `World` dropped without `finalize`: announce, then wait for the
+/// others at process exit (see the module documentation).
+pub(crate) fn on_drop(boot: Arc<Bootstrap>, layers: (Comm, Vec<Communicator>)) {
+    if let Err(e) = boot.announce_finalize() {
+        eprintln!("spools: rank {}: finalize failed: {e}", boot.rank());
+        return;
+    }
+    if !exit_hook::install() {
+        // No exit hook on this platform: wait here.
+        if let Err(e) = boot.wait_finalized() {
+            eprintln!("spools: rank {}: finalize failed: {e}", boot.rank());
+        }
+        return;
+    }
+    *DEFERRED.lock().unwrap_or_else(PoisonError::into_inner) = Some(Deferred {
+        boot,
+        _layers: layers,
+    });
+}
+
+/// Runs at process exit with the exit status.
+fn at_exit(status: i32) {
+    let Some(d) = DEFERRED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take()
+    else {
+        return;
+    };
+    if status == 0 {
+        if let Err(e) = d.boot.wait_finalized() {
+            eprintln!("spools: rank {}: finalize failed: {e}", d.boot.rank());
+        }
+    } else {
+        d.boot.abort(&format!(
+            "it exited with status {status}; its own output says why"
+        ));
+    }
+    // The process is ending: nothing to tear down (threads and mappings go with it).
+    std::mem::forget(d);
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod exit_hook {
+    use std::ffi::{c_int, c_void};
+    use std::sync::OnceLock;
+
+    extern "C" {
+        /// glibc: registers `function` to run at `exit`, with the exit status.
+        fn on_exit(function: extern "C" fn(c_int, *mut c_void), arg: *mut c_void) -> c_int;
+    }
+
+    extern "C" fn hook(status: c_int, _arg: *mut c_void) {
+        // A panic must not unwind into the C library.
+        let _ = std::panic::catch_unwind(|| super::at_exit(status));
+    }
+
+    /// Installs the exit hook once; whether it is installed.
+    pub(super) fn install() -> bool {
+        static INSTALLED: OnceLock<bool> = OnceLock::new();
+        // SAFETY: `hook` is a plain function valid for the whole process and takes no
+        // argument pointer; `on_exit` only records it (once, thanks to the `OnceLock`).
+        *INSTALLED.get_or_init(|| unsafe { on_exit(hook, std::ptr::null_mut()) } == 0)
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+mod exit_hook {
+    pub(super) fn install() -> bool {
+        false
+    }
+}
