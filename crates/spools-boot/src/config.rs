@@ -17,6 +17,7 @@
 //! | `batch` | `SPOOLS_BATCH` | `256` | short messages per batch in batched mode |
 //! | `progress_thread` | `SPOOLS_PROGRESS_THREAD` | `false` | run handlers on a background thread |
 //! | `bootstrap_timeout_s` | `SPOOLS_BOOTSTRAP_TIMEOUT` | `60` | seconds to wait for the rendezvous |
+//! | `liveness_timeout_s` | `SPOOLS_LIVENESS_TIMEOUT` | `0` (off) | `spools run` ends the job when a rank stays stopped (SIGSTOP, a debugger) this many seconds |
 //!
 //! ```
 //! use spools_boot::config::Config;
@@ -88,6 +89,8 @@ pub struct Config {
     pub progress_thread: bool,
     /// Rendezvous timeout in seconds.
     pub bootstrap_timeout_s: u64,
+    /// Seconds a rank may stay stopped before `spools run` ends the job; 0: no limit.
+    pub liveness_timeout_s: u64,
     /// The TOML file read, if any.
     pub file: Option<PathBuf>,
 }
@@ -109,6 +112,7 @@ impl Default for Config {
             batch: 256,
             progress_thread: false,
             bootstrap_timeout_s: 60,
+            liveness_timeout_s: 0,
             file: None,
         }
     }
@@ -162,6 +166,7 @@ struct FileConfig {
     batch: Option<u64>,
     progress_thread: Option<bool>,
     bootstrap_timeout_s: Option<u64>,
+    liveness_timeout_s: Option<u64>,
 }
 
 /// Parses `65536`, `64KiB`, `64K`, `1MiB`, `1M`, `2GiB`.
@@ -281,6 +286,7 @@ impl Config {
             ("lanes", fc.lanes),
             ("batch", fc.batch),
             ("bootstrap_timeout_s", fc.bootstrap_timeout_s),
+            ("liveness_timeout_s", fc.liveness_timeout_s),
         ] {
             if let Some(v) = v {
                 self.apply(key, &v.to_string())?;
@@ -348,6 +354,7 @@ impl Config {
                 }
             }
             "bootstrap_timeout" | "bootstrap_timeout_s" => self.bootstrap_timeout_s = int(v)?,
+            "liveness_timeout" | "liveness_timeout_s" => self.liveness_timeout_s = int(v)?,
             // Other SPOOLS_ variables (identity, rendezvous, secret) are not configuration.
             _ => {}
         }
@@ -467,6 +474,7 @@ impl fmt::Display for Config {
         writeln!(f, "eager_limit = \"{}\"", show_size(self.eager_limit))?;
         writeln!(f, "batch = {}", self.batch)?;
         writeln!(f, "progress_thread = {}", self.progress_thread)?;
-        write!(f, "bootstrap_timeout_s = {}", self.bootstrap_timeout_s)
+        writeln!(f, "bootstrap_timeout_s = {}", self.bootstrap_timeout_s)?;
+        write!(f, "liveness_timeout_s = {}", self.liveness_timeout_s)
     }
 }

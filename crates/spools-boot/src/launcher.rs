@@ -15,8 +15,14 @@ use thiserror::Error;
 use crate::random::random;
 use crate::server::{RendezvousServer, ServerEvent};
 
-/// How long ranks are given to report an abort before they are killed.
+/// How long ranks are given by default to report an abort before they are killed.
 pub const GRACE: Duration = Duration::from_millis(500);
+/// Most ranks `spools run` starts on one host: far more than any host has cores, and few
+/// enough that the processes, their output pipes and their supervision stay within what
+/// a host gives one user.
+pub const MAX_LOCAL_RANKS: u32 = 4096;
+/// How often `spools run` looks for stopped ranks when a liveness timeout is set.
+const LIVENESS_POLL: Duration = Duration::from_millis(100);
 /// How long a lost connection waits for the process's exit status (for a better cause).
 const LOST_WAIT: Duration = Duration::from_millis(150);
 
@@ -33,6 +39,10 @@ pub struct LaunchSpec {
     pub tag_output: bool,
     /// Stop the job after this long.
     pub timeout: Option<Duration>,
+    /// How long ranks get to report a failure before they are killed ([`GRACE`]).
+    pub grace: Duration,
+    /// Fail a rank that stays stopped (SIGSTOP, a debugger) this long; `None`: wait.
+    pub liveness: Option<Duration>,
 }
 
 /// How a job ended.
@@ -48,9 +58,23 @@ pub struct LaunchReport {
 /// The job could not be launched.
 #[derive(Debug, Error)]
 pub enum LaunchError {
-    /// Zero ranks, or more than the protocol allows.
-    #[error("cannot launch {0} ranks (1 to {max})", max = spools_proto::boot::MAX_RANKS)]
+    /// Zero ranks, or more than one host should run.
+    #[error("cannot launch {0} ranks on this host (1 to {MAX_LOCAL_RANKS}); for more, use a cluster launcher (srun, mpirun)")]
     BadCount(u32),
+    /// A signal asked the launcher to stop while it was still starting ranks.
+    #[error(
+        "stopped by {signal} while starting rank {started} of {ranks}; no rank was left running"
+    )]
+    Interrupted {
+        /// The signal's name.
+        signal: &'static str,
+        /// Its number.
+        number: i32,
+        /// How many ranks had been started.
+        started: u32,
+        /// How many were to be.
+        ranks: u32,
+    },
     /// A system call failed.
     #[error("{what}: {source}")]
     Io {
@@ -192,7 +216,7 @@ pub fn clean_shm(job: u64) -> usize {
 /// [`LaunchError`] if the job could not be started at all.
 pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
     let n = spec.ranks;
-    if n == 0 || n > spools_proto::boot::MAX_RANKS {
+    if n == 0 || n > MAX_LOCAL_RANKS.min(spools_proto::boot::MAX_RANKS) {
         return Err(LaunchError::BadCount(n));
     }
     let io = |what: &str| {
@@ -243,7 +267,25 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
     let mut forwarders = Vec::new();
     let started = Instant::now();
     let mut spawn_error = None;
+    let mut held = Vec::new();
     for rank in 0..n {
+        // Signals are honoured while ranks start, and other events kept for later.
+        while let Ok(ev) = rx.try_recv() {
+            match ev {
+                Event::Signal(sig) => {
+                    spawn_error = Some(LaunchError::Interrupted {
+                        signal: signal_name(sig),
+                        number: sig,
+                        started: rank,
+                        ranks: n,
+                    });
+                }
+                other => held.push(other),
+            }
+        }
+        if spawn_error.is_some() {
+            break;
+        }
         match spawn_rank(
             spec,
             rank,
@@ -262,6 +304,8 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
     }
     drop(tx);
     let mut sup = Supervisor {
+        grace: spec.grace,
+        stopped_since: vec![None; n as usize],
         aborter: None,
         pids,
         exited: vec![false; n as usize],
@@ -273,10 +317,18 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
     };
     if let Some(e) = spawn_error {
         sup.stop_all();
-        sup.reap(&rx);
+        sup.reap(&rx, held);
         sig_handle.close();
         clean_shm(job);
         return Err(e);
+    }
+    for ev in held {
+        match ev {
+            Event::Exited(rank, status) => sup.on_exit(rank, status),
+            Event::Server(ServerEvent::Lost(rank)) => sup.lost.push((rank, Instant::now())),
+            Event::Server(ServerEvent::Aborted { rank, cause }) => sup.on_abort(rank, &cause),
+            Event::Server(_) | Event::Signal(_) => {}
+        }
     }
     let deadline = spec.timeout.map(|t| started + t);
     while sup.exited.iter().any(|e| !e) {
@@ -290,6 +342,9 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
         }
         if let Some(&(_, t)) = sup.lost.first() {
             wake = wake.min(t + LOST_WAIT);
+        }
+        if spec.liveness.is_some() && sup.failure.is_none() {
+            wake = wake.min(now + LIVENESS_POLL);
         }
         match rx.recv_timeout(wake.saturating_duration_since(now)) {
             Ok(Event::Exited(rank, status)) => sup.on_exit(rank, status),
@@ -324,6 +379,9 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
             } else {
                 break;
             }
+        }
+        if let Some(limit) = spec.liveness {
+            sup.check_liveness(now, limit);
         }
         if let Some(k) = sup.kill_at {
             if now >= k {
@@ -363,6 +421,9 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
 }
 
 struct Supervisor {
+    grace: Duration,
+    /// Since when each rank has been seen stopped.
+    stopped_since: Vec<Option<Instant>>,
     /// A rank that ended the job and whose exit status becomes the job's.
     aborter: Option<u32>,
     pids: Vec<Option<u32>>,
@@ -419,7 +480,7 @@ impl Supervisor {
         eprintln!("spools run: rank {rank} ended the job ({cause}); stopping the job");
         self.failure = Some((rank, cause.to_string()));
         self.exit_code = 1;
-        self.kill_at = Some(Instant::now() + GRACE);
+        self.kill_at = Some(Instant::now() + self.grace);
     }
 
     fn fail(&mut self, rank: u32, cause: String, code: i32) {
@@ -430,7 +491,37 @@ impl Supervisor {
         self.server.abort(rank, &cause);
         self.failure = Some((rank, cause));
         self.exit_code = code;
-        self.kill_at = Some(Instant::now() + GRACE);
+        self.kill_at = Some(Instant::now() + self.grace);
+    }
+
+    /// Fails the job when a rank has stayed stopped (state `T` or `t` in
+    /// `/proc/PID/stat`: SIGSTOP, SIGTSTP, a debugger) for `limit`.
+    fn check_liveness(&mut self, now: Instant, limit: Duration) {
+        if self.failure.is_some() {
+            return;
+        }
+        for r in 0..self.pids.len() {
+            let stopped = match (self.pids[r], self.exited[r]) {
+                (Some(pid), false) => is_stopped(pid),
+                _ => false,
+            };
+            if !stopped {
+                self.stopped_since[r] = None;
+                continue;
+            }
+            let since = *self.stopped_since[r].get_or_insert(now);
+            if now.duration_since(since) >= limit {
+                self.fail(
+                    r as u32,
+                    format!(
+                        "stayed stopped (SIGSTOP or a debugger) for {:.1} s, past the liveness timeout (SPOOLS_LIVENESS_TIMEOUT)",
+                        limit.as_secs_f64()
+                    ),
+                    1,
+                );
+                return;
+            }
+        }
     }
 
     fn stop_all(&mut self) {
@@ -441,9 +532,12 @@ impl Supervisor {
         }
     }
 
-    fn reap(&mut self, rx: &std::sync::mpsc::Receiver<Event>) {
+    fn reap(&mut self, rx: &std::sync::mpsc::Receiver<Event>, held: Vec<Event>) {
         let spawned = self.pids.iter().filter(|p| p.is_some()).count();
-        let mut seen = 0;
+        let mut seen = held
+            .iter()
+            .filter(|e| matches!(e, Event::Exited(..)))
+            .count();
         while seen < spawned {
             match rx.recv_timeout(Duration::from_secs(5)) {
                 Ok(Event::Exited(..)) => seen += 1,
@@ -452,6 +546,17 @@ impl Supervisor {
             }
         }
     }
+}
+
+/// Whether process `pid` is stopped (by a signal or a tracer).
+fn is_stopped(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state follows the command name, which is in parentheses and may hold spaces.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .is_some_and(|state| state == "T" || state == "t")
 }
 
 fn spawn_rank(

@@ -118,6 +118,8 @@ pub(crate) fn heat(a: &HeatArgs) -> Result<()> {
             .collect(),
             tag_output: false,
             timeout: Some(std::time::Duration::from_secs(600)),
+            grace: spools_boot::launcher::GRACE,
+            liveness: None,
         };
         let r = launch(&spec)?;
         if r.exit_code != 0 {

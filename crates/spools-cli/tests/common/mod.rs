@@ -118,17 +118,28 @@ pub(crate) fn self_args(test: &str) -> Vec<String> {
 }
 
 /// Launches `n` ranks of this executable playing `role` in test `test`, with extra
-/// environment, under `spools run --timeout`, and waits (bounded).
+/// environment, under `spools run --timeout --grace`, and waits (bounded).
 pub(crate) fn launch(n: u32, test: &str, role: &str, env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(spools());
-    cmd.args(["run", "-n", &n.to_string(), "--timeout", "120", "--"])
-        .args(self_args(test))
-        .env("SPOOLS_TEST_ROLE", role)
-        .env_remove("SPOOLS_RANK")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+    // A long grace: ranks that see a failure report it and exit by themselves, however
+    // loaded the machine; a rank that does not is a bug the test should see.
+    cmd.args([
+        "run",
+        "-n",
+        &n.to_string(),
+        "--timeout",
+        "120",
+        "--grace",
+        "20",
+        "--",
+    ])
+    .args(self_args(test))
+    .env("SPOOLS_TEST_ROLE", role)
+    .env_remove("SPOOLS_RANK")
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .process_group(0);
     for (k, v) in env {
         cmd.env(k, v);
     }
