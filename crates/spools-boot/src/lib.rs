@@ -18,6 +18,7 @@
 //! boot.finalize().unwrap();
 //! ```
 
+pub mod admission;
 pub mod client;
 pub mod config;
 mod error;

@@ -78,7 +78,7 @@ pub fn accept(s: &mut TcpStream, secret: &Secret) -> Result<(Purpose, Identity),
         .unwrap_or_else(|_| "?".into());
     let what = format!("handshake with {peer}");
     s.set_nodelay(true).map_err(BootError::io(&what))?;
-    s.set_read_timeout(Some(HANDSHAKE_TIMEOUT))
+    s.set_read_timeout(Some(crate::admission::ACCEPT_TIMEOUT))
         .map_err(BootError::io(&what))?;
     let mut hello = [0u8; CLIENT_HELLO_LEN];
     s.read_exact(&mut hello).map_err(BootError::io(&what))?;

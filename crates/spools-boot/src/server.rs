@@ -13,6 +13,7 @@ use spools_proto::auth::Secret;
 use spools_proto::boot::{CollOp, Endpoint, ToRank, ToServer};
 use spools_proto::handshake::Purpose;
 
+use crate::admission::{Admission, Ticket, ACCEPT_TIMEOUT};
 use crate::error::BootError;
 use crate::net::{accept, read_frame, write_frame};
 
@@ -163,12 +164,14 @@ impl RendezvousServer {
         std::thread::Builder::new()
             .name("spools-rendezvous".into())
             .spawn(move || {
+                let gate = Admission::new();
                 for conn in listener.incoming() {
                     let Ok(conn) = conn else { continue };
                     let sh = sh.clone();
+                    let ticket = gate.admit(&conn);
                     let _ = std::thread::Builder::new()
                         .name("spools-rendezvous-conn".into())
-                        .spawn(move || serve(&sh, conn));
+                        .spawn(move || serve(&sh, conn, ticket));
                 }
             })
             .map_err(BootError::io("starting the rendezvous thread"))?;
@@ -253,7 +256,7 @@ fn refuse(mut conn: TcpStream, reason: String) {
     let _ = write_frame(&mut conn, &ToRank::Refused { reason });
 }
 
-fn serve(sh: &Arc<Shared>, mut conn: TcpStream) {
+fn serve(sh: &Arc<Shared>, mut conn: TcpStream, ticket: Ticket) {
     // A process without the secret is dropped here, before any frame of it is read.
     let Ok((purpose, identity)) = accept(&mut conn, &sh.secret) else {
         return;
@@ -261,6 +264,7 @@ fn serve(sh: &Arc<Shared>, mut conn: TcpStream) {
     if purpose != Purpose::Bootstrap {
         return;
     }
+    let _ = conn.set_read_timeout(Some(ACCEPT_TIMEOUT));
     let Ok(Some(ToServer::Join {
         rank,
         size,
@@ -269,6 +273,11 @@ fn serve(sh: &Arc<Shared>, mut conn: TcpStream) {
     else {
         return refuse(conn, "expected a join message".into());
     };
+    // Joined (or refused below): the handshake slot is free again, and the connection
+    // waits as long as the job lasts.
+    drop(ticket);
+    let _ = conn.set_read_timeout(None);
+    let _ = conn.set_write_timeout(None);
     if rank != identity.rank || size != sh.size || rank >= sh.size {
         return refuse(
             conn,

@@ -14,6 +14,8 @@ use mio::{Events, Interest, Poll, Token};
 use spools_proto::auth::Secret;
 use spools_proto::handshake::{Identity, Purpose};
 
+use spools_boot::admission::Admission;
+
 use super::MAX_MESSAGE;
 use crate::{FabricError, Incoming, Priority};
 
@@ -36,15 +38,18 @@ pub(crate) fn spawn_acceptor(
     std::thread::Builder::new()
         .name("spools-tcp-accept".into())
         .spawn(move || {
+            let gate = Admission::new();
             for conn in listener.incoming() {
                 if stop.load(Ordering::SeqCst) {
                     return;
                 }
                 let Ok(mut s) = conn else { continue };
                 let (tx, waker, secret) = (tx.clone(), waker.clone(), secret.clone());
+                let ticket = gate.admit(&s);
                 let _ = std::thread::Builder::new()
                     .name("spools-tcp-handshake".into())
                     .spawn(move || {
+                        let _ticket = ticket;
                         // A connection that cannot prove the job secret is closed here:
                         // not one of its bytes reaches the comm layer.
                         let Ok((purpose, id)) = spools_boot::net::accept(&mut s, &secret) else {
@@ -57,6 +62,7 @@ pub(crate) fn spawn_acceptor(
                         {
                             return;
                         }
+                        let _ = s.set_write_timeout(None);
                         if s.set_nonblocking(true).is_ok() && tx.send((s, id)).is_ok() {
                             let _ = waker.wake();
                         }
