@@ -295,12 +295,19 @@ fn put_get_bounds_checked() {
     }
 }
 
-/// With the progress thread on, rank 1 computes without calling Spools while rank 0 gets
-/// 4 MiB from it: the get completes before rank 1's "done computing" message arrives.
-/// Without the progress thread the same get can only complete after it.
+/// Rank 1 computes without calling Spools while rank 0 gets 4 MiB from it; rank 0 says
+/// through a file (outside Spools) when the get has completed. With the progress thread
+/// on, rank 1 sees that file while it is still computing: the get progressed in the
+/// background. Without it, the get cannot complete while rank 1 makes no Spools call, so
+/// rank 1 never sees the file while computing (it stops computing after a while and then
+/// serves the get). Both outcomes are decided by events; the clock only bounds the wait.
 fn progress_role() -> Result<(), String> {
     let mut w = e(spools::init())?;
     let me = w.rank();
+    let dir =
+        std::path::PathBuf::from(std::env::var("SPOOLS_TEST_DIR").map_err(|x| x.to_string())?);
+    let got = dir.join("got");
+    let threaded = std::env::var("SPOOLS_PROGRESS_THREAD").is_ok_and(|v| v == "1");
     let done = Arc::new(AtomicBool::new(false));
     let d = done.clone();
     e(w.comm()
@@ -313,26 +320,39 @@ fn progress_role() -> Result<(), String> {
     let key = u32::from_le_bytes(key[..4].try_into().unwrap());
     e(w.barrier())?;
     if me == 1 {
-        // Compute, without any Spools call, until rank 0's get must have had time
-        // to complete if anything progresses in the background.
+        // Compute, without any Spools call, until rank 0 reports the get complete (with
+        // the progress thread: it must, however loaded the machine) or, without it, for
+        // long enough to show that nothing served the get meanwhile.
+        let limit = if threaded {
+            Duration::from_secs(90)
+        } else {
+            Duration::from_millis(1500)
+        };
         let mut x = 1u64;
         let t = Instant::now();
-        while t.elapsed() < Duration::from_millis(1500) {
-            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        let mut served = false;
+        while t.elapsed() < limit {
+            for _ in 0..10_000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+            if got.exists() {
+                served = true;
+                break;
+            }
         }
+        println!(
+            "rank 0: get completed {} rank 1 finished computing",
+            if served { "before" } else { "after" }
+        );
         e(w.endpoint()
             .send_short(0, h, [x, 0, 0, 0], Channel::new(0), Mode::Immediate))?;
     } else {
         let mut buf = vec![0u8; 4 << 20];
         e(w.endpoint().get(1, key, 0, &mut buf))?;
-        let before_done = !done.load(Ordering::SeqCst);
+        std::fs::write(&got, b"").map_err(|x| x.to_string())?;
         if buf != pattern(9, 4 << 20) {
             return Err("get returned wrong bytes".into());
         }
-        println!(
-            "rank 0: get completed {} rank 1 finished computing",
-            if before_done { "before" } else { "after" }
-        );
         e(w.comm().wait_for(|| done.load(Ordering::SeqCst)))?;
     }
     e(w.barrier())?;
@@ -343,11 +363,17 @@ fn progress_role() -> Result<(), String> {
 fn progress_thread_makes_progress_while_the_target_computes() {
     rank_main(|_| progress_role());
     for t in TRANSPORTS {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_str().unwrap();
         let o = launch(
             2,
             "progress_thread_makes_progress_while_the_target_computes",
             "x",
-            &[("SPOOLS_TRANSPORT", t), ("SPOOLS_PROGRESS_THREAD", "1")],
+            &[
+                ("SPOOLS_TRANSPORT", t),
+                ("SPOOLS_PROGRESS_THREAD", "1"),
+                ("SPOOLS_TEST_DIR", d),
+            ],
         );
         assert_ok(&o);
         assert!(
@@ -355,11 +381,17 @@ fn progress_thread_makes_progress_while_the_target_computes() {
                 .contains("get completed before rank 1 finished computing"),
             "{t}: {o:?}"
         );
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_str().unwrap();
         let o = launch(
             2,
             "progress_thread_makes_progress_while_the_target_computes",
             "x",
-            &[("SPOOLS_TRANSPORT", t), ("SPOOLS_PROGRESS_THREAD", "0")],
+            &[
+                ("SPOOLS_TRANSPORT", t),
+                ("SPOOLS_PROGRESS_THREAD", "0"),
+                ("SPOOLS_TEST_DIR", d),
+            ],
         );
         assert_ok(&o);
         assert!(

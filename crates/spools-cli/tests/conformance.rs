@@ -367,6 +367,44 @@ fn capabilities_are_stated_and_empty_messages_arrive() {
 
 /// Rank 1 fills rank 0's low-priority buffer while rank 0 does not poll, then sends one
 /// high-priority message: it must be accepted at once and delivered first.
+/// Rank 1 sends one message of each priority; rank 0 receives both (so both paths are
+/// open and adopted) and says so through a file; rank 1 waits for that.
+fn warm_up(rank: u32, t: &dyn Transport, dir: &std::path::Path) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let warmed = dir.join("warmed");
+    if rank == 1 {
+        for p in [Priority::Low, Priority::High] {
+            while !e(t.try_send(1, p, 0, &[b"warm"]))? {
+                e(t.poll(&mut |_| {}))?;
+                if Instant::now() > deadline {
+                    return Err("could not send the warm-up".into());
+                }
+            }
+        }
+        while !warmed.exists() {
+            e(t.flush(1))?;
+            e(t.poll(&mut |_| {}))?;
+            t.wait(Duration::from_millis(1));
+            if Instant::now() > deadline {
+                return Err("rank 0 never received the warm-up".into());
+            }
+        }
+    } else {
+        let mut seen = Vec::new();
+        while seen.len() < 2 {
+            e(t.poll(&mut |m| seen.push((m.priority, m.bytes.to_vec()))))?;
+            if Instant::now() > deadline {
+                return Err(format!("warm-up: received only {seen:?}"));
+            }
+        }
+        if seen.iter().any(|(_, b)| b != b"warm") {
+            return Err(format!("warm-up: unexpected {seen:?}"));
+        }
+        std::fs::write(&warmed, b"").map_err(|x| x.to_string())?;
+    }
+    Ok(())
+}
+
 fn priority_role() -> Result<(), String> {
     let w = e(spools::init())?;
     // On an error, exit at once (the launcher stops the job) instead of finalising,
@@ -376,6 +414,10 @@ fn priority_role() -> Result<(), String> {
         let dir =
             std::path::PathBuf::from(std::env::var("SPOOLS_TEST_DIR").map_err(|x| x.to_string())?);
         e(w.runtime_barrier())?;
+        // Open both priorities' paths first (TCP connects lazily, and the receiver adopts a
+        // new connection on its own thread): the test is about delivery order, not about
+        // which connection the receiver happens to have adopted by its first poll.
+        warm_up(w.rank(), &*t, &dir)?;
         if w.rank() == 1 {
             let msg = vec![1u8; 4000];
             let mut sent = 0u64;
