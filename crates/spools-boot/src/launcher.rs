@@ -45,6 +45,20 @@ pub struct LaunchSpec {
     pub liveness: Option<Duration>,
 }
 
+impl LaunchSpec {
+    /// Checks what can be checked before anything starts.
+    ///
+    /// # Errors
+    /// [`LaunchError::BadCount`] for no ranks or more than [`MAX_LOCAL_RANKS`].
+    pub fn check(&self) -> Result<(), LaunchError> {
+        let n = self.ranks;
+        if n == 0 || n > MAX_LOCAL_RANKS.min(spools_proto::boot::MAX_RANKS) {
+            return Err(LaunchError::BadCount(n));
+        }
+        Ok(())
+    }
+}
+
 /// How a job ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaunchReport {
@@ -215,10 +229,8 @@ pub fn clean_shm(job: u64) -> usize {
 /// # Errors
 /// [`LaunchError`] if the job could not be started at all.
 pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
+    spec.check()?;
     let n = spec.ranks;
-    if n == 0 || n > MAX_LOCAL_RANKS.min(spools_proto::boot::MAX_RANKS) {
-        return Err(LaunchError::BadCount(n));
-    }
     let io = |what: &str| {
         let what = what.to_string();
         move |source| LaunchError::Io { what, source }

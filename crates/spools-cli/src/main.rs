@@ -8,6 +8,9 @@ mod map;
 mod out;
 mod plan;
 mod run;
+// Public items: the `launcher` fuzz target includes this file as its own module.
+#[allow(unreachable_pub)]
+mod run_args;
 mod spec;
 mod unixpipe;
 
