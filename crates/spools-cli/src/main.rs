@@ -119,8 +119,45 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if out::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("spools: error: {e:#}");
+            eprintln!("spools: error: {}", report(&e));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// An error and its causes on one line, each said once: a cause whose text its outer
+/// error already ends with (many errors show their source in their own message) is
+/// skipped.
+fn report(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if text.is_empty() || out.ends_with(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::report;
+
+    #[test]
+    fn a_cause_is_printed_once() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("writing x: {source}")]
+        struct Shown {
+            source: std::io::Error,
+        }
+        let io = std::io::Error::from_raw_os_error(30);
+        let text = io.to_string();
+        let e = anyhow::Error::new(Shown { source: io }).context("saving");
+        assert_eq!(report(&e), format!("saving: writing x: {text}"));
+        assert_eq!(report(&e).matches(&text).count(), 1);
     }
 }
