@@ -124,7 +124,10 @@ pub(crate) fn fsck(a: &FileArg) -> Result<()> {
     for r in &rep.parity_mismatch {
         println!("stripe row {r}: parity does not match the data");
     }
-    if rep.bad.is_empty() && rep.parity_mismatch.is_empty() {
+    for w in &rep.wrong_size {
+        println!("unit {} ({}): {}", w.unit, w.path.display(), w.problem);
+    }
+    if rep.bad.is_empty() && rep.parity_mismatch.is_empty() && rep.wrong_size.is_empty() {
         println!(
             "{}: {} blocks, all checksums and parity good",
             a.file.display(),
@@ -133,21 +136,34 @@ pub(crate) fn fsck(a: &FileArg) -> Result<()> {
         Ok(())
     } else {
         bail!(
-            "{}: {} damaged block(s), {} parity mismatch(es) in {} blocks",
+            "{}: {} damaged block(s), {} parity mismatch(es) in {} blocks, {} unit file(s) not as recorded",
             a.file.display(),
             rep.bad.len(),
             rep.parity_mismatch.len(),
-            rep.blocks
+            rep.blocks,
+            rep.wrong_size.len()
         )
     }
 }
 
 pub(crate) fn repair(a: &FileArg) -> Result<()> {
     let mut p = Progress::new("repair");
-    let fixed = tools::repair(&a.file, &mut |d, t| p.update(d, t))?;
-    for (u, off) in &fixed {
+    let rep = tools::repair(&a.file, &mut |d, t| p.update(d, t))?;
+    for (u, off) in &rep.blocks {
         println!("rebuilt unit {u} block at offset {off}");
     }
-    println!("{}: {} block(s) rebuilt", a.file.display(), fixed.len());
+    for (u, len) in &rep.truncated {
+        println!("cut unit {u} back to its recorded length (it held {len} bytes)");
+    }
+    println!(
+        "{}: {} block(s) rebuilt{}",
+        a.file.display(),
+        rep.blocks.len(),
+        if rep.truncated.is_empty() {
+            String::new()
+        } else {
+            format!(", {} unit file(s) cut back", rep.truncated.len())
+        }
+    );
     Ok(())
 }

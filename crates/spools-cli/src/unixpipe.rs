@@ -60,32 +60,45 @@ fn holders(ino: u64, read: bool) -> Vec<Peer> {
         let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
             continue;
         };
-        let holds = fds.flatten().any(|fd| {
-            std::fs::read_link(fd.path()).is_ok_and(|l| l.to_string_lossy() == target)
-                && std::fs::read_to_string(format!(
-                    "/proc/{pid}/fdinfo/{}",
-                    fd.file_name().to_string_lossy()
-                ))
-                .ok()
-                .and_then(|info| {
-                    info.lines()
-                        .find_map(|l| l.strip_prefix("flags:").map(|f| f.trim().to_string()))
-                })
-                .and_then(|f| u32::from_str_radix(&f, 8).ok())
-                .is_some_and(|flags| ((flags & 3) == 0) == read)
-        });
+        // Which ends of the pipe the process holds: (the end we ask about, the other).
+        let (mut holds, mut holds_other) = (false, false);
+        for fd in fds.flatten() {
+            if !std::fs::read_link(fd.path()).is_ok_and(|l| l.to_string_lossy() == target) {
+                continue;
+            }
+            let reads = std::fs::read_to_string(format!(
+                "/proc/{pid}/fdinfo/{}",
+                fd.file_name().to_string_lossy()
+            ))
+            .ok()
+            .and_then(|info| {
+                info.lines()
+                    .find_map(|l| l.strip_prefix("flags:").map(|f| f.trim().to_string()))
+            })
+            .and_then(|f| u32::from_str_radix(&f, 8).ok())
+            .map(|flags| (flags & 3) == 0);
+            match reads {
+                Some(r) if r == read => holds = true,
+                Some(_) => holds_other = true,
+                None => {}
+            }
+        }
         if !holds {
             continue;
         }
         let e = exe(&pid);
         let args = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         let arg1 = args.split(|&b| b == 0).nth(1).map(|a| a.to_vec());
-        // Our parent itself (a harness reading our output) is what it is; a sibling still
-        // running the parent's executable has not exec'd its program yet.
+        // Our parent itself (a harness reading our output) is what it is, unless it holds
+        // both ends: then it is a shell still setting up the pipeline (it has not forked
+        // the other side yet, and closes its copies once it has). A sibling still running
+        // the parent's executable has not exec'd its program yet.
         out.push(
             if e.is_some() && e == my_exe && arg1.as_deref() == Some(b"run") {
                 Peer::Spools
-            } else if pid != parent && (e.is_none() || e == parent_exe || e == my_exe) {
+            } else if (pid == parent && holds_other)
+                || (pid != parent && (e.is_none() || e == parent_exe || e == my_exe))
+            {
                 Peer::Pending
             } else {
                 Peer::Other

@@ -101,11 +101,12 @@ fn pipes_connect_programs_of_different_sizes_and_distributions() {
         both_ok(&po, &co);
     }
     // By TCP address: the consumer's rank 0 listens, the producer's connects.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A free port below the ephemeral range (32768 on), so that no listener bound with
+    // port 0 (the consumer ranks') can take it before the consumer's rank 0 binds it.
+    let port = (20000..32000u16)
+        .map(|p| 20000 + (p - 20000 + std::process::id() as u16 % 12000) % 12000)
+        .find(|&p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
+        .unwrap();
     let name = format!("tcp:127.0.0.1:{port}");
     let c = end(
         2,
@@ -165,6 +166,16 @@ fn canonical(n: u64, records: u64) -> Vec<u8> {
         .collect()
 }
 
+/// Whether `text` says `needle`: verbatim, or on one line interleaved with another job's
+/// line (jobs sharing a standard error).
+fn says(text: &str, needle: &str) -> bool {
+    text.contains(needle)
+        || text.lines().any(|l| {
+            let mut it = l.chars();
+            needle.chars().all(|c| it.any(|x| x == c))
+        })
+}
+
 fn sh(script: &str, dir: &std::path::Path) -> Output {
     let mut c = grouped("sh");
     c.args(["-c", script])
@@ -184,8 +195,9 @@ fn a_unix_pipe_between_launchers_is_bypassed_and_a_plain_reader_gets_the_byte_st
     let cons = "\"$SPOOLS\" run -n 3 -- \"$SPOOLS\" bench pipe --role consumer --layout 'u8[300,200] *,cyclic(7) on 1x3' --records 5 --verify";
     let o = sh(&format!("{prod} | {cons}"), &d);
     assert!(o.status.success(), "{}", o.stderr);
+    // The two jobs share the shell's standard error: their lines may interleave.
     assert!(
-        o.stderr.contains("consumer: 3 ranks, 5 records") && o.stderr.contains("via pipe:fifo-"),
+        says(&o.stderr, "consumer: 3 ranks, 5 records") && says(&o.stderr, "via pipe:fifo-"),
         "{}",
         o.stderr
     );

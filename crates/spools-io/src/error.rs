@@ -146,15 +146,56 @@ pub enum FileError {
     /// The dataset cannot be planned against the file's layout.
     #[error(transparent)]
     Plan(#[from] PlanError),
-    /// A system call on a file failed.
-    #[error("{op} {path}: {source}")]
+    /// A system call on a file failed. The system's error is the [`source`]
+    /// (`std::error::Error::source`), not repeated in the message, so that error-chain
+    /// printers show it once.
+    ///
+    /// [`source`]: std::error::Error::source
+    #[error("{op} {path}")]
     Io {
         /// What was being done.
         op: &'static str,
         /// The file.
         path: PathBuf,
         /// The system's error.
+        #[source]
         source: std::io::Error,
+    },
+    /// A striped file's manifest names a unit file outside the file's directory (an
+    /// absolute path, `..`, or anything but a plain relative path), or the unit directories
+    /// given to a write are not inside the manifest's directory. Manifests are input: such
+    /// a path is never opened.
+    #[error("{path}: unit {unit} path {unit_path:?} is refused: {why}")]
+    UnsafePath {
+        /// The manifest.
+        path: PathBuf,
+        /// The unit.
+        unit: u64,
+        /// The unit path as given.
+        unit_path: String,
+        /// Why it is refused.
+        why: &'static str,
+    },
+    /// The file records a dataset (element type, shape) other than the one the reader's
+    /// layout describes.
+    #[error("{path} holds {file} but the layout describes {layout}")]
+    DatasetMismatch {
+        /// The file.
+        path: PathBuf,
+        /// The dataset the file records (element type and shape).
+        file: String,
+        /// The dataset of the reader's layout (element type and shape).
+        layout: String,
+    },
+    /// A striped layout gives a size that is not the dataset's.
+    #[error("{layout} gives size={size} bytes but the dataset holds {dataset} bytes (size= is the dataset's size in bytes; leave it out to take the dataset's)")]
+    StripeSize {
+        /// The striped layout.
+        layout: String,
+        /// The size it gives.
+        size: u64,
+        /// Bytes in the dataset.
+        dataset: u64,
     },
     /// A manifest or header could not be parsed or is inconsistent.
     #[error("{path}: {what}")]
@@ -243,12 +284,14 @@ pub enum PipeError {
     /// A pipe name that is not `pipe:NAME`, `tcp:HOST:PORT`, `stdout` or `stdin`.
     #[error("bad pipe name {0:?}: expected pipe:NAME, tcp:HOST:PORT, stdout or stdin")]
     BadName(String),
-    /// Setting up the meeting point or a connection failed.
-    #[error("{what}: {source}")]
+    /// Setting up the meeting point or a connection failed. The system's error is the
+    /// `source()`, not repeated in the message.
+    #[error("{what}")]
     Io {
         /// What was being done.
         what: String,
         /// The system's error.
+        #[source]
         source: std::io::Error,
     },
     /// The other program did not turn up in time.
@@ -270,6 +313,19 @@ pub enum PipeError {
         producer: String,
         /// The consumer's layout.
         consumer: String,
+    },
+    /// The other program's layout has more units than that program has ranks, so part
+    /// of every record would never be sent or received.
+    #[error("the {side}'s layout {layout} has {units} units but the {side} has {ranks} ranks")]
+    PeerTooManyUnits {
+        /// "producer" or "consumer".
+        side: &'static str,
+        /// Its layout.
+        layout: String,
+        /// Units in the layout.
+        units: u64,
+        /// Its ranks.
+        ranks: u32,
     },
     /// A rank of the other program went away (died, or closed its end) mid-stream.
     #[error("{side} rank {rank} went away {when}")]

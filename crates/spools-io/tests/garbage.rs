@@ -25,7 +25,7 @@ fn random_bytes_and_mutations_never_panic() {
     let npy =
         b"\x93NUMPY\x01\x00\x3c\x00{'descr': '<f8', 'fortran_order': False, 'shape': (3, 4), }\n"
             .to_vec();
-    let manifest = br#"{"format":"spools-parallel-file","version":2,"slot":0,"size":10,"layout":"raid5(unit=4B,count=3)","dataset":"u8[10] block on 1","node_local":false,"units":[{"path":"a","bytes":4,"crc32c":"00000000"},{"path":"b","bytes":6,"crc32c":"0000000000000000"},{"path":"c","bytes":6,"crc32c":"0000000000000000"}]}"#.to_vec();
+    let manifest = br#"{"format":"spools-parallel-file","version":2,"slot":0,"size":10,"layout":"raid5(unit=4B,count=3)","dataset":"u8[10] block on 1","node_local":false,"units":[{"path":"f.u0.s0","bytes":4,"crc32c":"00000000"},{"path":"d/f.u1.s0","bytes":6,"crc32c":"0000000000000000"},{"path":"f.u2.s0","bytes":6,"crc32c":"0000000000000000"}]}"#.to_vec();
     let mut frame = b"SPPH".to_vec();
     frame.extend_from_slice(&[7; 16]);
     frame.extend_from_slice(&1u32.to_le_bytes());

@@ -170,6 +170,9 @@ pub(crate) fn run(a: &IoArgs) -> Result<()> {
     if !a.write && !a.read {
         bail!("say --write, --read or both");
     }
+    if a.common.reps == 0 {
+        bail!("--reps 0: say how many times to run, at least 1");
+    }
     let w = start(&a.common)?;
     let layout: Layout = a
         .layout
@@ -182,9 +185,11 @@ pub(crate) fn run(a: &IoArgs) -> Result<()> {
     let bytes = layout
         .total_bytes()
         .context("--layout must give the dataset's size")?;
-    let fresh = !a.file.exists();
+    // Whether anything (even a dangling symlink) was at the path before: only a file the
+    // benchmark created itself is ever removed.
+    let fresh = std::fs::symlink_metadata(&a.file).is_err();
     let me = w.rank();
-    let reps = a.common.reps.max(1);
+    let reps = a.common.reps;
     let mut report = json!({
         "benchmark": "io", "ranks": w.size(), "layout": a.layout, "read_layout": read_layout.to_string(),
         "file": a.file, "format": a.format, "bytes": bytes, "sync": a.sync,
@@ -227,7 +232,8 @@ pub(crate) fn run(a: &IoArgs) -> Result<()> {
     }
     w.barrier()?;
     if me == 0 {
-        if !a.keep {
+        // A read never deletes anything; a write cleans up only a file it created.
+        if !a.keep && a.write && fresh {
             remove(&a.file);
         }
         if a.common.json {
@@ -248,10 +254,13 @@ fn print_table(r: &serde_json::Value) {
         r["layout"].as_str().unwrap_or(""),
         r["file"].as_str().unwrap_or(""),
         r["format"].as_str().unwrap_or(""),
-        if r["file_existed"].as_bool() == Some(true) {
-            ", overwriting"
-        } else {
-            ", fresh file"
+        match (
+            r["file_existed"].as_bool() == Some(true),
+            r.get("write").is_some(),
+        ) {
+            (true, true) => ", replacing an existing file",
+            (true, false) => ", existing file",
+            (false, _) => ", fresh file",
         }
     );
     for op in ["write", "read"] {

@@ -116,7 +116,8 @@ pub(crate) struct IoArgs {
     /// Check every element read.
     #[arg(long)]
     verify: bool,
-    /// Keep the file afterwards (otherwise rank 0 removes it).
+    /// Keep a file this run created by writing (otherwise rank 0 removes it; a file that
+    /// existed before, or one that is only read, is never removed).
     #[arg(long)]
     keep: bool,
     /// Make every write durable before it returns (the sync is inside the timed region).

@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use serde_json::json;
 use spools::{ExchangeOptions, Layout};
 
@@ -15,6 +15,9 @@ use super::io::share;
 use super::{median, start, RedistArgs};
 
 pub(crate) fn run(a: &RedistArgs) -> Result<()> {
+    if a.common.reps == 0 {
+        bail!("--reps 0: say how many times to run, at least 1");
+    }
     let w = start(&a.common)?;
     let from: Layout = a
         .from
@@ -36,7 +39,7 @@ pub(crate) fn run(a: &RedistArgs) -> Result<()> {
     let big = vec![1u8; total as usize];
     let mut copy = vec![0u8; total as usize];
     let (mut t_x, mut t_m) = (Vec::new(), Vec::new());
-    for _ in 0..=a.common.reps.max(1) {
+    for _ in 0..=a.common.reps {
         w.barrier()?;
         let t = Instant::now();
         spools_io::redistribute_plan(w.io_communicator()?, &plan, &src, &mut dst, &opts)?;

@@ -57,6 +57,12 @@ impl Kind {
 
 /// Looks at a file: a manifest, a `.npy` file or raw bytes.
 pub(super) fn inspect(path: &Path) -> Result<Kind, FileError> {
+    inspect_for(path, None)
+}
+
+/// [`inspect`] for a reader with `layout`: the element type and shape a `.npy` header
+/// records must be the layout's ([`FileError::DatasetMismatch`]).
+pub(super) fn inspect_for(path: &Path, layout: Option<&Layout>) -> Result<Kind, FileError> {
     let f = sys::open_read(path)?;
     let len = f
         .metadata()
@@ -64,11 +70,12 @@ pub(super) fn inspect(path: &Path) -> Result<Kind, FileError> {
         .len();
     let head = sys::read_upto(&f, path, 64 * 1024, 0)?;
     if head.starts_with(npy::MAGIC) {
-        let (offset, bytes) = npy::parse(&head).map_err(|what| FileError::Format {
+        let h = npy::parse_full(&head).map_err(|what| FileError::Format {
             path: path.to_path_buf(),
             what,
         })?;
-        if offset + bytes != len {
+        let (offset, bytes) = (h.offset, h.bytes);
+        if offset.checked_add(bytes) != Some(len) {
             return Err(FileError::Format {
                 path: path.to_path_buf(),
                 what: format!(
@@ -76,6 +83,14 @@ pub(super) fn inspect(path: &Path) -> Result<Kind, FileError> {
                     len.saturating_sub(offset)
                 ),
             });
+        }
+        // (A dataset of another size is reported as such by the read itself.)
+        if let Some(l) = layout.filter(|l| l.total_bytes() == Some(bytes)) {
+            npy::check(&h, l).map_err(|(file, layout)| FileError::DatasetMismatch {
+                path: path.to_path_buf(),
+                file,
+                layout,
+            })?;
         }
         return Ok(Kind::Plain { offset, bytes });
     }
@@ -104,6 +119,20 @@ pub(super) fn io_layout(
     Ok((l, domain, count as u32))
 }
 
+/// Writes a canonical (or `.npy`) file.
+///
+/// The ranks write a temporary file next to `path` (`.NAME.spools-tmp.PID.NONCE`, created
+/// exclusively by rank 0), and rank 0 renames it over `path` once every rank has written
+/// (and, with `sync`, synced) its part. A write that fails on any rank (a full disk, a
+/// dead peer) removes the temporary file, so nothing at `path` ever looks like a complete
+/// file that is not one.
+///
+/// Overwriting: an existing file at `path` is *replaced* (a new inode, given the old
+/// file's permission bits), never written in place. So a failed or interrupted write
+/// leaves the previous contents intact, and a reader sees the old or the new dataset,
+/// never a mix. The price: the old and the new data need room on the file system at the
+/// same time until the rename, and hard links to the old file keep the old data (a
+/// symlink at `path` is replaced, not written through).
 pub(super) fn write(
     comm: &Communicator,
     path: &Path,
@@ -112,31 +141,75 @@ pub(super) fn write(
     opts: &WriteOptions,
     with_header: bool,
 ) -> Result<FileStats, FileError> {
+    use std::os::unix::ffi::OsStrExt;
     let total = layout.total_bytes().unwrap_or(0);
-    agree(comm, path, check_share(comm, layout, data.len()))?;
+    agree(
+        comm,
+        path,
+        check_share(comm, layout, data.len(), crate::Side::Source),
+    )?;
     let header = if with_header {
         npy::header(layout, total)
     } else {
         Vec::new()
     };
     let off = header.len() as u64;
-    let prepared = if comm.rank() == 0 {
-        sys::set_len(path, off + total).and_then(|f| {
+    let (tmp, prepared) = if comm.rank() == 0 {
+        let nonce = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let tmp = sys::temp_name(path, nonce);
+        let prepared = sys::create_temp(&tmp, path, off + total).and_then(|f| {
             if header.is_empty() {
                 Ok(())
             } else {
-                sys::write_at(&f, path, &header, 0).and_then(|()| {
+                sys::write_at(&f, &tmp, &header, 0).and_then(|()| {
                     if opts.sync {
-                        sys::sync(&f, path)
+                        sys::sync(&f, &tmp)
                     } else {
                         Ok(())
                     }
                 })
             }
-        })
+        });
+        (tmp, prepared)
     } else {
-        Ok(())
+        (std::path::PathBuf::new(), Ok(()))
     };
+    let tmp = match comm.bcast_bytes(0, tmp.as_os_str().as_bytes()) {
+        Ok(name) => std::path::PathBuf::from(std::ffi::OsStr::from_bytes(&name)),
+        Err(e) => {
+            discard(comm, &tmp);
+            return Err(e.into());
+        }
+    };
+    let res = write_temp(comm, path, &tmp, data, layout, opts, off, total, prepared);
+    if res.is_err() {
+        discard(comm, &tmp);
+    }
+    res
+}
+
+/// Rank 0 removes the temporary file of a failed write.
+fn discard(comm: &Communicator, tmp: &Path) {
+    if comm.rank() == 0 && !tmp.as_os_str().is_empty() {
+        let _ = std::fs::remove_file(tmp);
+    }
+}
+
+/// The collective part of [`write()`] after rank 0 prepared the temporary file `tmp`.
+#[allow(clippy::too_many_arguments)]
+fn write_temp(
+    comm: &Communicator,
+    path: &Path,
+    tmp: &Path,
+    data: &[u8],
+    layout: &Layout,
+    opts: &WriteOptions,
+    off: u64,
+    total: u64,
+    prepared: Result<(), FileError>,
+) -> Result<FileStats, FileError> {
     agree(comm, path, prepared)?;
     let reshuffle = decide(comm, layout, opts.reshuffle)?;
     let me = comm.rank();
@@ -154,10 +227,10 @@ pub(super) fn write(
         stats.exchange =
             redistribute_plan(comm, &plan, data, &mut buf, &integrity(opts.integrity))?;
         if mine && !buf.is_empty() {
-            sys::open_write(path).and_then(|f| {
-                sys::write_at(&f, path, &buf, off + u64::from(me) * domain)?;
+            sys::open_temp(tmp).and_then(|f| {
+                sys::write_at(&f, tmp, &buf, off + u64::from(me) * domain)?;
                 if opts.sync {
-                    sys::sync(&f, path)?;
+                    sys::sync(&f, tmp)?;
                 }
                 Ok(())
             })
@@ -166,9 +239,15 @@ pub(super) fn write(
         }
     } else {
         stats.aggregators = layout.units().min(u64::from(comm.size())) as u32;
-        write_own(path, layout, me, data, off, opts.sync)
+        write_own(tmp, layout, me, data, off, opts.sync)
     };
     agree(comm, path, res)?;
+    let committed = if me == 0 {
+        sys::commit(tmp, path, opts.sync)
+    } else {
+        Ok(())
+    };
+    agree(comm, path, committed)?;
     Ok(stats)
 }
 
@@ -184,7 +263,7 @@ fn write_own(
     if u64::from(me) >= layout.units() || layout.local_bytes(u64::from(me))? == 0 {
         return Ok(());
     }
-    let f = sys::open_write(path)?;
+    let f = sys::open_temp(path)?;
     for e in layout.extents(u64::from(me))? {
         let part = &data[e.local as usize..(e.local + e.len) as usize];
         sys::write_at(&f, path, part, off + e.global)?;
@@ -231,7 +310,11 @@ pub(super) fn read(
             layout: total,
         });
     }
-    agree(comm, path, check_share(comm, layout, data.len()))?;
+    agree(
+        comm,
+        path,
+        check_share(comm, layout, data.len(), crate::Side::Destination),
+    )?;
     let reshuffle = decide(comm, layout, opts.reshuffle)?;
     let me = comm.rank();
     let mut stats = FileStats {

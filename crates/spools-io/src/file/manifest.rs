@@ -37,7 +37,9 @@ pub struct Manifest {
 /// One unit file.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct UnitEntry {
-    /// Path of the unit file (relative paths are relative to the manifest's directory).
+    /// Path of the unit file, relative to the manifest's directory: plain names only (no
+    /// absolute path, no `..`), so that a manifest can only name files inside its own
+    /// directory tree.
     pub path: String,
     /// Bytes in the file.
     pub bytes: u64,
@@ -86,6 +88,35 @@ impl Manifest {
                     "unit {u}: checksum list does not have one per block"
                 )));
             }
+        }
+        for (u, e) in m.units.iter().enumerate() {
+            let refuse = |why| FileError::UnsafePath {
+                path: path.to_path_buf(),
+                unit: u as u64,
+                unit_path: e.path.clone(),
+                why,
+            };
+            check_unit_path(&e.path).map_err(refuse)?;
+            // Only files named like this version's unit files (NAME.uU.sS, as writers
+            // name them) can be touched: not the manifest, not a neighbouring file.
+            let suffix = format!(".u{u}.s{}", m.slot);
+            let named = Path::new(&e.path)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.len() > suffix.len() && n.ends_with(&suffix));
+            if !named {
+                return Err(refuse("a unit file's name must end with .uUNIT.sSLOT"));
+            }
+        }
+        let dataset: Layout = m
+            .dataset
+            .parse()
+            .map_err(|e| bad(format!("dataset {:?}: {e}", m.dataset)))?;
+        if dataset.total_bytes().is_some_and(|t| t != m.size) {
+            return Err(bad(format!(
+                "dataset {} does not hold the file's {} bytes",
+                m.dataset, m.size
+            )));
         }
         if m.slot != m.version % 2 {
             return Err(bad(format!(
@@ -142,6 +173,30 @@ impl Manifest {
     }
 }
 
+/// Whether `p` is a plain relative path (only normal components: no root, no `..`, no
+/// `.`), i.e. one that stays inside the directory it is resolved against. Otherwise why
+/// not.
+pub(crate) fn check_unit_path(p: &str) -> Result<(), &'static str> {
+    use std::path::Component;
+    if p.is_empty() {
+        return Err("it is empty");
+    }
+    if p.contains('\0') {
+        return Err("it contains a NUL byte");
+    }
+    for c in Path::new(p).components() {
+        match c {
+            Component::Normal(_) => {}
+            Component::RootDir | Component::Prefix(_) => {
+                return Err("an absolute path may lead out of the file set")
+            }
+            Component::ParentDir => return Err("`..` may lead out of the file set"),
+            Component::CurDir => return Err("only plain relative paths are allowed"),
+        }
+    }
+    Ok(())
+}
+
 /// Hex form of a checksum list.
 pub(crate) fn hex(crcs: &[u32]) -> String {
     crcs.iter().map(|c| format!("{c:08x}")).collect()
@@ -150,4 +205,45 @@ pub(crate) fn hex(crcs: &[u32]) -> String {
 /// Whether the first bytes of a file look like a manifest.
 pub(crate) fn looks_like_manifest(head: &[u8]) -> bool {
     head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(paths: [&str; 3], dataset: &str) -> Vec<u8> {
+        format!(
+            r#"{{"format":"spools-parallel-file","version":1,"slot":1,"size":10,"layout":"raid5(unit=4B,count=3)","dataset":"{dataset}","node_local":false,"units":[{{"path":"{}","bytes":4,"crc32c":"00000000"}},{{"path":"{}","bytes":6,"crc32c":"0000000000000000"}},{{"path":"{}","bytes":6,"crc32c":"0000000000000000"}}]}}"#,
+            paths[0], paths[1], paths[2]
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn unit_paths_must_stay_inside_the_set() {
+        let p = Path::new("m");
+        let ok3 = ["m.u0.s1", "d/m.u1.s1", "m.u2.s1"];
+        let good = Manifest::parse(p, &manifest(ok3, "u8[10] block on 1"));
+        assert!(good.is_ok(), "{good:?}");
+        for bad in [
+            "/etc/m.u1.s1",
+            "../m.u1.s1",
+            "d/../../m.u1.s1",
+            "./m.u1.s1",
+            "",
+            "d/../b/..",
+            "m",
+            "m.u1.s0",
+            "m.u2.s1",
+            ".u1.s1",
+        ] {
+            let r = Manifest::parse(p, &manifest([ok3[0], bad, ok3[2]], "u8[10] block on 1"));
+            assert!(
+                matches!(r, Err(FileError::UnsafePath { unit: 1, .. })),
+                "{bad:?}: {r:?}"
+            );
+        }
+        let other = Manifest::parse(p, &manifest(ok3, "u8[11] block on 1"));
+        assert!(matches!(other, Err(FileError::Format { .. })), "{other:?}");
+    }
 }

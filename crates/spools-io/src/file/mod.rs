@@ -3,7 +3,10 @@
 //!
 //! * **Canonical** (default): ONE ordinary file holding the dataset's canonical byte stream
 //!   (row-major bytes for `order=C`), optionally behind a `.npy` header, so `cat`, `cmp`,
-//!   `numpy.fromfile` and `numpy.load` read it. It is written in place (not versioned).
+//!   `numpy.fromfile` and `numpy.load` read it. It is written to a temporary name in the
+//!   same directory and renamed over the path when every rank has written its part, so a
+//!   failed write (a full disk, a dead rank) leaves the previous file, or none, never a
+//!   partial one; an existing file is replaced, not written in place (not versioned).
 //! * **Striped**: the same stream over K unit files in K directories as RAID-0
 //!   (`stripe(...)`) or RAID-5 (`raid5(...)`), with a JSON manifest at the file's path
 //!   naming the units and carrying each block's CRC32C. Every write is a new version that
@@ -24,6 +27,11 @@
 //! Without it, the data is in the operating system's cache: visible to every later read,
 //! durable once the system flushes it. A striped file's commit always syncs, so the
 //! manifest never names data that is not durable.
+//!
+//! **Hostile input.** Files and manifests are input: a manifest may only name unit files
+//! by plain relative paths inside its directory (no absolute path, no `..`), unit files
+//! are never opened through a symlink and are created exclusively, and a reader checks
+//! the element type and shape a `.npy` header or a manifest records against its layout.
 //!
 //! **Node-local mode** (SCI-MPICH's server-less I/O): with [`Striping::node_local`], unit
 //! `u` is touched only by rank `u % N`, which stores and serves it for the others.
@@ -66,7 +74,11 @@ pub struct Striping {
     /// A `stripe(unit=..,count=K)` or `raid5(unit=..,count=K)` layout (unsized).
     pub layout: Layout,
     /// Directories for the unit files: unit `u` goes to `dirs[u % dirs.len()]`; empty
-    /// means the manifest's directory.
+    /// means the manifest's directory. A relative directory is relative to the manifest's
+    /// directory; an absolute one must lie inside it ([`FileError::UnsafePath`]
+    /// otherwise), since a manifest names its units by relative paths only. To spread
+    /// units over other disks, link the disks' directories into the manifest's
+    /// directory (`ln -s /disk1 set/d1`, then `dirs: ["d1", ...]`).
     pub dirs: Vec<PathBuf>,
     /// Unit `u` is only touched by rank `u % N` (node-local storage, server-less mode).
     pub node_local: bool,
@@ -208,7 +220,14 @@ pub fn read(
     layout: &Layout,
     opts: &ReadOptions,
 ) -> Result<FileStats, FileError> {
-    let info = agree_bcast(comm, path, || canonical::inspect(path))?;
+    // Rank 0 looks at the file and checks that it records the reader's dataset.
+    let info = agree_bcast(comm, path, || {
+        let kind = canonical::inspect_for(path, Some(layout))?;
+        if let canonical::Kind::Manifest(text) = &kind {
+            check_dataset(path, &Manifest::parse(path, text)?, layout)?;
+        }
+        Ok(kind)
+    })?;
     match info {
         canonical::Kind::Manifest(text) => {
             let m = Manifest::parse(path, &text)?;
@@ -217,6 +236,39 @@ pub fn read(
         canonical::Kind::Plain { offset, bytes } => {
             canonical::read(comm, path, data, layout, opts, offset, bytes)
         }
+    }
+}
+
+/// The element type and shape of an array layout (`None` for a byte stream, which
+/// carries no element type).
+fn dataset_of(l: &Layout) -> Option<(spools_map::DType, &[u64])> {
+    match l {
+        Layout::Array(a) => Some((a.dtype(), a.shape())),
+        _ => None,
+    }
+}
+
+/// Checks that a striped file's recorded dataset (the layout it was written from) has the
+/// element type and shape of the reader's `layout`, when both are arrays.
+///
+/// # Errors
+/// [`FileError::DatasetMismatch`].
+fn check_dataset(path: &Path, m: &Manifest, layout: &Layout) -> Result<(), FileError> {
+    let written: Layout = m.dataset.parse().map_err(|e| FileError::Format {
+        path: path.to_path_buf(),
+        what: format!("dataset {:?}: {e}", m.dataset),
+    })?;
+    // A dataset of another size is reported as such by the read itself.
+    if layout.total_bytes() != Some(m.size) {
+        return Ok(());
+    }
+    match (dataset_of(&written), dataset_of(layout)) {
+        (Some(w), Some(r)) if w != r => Err(FileError::DatasetMismatch {
+            path: path.to_path_buf(),
+            file: format!("{}{:?}", w.0, w.1),
+            layout: format!("{}{:?}", r.0, r.1),
+        }),
+        _ => Ok(()),
     }
 }
 
@@ -287,12 +339,18 @@ fn decide(comm: &Communicator, layout: &Layout, choice: Reshuffle) -> Result<boo
     })
 }
 
-/// Checks that `data` holds this rank's share of `layout`, which must fit the ranks.
-fn check_share(comm: &Communicator, layout: &Layout, len: usize) -> Result<(), FileError> {
+/// Checks that `data` holds this rank's share of `layout`, which must fit the ranks
+/// (`side`: the source for a write, the destination for a read).
+fn check_share(
+    comm: &Communicator,
+    layout: &Layout,
+    len: usize,
+    side: crate::Side,
+) -> Result<(), FileError> {
     let units = layout.units();
     if units > u64::from(comm.size()) {
         return Err(ExchangeError::TooManyUnits {
-            side: crate::Side::Source,
+            side,
             units,
             ranks: comm.size(),
         }
@@ -306,7 +364,7 @@ fn check_share(comm: &Communicator, layout: &Layout, len: usize) -> Result<(), F
     };
     if (len as u64) < need {
         return Err(ExchangeError::BufferSize {
-            side: crate::Side::Source,
+            side,
             unit: me,
             need,
             got: len as u64,

@@ -59,11 +59,69 @@ pub(crate) fn header(layout: &Layout, total: u64) -> Vec<u8> {
     h
 }
 
+/// What a `.npy` header records about its dataset.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Header {
+    /// Byte offset of the data.
+    pub(crate) offset: u64,
+    /// Bytes of data.
+    pub(crate) bytes: u64,
+    /// The dtype string, e.g. `<f8`.
+    pub(crate) descr: String,
+    /// The shape.
+    pub(crate) shape: Vec<u64>,
+    /// Whether the data is in Fortran (column-major) order.
+    pub(crate) fortran: bool,
+}
+
+/// The element type and shape `layout` gives a reader, as they would be recorded in a
+/// header, or `None` for a byte-stream layout (which reads any file as bytes).
+pub(crate) fn expected(layout: &Layout) -> Option<(String, Vec<u64>)> {
+    match layout {
+        Layout::Array(_) => {
+            let (d, shape, _) = describe(layout, 0);
+            Some((d, shape))
+        }
+        _ => None,
+    }
+}
+
+/// A dtype string with the byte-order mark of one-byte types dropped (`|u1`, `<u1` and
+/// `=u1` are the same type).
+pub(crate) fn normal_descr(d: &str) -> String {
+    let one_byte = d.len() == 3 && d.ends_with('1');
+    match d.chars().next() {
+        Some('|' | '<' | '=' | '>') if one_byte => format!("|{}", &d[1..]),
+        _ => d.to_string(),
+    }
+}
+
+/// Checks that a header records the dataset `layout` describes (element type and shape);
+/// otherwise `(what the file holds, what the layout describes)`.
+pub(crate) fn check(h: &Header, layout: &Layout) -> Result<(), (String, String)> {
+    let Some((descr, shape)) = expected(layout) else {
+        return Ok(());
+    };
+    if normal_descr(&h.descr) == normal_descr(&descr) && h.shape == shape {
+        return Ok(());
+    }
+    let show = |d: &str, s: &[u64]| format!("dtype {d} with shape {s:?}");
+    Err((show(&h.descr, &h.shape), show(&descr, &shape)))
+}
+
 /// Parses a header at the start of `head`: (data offset, dataset bytes).
 ///
 /// # Errors
 /// A description of what is wrong.
 pub(crate) fn parse(head: &[u8]) -> Result<(u64, u64), String> {
+    parse_full(head).map(|h| (h.offset, h.bytes))
+}
+
+/// Parses a header at the start of `head`.
+///
+/// # Errors
+/// A description of what is wrong.
+pub(crate) fn parse_full(head: &[u8]) -> Result<Header, String> {
     if !head.starts_with(MAGIC) || head.len() < 10 {
         return Err("not a .npy file".into());
     }
@@ -101,13 +159,22 @@ pub(crate) fn parse(head: &[u8]) -> Result<(u64, u64), String> {
         .and_then(|s| s.split(')').next())
         .ok_or(".npy shape is not a tuple")?;
     let mut total = item;
+    let mut dims = Vec::new();
     for d in shape.split(',').map(str::trim).filter(|d| !d.is_empty()) {
         let n: u64 = d
             .parse()
             .map_err(|_| format!(".npy shape entry {d} is not a number"))?;
         total = total.checked_mul(n).ok_or(".npy shape overflows")?;
+        dims.push(n);
     }
-    Ok(((start + hlen) as u64, total))
+    let fortran = field("fortran_order").is_ok_and(|f| f.starts_with("True"));
+    Ok(Header {
+        offset: (start + hlen) as u64,
+        bytes: total,
+        descr: descr.to_string(),
+        shape: dims,
+        fortran,
+    })
 }
 
 #[cfg(test)]
@@ -134,6 +201,24 @@ mod tests {
             );
         }
         assert!(parse(b"\x93NUMPY\x01\x00\xff\x00{").is_err());
+        // The recorded element type and shape must be the reader's.
+        let l: Layout = "i32[6,5] block,* on 1x1"
+            .parse()
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        let h = parse_full(&header(&l, 120)).unwrap_or_else(|e| unreachable!("{e}"));
+        assert_eq!(check(&h, &l), Ok(()));
+        for other in [
+            "f32[6,5] block,* on 1x1",
+            "i32[5,6] block,* on 1x1",
+            "u8[120] block on 1",
+        ] {
+            let o: Layout = other.parse().unwrap_or_else(|e| unreachable!("{e}"));
+            assert!(check(&h, &o).is_err(), "{other}");
+        }
+        let bytes: Layout = "stripe(unit=7B,count=2,size=120B)"
+            .parse()
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        assert_eq!(check(&h, &bytes), Ok(()));
         assert!(parse(b"hello").is_err());
     }
 }

@@ -46,14 +46,24 @@ impl Store<'_> {
         &self.paths[u as usize]
     }
 
-    /// Creates or resizes the unit files this rank owns (in node-local mode) or, for
-    /// shared storage, the units `u` with `u % N == rank`.
+    /// Creates afresh (exclusively, never through a symlink) the unit files this rank
+    /// owns (in node-local mode) or, for shared storage, the units `u` with
+    /// `u % N == rank`.
     pub(super) fn prepare(&self) -> Result<(), FileError> {
         let me = self.comm.rank();
         for u in (0..self.geo.count).filter(|&u| self.owner(u) == me) {
-            sys::set_len(self.path(u), self.geo.unit_len(u))?;
+            sys::create_unit(self.path(u), self.geo.unit_len(u))?;
         }
         Ok(())
+    }
+
+    /// Removes the unit files this rank owns (those [`Store::prepare`] creates), after a
+    /// failed write: they belong to no committed version.
+    pub(super) fn discard(&self) {
+        let me = self.comm.rank();
+        for u in (0..self.geo.count).filter(|&u| self.owner(u) == me) {
+            let _ = std::fs::remove_file(self.path(u));
+        }
     }
 
     /// Writes this aggregator's chunks (one per unit, for its rows) and returns the files
@@ -64,7 +74,7 @@ impl Store<'_> {
             for (u, c) in chunks.iter().enumerate() {
                 if !c.is_empty() {
                     let p = self.path(u as u64);
-                    let f = sys::open_write(p)?;
+                    let f = sys::open_unit_write(p)?;
                     sys::write_at(&f, p, c, self.range(u as u64, me).0)?;
                     if sync {
                         sys::sync(&f, p)?;
@@ -90,7 +100,7 @@ impl Store<'_> {
         let mut result = Ok(());
         for u in (0..self.geo.count).filter(|&u| self.owner(u) == me) {
             let p = self.path(u);
-            let f = match sys::open_write(p) {
+            let f = match sys::open_unit_write(p) {
                 Ok(f) => Some(f),
                 Err(e) => {
                     result = result.and(Err(e));
@@ -131,7 +141,7 @@ impl Store<'_> {
         let me = self.comm.rank();
         let read = |u: u64, lo: u64, hi: u64| -> Chunk {
             let p = self.path(u);
-            let f = sys::open_read(p).ok()?;
+            let f = sys::open_unit_read(p).ok()?;
             sys::read_upto(&f, p, (hi - lo) as usize, lo).ok()
         };
         if !self.node_local {

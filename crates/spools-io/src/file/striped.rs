@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use spools_map::{Layout, Plan, StripeLayout};
 use spools_msg::Communicator;
 
-use super::manifest::{hex, Manifest, UnitEntry, MANIFEST_FORMAT};
+use super::manifest::{check_unit_path, hex, Manifest, UnitEntry, MANIFEST_FORMAT};
 use super::rows::Geometry;
 use super::store::Store;
 use super::{
@@ -34,8 +34,12 @@ fn io_layout(geo: &Geometry, per: u64, aggs: u32) -> Result<Layout, FileError> {
     )?))
 }
 
-/// Unit file names of a slot.
-fn unit_paths(path: &Path, s: &Striping, slot: u64) -> Vec<String> {
+/// Unit file names of a slot, relative to the manifest's directory: unit `u` goes to
+/// `dirs[u % dirs.len()]`, where a relative directory is relative to the manifest's
+/// directory and an absolute one must lie inside it (a manifest names only plain relative
+/// paths; to put units on other disks, link the disks' directories into the manifest's
+/// directory).
+fn unit_paths(path: &Path, s: &Striping, slot: u64) -> Result<Vec<String>, FileError> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -45,13 +49,38 @@ fn unit_paths(path: &Path, s: &Striping, slot: u64) -> Vec<String> {
         Layout::Raid5(l) => l.count(),
         _ => 0,
     };
+    let base = std::path::absolute(sys::dir_of(path))
+        .map_err(|e| FileError::io("resolve the directory of", path, e))?;
+    let mut rel_dirs = Vec::with_capacity(s.dirs.len());
+    for (i, d) in s.dirs.iter().enumerate() {
+        let rel = if d.is_absolute() {
+            d.strip_prefix(&base).map(Path::to_path_buf).map_err(|_| {
+                FileError::UnsafePath {
+                    path: path.to_path_buf(),
+                    unit: i as u64,
+                    unit_path: d.display().to_string(),
+                    why: "unit directories must be inside the manifest's directory (link other disks' directories there)",
+                }
+            })?
+        } else {
+            d.clone()
+        };
+        rel_dirs.push(rel);
+    }
     (0..count)
         .map(|u| {
             let f = format!("{name}.u{u}.s{slot}");
-            match s.dirs.get(u as usize % s.dirs.len().max(1)) {
-                Some(d) => d.join(f).to_string_lossy().into_owned(),
-                None => f,
-            }
+            let p = match rel_dirs.get(u as usize % rel_dirs.len().max(1)) {
+                Some(d) if !d.as_os_str().is_empty() => d.join(f).to_string_lossy().into_owned(),
+                _ => f,
+            };
+            check_unit_path(&p).map_err(|why| FileError::UnsafePath {
+                path: path.to_path_buf(),
+                unit: u,
+                unit_path: p.clone(),
+                why,
+            })?;
+            Ok(p)
         })
         .collect()
 }
@@ -78,11 +107,22 @@ pub(super) fn write(
         ));
     }
     let total = layout.total_bytes().unwrap_or(0);
+    if let Some(size) = s.layout.total_bytes().filter(|&n| n != total) {
+        return Err(FileError::StripeSize {
+            layout: s.layout.to_string(),
+            size,
+            dataset: total,
+        });
+    }
     let stream = s.layout.with_size(total)?;
     let geo = Geometry::new(&stream).ok_or(FileError::Options(
         "a striped file needs a stripe(...) or raid5(...) layout",
     ))?;
-    agree(comm, path, check_share(comm, layout, data.len()))?;
+    agree(
+        comm,
+        path,
+        check_share(comm, layout, data.len(), crate::Side::Source),
+    )?;
     let mut v = [if comm.rank() == 0 {
         next_version(path)
     } else {
@@ -91,7 +131,7 @@ pub(super) fn write(
     comm.bcast(&mut v, 0)?;
     let version = v[0];
     let slot = version % 2;
-    let names = unit_paths(path, s, slot);
+    let names = agree(comm, path, unit_paths(path, s, slot))?;
     let dir = path.parent().unwrap_or(Path::new(""));
     let paths: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
     let (per, aggs) = split_rows(&geo, comm.size());
@@ -103,85 +143,114 @@ pub(super) fn write(
         rows_per: per,
         aggs,
     };
-    agree(comm, path, store.prepare())?;
+    // Whether this rank got past the data phase: until then no rank can have committed
+    // (rank 0 commits only after every rank agreed that its data is written).
+    let mut committing = false;
+    let res = (|| -> Result<FileStats, FileError> {
+        agree(comm, path, store.prepare())?;
 
-    let io = io_layout(&geo, per, aggs)?;
-    let plan = Plan::new(layout, &io)?;
-    let me = comm.rank();
-    let mine = me < aggs;
-    let mut dom = vec![0u8; share(&io, me)? as usize];
-    let xs = redistribute_plan(comm, &plan, data, &mut dom, &integrity(opts.integrity))?;
-    let (r0, r1) = store.rows_of(me);
-    let (chunks, crcs) = if mine {
-        geo.build(r0, r1, &dom)
-    } else {
-        (
-            (0..geo.count).map(|_| Vec::new()).collect(),
-            vec![Vec::new(); geo.count as usize],
-        )
-    };
-    drop(dom);
-    // The data is always synced before the manifest names it.
-    let put = store.put(chunks, true);
-    agree(comm, path, put)?;
+        let io = io_layout(&geo, per, aggs)?;
+        let plan = Plan::new(layout, &io)?;
+        let me = comm.rank();
+        let mine = me < aggs;
+        let mut dom = vec![0u8; share(&io, me)? as usize];
+        let xs = redistribute_plan(comm, &plan, data, &mut dom, &integrity(opts.integrity))?;
+        let (r0, r1) = store.rows_of(me);
+        let (chunks, crcs) = if mine {
+            geo.build(r0, r1, &dom)
+        } else {
+            (
+                (0..geo.count).map(|_| Vec::new()).collect(),
+                vec![Vec::new(); geo.count as usize],
+            )
+        };
+        drop(dom);
+        // The data is always synced before the manifest names it.
+        let put = store.put(chunks, true);
+        agree(comm, path, put)?;
+        committing = true;
 
-    // Rank 0 gathers the block checksums (each aggregator's rows, in row order).
-    let enc: Vec<u8> = crcs
-        .iter()
-        .flat_map(|c| c.iter().flat_map(|x| x.to_le_bytes()))
-        .collect();
-    let all = comm.allgather_bytes(&enc)?;
-    let committed = if me == 0 {
-        let mut per_unit: Vec<Vec<u32>> = vec![Vec::new(); geo.count as usize];
-        for (a, bytes) in all.iter().enumerate().take(aggs as usize) {
-            let (r0, r1) = store.rows_of(a as u32);
-            let mut it = bytes
-                .chunks_exact(4)
-                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-            for (u, list) in per_unit.iter_mut().enumerate() {
-                let n = (r0..r1)
-                    .filter(|&r| geo.block(r, u as u64).len() > 0)
-                    .count();
-                list.extend(it.by_ref().take(n));
+        // Rank 0 gathers the block checksums (each aggregator's rows, in row order).
+        let enc: Vec<u8> = crcs
+            .iter()
+            .flat_map(|c| c.iter().flat_map(|x| x.to_le_bytes()))
+            .collect();
+        let all = comm.allgather_bytes(&enc)?;
+        let committed = if me == 0 {
+            let mut per_unit: Vec<Vec<u32>> = vec![Vec::new(); geo.count as usize];
+            for (a, bytes) in all.iter().enumerate().take(aggs as usize) {
+                let (r0, r1) = store.rows_of(a as u32);
+                let mut it = bytes
+                    .chunks_exact(4)
+                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+                for (u, list) in per_unit.iter_mut().enumerate() {
+                    let n = (r0..r1)
+                        .filter(|&r| geo.block(r, u as u64).len() > 0)
+                        .count();
+                    list.extend(it.by_ref().take(n));
+                }
+            }
+            let m = Manifest {
+                format: MANIFEST_FORMAT.into(),
+                version,
+                slot,
+                size: total,
+                layout: s.layout.to_string(),
+                dataset: layout.to_string(),
+                node_local: s.node_local,
+                units: names
+                    .iter()
+                    .zip(&per_unit)
+                    .enumerate()
+                    .map(|(u, (n, c))| UnitEntry {
+                        path: n.clone(),
+                        bytes: geo.unit_len(u as u64),
+                        crc32c: hex(c),
+                    })
+                    .collect(),
+            };
+            serde_json::to_vec_pretty(&m)
+                .map_err(|e| FileError::Format {
+                    path: path.to_path_buf(),
+                    what: format!("manifest: {e}"),
+                })
+                .and_then(|text| sys::replace(path, &text))
+        } else {
+            Ok(())
+        };
+        agree(comm, path, committed)?;
+        Ok(FileStats {
+            bytes: total,
+            reshuffled: true,
+            aggregators: aggs,
+            exchange: xs,
+            rebuilt: 0,
+            version,
+        })
+    })();
+    if res.is_err() {
+        // A failed write removes the unit files it created (they belong to no version),
+        // with no further collective call (a peer may be gone). Failing in the data
+        // phase, each rank removes its own; failing in the commit, rank 0 removes them
+        // unless its manifest was renamed into place after all.
+        if !committing {
+            store.discard();
+        } else if comm.rank() == 0
+            && std::fs::read(path)
+                .ok()
+                .and_then(|t| Manifest::parse(path, &t).ok())
+                .is_none_or(|m| m.version != version)
+        {
+            if s.node_local {
+                store.discard();
+            } else {
+                for p in &paths {
+                    let _ = std::fs::remove_file(p);
+                }
             }
         }
-        let m = Manifest {
-            format: MANIFEST_FORMAT.into(),
-            version,
-            slot,
-            size: total,
-            layout: s.layout.to_string(),
-            dataset: layout.to_string(),
-            node_local: s.node_local,
-            units: names
-                .iter()
-                .zip(&per_unit)
-                .enumerate()
-                .map(|(u, (n, c))| UnitEntry {
-                    path: n.clone(),
-                    bytes: geo.unit_len(u as u64),
-                    crc32c: hex(c),
-                })
-                .collect(),
-        };
-        serde_json::to_vec_pretty(&m)
-            .map_err(|e| FileError::Format {
-                path: path.to_path_buf(),
-                what: format!("manifest: {e}"),
-            })
-            .and_then(|text| sys::replace(path, &text))
-    } else {
-        Ok(())
-    };
-    agree(comm, path, committed)?;
-    Ok(FileStats {
-        bytes: total,
-        reshuffled: true,
-        aggregators: aggs,
-        exchange: xs,
-        rebuilt: 0,
-        version,
-    })
+    }
+    res
 }
 
 pub(super) fn read(
@@ -205,7 +274,11 @@ pub(super) fn read(
             "striped files are always read through aggregators; reshuffle=never applies to canonical files",
         ));
     }
-    agree(comm, path, check_share(comm, layout, data.len()))?;
+    agree(
+        comm,
+        path,
+        check_share(comm, layout, data.len(), crate::Side::Destination),
+    )?;
     let geo = m.geometry(path)?;
     let paths = m.unit_paths(path);
     let crcs = m.crcs();

@@ -1,22 +1,142 @@
 //! File system calls with errors that name the file.
 
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 
 use crate::error::FileError;
 
-/// Opens `path` for writing, creating it (and its directory) if needed; never truncates.
-pub(crate) fn open_write(path: &Path) -> Result<File, FileError> {
+/// Opens the existing unit file `path` for writing, without following a symlink at
+/// `path` (a symlink planted there is an error, never written through).
+pub(crate) fn open_unit_write(path: &Path) -> Result<File, FileError> {
+    OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| FileError::io("open unit file for writing", path, e))
+}
+
+/// Opens the unit file `path` for reading, without following a symlink at `path`.
+pub(crate) fn open_unit_read(path: &Path) -> Result<File, FileError> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| FileError::io("open unit file", path, e))
+}
+
+/// Creates the unit file `path` afresh with `len` bytes (and its directory if needed):
+/// whatever was at `path` (an older version's unit file, a symlink) is unlinked first,
+/// and the new file is created exclusively (`O_EXCL`, which never follows a symlink), so
+/// nothing outside the file set is ever opened.
+pub(crate) fn create_unit(path: &Path, len: u64) -> Result<File, FileError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| FileError::io("create directory", dir, e))?;
     }
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(FileError::io("remove old unit file", path, e)),
+    }
+    let f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| FileError::io("create unit file", path, e))?;
+    f.set_len(len)
+        .map_err(|e| FileError::io("set length of", path, e))?;
+    Ok(f)
+}
+
+/// Opens the unit file `path` for repair: the existing file (not through a symlink) with
+/// its length set to `len`, or a new file created exclusively when there is none.
+pub(crate) fn repair_unit(path: &Path, len: u64) -> Result<File, FileError> {
+    let f = match open_unit_write(path) {
+        Ok(f) => f,
+        Err(FileError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(path)
+                .map_err(|e| FileError::io("create unit file", path, e))?
+        }
+        Err(e) => return Err(e),
+    };
+    let cur = f
+        .metadata()
+        .map_err(|e| FileError::io("stat", path, e))?
+        .len();
+    if cur != len {
+        f.set_len(len)
+            .map_err(|e| FileError::io("set length of", path, e))?;
+    }
+    Ok(f)
+}
+
+/// The directory holding `path` (`.` for a bare name).
+pub(crate) fn dir_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
+/// A temporary name next to `path` for a file that replaces it when complete:
+/// `.NAME.spools-tmp.PID.NONCE` (hidden, and never a name a reader is given).
+pub(crate) fn temp_name(path: &Path, nonce: u64) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    dir_of(path).join(format!(
+        ".{name}.spools-tmp.{}.{nonce:x}",
+        std::process::id()
+    ))
+}
+
+/// Creates the temporary file `tmp` exclusively (never through a symlink), `len` bytes
+/// long, with the permission bits of the file it will replace (`path`) when there is one.
+pub(crate) fn create_temp(tmp: &Path, path: &Path, len: u64) -> Result<File, FileError> {
+    if let Some(dir) = tmp.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| FileError::io("create directory", dir, e))?;
+    }
+    let f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(tmp)
+        .map_err(|e| FileError::io("create", tmp, e))?;
+    if let Ok(old) = std::fs::metadata(path) {
+        if old.is_file() {
+            let _ = f.set_permissions(old.permissions());
+        }
+    }
+    f.set_len(len)
+        .map_err(|e| FileError::io("set length of", tmp, e))?;
+    Ok(f)
+}
+
+/// Opens the existing temporary file `tmp` for writing (not through a symlink).
+pub(crate) fn open_temp(tmp: &Path) -> Result<File, FileError> {
     OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| FileError::io("open for writing", path, e))
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(tmp)
+        .map_err(|e| FileError::io("open for writing", tmp, e))
+}
+
+/// Renames the complete `tmp` over `path`; with `sync`, syncs the directory after.
+pub(crate) fn commit(tmp: &Path, path: &Path, sync: bool) -> Result<(), FileError> {
+    std::fs::rename(tmp, path).map_err(|e| FileError::io("rename over", path, e))?;
+    if sync {
+        let dir = dir_of(path);
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| FileError::io("sync directory", dir, e))?;
+    }
+    Ok(())
 }
 
 /// Opens `path` for reading.
@@ -63,41 +183,26 @@ pub(crate) fn sync(f: &File, path: &Path) -> Result<(), FileError> {
     f.sync_data().map_err(|e| FileError::io("sync", path, e))
 }
 
-/// Sets `path`'s length, creating it if needed.
-pub(crate) fn set_len(path: &Path, len: u64) -> Result<File, FileError> {
-    let f = open_write(path)?;
-    let cur = f
-        .metadata()
-        .map_err(|e| FileError::io("stat", path, e))?
-        .len();
-    if cur != len {
-        f.set_len(len)
-            .map_err(|e| FileError::io("set length of", path, e))?;
-    }
-    Ok(f)
-}
-
 /// Replaces `path` with `data` atomically and durably: a temporary file in the same
 /// directory, synced, renamed over `path`, and the directory synced.
 pub(crate) fn replace(path: &Path, data: &[u8]) -> Result<(), FileError> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&tmp)
-        .map_err(|e| FileError::io("create", &tmp, e))?;
-    write_at(&f, &tmp, data, 0)?;
-    f.sync_all().map_err(|e| FileError::io("sync", &tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| FileError::io("rename over", path, e))?;
+    let dir = dir_of(path);
+    let tmp = temp_name(path, 0);
+    // A stale temporary file (or a symlink planted at the name) is removed, never written
+    // through: the new one is created exclusively.
+    let _ = std::fs::remove_file(&tmp);
+    let written = create_temp(&tmp, path, 0).and_then(|f| {
+        write_at(&f, &tmp, data, 0)?;
+        f.sync_all().map_err(|e| FileError::io("sync", &tmp, e))
+    });
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(FileError::io("rename over", path, e));
+    }
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| FileError::io("sync directory", dir, e))

@@ -61,6 +61,46 @@ pub struct FsckReport {
     pub bad: Vec<BadBlock>,
     /// Rows whose blocks pass their checksums but whose parity does not match.
     pub parity_mismatch: Vec<u64>,
+    /// Unit files that are present but not as the manifest records them: a different
+    /// length (a file extended past its recorded size still reads, but is not the file
+    /// that was written), or not a regular file (a symlink is never followed).
+    pub wrong_size: Vec<UnitProblem>,
+}
+
+/// A unit file that exists but is not as recorded (see [`FsckReport::wrong_size`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnitProblem {
+    /// The unit.
+    pub unit: u64,
+    /// Its file.
+    pub path: PathBuf,
+    /// What is wrong, e.g. "holds 5200 bytes, the manifest records 5120".
+    pub problem: String,
+}
+
+/// What [`repair`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RepairReport {
+    /// Blocks rebuilt from parity and written back, as `(unit, offset)`.
+    pub blocks: Vec<(u64, u64)>,
+    /// Unit files cut back to their recorded length, as `(unit, length they had)`.
+    pub truncated: Vec<(u64, u64)>,
+}
+
+/// The state of a unit file against its recorded length: `None` when it is a regular
+/// file of that length or missing (missing blocks are reported per block).
+fn unit_problem(p: &Path, bytes: u64) -> Option<String> {
+    match std::fs::symlink_metadata(p) {
+        Ok(md) if md.file_type().is_symlink() => {
+            Some("is a symbolic link (never followed; treated as missing)".into())
+        }
+        Ok(md) if !md.is_file() => Some("is not a regular file".into()),
+        Ok(md) if md.len() != bytes => Some(format!(
+            "holds {} bytes, the manifest records {bytes}",
+            md.len()
+        )),
+        _ => None,
+    }
 }
 
 struct Striped {
@@ -87,7 +127,7 @@ impl Striped {
             .map(|u| {
                 let (lo, hi) = self.geo.chunk_range(u, r0, r1);
                 let p = &self.paths[u as usize];
-                let f = sys::open_read(p).ok()?;
+                let f = sys::open_unit_read(p).ok()?;
                 sys::read_upto(&f, p, (hi - lo) as usize, lo).ok()
             })
             .collect()
@@ -210,9 +250,11 @@ pub fn describe(path: &Path) -> Result<String, FileError> {
                 m.dataset
             );
             for (u, (e, p)) in m.units.iter().zip(m.unit_paths(path)).enumerate() {
-                let state = match std::fs::metadata(&p) {
-                    Ok(md) if md.len() == e.bytes => "present".to_string(),
-                    Ok(md) => format!("WRONG SIZE ({} bytes)", md.len()),
+                let state = match std::fs::symlink_metadata(&p) {
+                    Ok(md) if md.file_type().is_symlink() => "SYMLINK (refused)".to_string(),
+                    Ok(md) if md.is_file() && md.len() == e.bytes => "present".to_string(),
+                    Ok(md) if md.is_file() => format!("WRONG SIZE ({} bytes)", md.len()),
+                    Ok(_) => "NOT A REGULAR FILE".to_string(),
                     Err(_) => "MISSING".to_string(),
                 };
                 s.push_str(&format!(
@@ -232,16 +274,33 @@ pub fn describe(path: &Path) -> Result<String, FileError> {
 ///
 /// # Errors
 /// [`FileError`] when the file or its manifest cannot be read; damage is reported in the
-/// [`FsckReport`], not as an error. A canonical file has no checksums:
+/// [`FsckReport`], not as an error. A canonical or `.npy` file has no checksums:
 /// [`FileError::Options`].
 pub fn fsck(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<FsckReport, FileError> {
-    let Opened::Striped(m) = open(path)? else {
-        return Err(FileError::Options(
-            "a canonical file has no checksums to verify; only striped files do",
-        ));
+    let m = match open(path)? {
+        Opened::Striped(m) => m,
+        Opened::Plain { offset: 0, .. } => {
+            return Err(FileError::Options(
+                "a canonical file has no checksums to verify; only striped files do",
+            ))
+        }
+        Opened::Plain { .. } => {
+            return Err(FileError::Options(
+                "a .npy file has no checksums to verify; only striped files do",
+            ))
+        }
     };
     let s = Striped::new(path, &m)?;
     let mut rep = FsckReport::default();
+    for (u, (e, p)) in m.units.iter().zip(&s.paths).enumerate() {
+        if let Some(problem) = unit_problem(p, e.bytes) {
+            rep.wrong_size.push(UnitProblem {
+                unit: u as u64,
+                path: p.clone(),
+                problem,
+            });
+        }
+    }
     let rows = s.geo.rows();
     let step = s.rows_per_batch();
     let mut r0 = 0;
@@ -287,20 +346,23 @@ pub fn fsck(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<FsckRepor
 }
 
 /// Rebuilds every lost or corrupt block of a RAID-5 file from the other blocks of its row
-/// and writes it back (recreating a missing unit file). Returns the blocks rewritten as
-/// `(unit, offset)`.
+/// and writes it back (recreating a missing unit file, exclusively), and cuts unit files
+/// extended past their recorded length back to it. Unit files are never opened through a
+/// symlink (a symlink in place of a unit file is an error to resolve by hand).
 ///
 /// # Errors
 /// [`FileError::Unrecoverable`] when a row lost more than one block (nothing of that row
 /// is written), [`FileError::Options`] for a file without parity, I/O errors.
-pub fn repair(
-    path: &Path,
-    progress: &mut dyn FnMut(u64, u64),
-) -> Result<Vec<(u64, u64)>, FileError> {
-    let Opened::Striped(m) = open(path)? else {
-        return Err(FileError::Options(
-            "only RAID-5 files can be repaired; this is a canonical file",
-        ));
+pub fn repair(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<RepairReport, FileError> {
+    let m = match open(path)? {
+        Opened::Striped(m) => m,
+        Opened::Plain { offset, .. } => {
+            return Err(FileError::Options(if offset == 0 {
+                "only RAID-5 files can be repaired; this is a canonical file"
+            } else {
+                "only RAID-5 files can be repaired; this is a .npy file"
+            }))
+        }
     };
     let s = Striped::new(path, &m)?;
     if s.geo.raid != Raid::Raid5 {
@@ -329,7 +391,7 @@ pub fn repair(
             let at = ((r - r0) * s.geo.unit) as usize;
             let block = s.geo.rebuild_block(r, u, &chunks, at);
             let p = &s.paths[u as usize];
-            let f = sys::set_len(p, s.geo.unit_len(u))?;
+            let f = sys::repair_unit(p, s.geo.unit_len(u))?;
             sys::write_at(&f, p, &block, r * s.geo.unit)?;
             sys::sync(&f, p)?;
             fixed.push((u, r * s.geo.unit));
@@ -341,5 +403,26 @@ pub fn repair(
         s.geo.block(o / s.geo.unit, u),
         Block::Data { .. } | Block::Parity { .. }
     )));
-    Ok(fixed)
+    let mut truncated = Vec::new();
+    for (u, p) in s.paths.iter().enumerate() {
+        let want = s.geo.unit_len(u as u64);
+        let f = match sys::open_unit_write(p) {
+            Ok(f) => f,
+            Err(FileError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                continue
+            }
+            Err(e) => return Err(e),
+        };
+        let len = f.metadata().map_err(|e| FileError::io("stat", p, e))?.len();
+        if len > want {
+            f.set_len(want)
+                .map_err(|e| FileError::io("truncate", p, e))?;
+            sys::sync(&f, p)?;
+            truncated.push((u as u64, len));
+        }
+    }
+    Ok(RepairReport {
+        blocks: fixed,
+        truncated,
+    })
 }

@@ -41,3 +41,45 @@ fn on_rank0(total: u64) -> Result<Layout, PipeError> {
 fn agree<T>(comm: &Communicator, local: Result<T, PipeError>) -> Result<T, PipeError> {
     crate::agree_with(comm, local, |rank| PipeError::Remote { rank })
 }
+
+/// Checks that this program's `layout` has no more units than its `comm` has ranks (rank
+/// `r` holds unit `r`: a unit beyond the ranks would never be sent or received).
+fn check_own_units(
+    comm: &Communicator,
+    layout: &Layout,
+    side: crate::Side,
+) -> Result<(), PipeError> {
+    if layout.units() > u64::from(comm.size()) {
+        return Err(crate::ExchangeError::TooManyUnits {
+            side,
+            units: layout.units(),
+            ranks: comm.size(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Checks, after the meeting, both programs' layouts against their rank counts, so that
+/// both sides fail at once with the same diagnosis instead of moving partial records.
+fn check_both_units(
+    comm: &Communicator,
+    layout: &Layout,
+    mine: crate::Side,
+    other: &Layout,
+    other_ranks: u32,
+) -> Result<(), PipeError> {
+    check_own_units(comm, layout, mine)?;
+    if other.units() > u64::from(other_ranks) {
+        return Err(PipeError::PeerTooManyUnits {
+            side: match mine {
+                crate::Side::Source => "consumer",
+                crate::Side::Destination => "producer",
+            },
+            layout: other.to_string(),
+            units: other.units(),
+            ranks: other_ranks,
+        });
+    }
+    Ok(())
+}

@@ -2,6 +2,7 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -101,9 +102,24 @@ pub fn pipe_dir_path() -> PathBuf {
 /// # Errors
 /// [`PipeError::Io`] when it cannot be created.
 pub fn pipe_dir() -> Result<PathBuf, PipeError> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let d = pipe_dir_path();
     std::fs::create_dir_all(&d).map_err(|e| PipeError::io(format!("create {}", d.display()), e))?;
-    use std::os::unix::fs::PermissionsExt;
+    // In a shared /tmp the directory may have been made by someone else (or be a symlink
+    // to a directory of theirs): then meeting files could be read, replaced or redirected.
+    let md =
+        std::fs::metadata(&d).map_err(|e| PipeError::io(format!("stat {}", d.display()), e))?;
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    if !md.is_dir() || md.uid() != uid {
+        return Err(PipeError::io(
+            format!(
+                "{} is not a directory of this user (set SPOOLS_PIPE_DIR)",
+                d.display()
+            ),
+            std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        ));
+    }
     let _ = std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700));
     Ok(d)
 }
@@ -163,7 +179,15 @@ pub(crate) fn meet(
             let path = dir.join(format!("{n}.{me}"));
             let tmp = dir.join(format!(".{n}.{me}.{}", std::process::id()));
             let published = std::time::SystemTime::now() - Duration::from_millis(100);
-            std::fs::write(&tmp, &text)
+            // Created exclusively (a stale file or a planted symlink is removed first, never
+            // written through).
+            let _ = std::fs::remove_file(&tmp);
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&tmp)
+                .and_then(|mut f| f.write_all(&text))
                 .map_err(|e| PipeError::io(format!("write {}", tmp.display()), e))?;
             std::fs::rename(&tmp, &path)
                 .map_err(|e| PipeError::io(format!("publish {}", path.display()), e))?;
@@ -284,7 +308,15 @@ pub(crate) fn meet_all(
         rank: 0,
         what: format!("layout {:?}", theirs.layout),
     })?;
-    if other.total_bytes() != layout.total_bytes() {
+    let dataset = |l: &Layout| match l {
+        Layout::Array(a) => Some((a.dtype(), a.shape().to_vec())),
+        _ => None,
+    };
+    let typed_mismatch = matches!(
+        (dataset(&other), dataset(layout)),
+        (Some(a), Some(b)) if a != b
+    );
+    if typed_mismatch || other.total_bytes() != layout.total_bytes() {
         let (p, c) = if producer {
             (layout.to_string(), theirs.layout)
         } else {

@@ -10,7 +10,7 @@ use spools_msg::Communicator;
 
 use super::frame::{Header, Hello, Kind, HEADER_LEN, HELLO_LEN, MAX_PAYLOAD};
 use super::name::{forget, meet_all, meet_timeout, token_hex, Description, PipeName};
-use super::{agree, on_rank0};
+use super::{agree, check_both_units, check_own_units, on_rank0};
 use crate::crc::copy_crc;
 use crate::cursor::RunCursor;
 use crate::error::PipeError;
@@ -142,9 +142,12 @@ impl<'c> PipeReader<'c> {
             .ok_or(PipeError::BadName("an unsized layout".into()))?;
         let me = comm.rank();
         let mode = match name {
-            PipeName::Stdin => Mode::Stdin {
-                plan: Plan::new(&on_rank0(total)?, layout)?,
-            },
+            PipeName::Stdin => {
+                check_own_units(comm, layout, crate::Side::Destination)?;
+                Mode::Stdin {
+                    plan: Plan::new(&on_rank0(total)?, layout)?,
+                }
+            }
             PipeName::Stdout => return Err(PipeError::BadName("stdout (a consumer reads)".into())),
             _ => {
                 let host = std::env::var("SPOOLS_PIPE_HOST").unwrap_or_else(|_| "127.0.0.1".into());
@@ -177,6 +180,8 @@ impl<'c> PipeReader<'c> {
                     pid: std::process::id(),
                 };
                 let (theirs, pl) = meet_all(comm, name, false, &mine, layout)?;
+                // (The meeting files stay: the producer may not have read ours yet.)
+                check_both_units(comm, layout, crate::Side::Destination, &pl, theirs.ranks)?;
                 let plan = Plan::new(&pl, layout)?;
                 let conn = (|| -> Result<(Vec<TcpStream>, Vec<u64>), PipeError> {
                     let socks = accept_all(&listener, &token, Instant::now() + meet_timeout())?;

@@ -9,7 +9,7 @@ use spools_msg::Communicator;
 
 use super::frame::{Header, Hello, Kind, HEADER_LEN, MAX_PAYLOAD};
 use super::name::{meet_all, meet_timeout, token_from_hex, Description, PipeName};
-use super::{agree, on_rank0};
+use super::{agree, check_both_units, check_own_units, on_rank0};
 use crate::crc::extend_crc;
 use crate::cursor::RunCursor;
 use crate::error::PipeError;
@@ -86,9 +86,12 @@ impl<'c> PipeWriter<'c> {
             .ok_or(PipeError::BadName("an unsized layout".into()))?;
         let me = comm.rank();
         let mode = match name {
-            PipeName::Stdout => Mode::Stdout {
-                plan: Plan::new(layout, &on_rank0(total)?)?,
-            },
+            PipeName::Stdout => {
+                check_own_units(comm, layout, crate::Side::Source)?;
+                Mode::Stdout {
+                    plan: Plan::new(layout, &on_rank0(total)?)?,
+                }
+            }
             PipeName::Stdin => return Err(PipeError::BadName("stdin (a producer writes)".into())),
             _ => {
                 let mine = Description {
@@ -99,6 +102,7 @@ impl<'c> PipeWriter<'c> {
                     pid: std::process::id(),
                 };
                 let (theirs, cl) = meet_all(comm, name, true, &mine, layout)?;
+                check_both_units(comm, layout, crate::Side::Source, &cl, theirs.ranks)?;
                 let plan = Plan::new(layout, &cl)?;
                 let token = token_from_hex(&theirs.token).ok_or(PipeError::Protocol {
                     side: "consumer",

@@ -1,0 +1,1070 @@
+//! Hostile input for parallel files and pipes. Manifests whose unit paths lead out of the
+//! file set, symlinks planted in place of unit files, truncated, extended, zero-filled and
+//! bit-flipped files of every format, layouts with more units than the job has ranks or
+//! describing another dataset on either end of every device, and a full file system.
+//!
+//! The rule everywhere: a clear error or correct data; never wrong data, a panic or a
+//! hang. Every process is waited for with a bound and killed after it; every temporary
+//! directory (and the test's tmpfs) is removed by a guard, also when the test fails.
+//!
+//! Canonical and `.npy` files carry no checksums: damage to their data bytes cannot be
+//! detected by a reader and is only caught by `bench io --verify`; everything else about
+//! them (size, header) must be an error.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, SystemTime};
+
+use common::{grouped, spools, wait_bounded, Output};
+
+/// Longest any one process of these tests may run.
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// The dataset of every file here: element `i` holds `i` (i32, little-endian).
+const L1: &str = "i32[60,50] block,* on 1x1";
+const BYTES: usize = 60 * 50 * 4;
+
+/// A temporary directory removed when dropped (also when the test panics).
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        let nanos = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let d = std::env::temp_dir().join(format!(
+            "spools-hostile-{name}-{}-{nanos}",
+            std::process::id()
+        ));
+        fs::create_dir_all(&d).expect("temp dir");
+        TempDir(d)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The canonical byte stream of the dataset (of [`L1`] and every other layout here).
+fn expected() -> Vec<u8> {
+    (0..(BYTES / 4) as u32).flat_map(u32::to_le_bytes).collect()
+}
+
+/// Runs `spools ARGS` in `dir` (bounded), its standard output to `out` when given.
+fn spools_in(dir: &Path, args: &[&str], env: &[(&str, &str)], out: Option<&Path>) -> Output {
+    let mut c = grouped(spools());
+    c.args(args)
+        .current_dir(dir)
+        .env_remove("SPOOLS_RANK")
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped());
+    match out {
+        Some(p) => c.stdout(fs::File::create(p).expect("output file")),
+        None => c.stdout(Stdio::piped()),
+    };
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = wait_bounded(c.spawn().expect("spawn spools"), LIMIT);
+    sane(&o, &args.join(" "));
+    o
+}
+
+/// `spools run -n N -- spools ARGS` in `dir` (bounded).
+fn job(dir: &Path, n: u32, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let bin = spools();
+    let mut all = vec!["run", "-n", "", "--timeout", "100", "--", s(&bin)];
+    let n = n.to_string();
+    all[2] = &n;
+    all.extend_from_slice(args);
+    spools_in(dir, &all, env, None)
+}
+
+/// No panic, no crash by a signal.
+fn sane(o: &Output, what: &str) {
+    assert!(
+        o.code().is_some() && o.code() != Some(101) && !o.stderr.contains("panicked"),
+        "{what}: panicked or killed: {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        o.stdout,
+        o.stderr
+    );
+}
+
+fn ok(o: &Output, what: &str) {
+    assert!(
+        o.status.success(),
+        "{what} failed: {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        o.stdout,
+        o.stderr
+    );
+}
+
+/// Whether `text` says `needle`: verbatim, or on one line interleaved with another
+/// rank's message (ranks' standard errors share one pipe).
+fn says(text: &str, needle: &str) -> bool {
+    text.contains(needle)
+        || text.lines().any(|l| {
+            let mut it = l.chars();
+            needle.chars().all(|c| it.any(|x| x == c))
+        })
+}
+
+/// Asserts a failure whose message contains `needle`.
+fn fails_with(o: &Output, what: &str, needle: &str) {
+    assert!(
+        !o.status.success() && says(&o.stderr, needle),
+        "{what} should fail with {needle:?}: {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        o.stdout,
+        o.stderr
+    );
+}
+
+/// Writes the dataset to `file` in `dir` with one rank (extra `bench io` options).
+fn write_fixture(dir: &Path, file: &str, extra: &[&str]) {
+    let mut a = vec![
+        "bench", "io", "--layout", L1, "--file", file, "--write", "--keep", "--reps", "1",
+    ];
+    a.extend_from_slice(extra);
+    ok(&spools_in(dir, &a, &[], None), &format!("write {file}"));
+}
+
+/// Reads `file` with the read API (`bench io --read --verify`, one rank).
+fn read_api(dir: &Path, file: &str, layout: &str) -> Output {
+    spools_in(
+        dir,
+        &[
+            "bench", "io", "--layout", layout, "--file", file, "--read", "--verify", "--reps", "1",
+        ],
+        &[],
+        None,
+    )
+}
+
+/// `spools cat FILE` into a file; returns the output and the bytes.
+fn cat(dir: &Path, file: &str) -> (Output, Vec<u8>) {
+    let out = dir.join(".cat-output");
+    let o = spools_in(dir, &["cat", file], &[], Some(&out));
+    let bytes = fs::read(&out).unwrap_or_default();
+    let _ = fs::remove_file(&out);
+    (o, bytes)
+}
+
+fn stamp(p: &Path) -> (Vec<u8>, SystemTime) {
+    (
+        fs::read(p).expect("read decoy"),
+        fs::metadata(p).and_then(|m| m.modified()).expect("mtime"),
+    )
+}
+
+#[test]
+fn manifest_unit_paths_leading_out_of_the_set_are_refused_and_never_written() {
+    let t = TempDir::new("paths");
+    let set = t.path().join("set");
+    fs::create_dir_all(&set).unwrap();
+    let decoy = t.path().join("decoy");
+    fs::write(&decoy, b"decoy: must stay as it is\n").unwrap();
+    let before = stamp(&decoy);
+    write_fixture(
+        &set,
+        "r.raid5",
+        &[
+            "--format",
+            "raid5(unit=1KiB,count=4)",
+            "--dirs",
+            "d1,d2,d3,d4",
+        ],
+    );
+    let manifest = fs::read_to_string(set.join("r.raid5")).unwrap();
+    let notes = set.join("notes.txt");
+    fs::write(&notes, b"a file next to the set\n").unwrap();
+    let notes_before = stamp(&notes);
+    let unit1 = "\"d2/r.raid5.u1.s1\"";
+    assert!(manifest.contains(unit1), "{manifest}");
+
+    let abs = s(&decoy).to_string();
+    for bad in [
+        abs.as_str(),
+        "../decoy",
+        "d2/../../decoy",
+        "./../decoy",
+        "/etc/../",
+        // Inside the directory, but not a unit file: a neighbour, the manifest itself.
+        "notes.txt",
+        "r.raid5",
+    ] {
+        let evil = manifest.replace(unit1, &format!("{bad:?}"));
+        fs::write(set.join("evil"), evil).unwrap();
+        for tool in ["repair", "cat", "fsck", "ls"] {
+            let o = spools_in(&set, &[tool, "evil"], &[], None);
+            fails_with(&o, &format!("{tool} with unit path {bad}"), "refused");
+        }
+        let o = read_api(&set, "evil", L1);
+        fails_with(&o, &format!("read with unit path {bad}"), "refused");
+        assert_eq!(stamp(&decoy), before, "unit path {bad} wrote the decoy");
+        assert_eq!(
+            stamp(&notes),
+            notes_before,
+            "unit path {bad} wrote notes.txt"
+        );
+        assert_eq!(fs::read_to_string(set.join("r.raid5")).unwrap(), manifest);
+    }
+
+    // A symlink in place of a unit file is never followed: reads rebuild the unit from
+    // parity, fsck names it, repair refuses to write through it.
+    let u1 = set.join("d2/r.raid5.u1.s1");
+    fs::remove_file(&u1).unwrap();
+    symlink(&decoy, &u1).unwrap();
+    let o = spools_in(&set, &["repair", "r.raid5"], &[], None);
+    assert!(!o.status.success(), "repair through a symlink: {o:?}");
+    assert_eq!(stamp(&decoy), before, "repair wrote through a symlink");
+    let o = spools_in(&set, &["fsck", "r.raid5"], &[], None);
+    assert!(
+        !o.status.success() && o.stdout.contains("symbolic link"),
+        "{o:?}"
+    );
+    let (o, data) = cat(&set, "r.raid5");
+    ok(&o, "cat with a symlinked unit");
+    assert!(data == expected(), "cat returned wrong data");
+    ok(&read_api(&set, "r.raid5", L1), "read with a symlinked unit");
+    assert_eq!(stamp(&decoy), before);
+
+    // A symlink planted at the slot the next version uses is replaced, not written
+    // through.
+    let next = set.join("d1/r.raid5.u0.s0");
+    symlink(&decoy, &next).unwrap();
+    fs::remove_file(&u1).unwrap();
+    write_fixture(
+        &set,
+        "r.raid5",
+        &[
+            "--format",
+            "raid5(unit=1KiB,count=4)",
+            "--dirs",
+            "d1,d2,d3,d4",
+        ],
+    );
+    assert_eq!(
+        stamp(&decoy),
+        before,
+        "a write went through a planted symlink"
+    );
+    assert!(fs::symlink_metadata(&next).unwrap().is_file());
+    ok(
+        &spools_in(&set, &["fsck", "r.raid5"], &[], None),
+        "fsck after rewrite",
+    );
+
+    // A writer does not name unit directories outside the manifest's directory.
+    let outside = t.path().join("outside");
+    let o = spools_in(
+        &set,
+        &[
+            "bench",
+            "io",
+            "--layout",
+            L1,
+            "--file",
+            "r2",
+            "--write",
+            "--keep",
+            "--reps",
+            "1",
+            "--format",
+            "raid5(unit=1KiB,count=4)",
+            "--dirs",
+            s(&outside),
+        ],
+        &[],
+        None,
+    );
+    fails_with(
+        &o,
+        "write with a unit directory outside",
+        "inside the manifest",
+    );
+    assert!(!set.join("r2").exists() && !outside.exists());
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Damage {
+    Truncate,
+    Extend,
+    Zero,
+    Flip(usize),
+}
+
+fn damage(b: &[u8], d: Damage) -> Vec<u8> {
+    let mut v = b.to_vec();
+    match d {
+        Damage::Truncate => v.truncate(b.len() / 2),
+        Damage::Extend => v.extend_from_slice(&[0xab; 37]),
+        Damage::Zero => v.fill(0),
+        Damage::Flip(i) => v[i % b.len()] ^= 1 << (i % 8),
+    }
+    v
+}
+
+/// One damaged file of a parallel file, checked with `cat`, `fsck` and the read API.
+struct Case<'a> {
+    dir: &'a Path,
+    /// The parallel file (what the tools are given).
+    file: &'a str,
+    /// The file damaged (the parallel file itself or one of its units).
+    target: PathBuf,
+    /// Whether the parallel file has checksums (striped).
+    striped: bool,
+    /// Bytes before the data in `target` (the `.npy` header), for plain files.
+    header: usize,
+}
+
+impl Case<'_> {
+    fn check(&self, d: Damage, with_read: bool) {
+        let good = fs::read(&self.target).unwrap();
+        let bad = damage(&good, d);
+        fs::write(&self.target, &bad).unwrap();
+        let what = format!("{} damaged by {d:?}", self.target.display());
+        let manifest = self.target == self.dir.join(self.file);
+        // `cat`: the stream, or for a file that no longer is a manifest or `.npy`
+        // file, its bytes as they are.
+        let (o, out) = cat(self.dir, self.file);
+        if o.status.success() {
+            let plain_now =
+                !bad.starts_with(b"\x93NUMPY") && !bad.trim_ascii_start().starts_with(b"{");
+            let faithful = if self.striped {
+                out == expected() || (manifest && plain_now && out == bad)
+            } else if self.header > 0 && !plain_now {
+                out == bad[self.header.min(bad.len())..]
+            } else {
+                out == bad
+            };
+            assert!(
+                faithful,
+                "{what}: cat exited 0 with wrong data\n{}",
+                o.stderr
+            );
+        }
+        // fsck on a striped file: damage to a unit is always reported.
+        if self.striped {
+            let o = spools_in(self.dir, &["fsck", self.file], &[], None);
+            if !manifest {
+                assert!(!o.status.success(), "{what}: fsck passed: {}", o.stdout);
+            }
+        }
+        // The read API: verified data or an error of the I/O layer. Only the data bytes of
+        // plain files (no checksums) may fail verification instead.
+        if with_read {
+            let o = read_api(self.dir, self.file, L1);
+            let undetectable = !self.striped
+                && bad.len() == good.len()
+                && bad[..self.header] == good[..self.header];
+            if !o.status.success() && o.stderr.contains("verification failed") {
+                assert!(
+                    undetectable,
+                    "{what}: the read returned wrong data\n{}",
+                    o.stderr
+                );
+            }
+            if o.status.success() {
+                assert!(o.stdout.contains("verified every element"), "{what}: {o:?}");
+            }
+        }
+        fs::write(&self.target, &good).unwrap();
+    }
+}
+
+#[test]
+fn damaged_files_of_every_format_end_in_an_error_or_correct_data() {
+    let t = TempDir::new("damage");
+    let dir = t.path();
+    write_fixture(dir, "c.bin", &[]);
+    write_fixture(dir, "a.npy", &["--format", "npy"]);
+    write_fixture(
+        dir,
+        "r0",
+        &[
+            "--format",
+            "stripe(unit=1000B,count=3)",
+            "--dirs",
+            "u0,u1,u2",
+        ],
+    );
+    write_fixture(
+        dir,
+        "r5",
+        &[
+            "--format",
+            "raid5(unit=1KiB,count=4)",
+            "--dirs",
+            "u0,u1,u2,u3",
+        ],
+    );
+    let npy_header = fs::read(dir.join("a.npy")).unwrap().len() - BYTES;
+    let mut cases = vec![
+        Case {
+            dir,
+            file: "c.bin",
+            target: dir.join("c.bin"),
+            striped: false,
+            header: 0,
+        },
+        Case {
+            dir,
+            file: "a.npy",
+            target: dir.join("a.npy"),
+            striped: false,
+            header: npy_header,
+        },
+        Case {
+            dir,
+            file: "r0",
+            target: dir.join("r0"),
+            striped: true,
+            header: 0,
+        },
+        Case {
+            dir,
+            file: "r5",
+            target: dir.join("r5"),
+            striped: true,
+            header: 0,
+        },
+    ];
+    cases.push(Case {
+        dir,
+        file: "r0",
+        target: dir.join("u1/r0.u1.s1"),
+        striped: true,
+        header: 0,
+    });
+    cases.push(Case {
+        dir,
+        file: "r5",
+        target: dir.join("u1/r5.u1.s1"),
+        striped: true,
+        header: 0,
+    });
+    for c in &cases {
+        let len = fs::read(&c.target).unwrap().len();
+        let mut ds = vec![Damage::Truncate, Damage::Extend, Damage::Zero];
+        // Every few bytes of manifests and headers (where parsing happens), a few spots
+        // of data.
+        let text = if c.striped && c.target == dir.join(c.file) {
+            len
+        } else {
+            c.header
+        };
+        ds.extend((0..text).step_by(5).map(Damage::Flip));
+        ds.extend([text, text + 1 + (len - text) / 2, len - 1].map(Damage::Flip));
+        for (i, d) in ds.into_iter().enumerate() {
+            c.check(d, i < 3 || i % 9 == 0);
+        }
+    }
+    // Two damaged units of one RAID-5 row: an error naming the row, never wrong data.
+    let u1 = dir.join("u1/r5.u1.s1");
+    let u2 = dir.join("u2/r5.u2.s1");
+    let (g1, g2) = (fs::read(&u1).unwrap(), fs::read(&u2).unwrap());
+    fs::write(&u1, damage(&g1, Damage::Flip(8))).unwrap();
+    fs::write(&u2, damage(&g2, Damage::Flip(9))).unwrap();
+    let (o, _) = cat(dir, "r5");
+    fails_with(&o, "cat with two lost blocks in a row", "stripe row 0");
+    fails_with(
+        &read_api(dir, "r5", L1),
+        "read with two lost blocks",
+        "stripe row 0",
+    );
+    fails_with(
+        &spools_in(dir, &["repair", "r5"], &[], None),
+        "repair with two lost blocks",
+        "stripe row 0",
+    );
+    fs::write(&u1, &g1).unwrap();
+    fs::write(&u2, &g2).unwrap();
+    // A unit file extended past its recorded size: fsck reports it, repair cuts it back.
+    let mut long = g1.clone();
+    long.extend_from_slice(&[0; 80]);
+    fs::write(&u1, &long).unwrap();
+    let o = spools_in(dir, &["fsck", "r5"], &[], None);
+    assert!(
+        !o.status.success() && o.stdout.contains("the manifest records"),
+        "fsck passed an extended unit: {o:?}"
+    );
+    ok(&spools_in(dir, &["repair", "r5"], &[], None), "repair");
+    assert_eq!(fs::read(&u1).unwrap(), g1);
+    ok(
+        &spools_in(dir, &["fsck", "r5"], &[], None),
+        "fsck after repair",
+    );
+}
+
+/// Writes and reads every format with a layout of more units than the job's ranks, and
+/// reads with another element type or shape than the file records.
+#[test]
+fn file_layouts_that_do_not_fit_the_job_or_the_file_are_refused() {
+    let t = TempDir::new("filelayouts");
+    let dir = t.path();
+    let formats: [(&str, &[&str]); 4] = [
+        ("c.bin", &[]),
+        ("a.npy", &["--format", "npy"]),
+        ("r0", &["--format", "stripe(unit=1000B,count=3)"]),
+        ("r5", &["--format", "raid5(unit=1KiB,count=4)"]),
+    ];
+    for (file, extra) in formats {
+        let mut w = vec![
+            "bench",
+            "io",
+            "--layout",
+            "i32[60,50] block,* on 3x1",
+            "--file",
+            file,
+            "--write",
+            "--keep",
+            "--reps",
+            "1",
+        ];
+        w.extend_from_slice(extra);
+        let o = job(dir, 2, &w, &[]);
+        fails_with(
+            &o,
+            &format!("write {file} on 3x1 with 2 ranks"),
+            "3 units but the communicator has 2 ranks",
+        );
+        assert!(
+            !dir.join(file).exists(),
+            "{file}: a refused write left a file"
+        );
+        write_fixture(dir, file, extra);
+        let r = [
+            "bench",
+            "io",
+            "--layout",
+            "i32[60,50] block,* on 5x1",
+            "--file",
+            file,
+            "--read",
+            "--verify",
+            "--reps",
+            "1",
+        ];
+        let o = job(dir, 2, &r, &[]);
+        fails_with(
+            &o,
+            &format!("read {file} on 5x1 with 2 ranks"),
+            "5 units but the communicator has 2 ranks",
+        );
+        ok(
+            &job(
+                dir,
+                2,
+                &[
+                    "bench",
+                    "io",
+                    "--layout",
+                    "i32[60,50] block,* on 2x1",
+                    "--file",
+                    file,
+                    "--read",
+                    "--verify",
+                    "--reps",
+                    "1",
+                ],
+                &[],
+            ),
+            file,
+        );
+        if file != "c.bin" {
+            // A canonical file records no element type or shape; the others do.
+            for other in [
+                "f32[60,50] block,* on 1x1",
+                "i32[50,60] block,* on 1x1",
+                "u8[12000] block on 1",
+            ] {
+                let o = read_api(dir, file, other);
+                fails_with(
+                    &o,
+                    &format!("read {file} as {other}"),
+                    "but the layout describes",
+                );
+            }
+        }
+    }
+    // A size= in a striped layout that is not the dataset's.
+    let o = spools_in(
+        dir,
+        &[
+            "bench",
+            "io",
+            "--layout",
+            L1,
+            "--file",
+            "bad",
+            "--write",
+            "--reps",
+            "1",
+            "--format",
+            "raid5(unit=1KiB,count=4,size=5)",
+        ],
+        &[],
+        None,
+    );
+    fails_with(&o, "raid5 with size=5", "size=5");
+    // Redistribution.
+    for (from, to) in [
+        ("i32[60,50] block,* on 3x1", "i32[60,50] *,block on 1x2"),
+        ("i32[60,50] block,* on 2x1", "i32[60,50] *,block on 1x5"),
+    ] {
+        let o = job(
+            dir,
+            2,
+            &["bench", "redist", "--from", from, "--to", to, "--reps", "1"],
+            &[],
+        );
+        fails_with(
+            &o,
+            &format!("redist {from} -> {to}"),
+            "units but the communicator has 2 ranks",
+        );
+    }
+}
+
+/// A free TCP port below the ephemeral range (32768 on), so that no listener the jobs
+/// bind with port 0 (the consumer ranks') can take it between this choice and the
+/// consumer's rank 0 binding it.
+fn free_port(salt: u16) -> u16 {
+    let start = (std::process::id() as u16 % 4000).wrapping_mul(3) % 12000;
+    (0..12000u16)
+        .map(|i| 20000 + (start + salt.wrapping_mul(101) + i) % 12000)
+        .find(|&p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
+        .expect("a free port")
+}
+
+/// One end of a pipe as a job of `n` ranks (spawned, not waited for).
+fn pipe_end(dir: &Path, n: u32, role: &str, layout: &str, name: &str) -> std::process::Child {
+    let mut c = grouped(spools());
+    c.args(["run", "-n", &n.to_string(), "--timeout", "100", "--"])
+        .arg(spools())
+        .args([
+            "bench",
+            "pipe",
+            "--role",
+            role,
+            "--layout",
+            layout,
+            "--records",
+            "3",
+            "--name",
+            name,
+        ])
+        .env("SPOOLS_PIPE_DIR", dir)
+        .env("SPOOLS_PIPE_TIMEOUT", "30")
+        .env_remove("SPOOLS_RANK")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if role == "consumer" {
+        c.arg("--verify");
+    }
+    c.spawn().expect("spawn a pipe end")
+}
+
+#[test]
+fn pipe_layouts_that_do_not_fit_either_job_fail_on_both_ends() {
+    let t = TempDir::new("pipes");
+    let dir = t.path();
+    let cases = [
+        (
+            "i32[60,50] block,* on 3x1",
+            "i32[60,50] *,block on 1x2",
+            "producer's layout",
+        ),
+        (
+            "i32[60,50] block,* on 2x1",
+            "i32[60,50] *,block on 1x5",
+            "consumer's layout",
+        ),
+        (
+            "i32[60,50] block,* on 2x1",
+            "f32[60,50] *,block on 1x2",
+            "hold different datasets",
+        ),
+        (
+            "i32[60,50] block,* on 2x1",
+            "i32[50,60] *,block on 1x2",
+            "hold different datasets",
+        ),
+    ];
+    for (k, (prod, cons, needle)) in cases.iter().enumerate() {
+        let port = free_port(k as u16);
+        for name in [
+            format!("pipe:hostile-{k}-{}", std::process::id()),
+            format!("tcp:127.0.0.1:{port}"),
+        ] {
+            let c = pipe_end(dir, 2, "consumer", cons, &name);
+            let p = pipe_end(dir, 2, "producer", prod, &name);
+            // Each end is waited for in its own thread, so neither blocks the other.
+            let tc = std::thread::spawn(move || wait_bounded(c, LIMIT));
+            let po = wait_bounded(p, LIMIT);
+            let co = tc.join().unwrap();
+            for (side, o) in [("producer", &po), ("consumer", &co)] {
+                sane(o, side);
+                assert!(
+                    !o.status.success()
+                        && (says(&o.stderr, needle)
+                            || says(&o.stderr, "units but the communicator")),
+                    "{name}: {prod} | {cons}: the {side} did not fail with {needle:?}: {:?}\n{}",
+                    o.status,
+                    o.stderr
+                );
+                assert!(!o.stderr.contains("verified"), "{side}: {}", o.stderr);
+            }
+        }
+    }
+    // The byte-stream ends check their own layout too.
+    let o = job(
+        dir,
+        2,
+        &[
+            "bench",
+            "pipe",
+            "--role",
+            "producer",
+            "--layout",
+            "i32[60,50] block,* on 3x1",
+            "--records",
+            "1",
+            "--name",
+            "stdout",
+        ],
+        &[],
+    );
+    fails_with(
+        &o,
+        "producer to stdout on 3x1 with 2 ranks",
+        "3 units but the communicator has 2 ranks",
+    );
+    let o = job(
+        dir,
+        2,
+        &[
+            "bench",
+            "pipe",
+            "--role",
+            "consumer",
+            "--layout",
+            "i32[60,50] block,* on 5x1",
+            "--records",
+            "1",
+            "--name",
+            "stdin",
+        ],
+        &[],
+    );
+    fails_with(
+        &o,
+        "consumer from stdin on 5x1 with 2 ranks",
+        "5 units but the communicator has 2 ranks",
+    );
+}
+
+/// A tmpfs mounted for one test, unmounted (lazily, so a busy file cannot keep it) when
+/// dropped.
+struct Mount(PathBuf);
+
+impl Mount {
+    fn new(at: &Path, size: &str) -> Result<Mount, String> {
+        fs::create_dir_all(at).map_err(|e| e.to_string())?;
+        let mut c = grouped("mount");
+        c.args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", s(at)])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let o = wait_bounded(c.spawn().map_err(|e| e.to_string())?, LIMIT);
+        if o.status.success() {
+            Ok(Mount(at.to_path_buf()))
+        } else {
+            Err(o.stderr)
+        }
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let mut c = grouped("umount");
+        c.arg("-l")
+            .arg(&self.0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if let Ok(child) = c.spawn() {
+            wait_bounded(child, LIMIT);
+        }
+    }
+}
+
+/// What is in `dir` (recursively), as relative paths.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p.clone());
+            }
+            out.push(p.strip_prefix(dir).unwrap().display().to_string());
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_write_that_fills_the_file_system_leaves_no_file_that_looks_complete() {
+    let t = TempDir::new("full");
+    let mnt = t.path().join("mnt");
+    let _m = match Mount::new(&mnt, "1m") {
+        Ok(m) => m,
+        Err(e) => {
+            println!(
+                "SKIPPED a_write_that_fills_the_file_system...: cannot mount a tmpfs here ({})",
+                e.trim()
+            );
+            return;
+        }
+    };
+    let big = "i32[600,500] block,* on 2x1"; // 1.2 MB: does not fit in 1 MiB
+    let small = "i32[60,50] block,* on 2x1";
+    let formats: [(&str, &[&str]); 3] = [
+        ("c.bin", &[]),
+        ("a.npy", &["--format", "npy"]),
+        (
+            "r5",
+            &["--format", "raid5(unit=4KiB,count=3)", "--dirs", "d0,d1,d2"],
+        ),
+    ];
+    for reshuffle in ["always", "never"] {
+        for (file, extra) in formats {
+            if file == "r5" && reshuffle == "never" {
+                continue;
+            }
+            // A fresh write that fails leaves nothing behind.
+            let mut w = vec![
+                "bench",
+                "io",
+                "--layout",
+                big,
+                "--file",
+                file,
+                "--write",
+                "--keep",
+                "--reps",
+                "1",
+                "--reshuffle",
+                reshuffle,
+            ];
+            w.extend_from_slice(extra);
+            let o = job(&mnt, 2, &w, &[]);
+            fails_with(
+                &o,
+                &format!("{file}: a write to a full disk"),
+                "No space left on device",
+            );
+            assert!(
+                o.stderr
+                    .lines()
+                    .all(|l| l.matches("(os error 28)").count() <= 1),
+                "an error printed twice:\n{}",
+                o.stderr
+            );
+            assert!(
+                listing(&mnt).iter().all(|p| !p.contains(file)),
+                "{file}: left {:?}",
+                listing(&mnt)
+            );
+            let o = spools_in(&mnt, &["ls", file], &[], None);
+            assert!(
+                !o.status.success(),
+                "{file}: ls describes a failed write: {}",
+                o.stdout
+            );
+            // Over an existing file, a failed write leaves the old one intact.
+            let mut w = vec![
+                "bench", "io", "--layout", small, "--file", file, "--write", "--keep", "--reps",
+                "1",
+            ];
+            w.extend_from_slice(extra);
+            ok(&job(&mnt, 2, &w, &[]), "small write");
+            let before = listing(&mnt);
+            let mut w = vec![
+                "bench",
+                "io",
+                "--layout",
+                big,
+                "--file",
+                file,
+                "--write",
+                "--keep",
+                "--reps",
+                "1",
+                "--reshuffle",
+                reshuffle,
+                "--seed",
+                "7",
+            ];
+            w.extend_from_slice(extra);
+            let o = job(&mnt, 2, &w, &[]);
+            fails_with(
+                &o,
+                &format!("{file}: an overwrite on a full disk"),
+                "No space left on device",
+            );
+            assert_eq!(
+                listing(&mnt),
+                before,
+                "{file}: a failed overwrite left files"
+            );
+            ok(
+                &job(
+                    &mnt,
+                    2,
+                    &[
+                        "bench", "io", "--layout", small, "--file", file, "--read", "--verify",
+                        "--reps", "1",
+                    ],
+                    &[],
+                ),
+                &format!("{file}: the old file after a failed overwrite"),
+            );
+            let (o, data) = cat(&mnt, file);
+            ok(&o, "cat");
+            assert!(data == expected(), "{file}: cat of the old file");
+            for p in listing(&mnt) {
+                let _ = fs::remove_file(mnt.join(p));
+            }
+        }
+    }
+}
+
+#[test]
+fn tools_and_benchmarks_refuse_what_they_cannot_do_and_never_delete_a_read_file() {
+    let t = TempDir::new("tools");
+    let dir = t.path();
+    write_fixture(dir, "c.bin", &[]);
+    write_fixture(dir, "a.npy", &["--format", "npy"]);
+    write_fixture(
+        dir,
+        "r5",
+        &[
+            "--format",
+            "raid5(unit=1KiB,count=4)",
+            "--dirs",
+            "u0,u1,u2,u3",
+        ],
+    );
+    let files = listing(dir);
+    // Reading never deletes, with or without --keep.
+    for f in ["c.bin", "a.npy", "r5"] {
+        ok(
+            &job(
+                dir,
+                2,
+                &[
+                    "bench",
+                    "io",
+                    "--layout",
+                    "i32[60,50] block,* on 2x1",
+                    "--file",
+                    f,
+                    "--read",
+                    "--verify",
+                    "--reps",
+                    "1",
+                ],
+                &[],
+            ),
+            f,
+        );
+        ok(&read_api(dir, f, L1), f);
+    }
+    assert_eq!(listing(dir), files, "a read removed files");
+    // A write over an existing file does not remove it afterwards either; a fresh one does.
+    ok(
+        &spools_in(
+            dir,
+            &[
+                "bench", "io", "--layout", L1, "--file", "c.bin", "--write", "--reps", "1",
+            ],
+            &[],
+            None,
+        ),
+        "overwrite",
+    );
+    assert_eq!(listing(dir), files);
+    ok(
+        &spools_in(
+            dir,
+            &[
+                "bench", "io", "--layout", L1, "--file", "fresh", "--write", "--reps", "1",
+            ],
+            &[],
+            None,
+        ),
+        "fresh",
+    );
+    assert_eq!(listing(dir), files);
+    // --reps 0.
+    for b in [
+        vec![
+            "bench", "io", "--layout", L1, "--file", "c.bin", "--read", "--reps", "0",
+        ],
+        vec!["bench", "redist", "--from", L1, "--to", L1, "--reps", "0"],
+    ] {
+        fails_with(&spools_in(dir, &b, &[], None), "--reps 0", "--reps 0");
+    }
+    // repair and fsck name the kind of file they refuse.
+    fails_with(
+        &spools_in(dir, &["repair", "a.npy"], &[], None),
+        "repair a.npy",
+        "this is a .npy file",
+    );
+    fails_with(
+        &spools_in(dir, &["fsck", "a.npy"], &[], None),
+        "fsck a.npy",
+        "a .npy file has no checksums",
+    );
+    fails_with(
+        &spools_in(dir, &["repair", "c.bin"], &[], None),
+        "repair c.bin",
+        "this is a canonical file",
+    );
+    // An operating-system error is printed once.
+    let o = spools_in(dir, &["cat", "missing"], &[], None);
+    assert_eq!(o.stderr.matches("(os error 2)").count(), 1, "{}", o.stderr);
+    let o = spools_in(
+        dir,
+        &[
+            "bench", "io", "--layout", L1, "--file", "missing", "--read", "--reps", "1",
+        ],
+        &[],
+        None,
+    );
+    assert_eq!(o.stderr.matches("(os error 2)").count(), 1, "{}", o.stderr);
+}
