@@ -358,6 +358,10 @@ impl Connected {
                         st.wake();
                         return;
                     }
+                    Ok(Some(ToRank::Finalizing { rank, collectives })) => {
+                        st.mark_finalizing(rank, collectives);
+                        let _ = tx.send(Reply::Wake);
+                    }
                     Ok(Some(ToRank::Abort { rank, cause })) => {
                         st.mark_dead(rank, &cause);
                         let _ = tx.send(Reply::Wake);
@@ -579,23 +583,25 @@ impl Bootstrap {
     /// # Errors
     /// [`BootError::PeerDied`] if a rank died first.
     pub fn finalize(&self) -> Result<(), BootError> {
-        self.announce_finalize()?;
+        self.announce_finalize(Vec::new())?;
         self.wait_finalized()
     }
 
     /// Tells the server that this rank takes part in nothing more, without waiting for the
-    /// other ranks (a dropped `World` does this and waits at process exit). Once is enough:
-    /// later calls do nothing.
+    /// other ranks (a dropped `World` does this and waits at process exit). `collectives`
+    /// lists, per communicator context this rank holds, how many collectives it started
+    /// there: ranks that wait in a later one fail (see [`JobState::collective_blocker`]).
+    /// Once is enough: later calls do nothing.
     ///
     /// # Errors
     /// [`BootError::Io`] if the rendezvous cannot be written to.
-    pub fn announce_finalize(&self) -> Result<(), BootError> {
+    pub fn announce_finalize(&self, collectives: Vec<(u32, u32)>) -> Result<(), BootError> {
         if self.finalized.load(Ordering::SeqCst) || self.announced.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
         write_frame(
             &mut *self.writer.lock().unwrap_or_else(PoisonError::into_inner),
-            &ToServer::Finalize,
+            &ToServer::Finalize { collectives },
         )
     }
 
@@ -628,6 +634,24 @@ impl Bootstrap {
         Ok(())
     }
 
+    /// Ends the whole job in the name of `rank`, which this rank found at fault (it
+    /// finalised without starting a collective this rank waits in): every rank's pending
+    /// operations fail naming it, and `spools run` reports it. Returns once the server
+    /// has ended the job (its abort reached this rank too), so that whatever this rank
+    /// does next (report an error, exit) comes after; best effort, bounded.
+    pub fn blame(&self, rank: u32, cause: &str) {
+        let sent = write_frame(
+            &mut *self.writer.lock().unwrap_or_else(PoisonError::into_inner),
+            &ToServer::Blame {
+                rank,
+                cause: cause.to_string(),
+            },
+        );
+        if sent.is_ok() {
+            let _ = self.state.verdict_on(rank, Duration::from_secs(2));
+        }
+    }
+
     /// Ends the whole job on behalf of this rank: the server tells every other rank that
     /// this one gave up because of `cause`, and their pending operations fail naming it.
     /// Best effort (a lost rendezvous is already a failure everyone sees); this rank's own
@@ -636,12 +660,17 @@ impl Bootstrap {
         if self.finalized.load(Ordering::SeqCst) {
             return;
         }
-        let _ = write_frame(
+        let sent = write_frame(
             &mut *self.writer.lock().unwrap_or_else(PoisonError::into_inner),
             &ToServer::Abort {
                 cause: cause.to_string(),
             },
         );
+        if sent.is_ok() {
+            // The server's abort comes back to this rank too: once it has, the job ends in
+            // this rank's words, whatever this process does next (it usually exits).
+            let _ = self.state.verdict_on(self.rank, Duration::from_secs(2));
+        }
         self.state.mark_dead(self.rank, cause);
         if let Some(server) = &self.server {
             // Rank 0 hosts the server: give it the chance to tell the others before this

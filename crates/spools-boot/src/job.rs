@@ -18,6 +18,10 @@ pub struct JobState {
     wakers: Mutex<Vec<Waker>>,
     /// The rank that died first.
     first: Mutex<Option<u32>>,
+    /// Ranks that finalised, with the collectives they started per context.
+    finalizing: Mutex<Vec<Finalizing>>,
+    /// Whether any rank finalised (a cheap check for wait loops).
+    any_finalizing: AtomicBool,
     /// Counts recorded failures; `changed` is signalled with each.
     generation: Mutex<u64>,
     changed: Condvar,
@@ -30,6 +34,9 @@ impl std::fmt::Debug for JobState {
             .finish_non_exhaustive()
     }
 }
+
+/// A rank that finalised, and (context, collectives started) per communicator it held.
+type Finalizing = (u32, Vec<(u32, u32)>);
 
 /// What the watchdog knows about a failed rank or a lost rendezvous.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +62,8 @@ impl JobState {
             server_lost: Mutex::new(None),
             wakers: Mutex::new(Vec::new()),
             first: Mutex::new(None),
+            finalizing: Mutex::new(Vec::new()),
+            any_finalizing: AtomicBool::new(false),
             generation: Mutex::new(0),
             changed: Condvar::new(),
         })
@@ -133,6 +142,36 @@ impl JobState {
         self.any.store(true, Ordering::SeqCst);
         self.changed();
         self.wake_all();
+    }
+
+    /// Records that `rank` finalised after starting `collectives` (per context: how many)
+    /// and wakes every wait.
+    pub fn mark_finalizing(&self, rank: u32, collectives: Vec<(u32, u32)>) {
+        self.finalizing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((rank, collectives));
+        self.any_finalizing.store(true, Ordering::SeqCst);
+        self.wake_all();
+    }
+
+    /// A rank that finalised without starting collective number `k` (counted from 0) of
+    /// context `ctx`, which it held: a wait in that collective can never complete.
+    /// Returns that rank and how many collectives of `ctx` it started.
+    pub fn collective_blocker(&self, ctx: u32, k: u32) -> Option<(u32, u32)> {
+        if !self.any_finalizing.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.finalizing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find_map(|(rank, counts)| {
+                counts
+                    .iter()
+                    .find(|(c, n)| *c == ctx && *n <= k)
+                    .map(|(_, n)| (*rank, *n))
+            })
     }
 
     /// Records that the rendezvous went away and wakes every wait.

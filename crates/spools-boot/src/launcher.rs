@@ -365,10 +365,10 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
             Ok(Event::Server(_)) => {}
             Ok(Event::Signal(sig)) => {
                 if sup.failure.is_none() {
-                    eprintln!(
+                    crate::say::line(format_args!(
                         "spools run: received {}; stopping the job's {n} ranks",
                         signal_name(sig)
-                    );
+                    ));
                     sup.failure = Some((u32::MAX, format!("stopped by {}", signal_name(sig))));
                     sup.exit_code = 128 + sig;
                 }
@@ -403,10 +403,10 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
         }
         if let Some(d) = deadline {
             if now >= d && sup.failure.is_none() {
-                eprintln!(
+                crate::say::line(format_args!(
                     "spools run: timeout after {:.1} s; stopping the job",
                     spec.timeout.unwrap_or_default().as_secs_f64()
-                );
+                ));
                 sup.failure = Some((u32::MAX, "timed out".into()));
                 sup.exit_code = 124;
                 sup.stop_all();
@@ -489,7 +489,9 @@ impl Supervisor {
             return;
         }
         self.aborter = Some(rank);
-        eprintln!("spools run: rank {rank} ended the job ({cause}); stopping the job");
+        crate::say::line(format_args!(
+            "spools run: rank {rank} ended the job ({cause}); stopping the job"
+        ));
         self.failure = Some((rank, cause.to_string()));
         self.exit_code = 1;
         self.kill_at = Some(Instant::now() + self.grace);
@@ -499,7 +501,9 @@ impl Supervisor {
         if self.failure.is_some() {
             return;
         }
-        eprintln!("spools run: rank {rank} {cause}; stopping the job");
+        crate::say::line(format_args!(
+            "spools run: rank {rank} {cause}; stopping the job"
+        ));
         self.server.abort(rank, &cause);
         self.failure = Some((rank, cause));
         self.exit_code = code;

@@ -28,6 +28,7 @@ pub mod job;
 pub mod launcher;
 pub mod net;
 pub mod random;
+pub mod say;
 pub mod server;
 
 pub use error::BootError;

@@ -323,8 +323,13 @@ fn serve(sh: &Arc<Shared>, mut conn: TcpStream, ticket: Ticket) {
     let ended = loop {
         match read_frame::<ToServer>(&mut conn) {
             Ok(Some(ToServer::Collective { seq, op, data })) => collective(sh, rank, seq, op, data),
-            Ok(Some(ToServer::Finalize)) => finalize(sh, rank),
+            Ok(Some(ToServer::Finalize { collectives })) => finalize(sh, rank, collectives),
             Ok(Some(ToServer::Abort { cause })) => break Ended::Aborted(cause),
+            Ok(Some(ToServer::Blame {
+                rank: culprit,
+                cause,
+            })) if culprit < sh.size => blame(sh, culprit, &cause),
+            Ok(Some(ToServer::Blame { .. })) => {}
             Ok(Some(ToServer::Join { .. })) | Ok(None) | Err(_) => break Ended::Closed,
         }
     };
@@ -333,8 +338,10 @@ fn serve(sh: &Arc<Shared>, mut conn: TcpStream, ticket: Ticket) {
     if state == RankState::Lost {
         return;
     }
-    st.writers[rank as usize] = None;
     let aborted = matches!(ended, Ended::Aborted(_));
+    if !aborted {
+        st.writers[rank as usize] = None;
+    }
     let cause = match ended {
         Ended::Aborted(cause) => cause,
         Ended::Closed if state == RankState::Joined => {
@@ -348,11 +355,13 @@ fn serve(sh: &Arc<Shared>, mut conn: TcpStream, ticket: Ticket) {
     };
     st.state[rank as usize] = RankState::Lost;
     drop(st);
-    // Record and tell the ranks (in the rank's own words), then the launcher, which also
-    // reads the record when another rank's exit reaches it first.
+    // Record and tell the ranks (in the rank's own words; a rank that gave up hears it too,
+    // as its confirmation), then the launcher, which also reads the record when another
+    // rank's exit reaches it first.
     if aborted || !sh.supervised {
         abort_shared(sh, rank, &cause);
     }
+    sh.lock().writers[rank as usize] = None;
     if aborted {
         sh.event(ServerEvent::Aborted { rank, cause });
     } else {
@@ -371,6 +380,20 @@ enum Ended {
 fn collective(sh: &Shared, rank: u32, seq: u64, op: CollOp, data: Vec<u8>) {
     let mut st = sh.lock();
     let size = sh.size as usize;
+    // A rank that finalised without contributing to this collective never will.
+    let contributed = |r: usize| st.colls.get(&seq).is_some_and(|parts| parts[r].is_some());
+    if let Some(gone) = (0..size)
+        .find(|&r| st.state[r] == RankState::Finalized && !contributed(r))
+        .filter(|_| !st.final_sent)
+    {
+        drop(st);
+        abort_shared(
+            sh,
+            gone as u32,
+            &format!("it finalised without joining the runtime's collective #{seq}, which other ranks wait in"),
+        );
+        return;
+    }
     let slot = st.colls.entry(seq).or_insert_with(|| vec![None; size]);
     slot[rank as usize] = Some((op, data));
     if slot.iter().any(Option::is_none) {
@@ -404,6 +427,18 @@ fn collective(sh: &Shared, rank: u32, seq: u64, op: CollOp, data: Vec<u8>) {
     broadcast(&mut st, None, &ToRank::Collective { seq, parts: result });
 }
 
+/// Ends the job in `rank`'s name because another rank found it at fault.
+fn blame(sh: &Shared, rank: u32, cause: &str) {
+    if sh.lock().aborted.is_some() {
+        return;
+    }
+    abort_shared(sh, rank, cause);
+    sh.event(ServerEvent::Aborted {
+        rank,
+        cause: cause.to_string(),
+    });
+}
+
 fn abort_shared(sh: &Shared, rank: u32, cause: &str) {
     let mut st = sh.lock();
     if st.aborted.is_some() {
@@ -414,11 +449,13 @@ fn abort_shared(sh: &Shared, rank: u32, cause: &str) {
         rank,
         cause: cause.to_string(),
     };
-    broadcast(&mut st, Some(rank as usize), &msg);
+    // Everyone still connected, the culprit too: a rank blamed while it waits in its
+    // finalisation must learn that the job is over.
+    broadcast(&mut st, None, &msg);
     sh.final_cv.notify_all();
 }
 
-fn finalize(sh: &Shared, rank: u32) {
+fn finalize(sh: &Shared, rank: u32, collectives: Vec<(u32, u32)>) {
     let mut st = sh.lock();
     if st.state[rank as usize] != RankState::Joined {
         // Finalising twice counts once.
@@ -430,7 +467,28 @@ fn finalize(sh: &Shared, rank: u32) {
         broadcast(&mut st, None, &ToRank::Finalized);
         st.final_sent = true;
         sh.final_cv.notify_all();
+        drop(st);
+        sh.event(ServerEvent::Finalized(rank));
+        return;
     }
+    // The others learn that this rank takes part in nothing more: their waits for it in
+    // a collective it never started fail instead of hanging.
+    let msg = ToRank::Finalizing { rank, collectives };
+    broadcast(&mut st, Some(rank as usize), &msg);
+    // A runtime collective that others started and this rank never joined can no longer
+    // complete.
+    let missing = st
+        .colls
+        .iter()
+        .find(|(_, parts)| parts[rank as usize].is_none())
+        .map(|(seq, _)| *seq);
     drop(st);
     sh.event(ServerEvent::Finalized(rank));
+    if let Some(seq) = missing {
+        abort_shared(
+            sh,
+            rank,
+            &format!("it finalised without joining the runtime's collective #{seq}, which other ranks wait in"),
+        );
+    }
 }

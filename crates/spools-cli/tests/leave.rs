@@ -270,3 +270,110 @@ fn a_failing_rank_ends_a_job_whose_rendezvous_rank_0_hosts() {
         "the rendezvous file is removed once every rank joined"
     );
 }
+
+/// Rank 1 ends cleanly (status 0) without entering a barrier that the others wait in: the
+/// others' barrier fails, naming rank 1 and the collective it never joined, instead of
+/// hanging. The same for a non-blocking collective and on a communicator made by `dup`.
+fn skipped_collective_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    let d = e(w.dup())?;
+    e(d.barrier())?;
+    if w.rank() == 1 {
+        return Ok(());
+    }
+    let (world_err, dup_err) = (w.barrier(), d.ibarrier().and_then(|r| r.wait()));
+    match (world_err, dup_err) {
+        (Err(a), Err(b)) => {
+            println!("rank {} saw: {a}", w.rank());
+            println!("rank {} dup saw: {b}", w.rank());
+            std::process::exit(4)
+        }
+        other => Err(format!("the collectives did not both fail: {other:?}")),
+    }
+}
+
+#[test]
+fn a_collective_a_finalised_rank_never_joins_fails() {
+    rank_main(|_| skipped_collective_role());
+    for t in ["auto", "tcp"] {
+        let o = launch(
+            3,
+            "a_collective_a_finalised_rank_never_joins_fails",
+            "x",
+            &[("SPOOLS_TRANSPORT", t)],
+        );
+        // The job ends in the name of rank 1 (it exited 0, so the status is 1).
+        assert_eq!(o.code(), Some(1), "{t}: {o:?}");
+        assert!(
+            o.stderr
+                .contains("spools run: rank 1 ended the job (it finalised after 1 collective(s)"),
+            "{t}: {o:?}"
+        );
+        for r in [0, 2] {
+            // `dup` is itself a collective of the world communicator: rank 1 started one.
+            // The rank that finds it first ends the job in rank 1's name; the others may
+            // hear it that way: either error names rank 1 and what it did.
+            let world = o
+                .stdout
+                .lines()
+                .find_map(|l| l.split_once(&format!("rank {r} saw: ")).map(|x| x.1))
+                .unwrap_or_else(|| panic!("{t}: rank {r}'s barrier: {o:?}"));
+            assert!(
+                world.contains("rank 1 ") && world.contains("finalised after 1 collective(s)"),
+                "{t}: rank {r}: {o:?}"
+            );
+            // By then the job may already be over in rank 1's name: either error names
+            // rank 1 and what it did.
+            let dup = o
+                .stdout
+                .lines()
+                .find_map(|l| l.split_once(&format!("rank {r} dup saw: ")).map(|x| x.1))
+                .unwrap_or_else(|| panic!("{t}: rank {r}'s dup barrier: {o:?}"));
+            assert!(
+                dup.contains("rank 1 ") && dup.contains("finalised after 1 collective(s)"),
+                "{t}: rank {r}: {o:?}"
+            );
+        }
+    }
+}
+
+/// The runtime's own barrier (through the rendezvous): a rank that finalises without
+/// joining it ends the job.
+fn skipped_runtime_barrier_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    if w.rank() == 1 {
+        return Ok(());
+    }
+    match w.runtime_barrier() {
+        Ok(()) => Err("the runtime barrier completed without rank 1".into()),
+        Err(err) => {
+            println!("rank {} saw: {err}", w.rank());
+            std::process::exit(4)
+        }
+    }
+}
+
+#[test]
+fn a_runtime_barrier_a_finalised_rank_never_joins_fails() {
+    rank_main(|_| skipped_runtime_barrier_role());
+    let o = launch(
+        2,
+        "a_runtime_barrier_a_finalised_rank_never_joins_fails",
+        "x",
+        &[],
+    );
+    // The job's status is the culprit's (it exited 0, so 1), not the status of the rank
+    // it left waiting.
+    assert_eq!(o.code(), Some(1), "{o:?}");
+    assert!(
+        o.stderr
+            .contains("spools run: rank 1 ended the job (it finalised without joining"),
+        "{o:?}"
+    );
+    assert!(
+        o.stdout.contains(
+            "rank 0 saw: rank 1 died (it finalised without joining the runtime's collective"
+        ),
+        "{o:?}"
+    );
+}

@@ -194,14 +194,27 @@ impl Core {
     /// `report_async`, errors that targets sent back (unknown handlers) end the wait too.
     pub(crate) fn wait_until(
         &self,
-        mut done: impl FnMut() -> bool,
+        done: impl FnMut() -> bool,
         peer: Option<u32>,
         report_async: bool,
     ) -> Result<(), CommError> {
+        self.wait_until_or(done, || false, peer, report_async)
+            .map(|_| ())
+    }
+
+    /// [`Core::wait_until`] that also gives up, returning `Ok(false)`, when `stop()`
+    /// holds while nothing progresses (checked before each sleep).
+    pub(crate) fn wait_until_or(
+        &self,
+        mut done: impl FnMut() -> bool,
+        mut stop: impl FnMut() -> bool,
+        peer: Option<u32>,
+        report_async: bool,
+    ) -> Result<bool, CommError> {
         let mut backoff = Backoff::new(self.spin, self.oversubscribed);
         loop {
             if done() {
-                return Ok(());
+                return Ok(true);
             }
             let n = self.progress()?;
             if report_async {
@@ -219,6 +232,9 @@ impl Core {
             };
             if let Some(f) = failure {
                 return Err(CommError::Fabric(FabricError::PeerFailed(f.to_string())));
+            }
+            if stop() {
+                return Ok(false);
             }
             if !backoff.spin() {
                 self.sleep(NAP);

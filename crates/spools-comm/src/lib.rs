@@ -498,6 +498,20 @@ impl Comm {
         self.core.wait_until(cond, None, true)
     }
 
+    /// [`Comm::wait_for`] that gives up when `stop()` holds while nothing progresses
+    /// (an upper layer's own reason the condition can never hold): `Ok(true)` when `cond`
+    /// held, `Ok(false)` when it gave up.
+    ///
+    /// # Errors
+    /// As [`Comm::wait_for`].
+    pub fn wait_for_or(
+        &self,
+        cond: impl FnMut() -> bool,
+        stop: impl FnMut() -> bool,
+    ) -> Result<bool, CommError> {
+        self.core.wait_until_or(cond, stop, None, true)
+    }
+
     /// Opens an endpoint with a sending lane of its own (for another thread).
     ///
     /// # Errors

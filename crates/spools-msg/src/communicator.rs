@@ -46,6 +46,16 @@ pub const ANY_SOURCE: Source = Source::Any;
 /// Any tag.
 pub const ANY_TAG: Tag = Tag::Any;
 
+/// The collective (context, number) a message of context `ctx` with `tag` belongs to:
+/// collectives use the odd context `ctx + 1` of their communicator and tags
+/// `number << 8 | step` (see [`Inner::next_coll_tag`]).
+fn collective_of(ctx: u32, tag: Tag) -> Option<(u32, u32)> {
+    match tag {
+        Tag::Is(t) if ctx % 2 == 1 => Some((ctx, (t as u32) >> 8)),
+        _ => None,
+    }
+}
+
 pub(crate) struct Inner {
     pub(crate) engine: Arc<Engine>,
     /// Point-to-point context; collectives use `ctx + 1`.
@@ -54,7 +64,8 @@ pub(crate) struct Inner {
     pub(crate) ranks: Vec<u32>,
     of_job: HashMap<u32, u32>,
     pub(crate) rank: u32,
-    coll_seq: AtomicU32,
+    /// Collectives started (shared with the engine's list, reported at finalise).
+    coll_seq: Arc<AtomicU32>,
 }
 
 impl Inner {
@@ -134,6 +145,7 @@ impl Inner {
                     engine: &self.engine,
                     id,
                     recv: false,
+                    collective: collective_of(ctx, Tag::Is(tag as i32)),
                     _buf: PhantomData,
                 };
                 g.wait()
@@ -158,6 +170,7 @@ impl Inner {
             engine: &self.engine,
             id,
             recv: true,
+            collective: collective_of(ctx, tag),
             _buf: PhantomData,
         })
     }
@@ -215,6 +228,14 @@ fn check_tag(tag: i32) -> Result<u32, MsgError> {
 }
 
 impl Communicator {
+    /// For each communicator this rank holds (any of them: they share one engine), the
+    /// collective context and how many collectives were started on it. The runtime
+    /// reports it when this rank finalises, so that ranks waiting in a collective this
+    /// rank never starts fail instead of hanging.
+    pub fn collectives_started(&self) -> Vec<(u32, u32)> {
+        self.inner.engine.collectives_started()
+    }
+
     pub(crate) fn from_parts(
         engine: Arc<Engine>,
         ctx: u32,
@@ -229,12 +250,12 @@ impl Communicator {
             .collect();
         Some(Communicator {
             inner: Arc::new(Inner {
+                coll_seq: engine.track_collectives(ctx + 1),
                 engine,
                 ctx,
                 ranks,
                 of_job,
                 rank,
-                coll_seq: AtomicU32::new(0),
             }),
         })
     }

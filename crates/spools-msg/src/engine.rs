@@ -251,7 +251,12 @@ pub(crate) struct Engine {
     /// Host index of every job rank (ranks with the same index share a host).
     pub(crate) hosts: Vec<u32>,
     pub(crate) rpc: RpcTable,
+    /// Collectives started per collective context, for every communicator made here.
+    collectives: Mutex<Vec<(u32, Arc<AtomicU32>)>>,
 }
+
+/// Most communicators whose collective counts are kept (freed ones are forgotten first).
+const MAX_TRACKED: usize = spools_proto::boot::MAX_COMMUNICATORS as usize;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -287,6 +292,7 @@ impl Engine {
             next_ctx: AtomicU32::new(2),
             hosts,
             rpc: RpcTable::default(),
+            collectives: Mutex::new(Vec::new()),
         });
         type H = fn(&Engine, &Msg<'_>);
         let handlers: [(&str, H); 5] = [
@@ -344,6 +350,33 @@ impl Engine {
 
     pub(crate) fn state(&self) -> MutexGuard<'_, State> {
         lock(&self.st)
+    }
+
+    /// A counter of the collectives started in collective context `ctx`, reported by
+    /// [`Engine::collectives_started`] even after its communicator is dropped (a freed
+    /// communicator's count is final: this rank never starts another collective there).
+    pub(crate) fn track_collectives(&self, ctx: u32) -> Arc<AtomicU32> {
+        let c = Arc::new(AtomicU32::new(0));
+        let mut list = lock(&self.collectives);
+        if list.len() >= MAX_TRACKED {
+            // Forget the oldest freed communicators first.
+            let mut excess = list.len() + 1 - MAX_TRACKED;
+            list.retain(|(_, k)| {
+                let drop_it = excess > 0 && Arc::strong_count(k) == 1;
+                excess -= usize::from(drop_it);
+                !drop_it
+            });
+        }
+        list.push((ctx, c.clone()));
+        c
+    }
+
+    /// (collective context, collectives started) of every communicator this rank made.
+    pub(crate) fn collectives_started(&self) -> Vec<(u32, u32)> {
+        lock(&self.collectives)
+            .iter()
+            .map(|(ctx, c)| (*ctx, c.load(Ordering::SeqCst)))
+            .collect()
     }
 
     pub(crate) fn new_id(&self) -> u64 {

@@ -49,6 +49,17 @@ pub enum MsgError {
         /// What differs.
         what: String,
     },
+    /// A rank of the communicator finalised (its `World` was dropped or finalised)
+    /// without starting the collective this rank waits in: it can never complete.
+    #[error("job rank {rank} finalised after {started} collective(s) on this communicator, so it never joins collective #{waiting} that this rank waits in")]
+    PeerFinalized {
+        /// The job rank that finalised.
+        rank: u32,
+        /// How many collectives of this communicator it started.
+        started: u32,
+        /// The collective waited in (counted from 0).
+        waiting: u32,
+    },
     /// Every context id of this job is used (more than 2^31 communicators created).
     #[error("no communicator context ids are left")]
     NoContext,

@@ -260,6 +260,8 @@ pub(crate) struct OpGuard<'a> {
     pub(crate) engine: &'a Engine,
     pub(crate) id: u64,
     pub(crate) recv: bool,
+    /// The collective (context, number) this operation is a step of, if any.
+    pub(crate) collective: Option<(u32, u32)>,
     pub(crate) _buf: PhantomData<&'a mut [u8]>,
 }
 
@@ -274,16 +276,44 @@ impl OpGuard<'_> {
 
     pub(crate) fn wait(&self) -> Result<(), MsgError> {
         let mut seen = None;
-        self.engine.comm.wait_for(|| {
-            // Look the operation up only after some operation completed.
-            let g = self.engine.generation();
-            if seen == Some(g) {
-                return false;
+        let mut blocker = None;
+        let state = self.engine.comm.bootstrap().state().clone();
+        let done = self.engine.comm.wait_for_or(
+            || {
+                // Look the operation up only after some operation completed.
+                let g = self.engine.generation();
+                if seen == Some(g) {
+                    return false;
+                }
+                seen = Some(g);
+                self.done()
+            },
+            || {
+                // A rank that finalised before starting this collective never will.
+                blocker = self
+                    .collective
+                    .and_then(|(ctx, k)| state.collective_blocker(ctx, k).map(|b| (b, k)));
+                blocker.is_some()
+            },
+        )?;
+        match blocker {
+            Some(((rank, started), waiting)) if !done => {
+                let e = MsgError::PeerFinalized {
+                    rank,
+                    started,
+                    waiting,
+                };
+                // The job is over: end it in the name of the rank at fault.
+                self.engine.comm.bootstrap().blame(
+                    rank,
+                    &format!(
+                        "it finalised after {started} collective(s) on a communicator whose collective #{waiting} other ranks wait in"
+                    ),
+                );
+                Err(e)
             }
-            seen = Some(g);
-            self.done()
-        })?;
-        Ok(())
+            _ => Ok(()),
+        }
     }
 
     pub(crate) fn result(&self) -> Option<Result<Done, (Done, usize)>> {

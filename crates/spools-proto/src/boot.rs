@@ -7,8 +7,9 @@
 //!   [`ToRank::Table`], everyone's addresses;
 //! - the runtime's own collectives (barrier, broadcast, allgather) are
 //!   [`ToServer::Collective`] / [`ToRank::Collective`] pairs numbered by a sequence;
-//! - [`ToServer::Finalize`] ends a rank's part in the job; [`ToRank::Finalized`] answers
-//!   once every rank has finalised;
+//! - [`ToServer::Finalize`] ends a rank's part in the job; the server tells the others
+//!   ([`ToRank::Finalizing`]), and [`ToRank::Finalized`] answers once every rank has
+//!   finalised;
 //! - [`ToServer::Abort`] ends the job on behalf of a failing rank;
 //! - [`ToRank::Abort`] tells a rank that another rank died or gave up, and why (the
 //!   watchdog).
@@ -83,8 +84,22 @@ pub enum ToServer {
         /// This rank's contribution.
         data: Vec<u8>,
     },
-    /// This rank is done with the job.
-    Finalize,
+    /// This rank is done with the job: it takes part in nothing more. `collectives` says,
+    /// for each communicator context it holds, how many collectives it started there, so
+    /// that ranks waiting in a later collective of that context can fail instead of hang.
+    Finalize {
+        /// (collective context, collectives started), per communicator.
+        collectives: Vec<(u32, u32)>,
+    },
+    /// This rank found that another one left the job broken (it finalised without
+    /// starting a collective this rank waits in): the server ends the job in that rank's
+    /// name.
+    Blame {
+        /// The rank at fault.
+        rank: u32,
+        /// What it did, in words.
+        cause: String,
+    },
     /// This rank gives up and ends the job: it failed (an error it returned, a panic, an
     /// explicit abort) while other ranks may still need it. The server tells every other
     /// rank, whose pending operations then fail naming this rank.
@@ -114,6 +129,14 @@ pub enum ToRank {
     },
     /// Every rank has finalised.
     Finalized,
+    /// Another rank has finalised (as [`ToServer::Finalize`] said): it takes part in
+    /// nothing more.
+    Finalizing {
+        /// Which.
+        rank: u32,
+        /// (collective context, collectives started), per communicator it held.
+        collectives: Vec<(u32, u32)>,
+    },
     /// Another rank died; the job is over.
     Abort {
         /// The rank that died.
@@ -195,6 +218,36 @@ fn endpoint(r: &mut Reader<'_>) -> Result<Endpoint, WireError> {
     })
 }
 
+/// Most communicators a finalising rank reports.
+pub const MAX_COMMUNICATORS: u32 = 1 << 16;
+
+fn put_counts(v: &mut Vec<u8>, counts: &[(u32, u32)]) {
+    put_u32(v, u32::try_from(counts.len()).unwrap_or(u32::MAX));
+    for (ctx, n) in counts {
+        put_u32(v, *ctx);
+        put_u32(v, *n);
+    }
+}
+
+fn counts(r: &mut Reader<'_>) -> Result<Vec<(u32, u32)>, WireError> {
+    let n = r.u32()?;
+    if n > MAX_COMMUNICATORS {
+        return Err(WireError::TooLong {
+            what: "collective counts",
+            len: u64::from(n),
+            max: u64::from(MAX_COMMUNICATORS),
+        });
+    }
+    // Each entry takes 8 bytes: a short buffer fails here, before any allocation.
+    if r.remaining() < 8 * n as usize {
+        return Err(WireError::Truncated {
+            need: 8 * n as usize,
+            have: r.remaining(),
+        });
+    }
+    (0..n).map(|_| Ok((r.u32()?, r.u32()?))).collect()
+}
+
 fn rank_count(r: &mut Reader<'_>, what: &'static str) -> Result<u32, WireError> {
     let n = r.u32()?;
     if n > MAX_RANKS {
@@ -231,8 +284,12 @@ impl Frame for ToServer {
                 }
                 put_bytes(v, data);
             }),
-            ToServer::Finalize => framed(3, |_| {}),
+            ToServer::Finalize { collectives } => framed(3, |v| put_counts(v, collectives)),
             ToServer::Abort { cause } => framed(4, |v| put_bytes(v, cause.as_bytes())),
+            ToServer::Blame { rank, cause } => framed(5, |v| {
+                put_u32(v, *rank);
+                put_bytes(v, cause.as_bytes());
+            }),
         }
     }
 
@@ -260,9 +317,15 @@ impl Frame for ToServer {
                 let data = r.bytes("collective data", MAX_FRAME)?.to_vec();
                 ToServer::Collective { seq, op, data }
             }
-            3 => ToServer::Finalize,
+            3 => ToServer::Finalize {
+                collectives: counts(&mut r)?,
+            },
             4 => ToServer::Abort {
                 cause: r.string("abort cause", MAX_TEXT)?,
+            },
+            5 => ToServer::Blame {
+                rank: r.u32()?,
+                cause: r.string("blame cause", MAX_TEXT)?,
             },
             k => return Err(WireError::UnknownKind(k)),
         };
@@ -294,6 +357,10 @@ impl Frame for ToRank {
                 put_bytes(v, cause.as_bytes());
             }),
             ToRank::Refused { reason } => framed(5, |v| put_bytes(v, reason.as_bytes())),
+            ToRank::Finalizing { rank, collectives } => framed(6, |v| {
+                put_u32(v, *rank);
+                put_counts(v, collectives);
+            }),
         }
     }
 
@@ -333,6 +400,10 @@ impl Frame for ToRank {
             },
             5 => ToRank::Refused {
                 reason: r.string("refusal reason", MAX_TEXT)?,
+            },
+            6 => ToRank::Finalizing {
+                rank: r.u32()?,
+                collectives: counts(&mut r)?,
             },
             k => return Err(WireError::UnknownKind(k)),
         };

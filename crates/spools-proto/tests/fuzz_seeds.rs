@@ -134,7 +134,10 @@ fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
                     data: b"root data".to_vec(),
                 }
                 .encode(),
-                ToServer::Finalize.encode(),
+                ToServer::Finalize {
+                    collectives: vec![(1, 2)],
+                }
+                .encode(),
             ]
             .concat(),
         ),

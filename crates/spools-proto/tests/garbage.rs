@@ -140,9 +140,15 @@ fn server_samples() -> Vec<ToServer> {
             op: CollOp::Allgather,
             data: Vec::new(),
         },
-        ToServer::Finalize,
+        ToServer::Finalize {
+            collectives: vec![(1, 3), (5, 0)],
+        },
         ToServer::Abort {
             cause: "it returned an error".into(),
+        },
+        ToServer::Blame {
+            rank: 4,
+            cause: "it finalised early".into(),
         },
     ]
 }
@@ -164,6 +170,10 @@ fn rank_samples() -> Vec<ToRank> {
         },
         ToRank::Refused {
             reason: "job is full".into(),
+        },
+        ToRank::Finalizing {
+            rank: 2,
+            collectives: vec![(1, 7)],
         },
     ]
 }
@@ -603,13 +613,13 @@ fn invalid_utf8_and_unknown_tags_are_rejected() {
         decode_frame::<ToRank>(&b),
         Err(WireError::NotUtf8("refusal reason"))
     );
-    for tag in [0u8, 5, 0xff] {
+    for tag in [0u8, 6, 0xff] {
         assert_eq!(
             ToServer::decode_body(&[tag]),
             Err(WireError::UnknownKind(tag))
         );
     }
-    for tag in [0u8, 6, 0xff] {
+    for tag in [0u8, 7, 0xff] {
         assert_eq!(
             ToRank::decode_body(&[tag]),
             Err(WireError::UnknownKind(tag))

@@ -180,8 +180,10 @@ fn to_server() -> impl Strategy<Value = ToServer> {
             op,
             data
         }),
-        Just(ToServer::Finalize),
+        prop::collection::vec((any::<u32>(), any::<u32>()), 0..=5)
+            .prop_map(|collectives| ToServer::Finalize { collectives }),
         text(60).prop_map(|cause| ToServer::Abort { cause }),
+        (any::<u32>(), text(60)).prop_map(|(rank, cause)| ToServer::Blame { rank, cause }),
     ]
 }
 
@@ -194,6 +196,11 @@ fn to_rank() -> impl Strategy<Value = ToRank> {
         Just(ToRank::Finalized),
         (any::<u32>(), text(60)).prop_map(|(rank, cause)| ToRank::Abort { rank, cause }),
         text(60).prop_map(|reason| ToRank::Refused { reason }),
+        (
+            any::<u32>(),
+            prop::collection::vec((any::<u32>(), any::<u32>()), 0..=5)
+        )
+            .prop_map(|(rank, collectives)| ToRank::Finalizing { rank, collectives }),
     ]
 }
 

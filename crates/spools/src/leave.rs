@@ -5,12 +5,13 @@
 //!   every other rank that this one panicked, and their pending operations fail naming
 //!   it.
 //! - A `World` dropped otherwise (the end of `main`, or an early return with an error)
-//!   announces that this rank takes part in nothing more, and leaves the wait for the
-//!   other ranks to the process's exit. There, with exit status 0, the rank waits for
-//!   every rank to finalise, serving its peers meanwhile (a clean end); with any other
-//!   status it ends the job at once, and the other ranks' pending operations fail with an
-//!   error naming it and its exit status. So `fn main() -> Result<..>` that returns an
-//!   error prints that error once (Rust does, after the drop) and the job ends.
+//!   leaves the rest to the process's exit (until then it is still in the job). There,
+//!   with exit status 0, the rank announces that it finalises and waits for every rank to
+//!   finalise, serving its peers meanwhile (a clean end); ranks waiting in a collective it
+//!   never started then fail, naming it. With any other status it ends the job at once,
+//!   and the other ranks' pending operations fail with an error naming it and its exit
+//!   status. So `fn main() -> Result<..>` that returns an error prints that error once
+//!   (Rust does, after the drop) and the job ends.
 //!
 //! The exit status is known only to the C library's `on_exit` hook (glibc). Elsewhere a
 //! dropped `World` waits for the other ranks in the drop, as an explicit
@@ -22,10 +23,12 @@ use spools_boot::client::Bootstrap;
 use spools_comm::Comm;
 use spools_msg::Communicator;
 
-/// What a dropped `World` leaves for the exit hook: the bootstrap, and the layers that
-/// serve peers while the rank waits (the messaging engine finishes orphaned sends).
+/// What a dropped `World` leaves for the exit hook: the bootstrap, the collectives it
+/// started (per communicator context), and the layers that serve peers while the rank
+/// waits (the messaging engine finishes orphaned sends).
 struct Deferred {
     boot: Arc<Bootstrap>,
+    collectives: Vec<(u32, u32)>,
     _layers: (Comm, Vec<Communicator>),
 }
 
@@ -36,22 +39,31 @@ pub(crate) fn on_panic(boot: &Bootstrap) {
     boot.abort("it panicked (its own output has the panic message)");
 }
 
-/// Leaves the job for a `World` dropped without `finalize`: announce, then wait for the
-/// others at process exit (see the module documentation).
-pub(crate) fn on_drop(boot: Arc<Bootstrap>, layers: (Comm, Vec<Communicator>)) {
-    if let Err(e) = boot.announce_finalize() {
-        eprintln!("spools: rank {}: finalize failed: {e}", boot.rank());
-        return;
-    }
+/// Leaves the job for a `World` dropped without `finalize`: at process exit, announce and
+/// wait for the others (status 0) or end the job (any other status); see the module
+/// documentation. The announcement waits for the exit status so that the other ranks
+/// hear of a failure as such, not as a rank that finalised early.
+pub(crate) fn on_drop(
+    boot: Arc<Bootstrap>,
+    collectives: Vec<(u32, u32)>,
+    layers: (Comm, Vec<Communicator>),
+) {
     if !exit_hook::install() {
-        // No exit hook on this platform: wait here.
-        if let Err(e) = boot.wait_finalized() {
-            eprintln!("spools: rank {}: finalize failed: {e}", boot.rank());
+        // No exit hook on this platform: finalise here.
+        if let Err(e) = boot
+            .announce_finalize(collectives)
+            .and_then(|()| boot.wait_finalized())
+        {
+            spools_boot::say::line(format_args!(
+                "spools: rank {}: finalize failed: {e}",
+                boot.rank()
+            ));
         }
         return;
     }
     *DEFERRED.lock().unwrap_or_else(PoisonError::into_inner) = Some(Deferred {
         boot,
+        collectives,
         _layers: layers,
     });
 }
@@ -66,8 +78,15 @@ fn at_exit(status: i32) {
         return;
     };
     if status == 0 {
-        if let Err(e) = d.boot.wait_finalized() {
-            eprintln!("spools: rank {}: finalize failed: {e}", d.boot.rank());
+        if let Err(e) = d
+            .boot
+            .announce_finalize(d.collectives.clone())
+            .and_then(|()| d.boot.wait_finalized())
+        {
+            spools_boot::say::line(format_args!(
+                "spools: rank {}: finalize failed: {e}",
+                d.boot.rank()
+            ));
         }
     } else {
         d.boot.abort(&format!(

@@ -312,7 +312,9 @@ impl World {
         }
         self.finalized = true;
         let _ = self.endpoint.flush();
-        self.boot.finalize()
+        self.boot
+            .announce_finalize(self.msg.collectives_started())?;
+        self.boot.wait_finalized()
     }
 }
 
@@ -342,6 +344,10 @@ impl Drop for World {
         let communicators = std::iter::once(self.msg.clone())
             .chain(self.io.get().cloned())
             .collect();
-        crate::leave::on_drop(self.boot.clone(), (self.comm.clone(), communicators));
+        crate::leave::on_drop(
+            self.boot.clone(),
+            self.msg.collectives_started(),
+            (self.comm.clone(), communicators),
+        );
     }
 }
