@@ -155,3 +155,74 @@ fn floods_of_connections_do_not_stop_a_job() {
         );
     }
 }
+
+/// The consumer ranks of a parallel pipe listen for the producer's ranks: idle and garbage
+/// connections held on those ports while the producer connects neither stall the
+/// consumer nor keep the producer out; the records arrive verified.
+#[test]
+fn a_flood_on_a_pipe_consumers_ports_does_not_stop_the_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let end = |role: &str, layout: &str| {
+        let mut c = common::grouped(common::spools());
+        c.args(["run", "-n", "2", "--timeout", "100", "--"])
+            .arg(common::spools())
+            .args([
+                "bench",
+                "pipe",
+                "--role",
+                role,
+                "--layout",
+                layout,
+                "--records",
+                "3",
+                "--name",
+                "pipe:flood",
+            ])
+            .env("SPOOLS_PIPE_DIR", dir.path())
+            .env("SPOOLS_PIPE_TIMEOUT", "60")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if role == "consumer" {
+            c.arg("--verify");
+        }
+        c.spawn().unwrap()
+    };
+    let consumer = end("consumer", "u8[256,256] block,* on 2x1");
+    // The consumer's meeting file names its ranks' listening addresses.
+    let meeting = dir.path().join("flood.consumer");
+    wait_for_file(&meeting).unwrap();
+    let desc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&meeting).unwrap()).unwrap();
+    let addrs: Vec<String> = desc["addrs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(addrs.len(), 2, "{desc}");
+    // Fill each listener's backlog with idle and garbage connections (those past the
+    // backlog give up quickly).
+    let mut held = Vec::new();
+    for a in &addrs {
+        let sa: std::net::SocketAddr = a.parse().unwrap();
+        for i in 0..140 {
+            if let Ok(mut s) = TcpStream::connect_timeout(&sa, Duration::from_millis(100)) {
+                if i % 4 == 0 {
+                    let _ = s.write_all(&[0xee; 40]);
+                }
+                held.push(s);
+            }
+        }
+    }
+    assert!(held.len() >= 100, "only {} connections", held.len());
+    let producer = end("producer", "u8[256,256] *,block on 1x2");
+    let p = wait_bounded(producer, Duration::from_secs(120));
+    let c = wait_bounded(consumer, Duration::from_secs(120));
+    drop(held);
+    assert!(
+        p.status.success() && c.status.success(),
+        "producer {p:?}\nconsumer {c:?}"
+    );
+    assert!(c.stderr.contains("verified"), "{c:?}");
+}

@@ -59,7 +59,23 @@ enum Mode {
     },
 }
 
-/// Accepts one connection from every producer rank, each proving the token.
+/// Most connections whose hello is awaited at once; a newer one cuts off the oldest.
+const MAX_PENDING_HELLOS: usize = 64;
+/// Time a connection gets to send its hello.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// A connection accepted but not yet proven.
+struct Pending {
+    stream: TcpStream,
+    hello: [u8; HELLO_LEN],
+    got: usize,
+    since: Instant,
+}
+
+/// Accepts one connection from every producer rank, each proving the token. Hellos are
+/// read without blocking, at most [`MAX_PENDING_HELLOS`] at a time, each within
+/// [`HELLO_TIMEOUT`]: a flood of idle or garbage connections neither stalls nor keeps out
+/// the producer's ranks.
 fn accept_all(
     l: &TcpListener,
     token: &[u8; 16],
@@ -69,56 +85,93 @@ fn accept_all(
         .map_err(|e| PipeError::io("listen", e))?;
     let mut slots: Vec<Option<TcpStream>> = Vec::new();
     let mut expected: Option<u32> = None;
+    let mut pending: Vec<Pending> = Vec::new();
     while expected.is_none_or(|n| slots.iter().filter(|s| s.is_some()).count() < n as usize) {
+        // Checked on every turn: a flood keeps the loop busy, never past the deadline.
+        if Instant::now() > deadline {
+            return Err(PipeError::Timeout {
+                side: "producer",
+                name: "this pipe".into(),
+                secs: meet_timeout().as_secs(),
+            });
+        }
+        let mut busy = false;
         match l.accept() {
-            Ok((mut s, _)) => {
-                s.set_nonblocking(false)
+            Ok((s, _)) => {
+                busy = true;
+                s.set_nonblocking(true)
                     .map_err(|e| PipeError::io("socket", e))?;
-                s.set_read_timeout(Some(Duration::from_secs(10)))
-                    .map_err(|e| PipeError::io("socket", e))?;
-                let mut h = [0u8; HELLO_LEN];
-                // A connection that does not prove the token is dropped, not trusted.
-                if s.read_exact(&mut h).is_err() {
-                    continue;
+                if pending.len() >= MAX_PENDING_HELLOS {
+                    pending.remove(0);
                 }
-                let Ok(hello) = Hello::decode(&h) else {
-                    continue;
-                };
-                if &hello.token != token {
-                    continue;
-                }
-                let n = *expected.get_or_insert(hello.ranks);
-                if hello.ranks != n {
-                    return Err(PipeError::Protocol {
-                        side: "producer",
-                        rank: hello.rank,
-                        what: format!("says {} ranks, others {n}", hello.ranks),
-                    });
-                }
-                slots.resize_with(n as usize, || None);
-                if slots[hello.rank as usize].is_some() {
-                    return Err(PipeError::Protocol {
-                        side: "producer",
-                        rank: hello.rank,
-                        what: "connected twice".into(),
-                    });
-                }
-                s.set_read_timeout(None)
-                    .map_err(|e| PipeError::io("socket", e))?;
-                let _ = s.set_nodelay(true);
-                slots[hello.rank as usize] = Some(s);
+                pending.push(Pending {
+                    stream: s,
+                    hello: [0; HELLO_LEN],
+                    got: 0,
+                    since: Instant::now(),
+                });
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if Instant::now() > deadline {
-                    return Err(PipeError::Timeout {
-                        side: "producer",
-                        name: "this pipe".into(),
-                        secs: meet_timeout().as_secs(),
-                    });
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(e) => return Err(PipeError::io("accept", e)),
+        }
+        let mut i = 0;
+        while i < pending.len() {
+            let p = &mut pending[i];
+            match p.stream.read(&mut p.hello[p.got..]) {
+                Ok(0) => {
+                    pending.swap_remove(i);
+                    continue;
+                }
+                Ok(n) => {
+                    busy = true;
+                    p.got += n;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => {
+                    pending.swap_remove(i);
+                    continue;
+                }
+            }
+            if p.got < HELLO_LEN {
+                if p.since.elapsed() > HELLO_TIMEOUT {
+                    pending.swap_remove(i);
+                } else {
+                    i += 1;
+                }
+                continue;
+            }
+            let p = pending.swap_remove(i);
+            // A connection that does not prove the token is dropped, not trusted.
+            let Ok(hello) = Hello::decode(&p.hello) else {
+                continue;
+            };
+            if &hello.token != token {
+                continue;
+            }
+            let n = *expected.get_or_insert(hello.ranks);
+            if hello.ranks != n {
+                return Err(PipeError::Protocol {
+                    side: "producer",
+                    rank: hello.rank,
+                    what: format!("says {} ranks, others {n}", hello.ranks),
+                });
+            }
+            slots.resize_with(n as usize, || None);
+            if hello.rank >= n || slots[hello.rank as usize].is_some() {
+                return Err(PipeError::Protocol {
+                    side: "producer",
+                    rank: hello.rank,
+                    what: "connected twice, or a rank outside its job".into(),
+                });
+            }
+            let s = p.stream;
+            s.set_nonblocking(false)
+                .map_err(|e| PipeError::io("socket", e))?;
+            let _ = s.set_nodelay(true);
+            slots[hello.rank as usize] = Some(s);
+        }
+        if !busy {
+            std::thread::sleep(Duration::from_millis(2));
         }
     }
     Ok(slots.into_iter().flatten().collect())
