@@ -9,9 +9,8 @@ mod common;
 
 use std::io::Write;
 use std::net::TcpStream;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use common::{e, rank_main, wait_bounded};
@@ -81,22 +80,17 @@ fn flood(addr: &str) -> Vec<TcpStream> {
 
 fn spawn_rank(rank: u32, port: u16, dir: &Path) -> Child {
     let secret = spools_proto::auth::Secret::from_bytes([9; 16]).to_hex();
-    let mut c = Command::new(std::env::current_exe().unwrap());
-    c.args(&common::self_args("floods_of_connections_do_not_stop_a_job")[1..])
-        .env("SPOOLS_TEST_ROLE", "x")
-        .env("OMPI_COMM_WORLD_RANK", rank.to_string())
-        .env("OMPI_COMM_WORLD_SIZE", "2")
-        .env("SPOOLS_BOOTSTRAP", format!("127.0.0.1:{port}"))
-        .env("SPOOLS_SECRET", secret)
-        .env("SPOOLS_TRANSPORT", "tcp")
-        .env("FLOOD_DIR", dir)
-        .env_remove("SPOOLS_RANK")
-        .env_remove("SPOOLS_SIZE")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    c.spawn().unwrap()
+    common::foreign_rank(
+        "floods_of_connections_do_not_stop_a_job",
+        rank,
+        2,
+        &[
+            ("SPOOLS_BOOTSTRAP", format!("127.0.0.1:{port}")),
+            ("SPOOLS_SECRET", secret),
+            ("SPOOLS_TRANSPORT", "tcp".into()),
+            ("FLOOD_DIR", dir.display().to_string()),
+        ],
+    )
 }
 
 #[test]
@@ -162,33 +156,14 @@ fn floods_of_connections_do_not_stop_a_job() {
 #[test]
 fn a_flood_on_a_pipe_consumers_ports_does_not_stop_the_pipe() {
     let dir = tempfile::tempdir().unwrap();
-    let end = |role: &str, layout: &str| {
-        let mut c = common::grouped(common::spools());
-        c.args(["run", "-n", "2", "--timeout", "100", "--"])
-            .arg(common::spools())
-            .args([
-                "bench",
-                "pipe",
-                "--role",
-                role,
-                "--layout",
-                layout,
-                "--records",
-                "3",
-                "--name",
-                "pipe:flood",
-            ])
-            .env("SPOOLS_PIPE_DIR", dir.path())
-            .env("SPOOLS_PIPE_TIMEOUT", "60")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if role == "consumer" {
-            c.arg("--verify");
-        }
-        c.spawn().unwrap()
-    };
-    let consumer = end("consumer", "u8[256,256] block,* on 2x1");
+    let consumer = common::pipe_end(
+        2,
+        "consumer",
+        "u8[256,256] block,* on 2x1",
+        Some("pipe:flood"),
+        3,
+        dir.path(),
+    );
     // The consumer's meeting file names its ranks' listening addresses.
     let meeting = dir.path().join("flood.consumer");
     wait_for_file(&meeting).unwrap();
@@ -216,7 +191,14 @@ fn a_flood_on_a_pipe_consumers_ports_does_not_stop_the_pipe() {
         }
     }
     assert!(held.len() >= 100, "only {} connections", held.len());
-    let producer = end("producer", "u8[256,256] *,block on 1x2");
+    let producer = common::pipe_end(
+        2,
+        "producer",
+        "u8[256,256] *,block on 1x2",
+        Some("pipe:flood"),
+        3,
+        dir.path(),
+    );
     let p = wait_bounded(producer, Duration::from_secs(120));
     let c = wait_bounded(consumer, Duration::from_secs(120));
     drop(held);

@@ -656,35 +656,6 @@ fn free_port(salt: u16) -> u16 {
         .expect("a free port")
 }
 
-/// One end of a pipe as a job of `n` ranks (spawned, not waited for).
-fn pipe_end(dir: &Path, n: u32, role: &str, layout: &str, name: &str) -> std::process::Child {
-    let mut c = grouped(spools());
-    c.args(["run", "-n", &n.to_string(), "--timeout", "100", "--"])
-        .arg(spools())
-        .args([
-            "bench",
-            "pipe",
-            "--role",
-            role,
-            "--layout",
-            layout,
-            "--records",
-            "3",
-            "--name",
-            name,
-        ])
-        .env("SPOOLS_PIPE_DIR", dir)
-        .env("SPOOLS_PIPE_TIMEOUT", "30")
-        .env_remove("SPOOLS_RANK")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if role == "consumer" {
-        c.arg("--verify");
-    }
-    c.spawn().expect("spawn a pipe end")
-}
-
 #[test]
 fn pipe_layouts_that_do_not_fit_either_job_fail_on_both_ends() {
     let t = TempDir::new("pipes");
@@ -717,8 +688,8 @@ fn pipe_layouts_that_do_not_fit_either_job_fail_on_both_ends() {
             format!("pipe:hostile-{k}-{}", std::process::id()),
             format!("tcp:127.0.0.1:{port}"),
         ] {
-            let c = pipe_end(dir, 2, "consumer", cons, &name);
-            let p = pipe_end(dir, 2, "producer", prod, &name);
+            let c = common::pipe_end(2, "consumer", cons, Some(&name), 3, dir);
+            let p = common::pipe_end(2, "producer", prod, Some(&name), 3, dir);
             // Each end is waited for in its own thread, so neither blocks the other.
             let tc = std::thread::spawn(move || wait_bounded(c, LIMIT));
             let po = wait_bounded(p, LIMIT);
@@ -865,23 +836,18 @@ fn a_write_that_fills_the_file_system_leaves_no_file_that_looks_complete() {
             if file == "r5" && reshuffle == "never" {
                 continue;
             }
+            // `bench io --write` of `layout` to this file, with `more` arguments.
+            let write = |layout: &'static str, more: &[&'static str]| {
+                let mut w = vec![
+                    "bench", "io", "--layout", layout, "--file", file, "--write", "--keep",
+                    "--reps", "1",
+                ];
+                w.extend_from_slice(more);
+                w.extend_from_slice(extra);
+                job(&mnt, 2, &w, &[])
+            };
             // A fresh write that fails leaves nothing behind.
-            let mut w = vec![
-                "bench",
-                "io",
-                "--layout",
-                big,
-                "--file",
-                file,
-                "--write",
-                "--keep",
-                "--reps",
-                "1",
-                "--reshuffle",
-                reshuffle,
-            ];
-            w.extend_from_slice(extra);
-            let o = job(&mnt, 2, &w, &[]);
+            let o = write(big, &["--reshuffle", reshuffle]);
             fails_with(
                 &o,
                 &format!("{file}: a write to a full disk"),
@@ -906,31 +872,9 @@ fn a_write_that_fills_the_file_system_leaves_no_file_that_looks_complete() {
                 o.stdout
             );
             // Over an existing file, a failed write leaves the old one intact.
-            let mut w = vec![
-                "bench", "io", "--layout", small, "--file", file, "--write", "--keep", "--reps",
-                "1",
-            ];
-            w.extend_from_slice(extra);
-            ok(&job(&mnt, 2, &w, &[]), "small write");
+            ok(&write(small, &[]), "small write");
             let before = listing(&mnt);
-            let mut w = vec![
-                "bench",
-                "io",
-                "--layout",
-                big,
-                "--file",
-                file,
-                "--write",
-                "--keep",
-                "--reps",
-                "1",
-                "--reshuffle",
-                reshuffle,
-                "--seed",
-                "7",
-            ];
-            w.extend_from_slice(extra);
-            let o = job(&mnt, 2, &w, &[]);
+            let o = write(big, &["--reshuffle", reshuffle, "--seed", "7"]);
             fails_with(
                 &o,
                 &format!("{file}: an overwrite on a full disk"),

@@ -11,9 +11,7 @@
 
 mod common;
 
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{e, launch, rank_main, wait_bounded};
@@ -236,21 +234,12 @@ fn a_failing_rank_ends_a_job_whose_rendezvous_rank_0_hosts() {
     let rdv = dir.path().join("rdv");
     let children: Vec<_> = (0..2)
         .map(|r| {
-            let mut c = Command::new(std::env::current_exe().unwrap());
-            c.args(
-                &common::self_args("a_failing_rank_ends_a_job_whose_rendezvous_rank_0_hosts")[1..],
+            common::foreign_rank(
+                "a_failing_rank_ends_a_job_whose_rendezvous_rank_0_hosts",
+                r,
+                2,
+                &[("SPOOLS_BOOTSTRAP", format!("file:{}", rdv.display()))],
             )
-            .env("SPOOLS_TEST_ROLE", "x")
-            .env("OMPI_COMM_WORLD_RANK", r.to_string())
-            .env("OMPI_COMM_WORLD_SIZE", "2")
-            .env("SPOOLS_BOOTSTRAP", format!("file:{}", rdv.display()))
-            .env_remove("SPOOLS_RANK")
-            .env_remove("SPOOLS_SIZE")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-            c.spawn().unwrap()
         })
         .collect();
     let outs: Vec<_> = children

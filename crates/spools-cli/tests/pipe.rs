@@ -10,48 +10,12 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{e, grouped, rank_main, self_args, spools, tempdir, wait_bounded, Output};
+use common::{e, grouped, pipe_end, rank_main, self_args, spools, tempdir, wait_bounded, Output};
 use spools::Layout;
 use spools_io::pipe::{PipeName, PipeReader, PipeWriter};
 
 fn s(p: &std::path::Path) -> &str {
     p.to_str().unwrap()
-}
-
-/// One end as a job of `n` ranks of `spools bench pipe` (spawned, not waited for).
-fn end(
-    n: u32,
-    role: &str,
-    layout: &str,
-    name: Option<&str>,
-    records: u64,
-    dir: &std::path::Path,
-) -> std::process::Child {
-    let mut c = grouped(spools());
-    c.args(["run", "-n", &n.to_string(), "--timeout", "100", "--"])
-        .arg(spools())
-        .args([
-            "bench",
-            "pipe",
-            "--role",
-            role,
-            "--layout",
-            layout,
-            "--records",
-            &records.to_string(),
-        ])
-        .env("SPOOLS_PIPE_DIR", dir)
-        .env("SPOOLS_PIPE_TIMEOUT", "30")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if let Some(n) = name {
-        c.args(["--name", n]);
-    }
-    if role == "consumer" {
-        c.arg("--verify");
-    }
-    c.spawn().unwrap()
 }
 
 fn both_ok(p: &Output, c: &Output) {
@@ -92,8 +56,8 @@ fn pipes_connect_programs_of_different_sizes_and_distributions() {
     ];
     for (i, (pn, pl, cn, cl)) in cases.iter().enumerate() {
         let name = format!("pipe:t{i}");
-        let p = end(*pn, "producer", pl, Some(&name), 7, &d);
-        let c = end(*cn, "consumer", cl, Some(&name), 7, &d);
+        let p = pipe_end(*pn, "producer", pl, Some(&name), 7, &d);
+        let c = pipe_end(*cn, "consumer", cl, Some(&name), 7, &d);
         let (po, co) = (
             wait_bounded(p, Duration::from_secs(120)),
             wait_bounded(c, Duration::from_secs(120)),
@@ -108,7 +72,7 @@ fn pipes_connect_programs_of_different_sizes_and_distributions() {
         .find(|&p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
         .unwrap();
     let name = format!("tcp:127.0.0.1:{port}");
-    let c = end(
+    let c = pipe_end(
         2,
         "consumer",
         "u8[500,500] *,block on 1x2",
@@ -116,7 +80,7 @@ fn pipes_connect_programs_of_different_sizes_and_distributions() {
         4,
         &d,
     );
-    let p = end(
+    let p = pipe_end(
         3,
         "producer",
         "u8[500,500] block,* on 3x1",
@@ -130,7 +94,7 @@ fn pipes_connect_programs_of_different_sizes_and_distributions() {
     );
     both_ok(&po, &co);
     // Different datasets are refused on both sides.
-    let p = end(
+    let p = pipe_end(
         1,
         "producer",
         "u8[10,10] block,* on 1x1",
@@ -138,7 +102,7 @@ fn pipes_connect_programs_of_different_sizes_and_distributions() {
         1,
         &d,
     );
-    let c = end(
+    let c = pipe_end(
         1,
         "consumer",
         "u8[10,11] block,* on 1x1",

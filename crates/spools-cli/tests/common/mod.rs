@@ -192,3 +192,62 @@ pub(crate) fn tempdir(name: &str) -> PathBuf {
     std::fs::create_dir_all(&d).expect("temp dir");
     d
 }
+
+/// One end of a parallel pipe: a job of `n` ranks of `spools bench pipe` playing `role`
+/// with `records` records of `layout`, meeting through `dir` (by name when `name` is
+/// given), the consumer verifying; spawned, not waited for.
+pub(crate) fn pipe_end(
+    n: u32,
+    role: &str,
+    layout: &str,
+    name: Option<&str>,
+    records: u64,
+    dir: &std::path::Path,
+) -> Child {
+    let mut c = grouped(spools());
+    c.args(["run", "-n", &n.to_string(), "--timeout", "100", "--"])
+        .arg(spools())
+        .args([
+            "bench",
+            "pipe",
+            "--role",
+            role,
+            "--layout",
+            layout,
+            "--records",
+            &records.to_string(),
+        ])
+        .env("SPOOLS_PIPE_DIR", dir)
+        .env("SPOOLS_PIPE_TIMEOUT", "30")
+        .env_remove("SPOOLS_RANK")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(n) = name {
+        c.args(["--name", n]);
+    }
+    if role == "consumer" {
+        c.arg("--verify");
+    }
+    c.spawn().expect("spawn a pipe end")
+}
+
+/// Starts rank `rank` of `size` of this test executable (playing `test`'s role) as another
+/// launcher would (Open MPI's variables, no `spools run`): rank 0 then hosts the
+/// rendezvous. Spawned in a process group of its own, not waited for.
+pub(crate) fn foreign_rank(test: &str, rank: u32, size: u32, env: &[(&str, String)]) -> Child {
+    let mut c = grouped(std::env::current_exe().expect("current exe"));
+    c.args(&self_args(test)[1..])
+        .env("SPOOLS_TEST_ROLE", "x")
+        .env("OMPI_COMM_WORLD_RANK", rank.to_string())
+        .env("OMPI_COMM_WORLD_SIZE", size.to_string())
+        .env_remove("SPOOLS_RANK")
+        .env_remove("SPOOLS_SIZE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.spawn().expect("spawn a rank")
+}
