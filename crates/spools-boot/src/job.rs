@@ -253,3 +253,58 @@ impl std::fmt::Display for Failure {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_collective_is_blocked_only_by_a_rank_that_never_started_it() {
+        let st = JobState::new(4);
+        assert_eq!(st.collective_blocker(3, 0), None);
+        // Rank 2 finalised after 2 collectives on context 3 and none on context 5.
+        st.mark_finalizing(2, vec![(3, 2), (5, 0)]);
+        assert_eq!(st.collective_blocker(3, 0), None);
+        assert_eq!(st.collective_blocker(3, 1), None);
+        assert_eq!(st.collective_blocker(3, 2), Some((2, 2)));
+        assert_eq!(st.collective_blocker(5, 0), Some((2, 0)));
+        // A context it never held says nothing.
+        assert_eq!(st.collective_blocker(7, 9), None);
+    }
+
+    #[test]
+    fn the_root_cause_wins_over_a_lost_rendezvous() {
+        let st = JobState::new(3);
+        st.mark_dead(1, "it exited with status 1");
+        st.mark_server_lost("the connection closed");
+        // Rank 0 hosted the rendezvous and left because of rank 1: errors about rank 0
+        // name rank 1's failure, the cause.
+        assert_eq!(
+            st.failure_of(0),
+            Some(Failure::Rank {
+                rank: 1,
+                cause: "it exited with status 1".into()
+            })
+        );
+        assert_eq!(st.any_failure(), st.failure_of(0));
+        // A verdict already known returns at once; none at all returns after the limit.
+        assert!(st.verdict_on(2, Duration::from_secs(60)).is_some());
+        let quiet = JobState::new(2);
+        assert_eq!(quiet.verdict_on(1, Duration::from_millis(1)), None);
+    }
+
+    #[test]
+    fn a_verdict_recorded_by_another_thread_ends_the_wait() {
+        let st = JobState::new(2);
+        let s2 = st.clone();
+        let t = std::thread::spawn(move || s2.verdict_on(1, Duration::from_secs(60)));
+        st.mark_dead(1, "killed by signal 9");
+        assert_eq!(
+            t.join().ok().flatten(),
+            Some(Failure::Rank {
+                rank: 1,
+                cause: "killed by signal 9".into()
+            })
+        );
+    }
+}

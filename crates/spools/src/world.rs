@@ -286,10 +286,11 @@ impl World {
     /// with an error naming that rank and how it left, and `spools run` stops the job
     /// within its grace period (0.5 s), printing that rank's exit status once.
     ///
-    /// A rank that finalises (either way) while others still wait for it in an operation
-    /// that needs it (a collective it never entered, a receive it was to send for) is a
-    /// program error that this rule does not catch when the process then exits with
-    /// status 0: use `abort` for failures.
+    /// A rank that finalises (either way) while others wait in a collective it never
+    /// started also ends the job: their collective fails with
+    /// [`MsgError::PeerFinalized`](spools_msg::MsgError::PeerFinalized), naming it. A
+    /// receive from a rank that finalised without sending is a program error not caught:
+    /// it waits. Use [`World::abort`] for failures.
     ///
     /// # Errors
     /// [`BootError::PeerDied`] if a rank died first.
@@ -301,6 +302,18 @@ impl World {
     /// and later operations fail with an error naming this rank and `cause`, and
     /// `spools run` stops the job. This rank's own operations fail from now on; the
     /// process should exit (with a non-zero status) soon after.
+    ///
+    /// ```
+    /// let world = spools::init()?;
+    /// let input = std::path::Path::new("/nonexistent/input.bin");
+    /// if !input.exists() {
+    ///     // Under `spools run -n 4`, the other ranks' pending operations now fail with
+    ///     // "rank R died (input.bin is missing)" and the job ends.
+    ///     world.abort("input.bin is missing");
+    ///     // A real program would now `std::process::exit(2)`.
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn abort(mut self, cause: &str) {
         self.finalized = true;
         self.boot.abort(cause);
