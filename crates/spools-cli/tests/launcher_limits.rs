@@ -121,3 +121,26 @@ fn spools_info_prints_the_liveness_timeout() {
     );
     assert!(o.stdout.contains("liveness_timeout_s = 7"), "{o:?}");
 }
+
+#[test]
+fn every_benchmark_refuses_zero_repetitions() {
+    for bench in [
+        "pingpong", "logp", "rate", "ring", "idle", "coll", "overlap", "matmul",
+    ] {
+        let o = wait_bounded(
+            common::grouped(spools())
+                .args(["bench", bench, "--reps", "0"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+            Duration::from_secs(60),
+        );
+        assert_eq!(o.code(), Some(2), "{bench}: {o:?}");
+        assert!(
+            o.stderr.contains("invalid value '0' for '--reps"),
+            "{bench}: {o:?}"
+        );
+    }
+}

@@ -155,8 +155,9 @@ pub(crate) struct CommonArgs {
     /// Print one JSON document (rank 0) instead of a table.
     #[arg(long)]
     json: bool,
-    /// Repetitions whose median is reported.
-    #[arg(long, default_value_t = 5)]
+    /// Repetitions whose median is reported (at least 1).
+    #[arg(long, default_value_t = 5,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     reps: usize,
 }
 
