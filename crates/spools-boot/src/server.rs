@@ -26,7 +26,8 @@ pub enum ServerEvent {
     Finalized(u32),
     /// A rank's connection ended before it finalised.
     Lost(u32),
-    /// A rank gave up and ended the job (`ToServer::Abort`).
+    /// The job ended in a rank's name: it gave up (`ToServer::Abort`), or another rank
+    /// found it at fault (`ToServer::Blame`).
     Aborted {
         /// Which.
         rank: u32,

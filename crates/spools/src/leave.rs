@@ -61,11 +61,33 @@ pub(crate) fn on_drop(
         }
         return;
     }
-    *DEFERRED.lock().unwrap_or_else(PoisonError::into_inner) = Some(Deferred {
-        boot,
-        collectives,
-        _layers: layers,
-    });
+    let earlier = DEFERRED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .replace(Deferred {
+            boot,
+            collectives,
+            _layers: layers,
+        });
+    // A process that made and dropped another job's `World` before (one-rank jobs in a
+    // test harness): that process lived on, so that job ends cleanly now.
+    if let Some(d) = earlier {
+        finish_cleanly(&d);
+    }
+}
+
+/// Announces that the rank finalises and waits for every rank (a clean end).
+fn finish_cleanly(d: &Deferred) {
+    if let Err(e) = d
+        .boot
+        .announce_finalize(d.collectives.clone())
+        .and_then(|()| d.boot.wait_finalized())
+    {
+        spools_boot::say::line(format_args!(
+            "spools: rank {}: finalize failed: {e}",
+            d.boot.rank()
+        ));
+    }
 }
 
 /// Runs at process exit with the exit status.
@@ -78,16 +100,7 @@ fn at_exit(status: i32) {
         return;
     };
     if status == 0 {
-        if let Err(e) = d
-            .boot
-            .announce_finalize(d.collectives.clone())
-            .and_then(|()| d.boot.wait_finalized())
-        {
-            spools_boot::say::line(format_args!(
-                "spools: rank {}: finalize failed: {e}",
-                d.boot.rank()
-            ));
-        }
+        finish_cleanly(&d);
     } else {
         d.boot.abort(&format!(
             "it exited with status {status}; its own output says why"
