@@ -100,7 +100,7 @@ impl Admission {
         }
     }
 
-    /// Handshakes in progress.
+    /// Handshakes in progress (threads holding a ticket).
     pub fn pending(&self) -> usize {
         self.lock().alive
     }
@@ -113,6 +113,21 @@ impl Admission {
     }
 }
 
+impl Ticket {
+    /// Claims the connection once its handshake succeeded: it can no longer be cut off.
+    /// False if it was cut off already (its stream is shut down).
+    pub fn take(&self) -> bool {
+        let mut p = self.gate.lock();
+        match p.conns.iter().position(|(id, _)| *id == self.id) {
+            Some(i) => {
+                p.conns.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 impl Drop for Ticket {
     fn drop(&mut self) {
         let mut p = self.gate.lock();
@@ -122,5 +137,42 @@ impl Drop for Ticket {
         p.alive -= 1;
         drop(p);
         self.gate.slots.freed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::net::TcpListener;
+
+    #[test]
+    fn a_full_gate_cuts_off_the_oldest_and_admits_the_newest() -> std::io::Result<()> {
+        let l = TcpListener::bind("127.0.0.1:0")?;
+        let addr = l.local_addr()?;
+        let gate = Admission::new();
+        let mut clients = Vec::new();
+        let mut tickets = Vec::new();
+        for _ in 0..MAX_PENDING {
+            clients.push(TcpStream::connect(addr)?);
+            let (s, _) = l.accept()?;
+            tickets.push(Some(gate.admit(&s)));
+        }
+        assert_eq!(gate.pending(), MAX_PENDING);
+        // One more: the oldest is cut off, and the newcomer waits for its slot.
+        clients.push(TcpStream::connect(addr)?);
+        let (s, _) = l.accept()?;
+        let g = gate.clone();
+        let newcomer = std::thread::spawn(move || g.admit(&s).take());
+        let oldest = tickets[0].take();
+        // The cut-off client sees its connection end (an event, not a clock).
+        let mut byte = [0u8; 1];
+        assert_eq!(clients[0].read(&mut byte)?, 0);
+        assert_eq!(oldest.as_ref().map(Ticket::take), Some(false));
+        drop(oldest);
+        assert_eq!(newcomer.join().ok(), Some(true));
+        // The others were not touched and can still be claimed.
+        assert_eq!(tickets[1].as_ref().map(Ticket::take), Some(true));
+        Ok(())
     }
 }

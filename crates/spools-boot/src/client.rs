@@ -17,7 +17,7 @@ use crate::config::Config;
 use crate::error::BootError;
 use crate::identity::{JobEnv, LauncherKind, Rendezvous};
 use crate::job::{Failure, JobState};
-use crate::net::{connect, read_frame, resolve, write_frame};
+use crate::net::{connect, connect_retrying, read_frame, resolve, write_frame};
 use crate::random::random;
 use crate::server::RendezvousServer;
 
@@ -225,21 +225,16 @@ impl Connected {
                 }
             }
         };
-        // The server may not listen yet (rank 0 starting): retry refused connections.
-        let mut pause = Duration::from_millis(2);
-        let stream = loop {
-            match connect(addr, &secret, Purpose::Bootstrap, identity, timeout) {
-                Ok(s) => break s,
-                Err(BootError::Io { source, .. })
-                    if source.kind() == std::io::ErrorKind::ConnectionRefused
-                        && Instant::now() < deadline =>
-                {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(200));
-                }
-                Err(e) => return Err(e),
-            }
-        };
+        // The server may not listen yet (rank 0 starting), or cut this connection off
+        // while a flood of others lasts: retry.
+        let stream = connect_retrying(
+            addr,
+            &secret,
+            Purpose::Bootstrap,
+            identity,
+            deadline,
+            || false,
+        )?;
         Ok(Connected {
             stream,
             env,

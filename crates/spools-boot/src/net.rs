@@ -63,8 +63,69 @@ pub fn connect(
             source,
         })?;
     s.write_all(&auth).map_err(BootError::io(&what))?;
+    // The server's word that it took this connection: a connection cut off before (a
+    // listener under a flood cuts off its oldest pending handshakes) ends here, as an
+    // error [`connect_retrying`] retries, rather than later as a lost rendezvous.
+    let mut ack = [0u8; 1];
+    s.read_exact(&mut ack).map_err(BootError::io(&what))?;
+    if ack[0] != ACCEPTED {
+        return Err(BootError::Io {
+            what,
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("the server answered {:#04x} instead of accepting", ack[0]),
+            ),
+        });
+    }
     s.set_read_timeout(None).map_err(BootError::io(&what))?;
     Ok(s)
+}
+
+/// The byte a server sends once it has verified a client's proof and taken the
+/// connection.
+pub const ACCEPTED: u8 = 0xac;
+
+/// [`connect`], retried until `deadline` while the connection is refused (the listener
+/// not up yet) or cut off before the handshake completes (a listener under a flood of
+/// connections cuts off its oldest pending ones), unless `give_up()` says the peer is
+/// gone. A failed proof of the secret is never retried.
+///
+/// # Errors
+/// As [`connect`]: the last attempt's error.
+pub fn connect_retrying(
+    addr: SocketAddr,
+    secret: &Secret,
+    purpose: Purpose,
+    identity: Identity,
+    deadline: std::time::Instant,
+    give_up: impl Fn() -> bool,
+) -> Result<TcpStream, BootError> {
+    use std::io::ErrorKind::{
+        BrokenPipe, ConnectionAborted, ConnectionRefused, ConnectionReset, UnexpectedEof,
+    };
+    let mut pause = Duration::from_millis(2);
+    loop {
+        let timeout = deadline
+            .saturating_duration_since(std::time::Instant::now())
+            .max(Duration::from_millis(100));
+        match connect(addr, secret, purpose, identity, timeout) {
+            Err(BootError::Io { source, .. })
+                if matches!(
+                    source.kind(),
+                    ConnectionRefused
+                        | ConnectionReset
+                        | ConnectionAborted
+                        | BrokenPipe
+                        | UnexpectedEof
+                ) && std::time::Instant::now() < deadline
+                    && !give_up() =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(200));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Runs the server side of the handshake on an accepted connection.
@@ -72,6 +133,20 @@ pub fn connect(
 /// # Errors
 /// [`BootError::Handshake`] if the client does not know the secret.
 pub fn accept(s: &mut TcpStream, secret: &Secret) -> Result<(Purpose, Identity), BootError> {
+    accept_admitted(s, secret, || true)
+}
+
+/// [`accept`] for a connection holding an admission slot: once the client's proof is
+/// verified, `take()` claims the connection (false: the listener cut it off meanwhile,
+/// and the handshake fails) before the client is told it was accepted.
+///
+/// # Errors
+/// As [`accept`]; [`BootError::Io`] for a connection cut off.
+pub fn accept_admitted(
+    s: &mut TcpStream,
+    secret: &Secret,
+    take: impl FnOnce() -> bool,
+) -> Result<(Purpose, Identity), BootError> {
     let peer = s
         .peer_addr()
         .map(|a| a.to_string())
@@ -95,6 +170,16 @@ pub fn accept(s: &mut TcpStream, secret: &Secret) -> Result<(Purpose, Identity),
     let mut auth = [0u8; CLIENT_AUTH_LEN];
     s.read_exact(&mut auth).map_err(BootError::io(&what))?;
     let out = server.on_auth(&auth).map_err(hs)?;
+    if !take() {
+        return Err(BootError::Io {
+            what,
+            source: std::io::Error::new(
+                std::io::ErrorKind::ConnectionAborted,
+                "cut off by a flood of connections",
+            ),
+        });
+    }
+    s.write_all(&[ACCEPTED]).map_err(BootError::io(&what))?;
     s.set_read_timeout(None).map_err(BootError::io(&what))?;
     Ok(out)
 }

@@ -15,7 +15,7 @@ use spools_proto::handshake::Purpose;
 
 use crate::admission::{Admission, Ticket, ACCEPT_TIMEOUT};
 use crate::error::BootError;
-use crate::net::{accept, read_frame, write_frame};
+use crate::net::{accept_admitted, read_frame, write_frame};
 
 /// What the server tells its host (the launcher) about ranks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -259,9 +259,12 @@ fn refuse(mut conn: TcpStream, reason: String) {
 
 fn serve(sh: &Arc<Shared>, mut conn: TcpStream, ticket: Ticket) {
     // A process without the secret is dropped here, before any frame of it is read.
-    let Ok((purpose, identity)) = accept(&mut conn, &sh.secret) else {
+    let Ok((purpose, identity)) = accept_admitted(&mut conn, &sh.secret, || ticket.take()) else {
         return;
     };
+    // Proven: a rank of this job, not part of a flood. Its slot is free again, and its
+    // connection lasts as long as the job.
+    drop(ticket);
     if purpose != Purpose::Bootstrap {
         return;
     }
@@ -274,9 +277,6 @@ fn serve(sh: &Arc<Shared>, mut conn: TcpStream, ticket: Ticket) {
     else {
         return refuse(conn, "expected a join message".into());
     };
-    // Joined (or refused below): the handshake slot is free again, and the connection
-    // waits as long as the job lasts.
-    drop(ticket);
     let _ = conn.set_read_timeout(None);
     let _ = conn.set_write_timeout(None);
     if rank != identity.rank || size != sh.size || rank >= sh.size {

@@ -225,12 +225,15 @@ impl Transport for TcpTransport {
                 lane: lane as u16,
                 priority: priority as u8,
             };
-            let stream = spools_boot::net::connect(
+            // A peer's listener under a flood of connections may cut this one off before
+            // its handshake: retry while the job is whole (after any failure it is over).
+            let stream = spools_boot::net::connect_retrying(
                 addr,
                 &self.secret,
                 Purpose::Data,
                 identity,
-                Duration::from_secs(10),
+                std::time::Instant::now() + Duration::from_secs(10),
+                || self.state.troubled(),
             )
             .map_err(|e| self.peer_failed(peer, e))?;
             slot.insert(TxConn::new(stream).map_err(|e| self.peer_failed(peer, e))?);

@@ -49,12 +49,14 @@ pub(crate) fn spawn_acceptor(
                 let _ = std::thread::Builder::new()
                     .name("spools-tcp-handshake".into())
                     .spawn(move || {
-                        let _ticket = ticket;
                         // A connection that cannot prove the job secret is closed here:
                         // not one of its bytes reaches the comm layer.
-                        let Ok((purpose, id)) = spools_boot::net::accept(&mut s, &secret) else {
+                        let Ok((purpose, id)) =
+                            spools_boot::net::accept_admitted(&mut s, &secret, || ticket.take())
+                        else {
                             return;
                         };
+                        drop(ticket);
                         if purpose != Purpose::Data
                             || id.rank >= size
                             || id.rank == me
