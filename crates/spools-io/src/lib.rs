@@ -32,11 +32,14 @@ pub(crate) fn agree_with<T, E: From<spools_msg::MsgError>>(
         Err(_) => comm.rank(),
     }];
     let mut first = [0u32];
-    comm.allreduce(&flag, &mut first, &spools_msg::Op::Min)?;
-    match (local, first[0]) {
-        (Err(e), _) => Err(e),
-        (Ok(v), u32::MAX) => Ok(v),
-        (Ok(_), rank) => Err(remote(rank)),
+    let agreed = comm.allreduce(&flag, &mut first, &spools_msg::Op::Min);
+    // This rank's own error wins, even when the agreement fails too (a peer that failed
+    // first may have ended the job already): it is the cause this rank knows.
+    match (local, agreed, first[0]) {
+        (Err(e), _, _) => Err(e),
+        (Ok(_), Err(e), _) => Err(e.into()),
+        (Ok(v), Ok(()), u32::MAX) => Ok(v),
+        (Ok(_), Ok(()), rank) => Err(remote(rank)),
     }
 }
 

@@ -283,10 +283,11 @@ fn agree_bcast(
         Some(Ok(k)) => k.encode(),
         _ => vec![b'E'],
     };
-    let got = comm.bcast_bytes(0, &enc)?;
+    let got = comm.bcast_bytes(0, &enc);
     match mine {
+        // Rank 0's own outcome wins, even when the broadcast fails too.
         Some(r) => r,
-        None => canonical::Kind::decode(&got).ok_or(FileError::Remote {
+        None => canonical::Kind::decode(&got?).ok_or(FileError::Remote {
             rank: 0,
             path: path.to_path_buf(),
         }),

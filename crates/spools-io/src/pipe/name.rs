@@ -297,10 +297,11 @@ pub(crate) fn meet_all(
         Some(Ok(d)) => serde_json::to_vec(d).unwrap_or_default(),
         _ => Vec::new(),
     };
-    let text = comm.bcast_bytes(0, &enc)?;
+    let text = comm.bcast_bytes(0, &enc);
     let theirs: Description = match got {
+        // Rank 0's own outcome wins, even when the broadcast fails too.
         Some(r) => r?,
-        None => serde_json::from_slice(&text).map_err(|_| PipeError::Remote { rank: 0 })?,
+        None => serde_json::from_slice(&text?).map_err(|_| PipeError::Remote { rank: 0 })?,
     };
     let side = if producer { "consumer" } else { "producer" };
     let other: Layout = theirs.layout.parse().map_err(|_| PipeError::Protocol {
