@@ -275,9 +275,10 @@ impl World {
     /// How a rank leaves the job, whatever it does:
     /// - `finalize()`: the clean end, here and now.
     /// - The `World` is dropped (the end of `main`, or an early `return Err(..)` / `?`):
-    ///   the rank announces that it finalises; when the process exits with status 0 it
-    ///   waits there for every rank to finalise; with any other status (the error that
-    ///   `main` returned, `std::process::exit(n)`) it ends the job at once.
+    ///   the rank stays in the job until its process exits. With exit status 0 it then
+    ///   announces that it finalises and waits for every rank, still serving its peers;
+    ///   with any other status (the error that `main` returned, `std::process::exit(n)`)
+    ///   it ends the job at once.
     /// - The thread panics while it holds the `World`: the job ends at once.
     /// - The process dies (a signal, an exit without dropping the `World`): the watchdog
     ///   ends the job.
@@ -341,9 +342,8 @@ impl std::ops::Deref for World {
 
 impl Drop for World {
     /// Leaves the job (see [`World::finalize`] for the contract): a panicking thread ends
-    /// the job at once; otherwise this rank announces that it finalises and waits for the
-    /// other ranks when the process exits (with status 0), or ends the job at once (any
-    /// other status).
+    /// the job at once; otherwise, when the process exits, this rank finalises and waits
+    /// for the other ranks (exit status 0) or ends the job (any other status).
     fn drop(&mut self) {
         if self.finalized {
             return;
