@@ -230,3 +230,54 @@ fn a_flood_on_a_pipe_consumers_ports_does_not_stop_the_pipe() {
     );
     assert!(c.stderr.contains("verified"), "{c:?}");
 }
+
+/// A consumer that meets its producer at `tcp:HOST:PORT` answers only a producer's
+/// description: a stray idle connection, garbage and a forged consumer's description to
+/// its port are dropped unanswered (they learn nothing, not its token) and the meeting
+/// goes on; the records then arrive verified.
+#[test]
+fn garbage_on_a_tcp_pipe_meeting_port_neither_ends_the_meeting_nor_learns_the_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::free_port(7);
+    let name = format!("tcp:127.0.0.1:{port}");
+    let layout = "u8[256,256] block,* on 2x1";
+    let consumer = common::pipe_end(2, "consumer", layout, Some(&name), 3, dir.path());
+    // Wait until the consumer listens (an event: a connection), and leave that one idle.
+    let mut idle = None;
+    for _ in 0..30_000 {
+        if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
+            idle = Some(s);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(idle.is_some(), "the consumer never listened");
+    let forged = serde_json::json!({
+        "layout": layout, "ranks": 2, "addrs": ["127.0.0.1:9"], "token": "00ff", "pid": 1
+    })
+    .to_string();
+    let mut framed = (forged.len() as u32).to_le_bytes().to_vec();
+    framed.extend_from_slice(forged.as_bytes());
+    let junk = [&[10u8, 0, 0, 0][..], b"not json!!"].concat();
+    for bytes in [junk, framed] {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.write_all(&bytes).unwrap();
+        let mut answer = Vec::new();
+        let got = std::io::Read::read_to_end(&mut s, &mut answer);
+        assert!(
+            got.is_ok() && answer.is_empty(),
+            "a connection that sent {bytes:?} got {:?} ({got:?})",
+            String::from_utf8_lossy(&answer)
+        );
+    }
+    drop(idle);
+    let producer = common::pipe_end(2, "producer", layout, Some(&name), 3, dir.path());
+    let p = wait_bounded(producer, Duration::from_secs(120));
+    let c = wait_bounded(consumer, Duration::from_secs(120));
+    assert!(
+        p.status.success() && c.status.success(),
+        "producer {p:?}\nconsumer {c:?}"
+    );
+    assert!(c.stderr.contains("verified"), "{c:?}");
+}

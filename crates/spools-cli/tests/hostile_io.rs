@@ -645,17 +645,6 @@ fn file_layouts_that_do_not_fit_the_job_or_the_file_are_refused() {
     }
 }
 
-/// A free TCP port below the ephemeral range (32768 on), so that no listener the jobs
-/// bind with port 0 (the consumer ranks') can take it between this choice and the
-/// consumer's rank 0 binding it.
-fn free_port(salt: u16) -> u16 {
-    let start = (std::process::id() as u16 % 4000).wrapping_mul(3) % 12000;
-    (0..12000u16)
-        .map(|i| 20000 + (start + salt.wrapping_mul(101) + i) % 12000)
-        .find(|&p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
-        .expect("a free port")
-}
-
 #[test]
 fn pipe_layouts_that_do_not_fit_either_job_fail_on_both_ends() {
     let t = TempDir::new("pipes");
@@ -683,7 +672,7 @@ fn pipe_layouts_that_do_not_fit_either_job_fail_on_both_ends() {
         ),
     ];
     for (k, (prod, cons, needle)) in cases.iter().enumerate() {
-        let port = free_port(k as u16);
+        let port = common::free_port(k as u16);
         for name in [
             format!("pipe:hostile-{k}-{}", std::process::id()),
             format!("tcp:127.0.0.1:{port}"),

@@ -65,12 +65,7 @@ fn pipes_connect_programs_of_different_sizes_and_distributions() {
         both_ok(&po, &co);
     }
     // By TCP address: the consumer's rank 0 listens, the producer's connects.
-    // A free port below the ephemeral range (32768 on), so that no listener bound with
-    // port 0 (the consumer ranks') can take it before the consumer's rank 0 binds it.
-    let port = (20000..32000u16)
-        .map(|p| 20000 + (p - 20000 + std::process::id() as u16 % 12000) % 12000)
-        .find(|&p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
-        .unwrap();
+    let port = common::free_port(0);
     let name = format!("tcp:127.0.0.1:{port}");
     let c = pipe_end(
         2,

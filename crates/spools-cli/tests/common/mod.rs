@@ -251,3 +251,14 @@ pub(crate) fn foreign_rank(test: &str, rank: u32, size: u32, env: &[(&str, Strin
     }
     c.spawn().expect("spawn a rank")
 }
+
+/// A free TCP port on 127.0.0.1 below the ephemeral range (32768 on), so that no listener
+/// bound with port 0 (a consumer rank's, say) can take it before the test's program binds
+/// it; `salt` spreads the tests of one process over the range.
+pub(crate) fn free_port(salt: u16) -> u16 {
+    let start = (std::process::id() as u16 % 4000).wrapping_mul(3) % 12000;
+    (0..12000u16)
+        .map(|i| 20000 + (start + salt.wrapping_mul(101) + i) % 12000)
+        .find(|&p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
+        .expect("a free port")
+}

@@ -212,8 +212,11 @@ pub(crate) fn meet(
             }
         }
         PipeName::Tcp(addr) => {
-            let mut s = if producer {
-                loop {
+            // The producer speaks first; the consumer answers only a connection that sent
+            // a valid description in time, so that stray or garbage connections to its
+            // port (a scan, a flood) neither end the meeting nor learn its token.
+            if producer {
+                let mut s = loop {
                     match TcpStream::connect(addr) {
                         Ok(s) => break s,
                         Err(_) if Instant::now() < deadline => {
@@ -221,57 +224,75 @@ pub(crate) fn meet(
                         }
                         Err(_) => return Err(timed_out()),
                     }
-                }
-            } else {
-                let l = TcpListener::bind(addr)
-                    .map_err(|e| PipeError::io(format!("listen on {addr}"), e))?;
-                l.set_nonblocking(true)
-                    .map_err(|e| PipeError::io("listen", e))?;
-                loop {
-                    match l.accept() {
-                        Ok((s, _)) => break s,
-                        Err(e)
-                            if e.kind() == std::io::ErrorKind::WouldBlock
-                                && Instant::now() < deadline =>
-                        {
-                            std::thread::sleep(Duration::from_millis(5))
-                        }
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                            return Err(timed_out())
-                        }
-                        Err(e) => return Err(PipeError::io(format!("accept on {addr}"), e)),
-                    }
-                }
-            };
-            s.set_nonblocking(false)
-                .map_err(|e| PipeError::io("meeting socket", e))?;
-            s.set_read_timeout(Some(meet_timeout()))
-                .map_err(|e| PipeError::io("meeting socket", e))?;
-            s.write_all(&(text.len() as u32).to_le_bytes())
-                .and_then(|()| s.write_all(&text))
-                .map_err(|e| PipeError::io("send description", e))?;
-            let mut len = [0u8; 4];
-            s.read_exact(&mut len)
-                .map_err(|e| PipeError::io("receive description", e))?;
-            let len = u32::from_le_bytes(len);
-            if len > 1 << 20 {
-                return Err(PipeError::Protocol {
-                    side: other,
-                    rank: 0,
-                    what: format!("description of {len} bytes"),
-                });
+                };
+                s.set_read_timeout(Some(meet_timeout()))
+                    .map_err(|e| PipeError::io("meeting socket", e))?;
+                send_description(&mut s, &text)?;
+                return read_description(&mut s, other);
             }
-            let mut t = vec![0u8; len as usize];
-            s.read_exact(&mut t)
-                .map_err(|e| PipeError::io("receive description", e))?;
-            serde_json::from_slice(&t).map_err(|e| PipeError::Protocol {
-                side: other,
-                rank: 0,
-                what: format!("description: {e}"),
-            })
+            let l = TcpListener::bind(addr)
+                .map_err(|e| PipeError::io(format!("listen on {addr}"), e))?;
+            l.set_nonblocking(true)
+                .map_err(|e| PipeError::io("listen", e))?;
+            loop {
+                match l.accept() {
+                    Ok((mut s, _)) => {
+                        let theirs = s
+                            .set_nonblocking(false)
+                            .and_then(|()| s.set_read_timeout(Some(MEET_HELLO_TIMEOUT)))
+                            .map_err(|e| PipeError::io("meeting socket", e))
+                            .and_then(|()| read_description(&mut s, other));
+                        // Anything but a producer's description is dropped unanswered.
+                        if let Some(d) = theirs.ok().filter(|d| d.token.is_empty()) {
+                            send_description(&mut s, &text)?;
+                            return Ok(d);
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        if Instant::now() > deadline {
+                            return Err(timed_out());
+                        }
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    Err(e) => return Err(PipeError::io(format!("accept on {addr}"), e)),
+                }
+            }
         }
         PipeName::Stdout | PipeName::Stdin => Err(PipeError::BadName(name.to_string())),
     }
+}
+
+/// Time a connection to a consumer's meeting port gets to send its description.
+const MEET_HELLO_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Sends a description: its length (`u32`, little-endian), then its JSON.
+fn send_description(s: &mut TcpStream, text: &[u8]) -> Result<(), PipeError> {
+    s.write_all(&(text.len() as u32).to_le_bytes())
+        .and_then(|()| s.write_all(text))
+        .map_err(|e| PipeError::io("send description", e))
+}
+
+/// Reads the other side's description (at most 1 MiB of JSON).
+fn read_description(s: &mut TcpStream, other: &'static str) -> Result<Description, PipeError> {
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len)
+        .map_err(|e| PipeError::io("receive description", e))?;
+    let len = u32::from_le_bytes(len);
+    if len > 1 << 20 {
+        return Err(PipeError::Protocol {
+            side: other,
+            rank: 0,
+            what: format!("description of {len} bytes"),
+        });
+    }
+    let mut t = vec![0u8; len as usize];
+    s.read_exact(&mut t)
+        .map_err(|e| PipeError::io("receive description", e))?;
+    serde_json::from_slice(&t).map_err(|e| PipeError::Protocol {
+        side: other,
+        rank: 0,
+        what: format!("description: {e}"),
+    })
 }
 
 /// Removes the meeting files of `pipe:NAME` (after both sides connected).
