@@ -108,13 +108,7 @@ fn sane(o: &Output, what: &str) {
 }
 
 fn ok(o: &Output, what: &str) {
-    assert!(
-        o.status.success(),
-        "{what} failed: {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        o.stdout,
-        o.stderr
-    );
+    common::assert_ok_as(o, what);
 }
 
 /// Whether `text` says `needle`: verbatim, or on one line interleaved with another
@@ -145,6 +139,37 @@ fn write_fixture(dir: &Path, file: &str, extra: &[&str]) {
     ];
     a.extend_from_slice(extra);
     ok(&spools_in(dir, &a, &[], None), &format!("write {file}"));
+}
+
+/// The fixture files of every format, by name, with the arguments that write them.
+const FIXTURES: [(&str, &[&str]); 4] = [
+    ("c.bin", &[]),
+    ("a.npy", &["--format", "npy"]),
+    (
+        "r0",
+        &[
+            "--format",
+            "stripe(unit=1000B,count=3)",
+            "--dirs",
+            "u0,u1,u2",
+        ],
+    ),
+    (
+        "r5",
+        &[
+            "--format",
+            "raid5(unit=1KiB,count=4)",
+            "--dirs",
+            "u0,u1,u2,u3",
+        ],
+    ),
+];
+
+/// Writes the fixtures named `files` (see [`FIXTURES`]) into `dir`.
+fn write_fixtures(dir: &Path, files: &[&str]) {
+    for (file, extra) in FIXTURES.iter().filter(|(f, _)| files.contains(f)) {
+        write_fixture(dir, file, extra);
+    }
 }
 
 /// Reads `file` with the read API (`bench io --read --verify`, one rank).
@@ -395,28 +420,7 @@ impl Case<'_> {
 fn damaged_files_of_every_format_end_in_an_error_or_correct_data() {
     let t = TempDir::new("damage");
     let dir = t.path();
-    write_fixture(dir, "c.bin", &[]);
-    write_fixture(dir, "a.npy", &["--format", "npy"]);
-    write_fixture(
-        dir,
-        "r0",
-        &[
-            "--format",
-            "stripe(unit=1000B,count=3)",
-            "--dirs",
-            "u0,u1,u2",
-        ],
-    );
-    write_fixture(
-        dir,
-        "r5",
-        &[
-            "--format",
-            "raid5(unit=1KiB,count=4)",
-            "--dirs",
-            "u0,u1,u2,u3",
-        ],
-    );
+    write_fixtures(dir, &["c.bin", "a.npy", "r0", "r5"]);
     let npy_header = fs::read(dir.join("a.npy")).unwrap().len() - BYTES;
     let mut cases = vec![
         Case {
@@ -900,18 +904,7 @@ fn a_write_that_fills_the_file_system_leaves_no_file_that_looks_complete() {
 fn tools_and_benchmarks_refuse_what_they_cannot_do_and_never_delete_a_read_file() {
     let t = TempDir::new("tools");
     let dir = t.path();
-    write_fixture(dir, "c.bin", &[]);
-    write_fixture(dir, "a.npy", &["--format", "npy"]);
-    write_fixture(
-        dir,
-        "r5",
-        &[
-            "--format",
-            "raid5(unit=1KiB,count=4)",
-            "--dirs",
-            "u0,u1,u2,u3",
-        ],
-    );
+    write_fixtures(dir, &["c.bin", "a.npy", "r5"]);
     let files = listing(dir);
     // Reading never deletes, with or without --keep.
     for f in ["c.bin", "a.npy", "r5"] {

@@ -77,12 +77,7 @@ impl Owners {
     fn check(&self, side: Side, layout: &Layout, size: u32) -> Result<(), ExchangeError> {
         let units = layout.units();
         match self {
-            Owners::Identity if units > u64::from(size) => Err(ExchangeError::TooManyUnits {
-                side,
-                units,
-                ranks: size,
-            }),
-            Owners::Identity => Ok(()),
+            Owners::Identity => crate::fit_ranks(layout, size, side),
             Owners::List(l) if l.len() as u64 != units => Err(ExchangeError::Owners {
                 side,
                 expected: units,

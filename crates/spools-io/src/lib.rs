@@ -43,6 +43,20 @@ pub(crate) fn agree_with<T, E: From<spools_msg::MsgError>>(
     }
 }
 
+/// Checks that `layout` has no more units than `ranks` (rank `r` holds unit `r`: a unit
+/// beyond the ranks would never be sent or received).
+pub(crate) fn fit_ranks(
+    layout: &spools_map::Layout,
+    ranks: u32,
+    side: Side,
+) -> Result<(), ExchangeError> {
+    let units = layout.units();
+    if units > u64::from(ranks) {
+        return Err(ExchangeError::TooManyUnits { side, units, ranks });
+    }
+    Ok(())
+}
+
 /// Bytes of rank `rank`'s share of `layout` (rank `r` holds unit `r`; none beyond the
 /// layout's units).
 pub(crate) fn share(

@@ -170,9 +170,6 @@ pub(crate) fn run(a: &IoArgs) -> Result<()> {
     if !a.write && !a.read {
         bail!("say --write, --read or both");
     }
-    if a.common.reps == 0 {
-        bail!("--reps 0: say how many times to run, at least 1");
-    }
     let w = start(&a.common)?;
     let layout: Layout = a
         .layout

@@ -156,9 +156,17 @@ pub(crate) struct CommonArgs {
     #[arg(long)]
     json: bool,
     /// Repetitions whose median is reported (at least 1).
-    #[arg(long, default_value_t = 5,
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long, default_value_t = 5, value_parser = at_least_one)]
     reps: usize,
+}
+
+/// A repetition count: a whole number, at least 1.
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("--reps 0: say how many times to run, at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("expected a whole number of repetitions: {e}")),
+    }
 }
 
 /// Options of `spools bench pingpong`.

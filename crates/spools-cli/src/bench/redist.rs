@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use serde_json::json;
 use spools::{ExchangeOptions, Layout};
 
@@ -15,9 +15,6 @@ use super::io::share;
 use super::{median, start, RedistArgs};
 
 pub(crate) fn run(a: &RedistArgs) -> Result<()> {
-    if a.common.reps == 0 {
-        bail!("--reps 0: say how many times to run, at least 1");
-    }
     let w = start(&a.common)?;
     let from: Layout = a
         .from

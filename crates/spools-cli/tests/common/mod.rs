@@ -156,9 +156,14 @@ pub(crate) fn grouped(program: impl AsRef<std::ffi::OsStr>) -> Command {
 
 /// Asserts a job succeeded, showing its output otherwise.
 pub(crate) fn assert_ok(o: &Output) {
+    assert_ok_as(o, "job");
+}
+
+/// Asserts that `what` (a job or a command) succeeded, showing its output otherwise.
+pub(crate) fn assert_ok_as(o: &Output, what: &str) {
     assert!(
         o.status.success(),
-        "job failed: {:?}\nstdout:\n{}\nstderr:\n{}",
+        "{what} failed: {:?}\nstdout:\n{}\nstderr:\n{}",
         o.status,
         o.stdout,
         o.stderr

@@ -348,15 +348,8 @@ fn check_share(
     len: usize,
     side: crate::Side,
 ) -> Result<(), FileError> {
+    crate::fit_ranks(layout, comm.size(), side)?;
     let units = layout.units();
-    if units > u64::from(comm.size()) {
-        return Err(ExchangeError::TooManyUnits {
-            side,
-            units,
-            ranks: comm.size(),
-        }
-        .into());
-    }
     let me = u64::from(comm.rank());
     let need = if me < units {
         layout.local_bytes(me)?

@@ -6,14 +6,37 @@ use std::path::{Path, PathBuf};
 
 use crate::error::FileError;
 
-/// Opens the existing unit file `path` for writing, without following a symlink at
-/// `path` (a symlink planted there is an error, never written through).
-pub(crate) fn open_unit_write(path: &Path) -> Result<File, FileError> {
+/// Opens the existing file `path` for writing, without following a symlink at `path` (a
+/// symlink planted there is an error, never written through).
+fn open_write_nofollow(path: &Path, what: &'static str) -> Result<File, FileError> {
     OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
-        .map_err(|e| FileError::io("open unit file for writing", path, e))
+        .map_err(|e| FileError::io(what, path, e))
+}
+
+/// Creates `path` exclusively (`O_EXCL`, which never follows a symlink).
+fn create_new(path: &Path, what: &'static str) -> Result<File, FileError> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| FileError::io(what, path, e))
+}
+
+/// Creates the directory holding `path` if needed.
+fn make_parent(path: &Path) -> Result<(), FileError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| FileError::io("create directory", dir, e))?;
+    }
+    Ok(())
+}
+
+/// Opens the existing unit file `path` for writing, without following a symlink.
+pub(crate) fn open_unit_write(path: &Path) -> Result<File, FileError> {
+    open_write_nofollow(path, "open unit file for writing")
 }
 
 /// Opens the unit file `path` for reading, without following a symlink at `path`.
@@ -30,20 +53,13 @@ pub(crate) fn open_unit_read(path: &Path) -> Result<File, FileError> {
 /// and the new file is created exclusively (`O_EXCL`, which never follows a symlink), so
 /// nothing outside the file set is ever opened.
 pub(crate) fn create_unit(path: &Path, len: u64) -> Result<File, FileError> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| FileError::io("create directory", dir, e))?;
-    }
+    make_parent(path)?;
     match std::fs::remove_file(path) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(FileError::io("remove old unit file", path, e)),
     }
-    let f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|e| FileError::io("create unit file", path, e))?;
+    let f = create_new(path, "create unit file")?;
     f.set_len(len)
         .map_err(|e| FileError::io("set length of", path, e))?;
     Ok(f)
@@ -55,12 +71,7 @@ pub(crate) fn repair_unit(path: &Path, len: u64) -> Result<File, FileError> {
     let f = match open_unit_write(path) {
         Ok(f) => f,
         Err(FileError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(path)
-                .map_err(|e| FileError::io("create unit file", path, e))?
+            create_new(path, "create unit file")?
         }
         Err(e) => return Err(e),
     };
@@ -99,15 +110,8 @@ pub(crate) fn temp_name(path: &Path, nonce: u64) -> PathBuf {
 /// Creates the temporary file `tmp` exclusively (never through a symlink), `len` bytes
 /// long, with the permission bits of the file it will replace (`path`) when there is one.
 pub(crate) fn create_temp(tmp: &Path, path: &Path, len: u64) -> Result<File, FileError> {
-    if let Some(dir) = tmp.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| FileError::io("create directory", dir, e))?;
-    }
-    let f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(tmp)
-        .map_err(|e| FileError::io("create", tmp, e))?;
+    make_parent(tmp)?;
+    let f = create_new(tmp, "create")?;
     if let Ok(old) = std::fs::metadata(path) {
         if old.is_file() {
             let _ = f.set_permissions(old.permissions());
@@ -120,11 +124,7 @@ pub(crate) fn create_temp(tmp: &Path, path: &Path, len: u64) -> Result<File, Fil
 
 /// Opens the existing temporary file `tmp` for writing (not through a symlink).
 pub(crate) fn open_temp(tmp: &Path) -> Result<File, FileError> {
-    OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(tmp)
-        .map_err(|e| FileError::io("open for writing", tmp, e))
+    open_write_nofollow(tmp, "open for writing")
 }
 
 /// Renames the complete `tmp` over `path`; with `sync`, syncs the directory after.

@@ -42,22 +42,13 @@ fn agree<T>(comm: &Communicator, local: Result<T, PipeError>) -> Result<T, PipeE
     crate::agree_with(comm, local, |rank| PipeError::Remote { rank })
 }
 
-/// Checks that this program's `layout` has no more units than its `comm` has ranks (rank
-/// `r` holds unit `r`: a unit beyond the ranks would never be sent or received).
+/// Checks that this program's `layout` has no more units than its `comm` has ranks.
 fn check_own_units(
     comm: &Communicator,
     layout: &Layout,
     side: crate::Side,
 ) -> Result<(), PipeError> {
-    if layout.units() > u64::from(comm.size()) {
-        return Err(crate::ExchangeError::TooManyUnits {
-            side,
-            units: layout.units(),
-            ranks: comm.size(),
-        }
-        .into());
-    }
-    Ok(())
+    Ok(crate::fit_ranks(layout, comm.size(), side)?)
 }
 
 /// Checks, after the meeting, both programs' layouts against their rank counts, so that
