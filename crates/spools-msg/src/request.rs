@@ -277,7 +277,7 @@ impl OpGuard<'_> {
     pub(crate) fn wait(&self) -> Result<(), MsgError> {
         let mut seen = None;
         let mut blocker = None;
-        let state = self.engine.comm.bootstrap().state().clone();
+        let state = self.engine.comm.bootstrap().state();
         let done = self.engine.comm.wait_for_or(
             || {
                 // Look the operation up only after some operation completed.
