@@ -15,8 +15,8 @@ use spools_proto::handshake::{Identity, Purpose};
 
 use crate::config::Config;
 use crate::error::BootError;
+use crate::health::{Failure, JobHealth};
 use crate::identity::{JobEnv, LauncherKind, Rendezvous};
-use crate::job::{Failure, JobState};
 use crate::net::{connect, connect_retrying, read_frame, resolve, write_frame};
 use crate::random::random;
 use crate::server::RendezvousServer;
@@ -57,7 +57,7 @@ pub struct Bootstrap {
     job: u64,
     endpoints: Vec<Endpoint>,
     secret: Secret,
-    state: Arc<JobState>,
+    state: Arc<JobHealth>,
     writer: Mutex<TcpStream>,
     replies: Mutex<(u64, Receiver<Reply>)>,
     finalized: Arc<AtomicBool>,
@@ -330,7 +330,7 @@ impl Connected {
         if let (Some(_), Rendezvous::File(path)) = (&self.server, &self.env.rendezvous) {
             let _ = std::fs::remove_file(path);
         }
-        let state = JobState::new(size);
+        let state = JobHealth::new(size);
         let finalized = Arc::new(AtomicBool::new(false));
         let (tx, rx) = channel();
         let mut reader = self
@@ -417,7 +417,7 @@ impl Bootstrap {
     }
 
     /// The watchdog's record of the job.
-    pub fn state(&self) -> &Arc<JobState> {
+    pub fn state(&self) -> &Arc<JobHealth> {
         &self.state
     }
 
@@ -585,7 +585,7 @@ impl Bootstrap {
     /// Tells the server that this rank takes part in nothing more, without waiting for the
     /// other ranks (a dropped `World` does this and waits at process exit). `collectives`
     /// lists, per communicator context this rank holds, how many collectives it started
-    /// there: ranks that wait in a later one fail (see [`JobState::collective_blocker`]).
+    /// there: ranks that wait in a later one fail (see [`JobHealth::collective_blocker`]).
     /// Once is enough: later calls do nothing.
     ///
     /// # Errors

@@ -46,7 +46,7 @@ pub enum TransportChoice {
 
 /// How large shared-memory transfers are copied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SingleCopy {
+pub enum SingleCopyChoice {
     /// Probe at start-up and take the faster.
     Auto,
     /// Kernel-assisted single copy (`process_vm_readv` / `process_vm_writev`).
@@ -78,7 +78,7 @@ pub struct Config {
     /// Sending lanes per rank.
     pub lanes: u16,
     /// Single-copy mechanism.
-    pub single_copy: SingleCopy,
+    pub single_copy: SingleCopyChoice,
     /// Largest tagged message sent inline (short protocol).
     pub short_limit: u64,
     /// Largest tagged message sent eagerly; larger ones use the rendezvous protocol.
@@ -106,7 +106,7 @@ impl Default for Config {
             fragment_size: 32 << 10,
             spin_us: 20,
             lanes: 3,
-            single_copy: SingleCopy::Auto,
+            single_copy: SingleCopyChoice::Auto,
             short_limit: 24,
             eager_limit: 32 << 10,
             batch: 256,
@@ -336,9 +336,9 @@ impl Config {
             }
             "single_copy" => {
                 self.single_copy = match v.trim() {
-                    "auto" => SingleCopy::Auto,
-                    "cma" => SingleCopy::Cma,
-                    "pipeline" => SingleCopy::Pipeline,
+                    "auto" => SingleCopyChoice::Auto,
+                    "cma" => SingleCopyChoice::Cma,
+                    "pipeline" => SingleCopyChoice::Pipeline,
                     _ => return Err(value_err(key, v, "expected auto, cma or pipeline")),
                 }
             }
@@ -448,12 +448,12 @@ impl fmt::Display for TransportChoice {
     }
 }
 
-impl fmt::Display for SingleCopy {
+impl fmt::Display for SingleCopyChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            SingleCopy::Auto => "auto",
-            SingleCopy::Cma => "cma",
-            SingleCopy::Pipeline => "pipeline",
+            SingleCopyChoice::Auto => "auto",
+            SingleCopyChoice::Cma => "cma",
+            SingleCopyChoice::Pipeline => "pipeline",
         })
     }
 }

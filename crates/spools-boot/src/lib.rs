@@ -4,7 +4,7 @@
 //! A rank starts by reading its [`identity::JobEnv`] and [`config::Config`], connects to
 //! its rendezvous ([`client::Connected::connect`]), publishes its endpoint and receives
 //! everyone's ([`client::Connected::join`]). From then on the watchdog thread keeps the
-//! [`job::JobState`] current, and the [`client::Bootstrap`] offers the runtime's own
+//! [`health::JobHealth`] current, and the [`client::Bootstrap`] offers the runtime's own
 //! collectives (barrier, broadcast, allgather) and `finalize`.
 //!
 //! ```
@@ -22,9 +22,9 @@ pub mod admission;
 pub mod client;
 pub mod config;
 mod error;
+pub mod health;
 pub mod host;
 pub mod identity;
-pub mod job;
 pub mod launcher;
 pub mod net;
 pub mod random;

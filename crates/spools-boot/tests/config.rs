@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use spools_boot::config::{Config, ConfigError, SingleCopy, TransportChoice};
+use spools_boot::config::{Config, ConfigError, SingleCopyChoice, TransportChoice};
 use spools_boot::identity::{parse_rendezvous, IdentityError, JobEnv, LauncherKind, Rendezvous};
 
 fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
@@ -41,7 +41,7 @@ fn printed_configuration_reads_back() {
     let f = temp_file("b", &cfg.to_string());
     let back = Config::from_sources(Some(&f), std::iter::empty()).unwrap();
     assert_eq!(Config { file: None, ..back }, cfg);
-    assert_eq!(cfg.single_copy, SingleCopy::Pipeline);
+    assert_eq!(cfg.single_copy, SingleCopyChoice::Pipeline);
     let _ = std::fs::remove_file(f);
 }
 

@@ -27,7 +27,7 @@ pub(crate) fn run() -> Result<()> {
     let world = spools::init().context("starting the runtime")?;
     let mut w = out::stdout();
     if world.rank() == 0 {
-        let cfg = world.comm().config();
+        let cfg = world.worker().config();
         writeln!(w, "# Spools {}", env!("CARGO_PKG_VERSION"))?;
         writeln!(
             w,
@@ -88,7 +88,7 @@ pub(crate) fn run() -> Result<()> {
         writeln!(w)?;
         writeln!(w, "# routes from rank 0")?;
         for r in 0..world.size() {
-            writeln!(w, "  rank {r}: {:?}", world.comm().route(r)?)?;
+            writeln!(w, "  rank {r}: {:?}", world.worker().route(r)?)?;
         }
         w.flush()?;
     }

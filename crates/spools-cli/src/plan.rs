@@ -42,7 +42,7 @@ pub(crate) fn run(args: &PlanArgs) -> Result<()> {
 
 fn sends(plan: &Plan, unit: u64, json: bool) -> Result<()> {
     let part = plan.sends(unit)?;
-    let g = plan.grain();
+    let g = plan.alignment();
     let mut w = out::stdout();
     if json {
         write!(w, "{{\"unit\":{unit},\"elem_size\":{g},\"sends\":[")?;
@@ -124,7 +124,7 @@ fn summary(plan: &Plan, json: bool) -> Result<()> {
             "to": plan.dst().to_string(),
             "src_units": s.src_units(),
             "dst_units": s.dst_units(),
-            "elem_size": plan.grain(),
+            "elem_size": plan.alignment(),
             "total_bytes": s.total_bytes(),
             "total_runs": s.total_runs(),
             "mean_run_bytes": s.mean_run_bytes(),
@@ -153,8 +153,8 @@ fn summary(plan: &Plan, json: bool) -> Result<()> {
             "total: {} runs, mean run {:.1} bytes ({:.1} elements of {} bytes); {:.1}% of bytes stay on the same unit number",
             s.total_runs(),
             s.mean_run_bytes(),
-            s.mean_run_bytes() / plan.grain() as f64,
-            plan.grain(),
+            s.mean_run_bytes() / plan.alignment() as f64,
+            plan.alignment(),
             100.0 * s.local_share()
         )?;
     }

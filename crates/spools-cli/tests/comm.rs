@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{assert_ok, e, launch, rank_main};
-use spools::{Channel, CommError, Mode};
+use spools::{AmError, Channel, Delivery};
 
 const TRANSPORTS: [&str; 2] = ["auto", "tcp"];
 
@@ -32,7 +32,7 @@ fn messages_role() -> Result<(), String> {
     let order = Arc::new(Mutex::new(vec![0u64; n as usize]));
     {
         let (s, t) = (shorts.clone(), sum.clone());
-        e(w.comm().register("short", move |m| {
+        e(w.worker().register("short", move |m| {
             s.fetch_add(1, Ordering::Relaxed);
             t.fetch_add(
                 m.args[0] + m.args[1] + m.args[2] + m.args[3],
@@ -40,7 +40,7 @@ fn messages_role() -> Result<(), String> {
             );
         }))?;
         let (b, bad1) = (bulks.clone(), bad.clone());
-        e(w.comm().register("bulk", move |m| {
+        e(w.worker().register("bulk", move |m| {
             let want = pattern(m.args[0], m.args[1] as usize);
             if m.payload != want.as_slice() {
                 bad1.lock().unwrap().push(format!(
@@ -51,7 +51,7 @@ fn messages_role() -> Result<(), String> {
             b.fetch_add(1, Ordering::Relaxed);
         }))?;
         let (o, bad2) = (order.clone(), bad.clone());
-        e(w.comm().register("ordered", move |m| {
+        e(w.worker().register("ordered", move |m| {
             let mut o = o.lock().unwrap();
             let want = o[m.from as usize];
             if m.args[0] != want || m.channel != 3 {
@@ -64,12 +64,12 @@ fn messages_role() -> Result<(), String> {
         }))?;
     }
     if me == 0 {
-        e(w.comm().register("only-on-0", |_| {}))?;
+        e(w.worker().register("only-on-0", |_| {}))?;
     }
-    e(w.comm().sync_handlers())?;
+    e(w.worker().sync_handlers())?;
     // The runtime's own handlers come first and keep their ids; new names are appended
     // in sorted order.
-    let table = w.comm().handler_table();
+    let table = w.worker().handler_table();
     let user: Vec<&str> = table
         .iter()
         .map(String::as_str)
@@ -78,10 +78,10 @@ fn messages_role() -> Result<(), String> {
     if user != ["bulk", "only-on-0", "ordered", "short"] || !table[0].starts_with("spools.") {
         return Err(format!("global table {table:?}"));
     }
-    let h_short = e(w.comm().handler_id("short"))?;
-    let h_bulk = e(w.comm().handler_id("bulk"))?;
-    let h_ord = e(w.comm().handler_id("ordered"))?;
-    let limit = w.comm().config().bulk_limit as usize;
+    let h_short = e(w.worker().handler_id("short"))?;
+    let h_bulk = e(w.worker().handler_id("bulk"))?;
+    let h_ord = e(w.worker().handler_id("ordered"))?;
+    let limit = w.worker().config().bulk_limit as usize;
     let sizes = [0usize, 1, 100, 4096, 40_000, limit];
     let per_short = 1000u64;
     let per_batched = 5000u64;
@@ -94,10 +94,16 @@ fn messages_role() -> Result<(), String> {
             } else {
                 Channel::new(2).high()
             };
-            e(ep.send_short(peer, h_short, [i, 1, 2, 3], ch, Mode::Immediate))?;
+            e(ep.send_short(peer, h_short, [i, 1, 2, 3], ch, Delivery::Immediate))?;
         }
         for i in 0..per_batched {
-            e(ep.send_short(peer, h_short, [i, 0, 0, 0], Channel::new(0), Mode::Batched))?;
+            e(ep.send_short(
+                peer,
+                h_short,
+                [i, 0, 0, 0],
+                Channel::new(0),
+                Delivery::Batched,
+            ))?;
         }
         e(ep.flush())?;
         for (k, &len) in sizes.iter().enumerate() {
@@ -117,9 +123,9 @@ fn messages_role() -> Result<(), String> {
                 [i, 0, 0, 0],
                 Channel::new(3),
                 if i % 3 == 0 {
-                    Mode::Batched
+                    Delivery::Batched
                 } else {
-                    Mode::Immediate
+                    Delivery::Immediate
                 },
             ))?;
         }
@@ -131,14 +137,14 @@ fn messages_role() -> Result<(), String> {
         .endpoint()
         .send_bulk(0, h_bulk, [0; 4], &too_big, Channel::new(0))
     {
-        Err(CommError::TooLarge { .. }) => {}
+        Err(AmError::TooLarge { .. }) => {}
         other => return Err(format!("oversized bulk: {other:?}")),
     }
     let n64 = u64::from(n);
     let want_shorts = n64 * (per_short + per_batched);
     let each: u64 = (0..per_short).map(|i| i + 6).sum::<u64>() + (0..per_batched).sum::<u64>();
     let deadline = Instant::now() + Duration::from_secs(60);
-    e(w.comm().wait_for(|| {
+    e(w.worker().wait_for(|| {
         Instant::now() > deadline
             || (shorts.load(Ordering::Relaxed) == want_shorts
                 && bulks.load(Ordering::Relaxed) == n64 * sizes.len() as u64
@@ -162,18 +168,18 @@ fn messages_role() -> Result<(), String> {
     e(w.barrier())?;
     // A handler only rank 0 has: rank 0 sending it to rank 1 gets an error back.
     if n > 1 {
-        let only = e(w.comm().handler_id("only-on-0"))?;
+        let only = e(w.worker().handler_id("only-on-0"))?;
         if me == 1 {
             e(w.endpoint()
-                .send_short(0, only, [0; 4], Channel::new(0), Mode::Immediate))?;
+                .send_short(0, only, [0; 4], Channel::new(0), Delivery::Immediate))?;
         }
         if me == 0 {
             e(w.endpoint()
-                .send_short(1, only, [0; 4], Channel::new(0), Mode::Immediate))?;
+                .send_short(1, only, [0; 4], Channel::new(0), Delivery::Immediate))?;
             let deadline = Instant::now() + Duration::from_secs(30);
             loop {
-                match w.comm().poll() {
-                    Err(CommError::NoHandlerAtTarget { peer: 1, name, .. })
+                match w.worker().poll() {
+                    Err(AmError::NoHandlerAtTarget { peer: 1, name, .. })
                         if name == "only-on-0" =>
                     {
                         break
@@ -224,7 +230,7 @@ fn memory_role() -> Result<(), String> {
     let mut w = e(spools::init())?;
     let (me, n) = (w.rank(), w.size());
     let len = 8 << 20;
-    let region = e(w.comm().region(len))?;
+    let region = e(w.worker().region(len))?;
     let keys: Vec<u32> = e(w.allgather_bytes(&region.key().to_le_bytes()))?
         .iter()
         .map(|k| u32::from_le_bytes(k[..4].try_into().unwrap()))
@@ -255,20 +261,20 @@ fn memory_role() -> Result<(), String> {
     let before = region.to_vec();
     e(w.barrier())?;
     match w.endpoint().put(right, key, (len - 10) as u64, &[1u8; 11]) {
-        Err(CommError::OutOfBounds { op: "put", .. }) => {}
+        Err(AmError::OutOfBounds { op: "put", .. }) => {}
         other => return Err(format!("out-of-range put: {other:?}")),
     }
     match w.endpoint().put(right, key, u64::MAX - 3, &[1u8; 11]) {
-        Err(CommError::OutOfBounds { .. }) => {}
+        Err(AmError::OutOfBounds { .. }) => {}
         other => return Err(format!("overflowing put: {other:?}")),
     }
     let mut buf = vec![0u8; 100];
     match w.endpoint().get(right, key, len as u64 - 99, &mut buf) {
-        Err(CommError::OutOfBounds { op: "get", .. }) => {}
+        Err(AmError::OutOfBounds { op: "get", .. }) => {}
         other => return Err(format!("out-of-range get: {other:?}")),
     }
     match w.endpoint().get(right, 999_999, 0, &mut buf) {
-        Err(CommError::UnknownRegion { key: 999_999, .. }) => {}
+        Err(AmError::UnknownRegion { key: 999_999, .. }) => {}
         other => return Err(format!("unknown region: {other:?}")),
     }
     e(w.barrier())?;
@@ -310,11 +316,11 @@ fn progress_role() -> Result<(), String> {
     let threaded = std::env::var("SPOOLS_PROGRESS_THREAD").is_ok_and(|v| v == "1");
     let done = Arc::new(AtomicBool::new(false));
     let d = done.clone();
-    e(w.comm()
+    e(w.worker()
         .register("done", move |_| d.store(true, Ordering::SeqCst)))?;
-    e(w.comm().sync_handlers())?;
-    let h = e(w.comm().handler_id("done"))?;
-    let region = e(w.comm().region(4 << 20))?;
+    e(w.worker().sync_handlers())?;
+    let h = e(w.worker().handler_id("done"))?;
+    let region = e(w.worker().region(4 << 20))?;
     e(region.write(0, &pattern(9, 4 << 20)))?;
     let key = e(w.bcast_bytes(1, &region.key().to_le_bytes()))?;
     let key = u32::from_le_bytes(key[..4].try_into().unwrap());
@@ -345,7 +351,7 @@ fn progress_role() -> Result<(), String> {
             if served { "before" } else { "after" }
         );
         e(w.endpoint()
-            .send_short(0, h, [x, 0, 0, 0], Channel::new(0), Mode::Immediate))?;
+            .send_short(0, h, [x, 0, 0, 0], Channel::new(0), Delivery::Immediate))?;
     } else {
         let mut buf = vec![0u8; 4 << 20];
         e(w.endpoint().get(1, key, 0, &mut buf))?;
@@ -353,7 +359,7 @@ fn progress_role() -> Result<(), String> {
         if buf != pattern(9, 4 << 20) {
             return Err("get returned wrong bytes".into());
         }
-        e(w.comm().wait_for(|| done.load(Ordering::SeqCst)))?;
+        e(w.worker().wait_for(|| done.load(Ordering::SeqCst)))?;
     }
     e(w.barrier())?;
     e(w.finalize())

@@ -36,7 +36,7 @@ fn wait_for_file(path: &Path) -> Result<(), String> {
 fn role(dir: PathBuf) -> Result<(), String> {
     let w = e(spools::init())?;
     let me = w.rank();
-    let tcp = w.comm().bootstrap().endpoints()[me as usize].tcp.clone();
+    let tcp = w.worker().bootstrap().endpoints()[me as usize].tcp.clone();
     let tmp = dir.join(format!("tcp.{me}.tmp"));
     std::fs::write(&tmp, &tcp).map_err(|x| x.to_string())?;
     std::fs::rename(&tmp, dir.join(format!("tcp.{me}"))).map_err(|x| x.to_string())?;

@@ -15,28 +15,28 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{e, rank_main, self_args, tempdir, wait_bounded};
-use spools::{Channel, Mode};
+use spools::{Channel, Delivery};
 
 fn role() -> Result<(), String> {
     let mut w = e(spools::init())?;
     let (me, n) = (w.rank(), w.size());
     let count = Arc::new(AtomicU64::new(0));
     let c = count.clone();
-    e(w.comm().register("hello", move |_| {
+    e(w.worker().register("hello", move |_| {
         c.fetch_add(1, Ordering::SeqCst);
     }))?;
-    e(w.comm().sync_handlers())?;
-    let h = e(w.comm().handler_id("hello"))?;
+    e(w.worker().sync_handlers())?;
+    let h = e(w.worker().handler_id("hello"))?;
     for peer in 0..n {
         e(w.endpoint().send_short(
             peer,
             h,
             [u64::from(me), 0, 0, 0],
             Channel::new(0),
-            Mode::Immediate,
+            Delivery::Immediate,
         ))?;
     }
-    e(w.comm()
+    e(w.worker()
         .wait_for(|| count.load(Ordering::SeqCst) == u64::from(n)))?;
     let all = e(w.allgather_bytes(&me.to_le_bytes()))?;
     if all.len() != n as usize {

@@ -353,7 +353,7 @@ fn tagged_messages_protocols_order_and_errors() {
 /// send) until a Spools call.
 fn progress_role() -> Result<(), String> {
     let w = e(spools::init())?;
-    let threaded = w.comm().config().progress_thread;
+    let threaded = w.worker().config().progress_thread;
     let me = w.rank();
     const LEN: usize = 16 << 20;
     e(w.barrier())?;

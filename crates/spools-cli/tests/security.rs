@@ -24,10 +24,10 @@ fn victim_role() -> Result<(), String> {
     let w = e(spools::init())?;
     let got = Arc::new(AtomicU64::new(0));
     let g = got.clone();
-    e(w.comm().register("any", move |_| {
+    e(w.worker().register("any", move |_| {
         g.fetch_add(1, Ordering::SeqCst);
     }))?;
-    e(w.comm().sync_handlers())?;
+    e(w.worker().sync_handlers())?;
     let dir =
         std::path::PathBuf::from(std::env::var("SPOOLS_TEST_DIR").map_err(|x| x.to_string())?);
     if w.rank() == 0 {
@@ -37,10 +37,10 @@ fn victim_role() -> Result<(), String> {
             .map_err(|x| x.to_string())?;
         std::fs::rename(dir.join("addrs.tmp"), dir.join("addrs")).map_err(|x| x.to_string())?;
         let deadline = Instant::now() + Duration::from_secs(60);
-        e(w.comm()
+        e(w.worker()
             .wait_for(|| dir.join("done").exists() || Instant::now() > deadline))?;
         // Anything injected would have been handled by now: give it a last poll.
-        e(w.comm().poll())?;
+        e(w.worker().poll())?;
         println!(
             "rank 0: {} messages reached a handler",
             got.load(Ordering::SeqCst)

@@ -15,14 +15,14 @@ use common::{e, launch, rank_main, shm_leftovers};
 fn kill_role() -> Result<(), String> {
     let mut w = e(spools::init())?;
     println!("job {:016x}", w.job());
-    let region = e(w.comm().region(32 << 20))?;
+    let region = e(w.worker().region(32 << 20))?;
     let key = e(w.bcast_bytes(1, &region.key().to_le_bytes()))?;
     let key = u32::from_le_bytes(key[..4].try_into().unwrap());
     e(w.barrier())?;
     if w.rank() == 1 {
         let t = Instant::now();
         // Serve puts for a while, then die abruptly.
-        e(w.comm()
+        e(w.worker()
             .wait_for(|| t.elapsed() > Duration::from_millis(300)))?;
         std::process::Command::new("kill")
             .args(["-KILL", &std::process::id().to_string()])

@@ -131,7 +131,7 @@ impl FabricError {
 /// state.
 pub(crate) fn check_send<'a, T>(
     caps: &Caps,
-    state: &spools_boot::job::JobState,
+    state: &spools_boot::health::JobHealth,
     lanes: &'a [T],
     lane: usize,
     peer: u32,

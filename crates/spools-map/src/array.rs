@@ -5,8 +5,8 @@ use std::sync::Arc;
 use crate::dist::{DimMap, Dist};
 use crate::dtype::DType;
 use crate::error::LayoutError;
+use crate::intersect::DimIntersection;
 use crate::product::{Merge, Product};
-use crate::segs::DimSegs;
 
 /// Most units one layout may have.
 pub const MAX_UNITS: u64 = 1 << 31;
@@ -204,7 +204,7 @@ impl ArrayLayout {
             .iter()
             .map(|&k| {
                 let m = &self.maps[k];
-                Arc::new(DimSegs::new(m, c[k], &DimMap::whole(m.n), 0))
+                Arc::new(DimIntersection::new(m, c[k], &DimMap::whole(m.n), 0))
             })
             .collect();
         let pick = |v: &[u64]| order.iter().map(|&k| v[k]).collect::<Vec<_>>();

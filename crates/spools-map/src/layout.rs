@@ -183,7 +183,7 @@ impl Layout {
     }
 
     /// The largest size every run boundary of this layout is a multiple of.
-    pub(crate) fn grain(&self) -> u64 {
+    pub(crate) fn alignment(&self) -> u64 {
         match self {
             Layout::Stripe(s) => s.unit(),
             Layout::Raid5(r) => r.unit(),

@@ -7,9 +7,9 @@ use crate::array::ArrayLayout;
 use crate::bitruns::{BitComposite, BitRuns};
 use crate::dist::{gcd, DimMap};
 use crate::error::PlanError;
+use crate::intersect::DimIntersection;
 use crate::layout::{Layout, OwnRuns};
 use crate::product::{Merge, Product, RawRun};
-use crate::segs::DimSegs;
 
 /// `len` bytes moving from byte `src` of a source unit's storage to byte `dst` of a
 /// destination unit's storage.
@@ -58,7 +58,7 @@ pub struct Plan {
     src: Arc<Layout>,
     dst: Arc<Layout>,
     total: u64,
-    grain: u64,
+    alignment: u64,
     path: Path,
 }
 
@@ -269,13 +269,13 @@ impl Plan {
         };
         let src = src.with_size(total)?;
         let dst = dst.with_size(total)?;
-        let grain = gcd(gcd(src.grain(), dst.grain()), total);
+        let alignment = gcd(gcd(src.alignment(), dst.alignment()), total);
         let path = choose_path(&src, &dst);
         Ok(Plan {
             src: Arc::new(src),
             dst: Arc::new(dst),
             total,
-            grain,
+            alignment,
             path,
         })
     }
@@ -294,8 +294,8 @@ impl Plan {
     }
     /// Every run offset and length is a multiple of this many bytes (the common element
     /// size, where there is one).
-    pub fn grain(&self) -> u64 {
-        self.grain
+    pub fn alignment(&self) -> u64 {
+        self.alignment
     }
     /// How the runs are found.
     ///
@@ -339,7 +339,7 @@ impl Plan {
             src: Arc::clone(&self.dst),
             dst: Arc::clone(&self.src),
             total: self.total,
-            grain: self.grain,
+            alignment: self.alignment,
             path: choose_path(&self.dst, &self.src),
         }
     }
@@ -515,7 +515,7 @@ impl Plan {
                 RunsInner::Symbolic(symbolic_pair(a, s, b, d, cache)?)
             }
             (Path::Bytes(x, y), _, _) => {
-                let segs = Arc::new(DimSegs::new(x, s, y, d));
+                let segs = Arc::new(DimIntersection::new(x, s, y, d));
                 RunsInner::Symbolic(Product::new(
                     vec![segs],
                     &[x.count(s)],
@@ -541,7 +541,7 @@ impl Plan {
 }
 
 /// Segment cache of one unit plan: `(dimension, source coordinate, destination coordinate)`.
-type SegCache = HashMap<(usize, u64, u64), Arc<DimSegs>>;
+type SegCache = HashMap<(usize, u64, u64), Arc<DimIntersection>>;
 
 /// The destination units that share data with `a`'s unit `s`, in increasing order: per
 /// dimension, the destination coordinates that meet the source coordinate, then their
@@ -577,7 +577,12 @@ fn symbolic_pair(
         .iter()
         .map(|&k| {
             Arc::clone(cache.entry((k, cs[k], cd[k])).or_insert_with(|| {
-                Arc::new(DimSegs::new(&a.maps()[k], cs[k], &b.maps()[k], cd[k]))
+                Arc::new(DimIntersection::new(
+                    &a.maps()[k],
+                    cs[k],
+                    &b.maps()[k],
+                    cd[k],
+                ))
             }))
         })
         .collect();

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::segs::{DimSegs, Seg, SegCursor};
+use crate::intersect::{DimIntersection, Seg, SegCursor};
 
 /// A run contiguous on both sides: byte offset `a` on side A, `b` on side B, `len` bytes.
 pub(crate) type RawRun = (u64, u64, u64);
@@ -22,7 +22,7 @@ struct Level {
 /// so a fully owned row, plane or block comes out as one run.
 #[derive(Clone, Debug)]
 pub(crate) struct Product {
-    dims: Vec<Arc<DimSegs>>,
+    dims: Vec<Arc<DimIntersection>>,
     sa: Vec<u64>,
     sb: Vec<u64>,
     /// Bytes moved per index step of the innermost enumerated dimension.
@@ -38,7 +38,7 @@ impl Product {
     /// `la`, `lb`: local extents on each side; `sb`: side B's byte stride of each dimension;
     /// all in side A's storage order. `elem` is the element size in bytes.
     pub(crate) fn new(
-        dims: Vec<Arc<DimSegs>>,
+        dims: Vec<Arc<DimIntersection>>,
         la: &[u64],
         lb: &[u64],
         sb: &[u64],

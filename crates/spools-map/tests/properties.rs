@@ -149,7 +149,7 @@ fn check_plan(src: &Model, dst: &Model) -> Result<(), TestCaseError> {
             prop_assert_eq!(&direct, &runs);
             for r in &runs {
                 prop_assert_eq!(
-                    r.src % plan.grain() + r.dst % plan.grain() + r.len % plan.grain(),
+                    r.src % plan.alignment() + r.dst % plan.alignment() + r.len % plan.alignment(),
                     0
                 );
                 for i in 0..r.len {

@@ -19,7 +19,7 @@ use crate::idhash::IdMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
-use spools_comm::{Channel, Comm, CommError, Endpoint, HandlerId, Mode, Msg};
+use spools_am::{ActiveMessage, AmError, Channel, Delivery, Endpoint, HandlerId, Worker};
 
 use crate::matching::{Envelope, Matcher, Pattern};
 use crate::rpc::RpcTable;
@@ -234,7 +234,7 @@ struct Handlers {
 
 /// The engine of one rank (shared by all its communicators).
 pub(crate) struct Engine {
-    pub(crate) comm: Comm,
+    pub(crate) comm: Worker,
     ep: Mutex<Endpoint>,
     st: Mutex<State>,
     /// Items queued for the poller (checked without the lock).
@@ -274,10 +274,10 @@ impl Engine {
     /// Builds the engine and registers its handlers; the caller runs `sync_handlers`
     /// (collective) before any message is sent.
     pub(crate) fn new(
-        comm: Comm,
+        comm: Worker,
         endpoint: Endpoint,
         hosts: Vec<u32>,
-    ) -> Result<Arc<Engine>, CommError> {
+    ) -> Result<Arc<Engine>, AmError> {
         let cfg = comm.config();
         let e = Arc::new(Engine {
             short_limit: (cfg.short_limit as usize).min(SHORT_MAX),
@@ -294,7 +294,7 @@ impl Engine {
             rpc: RpcTable::default(),
             collectives: Mutex::new(Vec::new()),
         });
-        type H = fn(&Engine, &Msg<'_>);
+        type H = fn(&Engine, &ActiveMessage<'_>);
         let handlers: [(&str, H); 5] = [
             ("spools.msg.short", Engine::on_short),
             ("spools.msg.eager", Engine::on_eager),
@@ -326,7 +326,7 @@ impl Engine {
     }
 
     /// Looks the handler ids up after `sync_handlers`.
-    pub(crate) fn resolve(&self) -> Result<(), CommError> {
+    pub(crate) fn resolve(&self) -> Result<(), AmError> {
         let c = &self.comm;
         let h = Handlers {
             short: c.handler_id("spools.msg.short")?,
@@ -343,7 +343,7 @@ impl Engine {
         self.h
             .get()
             .copied()
-            .ok_or(MsgError::Comm(CommError::UnknownHandlerName(
+            .ok_or(MsgError::Am(AmError::UnknownHandlerName(
                 "spools.msg.short".into(),
             )))
     }
@@ -404,7 +404,7 @@ impl Engine {
         if len <= self.short_limit {
             let args = short_args(ctx, tag, buf.read(0, len));
             let ch = Channel::new(len as u16);
-            lock(&self.ep).send_short(dest, h.short, args, ch, Mode::Immediate)?;
+            lock(&self.ep).send_short(dest, h.short, args, ch, Delivery::Immediate)?;
             return Ok(Started::Sent(buf));
         }
         if len <= self.eager_limit {
@@ -423,7 +423,7 @@ impl Engine {
             },
         );
         let args = [pack(ctx, tag), len as u64, id, 0];
-        let sent = lock(&self.ep).send_short(dest, h.rts, args, CH, Mode::Immediate);
+        let sent = lock(&self.ep).send_short(dest, h.rts, args, CH, Delivery::Immediate);
         if let Err(e) = sent {
             self.state().sends.remove(&id);
             return Err(e.into());
@@ -731,7 +731,7 @@ impl Engine {
         }
     }
 
-    fn on_short(&self, m: &Msg<'_>) {
+    fn on_short(&self, m: &ActiveMessage<'_>) {
         let (ctx, tag) = unpack(m.args[0]);
         let len = usize::from(m.channel).min(SHORT_MAX);
         let mut inline = [0u8; SHORT_MAX];
@@ -746,7 +746,7 @@ impl Engine {
         self.arrive(env, Arrival::Data(&inline[..len]));
     }
 
-    fn on_eager(&self, m: &Msg<'_>) {
+    fn on_eager(&self, m: &ActiveMessage<'_>) {
         let (ctx, tag) = unpack(m.args[0]);
         let env = Envelope {
             ctx,
@@ -756,7 +756,7 @@ impl Engine {
         self.arrive(env, Arrival::Data(m.payload));
     }
 
-    fn on_rts(&self, m: &Msg<'_>) {
+    fn on_rts(&self, m: &ActiveMessage<'_>) {
         let (ctx, tag) = unpack(m.args[0]);
         let env = Envelope {
             ctx,
@@ -767,7 +767,7 @@ impl Engine {
         self.arrive(env, Arrival::Rts { len, sreq });
     }
 
-    fn on_cts(&self, m: &Msg<'_>) {
+    fn on_cts(&self, m: &ActiveMessage<'_>) {
         let (sreq, rreq, discard) = (m.args[0], m.args[1], m.args[2] != 0);
         let mut st = self.state();
         let Some(op) = st.sends.get_mut(&sreq) else {
@@ -789,7 +789,7 @@ impl Engine {
         }
     }
 
-    fn on_data(&self, m: &Msg<'_>) {
+    fn on_data(&self, m: &ActiveMessage<'_>) {
         let (rreq, off) = (m.args[0], m.args[1] as usize);
         let mut st = self.state();
         let Some(op) = st.recvs.get_mut(&rreq) else {
@@ -820,7 +820,7 @@ impl Engine {
     // --- the poller ---------------------------------------------------------------------
 
     /// Sends what handlers decided: CTS, rendezvous data, RPC work. Never blocks.
-    pub(crate) fn drive(&self) -> Result<usize, CommError> {
+    pub(crate) fn drive(&self) -> Result<usize, AmError> {
         if self.work.load(Ordering::Acquire) == 0 {
             return Ok(0);
         }
@@ -857,7 +857,7 @@ impl Engine {
         Ok(n)
     }
 
-    fn send_ctrl(&self, st: &mut State, h: Handlers) -> Result<usize, CommError> {
+    fn send_ctrl(&self, st: &mut State, h: Handlers) -> Result<usize, AmError> {
         let mut n = 0;
         while let Some(c) = st.ctrl.front() {
             let Ctrl::Cts {
@@ -878,7 +878,7 @@ impl Engine {
         Ok(n)
     }
 
-    fn send_streams(&self, st: &mut State, h: Handlers) -> Result<usize, CommError> {
+    fn send_streams(&self, st: &mut State, h: Handlers) -> Result<usize, AmError> {
         let mut n = 0;
         let mut i = 0;
         while i < st.streams.len() {
@@ -925,7 +925,7 @@ impl Engine {
 
     /// Messages the engine sends for itself (RPC replies): short, one-fragment eager, or
     /// a rendezvous whose data the streams then carry.
-    fn send_out(&self, st: &mut State, h: Handlers) -> Result<usize, CommError> {
+    fn send_out(&self, st: &mut State, h: Handlers) -> Result<usize, AmError> {
         let mut n = 0;
         while let Some(o) = st.out.front() {
             let len = o.data.len();

@@ -1,6 +1,6 @@
 //! Errors of tagged messaging, collectives and RPC.
 
-use spools_comm::CommError;
+use spools_am::AmError;
 use thiserror::Error;
 
 /// Why a messaging operation failed.
@@ -8,7 +8,7 @@ use thiserror::Error;
 pub enum MsgError {
     /// The comm layer or a transport failed (a dead peer, a malformed message).
     #[error(transparent)]
-    Comm(#[from] CommError),
+    Am(#[from] AmError),
     /// A message longer than the receive buffer arrived; nothing was written past the
     /// buffer (MPI_ERR_TRUNCATE).
     #[error("message truncated: {len} bytes from rank {source_rank} (tag {tag}) do not fit a receive buffer of {capacity} bytes")]

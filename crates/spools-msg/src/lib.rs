@@ -54,7 +54,7 @@ pub use error::{MsgError, RpcError};
 pub use request::{wait_all, wait_any, Completion, Request, Status};
 pub use rpc::RpcFn;
 
-use spools_comm::{Comm, Endpoint};
+use spools_am::{Endpoint, Worker};
 
 /// Starts messaging on this rank and returns the job's first communicator (all ranks,
 /// context 0). Collective: it installs the engine's handlers on every rank. `endpoint`
@@ -63,7 +63,7 @@ use spools_comm::{Comm, Endpoint};
 ///
 /// # Errors
 /// A dead rank during the handler exchange.
-pub fn start(comm: &Comm, endpoint: Endpoint, hosts: Vec<u32>) -> Result<Communicator, MsgError> {
+pub fn start(comm: &Worker, endpoint: Endpoint, hosts: Vec<u32>) -> Result<Communicator, MsgError> {
     let engine = engine::Engine::new(comm.clone(), endpoint, hosts)?;
     comm.sync_handlers()?;
     engine.resolve()?;

@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use spools::{Channel, Mode};
+use spools::{Channel, Delivery};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut world = spools::init()?;
@@ -19,18 +19,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Register a handler by name on every rank, then agree on global ids.
     let greetings = Arc::new(AtomicU64::new(0));
     let g = greetings.clone();
-    world.comm().register("greet", move |m| {
+    world.worker().register("greet", move |m| {
         g.fetch_add(1, Ordering::SeqCst);
         println!(
             "got a greeting from rank {} (it says {})",
             m.from, m.args[0]
         );
     })?;
-    world.comm().sync_handlers()?;
-    let greet = world.comm().handler_id("greet")?;
+    world.worker().sync_handlers()?;
+    let greet = world.worker().handler_id("greet")?;
 
     // A region the left neighbour will put into.
-    let region = world.comm().region(64)?;
+    let region = world.worker().region(64)?;
     let keys = world.allgather_bytes(&region.key().to_le_bytes())?;
     let right = (me + 1) % n;
     let right_key = u32::from_le_bytes(keys[right as usize][..4].try_into()?);
@@ -41,14 +41,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             greet,
             [u64::from(me) * 100, 0, 0, 0],
             Channel::new(0),
-            Mode::Immediate,
+            Delivery::Immediate,
         )?;
     }
     let text = format!("written by rank {me}");
     world.endpoint().put(right, right_key, 0, text.as_bytes())?;
 
     world
-        .comm()
+        .worker()
         .wait_for(|| greetings.load(Ordering::SeqCst) == u64::from(n - 1))?;
     world.barrier()?;
     let bytes = region.to_vec();

@@ -19,8 +19,8 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use spools_am::Worker;
 use spools_boot::client::Bootstrap;
-use spools_comm::Comm;
 use spools_msg::Communicator;
 
 /// What a dropped `World` leaves for the exit hook: the bootstrap, the collectives it
@@ -29,7 +29,7 @@ use spools_msg::Communicator;
 struct Deferred {
     boot: Arc<Bootstrap>,
     collectives: Vec<(u32, u32)>,
-    _layers: (Comm, Vec<Communicator>),
+    _layers: (Worker, Vec<Communicator>),
 }
 
 static DEFERRED: Mutex<Option<Deferred>> = Mutex::new(None);
@@ -46,7 +46,7 @@ pub(crate) fn on_panic(boot: &Bootstrap) {
 pub(crate) fn on_drop(
     boot: Arc<Bootstrap>,
     collectives: Vec<(u32, u32)>,
-    layers: (Comm, Vec<Communicator>),
+    layers: (Worker, Vec<Communicator>),
 ) {
     if !exit_hook::install() {
         // No exit hook on this platform: finalise here.

@@ -9,17 +9,17 @@
 //! ```
 //! use std::sync::atomic::{AtomicU64, Ordering};
 //! use std::sync::Arc;
-//! use spools::{Channel, Mode};
+//! use spools::{Channel, Delivery};
 //!
 //! let mut world = spools::init().unwrap();
 //! let sum = Arc::new(AtomicU64::new(0));
 //! let s = sum.clone();
-//! world.comm().register("add", move |m| { s.fetch_add(m.args[0], Ordering::Relaxed); }).unwrap();
-//! world.comm().sync_handlers().unwrap();
-//! let add = world.comm().handler_id("add").unwrap();
+//! world.worker().register("add", move |m| { s.fetch_add(m.args[0], Ordering::Relaxed); }).unwrap();
+//! world.worker().sync_handlers().unwrap();
+//! let add = world.worker().handler_id("add").unwrap();
 //! let me = world.rank();
-//! world.endpoint().send_short(me, add, [5, 0, 0, 0], Channel::new(0), Mode::Immediate).unwrap();
-//! world.comm().wait_for(|| sum.load(Ordering::Relaxed) == 5).unwrap();
+//! world.endpoint().send_short(me, add, [5, 0, 0, 0], Channel::new(0), Delivery::Immediate).unwrap();
+//! world.worker().wait_for(|| sum.load(Ordering::Relaxed) == 5).unwrap();
 //! world.barrier().unwrap();
 //! world.finalize().unwrap();
 //! ```
@@ -28,11 +28,12 @@ mod io;
 mod leave;
 mod world;
 
-pub use spools_boot::config::{Config, SingleCopy as SingleCopyChoice, TransportChoice};
-pub use spools_boot::identity::LauncherKind;
-pub use spools_comm::{
-    Channel, Comm, CommError, Endpoint, HandlerId, Mode, Msg, Region, RegionKey, Route,
+pub use spools_am::{
+    ActiveMessage, AmError, Channel, Delivery, Endpoint, HandlerId, Region, RegionKey, Route,
+    Worker,
 };
+pub use spools_boot::config::{Config, SingleCopyChoice, TransportChoice};
+pub use spools_boot::identity::LauncherKind;
 pub use spools_fabric::{Caps, FabricError, Priority, SingleCopy, Transport};
 pub use spools_io::file::{FileStats, Format, ReadOptions, Reshuffle, Striping, WriteOptions};
 pub use spools_io::{ExchangeError, ExchangeOptions, ExchangeStats, FileError};

@@ -3,11 +3,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use spools_am::{Endpoint, Route, Worker};
 use spools_boot::client::{Bootstrap, Connected};
 use spools_boot::config::{Config, TransportChoice};
 use spools_boot::identity::{JobEnv, LauncherKind};
 use spools_boot::BootError;
-use spools_comm::{Comm, Endpoint, Route};
 use spools_fabric::shm::ShmTransport;
 use spools_fabric::tcp::{Listener, TcpTransport};
 use spools_fabric::{Caps, FabricError, Transport};
@@ -47,7 +47,7 @@ pub enum InitError {
 /// and `dup`) it offers directly.
 pub struct World {
     boot: Arc<Bootstrap>,
-    comm: Comm,
+    comm: Worker,
     msg: Communicator,
     pub(crate) io: std::sync::OnceLock<Communicator>,
     endpoint: Endpoint,
@@ -145,7 +145,7 @@ pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
         .iter()
         .filter(|e| e.host == my_host)
         .count();
-    let comm = Comm::new(
+    let comm = Worker::new(
         boot.clone(),
         cfg,
         shm.clone().map(|s| s as Arc<dyn Transport>),
@@ -224,7 +224,7 @@ impl World {
     }
 
     /// The active-message layer.
-    pub fn comm(&self) -> &Comm {
+    pub fn worker(&self) -> &Worker {
         &self.comm
     }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use spools::{Channel, Mode};
+use spools::{Channel, Delivery};
 
 use super::probe::round;
 use super::{median, need_two, start, transport_name, CommonArgs};
@@ -40,11 +40,11 @@ pub(crate) fn run(a: &CommonArgs) -> Result<()> {
     let me = w.rank();
     let arrived = Arc::new(AtomicU64::new(0));
     let ar = arrived.clone();
-    w.comm().register("idle.ping", move |_| {
+    w.worker().register("idle.ping", move |_| {
         ar.fetch_add(1, Ordering::Release);
     })?;
-    w.comm().sync_handlers()?;
-    let h = w.comm().handler_id("idle.ping")?;
+    w.worker().sync_handlers()?;
+    let h = w.worker().handler_id("idle.ping")?;
     let reps = a.reps.max(1);
 
     // 1. CPU used by rank 1 while it waits 2 s for one message.
@@ -52,11 +52,17 @@ pub(crate) fn run(a: &CommonArgs) -> Result<()> {
     let mut cpu_pct = 0.0;
     if me == 0 {
         std::thread::sleep(Duration::from_secs(2));
-        w.endpoint()
-            .send_short(1, h, [now_ns(), 0, 0, 0], Channel::new(0), Mode::Immediate)?;
+        w.endpoint().send_short(
+            1,
+            h,
+            [now_ns(), 0, 0, 0],
+            Channel::new(0),
+            Delivery::Immediate,
+        )?;
     } else {
         let (c0, t0) = (cpu_ns(), now_ns());
-        w.comm().wait_for(|| arrived.load(Ordering::Acquire) >= 1)?;
+        w.worker()
+            .wait_for(|| arrived.load(Ordering::Acquire) >= 1)?;
         cpu_pct = 100.0 * (cpu_ns() - c0) as f64 / (now_ns() - t0) as f64;
     }
 
@@ -66,11 +72,11 @@ pub(crate) fn run(a: &CommonArgs) -> Result<()> {
     //    answer (the reply's one-way time is included).
     let replies = Arc::new(AtomicU64::new(0));
     let rp = replies.clone();
-    w.comm().register("idle.pong", move |_| {
+    w.worker().register("idle.pong", move |_| {
         rp.fetch_add(1, Ordering::Release);
     })?;
-    w.comm().sync_handlers()?;
-    let h_pong = w.comm().handler_id("idle.pong")?;
+    w.worker().sync_handlers()?;
+    let h_pong = w.worker().handler_id("idle.pong")?;
     let mut wake = Vec::new();
     for i in 0..reps as u64 {
         w.barrier()?;
@@ -78,16 +84,17 @@ pub(crate) fn run(a: &CommonArgs) -> Result<()> {
             std::thread::sleep(Duration::from_millis(100));
             let t0 = now_ns();
             w.endpoint()
-                .send_short(1, h, [t0, 0, 0, 0], Channel::new(0), Mode::Immediate)?;
+                .send_short(1, h, [t0, 0, 0, 0], Channel::new(0), Delivery::Immediate)?;
             // Wait as any Spools program waits (spin, then sleep), as the pipe
             // measurement below blocks in a read.
-            w.comm().wait_for(|| replies.load(Ordering::Acquire) > i)?;
+            w.worker()
+                .wait_for(|| replies.load(Ordering::Acquire) > i)?;
             wake.push((now_ns() - t0) as f64 / 1e3);
         } else {
-            w.comm()
+            w.worker()
                 .wait_for(|| arrived.load(Ordering::Acquire) >= 2 + i)?;
             w.endpoint()
-                .send_short(0, h_pong, [0; 4], Channel::new(0), Mode::Immediate)?;
+                .send_short(0, h_pong, [0; 4], Channel::new(0), Delivery::Immediate)?;
         }
     }
 

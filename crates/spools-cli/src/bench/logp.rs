@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use serde_json::json;
-use spools::{Channel, HandlerId, Mode, World};
+use spools::{Channel, Delivery, HandlerId, World};
 
 use super::probe::{self, round};
 use super::{busy, median, need_two, start, transport_name, CommonArgs};
@@ -27,7 +27,7 @@ fn send(w: &mut World, h: HandlerId, bytes: usize, i: u64, payload: &[u8]) -> Re
     let peer = 1 - w.rank();
     if bytes <= 32 {
         w.endpoint()
-            .send_short(peer, h, [i, 0, 0, 0], Channel::new(0), Mode::Immediate)?;
+            .send_short(peer, h, [i, 0, 0, 0], Channel::new(0), Delivery::Immediate)?;
     } else {
         w.endpoint()
             .send_bulk(peer, h, [i, 0, 0, 0], &payload[..bytes], Channel::new(0))?;
@@ -40,11 +40,11 @@ fn signature(w: &mut World, bytes: usize, reps: usize) -> Result<Sig> {
     let count = Arc::new(AtomicU64::new(0));
     let name = format!("logp.{bytes}");
     let c = count.clone();
-    w.comm().register(&name, move |_| {
+    w.worker().register(&name, move |_| {
         c.fetch_add(1, Ordering::Release);
     })?;
-    w.comm().sync_handlers()?;
-    let h = w.comm().handler_id(&name)?;
+    w.worker().sync_handlers()?;
+    let h = w.worker().handler_id(&name)?;
     let payload = vec![7u8; 64];
     let (mut os, mut or, mut g, mut half) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut expect = 0u64;
@@ -71,7 +71,7 @@ fn signature(w: &mut World, bytes: usize, reps: usize) -> Result<Sig> {
             }
         } else {
             expect += BURST;
-            w.comm()
+            w.worker()
                 .wait_for(|| count.load(Ordering::Acquire) >= expect)?;
         }
         w.barrier()?;
@@ -86,7 +86,7 @@ fn signature(w: &mut World, bytes: usize, reps: usize) -> Result<Sig> {
             // Let the burst land while not polling, then time the handling.
             busy(Duration::from_millis(3));
             let t = Instant::now();
-            w.comm()
+            w.worker()
                 .wait_for(|| count.load(Ordering::Acquire) >= expect)?;
             or.push(t.elapsed().as_nanos() as f64 / 1e3 / BURST as f64);
         }
@@ -104,7 +104,7 @@ fn signature(w: &mut World, bytes: usize, reps: usize) -> Result<Sig> {
         }
         if me == 1 {
             expect += n;
-            w.comm()
+            w.worker()
                 .wait_for(|| count.load(Ordering::Acquire) >= expect)?;
         }
     }
@@ -118,10 +118,10 @@ fn signature(w: &mut World, bytes: usize, reps: usize) -> Result<Sig> {
         for i in 0..n {
             if me == 0 {
                 send(w, h, bytes, i, &payload)?;
-                w.comm()
+                w.worker()
                     .wait_for(|| count.load(Ordering::Acquire) > base + i)?;
             } else {
-                w.comm()
+                w.worker()
                     .wait_for(|| count.load(Ordering::Acquire) > base + i)?;
                 send(w, h, bytes, i, &payload)?;
             }

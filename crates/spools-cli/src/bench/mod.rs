@@ -283,7 +283,7 @@ fn start(c: &CommonArgs) -> Result<World> {
 
 /// The transport that carries traffic to `peer`, by name.
 fn transport_name(w: &World, peer: u32) -> &'static str {
-    match w.comm().route(peer) {
+    match w.worker().route(peer) {
         Ok(spools::Route::Shm) => "shm",
         Ok(spools::Route::Tcp) => "tcp",
         _ => "self",

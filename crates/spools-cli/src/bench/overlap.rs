@@ -35,7 +35,7 @@ pub(crate) fn run(a: &OverlapArgs) -> Result<()> {
     let w = start(&a.common)?;
     need_two(&w, "overlap")?;
     let me = w.rank();
-    let threaded = w.comm().config().progress_thread;
+    let threaded = w.worker().config().progress_thread;
     let sizes: Vec<usize> = a
         .sizes
         .iter()

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use spools::{Channel, Mode, World};
+use spools::{Channel, Delivery, World};
 
 use super::probe::{self, round};
 use super::{median, need_two, parse_size, plot, start, transport_name, PingpongArgs};
@@ -133,18 +133,18 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
     let count = Arc::new(AtomicU64::new(0));
     for name in ["pp.short", "pp.bulk"] {
         let c = count.clone();
-        w.comm()
+        w.worker()
             .register(name, move |_| {
                 c.fetch_add(1, Ordering::Release);
             })
             .context("registering handlers")?;
     }
-    w.comm().sync_handlers()?;
-    let h_short = w.comm().handler_id("pp.short")?;
-    let h_bulk = w.comm().handler_id("pp.bulk")?;
-    let bulk_limit = w.comm().config().bulk_limit as usize;
+    w.worker().sync_handlers()?;
+    let h_short = w.worker().handler_id("pp.short")?;
+    let h_bulk = w.worker().handler_id("pp.bulk")?;
+    let bulk_limit = w.worker().config().bulk_limit as usize;
     let max = sizes.iter().copied().max().unwrap_or(8).max(8);
-    let region = w.comm().region(max)?;
+    let region = w.worker().region(max)?;
     let keys = w.allgather_bytes(&region.key().to_le_bytes())?;
     let peer_key = u32::from_le_bytes(keys[peer as usize][..4].try_into().unwrap_or([0; 4]));
     let reps = a.common.reps.max(1);
@@ -156,14 +156,14 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
     // Short: handler id + 4 u64, reported as 8 B (the smallest point).
     let mut global = 0u64;
     let counted = |w: &mut World, it: Iter| -> Result<()> {
-        w.comm()
+        w.worker()
             .wait_for(|| count.load(Ordering::Acquire) >= it.target)?;
         Ok(())
     };
     let send_short = |w: &mut World, it: Iter| -> Result<()> {
         let args = [it.i, 0, 0, 0];
         w.endpoint()
-            .send_short(peer, h_short, args, Channel::new(0), Mode::Immediate)?;
+            .send_short(peer, h_short, args, Channel::new(0), Delivery::Immediate)?;
         Ok(())
     };
     let short = vec![Point {
@@ -218,7 +218,7 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
         let landed = |w: &mut World, it: Iter| -> Result<()> {
             let mut last = [0u8; 1];
             let want = tick(it);
-            w.comm()
+            w.worker()
                 .wait_for(|| region.read(s - 1, &mut last).is_ok() && last[0] == want)?;
             Ok(())
         };

@@ -7,28 +7,28 @@ use std::time::Instant;
 
 use anyhow::Result;
 use serde_json::json;
-use spools::{Channel, Mode, World};
+use spools::{Channel, Delivery, World};
 
 use super::probe::{self, round};
 use super::{median, need_two, start, transport_name, RateArgs};
 
 /// Messages per second (median over `reps`) for `messages` shorts in `mode`.
-pub(crate) fn measure(w: &mut World, mode: Mode, messages: u64, reps: usize) -> Result<f64> {
+pub(crate) fn measure(w: &mut World, mode: Delivery, messages: u64, reps: usize) -> Result<f64> {
     let me = w.rank();
     let count = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicU64::new(0));
     let name = format!("rate.count.{mode:?}");
     let c = count.clone();
-    w.comm().register(&name, move |_| {
+    w.worker().register(&name, move |_| {
         c.fetch_add(1, Ordering::Relaxed);
     })?;
     let d = done.clone();
-    w.comm().register(&format!("{name}.done"), move |_| {
+    w.worker().register(&format!("{name}.done"), move |_| {
         d.fetch_add(1, Ordering::Release);
     })?;
-    w.comm().sync_handlers()?;
-    let h = w.comm().handler_id(&name)?;
-    let h_done = w.comm().handler_id(&format!("{name}.done"))?;
+    w.worker().sync_handlers()?;
+    let h = w.worker().handler_id(&name)?;
+    let h_done = w.worker().handler_id(&format!("{name}.done"))?;
     let mut v = Vec::new();
     for rep in 0..=reps {
         w.barrier()?;
@@ -40,16 +40,17 @@ pub(crate) fn measure(w: &mut World, mode: Mode, messages: u64, reps: usize) -> 
             }
             ep.flush()?;
             let want = rep as u64 + 1;
-            w.comm().wait_for(|| done.load(Ordering::Acquire) >= want)?;
+            w.worker()
+                .wait_for(|| done.load(Ordering::Acquire) >= want)?;
             if rep > 0 {
                 v.push(messages as f64 / t.elapsed().as_secs_f64());
             }
         } else {
             let want = (rep as u64 + 1) * messages;
-            w.comm()
+            w.worker()
                 .wait_for(|| count.load(Ordering::Relaxed) >= want)?;
             w.endpoint()
-                .send_short(0, h_done, [0; 4], Channel::new(0), Mode::Immediate)?;
+                .send_short(0, h_done, [0; 4], Channel::new(0), Delivery::Immediate)?;
         }
     }
     Ok(median(&mut v))
@@ -60,8 +61,8 @@ pub(crate) fn run(a: &RateArgs) -> Result<()> {
     need_two(&w, "rate")?;
     let before = probe::run(&w)?;
     let reps = a.common.reps.max(1);
-    let immediate = measure(&mut w, Mode::Immediate, a.messages, reps)?;
-    let batched = measure(&mut w, Mode::Batched, a.messages, reps)?;
+    let immediate = measure(&mut w, Delivery::Immediate, a.messages, reps)?;
+    let batched = measure(&mut w, Delivery::Batched, a.messages, reps)?;
     let after = probe::run(&w)?;
     if w.rank() == 0 {
         let transport = transport_name(&w, 1);
@@ -72,7 +73,7 @@ pub(crate) fn run(a: &RateArgs) -> Result<()> {
                     "benchmark": "rate",
                     "transport": transport,
                     "messages": a.messages,
-                    "batch": w.comm().config().batch,
+                    "batch": w.worker().config().batch,
                     "immediate_Mmsgs": round(immediate / 1e6, 2),
                     "batched_Mmsgs": round(batched / 1e6, 2),
                     "probe": before.as_ref().map(probe::Probe::json),
@@ -85,7 +86,7 @@ pub(crate) fn run(a: &RateArgs) -> Result<()> {
             println!(
                 "batched    {:8.2} M messages/s (batches of {})",
                 batched / 1e6,
-                w.comm().config().batch
+                w.worker().config().batch
             );
         }
     }

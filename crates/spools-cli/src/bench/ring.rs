@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use serde_json::json;
-use spools::{Channel, Mode};
+use spools::{Channel, Delivery};
 
 use super::probe::{self, round};
 use super::{median, start, transport_name, RingArgs};
@@ -17,11 +17,11 @@ pub(crate) fn run(a: &RingArgs) -> Result<()> {
     let before = probe::run(&w)?;
     let got = Arc::new(AtomicU64::new(0));
     let g = got.clone();
-    w.comm().register("ring.token", move |_| {
+    w.worker().register("ring.token", move |_| {
         g.fetch_add(1, Ordering::Release);
     })?;
-    w.comm().sync_handlers()?;
-    let h = w.comm().handler_id("ring.token")?;
+    w.worker().sync_handlers()?;
+    let h = w.worker().handler_id("ring.token")?;
     let next = (me + 1) % n;
     let rounds = a.rounds.max(1);
     let mut v = Vec::new();
@@ -35,15 +35,25 @@ pub(crate) fn run(a: &RingArgs) -> Result<()> {
         let t = Instant::now();
         for r in 0..rounds {
             if me == 0 {
-                w.endpoint()
-                    .send_short(next, h, [r, 0, 0, 0], Channel::new(0), Mode::Immediate)?;
-                w.comm()
+                w.endpoint().send_short(
+                    next,
+                    h,
+                    [r, 0, 0, 0],
+                    Channel::new(0),
+                    Delivery::Immediate,
+                )?;
+                w.worker()
                     .wait_for(|| got.load(Ordering::Acquire) > base + r)?;
             } else {
-                w.comm()
+                w.worker()
                     .wait_for(|| got.load(Ordering::Acquire) > base + r)?;
-                w.endpoint()
-                    .send_short(next, h, [r, 0, 0, 0], Channel::new(0), Mode::Immediate)?;
+                w.endpoint().send_short(
+                    next,
+                    h,
+                    [r, 0, 0, 0],
+                    Channel::new(0),
+                    Delivery::Immediate,
+                )?;
             }
         }
         if rep > 0 {

@@ -66,7 +66,7 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
     let series = vec![("tagged", pts)];
     if me == 0 {
         let transport = transport_name(&w, peer);
-        let cfg = w.comm().config();
+        let cfg = w.worker().config();
         let probe_json = |p: &Option<probe::Probe>| p.as_ref().map(probe::Probe::json);
         let doc = json!({
             "benchmark": "pingpong",

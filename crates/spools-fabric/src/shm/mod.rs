@@ -8,8 +8,8 @@
 //! segment; a sender rings it only when the receiver says it sleeps, so the fast path of a
 //! small message makes no system call.
 
+mod copy_probe;
 mod futex;
-mod probe;
 mod raw;
 mod ring;
 mod segment;
@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use spools_boot::client::Bootstrap;
 use spools_boot::config::{show_size, Config};
-use spools_boot::job::JobState;
+use spools_boot::health::JobHealth;
 
 use crate::lock::TryLock;
 use crate::{Caps, FabricError, Incoming, Priority, SingleCopy, Transport};
@@ -50,7 +50,7 @@ pub struct ShmTransport {
     /// Local ranks whose rings held corrupt data: no longer read.
     bad: Vec<std::sync::atomic::AtomicBool>,
     caps: Caps,
-    state: Arc<JobState>,
+    state: Arc<JobHealth>,
     notes: Vec<String>,
 }
 
@@ -192,7 +192,7 @@ impl ShmTransport {
             .collect();
         let rings = local.len() * usize::from(cfg.lanes) * 2;
         let (single_copy, single_copy_reason) = if local.len() > 1 {
-            probe::choose(cfg.single_copy)
+            copy_probe::choose(cfg.single_copy)
         } else {
             (SingleCopy::None, "no other rank on this host".into())
         };
@@ -424,6 +424,6 @@ impl Transport for ShmTransport {
 /// Runs the start-up probe that chooses how large shared-memory transfers are copied:
 /// kernel-assisted single copy or a pipelined copy through the rings. Returns the choice
 /// and the measurements behind it.
-pub fn probe_single_copy(cfg: spools_boot::config::SingleCopy) -> (SingleCopy, String) {
-    probe::choose(cfg)
+pub fn probe_single_copy(cfg: spools_boot::config::SingleCopyChoice) -> (SingleCopy, String) {
+    copy_probe::choose(cfg)
 }

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use spools_boot::client::Bootstrap;
 use spools_boot::config::Config;
-use spools_boot::job::JobState;
+use spools_boot::health::JobHealth;
 use spools_proto::auth::Secret;
 use spools_proto::handshake::{Identity, Purpose};
 
@@ -70,7 +70,7 @@ pub struct TcpTransport {
     me: u32,
     addrs: Vec<Option<SocketAddr>>,
     secret: Secret,
-    state: Arc<JobState>,
+    state: Arc<JobHealth>,
     lanes: Vec<TryLock<HashMap<(u32, u8), TxConn>>>,
     /// Lanes whose connections hold queued bytes (bit per lane).
     queued: std::sync::atomic::AtomicU64,

@@ -65,7 +65,7 @@ impl Communicator {
             .name(format!("spools-{op}"))
             .spawn(move || f(&c, tag))
             .map_err(|e| {
-                MsgError::Comm(spools_comm::CommError::BadArgument(format!(
+                MsgError::Am(spools_am::AmError::BadArgument(format!(
                     "cannot start a thread for {op}: {e}"
                 )))
             })?;

@@ -4,7 +4,7 @@
 //! For one dimension, side A's coordinate `ca` and side B's coordinate `cb` share a set of
 //! global indices; within each maximal piece both local indices advance by one. Everything
 //! repeats with period `L = lcm(period_A, period_B)`, while each side's local index advances
-//! by a fixed amount per period. A [`DimSegs`] describes one period as a list of chunks and
+//! by a fixed amount per period. A [`DimIntersection`] describes one period as a list of chunks and
 //! repeats it, then adds a tail. Within the period, a chunk is either a plain list of pieces
 //! or, inside one block of the side with fewer blocks, the other side's pattern repeated.
 //! So its size is bounded by the blocks of the sparser side in one period, never by the
@@ -114,7 +114,7 @@ impl Chunk {
 /// common period, repeated `reps` times (each repetition shifted by `adv_a` / `adv_b` local
 /// indices), then the tail's chunks.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct DimSegs {
+pub(crate) struct DimIntersection {
     body: Vec<Chunk>,
     reps: u64,
     adv_a: u64,
@@ -232,7 +232,7 @@ impl Span<'_> {
     }
 }
 
-impl DimSegs {
+impl DimIntersection {
     /// The segments of dimension `x` (coordinate `ca`) against `y` (coordinate `cb`).
     /// Both must describe the same extent.
     pub(crate) fn new(x: &DimMap, ca: u64, y: &DimMap, cb: u64) -> Self {
@@ -244,7 +244,7 @@ impl DimSegs {
         let segs = match period {
             Some(l) => {
                 let reps = n / l;
-                DimSegs {
+                DimIntersection {
                     body: span.describe(0, l),
                     reps,
                     adv_a: (l / tx) * x.b,
@@ -252,7 +252,7 @@ impl DimSegs {
                     tail: span.describe(reps * l, n),
                 }
             }
-            None => DimSegs {
+            None => DimIntersection {
                 body: Vec::new(),
                 reps: 0,
                 adv_a: 0,
@@ -307,7 +307,7 @@ impl DimSegs {
             }
         }
         extend(&mut head, std::mem::take(&mut self.tail));
-        DimSegs {
+        DimIntersection {
             body: Vec::new(),
             reps: 0,
             adv_a: 0,
@@ -344,7 +344,7 @@ impl DimSegs {
     }
 }
 
-/// A position in a [`DimSegs`]; `next` yields merged segments.
+/// A position in a [`DimIntersection`]; `next` yields merged segments.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct SegCursor {
     /// Repetition of the body, or `reps` once in the tail.
@@ -354,7 +354,7 @@ pub(crate) struct SegCursor {
 }
 
 impl SegCursor {
-    fn take(&mut self, d: &DimSegs) -> Option<Seg> {
+    fn take(&mut self, d: &DimIntersection) -> Option<Seg> {
         loop {
             let in_body = self.rep < d.reps;
             let chunks = if in_body { &d.body } else { &d.tail };
@@ -385,7 +385,7 @@ impl SegCursor {
     }
 
     /// The next merged segment of `d`, or `None` at the end.
-    pub(crate) fn next(&mut self, d: &DimSegs) -> Option<Seg> {
+    pub(crate) fn next(&mut self, d: &DimIntersection) -> Option<Seg> {
         let mut cur = self.take(d)?;
         loop {
             let save = *self;
@@ -422,7 +422,7 @@ mod tests {
         out
     }
 
-    fn all(d: &DimSegs) -> Vec<Seg> {
+    fn all(d: &DimIntersection) -> Vec<Seg> {
         let mut c = d.cursor();
         std::iter::from_fn(|| c.next(d)).collect()
     }
@@ -452,7 +452,7 @@ mod tests {
                     };
                     for ca in 0..px {
                         for cb in 0..py {
-                            let d = DimSegs::new(&x, ca, &y, cb);
+                            let d = DimIntersection::new(&x, ca, &y, cb);
                             assert_eq!(all(&d), brute(&x, ca, &y, cb), "{x:?} {ca} {y:?} {cb}");
                             assert_eq!(d.is_empty(), all(&d).is_empty());
                         }
@@ -469,7 +469,7 @@ mod tests {
             b: 1,
             p: 2,
         };
-        let d = DimSegs::new(&x, 1, &x, 1);
+        let d = DimIntersection::new(&x, 1, &x, 1);
         assert_eq!(
             d.single(),
             Some(Seg {
@@ -487,7 +487,7 @@ mod tests {
             b: 1,
             p: 2,
         };
-        let d = DimSegs::new(&x, 0, &x, 1);
+        let d = DimIntersection::new(&x, 0, &x, 1);
         assert!(d.is_empty());
         assert_eq!(d.stored(), 0);
     }
@@ -502,7 +502,10 @@ mod tests {
         };
         let y = DimMap { n, b: 3, p: 5 };
         for (ca, cb) in [(0, 0), (1, 2), (2, 4)] {
-            for d in [DimSegs::new(&x, ca, &y, cb), DimSegs::new(&y, cb, &x, ca)] {
+            for d in [
+                DimIntersection::new(&x, ca, &y, cb),
+                DimIntersection::new(&y, cb, &x, ca),
+            ] {
                 assert!(d.stored() < 16, "stored {}", d.stored());
                 let mut c = d.cursor();
                 assert_eq!(std::iter::from_fn(|| c.next(&d)).take(1000).count(), 1000);
@@ -522,7 +525,7 @@ mod tests {
             b: 7,
             p: 2,
         };
-        let d = DimSegs::new(&x, 2, &y, 1);
+        let d = DimIntersection::new(&x, 2, &y, 1);
         assert!(d.stored() < 64, "stored {}", d.stored());
         let mut c = d.cursor();
         let first: Vec<Seg> = std::iter::from_fn(|| c.next(&d)).take(50).collect();

@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use spools_boot::config::SingleCopy as Choice;
+use spools_boot::config::SingleCopyChoice as Choice;
 
 use crate::SingleCopy;
 

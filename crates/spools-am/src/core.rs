@@ -16,7 +16,7 @@ use spools_proto::am::{
 
 use crate::region::{RegionMem, Regions};
 use crate::registry::Registry;
-use crate::{CommError, Msg};
+use crate::{ActiveMessage, AmError};
 
 /// Longest single sleep in a wait; waits re-check the watchdog at least this often.
 pub(crate) const NAP: Duration = Duration::from_millis(50);
@@ -91,7 +91,7 @@ pub(crate) struct Core {
     pub(crate) next_key: AtomicU32,
     pub(crate) ops: Mutex<HashMap<u32, OpState>>,
     pub(crate) next_token: AtomicU32,
-    pub(crate) errors: Mutex<VecDeque<CommError>>,
+    pub(crate) errors: Mutex<VecDeque<AmError>>,
     pub(crate) poll: Mutex<PollState>,
     pub(crate) self_queue: Mutex<VecDeque<(u16, Priority, Vec<u8>)>>,
     /// Messages in `self_queue` (checked without the lock).
@@ -108,7 +108,7 @@ pub(crate) struct Core {
     pub(crate) fragment: usize,
     /// Chunk size of fragmented transfers through TCP.
     pub(crate) fragment_tcp: usize,
-    /// Work of upper layers run at the end of every progress round (see `Comm::add_poller`).
+    /// Work of upper layers run at the end of every progress round (see `Worker::add_poller`).
     pub(crate) pollers: RwLock<Vec<Poller>>,
     /// Whether `pollers` is non-empty (checked without the lock).
     pub(crate) has_pollers: std::sync::atomic::AtomicBool,
@@ -116,22 +116,22 @@ pub(crate) struct Core {
 
 /// Work an upper layer adds to every progress round; returns how much it did. It runs on
 /// the thread that progresses, under the progress lock: it must not block.
-pub type Poller = Arc<dyn Fn() -> Result<usize, CommError> + Send + Sync>;
+pub type Poller = Arc<dyn Fn() -> Result<usize, AmError> + Send + Sync>;
 
 impl Core {
-    pub(crate) fn transport(&self, peer: u32) -> Result<&Arc<dyn Transport>, CommError> {
+    pub(crate) fn transport(&self, peer: u32) -> Result<&Arc<dyn Transport>, AmError> {
         let t = match self.routes.get(peer as usize) {
             Some(Route::Shm) => self.shm.as_ref(),
             Some(Route::Tcp) => self.tcp.as_ref(),
             Some(Route::Local) => None,
             None => {
-                return Err(CommError::BadRank {
+                return Err(AmError::BadRank {
                     rank: peer,
                     size: self.size,
                 })
             }
         };
-        t.ok_or(CommError::Fabric(FabricError::Unreachable(peer)))
+        t.ok_or(AmError::Fabric(FabricError::Unreachable(peer)))
     }
 
     /// Chunk size of fragmented transfers to `peer`.
@@ -142,9 +142,9 @@ impl Core {
         }
     }
 
-    pub(crate) fn check_rank(&self, peer: u32) -> Result<(), CommError> {
+    pub(crate) fn check_rank(&self, peer: u32) -> Result<(), AmError> {
         if peer >= self.size {
-            return Err(CommError::BadRank {
+            return Err(AmError::BadRank {
                 rank: peer,
                 size: self.size,
             });
@@ -159,7 +159,7 @@ impl Core {
         prio: Priority,
         peer: u32,
         parts: &[&[u8]],
-    ) -> Result<(), CommError> {
+    ) -> Result<(), AmError> {
         if peer == self.rank {
             self.check_rank(peer)?;
             self.self_queue
@@ -197,7 +197,7 @@ impl Core {
         done: impl FnMut() -> bool,
         peer: Option<u32>,
         report_async: bool,
-    ) -> Result<(), CommError> {
+    ) -> Result<(), AmError> {
         self.wait_until_or(done, || false, peer, report_async)
             .map(|_| ())
     }
@@ -210,7 +210,7 @@ impl Core {
         mut stop: impl FnMut() -> bool,
         peer: Option<u32>,
         report_async: bool,
-    ) -> Result<bool, CommError> {
+    ) -> Result<bool, AmError> {
         let mut backoff = Backoff::new(self.spin, self.oversubscribed);
         loop {
             if done() {
@@ -231,7 +231,7 @@ impl Core {
                 None => self.boot.state().any_failure(),
             };
             if let Some(f) = failure {
-                return Err(CommError::Fabric(FabricError::PeerFailed(f.to_string())));
+                return Err(AmError::Fabric(FabricError::PeerFailed(f.to_string())));
             }
             if stop() {
                 return Ok(false);
@@ -271,7 +271,7 @@ impl Core {
 
     /// Runs handlers for waiting messages and sends owed replies; returns how many
     /// messages were handled. Only one thread progresses at a time; others get `Ok(0)`.
-    pub(crate) fn progress(&self) -> Result<usize, CommError> {
+    pub(crate) fn progress(&self) -> Result<usize, AmError> {
         let mut ps = match self.poll.try_lock() {
             Ok(g) => g,
             // A handler panicked on another thread: the state is still consistent (the
@@ -372,7 +372,7 @@ impl Core {
         ps.deferred.push_back(Deferred::Status(peer, st));
     }
 
-    fn send_deferred(&self, ps: &mut PollState) -> Result<(), CommError> {
+    fn send_deferred(&self, ps: &mut PollState) -> Result<(), AmError> {
         while let Some(d) = ps.deferred.front_mut() {
             let more = match d {
                 Deferred::Status(peer, st) => {
@@ -441,7 +441,7 @@ impl Core {
         prio: Priority,
         peer: u32,
         parts: &[&[u8]],
-    ) -> Result<bool, CommError> {
+    ) -> Result<bool, AmError> {
         if peer == self.rank {
             self.self_queue
                 .lock()
@@ -476,7 +476,7 @@ impl Core {
     fn run_short(&self, from: u32, s: &Short, ps: &mut PollState) {
         match ps.handlers.get(s.handler as usize).and_then(Option::as_ref) {
             Some(h) => {
-                h(&Msg {
+                h(&ActiveMessage {
                     from,
                     channel: s.channel,
                     args: s.args,
@@ -502,9 +502,9 @@ impl Core {
         ps: &mut PollState,
         inc: Incoming<'_>,
         completed: &mut bool,
-    ) -> Result<(), CommError> {
+    ) -> Result<(), AmError> {
         let from = inc.from;
-        let (hdr, payload) = AmHeader::decode(inc.bytes).map_err(|e| CommError::Protocol {
+        let (hdr, payload) = AmHeader::decode(inc.bytes).map_err(|e| AmError::Protocol {
             peer: from,
             what: e.to_string(),
         })?;
@@ -537,7 +537,7 @@ impl Core {
                     let Ok(rec) = <&[u8; SHORT_LEN]>::try_from(rec) else {
                         continue;
                     };
-                    let s = Short::from_array(rec).map_err(|e| CommError::Protocol {
+                    let s = Short::from_array(rec).map_err(|e| AmError::Protocol {
                         peer: from,
                         what: e.to_string(),
                     })?;
@@ -548,7 +548,7 @@ impl Core {
                 // A peer's announced total is bounded by this rank's own bulk limit, so
                 // reassembly never grows past it.
                 if u64::from(b.total) > self.cfg.bulk_limit {
-                    return Err(CommError::Protocol {
+                    return Err(AmError::Protocol {
                         peer: from,
                         what: format!(
                             "bulk message of {} bytes exceeds the bulk limit of {}",
@@ -567,7 +567,7 @@ impl Core {
                     let buf = ps.reasm.entry(key).or_default();
                     if buf.len() != b.offset as usize {
                         ps.reasm.remove(&key);
-                        return Err(CommError::Protocol {
+                        return Err(AmError::Protocol {
                             peer: from,
                             what: format!("bulk fragment at offset {} out of sequence", b.offset),
                         });
@@ -586,7 +586,7 @@ impl Core {
                     .cloned()
                 {
                     Some(h) => {
-                        h(&Msg {
+                        h(&ActiveMessage {
                             from,
                             channel: b.channel,
                             args: b.args,
@@ -687,7 +687,7 @@ impl Core {
                         .read()
                         .unwrap_or_else(PoisonError::into_inner)
                         .name(st.token);
-                    self.push_error(CommError::NoHandlerAtTarget {
+                    self.push_error(AmError::NoHandlerAtTarget {
                         peer: from,
                         id: st.token,
                         name,
@@ -700,7 +700,7 @@ impl Core {
     }
 
     /// Records an error for the next `poll` to return.
-    pub(crate) fn push_error(&self, e: CommError) {
+    pub(crate) fn push_error(&self, e: AmError) {
         self.errors
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -709,7 +709,7 @@ impl Core {
     }
 
     /// Takes the oldest recorded error.
-    pub(crate) fn take_error(&self) -> Option<CommError> {
+    pub(crate) fn take_error(&self) -> Option<AmError> {
         if self.error_count.load(Ordering::Acquire) == 0 {
             return None;
         }

@@ -1,24 +1,24 @@
 //! The comm layer of Spools: active messages (GRIM) and the three StarT-X mechanisms.
 //!
 //! - A **handler registry**: handlers are registered locally by name;
-//!   [`Comm::sync_handlers`] (collective) merges every rank's names at rank 0 and gives all
+//!   [`Worker::sync_handlers`] (collective) merges every rank's names at rank 0 and gives all
 //!   ranks the same name-to-id table. A message for an id in the table that the target has
 //!   no handler for is dropped there and reported back to the sender as
-//!   [`CommError::NoHandlerAtTarget`]; a message for an id beyond the target's table (it
+//!   [`AmError::NoHandlerAtTarget`]; a message for an id beyond the target's table (it
 //!   has not installed the table yet) is held until it has, up to 64 MiB.
 //! - **Message kinds**: *short* (handler id and four `u64` arguments), *bulk* (the same
 //!   plus a payload up to the bulk limit, fragmented and reassembled transparently) and
 //!   *memory* ([`Endpoint::put`] / [`Endpoint::get`] on a registered [`Region`] of the
 //!   target, bounds-checked there; no handler runs).
-//! - **Modes**: [`Mode::Immediate`] hands each message to the transport at once;
-//!   [`Mode::Batched`] collects short messages in a host-memory queue and hands them over
+//! - **Modes**: [`Delivery::Immediate`] hands each message to the transport at once;
+//!   [`Delivery::Batched`] collects short messages in a host-memory queue and hands them over
 //!   together; memory transfers of any size are packetised automatically (remote memory
 //!   transfer).
 //! - **Channels and priorities**: an [`Endpoint`] owns a sending lane, so endpoints never
 //!   contend; messages of one [`Channel`] arrive in order; high-priority channels have
 //!   rings and connections of their own and are served first.
 //! - **Flow control**: buffers are bounded; a sender facing a full receiver serves its own
-//!   incoming traffic while it waits. **Progress**: [`Comm::poll`] runs handlers on the
+//!   incoming traffic while it waits. **Progress**: [`Worker::poll`] runs handlers on the
 //!   calling thread; with `progress_thread = true` a background thread runs them.
 
 mod core;
@@ -42,13 +42,13 @@ pub use crate::core::{Poller, Route};
 
 /// Chunk size of fragmented transfers over TCP.
 const TCP_FRAGMENT: usize = 1 << 20;
-pub use error::CommError;
+pub use error::AmError;
 pub use region::{Region, RegionKey};
 pub use registry::{Handler, HandlerId};
 
 /// A message as a handler sees it.
 #[derive(Debug)]
-pub struct Msg<'a> {
+pub struct ActiveMessage<'a> {
     /// Sending rank.
     pub from: u32,
     /// Channel it travelled on.
@@ -61,7 +61,7 @@ pub struct Msg<'a> {
 
 /// How a short message is handed over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
+pub enum Delivery {
     /// Now: lowest latency.
     #[default]
     Immediate,
@@ -122,7 +122,7 @@ impl Channel {
 
 /// The comm layer of one rank. Cheap to clone (shared).
 #[derive(Clone)]
-pub struct Comm {
+pub struct Worker {
     core: Arc<Core>,
     free_lanes: Arc<Mutex<Vec<usize>>>,
     /// Held for its `Drop`, which stops the progress thread when the last clone goes.
@@ -141,9 +141,9 @@ impl Drop for ProgressThread {
     }
 }
 
-impl std::fmt::Debug for Comm {
+impl std::fmt::Debug for Worker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Comm")
+        f.debug_struct("Worker")
             .field("rank", &self.core.rank)
             .field("size", &self.core.size)
             .field("routes", &self.core.routes)
@@ -151,7 +151,7 @@ impl std::fmt::Debug for Comm {
     }
 }
 
-impl Comm {
+impl Worker {
     /// Builds the comm layer over the job's transports; `routes[r]` says which one
     /// reaches rank `r`.
     pub fn new(
@@ -161,7 +161,7 @@ impl Comm {
         tcp: Option<Arc<dyn Transport>>,
         routes: Vec<Route>,
         local_ranks: usize,
-    ) -> Comm {
+    ) -> Worker {
         // Chunks of fragmented transfers: the configured size through shared memory
         // (pipelined through the rings); larger through TCP, where each chunk costs a
         // system call.
@@ -248,7 +248,7 @@ impl Comm {
         } else {
             vec![0]
         };
-        Comm {
+        Worker {
             _progress: Arc::new(ProgressThread {
                 stop,
                 core: core.clone(),
@@ -271,8 +271,8 @@ impl Comm {
     /// How this rank reaches `peer`.
     ///
     /// # Errors
-    /// [`CommError::BadRank`].
-    pub fn route(&self, peer: u32) -> Result<Route, CommError> {
+    /// [`AmError::BadRank`].
+    pub fn route(&self, peer: u32) -> Result<Route, AmError> {
         self.core.check_rank(peer)?;
         Ok(self.core.routes[peer as usize])
     }
@@ -282,16 +282,16 @@ impl Comm {
         &self.core.cfg
     }
 
-    /// Registers a handler under `name` on this rank. Call [`Comm::sync_handlers`]
+    /// Registers a handler under `name` on this rank. Call [`Worker::sync_handlers`]
     /// afterwards (on every rank) to give it a global id.
     ///
     /// # Errors
-    /// [`CommError::DuplicateHandler`].
+    /// [`AmError::DuplicateHandler`].
     pub fn register(
         &self,
         name: &str,
-        h: impl Fn(&Msg<'_>) + Send + Sync + 'static,
-    ) -> Result<(), CommError> {
+        h: impl Fn(&ActiveMessage<'_>) + Send + Sync + 'static,
+    ) -> Result<(), AmError> {
         let r = self
             .core
             .registry
@@ -307,8 +307,8 @@ impl Comm {
     /// new ones are appended.
     ///
     /// # Errors
-    /// [`CommError::Boot`] if a rank died.
-    pub fn sync_handlers(&self) -> Result<(), CommError> {
+    /// [`AmError::Boot`] if a rank died.
+    pub fn sync_handlers(&self) -> Result<(), AmError> {
         let mine = self
             .core
             .registry
@@ -342,8 +342,8 @@ impl Comm {
     /// The global id of a handler name.
     ///
     /// # Errors
-    /// [`CommError::UnknownHandlerName`].
-    pub fn handler_id(&self, name: &str) -> Result<HandlerId, CommError> {
+    /// [`AmError::UnknownHandlerName`].
+    pub fn handler_id(&self, name: &str) -> Result<HandlerId, AmError> {
         self.core
             .registry
             .read()
@@ -364,8 +364,8 @@ impl Comm {
     /// Registers a zero-filled memory region of `len` bytes.
     ///
     /// # Errors
-    /// [`CommError::BadArgument`] if it cannot be allocated.
-    pub fn region(&self, len: usize) -> Result<Region, CommError> {
+    /// [`AmError::BadArgument`] if it cannot be allocated.
+    pub fn region(&self, len: usize) -> Result<Region, AmError> {
         let key = self.core.next_key.fetch_add(1, Ordering::Relaxed);
         Region::new(key, len, self.core.regions.clone())
     }
@@ -373,9 +373,9 @@ impl Comm {
     /// Runs handlers for the messages that have arrived; returns how many were handled.
     ///
     /// # Errors
-    /// Errors reported back by targets ([`CommError::NoHandlerAtTarget`]), transport
+    /// Errors reported back by targets ([`AmError::NoHandlerAtTarget`]), transport
     /// failures, malformed messages.
-    pub fn poll(&self) -> Result<usize, CommError> {
+    pub fn poll(&self) -> Result<usize, AmError> {
         let n = self.core.progress()?;
         if let Some(e) = self.core.take_error() {
             return Err(e);
@@ -383,20 +383,20 @@ impl Comm {
         Ok(n)
     }
 
-    /// One round of progress, like [`Comm::poll`], but errors that targets reported back
+    /// One round of progress, like [`Worker::poll`], but errors that targets reported back
     /// stay queued for `poll` (for upper layers that drive progress on their own behalf).
     ///
     /// # Errors
     /// Transport failures and malformed messages.
-    pub fn progress(&self) -> Result<usize, CommError> {
+    pub fn progress(&self) -> Result<usize, AmError> {
         self.core.progress()
     }
 
     /// Adds work to every progress round, on whichever thread progresses (the caller of
     /// `poll` or a wait, or the progress thread). Upper layers use it to send what their
     /// handlers decided (handlers must not send: they run under the progress lock). The
-    /// poller must not block; it sends with [`Comm::try_send_short_now`] and
-    /// [`Comm::try_send_bulk_now`].
+    /// poller must not block; it sends with [`Worker::try_send_short_now`] and
+    /// [`Worker::try_send_bulk_now`].
     pub fn add_poller(&self, p: Poller) {
         self.core
             .pollers
@@ -407,7 +407,7 @@ impl Comm {
     }
 
     /// The largest payload a bulk message to `peer` carries in one fragment (what
-    /// [`Comm::try_send_bulk_now`] accepts).
+    /// [`Worker::try_send_bulk_now`] accepts).
     pub fn max_fragment(&self, peer: u32) -> usize {
         self.core
             .fragment_for(peer)
@@ -419,17 +419,17 @@ impl Comm {
     /// is reported by every wait).
     ///
     /// # Errors
-    /// [`CommError::UnknownHandlerId`], [`CommError::BadRank`], transport failures.
+    /// [`AmError::UnknownHandlerId`], [`AmError::BadRank`], transport failures.
     pub fn try_send_short_now(
         &self,
         peer: u32,
         h: HandlerId,
         args: [u64; 4],
         channel: u16,
-    ) -> Result<bool, CommError> {
+    ) -> Result<bool, AmError> {
         self.core.check_rank(peer)?;
         if h.0 as usize >= self.core.table_len.load(Ordering::Relaxed) {
-            return Err(CommError::UnknownHandlerId(h.0));
+            return Err(AmError::UnknownHandlerId(h.0));
         }
         let mut b = [0u8; SHORT_LEN];
         Short {
@@ -442,25 +442,25 @@ impl Comm {
         self.core.try_send_lane0(Priority::Low, peer, &[&b])
     }
 
-    /// Tries to send a bulk message of one fragment (at most [`Comm::max_fragment`]) on
+    /// Tries to send a bulk message of one fragment (at most [`Worker::max_fragment`]) on
     /// the progress engine's lane without waiting; `Ok(false)` if the peer has no room.
     ///
     /// # Errors
-    /// [`CommError::TooLarge`] above one fragment, and as [`Comm::try_send_short_now`].
+    /// [`AmError::TooLarge`] above one fragment, and as [`Worker::try_send_short_now`].
     pub fn try_send_bulk_now(
         &self,
         peer: u32,
         h: HandlerId,
         args: [u64; 4],
         payload: &[u8],
-    ) -> Result<bool, CommError> {
+    ) -> Result<bool, AmError> {
         self.core.check_rank(peer)?;
         if h.0 as usize >= self.core.table_len.load(Ordering::Relaxed) {
-            return Err(CommError::UnknownHandlerId(h.0));
+            return Err(AmError::UnknownHandlerId(h.0));
         }
         let limit = self.max_fragment(peer);
         if payload.len() > limit {
-            return Err(CommError::TooLarge {
+            return Err(AmError::TooLarge {
                 len: payload.len(),
                 limit,
             });
@@ -493,36 +493,36 @@ impl Comm {
     /// Polls until `cond()` holds: spin, then sleep until woken.
     ///
     /// # Errors
-    /// As [`Comm::poll`]; a dead rank anywhere in the job.
-    pub fn wait_for(&self, cond: impl FnMut() -> bool) -> Result<(), CommError> {
+    /// As [`Worker::poll`]; a dead rank anywhere in the job.
+    pub fn wait_for(&self, cond: impl FnMut() -> bool) -> Result<(), AmError> {
         self.core.wait_until(cond, None, true)
     }
 
-    /// [`Comm::wait_for`] that gives up when `stop()` holds while nothing progresses
+    /// [`Worker::wait_for`] that gives up when `stop()` holds while nothing progresses
     /// (an upper layer's own reason the condition can never hold): `Ok(true)` when `cond`
     /// held, `Ok(false)` when it gave up.
     ///
     /// # Errors
-    /// As [`Comm::wait_for`].
+    /// As [`Worker::wait_for`].
     pub fn wait_for_or(
         &self,
         cond: impl FnMut() -> bool,
         stop: impl FnMut() -> bool,
-    ) -> Result<bool, CommError> {
+    ) -> Result<bool, AmError> {
         self.core.wait_until_or(cond, stop, None, true)
     }
 
     /// Opens an endpoint with a sending lane of its own (for another thread).
     ///
     /// # Errors
-    /// [`CommError::NoLane`] when every lane is taken.
-    pub fn endpoint(&self) -> Result<Endpoint, CommError> {
+    /// [`AmError::NoLane`] when every lane is taken.
+    pub fn endpoint(&self) -> Result<Endpoint, AmError> {
         let lane = self
             .free_lanes
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .pop()
-            .ok_or(CommError::NoLane {
+            .ok_or(AmError::NoLane {
                 lanes: usize::from(self.core.cfg.lanes),
             })?;
         Ok(Endpoint::new(self.clone(), lane))
@@ -561,7 +561,7 @@ impl Comm {
 /// A sender with a lane of its own: one per thread that sends. Batched messages wait in
 /// its queue until the batch is full or [`Endpoint::flush`].
 pub struct Endpoint {
-    comm: Comm,
+    comm: Worker,
     lane: usize,
     batches: Vec<Vec<u8>>,
     batch_count: Vec<u16>,
@@ -603,7 +603,7 @@ impl Drop for OpGuard<'_> {
 }
 
 impl Endpoint {
-    fn new(comm: Comm, lane: usize) -> Endpoint {
+    fn new(comm: Worker, lane: usize) -> Endpoint {
         let n = comm.size() as usize;
         Endpoint {
             comm,
@@ -615,7 +615,7 @@ impl Endpoint {
     }
 
     /// The comm layer this endpoint belongs to.
-    pub fn comm(&self) -> &Comm {
+    pub fn worker(&self) -> &Worker {
         &self.comm
     }
 
@@ -629,9 +629,9 @@ impl Endpoint {
     }
 
     #[inline]
-    fn check_handler(&self, h: HandlerId) -> Result<(), CommError> {
+    fn check_handler(&self, h: HandlerId) -> Result<(), AmError> {
         if h.0 as usize >= self.core().table_len.load(Ordering::Relaxed) {
-            return Err(CommError::UnknownHandlerId(h.0));
+            return Err(AmError::UnknownHandlerId(h.0));
         }
         Ok(())
     }
@@ -639,7 +639,7 @@ impl Endpoint {
     /// Sends a short active message: handler id and four arguments.
     ///
     /// # Errors
-    /// [`CommError::UnknownHandlerId`], [`CommError::BadRank`], transport failures (a
+    /// [`AmError::UnknownHandlerId`], [`AmError::BadRank`], transport failures (a
     /// dead peer).
     #[inline]
     pub fn send_short(
@@ -648,8 +648,8 @@ impl Endpoint {
         h: HandlerId,
         args: [u64; 4],
         ch: Channel,
-        mode: Mode,
-    ) -> Result<(), CommError> {
+        mode: Delivery,
+    ) -> Result<(), AmError> {
         self.core().check_rank(peer)?;
         self.check_handler(h)?;
         let s = Short {
@@ -660,7 +660,7 @@ impl Endpoint {
         };
         let mut b = [0u8; SHORT_LEN];
         s.write(&mut b);
-        if mode == Mode::Batched && !ch.high {
+        if mode == Delivery::Batched && !ch.high {
             let p = peer as usize;
             if self.batches[p].is_empty() {
                 let mut h = Vec::with_capacity(8);
@@ -681,7 +681,7 @@ impl Endpoint {
         self.core().send_raw(self.lane, ch.priority(), peer, &[&b])
     }
 
-    fn flush_peer(&mut self, peer: u32) -> Result<(), CommError> {
+    fn flush_peer(&mut self, peer: u32) -> Result<(), AmError> {
         let p = peer as usize;
         if self.batches[p].is_empty() {
             return Ok(());
@@ -703,7 +703,7 @@ impl Endpoint {
     ///
     /// # Errors
     /// Transport failures.
-    pub fn flush(&mut self) -> Result<(), CommError> {
+    pub fn flush(&mut self) -> Result<(), AmError> {
         let pending = self.pending.clone();
         for peer in pending {
             self.flush_peer(peer)?;
@@ -715,7 +715,7 @@ impl Endpoint {
     /// limit, fragmented as needed; the handler sees the whole payload.
     ///
     /// # Errors
-    /// [`CommError::TooLarge`] above the bulk limit, and as [`Endpoint::send_short`].
+    /// [`AmError::TooLarge`] above the bulk limit, and as [`Endpoint::send_short`].
     pub fn send_bulk(
         &mut self,
         peer: u32,
@@ -723,12 +723,12 @@ impl Endpoint {
         args: [u64; 4],
         payload: &[u8],
         ch: Channel,
-    ) -> Result<(), CommError> {
+    ) -> Result<(), AmError> {
         self.core().check_rank(peer)?;
         self.check_handler(h)?;
         let limit = self.core().cfg.bulk_limit as usize;
         if payload.len() > limit {
-            return Err(CommError::TooLarge {
+            return Err(AmError::TooLarge {
                 len: payload.len(),
                 limit,
             });
@@ -790,7 +790,7 @@ impl Endpoint {
         key: RegionKey,
         offset: u64,
         len: u64,
-    ) -> Result<(), CommError> {
+    ) -> Result<(), AmError> {
         let _guard = OpGuard {
             core: self.core(),
             token,
@@ -815,15 +815,15 @@ impl Endpoint {
             .map_or(StatusCode::Malformed, |o| o.code);
         match code {
             StatusCode::Ok => Ok(()),
-            StatusCode::UnknownRegion => Err(CommError::UnknownRegion { peer, key }),
-            StatusCode::OutOfBounds => Err(CommError::OutOfBounds {
+            StatusCode::UnknownRegion => Err(AmError::UnknownRegion { peer, key }),
+            StatusCode::OutOfBounds => Err(AmError::OutOfBounds {
                 op,
                 peer,
                 key,
                 offset,
                 len,
             }),
-            StatusCode::UnknownHandler | StatusCode::Malformed => Err(CommError::Protocol {
+            StatusCode::UnknownHandler | StatusCode::Malformed => Err(AmError::Protocol {
                 peer,
                 what: format!("{op} answered with {code:?}"),
             }),
@@ -835,14 +835,14 @@ impl Endpoint {
     /// region, touching nothing).
     ///
     /// # Errors
-    /// [`CommError::OutOfBounds`], [`CommError::UnknownRegion`], transport failures.
+    /// [`AmError::OutOfBounds`], [`AmError::UnknownRegion`], transport failures.
     pub fn put(
         &mut self,
         peer: u32,
         key: RegionKey,
         offset: u64,
         data: &[u8],
-    ) -> Result<(), CommError> {
+    ) -> Result<(), AmError> {
         self.core().check_rank(peer)?;
         self.flush_peer(peer)?;
         let token = self.new_op(false, 0, 0);
@@ -866,7 +866,7 @@ impl Endpoint {
                 .send_raw(self.lane, Priority::Low, peer, &[&hdr, &data[off..off + n]])?;
             off += n;
             if last {
-                return Ok::<(), CommError>(());
+                return Ok::<(), AmError>(());
             }
         })();
         if let Err(e) = send {
@@ -890,7 +890,7 @@ impl Endpoint {
         key: RegionKey,
         offset: u64,
         buf: &mut [u8],
-    ) -> Result<(), CommError> {
+    ) -> Result<(), AmError> {
         self.core().check_rank(peer)?;
         self.flush_peer(peer)?;
         let token = self.new_op(true, buf.as_mut_ptr() as usize, buf.len());

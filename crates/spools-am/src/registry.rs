@@ -4,10 +4,10 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use crate::{CommError, Msg};
+use crate::{ActiveMessage, AmError};
 
 /// A handler: runs on the target when a short or bulk message for it arrives.
-pub type Handler = Arc<dyn Fn(&Msg<'_>) + Send + Sync>;
+pub type Handler = Arc<dyn Fn(&ActiveMessage<'_>) + Send + Sync>;
 
 /// A global handler id, the same on every rank after `sync_handlers`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,9 +22,9 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    pub(crate) fn register(&mut self, name: &str, h: Handler) -> Result<(), CommError> {
+    pub(crate) fn register(&mut self, name: &str, h: Handler) -> Result<(), AmError> {
         if self.local.contains_key(name) {
-            return Err(CommError::DuplicateHandler(name.to_string()));
+            return Err(AmError::DuplicateHandler(name.to_string()));
         }
         self.local.insert(name.to_string(), h.clone());
         if let Some(&id) = self.ids.get(name) {
@@ -81,11 +81,11 @@ impl Registry {
         );
     }
 
-    pub(crate) fn id(&self, name: &str) -> Result<HandlerId, CommError> {
+    pub(crate) fn id(&self, name: &str) -> Result<HandlerId, AmError> {
         self.ids
             .get(name)
             .map(|&i| HandlerId(i))
-            .ok_or_else(|| CommError::UnknownHandlerName(name.to_string()))
+            .ok_or_else(|| AmError::UnknownHandlerName(name.to_string()))
     }
 
     /// The id-indexed handler table, shared (the progress engine keeps a copy and

@@ -3,7 +3,7 @@
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use crate::CommError;
+use crate::AmError;
 use std::collections::HashMap;
 
 /// Key that names a region at its owner.
@@ -22,7 +22,7 @@ unsafe impl Send for RegionMem {}
 unsafe impl Sync for RegionMem {}
 
 impl RegionMem {
-    fn new(len: usize) -> Result<RegionMem, CommError> {
+    fn new(len: usize) -> Result<RegionMem, AmError> {
         if len == 0 {
             return Ok(RegionMem {
                 ptr: std::ptr::NonNull::<u64>::dangling().as_ptr() as *mut u8,
@@ -30,11 +30,11 @@ impl RegionMem {
             });
         }
         let layout = Layout::from_size_align(len, 64)
-            .map_err(|_| CommError::BadArgument(format!("region of {len} bytes is too large")))?;
+            .map_err(|_| AmError::BadArgument(format!("region of {len} bytes is too large")))?;
         // SAFETY: layout has a non-zero size.
         let ptr = unsafe { alloc_zeroed(layout) };
         if ptr.is_null() {
-            return Err(CommError::BadArgument(format!(
+            return Err(AmError::BadArgument(format!(
                 "cannot allocate a region of {len} bytes"
             )));
         }
@@ -107,7 +107,7 @@ impl Region {
         key: RegionKey,
         len: usize,
         regions: Arc<Regions>,
-    ) -> Result<Region, CommError> {
+    ) -> Result<Region, AmError> {
         let mem = Arc::new(RegionMem::new(len)?);
         regions
             .write()
@@ -131,9 +131,9 @@ impl Region {
         self.mem.len == 0
     }
 
-    fn check(&self, offset: usize, len: usize) -> Result<(), CommError> {
+    fn check(&self, offset: usize, len: usize) -> Result<(), AmError> {
         if offset.checked_add(len).is_none_or(|e| e > self.mem.len) {
-            return Err(CommError::BadArgument(format!(
+            return Err(AmError::BadArgument(format!(
                 "{len} bytes at offset {offset} do not fit this region of {} bytes",
                 self.mem.len
             )));
@@ -144,8 +144,8 @@ impl Region {
     /// Copies bytes out of the region.
     ///
     /// # Errors
-    /// [`CommError::BadArgument`] if the range leaves the region.
-    pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result<(), CommError> {
+    /// [`AmError::BadArgument`] if the range leaves the region.
+    pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result<(), AmError> {
         self.check(offset, dst.len())?;
         self.mem.read_at(offset, dst);
         Ok(())
@@ -154,8 +154,8 @@ impl Region {
     /// Copies bytes into the region.
     ///
     /// # Errors
-    /// [`CommError::BadArgument`] if the range leaves the region.
-    pub fn write(&self, offset: usize, src: &[u8]) -> Result<(), CommError> {
+    /// [`AmError::BadArgument`] if the range leaves the region.
+    pub fn write(&self, offset: usize, src: &[u8]) -> Result<(), AmError> {
         self.check(offset, src.len())?;
         self.mem.write_at(offset, src);
         Ok(())

@@ -4,7 +4,7 @@ use thiserror::Error;
 
 /// Errors of the comm layer.
 #[derive(Debug, Error)]
-pub enum CommError {
+pub enum AmError {
     /// The transport failed (peer death, corrupt data, system error).
     #[error(transparent)]
     Fabric(#[from] FabricError),

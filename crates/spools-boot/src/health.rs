@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 pub type Waker = Arc<dyn Fn() + Send + Sync>;
 
 /// Shared record of dead ranks.
-pub struct JobState {
+pub struct JobHealth {
     dead: Vec<AtomicBool>,
     causes: Mutex<Vec<Option<String>>>,
     any: AtomicBool,
@@ -27,9 +27,9 @@ pub struct JobState {
     changed: Condvar,
 }
 
-impl std::fmt::Debug for JobState {
+impl std::fmt::Debug for JobHealth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("JobState")
+        f.debug_struct("JobHealth")
             .field("any_dead", &self.any.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
@@ -52,10 +52,10 @@ pub enum Failure {
     ServerLost(String),
 }
 
-impl JobState {
+impl JobHealth {
     /// A job of `size` ranks, all alive.
-    pub fn new(size: u32) -> Arc<JobState> {
-        Arc::new(JobState {
+    pub fn new(size: u32) -> Arc<JobHealth> {
+        Arc::new(JobHealth {
             dead: (0..size).map(|_| AtomicBool::new(false)).collect(),
             causes: Mutex::new(vec![None; size as usize]),
             any: AtomicBool::new(false),
@@ -260,7 +260,7 @@ mod tests {
 
     #[test]
     fn a_collective_is_blocked_only_by_a_rank_that_never_started_it() {
-        let st = JobState::new(4);
+        let st = JobHealth::new(4);
         assert_eq!(st.collective_blocker(3, 0), None);
         // Rank 2 finalised after 2 collectives on context 3 and none on context 5.
         st.mark_finalizing(2, vec![(3, 2), (5, 0)]);
@@ -274,7 +274,7 @@ mod tests {
 
     #[test]
     fn the_root_cause_wins_over_a_lost_rendezvous() {
-        let st = JobState::new(3);
+        let st = JobHealth::new(3);
         st.mark_dead(1, "it exited with status 1");
         st.mark_server_lost("the connection closed");
         // Rank 0 hosted the rendezvous and left because of rank 1: errors about rank 0
@@ -289,13 +289,13 @@ mod tests {
         assert_eq!(st.any_failure(), st.failure_of(0));
         // A verdict already known returns at once; none at all returns after the limit.
         assert!(st.verdict_on(2, Duration::from_secs(60)).is_some());
-        let quiet = JobState::new(2);
+        let quiet = JobHealth::new(2);
         assert_eq!(quiet.verdict_on(1, Duration::from_millis(1)), None);
     }
 
     #[test]
     fn a_verdict_recorded_by_another_thread_ends_the_wait() {
-        let st = JobState::new(2);
+        let st = JobHealth::new(2);
         let s2 = st.clone();
         let t = std::thread::spawn(move || s2.verdict_on(1, Duration::from_secs(60)));
         st.mark_dead(1, "killed by signal 9");
