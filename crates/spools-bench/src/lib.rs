@@ -1,0 +1,1 @@
+//! Spools benchmarks (being moved here from the CLI).

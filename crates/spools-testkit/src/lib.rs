@@ -1,0 +1,1 @@
+//! Spools test kit (dev-only).
