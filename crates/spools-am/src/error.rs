@@ -1,8 +1,10 @@
 use spools_boot::BootError;
 use spools_fabric::FabricError;
+use spools_proto::am::StatusCode;
+use spools_proto::WireError;
 use thiserror::Error;
 
-/// Errors of the comm layer.
+/// Errors of the active-message layer.
 #[derive(Debug, Error)]
 pub enum AmError {
     /// The transport failed (peer death, corrupt data, system error).
@@ -69,17 +71,73 @@ pub enum AmError {
         /// Job size.
         size: u32,
     },
-    /// A local offset or length does not fit the local region or buffer.
-    #[error("{0}")]
-    BadArgument(String),
-    /// A peer sent a message this rank cannot interpret.
-    #[error("malformed message from rank {peer}: {what}")]
-    Protocol {
+    /// A region of this many bytes cannot be described or allocated.
+    #[error("cannot allocate a memory region of {len} bytes")]
+    RegionAlloc {
+        /// Bytes asked for.
+        len: usize,
+    },
+    /// A local read or write of a region leaves it.
+    #[error("{len} bytes at offset {offset} do not fit this region of {region_len} bytes")]
+    OutsideRegion {
+        /// Offset asked.
+        offset: usize,
+        /// Length asked.
+        len: usize,
+        /// The region's length.
+        region_len: usize,
+    },
+    /// A background thread of the runtime could not be started.
+    #[error("cannot start the {what} thread")]
+    ThreadSpawn {
+        /// Which thread ("progress", or the collective it runs).
+        what: &'static str,
+        /// The system's reason.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A peer sent bytes that do not decode as an active message.
+    #[error("malformed message from rank {peer}")]
+    Malformed {
         /// The sender.
         peer: u32,
-        /// What is wrong.
-        what: String,
+        /// What the decoder found.
+        #[source]
+        source: WireError,
     },
+    /// A peer announced a bulk message above this rank's bulk limit.
+    #[error("rank {peer} sent a bulk message of {total} bytes, above the bulk limit of {limit}")]
+    BulkOverLimit {
+        /// The sender.
+        peer: u32,
+        /// Announced length.
+        total: u64,
+        /// This rank's bulk limit.
+        limit: u64,
+    },
+    /// A fragment of a bulk message arrived out of sequence.
+    #[error("rank {peer} sent a bulk fragment at offset {offset}, expected offset {expected}")]
+    FragmentOutOfSequence {
+        /// The sender.
+        peer: u32,
+        /// Offset received.
+        offset: u32,
+        /// Offset expected next.
+        expected: usize,
+    },
+    /// A target answered a put or get with a status that makes no sense for it.
+    #[error("rank {peer} answered a {op} with {code:?}")]
+    BadReply {
+        /// The target.
+        peer: u32,
+        /// "put" or "get".
+        op: &'static str,
+        /// The status it sent.
+        code: StatusCode,
+    },
+    /// Deprecated catch-all, kept only until spools-msg stops using it.
+    #[error("{0}")]
+    BadArgument(String),
     /// Every endpoint lane is taken.
     #[error("all {lanes} lanes are in use (SPOOLS_LANES sets how many endpoints a rank may open)")]
     NoLane {

@@ -3,7 +3,7 @@
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use crate::AmError;
+use crate::error::AmError;
 use std::collections::HashMap;
 
 /// Key that names a region at its owner.
@@ -29,14 +29,11 @@ impl RegionMem {
                 len: 0,
             });
         }
-        let layout = Layout::from_size_align(len, 64)
-            .map_err(|_| AmError::BadArgument(format!("region of {len} bytes is too large")))?;
+        let layout = Layout::from_size_align(len, 64).map_err(|_| AmError::RegionAlloc { len })?;
         // SAFETY: layout has a non-zero size.
         let ptr = unsafe { alloc_zeroed(layout) };
         if ptr.is_null() {
-            return Err(AmError::BadArgument(format!(
-                "cannot allocate a region of {len} bytes"
-            )));
+            return Err(AmError::RegionAlloc { len });
         }
         Ok(RegionMem { ptr, len })
     }
@@ -133,10 +130,11 @@ impl Region {
 
     fn check(&self, offset: usize, len: usize) -> Result<(), AmError> {
         if offset.checked_add(len).is_none_or(|e| e > self.mem.len) {
-            return Err(AmError::BadArgument(format!(
-                "{len} bytes at offset {offset} do not fit this region of {} bytes",
-                self.mem.len
-            )));
+            return Err(AmError::OutsideRegion {
+                offset,
+                len,
+                region_len: self.mem.len,
+            });
         }
         Ok(())
     }
@@ -144,7 +142,7 @@ impl Region {
     /// Copies bytes out of the region.
     ///
     /// # Errors
-    /// [`AmError::BadArgument`] if the range leaves the region.
+    /// [`AmError::OutsideRegion`] if the range leaves the region.
     pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result<(), AmError> {
         self.check(offset, dst.len())?;
         self.mem.read_at(offset, dst);
@@ -154,7 +152,7 @@ impl Region {
     /// Copies bytes into the region.
     ///
     /// # Errors
-    /// [`AmError::BadArgument`] if the range leaves the region.
+    /// [`AmError::OutsideRegion`] if the range leaves the region.
     pub fn write(&self, offset: usize, src: &[u8]) -> Result<(), AmError> {
         self.check(offset, src.len())?;
         self.mem.write_at(offset, src);

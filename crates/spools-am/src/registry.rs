@@ -4,7 +4,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use crate::{ActiveMessage, AmError};
+use crate::error::AmError;
+use crate::message::ActiveMessage;
 
 /// A handler: runs on the target when a short or bulk message for it arrives.
 pub type Handler = Arc<dyn Fn(&ActiveMessage<'_>) + Send + Sync>;

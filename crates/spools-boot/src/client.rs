@@ -462,7 +462,7 @@ impl Bootstrap {
         }
     }
 
-    /// Lets the comm layer progress while this rank waits in a bootstrap collective or in
+    /// Lets the active-message layer progress while this rank waits in a bootstrap collective or in
     /// `finalize`, so that a rank waiting here still serves peers that need it.
     pub fn set_hooks(&self, progress: ProgressHook, sleep: SleepHook, spin: Duration) {
         *self.hooks.write().unwrap_or_else(PoisonError::into_inner) = Some(Hooks {
@@ -527,9 +527,9 @@ impl Bootstrap {
         self.collective(CollOp::Barrier, &[]).map(|_| ())
     }
 
-    /// A barrier that does not serve the comm layer while it waits (see
+    /// A barrier that does not serve the active-message layer while it waits (see
     /// [`Bootstrap::set_hooks`]): for code that drives the transports itself and must
-    /// not have its messages consumed by the comm layer meanwhile.
+    /// not have its messages consumed by the active-message layer meanwhile.
     ///
     /// # Errors
     /// As [`Bootstrap::barrier`].

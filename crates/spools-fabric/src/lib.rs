@@ -5,10 +5,10 @@
 //! hosts, or on one host with `SPOOLS_TRANSPORT=tcp`). A transport moves *messages*: byte
 //! strings of at most [`Caps::max_message`] bytes, delivered in order per
 //! (sender, lane, priority), with back-pressure instead of loss. Each backend states its
-//! [`Caps`]; the comm layer queries them rather than assuming.
+//! [`Caps`]; the active-message layer queries them rather than assuming.
 //!
 //! Sending lanes: every rank has [`Caps::lanes`] lanes; a lane is used by one thread at a
-//! time (the comm layer gives each endpoint its own), so senders on different lanes never
+//! time (the active-message layer gives each endpoint its own), so senders on different lanes never
 //! contend. Lane 0 belongs to the progress engine.
 //!
 //! The conformance suite in `tests/conformance.rs` runs every backend through the same

@@ -7,7 +7,7 @@
 //! - [`auth`]: the job secret and the keyed proofs that every connection exchanges;
 //! - [`handshake`]: the mutual challenge-response that opens every TCP connection;
 //! - [`boot`]: the bootstrap protocol between ranks and the rendezvous server;
-//! - [`am`]: the active-message headers that the comm layer puts in front of payloads.
+//! - [`am`]: the active-message headers that the active-message layer puts in front of payloads.
 //!
 //! Decoders never panic: bytes from a peer that do not parse give a [`WireError`].
 //!

@@ -37,17 +37,17 @@ pub enum InitError {
     /// `SPOOLS_TRANSPORT=shm` while some ranks are on other hosts.
     #[error("SPOOLS_TRANSPORT=shm but rank {0} is on another host")]
     ShmAcrossHosts(u32),
-    /// The comm layer or messaging could not start.
+    /// The active-message layer or messaging could not start.
     #[error(transparent)]
     Msg(#[from] MsgError),
 }
 
-/// This process's place in a job: rank, size, hosts, the comm layer, and the job's first
+/// This process's place in a job: rank, size, hosts, the active-message layer, and the job's first
 /// [`Communicator`] (all ranks), whose methods (tagged messages, collectives, RPC, `split`
 /// and `dup`) it offers directly.
 pub struct World {
     boot: Arc<Bootstrap>,
-    comm: Worker,
+    worker: Worker,
     msg: Communicator,
     pub(crate) io: std::sync::OnceLock<Communicator>,
     endpoint: Endpoint,
@@ -145,16 +145,17 @@ pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
         .iter()
         .filter(|e| e.host == my_host)
         .count();
-    let comm = Worker::new(
+    let worker = Worker::new(
         boot.clone(),
         cfg,
         shm.clone().map(|s| s as Arc<dyn Transport>),
         Some(tcp.clone() as Arc<dyn Transport>),
         routes,
         local_ranks,
-    );
-    let endpoint = comm.endpoint().map_err(MsgError::from)?;
-    let msg_endpoint = comm.endpoint().map_err(MsgError::from)?;
+    )
+    .map_err(MsgError::from)?;
+    let endpoint = worker.endpoint().map_err(MsgError::from)?;
+    let msg_endpoint = worker.endpoint().map_err(MsgError::from)?;
     let mut host_names: Vec<&str> = Vec::new();
     let hosts = boot
         .endpoints()
@@ -169,19 +170,19 @@ pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
         .collect();
     // Messaging's handler exchange runs before the bootstrap's waits serve the fabric:
     // no traffic is due yet, and a rank still starting must not consume messages that
-    // peers already running send to it outside the comm layer.
-    let msg = spools_msg::start(&comm, msg_endpoint, hosts)?;
-    let (progress, sleep) = comm.bootstrap_hooks();
+    // peers already running send to it outside the active-message layer.
+    let msg = spools_msg::start(&worker, msg_endpoint, hosts)?;
+    let (progress, sleep) = worker.bootstrap_hooks();
     boot.set_hooks(
         progress,
         sleep,
-        std::time::Duration::from_micros(comm.config().spin_us),
+        std::time::Duration::from_micros(worker.config().spin_us),
     );
     Ok(World {
         boot,
         msg,
         io: std::sync::OnceLock::new(),
-        comm,
+        worker,
         endpoint,
         shm,
         tcp: Some(tcp),
@@ -225,12 +226,12 @@ impl World {
 
     /// The active-message layer.
     pub fn worker(&self) -> &Worker {
-        &self.comm
+        &self.worker
     }
 
     /// A barrier through the job's rendezvous rather than the fabric, which does not
     /// poll the transports while it waits: for code that drives the transports itself
-    /// (conformance tests, diagnostics), whose messages the comm layer would otherwise
+    /// (conformance tests, diagnostics), whose messages the active-message layer would otherwise
     /// consume.
     ///
     /// # Errors
@@ -360,7 +361,7 @@ impl Drop for World {
         crate::leave::on_drop(
             self.boot.clone(),
             self.msg.collectives_started(),
-            (self.comm.clone(), communicators),
+            (self.worker.clone(), communicators),
         );
     }
 }

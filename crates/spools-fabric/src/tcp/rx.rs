@@ -50,7 +50,7 @@ pub(crate) fn spawn_acceptor(
                     .name("spools-tcp-handshake".into())
                     .spawn(move || {
                         // A connection that cannot prove the job secret is closed here:
-                        // not one of its bytes reaches the comm layer.
+                        // not one of its bytes reaches the active-message layer.
                         let Ok((purpose, id)) =
                             spools_boot::net::accept_admitted(&mut s, &secret, || ticket.take())
                         else {

@@ -1,0 +1,183 @@
+//! Remote memory access: [`Endpoint::put`] and [`Endpoint::get`] on a registered region
+//! of the target, packetised automatically, completed when the target has answered.
+
+use std::sync::atomic::Ordering;
+use std::sync::PoisonError;
+
+use spools_fabric::Priority;
+use spools_proto::am::{AmHeader, Get, Put, StatusCode, FLAG_LAST};
+
+use crate::core::{Core, OpState};
+use crate::endpoint::Endpoint;
+use crate::error::AmError;
+use crate::region::RegionKey;
+
+/// Forgets a put or get when its caller returns, also on error.
+struct OpGuard<'a> {
+    core: &'a Core,
+    token: u32,
+}
+
+impl Drop for OpGuard<'_> {
+    fn drop(&mut self) {
+        self.core
+            .ops
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.token);
+    }
+}
+
+impl Endpoint {
+    fn new_op(&self, is_get: bool, dest: usize, len: usize) -> u32 {
+        let token = self.core().next_token.fetch_add(1, Ordering::Relaxed);
+        self.core()
+            .ops
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                token,
+                OpState {
+                    is_get,
+                    done: false,
+                    code: StatusCode::Ok,
+                    dest,
+                    len,
+                },
+            );
+        token
+    }
+
+    fn finish_op(
+        &self,
+        peer: u32,
+        token: u32,
+        op: &'static str,
+        key: RegionKey,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), AmError> {
+        let _guard = OpGuard {
+            core: self.core(),
+            token,
+        };
+        let core = self.core();
+        core.wait_until(
+            || {
+                core.ops
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(&token)
+                    .is_none_or(|o| o.done)
+            },
+            Some(peer),
+            false,
+        )?;
+        let code = core
+            .ops
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&token)
+            .map_or(StatusCode::Malformed, |o| o.code);
+        match code {
+            StatusCode::Ok => Ok(()),
+            StatusCode::UnknownRegion => Err(AmError::UnknownRegion { peer, key }),
+            StatusCode::OutOfBounds => Err(AmError::OutOfBounds {
+                op,
+                peer,
+                key,
+                offset,
+                len,
+            }),
+            StatusCode::UnknownHandler | StatusCode::Malformed => {
+                Err(AmError::BadReply { peer, op, code })
+            }
+        }
+    }
+
+    /// Puts `data` into region `key` of `peer` at `offset`, packetised automatically;
+    /// returns when the target has placed it (or refused it: out of bounds or unknown
+    /// region, touching nothing).
+    ///
+    /// # Errors
+    /// [`AmError::OutOfBounds`], [`AmError::UnknownRegion`], transport failures.
+    pub fn put(
+        &mut self,
+        peer: u32,
+        key: RegionKey,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), AmError> {
+        self.core().check_rank(peer)?;
+        self.flush_peer(peer)?;
+        let token = self.new_op(false, 0, 0);
+        let frag = self.core().fragment_for(peer);
+        let total = data.len() as u64;
+        let mut off = 0usize;
+        let send = (|| loop {
+            let n = (data.len() - off).min(frag);
+            let last = off + n == data.len();
+            let mut hdr = Vec::with_capacity(40);
+            AmHeader::Put(Put {
+                token,
+                key,
+                offset,
+                total,
+                chunk: off as u64,
+                flags: if last { FLAG_LAST } else { 0 },
+            })
+            .encode(&mut hdr);
+            self.core()
+                .send_raw(self.lane, Priority::Low, peer, &[&hdr, &data[off..off + n]])?;
+            off += n;
+            if last {
+                return Ok::<(), AmError>(());
+            }
+        })();
+        if let Err(e) = send {
+            self.core()
+                .ops
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&token);
+            return Err(e);
+        }
+        self.finish_op(peer, token, "put", key, offset, total)
+    }
+
+    /// Gets `buf.len()` bytes from region `key` of `peer` at `offset` into `buf`.
+    ///
+    /// # Errors
+    /// As [`Endpoint::put`].
+    pub fn get(
+        &mut self,
+        peer: u32,
+        key: RegionKey,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<(), AmError> {
+        self.core().check_rank(peer)?;
+        self.flush_peer(peer)?;
+        let token = self.new_op(true, buf.as_mut_ptr() as usize, buf.len());
+        let mut hdr = Vec::with_capacity(32);
+        AmHeader::Get(Get {
+            token,
+            key,
+            offset,
+            len: buf.len() as u64,
+        })
+        .encode(&mut hdr);
+        if let Err(e) = self
+            .core()
+            .send_raw(self.lane, Priority::Low, peer, &[&hdr])
+        {
+            self.core()
+                .ops
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&token);
+            return Err(e);
+        }
+        self.finish_op(peer, token, "get", key, offset, buf.len() as u64)
+    }
+}
