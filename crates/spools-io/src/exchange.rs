@@ -77,7 +77,7 @@ impl Owners {
     fn check(&self, side: Side, layout: &Layout, size: u32) -> Result<(), ExchangeError> {
         let units = layout.units();
         match self {
-            Owners::Identity => crate::fit_ranks(layout, size, side),
+            Owners::Identity => crate::collective::fit_ranks(layout, size, side),
             Owners::List(l) if l.len() as u64 != units => Err(ExchangeError::Owners {
                 side,
                 expected: units,
@@ -140,7 +140,7 @@ pub fn exchange(
         .and_then(|()| check_buffers(Side::Destination, plan.dst(), dst_owners, me, &dst_lens));
     // Every rank learns whether any rank refused before anything moves, so that no rank
     // waits for data that will never come.
-    crate::agree_with(comm, checked, |rank| ExchangeError::Remote { rank })?;
+    crate::collective::agree_on_outcome(comm, checked, |rank| ExchangeError::Remote { rank })?;
     let tu = opts.transfer_unit.max(1);
     let window = opts.window.max(1);
 

@@ -26,10 +26,9 @@ use spools_proto::handshake::{Identity, Purpose};
 use crate::lock::TryLock;
 use crate::{Caps, FabricError, Incoming, Priority, SingleCopy, Transport};
 use rx::RxSide;
+pub use rx::MAX_MESSAGE;
 use tx::TxConn;
 
-/// Largest message on a TCP connection.
-pub const MAX_MESSAGE: usize = 16 << 20;
 /// Bytes a connection may queue beyond what the kernel took before senders see
 /// back-pressure.
 const QUEUE_LIMIT: usize = 4 << 20;

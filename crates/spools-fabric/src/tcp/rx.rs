@@ -16,8 +16,10 @@ use spools_proto::handshake::{Identity, Purpose};
 
 use spools_boot::admission::Admission;
 
-use super::MAX_MESSAGE;
 use crate::{FabricError, Incoming, Priority};
+
+/// Largest message on a TCP connection.
+pub const MAX_MESSAGE: usize = 16 << 20;
 
 pub(crate) const WAKER: Token = Token(usize::MAX);
 const BUDGET: usize = 64;

@@ -6,13 +6,13 @@ use std::path::Path;
 use spools_map::{Layout, Plan, StripeLayout};
 use spools_msg::Communicator;
 
-use super::{
-    agree, check_share, decide, integrity, npy, sys, FileStats, ReadOptions, WriteOptions,
-};
+use crate::collective::rank_bytes;
 use crate::error::FileError;
 use crate::file::manifest::looks_like_manifest;
+use crate::file::options::{FileStats, ReadOptions, WriteOptions};
+use crate::file::steps::{agree_on_outcome, check_share, decide, integrity};
+use crate::file::{npy, sys};
 use crate::redistribute::redistribute_plan;
-use crate::share;
 
 /// File domains of aggregators are multiples of this many bytes (file-system friendly).
 const DOMAIN_ALIGN: u64 = 1 << 20;
@@ -143,7 +143,7 @@ pub(super) fn write(
 ) -> Result<FileStats, FileError> {
     use std::os::unix::ffi::OsStrExt;
     let total = layout.total_bytes().unwrap_or(0);
-    agree(
+    agree_on_outcome(
         comm,
         path,
         check_share(comm, layout, data.len(), crate::Side::Source),
@@ -210,7 +210,7 @@ fn write_temp(
     total: u64,
     prepared: Result<(), FileError>,
 ) -> Result<FileStats, FileError> {
-    agree(comm, path, prepared)?;
+    agree_on_outcome(comm, path, prepared)?;
     let reshuffle = decide(comm, layout, opts.reshuffle)?;
     let me = comm.rank();
     let mut stats = FileStats {
@@ -223,7 +223,7 @@ fn write_temp(
         stats.aggregators = aggs;
         let plan = Plan::new(layout, &io)?;
         let mine = u64::from(me) < io.units();
-        let mut buf = vec![0u8; share(&io, me)? as usize];
+        let mut buf = vec![0u8; rank_bytes(&io, me)? as usize];
         stats.exchange =
             redistribute_plan(comm, &plan, data, &mut buf, &integrity(opts.integrity))?;
         if mine && !buf.is_empty() {
@@ -241,13 +241,13 @@ fn write_temp(
         stats.aggregators = layout.units().min(u64::from(comm.size())) as u32;
         write_own(tmp, layout, me, data, off, opts.sync)
     };
-    agree(comm, path, res)?;
+    agree_on_outcome(comm, path, res)?;
     let committed = if me == 0 {
         sys::commit(tmp, path, opts.sync)
     } else {
         Ok(())
     };
-    agree(comm, path, committed)?;
+    agree_on_outcome(comm, path, committed)?;
     Ok(stats)
 }
 
@@ -310,7 +310,7 @@ pub(super) fn read(
             layout: total,
         });
     }
-    agree(
+    agree_on_outcome(
         comm,
         path,
         check_share(comm, layout, data.len(), crate::Side::Destination),
@@ -327,7 +327,7 @@ pub(super) fn read(
         stats.aggregators = aggs;
         let plan = Plan::new(&io, layout)?;
         let mine = u64::from(me) < io.units();
-        let mut buf = vec![0u8; share(&io, me)? as usize];
+        let mut buf = vec![0u8; rank_bytes(&io, me)? as usize];
         // A failed read still takes part in the exchange (with zeros), so that no rank
         // waits for it; the agreement below then fails the call everywhere.
         let got = if mine && !buf.is_empty() {
@@ -342,6 +342,6 @@ pub(super) fn read(
         stats.aggregators = layout.units().min(u64::from(comm.size())) as u32;
         read_own(path, layout, me, data, offset)
     };
-    agree(comm, path, res)?;
+    agree_on_outcome(comm, path, res)?;
     Ok(stats)
 }

@@ -39,63 +39,26 @@
 mod canonical;
 mod manifest;
 mod npy;
+mod options;
 mod rows;
+mod steps;
 mod store;
 mod striped;
 mod sys;
 pub mod tools;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use spools_map::Layout;
-use spools_msg::{Communicator, Op};
+use spools_msg::Communicator;
 
-use crate::error::{ExchangeError, FileError};
-use crate::exchange::ExchangeStats;
+use crate::error::FileError;
 
 pub use manifest::{Manifest, UnitEntry, MANIFEST_FORMAT};
+pub use options::{
+    FileStats, Format, ReadOptions, Reshuffle, Striping, WriteOptions, DIRECT_MIN_RUN,
+};
 pub use rows::Raid;
-
-/// How a parallel file is stored.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub enum Format {
-    /// One ordinary file holding the canonical byte stream.
-    #[default]
-    Canonical,
-    /// One ordinary file: a `.npy` header, then the canonical byte stream.
-    Npy,
-    /// Unit files striped RAID-0 or RAID-5, with a manifest.
-    Striped(Striping),
-}
-
-/// Where and how a striped file's units live.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Striping {
-    /// A `stripe(unit=..,count=K)` or `raid5(unit=..,count=K)` layout (unsized).
-    pub layout: Layout,
-    /// Directories for the unit files: unit `u` goes to `dirs[u % dirs.len()]`; empty
-    /// means the manifest's directory. A relative directory is relative to the manifest's
-    /// directory; an absolute one must lie inside it ([`FileError::UnsafePath`]
-    /// otherwise), since a manifest names its units by relative paths only. To spread
-    /// units over other disks, link the disks' directories into the manifest's
-    /// directory (`ln -s /disk1 set/d1`, then `dirs: ["d1", ...]`).
-    pub dirs: Vec<PathBuf>,
-    /// Unit `u` is only touched by rank `u % N` (node-local storage, server-less mode).
-    pub node_local: bool,
-}
-
-/// Whether to reshuffle into an I/O distribution first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Reshuffle {
-    /// Reshuffle when the distribution's runs are shorter than [`DIRECT_MIN_RUN`] on
-    /// average (always for striped files).
-    #[default]
-    Auto,
-    /// Always reshuffle (two-phase I/O).
-    Always,
-    /// Never: each rank reads or writes its own runs (canonical files only).
-    Never,
-}
 
 /// Parses a `.npy` header at the start of `head`: (data offset, dataset bytes).
 ///
@@ -103,70 +66,6 @@ pub enum Reshuffle {
 /// A description of what is not a supported `.npy` header.
 pub fn parse_npy_header(head: &[u8]) -> Result<(u64, u64), String> {
     npy::parse(head)
-}
-
-/// Mean run length (bytes) from which [`Reshuffle::Auto`] lets ranks access a canonical
-/// file directly.
-pub const DIRECT_MIN_RUN: u64 = 1024;
-
-/// Options of [`write()`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WriteOptions {
-    /// How the file is stored.
-    pub format: Format,
-    /// Make the data durable before returning.
-    pub sync: bool,
-    /// Checksum the transfer units of the reshuffle (default on).
-    pub integrity: bool,
-    /// Whether to reshuffle first.
-    pub reshuffle: Reshuffle,
-}
-
-impl Default for WriteOptions {
-    fn default() -> Self {
-        WriteOptions {
-            format: Format::Canonical,
-            sync: false,
-            integrity: true,
-            reshuffle: Reshuffle::Auto,
-        }
-    }
-}
-
-/// Options of [`read()`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ReadOptions {
-    /// Checksum the transfer units of the reshuffle (default on). Striped files' block
-    /// checksums are always checked.
-    pub integrity: bool,
-    /// Whether to reshuffle.
-    pub reshuffle: Reshuffle,
-}
-
-impl Default for ReadOptions {
-    fn default() -> Self {
-        ReadOptions {
-            integrity: true,
-            reshuffle: Reshuffle::Auto,
-        }
-    }
-}
-
-/// What a collective file operation did (this rank's view, plus job-wide counts).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FileStats {
-    /// Dataset bytes.
-    pub bytes: u64,
-    /// Whether the data went through an I/O distribution.
-    pub reshuffled: bool,
-    /// Ranks that accessed the storage.
-    pub aggregators: u32,
-    /// This rank's part of the reshuffle.
-    pub exchange: ExchangeStats,
-    /// Blocks rebuilt from parity, over all ranks.
-    pub rebuilt: u64,
-    /// The version written or read (striped files; 0 for canonical ones).
-    pub version: u64,
 }
 
 /// Writes the dataset distributed as `layout` (this rank holds unit `rank`, its local
@@ -221,7 +120,7 @@ pub fn read(
     opts: &ReadOptions,
 ) -> Result<FileStats, FileError> {
     // Rank 0 looks at the file and checks that it records the reader's dataset.
-    let info = agree_bcast(comm, path, || {
+    let info = decided_by_rank0(comm, path, || {
         let kind = canonical::inspect_for(path, Some(layout))?;
         if let canonical::Kind::Manifest(text) = &kind {
             check_dataset(path, &Manifest::parse(path, text)?, layout)?;
@@ -273,7 +172,7 @@ fn check_dataset(path: &Path, m: &Manifest, layout: &Layout) -> Result<(), FileE
 }
 
 /// Runs `f` on rank 0 and gives its result to every rank (errors included).
-fn agree_bcast(
+fn decided_by_rank0(
     comm: &Communicator,
     path: &Path,
     f: impl FnOnce() -> Result<canonical::Kind, FileError>,
@@ -292,78 +191,4 @@ fn agree_bcast(
             path: path.to_path_buf(),
         }),
     }
-}
-
-/// The collective end of an operation: every rank learns whether any failed. This rank's
-/// own error wins; otherwise the first failing rank is named.
-fn agree<T>(comm: &Communicator, path: &Path, local: Result<T, FileError>) -> Result<T, FileError> {
-    crate::agree_with(comm, local, |rank| FileError::Remote {
-        rank,
-        path: path.to_path_buf(),
-    })
-}
-
-/// Exchange options with or without checksums.
-fn integrity(on: bool) -> crate::ExchangeOptions {
-    crate::ExchangeOptions {
-        integrity: on,
-        ..crate::ExchangeOptions::default()
-    }
-}
-
-/// Sums a count over all ranks.
-fn sum(comm: &Communicator, x: u64) -> Result<u64, FileError> {
-    let mut out = [0u64];
-    comm.allreduce(&[x], &mut out, &Op::Sum)?;
-    Ok(out[0])
-}
-
-/// Whether to reshuffle, decided identically on every rank from the mean run length of
-/// `layout` (over the ranks that hold a unit).
-fn decide(comm: &Communicator, layout: &Layout, choice: Reshuffle) -> Result<bool, FileError> {
-    Ok(match choice {
-        Reshuffle::Always => true,
-        Reshuffle::Never => false,
-        Reshuffle::Auto => {
-            let me = u64::from(comm.rank());
-            let (mut runs, mut bytes) = (0u64, 0u64);
-            if me < layout.units() {
-                for e in layout.extents(me)? {
-                    runs += 1;
-                    bytes += e.len;
-                }
-            }
-            let mut out = [0u64; 2];
-            comm.allreduce(&[runs, bytes], &mut out, &Op::Sum)?;
-            out[0] > 0 && out[1] / out[0] < DIRECT_MIN_RUN
-        }
-    })
-}
-
-/// Checks that `data` holds this rank's share of `layout`, which must fit the ranks
-/// (`side`: the source for a write, the destination for a read).
-fn check_share(
-    comm: &Communicator,
-    layout: &Layout,
-    len: usize,
-    side: crate::Side,
-) -> Result<(), FileError> {
-    crate::fit_ranks(layout, comm.size(), side)?;
-    let units = layout.units();
-    let me = u64::from(comm.rank());
-    let need = if me < units {
-        layout.local_bytes(me)?
-    } else {
-        0
-    };
-    if (len as u64) < need {
-        return Err(ExchangeError::BufferSize {
-            side,
-            unit: me,
-            need,
-            got: len as u64,
-        }
-        .into());
-    }
-    Ok(())
 }

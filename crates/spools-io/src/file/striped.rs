@@ -10,13 +10,12 @@ use spools_msg::Communicator;
 use super::manifest::{check_unit_path, hex, Manifest, UnitEntry, MANIFEST_FORMAT};
 use super::rows::Geometry;
 use super::store::Store;
-use super::{
-    agree, check_share, integrity, sum, sys, FileStats, ReadOptions, Reshuffle, Striping,
-    WriteOptions,
-};
+use crate::collective::rank_bytes;
 use crate::error::FileError;
+use crate::file::options::{FileStats, ReadOptions, Reshuffle, Striping, WriteOptions};
+use crate::file::steps::{agree_on_outcome, check_share, integrity, sum};
+use crate::file::sys;
 use crate::redistribute::redistribute_plan;
-use crate::share;
 
 /// Stripe rows per aggregator, and aggregators, for `ranks` ranks.
 fn split_rows(geo: &Geometry, ranks: u32) -> (u64, u32) {
@@ -118,7 +117,7 @@ pub(super) fn write(
     let geo = Geometry::new(&stream).ok_or(FileError::Options(
         "a striped file needs a stripe(...) or raid5(...) layout",
     ))?;
-    agree(
+    agree_on_outcome(
         comm,
         path,
         check_share(comm, layout, data.len(), crate::Side::Source),
@@ -131,7 +130,7 @@ pub(super) fn write(
     comm.bcast(&mut v, 0)?;
     let version = v[0];
     let slot = version % 2;
-    let names = agree(comm, path, unit_paths(path, s, slot))?;
+    let names = agree_on_outcome(comm, path, unit_paths(path, s, slot))?;
     let dir = path.parent().unwrap_or(Path::new(""));
     let paths: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
     let (per, aggs) = split_rows(&geo, comm.size());
@@ -147,13 +146,13 @@ pub(super) fn write(
     // (rank 0 commits only after every rank agreed that its data is written).
     let mut committing = false;
     let res = (|| -> Result<FileStats, FileError> {
-        agree(comm, path, store.prepare())?;
+        agree_on_outcome(comm, path, store.prepare())?;
 
         let io = io_layout(&geo, per, aggs)?;
         let plan = Plan::new(layout, &io)?;
         let me = comm.rank();
         let mine = me < aggs;
-        let mut dom = vec![0u8; share(&io, me)? as usize];
+        let mut dom = vec![0u8; rank_bytes(&io, me)? as usize];
         let xs = redistribute_plan(comm, &plan, data, &mut dom, &integrity(opts.integrity))?;
         let (r0, r1) = store.rows_of(me);
         let (chunks, crcs) = if mine {
@@ -167,7 +166,7 @@ pub(super) fn write(
         drop(dom);
         // The data is always synced before the manifest names it.
         let put = store.put(chunks, true);
-        agree(comm, path, put)?;
+        agree_on_outcome(comm, path, put)?;
         committing = true;
 
         // Rank 0 gathers the block checksums (each aggregator's rows, in row order).
@@ -218,7 +217,7 @@ pub(super) fn write(
         } else {
             Ok(())
         };
-        agree(comm, path, committed)?;
+        agree_on_outcome(comm, path, committed)?;
         Ok(FileStats {
             bytes: total,
             reshuffled: true,
@@ -274,7 +273,7 @@ pub(super) fn read(
             "striped files are always read through aggregators; reshuffle=never applies to canonical files",
         ));
     }
-    agree(
+    agree_on_outcome(
         comm,
         path,
         check_share(comm, layout, data.len(), crate::Side::Destination),
@@ -295,7 +294,7 @@ pub(super) fn read(
     let me = comm.rank();
     let mine = me < aggs;
     let io = io_layout(&geo, per, aggs)?;
-    let mut dom = vec![0u8; share(&io, me)? as usize];
+    let mut dom = vec![0u8; rank_bytes(&io, me)? as usize];
     let (r0, r1) = store.rows_of(me);
     // A failed assembly still takes part in the exchange, so that no rank waits for it.
     let assembled = if mine {
@@ -306,7 +305,7 @@ pub(super) fn read(
     drop(chunks);
     let plan = Plan::new(&io, layout)?;
     let xs = redistribute_plan(comm, &plan, &dom, data, &integrity(opts.integrity))?;
-    let rebuilt = agree(comm, path, assembled)?;
+    let rebuilt = agree_on_outcome(comm, path, assembled)?;
     if !rebuilt.is_empty() {
         let mut units: Vec<u64> = rebuilt.iter().map(|r| r.0).collect();
         units.dedup();

@@ -38,8 +38,8 @@ fn on_rank0(total: u64) -> Result<Layout, PipeError> {
 }
 
 /// Every rank learns whether any failed; this rank's own error wins.
-fn agree<T>(comm: &Communicator, local: Result<T, PipeError>) -> Result<T, PipeError> {
-    crate::agree_with(comm, local, |rank| PipeError::Remote { rank })
+fn agree_on_outcome<T>(comm: &Communicator, local: Result<T, PipeError>) -> Result<T, PipeError> {
+    crate::collective::agree_on_outcome(comm, local, |rank| PipeError::Remote { rank })
 }
 
 /// Checks that this program's `layout` has no more units than its `comm` has ranks.
@@ -48,7 +48,7 @@ fn check_own_units(
     layout: &Layout,
     side: crate::Side,
 ) -> Result<(), PipeError> {
-    Ok(crate::fit_ranks(layout, comm.size(), side)?)
+    Ok(crate::collective::fit_ranks(layout, comm.size(), side)?)
 }
 
 /// Checks, after the meeting, both programs' layouts against their rank counts, so that

@@ -10,13 +10,13 @@ use spools_msg::Communicator;
 
 use super::frame::{Header, Hello, Kind, HEADER_LEN, HELLO_LEN, MAX_PAYLOAD};
 use super::name::{forget, meet_all, meet_timeout, token_hex, Description, PipeName};
-use super::{agree, check_both_units, check_own_units, on_rank0};
+use super::{agree_on_outcome, check_both_units, check_own_units, on_rank0};
+use crate::collective::rank_bytes;
 use crate::crc::copy_crc;
 use crate::cursor::RunCursor;
 use crate::error::PipeError;
 use crate::exchange::ExchangeOptions;
 use crate::redistribute::redistribute_plan;
-use crate::share;
 
 /// The consumer's end of a parallel pipe; [`PipeReader::read`] receives one record.
 ///
@@ -212,7 +212,7 @@ impl<'c> PipeReader<'c> {
                     .and_then(|l| l.local_addr().ok())
                     .map(|a| a.to_string())
                     .unwrap_or_default();
-                let listener = agree(comm, listener)?;
+                let listener = agree_on_outcome(comm, listener)?;
                 let addrs: Vec<String> = comm
                     .allgather_bytes(addr.as_bytes())?
                     .into_iter()
@@ -255,7 +255,7 @@ impl<'c> PipeReader<'c> {
                     }
                     Ok((socks, bytes))
                 })();
-                let conn = agree(comm, conn)?;
+                let conn = agree_on_outcome(comm, conn)?;
                 if me == 0 {
                     forget(name);
                 }
@@ -291,7 +291,7 @@ impl<'c> PipeReader<'c> {
             return Ok(false);
         }
         let me = self.comm.rank();
-        let need = share(&self.layout, me)?;
+        let need = rank_bytes(&self.layout, me)?;
         if (data.len() as u64) < need {
             return Err(PipeError::BufferSize {
                 need,

@@ -9,13 +9,13 @@ use spools_msg::Communicator;
 
 use super::frame::{Header, Hello, Kind, HEADER_LEN, MAX_PAYLOAD};
 use super::name::{meet_all, meet_timeout, token_from_hex, Description, PipeName};
-use super::{agree, check_both_units, check_own_units, on_rank0};
+use super::{agree_on_outcome, check_both_units, check_own_units, on_rank0};
+use crate::collective::rank_bytes;
 use crate::crc::extend_crc;
 use crate::cursor::RunCursor;
 use crate::error::PipeError;
 use crate::exchange::ExchangeOptions;
 use crate::redistribute::redistribute_plan;
-use crate::share;
 
 /// The producer's end of a parallel pipe; [`PipeWriter::write`] sends one record.
 ///
@@ -134,7 +134,7 @@ impl<'c> PipeWriter<'c> {
                     }
                     Ok((socks, bytes))
                 })();
-                let (socks, bytes) = agree(comm, conn)?;
+                let (socks, bytes) = agree_on_outcome(comm, conn)?;
                 Mode::Net { plan, socks, bytes }
             }
         };
@@ -159,7 +159,7 @@ impl<'c> PipeWriter<'c> {
     /// [`PipeError::PeerGone`] when a consumer rank went away, [`PipeError::BufferSize`].
     pub fn write(&mut self, data: &[u8]) -> Result<(), PipeError> {
         let me = self.comm.rank();
-        let need = share(&self.layout, me)?;
+        let need = rank_bytes(&self.layout, me)?;
         if (data.len() as u64) < need {
             return Err(PipeError::BufferSize {
                 need,
@@ -190,7 +190,7 @@ impl<'c> PipeWriter<'c> {
                 } else {
                     Ok(())
                 };
-                agree(self.comm, wrote)?;
+                agree_on_outcome(self.comm, wrote)?;
             }
             Mode::Net { plan, socks, bytes } => {
                 let n = socks.len();

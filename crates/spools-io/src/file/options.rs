@@ -1,0 +1,112 @@
+//! What a caller chooses for a parallel file ([`Format`], [`Striping`], [`Reshuffle`],
+//! [`WriteOptions`], [`ReadOptions`]) and what an operation reports ([`FileStats`]).
+
+use std::path::PathBuf;
+
+use crate::exchange::ExchangeStats;
+use spools_map::Layout;
+
+/// How a parallel file is stored.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Format {
+    /// One ordinary file holding the canonical byte stream.
+    #[default]
+    Canonical,
+    /// One ordinary file: a `.npy` header, then the canonical byte stream.
+    Npy,
+    /// Unit files striped RAID-0 or RAID-5, with a manifest.
+    Striped(Striping),
+}
+
+/// Where and how a striped file's units live.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Striping {
+    /// A `stripe(unit=..,count=K)` or `raid5(unit=..,count=K)` layout (unsized).
+    pub layout: Layout,
+    /// Directories for the unit files: unit `u` goes to `dirs[u % dirs.len()]`; empty
+    /// means the manifest's directory. A relative directory is relative to the manifest's
+    /// directory; an absolute one must lie inside it ([`FileError::UnsafePath`]
+    /// otherwise), since a manifest names its units by relative paths only. To spread
+    /// units over other disks, link the disks' directories into the manifest's
+    /// directory (`ln -s /disk1 set/d1`, then `dirs: ["d1", ...]`).
+    pub dirs: Vec<PathBuf>,
+    /// Unit `u` is only touched by rank `u % N` (node-local storage, server-less mode).
+    pub node_local: bool,
+}
+
+/// Whether to reshuffle into an I/O distribution first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Reshuffle {
+    /// Reshuffle when the distribution's runs are shorter than [`DIRECT_MIN_RUN`] on
+    /// average (always for striped files).
+    #[default]
+    Auto,
+    /// Always reshuffle (two-phase I/O).
+    Always,
+    /// Never: each rank reads or writes its own runs (canonical files only).
+    Never,
+}
+
+/// Mean run length (bytes) from which [`Reshuffle::Auto`] lets ranks access a canonical
+/// file directly.
+pub const DIRECT_MIN_RUN: u64 = 1024;
+
+/// Options of [`write()`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// How the file is stored.
+    pub format: Format,
+    /// Make the data durable before returning.
+    pub sync: bool,
+    /// Checksum the transfer units of the reshuffle (default on).
+    pub integrity: bool,
+    /// Whether to reshuffle first.
+    pub reshuffle: Reshuffle,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            format: Format::Canonical,
+            sync: false,
+            integrity: true,
+            reshuffle: Reshuffle::Auto,
+        }
+    }
+}
+
+/// Options of [`read()`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Checksum the transfer units of the reshuffle (default on). Striped files' block
+    /// checksums are always checked.
+    pub integrity: bool,
+    /// Whether to reshuffle.
+    pub reshuffle: Reshuffle,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            integrity: true,
+            reshuffle: Reshuffle::Auto,
+        }
+    }
+}
+
+/// What a collective file operation did (this rank's view, plus job-wide counts).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileStats {
+    /// Dataset bytes.
+    pub bytes: u64,
+    /// Whether the data went through an I/O distribution.
+    pub reshuffled: bool,
+    /// Ranks that accessed the storage.
+    pub aggregators: u32,
+    /// This rank's part of the reshuffle.
+    pub exchange: ExchangeStats,
+    /// Blocks rebuilt from parity, over all ranks.
+    pub rebuilt: u64,
+    /// The version written or read (striped files; 0 for canonical ones).
+    pub version: u64,
+}
