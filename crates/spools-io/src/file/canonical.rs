@@ -11,7 +11,8 @@ use crate::error::FileError;
 use crate::file::manifest::looks_like_manifest;
 use crate::file::options::{FileStats, ReadOptions, WriteOptions};
 use crate::file::steps::{agree_on_outcome, check_share, decide, integrity};
-use crate::file::{npy, sys};
+use crate::file::npy;
+use crate::file::sys;
 use crate::redistribute::redistribute_plan;
 
 /// File domains of aggregators are multiples of this many bytes (file-system friendly).
