@@ -197,7 +197,7 @@ impl Core {
                 None => self.boot.state().any_failure(),
             };
             if let Some(f) = failure {
-                return Err(AmError::Fabric(FabricError::PeerFailed(f.to_string())));
+                return Err(AmError::Fabric(FabricError::PeerFailed(f)));
             }
             if stop() {
                 return Ok(false);

@@ -9,6 +9,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
+use rustix::process::{Pid, Signal};
 use spools_proto::auth::Secret;
 use thiserror::Error;
 
@@ -155,17 +156,17 @@ fn code_of(status: ExitStatus) -> i32 {
 /// Signals a rank: its whole process group (ranks other than 0), or the process itself
 /// (rank 0, which shares the launcher's group).
 fn kill_rank(rank: usize, pid: u32, sig: i32) {
-    if let Ok(pid) = libc::pid_t::try_from(pid) {
-        // SAFETY: kill and killpg only send a signal; the group was created for this rank
-        // (process_group(0)) and a stale id at worst fails with ESRCH.
-        unsafe {
-            if rank == 0 {
-                libc::kill(pid, sig);
-            } else {
-                libc::killpg(pid, sig);
-            }
-        }
-    }
+    let pid = i32::try_from(pid).ok().and_then(Pid::from_raw);
+    let (Some(pid), Some(sig)) = (pid, Signal::from_named_raw(sig)) else {
+        return;
+    };
+    // A rank that is already gone (ESRCH) is what the caller wants; the group was created
+    // for this rank (process_group(0)), so a stale id signals nobody else.
+    let _ = if rank == 0 {
+        rustix::process::kill_process(pid, sig)
+    } else {
+        rustix::process::kill_process_group(pid, sig)
+    };
 }
 
 fn forward(
@@ -610,9 +611,7 @@ fn spawn_rank(
     unsafe {
         cmd.pre_exec(|| {
             // Die with the launcher, whatever kills it.
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
             Ok(())
         });
     }

@@ -9,22 +9,19 @@
 //! its first argument is `run`. A process still running the shell's executable (forked by
 //! the shell but not yet exec'd) is waited for, up to a few seconds.
 
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+
+use rustix::fs::FileType;
 
 /// How long to wait for the other end of the pipe to become recognisable.
 const DECIDE: Duration = Duration::from_secs(5);
 
 /// The inode of the pipe on `fd`, if it is a pipe.
-fn pipe_inode(fd: RawFd) -> Option<u64> {
-    // SAFETY: fstat writes into the zeroed struct we pass; fd is one of our own.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    if unsafe { libc::fstat(fd, &mut st) } != 0 {
-        return None;
-    }
-    ((st.st_mode & libc::S_IFMT) == libc::S_IFIFO).then_some(st.st_ino)
+fn pipe_inode(fd: BorrowedFd<'_>) -> Option<u64> {
+    let st = rustix::fs::fstat(fd).ok()?;
+    (FileType::from_raw_mode(st.st_mode) == FileType::Fifo).then_some(st.st_ino)
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -44,8 +41,9 @@ fn exe(pid: &str) -> Option<PathBuf> {
 fn holders(ino: u64, read: bool) -> Vec<Peer> {
     let me = std::process::id().to_string();
     let my_exe = exe("self");
-    // SAFETY: getppid has no preconditions.
-    let parent = unsafe { libc::getppid() }.to_string();
+    let parent = rustix::process::getppid()
+        .map_or(0, |p| p.as_raw_pid())
+        .to_string();
     let parent_exe = exe(&parent);
     let target = format!("pipe:[{ino}]");
     let mut out = Vec::new();
@@ -132,7 +130,7 @@ fn other_end_is_spools(ino: u64, read: bool) -> bool {
 pub(crate) fn env() -> Vec<(&'static str, String)> {
     let mut v = Vec::new();
     if std::env::var_os("SPOOLS_PIPE_OUT").is_none() {
-        if let Some(ino) = pipe_inode(1) {
+        if let Some(ino) = pipe_inode(std::io::stdout().as_fd()) {
             let name = if other_end_is_spools(ino, true) {
                 format!("pipe:fifo-{ino}")
             } else {
@@ -142,7 +140,7 @@ pub(crate) fn env() -> Vec<(&'static str, String)> {
         }
     }
     if std::env::var_os("SPOOLS_PIPE_IN").is_none() {
-        if let Some(ino) = pipe_inode(0) {
+        if let Some(ino) = pipe_inode(std::io::stdin().as_fd()) {
             let name = if other_end_is_spools(ino, false) {
                 format!("pipe:fifo-{ino}")
             } else {

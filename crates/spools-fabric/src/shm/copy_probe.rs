@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use spools_boot::config::SingleCopyChoice as Choice;
 
-use crate::SingleCopy;
+use crate::caps::SingleCopy;
 
 const PROBE_BYTES: usize = 1 << 20;
 

@@ -3,41 +3,22 @@
 use std::sync::atomic::AtomicU32;
 use std::time::Duration;
 
-/// Sleeps while `*word == expected`, at most `timeout`.
+use rustix::thread::futex;
+use rustix::time::Timespec;
+
+/// Sleeps while `*word == expected`, at most `timeout`. Every outcome (woken, the value
+/// already changed, interrupted, timed out) means "go and look", so none is an error.
 pub(crate) fn wait(word: &AtomicU32, expected: u32, timeout: Duration) {
-    let ts = libc::timespec {
-        tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
-        tv_nsec: libc::c_long::from(timeout.subsec_nanos()),
+    let ts = Timespec {
+        tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(timeout.subsec_nanos()),
     };
-    // SAFETY: `word` is a valid, aligned 32-bit word for the duration of the call (it lives
-    // in a mapping owned by the caller's transport); FUTEX_WAIT only reads it. Errors
-    // (EAGAIN when the value already changed, EINTR, ETIMEDOUT) all mean "go and look".
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT,
-            expected,
-            &ts as *const libc::timespec,
-            std::ptr::null::<u32>(),
-            0u32,
-        );
-    }
+    // Shared (not PRIVATE): the word lives in a mapping other processes wait on.
+    let _ = futex::wait(word, futex::Flags::empty(), expected, Some(&ts));
 }
 
 /// Wakes every thread sleeping on `word`, in any process.
 pub(crate) fn wake(word: &AtomicU32) {
-    // SAFETY: as for `wait`; FUTEX_WAKE does not access the word's memory beyond hashing
-    // its address.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE,
-            i32::MAX,
-            std::ptr::null::<libc::timespec>(),
-            std::ptr::null::<u32>(),
-            0u32,
-        );
-    }
+    // Waking nobody is not an error; the call cannot fail on a valid word.
+    let _ = futex::wake(word, futex::Flags::empty(), i32::MAX as u32);
 }

@@ -22,8 +22,10 @@ use spools_boot::client::Bootstrap;
 use spools_boot::config::{show_size, Config};
 use spools_boot::health::JobHealth;
 
+use crate::caps::{Caps, Priority, SingleCopy};
+use crate::error::{Defect, FabricError};
 use crate::lock::TryLock;
-use crate::{Caps, FabricError, Incoming, Priority, SingleCopy, Transport};
+use crate::transport::{Incoming, Transport};
 pub use raw::RawMapping;
 use ring::{Ring, TxState};
 use segment::Segment;
@@ -120,13 +122,9 @@ impl ShmTransport {
                         g
                     }
                     None => {
-                        return Err(FabricError::Io {
-                            what: format!(
-                                "/dev/shm has {} free: not enough for even the smallest rings ({} per rank)",
-                                show_size(free),
-                                show_size(fit_rings(want, u64::MAX).map_or(0, |g| g.bytes()))
-                            ),
-                            source: std::io::Error::from_raw_os_error(libc::ENOSPC),
+                        return Err(FabricError::ShmFull {
+                            free,
+                            need: fit_rings(want, u64::MAX).map_or(0, |g| g.bytes()),
                         })
                     }
                 }
@@ -167,10 +165,12 @@ impl ShmTransport {
                 Ok(s) if s.geo.sources != geo.sources || s.geo.lanes != geo.lanes => {
                     attach_err = Some(FabricError::Corrupt {
                         rank: r,
-                        what: format!(
-                            "its segment has rings for {} ranks x {} lanes, this rank expects {} x {} (SPOOLS_LANES must be the same on every rank)",
-                            s.geo.sources, s.geo.lanes, geo.sources, geo.lanes
-                        ),
+                        defect: Defect::JobShape {
+                            their_sources: s.geo.sources,
+                            their_lanes: s.geo.lanes,
+                            our_sources: geo.sources,
+                            our_lanes: geo.lanes,
+                        },
                     });
                     break;
                 }
@@ -323,7 +323,7 @@ impl Transport for ShmTransport {
             _ => return Err(FabricError::Unreachable(peer)),
         };
         let (len, lane_state) =
-            crate::check_send(&self.caps, &self.state, &self.lanes, lane, peer, parts)?;
+            crate::transport::check_send(&self.caps, &self.state, &self.lanes, lane, peer, parts)?;
         let mut st = lane_state.lock();
         let high = priority == Priority::High;
         let ring = self.segs[pl].ring(self.me_local, lane as u32, high);
@@ -375,11 +375,11 @@ impl Transport for ShmTransport {
                 })
             }) {
                 Ok(r) => r,
-                Err(what) => {
+                Err(defect) => {
                     // Reported once; the ring is not read again (its position cannot be
                     // trusted), and the job learns of it through the error.
                     self.bad[src].store(true, Ordering::Relaxed);
-                    return Err(FabricError::Corrupt { rank: from, what });
+                    return Err(FabricError::Corrupt { rank: from, defect });
                 }
             };
             total += n;

@@ -4,7 +4,7 @@
 use std::sync::atomic::AtomicU64;
 
 use super::segment::{map_named, unlink};
-use crate::FabricError;
+use crate::error::FabricError;
 
 /// A shared mapping of `len` bytes, zero-filled, mode 0600.
 pub struct RawMapping {

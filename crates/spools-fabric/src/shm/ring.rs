@@ -11,6 +11,8 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use crate::error::Defect;
+
 /// Header length in front of each message.
 pub(crate) const HEADER: usize = 8;
 const PAD: u32 = u32::MAX;
@@ -164,7 +166,7 @@ impl Ring {
         pos: &mut u64,
         budget: usize,
         f: &mut dyn FnMut(&[u8]),
-    ) -> Result<(usize, bool), String> {
+    ) -> Result<(usize, bool), Defect> {
         let start = *pos;
         let bits = self.cell_bits();
         let mask = self.cells - 1;
@@ -183,7 +185,7 @@ impl Ring {
             }
             let k = (u64::from(len) + HEADER as u64).div_ceil(1 << self.cell_shift);
             if idx + k > self.cells || k > self.cells / 2 {
-                return Err(format!("message of {len} bytes overruns the ring"));
+                return Err(Defect::RingOverrun { len: len as usize });
             }
             // SAFETY: the header was published with release after the bytes were written;
             // the bytes lie inside the data area (checked above) and the producer does not

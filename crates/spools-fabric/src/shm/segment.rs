@@ -1,13 +1,16 @@
 //! A rank's shared-memory segment: a header with its doorbell, then one ring per
 //! (sending local rank, lane, priority) for the messages it receives.
 
-use std::ffi::CString;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use rustix::fs::Mode;
+use rustix::mm::{MapFlags, ProtFlags};
+use rustix::shm::OFlags;
 use spools_proto::auth::Secret;
 
-use super::ring::{Ctrl, Ring};
-use crate::FabricError;
+use crate::error::{Defect, FabricError, IoStep};
+use crate::shm::ring::{Ctrl, Ring};
 
 const MAGIC: u64 = 0x4d48_5353_4c4f_4f50; // "POOLSSHM" little-endian-ish
 const HEADER_BYTES: usize = 4096;
@@ -94,13 +97,6 @@ unsafe impl Send for Segment {}
 // SAFETY: as above.
 unsafe impl Sync for Segment {}
 
-fn c_name(name: &str) -> Result<CString, FabricError> {
-    CString::new(name).map_err(|_| FabricError::Io {
-        what: format!("shared-memory name {name:?}"),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "contains NUL"),
-    })
-}
-
 fn tag(secret: &Secret, name: &str) -> [u8; 32] {
     let mut ctx = b"shm segment ".to_vec();
     ctx.extend_from_slice(name.as_bytes());
@@ -115,34 +111,22 @@ impl Segment {
         owner: u32,
         secret: &Secret,
     ) -> Result<Segment, FabricError> {
-        let c = c_name(name)?;
-        let what = format!("creating shared memory /dev/shm{name}");
-        // SAFETY: c is a valid NUL-terminated string; the flags create a new object.
-        let fd = unsafe {
-            libc::shm_open(
-                c.as_ptr(),
-                libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_CLOEXEC,
-                0o600,
-            )
+        let io = |source: std::io::Error| FabricError::Io {
+            step: IoStep::ShmCreate {
+                name: name.to_owned(),
+            },
+            source,
         };
-        if fd < 0 {
-            return Err(FabricError::io(what)(std::io::Error::last_os_error()));
-        }
+        let fd = open_shm(name, true).map_err(io)?;
         let len = geo.bytes() as usize;
-        let res = (|| {
-            // SAFETY: fd is the descriptor just opened.
-            if unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            map(fd, len)
-        })();
-        // SAFETY: fd is ours; the mapping (if any) keeps the object alive.
-        unsafe { libc::close(fd) };
-        let base = match res {
+        let base = match rustix::fs::ftruncate(&fd, len as u64)
+            .map_err(std::io::Error::from)
+            .and_then(|()| map(&fd, len))
+        {
             Ok(b) => b,
             Err(e) => {
                 unlink(name);
-                return Err(FabricError::io(what)(e));
+                return Err(io(e));
             }
         };
         let seg = Segment { base, len, geo };
@@ -167,30 +151,23 @@ impl Segment {
 
     /// Maps another rank's segment and checks that it belongs to this job.
     pub(crate) fn attach(name: &str, owner: u32, secret: &Secret) -> Result<Segment, FabricError> {
-        let c = c_name(name)?;
-        let what = format!("opening rank {owner}'s shared memory /dev/shm{name}");
-        // SAFETY: c is a valid NUL-terminated string.
-        let fd = unsafe { libc::shm_open(c.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC, 0) };
-        if fd < 0 {
-            return Err(FabricError::io(what)(std::io::Error::last_os_error()));
-        }
-        // SAFETY: an all-zero stat is a valid value to be overwritten by fstat.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: fd is valid and st is writable.
-        let res = if unsafe { libc::fstat(fd, &mut st) } != 0 {
-            Err(std::io::Error::last_os_error())
-        } else if (st.st_size as usize) < HEADER_BYTES {
-            Err(std::io::Error::new(
+        let io = |source: std::io::Error| FabricError::Io {
+            step: IoStep::ShmAttach {
+                name: name.to_owned(),
+                owner,
+            },
+            source,
+        };
+        let fd = open_shm(name, false).map_err(io)?;
+        let len =
+            usize::try_from(rustix::fs::fstat(&fd).map_err(|e| io(e.into()))?.st_size).unwrap_or(0);
+        if len < HEADER_BYTES {
+            return Err(io(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 "segment too small",
-            ))
-        } else {
-            map(fd, st.st_size as usize)
-        };
-        // SAFETY: fd is ours.
-        unsafe { libc::close(fd) };
-        let base = res.map_err(FabricError::io(&what))?;
-        let len = st.st_size as usize;
+            )));
+        }
+        let base = map(&fd, len).map_err(io)?;
         // SAFETY: the mapping is at least HEADER_BYTES long.
         let h = unsafe { &*(base as *const Header) };
         let geo = Geometry {
@@ -201,17 +178,15 @@ impl Segment {
             ring_high: h.ring_high,
         };
         let seg = Segment { base, len, geo };
-        let bad = |why: &str| FabricError::Corrupt {
+        let bad = |defect: fn(String) -> Defect| FabricError::Corrupt {
             rank: owner,
-            what: format!("shared memory /dev/shm{name}: {why}"),
+            defect: defect(name.to_owned()),
         };
         if h.ready.load(Ordering::Acquire) != 1 || h.magic != MAGIC || h.version != 1 {
-            return Err(bad("not a Spools segment"));
+            return Err(bad(|name| Defect::NotASegment { name }));
         }
         if h.tag != tag(secret, name) || h.owner != owner {
-            return Err(bad(
-                "it belongs to another job (its tag does not match the job secret)",
-            ));
+            return Err(bad(|name| Defect::ForeignSegment { name }));
         }
         if !geo.cell.is_power_of_two()
             || geo.cell < 64
@@ -221,7 +196,7 @@ impl Segment {
             || geo.ring_high < 16 * u64::from(geo.cell)
             || geo.bytes() != len as u64
         {
-            return Err(bad("inconsistent geometry"));
+            return Err(bad(|name| Defect::BadGeometry { name }));
         }
         Ok(seg)
     }
@@ -265,75 +240,67 @@ impl Segment {
     }
 }
 
-fn map(fd: libc::c_int, len: usize) -> std::io::Result<*mut u8> {
-    // SAFETY: fd is a valid shared-memory descriptor of at least `len` bytes; a fresh
-    // mapping aliases no Rust object.
+/// Opens (or creates exclusively, mode 0600) a POSIX shared-memory object; the
+/// descriptor is close-on-exec.
+fn open_shm(name: &str, create: bool) -> std::io::Result<OwnedFd> {
+    let flags = if create {
+        OFlags::CREATE | OFlags::EXCL | OFlags::RDWR
+    } else {
+        OFlags::RDWR
+    };
+    Ok(rustix::shm::open(name, flags, Mode::RUSR | Mode::WUSR)?)
+}
+
+/// Maps `len` bytes of a shared-memory object, shared and writable. The mapping outlives
+/// the descriptor.
+fn map(fd: &OwnedFd, len: usize) -> std::io::Result<*mut u8> {
+    // SAFETY: a fresh mapping at an address the kernel chooses aliases no Rust object;
+    // `fd` is a valid shared-memory descriptor of at least `len` bytes.
     let p = unsafe {
-        libc::mmap(
+        rustix::mm::mmap(
             std::ptr::null_mut(),
             len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            fd,
+            ProtFlags::READ | ProtFlags::WRITE,
+            MapFlags::SHARED,
+            fd.as_fd(),
             0,
         )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(p as *mut u8)
+    }?;
+    Ok(p.cast::<u8>())
 }
 
 /// Creates (exclusively, mode 0600, zero-filled) or opens a named shared mapping.
 pub(crate) fn map_named(name: &str, len: usize, create: bool) -> Result<*mut u8, FabricError> {
-    let c = c_name(name)?;
-    let what = format!("shared memory /dev/shm{name}");
-    let flags = if create {
-        libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_CLOEXEC
-    } else {
-        libc::O_RDWR | libc::O_CLOEXEC
+    let io = |source: std::io::Error| FabricError::Io {
+        step: IoStep::ShmMap {
+            name: name.to_owned(),
+        },
+        source,
     };
-    // SAFETY: c is a valid NUL-terminated string.
-    let fd = unsafe { libc::shm_open(c.as_ptr(), flags, 0o600) };
-    if fd < 0 {
-        return Err(FabricError::io(what)(std::io::Error::last_os_error()));
+    let fd = open_shm(name, create).map_err(io)?;
+    if create {
+        rustix::fs::ftruncate(&fd, len as u64).map_err(|e| io(e.into()))?;
     }
-    let res = (|| {
-        // SAFETY: fd is the descriptor just opened.
-        if create && unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        map(fd, len)
-    })();
-    // SAFETY: fd is ours; the mapping keeps the object alive.
-    unsafe { libc::close(fd) };
-    res.map_err(FabricError::io(what))
+    map(&fd, len).map_err(io)
 }
 
 /// Removes a segment's name (mappings stay valid).
 pub(crate) fn unlink(name: &str) {
-    if let Ok(c) = CString::new(name) {
-        // SAFETY: c is a valid NUL-terminated string.
-        unsafe { libc::shm_unlink(c.as_ptr()) };
-    }
+    // A name already gone is what the caller wants.
+    let _ = rustix::shm::unlink(name);
 }
 
 impl Drop for Segment {
     fn drop(&mut self) {
         // SAFETY: base/len describe a mapping made by `map` and not unmapped before;
         // no Ring outlives the transport that owns this segment.
-        unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
+        // An unmap of a valid mapping cannot fail in a way the caller could act on.
+        let _ = unsafe { rustix::mm::munmap(self.base.cast(), self.len) };
     }
 }
 
 /// Bytes free in `/dev/shm`.
 pub(crate) fn shm_free() -> Option<u64> {
-    let path = CString::new("/dev/shm").ok()?;
-    // SAFETY: an all-zero statvfs is a valid value to be overwritten.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: path is valid and st writable.
-    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    Some(st.f_bavail as u64 * st.f_frsize as u64)
+    let st = rustix::fs::statvfs("/dev/shm").ok()?;
+    Some(st.f_bavail.saturating_mul(st.f_frsize))
 }

@@ -23,8 +23,10 @@ use spools_boot::health::JobHealth;
 use spools_proto::auth::Secret;
 use spools_proto::handshake::{Identity, Purpose};
 
+use crate::caps::{Caps, Priority, SingleCopy};
+use crate::error::{FabricError, IoStep};
 use crate::lock::TryLock;
-use crate::{Caps, FabricError, Incoming, Priority, SingleCopy, Transport};
+use crate::transport::{Incoming, Transport};
 use rx::RxSide;
 pub use rx::MAX_MESSAGE;
 use tx::TxConn;
@@ -50,11 +52,14 @@ impl Listener {
     /// # Errors
     /// [`FabricError::Io`].
     pub fn bind(ip: IpAddr) -> Result<Listener, FabricError> {
-        let listener = TcpListener::bind((ip, 0))
-            .map_err(FabricError::io(format!("binding a TCP listener on {ip}")))?;
-        let addr = listener
-            .local_addr()
-            .map_err(FabricError::io("TCP listener address"))?;
+        let listener = TcpListener::bind((ip, 0)).map_err(|source| FabricError::Io {
+            step: IoStep::TcpBind { ip },
+            source,
+        })?;
+        let addr = listener.local_addr().map_err(|source| FabricError::Io {
+            step: IoStep::TcpLocalAddr,
+            source,
+        })?;
         Ok(Listener { listener, addr })
     }
 
@@ -108,10 +113,15 @@ impl TcpTransport {
             .iter()
             .map(|e| e.tcp.parse().ok())
             .collect();
-        let poll = mio::Poll::new().map_err(FabricError::io("creating the TCP event loop"))?;
+        let poll = mio::Poll::new().map_err(|source| FabricError::Io {
+            step: IoStep::EventLoop,
+            source,
+        })?;
         let waker = Arc::new(
-            mio::Waker::new(poll.registry(), rx::WAKER)
-                .map_err(FabricError::io("creating the TCP waker"))?,
+            mio::Waker::new(poll.registry(), rx::WAKER).map_err(|source| FabricError::Io {
+                step: IoStep::Waker,
+                source,
+            })?,
         );
         let (tx, incoming) = channel();
         let stop = Arc::new(AtomicBool::new(false));
@@ -185,10 +195,21 @@ impl TcpTransport {
 
     /// The error for a failed connection to `peer`: the watchdog's cause when it learns
     /// one soon (the peer exited, crashed or gave up), else the socket's error.
-    fn peer_failed(&self, peer: u32, e: impl std::fmt::Display) -> FabricError {
+    fn peer_failed(&self, peer: u32, source: std::io::Error) -> FabricError {
         match self.state.verdict_on(peer, VERDICT_WAIT) {
-            Some(f) => FabricError::PeerFailed(f.to_string()),
-            None => FabricError::PeerFailed(format!("connection to rank {peer} failed: {e}")),
+            Some(f) => FabricError::PeerFailed(f),
+            None => FabricError::ConnectionLost { peer, source },
+        }
+    }
+
+    /// As [`TcpTransport::peer_failed`], for a connection that could not be made.
+    fn connect_failed(&self, peer: u32, source: spools_boot::BootError) -> FabricError {
+        match self.state.verdict_on(peer, VERDICT_WAIT) {
+            Some(f) => FabricError::PeerFailed(f),
+            None => FabricError::Connect {
+                peer,
+                source: Box::new(source),
+            },
         }
     }
 }
@@ -213,7 +234,7 @@ impl Transport for TcpTransport {
             return Err(FabricError::Unreachable(peer));
         }
         let (len, lane_state) =
-            crate::check_send(&self.caps, &self.state, &self.lanes, lane, peer, parts)?;
+            crate::transport::check_send(&self.caps, &self.state, &self.lanes, lane, peer, parts)?;
         let mut conns = lane_state.lock();
         let key = (peer, priority as u8);
         if let std::collections::hash_map::Entry::Vacant(slot) = conns.entry(key) {
@@ -234,7 +255,7 @@ impl Transport for TcpTransport {
                 std::time::Instant::now() + Duration::from_secs(10),
                 || self.state.troubled(),
             )
-            .map_err(|e| self.peer_failed(peer, e))?;
+            .map_err(|e| self.connect_failed(peer, e))?;
             slot.insert(TxConn::new(stream).map_err(|e| self.peer_failed(peer, e))?);
         }
         let Some(conn) = conns.get_mut(&key) else {

@@ -16,7 +16,9 @@ use spools_proto::handshake::{Identity, Purpose};
 
 use spools_boot::admission::Admission;
 
-use crate::{FabricError, Incoming, Priority};
+use crate::caps::Priority;
+use crate::error::{Defect, FabricError, IoStep};
+use crate::transport::Incoming;
 
 /// Largest message on a TCP connection.
 pub const MAX_MESSAGE: usize = 16 << 20;
@@ -73,7 +75,10 @@ pub(crate) fn spawn_acceptor(
                     });
             }
         })
-        .map_err(FabricError::io("starting the TCP acceptor"))?;
+        .map_err(|source| FabricError::Io {
+            step: IoStep::Acceptor,
+            source,
+        })?;
     Ok(())
 }
 
@@ -203,7 +208,10 @@ impl RxConn {
                     self.closed = true;
                     return Err(FabricError::Corrupt {
                         rank: self.id.rank,
-                        what: format!("frame of {len} bytes exceeds {MAX_MESSAGE}"),
+                        defect: Defect::FrameTooLong {
+                            len,
+                            max: MAX_MESSAGE,
+                        },
                     });
                 }
                 if self.end - self.start < 4 + len {

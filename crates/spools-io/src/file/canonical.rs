@@ -9,9 +9,9 @@ use spools_msg::Communicator;
 use crate::collective::rank_bytes;
 use crate::error::FileError;
 use crate::file::manifest::looks_like_manifest;
+use crate::file::npy;
 use crate::file::options::{FileStats, ReadOptions, WriteOptions};
 use crate::file::steps::{agree_on_outcome, check_share, decide, integrity};
-use crate::file::npy;
 use crate::file::sys;
 use crate::redistribute::redistribute_plan;
 

@@ -92,8 +92,10 @@ impl PipeName {
 pub fn pipe_dir_path() -> PathBuf {
     match std::env::var_os("SPOOLS_PIPE_DIR") {
         Some(d) => PathBuf::from(d),
-        // SAFETY: getuid has no preconditions and cannot fail.
-        None => std::env::temp_dir().join(format!("spools-pipes-{}", unsafe { libc::getuid() })),
+        None => std::env::temp_dir().join(format!(
+            "spools-pipes-{}",
+            rustix::process::getuid().as_raw()
+        )),
     }
 }
 
@@ -109,8 +111,7 @@ pub fn pipe_dir() -> Result<PathBuf, PipeError> {
     // to a directory of theirs): then meeting files could be read, replaced or redirected.
     let md =
         std::fs::metadata(&d).map_err(|e| PipeError::io(format!("stat {}", d.display()), e))?;
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::getuid() };
+    let uid = rustix::process::getuid().as_raw();
     if !md.is_dir() || md.uid() != uid {
         return Err(PipeError::io(
             format!(
@@ -150,8 +151,10 @@ pub fn meet_timeout() -> Duration {
 }
 
 fn alive(pid: u32) -> bool {
-    // SAFETY: kill with signal 0 only checks that the process exists.
-    pid != 0 && unsafe { libc::kill(pid as libc::pid_t, 0) } == 0
+    i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .is_some_and(|p| rustix::process::test_kill_process(p).is_ok())
 }
 
 /// Rank 0's meeting: publishes `mine` and returns the other side's description.

@@ -2,9 +2,9 @@
 
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
+use rustix::event::{PollFd, PollFlags};
 use spools_map::{Layout, Plan};
 use spools_msg::Communicator;
 
@@ -382,25 +382,20 @@ fn read_net(
         if waiting.is_empty() {
             break;
         }
-        let mut fds: Vec<libc::pollfd> = waiting
-            .iter()
-            .map(|&p| libc::pollfd {
-                fd: socks[p].as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        // SAFETY: `fds` is a valid array of pollfd of the given length for the call.
-        let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
-        if r < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
+        let ready: Vec<bool> = {
+            let mut fds: Vec<PollFd<'_>> = waiting
+                .iter()
+                .map(|&p| PollFd::new(&socks[p], PollFlags::IN))
+                .collect();
+            match rustix::event::poll(&mut fds, None) {
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(PipeError::io("poll", e.into())),
             }
-            return Err(PipeError::io("poll", e));
-        }
+            fds.iter().map(|f| !f.revents().is_empty()).collect()
+        };
         for (i, &p) in waiting.iter().enumerate() {
-            if fds[i].revents == 0 {
+            if !ready[i] {
                 continue;
             }
             let gone = || PipeError::PeerGone {

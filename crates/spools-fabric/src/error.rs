@@ -1,0 +1,169 @@
+//! Errors of the fabric layer.
+
+use std::net::IpAddr;
+
+use spools_boot::health::Failure;
+use thiserror::Error;
+
+/// Errors of the fabric data path.
+#[derive(Debug, Error)]
+pub enum FabricError {
+    /// The peer is not reachable through this transport (another host for shm, itself).
+    #[error("rank {0} is not reachable through this transport")]
+    Unreachable(u32),
+    /// The message is larger than [`Caps::max_message`].
+    #[error("message of {len} bytes exceeds this transport's limit of {max}")]
+    TooLarge {
+        /// Its length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// No such lane.
+    #[error("lane {lane} does not exist (this transport has {lanes})")]
+    BadLane {
+        /// Lane asked for.
+        lane: usize,
+        /// Lanes available.
+        lanes: usize,
+    },
+    /// The peer died or the job ended.
+    #[error("{0}")]
+    PeerFailed(Failure),
+    /// A peer wrote something that breaks the ring or stream format, or its shared memory
+    /// is not this job's.
+    #[error("corrupt data from rank {rank}: {defect}")]
+    Corrupt {
+        /// The sending rank.
+        rank: u32,
+        /// What is wrong.
+        defect: Defect,
+    },
+    /// The connection to a peer broke, and the watchdog knows no cause.
+    #[error("connection to rank {peer} failed")]
+    ConnectionLost {
+        /// The peer.
+        peer: u32,
+        /// The socket's error.
+        source: std::io::Error,
+    },
+    /// A connection to a peer could not be made, and the watchdog knows no cause.
+    #[error("cannot connect to rank {peer}")]
+    Connect {
+        /// The peer.
+        peer: u32,
+        /// Why.
+        source: Box<spools_boot::BootError>,
+    },
+    /// `/dev/shm` cannot hold even the smallest rings.
+    #[error("/dev/shm has {free} bytes free: not enough for even the smallest rings ({need} bytes per rank)")]
+    ShmFull {
+        /// Bytes free.
+        free: u64,
+        /// Bytes the smallest rings need.
+        need: u64,
+    },
+    /// A system call failed.
+    #[error("{step}: {source}")]
+    Io {
+        /// What was being done.
+        step: IoStep,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Setting up the transport failed in the bootstrap layer.
+    #[error(transparent)]
+    Boot(#[from] spools_boot::BootError),
+}
+
+/// The step of a backend during which a system call failed.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum IoStep {
+    /// Creating this rank's shared-memory segment.
+    #[error("creating shared memory /dev/shm{name}")]
+    ShmCreate {
+        /// The segment's name.
+        name: String,
+    },
+    /// Opening another rank's shared-memory segment.
+    #[error("opening rank {owner}'s shared memory /dev/shm{name}")]
+    ShmAttach {
+        /// The segment's name.
+        name: String,
+        /// The rank that created it.
+        owner: u32,
+    },
+    /// Creating or opening a named shared mapping.
+    #[error("shared memory /dev/shm{name}")]
+    ShmMap {
+        /// The mapping's name.
+        name: String,
+    },
+    /// Binding the TCP listener.
+    #[error("binding a TCP listener on {ip}")]
+    TcpBind {
+        /// The address asked for.
+        ip: IpAddr,
+    },
+    /// Reading the TCP listener's address.
+    #[error("reading the TCP listener's address")]
+    TcpLocalAddr,
+    /// Creating the TCP event loop.
+    #[error("creating the TCP event loop")]
+    EventLoop,
+    /// Creating the TCP event loop's waker.
+    #[error("creating the TCP waker")]
+    Waker,
+    /// Starting the TCP acceptor thread.
+    #[error("starting the TCP acceptor")]
+    Acceptor,
+}
+
+/// What is wrong with data or shared memory a peer provided.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum Defect {
+    /// The shared-memory object is not a Spools segment (or not ready).
+    #[error("shared memory /dev/shm{name} is not a Spools segment")]
+    NotASegment {
+        /// The segment's name.
+        name: String,
+    },
+    /// The segment's tag does not match the job secret: it belongs to another job.
+    #[error("shared memory /dev/shm{name} belongs to another job (its tag does not match the job secret)")]
+    ForeignSegment {
+        /// The segment's name.
+        name: String,
+    },
+    /// The segment's geometry is inconsistent.
+    #[error("shared memory /dev/shm{name} has an inconsistent geometry")]
+    BadGeometry {
+        /// The segment's name.
+        name: String,
+    },
+    /// The segment was laid out for another job shape.
+    #[error("its segment has rings for {their_sources} ranks x {their_lanes} lanes, this rank expects {our_sources} x {our_lanes} (SPOOLS_LANES must be the same on every rank)")]
+    JobShape {
+        /// Local ranks the peer's rings are for.
+        their_sources: u32,
+        /// Lanes the peer's rings are for.
+        their_lanes: u32,
+        /// Local ranks this rank expects.
+        our_sources: u32,
+        /// Lanes this rank expects.
+        our_lanes: u32,
+    },
+    /// A ring header announces a message that runs past the ring.
+    #[error("message of {len} bytes overruns the ring")]
+    RingOverrun {
+        /// The announced length.
+        len: usize,
+    },
+    /// A TCP frame longer than the transport allows.
+    #[error("frame of {len} bytes exceeds {max}")]
+    FrameTooLong {
+        /// The announced length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+}

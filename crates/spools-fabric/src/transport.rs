@@ -1,0 +1,98 @@
+//! The one seam of the fabric: the [`Transport`] trait, the [`Incoming`] messages it
+//! delivers, and the checks every backend's `try_send` shares.
+
+use std::time::Duration;
+
+use crate::caps::{Caps, Priority};
+use crate::error::FabricError;
+
+/// The checks every backend's `try_send` makes before touching its buffers: the message
+/// fits, the peer is alive, the lane exists. Returns the message length and the lane's
+/// state.
+pub(crate) fn check_send<'a, T>(
+    caps: &Caps,
+    state: &spools_boot::health::JobHealth,
+    lanes: &'a [T],
+    lane: usize,
+    peer: u32,
+    parts: &[&[u8]],
+) -> Result<(usize, &'a T), FabricError> {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    if len > caps.max_message {
+        return Err(FabricError::TooLarge {
+            len,
+            max: caps.max_message,
+        });
+    }
+    if state.troubled() {
+        if let Some(f) = state.failure_of(peer) {
+            return Err(FabricError::PeerFailed(f));
+        }
+    }
+    let lane_state = lanes.get(lane).ok_or(FabricError::BadLane {
+        lane,
+        lanes: caps.lanes,
+    })?;
+    Ok((len, lane_state))
+}
+
+/// A message handed to a receiver by [`Transport::poll`].
+#[derive(Debug)]
+pub struct Incoming<'a> {
+    /// Sending rank.
+    pub from: u32,
+    /// Sending lane.
+    pub lane: u16,
+    /// Priority.
+    pub priority: Priority,
+    /// The bytes, borrowed from the transport's buffer until the callback returns.
+    pub bytes: &'a [u8],
+}
+
+/// A transport between the ranks of one job.
+pub trait Transport: Send + Sync {
+    /// What this transport can do.
+    fn caps(&self) -> &Caps;
+
+    /// Whether `peer` can be reached through this transport.
+    fn reaches(&self, peer: u32) -> bool;
+
+    /// Sends one message made of `parts` (concatenated) to `peer` on `lane`, or returns
+    /// `Ok(false)` if the peer's buffer is full (back-pressure: poll and retry). A
+    /// transport may keep part of an accepted message queued (TCP, when the kernel's
+    /// buffer is full); it goes out on later sends, [`Transport::flush`] and
+    /// [`Transport::poll`], so a sender must keep polling or flushing.
+    ///
+    /// # Errors
+    /// [`FabricError::TooLarge`], [`FabricError::Unreachable`],
+    /// [`FabricError::PeerFailed`], [`FabricError::Io`].
+    fn try_send(
+        &self,
+        lane: usize,
+        priority: Priority,
+        peer: u32,
+        parts: &[&[u8]],
+    ) -> Result<bool, FabricError>;
+
+    /// Pushes out anything the transport queued (TCP partial writes). Returns whether
+    /// anything is still queued.
+    ///
+    /// # Errors
+    /// [`FabricError::PeerFailed`], [`FabricError::Io`].
+    fn flush(&self, lane: usize) -> Result<bool, FabricError>;
+
+    /// Delivers waiting messages to `f`, high priority first; returns how many. Only one
+    /// thread polls at a time (others return `Ok(0)` at once).
+    ///
+    /// # Errors
+    /// [`FabricError::Corrupt`] or [`FabricError::Io`]; messages already delivered stay
+    /// delivered.
+    fn poll(&self, f: &mut dyn FnMut(Incoming<'_>)) -> Result<usize, FabricError>;
+
+    /// Sleeps until a message may have arrived, space was freed for a blocked sender,
+    /// [`Transport::wake`] was called, or `timeout` passed.
+    fn wait(&self, timeout: Duration);
+
+    /// Wakes a thread sleeping in [`Transport::wait`] (used by the watchdog).
+    fn wake(&self);
+}
