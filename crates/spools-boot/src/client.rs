@@ -14,7 +14,7 @@ use spools_proto::boot::{CollOp, Endpoint, ToRank, ToServer};
 use spools_proto::handshake::{Identity, Purpose};
 
 use crate::config::Config;
-use crate::error::BootError;
+use crate::error::{Awaited, BootError, BootStep, Lost, RandomFor, Violation};
 use crate::health::{Failure, JobHealth};
 use crate::identity::{JobEnv, LauncherKind, Rendezvous};
 use crate::net::{connect, connect_retrying, read_frame, resolve, write_frame};
@@ -81,7 +81,7 @@ impl std::fmt::Debug for Bootstrap {
 fn failure_error(f: Failure) -> BootError {
     match f {
         Failure::Rank { rank, cause } => BootError::PeerDied { rank, cause },
-        Failure::ServerLost(why) => BootError::ServerLost(why),
+        Failure::ServerLost(why) => BootError::ServerLost(Lost::Watchdog(why)),
     }
 }
 
@@ -106,7 +106,6 @@ fn advertised_ip() -> IpAddr {
 
 fn write_rendezvous_file(path: &Path, addr: SocketAddr, secret: &Secret) -> Result<(), BootError> {
     use std::os::unix::fs::OpenOptionsExt;
-    let what = format!("writing the rendezvous file {}", path.display());
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -114,11 +113,21 @@ fn write_rendezvous_file(path: &Path, addr: SocketAddr, secret: &Secret) -> Resu
         .truncate(true)
         .mode(0o600)
         .open(&tmp)
-        .map_err(BootError::io(&what))?;
-    writeln!(f, "spools-rendezvous 1\n{addr}\n{}", secret.to_hex())
-        .map_err(BootError::io(&what))?;
-    f.sync_all().map_err(BootError::io(&what))?;
-    std::fs::rename(&tmp, path).map_err(BootError::io(&what))
+        .map_err(BootError::io(BootStep::WriteRendezvousFile {
+            path: path.to_path_buf(),
+        }))?;
+    writeln!(f, "spools-rendezvous 1\n{addr}\n{}", secret.to_hex()).map_err(BootError::io(
+        BootStep::WriteRendezvousFile {
+            path: path.to_path_buf(),
+        },
+    ))?;
+    f.sync_all()
+        .map_err(BootError::io(BootStep::WriteRendezvousFile {
+            path: path.to_path_buf(),
+        }))?;
+    std::fs::rename(&tmp, path).map_err(BootError::io(BootStep::WriteRendezvousFile {
+        path: path.to_path_buf(),
+    }))
 }
 
 fn read_rendezvous_file(path: &Path) -> Option<(SocketAddr, Secret)> {
@@ -149,13 +158,17 @@ impl Connected {
         let hosted = env.rank == 0 && env.launcher != LauncherKind::Spools;
         let job = match env.job {
             Some(j) => j,
-            None => u64::from_le_bytes(random().map_err(BootError::io("random job id"))?),
+            None => u64::from_le_bytes(
+                random().map_err(BootError::io(BootStep::Random(RandomFor::JobId)))?,
+            ),
         };
         let (addr, secret, server) = match &env.rendezvous {
             Rendezvous::Singleton => {
-                let secret = Secret::from_bytes(random().map_err(BootError::io("random secret"))?);
+                let secret = Secret::from_bytes(
+                    random().map_err(BootError::io(BootStep::Random(RandomFor::JobSecret)))?,
+                );
                 let l = TcpListener::bind("127.0.0.1:0")
-                    .map_err(BootError::io("binding the rendezvous"))?;
+                    .map_err(BootError::io(BootStep::BindRendezvous { at: None }))?;
                 let server = RendezvousServer::start(l, 1, secret.clone(), job, false, None)?;
                 (server.addr(), secret, Some(server))
             }
@@ -166,8 +179,11 @@ impl Connected {
                     .ok_or(crate::identity::IdentityError::NoSecret)?;
                 let addr = resolve(a)?;
                 if hosted {
-                    let l = TcpListener::bind(addr)
-                        .map_err(BootError::io(format!("rank 0 binding the rendezvous {a}")))?;
+                    let l = TcpListener::bind(addr).map_err(BootError::io(
+                        BootStep::BindRendezvous {
+                            at: Some(a.clone()),
+                        },
+                    ))?;
                     let server =
                         RendezvousServer::start(l, env.size, secret.clone(), job, false, None)?;
                     (addr, secret, Some(server))
@@ -179,17 +195,18 @@ impl Connected {
                 if hosted {
                     let secret = match &env.secret {
                         Some(s) => s.clone(),
-                        None => {
-                            Secret::from_bytes(random().map_err(BootError::io("random secret"))?)
-                        }
+                        None => Secret::from_bytes(
+                            random()
+                                .map_err(BootError::io(BootStep::Random(RandomFor::JobSecret)))?,
+                        ),
                     };
                     let ip = advertised_ip();
                     let l = TcpListener::bind((ip, 0))
                         .or_else(|_| TcpListener::bind("0.0.0.0:0"))
-                        .map_err(BootError::io("binding the rendezvous"))?;
+                        .map_err(BootError::io(BootStep::BindRendezvous { at: None }))?;
                     let mut addr = l
                         .local_addr()
-                        .map_err(BootError::io("rendezvous address"))?;
+                        .map_err(BootError::io(BootStep::RendezvousSocket))?;
                     addr.set_ip(ip);
                     let server =
                         RendezvousServer::start(l, env.size, secret.clone(), job, false, None)?;
@@ -216,7 +233,7 @@ impl Connected {
                         }
                         if Instant::now() > deadline {
                             return Err(BootError::Timeout {
-                                what: format!("rank 0 to write {}", path.display()),
+                                awaited: Awaited::RendezvousFile { path: path.clone() },
                                 secs: timeout.as_secs(),
                             });
                         }
@@ -285,31 +302,27 @@ impl Connected {
         )?;
         self.stream
             .set_read_timeout(Some(self.timeout))
-            .map_err(BootError::io("rendezvous socket"))?;
+            .map_err(BootError::io(BootStep::RendezvousSocket))?;
         let table = match read_frame::<ToRank>(&mut self.stream) {
             Ok(Some(ToRank::Table { job, endpoints })) if endpoints.len() == size as usize => {
                 (job, endpoints)
             }
             Ok(Some(ToRank::Table { endpoints, .. })) => {
-                return Err(BootError::Protocol(format!(
-                    "address table of {} ranks for a job of {size}",
-                    endpoints.len()
-                )))
+                return Err(BootError::Protocol(Violation::TableSize {
+                    got: endpoints.len(),
+                    size,
+                }))
             }
-            Ok(Some(ToRank::Refused { reason })) => return Err(BootError::Refused(reason)),
+            Ok(Some(ToRank::Refused { reason })) => return Err(BootError::Refused { reason }),
             Ok(Some(ToRank::Abort { rank, cause })) => {
                 return Err(BootError::PeerDied { rank, cause })
             }
             Ok(Some(other)) => {
-                return Err(BootError::Protocol(format!(
-                    "unexpected {other:?} while joining"
-                )))
+                return Err(BootError::Protocol(Violation::WhileJoining {
+                    kind: kind_of(&other),
+                }))
             }
-            Ok(None) => {
-                return Err(BootError::ServerLost(
-                    "it closed the connection while this rank was joining".into(),
-                ))
-            }
+            Ok(None) => return Err(BootError::ServerLost(Lost::WhileJoining)),
             Err(BootError::Io { source, .. })
                 if matches!(
                     source.kind(),
@@ -317,7 +330,7 @@ impl Connected {
                 ) =>
             {
                 return Err(BootError::Timeout {
-                    what: format!("all {size} ranks to join"),
+                    awaited: Awaited::Join { ranks: size },
                     secs: self.timeout.as_secs(),
                 })
             }
@@ -325,7 +338,7 @@ impl Connected {
         };
         self.stream
             .set_read_timeout(None)
-            .map_err(BootError::io("rendezvous socket"))?;
+            .map_err(BootError::io(BootStep::RendezvousSocket))?;
         // Every rank has joined: nobody needs the rendezvous file any more.
         if let (Some(_), Rendezvous::File(path)) = (&self.server, &self.env.rendezvous) {
             let _ = std::fs::remove_file(path);
@@ -336,7 +349,7 @@ impl Connected {
         let mut reader = self
             .stream
             .try_clone()
-            .map_err(BootError::io("rendezvous socket"))?;
+            .map_err(BootError::io(BootStep::RendezvousSocket))?;
         let st = state.clone();
         let fin = finalized.clone();
         std::thread::Builder::new()
@@ -371,7 +384,7 @@ impl Connected {
                     }
                 }
             })
-            .map_err(BootError::io("starting the watchdog thread"))?;
+            .map_err(BootError::io(BootStep::Thread { name: "watchdog" }))?;
         Ok(Bootstrap {
             rank,
             size,
@@ -455,9 +468,10 @@ impl Bootstrap {
         )?;
         match self.wait_reply(&replies.1, serve)? {
             Reply::Coll(s, parts) if s == seq => Ok(parts),
-            Reply::Coll(s, _) => Err(BootError::Protocol(format!(
-                "answer to collective #{s} while waiting for #{seq}"
-            ))),
+            Reply::Coll(s, _) => Err(BootError::Protocol(Violation::CollectiveOrder {
+                got: s,
+                want: seq,
+            })),
             _ => Err(BootError::Finalized),
         }
     }
@@ -477,7 +491,7 @@ impl Bootstrap {
         self.state
             .any_failure()
             .map(failure_error)
-            .unwrap_or(BootError::ServerLost("the watchdog stopped".into()))
+            .unwrap_or(BootError::ServerLost(Lost::WatchdogStopped))
     }
 
     /// Waits for the watchdog thread's next answer (not a wake-up), driving progress.
@@ -544,15 +558,15 @@ impl Bootstrap {
     /// As [`Bootstrap::barrier`].
     pub fn broadcast(&self, root: u32, data: &[u8]) -> Result<Vec<u8>, BootError> {
         if root >= self.size {
-            return Err(BootError::Protocol(format!(
-                "broadcast root {root} is not a rank of this job of {}",
-                self.size
-            )));
+            return Err(BootError::BadRoot {
+                root,
+                size: self.size,
+            });
         }
         let mut parts = self.collective(CollOp::Broadcast { root }, data)?;
         parts
             .pop()
-            .ok_or_else(|| BootError::Protocol("empty broadcast result".into()))
+            .ok_or(BootError::Protocol(Violation::Parts { got: 0, want: 1 }))
     }
 
     /// Returns every rank's `data`, indexed by rank.
@@ -562,11 +576,10 @@ impl Bootstrap {
     pub fn allgather(&self, data: &[u8]) -> Result<Vec<Vec<u8>>, BootError> {
         let parts = self.collective(CollOp::Allgather, data)?;
         if parts.len() != self.size as usize {
-            return Err(BootError::Protocol(format!(
-                "allgather returned {} parts for {} ranks",
-                parts.len(),
-                self.size
-            )));
+            return Err(BootError::Protocol(Violation::Parts {
+                got: parts.len(),
+                want: self.size as usize,
+            }));
         }
         Ok(parts)
     }
@@ -672,5 +685,17 @@ impl Bootstrap {
             // process, and the server with it, goes away.
             server.wait_abort_sent(Duration::from_secs(2));
         }
+    }
+}
+
+/// A name for a rendezvous message, for protocol errors.
+fn kind_of(m: &ToRank) -> &'static str {
+    match m {
+        ToRank::Table { .. } => "address table",
+        ToRank::Collective { .. } => "collective answer",
+        ToRank::Finalized => "finalized",
+        ToRank::Finalizing { .. } => "finalizing notice",
+        ToRank::Abort { .. } => "abort",
+        ToRank::Refused { .. } => "refusal",
     }
 }

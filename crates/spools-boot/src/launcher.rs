@@ -13,6 +13,7 @@ use rustix::process::{Pid, Signal};
 use spools_proto::auth::Secret;
 use thiserror::Error;
 
+use crate::error::{BootStep, RandomFor};
 use crate::random::random;
 use crate::server::{RendezvousServer, ServerEvent};
 
@@ -91,13 +92,16 @@ pub enum LaunchError {
         ranks: u32,
     },
     /// A system call failed.
-    #[error("{what}: {source}")]
+    #[error("{step}: {source}")]
     Io {
         /// What was being done.
-        what: String,
+        step: BootStep,
         /// The error.
         source: std::io::Error,
     },
+    /// The launcher's signal handlers could not be installed.
+    #[error("installing signal handlers: {0}")]
+    Signals(#[source] std::io::Error),
     /// The program could not be started.
     #[error("cannot start {program:?} for rank {rank}: {source}")]
     Spawn {
@@ -232,15 +236,13 @@ pub fn clean_shm(job: u64) -> usize {
 pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
     spec.check()?;
     let n = spec.ranks;
-    let io = |what: &str| {
-        let what = what.to_string();
-        move |source| LaunchError::Io { what, source }
-    };
-    let secret = Secret::from_bytes(random().map_err(io("random secret"))?);
-    let job = u64::from_le_bytes(random().map_err(io("random job id"))?);
+    let io = |step: BootStep| move |source| LaunchError::Io { step, source };
+    let secret = Secret::from_bytes(random().map_err(io(BootStep::Random(RandomFor::JobSecret)))?);
+    let job = u64::from_le_bytes(random().map_err(io(BootStep::Random(RandomFor::JobId)))?);
     let (tx, rx) = channel::<Event>();
     let (stx, srx) = channel::<ServerEvent>();
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(io("binding the rendezvous"))?;
+    let listener =
+        TcpListener::bind("127.0.0.1:0").map_err(io(BootStep::BindRendezvous { at: None }))?;
     let server = RendezvousServer::start(listener, n, secret.clone(), job, true, Some(stx))?;
     {
         let tx = tx.clone();
@@ -253,14 +255,16 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
                     }
                 }
             })
-            .map_err(io("starting a thread"))?;
+            .map_err(io(BootStep::Thread {
+                name: "launcher event",
+            }))?;
     }
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGHUP,
     ])
-    .map_err(io("installing signal handlers"))?;
+    .map_err(LaunchError::Signals)?;
     let sig_handle = signals.handle();
     {
         let tx = tx.clone();
@@ -273,7 +277,9 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
                     }
                 }
             })
-            .map_err(io("starting a thread"))?;
+            .map_err(io(BootStep::Thread {
+                name: "launcher signal",
+            }))?;
     }
 
     let mut pids: Vec<Option<u32>> = vec![None; n as usize];
@@ -637,7 +643,9 @@ fn spawn_rank(
             }
         })
         .map_err(|source| LaunchError::Io {
-            what: "starting a thread".into(),
+            step: BootStep::Thread {
+                name: "rank waiter",
+            },
             source,
         })?;
     Ok(pid)

@@ -31,4 +31,4 @@ pub mod random;
 pub mod say;
 pub mod server;
 
-pub use error::BootError;
+pub use error::{Awaited, BootError, BootStep, Lost, RandomFor, Violation};

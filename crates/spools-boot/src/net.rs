@@ -10,7 +10,7 @@ use spools_proto::handshake::{
     Client, Identity, Purpose, Server, CLIENT_AUTH_LEN, CLIENT_HELLO_LEN, SERVER_HELLO_LEN,
 };
 
-use crate::error::BootError;
+use crate::error::{BootError, BootStep, RandomFor};
 use crate::random::random;
 
 /// Time allowed for a handshake once connected.
@@ -22,10 +22,14 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// [`BootError::Io`] if it does not resolve.
 pub fn resolve(addr: &str) -> Result<SocketAddr, BootError> {
     addr.to_socket_addrs()
-        .map_err(BootError::io(format!("cannot resolve {addr}")))?
+        .map_err(BootError::io(BootStep::Resolve {
+            addr: addr.to_owned(),
+        }))?
         .next()
         .ok_or_else(|| BootError::Io {
-            what: format!("cannot resolve {addr}"),
+            step: BootStep::Resolve {
+                addr: addr.to_owned(),
+            },
             source: std::io::Error::new(std::io::ErrorKind::NotFound, "no address"),
         })
 }
@@ -42,42 +46,46 @@ pub fn connect(
     identity: Identity,
     timeout: Duration,
 ) -> Result<TcpStream, BootError> {
-    let what = format!("connecting to {addr}");
-    let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(BootError::io(&what))?;
-    s.set_nodelay(true).map_err(BootError::io(&what))?;
+    let what = BootStep::Connect { addr };
+    let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(BootError::io(what.clone()))?;
+    s.set_nodelay(true).map_err(BootError::io(what.clone()))?;
     s.set_read_timeout(Some(HANDSHAKE_TIMEOUT))
-        .map_err(BootError::io(&what))?;
+        .map_err(BootError::io(what.clone()))?;
     let client = Client::new(
         secret.clone(),
-        random().map_err(BootError::io("random nonce"))?,
+        random().map_err(BootError::io(BootStep::Random(RandomFor::Nonce)))?,
         purpose,
         identity,
     );
-    s.write_all(&client.hello()).map_err(BootError::io(&what))?;
+    s.write_all(&client.hello())
+        .map_err(BootError::io(what.clone()))?;
     let mut reply = [0u8; SERVER_HELLO_LEN];
-    s.read_exact(&mut reply).map_err(BootError::io(&what))?;
+    s.read_exact(&mut reply)
+        .map_err(BootError::io(what.clone()))?;
     let auth = client
         .on_server_hello(&reply)
         .map_err(|source| BootError::Handshake {
-            what: format!("server at {addr}"),
+            peer: addr.to_string(),
             source,
         })?;
-    s.write_all(&auth).map_err(BootError::io(&what))?;
+    s.write_all(&auth).map_err(BootError::io(what.clone()))?;
     // The server's word that it took this connection: a connection cut off before (a
     // listener under a flood cuts off its oldest pending handshakes) ends here, as an
     // error [`connect_retrying`] retries, rather than later as a lost rendezvous.
     let mut ack = [0u8; 1];
-    s.read_exact(&mut ack).map_err(BootError::io(&what))?;
+    s.read_exact(&mut ack)
+        .map_err(BootError::io(what.clone()))?;
     if ack[0] != ACCEPTED {
         return Err(BootError::Io {
-            what,
+            step: what,
             source: std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 format!("the server answered {:#04x} instead of accepting", ack[0]),
             ),
         });
     }
-    s.set_read_timeout(None).map_err(BootError::io(&what))?;
+    s.set_read_timeout(None)
+        .map_err(BootError::io(what.clone()))?;
     Ok(s)
 }
 
@@ -151,36 +159,40 @@ pub fn accept_admitted(
         .peer_addr()
         .map(|a| a.to_string())
         .unwrap_or_else(|_| "?".into());
-    let what = format!("handshake with {peer}");
-    s.set_nodelay(true).map_err(BootError::io(&what))?;
+    let what = BootStep::Accept { peer: peer.clone() };
+    s.set_nodelay(true).map_err(BootError::io(what.clone()))?;
     s.set_read_timeout(Some(crate::admission::ACCEPT_TIMEOUT))
-        .map_err(BootError::io(&what))?;
+        .map_err(BootError::io(what.clone()))?;
     let mut hello = [0u8; CLIENT_HELLO_LEN];
-    s.read_exact(&mut hello).map_err(BootError::io(&what))?;
+    s.read_exact(&mut hello)
+        .map_err(BootError::io(what.clone()))?;
     let server = Server::new(
         secret.clone(),
-        random().map_err(BootError::io("random nonce"))?,
+        random().map_err(BootError::io(BootStep::Random(RandomFor::Nonce)))?,
     );
     let hs = |source| BootError::Handshake {
-        what: what.clone(),
+        peer: peer.clone(),
         source,
     };
     let (server, reply) = server.on_hello(&hello).map_err(hs)?;
-    s.write_all(&reply).map_err(BootError::io(&what))?;
+    s.write_all(&reply).map_err(BootError::io(what.clone()))?;
     let mut auth = [0u8; CLIENT_AUTH_LEN];
-    s.read_exact(&mut auth).map_err(BootError::io(&what))?;
+    s.read_exact(&mut auth)
+        .map_err(BootError::io(what.clone()))?;
     let out = server.on_auth(&auth).map_err(hs)?;
     if !take() {
         return Err(BootError::Io {
-            what,
+            step: what,
             source: std::io::Error::new(
                 std::io::ErrorKind::ConnectionAborted,
                 "cut off by a flood of connections",
             ),
         });
     }
-    s.write_all(&[ACCEPTED]).map_err(BootError::io(&what))?;
-    s.set_read_timeout(None).map_err(BootError::io(&what))?;
+    s.write_all(&[ACCEPTED])
+        .map_err(BootError::io(what.clone()))?;
+    s.set_read_timeout(None)
+        .map_err(BootError::io(what.clone()))?;
     Ok(out)
 }
 
@@ -193,12 +205,12 @@ pub fn read_frame<T: Frame>(s: &mut impl Read) -> Result<Option<T>, BootError> {
     match s.read_exact(&mut prefix) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(BootError::io("reading a bootstrap frame")(e)),
+        Err(e) => return Err(BootError::io(BootStep::ReadFrame)(e)),
     }
     let len = frame_len(prefix)?;
     let mut body = vec![0u8; len];
     s.read_exact(&mut body)
-        .map_err(BootError::io("reading a bootstrap frame"))?;
+        .map_err(BootError::io(BootStep::ReadFrame))?;
     Ok(Some(T::decode_body(&body)?))
 }
 
@@ -208,5 +220,5 @@ pub fn read_frame<T: Frame>(s: &mut impl Read) -> Result<Option<T>, BootError> {
 /// [`BootError::Io`].
 pub fn write_frame<T: Frame>(s: &mut impl Write, msg: &T) -> Result<(), BootError> {
     s.write_all(&msg.encode())
-        .map_err(BootError::io("writing a bootstrap frame"))
+        .map_err(BootError::io(BootStep::WriteFrame))
 }

@@ -14,7 +14,7 @@ use spools_proto::boot::{CollOp, Endpoint, ToRank, ToServer};
 use spools_proto::handshake::Purpose;
 
 use crate::admission::{Admission, Ticket, ACCEPT_TIMEOUT};
-use crate::error::BootError;
+use crate::error::{BootError, BootStep};
 use crate::net::{accept_admitted, read_frame, write_frame};
 
 /// What the server tells its host (the launcher) about ranks.
@@ -142,7 +142,7 @@ impl RendezvousServer {
     ) -> Result<RendezvousServer, BootError> {
         let addr = listener
             .local_addr()
-            .map_err(BootError::io("rendezvous listener"))?;
+            .map_err(BootError::io(BootStep::RendezvousSocket))?;
         let shared = Arc::new(Shared {
             size,
             secret,
@@ -175,7 +175,7 @@ impl RendezvousServer {
                         .spawn(move || serve(&sh, conn, ticket));
                 }
             })
-            .map_err(BootError::io("starting the rendezvous thread"))?;
+            .map_err(BootError::io(BootStep::Thread { name: "rendezvous" }))?;
         Ok(RendezvousServer { shared, addr })
     }
 
