@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use spools_map::{LayoutError, PlanError};
+use spools_map::{LayoutError, PlanError, SpecError};
 use spools_msg::MsgError;
 
 /// Which side of a transfer an error is about.
@@ -198,12 +198,12 @@ pub enum FileError {
         dataset: u64,
     },
     /// A manifest or header could not be parsed or is inconsistent.
-    #[error("{path}: {what}")]
+    #[error("{path}: {defect}")]
     Format {
         /// The file.
         path: PathBuf,
         /// What is wrong.
-        what: String,
+        defect: FormatDefect,
     },
     /// The file holds a different dataset than the layout describes.
     #[error("{path} holds {file} bytes but the layout describes {layout}")]
@@ -286,10 +286,10 @@ pub enum PipeError {
     BadName(String),
     /// Setting up the meeting point or a connection failed. The system's error is the
     /// `source()`, not repeated in the message.
-    #[error("{what}")]
+    #[error("{step}")]
     Io {
         /// What was being done.
-        what: String,
+        step: PipeStep,
         /// The system's error.
         #[source]
         source: std::io::Error,
@@ -338,14 +338,14 @@ pub enum PipeError {
         when: String,
     },
     /// Bytes from the other program that do not follow the pipe protocol.
-    #[error("protocol error from {side} rank {rank}: {what}")]
+    #[error("protocol error from {side} rank {rank}: {violation}")]
     Protocol {
         /// "producer" or "consumer".
         side: &'static str,
         /// Its rank.
         rank: u32,
         /// What is wrong.
-        what: String,
+        violation: PipeViolation,
     },
     /// A record arrived with a checksum that does not match.
     #[error("record {record} from producer rank {rank} failed its CRC32C check")]
@@ -372,10 +372,266 @@ pub enum PipeError {
 }
 
 impl PipeError {
-    pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> Self {
-        PipeError::Io {
-            what: what.into(),
-            source,
-        }
+    pub(crate) fn io(step: PipeStep, source: std::io::Error) -> Self {
+        PipeError::Io { step, source }
     }
+}
+
+/// What a pipe end was doing when a system call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PipeStep {
+    /// Creating the meeting directory.
+    #[error("create {}", path.display())]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// Checking the meeting directory.
+    #[error("stat {}", path.display())]
+    StatDir {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// The meeting directory belongs to another user or is not a directory.
+    #[error("{} is not a directory of this user (set SPOOLS_PIPE_DIR)", path.display())]
+    ForeignDir {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// Encoding this side's description.
+    #[error("encode description")]
+    EncodeDescription,
+    /// Writing this side's meeting file.
+    #[error("write {}", path.display())]
+    WriteMeetingFile {
+        /// The temporary file.
+        path: PathBuf,
+    },
+    /// Publishing this side's meeting file.
+    #[error("publish {}", path.display())]
+    PublishMeetingFile {
+        /// The meeting file.
+        path: PathBuf,
+    },
+    /// Listening for connections.
+    #[error("listen{}", on.as_ref().map(|a| format!(" on {a}")).unwrap_or_default())]
+    Listen {
+        /// The address, when one was asked for.
+        on: Option<String>,
+    },
+    /// Accepting a connection.
+    #[error("accept{}", on.as_ref().map(|a| format!(" on {a}")).unwrap_or_default())]
+    Accept {
+        /// The listening address, when known.
+        on: Option<String>,
+    },
+    /// Setting up a connected socket.
+    #[error("socket")]
+    Socket,
+    /// Connecting to the consumer.
+    #[error("connect to consumer at {addr}")]
+    Connect {
+        /// The consumer's address.
+        addr: String,
+    },
+    /// Sending the hello to a consumer rank.
+    #[error("hello to consumer rank {rank}")]
+    Hello {
+        /// The consumer rank.
+        rank: u32,
+    },
+    /// Drawing the meeting's random token.
+    #[error("random token")]
+    RandomToken,
+    /// Waiting for data on the producers' connections.
+    #[error("poll")]
+    Poll,
+    /// Sending this side's description.
+    #[error("send description")]
+    SendDescription,
+    /// Receiving the other side's description.
+    #[error("receive description")]
+    ReceiveDescription,
+}
+
+/// What the other program did against the pipe protocol.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PipeViolation {
+    /// Bytes that are not a hello or frame.
+    #[error(transparent)]
+    Frame(#[from] crate::pipe::FrameError),
+    /// A description longer than 1 MiB.
+    #[error("description of {len} bytes")]
+    DescriptionTooLong {
+        /// Its announced length.
+        len: u32,
+    },
+    /// A description that is not valid JSON of the right shape.
+    #[error("description is not valid: {reason}")]
+    BadDescription {
+        /// The JSON parser's words.
+        reason: String,
+    },
+    /// A layout spec in the description that does not parse.
+    #[error("layout {spec:?}")]
+    BadLayout {
+        /// The spec as sent.
+        spec: String,
+    },
+    /// A token that is not 32 hex digits.
+    #[error("bad token")]
+    BadToken,
+    /// Producer ranks disagree on their number.
+    #[error("says {said} ranks, others {others}")]
+    RanksDisagree {
+        /// What this rank's hello said.
+        said: u32,
+        /// What the others said.
+        others: u32,
+    },
+    /// A rank connected twice, or one outside its job.
+    #[error("connected twice, or a rank outside its job")]
+    DuplicateRank,
+    /// The wrong number of connections.
+    #[error("{got} connections for {ranks} ranks")]
+    Connections {
+        /// Connections made.
+        got: usize,
+        /// Ranks of the other program.
+        ranks: u32,
+    },
+    /// The stream ended inside a record.
+    #[error("end of stream in the middle of record {record}")]
+    EndMidRecord {
+        /// The record.
+        record: u64,
+    },
+    /// A frame for another record or of another size than expected.
+    #[error(
+        "frame of record {got_record} with {got_len} bytes, expected record {record} with {len}"
+    )]
+    UnexpectedFrame {
+        /// Record received.
+        got_record: u64,
+        /// Bytes received.
+        got_len: u32,
+        /// Record expected.
+        record: u64,
+        /// Bytes expected.
+        len: u64,
+    },
+    /// Only some producers ended the stream.
+    #[error("only {ended} of {ranks} producer ranks ended the stream at record {record}")]
+    PartialEnd {
+        /// Producers that ended.
+        ended: usize,
+        /// Producers.
+        ranks: usize,
+        /// The record.
+        record: u64,
+    },
+}
+
+/// What is wrong with a parallel file's manifest or `.npy` header.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FormatDefect {
+    /// Not JSON of a manifest's shape.
+    #[error("not a manifest: {reason}")]
+    NotManifest {
+        /// The JSON parser's words.
+        reason: String,
+    },
+    /// Another manifest format.
+    #[error("format is {found:?}, not {:?}", crate::file::MANIFEST_FORMAT)]
+    ManifestFormat {
+        /// The format it names.
+        found: String,
+    },
+    /// A unit list of the wrong length.
+    #[error("{files} unit files for {units} units")]
+    UnitCount {
+        /// Files listed.
+        files: usize,
+        /// Units of the layout.
+        units: u64,
+    },
+    /// A unit of the wrong size.
+    #[error("unit {unit} should hold {expected} bytes, says {found}")]
+    UnitSize {
+        /// The unit.
+        unit: usize,
+        /// Bytes it must hold.
+        expected: u64,
+        /// Bytes the manifest says.
+        found: u64,
+    },
+    /// A checksum list that does not hold one CRC per block.
+    #[error("unit {unit}: checksum list does not have one per block")]
+    Checksums {
+        /// The unit.
+        unit: usize,
+    },
+    /// A dataset spec that does not parse.
+    #[error("dataset {spec:?}: {source}")]
+    Dataset {
+        /// The spec.
+        spec: String,
+        /// Why.
+        source: SpecError,
+    },
+    /// A dataset of another size than the file.
+    #[error("dataset {spec} does not hold the file's {size} bytes")]
+    DatasetSize {
+        /// The spec.
+        spec: String,
+        /// The file's bytes.
+        size: u64,
+    },
+    /// A slot that does not match the version's parity.
+    #[error("slot {slot} does not match version {version}")]
+    Slot {
+        /// The slot.
+        slot: u64,
+        /// The version.
+        version: u64,
+    },
+    /// A striping layout spec that does not parse.
+    #[error("layout {spec:?}: {source}")]
+    Layout {
+        /// The spec.
+        spec: String,
+        /// Why.
+        source: SpecError,
+    },
+    /// A striping layout that cannot hold the file's size.
+    #[error("layout of {size} bytes: {source}")]
+    LayoutSize {
+        /// The file's bytes.
+        size: u64,
+        /// Why.
+        source: LayoutError,
+    },
+    /// A layout that is not `stripe(...)` or `raid5(...)`.
+    #[error("{spec} is not a stripe or raid5 layout")]
+    NotStriped {
+        /// The spec.
+        spec: String,
+    },
+    /// A bad `.npy` header.
+    #[error(transparent)]
+    Npy(#[from] crate::file::NpyError),
+    /// A `.npy` header whose dataset is not what follows it.
+    #[error(".npy header describes {header} bytes but {follow} follow it")]
+    NpyLength {
+        /// Bytes the header describes.
+        header: u64,
+        /// Bytes after the header.
+        follow: u64,
+    },
+    /// A manifest that cannot be encoded.
+    #[error("manifest: {reason}")]
+    Encode {
+        /// The encoder's words.
+        reason: String,
+    },
 }

@@ -7,7 +7,7 @@ use spools_map::{Layout, Plan, StripeLayout};
 use spools_msg::Communicator;
 
 use crate::collective::rank_bytes;
-use crate::error::FileError;
+use crate::error::{FileError, FormatDefect};
 use crate::file::manifest::looks_like_manifest;
 use crate::file::npy;
 use crate::file::options::{FileStats, ReadOptions, WriteOptions};
@@ -71,18 +71,18 @@ pub(super) fn inspect_for(path: &Path, layout: Option<&Layout>) -> Result<Kind, 
         .len();
     let head = sys::read_upto(&f, path, 64 * 1024, 0)?;
     if head.starts_with(npy::MAGIC) {
-        let h = npy::parse_full(&head).map_err(|what| FileError::Format {
+        let h = npy::parse_full(&head).map_err(|e| FileError::Format {
             path: path.to_path_buf(),
-            what,
+            defect: FormatDefect::Npy(e),
         })?;
         let (offset, bytes) = (h.offset, h.bytes);
         if offset.checked_add(bytes) != Some(len) {
             return Err(FileError::Format {
                 path: path.to_path_buf(),
-                what: format!(
-                    ".npy header describes {bytes} bytes but {} follow it",
-                    len.saturating_sub(offset)
-                ),
+                defect: FormatDefect::NpyLength {
+                    header: bytes,
+                    follow: len.saturating_sub(offset),
+                },
             });
         }
         // (A dataset of another size is reported as such by the read itself.)

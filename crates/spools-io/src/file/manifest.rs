@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use spools_map::Layout;
 
-use crate::error::FileError;
+use crate::error::{FileError, FormatDefect};
 use crate::file::rows::Geometry;
 
 /// The `format` field of every manifest.
@@ -53,40 +53,37 @@ impl Manifest {
     /// # Errors
     /// [`FileError::Format`] when it is not a consistent manifest.
     pub fn parse(path: &Path, text: &[u8]) -> Result<Manifest, FileError> {
-        let bad = |what: String| FileError::Format {
+        let bad = |defect: FormatDefect| FileError::Format {
             path: path.to_path_buf(),
-            what,
+            defect,
         };
-        let m: Manifest =
-            serde_json::from_slice(text).map_err(|e| bad(format!("not a manifest: {e}")))?;
+        let m: Manifest = serde_json::from_slice(text).map_err(|e| {
+            bad(FormatDefect::NotManifest {
+                reason: e.to_string(),
+            })
+        })?;
         if m.format != MANIFEST_FORMAT {
-            return Err(bad(format!(
-                "format is {:?}, not {MANIFEST_FORMAT:?}",
-                m.format
-            )));
+            return Err(bad(FormatDefect::ManifestFormat { found: m.format }));
         }
         let g = m.geometry(path)?;
         if m.units.len() as u64 != g.count {
-            return Err(bad(format!(
-                "{} unit files for {} units",
-                m.units.len(),
-                g.count
-            )));
+            return Err(bad(FormatDefect::UnitCount {
+                files: m.units.len(),
+                units: g.count,
+            }));
         }
         for (u, e) in m.units.iter().enumerate() {
             if e.bytes != g.unit_len(u as u64) {
-                return Err(bad(format!(
-                    "unit {u} should hold {} bytes, says {}",
-                    g.unit_len(u as u64),
-                    e.bytes
-                )));
+                return Err(bad(FormatDefect::UnitSize {
+                    unit: u,
+                    expected: g.unit_len(u as u64),
+                    found: e.bytes,
+                }));
             }
             if e.crc32c.len() as u64 != 8 * g.unit_blocks(u as u64)
                 || e.crc32c.bytes().any(|c| !c.is_ascii_hexdigit())
             {
-                return Err(bad(format!(
-                    "unit {u}: checksum list does not have one per block"
-                )));
+                return Err(bad(FormatDefect::Checksums { unit: u }));
             }
         }
         for (u, e) in m.units.iter().enumerate() {
@@ -108,21 +105,23 @@ impl Manifest {
                 return Err(refuse("a unit file's name must end with .uUNIT.sSLOT"));
             }
         }
-        let dataset: Layout = m
-            .dataset
-            .parse()
-            .map_err(|e| bad(format!("dataset {:?}: {e}", m.dataset)))?;
+        let dataset: Layout = m.dataset.parse().map_err(|e| {
+            bad(FormatDefect::Dataset {
+                spec: m.dataset.clone(),
+                source: e,
+            })
+        })?;
         if dataset.total_bytes().is_some_and(|t| t != m.size) {
-            return Err(bad(format!(
-                "dataset {} does not hold the file's {} bytes",
-                m.dataset, m.size
-            )));
+            return Err(bad(FormatDefect::DatasetSize {
+                spec: m.dataset,
+                size: m.size,
+            }));
         }
         if m.slot != m.version % 2 {
-            return Err(bad(format!(
-                "slot {} does not match version {}",
-                m.slot, m.version
-            )));
+            return Err(bad(FormatDefect::Slot {
+                slot: m.slot,
+                version: m.version,
+            }));
         }
         Ok(m)
     }
@@ -132,19 +131,27 @@ impl Manifest {
     /// # Errors
     /// [`FileError::Format`] when the layout is not a striped byte-stream layout.
     pub(crate) fn geometry(&self, path: &Path) -> Result<Geometry, FileError> {
-        let bad = |what: String| FileError::Format {
+        let bad = |defect: FormatDefect| FileError::Format {
             path: path.to_path_buf(),
-            what,
+            defect,
         };
-        let l: Layout = self
-            .layout
-            .parse()
-            .map_err(|e| bad(format!("layout: {e}")))?;
-        let l = l
-            .with_size(self.size)
-            .map_err(|e| bad(format!("layout: {e}")))?;
-        Geometry::new(&l)
-            .ok_or_else(|| bad(format!("{} is not a stripe or raid5 layout", self.layout)))
+        let l: Layout = self.layout.parse().map_err(|e| {
+            bad(FormatDefect::Layout {
+                spec: self.layout.clone(),
+                source: e,
+            })
+        })?;
+        let l = l.with_size(self.size).map_err(|e| {
+            bad(FormatDefect::LayoutSize {
+                size: self.size,
+                source: e,
+            })
+        })?;
+        Geometry::new(&l).ok_or_else(|| {
+            bad(FormatDefect::NotStriped {
+                spec: self.layout.clone(),
+            })
+        })
     }
 
     /// Block checksums per unit.

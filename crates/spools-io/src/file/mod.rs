@@ -52,9 +52,10 @@ use std::path::Path;
 use spools_map::Layout;
 use spools_msg::Communicator;
 
-use crate::error::FileError;
+use crate::error::{FileError, FormatDefect};
 
 pub use manifest::{Manifest, UnitEntry, MANIFEST_FORMAT};
+pub use npy::NpyError;
 pub use options::{
     FileStats, Format, ReadOptions, Reshuffle, Striping, WriteOptions, DIRECT_MIN_RUN,
 };
@@ -63,8 +64,8 @@ pub use rows::Raid;
 /// Parses a `.npy` header at the start of `head`: (data offset, dataset bytes).
 ///
 /// # Errors
-/// A description of what is not a supported `.npy` header.
-pub fn parse_npy_header(head: &[u8]) -> Result<(u64, u64), String> {
+/// [`NpyError`]: what is not a supported `.npy` header.
+pub fn parse_npy_header(head: &[u8]) -> Result<(u64, u64), NpyError> {
     npy::parse(head)
 }
 
@@ -155,7 +156,10 @@ fn dataset_of(l: &Layout) -> Option<(spools_map::DType, &[u64])> {
 fn check_dataset(path: &Path, m: &Manifest, layout: &Layout) -> Result<(), FileError> {
     let written: Layout = m.dataset.parse().map_err(|e| FileError::Format {
         path: path.to_path_buf(),
-        what: format!("dataset {:?}: {e}", m.dataset),
+        defect: FormatDefect::Dataset {
+            spec: m.dataset.clone(),
+            source: e,
+        },
     })?;
     // A dataset of another size is reported as such by the read itself.
     if layout.total_bytes() != Some(m.size) {

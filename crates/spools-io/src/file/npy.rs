@@ -109,21 +109,59 @@ pub(crate) fn check(h: &Header, layout: &Layout) -> Result<(), (String, String)>
     Err((show(&h.descr, &h.shape), show(&descr, &shape)))
 }
 
+/// What is wrong with a `.npy` header.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NpyError {
+    /// It does not start with the `.npy` magic.
+    #[error("not a .npy file")]
+    Magic,
+    /// A format version other than 1, 2 or 3.
+    #[error(".npy version {0} is not supported")]
+    Version(u8),
+    /// The header is shorter than it says.
+    #[error(".npy header of {hlen} bytes is cut short")]
+    Cut {
+        /// The length it announces.
+        hlen: usize,
+    },
+    /// The header is not UTF-8 text.
+    #[error(".npy header is not text")]
+    NotText,
+    /// A required key is missing.
+    #[error(".npy header lacks {0}")]
+    Lacks(&'static str),
+    /// `descr` is not a simple quoted string.
+    #[error(".npy descr is not a simple string")]
+    Descr,
+    /// An element type this reader does not understand.
+    #[error(".npy dtype {0} is not understood")]
+    Dtype(String),
+    /// `shape` is not a tuple.
+    #[error(".npy shape is not a tuple")]
+    ShapeNotTuple,
+    /// A shape entry that is not a number.
+    #[error(".npy shape entry {0} is not a number")]
+    ShapeEntry(String),
+    /// The shape's product overflows.
+    #[error(".npy shape overflows")]
+    ShapeOverflow,
+}
+
 /// Parses a header at the start of `head`: (data offset, dataset bytes).
 ///
 /// # Errors
-/// A description of what is wrong.
-pub(crate) fn parse(head: &[u8]) -> Result<(u64, u64), String> {
+/// [`NpyError`]: what is wrong.
+pub(crate) fn parse(head: &[u8]) -> Result<(u64, u64), NpyError> {
     parse_full(head).map(|h| (h.offset, h.bytes))
 }
 
 /// Parses a header at the start of `head`.
 ///
 /// # Errors
-/// A description of what is wrong.
-pub(crate) fn parse_full(head: &[u8]) -> Result<Header, String> {
+/// [`NpyError`]: what is wrong.
+pub(crate) fn parse_full(head: &[u8]) -> Result<Header, NpyError> {
     if !head.starts_with(MAGIC) || head.len() < 10 {
-        return Err("not a .npy file".into());
+        return Err(NpyError::Magic);
     }
     let (hlen, start) = match head[6] {
         1 => (u16::from_le_bytes([head[8], head[9]]) as usize, 10),
@@ -131,40 +169,38 @@ pub(crate) fn parse_full(head: &[u8]) -> Result<Header, String> {
             u32::from_le_bytes([head[8], head[9], head[10], head[11]]) as usize,
             12,
         ),
-        v => return Err(format!(".npy version {v} is not supported")),
+        v => return Err(NpyError::Version(v)),
     };
     let dict = head
         .get(start..start + hlen)
-        .ok_or_else(|| format!(".npy header of {hlen} bytes is cut short"))?;
-    let dict = std::str::from_utf8(dict).map_err(|_| ".npy header is not text".to_string())?;
-    let field = |key: &str| -> Result<&str, String> {
+        .ok_or(NpyError::Cut { hlen })?;
+    let dict = std::str::from_utf8(dict).map_err(|_| NpyError::NotText)?;
+    let field = |key: &'static str| -> Result<&str, NpyError> {
         let at = dict
             .find(&format!("'{key}':"))
-            .ok_or(format!(".npy header lacks {key}"))?;
+            .ok_or(NpyError::Lacks(key))?;
         Ok(dict[at + key.len() + 3..].trim_start())
     };
     let descr = field("descr")?;
     let descr = descr
         .strip_prefix('\'')
         .and_then(|d| d.split('\'').next())
-        .ok_or(".npy descr is not a simple string")?;
+        .ok_or(NpyError::Descr)?;
     let item: u64 = descr
         .get(2..)
         .and_then(|n| n.parse().ok())
         .filter(|&n: &u64| n > 0)
-        .ok_or(format!(".npy dtype {descr} is not understood"))?;
+        .ok_or_else(|| NpyError::Dtype(descr.to_owned()))?;
     let shape = field("shape")?;
     let shape = shape
         .strip_prefix('(')
         .and_then(|s| s.split(')').next())
-        .ok_or(".npy shape is not a tuple")?;
+        .ok_or(NpyError::ShapeNotTuple)?;
     let mut total = item;
     let mut dims = Vec::new();
     for d in shape.split(',').map(str::trim).filter(|d| !d.is_empty()) {
-        let n: u64 = d
-            .parse()
-            .map_err(|_| format!(".npy shape entry {d} is not a number"))?;
-        total = total.checked_mul(n).ok_or(".npy shape overflows")?;
+        let n: u64 = d.parse().map_err(|_| NpyError::ShapeEntry(d.to_owned()))?;
+        total = total.checked_mul(n).ok_or(NpyError::ShapeOverflow)?;
         dims.push(n);
     }
     let fortran = field("fortran_order").is_ok_and(|f| f.starts_with("True"));

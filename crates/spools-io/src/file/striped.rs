@@ -11,7 +11,7 @@ use super::manifest::{check_unit_path, hex, Manifest, UnitEntry, MANIFEST_FORMAT
 use super::rows::Geometry;
 use super::store::Store;
 use crate::collective::rank_bytes;
-use crate::error::FileError;
+use crate::error::{FileError, FormatDefect};
 use crate::file::options::{FileStats, ReadOptions, Reshuffle, Striping, WriteOptions};
 use crate::file::steps::{agree_on_outcome, check_share, integrity, sum};
 use crate::file::sys;
@@ -211,7 +211,9 @@ pub(super) fn write(
             serde_json::to_vec_pretty(&m)
                 .map_err(|e| FileError::Format {
                     path: path.to_path_buf(),
-                    what: format!("manifest: {e}"),
+                    defect: FormatDefect::Encode {
+                        reason: e.to_string(),
+                    },
                 })
                 .and_then(|text| sys::replace(path, &text))
         } else {

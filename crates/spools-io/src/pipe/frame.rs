@@ -9,6 +9,8 @@
 //! record, so a consumer learns of each record from every producer.
 
 /// Bytes of a hello.
+use thiserror::Error;
+
 pub(crate) const HELLO_LEN: usize = 28;
 /// Bytes of a frame header.
 pub(crate) const HEADER_LEN: usize = 24;
@@ -16,6 +18,43 @@ pub(crate) const HEADER_LEN: usize = 24;
 pub(crate) const MAX_PAYLOAD: u32 = 1 << 20;
 
 /// A frame's kind.
+/// Bytes that do not follow the pipe's wire format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum FrameError {
+    /// A frame that does not start with `SPPF`.
+    #[error("bad frame magic {0:02x?}")]
+    FrameMagic([u8; 4]),
+    /// A frame kind other than data (0) or end (1).
+    #[error("unknown frame kind {0}")]
+    Kind(u8),
+    /// Reserved header bytes that are not zero.
+    #[error("reserved frame bytes are not zero")]
+    Reserved,
+    /// A payload longer than a frame may carry.
+    #[error("frame of {len} bytes exceeds {MAX_PAYLOAD}")]
+    TooLong {
+        /// The announced length.
+        len: u32,
+    },
+    /// An end-of-stream frame that carries bytes.
+    #[error("end frame with a payload")]
+    EndWithPayload,
+    /// A connection that does not start with `SPPH`.
+    #[error("not a Spools pipe hello")]
+    HelloMagic,
+    /// A hello whose rank is not in its job.
+    #[error("rank {rank} of {ranks} ranks")]
+    HelloRank {
+        /// The rank it claims.
+        rank: u32,
+        /// Its job's ranks.
+        ranks: u32,
+    },
+    /// Bytes that end inside a hello, header or payload.
+    #[error("bytes cut short")]
+    Short,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
     /// Part of a record.
@@ -48,17 +87,17 @@ impl Header {
     }
 
     /// Decodes a header, refusing lengths beyond [`MAX_PAYLOAD`].
-    pub(crate) fn decode(b: &[u8; HEADER_LEN]) -> Result<Header, String> {
+    pub(crate) fn decode(b: &[u8; HEADER_LEN]) -> Result<Header, FrameError> {
         if &b[..4] != b"SPPF" {
-            return Err(format!("bad frame magic {:02x?}", &b[..4]));
+            return Err(FrameError::FrameMagic([b[0], b[1], b[2], b[3]]));
         }
         let kind = match b[4] {
             0 => Kind::Data,
             1 => Kind::End,
-            k => return Err(format!("unknown frame kind {k}")),
+            k => return Err(FrameError::Kind(k)),
         };
         if b[5..8] != [0, 0, 0] {
-            return Err("reserved frame bytes are not zero".into());
+            return Err(FrameError::Reserved);
         }
         let u64_at = |i: usize| {
             u64::from_le_bytes([
@@ -80,10 +119,10 @@ impl Header {
             crc: u32_at(20),
         };
         if h.len > MAX_PAYLOAD {
-            return Err(format!("frame of {} bytes exceeds {MAX_PAYLOAD}", h.len));
+            return Err(FrameError::TooLong { len: h.len });
         }
         if kind == Kind::End && h.len != 0 {
-            return Err("end frame with a payload".into());
+            return Err(FrameError::EndWithPayload);
         }
         Ok(h)
     }
@@ -107,9 +146,9 @@ impl Hello {
         b
     }
 
-    pub(crate) fn decode(b: &[u8; HELLO_LEN]) -> Result<Hello, String> {
+    pub(crate) fn decode(b: &[u8; HELLO_LEN]) -> Result<Hello, FrameError> {
         if &b[..4] != b"SPPH" {
-            return Err("not a Spools pipe hello".into());
+            return Err(FrameError::HelloMagic);
         }
         let mut token = [0u8; 16];
         token.copy_from_slice(&b[4..20]);
@@ -119,7 +158,10 @@ impl Hello {
             ranks: u32::from_le_bytes([b[24], b[25], b[26], b[27]]),
         };
         if h.ranks == 0 || h.rank >= h.ranks {
-            return Err(format!("rank {} of {} ranks", h.rank, h.ranks));
+            return Err(FrameError::HelloRank {
+                rank: h.rank,
+                ranks: h.ranks,
+            });
         }
         Ok(h)
     }
@@ -127,15 +169,15 @@ impl Hello {
 
 /// Decodes any byte string as a hello followed by frame headers (for fuzzing and tests):
 /// never panics, and stops at the first error.
-pub fn decode_any(bytes: &[u8]) -> Result<usize, String> {
-    let (h, mut rest) = bytes.split_at_checked(HELLO_LEN).ok_or("short hello")?;
-    let h: &[u8; HELLO_LEN] = h.try_into().map_err(|_| "short hello")?;
+pub fn decode_any(bytes: &[u8]) -> Result<usize, FrameError> {
+    let (h, mut rest) = bytes.split_at_checked(HELLO_LEN).ok_or(FrameError::Short)?;
+    let h: &[u8; HELLO_LEN] = h.try_into().map_err(|_| FrameError::Short)?;
     Hello::decode(h)?;
     let mut frames = 0;
     while let Some((hd, r)) = rest.split_at_checked(HEADER_LEN) {
-        let hd: &[u8; HEADER_LEN] = hd.try_into().map_err(|_| "short header")?;
+        let hd: &[u8; HEADER_LEN] = hd.try_into().map_err(|_| FrameError::Short)?;
         let f = Header::decode(hd)?;
-        rest = r.get(f.len as usize..).ok_or("payload cut short")?;
+        rest = r.get(f.len as usize..).ok_or(FrameError::Short)?;
         frames += 1;
     }
     Ok(frames)

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use spools_map::Layout;
 use spools_msg::Communicator;
 
-use crate::error::PipeError;
+use crate::error::{PipeError, PipeStep, PipeViolation};
 
 /// Where the two programs of a parallel pipe meet.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,18 +106,16 @@ pub fn pipe_dir_path() -> PathBuf {
 pub fn pipe_dir() -> Result<PathBuf, PipeError> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let d = pipe_dir_path();
-    std::fs::create_dir_all(&d).map_err(|e| PipeError::io(format!("create {}", d.display()), e))?;
+    std::fs::create_dir_all(&d)
+        .map_err(|e| PipeError::io(PipeStep::CreateDir { path: d.clone() }, e))?;
     // In a shared /tmp the directory may have been made by someone else (or be a symlink
     // to a directory of theirs): then meeting files could be read, replaced or redirected.
-    let md =
-        std::fs::metadata(&d).map_err(|e| PipeError::io(format!("stat {}", d.display()), e))?;
+    let md = std::fs::metadata(&d)
+        .map_err(|e| PipeError::io(PipeStep::StatDir { path: d.clone() }, e))?;
     let uid = rustix::process::getuid().as_raw();
     if !md.is_dir() || md.uid() != uid {
         return Err(PipeError::io(
-            format!(
-                "{} is not a directory of this user (set SPOOLS_PIPE_DIR)",
-                d.display()
-            ),
+            PipeStep::ForeignDir { path: d },
             std::io::Error::from(std::io::ErrorKind::PermissionDenied),
         ));
     }
@@ -169,7 +167,7 @@ pub(crate) fn meet(
         ("consumer", "producer")
     };
     let text = serde_json::to_vec(mine)
-        .map_err(|e| PipeError::io("encode description", std::io::Error::other(e)))?;
+        .map_err(|e| PipeError::io(PipeStep::EncodeDescription, std::io::Error::other(e)))?;
     let deadline = Instant::now() + meet_timeout();
     let timed_out = || PipeError::Timeout {
         side: other,
@@ -191,9 +189,10 @@ pub(crate) fn meet(
                 .custom_flags(libc::O_NOFOLLOW)
                 .open(&tmp)
                 .and_then(|mut f| f.write_all(&text))
-                .map_err(|e| PipeError::io(format!("write {}", tmp.display()), e))?;
-            std::fs::rename(&tmp, &path)
-                .map_err(|e| PipeError::io(format!("publish {}", path.display()), e))?;
+                .map_err(|e| PipeError::io(PipeStep::WriteMeetingFile { path: tmp.clone() }, e))?;
+            std::fs::rename(&tmp, &path).map_err(|e| {
+                PipeError::io(PipeStep::PublishMeetingFile { path: path.clone() }, e)
+            })?;
             let theirs = dir.join(format!("{n}.{other}"));
             loop {
                 // A file older than ours whose writer is dead is left from an earlier run.
@@ -229,21 +228,27 @@ pub(crate) fn meet(
                     }
                 };
                 s.set_read_timeout(Some(meet_timeout()))
-                    .map_err(|e| PipeError::io("meeting socket", e))?;
+                    .map_err(|e| PipeError::io(PipeStep::Socket, e))?;
                 send_description(&mut s, &text)?;
                 return read_description(&mut s, other);
             }
-            let l = TcpListener::bind(addr)
-                .map_err(|e| PipeError::io(format!("listen on {addr}"), e))?;
+            let l = TcpListener::bind(addr).map_err(|e| {
+                PipeError::io(
+                    PipeStep::Listen {
+                        on: Some(addr.to_string()),
+                    },
+                    e,
+                )
+            })?;
             l.set_nonblocking(true)
-                .map_err(|e| PipeError::io("listen", e))?;
+                .map_err(|e| PipeError::io(PipeStep::Listen { on: None }, e))?;
             loop {
                 match l.accept() {
                     Ok((mut s, _)) => {
                         let theirs = s
                             .set_nonblocking(false)
                             .and_then(|()| s.set_read_timeout(Some(MEET_HELLO_TIMEOUT)))
-                            .map_err(|e| PipeError::io("meeting socket", e))
+                            .map_err(|e| PipeError::io(PipeStep::Socket, e))
                             .and_then(|()| read_description(&mut s, other));
                         // Anything but a producer's description is dropped unanswered.
                         if let Some(d) = theirs.ok().filter(|d| d.token.is_empty()) {
@@ -257,7 +262,14 @@ pub(crate) fn meet(
                         }
                         std::thread::sleep(Duration::from_millis(5));
                     }
-                    Err(e) => return Err(PipeError::io(format!("accept on {addr}"), e)),
+                    Err(e) => {
+                        return Err(PipeError::io(
+                            PipeStep::Accept {
+                                on: Some(addr.to_string()),
+                            },
+                            e,
+                        ))
+                    }
                 }
             }
         }
@@ -272,29 +284,31 @@ const MEET_HELLO_TIMEOUT: Duration = Duration::from_secs(3);
 fn send_description(s: &mut TcpStream, text: &[u8]) -> Result<(), PipeError> {
     s.write_all(&(text.len() as u32).to_le_bytes())
         .and_then(|()| s.write_all(text))
-        .map_err(|e| PipeError::io("send description", e))
+        .map_err(|e| PipeError::io(PipeStep::SendDescription, e))
 }
 
 /// Reads the other side's description (at most 1 MiB of JSON).
 fn read_description(s: &mut TcpStream, other: &'static str) -> Result<Description, PipeError> {
     let mut len = [0u8; 4];
     s.read_exact(&mut len)
-        .map_err(|e| PipeError::io("receive description", e))?;
+        .map_err(|e| PipeError::io(PipeStep::ReceiveDescription, e))?;
     let len = u32::from_le_bytes(len);
     if len > 1 << 20 {
         return Err(PipeError::Protocol {
             side: other,
             rank: 0,
-            what: format!("description of {len} bytes"),
+            violation: PipeViolation::DescriptionTooLong { len },
         });
     }
     let mut t = vec![0u8; len as usize];
     s.read_exact(&mut t)
-        .map_err(|e| PipeError::io("receive description", e))?;
+        .map_err(|e| PipeError::io(PipeStep::ReceiveDescription, e))?;
     serde_json::from_slice(&t).map_err(|e| PipeError::Protocol {
         side: other,
         rank: 0,
-        what: format!("description: {e}"),
+        violation: PipeViolation::BadDescription {
+            reason: e.to_string(),
+        },
     })
 }
 
@@ -331,7 +345,9 @@ pub(crate) fn meet_all(
     let other: Layout = theirs.layout.parse().map_err(|_| PipeError::Protocol {
         side,
         rank: 0,
-        what: format!("layout {:?}", theirs.layout),
+        violation: PipeViolation::BadLayout {
+            spec: theirs.layout.clone(),
+        },
     })?;
     let dataset = |l: &Layout| match l {
         Layout::Array(a) => Some((a.dtype(), a.shape().to_vec())),

@@ -14,7 +14,7 @@ use super::{agree_on_outcome, check_both_units, check_own_units, on_rank0};
 use crate::collective::rank_bytes;
 use crate::crc::copy_crc;
 use crate::cursor::RunCursor;
-use crate::error::PipeError;
+use crate::error::{PipeError, PipeStep, PipeViolation};
 use crate::exchange::ExchangeOptions;
 use crate::redistribute::redistribute_plan;
 
@@ -82,7 +82,7 @@ fn accept_all(
     deadline: Instant,
 ) -> Result<Vec<TcpStream>, PipeError> {
     l.set_nonblocking(true)
-        .map_err(|e| PipeError::io("listen", e))?;
+        .map_err(|e| PipeError::io(PipeStep::Listen { on: None }, e))?;
     let mut slots: Vec<Option<TcpStream>> = Vec::new();
     let mut expected: Option<u32> = None;
     let mut pending: Vec<Pending> = Vec::new();
@@ -100,7 +100,7 @@ fn accept_all(
             Ok((s, _)) => {
                 busy = true;
                 s.set_nonblocking(true)
-                    .map_err(|e| PipeError::io("socket", e))?;
+                    .map_err(|e| PipeError::io(PipeStep::Socket, e))?;
                 if pending.len() >= MAX_PENDING_HELLOS {
                     pending.remove(0);
                 }
@@ -112,7 +112,7 @@ fn accept_all(
                 });
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(PipeError::io("accept", e)),
+            Err(e) => return Err(PipeError::io(PipeStep::Accept { on: None }, e)),
         }
         let mut i = 0;
         while i < pending.len() {
@@ -153,7 +153,10 @@ fn accept_all(
                 return Err(PipeError::Protocol {
                     side: "producer",
                     rank: hello.rank,
-                    what: format!("says {} ranks, others {n}", hello.ranks),
+                    violation: PipeViolation::RanksDisagree {
+                        said: hello.ranks,
+                        others: n,
+                    },
                 });
             }
             slots.resize_with(n as usize, || None);
@@ -161,12 +164,12 @@ fn accept_all(
                 return Err(PipeError::Protocol {
                     side: "producer",
                     rank: hello.rank,
-                    what: "connected twice, or a rank outside its job".into(),
+                    violation: PipeViolation::DuplicateRank,
                 });
             }
             let s = p.stream;
             s.set_nonblocking(false)
-                .map_err(|e| PipeError::io("socket", e))?;
+                .map_err(|e| PipeError::io(PipeStep::Socket, e))?;
             let _ = s.set_nodelay(true);
             slots[hello.rank as usize] = Some(s);
         }
@@ -204,8 +207,14 @@ impl<'c> PipeReader<'c> {
             PipeName::Stdout => return Err(PipeError::BadName("stdout (a consumer reads)".into())),
             _ => {
                 let host = std::env::var("SPOOLS_PIPE_HOST").unwrap_or_else(|_| "127.0.0.1".into());
-                let listener = TcpListener::bind((host.as_str(), 0))
-                    .map_err(|e| PipeError::io(format!("listen on {host}"), e));
+                let listener = TcpListener::bind((host.as_str(), 0)).map_err(|e| {
+                    PipeError::io(
+                        PipeStep::Listen {
+                            on: Some(host.clone()),
+                        },
+                        e,
+                    )
+                });
                 let addr = listener
                     .as_ref()
                     .ok()
@@ -222,7 +231,7 @@ impl<'c> PipeReader<'c> {
                 let mut token = [0u8; 16];
                 if me == 0 {
                     token = spools_boot::random::random()
-                        .map_err(|e| PipeError::io("random token", e))?;
+                        .map_err(|e| PipeError::io(PipeStep::RandomToken, e))?;
                 }
                 comm.bcast(&mut token, 0)?;
                 let mine = Description {
@@ -242,7 +251,10 @@ impl<'c> PipeReader<'c> {
                         return Err(PipeError::Protocol {
                             side: "producer",
                             rank: 0,
-                            what: format!("{} connections for {} ranks", socks.len(), theirs.ranks),
+                            violation: PipeViolation::Connections {
+                                got: socks.len(),
+                                ranks: theirs.ranks,
+                            },
                         });
                     }
                     let mut bytes = Vec::new();
@@ -390,7 +402,7 @@ fn read_net(
             match rustix::event::poll(&mut fds, None) {
                 Ok(_) => {}
                 Err(rustix::io::Errno::INTR) => continue,
-                Err(e) => return Err(PipeError::io("poll", e.into())),
+                Err(e) => return Err(PipeError::io(PipeStep::Poll, e.into())),
             }
             fds.iter().map(|f| !f.revents().is_empty()).collect()
         };
@@ -405,17 +417,17 @@ fn read_net(
             };
             let mut hb = [0u8; HEADER_LEN];
             socks[p].read_exact(&mut hb).map_err(|_| gone())?;
-            let h = Header::decode(&hb).map_err(|what| PipeError::Protocol {
+            let h = Header::decode(&hb).map_err(|e| PipeError::Protocol {
                 side: "producer",
                 rank: p as u32,
-                what,
+                violation: e.into(),
             })?;
             if h.kind == Kind::End {
                 if !first[p] || h.record != record {
                     return Err(PipeError::Protocol {
                         side: "producer",
                         rank: p as u32,
-                        what: format!("end of stream in the middle of record {record}"),
+                        violation: PipeViolation::EndMidRecord { record },
                     });
                 }
                 left[p] = None;
@@ -428,10 +440,12 @@ fn read_net(
                 return Err(PipeError::Protocol {
                     side: "producer",
                     rank: p as u32,
-                    what: format!(
-                        "frame of record {} with {} bytes, expected record {record} with {expect}",
-                        h.record, h.len
-                    ),
+                    violation: PipeViolation::UnexpectedFrame {
+                        got_record: h.record,
+                        got_len: h.len,
+                        record,
+                        len: expect,
+                    },
                 });
             }
             let body = &mut payload[..h.len as usize];
@@ -474,7 +488,11 @@ fn read_net(
         _ => Err(PipeError::Protocol {
             side: "producer",
             rank: 0,
-            what: format!("only {ended} of {n} producer ranks ended the stream at record {record}"),
+            violation: PipeViolation::PartialEnd {
+                ended,
+                ranks: n,
+                record,
+            },
         }),
     }
 }

@@ -13,7 +13,7 @@ use super::{agree_on_outcome, check_both_units, check_own_units, on_rank0};
 use crate::collective::rank_bytes;
 use crate::crc::extend_crc;
 use crate::cursor::RunCursor;
-use crate::error::PipeError;
+use crate::error::{PipeError, PipeStep, PipeViolation};
 use crate::exchange::ExchangeOptions;
 use crate::redistribute::redistribute_plan;
 
@@ -61,7 +61,12 @@ fn connect(addr: &str, deadline: Instant) -> Result<TcpStream, PipeError> {
         match TcpStream::connect(addr) {
             Ok(s) => return Ok(s),
             Err(e) if Instant::now() > deadline => {
-                return Err(PipeError::io(format!("connect to consumer at {addr}"), e))
+                return Err(PipeError::io(
+                    PipeStep::Connect {
+                        addr: addr.to_string(),
+                    },
+                    e,
+                ))
             }
             Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
         }
@@ -107,7 +112,7 @@ impl<'c> PipeWriter<'c> {
                 let token = token_from_hex(&theirs.token).ok_or(PipeError::Protocol {
                     side: "consumer",
                     rank: 0,
-                    what: "bad token".into(),
+                    violation: PipeViolation::BadToken,
                 })?;
                 let deadline = Instant::now() + meet_timeout();
                 let conn = (|| -> Result<(Vec<TcpStream>, Vec<u64>), PipeError> {
@@ -116,14 +121,14 @@ impl<'c> PipeWriter<'c> {
                     for (c, addr) in theirs.addrs.iter().enumerate() {
                         let mut s = connect(addr, deadline)?;
                         s.set_nodelay(true)
-                            .map_err(|e| PipeError::io("socket", e))?;
+                            .map_err(|e| PipeError::io(PipeStep::Socket, e))?;
                         let hello = Hello {
                             token,
                             rank: me,
                             ranks: comm.size(),
                         };
                         s.write_all(&hello.encode())
-                            .map_err(|e| PipeError::io(format!("hello to consumer rank {c}"), e))?;
+                            .map_err(|e| PipeError::io(PipeStep::Hello { rank: c as u32 }, e))?;
                         socks.push(s);
                         let c = c as u64;
                         bytes.push(if u64::from(me) < layout.units() && c < cl.units() {
