@@ -88,7 +88,7 @@ pub enum AmError {
         region_len: usize,
     },
     /// A background thread of the runtime could not be started.
-    #[error("cannot start the {what} thread")]
+    #[error("cannot start the {what} thread: {source}")]
     ThreadSpawn {
         /// Which thread ("progress", or the collective it runs).
         what: &'static str,
@@ -97,7 +97,7 @@ pub enum AmError {
         source: std::io::Error,
     },
     /// A peer sent bytes that do not decode as an active message.
-    #[error("malformed message from rank {peer}")]
+    #[error("malformed message from rank {peer}: {source}")]
     Malformed {
         /// The sender.
         peer: u32,

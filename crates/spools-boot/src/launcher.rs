@@ -372,10 +372,10 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
             Ok(Event::Server(_)) => {}
             Ok(Event::Signal(sig)) => {
                 if sup.failure.is_none() {
-                    crate::say::line(format_args!(
+                    log::warn!(
                         "spools run: received {}; stopping the job's {n} ranks",
                         signal_name(sig)
-                    ));
+                    );
                     sup.failure = Some((u32::MAX, format!("stopped by {}", signal_name(sig))));
                     sup.exit_code = 128 + sig;
                 }
@@ -410,10 +410,10 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
         }
         if let Some(d) = deadline {
             if now >= d && sup.failure.is_none() {
-                crate::say::line(format_args!(
+                log::warn!(
                     "spools run: timeout after {:.1} s; stopping the job",
                     spec.timeout.unwrap_or_default().as_secs_f64()
-                ));
+                );
                 sup.failure = Some((u32::MAX, "timed out".into()));
                 sup.exit_code = 124;
                 sup.stop_all();
@@ -496,9 +496,7 @@ impl Supervisor {
             return;
         }
         self.aborter = Some(rank);
-        crate::say::line(format_args!(
-            "spools run: rank {rank} ended the job ({cause}); stopping the job"
-        ));
+        log::warn!("spools run: rank {rank} ended the job ({cause}); stopping the job");
         self.failure = Some((rank, cause.to_string()));
         self.exit_code = 1;
         self.kill_at = Some(Instant::now() + self.grace);
@@ -508,9 +506,7 @@ impl Supervisor {
         if self.failure.is_some() {
             return;
         }
-        crate::say::line(format_args!(
-            "spools run: rank {rank} {cause}; stopping the job"
-        ));
+        log::warn!("spools run: rank {rank} {cause}; stopping the job");
         self.server.abort(rank, &cause);
         self.failure = Some((rank, cause));
         self.exit_code = code;

@@ -26,9 +26,9 @@ pub mod health;
 pub mod host;
 pub mod identity;
 pub mod launcher;
+pub mod logger;
 pub mod net;
 pub mod random;
-pub mod say;
 pub mod server;
 
 pub use error::{Awaited, BootError, BootStep, Lost, RandomFor, Violation};

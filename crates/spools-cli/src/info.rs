@@ -50,6 +50,14 @@ pub(crate) fn run() -> Result<()> {
         }
         writeln!(w, "{cfg}")?;
         writeln!(w)?;
+        writeln!(w, "# log")?;
+        writeln!(
+            w,
+            "{:<15} = {:<24} # what the runtime logs on stderr (SPOOLS_LOG)",
+            "level",
+            spools_boot::logger::level().to_string().to_lowercase()
+        )?;
+        writeln!(w)?;
         writeln!(w, "# parallel I/O")?;
         for (k, v, what) in spools_io::settings() {
             writeln!(w, "{k:<15} = {v:<24} # {what}")?;

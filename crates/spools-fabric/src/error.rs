@@ -40,7 +40,7 @@ pub enum FabricError {
         defect: Defect,
     },
     /// The connection to a peer broke, and the watchdog knows no cause.
-    #[error("connection to rank {peer} failed")]
+    #[error("connection to rank {peer} failed: {source}")]
     ConnectionLost {
         /// The peer.
         peer: u32,
@@ -48,7 +48,7 @@ pub enum FabricError {
         source: std::io::Error,
     },
     /// A connection to a peer could not be made, and the watchdog knows no cause.
-    #[error("cannot connect to rank {peer}")]
+    #[error("cannot connect to rank {peer}: {source}")]
     Connect {
         /// The peer.
         peer: u32,

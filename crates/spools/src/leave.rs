@@ -54,10 +54,7 @@ pub(crate) fn on_drop(
             .announce_finalize(collectives)
             .and_then(|()| boot.wait_finalized())
         {
-            spools_boot::say::line(format_args!(
-                "spools: rank {}: finalize failed: {e}",
-                boot.rank()
-            ));
+            log::error!("spools: rank {}: finalize failed: {e}", boot.rank());
         }
         return;
     }
@@ -83,10 +80,7 @@ fn finish_cleanly(d: &Deferred) {
         .announce_finalize(d.collectives.clone())
         .and_then(|()| d.boot.wait_finalized())
     {
-        spools_boot::say::line(format_args!(
-            "spools: rank {}: finalize failed: {e}",
-            d.boot.rank()
-        ));
+        log::error!("spools: rank {}: finalize failed: {e}", d.boot.rank());
     }
 }
 

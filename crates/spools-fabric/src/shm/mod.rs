@@ -117,7 +117,7 @@ impl ShmTransport {
                             show_size(g.ring_low),
                             show_size(g.ring_high)
                         );
-                        eprintln!("spools: warning: {note}");
+                        log::warn!("spools: warning: {note}");
                         notes.push(note);
                         g
                     }

@@ -311,7 +311,7 @@ pub(super) fn read(
     if !rebuilt.is_empty() {
         let mut units: Vec<u64> = rebuilt.iter().map(|r| r.0).collect();
         units.dedup();
-        eprintln!(
+        log::warn!(
             "spools: {}: rebuilt {} damaged block(s) of unit(s) {units:?} from parity (run `spools fsck`/`spools repair`)",
             path.display(),
             rebuilt.len()
