@@ -1,5 +1,5 @@
-//! Tagged messages, a collective, a sub-communicator and an RPC: the README's messaging
-//! example. Run with `spools run -n 4 -- target/release/examples/messaging`.
+//! Tagged messages, a collective, a sub-communicator and an RPC: the messaging example of
+//! `docs/messaging.md`. Run with `spools run -n 4 -- target/release/examples/messaging`.
 
 use spools::{Op, ANY_SOURCE, ANY_TAG};
 

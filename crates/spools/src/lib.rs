@@ -2,7 +2,7 @@
 //!
 //! A program calls [`init`] once per process and gets its [`World`]: its rank, the job
 //! size, which ranks share its host, the runtime's own collectives and the active-message
-//! layer ([`World::comm`], [`World::endpoint`]). Launch it with
+//! layer ([`World::worker`], [`World::endpoint`]). Launch it with
 //! `spools run -n 4 -- ./program`, or under Slurm or Open MPI with `SPOOLS_BOOTSTRAP` set;
 //! run alone it is a job of one rank.
 //!
