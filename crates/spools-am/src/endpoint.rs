@@ -50,7 +50,10 @@ impl std::fmt::Debug for Endpoint {
 
 impl Drop for Endpoint {
     fn drop(&mut self) {
-        let _ = self.flush();
+        // Drop cannot return the error: say it, as the batched messages are lost.
+        if let Err(e) = self.flush() {
+            log::error!("spools: an endpoint dropped with batched messages it could not send: {e}");
+        }
         self.comm
             .free_lanes
             .lock()

@@ -170,9 +170,13 @@ impl RendezvousServer {
                     let Ok(conn) = conn else { continue };
                     let sh = sh.clone();
                     let ticket = gate.admit(&conn);
-                    let _ = std::thread::Builder::new()
+                    // Without a thread the connection is closed; its rank retries.
+                    if let Err(e) = std::thread::Builder::new()
                         .name("spools-rendezvous-conn".into())
-                        .spawn(move || serve(&sh, conn, ticket));
+                        .spawn(move || serve(&sh, conn, ticket))
+                    {
+                        log::warn!("spools: rendezvous: cannot serve a connection: {e}");
+                    }
                 }
             })
             .map_err(BootError::io(BootStep::Thread { name: "rendezvous" }))?;

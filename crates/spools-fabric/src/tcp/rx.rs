@@ -50,7 +50,8 @@ pub(crate) fn spawn_acceptor(
                 let Ok(mut s) = conn else { continue };
                 let (tx, waker, secret) = (tx.clone(), waker.clone(), secret.clone());
                 let ticket = gate.admit(&s);
-                let _ = std::thread::Builder::new()
+                // Without a thread the connection is closed; the peer retries.
+                let spawned = std::thread::Builder::new()
                     .name("spools-tcp-handshake".into())
                     .spawn(move || {
                         // A connection that cannot prove the job secret is closed here:
@@ -73,6 +74,9 @@ pub(crate) fn spawn_acceptor(
                             let _ = waker.wake();
                         }
                     });
+                if let Err(e) = spawned {
+                    log::warn!("spools: tcp: cannot serve a connection: {e}");
+                }
             }
         })
         .map_err(|source| FabricError::Io {
