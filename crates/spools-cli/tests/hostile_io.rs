@@ -30,33 +30,6 @@ const LIMIT: Duration = Duration::from_secs(120);
 const L1: &str = "i32[60,50] block,* on 1x1";
 const BYTES: usize = 60 * 50 * 4;
 
-/// A temporary directory removed when dropped (also when the test panics).
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        let nanos = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let d = std::env::temp_dir().join(format!(
-            "spools-hostile-{name}-{}-{nanos}",
-            std::process::id()
-        ));
-        fs::create_dir_all(&d).expect("temp dir");
-        TempDir(d)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -202,7 +175,7 @@ fn stamp(p: &Path) -> (Vec<u8>, SystemTime) {
 
 #[test]
 fn manifest_unit_paths_leading_out_of_the_set_are_refused_and_never_written() {
-    let t = TempDir::new("paths");
+    let t = common::tempdir("paths");
     let set = t.path().join("set");
     fs::create_dir_all(&set).unwrap();
     let decoy = t.path().join("decoy");
@@ -418,7 +391,7 @@ impl Case<'_> {
 
 #[test]
 fn damaged_files_of_every_format_end_in_an_error_or_correct_data() {
-    let t = TempDir::new("damage");
+    let t = common::tempdir("damage");
     let dir = t.path();
     write_fixtures(dir, &["c.bin", "a.npy", "r0", "r5"]);
     let npy_header = fs::read(dir.join("a.npy")).unwrap().len() - BYTES;
@@ -523,7 +496,7 @@ fn damaged_files_of_every_format_end_in_an_error_or_correct_data() {
 /// reads with another element type or shape than the file records.
 #[test]
 fn file_layouts_that_do_not_fit_the_job_or_the_file_are_refused() {
-    let t = TempDir::new("filelayouts");
+    let t = common::tempdir("filelayouts");
     let dir = t.path();
     let formats: [(&str, &[&str]); 4] = [
         ("c.bin", &[]),
@@ -651,7 +624,7 @@ fn file_layouts_that_do_not_fit_the_job_or_the_file_are_refused() {
 
 #[test]
 fn pipe_layouts_that_do_not_fit_either_job_fail_on_both_ends() {
-    let t = TempDir::new("pipes");
+    let t = common::tempdir("pipes");
     let dir = t.path();
     let cases = [
         (
@@ -802,7 +775,7 @@ fn listing(dir: &Path) -> Vec<String> {
 
 #[test]
 fn a_write_that_fills_the_file_system_leaves_no_file_that_looks_complete() {
-    let t = TempDir::new("full");
+    let t = common::tempdir("full");
     let mnt = t.path().join("mnt");
     let _m = match Mount::new(&mnt, "1m") {
         Ok(m) => m,
@@ -902,7 +875,7 @@ fn a_write_that_fills_the_file_system_leaves_no_file_that_looks_complete() {
 
 #[test]
 fn tools_and_benchmarks_refuse_what_they_cannot_do_and_never_delete_a_read_file() {
-    let t = TempDir::new("tools");
+    let t = common::tempdir("tools");
     let dir = t.path();
     write_fixtures(dir, &["c.bin", "a.npy", "r5"]);
     let files = listing(dir);

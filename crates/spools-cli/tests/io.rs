@@ -1,7 +1,7 @@
-//! Parallel I/O with real processes and real files: any-to-any redistribution against a
-//! one-process reference, parallel files written with M ranks and read with N in every
-//! format, RAID-5 with a lost unit and with flipped bits, the file tools, and a rank
-//! killed in the middle of a write.
+//! Parallel files with real processes and real files, through the command line (`spools
+//! bench io`, `spools cat/ls/fsck/repair`): files written with M ranks and read with N in
+//! every format, RAID-5 with a lost unit and with flipped bits, the file tools, and a rank
+//! killed in the middle of a write. (Redistribution is in spools-io's tests.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -11,193 +11,8 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{
-    assert_ok, checked, e, grouped, launch, rank_main, spools, tempdir, wait_bounded, Output,
-};
-use spools::{ExchangeOptions, Layout};
-
-/// The byte at canonical offset `g` of the test dataset.
-fn byte(g: u64) -> u8 {
-    (g ^ (g >> 8) ^ (g >> 17)).wrapping_mul(131) as u8
-}
-
-/// A small deterministic generator (the same on every rank).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
-fn dist(rng: &mut Rng, n: u64, p: u64) -> String {
-    if p == 1 && rng.below(3) == 0 {
-        return "*".into();
-    }
-    match rng.below(4) {
-        0 => "block".into(),
-        1 => format!("block({})", n.div_ceil(p) + rng.below(3)),
-        2 => "cyclic".into(),
-        _ => format!("cyclic({})", 1 + rng.below(9)),
-    }
-}
-
-/// A random layout of a dataset of `shape` x `dtype` (or a byte-stream layout of its
-/// size) over at most `ranks` units.
-fn random_layout(rng: &mut Rng, dtype: &str, shape: &[u64], order: &str, ranks: u64) -> String {
-    let es = match dtype {
-        "u8" => 1,
-        "u16" => 2,
-        "u32" => 4,
-        _ => 8,
-    };
-    let total = shape.iter().product::<u64>() * es;
-    match rng.below(8) {
-        0 => {
-            return format!(
-                "stripe(unit={}B,count={},size={total}B)",
-                1 + rng.below(300),
-                1 + rng.below(ranks)
-            )
-        }
-        1 if ranks >= 2 => {
-            return format!(
-                "raid5(unit={}B,count={},size={total}B)",
-                1 + rng.below(200),
-                2 + rng.below(ranks - 1)
-            )
-        }
-        2 => {
-            // Another shape of the same bytes (1-D), which corresponds through the stream.
-            let p = 1 + rng.below(ranks);
-            return format!("u8[{total}] {} on {p}", dist(rng, total, p));
-        }
-        _ => {}
-    }
-    let mut left = 1 + rng.below(ranks);
-    let mut grid = Vec::new();
-    for &n in shape {
-        let p = 1 + rng.below(left.min(n));
-        left /= p;
-        left = left.max(1);
-        grid.push(p);
-    }
-    let dists: Vec<String> = shape
-        .iter()
-        .zip(&grid)
-        .map(|(&n, &p)| dist(rng, n, p))
-        .collect();
-    let grid: Vec<String> = grid.iter().map(u64::to_string).collect();
-    let shape_s: Vec<String> = shape.iter().map(u64::to_string).collect();
-    format!(
-        "{dtype}[{}] {} on {}{order}",
-        shape_s.join(","),
-        dists.join(","),
-        grid.join("x")
-    )
-}
-
-/// This rank's local storage under `l`, filled from the dataset (parity slots left 0).
-fn local(l: &Layout, me: u64) -> Vec<u8> {
-    if me >= l.units() {
-        return Vec::new();
-    }
-    let mut b = vec![0u8; l.local_bytes(me).unwrap() as usize];
-    for x in l.extents(me).unwrap() {
-        for k in 0..x.len {
-            b[(x.local + k) as usize] = byte(x.global + k);
-        }
-    }
-    b
-}
-
-fn redistribute_rank(w: &spools::World) -> Result<(), String> {
-    let n = u64::from(w.size());
-    let me = u64::from(w.rank());
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ n);
-    for case in 0..120 {
-        let dtype = ["u8", "u16", "u32", "f64"][rng.below(4) as usize];
-        let dims = 1 + rng.below(3) as usize;
-        // Every fourth case is large enough for transfer units beyond the eager limit.
-        let big = case % 4 == 0;
-        let shape: Vec<u64> = (0..dims)
-            .map(|_| {
-                1 + rng.below(match (dims, big) {
-                    (1, true) => 300_000,
-                    (1, false) => 3000,
-                    (2, true) => 400,
-                    (_, true) => 60,
-                    _ => 40,
-                })
-            })
-            .collect();
-        let order = if rng.below(3) == 0 { " order=F" } else { "" };
-        let a = random_layout(&mut rng, dtype, &shape, order, n);
-        let b = random_layout(&mut rng, dtype, &shape, order, n);
-        let from: Layout = e(a.parse())?;
-        let to: Layout = e(b.parse())?;
-        let opts = ExchangeOptions {
-            integrity: rng.below(2) == 0,
-            transfer_unit: [7, 100, 4096, 40_000, 100_000, 1 << 20][rng.below(6) as usize],
-            window: 1 + rng.below(3) as usize,
-        };
-        let src = local(&from, me);
-        let want = local(&to, me);
-        let mut got = vec![0u8; want.len()];
-        let st =
-            spools_io::redistribute(e(w.io_communicator())?, &src, &from, &mut got, &to, &opts)
-                .map_err(|x| format!("case {case}: {a} -> {b}: {x}"))?;
-        if got != want {
-            let i = got.iter().zip(&want).position(|(x, y)| x != y).unwrap_or(0);
-            return Err(format!(
-                "case {case}: {a} -> {b} ({opts:?}): rank {me} byte {i} is {}, want {}",
-                got[i], want[i]
-            ));
-        }
-        let _ = st;
-    }
-    // A buffer smaller than the rank's share fails on that rank and, without moving
-    // anything, on every other.
-    let l: Layout = e(format!("u8[{}] block on {n}", 100 * n).parse())?;
-    let mut small = vec![0u8; if me == 0 { 10 } else { 100 }];
-    let r = w.redistribute(&[1u8; 100], &l, &mut small, &l);
-    match (me, r) {
-        (
-            0,
-            Err(spools::ExchangeError::BufferSize {
-                need: 100, got: 10, ..
-            }),
-        ) => {}
-        (_, Err(spools::ExchangeError::Remote { rank: 0 })) if me > 0 => {}
-        (_, r) => return Err(format!("small buffer: {r:?}")),
-    }
-    Ok(())
-}
-
-#[test]
-fn redistribution_any_to_any_matches_a_one_process_reference() {
-    rank_main(|role| {
-        assert_eq!(role, "redistribute");
-        let w = e(spools::init())?;
-        checked(&w, redistribute_rank);
-        e(w.finalize())
-    });
-    for n in 1..=7 {
-        let o = launch(
-            n,
-            "redistribution_any_to_any_matches_a_one_process_reference",
-            "redistribute",
-            &[],
-        );
-        assert_ok(&o);
-    }
-}
+use common::{assert_ok, checked, e, grouped, rank_main, spools, tempdir, wait_bounded, Output};
+use spools::Layout;
 
 /// Runs `spools run -n N -- spools bench io ARGS` (bounded).
 fn bench_io(n: u32, args: &[&str]) -> Output {
@@ -361,7 +176,6 @@ fn files_written_with_four_ranks_read_back_with_three_in_every_format() {
         "{}",
         r.stderr
     );
-    std::fs::remove_dir_all(&d).ok();
 }
 
 #[test]
@@ -498,7 +312,6 @@ fn raid5_survives_a_lost_unit_and_flipped_bits_and_raid0_names_the_damage() {
         "{}",
         c.stderr
     );
-    std::fs::remove_dir_all(&d).ok();
 }
 
 const CRASH: &str = "u32[256,1024] block,* on 4x1";
@@ -612,5 +425,4 @@ fn a_rank_killed_in_the_middle_of_a_write_leaves_the_previous_version_readable()
     );
     assert_ok(&r);
     assert_ok(&tool(&["fsck", s(&manifest)]));
-    std::fs::remove_dir_all(&d).ok();
 }

@@ -153,5 +153,4 @@ fn sigterm_to_the_launcher_stops_every_rank() {
                 .contains(") Z ");
         assert!(!alive, "rank process {pid} survived the launcher's SIGTERM");
     }
-    let _ = std::fs::remove_dir_all(dir);
 }

@@ -130,5 +130,4 @@ fn ranks_under_open_mpi() {
         4,
         "{o:?}"
     );
-    let _ = std::fs::remove_dir_all(dir);
 }

@@ -1,7 +1,7 @@
 //! Parallel pipes between two separately launched jobs of different sizes and
 //! distributions: by name, by TCP address, joined by a Unix pipe (data bypassing it), the
-//! byte-stream fallback to a file or a non-Spools program, and a rank of either side that
-//! dies.
+//! byte-stream fallback to a file or a non-Spools program, all through `spools run` and
+//! `spools bench pipe`. (A rank that dies on either side is in spools-io's tests.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -10,9 +10,7 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{e, grouped, pipe_end, rank_main, self_args, spools, tempdir, wait_bounded, Output};
-use spools::Layout;
-use spools_io::pipe::{PipeName, PipeReader, PipeWriter};
+use common::{grouped, pipe_end, spools, tempdir, wait_bounded, Output};
 
 fn s(p: &std::path::Path) -> &str {
     p.to_str().unwrap()
@@ -115,7 +113,6 @@ fn pipes_connect_programs_of_different_sizes_and_distributions() {
         "{}",
         co.stderr
     );
-    std::fs::remove_dir_all(&d).ok();
 }
 
 /// Record k's canonical bytes for a u8 layout: element i holds (i + k) as u8.
@@ -187,99 +184,4 @@ fn a_unix_pipe_between_launchers_is_bypassed_and_a_plain_reader_gets_the_byte_st
         std::fs::read(&f2).unwrap() == want,
         "the pipe through cat is not the canonical stream"
     );
-    std::fs::remove_dir_all(&d).ok();
-}
-
-const DIES: &str = "u8[200,200] block,* on 3x1";
-const READS: &str = "u8[200,200] *,block on 1x2";
-
-#[test]
-fn a_rank_that_dies_on_either_side_of_a_pipe_is_an_error_on_the_other() {
-    rank_main(|role| {
-        let w = e(spools::init())?;
-        let me = w.rank();
-        let dir = std::env::var("SPOOLS_TEST_DIR").unwrap();
-        std::env::set_var("SPOOLS_PIPE_DIR", &dir);
-        let name: PipeName = e("pipe:dies".parse())?;
-        let res = if role.starts_with("producer") {
-            let l: Layout = e(DIES.parse())?;
-            let mut out = e(PipeWriter::open(e(w.io_communicator())?, &name, &l))?;
-            let part = vec![1u8; l.local_bytes(u64::from(me)).unwrap() as usize];
-            (|| {
-                for k in 0..1_000_000u64 {
-                    if role == "producer-dies" && me == 1 && k == 3 {
-                        std::process::abort();
-                    }
-                    out.write(&part)?;
-                }
-                out.close()
-            })()
-        } else {
-            let l: Layout = e(READS.parse())?;
-            let mut input = e(PipeReader::open(e(w.io_communicator())?, &name, &l))?;
-            let mut part = vec![0u8; l.local_bytes(u64::from(me)).unwrap() as usize];
-            (|| {
-                let mut k = 0;
-                while input.read(&mut part)? {
-                    k += 1;
-                    if role == "consumer-dies" && me == 1 && k == 3 {
-                        std::process::abort();
-                    }
-                }
-                Ok(())
-            })()
-        };
-        match res {
-            // The survivor reports the error and exits without finalising.
-            Err(err) => {
-                eprintln!("PIPE ERROR: {err}");
-                std::process::exit(3)
-            }
-            Ok(()) => e(w.finalize()),
-        }
-    });
-    let d = tempdir("dies");
-    let job = |n: u32, role: &str| {
-        let mut c = grouped(spools());
-        c.args(["run", "-n", &n.to_string(), "--timeout", "100", "--"])
-            .args(self_args(
-                "a_rank_that_dies_on_either_side_of_a_pipe_is_an_error_on_the_other",
-            ))
-            .env("SPOOLS_TEST_ROLE", role)
-            .env("SPOOLS_TEST_DIR", &d)
-            .env_remove("SPOOLS_RANK")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        c.spawn().unwrap()
-    };
-    // A producer rank dies after 3 records: the consumer reports it (no hang).
-    let p = job(3, "producer-dies");
-    let c = job(2, "consumer");
-    let (po, co) = (
-        wait_bounded(p, Duration::from_secs(120)),
-        wait_bounded(c, Duration::from_secs(120)),
-    );
-    assert!(!po.status.success(), "{}", po.stderr);
-    assert!(!co.status.success());
-    assert!(
-        co.stderr.contains("PIPE ERROR: producer rank") && co.stderr.contains("went away"),
-        "{}",
-        co.stderr
-    );
-    // A consumer rank dies after 3 records: the producer reports it (no hang).
-    let p = job(3, "producer");
-    let c = job(2, "consumer-dies");
-    let (po, co) = (
-        wait_bounded(p, Duration::from_secs(120)),
-        wait_bounded(c, Duration::from_secs(120)),
-    );
-    assert!(!co.status.success());
-    assert!(!po.status.success());
-    assert!(
-        po.stderr.contains("PIPE ERROR: consumer rank") && po.stderr.contains("went away"),
-        "{}",
-        po.stderr
-    );
-    std::fs::remove_dir_all(&d).ok();
 }

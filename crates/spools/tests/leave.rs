@@ -9,12 +9,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{e, launch, rank_main, wait_bounded};
+use spools_testkit::{e, launch, rank_main, wait_bounded};
 
 /// This rank's number, from the launcher's environment (known before `init`).
 fn my_rank() -> u32 {
@@ -185,19 +183,12 @@ fn clean_drop_role(dir: PathBuf) -> Result<(), String> {
         }
         drop(pending);
         drop(w);
-        std::fs::write(&marker, b"").map_err(|x| x.to_string())?;
+        spools_testkit::signal_file(&marker, b"")?;
         return Ok(());
     }
     // Receive only once rank 0 has dropped its World (an event: the file it writes).
-    for _ in 0..60_000 {
-        if marker.exists() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    if !marker.exists() {
-        return Err("rank 0 never dropped its World".into());
-    }
+    spools_testkit::wait_for_file(&marker, Duration::from_secs(120))
+        .map_err(|x| format!("rank 0 never dropped its World: {x}"))?;
     for (i, n) in sizes.iter().enumerate() {
         let mut buf = vec![0u8; *n];
         e(w.recv(&mut buf, 0u32, i as i32))?;
@@ -218,7 +209,7 @@ fn a_world_dropped_at_a_clean_end_serves_its_peers() {
         ))
     });
     for t in ["auto", "tcp"] {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = spools_testkit::tempdir("leave");
         let o = launch(
             2,
             "a_world_dropped_at_a_clean_end_serves_its_peers",
@@ -228,7 +219,7 @@ fn a_world_dropped_at_a_clean_end_serves_its_peers() {
                 ("LEAVE_DIR", dir.path().to_str().unwrap()),
             ],
         );
-        common::assert_ok(&o);
+        spools_testkit::assert_ok(&o);
         assert!(
             o.stdout
                 .contains("rank 1 received everything after rank 0 left"),
@@ -244,11 +235,11 @@ fn a_world_dropped_at_a_clean_end_serves_its_peers() {
 #[test]
 fn a_failing_rank_ends_a_job_whose_rendezvous_rank_0_hosts() {
     rank_main(|_| error_role());
-    let dir = tempfile::tempdir().unwrap();
-    let rdv = dir.path().join("rdv");
+    let dir = spools_testkit::tempdir("leave-rdv");
+    let rdv = dir.join("rdv");
     let children: Vec<_> = (0..2)
         .map(|r| {
-            common::foreign_rank(
+            spools_testkit::foreign_rank(
                 "a_failing_rank_ends_a_job_whose_rendezvous_rank_0_hosts",
                 r,
                 2,

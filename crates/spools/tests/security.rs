@@ -2,21 +2,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{e, rank_main, self_args, spools, tempdir, wait_bounded};
 use spools_boot::net::connect;
 use spools_proto::am::{AmHeader, Short};
 use spools_proto::auth::Secret;
 use spools_proto::boot::{Endpoint, Frame, ToServer};
 use spools_proto::handshake::{Identity, Purpose};
+use spools_testkit::{e, rank_main, tempdir, wait_bounded, wait_for_file, Job};
 
 /// Rank 0 publishes where it can be reached, then serves messages until the test says it
 /// is done, counting every message that reaches a handler.
@@ -69,20 +66,11 @@ fn closed_by_peer(mut s: TcpStream) -> bool {
 fn without_the_secret_nobody_joins_or_injects() {
     rank_main(|_| victim_role());
     let dir = tempdir("secret");
-    let child = common::grouped(spools())
-        .args(["run", "-n", "2", "--timeout", "90", "--"])
-        .args(self_args("without_the_secret_nobody_joins_or_injects"))
-        .env("SPOOLS_TEST_ROLE", "x")
+    let job = Job::new(2, "without_the_secret_nobody_joins_or_injects")
         .env("SPOOLS_TEST_DIR", &dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !dir.join("addrs").exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+        .timeout(Duration::from_secs(90));
+    let child = job.spawn();
+    wait_for_file(&dir.join("addrs"), Duration::from_secs(60)).unwrap();
     let text = std::fs::read_to_string(dir.join("addrs")).expect("victim published its addresses");
     let mut lines = text.lines();
     let boot: SocketAddr = lines.next().unwrap().parse().unwrap();
@@ -144,11 +132,10 @@ fn without_the_secret_nobody_joins_or_injects() {
     // 5. A correct-looking handshake replayed with the right structure but no secret:
     //    covered by 3; a client that knows the secret gets in (the job itself).
     std::fs::write(dir.join("done"), b"").unwrap();
-    let o = wait_bounded(child, Duration::from_secs(120));
-    common::assert_ok(&o);
+    let o = wait_bounded(child, job.wait_limit());
+    spools_testkit::assert_ok(&o);
     assert!(
         o.stdout.contains("rank 0: 0 messages reached a handler"),
         "{o:?}"
     );
-    let _ = std::fs::remove_dir_all(dir);
 }

@@ -6,10 +6,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-use common::{assert_ok, checked, e, launch, rank_main};
 use spools::{Communicator, Op};
+use spools_testkit::{assert_ok, checked, e, launch, rank_main};
 
 /// Input element `i` of rank `r` (integers: sums are exact and order-free).
 fn val(r: u32, i: usize) -> i64 {

@@ -4,10 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-use common::{assert_ok, checked, e, launch, rank_main};
 use spools::{wait_all, wait_any, MsgError, RpcError, World, ANY_SOURCE, ANY_TAG};
+use spools_testkit::{assert_ok, checked, e, launch, rank_main};
 
 const TRANSPORTS: [&str; 2] = ["auto", "tcp"];
 
