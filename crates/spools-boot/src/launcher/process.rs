@@ -1,0 +1,209 @@
+//! The ranks as processes: spawning one, forwarding its output, signalling it, reading
+//! its state and describing how it ended.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc::Sender;
+
+use rustix::process::{Pid, Signal};
+use spools_proto::auth::Secret;
+
+use crate::error::BootStep;
+use crate::launcher::spec::{LaunchError, LaunchSpec};
+use crate::server::{RendezvousServer, ServerEvent};
+
+/// What the launcher's supervision loop hears about.
+pub(crate) enum Event {
+    /// A rank's process ended.
+    Exited(u32, ExitStatus),
+    /// The rendezvous server saw something (a lost connection, an abort).
+    Server(ServerEvent),
+    /// The launcher received a signal.
+    Signal(i32),
+}
+
+/// Describes an exit status in words.
+pub fn describe(status: ExitStatus) -> String {
+    if let Some(sig) = status.signal() {
+        format!("was killed by signal {sig} ({})", signal_name(sig))
+    } else {
+        format!("exited with status {}", status.code().unwrap_or(-1))
+    }
+}
+
+pub(crate) fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        _ => "signal",
+    }
+}
+
+pub(crate) fn code_of(status: ExitStatus) -> i32 {
+    status
+        .signal()
+        .map(|s| 128 + s)
+        .or(status.code())
+        .unwrap_or(1)
+}
+
+/// Signals a rank: its whole process group (ranks other than 0), or the process itself
+/// (rank 0, which shares the launcher's group).
+pub(crate) fn kill_rank(rank: usize, pid: u32, sig: i32) {
+    let pid = i32::try_from(pid).ok().and_then(Pid::from_raw);
+    let (Some(pid), Some(sig)) = (pid, Signal::from_named_raw(sig)) else {
+        return;
+    };
+    // A rank that is already gone (ESRCH) is what the caller wants; the group was created
+    // for this rank (process_group(0)), so a stale id signals nobody else.
+    let _ = if rank == 0 {
+        rustix::process::kill_process(pid, sig)
+    } else {
+        rustix::process::kill_process_group(pid, sig)
+    };
+}
+
+fn forward(
+    mut from: impl Read + Send + 'static,
+    to_stderr: bool,
+    tag: Option<u32>,
+) -> Option<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("spools-run-output".into())
+        .spawn(move || {
+            let mut reader = BufReader::new(&mut from);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match reader.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+                let prefix = tag.map(|r| format!("[{r}] ")).unwrap_or_default();
+                let res = if to_stderr {
+                    let mut e = std::io::stderr().lock();
+                    e.write_all(prefix.as_bytes())
+                        .and_then(|_| e.write_all(&line))
+                } else {
+                    let mut o = std::io::stdout().lock();
+                    o.write_all(prefix.as_bytes())
+                        .and_then(|_| o.write_all(&line))
+                        .and_then(|_| o.flush())
+                };
+                if res.is_err() {
+                    // Our output is closed (`| head`): keep draining so ranks don't block.
+                    let mut sink = Vec::new();
+                    let _ = reader.read_to_end(&mut sink);
+                    return;
+                }
+            }
+        })
+        .ok()
+}
+
+/// Removes what a job may leave in `/dev/shm` (segments are unlinked by the ranks as soon
+/// as all have mapped them; this catches a rank killed in between).
+pub fn clean_shm(job: u64) -> usize {
+    let prefix = format!("spools-{job:016x}-");
+    let mut n = 0;
+    if let Ok(dir) = std::fs::read_dir("/dev/shm") {
+        for e in dir.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&prefix)
+                && std::fs::remove_file(e.path()).is_ok()
+            {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// Whether process `pid` is stopped (by a signal or a tracer).
+pub(crate) fn is_stopped(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state follows the command name, which is in parentheses and may hold spaces.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .is_some_and(|state| state == "T" || state == "t")
+}
+
+pub(crate) fn spawn_rank(
+    spec: &LaunchSpec,
+    rank: u32,
+    server: &RendezvousServer,
+    secret: &Secret,
+    job: u64,
+    tx: Sender<Event>,
+    forwarders: &mut Vec<std::thread::JoinHandle<()>>,
+) -> Result<u32, LaunchError> {
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .env("SPOOLS_RANK", rank.to_string())
+        .env("SPOOLS_SIZE", spec.ranks.to_string())
+        .env("SPOOLS_BOOTSTRAP", server.addr().to_string())
+        .env("SPOOLS_SECRET", secret.to_hex())
+        .env("SPOOLS_JOB", format!("{job:016x}"))
+        .stdin(if rank == 0 {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        });
+    // Ranks other than 0 get process groups of their own, so that stopping one stops what
+    // it started. Rank 0 stays in the launcher's (foreground) group: it owns the
+    // terminal's standard input, and reading it from a background group would stop it.
+    if rank != 0 {
+        cmd.process_group(0);
+    }
+    if spec.tag_output {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    }
+    // SAFETY: the closure runs in the child between fork and exec and only calls prctl,
+    // which is async-signal-safe; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            // Die with the launcher, whatever kills it.
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().map_err(|source| LaunchError::Spawn {
+        program: spec.program.clone(),
+        rank,
+        source,
+    })?;
+    if spec.tag_output {
+        if let Some(o) = child.stdout.take() {
+            forwarders.extend(forward(o, false, Some(rank)));
+        }
+        if let Some(e) = child.stderr.take() {
+            forwarders.extend(forward(e, true, Some(rank)));
+        }
+    }
+    let pid = child.id();
+    std::thread::Builder::new()
+        .name("spools-run-wait".into())
+        .spawn(move || {
+            if let Ok(status) = child.wait() {
+                let _ = tx.send(Event::Exited(rank, status));
+            }
+        })
+        .map_err(|source| LaunchError::Io {
+            step: BootStep::Thread {
+                name: "rank waiter",
+            },
+            source,
+        })?;
+    Ok(pid)
+}

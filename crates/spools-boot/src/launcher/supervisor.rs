@@ -1,0 +1,136 @@
+//! The supervision state of a running job: which ranks exited, the first failure, and
+//! when to kill the rest.
+
+use std::process::ExitStatus;
+use std::time::{Duration, Instant};
+
+use crate::launcher::process::{code_of, describe, is_stopped, kill_rank, Event};
+use crate::server::RendezvousServer;
+
+pub(crate) struct Supervisor {
+    pub(crate) grace: Duration,
+    /// Since when each rank has been seen stopped.
+    pub(crate) stopped_since: Vec<Option<Instant>>,
+    /// A rank that ended the job and whose exit status becomes the job's.
+    pub(crate) aborter: Option<u32>,
+    pub(crate) pids: Vec<Option<u32>>,
+    pub(crate) exited: Vec<bool>,
+    pub(crate) failure: Option<(u32, String)>,
+    pub(crate) exit_code: i32,
+    pub(crate) kill_at: Option<Instant>,
+    pub(crate) lost: Vec<(u32, Instant)>,
+    pub(crate) server: RendezvousServer,
+}
+
+impl Supervisor {
+    pub(crate) fn on_exit(&mut self, rank: u32, status: ExitStatus) {
+        self.exited[rank as usize] = true;
+        if self.failure.is_none() {
+            // A rank that gave up is told to the others first: their exits (with the
+            // errors it caused) can reach us before the server's event does.
+            if let Some((r, cause)) = self.server.abort_record() {
+                self.on_abort(r, &cause);
+            }
+        }
+        if self.aborter == Some(rank) && !status.success() {
+            self.exit_code = code_of(status);
+        }
+        if self.failure.is_some() {
+            return;
+        }
+        if !status.success() {
+            self.fail(rank, describe(status), code_of(status));
+        } else if self.server.joined(rank) && !self.server.finalized(rank) {
+            self.fail(
+                rank,
+                "exited with status 0 without finalising (the job object was not dropped or finalised)".into(),
+                1,
+            );
+        } else if self.server.joined(rank) && !self.server.job_finalized() {
+            self.fail(
+                rank,
+                "exited after finalising but before every rank had (it left the job early)".into(),
+                1,
+            );
+        } else if !self.server.joined(rank) && self.server.mark_gone(rank) {
+            self.fail(rank, "exited before joining the job".into(), 1);
+        }
+    }
+
+    /// A rank ended the job itself (an error it returned, a panic, an explicit abort):
+    /// the job's exit status becomes that rank's, once it has exited.
+    pub(crate) fn on_abort(&mut self, rank: u32, cause: &str) {
+        if self.failure.is_some() {
+            return;
+        }
+        self.aborter = Some(rank);
+        log::warn!("spools run: rank {rank} ended the job ({cause}); stopping the job");
+        self.failure = Some((rank, cause.to_string()));
+        self.exit_code = 1;
+        self.kill_at = Some(Instant::now() + self.grace);
+    }
+
+    pub(crate) fn fail(&mut self, rank: u32, cause: String, code: i32) {
+        if self.failure.is_some() {
+            return;
+        }
+        log::warn!("spools run: rank {rank} {cause}; stopping the job");
+        self.server.abort(rank, &cause);
+        self.failure = Some((rank, cause));
+        self.exit_code = code;
+        self.kill_at = Some(Instant::now() + self.grace);
+    }
+
+    /// Fails the job when a rank has stayed stopped (state `T` or `t` in
+    /// `/proc/PID/stat`: SIGSTOP, SIGTSTP, a debugger) for `limit`.
+    pub(crate) fn check_liveness(&mut self, now: Instant, limit: Duration) {
+        if self.failure.is_some() {
+            return;
+        }
+        for r in 0..self.pids.len() {
+            let stopped = match (self.pids[r], self.exited[r]) {
+                (Some(pid), false) => is_stopped(pid),
+                _ => false,
+            };
+            if !stopped {
+                self.stopped_since[r] = None;
+                continue;
+            }
+            let since = *self.stopped_since[r].get_or_insert(now);
+            if now.duration_since(since) >= limit {
+                self.fail(
+                    r as u32,
+                    format!(
+                        "stayed stopped (SIGSTOP or a debugger) for {:.1} s, past the liveness timeout (SPOOLS_LIVENESS_TIMEOUT)",
+                        limit.as_secs_f64()
+                    ),
+                    1,
+                );
+                return;
+            }
+        }
+    }
+
+    pub(crate) fn stop_all(&mut self) {
+        for (r, pid) in self.pids.iter().enumerate() {
+            if let (Some(pid), false) = (pid, self.exited[r]) {
+                kill_rank(r, *pid, libc::SIGKILL);
+            }
+        }
+    }
+
+    pub(crate) fn reap(&mut self, rx: &std::sync::mpsc::Receiver<Event>, held: Vec<Event>) {
+        let spawned = self.pids.iter().filter(|p| p.is_some()).count();
+        let mut seen = held
+            .iter()
+            .filter(|e| matches!(e, Event::Exited(..)))
+            .count();
+        while seen < spawned {
+            match rx.recv_timeout(Duration::from_secs(5)) {
+                Ok(Event::Exited(..)) => seen += 1,
+                Ok(_) => {}
+                Err(_) => return,
+            }
+        }
+    }
+}
