@@ -1,0 +1,114 @@
+//! Why an exchange failed ([`ExchangeError`]).
+
+use spools_map::{LayoutError, PlanError};
+use spools_msg::MsgError;
+
+use crate::error::side::Side;
+
+/// Why an exchange (a plan executed between the ranks' buffers) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExchangeError {
+    /// Messaging failed: a peer died, a transport broke.
+    #[error(transparent)]
+    Msg(#[from] MsgError),
+    /// The two layouts cannot be planned against each other.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// A layout could not describe a unit.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    /// The owner list does not have one rank per unit of the layout.
+    #[error("{side} owners list has {got} entries for a layout of {expected} units")]
+    Owners {
+        /// Which side.
+        side: Side,
+        /// Units in the layout.
+        expected: u64,
+        /// Entries given.
+        got: usize,
+    },
+    /// A layout has more units than the communicator has ranks.
+    #[error("{side} layout has {units} units but the communicator has {ranks} ranks")]
+    TooManyUnits {
+        /// Which side.
+        side: Side,
+        /// Units in the layout.
+        units: u64,
+        /// Ranks in the communicator.
+        ranks: u32,
+    },
+    /// A unit's owner is not a rank of the communicator.
+    #[error("{side} unit {unit} is owned by rank {rank}, beyond the communicator's {size} ranks")]
+    OwnerOutOfRange {
+        /// Which side.
+        side: Side,
+        /// The unit.
+        unit: u64,
+        /// The owner given.
+        rank: u32,
+        /// Ranks in the communicator.
+        size: u32,
+    },
+    /// This rank owns a unit but gave no buffer for it, or gave one for a unit it does
+    /// not own.
+    #[error("{side} unit {unit}: {what}")]
+    Buffers {
+        /// Which side.
+        side: Side,
+        /// The unit.
+        unit: u64,
+        /// What is wrong.
+        what: &'static str,
+    },
+    /// A buffer is smaller than its unit's share of the dataset.
+    #[error("{side} buffer of unit {unit} holds {got} bytes but the layout puts {need} there")]
+    BufferSize {
+        /// Which side.
+        side: Side,
+        /// The unit.
+        unit: u64,
+        /// Bytes the layout stores on the unit.
+        need: u64,
+        /// Bytes in the buffer.
+        got: u64,
+    },
+    /// The buffer length is not a whole number of elements.
+    #[error("buffer element size {elem} bytes does not match the layout's {layout} bytes")]
+    ElementSize {
+        /// Size of the buffer's element type.
+        elem: u64,
+        /// Element size of the layout.
+        layout: u64,
+    },
+    /// A transfer unit arrived with a checksum that does not match its data.
+    #[error("transfer unit {index} from rank {from} failed its CRC32C check (sent {sent:#010x}, got {got:#010x})")]
+    Checksum {
+        /// The sending rank.
+        from: u32,
+        /// The transfer unit's index in the stream from that rank.
+        index: u64,
+        /// The checksum the sender computed.
+        sent: u32,
+        /// The checksum of what arrived.
+        got: u32,
+    },
+    /// Another rank found a problem with its part (its own error says which); nothing
+    /// was moved.
+    #[error("rank {rank} could not take part in the exchange (see its error)")]
+    Remote {
+        /// The first rank that failed.
+        rank: u32,
+    },
+    /// A transfer unit arrived with an unexpected length.
+    #[error("transfer unit {index} from rank {from} has {got} bytes, expected {expected}")]
+    Length {
+        /// The sending rank.
+        from: u32,
+        /// Its index in the stream.
+        index: u64,
+        /// The expected length.
+        expected: usize,
+        /// The length that arrived.
+        got: usize,
+    },
+}

@@ -1,0 +1,248 @@
+//! Why a parallel-file operation failed ([`FileError`]), and what is wrong with a
+//! manifest or `.npy` header ([`FormatDefect`]).
+
+use std::path::PathBuf;
+
+use spools_map::{LayoutError, PlanError, SpecError};
+use spools_msg::MsgError;
+
+use crate::error::exchange::ExchangeError;
+
+/// Why a parallel-file operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// Moving the data between ranks failed.
+    #[error(transparent)]
+    Exchange(#[from] ExchangeError),
+    /// Messaging failed (agreeing on the file, gathering checksums).
+    #[error(transparent)]
+    Msg(#[from] MsgError),
+    /// A layout is unusable for this file.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    /// The dataset cannot be planned against the file's layout.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// A system call on a file failed. The system's error is the [`source`]
+    /// (`std::error::Error::source`), not repeated in the message, so that error-chain
+    /// printers show it once.
+    ///
+    /// [`source`]: std::error::Error::source
+    #[error("{op} {path}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A striped file's manifest names a unit file outside the file's directory (an
+    /// absolute path, `..`, or anything but a plain relative path), or the unit directories
+    /// given to a write are not inside the manifest's directory. Manifests are input: such
+    /// a path is never opened.
+    #[error("{path}: unit {unit} path {unit_path:?} is refused: {why}")]
+    UnsafePath {
+        /// The manifest.
+        path: PathBuf,
+        /// The unit.
+        unit: u64,
+        /// The unit path as given.
+        unit_path: String,
+        /// Why it is refused.
+        why: &'static str,
+    },
+    /// The file records a dataset (element type, shape) other than the one the reader's
+    /// layout describes.
+    #[error("{path} holds {file} but the layout describes {layout}")]
+    DatasetMismatch {
+        /// The file.
+        path: PathBuf,
+        /// The dataset the file records (element type and shape).
+        file: String,
+        /// The dataset of the reader's layout (element type and shape).
+        layout: String,
+    },
+    /// A striped layout gives a size that is not the dataset's.
+    #[error("{layout} gives size={size} bytes but the dataset holds {dataset} bytes (size= is the dataset's size in bytes; leave it out to take the dataset's)")]
+    StripeSize {
+        /// The striped layout.
+        layout: String,
+        /// The size it gives.
+        size: u64,
+        /// Bytes in the dataset.
+        dataset: u64,
+    },
+    /// A manifest or header could not be parsed or is inconsistent.
+    #[error("{path}: {defect}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        defect: FormatDefect,
+    },
+    /// The file holds a different dataset than the layout describes.
+    #[error("{path} holds {file} bytes but the layout describes {layout}")]
+    SizeMismatch {
+        /// The file.
+        path: PathBuf,
+        /// Dataset bytes in the file.
+        file: u64,
+        /// Bytes in the layout.
+        layout: u64,
+    },
+    /// A unit file is missing or short, and there is no parity to rebuild it from.
+    #[error("unit {unit} ({path}) is missing or short at offset {offset}")]
+    MissingUnit {
+        /// The unit.
+        unit: u64,
+        /// Its file.
+        path: PathBuf,
+        /// The first local offset that could not be read.
+        offset: u64,
+    },
+    /// A block failed its checksum and there is no parity to rebuild it from.
+    #[error("unit {unit} ({path}): block at offset {offset} failed its CRC32C check")]
+    Corrupt {
+        /// The unit.
+        unit: u64,
+        /// Its file.
+        path: PathBuf,
+        /// Local offset of the block.
+        offset: u64,
+    },
+    /// More blocks of one RAID-5 row are lost than parity can rebuild.
+    #[error("stripe row {row}: units {units:?} are lost; RAID-5 rebuilds at most one")]
+    Unrecoverable {
+        /// The row.
+        row: u64,
+        /// The units lost in it.
+        units: Vec<u64>,
+    },
+    /// Another rank failed its part of the collective operation (its own error says why).
+    #[error("rank {rank} failed its part of the operation on {path}")]
+    Remote {
+        /// The first rank that failed.
+        rank: u32,
+        /// The file.
+        path: PathBuf,
+    },
+    /// Options that cannot go together.
+    #[error("{0}")]
+    Options(&'static str),
+}
+
+impl FileError {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        FileError::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// What is wrong with a parallel file's manifest or `.npy` header.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FormatDefect {
+    /// Not JSON of a manifest's shape.
+    #[error("not a manifest: {reason}")]
+    NotManifest {
+        /// The JSON parser's words.
+        reason: String,
+    },
+    /// Another manifest format.
+    #[error("format is {found:?}, not {:?}", crate::file::MANIFEST_FORMAT)]
+    ManifestFormat {
+        /// The format it names.
+        found: String,
+    },
+    /// A unit list of the wrong length.
+    #[error("{files} unit files for {units} units")]
+    UnitCount {
+        /// Files listed.
+        files: usize,
+        /// Units of the layout.
+        units: u64,
+    },
+    /// A unit of the wrong size.
+    #[error("unit {unit} should hold {expected} bytes, says {found}")]
+    UnitSize {
+        /// The unit.
+        unit: usize,
+        /// Bytes it must hold.
+        expected: u64,
+        /// Bytes the manifest says.
+        found: u64,
+    },
+    /// A checksum list that does not hold one CRC per block.
+    #[error("unit {unit}: checksum list does not have one per block")]
+    Checksums {
+        /// The unit.
+        unit: usize,
+    },
+    /// A dataset spec that does not parse.
+    #[error("dataset {spec:?}: {source}")]
+    Dataset {
+        /// The spec.
+        spec: String,
+        /// Why.
+        source: SpecError,
+    },
+    /// A dataset of another size than the file.
+    #[error("dataset {spec} does not hold the file's {size} bytes")]
+    DatasetSize {
+        /// The spec.
+        spec: String,
+        /// The file's bytes.
+        size: u64,
+    },
+    /// A slot that does not match the version's parity.
+    #[error("slot {slot} does not match version {version}")]
+    Slot {
+        /// The slot.
+        slot: u64,
+        /// The version.
+        version: u64,
+    },
+    /// A striping layout spec that does not parse.
+    #[error("layout {spec:?}: {source}")]
+    Layout {
+        /// The spec.
+        spec: String,
+        /// Why.
+        source: SpecError,
+    },
+    /// A striping layout that cannot hold the file's size.
+    #[error("layout of {size} bytes: {source}")]
+    LayoutSize {
+        /// The file's bytes.
+        size: u64,
+        /// Why.
+        source: LayoutError,
+    },
+    /// A layout that is not `stripe(...)` or `raid5(...)`.
+    #[error("{spec} is not a stripe or raid5 layout")]
+    NotStriped {
+        /// The spec.
+        spec: String,
+    },
+    /// A bad `.npy` header.
+    #[error(transparent)]
+    Npy(#[from] crate::file::NpyError),
+    /// A `.npy` header whose dataset is not what follows it.
+    #[error(".npy header describes {header} bytes but {follow} follow it")]
+    NpyLength {
+        /// Bytes the header describes.
+        header: u64,
+        /// Bytes after the header.
+        follow: u64,
+    },
+    /// A manifest that cannot be encoded.
+    #[error("manifest: {reason}")]
+    Encode {
+        /// The encoder's words.
+        reason: String,
+    },
+}
