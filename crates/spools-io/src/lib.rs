@@ -19,7 +19,10 @@ mod settings;
 mod untrusted;
 
 pub use crc::crc32c;
-pub use error::{ExchangeError, FileError, FormatDefect, PipeError, PipeStep, PipeViolation, Side};
+pub use error::{
+    ExchangeError, FileError, FormatDefect, FrameError, NpyError, PipeError, PipeStep,
+    PipeViolation, Side,
+};
 pub use exchange::{exchange, ExchangeOptions, ExchangeStats, Owners};
 pub use redistribute::{redistribute, redistribute_plan};
 pub use settings::settings;

@@ -153,10 +153,12 @@ pub enum FormatDefect {
         reason: String,
     },
     /// Another manifest format.
-    #[error("format is {found:?}, not {:?}", crate::file::MANIFEST_FORMAT)]
+    #[error("format is {found:?}, not {expected:?}")]
     ManifestFormat {
         /// The format it names.
         found: String,
+        /// The format this reader reads.
+        expected: &'static str,
     },
     /// A unit list of the wrong length.
     #[error("{files} unit files for {units} units")]
@@ -230,7 +232,7 @@ pub enum FormatDefect {
     },
     /// A bad `.npy` header.
     #[error(transparent)]
-    Npy(#[from] crate::file::NpyError),
+    Npy(#[from] NpyError),
     /// A `.npy` header whose dataset is not what follows it.
     #[error(".npy header describes {header} bytes but {follow} follow it")]
     NpyLength {
@@ -245,4 +247,42 @@ pub enum FormatDefect {
         /// The encoder's words.
         reason: String,
     },
+}
+
+/// What is wrong with a `.npy` header.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NpyError {
+    /// It does not start with the `.npy` magic.
+    #[error("not a .npy file")]
+    Magic,
+    /// A format version other than 1, 2 or 3.
+    #[error(".npy version {0} is not supported")]
+    Version(u8),
+    /// The header is shorter than it says.
+    #[error(".npy header of {hlen} bytes is cut short")]
+    Cut {
+        /// The length it announces.
+        hlen: usize,
+    },
+    /// The header is not UTF-8 text.
+    #[error(".npy header is not text")]
+    NotText,
+    /// A required key is missing.
+    #[error(".npy header lacks {0}")]
+    Lacks(&'static str),
+    /// `descr` is not a simple quoted string.
+    #[error(".npy descr is not a simple string")]
+    Descr,
+    /// An element type this reader does not understand.
+    #[error(".npy dtype {0} is not understood")]
+    Dtype(String),
+    /// `shape` is not a tuple.
+    #[error(".npy shape is not a tuple")]
+    ShapeNotTuple,
+    /// A shape entry that is not a number.
+    #[error(".npy shape entry {0} is not a number")]
+    ShapeEntry(String),
+    /// The shape's product overflows.
+    #[error(".npy shape overflows")]
+    ShapeOverflow,
 }

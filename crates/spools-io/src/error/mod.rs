@@ -6,6 +6,6 @@ mod pipe;
 mod side;
 
 pub use exchange::ExchangeError;
-pub use file::{FileError, FormatDefect};
-pub use pipe::{PipeError, PipeStep, PipeViolation};
+pub use file::{FileError, FormatDefect, NpyError};
+pub use pipe::{FrameError, PipeError, PipeStep, PipeViolation};
 pub use side::Side;

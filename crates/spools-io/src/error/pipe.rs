@@ -201,7 +201,7 @@ pub enum PipeStep {
 pub enum PipeViolation {
     /// Bytes that are not a hello or frame.
     #[error(transparent)]
-    Frame(#[from] crate::pipe::FrameError),
+    Frame(#[from] FrameError),
     /// A description longer than 1 MiB.
     #[error("description of {len} bytes")]
     DescriptionTooLong {
@@ -272,4 +272,43 @@ pub enum PipeViolation {
         /// The record.
         record: u64,
     },
+}
+
+/// Bytes that do not follow the pipe's wire format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    /// A frame that does not start with `SPPF`.
+    #[error("bad frame magic {0:02x?}")]
+    FrameMagic([u8; 4]),
+    /// A frame kind other than data (0) or end (1).
+    #[error("unknown frame kind {0}")]
+    Kind(u8),
+    /// Reserved header bytes that are not zero.
+    #[error("reserved frame bytes are not zero")]
+    Reserved,
+    /// A payload longer than a frame may carry.
+    #[error("frame of {len} bytes exceeds {max}")]
+    TooLong {
+        /// The announced length.
+        len: u32,
+        /// The most a frame carries.
+        max: u32,
+    },
+    /// An end-of-stream frame that carries bytes.
+    #[error("end frame with a payload")]
+    EndWithPayload,
+    /// A connection that does not start with `SPPH`.
+    #[error("not a Spools pipe hello")]
+    HelloMagic,
+    /// A hello whose rank is not in its job.
+    #[error("rank {rank} of {ranks} ranks")]
+    HelloRank {
+        /// The rank it claims.
+        rank: u32,
+        /// Its job's ranks.
+        ranks: u32,
+    },
+    /// Bytes that end inside a hello, header or payload.
+    #[error("bytes cut short")]
+    Short,
 }

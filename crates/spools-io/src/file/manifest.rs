@@ -63,7 +63,10 @@ impl Manifest {
             })
         })?;
         if m.format != MANIFEST_FORMAT {
-            return Err(bad(FormatDefect::ManifestFormat { found: m.format }));
+            return Err(bad(FormatDefect::ManifestFormat {
+                found: m.format,
+                expected: MANIFEST_FORMAT,
+            }));
         }
         let g = m.geometry(path)?;
         if m.units.len() as u64 != g.count {

@@ -54,8 +54,8 @@ use spools_msg::Communicator;
 
 use crate::error::{FileError, FormatDefect};
 
+use crate::error::NpyError;
 pub use manifest::{Manifest, UnitEntry, MANIFEST_FORMAT};
-pub use npy::NpyError;
 pub use options::{
     FileStats, Format, ReadOptions, Reshuffle, Striping, WriteOptions, DIRECT_MIN_RUN,
 };

@@ -3,6 +3,8 @@
 
 use spools_map::{DType, Layout, Order};
 
+use crate::error::NpyError;
+
 /// The magic bytes every `.npy` file starts with.
 pub(crate) const MAGIC: &[u8] = b"\x93NUMPY";
 
@@ -107,44 +109,6 @@ pub(crate) fn check(h: &Header, layout: &Layout) -> Result<(), (String, String)>
     }
     let show = |d: &str, s: &[u64]| format!("dtype {d} with shape {s:?}");
     Err((show(&h.descr, &h.shape), show(&descr, &shape)))
-}
-
-/// What is wrong with a `.npy` header.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NpyError {
-    /// It does not start with the `.npy` magic.
-    #[error("not a .npy file")]
-    Magic,
-    /// A format version other than 1, 2 or 3.
-    #[error(".npy version {0} is not supported")]
-    Version(u8),
-    /// The header is shorter than it says.
-    #[error(".npy header of {hlen} bytes is cut short")]
-    Cut {
-        /// The length it announces.
-        hlen: usize,
-    },
-    /// The header is not UTF-8 text.
-    #[error(".npy header is not text")]
-    NotText,
-    /// A required key is missing.
-    #[error(".npy header lacks {0}")]
-    Lacks(&'static str),
-    /// `descr` is not a simple quoted string.
-    #[error(".npy descr is not a simple string")]
-    Descr,
-    /// An element type this reader does not understand.
-    #[error(".npy dtype {0} is not understood")]
-    Dtype(String),
-    /// `shape` is not a tuple.
-    #[error(".npy shape is not a tuple")]
-    ShapeNotTuple,
-    /// A shape entry that is not a number.
-    #[error(".npy shape entry {0} is not a number")]
-    ShapeEntry(String),
-    /// The shape's product overflows.
-    #[error(".npy shape overflows")]
-    ShapeOverflow,
 }
 
 /// Parses a header at the start of `head`: (data offset, dataset bytes).

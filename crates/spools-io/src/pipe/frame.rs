@@ -9,7 +9,7 @@
 //! record, so a consumer learns of each record from every producer.
 
 /// Bytes of a hello.
-use thiserror::Error;
+use crate::error::FrameError;
 
 pub(crate) const HELLO_LEN: usize = 28;
 /// Bytes of a frame header.
@@ -18,43 +18,6 @@ pub(crate) const HEADER_LEN: usize = 24;
 pub(crate) const MAX_PAYLOAD: u32 = 1 << 20;
 
 /// A frame's kind.
-/// Bytes that do not follow the pipe's wire format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
-pub enum FrameError {
-    /// A frame that does not start with `SPPF`.
-    #[error("bad frame magic {0:02x?}")]
-    FrameMagic([u8; 4]),
-    /// A frame kind other than data (0) or end (1).
-    #[error("unknown frame kind {0}")]
-    Kind(u8),
-    /// Reserved header bytes that are not zero.
-    #[error("reserved frame bytes are not zero")]
-    Reserved,
-    /// A payload longer than a frame may carry.
-    #[error("frame of {len} bytes exceeds {MAX_PAYLOAD}")]
-    TooLong {
-        /// The announced length.
-        len: u32,
-    },
-    /// An end-of-stream frame that carries bytes.
-    #[error("end frame with a payload")]
-    EndWithPayload,
-    /// A connection that does not start with `SPPH`.
-    #[error("not a Spools pipe hello")]
-    HelloMagic,
-    /// A hello whose rank is not in its job.
-    #[error("rank {rank} of {ranks} ranks")]
-    HelloRank {
-        /// The rank it claims.
-        rank: u32,
-        /// Its job's ranks.
-        ranks: u32,
-    },
-    /// Bytes that end inside a hello, header or payload.
-    #[error("bytes cut short")]
-    Short,
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
     /// Part of a record.
@@ -119,7 +82,10 @@ impl Header {
             crc: u32_at(20),
         };
         if h.len > MAX_PAYLOAD {
-            return Err(FrameError::TooLong { len: h.len });
+            return Err(FrameError::TooLong {
+                len: h.len,
+                max: MAX_PAYLOAD,
+            });
         }
         if kind == Kind::End && h.len != 0 {
             return Err(FrameError::EndWithPayload);

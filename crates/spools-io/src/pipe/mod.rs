@@ -18,7 +18,7 @@ mod name;
 mod reader;
 mod writer;
 
-pub use frame::{decode_any, FrameError};
+pub use frame::decode_any;
 pub use name::{meet_timeout, pipe_dir, pipe_dir_path, PipeName};
 pub use reader::PipeReader;
 pub use writer::PipeWriter;
