@@ -1,4 +1,4 @@
-//! [`Job`]: N ranks of this test executable under the real launcher.
+//! [`Job`](crate::Job): N ranks of this test executable under the real launcher.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::process::CommandExt;
@@ -19,7 +19,7 @@ pub const JOB_GRACE: Duration = Duration::from_secs(20);
 /// [`JOB_TIMEOUT`] plus the grace, so that the launcher's own timeout is seen first).
 pub const JOB_WAIT: Duration = Duration::from_secs(150);
 
-/// The launcher process of a [`Job`]: starts the ranks (this executable with the same
+/// The launcher process of a [`Job`](crate::Job): starts the ranks (this executable with the same
 /// arguments) with the library launcher, as `spools run` does.
 pub(crate) fn run_launcher(spec: &str) -> i32 {
     let mut it = spec.split_whitespace().map(str::parse::<u64>);
@@ -92,7 +92,7 @@ pub struct Job {
 
 impl Job {
     /// `ranks` ranks of this executable running test `test` (which must start with
-    /// [`rank_main`]) in role `x`, [`JOB_TIMEOUT`], [`JOB_GRACE`], waited for at most
+    /// [`rank_main`](crate::rank_main)) in role `x`, [`JOB_TIMEOUT`], [`JOB_GRACE`], waited for at most
     /// [`JOB_WAIT`].
     pub fn new(ranks: u32, test: &str) -> Job {
         Job {
@@ -107,7 +107,7 @@ impl Job {
         }
     }
 
-    /// The role the ranks play (what [`rank_main`]'s body receives).
+    /// The role the ranks play (what [`rank_main`](crate::rank_main)'s body receives).
     pub fn role(mut self, role: &str) -> Job {
         self.role = role.to_string();
         self
@@ -182,7 +182,7 @@ impl Job {
         cmd
     }
 
-    /// Starts the job, not waiting (wait with [`wait_bounded`] and [`Job::wait_limit`]).
+    /// Starts the job, not waiting (wait with [`wait_bounded`](crate::wait_bounded) and [`Job::wait_limit`]).
     ///
     /// # Panics
     /// When the launcher cannot be started.
@@ -209,7 +209,7 @@ pub fn launch(n: u32, test: &str, role: &str, env: &[(&str, &str)]) -> Output {
     Job::new(n, test).role(role).envs(env).run()
 }
 
-/// A command in a process group of its own (see [`wait_bounded`]).
+/// A command in a process group of its own (see [`wait_bounded`](crate::wait_bounded)).
 pub fn grouped(program: impl AsRef<OsStr>) -> Command {
     let mut c = Command::new(program);
     c.process_group(0);

@@ -10,7 +10,7 @@ pub fn role() -> Option<String> {
 
 /// Runs `body` as a rank and exits with its result (0 on success, the error printed and
 /// 1 otherwise), so the test harness never runs the parent test's body in a rank. In the
-/// process that plays a [`Job`]'s launcher, runs the launcher and exits with its status.
+/// process that plays a [`Job`](crate::Job)'s launcher, runs the launcher and exits with its status.
 /// In the test harness's own process (no role), returns at once.
 pub fn rank_main(body: impl FnOnce(&str) -> Result<(), String>) {
     if let Some(spec) = std::env::var_os(LAUNCH_VAR) {

@@ -33,7 +33,7 @@ fn signal_group(pgid: u32, signal: &str) {
         .status();
 }
 
-/// Waits for `child` (started in a process group of its own, see [`grouped`]) at most
+/// Waits for `child` (started in a process group of its own, see [`grouped`](crate::grouped)) at most
 /// `limit`, capturing its piped output; at the limit stops its whole process group
 /// (SIGTERM, which makes a launcher stop its ranks, then SIGKILL) and panics with what it
 /// printed.
