@@ -1,6 +1,5 @@
 //! The `spools` command.
 
-mod bench;
 mod demo;
 mod filetools;
 mod info;
@@ -69,7 +68,7 @@ enum Command {
     Info,
     /// Benchmarks of the runtime (run them under `spools run`).
     #[command(subcommand)]
-    Bench(bench::Bench),
+    Bench(spools_bench::Bench),
     /// Print a fresh random job secret (for SPOOLS_SECRET under another launcher).
     Secret,
     /// Demonstrations: `spools demo heat` simulates, snapshots and checks (the README's
@@ -101,6 +100,7 @@ fn secret() -> anyhow::Result<()> {
 }
 
 fn main() -> ExitCode {
+    spools_boot::logger::install();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Map(args) => map::run(&args),
@@ -108,7 +108,7 @@ fn main() -> ExitCode {
         Command::Run(args) => return run::run(&args),
         Command::Info => info::run(),
         Command::Secret => secret(),
-        Command::Bench(b) => bench::run(&b),
+        Command::Bench(b) => spools_bench::run(&b).map_err(anyhow::Error::from),
         Command::Demo(DemoCommand::Heat(a)) => demo::heat(&a),
         Command::Cat(a) => filetools::cat(&a),
         Command::Ls(a) => filetools::ls(&a),
@@ -119,7 +119,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if out::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            spools_boot::say::line(format_args!("spools: error: {}", report(&e)));
+            log::error!("spools: error: {}", report(&e));
             ExitCode::FAILURE
         }
     }

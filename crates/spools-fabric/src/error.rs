@@ -93,12 +93,6 @@ pub enum IoStep {
         /// The rank that created it.
         owner: u32,
     },
-    /// Creating or opening a named shared mapping.
-    #[error("shared memory /dev/shm{name}")]
-    ShmMap {
-        /// The mapping's name.
-        name: String,
-    },
     /// Binding the TCP listener.
     #[error("binding a TCP listener on {ip}")]
     TcpBind {

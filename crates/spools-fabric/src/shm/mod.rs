@@ -10,7 +10,6 @@
 
 mod copy_probe;
 mod futex;
-mod raw;
 mod ring;
 mod segment;
 
@@ -26,7 +25,6 @@ use crate::caps::{Caps, Priority, SingleCopy};
 use crate::error::{Defect, FabricError};
 use crate::lock::TryLock;
 use crate::transport::{Incoming, Transport};
-pub use raw::RawMapping;
 use ring::{Ring, TxState};
 use segment::Segment;
 pub use segment::{fit_rings, Geometry};

@@ -269,21 +269,6 @@ fn map(fd: &OwnedFd, len: usize) -> std::io::Result<*mut u8> {
     Ok(p.cast::<u8>())
 }
 
-/// Creates (exclusively, mode 0600, zero-filled) or opens a named shared mapping.
-pub(crate) fn map_named(name: &str, len: usize, create: bool) -> Result<*mut u8, FabricError> {
-    let io = |source: std::io::Error| FabricError::Io {
-        step: IoStep::ShmMap {
-            name: name.to_owned(),
-        },
-        source,
-    };
-    let fd = open_shm(name, create).map_err(io)?;
-    if create {
-        rustix::fs::ftruncate(&fd, len as u64).map_err(|e| io(e.into()))?;
-    }
-    map(&fd, len).map_err(io)
-}
-
 /// Removes a segment's name (mappings stay valid).
 pub(crate) fn unlink(name: &str) {
     // A name already gone is what the caller wants.

@@ -1,26 +1,46 @@
-//! A small SVG plot: latency and bandwidth against message size, log-log.
+//! The one plotter of the benchmarks: an SVG of latency and bandwidth against message
+//! size, log-log, one line per series.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
-use anyhow::{Context, Result};
-
-use super::pingpong::Point;
+use crate::error::BenchError;
+use crate::series::{Point, Series};
 
 const COLORS: [&str; 6] = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf",
 ];
 
-fn panel(
-    svg: &mut String,
-    x0: f64,
-    title: &str,
-    series: &[(&str, Vec<Point>)],
-    y: impl Fn(&Point) -> f64,
-) {
+/// Writes latency (us) and bandwidth (MB/s) panels side by side to `file`.
+pub(crate) fn write(file: &Path, title: &str, series: &[Series]) -> Result<(), BenchError> {
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="900" height="380" font-family="sans-serif"><rect width="100%" height="100%" fill="white"/>"##
+    );
+    panel(
+        &mut svg,
+        0.0,
+        &format!("{title}: one-way latency (us)"),
+        series,
+        |p| p.latency_us,
+    );
+    panel(
+        &mut svg,
+        450.0,
+        &format!("{title}: bandwidth (MB/s)"),
+        series,
+        |p| p.mbps,
+    );
+    svg.push_str("</svg>\n");
+    std::fs::write(file, svg).map_err(BenchError::io(format!("writing {}", file.display())))
+}
+
+fn panel(svg: &mut String, x0: f64, title: &str, series: &[Series], y: impl Fn(&Point) -> f64) {
     let (w, h, m) = (440.0, 320.0, 55.0);
     let pts: Vec<(f64, f64)> = series
         .iter()
-        .flat_map(|(_, p)| p.iter().map(|p| (p.bytes as f64, y(p))))
+        .flat_map(|s| s.points.iter().map(|p| (p.bytes as f64, y(p))))
         .filter(|(a, b)| *a > 0.0 && *b > 0.0)
         .collect();
     if pts.is_empty() {
@@ -75,9 +95,10 @@ fn panel(
         x0 + w / 2.0,
         h + 30.0
     );
-    for (i, (name, p)) in series.iter().enumerate() {
+    for (i, s) in series.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
-        let path: Vec<String> = p
+        let path: Vec<String> = s
+            .points
             .iter()
             .filter(|p| p.bytes > 0 && y(p) > 0.0)
             .map(|p| format!("{:.1},{:.1}", sx(p.bytes as f64), sy(y(p))))
@@ -96,38 +117,10 @@ fn panel(
         }
         let _ = writeln!(
             svg,
-            r##"<text x="{}" y="{}" font-size="11" fill="{c}">{name}</text>"##,
+            r##"<text x="{}" y="{}" font-size="11" fill="{c}">{}</text>"##,
             x0 + m + 8.0,
-            48.0 + 14.0 * i as f64
+            48.0 + 14.0 * i as f64,
+            s.path
         );
     }
-}
-
-/// Writes latency (us) and bandwidth (MB/s) panels side by side.
-pub(crate) fn write(
-    file: &std::path::Path,
-    title: &str,
-    series: &[(&str, Vec<Point>)],
-) -> Result<()> {
-    let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="900" height="380" font-family="sans-serif"><rect width="100%" height="100%" fill="white"/>"##
-    );
-    panel(
-        &mut svg,
-        0.0,
-        &format!("{title}: one-way latency (us)"),
-        series,
-        |p| p.latency_us,
-    );
-    panel(
-        &mut svg,
-        450.0,
-        &format!("{title}: bandwidth (MB/s)"),
-        series,
-        |p| p.mbps(),
-    );
-    svg.push_str("</svg>\n");
-    std::fs::write(file, svg).with_context(|| format!("writing {}", file.display()))
 }

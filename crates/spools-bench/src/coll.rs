@@ -5,21 +5,71 @@
 
 use std::time::Instant;
 
-use anyhow::{bail, ensure, Result};
-use serde_json::json;
+use serde::Serialize;
 use spools::{Op, World};
 
-use super::probe::round;
-use super::{median, parse_size, start, CollArgs};
+use crate::args::CollArgs;
+use crate::error::{bail, ensure, BenchError};
+use crate::output::print_json;
+use crate::session::start;
+use crate::sizes::parse_sizes;
+use crate::stats::{median, rounded};
 
 const WARMUP_BYTES: usize = 1 << 20;
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+/// A collective operation.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize)]
+#[serde(rename_all = "lowercase")]
 enum Coll {
     Barrier,
     Bcast,
     Allreduce,
     Alltoall,
+}
+
+impl Coll {
+    /// Its name on the command line and in documents.
+    fn name(self) -> &'static str {
+        match self {
+            Coll::Barrier => "barrier",
+            Coll::Bcast => "bcast",
+            Coll::Allreduce => "allreduce",
+            Coll::Alltoall => "alltoall",
+        }
+    }
+}
+
+/// One collective's latency at one size.
+#[derive(Debug, Serialize)]
+struct CollPoint {
+    /// Bytes (per pair for alltoall; 0 for barrier).
+    bytes: usize,
+    /// Median over batches of the slowest rank's mean time per call, microseconds.
+    #[serde(serialize_with = "rounded::<4, _>")]
+    latency_us: f64,
+}
+
+/// One collective's points.
+#[derive(Debug, Serialize)]
+struct CollSeries {
+    /// The collective.
+    op: Coll,
+    /// By size.
+    points: Vec<CollPoint>,
+}
+
+/// The document of `spools bench coll --json`.
+#[derive(Debug, Serialize)]
+struct CollReport<'a> {
+    /// Always `coll`.
+    benchmark: &'static str,
+    /// Always `spools` (the MPI peer writes `mpi`).
+    #[serde(rename = "impl")]
+    implementation: &'static str,
+    /// Ranks of the job.
+    ranks: usize,
+    /// One per collective timed.
+    series: &'a [CollSeries],
 }
 
 struct Bufs {
@@ -29,7 +79,7 @@ struct Bufs {
     fout: Vec<f64>,
 }
 
-fn call(w: &World, op: Coll, size: usize, b: &mut Bufs) -> Result<()> {
+fn call(w: &World, op: Coll, size: usize, b: &mut Bufs) -> Result<(), BenchError> {
     let n = w.size() as usize;
     match op {
         Coll::Barrier => w.barrier()?,
@@ -43,7 +93,7 @@ fn call(w: &World, op: Coll, size: usize, b: &mut Bufs) -> Result<()> {
     Ok(())
 }
 
-fn verified(w: &World, op: Coll, size: usize, b: &mut Bufs) -> Result<()> {
+fn verified(w: &World, op: Coll, size: usize, b: &mut Bufs) -> Result<(), BenchError> {
     let (me, n) = (w.rank() as usize, w.size() as usize);
     match op {
         Coll::Barrier => w.barrier()?,
@@ -93,7 +143,13 @@ fn verified(w: &World, op: Coll, size: usize, b: &mut Bufs) -> Result<()> {
     Ok(())
 }
 
-fn measure(w: &World, op: Coll, size: usize, a: &CollArgs, b: &mut Bufs) -> Result<f64> {
+fn measure(
+    w: &World,
+    op: Coll,
+    size: usize,
+    a: &CollArgs,
+    b: &mut Bufs,
+) -> Result<f64, BenchError> {
     verified(w, op, size, b)?;
     let warm = (WARMUP_BYTES / size.max(1)).clamp(3, 200);
     w.barrier()?;
@@ -125,10 +181,10 @@ fn measure(w: &World, op: Coll, size: usize, a: &CollArgs, b: &mut Bufs) -> Resu
     Ok(median(&mut batch))
 }
 
-pub(crate) fn run(a: &CollArgs) -> Result<()> {
-    let w = start(&a.common)?;
+/// Parses `--ops`: each collective once.
+fn parse_ops(list: &[String]) -> Result<Vec<Coll>, BenchError> {
     let mut ops = Vec::new();
-    for o in &a.ops {
+    for o in list {
         let op = match o.as_str() {
             "barrier" => Coll::Barrier,
             "bcast" => Coll::Bcast,
@@ -139,11 +195,14 @@ pub(crate) fn run(a: &CollArgs) -> Result<()> {
         ensure!(!ops.contains(&op), "collective {o} listed twice");
         ops.push(op);
     }
-    let sizes: Vec<usize> = a
-        .sizes
-        .iter()
-        .map(|s| parse_size(s))
-        .collect::<Result<_>>()?;
+    Ok(ops)
+}
+
+/// Runs the collectives benchmark.
+pub(crate) fn run(a: &CollArgs) -> Result<(), BenchError> {
+    let w = start(&a.common)?;
+    let ops = parse_ops(&a.ops)?;
+    let sizes = parse_sizes(&a.sizes)?;
     ensure!(sizes.iter().all(|&s| s > 0), "sizes must be positive");
     let n = w.size() as usize;
     let max = sizes.iter().copied().max().unwrap_or(8);
@@ -155,35 +214,38 @@ pub(crate) fn run(a: &CollArgs) -> Result<()> {
     };
     let mut series = Vec::new();
     for &op in &ops {
-        let mut pts = Vec::new();
+        let mut points = Vec::new();
         if op == Coll::Barrier {
-            pts.push((0, measure(&w, op, 0, a, &mut b)?));
+            let latency_us = measure(&w, op, 0, a, &mut b)?;
+            points.push(CollPoint {
+                bytes: 0,
+                latency_us,
+            });
         } else {
             for &s in &sizes {
-                pts.push((s, measure(&w, op, s, a, &mut b)?));
+                let latency_us = measure(&w, op, s, a, &mut b)?;
+                points.push(CollPoint {
+                    bytes: s,
+                    latency_us,
+                });
             }
         }
-        series.push((op, pts));
+        series.push(CollSeries { op, points });
     }
     if w.rank() == 0 {
-        let name = |op: Coll| format!("{op:?}").to_lowercase();
         if a.common.json {
-            let doc = json!({
-                "benchmark": "coll",
-                "impl": "spools",
-                "ranks": n,
-                "series": series.iter().map(|(op, pts)| json!({
-                    "op": name(*op),
-                    "points": pts.iter().map(|(s, l)| json!({"bytes": s, "latency_us": round(*l, 4)})).collect::<Vec<_>>(),
-                })).collect::<Vec<_>>(),
-            });
-            println!("{doc}");
+            print_json(&CollReport {
+                benchmark: "coll",
+                implementation: "spools",
+                ranks: n,
+                series: &series,
+            })?;
         } else {
             println!("# collectives on {n} ranks: median over {} batches of the slowest rank's mean time per call", a.batches);
             println!("{:>10} {:>10} {:>12}", "op", "bytes", "latency_us");
-            for (op, pts) in &series {
-                for (s, l) in pts {
-                    println!("{:>10} {:>10} {:>12.3}", name(*op), s, l);
+            for s in &series {
+                for p in &s.points {
+                    println!("{:>10} {:>10} {:>12.3}", s.op.name(), p.bytes, p.latency_us);
                 }
             }
         }

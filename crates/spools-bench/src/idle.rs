@@ -7,34 +7,53 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use serde_json::json;
+use serde::Serialize;
 use spools::{Channel, Delivery};
 
-use super::probe::round;
-use super::{median, need_two, start, transport_name, CommonArgs};
+use crate::args::CommonArgs;
+use crate::error::BenchError;
+use crate::output::print_json;
+use crate::session::{f64_of, need_two, start, transport_name};
+use crate::stats::{median, rounded};
 
-fn now_ns() -> u64 {
+/// The document of `spools bench idle --json`.
+#[derive(Debug, Serialize)]
+struct IdleReport {
+    /// Always `idle`.
+    benchmark: &'static str,
+    /// `shm`, `tcp` or `self`.
+    transport: &'static str,
+    /// CPU of a rank blocked 2 s in a receive, percent of one core.
+    #[serde(serialize_with = "rounded::<3, _>")]
+    idle_cpu_percent: f64,
+    /// Wake-up of a sleeping receiver and its reply, microseconds (median).
+    #[serde(serialize_with = "rounded::<2, _>")]
+    wake_us: f64,
+    /// The same through plain pipes (FIFOs), microseconds (median).
+    #[serde(serialize_with = "rounded::<2, _>")]
+    pipe_wake_us: f64,
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime writes one timespec into ts.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn now_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
 }
 
 fn cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec into ts.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
-pub(crate) fn run(a: &CommonArgs) -> Result<()> {
+/// Runs the idle-receiver benchmark.
+pub(crate) fn run(a: &CommonArgs) -> Result<(), BenchError> {
     let mut w = start(a)?;
     need_two(&w, "idle")?;
     let me = w.rank();
@@ -104,40 +123,42 @@ pub(crate) fn run(a: &CommonArgs) -> Result<()> {
         |k: &str| std::env::temp_dir().join(format!("spools-{:016x}-wake-{k}.fifo", w.job()));
     if me == 0 {
         for k in ["ping", "pong"] {
-            let c = std::ffi::CString::new(fifo(k).to_string_lossy().as_bytes())
-                .context("fifo path")?;
-            // SAFETY: c is a valid NUL-terminated path.
-            if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
-                return Err(std::io::Error::last_os_error()).context("mkfifo");
-            }
+            rustix::fs::mkfifoat(
+                rustix::fs::CWD,
+                fifo(k),
+                rustix::fs::Mode::from_raw_mode(0o600),
+            )
+            .map_err(|e| BenchError::io("mkfifo")(e.into()))?;
         }
     }
     w.barrier()?;
+    let opening = || BenchError::io("opening the fifo");
+    let pipe_io = || BenchError::io("wake-up through a fifo");
     let mut pipe = Vec::new();
     if me == 0 {
         let mut ping = std::fs::OpenOptions::new()
             .write(true)
             .open(fifo("ping"))
-            .context("opening the fifo")?;
-        let mut pong = std::fs::File::open(fifo("pong")).context("opening the fifo")?;
+            .map_err(opening())?;
+        let mut pong = std::fs::File::open(fifo("pong")).map_err(opening())?;
         for _ in 0..reps {
             std::thread::sleep(Duration::from_millis(100));
             let t0 = now_ns();
-            ping.write_all(&[1])?;
+            ping.write_all(&[1]).map_err(pipe_io())?;
             let mut b = [0u8; 1];
-            pong.read_exact(&mut b)?;
+            pong.read_exact(&mut b).map_err(pipe_io())?;
             pipe.push((now_ns() - t0) as f64 / 1e3);
         }
     } else {
-        let mut ping = std::fs::File::open(fifo("ping")).context("opening the fifo")?;
+        let mut ping = std::fs::File::open(fifo("ping")).map_err(opening())?;
         let mut pong = std::fs::OpenOptions::new()
             .write(true)
             .open(fifo("pong"))
-            .context("opening the fifo")?;
+            .map_err(opening())?;
         for _ in 0..reps {
             let mut b = [0u8; 1];
-            ping.read_exact(&mut b)?;
-            pong.write_all(&b)?;
+            ping.read_exact(&mut b).map_err(pipe_io())?;
+            pong.write_all(&b).map_err(pipe_io())?;
         }
     }
     w.barrier()?;
@@ -147,21 +168,22 @@ pub(crate) fn run(a: &CommonArgs) -> Result<()> {
     }
     let cpu = w.allgather_bytes(&cpu_pct.to_le_bytes())?;
     if me == 0 {
-        let r1 = [
-            f64::from_le_bytes(cpu[1][..8].try_into().unwrap_or([0; 8])),
-            median(&mut wake),
-            median(&mut pipe),
-        ];
-        let transport = transport_name(&w, 1);
+        let r = IdleReport {
+            benchmark: "idle",
+            transport: transport_name(&w, 1),
+            idle_cpu_percent: f64_of(&cpu, 1),
+            wake_us: median(&mut wake),
+            pipe_wake_us: median(&mut pipe),
+        };
         if a.json {
-            println!(
-                "{}",
-                json!({"benchmark": "idle", "transport": transport, "idle_cpu_percent": round(r1[0], 3), "wake_us": round(r1[1], 2), "pipe_wake_us": round(r1[2], 2)})
-            );
+            print_json(&r)?;
         } else {
-            println!("# idle receiver over {transport}");
-            println!("CPU of a rank blocked 2 s in a receive: {:.3} %", r1[0]);
-            println!("wake-up of a sleeping receiver and its reply: {:.1} us (median of {reps}); the same through plain pipes: {:.1} us", r1[1], r1[2]);
+            println!("# idle receiver over {}", r.transport);
+            println!(
+                "CPU of a rank blocked 2 s in a receive: {:.3} %",
+                r.idle_cpu_percent
+            );
+            println!("wake-up of a sleeping receiver and its reply: {:.1} us (median of {reps}); the same through plain pipes: {:.1} us", r.wake_us, r.pipe_wake_us);
         }
     }
     w.finalize()?;

@@ -12,23 +12,49 @@
 
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
-use serde_json::json;
-use spools::Layout;
+use serde::Serialize;
 use spools_io::pipe::{PipeName, PipeReader, PipeWriter};
 
-use super::io::{check, fill, share};
-use super::{start, PipeArgs};
+use crate::args::PipeArgs;
+use crate::dataset::{check, fill, parse_layout, share};
+use crate::error::{bail, BenchError};
+use crate::output::eprint_json;
+use crate::session::start;
 
-pub(crate) fn run(a: &PipeArgs) -> Result<()> {
+/// The document of `spools bench pipe --json` (on stderr).
+#[derive(Debug, Serialize)]
+struct PipeReport<'a> {
+    /// Always `pipe`.
+    benchmark: &'static str,
+    /// `producer` or `consumer`.
+    role: &'a str,
+    /// Ranks of this end's job.
+    ranks: u32,
+    /// `--layout` as given.
+    layout: &'a str,
+    /// The pipe's name.
+    name: String,
+    /// Records sent or received.
+    records: u64,
+    /// Bytes of one record.
+    record_bytes: u64,
+    /// Seconds timed (the consumer from its first record on).
+    seconds: f64,
+    /// Aggregate MB/s over the records timed.
+    mb_per_s: f64,
+    /// Seconds before the timed part (opening the pipe).
+    setup_s: f64,
+    /// Whether the consumer checked every element.
+    verified: bool,
+}
+
+/// Runs one end of the pipe benchmark.
+pub(crate) fn run(a: &PipeArgs) -> Result<(), BenchError> {
     let w = start(&a.common)?;
-    let layout: Layout = a
-        .layout
-        .parse()
-        .with_context(|| format!("--layout {}", a.layout))?;
-    let bytes = layout
-        .total_bytes()
-        .context("--layout must give the dataset's size")?;
+    let layout = parse_layout("--layout", &a.layout)?;
+    let Some(bytes) = layout.total_bytes() else {
+        bail!("--layout must give the dataset's size");
+    };
     let me = w.rank();
     let io = w.io_communicator()?;
     let t0 = Instant::now();
@@ -43,7 +69,7 @@ pub(crate) fn run(a: &PipeArgs) -> Result<()> {
             // Records are made before the clock starts: only the pipe is timed.
             let data: Vec<Vec<u8>> = (0..a.records.min(4))
                 .map(|k| fill(&layout, me, k))
-                .collect::<Result<_>>()?;
+                .collect::<Result<_, _>>()?;
             for k in 0..a.records {
                 let d = match data.get(k as usize) {
                     Some(d) => d.clone(),
@@ -93,13 +119,21 @@ pub(crate) fn run(a: &PipeArgs) -> Result<()> {
         } else {
             0.0
         };
-        let r = json!({
-            "benchmark": "pipe", "role": a.role, "ranks": w.size(), "layout": a.layout, "name": name.to_string(),
-            "records": records, "record_bytes": bytes, "seconds": secs, "mb_per_s": mbps,
-            "setup_s": t0.elapsed().as_secs_f64() - secs, "verified": a.verify && a.role == "consumer",
-        });
+        let verified = a.verify && a.role == "consumer";
         if a.common.json {
-            eprintln!("{r}");
+            eprint_json(&PipeReport {
+                benchmark: "pipe",
+                role: &a.role,
+                ranks: w.size(),
+                layout: &a.layout,
+                name: name.to_string(),
+                records,
+                record_bytes: bytes,
+                seconds: secs,
+                mb_per_s: mbps,
+                setup_s: t0.elapsed().as_secs_f64() - secs,
+                verified,
+            })?;
         } else {
             eprintln!(
                 "pipe {}: {} ranks, {} records of {} bytes via {}, {:.1} MB/s{}",
@@ -109,11 +143,7 @@ pub(crate) fn run(a: &PipeArgs) -> Result<()> {
                 bytes,
                 name,
                 mbps,
-                if a.verify && a.role == "consumer" {
-                    ", verified"
-                } else {
-                    ""
-                }
+                if verified { ", verified" } else { "" }
             );
         }
     }

@@ -1,68 +1,39 @@
-//! `spools bench pingpong`: one-way latency (half the round trip) and bandwidth.
+//! `spools bench pingpong`: one-way latency (half the round trip) and bandwidth of active
+//! messages, by path: short messages, bulk payloads and puts into the peer's memory.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
-use serde_json::json;
+use serde::Serialize;
 use spools::{Channel, Delivery, World};
 
-use super::probe::{self, round};
-use super::{median, need_two, parse_size, plot, start, transport_name, PingpongArgs};
+use crate::args::PingpongArgs;
+use crate::error::BenchError;
+use crate::output::print_json;
+use crate::plot;
+use crate::raw_limits::{self, RawLimits};
+use crate::series::{Point, Series};
+use crate::session::{need_two, start, transport_name};
+use crate::sizes::{pingpong_iters, pingpong_sizes};
+use crate::stats::median;
 
-pub(crate) const DEFAULT_SIZES: [usize; 12] = [
-    8,
-    64,
-    512,
-    4 << 10,
-    16 << 10,
-    64 << 10,
-    256 << 10,
-    1 << 20,
-    4 << 20,
-    16 << 20,
-    64 << 20,
-    0,
-];
-
-/// One measured point.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Point {
-    pub(crate) bytes: usize,
-    pub(crate) latency_us: f64,
-}
-
-impl Point {
-    pub(crate) fn mbps(&self) -> f64 {
-        self.bytes as f64 / self.latency_us.max(1e-9)
-    }
-}
-
-/// The `series` of a ping-pong document: per path, bytes, latency and bandwidth.
-pub(crate) fn series_json(series: &[(&str, Vec<Point>)]) -> serde_json::Value {
-    serde_json::Value::Array(
-        series
-            .iter()
-            .map(|(path, pts)| {
-                json!({
-                    "path": path,
-                    "points": pts.iter().map(|p| json!({
-                        "bytes": p.bytes,
-                        "latency_us": round(p.latency_us, 4),
-                        "bandwidth_MBps": round(p.mbps(), 1),
-                    })).collect::<Vec<_>>(),
-                })
-            })
-            .collect(),
-    )
-}
-
-/// Iterations for a size: about 50 ms per batch, estimating a round trip as 0.6 us plus
-/// the bytes at 10 GB/s each way.
-pub(crate) fn iters(bytes: usize) -> u64 {
-    let round_trip_us = 0.6 + bytes as f64 / 5_000.0;
-    ((50_000.0 / round_trip_us) as u64).clamp(4, 50_000)
+/// The document of `spools bench pingpong --json`.
+#[derive(Debug, Serialize)]
+struct PingpongReport<'a> {
+    /// Always `pingpong`.
+    benchmark: &'static str,
+    /// `shm`, `tcp` or `self`.
+    transport: &'static str,
+    /// Raw limits before the measurement.
+    probe: Option<&'a RawLimits>,
+    /// Raw limits after it.
+    probe_end: Option<&'a RawLimits>,
+    /// The shared-memory single-copy mechanism and why it was chosen.
+    single_copy: Option<String>,
+    /// `short`, `bulk` and `memory`.
+    series: &'a [Series],
 }
 
 /// One iteration of a ping-pong loop, as both ranks number it.
@@ -84,11 +55,11 @@ fn round_trips(
     w: &mut World,
     reps: usize,
     n: u64,
-    send: impl Fn(&mut World, Iter) -> Result<()>,
-    wait: impl Fn(&mut World, Iter) -> Result<()>,
+    send: impl Fn(&mut World, Iter) -> Result<(), BenchError>,
+    wait: impl Fn(&mut World, Iter) -> Result<(), BenchError>,
     received: &mut u64,
     global: &mut u64,
-) -> Result<f64> {
+) -> Result<f64, BenchError> {
     let me = w.rank();
     let mut v = Vec::new();
     for rep in 0..=reps {
@@ -117,19 +88,14 @@ fn round_trips(
     Ok(median(&mut v))
 }
 
-pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
-    if a.api == "tagged" {
-        return super::tagged::run(a);
-    }
+/// Runs the active-message ping-pong.
+pub(crate) fn run(a: &PingpongArgs) -> Result<(), BenchError> {
     let mut w = start(&a.common)?;
     need_two(&w, "pingpong")?;
-    let sizes: Vec<usize> = match &a.sizes {
-        Some(list) => list.iter().map(|s| parse_size(s)).collect::<Result<_>>()?,
-        None => DEFAULT_SIZES.iter().copied().filter(|&s| s > 0).collect(),
-    };
+    let sizes = pingpong_sizes(a.sizes.as_deref())?;
     let me = w.rank();
     let peer = 1 - me;
-    let before = probe::run(&w)?;
+    let before = raw_limits::measure(&w)?;
     let count = Arc::new(AtomicU64::new(0));
     for name in ["pp.short", "pp.bulk"] {
         let c = count.clone();
@@ -137,7 +103,7 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
             .register(name, move |_| {
                 c.fetch_add(1, Ordering::Release);
             })
-            .context("registering handlers")?;
+            .map_err(BenchError::Register)?;
     }
     w.worker().sync_handlers()?;
     let h_short = w.worker().handler_id("pp.short")?;
@@ -155,20 +121,20 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
 
     // Short: handler id + 4 u64, reported as 8 B (the smallest point).
     let mut global = 0u64;
-    let counted = |w: &mut World, it: Iter| -> Result<()> {
+    let counted = |w: &mut World, it: Iter| -> Result<(), BenchError> {
         w.worker()
             .wait_for(|| count.load(Ordering::Acquire) >= it.target)?;
         Ok(())
     };
-    let send_short = |w: &mut World, it: Iter| -> Result<()> {
+    let send_short = |w: &mut World, it: Iter| -> Result<(), BenchError> {
         let args = [it.i, 0, 0, 0];
         w.endpoint()
             .send_short(peer, h_short, args, Channel::new(0), Delivery::Immediate)?;
         Ok(())
     };
-    let short = vec![Point {
-        bytes: 8,
-        latency_us: round_trips(
+    let short = vec![Point::new(
+        8,
+        round_trips(
             &mut w,
             reps,
             20_000,
@@ -177,13 +143,13 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
             &mut seen,
             &mut global,
         )?,
-    }];
+    )];
 
     // Bulk: payloads up to the bulk limit.
     let buf = vec![0x5au8; max];
     let mut bulk = Vec::new();
     for &s in sizes.iter().filter(|&&s| s <= bulk_limit) {
-        let send_bulk = |w: &mut World, it: Iter| -> Result<()> {
+        let send_bulk = |w: &mut World, it: Iter| -> Result<(), BenchError> {
             w.endpoint()
                 .send_bulk(peer, h_bulk, [it.i, 0, 0, 0], &buf[..s], Channel::new(0))?;
             Ok(())
@@ -191,81 +157,76 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
         let latency_us = round_trips(
             &mut w,
             reps,
-            iters(s),
+            pingpong_iters(s),
             send_bulk,
             counted,
             &mut seen,
             &mut global,
         )?;
-        bulk.push(Point {
-            bytes: s,
-            latency_us,
-        });
+        bulk.push(Point::new(s, latency_us));
     }
 
     // Memory: put into the peer's region with a last byte that changes every iteration;
     // the peer watches that byte (puts are placed in order), then puts back.
     let tick = |it: Iter| (it.global % 255) as u8 + 1;
     let mut mem = Vec::new();
-    let data = std::cell::RefCell::new(vec![0u8; max]);
+    let data = RefCell::new(vec![0u8; max]);
     for &s in &sizes {
-        let put = |w: &mut World, it: Iter| -> Result<()> {
+        let put = |w: &mut World, it: Iter| -> Result<(), BenchError> {
             let mut d = data.borrow_mut();
             d[s - 1] = tick(it);
             w.endpoint().put(peer, peer_key, 0, &d[..s])?;
             Ok(())
         };
-        let landed = |w: &mut World, it: Iter| -> Result<()> {
+        let landed = |w: &mut World, it: Iter| -> Result<(), BenchError> {
             let mut last = [0u8; 1];
             let want = tick(it);
             w.worker()
                 .wait_for(|| region.read(s - 1, &mut last).is_ok() && last[0] == want)?;
             Ok(())
         };
-        let latency_us = round_trips(&mut w, reps, iters(s), put, landed, &mut 0, &mut global)?;
-        mem.push(Point {
-            bytes: s,
-            latency_us,
-        });
+        let latency_us = round_trips(
+            &mut w,
+            reps,
+            pingpong_iters(s),
+            put,
+            landed,
+            &mut 0,
+            &mut global,
+        )?;
+        mem.push(Point::new(s, latency_us));
     }
-    let series = vec![("short", short), ("bulk", bulk), ("memory", mem)];
-    let after = probe::run(&w)?;
+    let series = vec![
+        Series {
+            path: "short",
+            points: short,
+        },
+        Series {
+            path: "bulk",
+            points: bulk,
+        },
+        Series {
+            path: "memory",
+            points: mem,
+        },
+    ];
+    let after = raw_limits::measure(&w)?;
 
     if me == 0 {
         let transport = transport_name(&w, peer);
-        let probe_json = |p: &Option<probe::Probe>| p.as_ref().map(probe::Probe::json);
-        let doc = json!({
-            "benchmark": "pingpong",
-            "transport": transport,
-            "probe": probe_json(&before),
-            "probe_end": probe_json(&after),
-            "single_copy": w.shm_caps().map(|c| format!("{:?}: {}", c.single_copy, c.single_copy_reason)),
-            "series": series_json(&series),
-        });
         if a.common.json {
-            println!("{doc}");
+            print_json(&PingpongReport {
+                benchmark: "pingpong",
+                transport,
+                single_copy: w
+                    .shm_caps()
+                    .map(|c| format!("{:?}: {}", c.single_copy, c.single_copy_reason)),
+                probe: before.as_ref(),
+                probe_end: after.as_ref(),
+                series: &series,
+            })?;
         } else {
-            println!("# pingpong over {transport}: one-way latency (half the round trip), medians of {reps}");
-            if let Some(p) = &before {
-                println!(
-                    "# raw probes: flag through a cache line {:.0} ns, bare ring {:.0} ns one-way",
-                    p.flag_pingpong_ns, p.ring_floor_ns
-                );
-            }
-            println!(
-                "{:>8} {:>10} {:>12} {:>12}",
-                "path", "bytes", "latency_us", "MB/s"
-            );
-            for (path, pts) in &series {
-                for p in pts {
-                    println!(
-                        "{path:>8} {:>10} {:>12.3} {:>12.1}",
-                        p.bytes,
-                        p.latency_us,
-                        p.mbps()
-                    );
-                }
-            }
+            print_table(transport, reps, before.as_ref(), &series);
         }
         if let Some(file) = &a.plot {
             plot::write(file, &format!("Spools ping-pong over {transport}"), &series)?;
@@ -273,4 +234,28 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
     }
     w.finalize()?;
     Ok(())
+}
+
+fn print_table(transport: &str, reps: usize, before: Option<&RawLimits>, series: &[Series]) {
+    println!(
+        "# pingpong over {transport}: one-way latency (half the round trip), medians of {reps}"
+    );
+    if let Some(p) = before {
+        println!(
+            "# raw probes: flag through a cache line {:.0} ns, bare ring {:.0} ns one-way",
+            p.flag_pingpong_ns, p.ring_floor_ns
+        );
+    }
+    println!(
+        "{:>8} {:>10} {:>12} {:>12}",
+        "path", "bytes", "latency_us", "MB/s"
+    );
+    for s in series {
+        for p in &s.points {
+            println!(
+                "{:>8} {:>10} {:>12.3} {:>12.1}",
+                s.path, p.bytes, p.latency_us, p.mbps
+            );
+        }
+    }
 }

@@ -4,17 +4,43 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::Result;
-use serde_json::json;
+use serde::Serialize;
 use spools::{Channel, Delivery};
 
-use super::probe::{self, round};
-use super::{median, start, transport_name, RingArgs};
+use crate::args::RingArgs;
+use crate::error::BenchError;
+use crate::output::print_json;
+use crate::raw_limits::{self, RawLimits};
+use crate::session::{start, transport_name};
+use crate::stats::{median, rounded};
 
-pub(crate) fn run(a: &RingArgs) -> Result<()> {
+/// The document of `spools bench ring --json`.
+#[derive(Debug, Serialize)]
+struct RingReport<'a> {
+    /// Always `ring`.
+    benchmark: &'static str,
+    /// `shm`, `tcp` or `self` (between ranks 0 and 1).
+    transport: &'static str,
+    /// Ranks in the ring.
+    ranks: u32,
+    /// Times the token went around per repetition.
+    rounds: u64,
+    /// CPUs of this host.
+    cores: usize,
+    /// Median time per hop, microseconds.
+    #[serde(serialize_with = "rounded::<4, _>")]
+    hop_us: f64,
+    /// Raw limits before the measurement.
+    probe: Option<&'a RawLimits>,
+    /// Raw limits after it.
+    probe_end: Option<&'a RawLimits>,
+}
+
+/// Runs the token ring.
+pub(crate) fn run(a: &RingArgs) -> Result<(), BenchError> {
     let mut w = start(&a.common)?;
     let (me, n) = (w.rank(), w.size());
-    let before = probe::run(&w)?;
+    let before = raw_limits::measure(&w)?;
     let got = Arc::new(AtomicU64::new(0));
     let g = got.clone();
     w.worker().register("ring.token", move |_| {
@@ -60,28 +86,25 @@ pub(crate) fn run(a: &RingArgs) -> Result<()> {
             v.push(t.elapsed().as_nanos() as f64 / 1e3 / (rounds * u64::from(n)) as f64);
         }
     }
-    let after = probe::run(&w)?;
+    let after = raw_limits::measure(&w)?;
     if me == 0 {
         let hop = median(&mut v);
         let transport = if n > 1 { transport_name(&w, 1) } else { "self" };
+        let cores = spools_fabric::cpu_count();
         if a.common.json {
-            println!(
-                "{}",
-                json!({
-                    "benchmark": "ring",
-                    "transport": transport,
-                    "ranks": n,
-                    "rounds": rounds,
-                    "cores": spools_fabric::cpu_count(),
-                    "hop_us": round(hop, 4),
-                    "probe": before.as_ref().map(probe::Probe::json),
-                    "probe_end": after.as_ref().map(probe::Probe::json),
-                })
-            );
+            print_json(&RingReport {
+                benchmark: "ring",
+                transport,
+                ranks: n,
+                rounds,
+                cores,
+                hop_us: hop,
+                probe: before.as_ref(),
+                probe_end: after.as_ref(),
+            })?;
         } else {
             println!(
-                "ring of {n} ranks over {transport} on {} cores, {rounds} rounds: {hop:.3} us per hop (median of {})",
-                spools_fabric::cpu_count(),
+                "ring of {n} ranks over {transport} on {cores} cores, {rounds} rounds: {hop:.3} us per hop (median of {})",
                 v.len()
             );
         }

@@ -1,47 +1,51 @@
-//! The raw probes: what the machine can do without any runtime in the way.
+//! The raw limits of the machine, measured without any runtime in the way: a flag bounced
+//! through one shared cache line, a bare single-producer ring, single-thread memcpy. Every
+//! benchmark measures them at its start and end, so that its figures sit next to the
+//! limits of the same window.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use anyhow::Result;
-use serde_json::json;
+use serde::Serialize;
 use spools::World;
-use spools_fabric::shm::RawMapping;
 
-use super::median;
+use crate::error::BenchError;
+use crate::shared_mapping::SharedMapping;
+use crate::stats::{median, rounded};
 
-/// Raw limits measured in one window.
-#[derive(Debug, Clone)]
-pub(crate) struct Probe {
-    /// One-way time of a flag bounced through one shared cache line (ns).
-    pub(crate) flag_pingpong_ns: f64,
+/// Raw limits measured in one window (the `probe` and `probe_end` of a document).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct RawLimits {
     /// One-way time of a 40-byte message through a bare single-producer ring (ns).
+    #[serde(serialize_with = "rounded::<1, _>")]
     pub(crate) ring_floor_ns: f64,
-    /// Single-thread memcpy bandwidth by size (bytes, GB/s).
-    pub(crate) memcpy_gbps: Vec<(usize, f64)>,
+    /// One-way time of a flag bounced through one shared cache line (ns).
+    #[serde(serialize_with = "rounded::<1, _>")]
+    pub(crate) flag_pingpong_ns: f64,
+    /// Single-thread memcpy bandwidth (GB/s) by size in bytes (0 on rank 1).
+    #[serde(rename = "memcpy_GBps")]
+    pub(crate) memcpy_gbps: MemcpyGbps,
 }
 
-impl Probe {
-    pub(crate) fn json(&self) -> serde_json::Value {
-        let mut m = serde_json::Map::new();
-        for (b, g) in &self.memcpy_gbps {
-            m.insert(b.to_string(), json!(round(*g, 2)));
-        }
-        json!({
-            "ring_floor_ns": round(self.ring_floor_ns, 1),
-            "flag_pingpong_ns": round(self.flag_pingpong_ns, 1),
-            "memcpy_GBps": m,
-        })
+/// Single-thread memcpy bandwidth by size, serialised as `{"<bytes>": GB/s}` (2 decimal
+/// places).
+#[derive(Debug, Clone)]
+pub(crate) struct MemcpyGbps(pub(crate) Vec<(usize, f64)>);
+
+impl Serialize for MemcpyGbps {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let m: BTreeMap<String, f64> = self
+            .0
+            .iter()
+            .map(|(b, g)| (b.to_string(), crate::stats::round(*g, 2)))
+            .collect();
+        m.serialize(s)
     }
 }
 
-pub(crate) fn round(x: f64, digits: i32) -> f64 {
-    let p = 10f64.powi(digits);
-    (x * p).round() / p
-}
-
 /// Single-thread memcpy bandwidth at `size` bytes (median of 5 timed batches).
-pub(crate) fn memcpy_gbps(size: usize) -> f64 {
+fn memcpy_gbps(size: usize) -> f64 {
     let src = vec![1u8; size];
     let mut dst = vec![0u8; size];
     dst.copy_from_slice(&src);
@@ -58,9 +62,9 @@ pub(crate) fn memcpy_gbps(size: usize) -> f64 {
     median(&mut v)
 }
 
-/// Runs the probes between ranks 0 and 1 (when both share a host); other ranks only take
-/// part in the collectives. Returns None on a single rank or across hosts.
-pub(crate) fn run(w: &World) -> Result<Option<Probe>> {
+/// Measures the raw limits between ranks 0 and 1 (when both share a host); other ranks
+/// only take part in the collectives. Returns None on a single rank or across hosts.
+pub(crate) fn measure(w: &World) -> Result<Option<RawLimits>, BenchError> {
     let me = w.rank();
     let ok = w.size() >= 2 && w.same_host(1) && w.same_host(0);
     let flag = w.allgather_bytes(&[u8::from(ok)])?;
@@ -69,14 +73,14 @@ pub(crate) fn run(w: &World) -> Result<Option<Probe>> {
     }
     let name = format!("/spools-{:016x}-probe", w.job());
     let map = if me == 0 {
-        Some(RawMapping::open(&name, 8192, true)?)
+        Some(SharedMapping::open(&name, 8192, true)?)
     } else {
         None
     };
     w.barrier()?;
     let map = match (map, me) {
         (Some(m), _) => Some(m),
-        (None, 1) => Some(RawMapping::open(&name, 8192, false)?),
+        (None, 1) => Some(SharedMapping::open(&name, 8192, false)?),
         _ => None,
     };
     w.barrier()?;
@@ -93,10 +97,10 @@ pub(crate) fn run(w: &World) -> Result<Option<Probe>> {
             .iter()
             .map(|&s| (s, if me == 0 { memcpy_gbps(s) } else { 0.0 }))
             .collect();
-        result = Some(Probe {
+        result = Some(RawLimits {
             flag_pingpong_ns: flag_ns,
             ring_floor_ns: ring_ns,
-            memcpy_gbps: memcpy,
+            memcpy_gbps: MemcpyGbps(memcpy),
         });
     }
     w.barrier()?;
@@ -106,7 +110,7 @@ pub(crate) fn run(w: &World) -> Result<Option<Probe>> {
 const ROUNDS: u64 = 200_000;
 
 /// Rank 0 writes odd values, rank 1 answers with the next even one, in one cache line.
-fn flag_pingpong(m: &RawMapping, me: u32) -> f64 {
+fn flag_pingpong(m: &SharedMapping, me: u32) -> f64 {
     let w = m.word(0);
     let mut v = Vec::new();
     for rep in 0..5u64 {
@@ -133,7 +137,7 @@ fn flag_pingpong(m: &RawMapping, me: u32) -> f64 {
 
 /// A bare ring per direction: 40-byte payload plus a stamp in one 64-byte cell of 16;
 /// the consumer copies the payload out. One-way time of a ping-pong.
-fn raw_ring(m: &RawMapping, me: u32) -> f64 {
+fn raw_ring(m: &SharedMapping, me: u32) -> f64 {
     // Cells of 8 words: word 0 the stamp, words 1..6 the payload. Direction 0->1 uses
     // cells at word 64.., 1->0 at word 512.. (separate pages).
     let cell = |dir: usize, i: u64| 64 + dir * 448 + (i % 16) as usize * 8;

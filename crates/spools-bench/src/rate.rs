@@ -5,15 +5,41 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::Result;
-use serde_json::json;
+use serde::Serialize;
 use spools::{Channel, Delivery, World};
 
-use super::probe::{self, round};
-use super::{median, need_two, start, transport_name, RateArgs};
+use crate::args::RateArgs;
+use crate::error::BenchError;
+use crate::output::print_json;
+use crate::raw_limits::{self, RawLimits};
+use crate::session::{need_two, start, transport_name};
+use crate::stats::{median, rounded};
+
+/// The document of `spools bench rate --json`.
+#[derive(Debug, Serialize)]
+struct RateReport<'a> {
+    /// Always `rate`.
+    benchmark: &'static str,
+    /// `shm`, `tcp` or `self`.
+    transport: &'static str,
+    /// Messages per measurement.
+    messages: u64,
+    /// Messages per batch in batched mode.
+    batch: u32,
+    /// Million messages per second, sent one at a time.
+    #[serde(rename = "immediate_Mmsgs", serialize_with = "rounded::<2, _>")]
+    immediate_mmsgs: f64,
+    /// Million messages per second, sent in batches.
+    #[serde(rename = "batched_Mmsgs", serialize_with = "rounded::<2, _>")]
+    batched_mmsgs: f64,
+    /// Raw limits before the measurement.
+    probe: Option<&'a RawLimits>,
+    /// Raw limits after it.
+    probe_end: Option<&'a RawLimits>,
+}
 
 /// Messages per second (median over `reps`) for `messages` shorts in `mode`.
-pub(crate) fn measure(w: &mut World, mode: Delivery, messages: u64, reps: usize) -> Result<f64> {
+fn measure(w: &mut World, mode: Delivery, messages: u64, reps: usize) -> Result<f64, BenchError> {
     let me = w.rank();
     let count = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicU64::new(0));
@@ -56,37 +82,35 @@ pub(crate) fn measure(w: &mut World, mode: Delivery, messages: u64, reps: usize)
     Ok(median(&mut v))
 }
 
-pub(crate) fn run(a: &RateArgs) -> Result<()> {
+/// Runs the message-rate benchmark.
+pub(crate) fn run(a: &RateArgs) -> Result<(), BenchError> {
     let mut w = start(&a.common)?;
     need_two(&w, "rate")?;
-    let before = probe::run(&w)?;
+    let before = raw_limits::measure(&w)?;
     let reps = a.common.reps.max(1);
     let immediate = measure(&mut w, Delivery::Immediate, a.messages, reps)?;
     let batched = measure(&mut w, Delivery::Batched, a.messages, reps)?;
-    let after = probe::run(&w)?;
+    let after = raw_limits::measure(&w)?;
     if w.rank() == 0 {
         let transport = transport_name(&w, 1);
+        let batch = w.worker().config().batch;
         if a.common.json {
-            println!(
-                "{}",
-                json!({
-                    "benchmark": "rate",
-                    "transport": transport,
-                    "messages": a.messages,
-                    "batch": w.worker().config().batch,
-                    "immediate_Mmsgs": round(immediate / 1e6, 2),
-                    "batched_Mmsgs": round(batched / 1e6, 2),
-                    "probe": before.as_ref().map(probe::Probe::json),
-                    "probe_end": after.as_ref().map(probe::Probe::json),
-                })
-            );
+            print_json(&RateReport {
+                benchmark: "rate",
+                transport,
+                messages: a.messages,
+                batch,
+                immediate_mmsgs: immediate / 1e6,
+                batched_mmsgs: batched / 1e6,
+                probe: before.as_ref(),
+                probe_end: after.as_ref(),
+            })?;
         } else {
             println!("# short-message rate over {transport}, one sender, one counting receiver ({} messages, median of {reps})", a.messages);
             println!("immediate  {:8.2} M messages/s", immediate / 1e6);
             println!(
-                "batched    {:8.2} M messages/s (batches of {})",
-                batched / 1e6,
-                w.worker().config().batch
+                "batched    {:8.2} M messages/s (batches of {batch})",
+                batched / 1e6
             );
         }
     }

@@ -3,23 +3,45 @@
 
 use std::time::Instant;
 
-use anyhow::Result;
-use serde_json::json;
+use serde::Serialize;
 
-use super::pingpong::{iters, series_json, Point, DEFAULT_SIZES};
-use super::probe;
-use super::{median, need_two, parse_size, plot, start, transport_name, PingpongArgs};
+use crate::args::PingpongArgs;
+use crate::error::{ensure, BenchError};
+use crate::output::print_json;
+use crate::plot;
+use crate::raw_limits::{self, RawLimits};
+use crate::series::{Point, Series};
+use crate::session::{need_two, start, transport_name};
+use crate::sizes::{pingpong_iters, pingpong_sizes};
+use crate::stats::median;
 
-pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
+/// The document of `spools bench pingpong --api tagged --json`.
+#[derive(Debug, Serialize)]
+struct TaggedReport<'a> {
+    /// Always `pingpong`.
+    benchmark: &'static str,
+    /// `shm`, `tcp` or `self`.
+    transport: &'static str,
+    /// Largest message sent as a short message (bytes).
+    short_limit: u64,
+    /// Largest message sent eagerly; larger ones go by rendezvous (bytes).
+    eager_limit: u64,
+    /// Raw limits before the measurement.
+    probe: Option<&'a RawLimits>,
+    /// Raw limits after it.
+    probe_end: Option<&'a RawLimits>,
+    /// One series, `tagged`.
+    series: &'a [Series],
+}
+
+/// Runs the tagged ping-pong.
+pub(crate) fn run(a: &PingpongArgs) -> Result<(), BenchError> {
     let w = start(&a.common)?;
     need_two(&w, "pingpong")?;
-    let sizes: Vec<usize> = match &a.sizes {
-        Some(list) => list.iter().map(|s| parse_size(s)).collect::<Result<_>>()?,
-        None => DEFAULT_SIZES.iter().copied().filter(|&s| s > 0).collect(),
-    };
+    let sizes = pingpong_sizes(a.sizes.as_deref())?;
     let me = w.rank();
     let peer = 1 - me;
-    let before = probe::run(&w)?;
+    let before = raw_limits::measure(&w)?;
     let max = sizes.iter().copied().max().unwrap_or(8);
     let out = vec![0x5au8; max];
     let mut inb = vec![0u8; max];
@@ -33,13 +55,13 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
             w.recv(&mut inb[..s], peer, 1)?;
         } else {
             w.recv(&mut inb[..s], peer, 1)?;
-            anyhow::ensure!(inb[..s] == pattern[..], "{s} B arrived corrupt");
+            ensure!(inb[..s] == pattern[..], "{s} B arrived corrupt");
             w.send(&inb[..s], peer, 1)?;
         }
         if me == 0 {
-            anyhow::ensure!(inb[..s] == pattern[..], "{s} B came back corrupt");
+            ensure!(inb[..s] == pattern[..], "{s} B came back corrupt");
         }
-        let n = iters(s);
+        let n = pingpong_iters(s);
         let mut v = Vec::new();
         for rep in 0..=reps {
             w.barrier()?;
@@ -57,33 +79,31 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<()> {
                 v.push(t.elapsed().as_nanos() as f64 / 1e3 / (2 * n) as f64);
             }
         }
-        pts.push(Point {
-            bytes: s,
-            latency_us: median(&mut v),
-        });
+        pts.push(Point::new(s, median(&mut v)));
     }
-    let after = probe::run(&w)?;
-    let series = vec![("tagged", pts)];
+    let after = raw_limits::measure(&w)?;
+    let series = vec![Series {
+        path: "tagged",
+        points: pts,
+    }];
     if me == 0 {
         let transport = transport_name(&w, peer);
         let cfg = w.worker().config();
-        let probe_json = |p: &Option<probe::Probe>| p.as_ref().map(probe::Probe::json);
-        let doc = json!({
-            "benchmark": "pingpong",
-            "transport": transport,
-            "short_limit": cfg.short_limit,
-            "eager_limit": cfg.eager_limit,
-            "probe": probe_json(&before),
-            "probe_end": probe_json(&after),
-            "series": series_json(&series),
-        });
         if a.common.json {
-            println!("{doc}");
+            print_json(&TaggedReport {
+                benchmark: "pingpong",
+                transport,
+                short_limit: cfg.short_limit,
+                eager_limit: cfg.eager_limit,
+                probe: before.as_ref(),
+                probe_end: after.as_ref(),
+                series: &series,
+            })?;
         } else {
             println!("# tagged ping-pong over {transport}: one-way latency (half the round trip), medians of {reps}");
             println!("{:>10} {:>12} {:>12}", "bytes", "latency_us", "MB/s");
-            for p in &series[0].1 {
-                println!("{:>10} {:>12.3} {:>12.1}", p.bytes, p.latency_us, p.mbps());
+            for p in &series[0].points {
+                println!("{:>10} {:>12.3} {:>12.1}", p.bytes, p.latency_us, p.mbps);
             }
         }
         if let Some(file) = &a.plot {

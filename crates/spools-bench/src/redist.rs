@@ -7,20 +7,52 @@
 
 use std::time::Instant;
 
-use anyhow::{Context, Result};
-use serde_json::json;
-use spools::{ExchangeOptions, Layout};
+use serde::Serialize;
+use spools::ExchangeOptions;
 
-use super::io::share;
-use super::{median, start, RedistArgs};
+use crate::args::RedistArgs;
+use crate::dataset::{parse_layout, share};
+use crate::error::BenchError;
+use crate::output::print_json;
+use crate::session::start;
+use crate::stats::median;
 
-pub(crate) fn run(a: &RedistArgs) -> Result<()> {
+/// The document of `spools bench redist --json`.
+#[derive(Debug, Serialize)]
+struct RedistReport<'a> {
+    /// Always `redist`.
+    benchmark: &'static str,
+    /// Ranks of the job.
+    ranks: u32,
+    /// `--from` as given.
+    from: &'a str,
+    /// `--to` as given.
+    to: &'a str,
+    /// The dataset's bytes.
+    bytes: u64,
+    /// Contiguous runs the plan moves.
+    runs: u64,
+    /// Mean bytes per run.
+    mean_run_bytes: f64,
+    /// Whether transfer units were checksummed.
+    integrity: bool,
+    /// Seconds of one redistribution (median).
+    redistribute_s: f64,
+    /// Bytes over that time, GB/s.
+    redistribute_gb_s: f64,
+    /// Seconds of one memcpy of the dataset by one rank (median).
+    memcpy_s: f64,
+    /// Bytes over that time, GB/s.
+    memcpy_gb_s: f64,
+    /// `redistribute_gb_s` over `memcpy_gb_s`.
+    ratio: f64,
+}
+
+/// Runs the redistribution benchmark.
+pub(crate) fn run(a: &RedistArgs) -> Result<(), BenchError> {
     let w = start(&a.common)?;
-    let from: Layout = a
-        .from
-        .parse()
-        .with_context(|| format!("--from {}", a.from))?;
-    let to: Layout = a.to.parse().with_context(|| format!("--to {}", a.to))?;
+    let from = parse_layout("--from", &a.from)?;
+    let to = parse_layout("--to", &a.to)?;
     let plan = spools_map::Plan::new(&from, &to)?;
     let total = plan.total_bytes();
     let me = w.rank();
@@ -58,13 +90,22 @@ pub(crate) fn run(a: &RedistArgs) -> Result<()> {
     if w.rank() == 0 {
         let (x, m) = (median(&mut t_x), median(&mut t_m));
         let (bx, bm) = (total as f64 / x / 1e9, total as f64 / m / 1e9);
-        let r = json!({
-            "benchmark": "redist", "ranks": w.size(), "from": a.from, "to": a.to, "bytes": total,
-            "runs": sum.total_runs(), "mean_run_bytes": sum.mean_run_bytes(), "integrity": a.integrity,
-            "redistribute_s": x, "redistribute_gb_s": bx, "memcpy_s": m, "memcpy_gb_s": bm, "ratio": bx / bm,
-        });
         if a.common.json {
-            println!("{r}");
+            print_json(&RedistReport {
+                benchmark: "redist",
+                ranks: w.size(),
+                from: &a.from,
+                to: &a.to,
+                bytes: total,
+                runs: sum.total_runs(),
+                mean_run_bytes: sum.mean_run_bytes(),
+                integrity: a.integrity,
+                redistribute_s: x,
+                redistribute_gb_s: bx,
+                memcpy_s: m,
+                memcpy_gb_s: bm,
+                ratio: bx / bm,
+            })?;
         } else {
             println!(
                 "redistribute {} -> {}: {} bytes, mean run {:.0} B: {:.2} GB/s, memcpy {:.2} GB/s, ratio {:.2}",

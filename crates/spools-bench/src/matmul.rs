@@ -6,12 +6,39 @@
 
 use std::time::Instant;
 
-use anyhow::{ensure, Result};
-use serde_json::json;
+use serde::Serialize;
 use spools::Op;
 
-use super::probe::round;
-use super::{median, start, MatmulArgs};
+use crate::args::MatmulArgs;
+use crate::error::{ensure, BenchError};
+use crate::output::print_json;
+use crate::session::start;
+use crate::stats::{median, rounded};
+
+/// The document of `spools bench matmul --json`.
+#[derive(Debug, Serialize)]
+struct MatmulReport {
+    /// Always `matmul`.
+    benchmark: &'static str,
+    /// Always `spools` (the MPI peer writes `mpi`).
+    #[serde(rename = "impl")]
+    implementation: &'static str,
+    /// Ranks of the job.
+    ranks: usize,
+    /// Matrix order.
+    n: usize,
+    /// The slowest rank's time, median over repetitions.
+    #[serde(serialize_with = "rounded::<6, _>")]
+    seconds: f64,
+    /// The slowest rank's time communicating, median over repetitions.
+    #[serde(serialize_with = "rounded::<6, _>")]
+    comm_seconds: f64,
+    /// 2 n^3 over `seconds`, in units of 10^9.
+    #[serde(serialize_with = "rounded::<3, _>")]
+    gflops: f64,
+    /// Always `ok`: sampled elements of C were checked (a wrong one fails the run).
+    check: &'static str,
+}
 
 fn a_at(i: usize, k: usize) -> f64 {
     ((i + 2 * k) % 7) as f64
@@ -21,7 +48,8 @@ fn b_at(k: usize, j: usize) -> f64 {
     ((k + j) % 5) as f64 - 2.0
 }
 
-pub(crate) fn run(a: &MatmulArgs) -> Result<()> {
+/// Runs the matrix multiply.
+pub(crate) fn run(a: &MatmulArgs) -> Result<(), BenchError> {
     let w = start(&a.common)?;
     let (me, p) = (w.rank() as usize, w.size() as usize);
     let n = a.n;
@@ -103,10 +131,16 @@ pub(crate) fn run(a: &MatmulArgs) -> Result<()> {
     if me == 0 {
         let gflops = 2.0 * (n as f64).powi(3) / seconds / 1e9;
         if a.common.json {
-            println!(
-                "{}",
-                json!({"benchmark": "matmul", "impl": "spools", "ranks": p, "n": n, "seconds": round(seconds, 6), "comm_seconds": round(comm_seconds, 6), "gflops": round(gflops, 3), "check": "ok"})
-            );
+            print_json(&MatmulReport {
+                benchmark: "matmul",
+                implementation: "spools",
+                ranks: p,
+                n,
+                seconds,
+                comm_seconds,
+                gflops,
+                check: "ok",
+            })?;
         } else {
             println!("matmul n={n} on {p} ranks: {seconds:.4} s ({comm_seconds:.4} s communicating), {gflops:.2} GFLOP/s, result checked");
         }

@@ -6,24 +6,72 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
-use serde_json::json;
+use serde::Serialize;
 use spools::{Channel, Delivery, HandlerId, World};
 
-use super::probe::{self, round};
-use super::{busy, median, need_two, start, transport_name, CommonArgs};
+use crate::args::CommonArgs;
+use crate::error::BenchError;
+use crate::output::print_json;
+use crate::raw_limits::{self, RawLimits};
+use crate::session::{f64_of, need_two, start, transport_name};
+use crate::stats::{median, rounded};
 
 const BURST: u64 = 64;
 
-struct Sig {
+/// The LogP signature of one message size, microseconds.
+#[derive(Debug, Serialize)]
+struct Signature {
+    /// Send overhead: the time a send call takes.
+    #[serde(rename = "o_s_us", serialize_with = "rounded::<4, _>")]
     os: f64,
+    /// Receive overhead: the receiver's time per message of a waiting burst.
+    #[serde(rename = "o_r_us", serialize_with = "rounded::<4, _>")]
     or: f64,
+    /// Gap: the interval between messages of a long stream.
+    #[serde(rename = "g_us", serialize_with = "rounded::<4, _>")]
     g: f64,
+    /// Latency: half the round trip less both overheads.
+    #[serde(rename = "L_us", serialize_with = "rounded::<4, _>")]
     l: f64,
+    /// Half the round trip.
+    #[serde(rename = "half_rtt_us", serialize_with = "rounded::<4, _>")]
     rtt_half: f64,
 }
 
-fn send(w: &mut World, h: HandlerId, bytes: usize, i: u64, payload: &[u8]) -> Result<()> {
+/// The document of `spools bench logp --json`.
+#[derive(Debug, Serialize)]
+struct LogpReport<'a> {
+    /// Always `logp`.
+    benchmark: &'static str,
+    /// `shm`, `tcp` or `self`.
+    transport: &'static str,
+    /// 16-byte short messages.
+    #[serde(rename = "16B")]
+    short: &'a Signature,
+    /// 64-byte bulk messages.
+    #[serde(rename = "64B")]
+    bulk: &'a Signature,
+    /// Raw limits before the measurement.
+    probe: Option<&'a RawLimits>,
+    /// Raw limits after it.
+    probe_end: Option<&'a RawLimits>,
+}
+
+/// Spins `d` without calling into Spools.
+fn busy(d: Duration) {
+    let t = Instant::now();
+    while t.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+fn send(
+    w: &mut World,
+    h: HandlerId,
+    bytes: usize,
+    i: u64,
+    payload: &[u8],
+) -> Result<(), BenchError> {
     let peer = 1 - w.rank();
     if bytes <= 32 {
         w.endpoint()
@@ -35,7 +83,7 @@ fn send(w: &mut World, h: HandlerId, bytes: usize, i: u64, payload: &[u8]) -> Re
     Ok(())
 }
 
-fn signature(w: &mut World, bytes: usize, reps: usize) -> Result<Sig> {
+fn signature(w: &mut World, bytes: usize, reps: usize) -> Result<Signature, BenchError> {
     let me = w.rank();
     let count = Arc::new(AtomicU64::new(0));
     let name = format!("logp.{bytes}");
@@ -132,9 +180,9 @@ fn signature(w: &mut World, bytes: usize, reps: usize) -> Result<Sig> {
     // Share the receiver's o_r with rank 0.
     let or_med = median(&mut or);
     let all = w.allgather_bytes(&or_med.to_le_bytes())?;
-    let or_recv = f64::from_le_bytes(all[1][..8].try_into().unwrap_or([0; 8]));
+    let or_recv = f64_of(&all, 1);
     let (os, g, rtt_half) = (median(&mut os), median(&mut g), median(&mut half));
-    Ok(Sig {
+    Ok(Signature {
         os,
         or: or_recv,
         g,
@@ -143,23 +191,26 @@ fn signature(w: &mut World, bytes: usize, reps: usize) -> Result<Sig> {
     })
 }
 
-pub(crate) fn run(a: &CommonArgs) -> Result<()> {
+/// Runs the LogP benchmark.
+pub(crate) fn run(a: &CommonArgs) -> Result<(), BenchError> {
     let mut w = start(a)?;
     need_two(&w, "logp")?;
-    let before = probe::run(&w)?;
+    let before = raw_limits::measure(&w)?;
     let reps = a.reps.max(1);
     let s16 = signature(&mut w, 16, reps)?;
     let s64 = signature(&mut w, 64, reps)?;
-    let after = probe::run(&w)?;
+    let after = raw_limits::measure(&w)?;
     if w.rank() == 0 {
         let transport = transport_name(&w, 1);
         if a.json {
-            let row = |s: &Sig| json!({"o_s_us": round(s.os, 4), "o_r_us": round(s.or, 4), "g_us": round(s.g, 4), "L_us": round(s.l, 4), "half_rtt_us": round(s.rtt_half, 4)});
-            println!(
-                "{}",
-                json!({"benchmark": "logp", "transport": transport, "16B": row(&s16), "64B": row(&s64),
-                       "probe": before.as_ref().map(probe::Probe::json), "probe_end": after.as_ref().map(probe::Probe::json)})
-            );
+            print_json(&LogpReport {
+                benchmark: "logp",
+                transport,
+                short: &s16,
+                bulk: &s64,
+                probe: before.as_ref(),
+                probe_end: after.as_ref(),
+            })?;
         } else {
             println!("# LogP signature over {transport} (StarT-X Table 1 layout), microseconds, medians of {reps}");
             println!(
