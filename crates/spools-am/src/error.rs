@@ -135,9 +135,6 @@ pub enum AmError {
         /// The status it sent.
         code: StatusCode,
     },
-    /// Deprecated catch-all, kept only until spools-msg stops using it.
-    #[error("{0}")]
-    BadArgument(String),
     /// Every endpoint lane is taken.
     #[error("all {lanes} lanes are in use (SPOOLS_LANES sets how many endpoints a rank may open)")]
     NoLane {

@@ -6,7 +6,7 @@ use thiserror::Error;
 /// Why a messaging operation failed.
 #[derive(Debug, Error)]
 pub enum MsgError {
-    /// The comm layer or a transport failed (a dead peer, a malformed message).
+    /// The active-message layer or a transport failed (a dead peer, a malformed message).
     #[error(transparent)]
     Am(#[from] AmError),
     /// A message longer than the receive buffer arrived; nothing was written past the

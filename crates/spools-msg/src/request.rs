@@ -1,48 +1,18 @@
-//! Requests of non-blocking operations, and the guards that keep borrowed buffers of
-//! blocking operations safe.
+//! Requests of non-blocking operations, and waiting for several.
 
-use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::communicator::Inner;
-use crate::engine::{Done, Engine};
-use crate::MsgError;
+use crate::comm_core::CommCore;
+use crate::engine::Engine;
+use crate::error::MsgError;
+use crate::status::{Completion, Status};
 
-/// What a completed receive (or send) reports: MPI's status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Status {
-    /// The sender, as a rank of the communicator (for a send: this rank).
-    pub source: u32,
-    /// The message's tag.
-    pub tag: i32,
-    /// Bytes received (for a send: bytes sent).
-    pub len: usize,
-    /// Whether the receive was cancelled before any message matched it.
-    pub cancelled: bool,
-}
-
-impl Status {
-    /// Elements of type `T` received (whole elements only).
-    pub fn count<T>(&self) -> usize {
-        self.len / std::mem::size_of::<T>().max(1)
-    }
-}
-
-/// A completed non-blocking operation: its buffer back, and its status.
-#[derive(Debug)]
-pub struct Completion {
-    /// The buffer given to `isend` or `irecv`, with the message in it for a receive.
-    pub buf: Vec<u8>,
-    /// What happened.
-    pub status: Status,
-}
-
-enum Kind {
-    /// A send that already left, or a rendezvous `id`.
+/// The operation a request stands for.
+enum RequestOp {
+    /// A send that already left (`id` is `None`), or rendezvous send `id`.
     Send {
         id: Option<u64>,
         buf: Vec<u8>,
-        dest: u32,
         tag: i32,
         len: usize,
     },
@@ -56,15 +26,15 @@ enum Kind {
 /// has not matched yet; anything else finishes in the background.
 #[must_use = "a request does nothing unless waited for or tested"]
 pub struct Request {
-    comm: Arc<Inner>,
-    kind: Option<Kind>,
+    comm: Arc<CommCore>,
+    op: Option<RequestOp>,
 }
 
 impl std::fmt::Debug for Request {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let k = match &self.kind {
-            Some(Kind::Send { .. }) => "send",
-            Some(Kind::Recv { .. }) => "recv",
+        let k = match &self.op {
+            Some(RequestOp::Send { .. }) => "send",
+            Some(RequestOp::Recv { .. }) => "recv",
             None => "finished",
         };
         f.debug_struct("Request").field("kind", &k).finish()
@@ -73,29 +43,22 @@ impl std::fmt::Debug for Request {
 
 impl Request {
     pub(crate) fn send(
-        comm: Arc<Inner>,
+        comm: Arc<CommCore>,
         id: Option<u64>,
         buf: Vec<u8>,
-        dest: u32,
         tag: i32,
         len: usize,
     ) -> Request {
         Request {
             comm,
-            kind: Some(Kind::Send {
-                id,
-                buf,
-                dest,
-                tag,
-                len,
-            }),
+            op: Some(RequestOp::Send { id, buf, tag, len }),
         }
     }
 
-    pub(crate) fn recv(comm: Arc<Inner>, id: u64) -> Request {
+    pub(crate) fn recv(comm: Arc<CommCore>, id: u64) -> Request {
         Request {
             comm,
-            kind: Some(Kind::Recv { id }),
+            op: Some(RequestOp::Recv { id }),
         }
     }
 
@@ -105,9 +68,9 @@ impl Request {
 
     /// Whether the operation is complete, without driving progress.
     pub fn is_complete(&self) -> bool {
-        match &self.kind {
-            Some(Kind::Send { id: Some(id), .. }) => self.engine().send_done(*id),
-            Some(Kind::Recv { id }) => self.engine().recv_result(*id).is_some(),
+        match &self.op {
+            Some(RequestOp::Send { id: Some(id), .. }) => self.engine().send_complete(*id),
+            Some(RequestOp::Recv { id }) => self.engine().recv_outcome(*id).is_some(),
             _ => true,
         }
     }
@@ -118,15 +81,15 @@ impl Request {
     /// # Errors
     /// Transport failures.
     pub fn test(&mut self) -> Result<bool, MsgError> {
-        self.engine().comm.progress()?;
+        self.engine().worker.progress()?;
         Ok(self.is_complete())
     }
 
     /// Cancels a receive that no message has matched yet; `true` if it was cancelled
     /// (then `wait` reports `status.cancelled`). Sends cannot be cancelled.
     pub fn cancel(&self) -> bool {
-        match &self.kind {
-            Some(Kind::Recv { id }) => self.engine().cancel_recv(*id),
+        match &self.op {
+            Some(RequestOp::Recv { id }) => self.engine().cancel_recv(*id),
             _ => false,
         }
     }
@@ -137,9 +100,9 @@ impl Request {
     /// [`MsgError::Truncated`] (nothing past the buffer's end was written; the buffer
     /// is dropped), a dead rank, transport failures.
     pub fn wait(mut self) -> Result<Completion, MsgError> {
-        let engine = self.comm.engine.clone();
+        let engine: &Engine = &self.comm.engine;
         let mut seen = None;
-        engine.comm.wait_for(|| {
+        engine.worker.wait_for(|| {
             let g = engine.generation();
             if seen == Some(g) {
                 return false;
@@ -152,20 +115,13 @@ impl Request {
 
     /// Takes the result of a complete operation.
     fn finish(&mut self) -> Result<Completion, MsgError> {
-        let engine = self.comm.engine.clone();
-        match self.kind.take() {
-            Some(Kind::Send {
-                id,
-                buf,
-                dest,
-                tag,
-                len,
-            }) => {
+        let engine: &Engine = &self.comm.engine;
+        match self.op.take() {
+            Some(RequestOp::Send { id, buf, tag, len }) => {
                 let buf = match id {
-                    Some(id) => engine.finish_send(id),
+                    Some(id) => engine.release_send(id),
                     None => buf,
                 };
-                let _ = dest;
                 Ok(Completion {
                     buf,
                     status: Status {
@@ -176,15 +132,14 @@ impl Request {
                     },
                 })
             }
-            Some(Kind::Recv { id }) => {
-                let r = engine.recv_result(id);
-                let buf = engine.finish_recv(id);
-                match r {
-                    Some(Ok(d)) => Ok(Completion {
-                        buf,
-                        status: self.comm.status(&d),
-                    }),
-                    Some(Err((d, cap))) => Err(self.comm.truncated(&d, cap)),
+            Some(RequestOp::Recv { id }) => {
+                let outcome = engine.recv_outcome(id);
+                let buf = engine.release_recv(id);
+                match outcome {
+                    Some(o) => self
+                        .comm
+                        .outcome(o)
+                        .map(|status| Completion { buf, status }),
                     None => Err(MsgError::Protocol {
                         peer: self.comm.rank,
                         what: "receive finished before completing".into(),
@@ -201,9 +156,9 @@ impl Request {
 
 impl Drop for Request {
     fn drop(&mut self) {
-        match self.kind.take() {
-            Some(Kind::Send { id: Some(id), .. }) => self.engine().orphan_send(id),
-            Some(Kind::Recv { id }) => self.engine().orphan_recv(id),
+        match self.op.take() {
+            Some(RequestOp::Send { id: Some(id), .. }) => self.engine().detach_send(id),
+            Some(RequestOp::Recv { id }) => self.engine().detach_recv(id),
             _ => {}
         }
     }
@@ -242,91 +197,13 @@ pub fn wait_any(reqs: &mut Vec<Request>) -> Result<(usize, Completion), MsgError
             what: "no requests".into(),
         });
     };
-    let engine = first.comm.engine.clone();
+    let engine: &Engine = &first.comm.engine;
     let mut hit = None;
-    engine.comm.wait_for(|| {
+    engine.worker.wait_for(|| {
         hit = reqs.iter().position(Request::is_complete);
         hit.is_some()
     })?;
     let i = hit.unwrap_or(0);
     let mut r = reqs.remove(i);
     r.finish().map(|c| (i, c))
-}
-
-/// A blocking operation's hold on the engine: removes the operation, under the engine's
-/// lock, when dropped, so that a borrowed buffer is never touched after the call returns
-/// (on success, error or panic alike).
-pub(crate) struct OpGuard<'a> {
-    pub(crate) engine: &'a Engine,
-    pub(crate) id: u64,
-    pub(crate) recv: bool,
-    /// The collective (context, number) this operation is a step of, if any.
-    pub(crate) collective: Option<(u32, u32)>,
-    pub(crate) _buf: PhantomData<&'a mut [u8]>,
-}
-
-impl OpGuard<'_> {
-    pub(crate) fn done(&self) -> bool {
-        if self.recv {
-            self.engine.recv_result(self.id).is_some()
-        } else {
-            self.engine.send_done(self.id)
-        }
-    }
-
-    pub(crate) fn wait(&self) -> Result<(), MsgError> {
-        let mut seen = None;
-        let mut blocker = None;
-        let state = self.engine.comm.bootstrap().state();
-        let done = self.engine.comm.wait_for_or(
-            || {
-                // Look the operation up only after some operation completed.
-                let g = self.engine.generation();
-                if seen == Some(g) {
-                    return false;
-                }
-                seen = Some(g);
-                self.done()
-            },
-            || {
-                // A rank that finalised before starting this collective never will.
-                blocker = self
-                    .collective
-                    .and_then(|(ctx, k)| state.collective_blocker(ctx, k).map(|b| (b, k)));
-                blocker.is_some()
-            },
-        )?;
-        match blocker {
-            Some(((rank, started), waiting)) if !done => {
-                let e = MsgError::PeerFinalized {
-                    rank,
-                    started,
-                    waiting,
-                };
-                // The job is over: end it in the name of the rank at fault.
-                self.engine.comm.bootstrap().blame(
-                    rank,
-                    &format!(
-                        "it finalised after {started} collective(s) on a communicator whose collective #{waiting} other ranks wait in"
-                    ),
-                );
-                Err(e)
-            }
-            _ => Ok(()),
-        }
-    }
-
-    pub(crate) fn result(&self) -> Option<Result<Done, (Done, usize)>> {
-        self.engine.recv_result(self.id)
-    }
-}
-
-impl Drop for OpGuard<'_> {
-    fn drop(&mut self) {
-        if self.recv {
-            self.engine.finish_recv(self.id);
-        } else {
-            self.engine.finish_send(self.id);
-        }
-    }
 }

@@ -1,12 +1,13 @@
 //! Barrier: dissemination, in three phases across hosts.
 
-use super::{recv, send, Group};
-use crate::communicator::{Communicator, Inner};
-use crate::MsgError;
+use super::group::{recv, send, Group};
+use crate::comm_core::CommCore;
+use crate::communicator::Communicator;
+use crate::error::MsgError;
 
 /// Dissemination barrier over `g`: in round k every member signals the one 2^k ahead and
 /// waits for the one 2^k behind; after ceil(log2 n) rounds everyone has heard from all.
-pub(crate) fn dissemination(c: &Inner, g: &Group, tag: u32) -> Result<(), MsgError> {
+pub(crate) fn dissemination(c: &CommCore, g: &Group, tag: u32) -> Result<(), MsgError> {
     let n = g.n();
     let mut dist = 1;
     let mut round = 0;
@@ -14,9 +15,9 @@ pub(crate) fn dissemination(c: &Inner, g: &Group, tag: u32) -> Result<(), MsgErr
         let to = (g.me + dist) % n;
         let from = (g.me + n - dist) % n;
         let guard = c.post_bytes(
-            super::cctx(c),
-            crate::Source::Rank(g.members[from]),
-            crate::Tag::Is((tag + round) as i32),
+            c.coll_ctx(),
+            crate::status::Source::Rank(g.members[from]),
+            crate::status::Tag::Is((tag + round) as i32),
             &mut [],
         )?;
         send(c, g, to, tag + round, &[])?;
@@ -28,7 +29,7 @@ pub(crate) fn dissemination(c: &Inner, g: &Group, tag: u32) -> Result<(), MsgErr
 }
 
 /// Barrier over `g`, hierarchical when it spans hosts.
-pub(crate) fn barrier(c: &Inner, g: &Group, hosts: &[u32], tag: u32) -> Result<(), MsgError> {
+pub(crate) fn barrier(c: &CommCore, g: &Group, hosts: &[u32], tag: u32) -> Result<(), MsgError> {
     let Some((local, leaders)) = g.hierarchy(hosts) else {
         return dissemination(c, g, tag);
     };
@@ -59,12 +60,7 @@ impl Communicator {
     /// # Errors
     /// A dead rank, transport failures.
     pub fn barrier(&self) -> Result<(), MsgError> {
-        let tag = self.inner.next_coll_tag();
-        barrier(
-            &self.inner,
-            &super::Group::all(&self.inner),
-            &self.hosts(),
-            tag,
-        )
+        let tag = self.core.next_coll_tag();
+        barrier(&self.core, &Group::all(&self.core), &self.hosts(), tag)
     }
 }

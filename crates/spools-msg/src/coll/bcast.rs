@@ -1,10 +1,13 @@
 //! Broadcast: binomial tree for short messages, pipelined chain for long ones; in three
 //! phases across hosts.
 
-use super::{bytes_mut, cctx, recv, send, Group};
-use crate::communicator::{Communicator, Inner, Source, Tag};
+use super::args::bytes_mut;
+use super::group::{recv, send, Group};
+use crate::comm_core::CommCore;
+use crate::communicator::Communicator;
 use crate::element::Element;
-use crate::MsgError;
+use crate::error::MsgError;
+use crate::status::{Source, Tag};
 
 /// Messages up to this size use the binomial tree.
 const TREE_MAX: usize = 16 << 10;
@@ -12,7 +15,7 @@ const TREE_MAX: usize = 16 << 10;
 /// Binomial tree from member `root` of `g`: relative rank r receives from r minus its
 /// lowest set bit, then sends to r + 2^k for the lower bits.
 pub(crate) fn binomial(
-    c: &Inner,
+    c: &CommCore,
     g: &Group,
     root: usize,
     tag: u32,
@@ -43,7 +46,7 @@ pub(crate) fn binomial(
 /// Pipelined chain from member `root`: the message travels in chunks along relative
 /// ranks 0, 1, ..., n-1; each member receives chunk i+1 while it forwards chunk i.
 pub(crate) fn chain(
-    c: &Inner,
+    c: &CommCore,
     g: &Group,
     root: usize,
     tag: u32,
@@ -78,7 +81,7 @@ pub(crate) fn chain(
         let (done, rest) = buf.split_at_mut(end);
         let next_len = chunk.min(rest.len());
         let guard = if next_len > 0 {
-            Some(c.post_bytes(cctx(c), from, t, &mut rest[..next_len])?)
+            Some(c.post_bytes(c.coll_ctx(), from, t, &mut rest[..next_len])?)
         } else {
             None
         };
@@ -101,7 +104,7 @@ pub(crate) fn chain(
 
 /// Broadcast over a flat group, choosing the algorithm by size.
 pub(crate) fn flat(
-    c: &Inner,
+    c: &CommCore,
     g: &Group,
     root: usize,
     tag: u32,
@@ -113,14 +116,14 @@ pub(crate) fn flat(
     if buf.len() <= TREE_MAX || g.n() == 2 {
         binomial(c, g, root, tag, buf)
     } else {
-        let chunk = c.engine.eager_limit.clamp(8 << 10, 64 << 10);
+        let chunk = c.engine.limits.eager_limit.clamp(8 << 10, 64 << 10);
         chain(c, g, root, tag, buf, chunk)
     }
 }
 
 /// Broadcast from member `root` of `g`, hierarchical across hosts.
 pub(crate) fn bcast(
-    c: &Inner,
+    c: &CommCore,
     g: &Group,
     hosts: &[u32],
     root: usize,
@@ -205,11 +208,11 @@ impl Communicator {
     /// [`MsgError::BadRank`] for a root outside the communicator,
     /// [`MsgError::Mismatch`] if the ranks' lengths differ, a dead rank.
     pub fn bcast<T: Element>(&self, buf: &mut [T], root: u32) -> Result<(), MsgError> {
-        let tag = self.inner.next_coll_tag();
-        self.inner.job_rank(root)?;
+        let tag = self.core.next_coll_tag();
+        self.core.job_rank(root)?;
         bcast(
-            &self.inner,
-            &Group::all(&self.inner),
+            &self.core,
+            &Group::all(&self.core),
             &self.hosts(),
             root as usize,
             tag,

@@ -1,18 +1,20 @@
 //! Gather, scatter, allgather and alltoall, with variable counts.
 
-use super::{
-    blocks_mut, bytes, bytes_mut, cctx, check, check_rooted, displs, exchange, recv, send, Group,
-};
-use crate::communicator::{Communicator, Inner, Source, Tag};
+use super::args::{blocks_mut, bytes, bytes_mut, check, check_rooted, displs};
+use super::group::{exchange, recv, send, Group};
+use super::ring::ring_allgather;
+use crate::comm_core::CommCore;
+use crate::communicator::Communicator;
 use crate::element::Element;
-use crate::MsgError;
+use crate::error::MsgError;
+use crate::status::{Source, Tag};
 
 /// Alltoall blocks up to this size are all posted at once.
 const ALL_AT_ONCE_MAX: usize = 256;
 
 /// Direct gather to member `root`: the root posts every receive, then copies its own.
 pub(crate) fn gatherv_in<T: Element>(
-    c: &Inner,
+    c: &CommCore,
     g: &Group,
     root: usize,
     tag: u32,
@@ -33,7 +35,7 @@ pub(crate) fn gatherv_in<T: Element>(
         }
         want.push(std::mem::size_of_val(*b));
         let from = Source::Rank(g.members[i]);
-        guards.push(c.post_bytes(cctx(c), from, Tag::Is(tag as i32), bytes_mut(b))?);
+        guards.push(c.post_bytes(c.coll_ctx(), from, Tag::Is(tag as i32), bytes_mut(b))?);
     }
     for (guard, want) in guards.into_iter().zip(want) {
         let st = c.finish_bytes(guard)?;
@@ -52,7 +54,7 @@ pub(crate) fn gatherv_in<T: Element>(
 
 /// Direct scatter from member `root`.
 pub(crate) fn scatterv_in<T: Element>(
-    c: &Inner,
+    c: &CommCore,
     g: &Group,
     root: usize,
     tag: u32,
@@ -77,20 +79,20 @@ pub(crate) fn scatterv_in<T: Element>(
 
 /// Ring allgather: `out` holds every member's block; this member's is already in place.
 pub(crate) fn allgatherv_in<T: Element>(
-    c: &Inner,
+    c: &CommCore,
     g: &Group,
     tag: u32,
     out: &mut [T],
     counts: &[usize],
 ) -> Result<(), MsgError> {
-    super::reduce::ring_allgather(c, g, tag, out, counts)
+    ring_allgather(c, g, tag, out, counts)
 }
 
 /// Alltoall with per-pair counts: small blocks all at once, larger by pairwise exchange
 /// (step s sends to me+s and receives from me-s).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn alltoallv_in<T: Element>(
-    c: &Inner,
+    c: &CommCore,
     g: &Group,
     tag: u32,
     send_buf: &[T],
@@ -115,7 +117,7 @@ pub(crate) fn alltoallv_in<T: Element>(
         for (i, b) in blocks.iter_mut().enumerate() {
             if i != me {
                 let from = Source::Rank(g.members[i]);
-                guards.push(c.post_bytes(cctx(c), from, Tag::Is(tag as i32), bytes_mut(b))?);
+                guards.push(c.post_bytes(c.coll_ctx(), from, Tag::Is(tag as i32), bytes_mut(b))?);
             }
         }
         for s in 1..n {
@@ -200,12 +202,12 @@ impl Communicator {
         counts: &[usize],
         root: u32,
     ) -> Result<(), MsgError> {
-        let tag = self.inner.next_coll_tag();
-        self.inner.job_rank(root)?;
-        check_rooted("gatherv", &self.inner, counts, send.len(), recv.len(), root)?;
+        let tag = self.core.next_coll_tag();
+        self.core.job_rank(root)?;
+        check_rooted("gatherv", &self.core, counts, send.len(), recv.len(), root)?;
         gatherv_in(
-            &self.inner,
-            &Group::all(&self.inner),
+            &self.core,
+            &Group::all(&self.core),
             root as usize,
             tag,
             send,
@@ -241,19 +243,12 @@ impl Communicator {
         recv: &mut [T],
         root: u32,
     ) -> Result<(), MsgError> {
-        let tag = self.inner.next_coll_tag();
-        self.inner.job_rank(root)?;
-        check_rooted(
-            "scatterv",
-            &self.inner,
-            counts,
-            recv.len(),
-            send.len(),
-            root,
-        )?;
+        let tag = self.core.next_coll_tag();
+        self.core.job_rank(root)?;
+        check_rooted("scatterv", &self.core, counts, recv.len(), send.len(), root)?;
         scatterv_in(
-            &self.inner,
-            &Group::all(&self.inner),
+            &self.core,
+            &Group::all(&self.core),
             root as usize,
             tag,
             send,
@@ -288,7 +283,7 @@ impl Communicator {
         recv: &mut [T],
         counts: &[usize],
     ) -> Result<(), MsgError> {
-        let tag = self.inner.next_coll_tag();
+        let tag = self.core.next_coll_tag();
         let n = self.size() as usize;
         let me = self.rank() as usize;
         let total: usize = counts.iter().sum();
@@ -306,7 +301,7 @@ impl Communicator {
         )?;
         let d = displs(counts);
         recv[d[me]..d[me] + counts[me]].copy_from_slice(send);
-        allgatherv_in(&self.inner, &Group::all(&self.inner), tag, recv, counts)
+        allgatherv_in(&self.core, &Group::all(&self.core), tag, recv, counts)
     }
 
     /// Rank i sends block j of its `send` to rank j, which stores it as block i of its
@@ -353,7 +348,7 @@ impl Communicator {
         recv: &mut [T],
         recv_counts: &[usize],
     ) -> Result<(), MsgError> {
-        let tag = self.inner.next_coll_tag();
+        let tag = self.core.next_coll_tag();
         let n = self.size() as usize;
         check(
             "alltoallv",
@@ -365,8 +360,8 @@ impl Communicator {
             || "the buffers do not fit the counts".to_string(),
         )?;
         alltoallv_in(
-            &self.inner,
-            &Group::all(&self.inner),
+            &self.core,
+            &Group::all(&self.core),
             tag,
             send,
             send_counts,

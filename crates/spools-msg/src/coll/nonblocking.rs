@@ -5,10 +5,11 @@
 
 use std::thread::JoinHandle;
 
-use super::{bytes_mut, displs, Group};
+use super::args::{bytes_mut, check, displs};
+use super::group::Group;
 use crate::communicator::Communicator;
 use crate::element::{Element, Op};
-use crate::MsgError;
+use crate::error::MsgError;
 
 /// A collective in flight; `wait` returns its result.
 #[must_use = "a collective request must be waited for"]
@@ -64,11 +65,7 @@ impl Communicator {
         let h = std::thread::Builder::new()
             .name(format!("spools-{op}"))
             .spawn(move || f(&c, tag))
-            .map_err(|e| {
-                MsgError::Am(spools_am::AmError::BadArgument(format!(
-                    "cannot start a thread for {op}: {e}"
-                )))
-            })?;
+            .map_err(|source| MsgError::Am(spools_am::AmError::ThreadSpawn { what: op, source }))?;
         Ok(CollRequest {
             op,
             handle: Some(h),
@@ -86,9 +83,9 @@ impl Communicator {
     /// # Errors
     /// A thread cannot be started; the barrier's errors come from `wait`.
     pub fn ibarrier(&self) -> Result<CollRequest<()>, MsgError> {
-        let tag = self.inner.next_coll_tag();
+        let tag = self.core.next_coll_tag();
         self.spawn("barrier", tag, |c, tag| {
-            super::barrier::barrier(&c.inner, &Group::all(&c.inner), &c.hosts(), tag)
+            super::barrier::barrier(&c.core, &Group::all(&c.core), &c.hosts(), tag)
         })
     }
 
@@ -101,12 +98,12 @@ impl Communicator {
         mut buf: Vec<T>,
         root: u32,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let tag = self.inner.next_coll_tag();
-        self.inner.job_rank(root)?;
+        let tag = self.core.next_coll_tag();
+        self.core.job_rank(root)?;
         self.spawn("bcast", tag, move |c, tag| {
             super::bcast::bcast(
-                &c.inner,
-                &Group::all(&c.inner),
+                &c.core,
+                &Group::all(&c.core),
                 &c.hosts(),
                 root as usize,
                 tag,
@@ -132,11 +129,11 @@ impl Communicator {
         mut buf: Vec<T>,
         op: Op<T>,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let tag = self.inner.next_coll_tag();
+        let tag = self.core.next_coll_tag();
         self.spawn("allreduce", tag, move |c, tag| {
             super::reduce::allreduce(
-                &c.inner,
-                &Group::all(&c.inner),
+                &c.core,
+                &Group::all(&c.core),
                 &c.hosts(),
                 tag,
                 &mut buf,
@@ -157,12 +154,12 @@ impl Communicator {
         op: Op<T>,
         root: u32,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let tag = self.inner.next_coll_tag();
-        self.inner.job_rank(root)?;
+        let tag = self.core.next_coll_tag();
+        self.core.job_rank(root)?;
         self.spawn("reduce", tag, move |c, tag| {
             super::reduce::reduce_to(
-                &c.inner,
-                &Group::all(&c.inner),
+                &c.core,
+                &Group::all(&c.core),
                 root as usize,
                 tag,
                 &mut buf,
@@ -182,8 +179,8 @@ impl Communicator {
         send: Vec<T>,
         root: u32,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let tag = self.inner.next_coll_tag();
-        self.inner.job_rank(root)?;
+        let tag = self.core.next_coll_tag();
+        self.core.job_rank(root)?;
         let n = self.size() as usize;
         self.spawn("gather", tag, move |c, tag| {
             let counts = vec![send.len(); n];
@@ -193,8 +190,8 @@ impl Communicator {
                 Vec::new()
             };
             super::gather::gatherv_in(
-                &c.inner,
-                &Group::all(&c.inner),
+                &c.core,
+                &Group::all(&c.core),
                 root as usize,
                 tag,
                 &send,
@@ -217,11 +214,11 @@ impl Communicator {
         count: usize,
         root: u32,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let tag = self.inner.next_coll_tag();
-        self.inner.job_rank(root)?;
+        let tag = self.core.next_coll_tag();
+        self.core.job_rank(root)?;
         let n = self.size() as usize;
         if self.rank() == root {
-            super::check("iscatter", send.len() == n * count, || {
+            check("iscatter", send.len() == n * count, || {
                 format!("send holds {}, expected {}", send.len(), n * count)
             })?;
         }
@@ -229,8 +226,8 @@ impl Communicator {
             let counts = vec![count; n];
             let mut out = vec![T::default(); count];
             super::gather::scatterv_in(
-                &c.inner,
-                &Group::all(&c.inner),
+                &c.core,
+                &Group::all(&c.core),
                 root as usize,
                 tag,
                 &send,
@@ -246,7 +243,7 @@ impl Communicator {
     /// # Errors
     /// As [`Communicator::ibarrier`].
     pub fn iallgather<T: Element>(&self, send: Vec<T>) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let tag = self.inner.next_coll_tag();
+        let tag = self.core.next_coll_tag();
         let n = self.size() as usize;
         self.spawn("allgather", tag, move |c, tag| {
             let counts = vec![send.len(); n];
@@ -254,7 +251,7 @@ impl Communicator {
             let d = displs(&counts);
             let me = c.rank() as usize;
             out[d[me]..d[me] + send.len()].copy_from_slice(&send);
-            super::gather::allgatherv_in(&c.inner, &Group::all(&c.inner), tag, &mut out, &counts)?;
+            super::gather::allgatherv_in(&c.core, &Group::all(&c.core), tag, &mut out, &counts)?;
             Ok(out)
         })
     }
@@ -264,17 +261,17 @@ impl Communicator {
     /// # Errors
     /// As [`Communicator::ibarrier`]; a `send` whose length is not a multiple of the size.
     pub fn ialltoall<T: Element>(&self, send: Vec<T>) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let tag = self.inner.next_coll_tag();
+        let tag = self.core.next_coll_tag();
         let n = self.size() as usize;
-        super::check("ialltoall", send.len() % n == 0, || {
+        check("ialltoall", send.len() % n == 0, || {
             format!("send holds {} elements for {n} ranks", send.len())
         })?;
         self.spawn("alltoall", tag, move |c, tag| {
             let counts = vec![send.len() / n; n];
             let mut out = vec![T::default(); send.len()];
             super::gather::alltoallv_in(
-                &c.inner,
-                &Group::all(&c.inner),
+                &c.core,
+                &Group::all(&c.core),
                 tag,
                 &send,
                 &counts,
@@ -294,9 +291,9 @@ impl Communicator {
         mut buf: Vec<T>,
         op: Op<T>,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let tag = self.inner.next_coll_tag();
+        let tag = self.core.next_coll_tag();
         self.spawn("scan", tag, move |c, tag| {
-            super::reduce::scan(&c.inner, &Group::all(&c.inner), tag, &mut buf, &op)?;
+            super::reduce::scan(&c.core, &Group::all(&c.core), tag, &mut buf, &op)?;
             Ok(buf)
         })
     }
@@ -311,10 +308,10 @@ impl Communicator {
         counts: Vec<usize>,
         op: Op<T>,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let tag = self.inner.next_coll_tag();
+        let tag = self.core.next_coll_tag();
         let n = self.size() as usize;
         let total: usize = counts.iter().sum();
-        super::check(
+        check(
             "ireduce_scatter",
             counts.len() == n && send.len() == total,
             || {
@@ -328,8 +325,8 @@ impl Communicator {
         self.spawn("reduce_scatter", tag, move |c, tag| {
             let mut out = vec![T::default(); counts[c.rank() as usize]];
             super::reduce::reduce_scatter(
-                &c.inner,
-                &Group::all(&c.inner),
+                &c.core,
+                &Group::all(&c.core),
                 tag,
                 send,
                 &counts,

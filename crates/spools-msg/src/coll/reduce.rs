@@ -1,9 +1,13 @@
 //! Reductions: reduce, allreduce, reduce-scatter, scan.
 
-use super::{blocks_mut, bytes, bytes_mut, check, displs, exchange, recv, send, Group};
-use crate::communicator::{Communicator, Inner};
+use super::args::{bytes, bytes_mut, check, displs};
+use super::gather::scatterv_in;
+use super::group::{exchange, recv, send, Group};
+use super::ring::{ring_allgather, ring_reduce_scatter};
+use crate::comm_core::CommCore;
+use crate::communicator::Communicator;
 use crate::element::{Element, Op};
-use crate::MsgError;
+use crate::error::MsgError;
 
 /// Allreduce messages up to this size use recursive doubling.
 const DOUBLING_MAX: usize = 64 << 10;
@@ -12,7 +16,7 @@ const DOUBLING_MAX: usize = 64 << 10;
 /// result (others' is scratch). With a non-commutative operator the root must be member
 /// 0, so that every step combines a lower block with the next higher one.
 pub(crate) fn binomial<T: Element>(
-    c: &Inner,
+    c: &CommCore,
     g: &Group,
     root: usize,
     tag: u32,
@@ -39,7 +43,7 @@ pub(crate) fn binomial<T: Element>(
 
 /// Reduce to member `root` (any operator).
 pub(crate) fn reduce_to<T: Element>(
-    c: &Inner,
+    c: &CommCore,
     g: &Group,
     root: usize,
     tag: u32,
@@ -61,7 +65,7 @@ pub(crate) fn reduce_to<T: Element>(
 /// Recursive doubling allreduce for any member count (the extra members first fold into
 /// their neighbours), combining in rank order.
 pub(crate) fn doubling<T: Element>(
-    c: &Inner,
+    c: &CommCore,
     g: &Group,
     tag: u32,
     acc: &mut [T],
@@ -109,79 +113,9 @@ pub(crate) fn doubling<T: Element>(
     Ok(())
 }
 
-/// Ring reduce-scatter: afterwards member i's block `counts[i]` of `acc` (at the prefix
-/// sum) holds the reduction of everyone's block i. Commutative operators only.
-pub(crate) fn ring_reduce_scatter<T: Element>(
-    c: &Inner,
-    g: &Group,
-    tag: u32,
-    acc: &mut [T],
-    counts: &[usize],
-    op: &Op<T>,
-) -> Result<(), MsgError> {
-    let n = g.n();
-    let d = displs(counts);
-    let me = g.me;
-    let right = (me + 1) % n;
-    let left = (me + n - 1) % n;
-    let mut tmp = vec![T::default(); counts.iter().copied().max().unwrap_or(0)];
-    for s in 0..n.saturating_sub(1) {
-        let sb = (me + 2 * n - s - 1) % n;
-        let rb = (me + 2 * n - s - 2) % n;
-        let t = &mut tmp[..counts[rb]];
-        exchange(
-            c,
-            g,
-            right,
-            left,
-            tag,
-            bytes(&acc[d[sb]..d[sb] + counts[sb]]),
-            bytes_mut(t),
-        )?;
-        op.combine(&mut acc[d[rb]..d[rb] + counts[rb]], t, true);
-    }
-    Ok(())
-}
-
-/// Ring allgather of blocks in place: member i contributes block i of `buf`.
-pub(crate) fn ring_allgather<T: Element>(
-    c: &Inner,
-    g: &Group,
-    tag: u32,
-    buf: &mut [T],
-    counts: &[usize],
-) -> Result<(), MsgError> {
-    let n = g.n();
-    let me = g.me;
-    let right = (me + 1) % n;
-    let left = (me + n - 1) % n;
-    for s in 0..n.saturating_sub(1) {
-        let sb = (me + n - s) % n;
-        let rb = (me + 2 * n - s - 1) % n;
-        let mut blocks = blocks_mut(buf, counts);
-        let (send_block, recv_block) = if sb < rb {
-            let (a, b) = blocks.split_at_mut(rb);
-            (&*a[sb], &mut *b[0])
-        } else {
-            let (a, b) = blocks.split_at_mut(sb);
-            (&*b[0], &mut *a[rb])
-        };
-        exchange(
-            c,
-            g,
-            right,
-            left,
-            tag,
-            bytes(send_block),
-            bytes_mut(recv_block),
-        )?;
-    }
-    Ok(())
-}
-
 /// Allreduce over a flat group.
 pub(crate) fn allreduce_flat<T: Element>(
-    c: &Inner,
+    c: &CommCore,
     g: &Group,
     tag: u32,
     acc: &mut [T],
@@ -207,7 +141,7 @@ pub(crate) fn even_counts(len: usize, n: usize) -> Vec<usize> {
 
 /// Allreduce, hierarchical across hosts for commutative operators.
 pub(crate) fn allreduce<T: Element>(
-    c: &Inner,
+    c: &CommCore,
     g: &Group,
     hosts: &[u32],
     tag: u32,
@@ -232,7 +166,7 @@ pub(crate) fn allreduce<T: Element>(
 /// Reduce-scatter of `acc` (the sum of `counts`): ring for commutative operators, else
 /// an ordered reduce to member 0 and a scatter; this member's block lands in `out`.
 pub(crate) fn reduce_scatter<T: Element>(
-    c: &Inner,
+    c: &CommCore,
     g: &Group,
     tag: u32,
     mut acc: Vec<T>,
@@ -248,12 +182,12 @@ pub(crate) fn reduce_scatter<T: Element>(
         return Ok(());
     }
     reduce_to(c, g, 0, tag, &mut acc, op)?;
-    super::gather::scatterv_in(c, g, 0, tag + 2, &acc, counts, out)
+    scatterv_in(c, g, 0, tag + 2, &acc, counts, out)
 }
 
 /// Inclusive scan by recursive doubling (any member count, rank order kept).
 pub(crate) fn scan<T: Element>(
-    c: &Inner,
+    c: &CommCore,
     g: &Group,
     tag: u32,
     result: &mut [T],
@@ -314,18 +248,18 @@ impl Communicator {
         op: &Op<T>,
         root: u32,
     ) -> Result<(), MsgError> {
-        let tag = self.inner.next_coll_tag();
-        self.inner.job_rank(root)?;
-        let g = Group::all(&self.inner);
+        let tag = self.core.next_coll_tag();
+        self.core.job_rank(root)?;
+        let g = Group::all(&self.core);
         if g.me == root as usize {
             check("reduce", recv.len() == send.len(), || {
                 format!("recv holds {} elements, send {}", recv.len(), send.len())
             })?;
             recv.copy_from_slice(send);
-            reduce_to(&self.inner, &g, root as usize, tag, recv, op)
+            reduce_to(&self.core, &g, root as usize, tag, recv, op)
         } else {
             let mut acc = send.to_vec();
-            reduce_to(&self.inner, &g, root as usize, tag, &mut acc, op)
+            reduce_to(&self.core, &g, root as usize, tag, &mut acc, op)
         }
     }
 
@@ -347,14 +281,14 @@ impl Communicator {
         recv: &mut [T],
         op: &Op<T>,
     ) -> Result<(), MsgError> {
-        let tag = self.inner.next_coll_tag();
+        let tag = self.core.next_coll_tag();
         check("allreduce", recv.len() == send.len(), || {
             format!("recv holds {} elements, send {}", recv.len(), send.len())
         })?;
         recv.copy_from_slice(send);
         allreduce(
-            &self.inner,
-            &Group::all(&self.inner),
+            &self.core,
+            &Group::all(&self.core),
             &self.hosts(),
             tag,
             recv,
@@ -374,7 +308,7 @@ impl Communicator {
         counts: &[usize],
         op: &Op<T>,
     ) -> Result<(), MsgError> {
-        let tag = self.inner.next_coll_tag();
+        let tag = self.core.next_coll_tag();
         let n = self.size() as usize;
         let me = self.rank() as usize;
         check("reduce_scatter", counts.len() == n, || {
@@ -394,8 +328,8 @@ impl Communicator {
             },
         )?;
         reduce_scatter(
-            &self.inner,
-            &Group::all(&self.inner),
+            &self.core,
+            &Group::all(&self.core),
             tag,
             send.to_vec(),
             counts,
@@ -409,11 +343,11 @@ impl Communicator {
     /// # Errors
     /// [`MsgError::BadBuffer`] if `recv` and `send` differ in length, a dead rank.
     pub fn scan<T: Element>(&self, send: &[T], recv: &mut [T], op: &Op<T>) -> Result<(), MsgError> {
-        let tag = self.inner.next_coll_tag();
+        let tag = self.core.next_coll_tag();
         check("scan", recv.len() == send.len(), || {
             format!("recv holds {} elements, send {}", recv.len(), send.len())
         })?;
         recv.copy_from_slice(send);
-        scan(&self.inner, &Group::all(&self.inner), tag, recv, op)
+        scan(&self.core, &Group::all(&self.core), tag, recv, op)
     }
 }

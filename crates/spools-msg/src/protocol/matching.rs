@@ -1,6 +1,6 @@
 //! MPI matching, sans-IO: posted receives and unexpected messages per context, matched in
 //! order of posting and of arrival. Messages of one sender arrive in the order it sent
-//! them (the comm layer's channels are FIFO), so first-match in both queues gives MPI's
+//! them (the active-message layer's channels are FIFO), so first-match in both queues gives MPI's
 //! non-overtaking rule.
 
 use std::collections::VecDeque;

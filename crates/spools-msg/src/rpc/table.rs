@@ -1,4 +1,4 @@
-//! Remote procedure calls (StarT-X JAM RPC) over tagged messages: a call is a message in
+//! The RPC function table, and the encodings of calls and replies. A call is a message in
 //! the RPC context whose tag is the call id and whose body is the function name and the
 //! arguments; the target's engine receives it by itself (any size: short, eager or
 //! rendezvous, chosen by size like every message), runs the function on the thread that
@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use crate::RpcError;
+use crate::error::RpcError;
 
 /// A registered function: the argument bytes in, result bytes or an error message out.
 pub type RpcFn = Arc<dyn Fn(&[u8]) -> Result<Vec<u8>, String> + Send + Sync>;

@@ -1,0 +1,98 @@
+//! Caller buffers the protocol writes into and reads from without copying them first.
+
+/// A caller's buffer: address and length, and the vector that owns it when the engine
+/// keeps it (non-blocking calls). A borrowed buffer (blocking calls) stays valid because
+/// the call removes its operation from the engine, under the engine's lock, before it
+/// returns; every access happens under that lock.
+pub(crate) struct Buf {
+    ptr: *mut u8,
+    len: usize,
+    owner: Option<Vec<u8>>,
+}
+
+// SAFETY: the pointer is either into `owner` (moved with it; a Vec's heap block does not
+// move) or into a buffer borrowed by a blocking call that outlives the operation (see
+// above); it is dereferenced only under the engine's lock.
+unsafe impl Send for Buf {}
+
+impl Buf {
+    /// A buffer the operation owns (given back when it finishes).
+    pub(crate) fn owned(mut v: Vec<u8>) -> Buf {
+        Buf {
+            ptr: v.as_mut_ptr(),
+            len: v.len(),
+            owner: Some(v),
+        }
+    }
+
+    /// # Safety
+    /// The caller keeps `s` borrowed until the operation is removed from the engine.
+    pub(crate) unsafe fn borrowed(s: &mut [u8]) -> Buf {
+        Buf {
+            ptr: s.as_mut_ptr(),
+            len: s.len(),
+            owner: None,
+        }
+    }
+
+    /// # Safety
+    /// As [`Buf::borrowed`]; the engine only reads through it.
+    pub(crate) unsafe fn borrowed_ro(s: &[u8]) -> Buf {
+        Buf {
+            ptr: s.as_ptr().cast_mut(),
+            len: s.len(),
+            owner: None,
+        }
+    }
+
+    /// The buffer's length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Copies `data` to offset `off`; the caller checks `off + data.len() <= len()`.
+    pub(crate) fn write(&mut self, off: usize, data: &[u8]) {
+        assert!(off
+            .checked_add(data.len())
+            .is_some_and(|end| end <= self.len));
+        if !data.is_empty() {
+            // SAFETY: in bounds (asserted above); the memory is valid (see the type's
+            // contract) and does not overlap `data` (a transport or queued buffer).
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.add(off), data.len()) }
+        }
+    }
+
+    /// The `len` bytes at offset `off`; the caller checks `off + len <= len()`.
+    pub(crate) fn read(&self, off: usize, len: usize) -> &[u8] {
+        assert!(off.checked_add(len).is_some_and(|end| end <= self.len));
+        if len == 0 {
+            return &[];
+        }
+        // SAFETY: as for `write`.
+        unsafe { std::slice::from_raw_parts(self.ptr.add(off), len) }
+    }
+
+    /// The owned vector back (empty for a borrowed buffer).
+    pub(crate) fn take(self) -> Vec<u8> {
+        self.owner.unwrap_or_default()
+    }
+}
+
+/// A receive's buffer: fixed (a longer message is truncated) or allocated to the
+/// message's size.
+pub(crate) enum RecvBuf {
+    /// The caller's buffer of a fixed size.
+    Fixed(Buf),
+    /// A vector the protocol sizes to the message.
+    Alloc(Vec<u8>),
+}
+
+impl RecvBuf {
+    /// The buffer back to the caller.
+    pub(crate) fn take(self) -> Vec<u8> {
+        match self {
+            RecvBuf::Fixed(b) => b.take(),
+            RecvBuf::Alloc(v) => v,
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! The ring algorithms, shared by reductions and gathers: reduce-scatter and allgather
+//! of blocks around the ring of a group's members.
+
+use super::args::{blocks_mut, bytes, bytes_mut, displs};
+use super::group::{exchange, Group};
+use crate::comm_core::CommCore;
+use crate::element::{Element, Op};
+use crate::error::MsgError;
+
+/// Ring reduce-scatter: afterwards member i's block `counts[i]` of `acc` (at the prefix
+/// sum) holds the reduction of everyone's block i. Commutative operators only.
+pub(crate) fn ring_reduce_scatter<T: Element>(
+    c: &CommCore,
+    g: &Group,
+    tag: u32,
+    acc: &mut [T],
+    counts: &[usize],
+    op: &Op<T>,
+) -> Result<(), MsgError> {
+    let n = g.n();
+    let d = displs(counts);
+    let me = g.me;
+    let right = (me + 1) % n;
+    let left = (me + n - 1) % n;
+    let mut tmp = vec![T::default(); counts.iter().copied().max().unwrap_or(0)];
+    for s in 0..n.saturating_sub(1) {
+        let sb = (me + 2 * n - s - 1) % n;
+        let rb = (me + 2 * n - s - 2) % n;
+        let t = &mut tmp[..counts[rb]];
+        exchange(
+            c,
+            g,
+            right,
+            left,
+            tag,
+            bytes(&acc[d[sb]..d[sb] + counts[sb]]),
+            bytes_mut(t),
+        )?;
+        op.combine(&mut acc[d[rb]..d[rb] + counts[rb]], t, true);
+    }
+    Ok(())
+}
+
+/// Ring allgather of blocks in place: member i contributes block i of `buf`.
+pub(crate) fn ring_allgather<T: Element>(
+    c: &CommCore,
+    g: &Group,
+    tag: u32,
+    buf: &mut [T],
+    counts: &[usize],
+) -> Result<(), MsgError> {
+    let n = g.n();
+    let me = g.me;
+    let right = (me + 1) % n;
+    let left = (me + n - 1) % n;
+    for s in 0..n.saturating_sub(1) {
+        let sb = (me + n - s) % n;
+        let rb = (me + 2 * n - s - 1) % n;
+        let mut blocks = blocks_mut(buf, counts);
+        let (send_block, recv_block) = if sb < rb {
+            let (a, b) = blocks.split_at_mut(rb);
+            (&*a[sb], &mut *b[0])
+        } else {
+            let (a, b) = blocks.split_at_mut(sb);
+            (&*b[0], &mut *a[rb])
+        };
+        exchange(
+            c,
+            g,
+            right,
+            left,
+            tag,
+            bytes(send_block),
+            bytes_mut(recv_block),
+        )?;
+    }
+    Ok(())
+}

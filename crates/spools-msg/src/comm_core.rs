@@ -1,0 +1,208 @@
+//! [`CommCore`]: what every clone of a communicator shares (its engine, contexts and
+//! rank map), and the byte-level point-to-point calls that communicators and collectives
+//! are built on.
+
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use crate::buffer::{Buf, RecvBuf};
+use crate::engine::{Engine, SendStart};
+use crate::error::MsgError;
+use crate::op_guard::OpGuard;
+use crate::protocol::{MessageInfo, Pattern, RecvOutcome};
+use crate::status::{Source, Status, Tag};
+
+/// The collective (context, number) a message of context `ctx` with `tag` belongs to:
+/// collectives use the odd context `ctx + 1` of their communicator and tags
+/// `number << 8 | step` (see [`CommCore::next_coll_tag`]).
+fn collective_of(ctx: u32, tag: Tag) -> Option<(u32, u32)> {
+    match tag {
+        Tag::Is(t) if ctx % 2 == 1 => Some((ctx, (t as u32) >> 8)),
+        _ => None,
+    }
+}
+
+/// The shared state of a communicator (MPI's group plus its contexts).
+pub(crate) struct CommCore {
+    pub(crate) engine: Arc<Engine>,
+    /// Point-to-point context; collectives use [`CommCore::coll_ctx`].
+    pub(crate) ctx: u32,
+    /// Job rank of each communicator rank.
+    pub(crate) ranks: Vec<u32>,
+    /// Communicator rank of each member's job rank.
+    comm_rank_of_job: HashMap<u32, u32>,
+    /// This rank in the communicator.
+    pub(crate) rank: u32,
+    /// Collectives started (shared with the engine's list, reported at finalise).
+    colls_started: Arc<AtomicU32>,
+}
+
+impl CommCore {
+    /// The shared state of a communicator of job ranks `ranks` in context `ctx`; `None`
+    /// if this rank is not among them.
+    pub(crate) fn new(engine: Arc<Engine>, ctx: u32, ranks: Vec<u32>) -> Option<CommCore> {
+        let me = engine.worker.rank();
+        let rank = ranks.iter().position(|&r| r == me)? as u32;
+        let comm_rank_of_job = ranks
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| (r, i as u32))
+            .collect();
+        Some(CommCore {
+            colls_started: engine.track_collectives(ctx + 1),
+            engine,
+            ctx,
+            ranks,
+            comm_rank_of_job,
+            rank,
+        })
+    }
+
+    pub(crate) fn size(&self) -> u32 {
+        self.ranks.len() as u32
+    }
+
+    /// The collective context (collectives' messages never match point-to-point ones).
+    pub(crate) fn coll_ctx(&self) -> u32 {
+        self.ctx + 1
+    }
+
+    pub(crate) fn job_rank(&self, r: u32) -> Result<u32, MsgError> {
+        self.ranks
+            .get(r as usize)
+            .copied()
+            .ok_or(MsgError::BadRank {
+                rank: r,
+                size: self.size(),
+            })
+    }
+
+    fn comm_rank(&self, job: u32) -> u32 {
+        self.comm_rank_of_job.get(&job).copied().unwrap_or(u32::MAX)
+    }
+
+    /// The status of a message (sender as a communicator rank).
+    pub(crate) fn status(&self, m: &MessageInfo) -> Status {
+        Status {
+            source: self.comm_rank(m.src),
+            tag: m.tag as i32,
+            len: m.len,
+            cancelled: false,
+        }
+    }
+
+    /// A receive's outcome as MPI reports it: a status, or the truncation error.
+    pub(crate) fn outcome(&self, o: RecvOutcome) -> Result<Status, MsgError> {
+        match o {
+            RecvOutcome::Received(m) => Ok(self.status(&m)),
+            RecvOutcome::Truncated { msg, capacity } => Err(MsgError::Truncated {
+                len: msg.len,
+                capacity,
+                source_rank: self.comm_rank(msg.src),
+                tag: msg.tag as i32,
+            }),
+            RecvOutcome::Cancelled => Ok(Status {
+                source: self.comm_rank(0),
+                tag: 0,
+                len: 0,
+                cancelled: true,
+            }),
+        }
+    }
+
+    pub(crate) fn pattern(&self, ctx: u32, src: Source, tag: Tag) -> Result<Pattern, MsgError> {
+        let src = match src {
+            Source::Any => None,
+            Source::Rank(r) => Some(self.job_rank(r)?),
+        };
+        let tag = match tag {
+            Tag::Any => None,
+            Tag::Is(t) if t < 0 => return Err(MsgError::BadTag(t)),
+            Tag::Is(t) => Some(t as u32),
+        };
+        Ok(Pattern { ctx, src, tag })
+    }
+
+    /// The base tag of the next collective call (the same on every rank, as every rank
+    /// calls collectives in the same order); the low 8 bits are for its steps.
+    pub(crate) fn next_coll_tag(&self) -> u32 {
+        self.colls_started
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_shl(8)
+    }
+
+    /// Blocking send in context `ctx` to communicator rank `dest`.
+    pub(crate) fn send_bytes(
+        &self,
+        ctx: u32,
+        dest: u32,
+        tag: u32,
+        data: &[u8],
+    ) -> Result<(), MsgError> {
+        let job = self.job_rank(dest)?;
+        // SAFETY: `data` stays borrowed until this function returns, and the guard below
+        // removes the operation from the engine before that, whatever happens.
+        let buf = unsafe { Buf::borrowed_ro(data) };
+        match self.engine.start_send(job, ctx, tag, buf)? {
+            SendStart::Complete(_) => Ok(()),
+            SendStart::Rendezvous(id) => {
+                let g = OpGuard {
+                    engine: &self.engine,
+                    id,
+                    recv: false,
+                    collective: collective_of(ctx, Tag::Is(tag as i32)),
+                    _buf: PhantomData,
+                };
+                g.wait()
+            }
+        }
+    }
+
+    /// Posts a receive into `buf`; the guard removes it when dropped.
+    pub(crate) fn post_bytes<'a>(
+        &'a self,
+        ctx: u32,
+        src: Source,
+        tag: Tag,
+        buf: &'a mut [u8],
+    ) -> Result<OpGuard<'a>, MsgError> {
+        let p = self.pattern(ctx, src, tag)?;
+        // SAFETY: the guard returned borrows `buf` for 'a and removes the operation from
+        // the engine when dropped, so the engine never writes after the borrow ends.
+        let b = unsafe { Buf::borrowed(buf) };
+        let id = self.engine.post_recv(p, RecvBuf::Fixed(b));
+        Ok(OpGuard {
+            engine: &self.engine,
+            id,
+            recv: true,
+            collective: collective_of(ctx, tag),
+            _buf: PhantomData,
+        })
+    }
+
+    /// Waits for a posted receive and turns its outcome into a status.
+    pub(crate) fn finish_bytes(&self, g: OpGuard<'_>) -> Result<Status, MsgError> {
+        g.wait()?;
+        match g.outcome() {
+            Some(o) => self.outcome(o),
+            None => Err(MsgError::Protocol {
+                peer: self.rank,
+                what: "receive finished before completing".into(),
+            }),
+        }
+    }
+
+    /// Blocking receive in context `ctx`.
+    pub(crate) fn recv_bytes(
+        &self,
+        ctx: u32,
+        src: Source,
+        tag: Tag,
+        buf: &mut [u8],
+    ) -> Result<Status, MsgError> {
+        let g = self.post_bytes(ctx, src, tag, buf)?;
+        self.finish_bytes(g)
+    }
+}

@@ -1,0 +1,156 @@
+//! The [`Engine`] of one rank and its lock.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+
+use spools_am::{AmError, Channel, Endpoint, HandlerId, Worker};
+
+use crate::error::MsgError;
+use crate::protocol::{Limits, Protocol};
+use crate::rpc::table::RpcTable;
+
+/// The ordered channel of eager messages, RTS and data.
+pub(super) const ORDERED: Channel = Channel {
+    id: 0,
+    high: false,
+    unordered: false,
+};
+
+/// Most communicators whose collective counts are kept (freed ones are forgotten first).
+const MAX_TRACKED: usize = spools_proto::boot::MAX_COMMUNICATORS as usize;
+
+/// The active-message layer's ids of the engine's handlers.
+#[derive(Clone, Copy)]
+pub(super) struct HandlerIds {
+    pub(super) short: HandlerId,
+    pub(super) eager: HandlerId,
+    pub(super) rts: HandlerId,
+    pub(super) cts: HandlerId,
+    pub(super) data: HandlerId,
+}
+
+/// Handler names, registered on every rank.
+pub(super) const SHORT_HANDLER: &str = "spools.msg.short";
+pub(super) const EAGER_HANDLER: &str = "spools.msg.eager";
+pub(super) const RTS_HANDLER: &str = "spools.msg.rts";
+pub(super) const CTS_HANDLER: &str = "spools.msg.cts";
+pub(super) const DATA_HANDLER: &str = "spools.msg.data";
+
+/// An RPC reply the poller owes.
+pub(super) struct Reply {
+    pub(super) to: u32,
+    pub(super) call: u32,
+    pub(super) data: Vec<u8>,
+}
+
+/// What the engine's lock guards.
+pub(super) struct Locked {
+    pub(super) protocol: Protocol,
+    /// RPC replies to send, in order.
+    pub(super) replies: VecDeque<Reply>,
+}
+
+/// The engine of one rank (shared by all its communicators).
+pub(crate) struct Engine {
+    pub(crate) worker: Worker,
+    pub(super) endpoint: Mutex<Endpoint>,
+    pub(super) locked: Mutex<Locked>,
+    /// Nonzero when the poller has something to send (checked without the lock).
+    pub(super) pending_output: Arc<AtomicUsize>,
+    /// Operations completed so far: waiters look their operation up only when it moved.
+    pub(super) completions: AtomicU64,
+    pub(super) handler_ids: OnceLock<HandlerIds>,
+    /// The protocol's size limits (also outside the lock, for the sending fast path).
+    pub(crate) limits: Limits,
+    pub(super) next_rpc_call: AtomicU32,
+    /// The next free communicator context (even), as this rank knows it.
+    pub(crate) next_ctx: AtomicU32,
+    /// Host index of every job rank (ranks with the same index share a host).
+    pub(crate) hosts: Vec<u32>,
+    pub(crate) rpc: RpcTable,
+    /// Collectives started per collective context, for every communicator made here.
+    pub(super) collectives: Mutex<Vec<(u32, Arc<AtomicU32>)>>,
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Engine {
+    pub(super) fn lock_state(&self) -> MutexGuard<'_, Locked> {
+        lock(&self.locked)
+    }
+
+    /// Runs `f` on the protocol under the lock, then publishes what it produced.
+    pub(super) fn with_protocol<R>(&self, f: impl FnOnce(&mut Protocol) -> R) -> R {
+        let mut g = self.lock_state();
+        let r = f(&mut g.protocol);
+        self.publish(&mut g.protocol);
+        r
+    }
+
+    /// Reads the protocol under the lock (nothing changes, nothing to publish).
+    pub(super) fn read_protocol<R>(&self, f: impl FnOnce(&Protocol) -> R) -> R {
+        f(&self.lock_state().protocol)
+    }
+
+    /// Tells waiters that operations completed, and the poller that output is queued.
+    /// Called under the lock.
+    pub(super) fn publish(&self, p: &mut Protocol) {
+        let n = p.take_completed();
+        if n != 0 {
+            self.completions.fetch_add(n, Ordering::Release);
+        }
+        if p.take_new_output() {
+            self.pending_output.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    pub(super) fn handler_ids(&self) -> Result<HandlerIds, MsgError> {
+        self.handler_ids
+            .get()
+            .copied()
+            .ok_or(MsgError::Am(AmError::UnknownHandlerName(
+                SHORT_HANDLER.into(),
+            )))
+    }
+
+    /// How many operations have completed: a waiter rechecks its operation only when
+    /// this moved.
+    pub(crate) fn generation(&self) -> u64 {
+        self.completions.load(Ordering::Acquire)
+    }
+
+    /// A new RPC call id (the tag of its call and of its reply).
+    pub(crate) fn new_rpc_call_id(&self) -> u32 {
+        self.next_rpc_call.fetch_add(1, Ordering::Relaxed) & 0x7FFF_FFFF
+    }
+
+    /// A counter of the collectives started in collective context `ctx`, reported by
+    /// [`Engine::collectives_started`] even after its communicator is dropped (a freed
+    /// communicator's count is final: this rank never starts another collective there).
+    pub(crate) fn track_collectives(&self, ctx: u32) -> Arc<AtomicU32> {
+        let c = Arc::new(AtomicU32::new(0));
+        let mut list = lock(&self.collectives);
+        if list.len() >= MAX_TRACKED {
+            // Forget the oldest freed communicators first.
+            let mut excess = list.len() + 1 - MAX_TRACKED;
+            list.retain(|(_, k)| {
+                let drop_it = excess > 0 && Arc::strong_count(k) == 1;
+                excess -= usize::from(drop_it);
+                !drop_it
+            });
+        }
+        list.push((ctx, c.clone()));
+        c
+    }
+
+    /// (collective context, collectives started) of every communicator this rank made.
+    pub(crate) fn collectives_started(&self) -> Vec<(u32, u32)> {
+        lock(&self.collectives)
+            .iter()
+            .map(|(ctx, c)| (*ctx, c.load(Ordering::SeqCst)))
+            .collect()
+    }
+}

@@ -1,0 +1,89 @@
+//! The guard that keeps the borrowed buffer of a blocking operation safe, and waits for
+//! the operation.
+
+use std::marker::PhantomData;
+
+use crate::engine::Engine;
+use crate::error::MsgError;
+use crate::protocol::RecvOutcome;
+
+/// A blocking operation's hold on the engine: removes the operation, under the engine's
+/// lock, when dropped, so that a borrowed buffer is never touched after the call returns
+/// (on success, error or panic alike).
+pub(crate) struct OpGuard<'a> {
+    pub(crate) engine: &'a Engine,
+    pub(crate) id: u64,
+    pub(crate) recv: bool,
+    /// The collective (context, number) this operation is a step of, if any.
+    pub(crate) collective: Option<(u32, u32)>,
+    pub(crate) _buf: PhantomData<&'a mut [u8]>,
+}
+
+impl OpGuard<'_> {
+    pub(crate) fn is_complete(&self) -> bool {
+        if self.recv {
+            self.engine.recv_outcome(self.id).is_some()
+        } else {
+            self.engine.send_complete(self.id)
+        }
+    }
+
+    /// Waits until the operation completes, or fails when a rank that finalised without
+    /// starting this operation's collective makes it impossible.
+    pub(crate) fn wait(&self) -> Result<(), MsgError> {
+        let mut seen = None;
+        let mut blocker = None;
+        let state = self.engine.worker.bootstrap().state();
+        let done = self.engine.worker.wait_for_or(
+            || {
+                // Look the operation up only after some operation completed.
+                let g = self.engine.generation();
+                if seen == Some(g) {
+                    return false;
+                }
+                seen = Some(g);
+                self.is_complete()
+            },
+            || {
+                // A rank that finalised before starting this collective never will.
+                blocker = self
+                    .collective
+                    .and_then(|(ctx, k)| state.collective_blocker(ctx, k).map(|b| (b, k)));
+                blocker.is_some()
+            },
+        )?;
+        match blocker {
+            Some(((rank, started), waiting)) if !done => {
+                let e = MsgError::PeerFinalized {
+                    rank,
+                    started,
+                    waiting,
+                };
+                // The job is over: end it in the name of the rank at fault.
+                self.engine.worker.bootstrap().blame(
+                    rank,
+                    &format!(
+                        "it finalised after {started} collective(s) on a communicator whose collective #{waiting} other ranks wait in"
+                    ),
+                );
+                Err(e)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The receive's outcome once complete.
+    pub(crate) fn outcome(&self) -> Option<RecvOutcome> {
+        self.engine.recv_outcome(self.id)
+    }
+}
+
+impl Drop for OpGuard<'_> {
+    fn drop(&mut self) {
+        if self.recv {
+            self.engine.release_recv(self.id);
+        } else {
+            self.engine.release_send(self.id);
+        }
+    }
+}

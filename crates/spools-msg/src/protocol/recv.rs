@@ -1,0 +1,419 @@
+//! The receive side: posted receives and unexpected messages (through the
+//! [`Matcher`]), delivery into receive buffers, truncation, the receiver's half of the
+//! rendezvous (CTS out, data in), cancellation, and RPC calls the engine receives by
+//! itself.
+
+use std::collections::VecDeque;
+
+use super::events::{Cts, Incoming, Limits, MessageInfo, ProtocolError, RecvOutcome, RpcCall};
+use super::matching::{Envelope, Matcher, Pattern};
+use super::wire::{RPC_CTX, RPC_REPLY_CTX, SHORT_MAX};
+use crate::buffer::RecvBuf;
+use crate::idhash::IdMap;
+
+/// Largest message a receive that sizes its own buffer accepts (a larger announced
+/// length is refused as truncated rather than allocated).
+pub(crate) const MAX_ALLOC: usize = 1 << 40;
+/// Unexpected-message buffers kept for reuse.
+const POOL_KEEP: usize = 64;
+
+/// An unexpected message (one that arrived before a receive matching it was posted).
+enum Unexpected {
+    /// A short or eager message, copied out of the transport's buffer.
+    Data(Vec<u8>),
+    /// A request-to-send; the data stays with the sender until a receive matches.
+    Rts { len: u64, send_id: u64 },
+}
+
+impl Unexpected {
+    fn len(&self) -> usize {
+        match self {
+            Unexpected::Data(d) => d.len(),
+            Unexpected::Rts { len, .. } => usize::try_from(*len).unwrap_or(usize::MAX),
+        }
+    }
+}
+
+/// Where a receive is.
+enum RecvState {
+    /// Posted, no message matched yet (cancellable).
+    Posted,
+    /// Matched a request-to-send; `got` bytes of the message have arrived.
+    Streaming { msg: MessageInfo, got: usize },
+    /// Over.
+    Complete(RecvOutcome),
+}
+
+struct RecvOp {
+    ctx: u32,
+    buf: RecvBuf,
+    state: RecvState,
+    /// Nobody waits for it (a dropped request): remove it on completion.
+    detached: bool,
+    /// An RPC call the engine receives by itself: becomes an [`RpcCall`] on completion.
+    rpc_call: bool,
+}
+
+/// Receives by operation id, the matcher, and what the receive side owes the engine.
+pub(crate) struct RecvSide {
+    matcher: Matcher<Unexpected>,
+    recvs: IdMap<u64, RecvOp>,
+    /// Clear-to-send messages to transmit, in order.
+    cts: VecDeque<Cts>,
+    /// Buffers for unexpected messages, reused.
+    pool: Vec<Vec<u8>>,
+    /// Largest buffer worth keeping in the pool.
+    pool_capacity: usize,
+    /// RPC calls whose arguments have arrived.
+    rpc_calls: VecDeque<RpcCall>,
+    /// Receives completed since the last [`RecvSide::take_completed`].
+    completed: u64,
+    /// A CTS or an RPC call was queued since the last [`RecvSide::take_new_output`].
+    new_output: bool,
+}
+
+impl RecvSide {
+    pub(crate) fn new(limits: Limits) -> RecvSide {
+        RecvSide {
+            matcher: Matcher::default(),
+            recvs: IdMap::default(),
+            cts: VecDeque::new(),
+            pool: Vec::new(),
+            pool_capacity: limits.eager_limit.max(SHORT_MAX),
+            rpc_calls: VecDeque::new(),
+            completed: 0,
+            new_output: false,
+        }
+    }
+
+    fn insert(&mut self, id: u64, ctx: u32, buf: RecvBuf, rpc_call: bool) {
+        let op = RecvOp {
+            ctx,
+            buf,
+            state: RecvState::Posted,
+            detached: false,
+            rpc_call,
+        };
+        self.recvs.insert(id, op);
+    }
+
+    /// Posts receive `id`; it matches the first unexpected message it fits, if any.
+    /// Returns whether that was a request-to-send (a CTS is now queued).
+    pub(crate) fn post(&mut self, id: u64, p: Pattern, buf: RecvBuf) -> bool {
+        self.insert(id, p.ctx, buf, false);
+        match self.matcher.post(id, p) {
+            None => false,
+            Some((env, Unexpected::Data(d))) => {
+                self.deliver(id, env, &d);
+                self.recycle(d);
+                false
+            }
+            Some((env, Unexpected::Rts { len, send_id })) => {
+                self.start_rendezvous(id, env, len, send_id);
+                true
+            }
+        }
+    }
+
+    /// Receives an RPC call as operation `id`, into a buffer of the call's size.
+    pub(crate) fn accept_rpc_call(&mut self, id: u64, env: Envelope, inc: Incoming<'_>) {
+        self.insert(id, RPC_CTX, RecvBuf::Alloc(Vec::new()), true);
+        self.accept(id, env, inc);
+    }
+
+    /// A message arrives: it completes (or starts the rendezvous of) the first posted
+    /// receive it matches, or is queued as unexpected.
+    pub(crate) fn arrive(&mut self, env: Envelope, inc: Incoming<'_>) {
+        match self.matcher.arrive(&env) {
+            Some(id) => self.accept(id, env, inc),
+            None => {
+                let u = match inc {
+                    Incoming::Data(d) => Unexpected::Data(self.pooled(d)),
+                    Incoming::Rts { len, send_id } => Unexpected::Rts { len, send_id },
+                };
+                self.matcher.queue(env, u);
+            }
+        }
+    }
+
+    fn accept(&mut self, id: u64, env: Envelope, inc: Incoming<'_>) {
+        match inc {
+            Incoming::Data(d) => self.deliver(id, env, d),
+            Incoming::Rts { len, send_id } => self.start_rendezvous(id, env, len, send_id),
+        }
+    }
+
+    /// A copy of `data` in a buffer from the pool.
+    fn pooled(&mut self, data: &[u8]) -> Vec<u8> {
+        let mut v = self.pool.pop().unwrap_or_default();
+        v.clear();
+        v.extend_from_slice(data);
+        v
+    }
+
+    fn recycle(&mut self, mut d: Vec<u8>) {
+        if self.pool.len() < POOL_KEEP && d.capacity() <= self.pool_capacity {
+            d.clear();
+            self.pool.push(d);
+        }
+    }
+
+    fn complete(&mut self, id: u64, outcome: RecvOutcome) {
+        self.completed += 1;
+        let Some(op) = self.recvs.get_mut(&id) else {
+            return;
+        };
+        if op.rpc_call {
+            if let Some(op) = self.recvs.remove(&id) {
+                if let (RecvBuf::Alloc(body), RecvOutcome::Received(m)) = (op.buf, outcome) {
+                    self.rpc_calls.push_back(RpcCall {
+                        caller: m.src,
+                        call: m.tag,
+                        body,
+                    });
+                    self.new_output = true;
+                }
+            }
+            return;
+        }
+        op.state = RecvState::Complete(outcome);
+        if op.detached {
+            self.recvs.remove(&id);
+        }
+    }
+
+    /// Copies a whole message into receive `id`, or truncates.
+    fn deliver(&mut self, id: u64, env: Envelope, data: &[u8]) {
+        let Some(op) = self.recvs.get_mut(&id) else {
+            return;
+        };
+        let msg = MessageInfo {
+            src: env.src,
+            tag: env.tag,
+            len: data.len(),
+        };
+        let outcome = match &mut op.buf {
+            RecvBuf::Fixed(b) if data.len() > b.len() => RecvOutcome::Truncated {
+                msg,
+                capacity: b.len(),
+            },
+            RecvBuf::Fixed(b) => {
+                b.write(0, data);
+                RecvOutcome::Received(msg)
+            }
+            RecvBuf::Alloc(v) => {
+                v.clear();
+                v.extend_from_slice(data);
+                RecvOutcome::Received(msg)
+            }
+        };
+        self.complete(id, outcome);
+    }
+
+    /// Receive `id` matched a request-to-send: queue the CTS (telling the sender to
+    /// discard when the message does not fit) and wait for the data.
+    fn start_rendezvous(&mut self, id: u64, env: Envelope, len: u64, send_id: u64) {
+        let Some(op) = self.recvs.get_mut(&id) else {
+            return;
+        };
+        let len = usize::try_from(len).unwrap_or(usize::MAX);
+        let fits = match &mut op.buf {
+            RecvBuf::Fixed(b) => b.len() >= len,
+            RecvBuf::Alloc(v) if len <= MAX_ALLOC => {
+                v.clear();
+                v.resize(len, 0);
+                true
+            }
+            RecvBuf::Alloc(_) => false,
+        };
+        let capacity = match &op.buf {
+            RecvBuf::Fixed(b) => b.len(),
+            RecvBuf::Alloc(v) => v.len(),
+        };
+        self.cts.push_back(Cts {
+            to: env.src,
+            send_id,
+            recv_id: id,
+            discard: !fits,
+        });
+        self.new_output = true;
+        let msg = MessageInfo {
+            src: env.src,
+            tag: env.tag,
+            len,
+        };
+        if !fits {
+            self.complete(id, RecvOutcome::Truncated { msg, capacity });
+        } else if len == 0 {
+            // No data will follow.
+            self.complete(id, RecvOutcome::Received(msg));
+        } else if let Some(op) = self.recvs.get_mut(&id) {
+            op.state = RecvState::Streaming { msg, got: 0 };
+        }
+    }
+
+    /// A chunk of rendezvous data from `from` for receive `recv_id` at `offset`.
+    pub(crate) fn on_data(
+        &mut self,
+        from: u32,
+        recv_id: u64,
+        offset: u64,
+        payload: &[u8],
+    ) -> Result<(), ProtocolError> {
+        let Some(op) = self.recvs.get_mut(&recv_id) else {
+            return Err(ProtocolError::UnknownRecv {
+                peer: from,
+                recv_id,
+            });
+        };
+        let RecvState::Streaming { msg, got } = &mut op.state else {
+            return Err(ProtocolError::NotStreaming {
+                peer: from,
+                recv_id,
+            });
+        };
+        if msg.src != from {
+            return Err(ProtocolError::NotStreaming {
+                peer: from,
+                recv_id,
+            });
+        }
+        let off = usize::try_from(offset)
+            .ok()
+            .filter(|o| o.checked_add(payload.len()).is_some_and(|e| e <= msg.len));
+        let Some(off) = off else {
+            return Err(ProtocolError::OutOfBounds {
+                peer: from,
+                recv_id,
+                offset,
+                len: payload.len(),
+                total: msg.len,
+            });
+        };
+        match &mut op.buf {
+            RecvBuf::Fixed(b) => b.write(off, payload),
+            RecvBuf::Alloc(v) => v[off..off + payload.len()].copy_from_slice(payload),
+        }
+        *got += payload.len();
+        if *got >= msg.len {
+            let msg = *msg;
+            self.complete(recv_id, RecvOutcome::Received(msg));
+        }
+        Ok(())
+    }
+
+    /// Receive `id`'s outcome once complete (`None` while pending); an id that is not
+    /// held (released) reads as cancelled.
+    pub(crate) fn outcome(&self, id: u64) -> Option<RecvOutcome> {
+        match self.recvs.get(&id).map(|r| &r.state) {
+            Some(RecvState::Complete(r)) => Some(*r),
+            Some(_) => None,
+            None => Some(RecvOutcome::Cancelled),
+        }
+    }
+
+    /// Removes receive `id` (unposting it if no message matched), returning its buffer.
+    /// A message that matched it and still streams is dropped when its data arrives.
+    pub(crate) fn release(&mut self, id: u64) -> Vec<u8> {
+        let Some(op) = self.recvs.remove(&id) else {
+            return Vec::new();
+        };
+        if matches!(op.state, RecvState::Posted) {
+            self.matcher.cancel(id, op.ctx);
+        }
+        op.buf.take()
+    }
+
+    /// Cancels receive `id` if no message has matched it; false otherwise (matched,
+    /// streaming, complete or unknown).
+    pub(crate) fn cancel(&mut self, id: u64) -> bool {
+        let ctx = match self.recvs.get(&id) {
+            Some(op) if matches!(op.state, RecvState::Posted) => op.ctx,
+            _ => return false,
+        };
+        if !self.matcher.cancel(id, ctx) {
+            return false;
+        }
+        self.completed += 1;
+        if let Some(op) = self.recvs.get_mut(&id) {
+            op.state = RecvState::Complete(RecvOutcome::Cancelled);
+        }
+        true
+    }
+
+    /// Nobody will wait for receive `id`: cancel it if it has not matched (except an RPC
+    /// reply, which comes whatever happens: it lands, then is dropped), else remove it
+    /// when it completes.
+    pub(crate) fn detach(&mut self, id: u64) {
+        let is_reply = self.recvs.get(&id).is_some_and(|o| o.ctx == RPC_REPLY_CTX);
+        if !is_reply && self.cancel(id) {
+            self.release(id);
+            return;
+        }
+        match self.recvs.get_mut(&id) {
+            Some(o) if matches!(o.state, RecvState::Complete(_)) => {
+                self.recvs.remove(&id);
+            }
+            Some(o) => o.detached = true,
+            None => {}
+        }
+    }
+
+    /// The envelope and length of the first unexpected message `p` matches.
+    pub(crate) fn probe(&self, p: &Pattern) -> Option<(Envelope, usize)> {
+        self.matcher.probe(p).map(|(e, u)| (*e, u.len()))
+    }
+
+    /// The first clear-to-send to transmit.
+    pub(crate) fn front_cts(&self) -> Option<Cts> {
+        self.cts.front().copied()
+    }
+
+    /// The first clear-to-send left.
+    pub(crate) fn pop_cts(&mut self) {
+        self.cts.pop_front();
+    }
+
+    /// Clear-to-send messages waiting.
+    pub(crate) fn cts_len(&self) -> usize {
+        self.cts.len()
+    }
+
+    /// The RPC calls that arrived, to run.
+    pub(crate) fn take_rpc_calls(&mut self) -> VecDeque<RpcCall> {
+        std::mem::take(&mut self.rpc_calls)
+    }
+
+    /// RPC calls waiting to run.
+    pub(crate) fn rpc_calls_len(&self) -> usize {
+        self.rpc_calls.len()
+    }
+
+    /// Receives completed since the last call.
+    pub(crate) fn take_completed(&mut self) -> u64 {
+        std::mem::take(&mut self.completed)
+    }
+
+    /// Whether a CTS or an RPC call was queued since the last call.
+    pub(crate) fn take_new_output(&mut self) -> bool {
+        std::mem::take(&mut self.new_output)
+    }
+
+    /// Number of receive operations held.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.recvs.len()
+    }
+
+    /// Number of buffers kept for unexpected messages.
+    #[cfg(test)]
+    pub(crate) fn pool_len(&self) -> usize {
+        self.pool.len()
+    }
+
+    /// Number of unexpected messages queued.
+    #[cfg(test)]
+    pub(crate) fn unexpected_len(&self) -> usize {
+        self.matcher.unexpected_len()
+    }
+}
