@@ -2,17 +2,7 @@
 //! single-byte corruption of valid inputs, must give an error or a value, never a panic.
 
 use spools_io::decode_untrusted;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+use spools_testkit::Rng;
 
 #[test]
 fn random_bytes_and_mutations_never_panic() {

@@ -3,28 +3,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use spools::{ExchangeOptions, Layout};
-use spools_testkit::{assert_ok, checked, e, launch, rank_main};
+use spools_testkit::{assert_ok, checked, e, launch, rank_main, Rng};
 
 /// The byte at canonical offset `g` of the test dataset.
 fn byte(g: u64) -> u8 {
     (g ^ (g >> 8) ^ (g >> 17)).wrapping_mul(131) as u8
 }
 
-/// A small deterministic generator (the same on every rank).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
+/// A random distribution of one dimension (`n` elements over `p` units).
 fn dist(rng: &mut Rng, n: u64, p: u64) -> String {
     if p == 1 && rng.below(3) == 0 {
         return "*".into();

@@ -35,6 +35,7 @@ mod env;
 mod fixtures;
 mod job;
 mod rank;
+mod rng;
 mod wait;
 
 pub use env::ROLE_VAR;
@@ -43,4 +44,5 @@ pub use fixtures::{
 };
 pub use job::{current_exe, grouped, launch, self_args, Job, JOB_GRACE, JOB_TIMEOUT, JOB_WAIT};
 pub use rank::{checked, e, rank_main, role};
+pub use rng::Rng;
 pub use wait::{signal_file, wait_bounded, wait_for_file, Output};
