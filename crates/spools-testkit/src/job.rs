@@ -22,6 +22,8 @@ pub const JOB_WAIT: Duration = Duration::from_secs(150);
 /// The launcher process of a [`Job`](crate::Job): starts the ranks (this executable with the same
 /// arguments) with the library launcher, as `spools run` does.
 pub(crate) fn run_launcher(spec: &str) -> i32 {
+    // The launcher reports through the runtime's log, as under `spools run`.
+    spools_boot::logger::install();
     let mut it = spec.split_whitespace().map(str::parse::<u64>);
     let (Some(Ok(ranks)), Some(Ok(timeout)), Some(Ok(grace))) = (it.next(), it.next(), it.next())
     else {
