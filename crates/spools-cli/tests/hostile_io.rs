@@ -7,6 +7,10 @@
 //! hang. Every process is waited for with a bound and killed after it; every temporary
 //! directory (and the test's tmpfs) is removed by a guard, also when the test fails.
 //!
+//! (Longer than 600 lines on purpose: one test binary, so that the fixtures, the `spools`
+//! binary and its jobs are shared by every hostile case; each case is a short table entry
+//! or test, in the order of the devices.)
+//!
 //! Canonical and `.npy` files carry no checksums: damage to their data bytes cannot be
 //! detected by a reader and is only caught by `bench io --verify`; everything else about
 //! them (size, header) must be an error.
