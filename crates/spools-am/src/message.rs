@@ -24,7 +24,7 @@ pub enum Delivery {
     #[default]
     Immediate,
     /// Queued in host memory and handed over with others (at the batch size, or at
-    /// [`Endpoint::flush`]): highest message rate.
+    /// [`Endpoint::flush`](crate::Endpoint::flush)): highest message rate.
     Batched,
 }
 

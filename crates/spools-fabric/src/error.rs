@@ -11,7 +11,7 @@ pub enum FabricError {
     /// The peer is not reachable through this transport (another host for shm, itself).
     #[error("rank {0} is not reachable through this transport")]
     Unreachable(u32),
-    /// The message is larger than [`Caps::max_message`].
+    /// The message is larger than [`Caps::max_message`](crate::Caps::max_message).
     #[error("message of {len} bytes exceeds this transport's limit of {max}")]
     TooLarge {
         /// Its length.

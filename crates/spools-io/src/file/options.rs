@@ -25,8 +25,9 @@ pub struct Striping {
     pub layout: Layout,
     /// Directories for the unit files: unit `u` goes to `dirs[u % dirs.len()]`; empty
     /// means the manifest's directory. A relative directory is relative to the manifest's
-    /// directory; an absolute one must lie inside it ([`FileError::UnsafePath`]
-    /// otherwise), since a manifest names its units by relative paths only. To spread
+    /// directory; an absolute one must lie inside it
+    /// ([`FileError::UnsafePath`](crate::FileError::UnsafePath) otherwise), since a
+    /// manifest names its units by relative paths only. To spread
     /// units over other disks, link the disks' directories into the manifest's
     /// directory (`ln -s /disk1 set/d1`, then `dirs: ["d1", ...]`).
     pub dirs: Vec<PathBuf>,
@@ -51,7 +52,7 @@ pub enum Reshuffle {
 /// file directly.
 pub const DIRECT_MIN_RUN: u64 = 1024;
 
-/// Options of [`write()`].
+/// Options of [`write()`](crate::file::write()).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WriteOptions {
     /// How the file is stored.
@@ -75,7 +76,7 @@ impl Default for WriteOptions {
     }
 }
 
-/// Options of [`read()`].
+/// Options of [`read()`](crate::file::read()).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReadOptions {
     /// Checksum the transfer units of the reshuffle (default on). Striped files' block
