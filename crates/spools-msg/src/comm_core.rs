@@ -189,7 +189,7 @@ impl CommCore {
             Some(o) => self.outcome(o),
             None => Err(MsgError::Protocol {
                 peer: self.rank,
-                what: "receive finished before completing".into(),
+                what: "receive finished before completing",
             }),
         }
     }

@@ -239,7 +239,7 @@ impl Communicator {
         })?;
         let (e, len) = found.ok_or(MsgError::Protocol {
             peer: self.core.rank,
-            what: "probe ended without a message".into(),
+            what: "probe ended without a message",
         })?;
         Ok(self.core.status(&MessageInfo {
             src: e.src,

@@ -29,7 +29,7 @@ pub fn start(
     let ranks = (0..worker.size()).collect();
     Communicator::from_parts(engine, 0, ranks).ok_or(MsgError::Protocol {
         peer: worker.rank(),
-        what: "this rank is missing from the job".into(),
+        what: "this rank is missing from the job",
     })
 }
 
@@ -43,7 +43,7 @@ impl Communicator {
         Communicator::from_parts(self.core.engine.clone(), ctx, self.core.ranks.clone()).ok_or(
             MsgError::Protocol {
                 peer: self.core.rank,
-                what: "this rank is missing from its own communicator".into(),
+                what: "this rank is missing from its own communicator",
             },
         )
     }

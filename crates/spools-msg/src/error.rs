@@ -33,21 +33,30 @@ pub enum MsgError {
     /// A negative tag (user tags are 0 to i32::MAX).
     #[error("tag {0} is negative (tags are 0 to {max})", max = i32::MAX)]
     BadTag(i32),
-    /// Buffers of a collective do not have the sizes it needs.
-    #[error("{op}: {what}")]
+    /// Buffers or counts of a collective do not have the sizes it needs.
+    #[error("{op}: {rule} ({got}, where {want} is needed)")]
     BadBuffer {
         /// The operation.
         op: &'static str,
-        /// What does not fit.
-        what: String,
+        /// The rule broken.
+        rule: &'static str,
+        /// What was given.
+        got: usize,
+        /// What the rule needs.
+        want: usize,
     },
-    /// Ranks called a collective with arguments that disagree (root, counts).
-    #[error("{op}: ranks disagree: {what}")]
+    /// Ranks called a collective with arguments that disagree (root, counts): a block of
+    /// another size than this rank expected arrived.
+    #[error("{op}: ranks disagree: {got} bytes arrived{}, {want} were expected", from.map(|r| format!(" from rank {r}")).unwrap_or_default())]
     Mismatch {
         /// The operation.
         op: &'static str,
-        /// What differs.
-        what: String,
+        /// The rank that sent it, when known.
+        from: Option<u32>,
+        /// Bytes that arrived.
+        got: usize,
+        /// Bytes expected.
+        want: usize,
     },
     /// A rank of the communicator finalised (its `World` was dropped or finalised)
     /// without starting the collective this rank waits in: it can never complete.
@@ -66,13 +75,14 @@ pub enum MsgError {
     /// The thread running a non-blocking collective panicked.
     #[error("the thread running a non-blocking {0} panicked")]
     Panicked(&'static str),
-    /// A peer sent a message this rank cannot interpret.
-    #[error("malformed message from rank {peer}: {what}")]
+    /// The messaging state broke an invariant (a message or operation that cannot be
+    /// where it is); the operation fails instead of the process.
+    #[error("messaging state broken near rank {peer}: {what}")]
     Protocol {
-        /// The sender (job rank).
+        /// The peer involved (job rank), or this rank.
         peer: u32,
-        /// What is wrong.
-        what: String,
+        /// The invariant broken.
+        what: &'static str,
     },
 }
 

@@ -142,13 +142,13 @@ impl Request {
                         .map(|status| Completion { buf, status }),
                     None => Err(MsgError::Protocol {
                         peer: self.comm.rank,
-                        what: "receive finished before completing".into(),
+                        what: "receive finished before completing",
                     }),
                 }
             }
             None => Err(MsgError::Protocol {
                 peer: self.comm.rank,
-                what: "request already finished".into(),
+                what: "request already finished",
             }),
         }
     }
@@ -194,7 +194,9 @@ pub fn wait_any(reqs: &mut Vec<Request>) -> Result<(usize, Completion), MsgError
     let Some(first) = reqs.first() else {
         return Err(MsgError::BadBuffer {
             op: "wait_any",
-            what: "no requests".into(),
+            rule: "at least one request is needed",
+            got: 0,
+            want: 1,
         });
     };
     let engine: &Engine = &first.comm.engine;

@@ -14,18 +14,31 @@ pub(crate) fn bytes_mut<T: Element>(s: &mut [T]) -> &mut [u8] {
     as_bytes_mut(s)
 }
 
-/// `Ok` if `ok`, else [`MsgError::BadBuffer`] saying `what`.
+/// `Ok` if `got == want`, else [`MsgError::BadBuffer`] naming the `rule` broken.
 pub(crate) fn check(
     op: &'static str,
-    ok: bool,
-    what: impl FnOnce() -> String,
+    rule: &'static str,
+    got: usize,
+    want: usize,
 ) -> Result<(), MsgError> {
-    if ok {
+    if got == want {
         Ok(())
     } else {
-        Err(MsgError::BadBuffer { op, what: what() })
+        Err(MsgError::BadBuffer {
+            op,
+            rule,
+            got,
+            want,
+        })
     }
 }
+
+/// The rule "one count per rank".
+pub(crate) const ONE_COUNT_PER_RANK: &str = "counts must hold one entry per rank";
+/// The rule "send splits evenly among the ranks" (checked as the remainder).
+pub(crate) const EVEN_SPLIT: &str = "send's length modulo the ranks must be 0";
+/// The rule "recv as long as send".
+pub(crate) const RECV_AS_SEND: &str = "recv must hold as many elements as send";
 
 /// Checks the arguments of a rooted v-collective: one count per rank, this rank's own
 /// buffer (`mine`) of its count, and at the root the whole buffer (`whole`) of their sum.
@@ -39,16 +52,23 @@ pub(crate) fn check_rooted(
 ) -> Result<(), MsgError> {
     let n = c.size() as usize;
     let me = c.rank as usize;
-    check(op, counts.len() == n && mine == counts[me], || {
-        format!(
-            "{} counts for {n} ranks; this rank's buffer holds {mine}",
-            counts.len()
-        )
-    })?;
+    check(op, ONE_COUNT_PER_RANK, counts.len(), n)?;
+    check(
+        op,
+        "this rank's buffer must hold its own count",
+        mine,
+        counts[me],
+    )?;
     let total: usize = counts.iter().sum();
-    check(op, c.rank != root || whole == total, || {
-        format!("the root's buffer holds {whole}, counts say {total}")
-    })
+    if c.rank == root {
+        check(
+            op,
+            "the root's buffer must hold the sum of the counts",
+            whole,
+            total,
+        )?;
+    }
+    Ok(())
 }
 
 /// Prefix sums of `counts`: where each rank's block starts.

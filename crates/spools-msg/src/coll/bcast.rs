@@ -93,7 +93,9 @@ pub(crate) fn chain(
             if st.len != next_len {
                 return Err(MsgError::Mismatch {
                     op: "bcast",
-                    what: format!("a chunk of {} bytes where {next_len} were expected", st.len),
+                    from: None,
+                    got: st.len,
+                    want: next_len,
                 });
             }
         }

@@ -1,6 +1,9 @@
 //! Gather, scatter, allgather and alltoall, with variable counts.
 
-use super::args::{blocks_mut, bytes, bytes_mut, check, check_rooted, displs};
+use super::args::{
+    blocks_mut, bytes, bytes_mut, check, check_rooted, displs, EVEN_SPLIT, ONE_COUNT_PER_RANK,
+    RECV_AS_SEND,
+};
 use super::group::{exchange, recv, send, Group};
 use super::ring::ring_allgather;
 use crate::comm_core::CommCore;
@@ -42,10 +45,9 @@ pub(crate) fn gatherv_in<T: Element>(
         if st.len != want {
             return Err(MsgError::Mismatch {
                 op: "gather",
-                what: format!(
-                    "rank {} sent {} bytes, the root expected {want}",
-                    st.source, st.len
-                ),
+                from: Some(st.source),
+                got: st.len,
+                want,
             });
         }
     }
@@ -139,10 +141,9 @@ pub(crate) fn alltoallv_in<T: Element>(
             if st.len != want {
                 return Err(MsgError::Mismatch {
                     op: "alltoallv",
-                    what: format!(
-                        "rank {} sent {} bytes, {want} were expected",
-                        st.source, st.len
-                    ),
+                    from: Some(st.source),
+                    got: st.len,
+                    want,
                 });
             }
         }
@@ -287,17 +288,18 @@ impl Communicator {
         let n = self.size() as usize;
         let me = self.rank() as usize;
         let total: usize = counts.iter().sum();
+        check("allgatherv", ONE_COUNT_PER_RANK, counts.len(), n)?;
         check(
             "allgatherv",
-            counts.len() == n && send.len() == counts[me] && recv.len() == total,
-            || {
-                format!(
-                    "{} counts for {n} ranks; send holds {}, recv {}",
-                    counts.len(),
-                    send.len(),
-                    recv.len()
-                )
-            },
+            "send must hold this rank's count",
+            send.len(),
+            counts[me],
+        )?;
+        check(
+            "allgatherv",
+            "recv must hold the sum of the counts",
+            recv.len(),
+            total,
         )?;
         let d = displs(counts);
         recv[d[me]..d[me] + counts[me]].copy_from_slice(send);
@@ -320,17 +322,8 @@ impl Communicator {
     /// [`MsgError::BadBuffer`] if the lengths are not equal multiples of the size.
     pub fn alltoall<T: Element>(&self, send: &[T], recv: &mut [T]) -> Result<(), MsgError> {
         let n = self.size() as usize;
-        check(
-            "alltoall",
-            send.len() % n == 0 && recv.len() == send.len(),
-            || {
-                format!(
-                    "send holds {} and recv {} elements for {n} ranks",
-                    send.len(),
-                    recv.len()
-                )
-            },
-        )?;
+        check("alltoall", EVEN_SPLIT, send.len() % n, 0)?;
+        check("alltoall", RECV_AS_SEND, recv.len(), send.len())?;
         let counts = vec![send.len() / n; n];
         self.alltoallv(send, &counts, recv, &counts)
     }
@@ -350,14 +343,26 @@ impl Communicator {
     ) -> Result<(), MsgError> {
         let tag = self.core.next_coll_tag();
         let n = self.size() as usize;
+        check("alltoallv", ONE_COUNT_PER_RANK, send_counts.len(), n)?;
+        check("alltoallv", ONE_COUNT_PER_RANK, recv_counts.len(), n)?;
         check(
             "alltoallv",
-            send_counts.len() == n
-                && recv_counts.len() == n
-                && send.len() == send_counts.iter().sum::<usize>()
-                && recv.len() == recv_counts.iter().sum::<usize>()
-                && send_counts[self.rank() as usize] == recv_counts[self.rank() as usize],
-            || "the buffers do not fit the counts".to_string(),
+            "send must hold the sum of send_counts",
+            send.len(),
+            send_counts.iter().sum(),
+        )?;
+        check(
+            "alltoallv",
+            "recv must hold the sum of recv_counts",
+            recv.len(),
+            recv_counts.iter().sum(),
+        )?;
+        let me = self.rank() as usize;
+        check(
+            "alltoallv",
+            "this rank's block to itself must have the same count in both",
+            send_counts[me],
+            recv_counts[me],
         )?;
         alltoallv_in(
             &self.core,

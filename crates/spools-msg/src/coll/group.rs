@@ -102,7 +102,9 @@ fn expect_len(got: usize, want: usize) -> Result<(), MsgError> {
     if got != want {
         return Err(MsgError::Mismatch {
             op: "collective",
-            what: format!("expected {want} bytes, a rank sent {got} (do the counts agree?)"),
+            from: None,
+            got,
+            want,
         });
     }
     Ok(())

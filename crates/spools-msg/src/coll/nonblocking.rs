@@ -5,7 +5,7 @@
 
 use std::thread::JoinHandle;
 
-use super::args::{bytes_mut, check, displs};
+use super::args::{bytes_mut, check, displs, EVEN_SPLIT, ONE_COUNT_PER_RANK};
 use super::group::Group;
 use crate::communicator::Communicator;
 use crate::element::{Element, Op};
@@ -218,9 +218,12 @@ impl Communicator {
         self.core.job_rank(root)?;
         let n = self.size() as usize;
         if self.rank() == root {
-            check("iscatter", send.len() == n * count, || {
-                format!("send holds {}, expected {}", send.len(), n * count)
-            })?;
+            check(
+                "iscatter",
+                "send must hold count elements per rank",
+                send.len(),
+                n * count,
+            )?;
         }
         self.spawn("scatter", tag, move |c, tag| {
             let counts = vec![count; n];
@@ -263,9 +266,7 @@ impl Communicator {
     pub fn ialltoall<T: Element>(&self, send: Vec<T>) -> Result<CollRequest<Vec<T>>, MsgError> {
         let tag = self.core.next_coll_tag();
         let n = self.size() as usize;
-        check("ialltoall", send.len() % n == 0, || {
-            format!("send holds {} elements for {n} ranks", send.len())
-        })?;
+        check("ialltoall", EVEN_SPLIT, send.len() % n, 0)?;
         self.spawn("alltoall", tag, move |c, tag| {
             let counts = vec![send.len() / n; n];
             let mut out = vec![T::default(); send.len()];
@@ -311,16 +312,12 @@ impl Communicator {
         let tag = self.core.next_coll_tag();
         let n = self.size() as usize;
         let total: usize = counts.iter().sum();
+        check("ireduce_scatter", ONE_COUNT_PER_RANK, counts.len(), n)?;
         check(
             "ireduce_scatter",
-            counts.len() == n && send.len() == total,
-            || {
-                format!(
-                    "{} counts for {n} ranks; send holds {} of {total}",
-                    counts.len(),
-                    send.len()
-                )
-            },
+            "send must hold the sum of the counts",
+            send.len(),
+            total,
         )?;
         self.spawn("reduce_scatter", tag, move |c, tag| {
             let mut out = vec![T::default(); counts[c.rank() as usize]];

@@ -1,6 +1,6 @@
 //! Reductions: reduce, allreduce, reduce-scatter, scan.
 
-use super::args::{bytes, bytes_mut, check, displs};
+use super::args::{bytes, bytes_mut, check, displs, ONE_COUNT_PER_RANK, RECV_AS_SEND};
 use super::gather::scatterv_in;
 use super::group::{exchange, recv, send, Group};
 use super::ring::{ring_allgather, ring_reduce_scatter};
@@ -252,9 +252,7 @@ impl Communicator {
         self.core.job_rank(root)?;
         let g = Group::all(&self.core);
         if g.me == root as usize {
-            check("reduce", recv.len() == send.len(), || {
-                format!("recv holds {} elements, send {}", recv.len(), send.len())
-            })?;
+            check("reduce", RECV_AS_SEND, recv.len(), send.len())?;
             recv.copy_from_slice(send);
             reduce_to(&self.core, &g, root as usize, tag, recv, op)
         } else {
@@ -282,9 +280,7 @@ impl Communicator {
         op: &Op<T>,
     ) -> Result<(), MsgError> {
         let tag = self.core.next_coll_tag();
-        check("allreduce", recv.len() == send.len(), || {
-            format!("recv holds {} elements, send {}", recv.len(), send.len())
-        })?;
+        check("allreduce", RECV_AS_SEND, recv.len(), send.len())?;
         recv.copy_from_slice(send);
         allreduce(
             &self.core,
@@ -311,21 +307,19 @@ impl Communicator {
         let tag = self.core.next_coll_tag();
         let n = self.size() as usize;
         let me = self.rank() as usize;
-        check("reduce_scatter", counts.len() == n, || {
-            format!("{} counts for {n} ranks", counts.len())
-        })?;
+        check("reduce_scatter", ONE_COUNT_PER_RANK, counts.len(), n)?;
         let total: usize = counts.iter().sum();
         check(
             "reduce_scatter",
-            send.len() == total && recv.len() == counts[me],
-            || {
-                format!(
-                    "send holds {}, recv {}; counts say {total} and {}",
-                    send.len(),
-                    recv.len(),
-                    counts[me]
-                )
-            },
+            "send must hold the sum of the counts",
+            send.len(),
+            total,
+        )?;
+        check(
+            "reduce_scatter",
+            "recv must hold this rank's count",
+            recv.len(),
+            counts[me],
         )?;
         reduce_scatter(
             &self.core,
@@ -344,9 +338,7 @@ impl Communicator {
     /// [`MsgError::BadBuffer`] if `recv` and `send` differ in length, a dead rank.
     pub fn scan<T: Element>(&self, send: &[T], recv: &mut [T], op: &Op<T>) -> Result<(), MsgError> {
         let tag = self.core.next_coll_tag();
-        check("scan", recv.len() == send.len(), || {
-            format!("recv holds {} elements, send {}", recv.len(), send.len())
-        })?;
+        check("scan", RECV_AS_SEND, recv.len(), send.len())?;
         recv.copy_from_slice(send);
         scan(&self.core, &Group::all(&self.core), tag, recv, op)
     }
