@@ -1546,6 +1546,15 @@ def messaging_section(results):
     return out
 
 
+def repo_relative(path):
+    """`path` relative to the working directory when it lies below it (results must not name
+    paths outside the repository), else as it is."""
+    try:
+        return Path(path).resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return Path(path)
+
+
 # --- Plots -----------------------------------------------------------------------------------
 
 SPOOLS_COLOURS = ["#1f3b99", "#17a2b8", "#6f42c1", "#4ea8de", "#2e8b57", "#9bbb3b"]
@@ -1743,7 +1752,7 @@ def main(argv):
         out += spread_table(results, series)
     written = write_plots(directory, series, runs) if series else []
     if written:
-        out.append("Plots: " + ", ".join(str(directory / name) for name in written))
+        out.append("Plots: " + ", ".join(str(repo_relative(directory / name)) for name in written))
     if results.msg:
         out += messaging_section(results)
     print("\n\n".join(out))
