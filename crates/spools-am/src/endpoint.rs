@@ -52,7 +52,9 @@ impl Drop for Endpoint {
     fn drop(&mut self) {
         // Drop cannot return the error: say it, as the batched messages are lost.
         if let Err(e) = self.flush() {
-            log::error!("spools: an endpoint dropped with batched messages it could not send: {e}");
+            spools_boot::logger::error(format_args!(
+                "spools: an endpoint dropped with batched messages it could not send: {e}"
+            ));
         }
         self.comm
             .free_lanes

@@ -175,7 +175,9 @@ impl RendezvousServer {
                         .name("spools-rendezvous-conn".into())
                         .spawn(move || serve(&sh, conn, ticket))
                     {
-                        log::warn!("spools: rendezvous: cannot serve a connection: {e}");
+                        crate::logger::warn(format_args!(
+                            "spools: rendezvous: cannot serve a connection: {e}"
+                        ));
                     }
                 }
             })

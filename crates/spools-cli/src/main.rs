@@ -119,7 +119,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if out::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            log::error!("spools: error: {}", report(&e));
+            spools_boot::logger::line(format_args!("spools: error: {}", report(&e)));
             ExitCode::FAILURE
         }
     }

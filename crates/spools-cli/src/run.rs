@@ -11,7 +11,7 @@ pub(crate) fn run(args: &RunArgs) -> ExitCode {
     let cfg = match spools_boot::config::Config::load() {
         Ok(c) => c,
         Err(e) => {
-            log::error!("spools run: {e}");
+            spools_boot::logger::line(format_args!("spools run: {e}"));
             return ExitCode::from(2);
         }
     };
@@ -24,14 +24,14 @@ pub(crate) fn run(args: &RunArgs) -> ExitCode {
     let spec = match args.to_spec(liveness) {
         Ok(s) => s,
         Err(e) => {
-            log::error!("spools run: {e}");
+            spools_boot::logger::line(format_args!("spools run: {e}"));
             return ExitCode::from(2);
         }
     };
     match launch(&spec) {
         Ok(report) => ExitCode::from(u8::try_from(report.exit_code.clamp(0, 255)).unwrap_or(1)),
         Err(e) => {
-            log::error!("spools run: {e}");
+            spools_boot::logger::line(format_args!("spools run: {e}"));
             ExitCode::from(match e {
                 LaunchError::Spawn { .. } => 127,
                 LaunchError::Interrupted { number, .. } => u8::try_from(128 + number).unwrap_or(1),

@@ -175,6 +175,8 @@ impl Job {
             .env_remove("SPOOLS_RANK")
             .env_remove("SPOOLS_SIZE")
             .env_remove("SPOOLS_BOOTSTRAP")
+            // Verdicts read the launcher's reports: whatever the caller's log level.
+            .env_remove("SPOOLS_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -1,7 +1,8 @@
 //! A small deterministic generator for test data (xorshift64): the same sequence on every
 //! rank and every run for one seed.
 
-/// Xorshift64 with the given non-zero seed.
+/// Xorshift64 from the given seed (a seed of 0, which xorshift cannot leave, is replaced by
+/// a fixed non-zero one).
 ///
 /// ```
 /// let mut r = spools_testkit::Rng(7);
@@ -15,6 +16,9 @@ impl Rng {
     /// The next value.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> u64 {
+        if self.0 == 0 {
+            self.0 = 0x9e37_79b9_7f4a_7c15;
+        }
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;

@@ -4,6 +4,7 @@
 use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
 /// What a finished process or job produced.
@@ -42,22 +43,7 @@ fn signal_group(pgid: u32, signal: &str) {
 /// At the limit, or when the process cannot be waited for.
 #[allow(clippy::panic, clippy::expect_used)]
 pub fn wait_bounded(mut child: Child, limit: Duration) -> Output {
-    let mut out = child.stdout.take();
-    let mut err = child.stderr.take();
-    let t_out = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        if let Some(o) = out.as_mut() {
-            let _ = o.read_to_end(&mut s);
-        }
-        String::from_utf8_lossy(&s).into_owned()
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        if let Some(e) = err.as_mut() {
-            let _ = e.read_to_end(&mut s);
-        }
-        String::from_utf8_lossy(&s).into_owned()
-    });
+    let (t_out, t_err) = (reader(child.stdout.take()), reader(child.stderr.take()));
     let start = Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().expect("wait") {
@@ -77,17 +63,42 @@ pub fn wait_bounded(mut child: Child, limit: Duration) -> Output {
             signal_group(child.id(), "-KILL");
             let _ = child.kill();
             let s = child.wait().expect("wait after kill");
-            let stdout = t_out.join().unwrap_or_default();
-            let stderr = t_err.join().unwrap_or_default();
+            let stdout = collect(&t_out, Duration::from_secs(5));
+            let stderr = collect(&t_err, Duration::from_secs(5));
             panic!("process did not end within {limit:?}; stopped it.\nstdout:\n{stdout}\nstderr:\n{stderr}\nstatus {s:?}");
         }
         std::thread::sleep(Duration::from_millis(10));
     };
+    // A process the child left behind may still hold its pipes: wait for their end within
+    // what is left of the limit, then take what was read.
+    let left = limit
+        .saturating_sub(start.elapsed())
+        .max(Duration::from_secs(5));
     Output {
         status,
-        stdout: t_out.join().unwrap_or_default(),
-        stderr: t_err.join().unwrap_or_default(),
+        stdout: collect(&t_out, left),
+        stderr: collect(&t_err, left),
     }
+}
+
+/// Reads a pipe to its end on a thread, sending what it read.
+fn reader(pipe: Option<impl Read + Send + 'static>) -> Receiver<String> {
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        let mut s = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut s);
+        }
+        let _ = tx.send(String::from_utf8_lossy(&s).into_owned());
+    });
+    rx
+}
+
+/// What a [`reader`] read, waiting at most `limit` for the pipe's end.
+fn collect(rx: &Receiver<String>, limit: Duration) -> String {
+    rx.recv_timeout(limit).unwrap_or_else(|_| {
+        "(the output pipe was still open: a process the job left behind holds it)".into()
+    })
 }
 
 /// Waits until `path` exists (an event another process controls), polling; the limit is a

@@ -54,7 +54,10 @@ pub(crate) fn on_drop(
             .announce_finalize(collectives)
             .and_then(|()| boot.wait_finalized())
         {
-            log::error!("spools: rank {}: finalize failed: {e}", boot.rank());
+            spools_boot::logger::error(format_args!(
+                "spools: rank {}: finalize failed: {e}",
+                boot.rank()
+            ));
         }
         return;
     }
@@ -80,7 +83,10 @@ fn finish_cleanly(d: &Deferred) {
         .announce_finalize(d.collectives.clone())
         .and_then(|()| d.boot.wait_finalized())
     {
-        log::error!("spools: rank {}: finalize failed: {e}", d.boot.rank());
+        spools_boot::logger::error(format_args!(
+            "spools: rank {}: finalize failed: {e}",
+            d.boot.rank()
+        ));
     }
 }
 

@@ -67,9 +67,9 @@ impl std::fmt::Debug for World {
 }
 
 /// Starts this rank with the configuration from the environment (`SPOOLS_*`,
-/// `SPOOLS_CONFIG`). Collective: every rank of the job calls it. Unless the program
-/// installed a logger of its own, the runtime's warnings go to standard error through
-/// `spools_boot::logger` (level from `SPOOLS_LOG`).
+/// `SPOOLS_CONFIG`). Collective: every rank of the job calls it. The runtime's warnings
+/// go to the program's logger if it set one up (before or after `init`), else to standard
+/// error (level from `SPOOLS_LOG`; see `spools_boot::logger`).
 ///
 /// # Errors
 /// [`InitError`]: bad configuration or environment, a rendezvous that cannot be reached
@@ -86,9 +86,6 @@ pub fn init() -> Result<World, InitError> {
 /// # Errors
 /// As [`init`].
 pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
-    // The runtime's warnings and a rank's last words reach standard error unless the
-    // program installed a logger of its own (see `spools_boot::logger`).
-    spools_boot::logger::install();
     let t0 = Instant::now();
     let conn = Connected::connect(env, &cfg)?;
     let listener = Listener::bind(conn.local_ip())?;

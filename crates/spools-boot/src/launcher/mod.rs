@@ -169,10 +169,10 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
             Ok(Event::Server(_)) => {}
             Ok(Event::Signal(sig)) => {
                 if sup.failure.is_none() {
-                    log::warn!(
+                    crate::logger::warn(format_args!(
                         "spools run: received {}; stopping the job's {n} ranks",
                         signal_name(sig)
-                    );
+                    ));
                     sup.failure = Some((u32::MAX, format!("stopped by {}", signal_name(sig))));
                     sup.exit_code = 128 + sig;
                 }
@@ -207,10 +207,10 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
         }
         if let Some(d) = deadline {
             if now >= d && sup.failure.is_none() {
-                log::warn!(
+                crate::logger::warn(format_args!(
                     "spools run: timeout after {:.1} s; stopping the job",
                     spec.timeout.unwrap_or_default().as_secs_f64()
-                );
+                ));
                 sup.failure = Some((u32::MAX, "timed out".into()));
                 sup.exit_code = 124;
                 sup.stop_all();

@@ -64,7 +64,9 @@ impl Supervisor {
             return;
         }
         self.aborter = Some(rank);
-        log::warn!("spools run: rank {rank} ended the job ({cause}); stopping the job");
+        crate::logger::warn(format_args!(
+            "spools run: rank {rank} ended the job ({cause}); stopping the job"
+        ));
         self.failure = Some((rank, cause.to_string()));
         self.exit_code = 1;
         self.kill_at = Some(Instant::now() + self.grace);
@@ -74,7 +76,9 @@ impl Supervisor {
         if self.failure.is_some() {
             return;
         }
-        log::warn!("spools run: rank {rank} {cause}; stopping the job");
+        crate::logger::warn(format_args!(
+            "spools run: rank {rank} {cause}; stopping the job"
+        ));
         self.server.abort(rank, &cause);
         self.failure = Some((rank, cause));
         self.exit_code = code;

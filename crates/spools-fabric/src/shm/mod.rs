@@ -115,7 +115,7 @@ impl ShmTransport {
                             show_size(g.ring_low),
                             show_size(g.ring_high)
                         );
-                        log::warn!("spools: warning: {note}");
+                        spools_boot::logger::warn(format_args!("spools: warning: {note}"));
                         notes.push(note);
                         g
                     }

@@ -75,7 +75,9 @@ pub(crate) fn spawn_acceptor(
                         }
                     });
                 if let Err(e) = spawned {
-                    log::warn!("spools: tcp: cannot serve a connection: {e}");
+                    spools_boot::logger::warn(format_args!(
+                        "spools: tcp: cannot serve a connection: {e}"
+                    ));
                 }
             }
         })

@@ -311,11 +311,11 @@ pub(super) fn read(
     if !rebuilt.is_empty() {
         let mut units: Vec<u64> = rebuilt.iter().map(|r| r.0).collect();
         units.dedup();
-        log::warn!(
+        spools_boot::logger::warn(format_args!(
             "spools: {}: rebuilt {} damaged block(s) of unit(s) {units:?} from parity (run `spools fsck`/`spools repair`)",
             path.display(),
             rebuilt.len()
-        );
+        ));
     }
     let total_rebuilt = sum(comm, rebuilt.len() as u64)?;
     Ok(FileStats {
