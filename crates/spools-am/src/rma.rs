@@ -29,7 +29,8 @@ impl Drop for OpGuard<'_> {
 }
 
 impl Endpoint {
-    fn new_op(&self, is_get: bool, dest: usize, len: usize) -> u32 {
+    /// Registers a put or get; the guard forgets it when dropped (on return or error).
+    fn new_op(&self, is_get: bool, dest: usize, len: usize) -> OpGuard<'_> {
         let token = self.core().next_token.fetch_add(1, Ordering::Relaxed);
         self.core()
             .ops
@@ -45,22 +46,24 @@ impl Endpoint {
                     len,
                 },
             );
-        token
+        OpGuard {
+            core: self.core(),
+            token,
+        }
     }
 
+    /// Waits for the target's answer to the operation of `guard` and turns it into a
+    /// result.
     fn finish_op(
         &self,
+        guard: OpGuard<'_>,
         peer: u32,
-        token: u32,
         op: &'static str,
         key: RegionKey,
         offset: u64,
         len: u64,
     ) -> Result<(), AmError> {
-        let _guard = OpGuard {
-            core: self.core(),
-            token,
-        };
+        let token = guard.token;
         let core = self.core();
         core.wait_until(
             || {
@@ -110,11 +113,12 @@ impl Endpoint {
     ) -> Result<(), AmError> {
         self.core().check_rank(peer)?;
         self.flush_peer(peer)?;
-        let token = self.new_op(false, 0, 0);
+        let guard = self.new_op(false, 0, 0);
+        let token = guard.token;
         let frag = self.core().fragment_for(peer);
         let total = data.len() as u64;
         let mut off = 0usize;
-        let send = (|| loop {
+        loop {
             let n = (data.len() - off).min(frag);
             let last = off + n == data.len();
             let mut hdr = Vec::with_capacity(40);
@@ -131,18 +135,10 @@ impl Endpoint {
                 .send_raw(self.lane, Priority::Low, peer, &[&hdr, &data[off..off + n]])?;
             off += n;
             if last {
-                return Ok::<(), AmError>(());
+                break;
             }
-        })();
-        if let Err(e) = send {
-            self.core()
-                .ops
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&token);
-            return Err(e);
         }
-        self.finish_op(peer, token, "put", key, offset, total)
+        self.finish_op(guard, peer, "put", key, offset, total)
     }
 
     /// Gets `buf.len()` bytes from region `key` of `peer` at `offset` into `buf`.
@@ -158,26 +154,18 @@ impl Endpoint {
     ) -> Result<(), AmError> {
         self.core().check_rank(peer)?;
         self.flush_peer(peer)?;
-        let token = self.new_op(true, buf.as_mut_ptr() as usize, buf.len());
+        let guard = self.new_op(true, buf.as_mut_ptr() as usize, buf.len());
         let mut hdr = Vec::with_capacity(32);
         AmHeader::Get(Get {
-            token,
+            token: guard.token,
             key,
             offset,
             len: buf.len() as u64,
         })
         .encode(&mut hdr);
-        if let Err(e) = self
-            .core()
-            .send_raw(self.lane, Priority::Low, peer, &[&hdr])
-        {
-            self.core()
-                .ops
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&token);
-            return Err(e);
-        }
-        self.finish_op(peer, token, "get", key, offset, buf.len() as u64)
+        self.core()
+            .send_raw(self.lane, Priority::Low, peer, &[&hdr])?;
+        let len = buf.len() as u64;
+        self.finish_op(guard, peer, "get", key, offset, len)
     }
 }
