@@ -22,7 +22,10 @@ pub use spec::{LaunchError, LaunchReport, LaunchSpec, GRACE, MAX_LOCAL_RANKS};
 
 /// How often `spools run` looks for stopped ranks when a liveness timeout is set.
 const LIVENESS_POLL: Duration = Duration::from_millis(100);
-/// How long a lost connection waits for the process's exit status (for a better cause).
+/// How long a lost connection waits for the process's exit status (for a better cause)
+/// before the launcher looks whether the process is exiting: a rank still running then
+/// closed its connection without finalising; one that is exiting is judged by its exit
+/// status, whenever that arrives.
 const LOST_WAIT: Duration = Duration::from_millis(150);
 
 /// Runs a job to its end. Messages about failures go to standard error, prefixed with
@@ -187,6 +190,10 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
                 sup.lost.remove(0);
             } else if now >= t + LOST_WAIT {
                 sup.lost.remove(0);
+                if sup.pids[rank as usize].is_some_and(process::is_exiting) {
+                    // Dying: its exit status, on its way, tells the cause.
+                    continue;
+                }
                 sup.fail(
                     rank,
                     "closed its connection to the job without finalising".into(),

@@ -139,6 +139,30 @@ pub(crate) fn is_stopped(pid: u32) -> bool {
         .is_some_and(|state| state == "T" || state == "t")
 }
 
+/// Whether process `pid` is exiting or has exited: gone (reaped), a zombie, or flagged
+/// `PF_EXITING` in `/proc/PID/stat`. The kernel sets that flag at the start of an exit,
+/// before it closes the process's files, so a rank whose connection closed because it is
+/// dying is always seen here, however late its exit status reaches the launcher.
+pub(crate) fn is_exiting(pid: u32) -> bool {
+    /// `PF_EXITING` of the kernel's per-task flags (`include/linux/sched.h`).
+    const PF_EXITING: u64 = 0x4;
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return true;
+    };
+    let mut fields = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace())
+        .into_iter()
+        .flatten();
+    let state = fields.next().unwrap_or("");
+    // Fields after the state: ppid, pgrp, session, tty_nr, tpgid, then the flags.
+    let flags = fields
+        .nth(5)
+        .and_then(|f| f.parse::<u64>().ok())
+        .unwrap_or(0);
+    state == "Z" || state == "X" || flags & PF_EXITING != 0
+}
+
 pub(crate) fn spawn_rank(
     spec: &LaunchSpec,
     rank: u32,
@@ -206,4 +230,29 @@ pub(crate) fn spawn_rank(
             source,
         })?;
     Ok(pid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_exiting;
+
+    #[test]
+    fn a_running_process_is_not_exiting_and_an_exited_one_is() {
+        assert!(!is_exiting(std::process::id()), "this very process");
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn true: {e}"));
+        let pid = child.id();
+        // Not reaped yet: a zombie once it exited. Wait for that state (bounded).
+        let start = std::time::Instant::now();
+        while !is_exiting(pid) {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(60),
+                "`true` never exited"
+            );
+            std::thread::yield_now();
+        }
+        let _ = child.wait();
+        assert!(is_exiting(pid), "a reaped process (no /proc entry)");
+    }
 }
