@@ -141,6 +141,8 @@ fn messages_role() -> Result<(), String> {
     let n64 = u64::from(n);
     let want_shorts = n64 * (per_short + per_batched);
     let each: u64 = (0..per_short).map(|i| i + 6).sum::<u64>() + (0..per_batched).sum::<u64>();
+    // Wait until everything has arrived; the deadline only bounds the wait: what follows
+    // checks every count again, so that a message lost for good fails the test.
     let deadline = Instant::now() + Duration::from_secs(60);
     e(w.worker().wait_for(|| {
         Instant::now() > deadline
@@ -148,6 +150,12 @@ fn messages_role() -> Result<(), String> {
                 && bulks.load(Ordering::Relaxed) == n64 * sizes.len() as u64
                 && order.lock().unwrap().iter().all(|&c| c == per_ordered))
     }))?;
+    let ordered = order.lock().unwrap().clone();
+    if ordered != vec![per_ordered; n as usize] {
+        return Err(format!(
+            "channel-3 messages received per sender {ordered:?}; want {per_ordered} from each"
+        ));
+    }
     if shorts.load(Ordering::Relaxed) != want_shorts || sum.load(Ordering::Relaxed) != n64 * each {
         return Err(format!(
             "shorts {} sum {}; want {want_shorts} and {}",
