@@ -308,6 +308,44 @@ fn nonblocking(c: &Communicator) -> Result<(), String> {
     check(e(rsc.wait())? == vec![n as i32; 2], || {
         "ireduce_scatter".into()
     })?;
+    // The other algorithms, outstanding together: ring allreduce (160 kB), pairwise
+    // alltoall (400 B per pair), a non-commutative reduce to a root other than 0, a
+    // gather to the last rank.
+    let big = e(c.iallreduce(input(me, 20_000), Op::Sum))?;
+    let cell = |i: u32, j: u32, k: u32| i * 1_000_000 + j * 1000 + k;
+    let pairs = e(c.ialltoall(
+        (0..n)
+            .flat_map(|j| (0..100).map(move |k| cell(me, j, k)))
+            .collect(),
+    ))?;
+    let root = n / 2;
+    let user = Op::user(affine, false);
+    let nc = e(c.ireduce(affine_input(me, 7), user, root))?;
+    let last = e(c.igather(vec![me, me + 1], n - 1))?;
+    check(
+        e(big.wait())? == fold(n, |r| input(r, 20_000), i64::wrapping_add),
+        || "iallreduce of 20000".into(),
+    )?;
+    check(
+        e(pairs.wait())?
+            == (0..n)
+                .flat_map(|i| (0..100).map(move |k| cell(i, me, k)))
+                .collect::<Vec<_>>(),
+        || "ialltoall of 100 per pair".into(),
+    )?;
+    let r = e(nc.wait())?;
+    if me == root {
+        check(r == fold(n, |r| affine_input(r, 7), affine), || {
+            format!("non-commutative ireduce to {root}")
+        })?;
+    }
+    let g = e(last.wait())?;
+    if me == n - 1 {
+        check(
+            g == (0..n).flat_map(|r| [r, r + 1]).collect::<Vec<_>>(),
+            || "igather to the last rank".into(),
+        )?;
+    }
     Ok(())
 }
 
