@@ -416,8 +416,17 @@ impl Communicator {
     /// Rank `root`'s `data` (any length) on every rank (other ranks' `data` is ignored).
     ///
     /// ```
+    /// use spools::MsgError;
     /// let world = spools::init().unwrap();
-    /// assert_eq!(world.bcast_bytes(0, b"hello").unwrap(), b"hello");
+    /// let (me, last) = (world.rank(), world.size() - 1);
+    /// // Every rank passes its own greeting; only the root's counts.
+    /// let mine = format!("greetings from rank {me}");
+    /// let got = world.bcast_bytes(last, mine.as_bytes()).unwrap();
+    /// assert_eq!(got, format!("greetings from rank {last}").into_bytes());
+    /// assert!(matches!(
+    ///     world.bcast_bytes(last + 1, b""),
+    ///     Err(MsgError::BadRank { .. })
+    /// ));
     /// ```
     ///
     /// # Errors
