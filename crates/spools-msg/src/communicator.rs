@@ -46,6 +46,14 @@ impl Communicator {
         self.core.engine.collectives_started()
     }
 
+    /// (messages, bytes) of the tagged messages (and RPC calls) this rank has sent so
+    /// far, on any communicator, to ranks on other hosts: a statistic for tests, which
+    /// shows the path a host-aware collective took.
+    #[doc(hidden)]
+    pub fn cross_host_sends(&self) -> (u64, u64) {
+        self.core.engine.cross_host_sends()
+    }
+
     /// A communicator of job ranks `ranks` in context `ctx`; `None` if this rank is not
     /// among them.
     pub(crate) fn from_parts(

@@ -2,12 +2,20 @@
 //! one-process reference: each rank computes every rank's input itself and checks the
 //! result element by element. Rank counts 1 to 9 (oversubscribed beyond 2), over shared
 //! memory, over TCP, and across two "hosts" (`SPOOLS_HOST_ID`), which takes the
-//! hierarchical algorithms and mixes shared memory with TCP.
+//! hierarchical algorithms and mixes shared memory with TCP. Then what a reference cannot
+//! show: that barriers hold every rank until the last arrives (decided by files the ranks
+//! write), and that across hosts the three-phase path is taken (what each rank sent to
+//! other hosts, against the documented algorithms' closed forms).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use spools::{Communicator, Op};
-use spools_testkit::{assert_ok, checked, e, launch, rank_main};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use spools_testkit::{
+    assert_ok, checked, e, launch, rank_main, signal_file, tempdir, wait_for_file,
+};
 
 /// Input element `i` of rank `r` (integers: sums are exact and order-free).
 fn val(r: u32, i: usize) -> i64 {
@@ -300,19 +308,64 @@ fn nonblocking(c: &Communicator) -> Result<(), String> {
     check(e(rsc.wait())? == vec![n as i32; 2], || {
         "ireduce_scatter".into()
     })?;
+    // The other algorithms, outstanding together: ring allreduce (160 kB), pairwise
+    // alltoall (400 B per pair), a non-commutative reduce to a root other than 0, a
+    // gather to the last rank.
+    let big = e(c.iallreduce(input(me, 20_000), Op::Sum))?;
+    let cell = |i: u32, j: u32, k: u32| i * 1_000_000 + j * 1000 + k;
+    let pairs = e(c.ialltoall(
+        (0..n)
+            .flat_map(|j| (0..100).map(move |k| cell(me, j, k)))
+            .collect(),
+    ))?;
+    let root = n / 2;
+    let user = Op::user(affine, false);
+    let nc = e(c.ireduce(affine_input(me, 7), user, root))?;
+    let last = e(c.igather(vec![me, me + 1], n - 1))?;
+    check(
+        e(big.wait())? == fold(n, |r| input(r, 20_000), i64::wrapping_add),
+        || "iallreduce of 20000".into(),
+    )?;
+    check(
+        e(pairs.wait())?
+            == (0..n)
+                .flat_map(|i| (0..100).map(move |k| cell(i, me, k)))
+                .collect::<Vec<_>>(),
+        || "ialltoall of 100 per pair".into(),
+    )?;
+    let r = e(nc.wait())?;
+    if me == root {
+        check(r == fold(n, |r| affine_input(r, 7), affine), || {
+            format!("non-commutative ireduce to {root}")
+        })?;
+    }
+    let g = e(last.wait())?;
+    if me == n - 1 {
+        check(
+            g == (0..n).flat_map(|r| [r, r + 1]).collect::<Vec<_>>(),
+            || "igather to the last rank".into(),
+        )?;
+    }
     Ok(())
 }
 
-fn coll_role() -> Result<(), String> {
-    if let (Ok(h), Ok(r)) = (
+/// With `SPOOLS_TEST_HOSTS=H`, this rank plays host `rank % H` (`SPOOLS_HOST_ID`), so
+/// that neighbouring ranks are on different hosts; returns H (1 without it).
+fn play_hosts() -> u32 {
+    let (Ok(h), Ok(r)) = (
         std::env::var("SPOOLS_TEST_HOSTS"),
         std::env::var("SPOOLS_RANK"),
-    ) {
-        let hosts: u32 = h.parse().unwrap();
-        let rank: u32 = r.parse().unwrap();
-        // Contiguous blocks of ranks per host, the last host maybe smaller.
-        std::env::set_var("SPOOLS_HOST_ID", format!("h{}", rank % hosts));
-    }
+    ) else {
+        return 1;
+    };
+    let hosts: u32 = h.parse().unwrap();
+    let rank: u32 = r.parse().unwrap();
+    std::env::set_var("SPOOLS_HOST_ID", format!("h{}", rank % hosts));
+    hosts
+}
+
+fn coll_role() -> Result<(), String> {
+    play_hosts();
     let w = e(spools::init())?;
     checked(&w, |w| {
         reductions(w)?;
@@ -350,4 +403,358 @@ fn collectives_against_a_reference() {
     run(4, &[("SPOOLS_TRANSPORT", "tcp")]);
     run(5, &[("SPOOLS_TEST_HOSTS", "2")]);
     run(7, &[("SPOOLS_TEST_HOSTS", "3")]);
+}
+
+/// Rounds of a dissemination barrier among `n`: ceil(log2 n).
+fn rounds(n: u64) -> u64 {
+    u64::from(n.next_power_of_two().trailing_zeros())
+}
+
+/// Cross-host traffic of an allreduce of `bytes` (`len` elements) among `h` host leaders,
+/// as docs/messaging.md describes it: recursive doubling up to 64 KiB (the members past
+/// a power of two fold into a neighbour first and get the result back), ring
+/// reduce-scatter plus ring allgather beyond. (messages, bytes) summed over the leaders.
+fn leaders_allreduce(h: u64, len: u64, bytes: u64) -> (u64, u64) {
+    if h < 2 {
+        return (0, 0);
+    }
+    if bytes <= 64 << 10 || len < h {
+        let pof2 = 1 << (63 - h.leading_zeros());
+        let msgs = 2 * (h - pof2) + pof2 * u64::from(pof2.trailing_zeros());
+        (msgs, msgs * bytes)
+    } else {
+        (2 * h * (h - 1), 2 * (h - 1) * bytes)
+    }
+}
+
+/// The ranks play `hosts` hosts (rank r on host r % hosts, so that neighbouring ranks are
+/// on different hosts and every flat algorithm crosses hosts often). Each rank measures
+/// what it sends to other hosts during each collective (the engine's `cross_host_sends`
+/// statistic), then the ranks compare everyone's figures with the three-phase path of
+/// docs/messaging.md: only host leaders (ranks 0..hosts) send across hosts, and a
+/// broadcast's data crosses to each other host exactly once. The results are checked
+/// against closed forms too.
+fn hierarchy_role() -> Result<(), String> {
+    let hosts = play_hosts();
+    let w = e(spools::init())?;
+    checked(&w, |w| hierarchy(w, hosts));
+    println!("hierarchy ok rank {}", w.rank());
+    e(w.finalize())
+}
+
+/// What one collective is expected to send across hosts, summed over all ranks.
+struct Expect {
+    what: String,
+    /// Only leaders send across hosts (else: the flat path, some non-leader must).
+    hierarchical: bool,
+    /// Total messages, when the model fixes it.
+    msgs: Option<u64>,
+    /// Total bytes.
+    bytes: Option<u64>,
+}
+
+fn hierarchy(w: &Communicator, hosts: u32) -> Result<(), String> {
+    let (me, n) = (w.rank(), w.size());
+    let h = u64::from(hosts.min(n));
+    let mut deltas: Vec<u64> = Vec::new();
+    let mut expect: Vec<Expect> = Vec::new();
+    let mut measure = |what: String,
+                       msgs: Option<u64>,
+                       bytes: Option<u64>,
+                       hierarchical: bool,
+                       f: &mut dyn FnMut() -> Result<(), String>|
+     -> Result<(), String> {
+        let before = w.cross_host_sends();
+        f()?;
+        let after = w.cross_host_sends();
+        deltas.extend([after.0 - before.0, after.1 - before.1]);
+        expect.push(Expect {
+            what,
+            hierarchical,
+            msgs,
+            bytes,
+        });
+        Ok(())
+    };
+    // Barriers: a dissemination among the leaders, nothing else crosses.
+    let leaders_barrier = Some(h * rounds(h));
+    measure(
+        "barrier".into(),
+        leaders_barrier,
+        Some(0),
+        true,
+        &mut || e(w.barrier()),
+    )?;
+    measure(
+        "ibarrier".into(),
+        leaders_barrier,
+        Some(0),
+        true,
+        &mut || e(e(w.ibarrier())?.wait()),
+    )?;
+    // Broadcasts from a leader and from a non-leader, tree and chain sizes.
+    let byte = |root: u32, i: usize| (i as u32 * 7 + root * 31) as u8;
+    for (len, root) in [
+        (1000usize, 0u32),
+        (1000, n - 1),
+        (100_000, n - 1),
+        (5000, n / 2),
+    ] {
+        let bytes = Some((h - 1) * len as u64);
+        let mut b: Vec<u8> = (0..len)
+            .map(|i| if me == root { byte(root, i) } else { 0 })
+            .collect();
+        measure(
+            format!("bcast of {len} from {root}"),
+            None,
+            bytes,
+            true,
+            &mut || e(w.bcast(&mut b, root)),
+        )?;
+        check(
+            b.iter().enumerate().all(|(i, &x)| x == byte(root, i)),
+            || format!("bcast of {len} from {root}"),
+        )?;
+        let b: Vec<u8> = (0..len)
+            .map(|i| if me == root { byte(root, i) } else { 1 })
+            .collect();
+        let mut got = Vec::new();
+        measure(
+            format!("ibcast of {len} from {root}"),
+            None,
+            bytes,
+            true,
+            &mut || {
+                got = e(e(w.ibcast(b.clone(), root))?.wait())?;
+                Ok(())
+            },
+        )?;
+        check(
+            got.iter().enumerate().all(|(i, &x)| x == byte(root, i)),
+            || format!("ibcast of {len} from {root}"),
+        )?;
+    }
+    // Allreduce: element i of rank r is (r + 1) * (i + 1), so the sum is
+    // (i + 1) * n (n + 1) / 2.
+    let tri = u64::from(n) * u64::from(n + 1) / 2;
+    for len in [100usize, 20_000] {
+        let mine: Vec<u64> = (0..len as u64)
+            .map(|i| u64::from(me + 1) * (i + 1))
+            .collect();
+        let (m, b) = leaders_allreduce(h, len as u64, 8 * len as u64);
+        let mut out = vec![0u64; len];
+        measure(
+            format!("allreduce of {len}"),
+            Some(m),
+            Some(b),
+            true,
+            &mut || e(w.allreduce(&mine, &mut out, &Op::Sum)),
+        )?;
+        check(
+            out.iter()
+                .enumerate()
+                .all(|(i, &x)| x == (i as u64 + 1) * tri),
+            || format!("allreduce of {len}"),
+        )?;
+        measure(
+            format!("iallreduce of {len}"),
+            Some(m),
+            Some(b),
+            true,
+            &mut || {
+                out = e(e(w.iallreduce(mine.clone(), Op::Sum))?.wait())?;
+                Ok(())
+            },
+        )?;
+        check(
+            out.iter()
+                .enumerate()
+                .all(|(i, &x)| x == (i as u64 + 1) * tri),
+            || format!("iallreduce of {len}"),
+        )?;
+    }
+    // A non-commutative operator takes the flat path (documented): the statistic sees
+    // non-leaders cross hosts.
+    let user = Op::user(affine, false);
+    let mut ao = vec![0u64; 50];
+    measure(
+        "non-commutative allreduce".into(),
+        None,
+        None,
+        false,
+        &mut || e(w.allreduce(&affine_input(me, 50), &mut ao, &user)),
+    )?;
+    check(ao == fold(n, |r| affine_input(r, 50), affine), || {
+        "non-commutative allreduce".into()
+    })?;
+    // Everyone's figures, measured before this allgather.
+    let k = deltas.len();
+    let mut all = vec![0u64; k * n as usize];
+    e(w.allgather(&deltas, &mut all))?;
+    let leader = |r: usize| (r as u64) < h;
+    let mut wrong = Vec::new();
+    for (j, x) in expect.iter().enumerate() {
+        let of = |r: usize| (all[r * k + 2 * j], all[r * k + 2 * j + 1]);
+        let total = (0..n as usize).fold((0, 0), |(m, b), r| (m + of(r).0, b + of(r).1));
+        let outside = (0..n as usize)
+            .filter(|&r| !leader(r))
+            .map(|r| of(r).0)
+            .sum::<u64>();
+        let figures = (0..n as usize)
+            .map(|r| format!("{:?}", of(r)))
+            .collect::<Vec<_>>()
+            .join(" ");
+        if x.hierarchical && outside != 0 {
+            wrong.push(format!(
+                "{}: ranks that lead no host sent across hosts",
+                x.what
+            ));
+        }
+        if !x.hierarchical && outside == 0 {
+            wrong.push(format!("{}: the flat path crossed no host", x.what));
+        }
+        if x.msgs.is_some_and(|m| m != total.0) {
+            wrong.push(format!(
+                "{}: {} messages crossed hosts, want {:?}",
+                x.what, total.0, x.msgs
+            ));
+        }
+        if x.bytes.is_some_and(|b| b != total.1) {
+            wrong.push(format!(
+                "{}: {} bytes crossed hosts, want {:?}",
+                x.what, total.1, x.bytes
+            ));
+        }
+        if wrong.last().is_some_and(|l| l.starts_with(&x.what)) {
+            wrong.push(format!("  (messages, bytes) by rank: {figures}"));
+        }
+    }
+    check(wrong.is_empty(), || {
+        format!("{n} ranks on {h} hosts:\n{}", wrong.join("\n"))
+    })
+}
+
+/// docs/messaging.md: "Across hosts, barrier, bcast and allreduce go in three phases
+/// (within each host, between host leaders, back within each host), so each host's data
+/// crosses the network once." Proved by what each rank sent across hosts, with 3 to 7
+/// ranks on 2 and 3 hosts (non-powers of two both).
+#[test]
+fn hierarchical_collectives_cross_hosts_once() {
+    rank_main(|_| hierarchy_role());
+    for (n, hosts) in [(3u32, "2"), (4, "2"), (5, "3"), (7, "3")] {
+        let o = launch(
+            n,
+            "hierarchical_collectives_cross_hosts_once",
+            "x",
+            &[("SPOOLS_TEST_HOSTS", hosts)],
+        );
+        assert_ok(&o);
+        assert_eq!(
+            o.stdout.matches("hierarchy ok").count(),
+            n as usize,
+            "{n} ranks on {hosts} hosts: {}",
+            o.stdout
+        );
+    }
+}
+
+/// One round of a barrier whose last rank to arrive is `late`, decided by files the
+/// ranks write (never by the clock): `late` enters only once every other rank has said
+/// (file `in-R`) that it is entering, then gives them a while to leave (file `out-R`)
+/// wrongly before it enters itself (that time only makes the check more or less
+/// searching, it cannot change its outcome); every other rank, once out, checks that
+/// `late` had entered. With the non-blocking form, the others also check that their
+/// barrier is not complete before they say they entered (`late` cannot have entered
+/// yet), and that it is once out.
+fn barrier_round(
+    c: &Communicator,
+    dir: &Path,
+    round: u32,
+    late: u32,
+    nonblocking: bool,
+) -> Result<(), String> {
+    let (me, n) = (c.rank(), c.size());
+    let file = |what: &str, r: u32| dir.join(format!("{round}-{what}-{r}"));
+    let limit = Duration::from_secs(60);
+    let enter = |c: &Communicator| -> Result<(), String> {
+        if nonblocking {
+            e(e(c.ibarrier())?.wait())
+        } else {
+            e(c.barrier())
+        }
+    };
+    if me == late {
+        for r in (0..n).filter(|&r| r != me) {
+            wait_for_file(&file("in", r), limit)?;
+        }
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(100) {
+            if let Some(r) = (0..n).find(|&r| file("out", r).exists()) {
+                return Err(format!(
+                    "round {round}: rank {r} left the barrier before rank {late} entered it"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        signal_file(&file("in", me), b"")?;
+        enter(c)?;
+    } else if nonblocking {
+        let r = e(c.ibarrier())?;
+        check(!r.is_complete(), || {
+            format!("round {round}: ibarrier complete before rank {late} entered")
+        })?;
+        signal_file(&file("in", me), b"")?;
+        e(r.wait())?;
+    } else {
+        signal_file(&file("in", me), b"")?;
+        enter(c)?;
+    }
+    signal_file(&file("out", me), b"")?;
+    check(file("in", late).exists(), || {
+        format!("round {round}: rank {me} left the barrier before rank {late} entered it")
+    })
+}
+
+fn barrier_role() -> Result<(), String> {
+    play_hosts();
+    let dir = std::path::PathBuf::from(std::env::var("SPOOLS_TEST_DIR").unwrap());
+    let w = e(spools::init())?;
+    checked(&w, |w| {
+        let n = w.size();
+        for (i, nonblocking) in [false, true].into_iter().enumerate() {
+            for late in 0..n {
+                barrier_round(w, &dir, i as u32 * n + late, late, nonblocking)?;
+            }
+        }
+        Ok(())
+    });
+    println!("barrier ok rank {}", w.rank());
+    e(w.finalize())
+}
+
+/// Barrier and ibarrier hold every rank until the last one arrives, whichever rank is
+/// last, with 2, 3 and 4 ranks, and across hosts (the three-phase path, with a last
+/// rank that leads its host and one that does not).
+#[test]
+fn barriers_hold_every_rank_until_the_last_arrives() {
+    rank_main(|_| barrier_role());
+    for (n, hosts) in [(2u32, "1"), (3, "1"), (4, "1"), (4, "2"), (5, "3")] {
+        let dir = tempdir("coll-barrier");
+        let o = launch(
+            n,
+            "barriers_hold_every_rank_until_the_last_arrives",
+            "x",
+            &[
+                ("SPOOLS_TEST_HOSTS", hosts),
+                ("SPOOLS_TEST_DIR", dir.to_str().unwrap()),
+            ],
+        );
+        assert_ok(&o);
+        assert_eq!(
+            o.stdout.matches("barrier ok").count(),
+            n as usize,
+            "{n} ranks on {hosts} hosts: {}",
+            o.stdout
+        );
+    }
 }

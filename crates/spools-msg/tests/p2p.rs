@@ -1,11 +1,15 @@
 //! Tagged point-to-point messaging with real processes over shared memory and TCP: the
 //! three protocols, wildcards and MPI's non-overtaking order, truncation, probe, cancel,
-//! non-blocking requests, communicators, RPC, and asynchronous progress.
+//! non-blocking requests, communicators, RPC (panics included), and asynchronous progress.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use spools::{wait_all, wait_any, MsgError, RpcError, World, ANY_SOURCE, ANY_TAG};
-use spools_testkit::{assert_ok, checked, e, launch, rank_main};
+use std::time::{Duration, Instant};
+
+use spools_testkit::{
+    assert_ok, checked, e, launch, rank_main, signal_file, tempdir, wait_for_file,
+};
 
 const TRANSPORTS: [&str; 2] = ["auto", "tcp"];
 
@@ -306,7 +310,60 @@ fn rpc(w: &World) -> Result<(), String> {
         Err(RpcError::UnknownFunction { name, .. }) if name == "nope" => {}
         other => return Err(format!("unknown function: {other:?}")),
     }
+    rpc_panics(w)
+}
+
+/// A function that panics: the caller gets [`RpcError::Panicked`] naming the target and
+/// the function (not a hang, not a dead job), for a short and a rendezvous-sized
+/// argument, and the target goes on serving calls and messages afterwards.
+fn rpc_panics(w: &World) -> Result<(), String> {
+    let (me, n) = (w.rank(), w.size());
+    e(w.register_rpc("panics", |a| {
+        panic!("deliberate panic in an RPC function ({} B)", a.len())
+    }))?;
+    e(w.register_rpc("len", |a| Ok((a.len() as u64).to_le_bytes().to_vec())))?;
+    e(w.barrier())?;
+    let t = (me + 1) % n;
+    for args in [b"boom".to_vec(), pattern(4, 100_000)] {
+        match e(w.rpc(t, "panics", &args))?.wait() {
+            Err(RpcError::Panicked { rank, name }) if rank == t && name == "panics" => {}
+            other => return Err(format!("panicking function: {other:?}")),
+        }
+        let out = e(e(w.rpc(t, "len", &args))?.wait())?;
+        check(out == (args.len() as u64).to_le_bytes(), || {
+            format!("a call after the panic gave {out:?}")
+        })?;
+    }
+    // Tagged messages still flow between the two.
+    let prev = (me + n - 1) % n;
+    let r = e(w.irecv(vec![0u8; 1000], prev, 77))?;
+    e(w.send(&pattern(u64::from(me), 1000), t, 77))?;
+    let c = e(r.wait())?;
+    check(c.buf == pattern(u64::from(prev), 1000), || {
+        "message after the panics".into()
+    })?;
     e(w.barrier())
+}
+
+/// RPC panics with the function run by the progress thread (the p2p test above runs it
+/// inside the ranks' own Spools calls): the panic must not take the thread down.
+#[test]
+fn rpc_panics_come_back_as_errors_with_the_progress_thread() {
+    rank_main(|_| {
+        let w = e(spools::init())?;
+        checked(&w, rpc_panics);
+        println!("rpc panics ok rank {}", w.rank());
+        e(w.finalize())
+    });
+    let o = launch(
+        2,
+        "rpc_panics_come_back_as_errors_with_the_progress_thread",
+        "x",
+        &[("SPOOLS_PROGRESS_THREAD", "1")],
+    );
+    assert_ok(&o);
+    assert_eq!(o.stdout.matches("rpc panics ok").count(), 2, "{o:?}");
+    assert!(o.stderr.contains("deliberate panic"), "{o:?}");
 }
 
 fn p2p_role() -> Result<(), String> {
@@ -345,50 +402,82 @@ fn tagged_messages_protocols_order_and_errors() {
     }
 }
 
-/// A 16 MiB rendezvous between two ranks that compute without calling into Spools (they
-/// only look at their request's state, which drives nothing): with the progress thread it
-/// completes during the computation; without, it cannot (no rank answers the request to
-/// send) until a Spools call.
+/// A 16 MiB rendezvous from rank 0 to rank 1 while rank 0, the sender, computes without
+/// calling Spools: the data can only flow if something on rank 0 answers rank 1's
+/// clear-to-send and streams the chunks. Decided by events both ranks control, never by
+/// the clock:
+///
+/// - Rank 0 starts the send (its request-to-send leaves), then says through a file
+///   (`computing`) "I make no Spools call until told"; only then does rank 1 post its
+///   receive, so the rendezvous can only progress on rank 0 while rank 0 is provably
+///   outside Spools.
+/// - With the progress thread, rank 0 computes until rank 1 says (file `got`) that the
+///   receive completed with the right bytes: the transfer progressed in the background.
+///   (The wait is bounded as a safety net: if it runs out, rank 0 reports "after" and the
+///   test fails.)
+/// - Without it, rank 0 computes until rank 1 tells it to stop (file `go`), then, before
+///   any Spools call, checks whether the receive completed meanwhile (file `got`): it
+///   must not have, since nothing streams rank 0's data while it makes no Spools call.
+///   Rank 1 gives the transfer a while to (wrongly) complete before it says `go`; that
+///   time only makes the check more or less searching, it cannot change its outcome.
 fn progress_role() -> Result<(), String> {
     let w = e(spools::init())?;
-    let threaded = w.worker().config().progress_thread;
     let me = w.rank();
+    let dir =
+        std::path::PathBuf::from(std::env::var("SPOOLS_TEST_DIR").map_err(|x| x.to_string())?);
+    let (computing, go, got) = (dir.join("computing"), dir.join("go"), dir.join("got"));
+    // What the test asked for, not what the runtime says it does.
+    let threaded = std::env::var("SPOOLS_PROGRESS_THREAD").is_ok_and(|v| v == "1");
     const LEN: usize = 16 << 20;
     e(w.barrier())?;
-    let req = if me == 0 {
-        e(w.isend(pattern(3, LEN), 1, 1))?
-    } else {
-        e(w.irecv(vec![0u8; LEN], 0, 1))?
-    };
-    let mut spins = 0u64;
-    let mut acc = 0u64;
-    if threaded {
-        let start = std::time::Instant::now();
-        while !req.is_complete() {
-            acc = acc.wrapping_mul(6364136223846793005).wrapping_add(spins);
-            spins += 1;
-            if start.elapsed() > std::time::Duration::from_secs(60) {
-                return Err("the transfer did not complete during the computation".into());
+    if me == 0 {
+        let req = e(w.isend(pattern(3, LEN), 1, 1))?;
+        // From here until `stop` exists, no Spools call.
+        signal_file(&computing, b"")?;
+        let stop = if threaded { &got } else { &go };
+        let mut x = 1u64;
+        let t = Instant::now();
+        while !stop.exists() {
+            for _ in 0..10_000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+            // Safety net only (a broken progress thread): the test then fails.
+            if t.elapsed() > Duration::from_secs(90) {
+                break;
             }
         }
+        // Still before any Spools call.
+        let served = got.exists();
+        println!(
+            "rank 1: receive completed {} rank 0 finished computing ({})",
+            if served { "before" } else { "after" },
+            x % 2
+        );
+        let c = e(req.wait())?;
+        check(c.buf == pattern(3, LEN), || {
+            "the send did not return its buffer".into()
+        })?;
     } else {
-        let start = std::time::Instant::now();
-        while start.elapsed() < std::time::Duration::from_millis(300) {
-            acc = acc.wrapping_mul(6364136223846793005).wrapping_add(spins);
-            spins += 1;
-        }
-        if req.is_complete() {
-            return Err("completed without progress".into());
+        wait_for_file(&computing, Duration::from_secs(90))?;
+        let stopper = (!threaded).then(|| {
+            // Stops rank 0's computation once the transfer has had its chance to complete
+            // wrongly (it cannot complete before rank 0 calls Spools again).
+            let go = go.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                signal_file(&go, b"")
+            })
+        });
+        let c = e(e(w.irecv(vec![0u8; LEN], 0, 1))?.wait())?;
+        check(c.buf == pattern(3, LEN) && c.status.len == LEN, || {
+            "16 MiB corrupt".into()
+        })?;
+        signal_file(&got, b"")?;
+        if let Some(s) = stopper {
+            s.join().map_err(|_| "the stopper panicked")??;
         }
     }
-    let c = e(req.wait())?;
-    if me == 1 {
-        check(c.buf == pattern(3, LEN), || "16 MiB corrupt".into())?;
-    }
-    println!(
-        "progress ok rank {me} threaded={threaded} during_compute={} ({acc})",
-        threaded
-    );
+    e(w.barrier())?;
     e(w.finalize())
 }
 
@@ -396,21 +485,21 @@ fn progress_role() -> Result<(), String> {
 fn rendezvous_progresses_while_the_application_computes() {
     rank_main(|_| progress_role());
     for t in TRANSPORTS {
-        for thread in ["1", "0"] {
+        for (thread, when) in [("1", "before"), ("0", "after")] {
+            let dir = tempdir("p2p-progress");
             let o = launch(
                 2,
                 "rendezvous_progresses_while_the_application_computes",
                 "x",
-                &[("SPOOLS_TRANSPORT", t), ("SPOOLS_PROGRESS_THREAD", thread)],
+                &[
+                    ("SPOOLS_TRANSPORT", t),
+                    ("SPOOLS_PROGRESS_THREAD", thread),
+                    ("SPOOLS_TEST_DIR", dir.to_str().unwrap()),
+                ],
             );
             assert_ok(&o);
-            let want = format!("threaded={}", thread == "1");
-            assert_eq!(
-                o.stdout.matches(&want).count(),
-                2,
-                "{t} {thread}: {}",
-                o.stdout
-            );
+            let want = format!("receive completed {when} rank 0 finished computing");
+            assert!(o.stdout.contains(&want), "{t} thread={thread}: {o:?}");
         }
     }
 }

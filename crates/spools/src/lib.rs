@@ -9,18 +9,33 @@
 //! ```
 //! use std::sync::atomic::{AtomicU64, Ordering};
 //! use std::sync::Arc;
-//! use spools::{Channel, Delivery};
+//! use spools::{Channel, Delivery, Op};
 //!
 //! let mut world = spools::init().unwrap();
-//! let sum = Arc::new(AtomicU64::new(0));
-//! let s = sum.clone();
-//! world.worker().register("add", move |m| { s.fetch_add(m.args[0], Ordering::Relaxed); }).unwrap();
-//! world.worker().sync_handlers().unwrap();
-//! let add = world.worker().handler_id("add").unwrap();
-//! let me = world.rank();
-//! world.endpoint().send_short(me, add, [5, 0, 0, 0], Channel::new(0), Delivery::Immediate).unwrap();
-//! world.worker().wait_for(|| sum.load(Ordering::Relaxed) == 5).unwrap();
-//! world.barrier().unwrap();
+//! let (me, n) = (u64::from(world.rank()), u64::from(world.size()));
+//! // An active-message handler runs on the receiving rank with the message's arguments.
+//! let got = Arc::new(AtomicU64::new(u64::MAX));
+//! let g = got.clone();
+//! world
+//!     .worker()
+//!     .register("hello", move |m| g.store(m.args[0] * 1000 + m.args[1], Ordering::SeqCst))
+//!     .unwrap();
+//! world.worker().sync_handlers().unwrap(); // every rank knows every handler's id
+//! let hello = world.worker().handler_id("hello").unwrap();
+//! // Each rank greets the next one with its rank and the job size.
+//! let next = ((me + 1) % n) as u32;
+//! let args = [me, n, 0, 0];
+//! world
+//!     .endpoint()
+//!     .send_short(next, hello, args, Channel::new(0), Delivery::Immediate)
+//!     .unwrap();
+//! world.worker().wait_for(|| got.load(Ordering::SeqCst) != u64::MAX).unwrap();
+//! let prev = (me + n - 1) % n;
+//! assert_eq!(got.load(Ordering::SeqCst), prev * 1000 + n);
+//! // The MPI-style layer on the same World: a sum with a closed form.
+//! let mut total = [0u64];
+//! world.allreduce(&[me + 1], &mut total, &Op::Sum).unwrap();
+//! assert_eq!(total[0], n * (n + 1) / 2);
 //! world.finalize().unwrap();
 //! ```
 

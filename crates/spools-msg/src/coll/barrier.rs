@@ -52,9 +52,20 @@ pub(crate) fn barrier(c: &CommCore, g: &Group, hosts: &[u32], tag: u32) -> Resul
 impl Communicator {
     /// Waits until every rank of the communicator has called `barrier`.
     ///
+    /// The usual use: every rank registers an RPC function, and the barrier makes sure
+    /// all have before anyone calls one (a call that arrives first would find no such
+    /// function).
+    ///
     /// ```
     /// let world = spools::init().unwrap();
+    /// let (me, n) = (world.rank(), world.size());
+    /// world
+    ///     .register_rpc("whoami", move |_| Ok(me.to_le_bytes().to_vec()))
+    ///     .unwrap();
     /// world.barrier().unwrap();
+    /// let next = (me + 1) % n;
+    /// let answer = world.rpc(next, "whoami", b"").unwrap().wait().unwrap();
+    /// assert_eq!(answer, next.to_le_bytes());
     /// ```
     ///
     /// # Errors

@@ -200,10 +200,23 @@ impl Communicator {
     /// Copies `buf` of rank `root` into `buf` of every rank.
     ///
     /// ```
+    /// use spools::MsgError;
     /// let world = spools::init().unwrap();
-    /// let mut v = if world.rank() == 0 { [1u32, 2, 3] } else { [0; 3] };
-    /// world.bcast(&mut v, 0).unwrap();
-    /// assert_eq!(v, [1, 2, 3]);
+    /// let (me, n) = (world.rank(), world.size());
+    /// // Only the last rank knows the table (40 kB: past the tree, the pipelined chain).
+    /// let root = n - 1;
+    /// let mut table: Vec<u64> = if me == root {
+    ///     (0..5000).map(|i| i * 3 + u64::from(root)).collect()
+    /// } else {
+    ///     vec![u64::MAX; 5000]
+    /// };
+    /// world.bcast(&mut table, root).unwrap();
+    /// assert!(table.iter().enumerate().all(|(i, &x)| x == i as u64 * 3 + u64::from(n - 1)));
+    /// // A root outside the communicator is refused on every rank.
+    /// assert!(matches!(
+    ///     world.bcast(&mut table, n),
+    ///     Err(MsgError::BadRank { rank, size }) if rank == n && size == n
+    /// ));
     /// ```
     ///
     /// # Errors

@@ -171,10 +171,14 @@ impl Communicator {
     ///
     /// ```
     /// let world = spools::init().unwrap();
-    /// let mut all = vec![0u32; world.size() as usize];
-    /// world.gather(&[world.rank()], &mut all, 0).unwrap();
-    /// if world.rank() == 0 {
-    ///     assert_eq!(all, (0..world.size()).collect::<Vec<_>>());
+    /// let (me, n) = (world.rank(), world.size());
+    /// let root = n - 1;
+    /// // Two elements per rank; the root's buffer holds them in rank order.
+    /// let mut all = vec![0u32; if me == root { 2 * n as usize } else { 0 }];
+    /// world.gather(&[10 * me + 1, 10 * me + 2], &mut all, root).unwrap();
+    /// if me == root {
+    ///     let want: Vec<u32> = (0..n).flat_map(|r| [10 * r + 1, 10 * r + 2]).collect();
+    ///     assert_eq!(all, want);
     /// }
     /// ```
     ///
@@ -262,9 +266,11 @@ impl Communicator {
     ///
     /// ```
     /// let world = spools::init().unwrap();
-    /// let mut all = vec![0u64; world.size() as usize];
-    /// world.allgather(&[7u64], &mut all).unwrap();
-    /// assert!(all.iter().all(|&x| x == 7));
+    /// let (me, n) = (u64::from(world.rank()), u64::from(world.size()));
+    /// let mut all = vec![0u64; 2 * n as usize];
+    /// world.allgather(&[me, me * me + 1], &mut all).unwrap();
+    /// let want: Vec<u64> = (0..n).flat_map(|r| [r, r * r + 1]).collect();
+    /// assert_eq!(all, want);
     /// ```
     ///
     /// # Errors
@@ -311,11 +317,13 @@ impl Communicator {
     ///
     /// ```
     /// let world = spools::init().unwrap();
-    /// let n = world.size() as usize;
-    /// let send: Vec<u32> = (0..n as u32).map(|j| world.rank() * 100 + j).collect();
-    /// let mut recv = vec![0u32; n];
+    /// let (me, n) = (world.rank(), world.size());
+    /// // Block j (two elements) of rank i is [1000 i + j, 1]: for rank j from rank i.
+    /// let send: Vec<u32> = (0..n).flat_map(|j| [1000 * me + j, 1]).collect();
+    /// let mut recv = vec![0u32; send.len()];
     /// world.alltoall(&send, &mut recv).unwrap();
-    /// assert_eq!(recv[0], world.rank());
+    /// let want: Vec<u32> = (0..n).flat_map(|i| [1000 * i + me, 1]).collect();
+    /// assert_eq!(recv, want);
     /// ```
     ///
     /// # Errors
@@ -381,8 +389,13 @@ impl Communicator {
     ///
     /// ```
     /// let world = spools::init().unwrap();
-    /// let all = world.allgather_bytes(format!("rank {}", world.rank()).as_bytes()).unwrap();
-    /// assert_eq!(all[0], b"rank 0");
+    /// // Rank r says "rank r" r + 1 times: lengths differ.
+    /// let me = world.rank() as usize;
+    /// let all = world.allgather_bytes(format!("rank {me}").repeat(me + 1).as_bytes()).unwrap();
+    /// assert_eq!(all.len(), world.size() as usize);
+    /// for (r, said) in all.iter().enumerate() {
+    ///     assert_eq!(*said, format!("rank {r}").repeat(r + 1).into_bytes());
+    /// }
     /// ```
     ///
     /// # Errors
@@ -403,8 +416,17 @@ impl Communicator {
     /// Rank `root`'s `data` (any length) on every rank (other ranks' `data` is ignored).
     ///
     /// ```
+    /// use spools::MsgError;
     /// let world = spools::init().unwrap();
-    /// assert_eq!(world.bcast_bytes(0, b"hello").unwrap(), b"hello");
+    /// let (me, last) = (world.rank(), world.size() - 1);
+    /// // Every rank passes its own greeting; only the root's counts.
+    /// let mine = format!("greetings from rank {me}");
+    /// let got = world.bcast_bytes(last, mine.as_bytes()).unwrap();
+    /// assert_eq!(got, format!("greetings from rank {last}").into_bytes());
+    /// assert!(matches!(
+    ///     world.bcast_bytes(last + 1, b""),
+    ///     Err(MsgError::BadRank { .. })
+    /// ));
     /// ```
     ///
     /// # Errors

@@ -74,10 +74,20 @@ impl Communicator {
 
     /// Non-blocking [`Communicator::barrier`].
     ///
+    /// The barrier takes its place in the communicator's order at once: a blocking
+    /// collective can run while it is in flight.
+    ///
     /// ```
+    /// use spools::Op;
     /// let world = spools::init().unwrap();
-    /// let r = world.ibarrier().unwrap();
-    /// r.wait().unwrap();
+    /// let n = u64::from(world.size());
+    /// let pending = world.ibarrier().unwrap();
+    /// let mut total = [0u64];
+    /// world
+    ///     .allreduce(&[u64::from(world.rank()) + 1], &mut total, &Op::Sum)
+    ///     .unwrap();
+    /// assert_eq!(total[0], n * (n + 1) / 2);
+    /// pending.wait().unwrap();
     /// ```
     ///
     /// # Errors
@@ -118,8 +128,10 @@ impl Communicator {
     /// ```
     /// use spools::Op;
     /// let world = spools::init().unwrap();
-    /// let r = world.iallreduce(vec![1u32, 2], Op::Sum).unwrap();
-    /// assert_eq!(r.wait().unwrap(), vec![world.size(), 2 * world.size()]);
+    /// let (me, n) = (u64::from(world.rank()), u64::from(world.size()));
+    /// let r = world.iallreduce(vec![me + 1, me * me], Op::Sum).unwrap();
+    /// // ... compute while it runs ...
+    /// assert_eq!(r.wait().unwrap(), [n * (n + 1) / 2, (n - 1) * n * (2 * n - 1) / 6]);
     /// ```
     ///
     /// # Errors

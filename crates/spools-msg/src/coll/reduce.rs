@@ -231,10 +231,12 @@ impl Communicator {
     /// ```
     /// use spools::Op;
     /// let world = spools::init().unwrap();
+    /// let (me, n) = (i64::from(world.rank()), i64::from(world.size()));
+    /// let root = world.size() - 1;
     /// let mut sum = [0i64; 2];
-    /// world.reduce(&[1i64, world.rank() as i64], &mut sum, &Op::Sum, 0).unwrap();
-    /// if world.rank() == 0 {
-    ///     assert_eq!(sum[0], world.size() as i64);
+    /// world.reduce(&[1, me], &mut sum, &Op::Sum, root).unwrap();
+    /// if world.rank() == root {
+    ///     assert_eq!(sum, [n, n * (n - 1) / 2]);
     /// }
     /// ```
     ///
@@ -266,9 +268,10 @@ impl Communicator {
     /// ```
     /// use spools::Op;
     /// let world = spools::init().unwrap();
-    /// let mut out = [0.0f64];
-    /// world.allreduce(&[2.0f64], &mut out, &Op::Sum).unwrap();
-    /// assert_eq!(out[0], 2.0 * world.size() as f64);
+    /// let (me, n) = (f64::from(world.rank()), f64::from(world.size()));
+    /// let mut out = [0.0f64; 2];
+    /// world.allreduce(&[me + 0.5, -me], &mut out, &Op::Max).unwrap();
+    /// assert_eq!(out, [n - 0.5, 0.0]);
     /// ```
     ///
     /// # Errors

@@ -29,6 +29,7 @@ impl Engine {
     ) -> Result<SendStart, MsgError> {
         let h = self.handler_ids()?;
         let len = buf.len();
+        self.count_cross_host(dest, len);
         match self.limits.protocol_for(len) {
             SendProtocol::Short => {
                 let args = wire::short_args(ctx, tag, buf.read(0, len));

@@ -40,6 +40,7 @@ impl Engine {
             hosts,
             rpc: RpcTable::default(),
             collectives: Mutex::new(Vec::new()),
+            cross_host: [AtomicU64::new(0), AtomicU64::new(0)],
         });
         type H = fn(&Engine, &ActiveMessage<'_>);
         let handlers: [(&str, H); 5] = [

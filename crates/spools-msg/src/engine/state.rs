@@ -71,6 +71,9 @@ pub(crate) struct Engine {
     pub(crate) rpc: RpcTable,
     /// Collectives started per collective context, for every communicator made here.
     pub(super) collectives: Mutex<Vec<(u32, Arc<AtomicU32>)>>,
+    /// Messages and bytes this rank sent to ranks on other hosts (a statistic for tests:
+    /// it shows which path a host-aware collective took).
+    pub(super) cross_host: [AtomicU64; 2],
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -144,6 +147,23 @@ impl Engine {
         }
         list.push((ctx, c.clone()));
         c
+    }
+
+    /// Counts a message of `len` bytes to job rank `dest` if `dest` runs on another host.
+    pub(super) fn count_cross_host(&self, dest: u32, len: usize) {
+        let me = self.worker.rank() as usize;
+        if self.hosts.get(dest as usize) != self.hosts.get(me) {
+            self.cross_host[0].fetch_add(1, Ordering::Relaxed);
+            self.cross_host[1].fetch_add(len as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// (messages, bytes) this rank sent to ranks on other hosts so far.
+    pub(crate) fn cross_host_sends(&self) -> (u64, u64) {
+        (
+            self.cross_host[0].load(Ordering::Relaxed),
+            self.cross_host[1].load(Ordering::Relaxed),
+        )
     }
 
     /// (collective context, collectives started) of every communicator this rank made.

@@ -70,11 +70,27 @@ impl Communicator {
     /// short, eager or rendezvous message by its size, and so does the result).
     ///
     /// ```
+    /// use spools::RpcError;
     /// let world = spools::init().unwrap();
-    /// world.register_rpc("double", |a| Ok(a.iter().map(|x| x * 2).collect())).unwrap();
-    /// world.barrier().unwrap();
-    /// let out = world.rpc(world.rank(), "double", &[1, 2, 3]).unwrap().wait().unwrap();
-    /// assert_eq!(out, [2, 4, 6]);
+    /// let (me, n) = (world.rank(), world.size());
+    /// // Each rank's function scales the bytes by its rank plus one.
+    /// let k = me as u8 + 1;
+    /// world
+    ///     .register_rpc("scale", move |a| Ok(a.iter().map(|x| x * k).collect()))
+    ///     .unwrap();
+    /// world.register_rpc("refuse", |_| Err("not today".into())).unwrap();
+    /// world.barrier().unwrap(); // every rank has registered
+    /// let next = (me + 1) % n;
+    /// let out = world.rpc(next, "scale", &[1, 2, 3]).unwrap().wait().unwrap();
+    /// let k = next as u8 + 1;
+    /// assert_eq!(out, [k, 2 * k, 3 * k]);
+    /// // The function's own error comes back, naming the rank.
+    /// match world.rpc(next, "refuse", b"").unwrap().wait() {
+    ///     Err(RpcError::Remote { rank, message, .. }) => {
+    ///         assert_eq!((rank, message.as_str()), (next, "not today"))
+    ///     }
+    ///     other => panic!("{other:?}"),
+    /// }
     /// ```
     ///
     /// # Errors
