@@ -553,9 +553,7 @@ mod oracle {
         // from unit 0 for RAID-0).
         let i = match parity {
             None => u,
-            Some(p) => (0..k)
-                .position(|n| (p + 1 + n) % k == u)
-                .unwrap_or(0) as u64,
+            Some(p) => (0..k).position(|n| (p + 1 + n) % k == u).unwrap_or(0) as u64,
         };
         let global = row_start + i * unit;
         if global < size {
