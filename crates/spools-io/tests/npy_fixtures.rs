@@ -255,7 +255,8 @@ fn distributed(w: &spools::World) -> Result<(), String> {
     let x = &FIXTURES[7];
     let l = layout(x, "cyclic(5),cyclic(3)", "3x1")?;
     let all = dataset(x);
-    let mine = model::local_storage(&l, me, e(l.local_bytes(me))? as usize, |g| all[g as usize]);
+    let (mine, _) =
+        model::local_storage(&l, me, e(l.local_bytes(me))? as usize, |g| all[g as usize]);
     let opts = WriteOptions {
         format: Format::Npy,
         ..Default::default()

@@ -55,14 +55,9 @@ pub(crate) fn for_each_local(l: &Layout, me: u64, mut f: impl FnMut(u64, u64, u6
                 Order::C => (0..d).rev().collect(),
                 Order::F => (0..d).collect(),
             };
+            // Local elements in storage order: an odometer over the owned indices.
             let mut lidx = vec![0usize; d];
             for local in 0..count {
-                let mut rest = local;
-                for &k in &fast_to_slow {
-                    let n = owned[k].len() as u64;
-                    lidx[k] = (rest % n) as usize;
-                    rest /= n;
-                }
                 let mut global = 0u64;
                 let mut stride = 1u64;
                 for &k in &fast_to_slow {
@@ -70,6 +65,13 @@ pub(crate) fn for_each_local(l: &Layout, me: u64, mut f: impl FnMut(u64, u64, u6
                     stride *= shape[k];
                 }
                 f(local * es, global * es, es);
+                for &k in &fast_to_slow {
+                    lidx[k] += 1;
+                    if lidx[k] < owned[k].len() {
+                        break;
+                    }
+                    lidx[k] = 0;
+                }
             }
         }
         Layout::Stripe(s) => {
@@ -107,13 +109,20 @@ pub(crate) fn for_each_local(l: &Layout, me: u64, mut f: impl FnMut(u64, u64, u6
 }
 
 /// Unit `me`'s local storage under `l` (as long as `local_bytes`), each data byte taken
-/// from `byte(global offset)`, the rest 0.
-pub(crate) fn local_storage(l: &Layout, me: u64, len: usize, byte: impl Fn(u64) -> u8) -> Vec<u8> {
+/// from `byte(global offset)`, the rest 0; with the number of data bytes.
+pub(crate) fn local_storage(
+    l: &Layout,
+    me: u64,
+    len: usize,
+    byte: impl Fn(u64) -> u8,
+) -> (Vec<u8>, u64) {
     let mut b = vec![0u8; len];
+    let mut count = 0;
     for_each_local(l, me, |local, global, n| {
         for x in 0..n {
             b[(local + x) as usize] = byte(global + x);
         }
+        count += n;
     });
-    b
+    (b, count)
 }
