@@ -16,6 +16,16 @@ fn s(p: &std::path::Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// Waits for both ends of a pipe at once (bounded), so that neither is left running
+/// when the other fails or hangs.
+fn wait_both(p: std::process::Child, c: std::process::Child) -> (Output, Output) {
+    std::thread::scope(|s| {
+        let tc = s.spawn(|| wait_bounded(c, Duration::from_secs(120)));
+        let po = wait_bounded(p, Duration::from_secs(120));
+        (po, tc.join().unwrap())
+    })
+}
+
 fn both_ok(p: &Output, c: &Output) {
     assert!(
         p.status.success() && c.status.success(),
@@ -56,10 +66,7 @@ fn pipes_connect_programs_of_different_sizes_and_distributions() {
         let name = format!("pipe:t{i}");
         let p = pipe_end(*pn, "producer", pl, Some(&name), 7, &d);
         let c = pipe_end(*cn, "consumer", cl, Some(&name), 7, &d);
-        let (po, co) = (
-            wait_bounded(p, Duration::from_secs(120)),
-            wait_bounded(c, Duration::from_secs(120)),
-        );
+        let (po, co) = wait_both(p, c);
         both_ok(&po, &co);
     }
     // By TCP address: the consumer's rank 0 listens, the producer's connects.
@@ -81,10 +88,7 @@ fn pipes_connect_programs_of_different_sizes_and_distributions() {
         4,
         &d,
     );
-    let (po, co) = (
-        wait_bounded(p, Duration::from_secs(120)),
-        wait_bounded(c, Duration::from_secs(120)),
-    );
+    let (po, co) = wait_both(p, c);
     both_ok(&po, &co);
     // Different datasets are refused on both sides.
     let p = pipe_end(
@@ -103,10 +107,7 @@ fn pipes_connect_programs_of_different_sizes_and_distributions() {
         1,
         &d,
     );
-    let (po, co) = (
-        wait_bounded(p, Duration::from_secs(120)),
-        wait_bounded(c, Duration::from_secs(120)),
-    );
+    let (po, co) = wait_both(p, c);
     assert!(!po.status.success() && !co.status.success());
     assert!(
         co.stderr.contains("hold different datasets"),

@@ -97,3 +97,174 @@ fn a_rank_that_dies_on_either_side_of_a_pipe_is_an_error_on_the_other() {
         po.stderr
     );
 }
+
+/// A pipe end whose other program never comes gives up after `SPOOLS_PIPE_TIMEOUT`
+/// seconds with an error naming the side it waited for, by name and by TCP address.
+#[test]
+fn a_pipe_end_alone_times_out_naming_the_missing_side() {
+    rank_main(|_| {
+        let w = e(spools::init())?;
+        let dir = std::env::var("SPOOLS_TEST_DIR").unwrap();
+        std::env::set_var("SPOOLS_PIPE_DIR", &dir);
+        let l: Layout = e(READS.parse())?;
+        let port = spools_testkit::free_port(11);
+        let cases = [
+            ("pipe:nobody-reads", true, "consumer"),
+            ("pipe:nobody-writes", false, "producer"),
+            (&*format!("tcp:127.0.0.1:{port}"), false, "producer"),
+        ];
+        for (name, producer, missing) in cases {
+            let pn: PipeName = e(name.parse())?;
+            let comm = e(w.io_communicator())?;
+            let t0 = std::time::Instant::now();
+            let r = if producer {
+                PipeWriter::open(comm, &pn, &l).map(|_| ())
+            } else {
+                PipeReader::open(comm, &pn, &l).map(|_| ())
+            };
+            // Rank 0 meets the other program; the others learn of its failure.
+            match (w.rank(), r) {
+                (0, Err(spools_io::PipeError::Timeout { side, secs: 1, .. }))
+                    if side == missing => {}
+                (1, Err(spools_io::PipeError::Remote { rank: 0 })) => {}
+                (_, r) => return Err(format!("{name}: {r:?}")),
+            }
+            // (A lower bound only: a timeout never fires early.)
+            if t0.elapsed() < Duration::from_secs(1) {
+                return Err(format!("{name}: gave up after {:?}", t0.elapsed()));
+            }
+        }
+        e(w.finalize())
+    });
+    let d = tempdir("alone");
+    let o = Job::new(2, "a_pipe_end_alone_times_out_naming_the_missing_side")
+        .env("SPOOLS_TEST_DIR", &d)
+        .env("SPOOLS_PIPE_TIMEOUT", "1")
+        .run();
+    spools_testkit::assert_ok(&o);
+}
+
+/// Bytes of one back-pressure record.
+const RECORD: usize = 1 << 20;
+
+/// Records enough to overflow the largest socket buffers TCP may grow to (sender's and
+/// receiver's), with room to spare.
+fn bp_records() -> u64 {
+    let max = |f: &str| -> u64 {
+        std::fs::read_to_string(f)
+            .ok()
+            .and_then(|t| t.split_whitespace().nth(2).and_then(|v| v.parse().ok()))
+            .unwrap_or(64 << 20)
+    };
+    (max("/proc/sys/net/ipv4/tcp_wmem") + max("/proc/sys/net/ipv4/tcp_rmem")) / RECORD as u64 + 8
+}
+
+/// Whether thread `tid` of this process is asleep in a system call that writes to a
+/// socket (from `/proc/self/task/TID/{stat,syscall}`, which a process may always read).
+fn asleep_writing(tid: i32) -> bool {
+    let base = format!("/proc/self/task/{tid}");
+    let state = std::fs::read_to_string(format!("{base}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit(')')
+                .next()
+                .map(|r| r.trim_start().starts_with('S'))
+        });
+    let call = std::fs::read_to_string(format!("{base}/syscall"))
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .next()
+                .and_then(|n| n.parse::<i64>().ok())
+        });
+    let writes = [
+        libc::SYS_write,
+        libc::SYS_sendto,
+        libc::SYS_sendmsg,
+        libc::SYS_writev,
+    ];
+    state == Some(true) && call.is_some_and(|c| writes.contains(&c))
+}
+
+/// A consumer that reads nothing makes the producer wait in its send (seen by the
+/// producer itself, as the kernel's state of its writing thread) before it could have
+/// written every record; then every record arrives intact.
+#[test]
+fn a_consumer_that_does_not_read_makes_the_producer_wait_and_loses_nothing() {
+    rank_main(|role| {
+        let w = e(spools::init())?;
+        let dir = std::path::PathBuf::from(std::env::var("SPOOLS_TEST_DIR").unwrap());
+        std::env::set_var("SPOOLS_PIPE_DIR", &dir);
+        let name: PipeName = e("pipe:slow".parse())?;
+        let l: Layout = e(format!("u8[{RECORD}] block on 1").parse())?;
+        let n = bp_records();
+        let blocked = dir.join("blocked");
+        if role == "producer" {
+            let mut out = e(PipeWriter::open(e(w.io_communicator())?, &name, &l))?;
+            let done = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::gettid() };
+            let watch = {
+                let (done, blocked) = (done.clone(), blocked.clone());
+                std::thread::spawn(move || -> Result<(), String> {
+                    let start = std::time::Instant::now();
+                    while !asleep_writing(tid) {
+                        if start.elapsed() > Duration::from_secs(100) {
+                            return Err("the producer never waited in a send".into());
+                        }
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    let k = done.load(std::sync::atomic::Ordering::SeqCst);
+                    spools_testkit::signal_file(&blocked, k.to_string().as_bytes())
+                })
+            };
+            for k in 0..n {
+                let rec: Vec<u8> = (0..RECORD).map(|i| (i as u64 + k) as u8).collect();
+                e(out.write(&rec))?;
+                done.store(k + 1, std::sync::atomic::Ordering::SeqCst);
+            }
+            e(out.close())?;
+            watch.join().map_err(|_| "watcher panicked".to_string())??;
+        } else {
+            let mut input = e(PipeReader::open(e(w.io_communicator())?, &name, &l))?;
+            // Nothing read until the producer waits.
+            spools_testkit::wait_for_file(&blocked, Duration::from_secs(110))?;
+            let k: u64 = e(std::fs::read_to_string(&blocked))?.parse().unwrap();
+            if k >= n {
+                return Err(format!("the producer wrote all {n} records before waiting"));
+            }
+            let mut rec = vec![0u8; RECORD];
+            let mut got = 0u64;
+            while e(input.read(&mut rec))? {
+                if let Some(i) = (0..RECORD).find(|&i| rec[i] != (i as u64 + got) as u8) {
+                    return Err(format!("record {got} byte {i} is {}", rec[i]));
+                }
+                got += 1;
+            }
+            if got != n {
+                return Err(format!("{got} records of {n}"));
+            }
+            println!("CONSUMED {got} records; the producer waited after {k}");
+        }
+        e(w.finalize())
+    });
+    let d = tempdir("slow");
+    let job = |role: &str| {
+        Job::new(
+            1,
+            "a_consumer_that_does_not_read_makes_the_producer_wait_and_loses_nothing",
+        )
+        .role(role)
+        .env("SPOOLS_TEST_DIR", &d)
+        .env("SPOOLS_PIPE_TIMEOUT", "100")
+        .spawn()
+    };
+    let (p, c) = (job("producer"), job("consumer"));
+    let (po, co) = (
+        wait_bounded(p, Duration::from_secs(150)),
+        wait_bounded(c, Duration::from_secs(150)),
+    );
+    spools_testkit::assert_ok_as(&po, "producer");
+    spools_testkit::assert_ok_as(&co, "consumer");
+    assert!(co.stdout.contains("CONSUMED"), "{}", co.stdout);
+}

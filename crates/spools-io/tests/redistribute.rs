@@ -2,6 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod model;
+
 use spools::{ExchangeOptions, Layout};
 use spools_testkit::{assert_ok, checked, e, launch, rank_main, Rng};
 
@@ -78,18 +80,35 @@ fn random_layout(rng: &mut Rng, dtype: &str, shape: &[u64], order: &str, ranks: 
     )
 }
 
-/// This rank's local storage under `l`, filled from the dataset (parity slots left 0).
-fn local(l: &Layout, me: u64) -> Vec<u8> {
+/// This rank's local storage under `l`, filled from the dataset (parity slots left 0):
+/// from the element model (the oracle), checked against what `Layout::extents` (which the
+/// plans use too) says.
+fn local(l: &Layout, me: u64) -> Result<Vec<u8>, String> {
     if me >= l.units() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
-    let mut b = vec![0u8; l.local_bytes(me).unwrap() as usize];
-    for x in l.extents(me).unwrap() {
+    let len = e(l.local_bytes(me))? as usize;
+    let (want, modelled) = model::local_storage(l, me, len, byte);
+    let mut covered = 0u64;
+    for x in e(l.extents(me))? {
+        covered += x.len;
         for k in 0..x.len {
-            b[(x.local + k) as usize] = byte(x.global + k);
+            let i = (x.local + k) as usize;
+            if want.get(i) != Some(&byte(x.global + k)) {
+                return Err(format!(
+                    "{l}: unit {me}: Layout::extents puts global byte {} at local byte {i}, \
+                     not the model",
+                    x.global + k
+                ));
+            }
         }
     }
-    b
+    if covered != modelled {
+        return Err(format!(
+            "{l}: unit {me}: Layout::extents covers {covered} bytes, the model {modelled}"
+        ));
+    }
+    Ok(want)
 }
 
 fn redistribute_rank(w: &spools::World) -> Result<(), String> {
@@ -122,8 +141,8 @@ fn redistribute_rank(w: &spools::World) -> Result<(), String> {
             transfer_unit: [7, 100, 4096, 40_000, 100_000, 1 << 20][rng.below(6) as usize],
             window: 1 + rng.below(3) as usize,
         };
-        let src = local(&from, me);
-        let want = local(&to, me);
+        let src = local(&from, me)?;
+        let want = local(&to, me)?;
         let mut got = vec![0u8; want.len()];
         let st =
             spools_io::redistribute(e(w.io_communicator())?, &src, &from, &mut got, &to, &opts)

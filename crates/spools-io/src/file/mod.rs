@@ -75,7 +75,7 @@ pub fn parse_npy_header(head: &[u8]) -> Result<(u64, u64), NpyError> {
 /// ```
 /// use spools_io::file::{self, WriteOptions, ReadOptions};
 /// let world = spools::init()?;
-/// let dir = std::env::temp_dir().join(format!("spools-doc-file-{}", std::process::id()));
+/// # let dir = spools_testkit::tempdir("doc-file"); // removed when dropped
 /// let path = dir.join("a.bin");
 /// let layout: spools_map::Layout = "u16[3,4] block,* on 1x1".parse()?;
 /// let data: Vec<u8> = (0..24).collect();
@@ -84,7 +84,6 @@ pub fn parse_npy_header(head: &[u8]) -> Result<(u64, u64), NpyError> {
 /// let mut back = vec![0u8; 24];
 /// file::read(world.communicator(), &path, &mut back, &layout, &ReadOptions::default())?;
 /// assert_eq!(back, data);
-/// # std::fs::remove_dir_all(dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///

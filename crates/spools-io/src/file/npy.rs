@@ -104,11 +104,25 @@ pub(crate) fn check(h: &Header, layout: &Layout) -> Result<(), (String, String)>
     let Some((descr, shape)) = expected(layout) else {
         return Ok(());
     };
-    if normal_descr(&h.descr) == normal_descr(&descr) && h.shape == shape {
+    let fortran = matches!(layout, Layout::Array(a) if a.order() == Order::F);
+    // The order matters only when more than one dimension has more than one index.
+    let ordered = |s: &[u64]| s.iter().filter(|&&n| n > 1).count() > 1;
+    let order_differs = ordered(&shape) && h.fortran != fortran;
+    if normal_descr(&h.descr) == normal_descr(&descr) && h.shape == shape && !order_differs {
         return Ok(());
     }
-    let show = |d: &str, s: &[u64]| format!("dtype {d} with shape {s:?}");
-    Err((show(&h.descr, &h.shape), show(&descr, &shape)))
+    let show = |d: &str, s: &[u64], f: bool| {
+        let order = match (order_differs, f) {
+            (false, _) => "",
+            (true, true) => " in Fortran order",
+            (true, false) => " in C order",
+        };
+        format!("dtype {d} with shape {s:?}{order}")
+    };
+    Err((
+        show(&h.descr, &h.shape, h.fortran),
+        show(&descr, &shape, fortran),
+    ))
 }
 
 /// Parses a header at the start of `head`: (data offset, dataset bytes).
@@ -215,6 +229,30 @@ mod tests {
             let o: Layout = other.parse().unwrap_or_else(|e| unreachable!("{e}"));
             assert!(check(&h, &o).is_err(), "{other}");
         }
+        // A file in Fortran order is not read as C order (nor the reverse), unless at
+        // most one dimension has more than one index.
+        let f: Layout = "i32[6,5] block,* on 1x1 order=F"
+            .parse()
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        assert_eq!(
+            check(&h, &f),
+            Err((
+                "dtype <i4 with shape [6, 5] in C order".to_string(),
+                "dtype <i4 with shape [6, 5] in Fortran order".to_string()
+            ))
+        );
+        let hf = parse_full(&header(&f, 120)).unwrap_or_else(|e| unreachable!("{e}"));
+        assert!(hf.fortran);
+        assert_eq!(check(&hf, &f), Ok(()));
+        assert!(check(&hf, &l).is_err());
+        let flat_f: Layout = "i32[1,30] block,* on 1x1 order=F"
+            .parse()
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        let flat_c: Layout = "i32[1,30] block,* on 1x1"
+            .parse()
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        let hflat = parse_full(&header(&flat_f, 120)).unwrap_or_else(|e| unreachable!("{e}"));
+        assert_eq!(check(&hflat, &flat_c), Ok(()));
         let bytes: Layout = "stripe(unit=7B,count=2,size=120B)"
             .parse()
             .unwrap_or_else(|e| unreachable!("{e}"));

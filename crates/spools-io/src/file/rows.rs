@@ -443,3 +443,205 @@ mod tests {
         );
     }
 }
+
+/// `Geometry::block` checked against oracles that share no code with it: the textbook
+/// picture of md's left-symmetric RAID-5, a model written from the definition, and
+/// spools-map's model-tested stream layouts (`Layout::locate`, `Raid5Layout::parity`).
+#[cfg(test)]
+mod oracle {
+    use super::*;
+    use spools_map::Raid5Layout;
+    use spools_testkit::Rng;
+
+    fn geo(raid: &str, unit: u64, count: u64, size: u64) -> Geometry {
+        let spec = format!("{raid}(unit={unit}B,count={count},size={size}B)");
+        let l: Layout = spec.parse().unwrap_or_else(|e| unreachable!("{spec}: {e}"));
+        Geometry::new(&l).unwrap_or_else(|| unreachable!("{spec}"))
+    }
+
+    /// Block `(r, u)` as a letter: `P` for parity, the data block's number otherwise,
+    /// `-` when absent.
+    fn picture(g: &Geometry) -> Vec<Vec<String>> {
+        (0..g.rows())
+            .map(|r| {
+                (0..g.count)
+                    .map(|u| match g.block(r, u) {
+                        Block::Parity { .. } => "P".to_string(),
+                        Block::Data { global, .. } => (global / g.unit).to_string(),
+                        Block::Absent => "-".to_string(),
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn rows(t: &[&str]) -> Vec<Vec<String>> {
+        t.iter()
+            .map(|r| r.split_whitespace().map(str::to_string).collect())
+            .collect()
+    }
+
+    #[test]
+    fn left_symmetric_raid5_matches_the_textbook_picture() {
+        // Linux md's left-symmetric layout (the md default) over 4 and 5 disks: parity
+        // moves one disk to the left every row, starting on the last; data continues on
+        // the disk after the parity and wraps around.
+        assert_eq!(
+            picture(&geo("raid5", 4, 4, 18 * 4)),
+            rows(&[
+                "0 1 2 P", //
+                "4 5 P 3",
+                "8 P 6 7",
+                "P 9 10 11",
+                "12 13 14 P",
+                "16 17 P 15",
+            ])
+        );
+        assert_eq!(
+            picture(&geo("raid5", 1, 5, 20)),
+            rows(&[
+                "0 1 2 3 P",
+                "5 6 7 P 4",
+                "10 11 P 8 9",
+                "15 P 12 13 14",
+                "P 16 17 18 19",
+            ])
+        );
+        // Two units: the parity alternates (a mirror of each block).
+        assert_eq!(
+            picture(&geo("raid5", 8, 2, 30)),
+            rows(&["0 P", "P 1", "2 P", "P 3"])
+        );
+        // RAID-0: plain round robin.
+        assert_eq!(
+            picture(&geo("stripe", 2, 3, 16)),
+            rows(&["0 1 2", "3 4 5", "6 7 -"])
+        );
+        // A short stream: the last row's missing blocks are absent, the parity as long as
+        // the row's longest block.
+        let g = geo("raid5", 10, 4, 25);
+        assert_eq!(picture(&g), rows(&["0 1 2 P"]));
+        assert_eq!(g.block(0, 2), Block::Data { global: 20, len: 5 });
+        assert_eq!(g.block(0, 3), Block::Parity { len: 10 });
+        let g = geo("raid5", 10, 4, 45);
+        assert_eq!(picture(&g), rows(&["0 1 2 P", "4 - P 3"]));
+        assert_eq!(g.block(1, 2), Block::Parity { len: 10 });
+        assert_eq!(g.block(1, 0), Block::Data { global: 40, len: 5 });
+        let g = geo("raid5", 10, 4, 33);
+        assert_eq!(picture(&g), rows(&["0 1 2 P", "- - P 3"]));
+        assert_eq!(g.block(1, 2), Block::Parity { len: 3 });
+    }
+
+    /// What block `(r, u)` holds, from the definition of left-symmetric RAID-5 (and of
+    /// RAID-0), written independently of `Geometry::block`.
+    fn model(raid: Raid, unit: u64, k: u64, size: u64, r: u64, u: u64) -> Block {
+        let (data_units, parity) = match raid {
+            Raid::Raid0 => (k, None),
+            Raid::Raid5 => (k - 1, Some(k - 1 - r % k)),
+        };
+        let row_start = r * data_units * unit;
+        if parity == Some(u) {
+            return if row_start < size {
+                Block::Parity {
+                    len: unit.min(size - row_start),
+                }
+            } else {
+                Block::Absent
+            };
+        }
+        // The i-th data block of the row sits i units after the parity (round robin
+        // from unit 0 for RAID-0).
+        let i = match parity {
+            None => u,
+            Some(p) => (0..k).position(|n| (p + 1 + n) % k == u).unwrap_or(0) as u64,
+        };
+        let global = row_start + i * unit;
+        if global < size {
+            Block::Data {
+                global,
+                len: unit.min(size - global),
+            }
+        } else {
+            Block::Absent
+        }
+    }
+
+    #[test]
+    fn blocks_agree_with_the_definition_and_spools_map_over_random_geometries() {
+        let mut rng = Rng(0x5eed_7a1d);
+        for case in 0..600 {
+            let raid = if rng.below(3) == 0 {
+                Raid::Raid0
+            } else {
+                Raid::Raid5
+            };
+            let k = match raid {
+                Raid::Raid0 => 1 + rng.below(7),
+                Raid::Raid5 => 2 + rng.below(7),
+            };
+            let unit = 1 + rng.below(if case % 5 == 0 { 4096 } else { 40 });
+            let rows = 1 + rng.below(12);
+            let size = 1 + rng.below(unit * k * rows + 3);
+            let name = if raid == Raid::Raid0 {
+                "stripe"
+            } else {
+                "raid5"
+            };
+            let g = geo(name, unit, k, size);
+            let what = format!("{name}(unit={unit},count={k},size={size})");
+            let l = g.layout.clone();
+            let r5 = (raid == Raid::Raid5)
+                .then(|| Raid5Layout::new(unit, k, Some(size)).ok())
+                .flatten();
+            // Every stream byte is in exactly one data block, where spools-map puts it.
+            let mut seen = vec![0u32; size as usize];
+            let mut per_unit = vec![0u64; k as usize];
+            for r in 0..g.rows() {
+                for u in 0..k {
+                    let b = g.block(r, u);
+                    assert_eq!(
+                        b,
+                        model(raid, unit, k, size, r, u),
+                        "{what}: block ({r}, {u})"
+                    );
+                    per_unit[u as usize] += b.len();
+                    match b {
+                        Block::Data { global, len } => {
+                            for x in global..global + len {
+                                seen[x as usize] += 1;
+                            }
+                            let at = l.locate(global).unwrap_or_else(|| unreachable!());
+                            // (One RAID-0 unit holds the whole stream as one run.)
+                            let one = raid == Raid::Raid0 && k == 1;
+                            assert_eq!(
+                                (at.unit, at.local, at.len),
+                                (
+                                    u,
+                                    if one { global } else { r * unit },
+                                    if one { size - global } else { len }
+                                ),
+                                "{what}: block ({r}, {u}) against spools-map"
+                            );
+                        }
+                        Block::Parity { len } => {
+                            let p = r5.as_ref().and_then(|x| x.parity(r));
+                            assert_eq!(p, Some((u, r * unit, len)), "{what}: parity of row {r}");
+                        }
+                        Block::Absent => {}
+                    }
+                }
+            }
+            assert!(
+                seen.iter().all(|&n| n == 1),
+                "{what}: a byte not in exactly one block"
+            );
+            // Unit files hold exactly their blocks (spools-map's local sizes).
+            for u in 0..k {
+                assert_eq!(per_unit[u as usize], g.unit_len(u), "{what}: unit {u}");
+            }
+            if let Some(x) = &r5 {
+                assert_eq!(x.rows(), g.rows(), "{what}");
+            }
+        }
+    }
+}

@@ -496,3 +496,133 @@ fn read_net(
         }),
     }
 }
+
+/// The consumer's side of the frames, against a hand-made producer on a real TCP
+/// connection: a record arrives; a frame whose CRC32C does not match, or that carries
+/// another record's number, is an error naming the producer rank and the record, never
+/// data.
+#[cfg(test)]
+mod frames {
+    use std::io::Write;
+
+    use super::*;
+
+    /// A frame as a producer sends it (the CRC32C of "123456789" is the standard check
+    /// value 0xe3069283).
+    fn frame(kind: Kind, record: u64, payload: &[u8], crc: u32) -> Vec<u8> {
+        let h = Header {
+            kind,
+            record,
+            len: payload.len() as u32,
+            crc,
+        };
+        [&h.encode()[..], payload].concat()
+    }
+
+    const NINE: &[u8] = b"123456789";
+    const NINE_CRC: u32 = 0xe306_9283;
+
+    /// One producer rank and one consumer rank over `u8[9]`; `bytes` written by the
+    /// producer, then its end closed; what `read_net` makes of record `record`.
+    fn consume(bytes: &[u8], record: u64) -> (Result<bool, PipeError>, Vec<u8>) {
+        let l: Layout = "u8[9] block on 1"
+            .parse()
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        let plan = Plan::new(&l, &l).unwrap_or_else(|e| unreachable!("{e}"));
+        // The listener stays bound while the test connects: no port is reserved and
+        // released.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| unreachable!("{e}"));
+        let addr = listener
+            .local_addr()
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        let mut producer = TcpStream::connect(addr).unwrap_or_else(|e| unreachable!("{e}"));
+        let (consumer, _) = listener.accept().unwrap_or_else(|e| unreachable!("{e}"));
+        producer
+            .write_all(bytes)
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        drop(producer);
+        let mut data = vec![0u8; 9];
+        let r = read_net(&plan, &mut [consumer], &[9], 0, &mut data, record);
+        (r, data)
+    }
+
+    #[test]
+    fn a_good_record_arrives_and_the_end_ends_the_stream() {
+        let (r, data) = consume(&frame(Kind::Data, 0, NINE, NINE_CRC), 0);
+        assert!(matches!(r, Ok(true)), "{r:?}");
+        assert_eq!(data, NINE);
+        let (r, _) = consume(&frame(Kind::End, 5, &[], 0), 5);
+        assert!(matches!(r, Ok(false)), "{r:?}");
+    }
+
+    #[test]
+    fn a_frame_failing_its_crc_is_an_error_naming_rank_and_record() {
+        let (r, _) = consume(&frame(Kind::Data, 7, NINE, NINE_CRC ^ 1), 7);
+        assert!(
+            matches!(r, Err(PipeError::Checksum { rank: 0, record: 7 })),
+            "{r:?}"
+        );
+        // A flipped payload bit under the right checksum of the original.
+        let mut f = frame(Kind::Data, 7, NINE, NINE_CRC);
+        f[HEADER_LEN + 4] ^= 0x20;
+        let (r, _) = consume(&f, 7);
+        assert!(
+            matches!(r, Err(PipeError::Checksum { rank: 0, record: 7 })),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn a_frame_of_another_record_or_length_is_a_protocol_error() {
+        for (got, len) in [(8u64, 9usize), (6, 9), (7, 8)] {
+            let (r, _) = consume(&frame(Kind::Data, got, &NINE[..len], NINE_CRC), 7);
+            assert!(
+                matches!(
+                    r,
+                    Err(PipeError::Protocol {
+                        side: "producer",
+                        rank: 0,
+                        violation: PipeViolation::UnexpectedFrame {
+                            got_record,
+                            got_len,
+                            record: 7,
+                            len: 9,
+                        },
+                    }) if got_record == got && got_len as usize == len
+                ),
+                "record {got}, {len} bytes: {r:?}"
+            );
+        }
+        // The end in the middle of a record, or of another record.
+        let (r, _) = consume(&frame(Kind::End, 6, &[], 0), 7);
+        assert!(
+            matches!(
+                r,
+                Err(PipeError::Protocol {
+                    violation: PipeViolation::EndMidRecord { record: 7 },
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn a_producer_gone_mid_record_is_an_error() {
+        let f = frame(Kind::Data, 2, NINE, NINE_CRC);
+        let (r, _) = consume(&f[..HEADER_LEN + 4], 2);
+        assert!(
+            matches!(
+                r,
+                Err(PipeError::PeerGone {
+                    side: "producer",
+                    rank: 0,
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
+        let (r, _) = consume(&[], 2);
+        assert!(matches!(r, Err(PipeError::PeerGone { .. })), "{r:?}");
+    }
+}
