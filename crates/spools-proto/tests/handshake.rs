@@ -228,7 +228,7 @@ fn any_changed_byte_of_client_hello_fails() {
 /// Reserved bytes (ServerHello bytes 6..8, ClientHello byte 7) must be zero: changing one
 /// fails the handshake.
 #[test]
-fn reserved_bytes_are_not_checked() {
+fn reserved_bytes_are_checked() {
     let c = client(SECRET_A, Purpose::Data);
     let mut accepted = Vec::new();
     for (step, i) in [(0usize, 7usize), (1, 6), (1, 7)] {
