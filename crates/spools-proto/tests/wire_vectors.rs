@@ -94,8 +94,10 @@ fn proof(role: Role, context: &[u8]) -> [u8; 32] {
     .0
 }
 
-/// The proofs' digests, as literals, for the contexts the handshake uses and for two that
-/// differ only in where the context ends (the length prefix tells them apart).
+/// The proofs for the contexts the handshake uses (the purpose; the purpose and the
+/// identity) and for two others: equal to the independent construction above, and to
+/// digests recorded from it as literals (so that a change of `blake3`'s key derivation or
+/// of the derivation context shows too).
 #[test]
 fn proofs_are_the_documented_keyed_hash() {
     let cases: [(Role, &str, &[u8], &str); 4] = [
