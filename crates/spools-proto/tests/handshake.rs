@@ -463,6 +463,7 @@ fn from_hex_rejects_plus_signs() {
 #[test]
 fn secret_debug_is_redacted() {
     let s = Secret::from_bytes(SECRET_A);
+    assert_eq!(format!("{s:?}"), "Secret(<redacted>)");
     let dbg = format!("{s:?} {s:#?}");
     assert!(!dbg.contains(&s.to_hex()), "{dbg}");
     assert!(!dbg.contains("a1a1"), "{dbg}");
