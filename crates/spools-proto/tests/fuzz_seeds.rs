@@ -218,9 +218,14 @@ fn seeds_are_valid_messages() {
 #[test]
 fn seed_files_are_current() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds");
-    if !root.is_dir() {
-        return; // The crate outside its workspace.
-    }
+    // The repository always has fuzz/: a missing directory is a broken checkout (or a
+    // moved crate), not a reason to check nothing.
+    assert!(
+        root.is_dir(),
+        "{} is missing: the fuzz seeds live in the repository's fuzz/ directory, beside \
+         crates/; run this test from a whole checkout",
+        root.display()
+    );
     let write = std::env::var_os("SPOOLS_WRITE_FUZZ_SEEDS").is_some();
     for (target, name, bytes) in seeds() {
         let path = root.join(target).join(name);

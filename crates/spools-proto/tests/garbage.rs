@@ -15,8 +15,8 @@ use spools_proto::am::{
 };
 use spools_proto::auth::Secret;
 use spools_proto::boot::{
-    decode_frame, frame_len, CollOp, Endpoint, Frame, ToRank, ToServer, MAX_FRAME, MAX_RANKS,
-    MAX_TEXT,
+    decode_frame, frame_len, CollOp, Endpoint, Frame, ToRank, ToServer, MAX_COMMUNICATORS,
+    MAX_FRAME, MAX_RANKS, MAX_TEXT,
 };
 use spools_proto::handshake::{
     Client, HandshakeError, Identity, Purpose, Server, CLIENT_AUTH_LEN, CLIENT_HELLO_LEN,
@@ -603,6 +603,75 @@ fn oversized_fields_are_too_long() {
             ..
         })
     ));
+}
+
+/// The collective counts of `Finalize` and `Finalizing` hold at most
+/// `MAX_COMMUNICATORS` entries: one more is refused from the count alone; exactly that many
+/// is a count to be read (short of bytes here, whole below).
+#[test]
+fn collective_counts_stop_at_max_communicators() {
+    let head = |tag: u8, n: u32| {
+        let mut b = vec![tag];
+        if tag == 6 {
+            b.extend_from_slice(&9u32.to_le_bytes()); // Finalizing: the rank first.
+        }
+        b.extend_from_slice(&n.to_le_bytes());
+        b
+    };
+    let too_long = WireError::TooLong {
+        what: "collective counts",
+        len: u64::from(MAX_COMMUNICATORS) + 1,
+        max: u64::from(MAX_COMMUNICATORS),
+    };
+    let entries = 8 * MAX_COMMUNICATORS as usize;
+    assert_eq!(
+        ToServer::decode_body(&head(3, MAX_COMMUNICATORS + 1)),
+        Err(too_long.clone())
+    );
+    assert_eq!(
+        ToRank::decode_body(&head(6, MAX_COMMUNICATORS + 1)),
+        Err(too_long)
+    );
+    assert_eq!(
+        ToServer::decode_body(&head(3, MAX_COMMUNICATORS)),
+        Err(WireError::Truncated {
+            need: entries,
+            have: 0
+        })
+    );
+    assert_eq!(
+        ToRank::decode_body(&head(6, MAX_COMMUNICATORS)),
+        Err(WireError::Truncated {
+            need: entries,
+            have: 0
+        })
+    );
+    let mut full = head(3, MAX_COMMUNICATORS);
+    full.resize(full.len() + entries, 0);
+    match ToServer::decode_body(&full) {
+        Ok(ToServer::Finalize { collectives }) => {
+            assert_eq!(collectives.len(), MAX_COMMUNICATORS as usize);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A short message must fill its transport message; the error says by how much it does not.
+#[test]
+fn a_short_message_with_trailing_bytes_names_their_count() {
+    let mut b = encode_am(
+        &AmHeader::Short(Short {
+            handler: 1,
+            channel: 0,
+            flags: 0,
+            args: [0; 4],
+        }),
+        &[],
+    );
+    for extra in 1..=3 {
+        b.push(0);
+        assert_eq!(AmHeader::decode(&b), Err(WireError::Trailing(extra)));
+    }
 }
 
 #[test]

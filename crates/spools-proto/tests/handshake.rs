@@ -228,7 +228,7 @@ fn any_changed_byte_of_client_hello_fails() {
 /// Reserved bytes (ServerHello bytes 6..8, ClientHello byte 7) must be zero: changing one
 /// fails the handshake.
 #[test]
-fn reserved_bytes_are_not_checked() {
+fn reserved_bytes_are_checked() {
     let c = client(SECRET_A, Purpose::Data);
     let mut accepted = Vec::new();
     for (step, i) in [(0usize, 7usize), (1, 6), (1, 7)] {
@@ -463,6 +463,7 @@ fn from_hex_rejects_plus_signs() {
 #[test]
 fn secret_debug_is_redacted() {
     let s = Secret::from_bytes(SECRET_A);
+    assert_eq!(format!("{s:?}"), "Secret(<redacted>)");
     let dbg = format!("{s:?} {s:#?}");
     assert!(!dbg.contains(&s.to_hex()), "{dbg}");
     assert!(!dbg.contains("a1a1"), "{dbg}");
@@ -473,9 +474,35 @@ fn secret_debug_is_redacted() {
     assert!(!dbg.contains("a1a1") && !dbg.contains("161"), "{dbg}");
 }
 
+/// The context is hashed after its length (`u64` little-endian), so that a proof says
+/// where its context ends. The expected digest is built here with `blake3` directly; a
+/// proof without the prefix (or with another width or byte order of it) differs from it.
 #[test]
 fn proof_context_is_length_prefixed() {
     let s = Secret::from_bytes(SECRET_A);
+    let key = blake3::derive_key("spools 2026 job secret proof key", &SECRET_A);
+    let hash = |prefix: &[u8], ctx: &[u8]| {
+        let mut h = blake3::Hasher::new_keyed(&key);
+        h.update(b"client");
+        h.update(&CLIENT_NONCE);
+        h.update(&SERVER_NONCE);
+        h.update(prefix);
+        h.update(ctx);
+        *h.finalize().as_bytes()
+    };
+    for ctx in [&b""[..], b"a", b"ab", &[0x02, 7, 0, 0, 0, 3, 0, 1, 0]] {
+        let n = ctx.len() as u8;
+        let got = Proof::compute(&s, Role::Client, &CLIENT_NONCE, &SERVER_NONCE, ctx).0;
+        assert_eq!(got, hash(&[n, 0, 0, 0, 0, 0, 0, 0], ctx), "{ctx:?}");
+        assert_ne!(got, hash(&[], ctx), "{ctx:?}: the prefix is missing");
+        if n != 0 {
+            assert_ne!(
+                got,
+                hash(&[0, 0, 0, 0, 0, 0, 0, n], ctx),
+                "{ctx:?}: big-endian"
+            );
+        }
+    }
     let a = Proof::compute(&s, Role::Client, &CLIENT_NONCE, &SERVER_NONCE, b"ab");
     let b = Proof::compute(&s, Role::Client, &CLIENT_NONCE, &SERVER_NONCE, b"a");
     assert_ne!(a, b);
