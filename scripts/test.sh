@@ -19,6 +19,8 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo check of the fuzz targets (fuzz/ is outside the workspace; scripts/fuzz.sh runs them)"
+cargo check --manifest-path fuzz/Cargo.toml --locked --all-targets
 echo "== cargo test (unit, integration, property, doc and multi-process tests)"
 cargo test --workspace --locked
 echo "== cargo doc (warnings are errors)"
