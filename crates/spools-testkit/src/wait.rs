@@ -3,9 +3,11 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
+
+use crate::guard::stop_tree;
 
 /// What a finished process or job produced.
 #[derive(Debug)]
@@ -25,18 +27,11 @@ impl Output {
     }
 }
 
-/// Sends `signal` to the process group `pgid`.
-fn signal_group(pgid: u32, signal: &str) {
-    let _ = Command::new("kill")
-        .args([signal, "--", &format!("-{pgid}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-}
-
 /// Waits for `child` (started in a process group of its own, see [`grouped`](crate::grouped)) at most
-/// `limit`, capturing its piped output; at the limit stops its whole process group
-/// (SIGTERM, which makes a launcher stop its ranks, then SIGKILL) and panics with what it
+/// `limit`, capturing its piped output; at the limit stops it with everything it started
+/// (SIGTERM to its group, which makes a launcher stop its ranks and remove the job's shared
+/// memory; after [`STOP_GRACE`](crate::STOP_GRACE), SIGKILL to whatever is left, the
+/// ranks included, and their jobs' `/dev/shm` objects removed) and panics with what it
 /// printed.
 ///
 /// # Panics
@@ -50,19 +45,7 @@ pub fn wait_bounded(mut child: Child, limit: Duration) -> Output {
             break s;
         }
         if start.elapsed() > limit {
-            // Ask first: a launcher stops its ranks (in process groups of their own) on
-            // SIGTERM. Then kill whatever is left of the group.
-            signal_group(child.id(), "-TERM");
-            let asked = Instant::now();
-            while asked.elapsed() < Duration::from_secs(5) {
-                if let Ok(Some(_)) = child.try_wait() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            signal_group(child.id(), "-KILL");
-            let _ = child.kill();
-            let s = child.wait().expect("wait after kill");
+            let s = stop_tree(&mut child);
             let stdout = collect(&t_out, Duration::from_secs(5));
             let stderr = collect(&t_err, Duration::from_secs(5));
             panic!("process did not end within {limit:?}; stopped it.\nstdout:\n{stdout}\nstderr:\n{stderr}\nstatus {s:?}");
