@@ -116,7 +116,10 @@ fn zero_ranks_is_refused() {
 /// Whether process `pid` is alive (a zombie is not).
 fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('Z')))
+        .map(|s| {
+            !s.rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        })
         .unwrap_or(false)
 }
 
@@ -158,7 +161,10 @@ fn signal_stops_every_rank(signal: &str, code: i32) {
             std::thread::sleep(Duration::from_millis(10));
             waited += 1;
         }
-        assert!(!alive(pid), "rank process {pid} survived the launcher's SIG{signal}");
+        assert!(
+            !alive(pid),
+            "rank process {pid} survived the launcher's SIG{signal}"
+        );
     }
 }
 
@@ -220,5 +226,8 @@ fn with_several_failing_ranks_the_first_sets_the_status() {
     let rest = rest.join().unwrap();
     assert_eq!(o.code(), Some(5), "{seen}{rest}{o:?}");
     // The others' failures came later and are not reported as the job's.
-    assert!(!rest.contains("rank 3") && !rest.contains("status 9"), "{seen}{rest}{o:?}");
+    assert!(
+        !rest.contains("rank 3") && !rest.contains("status 9"),
+        "{seen}{rest}{o:?}"
+    );
 }

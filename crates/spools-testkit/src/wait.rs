@@ -109,7 +109,12 @@ pub fn wait_for_file(path: &Path, limit: Duration) -> Result<(), String> {
 /// # Errors
 /// The file system's.
 pub fn signal_file(path: &Path, contents: &[u8]) -> Result<(), String> {
-    let tmp = path.with_extension("tmp-signal");
+    // Beside `path`, named after it whole and after this process: two processes
+    // signalling `pid.0` and `pid.1` at once must not share a temporary file (as
+    // `with_extension` would make them).
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{}.tmp-signal", std::process::id()));
+    let tmp = path.with_file_name(name);
     std::fs::write(&tmp, contents).map_err(|x| format!("{}: {x}", tmp.display()))?;
     std::fs::rename(&tmp, path).map_err(|x| format!("{}: {x}", path.display()))
 }
