@@ -139,6 +139,15 @@ impl Job {
         self
     }
 
+    /// How long the launcher lets the other ranks exit by themselves once one has failed
+    /// before it kills them ([`JOB_GRACE`] by default); the test waits the timeout plus
+    /// this plus 10 s.
+    pub fn grace(mut self, grace: Duration) -> Job {
+        self.grace = grace;
+        self.wait = self.timeout + grace + Duration::from_secs(10);
+        self
+    }
+
     /// Launches through `spools run` of this `spools` binary instead of the library
     /// launcher (for tests of the command line).
     pub fn via_cli(mut self, spools: impl Into<PathBuf>) -> Job {
