@@ -4,6 +4,7 @@
 use std::io::Read;
 use std::path::Path;
 use std::process::{Child, ExitStatus};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
@@ -109,12 +110,56 @@ pub fn wait_for_file(path: &Path, limit: Duration) -> Result<(), String> {
 /// # Errors
 /// The file system's.
 pub fn signal_file(path: &Path, contents: &[u8]) -> Result<(), String> {
-    // Beside `path`, named after it whole and after this process: two processes
-    // signalling `pid.0` and `pid.1` at once must not share a temporary file (as
-    // `with_extension` would make them).
+    // Beside `path`, named after it whole, this process and a counter: writers of `pid.0`
+    // and `pid.1` at once must not share a temporary file (as `with_extension` made them).
+    static NEXT: AtomicU64 = AtomicU64::new(0);
     let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".{}.tmp-signal", std::process::id()));
+    name.push(format!(
+        ".{}-{}.tmp-signal",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
     let tmp = path.with_file_name(name);
     std::fs::write(&tmp, contents).map_err(|x| format!("{}: {x}", tmp.display()))?;
     std::fs::rename(&tmp, path).map_err(|x| format!("{}: {x}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Many writers at once, of files whose names differ only past a dot: every file ends
+    /// whole, with its own contents, and no temporary file is left.
+    #[test]
+    fn concurrent_signal_files_do_not_share_a_temporary_file() {
+        let dir = crate::tempdir("signal");
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let d = dir.path().to_path_buf();
+                std::thread::spawn(move || {
+                    (0..100).try_for_each(|k| {
+                        let body = format!("{t} {k}");
+                        signal_file(&d.join(format!("pid.{t}")), body.as_bytes())
+                    })
+                })
+            })
+            .collect();
+        for t in threads {
+            assert_eq!(t.join().ok(), Some(Ok(())));
+        }
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        let want: Vec<String> = (0..8).map(|t| format!("pid.{t}")).collect();
+        assert_eq!(names, want);
+        for t in 0..8 {
+            let got = std::fs::read_to_string(dir.path().join(format!("pid.{t}"))).ok();
+            assert_eq!(got, Some(format!("{t} 99")));
+        }
+    }
 }
