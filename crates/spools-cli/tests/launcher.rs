@@ -123,14 +123,31 @@ fn alive(pid: i32) -> bool {
         .unwrap_or(false)
 }
 
-/// Starts a 3-rank job whose ranks each write their pid to a file (atomically) and then
-/// sleep far longer than any bound of the test; once every rank has said it runs, sends
-/// `signal` to the launcher: it must exit with `code`, say which signal stopped it, and
-/// leave no rank running.
+/// Removes, when dropped (also when the test fails), the `/dev/shm` objects of the job
+/// it names that the test's ranks made.
+struct ShmMarkers(String);
+
+impl Drop for ShmMarkers {
+    fn drop(&mut self) {
+        for name in common::shm_leftovers(&self.0) {
+            if name.contains("-test-") {
+                let _ = std::fs::remove_file(std::path::Path::new("/dev/shm").join(name));
+            }
+        }
+    }
+}
+
+/// Starts a 3-rank job whose ranks each leave an object of the job in `/dev/shm` (as a
+/// shared-memory segment not unlinked yet would be), write their pid to a file
+/// (atomically) and then sleep far longer than any bound of the test; once every rank has
+/// said it runs, sends `signal` to the launcher: it must exit with `code`, say which
+/// signal stopped it, and leave no rank running and nothing of the job in `/dev/shm`.
 fn signal_stops_every_rank(signal: &str, code: i32) {
     let dir = common::tempdir("signal");
     let script = format!(
-        "echo $$ > {d}/pid.$SPOOLS_RANK.tmp && mv {d}/pid.$SPOOLS_RANK.tmp {d}/pid.$SPOOLS_RANK; exec sleep 600",
+        "touch /dev/shm/spools-$SPOOLS_JOB-test-$SPOOLS_RANK && echo $SPOOLS_JOB > {d}/job && \
+         echo $$ > {d}/pid.$SPOOLS_RANK.tmp && mv {d}/pid.$SPOOLS_RANK.tmp {d}/pid.$SPOOLS_RANK; \
+         exec sleep 600",
         d = dir.display()
     );
     let mut cmd = common::grouped(spools());
@@ -149,6 +166,10 @@ fn signal_stops_every_rank(signal: &str, code: i32) {
         })
         .collect();
     assert!(pids.iter().all(|&p| alive(p)), "{pids:?}");
+    let job_id = std::fs::read_to_string(dir.join("job")).unwrap();
+    let job_id = job_id.trim();
+    let _markers = ShmMarkers(job_id.to_string());
+    assert_eq!(common::shm_leftovers(job_id).len(), 3, "{job_id}");
     job.signal(&format!("-{signal}"));
     let o = job.wait(Duration::from_secs(60));
     assert_eq!(o.code(), Some(code), "{signal}: {o:?}");
@@ -166,6 +187,11 @@ fn signal_stops_every_rank(signal: &str, code: i32) {
             "rank process {pid} survived the launcher's SIG{signal}"
         );
     }
+    assert_eq!(
+        common::shm_leftovers(job_id),
+        Vec::<String>::new(),
+        "SIG{signal} left the job's objects in /dev/shm"
+    );
 }
 
 #[test]

@@ -160,6 +160,20 @@ fn start_hanging(dir: &Path, via_cli: bool) -> (common::Spawned, Vec<u32>, Strin
     (started, pids, id)
 }
 
+/// Removes, when dropped (also when the test fails), the `/dev/shm` objects of the job
+/// it names that the hanging ranks made.
+struct ShmMarkers(String);
+
+impl Drop for ShmMarkers {
+    fn drop(&mut self) {
+        for name in common::shm_leftovers(&self.0) {
+            if name.contains("-testkit-") {
+                let _ = std::fs::remove_file(Path::new("/dev/shm").join(name));
+            }
+        }
+    }
+}
+
 /// Nothing of the job is left: every rank gone (a bounded wait for the kernel, an event),
 /// no `/dev/shm` object of its job.
 fn assert_all_gone(pids: &[u32], job: &str, how: &str) {
@@ -184,6 +198,7 @@ fn a_job_stopped_by_the_test_kit_leaves_nothing_behind() {
     for via_cli in [false, true] {
         let dir = common::tempdir("hang");
         let (started, pids, job) = start_hanging(&dir, via_cli);
+        let _markers = ShmMarkers(job.clone());
         let timed_out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
             started.wait(Duration::from_millis(1))
         }));
@@ -194,6 +209,7 @@ fn a_job_stopped_by_the_test_kit_leaves_nothing_behind() {
 
         let dir = common::tempdir("hang");
         let (started, pids, job) = start_hanging(&dir, via_cli);
+        let _markers = ShmMarkers(job.clone());
         let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
             let _guard = started;
             panic!("the test fails before waiting");
