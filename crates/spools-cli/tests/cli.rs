@@ -2,33 +2,37 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::Read;
-use std::process::{Command, Output, Stdio};
+mod common;
 
+use std::io::Read;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::Output;
 use serde_json::Value;
 
+/// The `spools` binary with `args` (none of the caller's `SPOOLS_*` variables), bounded.
 fn spools(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_spools"))
+    let mut c = common::grouped(common::spools());
+    common::without_ambient_spools_env(&mut c)
         .args(args)
-        .output()
-        .expect("run spools")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    common::Spawned::new(c.spawn().expect("run spools")).wait(Duration::from_secs(60))
 }
 
 fn ok_json(args: &[&str]) -> Value {
     let out = spools(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("valid JSON")
+    assert!(out.status.success(), "{args:?}: {}", out.stderr);
+    serde_json::from_str(&out.stdout).expect("valid JSON")
 }
 
 fn fails(args: &[&str], needle: &str) {
     let out = spools(args);
     assert!(!out.status.success(), "{args:?} should fail");
     assert!(out.stdout.is_empty(), "{args:?} printed to stdout on error");
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = &out.stderr;
     assert!(
         err.contains(needle),
         "{args:?}: stderr {err:?} lacks {needle:?}"
@@ -40,7 +44,7 @@ fn fails(args: &[&str], needle: &str) {
 fn map_json_has_the_fixed_form() {
     let out = spools(&["map", "u8[9] block on 4", "--unit", "1", "--json"]);
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
+        out.stdout,
         "{\"unit\":1,\"units\":4,\"elem_size\":1,\"extents\":[[3,0,3]]}\n"
     );
     let v = ok_json(&["map", "u8[9] block on 4", "--unit", "3", "--json"]);
@@ -118,7 +122,7 @@ fn plan_summary_json_and_text() {
         "--to",
         "u8[8] cyclic on 2",
     ]);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = &out.stdout;
     assert!(text.contains("8 runs"), "{text}");
     assert!(text.contains("50.0% of bytes stay"), "{text}");
 }
@@ -189,7 +193,7 @@ fn bad_input_is_a_clear_error() {
 #[test]
 fn help_explains_the_spec_syntax() {
     let out = spools(&["plan", "--help"]);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = &out.stdout;
     assert!(out.status.success());
     for needle in [
         "block(B)",
@@ -204,25 +208,23 @@ fn help_explains_the_spec_syntax() {
 
 #[test]
 fn a_closed_pipe_ends_output_quietly() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_spools"))
+    let mut c = common::grouped(common::spools());
+    common::without_ambient_spools_env(&mut c)
         .args(["map", "u8[4000000] cyclic on 2", "--unit", "0"])
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+        .stderr(Stdio::piped());
+    let mut child = common::Spawned::new(c.spawn().expect("spawn"));
     let mut first = [0u8; 100];
     child
+        .child()
         .stdout
         .take()
         .expect("stdout")
         .read_exact(&mut first)
         .expect("read");
     // stdout is dropped here: the reader has gone away, like `| head -c 100`.
-    let out = child.wait_with_output().expect("wait");
+    let out = child.wait(Duration::from_secs(60));
     assert!(out.status.success(), "exit {:?}", out.status);
-    assert!(
-        out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
 }

@@ -11,7 +11,7 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::time::Duration;
 
-use common::wait_bounded;
+use common::Spawned;
 
 /// Waits (bounded, polling for an event) until `path` exists.
 fn wait_for_file(path: &Path) -> Result<(), String> {
@@ -24,14 +24,14 @@ fn wait_for_file(path: &Path) -> Result<(), String> {
 #[test]
 fn a_flood_on_a_pipe_consumers_ports_does_not_stop_the_pipe() {
     let dir = common::tempdir("flood");
-    let consumer = common::pipe_end(
+    let consumer = Spawned::new(common::pipe_end(
         2,
         "consumer",
         "u8[256,256] block,* on 2x1",
         Some("pipe:flood"),
         3,
         &dir,
-    );
+    ));
     // The consumer's meeting file names its ranks' listening addresses.
     let meeting = dir.join("flood.consumer");
     wait_for_file(&meeting).unwrap();
@@ -59,16 +59,16 @@ fn a_flood_on_a_pipe_consumers_ports_does_not_stop_the_pipe() {
         }
     }
     assert!(held.len() >= 100, "only {} connections", held.len());
-    let producer = common::pipe_end(
+    let producer = Spawned::new(common::pipe_end(
         2,
         "producer",
         "u8[256,256] *,block on 1x2",
         Some("pipe:flood"),
         3,
         &dir,
-    );
-    let p = wait_bounded(producer, Duration::from_secs(120));
-    let c = wait_bounded(consumer, Duration::from_secs(120));
+    ));
+    let p = producer.wait(Duration::from_secs(120));
+    let c = consumer.wait(Duration::from_secs(120));
     drop(held);
     assert!(
         p.status.success() && c.status.success(),
@@ -87,7 +87,14 @@ fn garbage_on_a_tcp_pipe_meeting_port_neither_ends_the_meeting_nor_learns_the_to
     let port = common::free_port(7);
     let name = format!("tcp:127.0.0.1:{port}");
     let layout = "u8[256,256] block,* on 2x1";
-    let consumer = common::pipe_end(2, "consumer", layout, Some(&name), 3, &dir);
+    let consumer = Spawned::new(common::pipe_end(
+        2,
+        "consumer",
+        layout,
+        Some(&name),
+        3,
+        &dir,
+    ));
     // Wait until the consumer listens (an event: a connection), and leave that one idle.
     let mut idle = None;
     for _ in 0..30_000 {
@@ -118,9 +125,16 @@ fn garbage_on_a_tcp_pipe_meeting_port_neither_ends_the_meeting_nor_learns_the_to
         );
     }
     drop(idle);
-    let producer = common::pipe_end(2, "producer", layout, Some(&name), 3, &dir);
-    let p = wait_bounded(producer, Duration::from_secs(120));
-    let c = wait_bounded(consumer, Duration::from_secs(120));
+    let producer = Spawned::new(common::pipe_end(
+        2,
+        "producer",
+        layout,
+        Some(&name),
+        3,
+        &dir,
+    ));
+    let p = producer.wait(Duration::from_secs(120));
+    let c = consumer.wait(Duration::from_secs(120));
     assert!(
         p.status.success() && c.status.success(),
         "producer {p:?}\nconsumer {c:?}"

@@ -4,13 +4,14 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use common::{spools, wait_bounded};
 
 fn run(args: &[&str]) -> common::Output {
-    let child = common::grouped(spools())
+    let mut cmd = common::grouped(spools());
+    let child = common::without_ambient_spools_env(&mut cmd)
         .arg("run")
         .args(args)
         .stdin(Stdio::null())
@@ -55,18 +56,20 @@ fn untagged_output_passes_through() {
 
 #[test]
 fn first_failing_rank_sets_the_status_and_the_job_stops() {
-    // Rank 2 fails at once; the others would sleep 30 s and then print.
+    // Rank 2 fails at once; the others would sleep 600 s, far past the test's bound: the
+    // job ends only if the launcher stops them. (`exec`: the rank is the sleep itself. A
+    // child of rank 0 would survive the job, holding its output open: rank 0 is killed
+    // alone, not as a process group.)
     let o = run(&[
         "-n",
         "4",
         "--",
         "sh",
         "-c",
-        "if [ $SPOOLS_RANK = 2 ]; then exit 7; fi; sleep 30; echo survived",
+        "if [ $SPOOLS_RANK = 2 ]; then exit 7; fi; exec sleep 600",
     ]);
     assert_eq!(o.code(), Some(7), "{o:?}");
     assert!(o.stderr.contains("rank 2 exited with status 7"), "{o:?}");
-    assert!(!o.stdout.contains("survived"), "{o:?}");
 }
 
 #[test]
@@ -77,7 +80,7 @@ fn a_rank_killed_by_a_signal_is_named() {
         "--",
         "sh",
         "-c",
-        "if [ $SPOOLS_RANK = 1 ]; then kill -9 $$; fi; sleep 30",
+        "if [ $SPOOLS_RANK = 1 ]; then kill -9 $$; fi; exec sleep 600",
     ]);
     assert_eq!(o.code(), Some(128 + 9), "{o:?}");
     assert!(
@@ -110,47 +113,147 @@ fn zero_ranks_is_refused() {
     assert!(o.stderr.contains("cannot launch 0 ranks"), "{o:?}");
 }
 
-#[test]
-fn sigterm_to_the_launcher_stops_every_rank() {
-    let dir = common::tempdir("sigterm");
+/// Whether process `pid` is alive (a zombie is not).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
+/// Removes, when dropped (also when the test fails), the `/dev/shm` objects of the job
+/// it names that the test's ranks made.
+struct ShmMarkers(String);
+
+impl Drop for ShmMarkers {
+    fn drop(&mut self) {
+        for name in common::shm_leftovers(&self.0) {
+            if name.contains("-test-") {
+                let _ = std::fs::remove_file(std::path::Path::new("/dev/shm").join(name));
+            }
+        }
+    }
+}
+
+/// Starts a 3-rank job whose ranks each leave an object of the job in `/dev/shm` (as a
+/// shared-memory segment not unlinked yet would be), write their pid to a file
+/// (atomically) and then sleep far longer than any bound of the test; once every rank has
+/// said it runs, sends `signal` to the launcher: it must exit with `code`, say which
+/// signal stopped it, and leave no rank running and nothing of the job in `/dev/shm`.
+fn signal_stops_every_rank(signal: &str, code: i32) {
+    let dir = common::tempdir("signal");
     let script = format!(
-        "echo $$ > {}/pid.$SPOOLS_RANK; exec sleep 30",
-        dir.display()
+        "touch /dev/shm/spools-$SPOOLS_JOB-test-$SPOOLS_RANK && echo $SPOOLS_JOB > {d}/job && \
+         echo $$ > {d}/pid.$SPOOLS_RANK.tmp && mv {d}/pid.$SPOOLS_RANK.tmp {d}/pid.$SPOOLS_RANK; \
+         exec sleep 600",
+        d = dir.display()
     );
-    let child = common::grouped(spools())
+    let mut cmd = common::grouped(spools());
+    common::without_ambient_spools_env(&mut cmd)
         .args(["run", "-n", "3", "--", "sh", "-c", &script])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let launcher = child.id();
-    // Wait (bounded) until every rank has written its pid.
-    let mut pids = Vec::new();
-    for _ in 0..1000 {
-        pids = (0..3)
-            .filter_map(|r| std::fs::read_to_string(dir.join(format!("pid.{r}"))).ok())
-            .filter_map(|s| s.trim().parse::<i32>().ok())
-            .collect();
-        if pids.len() == 3 {
+        .stderr(Stdio::piped());
+    let job = common::Spawned::new(cmd.spawn().unwrap());
+    // Every rank says it runs (an event), bounded.
+    let pids: Vec<i32> = (0..3)
+        .map(|r| {
+            let f = dir.join(format!("pid.{r}"));
+            common::wait_for_file(&f, Duration::from_secs(60)).unwrap();
+            std::fs::read_to_string(&f).unwrap().trim().parse().unwrap()
+        })
+        .collect();
+    assert!(pids.iter().all(|&p| alive(p)), "{pids:?}");
+    let job_id = std::fs::read_to_string(dir.join("job")).unwrap();
+    let job_id = job_id.trim();
+    let _markers = ShmMarkers(job_id.to_string());
+    assert_eq!(common::shm_leftovers(job_id).len(), 3, "{job_id}");
+    job.signal(&format!("-{signal}"));
+    let o = job.wait(Duration::from_secs(60));
+    assert_eq!(o.code(), Some(code), "{signal}: {o:?}");
+    assert!(o.stderr.contains(&format!("received SIG{signal}")), "{o:?}");
+    // The launcher has returned: its ranks are gone (bounded wait for the kernel to
+    // finish with them; they would sleep 600 s otherwise).
+    for pid in pids {
+        let mut waited = 0;
+        while alive(pid) && waited < 3000 {
+            std::thread::sleep(Duration::from_millis(10));
+            waited += 1;
+        }
+        assert!(
+            !alive(pid),
+            "rank process {pid} survived the launcher's SIG{signal}"
+        );
+    }
+    assert_eq!(
+        common::shm_leftovers(job_id),
+        Vec::<String>::new(),
+        "SIG{signal} left the job's objects in /dev/shm"
+    );
+}
+
+#[test]
+fn sigterm_to_the_launcher_stops_every_rank() {
+    signal_stops_every_rank("TERM", 128 + 15);
+}
+
+#[test]
+fn sigint_to_the_launcher_stops_every_rank_with_status_130() {
+    signal_stops_every_rank("INT", 130);
+}
+
+#[test]
+fn sighup_to_the_launcher_stops_every_rank_with_status_129() {
+    signal_stops_every_rank("HUP", 129);
+}
+
+/// Several ranks fail: the job's status is the first failing rank's. Rank 1 fails at once;
+/// the others (rank 3 with another status) fail only after the launcher has reported rank
+/// 1's failure (the test reads its report and then writes the file they wait for), so
+/// which failure came first is decided by events, not by the scheduler. The grace is long
+/// so that they exit by themselves rather than being killed.
+#[test]
+fn with_several_failing_ranks_the_first_sets_the_status() {
+    let dir = common::tempdir("several");
+    let go = dir.join("go");
+    let script = format!(
+        "case $SPOOLS_RANK in 1) exit 5;; 3) s=9;; *) s=11;; esac; \
+         while [ ! -e {go} ]; do sleep 0.01; done; exit $s",
+        go = go.display()
+    );
+    let mut cmd = common::grouped(spools());
+    common::without_ambient_spools_env(&mut cmd)
+        .args(["run", "-n", "4", "--grace", "600", "--timeout", "600", "--"])
+        .args(["sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut job = common::Spawned::new(cmd.spawn().unwrap());
+    let mut err = std::io::BufReader::new(job.child().stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+        assert!(n > 0, "the launcher ended without reporting rank 1: {seen}");
+        seen.push_str(&line);
+        if line.contains("rank 1 exited with status 5") {
             break;
         }
-        std::thread::sleep(Duration::from_millis(10));
     }
-    assert_eq!(pids.len(), 3, "ranks did not start");
-    // SAFETY-free: kill(2) through the shell's kill to avoid unsafe in tests.
-    Command::new("kill")
-        .args(["-TERM", &launcher.to_string()])
-        .status()
-        .unwrap();
-    let o = wait_bounded(child, Duration::from_secs(30));
-    assert_eq!(o.code(), Some(128 + 15), "{o:?}");
-    assert!(o.stderr.contains("received SIGTERM"), "{o:?}");
-    for pid in pids {
-        let alive = std::path::Path::new(&format!("/proc/{pid}")).exists()
-            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .unwrap_or_default()
-                .contains(") Z ");
-        assert!(!alive, "rank process {pid} survived the launcher's SIGTERM");
-    }
+    let rest = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    common::signal_file(&go, b"").unwrap();
+    let o = job.wait(Duration::from_secs(60));
+    let rest = rest.join().unwrap();
+    assert_eq!(o.code(), Some(5), "{seen}{rest}{o:?}");
+    // The others' failures came later and are not reported as the job's.
+    assert!(
+        !rest.contains("rank 3") && !rest.contains("status 9"),
+        "{seen}{rest}{o:?}"
+    );
 }

@@ -6,14 +6,15 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use common::{spools, wait_bounded};
 
 fn run(args: &[&str], env: &[(&str, &str)]) -> common::Output {
     let mut c = common::grouped(spools());
-    c.arg("run")
+    common::without_ambient_spools_env(&mut c)
+        .arg("run")
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -47,7 +48,8 @@ fn a_huge_rank_count_is_refused_at_once() {
 /// more, kills those it started and exits 130. (Before, it started every rank first.)
 #[test]
 fn sigint_while_ranks_start_stops_the_launcher() {
-    let mut child = common::grouped(spools())
+    let mut cmd = common::grouped(spools());
+    common::without_ambient_spools_env(&mut cmd)
         .args([
             "run",
             "-n",
@@ -55,32 +57,31 @@ fn sigint_while_ranks_start_stops_the_launcher() {
             "--",
             "sh",
             "-c",
-            "echo started; exec sleep 60",
+            "echo started; exec sleep 600",
         ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait for the first rank's line (an event), then interrupt.
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "started");
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
+        .stderr(Stdio::piped());
+    // Stopped with its ranks if the test fails before waiting.
+    let mut child = common::Spawned::new(cmd.spawn().unwrap());
+    // Count the ranks' lines on a thread; the first one (an event) says ranks are starting.
+    let out = BufReader::new(child.child().stdout.take().unwrap());
+    let (first_tx, first_rx) = std::sync::mpsc::channel();
     let counter = std::thread::spawn(move || {
-        let mut n = 1;
-        let mut l = String::new();
-        while out.read_line(&mut l).map(|k| k > 0).unwrap_or(false) {
+        let mut n = 0;
+        for l in out.lines() {
+            let Ok(l) = l else { break };
+            if n == 0 {
+                let _ = first_tx.send(l);
+            }
             n += 1;
-            l.clear();
         }
         n
     });
-    let o = wait_bounded(child, Duration::from_secs(120));
+    let first = first_rx.recv_timeout(Duration::from_secs(60));
+    assert_eq!(first.as_deref(), Ok("started"));
+    child.signal("-INT");
+    let o = child.wait(Duration::from_secs(120));
     let started = counter.join().unwrap();
     assert_eq!(o.code(), Some(130), "{o:?}");
     assert!(
@@ -109,16 +110,15 @@ fn a_stopped_rank_fails_the_job_past_the_liveness_timeout() {
 
 #[test]
 fn spools_info_prints_the_liveness_timeout() {
-    let o = wait_bounded(
-        common::grouped(spools())
-            .arg("info")
-            .env("SPOOLS_LIVENESS_TIMEOUT", "7")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-        Duration::from_secs(60),
-    );
+    let mut cmd = common::grouped(spools());
+    common::without_ambient_spools_env(&mut cmd)
+        .arg("info")
+        .env("SPOOLS_LIVENESS_TIMEOUT", "7")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let o = wait_bounded(cmd.spawn().unwrap(), Duration::from_secs(60));
+    common::assert_ok(&o);
     assert!(o.stdout.contains("liveness_timeout_s = 7"), "{o:?}");
 }
 
@@ -127,16 +127,13 @@ fn every_benchmark_refuses_zero_repetitions() {
     for bench in [
         "pingpong", "logp", "rate", "ring", "idle", "coll", "overlap", "matmul",
     ] {
-        let o = wait_bounded(
-            common::grouped(spools())
-                .args(["bench", bench, "--reps", "0"])
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap(),
-            Duration::from_secs(60),
-        );
+        let mut cmd = common::grouped(spools());
+        common::without_ambient_spools_env(&mut cmd)
+            .args(["bench", bench, "--reps", "0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let o = wait_bounded(cmd.spawn().unwrap(), Duration::from_secs(60));
         assert_eq!(o.code(), Some(2), "{bench}: {o:?}");
         assert!(
             o.stderr.contains("invalid value '0' for '--reps"),

@@ -72,11 +72,11 @@ fn run_under_mpirun(n: u32, extra: &[(&str, String)]) -> common::Output {
     for (k, v) in extra {
         cmd.args(["-x", &format!("{k}={v}")]);
     }
-    cmd.args(self_args("ranks_under_open_mpi"))
+    // Only the test's own SPOOLS_* settings reach the ranks.
+    common::without_ambient_spools_env(&mut cmd)
+        .args(self_args("ranks_under_open_mpi"))
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env_remove("SPOOLS_RANK")
-        .env_remove("SPOOLS_SIZE")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -110,13 +110,21 @@ fn ranks_under_open_mpi() {
             "{o:?}"
         );
     }
-    // Rendezvous at host:port that rank 0 binds, with the secret in the environment.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let secret = spools_proto::auth::Secret::from_bytes([7; 16]).to_hex();
+    // Rendezvous at host:port that rank 0 binds, with the secret in the environment, as
+    // the README shows: `SPOOLS_SECRET=$(spools secret)`. The port is one below the
+    // ephemeral range (no listener bound to port 0 can take it meanwhile).
+    let port = common::free_port(3);
+    let secret = wait_bounded(
+        common::grouped(common::spools())
+            .arg("secret")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        Duration::from_secs(60),
+    );
+    common::assert_ok_as(&secret, "spools secret");
+    let secret = secret.stdout.trim().to_string();
     let o = run_under_mpirun(
         4,
         &[

@@ -8,10 +8,9 @@
 use std::io::Write;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::Child;
 use std::time::Duration;
 
-use spools_testkit::{e, rank_main, wait_bounded};
+use spools_testkit::{e, rank_main, Spawned};
 
 const IDLE: usize = 300;
 const GARBAGE: usize = 50;
@@ -29,9 +28,7 @@ fn role(dir: PathBuf) -> Result<(), String> {
     let w = e(spools::init())?;
     let me = w.rank();
     let tcp = w.worker().bootstrap().endpoints()[me as usize].tcp.clone();
-    let tmp = dir.join(format!("tcp.{me}.tmp"));
-    std::fs::write(&tmp, &tcp).map_err(|x| x.to_string())?;
-    std::fs::rename(&tmp, dir.join(format!("tcp.{me}"))).map_err(|x| x.to_string())?;
+    spools_testkit::signal_file(&dir.join(format!("tcp.{me}")), tcp.as_bytes())?;
     wait_for_file(&dir.join("flooded"))?;
     // The first messages open the ranks' connections, through the flooded listeners.
     let peer = 1 - me;
@@ -90,9 +87,10 @@ fn flood(addr: &str) -> Vec<TcpStream> {
 }
 
 /// Rank `rank` of 2, meeting through a rendezvous file in `dir` that rank 0 writes (with
-/// the address it listens at: no port is chosen in advance, so none can be taken).
-fn spawn_rank(rank: u32, dir: &Path) -> Child {
-    spools_testkit::foreign_rank(
+/// the address it listens at: no port is chosen in advance, so none can be taken); stopped
+/// when dropped unless waited for.
+fn spawn_rank(rank: u32, dir: &Path) -> Spawned {
+    Spawned::new(spools_testkit::foreign_rank(
         "floods_of_connections_do_not_stop_a_job",
         rank,
         2,
@@ -105,7 +103,7 @@ fn spawn_rank(rank: u32, dir: &Path) -> Child {
             ("SPOOLS_TRANSPORT", "tcp".into()),
             ("FLOOD_DIR", dir.display().to_string()),
         ],
-    )
+    ))
 }
 
 #[test]
@@ -138,8 +136,8 @@ fn floods_of_connections_do_not_stop_a_job() {
                         .args(["-KILL", "--", &format!("-{}", c.id())])
                         .status();
                 }
-                let o0 = wait_bounded(rank0, Duration::from_secs(30));
-                let o1 = wait_bounded(rank1, Duration::from_secs(30));
+                let o0 = rank0.wait(Duration::from_secs(30));
+                let o1 = rank1.wait(Duration::from_secs(30));
                 panic!("{why}\nrank 0: {o0:?}\nrank 1: {o1:?}");
             }
         };
@@ -150,9 +148,9 @@ fn floods_of_connections_do_not_stop_a_job() {
         during <= base + 2 * spools_boot::admission::MAX_PENDING + OWN_THREADS,
         "rank 0 runs {during} threads during floods of both ports (before: {base})"
     );
-    std::fs::write(dir.path().join("flooded"), b"").unwrap();
-    let o0 = wait_bounded(rank0, Duration::from_secs(90));
-    let o1 = wait_bounded(rank1, Duration::from_secs(90));
+    spools_testkit::signal_file(&dir.path().join("flooded"), b"").unwrap();
+    let o0 = rank0.wait(Duration::from_secs(90));
+    let o1 = rank1.wait(Duration::from_secs(90));
     drop((held_rdv, held_tcp));
     for (r, o) in [(0, &o0), (1, &o1)] {
         assert_eq!(o.code(), Some(0), "rank {r}: {o:?}");

@@ -5,8 +5,8 @@ use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Child, Stdio};
 
-use crate::env::{LAUNCH_VAR, ROLE_VAR};
-use crate::job::{current_exe, grouped, self_args};
+use crate::env::ROLE_VAR;
+use crate::job::{current_exe, grouped, self_args, without_ambient_spools_env};
 use crate::wait::Output;
 
 /// Asserts a job succeeded, showing its output otherwise.
@@ -85,7 +85,8 @@ pub fn tempdir(name: &str) -> TempDir {
 /// One end of a parallel pipe: a job of `n` ranks of `spools bench pipe` (the `spools`
 /// binary `spools`) playing `role` with `records` records of `layout`, meeting through
 /// `dir` (by name when `name` is given), the consumer verifying; spawned in a process
-/// group of its own, not waited for.
+/// group of its own, in an environment without the caller's `SPOOLS_*` variables, not
+/// waited for (guard it with [`Spawned`](crate::Spawned)).
 ///
 /// # Panics
 /// When it cannot be started.
@@ -100,6 +101,9 @@ pub fn pipe_end(
     dir: &Path,
 ) -> Child {
     let mut c = grouped(spools);
+    without_ambient_spools_env(&mut c)
+        .env("SPOOLS_PIPE_DIR", dir)
+        .env("SPOOLS_PIPE_TIMEOUT", "30");
     c.args(["run", "-n", &n.to_string(), "--timeout", "100", "--"])
         .arg(spools)
         .args([
@@ -112,9 +116,6 @@ pub fn pipe_end(
             "--records",
             &records.to_string(),
         ])
-        .env("SPOOLS_PIPE_DIR", dir)
-        .env("SPOOLS_PIPE_TIMEOUT", "30")
-        .env_remove("SPOOLS_RANK")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -129,20 +130,20 @@ pub fn pipe_end(
 
 /// Starts rank `rank` of `size` of this test executable (playing `test`'s role `x`) as
 /// another launcher would (Open MPI's variables, no launcher of ours): rank 0 then hosts
-/// the rendezvous. Spawned in a process group of its own, not waited for.
+/// the rendezvous. Spawned in a process group of its own, in an environment without the
+/// caller's `SPOOLS_*` variables (then `env`), not waited for (guard it with
+/// [`Spawned`](crate::Spawned)).
 ///
 /// # Panics
 /// When it cannot be started.
 #[allow(clippy::expect_used)]
 pub fn foreign_rank(test: &str, rank: u32, size: u32, env: &[(&str, String)]) -> Child {
     let mut c = grouped(current_exe());
-    c.args(&self_args(test)[1..])
+    without_ambient_spools_env(&mut c)
+        .args(&self_args(test)[1..])
         .env(ROLE_VAR, "x")
         .env("OMPI_COMM_WORLD_RANK", rank.to_string())
         .env("OMPI_COMM_WORLD_SIZE", size.to_string())
-        .env_remove("SPOOLS_RANK")
-        .env_remove("SPOOLS_SIZE")
-        .env_remove(LAUNCH_VAR)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

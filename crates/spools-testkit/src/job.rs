@@ -7,7 +7,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::env::{LAUNCH_VAR, ROLE_VAR};
-use crate::wait::{wait_bounded, Output};
+use crate::guard::Spawned;
+use crate::wait::Output;
 
 /// How long a job may run by default before the launcher stops it.
 pub const JOB_TIMEOUT: Duration = Duration::from_secs(120);
@@ -138,6 +139,15 @@ impl Job {
         self
     }
 
+    /// How long the launcher lets the other ranks exit by themselves once one has failed
+    /// before it kills them ([`JOB_GRACE`] by default); the test waits the timeout plus
+    /// this plus 10 s.
+    pub fn grace(mut self, grace: Duration) -> Job {
+        self.grace = grace;
+        self.wait = self.timeout + grace + Duration::from_secs(10);
+        self
+    }
+
     /// Launches through `spools run` of this `spools` binary instead of the library
     /// launcher (for tests of the command line).
     pub fn via_cli(mut self, spools: impl Into<PathBuf>) -> Job {
@@ -145,7 +155,9 @@ impl Job {
         self
     }
 
-    /// The launcher's command, in a process group of its own, output piped.
+    /// The launcher's command, in a process group of its own, output piped, in an
+    /// environment without any of the caller's `SPOOLS_*` variables (then the job's own
+    /// settings: [`Job::env`]).
     pub fn command(&self) -> Command {
         let secs = |d: Duration| format!("{}", d.as_secs_f64());
         let mut cmd = match &self.cli {
@@ -159,24 +171,26 @@ impl Job {
             }
             None => {
                 let mut c = grouped(current_exe());
-                c.args(&self_args(&self.test)[1..]).env(
-                    LAUNCH_VAR,
-                    format!(
-                        "{} {} {}",
-                        self.ranks,
-                        self.timeout.as_millis(),
-                        self.grace.as_millis()
-                    ),
-                );
+                c.args(&self_args(&self.test)[1..]);
                 c
             }
         };
+        // The job sees the test's settings only: none of the caller's SPOOLS_* variables
+        // (a rank's identity, SPOOLS_PROGRESS_THREAD, SPOOLS_LOG, whose level the
+        // verdicts reading the launcher's reports depend on, ...).
+        without_ambient_spools_env(&mut cmd);
+        if self.cli.is_none() {
+            cmd.env(
+                LAUNCH_VAR,
+                format!(
+                    "{} {} {}",
+                    self.ranks,
+                    self.timeout.as_millis(),
+                    self.grace.as_millis()
+                ),
+            );
+        }
         cmd.env(ROLE_VAR, &self.role)
-            .env_remove("SPOOLS_RANK")
-            .env_remove("SPOOLS_SIZE")
-            .env_remove("SPOOLS_BOOTSTRAP")
-            // Verdicts read the launcher's reports: whatever the caller's log level.
-            .env_remove("SPOOLS_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -195,6 +209,15 @@ impl Job {
         self.command().spawn().expect("spawn the launcher")
     }
 
+    /// Starts the job, guarded: it is stopped with its ranks when the guard is dropped
+    /// unless waited for ([`Spawned::wait`], with [`Job::wait_limit`]).
+    ///
+    /// # Panics
+    /// When the launcher cannot be started.
+    pub fn start(&self) -> Spawned {
+        Spawned::new(self.spawn())
+    }
+
     /// How long [`Job::run`] waits.
     pub fn wait_limit(&self) -> Duration {
         self.wait
@@ -202,7 +225,7 @@ impl Job {
 
     /// Runs the job to its end (bounded) and returns what it printed.
     pub fn run(&self) -> Output {
-        wait_bounded(self.spawn(), self.wait)
+        self.start().wait(self.wait)
     }
 }
 
@@ -211,6 +234,19 @@ impl Job {
 /// .role(role).envs(env).run()`.
 pub fn launch(n: u32, test: &str, role: &str, env: &[(&str, &str)]) -> Output {
     Job::new(n, test).role(role).envs(env).run()
+}
+
+/// Removes from `cmd`'s environment every `SPOOLS_*` variable of this process's own (set
+/// the ones the command needs after this): what a test starts must not depend on the
+/// environment the test suite was run in (`SPOOLS_PROGRESS_THREAD=1`, `SPOOLS_LOG=off`,
+/// a rank's identity when a rank starts it, ...).
+pub fn without_ambient_spools_env(cmd: &mut Command) -> &mut Command {
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("SPOOLS_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd
 }
 
 /// A command in a process group of its own (see [`wait_bounded`](crate::wait_bounded)).

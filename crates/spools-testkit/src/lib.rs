@@ -25,7 +25,11 @@
 //! would forward them. Tests of the command line launch through the `spools` binary
 //! instead ([`Job::via_cli`]). Every wait is bounded ([`wait_bounded`]): at its limit the
 //! whole process group is stopped (SIGTERM, so that the launcher stops its ranks, then
-//! SIGKILL) and the test fails with what the job printed. Temporary directories
+//! SIGKILL to whatever is left, ranks included) and the test fails with what the job
+//! printed. A child a test starts and waits for later is guarded by a [`Spawned`] (from
+//! [`Job::start`], or around a [`foreign_rank`] or [`pipe_end`]), which stops it with
+//! everything it started if the test panics first. Jobs, foreign ranks and pipe ends
+//! start without the caller's `SPOOLS_*` variables ([`without_ambient_spools_env`]). Temporary directories
 //! ([`tempdir`]) are removed when dropped, also when the test fails.
 //!
 //! Verdicts must come from events the test controls (a file a rank writes, a message
@@ -33,6 +37,7 @@
 
 mod env;
 mod fixtures;
+mod guard;
 mod job;
 mod rank;
 mod rng;
@@ -42,7 +47,11 @@ pub use env::ROLE_VAR;
 pub use fixtures::{
     assert_ok, assert_ok_as, foreign_rank, free_port, pipe_end, shm_leftovers, tempdir, TempDir,
 };
-pub use job::{current_exe, grouped, launch, self_args, Job, JOB_GRACE, JOB_TIMEOUT, JOB_WAIT};
+pub use guard::{Spawned, STOP_GRACE};
+pub use job::{
+    current_exe, grouped, launch, self_args, without_ambient_spools_env, Job, JOB_GRACE,
+    JOB_TIMEOUT, JOB_WAIT,
+};
 pub use rank::{checked, e, rank_main, role};
 pub use rng::Rng;
 pub use wait::{signal_file, wait_bounded, wait_for_file, Output};

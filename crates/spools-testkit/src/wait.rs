@@ -3,9 +3,12 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
+
+use crate::guard::stop_tree;
 
 /// What a finished process or job produced.
 #[derive(Debug)]
@@ -25,18 +28,11 @@ impl Output {
     }
 }
 
-/// Sends `signal` to the process group `pgid`.
-fn signal_group(pgid: u32, signal: &str) {
-    let _ = Command::new("kill")
-        .args([signal, "--", &format!("-{pgid}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-}
-
 /// Waits for `child` (started in a process group of its own, see [`grouped`](crate::grouped)) at most
-/// `limit`, capturing its piped output; at the limit stops its whole process group
-/// (SIGTERM, which makes a launcher stop its ranks, then SIGKILL) and panics with what it
+/// `limit`, capturing its piped output; at the limit stops it with everything it started
+/// (SIGTERM to its group, which makes a launcher stop its ranks and remove the job's shared
+/// memory; after [`STOP_GRACE`](crate::STOP_GRACE), SIGKILL to whatever is left, the
+/// ranks included, and their jobs' `/dev/shm` objects removed) and panics with what it
 /// printed.
 ///
 /// # Panics
@@ -50,19 +46,7 @@ pub fn wait_bounded(mut child: Child, limit: Duration) -> Output {
             break s;
         }
         if start.elapsed() > limit {
-            // Ask first: a launcher stops its ranks (in process groups of their own) on
-            // SIGTERM. Then kill whatever is left of the group.
-            signal_group(child.id(), "-TERM");
-            let asked = Instant::now();
-            while asked.elapsed() < Duration::from_secs(5) {
-                if let Ok(Some(_)) = child.try_wait() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            signal_group(child.id(), "-KILL");
-            let _ = child.kill();
-            let s = child.wait().expect("wait after kill");
+            let s = stop_tree(&mut child);
             let stdout = collect(&t_out, Duration::from_secs(5));
             let stderr = collect(&t_err, Duration::from_secs(5));
             panic!("process did not end within {limit:?}; stopped it.\nstdout:\n{stdout}\nstderr:\n{stderr}\nstatus {s:?}");
@@ -126,7 +110,56 @@ pub fn wait_for_file(path: &Path, limit: Duration) -> Result<(), String> {
 /// # Errors
 /// The file system's.
 pub fn signal_file(path: &Path, contents: &[u8]) -> Result<(), String> {
-    let tmp = path.with_extension("tmp-signal");
+    // Beside `path`, named after it whole, this process and a counter: writers of `pid.0`
+    // and `pid.1` at once must not share a temporary file (as `with_extension` made them).
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(
+        ".{}-{}.tmp-signal",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let tmp = path.with_file_name(name);
     std::fs::write(&tmp, contents).map_err(|x| format!("{}: {x}", tmp.display()))?;
     std::fs::rename(&tmp, path).map_err(|x| format!("{}: {x}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Many writers at once, of files whose names differ only past a dot: every file ends
+    /// whole, with its own contents, and no temporary file is left.
+    #[test]
+    fn concurrent_signal_files_do_not_share_a_temporary_file() {
+        let dir = crate::tempdir("signal");
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let d = dir.path().to_path_buf();
+                std::thread::spawn(move || {
+                    (0..100).try_for_each(|k| {
+                        let body = format!("{t} {k}");
+                        signal_file(&d.join(format!("pid.{t}")), body.as_bytes())
+                    })
+                })
+            })
+            .collect();
+        for t in threads {
+            assert_eq!(t.join().ok(), Some(Ok(())));
+        }
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        let want: Vec<String> = (0..8).map(|t| format!("pid.{t}")).collect();
+        assert_eq!(names, want);
+        for t in 0..8 {
+            let got = std::fs::read_to_string(dir.path().join(format!("pid.{t}"))).ok();
+            assert_eq!(got, Some(format!("{t} 99")));
+        }
+    }
 }
