@@ -58,19 +58,59 @@ pub(crate) fn code_of(status: ExitStatus) -> i32 {
 }
 
 /// Signals a rank: its whole process group (ranks other than 0), or the process itself
-/// (rank 0, which shares the launcher's group).
+/// and its descendants (rank 0, which shares the launcher's group).
 pub(crate) fn kill_rank(rank: usize, pid: u32, sig: i32) {
-    let pid = i32::try_from(pid).ok().and_then(Pid::from_raw);
-    let (Some(pid), Some(sig)) = (pid, Signal::from_named_raw(sig)) else {
+    let Some(sig) = Signal::from_named_raw(sig) else {
+        return;
+    };
+    let to_pid = |p: u32| i32::try_from(p).ok().and_then(Pid::from_raw);
+    let Some(target) = to_pid(pid) else {
         return;
     };
     // A rank that is already gone (ESRCH) is what the caller wants; the group was created
     // for this rank (process_group(0)), so a stale id signals nobody else.
-    let _ = if rank == 0 {
-        rustix::process::kill_process(pid, sig)
+    if rank == 0 {
+        // Its descendants first: once rank 0 is gone they are orphans no one can find.
+        for child in descendants(pid).into_iter().filter_map(to_pid) {
+            let _ = rustix::process::kill_process(child, sig);
+        }
+        let _ = rustix::process::kill_process(target, sig);
     } else {
-        rustix::process::kill_process_group(pid, sig)
+        let _ = rustix::process::kill_process_group(target, sig);
+    }
+}
+
+/// The processes descended from `pid` (children, their children, ...), from `/proc`:
+/// every process whose chain of parents reaches `pid`.
+fn descendants(pid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
     };
+    let parents: Vec<(u32, u32)> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|p| {
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+            // After the command name: the state, then the parent's pid.
+            let ppid = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?;
+            Some((p, ppid.parse().ok()?))
+        })
+        .collect();
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            parents
+                .iter()
+                .filter(|&&(p, pp)| pp == parent && !found.contains(&p))
+                .map(|&(p, _)| p)
+                .collect::<Vec<_>>(),
+        );
+        i += 1;
+    }
+    found.remove(0);
+    found
 }
 
 fn forward(
@@ -235,6 +275,43 @@ pub(crate) fn spawn_rank(
 #[cfg(test)]
 mod tests {
     use super::is_exiting;
+
+    #[test]
+    fn descendants_are_found_through_every_generation() {
+        // sh -> sh -> sleep: both shells and the sleep descend from the outer shell.
+        let mut outer = std::process::Command::new("sh")
+            .args(["-c", "sh -c 'sleep 60; true' & echo started; wait"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn sh: {e}"));
+        let mut line = String::new();
+        if let Some(out) = outer.stdout.take() {
+            use std::io::BufRead;
+            let _ = std::io::BufReader::new(out).read_line(&mut line);
+        }
+        assert_eq!(line.trim(), "started");
+        let start = std::time::Instant::now();
+        let mut found = super::descendants(outer.id());
+        // The inner shell may not have started its sleep yet: wait for the grandchild.
+        while found.len() < 2 && start.elapsed() < std::time::Duration::from_secs(60) {
+            std::thread::yield_now();
+            found = super::descendants(outer.id());
+        }
+        super::kill_rank(0, outer.id(), libc::SIGKILL);
+        let _ = outer.wait();
+        assert_eq!(found.len(), 2, "inner shell and sleep: {found:?}");
+        for p in found {
+            let start = std::time::Instant::now();
+            // Killed: gone or a zombie (reaped by init) soon; bounded.
+            while !super::is_exiting(p) {
+                assert!(
+                    start.elapsed() < std::time::Duration::from_secs(60),
+                    "descendant {p} survived"
+                );
+                std::thread::yield_now();
+            }
+        }
+    }
 
     #[test]
     fn a_running_process_is_not_exiting_and_an_exited_one_is() {
