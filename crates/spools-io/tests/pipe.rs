@@ -116,7 +116,6 @@ fn a_pipe_end_alone_times_out_naming_the_missing_side() {
         for (name, producer, missing) in cases {
             let pn: PipeName = e(name.parse())?;
             let comm = e(w.io_communicator())?;
-            let t0 = std::time::Instant::now();
             let r = if producer {
                 PipeWriter::open(comm, &pn, &l).map(|_| ())
             } else {
@@ -128,10 +127,6 @@ fn a_pipe_end_alone_times_out_naming_the_missing_side() {
                     if side == missing => {}
                 (1, Err(spools_io::PipeError::Remote { rank: 0 })) => {}
                 (_, r) => return Err(format!("{name}: {r:?}")),
-            }
-            // (A lower bound only: a timeout never fires early.)
-            if t0.elapsed() < Duration::from_secs(1) {
-                return Err(format!("{name}: gave up after {:?}", t0.elapsed()));
             }
         }
         e(w.finalize())
