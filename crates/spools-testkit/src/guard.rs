@@ -29,35 +29,6 @@ fn signal_pid(pid: u32, signal: &str) {
         .status();
 }
 
-/// The parent of `pid`, from `/proc/PID/stat`.
-fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // "pid (comm) state ppid ...": the command may hold spaces and parentheses.
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// Every live descendant of `root` (children first found, then theirs), from `/proc`.
-pub(crate) fn descendants(root: u32) -> Vec<u32> {
-    let all: Vec<(u32, u32)> = std::fs::read_dir("/proc")
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-                .filter_map(|p| Some((p, parent_of(p)?)))
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut found = vec![root];
-    let mut i = 0;
-    while i < found.len() {
-        let p = found[i];
-        found.extend(all.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
-        i += 1;
-    }
-    found.remove(0);
-    found
-}
-
 /// The job ids (`SPOOLS_JOB`) in the environments of `pids`.
 fn job_ids(pids: &[u32]) -> Vec<u64> {
     let mut jobs: Vec<u64> = pids
@@ -94,7 +65,7 @@ pub(crate) fn stop_tree(child: &mut Child) -> Option<std::process::ExitStatus> {
         std::thread::sleep(Duration::from_millis(10));
     }
     // The launcher did not end: kill it and what it started, and clean up after them.
-    let left = descendants(pid);
+    let left = spools_boot::launcher::descendants(pid);
     let jobs = job_ids(&left);
     signal_group(pid, "-KILL");
     for p in &left {

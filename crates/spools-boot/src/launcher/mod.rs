@@ -17,7 +17,7 @@ use crate::server::{RendezvousServer, ServerEvent};
 use process::{signal_name, spawn_rank, Event};
 use supervisor::Supervisor;
 
-pub use process::{clean_shm, describe};
+pub use process::{clean_shm, descendants, describe};
 pub use spec::{LaunchError, LaunchReport, LaunchSpec, GRACE, MAX_LOCAL_RANKS};
 
 /// How often `spools run` looks for stopped ranks when a liveness timeout is set.

@@ -80,9 +80,9 @@ pub(crate) fn kill_rank(rank: usize, pid: u32, sig: i32) {
     }
 }
 
-/// The processes descended from `pid` (children, their children, ...), from `/proc`:
-/// every process whose chain of parents reaches `pid`.
-fn descendants(pid: u32) -> Vec<u32> {
+/// The live processes descended from `pid` (children, their children, ...), from
+/// `/proc`: every process whose chain of parents reaches `pid`, children first.
+pub fn descendants(pid: u32) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
