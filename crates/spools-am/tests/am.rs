@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use spools::{AmError, Channel, Delivery};
-use spools_testkit::{assert_ok, e, launch, rank_main, signal_file, tempdir, wait_for_file};
+use spools_testkit::{
+    assert_ok, compute_until, e, launch, rank_main, signal_file, tempdir, wait_for_file,
+};
 
 const TRANSPORTS: [&str; 2] = ["auto", "tcp"];
 
@@ -344,17 +346,8 @@ fn progress_role() -> Result<(), String> {
         // From here until `stop` holds, no Spools call.
         signal_file(&computing, b"")?;
         let stop = if threaded { &got } else { &go };
-        let mut x = 1u64;
-        let t = Instant::now();
-        while !stop.exists() {
-            for _ in 0..10_000 {
-                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-            }
-            // Safety net only (a broken progress thread): the test then fails.
-            if t.elapsed() > Duration::from_secs(90) {
-                break;
-            }
-        }
+        // The limit is a safety net only (a broken progress thread): the test then fails.
+        compute_until(stop, Duration::from_secs(90));
         // Still before any Spools call.
         let served = got.exists();
         println!(
@@ -362,7 +355,7 @@ fn progress_role() -> Result<(), String> {
             if served { "before" } else { "after" }
         );
         e(w.endpoint()
-            .send_short(0, h, [x, 0, 0, 0], Channel::new(0), Delivery::Immediate))?;
+            .send_short(0, h, [1, 0, 0, 0], Channel::new(0), Delivery::Immediate))?;
     } else {
         wait_for_file(&computing, Duration::from_secs(90))?;
         if !threaded {

@@ -16,10 +16,12 @@ use common::{
     wait_for_file, Output,
 };
 use spools::Layout;
+use spools_testkit::{without_ambient_spools_env, Spawned};
 
 /// Runs `spools run -n N -- spools bench io ARGS` (bounded).
 fn bench_io(n: u32, args: &[&str]) -> Output {
     let mut c = grouped(spools());
+    without_ambient_spools_env(&mut c);
     c.args(["run", "-n", &n.to_string(), "--timeout", "120", "--"])
         .arg(spools())
         .args(["bench", "io", "--reps", "1"])
@@ -35,6 +37,7 @@ fn cat_bytes(file: &Path) -> (Output, Vec<u8>) {
     let d = tempdir("cat");
     let out = d.join("out");
     let mut c = grouped(spools());
+    without_ambient_spools_env(&mut c);
     c.args(["cat", s(file)])
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
@@ -44,44 +47,9 @@ fn cat_bytes(file: &Path) -> (Output, Vec<u8>) {
     (o, bytes)
 }
 
-/// A job started with [`grouped`], stopped when dropped unless waited for: a failing
-/// test leaves no job running (its process group is asked to stop, then killed).
-struct Running(Option<std::process::Child>);
-
-impl Running {
-    /// Waits for the job (bounded).
-    fn wait(mut self, limit: Duration) -> Output {
-        wait_bounded(self.0.take().unwrap(), limit)
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.0.take() {
-            let pgid = format!("-{}", child.id());
-            let group = |sig: &str| {
-                let _ = std::process::Command::new("kill")
-                    .args([sig, "--", &pgid])
-                    .stderr(Stdio::null())
-                    .status();
-            };
-            // The launcher stops its ranks (in groups of their own) on SIGTERM.
-            group("-TERM");
-            for _ in 0..500 {
-                if let Ok(Some(_)) = child.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            group("-KILL");
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 fn tool(args: &[&str]) -> Output {
     let mut c = grouped(spools());
+    without_ambient_spools_env(&mut c);
     c.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -468,6 +436,7 @@ fn a_rank_killed_in_the_middle_of_a_write_leaves_the_previous_version_readable()
     });
     let d = tempdir("crash");
     let mut c = grouped(spools());
+    without_ambient_spools_env(&mut c);
     c.args(["run", "-n", "4", "--timeout", "120", "--"])
         .args(common::self_args(
             "a_rank_killed_in_the_middle_of_a_write_leaves_the_previous_version_readable",
@@ -479,7 +448,7 @@ fn a_rank_killed_in_the_middle_of_a_write_leaves_the_previous_version_readable()
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // Stopped when dropped, should the test fail before it ends.
-    let job = Running(Some(c.spawn().unwrap()));
+    let job = Spawned::new(c.spawn().unwrap());
     // Version 3 committed (rank 1 says so, with its pid): kill rank 1 with SIGKILL.
     let committed = d.join("committed3");
     wait_for_file(&committed, Duration::from_secs(100)).unwrap();

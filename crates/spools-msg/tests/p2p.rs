@@ -5,10 +5,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use spools::{wait_all, wait_any, MsgError, RpcError, World, ANY_SOURCE, ANY_TAG};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use spools_testkit::{
-    assert_ok, checked, e, launch, rank_main, signal_file, tempdir, wait_for_file,
+    assert_ok, checked, compute_until, e, launch, rank_main, signal_file, tempdir, wait_for_file,
 };
 
 const TRANSPORTS: [&str; 2] = ["auto", "tcp"];
@@ -435,23 +435,13 @@ fn progress_role() -> Result<(), String> {
         // From here until `stop` exists, no Spools call.
         signal_file(&computing, b"")?;
         let stop = if threaded { &got } else { &go };
-        let mut x = 1u64;
-        let t = Instant::now();
-        while !stop.exists() {
-            for _ in 0..10_000 {
-                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-            }
-            // Safety net only (a broken progress thread): the test then fails.
-            if t.elapsed() > Duration::from_secs(90) {
-                break;
-            }
-        }
+        // The limit is a safety net only (a broken progress thread): the test then fails.
+        compute_until(stop, Duration::from_secs(90));
         // Still before any Spools call.
         let served = got.exists();
         println!(
-            "rank 1: receive completed {} rank 0 finished computing ({})",
-            if served { "before" } else { "after" },
-            x % 2
+            "rank 1: receive completed {} rank 0 finished computing",
+            if served { "before" } else { "after" }
         );
         let c = e(req.wait())?;
         check(c.buf == pattern(3, LEN), || {

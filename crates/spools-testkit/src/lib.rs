@@ -54,4 +54,4 @@ pub use job::{
 };
 pub use rank::{checked, e, rank_main, role};
 pub use rng::Rng;
-pub use wait::{signal_file, wait_bounded, wait_for_file, Output};
+pub use wait::{compute_until, signal_file, wait_bounded, wait_for_file, Output};

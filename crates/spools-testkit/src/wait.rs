@@ -124,6 +124,23 @@ pub fn signal_file(path: &Path, contents: &[u8]) -> Result<(), String> {
     std::fs::rename(&tmp, path).map_err(|x| format!("{}: {x}", path.display()))
 }
 
+/// Computes (busy arithmetic: no call into Spools, no sleep, no system call but the
+/// check) until `stop` exists, or at most `limit` (a safety net, then `false`): what a rank
+/// does to show that progress happens, or does not, while the application computes.
+pub fn compute_until(stop: &Path, limit: Duration) -> bool {
+    let start = Instant::now();
+    let mut x = 1u64;
+    while !stop.exists() {
+        for _ in 0..10_000 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        if start.elapsed() > limit {
+            return false;
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

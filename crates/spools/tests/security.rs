@@ -8,7 +8,6 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,46 +20,7 @@ use spools_proto::am::{AmHeader, Short};
 use spools_proto::auth::Secret;
 use spools_proto::boot::{Endpoint, Frame, ToServer};
 use spools_proto::handshake::{Identity, Purpose};
-use spools_testkit::{
-    e, rank_main, shm_leftovers, signal_file, tempdir, wait_bounded, wait_for_file, Job,
-};
-
-/// A job the test started: stopped (SIGTERM to its process group, which makes the
-/// launcher stop its ranks and clean up, then SIGKILL) if the test fails before it waits
-/// for it, so that a failing test leaves nothing running.
-struct Running(Option<Child>);
-
-impl Running {
-    /// The job, for the test to wait for it (bounded).
-    fn take(mut self) -> Child {
-        self.0.take().expect("the job is still held")
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let Some(mut c) = self.0.take() else { return };
-        let pgid = format!("-{}", c.id());
-        let group = |signal: &str| {
-            let _ = Command::new("kill")
-                .args([signal, "--", &pgid])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-        };
-        group("-TERM");
-        let asked = Instant::now();
-        while asked.elapsed() < Duration::from_secs(10) {
-            if let Ok(Some(_)) = c.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        group("-KILL");
-        let _ = c.kill();
-        let _ = c.wait();
-    }
-}
+use spools_testkit::{e, rank_main, shm_leftovers, signal_file, tempdir, wait_for_file, Job};
 
 /// Rank 0 publishes where it can be reached and the id of its handler `any`, then serves
 /// messages until the test says it is done, counting every message that reaches `any`.
@@ -198,10 +158,10 @@ fn without_the_secret_nobody_joins_or_injects() {
         .env("SPOOLS_TEST_DIR", &dir)
         .env("SPOOLS_TRANSPORT", "tcp")
         .timeout(Duration::from_secs(110));
-    let running = Running(Some(job.spawn()));
+    let running = job.start();
     let attacked = attack(&dir);
     signal_file(&dir.join("done"), b"").unwrap();
-    let o = wait_bounded(running.take(), job.wait_limit());
+    let o = running.wait(job.wait_limit());
     spools_testkit::assert_ok(&o);
     let failures = attacked.unwrap_or_else(|x| panic!("the attack did not run: {x}: {o:?}"));
     // Every check is reported, not only the first that fails.
