@@ -3,7 +3,8 @@
 # CPU-heavy process (a busy loop) beside it the whole time: the check that no test passes or
 # fails with the machine's load. Run 1 is the whole CI command (`CI=true bash .ci/run`);
 # runs 2..N are `cargo test --workspace --locked` in the same clone. One line per run goes to
-# the log (default target/under-load.log); the command exits non-zero if any run failed.
+# the log (default target/under-load.log), and a failed run's whole output beside it; the
+# command exits non-zero if any run failed.
 #
 #   bash scripts/under-load.sh [RUNS] [LOG]
 set -u
@@ -29,6 +30,7 @@ for i in $(seq "$RUNS"); do
   if [ "$rc" -ne 0 ]; then
     failed=1
     grep -E 'FAILED|panicked|^error' "$DIR/run.$i.out" | head -20 >> "$LOG"
+    cp "$DIR/run.$i.out" "$LOG.run$i.out" && echo "  whole output: $LOG.run$i.out" >> "$LOG"
   fi
 done
 cat "$LOG"
