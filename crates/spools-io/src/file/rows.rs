@@ -644,4 +644,324 @@ mod oracle {
             }
         }
     }
+
+    // The stream ranges of rows, assembly of a window of rows and rebuilding of a block,
+    // against the unit files as the definition above (`model`) lays them out.
+
+    /// Shapes whose last row is short: a 1-byte data block (`raid5` 4/3/21: "0 1 P",
+    /// "3 P 2", "P 4 5"), an absent block ("4 - P 3"), a short parity ("- - P 3"), two
+    /// units (mirrors), and RAID-0 with a short last row.
+    const SHAPES: [(&str, u64, u64, u64); 5] = [
+        ("raid5", 4, 3, 21),
+        ("raid5", 10, 4, 45),
+        ("raid5", 10, 4, 33),
+        ("raid5", 3, 2, 13),
+        ("stripe", 4, 3, 21),
+    ];
+
+    /// The bytes of block `(r, u)` by the definition: a data block's slice of the stream;
+    /// for the parity, the XOR of the row's data blocks, each zero-padded to its length.
+    fn model_block(g: &Geometry, data: &[u8], r: u64, u: u64) -> Vec<u8> {
+        let m = |v| model(g.raid, g.unit, g.count, g.size, r, v);
+        match m(u) {
+            Block::Data { global, len } => data[global as usize..(global + len) as usize].to_vec(),
+            Block::Parity { len } => {
+                let mut p = vec![0u8; len as usize];
+                for v in 0..g.count {
+                    if let Block::Data { global, len } = m(v) {
+                        for i in 0..len {
+                            p[i as usize] ^= data[(global + i) as usize];
+                        }
+                    }
+                }
+                p
+            }
+            Block::Absent => Vec::new(),
+        }
+    }
+
+    /// Unit `u`'s file from row `r0` to row `r1` by the model: its blocks one after the
+    /// other (only the last row has short or absent blocks, so block `(r, u)` sits at
+    /// local offset `r * unit`).
+    fn model_chunk(g: &Geometry, data: &[u8], u: u64, (r0, r1): (u64, u64)) -> Vec<u8> {
+        (r0..r1).flat_map(|r| model_block(g, data, r, u)).collect()
+    }
+
+    /// The manifest's checksums by the model: per unit, one per row where it has a block.
+    fn model_crcs(g: &Geometry, data: &[u8]) -> Vec<Vec<u32>> {
+        (0..g.count)
+            .map(|u| {
+                (0..g.rows())
+                    .map(|r| model_block(g, data, r, u))
+                    .filter(|b| !b.is_empty())
+                    .map(|b| crate::crc32c(&b))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The stream bytes rows `[r0, r1)` hold by the model: from the first byte of their
+    /// first data block to the last byte of their last.
+    fn model_stream(g: &Geometry, (r0, r1): (u64, u64)) -> (u64, u64) {
+        let spans: Vec<(u64, u64)> = (r0..r1)
+            .flat_map(|r| (0..g.count).map(move |u| (r, u)))
+            .filter_map(
+                |(r, u)| match model(g.raid, g.unit, g.count, g.size, r, u) {
+                    Block::Data { global, len } => Some((global, global + len)),
+                    _ => None,
+                },
+            )
+            .collect();
+        let a = spans.iter().map(|s| s.0).min().unwrap_or(g.size);
+        let b = spans.iter().map(|s| s.1).max().unwrap_or(g.size);
+        (a, b)
+    }
+
+    /// A stream whose bytes are distinct in any 256 in a row (a byte out of place shows).
+    fn stream(n: u64) -> Vec<u8> {
+        (0..n).map(|i| (i * 37 + 11) as u8).collect()
+    }
+
+    fn windows(rows: u64) -> impl Iterator<Item = (u64, u64)> {
+        (0..rows).flat_map(move |r0| (r0 + 1..=rows).map(move |r1| (r0, r1)))
+    }
+
+    #[test]
+    fn stream_ranges_of_rows_by_hand() {
+        // 8 stream bytes a row, 3 rows, the last 5 bytes long.
+        let g = geo("raid5", 4, 3, 21);
+        assert_eq!(g.stream_range(0, 1), (0, 8));
+        assert_eq!(g.stream_range(1, 2), (8, 16));
+        assert_eq!(g.stream_range(1, 3), (8, 21));
+        assert_eq!(g.stream_range(2, 3), (16, 21));
+        assert_eq!(g.stream_range(3, 3), (21, 21));
+        // 12 stream bytes a row, 2 rows.
+        let g = geo("stripe", 4, 3, 21);
+        assert_eq!(g.stream_range(0, 2), (0, 21));
+        assert_eq!(g.stream_range(1, 2), (12, 21));
+        for (raid, unit, k, size) in SHAPES {
+            let g = geo(raid, unit, k, size);
+            for w in windows(g.rows()) {
+                assert_eq!(
+                    g.stream_range(w.0, w.1),
+                    model_stream(&g, w),
+                    "{raid} {w:?}"
+                );
+            }
+        }
+    }
+
+    /// RAID-5 over 3 units of 2 bytes and a 5-byte stream: row 0 is "0 1 P", row 1 is
+    /// "- P 2", its data block and parity 1 byte long. The unit files and every block
+    /// rebuilt from the others, worked out by hand.
+    #[test]
+    fn a_tiny_raid5_file_by_hand() {
+        let g = geo("raid5", 2, 3, 5);
+        let data = [0x01, 0x02, 0x04, 0x08, 0x10];
+        let (chunks, crcs) = g.build(0, 2, &data);
+        let want = [
+            vec![0x01, 0x02],
+            vec![0x04, 0x08, 0x10],
+            vec![0x05, 0x0a, 0x10],
+        ];
+        assert_eq!(chunks, want);
+        let crc = |b: &[u8]| crate::crc32c(b);
+        assert_eq!(
+            crcs,
+            vec![
+                vec![crc(&[0x01, 0x02])],
+                vec![crc(&[0x04, 0x08]), crc(&[0x10])],
+                vec![crc(&[0x05, 0x0a]), crc(&[0x10])],
+            ]
+        );
+        // Block (r, u) and its offset `at` in the chunks: whole files, then row 1 alone.
+        let whole: Vec<Chunk> = want.iter().cloned().map(Some).collect();
+        let row1: Vec<Chunk> = vec![Some(vec![]), Some(vec![0x10]), Some(vec![0x10])];
+        for (r, u, at, chunks, block) in [
+            (0, 0, 0, &whole, vec![0x01, 0x02]),
+            (0, 1, 0, &whole, vec![0x04, 0x08]),
+            (0, 2, 0, &whole, vec![0x05, 0x0a]),
+            (1, 0, 2, &whole, vec![]),
+            (1, 1, 2, &whole, vec![0x10]),
+            (1, 2, 2, &whole, vec![0x10]),
+            (1, 1, 0, &row1, vec![0x10]),
+            (1, 2, 0, &row1, vec![0x10]),
+        ] {
+            // The block's own chunk is gone, or holds garbage: neither is read.
+            let mut lost = chunks.clone();
+            lost[u as usize] = None;
+            assert_eq!(g.rebuild_block(r, u, &lost, at), block, "({r}, {u}) lost");
+            let mut bad = chunks.clone();
+            if let Some(c) = &mut bad[u as usize] {
+                c.iter_mut().for_each(|x| *x ^= 0xff);
+            }
+            assert_eq!(g.rebuild_block(r, u, &bad, at), block, "({r}, {u}) corrupt");
+        }
+    }
+
+    /// Every block of every RAID-5 shape, lost or corrupt, rebuilt from the chunks of a
+    /// window of rows, is the block of the model.
+    #[test]
+    fn rebuilt_blocks_are_the_model_s_over_every_window() {
+        for (raid, unit, k, size) in SHAPES.into_iter().filter(|s| s.0 == "raid5") {
+            let g = geo(raid, unit, k, size);
+            let data = stream(size);
+            for (r0, r1) in windows(g.rows()) {
+                let chunks: Vec<Chunk> = (0..k)
+                    .map(|u| Some(model_chunk(&g, &data, u, (r0, r1))))
+                    .collect();
+                for r in r0..r1 {
+                    let at = ((r - r0) * unit) as usize;
+                    for u in 0..k {
+                        let want = model_block(&g, &data, r, u);
+                        let what = format!("{raid}/{unit}/{k}/{size} rows {r0}..{r1} ({r}, {u})");
+                        let mut lost = chunks.clone();
+                        lost[u as usize] = None;
+                        assert_eq!(g.rebuild_block(r, u, &lost, at), want, "{what} lost");
+                        let mut bad = chunks.clone();
+                        if let Some(c) = &mut bad[u as usize] {
+                            c.iter_mut().for_each(|x| *x = !*x);
+                        }
+                        assert_eq!(g.rebuild_block(r, u, &bad, at), want, "{what} corrupt");
+                    }
+                }
+            }
+        }
+    }
+
+    /// `assemble` of every window of rows of every shape: the window's stream bytes, and
+    /// with one block lost or corrupt, that block rebuilt (RAID-5) or named (RAID-0).
+    #[test]
+    fn assembled_windows_of_rows_over_short_last_rows() {
+        for (raid, unit, k, size) in SHAPES {
+            let g = geo(raid, unit, k, size);
+            let data = stream(size);
+            let crcs = model_crcs(&g, &data);
+            let paths: Vec<PathBuf> = (0..k).map(|u| PathBuf::from(format!("u{u}"))).collect();
+            for (r0, r1) in windows(g.rows()) {
+                let what = format!("{raid}/{unit}/{k}/{size} rows {r0}..{r1}");
+                let (a, b) = model_stream(&g, (r0, r1));
+                let want = &data[a as usize..b as usize];
+                let chunks: Vec<Chunk> = (0..k)
+                    .map(|u| Some(model_chunk(&g, &data, u, (r0, r1))))
+                    .collect();
+                let run = |chunks: &[Chunk]| {
+                    let mut out = vec![0u8; (b - a) as usize];
+                    let res = g.assemble((r0, r1), chunks, &crcs, &paths, &mut out, true);
+                    (res, out)
+                };
+                // `build` of the window's stream bytes makes the model's chunks and checksums.
+                let (built, sums) = g.build(r0, r1, want);
+                for u in 0..k as usize {
+                    assert_eq!(Some(&built[u]), chunks[u].as_ref(), "{what}: unit {u}");
+                    let rows = r0 as usize..r0 as usize + sums[u].len();
+                    assert_eq!(crcs[u].get(rows), Some(&sums[u][..]), "{what}: unit {u}");
+                }
+                let (res, out) = run(&chunks);
+                assert!(matches!(res, Ok(ref v) if v.is_empty()), "{what}: {res:?}");
+                assert_eq!(out, want, "{what}");
+                // The rows of the window where unit `u` has a block.
+                let held = |u| -> Vec<u64> {
+                    (r0..r1)
+                        .filter(|&r| !model_block(&g, &data, r, u).is_empty())
+                        .collect()
+                };
+                for u in 0..k {
+                    let mut lost = chunks.clone();
+                    lost[u as usize] = None;
+                    let (res, out) = run(&lost);
+                    let first = held(u).first().copied();
+                    match (g.raid, first) {
+                        (Raid::Raid5, _) | (Raid::Raid0, None) => {
+                            let rebuilt: Vec<_> = held(u)
+                                .into_iter()
+                                .map(|r| (u, r * unit, Damage::Missing))
+                                .collect();
+                            assert!(
+                                matches!(res, Ok(ref v) if *v == rebuilt),
+                                "{what}: lost {u}: {res:?}"
+                            );
+                            assert_eq!(out, want, "{what}: lost {u}");
+                        }
+                        (Raid::Raid0, Some(r)) => assert!(
+                            matches!(res, Err(FileError::MissingUnit { unit: x, ref path, offset })
+                                if x == u && *path == paths[u as usize] && offset == r * unit),
+                            "{what}: lost {u}: {res:?}"
+                        ),
+                    }
+                    for r in held(u) {
+                        let mut bad = chunks.clone();
+                        if let Some(c) = &mut bad[u as usize] {
+                            c[((r - r0) * unit) as usize] ^= 0x40;
+                        }
+                        let (res, out) = run(&bad);
+                        match g.raid {
+                            Raid::Raid5 => {
+                                let one = vec![(u, r * unit, Damage::Corrupt)];
+                                assert!(
+                                    matches!(res, Ok(ref v) if *v == one),
+                                    "{what}: ({r}, {u}): {res:?}"
+                                );
+                                assert_eq!(out, want, "{what}: ({r}, {u})");
+                            }
+                            Raid::Raid0 => assert!(
+                                matches!(res, Err(FileError::Corrupt { unit: x, ref path, offset })
+                                    if x == u && *path == paths[u as usize] && offset == r * unit),
+                                "{what}: ({r}, {u}): {res:?}"
+                            ),
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// With `check_parity`, a RAID-5 row whose blocks all pass their checksums but do not
+    /// XOR to zero is refused, naming the row's parity unit (left-symmetric: 2, 1, 0, 2,
+    /// ...) and the row's local offset; without it, the row is read as it is.
+    #[test]
+    fn check_parity_names_the_parity_block_of_an_inconsistent_row() {
+        let g = geo("raid5", 4, 3, 44); // 6 rows, the last 4 stream bytes long
+        let data = stream(44);
+        let paths: Vec<PathBuf> = (0..3).map(|u| PathBuf::from(format!("u{u}"))).collect();
+        let parity_unit = [2, 1, 0, 2, 1, 0];
+        for (r, pu) in parity_unit.into_iter().enumerate() {
+            let r = r as u64;
+            // Change a data block of row r and its checksum alike.
+            let u = (pu + 1) % 3;
+            let mut crcs = model_crcs(&g, &data);
+            let mut chunks: Vec<Vec<u8>> =
+                (0..3).map(|u| model_chunk(&g, &data, u, (0, 6))).collect();
+            let c = &mut chunks[u as usize];
+            c[(r * 4) as usize] ^= 1;
+            crcs[u as usize][r as usize] =
+                crate::crc32c(&c[(r * 4) as usize..(r * 4 + 4) as usize]);
+            let chunks: Vec<Chunk> = chunks.into_iter().map(Some).collect();
+            for (r0, r1) in [(0, 6), (r, r + 1)] {
+                let (a, b) = model_stream(&g, (r0, r1));
+                let window: Vec<Chunk> = chunks
+                    .iter()
+                    .map(|c| {
+                        c.as_ref()
+                            .map(|c| c[(r0 * 4) as usize..c.len().min((r1 * 4) as usize)].to_vec())
+                    })
+                    .collect();
+                let mut out = vec![0u8; (b - a) as usize];
+                let res = g.assemble((r0, r1), &window, &crcs, &paths, &mut out, true);
+                assert!(
+                    matches!(res, Err(FileError::Corrupt { unit, ref path, offset })
+                        if unit == pu && *path == paths[pu as usize] && offset == r * 4),
+                    "row {r}, rows {r0}..{r1}: {res:?}"
+                );
+                let res = g.assemble((r0, r1), &window, &crcs, &paths, &mut out, false);
+                assert!(matches!(res, Ok(ref v) if v.is_empty()), "row {r}: {res:?}");
+                let Block::Data { global, .. } = model(Raid::Raid5, 4, 3, 44, r, u) else {
+                    unreachable!("({r}, {u}) holds data")
+                };
+                let mut want = data[a as usize..b as usize].to_vec();
+                want[(global - a) as usize] ^= 1;
+                assert_eq!(out, want, "row {r}");
+            }
+        }
+    }
 }
