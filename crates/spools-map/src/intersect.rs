@@ -514,6 +514,69 @@ mod tests {
     }
 
     #[test]
+    fn repeated_chunk_shifts_each_repetition() {
+        // Two segments repeated three times, each repetition 4 further on side A and 10
+        // on side B: raw segment k is segment k % 2 of repetition k / 2.
+        let seg = |a, b| Seg { a, b, len: 1 };
+        let c = Chunk {
+            segs: vec![seg(0, 0), seg(2, 5)],
+            reps: 3,
+            adv_a: 4,
+            adv_b: 10,
+        };
+        let want = vec![
+            seg(0, 0),
+            seg(2, 5),
+            seg(4, 10),
+            seg(6, 15),
+            seg(8, 20),
+            seg(10, 25),
+        ];
+        assert_eq!((0..6).map(|k| c.raw_at(k)).collect::<Vec<_>>(), want);
+        // six pieces are few enough to be expanded into a plain list
+        assert_eq!(c.normalized(), Chunk::explicit(want));
+    }
+
+    #[test]
+    fn block_against_a_byte_fine_single_unit_is_one_segment() {
+        // Index i of a 1000-index dimension: block over 2 coordinates on one side, blocks
+        // of 1 all on one coordinate on the other (a stripe with unit=1B,count=1). The
+        // second half is one run on both sides: local 0.. on A, 500.. on B.
+        let x = DimMap { n: 1000, b: 500, p: 2 };
+        let y = DimMap { n: 1000, b: 1, p: 1 };
+        let want = Seg {
+            a: 0,
+            b: 500,
+            len: 500,
+        };
+        let d = DimIntersection::new(&x, 1, &y, 0);
+        assert_eq!(d.single(), Some(want));
+        assert_eq!(d.stored(), 1);
+        let d = DimIntersection::new(&y, 0, &x, 1);
+        assert_eq!(
+            d.single(),
+            Some(Seg {
+                a: 500,
+                b: 0,
+                len: 500
+            })
+        );
+    }
+
+    #[test]
+    fn identical_block_cyclic_with_a_partial_last_period_is_one_segment() {
+        // cyclic(2) over 2 coordinates, 14 indices: coordinate 0 owns 0-1, 4-5, 8-9 and
+        // 12-13, local 0..8 on both sides. Three whole periods plus a 2-index tail.
+        let x = DimMap { n: 14, b: 2, p: 2 };
+        let d = DimIntersection::new(&x, 0, &x, 0);
+        assert_eq!(d.single(), Some(Seg { a: 0, b: 0, len: 8 }));
+        assert_eq!(d.stored(), 1);
+        // coordinate 1 owns 2-3, 6-7, 10-11: three whole periods, no tail
+        let d = DimIntersection::new(&x, 1, &x, 1);
+        assert_eq!(d.single(), Some(Seg { a: 0, b: 0, len: 6 }));
+    }
+
+    #[test]
     fn huge_periodic_dimension_stays_small() {
         let x = DimMap {
             n: 1 << 40,
