@@ -542,8 +542,16 @@ mod tests {
         // Index i of a 1000-index dimension: block over 2 coordinates on one side, blocks
         // of 1 all on one coordinate on the other (a stripe with unit=1B,count=1). The
         // second half is one run on both sides: local 0.. on A, 500.. on B.
-        let x = DimMap { n: 1000, b: 500, p: 2 };
-        let y = DimMap { n: 1000, b: 1, p: 1 };
+        let x = DimMap {
+            n: 1000,
+            b: 500,
+            p: 2,
+        };
+        let y = DimMap {
+            n: 1000,
+            b: 1,
+            p: 1,
+        };
         let want = Seg {
             a: 0,
             b: 500,

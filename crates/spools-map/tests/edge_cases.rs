@@ -564,3 +564,104 @@ fn cyclic_row_blocks_against_fine_stripes_repeat_per_common_period() {
         .collect();
     assert_eq!(first, expect);
 }
+
+#[test]
+fn plan_alignment_is_the_common_run_granule() {
+    // The largest size every run offset and length is a multiple of: the common element
+    // size or stripe unit, bounded by the dataset size. Values worked out by hand.
+    for (from, to, want) in [
+        ("f64[10] block on 2", "f64[10] cyclic on 5", 8),
+        (
+            "f64[512,512] block,* on 4x1",
+            "stripe(unit=4KiB,count=4)",
+            8,
+        ),
+        ("c128[6] cyclic on 2", "stripe(unit=48B,count=2)", 16),
+        (
+            "stripe(unit=12B,count=2,size=72B)",
+            "stripe(unit=18B,count=3)",
+            6,
+        ),
+        (
+            "stripe(unit=4KiB,count=2,size=6KiB)",
+            "stripe(unit=4KiB,count=3)",
+            2048,
+        ),
+        ("u32[4] block on 2", "u8[16] block on 2", 1),
+    ] {
+        let plan = Plan::new(&l(from), &l(to)).unwrap();
+        assert_eq!(plan.alignment(), want, "{from} -> {to}");
+        for s in 0..plan.src().units() {
+            for peer in plan.sends(s).unwrap().peers {
+                for r in peer.runs() {
+                    assert_eq!(
+                        (r.src % want, r.dst % want, r.len % want),
+                        (0, 0, 0),
+                        "{from} -> {to}: {r:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn peers_of_terabyte_blocks() {
+    // 4 TiB in 1 TiB stripes on 4 units against 2 TiB stripes on 2 units: both periods are
+    // 4 TiB (their product overflows 64 bits). Unit s holds TiB s, which lies in half s / 2.
+    let tib = 1u64 << 40;
+    let plan = Plan::new(
+        &l("stripe(unit=1TiB,count=4,size=4TiB)"),
+        &l("stripe(unit=2TiB,count=2)"),
+    )
+    .unwrap();
+    for s in 0..4 {
+        let part = plan.sends(s).unwrap();
+        let peers: Vec<u64> = part.peers.iter().map(|p| p.peer).collect();
+        assert_eq!(peers, vec![s / 2], "unit {s}");
+        let runs: Vec<Run> = part.peers[0].runs().collect();
+        assert_eq!(
+            runs,
+            vec![Run {
+                src: 0,
+                dst: (s % 2) * tib,
+                len: tib
+            }],
+            "unit {s}"
+        );
+    }
+    // Byte-fine stripes against two halves: unit 0's bytes 0, 2, 4, ... fall in both
+    // halves. Found by jumping to the next half, not by stepping through 2^39 blocks.
+    let plan = Plan::new(
+        &l("stripe(unit=1B,count=2,size=1TiB)"),
+        &l("stripe(unit=512GiB,count=2)"),
+    )
+    .unwrap();
+    for s in 0..2 {
+        let peers: Vec<u64> = plan
+            .sends(s)
+            .unwrap()
+            .peers
+            .iter()
+            .map(|p| p.peer)
+            .collect();
+        assert_eq!(peers, vec![0, 1], "unit {s}");
+    }
+    let first: Vec<Run> = plan.runs(1, 1).unwrap().take(2).collect();
+    // global byte 2^39 + 1 is unit 1's local byte 2^38, the second half's byte 1
+    assert_eq!(
+        first,
+        vec![
+            Run {
+                src: 1 << 38,
+                dst: 1,
+                len: 1
+            },
+            Run {
+                src: (1 << 38) + 1,
+                dst: 3,
+                len: 1
+            }
+        ]
+    );
+}
