@@ -585,6 +585,47 @@ mod tests {
     }
 
     #[test]
+    fn repeated_body_and_long_tail_are_held_once() {
+        // cyclic(4096) over 5 against cyclic(2) over 2: a common period of 20480 indices.
+        // Inside each 4096-block of A, B's pattern repeats every 4 indices: one periodic
+        // chunk holds a whole common period, however many times the period repeats. The
+        // tail after the last whole period (16384 indices for 3 * 20480 + 16384 and for
+        // 2^30 = 52428 * 20480 + 16384) holds the first 4 blocks of A, so coordinates 0-3
+        // of A need a second chunk there; none for 64 * 20480, which has no tail.
+        for n in [3 * 20480 + 16384, 64 * 20480, 1 << 30] {
+            let x = DimMap { n, b: 4096, p: 5 };
+            let y = DimMap { n, b: 2, p: 2 };
+            for ca in 0..5 {
+                for cb in 0..2 {
+                    let want = if ca < 4 && n % 20480 != 0 { 2 } else { 1 };
+                    for (d, (sx, cx, sy, cy)) in [
+                        (DimIntersection::new(&x, ca, &y, cb), (&x, ca, &y, cb)),
+                        (DimIntersection::new(&y, cb, &x, ca), (&y, cb, &x, ca)),
+                    ] {
+                        assert_eq!(d.stored(), want, "n={n} {ca} {cb}");
+                        if n < 1 << 17 {
+                            assert_eq!(all(&d), brute(sx, cx, sy, cy));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn several_pieces_are_not_single() {
+        // cyclic over 2 against the whole dimension: coordinate 0 holds 0, 2, 4, ...,
+        // which are one apart locally on A but two apart on B, so no single run: as a
+        // list of 5 pieces (n = 10) or as one piece repeated 500 times (n = 1000).
+        for n in [10, 1000] {
+            let x = DimMap { n, b: 1, p: 2 };
+            let d = DimIntersection::new(&x, 0, &DimMap::whole(n), 0);
+            assert_eq!(d.single(), None, "n={n}");
+            assert_eq!(all(&d).len() as u64, n / 2);
+        }
+    }
+
+    #[test]
     fn huge_periodic_dimension_stays_small() {
         let x = DimMap {
             n: 1 << 40,
