@@ -626,6 +626,27 @@ mod tests {
     }
 
     #[test]
+    fn cursor_merges_across_repetitions() {
+        // block-cyclic(2) over 2 against cyclic over 3, coordinates 0 and 0: they share the
+        // indices 0 and 9 of each common period of 12 (33 periods in 400, then index 396).
+        // Index 9 + 12k is local 5 + 6k on A and 3 + 4k on B, and index 12 + 12k is the
+        // next local index on both sides: one run of 2 across each period boundary. The
+        // body (2 pieces x 33) is too long to expand, so the cursor must do the merging.
+        let x = DimMap { n: 400, b: 2, p: 2 };
+        let y = DimMap { n: 400, b: 1, p: 3 };
+        let d = DimIntersection::new(&x, 0, &y, 0);
+        let mut want = vec![Seg { a: 0, b: 0, len: 1 }];
+        want.extend((0..33).map(|k| Seg {
+            a: 5 + 6 * k,
+            b: 3 + 4 * k,
+            len: 2,
+        }));
+        assert_eq!(all(&d), want);
+        assert_eq!(all(&d), brute(&x, 0, &y, 0));
+        assert!(d.stored() < 8, "stored {}", d.stored());
+    }
+
+    #[test]
     fn huge_periodic_dimension_stays_small() {
         let x = DimMap {
             n: 1 << 40,
