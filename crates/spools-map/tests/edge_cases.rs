@@ -665,3 +665,27 @@ fn peers_of_terabyte_blocks() {
         ]
     );
 }
+
+#[test]
+fn sweep_plans_count_the_segments_they_hold() {
+    use spools_map::{PeerPlan, PlanPath};
+    // A sweep holds the source unit's own runs: for an array, per dimension, the segments
+    // of its coordinate (24 bytes each); for a stripe, nothing beyond the plan itself.
+    let base = std::mem::size_of::<PeerPlan>();
+    let to = l("raid5(unit=4B,count=3)");
+    for (from, segs) in [
+        // one block of 2 in each dimension
+        ("u8[4,4] block,block on 2x2", 2),
+        // indices 0, 2, 4, 6 of each dimension: 4 separate pieces each
+        ("u8[8,8] cyclic,cyclic on 2x2", 8),
+        ("stripe(unit=4B,count=4,size=64B)", 0),
+    ] {
+        let plan = Plan::new(&l(from), &to).unwrap();
+        assert_eq!(plan.path(), PlanPath::Sweep, "{from}");
+        let part = plan.sends(0).unwrap();
+        assert!(!part.peers.is_empty(), "{from}");
+        for peer in part.peers {
+            assert_eq!(peer.stored_bytes(), base + segs * 24, "{from}");
+        }
+    }
+}
