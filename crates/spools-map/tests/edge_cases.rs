@@ -588,6 +588,11 @@ fn plan_alignment_is_the_common_run_granule() {
             2048,
         ),
         ("u32[4] block on 2", "u8[16] block on 2", 1),
+        (
+            "raid5(unit=4KiB,count=3,size=24KiB)",
+            "stripe(unit=6KiB,count=2)",
+            2048,
+        ),
     ] {
         let plan = Plan::new(&l(from), &l(to)).unwrap();
         assert_eq!(plan.alignment(), want, "{from} -> {to}");
@@ -687,5 +692,36 @@ fn sweep_plans_count_the_segments_they_hold() {
         for peer in part.peers {
             assert_eq!(peer.stored_bytes(), base + segs * 24, "{from}");
         }
+    }
+}
+
+#[test]
+fn sweeps_find_a_units_blocks_arithmetically() {
+    // A source unit holding bytes 0..2^29, against 2^30 one-byte units (a stripe, or a
+    // RAID-5 whose row 0 puts data byte k on disk k): unit 7 gets byte 7; unit 2^29 + 5
+    // gets nothing from it, found without stepping through the 2^29 bytes in between.
+    let far = (1u64 << 29) + 5;
+    for (from, to) in [
+        (
+            "raid5(unit=512MiB,count=3,size=1GiB)",
+            "stripe(unit=1B,count=1073741824)",
+        ),
+        (
+            "stripe(unit=512MiB,count=2,size=1GiB)",
+            "raid5(unit=1B,count=1073741824)",
+        ),
+    ] {
+        let plan = Plan::new(&l(from), &l(to)).unwrap();
+        assert_eq!(plan.path(), spools_map::PlanPath::Sweep, "{from}");
+        assert_eq!(
+            plan.runs(0, 7).unwrap().collect::<Vec<_>>(),
+            vec![Run {
+                src: 7,
+                dst: 0,
+                len: 1
+            }],
+            "{from} -> {to}"
+        );
+        assert_eq!(plan.runs(0, far).unwrap().count(), 0, "{from} -> {to}");
     }
 }
