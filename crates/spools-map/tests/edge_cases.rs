@@ -624,6 +624,11 @@ fn peers_of_terabyte_blocks() {
         let part = plan.sends(s).unwrap();
         let peers: Vec<u64> = part.peers.iter().map(|p| p.peer).collect();
         assert_eq!(peers, vec![s / 2], "unit {s}");
+        // one segment, held by the plan (24 bytes)
+        assert_eq!(
+            part.peers[0].stored_bytes(),
+            std::mem::size_of::<spools_map::PeerPlan>() + 24
+        );
         let runs: Vec<Run> = part.peers[0].runs().collect();
         assert_eq!(
             runs,
@@ -723,5 +728,47 @@ fn sweeps_find_a_units_blocks_arithmetically() {
             "{from} -> {to}"
         );
         assert_eq!(plan.runs(0, far).unwrap().count(), 0, "{from} -> {to}");
+    }
+}
+
+#[test]
+fn a_sweep_stops_looking_for_peers_once_it_has_all() {
+    // The source unit holds bytes 0..2^29 in one extent; the destination deals single
+    // bytes to 2 units. Both are found in the first 2 bytes; the rest is not visited.
+    let plan = Plan::new(
+        &l("raid5(unit=512MiB,count=3,size=1GiB)"),
+        &l("stripe(unit=1B,count=2)"),
+    )
+    .unwrap();
+    assert_eq!(plan.path(), spools_map::PlanPath::Sweep);
+    let peers: Vec<u64> = plan
+        .sends(0)
+        .unwrap()
+        .peers
+        .iter()
+        .map(|p| p.peer)
+        .collect();
+    assert_eq!(peers, vec![0, 1]);
+}
+
+#[test]
+fn plan_size_binds_unsized_streams() {
+    for (from, to, want) in [
+        ("f64[10] block on 2", "f64[10] cyclic on 5", 80),
+        (
+            "stripe(unit=4KiB,count=4)",
+            "f64[512,512] block,* on 4x1",
+            2 << 20,
+        ),
+        (
+            "u8[3,5,7] block,*,* on 2x1x1",
+            "stripe(unit=8B,count=3)",
+            105,
+        ),
+    ] {
+        let plan = Plan::new(&l(from), &l(to)).unwrap();
+        assert_eq!(plan.total_bytes(), want, "{from} -> {to}");
+        assert_eq!(plan.src().total_bytes(), Some(want), "{from}");
+        assert_eq!(plan.dst().total_bytes(), Some(want), "{to}");
     }
 }
