@@ -514,6 +514,139 @@ mod tests {
     }
 
     #[test]
+    fn repeated_chunk_shifts_each_repetition() {
+        // Two segments repeated three times, each repetition 4 further on side A and 10
+        // on side B: raw segment k is segment k % 2 of repetition k / 2.
+        let seg = |a, b| Seg { a, b, len: 1 };
+        let c = Chunk {
+            segs: vec![seg(0, 0), seg(2, 5)],
+            reps: 3,
+            adv_a: 4,
+            adv_b: 10,
+        };
+        let want = vec![
+            seg(0, 0),
+            seg(2, 5),
+            seg(4, 10),
+            seg(6, 15),
+            seg(8, 20),
+            seg(10, 25),
+        ];
+        assert_eq!((0..6).map(|k| c.raw_at(k)).collect::<Vec<_>>(), want);
+        // six pieces are few enough to be expanded into a plain list
+        assert_eq!(c.normalized(), Chunk::explicit(want));
+    }
+
+    #[test]
+    fn block_against_a_byte_fine_single_unit_is_one_segment() {
+        // Index i of a 1000-index dimension: block over 2 coordinates on one side, blocks
+        // of 1 all on one coordinate on the other (a stripe with unit=1B,count=1). The
+        // second half is one run on both sides: local 0.. on A, 500.. on B.
+        let x = DimMap {
+            n: 1000,
+            b: 500,
+            p: 2,
+        };
+        let y = DimMap {
+            n: 1000,
+            b: 1,
+            p: 1,
+        };
+        let want = Seg {
+            a: 0,
+            b: 500,
+            len: 500,
+        };
+        let d = DimIntersection::new(&x, 1, &y, 0);
+        assert_eq!(d.single(), Some(want));
+        assert_eq!(d.stored(), 1);
+        let d = DimIntersection::new(&y, 0, &x, 1);
+        assert_eq!(
+            d.single(),
+            Some(Seg {
+                a: 500,
+                b: 0,
+                len: 500
+            })
+        );
+    }
+
+    #[test]
+    fn identical_block_cyclic_with_a_partial_last_period_is_one_segment() {
+        // cyclic(2) over 2 coordinates, 14 indices: coordinate 0 owns 0-1, 4-5, 8-9 and
+        // 12-13, local 0..8 on both sides. Three whole periods plus a 2-index tail.
+        let x = DimMap { n: 14, b: 2, p: 2 };
+        let d = DimIntersection::new(&x, 0, &x, 0);
+        assert_eq!(d.single(), Some(Seg { a: 0, b: 0, len: 8 }));
+        assert_eq!(d.stored(), 1);
+        // coordinate 1 owns 2-3, 6-7, 10-11: three whole periods, no tail
+        let d = DimIntersection::new(&x, 1, &x, 1);
+        assert_eq!(d.single(), Some(Seg { a: 0, b: 0, len: 6 }));
+    }
+
+    #[test]
+    fn repeated_body_and_long_tail_are_held_once() {
+        // cyclic(4096) over 5 against cyclic(2) over 2: a common period of 20480 indices.
+        // Inside each 4096-block of A, B's pattern repeats every 4 indices: one periodic
+        // chunk holds a whole common period, however many times the period repeats. The
+        // tail after the last whole period (16384 indices for 3 * 20480 + 16384 and for
+        // 2^30 = 52428 * 20480 + 16384) holds the first 4 blocks of A, so coordinates 0-3
+        // of A need a second chunk there; none for 64 * 20480, which has no tail.
+        for n in [3 * 20480 + 16384, 64 * 20480, 1 << 30] {
+            let x = DimMap { n, b: 4096, p: 5 };
+            let y = DimMap { n, b: 2, p: 2 };
+            for ca in 0..5 {
+                for cb in 0..2 {
+                    let want = if ca < 4 && n % 20480 != 0 { 2 } else { 1 };
+                    for (d, (sx, cx, sy, cy)) in [
+                        (DimIntersection::new(&x, ca, &y, cb), (&x, ca, &y, cb)),
+                        (DimIntersection::new(&y, cb, &x, ca), (&y, cb, &x, ca)),
+                    ] {
+                        assert_eq!(d.stored(), want, "n={n} {ca} {cb}");
+                        if n < 1 << 17 {
+                            assert_eq!(all(&d), brute(sx, cx, sy, cy));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn several_pieces_are_not_single() {
+        // cyclic over 2 against the whole dimension: coordinate 0 holds 0, 2, 4, ...,
+        // which are one apart locally on A but two apart on B, so no single run: as a
+        // list of 5 pieces (n = 10) or as one piece repeated 500 times (n = 1000).
+        for n in [10, 1000] {
+            let x = DimMap { n, b: 1, p: 2 };
+            let d = DimIntersection::new(&x, 0, &DimMap::whole(n), 0);
+            assert_eq!(d.single(), None, "n={n}");
+            assert_eq!(all(&d).len() as u64, n / 2);
+        }
+    }
+
+    #[test]
+    fn cursor_merges_across_repetitions() {
+        // block-cyclic(2) over 2 against cyclic over 3, coordinates 0 and 0: they share the
+        // indices 0 and 9 of each common period of 12 (33 periods in 400, then index 396).
+        // Index 9 + 12k is local 5 + 6k on A and 3 + 4k on B, and index 12 + 12k is the
+        // next local index on both sides: one run of 2 across each period boundary. The
+        // body (2 pieces x 33) is too long to expand, so the cursor must do the merging.
+        let x = DimMap { n: 400, b: 2, p: 2 };
+        let y = DimMap { n: 400, b: 1, p: 3 };
+        let d = DimIntersection::new(&x, 0, &y, 0);
+        let mut want = vec![Seg { a: 0, b: 0, len: 1 }];
+        want.extend((0..33).map(|k| Seg {
+            a: 5 + 6 * k,
+            b: 3 + 4 * k,
+            len: 2,
+        }));
+        assert_eq!(all(&d), want);
+        assert_eq!(all(&d), brute(&x, 0, &y, 0));
+        assert!(d.stored() < 8, "stored {}", d.stored());
+    }
+
+    #[test]
     fn huge_periodic_dimension_stays_small() {
         let x = DimMap {
             n: 1 << 40,

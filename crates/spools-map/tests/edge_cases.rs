@@ -564,3 +564,211 @@ fn cyclic_row_blocks_against_fine_stripes_repeat_per_common_period() {
         .collect();
     assert_eq!(first, expect);
 }
+
+#[test]
+fn plan_alignment_is_the_common_run_granule() {
+    // The largest size every run offset and length is a multiple of: the common element
+    // size or stripe unit, bounded by the dataset size. Values worked out by hand.
+    for (from, to, want) in [
+        ("f64[10] block on 2", "f64[10] cyclic on 5", 8),
+        (
+            "f64[512,512] block,* on 4x1",
+            "stripe(unit=4KiB,count=4)",
+            8,
+        ),
+        ("c128[6] cyclic on 2", "stripe(unit=48B,count=2)", 16),
+        (
+            "stripe(unit=12B,count=2,size=72B)",
+            "stripe(unit=18B,count=3)",
+            6,
+        ),
+        (
+            "stripe(unit=4KiB,count=2,size=6KiB)",
+            "stripe(unit=4KiB,count=3)",
+            2048,
+        ),
+        ("u32[4] block on 2", "u8[16] block on 2", 1),
+        (
+            "raid5(unit=4KiB,count=3,size=24KiB)",
+            "stripe(unit=6KiB,count=2)",
+            2048,
+        ),
+    ] {
+        let plan = Plan::new(&l(from), &l(to)).unwrap();
+        assert_eq!(plan.alignment(), want, "{from} -> {to}");
+        for s in 0..plan.src().units() {
+            for peer in plan.sends(s).unwrap().peers {
+                for r in peer.runs() {
+                    assert_eq!(
+                        (r.src % want, r.dst % want, r.len % want),
+                        (0, 0, 0),
+                        "{from} -> {to}: {r:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn peers_of_terabyte_blocks() {
+    // 4 TiB in 1 TiB stripes on 4 units against 2 TiB stripes on 2 units: both periods are
+    // 4 TiB (their product overflows 64 bits). Unit s holds TiB s, which lies in half s / 2.
+    let tib = 1u64 << 40;
+    let plan = Plan::new(
+        &l("stripe(unit=1TiB,count=4,size=4TiB)"),
+        &l("stripe(unit=2TiB,count=2)"),
+    )
+    .unwrap();
+    for s in 0..4 {
+        let part = plan.sends(s).unwrap();
+        let peers: Vec<u64> = part.peers.iter().map(|p| p.peer).collect();
+        assert_eq!(peers, vec![s / 2], "unit {s}");
+        // one segment, held by the plan (24 bytes)
+        assert_eq!(
+            part.peers[0].stored_bytes(),
+            std::mem::size_of::<spools_map::PeerPlan>() + 24
+        );
+        let runs: Vec<Run> = part.peers[0].runs().collect();
+        assert_eq!(
+            runs,
+            vec![Run {
+                src: 0,
+                dst: (s % 2) * tib,
+                len: tib
+            }],
+            "unit {s}"
+        );
+    }
+    // Byte-fine stripes against two halves: unit 0's bytes 0, 2, 4, ... fall in both
+    // halves. Found by jumping to the next half, not by stepping through 2^39 blocks.
+    let plan = Plan::new(
+        &l("stripe(unit=1B,count=2,size=1TiB)"),
+        &l("stripe(unit=512GiB,count=2)"),
+    )
+    .unwrap();
+    for s in 0..2 {
+        let peers: Vec<u64> = plan
+            .sends(s)
+            .unwrap()
+            .peers
+            .iter()
+            .map(|p| p.peer)
+            .collect();
+        assert_eq!(peers, vec![0, 1], "unit {s}");
+    }
+    let first: Vec<Run> = plan.runs(1, 1).unwrap().take(2).collect();
+    // global byte 2^39 + 1 is unit 1's local byte 2^38, the second half's byte 1
+    assert_eq!(
+        first,
+        vec![
+            Run {
+                src: 1 << 38,
+                dst: 1,
+                len: 1
+            },
+            Run {
+                src: (1 << 38) + 1,
+                dst: 3,
+                len: 1
+            }
+        ]
+    );
+}
+
+#[test]
+fn sweep_plans_count_the_segments_they_hold() {
+    use spools_map::{PeerPlan, PlanPath};
+    // A sweep holds the source unit's own runs: for an array, per dimension, the segments
+    // of its coordinate (24 bytes each); for a stripe, nothing beyond the plan itself.
+    let base = std::mem::size_of::<PeerPlan>();
+    let to = l("raid5(unit=4B,count=3)");
+    for (from, segs) in [
+        // one block of 2 in each dimension
+        ("u8[4,4] block,block on 2x2", 2),
+        // indices 0, 2, 4, 6 of each dimension: 4 separate pieces each
+        ("u8[8,8] cyclic,cyclic on 2x2", 8),
+        ("stripe(unit=4B,count=4,size=64B)", 0),
+    ] {
+        let plan = Plan::new(&l(from), &to).unwrap();
+        assert_eq!(plan.path(), PlanPath::Sweep, "{from}");
+        let part = plan.sends(0).unwrap();
+        assert!(!part.peers.is_empty(), "{from}");
+        for peer in part.peers {
+            assert_eq!(peer.stored_bytes(), base + segs * 24, "{from}");
+        }
+    }
+}
+
+#[test]
+fn sweeps_find_a_units_blocks_arithmetically() {
+    // A source unit holding bytes 0..2^29, against 2^30 one-byte units (a stripe, or a
+    // RAID-5 whose row 0 puts data byte k on disk k): unit 7 gets byte 7; unit 2^29 + 5
+    // gets nothing from it, found without stepping through the 2^29 bytes in between.
+    let far = (1u64 << 29) + 5;
+    for (from, to) in [
+        (
+            "raid5(unit=512MiB,count=3,size=1GiB)",
+            "stripe(unit=1B,count=1073741824)",
+        ),
+        (
+            "stripe(unit=512MiB,count=2,size=1GiB)",
+            "raid5(unit=1B,count=1073741824)",
+        ),
+    ] {
+        let plan = Plan::new(&l(from), &l(to)).unwrap();
+        assert_eq!(plan.path(), spools_map::PlanPath::Sweep, "{from}");
+        assert_eq!(
+            plan.runs(0, 7).unwrap().collect::<Vec<_>>(),
+            vec![Run {
+                src: 7,
+                dst: 0,
+                len: 1
+            }],
+            "{from} -> {to}"
+        );
+        assert_eq!(plan.runs(0, far).unwrap().count(), 0, "{from} -> {to}");
+    }
+}
+
+#[test]
+fn a_sweep_stops_looking_for_peers_once_it_has_all() {
+    // The source unit holds bytes 0..2^29 in one extent; the destination deals single
+    // bytes to 2 units. Both are found in the first 2 bytes; the rest is not visited.
+    let plan = Plan::new(
+        &l("raid5(unit=512MiB,count=3,size=1GiB)"),
+        &l("stripe(unit=1B,count=2)"),
+    )
+    .unwrap();
+    assert_eq!(plan.path(), spools_map::PlanPath::Sweep);
+    let peers: Vec<u64> = plan
+        .sends(0)
+        .unwrap()
+        .peers
+        .iter()
+        .map(|p| p.peer)
+        .collect();
+    assert_eq!(peers, vec![0, 1]);
+}
+
+#[test]
+fn plan_size_binds_unsized_streams() {
+    for (from, to, want) in [
+        ("f64[10] block on 2", "f64[10] cyclic on 5", 80),
+        (
+            "stripe(unit=4KiB,count=4)",
+            "f64[512,512] block,* on 4x1",
+            2 << 20,
+        ),
+        (
+            "u8[3,5,7] block,*,* on 2x1x1",
+            "stripe(unit=8B,count=3)",
+            105,
+        ),
+    ] {
+        let plan = Plan::new(&l(from), &l(to)).unwrap();
+        assert_eq!(plan.total_bytes(), want, "{from} -> {to}");
+        assert_eq!(plan.src().total_bytes(), Some(want), "{from}");
+        assert_eq!(plan.dst().total_bytes(), Some(want), "{to}");
+    }
+}
