@@ -12,17 +12,8 @@ use std::time::Duration;
 use common::{spools, wait_bounded};
 
 fn run(args: &[&str], env: &[(&str, &str)]) -> common::Output {
-    let mut c = common::grouped(spools());
-    common::without_ambient_spools_env(&mut c)
-        .arg("run")
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    wait_bounded(c.spawn().unwrap(), Duration::from_secs(60))
+    let args: Vec<&str> = std::iter::once("run").chain(args.iter().copied()).collect();
+    common::spools_command(&args, env, Duration::from_secs(60))
 }
 
 #[test]

@@ -7,7 +7,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use common::{spools, Output};
@@ -15,16 +14,7 @@ use common::{spools, Output};
 /// Runs the `spools` binary with `args` and `env` (and none of the caller's `SPOOLS_*`
 /// variables), bounded.
 fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = common::grouped(spools());
-    common::without_ambient_spools_env(&mut c)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    common::Spawned::new(c.spawn().unwrap()).wait(Duration::from_secs(120))
+    common::spools_command(args, env, Duration::from_secs(120))
 }
 
 // ---- spools demo heat ----

@@ -4,7 +4,8 @@
 #![allow(dead_code, unused_imports)]
 
 use std::path::{Path, PathBuf};
-use std::process::Child;
+use std::process::{Child, Stdio};
+use std::time::Duration;
 
 pub(crate) use spools_testkit::*;
 
@@ -33,4 +34,21 @@ pub(crate) fn pipe_end(
     dir: &Path,
 ) -> Child {
     spools_testkit::pipe_end(&spools(), n, role, layout, name, records, dir)
+}
+
+/// Runs this `spools` binary with `args` and `env` (and none of the caller's `SPOOLS_*`
+/// variables), no input, output captured, waited for at most `limit` (then stopped with
+/// everything it started).
+pub(crate) fn spools_command(args: &[&str], env: &[(&str, &str)], limit: Duration) -> Output {
+    let mut c = grouped(spools());
+    without_ambient_spools_env(&mut c)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    #[allow(clippy::expect_used)]
+    Spawned::new(c.spawn().expect("spawn spools")).wait(limit)
 }
