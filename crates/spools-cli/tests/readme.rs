@@ -312,12 +312,10 @@ fn example(name: &str) -> PathBuf {
     }
 }
 
-/// `hello` under `spools run -n 3 --tag-output` (three ranks, so that the left and right
-/// neighbours differ): every rank is greeted by both others with their rank times 100, and
-/// finds in its region what its left neighbour put there.
-#[test]
-fn the_hello_example_runs_under_spools_run() {
-    let hello = example("hello");
+/// Example `name` under `spools run -n 3 --tag-output` (three ranks, so that left and
+/// right neighbours differ), which must succeed.
+fn run_example(name: &str) -> Output {
+    let bin = example(name);
     let o = run(
         &[
             "run",
@@ -325,11 +323,19 @@ fn the_hello_example_runs_under_spools_run() {
             "3",
             "--tag-output",
             "--",
-            hello.to_str().unwrap(),
+            bin.to_str().unwrap(),
         ],
         &[],
     );
     common::assert_ok(&o);
+    o
+}
+
+/// `hello` under `spools run -n 3 --tag-output`: every rank is greeted by both others with
+/// their rank times 100, and finds in its region what its left neighbour put there.
+#[test]
+fn the_hello_example_runs_under_spools_run() {
+    let o = run_example("hello");
     for me in 0..3u32 {
         for from in (0..3u32).filter(|&f| f != me) {
             let line = format!(
@@ -351,19 +357,7 @@ fn the_hello_example_runs_under_spools_run() {
 /// place in the even or odd row, and the RPC's answer (the length of "hello").
 #[test]
 fn the_messaging_example_runs_under_spools_run() {
-    let messaging = example("messaging");
-    let o = run(
-        &[
-            "run",
-            "-n",
-            "3",
-            "--tag-output",
-            "--",
-            messaging.to_str().unwrap(),
-        ],
-        &[],
-    );
-    common::assert_ok(&o);
+    let o = run_example("messaging");
     // Rows by rank parity, ordered by rank: {0, 2} and {1}.
     for (me, left, row_rank, row_size) in [(0, 2, 0, 2), (1, 0, 0, 1), (2, 1, 1, 2)] {
         let line = format!(

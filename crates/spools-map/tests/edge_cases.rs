@@ -2,7 +2,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use spools_map::{Extent, Layout, LayoutError, Plan, PlanError, Run, SpecError};
+use spools_map::{Extent, Layout, LayoutError, Plan, PlanError, Run, SpecError, UnitPlan};
+
+/// The peers of a unit's plan, in order.
+fn peer_ids(part: &UnitPlan) -> Vec<u64> {
+    part.peers.iter().map(|p| p.peer).collect()
+}
 
 fn l(spec: &str) -> Layout {
     spec.parse().unwrap_or_else(|e| panic!("{spec}: {e}"))
@@ -385,10 +390,7 @@ fn many_units_cost_the_sum_of_grid_extents() {
     let to = l("u8[1000000] cyclic(10) on 100000");
     let plan = Plan::new(&from, &to).unwrap();
     let part = plan.sends(5).unwrap();
-    assert_eq!(
-        part.peers.iter().map(|p| p.peer).collect::<Vec<_>>(),
-        vec![5]
-    );
+    assert_eq!(peer_ids(&part), vec![5]);
     assert!(matches!(
         plan.summary(),
         Err(PlanError::SummaryTooLarge {
@@ -402,22 +404,16 @@ fn many_units_cost_the_sum_of_grid_extents() {
     let peers: Vec<u64> = Plan::new(&a, &b)
         .unwrap()
         .sends(16 * 16 + 16 + 1)
-        .unwrap()
-        .peers
-        .iter()
-        .map(|p| p.peer)
-        .collect();
+        .map(|u| peer_ids(&u))
+        .unwrap();
     // unit (1,1,1) holds indices 4..8 in each dimension: block(8) coordinate 0 holds them
     assert_eq!(peers, vec![0]);
     let c = l("u8[64,64,64] cyclic(2),cyclic(2),cyclic(2) on 2x2x2");
     let peers: Vec<u64> = Plan::new(&a, &c)
         .unwrap()
         .sends(0)
-        .unwrap()
-        .peers
-        .iter()
-        .map(|p| p.peer)
-        .collect();
+        .map(|u| peer_ids(&u))
+        .unwrap();
     assert_eq!(peers, (0..8).collect::<Vec<u64>>());
 }
 
@@ -476,15 +472,7 @@ fn review_findings_stay_small() {
     );
     // Peers are found without visiting every coordinate of a 2^24-unit grid.
     let plan = Plan::new(&l("u8[1] block on 1"), &l("u8[1] block on 16777216")).unwrap();
-    assert_eq!(
-        plan.sends(0)
-            .unwrap()
-            .peers
-            .iter()
-            .map(|p| p.peer)
-            .collect::<Vec<_>>(),
-        vec![0]
-    );
+    assert_eq!(plan.sends(0).map(|u| peer_ids(&u)).unwrap(), vec![0]);
     let plan = Plan::new(&l("u8[1] block on 1"), &l("stripe(unit=1B,count=16777216)")).unwrap();
     assert_eq!(plan.sends(0).unwrap().peers.len(), 1);
     // Cyclic rows against a byte-fine stripe: a few segments per row block, not one per byte.
@@ -622,7 +610,7 @@ fn peers_of_terabyte_blocks() {
     .unwrap();
     for s in 0..4 {
         let part = plan.sends(s).unwrap();
-        let peers: Vec<u64> = part.peers.iter().map(|p| p.peer).collect();
+        let peers = peer_ids(&part);
         assert_eq!(peers, vec![s / 2], "unit {s}");
         // one segment, held by the plan (24 bytes)
         assert_eq!(
@@ -648,13 +636,7 @@ fn peers_of_terabyte_blocks() {
     )
     .unwrap();
     for s in 0..2 {
-        let peers: Vec<u64> = plan
-            .sends(s)
-            .unwrap()
-            .peers
-            .iter()
-            .map(|p| p.peer)
-            .collect();
+        let peers: Vec<u64> = plan.sends(s).map(|u| peer_ids(&u)).unwrap();
         assert_eq!(peers, vec![0, 1], "unit {s}");
     }
     let first: Vec<Run> = plan.runs(1, 1).unwrap().take(2).collect();
@@ -741,13 +723,7 @@ fn a_sweep_stops_looking_for_peers_once_it_has_all() {
     )
     .unwrap();
     assert_eq!(plan.path(), spools_map::PlanPath::Sweep);
-    let peers: Vec<u64> = plan
-        .sends(0)
-        .unwrap()
-        .peers
-        .iter()
-        .map(|p| p.peer)
-        .collect();
+    let peers: Vec<u64> = plan.sends(0).map(|u| peer_ids(&u)).unwrap();
     assert_eq!(peers, vec![0, 1]);
 }
 

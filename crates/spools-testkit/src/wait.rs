@@ -26,6 +26,15 @@ impl Output {
     pub fn code(&self) -> Option<i32> {
         self.status.code()
     }
+
+    /// The launcher's own report lines (those of standard error that start with
+    /// `spools run: `), in order.
+    pub fn reports(&self) -> Vec<&str> {
+        self.stderr
+            .lines()
+            .filter(|l| l.starts_with("spools run: "))
+            .collect()
+    }
 }
 
 /// Waits for `child` (started in a process group of its own, see [`grouped`](crate::grouped)) at most

@@ -14,14 +14,6 @@ use std::time::Duration;
 
 use spools_testkit::{e, launch, rank_main, wait_bounded};
 
-/// The lines of the launcher's reports ("spools run: ...") in a job's standard error.
-fn reports(stderr: &str) -> Vec<&str> {
-    stderr
-        .lines()
-        .filter(|l| l.starts_with("spools run: "))
-        .collect()
-}
-
 /// This rank's number, from the launcher's environment (known before `init`).
 fn my_rank() -> u32 {
     ["SPOOLS_RANK", "OMPI_COMM_WORLD_RANK"]
@@ -79,7 +71,7 @@ fn returning_an_error_ends_the_job() {
         // The rank's exit hook ends the job with its status before the process is gone,
         // so the launcher reports it so, whether the exit or the message reaches it first.
         assert_eq!(
-            reports(&o.stderr),
+            o.reports(),
             ["spools run: rank 1 ended the job (it exited with status 1; its own output says why); stopping the job"],
             "{t}: {o:?}"
         );
@@ -115,7 +107,7 @@ fn leaving_with_operations_pending_ends_the_job() {
     let o = launch(2, "leaving_with_operations_pending_ends_the_job", "x", &[]);
     assert_eq!(o.code(), Some(5), "{o:?}");
     assert_eq!(
-        reports(&o.stderr),
+        o.reports(),
         ["spools run: rank 1 ended the job (it exited with status 5; its own output says why); stopping the job"],
         "{o:?}"
     );
@@ -143,7 +135,7 @@ fn world_abort_names_its_cause() {
     let o = launch(3, "world_abort_names_its_cause", "x", &[]);
     assert_eq!(o.code(), Some(3), "{o:?}");
     assert_eq!(
-        reports(&o.stderr),
+        o.reports(),
         ["spools run: rank 2 ended the job (input file is corrupt); stopping the job"],
         "{o:?}"
     );
@@ -173,7 +165,7 @@ fn a_panic_is_named_in_the_others_errors() {
     let o = launch(2, "a_panic_is_named_in_the_others_errors", "x", &[]);
     assert_eq!(o.code(), Some(101), "{o:?}");
     assert_eq!(
-        reports(&o.stderr),
+        o.reports(),
         ["spools run: rank 0 ended the job (it panicked (its own output has the panic message)); stopping the job"],
         "{o:?}"
     );

@@ -9,14 +9,6 @@ use std::time::{Duration, Instant};
 
 use spools_testkit::{e, launch, rank_main, shm_leftovers};
 
-/// The lines of the launcher's reports ("spools run: ...") in a job's standard error.
-fn reports(stderr: &str) -> Vec<&str> {
-    stderr
-        .lines()
-        .filter(|l| l.starts_with("spools run: "))
-        .collect()
-}
-
 /// Rank 0 puts 32 MiB blocks into rank 1's region in a loop; rank 1 kills itself with
 /// SIGKILL while they flow. Rank 0's put must fail with an error naming rank 1.
 fn kill_role() -> Result<(), String> {
@@ -74,7 +66,7 @@ fn kill_9_in_a_large_transfer() {
         );
         assert_eq!(o.code(), Some(128 + 9), "{t}: {o:?}");
         assert_eq!(
-            reports(&o.stderr),
+            o.reports(),
             ["spools run: rank 1 was killed by signal 9 (SIGKILL); stopping the job"],
             "{t}: {o:?}"
         );
@@ -116,7 +108,7 @@ fn exit_without_finalize_fails_the_job() {
     let o = launch(3, "exit_without_finalize_fails_the_job", "x", &[]);
     assert_eq!(o.code(), Some(1), "{o:?}");
     assert_eq!(
-        reports(&o.stderr),
+        o.reports(),
         ["spools run: rank 2 exited with status 0 without finalising (the job object was not dropped or finalised); stopping the job"],
         "{o:?}"
     );
@@ -150,7 +142,7 @@ fn a_panicking_rank_ends_the_job() {
     // A panic's exit status (101), and the cause the rank gave before it exited.
     assert_eq!(o.code(), Some(101), "{o:?}");
     assert_eq!(
-        reports(&o.stderr),
+        o.reports(),
         ["spools run: rank 1 ended the job (it panicked (its own output has the panic message)); stopping the job"],
         "{o:?}"
     );
@@ -205,7 +197,7 @@ fn several_failing_ranks_the_first_one_is_reported() {
     ] {
         let o = launch(4, "several_failing_ranks_the_first_one_is_reported", how, &[]);
         assert_eq!(o.code(), Some(7), "{how}: {o:?}");
-        assert_eq!(reports(&o.stderr), [report], "{how}: {o:?}");
+        assert_eq!(o.reports(), [report], "{how}: {o:?}");
         for r in [0, 1, 3] {
             assert!(
                 o.stdout.contains(&format!("rank {r} saw: rank 2 died (")),
