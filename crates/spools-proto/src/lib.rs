@@ -7,7 +7,8 @@
 //! - [`auth`]: the job secret and the keyed proofs that every connection exchanges;
 //! - [`handshake`]: the mutual challenge-response that opens every TCP connection;
 //! - [`boot`]: the bootstrap protocol between ranks and the rendezvous server;
-//! - [`am`]: the active-message headers that the active-message layer puts in front of payloads.
+//! - [`am`]: the active-message headers that the active-message layer puts in front of payloads;
+//! - [`stream`]: streams to destinations outside the job, striped over several TCP links.
 //!
 //! Decoders never panic: bytes from a peer that do not parse give a [`WireError`].
 //!
@@ -27,5 +28,6 @@ pub mod boot;
 mod codec;
 mod error;
 pub mod handshake;
+pub mod stream;
 
 pub use error::WireError;
