@@ -1,0 +1,566 @@
+//! The receiver's side of one logical connection, sans-IO: SU frames arriving on K links in
+//! any interleaving become whole ADUs, handed out in order per stream, after the stream
+//! they are sequenced behind, and in lock step within a synchronisation group.
+
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, HashSet, VecDeque};
+
+use spools_proto::stream::{su_range, Close, Frame, Hello, Open, Su, NOT_SEQUENCED, VARIABLE};
+
+use crate::error::ReassemblyError;
+
+/// What a receiver accepts before it refuses a stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes of the largest ADU.
+    pub max_adu: u64,
+    /// Bytes of ADUs held at once (received in part, or whole but not handed out yet).
+    pub max_buffered: u64,
+}
+
+impl Default for Limits {
+    /// ADUs of up to 1 GiB, 4 GiB held at once.
+    fn default() -> Limits {
+        Limits {
+            max_adu: 1 << 30,
+            max_buffered: 4 << 30,
+        }
+    }
+}
+
+/// What the reassembly hands out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A whole ADU, as its canonical byte stream.
+    Adu {
+        /// The stream.
+        stream: u32,
+        /// The ADU's number.
+        adu: u64,
+        /// Its bytes.
+        data: Vec<u8>,
+    },
+    /// An ADU that will never be whole: a link was lost, or the stream closed without it.
+    Incomplete {
+        /// The stream.
+        stream: u32,
+        /// The ADU's number.
+        adu: u64,
+        /// Bytes received.
+        have: u64,
+        /// Bytes of the whole ADU.
+        size: u64,
+    },
+    /// ADUs `from..to` of a stream of which nothing arrived before it closed.
+    Missing {
+        /// The stream.
+        stream: u32,
+        /// The first missing ADU.
+        from: u64,
+        /// One past the last.
+        to: u64,
+    },
+    /// A stream ended: closed on every link with every ADU handed out (`complete`), or cut
+    /// short by a lost link.
+    Ended {
+        /// The stream.
+        stream: u32,
+        /// ADUs the stream had: those the sender announced when it closed the stream, or
+        /// those handed out before a link was lost.
+        adus: u64,
+        /// Whether the sender closed it and every ADU arrived whole.
+        complete: bool,
+    },
+}
+
+/// An ADU being received.
+struct Partial {
+    size: u64,
+    data: Vec<u8>,
+    have: u64,
+    /// (TU, SU) pairs received.
+    got: HashSet<(u64, u16)>,
+}
+
+impl Partial {
+    fn whole(&self) -> bool {
+        self.have == self.size && !self.got.is_empty()
+    }
+}
+
+struct StreamState {
+    open: Open,
+    adus: BTreeMap<u64, Partial>,
+    /// The next ADU to hand out.
+    next: u64,
+    /// Links this stream was closed on, and the ADU count they announced.
+    closed: HashSet<u16>,
+    sent: Option<u64>,
+    ended: bool,
+    /// Whether an ADU of it was reported incomplete or missing.
+    lossy: bool,
+}
+
+/// One logical connection's reassembly: feed it each link's [`Hello`], then every frame
+/// that link delivers ([`Reassembler::on_frame`]) and a lost link when a connection ends
+/// without its streams' `close` ([`Reassembler::link_lost`]); take what is ready with
+/// [`Reassembler::next_event`].
+///
+/// ```
+/// use spools_proto::stream::{Frame, Hello, Open, Su, Close, NOT_SEQUENCED, VERSION};
+/// use spools_stream::{Event, Limits, Reassembler};
+/// let hello = |link| Hello { version: VERSION, flags: 0, links: 2, link, conn: 7 };
+/// let mut r = Reassembler::new(&hello(0), Limits::default())?;
+/// r.add_link(&hello(1))?;
+/// let open = Open { stream: 1, group: 0, after: NOT_SEQUENCED, flags: 0, tu: 4, adu: 4 };
+/// for link in 0..2 {
+///     r.on_frame(link, &Frame::Open(open))?;
+/// }
+/// // "abcd" as one TU of two SUs: "ab" on link 0, "cd" on link 1 (link 1's first).
+/// let su = |s: u16, off| Su { stream: 1, su: s, link: s, adu: 0, tu: 0, offset: off, size: 4,
+///     crc: crc32c::crc32c(if s == 0 { b"ab" } else { b"cd" }) };
+/// r.on_frame(1, &Frame::Su(su(1, 2), b"cd"))?;
+/// assert_eq!(r.next_event(), None);
+/// r.on_frame(0, &Frame::Su(su(0, 0), b"ab"))?;
+/// assert_eq!(r.next_event(), Some(Event::Adu { stream: 1, adu: 0, data: b"abcd".to_vec() }));
+/// # Ok::<(), spools_stream::ReassemblyError>(())
+/// ```
+pub struct Reassembler {
+    links: u16,
+    conn: u64,
+    hello: Vec<bool>,
+    lost: Vec<bool>,
+    limits: Limits,
+    buffered: u64,
+    streams: BTreeMap<u32, StreamState>,
+    events: VecDeque<Event>,
+}
+
+impl Reassembler {
+    /// A connection announced by the hello of one of its links.
+    ///
+    /// # Errors
+    /// [`ReassemblyError::Links`] for a hello that names no valid link.
+    pub fn new(first: &Hello, limits: Limits) -> Result<Reassembler, ReassemblyError> {
+        let mut r = Reassembler {
+            links: first.links,
+            conn: first.conn,
+            hello: vec![false; usize::from(first.links)],
+            lost: vec![false; usize::from(first.links)],
+            limits,
+            buffered: 0,
+            streams: BTreeMap::new(),
+            events: VecDeque::new(),
+        };
+        r.add_link(first)?;
+        Ok(r)
+    }
+
+    /// The connection's id (the same in the hellos of its links).
+    pub fn conn(&self) -> u64 {
+        self.conn
+    }
+
+    /// Links of the connection.
+    pub fn links(&self) -> u16 {
+        self.links
+    }
+
+    /// Whether every link has said hello.
+    pub fn all_links(&self) -> bool {
+        self.hello.iter().all(|&h| h)
+    }
+
+    /// Another link of this connection.
+    ///
+    /// # Errors
+    /// [`ReassemblyError::Links`] when it disagrees on the connection or the link count,
+    /// or its link said hello before.
+    pub fn add_link(&mut self, h: &Hello) -> Result<(), ReassemblyError> {
+        let link = h.link;
+        if h.conn != self.conn || h.links != self.links {
+            return Err(ReassemblyError::Links {
+                link,
+                what: "its hello names another connection or link count",
+            });
+        }
+        match self.hello.get_mut(usize::from(link)) {
+            Some(seen) if !*seen => {
+                *seen = true;
+                Ok(())
+            }
+            Some(_) => Err(ReassemblyError::Links {
+                link,
+                what: "a second connection for this link",
+            }),
+            None => Err(ReassemblyError::Links {
+                link,
+                what: "no such link",
+            }),
+        }
+    }
+
+    /// The next ADU or stream event ready, in the order the streams' constraints allow.
+    pub fn next_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// A frame that link `link` delivered (after its hello).
+    ///
+    /// # Errors
+    /// [`ReassemblyError`] when the frame does not fit: the connection should be dropped.
+    pub fn on_frame(&mut self, link: u16, frame: &Frame<'_>) -> Result<(), ReassemblyError> {
+        if !self.hello.get(usize::from(link)).copied().unwrap_or(false) {
+            return Err(ReassemblyError::Links {
+                link,
+                what: "a frame before the link's hello",
+            });
+        }
+        match frame {
+            Frame::Hello(_) => Err(ReassemblyError::OutOfOrder {
+                link,
+                expected: "a stream frame",
+                got: "a second hello",
+            }),
+            Frame::Welcome(_) | Frame::Ack(_) => Err(ReassemblyError::OutOfOrder {
+                link,
+                expected: "a sender's frame",
+                got: "a receiver's frame",
+            }),
+            Frame::Open(o) => self.open(o),
+            Frame::Su(s, payload) => {
+                self.su(link, s, payload)?;
+                self.release();
+                Ok(())
+            }
+            Frame::Close(c) => {
+                self.close(link, c)?;
+                self.release();
+                Ok(())
+            }
+        }
+    }
+
+    /// Link `link` ended without closing its streams (the sender died, the network
+    /// failed): ADUs that can no longer be whole are reported [`Event::Incomplete`], and the
+    /// streams not closed end.
+    pub fn link_lost(&mut self, link: u16) {
+        if let Some(l) = self.lost.get_mut(usize::from(link)) {
+            *l = true;
+        }
+        let ids: Vec<u32> = self.streams.keys().copied().collect();
+        for id in ids {
+            let Some(st) = self.streams.get_mut(&id) else {
+                continue;
+            };
+            if st.ended || st.closed.contains(&link) {
+                continue;
+            }
+            // Whole ADUs in order are still handed out; what is missing is reported.
+            while let Some(p) = st.adus.get(&st.next) {
+                if !p.whole() {
+                    break;
+                }
+                let p = st.adus.remove(&st.next).map(|p| p.data).unwrap_or_default();
+                self.buffered -= p.len() as u64;
+                self.events.push_back(Event::Adu {
+                    stream: id,
+                    adu: st.next,
+                    data: p,
+                });
+                st.next += 1;
+            }
+            for (adu, p) in std::mem::take(&mut st.adus) {
+                self.buffered -= p.size;
+                self.events.push_back(Event::Incomplete {
+                    stream: id,
+                    adu,
+                    have: p.have,
+                    size: p.size,
+                });
+            }
+            st.ended = true;
+            self.events.push_back(Event::Ended {
+                stream: id,
+                adus: st.next,
+                complete: false,
+            });
+        }
+        self.release();
+    }
+
+    fn open(&mut self, o: &Open) -> Result<(), ReassemblyError> {
+        if o.after != NOT_SEQUENCED && o.after == o.stream {
+            return Err(ReassemblyError::Stream {
+                stream: o.stream,
+                what: "sequenced after itself",
+            });
+        }
+        match self.streams.get(&o.stream) {
+            Some(st) if st.open == *o => Ok(()),
+            Some(_) => Err(ReassemblyError::Stream {
+                stream: o.stream,
+                what: "opened again with another format",
+            }),
+            None => {
+                if o.adu != VARIABLE && o.adu > self.limits.max_adu {
+                    return Err(ReassemblyError::TooLarge {
+                        stream: o.stream,
+                        what: "an ADU",
+                        bytes: o.adu,
+                        limit: self.limits.max_adu,
+                    });
+                }
+                self.streams.insert(
+                    o.stream,
+                    StreamState {
+                        open: *o,
+                        adus: BTreeMap::new(),
+                        next: 0,
+                        closed: HashSet::new(),
+                        sent: None,
+                        ended: false,
+                        lossy: false,
+                    },
+                );
+                Ok(())
+            }
+        }
+    }
+
+    fn su(&mut self, link: u16, s: &Su, payload: &[u8]) -> Result<(), ReassemblyError> {
+        let misplaced = |what| ReassemblyError::Misplaced {
+            stream: s.stream,
+            adu: s.adu,
+            tu: s.tu,
+            su: s.su,
+            link,
+            what,
+        };
+        let links = self.links;
+        let limits = self.limits;
+        let Some(st) = self.streams.get_mut(&s.stream) else {
+            return Err(ReassemblyError::Stream {
+                stream: s.stream,
+                what: "an SU of a stream that was not opened",
+            });
+        };
+        if st.ended || st.closed.contains(&link) {
+            return Err(misplaced("after the stream ended on this link"));
+        }
+        if s.link != link || s.su != link {
+            return Err(misplaced("SU s must travel on link s"));
+        }
+        if s.adu < st.next {
+            return Err(misplaced("for an ADU already handed out"));
+        }
+        if st.open.adu != VARIABLE && s.size != st.open.adu {
+            return Err(misplaced("ADU size differs from the stream's"));
+        }
+        if s.size > limits.max_adu {
+            return Err(ReassemblyError::TooLarge {
+                stream: s.stream,
+                what: "an ADU",
+                bytes: s.size,
+                limit: limits.max_adu,
+            });
+        }
+        let tu = if st.open.adu == VARIABLE {
+            s.size.max(1)
+        } else {
+            st.open.tu
+        };
+        let fits = if s.size == 0 {
+            s.tu == 0 && s.su == 0 && s.offset == 0 && payload.is_empty()
+        } else {
+            su_range(s.size, tu, links, s.tu, s.su) == Some((s.offset, payload.len() as u64))
+        };
+        if !fits {
+            return Err(misplaced(
+                "offset or length not where the stream's format puts it",
+            ));
+        }
+        let got = crc32c::crc32c(payload);
+        if got != s.crc {
+            return Err(ReassemblyError::Checksum {
+                stream: s.stream,
+                adu: s.adu,
+                tu: s.tu,
+                su: s.su,
+                link,
+                got,
+                want: s.crc,
+            });
+        }
+        let p = match st.adus.entry(s.adu) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                if self.buffered + s.size > limits.max_buffered {
+                    return Err(ReassemblyError::TooLarge {
+                        stream: s.stream,
+                        what: "the ADUs held",
+                        bytes: self.buffered + s.size,
+                        limit: limits.max_buffered,
+                    });
+                }
+                self.buffered += s.size;
+                e.insert(Partial {
+                    size: s.size,
+                    // Within max_adu: checked above.
+                    data: vec![0; s.size as usize],
+                    have: 0,
+                    got: HashSet::new(),
+                })
+            }
+        };
+        if p.size != s.size {
+            return Err(misplaced("ADU size differs from its other SUs'"));
+        }
+        if !p.got.insert((s.tu, s.su)) {
+            return Err(misplaced("received twice"));
+        }
+        let at = s.offset as usize;
+        p.data[at..at + payload.len()].copy_from_slice(payload);
+        p.have += payload.len() as u64;
+        Ok(())
+    }
+
+    fn close(&mut self, link: u16, c: &Close) -> Result<(), ReassemblyError> {
+        let Some(st) = self.streams.get_mut(&c.stream) else {
+            return Err(ReassemblyError::Stream {
+                stream: c.stream,
+                what: "closed but never opened",
+            });
+        };
+        if !st.closed.insert(link) {
+            return Err(ReassemblyError::Stream {
+                stream: c.stream,
+                what: "closed twice on one link",
+            });
+        }
+        if *st.sent.get_or_insert(c.adus) != c.adus {
+            return Err(ReassemblyError::Stream {
+                stream: c.stream,
+                what: "its links announce different ADU counts",
+            });
+        }
+        Ok(())
+    }
+
+    /// Hands out what the streams' order allows, until nothing more can go.
+    fn release(&mut self) {
+        loop {
+            let mut progressed = false;
+            let ids: Vec<u32> = self.streams.keys().copied().collect();
+            for id in ids {
+                progressed |= self.release_stream(id);
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    /// Whether stream `id` may hand out anything yet (the stream it is sequenced after has
+    /// ended).
+    fn may_start(&self, id: u32) -> bool {
+        match self.streams.get(&id).map(|s| s.open.after) {
+            Some(NOT_SEQUENCED) | None => true,
+            Some(after) => self.streams.get(&after).is_some_and(|a| a.ended),
+        }
+    }
+
+    /// Whether ADU `n` of every other live stream of group `group` is whole (or the member
+    /// has ended), so the group's ADU `n` can go out together.
+    fn group_ready(&self, group: u32, n: u64) -> bool {
+        group == 0
+            || self.streams.values().all(|s| {
+                s.open.group != group
+                    || s.ended
+                    || s.next > n
+                    || s.adus.get(&n).is_some_and(Partial::whole)
+            })
+    }
+
+    fn release_stream(&mut self, id: u32) -> bool {
+        if !self.may_start(id) {
+            return false;
+        }
+        let Some(st) = self.streams.get(&id) else {
+            return false;
+        };
+        if st.ended {
+            return false;
+        }
+        let (n, group) = (st.next, st.open.group);
+        let whole = st.adus.get(&n).is_some_and(Partial::whole);
+        if whole && self.group_ready(group, n) {
+            let Some(st) = self.streams.get_mut(&id) else {
+                return false;
+            };
+            let data = st.adus.remove(&n).map(|p| p.data).unwrap_or_default();
+            self.buffered -= data.len() as u64;
+            st.next += 1;
+            self.events.push_back(Event::Adu {
+                stream: id,
+                adu: n,
+                data,
+            });
+            return true;
+        }
+        let links = usize::from(self.links);
+        let Some(st) = self.streams.get_mut(&id) else {
+            return false;
+        };
+        let Some(sent) = st.sent.filter(|_| st.closed.len() == links) else {
+            return false;
+        };
+        // Closed on every link: every SU has arrived, and what is not whole never will be.
+        if n < sent {
+            st.lossy = true;
+            if let Some(p) = st.adus.remove(&n) {
+                self.buffered -= p.size;
+                self.events.push_back(Event::Incomplete {
+                    stream: id,
+                    adu: n,
+                    have: p.have,
+                    size: p.size,
+                });
+                st.next += 1;
+            } else {
+                // ADUs of which nothing arrived, up to the next one something came for.
+                let to = st
+                    .adus
+                    .range(n..)
+                    .next()
+                    .map_or(sent, |(&k, _)| k.min(sent));
+                self.events.push_back(Event::Missing {
+                    stream: id,
+                    from: n,
+                    to,
+                });
+                st.next = to;
+            }
+            return true;
+        }
+        // SUs of ADUs past the count the sender announced are reported, then the end.
+        for (adu, p) in std::mem::take(&mut st.adus) {
+            st.lossy = true;
+            self.buffered -= p.size;
+            self.events.push_back(Event::Incomplete {
+                stream: id,
+                adu,
+                have: p.have,
+                size: p.size,
+            });
+        }
+        st.ended = true;
+        let complete = !st.lossy;
+        self.events.push_back(Event::Ended {
+            stream: id,
+            adus: sent,
+            complete,
+        });
+        true
+    }
+}
