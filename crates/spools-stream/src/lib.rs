@@ -1,14 +1,22 @@
 //! Spools streams: a distributed dataset out of the job (and into it) over K TCP links, in
 //! the iWarp paper's format of Application Data Units, Transfer Units and Striping Units.
 //!
-//! The wire format is [`spools_proto::stream`]. This crate holds what a receiver needs and
-//! what does not depend on the runtime, so that a plain Rust program can receive a job's
-//! streams: [`Reassembler`], the sans-IO reassembly of one logical connection (SUs from K
-//! links in any interleaving become whole ADUs, handed out in order, after the stream they
-//! are sequenced behind, and in lock step within a synchronisation group).
+//! The wire format is [`spools_proto::stream`]. This crate holds what does not depend on
+//! the runtime, so that a plain Rust program can receive a job's streams or send into one:
+//! - [`Reassembler`]: the sans-IO reassembly of one logical connection (SUs from K links
+//!   in any interleaving become whole ADUs, handed out in order, after the stream they are
+//!   sequenced behind, and in lock step within a synchronisation group);
+//! - [`Receiver`]: a TCP port that serves many senders' connections (`spools recv`);
+//! - [`Sender`]: K links from one process (`spools send`).
 
 mod error;
+mod link;
 mod reassembly;
+mod receiver;
+mod sender;
 
 pub use error::ReassemblyError;
+pub use link::LinkError;
 pub use reassembly::{Event, Limits, Reassembler};
+pub use receiver::{Delivery, Receiver, RecvError, Summary};
+pub use sender::{SendError, Sender};

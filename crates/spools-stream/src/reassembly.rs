@@ -65,8 +65,8 @@ pub enum Event {
     Ended {
         /// The stream.
         stream: u32,
-        /// ADUs the stream had: those the sender announced when it closed the stream, or
-        /// those handed out before a link was lost.
+        /// ADUs the stream had: as many as the sender announced when it closed the stream,
+        /// else up to the last one of which anything arrived.
         adus: u64,
         /// Whether the sender closed it and every ADU arrived whole.
         complete: bool,
@@ -95,6 +95,8 @@ struct StreamState {
     next: u64,
     /// Links this stream was closed on, and the ADU count they announced.
     closed: HashSet<u16>,
+    /// Links lost before they closed this stream.
+    lost: HashSet<u16>,
     sent: Option<u64>,
     ended: bool,
     /// Whether an ADU of it was reported incomplete or missing.
@@ -242,49 +244,17 @@ impl Reassembler {
     }
 
     /// Link `link` ended without closing its streams (the sender died, the network
-    /// failed): ADUs that can no longer be whole are reported [`Event::Incomplete`], and the
-    /// streams not closed end.
+    /// failed). Once every link of a stream has closed it or was lost, the ADUs that are
+    /// not whole are reported ([`Event::Incomplete`], [`Event::Missing`]) and the stream
+    /// ends, not complete.
     pub fn link_lost(&mut self, link: u16) {
         if let Some(l) = self.lost.get_mut(usize::from(link)) {
             *l = true;
         }
-        let ids: Vec<u32> = self.streams.keys().copied().collect();
-        for id in ids {
-            let Some(st) = self.streams.get_mut(&id) else {
-                continue;
-            };
-            if st.ended || st.closed.contains(&link) {
-                continue;
+        for st in self.streams.values_mut() {
+            if !st.closed.contains(&link) {
+                st.lost.insert(link);
             }
-            // Whole ADUs in order are still handed out; what is missing is reported.
-            while let Some(p) = st.adus.get(&st.next) {
-                if !p.whole() {
-                    break;
-                }
-                let p = st.adus.remove(&st.next).map(|p| p.data).unwrap_or_default();
-                self.buffered -= p.len() as u64;
-                self.events.push_back(Event::Adu {
-                    stream: id,
-                    adu: st.next,
-                    data: p,
-                });
-                st.next += 1;
-            }
-            for (adu, p) in std::mem::take(&mut st.adus) {
-                self.buffered -= p.size;
-                self.events.push_back(Event::Incomplete {
-                    stream: id,
-                    adu,
-                    have: p.have,
-                    size: p.size,
-                });
-            }
-            st.ended = true;
-            self.events.push_back(Event::Ended {
-                stream: id,
-                adus: st.next,
-                complete: false,
-            });
         }
         self.release();
     }
@@ -318,6 +288,9 @@ impl Reassembler {
                         adus: BTreeMap::new(),
                         next: 0,
                         closed: HashSet::new(),
+                        lost: (0..self.links)
+                            .filter(|&l| self.lost[usize::from(l)])
+                            .collect(),
                         sent: None,
                         ended: false,
                         lossy: false,
@@ -512,10 +485,14 @@ impl Reassembler {
         let Some(st) = self.streams.get_mut(&id) else {
             return false;
         };
-        let Some(sent) = st.sent.filter(|_| st.closed.len() == links) else {
+        if st.closed.len() + st.lost.len() < links {
             return false;
-        };
-        // Closed on every link: every SU has arrived, and what is not whole never will be.
+        }
+        // Closed or lost on every link: every SU that will come has come, and what is not
+        // whole never will be. Without a close, the stream had as many ADUs as arrived.
+        let sent = st
+            .sent
+            .unwrap_or_else(|| st.adus.keys().next_back().map_or(n, |&k| k + 1));
         if n < sent {
             st.lossy = true;
             if let Some(p) = st.adus.remove(&n) {
@@ -555,7 +532,7 @@ impl Reassembler {
             });
         }
         st.ended = true;
-        let complete = !st.lossy;
+        let complete = !st.lossy && st.lost.is_empty();
         self.events.push_back(Event::Ended {
             stream: id,
             adus: sent,

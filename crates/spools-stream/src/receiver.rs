@@ -1,0 +1,326 @@
+//! A receiver of streams that is not a Spools job: it accepts links on a TCP port, groups
+//! them into logical connections by their hello, reassembles each connection's streams
+//! and hands out whole ADUs, and serves other senders when one misbehaves.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Sender as Tx};
+use std::sync::Arc;
+
+use spools_proto::stream::{Close, Frame, Hello, Open, Su, Welcome, VERSION};
+
+use crate::link::{FrameReader, LinkError, Read1};
+use crate::reassembly::{Event, Limits, Reassembler};
+
+/// An event of one logical connection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// The connection's id (from its hellos).
+    pub conn: u64,
+    /// What happened.
+    pub event: Event,
+}
+
+/// What a [`Receiver::serve`] saw.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Logical connections that ended (every link closed).
+    pub connections: usize,
+    /// Whole ADUs handed out.
+    pub adus: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Why links or connections were dropped: garbage from a client, a broken sender.
+    pub refused: Vec<String>,
+}
+
+/// Why serving stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum RecvError {
+    /// Accepting a connection failed.
+    #[error("accepting a connection: {0}")]
+    Accept(std::io::Error),
+    /// The sink refused a delivery (writing the output failed).
+    #[error("writing what was received: {0}")]
+    Output(std::io::Error),
+}
+
+/// A TCP port receiving streams.
+///
+/// ```
+/// use spools_stream::{Receiver, Limits};
+/// let r = Receiver::bind("127.0.0.1:0", Limits::default())?;
+/// assert!(r.local_addr()?.port() > 0);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct Receiver {
+    listener: TcpListener,
+    limits: Limits,
+}
+
+/// A frame a link delivered, owned (it crosses threads).
+enum Owned {
+    Open(Open),
+    Su(Su, Vec<u8>),
+    Close(Close),
+    Other(&'static str),
+}
+
+enum Msg {
+    Hello(usize, Hello),
+    Frame(usize, Owned),
+    End(usize, Option<String>),
+    Refused(String),
+    AcceptFailed(std::io::Error),
+}
+
+impl Receiver {
+    /// Listens at `addr` (port 0: any free port, see [`Receiver::local_addr`]).
+    ///
+    /// # Errors
+    /// The operating system's, binding the port.
+    pub fn bind(addr: impl ToSocketAddrs, limits: Limits) -> std::io::Result<Receiver> {
+        Ok(Receiver {
+            listener: TcpListener::bind(addr)?,
+            limits,
+        })
+    }
+
+    /// Where senders connect.
+    ///
+    /// # Errors
+    /// The operating system's.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until `connections` logical connections have ended, handing every event to
+    /// `sink` in the order the streams' constraints allow. A link that sends garbage, or a
+    /// connection whose frames do not fit its streams, is dropped and named in
+    /// [`Summary::refused`]; the others go on.
+    ///
+    /// # Errors
+    /// [`RecvError`] when accepting fails or `sink` returns an error.
+    pub fn serve(
+        self,
+        connections: usize,
+        mut sink: impl FnMut(Delivery) -> std::io::Result<()>,
+    ) -> Result<Summary, RecvError> {
+        let (tx, rx) = channel::<Msg>();
+        let stop = Arc::new(AtomicBool::new(false));
+        let addr = self.listener.local_addr().map_err(RecvError::Accept)?;
+        let acceptor = {
+            let (tx, stop) = (tx.clone(), stop.clone());
+            let listener = self.listener;
+            std::thread::spawn(move || accept_loop(&listener, &tx, &stop))
+        };
+        drop(tx);
+        let mut summary = Summary::default();
+        // Link id -> (connection, link index); connection -> state.
+        let mut links: HashMap<usize, (u64, u16)> = HashMap::new();
+        let mut conns: HashMap<u64, Conn> = HashMap::new();
+        let result = loop {
+            if summary.connections >= connections {
+                break Ok(());
+            }
+            let Ok(msg) = rx.recv() else {
+                break Ok(());
+            };
+            match msg {
+                Msg::AcceptFailed(e) => break Err(RecvError::Accept(e)),
+                Msg::Refused(why) => summary.refused.push(why),
+                Msg::Hello(id, h) => {
+                    let added = match conns.get_mut(&h.conn) {
+                        Some(c) => c.r.as_mut().map_or(Ok(()), |r| r.add_link(&h)),
+                        None => Reassembler::new(&h, self.limits).map(|r| {
+                            conns.insert(h.conn, Conn::new(r, h.links));
+                        }),
+                    };
+                    match added {
+                        Ok(()) => {
+                            links.insert(id, (h.conn, h.link));
+                        }
+                        Err(e) => summary
+                            .refused
+                            .push(format!("connection {:016x}: {e}", h.conn)),
+                    }
+                }
+                Msg::Frame(id, f) => {
+                    let Some(&(conn, link)) = links.get(&id) else {
+                        continue;
+                    };
+                    let Some(c) = conns.get_mut(&conn) else {
+                        continue;
+                    };
+                    let Some(r) = c.r.as_mut() else { continue };
+                    let frame = match &f {
+                        Owned::Open(o) => Frame::Open(*o),
+                        Owned::Su(s, p) => Frame::Su(*s, p),
+                        Owned::Close(cl) => Frame::Close(*cl),
+                        Owned::Other(what) => {
+                            summary.refused.push(format!(
+                                "connection {conn:016x}, link {link}: unexpected {what}"
+                            ));
+                            c.r = None;
+                            continue;
+                        }
+                    };
+                    if let Err(e) = r.on_frame(link, &frame) {
+                        summary.refused.push(format!("connection {conn:016x}: {e}"));
+                        c.r = None;
+                        continue;
+                    }
+                    if let Err(e) = drain(conn, r, &mut sink, &mut summary) {
+                        break Err(e);
+                    }
+                }
+                Msg::End(id, error) => {
+                    let Some((conn, link)) = links.remove(&id) else {
+                        if let Some(e) = error {
+                            summary.refused.push(e);
+                        }
+                        continue;
+                    };
+                    if let Some(e) = error {
+                        summary
+                            .refused
+                            .push(format!("connection {conn:016x}, link {link}: {e}"));
+                    }
+                    let Some(c) = conns.get_mut(&conn) else {
+                        continue;
+                    };
+                    c.ended += 1;
+                    if let Some(r) = c.r.as_mut() {
+                        r.link_lost(link);
+                        if let Err(e) = drain(conn, r, &mut sink, &mut summary) {
+                            break Err(e);
+                        }
+                    }
+                    if c.ended == usize::from(c.links) {
+                        summary.connections += 1;
+                        conns.remove(&conn);
+                    }
+                }
+            }
+        };
+        // Wake the acceptor so that it sees the stop and ends.
+        stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(addr);
+        let _ = acceptor.join();
+        result.map(|()| summary)
+    }
+}
+
+struct Conn {
+    /// `None` once the connection was refused (its links are drained, not reassembled).
+    r: Option<Reassembler>,
+    links: u16,
+    ended: usize,
+}
+
+impl Conn {
+    fn new(r: Reassembler, links: u16) -> Conn {
+        Conn {
+            r: Some(r),
+            links,
+            ended: 0,
+        }
+    }
+}
+
+fn drain(
+    conn: u64,
+    r: &mut Reassembler,
+    sink: &mut impl FnMut(Delivery) -> std::io::Result<()>,
+    summary: &mut Summary,
+) -> Result<(), RecvError> {
+    while let Some(event) = r.next_event() {
+        if let Event::Adu { data, .. } = &event {
+            summary.adus += 1;
+            summary.bytes += data.len() as u64;
+        }
+        sink(Delivery { conn, event }).map_err(RecvError::Output)?;
+    }
+    Ok(())
+}
+
+fn accept_loop(listener: &TcpListener, tx: &Tx<Msg>, stop: &AtomicBool) {
+    let mut next_id = 0usize;
+    loop {
+        let accepted = listener.accept();
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        match accepted {
+            Ok((sock, peer)) => {
+                let (tx, id) = (tx.clone(), next_id);
+                next_id += 1;
+                std::thread::spawn(move || read_link(sock, peer, id, &tx));
+            }
+            Err(e) => {
+                let _ = tx.send(Msg::AcceptFailed(e));
+                return;
+            }
+        }
+    }
+}
+
+/// One link: its hello (answered with a welcome), then its frames, then its end.
+fn read_link(sock: TcpStream, peer: SocketAddr, id: usize, tx: &Tx<Msg>) {
+    let Ok(mut out) = sock.try_clone() else {
+        return;
+    };
+    let mut frames = FrameReader::new(sock);
+    match frames.next() {
+        Ok(Read1::Frame(Frame::Hello(h))) if h.version == VERSION => {
+            let mut w = Vec::new();
+            Frame::Welcome(Welcome {
+                version: VERSION,
+                flags: 0,
+            })
+            .encode(&mut w);
+            if out.write_all(&w).is_err() || tx.send(Msg::Hello(id, h)).is_err() {
+                return;
+            }
+        }
+        Ok(Read1::Frame(Frame::Hello(h))) => {
+            let _ = tx.send(Msg::Refused(format!(
+                "{peer}: stream protocol version {} (this receiver speaks {VERSION})",
+                h.version
+            )));
+            return;
+        }
+        Ok(Read1::Frame(_)) => {
+            let _ = tx.send(Msg::Refused(format!("{peer}: no hello first")));
+            return;
+        }
+        Ok(Read1::End) => return,
+        Err(e) => {
+            let _ = tx.send(Msg::Refused(format!("{peer}: {e}")));
+            return;
+        }
+    }
+    let error = loop {
+        let owned = match frames.next() {
+            Ok(Read1::End) => break None,
+            Err(e) => break Some(link_error(&e)),
+            Ok(Read1::Frame(f)) => match f {
+                Frame::Open(o) => Owned::Open(o),
+                Frame::Su(s, p) => Owned::Su(s, p.to_vec()),
+                Frame::Close(c) => Owned::Close(c),
+                Frame::Hello(_) => Owned::Other("second hello"),
+                Frame::Welcome(_) | Frame::Ack(_) => Owned::Other("receiver's frame"),
+            },
+        };
+        if tx.send(Msg::Frame(id, owned)).is_err() {
+            return;
+        }
+    };
+    let _ = tx.send(Msg::End(id, error));
+}
+
+fn link_error(e: &LinkError) -> String {
+    e.to_string()
+}

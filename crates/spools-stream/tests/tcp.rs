@@ -1,0 +1,189 @@
+//! Sender and receiver over real TCP connections on loopback: every link count 1..5, TUs
+//! that do and don't divide the ADU, empty and odd-sized ADUs, several streams; a client
+//! speaking garbage is refused while the others are served.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::sync::mpsc::channel;
+use std::time::Duration;
+
+use spools_proto::stream::{Open, NOT_SEQUENCED};
+use spools_stream::{Delivery, Event, Limits, Receiver, Sender, Summary};
+
+/// Serves `connections` connections on a thread; the result within a bounded wait.
+fn serve(
+    connections: usize,
+) -> (
+    std::net::SocketAddr,
+    impl FnOnce() -> (Summary, Vec<Delivery>),
+) {
+    let r = Receiver::bind("127.0.0.1:0", Limits::default()).unwrap();
+    let addr = r.local_addr().unwrap();
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        let mut got = Vec::new();
+        let s = r.serve(connections, |d| {
+            got.push(d);
+            Ok(())
+        });
+        let _ = tx.send((s.map_err(|e| e.to_string()), got));
+    });
+    (addr, move || {
+        let (s, got) = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("the receiver ended");
+        (s.unwrap(), got)
+    })
+}
+
+fn data(seed: u64, n: usize) -> Vec<u8> {
+    (0..n as u64)
+        .map(|i| (i.wrapping_mul(131).wrapping_add(seed) % 253) as u8)
+        .collect()
+}
+
+#[test]
+fn every_link_count_and_tu_gives_the_adus_back_whole() {
+    for links in 1..=5u16 {
+        for (tu, size) in [(4096u64, 4096 * 6), (1000, 4096 * 6 + 7), (64 << 10, 1)] {
+            let (addr, done) = serve(1);
+            let mut s = Sender::connect(addr, links).unwrap();
+            let adus: Vec<Vec<u8>> = (0..3).map(|i| data(i, size as usize)).collect();
+            s.open(Open {
+                stream: 1,
+                group: 0,
+                after: NOT_SEQUENCED,
+                flags: 0,
+                tu,
+                adu: size,
+            })
+            .unwrap();
+            for (i, a) in adus.iter().enumerate() {
+                s.send_adu(1, i as u64, a).unwrap();
+            }
+            s.close(1, 3).unwrap();
+            // A second stream, sequenced after the first, of variable-size ADUs (empty,
+            // odd).
+            let var = [Vec::new(), data(9, 12345), data(8, 1)];
+            s.open(Open {
+                stream: 2,
+                group: 0,
+                after: 1,
+                flags: 0,
+                tu: 1,
+                adu: u64::MAX,
+            })
+            .unwrap();
+            for (i, a) in var.iter().enumerate() {
+                s.send_adu(2, i as u64, a).unwrap();
+            }
+            s.close(2, 3).unwrap();
+            s.finish().unwrap();
+            let (summary, got) = done();
+            let events: Vec<Event> = got.into_iter().map(|d| d.event).collect();
+            let mut want: Vec<Event> = adus
+                .iter()
+                .enumerate()
+                .map(|(i, d)| Event::Adu {
+                    stream: 1,
+                    adu: i as u64,
+                    data: d.clone(),
+                })
+                .collect();
+            want.push(Event::Ended {
+                stream: 1,
+                adus: 3,
+                complete: true,
+            });
+            want.extend(var.iter().enumerate().map(|(i, d)| Event::Adu {
+                stream: 2,
+                adu: i as u64,
+                data: d.clone(),
+            }));
+            want.push(Event::Ended {
+                stream: 2,
+                adus: 3,
+                complete: true,
+            });
+            assert_eq!(events, want, "links {links}, TU {tu}, ADU {size}");
+            assert_eq!(summary.connections, 1);
+            assert!(summary.refused.is_empty(), "{:?}", summary.refused);
+        }
+    }
+}
+
+#[test]
+fn a_client_speaking_garbage_is_refused_and_the_others_are_served() {
+    let (addr, done) = serve(1);
+    let mut junk = TcpStream::connect(addr).unwrap();
+    junk.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+    let mut s = Sender::connect(addr, 2).unwrap();
+    s.open(Open {
+        stream: 1,
+        group: 0,
+        after: NOT_SEQUENCED,
+        flags: 0,
+        tu: 10,
+        adu: 25,
+    })
+    .unwrap();
+    s.send_adu(1, 0, &data(1, 25)).unwrap();
+    s.close(1, 1).unwrap();
+    s.finish().unwrap();
+    let (summary, got) = done();
+    assert_eq!(
+        got[0].event,
+        Event::Adu {
+            stream: 1,
+            adu: 0,
+            data: data(1, 25)
+        }
+    );
+    assert!(
+        summary
+            .refused
+            .iter()
+            .any(|r| r.contains("not a Spools stream")),
+        "{:?}",
+        summary.refused
+    );
+    drop(junk);
+}
+
+#[test]
+fn a_sender_that_dies_mid_adu_leaves_the_whole_adus_and_names_the_incomplete_one() {
+    let (addr, done) = serve(1);
+    let mut s = Sender::connect(addr, 2).unwrap();
+    s.open(Open {
+        stream: 1,
+        group: 0,
+        after: NOT_SEQUENCED,
+        flags: 0,
+        tu: 8,
+        adu: 32,
+    })
+    .unwrap();
+    s.send_adu(1, 0, &data(1, 32)).unwrap();
+    // Dropped without closing: both links end; ADU 1 was never sent.
+    drop(s);
+    let (summary, got) = done();
+    let events: Vec<Event> = got.into_iter().map(|d| d.event).collect();
+    assert_eq!(
+        events,
+        vec![
+            Event::Adu {
+                stream: 1,
+                adu: 0,
+                data: data(1, 32)
+            },
+            Event::Ended {
+                stream: 1,
+                adus: 1,
+                complete: false
+            },
+        ]
+    );
+    assert_eq!(summary.connections, 1);
+}
