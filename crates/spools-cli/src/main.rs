@@ -11,6 +11,7 @@ mod run;
 #[allow(unreachable_pub)]
 mod run_args;
 mod spec;
+mod streams;
 mod unixpipe;
 
 use std::process::ExitCode;
@@ -83,6 +84,10 @@ enum Command {
     Fsck(filetools::FileArg),
     /// Rebuild lost or corrupt units of a RAID-5 parallel file from parity.
     Repair(filetools::FileArg),
+    /// Receive streams (from a job, or `spools send`) at tcp:HOST:PORT and write their ADUs.
+    Recv(streams::RecvArgs),
+    /// Send files as streams to tcp:HOST:PORT over several links.
+    Send(streams::SendArgs),
 }
 
 /// `spools demo` programs.
@@ -114,6 +119,8 @@ fn main() -> ExitCode {
         Command::Ls(a) => filetools::ls(&a),
         Command::Fsck(a) => filetools::fsck(&a),
         Command::Repair(a) => filetools::repair(&a),
+        Command::Recv(a) => streams::recv(&a),
+        Command::Send(a) => streams::send(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

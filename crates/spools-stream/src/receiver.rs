@@ -32,8 +32,12 @@ pub struct Summary {
     pub adus: u64,
     /// Their bytes.
     pub bytes: u64,
-    /// Why links or connections were dropped: garbage from a client, a broken sender.
+    /// Clients refused before they said hello (garbage, another protocol or version):
+    /// nothing of theirs was a stream.
     pub refused: Vec<String>,
+    /// Connections or links dropped after their hello (frames that do not fit their
+    /// streams, a link that broke mid-frame): data of theirs may be lost.
+    pub broken: Vec<String>,
 }
 
 /// Why serving stopped.
@@ -143,7 +147,7 @@ impl Receiver {
                             links.insert(id, (h.conn, h.link));
                         }
                         Err(e) => summary
-                            .refused
+                            .broken
                             .push(format!("connection {:016x}: {e}", h.conn)),
                     }
                 }
@@ -160,7 +164,7 @@ impl Receiver {
                         Owned::Su(s, p) => Frame::Su(*s, p),
                         Owned::Close(cl) => Frame::Close(*cl),
                         Owned::Other(what) => {
-                            summary.refused.push(format!(
+                            summary.broken.push(format!(
                                 "connection {conn:016x}, link {link}: unexpected {what}"
                             ));
                             c.r = None;
@@ -168,7 +172,7 @@ impl Receiver {
                         }
                     };
                     if let Err(e) = r.on_frame(link, &frame) {
-                        summary.refused.push(format!("connection {conn:016x}: {e}"));
+                        summary.broken.push(format!("connection {conn:016x}: {e}"));
                         c.r = None;
                         continue;
                     }
@@ -179,13 +183,13 @@ impl Receiver {
                 Msg::End(id, error) => {
                     let Some((conn, link)) = links.remove(&id) else {
                         if let Some(e) = error {
-                            summary.refused.push(e);
+                            summary.broken.push(e);
                         }
                         continue;
                     };
                     if let Some(e) = error {
                         summary
-                            .refused
+                            .broken
                             .push(format!("connection {conn:016x}, link {link}: {e}"));
                     }
                     let Some(c) = conns.get_mut(&conn) else {

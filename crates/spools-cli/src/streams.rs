@@ -1,0 +1,151 @@
+//! `spools recv` and `spools send`: streams to and from a destination outside a job,
+//! usable from any program that speaks the stream protocol (`spools_proto::stream`).
+
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use spools_proto::stream::{Open, NOT_SEQUENCED};
+use spools_stream::{Delivery, Event, Limits, Receiver, Sender};
+
+/// `spools recv` arguments.
+#[derive(Args, Debug)]
+pub(crate) struct RecvArgs {
+    /// Where to listen: tcp:HOST:PORT (port 0: any; the address is printed on stderr).
+    pub(crate) at: String,
+    /// Where the ADUs go: `-` (stdout, appended in order), a directory (one file per ADU,
+    /// `s<STREAM>-a<ADU>`), or a file (appended in order).
+    #[arg(long)]
+    pub(crate) out: String,
+    /// Logical connections to serve before ending.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) connections: usize,
+}
+
+/// `spools send` arguments.
+#[derive(Args, Debug)]
+pub(crate) struct SendArgs {
+    /// Files to send (each one ADU of a stream of its own, in order), then tcp:HOST:PORT.
+    #[arg(required = true, num_args = 2..)]
+    pub(crate) args: Vec<String>,
+    /// TCP links (connections) to stripe over.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) links: u16,
+    /// Transfer Unit: bytes sent as one unit over the links (a size: 96KiB, 1MiB, ...).
+    #[arg(long, default_value = "1MiB")]
+    pub(crate) tu: String,
+}
+
+fn tcp_addr(s: &str) -> anyhow::Result<String> {
+    match s.strip_prefix("tcp:") {
+        Some(a) if !a.is_empty() => Ok(a.to_string()),
+        _ => bail!("{s:?}: expected tcp:HOST:PORT"),
+    }
+}
+
+enum Out {
+    Stdout(std::io::Stdout),
+    File(File),
+    Dir(PathBuf),
+}
+
+pub(crate) fn recv(a: &RecvArgs) -> anyhow::Result<()> {
+    let addr = tcp_addr(&a.at)?;
+    let mut out = if a.out == "-" {
+        Out::Stdout(std::io::stdout())
+    } else if std::path::Path::new(&a.out).is_dir() || a.out.ends_with('/') {
+        std::fs::create_dir_all(&a.out).with_context(|| a.out.clone())?;
+        Out::Dir(PathBuf::from(&a.out))
+    } else {
+        Out::File(File::create(&a.out).with_context(|| a.out.clone())?)
+    };
+    let r = Receiver::bind(addr.as_str(), Limits::default()).with_context(|| addr.clone())?;
+    eprintln!("spools recv: listening on {}", r.local_addr()?);
+    let start = Instant::now();
+    let mut lost = Vec::new();
+    let summary = r.serve(a.connections, |d: Delivery| {
+        match d.event {
+            Event::Adu { stream, adu, data } => match &mut out {
+                Out::Stdout(s) => s.lock().write_all(&data)?,
+                Out::File(f) => f.write_all(&data)?,
+                Out::Dir(dir) => std::fs::write(dir.join(format!("s{stream}-a{adu}")), &data)?,
+            },
+            Event::Incomplete { stream, adu, have, size } => lost.push(format!(
+                "connection {:016x}, stream {stream}: ADU {adu} incomplete ({have} of {size} bytes); not written",
+                d.conn
+            )),
+            Event::Missing { stream, from, to } => lost.push(format!(
+                "connection {:016x}, stream {stream}: ADUs {from}..{to} never arrived",
+                d.conn
+            )),
+            Event::Ended { stream, adus, complete: false } => lost.push(format!(
+                "connection {:016x}, stream {stream} ended before it was complete ({adus} ADUs)",
+                d.conn
+            )),
+            Event::Ended { .. } => {}
+        }
+        Ok(())
+    })?;
+    if let Out::File(f) = &out {
+        f.sync_all()?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    eprintln!(
+        "spools recv: {} ADUs, {} bytes in {secs:.3} s ({:.1} MB/s) from {} connection(s)",
+        summary.adus,
+        summary.bytes,
+        summary.bytes as f64 / secs.max(1e-9) / 1e6,
+        summary.connections
+    );
+    for r in &summary.refused {
+        eprintln!("spools recv: refused a client: {r}");
+    }
+    for r in summary.broken.iter().chain(&lost) {
+        eprintln!("spools recv: {r}");
+    }
+    if !summary.broken.is_empty() || !lost.is_empty() {
+        bail!("some data did not arrive whole (see above)");
+    }
+    Ok(())
+}
+
+pub(crate) fn send(a: &SendArgs) -> anyhow::Result<()> {
+    let (dest, files) = a.args.split_last().context("FILE... tcp:HOST:PORT")?;
+    let addr = tcp_addr(dest)?;
+    let tu = spools_boot::config::parse_size(&a.tu).map_err(|r| anyhow::anyhow!("--tu: {r}"))?;
+    let sock = std::net::ToSocketAddrs::to_socket_addrs(addr.as_str())
+        .with_context(|| addr.clone())?
+        .next()
+        .with_context(|| format!("{addr}: no address"))?;
+    let start = Instant::now();
+    let mut s = Sender::connect(sock, a.links)?;
+    let mut bytes = 0u64;
+    for (i, f) in files.iter().enumerate() {
+        let data = std::fs::read(f).with_context(|| f.clone())?;
+        let stream = i as u32 + 1;
+        let after = if i == 0 { NOT_SEQUENCED } else { stream - 1 };
+        s.open(Open {
+            stream,
+            group: 0,
+            after,
+            flags: 0,
+            tu,
+            adu: data.len() as u64,
+        })?;
+        s.send_adu(stream, 0, &data)?;
+        s.close(stream, 1)?;
+        bytes += data.len() as u64;
+    }
+    s.finish()?;
+    let secs = start.elapsed().as_secs_f64();
+    eprintln!(
+        "spools send: {} file(s), {bytes} bytes over {} link(s) in {secs:.3} s ({:.1} MB/s)",
+        files.len(),
+        a.links,
+        bytes as f64 / secs.max(1e-9) / 1e6
+    );
+    Ok(())
+}
