@@ -5,8 +5,8 @@
 //! the sender. On it flow *streams*; a stream is a sequence of Application Data Units
 //! (ADUs: the whole dataset of one iteration, as its canonical byte stream), each cut into
 //! Transfer Units (TUs, `tu` bytes but the last), each TU striped over the K links as
-//! Striping Units (SUs, `ceil(TU / K)` bytes but the last): SU `s` of a TU travels on link
-//! `s`. Every frame starts with the magic `"SPS"` and a kind byte; integers are
+//! Striping Units (SUs, `ceil(TU / K)` bytes but where a TU ends): SU `s` of a TU travels
+//! on link `s` ([`su_range`]). Every frame starts with the magic `"SPS"` and a kind byte; integers are
 //! little-endian:
 //!
 //! ```text
@@ -384,9 +384,12 @@ fn reserved(v: u32) -> Result<(), WireError> {
     }
 }
 
-/// Where the bytes of one TU go: SU `s` of TU `t` of an ADU of `size` bytes cut in TUs of
+/// Where the bytes of one SU lie: SU `s` of TU `t` of an ADU of `size` bytes cut in TUs of
 /// `tu` bytes over `links` links, as (offset in the ADU, length); `None` when that SU is
-/// empty (a short last TU). SU `s` is `ceil(TU / links)` bytes, the last ones shorter.
+/// empty. Every SU of a stream is `ceil(tu / links)` bytes, but where a TU ends first (its
+/// last SU, and those of a short last TU): so when `links` divides `tu`, an ADU is exactly
+/// the stripe layout `stripe(unit=tu/links, count=links)` of its byte stream, SU `s` on
+/// link `s`.
 pub fn su_range(size: u64, tu: u64, links: u16, t: u64, s: u16) -> Option<(u64, u64)> {
     if tu == 0 || links == 0 || s >= links {
         return None;
@@ -396,7 +399,7 @@ pub fn su_range(size: u64, tu: u64, links: u16, t: u64, s: u16) -> Option<(u64, 
         return None;
     }
     let this_tu = tu.min(size - start);
-    let su = this_tu.div_ceil(u64::from(links));
+    let su = tu.div_ceil(u64::from(links));
     let from = su.checked_mul(u64::from(s))?;
     if from >= this_tu {
         return None;

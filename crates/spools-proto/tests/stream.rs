@@ -223,8 +223,8 @@ fn bad_frames_are_named() {
 
 #[test]
 fn su_geometry_by_hand() {
-    // 10 bytes, TUs of 4 over 3 links: TU 0 = [0,4) as SUs of 2,2,0; TU 1 = [4,8) the
-    // same; TU 2 = [8,10) as SUs of 1,1,0.
+    // 10 bytes, TUs of 4 over 3 links: SUs of ceil(4/3) = 2 bytes; TU 0 = [0,4) as SUs
+    // of 2,2,0; TU 1 = [4,8) the same; TU 2 = [8,10) as SUs of 2,0,0.
     assert_eq!(tus(10, 4), 3);
     let got: Vec<_> = (0..3)
         .map(|t| (0..3).map(|s| su_range(10, 4, 3, t, s)).collect::<Vec<_>>())
@@ -234,11 +234,20 @@ fn su_geometry_by_hand() {
         vec![
             vec![Some((0, 2)), Some((2, 2)), None],
             vec![Some((4, 2)), Some((6, 2)), None],
-            vec![Some((8, 1)), Some((9, 1)), None],
+            vec![Some((8, 2)), None, None],
         ]
     );
     assert_eq!(su_range(10, 4, 3, 3, 0), None, "past the last TU");
     assert_eq!(su_range(0, 4, 3, 0, 0), None, "an empty ADU has no TU");
+    // When the links divide the TU, an ADU is the stripe layout of its bytes: byte b on
+    // link (b / SU) % K.
+    for b in 0..50u64 {
+        let t = b / 12;
+        let on: Vec<u16> = (0..4)
+            .filter(|&s| su_range(50, 12, 4, t, s).is_some_and(|(o, l)| (o..o + l).contains(&b)))
+            .collect();
+        assert_eq!(on, vec![((b / 3) % 4) as u16], "byte {b}");
+    }
     assert_eq!(tus(0, 4), 0);
     // 12 bytes in one TU over 5 links: SUs of 3,3,3,3,0.
     let sus: Vec<_> = (0..5).map(|s| su_range(12, 12, 5, 0, s)).collect();
@@ -275,7 +284,7 @@ proptest! {
             let this_tu = tu.min(size - t * tu);
             for s in 0..links {
                 if let Some((off, len)) = su_range(size, tu, links, t, s) {
-                    prop_assert!(len > 0 && len <= this_tu.div_ceil(u64::from(links)));
+                    prop_assert!(len > 0 && len <= tu.div_ceil(u64::from(links)));
                     prop_assert!(off >= t * tu && off + len <= t * tu + this_tu);
                     for b in &mut covered[off as usize..(off + len) as usize] {
                         *b += 1;

@@ -27,8 +27,8 @@ impl Owned {
 }
 
 /// The sender model, written from the format's definition (not from `su_range`): TU `t`
-/// is bytes `[t*tu, min((t+1)*tu, n))`; its SU `s` is the `s`-th piece of `ceil(len/K)`
-/// bytes; an empty ADU is one empty SU on link 0.
+/// is bytes `[t*tu, min((t+1)*tu, n))`; its SU `s` is the `s`-th piece of `ceil(tu/K)`
+/// bytes (cut where the TU ends); an empty ADU is one empty SU on link 0.
 fn send(
     stream: u32,
     group: u32,
@@ -66,7 +66,7 @@ fn send(
         let mut t = 0;
         while t * tu < n {
             let (lo, hi) = (t * tu, ((t + 1) * tu).min(n));
-            let piece = (hi - lo).div_ceil(u64::from(k));
+            let piece = tu.div_ceil(u64::from(k));
             for s in 0..k {
                 let from = lo + piece * u64::from(s);
                 if from >= hi {
