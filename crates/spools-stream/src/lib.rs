@@ -19,4 +19,4 @@ pub use error::ReassemblyError;
 pub use link::LinkError;
 pub use reassembly::{Event, Limits, Reassembler};
 pub use receiver::{Delivery, Receiver, RecvError, Summary};
-pub use sender::{SendError, Sender};
+pub use sender::{LinkSender, SendError, Sender};

@@ -42,6 +42,108 @@ pub enum SendError {
     Format(&'static str),
 }
 
+/// One link of a logical connection, owned by this process: what a rank of a job that owns
+/// link `link` of `links` uses (the others own the other links, with the same `conn`).
+pub struct LinkSender {
+    sock: TcpStream,
+    link: u16,
+    buf: Vec<u8>,
+}
+
+impl LinkSender {
+    /// Opens link `link` of `links` of connection `conn` to `addr`: hello, then the
+    /// receiver's welcome.
+    ///
+    /// # Errors
+    /// [`SendError`] when the link cannot be opened or is not welcomed.
+    pub fn connect(
+        addr: SocketAddr,
+        links: u16,
+        link: u16,
+        conn: u64,
+    ) -> Result<LinkSender, SendError> {
+        if links == 0 || links > MAX_LINKS || link >= links {
+            return Err(SendError::Format(
+                "links must be 1 to 1024, and the link below them",
+            ));
+        }
+        let mut sock =
+            TcpStream::connect(addr).map_err(|source| SendError::Connect { addr, source })?;
+        let _ = sock.set_nodelay(true);
+        let mut b = Vec::new();
+        Frame::Hello(Hello {
+            version: VERSION,
+            flags: 0,
+            links,
+            link,
+            conn,
+        })
+        .encode(&mut b);
+        sock.write_all(&b).map_err(|e| SendError::Link {
+            link,
+            source: e.into(),
+        })?;
+        let mut r = FrameReader::new(&sock);
+        match r.next() {
+            Ok(Read1::Frame(Frame::Welcome(_))) => {}
+            Ok(_) => return Err(SendError::NoWelcome { link }),
+            Err(source) => return Err(SendError::Link { link, source }),
+        }
+        Ok(LinkSender {
+            sock,
+            link,
+            buf: Vec::new(),
+        })
+    }
+
+    /// This link's index.
+    pub fn link(&self) -> u16 {
+        self.link
+    }
+
+    /// Sends a frame without payload (open, close).
+    ///
+    /// # Errors
+    /// [`SendError::Link`] when the link fails.
+    pub fn send(&mut self, f: &Frame<'_>) -> Result<(), SendError> {
+        self.buf.clear();
+        f.encode(&mut self.buf);
+        let link = self.link;
+        self.sock.write_all(&self.buf).map_err(|e| SendError::Link {
+            link,
+            source: e.into(),
+        })
+    }
+
+    /// Sends one SU: its header and payload, with one vectored write where the socket
+    /// takes it.
+    ///
+    /// # Errors
+    /// [`SendError::Link`] when the link fails.
+    pub fn send_su(&mut self, h: &Su, payload: &[u8]) -> Result<(), SendError> {
+        let header = h.header(payload.len() as u32);
+        let link = self.link;
+        write_all_vectored(&mut self.sock, &header, payload).map_err(|e| SendError::Link {
+            link,
+            source: e.into(),
+        })
+    }
+
+    /// Ends the link (no more frames).
+    ///
+    /// # Errors
+    /// [`SendError::Link`] when the link fails.
+    pub fn finish(self) -> Result<(), SendError> {
+        let link = self.link;
+        self.sock
+            .shutdown(std::net::Shutdown::Write)
+            .map_err(|e| SendError::Link {
+                link,
+                source: e.into(),
+            })
+    }
+}
+
 /// A logical connection's K links, written by this thread.
 ///
 /// ```no_run
@@ -56,9 +158,8 @@ pub enum SendError {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Sender {
-    links: Vec<TcpStream>,
+    links: Vec<LinkSender>,
     opened: Vec<Open>,
-    buf: Vec<u8>,
 }
 
 impl Sender {
@@ -75,36 +176,12 @@ impl Sender {
             h.write_u32(std::process::id());
             h.finish()
         };
-        let mut socks = Vec::with_capacity(usize::from(links));
-        for link in 0..links {
-            let mut s =
-                TcpStream::connect(addr).map_err(|source| SendError::Connect { addr, source })?;
-            let _ = s.set_nodelay(true);
-            let mut b = Vec::new();
-            Frame::Hello(Hello {
-                version: VERSION,
-                flags: 0,
-                links,
-                link,
-                conn,
-            })
-            .encode(&mut b);
-            s.write_all(&b).map_err(|e| SendError::Link {
-                link,
-                source: e.into(),
-            })?;
-            let mut r = FrameReader::new(&s);
-            match r.next() {
-                Ok(Read1::Frame(Frame::Welcome(_))) => {}
-                Ok(_) => return Err(SendError::NoWelcome { link }),
-                Err(source) => return Err(SendError::Link { link, source }),
-            }
-            socks.push(s);
-        }
+        let links = (0..links)
+            .map(|link| LinkSender::connect(addr, links, link, conn))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Sender {
-            links: socks,
+            links,
             opened: Vec::new(),
-            buf: Vec::new(),
         })
     }
 
@@ -180,35 +257,15 @@ impl Sender {
     /// # Errors
     /// [`SendError`] when a link fails.
     pub fn finish(self) -> Result<(), SendError> {
-        for (link, s) in self.links.iter().enumerate() {
-            s.shutdown(std::net::Shutdown::Write)
-                .map_err(|e| SendError::Link {
-                    link: link as u16,
-                    source: e.into(),
-                })?;
-        }
-        Ok(())
+        self.links.into_iter().try_for_each(LinkSender::finish)
     }
 
     fn send_su(&mut self, link: u16, h: &Su, payload: &[u8]) -> Result<(), SendError> {
-        let header = h.header(payload.len() as u32);
-        let sock = &mut self.links[usize::from(link)];
-        write_all_vectored(sock, &header, payload).map_err(|e| SendError::Link {
-            link,
-            source: e.into(),
-        })
+        self.links[usize::from(link)].send_su(h, payload)
     }
 
     fn on_every_link(&mut self, f: &Frame<'_>) -> Result<(), SendError> {
-        self.buf.clear();
-        f.encode(&mut self.buf);
-        for (link, s) in self.links.iter_mut().enumerate() {
-            s.write_all(&self.buf).map_err(|e| SendError::Link {
-                link: link as u16,
-                source: e.into(),
-            })?;
-        }
-        Ok(())
+        self.links.iter_mut().try_for_each(|l| l.send(f))
     }
 }
 
