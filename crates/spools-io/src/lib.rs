@@ -16,12 +16,13 @@ pub mod file;
 pub mod pipe;
 mod redistribute;
 mod settings;
+pub mod stream;
 mod untrusted;
 
 pub use crc::crc32c;
 pub use error::{
     ExchangeError, FileError, FormatDefect, FrameError, NpyError, PipeError, PipeStep,
-    PipeViolation, Side,
+    PipeViolation, Side, StreamError,
 };
 pub use exchange::{exchange, ExchangeOptions, ExchangeStats, Owners};
 pub use redistribute::{redistribute, redistribute_plan};

@@ -1,11 +1,13 @@
-//! Errors of the exchange engine, parallel files and parallel pipes.
+//! Errors of the exchange engine, parallel files, parallel pipes and streams.
 
 mod exchange;
 mod file;
 mod pipe;
 mod side;
+mod stream;
 
 pub use exchange::ExchangeError;
 pub use file::{FileError, FormatDefect, NpyError};
 pub use pipe::{FrameError, PipeError, PipeStep, PipeViolation};
 pub use side::Side;
+pub use stream::StreamError;

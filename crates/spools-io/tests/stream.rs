@@ -1,0 +1,142 @@
+//! Streams out of a job, with real processes and real sockets: a job of 4 ranks sends ADUs
+//! laid out by any distribution over 1 to 4 links to a receiver (a plain `Receiver` in the
+//! test process); every ADU arrives as its canonical byte stream, checked byte by byte
+//! against an element model; a format the job cannot send is an error on every rank.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod model;
+
+use std::sync::mpsc::channel;
+use std::time::Duration;
+
+use spools::Layout;
+use spools_io::stream::{StreamFormat, StreamWriter};
+use spools_io::StreamError;
+use spools_stream::{Event, Limits, Receiver};
+use spools_testkit::{assert_ok, e, rank_main, Job};
+
+/// The byte at canonical offset `g` of ADU `a`.
+fn byte(a: u64, g: u64) -> u8 {
+    (g.wrapping_mul(29) ^ (g >> 7) ^ a.wrapping_mul(101)) as u8
+}
+
+const LAYOUTS: [&str; 3] = [
+    "u8[60,70] block,cyclic(3) on 2x2",
+    "i32[33,17] cyclic,* on 4x1 order=F",
+    "u8[7] block on 4",
+];
+
+#[test]
+fn a_job_streams_adus_of_any_distribution_over_several_links() {
+    rank_main(|_| {
+        let w = e(spools::init())?;
+        let dest = std::env::var("SPOOLS_TEST_DEST").unwrap().parse().unwrap();
+        let links: u16 = std::env::var("SPOOLS_TEST_LINKS").unwrap().parse().unwrap();
+        let me = u64::from(w.rank());
+        for spec in LAYOUTS {
+            let l: Layout = e(spec.parse())?;
+            let tu = 96 * u64::from(links);
+            let mut s = e(StreamWriter::open(
+                w.communicator(),
+                dest,
+                &l,
+                StreamFormat { links, tu },
+            ))?;
+            for a in 0..3 {
+                let len = l.local_bytes(me).unwrap() as usize;
+                let (mine, _) = model::local_storage(&l, me, len, |g| byte(a, g));
+                e(s.write(&mine))?;
+            }
+            e(s.close())?;
+        }
+        // A TU the links do not divide: refused on every rank.
+        let l: Layout = e(LAYOUTS[0].parse())?;
+        match StreamWriter::open(
+            w.communicator(),
+            dest,
+            &l,
+            StreamFormat { links: 3, tu: 100 },
+        ) {
+            Err(StreamError::Format(_)) => {}
+            Err(other) => return Err(format!("want a format error, got {other}")),
+            Ok(_) => return Err("a TU of 100 over 3 links was accepted".into()),
+        }
+        e(w.finalize())
+    });
+    for links in [1u16, 3, 4] {
+        let r = Receiver::bind("127.0.0.1:0", Limits::default()).unwrap();
+        let addr = r.local_addr().unwrap();
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            let mut got = Vec::new();
+            let s = r.serve(LAYOUTS.len(), |d| {
+                got.push(d);
+                Ok(())
+            });
+            let _ = tx.send((s.map_err(|e| e.to_string()), got));
+        });
+        let o = Job::new(
+            4,
+            "a_job_streams_adus_of_any_distribution_over_several_links",
+        )
+        .env("SPOOLS_TEST_DEST", addr.to_string())
+        .env("SPOOLS_TEST_LINKS", links.to_string())
+        .run();
+        assert_ok(&o);
+        let (summary, got) = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the receiver ended");
+        let summary = summary.unwrap();
+        assert!(
+            summary.refused.is_empty() && summary.broken.is_empty(),
+            "{summary:?}"
+        );
+        // Per connection (one per layout, told apart by the ADU size: connections may
+        // interleave at the receiver), three whole ADUs then a complete end.
+        let mut conns: Vec<u64> = Vec::new();
+        for d in &got {
+            if !conns.contains(&d.conn) {
+                conns.push(d.conn);
+            }
+        }
+        assert_eq!(conns.len(), LAYOUTS.len(), "links {links}");
+        for c in &conns {
+            let first = got.iter().find_map(|d| match &d.event {
+                Event::Adu { data, .. } if d.conn == *c => Some(data.len() as u64),
+                _ => None,
+            });
+            let spec = LAYOUTS
+                .iter()
+                .find(|s| s.parse::<Layout>().unwrap().total_bytes() == first)
+                .unwrap_or_else(|| panic!("no layout of {first:?} bytes"));
+            let l: Layout = spec.parse().unwrap();
+            let size = l.total_bytes().unwrap();
+            let events: Vec<&Event> = got
+                .iter()
+                .filter(|d| d.conn == *c)
+                .map(|d| &d.event)
+                .collect();
+            assert_eq!(events.len(), 4, "{spec}, links {links}: {events:?}");
+            for (a, ev) in events[..3].iter().enumerate() {
+                let Event::Adu { adu, data, .. } = ev else {
+                    panic!("{ev:?}")
+                };
+                assert_eq!(*adu, a as u64);
+                let want: Vec<u8> = (0..size).map(|g| byte(a as u64, g)).collect();
+                assert!(
+                    *data == want,
+                    "{spec}, links {links}, ADU {a}: not the canonical bytes"
+                );
+            }
+            assert_eq!(
+                events[3],
+                &Event::Ended {
+                    stream: 1,
+                    adus: 3,
+                    complete: true
+                }
+            );
+        }
+    }
+}
