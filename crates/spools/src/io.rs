@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use spools_io::file::{self, FileStats, ReadOptions, WriteOptions};
-use spools_io::{ExchangeError, ExchangeOptions, ExchangeStats, FileError};
+use spools_io::stream::{StreamFormat, StreamWriter};
+use spools_io::{ExchangeError, ExchangeOptions, ExchangeStats, FileError, StreamError};
 use spools_map::Layout;
 use spools_msg::{as_bytes, as_bytes_mut, Communicator, Element, MsgError};
 
@@ -35,6 +36,46 @@ impl World {
         let c = self.communicator().dup()?;
         let _ = self.io.set(c);
         self.io.get().ok_or(MsgError::NoContext)
+    }
+
+    /// Opens a stream of ADUs laid out as `layout` to `dest`, a destination outside the job
+    /// (`spools recv`, or any program speaking [`spools_proto::stream`]), striped over
+    /// `format.links` TCP links owned by ranks `0..links`. Collective; so are the stream's
+    /// [`write`](spools_io::stream::StreamWriter::write) (one ADU: this rank's share of
+    /// `layout`) and [`close`](spools_io::stream::StreamWriter::close).
+    ///
+    /// ```
+    /// use spools::StreamFormat;
+    /// use spools_stream::{Event, Limits, Receiver};
+    /// let r = Receiver::bind("127.0.0.1:0", Limits::default())?;
+    /// let dest = r.local_addr()?;
+    /// let got = std::thread::spawn(move || {
+    ///     let mut adus = Vec::new();
+    ///     r.serve(1, |d| {
+    ///         if let Event::Adu { data, .. } = d.event { adus.push(data) }
+    ///         Ok(())
+    ///     }).map(|_| adus)
+    /// });
+    /// let world = spools::init()?;
+    /// let frame: spools::Layout = "u8[2,3] *,block on 1x1".parse()?;
+    /// let mut s = world.stream_open(dest, &frame, StreamFormat { links: 1, tu: 4 })?;
+    /// s.write(&[1, 2, 3, 4, 5, 6])?;
+    /// s.close()?;
+    /// assert_eq!(got.join().unwrap()?, vec![vec![1, 2, 3, 4, 5, 6]]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`StreamError`]: a format the job cannot send, the destination unreachable; an
+    /// error on any rank fails the call on every rank.
+    pub fn stream_open(
+        &self,
+        dest: std::net::SocketAddr,
+        layout: &Layout,
+        format: StreamFormat,
+    ) -> Result<StreamWriter<'_>, StreamError> {
+        let comm = self.io_communicator()?;
+        StreamWriter::open(comm, dest, layout, format)
     }
 
     /// Moves a distributed dataset from layout `from` to layout `to` (rank `r` holds unit

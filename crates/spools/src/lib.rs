@@ -51,7 +51,8 @@ pub use spools_boot::config::{Config, SingleCopyChoice, TransportChoice};
 pub use spools_boot::identity::LauncherKind;
 pub use spools_fabric::{Caps, FabricError, Priority, SingleCopy, Transport};
 pub use spools_io::file::{FileStats, Format, ReadOptions, Reshuffle, Striping, WriteOptions};
-pub use spools_io::{ExchangeError, ExchangeOptions, ExchangeStats, FileError};
+pub use spools_io::stream::{StreamFormat, StreamWriter};
+pub use spools_io::{ExchangeError, ExchangeOptions, ExchangeStats, FileError, StreamError};
 pub use spools_map::Layout;
 pub use spools_msg::{
     as_bytes, as_bytes_mut, wait_all, wait_any, CollRequest, Communicator, Completion, Element,
