@@ -140,3 +140,84 @@ fn a_job_streams_adus_of_any_distribution_over_several_links() {
         }
     }
 }
+
+/// A destination that welcomes the links, takes a little, then goes away: every rank of
+/// the job gets an error (the link owners their link's, the others a remote one), no hang.
+#[test]
+fn a_destination_that_dies_mid_stream_is_an_error_on_every_rank() {
+    rank_main(|_| {
+        let w = e(spools::init())?;
+        let dest = std::env::var("SPOOLS_TEST_DEST").unwrap().parse().unwrap();
+        let l: Layout = e("u8[1024,1024] block,* on 4x1".parse())?;
+        let mine = vec![7u8; l.local_bytes(u64::from(w.rank())).unwrap() as usize];
+        let mut s = e(StreamWriter::open(
+            w.communicator(),
+            dest,
+            &l,
+            StreamFormat {
+                links: 2,
+                tu: 64 << 10,
+            },
+        ))?;
+        let mut what = None;
+        for _ in 0..1000 {
+            match s.write(&mine) {
+                Ok(()) => {}
+                Err(StreamError::Link { .. }) => what = Some("link error"),
+                Err(StreamError::Remote { .. }) => what = Some("remote error"),
+                Err(other) => return Err(format!("unexpected {other}")),
+            }
+            if what.is_some() {
+                break;
+            }
+        }
+        drop(s);
+        let Some(what) = what else {
+            return Err("1000 ADUs of 1 MiB went to a destination that is gone".into());
+        };
+        println!("rank {}: {what}", w.rank());
+        e(w.finalize())
+    });
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let dying = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let mut socks = Vec::new();
+        for _ in 0..2 {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut hello = [0u8; 20];
+            s.read_exact(&mut hello).unwrap();
+            s.write_all(b"SPSW\x01\x00\x00\x00\x00\x00\x00\x00")
+                .unwrap();
+            socks.push(s);
+        }
+        // Take some of the stream, then go away (both links closed).
+        let mut buf = vec![0u8; 1 << 20];
+        let _ = socks[0].read_exact(&mut buf);
+        drop(socks);
+    });
+    let o = Job::new(
+        4,
+        "a_destination_that_dies_mid_stream_is_an_error_on_every_rank",
+    )
+    .env("SPOOLS_TEST_DEST", addr.to_string())
+    .run();
+    dying.join().unwrap();
+    assert_ok(&o);
+    // Link owners (ranks 0 and 1) see their link fail, or the other owner's first; the
+    // others learn of it from the owners.
+    for r in 0..4 {
+        let link = o.stdout.contains(&format!("rank {r}: link error"));
+        let remote = o.stdout.contains(&format!("rank {r}: remote error"));
+        assert!(
+            if r < 2 { link || remote } else { remote },
+            "rank {r}:\n{}",
+            o.stdout
+        );
+    }
+    assert!(
+        o.stdout.contains(": link error"),
+        "no link owner saw its link fail:\n{}",
+        o.stdout
+    );
+}
