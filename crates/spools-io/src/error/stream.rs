@@ -39,6 +39,9 @@ pub enum StreamError {
         /// The first rank that failed.
         rank: u32,
     },
+    /// The link owner's sending thread could not be started.
+    #[error("starting the link's sending thread: {0}")]
+    Thread(std::io::Error),
     /// No random source for the connection's id.
     #[error("a random connection id: {0}")]
     Random(std::io::Error),

@@ -8,8 +8,12 @@ use std::net::SocketAddr;
 
 use spools_map::{Layout, Plan};
 use spools_msg::Communicator;
-use spools_proto::stream::{su_range, tus, Close, Frame, Open, Su, NOT_SEQUENCED};
+use spools_proto::stream::{Frame, Open, NOT_SEQUENCED};
 use spools_stream::LinkSender;
+
+mod link;
+
+use link::LinkThread;
 
 use crate::collective::{agree_on_outcome, rank_bytes};
 use crate::error::StreamError;
@@ -40,8 +44,7 @@ pub struct StreamFormat {
 /// ```
 pub struct StreamWriter<'c> {
     comm: &'c Communicator,
-    link: Option<LinkSender>,
-    format: StreamFormat,
+    link: Option<LinkThread>,
     layout: Layout,
     plan: Plan,
     size: u64,
@@ -93,8 +96,11 @@ impl<'c> StreamWriter<'c> {
                     }))?;
                     Ok(l)
                 })
-                .map(Some)
                 .map_err(|source| StreamError::Link { link, source })
+                .and_then(|l| {
+                    LinkThread::start(l, format.links, format.tu).map_err(StreamError::Thread)
+                })
+                .map(Some)
         } else {
             Ok(None)
         };
@@ -102,7 +108,6 @@ impl<'c> StreamWriter<'c> {
         Ok(StreamWriter {
             comm,
             link,
-            format,
             layout: layout.clone(),
             plan,
             size,
@@ -139,7 +144,11 @@ impl<'c> StreamWriter<'c> {
         self.adus
     }
 
-    /// Sends one ADU: `data` is this rank's share of the layout. Collective.
+    /// Sends one ADU: `data` is this rank's share of the layout. Collective. Returns once
+    /// the ADU is reshuffled and handed to the link owners' sending threads (each holds at
+    /// most one more ADU while it sends one: the next ADU is computed and reshuffled while
+    /// this one is on the wire); a link's failure is reported by a later `write` or
+    /// [`close`](StreamWriter::close).
     ///
     /// # Errors
     /// [`StreamError`]: a buffer of the wrong size, a dead rank, a link that fails; an
@@ -147,6 +156,8 @@ impl<'c> StreamWriter<'c> {
     pub fn write(&mut self, data: &[u8]) -> Result<(), StreamError> {
         let local = self.send_local(data);
         agree_on_outcome(self.comm, local, |rank| StreamError::Remote { rank })?;
+        let handed = self.reshuffle_and_hand_over(data);
+        agree_on_outcome(self.comm, handed, |rank| StreamError::Remote { rank })?;
         self.adus += 1;
         Ok(())
     }
@@ -160,9 +171,22 @@ impl<'c> StreamWriter<'c> {
                 got: data.len() as u64,
             });
         }
-        let (adu, size, k) = (self.adus, self.size, self.format.links);
+        // A link that failed sending an earlier ADU fails this one, before the reshuffle.
+        if let Some(l) = self.link.as_mut().filter(|l| l.failed()) {
+            let link = l.link();
+            return Err(match l.end(None) {
+                Err(source) => StreamError::Link { link, source },
+                Ok(()) => StreamError::Format("the link ended early"),
+            });
+        }
+        Ok(())
+    }
+
+    /// The reshuffle into the links' stripes (rank `s` holds stripe unit `s`), then the
+    /// stripe to this rank's link thread.
+    fn reshuffle_and_hand_over(&mut self, data: &[u8]) -> Result<(), StreamError> {
+        let me = self.comm.rank();
         let plan = &self.plan;
-        // The reshuffle into the links' stripes (rank s holds stripe unit s).
         let mine = rank_bytes(plan.dst(), me)?;
         let mut stripe = vec![0u8; mine as usize];
         {
@@ -186,32 +210,15 @@ impl<'c> StreamWriter<'c> {
                 &ExchangeOptions::default(),
             )?;
         }
-        // Rank s's stripe unit is its SUs in order: send them.
         let Some(l) = self.link.as_mut() else {
             return Ok(());
         };
-        let s = l.link();
-        let mut at = 0usize;
-        for t in 0..tus(size, self.format.tu) {
-            let Some((off, len)) = su_range(size, self.format.tu, k, t, s) else {
-                continue;
-            };
-            let p = stripe
-                .get(at..at + len as usize)
-                .ok_or(StreamError::Format("the stripe is shorter than its SUs"))?;
-            let su = Su {
-                stream: 1,
-                su: s,
-                link: s,
-                adu,
-                tu: t,
-                offset: off,
-                size,
-                crc: crc32c::crc32c(p),
-            };
-            l.send_su(&su, p)
-                .map_err(|source| StreamError::Link { link: s, source })?;
-            at += len as usize;
+        if l.send(self.adus, self.size, stripe).is_err() {
+            let link = l.link();
+            return Err(match l.end(None) {
+                Err(source) => StreamError::Link { link, source },
+                Ok(()) => StreamError::Format("the link ended early"),
+            });
         }
         Ok(())
     }
@@ -222,11 +229,10 @@ impl<'c> StreamWriter<'c> {
     /// [`StreamError`] when a link fails, on every rank.
     pub fn close(mut self) -> Result<(), StreamError> {
         let adus = self.adus;
-        let local = match self.link.take() {
-            Some(mut l) => {
+        let local = match self.link.as_mut() {
+            Some(l) => {
                 let link = l.link();
-                l.send(&Frame::Close(Close { stream: 1, adus }))
-                    .and_then(|()| l.finish())
+                l.end(Some(adus))
                     .map_err(|source| StreamError::Link { link, source })
             }
             None => Ok(()),
