@@ -221,3 +221,103 @@ fn a_destination_that_dies_mid_stream_is_an_error_on_every_rank() {
         o.stdout
     );
 }
+
+/// A link-owning rank killed in the middle of a stream: the job fails, and the receiver
+/// keeps the whole ADUs (checked byte by byte), reports the stream incomplete and ends.
+#[test]
+fn a_rank_killed_mid_stream_leaves_the_whole_adus_at_the_receiver() {
+    rank_main(|_| {
+        let w = e(spools::init())?;
+        let dest = std::env::var("SPOOLS_TEST_DEST").unwrap().parse().unwrap();
+        let seen = std::path::PathBuf::from(std::env::var("SPOOLS_TEST_SEEN").unwrap());
+        let l: Layout = e(LAYOUTS[0].parse())?;
+        let me = u64::from(w.rank());
+        let mut s = e(StreamWriter::open(
+            w.communicator(),
+            dest,
+            &l,
+            StreamFormat { links: 2, tu: 192 },
+        ))?;
+        for a in 0..1000 {
+            let len = l.local_bytes(me).unwrap() as usize;
+            let (mine, _) = model::local_storage(&l, me, len, |g| byte(a, g));
+            e(s.write(&mine))?;
+            if a == 3 && me == 1 {
+                // Once the receiver has handed out ADU 2, die with ADU 3 handed over.
+                spools_testkit::wait_for_file(&seen, Duration::from_secs(60))?;
+                let _ = std::process::Command::new("kill")
+                    .args(["-KILL", &std::process::id().to_string()])
+                    .status();
+            }
+        }
+        Err("rank 1 never died".into())
+    });
+    let d = spools_testkit::tempdir("stream-kill");
+    let seen = d.join("seen");
+    let r = Receiver::bind("127.0.0.1:0", Limits::default()).unwrap();
+    let addr = r.local_addr().unwrap();
+    let (tx, rx) = channel();
+    {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut got = Vec::new();
+            let s = r.serve(1, |d| {
+                if matches!(d.event, Event::Adu { adu: 2, .. }) {
+                    spools_testkit::signal_file(&seen, b"").map_err(std::io::Error::other)?;
+                }
+                got.push(d.event);
+                Ok(())
+            });
+            let _ = tx.send((s.map_err(|e| e.to_string()), got));
+        });
+    }
+    let o = Job::new(
+        4,
+        "a_rank_killed_mid_stream_leaves_the_whole_adus_at_the_receiver",
+    )
+    .env("SPOOLS_TEST_DEST", addr.to_string())
+    .env("SPOOLS_TEST_SEEN", &seen)
+    .run();
+    assert!(
+        !o.status.success(),
+        "the job survived a killed rank:\n{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains("rank 1 was killed by signal 9"),
+        "{}",
+        o.stderr
+    );
+    let (summary, got) = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the receiver ended");
+    summary.unwrap();
+    let size = LAYOUTS[0].parse::<Layout>().unwrap().total_bytes().unwrap();
+    let whole: Vec<u64> = got
+        .iter()
+        .filter_map(|e| match e {
+            Event::Adu { adu, data, .. } => {
+                let want: Vec<u8> = (0..size).map(|g| byte(*adu, g)).collect();
+                assert!(*data == want, "ADU {adu} handed out with wrong bytes");
+                Some(*adu)
+            }
+            _ => None,
+        })
+        .collect();
+    // ADUs 0..=2 at least (3 may have made it whole), in order; then an incomplete end.
+    assert!(
+        whole.len() >= 3 && whole.iter().enumerate().all(|(i, &a)| a == i as u64),
+        "{whole:?}"
+    );
+    assert!(
+        matches!(
+            got.last(),
+            Some(Event::Ended {
+                complete: false,
+                ..
+            })
+        ),
+        "{:?}",
+        got.last()
+    );
+}
