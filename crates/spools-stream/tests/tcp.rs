@@ -195,3 +195,56 @@ fn a_sender_that_dies_mid_adu_leaves_the_whole_adus_and_names_the_incomplete_one
     );
     assert_eq!(summary.connections, 1);
 }
+
+#[test]
+fn a_corrupt_frame_is_named_with_its_stream_adu_tu_and_link() {
+    use spools_proto::stream::{Close, Frame, Hello, Su, VERSION};
+    let (addr, done) = serve(1);
+    let mut link = TcpStream::connect(addr).unwrap();
+    let mut b = Vec::new();
+    Frame::Hello(Hello {
+        version: VERSION,
+        flags: 0,
+        links: 1,
+        link: 0,
+        conn: 5,
+    })
+    .encode(&mut b);
+    Frame::Open(Open {
+        stream: 4,
+        group: 0,
+        after: NOT_SEQUENCED,
+        flags: 0,
+        tu: 8,
+        adu: 16,
+    })
+    .encode(&mut b);
+    let su = |tu: u64, crc| Su {
+        stream: 4,
+        su: 0,
+        link: 0,
+        adu: 0,
+        tu,
+        offset: tu * 8,
+        size: 16,
+        crc,
+    };
+    Frame::Su(su(0, crc32c::crc32c(b"01234567")), b"01234567").encode(&mut b);
+    // TU 1's payload changed after its CRC was computed.
+    Frame::Su(su(1, crc32c::crc32c(b"89abcdef")), b"89abcdeX").encode(&mut b);
+    Frame::Close(Close { stream: 4, adus: 1 }).encode(&mut b);
+    link.write_all(&b).unwrap();
+    link.shutdown(std::net::Shutdown::Write).unwrap();
+    let (summary, got) = done();
+    assert!(
+        got.iter().all(|d| !matches!(d.event, Event::Adu { .. })),
+        "{got:?}"
+    );
+    assert!(
+        summary
+            .broken
+            .iter()
+            .any(|m| m.contains("stream 4, ADU 0, TU 1, SU 0 on link 0: checksum mismatch")),
+        "{summary:?}"
+    );
+}
