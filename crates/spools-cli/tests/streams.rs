@@ -126,3 +126,19 @@ fn a_garbage_client_is_refused_and_the_sender_is_served() {
         "{said}"
     );
 }
+
+/// `--out /dev/null` (a device, not a file: nothing to sync) is a success.
+#[test]
+fn recv_to_a_device_succeeds() {
+    let d = tempdir("streams-null");
+    let input = d.join("in");
+    std::fs::write(&input, pattern(5000, 1)).unwrap();
+    let (r, addr, _) = receiver(std::path::Path::new("/dev/null"));
+    let s = spools_command(
+        &["send", input.to_str().unwrap(), &format!("tcp:{addr}")],
+        &[],
+        Duration::from_secs(120),
+    );
+    common::assert_ok_as(&s, "spools send");
+    common::assert_ok_as(&r.wait(Duration::from_secs(120)), "spools recv");
+}
