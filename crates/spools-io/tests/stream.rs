@@ -1,7 +1,9 @@
-//! Streams out of a job, with real processes and real sockets: a job of 4 ranks sends ADUs
-//! laid out by any distribution over 1 to 4 links to a receiver (a plain `Receiver` in the
-//! test process); every ADU arrives as its canonical byte stream, checked byte by byte
-//! against an element model; a format the job cannot send is an error on every rank.
+//! Streams out of the job, with real processes and real sockets: a job of 4 ranks sends
+//! ADUs laid out by any distribution over 1 to 5 links (and 8: two links on some ranks),
+//! two streams per connection with TUs that do and do not divide the ADU, to a receiver (a
+//! plain `Receiver` in the test process); every ADU arrives as its canonical byte stream,
+//! checked byte by byte against an element model; a bad format is an error on every rank;
+//! a destination or a rank that dies mid-stream is an error, never a hang.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -11,52 +13,85 @@ use std::sync::mpsc::channel;
 use std::time::Duration;
 
 use spools::Layout;
-use spools_io::stream::{StreamFormat, StreamWriter};
+use spools_io::stream::{StreamConnection, StreamFormat, StreamOptions, StreamWriter};
 use spools_io::StreamError;
 use spools_stream::{Event, Limits, Receiver};
 use spools_testkit::{assert_ok, e, rank_main, Job};
 
-/// The byte at canonical offset `g` of ADU `a`.
-fn byte(a: u64, g: u64) -> u8 {
-    (g.wrapping_mul(29) ^ (g >> 7) ^ a.wrapping_mul(101)) as u8
+/// The byte at canonical offset `g` of ADU `a` of stream `s` of connection `c`.
+fn byte(c: u64, s: u32, a: u64, g: u64) -> u8 {
+    (g.wrapping_mul(29) ^ (g >> 7) ^ a.wrapping_mul(101) ^ c.wrapping_mul(37) ^ u64::from(s)) as u8
 }
 
-const LAYOUTS: [&str; 3] = [
-    "u8[60,70] block,cyclic(3) on 2x2",
-    "i32[33,17] cyclic,* on 4x1 order=F",
-    "u8[7] block on 4",
+/// Each ADU's layouts (the same dataset: odd ADUs go in the second), of 4200, 2244 and 7
+/// bytes.
+const LAYOUTS: [[&str; 2]; 3] = [
+    [
+        "u8[60,70] block,cyclic(3) on 2x2",
+        "u8[4200] cyclic(5) on 4",
+    ],
+    [
+        "i32[33,17] cyclic,* on 4x1 order=F",
+        "i32[33,17] block,block on 2x2 order=F",
+    ],
+    ["u8[7] block on 4", "u8[7] cyclic on 3"],
 ];
 
+/// SU sizes of the two streams: 35 x links divides 4200, 96 x links divides none.
+const SUS: [u64; 2] = [35, 96];
+
+/// The links of each connection the sweep opens (one per layout).
+const LINKS: [u16; 6] = [1, 2, 3, 4, 5, 8];
+
+/// The layout ADU `a` goes in.
+fn layout_of(case: usize, a: u64) -> Layout {
+    LAYOUTS[case][(a % 2) as usize].parse().unwrap()
+}
+
 #[test]
-fn a_job_streams_adus_of_any_distribution_over_several_links() {
+fn a_job_streams_adus_of_any_distribution_over_1_to_8_links() {
     rank_main(|_| {
         let w = e(spools::init())?;
         let dest = std::env::var("SPOOLS_TEST_DEST").unwrap().parse().unwrap();
-        let links: u16 = std::env::var("SPOOLS_TEST_LINKS").unwrap().parse().unwrap();
         let me = u64::from(w.rank());
-        for spec in LAYOUTS {
-            let l: Layout = e(spec.parse())?;
-            let tu = 96 * u64::from(links);
-            let mut s = e(StreamWriter::open(
-                w.communicator(),
-                dest,
-                &l,
-                StreamFormat { links, tu },
-            ))?;
-            for a in 0..3 {
-                let len = l.local_bytes(me).unwrap() as usize;
-                let (mine, _) = model::local_storage(&l, me, len, |g| byte(a, g));
-                e(s.write(&mine))?;
+        let mut c = 0u64;
+        for links in LINKS {
+            for case in 0..LAYOUTS.len() {
+                let mut conn = e(StreamConnection::open(w.communicator(), dest, links))?;
+                let mut ids = Vec::new();
+                for su in SUS {
+                    let tu = su * u64::from(links);
+                    ids.push(e(conn.open_stream(StreamOptions {
+                        tu,
+                        ..Default::default()
+                    }))?);
+                }
+                for a in 0..3 {
+                    for &id in &ids {
+                        let l = layout_of(case, a);
+                        let len = if me < l.units() {
+                            l.local_bytes(me).unwrap() as usize
+                        } else {
+                            0
+                        };
+                        let (mine, _) =
+                            model::local_storage(&l, me, len, |g| byte(c, id.get(), a, g));
+                        e(conn.send_adu(id, &mine, &l))?;
+                    }
+                }
+                e(conn.close())?;
+                c += 1;
             }
-            e(s.close())?;
         }
         // A TU the links do not divide: refused on every rank.
-        let l: Layout = e(LAYOUTS[0].parse())?;
         match StreamWriter::open(
             w.communicator(),
             dest,
-            &l,
-            StreamFormat { links: 3, tu: 100 },
+            StreamFormat {
+                links: 3,
+                tu: 100,
+                ..Default::default()
+            },
         ) {
             Err(StreamError::Format(_)) => {}
             Err(other) => return Err(format!("want a format error, got {other}")),
@@ -64,80 +99,99 @@ fn a_job_streams_adus_of_any_distribution_over_several_links() {
         }
         e(w.finalize())
     });
-    for links in [1u16, 3, 4] {
-        let r = Receiver::bind("127.0.0.1:0", Limits::default()).unwrap();
-        let addr = r.local_addr().unwrap();
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            let mut got = Vec::new();
-            let s = r.serve(LAYOUTS.len(), |d| {
-                got.push(d);
-                Ok(())
-            });
-            let _ = tx.send((s.map_err(|e| e.to_string()), got));
+    let conns = LINKS.len() * LAYOUTS.len();
+    let r = Receiver::bind("127.0.0.1:0", Limits::default()).unwrap();
+    let addr = r.local_addr().unwrap();
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        let mut got = Vec::new();
+        let s = r.serve(conns, |d| {
+            got.push(d);
+            Ok(())
         });
-        let o = Job::new(
-            4,
-            "a_job_streams_adus_of_any_distribution_over_several_links",
-        )
-        .env("SPOOLS_TEST_DEST", addr.to_string())
-        .env("SPOOLS_TEST_LINKS", links.to_string())
-        .run();
-        assert_ok(&o);
-        let (summary, got) = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("the receiver ended");
-        let summary = summary.unwrap();
-        assert!(
-            summary.refused.is_empty() && summary.broken.is_empty(),
-            "{summary:?}"
-        );
-        // Per connection (one per layout, told apart by the ADU size: connections may
-        // interleave at the receiver), three whole ADUs then a complete end.
-        let mut conns: Vec<u64> = Vec::new();
-        for d in &got {
-            if !conns.contains(&d.conn) {
-                conns.push(d.conn);
-            }
+        let _ = tx.send((s.map_err(|e| e.to_string()), got));
+    });
+    let o = Job::new(
+        4,
+        "a_job_streams_adus_of_any_distribution_over_1_to_8_links",
+    )
+    .env("SPOOLS_TEST_DEST", addr.to_string())
+    .run();
+    assert_ok(&o);
+    let (summary, got) = rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the receiver ended");
+    let summary = summary.unwrap();
+    assert!(
+        summary.refused.is_empty() && summary.broken.is_empty(),
+        "{summary:?}"
+    );
+    // Connections may interleave at the receiver: each is told by its content (the
+    // connection's number is in every byte).
+    let mut ids: Vec<u64> = Vec::new();
+    for d in &got {
+        if !ids.contains(&d.conn) {
+            ids.push(d.conn);
         }
-        assert_eq!(conns.len(), LAYOUTS.len(), "links {links}");
-        for c in &conns {
-            let first = got.iter().find_map(|d| match &d.event {
-                Event::Adu { data, .. } if d.conn == *c => Some(data.len() as u64),
-                _ => None,
-            });
-            let spec = LAYOUTS
+    }
+    assert_eq!(ids.len(), conns);
+    let mut seen = vec![false; conns];
+    for id in ids {
+        let events: Vec<&Event> = got
+            .iter()
+            .filter(|d| d.conn == id)
+            .map(|d| &d.event)
+            .collect();
+        let c = (0..conns)
+            .find(|&c| {
+                let l = layout_of(c % LAYOUTS.len(), 0);
+                let want: Vec<u8> = (0..l.total_bytes().unwrap())
+                    .map(|g| byte(c as u64, 1, 0, g))
+                    .collect();
+                events
+                    .iter()
+                    .any(|e| matches!(e, Event::Adu { stream: 1, adu: 0, data } if *data == want))
+            })
+            .unwrap_or_else(|| panic!("a connection of no case: {events:?}"));
+        assert!(!seen[c], "case {c} twice");
+        seen[c] = true;
+        let (case, links) = (c % LAYOUTS.len(), LINKS[c / LAYOUTS.len()]);
+        let size = layout_of(case, 0).total_bytes().unwrap();
+        for s in [1u32, 2] {
+            let of: Vec<&Event> = events
                 .iter()
-                .find(|s| s.parse::<Layout>().unwrap().total_bytes() == first)
-                .unwrap_or_else(|| panic!("no layout of {first:?} bytes"));
-            let l: Layout = spec.parse().unwrap();
-            let size = l.total_bytes().unwrap();
-            let events: Vec<&Event> = got
-                .iter()
-                .filter(|d| d.conn == *c)
-                .map(|d| &d.event)
+                .copied()
+                .filter(|e| match e {
+                    Event::Adu { stream, .. } | Event::Ended { stream, .. } => *stream == s,
+                    _ => true,
+                })
                 .collect();
-            assert_eq!(events.len(), 4, "{spec}, links {links}: {events:?}");
-            for (a, ev) in events[..3].iter().enumerate() {
+            assert_eq!(
+                of.len(),
+                4,
+                "case {case}, links {links}, stream {s}: {of:?}"
+            );
+            for (a, ev) in of[..3].iter().enumerate() {
                 let Event::Adu { adu, data, .. } = ev else {
                     panic!("{ev:?}")
                 };
                 assert_eq!(*adu, a as u64);
-                let want: Vec<u8> = (0..size).map(|g| byte(a as u64, g)).collect();
+                let want: Vec<u8> = (0..size).map(|g| byte(c as u64, s, a as u64, g)).collect();
                 assert!(
                     *data == want,
-                    "{spec}, links {links}, ADU {a}: not the canonical bytes"
+                    "case {case}, links {links}, stream {s}, ADU {a}: not the canonical bytes"
                 );
             }
             assert_eq!(
-                events[3],
+                of[3],
                 &Event::Ended {
-                    stream: 1,
+                    stream: s,
                     adus: 3,
                     complete: true
                 }
             );
         }
+        assert_eq!(events.len(), 8, "case {case}, links {links}: {events:?}");
     }
 }
 
@@ -153,17 +207,17 @@ fn a_destination_that_dies_mid_stream_is_an_error_on_every_rank() {
         let mut s = e(StreamWriter::open(
             w.communicator(),
             dest,
-            &l,
             StreamFormat {
                 links: 2,
                 tu: 64 << 10,
+                ..Default::default()
             },
         ))?;
         let mut what = None;
         for _ in 0..1000 {
-            match s.write(&mine) {
+            match s.send_adu(&mine, &l) {
                 Ok(()) => {}
-                Err(StreamError::Link { .. }) => what = Some("link error"),
+                Err(StreamError::PeerClosed { .. }) => what = Some("link error"),
                 Err(StreamError::Remote { .. }) => what = Some("remote error"),
                 Err(other) => return Err(format!("unexpected {other}")),
             }
@@ -230,18 +284,21 @@ fn a_rank_killed_mid_stream_leaves_the_whole_adus_at_the_receiver() {
         let w = e(spools::init())?;
         let dest = std::env::var("SPOOLS_TEST_DEST").unwrap().parse().unwrap();
         let seen = std::path::PathBuf::from(std::env::var("SPOOLS_TEST_SEEN").unwrap());
-        let l: Layout = e(LAYOUTS[0].parse())?;
+        let l: Layout = e(LAYOUTS[0][0].parse())?;
         let me = u64::from(w.rank());
         let mut s = e(StreamWriter::open(
             w.communicator(),
             dest,
-            &l,
-            StreamFormat { links: 2, tu: 192 },
+            StreamFormat {
+                links: 2,
+                tu: 192,
+                ..Default::default()
+            },
         ))?;
         for a in 0..1000 {
             let len = l.local_bytes(me).unwrap() as usize;
-            let (mine, _) = model::local_storage(&l, me, len, |g| byte(a, g));
-            e(s.write(&mine))?;
+            let (mine, _) = model::local_storage(&l, me, len, |g| byte(0, 1, a, g));
+            e(s.send_adu(&mine, &l))?;
             if a == 3 && me == 1 {
                 // Once the receiver has handed out ADU 2, die with ADU 3 handed over.
                 spools_testkit::wait_for_file(&seen, Duration::from_secs(60))?;
@@ -292,12 +349,16 @@ fn a_rank_killed_mid_stream_leaves_the_whole_adus_at_the_receiver() {
         .recv_timeout(Duration::from_secs(60))
         .expect("the receiver ended");
     summary.unwrap();
-    let size = LAYOUTS[0].parse::<Layout>().unwrap().total_bytes().unwrap();
+    let size = LAYOUTS[0][0]
+        .parse::<Layout>()
+        .unwrap()
+        .total_bytes()
+        .unwrap();
     let whole: Vec<u64> = got
         .iter()
         .filter_map(|e| match e {
             Event::Adu { adu, data, .. } => {
-                let want: Vec<u8> = (0..size).map(|g| byte(*adu, g)).collect();
+                let want: Vec<u8> = (0..size).map(|g| byte(0, 1, *adu, g)).collect();
                 assert!(*data == want, "ADU {adu} handed out with wrong bytes");
                 Some(*adu)
             }

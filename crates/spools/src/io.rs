@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use spools_io::file::{self, FileStats, ReadOptions, WriteOptions};
-use spools_io::stream::{StreamFormat, StreamWriter};
+use spools_io::stream::{StreamConnection, StreamFormat, StreamWriter};
 use spools_io::{ExchangeError, ExchangeOptions, ExchangeStats, FileError, StreamError};
 use spools_map::Layout;
 use spools_msg::{as_bytes, as_bytes_mut, Communicator, Element, MsgError};
@@ -38,11 +38,11 @@ impl World {
         self.io.get().ok_or(MsgError::NoContext)
     }
 
-    /// Opens a stream of ADUs laid out as `layout` to `dest`, a destination outside the job
-    /// (`spools recv`, or any program speaking [`spools_proto::stream`]), striped over
-    /// `format.links` TCP links owned by ranks `0..links`. Collective; so are the stream's
-    /// [`write`](spools_io::stream::StreamWriter::write) (one ADU: this rank's share of
-    /// `layout`) and [`close`](spools_io::stream::StreamWriter::close).
+    /// Opens a stream to `dest`, a destination outside the job (`spools recv`, or any
+    /// program speaking [`spools_proto::stream`]), striped over `format.links` TCP links
+    /// (link `s` owned by rank `s % P`). Collective; so are the stream's
+    /// [`send_adu`](spools_io::stream::StreamWriter::send_adu) (one ADU: this rank's share
+    /// of a layout) and [`close`](spools_io::stream::StreamWriter::close).
     ///
     /// ```
     /// use spools::StreamFormat;
@@ -58,24 +58,61 @@ impl World {
     /// });
     /// let world = spools::init()?;
     /// let frame: spools::Layout = "u8[2,3] *,block on 1x1".parse()?;
-    /// let mut s = world.stream_open(dest, &frame, StreamFormat { links: 1, tu: 4 })?;
-    /// s.write(&[1, 2, 3, 4, 5, 6])?;
+    /// let mut s = world.stream_open(dest, StreamFormat { links: 2, tu: 4, ..Default::default() })?;
+    /// s.send_adu(&[1, 2, 3, 4, 5, 6], &frame)?;
     /// s.close()?;
     /// assert_eq!(got.join().unwrap()?, vec![vec![1, 2, 3, 4, 5, 6]]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
     /// # Errors
-    /// [`StreamError`]: a format the job cannot send, the destination unreachable; an
-    /// error on any rank fails the call on every rank.
+    /// [`StreamError`]: a bad format, the destination unreachable; an error on any rank
+    /// fails the call on every rank.
     pub fn stream_open(
         &self,
         dest: std::net::SocketAddr,
-        layout: &Layout,
         format: StreamFormat,
     ) -> Result<StreamWriter<'_>, StreamError> {
-        let comm = self.io_communicator()?;
-        StreamWriter::open(comm, dest, layout, format)
+        StreamWriter::open(self.io_communicator()?, dest, format)
+    }
+
+    /// Opens a logical connection of `links` TCP links to `dest` (link `s` owned by rank
+    /// `s % P`), for several streams: sequenced, in lock-step groups, of variable-size
+    /// ADUs (see [`StreamConnection`]). Collective.
+    ///
+    /// ```
+    /// use spools::StreamOptions;
+    /// use spools_stream::{Event, Limits, Receiver};
+    /// let r = Receiver::bind("127.0.0.1:0", Limits::default())?;
+    /// let dest = r.local_addr()?;
+    /// let got = std::thread::spawn(move || {
+    ///     let mut adus = Vec::new();
+    ///     r.serve(1, |d| {
+    ///         if let Event::Adu { stream, data, .. } = d.event { adus.push((stream, data)) }
+    ///         Ok(())
+    ///     }).map(|_| adus)
+    /// });
+    /// let world = spools::init()?;
+    /// let mut c = world.stream_connect(dest, 3)?;
+    /// let first = c.open_stream(StreamOptions { tu: 3, ..Default::default() })?;
+    /// // Handed out only once the first has ended; its ADUs vary in size.
+    /// let then = c.open_stream(StreamOptions { after: Some(first), variable: true, ..Default::default() })?;
+    /// c.send_var(then, b"late")?;
+    /// c.send_adu(first, b"early", &"u8[5] block on 1".parse()?)?;
+    /// c.close()?;
+    /// assert_eq!(got.join().unwrap()?, vec![(1, b"early".to_vec()), (2, b"late".to_vec())]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`StreamError`]: 0 or over 1024 links, the destination unreachable; an error on any
+    /// rank fails the call on every rank.
+    pub fn stream_connect(
+        &self,
+        dest: std::net::SocketAddr,
+        links: u16,
+    ) -> Result<StreamConnection<'_>, StreamError> {
+        StreamConnection::open(self.io_communicator()?, dest, links)
     }
 
     /// Moves a distributed dataset from layout `from` to layout `to` (rank `r` holds unit

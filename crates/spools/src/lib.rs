@@ -51,7 +51,9 @@ pub use spools_boot::config::{Config, SingleCopyChoice, TransportChoice};
 pub use spools_boot::identity::LauncherKind;
 pub use spools_fabric::{Caps, FabricError, Priority, SingleCopy, Transport};
 pub use spools_io::file::{FileStats, Format, ReadOptions, Reshuffle, Striping, WriteOptions};
-pub use spools_io::stream::{StreamFormat, StreamWriter};
+pub use spools_io::stream::{
+    StreamConnection, StreamFormat, StreamId, StreamOptions, StreamWriter,
+};
 pub use spools_io::{ExchangeError, ExchangeOptions, ExchangeStats, FileError, StreamError};
 pub use spools_map::Layout;
 pub use spools_msg::{

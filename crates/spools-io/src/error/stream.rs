@@ -2,10 +2,13 @@
 
 use thiserror::Error;
 
-/// Why a stream operation failed. An error on any rank fails the call on every rank.
+/// Why a stream operation failed. Every call is collective, and an error on any rank fails
+/// the call on every rank: the rank that saw it gets the cause, the others
+/// [`StreamError::Remote`] naming it.
 #[derive(Debug, Error)]
 pub enum StreamError {
-    /// The format cannot be sent this way.
+    /// A bad format: the connection, stream or ADU cannot be sent this way (no links, a
+    /// TU the links do not divide, SUs over the frame limit, an unsized layout...).
     #[error("stream format: {0}")]
     Format(&'static str),
     /// The ADU buffer does not hold this rank's share of the ADU's layout.
@@ -16,13 +19,79 @@ pub enum StreamError {
         /// Bytes given.
         got: u64,
     },
+    /// An ADU whose layout is not the size of the stream's ADUs (a stream's ADUs have the
+    /// size of its first, unless it was opened `variable`).
+    #[error("stream {stream}: an ADU of {got} bytes, but the stream's ADUs are {want} bytes")]
+    AduSize {
+        /// The stream.
+        stream: u32,
+        /// Bytes of the stream's ADUs.
+        want: u64,
+        /// Bytes of this ADU's layout.
+        got: u64,
+    },
+    /// A stream of a synchronised group would start an ADU before another stream of the
+    /// group has sent the previous one (send the group's ADUs with `send_group`).
+    #[error("stream {stream} of a lock-step group cannot send ADU {adu}: stream {behind} has sent only {sent}")]
+    LockStep {
+        /// The stream that would run ahead.
+        stream: u32,
+        /// The ADU it would send.
+        adu: u64,
+        /// A stream of its group that is behind.
+        behind: u32,
+        /// ADUs that stream has sent.
+        sent: u64,
+    },
+    /// No such stream open on this connection (never opened, or closed).
+    #[error("no stream {stream} open on this connection")]
+    UnknownStream {
+        /// The stream's id.
+        stream: u32,
+    },
+    /// `send_group` was not given exactly the open streams of the group, once each.
+    #[error("group {group}: {what}")]
+    Group {
+        /// The group.
+        group: u32,
+        /// What is wrong.
+        what: &'static str,
+    },
     /// The layout is not one the stream can plan against.
     #[error(transparent)]
     Layout(#[from] spools_map::LayoutError),
     /// Reshuffling the ADU into the links' stripes failed.
     #[error(transparent)]
     Exchange(#[from] crate::error::ExchangeError),
-    /// This rank's link failed: the destination is unreachable, closed it, or died.
+    /// The destination is unreachable: this rank's link could not connect (refused, timed
+    /// out, no route).
+    #[error("link {link}: destination {addr} unreachable: {source}")]
+    Unreachable {
+        /// The link this rank owns.
+        link: u16,
+        /// The destination.
+        addr: std::net::SocketAddr,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// The destination accepted this rank's link but did not welcome it as a stream.
+    #[error("link {link}: the destination did not welcome the connection")]
+    Refused {
+        /// The link this rank owns.
+        link: u16,
+    },
+    /// The destination closed this rank's link, or died, while it sent (`at`: the stream
+    /// and ADU in the middle of which, if any).
+    #[error("link {link}: the destination closed the link{}: {source}", at.map_or(String::new(), |(s, a)| format!(" in the middle of stream {s}, ADU {a}")))]
+    PeerClosed {
+        /// The link this rank owns.
+        link: u16,
+        /// The stream and ADU being sent when it failed.
+        at: Option<(u32, u64)>,
+        /// What happened.
+        source: spools_stream::LinkError,
+    },
+    /// This rank's link failed otherwise.
     #[error("link {link}: {source}")]
     Link {
         /// The link this rank owns.
@@ -45,4 +114,24 @@ pub enum StreamError {
     /// No random source for the connection's id.
     #[error("a random connection id: {0}")]
     Random(std::io::Error),
+}
+
+impl StreamError {
+    /// The error of link `link` failing with `source` (while sending ADU `at`, if any).
+    pub(crate) fn of_link(
+        link: u16,
+        at: Option<(u32, u64)>,
+        source: spools_stream::SendError,
+    ) -> Self {
+        use spools_stream::SendError as S;
+        match source {
+            S::Connect { addr, source } => StreamError::Unreachable { link, addr, source },
+            S::NoWelcome { .. } => StreamError::Refused { link },
+            S::Link { source, .. } => StreamError::PeerClosed { link, at, source },
+            other => StreamError::Link {
+                link,
+                source: other,
+            },
+        }
+    }
 }

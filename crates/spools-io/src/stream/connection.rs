@@ -1,0 +1,559 @@
+//! One logical connection from the job to a destination: K links owned by the ranks (link
+//! `s` by rank `s % P`), carrying any number of streams. Each ADU is reshuffled by the
+//! exchange engine into the links' stripes ([`super::distribution`]) and handed to the
+//! owners' sending threads ([`super::link`]).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::rc::Rc;
+
+use spools_map::{Layout, Plan};
+use spools_msg::Communicator;
+use spools_proto::stream::{Close, Open, MAX_LINKS, MAX_SU, NOT_SEQUENCED, VARIABLE};
+use spools_stream::{LinkSender, SendError};
+
+use super::distribution::{concatenated, owned, owner, stripes};
+use super::link::{Item, LinkThread};
+use super::{StreamId, StreamOptions};
+use crate::collective::{agree_on_outcome, rank_bytes};
+use crate::error::{ExchangeError, StreamError};
+use crate::exchange::{exchange, ExchangeOptions, Owners};
+
+/// Plans kept per stream (one per layout its ADUs were sent with).
+const PLANS: usize = 8;
+
+/// A stream open on the connection.
+struct Stream {
+    opts: StreamOptions,
+    /// The size of every ADU (a fixed-size stream, once its first ADU is sent).
+    size: Option<u64>,
+    /// Whether its `open` was queued on the links (with its first ADU, or its close).
+    announced: bool,
+    /// ADUs sent.
+    adus: u64,
+    /// The plans from the layouts its ADUs came in to the links' stripes, latest first.
+    plans: Vec<(Layout, Rc<Plan>)>,
+}
+
+/// A logical connection from the job to one destination outside it (`spools recv`, or any
+/// program speaking [`spools_proto::stream`]): `links` TCP links, link `s` owned by rank
+/// `s % P` of the communicator's `P` ranks, and any number of streams on them. Every method
+/// is collective (every rank calls it, with the same arguments but its own data) and an
+/// error on any rank fails the call on every rank.
+///
+/// ```no_run
+/// use spools_io::stream::{StreamConnection, StreamOptions};
+/// let world = spools::init()?;
+/// let half: spools_map::Layout = "u8[1080,1920,3] block,*,* on 4x1x1".parse()?;
+/// let mine = vec![0u8; half.local_bytes(u64::from(world.rank()))? as usize];
+/// let mut c = StreamConnection::open(world.communicator(), "127.0.0.1:5000".parse()?, 4)?;
+/// // A stereo pair: two streams in lock step.
+/// let eye = StreamOptions { group: 1, ..Default::default() };
+/// let (left, right) = (c.open_stream(eye)?, c.open_stream(eye)?);
+/// for _ in 0..10 {
+///     c.send_group(1, &[(left, &mine, &half), (right, &mine, &half)])?;
+/// }
+/// c.close()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct StreamConnection<'c> {
+    comm: &'c Communicator,
+    links: u16,
+    /// The sending threads of the links this rank owns, in increasing link order.
+    owned: Vec<LinkThread>,
+    /// Which rank holds each link's stripe.
+    link_owners: Owners,
+    /// Open streams.
+    streams: BTreeMap<u32, Stream>,
+    /// The next stream's id.
+    next: u32,
+}
+
+impl<'c> StreamConnection<'c> {
+    /// Opens a connection of `links` links to `dest`: rank `r` opens links `r, r + P, ...`.
+    /// Collective.
+    ///
+    /// # Errors
+    /// [`StreamError::Format`] for 0 or more than 1024 links; [`StreamError::Unreachable`]
+    /// or [`StreamError::Refused`] on the ranks whose link could not be opened, and
+    /// [`StreamError::Remote`] on the others.
+    pub fn open(
+        comm: &'c Communicator,
+        dest: SocketAddr,
+        links: u16,
+    ) -> Result<StreamConnection<'c>, StreamError> {
+        Self::connect(comm, dest, links, StreamOptions::default().window)
+    }
+
+    /// [`StreamConnection::open`], with the receiver's window of ADUs for the links.
+    pub(crate) fn connect(
+        comm: &'c Communicator,
+        dest: SocketAddr,
+        links: u16,
+        window: u32,
+    ) -> Result<StreamConnection<'c>, StreamError> {
+        if links == 0 || links > MAX_LINKS {
+            return Err(StreamError::Format("1 to 1024 links"));
+        }
+        // One connection id for the job's links, from rank 0.
+        let id = if comm.rank() == 0 {
+            spools_boot::random::random::<8>().map_err(StreamError::Random)
+        } else {
+            Ok([0; 8])
+        };
+        let id = agree_on_outcome(comm, id, |rank| StreamError::Remote { rank })?;
+        let id = comm.bcast_bytes(0, &id)?;
+        let conn = u64::from_le_bytes(
+            id.get(..8)
+                .and_then(|b| b.try_into().ok())
+                .unwrap_or([0; 8]),
+        );
+        let (me, ranks) = (comm.rank(), comm.size());
+        let local = owned(links, me, ranks)
+            .into_iter()
+            .map(|s| {
+                LinkSender::connect(dest, links, s, conn)
+                    .map_err(|e| StreamError::of_link(s, None, e))
+                    .and_then(|l| {
+                        LinkThread::start(with_window(l, window), links)
+                            .map_err(StreamError::Thread)
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>();
+        let owned = agree_on_outcome(comm, local, |rank| StreamError::Remote { rank })?;
+        Ok(StreamConnection {
+            comm,
+            links,
+            owned,
+            link_owners: Owners::List((0..links).map(|s| owner(s, ranks)).collect()),
+            streams: BTreeMap::new(),
+            next: 1,
+        })
+    }
+
+    /// Links of the connection.
+    pub fn links(&self) -> u16 {
+        self.links
+    }
+
+    /// ADUs stream `id` has sent (0 for a stream that is not open).
+    pub fn adus(&self, id: StreamId) -> u64 {
+        self.streams.get(&id.0).map_or(0, |s| s.adus)
+    }
+
+    /// Opens a stream on the connection; streams are told apart by their ids, in the order
+    /// they were opened. Its `open` frame goes on the links with its first ADU (a
+    /// fixed-size stream's ADU size is its first ADU's). Collective, without
+    /// communication: every rank gets the same id or error.
+    ///
+    /// # Errors
+    /// [`StreamError::Format`]: a TU of 0, or (not `variable`) not a multiple of the links,
+    /// or SUs over 64 MiB; a window of 0. [`StreamError::UnknownStream`]: `after` names no
+    /// stream opened on this connection.
+    pub fn open_stream(&mut self, opts: StreamOptions) -> Result<StreamId, StreamError> {
+        let k = u64::from(self.links);
+        if opts.tu == 0 {
+            return Err(StreamError::Format("the TU must be at least 1 byte"));
+        }
+        if !opts.variable && opts.tu % k != 0 {
+            return Err(StreamError::Format(
+                "the TU must be a multiple of the links",
+            ));
+        }
+        if !opts.variable && opts.tu / k > u64::from(MAX_SU) {
+            return Err(StreamError::Format(
+                "SUs (TU / links) must be at most 64 MiB",
+            ));
+        }
+        if opts.window == 0 {
+            return Err(StreamError::Format("the window must be at least 1 ADU"));
+        }
+        if let Some(StreamId(a)) = opts.after {
+            if a == 0 || a >= self.next {
+                return Err(StreamError::UnknownStream { stream: a });
+            }
+        }
+        if self.next == NOT_SEQUENCED {
+            return Err(StreamError::Format("too many streams on one connection"));
+        }
+        let id = self.next;
+        self.next += 1;
+        self.streams.insert(
+            id,
+            Stream {
+                opts,
+                size: None,
+                announced: false,
+                adus: 0,
+                plans: Vec::new(),
+            },
+        );
+        Ok(StreamId(id))
+    }
+
+    /// Sends the next ADU of stream `id`: `data` is this rank's share (unit `rank`) of
+    /// `layout`, which may differ from one ADU to the next (plans are kept per layout).
+    /// Returns once the ADU is reshuffled and queued on the link owners' sending threads;
+    /// a link's failure is reported by a later call. Collective.
+    ///
+    /// # Errors
+    /// [`StreamError::BufferSize`] (`data` is not this rank's share),
+    /// [`StreamError::AduSize`] (a layout of another size than the stream's ADUs),
+    /// [`StreamError::LockStep`] (the stream would run ahead of its group),
+    /// [`StreamError::UnknownStream`], a failed link, a dead rank; on every rank.
+    pub fn send_adu(
+        &mut self,
+        id: StreamId,
+        data: &[u8],
+        layout: &Layout,
+    ) -> Result<(), StreamError> {
+        let local = self.prepare(id.0, data, layout);
+        let (plan, size, tu) = self.agree(local)?;
+        self.deliver(id.0, data, plan.as_deref(), size, tu)
+    }
+
+    /// Sends the next ADU of stream `id`, opened `variable`: the ADU is every rank's `data`
+    /// in rank order (each rank gives any number of bytes, 0 too). The sizes are agreed
+    /// first; on the wire the ADU is one TU, striped over the links in SUs of
+    /// `ceil(size / links)` bytes. Collective.
+    ///
+    /// # Errors
+    /// [`StreamError::Format`] for a stream not opened `variable` or an ADU whose SUs
+    /// would exceed 64 MiB; [`StreamError::LockStep`], [`StreamError::UnknownStream`], a
+    /// failed link, a dead rank; on every rank.
+    pub fn send_var(&mut self, id: StreamId, data: &[u8]) -> Result<(), StreamError> {
+        let local = self.ready(id.0).and_then(|st| {
+            if st.opts.variable {
+                Ok(())
+            } else {
+                Err(StreamError::Format(
+                    "send_var needs a stream opened variable",
+                ))
+            }
+        });
+        self.agree(local)?;
+        let mut counts = vec![0u64; self.comm.size() as usize];
+        self.comm.allgather(&[data.len() as u64], &mut counts)?;
+        let size: u64 = counts.iter().sum();
+        let su = size.div_ceil(u64::from(self.links));
+        if su > u64::from(MAX_SU) {
+            return Err(StreamError::Format(
+                "a variable-size ADU is one TU: its SUs must be at most 64 MiB",
+            ));
+        }
+        let plan = if size == 0 {
+            None
+        } else {
+            let dst = stripes(size, su, self.links)?;
+            Some(Plan::new(&concatenated(&counts)?, &dst).map_err(ExchangeError::from)?)
+        };
+        self.deliver(id.0, data, plan.as_ref(), size, size.max(1))
+    }
+
+    /// Sends ADU n of every open stream of lock-step group `group`, each `(stream, this
+    /// rank's share, layout)`, in the order given: the group stays in step by construction.
+    /// Collective.
+    ///
+    /// # Errors
+    /// [`StreamError::Group`] unless `items` names every open stream of the group once and
+    /// no other; then as [`StreamConnection::send_adu`].
+    pub fn send_group(
+        &mut self,
+        group: u32,
+        items: &[(StreamId, &[u8], &Layout)],
+    ) -> Result<(), StreamError> {
+        let bad = |what| StreamError::Group { group, what };
+        if group == 0 {
+            return Err(bad("group 0 is no group"));
+        }
+        let mut named: Vec<u32> = Vec::new();
+        for (StreamId(s), _, _) in items {
+            if self.streams.get(s).is_none_or(|st| st.opts.group != group) {
+                return Err(bad("a stream that is not open in this group"));
+            }
+            if named.contains(s) {
+                return Err(bad("a stream named twice"));
+            }
+            named.push(*s);
+        }
+        if self
+            .streams
+            .iter()
+            .any(|(s, st)| st.opts.group == group && !named.contains(s))
+        {
+            return Err(bad("an open stream of the group is missing"));
+        }
+        for &(id, data, layout) in items {
+            self.send_adu(id, data, layout)?;
+        }
+        Ok(())
+    }
+
+    /// Ends stream `id` (its `close` frame, with its ADU count, goes on every link after its
+    /// last ADU). Collective.
+    ///
+    /// # Errors
+    /// [`StreamError::UnknownStream`], a failed link, a dead rank; on every rank.
+    pub fn close_stream(&mut self, id: StreamId) -> Result<(), StreamError> {
+        let local = self.ready(id.0).map(|_| ());
+        self.agree(local)?;
+        let st = self
+            .streams
+            .remove(&id.0)
+            .ok_or(StreamError::UnknownStream { stream: id.0 })?;
+        let mut items = Vec::new();
+        if !st.announced {
+            items.push(Item::Open(open_frame(id.0, &st.opts, st.size.unwrap_or(0))));
+        }
+        items.push(Item::Close(Close {
+            stream: id.0,
+            adus: st.adus,
+        }));
+        let queued = self.queue_all(&st.opts, || items.clone());
+        self.agree(queued)
+    }
+
+    /// Closes the streams still open, then the connection: every link sends what it holds
+    /// and ends. Collective.
+    ///
+    /// # Errors
+    /// A link that failed, on its owner, and [`StreamError::Remote`] on the other ranks.
+    pub fn close(mut self) -> Result<(), StreamError> {
+        let open: Vec<u32> = self.streams.keys().copied().collect();
+        for id in open {
+            self.close_stream(StreamId(id))?;
+        }
+        let mut local = Ok(());
+        for l in &mut self.owned {
+            let link = l.link();
+            let r = l
+                .end()
+                .map_err(|f| StreamError::of_link(link, f.at, f.source));
+            if local.is_ok() {
+                local = r;
+            }
+        }
+        self.agree(local)
+    }
+
+    fn agree<T>(&self, local: Result<T, StreamError>) -> Result<T, StreamError> {
+        agree_on_outcome(self.comm, local, |rank| StreamError::Remote { rank })
+    }
+
+    /// Checks that stream `id` may send its next ADU: it is open, its group is not behind
+    /// it, and no link of this rank has failed.
+    fn ready(&mut self, id: u32) -> Result<&mut Stream, StreamError> {
+        self.check_links()?;
+        let st = self
+            .streams
+            .get(&id)
+            .ok_or(StreamError::UnknownStream { stream: id })?;
+        let (group, n) = (st.opts.group, st.adus);
+        if group != 0 {
+            if let Some((&behind, o)) = self
+                .streams
+                .iter()
+                .find(|(&s, o)| s != id && o.opts.group == group && o.adus < n)
+            {
+                return Err(StreamError::LockStep {
+                    stream: id,
+                    adu: n,
+                    behind,
+                    sent: o.adus,
+                });
+            }
+        }
+        self.streams
+            .get_mut(&id)
+            .ok_or(StreamError::UnknownStream { stream: id })
+    }
+
+    /// A link of this rank that stopped: its error.
+    fn check_links(&mut self) -> Result<(), StreamError> {
+        match self.owned.iter_mut().find(|l| l.failed()) {
+            Some(l) => Err(link_error(l)),
+            None => Ok(()),
+        }
+    }
+
+    /// The local checks of a fixed-layout ADU, and its plan: (plan, ADU size, TU size).
+    fn prepare(
+        &mut self,
+        id: u32,
+        data: &[u8],
+        layout: &Layout,
+    ) -> Result<(Option<Rc<Plan>>, u64, u64), StreamError> {
+        let (me, k) = (self.comm.rank(), self.links);
+        let size = layout
+            .total_bytes()
+            .ok_or(StreamError::Format("an unsized layout"))?;
+        let need = rank_bytes(layout, me)?;
+        if data.len() as u64 != need {
+            return Err(StreamError::BufferSize {
+                need,
+                got: data.len() as u64,
+            });
+        }
+        let st = self.ready(id)?;
+        let (tu, su) = if st.opts.variable {
+            let su = size.div_ceil(u64::from(k));
+            if su > u64::from(MAX_SU) {
+                return Err(StreamError::Format(
+                    "a variable-size ADU is one TU: its SUs must be at most 64 MiB",
+                ));
+            }
+            (size.max(1), su)
+        } else {
+            if let Some(want) = st.size.filter(|&w| w != size) {
+                return Err(StreamError::AduSize {
+                    stream: id,
+                    want,
+                    got: size,
+                });
+            }
+            (st.opts.tu, st.opts.tu / u64::from(k))
+        };
+        if size == 0 {
+            return Ok((None, 0, tu));
+        }
+        let plan = match st.plans.iter().position(|(l, _)| l == layout) {
+            Some(i) => {
+                let p = st.plans.remove(i);
+                st.plans.insert(0, p);
+                Rc::clone(&st.plans[0].1)
+            }
+            None => {
+                let plan = Rc::new(
+                    Plan::new(layout, &stripes(size, su, k)?).map_err(ExchangeError::from)?,
+                );
+                st.plans.truncate(PLANS - 1);
+                st.plans.insert(0, (layout.clone(), Rc::clone(&plan)));
+                plan
+            }
+        };
+        Ok((Some(plan), size, tu))
+    }
+
+    /// Reshuffles one ADU of `size` bytes into the links' stripes (`plan`; none for an
+    /// empty ADU), queues this rank's stripes on its links (after the stream's `open`, with
+    /// its first ADU), and agrees.
+    fn deliver(
+        &mut self,
+        id: u32,
+        data: &[u8],
+        plan: Option<&Plan>,
+        size: u64,
+        tu: u64,
+    ) -> Result<(), StreamError> {
+        let stripes = self.reshuffle(plan, data);
+        let st = self
+            .streams
+            .get_mut(&id)
+            .ok_or(StreamError::UnknownStream { stream: id })?;
+        let announce = (!st.announced).then(|| open_frame(id, &st.opts, size));
+        st.announced = true;
+        if !st.opts.variable {
+            st.size = Some(size);
+        }
+        let (opts, adu) = (st.opts, st.adus);
+        let queued = stripes.and_then(|stripes| {
+            let mut stripes = stripes.into_iter();
+            self.queue_all(&opts, || {
+                let stripe = stripes.next().unwrap_or_default();
+                let mut items: Vec<Item> = announce.iter().copied().map(Item::Open).collect();
+                items.push(Item::Adu {
+                    stream: id,
+                    adu,
+                    size,
+                    tu,
+                    stripe,
+                });
+                items
+            })
+        });
+        self.agree(queued)?;
+        if let Some(st) = self.streams.get_mut(&id) {
+            st.adus += 1;
+        }
+        Ok(())
+    }
+
+    /// This rank's stripes of one ADU (one per link it owns, in link order).
+    fn reshuffle(&self, plan: Option<&Plan>, data: &[u8]) -> Result<Vec<Vec<u8>>, StreamError> {
+        let me = self.comm.rank();
+        let mine: Vec<u64> = self.owned.iter().map(|l| u64::from(l.link())).collect();
+        let Some(plan) = plan else {
+            return Ok(vec![Vec::new(); mine.len()]);
+        };
+        let mut bufs = mine
+            .iter()
+            .map(|&s| plan.dst().local_bytes(s).map(|n| vec![0u8; n as usize]))
+            .collect::<Result<Vec<_>, _>>()?;
+        let src: Vec<(u64, &[u8])> = if u64::from(me) < plan.src().units() {
+            vec![(u64::from(me), data)]
+        } else {
+            Vec::new()
+        };
+        let mut dst: Vec<(u64, &mut [u8])> = mine
+            .iter()
+            .zip(bufs.iter_mut())
+            .map(|(&s, b)| (s, &mut b[..]))
+            .collect();
+        exchange(
+            self.comm,
+            plan,
+            &Owners::Identity,
+            &self.link_owners,
+            &src,
+            &mut dst,
+            &ExchangeOptions::default(),
+        )?;
+        Ok(bufs)
+    }
+
+    /// Queues `items()` on each link this rank owns (called once per link, in link order).
+    fn queue_all(
+        &mut self,
+        opts: &StreamOptions,
+        mut items: impl FnMut() -> Vec<Item>,
+    ) -> Result<(), StreamError> {
+        for l in &mut self.owned {
+            for item in items() {
+                if l.queue(opts.priority, opts.window, item).is_err() {
+                    return Err(link_error(l));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The `open` frame of stream `id` (ADUs of `size` bytes unless variable).
+fn open_frame(id: u32, opts: &StreamOptions, size: u64) -> Open {
+    Open {
+        stream: id,
+        group: opts.group,
+        after: opts.after.map_or(NOT_SEQUENCED, |a| a.0),
+        flags: 0,
+        tu: opts.tu,
+        adu: if opts.variable { VARIABLE } else { size },
+    }
+}
+
+/// The error of a link thread that stopped.
+fn link_error(l: &mut LinkThread) -> StreamError {
+    let link = l.link();
+    match l.end() {
+        Err(f) => StreamError::of_link(link, f.at, f.source),
+        Ok(()) => StreamError::Link {
+            link,
+            source: SendError::Format("the link's sending thread ended early"),
+        },
+    }
+}
+
+/// The link's window of ADUs the receiver has not acknowledged.
+fn with_window(l: LinkSender, window: u32) -> LinkSender {
+    let _ = window; // TODO(s1): `l.with_window(window)` once spools-stream has LinkSender::with_window.
+    l
+}

@@ -1,0 +1,88 @@
+//! The I/O distribution of a stream: an ADU's canonical byte stream striped over the K
+//! links as SUs, `stripe(unit=SU, count=K)`, with link `s` (stripe unit `s`) held by rank
+//! `s % P`; and the source layout of a variable-size ADU (every rank's bytes back to back,
+//! in rank order).
+
+use spools_map::{IrregularLayout, Layout, StripeLayout};
+
+use crate::error::StreamError;
+
+/// The rank that owns link `s` of a connection over `ranks` ranks.
+pub(crate) fn owner(s: u16, ranks: u32) -> u32 {
+    u32::from(s) % ranks.max(1)
+}
+
+/// The links rank `me` of `ranks` owns, in increasing order.
+pub(crate) fn owned(links: u16, me: u32, ranks: u32) -> Vec<u16> {
+    (0..links).filter(|&s| owner(s, ranks) == me).collect()
+}
+
+/// The layout of an ADU of `size` (> 0) bytes on the links: SUs of `su` bytes, SU `s` of
+/// every TU on link `s`. A TU of `su * links` bytes makes it exactly the SUs of the wire
+/// format ([`spools_proto::stream::su_range`]); so does a single TU of `size` bytes with
+/// `su = ceil(size / links)` (a variable-size ADU).
+pub(crate) fn stripes(size: u64, su: u64, links: u16) -> Result<Layout, StreamError> {
+    StripeLayout::new(su, u64::from(links), Some(size))
+        .map(Layout::Stripe)
+        .map_err(StreamError::from)
+}
+
+/// The source layout of a variable-size ADU: rank `r` holds `counts[r]` bytes, the ADU is
+/// every rank's bytes in rank order. `counts` sum to more than 0.
+pub(crate) fn concatenated(counts: &[u64]) -> Result<Layout, StreamError> {
+    let mut at = 0u64;
+    let units = counts
+        .iter()
+        .map(|&c| {
+            let e = if c == 0 { Vec::new() } else { vec![(at, c)] };
+            at += c;
+            e
+        })
+        .collect();
+    IrregularLayout::new(1, at, units)
+        .map(Layout::Irregular)
+        .map_err(StreamError::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spools_proto::stream::su_range;
+
+    #[test]
+    fn links_go_round_the_ranks() {
+        assert_eq!(owned(8, 1, 4), vec![1, 5]);
+        assert_eq!(owned(3, 3, 4), Vec::<u16>::new());
+        assert_eq!(owner(7, 4), 3);
+    }
+
+    #[test]
+    fn the_stripes_are_the_wire_formats_sus() {
+        // Fixed: TU of 12 over 3 links, an ADU of 31 bytes (a short last TU).
+        let l = stripes(31, 4, 3).unwrap();
+        for t in 0..3 {
+            for s in 0..3u16 {
+                if let Some((off, len)) = su_range(31, 12, 3, t, s) {
+                    let at = l.locate(off).unwrap();
+                    assert_eq!(at.unit, u64::from(s));
+                    assert!(at.len >= len, "TU {t} SU {s}");
+                }
+            }
+        }
+        // Variable: one TU of 10 bytes over 4 links, SUs of 3 (the last of 1).
+        let l = stripes(10, 3, 4).unwrap();
+        for s in 0..4u16 {
+            let (off, len) = su_range(10, 10, 4, 0, s).unwrap();
+            assert_eq!(l.locate(off).map(|x| x.unit), Some(u64::from(s)));
+            assert_eq!(l.local_bytes(u64::from(s)).unwrap(), len);
+        }
+    }
+
+    #[test]
+    fn a_variable_adu_is_the_ranks_bytes_in_order() {
+        let l = concatenated(&[3, 0, 2]).unwrap();
+        assert_eq!(l.total_bytes(), Some(5));
+        assert_eq!(l.local_bytes(1).unwrap(), 0);
+        assert_eq!(l.locate(3).map(|x| x.unit), Some(2));
+    }
+}
