@@ -196,7 +196,8 @@ fn a_job_streams_adus_of_any_distribution_over_1_to_8_links() {
 }
 
 /// A destination that welcomes the links, takes a little, then goes away: every rank of
-/// the job gets an error (the link owners their link's, the others a remote one), no hang.
+/// the job gets an error (the link owners their link closed in the middle of an ADU, the
+/// others a remote one), no hang.
 #[test]
 fn a_destination_that_dies_mid_stream_is_an_error_on_every_rank() {
     rank_main(|_| {
@@ -217,7 +218,7 @@ fn a_destination_that_dies_mid_stream_is_an_error_on_every_rank() {
         for _ in 0..1000 {
             match s.send_adu(&mine, &l) {
                 Ok(()) => {}
-                Err(StreamError::PeerClosed { .. }) => what = Some("link error"),
+                Err(StreamError::PeerClosed { at: Some(_), .. }) => what = Some("link error"),
                 Err(StreamError::Remote { .. }) => what = Some("remote error"),
                 Err(other) => return Err(format!("unexpected {other}")),
             }
