@@ -3,7 +3,8 @@
 //! and an ADU of 0 bytes), a stream sequenced after another (sent first, handed out after
 //! the other ended), a lock-step group (its ADU n handed out together); the sending errors
 //! are typed and agreed on every rank: lock-step violation, a group sent incompletely, ADU
-//! and buffer size mismatches, a closed stream, an unreachable destination.
+//! and buffer size mismatches, a layout of more units than ranks, a closed stream, an
+//! unreachable destination.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -78,8 +79,14 @@ fn streams_on_one_connection_keep_their_order_and_their_group_in_step() {
         };
         let left = e(c.open_stream(eye))?;
         let right = e(c.open_stream(StreamOptions { priority: 9, ..eye }))?;
-        // The sequenced stream goes first: the receiver must hold it back.
+        // The sequenced stream goes first: the receiver must hold it back. Its first try
+        // is a layout of more units than ranks: refused, and the stream goes on.
         let six: Layout = e("u8[6] block on 4".parse())?;
+        let too_many: Layout = e("u8[6] block on 6".parse())?;
+        expect_err(
+            c.send_adu(late, &share(&too_many, m, late.get(), 0), &too_many),
+            |x| matches!(x, StreamError::Exchange(_)),
+        )?;
         for a in 0..2 {
             e(c.send_adu(late, &share(&six, m, late.get(), a), &six))?;
         }

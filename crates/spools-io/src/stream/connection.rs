@@ -39,7 +39,9 @@ struct Stream {
 /// program speaking [`spools_proto::stream`]): `links` TCP links, link `s` owned by rank
 /// `s % P` of the communicator's `P` ranks, and any number of streams on them. Every method
 /// is collective (every rank calls it, with the same arguments but its own data) and an
-/// error on any rank fails the call on every rank.
+/// error on any rank fails the call on every rank. A connection dropped without
+/// [`close`](StreamConnection::close) (after an error) is abandoned: its links stop at once
+/// and the receiver sees its open streams end incomplete.
 ///
 /// ```no_run
 /// use spools_io::stream::{StreamConnection, StreamOptions};
@@ -451,10 +453,6 @@ impl<'c> StreamConnection<'c> {
             .get_mut(&id)
             .ok_or(StreamError::UnknownStream { stream: id })?;
         let announce = (!st.announced).then(|| open_frame(id, &st.opts, size));
-        st.announced = true;
-        if !st.opts.variable {
-            st.size = Some(size);
-        }
         let (opts, adu) = (st.opts, st.adus);
         let queued = stripes.and_then(|stripes| {
             let mut stripes = stripes.into_iter();
@@ -473,6 +471,10 @@ impl<'c> StreamConnection<'c> {
         });
         self.agree(queued)?;
         if let Some(st) = self.streams.get_mut(&id) {
+            st.announced = true;
+            if !st.opts.variable {
+                st.size = Some(size);
+            }
             st.adus += 1;
         }
         Ok(())
