@@ -153,6 +153,11 @@ fn streams_on_one_connection_keep_their_order_and_their_group_in_step() {
         e(c.send_adu(right, &frame(right.get(), 1, &cols), &cols))?;
         let (l2, r2) = (frame(left.get(), 2, &cols), frame(right.get(), 2, &rows));
         e(c.send_group(7, &[(right, &r2, &rows), (left, &l2, &cols)]))?;
+        // The left eye ends; the right one then goes on alone.
+        e(c.close_stream(left))?;
+        for a in 3..5 {
+            e(c.send_adu(right, &frame(right.get(), a, &cols), &cols))?;
+        }
         e(c.close())?;
         // A destination nobody listens on: the link owners (ranks 0, 1) cannot reach it,
         // the others learn it from them.
@@ -251,6 +256,12 @@ fn streams_on_one_connection_keep_their_order_and_their_group_in_step() {
         }
     }
     ended(3, 3);
-    ended(4, 3);
-    assert_eq!(got.len(), 3 + 1 + 2 + 1 + 2 * 4, "{got:?}");
+    for a in 3..5 {
+        let Event::Adu { data, .. } = &got[pos(4, a)] else {
+            unreachable!()
+        };
+        assert_eq!(*data, (0..24).map(|g| byte(4, a, g)).collect::<Vec<_>>());
+    }
+    ended(4, 5);
+    assert_eq!(got.len(), 3 + 1 + 2 + 1 + 4 + 6, "{got:?}");
 }

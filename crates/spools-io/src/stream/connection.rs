@@ -297,7 +297,14 @@ impl<'c> StreamConnection<'c> {
     /// # Errors
     /// [`StreamError::UnknownStream`], a failed link, a dead rank; on every rank.
     pub fn close_stream(&mut self, id: StreamId) -> Result<(), StreamError> {
-        let local = self.ready(id.0).map(|_| ());
+        // A stream ahead of its group may end (the group goes on without it).
+        let local = self.check_links().and_then(|()| {
+            if self.streams.contains_key(&id.0) {
+                Ok(())
+            } else {
+                Err(StreamError::UnknownStream { stream: id.0 })
+            }
+        });
         self.agree(local)?;
         let st = self
             .streams
