@@ -94,9 +94,7 @@ impl<'c> StreamConnection<'c> {
         links: u16,
         window: u32,
     ) -> Result<StreamConnection<'c>, StreamError> {
-        if links == 0 || links > MAX_LINKS {
-            return Err(StreamError::Format("1 to 1024 links"));
-        }
+        check_links(links)?;
         // One connection id for the job's links, from rank 0.
         let id = if comm.rank() == 0 {
             spools_boot::random::random::<8>().map_err(StreamError::Random)
@@ -153,23 +151,7 @@ impl<'c> StreamConnection<'c> {
     /// or SUs over 64 MiB; a window of 0. [`StreamError::UnknownStream`]: `after` names no
     /// stream opened on this connection.
     pub fn open_stream(&mut self, opts: StreamOptions) -> Result<StreamId, StreamError> {
-        let k = u64::from(self.links);
-        if opts.tu == 0 {
-            return Err(StreamError::Format("the TU must be at least 1 byte"));
-        }
-        if !opts.variable && opts.tu % k != 0 {
-            return Err(StreamError::Format(
-                "the TU must be a multiple of the links",
-            ));
-        }
-        if !opts.variable && opts.tu / k > u64::from(MAX_SU) {
-            return Err(StreamError::Format(
-                "SUs (TU / links) must be at most 64 MiB",
-            ));
-        }
-        if opts.window == 0 {
-            return Err(StreamError::Format("the window must be at least 1 ADU"));
-        }
+        check_options(self.links, &opts)?;
         if let Some(StreamId(a)) = opts.after {
             if a == 0 || a >= self.next {
                 return Err(StreamError::UnknownStream { stream: a });
@@ -535,6 +517,38 @@ impl<'c> StreamConnection<'c> {
         }
         Ok(())
     }
+}
+
+/// Checks a connection's link count.
+fn check_links(links: u16) -> Result<(), StreamError> {
+    if links == 0 || links > MAX_LINKS {
+        return Err(StreamError::Format("1 to 1024 links"));
+    }
+    Ok(())
+}
+
+/// Checks a stream's options on a connection of `links` links (what
+/// [`StreamConnection::open_stream`] checks before it looks at the connection's streams).
+pub(super) fn check_options(links: u16, opts: &StreamOptions) -> Result<(), StreamError> {
+    check_links(links)?;
+    let k = u64::from(links);
+    if opts.tu == 0 {
+        return Err(StreamError::Format("the TU must be at least 1 byte"));
+    }
+    if !opts.variable && opts.tu % k != 0 {
+        return Err(StreamError::Format(
+            "the TU must be a multiple of the links",
+        ));
+    }
+    if !opts.variable && opts.tu / k > u64::from(MAX_SU) {
+        return Err(StreamError::Format(
+            "SUs (TU / links) must be at most 64 MiB",
+        ));
+    }
+    if opts.window == 0 {
+        return Err(StreamError::Format("the window must be at least 1 ADU"));
+    }
+    Ok(())
 }
 
 /// The `open` frame of stream `id` (ADUs of `size` bytes unless variable).

@@ -131,8 +131,8 @@ impl<'c> StreamWriter<'c> {
             window: format.window,
             ..StreamOptions::default()
         };
-        // Checked before connecting (the same on every rank), with an empty connection.
-        check_format(format.links, &opts)?;
+        // Checked before connecting (the same on every rank).
+        connection::check_options(format.links, &opts)?;
         let mut conn = StreamConnection::connect(comm, dest, format.links, format.window)?;
         let id = conn.open_stream(opts)?;
         Ok(StreamWriter { conn, id })
@@ -164,20 +164,4 @@ impl<'c> StreamWriter<'c> {
     pub fn close(self) -> Result<(), StreamError> {
         self.conn.close()
     }
-}
-
-/// The checks of [`StreamConnection::open_stream`] on a format, before connecting.
-fn check_format(links: u16, opts: &StreamOptions) -> Result<(), StreamError> {
-    if links == 0 || links > spools_proto::stream::MAX_LINKS {
-        return Err(StreamError::Format("1 to 1024 links"));
-    }
-    if opts.tu == 0 || opts.tu % u64::from(links) != 0 {
-        return Err(StreamError::Format(
-            "the TU must be a positive multiple of the links",
-        ));
-    }
-    if opts.window == 0 {
-        return Err(StreamError::Format("the window must be at least 1 ADU"));
-    }
-    Ok(())
 }
