@@ -12,8 +12,10 @@ use spools_proto::stream::{Frame, Open, NOT_SEQUENCED};
 use spools_stream::LinkSender;
 
 mod link;
+mod reader;
 
 use link::LinkThread;
+pub use reader::{AduInfo, Limits, StreamReader};
 
 use crate::collective::{agree_on_outcome, rank_bytes};
 use crate::error::StreamError;
