@@ -133,7 +133,8 @@ impl<'c> StreamReader<'c> {
     ///
     /// # Errors
     /// Those of [`StreamReader::next_adu`]; and, on every rank, a layout whose size is not
-    /// the ADU's (`AduSize`, `Unsized`: the ADU stays the next one), a buffer of the wrong
+    /// the ADU's (`AduSize`, `Unsized`: the ADU stays the next one; an ADU of 0 bytes is
+    /// taken by [`StreamReader::skip_adu`]), a buffer of the wrong
     /// size (`BufferSize` on its rank, `Remote` on the others), a failed exchange.
     pub fn recv_adu(
         &mut self,
@@ -145,13 +146,26 @@ impl<'c> StreamReader<'c> {
         };
         let local = self.check(buf, layout, info);
         agree_on_outcome(self.comm, local, |rank| StreamRecvError::Remote { rank })?;
-        let scattered = self.scatter(buf, layout, info);
+        let scattered = self.scatter(buf, layout.units(), info);
         agree_on_outcome(self.comm, scattered, |rank| StreamRecvError::Remote {
             rank,
         })?;
         self.next = None;
         self.held = Vec::new();
         Ok(Some(info))
+    }
+
+    /// Passes over the next ADU without receiving it, and says which it was (`None` once
+    /// the connection ended with every stream complete). Collective. This is how an ADU of
+    /// 0 bytes, which no layout holds, is taken.
+    ///
+    /// # Errors
+    /// Those of [`StreamReader::next_adu`].
+    pub fn skip_adu(&mut self) -> Result<Option<AduInfo>, StreamRecvError> {
+        let info = self.next_adu()?;
+        self.next = None;
+        self.held = Vec::new();
+        Ok(info)
     }
 
     /// Whether `layout` holds the ADU and `buf` this rank's share; plans the scatter.
@@ -175,7 +189,7 @@ impl<'c> StreamReader<'c> {
             .plan
             .as_ref()
             .is_some_and(|(l, p)| l == layout && p.total_bytes() == size);
-        if size > 0 && !planned {
+        if !planned {
             // The whole ADU as unit 0 of a byte stream, to the layout.
             let whole = Layout::Stripe(StripeLayout::new(size, 1, Some(size))?);
             let plan = Plan::new(&whole, layout).map_err(crate::error::ExchangeError::from)?;
@@ -188,11 +202,14 @@ impl<'c> StreamReader<'c> {
     fn scatter(
         &mut self,
         buf: &mut [u8],
-        layout: &Layout,
+        units: u64,
         info: AduInfo,
     ) -> Result<(), StreamRecvError> {
-        let Some((_, plan)) = self.plan.as_ref().filter(|_| info.size > 0) else {
-            return Ok(()); // An empty ADU: every share is empty.
+        let Some((_, plan)) = self.plan.as_ref() else {
+            return Err(StreamRecvError::AduSize {
+                expected: info.size,
+                got: 0,
+            });
         };
         let me = self.comm.rank();
         let src: Vec<(u64, &[u8])> = if me == 0 {
@@ -200,7 +217,7 @@ impl<'c> StreamReader<'c> {
         } else {
             Vec::new()
         };
-        let mut dst: Vec<(u64, &mut [u8])> = if u64::from(me) < layout.units() {
+        let mut dst: Vec<(u64, &mut [u8])> = if u64::from(me) < units {
             vec![(u64::from(me), buf)]
         } else {
             Vec::new()
