@@ -69,10 +69,15 @@ fn listen<'c>(w: &'c spools::World, name: &str) -> Result<StreamReader<'c>, Stri
     Ok(r)
 }
 
-/// The address the job listens at for `name` (rank 0 writes it); a job that ended
-/// before it did fails the test with what it printed.
+/// The address the job listens at for `name` (rank 0 writes it).
 fn job_addr(d: &Path, name: &str, job: &mut Option<Spawned>) -> SocketAddr {
-    let p = d.join(format!("addr-{name}"));
+    wait_job(d, &format!("addr-{name}"), job).parse().unwrap()
+}
+
+/// Waits for the job to write `file` in `d`, and reads it; a job that ended before it
+/// did fails the test with what it printed.
+fn wait_job(d: &Path, file: &str, job: &mut Option<Spawned>) -> String {
+    let p = d.join(file);
     let start = std::time::Instant::now();
     while !p.exists() {
         let ended = job
@@ -81,13 +86,13 @@ fn job_addr(d: &Path, name: &str, job: &mut Option<Spawned>) -> SocketAddr {
         if ended == Some(true) || start.elapsed() > LIMIT {
             let o = job.take().unwrap().wait(LIMIT);
             panic!(
-                "the job never listened for {name}: {:?}\nstdout:\n{}\nstderr:\n{}",
+                "the job never wrote {file}: {:?}\nstdout:\n{}\nstderr:\n{}",
                 o.status, o.stdout, o.stderr
             );
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    std::fs::read_to_string(&p).unwrap().parse().unwrap()
+    std::fs::read_to_string(&p).unwrap()
 }
 
 /// Bytes of rank `me`'s share of `l` (none beyond its units).
@@ -380,7 +385,7 @@ fn a_sender_that_dies_mid_adu_is_an_error_on_every_rank() {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let sender = Spawned::new(c.spawn().unwrap());
-    wait_for_file(&d.join("half"), LIMIT).unwrap();
+    wait_job(&d, "half", &mut job);
     sender.signal("-KILL");
     let s = sender.wait(LIMIT);
     assert!(
@@ -416,7 +421,7 @@ fn a_corrupt_frame_is_refused_on_every_rank() {
     // Once the job has ADU 0 (the links are read independently: a corrupt frame on one
     // could otherwise overtake the end of ADU 0 on another), TU 0 of ADU 1 fine, then SU
     // 0 of TU 1 corrupt.
-    wait_for_file(&d.join("got0"), LIMIT).unwrap();
+    wait_job(&d, "got0", &mut job);
     send_sus(&mut links, 999, 1, 4, true);
     for mut l in links {
         l.send(&Frame::Close(spools_proto::stream::Close {
