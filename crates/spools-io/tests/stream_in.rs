@@ -2,7 +2,8 @@
 //! sender in the test process (or in a process of its own, killed mid-ADU) streams ADUs to
 //! a job of 4 ranks, which receives each into its layout; every rank's share is checked
 //! byte by byte against an element model. Errors (an ADU cut short, a corrupt frame, a
-//! layout or buffer of the wrong size, an address in use) come out on every rank.
+//! layout or buffer of the wrong size, an address in use) come out on every rank; a client
+//! speaking another protocol is refused while the sender is served.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -180,7 +181,14 @@ fn a_job_receives_adus_into_its_layouts_over_1_to_5_links() {
     let mut job = Some(job.start());
     for (i, (links, tu, spec)) in CASES.iter().enumerate() {
         let size = spec.parse::<Layout>().unwrap().total_bytes().unwrap();
-        let mut s = Sender::connect(job_addr(&d, &i.to_string(), &mut job), *links).unwrap();
+        let addr = job_addr(&d, &i.to_string(), &mut job);
+        if i == 0 {
+            // A client speaking another protocol first: refused, and the sender served.
+            use std::io::Write;
+            let mut g = std::net::TcpStream::connect(addr).unwrap();
+            g.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+        }
+        let mut s = Sender::connect(addr, *links).unwrap();
         s.open(open(*tu, size)).unwrap();
         for a in 0..ADUS {
             s.send_adu(1, a, &canonical(a, size)).unwrap();
