@@ -134,8 +134,8 @@ impl<'c> StreamReader<'c> {
     /// # Errors
     /// Those of [`StreamReader::next_adu`]; and, on every rank, a layout whose size is not
     /// the ADU's (`AduSize`, `Unsized`: the ADU stays the next one; an ADU of 0 bytes is
-    /// taken by [`StreamReader::skip_adu`]), a buffer of the wrong
-    /// size (`BufferSize` on its rank, `Remote` on the others), a failed exchange.
+    /// taken by [`StreamReader::skip_adu`]), a buffer of the wrong size (`BufferSize` on
+    /// its rank, `Remote` on the others), a failed exchange.
     pub fn recv_adu(
         &mut self,
         buf: &mut [u8],
@@ -199,12 +199,7 @@ impl<'c> StreamReader<'c> {
     }
 
     /// The exchange from rank 0's whole ADU into every rank's share.
-    fn scatter(
-        &mut self,
-        buf: &mut [u8],
-        units: u64,
-        info: AduInfo,
-    ) -> Result<(), StreamRecvError> {
+    fn scatter(&self, buf: &mut [u8], units: u64, info: AduInfo) -> Result<(), StreamRecvError> {
         let Some((_, plan)) = self.plan.as_ref() else {
             return Err(StreamRecvError::AduSize {
                 expected: info.size,
