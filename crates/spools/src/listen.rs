@@ -9,7 +9,7 @@ use crate::World;
 
 impl World {
     /// Listens at `addr` (port 0: any free port) for a stream into the job: one logical
-    /// connection from a sender outside it (`spools send`, a [`spools_stream::Sender`],
+    /// connection from a sender outside it (`spools send`, a `spools_stream::Sender`,
     /// any program speaking [`spools_proto::stream`]). Rank 0 owns the K inbound links and
     /// reassembles each ADU; the reader's [`recv_adu`](StreamReader::recv_adu) (collective)
     /// scatters it into every rank's share of a layout, and

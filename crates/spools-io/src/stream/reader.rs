@@ -29,11 +29,11 @@ use crate::exchange::{exchange, ExchangeOptions, Owners};
 ///
 /// ```no_run
 /// use spools_io::stream::StreamReader;
-/// use spools_stream::Limits;
+/// use spools_io::stream::Limits;
 /// let world = spools::init()?;
 /// let frame: spools_map::Layout = "u8[1080,1920,3] block,*,* on 4x1x1".parse()?;
 /// let mut mine = vec![0u8; frame.local_bytes(u64::from(world.rank()))? as usize];
-/// let r = StreamReader::listen(world.communicator(), "0.0.0.0:7000".parse()?, Limits::default())?;
+/// let mut r = StreamReader::listen(world.communicator(), "0.0.0.0:7000".parse()?, Limits::default())?;
 /// while let Some(adu) = r.recv_adu(&mut mine, &frame)? {
 ///     // ... this rank's share of ADU `adu.adu` is in `mine` ...
 /// }
