@@ -22,7 +22,7 @@ mod untrusted;
 pub use crc::crc32c;
 pub use error::{
     ExchangeError, FileError, FormatDefect, FrameError, NpyError, PipeError, PipeStep,
-    PipeViolation, Side, StreamError,
+    PipeViolation, Side, StreamError, StreamRecvError,
 };
 pub use exchange::{exchange, ExchangeOptions, ExchangeStats, Owners};
 pub use redistribute::{redistribute, redistribute_plan};

@@ -41,6 +41,7 @@
 
 mod io;
 mod leave;
+mod listen;
 mod world;
 
 pub use spools_am::{
@@ -51,9 +52,11 @@ pub use spools_boot::config::{Config, SingleCopyChoice, TransportChoice};
 pub use spools_boot::identity::LauncherKind;
 pub use spools_fabric::{Caps, FabricError, Priority, SingleCopy, Transport};
 pub use spools_io::file::{FileStats, Format, ReadOptions, Reshuffle, Striping, WriteOptions};
+pub use spools_io::stream::{AduInfo, StreamReader};
 pub use spools_io::stream::{
     StreamConnection, StreamFormat, StreamId, StreamOptions, StreamWriter,
 };
+pub use spools_io::StreamRecvError;
 pub use spools_io::{ExchangeError, ExchangeOptions, ExchangeStats, FileError, StreamError};
 pub use spools_map::Layout;
 pub use spools_msg::{

@@ -5,9 +5,11 @@ mod file;
 mod pipe;
 mod side;
 mod stream;
+mod stream_recv;
 
 pub use exchange::ExchangeError;
 pub use file::{FileError, FormatDefect, NpyError};
 pub use pipe::{FrameError, PipeError, PipeStep, PipeViolation};
 pub use side::Side;
 pub use stream::StreamError;
+pub use stream_recv::StreamRecvError;

@@ -16,8 +16,10 @@ use spools_msg::Communicator;
 mod connection;
 mod distribution;
 mod link;
+mod reader;
 
 pub use connection::StreamConnection;
+pub use reader::{AduInfo, Limits, StreamReader};
 
 use crate::error::StreamError;
 

@@ -1,0 +1,102 @@
+//! Errors of streams received by a job.
+
+use thiserror::Error;
+
+/// Why receiving a stream into the job failed. Collective like the calls that return it:
+/// what rank 0 (the interface rank) saw of the stream is the same error on every rank;
+/// a rank's own local failure is its own error, and [`StreamRecvError::Remote`] on the
+/// others.
+#[derive(Debug, Error)]
+pub enum StreamRecvError {
+    /// Rank 0 could not listen at the address.
+    #[error("listening at {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// Rank 0 could not start its receiving thread.
+    #[error("starting the receiving thread: {0}")]
+    Thread(std::io::Error),
+    /// The receiver itself failed (accepting a connection), or its thread ended early.
+    #[error("the stream receiver failed: {what}")]
+    Receiver {
+        /// What happened.
+        what: String,
+    },
+    /// An ADU that will never be whole: the sender died or a link was lost in the middle
+    /// of it, or the stream was closed without it.
+    #[error("stream {stream}: ADU {adu} incomplete ({have} of {size} bytes arrived)")]
+    Incomplete {
+        /// The stream.
+        stream: u32,
+        /// The ADU's number.
+        adu: u64,
+        /// Bytes that arrived.
+        have: u64,
+        /// Bytes of the whole ADU.
+        size: u64,
+    },
+    /// ADUs of which nothing arrived before the stream was closed.
+    #[error("stream {stream}: ADUs {from}..{to} never arrived")]
+    Missing {
+        /// The stream.
+        stream: u32,
+        /// The first missing ADU.
+        from: u64,
+        /// One past the last.
+        to: u64,
+    },
+    /// A stream that ended before its sender closed it (a link was lost between ADUs).
+    #[error("stream {stream} was cut short after {adus} ADUs: the sender did not close it")]
+    Cut {
+        /// The stream.
+        stream: u32,
+        /// The ADUs it had.
+        adus: u64,
+    },
+    /// The sender's frames were refused and its connection dropped: a checksum mismatch,
+    /// an SU out of place, a frame that does not fit its stream, a link broken mid-frame.
+    /// Nothing of the ADU it happened in is handed out.
+    #[error("the sender's frames were refused: {reason}")]
+    Refused {
+        /// The receiver's reason, naming the stream, ADU, TU, SU and link where it has them.
+        reason: String,
+    },
+    /// The layout does not hold the ADU: its size is not the ADU's (the ADU stays the
+    /// next one, to receive with another layout).
+    #[error("the next ADU holds {expected} bytes but the layout holds {got}")]
+    AduSize {
+        /// Bytes of the ADU.
+        expected: u64,
+        /// Bytes of the layout.
+        got: u64,
+    },
+    /// A layout without a size (a byte-stream layout without `size=`).
+    #[error("the layout has no size")]
+    Unsized,
+    /// The buffer does not hold this rank's share of the layout.
+    #[error("the ADU buffer holds {got} bytes but this rank's share is {need}")]
+    BufferSize {
+        /// Bytes needed.
+        need: u64,
+        /// Bytes given.
+        got: u64,
+    },
+    /// The layout is not one the job can scatter into.
+    #[error(transparent)]
+    Layout(#[from] spools_map::LayoutError),
+    /// Scattering the ADU into the ranks' buffers failed.
+    #[error(transparent)]
+    Exchange(#[from] crate::error::ExchangeError),
+    /// The job's ranks could not agree (a peer failed).
+    #[error(transparent)]
+    Msg(#[from] spools_msg::MsgError),
+    /// Another rank failed its part (its own error says why).
+    #[error("rank {rank} failed its part of the stream operation")]
+    Remote {
+        /// The first rank that failed.
+        rank: u32,
+    },
+}
