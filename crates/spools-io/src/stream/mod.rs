@@ -1,12 +1,16 @@
-//! Streams out of the job (the iWarp paper's streams device): each ADU, distributed over
-//! the ranks by any layout, is reshuffled by the exchange engine into the *I/O
-//! distribution* — `stripe(unit=SU, count=K)` of its byte stream, link `s`'s unit on rank
-//! `s % P` — and each link owner sends its SUs over its link of the logical connection.
-//! The plan is M1⁻¹∘M2, as for every device; the wire format is [`spools_proto::stream`].
+//! Streams out of and into the job (the iWarp paper's streams device).
+//!
+//! Out: each ADU, distributed over the ranks by any layout, is reshuffled by the exchange
+//! engine into the *I/O distribution* — `stripe(unit=SU, count=K)` of its byte stream, link
+//! `s`'s unit on rank `s % P` — and each link owner sends its SUs over its link of the
+//! logical connection. In: rank 0 reassembles each ADU from its K links, and the exchange
+//! engine scatters it into the ranks' layout. The plan is M1⁻¹∘M2, as for every device;
+//! the wire format is [`spools_proto::stream`].
 //!
 //! - [`StreamWriter`]: one stream on a connection of its own ([`StreamFormat`]).
 //! - [`StreamConnection`]: one connection, several streams ([`StreamOptions`]): sequenced
 //!   (`after`), synchronised in lock-step groups, of variable-size ADUs, with priorities.
+//! - [`StreamReader`]: a connection into the job, ADUs received into any layout.
 
 use std::net::SocketAddr;
 
