@@ -253,7 +253,7 @@ pub struct StreamArgs {
     /// Bytes of one ADU of the links part (default 16M; quick 1M).
     #[arg(long)]
     pub(crate) adu: Option<String>,
-    /// ADUs per run (default 4; quick 2).
+    /// ADUs per run (default 16; quick 2).
     #[arg(long)]
     pub(crate) adus: Option<u64>,
     /// Block sizes b of the cyclic part (default 128,512,2K,8K; quick 128,8K).

@@ -211,7 +211,7 @@ fn sizes(a: &StreamArgs) -> Result<Sizes, BenchError> {
             .unwrap_or_else(|| if a.quick { vec![1, 2] } else { vec![1, 2, 4] }),
         tus: list(&a.tus, &["64K", "256K"], &["64K", "256K", "1M", "4M"])?,
         adu: quick(&a.adu, "1M", "16M")?,
-        adus: a.adus.unwrap_or(if a.quick { 2 } else { 4 }),
+        adus: a.adus.unwrap_or(if a.quick { 2 } else { 16 }),
         blocks: list(&a.blocks, &["128", "8K"], &["128", "512", "2K", "8K"])?,
         cyclic_adu: quick(&a.cyclic_adu, "256K", "8M")?,
     })
