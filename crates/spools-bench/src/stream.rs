@@ -204,11 +204,14 @@ fn sizes(a: &StreamArgs) -> Result<Sizes, BenchError> {
         };
         parse_sizes(&v).map(u64s)
     };
-    Ok(Sizes {
-        links: a
-            .links
+    let mut links =
+        a.links
             .clone()
-            .unwrap_or_else(|| if a.quick { vec![1, 2] } else { vec![1, 2, 4] }),
+            .unwrap_or_else(|| if a.quick { vec![1, 2] } else { vec![1, 2, 4] });
+    links.sort_unstable();
+    links.dedup();
+    Ok(Sizes {
+        links,
         tus: list(&a.tus, &["64K", "256K"], &["64K", "256K", "1M", "4M"])?,
         adu: quick(&a.adu, "1M", "16M")?,
         adus: a.adus.unwrap_or(if a.quick { 2 } else { 16 }),
@@ -505,39 +508,23 @@ pub(crate) fn run(a: &StreamArgs) -> Result<(), BenchError> {
     Ok(())
 }
 
-/// Names of the plotted series (static, as the plotter wants them).
-fn links_name(k: u16) -> &'static str {
-    const NAMES: [&str; 8] = [
-        "stream, 1 link",
-        "stream, 2 links",
-        "stream, 3 links",
-        "stream, 4 links",
-        "stream, 5 links",
-        "stream, 6 links",
-        "stream, 7 links",
-        "stream, 8 links",
+/// The plotted series' names for K links and iperf3 with K streams (static, as the
+/// plotter wants them; "more" beyond 8).
+fn series_names(k: u16) -> (&'static str, &'static str) {
+    const NAMES: [(&str, &str); 8] = [
+        ("stream, 1 link", "iperf3 -P 1"),
+        ("stream, 2 links", "iperf3 -P 2"),
+        ("stream, 3 links", "iperf3 -P 3"),
+        ("stream, 4 links", "iperf3 -P 4"),
+        ("stream, 5 links", "iperf3 -P 5"),
+        ("stream, 6 links", "iperf3 -P 6"),
+        ("stream, 7 links", "iperf3 -P 7"),
+        ("stream, 8 links", "iperf3 -P 8"),
     ];
     NAMES
         .get(usize::from(k).wrapping_sub(1))
         .copied()
-        .unwrap_or("stream, more links")
-}
-
-fn iperf_name(k: u16) -> &'static str {
-    const NAMES: [&str; 8] = [
-        "iperf3 -P 1",
-        "iperf3 -P 2",
-        "iperf3 -P 3",
-        "iperf3 -P 4",
-        "iperf3 -P 5",
-        "iperf3 -P 6",
-        "iperf3 -P 7",
-        "iperf3 -P 8",
-    ];
-    NAMES
-        .get(usize::from(k).wrapping_sub(1))
-        .copied()
-        .unwrap_or("iperf3 -P more")
+        .unwrap_or(("stream, more links", "iperf3 -P more"))
 }
 
 /// A point of a plot: at `x`, one ADU in `adu_s` seconds and a rate of `mbps`.
@@ -564,26 +551,19 @@ fn plot(file: &std::path::Path, r: &StreamReport) -> Result<(), BenchError> {
                 .map(|p| point(p.tu, p.stream.median_s / l.adus as f64, p.stream.mb_per_s))
                 .collect();
             series.push(Series {
-                path: links_name(k),
+                path: series_names(k).0,
                 points,
             });
         }
+        // iperf3 does not cut into TUs: a flat line over the TUs measured.
+        let mut tus: Vec<u64> = l.points.iter().map(|p| p.tu).collect();
+        tus.sort_unstable();
+        tus.dedup();
         for i in &l.iperf3 {
-            let points = l
-                .points
-                .iter()
-                .filter(|p| p.links == l.points[0].links)
-                .map(|p| {
-                    point(
-                        p.tu,
-                        l.adu_bytes as f64 / i.mb_per_s.max(1e-9) / 1e6,
-                        i.mb_per_s,
-                    )
-                })
-                .collect();
+            let adu_s = l.adu_bytes as f64 / i.mb_per_s.max(1e-9) / 1e6;
             series.push(Series {
-                path: iperf_name(i.streams),
-                points,
+                path: series_names(i.streams).1,
+                points: tus.iter().map(|&tu| point(tu, adu_s, i.mb_per_s)).collect(),
             });
         }
         crate::plot::write(file, "stream by TU (per ADU)", &series)?;

@@ -89,6 +89,17 @@ fn first_line(
     }
 }
 
+/// The remaining lines of a child that has ended: up to the end of its pipe (the reading
+/// thread may still hold the last lines), waited for at most [`LIMIT`].
+fn rest(rx: &Receiver<String>) -> Vec<String> {
+    let t = Instant::now();
+    let mut v = Vec::new();
+    while let Ok(l) = rx.recv_timeout(LIMIT.saturating_sub(t.elapsed())) {
+        v.push(l);
+    }
+    v
+}
+
 /// What `spools recv` reported once it ended.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub(crate) struct Received {
@@ -142,7 +153,7 @@ impl SpoolsRecv {
     /// received.
     pub(crate) fn finish(mut self) -> Result<Received, BenchError> {
         let ok = self.peer.wait()?;
-        let said: Vec<String> = self.stderr.try_iter().collect();
+        let said = rest(&self.stderr);
         if !ok {
             bail!("spools recv failed: {}", said.join(" | "));
         }
