@@ -34,6 +34,9 @@ pub enum Bench {
     Pipe(PipeArgs),
     /// In-memory redistribution between two layouts against memcpy (any number of ranks).
     Redist(RedistArgs),
+    /// Streams out of the job to `spools recv`: throughput by links and TU against
+    /// iperf3, and cyclic(b) ADUs reshuffled against raw streaming (paper Figure 15).
+    Stream(StreamArgs),
 }
 
 /// Options every benchmark takes.
@@ -228,4 +231,41 @@ pub struct RedistArgs {
     /// Checksum every transfer unit.
     #[arg(long)]
     pub(crate) integrity: bool,
+}
+
+/// Options of `spools bench stream`.
+#[derive(Args, Debug)]
+pub struct StreamArgs {
+    #[command(flatten)]
+    pub(crate) common: CommonArgs,
+    /// Parts to run, comma-separated: links (throughput against iperf3), cyclic (Figure 15).
+    #[arg(long, value_delimiter = ',', default_value = "links,cyclic")]
+    pub(crate) parts: Vec<String>,
+    /// Small sizes (a test's): every size not given is taken small.
+    #[arg(long)]
+    pub(crate) quick: bool,
+    /// Link counts of the links part, comma-separated (default 1,2,4; quick 1,2).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) links: Option<Vec<u16>>,
+    /// TU sizes of the links part (default 64K,256K,1M,4M; quick 64K,256K).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) tus: Option<Vec<String>>,
+    /// Bytes of one ADU of the links part (default 16M; quick 1M).
+    #[arg(long)]
+    pub(crate) adu: Option<String>,
+    /// ADUs per run (default 16; quick 2).
+    #[arg(long)]
+    pub(crate) adus: Option<u64>,
+    /// Block sizes b of the cyclic part (default 128,512,2K,8K; quick 128,8K).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) blocks: Option<Vec<String>>,
+    /// Bytes of one ADU of the cyclic part, a multiple of the ranks (default 8M; quick 256K).
+    #[arg(long)]
+    pub(crate) cyclic_adu: Option<String>,
+    /// Leave iperf3 out (it is the limit the links part is compared against).
+    #[arg(long)]
+    pub(crate) no_iperf3: bool,
+    /// Write SVG plots: the links part to FILE, the cyclic part to FILE-cyclic.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) plot: Option<PathBuf>,
 }

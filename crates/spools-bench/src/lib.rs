@@ -32,11 +32,12 @@ mod pipe;
 mod rate;
 mod redist;
 mod ring;
+mod stream;
 mod tagged;
 
 pub use args::{
     Bench, CollArgs, CommonArgs, IoArgs, MatmulArgs, OverlapArgs, PingpongArgs, PipeArgs, RateArgs,
-    RedistArgs, RingArgs,
+    RedistArgs, RingArgs, StreamArgs,
 };
 pub use error::BenchError;
 pub use runner::run;

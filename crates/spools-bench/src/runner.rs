@@ -3,7 +3,7 @@
 use crate::args::Bench;
 use crate::error::BenchError;
 use crate::{
-    coll, idle, init, io, logp, matmul, overlap, pingpong, pipe, rate, redist, ring, tagged,
+    coll, idle, init, io, logp, matmul, overlap, pingpong, pipe, rate, redist, ring, stream, tagged,
 };
 
 /// Runs `spools bench ...` on this rank (every rank of the job calls it; rank 0 reports).
@@ -26,5 +26,6 @@ pub fn run(b: &Bench) -> Result<(), BenchError> {
         Bench::Io(a) => io::run(a),
         Bench::Pipe(a) => pipe::run(a),
         Bench::Redist(a) => redist::run(a),
+        Bench::Stream(a) => stream::run(a),
     }
 }

@@ -2,14 +2,19 @@
 //! block-distributed grid (halo exchange with the four neighbours), writing a snapshot
 //! every k steps to a parallel file; then a second job with another number of ranks and
 //! another distribution reads every snapshot back and checks it, bit for bit, against a
-//! one-process computation. Both jobs print what they moved and how fast.
+//! one-process computation. Both jobs print what they moved and how fast. With
+//! `--stream tcp:HOST:PORT`, every snapshot is also sent, as one ADU of a stream, to a
+//! destination outside the job (`spools recv`, for example).
 
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use spools::{Format, Layout, ReadOptions, Striping, World, WriteOptions};
+use spools::{
+    Format, Layout, ReadOptions, StreamFormat, StreamWriter, Striping, World, WriteOptions,
+};
 use spools_boot::launcher::{launch, LaunchSpec};
 
 /// Options of `spools demo heat`.
@@ -33,6 +38,13 @@ pub(crate) struct HeatArgs {
     /// Directory of the snapshot files.
     #[arg(long, default_value = "target/heat")]
     dir: PathBuf,
+    /// Also stream every snapshot (the grid, an ADU in the canonical order of the .npy
+    /// data) to tcp:HOST:PORT, e.g. a `spools recv`.
+    #[arg(long, value_name = "tcp:HOST:PORT")]
+    stream: Option<String>,
+    /// Links (TCP connections) of the stream, owned by simulation ranks 0..K.
+    #[arg(long, default_value_t = 1, requires = "stream")]
+    links: u16,
     /// Internal: which job this process is part of.
     #[arg(long, hide = true)]
     role: Option<String>,
@@ -83,6 +95,12 @@ pub(crate) fn heat(a: &HeatArgs) -> Result<()> {
     if a.n < 3 || a.every == 0 {
         bail!("--n must be at least 3 and --every at least 1");
     }
+    if a.links == 0 || u32::from(a.links) > a.ranks {
+        bail!("--links must be 1 to --ranks ({})", a.ranks);
+    }
+    if let Some(s) = &a.stream {
+        stream_dest(s)?;
+    }
     match a.role.as_deref() {
         Some("sim") => return simulate(a),
         Some("check") => return check(a),
@@ -92,6 +110,15 @@ pub(crate) fn heat(a: &HeatArgs) -> Result<()> {
     std::fs::create_dir_all(&a.dir).with_context(|| format!("creating {}", a.dir.display()))?;
     let exe = std::env::current_exe().context("finding this program")?;
     for (ranks, role) in [(a.ranks, "sim"), (a.readers, "check")] {
+        let stream = match (&a.stream, role) {
+            (Some(s), "sim") => vec![
+                "--stream".to_string(),
+                s.clone(),
+                "--links".into(),
+                a.links.to_string(),
+            ],
+            _ => Vec::new(),
+        };
         let spec = LaunchSpec {
             ranks,
             program: exe.clone().into(),
@@ -114,6 +141,8 @@ pub(crate) fn heat(a: &HeatArgs) -> Result<()> {
                 role,
             ]
             .iter()
+            .map(|s| (*s).to_string())
+            .chain(stream)
             .map(Into::into)
             .collect(),
             tag_output: false,
@@ -127,6 +156,56 @@ pub(crate) fn heat(a: &HeatArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The address of `tcp:HOST:PORT`.
+fn stream_dest(s: &str) -> Result<SocketAddr> {
+    let Some(hp) = s.strip_prefix("tcp:") else {
+        bail!("--stream {s:?}: expected tcp:HOST:PORT");
+    };
+    hp.to_socket_addrs()
+        .with_context(|| format!("--stream {s}"))?
+        .next()
+        .with_context(|| format!("--stream {s}: no address"))
+}
+
+/// The simulation's frames as a stream: the demo's only use of the stream API.
+struct Frames<'w> {
+    out: StreamWriter<'w>,
+    dest: SocketAddr,
+    links: u16,
+    secs: f64,
+}
+
+impl<'w> Frames<'w> {
+    /// Opens the stream on every rank; TUs of 256 KiB per link.
+    fn open(w: &'w World, dest: SocketAddr, layout: &Layout, links: u16) -> Result<Frames<'w>> {
+        let tu = u64::from(links) << 18;
+        let out = w
+            .stream_open(dest, layout, StreamFormat { links, tu })
+            .with_context(|| format!("opening a stream to {dest}"))?;
+        Ok(Frames {
+            out,
+            dest,
+            links,
+            secs: 0.0,
+        })
+    }
+
+    /// Sends one frame: `block` is this rank's part of the grid.
+    fn send(&mut self, block: &[f64]) -> Result<()> {
+        let t = Instant::now();
+        self.out.write(spools::as_bytes(block))?;
+        self.secs += t.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// Ends the stream; the ADUs sent and the seconds spent sending them.
+    fn close(self) -> Result<(u64, f64)> {
+        let (adus, t) = (self.out.adus(), Instant::now());
+        self.out.close()?;
+        Ok((adus, self.secs + t.elapsed().as_secs_f64()))
+    }
 }
 
 fn rate(bytes: u64, secs: f64) -> String {
@@ -205,6 +284,10 @@ fn simulate_rank(w: &World, a: &HeatArgs) -> Result<()> {
         format: Format::Npy,
         ..Default::default()
     };
+    let mut frames = match &a.stream {
+        Some(s) => Some(Frames::open(w, stream_dest(s)?, &layout, a.links)?),
+        None => None,
+    };
     w.barrier()?;
     let t_all = Instant::now();
     for step in 1..=a.steps {
@@ -280,6 +363,10 @@ fn simulate_rank(w: &World, a: &HeatArgs) -> Result<()> {
             file_s += write(w, &u, &mut block, &snapshot_path(&dir, step), &npy)?;
             file_bytes += n * n * 8;
             snaps += 1;
+            // The block just written is the frame.
+            if let Some(f) = frames.as_mut() {
+                f.send(&block)?;
+            }
         }
     }
     // The final state also goes to a RAID-5 file striped over three directories.
@@ -293,6 +380,13 @@ fn simulate_rank(w: &World, a: &HeatArgs) -> Result<()> {
         ..Default::default()
     };
     let raid_s = write(w, &u, &mut block, &final_path(&dir), &raid)?;
+    let streamed = match frames {
+        Some(f) => {
+            let (dest, links) = (f.dest, f.links);
+            Some((dest, links, f.close()?))
+        }
+        None => None,
+    };
     let total_s = t_all.elapsed().as_secs_f64();
     let mut sums = [0u64; 1];
     w.allreduce(&[halo_bytes], &mut sums, &spools::Op::Sum)?;
@@ -328,6 +422,17 @@ fn simulate_rank(w: &World, a: &HeatArgs) -> Result<()> {
             raid_s,
             rate(n * n * 8, raid_s)
         );
+        if let Some((dest, links, (adus, secs))) = streamed {
+            let bytes = adus * n * n * 8;
+            println!(
+                "  {:<34} {:>12} {:>9.3} {:>11}",
+                format!("{adus} frames streamed ({links} links)"),
+                bytes,
+                secs,
+                rate(bytes, secs)
+            );
+            println!("  {:<34} {dest}", "  to");
+        }
         println!("  {:<34} {:>12} {:>9.3}", "whole run", "", total_s);
     }
     Ok(())
