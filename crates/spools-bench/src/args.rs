@@ -244,7 +244,7 @@ pub struct StreamArgs {
     /// Small sizes (a test's): every size not given is taken small.
     #[arg(long)]
     pub(crate) quick: bool,
-    /// Link counts of the links part, comma-separated (default 1,2,4; quick 1,2).
+    /// Link counts of the links part, comma-separated (default 1,2,4,8; quick 1,2).
     #[arg(long, value_delimiter = ',')]
     pub(crate) links: Option<Vec<u16>>,
     /// TU sizes of the links part (default 64K,256K,1M,4M; quick 64K,256K).

@@ -36,6 +36,9 @@ pub enum BenchError {
     /// A parallel pipe.
     #[error(transparent)]
     Pipe(#[from] spools_io::PipeError),
+    /// A stream out of the job failed (on every rank).
+    #[error(transparent)]
+    Stream(#[from] spools::StreamError),
     /// Planning a redistribution.
     #[error(transparent)]
     Plan(#[from] spools_map::PlanError),

@@ -130,8 +130,6 @@ struct LinksPart {
     points: Vec<LinksPoint>,
     /// iperf3 over loopback, moving the bytes of one run (at least 64 MiB).
     iperf3: Vec<IperfPoint>,
-    /// Link counts asked for but above the job's ranks (a link is owned by a rank).
-    skipped_links: Vec<u16>,
 }
 
 /// One block size of the `cyclic` part.
@@ -204,10 +202,13 @@ fn sizes(a: &StreamArgs) -> Result<Sizes, BenchError> {
         };
         parse_sizes(&v).map(u64s)
     };
-    let mut links =
-        a.links
-            .clone()
-            .unwrap_or_else(|| if a.quick { vec![1, 2] } else { vec![1, 2, 4] });
+    let mut links = a.links.clone().unwrap_or_else(|| {
+        if a.quick {
+            vec![1, 2]
+        } else {
+            vec![1, 2, 4, 8]
+        }
+    });
     links.sort_unstable();
     links.dedup();
     Ok(Sizes {
@@ -231,14 +232,13 @@ fn send_stream(
     data: &[u8],
     adus: u64,
 ) -> Result<Instant, BenchError> {
-    let stream_err = |e: spools::StreamError| BenchError::Invalid(format!("stream: {e}"));
-    let mut s = w.stream_open(dest, layout, format).map_err(stream_err)?;
+    let mut s = w.stream_open(dest, format)?;
     w.barrier()?;
     let t0 = Instant::now();
     for _ in 0..adus {
-        s.write(data).map_err(stream_err)?;
+        s.send_adu(data, layout)?;
     }
-    s.close().map_err(stream_err)?;
+    s.close()?;
     Ok(t0)
 }
 
@@ -322,8 +322,8 @@ fn links_part(w: &World, a: &StreamArgs, s: &Sizes) -> Result<LinksPart, BenchEr
     let holders = w.size().min(HOLDERS);
     let layout = parse_layout("--adu", &format!("u8[{}] block on {holders}", s.adu))?;
     let data = fill(&layout, w.rank(), 0)?;
-    let (ks, skipped): (Vec<u16>, Vec<u16>) =
-        s.links.iter().partition(|&&k| u32::from(k) <= w.size());
+    // Link `s` is owned by rank `s % P`: any number of links from any number of ranks.
+    let ks = s.links.clone();
     let mut points: Vec<LinksPoint> = Vec::new();
     for &k in &ks {
         for &tu in &s.tus {
@@ -363,6 +363,7 @@ fn links_part(w: &World, a: &StreamArgs, s: &Sizes) -> Result<LinksPart, BenchEr
             let f = StreamFormat {
                 links: p.links,
                 tu: p.tu,
+                ..StreamFormat::default()
             };
             p.stream
                 .runs
@@ -397,7 +398,6 @@ fn links_part(w: &World, a: &StreamArgs, s: &Sizes) -> Result<LinksPart, BenchEr
         adus: s.adus,
         points,
         iperf3: iperf,
-        skipped_links: skipped,
     })
 }
 
@@ -419,7 +419,11 @@ fn cyclic_part(w: &World, a: &StreamArgs, s: &Sizes) -> Result<CyclicPart, Bench
         adu % u64::from(p) == 0 && adu > 0,
         "--cyclic-adu {adu} must be a positive multiple of the {p} ranks"
     );
-    let format = StreamFormat { links, tu: adu };
+    let format = StreamFormat {
+        links,
+        tu: adu,
+        ..StreamFormat::default()
+    };
     let raw = parse_layout(
         "--cyclic-adu",
         &format!("u8[{}] block on {p}", s.cyclic_adu),
@@ -615,9 +619,6 @@ fn print_table(r: &StreamReport) {
                 "  K={:<2} TU={:<9} {:>9.1} MB/s  x{:.2} of iperf3 -P 1, x{:.2} of -P {}",
                 p.links, p.tu, p.stream.mb_per_s, p.vs_iperf3_1, p.vs_iperf3_k, p.links
             );
-        }
-        if !l.skipped_links.is_empty() {
-            println!("  skipped (more links than ranks): {:?}", l.skipped_links);
         }
     }
     if let Some(c) = &r.cyclic {

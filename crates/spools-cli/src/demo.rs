@@ -172,6 +172,7 @@ fn stream_dest(s: &str) -> Result<SocketAddr> {
 /// The simulation's frames as a stream: the demo's only use of the stream API.
 struct Frames<'w> {
     out: StreamWriter<'w>,
+    layout: Layout,
     dest: SocketAddr,
     links: u16,
     secs: f64,
@@ -182,10 +183,18 @@ impl<'w> Frames<'w> {
     fn open(w: &'w World, dest: SocketAddr, layout: &Layout, links: u16) -> Result<Frames<'w>> {
         let tu = u64::from(links) << 18;
         let out = w
-            .stream_open(dest, layout, StreamFormat { links, tu })
+            .stream_open(
+                dest,
+                StreamFormat {
+                    links,
+                    tu,
+                    ..StreamFormat::default()
+                },
+            )
             .with_context(|| format!("opening a stream to {dest}"))?;
         Ok(Frames {
             out,
+            layout: layout.clone(),
             dest,
             links,
             secs: 0.0,
@@ -195,7 +204,7 @@ impl<'w> Frames<'w> {
     /// Sends one frame: `block` is this rank's part of the grid.
     fn send(&mut self, block: &[f64]) -> Result<()> {
         let t = Instant::now();
-        self.out.write(spools::as_bytes(block))?;
+        self.out.send_adu(spools::as_bytes(block), &self.layout)?;
         self.secs += t.elapsed().as_secs_f64();
         Ok(())
     }
