@@ -238,8 +238,9 @@ pub struct RedistArgs {
 pub struct StreamArgs {
     #[command(flatten)]
     pub(crate) common: CommonArgs,
-    /// Parts to run, comma-separated: links (throughput against iperf3), cyclic (Figure 15).
-    #[arg(long, value_delimiter = ',', default_value = "links,cyclic")]
+    /// Parts to run, comma-separated: links (throughput against iperf3), cyclic (Figure 15),
+    /// group (four lock-step streams of RGB frames: frames/s and skew).
+    #[arg(long, value_delimiter = ',', default_value = "links,cyclic,group")]
     pub(crate) parts: Vec<String>,
     /// Small sizes (a test's): every size not given is taken small.
     #[arg(long)]
@@ -262,6 +263,19 @@ pub struct StreamArgs {
     /// Bytes of one ADU of the cyclic part, a multiple of the ranks (default 8M; quick 256K).
     #[arg(long)]
     pub(crate) cyclic_adu: Option<String>,
+    /// Frame size of the group part, HEIGHTxWIDTH of RGB bytes (default 1080x1920; quick
+    /// 120x160).
+    #[arg(long)]
+    pub(crate) frame: Option<String>,
+    /// Frames per run of the group part (default 60; quick 3).
+    #[arg(long)]
+    pub(crate) frames: Option<u64>,
+    /// Links of the group part's connection.
+    #[arg(long, default_value_t = 4)]
+    pub(crate) group_links: u16,
+    /// TU of the group part's streams, a multiple of its links (default 1M; quick 64K).
+    #[arg(long)]
+    pub(crate) group_tu: Option<String>,
     /// Leave iperf3 out (it is the limit the links part is compared against).
     #[arg(long)]
     pub(crate) no_iperf3: bool,

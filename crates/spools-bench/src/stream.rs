@@ -34,8 +34,10 @@ use crate::session::start;
 use crate::sizes::{parse_size, parse_sizes};
 use crate::stats::{median, rounded};
 
+mod group;
 mod peers;
 
+use group::{group_part, GroupPart, GroupSizes};
 use peers::{iperf3, IperfRun, Received, SpoolsRecv};
 
 /// Ranks holding the ADU in the `links` part (at most).
@@ -174,6 +176,9 @@ struct StreamReport {
     /// The `cyclic` part, when run.
     #[serde(skip_serializing_if = "Option::is_none")]
     cyclic: Option<CyclicPart>,
+    /// The `group` part, when run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    group: Option<GroupPart>,
 }
 
 /// The sizes of a run, after `--quick`.
@@ -184,6 +189,7 @@ struct Sizes {
     adus: u64,
     blocks: Vec<u64>,
     cyclic_adu: u64,
+    group: GroupSizes,
 }
 
 fn sizes(a: &StreamArgs) -> Result<Sizes, BenchError> {
@@ -218,7 +224,28 @@ fn sizes(a: &StreamArgs) -> Result<Sizes, BenchError> {
         adus: a.adus.unwrap_or(if a.quick { 2 } else { 16 }),
         blocks: list(&a.blocks, &["128", "8K"], &["128", "512", "2K", "8K"])?,
         cyclic_adu: quick(&a.cyclic_adu, "256K", "8M")?,
+        group: GroupSizes {
+            hw: frame_size(a)?,
+            frames: a.frames.unwrap_or(if a.quick { 3 } else { 60 }),
+            links: a.group_links,
+            tu: quick(&a.group_tu, "64K", "1M")?,
+        },
     })
+}
+
+/// `--frame HxW` (default 1080x1920; quick 120x160).
+fn frame_size(a: &StreamArgs) -> Result<(u64, u64), BenchError> {
+    let f = a
+        .frame
+        .as_deref()
+        .unwrap_or(if a.quick { "120x160" } else { "1080x1920" });
+    let parsed = f
+        .split_once('x')
+        .and_then(|(h, w)| Some((h.parse::<u64>().ok()?, w.parse::<u64>().ok()?)));
+    match parsed {
+        Some((h, w)) if h > 0 && w > 0 => Ok((h, w)),
+        _ => bail!("--frame {f}: HEIGHTxWIDTH, both positive"),
+    }
 }
 
 /// Sends `adus` ADUs, each `data` (this rank's share of `layout`), as one stream to
@@ -470,8 +497,8 @@ fn cyclic_part(w: &World, a: &StreamArgs, s: &Sizes) -> Result<CyclicPart, Bench
 pub(crate) fn run(a: &StreamArgs) -> Result<(), BenchError> {
     for part in &a.parts {
         ensure!(
-            part == "links" || part == "cyclic",
-            "--parts {part}: links or cyclic"
+            part == "links" || part == "cyclic" || part == "group",
+            "--parts {part}: links, cyclic or group"
         );
     }
     let s = sizes(a)?;
@@ -490,6 +517,11 @@ pub(crate) fn run(a: &StreamArgs) -> Result<(), BenchError> {
     } else {
         None
     };
+    let group = if a.parts.iter().any(|p| p == "group") {
+        Some(group_part(&w, a.common.reps, &s.group)?)
+    } else {
+        None
+    };
     w.barrier()?;
     if w.rank() == 0 {
         let report = StreamReport {
@@ -498,6 +530,7 @@ pub(crate) fn run(a: &StreamArgs) -> Result<(), BenchError> {
             reps: a.common.reps,
             links,
             cyclic,
+            group,
         };
         if let Some(file) = &a.plot {
             plot(file, &report)?;
@@ -632,5 +665,15 @@ fn print_table(r: &StreamReport) {
                 p.block, p.reshuffled.mb_per_s, p.raw.mb_per_s, p.ratio
             );
         }
+    }
+    if let Some(g) = &r.group {
+        println!(
+            "stream group: {} lock-step streams of {} frames of {} bytes from {} ranks over {} links, median of {} runs",
+            g.streams, g.frames, g.frame_bytes, g.ranks, g.links, r.reps
+        );
+        println!(
+            "  {:.1} frames/s of the group ({:.1} MB/s), skew {}",
+            g.frames_per_s, g.timing.mb_per_s, g.skew
+        );
     }
 }

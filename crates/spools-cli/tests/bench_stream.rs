@@ -150,6 +150,36 @@ fn quick_stream_bench_reports_every_point_and_every_run_delivered_its_bytes() {
         check_runs(&p["raw"], reps, adu, adus, &format!("raw {p}"));
         assert!(p["ratio"].as_f64().unwrap() > 0.0, "{p}");
     }
+
+    // Four lock-step streams of 120x160 RGB frames, 3 per run: every ADU handed out whole
+    // by the receiver, in lock step.
+    let g = &doc["group"];
+    let frame = 120 * 160 * 3;
+    assert_eq!(
+        (
+            u(&g["ranks"], "ranks"),
+            u(&g["streams"], "streams"),
+            u(&g["frame_bytes"], "frame"),
+            u(&g["frames"], "frames")
+        ),
+        (4, 4, frame, 3),
+        "{g}"
+    );
+    assert_eq!(u(&g["skew"], "skew"), 0, "{g}");
+    let runs = g["timing"]["runs"].as_array().unwrap();
+    assert_eq!(runs.len() as u64, reps, "{g}");
+    for r in runs {
+        assert_eq!(
+            (
+                u(&r["adus"], "adus"),
+                u(&r["bytes"], "bytes"),
+                u(&r["skew"], "skew")
+            ),
+            (4 * 3, 4 * 3 * frame, 0),
+            "{r}"
+        );
+    }
+    assert!(g["frames_per_s"].as_f64().unwrap() > 0.0, "{g}");
 }
 
 #[test]
