@@ -9,8 +9,10 @@
 //! - [`Receiver`]: a TCP port that serves many senders' connections (`spools recv`);
 //! - [`Sender`]: K links from one process (`spools send`).
 
+mod acks;
 mod error;
 mod link;
+mod random;
 mod reassembly;
 mod receiver;
 mod sender;
@@ -18,5 +20,5 @@ mod sender;
 pub use error::ReassemblyError;
 pub use link::LinkError;
 pub use reassembly::{Event, Limits, Reassembler};
-pub use receiver::{Delivery, Receiver, RecvError, Summary};
+pub use receiver::{Delivery, Receiver, RecvError, Summary, HANDSHAKE_TIMEOUT};
 pub use sender::{LinkSender, SendError, Sender};

@@ -52,12 +52,44 @@ impl<R: Read> FrameReader<R> {
         }
     }
 
-    /// The next frame (borrowing the reader's buffer until the next call).
-    pub(crate) fn next(&mut self) -> Result<Read1<'_>, LinkError> {
-        // Drop the frame handed out last.
+    /// Drops the frame handed out last.
+    fn consume(&mut self) {
         self.buf.copy_within(self.used..self.len, 0);
         self.len -= self.used;
         self.used = 0;
+    }
+
+    /// Fills `out` with the next bytes of the link, which are not frames of the stream
+    /// protocol (the secret handshake's messages).
+    pub(crate) fn read_raw(&mut self, out: &mut [u8]) -> Result<(), LinkError> {
+        self.consume();
+        let n = out.len().min(self.len);
+        out[..n].copy_from_slice(&self.buf[..n]);
+        self.used = n;
+        self.consume();
+        if n < out.len() {
+            self.src.read_exact(&mut out[n..]).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                    LinkError::Truncated {
+                        have: n,
+                        need: out.len(),
+                    }
+                } else {
+                    e.into()
+                }
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The underlying reader.
+    pub(crate) fn get_ref(&self) -> &R {
+        &self.src
+    }
+
+    /// The next frame (borrowing the reader's buffer until the next call).
+    pub(crate) fn next(&mut self) -> Result<Read1<'_>, LinkError> {
+        self.consume();
         loop {
             // Decoding twice (to learn the length, then to borrow) keeps the borrow simple.
             match decode(&self.buf[..self.len])? {

@@ -4,45 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::mpsc::channel;
 use std::time::Duration;
 
+use common::{data, serve};
 use spools_proto::stream::{Open, NOT_SEQUENCED};
-use spools_stream::{Delivery, Event, Limits, Receiver, Sender, Summary};
-
-/// Serves `connections` connections on a thread; the result within a bounded wait.
-fn serve(
-    connections: usize,
-) -> (
-    std::net::SocketAddr,
-    impl FnOnce() -> (Summary, Vec<Delivery>),
-) {
-    let r = Receiver::bind("127.0.0.1:0", Limits::default()).unwrap();
-    let addr = r.local_addr().unwrap();
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        let mut got = Vec::new();
-        let s = r.serve(connections, |d| {
-            got.push(d);
-            Ok(())
-        });
-        let _ = tx.send((s.map_err(|e| e.to_string()), got));
-    });
-    (addr, move || {
-        let (s, got) = rx
-            .recv_timeout(Duration::from_secs(120))
-            .expect("the receiver ended");
-        (s.unwrap(), got)
-    })
-}
-
-fn data(seed: u64, n: usize) -> Vec<u8> {
-    (0..n as u64)
-        .map(|i| (i.wrapping_mul(131).wrapping_add(seed) % 253) as u8)
-        .collect()
-}
+use spools_stream::{Event, Sender};
 
 #[test]
 fn every_link_count_and_tu_gives_the_adus_back_whole() {
