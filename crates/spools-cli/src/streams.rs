@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Args;
+use spools_proto::auth::Secret;
 use spools_proto::stream::{Open, NOT_SEQUENCED};
 use spools_stream::{Delivery, Event, Limits, Receiver, Sender};
 
@@ -23,6 +24,10 @@ pub(crate) struct RecvArgs {
     /// Logical connections to serve before ending.
     #[arg(long, default_value_t = 1)]
     pub(crate) connections: usize,
+    /// Require every sender to prove it knows the job secret in FILE (as `spools secret`
+    /// prints it): the others are refused.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) secret: Option<PathBuf>,
 }
 
 /// `spools send` arguments.
@@ -37,6 +42,20 @@ pub(crate) struct SendArgs {
     /// Transfer Unit: bytes sent as one unit over the links (a size: 96KiB, 1MiB, ...).
     #[arg(long, default_value = "1MiB")]
     pub(crate) tu: String,
+    /// ADUs of a stream in flight beyond those the receiver acknowledged (0: no bound).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) window: u32,
+    /// The job secret in FILE (as `spools secret` prints it), proved to a receiver that
+    /// requires it.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) secret: Option<PathBuf>,
+}
+
+/// The secret in `path`: hexadecimal, as `spools secret` prints it.
+fn read_secret(path: &std::path::Path) -> anyhow::Result<Secret> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("--secret {}", path.display()))?;
+    Secret::from_hex(text.trim()).with_context(|| format!("--secret {}", path.display()))
 }
 
 fn tcp_addr(s: &str) -> anyhow::Result<String> {
@@ -62,7 +81,10 @@ pub(crate) fn recv(a: &RecvArgs) -> anyhow::Result<()> {
     } else {
         Out::File(File::create(&a.out).with_context(|| a.out.clone())?)
     };
-    let r = Receiver::bind(addr.as_str(), Limits::default()).with_context(|| addr.clone())?;
+    let mut r = Receiver::bind(addr.as_str(), Limits::default()).with_context(|| addr.clone())?;
+    if let Some(path) = &a.secret {
+        r = r.require_proof(read_secret(path)?);
+    }
     eprintln!("spools recv: listening on {}", r.local_addr()?);
     let start = Instant::now();
     let mut lost = Vec::new();
@@ -123,8 +145,13 @@ pub(crate) fn send(a: &SendArgs) -> anyhow::Result<()> {
         .with_context(|| addr.clone())?
         .next()
         .with_context(|| format!("{addr}: no address"))?;
+    let secret = a.secret.as_deref().map(read_secret).transpose()?;
     let start = Instant::now();
-    let mut s = Sender::connect(sock, a.links)?;
+    let s = match &secret {
+        Some(secret) => Sender::connect_proving(sock, a.links, secret)?,
+        None => Sender::connect(sock, a.links)?,
+    };
+    let mut s = s.with_window(a.window);
     let mut bytes = 0u64;
     for (i, f) in files.iter().enumerate() {
         let data = std::fs::read(f).with_context(|| f.clone())?;
