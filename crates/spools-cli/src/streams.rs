@@ -86,7 +86,6 @@ pub(crate) fn recv(a: &RecvArgs) -> anyhow::Result<()> {
         r = r.require_proof(read_secret(path)?);
     }
     eprintln!("spools recv: listening on {}", r.local_addr()?);
-    let start = Instant::now();
     let mut lost = Vec::new();
     let summary = r.serve(a.connections, |d: Delivery| {
         match d.event {
@@ -117,7 +116,8 @@ pub(crate) fn recv(a: &RecvArgs) -> anyhow::Result<()> {
             f.sync_all()?;
         }
     }
-    let secs = start.elapsed().as_secs_f64();
+    // From the first hello.
+    let secs = summary.started.map_or(0.0, |t| t.elapsed().as_secs_f64());
     eprintln!(
         "spools recv: {} ADUs, {} bytes in {secs:.3} s ({:.1} MB/s) from {} connection(s)",
         summary.adus,
@@ -146,6 +146,9 @@ pub(crate) fn send(a: &SendArgs) -> anyhow::Result<()> {
         .next()
         .with_context(|| format!("{addr}: no address"))?;
     let secret = a.secret.as_deref().map(read_secret).transpose()?;
+    // The first file is read before connecting: the time reported is the transfer's.
+    let read = |f: &String| std::fs::read(f).with_context(|| f.clone());
+    let mut first = files.first().map(read).transpose()?;
     let start = Instant::now();
     let s = match &secret {
         Some(secret) => Sender::connect_proving(sock, a.links, secret)?,
@@ -154,7 +157,10 @@ pub(crate) fn send(a: &SendArgs) -> anyhow::Result<()> {
     let mut s = s.with_window(a.window);
     let mut bytes = 0u64;
     for (i, f) in files.iter().enumerate() {
-        let data = std::fs::read(f).with_context(|| f.clone())?;
+        let data = match first.take() {
+            Some(d) => d,
+            None => read(f)?,
+        };
         let stream = i as u32 + 1;
         let after = if i == 0 { NOT_SEQUENCED } else { stream - 1 };
         s.open(Open {

@@ -261,6 +261,35 @@ fn fixed_len(kind: u8) -> Result<usize, WireError> {
 /// # Errors
 /// [`WireError`] when the bytes are not a frame of this version.
 pub fn decode(buf: &[u8]) -> Result<Option<(Frame<'_>, usize)>, WireError> {
+    match decode_head(buf)? {
+        None => Ok(None),
+        Some(Head::Frame(f, used)) => Ok(Some((f, used))),
+        Some(Head::Su(s, len)) => {
+            let total = SU_HEADER + len as usize;
+            Ok(buf
+                .get(SU_HEADER..total)
+                .map(|payload| (Frame::Su(s, payload), total)))
+        }
+    }
+}
+
+/// The start of a frame: a whole frame without payload, or the header of an SU whose
+/// payload follows (so that a receiver can read the payload straight to where it goes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Head<'a> {
+    /// A frame other than an SU, and the bytes it used.
+    Frame(Frame<'a>, usize),
+    /// An SU's header ([`SU_HEADER`] bytes) and the length of the payload that follows it.
+    Su(Su, u32),
+}
+
+/// Decodes the start of the frame at the start of `buf`, as [`decode`] but without waiting
+/// for an SU's payload: `Ok(None)` while the frame (or the SU's header) is incomplete.
+///
+/// # Errors
+/// [`WireError`] when the bytes are not a frame of this version (with the same checks as
+/// [`decode`]).
+pub fn decode_head(buf: &[u8]) -> Result<Option<Head<'_>>, WireError> {
     if buf.len() < 4 {
         // A wrong magic is refused as soon as it shows.
         if !b"SPS".starts_with(&buf[..buf.len().min(3)]) {
@@ -348,11 +377,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Frame<'_>, usize)>, WireError> {
             if s.link >= MAX_LINKS || s.su >= MAX_LINKS {
                 return Err(invalid("SU link", s.link.max(s.su).into()));
             }
-            let total = fixed + len as usize;
-            if buf.len() < total {
-                return Ok(None);
-            }
-            return Ok(Some((Frame::Su(s, &buf[fixed..total]), total)));
+            return Ok(Some(Head::Su(s, len)));
         }
         b'C' => {
             let stream = r.u32()?;
@@ -373,7 +398,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Frame<'_>, usize)>, WireError> {
         k => return Err(WireError::UnknownKind(k)),
     };
     r.finish()?;
-    Ok(Some((frame, fixed)))
+    Ok(Some(Head::Frame(frame, fixed)))
 }
 
 fn bad_magic(buf: &[u8]) -> WireError {

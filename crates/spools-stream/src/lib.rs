@@ -10,12 +10,14 @@
 //! - [`Sender`]: K links from one process (`spools send`).
 
 mod acks;
+mod adubuf;
 mod error;
 mod link;
 mod random;
 mod reassembly;
 mod receiver;
 mod sender;
+mod serve_link;
 
 pub use error::ReassemblyError;
 pub use link::LinkError;

@@ -3,23 +3,17 @@
 //! and hands out whole ADUs, and serves other senders when one misbehaves.
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Sender as Tx};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use spools_proto::auth::Secret;
-use spools_proto::handshake::{Server, CLIENT_AUTH_LEN, CLIENT_HELLO_LEN};
-use spools_proto::stream::{
-    Close, Frame, Hello, Open, Su, Welcome, HELLO_CAN_PROVE, VERSION, WELCOME_ACKS, WELCOME_PROVEN,
-    WELCOME_REQUIRE_PROOF,
-};
 
 use crate::acks::AckBoard;
-use crate::link::{FrameReader, LinkError, Read1};
 use crate::reassembly::{Event, Limits, Reassembler};
+use crate::serve_link::{read_link, Msg, Shared};
 
 /// An event of one logical connection.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,6 +39,8 @@ pub struct Summary {
     /// Connections or links dropped after their hello (frames that do not fit their
     /// streams, a link that broke mid-frame): data of theirs may be lost.
     pub broken: Vec<String>,
+    /// When the first link said hello (the start of the transfers).
+    pub started: Option<Instant>,
 }
 
 /// Why serving stopped.
@@ -75,22 +71,6 @@ pub struct Receiver {
     listener: TcpListener,
     limits: Limits,
     secret: Option<Secret>,
-}
-
-/// A frame a link delivered, owned (it crosses threads).
-enum Owned {
-    Open(Open),
-    Su(Su, Vec<u8>),
-    Close(Close),
-    Other(&'static str),
-}
-
-enum Msg {
-    Hello(usize, Hello, Arc<AckBoard>),
-    Frame(usize, Owned),
-    End(usize, Option<String>),
-    Refused(String),
-    AcceptFailed(std::io::Error),
 }
 
 impl Receiver {
@@ -140,6 +120,10 @@ impl Receiver {
     /// connection whose frames do not fit its streams, is dropped and named in
     /// [`Summary::refused`]; the others go on.
     ///
+    /// Each link is read by a thread of its own, which checks every SU's header against
+    /// its stream, reads its payload straight into the ADU's buffer and checks its CRC32C
+    /// there (the links of a connection in parallel); this thread hands out what is whole.
+    ///
     /// # Errors
     /// [`RecvError`] when accepting fails or `sink` returns an error.
     pub fn serve(
@@ -170,54 +154,43 @@ impl Receiver {
             match msg {
                 Msg::AcceptFailed(e) => break Err(RecvError::Accept(e)),
                 Msg::Refused(why) => summary.refused.push(why),
-                Msg::Hello(id, h, acks) => {
+                Msg::Hello {
+                    id,
+                    hello: h,
+                    acks,
+                    reply,
+                } => {
+                    summary.started.get_or_insert_with(Instant::now);
                     let added = match conns.get_mut(&h.conn) {
-                        Some(c) => c.r.as_mut().map_or(Ok(()), |r| r.add_link(&h)),
+                        Some(c) => c.shared.with(|r| r.add_link(&h)).unwrap_or(Ok(())),
                         None => Reassembler::new(&h, self.limits).map(|r| {
                             conns.insert(h.conn, Conn::new(r, h.links));
                         }),
                     };
-                    match added {
-                        Ok(()) => {
+                    let shared = match (added, conns.get_mut(&h.conn)) {
+                        (Ok(()), Some(c)) => {
                             links.insert(id, (h.conn, h.link));
-                            if let Some(c) = conns.get_mut(&h.conn) {
-                                c.acks.push(acks);
-                            }
+                            c.acks.push(acks);
+                            Some(c.shared.clone())
                         }
-                        Err(e) => summary
-                            .broken
-                            .push(format!("connection {:016x}: {e}", h.conn)),
+                        (Err(e), _) => {
+                            summary
+                                .broken
+                                .push(format!("connection {:016x}: {e}", h.conn));
+                            None
+                        }
+                        (Ok(()), None) => None,
+                    };
+                    let _ = reply.send(shared);
+                }
+                Msg::Ready(conn) => {
+                    if let Some(c) = conns.get(&conn) {
+                        if let Err(e) = drain(conn, c, &mut sink, &mut summary) {
+                            break Err(e);
+                        }
                     }
                 }
-                Msg::Frame(id, f) => {
-                    let Some(&(conn, link)) = links.get(&id) else {
-                        continue;
-                    };
-                    let Some(c) = conns.get_mut(&conn) else {
-                        continue;
-                    };
-                    let Some(r) = c.r.as_mut() else { continue };
-                    let frame = match &f {
-                        Owned::Open(o) => Frame::Open(*o),
-                        Owned::Su(s, p) => Frame::Su(*s, p),
-                        Owned::Close(cl) => Frame::Close(*cl),
-                        Owned::Other(what) => {
-                            summary.broken.push(format!(
-                                "connection {conn:016x}, link {link}: unexpected {what}"
-                            ));
-                            c.r = None;
-                            continue;
-                        }
-                    };
-                    if let Err(e) = r.on_frame(link, &frame) {
-                        summary.broken.push(format!("connection {conn:016x}: {e}"));
-                        c.r = None;
-                        continue;
-                    }
-                    if let Err(e) = drain(conn, r, &c.acks, &mut sink, &mut summary) {
-                        break Err(e);
-                    }
-                }
+                Msg::Broken(why) => summary.broken.push(why),
                 Msg::End(id, error) => {
                     let Some((conn, link)) = links.remove(&id) else {
                         if let Some(e) = error {
@@ -234,11 +207,8 @@ impl Receiver {
                         continue;
                     };
                     c.ended += 1;
-                    if let Some(r) = c.r.as_mut() {
-                        r.link_lost(link);
-                        if let Err(e) = drain(conn, r, &c.acks, &mut sink, &mut summary) {
-                            break Err(e);
-                        }
+                    if let Err(e) = drain(conn, c, &mut sink, &mut summary) {
+                        break Err(e);
                     }
                     if c.ended == usize::from(c.links) {
                         summary.connections += 1;
@@ -256,8 +226,8 @@ impl Receiver {
 }
 
 struct Conn {
-    /// `None` once the connection was refused (its links are drained, not reassembled).
-    r: Option<Reassembler>,
+    /// The reassembly, shared with the connection's link threads.
+    shared: Arc<Shared>,
     links: u16,
     ended: usize,
     /// Its links' acks.
@@ -267,7 +237,7 @@ struct Conn {
 impl Conn {
     fn new(r: Reassembler, links: u16) -> Conn {
         Conn {
-            r: Some(r),
+            shared: Arc::new(Shared::new(r)),
             links,
             ended: 0,
             acks: Vec::new(),
@@ -275,16 +245,17 @@ impl Conn {
     }
 }
 
-/// Hands what is ready to the sink, and acknowledges every whole ADU the sink took on
-/// every link of the connection.
+/// Hands what is ready to the sink (outside the reassembly's lock, so that the links go on
+/// meanwhile), and acknowledges every whole ADU the sink took on every link of the
+/// connection.
 fn drain(
     conn: u64,
-    r: &mut Reassembler,
-    acks: &[Arc<AckBoard>],
+    c: &Conn,
     sink: &mut impl FnMut(Delivery) -> std::io::Result<()>,
     summary: &mut Summary,
 ) -> Result<(), RecvError> {
-    while let Some(event) = r.next_event() {
+    let events = c.shared.take_events();
+    for event in events {
         let ack = match &event {
             Event::Adu { stream, adu, data } => {
                 summary.adus += 1;
@@ -295,7 +266,7 @@ fn drain(
         };
         sink(Delivery { conn, event }).map_err(RecvError::Output)?;
         if let Some((stream, adu)) = ack {
-            acks.iter().for_each(|a| a.post(stream, adu));
+            c.acks.iter().for_each(|a| a.post(stream, adu));
         }
     }
     Ok(())
@@ -320,132 +291,4 @@ fn accept_loop(listener: &TcpListener, tx: &Tx<Msg>, stop: &AtomicBool, secret: 
             }
         }
     }
-}
-
-/// One link: its hello (answered with a welcome, and the secret handshake when the
-/// receiver requires it), then its frames, then its end; its acks go out from a writer
-/// thread of its own.
-fn read_link(sock: TcpStream, peer: SocketAddr, id: usize, tx: &Tx<Msg>, secret: Option<&Secret>) {
-    let Ok(mut out) = sock.try_clone() else {
-        return;
-    };
-    let mut frames = FrameReader::new(sock);
-    let h = match frames.next() {
-        Ok(Read1::Frame(Frame::Hello(h))) if h.version == VERSION => h,
-        Ok(Read1::Frame(Frame::Hello(h))) => {
-            let _ = tx.send(Msg::Refused(format!(
-                "{peer}: stream protocol version {} (this receiver speaks {VERSION})",
-                h.version
-            )));
-            return;
-        }
-        Ok(Read1::Frame(_)) => {
-            let _ = tx.send(Msg::Refused(format!("{peer}: no hello first")));
-            return;
-        }
-        Ok(Read1::End) => return,
-        Err(e) => {
-            let _ = tx.send(Msg::Refused(format!("{peer}: {e}")));
-            return;
-        }
-    };
-    let proof = if secret.is_some() {
-        WELCOME_REQUIRE_PROOF
-    } else {
-        0
-    };
-    if welcome(&mut out, WELCOME_ACKS | proof).is_err() {
-        return;
-    }
-    if let Some(secret) = secret {
-        if let Err(why) = prove(&mut frames, &mut out, secret, &h) {
-            let _ = tx.send(Msg::Refused(format!(
-                "{peer}: link {} of connection {:016x}: {why}",
-                h.link, h.conn
-            )));
-            return;
-        }
-        if welcome(&mut out, WELCOME_ACKS | WELCOME_PROVEN).is_err() {
-            return;
-        }
-    }
-    let acks = Arc::new(AckBoard::default());
-    let writer = {
-        let acks = acks.clone();
-        std::thread::spawn(move || acks.write_to(out))
-    };
-    if tx.send(Msg::Hello(id, h, acks.clone())).is_ok() {
-        let error = forward_frames(&mut frames, id, tx);
-        let _ = tx.send(Msg::End(id, error));
-    }
-    // The link ended: its writer stops (a write blocked on a sender that does not read
-    // acks is woken by the shutdown), and the sender sees the end of the connection.
-    acks.close();
-    let _ = frames.get_ref().shutdown(Shutdown::Both);
-    let _ = writer.join();
-}
-
-/// A link's frames after its hello, to the central thread, until the link ends (`Some`
-/// with what went wrong when it did not end cleanly).
-fn forward_frames(frames: &mut FrameReader<TcpStream>, id: usize, tx: &Tx<Msg>) -> Option<String> {
-    loop {
-        let owned = match frames.next() {
-            Ok(Read1::End) => return None,
-            Err(e) => return Some(link_error(&e)),
-            Ok(Read1::Frame(f)) => match f {
-                Frame::Open(o) => Owned::Open(o),
-                Frame::Su(s, p) => Owned::Su(s, p.to_vec()),
-                Frame::Close(c) => Owned::Close(c),
-                Frame::Hello(_) => Owned::Other("second hello"),
-                Frame::Welcome(_) | Frame::Ack(_) => Owned::Other("receiver's frame"),
-            },
-        };
-        if tx.send(Msg::Frame(id, owned)).is_err() {
-            return None;
-        }
-    }
-}
-
-fn welcome(out: &mut TcpStream, flags: u16) -> std::io::Result<()> {
-    let mut w = Vec::new();
-    Frame::Welcome(Welcome {
-        version: VERSION,
-        flags,
-    })
-    .encode(&mut w);
-    out.write_all(&w)
-}
-
-/// The receiver's side of the secret handshake on a link: `Err` says why the sender is
-/// refused.
-fn prove(
-    frames: &mut FrameReader<TcpStream>,
-    out: &mut TcpStream,
-    secret: &Secret,
-    h: &Hello,
-) -> Result<(), String> {
-    if h.flags & HELLO_CAN_PROVE == 0 {
-        return Err(
-            "this receiver requires the job secret's proof, and the sender cannot give it".into(),
-        );
-    }
-    let refused = |e: &dyn std::fmt::Display| format!("did not prove the job secret: {e}");
-    let nonce = crate::random::nonce().map_err(|e| refused(&e))?;
-    out.set_read_timeout(Some(HANDSHAKE_TIMEOUT))
-        .map_err(|e| refused(&e))?;
-    let mut hello = [0u8; CLIENT_HELLO_LEN];
-    frames.read_raw(&mut hello).map_err(|e| refused(&e))?;
-    let (server, reply) = Server::new(secret.clone(), nonce)
-        .on_hello(&hello)
-        .map_err(|e| refused(&e))?;
-    out.write_all(&reply).map_err(|e| refused(&e))?;
-    let mut auth = [0u8; CLIENT_AUTH_LEN];
-    frames.read_raw(&mut auth).map_err(|e| refused(&e))?;
-    server.on_auth(&auth).map_err(|e| refused(&e))?;
-    out.set_read_timeout(None).map_err(|e| refused(&e))?;
-    Ok(())
-}
-
-fn link_error(e: &LinkError) -> String {
-    e.to_string()
 }

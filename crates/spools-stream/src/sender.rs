@@ -504,6 +504,24 @@ impl Sender {
         if size == 0 {
             return self.send_su(0, &su(stream, 0, adu, 0, 0, 0, &[]), &[]);
         }
+        if k > 1 && size >= PARALLEL_FROM {
+            // Each link from a thread of its own: its SUs of every TU, CRCs computed there.
+            return std::thread::scope(|scope| {
+                let sending: Vec<_> = self
+                    .links
+                    .iter_mut()
+                    .map(|l| scope.spawn(move || send_link_sus(l, k, stream, adu, tu, data)))
+                    .collect();
+                sending
+                    .into_iter()
+                    .map(|h| {
+                        h.join()
+                            .unwrap_or(Err(SendError::Format("a link's sending thread panicked")))
+                    })
+                    .collect::<Result<Vec<()>, _>>()
+                    .map(drop)
+            });
+        }
         for t in 0..tus(size, tu) {
             for s in 0..k {
                 let Some((off, len)) = su_range(size, tu, k, t, s) else {
@@ -539,6 +557,30 @@ impl Sender {
     fn on_every_link(&mut self, f: &Frame<'_>) -> Result<(), SendError> {
         self.links.iter_mut().try_for_each(|l| l.send(f))
     }
+}
+
+/// ADUs from this size on are sent from a thread per link (smaller ones, from the caller's
+/// thread, TU after TU).
+const PARALLEL_FROM: u64 = 1 << 20;
+
+/// Sends link `l`'s SUs of ADU `adu` (`data`, TUs of `tu` bytes over `k` links).
+fn send_link_sus(
+    l: &mut LinkSender,
+    k: u16,
+    stream: u32,
+    adu: u64,
+    tu: u64,
+    data: &[u8],
+) -> Result<(), SendError> {
+    let s = l.link();
+    let size = data.len() as u64;
+    for t in 0..tus(size, tu) {
+        if let Some((off, len)) = su_range(size, tu, k, t, s) {
+            let p = &data[off as usize..(off + len) as usize];
+            l.send_su(&su(stream, s, adu, t, off, size, p), p)?;
+        }
+    }
+    Ok(())
 }
 
 /// Bytes of the largest SU of a TU of `tu` bytes over `links` links.
