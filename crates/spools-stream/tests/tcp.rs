@@ -218,3 +218,23 @@ fn a_corrupt_frame_is_named_with_its_stream_adu_tu_and_link() {
         "{summary:?}"
     );
 }
+
+/// An ADU large enough for the receiver to fault its buffer in ahead of the links (and for
+/// the sender to send from a thread per link) arrives byte-exact.
+#[test]
+fn a_large_adu_arrives_whole() {
+    let size = 40 << 20;
+    let (addr, done) = serve(1);
+    let adu = data(7, size);
+    let mut s = Sender::connect(addr, 3).unwrap();
+    s.open(common::open(1, 4 << 20, size as u64)).unwrap();
+    s.send_adu(1, 0, &adu).unwrap();
+    s.close(1, 1).unwrap();
+    s.finish().unwrap();
+    let (summary, got) = done();
+    assert_eq!(summary.adus, 1, "{summary:?}");
+    let Event::Adu { data: back, .. } = &got[0].event else {
+        panic!("{:?}", got[0].event)
+    };
+    assert!(back == &adu, "the ADU came back different");
+}
