@@ -185,12 +185,20 @@ impl Receiver {
                 }
                 Msg::Ready(conn) => {
                     if let Some(c) = conns.get(&conn) {
-                        if let Err(e) = drain(conn, c, &mut sink, &mut summary) {
+                        let events = c.shared.take_events();
+                        if let Err(e) = deliver(conn, c, events, &mut sink, &mut summary) {
                             break Err(e);
                         }
                     }
                 }
-                Msg::Broken(why) => summary.broken.push(why),
+                Msg::Broken { conn, why, events } => {
+                    summary.broken.push(why);
+                    if let Some(c) = conns.get(&conn) {
+                        if let Err(e) = deliver(conn, c, events, &mut sink, &mut summary) {
+                            break Err(e);
+                        }
+                    }
+                }
                 Msg::End(id, error) => {
                     let Some((conn, link)) = links.remove(&id) else {
                         if let Some(e) = error {
@@ -207,7 +215,8 @@ impl Receiver {
                         continue;
                     };
                     c.ended += 1;
-                    if let Err(e) = drain(conn, c, &mut sink, &mut summary) {
+                    let events = c.shared.take_events();
+                    if let Err(e) = deliver(conn, c, events, &mut sink, &mut summary) {
                         break Err(e);
                     }
                     if c.ended == usize::from(c.links) {
@@ -245,16 +254,16 @@ impl Conn {
     }
 }
 
-/// Hands what is ready to the sink (outside the reassembly's lock, so that the links go on
-/// meanwhile), and acknowledges every whole ADU the sink took on every link of the
-/// connection.
-fn drain(
+/// Hands a connection's events to the sink (outside the reassembly's lock, so that the
+/// links go on meanwhile), and acknowledges every whole ADU the sink took on every link of
+/// the connection.
+fn deliver(
     conn: u64,
     c: &Conn,
+    events: Vec<Event>,
     sink: &mut impl FnMut(Delivery) -> std::io::Result<()>,
     summary: &mut Summary,
 ) -> Result<(), RecvError> {
-    let events = c.shared.take_events();
     for event in events {
         let ack = match &event {
             Event::Adu { stream, adu, data } => {

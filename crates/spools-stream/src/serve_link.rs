@@ -35,8 +35,12 @@ pub(crate) enum Msg {
     },
     /// A connection has events ready.
     Ready(u64),
-    /// A connection was dropped: why.
-    Broken(String),
+    /// A connection was dropped: why, and the events it had made ready before.
+    Broken {
+        conn: u64,
+        why: String,
+        events: Vec<Event>,
+    },
     /// A link ended (with what went wrong, if it did not end cleanly).
     End(usize, Option<String>),
     /// A client refused before its hello was taken.
@@ -69,15 +73,17 @@ impl Shared {
 
     /// The events ready.
     pub(crate) fn take_events(&self) -> Vec<Event> {
-        let mut g = self.lock();
-        let mut out = Vec::new();
-        if let Some(r) = g.as_mut() {
-            while let Some(e) = r.next_event() {
-                out.push(e);
-            }
-        }
-        out
+        self.lock().as_mut().map(events).unwrap_or_default()
     }
+
+    /// Drops the connection: the events it had made ready.
+    fn drop_reassembly(&self) -> Vec<Event> {
+        self.lock().take().as_mut().map(events).unwrap_or_default()
+    }
+}
+
+fn events(r: &mut Reassembler) -> Vec<Event> {
+    std::iter::from_fn(|| r.next_event()).collect()
 }
 
 /// One link, from its hello to its end.
@@ -239,12 +245,13 @@ impl Link<'_> {
     }
 
     fn drop_connection(&self, why: &str) {
-        // Events made ready before go out first.
-        let _ = self.tx.send(Msg::Ready(self.conn));
-        *self.shared.lock() = None;
-        let _ = self
-            .tx
-            .send(Msg::Broken(format!("connection {:016x}: {why}", self.conn)));
+        // Events made ready before still go out.
+        let events = self.shared.drop_reassembly();
+        let _ = self.tx.send(Msg::Broken {
+            conn: self.conn,
+            why: format!("connection {:016x}: {why}", self.conn),
+            events,
+        });
     }
 }
 

@@ -238,3 +238,52 @@ fn a_large_adu_arrives_whole() {
     };
     assert!(back == &adu, "the ADU came back different");
 }
+
+/// A connection dropped for a bad frame still hands out the ADUs that were whole before it.
+#[test]
+fn the_whole_adus_before_a_corrupt_frame_are_handed_out() {
+    use spools_proto::stream::{Frame, Hello, Su, VERSION};
+    let (addr, done) = serve(1);
+    let mut link = TcpStream::connect(addr).unwrap();
+    let mut b = Vec::new();
+    Frame::Hello(Hello {
+        version: VERSION,
+        flags: 0,
+        links: 1,
+        link: 0,
+        conn: 6,
+    })
+    .encode(&mut b);
+    Frame::Open(common::open(2, 8, 8)).encode(&mut b);
+    let su = |adu, crc| Su {
+        stream: 2,
+        su: 0,
+        link: 0,
+        adu,
+        tu: 0,
+        offset: 0,
+        size: 8,
+        crc,
+    };
+    Frame::Su(su(0, crc32c::crc32c(b"01234567")), b"01234567").encode(&mut b);
+    Frame::Su(su(1, crc32c::crc32c(b"89abcdef")), b"89abcdeX").encode(&mut b);
+    link.write_all(&b).unwrap();
+    link.shutdown(std::net::Shutdown::Write).unwrap();
+    let (summary, got) = done();
+    assert_eq!(
+        got.first().map(|d| &d.event),
+        Some(&Event::Adu {
+            stream: 2,
+            adu: 0,
+            data: b"01234567".to_vec()
+        }),
+        "{got:?}"
+    );
+    assert!(
+        summary
+            .broken
+            .iter()
+            .any(|m| m.contains("stream 2, ADU 1, TU 0, SU 0 on link 0: checksum mismatch")),
+        "{summary:?}"
+    );
+}
