@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use clap::Args;
 use spools_proto::auth::Secret;
-use spools_proto::stream::{Open, NOT_SEQUENCED};
+use spools_proto::stream::{Open, NOT_SEQUENCED, VARIABLE};
 use spools_stream::{Delivery, Event, Limits, Receiver, Sender};
 
 /// `spools recv` arguments.
@@ -42,7 +42,12 @@ pub(crate) struct SendArgs {
     /// Transfer Unit: bytes sent as one unit over the links (a size: 96KiB, 1MiB, ...).
     #[arg(long, default_value = "1MiB")]
     pub(crate) tu: String,
-    /// ADUs of a stream in flight beyond those the receiver acknowledged (0: no bound).
+    /// Cut each file into ADUs of this size (the last one shorter), each sent as one TU;
+    /// without it, each file is one ADU cut into TUs of `--tu`.
+    #[arg(long)]
+    pub(crate) adu: Option<String>,
+    /// ADUs of a stream in flight beyond those the receiver acknowledged (0: no bound;
+    /// with `--adu`).
     #[arg(long, default_value_t = 0)]
     pub(crate) window: u32,
     /// The job secret in FILE (as `spools secret` prints it), proved to a receiver that
@@ -140,7 +145,14 @@ pub(crate) fn recv(a: &RecvArgs) -> anyhow::Result<()> {
 pub(crate) fn send(a: &SendArgs) -> anyhow::Result<()> {
     let (dest, files) = a.args.split_last().context("FILE... tcp:HOST:PORT")?;
     let addr = tcp_addr(dest)?;
-    let tu = spools_boot::config::parse_size(&a.tu).map_err(|r| anyhow::anyhow!("--tu: {r}"))?;
+    let size = |what, s: &str| {
+        spools_boot::config::parse_size(s).map_err(|r| anyhow::anyhow!("{what}: {r}"))
+    };
+    let tu = size("--tu", &a.tu)?;
+    let adu = a.adu.as_deref().map(|s| size("--adu", s)).transpose()?;
+    if adu == Some(0) {
+        bail!("--adu: an ADU of at least 1 byte");
+    }
     let sock = std::net::ToSocketAddrs::to_socket_addrs(addr.as_str())
         .with_context(|| addr.clone())?
         .next()
@@ -163,16 +175,32 @@ pub(crate) fn send(a: &SendArgs) -> anyhow::Result<()> {
         };
         let stream = i as u32 + 1;
         let after = if i == 0 { NOT_SEQUENCED } else { stream - 1 };
-        s.open(Open {
+        let mut open = Open {
             stream,
             group: 0,
             after,
             flags: 0,
             tu,
             adu: data.len() as u64,
-        })?;
-        s.send_adu(stream, 0, &data)?;
-        s.close(stream, 1)?;
+        };
+        // With --adu: ADUs of varying size (the last one), each its own TU.
+        let adus: Vec<&[u8]> = match adu {
+            None => vec![&data],
+            Some(n) => {
+                open.adu = VARIABLE;
+                if data.is_empty() {
+                    vec![&data]
+                } else {
+                    data.chunks(usize::try_from(n).unwrap_or(usize::MAX))
+                        .collect()
+                }
+            }
+        };
+        s.open(open)?;
+        for (n, d) in adus.iter().enumerate() {
+            s.send_adu(stream, n as u64, d)?;
+        }
+        s.close(stream, adus.len() as u64)?;
         bytes += data.len() as u64;
     }
     s.finish()?;
