@@ -1,10 +1,14 @@
 //! Fuzzes the stream frame decoder: any input must give a frame, a request for more bytes
 //! or a `WireError`, never a panic; a decoded frame re-encodes to exactly the bytes it used,
 //! and frames are decoded one after another through the whole input, as a receiver does.
+//! After a `welcome` that requires the secret's proof, the bytes that follow are the
+//! receiver's handshake reply, as a sender reads it.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use spools_proto::stream::decode;
+use spools_proto::auth::Secret;
+use spools_proto::handshake::{Client, Identity, Purpose, SERVER_HELLO_LEN};
+use spools_proto::stream::{decode, Frame, WELCOME_REQUIRE_PROOF};
 
 fuzz_target!(|data: &[u8]| {
     let mut rest = data;
@@ -14,5 +18,22 @@ fuzz_target!(|data: &[u8]| {
         frame.encode(&mut again);
         assert_eq!(&again[..], &rest[..used], "{frame:?}: re-encoded");
         rest = &rest[used..];
+        if let Frame::Welcome(w) = frame {
+            if w.flags & WELCOME_REQUIRE_PROOF != 0 && rest.len() >= SERVER_HELLO_LEN {
+                let id = Identity {
+                    rank: 0,
+                    lane: 0,
+                    priority: 0,
+                };
+                let c = Client::new(
+                    Secret::from_bytes([0x5a; 16]),
+                    [0x3c; 16],
+                    Purpose::Data,
+                    id,
+                );
+                let _ = c.on_server_hello(&rest[..SERVER_HELLO_LEN]);
+                rest = &rest[SERVER_HELLO_LEN..];
+            }
+        }
     }
 });

@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use spools_proto::stream::{Open, NOT_SEQUENCED};
+use spools_proto::auth::Secret;
+use spools_proto::stream::{Open, NOT_SEQUENCED, VARIABLE};
 use spools_stream::{Delivery, Event, Limits, Receiver, Sender};
 
 /// `spools recv` arguments.
@@ -23,6 +24,10 @@ pub(crate) struct RecvArgs {
     /// Logical connections to serve before ending.
     #[arg(long, default_value_t = 1)]
     pub(crate) connections: usize,
+    /// Require every sender to prove it knows the job secret in FILE (as `spools secret`
+    /// prints it): the others are refused.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) secret: Option<PathBuf>,
 }
 
 /// `spools send` arguments.
@@ -37,6 +42,25 @@ pub(crate) struct SendArgs {
     /// Transfer Unit: bytes sent as one unit over the links (a size: 96KiB, 1MiB, ...).
     #[arg(long, default_value = "1MiB")]
     pub(crate) tu: String,
+    /// Cut each file into ADUs of this size (the last one shorter), each sent as one TU;
+    /// without it, each file is one ADU cut into TUs of `--tu`.
+    #[arg(long)]
+    pub(crate) adu: Option<String>,
+    /// ADUs of a stream in flight beyond those the receiver acknowledged (0: no bound;
+    /// with `--adu`).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) window: u32,
+    /// The job secret in FILE (as `spools secret` prints it), proved to a receiver that
+    /// requires it.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) secret: Option<PathBuf>,
+}
+
+/// The secret in `path`: hexadecimal, as `spools secret` prints it.
+fn read_secret(path: &std::path::Path) -> anyhow::Result<Secret> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("--secret {}", path.display()))?;
+    Secret::from_hex(text.trim()).with_context(|| format!("--secret {}", path.display()))
 }
 
 fn tcp_addr(s: &str) -> anyhow::Result<String> {
@@ -62,9 +86,11 @@ pub(crate) fn recv(a: &RecvArgs) -> anyhow::Result<()> {
     } else {
         Out::File(File::create(&a.out).with_context(|| a.out.clone())?)
     };
-    let r = Receiver::bind(addr.as_str(), Limits::default()).with_context(|| addr.clone())?;
+    let mut r = Receiver::bind(addr.as_str(), Limits::default()).with_context(|| addr.clone())?;
+    if let Some(path) = &a.secret {
+        r = r.require_proof(read_secret(path)?);
+    }
     eprintln!("spools recv: listening on {}", r.local_addr()?);
-    let start = Instant::now();
     let mut lost = Vec::new();
     let summary = r.serve(a.connections, |d: Delivery| {
         match d.event {
@@ -95,7 +121,8 @@ pub(crate) fn recv(a: &RecvArgs) -> anyhow::Result<()> {
             f.sync_all()?;
         }
     }
-    let secs = start.elapsed().as_secs_f64();
+    // From the first hello.
+    let secs = summary.started.map_or(0.0, |t| t.elapsed().as_secs_f64());
     eprintln!(
         "spools recv: {} ADUs, {} bytes in {secs:.3} s ({:.1} MB/s) from {} connection(s)",
         summary.adus,
@@ -118,28 +145,62 @@ pub(crate) fn recv(a: &RecvArgs) -> anyhow::Result<()> {
 pub(crate) fn send(a: &SendArgs) -> anyhow::Result<()> {
     let (dest, files) = a.args.split_last().context("FILE... tcp:HOST:PORT")?;
     let addr = tcp_addr(dest)?;
-    let tu = spools_boot::config::parse_size(&a.tu).map_err(|r| anyhow::anyhow!("--tu: {r}"))?;
+    let size = |what, s: &str| {
+        spools_boot::config::parse_size(s).map_err(|r| anyhow::anyhow!("{what}: {r}"))
+    };
+    let tu = size("--tu", &a.tu)?;
+    let adu = a.adu.as_deref().map(|s| size("--adu", s)).transpose()?;
+    if adu == Some(0) {
+        bail!("--adu: an ADU of at least 1 byte");
+    }
     let sock = std::net::ToSocketAddrs::to_socket_addrs(addr.as_str())
         .with_context(|| addr.clone())?
         .next()
         .with_context(|| format!("{addr}: no address"))?;
+    let secret = a.secret.as_deref().map(read_secret).transpose()?;
+    // The first file is read before connecting: the time reported is the transfer's.
+    let read = |f: &String| std::fs::read(f).with_context(|| f.clone());
+    let mut first = files.first().map(read).transpose()?;
     let start = Instant::now();
-    let mut s = Sender::connect(sock, a.links)?;
+    let s = match &secret {
+        Some(secret) => Sender::connect_proving(sock, a.links, secret)?,
+        None => Sender::connect(sock, a.links)?,
+    };
+    let mut s = s.with_window(a.window);
     let mut bytes = 0u64;
     for (i, f) in files.iter().enumerate() {
-        let data = std::fs::read(f).with_context(|| f.clone())?;
+        let data = match first.take() {
+            Some(d) => d,
+            None => read(f)?,
+        };
         let stream = i as u32 + 1;
         let after = if i == 0 { NOT_SEQUENCED } else { stream - 1 };
-        s.open(Open {
+        let mut open = Open {
             stream,
             group: 0,
             after,
             flags: 0,
             tu,
             adu: data.len() as u64,
-        })?;
-        s.send_adu(stream, 0, &data)?;
-        s.close(stream, 1)?;
+        };
+        // With --adu: ADUs of varying size (the last one), each its own TU.
+        let adus: Vec<&[u8]> = match adu {
+            None => vec![&data],
+            Some(n) => {
+                open.adu = VARIABLE;
+                if data.is_empty() {
+                    vec![&data]
+                } else {
+                    data.chunks(usize::try_from(n).unwrap_or(usize::MAX))
+                        .collect()
+                }
+            }
+        };
+        s.open(open)?;
+        for (n, d) in adus.iter().enumerate() {
+            s.send_adu(stream, n as u64, d)?;
+        }
+        s.close(stream, adus.len() as u64)?;
         bytes += data.len() as u64;
     }
     s.finish()?;

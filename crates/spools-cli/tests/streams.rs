@@ -16,10 +16,19 @@ use common::{grouped, spools, spools_command, tempdir, without_ambient_spools_en
 /// Starts `spools recv tcp:127.0.0.1:0 --out OUT`, guarded, and returns it with the address
 /// it printed (read from its stderr, bounded) and the rest of its stderr once it ends.
 fn receiver(out: &std::path::Path) -> (Spawned, String, std::sync::mpsc::Receiver<String>) {
+    receiver_with(out, &[])
+}
+
+/// [`receiver`] with more arguments.
+fn receiver_with(
+    out: &std::path::Path,
+    more: &[&str],
+) -> (Spawned, String, std::sync::mpsc::Receiver<String>) {
     let mut c = grouped(spools());
     without_ambient_spools_env(&mut c)
         .args(["recv", "tcp:127.0.0.1:0", "--out"])
         .arg(out)
+        .args(more)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -141,4 +150,58 @@ fn recv_to_a_device_succeeds() {
     );
     common::assert_ok_as(&s, "spools send");
     common::assert_ok_as(&r.wait(Duration::from_secs(120)), "spools recv");
+}
+
+/// `spools recv --secret`: `spools send` without the secret fails with a clear message and
+/// is refused; with it (cut in ADUs, with a window), the file arrives byte-identical.
+#[test]
+fn a_receiver_with_a_secret_serves_only_senders_that_prove_it() {
+    let d = tempdir("streams-secret");
+    let input = d.join("in");
+    let output = d.join("out");
+    let secret = d.join("secret");
+    std::fs::write(&input, pattern(300_000, 5)).unwrap();
+    std::fs::write(&secret, "00112233445566778899aabbccddeeff\n").unwrap();
+    let (r, addr, rest) = receiver_with(&output, &["--secret", secret.to_str().unwrap()]);
+    let dest = format!("tcp:{addr}");
+    let send = |more: &[&str]| {
+        let mut args = vec![
+            "send",
+            input.to_str().unwrap(),
+            &dest,
+            "--links",
+            "2",
+            "--tu",
+            "64KiB",
+        ];
+        args.extend_from_slice(more);
+        spools_command(&args, &[], Duration::from_secs(120))
+    };
+    let denied = send(&[]);
+    assert!(!denied.status.success(), "{denied:?}");
+    assert!(
+        denied.stderr.contains("requires the job secret's proof"),
+        "{}",
+        denied.stderr
+    );
+    // In ADUs of 7 KiB, at most one of them beyond those written.
+    let s = send(&[
+        "--secret",
+        secret.to_str().unwrap(),
+        "--adu",
+        "7KiB",
+        "--window",
+        "1",
+    ]);
+    common::assert_ok_as(&s, "spools send");
+    common::assert_ok_as(&r.wait(Duration::from_secs(120)), "spools recv");
+    assert!(
+        std::fs::read(&output).unwrap() == std::fs::read(&input).unwrap(),
+        "not identical"
+    );
+    let said = rest.recv_timeout(Duration::from_secs(60)).unwrap();
+    assert!(
+        said.contains("refused a client") && said.contains("requires the job secret's proof"),
+        "{said}"
+    );
 }

@@ -32,8 +32,12 @@
 //!   [`VARIABLE`] ADUs, each ADU is a single TU of its own size ([`su_range`] with
 //!   `tu = size`).
 //! - `close` ends a stream on one link (it is sent on every link), with the number of
-//!   ADUs sent; `ack` (receiver to sender, on link 0) says the receiver handed out ADU
-//!   `adu` of a stream, which gives the sender back-pressure at ADU granularity.
+//!   ADUs sent; `ack` (receiver to sender, on every link, when the `welcome` announced
+//!   [`WELCOME_ACKS`]) says the receiver handed out ADUs `0..=adu` of a stream (it is
+//!   cumulative), which gives the sender back-pressure at ADU granularity.
+//! - A receiver that requires authentication answers `hello` with [`WELCOME_REQUIRE_PROOF`];
+//!   the secret handshake of [`crate::handshake`] then runs on the link, and the receiver
+//!   ends it with a second `welcome` carrying [`WELCOME_PROVEN`].
 //!
 //! Decoders never panic and never allocate from a length field: [`decode`] returns `None`
 //! while a frame is incomplete and a [`WireError`] for bytes that are not a frame.
@@ -66,8 +70,15 @@ pub const MAX_LINKS: u16 = 1024;
 pub const SU_HEADER: usize = 52;
 /// `hello` flag: the sender can prove the job secret, should the receiver ask.
 pub const HELLO_CAN_PROVE: u16 = 1;
-/// `welcome` flag: the receiver requires the job secret's proof before any stream.
+/// `welcome` flag: the receiver requires the job secret's proof before any stream: the
+/// secret handshake ([`crate::handshake`]) follows on this link, then a second `welcome`
+/// with [`WELCOME_PROVEN`].
 pub const WELCOME_REQUIRE_PROOF: u16 = 1;
+/// `welcome` flag: the receiver sends `ack`s on every link of the connection, so that a
+/// sender may bound the ADUs it has in flight (back-pressure at ADU granularity).
+pub const WELCOME_ACKS: u16 = 2;
+/// `welcome` flag: the second `welcome`, after the sender proved the secret.
+pub const WELCOME_PROVEN: u16 = 4;
 
 /// The first frame on a link, from the sender.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,7 +100,7 @@ pub struct Hello {
 pub struct Welcome {
     /// Protocol version ([`VERSION`]).
     pub version: u16,
-    /// [`WELCOME_REQUIRE_PROOF`] or 0.
+    /// [`WELCOME_REQUIRE_PROOF`], [`WELCOME_ACKS`], [`WELCOME_PROVEN`] or'ed (0: none).
     pub flags: u16,
 }
 
@@ -141,12 +152,12 @@ pub struct Close {
     pub adus: u64,
 }
 
-/// The receiver handed out an ADU.
+/// The receiver handed out ADUs `0..=adu` of a stream (cumulative).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ack {
     /// The stream.
     pub stream: u32,
-    /// The ADU's number.
+    /// The last ADU handed out: every ADU up to it was.
     pub adu: u64,
 }
 
@@ -250,6 +261,35 @@ fn fixed_len(kind: u8) -> Result<usize, WireError> {
 /// # Errors
 /// [`WireError`] when the bytes are not a frame of this version.
 pub fn decode(buf: &[u8]) -> Result<Option<(Frame<'_>, usize)>, WireError> {
+    match decode_head(buf)? {
+        None => Ok(None),
+        Some(Head::Frame(f, used)) => Ok(Some((f, used))),
+        Some(Head::Su(s, len)) => {
+            let total = SU_HEADER + len as usize;
+            Ok(buf
+                .get(SU_HEADER..total)
+                .map(|payload| (Frame::Su(s, payload), total)))
+        }
+    }
+}
+
+/// The start of a frame: a whole frame without payload, or the header of an SU whose
+/// payload follows (so that a receiver can read the payload straight to where it goes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Head<'a> {
+    /// A frame other than an SU, and the bytes it used.
+    Frame(Frame<'a>, usize),
+    /// An SU's header ([`SU_HEADER`] bytes) and the length of the payload that follows it.
+    Su(Su, u32),
+}
+
+/// Decodes the start of the frame at the start of `buf`, as [`decode`] but without waiting
+/// for an SU's payload: `Ok(None)` while the frame (or the SU's header) is incomplete.
+///
+/// # Errors
+/// [`WireError`] when the bytes are not a frame of this version (with the same checks as
+/// [`decode`]).
+pub fn decode_head(buf: &[u8]) -> Result<Option<Head<'_>>, WireError> {
     if buf.len() < 4 {
         // A wrong magic is refused as soon as it shows.
         if !b"SPS".starts_with(&buf[..buf.len().min(3)]) {
@@ -337,11 +377,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Frame<'_>, usize)>, WireError> {
             if s.link >= MAX_LINKS || s.su >= MAX_LINKS {
                 return Err(invalid("SU link", s.link.max(s.su).into()));
             }
-            let total = fixed + len as usize;
-            if buf.len() < total {
-                return Ok(None);
-            }
-            return Ok(Some((Frame::Su(s, &buf[fixed..total]), total)));
+            return Ok(Some(Head::Su(s, len)));
         }
         b'C' => {
             let stream = r.u32()?;
@@ -362,7 +398,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Frame<'_>, usize)>, WireError> {
         k => return Err(WireError::UnknownKind(k)),
     };
     r.finish()?;
-    Ok(Some((frame, fixed)))
+    Ok(Some(Head::Frame(frame, fixed)))
 }
 
 fn bad_magic(buf: &[u8]) -> WireError {

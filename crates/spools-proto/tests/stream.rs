@@ -295,3 +295,104 @@ proptest! {
         prop_assert!(covered.iter().all(|&c| c == 1));
     }
 }
+
+/// The seeds of the `stream` fuzz target (`fuzz/seeds/stream/`): what each side of a link
+/// sends, as the current encodings. Rewrite them after a format change with
+/// `SPOOLS_WRITE_FUZZ_SEEDS=1 cargo test -p spools-proto --test stream`.
+#[test]
+fn fuzz_seeds_are_current() {
+    use spools_proto::stream::WELCOME_REQUIRE_PROOF;
+    use spools_proto::stream::{HELLO_CAN_PROVE, VERSION, WELCOME_ACKS, WELCOME_PROVEN};
+    let frames = |fs: &[Frame<'_>]| {
+        let mut v = Vec::new();
+        fs.iter().for_each(|f| f.encode(&mut v));
+        v
+    };
+    let open = |stream, adu| Open {
+        stream,
+        group: 3,
+        after: NOT_SEQUENCED,
+        flags: 0,
+        tu: 4,
+        adu,
+    };
+    // The decoder does not check CRCs (the reassembly does): any value will do.
+    let su = |stream, offset, size| Su {
+        stream,
+        su: 0,
+        link: 0,
+        adu: 0,
+        tu: 0,
+        offset,
+        size,
+        crc: 0x5eed,
+    };
+    let seeds = [
+        (
+            "sender",
+            frames(&[
+                Frame::Hello(Hello {
+                    version: VERSION,
+                    flags: HELLO_CAN_PROVE,
+                    links: 2,
+                    link: 0,
+                    conn: 0x1234,
+                }),
+                Frame::Open(open(1, 6)),
+                Frame::Su(su(1, 0, 6), b"ab"),
+                Frame::Su(su(1, 4, 6), b"ef"),
+                Frame::Close(Close { stream: 1, adus: 1 }),
+            ]),
+        ),
+        (
+            "variable",
+            frames(&[
+                Frame::Open(open(2, VARIABLE)),
+                Frame::Su(su(2, 0, 0), b""),
+                Frame::Close(Close { stream: 2, adus: 1 }),
+            ]),
+        ),
+        (
+            "receiver",
+            frames(&[
+                Frame::Welcome(Welcome {
+                    version: VERSION,
+                    flags: WELCOME_REQUIRE_PROOF | WELCOME_ACKS,
+                }),
+                Frame::Welcome(Welcome {
+                    version: VERSION,
+                    flags: WELCOME_PROVEN | WELCOME_ACKS,
+                }),
+                Frame::Ack(Ack { stream: 1, adu: 0 }),
+            ]),
+        ),
+    ];
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/stream");
+    let write = std::env::var_os("SPOOLS_WRITE_FUZZ_SEEDS").is_some();
+    for (name, bytes) in seeds {
+        // Every seed is frames, one after another, to the last byte.
+        let mut rest = &bytes[..];
+        while !rest.is_empty() {
+            let (_, used) = decode(rest).unwrap().expect("whole frames");
+            rest = &rest[used..];
+        }
+        let path = root.join(name);
+        if write {
+            std::fs::create_dir_all(&root).unwrap();
+            std::fs::write(&path, &bytes).unwrap();
+        } else {
+            let on_disk = std::fs::read(&path).unwrap_or_else(|e| {
+                panic!(
+                    "{}: {e}; write the seeds with SPOOLS_WRITE_FUZZ_SEEDS=1",
+                    path.display()
+                )
+            });
+            assert_eq!(
+                on_disk,
+                bytes,
+                "{} is stale; rewrite it with SPOOLS_WRITE_FUZZ_SEEDS=1",
+                path.display()
+            );
+        }
+    }
+}

@@ -9,14 +9,18 @@
 //! - [`Receiver`]: a TCP port that serves many senders' connections (`spools recv`);
 //! - [`Sender`]: K links from one process (`spools send`).
 
+mod acks;
+mod adubuf;
 mod error;
 mod link;
+mod random;
 mod reassembly;
 mod receiver;
 mod sender;
+mod serve_link;
 
 pub use error::ReassemblyError;
 pub use link::LinkError;
 pub use reassembly::{Event, Limits, Reassembler};
-pub use receiver::{Delivery, Receiver, RecvError, Summary};
+pub use receiver::{Delivery, Receiver, RecvError, Summary, HANDSHAKE_TIMEOUT};
 pub use sender::{LinkSender, SendError, Sender};

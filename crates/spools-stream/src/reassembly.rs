@@ -4,9 +4,11 @@
 
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::sync::Arc;
 
 use spools_proto::stream::{su_range, Close, Frame, Hello, Open, Su, NOT_SEQUENCED, VARIABLE};
 
+use crate::adubuf::{AduBuf, Claim};
 use crate::error::ReassemblyError;
 
 /// What a receiver accepts before it refuses a stream.
@@ -76,10 +78,27 @@ pub enum Event {
 /// An ADU being received.
 struct Partial {
     size: u64,
-    data: Vec<u8>,
+    data: Arc<AduBuf>,
+    /// Bytes of the SUs received whole (their CRC checked).
     have: u64,
-    /// (TU, SU) pairs received.
+    /// (TU, SU) pairs claimed (received, or being received).
     got: HashSet<(u64, u16)>,
+}
+
+/// An SU accepted by [`Reassembler::place`]: where its payload goes. Hand it back to
+/// [`Reassembler::complete`] with the payload's CRC32C once it is written.
+pub(crate) struct Placed {
+    link: u16,
+    su: Su,
+    len: u64,
+    claim: Claim,
+}
+
+impl Placed {
+    /// Where the payload goes (its length is the frame's).
+    pub(crate) fn dest(&mut self) -> &mut [u8] {
+        self.claim.dest()
+    }
 }
 
 impl Partial {
@@ -231,9 +250,9 @@ impl Reassembler {
             }),
             Frame::Open(o) => self.open(o),
             Frame::Su(s, payload) => {
-                self.su(link, s, payload)?;
-                self.release();
-                Ok(())
+                let mut p = self.place(link, s, payload.len() as u64)?;
+                p.dest().copy_from_slice(payload);
+                self.complete(p, crc32c::crc32c(payload))
             }
             Frame::Close(c) => {
                 self.close(link, c)?;
@@ -301,7 +320,10 @@ impl Reassembler {
         }
     }
 
-    fn su(&mut self, link: u16, s: &Su, payload: &[u8]) -> Result<(), ReassemblyError> {
+    /// Checks an SU's header (of a payload of `len` bytes) against its stream and claims
+    /// its place in its ADU: everything but its CRC, which [`Reassembler::complete`]
+    /// checks once the payload is in.
+    pub(crate) fn place(&mut self, link: u16, s: &Su, len: u64) -> Result<Placed, ReassemblyError> {
         let misplaced = |what| ReassemblyError::Misplaced {
             stream: s.stream,
             adu: s.adu,
@@ -344,26 +366,14 @@ impl Reassembler {
             st.open.tu
         };
         let fits = if s.size == 0 {
-            s.tu == 0 && s.su == 0 && s.offset == 0 && payload.is_empty()
+            s.tu == 0 && s.su == 0 && s.offset == 0 && len == 0
         } else {
-            su_range(s.size, tu, links, s.tu, s.su) == Some((s.offset, payload.len() as u64))
+            su_range(s.size, tu, links, s.tu, s.su) == Some((s.offset, len))
         };
         if !fits {
             return Err(misplaced(
                 "offset or length not where the stream's format puts it",
             ));
-        }
-        let got = crc32c::crc32c(payload);
-        if got != s.crc {
-            return Err(ReassemblyError::Checksum {
-                stream: s.stream,
-                adu: s.adu,
-                tu: s.tu,
-                su: s.su,
-                link,
-                got,
-                want: s.crc,
-            });
         }
         let p = match st.adus.entry(s.adu) {
             Entry::Occupied(e) => e.into_mut(),
@@ -380,7 +390,7 @@ impl Reassembler {
                 e.insert(Partial {
                     size: s.size,
                     // Within max_adu: checked above.
-                    data: vec![0; s.size as usize],
+                    data: AduBuf::new(s.size as usize),
                     have: 0,
                     got: HashSet::new(),
                 })
@@ -392,10 +402,56 @@ impl Reassembler {
         if !p.got.insert((s.tu, s.su)) {
             return Err(misplaced("received twice"));
         }
-        let at = s.offset as usize;
-        p.data[at..at + payload.len()].copy_from_slice(payload);
-        p.have += payload.len() as u64;
+        // One claim per (TU, SU) of an ADU whose size, TU and links are the stream's: the
+        // claims' ranges are disjoint (su_range), and inside the ADU (checked above).
+        let claim = Claim::new(p.data.clone(), s.offset as usize, len as usize)
+            .ok_or_else(|| misplaced("outside its ADU"))?;
+        Ok(Placed {
+            link,
+            su: *s,
+            len,
+            claim,
+        })
+    }
+
+    /// An SU placed by [`Reassembler::place`] whose payload is in, with the payload's
+    /// CRC32C: the bytes count once the CRC matches, and what is whole goes out.
+    ///
+    /// # Errors
+    /// [`ReassemblyError::Checksum`] when the CRC is not the frame's.
+    pub(crate) fn complete(&mut self, p: Placed, crc: u32) -> Result<(), ReassemblyError> {
+        let Placed {
+            link,
+            su: s,
+            len,
+            claim,
+        } = p;
+        drop(claim);
+        if crc != s.crc {
+            return Err(ReassemblyError::Checksum {
+                stream: s.stream,
+                adu: s.adu,
+                tu: s.tu,
+                su: s.su,
+                link,
+                got: crc,
+                want: s.crc,
+            });
+        }
+        if let Some(p) = self
+            .streams
+            .get_mut(&s.stream)
+            .and_then(|st| st.adus.get_mut(&s.adu))
+        {
+            p.have += len;
+        }
+        self.release();
         Ok(())
+    }
+
+    /// Whether events are waiting for [`Reassembler::next_event`].
+    pub(crate) fn has_events(&self) -> bool {
+        !self.events.is_empty()
     }
 
     fn close(&mut self, link: u16, c: &Close) -> Result<(), ReassemblyError> {
@@ -471,7 +527,11 @@ impl Reassembler {
             let Some(st) = self.streams.get_mut(&id) else {
                 return false;
             };
-            let data = st.adus.remove(&n).map(|p| p.data).unwrap_or_default();
+            let data = st
+                .adus
+                .remove(&n)
+                .map(|p| AduBuf::into_vec(p.data))
+                .unwrap_or_default();
             self.buffered -= data.len() as u64;
             st.next += 1;
             self.events.push_back(Event::Adu {

@@ -3,16 +3,17 @@
 //! and hands out whole ADUs, and serves other senders when one misbehaves.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Sender as Tx};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use spools_proto::stream::{Close, Frame, Hello, Open, Su, Welcome, VERSION};
+use spools_proto::auth::Secret;
 
-use crate::link::{FrameReader, LinkError, Read1};
+use crate::acks::AckBoard;
 use crate::reassembly::{Event, Limits, Reassembler};
+use crate::serve_link::{read_link, Msg, Shared};
 
 /// An event of one logical connection.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,6 +39,8 @@ pub struct Summary {
     /// Connections or links dropped after their hello (frames that do not fit their
     /// streams, a link that broke mid-frame): data of theirs may be lost.
     pub broken: Vec<String>,
+    /// When the first link said hello (the start of the transfers).
+    pub started: Option<Instant>,
 }
 
 /// Why serving stopped.
@@ -51,7 +54,12 @@ pub enum RecvError {
     Output(std::io::Error),
 }
 
-/// A TCP port receiving streams.
+/// Time a sender has for the secret handshake once it said hello.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A TCP port receiving streams. Every whole ADU handed to the sink is acknowledged to the
+/// sender (`ack`, on every link of its connection), so that a sender with a window
+/// ([`crate::Sender::with_window`]) is held while the sink is slow.
 ///
 /// ```
 /// use spools_stream::{Receiver, Limits};
@@ -62,22 +70,7 @@ pub enum RecvError {
 pub struct Receiver {
     listener: TcpListener,
     limits: Limits,
-}
-
-/// A frame a link delivered, owned (it crosses threads).
-enum Owned {
-    Open(Open),
-    Su(Su, Vec<u8>),
-    Close(Close),
-    Other(&'static str),
-}
-
-enum Msg {
-    Hello(usize, Hello),
-    Frame(usize, Owned),
-    End(usize, Option<String>),
-    Refused(String),
-    AcceptFailed(std::io::Error),
+    secret: Option<Secret>,
 }
 
 impl Receiver {
@@ -89,7 +82,29 @@ impl Receiver {
         Ok(Receiver {
             listener: TcpListener::bind(addr)?,
             limits,
+            secret: None,
         })
+    }
+
+    /// Requires every link to prove it knows `secret` (a job's secret, see `spools
+    /// secret`) before anything of it is taken: the receiver answers `hello` with
+    /// `WELCOME_REQUIRE_PROOF` and runs the job's secret handshake on the link. A link that
+    /// cannot or does not prove it is named in [`Summary::refused`] and dropped; the
+    /// others are served.
+    ///
+    /// ```
+    /// use spools_proto::auth::Secret;
+    /// use spools_stream::{Limits, Receiver};
+    /// let r = Receiver::bind("127.0.0.1:0", Limits::default())?
+    ///     .require_proof(Secret::from_bytes([7; 16]));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[must_use]
+    pub fn require_proof(self, secret: Secret) -> Receiver {
+        Receiver {
+            secret: Some(secret),
+            ..self
+        }
     }
 
     /// Where senders connect.
@@ -105,6 +120,10 @@ impl Receiver {
     /// connection whose frames do not fit its streams, is dropped and named in
     /// [`Summary::refused`]; the others go on.
     ///
+    /// Each link is read by a thread of its own, which checks every SU's header against
+    /// its stream, reads its payload straight into the ADU's buffer and checks its CRC32C
+    /// there (the links of a connection in parallel); this thread hands out what is whole.
+    ///
     /// # Errors
     /// [`RecvError`] when accepting fails or `sink` returns an error.
     pub fn serve(
@@ -116,9 +135,9 @@ impl Receiver {
         let stop = Arc::new(AtomicBool::new(false));
         let addr = self.listener.local_addr().map_err(RecvError::Accept)?;
         let acceptor = {
-            let (tx, stop) = (tx.clone(), stop.clone());
+            let (tx, stop, secret) = (tx.clone(), stop.clone(), self.secret);
             let listener = self.listener;
-            std::thread::spawn(move || accept_loop(&listener, &tx, &stop))
+            std::thread::spawn(move || accept_loop(&listener, &tx, &stop, secret.as_ref()))
         };
         drop(tx);
         let mut summary = Summary::default();
@@ -135,49 +154,49 @@ impl Receiver {
             match msg {
                 Msg::AcceptFailed(e) => break Err(RecvError::Accept(e)),
                 Msg::Refused(why) => summary.refused.push(why),
-                Msg::Hello(id, h) => {
+                Msg::Hello {
+                    id,
+                    hello: h,
+                    acks,
+                    reply,
+                } => {
+                    summary.started.get_or_insert_with(Instant::now);
                     let added = match conns.get_mut(&h.conn) {
-                        Some(c) => c.r.as_mut().map_or(Ok(()), |r| r.add_link(&h)),
+                        Some(c) => c.shared.with(|r| r.add_link(&h)).unwrap_or(Ok(())),
                         None => Reassembler::new(&h, self.limits).map(|r| {
                             conns.insert(h.conn, Conn::new(r, h.links));
                         }),
                     };
-                    match added {
-                        Ok(()) => {
+                    let shared = match (added, conns.get_mut(&h.conn)) {
+                        (Ok(()), Some(c)) => {
                             links.insert(id, (h.conn, h.link));
+                            c.acks.push(acks);
+                            Some(c.shared.clone())
                         }
-                        Err(e) => summary
-                            .broken
-                            .push(format!("connection {:016x}: {e}", h.conn)),
+                        (Err(e), _) => {
+                            summary
+                                .broken
+                                .push(format!("connection {:016x}: {e}", h.conn));
+                            None
+                        }
+                        (Ok(()), None) => None,
+                    };
+                    let _ = reply.send(shared);
+                }
+                Msg::Ready(conn) => {
+                    if let Some(c) = conns.get(&conn) {
+                        let events = c.shared.take_events();
+                        if let Err(e) = deliver(conn, c, events, &mut sink, &mut summary) {
+                            break Err(e);
+                        }
                     }
                 }
-                Msg::Frame(id, f) => {
-                    let Some(&(conn, link)) = links.get(&id) else {
-                        continue;
-                    };
-                    let Some(c) = conns.get_mut(&conn) else {
-                        continue;
-                    };
-                    let Some(r) = c.r.as_mut() else { continue };
-                    let frame = match &f {
-                        Owned::Open(o) => Frame::Open(*o),
-                        Owned::Su(s, p) => Frame::Su(*s, p),
-                        Owned::Close(cl) => Frame::Close(*cl),
-                        Owned::Other(what) => {
-                            summary.broken.push(format!(
-                                "connection {conn:016x}, link {link}: unexpected {what}"
-                            ));
-                            c.r = None;
-                            continue;
+                Msg::Broken { conn, why, events } => {
+                    summary.broken.push(why);
+                    if let Some(c) = conns.get(&conn) {
+                        if let Err(e) = deliver(conn, c, events, &mut sink, &mut summary) {
+                            break Err(e);
                         }
-                    };
-                    if let Err(e) = r.on_frame(link, &frame) {
-                        summary.broken.push(format!("connection {conn:016x}: {e}"));
-                        c.r = None;
-                        continue;
-                    }
-                    if let Err(e) = drain(conn, r, &mut sink, &mut summary) {
-                        break Err(e);
                     }
                 }
                 Msg::End(id, error) => {
@@ -196,11 +215,9 @@ impl Receiver {
                         continue;
                     };
                     c.ended += 1;
-                    if let Some(r) = c.r.as_mut() {
-                        r.link_lost(link);
-                        if let Err(e) = drain(conn, r, &mut sink, &mut summary) {
-                            break Err(e);
-                        }
+                    let events = c.shared.take_events();
+                    if let Err(e) = deliver(conn, c, events, &mut sink, &mut summary) {
+                        break Err(e);
                     }
                     if c.ended == usize::from(c.links) {
                         summary.connections += 1;
@@ -218,39 +235,53 @@ impl Receiver {
 }
 
 struct Conn {
-    /// `None` once the connection was refused (its links are drained, not reassembled).
-    r: Option<Reassembler>,
+    /// The reassembly, shared with the connection's link threads.
+    shared: Arc<Shared>,
     links: u16,
     ended: usize,
+    /// Its links' acks.
+    acks: Vec<Arc<AckBoard>>,
 }
 
 impl Conn {
     fn new(r: Reassembler, links: u16) -> Conn {
         Conn {
-            r: Some(r),
+            shared: Arc::new(Shared::new(r)),
             links,
             ended: 0,
+            acks: Vec::new(),
         }
     }
 }
 
-fn drain(
+/// Hands a connection's events to the sink (outside the reassembly's lock, so that the
+/// links go on meanwhile), and acknowledges every whole ADU the sink took on every link of
+/// the connection.
+fn deliver(
     conn: u64,
-    r: &mut Reassembler,
+    c: &Conn,
+    events: Vec<Event>,
     sink: &mut impl FnMut(Delivery) -> std::io::Result<()>,
     summary: &mut Summary,
 ) -> Result<(), RecvError> {
-    while let Some(event) = r.next_event() {
-        if let Event::Adu { data, .. } = &event {
-            summary.adus += 1;
-            summary.bytes += data.len() as u64;
-        }
+    for event in events {
+        let ack = match &event {
+            Event::Adu { stream, adu, data } => {
+                summary.adus += 1;
+                summary.bytes += data.len() as u64;
+                Some((*stream, *adu))
+            }
+            _ => None,
+        };
         sink(Delivery { conn, event }).map_err(RecvError::Output)?;
+        if let Some((stream, adu)) = ack {
+            c.acks.iter().for_each(|a| a.post(stream, adu));
+        }
     }
     Ok(())
 }
 
-fn accept_loop(listener: &TcpListener, tx: &Tx<Msg>, stop: &AtomicBool) {
+fn accept_loop(listener: &TcpListener, tx: &Tx<Msg>, stop: &AtomicBool, secret: Option<&Secret>) {
     let mut next_id = 0usize;
     loop {
         let accepted = listener.accept();
@@ -259,9 +290,9 @@ fn accept_loop(listener: &TcpListener, tx: &Tx<Msg>, stop: &AtomicBool) {
         }
         match accepted {
             Ok((sock, peer)) => {
-                let (tx, id) = (tx.clone(), next_id);
+                let (tx, id, secret) = (tx.clone(), next_id, secret.cloned());
                 next_id += 1;
-                std::thread::spawn(move || read_link(sock, peer, id, &tx));
+                std::thread::spawn(move || read_link(sock, peer, id, &tx, secret.as_ref()));
             }
             Err(e) => {
                 let _ = tx.send(Msg::AcceptFailed(e));
@@ -269,62 +300,4 @@ fn accept_loop(listener: &TcpListener, tx: &Tx<Msg>, stop: &AtomicBool) {
             }
         }
     }
-}
-
-/// One link: its hello (answered with a welcome), then its frames, then its end.
-fn read_link(sock: TcpStream, peer: SocketAddr, id: usize, tx: &Tx<Msg>) {
-    let Ok(mut out) = sock.try_clone() else {
-        return;
-    };
-    let mut frames = FrameReader::new(sock);
-    match frames.next() {
-        Ok(Read1::Frame(Frame::Hello(h))) if h.version == VERSION => {
-            let mut w = Vec::new();
-            Frame::Welcome(Welcome {
-                version: VERSION,
-                flags: 0,
-            })
-            .encode(&mut w);
-            if out.write_all(&w).is_err() || tx.send(Msg::Hello(id, h)).is_err() {
-                return;
-            }
-        }
-        Ok(Read1::Frame(Frame::Hello(h))) => {
-            let _ = tx.send(Msg::Refused(format!(
-                "{peer}: stream protocol version {} (this receiver speaks {VERSION})",
-                h.version
-            )));
-            return;
-        }
-        Ok(Read1::Frame(_)) => {
-            let _ = tx.send(Msg::Refused(format!("{peer}: no hello first")));
-            return;
-        }
-        Ok(Read1::End) => return,
-        Err(e) => {
-            let _ = tx.send(Msg::Refused(format!("{peer}: {e}")));
-            return;
-        }
-    }
-    let error = loop {
-        let owned = match frames.next() {
-            Ok(Read1::End) => break None,
-            Err(e) => break Some(link_error(&e)),
-            Ok(Read1::Frame(f)) => match f {
-                Frame::Open(o) => Owned::Open(o),
-                Frame::Su(s, p) => Owned::Su(s, p.to_vec()),
-                Frame::Close(c) => Owned::Close(c),
-                Frame::Hello(_) => Owned::Other("second hello"),
-                Frame::Welcome(_) | Frame::Ack(_) => Owned::Other("receiver's frame"),
-            },
-        };
-        if tx.send(Msg::Frame(id, owned)).is_err() {
-            return;
-        }
-    };
-    let _ = tx.send(Msg::End(id, error));
-}
-
-fn link_error(e: &LinkError) -> String {
-    e.to_string()
 }

@@ -2,15 +2,20 @@
 //! striped over the links as SUs (what `spools send` does; a job's ranks each own links).
 
 use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::io::{IoSlice, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpStream};
 
+use spools_proto::auth::Secret;
+use spools_proto::handshake::{Client, HandshakeError, Identity, Purpose, SERVER_HELLO_LEN};
 use spools_proto::stream::{
-    su_range, tus, Close, Frame, Hello, Open, Su, MAX_LINKS, MAX_SU, VARIABLE, VERSION,
+    su_range, tus, Close, Frame, Hello, Open, Su, HELLO_CAN_PROVE, MAX_LINKS, MAX_SU, VARIABLE,
+    VERSION, WELCOME_ACKS, WELCOME_PROVEN, WELCOME_REQUIRE_PROOF,
 };
 
 use crate::link::{FrameReader, LinkError, Read1};
+use crate::receiver::HANDSHAKE_TIMEOUT;
 
 /// Why sending failed.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +42,41 @@ pub enum SendError {
         /// The link.
         link: u16,
     },
+    /// The receiver requires the job secret's proof, and this sender was given no secret.
+    #[error("link {link}: the receiver requires the job secret's proof (give the sender the job's secret)")]
+    ProofRequired {
+        /// The link.
+        link: u16,
+    },
+    /// The secret handshake failed: the receiver does not know this sender's secret (they
+    /// hold different secrets), or its answer was not a handshake message.
+    #[error("link {link}: secret handshake with the receiver: {source}")]
+    Handshake {
+        /// The link.
+        link: u16,
+        /// What failed.
+        source: HandshakeError,
+    },
+    /// The receiver ended the link instead of accepting the proof of the secret.
+    #[error("link {link}: the receiver refused the proof of the secret")]
+    NotProven {
+        /// The link.
+        link: u16,
+    },
+    /// The receiver closed the link while the sender waited for its acks.
+    #[error("link {link}: the receiver closed the link while ADUs were waiting for its acks")]
+    Closed {
+        /// The link.
+        link: u16,
+    },
+    /// The receiver sent a frame a receiver does not send.
+    #[error("link {link}: the receiver sent {got}")]
+    Unexpected {
+        /// The link.
+        link: u16,
+        /// What it sent.
+        got: &'static str,
+    },
     /// An argument outside what the format allows.
     #[error("{0}")]
     Format(&'static str),
@@ -44,10 +84,22 @@ pub enum SendError {
 
 /// One link of a logical connection, owned by this process: what a rank of a job that owns
 /// link `link` of `links` uses (the others own the other links, with the same `conn`).
+///
+/// With a window ([`LinkSender::with_window`]) and a receiver that sends acks, the link
+/// holds the first SU of ADU `n` of a stream until the receiver acknowledged ADU `n - w`:
+/// at most `w` ADUs of a stream are in flight beyond what the receiver handed out.
 pub struct LinkSender {
     sock: TcpStream,
     link: u16,
     buf: Vec<u8>,
+    /// The receiver's frames (its acks).
+    frames: FrameReader<TcpStream>,
+    /// Whether the receiver announced acks.
+    acks: bool,
+    /// ADUs in flight per stream (0: no window).
+    window: u32,
+    /// Per stream, ADUs the receiver acknowledged (`0..acked`).
+    acked: HashMap<u32, u64>,
 }
 
 impl LinkSender {
@@ -55,50 +107,124 @@ impl LinkSender {
     /// receiver's welcome.
     ///
     /// # Errors
-    /// [`SendError`] when the link cannot be opened or is not welcomed.
+    /// [`SendError`] when the link cannot be opened or is not welcomed;
+    /// [`SendError::ProofRequired`] when the receiver requires the job secret's proof (see
+    /// [`LinkSender::connect_proving`]).
     pub fn connect(
         addr: SocketAddr,
         links: u16,
         link: u16,
         conn: u64,
     ) -> Result<LinkSender, SendError> {
+        Self::open(addr, links, link, conn, None)
+    }
+
+    /// [`LinkSender::connect`], proving `secret` (the job's secret) if the receiver
+    /// requires it.
+    ///
+    /// # Errors
+    /// As [`LinkSender::connect`]; [`SendError::Handshake`] when the receiver does not
+    /// know this secret, [`SendError::NotProven`] when it refuses the proof.
+    pub fn connect_proving(
+        addr: SocketAddr,
+        links: u16,
+        link: u16,
+        conn: u64,
+        secret: &Secret,
+    ) -> Result<LinkSender, SendError> {
+        Self::open(addr, links, link, conn, Some(secret))
+    }
+
+    fn open(
+        addr: SocketAddr,
+        links: u16,
+        link: u16,
+        conn: u64,
+        secret: Option<&Secret>,
+    ) -> Result<LinkSender, SendError> {
         if links == 0 || links > MAX_LINKS || link >= links {
             return Err(SendError::Format(
                 "links must be 1 to 1024, and the link below them",
             ));
         }
+        let io = |e: std::io::Error| SendError::Link {
+            link,
+            source: e.into(),
+        };
         let mut sock =
             TcpStream::connect(addr).map_err(|source| SendError::Connect { addr, source })?;
         let _ = sock.set_nodelay(true);
+        // The receiver answers at once: a bound on the wait, lifted once welcomed.
+        sock.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).map_err(io)?;
         let mut b = Vec::new();
         Frame::Hello(Hello {
             version: VERSION,
-            flags: 0,
+            flags: if secret.is_some() { HELLO_CAN_PROVE } else { 0 },
             links,
             link,
             conn,
         })
         .encode(&mut b);
-        sock.write_all(&b).map_err(|e| SendError::Link {
-            link,
-            source: e.into(),
-        })?;
-        let mut r = FrameReader::new(&sock);
-        match r.next() {
-            Ok(Read1::Frame(Frame::Welcome(_))) => {}
+        sock.write_all(&b).map_err(io)?;
+        let mut frames = FrameReader::new(sock.try_clone().map_err(io)?);
+        let mut flags = match frames.next() {
+            Ok(Read1::Frame(Frame::Welcome(w))) => w.flags,
             Ok(_) => return Err(SendError::NoWelcome { link }),
             Err(source) => return Err(SendError::Link { link, source }),
+        };
+        if flags & WELCOME_REQUIRE_PROOF != 0 {
+            let proven = match secret {
+                Some(secret) => prove(&mut sock, &mut frames, secret, link),
+                None => Err(SendError::ProofRequired { link }),
+            };
+            flags = match proven {
+                Ok(flags) => flags,
+                Err(e) => {
+                    hang_up(&sock, &mut frames);
+                    return Err(e);
+                }
+            };
         }
+        sock.set_read_timeout(None).map_err(io)?;
         Ok(LinkSender {
             sock,
             link,
             buf: Vec::new(),
+            frames,
+            acks: flags & WELCOME_ACKS != 0,
+            window: 0,
+            acked: HashMap::new(),
         })
+    }
+
+    /// Holds at most `adus` ADUs of each stream in flight beyond those the receiver
+    /// acknowledged (0: no window). Without acks from the receiver (a receiver that does
+    /// not announce them), there is no window.
+    ///
+    /// A window on a stream that the receiver holds back (sequenced after a stream still
+    /// open, or in a group whose other streams do not progress) waits for them.
+    #[must_use]
+    pub fn with_window(self, adus: u32) -> LinkSender {
+        LinkSender {
+            window: adus,
+            ..self
+        }
     }
 
     /// This link's index.
     pub fn link(&self) -> u16 {
         self.link
+    }
+
+    /// Whether the receiver sends acks (a window holds the sender back).
+    pub fn acks(&self) -> bool {
+        self.acks
+    }
+
+    /// ADUs of `stream` the receiver acknowledged so far, as far as this link read
+    /// (ADUs `0..acked`).
+    pub fn acked(&self, stream: u32) -> u64 {
+        self.acked.get(&stream).copied().unwrap_or(0)
     }
 
     /// Sends a frame without payload (open, close).
@@ -116,11 +242,14 @@ impl LinkSender {
     }
 
     /// Sends one SU: its header and payload, with one vectored write where the socket
-    /// takes it.
+    /// takes it. With a window, waits first until the receiver acknowledged ADU
+    /// `h.adu - window` of the stream.
     ///
     /// # Errors
-    /// [`SendError::Link`] when the link fails.
+    /// [`SendError::Link`] when the link fails, [`SendError::Closed`] when the receiver
+    /// closes it while the sender waits for acks.
     pub fn send_su(&mut self, h: &Su, payload: &[u8]) -> Result<(), SendError> {
+        self.wait_window(h.stream, h.adu)?;
         let header = h.header(payload.len() as u32);
         let link = self.link;
         write_all_vectored(&mut self.sock, &header, payload).map_err(|e| SendError::Link {
@@ -129,18 +258,116 @@ impl LinkSender {
         })
     }
 
-    /// Ends the link (no more frames).
+    /// Waits until ADU `adu` of `stream` fits in the window.
+    fn wait_window(&mut self, stream: u32, adu: u64) -> Result<(), SendError> {
+        let w = u64::from(self.window);
+        if !self.acks || w == 0 || adu < w {
+            return Ok(());
+        }
+        // ADU `adu - w` acknowledged: `adu - w + 1` ADUs.
+        while self.acked(stream) < adu - w + 1 {
+            self.read_ack()?;
+        }
+        Ok(())
+    }
+
+    /// Reads one frame from the receiver: an ack.
+    fn read_ack(&mut self) -> Result<(), SendError> {
+        let link = self.link;
+        match self.frames.next() {
+            Ok(Read1::Frame(Frame::Ack(a))) => {
+                let n = self.acked.entry(a.stream).or_insert(0);
+                *n = (*n).max(a.adu.saturating_add(1));
+                Ok(())
+            }
+            Ok(Read1::Frame(_)) => Err(SendError::Unexpected {
+                link,
+                got: "a frame other than an ack",
+            }),
+            Ok(Read1::End) => Err(SendError::Closed { link }),
+            Err(source) => Err(SendError::Link { link, source }),
+        }
+    }
+
+    /// Ends the link (no more frames). When the receiver sends acks, reads them until it
+    /// closes its side, so that no unread ack turns the close into a reset that could cut
+    /// off the last frames: the link ends once the receiver has read all of it.
     ///
     /// # Errors
     /// [`SendError::Link`] when the link fails.
-    pub fn finish(self) -> Result<(), SendError> {
+    pub fn finish(mut self) -> Result<(), SendError> {
         let link = self.link;
         self.sock
-            .shutdown(std::net::Shutdown::Write)
+            .shutdown(Shutdown::Write)
             .map_err(|e| SendError::Link {
                 link,
                 source: e.into(),
-            })
+            })?;
+        if self.acks {
+            loop {
+                match self.read_ack() {
+                    Ok(()) => {}
+                    Err(SendError::Closed { .. }) => break,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Ends a link the receiver refused, once the receiver closed it too: the receiver has
+/// then noted the refusal (within the socket's read timeout).
+fn hang_up(sock: &TcpStream, frames: &mut FrameReader<TcpStream>) {
+    let _ = sock.shutdown(Shutdown::Write);
+    // Nothing more is expected from it: a few bytes at most, then its end.
+    let mut rest = [0u8; 256];
+    for _ in 0..64 {
+        if frames.read_raw(&mut rest).is_err() {
+            return;
+        }
+    }
+}
+
+/// The sender's side of the secret handshake on a link, after a welcome that requires it:
+/// the flags of the receiver's second welcome.
+fn prove(
+    sock: &mut TcpStream,
+    frames: &mut FrameReader<TcpStream>,
+    secret: &Secret,
+    link: u16,
+) -> Result<u16, SendError> {
+    let io = |e: std::io::Error| SendError::Link {
+        link,
+        source: e.into(),
+    };
+    let nonce = crate::random::nonce().map_err(io)?;
+    let client = Client::new(
+        secret.clone(),
+        nonce,
+        Purpose::Data,
+        Identity {
+            rank: 0,
+            lane: link,
+            priority: 0,
+        },
+    );
+    sock.write_all(&client.hello()).map_err(io)?;
+    let mut reply = [0u8; SERVER_HELLO_LEN];
+    frames
+        .read_raw(&mut reply)
+        .map_err(|source| SendError::Link { link, source })?;
+    let auth = client
+        .on_server_hello(&reply)
+        .map_err(|source| SendError::Handshake { link, source })?;
+    sock.write_all(&auth).map_err(io)?;
+    match frames.next() {
+        Ok(Read1::Frame(Frame::Welcome(w))) if w.flags & WELCOME_PROVEN != 0 => Ok(w.flags),
+        Ok(Read1::Frame(_)) => Err(SendError::Unexpected {
+            link,
+            got: "a frame other than the welcome after the proof",
+        }),
+        Ok(Read1::End) | Err(_) => Err(SendError::NotProven { link }),
     }
 }
 
@@ -166,8 +393,30 @@ impl Sender {
     /// Opens `links` links to `addr`, says hello on each and waits for each welcome.
     ///
     /// # Errors
-    /// [`SendError`] when a link cannot be opened or is not welcomed.
+    /// [`SendError`] when a link cannot be opened or is not welcomed;
+    /// [`SendError::ProofRequired`] when the receiver requires the job secret's proof (see
+    /// [`Sender::connect_proving`]).
     pub fn connect(addr: SocketAddr, links: u16) -> Result<Sender, SendError> {
+        Self::open_links(addr, links, None)
+    }
+
+    /// [`Sender::connect`], proving `secret` on every link if the receiver requires it.
+    ///
+    /// # Errors
+    /// As [`LinkSender::connect_proving`].
+    pub fn connect_proving(
+        addr: SocketAddr,
+        links: u16,
+        secret: &Secret,
+    ) -> Result<Sender, SendError> {
+        Self::open_links(addr, links, Some(secret))
+    }
+
+    fn open_links(
+        addr: SocketAddr,
+        links: u16,
+        secret: Option<&Secret>,
+    ) -> Result<Sender, SendError> {
         if links == 0 || links > MAX_LINKS {
             return Err(SendError::Format("links must be 1 to 1024"));
         }
@@ -177,12 +426,35 @@ impl Sender {
             h.finish()
         };
         let links = (0..links)
-            .map(|link| LinkSender::connect(addr, links, link, conn))
+            .map(|link| LinkSender::open(addr, links, link, conn, secret))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Sender {
             links,
             opened: Vec::new(),
         })
+    }
+
+    /// Holds at most `adus` ADUs of each stream in flight beyond those the receiver
+    /// acknowledged, on every link (see [`LinkSender::with_window`]; 0: no window).
+    #[must_use]
+    pub fn with_window(self, adus: u32) -> Sender {
+        Sender {
+            links: self
+                .links
+                .into_iter()
+                .map(|l| l.with_window(adus))
+                .collect(),
+            ..self
+        }
+    }
+
+    /// ADUs of `stream` the receiver acknowledged so far, as far as the links read.
+    pub fn acked(&self, stream: u32) -> u64 {
+        self.links
+            .iter()
+            .map(|l| l.acked(stream))
+            .max()
+            .unwrap_or(0)
     }
 
     /// Announces a stream on every link.
@@ -232,6 +504,24 @@ impl Sender {
         if size == 0 {
             return self.send_su(0, &su(stream, 0, adu, 0, 0, 0, &[]), &[]);
         }
+        if k > 1 && size >= PARALLEL_FROM {
+            // Each link from a thread of its own: its SUs of every TU, CRCs computed there.
+            return std::thread::scope(|scope| {
+                let sending: Vec<_> = self
+                    .links
+                    .iter_mut()
+                    .map(|l| scope.spawn(move || send_link_sus(l, k, stream, adu, tu, data)))
+                    .collect();
+                sending
+                    .into_iter()
+                    .map(|h| {
+                        h.join()
+                            .unwrap_or(Err(SendError::Format("a link's sending thread panicked")))
+                    })
+                    .collect::<Result<Vec<()>, _>>()
+                    .map(drop)
+            });
+        }
         for t in 0..tus(size, tu) {
             for s in 0..k {
                 let Some((off, len)) = su_range(size, tu, k, t, s) else {
@@ -267,6 +557,30 @@ impl Sender {
     fn on_every_link(&mut self, f: &Frame<'_>) -> Result<(), SendError> {
         self.links.iter_mut().try_for_each(|l| l.send(f))
     }
+}
+
+/// ADUs from this size on are sent from a thread per link (smaller ones, from the caller's
+/// thread, TU after TU).
+const PARALLEL_FROM: u64 = 1 << 20;
+
+/// Sends link `l`'s SUs of ADU `adu` (`data`, TUs of `tu` bytes over `k` links).
+fn send_link_sus(
+    l: &mut LinkSender,
+    k: u16,
+    stream: u32,
+    adu: u64,
+    tu: u64,
+    data: &[u8],
+) -> Result<(), SendError> {
+    let s = l.link();
+    let size = data.len() as u64;
+    for t in 0..tus(size, tu) {
+        if let Some((off, len)) = su_range(size, tu, k, t, s) {
+            let p = &data[off as usize..(off + len) as usize];
+            l.send_su(&su(stream, s, adu, t, off, size, p), p)?;
+        }
+    }
+    Ok(())
 }
 
 /// Bytes of the largest SU of a TU of `tu` bytes over `links` links.

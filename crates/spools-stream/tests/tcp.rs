@@ -4,45 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::mpsc::channel;
 use std::time::Duration;
 
+use common::{data, serve};
 use spools_proto::stream::{Open, NOT_SEQUENCED};
-use spools_stream::{Delivery, Event, Limits, Receiver, Sender, Summary};
-
-/// Serves `connections` connections on a thread; the result within a bounded wait.
-fn serve(
-    connections: usize,
-) -> (
-    std::net::SocketAddr,
-    impl FnOnce() -> (Summary, Vec<Delivery>),
-) {
-    let r = Receiver::bind("127.0.0.1:0", Limits::default()).unwrap();
-    let addr = r.local_addr().unwrap();
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        let mut got = Vec::new();
-        let s = r.serve(connections, |d| {
-            got.push(d);
-            Ok(())
-        });
-        let _ = tx.send((s.map_err(|e| e.to_string()), got));
-    });
-    (addr, move || {
-        let (s, got) = rx
-            .recv_timeout(Duration::from_secs(120))
-            .expect("the receiver ended");
-        (s.unwrap(), got)
-    })
-}
-
-fn data(seed: u64, n: usize) -> Vec<u8> {
-    (0..n as u64)
-        .map(|i| (i.wrapping_mul(131).wrapping_add(seed) % 253) as u8)
-        .collect()
-}
+use spools_stream::{Event, Sender};
 
 #[test]
 fn every_link_count_and_tu_gives_the_adus_back_whole() {
@@ -245,6 +215,75 @@ fn a_corrupt_frame_is_named_with_its_stream_adu_tu_and_link() {
             .broken
             .iter()
             .any(|m| m.contains("stream 4, ADU 0, TU 1, SU 0 on link 0: checksum mismatch")),
+        "{summary:?}"
+    );
+}
+
+/// An ADU large enough for the receiver to fault its buffer in ahead of the links (and for
+/// the sender to send from a thread per link) arrives byte-exact.
+#[test]
+fn a_large_adu_arrives_whole() {
+    let size = 40 << 20;
+    let (addr, done) = serve(1);
+    let adu = data(7, size);
+    let mut s = Sender::connect(addr, 3).unwrap();
+    s.open(common::open(1, 4 << 20, size as u64)).unwrap();
+    s.send_adu(1, 0, &adu).unwrap();
+    s.close(1, 1).unwrap();
+    s.finish().unwrap();
+    let (summary, got) = done();
+    assert_eq!(summary.adus, 1, "{summary:?}");
+    let Event::Adu { data: back, .. } = &got[0].event else {
+        panic!("{:?}", got[0].event)
+    };
+    assert!(back == &adu, "the ADU came back different");
+}
+
+/// A connection dropped for a bad frame still hands out the ADUs that were whole before it.
+#[test]
+fn the_whole_adus_before_a_corrupt_frame_are_handed_out() {
+    use spools_proto::stream::{Frame, Hello, Su, VERSION};
+    let (addr, done) = serve(1);
+    let mut link = TcpStream::connect(addr).unwrap();
+    let mut b = Vec::new();
+    Frame::Hello(Hello {
+        version: VERSION,
+        flags: 0,
+        links: 1,
+        link: 0,
+        conn: 6,
+    })
+    .encode(&mut b);
+    Frame::Open(common::open(2, 8, 8)).encode(&mut b);
+    let su = |adu, crc| Su {
+        stream: 2,
+        su: 0,
+        link: 0,
+        adu,
+        tu: 0,
+        offset: 0,
+        size: 8,
+        crc,
+    };
+    Frame::Su(su(0, crc32c::crc32c(b"01234567")), b"01234567").encode(&mut b);
+    Frame::Su(su(1, crc32c::crc32c(b"89abcdef")), b"89abcdeX").encode(&mut b);
+    link.write_all(&b).unwrap();
+    link.shutdown(std::net::Shutdown::Write).unwrap();
+    let (summary, got) = done();
+    assert_eq!(
+        got.first().map(|d| &d.event),
+        Some(&Event::Adu {
+            stream: 2,
+            adu: 0,
+            data: b"01234567".to_vec()
+        }),
+        "{got:?}"
+    );
+    assert!(
+        summary
+            .broken
+            .iter()
+            .any(|m| m.contains("stream 2, ADU 1, TU 0, SU 0 on link 0: checksum mismatch")),
         "{summary:?}"
     );
 }

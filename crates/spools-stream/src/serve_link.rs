@@ -1,0 +1,296 @@
+//! One link of a [`crate::Receiver`], on a thread of its own: its hello (answered with a
+//! welcome, and the secret handshake when the receiver requires it), then its frames: an
+//! SU's header is checked against its stream under the connection's lock, its payload is
+//! read straight into the ADU's buffer and its CRC32C computed there without the lock;
+//! then its end. Its acks go out from a writer thread of its own.
+
+use std::io::Write;
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::mpsc::{channel, Sender as Tx};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use spools_proto::auth::Secret;
+use spools_proto::handshake::{Server, CLIENT_AUTH_LEN, CLIENT_HELLO_LEN};
+use spools_proto::stream::{
+    Frame, Hello, Welcome, HELLO_CAN_PROVE, VERSION, WELCOME_ACKS, WELCOME_PROVEN,
+    WELCOME_REQUIRE_PROOF,
+};
+
+use crate::acks::AckBoard;
+use crate::error::ReassemblyError;
+use crate::link::{FrameReader, Read1, Read1Head};
+use crate::reassembly::Event;
+use crate::reassembly::Reassembler;
+use crate::receiver::HANDSHAKE_TIMEOUT;
+
+/// What the link threads tell the serving thread.
+pub(crate) enum Msg {
+    /// A link said hello (and proved the secret, if asked): the serving thread answers with
+    /// its connection's reassembly, or `None` when it refuses the link.
+    Hello {
+        id: usize,
+        hello: Hello,
+        acks: Arc<AckBoard>,
+        reply: Tx<Option<Arc<Shared>>>,
+    },
+    /// A connection has events ready.
+    Ready(u64),
+    /// A connection was dropped: why, and the events it had made ready before.
+    Broken {
+        conn: u64,
+        why: String,
+        events: Vec<Event>,
+    },
+    /// A link ended (with what went wrong, if it did not end cleanly).
+    End(usize, Option<String>),
+    /// A client refused before its hello was taken.
+    Refused(String),
+    /// Accepting failed.
+    AcceptFailed(std::io::Error),
+}
+
+/// A connection's reassembly, shared by its link threads and the serving thread; `None`
+/// once the connection was dropped (its links are then read to their end and ignored).
+pub(crate) struct Shared {
+    r: Mutex<Option<Reassembler>>,
+}
+
+impl Shared {
+    pub(crate) fn new(r: Reassembler) -> Shared {
+        Shared {
+            r: Mutex::new(Some(r)),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<Reassembler>> {
+        self.r.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `f` on the reassembly, unless the connection was dropped.
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Reassembler) -> T) -> Option<T> {
+        self.lock().as_mut().map(f)
+    }
+
+    /// The events ready.
+    pub(crate) fn take_events(&self) -> Vec<Event> {
+        self.lock().as_mut().map(events).unwrap_or_default()
+    }
+
+    /// Drops the connection: the events it had made ready.
+    fn drop_reassembly(&self) -> Vec<Event> {
+        self.lock().take().as_mut().map(events).unwrap_or_default()
+    }
+}
+
+fn events(r: &mut Reassembler) -> Vec<Event> {
+    std::iter::from_fn(|| r.next_event()).collect()
+}
+
+/// One link, from its hello to its end.
+pub(crate) fn read_link(
+    sock: TcpStream,
+    peer: SocketAddr,
+    id: usize,
+    tx: &Tx<Msg>,
+    secret: Option<&Secret>,
+) {
+    let Ok(mut out) = sock.try_clone() else {
+        return;
+    };
+    let mut frames = FrameReader::new(sock);
+    let h = match frames.next() {
+        Ok(Read1::Frame(Frame::Hello(h))) if h.version == VERSION => h,
+        Ok(Read1::Frame(Frame::Hello(h))) => {
+            let _ = tx.send(Msg::Refused(format!(
+                "{peer}: stream protocol version {} (this receiver speaks {VERSION})",
+                h.version
+            )));
+            return;
+        }
+        Ok(Read1::Frame(_)) => {
+            let _ = tx.send(Msg::Refused(format!("{peer}: no hello first")));
+            return;
+        }
+        Ok(Read1::End) => return,
+        Err(e) => {
+            let _ = tx.send(Msg::Refused(format!("{peer}: {e}")));
+            return;
+        }
+    };
+    let proof = if secret.is_some() {
+        WELCOME_REQUIRE_PROOF
+    } else {
+        0
+    };
+    if welcome(&mut out, WELCOME_ACKS | proof).is_err() {
+        return;
+    }
+    if let Some(secret) = secret {
+        if let Err(why) = prove(&mut frames, &mut out, secret, &h) {
+            let _ = tx.send(Msg::Refused(format!(
+                "{peer}: link {} of connection {:016x}: {why}",
+                h.link, h.conn
+            )));
+            return;
+        }
+        if welcome(&mut out, WELCOME_ACKS | WELCOME_PROVEN).is_err() {
+            return;
+        }
+    }
+    let acks = Arc::new(AckBoard::default());
+    let writer = {
+        let acks = acks.clone();
+        std::thread::spawn(move || acks.write_to(out))
+    };
+    let (reply, answer) = channel();
+    let hello = Msg::Hello {
+        id,
+        hello: h,
+        acks: acks.clone(),
+        reply,
+    };
+    if tx.send(hello).is_ok() {
+        if let Ok(Some(shared)) = answer.recv() {
+            let link = Link {
+                conn: h.conn,
+                link: h.link,
+                shared: &shared,
+                tx,
+            };
+            let error = link.receive(&mut frames);
+            shared.with(|r| r.link_lost(h.link));
+            let _ = tx.send(Msg::End(id, error));
+        }
+    }
+    // The link ended: its writer stops (a write blocked on a sender that does not read
+    // acks is woken by the shutdown), and the sender sees the end of the connection.
+    acks.close();
+    let _ = frames.get_ref().shutdown(Shutdown::Both);
+    let _ = writer.join();
+}
+
+/// A link taken into its connection.
+struct Link<'a> {
+    conn: u64,
+    link: u16,
+    shared: &'a Shared,
+    tx: &'a Tx<Msg>,
+}
+
+impl Link<'_> {
+    /// The link's frames after its hello, until it ends (`Some` with what went wrong when
+    /// it did not end cleanly).
+    fn receive(&self, frames: &mut FrameReader<TcpStream>) -> Option<String> {
+        loop {
+            let step = match frames.next_head() {
+                Ok(Read1Head::End) => return None,
+                Err(e) => return Some(e.to_string()),
+                Ok(Read1Head::Frame(f)) => {
+                    self.on_frame(&f);
+                    Ok(())
+                }
+                Ok(Read1Head::Su(s, len)) => {
+                    let placed = self
+                        .shared
+                        .lock()
+                        .as_mut()
+                        .map(|r| r.place(self.link, &s, len.into()));
+                    match placed {
+                        None => frames.skip_payload(len),
+                        Some(Err(e)) => {
+                            self.drop_connection(&e.to_string());
+                            frames.skip_payload(len)
+                        }
+                        Some(Ok(mut p)) => frames.read_payload(p.dest()).map(|crc| {
+                            self.update(|r| r.complete(p, crc));
+                        }),
+                    }
+                }
+            };
+            if let Err(e) = step {
+                return Some(e.to_string());
+            }
+        }
+    }
+
+    fn on_frame(&self, f: &Frame<'_>) {
+        let unexpected = match f {
+            Frame::Hello(_) => Some("second hello"),
+            Frame::Welcome(_) | Frame::Ack(_) => Some("receiver's frame"),
+            Frame::Open(_) | Frame::Close(_) | Frame::Su(..) => None,
+        };
+        match unexpected {
+            Some(what) => self.drop_connection(&format!("link {}: unexpected {what}", self.link)),
+            None => self.update(|r| r.on_frame(self.link, f)),
+        }
+    }
+
+    /// `f` on the reassembly; the serving thread is told of the events it made ready, or the
+    /// connection is dropped when it failed.
+    fn update(&self, f: impl FnOnce(&mut Reassembler) -> Result<(), ReassemblyError>) {
+        let mut g = self.shared.lock();
+        let Some(r) = g.as_mut() else { return };
+        match f(r) {
+            Ok(()) => {
+                if r.has_events() {
+                    drop(g);
+                    let _ = self.tx.send(Msg::Ready(self.conn));
+                }
+            }
+            Err(e) => {
+                drop(g);
+                self.drop_connection(&e.to_string());
+            }
+        }
+    }
+
+    fn drop_connection(&self, why: &str) {
+        // Events made ready before still go out.
+        let events = self.shared.drop_reassembly();
+        let _ = self.tx.send(Msg::Broken {
+            conn: self.conn,
+            why: format!("connection {:016x}: {why}", self.conn),
+            events,
+        });
+    }
+}
+
+fn welcome(out: &mut TcpStream, flags: u16) -> std::io::Result<()> {
+    let mut w = Vec::new();
+    Frame::Welcome(Welcome {
+        version: VERSION,
+        flags,
+    })
+    .encode(&mut w);
+    out.write_all(&w)
+}
+
+/// The receiver's side of the secret handshake on a link: `Err` says why the sender is
+/// refused.
+fn prove(
+    frames: &mut FrameReader<TcpStream>,
+    out: &mut TcpStream,
+    secret: &Secret,
+    h: &Hello,
+) -> Result<(), String> {
+    if h.flags & HELLO_CAN_PROVE == 0 {
+        return Err(
+            "this receiver requires the job secret's proof, and the sender cannot give it".into(),
+        );
+    }
+    let refused = |e: &dyn std::fmt::Display| format!("did not prove the job secret: {e}");
+    let nonce = crate::random::nonce().map_err(|e| refused(&e))?;
+    out.set_read_timeout(Some(HANDSHAKE_TIMEOUT))
+        .map_err(|e| refused(&e))?;
+    let mut hello = [0u8; CLIENT_HELLO_LEN];
+    frames.read_raw(&mut hello).map_err(|e| refused(&e))?;
+    let (server, reply) = Server::new(secret.clone(), nonce)
+        .on_hello(&hello)
+        .map_err(|e| refused(&e))?;
+    out.write_all(&reply).map_err(|e| refused(&e))?;
+    let mut auth = [0u8; CLIENT_AUTH_LEN];
+    frames.read_raw(&mut auth).map_err(|e| refused(&e))?;
+    server.on_auth(&auth).map_err(|e| refused(&e))?;
+    out.set_read_timeout(None).map_err(|e| refused(&e))?;
+    Ok(())
+}
