@@ -9,15 +9,11 @@
 //! the buffer lives as long as any claim holds it (an `Arc`).
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 /// The bytes of one ADU.
 pub(crate) struct AduBuf {
     bytes: Box<[UnsafeCell<u8>]>,
-    /// The thread faulting a large buffer's pages in ahead of the links (see [`prefault`]).
-    prefault: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
 }
 
 // SAFETY: the bytes are written only through `Claim::dest`, whose slices are disjoint (see
@@ -29,30 +25,18 @@ impl AduBuf {
     /// A zeroed buffer of `size` bytes (the caller checked `size` against its limits).
     pub(crate) fn new(size: usize) -> Arc<AduBuf> {
         let bytes: Box<[u8]> = vec![0u8; size].into_boxed_slice();
-        let range = huge_pages(&bytes);
+        huge_pages(&bytes);
         // SAFETY: `UnsafeCell<u8>` has the same layout as `u8` (it is `repr(transparent)`),
         // so a boxed slice of one is a boxed slice of the other, with the same allocation.
         let bytes = unsafe { Box::from_raw(Box::into_raw(bytes) as *mut [UnsafeCell<u8>]) };
-        let prefault = range
-            .filter(|(from, to)| to - from >= PREFAULT_FROM)
-            .and_then(|(from, to)| prefault(from, to));
-        Arc::new(AduBuf { bytes, prefault })
-    }
-
-    /// Stops the prefaulting thread, if any, and waits for it.
-    fn stop_prefault(&mut self) {
-        if let Some((stop, handle)) = self.prefault.take() {
-            stop.store(true, Ordering::Relaxed);
-            let _ = handle.join();
-        }
+        Arc::new(AduBuf { bytes })
     }
 
     /// The bytes, once this is the last reference (every claim completed); else a copy.
     pub(crate) fn into_vec(this: Arc<AduBuf>) -> Vec<u8> {
         match Arc::try_unwrap(this) {
-            Ok(mut b) => {
-                b.stop_prefault();
-                let raw = Box::into_raw(std::mem::take(&mut b.bytes)) as *mut [u8];
+            Ok(b) => {
+                let raw = Box::into_raw(b.bytes) as *mut [u8];
                 // SAFETY: the reverse of `new`'s cast, on the allocation it made.
                 Vec::from(unsafe { Box::from_raw(raw) })
             }
@@ -69,60 +53,17 @@ impl AduBuf {
     }
 }
 
-impl Drop for AduBuf {
-    fn drop(&mut self) {
-        // The prefaulting thread works on this buffer's pages: it ends before they go.
-        self.stop_prefault();
-    }
-}
-
 /// Buffers from this size on ask for transparent huge pages.
 const HUGE_FROM: usize = 4 << 20;
-/// Buffers from this size on are faulted in ahead of the links by a thread of their own.
-const PREFAULT_FROM: usize = 32 << 20;
-/// Bytes of a huge page.
-const HUGE: usize = 2 << 20;
-
-/// Faults in the pages of `from..to` (addresses in a buffer that joins the thread before it
-/// is freed), 2 MiB at a time from the start, until done or told to stop. The links write
-/// the buffer from its start too, and a page's first touch is costly where memory is
-/// virtualised (the host backs it then): this takes that cost off the links' threads.
-fn prefault(from: usize, to: usize) -> Option<(Arc<AtomicBool>, JoinHandle<()>)> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    let handle = std::thread::Builder::new()
-        .name("spools-stream-prefault".into())
-        .spawn(move || {
-            let mut at = from;
-            while at < to && !flag.load(Ordering::Relaxed) {
-                // SAFETY: `at..at + HUGE` lies inside the buffer (`from..to` does and both
-                // are multiples of HUGE), which lives until this thread is joined (the
-                // buffer's drop and `into_vec` join it first); populating pages does not
-                // change their contents, so the links' writes are not disturbed.
-                let done = unsafe {
-                    rustix::mm::madvise(
-                        at as *mut std::ffi::c_void,
-                        HUGE,
-                        rustix::mm::Advice::LinuxPopulateWrite,
-                    )
-                };
-                if done.is_err() {
-                    return;
-                }
-                at += HUGE;
-            }
-        })
-        .ok()?;
-    Some((stop, handle))
-}
 
 /// Asks the kernel to back the 2 MiB-aligned part of a large, fresh buffer with huge
 /// pages: receiving into it then takes a page fault per 2 MiB rather than per 4 KiB, which
 /// otherwise costs more than the copy from the socket. Only advice: nothing changes when
-/// the kernel does not follow it. The range advised, if any.
-fn huge_pages(bytes: &[u8]) -> Option<(usize, usize)> {
+/// the kernel does not follow it.
+fn huge_pages(bytes: &[u8]) {
+    const HUGE: usize = 2 << 20;
     if bytes.len() < HUGE_FROM {
-        return None;
+        return;
     }
     let start = bytes.as_ptr() as usize;
     let from = start.next_multiple_of(HUGE);
@@ -138,9 +79,7 @@ fn huge_pages(bytes: &[u8]) -> Option<(usize, usize)> {
                 rustix::mm::Advice::LinuxHugepage,
             )
         };
-        return Some((from, to));
     }
-    None
 }
 
 /// The right to write bytes `at..at + len` of an ADU's buffer: one SU, claimed once.

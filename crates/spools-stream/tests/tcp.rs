@@ -219,8 +219,8 @@ fn a_corrupt_frame_is_named_with_its_stream_adu_tu_and_link() {
     );
 }
 
-/// An ADU large enough for the receiver to fault its buffer in ahead of the links (and for
-/// the sender to send from a thread per link) arrives byte-exact.
+/// An ADU large enough for huge pages at the receiver and for a sending thread per link
+/// arrives byte-exact.
 #[test]
 fn a_large_adu_arrives_whole() {
     let size = 40 << 20;
