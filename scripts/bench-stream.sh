@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The stream benchmarks (`spools bench stream`), release build, beside iperf3 on loopback
 # (installed from Debian by scripts/install-iperf3.sh when missing): the links part from 4
-# ranks (K = 1, 2, 4, 8 links; TU 64 KiB .. 4 MiB), then the cyclic part (Figure 15) on 8
-# ranks, with the group part (four lock-step 1080p streams). Medians of RUNS alternating runs (default 5). Writes links.json, cyclic.json,
-# their tables and the plots (stream.svg, stream-cyclic.svg) to OUT.
+# ranks (K = 1, 2, 4, 8 links; TU 64 KiB .. 4 MiB), then the cyclic part (Figure 15) and
+# the group part (four lock-step streams of 1080p RGB frames) on 8 ranks. Medians of RUNS
+# alternating runs (default 5). Writes links.json, cyclic.json (with the group part), a
+# summary table and the plots (stream.svg, stream-cyclic.svg) to OUT.
 #
 #   bash scripts/bench-stream.sh [--runs N] [--out DIR] [--quick] [-- EXTRA bench OPTIONS]
 set -euo pipefail
