@@ -42,7 +42,8 @@ impl World {
     /// program speaking [`spools_proto::stream`]), striped over `format.links` TCP links
     /// (link `s` owned by rank `s % P`). Collective; so are the stream's
     /// [`send_adu`](spools_io::stream::StreamWriter::send_adu) (one ADU: this rank's share
-    /// of a layout) and [`close`](spools_io::stream::StreamWriter::close).
+    /// of a layout) and [`close`](spools_io::stream::StreamWriter::close). Its links prove
+    /// the job's secret to a destination that requires it (`spools recv --secret FILE`).
     ///
     /// ```
     /// use spools::StreamFormat;
@@ -66,19 +67,21 @@ impl World {
     /// ```
     ///
     /// # Errors
-    /// [`StreamError`]: a bad format, the destination unreachable; an error on any rank
-    /// fails the call on every rank.
+    /// [`StreamError`]: a bad format, the destination unreachable, or
+    /// [`StreamError::Unproven`] when it requires another secret than the job's; an error
+    /// on any rank fails the call on every rank.
     pub fn stream_open(
         &self,
         dest: std::net::SocketAddr,
         format: StreamFormat,
     ) -> Result<StreamWriter<'_>, StreamError> {
-        StreamWriter::open(self.io_communicator()?, dest, format)
+        StreamWriter::open_proving(self.io_communicator()?, dest, format, self.secret())
     }
 
     /// Opens a logical connection of `links` TCP links to `dest` (link `s` owned by rank
     /// `s % P`), for several streams: sequenced, in lock-step groups, of variable-size
-    /// ADUs (see [`StreamConnection`]). Collective.
+    /// ADUs (see [`StreamConnection`]). Collective. Its links prove the job's secret to a
+    /// destination that requires it (`spools recv --secret FILE`).
     ///
     /// ```
     /// use spools::StreamOptions;
@@ -105,14 +108,15 @@ impl World {
     /// ```
     ///
     /// # Errors
-    /// [`StreamError`]: 0 or over 1024 links, the destination unreachable; an error on any
-    /// rank fails the call on every rank.
+    /// [`StreamError`]: 0 or over 1024 links, the destination unreachable, or
+    /// [`StreamError::Unproven`] when it requires another secret than the job's; an error
+    /// on any rank fails the call on every rank.
     pub fn stream_connect(
         &self,
         dest: std::net::SocketAddr,
         links: u16,
     ) -> Result<StreamConnection<'_>, StreamError> {
-        StreamConnection::open(self.io_communicator()?, dest, links)
+        StreamConnection::open_proving(self.io_communicator()?, dest, links, self.secret())
     }
 
     /// Moves a distributed dataset from layout `from` to layout `to` (rank `r` holds unit

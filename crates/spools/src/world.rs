@@ -216,6 +216,12 @@ impl World {
         self.boot.job()
     }
 
+    /// The job's secret (every rank's is the same): streams prove it to a destination
+    /// that requires it.
+    pub(crate) fn secret(&self) -> &spools_proto::auth::Secret {
+        self.boot.secret()
+    }
+
     /// Who launched this job.
     pub fn launcher(&self) -> LauncherKind {
         self.boot.launcher()

@@ -80,6 +80,16 @@ pub enum StreamError {
         /// The link this rank owns.
         link: u16,
     },
+    /// The destination requires the job secret's proof and did not take this rank's link:
+    /// the link proved no secret (opened without one), or the destination requires another
+    /// secret than the job's (`source` says which).
+    #[error("the destination requires the job secret's proof; {source}")]
+    Unproven {
+        /// The link this rank owns.
+        link: u16,
+        /// What the handshake said.
+        source: spools_stream::SendError,
+    },
     /// The destination closed this rank's link, or died, while it sent (`at`: the stream
     /// and ADU in the middle of which, if any).
     #[error("link {link}: the destination closed the link{}: {source}", at.map_or(String::new(), |(s, a)| format!(" in the middle of stream {s}, ADU {a}")))]
@@ -128,6 +138,9 @@ impl StreamError {
             S::Connect { addr, source } => StreamError::Unreachable { link, addr, source },
             S::NoWelcome { .. } => StreamError::Refused { link },
             S::Link { source, .. } => StreamError::PeerClosed { link, at, source },
+            S::ProofRequired { .. } | S::Handshake { .. } | S::NotProven { .. } => {
+                StreamError::Unproven { link, source }
+            }
             other => StreamError::Link {
                 link,
                 source: other,

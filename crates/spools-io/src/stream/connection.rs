@@ -9,6 +9,7 @@ use std::rc::Rc;
 
 use spools_map::{Layout, Plan};
 use spools_msg::Communicator;
+use spools_proto::auth::Secret;
 use spools_proto::stream::{Close, Open, MAX_LINKS, MAX_SU, NOT_SEQUENCED, VARIABLE};
 use spools_stream::{LinkSender, SendError};
 
@@ -73,26 +74,45 @@ pub struct StreamConnection<'c> {
 
 impl<'c> StreamConnection<'c> {
     /// Opens a connection of `links` links to `dest`: rank `r` opens links `r, r + P, ...`.
-    /// Collective.
+    /// Collective. The links prove no secret: a destination that requires the job
+    /// secret's proof refuses them (see [`StreamConnection::open_proving`]).
     ///
     /// # Errors
-    /// [`StreamError::Format`] for 0 or more than 1024 links; [`StreamError::Unreachable`]
-    /// or [`StreamError::Refused`] on the ranks whose link could not be opened, and
-    /// [`StreamError::Remote`] on the others.
+    /// [`StreamError::Format`] for 0 or more than 1024 links; [`StreamError::Unreachable`],
+    /// [`StreamError::Refused`] or [`StreamError::Unproven`] on the ranks whose link could
+    /// not be opened, and [`StreamError::Remote`] on the others.
     pub fn open(
         comm: &'c Communicator,
         dest: SocketAddr,
         links: u16,
     ) -> Result<StreamConnection<'c>, StreamError> {
-        Self::connect(comm, dest, links, StreamOptions::default().window)
+        Self::connect(comm, dest, links, None)
     }
 
-    /// [`StreamConnection::open`], with the receiver's window of ADUs for the links.
+    /// [`StreamConnection::open`], each link proving that the job knows `secret` (the
+    /// job's secret) if the destination asks for it (`spools recv --secret FILE`, a
+    /// [`spools_stream::Receiver::require_proof`]); to a destination that does not, the
+    /// links are the same as [`StreamConnection::open`]'s. `World::stream_connect` of the
+    /// `spools` crate opens its connections this way, with the job's own secret.
+    ///
+    /// # Errors
+    /// As [`StreamConnection::open`]; [`StreamError::Unproven`] on every rank owning a
+    /// link when the destination requires another secret.
+    pub fn open_proving(
+        comm: &'c Communicator,
+        dest: SocketAddr,
+        links: u16,
+        secret: &Secret,
+    ) -> Result<StreamConnection<'c>, StreamError> {
+        Self::connect(comm, dest, links, Some(secret))
+    }
+
+    /// Opens the connection, proving `secret` if given and asked for.
     pub(crate) fn connect(
         comm: &'c Communicator,
         dest: SocketAddr,
         links: u16,
-        window: u32,
+        secret: Option<&Secret>,
     ) -> Result<StreamConnection<'c>, StreamError> {
         check_links(links)?;
         // One connection id for the job's links, from rank 0.
@@ -112,12 +132,12 @@ impl<'c> StreamConnection<'c> {
         let local = owned(links, me, ranks)
             .into_iter()
             .map(|s| {
-                LinkSender::connect(dest, links, s, conn)
-                    .map_err(|e| StreamError::of_link(s, None, e))
-                    .and_then(|l| {
-                        LinkThread::start(with_window(l, window), links)
-                            .map_err(StreamError::Thread)
-                    })
+                match secret {
+                    Some(secret) => LinkSender::connect_proving(dest, links, s, conn, secret),
+                    None => LinkSender::connect(dest, links, s, conn),
+                }
+                .map_err(|e| StreamError::of_link(s, None, e))
+                .and_then(|l| LinkThread::start(l, links).map_err(StreamError::Thread))
             })
             .collect::<Result<Vec<_>, _>>();
         let owned = agree_on_outcome(comm, local, |rank| StreamError::Remote { rank })?;
@@ -573,10 +593,4 @@ fn link_error(l: &mut LinkThread) -> StreamError {
             source: SendError::Format("the link's sending thread ended early"),
         },
     }
-}
-
-/// The link's window of ADUs the receiver has not acknowledged.
-fn with_window(l: LinkSender, window: u32) -> LinkSender {
-    let _ = window; // TODO(s1): `l.with_window(window)` once spools-stream has LinkSender::with_window.
-    l
 }

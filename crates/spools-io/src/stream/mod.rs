@@ -16,6 +16,7 @@ use std::net::SocketAddr;
 
 use spools_map::Layout;
 use spools_msg::Communicator;
+use spools_proto::auth::Secret;
 
 mod connection;
 mod distribution;
@@ -34,8 +35,11 @@ pub struct StreamFormat {
     pub links: u16,
     /// Bytes of a Transfer Unit; a multiple of `links` (each SU is `tu / links` bytes).
     pub tu: u64,
-    /// ADUs the stream holds on each link (queued or on the wire) before `send_adu`
-    /// waits: 2 is double buffering.
+    /// ADUs the stream holds on each link (queued on its owner's sending thread or on the
+    /// wire) before `send_adu` waits: 2 is double buffering. It bounds what the job
+    /// buffers, not what the receiver has acknowledged: back-pressure from a slow receiver
+    /// reaches the job through TCP (the receiver stops reading its links while it holds
+    /// its bound of ready ADUs; the links' sends then block, and the window fills).
     pub window: u32,
     /// Priority over the other streams on the same links (higher first).
     pub priority: u8,
@@ -78,7 +82,10 @@ pub struct StreamOptions {
     pub after: Option<StreamId>,
     /// Priority over the other streams on the same links (higher first).
     pub priority: u8,
-    /// ADUs the stream holds on each link (queued or on the wire) before a send waits.
+    /// ADUs the stream holds on each link (queued on its owner's sending thread or on the
+    /// wire) before a send waits. It bounds what the job buffers, not what the receiver
+    /// has acknowledged: back-pressure from a slow receiver reaches the job through TCP
+    /// (the receiver stops reading its links while it holds its bound of ready ADUs).
     pub window: u32,
     /// ADUs of varying size ([`StreamConnection::send_var`]); each ADU is then one TU.
     pub variable: bool,
@@ -120,7 +127,8 @@ pub struct StreamWriter<'c> {
 
 impl<'c> StreamWriter<'c> {
     /// Opens a stream to `dest` over `format.links` links. Collective over `comm`: rank
-    /// `r` opens links `r, r + P, ...`.
+    /// `r` opens links `r, r + P, ...`. The links prove no secret (see
+    /// [`StreamWriter::open_proving`]).
     ///
     /// # Errors
     /// [`StreamError`]: a bad format (no links, a TU the links do not divide, a window of
@@ -131,6 +139,30 @@ impl<'c> StreamWriter<'c> {
         dest: SocketAddr,
         format: StreamFormat,
     ) -> Result<StreamWriter<'c>, StreamError> {
+        Self::connect(comm, dest, format, None)
+    }
+
+    /// [`StreamWriter::open`], each link proving that the job knows `secret` (the job's
+    /// secret) if the destination asks for it (as [`StreamConnection::open_proving`]).
+    ///
+    /// # Errors
+    /// As [`StreamWriter::open`]; [`StreamError::Unproven`] on every rank owning a link
+    /// when the destination requires another secret.
+    pub fn open_proving(
+        comm: &'c Communicator,
+        dest: SocketAddr,
+        format: StreamFormat,
+        secret: &Secret,
+    ) -> Result<StreamWriter<'c>, StreamError> {
+        Self::connect(comm, dest, format, Some(secret))
+    }
+
+    fn connect(
+        comm: &'c Communicator,
+        dest: SocketAddr,
+        format: StreamFormat,
+        secret: Option<&Secret>,
+    ) -> Result<StreamWriter<'c>, StreamError> {
         let opts = StreamOptions {
             tu: format.tu,
             priority: format.priority,
@@ -139,7 +171,7 @@ impl<'c> StreamWriter<'c> {
         };
         // Checked before connecting (the same on every rank).
         connection::check_options(format.links, &opts)?;
-        let mut conn = StreamConnection::connect(comm, dest, format.links, format.window)?;
+        let mut conn = StreamConnection::connect(comm, dest, format.links, secret)?;
         let id = conn.open_stream(opts)?;
         Ok(StreamWriter { conn, id })
     }
