@@ -149,6 +149,7 @@ pub(crate) fn heat(a: &HeatArgs) -> Result<()> {
             timeout: Some(std::time::Duration::from_secs(600)),
             grace: spools_boot::launcher::GRACE,
             liveness: None,
+            secret: None,
         };
         let r = launch(&spec)?;
         if r.exit_code != 0 {

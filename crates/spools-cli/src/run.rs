@@ -1,4 +1,5 @@
-//! `spools run -n N [--tag-output] [--timeout SECS] [--grace SECS] -- PROGRAM ARGS...`.
+//! `spools run -n N [--tag-output] [--timeout SECS] [--grace SECS] [--secret FILE] -- PROGRAM
+//! ARGS...`.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -21,13 +22,22 @@ pub(crate) fn run(args: &RunArgs) -> ExitCode {
     for (k, v) in crate::unixpipe::env() {
         std::env::set_var(k, v);
     }
-    let spec = match args.to_spec(liveness) {
+    let mut spec = match args.to_spec(liveness) {
         Ok(s) => s,
         Err(e) => {
             spools_boot::logger::line(format_args!("spools run: {e}"));
             return ExitCode::from(2);
         }
     };
+    if let Some(path) = &args.secret {
+        match crate::streams::read_secret(path) {
+            Ok(s) => spec.secret = Some(s),
+            Err(e) => {
+                spools_boot::logger::line(format_args!("spools run: {e:#}"));
+                return ExitCode::from(2);
+            }
+        }
+    }
     match launch(&spec) {
         Ok(report) => ExitCode::from(u8::try_from(report.exit_code.clamp(0, 255)).unwrap_or(1)),
         Err(e) => {

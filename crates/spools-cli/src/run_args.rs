@@ -23,6 +23,11 @@ pub struct RunArgs {
     /// Seconds the other ranks get to report a failing rank before they are killed.
     #[arg(long, value_name = "SECS", default_value_t = 0.5)]
     pub grace: f64,
+    /// The job secret in FILE (as `spools secret` prints it) instead of a fresh one, so
+    /// that the job can prove it to a stream receiver started with the same secret
+    /// (`spools recv --secret FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub secret: Option<std::path::PathBuf>,
     /// The program and its arguments.
     #[arg(
         required = true,
@@ -79,6 +84,8 @@ impl RunArgs {
             timeout,
             grace,
             liveness,
+            // Read by the caller (`--secret FILE`): this stays free of side effects.
+            secret: None,
         })
     }
 }

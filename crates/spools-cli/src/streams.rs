@@ -57,7 +57,7 @@ pub(crate) struct SendArgs {
 }
 
 /// The secret in `path`: hexadecimal, as `spools secret` prints it.
-fn read_secret(path: &std::path::Path) -> anyhow::Result<Secret> {
+pub(crate) fn read_secret(path: &std::path::Path) -> anyhow::Result<Secret> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("--secret {}", path.display()))?;
     Secret::from_hex(text.trim()).with_context(|| format!("--secret {}", path.display()))

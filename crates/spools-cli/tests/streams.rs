@@ -1,6 +1,7 @@
 //! `spools send` to `spools recv`, two real processes over loopback: files come back
 //! byte-identical over 1 to 5 links with TUs that do and don't divide them; a client
-//! speaking garbage is refused while the sender is served.
+//! speaking garbage is refused while the sender is served; a receiver with a secret serves
+//! only senders, and `spools run` jobs, that prove it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -11,7 +12,10 @@ use std::process::Stdio;
 use std::sync::mpsc::channel;
 use std::time::Duration;
 
-use common::{grouped, spools, spools_command, tempdir, without_ambient_spools_env, Spawned};
+use common::{
+    e, grouped, rank_main, spools, spools_command, tempdir, without_ambient_spools_env, Job,
+    Spawned,
+};
 
 /// Starts `spools recv tcp:127.0.0.1:0 --out OUT`, guarded, and returns it with the address
 /// it printed (read from its stderr, bounded) and the rest of its stderr once it ends.
@@ -204,4 +208,61 @@ fn a_receiver_with_a_secret_serves_only_senders_that_prove_it() {
         said.contains("refused a client") && said.contains("requires the job secret's proof"),
         "{said}"
     );
+}
+
+/// A rank of a job streaming two ADUs of `u8[3001] cyclic(7) on 2` to `SPOOLS_TEST_DEST`.
+fn stream_two_adus() -> Result<(), String> {
+    let w = e(spools::init())?;
+    let dest = e(std::env::var("SPOOLS_TEST_DEST"))?;
+    let l: spools::Layout = e("u8[3001] cyclic(7) on 2".parse())?;
+    let me = u64::from(w.rank());
+    let mut s = e(w.stream_open(
+        e(dest.parse())?,
+        spools::StreamFormat {
+            links: 2,
+            tu: 1000,
+            ..Default::default()
+        },
+    ))?;
+    for a in 0..2u8 {
+        // Element g of cyclic(7) on 2 is on rank (g / 7) % 2: this rank's in order.
+        let mine: Vec<u8> = (0..3001u64)
+            .filter(|g| (g / 7) % 2 == me)
+            .map(|g| pattern(3001, a)[g as usize])
+            .collect();
+        e(s.send_adu(&mine, &l))?;
+    }
+    e(s.close())?;
+    e(w.finalize())
+}
+
+#[test]
+fn a_spools_run_job_given_the_secret_proves_it_to_spools_recv() {
+    rank_main(|_| stream_two_adus());
+    let d = tempdir("streams-job-secret");
+    let output = d.join("out");
+    let secret = d.join("secret");
+    let s = spools_command(&["secret"], &[], Duration::from_secs(60));
+    common::assert_ok_as(&s, "spools secret");
+    std::fs::write(&secret, &s.stdout).unwrap();
+    let (r, addr, rest) = receiver_with(&output, &["--secret", secret.to_str().unwrap()]);
+    let test = "a_spools_run_job_given_the_secret_proves_it_to_spools_recv";
+    let job = Job::new(2, test)
+        .env("SPOOLS_TEST_DEST", &addr)
+        .via_cli(spools());
+    // A job with a secret of its own (the usual fresh one) is refused, on every rank.
+    let o = job.run();
+    assert!(!o.status.success(), "{o:?}");
+    assert!(
+        o.stdout.contains("prove") || o.stderr.contains("prove"),
+        "{o:?}"
+    );
+    // The same job given the receiver's secret is served.
+    let o = job.cli_args(&["--secret", secret.to_str().unwrap()]).run();
+    common::assert_ok(&o);
+    common::assert_ok_as(&r.wait(Duration::from_secs(120)), "spools recv");
+    let want: Vec<u8> = [pattern(3001, 0), pattern(3001, 1)].concat();
+    assert!(std::fs::read(&output).unwrap() == want, "not the two ADUs");
+    let said = rest.recv_timeout(Duration::from_secs(60)).unwrap();
+    assert!(said.contains("refused a client"), "{said}");
 }

@@ -46,6 +46,7 @@ pub(crate) fn run_launcher(spec: &str) -> i32 {
         timeout: Some(Duration::from_millis(timeout)),
         grace: Duration::from_millis(grace),
         liveness: None,
+        secret: None,
     };
     match spools_boot::launcher::launch(&spec) {
         Ok(report) => report.exit_code,
@@ -91,6 +92,7 @@ pub struct Job {
     grace: Duration,
     wait: Duration,
     cli: Option<PathBuf>,
+    cli_args: Vec<OsString>,
 }
 
 impl Job {
@@ -107,6 +109,7 @@ impl Job {
             grace: JOB_GRACE,
             wait: JOB_WAIT,
             cli: None,
+            cli_args: Vec::new(),
         }
     }
 
@@ -155,6 +158,13 @@ impl Job {
         self
     }
 
+    /// More options of `spools run` (with [`Job::via_cli`]), e.g. `["--secret", FILE]`.
+    pub fn cli_args<S: AsRef<OsStr>>(mut self, args: &[S]) -> Job {
+        self.cli_args
+            .extend(args.iter().map(|a| a.as_ref().to_owned()));
+        self
+    }
+
     /// The launcher's command, in a process group of its own, output piped, in an
     /// environment without any of the caller's `SPOOLS_*` variables (then the job's own
     /// settings: [`Job::env`]).
@@ -164,6 +174,7 @@ impl Job {
             Some(spools) => {
                 let mut c = grouped(spools);
                 c.args(["run", "-n", &self.ranks.to_string()])
+                    .args(&self.cli_args)
                     .args(["--timeout", &secs(self.timeout)])
                     .args(["--grace", &secs(self.grace), "--"])
                     .args(self_args(&self.test));

@@ -37,7 +37,10 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
     spec.check()?;
     let n = spec.ranks;
     let io = |step: BootStep| move |source| LaunchError::Io { step, source };
-    let secret = Secret::from_bytes(random().map_err(io(BootStep::Random(RandomFor::JobSecret)))?);
+    let secret = match &spec.secret {
+        Some(s) => s.clone(),
+        None => Secret::from_bytes(random().map_err(io(BootStep::Random(RandomFor::JobSecret)))?),
+    };
     let job = u64::from_le_bytes(random().map_err(io(BootStep::Random(RandomFor::JobId)))?);
     let (tx, rx) = channel::<Event>();
     let (stx, srx) = channel::<ServerEvent>();

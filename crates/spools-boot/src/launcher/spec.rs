@@ -32,6 +32,10 @@ pub struct LaunchSpec {
     pub grace: Duration,
     /// Fail a rank that stays stopped (SIGSTOP, a debugger) this long; `None`: wait.
     pub liveness: Option<Duration>,
+    /// The job secret; `None`: a fresh random one (the usual case). Given, the job can
+    /// prove it to a destination outside the job that requires it (a stream receiver
+    /// started with the same secret).
+    pub secret: Option<spools_proto::auth::Secret>,
 }
 
 impl LaunchSpec {
