@@ -522,8 +522,13 @@ impl Reassembler {
             return false;
         }
         let (n, group) = (st.next, st.open.group);
-        let whole = st.adus.get(&n).is_some_and(Partial::whole);
-        if whole && self.group_ready(group, n) {
+        if st.adus.get(&n).is_some_and(Partial::whole) {
+            // A whole ADU goes out with its group's, even after its stream closed on every
+            // link: it waits until every other member has its ADU `n` whole, has gone past
+            // it or has ended, which each does once its own links closed or were lost.
+            if !self.group_ready(group, n) {
+                return false;
+            }
             let Some(st) = self.streams.get_mut(&id) else {
                 return false;
             };
