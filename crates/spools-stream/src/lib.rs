@@ -23,4 +23,4 @@ pub use error::ReassemblyError;
 pub use link::LinkError;
 pub use reassembly::{Event, Limits, Reassembler};
 pub use receiver::{Delivery, Receiver, RecvError, Summary, HANDSHAKE_TIMEOUT};
-pub use sender::{LinkSender, SendError, Sender};
+pub use sender::{LinkSender, SendError, Sender, CONNECT_TIMEOUT};

@@ -155,6 +155,9 @@ pub struct Reassembler {
     buffered: u64,
     streams: BTreeMap<u32, StreamState>,
     events: VecDeque<Event>,
+    /// Bytes of the whole ADUs among `events`, and the most they were.
+    ready: u64,
+    max_ready: u64,
 }
 
 impl Reassembler {
@@ -172,6 +175,8 @@ impl Reassembler {
             buffered: 0,
             streams: BTreeMap::new(),
             events: VecDeque::new(),
+            ready: 0,
+            max_ready: 0,
         };
         r.add_link(first)?;
         Ok(r)
@@ -223,7 +228,21 @@ impl Reassembler {
 
     /// The next ADU or stream event ready, in the order the streams' constraints allow.
     pub fn next_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        let e = self.events.pop_front();
+        if let Some(Event::Adu { data, .. }) = &e {
+            self.ready -= data.len() as u64;
+        }
+        e
+    }
+
+    /// Bytes of the whole ADUs ready for [`Reassembler::next_event`] (not yet taken).
+    pub fn ready_bytes(&self) -> u64 {
+        self.ready
+    }
+
+    /// The most [`Reassembler::ready_bytes`] ever were.
+    pub fn max_ready_bytes(&self) -> u64 {
+        self.max_ready
     }
 
     /// A frame that link `link` delivered (after its hello).
@@ -454,6 +473,11 @@ impl Reassembler {
         !self.events.is_empty()
     }
 
+    /// How many events are waiting for [`Reassembler::next_event`].
+    pub(crate) fn events_waiting(&self) -> usize {
+        self.events.len()
+    }
+
     fn close(&mut self, link: u16, c: &Close) -> Result<(), ReassemblyError> {
         let Some(st) = self.streams.get_mut(&c.stream) else {
             return Err(ReassemblyError::Stream {
@@ -522,8 +546,13 @@ impl Reassembler {
             return false;
         }
         let (n, group) = (st.next, st.open.group);
-        let whole = st.adus.get(&n).is_some_and(Partial::whole);
-        if whole && self.group_ready(group, n) {
+        if st.adus.get(&n).is_some_and(Partial::whole) {
+            // A whole ADU goes out with its group's, even after its stream closed on every
+            // link: it waits until every other member has its ADU `n` whole, has gone past
+            // it or has ended, which each does once its own links closed or were lost.
+            if !self.group_ready(group, n) {
+                return false;
+            }
             let Some(st) = self.streams.get_mut(&id) else {
                 return false;
             };
@@ -533,6 +562,8 @@ impl Reassembler {
                 .map(|p| AduBuf::into_vec(p.data))
                 .unwrap_or_default();
             self.buffered -= data.len() as u64;
+            self.ready += data.len() as u64;
+            self.max_ready = self.max_ready.max(self.ready);
             st.next += 1;
             self.events.push_back(Event::Adu {
                 stream: id,

@@ -13,7 +13,7 @@ use spools_proto::auth::Secret;
 
 use crate::acks::AckBoard;
 use crate::reassembly::{Event, Limits, Reassembler};
-use crate::serve_link::{read_link, Msg, Shared};
+use crate::serve_link::{read_link, Msg, OnHold, Shared};
 
 /// An event of one logical connection.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,6 +41,10 @@ pub struct Summary {
     pub broken: Vec<String>,
     /// When the first link said hello (the start of the transfers).
     pub started: Option<Instant>,
+    /// The most bytes of whole ADUs that a connection had ready and not yet handed to the
+    /// sink at once: its links stop reading above [`Limits::max_buffered`], so this stays
+    /// within that plus the ADUs that the SUs being read when it was reached completed.
+    pub max_pending: u64,
 }
 
 /// Why serving stopped.
@@ -59,7 +63,9 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A TCP port receiving streams. Every whole ADU handed to the sink is acknowledged to the
 /// sender (`ack`, on every link of its connection), so that a sender with a window
-/// ([`crate::Sender::with_window`]) is held while the sink is slow.
+/// ([`crate::Sender::with_window`]) is held while the sink is slow. A sender without one is
+/// held too, by TCP: a connection's links stop reading while the bytes of its whole ADUs
+/// not yet handed to the sink exceed [`Limits::max_buffered`].
 ///
 /// ```
 /// use spools_stream::{Receiver, Limits};
@@ -71,6 +77,7 @@ pub struct Receiver {
     listener: TcpListener,
     limits: Limits,
     secret: Option<Secret>,
+    on_hold: Option<OnHold>,
 }
 
 impl Receiver {
@@ -83,6 +90,7 @@ impl Receiver {
             listener: TcpListener::bind(addr)?,
             limits,
             secret: None,
+            on_hold: None,
         })
     }
 
@@ -103,6 +111,24 @@ impl Receiver {
     pub fn require_proof(self, secret: Secret) -> Receiver {
         Receiver {
             secret: Some(secret),
+            ..self
+        }
+    }
+
+    /// Calls `f` each time a link stops reading because its connection's whole ADUs not
+    /// yet handed to the sink exceed [`Limits::max_buffered`] (with their bytes): the sink
+    /// is behind, and the sender is being held back. It runs on the link's thread.
+    ///
+    /// ```
+    /// use spools_stream::{Limits, Receiver};
+    /// let r = Receiver::bind("127.0.0.1:0", Limits::default())?
+    ///     .on_hold(|bytes| eprintln!("the sink is {bytes} bytes behind"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[must_use]
+    pub fn on_hold(self, f: impl Fn(u64) + Send + Sync + 'static) -> Receiver {
+        Receiver {
+            on_hold: Some(Arc::new(f)),
             ..self
         }
     }
@@ -136,8 +162,10 @@ impl Receiver {
         let addr = self.listener.local_addr().map_err(RecvError::Accept)?;
         let acceptor = {
             let (tx, stop, secret) = (tx.clone(), stop.clone(), self.secret);
-            let listener = self.listener;
-            std::thread::spawn(move || accept_loop(&listener, &tx, &stop, secret.as_ref()))
+            let (listener, on_hold) = (self.listener, self.on_hold);
+            std::thread::spawn(move || {
+                accept_loop(&listener, &tx, &stop, secret.as_ref(), on_hold.as_ref());
+            })
         };
         drop(tx);
         let mut summary = Summary::default();
@@ -164,7 +192,7 @@ impl Receiver {
                     let added = match conns.get_mut(&h.conn) {
                         Some(c) => c.shared.with(|r| r.add_link(&h)).unwrap_or(Ok(())),
                         None => Reassembler::new(&h, self.limits).map(|r| {
-                            conns.insert(h.conn, Conn::new(r, h.links));
+                            conns.insert(h.conn, Conn::new(r, h.links, self.limits));
                         }),
                     };
                     let shared = match (added, conns.get_mut(&h.conn)) {
@@ -185,7 +213,7 @@ impl Receiver {
                 }
                 Msg::Ready(conn) => {
                     if let Some(c) = conns.get(&conn) {
-                        let events = c.shared.take_events();
+                        let events = c.shared.ready_events();
                         if let Err(e) = deliver(conn, c, events, &mut sink, &mut summary) {
                             break Err(e);
                         }
@@ -215,17 +243,23 @@ impl Receiver {
                         continue;
                     };
                     c.ended += 1;
-                    let events = c.shared.take_events();
+                    let events = c.shared.ready_events();
                     if let Err(e) = deliver(conn, c, events, &mut sink, &mut summary) {
                         break Err(e);
                     }
                     if c.ended == usize::from(c.links) {
                         summary.connections += 1;
+                        summary.max_pending = summary.max_pending.max(c.shared.max_ready());
                         conns.remove(&conn);
                     }
                 }
             }
         };
+        // The links of connections still open, held for room or not, go on without them.
+        for c in conns.values() {
+            summary.max_pending = summary.max_pending.max(c.shared.max_ready());
+            c.shared.drop_reassembly();
+        }
         // Wake the acceptor so that it sees the stop and ends.
         stop.store(true, Ordering::SeqCst);
         let _ = TcpStream::connect(addr);
@@ -244,9 +278,9 @@ struct Conn {
 }
 
 impl Conn {
-    fn new(r: Reassembler, links: u16) -> Conn {
+    fn new(r: Reassembler, links: u16, limits: Limits) -> Conn {
         Conn {
-            shared: Arc::new(Shared::new(r)),
+            shared: Arc::new(Shared::new(r, limits.max_buffered)),
             links,
             ended: 0,
             acks: Vec::new(),
@@ -260,7 +294,7 @@ impl Conn {
 fn deliver(
     conn: u64,
     c: &Conn,
-    events: Vec<Event>,
+    events: impl IntoIterator<Item = Event>,
     sink: &mut impl FnMut(Delivery) -> std::io::Result<()>,
     summary: &mut Summary,
 ) -> Result<(), RecvError> {
@@ -281,7 +315,13 @@ fn deliver(
     Ok(())
 }
 
-fn accept_loop(listener: &TcpListener, tx: &Tx<Msg>, stop: &AtomicBool, secret: Option<&Secret>) {
+fn accept_loop(
+    listener: &TcpListener,
+    tx: &Tx<Msg>,
+    stop: &AtomicBool,
+    secret: Option<&Secret>,
+    on_hold: Option<&OnHold>,
+) {
     let mut next_id = 0usize;
     loop {
         let accepted = listener.accept();
@@ -291,8 +331,11 @@ fn accept_loop(listener: &TcpListener, tx: &Tx<Msg>, stop: &AtomicBool, secret: 
         match accepted {
             Ok((sock, peer)) => {
                 let (tx, id, secret) = (tx.clone(), next_id, secret.cloned());
+                let on_hold = on_hold.cloned();
                 next_id += 1;
-                std::thread::spawn(move || read_link(sock, peer, id, &tx, secret.as_ref()));
+                std::thread::spawn(move || {
+                    read_link(sock, peer, id, &tx, secret.as_ref(), on_hold.as_ref());
+                });
             }
             Err(e) => {
                 let _ = tx.send(Msg::AcceptFailed(e));

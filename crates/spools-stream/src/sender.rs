@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::io::{IoSlice, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::time::Duration;
 
 use spools_proto::auth::Secret;
 use spools_proto::handshake::{Client, HandshakeError, Identity, Purpose, SERVER_HELLO_LEN};
@@ -17,10 +18,16 @@ use spools_proto::stream::{
 use crate::link::{FrameReader, LinkError, Read1};
 use crate::receiver::HANDSHAKE_TIMEOUT;
 
+/// Time a link has to connect (to be accepted by the receiver's host): a destination that
+/// does not answer (a firewall dropping the packets, a host that is down) fails with
+/// [`SendError::Connect`] after it, not after the operating system's minutes.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Why sending failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SendError {
-    /// The destination could not be reached.
+    /// The destination could not be reached (refused, or no answer within
+    /// [`CONNECT_TIMEOUT`]).
     #[error("connecting to {addr}: {source}")]
     Connect {
         /// The destination.
@@ -107,7 +114,8 @@ impl LinkSender {
     /// receiver's welcome.
     ///
     /// # Errors
-    /// [`SendError`] when the link cannot be opened or is not welcomed;
+    /// [`SendError::Connect`] when the receiver refuses the connection or does not answer
+    /// within [`CONNECT_TIMEOUT`]; [`SendError`] when the link is not welcomed;
     /// [`SendError::ProofRequired`] when the receiver requires the job secret's proof (see
     /// [`LinkSender::connect_proving`]).
     pub fn connect(
@@ -151,8 +159,10 @@ impl LinkSender {
             link,
             source: e.into(),
         };
-        let mut sock =
-            TcpStream::connect(addr).map_err(|source| SendError::Connect { addr, source })?;
+        let mut sock = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)
+            .map_err(|source| SendError::Connect { addr, source })?;
+        // SUs and control frames go out as they are written (no Nagle delay on the last
+        // segment of a frame).
         let _ = sock.set_nodelay(true);
         // The receiver answers at once: a bound on the wait, lifted once welcomed.
         sock.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).map_err(io)?;

@@ -3,11 +3,17 @@
 //! SU's header is checked against its stream under the connection's lock, its payload is
 //! read straight into the ADU's buffer and its CRC32C computed there without the lock;
 //! then its end. Its acks go out from a writer thread of its own.
+//!
+//! A link stops reading its socket while the whole ADUs its connection made ready and the
+//! serving thread has not taken yet exceed [`crate::Limits::max_buffered`]: TCP then holds
+//! the sender back, with a window or without. Only whole ADUs count, so that the links can
+//! always complete the partial ones (one link never waits for another).
 
 use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Sender as Tx};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use spools_proto::auth::Secret;
 use spools_proto::handshake::{Server, CLIENT_AUTH_LEN, CLIENT_HELLO_LEN};
@@ -49,16 +55,29 @@ pub(crate) enum Msg {
     AcceptFailed(std::io::Error),
 }
 
+/// Told the bytes of whole ADUs ready and not taken each time a link stops reading
+/// because of them (see [`crate::Receiver::on_hold`]).
+pub(crate) type OnHold = Arc<dyn Fn(u64) + Send + Sync>;
+
 /// A connection's reassembly, shared by its link threads and the serving thread; `None`
 /// once the connection was dropped (its links are then read to their end and ignored).
 pub(crate) struct Shared {
     r: Mutex<Option<Reassembler>>,
+    /// Signalled when the serving thread takes an ADU, and when the connection is dropped.
+    room: Condvar,
+    /// Bytes of whole ADUs ready and not taken above which the links stop reading.
+    limit: u64,
+    /// The reassembly's most ready bytes, once it was dropped.
+    dropped_max: AtomicU64,
 }
 
 impl Shared {
-    pub(crate) fn new(r: Reassembler) -> Shared {
+    pub(crate) fn new(r: Reassembler, limit: u64) -> Shared {
         Shared {
             r: Mutex::new(Some(r)),
+            room: Condvar::new(),
+            limit,
+            dropped_max: AtomicU64::new(0),
         }
     }
 
@@ -71,14 +90,59 @@ impl Shared {
         self.lock().as_mut().map(f)
     }
 
-    /// The events ready.
-    pub(crate) fn take_events(&self) -> Vec<Event> {
-        self.lock().as_mut().map(events).unwrap_or_default()
+    /// The events ready now, taken one at a time as the iterator is consumed (so that an
+    /// ADU counts as ready until the serving thread hands it on), each take waking the
+    /// links held for room.
+    pub(crate) fn ready_events(&self) -> impl Iterator<Item = Event> + '_ {
+        let n = self.with(|r| r.events_waiting()).unwrap_or(0);
+        (0..n).map_while(|_| {
+            let e = self.with(Reassembler::next_event).flatten();
+            self.room.notify_all();
+            e
+        })
     }
 
-    /// Drops the connection: the events it had made ready.
-    fn drop_reassembly(&self) -> Vec<Event> {
-        self.lock().take().as_mut().map(events).unwrap_or_default()
+    /// The most bytes of whole ADUs that were ready and not taken at once.
+    pub(crate) fn max_ready(&self) -> u64 {
+        self.lock()
+            .as_ref()
+            .map_or(self.dropped_max.load(Ordering::SeqCst), |r| {
+                r.max_ready_bytes()
+            })
+    }
+
+    /// Drops the connection: the events it had made ready. Links held for room go on (and
+    /// ignore what they read).
+    pub(crate) fn drop_reassembly(&self) -> Vec<Event> {
+        let mut g = self.lock();
+        let events = g.take().as_mut().map_or_else(Vec::new, |r| {
+            self.dropped_max
+                .store(r.max_ready_bytes(), Ordering::SeqCst);
+            events(r)
+        });
+        drop(g);
+        self.room.notify_all();
+        events
+    }
+
+    /// Returns once the whole ADUs ready and not taken are within the limit, or the
+    /// connection was dropped; `on_hold` is told when it has to wait.
+    fn wait_room(&self, on_hold: Option<&OnHold>) {
+        let over = |g: &Option<Reassembler>| {
+            g.as_ref()
+                .map(Reassembler::ready_bytes)
+                .filter(|&b| b > self.limit)
+        };
+        let g = self.lock();
+        let Some(ready) = over(&g) else { return };
+        drop(g);
+        if let Some(f) = on_hold {
+            f(ready);
+        }
+        let mut g = self.lock();
+        while over(&g).is_some() {
+            g = self.room.wait(g).unwrap_or_else(PoisonError::into_inner);
+        }
     }
 }
 
@@ -93,6 +157,7 @@ pub(crate) fn read_link(
     id: usize,
     tx: &Tx<Msg>,
     secret: Option<&Secret>,
+    on_hold: Option<&OnHold>,
 ) {
     let Ok(mut out) = sock.try_clone() else {
         return;
@@ -156,6 +221,7 @@ pub(crate) fn read_link(
                 link: h.link,
                 shared: &shared,
                 tx,
+                on_hold,
             };
             let error = link.receive(&mut frames);
             shared.with(|r| r.link_lost(h.link));
@@ -175,6 +241,7 @@ struct Link<'a> {
     link: u16,
     shared: &'a Shared,
     tx: &'a Tx<Msg>,
+    on_hold: Option<&'a OnHold>,
 }
 
 impl Link<'_> {
@@ -182,6 +249,7 @@ impl Link<'_> {
     /// it did not end cleanly).
     fn receive(&self, frames: &mut FrameReader<TcpStream>) -> Option<String> {
         loop {
+            self.shared.wait_room(self.on_hold);
             let step = match frames.next_head() {
                 Ok(Read1Head::End) => return None,
                 Err(e) => return Some(e.to_string()),

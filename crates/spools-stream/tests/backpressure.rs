@@ -1,6 +1,7 @@
 //! Back-pressure at ADU granularity over real TCP: a receiver whose sink is slow (it blocks
 //! until the test releases it) holds a sender with a window of `w` ADUs to at most `w` ADUs
-//! beyond those acknowledged, and nothing is lost.
+//! beyond those acknowledged, and a sender without a window by its links' TCP, holding no
+//! more than its limit of whole ADUs; nothing is lost.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -9,7 +10,7 @@ mod common;
 use std::sync::mpsc::{channel, sync_channel};
 
 use common::{data, open, serve_with, BOUND};
-use spools_stream::{Event, Limits, Receiver, Sender};
+use spools_stream::{Delivery, Event, Limits, Receiver, Sender};
 
 const WINDOW: u64 = 2;
 const ADUS: u64 = 10;
@@ -78,6 +79,104 @@ fn a_slow_receiver_holds_a_windowed_sender_and_loses_nothing() {
         })
         .collect();
     assert_eq!(adus, want);
+    assert!(
+        summary.broken.is_empty() && summary.refused.is_empty(),
+        "{summary:?}"
+    );
+}
+
+/// What the test hears of the transfer without a window.
+enum Note {
+    /// The sender sent this many ADUs.
+    Sent(u64),
+    /// The sender wrote everything (and closed its stream).
+    AllSent,
+    /// A link of the receiver stopped reading, with this many bytes of whole ADUs ready.
+    Held(u64),
+}
+
+/// ADU `n` of the transfer without a window: 1 MiB, its number first.
+fn big_adu(n: u64) -> Vec<u8> {
+    let mut d = data(7, 1 << 20);
+    d[..8].copy_from_slice(&n.to_le_bytes());
+    d
+}
+
+#[test]
+fn a_slow_receiver_holds_a_sender_without_a_window_within_its_limit() {
+    const MIB: u64 = 1 << 20;
+    const BIG_ADUS: u64 = 48;
+    let limit = 2 * MIB;
+    let limits = Limits {
+        max_buffered: limit,
+        ..Limits::default()
+    };
+    let (notes_tx, notes) = channel();
+    let held = notes_tx.clone();
+    let r = Receiver::bind("127.0.0.1:0", limits)
+        .unwrap()
+        .on_hold(move |bytes| {
+            let _ = held.send(Note::Held(bytes));
+        });
+    // The sink checks every ADU's bytes, and holds ADU 0 until the test releases it.
+    let (seen_tx, seen) = channel();
+    let (release, gate) = sync_channel::<()>(0);
+    let (addr, done) = serve_with(r, 1, move |d: &Delivery| {
+        if let Event::Adu { adu, data, .. } = &d.event {
+            assert!(*data == big_adu(*adu), "ADU {adu} arrived altered");
+            if *adu == 0 {
+                seen_tx.send(()).unwrap();
+                gate.recv_timeout(BOUND)
+                    .expect("the test released the sink");
+            }
+        }
+    });
+    let sender = std::thread::spawn(move || {
+        let mut s = Sender::connect(addr, 2).unwrap();
+        s.open(open(1, MIB, MIB)).unwrap();
+        for n in 0..BIG_ADUS {
+            s.send_adu(1, n, &big_adu(n)).unwrap();
+            let _ = notes_tx.send(Note::Sent(n + 1));
+        }
+        s.close(1, BIG_ADUS).unwrap();
+        let _ = notes_tx.send(Note::AllSent);
+        s.finish().unwrap();
+    });
+    seen.recv_timeout(BOUND).expect("the sink holds ADU 0");
+    // The sender goes on while the receiver takes its ADUs; with the sink held, the whole
+    // ADUs ready pile up until a link stops reading.
+    let (mut sent, mut all_sent) = (0, false);
+    let held = loop {
+        match notes.recv_timeout(BOUND).expect("a link stopped reading") {
+            Note::Sent(n) => sent = n,
+            Note::AllSent => all_sent = true,
+            Note::Held(bytes) => break bytes,
+        }
+    };
+    assert!(
+        held > limit && held <= limit + MIB,
+        "a link stopped with {held} bytes of whole ADUs ready (limit {limit})"
+    );
+    eprintln!("held with {held} bytes ready, the sender at {sent} ADUs (all sent: {all_sent})");
+    release.send(()).unwrap();
+    sender.join().unwrap();
+    let (summary, got) = done();
+    let adus: Vec<u64> = got
+        .iter()
+        .filter_map(|d| match d.event {
+            Event::Adu { adu, .. } => Some(adu),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(adus, (0..BIG_ADUS).collect::<Vec<_>>());
+    assert_eq!(summary.bytes, BIG_ADUS * MIB);
+    // Many times the limit went through, and no more than the limit and one ADU was ever
+    // ready and not taken.
+    assert!(
+        summary.max_pending > limit && summary.max_pending <= limit + MIB,
+        "{} bytes were ready at once (limit {limit})",
+        summary.max_pending
+    );
     assert!(
         summary.broken.is_empty() && summary.refused.is_empty(),
         "{summary:?}"

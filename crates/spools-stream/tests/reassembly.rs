@@ -454,3 +454,97 @@ fn limits_refuse_before_allocating() {
         "{e}"
     );
 }
+
+#[test]
+fn a_group_member_that_ends_keeps_its_whole_adu_for_the_group() {
+    // Group 9 of streams 3 (ADUs 0..4) and 4 (ADUs 0..5), one SU per link and ADU.
+    let adus = |seed: u64, n: u64| (0..n).map(|i| data(seed + i, 4)).collect::<Vec<_>>();
+    let (a3, a4) = (adus(30, 4), adus(40, 5));
+    let s3 = send(3, 9, NOT_SEQUENCED, 4, Some(4), &a3, 2);
+    let s4 = send(4, 9, NOT_SEQUENCED, 4, Some(4), &a4, 2);
+    // On each link: both opens, ADUs 0..3 of both in turn, then stream 3's ADU 3 and its
+    // close (on every link, before anything else), then the rest of stream 4.
+    let links: Vec<Vec<Owned>> = (0..2)
+        .map(|l| {
+            let (f3, f4) = (&s3[l], &s4[l]);
+            let mut v = vec![f3[0].clone(), f4[0].clone()];
+            for n in 1..4 {
+                v.extend([f3[n].clone(), f4[n].clone()]);
+            }
+            v.extend(f3[4..].iter().cloned());
+            v.extend(f4[4..].iter().cloned());
+            v
+        })
+        .collect();
+    let mut r = connection(2);
+    let events = deliver(&mut r, &links, &[]).unwrap();
+    let adu = |stream, n: u64, data: &[Vec<u8>]| Event::Adu {
+        stream,
+        adu: n,
+        data: data[n as usize].clone(),
+    };
+    let mut want = Vec::new();
+    for n in 0..3 {
+        want.extend([adu(3, n, &a3), adu(4, n, &a4)]);
+    }
+    // Stream 3's ADU 3 waited, whole, for stream 4's: it goes out with it, then stream 3
+    // ends complete.
+    want.extend([
+        adu(3, 3, &a3),
+        adu(4, 3, &a4),
+        Event::Ended {
+            stream: 3,
+            adus: 4,
+            complete: true,
+        },
+        adu(4, 4, &a4),
+        Event::Ended {
+            stream: 4,
+            adus: 5,
+            complete: true,
+        },
+    ]);
+    assert_eq!(events, want);
+}
+
+#[test]
+fn a_whole_adu_held_for_its_group_goes_once_the_others_end_without_it() {
+    // Group 9: stream 3 has ADUs 0..2, stream 4 only ADU 0; stream 3 closes first.
+    let (a3, a4) = ([data(1, 4), data(2, 4)], [data(3, 4)]);
+    let s3 = send(3, 9, NOT_SEQUENCED, 4, Some(4), &a3, 1);
+    let s4 = send(4, 9, NOT_SEQUENCED, 4, Some(4), &a4, 1);
+    let mut r = connection(1);
+    r.on_frame(0, &s4[0][0].frame()).unwrap();
+    for f in &s3[0] {
+        r.on_frame(0, &f.frame()).unwrap();
+    }
+    assert_eq!(
+        r.next_event(),
+        None,
+        "stream 3's ADU 0 waits for stream 4's"
+    );
+    for f in &s4[0][1..] {
+        r.on_frame(0, &f.frame()).unwrap();
+    }
+    let got: Vec<Event> = std::iter::from_fn(|| r.next_event()).collect();
+    let adu = |stream, adu, data: &Vec<u8>| Event::Adu {
+        stream,
+        adu,
+        data: data.clone(),
+    };
+    let ended = |stream, adus| Event::Ended {
+        stream,
+        adus,
+        complete: true,
+    };
+    assert_eq!(
+        got,
+        vec![
+            adu(3, 0, &a3[0]),
+            adu(4, 0, &a4[0]),
+            ended(4, 1),
+            adu(3, 1, &a3[1]),
+            ended(3, 2)
+        ]
+    );
+}
