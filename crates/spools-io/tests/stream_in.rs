@@ -409,15 +409,23 @@ fn a_sender_that_dies_mid_adu_is_an_error_on_every_rank() {
     }
 }
 
-/// A frame whose CRC does not match its payload (in ADU 1): the sender's frames are
-/// refused, naming the checksum mismatch and where, on every rank; ADU 0 came whole.
+/// A frame whose CRC does not match its payload (in ADU 1): a typed checksum error naming
+/// where, on every rank; ADU 0 came whole.
 #[test]
-fn a_corrupt_frame_is_refused_on_every_rank() {
-    const NAME: &str = "a_corrupt_frame_is_refused_on_every_rank";
+fn a_corrupt_frame_is_a_checksum_error_on_every_rank() {
+    const NAME: &str = "a_corrupt_frame_is_a_checksum_error_on_every_rank";
     rank_main(|_| {
         recv_then_fail("corrupt", |x| {
-            matches!(x, StreamRecvError::Refused { reason }
-                if reason.contains("ADU 1, TU 1, SU 0 on link 0: checksum mismatch"))
+            matches!(
+                x,
+                StreamRecvError::Checksum {
+                    stream: 1,
+                    adu: 1,
+                    tu: 1,
+                    su: 0,
+                    link: 0
+                }
+            )
         })
     });
     let d = tempdir("stream-in-corrupt");
@@ -444,7 +452,9 @@ fn a_corrupt_frame_is_refused_on_every_rank() {
     for r in 0..4 {
         assert_eq!(
             o.stdout
-                .matches(&format!("rank {r}: the sender's frames were refused"))
+                .matches(&format!(
+                    "rank {r}: stream 1, ADU 1, TU 1, SU 0 on link 0: checksum mismatch"
+                ))
                 .count(),
             2,
             "{}",

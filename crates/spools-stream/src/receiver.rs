@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use spools_proto::auth::Secret;
 
 use crate::acks::AckBoard;
+use crate::error::ReassemblyError;
 use crate::reassembly::{Event, Limits, Reassembler};
 use crate::serve_link::{read_link, Msg, OnHold, Shared};
 
@@ -39,6 +40,10 @@ pub struct Summary {
     /// Connections or links dropped after their hello (frames that do not fit their
     /// streams, a link that broke mid-frame): data of theirs may be lost.
     pub broken: Vec<String>,
+    /// The connections of `broken` dropped because the reassembly refused one of their
+    /// frames (a checksum mismatch, an SU out of its place, a limit), by connection id,
+    /// typed.
+    pub faults: Vec<(u64, ReassemblyError)>,
     /// When the first link said hello (the start of the transfers).
     pub started: Option<Instant>,
     /// The most bytes of whole ADUs that a connection had ready and not yet handed to the
@@ -219,8 +224,16 @@ impl Receiver {
                         }
                     }
                 }
-                Msg::Broken { conn, why, events } => {
+                Msg::Broken {
+                    conn,
+                    why,
+                    fault,
+                    events,
+                } => {
                     summary.broken.push(why);
+                    if let Some(f) = fault {
+                        summary.faults.push((conn, f));
+                    }
                     if let Some(c) = conns.get(&conn) {
                         if let Err(e) = deliver(conn, c, events, &mut sink, &mut summary) {
                             break Err(e);

@@ -45,6 +45,8 @@ pub(crate) enum Msg {
     Broken {
         conn: u64,
         why: String,
+        /// The reassembly's refusal, when that was the cause.
+        fault: Option<ReassemblyError>,
         events: Vec<Event>,
     },
     /// A link ended (with what went wrong, if it did not end cleanly).
@@ -266,7 +268,7 @@ impl Link<'_> {
                     match placed {
                         None => frames.skip_payload(len),
                         Some(Err(e)) => {
-                            self.drop_connection(&e.to_string());
+                            self.drop_connection(&e.to_string(), Some(e));
                             frames.skip_payload(len)
                         }
                         Some(Ok(mut p)) => frames.read_payload(p.dest()).map(|crc| {
@@ -288,7 +290,9 @@ impl Link<'_> {
             Frame::Open(_) | Frame::Close(_) | Frame::Su(..) => None,
         };
         match unexpected {
-            Some(what) => self.drop_connection(&format!("link {}: unexpected {what}", self.link)),
+            Some(what) => {
+                self.drop_connection(&format!("link {}: unexpected {what}", self.link), None);
+            }
             None => self.update(|r| r.on_frame(self.link, f)),
         }
     }
@@ -307,17 +311,18 @@ impl Link<'_> {
             }
             Err(e) => {
                 drop(g);
-                self.drop_connection(&e.to_string());
+                self.drop_connection(&e.to_string(), Some(e));
             }
         }
     }
 
-    fn drop_connection(&self, why: &str) {
+    fn drop_connection(&self, why: &str, fault: Option<ReassemblyError>) {
         // Events made ready before still go out.
         let events = self.shared.drop_reassembly();
         let _ = self.tx.send(Msg::Broken {
             conn: self.conn,
             why: format!("connection {:016x}: {why}", self.conn),
+            fault,
             events,
         });
     }

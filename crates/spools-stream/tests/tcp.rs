@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::{data, serve};
 use spools_proto::stream::{Open, NOT_SEQUENCED};
-use spools_stream::{Event, Sender};
+use spools_stream::{Event, ReassemblyError, Sender};
 
 #[test]
 fn every_link_count_and_tu_gives_the_adus_back_whole() {
@@ -215,6 +215,24 @@ fn a_corrupt_frame_is_named_with_its_stream_adu_tu_and_link() {
             .broken
             .iter()
             .any(|m| m.contains("stream 4, ADU 0, TU 1, SU 0 on link 0: checksum mismatch")),
+        "{summary:?}"
+    );
+    // The same, typed.
+    assert!(
+        matches!(
+            summary.faults.as_slice(),
+            [(
+                _,
+                ReassemblyError::Checksum {
+                    stream: 4,
+                    adu: 0,
+                    tu: 1,
+                    su: 0,
+                    link: 0,
+                    ..
+                }
+            )]
+        ),
         "{summary:?}"
     );
 }

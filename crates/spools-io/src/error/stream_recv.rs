@@ -56,7 +56,22 @@ pub enum StreamRecvError {
         /// The ADUs it had.
         adus: u64,
     },
-    /// The sender's frames were refused and its connection dropped: a checksum mismatch,
+    /// An SU's payload did not match its CRC32C: the sender's connection was dropped, and
+    /// nothing of that ADU is handed out.
+    #[error("stream {stream}, ADU {adu}, TU {tu}, SU {su} on link {link}: checksum mismatch")]
+    Checksum {
+        /// The stream.
+        stream: u32,
+        /// The ADU.
+        adu: u64,
+        /// The TU.
+        tu: u64,
+        /// The SU.
+        su: u16,
+        /// The link it came on.
+        link: u16,
+    },
+    /// The receiver refused the sender's frames for another reason than a checksum:
     /// an SU out of place, a frame that does not fit its stream, a link broken mid-frame.
     /// Nothing of the ADU it happened in is handed out.
     #[error("the sender's frames were refused: {reason}")]

@@ -6,7 +6,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::mpsc::{sync_channel, Receiver as Rx, SyncSender};
 
-use spools_stream::{Event, Limits, Receiver, RecvError, Sender, Summary};
+use spools_stream::{Event, Limits, ReassemblyError, Receiver, RecvError, Sender, Summary};
 
 use crate::error::StreamRecvError;
 
@@ -43,6 +43,14 @@ pub(crate) enum Next {
     Missing { stream: u32, from: u64, to: u64 },
     /// See [`StreamRecvError::Cut`].
     Cut { stream: u32, adus: u64 },
+    /// See [`StreamRecvError::Checksum`].
+    Checksum {
+        stream: u32,
+        adu: u64,
+        tu: u64,
+        su: u16,
+        link: u16,
+    },
     /// See [`StreamRecvError::Refused`].
     Refused(String),
     /// See [`StreamRecvError::Receiver`].
@@ -75,6 +83,19 @@ impl Next {
                 Err(StreamRecvError::Missing { stream, from, to })
             }
             Next::Cut { stream, adus } => Err(StreamRecvError::Cut { stream, adus }),
+            Next::Checksum {
+                stream,
+                adu,
+                tu,
+                su,
+                link,
+            } => Err(StreamRecvError::Checksum {
+                stream,
+                adu,
+                tu,
+                su,
+                link,
+            }),
             Next::Refused(reason) => Err(StreamRecvError::Refused { reason }),
             Next::Receiver(what) => Err(StreamRecvError::Receiver { what }),
         }
@@ -99,6 +120,18 @@ impl Next {
             } => words(&mut b, 2, *stream, &[*adu, *have, *size]),
             Next::Missing { stream, from, to } => words(&mut b, 3, *stream, &[*from, *to]),
             Next::Cut { stream, adus } => words(&mut b, 4, *stream, &[*adus]),
+            Next::Checksum {
+                stream,
+                adu,
+                tu,
+                su,
+                link,
+            } => words(
+                &mut b,
+                7,
+                *stream,
+                &[*adu, *tu, u64::from(*su), u64::from(*link)],
+            ),
             Next::Refused(t) | Next::Receiver(t) => {
                 b.push(if matches!(self, Next::Refused(_)) {
                     5
@@ -143,6 +176,19 @@ impl Next {
             Some(4) => w(0).map(|adus| Next::Cut { stream, adus }),
             Some(5) => Some(Next::Refused(text())),
             Some(6) => Some(Next::Receiver(text())),
+            Some(7) => w(0)
+                .zip(w(1))
+                .zip(w(2))
+                .zip(w(3))
+                .and_then(|(((adu, tu), su), link)| {
+                    Some(Next::Checksum {
+                        stream,
+                        adu,
+                        tu,
+                        su: u16::try_from(su).ok()?,
+                        link: u16::try_from(link).ok()?,
+                    })
+                }),
             _ => None,
         };
         decoded
@@ -219,10 +265,30 @@ impl Inbox {
                 Ok(Item::Served(s)) => {
                     self.served = true;
                     match s {
-                        Ok(s) => s
-                            .broken
-                            .first()
-                            .map_or(Next::End, |b| Next::Refused(b.clone())),
+                        Ok(s) => match (s.faults.first(), s.broken.first()) {
+                            (
+                                Some((
+                                    _,
+                                    ReassemblyError::Checksum {
+                                        stream,
+                                        adu,
+                                        tu,
+                                        su,
+                                        link,
+                                        ..
+                                    },
+                                )),
+                                _,
+                            ) => Next::Checksum {
+                                stream: *stream,
+                                adu: *adu,
+                                tu: *tu,
+                                su: *su,
+                                link: *link,
+                            },
+                            (_, Some(b)) => Next::Refused(b.clone()),
+                            (_, None) => Next::End,
+                        },
                         Err(e) => Next::Receiver(e.to_string()),
                     }
                 }
@@ -298,7 +364,14 @@ mod tests {
                 to: 9,
             },
             Next::Cut { stream: 3, adus: 8 },
-            Next::Refused("stream 1, ADU 1: checksum mismatch".into()),
+            Next::Checksum {
+                stream: 1,
+                adu: u64::MAX,
+                tu: 3,
+                su: u16::MAX,
+                link: 2,
+            },
+            Next::Refused("stream 1, ADU 1: an SU out of place".into()),
             Next::Receiver("accepting: too many files".into()),
         ];
         for n in all {
