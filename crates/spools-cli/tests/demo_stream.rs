@@ -7,12 +7,9 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
-use std::sync::mpsc::channel;
 use std::time::Duration;
 
-use common::{grouped, spools, spools_command, tempdir, without_ambient_spools_env, Spawned};
+use common::{spools_command, tempdir};
 
 const LIMIT: Duration = Duration::from_secs(300);
 
@@ -32,30 +29,7 @@ fn heat_demo_streams_every_snapshot_to_spools_recv() {
     let d = tempdir("demo-stream");
     let frames = d.path().join("frames");
     let heat = d.path().join("heat");
-    let mut c = grouped(spools());
-    without_ambient_spools_env(&mut c)
-        .args(["recv", "tcp:127.0.0.1:0", "--out"])
-        .arg(format!("{}/", frames.display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut recv = Spawned::new(c.spawn().unwrap());
-    let err = recv.child().stderr.take().unwrap();
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        let mut lines = BufReader::new(err).lines();
-        if let Some(Ok(l)) = lines.next() {
-            let _ = tx.send(l);
-        }
-        let rest: Vec<String> = lines.map_while(Result::ok).collect();
-        let _ = tx.send(rest.join("\n"));
-    });
-    let first = rx
-        .recv_timeout(LIMIT)
-        .expect("spools recv says where it listens");
-    let addr = first
-        .strip_prefix("spools recv: listening on ")
-        .unwrap_or_else(|| panic!("{first:?}"));
+    let (recv, addr, rx) = common::spools_recv(&format!("{}/", frames.display()), &[]);
 
     // 7 steps, a snapshot every 3: steps 3, 6 and the last, 7. Three links over four ranks.
     let n = 40u64;

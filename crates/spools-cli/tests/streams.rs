@@ -7,15 +7,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::Stdio;
-use std::sync::mpsc::channel;
+use std::io::{Read, Write};
 use std::time::Duration;
 
-use common::{
-    e, grouped, rank_main, spools, spools_command, tempdir, without_ambient_spools_env, Job,
-    Spawned,
-};
+use common::{e, rank_main, spools, spools_command, tempdir, Job, Spawned};
 
 /// Starts `spools recv tcp:127.0.0.1:0 --out OUT`, guarded, and returns it with the address
 /// it printed (read from its stderr, bounded) and the rest of its stderr once it ends.
@@ -28,33 +23,7 @@ fn receiver_with(
     out: &std::path::Path,
     more: &[&str],
 ) -> (Spawned, String, std::sync::mpsc::Receiver<String>) {
-    let mut c = grouped(spools());
-    without_ambient_spools_env(&mut c)
-        .args(["recv", "tcp:127.0.0.1:0", "--out"])
-        .arg(out)
-        .args(more)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut r = Spawned::new(c.spawn().unwrap());
-    let err = r.child().stderr.take().unwrap();
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        let mut lines = BufReader::new(err).lines();
-        if let Some(Ok(l)) = lines.next() {
-            let _ = tx.send(l);
-        }
-        // Keep draining, so that the receiver never blocks on a full pipe.
-        let rest: Vec<String> = lines.map_while(Result::ok).collect();
-        let _ = tx.send(rest.join("\n"));
-    });
-    let line = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("spools recv printed where it listens");
-    let addr = line
-        .strip_prefix("spools recv: listening on ")
-        .unwrap_or_else(|| panic!("{line:?}"));
-    (r, addr.to_string(), rx)
+    common::spools_recv(out.to_str().unwrap(), more)
 }
 
 fn pattern(n: usize, seed: u8) -> Vec<u8> {

@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::path::PathBuf;
 
 use spools_proto::am::{AmHeader, Bulk, Put, Short, Status, StatusCode, StatusOp, SHORT_LEN};
@@ -226,25 +228,7 @@ fn seed_files_are_current() {
          crates/; run this test from a whole checkout",
         root.display()
     );
-    let write = std::env::var_os("SPOOLS_WRITE_FUZZ_SEEDS").is_some();
     for (target, name, bytes) in seeds() {
-        let path = root.join(target).join(name);
-        if write {
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(&path, &bytes).unwrap();
-        } else {
-            let on_disk = std::fs::read(&path).unwrap_or_else(|e| {
-                panic!(
-                    "{}: {e}; write the seeds with SPOOLS_WRITE_FUZZ_SEEDS=1",
-                    path.display()
-                )
-            });
-            assert_eq!(
-                on_disk,
-                bytes,
-                "{} is stale; rewrite the seeds with SPOOLS_WRITE_FUZZ_SEEDS=1",
-                path.display()
-            );
-        }
+        common::keep_seed(&root.join(target).join(name), &bytes);
     }
 }

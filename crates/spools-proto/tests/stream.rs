@@ -368,7 +368,6 @@ fn fuzz_seeds_are_current() {
         ),
     ];
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/stream");
-    let write = std::env::var_os("SPOOLS_WRITE_FUZZ_SEEDS").is_some();
     for (name, bytes) in seeds {
         // Every seed is frames, one after another, to the last byte.
         let mut rest = &bytes[..];
@@ -376,23 +375,6 @@ fn fuzz_seeds_are_current() {
             let (_, used) = decode(rest).unwrap().expect("whole frames");
             rest = &rest[used..];
         }
-        let path = root.join(name);
-        if write {
-            std::fs::create_dir_all(&root).unwrap();
-            std::fs::write(&path, &bytes).unwrap();
-        } else {
-            let on_disk = std::fs::read(&path).unwrap_or_else(|e| {
-                panic!(
-                    "{}: {e}; write the seeds with SPOOLS_WRITE_FUZZ_SEEDS=1",
-                    path.display()
-                )
-            });
-            assert_eq!(
-                on_disk,
-                bytes,
-                "{} is stale; rewrite it with SPOOLS_WRITE_FUZZ_SEEDS=1",
-                path.display()
-            );
-        }
+        common::keep_seed(&root.join(name), &bytes);
     }
 }

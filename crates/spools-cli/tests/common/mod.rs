@@ -52,3 +52,39 @@ pub(crate) fn spools_command(args: &[&str], env: &[(&str, &str)], limit: Duratio
     #[allow(clippy::expect_used)]
     Spawned::new(c.spawn().expect("spawn spools")).wait(limit)
 }
+
+/// Starts `spools recv tcp:127.0.0.1:0 --out OUT MORE...`, guarded, and returns it with the
+/// address it printed (read from its stderr, bounded) and a channel that gives the rest of
+/// its stderr once it ends (drained all along, so that it never blocks on a full pipe).
+pub(crate) fn spools_recv(
+    out: &str,
+    more: &[&str],
+) -> (Spawned, String, std::sync::mpsc::Receiver<String>) {
+    use std::io::{BufRead, BufReader};
+    let mut c = grouped(spools());
+    without_ambient_spools_env(&mut c)
+        .args(["recv", "tcp:127.0.0.1:0", "--out", out])
+        .args(more)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut r = Spawned::new(c.spawn().expect("start spools recv"));
+    let err = r.child().stderr.take().expect("its stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(err).lines();
+        if let Some(Ok(l)) = lines.next() {
+            let _ = tx.send(l);
+        }
+        let rest: Vec<String> = lines.map_while(Result::ok).collect();
+        let _ = tx.send(rest.join("\n"));
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("spools recv printed where it listens");
+    let addr = line
+        .strip_prefix("spools recv: listening on ")
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .to_string();
+    (r, addr, rx)
+}
