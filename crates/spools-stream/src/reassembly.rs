@@ -342,6 +342,22 @@ impl Reassembler {
     /// Checks an SU's header (of a payload of `len` bytes) against its stream and claims
     /// its place in its ADU: everything but its CRC, which [`Reassembler::complete`]
     /// checks once the payload is in.
+    /// Whether an SU should wait before [`Reassembler::place`]: it would start an ADU that
+    /// takes the bytes held past [`Limits::max_buffered`] while ADUs received in part are
+    /// held (they complete as the other links catch up, or end with their links), so that
+    /// a link ahead of the others waits for them instead of failing the connection.
+    pub(crate) fn must_wait(&self, s: &Su) -> bool {
+        let Some(st) = self.streams.get(&s.stream) else {
+            return false;
+        };
+        !st.adus.contains_key(&s.adu)
+            && self.buffered.saturating_add(s.size) > self.limits.max_buffered
+            && self
+                .streams
+                .values()
+                .any(|t| t.adus.values().any(|p| !p.whole()))
+    }
+
     pub(crate) fn place(&mut self, link: u16, s: &Su, len: u64) -> Result<Placed, ReassemblyError> {
         let misplaced = |what| ReassemblyError::Misplaced {
             stream: s.stream,

@@ -18,7 +18,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use spools_proto::auth::Secret;
 use spools_proto::handshake::{Server, CLIENT_AUTH_LEN, CLIENT_HELLO_LEN};
 use spools_proto::stream::{
-    Frame, Hello, Welcome, HELLO_CAN_PROVE, VERSION, WELCOME_ACKS, WELCOME_PROVEN,
+    Frame, Hello, Su, Welcome, HELLO_CAN_PROVE, VERSION, WELCOME_ACKS, WELCOME_PROVEN,
     WELCOME_REQUIRE_PROOF,
 };
 
@@ -26,7 +26,7 @@ use crate::acks::AckBoard;
 use crate::error::ReassemblyError;
 use crate::link::{FrameReader, Read1, Read1Head};
 use crate::reassembly::Event;
-use crate::reassembly::Reassembler;
+use crate::reassembly::{Placed, Reassembler};
 use crate::receiver::HANDSHAKE_TIMEOUT;
 
 /// What the link threads tell the serving thread.
@@ -125,6 +125,21 @@ impl Shared {
         drop(g);
         self.room.notify_all();
         events
+    }
+
+    /// Places an SU in its ADU once there is room for it (see
+    /// [`Reassembler::must_wait`]); `None` when the connection was dropped.
+    fn place(&self, link: u16, s: &Su, len: u64) -> Option<Result<Placed, ReassemblyError>> {
+        let mut g = self.lock();
+        while g.as_ref().is_some_and(|r| r.must_wait(s)) {
+            g = self.room.wait(g).unwrap_or_else(PoisonError::into_inner);
+        }
+        g.as_mut().map(|r| r.place(link, s, len))
+    }
+
+    /// Wakes the links waiting for room: ADUs completed, were handed out or were lost.
+    fn changed(&self) {
+        self.room.notify_all();
     }
 
     /// Returns once the whole ADUs ready and not taken are within the limit, or the
@@ -227,6 +242,7 @@ pub(crate) fn read_link(
             };
             let error = link.receive(&mut frames);
             shared.with(|r| r.link_lost(h.link));
+            shared.changed();
             let _ = tx.send(Msg::End(id, error));
         }
     }
@@ -260,11 +276,7 @@ impl Link<'_> {
                     Ok(())
                 }
                 Ok(Read1Head::Su(s, len)) => {
-                    let placed = self
-                        .shared
-                        .lock()
-                        .as_mut()
-                        .map(|r| r.place(self.link, &s, len.into()));
+                    let placed = self.shared.place(self.link, &s, len.into());
                     match placed {
                         None => frames.skip_payload(len),
                         Some(Err(e)) => {
@@ -304,8 +316,10 @@ impl Link<'_> {
         let Some(r) = g.as_mut() else { return };
         match f(r) {
             Ok(()) => {
-                if r.has_events() {
-                    drop(g);
+                let ready = r.has_events();
+                drop(g);
+                self.shared.changed();
+                if ready {
                     let _ = self.tx.send(Msg::Ready(self.conn));
                 }
             }

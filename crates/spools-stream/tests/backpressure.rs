@@ -10,7 +10,8 @@ mod common;
 use std::sync::mpsc::{channel, sync_channel};
 
 use common::{data, open, serve_with, BOUND};
-use spools_stream::{Delivery, Event, Limits, Receiver, Sender};
+use spools_proto::stream::{Close, Frame, Su};
+use spools_stream::{Delivery, Event, Limits, LinkSender, Receiver, Sender};
 
 const WINDOW: u64 = 2;
 const ADUS: u64 = 10;
@@ -168,7 +169,7 @@ fn a_slow_receiver_holds_a_sender_without_a_window_within_its_limit() {
             _ => None,
         })
         .collect();
-    assert_eq!(adus, (0..BIG_ADUS).collect::<Vec<_>>());
+    assert_eq!(adus, (0..BIG_ADUS).collect::<Vec<_>>(), "{summary:?}");
     assert_eq!(summary.bytes, BIG_ADUS * MIB);
     // Many times the limit went through, and no more than the limit and one ADU was ever
     // ready and not taken.
@@ -181,4 +182,66 @@ fn a_slow_receiver_holds_a_sender_without_a_window_within_its_limit() {
         summary.broken.is_empty() && summary.refused.is_empty(),
         "{summary:?}"
     );
+}
+
+/// One link far ahead of the other: link 0 sends its half of every ADU (many times the
+/// receiver's bound) before link 1 sends anything. The receiver's link 0 waits for link 1
+/// instead of dropping the connection, and every ADU arrives whole.
+#[test]
+fn a_link_far_ahead_of_the_other_waits_for_it_and_nothing_is_lost() {
+    const ADUS: u64 = 40;
+    const SIZE: u64 = 64 << 10;
+    let limits = Limits {
+        max_buffered: 2 * SIZE,
+        ..Limits::default()
+    };
+    let (addr, done) = serve_with(Receiver::bind("127.0.0.1:0", limits).unwrap(), 1, |_| {});
+    let mut links: Vec<LinkSender> = (0..2)
+        .map(|l| LinkSender::connect(addr, 2, l, 77).unwrap())
+        .collect();
+    for l in &mut links {
+        l.send(&Frame::Open(open(1, SIZE, SIZE))).unwrap();
+    }
+    let half = SIZE / 2;
+    for (link, l) in links.iter_mut().enumerate() {
+        let link = link as u16;
+        for n in 0..ADUS {
+            let d = data(n, SIZE as usize);
+            let off = u64::from(link) * half;
+            let p = &d[off as usize..(off + half) as usize];
+            let su = Su {
+                stream: 1,
+                su: link,
+                link,
+                adu: n,
+                tu: 0,
+                offset: off,
+                size: SIZE,
+                crc: crc32c::crc32c(p),
+            };
+            l.send_su(&su, p).unwrap();
+        }
+        l.send(&Frame::Close(Close {
+            stream: 1,
+            adus: ADUS,
+        }))
+        .unwrap();
+    }
+    for l in links {
+        l.finish().unwrap();
+    }
+    let (summary, got) = done();
+    let adus: Vec<(u64, bool)> = got
+        .iter()
+        .filter_map(|d| match &d.event {
+            Event::Adu { adu, data: b, .. } => Some((*adu, *b == data(*adu, SIZE as usize))),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        adus,
+        (0..ADUS).map(|n| (n, true)).collect::<Vec<_>>(),
+        "{summary:?}"
+    );
+    assert!(summary.broken.is_empty(), "{summary:?}");
 }
