@@ -91,14 +91,20 @@ pub(crate) fn recv(a: &RecvArgs) -> anyhow::Result<()> {
         r = r.require_proof(read_secret(path)?);
     }
     eprintln!("spools recv: listening on {}", r.local_addr()?);
+    let bin = r.recycler();
     let mut lost = Vec::new();
     let summary = r.serve(a.connections, |d: Delivery| {
         match d.event {
-            Event::Adu { stream, adu, data } => match &mut out {
-                Out::Stdout(s) => s.lock().write_all(&data)?,
-                Out::File(f) => f.write_all(&data)?,
-                Out::Dir(dir) => std::fs::write(dir.join(format!("s{stream}-a{adu}")), &data)?,
-            },
+            Event::Adu { stream, adu, data } => {
+                match &mut out {
+                    Out::Stdout(s) => s.lock().write_all(&data)?,
+                    Out::File(f) => f.write_all(&data)?,
+                    Out::Dir(dir) => {
+                        std::fs::write(dir.join(format!("s{stream}-a{adu}")), &data)?;
+                    }
+                }
+                bin.give(data);
+            }
             Event::Incomplete { stream, adu, have, size } => lost.push(format!(
                 "connection {:016x}, stream {stream}: ADU {adu} incomplete ({have} of {size} bytes); not written",
                 d.conn

@@ -22,10 +22,18 @@ pub(crate) struct AduBuf {
 unsafe impl Sync for AduBuf {}
 
 impl AduBuf {
-    /// A zeroed buffer of `size` bytes (the caller checked `size` against its limits).
-    pub(crate) fn new(size: usize) -> Arc<AduBuf> {
-        let bytes: Box<[u8]> = vec![0u8; size].into_boxed_slice();
-        huge_pages(&bytes);
+    /// A buffer of `size` bytes (the caller checked `size` against its limits): `reused`,
+    /// a buffer of exactly that size whose old bytes are all overwritten before anyone
+    /// reads them (an ADU is read only once whole), or a zeroed one.
+    pub(crate) fn new(size: usize, reused: Option<Vec<u8>>) -> Arc<AduBuf> {
+        let bytes: Box<[u8]> = match reused {
+            Some(v) if v.len() == size && v.capacity() == size => v.into_boxed_slice(),
+            _ => {
+                let b = vec![0u8; size].into_boxed_slice();
+                huge_pages(&b);
+                b
+            }
+        };
         // SAFETY: `UnsafeCell<u8>` has the same layout as `u8` (it is `repr(transparent)`),
         // so a boxed slice of one is a boxed slice of the other, with the same allocation.
         let bytes = unsafe { Box::from_raw(Box::into_raw(bytes) as *mut [UnsafeCell<u8>]) };

@@ -16,6 +16,7 @@ mod link;
 mod random;
 mod reassembly;
 mod receiver;
+mod recycler;
 mod sender;
 mod serve_link;
 
@@ -23,4 +24,5 @@ pub use error::ReassemblyError;
 pub use link::LinkError;
 pub use reassembly::{Event, Limits, Reassembler};
 pub use receiver::{Delivery, Receiver, RecvError, Summary, HANDSHAKE_TIMEOUT};
+pub use recycler::Recycler;
 pub use sender::{LinkSender, SendError, Sender, CONNECT_TIMEOUT};

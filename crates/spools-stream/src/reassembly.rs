@@ -10,6 +10,7 @@ use spools_proto::stream::{su_range, Close, Frame, Hello, Open, Su, NOT_SEQUENCE
 
 use crate::adubuf::{AduBuf, Claim};
 use crate::error::ReassemblyError;
+use crate::recycler::Recycler;
 
 /// What a receiver accepts before it refuses a stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,6 +159,8 @@ pub struct Reassembler {
     /// Bytes of the whole ADUs among `events`, and the most they were.
     ready: u64,
     max_ready: u64,
+    /// Buffers handed back by the consumer (the receiver's).
+    recycler: Option<Recycler>,
 }
 
 impl Reassembler {
@@ -177,6 +180,7 @@ impl Reassembler {
             events: VecDeque::new(),
             ready: 0,
             max_ready: 0,
+            recycler: None,
         };
         r.add_link(first)?;
         Ok(r)
@@ -342,6 +346,11 @@ impl Reassembler {
     /// Checks an SU's header (of a payload of `len` bytes) against its stream and claims
     /// its place in its ADU: everything but its CRC, which [`Reassembler::complete`]
     /// checks once the payload is in.
+    /// Fills ADU buffers handed back to `r` before allocating new ones.
+    pub(crate) fn recycle_from(&mut self, r: Recycler) {
+        self.recycler = Some(r);
+    }
+
     /// Whether an SU should wait before [`Reassembler::place`]: it would start an ADU that
     /// takes the bytes held past [`Limits::max_buffered`] while ADUs received in part are
     /// held (they complete as the other links catch up, or end with their links), so that
@@ -425,7 +434,10 @@ impl Reassembler {
                 e.insert(Partial {
                     size: s.size,
                     // Within max_adu: checked above.
-                    data: AduBuf::new(s.size as usize),
+                    data: AduBuf::new(
+                        s.size as usize,
+                        self.recycler.as_ref().and_then(|r| r.take(s.size as usize)),
+                    ),
                     have: 0,
                     got: HashSet::new(),
                 })

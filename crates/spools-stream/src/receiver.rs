@@ -14,6 +14,7 @@ use spools_proto::auth::Secret;
 use crate::acks::AckBoard;
 use crate::error::ReassemblyError;
 use crate::reassembly::{Event, Limits, Reassembler};
+use crate::recycler::Recycler;
 use crate::serve_link::{read_link, Msg, OnHold, Shared};
 
 /// An event of one logical connection.
@@ -83,6 +84,7 @@ pub struct Receiver {
     limits: Limits,
     secret: Option<Secret>,
     on_hold: Option<OnHold>,
+    recycler: Recycler,
 }
 
 impl Receiver {
@@ -96,7 +98,14 @@ impl Receiver {
             limits,
             secret: None,
             on_hold: None,
+            recycler: Recycler::default(),
         })
+    }
+
+    /// Where the consumer hands the buffers of the ADUs it is done with back, for the
+    /// receiver to fill again (see [`Recycler`]); handing nothing back is fine.
+    pub fn recycler(&self) -> Recycler {
+        self.recycler.clone()
     }
 
     /// Requires every link to prove it knows `secret` (a job's secret, see `spools
@@ -196,7 +205,8 @@ impl Receiver {
                     summary.started.get_or_insert_with(Instant::now);
                     let added = match conns.get_mut(&h.conn) {
                         Some(c) => c.shared.with(|r| r.add_link(&h)).unwrap_or(Ok(())),
-                        None => Reassembler::new(&h, self.limits).map(|r| {
+                        None => Reassembler::new(&h, self.limits).map(|mut r| {
+                            r.recycle_from(self.recycler.clone());
                             conns.insert(h.conn, Conn::new(r, h.links, self.limits));
                         }),
                     };

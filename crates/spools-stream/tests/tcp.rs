@@ -305,3 +305,51 @@ fn the_whole_adus_before_a_corrupt_frame_are_handed_out() {
         "{summary:?}"
     );
 }
+
+/// Buffers handed back through the receiver's `Recycler` are filled again for the next ADU
+/// of the same size, and nothing of the old ADU shows through: the sender sends ADU n + 1
+/// only once the sink has checked ADU n and handed its buffer back.
+#[test]
+fn a_buffer_handed_back_is_filled_again_with_nothing_of_the_old_adu() {
+    const SIZE: usize = 300_001;
+    const ADUS: u64 = 6;
+    let r = spools_stream::Receiver::bind("127.0.0.1:0", spools_stream::Limits::default()).unwrap();
+    let bin = r.recycler();
+    let (taken_tx, taken) = std::sync::mpsc::channel();
+    let (addr, done) = common::serve_with(r, 1, move |d| {
+        if let Event::Adu { adu, data: b, .. } = &d.event {
+            assert!(*b == data(*adu, SIZE), "ADU {adu} is not what was sent");
+            // The test's serve keeps the delivery itself: hand back a copy, and say where
+            // its buffer lives.
+            let back = b.clone();
+            let at = back.as_ptr() as usize;
+            bin.give(back);
+            taken_tx.send((*adu, at)).unwrap();
+        }
+    });
+    let mut s = Sender::connect(addr, 3).unwrap();
+    s.open(common::open(1, 99_999, SIZE as u64)).unwrap();
+    let mut given = Vec::new();
+    for n in 0..ADUS {
+        s.send_adu(1, n, &data(n, SIZE)).unwrap();
+        let (adu, at) = taken.recv_timeout(common::BOUND).unwrap();
+        assert_eq!(adu, n);
+        given.push(at);
+    }
+    s.close(1, ADUS).unwrap();
+    s.finish().unwrap();
+    let (summary, got) = done();
+    assert_eq!(summary.adus, ADUS, "{summary:?}");
+    // ADU n + 1 was received into the buffer handed back after ADU n.
+    let reused = got
+        .iter()
+        .filter_map(|d| match &d.event {
+            Event::Adu { adu, data: b, .. } if *adu > 0 => {
+                Some(b.as_ptr() as usize == given[*adu as usize - 1])
+            }
+            _ => None,
+        })
+        .filter(|&same| same)
+        .count();
+    assert_eq!(reused, ADUS as usize - 1, "buffers were not reused");
+}
