@@ -283,6 +283,30 @@ fn agree(w: &World, mine: Result<(), BenchError>) -> Result<(), BenchError> {
     Ok(())
 }
 
+/// The address of the receiver rank 0 started (`Some` there, `None` elsewhere), on every
+/// rank; rank 0's failure to start it fails the call on every rank.
+fn receiver_addr(
+    w: &World,
+    started: Option<Result<SocketAddr, String>>,
+) -> Result<SocketAddr, BenchError> {
+    let text = match &started {
+        Some(Ok(a)) => a.to_string(),
+        _ => String::new(),
+    };
+    agree(
+        w,
+        match started {
+            Some(Err(e)) => Err(BenchError::Invalid(e)),
+            _ => Ok(()),
+        },
+    )?;
+    let dest = w.bcast_bytes(0, text.as_bytes())?;
+    match String::from_utf8_lossy(&dest).parse::<SocketAddr>() {
+        Ok(a) => Ok(a),
+        Err(_) => bail!("the receiver's address did not reach every rank"),
+    }
+}
+
 /// One run of a stream to a fresh `spools recv`: every rank calls it; rank 0 starts the
 /// receiver, times the run up to the receiver's end, and checks it received every byte.
 fn stream_run(
@@ -297,17 +321,11 @@ fn stream_run(
     } else {
         None
     };
-    let addr = match &recv {
-        Some(Ok(r)) => Ok(r.addr.to_string()),
-        Some(Err(e)) => Err(BenchError::Invalid(e.to_string())),
-        None => Ok(String::new()),
-    };
-    let addr_text = addr.as_ref().map(String::clone).unwrap_or_default();
-    agree(w, addr.map(|_| ()))?;
-    let dest = w.bcast_bytes(0, addr_text.as_bytes())?;
-    let Ok(dest) = String::from_utf8_lossy(&dest).parse::<SocketAddr>() else {
-        bail!("the receiver's address did not reach every rank");
-    };
+    let dest = receiver_addr(
+        w,
+        recv.as_ref()
+            .map(|r| r.as_ref().map(|r| r.addr).map_err(ToString::to_string)),
+    )?;
     let t0 = send_stream(w, dest, layout, format, data, adus)?;
     let bytes = adus * layout.total_bytes().unwrap_or(0);
     let done = match recv {

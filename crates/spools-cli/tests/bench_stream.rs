@@ -75,13 +75,7 @@ fn quick_stream_bench_reports_every_point_and_every_run_delivered_its_bytes() {
         args.push("--no-iperf3");
     }
     let o = spools_command(&args, &[], Duration::from_secs(400));
-    assert!(
-        o.status.success(),
-        "{:?}\n{}\n{}",
-        o.status,
-        o.stdout,
-        o.stderr
-    );
+    common::assert_ok_as(&o, "spools bench stream");
     let doc: Value = serde_json::from_str(o.stdout.trim()).expect("one JSON document");
     assert_eq!(doc["benchmark"], "stream");
     assert_eq!(doc["ranks"], 4);

@@ -59,13 +59,7 @@ fn heat_demo_streams_every_snapshot_to_spools_recv() {
         &[],
         LIMIT,
     );
-    assert!(
-        o.status.success(),
-        "{:?}\n{}\n{}",
-        o.status,
-        o.stdout,
-        o.stderr
-    );
+    common::assert_ok_as(&o, "spools demo heat --stream");
     assert!(
         o.stdout.contains("3 frames streamed (3 links)"),
         "{}",

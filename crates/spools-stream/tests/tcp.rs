@@ -166,20 +166,27 @@ fn a_sender_that_dies_mid_adu_leaves_the_whole_adus_and_names_the_incomplete_one
     assert_eq!(summary.connections, 1);
 }
 
-#[test]
-fn a_corrupt_frame_is_named_with_its_stream_adu_tu_and_link() {
-    use spools_proto::stream::{Close, Frame, Hello, Su, VERSION};
-    let (addr, done) = serve(1);
-    let mut link = TcpStream::connect(addr).unwrap();
+/// A raw connection of one link to `addr`, and its hello (for connection `conn`) encoded
+/// in the bytes to send.
+fn one_link(addr: std::net::SocketAddr, conn: u64) -> (TcpStream, Vec<u8>) {
+    use spools_proto::stream::{Frame, Hello, VERSION};
     let mut b = Vec::new();
     Frame::Hello(Hello {
         version: VERSION,
         flags: 0,
         links: 1,
         link: 0,
-        conn: 5,
+        conn,
     })
     .encode(&mut b);
+    (TcpStream::connect(addr).unwrap(), b)
+}
+
+#[test]
+fn a_corrupt_frame_is_named_with_its_stream_adu_tu_and_link() {
+    use spools_proto::stream::{Close, Frame, Su};
+    let (addr, done) = serve(1);
+    let (mut link, mut b) = one_link(addr, 5);
     Frame::Open(Open {
         stream: 4,
         group: 0,
@@ -260,18 +267,9 @@ fn a_large_adu_arrives_whole() {
 /// A connection dropped for a bad frame still hands out the ADUs that were whole before it.
 #[test]
 fn the_whole_adus_before_a_corrupt_frame_are_handed_out() {
-    use spools_proto::stream::{Frame, Hello, Su, VERSION};
+    use spools_proto::stream::{Frame, Su};
     let (addr, done) = serve(1);
-    let mut link = TcpStream::connect(addr).unwrap();
-    let mut b = Vec::new();
-    Frame::Hello(Hello {
-        version: VERSION,
-        flags: 0,
-        links: 1,
-        link: 0,
-        conn: 6,
-    })
-    .encode(&mut b);
+    let (mut link, mut b) = one_link(addr, 6);
     Frame::Open(common::open(2, 8, 8)).encode(&mut b);
     let su = |adu, crc| Su {
         stream: 2,

@@ -22,9 +22,9 @@ use serde::Serialize;
 use spools::{Layout, StreamOptions, World};
 use spools_stream::{Event, Limits, Receiver};
 
-use super::{agree, Timing};
+use super::{agree, receiver_addr, Timing};
 use crate::dataset::{fill, parse_layout};
-use crate::error::{bail, ensure, BenchError};
+use crate::error::{ensure, BenchError};
 
 /// Streams of the group (the paper's four cameras).
 pub(super) const STREAMS: u32 = 4;
@@ -158,17 +158,11 @@ fn group_run(
     } else {
         None
     };
-    let addr = match &recv {
-        Some(Ok((a, _))) => Ok(a.to_string()),
-        Some(Err(e)) => Err(BenchError::Invalid(e.to_string())),
-        None => Ok(String::new()),
-    };
-    let text = addr.as_ref().map(String::clone).unwrap_or_default();
-    agree(w, addr.map(|_| ()))?;
-    let dest = w.bcast_bytes(0, text.as_bytes())?;
-    let Ok(dest) = String::from_utf8_lossy(&dest).parse::<SocketAddr>() else {
-        bail!("the receiver's address did not reach every rank");
-    };
+    let dest = receiver_addr(
+        w,
+        recv.as_ref()
+            .map(|r| r.as_ref().map(|(a, _)| *a).map_err(ToString::to_string)),
+    )?;
     let mut conn = w.stream_connect(dest, s.links)?;
     let mut ids = Vec::new();
     for _ in 0..STREAMS {
