@@ -29,26 +29,10 @@ use spools_io::pipe::{decode_any, pipe_dir, PipeName, PipeReader, PipeWriter};
 use spools_io::FrameError;
 use spools_testkit::tempdir;
 
-/// Bytes from hexadecimal text; whitespace and `_` are ignored, `'text'` is ASCII.
-fn hx(s: &str) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut parts = s.split('\'');
-    while let Some(hex) = parts.next() {
-        let digits: Vec<u8> = hex
-            .bytes()
-            .filter(|c| !c.is_ascii_whitespace() && *c != b'_')
-            .collect();
-        assert!(digits.len() % 2 == 0, "odd hex digits in {hex:?}");
-        for pair in digits.chunks(2) {
-            let t = std::str::from_utf8(pair).unwrap();
-            out.push(u8::from_str_radix(t, 16).unwrap_or_else(|_| panic!("bad hex {t:?}")));
-        }
-        if let Some(text) = parts.next() {
-            out.extend_from_slice(text.as_bytes());
-        }
-    }
-    out
-}
+#[path = "../../spools-proto/tests/common/hex.rs"]
+mod hex;
+
+use hex::hx;
 
 /// The four 32-byte blocks of RFC 3720 B.4 and their CRC32C as stored little-endian.
 fn blocks() -> [(Vec<u8>, &'static str); 4] {

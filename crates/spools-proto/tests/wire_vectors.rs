@@ -22,26 +22,10 @@ use spools_proto::auth::{Proof, Role, Secret};
 use spools_proto::boot::{decode_frame, frame_len, CollOp, Endpoint, Frame, ToRank, ToServer};
 use spools_proto::handshake::{Client, Identity, Purpose, Server};
 
-/// Bytes from hexadecimal text; whitespace and `_` are ignored, `'text'` is ASCII.
-fn hx(s: &str) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut parts = s.split('\'');
-    while let Some(hex) = parts.next() {
-        let digits: Vec<u8> = hex
-            .bytes()
-            .filter(|c| !c.is_ascii_whitespace() && *c != b'_')
-            .collect();
-        assert!(digits.len() % 2 == 0, "odd hex digits in {hex:?}");
-        for pair in digits.chunks(2) {
-            let t = std::str::from_utf8(pair).unwrap();
-            out.push(u8::from_str_radix(t, 16).unwrap_or_else(|_| panic!("bad hex {t:?}")));
-        }
-        if let Some(text) = parts.next() {
-            out.extend_from_slice(text.as_bytes());
-        }
-    }
-    out
-}
+#[path = "common/hex.rs"]
+mod hex;
+
+use hex::hx;
 
 #[test]
 fn the_hex_helper_reads_what_it_should() {
