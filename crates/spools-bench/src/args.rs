@@ -37,6 +37,13 @@ pub enum Bench {
     /// Streams out of the job to `spools recv`: throughput by links and TU against
     /// iperf3, and cyclic(b) ADUs reshuffled against raw streaming (paper Figure 15).
     Stream(StreamArgs),
+    /// The OSU micro-benchmarks' measurements through the tagged API, printed in their
+    /// format: latency, bw, bibw (2 ranks); allreduce, bcast, barrier, alltoall (any).
+    Osu(OsuArgs),
+    /// The GRIM paper's experiments (section 6) with active messages (2 ranks): latency
+    /// against logical channels, gap against burst length, cut-through against
+    /// store-and-forward bandwidth.
+    Grim(GrimArgs),
 }
 
 /// Options every benchmark takes.
@@ -280,6 +287,56 @@ pub struct StreamArgs {
     #[arg(long)]
     pub(crate) no_iperf3: bool,
     /// Write SVG plots: the links part to FILE, the cyclic part to FILE-cyclic.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) plot: Option<PathBuf>,
+}
+
+/// Options of `spools bench osu`.
+#[derive(Args, Debug)]
+pub struct OsuArgs {
+    /// The test: latency, bw, bibw, allreduce, bcast, barrier or alltoall.
+    #[arg(value_parser = ["latency", "bw", "bibw", "allreduce", "bcast", "barrier", "alltoall"])]
+    pub(crate) test: String,
+    #[command(flatten)]
+    pub(crate) common: CommonArgs,
+    /// Largest message size (default 4M for latency, bw and bibw, 1M for collectives);
+    /// sizes are the powers of two up to it.
+    #[arg(long)]
+    pub(crate) max_size: Option<String>,
+    /// Timed iterations per size (default OSU's: by test and size).
+    #[arg(long)]
+    pub(crate) iterations: Option<u64>,
+    /// Warm-up iterations per size (default OSU's).
+    #[arg(long)]
+    pub(crate) warmup: Option<u64>,
+}
+
+/// Options of `spools bench grim`.
+#[derive(Args, Debug)]
+pub struct GrimArgs {
+    /// The experiment: channels (latency against logical channels with traffic pending on
+    /// all of them), burst (gap against burst length), bulk (cut-through against
+    /// store-and-forward bandwidth).
+    #[arg(value_parser = ["channels", "burst", "bulk"])]
+    pub(crate) experiment: String,
+    #[command(flatten)]
+    pub(crate) common: CommonArgs,
+    /// channels: channel counts, comma-separated (default 1,2,4,8,16,32,64).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) channels: Option<Vec<u16>>,
+    /// channels: messages pending ahead of every ping, spread over the channels.
+    #[arg(long, default_value_t = 64)]
+    pub(crate) backlog: u32,
+    /// burst: burst lengths, comma-separated (default 10,20,50,100,200,500,1000,2000,5000,10000).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) bursts: Option<Vec<u64>>,
+    /// bulk: message sizes, comma-separated (default 4K to 16M by powers of 4).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) sizes: Option<Vec<String>>,
+    /// Round trips (channels) or bursts (burst) per repetition; bulk scales by size.
+    #[arg(long, default_value_t = 2_000)]
+    pub(crate) iterations: u64,
+    /// Write an SVG plot of the experiment.
     #[arg(long, value_name = "FILE")]
     pub(crate) plot: Option<PathBuf>,
 }

@@ -21,11 +21,13 @@ mod stats;
 mod dataset;
 
 mod coll;
+mod grim;
 mod idle;
 mod init;
 mod io;
 mod logp;
 mod matmul;
+mod osu;
 mod overlap;
 mod pingpong;
 mod pipe;
@@ -36,8 +38,8 @@ mod stream;
 mod tagged;
 
 pub use args::{
-    Bench, CollArgs, CommonArgs, IoArgs, MatmulArgs, OverlapArgs, PingpongArgs, PipeArgs, RateArgs,
-    RedistArgs, RingArgs, StreamArgs,
+    Bench, CollArgs, CommonArgs, GrimArgs, IoArgs, MatmulArgs, OsuArgs, OverlapArgs, PingpongArgs,
+    PipeArgs, RateArgs, RedistArgs, RingArgs, StreamArgs,
 };
 pub use error::BenchError;
 pub use runner::run;

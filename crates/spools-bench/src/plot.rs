@@ -1,5 +1,6 @@
-//! The one plotter of the benchmarks: an SVG of latency and bandwidth against message
-//! size, log-log, one line per series.
+//! The one plotter of the benchmarks: SVG panels, log-log, one line per series: latency
+//! and bandwidth against message size ([`write`]), or any measure against any count
+//! ([`write_xy`]).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -18,29 +19,64 @@ pub(crate) fn write(file: &Path, title: &str, series: &[Series]) -> Result<(), B
         svg,
         r##"<svg xmlns="http://www.w3.org/2000/svg" width="900" height="380" font-family="sans-serif"><rect width="100%" height="100%" fill="white"/>"##
     );
+    let lines = |y: fn(&Point) -> f64| -> Vec<Line> {
+        series
+            .iter()
+            .map(|s| Line {
+                name: s.path,
+                points: s.points.iter().map(|p| (p.bytes as f64, y(p))).collect(),
+            })
+            .collect()
+    };
+    let size = "message size (bytes)";
     panel(
         &mut svg,
         0.0,
         &format!("{title}: one-way latency (us)"),
-        series,
-        |p| p.latency_us,
+        size,
+        &lines(|p| p.latency_us),
     );
     panel(
         &mut svg,
         450.0,
         &format!("{title}: bandwidth (MB/s)"),
-        series,
-        |p| p.mbps,
+        size,
+        &lines(|p| p.mbps),
     );
     svg.push_str("</svg>\n");
     std::fs::write(file, svg).map_err(BenchError::io(format!("writing {}", file.display())))
 }
 
-fn panel(svg: &mut String, x0: f64, title: &str, series: &[Series], y: impl Fn(&Point) -> f64) {
+/// One line of a panel: its name and its (x, y) points.
+pub(crate) struct Line<'a> {
+    /// Shown in the legend.
+    pub(crate) name: &'a str,
+    /// The points; those with x or y not above 0 are left out (log axes).
+    pub(crate) points: Vec<(f64, f64)>,
+}
+
+/// Writes one panel of `lines` against `xlabel` to `file`.
+pub(crate) fn write_xy(
+    file: &Path,
+    title: &str,
+    xlabel: &str,
+    lines: &[Line<'_>],
+) -> Result<(), BenchError> {
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="450" height="380" font-family="sans-serif"><rect width="100%" height="100%" fill="white"/>"##
+    );
+    panel(&mut svg, 0.0, title, xlabel, lines);
+    svg.push_str("</svg>\n");
+    std::fs::write(file, svg).map_err(BenchError::io(format!("writing {}", file.display())))
+}
+
+fn panel(svg: &mut String, x0: f64, title: &str, xlabel: &str, lines: &[Line<'_>]) {
     let (w, h, m) = (440.0, 320.0, 55.0);
-    let pts: Vec<(f64, f64)> = series
+    let pts: Vec<(f64, f64)> = lines
         .iter()
-        .flat_map(|s| s.points.iter().map(|p| (p.bytes as f64, y(p))))
+        .flat_map(|l| l.points.iter().copied())
         .filter(|(a, b)| *a > 0.0 && *b > 0.0)
         .collect();
     if pts.is_empty() {
@@ -91,17 +127,17 @@ fn panel(svg: &mut String, x0: f64, title: &str, series: &[Series], y: impl Fn(&
     }
     let _ = writeln!(
         svg,
-        r##"<text x="{}" y="{}" font-size="11" text-anchor="middle">message size (bytes)</text>"##,
+        r##"<text x="{}" y="{}" font-size="11" text-anchor="middle">{xlabel}</text>"##,
         x0 + w / 2.0,
         h + 30.0
     );
-    for (i, s) in series.iter().enumerate() {
+    for (i, l) in lines.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
-        let path: Vec<String> = s
+        let path: Vec<String> = l
             .points
             .iter()
-            .filter(|p| p.bytes > 0 && y(p) > 0.0)
-            .map(|p| format!("{:.1},{:.1}", sx(p.bytes as f64), sy(y(p))))
+            .filter(|(a, b)| *a > 0.0 && *b > 0.0)
+            .map(|&(a, b)| format!("{:.1},{:.1}", sx(a), sy(b)))
             .collect();
         if path.is_empty() {
             continue;
@@ -120,7 +156,7 @@ fn panel(svg: &mut String, x0: f64, title: &str, series: &[Series], y: impl Fn(&
             r##"<text x="{}" y="{}" font-size="11" fill="{c}">{}</text>"##,
             x0 + m + 8.0,
             48.0 + 14.0 * i as f64,
-            s.path
+            l.name
         );
     }
 }

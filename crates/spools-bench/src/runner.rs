@@ -3,7 +3,8 @@
 use crate::args::Bench;
 use crate::error::BenchError;
 use crate::{
-    coll, idle, init, io, logp, matmul, overlap, pingpong, pipe, rate, redist, ring, stream, tagged,
+    coll, grim, idle, init, io, logp, matmul, osu, overlap, pingpong, pipe, rate, redist, ring,
+    stream, tagged,
 };
 
 /// Runs `spools bench ...` on this rank (every rank of the job calls it; rank 0 reports).
@@ -27,5 +28,7 @@ pub fn run(b: &Bench) -> Result<(), BenchError> {
         Bench::Pipe(a) => pipe::run(a),
         Bench::Redist(a) => redist::run(a),
         Bench::Stream(a) => stream::run(a),
+        Bench::Osu(a) => osu::run(a),
+        Bench::Grim(a) => grim::run(a),
     }
 }
