@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Peer benchmarks: Spools side by side with Open MPI (and the raw limits of the host).
 #
-# Usage: bench/peers/run.sh [--suite core|msg|all] [--runs N] [--out DIR] [--skip-spools]
+# Usage: bench/peers/run.sh [--suite core|msg|all|osu] [--runs N] [--out DIR] [--skip-spools]
 #
 #   --suite S       which benchmarks: core (the runtime core, below; the default), msg (the
 #                   messaging layer: collectives, matrix multiply, tagged ping-pong, overlap),
-#                   or all (both, in every run)
+#                   all (both, in every run), or osu (`spools bench osu` beside Open MPI and
+#                   MPICH in the OSU micro-benchmarks' format: bench/peers/osu.sh, which takes
+#                   these options and more, default 3 runs, output in DIR/osu)
 #   --runs N        rounds of the whole set, interleaved so that drift of the host hits every
 #                   program alike (default 5); the summary takes medians over them
 #   --out DIR       where the C programs, every JSON document, the logs, the summary and the
@@ -41,6 +43,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 
 runs=5
+runs_given=""
 out=""
 skip_spools=0
 suite=core
@@ -52,8 +55,8 @@ usage() {
 while (($# > 0)); do
     case $1 in
     --suite)
-        if [[ $# -lt 2 || ! $2 =~ ^(core|msg|all)$ ]]; then
-            echo "run.sh: --suite needs one of core, msg, all" >&2
+        if [[ $# -lt 2 || ! $2 =~ ^(core|msg|all|osu)$ ]]; then
+            echo "run.sh: --suite needs one of core, msg, all, osu" >&2
             exit 2
         fi
         suite=$2
@@ -65,6 +68,7 @@ while (($# > 0)); do
             exit 2
         fi
         runs=$2
+        runs_given=$2
         shift 2
         ;;
     --out)
@@ -90,6 +94,13 @@ while (($# > 0)); do
     esac
 done
 
+# The osu suite has a script of its own.
+if [[ $suite == osu ]]; then
+    osu_args=(--runs "${runs_given:-3}" --out "${out:-$root/target/bench-peers}/osu")
+    if ((skip_spools)); then osu_args+=(--skip-spools); fi
+    exec "$here/osu.sh" "${osu_args[@]}"
+fi
+
 # A relative --out is taken from the caller's directory; the default lives in the repository.
 out=${out:-$root/target/bench-peers}
 mkdir -p "$out/logs"
@@ -98,7 +109,11 @@ cd "$root"
 
 # Open MPI refuses to run as root without these.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpirun_base=(mpirun --allow-run-as-root --oversubscribe)
+# Open MPI by its explicit names when Debian's are there (MPICH may also be installed, for the
+# osu suite; the generic mpicc/mpirun are whichever the alternatives point to).
+mpicc_ompi=$(command -v mpicc.openmpi || echo mpicc)
+mpirun_ompi=$(command -v mpirun.openmpi || echo mpirun)
+mpirun_base=("$mpirun_ompi" --allow-run-as-root --oversubscribe)
 
 # The spools command as built by cargo, and how its ping-pong is told to use TCP: the bench
 # flag, and SPOOLS_TRANSPORT for the runtime configuration of every rank (the two agree).
@@ -133,7 +148,7 @@ as_root() {
 # --- Tools -----------------------------------------------------------------------------------
 
 packages=()
-if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+if ! command -v "$mpicc_ompi" >/dev/null || ! command -v "$mpirun_ompi" >/dev/null; then
     packages+=(openmpi-bin libopenmpi-dev)
 fi
 command -v python3 >/dev/null || packages+=(python3)
@@ -151,7 +166,7 @@ if ((msg)); then programs+=(coll matmul); fi
 if ((msg && !core)); then programs+=(pingpong); fi
 log "building the MPI and raw programs into $out"
 for prog in "${programs[@]}"; do
-    mpicc -O2 -Wall -Wextra -o "$out/$prog" "$here/$prog.c"
+    "$mpicc_ompi" -O2 -Wall -Wextra -o "$out/$prog" "$here/$prog.c"
 done
 
 if ((skip_spools == 0)); then
@@ -191,8 +206,8 @@ git -C "$root" diff --quiet HEAD 2>/dev/null || commit+=" (with local changes)"
 {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "host: $(uname -srm), $(nproc) cores, ${cpu:-unknown CPU}"
-    echo "open mpi: $(mpirun --version 2>/dev/null | head -n1)"
-    echo "compiler: $(mpicc --version | head -n1)"
+    echo "open mpi: $("$mpirun_ompi" --version 2>/dev/null | head -n1)"
+    echo "compiler: $("$mpicc_ompi" --version | head -n1)"
     echo "spools: $commit"
     if ((core)); then echo "tuned: ${tuned_mca[*]}"; fi
     echo "suite: $suite"
