@@ -38,7 +38,8 @@ pub enum Bench {
     /// iperf3, and cyclic(b) ADUs reshuffled against raw streaming (paper Figure 15).
     Stream(StreamArgs),
     /// The OSU micro-benchmarks' measurements through the tagged API, printed in their
-    /// format: latency, bw, bibw (2 ranks); allreduce, bcast, barrier, alltoall (any).
+    /// format: latency, bw, bibw (2 ranks); allreduce, bcast, barrier, alltoall (2 or
+    /// more). One timed loop per size, as OSU (--reps is not used).
     Osu(OsuArgs),
     /// The GRIM paper's experiments (section 6) with active messages (2 ranks): latency
     /// against logical channels, gap against burst length, cut-through against

@@ -494,3 +494,71 @@ pub(crate) fn run(a: &OsuArgs) -> Result<(), BenchError> {
     w.finalize()?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::CommonArgs;
+
+    fn args(test: &str, max: Option<&str>) -> OsuArgs {
+        OsuArgs {
+            test: test.into(),
+            common: CommonArgs {
+                transport: None,
+                json: false,
+                reps: 1,
+            },
+            max_size: max.map(Into::into),
+            iterations: None,
+            warmup: None,
+        }
+    }
+
+    #[test]
+    fn sizes_are_osus() {
+        let lat = sizes(&args("latency", None), Test::Latency).unwrap();
+        assert_eq!(lat.len(), 24);
+        assert_eq!((lat[0], lat[1], lat[23]), (0, 1, 4 << 20));
+        let bw = sizes(&args("bw", Some("64")), Test::Bw).unwrap();
+        assert_eq!(bw, vec![1, 2, 4, 8, 16, 32, 64]);
+        let ar = sizes(&args("allreduce", None), Test::Allreduce).unwrap();
+        assert_eq!((ar[0], *ar.last().unwrap()), (4, 1 << 20));
+        assert_eq!(
+            sizes(&args("barrier", Some("1M")), Test::Barrier).unwrap(),
+            vec![0]
+        );
+        assert!(sizes(&args("allreduce", Some("2")), Test::Allreduce).is_err());
+        assert!(sizes(&args("bw", Some("x")), Test::Bw).is_err());
+    }
+
+    #[test]
+    fn counts_switch_above_8_kib_and_obey_the_options() {
+        let a = args("latency", None);
+        assert_eq!(counts(&a, Test::Latency, 8192), (10_000, 100));
+        assert_eq!(counts(&a, Test::Latency, 16384), (1_000, 10));
+        assert_eq!(counts(&a, Test::Bw, 8), (100, 10));
+        assert_eq!(counts(&a, Test::Bibw, 1 << 20), (20, 2));
+        assert_eq!(counts(&a, Test::Bcast, 4), (1_000, 200));
+        assert_eq!(counts(&a, Test::Alltoall, 1 << 20), (100, 10));
+        let mut b = args("latency", None);
+        b.iterations = Some(0);
+        b.warmup = Some(3);
+        assert_eq!(counts(&b, Test::Latency, 8), (1, 3));
+    }
+
+    #[test]
+    fn every_test_name_parses_and_others_do_not() {
+        for t in [
+            "latency",
+            "bw",
+            "bibw",
+            "allreduce",
+            "bcast",
+            "barrier",
+            "alltoall",
+        ] {
+            assert!(Test::parse(t).is_some(), "{t}");
+        }
+        assert!(Test::parse("put").is_none());
+    }
+}
