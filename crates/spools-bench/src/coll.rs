@@ -24,6 +24,8 @@ enum Coll {
     Barrier,
     Bcast,
     Allreduce,
+    /// `iallreduce` and an immediate `wait` (a schedule's cost against `allreduce`).
+    Iallreduce,
     Alltoall,
 }
 
@@ -34,6 +36,7 @@ impl Coll {
             Coll::Barrier => "barrier",
             Coll::Bcast => "bcast",
             Coll::Allreduce => "allreduce",
+            Coll::Iallreduce => "iallreduce",
             Coll::Alltoall => "alltoall",
         }
     }
@@ -88,6 +91,11 @@ fn call(w: &World, op: Coll, size: usize, b: &mut Bufs) -> Result<(), BenchError
             let k = (size / 8).max(1);
             w.allreduce(&b.f[..k], &mut b.fout[..k], &Op::Sum)?;
         }
+        Coll::Iallreduce => {
+            let k = (size / 8).max(1);
+            let r = w.iallreduce(b.f[..k].to_vec(), Op::Sum)?;
+            b.fout[..k].copy_from_slice(&r.wait()?);
+        }
         Coll::Alltoall => w.alltoall(&b.bytes[..size * n], &mut b.out[..size * n])?,
     }
     Ok(())
@@ -110,12 +118,12 @@ fn verified(w: &World, op: Coll, size: usize, b: &mut Bufs) -> Result<(), BenchE
                 "bcast of {size} B corrupt"
             );
         }
-        Coll::Allreduce => {
+        Coll::Allreduce | Coll::Iallreduce => {
             let k = (size / 8).max(1);
             for (i, x) in b.f[..k].iter_mut().enumerate() {
                 *x = (me + i) as f64;
             }
-            w.allreduce(&b.f[..k], &mut b.fout[..k], &Op::Sum)?;
+            call(w, op, size, b)?;
             let base = (n * (n - 1) / 2) as f64;
             ensure!(
                 b.fout[..k]
@@ -189,8 +197,11 @@ fn parse_ops(list: &[String]) -> Result<Vec<Coll>, BenchError> {
             "barrier" => Coll::Barrier,
             "bcast" => Coll::Bcast,
             "allreduce" => Coll::Allreduce,
+            "iallreduce" => Coll::Iallreduce,
             "alltoall" => Coll::Alltoall,
-            other => bail!("unknown collective {other:?} (barrier, bcast, allreduce, alltoall)"),
+            other => bail!(
+                "unknown collective {other:?} (barrier, bcast, allreduce, iallreduce, alltoall)"
+            ),
         };
         ensure!(!ops.contains(&op), "collective {o} listed twice");
         ops.push(op);
