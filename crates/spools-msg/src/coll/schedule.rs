@@ -170,6 +170,15 @@ impl<T: Element> Schedule<T> {
         self.push(Step::Poll(Box::new(f)))
     }
 
+    /// Whether only a completion in the engine can move the schedule (no send to retry,
+    /// no step to poll): then it need not be looked at until the engine's generation moves.
+    pub(crate) fn quiet(&self) -> bool {
+        !self
+            .in_flight
+            .iter()
+            .any(|o| matches!(o, InFlight::Unsent(_) | InFlight::Poll(_)))
+    }
+
     /// Whether the schedule has finished (successfully or not).
     pub(crate) fn finished(&self) -> bool {
         !matches!(self.state, State::Running)
@@ -212,12 +221,7 @@ impl<T: Element> Schedule<T> {
                 self.started = true;
             } else {
                 let g = self.core.engine.generation();
-                let must_look = g != self.seen
-                    || self
-                        .in_flight
-                        .iter()
-                        .any(|o| matches!(o, InFlight::Unsent(_) | InFlight::Poll(_)));
-                if !must_look {
+                if g == self.seen && self.quiet() {
                     return Ok(());
                 }
                 self.seen = g;
@@ -509,53 +513,69 @@ fn poll_active(key: usize) -> usize {
 /// Advances `s` until it finishes: the caller's wait. Fails when a rank that finalised
 /// before starting this collective makes it impossible, or a rank died.
 pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgError> {
-    let (engine, ctx, coll) = {
-        let g = lock(s);
-        (g.core.engine.clone(), g.core.coll_ctx(), g.tag >> 8)
+    // From here the waiting thread advances it: the poller need not.
+    deactivate(s);
+    let (engine, ctx, coll, finished) = {
+        let mut g = lock(s);
+        let finished = g.advance();
+        (
+            g.core.engine.clone(),
+            g.core.coll_ctx(),
+            g.tag >> 8,
+            finished,
+        )
     };
-    let finished = lock(s).advance();
     if !finished {
         let state = engine.worker.bootstrap().state();
         let mut blocker = None;
+        let mut seen = None;
+        let mut quiet = false;
         let waited = engine
             .worker
             .wait_for_or(
-                || lock(s).advance(),
+                || {
+                    // Look at the schedule only when an operation completed, or when it
+                    // has sends to retry or steps to poll.
+                    let g = engine.generation();
+                    if quiet && seen == Some(g) {
+                        return false;
+                    }
+                    seen = Some(g);
+                    let mut sched = lock(s);
+                    let done = sched.advance();
+                    quiet = sched.quiet();
+                    done
+                },
                 || {
                     blocker = state.collective_blocker(ctx, coll);
                     blocker.is_some()
                 },
             )
             .map_err(MsgError::from);
-        let done = match waited {
-            Ok(d) => d,
-            Err(e) => {
-                deactivate(s);
-                let mut g = lock(s);
-                g.release_all();
-                g.state = State::Taken;
-                return Err(e);
+        let failed = match waited {
+            Ok(true) => None,
+            Ok(false) => {
+                let (rank, started) = blocker.unwrap_or((u32::MAX, 0));
+                engine.worker.bootstrap().blame(
+                    rank,
+                    &format!(
+                        "it finalised after {started} collective(s) on a communicator whose collective #{coll} other ranks wait in"
+                    ),
+                );
+                Some(MsgError::PeerFinalized {
+                    rank,
+                    started,
+                    waiting: coll,
+                })
             }
+            Err(e) => Some(e),
         };
-        if !done {
-            deactivate(s);
+        if let Some(e) = failed {
             let mut g = lock(s);
             g.release_all();
             g.state = State::Taken;
-            let (rank, started) = blocker.unwrap_or((u32::MAX, 0));
-            engine.worker.bootstrap().blame(
-                rank,
-                &format!(
-                    "it finalised after {started} collective(s) on a communicator whose collective #{coll} other ranks wait in"
-                ),
-            );
-            return Err(MsgError::PeerFinalized {
-                rank,
-                started,
-                waiting: coll,
-            });
+            return Err(e);
         }
     }
-    deactivate(s);
     lock(s).take()
 }
