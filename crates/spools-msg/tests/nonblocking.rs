@@ -305,6 +305,18 @@ fn run(n: u32, env: &[(&str, &str)]) {
     );
 }
 
+/// A request can be handed to another thread and shared (as the thread-based one could).
+#[test]
+fn requests_are_send_and_sync() {
+    use std::marker::PhantomData;
+    fn send_sync<T: Send + Sync>(_: PhantomData<T>) -> bool {
+        true
+    }
+    let one: PhantomData<spools::CollRequest<Vec<u64>>> = PhantomData;
+    let unit: PhantomData<spools::CollRequest<()>> = PhantomData;
+    assert!(send_sync(one) && send_sync(unit));
+}
+
 #[test]
 fn many_outstanding_on_several_communicators() {
     rank_main(|_| many_role());

@@ -21,7 +21,7 @@ struct Job<T: Element, R> {
 }
 
 /// What a request needs of its job, whatever its element type.
-trait Pending<R>: Send {
+trait Pending<R>: Send + Sync {
     /// Advances the schedule; whether it finished.
     fn advance(&self) -> bool;
     /// One round of progress of the rank, then [`Pending::advance`].
