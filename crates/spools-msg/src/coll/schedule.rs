@@ -16,7 +16,7 @@
 //! one step between two ranks match in order, as in the blocking collectives.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
 
 use crate::buffer::{Buf, RecvBuf};
 use crate::comm_core::CommCore;
@@ -418,7 +418,7 @@ type Entry = (usize, Arc<Mutex<dyn Advance>>);
 struct Registry {
     active: Mutex<Vec<Entry>>,
     count: AtomicUsize,
-    engines: Mutex<Vec<usize>>,
+    engines: Mutex<Vec<Weak<Engine>>>,
 }
 
 static REGISTRY: Registry = Registry {
@@ -433,16 +433,21 @@ fn engine_key(e: &Arc<Engine>) -> usize {
 
 /// Hands a started schedule to the engine's poller (adding the poller the first time).
 pub(crate) fn activate<T: Element>(s: &Shared<T>) {
-    let engine = {
+    let (engine, quiet) = {
         let mut g = lock(s);
         g.registered = true;
-        g.core.engine.clone()
+        (g.core.engine.clone(), g.quiet())
     };
     let key = engine_key(&engine);
     {
         let mut engines = lock(&REGISTRY.engines);
-        if !engines.contains(&key) {
-            engines.push(key);
+        // A dropped engine's address may be reused by a new one: compare live engines.
+        engines.retain(|w| w.strong_count() > 0);
+        if !engines
+            .iter()
+            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(&engine)))
+        {
+            engines.push(Arc::downgrade(&engine));
             let w = Arc::downgrade(&engine);
             engine.worker.add_poller(Arc::new(move || {
                 if REGISTRY.count.load(Ordering::Acquire) == 0 || w.strong_count() == 0 {
@@ -455,8 +460,9 @@ pub(crate) fn activate<T: Element>(s: &Shared<T>) {
     let dynamic: Arc<Mutex<dyn Advance>> = s.clone();
     lock(&REGISTRY.active).push((key, dynamic));
     REGISTRY.count.fetch_add(1, Ordering::Release);
-    if engine.worker.config().progress_thread {
-        // A sleeping progress thread would only wake for incoming traffic.
+    if !quiet && engine.worker.config().progress_thread {
+        // A send to retry: a sleeping progress thread would only wake for incoming
+        // traffic.
         engine.worker.wake();
     }
 }
