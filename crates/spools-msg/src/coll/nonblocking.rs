@@ -204,10 +204,10 @@ impl Communicator {
         if self.size() == 1 {
             return Self::start("allreduce", self.schedule(tag, vec![buf]), first);
         }
-        let tmp = vec![T::default(); buf.len()];
+        let (g, hosts) = (Group::all(&self.core), self.hosts());
+        let tmp = vec![T::default(); plans::allreduce_scratch(&g, &hosts, buf.len(), &op)];
         let mut s = self.schedule(tag, vec![buf, tmp]);
-        let g = Group::all(&self.core);
-        plans::allreduce(&mut s, &g, &self.hosts(), tag, (0, 1), &op);
+        plans::allreduce(&mut s, &g, &hosts, tag, (0, 1), &op);
         Self::start("allreduce", s, first)
     }
 

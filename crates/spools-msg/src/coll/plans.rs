@@ -324,7 +324,29 @@ pub(crate) fn ring_allgather<T: Element>(
     }
 }
 
-/// Allreduce of slot `acc` over a flat group (slot `tmp` as long, as scratch).
+/// Whether an allreduce of `len` elements over `n` members takes the ring (else
+/// recursive doubling).
+fn allreduce_takes_ring<T: Element>(n: usize, len: usize, op: &Op<T>) -> bool {
+    len * std::mem::size_of::<T>() > DOUBLING_MAX && len >= n && op.commutative()
+}
+
+/// The scratch an allreduce of `len` elements needs (the ring only needs one block).
+pub(crate) fn allreduce_scratch<T: Element>(
+    g: &Group,
+    hosts: &[u32],
+    len: usize,
+    op: &Op<T>,
+) -> usize {
+    let flat = !op.commutative() || g.hierarchy(hosts).is_none();
+    if flat && allreduce_takes_ring(g.n(), len, op) {
+        len.div_ceil(g.n())
+    } else {
+        len
+    }
+}
+
+/// Allreduce of slot `acc` over a flat group (slot `tmp` as scratch: as long, or one
+/// ring block when [`allreduce_scratch`] says so).
 pub(crate) fn allreduce_flat<T: Element>(
     s: &mut Schedule<T>,
     g: &Group,
@@ -337,7 +359,7 @@ pub(crate) fn allreduce_flat<T: Element>(
         return;
     }
     let len = s.slot_len(acc);
-    if len * std::mem::size_of::<T>() <= DOUBLING_MAX || len < n || !op.commutative() {
+    if !allreduce_takes_ring(n, len, op) {
         return doubling(s, g, tag, acc, tmp, op);
     }
     let counts = even_counts(len, n);
