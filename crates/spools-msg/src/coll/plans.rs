@@ -337,8 +337,8 @@ pub(crate) fn allreduce_scratch<T: Element>(
     len: usize,
     op: &Op<T>,
 ) -> usize {
-    let flat = !op.commutative() || g.hierarchy(hosts).is_none();
-    if flat && allreduce_takes_ring(g.n(), len, op) {
+    let ring = allreduce_takes_ring(g.n(), len, op);
+    if ring && (!op.commutative() || g.hierarchy(hosts).is_none()) {
         len.div_ceil(g.n())
     } else {
         len
