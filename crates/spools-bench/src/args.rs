@@ -111,7 +111,8 @@ pub struct RingArgs {
 pub struct CollArgs {
     #[command(flatten)]
     pub(crate) common: CommonArgs,
-    /// Collectives to time, comma-separated: barrier, bcast, allreduce, alltoall.
+    /// Collectives to time, comma-separated: barrier, bcast, allreduce, iallreduce
+    /// (+ an immediate wait), alltoall.
     #[arg(
         long,
         value_delimiter = ',',

@@ -24,6 +24,8 @@ enum Coll {
     Barrier,
     Bcast,
     Allreduce,
+    /// `iallreduce` and an immediate `wait` (a schedule's cost against `allreduce`).
+    Iallreduce,
     Alltoall,
 }
 
@@ -34,6 +36,7 @@ impl Coll {
             Coll::Barrier => "barrier",
             Coll::Bcast => "bcast",
             Coll::Allreduce => "allreduce",
+            Coll::Iallreduce => "iallreduce",
             Coll::Alltoall => "alltoall",
         }
     }
@@ -77,6 +80,9 @@ struct Bufs {
     out: Vec<u8>,
     f: Vec<f64>,
     fout: Vec<f64>,
+    /// The vector handed to `iallreduce` and given back by its `wait` (reused, as a
+    /// program would).
+    fv: Vec<f64>,
 }
 
 fn call(w: &World, op: Coll, size: usize, b: &mut Bufs) -> Result<(), BenchError> {
@@ -87,6 +93,14 @@ fn call(w: &World, op: Coll, size: usize, b: &mut Bufs) -> Result<(), BenchError
         Coll::Allreduce => {
             let k = (size / 8).max(1);
             w.allreduce(&b.f[..k], &mut b.fout[..k], &Op::Sum)?;
+        }
+        Coll::Iallreduce => {
+            let k = (size / 8).max(1);
+            // One copy of the input, as `allreduce` makes into `recv`.
+            let mut v = std::mem::take(&mut b.fv);
+            v.clear();
+            v.extend_from_slice(&b.f[..k]);
+            b.fv = w.iallreduce(v, Op::Sum)?.wait()?;
         }
         Coll::Alltoall => w.alltoall(&b.bytes[..size * n], &mut b.out[..size * n])?,
     }
@@ -110,18 +124,24 @@ fn verified(w: &World, op: Coll, size: usize, b: &mut Bufs) -> Result<(), BenchE
                 "bcast of {size} B corrupt"
             );
         }
-        Coll::Allreduce => {
+        Coll::Allreduce | Coll::Iallreduce => {
             let k = (size / 8).max(1);
             for (i, x) in b.f[..k].iter_mut().enumerate() {
                 *x = (me + i) as f64;
             }
-            w.allreduce(&b.f[..k], &mut b.fout[..k], &Op::Sum)?;
+            call(w, op, size, b)?;
             let base = (n * (n - 1) / 2) as f64;
+            let got = if op == Coll::Iallreduce {
+                &b.fv[..]
+            } else {
+                &b.fout[..k]
+            };
             ensure!(
-                b.fout[..k]
-                    .iter()
-                    .enumerate()
-                    .all(|(i, &x)| x == base + (n * i) as f64),
+                got.len() == k
+                    && got
+                        .iter()
+                        .enumerate()
+                        .all(|(i, &x)| x == base + (n * i) as f64),
                 "allreduce of {size} B wrong"
             );
         }
@@ -189,8 +209,11 @@ fn parse_ops(list: &[String]) -> Result<Vec<Coll>, BenchError> {
             "barrier" => Coll::Barrier,
             "bcast" => Coll::Bcast,
             "allreduce" => Coll::Allreduce,
+            "iallreduce" => Coll::Iallreduce,
             "alltoall" => Coll::Alltoall,
-            other => bail!("unknown collective {other:?} (barrier, bcast, allreduce, alltoall)"),
+            other => bail!(
+                "unknown collective {other:?} (barrier, bcast, allreduce, iallreduce, alltoall)"
+            ),
         };
         ensure!(!ops.contains(&op), "collective {o} listed twice");
         ops.push(op);
@@ -211,6 +234,7 @@ pub(crate) fn run(a: &CollArgs) -> Result<(), BenchError> {
         out: vec![0; max * n],
         f: vec![0.0; max / 8 + 1],
         fout: vec![0.0; max / 8 + 1],
+        fv: Vec::new(),
     };
     let mut series = Vec::new();
     for &op in &ops {

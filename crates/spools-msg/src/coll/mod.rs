@@ -23,7 +23,9 @@ mod bcast;
 mod gather;
 mod group;
 mod nonblocking;
+mod plans;
 mod reduce;
 mod ring;
+mod schedule;
 
 pub use nonblocking::CollRequest;

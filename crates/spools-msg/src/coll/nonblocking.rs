@@ -1,21 +1,64 @@
 //! Non-blocking collectives: the call takes its place in the communicator's order at
-//! once (so any number may be outstanding, and blocking ones may follow), and its
-//! schedule runs on a helper thread while the caller computes; [`CollRequest::wait`]
-//! gives back the buffers.
+//! once (so any number may be outstanding, and blocking ones may follow), builds the
+//! collective's [`Schedule`] and starts it; the progress engine advances it (see
+//! [`super::schedule`]), with no thread per call. [`CollRequest::wait`] gives back the
+//! buffers.
 
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use super::args::{bytes_mut, check, displs, EVEN_SPLIT, ONE_COUNT_PER_RANK};
+use super::args::{check, EVEN_SPLIT, ONE_COUNT_PER_RANK};
 use super::group::Group;
+use super::plans;
+use super::schedule::{activate, run_to_end, Schedule, Shared};
 use crate::communicator::Communicator;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
 
-/// A collective in flight; `wait` returns its result.
+/// A started schedule and how its slots become the request's result.
+struct Job<T: Element, R> {
+    sched: Shared<T>,
+    finish: fn(Vec<Vec<T>>) -> R,
+}
+
+/// What a request needs of its job, whatever its element type.
+trait Pending<R>: Send + Sync {
+    /// Advances the schedule; whether it finished.
+    fn advance(&self) -> bool;
+    /// One round of progress of the rank, then [`Pending::advance`].
+    fn test(&self) -> bool;
+    /// Advances the schedule to its end.
+    fn wait(&self) -> Result<R, MsgError>;
+}
+
+impl<T: Element, R> Pending<R> for Job<T, R> {
+    fn advance(&self) -> bool {
+        self.sched
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .advance()
+    }
+
+    fn test(&self) -> bool {
+        let engine = {
+            let g = self.sched.lock().unwrap_or_else(PoisonError::into_inner);
+            g.core().engine.clone()
+        };
+        // Errors of this round stay queued for the wait that reports them.
+        let _ = engine.worker.progress();
+        self.advance()
+    }
+
+    fn wait(&self) -> Result<R, MsgError> {
+        run_to_end(&self.sched).map(self.finish)
+    }
+}
+
+/// A collective in flight; `wait` returns its result. Dropping it finishes the
+/// collective first (its partners depend on it).
 #[must_use = "a collective request must be waited for"]
 pub struct CollRequest<R> {
     op: &'static str,
-    handle: Option<JoinHandle<Result<R, MsgError>>>,
+    job: Option<Box<dyn Pending<R>>>,
 }
 
 impl<R> std::fmt::Debug for CollRequest<R> {
@@ -26,17 +69,26 @@ impl<R> std::fmt::Debug for CollRequest<R> {
 
 impl<R> CollRequest<R> {
     /// Whether the collective has finished on this rank (`wait` then returns at once).
+    /// Advances its schedule as far as it can without waiting.
     pub fn is_complete(&self) -> bool {
-        self.handle.as_ref().is_none_or(JoinHandle::is_finished)
+        self.job.as_ref().is_none_or(|j| j.advance())
+    }
+
+    /// Runs one round of the rank's progress, then [`CollRequest::is_complete`]: polling
+    /// `test` drives the collective without a progress thread.
+    pub fn test(&self) -> bool {
+        self.job.as_ref().is_none_or(|j| j.test())
     }
 
     /// Waits for the collective and returns its result.
     ///
     /// # Errors
-    /// The collective's error; [`MsgError::Panicked`] if its thread panicked.
+    /// The collective's error: a dead rank, a rank that finalised without starting it
+    /// ([`MsgError::PeerFinalized`]), a message of the wrong length
+    /// ([`MsgError::Mismatch`], [`MsgError::Truncated`]), transport failures.
     pub fn wait(mut self) -> Result<R, MsgError> {
-        match self.handle.take() {
-            Some(h) => h.join().map_err(|_| MsgError::Panicked(self.op))?,
+        match self.job.take() {
+            Some(j) => j.wait(),
             None => Err(MsgError::Panicked(self.op)),
         }
     }
@@ -45,30 +97,44 @@ impl<R> CollRequest<R> {
 impl<R> Drop for CollRequest<R> {
     fn drop(&mut self) {
         // The collective's partners depend on it: finish it even if nobody waits.
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
+        if let Some(j) = self.job.take() {
+            let _ = j.wait();
         }
     }
 }
 
+/// The result in slot 0.
+fn first<T>(mut slots: Vec<Vec<T>>) -> Vec<T> {
+    if slots.is_empty() {
+        Vec::new()
+    } else {
+        slots.swap_remove(0)
+    }
+}
+
 impl Communicator {
-    /// Runs a collective's schedule on a helper thread with the base tag `tag`, taken
-    /// by the caller before any check, so that a failed check leaves every rank's call
-    /// count in step.
-    fn spawn<R: Send + 'static>(
-        &self,
+    /// An empty schedule over `slots` for the collective with base tag `tag`.
+    fn schedule<T: Element>(&self, tag: u32, slots: Vec<Vec<T>>) -> Schedule<T> {
+        Schedule::new(&self.core, tag, slots)
+    }
+
+    /// Starts `s` (its first round goes out now) and hands it to the progress engine.
+    fn start<T: Element, R: 'static>(
         op: &'static str,
-        tag: u32,
-        f: impl FnOnce(&Communicator, u32) -> Result<R, MsgError> + Send + 'static,
+        s: Schedule<T>,
+        finish: fn(Vec<Vec<T>>) -> R,
     ) -> Result<CollRequest<R>, MsgError> {
-        let c = self.clone();
-        let h = std::thread::Builder::new()
-            .name(format!("spools-{op}"))
-            .spawn(move || f(&c, tag))
-            .map_err(|source| MsgError::Am(spools_am::AmError::ThreadSpawn { what: op, source }))?;
+        let sched = Arc::new(Mutex::new(s));
+        let done = sched
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .advance();
+        if !done {
+            activate(&sched);
+        }
         Ok(CollRequest {
             op,
-            handle: Some(h),
+            job: Some(Box::new(Job { sched, finish })),
         })
     }
 
@@ -91,12 +157,12 @@ impl Communicator {
     /// ```
     ///
     /// # Errors
-    /// A thread cannot be started; the barrier's errors come from `wait`.
+    /// Transport failures while starting; the barrier's own errors come from `wait`.
     pub fn ibarrier(&self) -> Result<CollRequest<()>, MsgError> {
         let tag = self.core.next_coll_tag();
-        self.spawn("barrier", tag, |c, tag| {
-            super::barrier::barrier(&c.core, &Group::all(&c.core), &c.hosts(), tag)
-        })
+        let mut s = self.schedule::<u8>(tag, vec![Vec::new()]);
+        plans::barrier(&mut s, &Group::all(&self.core), &self.hosts(), tag);
+        Self::start("barrier", s, |_| ())
     }
 
     /// Non-blocking [`Communicator::bcast`]: `wait` returns the buffer.
@@ -105,22 +171,15 @@ impl Communicator {
     /// As [`Communicator::ibarrier`]; [`MsgError::BadRank`].
     pub fn ibcast<T: Element>(
         &self,
-        mut buf: Vec<T>,
+        buf: Vec<T>,
         root: u32,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
         let tag = self.core.next_coll_tag();
         self.core.job_rank(root)?;
-        self.spawn("bcast", tag, move |c, tag| {
-            super::bcast::bcast(
-                &c.core,
-                &Group::all(&c.core),
-                &c.hosts(),
-                root as usize,
-                tag,
-                bytes_mut(&mut buf),
-            )?;
-            Ok(buf)
-        })
+        let mut s = self.schedule(tag, vec![buf]);
+        let g = Group::all(&self.core);
+        plans::bcast(&mut s, &g, &self.hosts(), root as usize, tag, 0);
+        Self::start("bcast", s, first)
     }
 
     /// Non-blocking [`Communicator::allreduce`]: `wait` returns the result.
@@ -138,21 +197,18 @@ impl Communicator {
     /// As [`Communicator::ibarrier`].
     pub fn iallreduce<T: Element>(
         &self,
-        mut buf: Vec<T>,
+        buf: Vec<T>,
         op: Op<T>,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
         let tag = self.core.next_coll_tag();
-        self.spawn("allreduce", tag, move |c, tag| {
-            super::reduce::allreduce(
-                &c.core,
-                &Group::all(&c.core),
-                &c.hosts(),
-                tag,
-                &mut buf,
-                &op,
-            )?;
-            Ok(buf)
-        })
+        if self.size() == 1 {
+            return Self::start("allreduce", self.schedule(tag, vec![buf]), first);
+        }
+        let (g, hosts) = (Group::all(&self.core), self.hosts());
+        let tmp = vec![T::default(); plans::allreduce_scratch(&g, &hosts, buf.len(), &op)];
+        let mut s = self.schedule(tag, vec![buf, tmp]);
+        plans::allreduce(&mut s, &g, &hosts, tag, (0, 1), &op);
+        Self::start("allreduce", s, first)
     }
 
     /// Non-blocking [`Communicator::reduce`]: `wait` returns the result at the root
@@ -162,23 +218,17 @@ impl Communicator {
     /// As [`Communicator::ibarrier`]; [`MsgError::BadRank`].
     pub fn ireduce<T: Element>(
         &self,
-        mut buf: Vec<T>,
+        buf: Vec<T>,
         op: Op<T>,
         root: u32,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
         let tag = self.core.next_coll_tag();
         self.core.job_rank(root)?;
-        self.spawn("reduce", tag, move |c, tag| {
-            super::reduce::reduce_to(
-                &c.core,
-                &Group::all(&c.core),
-                root as usize,
-                tag,
-                &mut buf,
-                &op,
-            )?;
-            Ok(buf)
-        })
+        let tmp = vec![T::default(); buf.len()];
+        let mut s = self.schedule(tag, vec![buf, tmp]);
+        let g = Group::all(&self.core);
+        plans::reduce_to(&mut s, &g, root as usize, tag, 0, 1, &op);
+        Self::start("reduce", s, first)
     }
 
     /// Non-blocking [`Communicator::gather`]: `wait` returns all blocks at the root (an
@@ -194,24 +244,19 @@ impl Communicator {
         let tag = self.core.next_coll_tag();
         self.core.job_rank(root)?;
         let n = self.size() as usize;
-        self.spawn("gather", tag, move |c, tag| {
-            let counts = vec![send.len(); n];
-            let mut out = if c.rank() == root {
-                vec![T::default(); n * send.len()]
-            } else {
-                Vec::new()
-            };
-            super::gather::gatherv_in(
-                &c.core,
-                &Group::all(&c.core),
-                root as usize,
-                tag,
-                &send,
-                &counts,
-                &mut out,
-            )?;
-            Ok(out)
-        })
+        let len = send.len();
+        let out = if self.rank() == root {
+            let mut out = vec![T::default(); n * len];
+            let at = root as usize * len;
+            out[at..at + len].copy_from_slice(&send);
+            out
+        } else {
+            Vec::new()
+        };
+        let mut s = self.schedule(tag, vec![out, send]);
+        let g = Group::all(&self.core);
+        plans::gather(&mut s, &g, root as usize, tag, (1, 0), &vec![len; n]);
+        Self::start("gather", s, first)
     }
 
     /// Non-blocking [`Communicator::scatter`] of blocks of `count` elements: `wait`
@@ -229,6 +274,7 @@ impl Communicator {
         let tag = self.core.next_coll_tag();
         self.core.job_rank(root)?;
         let n = self.size() as usize;
+        let mut out = vec![T::default(); count];
         if self.rank() == root {
             check(
                 "iscatter",
@@ -236,21 +282,13 @@ impl Communicator {
                 send.len(),
                 n * count,
             )?;
+            let at = root as usize * count;
+            out.copy_from_slice(&send[at..at + count]);
         }
-        self.spawn("scatter", tag, move |c, tag| {
-            let counts = vec![count; n];
-            let mut out = vec![T::default(); count];
-            super::gather::scatterv_in(
-                &c.core,
-                &Group::all(&c.core),
-                root as usize,
-                tag,
-                &send,
-                &counts,
-                &mut out,
-            )?;
-            Ok(out)
-        })
+        let mut s = self.schedule(tag, vec![out, send]);
+        let g = Group::all(&self.core);
+        plans::scatter(&mut s, &g, root as usize, tag, (1, 0), &vec![count; n]);
+        Self::start("scatter", s, first)
     }
 
     /// Non-blocking [`Communicator::allgather`]: `wait` returns every rank's block.
@@ -260,15 +298,14 @@ impl Communicator {
     pub fn iallgather<T: Element>(&self, send: Vec<T>) -> Result<CollRequest<Vec<T>>, MsgError> {
         let tag = self.core.next_coll_tag();
         let n = self.size() as usize;
-        self.spawn("allgather", tag, move |c, tag| {
-            let counts = vec![send.len(); n];
-            let mut out = vec![T::default(); n * send.len()];
-            let d = displs(&counts);
-            let me = c.rank() as usize;
-            out[d[me]..d[me] + send.len()].copy_from_slice(&send);
-            super::gather::allgatherv_in(&c.core, &Group::all(&c.core), tag, &mut out, &counts)?;
-            Ok(out)
-        })
+        let len = send.len();
+        let mut out = vec![T::default(); n * len];
+        let at = self.rank() as usize * len;
+        out[at..at + len].copy_from_slice(&send);
+        let mut s = self.schedule(tag, vec![out]);
+        let g = Group::all(&self.core);
+        plans::ring_allgather(&mut s, &g, tag, 0, &vec![len; n]);
+        Self::start("allgather", s, first)
     }
 
     /// Non-blocking [`Communicator::alltoall`]: `wait` returns the received blocks.
@@ -279,20 +316,14 @@ impl Communicator {
         let tag = self.core.next_coll_tag();
         let n = self.size() as usize;
         check("ialltoall", EVEN_SPLIT, send.len() % n, 0)?;
-        self.spawn("alltoall", tag, move |c, tag| {
-            let counts = vec![send.len() / n; n];
-            let mut out = vec![T::default(); send.len()];
-            super::gather::alltoallv_in(
-                &c.core,
-                &Group::all(&c.core),
-                tag,
-                &send,
-                &counts,
-                &mut out,
-                &counts,
-            )?;
-            Ok(out)
-        })
+        let block = send.len() / n;
+        let mut out = vec![T::default(); send.len()];
+        let at = self.rank() as usize * block;
+        out[at..at + block].copy_from_slice(&send[at..at + block]);
+        let mut s = self.schedule(tag, vec![out, send]);
+        let g = Group::all(&self.core);
+        plans::alltoall(&mut s, &g, tag, (1, 0), block);
+        Self::start("alltoall", s, first)
     }
 
     /// Non-blocking [`Communicator::scan`]: `wait` returns the prefix result.
@@ -301,14 +332,16 @@ impl Communicator {
     /// As [`Communicator::ibarrier`].
     pub fn iscan<T: Element>(
         &self,
-        mut buf: Vec<T>,
+        buf: Vec<T>,
         op: Op<T>,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
         let tag = self.core.next_coll_tag();
-        self.spawn("scan", tag, move |c, tag| {
-            super::reduce::scan(&c.core, &Group::all(&c.core), tag, &mut buf, &op)?;
-            Ok(buf)
-        })
+        let partial = buf.clone();
+        let tmp = vec![T::default(); buf.len()];
+        let mut s = self.schedule(tag, vec![buf, partial, tmp]);
+        let g = Group::all(&self.core);
+        plans::scan(&mut s, &g, tag, (0, 1, 2), &op);
+        Self::start("scan", s, first)
     }
 
     /// Non-blocking [`Communicator::reduce_scatter`]: `wait` returns this rank's block.
@@ -331,18 +364,11 @@ impl Communicator {
             send.len(),
             total,
         )?;
-        self.spawn("reduce_scatter", tag, move |c, tag| {
-            let mut out = vec![T::default(); counts[c.rank() as usize]];
-            super::reduce::reduce_scatter(
-                &c.core,
-                &Group::all(&c.core),
-                tag,
-                send,
-                &counts,
-                &op,
-                &mut out,
-            )?;
-            Ok(out)
-        })
+        let out = vec![T::default(); counts[self.rank() as usize]];
+        let tmp = vec![T::default(); total];
+        let mut s = self.schedule(tag, vec![out, send, tmp]);
+        let g = Group::all(&self.core);
+        plans::reduce_scatter(&mut s, &g, tag, (1, 2, 0), &counts, &op);
+        Self::start("reduce_scatter", s, first)
     }
 }

@@ -18,13 +18,15 @@
 //! rendezvous asynchronous.
 //!
 //! Files: `state` (the engine and its lock), `setup` (construction, handler ids), `ops`
-//! (the application's operations), `handlers` (wire messages in), `driver` (the poller).
+//! (the application's operations), `handlers` (wire messages in), `driver` (the poller),
+//! `try_send` (a send that never blocks, for schedules advanced by pollers).
 
 mod driver;
 mod handlers;
 mod ops;
 mod setup;
 mod state;
+mod try_send;
 
 pub(crate) use ops::SendStart;
 pub(crate) use state::Engine;

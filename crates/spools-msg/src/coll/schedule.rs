@@ -1,0 +1,587 @@
+//! Schedules: the state machines that run non-blocking collectives without a thread.
+//!
+//! A [`Schedule`] is a list of rounds of [`Step`]s over buffers it owns (its *slots*).
+//! A round starts by posting all its receives and starting all its sends at once; when
+//! every one of them completed (and every `Poll` step said done), its `Reduce` steps run
+//! in order and the next round starts. [`Schedule::advance`] does as much as it can
+//! without ever blocking: a send the transport has no room for is left for the next call.
+//!
+//! Who advances: the caller's [`super::CollRequest`] (`wait`, `test`, `is_complete`), and
+//! a poller registered once per engine with the active-message layer, which advances
+//! every active schedule at the end of each progress round, whichever thread progresses
+//! (any wait of the rank, or the progress thread when enabled).
+//!
+//! Sends go out on the progress engine's lane ([`Engine::try_start_send`]), so a
+//! schedule's messages to one peer arrive in the order they were sent, and messages of
+//! one step between two ranks match in order, as in the blocking collectives.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
+
+use crate::buffer::{Buf, RecvBuf};
+use crate::comm_core::CommCore;
+use crate::element::Element;
+use crate::engine::{Engine, SendStart};
+use crate::error::MsgError;
+use crate::protocol::{Pattern, RecvOutcome};
+
+/// Elements `start..end` of slot `slot` of a schedule.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Part {
+    /// The slot (buffer) index.
+    pub(crate) slot: usize,
+    /// First element.
+    pub(crate) start: usize,
+    /// One past the last element.
+    pub(crate) end: usize,
+}
+
+impl Part {
+    /// Elements `start..end` of `slot`.
+    pub(crate) fn new(slot: usize, start: usize, end: usize) -> Part {
+        Part { slot, start, end }
+    }
+}
+
+/// A local computation on the schedule's slots (a reduction, a copy).
+pub(crate) type Local<T> = Box<dyn FnMut(&mut [Vec<T>]) + Send>;
+
+/// A generic step: called until it returns `Ok(true)`; it must never block.
+pub(crate) type PollFn = Box<dyn FnMut() -> Result<bool, MsgError> + Send>;
+
+/// One step of a round.
+pub(crate) enum Step<T> {
+    /// Send the elements of `bytes` to job rank `to` with `tag`.
+    Send { to: u32, tag: u32, bytes: Part },
+    /// Receive exactly the size of `into` from job rank `from` with `tag`.
+    Recv { from: u32, tag: u32, into: Part },
+    /// Runs once the round's communication completed, in order with the round's other
+    /// `Reduce` steps.
+    Reduce(Local<T>),
+    /// Polled with the round's communication until it returns `Ok(true)`.
+    Poll(PollFn),
+}
+
+/// An operation of the current round in flight.
+enum InFlight {
+    /// A send the transport had no room for yet: the index of its step.
+    Unsent(usize),
+    /// A rendezvous send.
+    Send(u64),
+    /// A posted receive of `want` bytes.
+    Recv { id: u64, want: usize },
+    /// A `Poll` step not done yet: its index.
+    Poll(usize),
+}
+
+/// Where a schedule is.
+enum State {
+    Running,
+    Done,
+    Failed(MsgError),
+    /// The result was taken.
+    Taken,
+}
+
+/// A collective as a state machine of rounds (see the module's documentation).
+pub(crate) struct Schedule<T: Element> {
+    core: Arc<CommCore>,
+    /// The base tag (its collective number is `tag >> 8`).
+    tag: u32,
+    /// The buffers; never resized while an operation is in flight (only `Reduce` steps,
+    /// which run when none is, get them mutably).
+    slots: Vec<Vec<T>>,
+    rounds: Vec<Vec<Step<T>>>,
+    round: usize,
+    started: bool,
+    in_flight: Vec<InFlight>,
+    /// The engine's generation when the in-flight operations were last looked at.
+    seen: u64,
+    state: State,
+    /// Whether the poller's list holds it.
+    registered: bool,
+}
+
+impl<T: Element> Schedule<T> {
+    /// An empty schedule of the collective with base tag `tag` over `slots`.
+    pub(crate) fn new(core: &Arc<CommCore>, tag: u32, slots: Vec<Vec<T>>) -> Schedule<T> {
+        Schedule {
+            core: core.clone(),
+            tag,
+            slots,
+            rounds: Vec::with_capacity(8),
+            round: 0,
+            started: false,
+            in_flight: Vec::with_capacity(4),
+            seen: u64::MAX,
+            state: State::Running,
+            registered: false,
+        }
+    }
+
+    /// The communicator's shared state.
+    pub(crate) fn core(&self) -> &CommCore {
+        &self.core
+    }
+
+    /// The length of slot `s`.
+    pub(crate) fn slot_len(&self, s: usize) -> usize {
+        self.slots[s].len()
+    }
+
+    /// Starts a new round (steps added next belong to it).
+    pub(crate) fn round(&mut self) -> &mut Self {
+        self.rounds.push(Vec::new());
+        self
+    }
+
+    fn push(&mut self, s: Step<T>) -> &mut Self {
+        if self.rounds.is_empty() {
+            self.rounds.push(Vec::new());
+        }
+        if let Some(r) = self.rounds.last_mut() {
+            r.push(s);
+        }
+        self
+    }
+
+    /// Adds a send of `bytes` to job rank `to` to the current round.
+    pub(crate) fn send(&mut self, to: u32, tag: u32, bytes: Part) -> &mut Self {
+        self.push(Step::Send { to, tag, bytes })
+    }
+
+    /// Adds a receive into `into` from job rank `from` to the current round.
+    pub(crate) fn recv(&mut self, from: u32, tag: u32, into: Part) -> &mut Self {
+        self.push(Step::Recv { from, tag, into })
+    }
+
+    /// Adds a local step to the current round (run after its communication).
+    pub(crate) fn reduce(&mut self, f: impl FnMut(&mut [Vec<T>]) + Send + 'static) -> &mut Self {
+        self.push(Step::Reduce(Box::new(f)))
+    }
+
+    /// Adds a generic step to the current round, polled until it returns `Ok(true)` (a
+    /// hook for other state machines, such as shared-memory collectives).
+    #[allow(dead_code)]
+    pub(crate) fn poll(
+        &mut self,
+        f: impl FnMut() -> Result<bool, MsgError> + Send + 'static,
+    ) -> &mut Self {
+        self.push(Step::Poll(Box::new(f)))
+    }
+
+    /// Whether only a completion in the engine can move the schedule (no send to retry,
+    /// no step to poll): then it need not be looked at until the engine's generation moves.
+    pub(crate) fn quiet(&self) -> bool {
+        !self
+            .in_flight
+            .iter()
+            .any(|o| matches!(o, InFlight::Unsent(_) | InFlight::Poll(_)))
+    }
+
+    /// Whether the schedule has finished (successfully or not).
+    pub(crate) fn finished(&self) -> bool {
+        !matches!(self.state, State::Running)
+    }
+
+    /// The slots, or the error that stopped the schedule; once.
+    pub(crate) fn take(&mut self) -> Result<Vec<Vec<T>>, MsgError> {
+        match std::mem::replace(&mut self.state, State::Taken) {
+            State::Done => Ok(std::mem::take(&mut self.slots)),
+            State::Failed(e) => Err(e),
+            State::Running | State::Taken => Err(MsgError::Protocol {
+                peer: self.core.rank,
+                what: "collective result taken before it finished",
+            }),
+        }
+    }
+
+    /// Does what can be done now without blocking; `true` once finished (then
+    /// [`Schedule::take`] gives the result or the error).
+    pub(crate) fn advance(&mut self) -> bool {
+        if self.finished() {
+            return true;
+        }
+        if let Err(e) = self.step() {
+            self.release_all();
+            self.state = State::Failed(e);
+        }
+        self.finished()
+    }
+
+    fn step(&mut self) -> Result<(), MsgError> {
+        loop {
+            if self.round == self.rounds.len() {
+                self.state = State::Done;
+                return Ok(());
+            }
+            if !self.started {
+                self.seen = self.core.engine.generation();
+                self.start_round()?;
+                self.started = true;
+            } else {
+                let g = self.core.engine.generation();
+                if g == self.seen && self.quiet() {
+                    return Ok(());
+                }
+                self.seen = g;
+            }
+            self.check_in_flight()?;
+            if !self.in_flight.is_empty() {
+                return Ok(());
+            }
+            let Schedule { rounds, slots, .. } = self;
+            for s in &mut rounds[self.round] {
+                if let Step::Reduce(f) = s {
+                    f(slots);
+                }
+            }
+            self.round += 1;
+            self.started = false;
+        }
+    }
+
+    /// Posts the round's receives, then starts its sends.
+    fn start_round(&mut self) -> Result<(), MsgError> {
+        let ctx = self.core.coll_ctx();
+        for i in 0..self.rounds[self.round].len() {
+            if let Step::Recv { from, tag, into } = self.rounds[self.round][i] {
+                // SAFETY: the slot's heap block stays put (slots are not resized while
+                // operations are in flight) and is not read or written until the
+                // receive is released (`check_in_flight` or `release_all`, also run on
+                // drop), which removes it from the engine under its lock.
+                let buf = unsafe { self.part_buf(into) };
+                let p = Pattern {
+                    ctx,
+                    src: Some(from),
+                    tag: Some(tag),
+                };
+                let id = self.core.engine.post_recv(p, RecvBuf::Fixed(buf));
+                let want = (into.end - into.start) * std::mem::size_of::<T>();
+                self.in_flight.push(InFlight::Recv { id, want });
+            }
+        }
+        for i in 0..self.rounds[self.round].len() {
+            match self.rounds[self.round][i] {
+                Step::Send { .. } => {
+                    if let Some(o) = self.try_send(i)? {
+                        self.in_flight.push(o);
+                    }
+                }
+                Step::Poll(_) => self.in_flight.push(InFlight::Poll(i)),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// A buffer over `p`'s bytes for the engine.
+    ///
+    /// # Safety
+    /// The caller keeps the slot alive, unmoved and untouched until the engine's
+    /// operation on it is released.
+    unsafe fn part_buf(&mut self, p: Part) -> Buf {
+        let size = std::mem::size_of::<T>();
+        let v = &mut self.slots[p.slot];
+        assert!(p.start <= p.end && p.end <= v.len(), "part out of its slot");
+        // A pointer to the heap block without a reference to its elements (parts of
+        // one slot may be in flight at once).
+        let base = v.as_mut_ptr().cast::<u8>();
+        // SAFETY: `start..end` lies within the slot (checked above), and the caller keeps
+        // it alive as the engine uses it.
+        unsafe {
+            let s =
+                std::slice::from_raw_parts_mut(base.add(p.start * size), (p.end - p.start) * size);
+            Buf::borrowed(s)
+        }
+    }
+
+    /// Starts send step `i`: `None` when it completed at once.
+    fn try_send(&mut self, i: usize) -> Result<Option<InFlight>, MsgError> {
+        let Step::Send { to, tag, bytes } = self.rounds[self.round][i] else {
+            return Ok(None);
+        };
+        // SAFETY: as in `start_round`: the engine only reads the part, and a rendezvous
+        // send is released before the slot is touched again.
+        let buf = unsafe { self.part_buf(bytes) };
+        let ctx = self.core.coll_ctx();
+        Ok(match self.core.engine.try_start_send(to, ctx, tag, buf)? {
+            None => Some(InFlight::Unsent(i)),
+            Some(SendStart::Complete(_)) => None,
+            Some(SendStart::Rendezvous(id)) => Some(InFlight::Send(id)),
+        })
+    }
+
+    /// Retries unsent sends, polls `Poll` steps, and drops what completed.
+    fn check_in_flight(&mut self) -> Result<(), MsgError> {
+        let mut k = 0;
+        while k < self.in_flight.len() {
+            let done = match self.in_flight[k] {
+                InFlight::Unsent(i) => match self.try_send(i)? {
+                    None => true,
+                    Some(o) => {
+                        self.in_flight[k] = o;
+                        false
+                    }
+                },
+                InFlight::Send(id) => {
+                    let e = &self.core.engine;
+                    if e.send_complete(id) {
+                        e.release_send(id);
+                        true
+                    } else {
+                        false
+                    }
+                }
+                InFlight::Recv { id, want } => self.check_recv(id, want)?,
+                InFlight::Poll(i) => match &mut self.rounds[self.round][i] {
+                    Step::Poll(f) => f()?,
+                    _ => true,
+                },
+            };
+            if done {
+                self.in_flight.swap_remove(k);
+            } else {
+                k += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether receive `id` completed (then released), with its length checked.
+    fn check_recv(&mut self, id: u64, want: usize) -> Result<bool, MsgError> {
+        let e = &self.core.engine;
+        let Some(o) = e.recv_outcome(id) else {
+            return Ok(false);
+        };
+        e.release_recv(id);
+        let received = matches!(o, RecvOutcome::Received(_));
+        let st = self.core.outcome(o)?;
+        if st.len != want {
+            return Err(MsgError::Mismatch {
+                op: "non-blocking collective",
+                from: received.then_some(st.source),
+                got: st.len,
+                want,
+            });
+        }
+        Ok(true)
+    }
+
+    /// Removes every in-flight operation from the engine (on failure and on drop), so
+    /// that the engine never touches the slots afterwards.
+    fn release_all(&mut self) {
+        let e = &self.core.engine;
+        for o in self.in_flight.drain(..) {
+            match o {
+                InFlight::Send(id) => {
+                    e.release_send(id);
+                }
+                InFlight::Recv { id, .. } => {
+                    e.release_recv(id);
+                }
+                InFlight::Unsent(_) | InFlight::Poll(_) => {}
+            }
+        }
+    }
+}
+
+impl<T: Element> Drop for Schedule<T> {
+    fn drop(&mut self) {
+        self.release_all();
+    }
+}
+
+/// What the poller sees of a schedule.
+pub(crate) trait Advance: Send {
+    /// [`Schedule::advance`].
+    fn advance(&mut self) -> bool;
+}
+
+impl<T: Element> Advance for Schedule<T> {
+    fn advance(&mut self) -> bool {
+        Schedule::advance(self)
+    }
+}
+
+/// A schedule shared between its request and the poller.
+pub(crate) type Shared<T> = Arc<Mutex<Schedule<T>>>;
+
+fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The schedules the pollers advance: (engine address, schedule).
+type Entry = (usize, Arc<Mutex<dyn Advance>>);
+
+/// Every active schedule of the process, and the engines a poller was added to.
+struct Registry {
+    active: Mutex<Vec<Entry>>,
+    count: AtomicUsize,
+    engines: Mutex<Vec<Weak<Engine>>>,
+}
+
+static REGISTRY: Registry = Registry {
+    active: Mutex::new(Vec::new()),
+    count: AtomicUsize::new(0),
+    engines: Mutex::new(Vec::new()),
+};
+
+fn engine_key(e: &Arc<Engine>) -> usize {
+    Arc::as_ptr(e) as usize
+}
+
+/// Hands a started schedule to the engine's poller (adding the poller the first time).
+pub(crate) fn activate<T: Element>(s: &Shared<T>) {
+    let (engine, quiet) = {
+        let mut g = lock(s);
+        g.registered = true;
+        (g.core.engine.clone(), g.quiet())
+    };
+    let key = engine_key(&engine);
+    {
+        let mut engines = lock(&REGISTRY.engines);
+        // A dropped engine's address may be reused by a new one: compare live engines.
+        engines.retain(|w| w.strong_count() > 0);
+        if !engines
+            .iter()
+            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(&engine)))
+        {
+            engines.push(Arc::downgrade(&engine));
+            let w = Arc::downgrade(&engine);
+            engine.worker.add_poller(Arc::new(move || {
+                if REGISTRY.count.load(Ordering::Acquire) == 0 || w.strong_count() == 0 {
+                    return Ok(0);
+                }
+                Ok(poll_active(key))
+            }));
+        }
+    }
+    let dynamic: Arc<Mutex<dyn Advance>> = s.clone();
+    lock(&REGISTRY.active).push((key, dynamic));
+    REGISTRY.count.fetch_add(1, Ordering::Release);
+    if !quiet && engine.worker.config().progress_thread {
+        // A send to retry: a sleeping progress thread would only wake for incoming
+        // traffic.
+        engine.worker.wake();
+    }
+}
+
+/// Removes `s` from the poller's list (once it finished).
+pub(crate) fn deactivate<T: Element>(s: &Shared<T>) {
+    if !std::mem::take(&mut lock(s).registered) {
+        return;
+    }
+    let ptr = Arc::as_ptr(s).cast::<()>();
+    let mut list = lock(&REGISTRY.active);
+    let before = list.len();
+    list.retain(|(_, a)| Arc::as_ptr(a).cast::<()>() != ptr);
+    REGISTRY
+        .count
+        .fetch_sub(before - list.len(), Ordering::Release);
+}
+
+/// The poller: advances the active schedules of engine `key`, never blocking (a schedule
+/// its request is advancing right now is skipped). Returns how many finished.
+fn poll_active(key: usize) -> usize {
+    let mine: Vec<Arc<Mutex<dyn Advance>>> = match REGISTRY.active.try_lock() {
+        Ok(list) => list
+            .iter()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, a)| a.clone())
+            .collect(),
+        Err(_) => return 0,
+    };
+    let mut finished = Vec::new();
+    for a in mine {
+        let done = match a.try_lock() {
+            Ok(mut s) => s.advance(),
+            Err(TryLockError::Poisoned(p)) => p.into_inner().advance(),
+            Err(TryLockError::WouldBlock) => false,
+        };
+        if done {
+            finished.push(a);
+        }
+    }
+    let n = finished.len();
+    if n > 0 {
+        if let Ok(mut list) = REGISTRY.active.try_lock() {
+            let before = list.len();
+            list.retain(|(_, a)| !finished.iter().any(|f| Arc::ptr_eq(f, a)));
+            REGISTRY
+                .count
+                .fetch_sub(before - list.len(), Ordering::Release);
+        }
+    }
+    n
+}
+
+/// Advances `s` until it finishes: the caller's wait. Fails when a rank that finalised
+/// before starting this collective makes it impossible, or a rank died.
+pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgError> {
+    // From here the waiting thread advances it: the poller need not.
+    deactivate(s);
+    let (engine, ctx, coll, finished) = {
+        let mut g = lock(s);
+        let finished = g.advance();
+        (
+            g.core.engine.clone(),
+            g.core.coll_ctx(),
+            g.tag >> 8,
+            finished,
+        )
+    };
+    if !finished {
+        let state = engine.worker.bootstrap().state();
+        let mut blocker = None;
+        let mut seen = None;
+        let mut quiet = false;
+        let waited = engine
+            .worker
+            .wait_for_or(
+                || {
+                    // Look at the schedule only when an operation completed, or when it
+                    // has sends to retry or steps to poll.
+                    let g = engine.generation();
+                    if quiet && seen == Some(g) {
+                        return false;
+                    }
+                    seen = Some(g);
+                    let mut sched = lock(s);
+                    let done = sched.advance();
+                    quiet = sched.quiet();
+                    done
+                },
+                || {
+                    blocker = state.collective_blocker(ctx, coll);
+                    blocker.is_some()
+                },
+            )
+            .map_err(MsgError::from);
+        let failed = match waited {
+            Ok(true) => None,
+            Ok(false) => {
+                let (rank, started) = blocker.unwrap_or((u32::MAX, 0));
+                engine.worker.bootstrap().blame(
+                    rank,
+                    &format!(
+                        "it finalised after {started} collective(s) on a communicator whose collective #{coll} other ranks wait in"
+                    ),
+                );
+                Some(MsgError::PeerFinalized {
+                    rank,
+                    started,
+                    waiting: coll,
+                })
+            }
+            Err(e) => Some(e),
+        };
+        if let Some(e) = failed {
+            let mut g = lock(s);
+            g.release_all();
+            g.state = State::Taken;
+            return Err(e);
+        }
+    }
+    lock(s).take()
+}

@@ -1,0 +1,409 @@
+//! Non-blocking collectives as schedules, with real processes: many outstanding at once
+//! on several communicators (world, a dup, a split), of every kind, mixed with blocking
+//! collectives, waited in an order other than the call order, each result checked
+//! against the blocking collective's on the same input; a request dropped without a
+//! wait; rank counts 1 to 9 (oversubscribed beyond 2), with and without the progress
+//! thread. Then what only schedules give: no thread per call (the process's threads are
+//! counted around 100 outstanding calls), a rank that never calls into Spools while its
+//! collective is in flight does not stop its partners when the progress thread runs
+//! (decided by files, never by the clock), and mismatched lengths come back as errors
+//! from `wait`, not as a hang.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use spools::{Communicator, Op};
+use spools_testkit::{
+    assert_ok, checked, e, launch, rank_main, signal_file, tempdir, wait_for_file,
+};
+
+/// Input element `i` of rank `r` for call `k` (integers: sums are exact).
+fn input(r: u32, k: usize, len: usize) -> Vec<i64> {
+    (0..len)
+        .map(|i| (i64::from(r) + 1) * 1_000_003 + ((i * 7919 + k * 31) % 10_007) as i64 - 5000)
+        .collect()
+}
+
+/// An associative, non-commutative operator: composition of affine maps mod 2^32.
+fn affine(a: u64, b: u64) -> u64 {
+    let (m1, c1) = (a as u32, (a >> 32) as u32);
+    let (m2, c2) = (b as u32, (b >> 32) as u32);
+    (u64::from(m2.wrapping_mul(c1).wrapping_add(c2)) << 32) | u64::from(m2.wrapping_mul(m1))
+}
+
+fn affine_input(r: u32, len: usize) -> Vec<u64> {
+    (0..len)
+        .map(|i| (u64::from(r * 31 + i as u32 + 1) << 32) | u64::from(2 * (r + i as u32) + 3))
+        .collect()
+}
+
+fn check(ok: bool, what: impl FnOnce() -> String) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(what())
+    }
+}
+
+/// The threads of this process.
+fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
+}
+
+/// A pending non-blocking call and the blocking call that must give the same result.
+type Pending<'a> = (
+    String,
+    Box<dyn FnOnce() -> Result<Vec<i64>, String> + 'a>,
+    Box<dyn FnOnce() -> Result<Vec<i64>, String> + 'a>,
+);
+
+/// Starts one non-blocking collective of kind `kind` (call number `k`) on `c`; returns
+/// how to wait for it and how to compute the same with the blocking collective.
+fn start<'a>(c: &'a Communicator, kind: usize, k: usize) -> Result<Pending<'a>, String> {
+    let (me, n) = (c.rank(), c.size());
+    let nu = n as usize;
+    let len = [1, 3, 24, 200, 3000, 20_000][k % 6];
+    let mine = input(me, k, len);
+    let root = (k as u32) % n;
+    let i64s = |v: Vec<u64>| v.into_iter().map(|x| x as i64).collect::<Vec<i64>>();
+    Ok(match kind % 11 {
+        0 => {
+            let r = e(c.iallreduce(mine.clone(), Op::Sum))?;
+            (
+                format!("iallreduce of {len}"),
+                Box::new(move || e(r.wait())),
+                Box::new(move || {
+                    let mut out = vec![0; mine.len()];
+                    e(c.allreduce(&mine, &mut out, &Op::Sum))?;
+                    Ok(out)
+                }),
+            )
+        }
+        1 => {
+            let r = e(c.ibcast(
+                if me == root {
+                    mine.clone()
+                } else {
+                    vec![7; len]
+                },
+                root,
+            ))?;
+            (
+                format!("ibcast of {len} from {root}"),
+                Box::new(move || e(r.wait())),
+                Box::new(move || {
+                    let mut b = if me == root { mine } else { vec![9; len] };
+                    e(c.bcast(&mut b, root))?;
+                    Ok(b)
+                }),
+            )
+        }
+        2 => {
+            let r = e(c.iallgather(mine.clone()))?;
+            (
+                format!("iallgather of {len}"),
+                Box::new(move || e(r.wait())),
+                Box::new(move || {
+                    let mut out = vec![0; len * nu];
+                    e(c.allgather(&mine, &mut out))?;
+                    Ok(out)
+                }),
+            )
+        }
+        3 => {
+            let r = e(c.ibarrier())?;
+            (
+                "ibarrier".into(),
+                Box::new(move || e(r.wait()).map(|()| Vec::new())),
+                Box::new(move || e(c.barrier()).map(|()| Vec::new())),
+            )
+        }
+        4 => {
+            let r = e(c.iscan(mine.clone(), Op::Max))?;
+            (
+                format!("iscan of {len}"),
+                Box::new(move || e(r.wait())),
+                Box::new(move || {
+                    let mut out = vec![0; len];
+                    e(c.scan(&mine, &mut out, &Op::Max))?;
+                    Ok(out)
+                }),
+            )
+        }
+        5 => {
+            let send = input(me, k, 5 * nu);
+            let r = e(c.ialltoall(send.clone()))?;
+            (
+                "ialltoall of 5 per pair".into(),
+                Box::new(move || e(r.wait())),
+                Box::new(move || {
+                    let mut out = vec![0; send.len()];
+                    e(c.alltoall(&send, &mut out))?;
+                    Ok(out)
+                }),
+            )
+        }
+        6 => {
+            let r = e(c.ireduce(mine.clone(), Op::Sum, root))?;
+            (
+                format!("ireduce of {len} to {root}"),
+                Box::new(move || e(r.wait()).map(|v| if me == root { v } else { Vec::new() })),
+                Box::new(move || {
+                    let mut out = vec![0; if me == root { len } else { 0 }];
+                    e(c.reduce(&mine, &mut out, &Op::Sum, root))?;
+                    Ok(out)
+                }),
+            )
+        }
+        7 => {
+            let r = e(c.igather(mine.clone(), root))?;
+            (
+                format!("igather of {len} to {root}"),
+                Box::new(move || e(r.wait())),
+                Box::new(move || {
+                    let mut out = vec![0; if me == root { len * nu } else { 0 }];
+                    e(c.gather(&mine, &mut out, root))?;
+                    Ok(out)
+                }),
+            )
+        }
+        8 => {
+            let send = if me == root {
+                input(me, k, 4 * nu)
+            } else {
+                Vec::new()
+            };
+            let r = e(c.iscatter(send.clone(), 4, root))?;
+            (
+                format!("iscatter of 4 from {root}"),
+                Box::new(move || e(r.wait())),
+                Box::new(move || {
+                    let mut out = vec![0; 4];
+                    e(c.scatter(&send, &mut out, root))?;
+                    Ok(out)
+                }),
+            )
+        }
+        9 => {
+            let counts: Vec<usize> = (0..nu).map(|i| 1 + (i + k) % 3).collect();
+            let send = input(me, k, counts.iter().sum());
+            let r = e(c.ireduce_scatter(send.clone(), counts.clone(), Op::Sum))?;
+            (
+                "ireduce_scatter".into(),
+                Box::new(move || e(r.wait())),
+                Box::new(move || {
+                    let mut out = vec![0; counts[me as usize]];
+                    e(c.reduce_scatter(&send, &mut out, &counts, &Op::Sum))?;
+                    Ok(out)
+                }),
+            )
+        }
+        _ => {
+            // A non-commutative operator: rank order must be kept.
+            let user = Op::user(affine, false);
+            let a = affine_input(me, 1 + k % 40);
+            let r = e(c.iallreduce(a.clone(), user.clone()))?;
+            (
+                "non-commutative iallreduce".into(),
+                Box::new(move || e(r.wait()).map(i64s)),
+                Box::new(move || {
+                    let mut out = vec![0; a.len()];
+                    e(c.allreduce(&a, &mut out, &user))?;
+                    Ok(i64s(out))
+                }),
+            )
+        }
+    })
+}
+
+/// Many calls outstanding on `comms` at once, interleaved, with blocking collectives
+/// between them and a dropped request; waited in a scrambled order; then the blocking
+/// versions, in call order, must give the same results.
+fn many_outstanding(comms: &[&Communicator]) -> Result<(), String> {
+    let mut pending = Vec::new();
+    for k in 0..40 {
+        let c = comms[k % comms.len()];
+        pending.push(start(c, k, k)?);
+        if k % 9 == 4 {
+            // A blocking collective while others are in flight.
+            let mut out = [0i64];
+            e(c.allreduce(&[1], &mut out, &Op::Sum))?;
+            check(out[0] == i64::from(c.size()), || {
+                format!("blocking allreduce among {k} outstanding")
+            })?;
+        }
+        if k % 13 == 6 {
+            // Dropped without a wait: it still finishes, the others do not hang.
+            drop(e(c.iallreduce(vec![1u32; 100], Op::Sum))?);
+        }
+    }
+    // Waited in a scrambled order (a fixed permutation: 17 is prime to 40).
+    let total = pending.len();
+    let mut waits = Vec::new();
+    let mut blockings = Vec::new();
+    for (what, wait, blocking) in pending {
+        waits.push(Some((what, wait)));
+        blockings.push(blocking);
+    }
+    let mut results: Vec<Option<(String, Vec<i64>)>> = vec![None; total];
+    for j in 0..total {
+        let i = (j * 17 + 5) % total;
+        let (what, wait) = waits[i].take().unwrap();
+        let got = wait().map_err(|m| format!("{what}: {m}"))?;
+        results[i] = Some((what, got));
+    }
+    // The blocking versions, in the same order on every rank.
+    for (i, blocking) in blockings.into_iter().enumerate() {
+        let want = blocking()?;
+        let (what, got) = results[i].take().unwrap();
+        check(got == want, || {
+            format!("call {i}, {what}: {got:?} against the blocking {want:?}")
+        })?;
+    }
+    Ok(())
+}
+
+fn many_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    checked(&w, |w| {
+        let me = w.rank();
+        let d = e(w.dup())?;
+        let half = e(w.split(Some(me % 2), -(me as i32)))?.unwrap();
+        many_outstanding(&[w, &d, &half])?;
+        // No thread per call: 100 outstanding calls, then all waited.
+        let before = threads();
+        let mut reqs = Vec::new();
+        for k in 0..100u64 {
+            let c = [w, &d, &half][k as usize % 3];
+            reqs.push((c.size(), e(c.iallreduce(vec![k, 1], Op::Sum))?));
+        }
+        let during = threads();
+        for (k, (n, r)) in reqs.into_iter().enumerate().rev() {
+            let got = e(r.wait())?;
+            check(got == [k as u64 * u64::from(n), u64::from(n)], || {
+                format!("outstanding iallreduce {k}: {got:?}")
+            })?;
+        }
+        check(during <= before, || {
+            format!("{before} threads before 100 outstanding calls, {during} with them")
+        })
+    });
+    println!("nonblocking ok rank {}", w.rank());
+    e(w.finalize())
+}
+
+fn run(n: u32, env: &[(&str, &str)]) {
+    let o = launch(n, "many_outstanding_on_several_communicators", "x", env);
+    assert_ok(&o);
+    assert_eq!(
+        o.stdout.matches("nonblocking ok").count(),
+        n as usize,
+        "{n} {env:?}: {}",
+        o.stdout
+    );
+}
+
+/// A request can be handed to another thread and shared (as the thread-based one could).
+#[test]
+fn requests_are_send_and_sync() {
+    use std::marker::PhantomData;
+    fn send_sync<T: Send + Sync>(_: PhantomData<T>) -> bool {
+        true
+    }
+    let one: PhantomData<spools::CollRequest<Vec<u64>>> = PhantomData;
+    let unit: PhantomData<spools::CollRequest<()>> = PhantomData;
+    assert!(send_sync(one) && send_sync(unit));
+}
+
+#[test]
+fn many_outstanding_on_several_communicators() {
+    rank_main(|_| many_role());
+    for n in 1..=9 {
+        run(n, &[]);
+    }
+    for n in [2, 3, 5, 8] {
+        run(n, &[("SPOOLS_PROGRESS_THREAD", "1")]);
+    }
+    run(4, &[("SPOOLS_TRANSPORT", "tcp")]);
+}
+
+/// Rank 0 starts an allreduce and then stays away from Spools until every other rank
+/// has finished its own (told by files): with 4 ranks, recursive doubling's second
+/// round on rank 0 starts only after its first completed, so only the progress thread
+/// can have advanced it.
+fn away_role() -> Result<(), String> {
+    let dir = PathBuf::from(std::env::var("SPOOLS_TEST_DIR").unwrap());
+    let w = e(spools::init())?;
+    checked(&w, |w| {
+        let (me, n) = (w.rank(), w.size());
+        let limit = Duration::from_secs(60);
+        let r = e(w.iallreduce(vec![u64::from(me) + 1; 8], Op::Sum))?;
+        let want = vec![u64::from(n) * u64::from(n + 1) / 2; 8];
+        if me == 0 {
+            for p in 1..n {
+                wait_for_file(&dir.join(format!("done-{p}")), limit)?;
+            }
+        } else {
+            let got = e(r.wait())?;
+            check(got == want, || format!("rank {me}: {got:?}"))?;
+            signal_file(&dir.join(format!("done-{me}")), b"")?;
+            return Ok(());
+        }
+        let got = e(r.wait())?;
+        check(got == want, || format!("rank 0: {got:?}"))
+    });
+    println!("away ok rank {}", w.rank());
+    e(w.finalize())
+}
+
+#[test]
+fn the_progress_thread_advances_schedules() {
+    rank_main(|_| away_role());
+    let dir = tempdir("nb-away");
+    let o = launch(
+        4,
+        "the_progress_thread_advances_schedules",
+        "x",
+        &[
+            ("SPOOLS_PROGRESS_THREAD", "1"),
+            ("SPOOLS_TEST_DIR", dir.to_str().unwrap()),
+        ],
+    );
+    assert_ok(&o);
+    assert_eq!(o.stdout.matches("away ok").count(), 4, "{}", o.stdout);
+}
+
+/// Ranks that disagree on the length: each `wait` returns an error, nobody hangs, and
+/// the communicator still works afterwards.
+fn mismatch_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    checked(&w, |w| {
+        let me = w.rank();
+        let r = e(w.iallreduce(vec![1u64; 4 + 4 * me as usize], Op::Sum))?;
+        let got = r.wait();
+        check(got.is_err(), || {
+            format!("rank {me}: mismatched lengths gave {got:?}")
+        })?;
+        let b = e(w.ibcast(vec![me; 10 + me as usize], 0))?;
+        let got = b.wait();
+        check(me == 0 || got.is_err(), || {
+            format!("rank {me}: mismatched ibcast gave {got:?}")
+        })?;
+        let r = e(w.iallreduce(vec![1u64; 3], Op::Sum))?;
+        check(e(r.wait())? == [2, 2, 2], || {
+            "allreduce after the errors".into()
+        })
+    });
+    println!("mismatch ok rank {}", w.rank());
+    e(w.finalize())
+}
+
+#[test]
+fn mismatched_lengths_are_errors_from_wait() {
+    rank_main(|_| mismatch_role());
+    let o = launch(2, "mismatched_lengths_are_errors_from_wait", "x", &[]);
+    assert_ok(&o);
+    assert_eq!(o.stdout.matches("mismatch ok").count(), 2, "{}", o.stdout);
+}
