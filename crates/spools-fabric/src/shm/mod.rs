@@ -8,6 +8,7 @@
 //! segment; a sender rings it only when the receiver says it sleeps, so the fast path of a
 //! small message makes no system call.
 
+mod area;
 mod copy_probe;
 mod futex;
 mod ring;
@@ -27,6 +28,7 @@ use crate::lock::TryLock;
 use crate::transport::{Incoming, Transport};
 use ring::{Ring, TxState};
 use segment::Segment;
+pub use area::SharedArea;
 pub use segment::{fit_rings, Geometry};
 
 /// Messages drained from one ring per poll before the next ring's turn.
