@@ -26,9 +26,9 @@ use crate::caps::{Caps, Priority, SingleCopy};
 use crate::error::{Defect, FabricError};
 use crate::lock::TryLock;
 use crate::transport::{Incoming, Transport};
+pub use area::SharedArea;
 use ring::{Ring, TxState};
 use segment::Segment;
-pub use area::SharedArea;
 pub use segment::{fit_rings, Geometry};
 
 /// Messages drained from one ring per poll before the next ring's turn.

@@ -296,14 +296,7 @@ impl Communicator {
         if super::sm::allreduce(&self.core, &hosts, tag, recv, op)? {
             return Ok(());
         }
-        allreduce(
-            &self.core,
-            &Group::all(&self.core),
-            &hosts,
-            tag,
-            recv,
-            op,
-        )
+        allreduce(&self.core, &Group::all(&self.core), &hosts, tag, recv, op)
     }
 
     /// Reduces every rank's `send` (the sum of `counts` elements) with `op` and leaves

@@ -155,3 +155,12 @@ pub(crate) fn allreduce<T: Element>(
     })?;
     Ok(true)
 }
+
+impl crate::communicator::Communicator {
+    /// How many collectives of this communicator went through shared memory on this rank
+    /// so far: a statistic for tests and benchmarks, which shows the path taken.
+    #[doc(hidden)]
+    pub fn shared_memory_collectives(&self) -> u32 {
+        self.core.sm.count()
+    }
+}

@@ -275,7 +275,9 @@ impl<'a, T: Element> SmColl<'a, T> {
         self.stage = Stage::Done;
         let len = sm.out_len(k).load(Ordering::Relaxed);
         let mine = self.nbytes();
-        if len == FAILED || (self.kind.publishes_data() || self.kind.contributes()) && len as usize != mine {
+        if len == FAILED
+            || (self.kind.publishes_data() || self.kind.contributes()) && len as usize != mine
+        {
             return Err(MsgError::Mismatch {
                 op: self.kind.name(),
                 from: Some(sm.members[self.root]),

@@ -2,7 +2,7 @@
 //! the first small collective, the others open it after a point-to-point handshake on the
 //! communicator, and everyone agrees whether it is usable before anyone uses it.
 
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
 use spools_am::{Route, SharedArea};
@@ -42,6 +42,15 @@ impl SmSlot {
     }
 }
 
+impl SmSlot {
+    /// Collectives run through the segment so far.
+    pub(crate) fn count(&self) -> u32 {
+        self.0.get().and_then(Option::as_ref).map_or(0, |s| {
+            s.next.load(Ordering::Relaxed).wrapping_sub(FIRST_SEQ)
+        })
+    }
+}
+
 /// Whether every local member is reached through shared memory (with
 /// `SPOOLS_TRANSPORT=tcp` the segment is not used either).
 fn shm_routes(c: &CommCore, local: &Group) -> bool {
@@ -62,11 +71,7 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
     let boot = c.engine.worker.bootstrap();
     let me_job = c.engine.worker.rank();
     let host = c.engine.hosts.get(me_job as usize).copied().unwrap_or(0);
-    let name = format!(
-        "/spools-{:016x}-sm{}-h{host}",
-        boot.job(),
-        c.coll_ctx()
-    );
+    let name = format!("/spools-{:016x}-sm{}-h{host}", boot.job(), c.coll_ctx());
     let slot = limit.next_multiple_of(64);
     let len = SmComm::bytes(n, slot);
     let make = |area: SharedArea| SmComm {
