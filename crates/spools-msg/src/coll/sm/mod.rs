@@ -1,6 +1,6 @@
 //! Collectives of small messages through shared memory within a host (Open MPI's coll/sm,
 //! MPICH's release/gather): one segment per communicator and host, holding a cache line of
-//! flags per local member, a data slot per member and two result slots.
+//! flags per local member, a data slot per member and [`OUTS`] result slots.
 //!
 //! Every collective of this kind has a sequence number `s` (the same on every member, as
 //! they call collectives in the same order; it wraps, and comparisons are modular). A
@@ -9,14 +9,16 @@
 //! - every member *posts*: it copies its contribution (reductions) into its data slot and
 //!   sets its `posted` flag to `s`, which also says it has finished collective `s - 1`;
 //! - the root *collects*: it waits until every `posted` reaches `s` (for a broadcast
-//!   `s - 1` only: it reads no contribution) and reduces the slots in rank order;
-//! - the root *publishes*: it writes the result to result slot `s % 2` and sets that
+//!   `s - OUTS + 1` only: it reads no contribution, so a root may run ahead of the
+//!   others by that many broadcasts) and reduces the slots in rank order;
+//! - the root *publishes*: it writes the result to result slot `s % OUTS` and sets that
 //!   slot's `ready` flag to `s`; the others wait for it and copy the result out.
 //!
 //! Why no slot is overwritten while someone still reads it: a member writes its data slot
 //! for `s` only after it saw `ready = s - 1` (the root of `s - 1` had read every data slot
-//! before), or was that root; the root of `s` writes result slot `s % 2` only after every
-//! member posted `s - 1` or later, that is finished reading that slot in `s - 2`.
+//! before), or was that root; the root of `s` writes result slot `s % OUTS` only after
+//! every member posted `s - OUTS + 1` or later, that is finished reading that slot in
+//! `s - OUTS`.
 //!
 //! Waiting goes through the active-message layer's wait (it drives progress, yields when
 //! ranks outnumber cores and fails when a rank dies), then sleeps on a futex word of this
@@ -50,6 +52,9 @@ const NAP: Duration = Duration::from_millis(2);
 /// collectives exercises it.
 const FIRST_SEQ: u32 = u32::MAX - 255;
 
+/// Result slots (a power of two).
+pub(crate) const OUTS: usize = 8;
+
 /// `out_len` of a result slot whose collective failed at the root (the ranks disagree).
 const FAILED: u32 = u32::MAX;
 
@@ -61,10 +66,10 @@ const POSTED: usize = 0;
 const BELL: usize = 4;
 const SLEEPING: usize = 8;
 const LEN: usize = 12;
-/// Offsets within the shared line (after the members' lines): `ready` of result slots 0
-/// and 1, then their lengths.
+/// Offsets within the shared line (after the members' lines): `ready` of each result
+/// slot, then their lengths.
 const READY: usize = 0;
-const OUT_LEN: usize = 8;
+const OUT_LEN: usize = 4 * OUTS;
 
 /// `a >= b` in sequence order (modulo 2^32).
 pub(crate) fn seq_ge(a: u32, b: u32) -> bool {
@@ -98,7 +103,7 @@ impl std::fmt::Debug for SmComm {
 impl SmComm {
     /// Bytes of a segment for `n` members with slots of `slot` bytes.
     pub(crate) fn bytes(n: usize, slot: usize) -> usize {
-        (n + 1) * LINE + (n + 2) * slot
+        (n + 1) * LINE + (n + OUTS) * slot
     }
 
     /// Lays out a fresh segment (creator only, before anyone else maps it).
@@ -107,9 +112,9 @@ impl SmComm {
             self.word(i, POSTED)
                 .store(FIRST_SEQ.wrapping_sub(1), Ordering::Relaxed);
         }
-        for k in 0..2 {
+        for k in 0..OUTS {
             self.shared(READY + 4 * k)
-                .store(FIRST_SEQ.wrapping_sub(2), Ordering::Relaxed);
+                .store(FIRST_SEQ.wrapping_sub(1), Ordering::Relaxed);
         }
         std::sync::atomic::fence(Ordering::Release);
     }
