@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{seq_ge, SmComm, FAILED, OUTS};
+use super::{seq_ge, SmComm, FAILED};
 use crate::coll::args::{bytes, bytes_mut};
 use crate::element::{Element, Op};
 use crate::error::MsgError;
@@ -168,7 +168,7 @@ impl<'a, T: Element> SmColl<'a, T> {
     fn collect(&mut self) -> Result<bool, MsgError> {
         let sm = self.sm;
         let need = if self.kind == Kind::Bcast {
-            self.seq.wrapping_sub(OUTS as u32 - 1)
+            self.seq.wrapping_sub(sm.outs as u32 - 1)
         } else {
             self.seq
         };
@@ -230,7 +230,7 @@ impl<'a, T: Element> SmColl<'a, T> {
     /// [`MsgError::Mismatch`] when a member's length differed from the root's.
     pub(crate) fn publish(&mut self) -> Result<(), MsgError> {
         let sm = self.sm;
-        let k = self.seq as usize % OUTS;
+        let k = self.seq as usize % sm.outs;
         let len = match self.disagree {
             Some(_) => FAILED,
             None => {
@@ -268,7 +268,7 @@ impl<'a, T: Element> SmColl<'a, T> {
     /// A non-root waits for the root's result.
     fn await_result(&mut self) -> Result<bool, MsgError> {
         let sm = self.sm;
-        let k = self.seq as usize % OUTS;
+        let k = self.seq as usize % sm.outs;
         if sm.ready(k).load(Ordering::Acquire) != self.seq {
             return Ok(false);
         }

@@ -1,6 +1,6 @@
 //! Collectives of small messages through shared memory within a host (Open MPI's coll/sm,
 //! MPICH's release/gather): one segment per communicator and host, holding a cache line of
-//! flags per local member, a data slot per member and [`OUTS`] result slots.
+//! flags per local member, a data slot per member and a ring of result slots.
 //!
 //! Every collective of this kind has a sequence number `s` (the same on every member, as
 //! they call collectives in the same order; it wraps, and comparisons are modular). A
@@ -9,16 +9,16 @@
 //! - every member *posts*: it copies its contribution (reductions) into its data slot and
 //!   sets its `posted` flag to `s`, which also says it has finished collective `s - 1`;
 //! - the root *collects*: it waits until every `posted` reaches `s` (for a broadcast
-//!   `s - OUTS + 1` only: it reads no contribution, so a root may run ahead of the
+//!   `s - outs + 1` only: it reads no contribution, so a root may run ahead of the
 //!   others by that many broadcasts) and reduces the slots in rank order;
-//! - the root *publishes*: it writes the result to result slot `s % OUTS` and sets that
+//! - the root *publishes*: it writes the result to result slot `s % outs` and sets that
 //!   slot's `ready` flag to `s`; the others wait for it and copy the result out.
 //!
 //! Why no slot is overwritten while someone still reads it: a member writes its data slot
 //! for `s` only after it saw `ready = s - 1` (the root of `s - 1` had read every data slot
-//! before), or was that root; the root of `s` writes result slot `s % OUTS` only after
-//! every member posted `s - OUTS + 1` or later, that is finished reading that slot in
-//! `s - OUTS`.
+//! before), or was that root; the root of `s` writes result slot `s % outs` only after
+//! every member posted `s - outs + 1` or later, that is finished reading that slot in
+//! `s - outs`.
 //!
 //! Waiting goes through the active-message layer's wait (it drives progress, yields when
 //! ranks outnumber cores and fails when a rank dies), then sleeps on a futex word of this
@@ -52,8 +52,9 @@ const NAP: Duration = Duration::from_millis(2);
 /// collectives exercises it.
 const FIRST_SEQ: u32 = u32::MAX - 255;
 
-/// Result slots (a power of two).
-pub(crate) const OUTS: usize = 8;
+/// Bytes of result slots a segment aims at: `outs`, the number of result slots, is this
+/// over the slot size, a power of two from 8 to 64 (32 of 4 KiB by default).
+const RESULT_BYTES: usize = 128 << 10;
 
 /// `out_len` of a result slot whose collective failed at the root (the ranks disagree).
 const FAILED: u32 = u32::MAX;
@@ -66,10 +67,9 @@ const POSTED: usize = 0;
 const BELL: usize = 4;
 const SLEEPING: usize = 8;
 const LEN: usize = 12;
-/// Offsets within the shared line (after the members' lines): `ready` of each result
-/// slot, then their lengths.
+/// Offsets within the shared lines (after the members' lines): `ready` of each result
+/// slot, then (from `4 * outs`) their lengths.
 const READY: usize = 0;
-const OUT_LEN: usize = 4 * OUTS;
 
 /// `a >= b` in sequence order (modulo 2^32).
 pub(crate) fn seq_ge(a: u32, b: u32) -> bool {
@@ -85,6 +85,8 @@ pub(crate) struct SmComm {
     pub(crate) me: usize,
     /// Bytes of each slot.
     pub(crate) slot: usize,
+    /// Result slots (a power of two).
+    pub(crate) outs: usize,
     /// The next collective's sequence number.
     next: AtomicU32,
     worker: Worker,
@@ -101,9 +103,22 @@ impl std::fmt::Debug for SmComm {
 }
 
 impl SmComm {
+    /// Result slots of a segment with slots of `slot` bytes.
+    pub(crate) fn outs(slot: usize) -> usize {
+        (RESULT_BYTES / slot.max(1))
+            .clamp(8, 64)
+            .next_power_of_two()
+    }
+
+    /// Bytes of the result slots' flags (`ready` and length of each).
+    fn flag_bytes(outs: usize) -> usize {
+        (8 * outs).next_multiple_of(LINE)
+    }
+
     /// Bytes of a segment for `n` members with slots of `slot` bytes.
     pub(crate) fn bytes(n: usize, slot: usize) -> usize {
-        (n + 1) * LINE + (n + OUTS) * slot
+        let outs = Self::outs(slot);
+        n * LINE + Self::flag_bytes(outs) + (n + outs) * slot
     }
 
     /// Lays out a fresh segment (creator only, before anyone else maps it).
@@ -112,7 +127,7 @@ impl SmComm {
             self.word(i, POSTED)
                 .store(FIRST_SEQ.wrapping_sub(1), Ordering::Relaxed);
         }
-        for k in 0..OUTS {
+        for k in 0..self.outs {
             self.shared(READY + 4 * k)
                 .store(FIRST_SEQ.wrapping_sub(1), Ordering::Relaxed);
         }
@@ -149,11 +164,11 @@ impl SmComm {
     }
 
     pub(crate) fn out_len(&self, k: usize) -> &AtomicU32 {
-        self.shared(OUT_LEN + 4 * k)
+        self.shared(4 * self.outs + 4 * k)
     }
 
     fn data_off(&self, member: usize) -> usize {
-        (self.n() + 1) * LINE + member * self.slot
+        self.n() * LINE + Self::flag_bytes(self.outs) + member * self.slot
     }
 
     fn out_off(&self, k: usize) -> usize {

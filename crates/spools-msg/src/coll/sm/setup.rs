@@ -79,6 +79,7 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
         members: local.members.clone(),
         me: local.me,
         slot,
+        outs: SmComm::outs(slot),
         next: AtomicU32::new(FIRST_SEQ),
         worker: c.engine.worker.clone(),
     };
