@@ -15,6 +15,10 @@ use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
 
+/// Up to this many members on one host, barrier and allreduce are flat (one step: every
+/// member reads every contribution); beyond, a fan-in to member 0 and a fan-out.
+const FLAT_MAX: usize = 4;
+
 /// The segment for a collective of `bytes` over `local`, if one applies.
 fn segment<'c>(
     c: &'c CommCore,
@@ -66,6 +70,9 @@ pub(crate) fn barrier(c: &CommCore, hosts: &[u32], tag: u32) -> Result<bool, Msg
         return Ok(false);
     };
     let mut m = SmColl::<u8>::new(sm, sm.take_seq(), Kind::Barrier, 0, &mut [], None);
+    if hier.is_none() && sm.n() <= FLAT_MAX {
+        m = m.flat();
+    }
     run(c, sm, tag, &mut m, |_| match &hier {
         Some((_, leaders)) => dissemination(c, leaders, tag),
         None => Ok(()),
@@ -147,6 +154,9 @@ pub(crate) fn allreduce<T: Element>(
         return Ok(false);
     };
     let mut m = SmColl::new(sm, sm.take_seq(), Kind::Allreduce, 0, acc, Some(op));
+    if hier.is_none() && sm.n() <= FLAT_MAX {
+        m = m.flat();
+    }
     run(c, sm, tag, &mut m, |acc| match &hier {
         Some((_, leaders)) if leaders.me != usize::MAX => {
             allreduce_flat(c, leaders, tag + 8, acc, op)

@@ -74,6 +74,9 @@ pub(crate) struct SmColl<'a, T: Element> {
     tmp: Vec<T>,
     /// The root found a member whose length differs: (member, its bytes).
     disagree: Option<(usize, usize)>,
+    /// Every member collects (and reduces) for itself and nobody publishes: one step
+    /// instead of a fan-in and a fan-out (barrier and allreduce among few members).
+    flat: bool,
 }
 
 impl<'a, T: Element> SmColl<'a, T> {
@@ -100,7 +103,17 @@ impl<'a, T: Element> SmColl<'a, T> {
             acc: Vec::new(),
             tmp: Vec::new(),
             disagree: None,
+            flat: false,
         }
+    }
+
+    /// Makes a barrier or an allreduce *flat*: every member posts its contribution and
+    /// waits for everyone's, reducing them itself in rank order; no root, no result slot.
+    pub(crate) fn flat(mut self) -> Self {
+        debug_assert!(matches!(self.kind, Kind::Barrier | Kind::Allreduce));
+        self.flat = true;
+        self.root = self.sm.me;
+        self
     }
 
     /// This member's buffer (for a root between collecting and publishing, the result so
@@ -123,22 +136,44 @@ impl<'a, T: Element> SmColl<'a, T> {
     pub(crate) fn poll(&mut self) -> Result<bool, MsgError> {
         let sm = self.sm;
         if self.stage == Stage::Post {
-            if self.kind.contributes() && sm.me != self.root {
-                sm.write_data(bytes(self.buf));
+            if self.kind.contributes() {
+                // Data slot and length `s % 2` were last read in `s - 2`: everyone must
+                // be past it.
+                let prev = self.seq.wrapping_sub(1);
+                if !(0..sm.n()).all(|m| seq_ge(sm.posted(m).load(Ordering::Acquire), prev)) {
+                    return Ok(false);
+                }
+                if sm.me != self.root || self.flat {
+                    sm.write_data(self.seq, bytes(self.buf));
+                }
+                sm.len_of(sm.me, self.seq)
+                    .store(self.nbytes() as u32, Ordering::Relaxed);
             }
-            sm.len_of(sm.me)
-                .store(self.nbytes() as u32, Ordering::Relaxed);
             sm.posted(sm.me).store(self.seq, Ordering::SeqCst);
-            if sm.me == self.root {
-                self.stage = Stage::Collect;
+            // Anyone may wait for a post (a root, a flat member, a contributor about to
+            // write its slot).
+            sm.wake_all();
+            self.stage = if self.flat || sm.me == self.root {
+                Stage::Collect
             } else {
-                sm.wake(self.root);
-                self.stage = Stage::Await;
-            }
+                Stage::Await
+            };
         }
         if self.stage == Stage::Collect {
             if !self.collect()? {
                 return Ok(false);
+            }
+            if self.flat {
+                self.stage = Stage::Done;
+                if let Some((m, got)) = self.disagree {
+                    return Err(MsgError::Mismatch {
+                        op: self.kind.name(),
+                        from: Some(sm.members[m]),
+                        got,
+                        want: self.nbytes(),
+                    });
+                }
+                return Ok(true);
             }
             self.stage = Stage::Publish;
         }
@@ -179,7 +214,7 @@ impl<'a, T: Element> SmColl<'a, T> {
                 return Ok(false);
             }
             if self.kind.contributes() {
-                let len = sm.len_of(m).load(Ordering::Relaxed) as usize;
+                let len = sm.len_of(m, self.seq).load(Ordering::Relaxed) as usize;
                 if len != mine && self.disagree.is_none() {
                     self.disagree = Some((m, len));
                 }
@@ -206,7 +241,7 @@ impl<'a, T: Element> SmColl<'a, T> {
                 return;
             }
             self.tmp.resize(self.buf.len(), T::default());
-            sm.read_data(m, bytes_mut(&mut self.tmp));
+            sm.read_data(m, self.seq, bytes_mut(&mut self.tmp));
             op.combine(self.buf, &self.tmp, true);
             return;
         }
@@ -214,7 +249,7 @@ impl<'a, T: Element> SmColl<'a, T> {
             self.buf
         } else {
             self.tmp.resize(self.buf.len(), T::default());
-            sm.read_data(m, bytes_mut(&mut self.tmp));
+            sm.read_data(m, self.seq, bytes_mut(&mut self.tmp));
             &self.tmp
         };
         if m == 0 {

@@ -14,11 +14,15 @@
 //! - the root *publishes*: it writes the result to result slot `s % outs` and sets that
 //!   slot's `ready` flag to `s`; the others wait for it and copy the result out.
 //!
-//! Why no slot is overwritten while someone still reads it: a member writes its data slot
-//! for `s` only after it saw `ready = s - 1` (the root of `s - 1` had read every data slot
-//! before), or was that root; the root of `s` writes result slot `s % outs` only after
-//! every member posted `s - outs + 1` or later, that is finished reading that slot in
-//! `s - outs`.
+//! Among few members on one host, barrier and allreduce are *flat* instead: every member
+//! posts, waits for every post and reduces all contributions itself, in rank order (one
+//! step instead of two).
+//!
+//! Why no slot is overwritten while someone still reads it: every read of a slot
+//! happens within its collective, before the reader posts the next one. A member has two
+//! data slots and writes slot `s % 2` only once every member posted `s - 1` or later
+//! (finished `s - 2`, the last collective that read that slot); the root of `s` writes
+//! result slot `s % outs` only once every member posted `s - outs + 1` or later.
 //!
 //! Waiting goes through the active-message layer's wait (it drives progress, yields when
 //! ranks outnumber cores and fails when a rank dies), then sleeps on a futex word of this
@@ -62,7 +66,7 @@ const FAILED: u32 = u32::MAX;
 /// Bytes of a member's flag line.
 const LINE: usize = 64;
 /// Offsets within a flag line: the sequence posted, the futex word the member sleeps on,
-/// whether it sleeps, and the length of its contribution.
+/// whether it sleeps, and the lengths of its contributions (one per data slot).
 const POSTED: usize = 0;
 const BELL: usize = 4;
 const SLEEPING: usize = 8;
@@ -118,7 +122,7 @@ impl SmComm {
     /// Bytes of a segment for `n` members with slots of `slot` bytes.
     pub(crate) fn bytes(n: usize, slot: usize) -> usize {
         let outs = Self::outs(slot);
-        n * LINE + Self::flag_bytes(outs) + (n + outs) * slot
+        n * LINE + Self::flag_bytes(outs) + (2 * n + outs) * slot
     }
 
     /// Lays out a fresh segment (creator only, before anyone else maps it).
@@ -155,8 +159,9 @@ impl SmComm {
         self.word(member, POSTED)
     }
 
-    pub(crate) fn len_of(&self, member: usize) -> &AtomicU32 {
-        self.word(member, LEN)
+    /// The length of member `member`'s contribution to collective `seq`.
+    pub(crate) fn len_of(&self, member: usize, seq: u32) -> &AtomicU32 {
+        self.word(member, LEN + 4 * (seq & 1) as usize)
     }
 
     pub(crate) fn ready(&self, k: usize) -> &AtomicU32 {
@@ -167,22 +172,25 @@ impl SmComm {
         self.shared(4 * self.outs + 4 * k)
     }
 
-    fn data_off(&self, member: usize) -> usize {
-        self.n() * LINE + Self::flag_bytes(self.outs) + member * self.slot
+    /// Member `member`'s data slot for collective `seq` (two per member, alternating).
+    fn data_off(&self, member: usize, seq: u32) -> usize {
+        self.n() * LINE
+            + Self::flag_bytes(self.outs)
+            + (2 * member + (seq & 1) as usize) * self.slot
     }
 
     fn out_off(&self, k: usize) -> usize {
-        self.data_off(self.n() + k)
+        self.n() * LINE + Self::flag_bytes(self.outs) + (2 * self.n() + k) * self.slot
     }
 
-    /// Copies this member's contribution into its data slot.
-    pub(crate) fn write_data(&self, bytes: &[u8]) {
-        self.area.write(self.data_off(self.me), bytes);
+    /// Copies this member's contribution to collective `seq` into its data slot.
+    pub(crate) fn write_data(&self, seq: u32, bytes: &[u8]) {
+        self.area.write(self.data_off(self.me, seq), bytes);
     }
 
-    /// Copies member `m`'s contribution out of its slot.
-    pub(crate) fn read_data(&self, m: usize, dst: &mut [u8]) {
-        self.area.read(self.data_off(m), dst);
+    /// Copies member `m`'s contribution to collective `seq` out of its slot.
+    pub(crate) fn read_data(&self, m: usize, seq: u32, dst: &mut [u8]) {
+        self.area.read(self.data_off(m, seq), dst);
     }
 
     /// Copies a result into result slot `k`.
