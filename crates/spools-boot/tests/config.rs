@@ -80,6 +80,7 @@ fn bad_values_are_named() {
         ("SPOOLS_LANES", "2", "from 3 to 64"),
         ("SPOOLS_SHORT_LIMIT", "25", "at most 24B"),
         ("SPOOLS_EAGER_LIMIT", "128KiB", "at most bulk_limit"),
+        ("SPOOLS_COLL_SM_LIMIT", "65537", "at most 64KiB"),
         ("SPOOLS_SPIN_US", "-1", "non-negative"),
         ("SPOOLS_PROGRESS_THREAD", "maybe", "true or false"),
         ("SPOOLS_FRAGMENT_SIZE", "1K", "4KiB"),

@@ -4,7 +4,8 @@
 //! long enough for the sequence numbers to wrap, across "hosts" (`SPOOLS_HOST_ID`); the
 //! path taken (each rank counts the collectives that went through the segment, against
 //! the documented choice); and a rank killed while the others wait in such a collective:
-//! they fail with an error naming it, the job ends, nothing hangs.
+//! they fail with an error naming it, the job ends, nothing hangs. And that a segment's
+//! name is gone from /dev/shm once every member mapped it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -13,7 +14,7 @@ use std::time::Duration;
 
 use spools::{Communicator, Op};
 use spools_testkit::{
-    assert_ok, checked, e, launch, rank_main, signal_file, tempdir, wait_for_file,
+    assert_ok, checked, e, launch, rank_main, shm_leftovers, signal_file, tempdir, wait_for_file,
 };
 
 fn val(r: u32, i: usize, salt: u64) -> i64 {
@@ -247,6 +248,11 @@ fn sm_role() -> Result<(), String> {
         };
         xw.count = w.shared_memory_collectives();
         sizes(w, &mut xw)?;
+        // Every member mapped the world's segment: its name is gone already.
+        let left = shm_leftovers(&format!("{:016x}", w.job()));
+        check(left.is_empty(), || {
+            format!("rank {me}: /dev/shm still holds {left:?}")
+        })?;
         let mut comms = vec![
             xw,
             Expect {
