@@ -19,8 +19,8 @@
 //!
 //! Up to `coll_sm_limit` bytes (configuration, 4 KiB by default), the blocking barrier,
 //! broadcast, reduce and allreduce go instead through a shared segment per communicator
-//! and host, with flags and per-rank slots (`sm`); across hosts it serves the phases
-//! within each host. The non-blocking collectives use the messages.
+//! and host, with flags and per-rank slots (`sm`), where at least 3 ranks share the host;
+//! across hosts it serves the phases within each host. The non-blocking collectives use the messages.
 
 mod args;
 mod barrier;

@@ -15,6 +15,11 @@ use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
 
+/// The segment serves from this many members on a host: between two, one message each
+/// way is as direct as a flag, and lets a broadcast root run further ahead (measured in
+/// `spools bench coll`: at 2 ranks the segment was no faster than the messages).
+const MIN_MEMBERS: usize = 3;
+
 /// Up to this many members on one host, barrier and allreduce are flat (one step: every
 /// member reads every contribution); beyond, a fan-in to member 0 and a fan-out.
 const FLAT_MAX: usize = 4;
@@ -27,7 +32,7 @@ fn segment<'c>(
     tag: u32,
 ) -> Result<Option<&'c SmComm>, MsgError> {
     let limit = c.engine.worker.config().coll_sm_limit as usize;
-    if bytes > limit || local.n() < 2 {
+    if bytes > limit || local.n() < MIN_MEMBERS {
         return Ok(None);
     }
     c.sm.get(c, local, tag)
