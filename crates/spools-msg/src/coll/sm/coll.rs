@@ -24,6 +24,13 @@ const MIN_MEMBERS: usize = 3;
 /// member reads every contribution); beyond, a fan-in to member 0 and a fan-out.
 const FLAT_MAX: usize = 4;
 
+/// Whether a collective of `bytes` may go through a segment at all (checked before any
+/// group is built, so that the messages' path pays next to nothing for the choice).
+fn may(c: &CommCore, bytes: usize) -> bool {
+    let limit = c.engine.worker.config().coll_sm_limit as usize;
+    bytes <= limit && limit > 0 && c.size() as usize >= MIN_MEMBERS && !c.sm.is_off()
+}
+
 /// The segment for a collective of `bytes` over `local`, if one applies.
 fn segment<'c>(
     c: &'c CommCore,
@@ -68,6 +75,9 @@ fn run<T: Element>(
 /// # Errors
 /// A dead rank, a rank that finalised without joining.
 pub(crate) fn barrier(c: &CommCore, hosts: &[u32], tag: u32) -> Result<bool, MsgError> {
+    if !may(c, 0) {
+        return Ok(false);
+    }
     let g = Group::all(c);
     let hier = g.hierarchy(hosts);
     let local = hier.as_ref().map_or(&g, |(l, _)| l);
@@ -96,6 +106,9 @@ pub(crate) fn bcast(
     tag: u32,
     buf: &mut [u8],
 ) -> Result<bool, MsgError> {
+    if !may(c, buf.len()) {
+        return Ok(false);
+    }
     let g = Group::all(c);
     let hier = g.hierarchy(hosts);
     let local = hier.as_ref().map_or(&g, |(l, _)| l);
@@ -124,6 +137,9 @@ pub(crate) fn reduce<T: Element>(
     acc: &mut [T],
     op: &Op<T>,
 ) -> Result<bool, MsgError> {
+    if !may(c, std::mem::size_of_val(acc)) {
+        return Ok(false);
+    }
     let g = Group::all(c);
     if g.hierarchy(hosts).is_some() {
         return Ok(false);
@@ -149,6 +165,9 @@ pub(crate) fn allreduce<T: Element>(
     acc: &mut [T],
     op: &Op<T>,
 ) -> Result<bool, MsgError> {
+    if !may(c, std::mem::size_of_val(acc)) {
+        return Ok(false);
+    }
     let g = Group::all(c);
     let hier = g.hierarchy(hosts);
     if hier.is_some() && !op.commutative() {

@@ -43,6 +43,11 @@ impl SmSlot {
 }
 
 impl SmSlot {
+    /// Whether it was decided that this communicator has no segment here.
+    pub(crate) fn is_off(&self) -> bool {
+        matches!(self.0.get(), Some(None))
+    }
+
     /// Collectives run through the segment so far.
     pub(crate) fn count(&self) -> u32 {
         self.0.get().and_then(Option::as_ref).map_or(0, |s| {
