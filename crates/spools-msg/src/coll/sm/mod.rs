@@ -57,8 +57,8 @@ const NAP: Duration = Duration::from_millis(2);
 const FIRST_SEQ: u32 = u32::MAX - 255;
 
 /// Bytes of result slots a segment aims at: `outs`, the number of result slots, is this
-/// over the slot size, a power of two from 8 to 64 (32 of 4 KiB by default).
-const RESULT_BYTES: usize = 128 << 10;
+/// over the slot size, a power of two from 8 to 64 (64 of 4 KiB by default).
+const RESULT_BYTES: usize = 256 << 10;
 
 /// `out_len` of a result slot whose collective failed at the root (the ranks disagree).
 const FAILED: u32 = u32::MAX;
