@@ -1,6 +1,6 @@
 //! Collectives of small messages through shared memory within a host (Open MPI's coll/sm,
 //! MPICH's release/gather): one segment per communicator and host, holding a cache line of
-//! flags per local member, a data slot per member and a ring of result slots.
+//! flags per local member, two data slots per member and a ring of result slots.
 //!
 //! Every collective of this kind has a sequence number `s` (the same on every member, as
 //! they call collectives in the same order; it wraps, and comparisons are modular). A
