@@ -39,4 +39,6 @@ pub use error::AmError;
 pub use message::{ActiveMessage, Channel, Delivery};
 pub use region::{Region, RegionKey};
 pub use registry::{Handler, HandlerId};
+/// Shared areas within a host (for the collectives' flags and slots in shared memory).
+pub use spools_fabric::shm::SharedArea;
 pub use worker::Worker;

@@ -13,6 +13,7 @@
 //! | `lanes` | `SPOOLS_LANES` | `3` | sending lanes per rank: lane 0 for the progress engine, lane 1 for the `World`'s endpoint, lane 2 for tagged messaging, the rest for more endpoints |
 //! | `short_limit` | `SPOOLS_SHORT_LIMIT` | `24B` | tagged messages up to this size travel inline in one control message (at most 24B) |
 //! | `eager_limit` | `SPOOLS_EAGER_LIMIT` | `32KiB` | larger tagged messages up to this size are sent eagerly (at most `bulk_limit`); beyond, rendezvous |
+//! | `coll_sm_limit` | `SPOOLS_COLL_SM_LIMIT` | `4KiB` | barrier, broadcast, reduce and allreduce of up to this many bytes go through a shared segment per communicator and host (flags and slots) instead of messages, where at least 3 ranks of the communicator share the host; `0`: never (at most 64KiB) |
 //! | `single_copy` | `SPOOLS_SINGLE_COPY` | `auto` | `auto` (probe at start-up), `cma` (process_vm_readv/writev), `pipeline` |
 //! | `batch` | `SPOOLS_BATCH` | `256` | short messages per batch in batched mode |
 //! | `progress_thread` | `SPOOLS_PROGRESS_THREAD` | `false` | run handlers on a background thread |
@@ -58,6 +59,14 @@ pub enum SingleCopyChoice {
 /// The most bytes a tagged message can carry inline in one control message.
 pub const SHORT_LIMIT_MAX: u64 = 24;
 
+/// Default of [`Config::coll_sm_limit`]: up to this size, collectives within a host go
+/// through shared flags and slots.
+pub const COLL_SM_LIMIT_DEFAULT: u64 = 4 << 10;
+
+/// The largest [`Config::coll_sm_limit`] (each rank has a slot of that size in the shared
+/// segment of every communicator it runs such collectives on).
+pub const COLL_SM_LIMIT_MAX: u64 = 64 << 10;
+
 /// The effective configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -83,6 +92,9 @@ pub struct Config {
     pub short_limit: u64,
     /// Largest tagged message sent eagerly; larger ones use the rendezvous protocol.
     pub eager_limit: u64,
+    /// Largest collective (barrier, broadcast, reduce, allreduce) run through shared
+    /// flags and slots within a host; 0: never.
+    pub coll_sm_limit: u64,
     /// Messages per batch.
     pub batch: u32,
     /// Whether a progress thread runs handlers.
@@ -109,6 +121,7 @@ impl Default for Config {
             single_copy: SingleCopyChoice::Auto,
             short_limit: 24,
             eager_limit: 32 << 10,
+            coll_sm_limit: COLL_SM_LIMIT_DEFAULT,
             batch: 256,
             progress_thread: false,
             bootstrap_timeout_s: 60,
@@ -160,6 +173,7 @@ struct FileConfig {
     fragment_size: Option<toml::Value>,
     short_limit: Option<toml::Value>,
     eager_limit: Option<toml::Value>,
+    coll_sm_limit: Option<toml::Value>,
     spin_us: Option<u64>,
     lanes: Option<u64>,
     single_copy: Option<String>,
@@ -276,6 +290,7 @@ impl Config {
             ("fragment_size", fc.fragment_size),
             ("short_limit", fc.short_limit),
             ("eager_limit", fc.eager_limit),
+            ("coll_sm_limit", fc.coll_sm_limit),
         ] {
             if let Some(v) = v {
                 self.apply(key, &size_text(&v))?;
@@ -329,6 +344,7 @@ impl Config {
             "fragment_size" => self.fragment_size = size(v)?,
             "short_limit" => self.short_limit = size(v)?,
             "eager_limit" => self.eager_limit = size(v)?,
+            "coll_sm_limit" => self.coll_sm_limit = size(v)?,
             "spin_us" => self.spin_us = int(v)?,
             "lanes" => {
                 self.lanes =
@@ -413,6 +429,13 @@ impl Config {
                 format!("at most bulk_limit ({})", show_size(self.bulk_limit)),
             ));
         }
+        if self.coll_sm_limit > COLL_SM_LIMIT_MAX {
+            return Err(value_err(
+                "coll_sm_limit",
+                &show_size(self.coll_sm_limit),
+                format!("at most {}", show_size(COLL_SM_LIMIT_MAX)),
+            ));
+        }
         if !(3..=64).contains(&self.lanes) {
             return Err(value_err(
                 "lanes",
@@ -472,6 +495,7 @@ impl fmt::Display for Config {
         writeln!(f, "single_copy = \"{}\"", self.single_copy)?;
         writeln!(f, "short_limit = \"{}\"", show_size(self.short_limit))?;
         writeln!(f, "eager_limit = \"{}\"", show_size(self.eager_limit))?;
+        writeln!(f, "coll_sm_limit = \"{}\"", show_size(self.coll_sm_limit))?;
         writeln!(f, "batch = {}", self.batch)?;
         writeln!(f, "progress_thread = {}", self.progress_thread)?;
         writeln!(f, "bootstrap_timeout_s = {}", self.bootstrap_timeout_s)?;

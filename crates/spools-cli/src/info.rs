@@ -63,6 +63,17 @@ pub(crate) fn run() -> Result<()> {
             writeln!(w, "{k:<15} = {v:<24} # {what}")?;
         }
         writeln!(w)?;
+        writeln!(w, "# collectives")?;
+        let sm = match cfg.coll_sm_limit {
+            0 => "off".to_owned(),
+            n => format!("up to {}", spools_boot::config::show_size(n)),
+        };
+        writeln!(
+            w,
+            "{:<15} = {sm:<24} # barrier, bcast, reduce, allreduce within a host through shared flags and slots (coll_sm_limit); larger, or between hosts: messages",
+            "shared_memory"
+        )?;
+        writeln!(w)?;
         writeln!(w, "# transports")?;
         match world.shm() {
             Some(shm) => {

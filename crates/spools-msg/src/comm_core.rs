@@ -37,6 +37,8 @@ pub(crate) struct CommCore {
     pub(crate) rank: u32,
     /// Collectives started (shared with the engine's list, reported at finalise).
     colls_started: Arc<AtomicU32>,
+    /// The segment of collectives in shared memory on this host (set up at first use).
+    pub(crate) sm: crate::coll::SmSlot,
 }
 
 impl CommCore {
@@ -57,6 +59,7 @@ impl CommCore {
             ranks,
             comm_rank_of_job,
             rank,
+            sm: Default::default(),
         })
     }
 

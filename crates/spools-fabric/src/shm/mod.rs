@@ -8,6 +8,7 @@
 //! segment; a sender rings it only when the receiver says it sleeps, so the fast path of a
 //! small message makes no system call.
 
+mod area;
 mod copy_probe;
 mod futex;
 mod ring;
@@ -25,6 +26,7 @@ use crate::caps::{Caps, Priority, SingleCopy};
 use crate::error::{Defect, FabricError};
 use crate::lock::TryLock;
 use crate::transport::{Incoming, Transport};
+pub use area::SharedArea;
 use ring::{Ring, TxState};
 use segment::Segment;
 pub use segment::{fit_rings, Geometry};

@@ -242,7 +242,7 @@ impl Segment {
 
 /// Opens (or creates exclusively, mode 0600) a POSIX shared-memory object; the
 /// descriptor is close-on-exec.
-fn open_shm(name: &str, create: bool) -> std::io::Result<OwnedFd> {
+pub(crate) fn open_shm(name: &str, create: bool) -> std::io::Result<OwnedFd> {
     let flags = if create {
         OFlags::CREATE | OFlags::EXCL | OFlags::RDWR
     } else {
@@ -253,7 +253,7 @@ fn open_shm(name: &str, create: bool) -> std::io::Result<OwnedFd> {
 
 /// Maps `len` bytes of a shared-memory object, shared and writable. The mapping outlives
 /// the descriptor.
-fn map(fd: &OwnedFd, len: usize) -> std::io::Result<*mut u8> {
+pub(crate) fn map(fd: &OwnedFd, len: usize) -> std::io::Result<*mut u8> {
     // SAFETY: a fresh mapping at an address the kernel chooses aliases no Rust object;
     // `fd` is a valid shared-memory descriptor of at least `len` bytes.
     let p = unsafe {

@@ -123,18 +123,21 @@ pub(crate) fn flat(
     }
 }
 
-/// Broadcast from member `root` of `g`, hierarchical across hosts.
-pub(crate) fn bcast(
+/// The phases of a broadcast across hosts before the one within each host: the root
+/// hands the data to its host's leader, and the leaders broadcast among themselves.
+/// Returns the member of `local` that serves this host (the root on its host, else the
+/// leader).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn between_hosts(
     c: &CommCore,
     g: &Group,
+    local: &Group,
+    leaders: &Group,
     hosts: &[u32],
     root: usize,
     tag: u32,
     buf: &mut [u8],
-) -> Result<(), MsgError> {
-    let Some((local, leaders)) = g.hierarchy(hosts) else {
-        return flat(c, g, root, tag, buf);
-    };
+) -> Result<usize, MsgError> {
     let root_rank = g.members[root];
     let host_of = |m: u32| hosts.get(m as usize).copied().unwrap_or(0);
     let root_host = host_of(root_rank);
@@ -158,11 +161,11 @@ pub(crate) fn bcast(
             recv(c, g, root, tag + 1, buf)?;
         }
     }
-    // 2. Between leaders; 3. within each host (the root already has it).
+    // 2. Between leaders.
     if leaders.me != usize::MAX {
-        flat(c, &leaders, root_leader, tag + 2, buf)?;
+        flat(c, leaders, root_leader, tag + 2, buf)?;
     }
-    let local_root = if host_of(me) == root_host {
+    Ok(if host_of(me) == root_host {
         local
             .members
             .iter()
@@ -170,8 +173,27 @@ pub(crate) fn bcast(
             .unwrap_or(0)
     } else {
         0
+    })
+}
+
+/// Broadcast from member `root` of `g`, hierarchical across hosts.
+pub(crate) fn bcast(
+    c: &CommCore,
+    g: &Group,
+    hosts: &[u32],
+    root: usize,
+    tag: u32,
+    buf: &mut [u8],
+) -> Result<(), MsgError> {
+    let Some((local, leaders)) = g.hierarchy(hosts) else {
+        return flat(c, g, root, tag, buf);
     };
-    if host_of(me) == root_host && root_rank != root_leader_rank {
+    let local_root = between_hosts(c, g, &local, &leaders, hosts, root, tag, buf)?;
+    // 3. Within each host (the root already has it).
+    let root_rank = g.members[root];
+    let me = g.members[g.me];
+    let root_leader_rank = local.members[0];
+    if local.members.contains(&root_rank) && root_rank != root_leader_rank {
         // The root and its leader both have the data; the root serves its host.
         let others: Vec<u32> = local
             .members
@@ -225,10 +247,14 @@ impl Communicator {
     pub fn bcast<T: Element>(&self, buf: &mut [T], root: u32) -> Result<(), MsgError> {
         let tag = self.core.next_coll_tag();
         self.core.job_rank(root)?;
+        let hosts = self.hosts();
+        if super::sm::bcast(&self.core, &hosts, root as usize, tag, bytes_mut(buf))? {
+            return Ok(());
+        }
         bcast(
             &self.core,
             &Group::all(&self.core),
-            &self.hosts(),
+            &hosts,
             root as usize,
             tag,
             bytes_mut(buf),

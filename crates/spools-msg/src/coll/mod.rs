@@ -16,6 +16,11 @@
 //! commutative operator) go in three phases: within each host to a leader, between the
 //! leaders, and back within each host, so each host's data crosses the network once (the
 //! StarT-X broadcast lesson).
+//!
+//! Up to `coll_sm_limit` bytes (configuration, 4 KiB by default), the blocking barrier,
+//! broadcast, reduce and allreduce go instead through a shared segment per communicator
+//! and host, with flags and per-rank slots (`sm`), where at least 3 ranks share the host;
+//! across hosts it serves the phases within each host. The non-blocking collectives use the messages.
 
 mod args;
 mod barrier;
@@ -27,5 +32,7 @@ mod plans;
 mod reduce;
 mod ring;
 mod schedule;
+mod sm;
 
 pub use nonblocking::CollRequest;
+pub(crate) use sm::SmSlot;

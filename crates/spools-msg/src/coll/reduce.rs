@@ -253,12 +253,19 @@ impl Communicator {
         let tag = self.core.next_coll_tag();
         self.core.job_rank(root)?;
         let g = Group::all(&self.core);
+        let hosts = self.hosts();
         if g.me == root as usize {
             check("reduce", RECV_AS_SEND, recv.len(), send.len())?;
             recv.copy_from_slice(send);
+            if super::sm::reduce(&self.core, &hosts, root as usize, tag, recv, op)? {
+                return Ok(());
+            }
             reduce_to(&self.core, &g, root as usize, tag, recv, op)
         } else {
             let mut acc = send.to_vec();
+            if super::sm::reduce(&self.core, &hosts, root as usize, tag, &mut acc, op)? {
+                return Ok(());
+            }
             reduce_to(&self.core, &g, root as usize, tag, &mut acc, op)
         }
     }
@@ -285,14 +292,11 @@ impl Communicator {
         let tag = self.core.next_coll_tag();
         check("allreduce", RECV_AS_SEND, recv.len(), send.len())?;
         recv.copy_from_slice(send);
-        allreduce(
-            &self.core,
-            &Group::all(&self.core),
-            &self.hosts(),
-            tag,
-            recv,
-            op,
-        )
+        let hosts = self.hosts();
+        if super::sm::allreduce(&self.core, &hosts, tag, recv, op)? {
+            return Ok(());
+        }
+        allreduce(&self.core, &Group::all(&self.core), &hosts, tag, recv, op)
     }
 
     /// Reduces every rank's `send` (the sum of `counts` elements) with `op` and leaves

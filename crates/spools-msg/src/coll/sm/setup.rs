@@ -1,0 +1,148 @@
+//! Creating and opening a communicator's segment: the lowest local member creates it at
+//! the first small collective, the others open it after a point-to-point handshake on the
+//! communicator, and everyone agrees whether it is usable before anyone uses it.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+
+use spools_am::{Route, SharedArea};
+
+use super::{SmComm, FIRST_SEQ};
+use crate::coll::group::{recv, send, Group};
+use crate::comm_core::CommCore;
+use crate::error::MsgError;
+
+/// Low tag bits of the handshake's messages (the collective's other steps use fewer).
+const STEP: u32 = 250;
+
+/// A communicator's segment on this host: not yet decided, off (a single member here,
+/// shared memory not in use, or creation failed: the message algorithms serve), or on.
+#[derive(Debug, Default)]
+pub(crate) struct SmSlot(OnceLock<Option<SmComm>>);
+
+impl SmSlot {
+    /// The segment if it is set up; sets it up on first use (collective over the local
+    /// members: every one of them must be in the same collective, with the same tag).
+    ///
+    /// # Errors
+    /// A dead rank during the handshake.
+    pub(crate) fn get(
+        &self,
+        c: &CommCore,
+        local: &Group,
+        tag: u32,
+    ) -> Result<Option<&SmComm>, MsgError> {
+        if let Some(s) = self.0.get() {
+            return Ok(s.as_ref());
+        }
+        let made = setup(c, local, tag)?;
+        // Collectives of one communicator do not run concurrently, so nobody set it since.
+        let _ = self.0.set(made);
+        Ok(self.0.get().and_then(Option::as_ref))
+    }
+}
+
+impl SmSlot {
+    /// Whether it was decided that this communicator has no segment here.
+    pub(crate) fn is_off(&self) -> bool {
+        matches!(self.0.get(), Some(None))
+    }
+
+    /// Collectives run through the segment so far.
+    pub(crate) fn count(&self) -> u32 {
+        self.0.get().and_then(Option::as_ref).map_or(0, |s| {
+            s.next.load(Ordering::Relaxed).wrapping_sub(FIRST_SEQ)
+        })
+    }
+}
+
+/// Whether every local member is reached through shared memory (with
+/// `SPOOLS_TRANSPORT=tcp` the segment is not used either).
+fn shm_routes(c: &CommCore, local: &Group) -> bool {
+    local.members.iter().all(|&m| {
+        c.job_rank(m)
+            .ok()
+            .and_then(|j| c.engine.worker.route(j).ok())
+            .is_some_and(|r| matches!(r, Route::Shm | Route::Local))
+    })
+}
+
+fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgError> {
+    let n = local.n();
+    let limit = c.engine.worker.config().coll_sm_limit as usize;
+    if n < 2 || limit == 0 || !shm_routes(c, local) {
+        return Ok(None);
+    }
+    let boot = c.engine.worker.bootstrap();
+    let me_job = c.engine.worker.rank();
+    let host = c.engine.hosts.get(me_job as usize).copied().unwrap_or(0);
+    let name = format!("/spools-{:016x}-sm{}-h{host}", boot.job(), c.coll_ctx());
+    let slot = limit.next_multiple_of(64);
+    let len = SmComm::bytes(n, slot);
+    let make = |area: SharedArea| SmComm {
+        area,
+        members: local.members.clone(),
+        me: local.me,
+        slot,
+        outs: SmComm::outs(slot),
+        next: AtomicU32::new(FIRST_SEQ),
+        worker: c.engine.worker.clone(),
+    };
+    let tag = tag + STEP;
+    if local.me == 0 {
+        // Create, tell the others, hear whether they could open it, tell the verdict.
+        let sm = match SharedArea::create(&name, len, n as u32, boot.secret()) {
+            Ok(a) => Some(make(a)),
+            Err(e) => {
+                spools_boot::logger::warn(format_args!(
+                    "spools: collectives in shared memory off on this communicator: {e}"
+                ));
+                None
+            }
+        };
+        if let Some(sm) = &sm {
+            sm.init();
+        }
+        let created = [u8::from(sm.is_some())];
+        for i in 1..n {
+            send(c, local, i, tag, &created)?;
+        }
+        if sm.is_none() {
+            return Ok(None);
+        }
+        let mut all = true;
+        for i in 1..n {
+            let mut ok = [0u8];
+            recv(c, local, i, tag + 1, &mut ok)?;
+            all &= ok[0] == 1;
+        }
+        for i in 1..n {
+            send(c, local, i, tag + 2, &[u8::from(all)])?;
+        }
+        if !all {
+            if let Some(sm) = &sm {
+                sm.area.unlink();
+            }
+            return Ok(None);
+        }
+        Ok(sm)
+    } else {
+        let mut created = [0u8];
+        recv(c, local, 0, tag, &mut created)?;
+        if created[0] != 1 {
+            return Ok(None);
+        }
+        let creator = c.job_rank(local.members[0])?;
+        let opened = SharedArea::open(&name, len, creator, boot.secret());
+        if let Err(e) = &opened {
+            spools_boot::logger::warn(format_args!(
+                "spools: collectives in shared memory off on this communicator: {e}"
+            ));
+        }
+        let sm = opened.ok().map(make);
+        send(c, local, 0, tag + 1, &[u8::from(sm.is_some())])?;
+        let mut all = [0u8];
+        recv(c, local, 0, tag + 2, &mut all)?;
+        Ok(if all[0] == 1 { sm } else { None })
+    }
+}

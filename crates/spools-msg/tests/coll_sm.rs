@@ -1,0 +1,412 @@
+//! Collectives of small messages through shared memory (`coll_sm_limit`), with real
+//! processes: results against a one-process reference for 1 to 9 ranks (oversubscribed
+//! beyond 2), sizes on both sides of the limit, several communicators used in turn, runs
+//! long enough for the sequence numbers to wrap, across "hosts" (`SPOOLS_HOST_ID`); the
+//! path taken (each rank counts the collectives that went through the segment, against
+//! the documented choice); and a rank killed while the others wait in such a collective:
+//! they fail with an error naming it, the job ends, nothing hangs. And that a segment's
+//! name is gone from /dev/shm once every member mapped it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use spools::{Communicator, Op};
+use spools_testkit::{
+    assert_ok, checked, e, launch, rank_main, shm_leftovers, signal_file, tempdir, wait_for_file,
+};
+
+fn val(r: u32, i: usize, salt: u64) -> i64 {
+    (i64::from(r) + 1) * 1_000_003 + ((i as i64 * 7919 + salt as i64) % 10_007) - 5000
+}
+
+fn input(r: u32, len: usize, salt: u64) -> Vec<i64> {
+    (0..len).map(|i| val(r, i, salt)).collect()
+}
+
+/// An associative, non-commutative operator: composition of affine maps x -> m·x + c
+/// (mod 2^32), packed as (c << 32) | m; `affine(a, b)` applies a, then b.
+fn affine(a: u64, b: u64) -> u64 {
+    let (m1, c1) = (a as u32, (a >> 32) as u32);
+    let (m2, c2) = (b as u32, (b >> 32) as u32);
+    (u64::from(m2.wrapping_mul(c1).wrapping_add(c2)) << 32) | u64::from(m2.wrapping_mul(m1))
+}
+
+fn affine_input(r: u32, len: usize) -> Vec<u64> {
+    (0..len)
+        .map(|i| (u64::from(r * 31 + i as u32 + 1) << 32) | u64::from(2 * (r + i as u32) + 3))
+        .collect()
+}
+
+fn fold<T: Copy>(n: u32, f: impl Fn(u32) -> Vec<T>, op: impl Fn(T, T) -> T) -> Vec<T> {
+    let mut acc = f(0);
+    for r in 1..n {
+        for (a, b) in acc.iter_mut().zip(f(r)) {
+            *a = op(*a, b);
+        }
+    }
+    acc
+}
+
+fn check(ok: bool, what: impl FnOnce() -> String) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(what())
+    }
+}
+
+/// The run's shape as the ranks see it: hosts played (`SPOOLS_TEST_HOSTS`), the limit.
+struct Shape {
+    hosts: u32,
+    limit: usize,
+}
+
+impl Shape {
+    fn read() -> Shape {
+        let hosts = std::env::var("SPOOLS_TEST_HOSTS").map_or(1, |h| h.parse().unwrap());
+        if hosts > 1 {
+            let rank: u32 = std::env::var("SPOOLS_RANK").unwrap().parse().unwrap();
+            std::env::set_var("SPOOLS_HOST_ID", format!("h{}", rank % hosts));
+        }
+        let limit = std::env::var("SPOOLS_COLL_SM_LIMIT").map_or(4096, |l| l.parse().unwrap());
+        Shape { hosts, limit }
+    }
+}
+
+/// Collective kinds, for the expected path.
+#[derive(Clone, Copy, PartialEq)]
+enum K {
+    Barrier,
+    Bcast,
+    Reduce,
+    Allreduce { commutative: bool },
+}
+
+/// Counts the collectives that should go through the segment (docs/configuration.md,
+/// `coll_sm_limit`): up to the limit, with at least 3 members of the communicator on this
+/// host; across hosts not reduce, nor allreduce with a non-commutative operator.
+struct Expect<'a> {
+    c: &'a Communicator,
+    shape: &'a Shape,
+    count: u32,
+}
+
+impl Expect<'_> {
+    fn host(&self, r: u32) -> u32 {
+        self.c.job_rank(r).unwrap() % self.shape.hosts
+    }
+
+    fn note(&mut self, k: K, bytes: usize) {
+        let n = self.c.size();
+        let mine = self.host(self.c.rank());
+        let local = (0..n).filter(|&r| self.host(r) == mine).count();
+        let several_hosts = (0..n).any(|r| self.host(r) != mine);
+        let fits = self.shape.limit > 0 && bytes <= self.shape.limit && local >= 3;
+        let kind_ok = match k {
+            K::Barrier | K::Bcast => true,
+            K::Reduce => !several_hosts,
+            K::Allreduce { commutative } => commutative || !several_hosts,
+        };
+        if fits && kind_ok {
+            self.count += 1;
+        }
+    }
+
+    fn verify(&self) -> Result<(), String> {
+        let got = self.c.shared_memory_collectives();
+        check(got == self.count, || {
+            format!(
+                "rank {} of {}: {got} collectives through shared memory, {} expected",
+                self.c.rank(),
+                self.c.size(),
+                self.count
+            )
+        })
+    }
+}
+
+/// Element counts of i64 around the default limit (512 elements = 4 KiB) and a small one.
+const LENS: [usize; 6] = [0, 1, 7, 511, 512, 513];
+
+/// Every collective of this kind at every length, against the reference.
+fn sizes(c: &Communicator, x: &mut Expect<'_>) -> Result<(), String> {
+    let (me, n) = (c.rank(), c.size());
+    let user = Op::user(affine, false);
+    for &len in LENS.iter().chain(&[8, 9]) {
+        let b = len * 8;
+        let mine = input(me, len, 1);
+        let sum = fold(n, |r| input(r, len, 1), i64::wrapping_add);
+        let mut out = vec![0i64; len];
+        e(c.allreduce(&mine, &mut out, &Op::Sum))?;
+        x.note(K::Allreduce { commutative: true }, b);
+        check(out == sum, || format!("allreduce sum of {len}"))?;
+        let max = fold(n, |r| input(r, len, 1), i64::max);
+        e(c.allreduce(&mine, &mut out, &Op::Max))?;
+        x.note(K::Allreduce { commutative: true }, b);
+        check(out == max, || format!("allreduce max of {len}"))?;
+        let aff = fold(n, |r| affine_input(r, len), affine);
+        let mut ao = vec![0u64; len];
+        e(c.allreduce(&affine_input(me, len), &mut ao, &user))?;
+        x.note(K::Allreduce { commutative: false }, b);
+        check(ao == aff, || format!("allreduce non-commutative of {len}"))?;
+        for root in [0, n - 1, n / 2] {
+            let mut ro = vec![0i64; len];
+            e(c.reduce(&mine, &mut ro, &Op::Sum, root))?;
+            x.note(K::Reduce, b);
+            if me == root {
+                check(ro == sum, || format!("reduce to {root} of {len}"))?;
+            }
+            let mut ao = vec![0u64; len];
+            e(c.reduce(&affine_input(me, len), &mut ao, &user, root))?;
+            x.note(K::Reduce, b);
+            if me == root {
+                check(ao == aff, || {
+                    format!("non-commutative reduce to {root} of {len}")
+                })?;
+            }
+            let mut bo = if me == root {
+                input(root, len, 2)
+            } else {
+                vec![-1; len]
+            };
+            e(c.bcast(&mut bo, root))?;
+            x.note(K::Bcast, b);
+            check(bo == input(root, len, 2), || {
+                format!("bcast from {root} of {len}")
+            })?;
+        }
+        // Byte broadcasts just below, at and above the limit.
+        for blen in [
+            x.shape.limit.saturating_sub(1),
+            x.shape.limit,
+            x.shape.limit + 1,
+        ] {
+            let want: Vec<u8> = (0..blen).map(|i| (i * 13 + 5) as u8).collect();
+            let mut got = if me == n - 1 {
+                want.clone()
+            } else {
+                vec![0; blen]
+            };
+            e(c.bcast(&mut got, n - 1))?;
+            x.note(K::Bcast, blen);
+            check(got == want, || format!("byte bcast of {blen}"))?;
+        }
+        e(c.barrier())?;
+        x.note(K::Barrier, 0);
+    }
+    x.verify()
+}
+
+/// `rounds` rounds of small collectives on each of `comms` in turn (the sequence numbers
+/// wrap after a few hundred), each round's values different.
+fn many(comms: &mut [Expect<'_>], rounds: u64) -> Result<(), String> {
+    for round in 0..rounds {
+        for x in comms.iter_mut() {
+            let c = x.c;
+            let (me, n) = (c.rank(), c.size());
+            let mut out = [0i64; 2];
+            e(c.allreduce(&[val(me, 0, round), 1], &mut out, &Op::Sum))?;
+            x.note(K::Allreduce { commutative: true }, 16);
+            let sum: i64 = (0..n).map(|r| val(r, 0, round)).sum();
+            check(out == [sum, i64::from(n)], || {
+                format!("round {round}: allreduce")
+            })?;
+            let root = (round % u64::from(n)) as u32;
+            let mut b = [if me == root { round } else { u64::MAX }; 3];
+            e(c.bcast(&mut b, root))?;
+            x.note(K::Bcast, 24);
+            check(b == [round; 3], || {
+                format!("round {round}: bcast from {root}")
+            })?;
+            if round % 3 == 0 {
+                e(c.barrier())?;
+                x.note(K::Barrier, 0);
+            }
+        }
+    }
+    for x in comms.iter() {
+        x.verify()?;
+    }
+    Ok(())
+}
+
+fn sm_role() -> Result<(), String> {
+    let shape = Shape::read();
+    let w = e(spools::init())?;
+    checked(&w, |w| {
+        let me = w.rank();
+        let d = e(w.dup())?;
+        // Odd ranks, renumbered in reverse; even ranks get none.
+        let sub = e(w.split((me % 2 == 1).then_some(1), -(me as i32)))?;
+        // The split's allgather runs through the messages, so counts start now.
+        let mut xw = Expect {
+            c: w,
+            shape: &shape,
+            count: 0,
+        };
+        xw.count = w.shared_memory_collectives();
+        sizes(w, &mut xw)?;
+        // Every member mapped the world's segment: its name is gone already.
+        let left = shm_leftovers(&format!("{:016x}", w.job()));
+        check(left.is_empty(), || {
+            format!("rank {me}: /dev/shm still holds {left:?}")
+        })?;
+        let mut comms = vec![
+            xw,
+            Expect {
+                c: &d,
+                shape: &shape,
+                count: 0,
+            },
+        ];
+        if let Some(s) = &sub {
+            comms.push(Expect {
+                c: s,
+                shape: &shape,
+                count: 0,
+            });
+        }
+        many(&mut comms, 150)?;
+        // The sequence numbers start 256 below the wrap: with 3 or more ranks on this host
+        // the world's went past it.
+        if w.size() >= 3 && shape.hosts == 1 && shape.limit >= 24 {
+            check(comms[0].count > 256, || {
+                format!("only {} collectives through shared memory", comms[0].count)
+            })?;
+        }
+        if let Some(s) = &sub {
+            let mut xs = Expect {
+                c: s,
+                shape: &shape,
+                count: s.shared_memory_collectives(),
+            };
+            sizes(s, &mut xs)?;
+        }
+        Ok(())
+    });
+    println!("sm ok rank {}", w.rank());
+    e(w.finalize())
+}
+
+fn run(n: u32, env: &[(&str, &str)]) {
+    let o = launch(n, "small_collectives_through_shared_memory", "x", env);
+    assert_ok(&o);
+    assert_eq!(
+        o.stdout.matches("sm ok").count(),
+        n as usize,
+        "{n} {env:?}: {}",
+        o.stdout
+    );
+}
+
+/// Results equal the reference, and the path is the documented one, for 1 to 9 ranks,
+/// a smaller limit, shared memory off, and across 2 and 3 hosts.
+#[test]
+fn small_collectives_through_shared_memory() {
+    rank_main(|_| sm_role());
+    for n in 1..=9 {
+        run(n, &[]);
+    }
+    run(4, &[("SPOOLS_COLL_SM_LIMIT", "64")]);
+    run(3, &[("SPOOLS_COLL_SM_LIMIT", "0")]);
+    run(5, &[("SPOOLS_TEST_HOSTS", "2")]);
+    run(7, &[("SPOOLS_TEST_HOSTS", "3")]);
+}
+
+/// Rank `victim` kills itself (SIGKILL) once every other rank has said (a file) that it
+/// enters collective number `at`; the others, waiting in it, must fail with an error
+/// naming the victim.
+fn kill_role() -> Result<(), String> {
+    let dir = PathBuf::from(std::env::var("SPOOLS_TEST_DIR").unwrap());
+    let victim: u32 = std::env::var("SPOOLS_TEST_VICTIM")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let what = std::env::var("SPOOLS_TEST_COLL").unwrap();
+    let w = e(spools::init())?;
+    let (me, n) = (w.rank(), w.size());
+    let at = 20;
+    for k in 0..=at {
+        if k == at {
+            if me == victim {
+                for r in (0..n).filter(|&r| r != me) {
+                    wait_for_file(&dir.join(format!("in-{r}")), Duration::from_secs(60))?;
+                }
+                std::process::Command::new("kill")
+                    .args(["-KILL", &std::process::id().to_string()])
+                    .status()
+                    .map_err(|x| x.to_string())?;
+                // The signal ends this process; the launcher's timeout bounds this wait.
+                loop {
+                    std::thread::sleep(Duration::from_secs(3600));
+                }
+            }
+            signal_file(&dir.join(format!("in-{me}")), b"")?;
+        }
+        let r = match what.as_str() {
+            "allreduce" => {
+                let mut out = [0u64; 4];
+                w.allreduce(&[u64::from(me); 4], &mut out, &Op::Sum)
+            }
+            "bcast" => {
+                let mut b = [7u8; 100];
+                w.bcast(&mut b, 0)
+            }
+            _ => w.barrier(),
+        };
+        if let Err(err) = r {
+            println!("rank {me} {what} #{k} failed: {err}");
+            std::process::exit(5);
+        }
+    }
+    Err(format!(
+        "rank {me}: collective #{at} succeeded without rank {victim}"
+    ))
+}
+
+/// A rank killed while the others wait in a collective through shared memory: every
+/// other rank's call fails naming it (the root waiting for contributions, members
+/// waiting for the root's result), and the job ends with the victim's signal.
+#[test]
+fn a_rank_killed_in_a_shared_memory_collective_fails_the_others() {
+    rank_main(|_| kill_role());
+    for (n, victim, what) in [
+        (4u32, 2u32, "allreduce"),
+        (4, 0, "bcast"),
+        (3, 1, "barrier"),
+        (9, 0, "allreduce"),
+    ] {
+        let dir = tempdir("coll-sm-kill");
+        let v = victim.to_string();
+        let o = launch(
+            n,
+            "a_rank_killed_in_a_shared_memory_collective_fails_the_others",
+            "x",
+            &[
+                ("SPOOLS_TEST_DIR", dir.path().to_str().unwrap()),
+                ("SPOOLS_TEST_VICTIM", &v),
+                ("SPOOLS_TEST_COLL", what),
+            ],
+        );
+        assert_eq!(o.code(), Some(128 + 9), "{n} {what}: {o:?}");
+        assert_eq!(
+            o.reports(),
+            [format!(
+                "spools run: rank {victim} was killed by signal 9 (SIGKILL); stopping the job"
+            )],
+            "{n} {what}: {o:?}"
+        );
+        // Every rank that reports names the victim; at least one reports before the
+        // launcher stops the job (it ends the others once one fails).
+        let failed: Vec<&str> = o.stdout.lines().filter(|l| l.contains("failed")).collect();
+        assert!(!failed.is_empty(), "{n} {what}: {o:?}");
+        for l in &failed {
+            assert!(
+                l.contains(&format!("#20 failed: rank {victim} died")),
+                "{n} {what}: {l}: {o:?}"
+            );
+        }
+    }
+}
