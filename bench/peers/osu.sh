@@ -3,7 +3,7 @@
 # Open MPI and MPICH (bench/peers/osu.c), in the OSU micro-benchmarks' table format.
 #
 # Usage: bench/peers/osu.sh [--runs N] [--out DIR] [--tests LIST] [--coll-ranks LIST]
-#                           [--skip-spools]
+#                           [--coll-max-size BYTES] [--skip-spools]
 #   (also reached as bench/peers/run.sh --suite osu, with the same options)
 #
 #   --runs N           rounds of every test, interleaved across the three implementations
@@ -13,6 +13,8 @@
 #   --tests LIST       comma-separated (default latency,bw,bibw,allreduce,bcast,barrier,alltoall)
 #   --coll-ranks LIST  rank counts of the collectives, comma-separated (default 2; more
 #                      ranks than cores oversubscribe, where MPICH's busy polling collapses)
+#   --coll-max-size B  largest message of the collectives (default: OSU's 1 MiB; the
+#                      small-message goals need 4096)
 #   --skip-spools      only the two MPIs (no cargo build)
 #
 # Steps: install Open MPI and MPICH from Debian through scripts/install-mpi.sh --with-mpich
@@ -32,6 +34,7 @@ runs=3
 out=""
 tests="latency,bw,bibw,allreduce,bcast,barrier,alltoall"
 coll_ranks="2"
+coll_max=""
 skip_spools=0
 
 usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"; }
@@ -51,6 +54,9 @@ while (($# > 0)); do
     --coll-ranks)
         [[ $# -ge 2 && $2 =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "osu.sh: --coll-ranks needs rank counts" >&2; exit 2; }
         coll_ranks=$2; shift 2 ;;
+    --coll-max-size)
+        [[ $# -ge 2 && $2 =~ ^[1-9][0-9]*$ ]] || { echo "osu.sh: --coll-max-size needs a size in bytes" >&2; exit 2; }
+        coll_max=$2; shift 2 ;;
     --skip-spools) skip_spools=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "osu.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
@@ -88,7 +94,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     echo "open mpi: $(mpirun.openmpi --version 2>/dev/null | head -n1)"
     echo "mpich: $(mpichversion 2>/dev/null | head -n1 || mpirun.mpich --version 2>/dev/null | head -n1)"
     echo "spools: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-    echo "runs: $runs; collectives on $coll_ranks ranks"
+    echo "runs: $runs; collectives on $coll_ranks ranks${coll_max:+, up to $coll_max B}"
 } >"$out/host.txt"
 rm -f "$out"/*.run*.txt
 
@@ -112,17 +118,20 @@ for ((i = 1; i <= runs; i++)); do
     log "run $i of $runs"
     for t in "${test_list[@]}"; do
         case $t in
-        latency | bw | bibw) ranks=(2); suffix=0 ;;
-        *) ranks=("${rank_list[@]}"); suffix=1 ;;
+        latency | bw | bibw) ranks=(2); suffix=0; extra=() ;;
+        *)
+            ranks=("${rank_list[@]}"); suffix=1; extra=()
+            if [[ -n $coll_max && $t != barrier ]]; then extra=(--max-size "$coll_max"); fi
+            ;;
         esac
         for p in "${ranks[@]}"; do
             name=$t
             if ((suffix)); then name="$t-P$p"; fi
             if ((skip_spools == 0)); then
-                table "$name-spools.run$i" "$spools" run -n "$p" -- "$spools" bench osu "$t"
+                table "$name-spools.run$i" "$spools" run -n "$p" -- "$spools" bench osu "$t" "${extra[@]}"
             fi
-            table "$name-openmpi.run$i" mpirun.openmpi --oversubscribe -n "$p" "$out/osu-openmpi" "$t"
-            table "$name-mpich.run$i" mpirun.mpich -n "$p" "$out/osu-mpich" "$t"
+            table "$name-openmpi.run$i" mpirun.openmpi --oversubscribe -n "$p" "$out/osu-openmpi" "$t" "${extra[@]}"
+            table "$name-mpich.run$i" mpirun.mpich -n "$p" "$out/osu-mpich" "$t" "${extra[@]}"
         done
     done
 done
