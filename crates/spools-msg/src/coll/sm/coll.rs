@@ -54,8 +54,8 @@ fn run<T: Element>(
     m: &mut SmColl<'_, T>,
     between: impl FnOnce(&mut [T]) -> Result<(), MsgError>,
 ) -> Result<(), MsgError> {
-    sm.drive(c, tag, || Ok(m.poll()? || m.stage == Stage::Publish))?;
-    if m.stage == Stage::Publish {
+    sm.drive(c, tag, || Ok(m.poll()? || m.stage() == Stage::Publish))?;
+    if m.stage() == Stage::Publish {
         match between(m.buf()) {
             Ok(()) => m.publish()?,
             // A dead rank: the local members' waits report it too.

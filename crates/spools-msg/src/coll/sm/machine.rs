@@ -55,17 +55,13 @@ pub(crate) enum Stage {
     Done,
 }
 
-/// One collective on one member.
-pub(crate) struct SmColl<'a, T: Element> {
-    sm: &'a SmComm,
+/// Where one collective is on one member: owned, so that a non-blocking collective's
+/// schedule keeps it between polls ([`SmColl::resume`], [`SmColl::into_state`]).
+pub(crate) struct SmState<T: Element> {
     seq: u32,
     kind: Kind,
     /// The root's index among the local members.
     root: usize,
-    /// This member's contribution in, its result out (for a broadcast, the root's data in
-    /// and everyone's result out).
-    buf: &'a mut [T],
-    op: Option<&'a Op<T>>,
     pub(crate) stage: Stage,
     /// The next member the root collects.
     next: usize,
@@ -77,6 +73,17 @@ pub(crate) struct SmColl<'a, T: Element> {
     /// Every member collects (and reduces) for itself and nobody publishes: one step
     /// instead of a fan-in and a fan-out (barrier and allreduce among few members).
     flat: bool,
+}
+
+/// One collective on one member: its state over the segment, the member's buffer and
+/// the operator.
+pub(crate) struct SmColl<'a, T: Element> {
+    sm: &'a SmComm,
+    /// This member's contribution in, its result out (for a broadcast, the root's data in
+    /// and everyone's result out).
+    buf: &'a mut [T],
+    op: Option<&'a Op<T>>,
+    st: SmState<T>,
 }
 
 impl<'a, T: Element> SmColl<'a, T> {
@@ -93,26 +100,49 @@ impl<'a, T: Element> SmColl<'a, T> {
         debug_assert!(std::mem::size_of_val(buf) <= sm.slot);
         SmColl {
             sm,
-            seq,
-            kind,
-            root,
             buf,
             op,
-            stage: Stage::Post,
-            next: 0,
-            acc: Vec::new(),
-            tmp: Vec::new(),
-            disagree: None,
-            flat: false,
+            st: SmState {
+                seq,
+                kind,
+                root,
+                stage: Stage::Post,
+                next: 0,
+                acc: Vec::new(),
+                tmp: Vec::new(),
+                disagree: None,
+                flat: false,
+            },
         }
+    }
+
+    /// Picks a collective up where [`SmColl::into_state`] left it, over the same segment,
+    /// buffer contents and operator.
+    pub(crate) fn resume(
+        sm: &'a SmComm,
+        buf: &'a mut [T],
+        op: Option<&'a Op<T>>,
+        st: SmState<T>,
+    ) -> Self {
+        SmColl { sm, buf, op, st }
+    }
+
+    /// The collective's state, to resume later.
+    pub(crate) fn into_state(self) -> SmState<T> {
+        self.st
+    }
+
+    /// Where it is.
+    pub(crate) fn stage(&self) -> Stage {
+        self.st.stage
     }
 
     /// Makes a barrier or an allreduce *flat*: every member posts its contribution and
     /// waits for everyone's, reducing them itself in rank order; no root, no result slot.
     pub(crate) fn flat(mut self) -> Self {
-        debug_assert!(matches!(self.kind, Kind::Barrier | Kind::Allreduce));
-        self.flat = true;
-        self.root = self.sm.me;
+        debug_assert!(matches!(self.st.kind, Kind::Barrier | Kind::Allreduce));
+        self.st.flat = true;
+        self.st.root = self.sm.me;
         self
     }
 
@@ -135,39 +165,39 @@ impl<'a, T: Element> SmColl<'a, T> {
     /// collective gets it).
     pub(crate) fn poll(&mut self) -> Result<bool, MsgError> {
         let sm = self.sm;
-        if self.stage == Stage::Post {
-            if self.kind.contributes() {
+        if self.st.stage == Stage::Post {
+            if self.st.kind.contributes() {
                 // Data slot and length `s % 2` were last read in `s - 2`: everyone must
                 // be past it.
-                let prev = self.seq.wrapping_sub(1);
+                let prev = self.st.seq.wrapping_sub(1);
                 if !(0..sm.n()).all(|m| seq_ge(sm.posted(m).load(Ordering::Acquire), prev)) {
                     return Ok(false);
                 }
-                if sm.me != self.root || self.flat {
-                    sm.write_data(self.seq, bytes(self.buf));
+                if sm.me != self.st.root || self.st.flat {
+                    sm.write_data(self.st.seq, bytes(self.buf));
                 }
-                sm.len_of(sm.me, self.seq)
+                sm.len_of(sm.me, self.st.seq)
                     .store(self.nbytes() as u32, Ordering::Relaxed);
             }
-            sm.posted(sm.me).store(self.seq, Ordering::SeqCst);
+            sm.posted(sm.me).store(self.st.seq, Ordering::SeqCst);
             // Anyone may wait for a post (a root, a flat member, a contributor about to
             // write its slot).
             sm.wake_all();
-            self.stage = if self.flat || sm.me == self.root {
+            self.st.stage = if self.st.flat || sm.me == self.st.root {
                 Stage::Collect
             } else {
                 Stage::Await
             };
         }
-        if self.stage == Stage::Collect {
+        if self.st.stage == Stage::Collect {
             if !self.collect()? {
                 return Ok(false);
             }
-            if self.flat {
-                self.stage = Stage::Done;
-                if let Some((m, got)) = self.disagree {
+            if self.st.flat {
+                self.st.stage = Stage::Done;
+                if let Some((m, got)) = self.st.disagree {
                     return Err(MsgError::Mismatch {
-                        op: self.kind.name(),
+                        op: self.st.kind.name(),
                         from: Some(sm.members[m]),
                         got,
                         want: self.nbytes(),
@@ -175,9 +205,9 @@ impl<'a, T: Element> SmColl<'a, T> {
                 }
                 return Ok(true);
             }
-            self.stage = Stage::Publish;
+            self.st.stage = Stage::Publish;
         }
-        match self.stage {
+        match self.st.stage {
             Stage::Publish => Ok(false),
             Stage::Await => self.await_result(),
             _ => Ok(true),
@@ -192,7 +222,7 @@ impl<'a, T: Element> SmColl<'a, T> {
         if self.poll()? {
             return Ok(true);
         }
-        if self.stage == Stage::Publish {
+        if self.st.stage == Stage::Publish {
             self.publish()?;
             return Ok(true);
         }
@@ -202,30 +232,30 @@ impl<'a, T: Element> SmColl<'a, T> {
     /// The root's collection: members in rank order as their posts arrive.
     fn collect(&mut self) -> Result<bool, MsgError> {
         let sm = self.sm;
-        let need = if self.kind == Kind::Bcast {
-            self.seq.wrapping_sub(sm.outs as u32 - 1)
+        let need = if self.st.kind == Kind::Bcast {
+            self.st.seq.wrapping_sub(sm.outs as u32 - 1)
         } else {
-            self.seq
+            self.st.seq
         };
         let mine = self.nbytes();
-        while self.next < sm.n() {
-            let m = self.next;
+        while self.st.next < sm.n() {
+            let m = self.st.next;
             if !seq_ge(sm.posted(m).load(Ordering::Acquire), need) {
                 return Ok(false);
             }
-            if self.kind.contributes() {
-                let len = sm.len_of(m, self.seq).load(Ordering::Relaxed) as usize;
-                if len != mine && self.disagree.is_none() {
-                    self.disagree = Some((m, len));
+            if self.st.kind.contributes() {
+                let len = sm.len_of(m, self.st.seq).load(Ordering::Relaxed) as usize;
+                if len != mine && self.st.disagree.is_none() {
+                    self.st.disagree = Some((m, len));
                 }
-                if self.disagree.is_none() {
+                if self.st.disagree.is_none() {
                     self.combine(m);
                 }
             }
-            self.next += 1;
+            self.st.next += 1;
         }
-        if self.kind.contributes() && sm.me != 0 && self.disagree.is_none() {
-            self.buf.copy_from_slice(&self.acc);
+        if self.st.kind.contributes() && sm.me != 0 && self.st.disagree.is_none() {
+            self.buf.copy_from_slice(&self.st.acc);
         }
         Ok(true)
     }
@@ -240,22 +270,22 @@ impl<'a, T: Element> SmColl<'a, T> {
             if m == 0 {
                 return;
             }
-            self.tmp.resize(self.buf.len(), T::default());
-            sm.read_data(m, self.seq, bytes_mut(&mut self.tmp));
-            op.combine(self.buf, &self.tmp, true);
+            self.st.tmp.resize(self.buf.len(), T::default());
+            sm.read_data(m, self.st.seq, bytes_mut(&mut self.st.tmp));
+            op.combine(self.buf, &self.st.tmp, true);
             return;
         }
         let contribution: &[T] = if m == me {
             self.buf
         } else {
-            self.tmp.resize(self.buf.len(), T::default());
-            sm.read_data(m, self.seq, bytes_mut(&mut self.tmp));
-            &self.tmp
+            self.st.tmp.resize(self.buf.len(), T::default());
+            sm.read_data(m, self.st.seq, bytes_mut(&mut self.st.tmp));
+            &self.st.tmp
         };
         if m == 0 {
-            self.acc = contribution.to_vec();
+            self.st.acc = contribution.to_vec();
         } else {
-            op.combine(&mut self.acc, contribution, true);
+            op.combine(&mut self.st.acc, contribution, true);
         }
     }
 
@@ -265,23 +295,23 @@ impl<'a, T: Element> SmColl<'a, T> {
     /// [`MsgError::Mismatch`] when a member's length differed from the root's.
     pub(crate) fn publish(&mut self) -> Result<(), MsgError> {
         let sm = self.sm;
-        let k = self.seq as usize % sm.outs;
-        let len = match self.disagree {
+        let k = self.st.seq as usize % sm.outs;
+        let len = match self.st.disagree {
             Some(_) => FAILED,
             None => {
-                if self.kind.publishes_data() {
+                if self.st.kind.publishes_data() {
                     sm.write_out(k, bytes(self.buf));
                 }
                 self.nbytes() as u32
             }
         };
         sm.out_len(k).store(len, Ordering::Relaxed);
-        sm.ready(k).store(self.seq, Ordering::SeqCst);
+        sm.ready(k).store(self.st.seq, Ordering::SeqCst);
         sm.wake_all();
-        self.stage = Stage::Done;
-        match self.disagree {
+        self.st.stage = Stage::Done;
+        match self.st.disagree {
             Some((m, got)) => Err(MsgError::Mismatch {
-                op: self.kind.name(),
+                op: self.st.kind.name(),
                 from: Some(sm.members[m]),
                 got,
                 want: self.nbytes(),
@@ -293,8 +323,8 @@ impl<'a, T: Element> SmColl<'a, T> {
     /// The root tells the members that the collective failed (they get
     /// [`MsgError::Mismatch`]) and is done.
     pub(crate) fn fail(&mut self) {
-        if self.disagree.is_none() {
-            self.disagree = Some((self.sm.me, 0));
+        if self.st.disagree.is_none() {
+            self.st.disagree = Some((self.sm.me, 0));
         }
         // The root's own error is the caller's.
         let _ = self.publish();
@@ -303,24 +333,24 @@ impl<'a, T: Element> SmColl<'a, T> {
     /// A non-root waits for the root's result.
     fn await_result(&mut self) -> Result<bool, MsgError> {
         let sm = self.sm;
-        let k = self.seq as usize % sm.outs;
-        if sm.ready(k).load(Ordering::Acquire) != self.seq {
+        let k = self.st.seq as usize % sm.outs;
+        if sm.ready(k).load(Ordering::Acquire) != self.st.seq {
             return Ok(false);
         }
-        self.stage = Stage::Done;
+        self.st.stage = Stage::Done;
         let len = sm.out_len(k).load(Ordering::Relaxed);
         let mine = self.nbytes();
         if len == FAILED
-            || (self.kind.publishes_data() || self.kind.contributes()) && len as usize != mine
+            || (self.st.kind.publishes_data() || self.st.kind.contributes()) && len as usize != mine
         {
             return Err(MsgError::Mismatch {
-                op: self.kind.name(),
-                from: Some(sm.members[self.root]),
+                op: self.st.kind.name(),
+                from: Some(sm.members[self.st.root]),
                 got: if len == FAILED { 0 } else { len as usize },
                 want: mine,
             });
         }
-        if self.kind.publishes_data() {
+        if self.st.kind.publishes_data() {
             sm.read_out(k, bytes_mut(self.buf));
         }
         Ok(true)
