@@ -204,6 +204,10 @@ impl RxConn {
         } else {
             Priority::Low
         };
+        // A read that did not fill the space it was given emptied the socket: stop there
+        // rather than spend a system call on the read that would say WouldBlock (epoll
+        // is edge-triggered on every arrival, so nothing that comes later is missed).
+        let mut drained = false;
         loop {
             // Deliver complete frames first.
             while self.end - self.start >= 4 {
@@ -254,6 +258,11 @@ impl RxConn {
                 self.end -= self.start;
                 self.start = 0;
             }
+            if drained {
+                self.more = false;
+                return Ok(delivered);
+            }
+            let space = self.buf.len() - self.end;
             match self.stream.read(&mut self.buf[self.end..]) {
                 Ok(0) => {
                     // The peer closed: at the end of a job, or because it died (the
@@ -262,7 +271,10 @@ impl RxConn {
                     self.more = false;
                     return Ok(delivered);
                 }
-                Ok(n) => self.end += n,
+                Ok(n) => {
+                    self.end += n;
+                    drained = n < space;
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     self.more = false;
                     return Ok(delivered);
