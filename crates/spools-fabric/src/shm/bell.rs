@@ -28,8 +28,10 @@ pub(crate) struct Bells {
     /// This rank's FIFO, opened read-write (so the open never blocks and the rank's own
     /// wakes can ring it).
     mine: OwnedFd,
-    /// Write ends by local index (None for this rank: `mine` serves).
+    /// Write ends by local index (None for this rank, and for a peer without a bell).
     peers: Vec<Option<OwnedFd>>,
+    /// This rank's local index (its bell is `mine`).
+    me_local: usize,
 }
 
 /// Creates this rank's bell (before the first set-up barrier).
@@ -62,10 +64,12 @@ pub(crate) fn create(segment: &str) -> Result<OwnedFd, FabricError> {
 
 impl Bells {
     /// Opens the write ends of the other local ranks' bells (between the set-up's
-    /// barriers); `segments` are the segment names by local index.
+    /// barriers); `segments` are the segment names by local index. A peer that made no
+    /// bell (a process that set up only a segment) never sleeps in an event loop: it is
+    /// rung through its futex alone.
     ///
     /// # Errors
-    /// [`FabricError::Io`] naming the bell that could not be opened.
+    /// [`FabricError::Io`] naming the bell that exists but could not be opened.
     pub(crate) fn open(
         mine: OwnedFd,
         me_local: usize,
@@ -78,21 +82,29 @@ impl Bells {
                 continue;
             }
             let path = bell_path(name);
-            let fd = rustix::fs::open(
+            match rustix::fs::open(
                 &path,
                 OFlags::WRONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
                 Mode::empty(),
-            )
-            .map_err(|e| FabricError::Io {
-                step: IoStep::BellOpen {
-                    path: path.clone(),
-                    owner: *owner,
-                },
-                source: e.into(),
-            })?;
-            peers.push(Some(fd));
+            ) {
+                Ok(fd) => peers.push(Some(fd)),
+                Err(Errno::NOENT) => peers.push(None),
+                Err(e) => {
+                    return Err(FabricError::Io {
+                        step: IoStep::BellOpen {
+                            path: path.clone(),
+                            owner: *owner,
+                        },
+                        source: e.into(),
+                    })
+                }
+            }
         }
-        Ok(Bells { mine, peers })
+        Ok(Bells {
+            mine,
+            peers,
+            me_local,
+        })
     }
 
     /// This rank's bell, for an event loop to watch.
@@ -102,9 +114,13 @@ impl Bells {
 
     /// Rings the bell of local rank `local` (this rank's own included).
     pub(crate) fn ring(&self, local: usize) {
-        let fd = match self.peers.get(local) {
-            Some(Some(fd)) => fd.as_fd(),
-            _ => self.mine.as_fd(),
+        let fd = if local == self.me_local {
+            self.mine.as_fd()
+        } else {
+            match self.peers.get(local) {
+                Some(Some(fd)) => fd.as_fd(),
+                _ => return,
+            }
         };
         // A full FIFO (EAGAIN) already holds a ring the sleeper has not drained: it
         // wakes all the same.
