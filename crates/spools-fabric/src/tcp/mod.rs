@@ -282,6 +282,12 @@ impl Transport for TcpTransport {
     }
 
     fn flush(&self, lane: usize) -> Result<bool, FabricError> {
+        // Nothing queued on the lane (the common case, checked every progress round):
+        // no lock, no walk over the connections. A sender sets its lane's bit before its
+        // `try_send` returns, so its own later flushes see it.
+        if lane < 64 && self.queued.load(Ordering::SeqCst) & (1 << lane) == 0 {
+            return Ok(false);
+        }
         let Some(lane_state) = self.lanes.get(lane) else {
             return Ok(false);
         };
