@@ -178,6 +178,7 @@ impl Core {
         report_async: bool,
     ) -> Result<bool, AmError> {
         let mut backoff = Backoff::new(self.spin, self.oversubscribed);
+        let mut idle = 0u32;
         loop {
             if done() {
                 return Ok(true);
@@ -190,8 +191,10 @@ impl Core {
             }
             if n > 0 {
                 backoff.reset();
+                idle = 0;
                 continue;
             }
+            idle += 1;
             let failure = match peer {
                 Some(p) => self.boot.state().failure_of(p),
                 None => self.boot.state().any_failure(),
@@ -202,7 +205,10 @@ impl Core {
             if stop() {
                 return Ok(false);
             }
-            if !backoff.spin() {
+            // A peer this rank's last sends woke from its sleep answers no sooner than
+            // its wake-up time: wait for it asleep rather than spin, which would compete
+            // with it for a CPU (the woken rank is often queued on this one's).
+            if (idle == 1 && self.woke_a_sleeper()) || !backoff.spin() {
                 self.sleep(NAP);
             }
         }
@@ -213,9 +219,20 @@ impl Core {
         match (&self.shm, &self.tcp) {
             (Some(s), Some(t)) if self.routes.contains(&Route::Tcp) => {
                 if self.routes.contains(&Route::Shm) {
-                    // Both in use: alternate short sleeps.
-                    s.wait(Duration::from_millis(1).min(timeout));
-                    t.wait(Duration::from_millis(1).min(timeout));
+                    // Both in use: one sleep in the TCP event loop, which also watches
+                    // the bell local senders ring while this rank sleeps there.
+                    match s.bell() {
+                        Some(bell) => {
+                            if s.begin_sleep_elsewhere() {
+                                t.wait_with(bell, timeout);
+                            }
+                            s.end_sleep_elsewhere();
+                        }
+                        None => {
+                            s.wait(Duration::from_millis(1).min(timeout));
+                            t.wait(Duration::from_millis(1).min(timeout));
+                        }
+                    }
                 } else {
                     t.wait(timeout)
                 }
@@ -224,6 +241,11 @@ impl Core {
             (None, Some(t)) => t.wait(timeout),
             (None, None) => std::thread::sleep(timeout.min(Duration::from_millis(1))),
         }
+    }
+
+    /// Whether a send woke a sleeping peer since the last call (shared memory tells).
+    fn woke_a_sleeper(&self) -> bool {
+        self.shm.as_ref().is_some_and(|s| s.take_roused())
     }
 
     pub(crate) fn wake_waiters(&self) {

@@ -13,7 +13,7 @@ use crate::args::PingpongArgs;
 use crate::error::BenchError;
 use crate::output::print_json;
 use crate::plot;
-use crate::raw_limits::{self, RawLimits};
+use crate::raw_limits::{self, RawLimits, RawTcp};
 use crate::series::{Point, Series};
 use crate::session::{need_two, start, transport_name};
 use crate::sizes::{pingpong_iters, pingpong_sizes};
@@ -30,6 +30,9 @@ struct PingpongReport<'a> {
     probe: Option<&'a RawLimits>,
     /// Raw limits after it.
     probe_end: Option<&'a RawLimits>,
+    /// Raw TCP limits before and after the measurement (over TCP only): a busy-polling
+    /// socket ping-pong and a plain socket stream in the same window.
+    raw_tcp: [Option<&'a RawTcp>; 2],
     /// The shared-memory single-copy mechanism and why it was chosen.
     single_copy: Option<String>,
     /// `short`, `bulk` and `memory`.
@@ -96,6 +99,12 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<(), BenchError> {
     let me = w.rank();
     let peer = 1 - me;
     let before = raw_limits::measure(&w)?;
+    let over_tcp = transport_name(&w, peer) == "tcp";
+    let tcp_before = if over_tcp {
+        raw_limits::measure_tcp(&w)?
+    } else {
+        None
+    };
     let count = Arc::new(AtomicU64::new(0));
     for name in ["pp.short", "pp.bulk"] {
         let c = count.clone();
@@ -211,6 +220,12 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<(), BenchError> {
         },
     ];
     let after = raw_limits::measure(&w)?;
+    let tcp_after = if over_tcp {
+        raw_limits::measure_tcp(&w)?
+    } else {
+        None
+    };
+    let raw_tcp = [tcp_before.as_ref(), tcp_after.as_ref()];
 
     if me == 0 {
         let transport = transport_name(&w, peer);
@@ -223,10 +238,11 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<(), BenchError> {
                     .map(|c| format!("{:?}: {}", c.single_copy, c.single_copy_reason)),
                 probe: before.as_ref(),
                 probe_end: after.as_ref(),
+                raw_tcp,
                 series: &series,
             })?;
         } else {
-            print_table(transport, reps, before.as_ref(), &series);
+            print_table(transport, reps, before.as_ref(), raw_tcp, &series);
         }
         if let Some(file) = &a.plot {
             plot::write(file, &format!("Spools ping-pong over {transport}"), &series)?;
@@ -236,7 +252,13 @@ pub(crate) fn run(a: &PingpongArgs) -> Result<(), BenchError> {
     Ok(())
 }
 
-fn print_table(transport: &str, reps: usize, before: Option<&RawLimits>, series: &[Series]) {
+fn print_table(
+    transport: &str,
+    reps: usize,
+    before: Option<&RawLimits>,
+    raw_tcp: [Option<&RawTcp>; 2],
+    series: &[Series],
+) {
     println!(
         "# pingpong over {transport}: one-way latency (half the round trip), medians of {reps}"
     );
@@ -245,6 +267,14 @@ fn print_table(transport: &str, reps: usize, before: Option<&RawLimits>, series:
             "# raw probes: flag through a cache line {:.0} ns, bare ring {:.0} ns one-way",
             p.flag_pingpong_ns, p.ring_floor_ns
         );
+    }
+    for (when, t) in ["before", "after"].iter().zip(raw_tcp) {
+        if let Some(t) = t {
+            println!(
+                "# raw tcp {when}: busy-polling socket ping-pong 8 B {:.3} us one-way, plain socket stream of 1 MiB writes {:.0} MB/s",
+                t.pingpong_us, t.stream_mbps
+            );
+        }
     }
     println!(
         "{:>8} {:>10} {:>12} {:>12}",

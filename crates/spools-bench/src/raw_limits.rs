@@ -176,3 +176,157 @@ fn raw_ring(m: &SharedMapping, me: u32) -> f64 {
     }
     median(&mut v)
 }
+
+/// Raw TCP limits measured in one window between ranks 0 and 1 over loopback, without
+/// any runtime in the way (what `--transport tcp` is compared with).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct RawTcp {
+    /// One-way time of an 8-byte ping-pong between two busy-polling non-blocking
+    /// sockets with `TCP_NODELAY` (us, median of 5 batches).
+    #[serde(serialize_with = "rounded::<3, _>")]
+    pub(crate) pingpong_us: f64,
+    /// A plain socket stream of 1 MiB writes into 1 MiB reads (MB/s, median of 5 runs).
+    #[serde(rename = "stream_MBps", serialize_with = "rounded::<1, _>")]
+    pub(crate) stream_mbps: f64,
+}
+
+/// Round trips per batch of the raw TCP ping-pong.
+const TCP_ROUNDS: u64 = 10_000;
+/// 1 MiB chunks per run of the raw TCP stream.
+const STREAM_CHUNKS: usize = 256;
+const STREAM_CHUNK: usize = 1 << 20;
+
+/// Measures [`RawTcp`] between ranks 0 and 1 (when both share a host) through a fresh
+/// loopback connection; other ranks only take part in the collectives. Returns None on a
+/// single rank or across hosts.
+pub(crate) fn measure_tcp(w: &World) -> Result<Option<RawTcp>, BenchError> {
+    use std::net::{Ipv4Addr, TcpListener, TcpStream};
+    let me = w.rank();
+    let ok = w.size() >= 2 && w.same_host(1) && w.same_host(0);
+    let flag = w.allgather_bytes(&[u8::from(ok)])?;
+    if flag.iter().any(|f| f.first() != Some(&1)) || w.size() < 2 {
+        return Ok(None);
+    }
+    let io = || BenchError::io("raw tcp probe");
+    let listener = if me == 0 {
+        Some(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(io())?)
+    } else {
+        None
+    };
+    let port = match &listener {
+        Some(l) => l.local_addr().map_err(io())?.port(),
+        None => 0,
+    };
+    let ports = w.allgather_bytes(&port.to_le_bytes())?;
+    let port = u16::from_le_bytes([ports[0][0], ports[0][1]]);
+    let stream = match (me, &listener) {
+        (0, Some(l)) => Some(l.accept().map_err(io())?.0),
+        (1, _) => Some(TcpStream::connect((Ipv4Addr::LOCALHOST, port)).map_err(io())?),
+        _ => None,
+    };
+    let mut result = None;
+    if let Some(mut s) = stream {
+        s.set_nodelay(true).map_err(io())?;
+        s.set_nonblocking(true).map_err(io())?;
+        let pingpong_us = tcp_pingpong(&mut s, me).map_err(io())?;
+        s.set_nonblocking(false).map_err(io())?;
+        let stream_mbps = tcp_stream(&mut s, me).map_err(io())?;
+        result = Some(RawTcp {
+            pingpong_us,
+            stream_mbps,
+        });
+    }
+    w.barrier()?;
+    Ok(result)
+}
+
+/// Reads exactly `buf.len()` bytes, busy-polling a non-blocking socket (or blocking on
+/// a blocking one).
+fn read_exact_spin(s: &mut std::net::TcpStream, buf: &mut [u8]) -> std::io::Result<()> {
+    use std::io::{ErrorKind, Read};
+    let mut got = 0;
+    while got < buf.len() {
+        match s.read(&mut buf[got..]) {
+            Ok(0) => return Err(ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
+                std::hint::spin_loop();
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Writes all of `buf`, busy-retrying while a non-blocking socket is full.
+fn write_all_spin(s: &mut std::net::TcpStream, buf: &[u8]) -> std::io::Result<()> {
+    use std::io::{ErrorKind, Write};
+    let mut sent = 0;
+    while sent < buf.len() {
+        match s.write(&buf[sent..]) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => sent += n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// 8-byte ping-pong, rank 0 sends first; one-way time in microseconds.
+fn tcp_pingpong(s: &mut std::net::TcpStream, me: u32) -> std::io::Result<f64> {
+    let mut v = Vec::new();
+    for rep in 0..=5u64 {
+        let t = Instant::now();
+        for i in 0..TCP_ROUNDS {
+            let mut b = [0u8; 8];
+            if me == 0 {
+                write_all_spin(s, &i.to_le_bytes())?;
+                read_exact_spin(s, &mut b)?;
+                if u64::from_le_bytes(b) != i {
+                    return Err(std::io::ErrorKind::InvalidData.into());
+                }
+            } else {
+                read_exact_spin(s, &mut b)?;
+                write_all_spin(s, &b)?;
+            }
+        }
+        // The first batch warms up.
+        if rep > 0 {
+            v.push(t.elapsed().as_nanos() as f64 / 1e3 / (2 * TCP_ROUNDS) as f64);
+        }
+    }
+    Ok(median(&mut v))
+}
+
+/// Rank 1 streams `STREAM_CHUNKS` MiB in 1 MiB writes, rank 0 reads them in 1 MiB reads
+/// and answers one byte; rank 0's rate in MB/s (rank 1 returns 0).
+fn tcp_stream(s: &mut std::net::TcpStream, me: u32) -> std::io::Result<f64> {
+    use std::io::{Read, Write};
+    let mut buf = vec![0x5au8; STREAM_CHUNK];
+    let mut v = Vec::new();
+    for rep in 0..=5 {
+        let t = Instant::now();
+        if me == 1 {
+            for _ in 0..STREAM_CHUNKS {
+                s.write_all(&buf)?;
+            }
+            s.read_exact(&mut buf[..1])?;
+        } else {
+            let total = STREAM_CHUNKS * STREAM_CHUNK;
+            let mut got = 0;
+            while got < total {
+                let n = s.read(&mut buf)?;
+                if n == 0 {
+                    return Err(std::io::ErrorKind::UnexpectedEof.into());
+                }
+                got += n;
+            }
+            s.write_all(&[1])?;
+            if rep > 0 {
+                v.push(total as f64 / t.elapsed().as_nanos().max(1) as f64 * 1e3);
+            }
+        }
+    }
+    Ok(if me == 0 { median(&mut v) } else { 0.0 })
+}

@@ -111,6 +111,21 @@ pub enum IoStep {
     /// Starting the TCP acceptor thread.
     #[error("starting the TCP acceptor")]
     Acceptor,
+    /// Creating this rank's bell (the FIFO local senders ring while it sleeps in the
+    /// TCP event loop).
+    #[error("creating the bell {path}")]
+    BellCreate {
+        /// The FIFO's path.
+        path: String,
+    },
+    /// Opening another local rank's bell.
+    #[error("opening rank {owner}'s bell {path}")]
+    BellOpen {
+        /// The FIFO's path.
+        path: String,
+        /// The rank that created it.
+        owner: u32,
+    },
 }
 
 /// What is wrong with data or shared memory a peer provided.

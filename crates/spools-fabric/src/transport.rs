@@ -1,6 +1,7 @@
 //! The one seam of the fabric: the [`Transport`] trait, the [`Incoming`] messages it
 //! delivers, and the checks every backend's `try_send` shares.
 
+use std::os::fd::BorrowedFd;
 use std::time::Duration;
 
 use crate::caps::{Caps, Priority};
@@ -95,4 +96,37 @@ pub trait Transport: Send + Sync {
 
     /// Wakes a thread sleeping in [`Transport::wait`] (used by the watchdog).
     fn wake(&self);
+
+    /// Whether a send woke a receiver from its sleep since the last call. Such a receiver
+    /// answers no sooner than its wake-up time, so its sender had better wait asleep
+    /// than spin (spinning competes with the woken rank for a CPU). Transports that
+    /// cannot tell return `false`.
+    fn take_roused(&self) -> bool {
+        false
+    }
+
+    /// A descriptor that turns readable when this transport wants a sleeper woken, so
+    /// that one sleep in another transport's [`Transport::wait_with`] covers both; `None`
+    /// when it has none (shared memory has one: its bell).
+    fn bell(&self) -> Option<BorrowedFd<'_>> {
+        None
+    }
+
+    /// Announces a sleep elsewhere watching [`Transport::bell`] (senders ring the bell
+    /// from now on); returns `false` when there is already something to do and the
+    /// caller must not sleep. Always followed by [`Transport::end_sleep_elsewhere`].
+    fn begin_sleep_elsewhere(&self) -> bool {
+        true
+    }
+
+    /// Ends what [`Transport::begin_sleep_elsewhere`] began (and empties the bell).
+    fn end_sleep_elsewhere(&self) {}
+
+    /// [`Transport::wait`] that also returns when `bell` (another transport's
+    /// [`Transport::bell`]) turns readable. A transport that cannot watch a descriptor
+    /// naps for at most 1 ms instead.
+    fn wait_with(&self, bell: BorrowedFd<'_>, timeout: Duration) {
+        let _ = bell;
+        self.wait(timeout.min(Duration::from_millis(1)));
+    }
 }

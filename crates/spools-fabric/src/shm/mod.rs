@@ -9,12 +9,14 @@
 //! small message makes no system call.
 
 mod area;
+mod bell;
 mod copy_probe;
 mod futex;
 mod ring;
 mod segment;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::os::fd::BorrowedFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -27,6 +29,7 @@ use crate::error::{Defect, FabricError};
 use crate::lock::TryLock;
 use crate::transport::{Incoming, Transport};
 pub use area::SharedArea;
+use bell::{Bells, BELL_SLEEPER};
 use ring::{Ring, TxState};
 use segment::Segment;
 pub use segment::{fit_rings, Geometry};
@@ -54,6 +57,10 @@ pub struct ShmTransport {
     caps: Caps,
     state: Arc<JobHealth>,
     notes: Vec<String>,
+    /// Every local rank's bell, for sleeps in the TCP event loop.
+    bells: Bells,
+    /// A send woke a sleeping receiver (see [`Transport::take_roused`]).
+    roused: AtomicBool,
 }
 
 impl std::fmt::Debug for ShmTransport {
@@ -132,13 +139,23 @@ impl ShmTransport {
             None => want,
         };
         let name = segment_name(boot.job(), me);
-        let mine = Segment::create(&name, geo, me, boot.secret());
+        let mine =
+            Segment::create(&name, geo, me, boot.secret()).and_then(|m| {
+                match bell::create(&name) {
+                    Ok(b) => Ok((m, b)),
+                    Err(e) => {
+                        segment::unlink(&name);
+                        Err(e)
+                    }
+                }
+            });
         // Everyone reaches the barrier even on failure, so that nobody waits forever; the
         // failure is reported after it.
         let created = boot.barrier();
         let mine = match (mine, created) {
             (Ok(m), Ok(())) => m,
             (Err(e), Ok(())) => {
+                bell::unlink(&name);
                 // Keep the collective sequence of the others: enter the second barrier too.
                 let _ = boot.barrier();
                 return Err(e);
@@ -146,9 +163,11 @@ impl ShmTransport {
             (Err(e), Err(_)) => return Err(e),
             (Ok(_), Err(e)) => {
                 segment::unlink(&name);
+                bell::unlink(&name);
                 return Err(e.into());
             }
         };
+        let (mine, my_bell) = mine;
         let mut segs = Vec::with_capacity(local.len());
         let mut attach_err = None;
         let mut mine = Some(mine);
@@ -181,11 +200,20 @@ impl ShmTransport {
                 }
             }
         }
+        let bells = match attach_err {
+            Some(e) => Err(e),
+            None => {
+                let names: Vec<_> = local
+                    .iter()
+                    .map(|&r| (segment_name(boot.job(), r), r))
+                    .collect();
+                Bells::open(my_bell, me_local as usize, &names)
+            }
+        };
         let attached = boot.barrier();
         segment::unlink(&name);
-        if let Some(e) = attach_err {
-            return Err(e);
-        }
+        bell::unlink(&name);
+        let bells = bells?;
         attached?;
         let lanes = (0..cfg.lanes)
             .map(|_| TryLock::new(vec![[TxState::default(); 2]; local.len()]))
@@ -243,6 +271,8 @@ impl ShmTransport {
             },
             state: boot.state().clone(),
             notes,
+            bells,
+            roused: AtomicBool::new(false),
         };
         Ok(t)
     }
@@ -275,10 +305,35 @@ impl ShmTransport {
         let seg = &self.segs[peer_local];
         // SeqCst (a plain load on x86): with the publishing swap, the sender's half of the
         // store-then-load handshake with a receiver going to sleep.
-        if seg.sleeping().load(Ordering::SeqCst) != 0 {
+        let sleeping = seg.sleeping().load(Ordering::SeqCst);
+        if sleeping != 0 {
             seg.doorbell().fetch_add(1, Ordering::SeqCst);
-            futex::wake(seg.doorbell());
+            self.rouse(peer_local, sleeping);
+            self.roused.store(true, Ordering::Relaxed);
         }
+    }
+
+    /// Wakes local rank `local`'s sleepers after its doorbell moved: those on its futex
+    /// and one watching its bell, as its `sleeping` word (read after the doorbell's
+    /// increment or the message's publication) says.
+    fn rouse(&self, local: usize, sleeping: u32) {
+        if sleeping % BELL_SLEEPER != 0 {
+            futex::wake(self.segs[local].doorbell());
+        }
+        if sleeping >= BELL_SLEEPER {
+            self.bells.ring(local);
+        }
+    }
+
+    /// Whether a sleep may begin (after `sleeping` was raised): no message waits, no
+    /// blocked sender got space, the job is whole.
+    fn nothing_to_do(&self) -> bool {
+        let ready = match self.rx.try_lock() {
+            Some(pos) => self.any_ready(&pos),
+            // Another thread is polling: it is awake and will handle arrivals.
+            None => false,
+        };
+        !(ready || self.space_freed() || self.state.troubled())
     }
 
     fn any_ready(&self, pos: &[u64]) -> bool {
@@ -387,8 +442,9 @@ impl Transport for ShmTransport {
                 if let Some(l) = self.local_of.get(from as usize).copied().flatten() {
                     let seg = &self.segs[l as usize];
                     seg.doorbell().fetch_add(1, Ordering::SeqCst);
-                    if seg.sleeping().load(Ordering::SeqCst) != 0 {
-                        futex::wake(seg.doorbell());
+                    let sleeping = seg.sleeping().load(Ordering::SeqCst);
+                    if sleeping != 0 {
+                        self.rouse(l as usize, sleeping);
                     }
                 }
             }
@@ -400,13 +456,7 @@ impl Transport for ShmTransport {
         let mine = &self.segs[self.me_local as usize];
         let ticket = mine.doorbell().load(Ordering::SeqCst);
         mine.sleeping().fetch_add(1, Ordering::SeqCst);
-        let go = match self.rx.try_lock() {
-            Some(pos) => self.any_ready(&pos),
-            // Another thread is polling: it is awake and will handle arrivals.
-            None => false,
-        } || self.space_freed()
-            || self.state.troubled();
-        if !go {
+        if self.nothing_to_do() {
             futex::wait(mine.doorbell(), ticket, timeout);
         }
         mine.sleeping().fetch_sub(1, Ordering::SeqCst);
@@ -415,9 +465,32 @@ impl Transport for ShmTransport {
     fn wake(&self) {
         let mine = &self.segs[self.me_local as usize];
         mine.doorbell().fetch_add(1, Ordering::SeqCst);
-        if mine.sleeping().load(Ordering::SeqCst) != 0 {
-            futex::wake(mine.doorbell());
+        let sleeping = mine.sleeping().load(Ordering::SeqCst);
+        if sleeping != 0 {
+            self.rouse(self.me_local as usize, sleeping);
         }
+    }
+
+    fn take_roused(&self) -> bool {
+        self.roused.load(Ordering::Relaxed) && self.roused.swap(false, Ordering::Relaxed)
+    }
+
+    fn bell(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.bells.fd())
+    }
+
+    fn begin_sleep_elsewhere(&self) -> bool {
+        let mine = &self.segs[self.me_local as usize];
+        // The receiver's half of the store-then-load handshake: announce the sleep, then
+        // look; a sender publishes, then reads `sleeping` and rings the bell.
+        mine.sleeping().fetch_add(BELL_SLEEPER, Ordering::SeqCst);
+        self.nothing_to_do()
+    }
+
+    fn end_sleep_elsewhere(&self) {
+        let mine = &self.segs[self.me_local as usize];
+        mine.sleeping().fetch_sub(BELL_SLEEPER, Ordering::SeqCst);
+        self.bells.drain();
     }
 }
 

@@ -12,6 +12,7 @@ mod tx;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
 use std::sync::Arc;
@@ -281,6 +282,12 @@ impl Transport for TcpTransport {
     }
 
     fn flush(&self, lane: usize) -> Result<bool, FabricError> {
+        // Nothing queued on the lane (the common case, checked every progress round):
+        // no lock, no walk over the connections. A sender sets its lane's bit before its
+        // `try_send` returns, so its own later flushes see it.
+        if lane < 64 && self.queued.load(Ordering::SeqCst) & (1 << lane) == 0 {
+            return Ok(false);
+        }
         let Some(lane_state) = self.lanes.get(lane) else {
             return Ok(false);
         };
@@ -305,6 +312,24 @@ impl Transport for TcpTransport {
     }
 
     fn wait(&self, timeout: Duration) {
+        self.wait_watching(None, timeout);
+    }
+
+    fn wait_with(&self, bell: BorrowedFd<'_>, timeout: Duration) {
+        self.wait_watching(Some(bell), timeout);
+    }
+
+    fn wake(&self) {
+        if self.sleeping.load(Ordering::SeqCst) != 0 {
+            let _ = self.waker.wake();
+        }
+    }
+}
+
+impl TcpTransport {
+    /// Sleeps in the event loop until a connection is readable, a backed-up sending
+    /// socket can take more, the waker or `bell` fires, or `timeout` passes.
+    fn wait_watching(&self, bell: Option<BorrowedFd<'_>>, timeout: Duration) {
         self.sleeping.fetch_add(1, Ordering::SeqCst);
         let writable = self
             .backed_up
@@ -312,17 +337,18 @@ impl Transport for TcpTransport {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
         match self.rx.try_lock() {
-            Some(mut rx) if !self.state.troubled() => rx.wait(timeout, &writable),
+            Some(mut rx) if !self.state.troubled() => {
+                // A bell the event loop cannot watch: nap briefly instead.
+                let timeout = match bell.map(|b| rx.watch(b)) {
+                    Some(false) => timeout.min(Duration::from_millis(1)),
+                    _ => timeout,
+                };
+                rx.wait(timeout, &writable);
+            }
             Some(_) => {}
             None => std::thread::sleep(timeout.min(Duration::from_micros(200))),
         }
         self.sleeping.fetch_sub(1, Ordering::SeqCst);
-    }
-
-    fn wake(&self) {
-        if self.sleeping.load(Ordering::SeqCst) != 0 {
-            let _ = self.waker.wake();
-        }
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::io::{ErrorKind, Read};
 use std::net::TcpListener;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
@@ -24,6 +24,8 @@ use crate::transport::Incoming;
 pub const MAX_MESSAGE: usize = 16 << 20;
 
 pub(crate) const WAKER: Token = Token(usize::MAX);
+/// The token of a bell watched for another transport (see [`RxSide::watch`]).
+const BELL: Token = Token(usize::MAX - 1);
 const BUDGET: usize = 64;
 
 pub(crate) type NewConn = (std::net::TcpStream, Identity);
@@ -104,6 +106,8 @@ pub(crate) struct RxSide {
     events: Events,
     conns: Vec<RxConn>,
     incoming: Receiver<NewConn>,
+    /// The bell registered in the event loop, if any.
+    bell: Option<RawFd>,
 }
 
 impl RxSide {
@@ -113,7 +117,28 @@ impl RxSide {
             events: Events::with_capacity(64),
             conns: Vec::new(),
             incoming,
+            bell: None,
         }
+    }
+
+    /// Makes the event loop watch `bell` (another transport's, for sleeps that cover
+    /// both); returns whether it does. Registered once: a transport's bell never changes.
+    pub(crate) fn watch(&mut self, bell: BorrowedFd<'_>) -> bool {
+        let fd = bell.as_raw_fd();
+        if self.bell == Some(fd) {
+            return true;
+        }
+        let registry = self.poll.registry();
+        if let Some(old) = self.bell.take() {
+            let _ = registry.deregister(&mut SourceFd(&old));
+        }
+        let ok = registry
+            .register(&mut SourceFd(&fd), BELL, Interest::READABLE)
+            .is_ok();
+        if ok {
+            self.bell = Some(fd);
+        }
+        ok
     }
 
     fn adopt(&mut self) {
@@ -204,6 +229,10 @@ impl RxConn {
         } else {
             Priority::Low
         };
+        // A read that did not fill the space it was given emptied the socket: stop there
+        // rather than spend a system call on the read that would say WouldBlock (epoll
+        // is edge-triggered on every arrival, so nothing that comes later is missed).
+        let mut drained = false;
         loop {
             // Deliver complete frames first.
             while self.end - self.start >= 4 {
@@ -254,6 +283,11 @@ impl RxConn {
                 self.end -= self.start;
                 self.start = 0;
             }
+            if drained {
+                self.more = false;
+                return Ok(delivered);
+            }
+            let space = self.buf.len() - self.end;
             match self.stream.read(&mut self.buf[self.end..]) {
                 Ok(0) => {
                     // The peer closed: at the end of a job, or because it died (the
@@ -262,7 +296,10 @@ impl RxConn {
                     self.more = false;
                     return Ok(delivered);
                 }
-                Ok(n) => self.end += n,
+                Ok(n) => {
+                    self.end += n;
+                    drained = n < space;
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     self.more = false;
                     return Ok(delivered);

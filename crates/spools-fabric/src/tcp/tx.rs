@@ -3,6 +3,9 @@
 use std::io::{ErrorKind, IoSlice, Write};
 use std::net::TcpStream;
 
+/// Parts (with the length prefix) whose slices fit on the stack in [`TxConn::send`].
+const SLICES: usize = 8;
+
 pub(crate) struct TxConn {
     stream: TcpStream,
     queue: Vec<u8>,
@@ -77,24 +80,39 @@ impl TxConn {
         // Nothing queued: write straight from the caller's buffers.
         let total = 4 + len;
         let mut done = 0usize;
+        // The slices live on the stack for the usual few parts (no allocation per send).
+        let mut few = [IoSlice::new(&[]); SLICES];
+        let mut many = Vec::new();
         loop {
-            let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(parts.len() + 1);
+            let mut k = 0;
             let mut skip = done;
             for p in std::iter::once(&prefix[..]).chain(parts.iter().copied()) {
                 if skip >= p.len() {
                     skip -= p.len();
                     continue;
                 }
-                slices.push(IoSlice::new(&p[skip..]));
+                let slice = IoSlice::new(&p[skip..]);
+                if parts.len() < SLICES {
+                    few[k] = slice;
+                } else {
+                    many.push(slice);
+                }
+                k += 1;
                 skip = 0;
             }
-            match self.stream.write_vectored(&slices) {
+            let slices = if parts.len() < SLICES {
+                &few[..k]
+            } else {
+                &many[..]
+            };
+            match self.stream.write_vectored(slices) {
                 Ok(0) => return Err(ErrorKind::WriteZero.into()),
                 Ok(n) => {
                     done += n;
                     if done == total {
                         return Ok(true);
                     }
+                    many.clear();
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
