@@ -10,6 +10,7 @@ use super::args::{check, EVEN_SPLIT, ONE_COUNT_PER_RANK};
 use super::group::Group;
 use super::plans;
 use super::schedule::{activate, run_to_end, Schedule, Shared};
+use super::sm;
 use crate::communicator::Communicator;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
@@ -161,7 +162,12 @@ impl Communicator {
     pub fn ibarrier(&self) -> Result<CollRequest<()>, MsgError> {
         let tag = self.core.next_coll_tag();
         let mut s = self.schedule::<u8>(tag, vec![Vec::new()]);
-        plans::barrier(&mut s, &Group::all(&self.core), &self.hosts(), tag);
+        match sm::step(&self.core, 0, sm::Kind::Barrier, 0, None) {
+            Some(f) => {
+                s.poll(true, f);
+            }
+            None => plans::barrier(&mut s, &Group::all(&self.core), &self.hosts(), tag),
+        }
         Self::start("barrier", s, |_| ())
     }
 
@@ -176,9 +182,17 @@ impl Communicator {
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
         let tag = self.core.next_coll_tag();
         self.core.job_rank(root)?;
+        let bytes = std::mem::size_of_val(buf.as_slice());
         let mut s = self.schedule(tag, vec![buf]);
-        let g = Group::all(&self.core);
-        plans::bcast(&mut s, &g, &self.hosts(), root as usize, tag, 0);
+        match sm::step(&self.core, bytes, sm::Kind::Bcast, root as usize, None) {
+            Some(f) => {
+                s.poll(true, f);
+            }
+            None => {
+                let g = Group::all(&self.core);
+                plans::bcast(&mut s, &g, &self.hosts(), root as usize, tag, 0);
+            }
+        }
         Self::start("bcast", s, first)
     }
 
@@ -204,6 +218,12 @@ impl Communicator {
         if self.size() == 1 {
             return Self::start("allreduce", self.schedule(tag, vec![buf]), first);
         }
+        let bytes = std::mem::size_of_val(buf.as_slice());
+        if let Some(f) = sm::step(&self.core, bytes, sm::Kind::Allreduce, 0, Some(op.clone())) {
+            let mut s = self.schedule(tag, vec![buf]);
+            s.poll(true, f);
+            return Self::start("allreduce", s, first);
+        }
         let (g, hosts) = (Group::all(&self.core), self.hosts());
         let tmp = vec![T::default(); plans::allreduce_scratch(&g, &hosts, buf.len(), &op)];
         let mut s = self.schedule(tag, vec![buf, tmp]);
@@ -224,6 +244,19 @@ impl Communicator {
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
         let tag = self.core.next_coll_tag();
         self.core.job_rank(root)?;
+        let bytes = std::mem::size_of_val(buf.as_slice());
+        let step = sm::step(
+            &self.core,
+            bytes,
+            sm::Kind::Reduce,
+            root as usize,
+            Some(op.clone()),
+        );
+        if let Some(f) = step {
+            let mut s = self.schedule(tag, vec![buf]);
+            s.poll(true, f);
+            return Self::start("reduce", s, first);
+        }
         let tmp = vec![T::default(); buf.len()];
         let mut s = self.schedule(tag, vec![buf, tmp]);
         let g = Group::all(&self.core);

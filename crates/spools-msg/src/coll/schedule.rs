@@ -46,8 +46,9 @@ impl Part {
 /// A local computation on the schedule's slots (a reduction, a copy).
 pub(crate) type Local<T> = Box<dyn FnMut(&mut [Vec<T>]) + Send>;
 
-/// A generic step: called until it returns `Ok(true)`; it must never block.
-pub(crate) type PollFn = Box<dyn FnMut() -> Result<bool, MsgError> + Send>;
+/// A generic step: called with the slots until it returns `Ok(true)`; it must never
+/// block, and its round has no sends or receives (they would alias the slots).
+pub(crate) type PollFn<T> = Box<dyn FnMut(&mut [Vec<T>]) -> Result<bool, MsgError> + Send>;
 
 /// One step of a round.
 pub(crate) enum Step<T> {
@@ -58,8 +59,8 @@ pub(crate) enum Step<T> {
     /// Runs once the round's communication completed, in order with the round's other
     /// `Reduce` steps.
     Reduce(Local<T>),
-    /// Polled with the round's communication until it returns `Ok(true)`.
-    Poll(PollFn),
+    /// Polled until it returns `Ok(true)` (alone in its round).
+    Poll(PollFn<T>),
 }
 
 /// An operation of the current round in flight.
@@ -100,6 +101,8 @@ pub(crate) struct Schedule<T: Element> {
     state: State,
     /// Whether the poller's list holds it.
     registered: bool,
+    /// Whether a step goes through the communicator's shared-memory segment.
+    sm: bool,
 }
 
 impl<T: Element> Schedule<T> {
@@ -116,6 +119,7 @@ impl<T: Element> Schedule<T> {
             seen: u64::MAX,
             state: State::Running,
             registered: false,
+            sm: false,
         }
     }
 
@@ -160,14 +164,19 @@ impl<T: Element> Schedule<T> {
         self.push(Step::Reduce(Box::new(f)))
     }
 
-    /// Adds a generic step to the current round, polled until it returns `Ok(true)` (a
-    /// hook for other state machines, such as shared-memory collectives).
-    #[allow(dead_code)]
+    /// Adds a generic step, alone in a round of its own, polled with the slots until it
+    /// returns `Ok(true)`: a hook for other state machines. `sm` says it is a collective
+    /// through a shared-memory segment, whose wait ([`run_to_end`]) then sleeps where the
+    /// segment's flag setters ring.
     pub(crate) fn poll(
         &mut self,
-        f: impl FnMut() -> Result<bool, MsgError> + Send + 'static,
+        sm: bool,
+        f: impl FnMut(&mut [Vec<T>]) -> Result<bool, MsgError> + Send + 'static,
     ) -> &mut Self {
-        self.push(Step::Poll(Box::new(f)))
+        self.sm |= sm;
+        self.round();
+        self.push(Step::Poll(Box::new(f)));
+        self.round()
     }
 
     /// Whether only a completion in the engine can move the schedule (no send to retry,
@@ -335,7 +344,7 @@ impl<T: Element> Schedule<T> {
                 }
                 InFlight::Recv { id, want } => self.check_recv(id, want)?,
                 InFlight::Poll(i) => match &mut self.rounds[self.round][i] {
-                    Step::Poll(f) => f()?,
+                    Step::Poll(f) => f(&mut self.slots)?,
                     _ => true,
                 },
             };
@@ -521,17 +530,29 @@ fn poll_active(key: usize) -> usize {
 pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgError> {
     // From here the waiting thread advances it: the poller need not.
     deactivate(s);
-    let (engine, ctx, coll, finished) = {
+    let (engine, ctx, coll, finished, sm) = {
         let mut g = lock(s);
         let finished = g.advance();
+        let sm = g.sm.then(|| (g.core.clone(), g.tag));
         (
             g.core.engine.clone(),
             g.core.coll_ctx(),
             g.tag >> 8,
             finished,
+            sm,
         )
     };
-    if !finished {
+    if let (false, Some((core, tag))) = (finished, sm) {
+        // Through a segment: its wait sleeps where the members setting its flags ring.
+        if let Some(seg) = core.sm.ready() {
+            if let Err(e) = seg.drive(&core, tag, || Ok(lock(s).advance())) {
+                let mut g = lock(s);
+                g.release_all();
+                g.state = State::Taken;
+                return Err(e);
+            }
+        }
+    } else if !finished {
         let state = engine.worker.bootstrap().state();
         let mut blocker = None;
         let mut seen = None;

@@ -22,11 +22,11 @@ const MIN_MEMBERS: usize = 3;
 
 /// Up to this many members on one host, barrier and allreduce are flat (one step: every
 /// member reads every contribution); beyond, a fan-in to member 0 and a fan-out.
-const FLAT_MAX: usize = 4;
+pub(super) const FLAT_MAX: usize = 4;
 
 /// Whether a collective of `bytes` may go through a segment at all (checked before any
 /// group is built, so that the messages' path pays next to nothing for the choice).
-fn may(c: &CommCore, bytes: usize) -> bool {
+pub(super) fn may(c: &CommCore, bytes: usize) -> bool {
     let limit = c.engine.worker.config().coll_sm_limit as usize;
     bytes <= limit && limit > 0 && c.size() as usize >= MIN_MEMBERS && !c.sm.is_off()
 }

@@ -86,6 +86,25 @@ pub(crate) struct SmColl<'a, T: Element> {
     st: SmState<T>,
 }
 
+impl<T: Element> SmState<T> {
+    /// Collective `kind` with sequence number `seq` (from [`SmComm::take_seq`]) around
+    /// member `root`, or *flat* (see [`SmColl::flat`]; its root is this member).
+    pub(crate) fn new(sm: &SmComm, seq: u32, kind: Kind, root: usize, flat: bool) -> Self {
+        debug_assert!(!flat || matches!(kind, Kind::Barrier | Kind::Allreduce));
+        SmState {
+            seq,
+            kind,
+            root: if flat { sm.me } else { root },
+            stage: Stage::Post,
+            next: 0,
+            acc: Vec::new(),
+            tmp: Vec::new(),
+            disagree: None,
+            flat,
+        }
+    }
+}
+
 impl<'a, T: Element> SmColl<'a, T> {
     /// Starts collective `kind` with sequence number `seq` (from [`SmComm::take_seq`]).
     /// `op` is needed by reductions; `buf` must fit a slot.
@@ -98,22 +117,8 @@ impl<'a, T: Element> SmColl<'a, T> {
         op: Option<&'a Op<T>>,
     ) -> Self {
         debug_assert!(std::mem::size_of_val(buf) <= sm.slot);
-        SmColl {
-            sm,
-            buf,
-            op,
-            st: SmState {
-                seq,
-                kind,
-                root,
-                stage: Stage::Post,
-                next: 0,
-                acc: Vec::new(),
-                tmp: Vec::new(),
-                disagree: None,
-                flat: false,
-            },
-        }
+        let st = SmState::new(sm, seq, kind, root, false);
+        SmColl { sm, buf, op, st }
     }
 
     /// Picks a collective up where [`SmColl::into_state`] left it, over the same segment,
@@ -166,6 +171,11 @@ impl<'a, T: Element> SmColl<'a, T> {
     pub(crate) fn poll(&mut self) -> Result<bool, MsgError> {
         let sm = self.sm;
         if self.st.stage == Stage::Post {
+            // Posting `s` says `s - 1` is finished here: a non-blocking collective still in
+            // flight before this one must finish first.
+            if !sm.may_post(self.st.seq) {
+                return Ok(false);
+            }
             if self.st.kind.contributes() {
                 // Data slot and length `s % 2` were last read in `s - 2`: everyone must
                 // be past it.
@@ -195,6 +205,7 @@ impl<'a, T: Element> SmColl<'a, T> {
             }
             if self.st.flat {
                 self.st.stage = Stage::Done;
+                self.sm.finished(self.st.seq);
                 if let Some((m, got)) = self.st.disagree {
                     return Err(MsgError::Mismatch {
                         op: self.st.kind.name(),
@@ -309,6 +320,7 @@ impl<'a, T: Element> SmColl<'a, T> {
         sm.ready(k).store(self.st.seq, Ordering::SeqCst);
         sm.wake_all();
         self.st.stage = Stage::Done;
+        self.sm.finished(self.st.seq);
         match self.st.disagree {
             Some((m, got)) => Err(MsgError::Mismatch {
                 op: self.st.kind.name(),
@@ -338,6 +350,7 @@ impl<'a, T: Element> SmColl<'a, T> {
             return Ok(false);
         }
         self.st.stage = Stage::Done;
+        self.sm.finished(self.st.seq);
         let len = sm.out_len(k).load(Ordering::Relaxed);
         let mine = self.nbytes();
         if len == FAILED

@@ -36,6 +36,7 @@
 
 mod coll;
 mod machine;
+mod nonblocking;
 mod setup;
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -47,6 +48,8 @@ use crate::comm_core::CommCore;
 use crate::error::MsgError;
 
 pub(crate) use coll::{allreduce, barrier, bcast, reduce};
+pub(crate) use machine::Kind;
+pub(crate) use nonblocking::step;
 pub(crate) use setup::SmSlot;
 
 /// Longest sleep on the segment's futex before the wait looks at the job's health again.
@@ -93,6 +96,10 @@ pub(crate) struct SmComm {
     pub(crate) outs: usize,
     /// The next collective's sequence number.
     next: AtomicU32,
+    /// The last collective this member finished: the next one posts only after it (a
+    /// post of `s` tells the others that `s - 1` is finished here), so non-blocking
+    /// collectives in flight and blocking ones after them go in call order.
+    done: AtomicU32,
     worker: Worker,
 }
 
@@ -140,6 +147,16 @@ impl SmComm {
 
     pub(crate) fn n(&self) -> usize {
         self.members.len()
+    }
+
+    /// Whether collective `seq` may post: this member finished every earlier one.
+    pub(crate) fn may_post(&self, seq: u32) -> bool {
+        self.done.load(Ordering::Acquire) == seq.wrapping_sub(1)
+    }
+
+    /// Records that this member finished collective `seq`.
+    pub(crate) fn finished(&self, seq: u32) {
+        self.done.store(seq, Ordering::Release);
     }
 
     /// Takes the next sequence number.

@@ -43,6 +43,12 @@ impl SmSlot {
 }
 
 impl SmSlot {
+    /// The segment if it is set up already (never sets one up: a non-blocking collective
+    /// must not wait for the others' handshake).
+    pub(crate) fn ready(&self) -> Option<&SmComm> {
+        self.0.get().and_then(Option::as_ref)
+    }
+
     /// Whether it was decided that this communicator has no segment here.
     pub(crate) fn is_off(&self) -> bool {
         matches!(self.0.get(), Some(None))
@@ -86,6 +92,7 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
         slot,
         outs: SmComm::outs(slot),
         next: AtomicU32::new(FIRST_SEQ),
+        done: AtomicU32::new(FIRST_SEQ.wrapping_sub(1)),
         worker: c.engine.worker.clone(),
     };
     let tag = tag + STEP;
