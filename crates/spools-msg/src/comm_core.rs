@@ -2,6 +2,7 @@
 //! rank map), and the byte-level point-to-point calls that communicators and collectives
 //! are built on.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -153,6 +154,7 @@ impl CommCore {
                     id,
                     recv: false,
                     collective: collective_of(ctx, Tag::Is(tag as i32)),
+                    finished: Cell::new(None),
                     _buf: PhantomData,
                 };
                 g.wait()
@@ -178,6 +180,7 @@ impl CommCore {
             id,
             recv: true,
             collective: collective_of(ctx, tag),
+            finished: Cell::new(None),
             _buf: PhantomData,
         })
     }

@@ -25,6 +25,7 @@ mod machine;
 mod matching;
 mod recv;
 mod send;
+mod slab;
 pub(crate) mod wire;
 
 #[cfg(test)]
