@@ -3,7 +3,6 @@
 //! are built on.
 
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -11,6 +10,7 @@ use std::sync::Arc;
 use crate::buffer::{Buf, RecvBuf};
 use crate::engine::{Engine, SendStart};
 use crate::error::MsgError;
+use crate::idhash::IdMap;
 use crate::op_guard::OpGuard;
 use crate::protocol::{MessageInfo, Pattern, RecvOutcome};
 use crate::status::{Source, Status, Tag};
@@ -33,7 +33,7 @@ pub(crate) struct CommCore {
     /// Job rank of each communicator rank.
     pub(crate) ranks: Vec<u32>,
     /// Communicator rank of each member's job rank.
-    comm_rank_of_job: HashMap<u32, u32>,
+    comm_rank_of_job: IdMap<u32, u32>,
     /// This rank in the communicator.
     pub(crate) rank: u32,
     /// Collectives started (shared with the engine's list, reported at finalise).
@@ -80,7 +80,14 @@ impl CommCore {
             })
     }
 
+    /// The communicator rank of job rank `job` (`u32::MAX` if not a member). Where
+    /// communicator rank `job` is job rank `job` (every rank of the world communicator,
+    /// and of a communicator keeping the job's order), that is the answer with no map
+    /// look-up: members' job ranks are distinct.
     fn comm_rank(&self, job: u32) -> u32 {
+        if self.ranks.get(job as usize) == Some(&job) {
+            return job;
+        }
         self.comm_rank_of_job.get(&job).copied().unwrap_or(u32::MAX)
     }
 
