@@ -162,6 +162,7 @@ impl CommCore {
                     recv: false,
                     collective: collective_of(ctx, Tag::Is(tag as i32)),
                     finished: Cell::new(None),
+                    generation_at_start: None,
                     _buf: PhantomData,
                 };
                 g.wait()
@@ -181,6 +182,9 @@ impl CommCore {
         // SAFETY: the guard returned borrows `buf` for 'a and removes the operation from
         // the engine when dropped, so the engine never writes after the borrow ends.
         let b = unsafe { Buf::borrowed(buf) };
+        // Read before posting: a receive that completes at once (from an unexpected
+        // message) moves it.
+        let generation = self.engine.generation();
         let id = self.engine.post_recv(p, RecvBuf::Fixed(b));
         Ok(OpGuard {
             engine: &self.engine,
@@ -188,6 +192,7 @@ impl CommCore {
             recv: true,
             collective: collective_of(ctx, tag),
             finished: Cell::new(None),
+            generation_at_start: Some(generation),
             _buf: PhantomData,
         })
     }

@@ -20,6 +20,10 @@ pub(crate) struct OpGuard<'a> {
     /// A receive's outcome, once it completed and was removed from the engine (then
     /// nothing is left to release).
     pub(crate) finished: Cell<Option<RecvOutcome>>,
+    /// The engine's generation read before the operation was started, if known: the
+    /// operation cannot have completed while it has not moved, so the first look-up waits
+    /// for a completion too.
+    pub(crate) generation_at_start: Option<u64>,
     pub(crate) _buf: PhantomData<&'a mut [u8]>,
 }
 
@@ -43,7 +47,7 @@ impl OpGuard<'_> {
     /// Waits until the operation completes, or fails when a rank that finalised without
     /// starting this operation's collective makes it impossible.
     pub(crate) fn wait(&self) -> Result<(), MsgError> {
-        let mut seen = None;
+        let mut seen = self.generation_at_start;
         let mut blocker = None;
         let state = self.engine.worker.bootstrap().state();
         let done = self.engine.worker.wait_for_or(
