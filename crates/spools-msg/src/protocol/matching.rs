@@ -5,6 +5,8 @@
 
 use std::collections::VecDeque;
 
+use crate::idhash::IdMap;
+
 /// Who sent a message and how it is labelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Envelope {
@@ -75,11 +77,15 @@ impl<P> CtxQueues<P> {
 /// An arriving message looks at two short queues only: the receives posted for its
 /// source and those posted for any source; the earlier-posted of the first match in each
 /// wins, which is exactly the first match in one queue in posting order (MPI's rule), and
-/// no hash lookup is done on the way (the context's queues are found through a one-entry
-/// cache, else a short scan). The unexpected queue is touched only when no receive
-/// matches.
+/// no hash lookup is done on the way while messages keep to one context (the context's
+/// queues are found through a one-entry cache, else a map). The unexpected queue is
+/// touched only when no receive matches. Each context keeps one (small) queue slot per
+/// source rank it was asked about, up to the highest: memory per context grows with the
+/// job size, not with traffic.
 pub(crate) struct Matcher<P> {
     ctxs: Vec<CtxQueues<P>>,
+    /// Index in `ctxs` of each context (looked up only when the cache below misses).
+    index: IdMap<u32, usize>,
     /// Index in `ctxs` of the context used last.
     last: usize,
     /// The next posting number.
@@ -90,6 +96,7 @@ impl<P> Default for Matcher<P> {
     fn default() -> Self {
         Matcher {
             ctxs: Vec::new(),
+            index: IdMap::default(),
             last: 0,
             seq: 0,
         }
@@ -119,7 +126,7 @@ impl<P> Matcher<P> {
     fn find(&self, ctx: u32) -> Option<usize> {
         match self.ctxs.get(self.last) {
             Some(q) if q.ctx == ctx => Some(self.last),
-            _ => self.ctxs.iter().position(|q| q.ctx == ctx),
+            _ => self.index.get(&ctx).copied(),
         }
     }
 
@@ -129,6 +136,7 @@ impl<P> Matcher<P> {
             Some(i) => i,
             None => {
                 self.ctxs.push(CtxQueues::new(ctx));
+                self.index.insert(ctx, self.ctxs.len() - 1);
                 self.ctxs.len() - 1
             }
         };
