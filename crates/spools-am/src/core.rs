@@ -3,7 +3,7 @@
 //! lives in `progress.rs` (the progress round) and `dispatch.rs` (one incoming message).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -76,8 +76,9 @@ pub(crate) struct Core {
     pub(crate) fragment_tcp: usize,
     /// Work of upper layers run at the end of every progress round (see `Worker::add_poller`).
     pub(crate) pollers: RwLock<Vec<Poller>>,
-    /// Whether `pollers` is non-empty (checked without the lock).
-    pub(crate) has_pollers: AtomicBool,
+    /// Pollers added so far (checked without the lock: a progress round copies `pollers`
+    /// into its own state only when this moved, and takes no lock for them otherwise).
+    pub(crate) pollers_added: AtomicUsize,
 }
 
 /// Work an upper layer adds to every progress round; returns how much it did. It runs on

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use spools_fabric::Priority;
 use spools_proto::am::Status;
 
+use crate::core::Poller;
 use crate::region::RegionMem;
 use crate::registry::Handler;
 
@@ -41,4 +42,7 @@ pub(crate) struct PollState {
     /// The handler table as of registry generation `handlers_gen`.
     pub(crate) handlers: Arc<Vec<Option<Handler>>>,
     pub(crate) handlers_gen: usize,
+    /// Upper layers' pollers, as of `pollers_seen` pollers added (see `Core::pollers`).
+    pub(crate) pollers: Vec<Poller>,
+    pub(crate) pollers_seen: usize,
 }

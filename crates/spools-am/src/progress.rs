@@ -82,16 +82,21 @@ impl Core {
         if !ps.deferred.is_empty() {
             self.send_deferred(&mut ps)?;
         }
-        if self.has_pollers.load(Ordering::Acquire) {
-            // Pollers never register pollers, so the read lock can be held while they
-            // run (no allocation per round).
-            let pollers = self.pollers.read().unwrap_or_else(PoisonError::into_inner);
-            for p in pollers.iter() {
-                match p() {
-                    Ok(k) => n += k,
-                    Err(e) => {
-                        err.get_or_insert(e);
-                    }
+        let added = self.pollers_added.load(Ordering::Acquire);
+        if added != ps.pollers_seen {
+            // Copied once per poller added: rounds take no lock for them.
+            ps.pollers = self
+                .pollers
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            ps.pollers_seen = added;
+        }
+        for p in ps.pollers.iter() {
+            match p() {
+                Ok(k) => n += k,
+                Err(e) => {
+                    err.get_or_insert(e);
                 }
             }
         }

@@ -116,7 +116,7 @@ impl Worker {
             table_len: AtomicUsize::new(0),
             registry_gen: AtomicUsize::new(1),
             pollers: RwLock::new(Vec::new()),
-            has_pollers: AtomicBool::new(false),
+            pollers_added: AtomicUsize::new(0),
         });
         let stop = Arc::new(AtomicBool::new(false));
         if core.cfg.progress_thread {
@@ -312,7 +312,7 @@ impl Worker {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .push(p);
-        self.core.has_pollers.store(true, Ordering::Release);
+        self.core.pollers_added.fetch_add(1, Ordering::Release);
     }
 
     /// The largest payload a bulk message to `peer` carries in one fragment (what

@@ -2,7 +2,7 @@
 //! rank map), and the byte-level point-to-point calls that communicators and collectives
 //! are built on.
 
-use std::collections::HashMap;
+use std::cell::Cell;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -10,6 +10,7 @@ use std::sync::Arc;
 use crate::buffer::{Buf, RecvBuf};
 use crate::engine::{Engine, SendStart};
 use crate::error::MsgError;
+use crate::idhash::IdMap;
 use crate::op_guard::OpGuard;
 use crate::protocol::{MessageInfo, Pattern, RecvOutcome};
 use crate::status::{Source, Status, Tag};
@@ -32,7 +33,7 @@ pub(crate) struct CommCore {
     /// Job rank of each communicator rank.
     pub(crate) ranks: Vec<u32>,
     /// Communicator rank of each member's job rank.
-    comm_rank_of_job: HashMap<u32, u32>,
+    comm_rank_of_job: IdMap<u32, u32>,
     /// This rank in the communicator.
     pub(crate) rank: u32,
     /// Collectives started (shared with the engine's list, reported at finalise).
@@ -82,7 +83,14 @@ impl CommCore {
             })
     }
 
+    /// The communicator rank of job rank `job` (`u32::MAX` if not a member). Where
+    /// communicator rank `job` is job rank `job` (every rank of the world communicator,
+    /// and of a communicator keeping the job's order), that is the answer with no map
+    /// look-up: members' job ranks are distinct.
     fn comm_rank(&self, job: u32) -> u32 {
+        if self.ranks.get(job as usize) == Some(&job) {
+            return job;
+        }
         self.comm_rank_of_job.get(&job).copied().unwrap_or(u32::MAX)
     }
 
@@ -156,6 +164,8 @@ impl CommCore {
                     id,
                     recv: false,
                     collective: collective_of(ctx, Tag::Is(tag as i32)),
+                    finished: Cell::new(None),
+                    generation_at_start: None,
                     _buf: PhantomData,
                 };
                 g.wait()
@@ -175,12 +185,17 @@ impl CommCore {
         // SAFETY: the guard returned borrows `buf` for 'a and removes the operation from
         // the engine when dropped, so the engine never writes after the borrow ends.
         let b = unsafe { Buf::borrowed(buf) };
+        // Read before posting: a receive that completes at once (from an unexpected
+        // message) moves it.
+        let generation = self.engine.generation();
         let id = self.engine.post_recv(p, RecvBuf::Fixed(b));
         Ok(OpGuard {
             engine: &self.engine,
             id,
             recv: true,
             collective: collective_of(ctx, tag),
+            finished: Cell::new(None),
+            generation_at_start: Some(generation),
             _buf: PhantomData,
         })
     }

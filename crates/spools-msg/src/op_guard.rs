@@ -1,6 +1,7 @@
 //! The guard that keeps the borrowed buffer of a blocking operation safe, and waits for
 //! the operation.
 
+use std::cell::Cell;
 use std::marker::PhantomData;
 
 use crate::engine::Engine;
@@ -16,13 +17,28 @@ pub(crate) struct OpGuard<'a> {
     pub(crate) recv: bool,
     /// The collective (context, number) this operation is a step of, if any.
     pub(crate) collective: Option<(u32, u32)>,
+    /// A receive's outcome, once it completed and was removed from the engine (then
+    /// nothing is left to release).
+    pub(crate) finished: Cell<Option<RecvOutcome>>,
+    /// The engine's generation read before the operation was started, if known: the
+    /// operation cannot have completed while it has not moved, so the first look-up waits
+    /// for a completion too.
+    pub(crate) generation_at_start: Option<u64>,
     pub(crate) _buf: PhantomData<&'a mut [u8]>,
 }
 
 impl OpGuard<'_> {
+    /// Whether the operation completed; a completed receive is removed from the engine at
+    /// once, its outcome kept (one lock for the check, the outcome and the release).
     pub(crate) fn is_complete(&self) -> bool {
         if self.recv {
-            self.engine.recv_outcome(self.id).is_some()
+            if self.finished.get().is_some() {
+                return true;
+            }
+            // A blocking receive's buffer is borrowed: the engine gives nothing back.
+            let done = self.engine.finish_recv(self.id).map(|(o, _)| o);
+            self.finished.set(done);
+            done.is_some()
         } else {
             self.engine.send_complete(self.id)
         }
@@ -31,7 +47,7 @@ impl OpGuard<'_> {
     /// Waits until the operation completes, or fails when a rank that finalised without
     /// starting this operation's collective makes it impossible.
     pub(crate) fn wait(&self) -> Result<(), MsgError> {
-        let mut seen = None;
+        let mut seen = self.generation_at_start;
         let mut blocker = None;
         let state = self.engine.worker.bootstrap().state();
         let done = self.engine.worker.wait_for_or(
@@ -74,14 +90,18 @@ impl OpGuard<'_> {
 
     /// The receive's outcome once complete.
     pub(crate) fn outcome(&self) -> Option<RecvOutcome> {
-        self.engine.recv_outcome(self.id)
+        self.finished
+            .get()
+            .or_else(|| self.engine.recv_outcome(self.id))
     }
 }
 
 impl Drop for OpGuard<'_> {
     fn drop(&mut self) {
         if self.recv {
-            self.engine.release_recv(self.id);
+            if self.finished.get().is_none() {
+                self.engine.release_recv(self.id);
+            }
         } else {
             self.engine.release_send(self.id);
         }

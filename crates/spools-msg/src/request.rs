@@ -133,17 +133,19 @@ impl Request {
                 })
             }
             Some(RequestOp::Recv { id }) => {
-                let outcome = engine.recv_outcome(id);
-                let buf = engine.release_recv(id);
-                match outcome {
-                    Some(o) => self
+                // Outcome and buffer in one step; a pending receive is released anyway.
+                match engine.finish_recv(id) {
+                    Some((o, buf)) => self
                         .comm
                         .outcome(o)
                         .map(|status| Completion { buf, status }),
-                    None => Err(MsgError::Protocol {
-                        peer: self.comm.rank,
-                        what: "receive finished before completing",
-                    }),
+                    None => {
+                        engine.release_recv(id);
+                        Err(MsgError::Protocol {
+                            peer: self.comm.rank,
+                            what: "receive finished before completing",
+                        })
+                    }
                 }
             }
             None => Err(MsgError::Protocol {

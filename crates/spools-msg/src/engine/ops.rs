@@ -91,6 +91,12 @@ impl Engine {
         self.read_protocol(|p| p.recv_outcome(id))
     }
 
+    /// Receive `id`'s outcome and buffer once complete, removing it; `None` (nothing
+    /// changes) while pending. One lock where `recv_outcome` then `release_recv` take two.
+    pub(crate) fn finish_recv(&self, id: u64) -> Option<(RecvOutcome, Vec<u8>)> {
+        self.lock_state().protocol.finish_recv(id)
+    }
+
     /// Removes receive `id`, returning its buffer (owned or allocated, else empty).
     pub(crate) fn release_recv(&self, id: u64) -> Vec<u8> {
         self.with_protocol(|p| p.release_recv(id))

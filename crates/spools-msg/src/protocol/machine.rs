@@ -61,9 +61,7 @@ impl Protocol {
     /// request-to-send (then a CTS is queued). It may complete at once from an
     /// unexpected message.
     pub(crate) fn post_recv(&mut self, p: Pattern, buf: RecvBuf) -> (u64, bool) {
-        let id = self.new_id();
-        let cts = self.recv.post(id, p, buf);
-        (id, cts)
+        self.recv.post(p, buf)
     }
 
     /// Cancels receive `id` if no message has matched it yet.
@@ -96,6 +94,13 @@ impl Protocol {
         self.recv.outcome(id)
     }
 
+    /// Receive `id`'s outcome and buffer once complete, removing it (`None`, and nothing
+    /// changes, while pending): [`Protocol::recv_outcome`] and [`Protocol::release_recv`]
+    /// in one step.
+    pub(crate) fn finish_recv(&mut self, id: u64) -> Option<(RecvOutcome, Vec<u8>)> {
+        self.recv.finish(id)
+    }
+
     /// Whether send `id` is complete (released ids are).
     pub(crate) fn send_complete(&self, id: u64) -> bool {
         self.send.is_complete(id)
@@ -113,8 +118,7 @@ impl Protocol {
     /// [`RPC_CTX`]) are received by the protocol itself.
     pub(crate) fn on_message(&mut self, env: Envelope, inc: Incoming<'_>) {
         if env.ctx == RPC_CTX {
-            let id = self.new_id();
-            self.recv.accept_rpc_call(id, env, inc);
+            self.recv.accept_rpc_call(env, inc);
         } else {
             self.recv.arrive(env, inc);
         }

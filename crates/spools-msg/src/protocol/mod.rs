@@ -25,8 +25,11 @@ mod machine;
 mod matching;
 mod recv;
 mod send;
+mod slab;
 pub(crate) mod wire;
 
+#[cfg(test)]
+mod matching_tests;
 #[cfg(test)]
 mod tests;
 

@@ -7,9 +7,9 @@ use std::collections::VecDeque;
 
 use super::events::{Cts, Incoming, Limits, MessageInfo, ProtocolError, RecvOutcome, RpcCall};
 use super::matching::{Envelope, Matcher, Pattern};
+use super::slab::Slab;
 use super::wire::{RPC_CTX, RPC_REPLY_CTX, SHORT_MAX};
 use crate::buffer::RecvBuf;
-use crate::idhash::IdMap;
 
 /// Largest message a receive that sizes its own buffer accepts (a larger announced
 /// length is refused as truncated rather than allocated).
@@ -45,7 +45,8 @@ enum RecvState {
 }
 
 struct RecvOp {
-    ctx: u32,
+    /// What it accepts (its context; where the matcher keeps it while posted).
+    pattern: Pattern,
     buf: RecvBuf,
     state: RecvState,
     /// Nobody waits for it (a dropped request): remove it on completion.
@@ -57,7 +58,7 @@ struct RecvOp {
 /// Receives by operation id, the matcher, and what the receive side owes the engine.
 pub(crate) struct RecvSide {
     matcher: Matcher<Unexpected>,
-    recvs: IdMap<u64, RecvOp>,
+    recvs: Slab<RecvOp>,
     /// Clear-to-send messages to transmit, in order.
     cts: VecDeque<Cts>,
     /// Buffers for unexpected messages, reused.
@@ -76,7 +77,7 @@ impl RecvSide {
     pub(crate) fn new(limits: Limits) -> RecvSide {
         RecvSide {
             matcher: Matcher::default(),
-            recvs: IdMap::default(),
+            recvs: Slab::default(),
             cts: VecDeque::new(),
             pool: Vec::new(),
             pool_capacity: limits.eager_limit.max(SHORT_MAX),
@@ -86,21 +87,26 @@ impl RecvSide {
         }
     }
 
-    fn insert(&mut self, id: u64, ctx: u32, buf: RecvBuf, rpc_call: bool) {
-        let op = RecvOp {
-            ctx,
+    fn insert(&mut self, pattern: Pattern, buf: RecvBuf, rpc_call: bool) -> u64 {
+        self.recvs.insert(RecvOp {
+            pattern,
             buf,
             state: RecvState::Posted,
             detached: false,
             rpc_call,
-        };
-        self.recvs.insert(id, op);
+        })
     }
 
-    /// Posts receive `id`; it matches the first unexpected message it fits, if any.
-    /// Returns whether that was a request-to-send (a CTS is now queued).
-    pub(crate) fn post(&mut self, id: u64, p: Pattern, buf: RecvBuf) -> bool {
-        self.insert(id, p.ctx, buf, false);
+    /// Posts a receive and returns its id; it matches the first unexpected message it
+    /// fits, if any. Also returns whether that was a request-to-send (a CTS is now
+    /// queued).
+    pub(crate) fn post(&mut self, p: Pattern, buf: RecvBuf) -> (u64, bool) {
+        let id = self.insert(p, buf, false);
+        let cts = self.post_id(id, p);
+        (id, cts)
+    }
+
+    fn post_id(&mut self, id: u64, p: Pattern) -> bool {
         match self.matcher.post(id, p) {
             None => false,
             Some((env, Unexpected::Data(d))) => {
@@ -115,9 +121,14 @@ impl RecvSide {
         }
     }
 
-    /// Receives an RPC call as operation `id`, into a buffer of the call's size.
-    pub(crate) fn accept_rpc_call(&mut self, id: u64, env: Envelope, inc: Incoming<'_>) {
-        self.insert(id, RPC_CTX, RecvBuf::Alloc(Vec::new()), true);
+    /// Receives an RPC call, into a buffer of the call's size.
+    pub(crate) fn accept_rpc_call(&mut self, env: Envelope, inc: Incoming<'_>) {
+        let p = Pattern {
+            ctx: RPC_CTX,
+            src: Some(env.src),
+            tag: Some(env.tag),
+        };
+        let id = self.insert(p, RecvBuf::Alloc(Vec::new()), true);
         self.accept(id, env, inc);
     }
 
@@ -160,11 +171,11 @@ impl RecvSide {
 
     fn complete(&mut self, id: u64, outcome: RecvOutcome) {
         self.completed += 1;
-        let Some(op) = self.recvs.get_mut(&id) else {
+        let Some(op) = self.recvs.get_mut(id) else {
             return;
         };
         if op.rpc_call {
-            if let Some(op) = self.recvs.remove(&id) {
+            if let Some(op) = self.recvs.remove(id) {
                 if let (RecvBuf::Alloc(body), RecvOutcome::Received(m)) = (op.buf, outcome) {
                     self.rpc_calls.push_back(RpcCall {
                         caller: m.src,
@@ -178,13 +189,13 @@ impl RecvSide {
         }
         op.state = RecvState::Complete(outcome);
         if op.detached {
-            self.recvs.remove(&id);
+            self.recvs.remove(id);
         }
     }
 
     /// Copies a whole message into receive `id`, or truncates.
     fn deliver(&mut self, id: u64, env: Envelope, data: &[u8]) {
-        let Some(op) = self.recvs.get_mut(&id) else {
+        let Some(op) = self.recvs.get_mut(id) else {
             return;
         };
         let msg = MessageInfo {
@@ -213,7 +224,7 @@ impl RecvSide {
     /// Receive `id` matched a request-to-send: queue the CTS (telling the sender to
     /// discard when the message does not fit) and wait for the data.
     fn start_rendezvous(&mut self, id: u64, env: Envelope, len: u64, send_id: u64) {
-        let Some(op) = self.recvs.get_mut(&id) else {
+        let Some(op) = self.recvs.get_mut(id) else {
             return;
         };
         let len = usize::try_from(len).unwrap_or(usize::MAX);
@@ -247,7 +258,7 @@ impl RecvSide {
         } else if len == 0 {
             // No data will follow.
             self.complete(id, RecvOutcome::Received(msg));
-        } else if let Some(op) = self.recvs.get_mut(&id) {
+        } else if let Some(op) = self.recvs.get_mut(id) {
             op.state = RecvState::Streaming { msg, got: 0 };
         }
     }
@@ -260,7 +271,7 @@ impl RecvSide {
         offset: u64,
         payload: &[u8],
     ) -> Result<(), ProtocolError> {
-        let Some(op) = self.recvs.get_mut(&recv_id) else {
+        let Some(op) = self.recvs.get_mut(recv_id) else {
             return Err(ProtocolError::UnknownRecv {
                 peer: from,
                 recv_id,
@@ -305,21 +316,36 @@ impl RecvSide {
     /// Receive `id`'s outcome once complete (`None` while pending); an id that is not
     /// held (released) reads as cancelled.
     pub(crate) fn outcome(&self, id: u64) -> Option<RecvOutcome> {
-        match self.recvs.get(&id).map(|r| &r.state) {
+        match self.recvs.get(id).map(|r| &r.state) {
             Some(RecvState::Complete(r)) => Some(*r),
             Some(_) => None,
             None => Some(RecvOutcome::Cancelled),
         }
     }
 
+    /// Receive `id`'s outcome and buffer if it is complete, removing it (one look-up
+    /// where [`RecvSide::outcome`] then [`RecvSide::release`] take two); `None`, and
+    /// nothing changes, while it is pending. An id that is not held reads as cancelled.
+    pub(crate) fn finish(&mut self, id: u64) -> Option<(RecvOutcome, Vec<u8>)> {
+        match self.recvs.get(id).map(|r| &r.state) {
+            Some(RecvState::Complete(o)) => {
+                let o = *o;
+                let buf = self.recvs.remove(id).map(|op| op.buf.take());
+                Some((o, buf.unwrap_or_default()))
+            }
+            Some(_) => None,
+            None => Some((RecvOutcome::Cancelled, Vec::new())),
+        }
+    }
+
     /// Removes receive `id` (unposting it if no message matched), returning its buffer.
     /// A message that matched it and still streams is dropped when its data arrives.
     pub(crate) fn release(&mut self, id: u64) -> Vec<u8> {
-        let Some(op) = self.recvs.remove(&id) else {
+        let Some(op) = self.recvs.remove(id) else {
             return Vec::new();
         };
         if matches!(op.state, RecvState::Posted) {
-            self.matcher.cancel(id, op.ctx);
+            self.matcher.cancel(id, &op.pattern);
         }
         op.buf.take()
     }
@@ -327,15 +353,15 @@ impl RecvSide {
     /// Cancels receive `id` if no message has matched it; false otherwise (matched,
     /// streaming, complete or unknown).
     pub(crate) fn cancel(&mut self, id: u64) -> bool {
-        let ctx = match self.recvs.get(&id) {
-            Some(op) if matches!(op.state, RecvState::Posted) => op.ctx,
+        let pattern = match self.recvs.get(id) {
+            Some(op) if matches!(op.state, RecvState::Posted) => op.pattern,
             _ => return false,
         };
-        if !self.matcher.cancel(id, ctx) {
+        if !self.matcher.cancel(id, &pattern) {
             return false;
         }
         self.completed += 1;
-        if let Some(op) = self.recvs.get_mut(&id) {
+        if let Some(op) = self.recvs.get_mut(id) {
             op.state = RecvState::Complete(RecvOutcome::Cancelled);
         }
         true
@@ -345,14 +371,17 @@ impl RecvSide {
     /// reply, which comes whatever happens: it lands, then is dropped), else remove it
     /// when it completes.
     pub(crate) fn detach(&mut self, id: u64) {
-        let is_reply = self.recvs.get(&id).is_some_and(|o| o.ctx == RPC_REPLY_CTX);
+        let is_reply = self
+            .recvs
+            .get(id)
+            .is_some_and(|o| o.pattern.ctx == RPC_REPLY_CTX);
         if !is_reply && self.cancel(id) {
             self.release(id);
             return;
         }
-        match self.recvs.get_mut(&id) {
+        match self.recvs.get_mut(id) {
             Some(o) if matches!(o.state, RecvState::Complete(_)) => {
-                self.recvs.remove(&id);
+                self.recvs.remove(id);
             }
             Some(o) => o.detached = true,
             None => {}
