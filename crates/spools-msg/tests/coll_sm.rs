@@ -5,7 +5,8 @@
 //! path taken (each rank counts the collectives that went through the segment, against
 //! the documented choice); and a rank killed while the others wait in such a collective:
 //! they fail with an error naming it, the job ends, nothing hangs. And that a segment's
-//! name is gone from /dev/shm once every member mapped it.
+//! name is gone from /dev/shm once every member mapped it. Non-blocking collectives in
+//! flight together and with a blocking one behind them use the segment too, in order.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -232,6 +233,50 @@ fn many(comms: &mut [Expect<'_>], rounds: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// `rounds` rounds of non-blocking collectives in flight together, with a blocking one
+/// started behind them, waited for out of order. Within one host they go through the
+/// segment set up by the blocking collectives before (a non-blocking call never sets one
+/// up), in call order with the blocking one.
+fn outstanding(x: &mut Expect<'_>, rounds: u64) -> Result<(), String> {
+    let c = x.c;
+    let (me, n) = (c.rank(), c.size());
+    let one_host = (0..n).all(|r| x.host(r) == x.host(me));
+    for round in 0..rounds {
+        let root = (round % u64::from(n)) as u32;
+        let ar = e(c.iallreduce(vec![val(me, 0, round), 1], Op::Sum))?;
+        let bc = e(c.ibcast(vec![if me == root { round } else { u64::MAX }; 3], root))?;
+        let bar = e(c.ibarrier())?;
+        let mut blocking = [0i64];
+        e(c.allreduce(&[val(me, 2, round)], &mut blocking, &Op::Sum))?;
+        let rd = e(c.ireduce(vec![val(me, 1, round)], Op::Sum, root))?;
+        let got_rd = e(rd.wait())?;
+        e(bar.wait())?;
+        let got_bc = e(bc.wait())?;
+        let got_ar = e(ar.wait())?;
+        let sum = |k: usize| (0..n).map(|r| val(r, k, round)).sum::<i64>();
+        check(got_ar == [sum(0), i64::from(n)], || {
+            format!("round {round}: iallreduce gave {got_ar:?}")
+        })?;
+        check(got_bc == [round; 3], || {
+            format!("round {round}: ibcast from {root} gave {got_bc:?}")
+        })?;
+        check(blocking == [sum(2)], || {
+            format!("round {round}: allreduce behind three in flight gave {blocking:?}")
+        })?;
+        check(me != root || got_rd == [sum(1)], || {
+            format!("round {round}: ireduce to {root} gave {got_rd:?}")
+        })?;
+        x.note(K::Allreduce { commutative: true }, 8);
+        if one_host {
+            x.note(K::Allreduce { commutative: true }, 16);
+            x.note(K::Bcast, 24);
+            x.note(K::Barrier, 0);
+            x.note(K::Reduce, 8);
+        }
+    }
+    x.verify()
+}
+
 fn sm_role() -> Result<(), String> {
     let shape = Shape::read();
     let w = e(spools::init())?;
@@ -269,6 +314,9 @@ fn sm_role() -> Result<(), String> {
             });
         }
         many(&mut comms, 150)?;
+        for x in comms.iter_mut() {
+            outstanding(x, 40)?;
+        }
         // The sequence numbers start 256 below the wrap: with 3 or more ranks on this host
         // the world's went past it.
         if w.size() >= 3 && shape.hosts == 1 && shape.limit >= 24 {
