@@ -3,9 +3,9 @@
 //! lives in `progress.rs` (the progress round) and `dispatch.rs` (one incoming message).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use spools_boot::client::Bootstrap;
 use spools_boot::config::Config;
@@ -16,6 +16,9 @@ use crate::error::AmError;
 use crate::inbox::PollState;
 use crate::region::Regions;
 use crate::registry::Registry;
+
+/// A rank woken within this long answers its peers closely (see `Core::wait_until_or`).
+const RECENT: Duration = Duration::from_millis(1);
 
 /// Longest single sleep in a wait; waits re-check the watchdog at least this often.
 pub(crate) const NAP: Duration = Duration::from_millis(50);
@@ -70,6 +73,10 @@ pub(crate) struct Core {
     pub(crate) registry_gen: AtomicUsize,
     pub(crate) spin: Duration,
     pub(crate) oversubscribed: bool,
+    /// When a sleep of this rank last ended (nanoseconds since `epoch`; 0: never).
+    pub(crate) woken_at: AtomicU64,
+    /// The origin of `woken_at`.
+    pub(crate) epoch: Instant,
     /// Chunk size of fragmented transfers through shared memory.
     pub(crate) fragment: usize,
     /// Chunk size of fragmented transfers through TCP.
@@ -208,15 +215,31 @@ impl Core {
             }
             // A peer this rank's last sends woke from its sleep answers no sooner than
             // its wake-up time: wait for it asleep rather than spin, which would compete
-            // with it for a CPU (the woken rank is often queued on this one's).
-            if (idle == 1 && self.woke_a_sleeper()) || !backoff.spin() {
+            // with it for a CPU (the woken rank is often queued on this one's). Unless
+            // this rank itself was woken a moment ago: then the two answer each other
+            // closely, and sleeping at once would make them sleep and wake in turn for
+            // every message; spinning gets them out of it.
+            let sleep_now = idle == 1 && self.woke_a_sleeper() && !self.woken_recently();
+            if sleep_now || !backoff.spin() {
                 self.sleep(NAP);
             }
         }
     }
 
     /// Sleeps on the transport this rank receives most from.
+    /// Whether a sleep of this rank ended within the last [`RECENT`].
+    fn woken_recently(&self) -> bool {
+        let at = self.woken_at.load(Ordering::Relaxed);
+        at != 0 && self.epoch.elapsed().as_nanos() as u64 - at < RECENT.as_nanos() as u64
+    }
+
     pub(crate) fn sleep(&self, timeout: Duration) {
+        self.sleep_on_transports(timeout);
+        let now = (self.epoch.elapsed().as_nanos() as u64).max(1);
+        self.woken_at.store(now, Ordering::Relaxed);
+    }
+
+    fn sleep_on_transports(&self, timeout: Duration) {
         match (&self.shm, &self.tcp) {
             (Some(s), Some(t)) if self.routes.contains(&Route::Tcp) => {
                 if self.routes.contains(&Route::Shm) {

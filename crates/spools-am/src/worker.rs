@@ -1,9 +1,9 @@
 //! The active-message layer of one rank: the [`Worker`] (handler registry, memory regions,
 //! progress, waits) and its optional progress thread.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use spools_boot::client::Bootstrap;
 use spools_boot::config::Config;
@@ -96,6 +96,8 @@ impl Worker {
             size: boot.size(),
             spin: Duration::from_micros(cfg.spin_us),
             oversubscribed: local_ranks > spools_fabric::cpu_count(),
+            woken_at: AtomicU64::new(0),
+            epoch: Instant::now(),
             fragment,
             fragment_tcp,
             cfg,
