@@ -3,7 +3,7 @@
 # Open MPI and MPICH (bench/peers/osu.c), in the OSU micro-benchmarks' table format.
 #
 # Usage: bench/peers/osu.sh [--runs N] [--out DIR] [--tests LIST] [--coll-ranks LIST]
-#                           [--coll-max-size BYTES] [--skip-spools]
+#                           [--coll-max-size BYTES] [--mpich-max-ranks N] [--skip-spools]
 #   (also reached as bench/peers/run.sh --suite osu, with the same options)
 #
 #   --runs N           rounds of every test, interleaved across the three implementations
@@ -15,6 +15,10 @@
 #                      ranks than cores oversubscribe, where MPICH's busy polling collapses)
 #   --coll-max-size B  largest message of the collectives (default: OSU's 1 MiB; the
 #                      small-message goals need 4096)
+#   --mpich-max-ranks N  run MPICH's collectives only up to N ranks (default: all; with
+#                      more ranks than cores MPICH's busy polling takes milliseconds per
+#                      call, so a run of 4 or 8 ranks on 2 cores lasts tens of minutes;
+#                      the summary shows n/a there)
 #   --skip-spools      only the two MPIs (no cargo build)
 #
 # Steps: install Open MPI and MPICH from Debian through scripts/install-mpi.sh --with-mpich
@@ -35,6 +39,7 @@ out=""
 tests="latency,bw,bibw,allreduce,bcast,barrier,alltoall"
 coll_ranks="2"
 coll_max=""
+mpich_max=""
 skip_spools=0
 
 usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"; }
@@ -57,6 +62,9 @@ while (($# > 0)); do
     --coll-max-size)
         [[ $# -ge 2 && $2 =~ ^[1-9][0-9]*$ ]] || { echo "osu.sh: --coll-max-size needs a size in bytes" >&2; exit 2; }
         coll_max=$2; shift 2 ;;
+    --mpich-max-ranks)
+        [[ $# -ge 2 && $2 =~ ^[1-9][0-9]*$ ]] || { echo "osu.sh: --mpich-max-ranks needs a rank count" >&2; exit 2; }
+        mpich_max=$2; shift 2 ;;
     --skip-spools) skip_spools=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "osu.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
@@ -94,7 +102,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     echo "open mpi: $(mpirun.openmpi --version 2>/dev/null | head -n1)"
     echo "mpich: $(mpichversion 2>/dev/null | head -n1 || mpirun.mpich --version 2>/dev/null | head -n1)"
     echo "spools: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-    echo "runs: $runs; collectives on $coll_ranks ranks${coll_max:+, up to $coll_max B}"
+    echo "runs: $runs; collectives on $coll_ranks ranks${coll_max:+, up to $coll_max B}${mpich_max:+; MPICH up to $mpich_max ranks}"
 } >"$out/host.txt"
 rm -f "$out"/*.run*.txt
 
@@ -131,7 +139,9 @@ for ((i = 1; i <= runs; i++)); do
                 table "$name-spools.run$i" "$spools" run -n "$p" -- "$spools" bench osu "$t" "${extra[@]}"
             fi
             table "$name-openmpi.run$i" mpirun.openmpi --oversubscribe -n "$p" "$out/osu-openmpi" "$t" "${extra[@]}"
-            table "$name-mpich.run$i" mpirun.mpich -n "$p" "$out/osu-mpich" "$t" "${extra[@]}"
+            if [[ -z $mpich_max ]] || ((p <= mpich_max)); then
+                table "$name-mpich.run$i" mpirun.mpich -n "$p" "$out/osu-mpich" "$t" "${extra[@]}"
+            fi
         done
     done
 done
