@@ -18,7 +18,10 @@ use crate::region::Regions;
 use crate::registry::Registry;
 
 /// A rank woken within this long answers its peers closely (see `Core::wait_until_or`).
-const RECENT: Duration = Duration::from_millis(1);
+pub(crate) const RECENT: Duration = Duration::from_millis(1);
+
+/// How long such a rank spins before it sleeps: longer than a wake-up (tens of µs).
+pub(crate) const LONG_SPIN: Duration = Duration::from_micros(250);
 
 /// Longest single sleep in a wait; waits re-check the watchdog at least this often.
 pub(crate) const NAP: Duration = Duration::from_millis(50);
@@ -172,7 +175,7 @@ impl Core {
         peer: Option<u32>,
         report_async: bool,
     ) -> Result<(), AmError> {
-        self.wait_until_or(done, || false, peer, report_async)
+        self.wait_until_or(done, || false, peer, report_async, true)
             .map(|_| ())
     }
 
@@ -184,9 +187,11 @@ impl Core {
         mut stop: impl FnMut() -> bool,
         peer: Option<u32>,
         report_async: bool,
+        sleep_early: bool,
     ) -> Result<bool, AmError> {
         let mut backoff = Backoff::new(self.spin, self.oversubscribed);
         let mut idle = 0u32;
+        let mut extended = false;
         loop {
             if done() {
                 return Ok(true);
@@ -219,22 +224,38 @@ impl Core {
             // this rank itself was woken a moment ago: then the two answer each other
             // closely, and sleeping at once would make them sleep and wake in turn for
             // every message; spinning gets them out of it.
-            let sleep_now = idle == 1 && self.woke_a_sleeper() && !self.woken_recently();
-            if sleep_now || !backoff.spin() {
+            let sleep_now =
+                sleep_early && idle == 1 && self.woke_a_sleeper() && !self.woken_recently();
+            if sleep_now {
                 self.sleep(NAP);
+            } else if !backoff.spin() {
+                // Woken a moment ago, this rank's partners answer within a wake-up time:
+                // spin through one before sleeping, or two ranks that answer each other
+                // fall into sleeping and waking in turn for every message.
+                if !extended && self.woken_recently() {
+                    extended = true;
+                    backoff.extend(LONG_SPIN);
+                } else {
+                    self.sleep(NAP);
+                }
             }
         }
     }
 
     /// Sleeps on the transport this rank receives most from.
     /// Whether a sleep of this rank ended within the last [`RECENT`].
-    fn woken_recently(&self) -> bool {
+    pub(crate) fn woken_recently(&self) -> bool {
         let at = self.woken_at.load(Ordering::Relaxed);
         at != 0 && self.epoch.elapsed().as_nanos() as u64 - at < RECENT.as_nanos() as u64
     }
 
     pub(crate) fn sleep(&self, timeout: Duration) {
         self.sleep_on_transports(timeout);
+        self.note_woken();
+    }
+
+    /// Records that a sleep of this rank just ended.
+    pub(crate) fn note_woken(&self) {
         let now = (self.epoch.elapsed().as_nanos() as u64).max(1);
         self.woken_at.store(now, Ordering::Relaxed);
     }

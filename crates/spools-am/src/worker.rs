@@ -390,6 +390,30 @@ impl Worker {
             .try_send_lane0(Priority::Low, peer, &[&hdr, payload])
     }
 
+    /// How long a wait of this rank spins before it sleeps, now: `spin_us`, or longer
+    /// when a sleep of this rank ended within the last millisecond (its partners then
+    /// answer within a wake-up time, and spinning through one keeps two ranks that answer
+    /// each other from sleeping and waking in turn for every message).
+    pub fn spin_now(&self) -> Duration {
+        if self.core.woken_recently() {
+            self.core.spin.max(crate::core::LONG_SPIN)
+        } else {
+            self.core.spin
+        }
+    }
+
+    /// Records that a sleep of this rank outside the transports (on flags in memory
+    /// shared with other ranks) just ended, for [`Worker::spin_now`].
+    pub fn note_woken(&self) {
+        self.core.note_woken();
+    }
+
+    /// Whether this host runs more of the job's ranks than it has CPUs: waits then yield
+    /// the CPU between polls instead of spinning.
+    pub fn oversubscribed(&self) -> bool {
+        self.core.oversubscribed
+    }
+
     /// Wakes threads of this rank sleeping in a wait or in the progress thread (after an
     /// upper layer queued work for its poller outside a handler).
     pub fn wake(&self) {
@@ -420,7 +444,22 @@ impl Worker {
         cond: impl FnMut() -> bool,
         stop: impl FnMut() -> bool,
     ) -> Result<bool, AmError> {
-        self.core.wait_until_or(cond, stop, None, true)
+        self.core.wait_until_or(cond, stop, None, true, true)
+    }
+
+    /// [`Worker::wait_for_or`] for a condition that no transport signals (flags in memory
+    /// shared with other ranks): it never sleeps on the transports early, after waking a
+    /// sleeping peer, as the other waits do; `stop` decides when the caller sleeps
+    /// elsewhere.
+    ///
+    /// # Errors
+    /// As [`Worker::wait_for_or`].
+    pub fn wait_for_flags(
+        &self,
+        cond: impl FnMut() -> bool,
+        stop: impl FnMut() -> bool,
+    ) -> Result<bool, AmError> {
+        self.core.wait_until_or(cond, stop, None, true, false)
     }
 
     /// Hooks for the bootstrap layer: while a rank waits in a runtime collective or in

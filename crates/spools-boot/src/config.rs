@@ -13,7 +13,7 @@
 //! | `lanes` | `SPOOLS_LANES` | `3` | sending lanes per rank: lane 0 for the progress engine, lane 1 for the `World`'s endpoint, lane 2 for tagged messaging, the rest for more endpoints |
 //! | `short_limit` | `SPOOLS_SHORT_LIMIT` | `24B` | tagged messages up to this size travel inline in one control message (at most 24B) |
 //! | `eager_limit` | `SPOOLS_EAGER_LIMIT` | `32KiB` | larger tagged messages up to this size are sent eagerly (at most `bulk_limit`); beyond, rendezvous |
-//! | `coll_sm_limit` | `SPOOLS_COLL_SM_LIMIT` | `4KiB` | barrier, broadcast, reduce and allreduce of up to this many bytes go through a shared segment per communicator and host (flags and slots) instead of messages, where at least 3 ranks of the communicator share the host; `0`: never (at most 64KiB) |
+//! | `coll_sm_limit` | `SPOOLS_COLL_SM_LIMIT` | `4KiB` | barrier, broadcast, reduce and allreduce of up to this many bytes go through a shared segment per communicator and host (flags and slots) instead of messages, where at least 2 ranks of the communicator (3 for a broadcast) share the host; `0`: never (at most 64KiB) |
 //! | `single_copy` | `SPOOLS_SINGLE_COPY` | `auto` | `auto` (probe at start-up), `cma` (process_vm_readv/writev), `pipeline` |
 //! | `batch` | `SPOOLS_BATCH` | `256` | short messages per batch in batched mode |
 //! | `progress_thread` | `SPOOLS_PROGRESS_THREAD` | `false` | run handlers on a background thread |

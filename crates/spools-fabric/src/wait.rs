@@ -55,6 +55,12 @@ impl Backoff {
         true
     }
 
+    /// Spins for `spin` from now on (the phase restarts).
+    pub fn extend(&mut self, spin: Duration) {
+        self.spin = spin;
+        self.reset();
+    }
+
     /// Restarts the spin phase (after something arrived).
     pub fn reset(&mut self) {
         self.start = None;

@@ -19,7 +19,7 @@
 //!
 //! Up to `coll_sm_limit` bytes (configuration, 4 KiB by default), the blocking barrier,
 //! broadcast, reduce and allreduce go instead through a shared segment per communicator
-//! and host, with flags and per-rank slots (`sm`), where at least 3 ranks share the host;
+//! and host, with flags and per-rank slots (`sm`), where at least 2 ranks (3 for a broadcast) share the host;
 //! across hosts it serves the phases within each host. The non-blocking collectives use the messages.
 
 mod args;

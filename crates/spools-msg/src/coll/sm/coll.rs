@@ -15,10 +15,17 @@ use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
 
-/// The segment serves from this many members on a host: between two, one message each
-/// way is as direct as a flag, and lets a broadcast root run further ahead (measured in
-/// `spools bench coll`: at 2 ranks the segment was no faster than the messages).
-const MIN_MEMBERS: usize = 3;
+/// The segment serves from this many members on a host: two for barrier, reduce and
+/// allreduce (one flag each way instead of messages); three for a broadcast, whose root
+/// sends one message to a single reader as directly as a flag and can run further ahead
+/// with messages (measured with `spools bench osu` at 2 ranks).
+fn min_members(kind: Kind) -> usize {
+    if kind == Kind::Bcast {
+        3
+    } else {
+        2
+    }
+}
 
 /// Up to this many members on one host, barrier and allreduce are flat (one step: every
 /// member reads every contribution); beyond, a fan-in to member 0 and a fan-out.
@@ -26,9 +33,9 @@ pub(super) const FLAT_MAX: usize = 4;
 
 /// Whether a collective of `bytes` may go through a segment at all (checked before any
 /// group is built, so that the messages' path pays next to nothing for the choice).
-pub(super) fn may(c: &CommCore, bytes: usize) -> bool {
+pub(super) fn may(c: &CommCore, bytes: usize, kind: Kind) -> bool {
     let limit = c.engine.worker.config().coll_sm_limit as usize;
-    bytes <= limit && limit > 0 && c.size() as usize >= MIN_MEMBERS && !c.sm.is_off()
+    bytes <= limit && limit > 0 && c.size() as usize >= min_members(kind) && !c.sm.is_off()
 }
 
 /// The segment for a collective of `bytes` over `local`, if one applies.
@@ -37,9 +44,10 @@ fn segment<'c>(
     local: &Group,
     bytes: usize,
     tag: u32,
+    kind: Kind,
 ) -> Result<Option<&'c SmComm>, MsgError> {
     let limit = c.engine.worker.config().coll_sm_limit as usize;
-    if bytes > limit || local.n() < MIN_MEMBERS {
+    if bytes > limit || local.n() < min_members(kind) {
         return Ok(None);
     }
     c.sm.get(c, local, tag)
@@ -75,13 +83,13 @@ fn run<T: Element>(
 /// # Errors
 /// A dead rank, a rank that finalised without joining.
 pub(crate) fn barrier(c: &CommCore, hosts: &[u32], tag: u32) -> Result<bool, MsgError> {
-    if !may(c, 0) {
+    if !may(c, 0, Kind::Barrier) {
         return Ok(false);
     }
     let g = Group::all(c);
     let hier = g.hierarchy(hosts);
     let local = hier.as_ref().map_or(&g, |(l, _)| l);
-    let Some(sm) = segment(c, local, 0, tag)? else {
+    let Some(sm) = segment(c, local, 0, tag, Kind::Barrier)? else {
         return Ok(false);
     };
     let mut m = SmColl::<u8>::new(sm, sm.take_seq(), Kind::Barrier, 0, &mut [], None);
@@ -106,13 +114,13 @@ pub(crate) fn bcast(
     tag: u32,
     buf: &mut [u8],
 ) -> Result<bool, MsgError> {
-    if !may(c, buf.len()) {
+    if !may(c, buf.len(), Kind::Bcast) {
         return Ok(false);
     }
     let g = Group::all(c);
     let hier = g.hierarchy(hosts);
     let local = hier.as_ref().map_or(&g, |(l, _)| l);
-    let Some(sm) = segment(c, local, buf.len(), tag)? else {
+    let Some(sm) = segment(c, local, buf.len(), tag, Kind::Bcast)? else {
         return Ok(false);
     };
     let local_root = match &hier {
@@ -137,14 +145,14 @@ pub(crate) fn reduce<T: Element>(
     acc: &mut [T],
     op: &Op<T>,
 ) -> Result<bool, MsgError> {
-    if !may(c, std::mem::size_of_val(acc)) {
+    if !may(c, std::mem::size_of_val(acc), Kind::Reduce) {
         return Ok(false);
     }
     let g = Group::all(c);
     if g.hierarchy(hosts).is_some() {
         return Ok(false);
     }
-    let Some(sm) = segment(c, &g, std::mem::size_of_val(acc), tag)? else {
+    let Some(sm) = segment(c, &g, std::mem::size_of_val(acc), tag, Kind::Reduce)? else {
         return Ok(false);
     };
     let mut m = SmColl::new(sm, sm.take_seq(), Kind::Reduce, root, acc, Some(op));
@@ -165,7 +173,7 @@ pub(crate) fn allreduce<T: Element>(
     acc: &mut [T],
     op: &Op<T>,
 ) -> Result<bool, MsgError> {
-    if !may(c, std::mem::size_of_val(acc)) {
+    if !may(c, std::mem::size_of_val(acc), Kind::Allreduce) {
         return Ok(false);
     }
     let g = Group::all(c);
@@ -174,7 +182,7 @@ pub(crate) fn allreduce<T: Element>(
         return Ok(false);
     }
     let local = hier.as_ref().map_or(&g, |(l, _)| l);
-    let Some(sm) = segment(c, local, std::mem::size_of_val(acc), tag)? else {
+    let Some(sm) = segment(c, local, std::mem::size_of_val(acc), tag, Kind::Allreduce)? else {
         return Ok(false);
     };
     let mut m = SmColl::new(sm, sm.take_seq(), Kind::Allreduce, 0, acc, Some(op));

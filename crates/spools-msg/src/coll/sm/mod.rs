@@ -52,6 +52,9 @@ pub(crate) use machine::Kind;
 pub(crate) use nonblocking::step;
 pub(crate) use setup::SmSlot;
 
+/// Looks at a collective's flags before its wait drives progress (see [`SmComm::drive`]).
+const QUICK_LOOKS: u32 = 128;
+
 /// Longest sleep on the segment's futex before the wait looks at the job's health again.
 const NAP: Duration = Duration::from_millis(2);
 
@@ -246,15 +249,31 @@ impl SmComm {
         tag: u32,
         mut poll: impl FnMut() -> Result<bool, MsgError>,
     ) -> Result<(), MsgError> {
-        let spin = Duration::from_micros(self.worker.config().spin_us);
+        // The flags of a collective among ranks that arrive together are set within a
+        // few hundred nanoseconds: look at them alone first, before a progress round
+        // (which polls every transport) gets between two looks. Not when ranks outnumber
+        // CPUs: the others need this CPU to get there.
+        let quick = if self.worker.oversubscribed() {
+            0
+        } else {
+            QUICK_LOOKS
+        };
+        for _ in 0..quick {
+            if poll()? {
+                return Ok(());
+            }
+            std::hint::spin_loop();
+        }
         let state = self.worker.bootstrap().state().clone();
         let collective = (c.coll_ctx(), tag >> 8);
         loop {
+            // Longer than `spin_us` right after a sleep of this rank (`Worker::spin_now`).
+            let spin = self.worker.spin_now();
             let mut err = None;
             let mut blocker = None;
             let mut start: Option<Instant> = None;
             let mut empty = 0u32;
-            let done = self.worker.wait_for_or(
+            let done = self.worker.wait_for_flags(
                 || match poll() {
                     Ok(d) => d,
                     Err(e) => {
@@ -308,6 +327,7 @@ impl SmComm {
             }
             self.area.wait(self.me * LINE + BELL, ticket, NAP);
             sleeping.store(0, Ordering::SeqCst);
+            self.worker.note_woken();
         }
     }
 }

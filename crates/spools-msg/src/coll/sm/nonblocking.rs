@@ -17,8 +17,8 @@ use crate::element::{Element, Op};
 use crate::error::MsgError;
 
 /// The segment a non-blocking collective of `bytes` goes through, if any.
-pub(crate) fn ready_for(c: &CommCore, bytes: usize) -> Option<&SmComm> {
-    if !may(c, bytes) {
+pub(crate) fn ready_for(c: &CommCore, bytes: usize, kind: Kind) -> Option<&SmComm> {
+    if !may(c, bytes, kind) {
         return None;
     }
     let sm = c.sm.ready()?;
@@ -37,7 +37,7 @@ pub(crate) fn step<T: Element>(
     root: usize,
     op: Option<Op<T>>,
 ) -> Option<impl FnMut(&mut [Vec<T>]) -> Result<bool, MsgError> + Send + 'static> {
-    let sm = ready_for(core, bytes)?;
+    let sm = ready_for(core, bytes, kind)?;
     let flat = matches!(kind, Kind::Barrier | Kind::Allreduce) && sm.n() <= FLAT_MAX;
     let mut state = Some(SmState::new(sm, sm.take_seq(), kind, root, flat));
     let core = core.clone();
