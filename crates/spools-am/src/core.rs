@@ -224,11 +224,16 @@ impl Core {
             // this rank itself was woken a moment ago: then the two answer each other
             // closely, and sleeping at once would make them sleep and wake in turn for
             // every message; spinning gets them out of it.
-            let sleep_now =
-                sleep_early && idle == 1 && self.woke_a_sleeper() && !self.woken_recently();
-            if sleep_now {
+            let woke = idle == 1 && self.woke_a_sleeper();
+            if woke && sleep_early && !self.woken_recently() {
                 self.sleep(NAP);
-            } else if !backoff.spin() {
+                continue;
+            }
+            if woke {
+                // The peer woken may be queued on this CPU: let it run.
+                backoff.yield_from_now();
+            }
+            if !backoff.spin() {
                 // Woken a moment ago, this rank's partners answer within a wake-up time:
                 // spin through one before sleeping, or two ranks that answer each other
                 // fall into sleeping and waking in turn for every message.

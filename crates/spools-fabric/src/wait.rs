@@ -55,6 +55,12 @@ impl Backoff {
         true
     }
 
+    /// Yields the CPU between the remaining polls of this wait (after waking a peer that
+    /// may be queued on this CPU: it then runs at once instead of after the spin).
+    pub fn yield_from_now(&mut self) {
+        self.yield_cpu = true;
+    }
+
     /// Spins for `spin` from now on (the phase restarts).
     pub fn extend(&mut self, spin: Duration) {
         self.spin = spin;
