@@ -17,6 +17,9 @@ use spools_testkit::{
     assert_ok, checked, e, launch, rank_main, signal_file, tempdir, wait_for_file,
 };
 
+mod common;
+use common::{affine, affine_input, check, fold, run_ranks};
+
 /// Input element `i` of rank `r` (integers: sums are exact and order-free).
 fn val(r: u32, i: usize) -> i64 {
     (r as i64 + 1) * 1_000_003 + (i as i64 * 7919) % 10_007 - 5000
@@ -24,42 +27,6 @@ fn val(r: u32, i: usize) -> i64 {
 
 fn input(r: u32, len: usize) -> Vec<i64> {
     (0..len).map(|i| val(r, i)).collect()
-}
-
-/// An associative, non-commutative operator: composition of affine maps x -> m·x + c
-/// (mod 2^32), packed as (c << 32) | m. `f(a, b)` applies a, then b.
-fn affine(a: u64, b: u64) -> u64 {
-    let (m1, c1) = (a as u32, (a >> 32) as u32);
-    let (m2, c2) = (b as u32, (b >> 32) as u32);
-    let m = m2.wrapping_mul(m1);
-    let c = m2.wrapping_mul(c1).wrapping_add(c2);
-    (u64::from(c) << 32) | u64::from(m)
-}
-
-fn affine_input(r: u32, len: usize) -> Vec<u64> {
-    (0..len)
-        .map(|i| (u64::from(r * 31 + i as u32 + 1) << 32) | u64::from(2 * (r + i as u32) + 3))
-        .collect()
-}
-
-fn check(ok: bool, what: impl FnOnce() -> String) -> Result<(), String> {
-    if ok {
-        Ok(())
-    } else {
-        Err(what())
-    }
-}
-
-/// Element-wise reduction over ranks `0..upto` of `f(r)` with `op`, in rank order.
-fn fold<T: Copy>(upto: u32, f: impl Fn(u32) -> Vec<T>, op: impl Fn(T, T) -> T) -> Vec<T> {
-    let mut acc = f(0);
-    for r in 1..upto {
-        let x = f(r);
-        for (a, b) in acc.iter_mut().zip(x) {
-            *a = op(*a, b);
-        }
-    }
-    acc
 }
 
 const LENS: [usize; 5] = [1, 3, 1000, 5000, 20_000];
@@ -384,14 +351,7 @@ fn coll_role() -> Result<(), String> {
 }
 
 fn run(n: u32, env: &[(&str, &str)]) {
-    let o = launch(n, "collectives_against_a_reference", "x", env);
-    assert_ok(&o);
-    assert_eq!(
-        o.stdout.matches("coll ok").count(),
-        n as usize,
-        "{n} {env:?}: {}",
-        o.stdout
-    );
+    run_ranks("collectives_against_a_reference", "coll ok", n, env);
 }
 
 #[test]

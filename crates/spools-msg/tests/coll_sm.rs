@@ -15,8 +15,11 @@ use std::time::Duration;
 
 use spools::{Communicator, Op};
 use spools_testkit::{
-    assert_ok, checked, e, launch, rank_main, shm_leftovers, signal_file, tempdir, wait_for_file,
+    checked, e, launch, rank_main, shm_leftovers, signal_file, tempdir, wait_for_file,
 };
+
+mod common;
+use common::{affine, affine_input, check, fold, run_ranks};
 
 fn val(r: u32, i: usize, salt: u64) -> i64 {
     (i64::from(r) + 1) * 1_000_003 + ((i as i64 * 7919 + salt as i64) % 10_007) - 5000
@@ -24,38 +27,6 @@ fn val(r: u32, i: usize, salt: u64) -> i64 {
 
 fn input(r: u32, len: usize, salt: u64) -> Vec<i64> {
     (0..len).map(|i| val(r, i, salt)).collect()
-}
-
-/// An associative, non-commutative operator: composition of affine maps x -> m·x + c
-/// (mod 2^32), packed as (c << 32) | m; `affine(a, b)` applies a, then b.
-fn affine(a: u64, b: u64) -> u64 {
-    let (m1, c1) = (a as u32, (a >> 32) as u32);
-    let (m2, c2) = (b as u32, (b >> 32) as u32);
-    (u64::from(m2.wrapping_mul(c1).wrapping_add(c2)) << 32) | u64::from(m2.wrapping_mul(m1))
-}
-
-fn affine_input(r: u32, len: usize) -> Vec<u64> {
-    (0..len)
-        .map(|i| (u64::from(r * 31 + i as u32 + 1) << 32) | u64::from(2 * (r + i as u32) + 3))
-        .collect()
-}
-
-fn fold<T: Copy>(n: u32, f: impl Fn(u32) -> Vec<T>, op: impl Fn(T, T) -> T) -> Vec<T> {
-    let mut acc = f(0);
-    for r in 1..n {
-        for (a, b) in acc.iter_mut().zip(f(r)) {
-            *a = op(*a, b);
-        }
-    }
-    acc
-}
-
-fn check(ok: bool, what: impl FnOnce() -> String) -> Result<(), String> {
-    if ok {
-        Ok(())
-    } else {
-        Err(what())
-    }
 }
 
 /// The run's shape as the ranks see it: hosts played (`SPOOLS_TEST_HOSTS`), the limit.
@@ -341,14 +312,7 @@ fn sm_role() -> Result<(), String> {
 }
 
 fn run(n: u32, env: &[(&str, &str)]) {
-    let o = launch(n, "small_collectives_through_shared_memory", "x", env);
-    assert_ok(&o);
-    assert_eq!(
-        o.stdout.matches("sm ok").count(),
-        n as usize,
-        "{n} {env:?}: {}",
-        o.stdout
-    );
+    run_ranks("small_collectives_through_shared_memory", "sm ok", n, env);
 }
 
 /// Results equal the reference, and the path is the documented one, for 1 to 9 ranks,

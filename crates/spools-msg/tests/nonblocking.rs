@@ -19,32 +19,14 @@ use spools_testkit::{
     assert_ok, checked, e, launch, rank_main, signal_file, tempdir, wait_for_file,
 };
 
+mod common;
+use common::{affine, affine_input, check, run_ranks};
+
 /// Input element `i` of rank `r` for call `k` (integers: sums are exact).
 fn input(r: u32, k: usize, len: usize) -> Vec<i64> {
     (0..len)
         .map(|i| (i64::from(r) + 1) * 1_000_003 + ((i * 7919 + k * 31) % 10_007) as i64 - 5000)
         .collect()
-}
-
-/// An associative, non-commutative operator: composition of affine maps mod 2^32.
-fn affine(a: u64, b: u64) -> u64 {
-    let (m1, c1) = (a as u32, (a >> 32) as u32);
-    let (m2, c2) = (b as u32, (b >> 32) as u32);
-    (u64::from(m2.wrapping_mul(c1).wrapping_add(c2)) << 32) | u64::from(m2.wrapping_mul(m1))
-}
-
-fn affine_input(r: u32, len: usize) -> Vec<u64> {
-    (0..len)
-        .map(|i| (u64::from(r * 31 + i as u32 + 1) << 32) | u64::from(2 * (r + i as u32) + 3))
-        .collect()
-}
-
-fn check(ok: bool, what: impl FnOnce() -> String) -> Result<(), String> {
-    if ok {
-        Ok(())
-    } else {
-        Err(what())
-    }
 }
 
 /// The threads of this process.
@@ -295,13 +277,11 @@ fn many_role() -> Result<(), String> {
 }
 
 fn run(n: u32, env: &[(&str, &str)]) {
-    let o = launch(n, "many_outstanding_on_several_communicators", "x", env);
-    assert_ok(&o);
-    assert_eq!(
-        o.stdout.matches("nonblocking ok").count(),
-        n as usize,
-        "{n} {env:?}: {}",
-        o.stdout
+    run_ranks(
+        "many_outstanding_on_several_communicators",
+        "nonblocking ok",
+        n,
+        env,
     );
 }
 

@@ -11,6 +11,9 @@ use spools_testkit::{
     assert_ok, checked, compute_until, e, launch, rank_main, signal_file, tempdir, wait_for_file,
 };
 
+mod common;
+use common::check;
+
 const TRANSPORTS: [&str; 2] = ["auto", "tcp"];
 
 /// Sizes that cross every protocol boundary with the default limits (short 24 B, eager
@@ -32,14 +35,6 @@ fn pattern(seed: u64, len: usize) -> Vec<u8> {
     (0..len)
         .map(|i| (seed as usize * 131 + i * 7 + (i >> 9)) as u8)
         .collect()
-}
-
-fn check(ok: bool, what: impl FnOnce() -> String) -> Result<(), String> {
-    if ok {
-        Ok(())
-    } else {
-        Err(what())
-    }
 }
 
 /// Every size around a ring, in both blocking and non-blocking forms.

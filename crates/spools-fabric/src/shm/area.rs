@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use spools_proto::auth::Secret;
 
-use crate::error::{Defect, FabricError, IoStep};
+use crate::error::{Defect, FabricError};
 use crate::shm::futex;
-use crate::shm::segment::{map, open_shm, unlink};
+use crate::shm::segment::{attach_error, create_mapped, map, open_sized, unlink};
 
 const MAGIC: u64 = 0x4145_5241_534c_4f4f; // "OOLSAREA" little-endian-ish
 /// Bytes of the header page that precedes the user's bytes.
@@ -73,24 +73,8 @@ impl SharedArea {
         members: u32,
         secret: &Secret,
     ) -> Result<SharedArea, FabricError> {
-        let io = |source: std::io::Error| FabricError::Io {
-            step: IoStep::ShmCreate {
-                name: name.to_owned(),
-            },
-            source,
-        };
-        let fd = open_shm(name, true).map_err(io)?;
         let map_len = HEADER_BYTES + len.next_multiple_of(64);
-        let base = match rustix::fs::ftruncate(&fd, map_len as u64)
-            .map_err(std::io::Error::from)
-            .and_then(|()| map(&fd, map_len))
-        {
-            Ok(b) => b,
-            Err(e) => {
-                unlink(name);
-                return Err(io(e));
-            }
-        };
+        let base = create_mapped(name, map_len)?;
         let area = SharedArea {
             base,
             map_len,
@@ -123,16 +107,8 @@ impl SharedArea {
         owner: u32,
         secret: &Secret,
     ) -> Result<SharedArea, FabricError> {
-        let io = |source: std::io::Error| FabricError::Io {
-            step: IoStep::ShmAttach {
-                name: name.to_owned(),
-                owner,
-            },
-            source,
-        };
-        let fd = open_shm(name, false).map_err(io)?;
-        let map_len =
-            usize::try_from(rustix::fs::fstat(&fd).map_err(|e| io(e.into()))?.st_size).unwrap_or(0);
+        let (fd, map_len) = open_sized(name, owner)?;
+        let io = attach_error(name, owner);
         let bad = |defect: fn(String) -> Defect| FabricError::Corrupt {
             rank: owner,
             defect: defect(name.to_owned()),

@@ -111,24 +111,8 @@ impl Segment {
         owner: u32,
         secret: &Secret,
     ) -> Result<Segment, FabricError> {
-        let io = |source: std::io::Error| FabricError::Io {
-            step: IoStep::ShmCreate {
-                name: name.to_owned(),
-            },
-            source,
-        };
-        let fd = open_shm(name, true).map_err(io)?;
         let len = geo.bytes() as usize;
-        let base = match rustix::fs::ftruncate(&fd, len as u64)
-            .map_err(std::io::Error::from)
-            .and_then(|()| map(&fd, len))
-        {
-            Ok(b) => b,
-            Err(e) => {
-                unlink(name);
-                return Err(io(e));
-            }
-        };
+        let base = create_mapped(name, len)?;
         let seg = Segment { base, len, geo };
         // SAFETY: the mapping is at least HEADER_BYTES long, page aligned, zero-filled and
         // not yet visible to any other process (its name is not published before the
@@ -151,16 +135,8 @@ impl Segment {
 
     /// Maps another rank's segment and checks that it belongs to this job.
     pub(crate) fn attach(name: &str, owner: u32, secret: &Secret) -> Result<Segment, FabricError> {
-        let io = |source: std::io::Error| FabricError::Io {
-            step: IoStep::ShmAttach {
-                name: name.to_owned(),
-                owner,
-            },
-            source,
-        };
-        let fd = open_shm(name, false).map_err(io)?;
-        let len =
-            usize::try_from(rustix::fs::fstat(&fd).map_err(|e| io(e.into()))?.st_size).unwrap_or(0);
+        let (fd, len) = open_sized(name, owner)?;
+        let io = attach_error(name, owner);
         if len < HEADER_BYTES {
             return Err(io(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
@@ -242,6 +218,44 @@ impl Segment {
 
 /// Opens (or creates exclusively, mode 0600) a POSIX shared-memory object; the
 /// descriptor is close-on-exec.
+/// Creates `name` exclusively (mode 0600), sizes it to `len` zero-filled bytes and maps
+/// it; on failure the name is gone again.
+pub(crate) fn create_mapped(name: &str, len: usize) -> Result<*mut u8, FabricError> {
+    let io = |source: std::io::Error| FabricError::Io {
+        step: IoStep::ShmCreate {
+            name: name.to_owned(),
+        },
+        source,
+    };
+    let fd = open_shm(name, true).map_err(io)?;
+    rustix::fs::ftruncate(&fd, len as u64)
+        .map_err(std::io::Error::from)
+        .and_then(|()| map(&fd, len))
+        .map_err(|e| {
+            unlink(name);
+            io(e)
+        })
+}
+
+/// The error of attaching to `name`, created by local rank `owner`.
+pub(crate) fn attach_error(name: &str, owner: u32) -> impl Fn(std::io::Error) -> FabricError + '_ {
+    move |source| FabricError::Io {
+        step: IoStep::ShmAttach {
+            name: name.to_owned(),
+            owner,
+        },
+        source,
+    }
+}
+
+/// Opens `name`, created by local rank `owner`, and says how long it is.
+pub(crate) fn open_sized(name: &str, owner: u32) -> Result<(OwnedFd, usize), FabricError> {
+    let io = attach_error(name, owner);
+    let fd = open_shm(name, false).map_err(&io)?;
+    let len = rustix::fs::fstat(&fd).map_err(|e| io(e.into()))?.st_size;
+    Ok((fd, usize::try_from(len).unwrap_or(0)))
+}
+
 pub(crate) fn open_shm(name: &str, create: bool) -> std::io::Result<OwnedFd> {
     let flags = if create {
         OFlags::CREATE | OFlags::EXCL | OFlags::RDWR
