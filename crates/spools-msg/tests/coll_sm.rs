@@ -256,8 +256,9 @@ fn sm_role() -> Result<(), String> {
     checked(&w, |w| {
         let me = w.rank();
         let d = e(w.dup())?;
-        // Odd ranks, renumbered in reverse; even ranks get none.
-        let sub = e(w.split((me % 2 == 1).then_some(1), -(me as i32)))?;
+        // Two siblings (they share a context, and a host): the odd ranks and the even
+        // ones, renumbered in reverse; each gets a segment of its own.
+        let sub = e(w.split(Some(me % 2), -(me as i32)))?;
         // The split's allgather runs through the messages, so counts start now.
         let mut xw = Expect {
             c: w,

@@ -160,7 +160,10 @@ impl ShmTransport {
                 let _ = boot.barrier();
                 return Err(e);
             }
-            (Err(e), Err(_)) => return Err(e),
+            (Err(e), Err(_)) => {
+                bell::unlink(&name);
+                return Err(e);
+            }
             (Ok(_), Err(e)) => {
                 segment::unlink(&name);
                 bell::unlink(&name);

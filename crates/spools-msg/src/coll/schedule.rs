@@ -305,6 +305,25 @@ impl<T: Element> Schedule<T> {
         }
     }
 
+    /// A read-only buffer over `p`'s bytes for a send: several sends may read one part at
+    /// once (a broadcast root's slot to each child), so none holds it mutably.
+    ///
+    /// # Safety
+    /// The caller keeps the slot alive, unmoved and unwritten until the engine's send
+    /// from it is released.
+    unsafe fn part_buf_ro(&self, p: Part) -> Buf {
+        let size = std::mem::size_of::<T>();
+        let v = &self.slots[p.slot];
+        assert!(p.start <= p.end && p.end <= v.len(), "part out of its slot");
+        let base = v.as_ptr().cast::<u8>();
+        // SAFETY: `start..end` lies within the slot (checked above), and the caller keeps
+        // it alive and unwritten as the engine reads it.
+        unsafe {
+            let s = std::slice::from_raw_parts(base.add(p.start * size), (p.end - p.start) * size);
+            Buf::borrowed_ro(s)
+        }
+    }
+
     /// Starts send step `i`: `None` when it completed at once.
     fn try_send(&mut self, i: usize) -> Result<Option<InFlight>, MsgError> {
         let Step::Send { to, tag, bytes } = self.rounds[self.round][i] else {
@@ -312,7 +331,7 @@ impl<T: Element> Schedule<T> {
         };
         // SAFETY: as in `start_round`: the engine only reads the part, and a rendezvous
         // send is released before the slot is touched again.
-        let buf = unsafe { self.part_buf(bytes) };
+        let buf = unsafe { self.part_buf_ro(bytes) };
         let ctx = self.core.coll_ctx();
         Ok(match self.core.engine.try_start_send(to, ctx, tag, buf)? {
             None => Some(InFlight::Unsent(i)),

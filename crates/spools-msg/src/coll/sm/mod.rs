@@ -320,6 +320,9 @@ impl SmComm {
             let bell = self.word(self.me, BELL);
             sleeping.store(1, Ordering::SeqCst);
             let ticket = bell.load(Ordering::SeqCst);
+            // One more progress round too: a non-blocking collective before this one,
+            // which only the pollers advance, may be what this one waits for.
+            self.worker.progress()?;
             let now = poll();
             if !matches!(now, Ok(false)) {
                 sleeping.store(0, Ordering::SeqCst);

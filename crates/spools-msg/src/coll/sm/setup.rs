@@ -80,9 +80,10 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
         return Ok(None);
     }
     let boot = c.engine.worker.bootstrap();
-    let me_job = c.engine.worker.rank();
-    let host = c.engine.hosts.get(me_job as usize).copied().unwrap_or(0);
-    let name = format!("/spools-{:016x}-sm{}-h{host}", boot.job(), c.coll_ctx());
+    // Named after the creator's job rank as well as the context: sibling communicators
+    // of one `split` share the context, and may share a host.
+    let creator = c.job_rank(local.members[0])?;
+    let name = format!("/spools-{:016x}-sm{}-r{creator}", boot.job(), c.coll_ctx());
     let slot = limit.next_multiple_of(64);
     let len = SmComm::bytes(n, slot);
     let make = |area: SharedArea| SmComm {
