@@ -36,8 +36,14 @@ fn or_saw<T>(r: Result<T, impl std::fmt::Display>) -> T {
 }
 
 /// The ranks that do not fail wait in a barrier: it must fail, naming the failing rank.
+/// The rank also says what of its job is left in /dev/shm (under a launcher other than
+/// `spools run` nobody cleans up after the job).
 fn wait_in_barrier(w: &spools::World) -> ! {
-    or_saw(w.barrier());
+    if let Err(err) = w.barrier() {
+        let left = spools_testkit::shm_leftovers(&format!("{:016x}", w.job()));
+        println!("rank {} saw: {err}; left in /dev/shm: {left:?}", my_rank());
+        std::process::exit(4)
+    }
     println!("rank {} barrier completed", w.rank());
     std::process::exit(3)
 }
@@ -286,6 +292,8 @@ fn a_failing_rank_ends_a_job_whose_rendezvous_rank_0_hosts() {
         !rdv.exists(),
         "the rendezvous file is removed once every rank joined"
     );
+    // Rank 0 created the barrier's shared segment, which rank 1 never opened.
+    assert!(outs[0].stdout.contains("left in /dev/shm: []"), "{outs:?}");
 }
 
 /// Rank 1 ends cleanly (status 0) without entering a barrier that the others wait in: the

@@ -31,7 +31,8 @@
 //!
 //! The segment is created at a communicator's first small collective by its lowest member
 //! on the host and opened by the others after a point-to-point handshake on the
-//! communicator; it is unlinked once all have mapped it, and unmapped with the
+//! communicator; its creator unlinks it once every member answered (or the handshake
+//! failed), and it is unmapped with the
 //! communicator.
 
 mod coll;

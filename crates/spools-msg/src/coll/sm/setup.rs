@@ -112,28 +112,32 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
             sm.init();
         }
         let created = [u8::from(sm.is_some())];
-        for i in 1..n {
-            send(c, local, i, tag, &created)?;
-        }
-        if sm.is_none() {
+        let heard = (|| {
+            for i in 1..n {
+                send(c, local, i, tag, &created)?;
+            }
+            let mut all = true;
+            for i in 1..n {
+                let mut ok = [0u8];
+                recv(c, local, i, tag + 1, &mut ok)?;
+                all &= ok[0] == 1;
+            }
+            Ok::<bool, MsgError>(all)
+        })();
+        let Some(sm) = sm else {
+            heard?;
             return Ok(None);
-        }
-        let mut all = true;
-        for i in 1..n {
-            let mut ok = [0u8];
-            recv(c, local, i, tag + 1, &mut ok)?;
-            all &= ok[0] == 1;
-        }
+        };
+        // Every member has answered (it mapped the area or could not), or the handshake
+        // failed (a member died: the collective fails): nobody is still on its way to open
+        // the name, so it goes now, whatever happened (a process that ends with an error
+        // leaves nothing in /dev/shm, under any launcher).
+        sm.area.unlink();
+        let all = heard?;
         for i in 1..n {
             send(c, local, i, tag + 2, &[u8::from(all)])?;
         }
-        if !all {
-            if let Some(sm) = &sm {
-                sm.area.unlink();
-            }
-            return Ok(None);
-        }
-        Ok(sm)
+        Ok(all.then_some(sm))
     } else {
         let mut created = [0u8];
         recv(c, local, 0, tag, &mut created)?;
