@@ -141,11 +141,7 @@ pub(crate) fn between_hosts(
     let root_rank = g.members[root];
     let host_of = |m: u32| hosts.get(m as usize).copied().unwrap_or(0);
     let root_host = host_of(root_rank);
-    let root_leader = leaders
-        .members
-        .iter()
-        .position(|&m| host_of(m) == root_host)
-        .unwrap_or(0);
+    let root_leader = leaders.leader_of(hosts, root_rank);
     let root_leader_rank = leaders.members[root_leader];
     let me = g.members[g.me];
     // 1. The root hands the data to its host's leader.

@@ -25,6 +25,17 @@ impl Group {
         self.members.len()
     }
 
+    /// The index in `self` (the host leaders of [`Group::hierarchy`]) of the leader of
+    /// the host communicator rank `rank` runs on.
+    pub(crate) fn leader_of(&self, hosts: &[u32], rank: u32) -> usize {
+        let host_of = |m: u32| hosts.get(m as usize).copied().unwrap_or(0);
+        let host = host_of(rank);
+        self.members
+            .iter()
+            .position(|&m| host_of(m) == host)
+            .unwrap_or(0)
+    }
+
     /// The members on this rank's host, the leaders (first member of each host, in
     /// order of first appearance), and whether there is more than one host.
     pub(crate) fn hierarchy(&self, hosts: &[u32]) -> Option<(Group, Group)> {

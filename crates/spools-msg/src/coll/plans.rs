@@ -137,14 +137,8 @@ pub(crate) fn bcast<T: Element>(
     let Some((local, leaders)) = g.hierarchy(hosts) else {
         return bcast_tree(s, g, root, tag, buf);
     };
-    let host_of = |m: u32| hosts.get(m as usize).copied().unwrap_or(0);
     let root_rank = g.members[root];
-    let root_host = host_of(root_rank);
-    let root_leader = leaders
-        .members
-        .iter()
-        .position(|&m| host_of(m) == root_host)
-        .unwrap_or(0);
+    let root_leader = leaders.leader_of(hosts, root_rank);
     let leader_rank = leaders.members[root_leader];
     let me = g.members[g.me];
     let all = whole(s, buf);
@@ -432,18 +426,7 @@ pub(crate) fn gather<T: Element>(
     (send, out): (usize, usize),
     counts: &[usize],
 ) {
-    s.round();
-    if g.me != root {
-        let to = job(s, g, root);
-        let all = whole(s, send);
-        s.send(to, tag, all);
-        return;
-    }
-    let d = displs(counts);
-    for i in (0..g.n()).filter(|&i| i != root) {
-        let from = job(s, g, i);
-        s.recv(from, tag, Part::new(out, d[i], d[i] + counts[i]));
-    }
+    direct(s, g, root, tag, (send, out), counts, false);
 }
 
 /// Direct scatter of slot `send` (blocks of `counts`) from member `root` into slot
@@ -456,17 +439,41 @@ pub(crate) fn scatter<T: Element>(
     (send, out): (usize, usize),
     counts: &[usize],
 ) {
+    direct(s, g, root, tag, (send, out), counts, true);
+}
+
+/// One round between `root` and every other member: a block of `counts` each, sent from
+/// the root's slot `send` to the others' slot `out` (`from_root`, a scatter), or from the
+/// others' slot `send` into the root's slot `out` (a gather).
+fn direct<T: Element>(
+    s: &mut Schedule<T>,
+    g: &Group,
+    root: usize,
+    tag: u32,
+    (send, out): (usize, usize),
+    counts: &[usize],
+    from_root: bool,
+) {
     s.round();
     if g.me != root {
-        let from = job(s, g, root);
-        let all = whole(s, out);
-        s.recv(from, tag, all);
+        let peer = job(s, g, root);
+        if from_root {
+            let all = whole(s, out);
+            s.recv(peer, tag, all);
+        } else {
+            let all = whole(s, send);
+            s.send(peer, tag, all);
+        }
         return;
     }
     let d = displs(counts);
     for i in (0..g.n()).filter(|&i| i != root) {
-        let to = job(s, g, i);
-        s.send(to, tag, Part::new(send, d[i], d[i] + counts[i]));
+        let peer = job(s, g, i);
+        if from_root {
+            s.send(peer, tag, Part::new(send, d[i], d[i] + counts[i]));
+        } else {
+            s.recv(peer, tag, Part::new(out, d[i], d[i] + counts[i]));
+        }
     }
 }
 
