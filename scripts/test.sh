@@ -23,5 +23,7 @@ echo "== cargo check of the fuzz targets (fuzz/ is outside the workspace; script
 cargo check --manifest-path fuzz/Cargo.toml --locked --all-targets
 echo "== cargo test (unit, integration, property, doc and multi-process tests)"
 cargo test --workspace --locked
+echo "== Python: build the spools package into target/py-venv, run its pytest suite"
+bash scripts/test-python.sh
 echo "== cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked

@@ -89,7 +89,15 @@ pub(crate) struct Core {
     /// Pollers added so far (checked without the lock: a progress round copies `pollers`
     /// into its own state only when this moved, and takes no lock for them otherwise).
     pub(crate) pollers_added: AtomicUsize,
+    /// The process's interrupt check (see `Worker::set_interrupt`), asked before a wait
+    /// sleeps.
+    pub(crate) interrupt: RwLock<Option<Interrupt>>,
 }
+
+/// An interrupt check a wait asks before it sleeps: `true` ends the wait with
+/// [`AmError::Interrupted`]. A language binding uses it to let a signal (Ctrl-C) end a
+/// blocking call.
+pub type Interrupt = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// Work an upper layer adds to every progress round; returns how much it did. It runs on
 /// the thread that progresses, under the progress lock: it must not block.
@@ -226,6 +234,7 @@ impl Core {
             // every message; spinning gets them out of it.
             let woke = idle == 1 && self.woke_a_sleeper();
             if woke && sleep_early && !self.woken_recently() {
+                self.check_interrupt()?;
                 self.sleep(NAP);
                 continue;
             }
@@ -241,9 +250,23 @@ impl Core {
                     extended = true;
                     backoff.extend(LONG_SPIN);
                 } else {
+                    self.check_interrupt()?;
                     self.sleep(NAP);
                 }
             }
+        }
+    }
+
+    /// [`AmError::Interrupted`] when the process's interrupt check says so.
+    pub(crate) fn check_interrupt(&self) -> Result<(), AmError> {
+        let hook = self
+            .interrupt
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        match hook {
+            Some(f) if f() => Err(AmError::Interrupted),
+            _ => Ok(()),
         }
     }
 

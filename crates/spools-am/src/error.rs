@@ -141,4 +141,8 @@ pub enum AmError {
         /// Lanes configured.
         lanes: usize,
     },
+    /// The process's interrupt check ended a wait (see `Worker::set_interrupt`): a
+    /// signal such as Ctrl-C, for a language binding.
+    #[error("interrupted while waiting")]
+    Interrupted,
 }

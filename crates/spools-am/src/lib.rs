@@ -33,7 +33,7 @@ mod registry;
 mod rma;
 mod worker;
 
-pub use crate::core::{Poller, Route};
+pub use crate::core::{Interrupt, Poller, Route};
 pub use endpoint::Endpoint;
 pub use error::AmError;
 pub use message::{ActiveMessage, Channel, Delivery};

@@ -10,7 +10,7 @@ use spools_boot::config::Config;
 use spools_fabric::{Backoff, Priority, Transport};
 use spools_proto::am::{AmHeader, Bulk, Short, SHORT_LEN};
 
-use crate::core::{Core, Poller, Route, NAP};
+use crate::core::{Core, Interrupt, Poller, Route, NAP};
 use crate::error::AmError;
 use crate::message::ActiveMessage;
 use crate::region::Region;
@@ -119,6 +119,7 @@ impl Worker {
             registry_gen: AtomicUsize::new(1),
             pollers: RwLock::new(Vec::new()),
             pollers_added: AtomicUsize::new(0),
+            interrupt: RwLock::new(None),
         });
         let stop = Arc::new(AtomicBool::new(false));
         if core.cfg.progress_thread {
@@ -315,6 +316,28 @@ impl Worker {
             .unwrap_or_else(PoisonError::into_inner)
             .push(p);
         self.core.pollers_added.fetch_add(1, Ordering::Release);
+    }
+
+    /// Sets (or, with `None`, clears) the check every wait of this rank asks before it
+    /// sleeps; when it returns `true` the wait ends with [`AmError::Interrupted`]. A
+    /// language binding uses it so that a signal ends a blocking call (Python's Ctrl-C
+    /// raises `KeyboardInterrupt`). It runs on the waiting thread, only when the wait is
+    /// about to sleep, so it costs nothing while messages flow.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let world = spools::init().unwrap();
+    /// world.worker().set_interrupt(Some(Arc::new(|| true)));
+    /// let never = world.worker().wait_for(|| false);
+    /// assert!(matches!(never, Err(spools::AmError::Interrupted)));
+    /// world.worker().set_interrupt(None);
+    /// ```
+    pub fn set_interrupt(&self, f: Option<Interrupt>) {
+        *self
+            .core
+            .interrupt
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = f;
     }
 
     /// The largest payload a bulk message to `peer` carries in one fragment (what

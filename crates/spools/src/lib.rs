@@ -45,11 +45,12 @@ mod listen;
 mod world;
 
 pub use spools_am::{
-    ActiveMessage, AmError, Channel, Delivery, Endpoint, HandlerId, Region, RegionKey, Route,
-    Worker,
+    ActiveMessage, AmError, Channel, Delivery, Endpoint, HandlerId, Interrupt, Region, RegionKey,
+    Route, Worker,
 };
 pub use spools_boot::config::{Config, SingleCopyChoice, TransportChoice};
 pub use spools_boot::identity::LauncherKind;
+pub use spools_boot::BootError;
 pub use spools_fabric::{Caps, FabricError, Priority, SingleCopy, Transport};
 pub use spools_io::file::{FileStats, Format, ReadOptions, Reshuffle, Striping, WriteOptions};
 pub use spools_io::stream::{AduInfo, StreamReader};

@@ -1,0 +1,108 @@
+"""Spools for Python: messaging, collectives, redistribution, parallel files, pipes and
+streams between the ranks of a parallel program, on numpy arrays.
+
+Run a program on 4 ranks with ``spools run -n 4 -- python3 prog.py`` (or under
+``mpirun``/``srun`` with ``SPOOLS_BOOTSTRAP`` set); run alone it is a job of one rank::
+
+    import numpy as np
+    import spools
+
+    world = spools.init()          # also done on import under a launcher
+    a = np.full(4, world.rank, dtype=np.float64)
+    total = world.allreduce(a)     # sum over the ranks, a new array
+    if world.rank == 0:
+        world.send(a, dest=1, tag=7)
+    elif world.rank == 1:
+        buf = np.empty(4)
+        status = world.recv(buf, source=0, tag=7)   # fills buf in place
+
+Conventions follow mpi4py's for messaging (upper-case-free: ``send`` moves buffers,
+``send_obj`` pickles objects) and h5py's for files (``spools.open(path)[10:20, :]``).
+
+Calls that wait release the GIL, and Ctrl-C interrupts them with ``KeyboardInterrupt``.
+An exception that ends a rank's program ends the whole job: its traceback is printed
+once, and the other ranks stop with a one-line note instead of a traceback of their own.
+"""
+
+import atexit as _atexit
+import os as _os
+import sys as _sys
+
+from . import _spools
+from ._spools import *  # noqa: F401,F403  (the extension's names; __all__ lists them)
+from ._spools import init, finalize, initialized, finalized
+from .errors import (
+    SpoolsError,
+    InitError,
+    FinalizedError,
+    TruncatedError,
+    PeerGoneError,
+    LayoutError,
+    FileDamageError,
+    RemoteError,
+    TransportError,
+)
+
+# The pure-Python parts of each area (object messaging, file slicing, pipes, ...).
+from ._p2p import *  # noqa: F401,F403
+from ._coll import *  # noqa: F401,F403
+from ._am import *  # noqa: F401,F403
+from ._io import *  # noqa: F401,F403
+from ._pipes import *  # noqa: F401,F403
+from ._streams import *  # noqa: F401,F403
+from . import _p2p, _coll, _am, _io, _pipes, _streams
+
+__all__ = [name for name in dir(_spools) if not name.startswith("_")]
+for _area in (_p2p, _coll, _am, _io, _pipes, _streams):
+    __all__ += list(getattr(_area, "__all__", []))
+__all__ += [
+    "SpoolsError",
+    "InitError",
+    "FinalizedError",
+    "TruncatedError",
+    "PeerGoneError",
+    "LayoutError",
+    "FileDamageError",
+    "RemoteError",
+    "TransportError",
+]
+
+
+def _under_launcher():
+    env = _os.environ
+    return "SPOOLS_RANK" in env or "SPOOLS_BOOTSTRAP" in env
+
+
+_previous_hook = _sys.excepthook
+
+
+def _excepthook(kind, value, tb):
+    """An exception that ends a rank's program ends the job. A rank stopped because
+    another failed (``PeerGoneError``) prints one line: the failing rank's traceback is
+    the one to read."""
+    if initialized() and isinstance(value, PeerGoneError):
+        _sys.stderr.write("spools: this rank stopped because the job is ending: %s\n" % value)
+    else:
+        _previous_hook(kind, value, tb)
+    if initialized():
+        try:
+            _sys.stderr.flush()
+        except Exception:  # pragma: no cover
+            pass
+        _spools._abort_job("%s: %s" % (getattr(kind, "__name__", kind), value))
+
+
+_sys.excepthook = _excepthook
+
+
+@_atexit.register
+def _finalize_at_exit():
+    if initialized():
+        try:
+            finalize()
+        except SpoolsError as e:  # the job is ending for another reason
+            _sys.stderr.write("spools: finalize at exit: %s\n" % e)
+
+
+if _under_launcher() and _os.environ.get("SPOOLS_PY_INIT", "1") != "0":
+    init()

@@ -1,0 +1,3 @@
+"""Pure-Python part of the coll area (see src/coll.rs)."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Pure-Python part of the io area (see src/io.rs)."""
+
+__all__ = []

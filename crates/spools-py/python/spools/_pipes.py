@@ -1,0 +1,3 @@
+"""Pure-Python part of the pipes area (see src/pipes.rs)."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Pure-Python part of the streams area (see src/streams.rs)."""
+
+__all__ = []

@@ -1,0 +1,361 @@
+//! Buffers in place: any C-contiguous object with the buffer protocol (numpy arrays,
+//! `bytearray`, `memoryview`, `bytes` for reading) seen as its memory, without a copy
+//! through Python objects. A [`View`] keeps its array alive, so the memory stays valid
+//! while the view lives, also with the GIL released.
+
+use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+
+use crate::errors;
+
+/// The element types the runtime reduces and describes (numpy's dtype kinds and sizes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dtype {
+    /// `bool` (one byte).
+    Bool,
+    /// `int8`.
+    I8,
+    /// `uint8`.
+    U8,
+    /// `int16`.
+    I16,
+    /// `uint16`.
+    U16,
+    /// `int32`.
+    I32,
+    /// `uint32`.
+    U32,
+    /// `int64`.
+    I64,
+    /// `uint64`.
+    U64,
+    /// `float32`.
+    F32,
+    /// `float64`.
+    F64,
+    /// `complex64`.
+    C64,
+    /// `complex128`.
+    C128,
+    /// Any other dtype (records, strings, non-native byte order): moved as bytes only.
+    Other,
+}
+
+impl Dtype {
+    fn of(d: &Bound<'_, PyArrayDescr>) -> Dtype {
+        if d.is_native_byteorder() == Some(false) || d.has_fields() || d.has_subarray() {
+            return Dtype::Other;
+        }
+        match (d.kind(), d.itemsize()) {
+            (b'b', 1) => Dtype::Bool,
+            (b'i', 1) => Dtype::I8,
+            (b'u', 1) => Dtype::U8,
+            (b'i', 2) => Dtype::I16,
+            (b'u', 2) => Dtype::U16,
+            (b'i', 4) => Dtype::I32,
+            (b'u', 4) => Dtype::U32,
+            (b'i', 8) => Dtype::I64,
+            (b'u', 8) => Dtype::U64,
+            (b'f', 4) => Dtype::F32,
+            (b'f', 8) => Dtype::F64,
+            (b'c', 8) => Dtype::C64,
+            (b'c', 16) => Dtype::C128,
+            _ => Dtype::Other,
+        }
+    }
+}
+
+/// Whether a view is read or written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// The runtime only reads it (a send).
+    Read,
+    /// The runtime writes it (a receive): it must be writable.
+    Write,
+}
+
+/// A C-contiguous buffer's memory, kept alive by its array.
+pub(crate) struct View {
+    ptr: *mut u8,
+    /// Length in bytes.
+    len: usize,
+    /// Bytes per element.
+    pub(crate) itemsize: usize,
+    /// The element type.
+    pub(crate) dtype: Dtype,
+    /// The array's shape.
+    pub(crate) shape: Vec<usize>,
+    /// The numpy array over the memory (the caller's own array, or numpy's view of the
+    /// caller's `bytearray`/`memoryview`).
+    pub(crate) array: Py<PyUntypedArray>,
+    writable: bool,
+}
+
+// SAFETY: the memory belongs to `array`, which the view keeps alive (a numpy array's
+// data pointer does not move while the array lives), so the pointer may be used from any
+// thread; concurrent use of the same array by other Python threads is the program's
+// business, as with MPI.
+unsafe impl Send for View {}
+// SAFETY: as above; `bytes` gives shared access only, `bytes_mut` requires the caller's
+// exclusive use (see there).
+unsafe impl Sync for View {}
+
+impl View {
+    /// Length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Number of elements.
+    pub(crate) fn count(&self) -> usize {
+        self.len.checked_div(self.itemsize).unwrap_or(0)
+    }
+
+    /// The memory, read-only.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: `ptr` is the start of `len` contiguous bytes of the live array (see the
+        // type's Send impl).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// The memory, to be written.
+    ///
+    /// # Safety
+    /// Only one `bytes_mut` borrow of the same view at a time. The view was made with
+    /// [`Access::Write`] (checked: it panics otherwise, a bug of this crate).
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn bytes_mut(&self) -> &mut [u8] {
+        assert!(self.writable, "bytes_mut of a read-only view");
+        if self.len == 0 {
+            return &mut [];
+        }
+        // SAFETY: as `bytes`; writable (asserted) and exclusive (the caller's contract).
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+
+    /// The memory as elements of `T`, which must match the dtype's size and alignment.
+    ///
+    /// # Errors
+    /// `TypeError` when `T` does not fit the buffer.
+    pub(crate) fn typed<T: spools::Element>(&self) -> PyResult<&[T]> {
+        self.check_elem::<T>()?;
+        if self.len == 0 {
+            return Ok(&[]);
+        }
+        // SAFETY: size and alignment checked; every bit pattern is a valid `T` (Element).
+        Ok(unsafe { std::slice::from_raw_parts(self.ptr.cast::<T>(), self.count()) })
+    }
+
+    /// As [`View::typed`], to be written.
+    ///
+    /// # Safety
+    /// As [`View::bytes_mut`].
+    ///
+    /// # Errors
+    /// `TypeError` when `T` does not fit the buffer.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn typed_mut<T: spools::Element>(&self) -> PyResult<&mut [T]> {
+        self.check_elem::<T>()?;
+        // SAFETY: the caller's contract (exclusive); checked writable inside.
+        let b = unsafe { self.bytes_mut() };
+        if b.is_empty() {
+            return Ok(&mut []);
+        }
+        // SAFETY: size and alignment checked; every bit pattern is a valid `T`.
+        Ok(unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr().cast::<T>(), self.count()) })
+    }
+
+    fn check_elem<T>(&self) -> PyResult<()> {
+        let size = std::mem::size_of::<T>();
+        if self.itemsize != size || (self.ptr as usize) % std::mem::align_of::<T>() != 0 {
+            return Err(errors::type_error(format!(
+                "buffer of {}-byte elements (dtype {:?}) used as {}",
+                self.itemsize,
+                self.dtype,
+                std::any::type_name::<T>()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The array (a new reference).
+    pub(crate) fn array<'py>(&self, py: Python<'py>) -> Bound<'py, PyUntypedArray> {
+        self.array.bind(py).clone()
+    }
+}
+
+/// `numpy.asarray`, looked up once.
+fn asarray(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static ASARRAY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    ASARRAY
+        .get_or_try_init(py, || {
+            Ok::<_, PyErr>(py.import("numpy")?.getattr("asarray")?.unbind())
+        })
+        .map(|f| f.bind(py))
+}
+
+/// Sees `obj` as memory for `access`; `what` names the argument in errors ("send
+/// buffer").
+///
+/// # Errors
+/// `TypeError` for an object without the buffer protocol; `ValueError` for a
+/// non-contiguous array or a read-only one given to be written.
+pub(crate) fn view(obj: &Bound<'_, PyAny>, access: Access, what: &str) -> PyResult<View> {
+    let owned;
+    let arr: &Bound<'_, PyUntypedArray> = match obj.cast::<PyUntypedArray>() {
+        Ok(a) => a,
+        Err(_) => {
+            let a = asarray(obj.py())?.call1((obj,)).map_err(|_| {
+                errors::type_error(format!(
+                    "{what} must be a numpy array or an object with the buffer protocol \
+                     (bytearray, memoryview), got {}",
+                    type_name(obj)
+                ))
+            })?;
+            owned = a.cast_into::<PyUntypedArray>().map_err(|_| {
+                errors::type_error(format!("{what}: numpy.asarray did not give an array"))
+            })?;
+            if owned.dtype().has_object() {
+                return Err(errors::type_error(format!(
+                    "{what} must be a numpy array or an object with the buffer protocol \
+                     (bytearray, memoryview), got {}",
+                    type_name(obj)
+                )));
+            }
+            &owned
+        }
+    };
+    let d = arr.dtype();
+    if d.has_object() {
+        return Err(errors::type_error(format!(
+            "{what} has dtype object: only arrays of plain values can be sent \
+             (use send_obj/recv_obj for Python objects)"
+        )));
+    }
+    if !arr.is_c_contiguous() {
+        return Err(errors::value_error(format!(
+            "{what} must be C-contiguous; got an array of shape {:?} with strides {:?} \
+             (use numpy.ascontiguousarray)",
+            arr.shape(),
+            strides(arr)
+        )));
+    }
+    let p = arr.as_array_ptr();
+    // SAFETY: `p` is a live numpy array object (we hold a reference); reading its
+    // fields is what numpy's own macros do.
+    let (data, flags) = unsafe { ((*p).fields.data, (*p).fields.flags) };
+    let writable = flags & numpy::npyffi::NPY_ARRAY_WRITEABLE != 0;
+    if access == Access::Write && !writable {
+        return Err(errors::value_error(format!(
+            "{what} is read-only; a receive needs a writable buffer (a numpy array, \
+             bytearray or writable memoryview)"
+        )));
+    }
+    let itemsize = d.itemsize();
+    let count: usize = arr.shape().iter().product();
+    Ok(View {
+        ptr: data.cast::<u8>(),
+        len: count * itemsize,
+        itemsize,
+        dtype: Dtype::of(&d),
+        shape: arr.shape().to_vec(),
+        array: arr.clone().unbind(),
+        writable,
+    })
+}
+
+fn strides(arr: &Bound<'_, PyUntypedArray>) -> Vec<isize> {
+    arr.getattr("strides")
+        .and_then(|s| s.extract::<Vec<isize>>())
+        .unwrap_or_default()
+}
+
+/// The Python type name of `obj`, for errors.
+pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// A new, uninitialised, C-contiguous numpy array of `dtype` and `shape`, and its view
+/// (writable).
+///
+/// # Errors
+/// numpy's own (out of memory, a bad dtype).
+pub(crate) fn empty<'py>(
+    py: Python<'py>,
+    dtype: &Bound<'py, PyAny>,
+    shape: &[usize],
+) -> PyResult<(Bound<'py, PyUntypedArray>, View)> {
+    static EMPTY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let f = EMPTY.get_or_try_init(py, || {
+        Ok::<_, PyErr>(py.import("numpy")?.getattr("empty")?.unbind())
+    })?;
+    let a = f
+        .bind(py)
+        .call1((shape.to_vec(), dtype))?
+        .cast_into::<PyUntypedArray>()
+        .map_err(|_| errors::type_error("numpy.empty did not give an array"))?;
+    let v = view(a.as_any(), Access::Write, "new array")?;
+    Ok((a, v))
+}
+
+/// Runs `$body` with `$T` the Rust element type of a numeric [`Dtype`] (bool as `u8`);
+/// `$other` for complex and other dtypes.
+#[allow(unused_macros)]
+macro_rules! with_element {
+    ($dtype:expr, $T:ident => $body:expr, else $other:expr) => {
+        match $dtype {
+            $crate::buffer::Dtype::Bool | $crate::buffer::Dtype::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::buffer::Dtype::I8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::buffer::Dtype::I16 => {
+                type $T = i16;
+                $body
+            }
+            $crate::buffer::Dtype::U16 => {
+                type $T = u16;
+                $body
+            }
+            $crate::buffer::Dtype::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::buffer::Dtype::U32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::buffer::Dtype::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::buffer::Dtype::U64 => {
+                type $T = u64;
+                $body
+            }
+            $crate::buffer::Dtype::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::buffer::Dtype::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::buffer::Dtype::C64
+            | $crate::buffer::Dtype::C128
+            | $crate::buffer::Dtype::Other => $other,
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use with_element;

@@ -1,0 +1,7 @@
+//! (area: coll) Filled in by the coll work.
+
+use pyo3::prelude::*;
+
+pub(crate) fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+    Ok(())
+}

@@ -1,0 +1,148 @@
+//! `Comm` (a communicator: a group of ranks with its own message space) and `World` (the
+//! communicator of every rank, plus the job's end). Messaging, collectives, RPC and
+//! parallel I/O add their methods to `Comm` in their own files.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::PyModule;
+use spools::Communicator;
+
+use crate::errors;
+use crate::runtime::{self, Runtime};
+
+/// A group of ranks with a message space of its own (MPI's communicator). `World` is
+/// the one of every rank; `split` and `dup` make others.
+#[pyclass(subclass, frozen, module = "spools")]
+pub(crate) struct Comm {
+    /// The Rust communicator.
+    pub(crate) comm: Communicator,
+    /// The runtime it belongs to (kept alive while the communicator is).
+    pub(crate) rt: Arc<Runtime>,
+}
+
+impl Comm {
+    pub(crate) fn new(comm: Communicator, rt: Arc<Runtime>) -> Comm {
+        Comm { comm, rt }
+    }
+
+    /// A rank argument checked against the communicator's size.
+    ///
+    /// # Errors
+    /// `ValueError` naming the valid range.
+    pub(crate) fn check_rank(&self, rank: i64, what: &str) -> PyResult<u32> {
+        let size = self.comm.size();
+        if rank < 0 || rank >= i64::from(size) {
+            return Err(errors::value_error(format!(
+                "{what} must be a rank of this communicator (0 to {}), got {rank}",
+                size.saturating_sub(1)
+            )));
+        }
+        Ok(rank as u32)
+    }
+}
+
+#[pymethods]
+impl Comm {
+    /// This process's rank in the communicator (0 to size - 1).
+    #[getter]
+    fn rank(&self) -> u32 {
+        self.comm.rank()
+    }
+
+    /// How many ranks the communicator has.
+    #[getter]
+    fn size(&self) -> u32 {
+        self.comm.size()
+    }
+
+    /// Whether `rank` runs on this process's host (so messages go through shared memory).
+    fn same_host(&self, rank: i64) -> PyResult<bool> {
+        let r = self.check_rank(rank, "rank")?;
+        Ok(self.comm.same_host(r))
+    }
+
+    /// Waits until every rank of the communicator has called `barrier`.
+    fn barrier(&self, py: Python<'_>) -> PyResult<()> {
+        runtime::blocking(py, || self.comm.barrier()).map_err(errors::from_msg)
+    }
+
+    /// A new communicator of the ranks that give the same `color`, ordered by `key` (then
+    /// by rank here); `None` for a rank that gives `color=None`. Collective.
+    #[pyo3(signature = (color, key = 0))]
+    fn split(&self, py: Python<'_>, color: Option<i64>, key: i32) -> PyResult<Option<Comm>> {
+        let color = match color {
+            None => None,
+            Some(c) if (0..=i64::from(u32::MAX)).contains(&c) => Some(c as u32),
+            Some(c) => {
+                return Err(errors::value_error(format!(
+                    "color must be None or 0 to {}, got {c}",
+                    u32::MAX
+                )))
+            }
+        };
+        let c = runtime::blocking(py, || self.comm.split(color, key)).map_err(errors::from_msg)?;
+        Ok(c.map(|c| Comm::new(c, self.rt.clone())))
+    }
+
+    /// A new communicator of the same ranks with its own message space. Collective.
+    fn dup(&self, py: Python<'_>) -> PyResult<Comm> {
+        let c = runtime::blocking(py, || self.comm.dup()).map_err(errors::from_msg)?;
+        Ok(Comm::new(c, self.rt.clone()))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<spools.Comm rank {} of {}>",
+            self.comm.rank(),
+            self.comm.size()
+        )
+    }
+}
+
+/// The communicator of every rank of the job, and the job's end: `finalize` and `abort`.
+/// `spools.init()` returns it.
+#[pyclass(extends = Comm, frozen, module = "spools")]
+pub(crate) struct World;
+
+#[pymethods]
+impl World {
+    /// Ends this rank's part of the job: waits until every rank has finalised.
+    /// Collective. `spools` also runs it at interpreter exit; later calls do nothing.
+    fn finalize(&self, py: Python<'_>) -> PyResult<()> {
+        runtime::finalize(py)
+    }
+
+    /// Ends the whole job because of a failure on this rank and exits this process with
+    /// `code`: the other ranks' pending and later calls raise `PeerGoneError` naming
+    /// this rank and `message`.
+    #[pyo3(signature = (code = 1, message = None))]
+    fn abort(&self, py: Python<'_>, code: i32, message: Option<String>) -> PyResult<()> {
+        let cause = message.unwrap_or_else(|| format!("abort({code})"));
+        // Flush what the program printed: the process exits without Python's shutdown.
+        for stream in ["stdout", "stderr"] {
+            if let Ok(s) = py.import("sys").and_then(|sys| sys.getattr(stream)) {
+                let _ = s.call_method0("flush");
+            }
+        }
+        runtime::abort(&cause);
+        std::process::exit(code)
+    }
+
+    /// The job's identifier (the same on every rank).
+    #[getter]
+    fn job(self_: PyRef<'_, Self>) -> PyResult<u64> {
+        self_.as_super().rt.with_world(|w| w.job())
+    }
+
+    fn __repr__(self_: PyRef<'_, Self>) -> String {
+        let c = &self_.as_super().comm;
+        format!("<spools.World rank {} of {}>", c.rank(), c.size())
+    }
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Comm>()?;
+    m.add_class::<World>()?;
+    Ok(())
+}

@@ -1,0 +1,133 @@
+//! Rust errors as Python exceptions. The classes live in `spools/errors.py` (so that
+//! `LayoutError` can also be a `ValueError`); this file picks the class for each Rust
+//! error and raises it with the Rust error's message.
+//!
+//! Each area maps its own error types with [`raise`] and the classifiers here
+//! ([`msg_kind`], [`am_kind`], ...) for the messaging errors they wrap.
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use spools::{AmError, BootError, FabricError, MsgError};
+
+/// Which exception of `spools.errors` an error becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `SpoolsError`: any other runtime failure.
+    Spools,
+    /// `InitError`: the rank could not join its job (environment, rendezvous, transports).
+    Init,
+    /// `FinalizedError`: the runtime was finalised (or aborted) before this call.
+    Finalized,
+    /// `TruncatedError`: a message longer than the receive buffer.
+    Truncated,
+    /// `PeerGoneError`: a rank died, aborted or finalised while this one needed it.
+    PeerGone,
+    /// `LayoutError`: a layout that does not parse or does not fit (also a `ValueError`).
+    Layout,
+    /// `FileDamageError`: a parallel file whose data or metadata is damaged.
+    FileDamage,
+    /// `RemoteError`: a remote procedure raised on the rank that ran it.
+    Remote,
+    /// `TransportError`: a transport or system failure (sockets, shared memory).
+    Transport,
+}
+
+impl Kind {
+    fn class_name(self) -> &'static str {
+        match self {
+            Kind::Spools => "SpoolsError",
+            Kind::Init => "InitError",
+            Kind::Finalized => "FinalizedError",
+            Kind::Truncated => "TruncatedError",
+            Kind::PeerGone => "PeerGoneError",
+            Kind::Layout => "LayoutError",
+            Kind::FileDamage => "FileDamageError",
+            Kind::Remote => "RemoteError",
+            Kind::Transport => "TransportError",
+        }
+    }
+}
+
+/// The exception of class `kind` with message `msg`. An interrupt that ended the failed
+/// wait (Ctrl-C) wins over the error it caused: then `KeyboardInterrupt` is raised.
+pub(crate) fn raise(kind: Kind, msg: impl Into<String>) -> PyErr {
+    if let Some(e) = crate::runtime::take_interrupt() {
+        return e;
+    }
+    let msg = msg.into();
+    Python::attach(|py| {
+        let class = py
+            .import("spools.errors")
+            .and_then(|m| m.getattr(kind.class_name()));
+        match class {
+            Ok(c) => PyErr::from_value(match c.call1((msg.clone(),)) {
+                Ok(v) => v,
+                Err(e) => return e,
+            }),
+            Err(_) => PyRuntimeError::new_err(msg),
+        }
+    })
+}
+
+/// The kind of a transport error.
+pub(crate) fn fabric_kind(e: &FabricError) -> Kind {
+    match e {
+        FabricError::PeerFailed(_) | FabricError::ConnectionLost { .. } => Kind::PeerGone,
+        FabricError::Boot(b) => boot_kind(b),
+        _ => Kind::Transport,
+    }
+}
+
+/// The kind of a bootstrap error.
+pub(crate) fn boot_kind(e: &BootError) -> Kind {
+    match e {
+        BootError::PeerDied { .. } | BootError::ServerLost(_) => Kind::PeerGone,
+        BootError::Finalized => Kind::Finalized,
+        _ => Kind::Spools,
+    }
+}
+
+/// The kind of an active-message error.
+pub(crate) fn am_kind(e: &AmError) -> Kind {
+    match e {
+        AmError::Fabric(f) => fabric_kind(f),
+        AmError::Boot(b) => boot_kind(b),
+        _ => Kind::Spools,
+    }
+}
+
+/// The kind of a messaging error.
+pub(crate) fn msg_kind(e: &MsgError) -> Kind {
+    match e {
+        MsgError::Am(a) => am_kind(a),
+        MsgError::Truncated { .. } => Kind::Truncated,
+        MsgError::PeerFinalized { .. } => Kind::PeerGone,
+        _ => Kind::Spools,
+    }
+}
+
+/// A messaging error as its exception.
+pub(crate) fn from_msg(e: MsgError) -> PyErr {
+    raise(msg_kind(&e), e.to_string())
+}
+
+/// An active-message error as its exception.
+pub(crate) fn from_am(e: AmError) -> PyErr {
+    raise(am_kind(&e), e.to_string())
+}
+
+/// A bootstrap error as its exception.
+pub(crate) fn from_boot(e: BootError) -> PyErr {
+    raise(boot_kind(&e), e.to_string())
+}
+
+/// A message of `errors.py`'s own checks: wrong types and values are `TypeError` and
+/// `ValueError` naming the expected and the given (see `buffer.rs`).
+pub(crate) fn value_error(msg: impl Into<String>) -> PyErr {
+    pyo3::exceptions::PyValueError::new_err(msg.into())
+}
+
+/// As [`value_error`], for a wrong type.
+pub(crate) fn type_error(msg: impl Into<String>) -> PyErr {
+    pyo3::exceptions::PyTypeError::new_err(msg.into())
+}

@@ -1,0 +1,43 @@
+//! The Python interface of Spools: the extension module `spools._spools`, wrapped by the
+//! pure-Python package `spools` (`python/spools/`). Each file adds one area's classes
+//! and methods; `Comm`'s methods are spread over the areas' files (`#[pymethods]` blocks
+//! of `multiple-pymethods`).
+//!
+//! Rules every file keeps:
+//! - every call that waits releases the GIL ([`runtime::blocking`]) and is interrupted by
+//!   Ctrl-C (the interrupt check of `runtime.rs` raises `KeyboardInterrupt`);
+//! - buffers are used in place through [`buffer::View`], never copied through Python
+//!   objects;
+//! - every Rust error becomes one of the exceptions of `spools.errors` ([`errors`]).
+
+// The areas fill in what the skeleton declares; lifted once every area uses its parts.
+#![allow(dead_code)]
+
+mod am;
+mod buffer;
+mod coll;
+mod comm;
+mod errors;
+mod files;
+mod layout;
+mod p2p;
+mod pipes;
+mod runtime;
+mod streams;
+
+use pyo3::prelude::*;
+
+/// The extension module; `spools/__init__.py` re-exports what users see.
+#[pymodule]
+fn _spools(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    runtime::register(m)?;
+    comm::register(m)?;
+    p2p::register(m)?;
+    coll::register(m)?;
+    am::register(m)?;
+    layout::register(m)?;
+    files::register(m)?;
+    pipes::register(m)?;
+    streams::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,225 @@
+//! The process's one runtime: `spools.init()`, finalisation, abort, and the two rules of
+//! every blocking call (the GIL is released, Ctrl-C interrupts it).
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use pyo3::prelude::*;
+use pyo3::types::PyModule;
+use spools::{Communicator, Worker};
+
+use crate::comm::{Comm, World};
+use crate::errors::{self, Kind};
+
+/// What every object of the interface shares: the rank's `spools::World` (until it is
+/// finalised or aborted), its worker and its first communicator.
+pub(crate) struct Runtime {
+    world: Mutex<Option<spools::World>>,
+    /// The rank's active-message worker (waits, handlers, the interrupt check).
+    pub(crate) worker: Worker,
+    /// The world's communicator (every rank of the job).
+    pub(crate) comm: Communicator,
+}
+
+impl Runtime {
+    /// Runs `f` on the rank's `spools::World`.
+    ///
+    /// # Errors
+    /// `FinalizedError` once the world is finalised or aborted.
+    pub(crate) fn with_world<R>(&self, f: impl FnOnce(&spools::World) -> R) -> PyResult<R> {
+        let g = self.world.lock().unwrap_or_else(PoisonError::into_inner);
+        match g.as_ref() {
+            Some(w) => Ok(f(w)),
+            None => Err(errors::raise(
+                Kind::Finalized,
+                "the runtime is finalised: no call may follow finalize() or abort()",
+            )),
+        }
+    }
+
+    /// The communicator parallel I/O runs on (a duplicate of the world's, made by the
+    /// first call on every rank: collective the first time).
+    ///
+    /// # Errors
+    /// `FinalizedError`, or the duplicate failing (a dead peer).
+    pub(crate) fn io_comm(&self, py: Python<'_>) -> PyResult<Communicator> {
+        let r = self.with_world(|w| py.detach(|| w.io_communicator().cloned()))?;
+        r.map_err(errors::from_msg)
+    }
+}
+
+/// The runtime, once `init` ran; `None` again after finalisation.
+static RUNTIME: Mutex<Option<Arc<Runtime>>> = Mutex::new(None);
+/// Whether `finalize` or `abort` ran (then `init` may not run again).
+static ENDED: Mutex<bool> = Mutex::new(false);
+/// The World object `init` returned (so that a second `init` returns the same one).
+static WORLD_OBJ: Mutex<Option<Py<World>>> = Mutex::new(None);
+/// The exception the interrupt check took from Python's signal handlers (Ctrl-C), for
+/// the failed call to raise instead of the error the interrupt caused.
+static PENDING: Mutex<Option<PyErr>> = Mutex::new(None);
+
+/// The runtime every call uses.
+///
+/// # Errors
+/// `FinalizedError` after `finalize()`/`abort()`; `InitError` before `init()`.
+pub(crate) fn get() -> PyResult<Arc<Runtime>> {
+    if let Some(rt) = RUNTIME
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+    {
+        return Ok(rt.clone());
+    }
+    if *ENDED.lock().unwrap_or_else(PoisonError::into_inner) {
+        Err(errors::raise(
+            Kind::Finalized,
+            "the runtime is finalised: no call may follow finalize() or abort()",
+        ))
+    } else {
+        Err(errors::raise(Kind::Init, "spools.init() has not run"))
+    }
+}
+
+/// Runs a call that may wait with the GIL released, so that other Python threads run
+/// meanwhile. The wait asks the interrupt check before it sleeps: Ctrl-C ends it, and the
+/// error it then returns is raised as the `KeyboardInterrupt` (see [`errors::raise`]).
+pub(crate) fn blocking<T, F>(py: Python<'_>, f: F) -> T
+where
+    F: pyo3::marker::Ungil + FnOnce() -> T,
+    T: pyo3::marker::Ungil,
+{
+    py.detach(f)
+}
+
+/// The exception of an interrupt that ended a wait, if one did.
+pub(crate) fn take_interrupt() -> Option<PyErr> {
+    PENDING
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take()
+}
+
+/// The interrupt check: runs Python's pending signal handlers (a wait asks only before
+/// it sleeps, so this costs nothing while messages flow).
+fn interrupt_check() -> bool {
+    Python::attach(|py| match py.check_signals() {
+        Ok(()) => false,
+        Err(e) => {
+            *PENDING.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
+            true
+        }
+    })
+}
+
+/// Starts this rank (collective: every rank of the job calls it) and returns the
+/// `World`. Run alone, the job has one rank. A second call returns the same `World`.
+///
+/// Raises `InitError` when the rank cannot join its job, `FinalizedError` after
+/// `finalize()`.
+#[pyfunction]
+fn init(py: Python<'_>) -> PyResult<Py<World>> {
+    if let Some(w) = WORLD_OBJ
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+    {
+        return Ok(w.clone_ref(py));
+    }
+    if *ENDED.lock().unwrap_or_else(PoisonError::into_inner) {
+        return Err(errors::raise(
+            Kind::Finalized,
+            "the runtime was finalised; it cannot start again in this process",
+        ));
+    }
+    let world = py
+        .detach(spools::init)
+        .map_err(|e| errors::raise(Kind::Init, e.to_string()))?;
+    let worker = world.worker().clone();
+    worker.set_interrupt(Some(Arc::new(interrupt_check)));
+    let rt = Arc::new(Runtime {
+        comm: world.communicator().clone(),
+        worker,
+        world: Mutex::new(Some(world)),
+    });
+    *RUNTIME.lock().unwrap_or_else(PoisonError::into_inner) = Some(rt.clone());
+    let obj = Py::new(
+        py,
+        PyClassInitializer::from(Comm::new(rt.comm.clone(), rt)).add_subclass(World),
+    )?;
+    *WORLD_OBJ.lock().unwrap_or_else(PoisonError::into_inner) = Some(obj.clone_ref(py));
+    Ok(obj)
+}
+
+/// Whether `init` ran and the runtime is not finalised.
+#[pyfunction]
+fn initialized() -> bool {
+    RUNTIME
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .is_some()
+}
+
+/// Whether `finalize` or `abort` ran.
+#[pyfunction]
+fn finalized() -> bool {
+    *ENDED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Takes the world out for its end; `None` if it already ended.
+fn take_world() -> Option<spools::World> {
+    let rt = RUNTIME
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    *ENDED.lock().unwrap_or_else(PoisonError::into_inner) = true;
+    WORLD_OBJ
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    let rt = rt?;
+    rt.worker.set_interrupt(None);
+    let w = rt
+        .world
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    w
+}
+
+/// Ends this rank's part of the job: waits until every rank finalised (collective).
+/// Also run at interpreter exit; a second call does nothing.
+pub(crate) fn finalize(py: Python<'_>) -> PyResult<()> {
+    match take_world() {
+        Some(w) => py.detach(|| w.finalize()).map_err(errors::from_boot),
+        None => Ok(()),
+    }
+}
+
+/// Ends the whole job because of a failure on this rank: the other ranks' operations
+/// fail with `PeerGoneError` naming this rank and `cause`. Does not exit the process.
+pub(crate) fn abort(cause: &str) {
+    if let Some(w) = take_world() {
+        w.abort(cause);
+    }
+}
+
+#[pyfunction(name = "finalize")]
+fn finalize_fn(py: Python<'_>) -> PyResult<()> {
+    finalize(py)
+}
+
+/// Ends the job because of this rank (without exiting: `World.abort` also exits).
+#[pyfunction(name = "_abort_job")]
+fn abort_job(cause: &str) {
+    abort(cause)
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(init, m)?)?;
+    m.add_function(wrap_pyfunction!(initialized, m)?)?;
+    m.add_function(wrap_pyfunction!(finalized, m)?)?;
+    m.add_function(wrap_pyfunction!(finalize_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(abort_job, m)?)?;
+    m.add("ANY_SOURCE", -1)?;
+    m.add("ANY_TAG", -1)?;
+    Ok(())
+}

@@ -1,0 +1,77 @@
+"""Runs test programs as real jobs: `spools run -n N -- python prog.py ...`, each with a
+bounded wait; a job that outlives it is killed with its whole process group."""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+PROGS = HERE / "progs"
+REPO = HERE.parents[2]
+
+
+def spools_bin():
+    """The `spools` launcher: $SPOOLS_BIN, else the workspace's debug build."""
+    b = os.environ.get("SPOOLS_BIN")
+    if b:
+        return b
+    for profile in ("debug", "release"):
+        p = REPO / "target" / profile / "spools"
+        if p.exists():
+            return str(p)
+    pytest.fail("no spools binary: build it (cargo build -p spools-cli) or set SPOOLS_BIN")
+
+
+class Job:
+    """What a finished job left: exit code and both outputs."""
+
+    def __init__(self, code, out, err):
+        self.code, self.out, self.err = code, out, err
+
+    def lines(self, rank=None):
+        """Output lines (stdout), of one rank if `rank` is given, without the `[r] `
+        prefix the launcher adds (jobs run with --tag-output)."""
+        out = []
+        for l in self.out.splitlines():
+            if l.startswith("[") and "] " in l:
+                r, _, text = l[1:].partition("] ")
+                if rank is None or r == str(rank):
+                    out.append(text)
+            elif rank is None:
+                out.append(l)
+        return out
+
+    def __repr__(self):
+        return "Job(code=%r)\n--- stdout\n%s\n--- stderr\n%s" % (self.code, self.out, self.err)
+
+
+def run_job(n, prog, *args, timeout=120, env=None, launcher_args=("--tag-output",), check=True):
+    """Runs `progs/<prog>` (a file name, or a path) on `n` ranks; returns a Job.
+    With `check`, a non-zero exit fails the test with both outputs."""
+    script = Path(prog)
+    if not script.is_absolute():
+        script = PROGS / prog
+    e = dict(os.environ)
+    e.update(env or {})
+    cmd = [spools_bin(), "run", "-n", str(n), *launcher_args, "--", sys.executable, str(script), *map(str, args)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        pytest.fail("job %s -n %d did not end within %ds\n--- stdout\n%s\n--- stderr\n%s" % (prog, n, timeout, out, err))
+    job = Job(p.returncode, out, err)
+    if check and job.code != 0:
+        pytest.fail("job %s -n %d failed: %r" % (prog, n, job))
+    return job
+
+
+@pytest.fixture
+def run():
+    """`run(n, "prog.py", *args, timeout=..., check=True)` -> Job."""
+    return run_job
