@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Runs the Python benchmarks of spools and mpi4py side by side, alternating.
+
+usage: bench/python/run.py [--runs N] [--out DIR] [--only pingpong,coll,redist]
+                           [--spools BIN] [--mpirun BIN] [--python BIN]
+
+scripts/bench-python.sh builds and installs everything, then calls this. Per run and per
+benchmark, the spools program runs first (`spools run -n N -- python bench_spools.py
+TEST`), then the mpi4py program (`mpirun --oversubscribe -n N python bench_mpi4py.py
+TEST`), so the two sides alternate: spools, mpi4py, spools, mpi4py, ... Every sample goes
+to DIR/runs.jsonl, every job's output to DIR/logs/, and summarize.py writes DIR/summary.md
+(medians over the runs, ratios, goals).
+
+Benchmarks (names for --only): pingpong (2 ranks: 8 B and 1 MiB), coll (4 ranks:
+allreduce 8 B and 1 MiB, bcast 1 MiB), redist (4 ranks: 2048x2048 float64 block -> cyclic).
+"""
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+RANKS = {"pingpong": 2, "coll": 4, "redist": 4}
+
+
+def parse_bench(text):
+    for line in text.splitlines():
+        # spools run may prefix lines with the rank; the document follows "BENCH ".
+        at = line.find("BENCH {")
+        if at >= 0:
+            return json.loads(line[at + len("BENCH ") :])
+    raise RuntimeError("no BENCH line in the output")
+
+
+def run_job(cmd, log_base, env, timeout):
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    wall = time.monotonic() - t0
+    with open(log_base + ".out", "w") as f:
+        f.write(p.stdout)
+    with open(log_base + ".err", "w") as f:
+        f.write(p.stderr)
+    if p.returncode != 0:
+        raise RuntimeError(
+            "%s failed (exit %d):\n%s\n%s" % (" ".join(cmd), p.returncode, p.stdout[-3000:], p.stderr[-3000:])
+        )
+    doc = parse_bench(p.stdout)
+    doc["wall_s"] = wall
+    return doc
+
+
+def host_info(args):
+    def out(cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return "unknown"
+
+    lines = [
+        "date: %s" % time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "host: %s %s %s, %d cores" % (platform.system(), platform.release(), platform.machine(), os.cpu_count() or 0),
+        "cpu: %s" % out(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"]).strip(),
+        "python: %s" % out([args.python, "-c", "import sys; print(sys.version.split()[0])"]),
+        "numpy: %s" % out([args.python, "-c", "import numpy; print(numpy.__version__)"]),
+        "mpi4py: %s" % out([args.python, "-c", "import mpi4py; print(mpi4py.__version__)"]),
+        "mpi library: %s"
+        % out([args.python, "-c", "from mpi4py import MPI; print(MPI.Get_library_version().splitlines()[0])"]),
+        "mpirun: %s" % out([args.mpirun, "--version"]).splitlines()[0:1],
+        "spools: %s (%s)" % (out(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"]), args.spools),
+        "runs: %d, alternating spools then mpi4py per benchmark" % args.runs,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--out", default=os.path.join(ROOT, "target", "bench-python"))
+    ap.add_argument("--only", default="pingpong,coll,redist")
+    ap.add_argument("--spools", default=os.path.join(ROOT, "target", "release", "spools"))
+    ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per job")
+    args = ap.parse_args()
+    tests = [t for t in args.only.split(",") if t]
+    for t in tests:
+        if t not in RANKS:
+            ap.error("unknown benchmark %r (pingpong, coll, redist)" % t)
+
+    out = os.path.abspath(args.out)
+    logs = os.path.join(out, "logs")
+    os.makedirs(logs, exist_ok=True)
+    with open(os.path.join(out, "host.txt"), "w") as f:
+        f.write(host_info(args))
+    env = dict(os.environ)
+    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+    # Both sides import the same numpy and run on a single thread each.
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+    samples = os.path.join(out, "runs.jsonl")
+    with open(samples, "w") as f:
+        for i in range(1, args.runs + 1):
+            for t in tests:
+                n = RANKS[t]
+                sides = [
+                    ("spools", [args.spools, "run", "-n", str(n), "--", args.python, os.path.join(HERE, "bench_spools.py"), t]),
+                    (
+                        "mpi4py",
+                        [args.mpirun, "--oversubscribe", "-n", str(n), args.python, os.path.join(HERE, "bench_mpi4py.py"), t],
+                    ),
+                ]
+                for impl, cmd in sides:
+                    name = "%s-%s.run%d" % (t, impl, i)
+                    sys.stderr.write("  %-28s" % name)
+                    sys.stderr.flush()
+                    doc = run_job(cmd, os.path.join(logs, name), env, args.timeout)
+                    doc["run"] = i
+                    f.write(json.dumps(doc) + "\n")
+                    f.flush()
+                    sys.stderr.write("ok (%.1f s)\n" % doc["wall_s"])
+
+    summary = subprocess.run(
+        [sys.executable, os.path.join(HERE, "summarize.py"), samples, "--host", os.path.join(out, "host.txt")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    with open(os.path.join(out, "summary.md"), "w") as f:
+        f.write(summary)
+    sys.stdout.write(summary)
+
+
+if __name__ == "__main__":
+    main()

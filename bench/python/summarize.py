@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Summarises the samples of bench/python/run.py as a Markdown table.
+
+usage: bench/python/summarize.py DIR/runs.jsonl [--host DIR/host.txt]
+
+For every figure: the median over the runs of spools and of mpi4py, and the ratio
+"spools ahead" (mpi4py's time over spools', or spools' bandwidth over mpi4py's: above 1
+spools is faster), both as the ratio of the medians and as the median of the ratios taken
+within each run (the two sides of one run ran back to back), with the issue's goals.
+"""
+
+import argparse
+import json
+import statistics
+from collections import defaultdict
+
+# (test, case, metric, label, unit, higher is better, goal on "spools ahead" or None)
+ROWS = [
+    ("pingpong", "8B", "one_way_us", "ping-pong 8 B, one-way latency (2 ranks)", "us", False, 1.0),
+    ("pingpong", "1MiB", "mb_s", "ping-pong 1 MiB, bandwidth (2 ranks)", "MB/s", True, 1.0),
+    ("pingpong", "1MiB", "one_way_us", "ping-pong 1 MiB, one-way time (2 ranks)", "us", False, None),
+    ("coll", "allreduce_8B", "us", "allreduce 8 B, sum (4 ranks)", "us", False, None),
+    ("coll", "allreduce_1MiB", "us", "allreduce 1 MiB, sum (4 ranks)", "us", False, None),
+    ("coll", "bcast_1MiB", "us", "bcast 1 MiB (4 ranks)", "us", False, None),
+    (
+        "redist",
+        "rows_block_to_cyclic",
+        "ms",
+        "redistribute f64[2048,2048] `block,*` -> `cyclic,*` on 4x1",
+        "ms",
+        False,
+        2.0,
+    ),
+    (
+        "redist",
+        "2x2_block_to_cyclic",
+        "ms",
+        "redistribute f64[2048,2048] `block,block` -> `cyclic,cyclic` on 2x2",
+        "ms",
+        False,
+        None,
+    ),
+]
+
+
+def fmt(x):
+    if x != x:  # nan
+        return "n/a"
+    if x >= 100:
+        return "%.0f" % x
+    if x >= 10:
+        return "%.1f" % x
+    if x >= 1:
+        return "%.2f" % x
+    return "%.3f" % x
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("samples")
+    ap.add_argument("--host")
+    args = ap.parse_args()
+
+    # value[(test, case, metric)][impl][run] = number
+    value = defaultdict(lambda: defaultdict(dict))
+    runs = set()
+    with open(args.samples) as f:
+        for line in f:
+            if not line.strip():
+                continue
+            doc = json.loads(line)
+            runs.add(doc["run"])
+            for case, metrics in doc["results"].items():
+                for metric, v in metrics.items():
+                    value[(doc["test"], case, metric)][doc["impl"]][doc["run"]] = v
+
+    out = []
+    if args.host:
+        with open(args.host) as f:
+            out.append("```text\n" + f.read().rstrip() + "\n```\n")
+    out.append(
+        "Medians of %d alternating runs; \"spools ahead\" is mpi4py's time over spools' "
+        "(bandwidth: spools' over mpi4py's), above 1 spools is faster.\n" % len(runs)
+    )
+    out.append("| | spools | mpi4py | spools ahead (medians) | spools ahead (median of per-run ratios) | goal |")
+    out.append("|---|---:|---:|---:|---:|---|")
+    for test, case, metric, label, unit, higher, goal in ROWS:
+        per = value.get((test, case, metric))
+        if not per or "spools" not in per or "mpi4py" not in per:
+            sp = per.get("spools", {}) if per else {}
+            mp = per.get("mpi4py", {}) if per else {}
+            ms = statistics.median(sp.values()) if sp else float("nan")
+            mm = statistics.median(mp.values()) if mp else float("nan")
+            out.append("| %s | %s %s | %s %s | n/a | n/a | %s |" % (label, fmt(ms), unit, fmt(mm), unit, "n/a"))
+            continue
+        sp, mp = per["spools"], per["mpi4py"]
+        ms, mm = statistics.median(sp.values()), statistics.median(mp.values())
+        ahead = ms / mm if higher else mm / ms
+        both = sorted(set(sp) & set(mp))
+        ratios = [(sp[r] / mp[r]) if higher else (mp[r] / sp[r]) for r in both]
+        per_run = statistics.median(ratios) if ratios else float("nan")
+        if goal is None:
+            g = ""
+        else:
+            g = "≥ %.0f: %s" % (goal, "met" if ahead >= goal else "not met")
+        out.append(
+            "| %s | %s %s | %s %s | %.2f | %.2f (%s) | %s |"
+            % (label, fmt(ms), unit, fmt(mm), unit, ahead, per_run, " ".join("%.2f" % r for r in ratios), g)
+        )
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
