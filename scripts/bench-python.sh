@@ -69,7 +69,7 @@ if ! "$venv/bin/python" -c "from mpi4py import MPI; assert 'Open MPI' in MPI.Get
     MPICC="$mpicc" "${pip[@]}" --no-binary mpi4py --no-cache-dir "mpi4py>=3.1"
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-lib=$("$venv/bin/python" -c "from mpi4py import MPI; print(MPI.Get_library_version().splitlines()[0])")
+lib=$("$venv/bin/python" -c "from mpi4py import MPI; print(MPI.Get_library_version().replace(chr(0), '').splitlines()[0])")
 case $lib in
 *"Open MPI"*) log "mpi4py: $lib" ;;
 *) echo "bench-python.sh: mpi4py is not built on Open MPI: $lib" >&2; exit 1 ;;

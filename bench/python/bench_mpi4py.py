@@ -202,7 +202,7 @@ def main():
     comm = MPI.COMM_WORLD
     results = {"pingpong": pingpong, "coll": coll, "redist": redist}[test](comm)
     if comm.Get_rank() == 0:
-        c.emit(IMPL, test, comm.Get_size(), results, {"library": MPI.Get_library_version().splitlines()[0]})
+        c.emit(IMPL, test, comm.Get_size(), results, {"library": MPI.Get_library_version().replace("\0", "").splitlines()[0]})
 
 
 if __name__ == "__main__":

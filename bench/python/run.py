@@ -3,6 +3,7 @@
 
 usage: bench/python/run.py [--runs N] [--out DIR] [--only pingpong,coll,redist]
                            [--spools BIN] [--mpirun BIN] [--python BIN]
+                           [--sides spools,mpi4py] [--timeout SECONDS]
 
 scripts/bench-python.sh builds and installs everything, then calls this. Per run and per
 benchmark, the spools program runs first (`spools run -n N -- python bench_spools.py
@@ -69,9 +70,10 @@ def host_info(args):
         "numpy: %s" % out([args.python, "-c", "import numpy; print(numpy.__version__)"]),
         "mpi4py: %s" % out([args.python, "-c", "import mpi4py; print(mpi4py.__version__)"]),
         "mpi library: %s"
-        % out([args.python, "-c", "from mpi4py import MPI; print(MPI.Get_library_version().splitlines()[0])"]),
-        "mpirun: %s" % out([args.mpirun, "--version"]).splitlines()[0:1],
+        % out([args.python, "-c", "from mpi4py import MPI; print(MPI.Get_library_version().replace(chr(0), '').splitlines()[0])"]),
+        "mpirun: %s" % (out([args.mpirun, "--version"]).splitlines() or ["unknown"])[0],
         "spools: %s (%s)" % (out(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"]), args.spools),
+        "load average at the start: %s" % out(["cat", "/proc/loadavg"]),
         "runs: %d, alternating spools then mpi4py per benchmark" % args.runs,
     ]
     return "\n".join(lines) + "\n"
@@ -86,6 +88,7 @@ def main():
     ap.add_argument("--mpirun", default="mpirun")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per job")
+    ap.add_argument("--sides", default="spools,mpi4py", help="which sides run (default both)")
     args = ap.parse_args()
     tests = [t for t in args.only.split(",") if t]
     for t in tests:
@@ -116,6 +119,8 @@ def main():
                     ),
                 ]
                 for impl, cmd in sides:
+                    if impl not in args.sides.split(","):
+                        continue
                     name = "%s-%s.run%d" % (t, impl, i)
                     sys.stderr.write("  %-28s" % name)
                     sys.stderr.flush()
