@@ -37,8 +37,8 @@ REDIST = [
     ("rows_block_to_cyclic", "block,*", "4x1", "cyclic,*", "4x1"),
     ("2x2_block_to_cyclic", "block,block", "2x2", "cyclic,cyclic", "2x2"),
 ]
-REDIST_WARMUP = 2
-REDIST_BATCHES = 9
+REDIST_WARMUP = 1
+REDIST_BATCHES = 7
 
 
 def spec(dists, grid, n=N):
