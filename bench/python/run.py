@@ -38,7 +38,16 @@ def parse_bench(text):
     raise RuntimeError("no BENCH line in the output")
 
 
+def loadavg():
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
 def run_job(cmd, log_base, env, timeout):
+    load = loadavg()
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     wall = time.monotonic() - t0
@@ -52,6 +61,7 @@ def run_job(cmd, log_base, env, timeout):
         )
     doc = parse_bench(p.stdout)
     doc["wall_s"] = wall
+    doc["loadavg_before"] = load
     return doc
 
 
