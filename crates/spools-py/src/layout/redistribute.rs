@@ -88,8 +88,8 @@ pub(crate) fn check_part(
                 if !arr.is_fortran_contiguous() {
                     return Err(errors::value_error(format!(
                         "{what} must be F-contiguous for the order=F {role} layout {l} (use \
-                         numpy.asfortranarray); got an array of shape {:?} that is not",
-                        arr.shape()
+                         numpy.asfortranarray); got an array of shape {} that is not",
+                        tuple(arr.shape())
                     )));
                 }
                 buffer::view(&arr.getattr("T")?, access, what)?
@@ -112,17 +112,23 @@ pub(crate) fn check_part(
     if v.len() as u64 != need {
         let shape = local_shape(l, unit);
         let what_given = if typed(l) {
-            format!("{} elements (shape {:?})", v.count(), v.shape)
+            format!("{} elements (shape {})", v.count(), tuple(&v.shape))
         } else {
-            format!("{} bytes (shape {:?}, dtype {})", v.len(), v.shape, given.str()?)
+            format!(
+                "{} bytes (shape {}, dtype {})",
+                v.len(),
+                tuple(&v.shape),
+                given.str()?
+            )
         };
         let what_needed = if typed(l) {
             format!(
-                "{} elements (local shape {shape:?})",
-                need / l.elem_size().max(1)
+                "{} elements (local shape {})",
+                need / l.elem_size().max(1),
+                tuple(&shape)
             )
         } else {
-            format!("{need} bytes (local shape {shape:?})")
+            format!("{need} bytes (local shape {})", tuple(&shape))
         };
         return Err(errors::value_error(format!(
             "{what} has {what_given} but rank {unit}'s part of the {role} layout {l} has \
@@ -159,6 +165,17 @@ pub(crate) fn destination<'py>(
             let (a, v) = buffer::empty(py, &numpy_dtype(py, l)?, &local_shape(l, unit))?;
             Ok((a.into_any(), v))
         }
+    }
+}
+
+/// A shape as Python prints it: `(3,)`, `(13, 11)`.
+pub(crate) fn tuple(shape: &[usize]) -> String {
+    match shape {
+        [n] => format!("({n},)"),
+        s => format!(
+            "({})",
+            s.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        ),
     }
 }
 
@@ -203,6 +220,9 @@ impl Comm {
         let from = layout_arg(src, "src")?;
         let to = layout_arg(dst, "dst")?;
         let p = plan(&from, &to)?;
+        // The plan's layouts have their sizes bound (a byte stream without size= takes
+        // the other layout's).
+        let (from, to) = (p.src().clone(), p.dst().clone());
         let size = slf.get().comm.size();
         check_units(&from, size, "source")?;
         check_units(&to, size, "destination")?;
