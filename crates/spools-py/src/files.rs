@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use spools::Communicator;
 use spools_io::file::{self, FileStats, Format, ReadOptions, Striping, WriteOptions};
 use spools_io::FileError;
 use spools_map::Layout;
@@ -15,7 +16,8 @@ use spools_map::Layout;
 use crate::buffer::Access;
 use crate::comm::Comm;
 use crate::errors::{self, Kind};
-use crate::layout::redistribute::{check_part, check_units, destination, io_comm};
+use crate::layout::agree::agree;
+use crate::layout::redistribute::{check_part, check_units, destination, exchange_remote, io_comm};
 use crate::layout::{exchange_error, layout_arg};
 use crate::runtime;
 
@@ -61,6 +63,36 @@ pub(crate) fn file_error(e: FileError, op: Op) -> PyErr {
         FileError::Remote { .. } => Kind::Spools,
     };
     errors::raise(kind, error_chain(&e))
+}
+
+/// The faulty rank a file error names, when it is another rank's failure.
+fn file_remote(e: &FileError) -> Option<u32> {
+    match e {
+        FileError::Remote { rank, .. } => Some(*rank),
+        FileError::Exchange(x) => exchange_remote(x),
+        _ => None,
+    }
+}
+
+/// The outcome of a collective file call on this rank: `problem` is this rank's own
+/// argument error (it took part with nothing). When the call failed (on every rank),
+/// the ranks agree on the exception (see `layout/agree.rs`).
+fn settle<T>(
+    py: Python<'_>,
+    comm: &Communicator,
+    problem: Option<PyErr>,
+    r: Result<T, FileError>,
+    op: Op,
+) -> PyResult<T> {
+    match (problem, r) {
+        (Some(p), Err(_)) => Err(agree(py, comm, p, None)),
+        (Some(p), Ok(_)) => Err(p),
+        (None, Err(e)) => {
+            let remote = file_remote(&e);
+            Err(agree(py, comm, file_error(e, op), remote))
+        }
+        (None, Ok(s)) => Ok(s),
+    }
 }
 
 /// An error's message followed by its sources' (the system's error of an `Io`).
@@ -173,10 +205,7 @@ impl Comm {
             ..WriteOptions::default()
         };
         let r = runtime::blocking(py, || file::write(&comm, &path, data, &l, &opts));
-        if let Some(e) = problem {
-            return Err(e);
-        }
-        let s = r.map_err(|e| file_error(e, Op::Write))?;
+        let s = settle(py, &comm, problem, r, Op::Write)?;
         stats_dict(py, &s)
     }
 
@@ -218,10 +247,7 @@ impl Comm {
         let r = runtime::blocking(py, || {
             file::read(&comm, &path, data, &l, &ReadOptions::default())
         });
-        if let Some(e) = problem {
-            return Err(e);
-        }
-        r.map_err(|e| file_error(e, Op::Read))?;
+        settle(py, &comm, problem, r, Op::Read)?;
         match dest {
             Some((arr, _)) => Ok(arr),
             None => Err(errors::raise(Kind::Spools, "read_file: no destination")),

@@ -2,6 +2,7 @@
 //! (a wrapper of `spools_map::Layout`), and the plan summary between two layouts.
 //! `Comm.redistribute` is in `layout/redistribute.rs`.
 
+pub(crate) mod agree;
 pub(crate) mod redistribute;
 
 pub(crate) use redistribute::exchange_error;
@@ -126,7 +127,10 @@ pub(crate) fn local_shape(l: &Layout, unit: u64) -> Vec<usize> {
             .local_shape(unit)
             .map(|s| s.into_iter().map(|n| n as usize).collect())
             .unwrap_or_else(|_| vec![0; ndim]),
-        _ => vec![l.local_bytes(unit).unwrap_or(0).div_ceil(l.elem_size().max(1)) as usize],
+        _ => vec![l
+            .local_bytes(unit)
+            .unwrap_or(0)
+            .div_ceil(l.elem_size().max(1)) as usize],
     }
 }
 
@@ -140,12 +144,8 @@ pub(crate) fn local_bytes(l: &Layout, unit: u64) -> u64 {
 
 /// A plan between two layouts, as `LayoutError` when they do not describe one dataset.
 pub(crate) fn plan(from: &Layout, to: &Layout) -> PyResult<Plan> {
-    Plan::new(from, to).map_err(|e| {
-        errors::raise(
-            Kind::Layout,
-            format!("cannot plan {from} -> {to}: {e}"),
-        )
-    })
+    Plan::new(from, to)
+        .map_err(|e| errors::raise(Kind::Layout, format!("cannot plan {from} -> {to}: {e}")))
 }
 
 /// A unit argument checked against the layout.
@@ -254,7 +254,11 @@ impl PyLayout {
     #[pyo3(signature = (unit, bytes = false))]
     fn extents(&self, unit: i64, bytes: bool) -> PyResult<Vec<(u64, u64, u64)>> {
         let u = check_unit(&self.inner, unit)?;
-        let e = if bytes { 1 } else { self.inner.elem_size().max(1) };
+        let e = if bytes {
+            1
+        } else {
+            self.inner.elem_size().max(1)
+        };
         let it = self
             .inner
             .extents(u)
@@ -269,7 +273,11 @@ impl PyLayout {
     /// `bytes` and `runs` (lists of rows: `bytes[s][d]` from source unit `s` to
     /// destination unit `d`). Raises `LayoutError` when the layouts do not describe one
     /// dataset (different sizes).
-    fn plan<'py>(&self, py: Python<'py>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    fn plan<'py>(
+        &self,
+        py: Python<'py>,
+        other: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let to = layout_arg(other, "other")?;
         let p = plan(&self.inner, &to)?;
         let s = py

@@ -116,13 +116,12 @@ impl FileReader {
         // SAFETY: `out` is writable (checked by `view`) and this is its only borrow
         // during the call.
         let dst = unsafe { v.bytes_mut() };
-        py.detach(|| r.read_at(offset, dst))
-            .map_err(|e| match e {
-                spools_io::FileError::SizeMismatch { file, layout, .. } => errors::value_error(
-                    format!("bytes {offset}..{layout} are past the end of the {file}-byte dataset"),
-                ),
-                e => file_error(e, Op::Read),
-            })
+        py.detach(|| r.read_at(offset, dst)).map_err(|e| match e {
+            spools_io::FileError::SizeMismatch { file, layout, .. } => errors::value_error(
+                format!("bytes {offset}..{layout} are past the end of the {file}-byte dataset"),
+            ),
+            e => file_error(e, Op::Read),
+        })
     }
 
     /// Closes the file (later reads raise `ValueError`).

@@ -15,6 +15,7 @@ use crate::comm::{Comm, World};
 use crate::errors::{self, Kind};
 use crate::runtime;
 
+use super::agree::agree;
 use super::{dtype_matches, layout_arg, local_bytes, local_shape, numpy_dtype, plan, typed};
 
 /// An exchange error as its exception: layouts that do not fit are `LayoutError`, a
@@ -29,6 +30,14 @@ pub(crate) fn exchange_error(e: ExchangeError) -> PyErr {
         _ => Kind::Spools,
     };
     errors::raise(kind, e.to_string())
+}
+
+/// The faulty rank an exchange error names, when it is another rank's failure.
+pub(crate) fn exchange_remote(e: &ExchangeError) -> Option<u32> {
+    match e {
+        ExchangeError::Remote { rank } => Some(*rank),
+        _ => None,
+    }
 }
 
 /// The communicator a collective I/O call of `slf` runs on: the world's I/O duplicate
@@ -174,7 +183,10 @@ pub(crate) fn tuple(shape: &[usize]) -> String {
         [n] => format!("({n},)"),
         s => format!(
             "({})",
-            s.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            s.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }
@@ -269,10 +281,16 @@ impl Comm {
                 &ExchangeOptions::default(),
             )
         });
-        if let Some(e) = problem {
-            return Err(e);
+        match (problem, r) {
+            // The others failed too (this rank's part was needed): they learn why.
+            (Some(p), Err(_)) => return Err(agree(py, &comm, p, None)),
+            (Some(p), Ok(_)) => return Err(p),
+            (None, Err(e)) => {
+                let remote = exchange_remote(&e);
+                return Err(agree(py, &comm, exchange_error(e), remote));
+            }
+            (None, Ok(_)) => {}
         }
-        r.map_err(exchange_error)?;
         match output {
             Some((arr, _)) => Ok(arr),
             None => Err(errors::raise(Kind::Spools, "redistribute: no destination")),
