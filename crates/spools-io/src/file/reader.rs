@@ -64,15 +64,15 @@ impl Stored {
 }
 
 enum Source {
-    Plain {
-        file: File,
-        offset: u64,
-    },
-    Striped {
-        geo: Geometry,
-        paths: Vec<PathBuf>,
-        crcs: Vec<Vec<u32>>,
-    },
+    Plain { file: File, offset: u64 },
+    Striped(Box<Striped>),
+}
+
+/// What reading a striped file needs: its rows, unit files and block checksums.
+struct Striped {
+    geo: Geometry,
+    paths: Vec<PathBuf>,
+    crcs: Vec<Vec<u32>>,
 }
 
 /// A parallel file opened by one process to read byte ranges of its dataset.
@@ -141,11 +141,11 @@ impl Reader {
                     dataset: m.dataset.clone(),
                     version: m.version,
                 };
-                let source = Source::Striped {
+                let source = Source::Striped(Box::new(Striped {
                     paths: m.unit_paths(path),
                     crcs: m.crcs(),
                     geo,
-                };
+                }));
                 (stored, source)
             }
         };
@@ -196,9 +196,7 @@ impl Reader {
                 sys::read_at(file, &self.path, out, at + offset)?;
                 Ok(0)
             }
-            Source::Striped { geo, paths, crcs } => {
-                read_striped(geo, paths, crcs, offset, end, out)
-            }
+            Source::Striped(s) => read_striped(&s.geo, &s.paths, &s.crcs, offset, end, out),
         }
     }
 }
