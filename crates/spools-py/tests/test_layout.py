@@ -13,3 +13,9 @@ def test_layout_properties_extents_plan_and_errors(run):
 def test_redistribute(run, n):
     job = run(n, "layout_redistribute.py")
     assert sorted(r for r in range(n) if job.lines(r)[-1:] == ["redistribute ok"]) == list(range(n)), job
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_redistribute_and_files_make_no_python_side_copies(run, tmp_path, n):
+    job = run(n, "layout_zerocopy.py", tmp_path)
+    assert all(job.lines(r) == ["zero copy ok"] for r in range(n)), job
