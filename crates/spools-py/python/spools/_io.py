@@ -147,6 +147,7 @@ class File:
         return self._r.closed
 
     def __len__(self):
+        """The first extent (``TypeError`` for a 0-d dataset)."""
         if not self._shape:
             raise TypeError("len() of a 0-d dataset")
         return self._shape[0]
@@ -182,10 +183,13 @@ class File:
         return out
 
     def __array__(self, dtype=None, copy=None):
+        """``numpy.asarray(f)``: the whole dataset."""
         a = self.read()
         return a if dtype is None else a.astype(dtype)
 
     def __getitem__(self, key):
+        """``f[10:20, :]``, ``f[3]``, ``f[..., 0]``, ``f[()]``: a new array of the
+        selection, read from the byte ranges it covers (see the class's docstring)."""
         sel, squeeze = _selection(key, self._shape)
         if self._order == "F":
             a = self._read_c(sel[::-1], self._shape[::-1]).T
@@ -253,6 +257,7 @@ class File:
         self._r.close()
 
     def __enter__(self):
+        """``with spools.open(path) as f:`` closes the file at the end of the block."""
         return self
 
     def __exit__(self, *exc):

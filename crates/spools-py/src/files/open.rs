@@ -3,7 +3,7 @@
 //! into numpy arrays in place (`spools_io::file::Reader`).
 
 use std::path::PathBuf;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -20,7 +20,8 @@ use super::{file_error, Op};
 pub(crate) struct FileReader {
     path: PathBuf,
     stored: Stored,
-    reader: Mutex<Option<Reader>>,
+    /// The open file; `None` once closed (a read in progress keeps its own reference).
+    reader: Mutex<Option<Arc<Reader>>>,
 }
 
 impl FileReader {
@@ -39,7 +40,7 @@ impl FileReader {
             .map_err(|e| file_error(e, Op::Read))?;
         Ok(FileReader {
             stored: r.stored().clone(),
-            reader: Mutex::new(Some(r)),
+            reader: Mutex::new(Some(Arc::new(r))),
             path,
         })
     }
@@ -111,8 +112,14 @@ impl FileReader {
     /// RAID-5 parity. Raises `FileDamageError` for damage parity cannot repair.
     fn read_into(&self, py: Python<'_>, offset: u64, out: &Bound<'_, PyAny>) -> PyResult<u64> {
         let v = buffer::view(out, Access::Write, "out")?;
-        let g = self.reader.lock().unwrap_or_else(PoisonError::into_inner);
-        let r = g.as_ref().ok_or_else(|| self.closed())?;
+        // The lock is held only to take a reference, never while the GIL is released
+        // (another thread waiting for it with the GIL would deadlock the read).
+        let r = self
+            .reader
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .ok_or_else(|| self.closed())?;
         // SAFETY: `out` is writable (checked by `view`) and this is its only borrow
         // during the call.
         let dst = unsafe { v.bytes_mut() };
