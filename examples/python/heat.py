@@ -61,7 +61,7 @@ def main():
     px, py = grid(world.size)
     layout = spools.Layout("f64[%d,%d] block,block on %dx%d" % (n, n, px, py))
     rows, cols = layout.local_shape(me)
-    cx, cy = divmod(me, py)  # this rank's place in the grid of blocks
+    cx, cy = layout.coords(me)  # this rank's place in the grid of blocks
     i0, j0 = cx * -(-n // px), cy * -(-n // py)  # its first global row and column
     if me == 0:
         os.makedirs(args.dir, exist_ok=True)

@@ -303,6 +303,28 @@ impl PyLayout {
         Ok(d)
     }
 
+    /// The grid coordinates of `unit` in an array layout (row-major over the grid: unit
+    /// `u` of a 2x3 grid is `(u // 3, u % 3)`); `(unit,)` for other layouts.
+    fn coords<'py>(&self, py: Python<'py>, unit: i64) -> PyResult<Bound<'py, PyTuple>> {
+        let u = check_unit(&self.inner, unit)?;
+        match &self.inner {
+            Layout::Array(a) => {
+                let c = a
+                    .coords(u)
+                    .map_err(|e| errors::raise(Kind::Layout, e.to_string()))?;
+                PyTuple::new(py, c)
+            }
+            _ => PyTuple::new(py, [u]),
+        }
+    }
+
+    /// Pickles as its spec (so a layout travels with `send_obj` and `multiprocessing`).
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, pyo3::types::PyType>, (String,))> {
+        Ok((slf.get_type(), (slf.get().inner.to_string(),)))
+    }
+
     /// The spec, e.g. `f64[1024,1024] block,block on 2x2`.
     fn __str__(&self) -> String {
         self.inner.to_string()

@@ -3,6 +3,7 @@ reference (MPI darray rules), the plan summary against one computed from extents
 the errors."""
 
 import itertools
+import pickle
 
 import numpy as np
 
@@ -28,6 +29,8 @@ for spec in SPECS:
     assert L.itemsize == glob.itemsize and L.nbytes == glob.nbytes
     assert L.units == int(np.prod(L.grid))
     assert L.order == ("F" if "order=F" in spec else "C")
+    assert pickle.loads(pickle.dumps(L)) == L
+    assert [L.coords(u) for u in range(L.units)] == list(itertools.product(*map(range, L.grid)))
     seen = np.zeros(glob.size, dtype=int)
     for u in range(L.units):
         ref = part(glob, spec, u)
