@@ -19,6 +19,11 @@ __all__ = ["open", "File"]
 # Above this many separate byte ranges, a slice is read as the one range covering them
 # all when that range is not much larger than what the slice needs.
 _MANY_RUNS = 64
+# A covering range up to this size is read at once rather than range by range: a
+# canonical file's (fewer system calls) and a striped file's (each range would read its
+# whole stripe rows again).
+_SMALL_SPAN = 256 << 10
+_SMALL_SPAN_STRIPED = 64 << 20
 
 
 def open(path, dtype=None, shape=None, layout=None):  # noqa: A001 (h5py's name)
@@ -232,7 +237,7 @@ class File:
             return out
         last = base + sum((c - 1) * strides[k] for k, c in enumerate(outer)) + run
         span = last - base
-        if nruns > _MANY_RUNS and span <= 4 * out.size:
+        if self._covering(nruns, span * isz, out.nbytes):
             # One read of the covering range, then numpy picks the box out of it.
             flat = _np.empty(span, dtype=self._dtype)
             self._r.read_into(base * isz, flat)
@@ -249,6 +254,13 @@ class File:
             off = base + sum(i * strides[k] for k, i in enumerate(ix))
             self._r.read_into(off * isz, rows[j])
         return out
+
+    def _covering(self, nruns, span, need):
+        """Whether to read the `span` bytes covering `nruns` separate ranges of `need`
+        bytes in all, rather than each range."""
+        if self._r.format in ("raid0", "raid5"):
+            return span <= _SMALL_SPAN_STRIPED
+        return span <= _SMALL_SPAN or (nruns > _MANY_RUNS and span <= 4 * need)
 
     # ---- closing ----
 

@@ -45,6 +45,10 @@ for name, fmt in [("a.npy", "npy"), ("r0", "raid0"), ("r5", "raid5")]:
     with spools.open(os.path.join(d, name)) as f:
         assert f.format == fmt, (name, f.format)
         check(f, ref)
+        # Also range by range (a striped file reads the covering range when it is small).
+        spools._io._SMALL_SPAN_STRIPED, spools._io._SMALL_SPAN = 0, 0
+        check(f, ref)
+        spools._io._SMALL_SPAN_STRIPED, spools._io._SMALL_SPAN = 64 << 20, 256 << 10
     assert f.closed
     try:
         f[0]
@@ -85,6 +89,15 @@ for arr, name in [(cube, "cube.npy"), (np.asfortranarray(cube), "cubef.npy"),
                   (slice(0, 6), slice(0, 7), slice(0, 49))]:
             k = k[: arr.ndim]
             assert np.array_equal(f[k], arr[k]), (name, k)
+
+# A 1 MiB cube: selections of up to 64 separate ranges spanning more than 256 KiB are
+# read range by range, many short ranges spanning much more than they need too.
+big = (np.arange(64 * 64 * 64, dtype=np.int32) * 5).reshape(64, 64, 64)
+np.save(os.path.join(d, "big.npy"), big)
+with spools.open(os.path.join(d, "big.npy")) as f:
+    for k in [(slice(None), 5), (slice(None), slice(0, 60), 3), (slice(2, 60), slice(1, 3), slice(7, 9)),
+              (Ellipsis, 63), (slice(None), slice(None), slice(0, 1))]:
+        assert np.array_equal(f[k], big[k]), k
 
 # What indexing refuses.
 with spools.open(os.path.join(d, "a.npy")) as f:
