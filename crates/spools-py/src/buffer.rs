@@ -209,13 +209,17 @@ pub(crate) fn view(obj: &Bound<'_, PyAny>, access: Access, what: &str) -> PyResu
     let arr: &Bound<'_, PyUntypedArray> = match obj.cast::<PyUntypedArray>() {
         Ok(a) => a,
         Err(_) => {
-            let a = asarray(obj.py())?.call1((obj,)).map_err(|_| {
-                errors::type_error(format!(
-                    "{what} must be a numpy array or an object with the buffer protocol \
+            // Through a memoryview: the buffer protocol itself (numpy.asarray would
+            // read `bytes` as a string scalar, a copy).
+            let a = pyo3::types::PyMemoryView::from(obj)
+                .and_then(|mv| asarray(obj.py())?.call1((mv,)))
+                .map_err(|_| {
+                    errors::type_error(format!(
+                        "{what} must be a numpy array or an object with the buffer protocol \
                      (bytearray, memoryview), got {}",
-                    type_name(obj)
-                ))
-            })?;
+                        type_name(obj)
+                    ))
+                })?;
             owned = a.cast_into::<PyUntypedArray>().map_err(|_| {
                 errors::type_error(format!("{what}: numpy.asarray did not give an array"))
             })?;
@@ -238,10 +242,10 @@ pub(crate) fn view(obj: &Bound<'_, PyAny>, access: Access, what: &str) -> PyResu
     }
     if !arr.is_c_contiguous() {
         return Err(errors::value_error(format!(
-            "{what} must be C-contiguous; got an array of shape {:?} with strides {:?} \
+            "{what} must be C-contiguous; got an array of shape {} with strides {} \
              (use numpy.ascontiguousarray)",
-            arr.shape(),
-            strides(arr)
+            py_tuple(arr.shape()),
+            py_tuple(&strides(arr))
         )));
     }
     let p = arr.as_array_ptr();
@@ -272,6 +276,20 @@ fn strides(arr: &Bound<'_, PyUntypedArray>) -> Vec<isize> {
     arr.getattr("strides")
         .and_then(|s| s.extract::<Vec<isize>>())
         .unwrap_or_default()
+}
+
+/// A shape or strides as Python prints a tuple: `(10,)`, `(4, 2)`.
+pub(crate) fn py_tuple<T: std::fmt::Display>(v: &[T]) -> String {
+    match v {
+        [one] => format!("({one},)"),
+        _ => format!(
+            "({})",
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 /// The Python type name of `obj`, for errors.

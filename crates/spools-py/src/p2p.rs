@@ -296,11 +296,6 @@ impl Comm {
         }
         self.check_rank(source, "source").map(Source::Rank)
     }
-
-    /// Raises `FinalizedError` once the runtime ended.
-    fn live(&self) -> PyResult<()> {
-        runtime::check_live()
-    }
 }
 
 #[pymethods]

@@ -134,7 +134,7 @@ for length in (1, 4096, 200_000):
     st = world.sendrecv(data(me, length, np.float64), right, out, left, sendtag=7, recvtag=7)
     assert np.array_equal(out, data(left, length, np.float64)) and st.source == left
     out2 = np.zeros(length)
-    st = world.sendrecv(data(me, length, np.float64, 1), left, out2)
+    st = world.sendrecv(data(me, length, np.float64, 1), left, out2, sendtag=8, recvtag=8)
     assert np.array_equal(out2, data(right, length, np.float64, 1)) and st.source == right
 
 # 6. probe / iprobe.
