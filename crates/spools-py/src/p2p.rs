@@ -67,7 +67,7 @@ impl PyStatus {
                 "get_count: dtype {d} has no size"
             )));
         }
-        if !self.count.is_multiple_of(size) {
+        if self.count % size != 0 {
             return Err(errors::value_error(format!(
                 "get_count: the message has {} bytes, not a whole number of {d} \
                  elements ({size} bytes each)",
