@@ -189,6 +189,7 @@ impl Comm {
         node_local: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let py = slf.py();
+        slf.get().live()?;
         let l = layout_arg(layout, "layout")?;
         let fmt = format_arg(format, dirs.unwrap_or_default(), node_local)?;
         check_units(&l, slf.get().comm.size(), "file")?;
@@ -229,6 +230,7 @@ impl Comm {
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
+        slf.get().live()?;
         let l = layout_arg(layout, "layout")?;
         check_units(&l, slf.get().comm.size(), "file")?;
         let me = u64::from(slf.get().comm.rank());

@@ -229,6 +229,7 @@ impl Comm {
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
+        slf.get().live()?;
         let from = layout_arg(src, "src")?;
         let to = layout_arg(dst, "dst")?;
         let p = plan(&from, &to)?;
