@@ -4,8 +4,6 @@ units) must be byte-for-byte identical."""
 
 import subprocess
 
-import pytest
-
 import spools
 from conftest import REPO, spools_bin
 
@@ -18,7 +16,6 @@ def files(d):
     return sorted(p.relative_to(d) for p in d.rglob("*") if p.is_file())
 
 
-@pytest.mark.skipif(not hasattr(spools.Comm, "sendrecv"), reason="needs Comm.sendrecv (the p2p area)")
 def test_heat_example_matches_the_rust_demo_bit_for_bit(run, tmp_path):
     rs, py = tmp_path / "rust", tmp_path / "python"
     demo = subprocess.run(
