@@ -40,6 +40,22 @@ pub(crate) fn exchange_remote(e: &ExchangeError) -> Option<u32> {
     }
 }
 
+/// Whether an exchange error is one of the checks every rank agrees on before anything
+/// moves (then every rank failed, and they may agree on the exception); later errors
+/// (a dead peer, a damaged transfer) are one rank's own.
+fn refused_by_all(e: &ExchangeError) -> bool {
+    matches!(
+        e,
+        ExchangeError::Remote { .. }
+            | ExchangeError::Buffers { .. }
+            | ExchangeError::BufferSize { .. }
+            | ExchangeError::Owners { .. }
+            | ExchangeError::TooManyUnits { .. }
+            | ExchangeError::OwnerOutOfRange { .. }
+            | ExchangeError::ElementSize { .. }
+    )
+}
+
 /// The communicator a collective I/O call of `slf` runs on: the world's I/O duplicate
 /// (made once) for `World`, a fresh duplicate for any other communicator (so that the
 /// call's messages never match the program's own).
@@ -284,12 +300,13 @@ impl Comm {
         });
         match (problem, r) {
             // The others failed too (this rank's part was needed): they learn why.
-            (Some(p), Err(_)) => return Err(agree(py, &comm, p, None)),
-            (Some(p), Ok(_)) => return Err(p),
-            (None, Err(e)) => {
+            (Some(p), Err(e)) if refused_by_all(&e) => return Err(agree(py, &comm, p, None)),
+            (Some(p), _) => return Err(p),
+            (None, Err(e)) if refused_by_all(&e) => {
                 let remote = exchange_remote(&e);
                 return Err(agree(py, &comm, exchange_error(e), remote));
             }
+            (None, Err(e)) => return Err(exchange_error(e)),
             (None, Ok(_)) => {}
         }
         match output {
