@@ -4,11 +4,11 @@
 //! of `multiple-pymethods`).
 //!
 //! Rules every file keeps:
-//! - every call that waits releases the GIL ([`runtime::blocking`]) and is interrupted by
+//! - every call that waits releases the GIL (`runtime::blocking`) and is interrupted by
 //!   Ctrl-C (the interrupt check of `runtime.rs` raises `KeyboardInterrupt`);
-//! - buffers are used in place through [`buffer::View`], never copied through Python
+//! - buffers are used in place through `buffer::View`, never copied through Python
 //!   objects;
-//! - every Rust error becomes one of the exceptions of `spools.errors` ([`errors`]).
+//! - every Rust error becomes one of the exceptions of `spools.errors` (`errors.rs`).
 
 // The areas fill in what the skeleton declares; lifted once every area uses its parts.
 #![allow(dead_code)]
