@@ -3,7 +3,7 @@
 
 usage: bench/python/run.py [--runs N] [--out DIR] [--only pingpong,coll,redist]
                            [--spools BIN] [--mpirun BIN] [--python BIN]
-                           [--sides spools,mpi4py] [--timeout SECONDS]
+                           [--sides spools,mpi4py] [--spools-env VAR=VALUE] [--timeout SECONDS]
 
 scripts/bench-python.sh builds and installs everything, then calls this. Per run and per
 benchmark, the spools program runs first (`spools run -n N -- python bench_spools.py
@@ -99,6 +99,13 @@ def main():
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per job")
     ap.add_argument("--sides", default="spools,mpi4py", help="which sides run (default both)")
+    ap.add_argument(
+        "--spools-env",
+        action="append",
+        default=[],
+        metavar="VAR=VALUE",
+        help="also run the spools side with this setting (a third side, after the plain spools one; repeatable)",
+    )
     args = ap.parse_args()
     tests = [t for t in args.only.split(",") if t]
     for t in tests:
@@ -121,20 +128,26 @@ def main():
         for i in range(1, args.runs + 1):
             for t in tests:
                 n = RANKS[t]
-                sides = [
-                    ("spools", [args.spools, "run", "-n", str(n), "--", args.python, os.path.join(HERE, "bench_spools.py"), t]),
-                    (
-                        "mpi4py",
-                        [args.mpirun, "--oversubscribe", "-n", str(n), args.python, os.path.join(HERE, "bench_mpi4py.py"), t],
-                    ),
-                ]
-                for impl, cmd in sides:
-                    if impl not in args.sides.split(","):
-                        continue
-                    name = "%s-%s.run%d" % (t, impl, i)
+                spools_cmd = [args.spools, "run", "-n", str(n), "--", args.python, os.path.join(HERE, "bench_spools.py"), t]
+                mpi_cmd = [args.mpirun, "--oversubscribe", "-n", str(n), args.python, os.path.join(HERE, "bench_mpi4py.py"), t]
+                sides = []
+                if "spools" in args.sides.split(","):
+                    sides.append(("spools", spools_cmd, None))
+                    for setting in args.spools_env:
+                        var, _, value = setting.partition("=")
+                        sides.append(("spools[%s]" % setting, spools_cmd, (var, value)))
+                if "mpi4py" in args.sides.split(","):
+                    sides.append(("mpi4py", mpi_cmd, None))
+                for impl, cmd, setting in sides:
+                    job_env = env
+                    if setting:
+                        job_env = dict(env)
+                        job_env[setting[0]] = setting[1]
+                    name = "%s-%s.run%d" % (t, impl.replace("[", "-").replace("]", "").replace("=", "-"), i)
                     sys.stderr.write("  %-28s" % name)
                     sys.stderr.flush()
-                    doc = run_job(cmd, os.path.join(logs, name), env, args.timeout)
+                    doc = run_job(cmd, os.path.join(logs, name), job_env, args.timeout)
+                    doc["impl"] = impl
                     doc["run"] = i
                     f.write(json.dumps(doc) + "\n")
                     f.flush()

@@ -55,6 +55,24 @@ def fmt(x):
     return "%.3f" % x
 
 
+def extras(per, extra, higher):
+    """The cells of the extra spools sides: median, and its "ahead" ratio against mpi4py."""
+    cells = ""
+    mp = (per or {}).get("mpi4py")
+    for e in extra:
+        v = (per or {}).get(e)
+        if not v:
+            cells += " n/a |"
+            continue
+        m = statistics.median(v.values())
+        if mp:
+            mm = statistics.median(mp.values())
+            cells += " %s (ahead %.2f) |" % (fmt(m), (m / mm) if higher else (mm / m))
+        else:
+            cells += " %s |" % fmt(m)
+    return cells
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("samples")
@@ -64,12 +82,15 @@ def main():
     # value[(test, case, metric)][impl][run] = number
     value = defaultdict(lambda: defaultdict(dict))
     runs = set()
+    loads = []
     with open(args.samples) as f:
         for line in f:
             if not line.strip():
                 continue
             doc = json.loads(line)
             runs.add(doc["run"])
+            if doc.get("loadavg_before") is not None:
+                loads.append(doc["loadavg_before"])
             for case, metrics in doc["results"].items():
                 for metric, v in metrics.items():
                     value[(doc["test"], case, metric)][doc["impl"]][doc["run"]] = v
@@ -82,16 +103,27 @@ def main():
         "Medians of %d alternating runs; \"spools ahead\" is mpi4py's time over spools' "
         "(bandwidth: spools' over mpi4py's), above 1 spools is faster.\n" % len(runs)
     )
-    out.append("| | spools | mpi4py | spools ahead (medians) | spools ahead (median of per-run ratios) | goal |")
-    out.append("|---|---:|---:|---:|---:|---|")
+    if loads:
+        out.append(
+            "Load average (1 min) before the jobs: median %.1f, from %.1f to %.1f (2 cores).\n"
+            % (statistics.median(loads), min(loads), max(loads))
+        )
+    extra = sorted({impl for per in value.values() for impl in per} - {"spools", "mpi4py"})
+    out.append(
+        "| | spools | mpi4py | spools ahead (medians) | spools ahead (median of per-run ratios) | goal |"
+        + "".join(" %s |" % e for e in extra)
+    )
+    out.append("|---|---:|---:|---:|---:|---|" + "---:|" * len(extra))
     for test, case, metric, label, unit, higher, goal in ROWS:
         per = value.get((test, case, metric))
-        if not per or "spools" not in per or "mpi4py" not in per:
+        if not per:
+            continue  # not run
+        if "spools" not in per or "mpi4py" not in per:
             sp = per.get("spools", {}) if per else {}
             mp = per.get("mpi4py", {}) if per else {}
             ms = statistics.median(sp.values()) if sp else float("nan")
             mm = statistics.median(mp.values()) if mp else float("nan")
-            out.append("| %s | %s %s | %s %s | n/a | n/a | %s |" % (label, fmt(ms), unit, fmt(mm), unit, "n/a"))
+            out.append("| %s | %s %s | %s %s | n/a | n/a | %s |" % (label, fmt(ms), unit, fmt(mm), unit, "n/a") + extras(per, extra, higher))
             continue
         sp, mp = per["spools"], per["mpi4py"]
         ms, mm = statistics.median(sp.values()), statistics.median(mp.values())
@@ -106,6 +138,7 @@ def main():
         out.append(
             "| %s | %s %s | %s %s | %.2f | %.2f (%s) | %s |"
             % (label, fmt(ms), unit, fmt(mm), unit, ahead, per_run, " ".join("%.2f" % r for r in ratios), g)
+            + extras(per, extra, higher)
         )
     print("\n".join(out))
 
