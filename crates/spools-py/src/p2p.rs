@@ -205,6 +205,17 @@ impl PyRequest {
     }
 }
 
+impl Drop for PyRequest {
+    fn drop(&mut self) {
+        // The operation goes on in the background (or is cancelled) and its array is
+        // released once the engine is done; arrays already let go of are released now
+        // (a request is dropped by Python's deallocation, with the GIL).
+        let inner = self.inner.get_mut().unwrap_or_else(PoisonError::into_inner);
+        drop(inner.take());
+        release_arrays();
+    }
+}
+
 /// Whether an error ended the wait rather than the operation (the request is still
 /// pending): an interrupt.
 fn is_wait_failure(e: &spools_msg::MsgError) -> bool {
@@ -227,7 +238,12 @@ impl PyRequest {
     /// `True`, `status` is set and `wait()` returns at once.
     fn test(&self, py: Python<'_>) -> PyResult<bool> {
         let complete = {
-            let mut g = self.lock_inner();
+            // Another thread waiting for this request holds the lock (without the
+            // GIL, which its interrupt check may need): not complete yet, as far as
+            // this call can tell, rather than block with the GIL held.
+            let Ok(mut g) = self.inner.try_lock() else {
+                return Ok(false);
+            };
             match g.as_mut() {
                 None => return Ok(true),
                 Some(r) => r.test().map_err(errors::from_msg)?,
@@ -243,7 +259,10 @@ impl PyRequest {
     /// Cancels a receive no message has matched yet: `True` if it was cancelled (its
     /// status then says `cancelled`). Sends cannot be cancelled (`False`).
     fn cancel(&self) -> bool {
-        self.lock_inner().as_ref().is_some_and(|r| r.cancel())
+        // As in `test`: never block with the GIL held on a thread that waits.
+        self.inner
+            .try_lock()
+            .is_ok_and(|g| g.as_ref().is_some_and(|r| r.cancel()))
     }
 
     /// The `Status` once the operation completed (`wait` or a `test` that said
@@ -254,10 +273,9 @@ impl PyRequest {
     }
 
     fn __repr__(&self) -> String {
-        let state = if self.lock_inner().is_some() {
-            "pending"
-        } else {
-            "complete"
+        let state = match self.inner.try_lock() {
+            Ok(g) if g.is_none() => "complete",
+            _ => "pending",
         };
         format!("<spools.Request {} {state}>", self.kind)
     }
@@ -404,6 +422,13 @@ impl Comm {
         let rt = recv_tag(recvtag)?;
         let s = buffer::mem(sendbuf, Access::Read, "send buffer")?;
         let r = buffer::mem(recvbuf, Access::Write, "receive buffer")?;
+        let (sb, rb) = (s.bytes().as_ptr_range(), r.bytes().as_ptr_range());
+        if !s.bytes().is_empty() && !r.bytes().is_empty() && sb.start < rb.end && rb.start < sb.end
+        {
+            return Err(errors::value_error(
+                "sendrecv: the send and receive buffers overlap; give two distinct buffers",
+            ));
+        }
         let out = runtime::blocking(py, || {
             // SAFETY: made with Access::Write; this call is its only user. The send
             // buffer may be the same memory only if the program breaks MPI's rule.

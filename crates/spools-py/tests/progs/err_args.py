@@ -45,6 +45,9 @@ raises(ValueError, ["tag", "got -1"], world.send, a, right, -1)
 raises(ValueError, ["tag", "got %d" % 2**31], world.send, a, right, 2**31)
 raises(ValueError, ["tag", "got -7"], world.recv, a, left, -7)
 raises(ValueError, ["tag", "got -3"], world.iprobe, left, -3)
+# sendrecv into its own send buffer.
+raises(ValueError, ["overlap"], world.sendrecv, a, right, a, left)
+raises(ValueError, ["overlap"], world.sendrecv, a[:10], right, a[5:], left)
 # wait_all of something that is not a request.
 raises(TypeError, ["Request", "int"], spools.wait_all, [1])
 # get_count of a dtype that does not divide the message.
