@@ -40,3 +40,13 @@ def test_under_mpirun():
     assert p.returncode == 0, (p.stdout, p.stderr)
     assert sorted(l for l in p.stdout.splitlines() if l.startswith("mpirun")) == [
         "mpirun rank 0 of 2 ok", "mpirun rank 1 of 2 ok"], (p.stdout, p.stderr)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_abort_ends_the_job(run, n):
+    job = run(n, "world_abort.py", check=False)
+    assert job.code == 7, job  # the aborting rank's code
+    assert job.lines(1) == ["aborting"], job
+    for r in range(n):
+        if r != 1:
+            assert job.lines(r) == ["peer gone rank %d" % r], job
