@@ -281,6 +281,9 @@ impl PyRequest {
     }
 }
 
+/// Polls of a blocking receive with the GIL held before it releases the GIL to wait.
+const GIL_POLLS: u32 = 32;
+
 /// A tag argument of a send (0 to 2**31 - 1).
 fn send_tag(tag: i64) -> PyResult<i32> {
     match i32::try_from(tag) {
@@ -359,11 +362,29 @@ impl Comm {
         let src = self.source(source)?;
         let tag = recv_tag(tag)?;
         let m = buffer::mem(buf, Access::Write, "receive buffer")?;
-        let r = runtime::blocking(py, || {
-            // SAFETY: made with Access::Write; this call is its only user.
-            let b = unsafe { m.bytes_mut() };
-            self.comm.recv(b, src, tag)
-        });
+        // SAFETY: made with Access::Write; this call is its only user.
+        let b = unsafe { m.bytes_mut() };
+        let p = self
+            .comm
+            .start_recv(b, src, tag)
+            .map_err(errors::from_msg)?;
+        // A message that is there, or comes within a few polls, is taken with the GIL
+        // held: releasing and taking it back costs more than such a wait. The polls
+        // wait for no thread of this process (progress is done here), and the GIL is
+        // kept a few microseconds at most, far below Python's own switch interval
+        // (5 ms). Ranks that outnumber the CPUs do not poll: the sender may need this
+        // CPU.
+        let polls = if self.rt.worker.oversubscribed() {
+            0
+        } else {
+            GIL_POLLS
+        };
+        for _ in 0..polls {
+            if p.poll().map_err(errors::from_msg)? {
+                return p.wait().map(PyStatus::from).map_err(errors::from_msg);
+            }
+        }
+        let r = runtime::blocking(py, move || p.wait());
         r.map(PyStatus::from).map_err(errors::from_msg)
     }
 

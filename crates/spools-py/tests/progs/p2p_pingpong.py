@@ -1,8 +1,9 @@
 """Ping-pong between ranks 0 and 1 with send/recv of numpy arrays: one-way latency
 (half the round trip) as the median of `reps` repetitions of `iters` round trips, per
-size. Usage: p2p_pingpong.py [iters] [reps] [sizes, comma-separated bytes]. Every
-message is checked (the last byte carries the iteration number), so it doubles as a
-test with few iterations."""
+size. Usage: p2p_pingpong.py [iters] [reps] [sizes, comma-separated bytes]. Each
+repetition's messages carry its number in their last byte, checked at its end, so it
+doubles as a test with few iterations. Run it with OPENBLAS_NUM_THREADS=1: numpy's
+BLAS threads otherwise spin and take CPU time from the ranks."""
 import sys
 import time
 
@@ -26,11 +27,11 @@ for size in sizes:
         world.barrier()
         t0 = time.perf_counter()
         if me == 0:
+            a[-1] = rep + 1
             for i in range(count):
-                a[-1] = i & 0xFF
                 world.send(a, 1, 1)
                 world.recv(b, 1, 1)
-            assert b[-1] == (count - 1) & 0xFF
+            assert b[-1] == rep + 1
         elif me == 1:
             for i in range(count):
                 world.recv(b, 0, 1)
