@@ -159,6 +159,8 @@ impl Drop for Posted {
 pub(crate) struct PyRequest {
     inner: Mutex<Option<spools_msg::Request>>,
     status: Mutex<Option<PyStatus>>,
+    /// The operation's error, once a wait raised it (later waits raise it again).
+    failed: Mutex<Option<(errors::Kind, String)>>,
     kind: &'static str,
 }
 
@@ -167,6 +169,7 @@ impl PyRequest {
         PyRequest {
             inner: Mutex::new(Some(r)),
             status: Mutex::new(None),
+            failed: Mutex::new(None),
             kind,
         }
     }
@@ -185,9 +188,17 @@ impl PyRequest {
     /// Waits (without the GIL: called inside `runtime::blocking`). The request stays
     /// pending if the wait itself fails (an interrupt); the operation's own error (a
     /// truncation) finishes it.
-    fn wait_nogil(&self) -> Result<PyStatus, spools_msg::MsgError> {
+    fn wait_nogil(&self) -> Result<PyStatus, WaitError> {
         let mut g = self.lock_inner();
         let Some(r) = g.as_mut() else {
+            if let Some(f) = self
+                .failed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+            {
+                return Err(WaitError::Failed(f.0, f.1));
+            }
             return Ok(self.done_status().unwrap_or(PyStatus {
                 source: 0,
                 tag: 0,
@@ -196,12 +207,44 @@ impl PyRequest {
             }));
         };
         let res = r.wait_in_place();
-        if !matches!(&res, Err(e) if is_wait_failure(e)) {
-            *g = None;
+        match res {
+            Err(e) if is_wait_failure(&e) => Err(WaitError::Msg(e)),
+            Err(e) => {
+                *g = None;
+                *self.failed.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Some((errors::msg_kind(&e), e.to_string()));
+                Err(WaitError::Msg(e))
+            }
+            Ok(c) => {
+                *g = None;
+                let st: PyStatus = c.status.into();
+                *self.status.lock().unwrap_or_else(PoisonError::into_inner) = Some(st.clone());
+                Ok(st)
+            }
         }
-        let st: PyStatus = res?.status.into();
-        *self.status.lock().unwrap_or_else(PoisonError::into_inner) = Some(st.clone());
-        Ok(st)
+    }
+}
+
+/// Why a wait failed: the operation's error (raised again by later waits), or the wait's.
+enum WaitError {
+    /// The error of this wait.
+    Msg(spools_msg::MsgError),
+    /// The operation failed at an earlier wait (its exception's kind and message).
+    Failed(errors::Kind, String),
+}
+
+impl WaitError {
+    /// Whether the wait ended before the operation (an interrupt): it is still pending.
+    fn interrupted(&self) -> bool {
+        matches!(self, WaitError::Msg(e) if is_wait_failure(e))
+    }
+
+    /// The exception (with the GIL).
+    fn into_py(self) -> PyErr {
+        match self {
+            WaitError::Msg(e) => errors::from_msg(e),
+            WaitError::Failed(k, m) => errors::raise(k, m),
+        }
     }
 }
 
@@ -231,7 +274,7 @@ impl PyRequest {
     fn wait(&self, py: Python<'_>) -> PyResult<PyStatus> {
         let r = runtime::blocking(py, || self.wait_nogil());
         release_arrays();
-        r.map_err(errors::from_msg)
+        r.map_err(WaitError::into_py)
     }
 
     /// Whether the operation is complete (drives progress once; never waits). After
@@ -540,7 +583,7 @@ fn wait_all(py: Python<'_>, requests: &Bound<'_, PyAny>) -> PyResult<Py<PyList>>
         for r in &refs {
             match r.get().wait_nogil() {
                 Ok(s) => sts.push(Some(s)),
-                Err(e) if is_wait_failure(&e) => return Err(e),
+                Err(e) if e.interrupted() => return Err(e),
                 Err(e) => {
                     sts.push(None);
                     first.get_or_insert(e);
@@ -553,7 +596,7 @@ fn wait_all(py: Python<'_>, requests: &Bound<'_, PyAny>) -> PyResult<Py<PyList>>
         }
     });
     release_arrays();
-    let sts = out.map_err(errors::from_msg)?;
+    let sts = out.map_err(WaitError::into_py)?;
     let items = sts
         .into_iter()
         .map(|s| {
@@ -586,21 +629,23 @@ fn wait_any(py: Python<'_>, requests: &Bound<'_, PyAny>) -> PyResult<(usize, PyS
     let rt = runtime::get()?;
     let res = runtime::blocking(py, || {
         let mut hit = None;
-        rt.worker.wait_for(|| {
-            hit = refs.iter().position(|r| {
-                r.get()
-                    .lock_inner()
-                    .as_ref()
-                    .is_some_and(spools_msg::Request::is_complete)
-            });
-            hit.is_some()
-        })?;
+        rt.worker
+            .wait_for(|| {
+                hit = refs.iter().position(|r| {
+                    r.get()
+                        .lock_inner()
+                        .as_ref()
+                        .is_some_and(spools_msg::Request::is_complete)
+                });
+                hit.is_some()
+            })
+            .map_err(|e| WaitError::Msg(e.into()))?;
         let i = hit.unwrap_or(0);
         let st = refs.get(i).map(|r| r.get().wait_nogil()).transpose()?;
-        Ok::<_, spools_msg::MsgError>((i, st))
+        Ok::<_, WaitError>((i, st))
     });
     release_arrays();
-    match res.map_err(errors::from_msg)? {
+    match res.map_err(WaitError::into_py)? {
         (i, Some(st)) => Ok((i, st)),
         (_, None) => Err(errors::value_error("wait_any: no request completed")),
     }

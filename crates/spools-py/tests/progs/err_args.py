@@ -67,6 +67,8 @@ assert np.all(big[8:] == -1), big
 s = world.isend(np.arange(10000, dtype=np.int64), right, 10)  # rendezvous size
 r = world.irecv(np.zeros(100, dtype=np.int64), left, 10)
 raises(spools.TruncatedError, ["80000", "800"], r.wait)
+raises(spools.TruncatedError, ["80000", "800"], r.wait)  # again: the same error
+assert r.test() is True and r.status is None
 assert s.wait().count == 80000  # the sender is done: the receiver discarded the rest
 
 world.barrier()
