@@ -526,7 +526,9 @@ impl Comm {
 
     /// Sends a picklable object to `dest` with `tag` (pickle protocol 5: numpy arrays
     /// and other buffers inside it travel out of band, without a copy). Receive it
-    /// with `recv_obj`.
+    /// with `recv_obj`. Like `send`, it returns once the data left: a large object
+    /// (an out-of-band buffer above the eager limit, 32 KiB by default) waits for the
+    /// receiver, so a rank cannot send one to itself.
     #[pyo3(signature = (obj, dest, tag = 0))]
     fn send_obj(
         slf: &Bound<'_, Self>,
