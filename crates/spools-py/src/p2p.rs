@@ -272,6 +272,9 @@ impl PyRequest {
     /// request stays pending). Raises `TruncatedError` for a message longer than the
     /// receive buffer, `PeerGoneError` when the peer died.
     fn wait(&self, py: Python<'_>) -> PyResult<PyStatus> {
+        if self.inner.try_lock().map_or(true, |g| g.is_some()) {
+            runtime::check_live()?;
+        }
         let r = runtime::blocking(py, || self.wait_nogil());
         release_arrays();
         r.map_err(WaitError::into_py)
@@ -281,6 +284,7 @@ impl PyRequest {
     /// `True`, `status` is set and `wait()` returns at once.
     fn test(&self, py: Python<'_>) -> PyResult<bool> {
         let complete = {
+            runtime::check_live()?;
             // Another thread waiting for this request holds the lock (without the
             // GIL, which its interrupt check may need): not complete yet, as far as
             // this call can tell, rather than block with the GIL held.
@@ -577,6 +581,7 @@ fn requests<'py>(reqs: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyRequest>
 /// that could complete has (Ctrl-C stops at once, leaving the rest pending).
 #[pyfunction]
 fn wait_all(py: Python<'_>, requests: &Bound<'_, PyAny>) -> PyResult<Py<PyList>> {
+    runtime::check_live()?;
     let reqs = self::requests(requests)?;
     let refs: Vec<Py<PyRequest>> = reqs.iter().map(|r| r.clone().unbind()).collect();
     let out = runtime::blocking(py, || {

@@ -71,8 +71,13 @@ raises(spools.TruncatedError, ["80000", "800"], r.wait)  # again: the same error
 assert r.test() is True and r.status is None
 assert s.wait().count == 80000  # the sender is done: the receiver discarded the rest
 
+pending = world.irecv(np.zeros(2), left, 4321)  # never matched
 world.barrier()
 world.finalize()
+raises(spools.FinalizedError, ["finalize"], pending.wait)
+raises(spools.FinalizedError, ["finalize"], pending.test)
+raises(spools.FinalizedError, ["finalize"], spools.wait_all, [pending])
+raises(spools.FinalizedError, ["finalize"], spools.wait_any, [pending])
 # After finalize: FinalizedError, from every kind of call.
 raises(spools.FinalizedError, ["finalize"], world.send, a, right)
 raises(spools.FinalizedError, ["finalize"], world.recv, a, left)
