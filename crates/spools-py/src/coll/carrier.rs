@@ -98,6 +98,9 @@ pub(crate) use with_carrier;
 /// Checks that `bytes` may be seen as elements of `T`.
 fn check<T>(ptr: *const u8, len: usize, what: &str) -> PyResult<()> {
     let size = std::mem::size_of::<T>();
+    if len == 0 {
+        return Ok(());
+    }
     if len % size != 0 || (ptr as usize) % std::mem::align_of::<T>() != 0 {
         return Err(errors::type_error(format!(
             "{what}: its memory ({len} bytes at address {ptr:p}) is not aligned for {}-byte \

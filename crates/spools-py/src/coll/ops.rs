@@ -12,6 +12,7 @@ use pyo3::sync::PyOnceLock;
 use spools::Element;
 
 use super::carrier::Carrier;
+use super::shapes::tuple;
 use crate::buffer::{self, Access, Dtype, View};
 use crate::errors;
 
@@ -152,8 +153,9 @@ impl UserOp {
         if rv.len() != acc.len() {
             return Err(errors::value_error(format!(
                 "the reduction function must return an array of its arguments' shape \
-                 {shape:?}, got shape {:?}",
-                rv.shape
+                 {}, got shape {}",
+                tuple(&shape),
+                tuple(&rv.shape)
             )));
         }
         acc.copy_from_slice(rv.bytes());
