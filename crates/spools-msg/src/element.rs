@@ -128,7 +128,8 @@ impl<T: Element> Op<T> {
     ///
     /// ```
     /// use spools_msg::Op;
-    /// // Concatenation of decimal digits, whole slices at a time (non-commutative).
+    /// // `10 x + y` of the lower x and the higher y, whole slices at a time
+    /// // (non-commutative).
     /// let concat = Op::user_slice(
     ///     |acc: &mut [u32], other: &[u32], acc_is_lower| {
     ///         for (a, b) in acc.iter_mut().zip(other) {
@@ -141,7 +142,8 @@ impl<T: Element> Op<T> {
     /// concat.combine(&mut acc, &[2, 4], true);
     /// assert_eq!(acc, [12, 34]);
     /// concat.combine(&mut acc, &[5, 6], false);
-    /// assert_eq!(acc, [512, 634]);
+    /// // acc holds the higher contributions now: 10 * 5 + 12, 10 * 6 + 34.
+    /// assert_eq!(acc, [62, 94]);
     /// ```
     pub fn user_slice(
         f: impl Fn(&mut [T], &[T], bool) + Send + Sync + 'static,

@@ -101,7 +101,7 @@ fn slice_role() -> Result<(), String> {
         std::env::set_var("SPOOLS_HOST_ID", format!("h{}", rank % hosts));
     }
     let w = e(spools::init())?;
-    checked(&w, slices);
+    checked(&w, |w| slices(w));
     println!("slice ok rank {}", w.rank());
     e(w.finalize())
 }

@@ -184,9 +184,7 @@ impl Comm {
             Err(e) => Err(e.clone_ref(py)),
         });
         let mine: Vec<u8> = match &local {
-            Some(Ok((d, (s, c)))) => {
-                dumps(py, &("ok", d, s, c).into_pyobject(py)?.into_any())?
-            }
+            Some(Ok((d, (s, c)))) => dumps(py, &("ok", d, s, c).into_pyobject(py)?.into_any())?,
             Some(Err(e)) => dumps(py, &("err", err_text(py, e)).into_pyobject(py)?.into_any())?,
             None => Vec::new(),
         };

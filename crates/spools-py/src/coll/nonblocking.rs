@@ -183,7 +183,10 @@ impl CollRequest {
         if self.failed {
             return Err(errors::raise(
                 Kind::Spools,
-                format!("{}: this request already failed (see the first wait)", self.what),
+                format!(
+                    "{}: this request already failed (see the first wait)",
+                    self.what
+                ),
             ));
         }
         let Some(mut p) = self.pending.take() else {
@@ -395,7 +398,14 @@ impl Comm {
         let root = self.check_rank(root, "ibcast: root")?;
         let v = buffer::view(a, Access::Write, "ibcast: a")?;
         let finish = Finish::Into(a.clone().unbind());
-        self.imove(py, Move::Bcast(root), v.itemsize, v.bytes(), finish, "ibcast")
+        self.imove(
+            py,
+            Move::Bcast(root),
+            v.itemsize,
+            v.bytes(),
+            finish,
+            "ibcast",
+        )
     }
 
     /// Non-blocking `reduce`: `a` is copied when the call starts; `wait()` returns the
@@ -454,7 +464,15 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
-        self.ireduction(py, Red::ReduceScatter, a, op, counts, out, "ireduce_scatter")
+        self.ireduction(
+            py,
+            Red::ReduceScatter,
+            a,
+            op,
+            counts,
+            out,
+            "ireduce_scatter",
+        )
     }
 
     /// Non-blocking `gather`: `a` is copied when the call starts; `wait()` returns on
@@ -477,7 +495,14 @@ impl Comm {
         } else {
             Finish::Nothing
         };
-        self.imove(py, Move::Gather(root), v.itemsize, v.bytes(), finish, "igather")
+        self.imove(
+            py,
+            Move::Gather(root),
+            v.itemsize,
+            v.bytes(),
+            finish,
+            "igather",
+        )
     }
 
     /// Non-blocking `scatter`: the root gives `a` (first axis == size; copied when the
@@ -511,7 +536,14 @@ impl Comm {
             }
             let block = v.len() / size;
             let finish = array_finish(py, &v, tail, out, "iscatter")?;
-            self.imove(py, Move::Scatter(root, block), v.itemsize, v.bytes(), finish, "iscatter")
+            self.imove(
+                py,
+                Move::Scatter(root, block),
+                v.itemsize,
+                v.bytes(),
+                finish,
+                "iscatter",
+            )
         } else {
             let Some(o) = out else {
                 return Err(errors::value_error(
@@ -525,7 +557,14 @@ impl Comm {
                 shape: v.shape.clone(),
                 out: Some(o.clone().unbind()),
             };
-            self.imove(py, Move::Scatter(root, v.len()), v.itemsize, &[], finish, "iscatter")
+            self.imove(
+                py,
+                Move::Scatter(root, v.len()),
+                v.itemsize,
+                &[],
+                finish,
+                "iscatter",
+            )
         }
     }
 
@@ -542,7 +581,14 @@ impl Comm {
         let mut shape = vec![self.comm.size() as usize];
         shape.extend_from_slice(&v.shape);
         let finish = array_finish(py, &v, shape, out, "iallgather")?;
-        self.imove(py, Move::Allgather, v.itemsize, v.bytes(), finish, "iallgather")
+        self.imove(
+            py,
+            Move::Allgather,
+            v.itemsize,
+            v.bytes(),
+            finish,
+            "iallgather",
+        )
     }
 
     /// Non-blocking `alltoall`: `a` (first axis == size) is copied when the call starts;
@@ -565,7 +611,14 @@ impl Comm {
             )));
         }
         let finish = array_finish(py, &v, v.shape.clone(), out, "ialltoall")?;
-        self.imove(py, Move::Alltoall, v.itemsize, v.bytes(), finish, "ialltoall")
+        self.imove(
+            py,
+            Move::Alltoall,
+            v.itemsize,
+            v.bytes(),
+            finish,
+            "ialltoall",
+        )
     }
 }
 

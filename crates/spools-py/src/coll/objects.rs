@@ -121,8 +121,7 @@ impl Comm {
         obj: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
         let (mine, err) = pack(py, obj);
-        let all =
-            runtime::blocking(py, || self.comm.allgather_bytes(&mine)).map_err(coll_err)?;
+        let all = runtime::blocking(py, || self.comm.allgather_bytes(&mine)).map_err(coll_err)?;
         if let Some(e) = err {
             return Err(e);
         }

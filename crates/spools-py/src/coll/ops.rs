@@ -70,7 +70,10 @@ impl Op {
             .repr()
             .map(|r| r.to_string())
             .unwrap_or_else(|_| "?".into());
-        format!("spools.Op({f}, commute={})", if self.commute { "True" } else { "False" })
+        format!(
+            "spools.Op({f}, commute={})",
+            if self.commute { "True" } else { "False" }
+        )
     }
 }
 
@@ -295,11 +298,7 @@ impl Reduction {
                 let commute = u.commute;
                 spools::Op::user_slice(
                     move |acc: &mut [T], other: &[T], lower| {
-                        u.combine(
-                            spools::as_bytes_mut(acc),
-                            spools::as_bytes(other),
-                            lower,
-                        )
+                        u.combine(spools::as_bytes_mut(acc), spools::as_bytes(other), lower)
                     },
                     commute,
                 )

@@ -37,7 +37,10 @@ fn run<T: Element>(
         (Some(rv), Some(cp)) => {
             // SAFETY: `rv` is a writable view this call alone uses; `send` (the same
             // memory) is not read while this borrow lives (its copy is).
-            (cp.as_slice(), cast_mut::<T>(unsafe { rv.bytes_mut() }, "out")?)
+            (
+                cp.as_slice(),
+                cast_mut::<T>(unsafe { rv.bytes_mut() }, "out")?,
+            )
         }
         (Some(rv), None) => (
             cast::<T>(send.bytes(), what)?,
@@ -175,7 +178,11 @@ impl Comm {
         shape.extend_from_slice(&tail);
         let dt = dtype_of(py, &send);
         let (res, recv) = result(py, out, &dt, &shape, name)?;
-        same_memory(&send, &recv, name)?;
+        if same_memory(&send, &recv, name)? {
+            return Err(errors::value_error(
+                "reduce_scatter: out must not be a (there is no in-place reduce-scatter)",
+            ));
+        }
         let row_items = tail.iter().product::<usize>();
         let r = with_carrier!(red.carrier, T => {
             // Carrier elements per item (2 for a complex sum).

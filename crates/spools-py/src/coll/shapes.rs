@@ -14,9 +14,7 @@ use crate::errors;
 /// exceptions (an interrupted wait: `KeyboardInterrupt`).
 pub(crate) fn coll_err(e: MsgError) -> PyErr {
     match e {
-        MsgError::BadBuffer { .. } | MsgError::BadRank { .. } => {
-            errors::value_error(e.to_string())
-        }
+        MsgError::BadBuffer { .. } | MsgError::BadRank { .. } => errors::value_error(e.to_string()),
         e => errors::from_msg(e),
     }
 }
@@ -90,7 +88,10 @@ pub(crate) fn tuple(shape: &[usize]) -> String {
         [one] => format!("({one},)"),
         s => format!(
             "({})",
-            s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
+            s.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }
@@ -120,7 +121,12 @@ pub(crate) fn scaled(counts: &[usize], row: usize) -> Vec<usize> {
 ///
 /// # Errors
 /// `ValueError` naming the expected length and the given.
-pub(crate) fn counts_arg(c: &Bound<'_, PyAny>, size: u32, op: &str, what: &str) -> PyResult<Vec<usize>> {
+pub(crate) fn counts_arg(
+    c: &Bound<'_, PyAny>,
+    size: u32,
+    op: &str,
+    what: &str,
+) -> PyResult<Vec<usize>> {
     let v: Vec<i64> = c.extract().map_err(|_| {
         errors::type_error(format!(
             "{op}: {what} must be a sequence of {size} ints (one per rank), got {}",
@@ -135,9 +141,8 @@ pub(crate) fn counts_arg(c: &Bound<'_, PyAny>, size: u32, op: &str, what: &str) 
     }
     v.iter()
         .map(|&x| {
-            usize::try_from(x).map_err(|_| {
-                errors::value_error(format!("{op}: {what} must be >= 0, got {x}"))
-            })
+            usize::try_from(x)
+                .map_err(|_| errors::value_error(format!("{op}: {what} must be >= 0, got {x}")))
         })
         .collect()
 }
@@ -182,7 +187,10 @@ impl Desc {
                 tail,
             } => format!(
                 "R{rows}{SEP}{itemsize}{SEP}{}{SEP}{dtype}",
-                tail.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")
+                tail.iter()
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
             ),
             Desc::Bad(m) => format!("B{m}"),
         }
@@ -234,7 +242,8 @@ pub(crate) fn agree(
         Ok(d) => d.encode(),
         Err(e) => Desc::Bad(err_text(py, e)).encode(),
     };
-    let all = crate::runtime::blocking(py, || c.allgather_bytes(enc.as_bytes())).map_err(coll_err)?;
+    let all =
+        crate::runtime::blocking(py, || c.allgather_bytes(enc.as_bytes())).map_err(coll_err)?;
     let all: Vec<Desc> = all
         .iter()
         .map(|b| Desc::decode(&String::from_utf8_lossy(b)))

@@ -36,14 +36,19 @@ impl Comm {
     ) -> PyResult<Option<Py<PyAny>>> {
         let root = self.check_rank(root, "gatherv: root")?;
         let send = buffer::view(a, Access::Read, "gatherv: a");
-        let desc = send.as_ref().map_err(|e| e.clone_ref(py)).and_then(|v| Desc::of(py, v, "gatherv"));
+        let desc = send
+            .as_ref()
+            .map_err(|e| e.clone_ref(py))
+            .and_then(|v| Desc::of(py, v, "gatherv"));
         let ag = agree(py, &self.comm, desc, "gatherv")?;
         let send = send?;
         let row = row_bytes(&send, &ag.tail);
         let counts = scaled(&ag.rows, row);
         if self.comm.rank() != root {
-            runtime::blocking(py, || self.comm.gatherv(send.bytes(), &mut [], &counts, root))
-                .map_err(coll_err)?;
+            runtime::blocking(py, || {
+                self.comm.gatherv(send.bytes(), &mut [], &counts, root)
+            })
+            .map_err(coll_err)?;
             return Ok(None);
         }
         let shape = stacked(&ag.rows, &ag.tail);
@@ -68,7 +73,10 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let send = buffer::view(a, Access::Read, "allgatherv: a");
-        let desc = send.as_ref().map_err(|e| e.clone_ref(py)).and_then(|v| Desc::of(py, v, "allgatherv"));
+        let desc = send
+            .as_ref()
+            .map_err(|e| e.clone_ref(py))
+            .and_then(|v| Desc::of(py, v, "allgatherv"));
         let ag = agree(py, &self.comm, desc, "allgatherv")?;
         let send = send?;
         let counts = scaled(&ag.rows, row_bytes(&send, &ag.tail));
