@@ -144,7 +144,7 @@ impl Comm {
         } else {
             None
         };
-        let (dtype, (shape, _)) = self.header(
+        let (dtype, (shape, _)) = self.coll_scatter_header(
             py,
             root,
             send.as_ref(),
@@ -171,7 +171,7 @@ pub(crate) type BlockShape = (Vec<usize>, Option<Vec<usize>>);
 impl Comm {
     /// The root's header of a scatter (collective): its array's dtype and `shape(a)`, or
     /// its error, which every rank then raises.
-    pub(crate) fn header<'py>(
+    pub(crate) fn coll_scatter_header<'py>(
         &self,
         py: Python<'py>,
         root: u32,

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use numpy::{PyArray1, PyArrayDescr};
+use numpy::{PyArray1, PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use spools::{Communicator, MsgError};
 
@@ -144,10 +144,19 @@ impl CollRequest {
                     out: None,
                 },
                 Some(m),
-            ) => Ok(m
-                .call_method1("view", (dtype.bind(py),))?
-                .call_method1("reshape", (shape.clone(),))?
-                .unbind()),
+            ) => {
+                // The carrier's own dtype and a 1-D shape need neither a view nor a
+                // reshape (the common case of a flat float or integer array).
+                let a = m
+                    .cast::<PyUntypedArray>()
+                    .map_err(|e| errors::type_error(e.to_string()))?;
+                if shape.len() == 1 && a.dtype().is_equiv_to(dtype.bind(py)) {
+                    return Ok(m.unbind());
+                }
+                Ok(m.call_method1("view", (dtype.bind(py),))?
+                    .call_method1("reshape", (shape.clone(),))?
+                    .unbind())
+            }
             (_, None) => Err(errors::raise(
                 Kind::Spools,
                 format!("{}: the request gave no result", self.what),
@@ -306,7 +315,7 @@ fn start_move<T: spools::Element + numpy::Element>(
 impl Comm {
     /// The shared body of the non-blocking reductions.
     #[allow(clippy::too_many_arguments)]
-    fn ireduction(
+    fn coll_ireduction(
         &self,
         py: Python<'_>,
         kind: Red,
@@ -316,9 +325,8 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
         what: &'static str,
     ) -> PyResult<CollRequest> {
-        let send = buffer::view(a, Access::Read, &format!("{what}: a"))?;
-        let sum = "sum".into_pyobject(py)?.into_any();
-        let red = Reduction::new(py, &send, op.unwrap_or(&sum))?;
+        let send = super::shapes::arg_view(py, a, Access::Read, "a", what)?;
+        let red = Reduction::new(py, &send, op)?;
         let dt = dtype_of(py, &send);
         let (shape, counts) = match kind {
             Red::ReduceScatter => {
@@ -360,7 +368,7 @@ impl Comm {
     /// The shared body of the non-blocking moves: `bytes` travel as elements of the
     /// widest carrier the item size allows.
     #[allow(clippy::too_many_arguments)]
-    fn imove(
+    fn coll_imove(
         &self,
         py: Python<'_>,
         kind: Move,
@@ -398,7 +406,7 @@ impl Comm {
         let root = self.check_rank(root, "ibcast: root")?;
         let v = buffer::view(a, Access::Write, "ibcast: a")?;
         let finish = Finish::Into(a.clone().unbind());
-        self.imove(
+        self.coll_imove(
             py,
             Move::Bcast(root),
             v.itemsize,
@@ -422,7 +430,7 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
         let root = self.check_rank(root, "ireduce: root")?;
-        self.ireduction(py, Red::Reduce(root), a, op, None, out, "ireduce")
+        self.coll_ireduction(py, Red::Reduce(root), a, op, None, out, "ireduce")
     }
 
     /// Non-blocking `allreduce`: `a` is copied when the call starts (so `out=a` is fine);
@@ -436,7 +444,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
-        self.ireduction(py, Red::Allreduce, a, op, None, out, "iallreduce")
+        self.coll_ireduction(py, Red::Allreduce, a, op, None, out, "iallreduce")
     }
 
     /// Non-blocking `scan`: `a` is copied when the call starts; `wait()` returns the
@@ -449,7 +457,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
-        self.ireduction(py, Red::Scan, a, op, None, out, "iscan")
+        self.coll_ireduction(py, Red::Scan, a, op, None, out, "iscan")
     }
 
     /// Non-blocking `reduce_scatter`: `a` is copied when the call starts; `wait()`
@@ -464,7 +472,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
-        self.ireduction(
+        self.coll_ireduction(
             py,
             Red::ReduceScatter,
             a,
@@ -495,7 +503,7 @@ impl Comm {
         } else {
             Finish::Nothing
         };
-        self.imove(
+        self.coll_imove(
             py,
             Move::Gather(root),
             v.itemsize,
@@ -536,7 +544,7 @@ impl Comm {
             }
             let block = v.len() / size;
             let finish = array_finish(py, &v, tail, out, "iscatter")?;
-            self.imove(
+            self.coll_imove(
                 py,
                 Move::Scatter(root, block),
                 v.itemsize,
@@ -557,7 +565,7 @@ impl Comm {
                 shape: v.shape.clone(),
                 out: Some(o.clone().unbind()),
             };
-            self.imove(
+            self.coll_imove(
                 py,
                 Move::Scatter(root, v.len()),
                 v.itemsize,
@@ -581,7 +589,7 @@ impl Comm {
         let mut shape = vec![self.comm.size() as usize];
         shape.extend_from_slice(&v.shape);
         let finish = array_finish(py, &v, shape, out, "iallgather")?;
-        self.imove(
+        self.coll_imove(
             py,
             Move::Allgather,
             v.itemsize,
@@ -611,7 +619,7 @@ impl Comm {
             )));
         }
         let finish = array_finish(py, &v, v.shape.clone(), out, "ialltoall")?;
-        self.imove(
+        self.coll_imove(
             py,
             Move::Alltoall,
             v.itemsize,

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::types::PyString;
 use spools::Element;
 
 use super::carrier::Carrier;
@@ -194,13 +195,21 @@ impl Reduction {
     /// `TypeError` for an operator of another kind, or a built-in one on a dtype it does
     /// not reduce (records, strings; complex numbers other than by "sum");
     /// `ValueError` for an unknown name.
-    pub(crate) fn new(py: Python<'_>, a: &View, op: &Bound<'_, PyAny>) -> PyResult<Reduction> {
-        if let Ok(name) = op.extract::<String>() {
-            let b = match name.to_ascii_lowercase().as_str() {
-                "sum" => Builtin::Sum,
-                "prod" => Builtin::Prod,
-                "min" => Builtin::Min,
-                "max" => Builtin::Max,
+    pub(crate) fn new(
+        py: Python<'_>,
+        a: &View,
+        op: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Reduction> {
+        let Some(op) = op else {
+            return Self::builtin(a, Builtin::Sum);
+        };
+        if let Ok(s) = op.cast::<PyString>() {
+            let name = s.to_cow()?;
+            let b = match name.as_ref() {
+                "sum" | "SUM" => Builtin::Sum,
+                "prod" | "PROD" => Builtin::Prod,
+                "min" | "MIN" => Builtin::Min,
+                "max" | "MAX" => Builtin::Max,
                 _ => {
                     return Err(errors::value_error(format!(
                         "op must be one of {NAMES}; got {name:?}"

@@ -5,7 +5,7 @@ use spools::{Communicator, Element, MsgError};
 
 use super::carrier::{cast, cast_mut, to_vec, with_carrier};
 use super::ops::Reduction;
-use super::shapes::{coll_err, counts_arg, dtype_of, result, rows, same_memory, tuple};
+use super::shapes::{arg_view, coll_err, counts_arg, dtype_of, result, rows, same_memory, tuple};
 use crate::buffer::{self, Access, View};
 use crate::comm::Comm;
 use crate::errors;
@@ -60,16 +60,16 @@ fn run<T: Element>(
 
 impl Comm {
     /// The shared body of `reduce`, `allreduce` and `scan`.
-    fn reduction(
+    fn coll_reduction(
         &self,
         py: Python<'_>,
         kind: Kind,
         a: &Bound<'_, PyAny>,
-        op: &Bound<'_, PyAny>,
+        op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
-        name: &str,
+        name: &'static str,
     ) -> PyResult<Option<Py<PyAny>>> {
-        let send = buffer::view(a, Access::Read, &format!("{name}: a"))?;
+        let send = arg_view(py, a, Access::Read, "a", name)?;
         let red = Reduction::new(py, &send, op)?;
         let gets = match kind {
             Kind::Reduce(root) => root == self.comm.rank(),
@@ -105,8 +105,13 @@ impl Comm {
     ///
     /// `op` is `"sum"`, `"prod"`, `"min"`, `"max"` (also `spools.SUM`, ...), a callable
     /// `f(a, b) -> array` on whole arrays (`a` the lower ranks' partial result), or
-    /// `spools.Op(f, commute=True)`. Booleans reduce as numpy's: sum is `or`, prod `and`.
-    /// In place: `out=a` on the root. Every rank gives the same shape and dtype.
+    /// `spools.Op(f, commute=True)`; `None` (the default) is `"sum"`. Booleans reduce as
+    /// numpy's: sum is `or`, prod `and`; integers wrap. A function is called with the GIL
+    /// from inside the collective: its exception is raised by this call (on the ranks
+    /// that called it) once the collective has ended everywhere; its result must have
+    /// its arguments' dtype and shape. In place: `out=a` on the root. Every rank gives
+    /// the same shape and dtype (sizes that differ are the runtime's `SpoolsError` where
+    /// they are detected).
     #[pyo3(signature = (a, op = None, root = 0, out = None))]
     fn reduce(
         &self,
@@ -117,8 +122,7 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<Py<PyAny>>> {
         let root = self.check_rank(root, "reduce: root")?;
-        let sum = "sum".into_pyobject(py)?.into_any();
-        self.reduction(py, Kind::Reduce(root), a, op.unwrap_or(&sum), out, "reduce")
+        self.coll_reduction(py, Kind::Reduce(root), a, op, out, "reduce")
     }
 
     /// Combines every rank's array `a` element by element with `op` and returns the
@@ -132,8 +136,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let sum = "sum".into_pyobject(py)?.into_any();
-        let r = self.reduction(py, Kind::Allreduce, a, op.unwrap_or(&sum), out, "allreduce")?;
+        let r = self.coll_reduction(py, Kind::Allreduce, a, op, out, "allreduce")?;
         r.ok_or_else(|| errors::value_error("allreduce gave no result"))
     }
 
@@ -148,8 +151,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let sum = "sum".into_pyobject(py)?.into_any();
-        let r = self.reduction(py, Kind::Scan, a, op.unwrap_or(&sum), out, "scan")?;
+        let r = self.coll_reduction(py, Kind::Scan, a, op, out, "scan")?;
         r.ok_or_else(|| errors::value_error("scan gave no result"))
     }
 
@@ -169,8 +171,7 @@ impl Comm {
     ) -> PyResult<Py<PyAny>> {
         let name = "reduce_scatter";
         let send = buffer::view(a, Access::Read, "reduce_scatter: a")?;
-        let sum = "sum".into_pyobject(py)?.into_any();
-        let red = Reduction::new(py, &send, op.unwrap_or(&sum))?;
+        let red = Reduction::new(py, &send, op)?;
         let counts = scatter_counts(&send, counts, self.comm.size(), name)?;
         let (_, tail) = rows(&send, name, "a")?;
         let me = self.comm.rank() as usize;

@@ -42,7 +42,7 @@ pub(crate) fn result<'py>(
             Ok((a.into_any(), v))
         }
         Some(o) => {
-            let v = buffer::view(o, Access::Write, &format!("{op}: out"))?;
+            let v = buffer::view(o, Access::Write, "out").map_err(|e| prefixed(py, e, op))?;
             let d = dtype_of(py, &v);
             if !d.is_equiv_to(dtype) {
                 return Err(errors::type_error(format!(
@@ -316,4 +316,28 @@ pub(crate) fn loads<'py>(py: Python<'py>, b: &[u8]) -> PyResult<Bound<'py, PyAny
 /// An exception's message (without its class name).
 pub(crate) fn err_text(py: Python<'_>, e: &PyErr) -> String {
     e.value(py).to_string()
+}
+
+/// `e` with `op` before its message (same exception class): the views name their
+/// argument only, and the calls add their own name on the error path alone.
+pub(crate) fn prefixed(py: Python<'_>, e: PyErr, op: &str) -> PyErr {
+    let msg = format!("{op}: {}", e.value(py));
+    match e.get_type(py).call1((msg,)) {
+        Ok(v) => PyErr::from_value(v),
+        Err(_) => e,
+    }
+}
+
+/// `obj` as a view for `access`, its errors naming `op` and `what`.
+///
+/// # Errors
+/// As [`buffer::view`].
+pub(crate) fn arg_view(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    access: Access,
+    what: &'static str,
+    op: &str,
+) -> PyResult<View> {
+    buffer::view(obj, access, what).map_err(|e| prefixed(py, e, op))
 }

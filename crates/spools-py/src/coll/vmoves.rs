@@ -112,7 +112,7 @@ impl Comm {
                 "scatterv: the root must give the array to scatter, got None",
             )),
         });
-        let (dtype, (tail, counts)) = self.header(
+        let (dtype, (tail, counts)) = self.coll_scatter_header(
             py,
             root,
             send.as_ref(),
