@@ -6,7 +6,8 @@ usage: bench/python/summarize.py DIR/runs.jsonl [--host DIR/host.txt]
 For every figure: the median over the runs of spools and of mpi4py, and the ratio
 "spools ahead" (mpi4py's time over spools', or spools' bandwidth over mpi4py's: above 1
 spools is faster), both as the ratio of the medians and as the median of the ratios taken
-within each run (the two sides of one run ran back to back), with the issue's goals.
+within each run (the two sides of one run ran back to back), with the issue's goals (met
+when both ratios reach it, split when only one does).
 """
 
 import argparse
@@ -134,7 +135,9 @@ def main():
         if goal is None:
             g = ""
         else:
-            g = "≥ %.0f: %s" % (goal, "met" if ahead >= goal else "not met")
+            # Met only when both ratios reach the goal; split when one does.
+            hits = (ahead >= goal) + (per_run >= goal)
+            g = "≥ %.0f: %s" % (goal, ["not met", "split", "met"][hits])
         out.append(
             "| %s | %s %s | %s %s | %.2f | %.2f (%s) | %s |"
             % (label, fmt(ms), unit, fmt(mm), unit, ahead, per_run, " ".join("%.2f" % r for r in ratios), g)
