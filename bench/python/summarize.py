@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Summarises the samples of bench/python/run.py as a Markdown table.
 
-usage: bench/python/summarize.py DIR/runs.jsonl [--host DIR/host.txt]
+usage: bench/python/summarize.py DIR/runs.jsonl [MORE/runs.jsonl ...] [--host DIR/host.txt]
+
+Several files are pooled as one set of runs (the runs of each file numbered after the
+previous file's).
 
 For every figure: the median over the runs of spools and of mpi4py, and the ratio
 "spools ahead" (mpi4py's time over spools', or spools' bandwidth over mpi4py's: above 1
@@ -76,7 +79,7 @@ def extras(per, extra, higher):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("samples")
+    ap.add_argument("samples", nargs="+")
     ap.add_argument("--host")
     args = ap.parse_args()
 
@@ -84,17 +87,21 @@ def main():
     value = defaultdict(lambda: defaultdict(dict))
     runs = set()
     loads = []
-    with open(args.samples) as f:
-        for line in f:
-            if not line.strip():
-                continue
-            doc = json.loads(line)
+    offset = 0
+    for path in args.samples:
+        last = 0
+        with open(path) as f:
+            lines = [json.loads(line) for line in f if line.strip()]
+        for doc in lines:
+            last = max(last, doc["run"])
+            doc["run"] += offset
             runs.add(doc["run"])
             if doc.get("loadavg_before") is not None:
                 loads.append(doc["loadavg_before"])
             for case, metrics in doc["results"].items():
                 for metric, v in metrics.items():
                     value[(doc["test"], case, metric)][doc["impl"]][doc["run"]] = v
+        offset += last
 
     out = []
     if args.host:
