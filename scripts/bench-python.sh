@@ -2,11 +2,13 @@
 # The Python interface beside mpi4py: the same programs written with `spools` and with
 # mpi4py (bench/python/), run side by side in alternating runs, medians and ratios.
 #
-#   bash scripts/bench-python.sh [--runs N] [--out DIR] [--only LIST] [--setup-only]
+#   bash scripts/bench-python.sh [--runs N] [--out DIR] [--only LIST] [--native] [--setup-only]
 #
 #   --runs N      runs of every benchmark, alternating spools and mpi4py (default 5)
 #   --out DIR     raw results and summary (default target/bench-python)
 #   --only LIST   comma-separated subset of pingpong,coll,redist (default all)
+#   --native      with pingpong, also time 8 B without Python in the same runs: `spools
+#                 bench osu latency` (Rust) and bench/peers/osu.c on Open MPI (C)
 #   --setup-only  build and install everything, run nothing
 #
 # Steps: install Open MPI from Debian if mpicc.openmpi/mpirun.openmpi are missing
@@ -26,6 +28,7 @@ runs=5
 out=""
 only="pingpong,coll,redist"
 setup_only=0
+native=()
 while (($# > 0)); do
     case $1 in
     --runs)
@@ -39,6 +42,7 @@ while (($# > 0)); do
             || { echo "bench-python.sh: --only needs a list of pingpong, coll, redist" >&2; exit 2; }
         only=$2; shift 2 ;;
     --setup-only) setup_only=1; shift ;;
+    --native) native=(--native --mpicc "$(command -v mpicc.openmpi || echo mpicc)"); shift ;;
     -h | --help) sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "bench-python.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -86,4 +90,4 @@ VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" \
 
 ((setup_only == 0)) || exit 0
 exec "$venv/bin/python" bench/python/run.py --runs "$runs" --out "$out" --only "$only" \
-    --spools "$spools" --mpirun "$mpirun" --python "$venv/bin/python"
+    --spools "$spools" --mpirun "$mpirun" --python "$venv/bin/python" "${native[@]}"

@@ -3,7 +3,8 @@
 
 usage: bench/python/run.py [--runs N] [--out DIR] [--only pingpong,coll,redist]
                            [--spools BIN] [--mpirun BIN] [--python BIN]
-                           [--sides spools,mpi4py] [--spools-env VAR=VALUE] [--timeout SECONDS]
+                           [--sides spools,mpi4py] [--spools-env VAR=VALUE] [--native]
+                           [--mpicc BIN] [--timeout SECONDS]
 
 scripts/bench-python.sh builds and installs everything, then calls this. Per run and per
 benchmark, the spools program runs first (`spools run -n N -- python bench_spools.py
@@ -46,7 +47,20 @@ def loadavg():
         return float("nan")
 
 
-def run_job(cmd, log_base, env, timeout):
+def parse_osu_8b(impl):
+    """A parser of an OSU latency table (`# Size` then `size value` rows): its 8-byte row."""
+
+    def parse(text):
+        for line in text.splitlines():
+            f = line.split()
+            if len(f) == 2 and f[0] == "8":
+                return {"impl": impl, "test": "pingpong", "ranks": 2, "results": {"8B": {"one_way_us": float(f[1])}}}
+        raise RuntimeError("no 8-byte row in the OSU table")
+
+    return parse
+
+
+def run_job(cmd, log_base, env, timeout, parse=parse_bench):
     load = loadavg()
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
@@ -59,7 +73,7 @@ def run_job(cmd, log_base, env, timeout):
         raise RuntimeError(
             "%s failed (exit %d):\n%s\n%s" % (" ".join(cmd), p.returncode, p.stdout[-3000:], p.stderr[-3000:])
         )
-    doc = parse_bench(p.stdout)
+    doc = parse(p.stdout)
     doc["wall_s"] = wall
     doc["loadavg_before"] = load
     return doc
@@ -106,6 +120,13 @@ def main():
         metavar="VAR=VALUE",
         help="also run the spools side with this setting (a third side, after the plain spools one; repeatable)",
     )
+    ap.add_argument(
+        "--native",
+        action="store_true",
+        help="with pingpong, also time 8 B without Python: `spools bench osu latency` (Rust) and "
+        "bench/peers/osu.c with Open MPI (C), in the same runs",
+    )
+    ap.add_argument("--mpicc", default="mpicc.openmpi", help="compiler of osu.c for --native")
     args = ap.parse_args()
     tests = [t for t in args.only.split(",") if t]
     for t in tests:
@@ -123,6 +144,10 @@ def main():
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+    osu = os.path.join(out, "osu-openmpi")
+    if args.native:
+        subprocess.run([args.mpicc, "-O2", "-o", osu, os.path.join(ROOT, "bench", "peers", "osu.c")], check=True)
+
     samples = os.path.join(out, "runs.jsonl")
     with open(samples, "w") as f:
         for i in range(1, args.runs + 1):
@@ -138,15 +163,23 @@ def main():
                         sides.append(("spools[%s]" % setting, spools_cmd, (var, value)))
                 if "mpi4py" in args.sides.split(","):
                     sides.append(("mpi4py", mpi_cmd, None))
+                if args.native and t == "pingpong":
+                    osu_args = ["latency", "--max-size", "8"]
+                    sides.append(
+                        ("native: spools, Rust", [args.spools, "run", "-n", "2", "--", args.spools, "bench", "osu"] + osu_args, None)
+                    )
+                    sides.append(("native: Open MPI, C", [args.mpirun, "--oversubscribe", "-n", "2", osu] + osu_args, None))
                 for impl, cmd, setting in sides:
                     job_env = env
                     if setting:
                         job_env = dict(env)
                         job_env[setting[0]] = setting[1]
-                    name = "%s-%s.run%d" % (t, impl.replace("[", "-").replace("]", "").replace("=", "-"), i)
+                    tag = "".join(ch if ch.isalnum() else "-" for ch in impl).strip("-")
+                    name = "%s-%s.run%d" % (t, tag, i)
                     sys.stderr.write("  %-28s" % name)
                     sys.stderr.flush()
-                    doc = run_job(cmd, os.path.join(logs, name), job_env, args.timeout)
+                    parse = parse_osu_8b(impl) if impl.startswith("native:") else parse_bench
+                    doc = run_job(cmd, os.path.join(logs, name), job_env, args.timeout, parse)
                     doc["impl"] = impl
                     doc["run"] = i
                     f.write(json.dumps(doc) + "\n")

@@ -69,7 +69,7 @@ def extras(per, extra, higher):
             cells += " n/a |"
             continue
         m = statistics.median(v.values())
-        if mp:
+        if mp and not e.startswith("native:"):
             mm = statistics.median(mp.values())
             cells += " %s (ahead %.2f) |" % (fmt(m), (m / mm) if higher else (mm / m))
         else:
