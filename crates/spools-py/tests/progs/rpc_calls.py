@@ -1,0 +1,114 @@
+"""RPC: a ring of calls, calls to self, many concurrent async calls, large arguments,
+an exception, an unknown name, wrong arguments. Prints "ok" on each rank."""
+import numpy as np
+
+import spools
+
+world = spools.init()
+me, n = world.rank, world.size
+
+
+@world.rpc
+def scale(a, k=1):
+    return a * k + me
+
+
+@world.rpc("whoami")
+def _who():
+    return me
+
+
+def boom(x):
+    raise ValueError("bad value %d" % x)
+
+
+world.register_rpc("boom", boom)
+calls = {"n": 0}
+
+
+def bump(by=1):
+    calls["n"] += by
+    return calls["n"]
+
+
+world.register_rpc("bump", bump)
+world.barrier()  # every rank has registered
+
+nxt = (me + 1) % n
+# A ring of calls: numpy arrays in and out, keyword arguments.
+a = np.arange(1000, dtype=np.float64)
+r = world.call(nxt, "scale", a, k=3)
+assert isinstance(r, np.ndarray) and r.dtype == np.float64
+assert np.array_equal(r, a * 3 + nxt), r[:5]
+# A call to this rank itself.
+assert world.call(me, "whoami") == me
+# Many calls in flight at once, to every rank.
+reqs = [(i, t, world.call_async(t, "scale", np.full(10, i, dtype=np.int64), k=2))
+        for i in range(25) for t in range(n)]
+for i, t, q in reqs:
+    assert (q.rank, q.name) == (t, "scale")
+    assert np.array_equal(q.wait(), np.full(10, i) * 2 + t)
+    assert q.done()
+    assert np.array_equal(q.result(), np.full(10, i) * 2 + t)  # again: the same result
+# Large arguments and results (rendezvous messages both ways).
+b = np.random.default_rng(me).random(1 << 17)
+assert np.array_equal(world.call(nxt, "scale", b), b + nxt)
+# An exception in the remote function.
+try:
+    world.call(nxt, "boom", 7)
+except spools.RemoteError as e:
+    assert e.rank == nxt and e.name == "boom", (e.rank, e.name)
+    assert e.remote_type == "ValueError", e.remote_type
+    assert e.remote_message == "bad value 7", e.remote_message
+    assert "raise ValueError" in e.remote_traceback, e.remote_traceback
+    assert "in boom" in e.remote_traceback, e.remote_traceback
+    assert "rank %d" % nxt in str(e) and "bad value 7" in str(e)
+else:
+    raise AssertionError("no RemoteError")
+q = world.call_async(nxt, "boom", 8)
+for _ in range(2):  # raised by every wait
+    try:
+        q.result()
+    except spools.RemoteError as e:
+        assert e.remote_message == "bad value 8"
+    else:
+        raise AssertionError("no RemoteError")
+# An unknown name.
+try:
+    world.call(nxt, "nope")
+except spools.UnknownRpcError as e:
+    assert isinstance(e, spools.SpoolsError) and isinstance(e, LookupError)
+    assert "nope" in str(e) and ("rank %d" % nxt) in str(e), str(e)
+else:
+    raise AssertionError("no UnknownRpcError")
+# Wrong arguments.
+for bad, exc in [(lambda: world.register_rpc("boom", boom), ValueError),
+                 (lambda: world.register_rpc("", boom), ValueError),
+                 (lambda: world.register_rpc("x", 3), TypeError),
+                 (lambda: world.call(n, "bump"), ValueError),
+                 (lambda: world.call(-1, "bump"), ValueError),
+                 (lambda: world.call(0, "x" * 300), ValueError)]:
+    try:
+        bad()
+    except exc:
+        pass
+    else:
+        raise AssertionError("no %s" % exc.__name__)
+# A result that does not pickle comes back as a RemoteError.
+world.register_rpc("unpicklable", lambda: (lambda: 0))
+world.barrier()
+try:
+    world.call(nxt, "unpicklable")
+except spools.RemoteError as e:
+    assert e.rank == nxt
+else:
+    raise AssertionError("no RemoteError")
+# Every rank was called by its predecessor's bumps only.
+world.barrier()
+world.call(nxt, "bump", by=5)
+world.barrier()
+assert calls["n"] == 5, calls
+# A sub-communicator: ranks are its own (names are shared by the process).
+sub = world.split(0, key=-me)  # reversed order
+assert sub.call(0, "whoami") == n - 1  # sub rank 0 is world rank n - 1
+print("ok")

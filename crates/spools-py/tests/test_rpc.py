@@ -1,0 +1,36 @@
+"""RPC of Python functions between ranks (am.rs, _am.py)."""
+
+import pytest
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_rpc_calls(run, n):
+    job = run(n, "rpc_calls.py", timeout=120)
+    for r in range(n):
+        assert job.lines(r)[-1:] == ["ok"], job
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_rpc_served_while_blocked(run, n):
+    """A rank waiting in a Spools call (GIL released) runs the calls on its own thread."""
+    job = run(n, "rpc_serve.py", "blocked", timeout=120)
+    assert job.lines(0)[0] == "served %d" % (n - 1)
+    for r in range(1, n):
+        assert job.lines(r) == ["ran on main thread: [True]", "done"], job
+
+
+def test_rpc_served_while_finalizing(run):
+    """A rank that finished its work serves calls until every rank has finalised."""
+    job = run(3, "rpc_serve.py", "finalized", timeout=120)
+    assert job.lines(0) == ["served 2", "done"], job
+    for r in (1, 2):
+        assert job.lines(r) == ["done"], job
+
+
+def test_rpc_served_while_busy_in_python(run):
+    """With the progress thread, a rank computing in Python serves calls (the thread
+    takes the GIL between the rank's own statements)."""
+    job = run(3, "rpc_serve.py", "busy", timeout=120, env={"SPOOLS_PROGRESS_THREAD": "1"})
+    assert job.lines(0)[0] == "served 2"
+    for r in (1, 2):
+        assert job.lines(r) == ["ran on main thread: [False]", "done"], job
