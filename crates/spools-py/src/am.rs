@@ -39,7 +39,7 @@ pub(crate) fn in_rpc() -> bool {
 }
 
 /// Refuses a Spools call made from inside an RPC function.
-fn refuse_in_rpc(what: &str) -> PyResult<()> {
+pub(crate) fn refuse_in_rpc(what: &str) -> PyResult<()> {
     if in_rpc() {
         return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
             "{what} inside an RPC function: the function runs inside the runtime's progress \

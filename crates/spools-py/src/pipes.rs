@@ -148,6 +148,7 @@ impl PipeWriter {
         layout: &Bound<'_, PyAny>,
         comm: Option<&Bound<'_, Comm>>,
     ) -> PyResult<PipeWriter> {
+        crate::am::refuse_in_rpc("PipeWriter()")?;
         let c = io_comm_of(py, comm)?;
         PipeWriter::open(py, c, name, layout)
     }
@@ -156,6 +157,7 @@ impl PipeWriter {
     /// shape of that many elements, of the layout's dtype; C-contiguous; read in place).
     /// Returns when the consumer ranks have taken it into their socket buffers.
     fn write(&self, py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<()> {
+        crate::am::refuse_in_rpc("PipeWriter.write")?;
         let v = buffer::view(a, Access::Read, "record")?;
         args::check_share(py, &v, &self.layout, self.rank, "record")?;
         runtime::blocking(py, || {
@@ -173,6 +175,7 @@ impl PipeWriter {
     /// Waits until the consumer has closed its end. Collective; a second call does
     /// nothing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
+        crate::am::refuse_in_rpc("PipeWriter.close")?;
         runtime::blocking(py, || self.lock().finish(|w| w.close()))
             .unwrap_or(Ok(()))
             .map_err(pipe_error)
@@ -279,6 +282,7 @@ impl PipeReader {
         layout: &Bound<'_, PyAny>,
         comm: Option<&Bound<'_, Comm>>,
     ) -> PyResult<PipeReader> {
+        crate::am::refuse_in_rpc("PipeReader()")?;
         let c = io_comm_of(py, comm)?;
         PipeReader::open(py, c, name, layout)
     }
@@ -292,6 +296,7 @@ impl PipeReader {
         py: Python<'py>,
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        crate::am::refuse_in_rpc("PipeReader.read")?;
         let (a, v) = args::share_array(py, out, &self.layout, self.rank, "out")?;
         let more = runtime::blocking(py, || {
             let mut g = self.lock();
@@ -316,6 +321,9 @@ impl PipeReader {
     /// Closes this end (after the last record, or early: the producer then gets
     /// `PeerGoneError`). A second call does nothing.
     fn close(&self, py: Python<'_>) {
+        if crate::am::in_rpc() {
+            return;
+        }
         runtime::blocking(py, || {
             self.lock().finish(drop);
         });
@@ -371,6 +379,7 @@ impl Comm {
         name: Option<&str>,
         layout: &Bound<'_, PyAny>,
     ) -> PyResult<PipeWriter> {
+        crate::am::refuse_in_rpc("pipe_writer")?;
         let py = slf.py();
         let c = io_comm_of(py, Some(slf))?;
         PipeWriter::open(py, c, name, layout)
@@ -385,6 +394,7 @@ impl Comm {
         name: Option<&str>,
         layout: &Bound<'_, PyAny>,
     ) -> PyResult<PipeReader> {
+        crate::am::refuse_in_rpc("pipe_reader")?;
         let py = slf.py();
         let c = io_comm_of(py, Some(slf))?;
         PipeReader::open(py, c, name, layout)

@@ -120,6 +120,7 @@ impl StreamWriter {
         a: &Bound<'_, PyAny>,
         layout: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
+        crate::am::refuse_in_rpc("StreamWriter.send")?;
         let l = args::layout_arg(layout, "layout")?;
         let checked = buffer::view(a, Access::Read, "ADU share")
             .and_then(|v| args::check_share(py, &v, &l, self.rank, "ADU share").map(|()| v));
@@ -138,6 +139,7 @@ impl StreamWriter {
     /// Ends the stream and its connection (the receiver's iteration ends after the last
     /// ADU). Collective; a second call does nothing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
+        crate::am::refuse_in_rpc("StreamWriter.close")?;
         runtime::blocking(py, || self.lock().finish(|w| w.close()))
             .unwrap_or(Ok(()))
             .map_err(stream_error)
@@ -241,6 +243,7 @@ impl StreamReader {
     /// "size"}` (size in bytes), or `None` once the sender closed every stream.
     /// Collective.
     fn peek<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        crate::am::refuse_in_rpc("StreamReader.peek")?;
         self.next_info(py)?.map(|i| info_dict(py, &i)).transpose()
     }
 
@@ -257,6 +260,7 @@ impl StreamReader {
         layout: Option<&Bound<'py, PyAny>>,
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        crate::am::refuse_in_rpc("StreamReader.recv")?;
         let l = match (layout, &self.layout) {
             (Some(l), _) => args::layout_arg(l, "layout")?,
             (None, Some(l)) => l.clone(),
@@ -296,6 +300,7 @@ impl StreamReader {
     /// Passes over the next ADU without receiving it (an ADU of 0 bytes, which no
     /// layout holds, is taken so); its description, or `None` at the end. Collective.
     fn skip<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        crate::am::refuse_in_rpc("StreamReader.skip")?;
         let i = self.with(py, |r| r.skip_adu())?.map_err(recv_error)?;
         i.map(|i| info_dict(py, &i)).transpose()
     }
@@ -311,6 +316,9 @@ impl StreamReader {
     /// Stops listening (a sender still sending then sees its links closed). A second
     /// call does nothing.
     fn close(&self, py: Python<'_>) {
+        if crate::am::in_rpc() {
+            return;
+        }
         runtime::blocking(py, || {
             self.lock().finish(drop);
         });
@@ -368,6 +376,7 @@ impl Comm {
         window: u32,
         priority: u8,
     ) -> PyResult<StreamWriter> {
+        crate::am::refuse_in_rpc("stream_open")?;
         let py = slf.py();
         let addr = socket_addr(dest, "dest")?;
         let comm = io_comm_of(py, Some(slf))?;
@@ -402,6 +411,7 @@ impl Comm {
         address: &str,
         layout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<StreamReader> {
+        crate::am::refuse_in_rpc("stream_listen")?;
         let py = slf.py();
         let addr = socket_addr(address, "address")?;
         let layout = layout.map(|l| args::layout_arg(l, "layout")).transpose()?;

@@ -32,6 +32,13 @@ def bump(by=1):
 
 
 world.register_rpc("bump", bump)
+
+
+@world.rpc
+def nested():
+    return world.call(me, "whoami")  # refused: the progress running it cannot wait
+
+
 world.barrier()  # every rank has registered
 
 nxt = (me + 1) % n
@@ -73,6 +80,13 @@ for _ in range(2):  # raised by every wait
         assert e.remote_message == "bad value 8"
     else:
         raise AssertionError("no RemoteError")
+# An RPC function that calls Spools is refused (instead of waiting forever).
+try:
+    world.call(nxt, "nested")
+except spools.RemoteError as e:
+    assert e.remote_type == "RuntimeError" and "inside an RPC function" in e.remote_message, e
+else:
+    raise AssertionError("no RemoteError")
 # An unknown name.
 try:
     world.call(nxt, "nope")
