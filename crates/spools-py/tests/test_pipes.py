@@ -1,6 +1,7 @@
 """Parallel pipes between two separately launched jobs (pipes.rs): 2 producer ranks with
 rows in blocks, 3 consumer ranks with columns cyclic."""
 
+import os
 import threading
 import uuid
 
@@ -58,3 +59,48 @@ def test_pipe_layout_mismatch(tmp_path):
     assert w.code == 0 and r.code == 0, (w, r)
     assert sorted(w.lines()) == ["layout error: True"] * 2, w
     assert sorted(r.lines()) == ["layout error: True"] * 3, r
+
+
+def shell(cmd, timeout=90):
+    """Runs a shell pipeline of launchers; returns (code, out, err)."""
+    import signal
+    import subprocess
+
+    p = subprocess.Popen(["bash", "-o", "pipefail", "-c", cmd], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        raise AssertionError("pipeline did not end: %r %r" % (out, err))
+    return p.returncode, out, err
+
+
+def test_pipe_names_from_the_launcher(tmp_path):
+    """No name: the launcher's choice. To a file (stdout: the canonical byte stream of
+    each record), from it (stdin), and launcher to launcher (rank to rank)."""
+    import shlex
+    import sys
+
+    import numpy as np
+
+    from conftest import PROGS, spools_bin
+
+    def launch(n, prog, *args):
+        return " ".join(shlex.quote(str(a)) for a in
+                        [spools_bin(), "run", "-n", n, "--", sys.executable, PROGS / prog, *args])
+
+    out = tmp_path / "records.bin"
+    code, _, err = shell("%s > %s" % (launch(2, "pipe_write.py", "-", 3), shlex.quote(str(out))))
+    assert code == 0, err
+    want = b"".join((np.arange(120, dtype=np.float64) + 1000 * k).tobytes() for k in range(3))
+    assert out.read_bytes() == want
+    code, so, err = shell("%s < %s" % (launch(3, "pipe_read.py", "-"), shlex.quote(str(out))))
+    assert code == 0, err
+    assert so.count(b"read 3") == 3, so  # (untagged output: lines may interleave)
+    code, so, err = shell("%s | %s" % (launch(2, "pipe_write.py", "-", 4),
+                                       launch(3, "pipe_read.py", "-")))
+    assert code == 0, err
+    assert so.count(b"read 4") == 3, so
+    assert err.decode().count("wrote 4") == 2, err

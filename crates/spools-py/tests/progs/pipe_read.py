@@ -1,5 +1,5 @@
 """The consumer of the pipe tests: reads the records of pipe_write.py with the columns
-cyclic over its ranks and checks each against numpy. argv: NAME [MODE]; MODE "die"
+cyclic over its ranks and checks each against numpy. argv: NAME [MODE]; NAME "-" takes the launcher's choice; MODE "die"
 expects the producer to go away after 2 records, "mismatch" opens with another shape."""
 import sys
 
@@ -7,7 +7,7 @@ import numpy as np
 
 import spools
 
-name = sys.argv[1]
+name = None if sys.argv[1] == "-" else sys.argv[1]
 mode = sys.argv[2] if len(sys.argv) > 2 else "ok"
 world = spools.init()
 me, p = world.rank, world.size

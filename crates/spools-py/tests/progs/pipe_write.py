@@ -1,6 +1,7 @@
 """The producer of the pipe tests: RECORDS records of a 12x10 float64 dataset, rows
 block-distributed over the ranks; record k is (arange(120) + 1000 k) reshaped.
-argv: NAME RECORDS [MODE]; MODE "die" raises inside the `with` block after 2 records,
+argv: NAME RECORDS [MODE]; NAME "-" takes the launcher's choice (then the report goes
+to stderr: stdout may be the pipe); MODE "die" raises inside the `with` block after 2 records,
 "mismatch" opens with another dataset shape."""
 import sys
 
@@ -9,6 +10,9 @@ import numpy as np
 import spools
 
 name, records = sys.argv[1], int(sys.argv[2])
+log = sys.stdout
+if name == "-":
+    name, log = None, sys.stderr
 mode = sys.argv[3] if len(sys.argv) > 3 else "ok"
 world = spools.init()
 me, p = world.rank, world.size
@@ -29,7 +33,7 @@ if mode == "mismatch":
     sys.exit(0)
 
 with world.pipe_writer(name, layout) as w:
-    assert w.name == name and w.layout == layout
+    assert w.name == (name or w.name) and w.layout == layout
     # Wrong arguments, refused before anything is sent.
     for bad, exc in [(np.zeros((rows, 10), dtype=np.float32), TypeError),
                      (np.zeros((rows + 1, 10)), ValueError),
@@ -46,4 +50,4 @@ with world.pipe_writer(name, layout) as w:
         a = share(k)
         w.write(a if k % 2 else a.ravel())  # any shape of the share's size
     assert w.records == records
-print("wrote %d" % records)
+print("wrote %d" % records, file=log)
