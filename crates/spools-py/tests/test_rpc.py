@@ -34,3 +34,33 @@ def test_rpc_served_while_busy_in_python(run):
     assert job.lines(0)[0] == "served 2"
     for r in (1, 2):
         assert job.lines(r) == ["ran on main thread: [False]", "done"], job
+
+
+def test_rpc_call_interrupted():
+    """Ctrl-C (SIGINT) interrupts a call waiting for a rank busy in Python."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import PROGS, spools_bin
+
+    cmd = [spools_bin(), "run", "-n", "2", "--tag-output", "--", sys.executable,
+           str(PROGS / "rpc_interrupt.py")]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        pid = None
+        for line in p.stdout:
+            if line.startswith("[0] pid "):
+                pid = int(line.split()[-1])
+                break
+        assert pid is not None, p.stderr.read()
+        os.kill(pid, signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    except BaseException:
+        os.killpg(p.pid, signal.SIGKILL)
+        raise
+    assert "[0] interrupted" in out, (out, err)
+    assert "not interrupted" not in out
+    assert p.returncode != 0
