@@ -243,7 +243,7 @@ impl Comm {
     /// Raises `RemoteError` (attributes `rank`, `name`, `remote_type`, `remote_message`,
     /// `remote_traceback`) when the function raised, `UnknownRpcError` when `rank` has no
     /// function `name`, `PeerGoneError` when `rank` is gone.
-    #[pyo3(signature = (rank, name, *args, **kwargs))]
+    #[pyo3(signature = (rank, name, /, *args, **kwargs))]
     fn call(
         &self,
         py: Python<'_>,
@@ -261,7 +261,7 @@ impl Comm {
     /// As `call`, without waiting: returns an `RpcRequest` whose `wait()`/`result()` give
     /// the result (or raise the remote exception) and `done()` says whether it arrived.
     /// Many calls may be in flight at once, to any ranks.
-    #[pyo3(signature = (rank, name, *args, **kwargs))]
+    #[pyo3(signature = (rank, name, /, *args, **kwargs))]
     fn call_async(
         &self,
         py: Python<'_>,

@@ -18,6 +18,11 @@ def _who():
     return me
 
 
+@world.rpc
+def echo(*args, **kwargs):
+    return args, kwargs
+
+
 def boom(x):
     raise ValueError("bad value %d" % x)
 
@@ -47,6 +52,8 @@ a = np.arange(1000, dtype=np.float64)
 r = world.call(nxt, "scale", a, k=3)
 assert isinstance(r, np.ndarray) and r.dtype == np.float64
 assert np.array_equal(r, a * 3 + nxt), r[:5]
+# Keyword arguments named like call's own parameters go to the function.
+assert world.call(nxt, "echo", 1, rank=2, name="n") == ((1,), {"rank": 2, "name": "n"})
 # A call to this rank itself.
 assert world.call(me, "whoami") == me
 # Many calls in flight at once, to every rank.
