@@ -2,6 +2,7 @@
 Python (no Spools call, no progress thread) while rank 0 calls it; the test sends SIGINT
 to rank 0, whose call raises KeyboardInterrupt; it then ends the job."""
 import os
+import signal
 import sys
 import time
 
@@ -11,8 +12,18 @@ world = spools.init()
 world.register_rpc("never", lambda: 0)
 world.barrier()
 if world.rank == 0:
+    armed = False
+
+    def on_sigint(sig, frame):
+        # Ctrl-C as Python's own handler, once the call is under way (the test sends
+        # SIGINT until the job ends: one before the call is ignored).
+        if armed:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
     print("pid %d" % os.getpid(), flush=True)
     try:
+        armed = True
         world.call(1, "never")
     except KeyboardInterrupt:
         print("interrupted", flush=True)
