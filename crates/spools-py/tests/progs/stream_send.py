@@ -1,6 +1,7 @@
 """A job streaming 3 ADUs of a 30x7 float64 dataset to DEST over 2 links: ADU k is
 arange(210) + 1000 k, sent from rows in blocks, then columns cyclic (any layout of the
-ADU's size). argv: DEST [MODE]; MODE "die" raises inside the `with` after 1 ADU."""
+ADU's size). argv: DEST [MODE]; MODE "die" raises inside the `with` after 2 ADUs, with
+a window of 1 ADU (so the first one has left when the second send returns)."""
 import sys
 
 import numpy as np
@@ -21,12 +22,12 @@ def full(k):
     return (np.arange(210, dtype=np.float64) + 1000 * k).reshape(30, 7)
 
 
-with world.stream_open(dest, links=2, tu=560) as s:
+with world.stream_open(dest, links=2, tu=560, window=1 if mode == "die" else 2) as s:
     assert s.dest == dest.replace("tcp:", "")
     s.send(np.ascontiguousarray(full(0)[me * b:(me + 1) * b]), rows)
-    if mode == "die":
-        raise RuntimeError("the sender fails after 1 ADU")
     s.send(np.ascontiguousarray(full(1)[:, me::p]), cols)
+    if mode == "die":
+        raise RuntimeError("the sender fails after 2 ADUs")
     # A wrong share on one rank fails the call on every rank (no hang).
     bad = np.zeros(3) if me == p - 1 else np.ascontiguousarray(full(2)[me * b:(me + 1) * b])
     try:
