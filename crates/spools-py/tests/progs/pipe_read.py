@@ -29,6 +29,13 @@ if mode == "mismatch":
 n = 0
 try:
     with spools.PipeReader(name, layout) as r:
+        for bad, exc in [(np.zeros(3), ValueError), (np.zeros((12, 4), dtype=np.int64), TypeError)]:
+            try:
+                r.read(out=bad)
+            except exc as e:
+                assert "shape" in str(e) or "dtype" in str(e), str(e)
+            else:
+                raise AssertionError("a wrong out was taken")
         # The first record into a caller's array, in place.
         out = np.full((12, len(range(me, 10, p))), -1.0)
         got = r.read(out=out)

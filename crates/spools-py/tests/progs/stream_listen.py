@@ -20,6 +20,16 @@ if mode.startswith("python"):
         assert r.layout == layout
         if me == 0:
             print("listening on %s" % r.address, flush=True)
+        # A wrong buffer on one rank fails the receive on every rank (no hang); the ADU
+        # stays the next one.
+        try:
+            r.recv(out=np.zeros(1) if me == p - 1 else np.zeros((30, len(range(me, 7, p)))))
+        except ValueError as e:
+            assert me == p - 1 and "shape" in str(e), e
+        except spools.SpoolsError as e:
+            assert me != p - 1, e
+        else:
+            raise AssertionError("a wrong buffer was taken")
         n = 0
         try:
             for a in r:
