@@ -152,6 +152,8 @@ impl Comm {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<RpcHandle> {
         refuse_in_rpc("call")?;
+        // FinalizedError after finalize() or abort().
+        runtime::get()?;
         check_name(name)?;
         let r = self.check_rank(rank, "rank")?;
         let kwargs = match kwargs {
