@@ -64,6 +64,29 @@ for i, t, q in reqs:
     assert np.array_equal(q.wait(), np.full(10, i) * 2 + t)
     assert q.done()
     assert np.array_equal(q.result(), np.full(10, i) * 2 + t)  # again: the same result
+# Calls from several Python threads at once (each waits with the GIL released; the
+# functions run on whichever thread progresses).
+import threading  # noqa: E402
+
+errors = []
+
+
+def worker(t):
+    try:
+        for i in range(10):
+            x = np.full(4, 10 * t + i, dtype=np.int64)
+            got = world.call((me + t) % n, "scale", x, k=3)
+            assert np.array_equal(got, x * 3 + (me + t) % n), got
+    except BaseException as e:  # noqa: BLE001 (reported below)
+        errors.append(e)
+
+
+threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+assert not errors, errors
 # Large arguments and results (rendezvous messages both ways).
 b = np.random.default_rng(me).random(1 << 17)
 assert np.array_equal(world.call(nxt, "scale", b), b + nxt)
