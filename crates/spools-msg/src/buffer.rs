@@ -7,11 +7,20 @@
 pub(crate) struct Buf {
     ptr: *mut u8,
     len: usize,
-    owner: Option<Vec<u8>>,
+    owner: Option<Owner>,
+}
+
+/// What keeps an engine-held buffer's memory alive.
+enum Owner {
+    /// A vector given to `isend`/`irecv` (given back by `wait`).
+    Vec(Vec<u8>),
+    /// A caller's memory kept alive by its owner (see [`crate::PinnedBuf`]); dropped
+    /// when the operation is released (held only to keep the memory alive).
+    Pinned(#[allow(dead_code)] Box<dyn crate::PinnedBuf>),
 }
 
 // SAFETY: the pointer is either into `owner` (moved with it; a Vec's heap block does not
-// move) or into a buffer borrowed by a blocking call that outlives the operation (see
+// move, nor does a `PinnedBuf`'s memory, by that trait's contract) or into a buffer borrowed by a blocking call that outlives the operation (see
 // above); it is dereferenced only under the engine's lock.
 unsafe impl Send for Buf {}
 
@@ -21,7 +30,16 @@ impl Buf {
         Buf {
             ptr: v.as_mut_ptr(),
             len: v.len(),
-            owner: Some(v),
+            owner: Some(Owner::Vec(v)),
+        }
+    }
+
+    /// A buffer over a caller's pinned memory, which the operation keeps alive.
+    pub(crate) fn pinned(mut b: Box<dyn crate::PinnedBuf>) -> Buf {
+        Buf {
+            ptr: b.as_mut_ptr(),
+            len: b.len(),
+            owner: Some(Owner::Pinned(b)),
         }
     }
 
@@ -72,9 +90,13 @@ impl Buf {
         unsafe { std::slice::from_raw_parts(self.ptr.add(off), len) }
     }
 
-    /// The owned vector back (empty for a borrowed buffer).
+    /// The owned vector back (empty for a borrowed buffer; a pinned buffer's owner is
+    /// dropped).
     pub(crate) fn take(self) -> Vec<u8> {
-        self.owner.unwrap_or_default()
+        match self.owner {
+            Some(Owner::Vec(v)) => v,
+            _ => Vec::new(),
+        }
     }
 }
 

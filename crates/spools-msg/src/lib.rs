@@ -9,7 +9,9 @@
 //!   order, a [`Status`], [`Communicator::probe`] / [`Communicator::iprobe`], truncation
 //!   reported as [`MsgError::Truncated`] (never an overrun), non-blocking
 //!   [`Communicator::isend`] / [`Communicator::irecv`] with [`Request::test`],
-//!   [`Request::wait`], [`wait_all`], [`wait_any`] and [`Request::cancel`].
+//!   [`Request::wait`], [`wait_all`], [`wait_any`] and [`Request::cancel`]; also on
+//!   memory the caller owns, in place ([`Communicator::isend_pinned`],
+//!   [`Communicator::irecv_pinned`], [`PinnedBuf`]).
 //! - **Protocols by size** (`short_limit`, `eager_limit` in the configuration): *short*
 //!   (inline in one control message), *eager* (into the receiver's pre-allocated
 //!   buffers; unexpected messages queued), *rendezvous* (RTS, CTS, then the data straight
@@ -45,6 +47,7 @@ mod engine;
 mod error;
 mod idhash;
 mod op_guard;
+mod pinned;
 mod protocol;
 mod request;
 mod rpc;
@@ -55,6 +58,7 @@ pub use communicator::Communicator;
 pub use create::start;
 pub use element::{as_bytes, as_bytes_mut, Element, Op, UserFn};
 pub use error::{MsgError, RpcError};
+pub use pinned::PinnedBuf;
 pub use request::{wait_all, wait_any, Request};
 pub use rpc::{RpcFn, RpcHandle};
 pub use status::{Completion, Source, Status, Tag, ANY_SOURCE, ANY_TAG};

@@ -100,6 +100,17 @@ impl Request {
     /// [`MsgError::Truncated`] (nothing past the buffer's end was written; the buffer
     /// is dropped), a dead rank, transport failures.
     pub fn wait(mut self) -> Result<Completion, MsgError> {
+        self.wait_in_place()
+    }
+
+    /// [`Request::wait`] that keeps the request when the wait itself fails (an
+    /// interrupted wait, a dead peer): it can be waited for again. Once it returned a
+    /// completion (or the operation's own error) the request is finished, and a later
+    /// call is an error.
+    ///
+    /// # Errors
+    /// As [`Request::wait`].
+    pub fn wait_in_place(&mut self) -> Result<Completion, MsgError> {
         let engine: &Engine = &self.comm.engine;
         let mut seen = None;
         engine.worker.wait_for(|| {

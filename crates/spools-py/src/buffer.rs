@@ -209,13 +209,17 @@ pub(crate) fn view(obj: &Bound<'_, PyAny>, access: Access, what: &str) -> PyResu
     let arr: &Bound<'_, PyUntypedArray> = match obj.cast::<PyUntypedArray>() {
         Ok(a) => a,
         Err(_) => {
-            let a = asarray(obj.py())?.call1((obj,)).map_err(|_| {
-                errors::type_error(format!(
-                    "{what} must be a numpy array or an object with the buffer protocol \
+            // Through a memoryview: the buffer protocol itself (numpy.asarray would
+            // read `bytes` as a string scalar, a copy).
+            let a = pyo3::types::PyMemoryView::from(obj)
+                .and_then(|mv| asarray(obj.py())?.call1((mv,)))
+                .map_err(|_| {
+                    errors::type_error(format!(
+                        "{what} must be a numpy array or an object with the buffer protocol \
                      (bytearray, memoryview), got {}",
-                    type_name(obj)
-                ))
-            })?;
+                        type_name(obj)
+                    ))
+                })?;
             owned = a.cast_into::<PyUntypedArray>().map_err(|_| {
                 errors::type_error(format!("{what}: numpy.asarray did not give an array"))
             })?;
@@ -238,10 +242,10 @@ pub(crate) fn view(obj: &Bound<'_, PyAny>, access: Access, what: &str) -> PyResu
     }
     if !arr.is_c_contiguous() {
         return Err(errors::value_error(format!(
-            "{what} must be C-contiguous; got an array of shape {:?} with strides {:?} \
+            "{what} must be C-contiguous; got an array of shape {} with strides {} \
              (use numpy.ascontiguousarray)",
-            arr.shape(),
-            strides(arr)
+            py_tuple(arr.shape()),
+            py_tuple(&strides(arr))
         )));
     }
     let p = arr.as_array_ptr();
@@ -272,6 +276,20 @@ fn strides(arr: &Bound<'_, PyUntypedArray>) -> Vec<isize> {
     arr.getattr("strides")
         .and_then(|s| s.extract::<Vec<isize>>())
         .unwrap_or_default()
+}
+
+/// A shape or strides as Python prints a tuple: `(10,)`, `(4, 2)`.
+pub(crate) fn py_tuple<T: std::fmt::Display>(v: &[T]) -> String {
+    match v {
+        [one] => format!("({one},)"),
+        _ => format!(
+            "({})",
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 /// The Python type name of `obj`, for errors.
@@ -359,3 +377,87 @@ macro_rules! with_element {
 }
 #[allow(unused_imports)]
 pub(crate) use with_element;
+
+impl View {
+    /// The start of the memory (for an operation that keeps the view alive while the
+    /// engine uses it).
+    pub(crate) fn as_mut_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// Whether the memory may be written.
+    pub(crate) fn writable(&self) -> bool {
+        self.writable
+    }
+}
+
+/// A buffer argument of a blocking call: the memory of a numpy array seen directly (no
+/// reference taken, no allocation: the argument keeps it alive for the call), or, for
+/// other objects, a [`View`].
+pub(crate) enum Mem<'a> {
+    /// A C-contiguous numpy array's memory, borrowed for the call.
+    Direct(&'a [u8]),
+    /// Any other buffer, through numpy.
+    Viewed(View),
+}
+
+impl Mem<'_> {
+    /// The memory.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            Mem::Direct(b) => b,
+            Mem::Viewed(v) => v.bytes(),
+        }
+    }
+
+    /// The memory, to be written.
+    ///
+    /// # Safety
+    /// The value was made with [`Access::Write`] (the array is writable), and no other
+    /// borrow of it is in use.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn bytes_mut(&self) -> &mut [u8] {
+        let b = self.bytes();
+        if b.is_empty() {
+            return &mut [];
+        }
+        // SAFETY: writable (checked when made with Access::Write) and exclusive (the
+        // caller's contract); the memory is the live array's.
+        unsafe { std::slice::from_raw_parts_mut(b.as_ptr().cast_mut(), b.len()) }
+    }
+}
+
+/// Sees `obj` as memory for a blocking call: a numpy array directly (the fast path: a
+/// cast and a few field reads), anything else through [`view`].
+///
+/// # Errors
+/// As [`view`].
+pub(crate) fn mem<'a>(obj: &'a Bound<'_, PyAny>, access: Access, what: &str) -> PyResult<Mem<'a>> {
+    if let Ok(arr) = obj.cast::<PyUntypedArray>() {
+        let p = arr.as_array_ptr();
+        // SAFETY: `p` is a live numpy array (`obj` holds a reference for the call);
+        // reading its fields is what numpy's own macros do.
+        let (data, flags) = unsafe { ((*p).fields.data, (*p).fields.flags) };
+        let need = numpy::npyffi::NPY_ARRAY_C_CONTIGUOUS
+            | if access == Access::Write {
+                numpy::npyffi::NPY_ARRAY_WRITEABLE
+            } else {
+                0
+            };
+        if flags & need == need {
+            let d = arr.dtype();
+            if !d.has_object() {
+                let len = arr.len() * d.itemsize();
+                let b: &'a [u8] = if len == 0 {
+                    &[]
+                } else {
+                    // SAFETY: a C-contiguous array's `len` bytes from `data`, alive while
+                    // `obj` is (the lifetime 'a ties the slice to the argument).
+                    unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
+                };
+                return Ok(Mem::Direct(b));
+            }
+        }
+    }
+    view(obj, access, what).map(Mem::Viewed)
+}

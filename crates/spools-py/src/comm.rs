@@ -40,6 +40,15 @@ impl Comm {
         }
         Ok(rank as u32)
     }
+
+    /// `FinalizedError` once the runtime ended (`finalize()`, `abort()`): every method
+    /// that communicates calls it first (an atomic load).
+    ///
+    /// # Errors
+    /// As said.
+    pub(crate) fn live(&self) -> PyResult<()> {
+        runtime::check_live()
+    }
 }
 
 #[pymethods]
@@ -64,6 +73,7 @@ impl Comm {
 
     /// Waits until every rank of the communicator has called `barrier`.
     fn barrier(&self, py: Python<'_>) -> PyResult<()> {
+        self.live()?;
         runtime::blocking(py, || self.comm.barrier()).map_err(errors::from_msg)
     }
 
@@ -71,6 +81,7 @@ impl Comm {
     /// by rank here); `None` for a rank that gives `color=None`. Collective.
     #[pyo3(signature = (color, key = 0))]
     fn split(&self, py: Python<'_>, color: Option<i64>, key: i32) -> PyResult<Option<Comm>> {
+        self.live()?;
         let color = match color {
             None => None,
             Some(c) if (0..=i64::from(u32::MAX)).contains(&c) => Some(c as u32),
@@ -87,6 +98,7 @@ impl Comm {
 
     /// A new communicator of the same ranks with its own message space. Collective.
     fn dup(&self, py: Python<'_>) -> PyResult<Comm> {
+        self.live()?;
         let c = runtime::blocking(py, || self.comm.dup()).map_err(errors::from_msg)?;
         Ok(Comm::new(c, self.rt.clone()))
     }

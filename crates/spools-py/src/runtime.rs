@@ -1,6 +1,7 @@
 //! The process's one runtime: `spools.init()`, finalisation, abort, and the two rules of
 //! every blocking call (the GIL is released, Ctrl-C interrupts it).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::prelude::*;
@@ -18,6 +19,9 @@ pub(crate) struct Runtime {
     pub(crate) worker: Worker,
     /// The world's communicator (every rank of the job).
     pub(crate) comm: Communicator,
+    /// Messages up to this size leave at once (short or eager): a send of one does
+    /// not wait for the receiver.
+    pub(crate) eager_limit: usize,
 }
 
 impl Runtime {
@@ -56,6 +60,22 @@ static WORLD_OBJ: Mutex<Option<Py<World>>> = Mutex::new(None);
 /// The exception the interrupt check took from Python's signal handlers (Ctrl-C), for
 /// the failed call to raise instead of the error the interrupt caused.
 static PENDING: Mutex<Option<PyErr>> = Mutex::new(None);
+
+/// Whether the runtime runs (set by `init`, cleared by `finalize`/`abort`): the check
+/// of every call, without a lock.
+static LIVE: AtomicBool = AtomicBool::new(false);
+
+/// `FinalizedError` once `finalize()` or `abort()` ran (calls on objects made before).
+///
+/// # Errors
+/// As said.
+pub(crate) fn check_live() -> PyResult<()> {
+    if LIVE.load(Ordering::Acquire) {
+        Ok(())
+    } else {
+        get().map(|_| ())
+    }
+}
 
 /// The runtime every call uses.
 ///
@@ -135,12 +155,15 @@ fn init(py: Python<'_>) -> PyResult<Py<World>> {
         .map_err(|e| errors::raise(Kind::Init, e.to_string()))?;
     let worker = world.worker().clone();
     worker.set_interrupt(Some(Arc::new(interrupt_check)));
+    let eager_limit = worker.config().eager_limit as usize;
     let rt = Arc::new(Runtime {
         comm: world.communicator().clone(),
+        eager_limit,
         worker,
         world: Mutex::new(Some(world)),
     });
     *RUNTIME.lock().unwrap_or_else(PoisonError::into_inner) = Some(rt.clone());
+    LIVE.store(true, Ordering::Release);
     let obj = Py::new(
         py,
         PyClassInitializer::from(Comm::new(rt.comm.clone(), rt)).add_subclass(World),
@@ -171,6 +194,7 @@ fn take_world() -> Option<spools::World> {
         .unwrap_or_else(PoisonError::into_inner)
         .take();
     *ENDED.lock().unwrap_or_else(PoisonError::into_inner) = true;
+    LIVE.store(false, Ordering::Release);
     WORLD_OBJ
         .lock()
         .unwrap_or_else(PoisonError::into_inner)

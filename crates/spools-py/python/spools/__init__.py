@@ -89,7 +89,9 @@ def _excepthook(kind, value, tb):
             _sys.stderr.flush()
         except Exception:  # pragma: no cover
             pass
-        _spools._abort_job("%s: %s" % (getattr(kind, "__name__", kind), value))
+        name = getattr(kind, "__name__", str(kind))
+        text = str(value)
+        _spools._abort_job("%s: %s" % (name, text) if text else name)
 
 
 _sys.excepthook = _excepthook

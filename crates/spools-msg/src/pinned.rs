@@ -1,0 +1,120 @@
+//! Non-blocking sends and receives on memory the caller owns, without a copy: the
+//! engine reads or writes the caller's memory in place and keeps its owner alive until it
+//! is done with it, also when the [`Request`] is dropped before it completes. A language
+//! binding posts a foreign array this way (Python's `irecv` fills a numpy array in place).
+
+use crate::buffer::{Buf, RecvBuf};
+use crate::communicator::Communicator;
+use crate::engine::SendStart;
+use crate::error::MsgError;
+use crate::request::Request;
+use crate::status::{Source, Tag};
+
+/// Memory at a fixed address, owned by the value: what [`Communicator::isend_pinned`]
+/// and [`Communicator::irecv_pinned`] take. The engine asks for the address once, when
+/// the operation is posted, and drops the value when the operation is released (by
+/// [`Request::wait`], or, for a dropped request, when the operation completes or is
+/// cancelled).
+///
+/// The drop may happen on any thread of the rank (the progress thread too) and under
+/// the engine's lock: it must not call into Spools nor wait for another thread that
+/// does (a binding defers the release of a foreign object instead).
+///
+/// # Safety
+/// The first [`PinnedBuf::as_mut_ptr`] and [`PinnedBuf::len`] give `len` bytes that stay
+/// valid, at that address, for as long as the value lives (moving the value does not
+/// move them); valid for reads, and for writes when the value is given to a receive; and
+/// nothing else reads or writes them while the engine holds the value (as with MPI, the
+/// memory of a pending operation is the operation's).
+pub unsafe trait PinnedBuf: Send + 'static {
+    /// The start of the memory.
+    fn as_mut_ptr(&mut self) -> *mut u8;
+    /// Its length in bytes.
+    fn len(&self) -> usize;
+    /// Whether it is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+// SAFETY: a vector's heap block does not move when the vector moves, and nobody else
+// can reach it while the engine owns the vector.
+unsafe impl PinnedBuf for Vec<u8> {
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.as_mut_slice().as_mut_ptr()
+    }
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+}
+
+// SAFETY: as for `Vec<u8>`.
+unsafe impl PinnedBuf for Box<[u8]> {
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        <[u8]>::as_mut_ptr(self)
+    }
+    fn len(&self) -> usize {
+        <[u8]>::len(self)
+    }
+}
+
+impl Communicator {
+    /// Starts sending the memory of `data` in place (no copy before it leaves: short
+    /// and eager messages are copied to the transport at once, a rendezvous streams
+    /// straight from it). `data` is dropped once the engine is done with it: at once
+    /// for a short or eager message, else when the receiver has taken the data (also if
+    /// the request is dropped before). [`Request::wait`]'s completion has an empty
+    /// `buf`.
+    ///
+    /// ```
+    /// let world = spools::init().unwrap();
+    /// let s = world.isend_pinned(vec![7u8; 100_000], 0, 3).unwrap();
+    /// let (got, st) = world.recv_vec(0, 3).unwrap();
+    /// assert_eq!((got.len(), got[99_999], st.len), (100_000, 7, 100_000));
+    /// assert!(s.wait().unwrap().buf.is_empty());
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Communicator::send`].
+    pub fn isend_pinned(
+        &self,
+        data: impl PinnedBuf,
+        dest: u32,
+        tag: i32,
+    ) -> Result<Request, MsgError> {
+        let t = u32::try_from(tag).map_err(|_| MsgError::BadTag(tag))?;
+        let job = self.core.job_rank(dest)?;
+        let len = data.len();
+        let buf = Buf::pinned(Box::new(data));
+        let id = match self.core.engine.start_send(job, self.core.ctx, t, buf)? {
+            // Dropped here, outside the engine's lock: the message left.
+            SendStart::Complete(b) => {
+                drop(b);
+                None
+            }
+            SendStart::Rendezvous(id) => Some(id),
+        };
+        Ok(Request::send(self.core.clone(), id, Vec::new(), tag, len))
+    }
+
+    /// Starts receiving into the memory of `buf` in place: the message is written
+    /// straight into it (a longer one is truncated: [`MsgError::Truncated`] from
+    /// `wait`, nothing past the end written). `buf` is dropped when the operation is
+    /// released; a request dropped before completion cancels a receive that has not
+    /// matched, and lets a matched one finish into `buf` first. [`Request::wait`]'s
+    /// completion has an empty `buf`: read the memory through another handle of it.
+    ///
+    /// # Errors
+    /// [`MsgError::BadRank`], [`MsgError::BadTag`].
+    pub fn irecv_pinned(
+        &self,
+        buf: impl PinnedBuf,
+        src: impl Into<Source>,
+        tag: impl Into<Tag>,
+    ) -> Result<Request, MsgError> {
+        let p = self.core.pattern(self.core.ctx, src.into(), tag.into())?;
+        let b = Buf::pinned(Box::new(buf));
+        let id = self.core.engine.post_recv(p, RecvBuf::Fixed(b));
+        Ok(Request::recv(self.core.clone(), id))
+    }
+}

@@ -1,0 +1,132 @@
+"""Errors: wrong arguments (TypeError/ValueError naming expected and given), the
+exception classes where they belong (TruncatedError, PeerGoneError, FinalizedError),
+Ctrl-C in a blocked rank and in the launcher, a rank that raises."""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import PROGS, spools_bin
+
+
+def shm_leftovers(job):
+    """What the job left in /dev/shm (its names start with spools-<job id>)."""
+    return sorted(p for p in os.listdir("/dev/shm") if p.startswith("spools-%s" % job))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_argument_errors_truncation_finalized(run, n):
+    job = run(n, "err_args.py")
+    assert sorted(job.lines()) == sorted("errors ok rank %d" % r for r in range(n))
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_peer_that_dies_is_peer_gone(run, n):
+    job = run(n, "err_peergone.py", check=False)
+    assert job.code != 0, job
+    for r in range(n):
+        if r == 1:
+            continue
+        got = [l for l in job.lines(r) if l.startswith("peergone ok")]
+        assert len(got) == 1 and "rank 1" in got[0], job
+    assert "recv returned" not in job.out
+
+
+@pytest.mark.parametrize("n,bad", [(2, 1), (3, 0), (5, 3)])
+def test_rank_that_raises_ends_the_job_one_traceback(run, n, bad):
+    job = run(n, "err_raise.py", bad, check=False)
+    assert job.code != 0, job
+    assert job.err.count("Traceback") == 1, job
+    tb = [l for l in job.err.splitlines() if l.startswith("[%d] " % bad)]
+    assert any("ValueError: boom from rank %d (42)" % bad in l for l in tb), job
+    assert any("Traceback" in l for l in tb), job
+    notes = job.err.count("this rank stopped because the job is ending")
+    assert notes == n - 1, job
+    assert "recv returned" not in job.out
+    ids = {l.split()[1] for l in job.lines() if l.startswith("job ")}
+    assert len(ids) == 1, job
+    assert shm_leftovers(ids.pop()) == []
+
+
+def start(n, *args):
+    cmd = [spools_bin(), "run", "-n", str(n), "--tag-output", "--", sys.executable,
+           str(PROGS / "err_sigint.py"), *args]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    pids, jobs = {}, set()
+    try:
+        while len(pids) < n:
+            line = p.stdout.readline()
+            if not line:
+                break
+            text = line.partition("] ")[2].split()
+            if text[:1] == ["pid"]:
+                pids[int(text[1])] = int(text[2])
+                jobs.add(text[3])
+    except Exception:
+        os.killpg(p.pid, signal.SIGKILL)
+        raise
+    assert len(pids) == n and len(jobs) == 1, p.stderr.read()
+    return p, pids, jobs.pop()
+
+
+def wait_asleep(pid):
+    """Returns once process `pid` is asleep (a state the kernel reports, polled: the
+    event is the rank going to sleep in its wait), within a bound."""
+    import time
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with open("/proc/%d/stat" % pid) as f:
+            state = f.read().rpartition(")")[2].split()[0]
+        if state == "S":
+            return
+        os.sched_yield()
+    pytest.fail("rank %d never went to sleep" % pid)
+
+
+def finish(p):
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        pytest.fail("the job did not end after SIGINT\n%s\n%s" % (out, err))
+    return p.returncode, out, err
+
+
+@pytest.mark.parametrize("n,target,how", [(2, 1, "recv"), (3, 0, "wait"), (4, 2, "recv")])
+def test_ctrl_c_in_a_blocked_rank(n, target, how):
+    p, pids, job = start(n, how)
+    # The rank printed its pid just before it blocks; once it sleeps (its state in
+    # /proc is S: asleep in the receive's wait) the signal must end that wait.
+    wait_asleep(pids[target])
+    os.kill(pids[target], signal.SIGINT)
+    code, out, err = finish(p)
+    assert code != 0, (out, err)
+    lines = [l for l in err.splitlines() if l.startswith("[%d] " % target)]
+    assert any(l.endswith("KeyboardInterrupt") for l in lines), err
+    # Raised by the blocked call itself.
+    call = "world.recv(buf" if how == "recv" else ".wait()"
+    assert call in "\n".join(lines), err
+    assert err.count("Traceback") == 1, err
+    assert err.count("this rank stopped because the job is ending") == n - 1, err
+    assert "recv returned" not in out
+    assert shm_leftovers(job) == []
+
+
+def test_ctrl_c_to_the_launcher_stops_the_job():
+    p, pids, job = start(3, "recv")
+    os.kill(p.pid, signal.SIGINT)
+    code, out, err = finish(p)
+    assert code != 0, (out, err)
+    assert "recv returned" not in out
+    for pid in pids.values():
+        # Every rank is gone (not left running in the background).
+        assert not os.path.exists("/proc/%d" % pid) or \
+            open("/proc/%d/stat" % pid).read().split()[2] == "Z", pid
+    assert shm_leftovers(job) == []

@@ -1,0 +1,18 @@
+"""Point-to-point messaging with real processes, against numpy references computed in
+the programs; zero copy proven (in place, tracemalloc)."""
+
+import pytest
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_p2p_every_call(run, n):
+    job = run(n, "p2p_basic.py")
+    assert sorted(job.lines()) == sorted("p2p ok rank %d" % r for r in range(n))
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_zero_copy(run, n):
+    job = run(n, "p2p_nocopy.py")
+    assert job.lines(0) == ["send peak below limit for %d" % d for d in range(1, n)]
+    for r in range(1, n):
+        assert job.lines(r) == ["recv in place, peak below limit"], job
