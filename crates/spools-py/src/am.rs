@@ -13,8 +13,12 @@
 //! that finds it taken carries on without progressing). So the progressing thread waits
 //! for the GIL only behind Python code that will release it (at its next Spools call or
 //! the interpreter's switch interval), and nothing waits for it while it holds the GIL.
+//! Likewise, every lock this area holds across a wait (an `RpcRequest`'s state, a pipe's
+//! or a stream's end) is taken with the GIL released: a thread holding the GIL never
+//! waits for a thread that waits for the GIL.
 //! A Python function that called Spools would wait for the progress that runs it: the
-//! docs forbid it, and this file's own calls refuse it ([`in_rpc`]).
+//! docs forbid it, and the calls of this area (RPC, pipes, streams) refuse it
+//! ([`in_rpc`]).
 
 use std::cell::Cell;
 use std::sync::{Arc, Mutex, PoisonError};
