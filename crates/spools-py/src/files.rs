@@ -1,7 +1,262 @@
-//! (area: files) Filled in by the files work.
+//! (area: files) Parallel files: `Comm.write_file` and `Comm.read_file` (collective, over
+//! `spools_io::file::{write, read}`), the file errors as exceptions, and (in
+//! `files/open.rs`) the single-process reader behind `spools.open`.
+
+mod open;
+
+use std::path::PathBuf;
 
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use spools::Communicator;
+use spools_io::file::{self, FileStats, Format, ReadOptions, Striping, WriteOptions};
+use spools_io::FileError;
+use spools_map::Layout;
 
-pub(crate) fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
-    Ok(())
+use crate::buffer::Access;
+use crate::comm::Comm;
+use crate::errors::{self, Kind};
+use crate::layout::agree::agree;
+use crate::layout::redistribute::{check_part, check_units, destination, exchange_remote, io_comm};
+use crate::layout::{exchange_error, layout_arg};
+use crate::runtime;
+
+/// Whether a file error is a write's or a read's (a unit path a manifest names outside
+/// its directory is damage when read, a wrong `dirs=` when written).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    Write,
+    Read,
+}
+
+/// A file error as its exception: damaged data or metadata (a checksum, a missing unit,
+/// more than parity rebuilds, a bad manifest or header) is `FileDamageError`; a dataset
+/// or layout that does not fit the file is `LayoutError`; a system call's failure is
+/// `FileNotFoundError` for a missing file, `TransportError` otherwise.
+pub(crate) fn file_error(e: FileError, op: Op) -> PyErr {
+    let kind = match &e {
+        FileError::Exchange(_) => {
+            return match e {
+                FileError::Exchange(x) => exchange_error(x),
+                other => errors::raise(Kind::Spools, other.to_string()),
+            }
+        }
+        FileError::Msg(m) => errors::msg_kind(m),
+        FileError::Layout(_)
+        | FileError::Plan(_)
+        | FileError::DatasetMismatch { .. }
+        | FileError::SizeMismatch { .. }
+        | FileError::StripeSize { .. } => Kind::Layout,
+        FileError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            return pyo3::exceptions::PyFileNotFoundError::new_err(error_chain(&e));
+        }
+        FileError::Io { .. } => Kind::Transport,
+        FileError::UnsafePath { .. } if op == Op::Write => {
+            return errors::value_error(e.to_string());
+        }
+        FileError::UnsafePath { .. }
+        | FileError::Format { .. }
+        | FileError::MissingUnit { .. }
+        | FileError::Corrupt { .. }
+        | FileError::Unrecoverable { .. } => Kind::FileDamage,
+        FileError::Options(_) => return errors::value_error(e.to_string()),
+        FileError::Remote { .. } => Kind::Spools,
+    };
+    errors::raise(kind, error_chain(&e))
+}
+
+/// The faulty rank a file error names, when it is another rank's failure.
+fn file_remote(e: &FileError) -> Option<u32> {
+    match e {
+        FileError::Remote { rank, .. } => Some(*rank),
+        FileError::Exchange(x) => exchange_remote(x),
+        _ => None,
+    }
+}
+
+/// The outcome of a collective file call on this rank: `problem` is this rank's own
+/// argument error (it took part with nothing). When the call failed (on every rank),
+/// the ranks agree on the exception (see `layout/agree.rs`).
+fn settle<T>(
+    py: Python<'_>,
+    comm: &Communicator,
+    problem: Option<PyErr>,
+    r: Result<T, FileError>,
+    op: Op,
+) -> PyResult<T> {
+    match (problem, r) {
+        (Some(p), Err(_)) => Err(agree(py, comm, p, None)),
+        (Some(p), Ok(_)) => Err(p),
+        (None, Err(e)) => {
+            let remote = file_remote(&e);
+            Err(agree(py, comm, file_error(e, op), remote))
+        }
+        (None, Ok(s)) => Ok(s),
+    }
+}
+
+/// An error's message followed by its sources' (the system's error of an `Io`).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(x) = src {
+        let m = x.to_string();
+        if !s.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        src = x.source();
+    }
+    s
+}
+
+/// A `format=` argument: `"npy"`, `"canonical"`, `"raid5(unit=..,count=K)"`,
+/// `"raid0(unit=..,count=K)"` (also spelt `"stripe(...)"`).
+fn format_arg(format: &str, dirs: Vec<PathBuf>, node_local: bool) -> PyResult<Format> {
+    match format {
+        "npy" => return Ok(Format::Npy),
+        "canonical" => return Ok(Format::Canonical),
+        _ => {}
+    }
+    let spec = match format.strip_prefix("raid0(") {
+        Some(rest) => format!("stripe({rest}"),
+        None => format.to_string(),
+    };
+    let bad = |why: String| {
+        errors::value_error(format!(
+            "format must be \"npy\", \"canonical\", \"raid0(unit=SIZE,count=K)\" or \
+             \"raid5(unit=SIZE,count=K)\"; got {format:?}{why}"
+        ))
+    };
+    if !(spec.starts_with("stripe(") || spec.starts_with("raid5(")) {
+        return Err(bad(String::new()));
+    }
+    let layout: Layout = spec.parse().map_err(|e| bad(format!(": {e}")))?;
+    Ok(Format::Striped(Striping {
+        layout,
+        dirs,
+        node_local,
+    }))
+}
+
+/// What a file operation did, as a dict.
+fn stats_dict<'py>(py: Python<'py>, s: &FileStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("bytes", s.bytes)?;
+    d.set_item("reshuffled", s.reshuffled)?;
+    d.set_item("aggregators", s.aggregators)?;
+    d.set_item("rebuilt", s.rebuilt)?;
+    d.set_item("version", s.version)?;
+    d.set_item("sent", s.exchange.sent)?;
+    d.set_item("received", s.exchange.received)?;
+    d.set_item("local", s.exchange.local)?;
+    Ok(d)
+}
+
+#[pymethods]
+impl Comm {
+    /// Writes a distributed array to the parallel file `path` and returns what the write
+    /// did as a dict (`bytes`, `reshuffled`, `aggregators`, `rebuilt`, `version`, and
+    /// this rank's `sent`/`received`/`local` bytes). Collective: every rank calls it with
+    /// its part `a` of the dataset laid out as `layout` (rank `r` holds unit `r`; `a` a
+    /// C-contiguous array of the layout's dtype with exactly `layout.local_shape(rank)`'s
+    /// number of elements).
+    ///
+    /// `format`:
+    ///   - `"npy"` (default): one `.npy` file (`numpy.load` reads it);
+    ///   - `"canonical"`: one file of the raw bytes in the dataset's order;
+    ///   - `"raid0(unit=64KiB,count=4)"` / `"raid5(unit=64KiB,count=4)"`: `count` unit
+    ///     files striped RAID-0 or RAID-5 (with rotating parity), each block checksummed,
+    ///     and a JSON manifest at `path`; unit `u` goes to `dirs[u % len(dirs)]`
+    ///     (directories relative to the manifest's, or inside it; default: next to it);
+    ///     `node_local=True` makes unit `u` touched only by rank `u % size`.
+    ///
+    /// A write replaces the file atomically (a failed write leaves the previous file).
+    /// With `sync=True` (default) the data is durable when the call returns. The GIL is
+    /// released. Raises `LayoutError` for a layout with more units than ranks,
+    /// `TypeError`/`ValueError` for a part of the wrong dtype or size (the other ranks
+    /// then raise `SpoolsError`), `TransportError` when the file cannot be written.
+    #[pyo3(signature = (path, a, layout, format = "npy", dirs = None, sync = true, node_local = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn write_file<'py>(
+        slf: &Bound<'py, Self>,
+        path: PathBuf,
+        a: &Bound<'py, PyAny>,
+        layout: &Bound<'py, PyAny>,
+        format: &str,
+        dirs: Option<Vec<PathBuf>>,
+        sync: bool,
+        node_local: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let py = slf.py();
+        slf.get().live()?;
+        let l = layout_arg(layout, "layout")?;
+        let fmt = format_arg(format, dirs.unwrap_or_default(), node_local)?;
+        check_units(&l, slf.get().comm.size(), "file")?;
+        let me = u64::from(slf.get().comm.rank());
+        let (part, problem) = match check_part(py, a, Access::Read, "a", &l, me, "file") {
+            Ok(v) => (Some(v), None),
+            Err(e) => (None, Some(e)),
+        };
+        let comm = io_comm(py, slf)?;
+        let data: &[u8] = part.as_ref().map_or(&[], |v| v.bytes());
+        let opts = WriteOptions {
+            format: fmt,
+            sync,
+            ..WriteOptions::default()
+        };
+        let r = runtime::blocking(py, || file::write(&comm, &path, data, &l, &opts));
+        let s = settle(py, &comm, problem, r, Op::Write)?;
+        stats_dict(py, &s)
+    }
+
+    /// Reads the parallel file `path` (`.npy`, canonical or striped: found by its
+    /// contents) into the distribution `layout` and returns this rank's part: a new numpy
+    /// array of `layout.local_shape(rank)` and the layout's dtype, or `out`, filled in
+    /// place. Collective; any number of ranks and any layout of the same dataset may read
+    /// a file, whatever wrote it.
+    ///
+    /// A RAID-5 file with one lost or damaged block per stripe row is rebuilt from parity
+    /// on the fly. Raises `FileDamageError` for damage beyond repair (a failed checksum, a
+    /// missing unit of a RAID-0 file, two losses in one RAID-5 row, a damaged manifest or
+    /// header), `LayoutError` when the file holds another dataset (dtype, shape or size)
+    /// than `layout` describes, `FileNotFoundError` for a missing file (rank 0, which
+    /// looks first; the others raise `SpoolsError`).
+    #[pyo3(signature = (path, layout, out = None))]
+    fn read_file<'py>(
+        slf: &Bound<'py, Self>,
+        path: PathBuf,
+        layout: &Bound<'py, PyAny>,
+        out: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        slf.get().live()?;
+        let l = layout_arg(layout, "layout")?;
+        check_units(&l, slf.get().comm.size(), "file")?;
+        let me = u64::from(slf.get().comm.rank());
+        let (dest, problem) = match destination(py, out, &l, me, "file") {
+            Ok(d) => (Some(d), None),
+            Err(e) => (None, Some(e)),
+        };
+        let comm = io_comm(py, slf)?;
+        let data: &mut [u8] = match &dest {
+            // SAFETY: a writable array (checked by `destination`) used by nothing else
+            // during the call (the GIL is released but the program passed it to this
+            // call); this is its only borrow.
+            Some((_, v)) => unsafe { v.bytes_mut() },
+            None => &mut [],
+        };
+        let r = runtime::blocking(py, || {
+            file::read(&comm, &path, data, &l, &ReadOptions::default())
+        });
+        settle(py, &comm, problem, r, Op::Read)?;
+        match dest {
+            Some((arr, _)) => Ok(arr),
+            None => Err(errors::raise(Kind::Spools, "read_file: no destination")),
+        }
+    }
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    open::register(m)
 }

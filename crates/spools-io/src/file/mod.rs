@@ -40,6 +40,7 @@ mod canonical;
 mod manifest;
 mod npy;
 mod options;
+mod reader;
 mod rows;
 mod steps;
 mod store;
@@ -59,6 +60,7 @@ pub use manifest::{Manifest, UnitEntry, MANIFEST_FORMAT};
 pub use options::{
     FileStats, Format, ReadOptions, Reshuffle, Striping, WriteOptions, DIRECT_MIN_RUN,
 };
+pub use reader::{Reader, Stored};
 pub use rows::Raid;
 
 /// Parses a `.npy` header at the start of `head`: (data offset, dataset bytes).

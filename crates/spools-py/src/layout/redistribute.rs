@@ -1,0 +1,317 @@
+//! `Comm.redistribute`: one collective call moving a distributed numpy array from one
+//! layout to another (`spools_io::redistribute` on the communicator's I/O duplicate),
+//! reading the caller's array and writing the new one in place, with the GIL released.
+//! Also the checks every layout-driven call (redistribution, parallel files) makes of a
+//! rank's buffer, and the exchange errors as exceptions.
+
+use numpy::{PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::prelude::*;
+use spools::Communicator;
+use spools_io::{ExchangeError, ExchangeOptions};
+use spools_map::{Layout, Order};
+
+use crate::buffer::{self, Access, View};
+use crate::comm::{Comm, World};
+use crate::errors::{self, Kind};
+use crate::runtime;
+
+use super::agree::agree;
+use super::{dtype_matches, layout_arg, local_bytes, local_shape, numpy_dtype, plan, typed};
+
+/// An exchange error as its exception: layouts that do not fit are `LayoutError`, a
+/// damaged transfer a `TransportError`, messaging errors their own class.
+pub(crate) fn exchange_error(e: ExchangeError) -> PyErr {
+    let kind = match &e {
+        ExchangeError::Msg(m) => errors::msg_kind(m),
+        ExchangeError::Plan(_) | ExchangeError::Layout(_) | ExchangeError::TooManyUnits { .. } => {
+            Kind::Layout
+        }
+        ExchangeError::Checksum { .. } | ExchangeError::Length { .. } => Kind::Transport,
+        _ => Kind::Spools,
+    };
+    errors::raise(kind, e.to_string())
+}
+
+/// The faulty rank an exchange error names, when it is another rank's failure.
+pub(crate) fn exchange_remote(e: &ExchangeError) -> Option<u32> {
+    match e {
+        ExchangeError::Remote { rank } => Some(*rank),
+        _ => None,
+    }
+}
+
+/// Whether an exchange error is one of the checks every rank agrees on before anything
+/// moves (then every rank failed, and they may agree on the exception); later errors
+/// (a dead peer, a damaged transfer) are one rank's own.
+fn refused_by_all(e: &ExchangeError) -> bool {
+    matches!(
+        e,
+        ExchangeError::Remote { .. }
+            | ExchangeError::Buffers { .. }
+            | ExchangeError::BufferSize { .. }
+            | ExchangeError::Owners { .. }
+            | ExchangeError::TooManyUnits { .. }
+            | ExchangeError::OwnerOutOfRange { .. }
+            | ExchangeError::ElementSize { .. }
+    )
+}
+
+/// The communicator a collective I/O call of `slf` runs on: the world's I/O duplicate
+/// (made once) for `World`, a fresh duplicate for any other communicator (so that the
+/// call's messages never match the program's own).
+///
+/// # Errors
+/// `FinalizedError`, or the duplicate failing (a dead peer).
+pub(crate) fn io_comm(py: Python<'_>, slf: &Bound<'_, Comm>) -> PyResult<Communicator> {
+    let c = slf.get();
+    if slf.is_instance_of::<World>() {
+        c.rt.io_comm(py)
+    } else {
+        runtime::blocking(py, || c.comm.dup()).map_err(errors::from_msg)
+    }
+}
+
+/// A layout's units against the communicator's ranks.
+///
+/// # Errors
+/// `LayoutError` when the layout has more units than ranks.
+pub(crate) fn check_units(l: &Layout, size: u32, role: &str) -> PyResult<()> {
+    if l.units() > u64::from(size) {
+        return Err(errors::raise(
+            Kind::Layout,
+            format!(
+                "{role} layout {l} has {} units but the communicator has {size} ranks \
+                 (rank r holds unit r)",
+                l.units()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks `obj` as rank `unit`'s part of a dataset laid out as `l` (`role` and `what`
+/// name the layout and the argument in errors): a C-contiguous buffer of the layout's
+/// dtype (any dtype for byte streams and `bytes(k)`) holding exactly the unit's elements.
+///
+/// # Errors
+/// `TypeError` (not a buffer, wrong dtype) or `ValueError` (not contiguous, read-only
+/// for `Access::Write`, wrong size) naming the expected and the given.
+pub(crate) fn check_part(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    access: Access,
+    what: &str,
+    l: &Layout,
+    unit: u64,
+    role: &str,
+) -> PyResult<View> {
+    let v = if fortran(l) {
+        // An order=F layout's local storage is column-major: an F-contiguous array of
+        // the local shape, seen through its (C-contiguous) transpose.
+        match obj.cast::<PyUntypedArray>() {
+            Ok(arr) if arr.ndim() > 1 => {
+                if !arr.is_fortran_contiguous() {
+                    return Err(errors::value_error(format!(
+                        "{what} must be F-contiguous for the order=F {role} layout {l} (use \
+                         numpy.asfortranarray); got an array of shape {} that is not",
+                        tuple(arr.shape())
+                    )));
+                }
+                buffer::view(&arr.getattr("T")?, access, what)?
+            }
+            _ => buffer::view(obj, access, what)?,
+        }
+    } else {
+        buffer::view(obj, access, what)?
+    };
+    let arr = v.array(py);
+    let given = arr.dtype();
+    if !dtype_matches(py, l, &given)? {
+        return Err(errors::type_error(format!(
+            "{what} has dtype {} but the {role} layout {l} holds {}",
+            given.str()?,
+            numpy_dtype(py, l)?.str()?
+        )));
+    }
+    let need = local_bytes(l, unit);
+    if v.len() as u64 != need {
+        let shape = local_shape(l, unit);
+        let what_given = if typed(l) {
+            format!("{} elements (shape {})", v.count(), tuple(&v.shape))
+        } else {
+            format!(
+                "{} bytes (shape {}, dtype {})",
+                v.len(),
+                tuple(&v.shape),
+                given.str()?
+            )
+        };
+        let what_needed = if typed(l) {
+            format!(
+                "{} elements (local shape {})",
+                need / l.elem_size().max(1),
+                tuple(&shape)
+            )
+        } else {
+            format!("{need} bytes (local shape {})", tuple(&shape))
+        };
+        return Err(errors::value_error(format!(
+            "{what} has {what_given} but rank {unit}'s part of the {role} layout {l} has \
+             {what_needed}"
+        )));
+    }
+    Ok(v)
+}
+
+/// The destination of a call producing rank `unit`'s part of `l`: `out` checked, or a
+/// new array of the local shape and the layout's dtype.
+///
+/// # Errors
+/// As [`check_part`]; numpy's own for a new array.
+pub(crate) fn destination<'py>(
+    py: Python<'py>,
+    out: Option<&Bound<'py, PyAny>>,
+    l: &Layout,
+    unit: u64,
+    role: &str,
+) -> PyResult<(Bound<'py, PyAny>, View)> {
+    match out {
+        Some(o) => {
+            let v = check_part(py, o, Access::Write, "out", l, unit, role)?;
+            Ok((o.clone(), v))
+        }
+        None if fortran(l) => {
+            let mut shape = local_shape(l, unit);
+            shape.reverse();
+            let (a, v) = buffer::empty(py, &numpy_dtype(py, l)?, &shape)?;
+            Ok((a.getattr("T")?, v))
+        }
+        None => {
+            let (a, v) = buffer::empty(py, &numpy_dtype(py, l)?, &local_shape(l, unit))?;
+            Ok((a.into_any(), v))
+        }
+    }
+}
+
+/// A shape as Python prints it: `(3,)`, `(13, 11)`.
+pub(crate) fn tuple(shape: &[usize]) -> String {
+    match shape {
+        [n] => format!("({n},)"),
+        s => format!(
+            "({})",
+            s.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// Whether an array layout stores its elements in Fortran (column-major) order.
+fn fortran(l: &Layout) -> bool {
+    matches!(l, Layout::Array(a) if a.order() == Order::F)
+}
+
+/// Whether two views share memory.
+pub(crate) fn overlap(a: &View, b: &View) -> bool {
+    let (x, y) = (a.bytes().as_ptr_range(), b.bytes().as_ptr_range());
+    a.len() > 0 && b.len() > 0 && x.start < y.end && y.start < x.end
+}
+
+#[pymethods]
+impl Comm {
+    /// Moves a distributed array from layout `src` to layout `dst` (each a `Layout` or a
+    /// spec string) and returns this rank's part of it in `dst`: a new numpy array of the
+    /// local shape `dst.local_shape(rank)` and the layout's dtype, or `out`, filled in
+    /// place. Collective: every rank of the communicator calls it with the same layouts.
+    ///
+    /// `a` is this rank's part in `src`: a C-contiguous array of the layout's dtype with
+    /// exactly `src.local_shape(rank)`'s number of elements (any shape). Rank `r` holds
+    /// unit `r`; a rank beyond a layout's units passes (and gets) an empty array. The
+    /// exchange reads `a` and writes the result in place, with no copy through Python
+    /// objects, and releases the GIL.
+    ///
+    /// Raises `LayoutError` when the two layouts do not describe the same dataset or
+    /// have more units than the communicator has ranks, `TypeError`/`ValueError` for an
+    /// `a` or `out` of the wrong dtype or size (the other ranks then raise `SpoolsError`:
+    /// the call never hangs). On a communicator other than the world, each call first
+    /// duplicates it (collectively) so its messages never mix with the program's.
+    #[pyo3(signature = (a, src, dst, out = None))]
+    fn redistribute<'py>(
+        slf: &Bound<'py, Self>,
+        a: &Bound<'py, PyAny>,
+        src: &Bound<'py, PyAny>,
+        dst: &Bound<'py, PyAny>,
+        out: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        slf.get().live()?;
+        let from = layout_arg(src, "src")?;
+        let to = layout_arg(dst, "dst")?;
+        let p = plan(&from, &to)?;
+        // The plan's layouts have their sizes bound (a byte stream without size= takes
+        // the other layout's).
+        let (from, to) = (p.src().clone(), p.dst().clone());
+        let size = slf.get().comm.size();
+        check_units(&from, size, "source")?;
+        check_units(&to, size, "destination")?;
+        let me = u64::from(slf.get().comm.rank());
+        // A rank whose arguments are wrong still takes part (with nothing), so that the
+        // others fail instead of waiting for it; it raises its own error afterwards.
+        let mut problem = None;
+        let input = check_part(py, a, Access::Read, "a", &from, me, "source")
+            .map_err(|e| problem = Some(e))
+            .ok();
+        let output = match destination(py, out, &to, me, "destination") {
+            Ok(o) => Some(o),
+            Err(e) => {
+                problem.get_or_insert(e);
+                None
+            }
+        };
+        if let (Some(i), Some((_, o))) = (&input, &output) {
+            if overlap(i, o) {
+                problem.get_or_insert(errors::value_error(
+                    "out shares memory with a: redistribute cannot work in place",
+                ));
+            }
+        }
+        let comm = io_comm(py, slf)?;
+        let ok = problem.is_none();
+        let src_bytes: &[u8] = match (&input, ok) {
+            (Some(v), true) => v.bytes(),
+            _ => &[],
+        };
+        let dst_bytes: &mut [u8] = match (&output, ok) {
+            // SAFETY: the view is of a writable array (checked by `destination`) that
+            // nothing else uses during the call: a new array, or `out`, which does not
+            // overlap `a` (checked above); this is its only borrow.
+            (Some((_, v)), true) => unsafe { v.bytes_mut() },
+            _ => &mut [],
+        };
+        let r = runtime::blocking(py, || {
+            spools_io::redistribute_plan(
+                &comm,
+                &p,
+                src_bytes,
+                dst_bytes,
+                &ExchangeOptions::default(),
+            )
+        });
+        match (problem, r) {
+            // The others failed too (this rank's part was needed): they learn why.
+            (Some(p), Err(e)) if refused_by_all(&e) => return Err(agree(py, &comm, p, None)),
+            (Some(p), _) => return Err(p),
+            (None, Err(e)) if refused_by_all(&e) => {
+                let remote = exchange_remote(&e);
+                return Err(agree(py, &comm, exchange_error(e), remote));
+            }
+            (None, Err(e)) => return Err(exchange_error(e)),
+            (None, Ok(_)) => {}
+        }
+        match output {
+            Some((arr, _)) => Ok(arr),
+            None => Err(errors::raise(Kind::Spools, "redistribute: no destination")),
+        }
+    }
+}
