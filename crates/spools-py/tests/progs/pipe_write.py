@@ -32,7 +32,7 @@ if mode == "mismatch":
         print("layout error: %s" % ("hold different datasets" in str(e)))
     sys.exit(0)
 
-with world.pipe_writer(name, layout) as w:
+with world.pipe_writer(name, spools.Layout(layout)) as w:  # a Layout or a spec string
     assert w.name == (name or w.name) and w.layout == layout
     # Wrong arguments, refused before anything is sent.
     for bad, exc in [(np.zeros((rows, 10), dtype=np.float32), TypeError),

@@ -12,8 +12,7 @@ dest = sys.argv[1]
 mode = sys.argv[2] if len(sys.argv) > 2 else "ok"
 world = spools.init()
 me, p = world.rank, world.size
-rows = spools.Layout("f64[30,7] block,* on %dx1" % p) if hasattr(spools, "Layout") else \
-    "f64[30,7] block,* on %dx1" % p
+rows = spools.Layout("f64[30,7] block,* on %dx1" % p)  # a Layout or a spec string
 cols = "f64[30,7] *,cyclic on 1x%d" % p
 b = -(-30 // p)
 
