@@ -216,7 +216,7 @@ class _FileReader:
 # ---- end files ----
 
 # ---- pipes (PipeWriter, PipeReader) ----
-_LayoutArg = Any  # a spools.Layout or a layout spec string
+_LayoutArg = LayoutLike  # a spools.Layout or a layout spec string
 
 class PipeWriter:
     def __init__(self, name: Optional[str], layout: _LayoutArg, comm: Optional[Comm] = None) -> None: ...
