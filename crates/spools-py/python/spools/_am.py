@@ -17,6 +17,7 @@ therefore be short and must not call Spools itself (the progress it would wait f
 one running it): compute, update a Python object, return.
 """
 
+import _thread
 import pickle
 import traceback
 
@@ -46,6 +47,10 @@ def _serve(fn, payload):
         result = fn(*args, **kwargs)
         return _OK + pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
     except BaseException as e:  # noqa: BLE001 (every failure goes back to the caller)
+        if isinstance(e, KeyboardInterrupt):
+            # This rank's own Ctrl-C arrived while the function ran: the caller gets it as
+            # a RemoteError, and this rank's program sees it too, at its next check.
+            _thread.interrupt_main()
         kind = type(e)
         qual = kind.__qualname__
         if kind.__module__ not in ("builtins", "__main__"):
