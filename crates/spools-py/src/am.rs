@@ -92,11 +92,16 @@ fn run_python(f: &Py<PyAny>, args: &[u8]) -> Result<Vec<u8>, String> {
     }
     let _reset = Reset(IN_RPC.with(|c| c.replace(true)));
     Python::attach(|py| {
-        let reply = serve_fn(py)?.call1((f.bind(py), PyBytes::new(py, args)))?;
-        let bytes = reply
-            .cast::<PyBytes>()
-            .map_err(|_| errors::type_error("spools._am._serve did not return bytes"))?;
-        Ok::<_, PyErr>(bytes.as_bytes().to_vec())
+        let (reply, interrupted): (Bound<'_, PyBytes>, bool) = serve_fn(py)?
+            .call1((f.bind(py), PyBytes::new(py, args)))?
+            .extract()?;
+        if interrupted {
+            // The function took this rank's Ctrl-C: hand it on to the rank's program,
+            // whose next check (the wait this call is served in) raises it.
+            // SAFETY: a plain C call of the limited API, with the GIL held.
+            unsafe { pyo3::ffi::PyErr_SetInterrupt() };
+        }
+        Ok::<_, PyErr>(reply.as_bytes().to_vec())
     })
     .map_err(|e| format!("the RPC machinery failed: {e}"))
 }

@@ -8,6 +8,8 @@ def test_rpc_calls(run, n):
     job = run(n, "rpc_calls.py", timeout=120)
     for r in range(n):
         assert job.lines(r)[-1:] == ["ok"], job
+    if n >= 2:
+        assert job.lines(1) == ["rank 1 interrupted", "ok"], job
 
 
 @pytest.mark.parametrize("n", [2, 4])

@@ -17,7 +17,6 @@ therefore be short and must not call Spools itself (the progress it would wait f
 one running it): compute, update a Python object, return.
 """
 
-import _thread
 import pickle
 import traceback
 
@@ -41,25 +40,28 @@ def _pack_call(args, kwargs):
 
 def _serve(fn, payload):
     """Runs ``fn`` on a call's payload on the target rank; returns the reply bytes (the
-    result, or the exception's type, message and traceback). Never raises."""
+    result, or the exception's type, message and traceback) and whether the function was
+    interrupted by Ctrl-C (this rank's own: src/am.rs then hands it on to this rank's
+    program). Never raises."""
     try:
         args, kwargs = pickle.loads(payload)
         result = fn(*args, **kwargs)
-        return _OK + pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+        return _OK + pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL), False
     except BaseException as e:  # noqa: BLE001 (every failure goes back to the caller)
-        if isinstance(e, KeyboardInterrupt):
-            # This rank's own Ctrl-C arrived while the function ran: the caller gets it as
-            # a RemoteError, and this rank's program sees it too, at its next check.
-            _thread.interrupt_main()
-        kind = type(e)
-        qual = kind.__qualname__
-        if kind.__module__ not in ("builtins", "__main__"):
-            qual = "%s.%s" % (kind.__module__, qual)
-        text = "".join(traceback.format_exception(kind, e, e.__traceback__))
-        try:
-            return _RAISED + pickle.dumps((qual, str(e), text))
-        except BaseException:  # noqa: BLE001 (a message that does not pickle)
-            return _RAISED + pickle.dumps((qual, repr(e), text))
+        return _raised(e), isinstance(e, KeyboardInterrupt)
+
+
+def _raised(e):
+    """The reply of a function that raised ``e``."""
+    kind = type(e)
+    qual = kind.__qualname__
+    if kind.__module__ not in ("builtins", "__main__"):
+        qual = "%s.%s" % (kind.__module__, qual)
+    text = "".join(traceback.format_exception(kind, e, e.__traceback__))
+    try:
+        return _RAISED + pickle.dumps((qual, str(e), text))
+    except BaseException:  # noqa: BLE001 (a message that does not pickle)
+        return _RAISED + pickle.dumps((qual, repr(e), text))
 
 
 def _remote_error(rank, name, kind, message, tb):

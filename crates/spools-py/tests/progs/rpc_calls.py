@@ -40,6 +40,11 @@ world.register_rpc("bump", bump)
 
 
 @world.rpc
+def ctrl_c():
+    raise KeyboardInterrupt
+
+
+@world.rpc
 def nested():
     return world.call(me, "whoami")  # refused: the progress running it cannot wait
 
@@ -155,4 +160,23 @@ assert calls["n"] == 5, calls
 # A sub-communicator: ranks are its own (names are shared by the process).
 sub = world.split(0, key=-me)  # reversed order
 assert sub.call(0, "whoami") == n - 1  # sub rank 0 is world rank n - 1
+# Ctrl-C during an RPC function (here raised by the function itself): the caller gets a
+# RemoteError, and the target's own program its KeyboardInterrupt, in the wait it is in.
+if n >= 2 and me < 2:
+    if me == 0:
+        world.recv(np.empty(1), 1, 30)  # rank 1 is about to wait
+        try:
+            world.call(1, "ctrl_c")
+        except spools.RemoteError as e:
+            assert e.remote_type == "KeyboardInterrupt", e
+        else:
+            raise AssertionError("no RemoteError")
+    else:
+        try:
+            world.send(np.zeros(1), 0, 30)
+            # A message that never comes: only the interrupt ends this wait (in which
+            # the call is served).
+            world.recv(np.empty(1), 0, 32)
+        except KeyboardInterrupt:
+            print("rank 1 interrupted")
 print("ok")
