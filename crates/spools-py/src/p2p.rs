@@ -159,6 +159,8 @@ impl Drop for Posted {
 pub(crate) struct PyRequest {
     inner: Mutex<Option<spools_msg::Request>>,
     status: Mutex<Option<PyStatus>>,
+    /// The operation's error, once a wait raised it (later waits raise it again).
+    failed: Mutex<Option<(errors::Kind, String)>>,
     kind: &'static str,
 }
 
@@ -167,6 +169,7 @@ impl PyRequest {
         PyRequest {
             inner: Mutex::new(Some(r)),
             status: Mutex::new(None),
+            failed: Mutex::new(None),
             kind,
         }
     }
@@ -185,9 +188,17 @@ impl PyRequest {
     /// Waits (without the GIL: called inside `runtime::blocking`). The request stays
     /// pending if the wait itself fails (an interrupt); the operation's own error (a
     /// truncation) finishes it.
-    fn wait_nogil(&self) -> Result<PyStatus, spools_msg::MsgError> {
+    fn wait_nogil(&self) -> Result<PyStatus, WaitError> {
         let mut g = self.lock_inner();
         let Some(r) = g.as_mut() else {
+            if let Some(f) = self
+                .failed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+            {
+                return Err(WaitError::Failed(f.0, f.1));
+            }
             return Ok(self.done_status().unwrap_or(PyStatus {
                 source: 0,
                 tag: 0,
@@ -196,12 +207,55 @@ impl PyRequest {
             }));
         };
         let res = r.wait_in_place();
-        if !matches!(&res, Err(e) if is_wait_failure(e)) {
-            *g = None;
+        match res {
+            Err(e) if is_wait_failure(&e) => Err(WaitError::Msg(e)),
+            Err(e) => {
+                *g = None;
+                *self.failed.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Some((errors::msg_kind(&e), e.to_string()));
+                Err(WaitError::Msg(e))
+            }
+            Ok(c) => {
+                *g = None;
+                let st: PyStatus = c.status.into();
+                *self.status.lock().unwrap_or_else(PoisonError::into_inner) = Some(st.clone());
+                Ok(st)
+            }
         }
-        let st: PyStatus = res?.status.into();
-        *self.status.lock().unwrap_or_else(PoisonError::into_inner) = Some(st.clone());
-        Ok(st)
+    }
+}
+
+/// Why a wait failed: the operation's error (raised again by later waits), or the wait's.
+enum WaitError {
+    /// The error of this wait.
+    Msg(spools_msg::MsgError),
+    /// The operation failed at an earlier wait (its exception's kind and message).
+    Failed(errors::Kind, String),
+}
+
+impl WaitError {
+    /// Whether the wait ended before the operation (an interrupt): it is still pending.
+    fn interrupted(&self) -> bool {
+        matches!(self, WaitError::Msg(e) if is_wait_failure(e))
+    }
+
+    /// The exception (with the GIL).
+    fn into_py(self) -> PyErr {
+        match self {
+            WaitError::Msg(e) => errors::from_msg(e),
+            WaitError::Failed(k, m) => errors::raise(k, m),
+        }
+    }
+}
+
+impl Drop for PyRequest {
+    fn drop(&mut self) {
+        // The operation goes on in the background (or is cancelled) and its array is
+        // released once the engine is done; arrays already let go of are released now
+        // (a request is dropped by Python's deallocation, with the GIL).
+        let inner = self.inner.get_mut().unwrap_or_else(PoisonError::into_inner);
+        drop(inner.take());
+        release_arrays();
     }
 }
 
@@ -218,16 +272,25 @@ impl PyRequest {
     /// request stays pending). Raises `TruncatedError` for a message longer than the
     /// receive buffer, `PeerGoneError` when the peer died.
     fn wait(&self, py: Python<'_>) -> PyResult<PyStatus> {
+        if self.inner.try_lock().map_or(true, |g| g.is_some()) {
+            runtime::check_live()?;
+        }
         let r = runtime::blocking(py, || self.wait_nogil());
         release_arrays();
-        r.map_err(errors::from_msg)
+        r.map_err(WaitError::into_py)
     }
 
     /// Whether the operation is complete (drives progress once; never waits). After
     /// `True`, `status` is set and `wait()` returns at once.
     fn test(&self, py: Python<'_>) -> PyResult<bool> {
         let complete = {
-            let mut g = self.lock_inner();
+            runtime::check_live()?;
+            // Another thread waiting for this request holds the lock (without the
+            // GIL, which its interrupt check may need): not complete yet, as far as
+            // this call can tell, rather than block with the GIL held.
+            let Ok(mut g) = self.inner.try_lock() else {
+                return Ok(false);
+            };
             match g.as_mut() {
                 None => return Ok(true),
                 Some(r) => r.test().map_err(errors::from_msg)?,
@@ -243,7 +306,10 @@ impl PyRequest {
     /// Cancels a receive no message has matched yet: `True` if it was cancelled (its
     /// status then says `cancelled`). Sends cannot be cancelled (`False`).
     fn cancel(&self) -> bool {
-        self.lock_inner().as_ref().is_some_and(|r| r.cancel())
+        // As in `test`: never block with the GIL held on a thread that waits.
+        self.inner
+            .try_lock()
+            .is_ok_and(|g| g.as_ref().is_some_and(|r| r.cancel()))
     }
 
     /// The `Status` once the operation completed (`wait` or a `test` that said
@@ -254,14 +320,16 @@ impl PyRequest {
     }
 
     fn __repr__(&self) -> String {
-        let state = if self.lock_inner().is_some() {
-            "pending"
-        } else {
-            "complete"
+        let state = match self.inner.try_lock() {
+            Ok(g) if g.is_none() => "complete",
+            _ => "pending",
         };
         format!("<spools.Request {} {state}>", self.kind)
     }
 }
+
+/// Polls of a blocking receive with the GIL held before it releases the GIL to wait.
+const GIL_POLLS: u32 = 32;
 
 /// A tag argument of a send (0 to 2**31 - 1).
 fn send_tag(tag: i64) -> PyResult<i32> {
@@ -341,11 +409,29 @@ impl Comm {
         let src = self.source(source)?;
         let tag = recv_tag(tag)?;
         let m = buffer::mem(buf, Access::Write, "receive buffer")?;
-        let r = runtime::blocking(py, || {
-            // SAFETY: made with Access::Write; this call is its only user.
-            let b = unsafe { m.bytes_mut() };
-            self.comm.recv(b, src, tag)
-        });
+        // SAFETY: made with Access::Write; this call is its only user.
+        let b = unsafe { m.bytes_mut() };
+        let p = self
+            .comm
+            .start_recv(b, src, tag)
+            .map_err(errors::from_msg)?;
+        // A message that is there, or comes within a few polls, is taken with the GIL
+        // held: releasing and taking it back costs more than such a wait. The polls
+        // wait for no thread of this process (progress is done here), and the GIL is
+        // kept a few microseconds at most, far below Python's own switch interval
+        // (5 ms). Ranks that outnumber the CPUs do not poll: the sender may need this
+        // CPU.
+        let polls = if self.rt.worker.oversubscribed() {
+            0
+        } else {
+            GIL_POLLS
+        };
+        for _ in 0..polls {
+            if p.poll().map_err(errors::from_msg)? {
+                return p.wait().map(PyStatus::from).map_err(errors::from_msg);
+            }
+        }
+        let r = runtime::blocking(py, move || p.wait());
         r.map(PyStatus::from).map_err(errors::from_msg)
     }
 
@@ -404,6 +490,13 @@ impl Comm {
         let rt = recv_tag(recvtag)?;
         let s = buffer::mem(sendbuf, Access::Read, "send buffer")?;
         let r = buffer::mem(recvbuf, Access::Write, "receive buffer")?;
+        let (sb, rb) = (s.bytes().as_ptr_range(), r.bytes().as_ptr_range());
+        if !s.bytes().is_empty() && !r.bytes().is_empty() && sb.start < rb.end && rb.start < sb.end
+        {
+            return Err(errors::value_error(
+                "sendrecv: the send and receive buffers overlap; give two distinct buffers",
+            ));
+        }
         let out = runtime::blocking(py, || {
             // SAFETY: made with Access::Write; this call is its only user. The send
             // buffer may be the same memory only if the program breaks MPI's rule.
@@ -437,7 +530,9 @@ impl Comm {
 
     /// Sends a picklable object to `dest` with `tag` (pickle protocol 5: numpy arrays
     /// and other buffers inside it travel out of band, without a copy). Receive it
-    /// with `recv_obj`.
+    /// with `recv_obj`. Like `send`, it returns once the data left: a large object
+    /// (an out-of-band buffer above the eager limit, 32 KiB by default) waits for the
+    /// receiver, so a rank cannot send one to itself.
     #[pyo3(signature = (obj, dest, tag = 0))]
     fn send_obj(
         slf: &Bound<'_, Self>,
@@ -486,6 +581,7 @@ fn requests<'py>(reqs: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyRequest>
 /// that could complete has (Ctrl-C stops at once, leaving the rest pending).
 #[pyfunction]
 fn wait_all(py: Python<'_>, requests: &Bound<'_, PyAny>) -> PyResult<Py<PyList>> {
+    runtime::check_live()?;
     let reqs = self::requests(requests)?;
     let refs: Vec<Py<PyRequest>> = reqs.iter().map(|r| r.clone().unbind()).collect();
     let out = runtime::blocking(py, || {
@@ -494,7 +590,7 @@ fn wait_all(py: Python<'_>, requests: &Bound<'_, PyAny>) -> PyResult<Py<PyList>>
         for r in &refs {
             match r.get().wait_nogil() {
                 Ok(s) => sts.push(Some(s)),
-                Err(e) if is_wait_failure(&e) => return Err(e),
+                Err(e) if e.interrupted() => return Err(e),
                 Err(e) => {
                     sts.push(None);
                     first.get_or_insert(e);
@@ -507,7 +603,7 @@ fn wait_all(py: Python<'_>, requests: &Bound<'_, PyAny>) -> PyResult<Py<PyList>>
         }
     });
     release_arrays();
-    let sts = out.map_err(errors::from_msg)?;
+    let sts = out.map_err(WaitError::into_py)?;
     let items = sts
         .into_iter()
         .map(|s| {
@@ -540,21 +636,23 @@ fn wait_any(py: Python<'_>, requests: &Bound<'_, PyAny>) -> PyResult<(usize, PyS
     let rt = runtime::get()?;
     let res = runtime::blocking(py, || {
         let mut hit = None;
-        rt.worker.wait_for(|| {
-            hit = refs.iter().position(|r| {
-                r.get()
-                    .lock_inner()
-                    .as_ref()
-                    .is_some_and(spools_msg::Request::is_complete)
-            });
-            hit.is_some()
-        })?;
+        rt.worker
+            .wait_for(|| {
+                hit = refs.iter().position(|r| {
+                    r.get()
+                        .lock_inner()
+                        .as_ref()
+                        .is_some_and(spools_msg::Request::is_complete)
+                });
+                hit.is_some()
+            })
+            .map_err(|e| WaitError::Msg(e.into()))?;
         let i = hit.unwrap_or(0);
         let st = refs.get(i).map(|r| r.get().wait_nogil()).transpose()?;
-        Ok::<_, spools_msg::MsgError>((i, st))
+        Ok::<_, WaitError>((i, st))
     });
     release_arrays();
-    match res.map_err(errors::from_msg)? {
+    match res.map_err(WaitError::into_py)? {
         (i, Some(st)) => Ok((i, st)),
         (_, None) => Err(errors::value_error("wait_any: no request completed")),
     }

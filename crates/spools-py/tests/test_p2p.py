@@ -16,3 +16,12 @@ def test_zero_copy(run, n):
     assert job.lines(0) == ["send peak below limit for %d" % d for d in range(1, n)]
     for r in range(1, n):
         assert job.lines(r) == ["recv in place, peak below limit"], job
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_pingpong_program(run, n):
+    """The benchmark's program with few iterations (its messages are checked; extra
+    ranks only join the barriers)."""
+    job = run(n, "p2p_pingpong.py", 50, 1, "8,40000,1048576")
+    sizes = [int(l.split()[1]) for l in job.lines(0) if l.startswith("size ")]
+    assert sizes == [8, 40000, 1048576], job

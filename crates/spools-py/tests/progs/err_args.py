@@ -45,6 +45,9 @@ raises(ValueError, ["tag", "got -1"], world.send, a, right, -1)
 raises(ValueError, ["tag", "got %d" % 2**31], world.send, a, right, 2**31)
 raises(ValueError, ["tag", "got -7"], world.recv, a, left, -7)
 raises(ValueError, ["tag", "got -3"], world.iprobe, left, -3)
+# sendrecv into its own send buffer.
+raises(ValueError, ["overlap"], world.sendrecv, a, right, a, left)
+raises(ValueError, ["overlap"], world.sendrecv, a[:10], right, a[5:], left)
 # wait_all of something that is not a request.
 raises(TypeError, ["Request", "int"], spools.wait_all, [1])
 # get_count of a dtype that does not divide the message.
@@ -64,10 +67,17 @@ assert np.all(big[8:] == -1), big
 s = world.isend(np.arange(10000, dtype=np.int64), right, 10)  # rendezvous size
 r = world.irecv(np.zeros(100, dtype=np.int64), left, 10)
 raises(spools.TruncatedError, ["80000", "800"], r.wait)
+raises(spools.TruncatedError, ["80000", "800"], r.wait)  # again: the same error
+assert r.test() is True and r.status is None
 assert s.wait().count == 80000  # the sender is done: the receiver discarded the rest
 
+pending = world.irecv(np.zeros(2), left, 4321)  # never matched
 world.barrier()
 world.finalize()
+raises(spools.FinalizedError, ["finalize"], pending.wait)
+raises(spools.FinalizedError, ["finalize"], pending.test)
+raises(spools.FinalizedError, ["finalize"], spools.wait_all, [pending])
+raises(spools.FinalizedError, ["finalize"], spools.wait_any, [pending])
 # After finalize: FinalizedError, from every kind of call.
 raises(spools.FinalizedError, ["finalize"], world.send, a, right)
 raises(spools.FinalizedError, ["finalize"], world.recv, a, left)

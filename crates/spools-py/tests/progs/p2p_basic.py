@@ -127,6 +127,8 @@ if me == 0:
     assert got == {r: 400 + r for r in range(1, n)}, got
 else:
     world.send(np.array([me, 400 + me], dtype=np.int64), 0, 400 + me)
+# (Nobody sends again before rank 0 has taken them all: it receives with ANY_TAG.)
+world.barrier()
 
 # 5. sendrecv around the ring, both directions, several sizes.
 for length in (1, 4096, 200_000):

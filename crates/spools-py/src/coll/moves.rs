@@ -1,0 +1,211 @@
+//! The blocking collectives that move equal blocks: `bcast`, `gather`, `allgather`,
+//! `alltoall`, `scatter`. They move bytes, so any dtype goes (complex, records).
+
+use pyo3::prelude::*;
+
+use super::shapes::{coll_err, dtype_of, dumps, err_text, loads, result, rows, same_memory, tuple};
+use crate::buffer::{self, Access};
+use crate::comm::Comm;
+use crate::errors;
+use crate::runtime;
+
+#[pymethods]
+impl Comm {
+    /// Copies rank `root`'s array `a` into `a` of every rank, in place, and returns `a`.
+    /// Every rank gives a writable array of the same shape and dtype. Collective.
+    #[pyo3(signature = (a, root = 0))]
+    fn bcast<'py>(
+        &self,
+        py: Python<'py>,
+        a: &Bound<'py, PyAny>,
+        root: i64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let root = self.check_rank(root, "bcast: root")?;
+        let v = buffer::view(a, Access::Write, "bcast: a")?;
+        // SAFETY: a writable view this call alone uses.
+        let b = unsafe { v.bytes_mut() };
+        runtime::blocking(py, || self.comm.bcast(b, root)).map_err(coll_err)?;
+        Ok(a.clone())
+    }
+
+    /// Gathers every rank's array `a` (all of the same shape and dtype) on rank `root`:
+    /// returns there an array of shape `(size, *a.shape)` whose `[i]` is rank i's `a`
+    /// (new, or `out` filled), and `None` on the other ranks. Collective.
+    #[pyo3(signature = (a, root = 0, out = None))]
+    fn gather(
+        &self,
+        py: Python<'_>,
+        a: &Bound<'_, PyAny>,
+        root: i64,
+        out: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<Py<PyAny>>> {
+        let root = self.check_rank(root, "gather: root")?;
+        let send = buffer::view(a, Access::Read, "gather: a")?;
+        if self.comm.rank() != root {
+            runtime::blocking(py, || self.comm.gather(send.bytes(), &mut [], root))
+                .map_err(coll_err)?;
+            return Ok(None);
+        }
+        let mut shape = vec![self.comm.size() as usize];
+        shape.extend_from_slice(&send.shape);
+        let (res, recv) = result(py, out, &dtype_of(py, &send), &shape, "gather")?;
+        same_memory(&send, &recv, "gather")?;
+        // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
+        let r = unsafe { recv.bytes_mut() };
+        runtime::blocking(py, || self.comm.gather(send.bytes(), r, root)).map_err(coll_err)?;
+        Ok(Some(res.unbind()))
+    }
+
+    /// Gives every rank every rank's array `a` (all of the same shape and dtype): an
+    /// array of shape `(size, *a.shape)` whose `[i]` is rank i's `a` (new, or `out`
+    /// filled). Collective.
+    #[pyo3(signature = (a, out = None))]
+    fn allgather(
+        &self,
+        py: Python<'_>,
+        a: &Bound<'_, PyAny>,
+        out: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let send = buffer::view(a, Access::Read, "allgather: a")?;
+        let mut shape = vec![self.comm.size() as usize];
+        shape.extend_from_slice(&send.shape);
+        let (res, recv) = result(py, out, &dtype_of(py, &send), &shape, "allgather")?;
+        same_memory(&send, &recv, "allgather")?;
+        // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
+        let r = unsafe { recv.bytes_mut() };
+        runtime::blocking(py, || self.comm.allgather(send.bytes(), r)).map_err(coll_err)?;
+        Ok(res.unbind())
+    }
+
+    /// All-to-all: `a[j]` (first axis == size) goes to rank j, which gets it as `[i]` of
+    /// its result for this rank i. Returns an array of `a`'s shape and dtype (new, or
+    /// `out` filled). Every rank gives the same shape and dtype. Collective.
+    #[pyo3(signature = (a, out = None))]
+    fn alltoall(
+        &self,
+        py: Python<'_>,
+        a: &Bound<'_, PyAny>,
+        out: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let send = buffer::view(a, Access::Read, "alltoall: a")?;
+        let (n, _) = rows(&send, "alltoall", "a")?;
+        let size = self.comm.size() as usize;
+        if n != size {
+            return Err(errors::value_error(format!(
+                "alltoall: a's first axis must be the communicator's size {size} (block j \
+                 goes to rank j), got shape {}",
+                tuple(&send.shape)
+            )));
+        }
+        let (res, recv) = result(py, out, &dtype_of(py, &send), &send.shape, "alltoall")?;
+        if same_memory(&send, &recv, "alltoall")? {
+            return Err(errors::value_error(
+                "alltoall: out must not be a (there is no in-place all-to-all)",
+            ));
+        }
+        // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
+        let r = unsafe { recv.bytes_mut() };
+        runtime::blocking(py, || self.comm.alltoall(send.bytes(), r)).map_err(coll_err)?;
+        Ok(res.unbind())
+    }
+
+    /// Scatters rank `root`'s array `a` (first axis == size) along its first axis: every
+    /// rank i gets `a[i]` (a new array, or `out` filled). The other ranks' `a` is
+    /// ignored (give `None`): the root tells them the block's dtype and shape first, so
+    /// a root `a` of the wrong shape is the same `ValueError` on every rank. Collective.
+    #[pyo3(signature = (a = None, root = 0, out = None))]
+    fn scatter(
+        &self,
+        py: Python<'_>,
+        a: Option<&Bound<'_, PyAny>>,
+        root: i64,
+        out: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let root = self.check_rank(root, "scatter: root")?;
+        let size = self.comm.size() as usize;
+        let send = if self.comm.rank() == root {
+            let v = match a {
+                Some(a) => buffer::view(a, Access::Read, "scatter: a"),
+                None => Err(errors::value_error(
+                    "scatter: the root must give the array to scatter, got None",
+                )),
+            };
+            Some(v.and_then(|v| {
+                let (n, _) = rows(&v, "scatter", "a")?;
+                if n != size {
+                    return Err(errors::value_error(format!(
+                        "scatter: the root's array must have first axis == size {size} (rank \
+                         i gets a[i]), got shape {}",
+                        tuple(&v.shape)
+                    )));
+                }
+                Ok(v)
+            }))
+        } else {
+            None
+        };
+        let (dtype, (shape, _)) = self.coll_scatter_header(
+            py,
+            root,
+            send.as_ref(),
+            |v| Ok((v.shape[1..].to_vec(), None)),
+            "scatter",
+        )?;
+        let send = send.transpose()?;
+        let (res, recv) = result(py, out, &dtype, &shape, "scatter")?;
+        if let Some(s) = &send {
+            same_memory(s, &recv, "scatter")?;
+        }
+        let sb = send.as_ref().map(|s| s.bytes()).unwrap_or(&[]);
+        // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
+        let r = unsafe { recv.bytes_mut() };
+        runtime::blocking(py, || self.comm.scatter(sb, r, root)).map_err(coll_err)?;
+        Ok(res.unbind())
+    }
+}
+
+/// What a scatter's root tells the other ranks: the block's shape and the counts of a
+/// v-scatter.
+pub(crate) type BlockShape = (Vec<usize>, Option<Vec<usize>>);
+
+impl Comm {
+    /// The root's header of a scatter (collective): its array's dtype and `shape(a)`, or
+    /// its error, which every rank then raises.
+    pub(crate) fn coll_scatter_header<'py>(
+        &self,
+        py: Python<'py>,
+        root: u32,
+        send: Option<&PyResult<crate::buffer::View>>,
+        shape: impl FnOnce(&crate::buffer::View) -> PyResult<BlockShape>,
+        op: &str,
+    ) -> PyResult<(Bound<'py, numpy::PyArrayDescr>, BlockShape)> {
+        let local = send.map(|s| match s {
+            Ok(v) => shape(v).map(|s| (dtype_of(py, v), s)),
+            Err(e) => Err(e.clone_ref(py)),
+        });
+        let mine: Vec<u8> = match &local {
+            Some(Ok((d, (s, c)))) => dumps(py, &("ok", d, s, c).into_pyobject(py)?.into_any())?,
+            Some(Err(e)) => dumps(py, &("err", err_text(py, e)).into_pyobject(py)?.into_any())?,
+            None => Vec::new(),
+        };
+        let got = runtime::blocking(py, || self.comm.bcast_bytes(root, &mine)).map_err(coll_err)?;
+        let h = loads(py, &got)?;
+        let tag: String = h.get_item(0)?.extract()?;
+        if tag != "ok" {
+            let m: String = h.get_item(1)?.extract()?;
+            if let Some(Err(e)) = local {
+                return Err(e);
+            }
+            return Err(errors::value_error(format!(
+                "{op}: the root's arguments are wrong: {m}"
+            )));
+        }
+        let dtype = h
+            .get_item(1)?
+            .cast_into::<numpy::PyArrayDescr>()
+            .map_err(|_| errors::type_error(format!("{op}: the root's header has no dtype")))?;
+        let shape: Vec<usize> = h.get_item(2)?.extract()?;
+        let counts: Option<Vec<usize>> = h.get_item(3)?.extract()?;
+        Ok((dtype, (shape, counts)))
+    }
+}

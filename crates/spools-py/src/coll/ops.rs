@@ -1,0 +1,338 @@
+//! Reduction operators: the built-in ones by name, and a Python callable `f(a, b) ->
+//! array` on whole arrays, run as the runtime's slice operator (`spools::Op::UserSlice`)
+//! with the GIL taken back for each call. An exception in the callable (or a result of
+//! the wrong dtype or shape) is kept, the reduction goes on without calling it again (so
+//! that no rank waits forever), and the call raises that exception at its end.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArrayMethods};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyString;
+use spools::Element;
+
+use super::carrier::Carrier;
+use super::shapes::tuple;
+use crate::buffer::{self, Access, Dtype, View};
+use crate::errors;
+
+/// A reduction operator made of a Python function `f(a, b) -> array`, with whether it
+/// is commutative (`commute=True` lets the runtime combine contributions in any order,
+/// and long arrays block by block; otherwise `a` always holds lower ranks' contributions
+/// than `b`, and both are whole arrays of the reduced array's shape).
+///
+/// Any callable can be given as `op=` directly: it is then taken as non-commutative.
+#[pyclass(frozen, module = "spools")]
+pub(crate) struct Op {
+    func: Py<PyAny>,
+    commute: bool,
+}
+
+#[pymethods]
+impl Op {
+    /// `Op(f, commute=False)`: `f(a, b)` returns the combination of arrays `a` (the
+    /// lower ranks' partial result) and `b` (the higher ranks'), of their dtype and shape.
+    #[new]
+    #[pyo3(signature = (func, commute = false))]
+    fn new(func: &Bound<'_, PyAny>, commute: bool) -> PyResult<Op> {
+        if !func.is_callable() {
+            return Err(errors::type_error(format!(
+                "Op needs a callable f(a, b) -> array, got {}",
+                buffer::type_name(func)
+            )));
+        }
+        Ok(Op {
+            func: func.clone().unbind(),
+            commute,
+        })
+    }
+
+    /// Whether the function is commutative.
+    #[getter]
+    fn commute(&self) -> bool {
+        self.commute
+    }
+
+    /// Calls the function: `f(a, b)`.
+    fn __call__<'py>(
+        &self,
+        py: Python<'py>,
+        a: &Bound<'py, PyAny>,
+        b: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.func.bind(py).call1((a, b))
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let f = self
+            .func
+            .bind(py)
+            .repr()
+            .map(|r| r.to_string())
+            .unwrap_or_else(|_| "?".into());
+        format!(
+            "spools.Op({f}, commute={})",
+            if self.commute { "True" } else { "False" }
+        )
+    }
+}
+
+/// A built-in operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Builtin {
+    Sum,
+    Prod,
+    Min,
+    Max,
+}
+
+/// A Python reduction function applied to whole arrays (see the module docs).
+pub(crate) struct UserOp {
+    func: Py<PyAny>,
+    commute: bool,
+    /// The operands' dtype.
+    dtype: Py<PyArrayDescr>,
+    /// A whole operand's shape (pieces of other lengths are given as 1-D arrays).
+    shape: Vec<usize>,
+    itemsize: usize,
+    /// The first exception of the function, raised when the collective ends.
+    error: Mutex<Option<PyErr>>,
+}
+
+impl UserOp {
+    /// The kept exception, if the function raised.
+    pub(crate) fn take_error(&self) -> Option<PyErr> {
+        self.error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    /// `acc = acc op other` (`acc_is_lower`) or `other op acc`, through the function.
+    fn combine(&self, acc: &mut [u8], other: &[u8], acc_is_lower: bool) {
+        if self
+            .error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+        {
+            return;
+        }
+        if let Err(e) = Python::attach(|py| self.call(py, acc, other, acc_is_lower)) {
+            let mut g = self.error.lock().unwrap_or_else(PoisonError::into_inner);
+            if g.is_none() {
+                *g = Some(e);
+            }
+        }
+    }
+
+    fn call(&self, py: Python<'_>, acc: &mut [u8], other: &[u8], lower: bool) -> PyResult<()> {
+        let n = acc.len() / self.itemsize.max(1);
+        let whole: usize = self.shape.iter().product();
+        let shape = if n == whole {
+            self.shape.clone()
+        } else {
+            vec![n]
+        };
+        let dtype = self.dtype.bind(py);
+        let (a, av) = buffer::empty(py, dtype.as_any(), &shape)?;
+        let (b, bv) = buffer::empty(py, dtype.as_any(), &shape)?;
+        // SAFETY: both views are of arrays made just above, not shared with anyone.
+        unsafe {
+            av.bytes_mut().copy_from_slice(acc);
+            bv.bytes_mut().copy_from_slice(other);
+        }
+        let (lo, hi) = if lower { (a, b) } else { (b, a) };
+        let r = self.func.bind(py).call1((lo, hi))?;
+        let r = ascontiguousarray(py)?.call1((r,))?;
+        let rv = buffer::view(&r, Access::Read, "the result of the reduction function")?;
+        let rd = rv.array(py).dtype();
+        if !rd.is_equiv_to(dtype) {
+            return Err(errors::type_error(format!(
+                "the reduction function must return an array of its arguments' dtype \
+                 {dtype}, got dtype {rd}"
+            )));
+        }
+        if rv.len() != acc.len() {
+            return Err(errors::value_error(format!(
+                "the reduction function must return an array of its arguments' shape \
+                 {}, got shape {}",
+                tuple(&shape),
+                tuple(&rv.shape)
+            )));
+        }
+        acc.copy_from_slice(rv.bytes());
+        Ok(())
+    }
+}
+
+/// `numpy.ascontiguousarray`, looked up once.
+fn ascontiguousarray(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static F: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    F.get_or_try_init(py, || {
+        Ok::<_, PyErr>(py.import("numpy")?.getattr("ascontiguousarray")?.unbind())
+    })
+    .map(|f| f.bind(py))
+}
+
+/// What a reduction of one array with one operator runs: the carrier type and the
+/// runtime operator.
+pub(crate) struct Reduction {
+    pub(crate) carrier: Carrier,
+    builtin: Option<Builtin>,
+    user: Option<Arc<UserOp>>,
+}
+
+/// The names accepted for the built-in operators.
+const NAMES: &str = "\"sum\", \"prod\", \"min\", \"max\" (spools.SUM, ...), a callable \
+                     f(a, b) -> array or spools.Op(f, commute=...)";
+
+impl Reduction {
+    /// The reduction of `a` (the operand) with `op` (a name, a callable or an `Op`).
+    ///
+    /// # Errors
+    /// `TypeError` for an operator of another kind, or a built-in one on a dtype it does
+    /// not reduce (records, strings; complex numbers other than by "sum");
+    /// `ValueError` for an unknown name.
+    pub(crate) fn new(
+        py: Python<'_>,
+        a: &View,
+        op: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Reduction> {
+        let Some(op) = op else {
+            return Self::builtin(a, Builtin::Sum);
+        };
+        if let Ok(s) = op.cast::<PyString>() {
+            let name = s.to_cow()?;
+            let b = match name.as_ref() {
+                "sum" | "SUM" => Builtin::Sum,
+                "prod" | "PROD" => Builtin::Prod,
+                "min" | "MIN" => Builtin::Min,
+                "max" | "MAX" => Builtin::Max,
+                _ => {
+                    return Err(errors::value_error(format!(
+                        "op must be one of {NAMES}; got {name:?}"
+                    )))
+                }
+            };
+            return Self::builtin(a, b);
+        }
+        let (func, commute) = match op.cast::<Op>() {
+            Ok(o) => (o.get().func.clone_ref(py), o.get().commute),
+            Err(_) if op.is_callable() => (op.clone().unbind(), false),
+            Err(_) => {
+                return Err(errors::type_error(format!(
+                    "op must be one of {NAMES}; got {}",
+                    buffer::type_name(op)
+                )))
+            }
+        };
+        // Items of a size no runtime element has (complex128, records) go as bytes, in
+        // rank order on whole arrays (so that no item is ever cut).
+        let (carrier, commute) = match Carrier::exact(a.itemsize) {
+            Some(c) => (c, commute),
+            None => (Carrier::U8, false),
+        };
+        let dtype = a.array(py).dtype().unbind();
+        Ok(Reduction {
+            carrier,
+            builtin: None,
+            user: Some(Arc::new(UserOp {
+                func,
+                commute,
+                dtype,
+                shape: a.shape.clone(),
+                itemsize: a.itemsize,
+                error: Mutex::new(None),
+            })),
+        })
+    }
+
+    fn builtin(a: &View, b: Builtin) -> PyResult<Reduction> {
+        let carrier = match a.dtype {
+            Dtype::Bool => {
+                // Logical or and and, as numpy's sum and product of booleans are.
+                let b = match b {
+                    Builtin::Sum | Builtin::Max => Builtin::Max,
+                    Builtin::Prod | Builtin::Min => Builtin::Min,
+                };
+                return Ok(Reduction {
+                    carrier: Carrier::U8,
+                    builtin: Some(b),
+                    user: None,
+                });
+            }
+            Dtype::U8 => Carrier::U8,
+            Dtype::I8 => Carrier::I8,
+            Dtype::U16 => Carrier::U16,
+            Dtype::I16 => Carrier::I16,
+            Dtype::U32 => Carrier::U32,
+            Dtype::I32 => Carrier::I32,
+            Dtype::U64 => Carrier::U64,
+            Dtype::I64 => Carrier::I64,
+            Dtype::F32 => Carrier::F32,
+            Dtype::F64 => Carrier::F64,
+            // A complex sum is the sum of the real parts and of the imaginary parts.
+            Dtype::C64 if b == Builtin::Sum => Carrier::F32,
+            Dtype::C128 if b == Builtin::Sum => Carrier::F64,
+            Dtype::C64 | Dtype::C128 => {
+                return Err(errors::type_error(format!(
+                    "op {:?} does not apply to complex numbers (only \"sum\" or a \
+                     callable does); got an array of dtype {:?}",
+                    format!("{b:?}").to_ascii_lowercase(),
+                    a.dtype
+                )))
+            }
+            Dtype::Other => {
+                return Err(errors::type_error(
+                    "built-in reductions need a numeric dtype (bool, int8 to uint64, \
+                     float32, float64; complex for \"sum\"); got an array of another dtype \
+                     (records, strings or non-native byte order): give a callable op",
+                ))
+            }
+        };
+        Ok(Reduction {
+            carrier,
+            builtin: Some(b),
+            user: None,
+        })
+    }
+
+    /// The runtime operator on `T` (the carrier's type).
+    pub(crate) fn op<T: Element>(&self) -> spools::Op<T> {
+        match (&self.user, self.builtin) {
+            (Some(u), _) => {
+                let u = u.clone();
+                let commute = u.commute;
+                spools::Op::user_slice(
+                    move |acc: &mut [T], other: &[T], lower| {
+                        u.combine(spools::as_bytes_mut(acc), spools::as_bytes(other), lower)
+                    },
+                    commute,
+                )
+            }
+            (None, Some(Builtin::Prod)) => spools::Op::Prod,
+            (None, Some(Builtin::Min)) => spools::Op::Min,
+            (None, Some(Builtin::Max)) => spools::Op::Max,
+            (None, _) => spools::Op::Sum,
+        }
+    }
+
+    /// The Python function, if the operator is one (its kept exception is raised at the
+    /// end of the call).
+    pub(crate) fn user(&self) -> Option<Arc<UserOp>> {
+        self.user.clone()
+    }
+
+    /// The call's outcome: the Python function's exception first, then the runtime's.
+    ///
+    /// # Errors
+    /// The function's exception, or the collective's error.
+    pub(crate) fn finish<R>(&self, r: PyResult<R>) -> PyResult<R> {
+        if let Some(e) = self.user.as_ref().and_then(|u| u.take_error()) {
+            return Err(e);
+        }
+        r
+    }
+}

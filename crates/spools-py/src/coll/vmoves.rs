@@ -1,0 +1,220 @@
+//! The blocking collectives of blocks of different sizes along the first axis:
+//! `gatherv`, `allgatherv`, `scatterv`, `alltoallv`. The ranks first agree on every
+//! rank's rows, dtype and row shape (see [`super::shapes::agree`]).
+
+use pyo3::prelude::*;
+
+use super::shapes::{
+    agree, coll_err, counts_arg, dtype_of, result, row_bytes, rows, same_memory, scaled, tuple,
+    Desc,
+};
+use crate::buffer::{self, Access, View};
+use crate::comm::Comm;
+use crate::errors;
+use crate::runtime;
+
+/// `(sum of rows, *tail)`.
+fn stacked(rows: &[usize], tail: &[usize]) -> Vec<usize> {
+    let mut s = vec![rows.iter().sum()];
+    s.extend_from_slice(tail);
+    s
+}
+
+#[pymethods]
+impl Comm {
+    /// Gathers every rank's array `a` on rank `root`, concatenated along the first axis
+    /// (whose length may differ per rank; the other axes and the dtype may not): returns
+    /// there the array of shape `(sum of the ranks' a.shape[0], *a.shape[1:])` (new, or
+    /// `out` filled), `None` elsewhere. Collective.
+    #[pyo3(signature = (a, root = 0, out = None))]
+    fn gatherv(
+        &self,
+        py: Python<'_>,
+        a: &Bound<'_, PyAny>,
+        root: i64,
+        out: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<Py<PyAny>>> {
+        let root = self.check_rank(root, "gatherv: root")?;
+        let send = buffer::view(a, Access::Read, "gatherv: a");
+        let desc = send
+            .as_ref()
+            .map_err(|e| e.clone_ref(py))
+            .and_then(|v| Desc::of(py, v, "gatherv"));
+        let ag = agree(py, &self.comm, desc, "gatherv")?;
+        let send = send?;
+        let row = row_bytes(&send, &ag.tail);
+        let counts = scaled(&ag.rows, row);
+        if self.comm.rank() != root {
+            runtime::blocking(py, || {
+                self.comm.gatherv(send.bytes(), &mut [], &counts, root)
+            })
+            .map_err(coll_err)?;
+            return Ok(None);
+        }
+        let shape = stacked(&ag.rows, &ag.tail);
+        let (res, recv) = result(py, out, &dtype_of(py, &send), &shape, "gatherv")?;
+        same_memory(&send, &recv, "gatherv")?;
+        // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
+        let r = unsafe { recv.bytes_mut() };
+        runtime::blocking(py, || self.comm.gatherv(send.bytes(), r, &counts, root))
+            .map_err(coll_err)?;
+        Ok(Some(res.unbind()))
+    }
+
+    /// Gives every rank every rank's array `a` concatenated along the first axis (whose
+    /// length may differ per rank; the other axes and the dtype may not): an array of
+    /// shape `(sum of the ranks' a.shape[0], *a.shape[1:])` (new, or `out` filled).
+    /// Collective.
+    #[pyo3(signature = (a, out = None))]
+    fn allgatherv(
+        &self,
+        py: Python<'_>,
+        a: &Bound<'_, PyAny>,
+        out: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let send = buffer::view(a, Access::Read, "allgatherv: a");
+        let desc = send
+            .as_ref()
+            .map_err(|e| e.clone_ref(py))
+            .and_then(|v| Desc::of(py, v, "allgatherv"));
+        let ag = agree(py, &self.comm, desc, "allgatherv")?;
+        let send = send?;
+        let counts = scaled(&ag.rows, row_bytes(&send, &ag.tail));
+        let shape = stacked(&ag.rows, &ag.tail);
+        let (res, recv) = result(py, out, &dtype_of(py, &send), &shape, "allgatherv")?;
+        same_memory(&send, &recv, "allgatherv")?;
+        // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
+        let r = unsafe { recv.bytes_mut() };
+        runtime::blocking(py, || self.comm.allgatherv(send.bytes(), r, &counts))
+            .map_err(coll_err)?;
+        Ok(res.unbind())
+    }
+
+    /// Scatters rank `root`'s array `a` along its first axis in blocks of `counts[i]`
+    /// rows for rank i (`counts` given on the root, one per rank, adding up to
+    /// `a.shape[0]`): returns this rank's block, of shape `(counts[rank], *a.shape[1:])`
+    /// (new, or `out` filled). Other ranks' `a` and `counts` are ignored (give `None`).
+    /// Collective.
+    #[pyo3(signature = (a = None, counts = None, root = 0, out = None))]
+    fn scatterv(
+        &self,
+        py: Python<'_>,
+        a: Option<&Bound<'_, PyAny>>,
+        counts: Option<&Bound<'_, PyAny>>,
+        root: i64,
+        out: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let root = self.check_rank(root, "scatterv: root")?;
+        let size = self.comm.size();
+        let send: Option<PyResult<View>> = (self.comm.rank() == root).then(|| match a {
+            Some(a) => buffer::view(a, Access::Read, "scatterv: a"),
+            None => Err(errors::value_error(
+                "scatterv: the root must give the array to scatter, got None",
+            )),
+        });
+        let (dtype, (tail, counts)) = self.coll_scatter_header(
+            py,
+            root,
+            send.as_ref(),
+            |v| {
+                let (n, tail) = rows(v, "scatterv", "a")?;
+                let c = match counts {
+                    Some(c) => counts_arg(c, size, "scatterv", "counts")?,
+                    None => {
+                        return Err(errors::value_error(
+                            "scatterv: the root must give the counts (one per rank)",
+                        ))
+                    }
+                };
+                let total: usize = c.iter().sum();
+                if total != n {
+                    return Err(errors::value_error(format!(
+                        "scatterv: the counts must add up to a's first axis {n} (a has \
+                         shape {}), got {total}",
+                        tuple(&v.shape)
+                    )));
+                }
+                Ok((tail, Some(c)))
+            },
+            "scatterv",
+        )?;
+        let counts = counts.unwrap_or_default();
+        let send = send.transpose()?;
+        let me = self.comm.rank() as usize;
+        let mut shape = vec![counts.get(me).copied().unwrap_or(0)];
+        shape.extend_from_slice(&tail);
+        let (res, recv) = result(py, out, &dtype, &shape, "scatterv")?;
+        if let Some(s) = &send {
+            same_memory(s, &recv, "scatterv")?;
+        }
+        let row = tail.iter().product::<usize>() * dtype_itemsize(&dtype)?;
+        let counts = scaled(&counts, row);
+        let sb = send.as_ref().map(|s| s.bytes()).unwrap_or(&[]);
+        // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
+        let r = unsafe { recv.bytes_mut() };
+        runtime::blocking(py, || self.comm.scatterv(sb, &counts, r, root)).map_err(coll_err)?;
+        Ok(res.unbind())
+    }
+
+    /// All-to-all of blocks of different sizes: rows `a[d_j : d_j + sendcounts[j]]` (the
+    /// blocks one after the other along the first axis, `sendcounts` one per rank adding
+    /// up to `a.shape[0]`) go to rank j. Returns the blocks this rank received, in rank
+    /// order, concatenated along the first axis (new, or `out` filled); how many rows came
+    /// from each rank is what they gave as `sendcounts[this rank]`. Every rank gives the
+    /// same dtype and row shape. Collective.
+    #[pyo3(signature = (a, sendcounts, out = None))]
+    fn alltoallv(
+        &self,
+        py: Python<'_>,
+        a: &Bound<'_, PyAny>,
+        sendcounts: &Bound<'_, PyAny>,
+        out: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let size = self.comm.size();
+        let send = buffer::view(a, Access::Read, "alltoallv: a");
+        let local = send.as_ref().map_err(|e| e.clone_ref(py)).and_then(|v| {
+            let d = Desc::of(py, v, "alltoallv")?;
+            let c = counts_arg(sendcounts, size, "alltoallv", "sendcounts")?;
+            let total: usize = c.iter().sum();
+            if total != v.shape[0] {
+                return Err(errors::value_error(format!(
+                    "alltoallv: the sendcounts must add up to a's first axis {} (a has shape \
+                     {}), got {total}",
+                    v.shape[0],
+                    tuple(&v.shape)
+                )));
+            }
+            Ok((d, c))
+        });
+        let (desc, sc) = match local {
+            Ok((d, c)) => (Ok(d), c),
+            Err(e) => (Err(e), Vec::new()),
+        };
+        let ag = agree(py, &self.comm, desc, "alltoallv")?;
+        let send = send?;
+        let sc64: Vec<u64> = sc.iter().map(|&c| c as u64).collect();
+        let mut rc64 = vec![0u64; size as usize];
+        runtime::blocking(py, || self.comm.alltoall(&sc64, &mut rc64)).map_err(coll_err)?;
+        let rc: Vec<usize> = rc64.iter().map(|&c| c as usize).collect();
+        let shape = stacked(&rc, &ag.tail);
+        let (res, recv) = result(py, out, &dtype_of(py, &send), &shape, "alltoallv")?;
+        if same_memory(&send, &recv, "alltoallv")? {
+            return Err(errors::value_error(
+                "alltoallv: out must not be a (there is no in-place all-to-all)",
+            ));
+        }
+        let row = row_bytes(&send, &ag.tail);
+        let (sc, rc) = (scaled(&sc, row), scaled(&rc, row));
+        // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
+        let r = unsafe { recv.bytes_mut() };
+        runtime::blocking(py, || self.comm.alltoallv(send.bytes(), &sc, r, &rc))
+            .map_err(coll_err)?;
+        Ok(res.unbind())
+    }
+}
+
+/// A dtype's item size.
+fn dtype_itemsize(d: &Bound<'_, numpy::PyArrayDescr>) -> PyResult<usize> {
+    use numpy::PyArrayDescrMethods;
+    Ok(d.itemsize())
+}

@@ -1,0 +1,96 @@
+"""Wrong arguments of the collectives: each a TypeError/ValueError naming the expected
+and the given, raised on every rank alike where the ranks exchange their arguments
+first (scatters, v-forms), never a hang; the communicator works afterwards."""
+
+import numpy as np
+import spools
+
+world = spools.init()
+r, n = world.rank, world.size
+
+
+def expect(kind, words, f, where=True):
+    """f() raises `kind` with every one of `words` in its message (on the ranks where
+    `where` holds; elsewhere it must not raise)."""
+    try:
+        f()
+    except kind as e:
+        assert where, "unexpected %r" % (e,)
+        msg = str(e)
+        for w in words:
+            assert w in msg, "%r not in %r" % (w, msg)
+        return
+    assert not where, "no %s raised (%s)" % (kind.__name__, words)
+
+
+# Scatter: the root's array must have first axis == size; every rank raises.
+expect(ValueError, ["first axis == size %d" % n, "(%d, 2)" % (n + 1)],
+       lambda: world.scatter(np.zeros((n + 1, 2)) if r == 0 else None, root=0))
+expect(ValueError, ["root must give the array"], lambda: world.scatter(None, root=0))
+expect(ValueError, ["add up to", str(n)],
+       lambda: world.scatterv(np.zeros(n) if r == n - 1 else None, [2] * n if r == n - 1 else None, root=n - 1))
+expect(ValueError, ["one count per rank (%d)" % n],
+       lambda: world.scatterv(np.zeros(n) if r == 0 else None, [1] * (n + 1) if r == 0 else None))
+# v-forms: a dtype or row shape differing on one rank is a ValueError on every rank.
+if n > 1:
+    expect(ValueError, ["same dtype and row shape", "float64", "int32"],
+           lambda: world.gatherv(np.zeros((r + 1, 2), dtype=np.int32 if r == n - 1 else np.float64)))
+    expect(ValueError, ["same dtype and row shape", "(3,)", "(2,)"],
+           lambda: world.allgatherv(np.zeros((1, 3 if r == 0 else 2))))
+    expect(ValueError, ["sendcounts", "one count per rank"],
+           lambda: world.alltoallv(np.zeros(n), [1] * (n + 1) if r == 1 else [1] * n))
+expect(ValueError, ["at least one axis", "0-d"], lambda: world.allgatherv(np.float64(1.0)))
+expect(ValueError, ["add up to", "(5,)"], lambda: world.alltoallv(np.zeros(5), [6] + [0] * (n - 1)))
+# Local shapes: alltoall's first axis, reduce_scatter's counts.
+expect(ValueError, ["communicator's size %d" % n, "(%d, 3)" % (n + 1)],
+       lambda: world.alltoall(np.zeros((n + 1, 3))))
+expect(ValueError, ["split evenly", "(%d,)" % (2 * n + 1)],
+       lambda: world.reduce_scatter(np.zeros(2 * n + 1)), where=n > 1)
+expect(ValueError, ["add up to"], lambda: world.reduce_scatter(np.zeros(n), [2] * n))
+# out= of the wrong dtype, shape, or read-only.
+expect(TypeError, ["dtype float64", "int32"], lambda: world.allreduce(np.zeros(3), out=np.zeros(3, dtype=np.int32)))
+expect(ValueError, ["shape (3,)", "(4,)"], lambda: world.allreduce(np.zeros(3), out=np.zeros(4)))
+expect(ValueError, ["shape (%d, 3)" % n, "(3,)"], lambda: world.allgather(np.zeros(3), out=np.zeros(3)))
+ro = np.zeros(3)
+ro.flags.writeable = False
+expect(ValueError, ["read-only"], lambda: world.allreduce(np.zeros(3), out=ro))
+expect(ValueError, ["read-only"], lambda: world.bcast(ro))
+a = np.zeros(6)
+expect(ValueError, ["overlaps"], lambda: world.allreduce(a[:4], out=a[2:]))
+# Non-contiguous arrays.
+expect(ValueError, ["C-contiguous", "strides"], lambda: world.allreduce(np.zeros((4, 4))[:, ::2]))
+# Operators.
+expect(ValueError, ["op must be one of", "'avg'".replace("'", '"')], lambda: world.allreduce(np.zeros(2), op="avg"))
+expect(TypeError, ["op must be one of", "int"], lambda: world.allreduce(np.zeros(2), op=42))
+expect(TypeError, ["complex"], lambda: world.allreduce(np.zeros(2, dtype=np.complex128), op="max"))
+expect(TypeError, ["numeric dtype"], lambda: world.allreduce(np.zeros(2, dtype="U3")))
+expect(TypeError, ["callable"], lambda: spools.Op(3))
+# Roots.
+expect(ValueError, ["root", "0 to %d" % (n - 1), str(n)], lambda: world.bcast(np.zeros(1), root=n))
+expect(ValueError, ["root", "-1"], lambda: world.reduce(np.zeros(1), root=-1))
+# Not buffers.
+expect(TypeError, ["buffer protocol", "dict"], lambda: world.allreduce({"a": 1}))
+expect(TypeError, ["dtype object"], lambda: world.allgather(np.array([None, 1], dtype=object)))
+# Objects that do not pickle: their rank raises the pickling error, the others a
+# ValueError naming it.
+import threading
+
+lock = threading.Lock()
+if n > 1:
+    try:
+        world.allgather_obj(lock if r == 1 else r)
+        got = None
+    except Exception as e:
+        got = e
+    if r == 1:
+        assert isinstance(got, TypeError) and "pickle" in str(got), repr(got)
+    else:
+        assert isinstance(got, ValueError) and "rank 1" in str(got), repr(got)
+    if r == 0:
+        expect(TypeError, ["pickle"], lambda: world.bcast_obj(lock, root=0))
+    else:
+        expect(ValueError, ["rank 0's object could not be pickled"], lambda: world.bcast_obj(None, root=0))
+# The communicator works afterwards.
+assert world.allreduce(np.array([1]))[0] == n
+world.barrier()
+print("coll_errors ok")

@@ -1,0 +1,141 @@
+"""Reductions with a Python callable on whole arrays: a non-commutative one (2x2 integer
+matrix products, in rank order) through every reduction, blocking and not; a commutative
+one (spools.Op(..., commute=True)) on a long array; an exception raised inside the
+callable comes out of the call on the ranks that called it, and a result of the wrong
+dtype or shape is a TypeError/ValueError; afterwards the communicator still works."""
+
+import sys
+
+import numpy as np
+import spools
+from coll_common import same
+
+world = spools.init()
+r, n = world.rank, world.size
+
+
+def mat(rank, k):
+    """Rank `rank`'s k matrices [[rank + i + 1, 1], [i % 3, 1]] (uint64 arithmetic wraps,
+    as numpy's matmul of uint64 does)."""
+    return np.stack([np.array([[rank + i + 1, 1], [i % 3, 1]], dtype=np.uint64) for i in range(k)])
+
+
+def chain(ms):
+    acc = ms[0]
+    for m in ms[1:]:
+        acc = acc @ m
+    return acc
+
+
+calls = []
+
+
+def matmul(a, b):
+    calls.append((a.shape, b.shape))
+    assert a.dtype == np.uint64 and b.dtype == np.uint64, (a.dtype, b.dtype)
+    return a @ b
+
+
+for k in [1, 3]:
+    mine = mat(r, k)
+    want = chain([mat(i, k) for i in range(n)])
+    assert n == 1 or not np.array_equal(want, chain([mat(i, k) for i in reversed(range(n))])), \
+        "the test's operator must not commute"
+    calls.clear()
+    same(world.allreduce(mine, op=matmul), want, "allreduce of a callable")
+    # Whole arrays of the input's shape, every time.
+    assert all(s == ((k, 2, 2), (k, 2, 2)) for s in calls), calls
+    for root in sorted({0, n - 1}):
+        got = world.reduce(mine, op=matmul, root=root)
+        if r == root:
+            same(got, want, "reduce of a callable to %d" % root)
+    same(world.scan(mine, op=matmul), chain([mat(i, k) for i in range(r + 1)]), "scan of a callable")
+    b = mine.copy()
+    world.allreduce(b, op=spools.Op(matmul), out=b)
+    same(b, want, "in-place allreduce of an Op")
+    same(world.iallreduce(mine, op=matmul).wait(), want, "iallreduce of a callable")
+    same(world.iscan(mine, op=matmul).wait(), chain([mat(i, k) for i in range(r + 1)]), "iscan")
+    got = world.ireduce(mine, op=matmul, root=n - 1).wait()
+    if r == n - 1:
+        same(got, want, "ireduce of a callable")
+    else:
+        assert got is None
+
+# Reduce-scatter with a callable: block i (i + 1 rows of 2x2 matrices) to rank i.
+counts = list(range(1, n + 1))
+total = sum(counts)
+want = chain([mat(i, total) for i in range(n)])
+d = sum(counts[:r])
+same(world.reduce_scatter(mat(r, total), counts, op=matmul), want[d : d + r + 1], "reduce_scatter")
+same(world.ireduce_scatter(mat(r, total), counts, op=matmul).wait(), want[d : d + r + 1], "ireduce_scatter")
+
+# A commutative operator on 300 kB: the runtime may combine blocks (1-D pieces).
+pieces = []
+
+
+def add(a, b):
+    pieces.append(a.size)
+    return a + b
+
+
+big = np.arange(40_000, dtype=np.float64) + r
+op = spools.Op(add, commute=True)
+assert op.commute and "commute=True" in repr(op)
+same(world.allreduce(big, op=op), np.arange(40_000, dtype=np.float64) * n + n * (n - 1) / 2, "commutative")
+assert n == 1 or len(pieces) > 0
+
+# Complex numbers through a callable (bytes carried, the function sees complex128).
+z = np.array([1 + 1j * r, 2 - r * 1j])
+same(world.allreduce(z, op=lambda a, b: a * b), np.prod([[1 + 1j * i, 2 - i * 1j] for i in range(n)], axis=0), "complex product")
+
+
+class Boom(Exception):
+    pass
+
+
+def boom(a, b):
+    called.append(1)
+    raise Boom("boom on rank %d" % r)
+
+
+# An exception inside the callable: raised by the call on every rank that called it;
+# the collective still ends on every rank.
+for name, call in [
+    ("allreduce", lambda: world.allreduce(np.ones(3), op=boom)),
+    ("reduce", lambda: world.reduce(np.ones(3), op=boom, root=0)),
+    ("scan", lambda: world.scan(np.ones(3), op=boom)),
+    ("iallreduce", lambda: world.iallreduce(np.ones(3), op=boom).wait()),
+]:
+    called = []
+    try:
+        call()
+        raised = False
+    except Boom as e:
+        assert "boom on rank %d" % r in str(e)
+        raised = True
+    assert raised == bool(called), "%s: raised %s, called %d times" % (name, raised, len(called))
+    assert len(called) <= 1, "%s: the callable ran again after its exception" % name
+    nraised = world.allreduce(np.array([int(raised)]))[0]
+    assert nraised >= (1 if n > 1 else 0), "%s: no rank raised" % name
+
+# A result of the wrong dtype or shape: TypeError / ValueError naming both, on the ranks
+# that called the function.
+for bad, kind, words in [
+    (lambda a, b: (a + b).astype(np.float32), TypeError, ["float64", "float32"]),
+    (lambda a, b: np.concatenate([a, b]), ValueError, ["(4,)", "(8,)"]),
+]:
+    called = []
+    try:
+        world.allreduce(np.ones(4), op=lambda a, b: called.append(1) or bad(a, b))
+        raised = None
+    except (TypeError, ValueError) as e:
+        raised = e
+    assert (raised is not None) == bool(called), "wrong result: %r, called %d" % (raised, len(called))
+    if raised is not None:
+        assert isinstance(raised, kind) and all(w in str(raised) for w in words), repr(raised)
+    assert world.allreduce(np.array([int(raised is not None)]))[0] >= (1 if n > 1 else 0)
+
+# The communicator still works.
+same(world.allreduce(np.array([r])), np.array([n * (n - 1) // 2]), "after the errors")
+world.barrier()
+print("coll_ops ok")
