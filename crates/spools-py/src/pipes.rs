@@ -59,12 +59,13 @@ fn pipe_error(e: PipeError) -> PyErr {
     errors::raise(kind, msg)
 }
 
-/// The communicator a pipe or stream runs on: the world's I/O communicator for the
-/// world (so its collectives never meet the program's), else the communicator itself.
+/// The communicator a pipe or stream runs on: the communicator's I/O duplicate (made by
+/// its first collective I/O call), so that its collectives never meet the program's
+/// messages; the world's by default.
 pub(crate) fn io_comm_of(py: Python<'_>, comm: Option<&Bound<'_, Comm>>) -> PyResult<Communicator> {
     match comm {
-        Some(c) if !c.is_instance_of::<World>() => Ok(c.get().comm.clone()),
-        _ => runtime::get()?.io_comm(py),
+        Some(c) => c.get().io_comm(py, c.is_instance_of::<World>()),
+        None => runtime::get()?.io_comm(py),
     }
 }
 

@@ -43,7 +43,7 @@ if mode.startswith("python"):
             print("sender gone after %d" % n)
 else:
     spools_bin, files = sys.argv[2], sys.argv[3:]
-    r = world.stream_listen("tcp:127.0.0.1:0")
+    r = world.dup().stream_listen("tcp:127.0.0.1:0")  # on a communicator of its own
     sender = None
     if me == 0:
         sender = subprocess.Popen([spools_bin, "send", "--links", "3", "--tu", "999",
