@@ -22,6 +22,8 @@ pub(crate) struct Runtime {
     /// Messages up to this size leave at once (short or eager): a send of one does
     /// not wait for the receiver.
     pub(crate) eager_limit: usize,
+    /// The job's secret, which streams prove to a receiver that requires it.
+    pub(crate) secret: spools_proto::auth::Secret,
     /// The communicator parallel I/O runs on, once made (see `io_comm`).
     io: OnceLock<Communicator>,
 }
@@ -170,6 +172,7 @@ fn init(py: Python<'_>) -> PyResult<Py<World>> {
         comm: world.communicator().clone(),
         eager_limit,
         io: OnceLock::new(),
+        secret: world.secret().clone(),
         worker,
         world: Mutex::new(Some(world)),
     });

@@ -387,9 +387,10 @@ impl Comm {
             window,
             priority,
         };
+        let secret = runtime::get()?.secret.clone();
         let t = runtime::blocking(py, || {
             Tethered::new(comm, |c| {
-                spools_io::stream::StreamWriter::open(c, addr, format)
+                spools_io::stream::StreamWriter::open_proving(c, addr, format, &secret)
             })
         })
         .map_err(stream_error)?;

@@ -92,3 +92,30 @@ def test_stream_sender_dies(tmp_path):
     gone = sorted(l for l in out.splitlines() if "sender gone" in l)
     assert gone in (["[0] sender gone after %d" % k, "[1] sender gone after %d" % k]
                     for k in (1, 2)), (out, err)
+
+
+def test_stream_proves_the_job_secret(run, tmp_path):
+    """A receiver that requires the job's secret (`spools recv --secret FILE`) takes a
+    stream from a job started with it (`spools run --secret FILE`) and refuses one from
+    a job with another secret."""
+    secret = tmp_path / "secret"
+    secret.write_text(subprocess.run([spools_bin(), "secret"], capture_output=True, text=True,
+                                     check=True).stdout)
+    out = tmp_path / "out"
+    out.mkdir()
+    p, addr = start_listener(spools_bin(), "recv", "tcp:127.0.0.1:0", "--out", str(out) + "/",
+                             "--secret", str(secret), marker="listening on ", stream="err")
+    try:
+        # Another job's secret: refused, every rank fails, nothing received.
+        other = run(2, "stream_send.py", "tcp:" + addr, check=False)
+        assert other.code != 0, other
+        assert os.listdir(out) == []
+        # The job's own: received, bit-identical.
+        job = run(2, "stream_send.py", "tcp:" + addr,
+                  launcher_args=("--tag-output", "--secret", str(secret)))
+        assert sorted(job.lines()) == ["sent 3"] * 2
+    finally:
+        code, _, err = finish(p)
+    assert code == 0, err
+    for k in range(3):
+        assert (out / ("s1-a%d" % k)).read_bytes() == full(k).tobytes()
