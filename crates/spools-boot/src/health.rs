@@ -155,10 +155,13 @@ impl JobHealth {
         self.wake_all();
     }
 
-    /// A rank that finalised without starting collective number `k` (counted from 0) of
-    /// context `ctx`, which it held: a wait in that collective can never complete.
-    /// Returns that rank and how many collectives of `ctx` it started.
-    pub fn collective_blocker(&self, ctx: u32, k: u32) -> Option<(u32, u32)> {
+    /// A rank among `members` (the job ranks of the communicator that waits) that
+    /// finalised without starting collective number `k` (counted from 0) of context
+    /// `ctx`, which it held: a wait in that collective can never complete. Returns that
+    /// rank and how many collectives of `ctx` it started. (The communicators one `split`
+    /// makes share a context: a rank of a sibling communicator says nothing about this
+    /// one.)
+    pub fn collective_blocker(&self, ctx: u32, k: u32, members: &[u32]) -> Option<(u32, u32)> {
         if !self.any_finalizing.load(Ordering::Relaxed) {
             return None;
         }
@@ -166,12 +169,24 @@ impl JobHealth {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
+            .filter(|(rank, _)| members.contains(rank))
             .find_map(|(rank, counts)| {
                 counts
                     .iter()
                     .find(|(c, n)| *c == ctx && *n <= k)
                     .map(|(_, n)| (*rank, *n))
             })
+    }
+
+    /// Whether `rank` announced that it finalises.
+    pub fn is_finalizing(&self, rank: u32) -> bool {
+        self.any_finalizing.load(Ordering::Relaxed)
+            && self
+                .finalizing
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .any(|(r, _)| *r == rank)
     }
 
     /// Records that the rendezvous went away and wakes every wait.
@@ -260,16 +275,21 @@ mod tests {
 
     #[test]
     fn a_collective_is_blocked_only_by_a_rank_that_never_started_it() {
+        const ALL: [u32; 4] = [0, 1, 2, 3];
         let st = JobHealth::new(4);
-        assert_eq!(st.collective_blocker(3, 0), None);
+        assert_eq!(st.collective_blocker(3, 0, &ALL), None);
         // Rank 2 finalised after 2 collectives on context 3 and none on context 5.
         st.mark_finalizing(2, vec![(3, 2), (5, 0)]);
-        assert_eq!(st.collective_blocker(3, 0), None);
-        assert_eq!(st.collective_blocker(3, 1), None);
-        assert_eq!(st.collective_blocker(3, 2), Some((2, 2)));
-        assert_eq!(st.collective_blocker(5, 0), Some((2, 0)));
+        assert_eq!(st.collective_blocker(3, 0, &ALL), None);
+        assert_eq!(st.collective_blocker(3, 1, &ALL), None);
+        assert_eq!(st.collective_blocker(3, 2, &ALL), Some((2, 2)));
+        assert_eq!(st.collective_blocker(5, 0, &ALL), Some((2, 0)));
         // A context it never held says nothing.
-        assert_eq!(st.collective_blocker(7, 9), None);
+        assert_eq!(st.collective_blocker(7, 9, &ALL), None);
+        // Nor does it block a communicator it is not a member of (a sibling of one
+        // `split`, in the same context).
+        assert_eq!(st.collective_blocker(3, 2, &[0, 1, 3]), None);
+        assert_eq!(st.collective_blocker(5, 0, &[1, 2]), Some((2, 0)));
     }
 
     #[test]

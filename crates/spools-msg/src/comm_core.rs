@@ -18,9 +18,9 @@ use crate::status::{Source, Status, Tag};
 /// The collective (context, number) a message of context `ctx` with `tag` belongs to:
 /// collectives use the odd context `ctx + 1` of their communicator and tags
 /// `number << 8 | step` (see [`CommCore::next_coll_tag`]).
-fn collective_of(ctx: u32, tag: Tag) -> Option<(u32, u32)> {
+fn collective_of(ctx: u32, tag: Tag, members: &[u32]) -> Option<(u32, u32, &[u32])> {
     match tag {
-        Tag::Is(t) if ctx % 2 == 1 => Some((ctx, (t as u32) >> 8)),
+        Tag::Is(t) if ctx % 2 == 1 => Some((ctx, (t as u32) >> 8, members)),
         _ => None,
     }
 }
@@ -163,7 +163,7 @@ impl CommCore {
                     engine: &self.engine,
                     id,
                     recv: false,
-                    collective: collective_of(ctx, Tag::Is(tag as i32)),
+                    collective: collective_of(ctx, Tag::Is(tag as i32), &self.ranks),
                     finished: Cell::new(None),
                     generation_at_start: None,
                     _buf: PhantomData,
@@ -193,7 +193,7 @@ impl CommCore {
             engine: &self.engine,
             id,
             recv: true,
-            collective: collective_of(ctx, tag),
+            collective: collective_of(ctx, tag, &self.ranks),
             finished: Cell::new(None),
             generation_at_start: Some(generation),
             _buf: PhantomData,

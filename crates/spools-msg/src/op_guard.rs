@@ -15,8 +15,9 @@ pub(crate) struct OpGuard<'a> {
     pub(crate) engine: &'a Engine,
     pub(crate) id: u64,
     pub(crate) recv: bool,
-    /// The collective (context, number) this operation is a step of, if any.
-    pub(crate) collective: Option<(u32, u32)>,
+    /// The collective (context, number) this operation is a step of, if any, and the
+    /// job ranks of its communicator.
+    pub(crate) collective: Option<(u32, u32, &'a [u32])>,
     /// A receive's outcome, once it completed and was removed from the engine (then
     /// nothing is left to release).
     pub(crate) finished: Cell<Option<RecvOutcome>>,
@@ -62,9 +63,9 @@ impl OpGuard<'_> {
             },
             || {
                 // A rank that finalised before starting this collective never will.
-                blocker = self
-                    .collective
-                    .and_then(|(ctx, k)| state.collective_blocker(ctx, k).map(|b| (b, k)));
+                blocker = self.collective.and_then(|(ctx, k, members)| {
+                    state.collective_blocker(ctx, k, members).map(|b| (b, k))
+                });
                 blocker.is_some()
             },
         )?;

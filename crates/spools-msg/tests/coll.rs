@@ -365,6 +365,52 @@ fn collectives_against_a_reference() {
     run(7, &[("SPOOLS_TEST_HOSTS", "3")]);
 }
 
+/// The communicators of one `split` share a context: ranks of one that finalise after
+/// their collectives do not block the other's later collectives (they once failed with
+/// `PeerFinalized` naming a rank that was never a member).
+fn siblings_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    let me = w.rank();
+    let first_half = me < w.size() / 2;
+    let sub = e(w.split(Some(u32::from(!first_half)), 0))?.ok_or("no sub-communicator")?;
+    e(sub.barrier())?;
+    if !first_half {
+        // Wait until every rank of the other half announced that it finalises, then
+        // run more collectives than they did on the shared context.
+        let health = w.worker().bootstrap().state();
+        let others: Vec<u32> = (0..w.size() / 2).collect();
+        e(w.worker()
+            .wait_for(|| others.iter().all(|&r| health.is_finalizing(r))))?;
+        for _ in 0..3 {
+            e(sub.barrier())?;
+            let mut total = [0u64];
+            e(sub.allreduce(&[1u64], &mut total, &Op::Sum))?;
+            check(total[0] == u64::from(sub.size()), || {
+                "allreduce".to_string()
+            })?;
+        }
+    }
+    println!("siblings ok rank {me}");
+    e(w.finalize())
+}
+
+#[test]
+fn sibling_communicators_finalise_apart() {
+    rank_main(|_| siblings_role());
+    run_ranks(
+        "sibling_communicators_finalise_apart",
+        "siblings ok",
+        4,
+        &[],
+    );
+    run_ranks(
+        "sibling_communicators_finalise_apart",
+        "siblings ok",
+        5,
+        &[],
+    );
+}
+
 /// Rounds of a dissemination barrier among `n`: ceil(log2 n).
 fn rounds(n: u64) -> u64 {
     u64::from(n.next_power_of_two().trailing_zeros())

@@ -2,7 +2,7 @@
 //! communicator of every rank, plus the job's end). Messaging, collectives, RPC and
 //! parallel I/O add their methods to `Comm` in their own files.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use pyo3::prelude::*;
 use pyo3::types::PyModule;
@@ -19,11 +19,36 @@ pub(crate) struct Comm {
     pub(crate) comm: Communicator,
     /// The runtime it belongs to (kept alive while the communicator is).
     pub(crate) rt: Arc<Runtime>,
+    /// The duplicate collective I/O calls of this communicator run on, once made (the
+    /// world's is the runtime's own: see `Runtime::io_comm`).
+    io: OnceLock<Communicator>,
 }
 
 impl Comm {
     pub(crate) fn new(comm: Communicator, rt: Arc<Runtime>) -> Comm {
-        Comm { comm, rt }
+        Comm {
+            comm,
+            rt,
+            io: OnceLock::new(),
+        }
+    }
+
+    /// The communicator collective I/O calls (redistribution, files, pipes) of this one
+    /// run on: a duplicate made by the first such call (collective then), so that their
+    /// messages never match the program's own. `world` says whether this is the World
+    /// (whose duplicate the runtime keeps).
+    ///
+    /// # Errors
+    /// `FinalizedError`, or the duplicate failing (a dead peer).
+    pub(crate) fn io_comm(&self, py: Python<'_>, world: bool) -> PyResult<Communicator> {
+        if world {
+            return self.rt.io_comm(py);
+        }
+        if let Some(c) = self.io.get() {
+            return Ok(c.clone());
+        }
+        let dup = runtime::blocking(py, || self.comm.dup()).map_err(errors::from_msg)?;
+        Ok(self.io.get_or_init(|| dup).clone())
     }
 
     /// A rank argument checked against the communicator's size.

@@ -1,7 +1,409 @@
-//! (area: pipes) Filled in by the pipes work.
+//! Parallel pipes between two separately launched programs (`spools_io::pipe`):
+//! `PipeWriter`/`PipeReader` (also `comm.pipe_writer`/`comm.pipe_reader`), context
+//! managers, the reader an iterator of records (numpy arrays of the rank's share).
+//!
+//! Names are the Rust API's: `pipe:NAME` (meeting files in `SPOOLS_PIPE_DIR`),
+//! `tcp:HOST:PORT`, `stdout`/`stdin` (the canonical byte stream, for a consumer that is
+//! not a Spools program); no name takes the one the launcher chose (`SPOOLS_PIPE_OUT`,
+//! `SPOOLS_PIPE_IN`, as `PipeName::output_from_env`/`input_from_env`).
+
+pub(crate) mod args;
+pub(crate) mod tether;
+
+use std::sync::{Mutex, PoisonError};
 
 use pyo3::prelude::*;
+use pyo3::types::PyModule;
+use spools::Communicator;
+use spools_io::pipe::PipeName;
+use spools_io::{ExchangeError, PipeError};
+use spools_map::Layout;
 
-pub(crate) fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+use crate::buffer::{self, Access};
+use crate::comm::{Comm, World};
+use crate::errors::{self, Kind};
+use crate::runtime;
+use tether::Tethered;
+
+/// The kind of an exchange error.
+pub(crate) fn exchange_kind(e: &ExchangeError) -> Kind {
+    match e {
+        ExchangeError::Msg(m) => errors::msg_kind(m),
+        ExchangeError::Plan(_) | ExchangeError::Layout(_) => Kind::Layout,
+        _ => Kind::Spools,
+    }
+}
+
+/// A pipe error as its exception.
+fn pipe_error(e: PipeError) -> PyErr {
+    let kind = match &e {
+        PipeError::Exchange(x) => exchange_kind(x),
+        PipeError::Msg(m) => errors::msg_kind(m),
+        PipeError::Plan(_)
+        | PipeError::Layout(_)
+        | PipeError::Mismatch { .. }
+        | PipeError::PeerTooManyUnits { .. } => Kind::Layout,
+        PipeError::PeerGone { .. } => Kind::PeerGone,
+        PipeError::Io { .. } | PipeError::Protocol { .. } | PipeError::Checksum { .. } => {
+            Kind::Transport
+        }
+        PipeError::BadName(_) | PipeError::BufferSize { .. } => {
+            return errors::value_error(e.to_string())
+        }
+        _ => Kind::Spools,
+    };
+    let msg = match std::error::Error::source(&e) {
+        Some(s) if matches!(e, PipeError::Io { .. }) => format!("{e}: {s}"),
+        _ => e.to_string(),
+    };
+    errors::raise(kind, msg)
+}
+
+/// The communicator a pipe or stream runs on: the communicator's I/O duplicate (made by
+/// its first collective I/O call), so that its collectives never meet the program's
+/// messages; the world's by default.
+pub(crate) fn io_comm_of(py: Python<'_>, comm: Option<&Bound<'_, Comm>>) -> PyResult<Communicator> {
+    match comm {
+        Some(c) => c.get().io_comm(py, c.is_instance_of::<World>()),
+        None => runtime::get()?.io_comm(py),
+    }
+}
+
+/// A pipe name argument; `None` takes the launcher's choice from the environment.
+fn pipe_name(name: Option<&str>, output: bool) -> PyResult<PipeName> {
+    let n = match name {
+        Some(s) => s.parse(),
+        None if output => PipeName::output_from_env(),
+        None => PipeName::input_from_env(),
+    };
+    n.map_err(pipe_error)
+}
+
+/// A layout for a pipe: sized.
+fn pipe_layout(layout: &Bound<'_, PyAny>) -> PyResult<Layout> {
+    let l = args::layout_arg(layout, "layout")?;
+    if l.total_bytes().is_none() {
+        return Err(errors::raise(
+            Kind::Layout,
+            format!("a pipe's records need a sized layout (size=SIZE), got {l}"),
+        ));
+    }
+    Ok(l)
+}
+
+/// The producer's end of a parallel pipe: each `write(a)` sends one record, of which
+/// `a` is this rank's share of `layout` (rank `r` holds unit `r`). Opening is collective
+/// over the communicator (the world by default) and waits (up to `SPOOLS_PIPE_TIMEOUT`,
+/// 60 s) for the consumer program. A context manager: leaving the `with` block closes
+/// the pipe (the consumer's iteration then ends); leaving it by an exception abandons
+/// the pipe (the consumer gets `PeerGoneError`).
+///
+/// `name`: `"pipe:NAME"`, `"tcp:HOST:PORT"`, `"stdout"`, or `None` for the launcher's
+/// choice (`SPOOLS_PIPE_OUT`, else `stdout`).
+#[pyclass(frozen, module = "spools")]
+pub(crate) struct PipeWriter {
+    inner: Mutex<Tethered<spools_io::pipe::PipeWriter<'static>>>,
+    layout: Layout,
+    name: String,
+    rank: u32,
+}
+
+impl PipeWriter {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tethered<spools_io::pipe::PipeWriter<'static>>> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn open(
+        py: Python<'_>,
+        comm: Communicator,
+        name: Option<&str>,
+        layout: &Bound<'_, PyAny>,
+    ) -> PyResult<PipeWriter> {
+        let l = pipe_layout(layout)?;
+        let n = pipe_name(name, true)?;
+        let rank = comm.rank();
+        let t = runtime::blocking(py, || {
+            Tethered::new(comm, |c| spools_io::pipe::PipeWriter::open(c, &n, &l))
+        })
+        .map_err(pipe_error)?;
+        Ok(PipeWriter {
+            inner: Mutex::new(t),
+            layout: l,
+            name: n.to_string(),
+            rank,
+        })
+    }
+
+    fn closed() -> PyErr {
+        errors::value_error("the pipe is closed")
+    }
+}
+
+#[pymethods]
+impl PipeWriter {
+    #[new]
+    #[pyo3(signature = (name, layout, comm = None))]
+    fn py_new(
+        py: Python<'_>,
+        name: Option<&str>,
+        layout: &Bound<'_, PyAny>,
+        comm: Option<&Bound<'_, Comm>>,
+    ) -> PyResult<PipeWriter> {
+        crate::am::refuse_in_rpc("PipeWriter()")?;
+        let c = io_comm_of(py, comm)?;
+        PipeWriter::open(py, c, name, layout)
+    }
+
+    /// Sends one record: `a` is this rank's share of the layout (its local shape, or any
+    /// shape of that many elements, of the layout's dtype; C-contiguous; read in place).
+    /// Returns when the consumer ranks have taken it into their socket buffers.
+    fn write(&self, py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<()> {
+        crate::am::refuse_in_rpc("PipeWriter.write")?;
+        let v = buffer::view(a, Access::Read, "record")?;
+        args::check_share(py, &v, &self.layout, self.rank, "record")?;
+        runtime::blocking(py, || {
+            let mut g = self.lock();
+            match g.get_mut() {
+                Some(w) => Ok(w.write(v.bytes())),
+                None => Err(()),
+            }
+        })
+        .map_err(|()| Self::closed())?
+        .map_err(pipe_error)
+    }
+
+    /// Ends the stream of records: the consumer's iteration ends after the last one.
+    /// Waits until the consumer has closed its end. Collective; a second call does
+    /// nothing.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        crate::am::refuse_in_rpc("PipeWriter.close")?;
+        runtime::blocking(py, || self.lock().finish(|w| w.close()))
+            .unwrap_or(Ok(()))
+            .map_err(pipe_error)
+    }
+
+    /// Records written so far.
+    #[getter]
+    fn records(&self, py: Python<'_>) -> u64 {
+        runtime::blocking(py, || self.lock().get_mut().map_or(0, |w| w.records()))
+    }
+
+    /// The layout (its spec string).
+    #[getter]
+    fn layout(&self) -> String {
+        self.layout.to_string()
+    }
+
+    /// The pipe's name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Closes the pipe, or abandons it when the block raised.
+    #[pyo3(signature = (exc_type = None, _exc = None, _tb = None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        if exc_type.is_some_and(|t| !t.is_none()) {
+            // Dropping the connections without the end mark: the consumer sees the
+            // producer gone instead of a clean end.
+            runtime::blocking(py, || {
+                self.lock().finish(drop);
+            });
+        } else {
+            self.close(py)?;
+        }
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<spools.PipeWriter {} {}>", self.name, self.layout)
+    }
+}
+
+/// The consumer's end of a parallel pipe: each `read()` returns the next record's share
+/// of this rank (a new numpy array of its local shape and the layout's dtype, or `out`
+/// filled in place), `None` once the producer closed the pipe. Iterating over it yields
+/// the records. Opening is collective over the communicator (the world by default) and
+/// waits (up to `SPOOLS_PIPE_TIMEOUT`, 60 s) for the producer. A context manager.
+///
+/// `name`: `"pipe:NAME"`, `"tcp:HOST:PORT"`, `"stdin"`, or `None` for the launcher's
+/// choice (`SPOOLS_PIPE_IN`, else `stdin`).
+#[pyclass(frozen, module = "spools")]
+pub(crate) struct PipeReader {
+    inner: Mutex<Tethered<spools_io::pipe::PipeReader<'static>>>,
+    layout: Layout,
+    name: String,
+    rank: u32,
+}
+
+impl PipeReader {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tethered<spools_io::pipe::PipeReader<'static>>> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn open(
+        py: Python<'_>,
+        comm: Communicator,
+        name: Option<&str>,
+        layout: &Bound<'_, PyAny>,
+    ) -> PyResult<PipeReader> {
+        let l = pipe_layout(layout)?;
+        let n = pipe_name(name, false)?;
+        let rank = comm.rank();
+        let t = runtime::blocking(py, || {
+            Tethered::new(comm, |c| spools_io::pipe::PipeReader::open(c, &n, &l))
+        })
+        .map_err(pipe_error)?;
+        Ok(PipeReader {
+            inner: Mutex::new(t),
+            layout: l,
+            name: n.to_string(),
+            rank,
+        })
+    }
+}
+
+#[pymethods]
+impl PipeReader {
+    #[new]
+    #[pyo3(signature = (name, layout, comm = None))]
+    fn py_new(
+        py: Python<'_>,
+        name: Option<&str>,
+        layout: &Bound<'_, PyAny>,
+        comm: Option<&Bound<'_, Comm>>,
+    ) -> PyResult<PipeReader> {
+        crate::am::refuse_in_rpc("PipeReader()")?;
+        let c = io_comm_of(py, comm)?;
+        PipeReader::open(py, c, name, layout)
+    }
+
+    /// The next record: this rank's share as a new numpy array (or `out`, filled in
+    /// place and returned); `None` at the end of the stream (the producer closed the
+    /// pipe). Raises `PeerGoneError` when a producer rank went away before closing it.
+    #[pyo3(signature = (out = None))]
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        out: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        crate::am::refuse_in_rpc("PipeReader.read")?;
+        let (a, v) = args::share_array(py, out, &self.layout, self.rank, "out")?;
+        let more = runtime::blocking(py, || {
+            let mut g = self.lock();
+            match g.get_mut() {
+                // SAFETY: `v` is this call's only view of the array, written only here.
+                Some(r) => r.read(unsafe { v.bytes_mut() }),
+                None => Ok(false),
+            }
+        })
+        .map_err(pipe_error)?;
+        Ok(more.then_some(a))
+    }
+
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.read(py, None)
+    }
+
+    /// Closes this end (after the last record, or early: the producer then gets
+    /// `PeerGoneError`). A second call does nothing.
+    fn close(&self, py: Python<'_>) {
+        if crate::am::in_rpc() {
+            return;
+        }
+        runtime::blocking(py, || {
+            self.lock().finish(drop);
+        });
+    }
+
+    /// Records read so far.
+    #[getter]
+    fn records(&self, py: Python<'_>) -> u64 {
+        runtime::blocking(py, || self.lock().get_mut().map_or(0, |r| r.records()))
+    }
+
+    /// The layout (its spec string).
+    #[getter]
+    fn layout(&self) -> String {
+        self.layout.to_string()
+    }
+
+    /// The pipe's name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (_exc_type = None, _exc = None, _tb = None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> bool {
+        self.close(py);
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<spools.PipeReader {} {}>", self.name, self.layout)
+    }
+}
+
+#[pymethods]
+impl Comm {
+    /// Opens the producer's end of a parallel pipe on this communicator (collective):
+    /// `with world.pipe_writer("pipe:frames", "f64[512,512] block,* on 4x1") as w:
+    /// w.write(a)`. See `PipeWriter`.
+    #[pyo3(signature = (name, layout))]
+    fn pipe_writer(
+        slf: &Bound<'_, Self>,
+        name: Option<&str>,
+        layout: &Bound<'_, PyAny>,
+    ) -> PyResult<PipeWriter> {
+        crate::am::refuse_in_rpc("pipe_writer")?;
+        let py = slf.py();
+        let c = io_comm_of(py, Some(slf))?;
+        PipeWriter::open(py, c, name, layout)
+    }
+
+    /// Opens the consumer's end of a parallel pipe on this communicator (collective):
+    /// `for rec in world.pipe_reader("pipe:frames", "f64[512,512] *,cyclic on 1x3"): ...`.
+    /// See `PipeReader`.
+    #[pyo3(signature = (name, layout))]
+    fn pipe_reader(
+        slf: &Bound<'_, Self>,
+        name: Option<&str>,
+        layout: &Bound<'_, PyAny>,
+    ) -> PyResult<PipeReader> {
+        crate::am::refuse_in_rpc("pipe_reader")?;
+        let py = slf.py();
+        let c = io_comm_of(py, Some(slf))?;
+        PipeReader::open(py, c, name, layout)
+    }
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PipeWriter>()?;
+    m.add_class::<PipeReader>()?;
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! every blocking call (the GIL is released, Ctrl-C interrupts it).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use pyo3::prelude::*;
 use pyo3::types::PyModule;
@@ -22,10 +22,17 @@ pub(crate) struct Runtime {
     /// Messages up to this size leave at once (short or eager): a send of one does
     /// not wait for the receiver.
     pub(crate) eager_limit: usize,
+    /// The job's secret, which streams prove to a receiver that requires it.
+    pub(crate) secret: spools_proto::auth::Secret,
+    /// The communicator parallel I/O runs on, once made (see `io_comm`).
+    io: OnceLock<Communicator>,
 }
 
 impl Runtime {
-    /// Runs `f` on the rank's `spools::World`.
+    /// Runs `f` on the rank's `spools::World`, under the lock that `finalize` takes:
+    /// `f` must not wait (a wait that releases the GIL could need it back, for the
+    /// interrupt check or an RPC function, while another thread holds the GIL and waits
+    /// for this lock).
     ///
     /// # Errors
     /// `FinalizedError` once the world is finalised or aborted.
@@ -46,8 +53,13 @@ impl Runtime {
     /// # Errors
     /// `FinalizedError`, or the duplicate failing (a dead peer).
     pub(crate) fn io_comm(&self, py: Python<'_>) -> PyResult<Communicator> {
-        let r = self.with_world(|w| py.detach(|| w.io_communicator().cloned()))?;
-        r.map_err(errors::from_msg)
+        if let Some(c) = self.io.get() {
+            return Ok(c.clone());
+        }
+        // The duplicate is made outside the world's lock (see `with_world`).
+        let world = self.with_world(|w| w.communicator().clone())?;
+        let dup = py.detach(|| world.dup()).map_err(errors::from_msg)?;
+        Ok(self.io.get_or_init(|| dup).clone())
     }
 }
 
@@ -159,6 +171,8 @@ fn init(py: Python<'_>) -> PyResult<Py<World>> {
     let rt = Arc::new(Runtime {
         comm: world.communicator().clone(),
         eager_limit,
+        io: OnceLock::new(),
+        secret: world.secret().clone(),
         worker,
         world: Mutex::new(Some(world)),
     });

@@ -52,3 +52,12 @@ def test_abort_ends_the_job(run, n):
     for r in range(n):
         if r != 1:
             assert job.lines(r) == ["peer gone rank %d" % r], job
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_rank_that_exits_with_failure_ends_the_job(run, n):
+    job = run(n, "world_exit.py", check=False, timeout=60)
+    assert job.code == 3, job
+    assert "recv returned" not in job.out
+    assert job.err.count("this rank stopped because the job is ending") == n - 1, job
+    assert "Traceback" not in job.err, job

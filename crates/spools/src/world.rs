@@ -217,8 +217,10 @@ impl World {
     }
 
     /// The job's secret (every rank's is the same): streams prove it to a destination
-    /// that requires it.
-    pub(crate) fn secret(&self) -> &spools_proto::auth::Secret {
+    /// that requires it. A binding that opens streams on communicators of its own
+    /// (`spools_io::stream::StreamWriter::open_proving`) takes it from here; it never
+    /// crosses the wire, and its `Debug` form does not reveal it.
+    pub fn secret(&self) -> &spools_proto::auth::Secret {
         self.boot.secret()
     }
 

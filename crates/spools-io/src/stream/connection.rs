@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use spools_map::{Layout, Plan};
 use spools_msg::Communicator;
@@ -33,7 +33,7 @@ struct Stream {
     /// ADUs sent.
     adus: u64,
     /// The plans from the layouts its ADUs came in to the links' stripes, latest first.
-    plans: Vec<(Layout, Rc<Plan>)>,
+    plans: Vec<(Layout, Arc<Plan>)>,
 }
 
 /// A logical connection from the job to one destination outside it (`spools recv`, or any
@@ -393,7 +393,7 @@ impl<'c> StreamConnection<'c> {
         id: u32,
         data: &[u8],
         layout: &Layout,
-    ) -> Result<(Option<Rc<Plan>>, u64, u64), StreamError> {
+    ) -> Result<(Option<Arc<Plan>>, u64, u64), StreamError> {
         let (me, k) = (self.comm.rank(), self.links);
         let size = layout
             .total_bytes()
@@ -431,14 +431,14 @@ impl<'c> StreamConnection<'c> {
             Some(i) => {
                 let p = st.plans.remove(i);
                 st.plans.insert(0, p);
-                Rc::clone(&st.plans[0].1)
+                Arc::clone(&st.plans[0].1)
             }
             None => {
-                let plan = Rc::new(
+                let plan = Arc::new(
                     Plan::new(layout, &stripes(size, su, k)?).map_err(ExchangeError::from)?,
                 );
                 st.plans.truncate(PLANS - 1);
-                st.plans.insert(0, (layout.clone(), Rc::clone(&plan)));
+                st.plans.insert(0, (layout.clone(), Arc::clone(&plan)));
                 plan
             }
         };

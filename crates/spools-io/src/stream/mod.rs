@@ -203,3 +203,18 @@ impl<'c> StreamWriter<'c> {
         self.conn.close()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The ends of streams and pipes may move to another thread (a binding that
+    /// releases its interpreter's lock while they wait, a worker thread).
+    #[test]
+    fn stream_and_pipe_ends_are_send() {
+        fn send<T: Send>() {}
+        send::<super::StreamWriter<'static>>();
+        send::<super::StreamConnection<'static>>();
+        send::<super::StreamReader<'static>>();
+        send::<crate::pipe::PipeWriter<'static>>();
+        send::<crate::pipe::PipeReader<'static>>();
+    }
+}

@@ -549,7 +549,7 @@ fn poll_active(key: usize) -> usize {
 pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgError> {
     // From here the waiting thread advances it: the poller need not.
     deactivate(s);
-    let (engine, ctx, coll, finished, sm) = {
+    let (engine, ctx, coll, finished, sm, members) = {
         let mut g = lock(s);
         let finished = g.advance();
         let sm = g.sm.then(|| (g.core.clone(), g.tag));
@@ -559,6 +559,7 @@ pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgEr
             g.tag >> 8,
             finished,
             sm,
+            g.core.clone(),
         )
     };
     if let (false, Some((core, tag))) = (finished, sm) {
@@ -593,7 +594,7 @@ pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgEr
                     done
                 },
                 || {
-                    blocker = state.collective_blocker(ctx, coll);
+                    blocker = state.collective_blocker(ctx, coll, &members.ranks);
                     blocker.is_some()
                 },
             )

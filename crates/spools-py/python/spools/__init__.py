@@ -97,8 +97,34 @@ def _excepthook(kind, value, tb):
 _sys.excepthook = _excepthook
 
 
+_original_exit = _sys.exit
+_exit_code = [0]
+
+
+def _exit(status=None):
+    """``sys.exit`` that remembers a failing status: a rank that ends with one ends the
+    job (as an exception does) rather than wait in ``finalize`` for ranks that may be
+    waiting for it."""
+    if status is not None and status != 0:
+        _exit_code[0] = status
+    _original_exit(status)
+
+
+_exit.__doc__ = _original_exit.__doc__
+_sys.exit = _exit
+
+
 @_atexit.register
 def _finalize_at_exit():
+    if initialized() and _exit_code[0] != 0:
+        try:
+            _sys.stdout.flush()
+            _sys.stderr.flush()
+        except Exception:  # pragma: no cover
+            pass
+        status = _exit_code[0]
+        _spools._abort_job("exited with status %s" % (status,))
+        return
     if initialized():
         try:
             finalize()

@@ -12,7 +12,8 @@
 //!
 //! Files: [`carrier`] (the element type that carries a dtype), [`ops`] (the operators and
 //! the Python callable as a slice operator), [`shapes`] (result arrays, argument
-//! agreement), [`reduce`], [`moves`], [`vmoves`], [`objects`], [`nonblocking`].
+//! agreement), [`reduce`], [`moves`], [`vmoves`], [`objects`], [`nonblocking`] and its
+//! [`request`].
 
 mod carrier;
 mod moves;
@@ -20,13 +21,14 @@ mod nonblocking;
 mod objects;
 mod ops;
 mod reduce;
+mod request;
 mod shapes;
 mod vmoves;
 
 use pyo3::prelude::*;
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<nonblocking::CollRequest>()?;
+    m.add_class::<request::CollRequest>()?;
     m.add_class::<ops::Op>()?;
     m.add("SUM", "sum")?;
     m.add("PROD", "prod")?;

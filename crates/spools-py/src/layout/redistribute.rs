@@ -57,18 +57,13 @@ fn refused_by_all(e: &ExchangeError) -> bool {
 }
 
 /// The communicator a collective I/O call of `slf` runs on: the world's I/O duplicate
-/// (made once) for `World`, a fresh duplicate for any other communicator (so that the
-/// call's messages never match the program's own).
+/// for `World`, the communicator's own duplicate for any other (each made by the first
+/// such call, so that the call's messages never match the program's own).
 ///
 /// # Errors
 /// `FinalizedError`, or the duplicate failing (a dead peer).
 pub(crate) fn io_comm(py: Python<'_>, slf: &Bound<'_, Comm>) -> PyResult<Communicator> {
-    let c = slf.get();
-    if slf.is_instance_of::<World>() {
-        c.rt.io_comm(py)
-    } else {
-        runtime::blocking(py, || c.comm.dup()).map_err(errors::from_msg)
-    }
+    slf.get().io_comm(py, slf.is_instance_of::<World>())
 }
 
 /// A layout's units against the communicator's ranks.

@@ -283,7 +283,7 @@ impl SmComm {
                     }
                 },
                 || {
-                    blocker = state.collective_blocker(collective.0, collective.1);
+                    blocker = state.collective_blocker(collective.0, collective.1, &c.ranks);
                     if blocker.is_some() {
                         return true;
                     }
