@@ -31,17 +31,9 @@ import sys as _sys
 from . import _spools
 from ._spools import *  # noqa: F401,F403  (the extension's names; __all__ lists them)
 from ._spools import init, finalize, initialized, finalized
-from .errors import (
-    SpoolsError,
-    InitError,
-    FinalizedError,
-    TruncatedError,
-    PeerGoneError,
-    LayoutError,
-    FileDamageError,
-    RemoteError,
-    TransportError,
-)
+from . import errors
+from .errors import *  # noqa: F401,F403  (the exception classes; errors.__all__ lists them)
+from .errors import PeerGoneError, SpoolsError
 
 # The pure-Python parts of each area (object messaging, file slicing, pipes, ...).
 from ._p2p import *  # noqa: F401,F403
@@ -53,19 +45,8 @@ from ._streams import *  # noqa: F401,F403
 from . import _p2p, _coll, _am, _io, _pipes, _streams
 
 __all__ = [name for name in dir(_spools) if not name.startswith("_")]
-for _area in (_p2p, _coll, _am, _io, _pipes, _streams):
+for _area in (errors, _p2p, _coll, _am, _io, _pipes, _streams):
     __all__ += list(getattr(_area, "__all__", []))
-__all__ += [
-    "SpoolsError",
-    "InitError",
-    "FinalizedError",
-    "TruncatedError",
-    "PeerGoneError",
-    "LayoutError",
-    "FileDamageError",
-    "RemoteError",
-    "TransportError",
-]
 
 
 def _under_launcher():
