@@ -299,7 +299,8 @@ impl PipeReader {
 
     /// The next record: this rank's share as a new numpy array (or `out`, filled in
     /// place and returned); `None` at the end of the stream (the producer closed the
-    /// pipe). Raises `PeerGoneError` when a producer rank went away before closing it.
+    /// pipe). For an order=F layout both are F-contiguous. Raises `PeerGoneError` when
+    /// a producer rank went away before closing it.
     #[pyo3(signature = (out = None))]
     fn read<'py>(
         &self,

@@ -112,7 +112,10 @@ impl StreamWriter {
     /// Sends one ADU: `a` is this rank's share of `layout` (a `spools.Layout` or a spec
     /// string; rank `r` holds unit `r`), C-contiguous (F-contiguous for an order=F
     /// layout), read in place; any layout of the stream's ADU size, which may change
-    /// from one ADU to the next. Collective. Returns once the ADU is queued on the links (at most `window` ADUs per link in flight).
+    /// from one ADU to the next. The ADU's bytes are the dataset in the layout's order
+    /// (column-major for an order=F layout, as a Fortran-order `.npy` file). Collective.
+    /// Returns once the ADU is queued on the links (at most `window` ADUs per link in
+    /// flight).
     fn send(
         &self,
         py: Python<'_>,
@@ -248,9 +251,9 @@ impl StreamReader {
     /// Receives the next ADU: this rank's share of `layout` (default: the listen's
     /// layout, else the ADU's bytes as `u8[SIZE] block` over the ranks) as a new numpy
     /// array, or into `out` in place (returned); `None` once the sender closed every
-    /// stream. Collective. Raises `LayoutError` when the layout's size is not the
-    /// ADU's (the ADU stays the next one), `PeerGoneError` when the sender went away
-    /// mid-stream.
+    /// stream (for an order=F layout both are F-contiguous). Collective. Raises
+    /// `LayoutError` when the layout's size is not the ADU's (the ADU stays the next
+    /// one), `PeerGoneError` when the sender went away mid-stream.
     #[pyo3(signature = (layout = None, out = None))]
     fn recv<'py>(
         &self,
