@@ -19,7 +19,6 @@ use spools_io::pipe::PipeName;
 use spools_io::{ExchangeError, PipeError};
 use spools_map::Layout;
 
-use crate::buffer::{self, Access};
 use crate::comm::{Comm, World};
 use crate::errors::{self, Kind};
 use crate::runtime;
@@ -67,6 +66,17 @@ pub(crate) fn io_comm_of(py: Python<'_>, comm: Option<&Bound<'_, Comm>>) -> PyRe
         Some(c) => c.get().io_comm(py, c.is_instance_of::<World>()),
         None => runtime::get()?.io_comm(py),
     }
+}
+
+/// The check every pipe and stream call makes first: the runtime is live (else
+/// `FinalizedError`) and the call is not made from an RPC function.
+///
+/// # Errors
+/// `FinalizedError` after `finalize()`/`abort()`, `InitError` before `init()`, and
+/// `refuse_in_rpc`'s `RuntimeError`.
+pub(crate) fn usable(what: &str) -> PyResult<()> {
+    runtime::check_live()?;
+    crate::am::refuse_in_rpc(what)
 }
 
 /// A pipe name argument; `None` takes the launcher's choice from the environment.
@@ -149,18 +159,17 @@ impl PipeWriter {
         layout: &Bound<'_, PyAny>,
         comm: Option<&Bound<'_, Comm>>,
     ) -> PyResult<PipeWriter> {
-        crate::am::refuse_in_rpc("PipeWriter()")?;
+        usable("PipeWriter()")?;
         let c = io_comm_of(py, comm)?;
         PipeWriter::open(py, c, name, layout)
     }
 
     /// Sends one record: `a` is this rank's share of the layout (its local shape, or any
-    /// shape of that many elements, of the layout's dtype; C-contiguous; read in place).
-    /// Returns when the consumer ranks have taken it into their socket buffers.
+    /// shape of that many elements, of the layout's dtype; C-contiguous, F-contiguous
+    /// for an order=F layout; read in place). Returns when the consumer ranks have taken it into their socket buffers.
     fn write(&self, py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<()> {
-        crate::am::refuse_in_rpc("PipeWriter.write")?;
-        let v = buffer::view(a, Access::Read, "record")?;
-        args::check_share(py, &v, &self.layout, self.rank, "record")?;
+        usable("PipeWriter.write")?;
+        let v = args::check_share(py, a, &self.layout, self.rank, "record", "pipe's")?;
         runtime::blocking(py, || {
             let mut g = self.lock();
             match g.get_mut() {
@@ -176,7 +185,7 @@ impl PipeWriter {
     /// Waits until the consumer has closed its end. Collective; a second call does
     /// nothing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        crate::am::refuse_in_rpc("PipeWriter.close")?;
+        usable("PipeWriter.close")?;
         runtime::blocking(py, || self.lock().finish(|w| w.close()))
             .unwrap_or(Ok(()))
             .map_err(pipe_error)
@@ -283,22 +292,23 @@ impl PipeReader {
         layout: &Bound<'_, PyAny>,
         comm: Option<&Bound<'_, Comm>>,
     ) -> PyResult<PipeReader> {
-        crate::am::refuse_in_rpc("PipeReader()")?;
+        usable("PipeReader()")?;
         let c = io_comm_of(py, comm)?;
         PipeReader::open(py, c, name, layout)
     }
 
     /// The next record: this rank's share as a new numpy array (or `out`, filled in
     /// place and returned); `None` at the end of the stream (the producer closed the
-    /// pipe). Raises `PeerGoneError` when a producer rank went away before closing it.
+    /// pipe). For an order=F layout both are F-contiguous. Raises `PeerGoneError` when
+    /// a producer rank went away before closing it.
     #[pyo3(signature = (out = None))]
     fn read<'py>(
         &self,
         py: Python<'py>,
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        crate::am::refuse_in_rpc("PipeReader.read")?;
-        let (a, v) = args::share_array(py, out, &self.layout, self.rank, "out")?;
+        usable("PipeReader.read")?;
+        let (a, v) = args::share_array(py, out, &self.layout, self.rank, "pipe's")?;
         let more = runtime::blocking(py, || {
             let mut g = self.lock();
             match g.get_mut() {
@@ -321,13 +331,15 @@ impl PipeReader {
 
     /// Closes this end (after the last record, or early: the producer then gets
     /// `PeerGoneError`). A second call does nothing.
-    fn close(&self, py: Python<'_>) {
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        runtime::check_live()?;
         if crate::am::in_rpc() {
-            return;
+            return Ok(());
         }
         runtime::blocking(py, || {
             self.lock().finish(drop);
         });
+        Ok(())
     }
 
     /// Records read so far.
@@ -359,9 +371,9 @@ impl PipeReader {
         _exc_type: Option<&Bound<'_, PyAny>>,
         _exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
-    ) -> bool {
-        self.close(py);
-        false
+    ) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
     }
 
     fn __repr__(&self) -> String {
@@ -380,7 +392,7 @@ impl Comm {
         name: Option<&str>,
         layout: &Bound<'_, PyAny>,
     ) -> PyResult<PipeWriter> {
-        crate::am::refuse_in_rpc("pipe_writer")?;
+        usable("pipe_writer")?;
         let py = slf.py();
         let c = io_comm_of(py, Some(slf))?;
         PipeWriter::open(py, c, name, layout)
@@ -395,7 +407,7 @@ impl Comm {
         name: Option<&str>,
         layout: &Bound<'_, PyAny>,
     ) -> PyResult<PipeReader> {
-        crate::am::refuse_in_rpc("pipe_reader")?;
+        usable("pipe_reader")?;
         let py = slf.py();
         let c = io_comm_of(py, Some(slf))?;
         PipeReader::open(py, c, name, layout)

@@ -17,12 +17,11 @@ use spools_io::stream::{AduInfo, Limits, StreamFormat};
 use spools_io::{StreamError, StreamRecvError};
 use spools_map::Layout;
 
-use crate::buffer::{self, Access};
 use crate::comm::Comm;
 use crate::errors::{self, Kind};
 use crate::pipes::args;
 use crate::pipes::tether::Tethered;
-use crate::pipes::{exchange_kind, io_comm_of};
+use crate::pipes::{exchange_kind, io_comm_of, usable};
 use crate::runtime;
 
 /// A stream error (the sending side) as its exception.
@@ -111,19 +110,21 @@ impl StreamWriter {
 #[pymethods]
 impl StreamWriter {
     /// Sends one ADU: `a` is this rank's share of `layout` (a `spools.Layout` or a spec
-    /// string; rank `r` holds unit `r`), C-contiguous, read in place; any layout of the
-    /// stream's ADU size, which may change from one ADU to the next. Collective. Returns
-    /// once the ADU is queued on the links (at most `window` ADUs per link in flight).
+    /// string; rank `r` holds unit `r`), C-contiguous (F-contiguous for an order=F
+    /// layout), read in place; any layout of the stream's ADU size, which may change
+    /// from one ADU to the next. The ADU's bytes are the dataset in the layout's order
+    /// (column-major for an order=F layout, as a Fortran-order `.npy` file). Collective.
+    /// Returns once the ADU is queued on the links (at most `window` ADUs per link in
+    /// flight).
     fn send(
         &self,
         py: Python<'_>,
         a: &Bound<'_, PyAny>,
         layout: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        crate::am::refuse_in_rpc("StreamWriter.send")?;
+        usable("StreamWriter.send")?;
         let l = args::layout_arg(layout, "layout")?;
-        let checked = buffer::view(a, Access::Read, "ADU share")
-            .and_then(|v| args::check_share(py, &v, &l, self.rank, "ADU share").map(|()| v));
+        let checked = args::check_share(py, a, &l, self.rank, "ADU share", "ADU's");
         match checked {
             Ok(v) => self
                 .with(py, |w| w.send_adu(v.bytes(), &l))?
@@ -139,7 +140,7 @@ impl StreamWriter {
     /// Ends the stream and its connection (the receiver's iteration ends after the last
     /// ADU). Collective; a second call does nothing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        crate::am::refuse_in_rpc("StreamWriter.close")?;
+        usable("StreamWriter.close")?;
         runtime::blocking(py, || self.lock().finish(|w| w.close()))
             .unwrap_or(Ok(()))
             .map_err(stream_error)
@@ -243,16 +244,16 @@ impl StreamReader {
     /// "size"}` (size in bytes), or `None` once the sender closed every stream.
     /// Collective.
     fn peek<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
-        crate::am::refuse_in_rpc("StreamReader.peek")?;
+        usable("StreamReader.peek")?;
         self.next_info(py)?.map(|i| info_dict(py, &i)).transpose()
     }
 
     /// Receives the next ADU: this rank's share of `layout` (default: the listen's
     /// layout, else the ADU's bytes as `u8[SIZE] block` over the ranks) as a new numpy
     /// array, or into `out` in place (returned); `None` once the sender closed every
-    /// stream. Collective. Raises `LayoutError` when the layout's size is not the
-    /// ADU's (the ADU stays the next one), `PeerGoneError` when the sender went away
-    /// mid-stream.
+    /// stream (for an order=F layout both are F-contiguous). Collective. Raises
+    /// `LayoutError` when the layout's size is not the ADU's (the ADU stays the next
+    /// one), `PeerGoneError` when the sender went away mid-stream.
     #[pyo3(signature = (layout = None, out = None))]
     fn recv<'py>(
         &self,
@@ -260,7 +261,7 @@ impl StreamReader {
         layout: Option<&Bound<'py, PyAny>>,
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        crate::am::refuse_in_rpc("StreamReader.recv")?;
+        usable("StreamReader.recv")?;
         let l = match (layout, &self.layout) {
             (Some(l), _) => args::layout_arg(l, "layout")?,
             (None, Some(l)) => l.clone(),
@@ -271,7 +272,7 @@ impl StreamReader {
                 if info.size == 0 {
                     // No layout holds 0 bytes: taken by skipping it.
                     self.with(py, |r| r.skip_adu())?.map_err(recv_error)?;
-                    let (a, _) = args::share_array(py, out, &zero_layout()?, self.rank, "out")?;
+                    let (a, _) = args::share_array(py, out, &zero_layout()?, self.rank, "ADU's")?;
                     return Ok(Some(a));
                 }
                 format!("u8[{}] block on {}", info.size, self.size)
@@ -279,7 +280,7 @@ impl StreamReader {
                     .map_err(|e| errors::raise(Kind::Layout, e.to_string()))?
             }
         };
-        match args::share_array(py, out, &l, self.rank, "out") {
+        match args::share_array(py, out, &l, self.rank, "ADU's") {
             Ok((a, v)) => {
                 let got = self
                     .with(py, |r| {
@@ -300,7 +301,7 @@ impl StreamReader {
     /// Passes over the next ADU without receiving it (an ADU of 0 bytes, which no
     /// layout holds, is taken so); its description, or `None` at the end. Collective.
     fn skip<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
-        crate::am::refuse_in_rpc("StreamReader.skip")?;
+        usable("StreamReader.skip")?;
         let i = self.with(py, |r| r.skip_adu())?.map_err(recv_error)?;
         i.map(|i| info_dict(py, &i)).transpose()
     }
@@ -315,13 +316,15 @@ impl StreamReader {
 
     /// Stops listening (a sender still sending then sees its links closed). A second
     /// call does nothing.
-    fn close(&self, py: Python<'_>) {
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        runtime::check_live()?;
         if crate::am::in_rpc() {
-            return;
+            return Ok(());
         }
         runtime::blocking(py, || {
             self.lock().finish(drop);
         });
+        Ok(())
     }
 
     /// The default layout of `recv` and of the iteration (its spec), if one was given.
@@ -341,9 +344,9 @@ impl StreamReader {
         _exc_type: Option<&Bound<'_, PyAny>>,
         _exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
-    ) -> bool {
-        self.close(py);
-        false
+    ) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
     }
 
     fn __repr__(&self) -> String {
@@ -376,7 +379,7 @@ impl Comm {
         window: u32,
         priority: u8,
     ) -> PyResult<StreamWriter> {
-        crate::am::refuse_in_rpc("stream_open")?;
+        usable("stream_open")?;
         let py = slf.py();
         let addr = socket_addr(dest, "dest")?;
         let comm = io_comm_of(py, Some(slf))?;
@@ -412,7 +415,7 @@ impl Comm {
         address: &str,
         layout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<StreamReader> {
-        crate::am::refuse_in_rpc("stream_listen")?;
+        usable("stream_listen")?;
         let py = slf.py();
         let addr = socket_addr(address, "address")?;
         let layout = layout.map(|l| args::layout_arg(l, "layout")).transpose()?;

@@ -54,6 +54,17 @@ def test_pipe_producer_dies(tmp_path):
         assert r.lines(rank) == ["producer gone after 2: True"], r
 
 
+def test_pipe_fortran_order_and_finalized(tmp_path):
+    # An order=F layout on one side, a C one on the other, both ways; then every call
+    # after finalize raises FinalizedError.
+    w, r = both(tmp_path, (2, 3, "F"), (3, "F"))
+    assert w.code == 0 and r.code == 0, (w, r)
+    for rank in range(2):
+        assert w.lines(rank) == ["F wrote 3"], w
+    for rank in range(3):
+        assert r.lines(rank) == ["F read 3 3"], r
+
+
 def test_pipe_layout_mismatch(tmp_path):
     w, r = both(tmp_path, (2, 1, "mismatch"), (3, "mismatch"))
     assert w.code == 0 and r.code == 0, (w, r)

@@ -15,6 +15,12 @@ def full(k):
     return (np.arange(210, dtype=np.float64) + 1000 * k).reshape(30, 7)
 
 
+def adu(k):
+    """ADU k's bytes as stream_send.py sends it: ADU 1 from an order=F layout, whose
+    bytes are the dataset in column-major order (as a Fortran-order .npy file)."""
+    return full(k).tobytes(order="F" if k == 1 else "C")
+
+
 def start_listener(*cmd, marker, stream):
     """Starts `cmd` in its own session; returns (process, address) once it printed
     `marker` and the address on `stream` ("out" or "err")."""
@@ -50,7 +56,7 @@ def test_stream_to_spools_recv(run, tmp_path, n):
     assert code == 0, err
     assert sorted(os.listdir(tmp_path)) == ["s1-a0", "s1-a1", "s1-a2"]
     for k in range(3):
-        assert (tmp_path / ("s1-a%d" % k)).read_bytes() == full(k).tobytes()
+        assert (tmp_path / ("s1-a%d" % k)).read_bytes() == adu(k)
 
 
 def test_stream_from_spools_send(run, tmp_path):
@@ -118,4 +124,4 @@ def test_stream_proves_the_job_secret(run, tmp_path):
         code, _, err = finish(p)
     assert code == 0, err
     for k in range(3):
-        assert (out / ("s1-a%d" % k)).read_bytes() == full(k).tobytes()
+        assert (out / ("s1-a%d" % k)).read_bytes() == adu(k)

@@ -2,7 +2,10 @@
 block-distributed over the ranks; record k is (arange(120) + 1000 k) reshaped.
 argv: NAME RECORDS [MODE]; NAME "-" takes the launcher's choice (then the report goes
 to stderr: stdout may be the pipe); MODE "die" raises inside the `with` block after 2 records,
-"mismatch" opens with another dataset shape."""
+"mismatch" opens with another dataset shape, "F" sends RECORDS records over an order=F
+layout (F-contiguous shares) then over a C one to a reader whose layouts are the other
+way round (pipes NAME and NAME-2), then checks every call raises FinalizedError after
+finalize."""
 import sys
 
 import numpy as np
@@ -30,6 +33,33 @@ if mode == "mismatch":
         spools.PipeWriter(name, "f64[12,11] block,* on %dx1" % p)
     except spools.LayoutError as e:
         print("layout error: %s" % ("hold different datasets" in str(e)))
+    sys.exit(0)
+
+if mode == "F":
+    with world.pipe_writer(name, layout + " order=F") as w:
+        try:  # a C-contiguous share of more than one column: not the layout's order
+            w.write(share(0))
+        except ValueError as e:
+            assert "F-contiguous" in str(e), str(e)
+        else:
+            raise AssertionError("a C-contiguous share was taken for an order=F layout")
+        for k in range(records):
+            w.write(np.asfortranarray(share(k)))
+    with spools.PipeWriter(name + "-2", layout) as w2:
+        for k in range(records):
+            w2.write(share(k))
+    world.finalize()
+    calls = [lambda: w.write(np.asfortranarray(share(0))), w.close, w2.close,
+             lambda: world.pipe_writer(name + "-3", layout),
+             lambda: spools.PipeWriter(name + "-3", layout)]
+    for i, call in enumerate(calls):
+        try:
+            call()
+        except spools.FinalizedError:
+            pass
+        else:
+            raise AssertionError("call %d after finalize: no FinalizedError" % i)
+    print("F wrote %d" % records, file=log)
     sys.exit(0)
 
 with world.pipe_writer(name, spools.Layout(layout)) as w:  # a Layout or a spec string

@@ -1,6 +1,7 @@
 """A job streaming 3 ADUs of a 30x7 float64 dataset to DEST over 2 links: ADU k is
 arange(210) + 1000 k, sent from rows in blocks, then columns cyclic (any layout of the
-ADU's size). argv: DEST [MODE]; MODE "die" raises inside the `with` after 2 ADUs, with
+ADU's size; ADU 1 from an order=F layout, F-contiguous shares); after the stream, every
+call raises FinalizedError once the job finalized. argv: DEST [MODE]; MODE "die" raises inside the `with` after 2 ADUs, with
 a window of 1 ADU (so the first one has left when the second send returns)."""
 import sys
 
@@ -24,7 +25,7 @@ def full(k):
 with world.stream_open(dest, links=2, tu=560, window=1 if mode == "die" else 2) as s:
     assert s.dest == dest.replace("tcp:", "")
     s.send(np.ascontiguousarray(full(0)[me * b:(me + 1) * b]), rows)
-    s.send(np.ascontiguousarray(full(1)[:, me::p]), cols)
+    s.send(np.asfortranarray(full(1)[:, me::p]), cols + " order=F")
     if mode == "die":
         raise RuntimeError("the sender fails after 2 ADUs")
     # A wrong share on one rank fails the call on every rank (no hang).
@@ -39,4 +40,14 @@ with world.stream_open(dest, links=2, tu=560, window=1 if mode == "die" else 2) 
         raise AssertionError("a wrong share was sent")
     s.send(np.ascontiguousarray(full(2)[me * b:(me + 1) * b]), rows)
     assert s.adus == 3
+world.finalize()
+calls = [lambda: s.send(full(0), rows), s.close,
+         lambda: world.stream_open(dest, links=1)]
+for i, call in enumerate(calls):
+    try:
+        call()
+    except spools.FinalizedError:
+        pass
+    else:
+        raise AssertionError("call %d after finalize: no FinalizedError" % i)
 print("sent 3")
