@@ -471,7 +471,11 @@ pub(crate) fn mem<'a>(obj: &'a Bound<'_, PyAny>, access: Access, what: &str) -> 
                 let len = arr.len() * d.itemsize();
                 // A C-contiguous array's `len` bytes from `data`, alive while `obj` is
                 // (the lifetime 'a ties the value to the argument).
-                return Ok(Mem::Direct(data.cast::<u8>(), len, std::marker::PhantomData));
+                return Ok(Mem::Direct(
+                    data.cast::<u8>(),
+                    len,
+                    std::marker::PhantomData,
+                ));
             }
         }
     }

@@ -273,9 +273,11 @@ impl PyRequest {
     /// receive buffer, `PeerGoneError` when the peer died.
     fn wait(&self, py: Python<'_>) -> PyResult<PyStatus> {
         // Inside an RPC function only a request already complete may be waited.
-        if self.inner.try_lock().map_or(true, |g| {
-            g.as_ref().is_some_and(|r| !r.is_complete())
-        }) {
+        if self
+            .inner
+            .try_lock()
+            .map_or(true, |g| g.as_ref().is_some_and(|r| !r.is_complete()))
+        {
             crate::am::refuse_in_rpc("Request.wait")?;
         }
         if self.inner.try_lock().map_or(true, |g| g.is_some()) {
