@@ -44,7 +44,7 @@ impl Communicator {
     ///
     /// Calling it outside `unsafe` does not compile (the contract below is the caller's):
     ///
-    /// ```compile_fail
+    /// ```compile_fail,E0133
     /// let world = spools::init().unwrap();
     /// let mut buf = [0u8; 4];
     /// let p = world.start_recv(&mut buf, 0, 2).unwrap();
