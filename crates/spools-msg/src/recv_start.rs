@@ -10,7 +10,9 @@ use crate::op_guard::OpGuard;
 use crate::status::{Source, Status, Tag};
 
 /// A posted receive into a borrowed buffer ([`Communicator::start_recv`]). Dropping it
-/// removes the receive from the engine (the buffer is never written after that).
+/// removes the receive from the engine (the buffer is never written after that); it
+/// must be dropped or waited, never leaked (see [`Communicator::start_recv`]'s safety
+/// contract).
 pub struct PendingRecv<'a> {
     core: &'a CommCore,
     guard: OpGuard<'a>,
@@ -33,15 +35,32 @@ impl Communicator {
     /// let world = spools::init().unwrap();
     /// world.send(&[5u8; 4], 0, 2).unwrap();
     /// let mut buf = [0u8; 4];
-    /// let p = world.start_recv(&mut buf, 0, 2).unwrap();
+    /// // SAFETY: `p` is waited below (never leaked).
+    /// let p = unsafe { world.start_recv(&mut buf, 0, 2) }.unwrap();
     /// assert!(p.poll().unwrap());
     /// assert_eq!(p.wait().unwrap().len, 4);
     /// assert_eq!(buf, [5; 4]);
     /// ```
     ///
+    /// Calling it outside `unsafe` does not compile (the contract below is the caller's):
+    ///
+    /// ```compile_fail,E0133
+    /// let world = spools::init().unwrap();
+    /// let mut buf = [0u8; 4];
+    /// let p = world.start_recv(&mut buf, 0, 2).unwrap();
+    /// std::mem::forget(p);
+    /// ```
+    ///
+    /// # Safety
+    /// The returned [`PendingRecv`] must be dropped or waited (its `Drop` or
+    /// [`PendingRecv::wait`] removes the receive from the engine), never leaked
+    /// (`std::mem::forget`, a reference cycle, `ManuallyDrop`): leaking it ends the
+    /// borrow of `buf` while the engine still holds the receive, which would later
+    /// write a matching message into memory that may have been freed or reused.
+    ///
     /// # Errors
     /// [`MsgError::BadRank`], [`MsgError::BadTag`].
-    pub fn start_recv<'a>(
+    pub unsafe fn start_recv<'a>(
         &'a self,
         buf: &'a mut [u8],
         src: impl Into<Source>,

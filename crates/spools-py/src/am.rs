@@ -214,6 +214,7 @@ impl Comm {
             )));
         }
         let f = r#fn.unbind();
+        runtime::note_python_in_progress();
         self.comm
             .register_rpc(name, move |args| run_python(&f, args))
             .map_err(|e| match e {

@@ -395,17 +395,29 @@ impl View {
 /// reference taken, no allocation: the argument keeps it alive for the call), or, for
 /// other objects, a [`View`].
 pub(crate) enum Mem<'a> {
-    /// A C-contiguous numpy array's memory, borrowed for the call.
-    Direct(&'a [u8]),
+    /// A C-contiguous numpy array's memory (start, length in bytes), borrowed for the
+    /// call. A raw pointer, not a `&[u8]`: `bytes_mut` writes through it, which a
+    /// shared reference's provenance would not allow.
+    Direct(*mut u8, usize, std::marker::PhantomData<&'a [u8]>),
     /// Any other buffer, through numpy.
     Viewed(View),
 }
+
+// SAFETY: `Direct` is a borrowed byte range as `&[u8]` would be (shared by `bytes`;
+// written only through the `unsafe bytes_mut`, whose caller guarantees exclusivity);
+// `View` is Send and Sync.
+unsafe impl Send for Mem<'_> {}
+// SAFETY: as for Send.
+unsafe impl Sync for Mem<'_> {}
 
 impl Mem<'_> {
     /// The memory.
     pub(crate) fn bytes(&self) -> &[u8] {
         match self {
-            Mem::Direct(b) => b,
+            Mem::Direct(_, 0, _) => &[],
+            // SAFETY: a C-contiguous array's `len` bytes, alive while the argument the
+            // value borrows is (see `mem`).
+            Mem::Direct(p, len, _) => unsafe { std::slice::from_raw_parts(*p, *len) },
             Mem::Viewed(v) => v.bytes(),
         }
     }
@@ -417,6 +429,15 @@ impl Mem<'_> {
     /// borrow of it is in use.
     #[allow(clippy::mut_from_ref)]
     pub(crate) unsafe fn bytes_mut(&self) -> &mut [u8] {
+        if let Mem::Direct(p, len, _) = self {
+            if *len == 0 {
+                return &mut [];
+            }
+            // SAFETY: writable (checked when made with Access::Write) and exclusive (the
+            // caller's contract); the pointer comes from the array's data pointer, not
+            // from a shared reference.
+            return unsafe { std::slice::from_raw_parts_mut(*p, *len) };
+        }
         let b = self.bytes();
         if b.is_empty() {
             return &mut [];
@@ -448,14 +469,13 @@ pub(crate) fn mem<'a>(obj: &'a Bound<'_, PyAny>, access: Access, what: &str) -> 
             let d = arr.dtype();
             if !d.has_object() {
                 let len = arr.len() * d.itemsize();
-                let b: &'a [u8] = if len == 0 {
-                    &[]
-                } else {
-                    // SAFETY: a C-contiguous array's `len` bytes from `data`, alive while
-                    // `obj` is (the lifetime 'a ties the slice to the argument).
-                    unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
-                };
-                return Ok(Mem::Direct(b));
+                // A C-contiguous array's `len` bytes from `data`, alive while `obj` is
+                // (the lifetime 'a ties the value to the argument).
+                return Ok(Mem::Direct(
+                    data.cast::<u8>(),
+                    len,
+                    std::marker::PhantomData,
+                ));
             }
         }
     }

@@ -67,11 +67,14 @@ impl Comm {
     }
 
     /// `FinalizedError` once the runtime ended (`finalize()`, `abort()`): every method
-    /// that communicates calls it first (an atomic load).
+    /// that communicates calls it first (an atomic load). Inside an RPC function, the
+    /// `RuntimeError` of `am::refuse_in_rpc` (such a call would wait for the progress
+    /// its own thread holds).
     ///
     /// # Errors
     /// As said.
     pub(crate) fn live(&self) -> PyResult<()> {
+        crate::am::refuse_in_rpc("a Spools communication call")?;
         runtime::check_live()
     }
 }

@@ -272,6 +272,14 @@ impl PyRequest {
     /// request stays pending). Raises `TruncatedError` for a message longer than the
     /// receive buffer, `PeerGoneError` when the peer died.
     fn wait(&self, py: Python<'_>) -> PyResult<PyStatus> {
+        // Inside an RPC function only a request already complete may be waited.
+        if self
+            .inner
+            .try_lock()
+            .map_or(true, |g| g.as_ref().is_some_and(|r| !r.is_complete()))
+        {
+            crate::am::refuse_in_rpc("Request.wait")?;
+        }
         if self.inner.try_lock().map_or(true, |g| g.is_some()) {
             runtime::check_live()?;
         }
@@ -378,14 +386,16 @@ impl Comm {
         let tag = send_tag(tag)?;
         let m = buffer::mem(buf, Access::Read, "send buffer")?;
         let data = m.bytes();
-        let r = if data.len() <= self.rt.eager_limit {
-            // No GIL release for a short or eager send: it hands the message to the
-            // transport and returns. The only wait in it is for room in a full ring to
-            // `dest`, during which this thread serves its own incoming traffic itself
-            // (spools-am's send_raw): no other thread of this process, hence nothing
-            // that needs the GIL, is needed for it to end. (No handler or poller of
-            // this package runs Python code or takes the GIL.) The peer drains its
-            // ring in its own process, whose GIL is its own.
+        let r = if data.len() <= self.rt.eager_limit && !runtime::python_in_progress() {
+            // No GIL release for a short or eager send while no Python code can run
+            // inside progress: it hands the message to the transport and returns. The
+            // only wait in it is for room in a full ring to `dest`, during which this
+            // thread serves its own incoming traffic when it gets the progress lock
+            // (spools-am's send_raw). Another thread holding that lock (the progress
+            // thread, a waiting thread) runs no Python code then, so it never waits
+            // for the GIL this thread keeps. Once an RPC function or a Python reduction
+            // operator exists, that thread may run it and need the GIL: then every send
+            // releases it (the `else` branch).
             self.comm.send(data, dest, tag)
         } else {
             runtime::blocking(py, || self.comm.send(data, dest, tag))
@@ -411,10 +421,9 @@ impl Comm {
         let m = buffer::mem(buf, Access::Write, "receive buffer")?;
         // SAFETY: made with Access::Write; this call is its only user.
         let b = unsafe { m.bytes_mut() };
-        let p = self
-            .comm
-            .start_recv(b, src, tag)
-            .map_err(errors::from_msg)?;
+        // SAFETY: `p` is never leaked: every path below waits it or drops it (an
+        // early return by `?` drops it, which removes the receive).
+        let p = unsafe { self.comm.start_recv(b, src, tag) }.map_err(errors::from_msg)?;
         // A message that is there, or comes within a few polls, is taken with the GIL
         // held: releasing and taking it back costs more than such a wait. The polls
         // wait for no thread of this process (progress is done here), and the GIL is
@@ -439,16 +448,27 @@ impl Comm {
     /// is read in place (no copy) and must not change until the request completes; the
     /// array is kept alive until then.
     #[pyo3(signature = (buf, dest, tag = 0))]
-    fn isend(&self, buf: &Bound<'_, PyAny>, dest: i64, tag: i64) -> PyResult<PyRequest> {
+    fn isend(
+        &self,
+        py: Python<'_>,
+        buf: &Bound<'_, PyAny>,
+        dest: i64,
+        tag: i64,
+    ) -> PyResult<PyRequest> {
         self.live()?;
         release_arrays();
         let dest = self.check_rank(dest, "dest")?;
         let tag = send_tag(tag)?;
         let v = buffer::view(buf, Access::Read, "send buffer")?;
-        let r = self
-            .comm
-            .isend_pinned(Posted::new(v), dest, tag)
-            .map_err(errors::from_msg)?;
+        let posted = Posted::new(v);
+        // An eager isend may wait for ring room like `send`: without the GIL once
+        // Python code may run inside progress (see `send`).
+        let r = if runtime::python_in_progress() {
+            runtime::blocking(py, || self.comm.isend_pinned(posted, dest, tag))
+        } else {
+            self.comm.isend_pinned(posted, dest, tag)
+        }
+        .map_err(errors::from_msg)?;
         Ok(PyRequest::new(r, "isend"))
     }
 
@@ -581,6 +601,7 @@ fn requests<'py>(reqs: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyRequest>
 /// that could complete has (Ctrl-C stops at once, leaving the rest pending).
 #[pyfunction]
 fn wait_all(py: Python<'_>, requests: &Bound<'_, PyAny>) -> PyResult<Py<PyList>> {
+    crate::am::refuse_in_rpc("wait_all")?;
     runtime::check_live()?;
     let reqs = self::requests(requests)?;
     let refs: Vec<Py<PyRequest>> = reqs.iter().map(|r| r.clone().unbind()).collect();
@@ -621,33 +642,53 @@ fn wait_all(py: Python<'_>, requests: &Bound<'_, PyAny>) -> PyResult<Py<PyList>>
     Ok(PyList::new(py, items)?.unbind())
 }
 
+/// Whether a request is still pending, as far as a look that never blocks can tell: a
+/// request another thread is waiting for (its lock taken) counts as pending.
+fn looks_pending(r: &PyRequest) -> bool {
+    r.inner.try_lock().map_or(true, |g| g.is_some())
+}
+
+/// Whether a request that was pending is now done: complete, or finished (by another
+/// thread's wait). Never blocks: a request another thread waits for is not done until
+/// that wait returns.
+fn looks_done(r: &PyRequest) -> bool {
+    r.inner
+        .try_lock()
+        .is_ok_and(|g| g.as_ref().is_none_or(spools_msg::Request::is_complete))
+}
+
 /// Waits until one of the pending requests of `requests` completes (the GIL released)
-/// and returns `(index, Status)`. Requests already complete are skipped; `ValueError`
-/// when none is pending.
+/// and returns `(index, Status)`. Requests already complete when it is called are
+/// skipped; one that another thread's `wait()` finishes meanwhile counts (its status,
+/// or its error raised). `ValueError` when none is pending.
 #[pyfunction]
 fn wait_any(py: Python<'_>, requests: &Bound<'_, PyAny>) -> PyResult<(usize, PyStatus)> {
+    crate::am::refuse_in_rpc("wait_any")?;
     let reqs = self::requests(requests)?;
     let refs: Vec<Py<PyRequest>> = reqs.iter().map(|r| r.clone().unbind()).collect();
-    if refs.iter().all(|r| r.get().lock_inner().is_none()) {
+    // Never a blocking lock with the GIL held: another thread's wait holds a request's
+    // lock without the GIL, and its interrupt check needs the GIL.
+    let pending: Vec<bool> = refs.iter().map(|r| looks_pending(r.get())).collect();
+    if !pending.contains(&true) {
         return Err(errors::value_error(
             "wait_any needs at least one pending request; got none",
         ));
     }
+    runtime::check_live()?;
     let rt = runtime::get()?;
     let res = runtime::blocking(py, || {
         let mut hit = None;
         rt.worker
             .wait_for(|| {
-                hit = refs.iter().position(|r| {
-                    r.get()
-                        .lock_inner()
-                        .as_ref()
-                        .is_some_and(spools_msg::Request::is_complete)
-                });
+                hit = refs
+                    .iter()
+                    .zip(&pending)
+                    .position(|(r, &p)| p && looks_done(r.get()));
                 hit.is_some()
             })
             .map_err(|e| WaitError::Msg(e.into()))?;
         let i = hit.unwrap_or(0);
+        // A finished request gives its stored status or error at once.
         let st = refs.get(i).map(|r| r.get().wait_nogil()).transpose()?;
         Ok::<_, WaitError>((i, st))
     });

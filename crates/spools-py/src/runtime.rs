@@ -69,9 +69,13 @@ static RUNTIME: Mutex<Option<Arc<Runtime>>> = Mutex::new(None);
 static ENDED: Mutex<bool> = Mutex::new(false);
 /// The World object `init` returned (so that a second `init` returns the same one).
 static WORLD_OBJ: Mutex<Option<Py<World>>> = Mutex::new(None);
-/// The exception the interrupt check took from Python's signal handlers (Ctrl-C), for
-/// the failed call to raise instead of the error the interrupt caused.
-static PENDING: Mutex<Option<PyErr>> = Mutex::new(None);
+thread_local! {
+    /// The exception the interrupt check took from Python's signal handlers (Ctrl-C), for
+    /// the failed call to raise instead of the error the interrupt caused. Per thread:
+    /// the check runs on the waiting thread, and that thread raises the call's error
+    /// (another thread's unrelated error never takes it).
+    static PENDING: std::cell::RefCell<Option<PyErr>> = const { std::cell::RefCell::new(None) };
+}
 
 /// Whether the runtime runs (set by `init`, cleared by `finalize`/`abort`): the check
 /// of every call, without a lock.
@@ -119,15 +123,13 @@ where
     F: pyo3::marker::Ungil + FnOnce() -> T,
     T: pyo3::marker::Ungil,
 {
+    redeliver_interrupt();
     py.detach(f)
 }
 
 /// The exception of an interrupt that ended a wait, if one did.
 pub(crate) fn take_interrupt() -> Option<PyErr> {
-    PENDING
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .take()
+    PENDING.with(|p| p.borrow_mut().take())
 }
 
 /// The interrupt check: runs Python's pending signal handlers (a wait asks only before
@@ -136,7 +138,7 @@ fn interrupt_check() -> bool {
     Python::attach(|py| match py.check_signals() {
         Ok(()) => false,
         Err(e) => {
-            *PENDING.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
+            PENDING.with(|p| *p.borrow_mut() = Some(e));
             true
         }
     })
@@ -260,4 +262,34 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ANY_SOURCE", -1)?;
     m.add("ANY_TAG", -1)?;
     Ok(())
+}
+
+/// Whether a Python function may run inside progress (an RPC function was registered,
+/// or a Python reduction operator set up): from then on, every call that may spin in
+/// progress (an eager send waiting for ring room) releases the GIL, which that function
+/// needs on the progressing thread.
+static PYTHON_IN_PROGRESS: AtomicBool = AtomicBool::new(false);
+
+/// Notes that a Python function may now run inside progress (see
+/// [`python_in_progress`]); called where one is registered or set up.
+pub(crate) fn note_python_in_progress() {
+    PYTHON_IN_PROGRESS.store(true, Ordering::Release);
+}
+
+/// Whether a Python function may run inside progress: then a send may not keep the GIL
+/// while it waits for room (the progressing thread, maybe another one, may wait for it).
+pub(crate) fn python_in_progress() -> bool {
+    PYTHON_IN_PROGRESS.load(Ordering::Acquire)
+}
+
+/// Re-delivers this thread's interrupt that no call raised (a wait in a `Drop` that
+/// swallowed its error): Python raises `KeyboardInterrupt` at its next check, instead of
+/// a later unrelated error turning into it. Run by every [`blocking`] call first; a
+/// `Drop` that waits may call it after its wait.
+pub(crate) fn redeliver_interrupt() {
+    if take_interrupt().is_some() {
+        // SAFETY: a plain C call of the limited API, documented as callable from any
+        // thread, with or without the GIL.
+        unsafe { pyo3::ffi::PyErr_SetInterrupt() };
+    }
 }

@@ -25,3 +25,12 @@ def test_pingpong_program(run, n):
     job = run(n, "p2p_pingpong.py", 50, 1, "8,40000,1048576")
     sizes = [int(l.split()[1]) for l in job.lines(0) if l.startswith("size ")]
     assert sizes == [8, 40000, 1048576], job
+
+
+@pytest.mark.parametrize("thread", ["1", "0"])
+def test_python_in_progress_and_threads(run, thread):
+    """Floods with RPC calls in flight (a send waiting for ring room keeps no GIL the
+    progress thread needs), wait_any against another thread's wait, and Spools calls
+    refused inside an RPC function (p2p_threads.py's docstring)."""
+    job = run(2, "p2p_threads.py", timeout=60, env={"SPOOLS_PROGRESS_THREAD": thread})
+    assert job.lines(0) == ["threads ok"] and job.lines(1) == ["threads ok"], job

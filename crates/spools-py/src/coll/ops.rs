@@ -234,6 +234,7 @@ impl Reduction {
             Some(c) => (c, commute),
             None => (Carrier::U8, false),
         };
+        crate::runtime::note_python_in_progress();
         let dtype = a.array(py).dtype().unbind();
         Ok(Reduction {
             carrier,
