@@ -137,51 +137,6 @@ impl View {
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
 
-    /// The memory as elements of `T`, which must match the dtype's size and alignment.
-    ///
-    /// # Errors
-    /// `TypeError` when `T` does not fit the buffer.
-    pub(crate) fn typed<T: spools::Element>(&self) -> PyResult<&[T]> {
-        self.check_elem::<T>()?;
-        if self.len == 0 {
-            return Ok(&[]);
-        }
-        // SAFETY: size and alignment checked; every bit pattern is a valid `T` (Element).
-        Ok(unsafe { std::slice::from_raw_parts(self.ptr.cast::<T>(), self.count()) })
-    }
-
-    /// As [`View::typed`], to be written.
-    ///
-    /// # Safety
-    /// As [`View::bytes_mut`].
-    ///
-    /// # Errors
-    /// `TypeError` when `T` does not fit the buffer.
-    #[allow(clippy::mut_from_ref)]
-    pub(crate) unsafe fn typed_mut<T: spools::Element>(&self) -> PyResult<&mut [T]> {
-        self.check_elem::<T>()?;
-        // SAFETY: the caller's contract (exclusive); checked writable inside.
-        let b = unsafe { self.bytes_mut() };
-        if b.is_empty() {
-            return Ok(&mut []);
-        }
-        // SAFETY: size and alignment checked; every bit pattern is a valid `T`.
-        Ok(unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr().cast::<T>(), self.count()) })
-    }
-
-    fn check_elem<T>(&self) -> PyResult<()> {
-        let size = std::mem::size_of::<T>();
-        if self.itemsize != size || (self.ptr as usize) % std::mem::align_of::<T>() != 0 {
-            return Err(errors::type_error(format!(
-                "buffer of {}-byte elements (dtype {:?}) used as {}",
-                self.itemsize,
-                self.dtype,
-                std::any::type_name::<T>()
-            )));
-        }
-        Ok(())
-    }
-
     /// The array (a new reference).
     pub(crate) fn array<'py>(&self, py: Python<'py>) -> Bound<'py, PyUntypedArray> {
         self.array.bind(py).clone()
@@ -323,71 +278,11 @@ pub(crate) fn empty<'py>(
     Ok((a, v))
 }
 
-/// Runs `$body` with `$T` the Rust element type of a numeric [`Dtype`] (bool as `u8`);
-/// `$other` for complex and other dtypes.
-#[allow(unused_macros)]
-macro_rules! with_element {
-    ($dtype:expr, $T:ident => $body:expr, else $other:expr) => {
-        match $dtype {
-            $crate::buffer::Dtype::Bool | $crate::buffer::Dtype::U8 => {
-                type $T = u8;
-                $body
-            }
-            $crate::buffer::Dtype::I8 => {
-                type $T = i8;
-                $body
-            }
-            $crate::buffer::Dtype::I16 => {
-                type $T = i16;
-                $body
-            }
-            $crate::buffer::Dtype::U16 => {
-                type $T = u16;
-                $body
-            }
-            $crate::buffer::Dtype::I32 => {
-                type $T = i32;
-                $body
-            }
-            $crate::buffer::Dtype::U32 => {
-                type $T = u32;
-                $body
-            }
-            $crate::buffer::Dtype::I64 => {
-                type $T = i64;
-                $body
-            }
-            $crate::buffer::Dtype::U64 => {
-                type $T = u64;
-                $body
-            }
-            $crate::buffer::Dtype::F32 => {
-                type $T = f32;
-                $body
-            }
-            $crate::buffer::Dtype::F64 => {
-                type $T = f64;
-                $body
-            }
-            $crate::buffer::Dtype::C64
-            | $crate::buffer::Dtype::C128
-            | $crate::buffer::Dtype::Other => $other,
-        }
-    };
-}
-#[allow(unused_imports)]
-pub(crate) use with_element;
-
 impl View {
     /// The start of the memory (for an operation that keeps the view alive while the
     /// engine uses it).
     pub(crate) fn as_mut_ptr(&self) -> *mut u8 {
         self.ptr
-    }
-
-    /// Whether the memory may be written.
-    pub(crate) fn writable(&self) -> bool {
-        self.writable
     }
 }
 

@@ -111,11 +111,6 @@ pub(crate) fn from_msg(e: MsgError) -> PyErr {
     raise(msg_kind(&e), e.to_string())
 }
 
-/// An active-message error as its exception.
-pub(crate) fn from_am(e: AmError) -> PyErr {
-    raise(am_kind(&e), e.to_string())
-}
-
 /// A bootstrap error as its exception.
 pub(crate) fn from_boot(e: BootError) -> PyErr {
     raise(boot_kind(&e), e.to_string())

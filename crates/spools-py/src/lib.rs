@@ -5,13 +5,14 @@
 //!
 //! Rules every file keeps:
 //! - every call that waits releases the GIL (`runtime::blocking`) and is interrupted by
-//!   Ctrl-C (the interrupt check of `runtime.rs` raises `KeyboardInterrupt`);
+//!   Ctrl-C (the interrupt check of `runtime.rs` raises `KeyboardInterrupt`); the one
+//!   exception is a send that leaves at once (short or eager), which keeps the GIL
+//!   through its brief wait for ring room while no Python function can run inside
+//!   progress (no RPC function registered, no Python reduction operator used: see
+//!   `runtime::python_in_progress`);
 //! - buffers are used in place through `buffer::View`, never copied through Python
 //!   objects;
 //! - every Rust error becomes one of the exceptions of `spools.errors` (`errors.rs`).
-
-// The areas fill in what the skeleton declares; lifted once every area uses its parts.
-#![allow(dead_code)]
 
 mod am;
 mod buffer;

@@ -14,7 +14,8 @@ use spools::Communicator;
 /// it while `comm` is still alive.
 pub(crate) struct Tethered<T> {
     value: Option<T>,
-    comm: Arc<Communicator>,
+    /// Kept only to outlive `value`, which borrows it.
+    _comm: Arc<Communicator>,
 }
 
 impl<T> Tethered<T> {
@@ -36,7 +37,7 @@ impl<T> Tethered<T> {
         let value = open(r)?;
         Ok(Tethered {
             value: Some(value),
-            comm,
+            _comm: comm,
         })
     }
 
@@ -49,11 +50,6 @@ impl<T> Tethered<T> {
     /// still alive; `None` if it was already finished.
     pub(crate) fn finish<R>(&mut self, f: impl FnOnce(T) -> R) -> Option<R> {
         self.value.take().map(f)
-    }
-
-    /// The communicator.
-    pub(crate) fn comm(&self) -> &Communicator {
-        &self.comm
     }
 }
 
