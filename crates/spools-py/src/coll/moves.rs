@@ -20,6 +20,7 @@ impl Comm {
         a: &Bound<'py, PyAny>,
         root: i64,
     ) -> PyResult<Bound<'py, PyAny>> {
+        self.live()?;
         let root = self.check_rank(root, "bcast: root")?;
         let v = buffer::view(a, Access::Write, "bcast: a")?;
         // SAFETY: a writable view this call alone uses.
@@ -39,6 +40,7 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<Py<PyAny>>> {
+        self.live()?;
         let root = self.check_rank(root, "gather: root")?;
         let send = buffer::view(a, Access::Read, "gather: a")?;
         if self.comm.rank() != root {
@@ -66,6 +68,7 @@ impl Comm {
         a: &Bound<'_, PyAny>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        self.live()?;
         let send = buffer::view(a, Access::Read, "allgather: a")?;
         let mut shape = vec![self.comm.size() as usize];
         shape.extend_from_slice(&send.shape);
@@ -87,6 +90,7 @@ impl Comm {
         a: &Bound<'_, PyAny>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        self.live()?;
         let send = buffer::view(a, Access::Read, "alltoall: a")?;
         let (n, _) = rows(&send, "alltoall", "a")?;
         let size = self.comm.size() as usize;
@@ -121,6 +125,7 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        self.live()?;
         let root = self.check_rank(root, "scatter: root")?;
         let size = self.comm.size() as usize;
         let send = if self.comm.rank() == root {

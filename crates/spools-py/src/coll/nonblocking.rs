@@ -99,7 +99,7 @@ impl Comm {
                 let mut shape = vec![c[self.comm.rank() as usize]];
                 shape.extend_from_slice(&tail);
                 let items = tail.iter().product::<usize>();
-                (shape, c.iter().map(|n| n * items).collect())
+                (shape, super::shapes::scaled(&c, items, what)?)
             }
             _ => (send.shape.clone(), Vec::new()),
         };
@@ -114,7 +114,7 @@ impl Comm {
         }
         let pending = with_carrier!(red.carrier, T => {
             let per = send.itemsize / std::mem::size_of::<T>();
-            let counts = counts.iter().map(|n| n * per).collect();
+            let counts = super::shapes::scaled(&counts, per, what)?;
             start_red::<T>(py, &self.comm, kind, to_vec::<T>(send.bytes()), counts, red.op::<T>())
         })?;
         let finish = if gets {
@@ -153,6 +153,7 @@ impl Comm {
     /// Non-blocking `barrier`: returns a `CollRequest` whose `wait()` returns `None` once
     /// every rank has called `ibarrier`.
     fn ibarrier(&self, py: Python<'_>) -> PyResult<CollRequest> {
+        self.live()?;
         let r = runtime::blocking(py, || self.comm.ibarrier()).map_err(coll_err)?;
         Ok(CollRequest::new(
             "ibarrier",
@@ -167,6 +168,7 @@ impl Comm {
     /// until then).
     #[pyo3(signature = (a, root = 0))]
     fn ibcast(&self, py: Python<'_>, a: &Bound<'_, PyAny>, root: i64) -> PyResult<CollRequest> {
+        self.live()?;
         let root = self.check_rank(root, "ibcast: root")?;
         let v = buffer::view(a, Access::Write, "ibcast: a")?;
         let finish = Finish::Into(a.clone().unbind());
@@ -193,6 +195,7 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
+        self.live()?;
         let root = self.check_rank(root, "ireduce: root")?;
         self.coll_ireduction(py, Red::Reduce(root), a, op, None, out, "ireduce")
     }
@@ -208,6 +211,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
+        self.live()?;
         self.coll_ireduction(py, Red::Allreduce, a, op, None, out, "iallreduce")
     }
 
@@ -221,6 +225,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
+        self.live()?;
         self.coll_ireduction(py, Red::Scan, a, op, None, out, "iscan")
     }
 
@@ -236,6 +241,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
+        self.live()?;
         self.coll_ireduction(
             py,
             Red::ReduceScatter,
@@ -258,6 +264,7 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
+        self.live()?;
         let root = self.check_rank(root, "igather: root")?;
         let v = buffer::view(a, Access::Read, "igather: a")?;
         let finish = if self.comm.rank() == root {
@@ -289,6 +296,7 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
+        self.live()?;
         let root = self.check_rank(root, "iscatter: root")?;
         let size = self.comm.size() as usize;
         if self.comm.rank() == root {
@@ -349,6 +357,7 @@ impl Comm {
         a: &Bound<'_, PyAny>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
+        self.live()?;
         let v = buffer::view(a, Access::Read, "iallgather: a")?;
         let mut shape = vec![self.comm.size() as usize];
         shape.extend_from_slice(&v.shape);
@@ -372,6 +381,7 @@ impl Comm {
         a: &Bound<'_, PyAny>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
+        self.live()?;
         let v = buffer::view(a, Access::Read, "ialltoall: a")?;
         let (n, _) = rows(&v, "ialltoall", "a")?;
         let size = self.comm.size() as usize;

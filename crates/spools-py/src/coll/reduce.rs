@@ -5,7 +5,7 @@ use spools::{Communicator, Element, MsgError};
 
 use super::carrier::{cast, cast_mut, to_vec, with_carrier};
 use super::ops::Reduction;
-use super::shapes::{arg_view, coll_err, counts_arg, dtype_of, result, rows, same_memory, tuple};
+use super::shapes::{arg_view, checked_sum, coll_err, counts_arg, dtype_of, result, rows, same_memory, scaled, tuple};
 use crate::buffer::{self, Access, View};
 use crate::comm::Comm;
 use crate::errors;
@@ -92,7 +92,7 @@ impl Comm {
             inplace,
             red.op::<T>()
         ));
-        red.finish(r)?;
+        red.finish(py, &self.comm, r)?;
         Ok(res.map(Bound::unbind))
     }
 }
@@ -121,6 +121,7 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<Py<PyAny>>> {
+        self.live()?;
         let root = self.check_rank(root, "reduce: root")?;
         self.coll_reduction(py, Kind::Reduce(root), a, op, out, "reduce")
     }
@@ -136,6 +137,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        self.live()?;
         let r = self.coll_reduction(py, Kind::Allreduce, a, op, out, "allreduce")?;
         r.ok_or_else(|| errors::value_error("allreduce gave no result"))
     }
@@ -151,6 +153,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        self.live()?;
         let r = self.coll_reduction(py, Kind::Scan, a, op, out, "scan")?;
         r.ok_or_else(|| errors::value_error("scan gave no result"))
     }
@@ -169,6 +172,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        self.live()?;
         let name = "reduce_scatter";
         let send = buffer::view(a, Access::Read, "reduce_scatter: a")?;
         let red = Reduction::new(py, &send, op)?;
@@ -188,10 +192,10 @@ impl Comm {
         let r = with_carrier!(red.carrier, T => {
             // Carrier elements per item (2 for a complex sum).
             let per = send.itemsize / std::mem::size_of::<T>();
-            let c: Vec<usize> = counts.iter().map(|n| n * row_items * per).collect();
+            let c = scaled(&counts, row_items * per, name)?;
             reduce_scatter_t::<T>(py, &self.comm, &send, &recv, &c, red.op::<T>())
         });
-        red.finish(r)?;
+        red.finish(py, &self.comm, r)?;
         Ok(res.unbind())
     }
 }
@@ -207,7 +211,7 @@ pub(crate) fn scatter_counts(
     match counts {
         Some(c) => {
             let c = counts_arg(c, size, name, "counts")?;
-            let total: usize = c.iter().sum();
+            let total = checked_sum(&c, name, "counts")?;
             if total != n {
                 return Err(errors::value_error(format!(
                     "{name}: the counts must add up to a's first axis {n} (a has shape {}), \

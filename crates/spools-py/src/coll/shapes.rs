@@ -112,9 +112,36 @@ pub(crate) fn row_bytes(v: &View, tail: &[usize]) -> usize {
     tail.iter().product::<usize>() * v.itemsize
 }
 
-/// `counts` (rows) scaled to bytes.
-pub(crate) fn scaled(counts: &[usize], row: usize) -> Vec<usize> {
-    counts.iter().map(|c| c * row).collect()
+/// `counts` (rows) scaled to bytes (or elements).
+///
+/// # Errors
+/// `ValueError` when a product overflows.
+pub(crate) fn scaled(counts: &[usize], row: usize, op: &str) -> PyResult<Vec<usize>> {
+    counts
+        .iter()
+        .map(|&c| {
+            c.checked_mul(row).ok_or_else(|| {
+                errors::value_error(format!(
+                    "{op}: a count of {c} rows of {row} units each is too large"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// The sum of `counts`.
+///
+/// # Errors
+/// `ValueError` naming `what` when it overflows.
+pub(crate) fn checked_sum(counts: &[usize], op: &str, what: &str) -> PyResult<usize> {
+    counts
+        .iter()
+        .try_fold(0usize, |a, &c| a.checked_add(c))
+        .ok_or_else(|| {
+            errors::value_error(format!(
+                "{op}: the {what} {counts:?} add up to more than the largest size"
+            ))
+        })
 }
 
 /// Counts per rank given by the user: `size` non-negative ints.
