@@ -5,7 +5,9 @@ use spools::{Communicator, Element, MsgError};
 
 use super::carrier::{cast, cast_mut, to_vec, with_carrier};
 use super::ops::Reduction;
-use super::shapes::{arg_view, checked_sum, coll_err, counts_arg, dtype_of, result, rows, same_memory, scaled, tuple};
+use super::shapes::{
+    arg_view, checked_sum, coll_err, counts_arg, dtype_of, rows, scaled, target, tuple,
+};
 use crate::buffer::{self, Access, View};
 use crate::comm::Comm;
 use crate::errors;
@@ -75,25 +77,33 @@ impl Comm {
             Kind::Reduce(root) => root == self.comm.rank(),
             _ => true,
         };
-        let (res, recv, inplace) = if gets {
+        let mut t = if gets {
             let dt = dtype_of(py, &send);
-            let (res, recv) = result(py, out, &dt, &send.shape, name)?;
-            let inplace = same_memory(&send, &recv, name)?;
-            (Some(res), Some(recv), inplace)
+            Some(target(py, out, &dt, &send.shape, Some(&send), None, name)?)
         } else {
-            (None, None, false)
+            None
+        };
+        let (recv, inplace) = match &t {
+            Some(t) => (Some(&t.recv), t.inplace),
+            None => (None, false),
         };
         let r = with_carrier!(red.carrier, T => run::<T>(
             py,
             &self.comm,
             kind,
             &send,
-            recv.as_ref(),
+            recv,
             inplace,
             red.op::<T>()
         ));
         red.finish(py, &self.comm, r)?;
-        Ok(res.map(Bound::unbind))
+        match t.as_mut() {
+            Some(t) => {
+                t.check()?;
+                Ok(Some(t.res.clone().unbind()))
+            }
+            None => Ok(None),
+        }
     }
 }
 
@@ -182,21 +192,25 @@ impl Comm {
         let mut shape = vec![counts[me]];
         shape.extend_from_slice(&tail);
         let dt = dtype_of(py, &send);
-        let (res, recv) = result(py, out, &dt, &shape, name)?;
-        if same_memory(&send, &recv, name)? {
-            return Err(errors::value_error(
-                "reduce_scatter: out must not be a (there is no in-place reduce-scatter)",
-            ));
-        }
+        let mut t = target(
+            py,
+            out,
+            &dt,
+            &shape,
+            Some(&send),
+            Some("reduce_scatter: out must not be a (there is no in-place reduce-scatter)"),
+            name,
+        )?;
         let row_items = tail.iter().product::<usize>();
         let r = with_carrier!(red.carrier, T => {
             // Carrier elements per item (2 for a complex sum).
             let per = send.itemsize / std::mem::size_of::<T>();
             let c = scaled(&counts, row_items * per, name)?;
-            reduce_scatter_t::<T>(py, &self.comm, &send, &recv, &c, red.op::<T>())
+            reduce_scatter_t::<T>(py, &self.comm, &send, &t.recv, &c, red.op::<T>())
         });
         red.finish(py, &self.comm, r)?;
-        Ok(res.unbind())
+        t.check()?;
+        Ok(t.res.unbind())
     }
 }
 
