@@ -2,7 +2,8 @@
 //! array` on whole arrays, run as the runtime's slice operator (`spools::Op::UserSlice`)
 //! with the GIL taken back for each call. An exception in the callable (or a result of
 //! the wrong dtype or shape) is kept, the reduction goes on without calling it again (so
-//! that no rank waits forever), and the call raises that exception at its end.
+//! that no rank waits forever), and the call raises that exception at its end; a
+//! blocking call then tells every rank (a one-byte allgather), whose call raises too.
 
 use std::sync::{Arc, Mutex, PoisonError};
 

@@ -118,8 +118,10 @@ impl Comm {
     /// `spools.Op(f, commute=True)`; `None` (the default) is `"sum"`. Booleans reduce as
     /// numpy's: sum is `or`, prod `and`; integers wrap. A function is called with the GIL
     /// from inside the collective: its exception is raised by this call (on the ranks
-    /// that called it) once the collective has ended everywhere; its result must have
-    /// its arguments' dtype and shape. In place: `out=a` on the root. Every rank gives
+    /// that called it) once the collective has ended everywhere, and the other ranks
+    /// raise `SpoolsError` naming a rank whose function raised (their result would be
+    /// wrong; the non-blocking forms raise on the calling ranks only); its result must
+    /// have its arguments' dtype and shape. In place: `out=a` on the root. Every rank gives
     /// the same shape and dtype (sizes that differ are the runtime's `SpoolsError` where
     /// they are detected).
     #[pyo3(signature = (a, op = None, root = 0, out = None))]

@@ -79,7 +79,7 @@ pub(crate) enum Finish {
 /// A non-blocking collective in flight (returned by `Comm.ibcast`, `Comm.iallreduce`,
 /// ...). `wait()` returns its result (as the blocking form would), `test()` whether it
 /// finished. A request that is dropped unwaited is finished first (the other ranks
-/// depend on it).
+/// depend on it); a Ctrl-C during that wait is raised as `KeyboardInterrupt` right after.
 #[pyclass(module = "spools")]
 pub(crate) struct CollRequest {
     what: &'static str,
