@@ -12,7 +12,7 @@ use spools::Communicator;
 use super::carrier::{to_vec, with_carrier, Carrier};
 use super::ops::Reduction;
 use super::request::{CollRequest, Finish, Pending, Typed, Unit};
-use super::shapes::{coll_err, dtype_of, result, rows, tuple};
+use super::shapes::{coll_err, dtype_of, rows, tuple};
 use crate::buffer::{self, Access, View};
 use crate::comm::Comm;
 use crate::errors;
@@ -107,11 +107,8 @@ impl Comm {
             Red::Reduce(root) => root == self.comm.rank(),
             _ => true,
         };
-        if gets {
-            if let Some(o) = out {
-                result(py, Some(o), &dt, &shape, what)?;
-            }
-        }
+        // A wrong `out` is raised by `wait()`, once the collective ended: raising here,
+        // on this rank alone, would leave the other ranks waiting for its part.
         let pending = with_carrier!(red.carrier, T => {
             let per = send.itemsize / std::mem::size_of::<T>();
             let counts = super::shapes::scaled(&counts, per, what)?;
@@ -404,18 +401,17 @@ impl Comm {
     }
 }
 
-/// The result of a move: of `v`'s dtype and `shape`, in `out` (checked now) if given.
+/// The result of a move: of `v`'s dtype and `shape`, in `out` (checked by `wait()`) if
+/// given.
 fn array_finish(
     py: Python<'_>,
     v: &View,
     shape: Vec<usize>,
     out: Option<&Bound<'_, PyAny>>,
-    what: &str,
+    _what: &str,
 ) -> PyResult<Finish> {
+    // A wrong `out` is raised by `wait()` (see `coll_ireduction`).
     let dt = dtype_of(py, v);
-    if let Some(o) = out {
-        result(py, Some(o), &dt, &shape, what)?;
-    }
     Ok(Finish::Array {
         dtype: dt.unbind(),
         shape,

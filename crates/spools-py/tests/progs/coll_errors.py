@@ -114,6 +114,13 @@ expect(ValueError, ["scatter", "out must have shape"],
 expect(ValueError, ["alltoallv", "out must have shape"],
        lambda: world.alltoallv(np.ones((n, 2)), [1] * n, out=np.empty(2) if r == 0 else None))
 assert world.allreduce(np.array([r + 4.0]))[0] == n * (n + 7) / 2
+# A non-blocking collective with a wrong out= on one rank: its wait() raises there, once
+# the collective ended on every rank.
+expect(ValueError, ["iallreduce", "shape (3,)", "(4,)"],
+       lambda: world.iallreduce(np.ones(3), out=np.zeros(4) if r == 0 else None).wait(), where=r == 0)
+expect(ValueError, ["iallgather", "out must have shape"],
+       lambda: world.iallgather(np.ones(2), out=np.zeros(1) if r == n - 1 else None).wait(), where=r == n - 1)
+assert world.allreduce(np.array([r + 5.0]))[0] == n * (n + 9) / 2
 # Counts whose sums or byte sizes overflow: a ValueError, never a panic or a wrap.
 big = [2**63 - 1] * (n - 1) + [6]
 if n > 2:  # two int64 counts cannot overflow a 64-bit sum
