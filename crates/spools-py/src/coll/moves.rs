@@ -3,7 +3,7 @@
 
 use pyo3::prelude::*;
 
-use super::shapes::{coll_err, dtype_of, dumps, err_text, loads, result, rows, same_memory, tuple};
+use super::shapes::{coll_err, dtype_of, dumps, err_text, loads, rows, target, tuple};
 use crate::buffer::{self, Access};
 use crate::comm::Comm;
 use crate::errors;
@@ -20,6 +20,7 @@ impl Comm {
         a: &Bound<'py, PyAny>,
         root: i64,
     ) -> PyResult<Bound<'py, PyAny>> {
+        self.live()?;
         let root = self.check_rank(root, "bcast: root")?;
         let v = buffer::view(a, Access::Write, "bcast: a")?;
         // SAFETY: a writable view this call alone uses.
@@ -39,6 +40,7 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<Py<PyAny>>> {
+        self.live()?;
         let root = self.check_rank(root, "gather: root")?;
         let send = buffer::view(a, Access::Read, "gather: a")?;
         if self.comm.rank() != root {
@@ -48,12 +50,13 @@ impl Comm {
         }
         let mut shape = vec![self.comm.size() as usize];
         shape.extend_from_slice(&send.shape);
-        let (res, recv) = result(py, out, &dtype_of(py, &send), &shape, "gather")?;
-        same_memory(&send, &recv, "gather")?;
+        let dt = dtype_of(py, &send);
+        let mut t = target(py, out, &dt, &shape, Some(&send), None, "gather")?;
         // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
-        let r = unsafe { recv.bytes_mut() };
+        let r = unsafe { t.recv.bytes_mut() };
         runtime::blocking(py, || self.comm.gather(send.bytes(), r, root)).map_err(coll_err)?;
-        Ok(Some(res.unbind()))
+        t.check()?;
+        Ok(Some(t.res.unbind()))
     }
 
     /// Gives every rank every rank's array `a` (all of the same shape and dtype): an
@@ -66,15 +69,17 @@ impl Comm {
         a: &Bound<'_, PyAny>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        self.live()?;
         let send = buffer::view(a, Access::Read, "allgather: a")?;
         let mut shape = vec![self.comm.size() as usize];
         shape.extend_from_slice(&send.shape);
-        let (res, recv) = result(py, out, &dtype_of(py, &send), &shape, "allgather")?;
-        same_memory(&send, &recv, "allgather")?;
+        let dt = dtype_of(py, &send);
+        let mut t = target(py, out, &dt, &shape, Some(&send), None, "allgather")?;
         // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
-        let r = unsafe { recv.bytes_mut() };
+        let r = unsafe { t.recv.bytes_mut() };
         runtime::blocking(py, || self.comm.allgather(send.bytes(), r)).map_err(coll_err)?;
-        Ok(res.unbind())
+        t.check()?;
+        Ok(t.res.unbind())
     }
 
     /// All-to-all: `a[j]` (first axis == size) goes to rank j, which gets it as `[i]` of
@@ -87,6 +92,7 @@ impl Comm {
         a: &Bound<'_, PyAny>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        self.live()?;
         let send = buffer::view(a, Access::Read, "alltoall: a")?;
         let (n, _) = rows(&send, "alltoall", "a")?;
         let size = self.comm.size() as usize;
@@ -97,16 +103,21 @@ impl Comm {
                 tuple(&send.shape)
             )));
         }
-        let (res, recv) = result(py, out, &dtype_of(py, &send), &send.shape, "alltoall")?;
-        if same_memory(&send, &recv, "alltoall")? {
-            return Err(errors::value_error(
-                "alltoall: out must not be a (there is no in-place all-to-all)",
-            ));
-        }
+        let dt = dtype_of(py, &send);
+        let mut t = target(
+            py,
+            out,
+            &dt,
+            &send.shape,
+            Some(&send),
+            Some("alltoall: out must not be a (there is no in-place all-to-all)"),
+            "alltoall",
+        )?;
         // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
-        let r = unsafe { recv.bytes_mut() };
+        let r = unsafe { t.recv.bytes_mut() };
         runtime::blocking(py, || self.comm.alltoall(send.bytes(), r)).map_err(coll_err)?;
-        Ok(res.unbind())
+        t.check()?;
+        Ok(t.res.unbind())
     }
 
     /// Scatters rank `root`'s array `a` (first axis == size) along its first axis: every
@@ -121,6 +132,7 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        self.live()?;
         let root = self.check_rank(root, "scatter: root")?;
         let size = self.comm.size() as usize;
         let send = if self.comm.rank() == root {
@@ -152,15 +164,13 @@ impl Comm {
             "scatter",
         )?;
         let send = send.transpose()?;
-        let (res, recv) = result(py, out, &dtype, &shape, "scatter")?;
-        if let Some(s) = &send {
-            same_memory(s, &recv, "scatter")?;
-        }
+        let mut t = target(py, out, &dtype, &shape, send.as_ref(), None, "scatter")?;
         let sb = send.as_ref().map(|s| s.bytes()).unwrap_or(&[]);
         // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
-        let r = unsafe { recv.bytes_mut() };
+        let r = unsafe { t.recv.bytes_mut() };
         runtime::blocking(py, || self.comm.scatter(sb, r, root)).map_err(coll_err)?;
-        Ok(res.unbind())
+        t.check()?;
+        Ok(t.res.unbind())
     }
 }
 

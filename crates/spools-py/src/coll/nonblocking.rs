@@ -12,7 +12,7 @@ use spools::Communicator;
 use super::carrier::{to_vec, with_carrier, Carrier};
 use super::ops::Reduction;
 use super::request::{CollRequest, Finish, Pending, Typed, Unit};
-use super::shapes::{coll_err, dtype_of, result, rows, tuple};
+use super::shapes::{coll_err, dtype_of, rows, tuple};
 use crate::buffer::{self, Access, View};
 use crate::comm::Comm;
 use crate::errors;
@@ -99,7 +99,7 @@ impl Comm {
                 let mut shape = vec![c[self.comm.rank() as usize]];
                 shape.extend_from_slice(&tail);
                 let items = tail.iter().product::<usize>();
-                (shape, c.iter().map(|n| n * items).collect())
+                (shape, super::shapes::scaled(&c, items, what)?)
             }
             _ => (send.shape.clone(), Vec::new()),
         };
@@ -107,14 +107,11 @@ impl Comm {
             Red::Reduce(root) => root == self.comm.rank(),
             _ => true,
         };
-        if gets {
-            if let Some(o) = out {
-                result(py, Some(o), &dt, &shape, what)?;
-            }
-        }
+        // A wrong `out` is raised by `wait()`, once the collective ended: raising here,
+        // on this rank alone, would leave the other ranks waiting for its part.
         let pending = with_carrier!(red.carrier, T => {
             let per = send.itemsize / std::mem::size_of::<T>();
-            let counts = counts.iter().map(|n| n * per).collect();
+            let counts = super::shapes::scaled(&counts, per, what)?;
             start_red::<T>(py, &self.comm, kind, to_vec::<T>(send.bytes()), counts, red.op::<T>())
         })?;
         let finish = if gets {
@@ -153,6 +150,7 @@ impl Comm {
     /// Non-blocking `barrier`: returns a `CollRequest` whose `wait()` returns `None` once
     /// every rank has called `ibarrier`.
     fn ibarrier(&self, py: Python<'_>) -> PyResult<CollRequest> {
+        self.live()?;
         let r = runtime::blocking(py, || self.comm.ibarrier()).map_err(coll_err)?;
         Ok(CollRequest::new(
             "ibarrier",
@@ -167,6 +165,7 @@ impl Comm {
     /// until then).
     #[pyo3(signature = (a, root = 0))]
     fn ibcast(&self, py: Python<'_>, a: &Bound<'_, PyAny>, root: i64) -> PyResult<CollRequest> {
+        self.live()?;
         let root = self.check_rank(root, "ibcast: root")?;
         let v = buffer::view(a, Access::Write, "ibcast: a")?;
         let finish = Finish::Into(a.clone().unbind());
@@ -193,6 +192,7 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
+        self.live()?;
         let root = self.check_rank(root, "ireduce: root")?;
         self.coll_ireduction(py, Red::Reduce(root), a, op, None, out, "ireduce")
     }
@@ -208,6 +208,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
+        self.live()?;
         self.coll_ireduction(py, Red::Allreduce, a, op, None, out, "iallreduce")
     }
 
@@ -221,6 +222,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
+        self.live()?;
         self.coll_ireduction(py, Red::Scan, a, op, None, out, "iscan")
     }
 
@@ -236,6 +238,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
+        self.live()?;
         self.coll_ireduction(
             py,
             Red::ReduceScatter,
@@ -258,6 +261,7 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
+        self.live()?;
         let root = self.check_rank(root, "igather: root")?;
         let v = buffer::view(a, Access::Read, "igather: a")?;
         let finish = if self.comm.rank() == root {
@@ -289,6 +293,7 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
+        self.live()?;
         let root = self.check_rank(root, "iscatter: root")?;
         let size = self.comm.size() as usize;
         if self.comm.rank() == root {
@@ -349,6 +354,7 @@ impl Comm {
         a: &Bound<'_, PyAny>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
+        self.live()?;
         let v = buffer::view(a, Access::Read, "iallgather: a")?;
         let mut shape = vec![self.comm.size() as usize];
         shape.extend_from_slice(&v.shape);
@@ -372,6 +378,7 @@ impl Comm {
         a: &Bound<'_, PyAny>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
+        self.live()?;
         let v = buffer::view(a, Access::Read, "ialltoall: a")?;
         let (n, _) = rows(&v, "ialltoall", "a")?;
         let size = self.comm.size() as usize;
@@ -394,18 +401,17 @@ impl Comm {
     }
 }
 
-/// The result of a move: of `v`'s dtype and `shape`, in `out` (checked now) if given.
+/// The result of a move: of `v`'s dtype and `shape`, in `out` (checked by `wait()`) if
+/// given.
 fn array_finish(
     py: Python<'_>,
     v: &View,
     shape: Vec<usize>,
     out: Option<&Bound<'_, PyAny>>,
-    what: &str,
+    _what: &str,
 ) -> PyResult<Finish> {
+    // A wrong `out` is raised by `wait()` (see `coll_ireduction`).
     let dt = dtype_of(py, v);
-    if let Some(o) = out {
-        result(py, Some(o), &dt, &shape, what)?;
-    }
     Ok(Finish::Array {
         dtype: dt.unbind(),
         shape,

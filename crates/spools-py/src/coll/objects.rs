@@ -57,6 +57,7 @@ impl Comm {
         obj: &Bound<'py, PyAny>,
         root: i64,
     ) -> PyResult<Bound<'py, PyAny>> {
+        self.live()?;
         let root = self.check_rank(root, "bcast_obj: root")?;
         let me = self.comm.rank();
         let (mine, err) = if me == root {
@@ -83,6 +84,7 @@ impl Comm {
         obj: &Bound<'py, PyAny>,
         root: i64,
     ) -> PyResult<Option<Bound<'py, PyList>>> {
+        self.live()?;
         let root = self.check_rank(root, "gather_obj: root")?;
         let (me, n) = (self.comm.rank(), self.comm.size() as usize);
         let (mine, err) = pack(py, obj);
@@ -120,6 +122,7 @@ impl Comm {
         py: Python<'py>,
         obj: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
+        self.live()?;
         let (mine, err) = pack(py, obj);
         let all = runtime::blocking(py, || self.comm.allgather_bytes(&mine)).map_err(coll_err)?;
         if let Some(e) = err {
@@ -141,6 +144,7 @@ impl Comm {
         objs: Option<&Bound<'py, PyAny>>,
         root: i64,
     ) -> PyResult<Bound<'py, PyAny>> {
+        self.live()?;
         let root = self.check_rank(root, "scatter_obj: root")?;
         let (me, n) = (self.comm.rank(), self.comm.size() as usize);
         // At the root: every rank's packed object, or the error of the whole sequence.

@@ -2,7 +2,8 @@
 //! array` on whole arrays, run as the runtime's slice operator (`spools::Op::UserSlice`)
 //! with the GIL taken back for each call. An exception in the callable (or a result of
 //! the wrong dtype or shape) is kept, the reduction goes on without calling it again (so
-//! that no rank waits forever), and the call raises that exception at its end.
+//! that no rank waits forever), and the call raises that exception at its end; a
+//! blocking call then tells every rank (a one-byte allgather), whose call raises too.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -326,14 +327,46 @@ impl Reduction {
         self.user.clone()
     }
 
-    /// The call's outcome: the Python function's exception first, then the runtime's.
+    /// The outcome of a blocking call: with a Python function, every rank then learns
+    /// (a one-byte allgather) whether any rank's function raised, so that no rank keeps
+    /// a result that a failed combination spoiled: the raising rank raises its own
+    /// exception, the others a `SpoolsError` naming it.
     ///
     /// # Errors
-    /// The function's exception, or the collective's error.
-    pub(crate) fn finish<R>(&self, r: PyResult<R>) -> PyResult<R> {
-        if let Some(e) = self.user.as_ref().and_then(|u| u.take_error()) {
+    /// The function's exception, another rank's function's failure, or the collective's
+    /// error.
+    pub(crate) fn finish<R>(
+        &self,
+        py: Python<'_>,
+        c: &spools::Communicator,
+        r: PyResult<R>,
+    ) -> PyResult<R> {
+        let Some(u) = &self.user else {
+            return r;
+        };
+        let mine = u.take_error();
+        let r = match (mine, r) {
+            // The collective failed here: the other ranks may be gone, no exchange.
+            (Some(e), Err(_)) => return Err(e),
+            (None, Err(e)) => return Err(e),
+            (mine, Ok(v)) => (mine, v),
+        };
+        let flag = [u8::from(r.0.is_some())];
+        let mut all = vec![0u8; c.size() as usize];
+        crate::runtime::blocking(py, || c.allgather(&flag, &mut all))
+            .map_err(super::shapes::coll_err)?;
+        if let Some(e) = r.0 {
             return Err(e);
         }
-        r
+        if let Some(rank) = all.iter().position(|&f| f != 0) {
+            return Err(errors::raise(
+                errors::Kind::Spools,
+                format!(
+                    "rank {rank}'s reduction function raised (that rank raises its \
+                     exception): this rank's result is not valid"
+                ),
+            ));
+        }
+        Ok(r.1)
     }
 }

@@ -5,7 +5,9 @@ use spools::{Communicator, Element, MsgError};
 
 use super::carrier::{cast, cast_mut, to_vec, with_carrier};
 use super::ops::Reduction;
-use super::shapes::{arg_view, coll_err, counts_arg, dtype_of, result, rows, same_memory, tuple};
+use super::shapes::{
+    arg_view, checked_sum, coll_err, counts_arg, dtype_of, rows, scaled, target, tuple,
+};
 use crate::buffer::{self, Access, View};
 use crate::comm::Comm;
 use crate::errors;
@@ -75,25 +77,33 @@ impl Comm {
             Kind::Reduce(root) => root == self.comm.rank(),
             _ => true,
         };
-        let (res, recv, inplace) = if gets {
+        let mut t = if gets {
             let dt = dtype_of(py, &send);
-            let (res, recv) = result(py, out, &dt, &send.shape, name)?;
-            let inplace = same_memory(&send, &recv, name)?;
-            (Some(res), Some(recv), inplace)
+            Some(target(py, out, &dt, &send.shape, Some(&send), None, name)?)
         } else {
-            (None, None, false)
+            None
+        };
+        let (recv, inplace) = match &t {
+            Some(t) => (Some(&t.recv), t.inplace),
+            None => (None, false),
         };
         let r = with_carrier!(red.carrier, T => run::<T>(
             py,
             &self.comm,
             kind,
             &send,
-            recv.as_ref(),
+            recv,
             inplace,
             red.op::<T>()
         ));
-        red.finish(r)?;
-        Ok(res.map(Bound::unbind))
+        red.finish(py, &self.comm, r)?;
+        match t.as_mut() {
+            Some(t) => {
+                t.check()?;
+                Ok(Some(t.res.clone().unbind()))
+            }
+            None => Ok(None),
+        }
     }
 }
 
@@ -108,8 +118,10 @@ impl Comm {
     /// `spools.Op(f, commute=True)`; `None` (the default) is `"sum"`. Booleans reduce as
     /// numpy's: sum is `or`, prod `and`; integers wrap. A function is called with the GIL
     /// from inside the collective: its exception is raised by this call (on the ranks
-    /// that called it) once the collective has ended everywhere; its result must have
-    /// its arguments' dtype and shape. In place: `out=a` on the root. Every rank gives
+    /// that called it) once the collective has ended everywhere, and the other ranks
+    /// raise `SpoolsError` naming a rank whose function raised (their result would be
+    /// wrong; the non-blocking forms raise on the calling ranks only); its result must
+    /// have its arguments' dtype and shape. In place: `out=a` on the root. Every rank gives
     /// the same shape and dtype (sizes that differ are the runtime's `SpoolsError` where
     /// they are detected).
     #[pyo3(signature = (a, op = None, root = 0, out = None))]
@@ -121,6 +133,7 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<Py<PyAny>>> {
+        self.live()?;
         let root = self.check_rank(root, "reduce: root")?;
         self.coll_reduction(py, Kind::Reduce(root), a, op, out, "reduce")
     }
@@ -136,6 +149,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        self.live()?;
         let r = self.coll_reduction(py, Kind::Allreduce, a, op, out, "allreduce")?;
         r.ok_or_else(|| errors::value_error("allreduce gave no result"))
     }
@@ -151,6 +165,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        self.live()?;
         let r = self.coll_reduction(py, Kind::Scan, a, op, out, "scan")?;
         r.ok_or_else(|| errors::value_error("scan gave no result"))
     }
@@ -169,6 +184,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        self.live()?;
         let name = "reduce_scatter";
         let send = buffer::view(a, Access::Read, "reduce_scatter: a")?;
         let red = Reduction::new(py, &send, op)?;
@@ -178,21 +194,25 @@ impl Comm {
         let mut shape = vec![counts[me]];
         shape.extend_from_slice(&tail);
         let dt = dtype_of(py, &send);
-        let (res, recv) = result(py, out, &dt, &shape, name)?;
-        if same_memory(&send, &recv, name)? {
-            return Err(errors::value_error(
-                "reduce_scatter: out must not be a (there is no in-place reduce-scatter)",
-            ));
-        }
+        let mut t = target(
+            py,
+            out,
+            &dt,
+            &shape,
+            Some(&send),
+            Some("reduce_scatter: out must not be a (there is no in-place reduce-scatter)"),
+            name,
+        )?;
         let row_items = tail.iter().product::<usize>();
         let r = with_carrier!(red.carrier, T => {
             // Carrier elements per item (2 for a complex sum).
             let per = send.itemsize / std::mem::size_of::<T>();
-            let c: Vec<usize> = counts.iter().map(|n| n * row_items * per).collect();
-            reduce_scatter_t::<T>(py, &self.comm, &send, &recv, &c, red.op::<T>())
+            let c = scaled(&counts, row_items * per, name)?;
+            reduce_scatter_t::<T>(py, &self.comm, &send, &t.recv, &c, red.op::<T>())
         });
-        red.finish(r)?;
-        Ok(res.unbind())
+        red.finish(py, &self.comm, r)?;
+        t.check()?;
+        Ok(t.res.unbind())
     }
 }
 
@@ -207,7 +227,7 @@ pub(crate) fn scatter_counts(
     match counts {
         Some(c) => {
             let c = counts_arg(c, size, name, "counts")?;
-            let total: usize = c.iter().sum();
+            let total = checked_sum(&c, name, "counts")?;
             if total != n {
                 return Err(errors::value_error(format!(
                     "{name}: the counts must add up to a's first axis {n} (a has shape {}), \

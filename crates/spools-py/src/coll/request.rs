@@ -79,7 +79,7 @@ pub(crate) enum Finish {
 /// A non-blocking collective in flight (returned by `Comm.ibcast`, `Comm.iallreduce`,
 /// ...). `wait()` returns its result (as the blocking form would), `test()` whether it
 /// finished. A request that is dropped unwaited is finished first (the other ranks
-/// depend on it).
+/// depend on it); a Ctrl-C during that wait is raised as `KeyboardInterrupt` right after.
 #[pyclass(module = "spools")]
 pub(crate) struct CollRequest {
     what: &'static str,
@@ -180,6 +180,7 @@ impl CollRequest {
     /// returns (`None` for `ibarrier` and on non-root ranks of `ireduce`/`igather`).
     /// Further calls return the same result. Releases the GIL while it waits.
     fn wait(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        runtime::check_live()?;
         if let Some(r) = &self.result {
             return Ok(r.clone_ref(py));
         }
@@ -219,11 +220,12 @@ impl CollRequest {
 
     /// Whether the collective finished (then `wait` returns at once). Runs one round of
     /// the rank's progress, so polling `test` drives the collective.
-    fn test(&self, py: Python<'_>) -> bool {
-        match &self.pending {
+    fn test(&self, py: Python<'_>) -> PyResult<bool> {
+        runtime::check_live()?;
+        Ok(match &self.pending {
             None => true,
             Some(p) => runtime::blocking(py, || p.test()),
-        }
+        })
     }
 
     fn __repr__(&self) -> String {
@@ -243,7 +245,16 @@ impl Drop for CollRequest {
         if let Some(p) = self.pending.take() {
             // Dropping the runtime's request finishes the collective: without the GIL,
             // which a Python reduction function may need meanwhile.
-            Python::attach(|py| py.detach(move || drop(p)));
+            Python::attach(|py| {
+                py.detach(move || drop(p));
+                // A Ctrl-C during that wait ended it: Drop cannot raise, so the
+                // interrupt is delivered again, for the next bytecode to raise.
+                if runtime::take_interrupt().is_some() {
+                    // SAFETY: PyErr_SetInterrupt only flags SIGINT as pending for the
+                    // interpreter (async-signal-safe); called with the GIL held here.
+                    unsafe { pyo3::ffi::PyErr_SetInterrupt() };
+                }
+            });
         }
     }
 }

@@ -112,9 +112,36 @@ pub(crate) fn row_bytes(v: &View, tail: &[usize]) -> usize {
     tail.iter().product::<usize>() * v.itemsize
 }
 
-/// `counts` (rows) scaled to bytes.
-pub(crate) fn scaled(counts: &[usize], row: usize) -> Vec<usize> {
-    counts.iter().map(|c| c * row).collect()
+/// `counts` (rows) scaled to bytes (or elements).
+///
+/// # Errors
+/// `ValueError` when a product overflows.
+pub(crate) fn scaled(counts: &[usize], row: usize, op: &str) -> PyResult<Vec<usize>> {
+    counts
+        .iter()
+        .map(|&c| {
+            c.checked_mul(row).ok_or_else(|| {
+                errors::value_error(format!(
+                    "{op}: a count of {c} rows of {row} units each is too large"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// The sum of `counts`.
+///
+/// # Errors
+/// `ValueError` naming `what` when it overflows.
+pub(crate) fn checked_sum(counts: &[usize], op: &str, what: &str) -> PyResult<usize> {
+    counts
+        .iter()
+        .try_fold(0usize, |a, &c| a.checked_add(c))
+        .ok_or_else(|| {
+            errors::value_error(format!(
+                "{op}: the {what} {counts:?} add up to more than the largest size"
+            ))
+        })
 }
 
 /// Counts per rank given by the user: `size` non-negative ints.
@@ -340,4 +367,103 @@ pub(crate) fn arg_view(
     op: &str,
 ) -> PyResult<View> {
     buffer::view(obj, access, what).map_err(|e| prefixed(py, e, op))
+}
+
+/// Where a blocking collective puts its result: `out` checked (or a new array), or, when
+/// `out` is wrong, a scratch array and the error, which the call raises only after the
+/// collective (the other ranks need this rank's part: leaving would make the next
+/// collective hang).
+pub(crate) struct Target<'py> {
+    pub(crate) res: Bound<'py, PyAny>,
+    pub(crate) recv: View,
+    /// `out` is the input itself (an in-place call).
+    pub(crate) inplace: bool,
+    /// The error of `out`, raised after the collective.
+    pub(crate) err: Option<PyErr>,
+}
+
+impl Target<'_> {
+    /// `Ok(())`, or the error of `out` (once the collective ended).
+    ///
+    /// # Errors
+    /// That error.
+    pub(crate) fn check(&mut self) -> PyResult<()> {
+        self.err.take().map_or(Ok(()), Err)
+    }
+}
+
+/// The [`Target`] of a collective producing `dtype` and `shape`; `send` the input (for
+/// the overlap check) and `refuse` the message when `out` may not be the input itself.
+///
+/// # Errors
+/// Only the allocation's error: `out`'s errors are kept in the target.
+pub(crate) fn target<'py>(
+    py: Python<'py>,
+    out: Option<&Bound<'py, PyAny>>,
+    dtype: &Bound<'py, PyArrayDescr>,
+    shape: &[usize],
+    send: Option<&View>,
+    refuse: Option<&str>,
+    op: &str,
+) -> PyResult<Target<'py>> {
+    let checked = result(py, out, dtype, shape, op).and_then(|(res, recv)| {
+        let same = match send {
+            Some(s) => same_memory(s, &recv, op)?,
+            None => false,
+        };
+        match refuse {
+            Some(m) if same => Err(errors::value_error(m.to_string())),
+            _ => Ok((res, recv, same)),
+        }
+    });
+    match checked {
+        Ok((res, recv, inplace)) => Ok(Target {
+            res,
+            recv,
+            inplace,
+            err: None,
+        }),
+        Err(e) => {
+            let (a, recv) = buffer::empty(py, dtype.as_any(), shape)?;
+            Ok(Target {
+                res: a.into_any(),
+                recv,
+                inplace: false,
+                err: Some(e),
+            })
+        }
+    }
+}
+
+/// The checks of `out` that need no other rank (before the ranks agree, so that a wrong
+/// `out` is the same `ValueError` on every rank): writable, of `dtype`, with the row
+/// shape `tail` after its first axis.
+///
+/// # Errors
+/// `TypeError`/`ValueError` naming the expected and the given.
+pub(crate) fn out_rows(
+    py: Python<'_>,
+    out: Option<&Bound<'_, PyAny>>,
+    dtype: &Bound<'_, PyArrayDescr>,
+    tail: &[usize],
+    op: &str,
+) -> PyResult<()> {
+    let Some(o) = out else {
+        return Ok(());
+    };
+    let v = buffer::view(o, Access::Write, "out").map_err(|e| prefixed(py, e, op))?;
+    let d = dtype_of(py, &v);
+    if !d.is_equiv_to(dtype) {
+        return Err(errors::type_error(format!(
+            "{op}: out must have dtype {dtype} (the input's), got {d}"
+        )));
+    }
+    if v.shape.get(1..) != Some(tail) {
+        return Err(errors::value_error(format!(
+            "{op}: out must have shape (total rows,) + {} (the rows of every rank), got {}",
+            tuple(tail),
+            tuple(&v.shape)
+        )));
+    }
+    Ok(())
 }

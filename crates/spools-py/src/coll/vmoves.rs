@@ -5,8 +5,8 @@
 use pyo3::prelude::*;
 
 use super::shapes::{
-    agree, coll_err, counts_arg, dtype_of, result, row_bytes, rows, same_memory, scaled, tuple,
-    Desc,
+    agree, checked_sum, coll_err, counts_arg, dtype_of, out_rows, row_bytes, rows, scaled, target,
+    tuple, Desc,
 };
 use crate::buffer::{self, Access, View};
 use crate::comm::Comm;
@@ -14,10 +14,10 @@ use crate::errors;
 use crate::runtime;
 
 /// `(sum of rows, *tail)`.
-fn stacked(rows: &[usize], tail: &[usize]) -> Vec<usize> {
-    let mut s = vec![rows.iter().sum()];
+fn stacked(rows: &[usize], tail: &[usize], op: &str) -> PyResult<Vec<usize>> {
+    let mut s = vec![checked_sum(rows, op, "rows")?];
     s.extend_from_slice(tail);
-    s
+    Ok(s)
 }
 
 #[pymethods]
@@ -34,16 +34,20 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<Py<PyAny>>> {
+        self.live()?;
         let root = self.check_rank(root, "gatherv: root")?;
         let send = buffer::view(a, Access::Read, "gatherv: a");
-        let desc = send
-            .as_ref()
-            .map_err(|e| e.clone_ref(py))
-            .and_then(|v| Desc::of(py, v, "gatherv"));
+        let desc = send.as_ref().map_err(|e| e.clone_ref(py)).and_then(|v| {
+            let d = Desc::of(py, v, "gatherv")?;
+            if self.comm.rank() == root {
+                out_rows(py, out, &dtype_of(py, v), &v.shape[1..], "gatherv")?;
+            }
+            Ok(d)
+        });
         let ag = agree(py, &self.comm, desc, "gatherv")?;
         let send = send?;
         let row = row_bytes(&send, &ag.tail);
-        let counts = scaled(&ag.rows, row);
+        let counts = scaled(&ag.rows, row, "gatherv")?;
         if self.comm.rank() != root {
             runtime::blocking(py, || {
                 self.comm.gatherv(send.bytes(), &mut [], &counts, root)
@@ -51,14 +55,15 @@ impl Comm {
             .map_err(coll_err)?;
             return Ok(None);
         }
-        let shape = stacked(&ag.rows, &ag.tail);
-        let (res, recv) = result(py, out, &dtype_of(py, &send), &shape, "gatherv")?;
-        same_memory(&send, &recv, "gatherv")?;
+        let shape = stacked(&ag.rows, &ag.tail, "gatherv")?;
+        let dt = dtype_of(py, &send);
+        let mut t = target(py, out, &dt, &shape, Some(&send), None, "gatherv")?;
         // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
-        let r = unsafe { recv.bytes_mut() };
+        let r = unsafe { t.recv.bytes_mut() };
         runtime::blocking(py, || self.comm.gatherv(send.bytes(), r, &counts, root))
             .map_err(coll_err)?;
-        Ok(Some(res.unbind()))
+        t.check()?;
+        Ok(Some(t.res.unbind()))
     }
 
     /// Gives every rank every rank's array `a` concatenated along the first axis (whose
@@ -72,22 +77,25 @@ impl Comm {
         a: &Bound<'_, PyAny>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        self.live()?;
         let send = buffer::view(a, Access::Read, "allgatherv: a");
-        let desc = send
-            .as_ref()
-            .map_err(|e| e.clone_ref(py))
-            .and_then(|v| Desc::of(py, v, "allgatherv"));
+        let desc = send.as_ref().map_err(|e| e.clone_ref(py)).and_then(|v| {
+            let d = Desc::of(py, v, "allgatherv")?;
+            out_rows(py, out, &dtype_of(py, v), &v.shape[1..], "allgatherv")?;
+            Ok(d)
+        });
         let ag = agree(py, &self.comm, desc, "allgatherv")?;
         let send = send?;
-        let counts = scaled(&ag.rows, row_bytes(&send, &ag.tail));
-        let shape = stacked(&ag.rows, &ag.tail);
-        let (res, recv) = result(py, out, &dtype_of(py, &send), &shape, "allgatherv")?;
-        same_memory(&send, &recv, "allgatherv")?;
+        let counts = scaled(&ag.rows, row_bytes(&send, &ag.tail), "allgatherv")?;
+        let shape = stacked(&ag.rows, &ag.tail, "allgatherv")?;
+        let dt = dtype_of(py, &send);
+        let mut t = target(py, out, &dt, &shape, Some(&send), None, "allgatherv")?;
         // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
-        let r = unsafe { recv.bytes_mut() };
+        let r = unsafe { t.recv.bytes_mut() };
         runtime::blocking(py, || self.comm.allgatherv(send.bytes(), r, &counts))
             .map_err(coll_err)?;
-        Ok(res.unbind())
+        t.check()?;
+        Ok(t.res.unbind())
     }
 
     /// Scatters rank `root`'s array `a` along its first axis in blocks of `counts[i]`
@@ -104,6 +112,7 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        self.live()?;
         let root = self.check_rank(root, "scatterv: root")?;
         let size = self.comm.size();
         let send: Option<PyResult<View>> = (self.comm.rank() == root).then(|| match a {
@@ -126,7 +135,7 @@ impl Comm {
                         ))
                     }
                 };
-                let total: usize = c.iter().sum();
+                let total = checked_sum(&c, "scatterv", "counts")?;
                 if total != n {
                     return Err(errors::value_error(format!(
                         "scatterv: the counts must add up to a's first axis {n} (a has \
@@ -143,17 +152,15 @@ impl Comm {
         let me = self.comm.rank() as usize;
         let mut shape = vec![counts.get(me).copied().unwrap_or(0)];
         shape.extend_from_slice(&tail);
-        let (res, recv) = result(py, out, &dtype, &shape, "scatterv")?;
-        if let Some(s) = &send {
-            same_memory(s, &recv, "scatterv")?;
-        }
+        let mut t = target(py, out, &dtype, &shape, send.as_ref(), None, "scatterv")?;
         let row = tail.iter().product::<usize>() * dtype_itemsize(&dtype)?;
-        let counts = scaled(&counts, row);
+        let counts = scaled(&counts, row, "scatterv")?;
         let sb = send.as_ref().map(|s| s.bytes()).unwrap_or(&[]);
         // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
-        let r = unsafe { recv.bytes_mut() };
+        let r = unsafe { t.recv.bytes_mut() };
         runtime::blocking(py, || self.comm.scatterv(sb, &counts, r, root)).map_err(coll_err)?;
-        Ok(res.unbind())
+        t.check()?;
+        Ok(t.res.unbind())
     }
 
     /// All-to-all of blocks of different sizes: rows `a[d_j : d_j + sendcounts[j]]` (the
@@ -170,12 +177,13 @@ impl Comm {
         sendcounts: &Bound<'_, PyAny>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        self.live()?;
         let size = self.comm.size();
         let send = buffer::view(a, Access::Read, "alltoallv: a");
         let local = send.as_ref().map_err(|e| e.clone_ref(py)).and_then(|v| {
             let d = Desc::of(py, v, "alltoallv")?;
             let c = counts_arg(sendcounts, size, "alltoallv", "sendcounts")?;
-            let total: usize = c.iter().sum();
+            let total = checked_sum(&c, "alltoallv", "sendcounts")?;
             if total != v.shape[0] {
                 return Err(errors::value_error(format!(
                     "alltoallv: the sendcounts must add up to a's first axis {} (a has shape \
@@ -184,6 +192,7 @@ impl Comm {
                     tuple(&v.shape)
                 )));
             }
+            out_rows(py, out, &dtype_of(py, v), &v.shape[1..], "alltoallv")?;
             Ok((d, c))
         });
         let (desc, sc) = match local {
@@ -196,20 +205,28 @@ impl Comm {
         let mut rc64 = vec![0u64; size as usize];
         runtime::blocking(py, || self.comm.alltoall(&sc64, &mut rc64)).map_err(coll_err)?;
         let rc: Vec<usize> = rc64.iter().map(|&c| c as usize).collect();
-        let shape = stacked(&rc, &ag.tail);
-        let (res, recv) = result(py, out, &dtype_of(py, &send), &shape, "alltoallv")?;
-        if same_memory(&send, &recv, "alltoallv")? {
-            return Err(errors::value_error(
-                "alltoallv: out must not be a (there is no in-place all-to-all)",
-            ));
-        }
+        let shape = stacked(&rc, &ag.tail, "alltoallv")?;
+        let dt = dtype_of(py, &send);
+        let mut t = target(
+            py,
+            out,
+            &dt,
+            &shape,
+            Some(&send),
+            Some("alltoallv: out must not be a (there is no in-place all-to-all)"),
+            "alltoallv",
+        )?;
         let row = row_bytes(&send, &ag.tail);
-        let (sc, rc) = (scaled(&sc, row), scaled(&rc, row));
+        let (sc, rc) = (
+            scaled(&sc, row, "alltoallv")?,
+            scaled(&rc, row, "alltoallv")?,
+        );
         // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
-        let r = unsafe { recv.bytes_mut() };
+        let r = unsafe { t.recv.bytes_mut() };
         runtime::blocking(py, || self.comm.alltoallv(send.bytes(), &sc, r, &rc))
             .map_err(coll_err)?;
-        Ok(res.unbind())
+        t.check()?;
+        Ok(t.res.unbind())
     }
 }
 

@@ -90,7 +90,64 @@ if n > 1:
         expect(TypeError, ["pickle"], lambda: world.bcast_obj(lock, root=0))
     else:
         expect(ValueError, ["rank 0's object could not be pickled"], lambda: world.bcast_obj(None, root=0))
+# A wrong out= on one rank only: checked before the ranks agree where it can be (the same
+# ValueError on every rank), else that rank alone raises once the collective ended; the
+# next collective is not confused either way.
+expect(ValueError, ["gatherv", "shape (total rows,) + (2,)", "(3,)"],
+       lambda: world.gatherv(np.ones((r + 1, 2)), root=0, out=np.empty(3) if r == 0 else None))
+assert world.allreduce(np.array([r + 1.0]))[0] == n * (n + 1) / 2
+rows = n * (n + 1) // 2
+expect(ValueError, ["allgatherv", "out must have shape (%d, 2)" % rows, "(%d, 2)" % (rows + 1)],
+       lambda: world.allgatherv(np.ones((r + 1, 2)), out=np.empty((rows + 1, 2)) if r == n - 1 else None),
+       where=r == n - 1)
+assert world.allreduce(np.array([r + 2.0]))[0] == n * (n + 3) / 2
+expect(ValueError, ["gather", "out must have shape"],
+       lambda: world.gather(np.ones(2), root=0, out=np.empty(1) if r == 0 else None), where=r == 0)
+assert world.allreduce(np.array([r + 3.0]))[0] == n * (n + 5) / 2
+expect(TypeError, ["reduce", "dtype float64", "int64"],
+       lambda: world.reduce(np.ones(2), root=n - 1, out=np.empty(2, dtype=np.int64) if r == n - 1 else None),
+       where=r == n - 1)
+assert world.bcast(np.array([7.0]) if r == 0 else np.zeros(1))[0] == 7.0
+expect(ValueError, ["scatter", "out must have shape"],
+       lambda: world.scatter(np.ones((n, 2)) if r == 0 else None, out=np.empty(3) if r == n - 1 else None),
+       where=r == n - 1)
+expect(ValueError, ["alltoallv", "out must have shape"],
+       lambda: world.alltoallv(np.ones((n, 2)), [1] * n, out=np.empty(2) if r == 0 else None))
+assert world.allreduce(np.array([r + 4.0]))[0] == n * (n + 7) / 2
+# A non-blocking collective with a wrong out= on one rank: its wait() raises there, once
+# the collective ended on every rank.
+expect(ValueError, ["iallreduce", "shape (3,)", "(4,)"],
+       lambda: world.iallreduce(np.ones(3), out=np.zeros(4) if r == 0 else None).wait(), where=r == 0)
+expect(ValueError, ["iallgather", "out must have shape"],
+       lambda: world.iallgather(np.ones(2), out=np.zeros(1) if r == n - 1 else None).wait(), where=r == n - 1)
+assert world.allreduce(np.array([r + 5.0]))[0] == n * (n + 9) / 2
+# Counts whose sums or byte sizes overflow: a ValueError, never a panic or a wrap.
+big = [2**63 - 1] * (n - 1) + [6]
+if n > 2:  # two int64 counts cannot overflow a 64-bit sum
+    expect(ValueError, ["counts", "add up to more"], lambda: world.reduce_scatter(np.ones(4), counts=big))
+    expect(ValueError, ["counts", "add up to more"],
+           lambda: world.scatterv(np.ones(4) if r == 0 else None, counts=big if r == 0 else None, root=0))
+    expect(ValueError, ["sendcounts", "add up to more"], lambda: world.alltoallv(np.ones(4), sendcounts=big))
 # The communicator works afterwards.
 assert world.allreduce(np.array([1]))[0] == n
 world.barrier()
+# After finalize, every collective raises FinalizedError (the runtime is gone).
+req = world.iallreduce(np.ones(2))
+req.wait()
+world.finalize()
+for name, f in [
+    ("allreduce", lambda: world.allreduce(np.ones(3))),
+    ("bcast", lambda: world.bcast(np.ones(3))),
+    ("gatherv", lambda: world.gatherv(np.ones((1, 2)))),
+    ("iallreduce", lambda: world.iallreduce(np.ones(3))),
+    ("bcast_obj", lambda: world.bcast_obj({"a": 1})),
+    ("scatter_obj", lambda: world.scatter_obj(None)),
+    ("wait", lambda: req.wait()),
+    ("test", lambda: req.test()),
+]:
+    try:
+        f()
+        raise AssertionError("%s returned after finalize" % name)
+    except spools.errors.FinalizedError:
+        pass
 print("coll_errors ok")

@@ -99,7 +99,9 @@ def boom(a, b):
 
 
 # An exception inside the callable: raised by the call on every rank that called it;
-# the collective still ends on every rank.
+# the collective still ends on every rank. The blocking calls then raise on every rank:
+# the others a SpoolsError naming a rank whose function raised (their result would be
+# wrong).
 for name, call in [
     ("allreduce", lambda: world.allreduce(np.ones(3), op=boom)),
     ("reduce", lambda: world.reduce(np.ones(3), op=boom, root=0)),
@@ -113,10 +115,51 @@ for name, call in [
     except Boom as e:
         assert "boom on rank %d" % r in str(e)
         raised = True
-    assert raised == bool(called), "%s: raised %s, called %d times" % (name, raised, len(called))
+    except spools.errors.SpoolsError as e:
+        assert name != "iallreduce" and not called, "%s: %r" % (name, e)
+        assert "reduction function raised" in str(e), repr(e)
+        raised = "other"
+    assert (raised is True) == bool(called), "%s: raised %s, called %d times" % (name, raised, len(called))
     assert len(called) <= 1, "%s: the callable ran again after its exception" % name
-    nraised = world.allreduce(np.array([int(raised)]))[0]
+    ncalled = world.allreduce(np.array([len(called)]))[0]
+    nraised = world.allreduce(np.array([int(raised is not False)]))[0]
     assert nraised >= (1 if n > 1 else 0), "%s: no rank raised" % name
+    if name != "iallreduce" and ncalled > 0:
+        assert nraised == n, "%s: %d ranks raised of %d" % (name, nraised, n)
+
+# The function raises on one rank only (the last one that calls it): every rank raises,
+# none keeps a result spoiled by the failed combination.
+for name, call, want in [
+    ("allreduce", lambda f: world.allreduce(np.array([float(r + 1)]), op=f), n * (n + 1) / 2),
+    ("scan", lambda f: world.scan(np.array([float(r + 1)]), op=f), (r + 1) * (r + 2) / 2),
+]:
+    called = []
+
+    def count(a, b):
+        called.append(1)
+        return a + b
+
+    call(count)
+    last = max(world.allgather(np.array([r if called else -1])).ravel())
+    hit = []
+
+    def boom_last(a, b):
+        if r == last:
+            hit.append(1)
+            raise Boom("boom on rank %d" % r)
+        return a + b
+
+    try:
+        got = call(boom_last)
+    except Boom:
+        got = "boom"
+    except spools.errors.SpoolsError as e:
+        assert "rank %d's reduction function raised" % last in str(e), repr(e)
+        got = "other"
+    if last < 0:
+        assert list(got) == [want], (name, got)
+    else:
+        assert got == ("boom" if r == last else "other"), (name, r, last, got)
 
 # A result of the wrong dtype or shape: TypeError / ValueError naming both, on the ranks
 # that called the function.
@@ -130,6 +173,9 @@ for bad, kind, words in [
         raised = None
     except (TypeError, ValueError) as e:
         raised = e
+    except spools.errors.SpoolsError as e:
+        assert not called and "reduction function raised" in str(e), repr(e)
+        raised = None
     assert (raised is not None) == bool(called), "wrong result: %r, called %d" % (raised, len(called))
     if raised is not None:
         assert isinstance(raised, kind) and all(w in str(raised) for w in words), repr(raised)

@@ -1,9 +1,14 @@
 """Rank `argv[1]` waits in a collective of the world (`argv[2]`: allreduce, the wait of
-an iallreduce, scatter, gatherv) that the other ranks never join: they wait in a barrier
-of a duplicate communicator that the target never joins. Every rank prints its pid
-first; the test interrupts the target with SIGINT."""
+an iallreduce, scatter, gatherv, the drop of an unwaited iallreduce) that the other ranks
+never join: they wait in a barrier of a duplicate communicator that the target never
+joins. Every rank prints its pid first; the test interrupts the target with SIGINT,
+again and again until the job ends: the handler raises KeyboardInterrupt only while the
+target is in the line marked interruptible (a SIGINT landing before is ignored), so the
+outcome does not depend on when the signal lands."""
 
+import linecache
 import os
+import signal
 import sys
 
 import numpy as np
@@ -11,17 +16,38 @@ import spools
 
 world = spools.init()
 target, how = int(sys.argv[1]), sys.argv[2]
+delivered_again = False
+
+
+def on_sigint(signum, frame):
+    global delivered_again
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno) if frame else ""
+    if "# interruptible" in line:
+        # The drop of a request cannot raise: its interrupt is delivered again, and
+        # that second delivery raises wherever it lands.
+        delivered_again = how == "drop"
+        raise KeyboardInterrupt
+    if delivered_again:
+        delivered_again = False
+        raise KeyboardInterrupt
+
+
+signal.signal(signal.SIGINT, on_sigint)
 other = world.dup()
 world.barrier()
 print("pid %d %d %016x" % (world.rank, os.getpid(), world.job), flush=True)
 if world.rank != target:
     other.barrier()
 elif how == "allreduce":
-    world.allreduce(np.ones(1000))
+    world.allreduce(np.ones(1000))  # interruptible
 elif how == "wait":
-    world.iallreduce(np.ones(10), op=lambda a, b: a + b).wait()
+    world.iallreduce(np.ones(10), op=lambda a, b: a + b).wait()  # interruptible
 elif how == "scatter":
-    world.scatter(None, root=(target + 1) % world.size)
+    world.scatter(None, root=(target + 1) % world.size)  # interruptible
+elif how == "drop":
+    req = world.iallreduce(np.ones(10), op=lambda a, b: a + b)
+    del req  # interruptible
+    len("")  # a call: the interrupt delivered again raises here at the latest
 else:
-    world.gatherv(np.ones((world.rank, 2)), root=target)
+    world.gatherv(np.ones((world.rank, 2)), root=target)  # interruptible
 print("collective returned", flush=True)
