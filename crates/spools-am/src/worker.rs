@@ -340,6 +340,16 @@ impl Worker {
             .unwrap_or_else(PoisonError::into_inner) = f;
     }
 
+    /// Asks the interrupt check (see [`Worker::set_interrupt`]): a wait that sleeps
+    /// somewhere of its own (flags in shared memory) calls it before each sleep, as the
+    /// waits of this crate do.
+    ///
+    /// # Errors
+    /// [`AmError::Interrupted`] when the check says so.
+    pub fn check_interrupt(&self) -> Result<(), AmError> {
+        self.core.check_interrupt()
+    }
+
     /// The largest payload a bulk message to `peer` carries in one fragment (what
     /// [`Worker::try_send_bulk_now`] accepts).
     pub fn max_fragment(&self, peer: u32) -> usize {

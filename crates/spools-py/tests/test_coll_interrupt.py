@@ -39,6 +39,9 @@ def start(n, target, how):
 @pytest.mark.parametrize("n,target,how,call", [
     (2, 0, "allreduce", "world.allreduce("),
     (3, 1, "wait", ".wait()"),
+    # Two ranks: the wait sleeps on the shared segment's bell, which asks the interrupt
+    # check too (it once did not, and the signal waited for the job to end otherwise).
+    (2, 1, "wait", ".wait()"),
     (3, 2, "scatter", "world.scatter("),
     (4, 3, "gatherv", "world.gatherv("),
     (3, 1, "drop", "coll_sigint.py"),

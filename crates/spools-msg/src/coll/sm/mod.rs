@@ -315,6 +315,8 @@ impl SmComm {
                     waiting,
                 });
             }
+            // A signal (Ctrl-C in a language binding) ends the wait before it sleeps.
+            self.worker.check_interrupt()?;
             // Sleep: say so, then look once more (a flag set before the waker saw us
             // sleeping is seen here), then sleep unless the bell rang since.
             let sleeping = self.word(self.me, SLEEPING);
