@@ -71,6 +71,33 @@ def run_job(n, prog, *args, timeout=120, env=None, launcher_args=("--tag-output"
     return job
 
 
+def start_announcing(n, prog, *args):
+    """Starts `progs/<prog>` on `n` ranks in its own session, without waiting for it:
+    each rank prints `pid RANK PID JOB` first. Returns (process, {rank: pid}, job) once
+    every rank has said it; fails the test (killing the job) if they do not."""
+    cmd = [spools_bin(), "run", "-n", str(n), "--tag-output", "--", sys.executable,
+           str(PROGS / prog), *map(str, args)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    pids, jobs = {}, set()
+    try:
+        while len(pids) < n:
+            line = p.stdout.readline()
+            if not line:
+                break
+            text = line.partition("] ")[2].split()
+            if text[:1] == ["pid"]:
+                pids[int(text[1])] = int(text[2])
+                jobs.add(text[3])
+    except Exception:
+        os.killpg(p.pid, signal.SIGKILL)
+        raise
+    if len(pids) != n or len(jobs) != 1:
+        os.killpg(p.pid, signal.SIGKILL)
+        pytest.fail("the ranks did not start: %s" % p.communicate()[1])
+    return p, pids, jobs.pop()
+
+
 @pytest.fixture
 def run():
     """`run(n, "prog.py", *args, timeout=..., check=True)` -> Job."""

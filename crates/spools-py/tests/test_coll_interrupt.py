@@ -9,31 +9,11 @@ import sys
 
 import pytest
 
-from conftest import PROGS, spools_bin
+from conftest import PROGS, spools_bin, start_announcing
 
 
-def start(n, target, how):
-    cmd = [spools_bin(), "run", "-n", str(n), "--tag-output", "--", sys.executable,
-           str(PROGS / "coll_sigint.py"), str(target), how]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
-    pids, jobs = {}, set()
-    try:
-        while len(pids) < n:
-            line = p.stdout.readline()
-            if not line:
-                break
-            text = line.partition("] ")[2].split()
-            if text[:1] == ["pid"]:
-                pids[int(text[1])] = int(text[2])
-                jobs.add(text[3])
-    except Exception:
-        os.killpg(p.pid, signal.SIGKILL)
-        raise
-    if len(pids) != n or len(jobs) != 1:
-        os.killpg(p.pid, signal.SIGKILL)
-        pytest.fail("the ranks did not start: %s" % p.communicate()[1])
-    return p, pids, jobs.pop()
+def start(n, *args):
+    return start_announcing(n, "coll_sigint.py", *args)
 
 
 @pytest.mark.parametrize("n,target,how,call", [

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PROGS, spools_bin
+from conftest import PROGS, spools_bin, start_announcing
 
 
 def shm_leftovers(job):
@@ -53,25 +53,7 @@ def test_rank_that_raises_ends_the_job_one_traceback(run, n, bad):
 
 
 def start(n, *args):
-    cmd = [spools_bin(), "run", "-n", str(n), "--tag-output", "--", sys.executable,
-           str(PROGS / "err_sigint.py"), *args]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
-    pids, jobs = {}, set()
-    try:
-        while len(pids) < n:
-            line = p.stdout.readline()
-            if not line:
-                break
-            text = line.partition("] ")[2].split()
-            if text[:1] == ["pid"]:
-                pids[int(text[1])] = int(text[2])
-                jobs.add(text[3])
-    except Exception:
-        os.killpg(p.pid, signal.SIGKILL)
-        raise
-    assert len(pids) == n and len(jobs) == 1, p.stderr.read()
-    return p, pids, jobs.pop()
+    return start_announcing(n, "err_sigint.py", *args)
 
 
 def wait_asleep(pid):
