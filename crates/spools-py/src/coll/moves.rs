@@ -51,12 +51,9 @@ impl Comm {
         let mut shape = vec![self.comm.size() as usize];
         shape.extend_from_slice(&send.shape);
         let dt = dtype_of(py, &send);
-        let mut t = target(py, out, &dt, &shape, Some(&send), None, "gather")?;
-        // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
-        let r = unsafe { t.recv.bytes_mut() };
-        runtime::blocking(py, || self.comm.gather(send.bytes(), r, root)).map_err(coll_err)?;
-        t.check()?;
-        Ok(Some(t.res.unbind()))
+        let t = target(py, out, &dt, &shape, Some(&send), None, "gather")?;
+        t.fill(py, |r| self.comm.gather(send.bytes(), r, root))
+            .map(Some)
     }
 
     /// Gives every rank every rank's array `a` (all of the same shape and dtype): an
@@ -74,12 +71,8 @@ impl Comm {
         let mut shape = vec![self.comm.size() as usize];
         shape.extend_from_slice(&send.shape);
         let dt = dtype_of(py, &send);
-        let mut t = target(py, out, &dt, &shape, Some(&send), None, "allgather")?;
-        // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
-        let r = unsafe { t.recv.bytes_mut() };
-        runtime::blocking(py, || self.comm.allgather(send.bytes(), r)).map_err(coll_err)?;
-        t.check()?;
-        Ok(t.res.unbind())
+        let t = target(py, out, &dt, &shape, Some(&send), None, "allgather")?;
+        t.fill(py, |r| self.comm.allgather(send.bytes(), r))
     }
 
     /// All-to-all: `a[j]` (first axis == size) goes to rank j, which gets it as `[i]` of
@@ -104,7 +97,7 @@ impl Comm {
             )));
         }
         let dt = dtype_of(py, &send);
-        let mut t = target(
+        let t = target(
             py,
             out,
             &dt,
@@ -113,11 +106,7 @@ impl Comm {
             Some("alltoall: out must not be a (there is no in-place all-to-all)"),
             "alltoall",
         )?;
-        // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
-        let r = unsafe { t.recv.bytes_mut() };
-        runtime::blocking(py, || self.comm.alltoall(send.bytes(), r)).map_err(coll_err)?;
-        t.check()?;
-        Ok(t.res.unbind())
+        t.fill(py, |r| self.comm.alltoall(send.bytes(), r))
     }
 
     /// Scatters rank `root`'s array `a` (first axis == size) along its first axis: every
@@ -164,13 +153,9 @@ impl Comm {
             "scatter",
         )?;
         let send = send.transpose()?;
-        let mut t = target(py, out, &dtype, &shape, send.as_ref(), None, "scatter")?;
+        let t = target(py, out, &dtype, &shape, send.as_ref(), None, "scatter")?;
         let sb = send.as_ref().map(|s| s.bytes()).unwrap_or(&[]);
-        // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
-        let r = unsafe { t.recv.bytes_mut() };
-        runtime::blocking(py, || self.comm.scatter(sb, r, root)).map_err(coll_err)?;
-        t.check()?;
-        Ok(t.res.unbind())
+        t.fill(py, |r| self.comm.scatter(sb, r, root))
     }
 }
 

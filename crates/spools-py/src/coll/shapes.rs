@@ -390,6 +390,26 @@ impl Target<'_> {
     pub(crate) fn check(&mut self) -> PyResult<()> {
         self.err.take().map_or(Ok(()), Err)
     }
+
+    /// Runs the collective `f` into the target's memory with the GIL released, then
+    /// gives the result array (or `out`'s error, once the collective ended everywhere).
+    /// The target's view is writable and distinct from the collective's input (checked
+    /// by [`target`]).
+    ///
+    /// # Errors
+    /// The collective's error, or `out`'s.
+    pub(crate) fn fill(
+        mut self,
+        py: Python<'_>,
+        f: impl Send + FnOnce(&mut [u8]) -> Result<(), MsgError>,
+    ) -> PyResult<Py<PyAny>> {
+        // SAFETY: a writable view distinct from the input (checked by `target`), used by
+        // this call alone.
+        let r = unsafe { self.recv.bytes_mut() };
+        crate::runtime::blocking(py, || f(r)).map_err(coll_err)?;
+        self.check()?;
+        Ok(self.res.unbind())
+    }
 }
 
 /// The [`Target`] of a collective producing `dtype` and `shape`; `send` the input (for

@@ -57,13 +57,9 @@ impl Comm {
         }
         let shape = stacked(&ag.rows, &ag.tail, "gatherv")?;
         let dt = dtype_of(py, &send);
-        let mut t = target(py, out, &dt, &shape, Some(&send), None, "gatherv")?;
-        // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
-        let r = unsafe { t.recv.bytes_mut() };
-        runtime::blocking(py, || self.comm.gatherv(send.bytes(), r, &counts, root))
-            .map_err(coll_err)?;
-        t.check()?;
-        Ok(Some(t.res.unbind()))
+        let t = target(py, out, &dt, &shape, Some(&send), None, "gatherv")?;
+        t.fill(py, |r| self.comm.gatherv(send.bytes(), r, &counts, root))
+            .map(Some)
     }
 
     /// Gives every rank every rank's array `a` concatenated along the first axis (whose
@@ -89,13 +85,8 @@ impl Comm {
         let counts = scaled(&ag.rows, row_bytes(&send, &ag.tail), "allgatherv")?;
         let shape = stacked(&ag.rows, &ag.tail, "allgatherv")?;
         let dt = dtype_of(py, &send);
-        let mut t = target(py, out, &dt, &shape, Some(&send), None, "allgatherv")?;
-        // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
-        let r = unsafe { t.recv.bytes_mut() };
-        runtime::blocking(py, || self.comm.allgatherv(send.bytes(), r, &counts))
-            .map_err(coll_err)?;
-        t.check()?;
-        Ok(t.res.unbind())
+        let t = target(py, out, &dt, &shape, Some(&send), None, "allgatherv")?;
+        t.fill(py, |r| self.comm.allgatherv(send.bytes(), r, &counts))
     }
 
     /// Scatters rank `root`'s array `a` along its first axis in blocks of `counts[i]`
@@ -152,15 +143,11 @@ impl Comm {
         let me = self.comm.rank() as usize;
         let mut shape = vec![counts.get(me).copied().unwrap_or(0)];
         shape.extend_from_slice(&tail);
-        let mut t = target(py, out, &dtype, &shape, send.as_ref(), None, "scatterv")?;
+        let t = target(py, out, &dtype, &shape, send.as_ref(), None, "scatterv")?;
         let row = tail.iter().product::<usize>() * dtype_itemsize(&dtype)?;
         let counts = scaled(&counts, row, "scatterv")?;
         let sb = send.as_ref().map(|s| s.bytes()).unwrap_or(&[]);
-        // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
-        let r = unsafe { t.recv.bytes_mut() };
-        runtime::blocking(py, || self.comm.scatterv(sb, &counts, r, root)).map_err(coll_err)?;
-        t.check()?;
-        Ok(t.res.unbind())
+        t.fill(py, |r| self.comm.scatterv(sb, &counts, r, root))
     }
 
     /// All-to-all of blocks of different sizes: rows `a[d_j : d_j + sendcounts[j]]` (the
@@ -207,7 +194,7 @@ impl Comm {
         let rc: Vec<usize> = rc64.iter().map(|&c| c as usize).collect();
         let shape = stacked(&rc, &ag.tail, "alltoallv")?;
         let dt = dtype_of(py, &send);
-        let mut t = target(
+        let t = target(
             py,
             out,
             &dt,
@@ -221,12 +208,7 @@ impl Comm {
             scaled(&sc, row, "alltoallv")?,
             scaled(&rc, row, "alltoallv")?,
         );
-        // SAFETY: a writable view distinct from `send` (checked), used by this call alone.
-        let r = unsafe { t.recv.bytes_mut() };
-        runtime::blocking(py, || self.comm.alltoallv(send.bytes(), &sc, r, &rc))
-            .map_err(coll_err)?;
-        t.check()?;
-        Ok(t.res.unbind())
+        t.fill(py, |r| self.comm.alltoallv(send.bytes(), &sc, r, &rc))
     }
 }
 
