@@ -7,7 +7,7 @@
 //! progresses (a Spools call that waits, or the progress thread), while that thread holds
 //! the active-message layer's progress lock but no engine lock (the poller takes the
 //! calls out under the engine's state lock, releases it, then runs them). The function
-//! here takes the GIL ([`Python::attach`]) for the call. The thread holding the GIL never
+//! here takes the GIL ([`runtime::reentering`]) for the call. The thread holding the GIL never
 //! waits for the progress lock: every Spools call that waits releases the GIL first
 //! ([`runtime::blocking`]), and progress only ever *tries* the progress lock (a thread
 //! that finds it taken carries on without progressing). So the progressing thread waits
@@ -91,7 +91,7 @@ fn run_python(f: &Py<PyAny>, args: &[u8]) -> Result<Vec<u8>, String> {
         }
     }
     let _reset = Reset(IN_RPC.with(|c| c.replace(true)));
-    Python::attach(|py| {
+    runtime::reentering(|py| {
         let (reply, interrupted): (Bound<'_, PyBytes>, bool) = serve_fn(py)?
             .call1((f.bind(py), PyBytes::new(py, args)))?
             .extract()?;

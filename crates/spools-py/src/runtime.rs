@@ -135,12 +135,29 @@ pub(crate) fn take_interrupt() -> Option<PyErr> {
 /// The interrupt check: runs Python's pending signal handlers (a wait asks only before
 /// it sleeps, so this costs nothing while messages flow).
 fn interrupt_check() -> bool {
-    Python::attach(|py| match py.check_signals() {
+    reentering(|py| match py.check_signals() {
         Ok(()) => false,
         Err(e) => {
             PENDING.with(|p| *p.borrow_mut() = Some(e));
             true
         }
+    })
+}
+
+/// Runs `f`, which calls Python (a signal handler, a reduction function, an RPC
+/// function), with the GIL and no exception set, and puts back the exception that was
+/// set before. A wait may run while one propagates: a request dropped during the
+/// unwinding finishes its collective. Python code may not run with an exception set
+/// (CPython then loses the propagating one, or crashes), and `f`'s own outcome must not
+/// replace it.
+pub(crate) fn reentering<T>(f: impl FnOnce(Python<'_>) -> T) -> T {
+    Python::attach(|py| {
+        let in_flight = PyErr::take(py);
+        let r = f(py);
+        if let Some(e) = in_flight {
+            e.restore(py);
+        }
+        r
     })
 }
 

@@ -120,7 +120,7 @@ impl UserOp {
         {
             return;
         }
-        if let Err(e) = Python::attach(|py| self.call(py, acc, other, acc_is_lower)) {
+        if let Err(e) = crate::runtime::reentering(|py| self.call(py, acc, other, acc_is_lower)) {
             let mut g = self.error.lock().unwrap_or_else(PoisonError::into_inner);
             if g.is_none() {
                 *g = Some(e);

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use numpy::{PyArray1, PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 use spools::MsgError;
 
@@ -244,12 +245,23 @@ impl Drop for CollRequest {
     fn drop(&mut self) {
         if let Some(p) = self.pending.take() {
             // Dropping the runtime's request finishes the collective: without the GIL,
-            // which a Python reduction function may need meanwhile.
+            // which a Python reduction function may need meanwhile. An exception may be
+            // propagating (the request was a temporary of the statement that raised): it
+            // is set aside during the wait, in which Python code may run (the interrupt
+            // check, a reduction function), then put back.
             Python::attach(|py| {
+                let in_flight = PyErr::take(py);
+                let unwinding_interrupt = in_flight
+                    .as_ref()
+                    .is_some_and(|e| e.is_instance_of::<PyKeyboardInterrupt>(py));
                 py.detach(move || drop(p));
+                if let Some(e) = in_flight {
+                    e.restore(py);
+                }
                 // A Ctrl-C during that wait ended it: Drop cannot raise, so the
-                // interrupt is delivered again, for the next bytecode to raise.
-                if runtime::take_interrupt().is_some() {
+                // interrupt is delivered again, for the next bytecode to raise, unless
+                // a KeyboardInterrupt already propagates (the Ctrl-C is that one).
+                if runtime::take_interrupt().is_some() && !unwinding_interrupt {
                     // SAFETY: PyErr_SetInterrupt only flags SIGINT as pending for the
                     // interpreter (async-signal-safe); called with the GIL held here.
                     unsafe { pyo3::ffi::PyErr_SetInterrupt() };

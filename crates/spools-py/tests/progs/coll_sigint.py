@@ -1,5 +1,6 @@
 """Rank `argv[1]` waits in a collective of the world (`argv[2]`: allreduce, the wait of
-an iallreduce, scatter, gatherv, the drop of an unwaited iallreduce) that the other ranks
+an iallreduce, scatter, gatherv, the drop of an unwaited iallreduce, that drop while a
+TypeError propagates from the statement that made the request) that the other ranks
 never join: they wait in a barrier of a duplicate communicator that the target never
 joins. Every rank prints its pid first; the test interrupts the target with SIGINT,
 again and again until the job ends: the handler raises KeyboardInterrupt only while the
@@ -48,6 +49,13 @@ elif how == "drop":
     req = world.iallreduce(np.ones(10), op=lambda a, b: a + b)
     del req  # interruptible
     len("")  # a call: the interrupt delivered again raises here at the latest
+elif how == "unwind":
+    # The TypeError propagates while the request, a temporary, is dropped: the drop
+    # waits for the collective until the Ctrl-C ends it, and the TypeError goes on. (A
+    # first signal landing between the two calls raises KeyboardInterrupt there, and
+    # that one propagates through the drop instead.)
+    ones, add = np.ones(10), (lambda a, b: a + b)
+    world.iallreduce(ones, op=add).wait(1)  # interruptible
 else:
     world.gatherv(np.ones((world.rank, 2)), root=target)  # interruptible
 print("collective returned", flush=True)
