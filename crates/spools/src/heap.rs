@@ -93,3 +93,16 @@ impl<T: Element> AsMut<[T]> for SharedBuf<T> {
         self
     }
 }
+
+// SAFETY: the segment's bytes stay mapped at one address for as long as the value lives
+// (moving a SharedBuf moves only the handle), readable and writable; while the engine
+// holds the value, nobody in this process can reach them (it owns the only handle), and
+// peers reach them only through operations on this buffer that the owner started.
+unsafe impl<T: Element> spools_msg::PinnedBuf for SharedBuf<T> {
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.seg.data()
+    }
+    fn len(&self) -> usize {
+        self.seg.len()
+    }
+}
