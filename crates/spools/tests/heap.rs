@@ -253,3 +253,85 @@ fn a_killed_owner_leaves_the_peer_reading_and_nothing_in_dev_shm() {
         .to_owned();
     assert_eq!(shm_leftovers(&job), Vec::<String>::new());
 }
+
+/// Bytes of the rendezvous messages (past the eager limit).
+const BIG: usize = 4 << 20;
+
+fn pattern(seed: u8) -> impl Iterator<Item = u8> {
+    (0..BIG).map(move |i| (i % 253) as u8 ^ seed)
+}
+
+/// Rank 0 sends 4 MiB messages to rank 1: from an ordinary buffer (rank 1 maps nothing),
+/// then from heap buffers into a heap buffer, an ordinary one and one sized by the
+/// receive (rank 1 copies from rank 0's segment, which it has then mapped): every
+/// receive gets the right bytes.
+fn rendezvous_role(w: &World) -> Result<(), String> {
+    let heaps = e(peers())?;
+    if w.rank() == 0 {
+        let plain: Vec<u8> = pattern(1).collect();
+        e(w.send(&plain, 1, 1))?;
+        for seed in [2, 3, 4] {
+            let mut buf = e(w.alloc::<u8>(BIG))?;
+            for (d, s) in buf.iter_mut().zip(pattern(seed)) {
+                *d = s;
+            }
+            e(w.send(&buf, 1, i32::from(seed)))?;
+        }
+        // A send of a sub-slice that starts inside a segment.
+        let mut buf = e(w.alloc::<u8>(BIG + 100))?;
+        for (d, s) in buf[100..].iter_mut().zip(pattern(5)) {
+            *d = s;
+        }
+        e(w.send(&buf[100..], 1, 5))?;
+    } else {
+        let check = |got: &[u8], seed: u8| -> Result<(), String> {
+            if got.len() != BIG || !got.iter().copied().eq(pattern(seed)) {
+                return Err(format!("message {seed}: wrong bytes"));
+            }
+            Ok(())
+        };
+        let mut into = e(w.alloc::<u8>(BIG))?;
+        e(w.recv(&mut into, 0, 1))?;
+        check(&into, 1)?;
+        if heaps.mapped() != 0 {
+            return Err("an ordinary send made the receiver map a segment".into());
+        }
+        e(w.recv(&mut into, 0, 2))?;
+        check(&into, 2)?;
+        if heaps.mapped() == 0 {
+            return Err("a send from the heap did not take the single copy".into());
+        }
+        let mut plain = vec![0u8; BIG];
+        e(w.recv(&mut plain, 0, 3))?;
+        check(&plain, 3)?;
+        let (v, _) = e(w.recv_vec(0, 4))?;
+        check(&v, 4)?;
+        e(w.recv(&mut plain, 0, 5))?;
+        check(&plain, 5)?;
+        println!("rank 1: every rendezvous from the heap right");
+    }
+    e(w.barrier())
+}
+
+#[test]
+fn rendezvous_from_the_heap_takes_one_copy() {
+    rank_main(|_| {
+        let w = e(spools::init())?;
+        checked(&w, rendezvous_role);
+        Ok(())
+    });
+    for t in ["auto", "tcp"] {
+        let o = launch(
+            2,
+            "rendezvous_from_the_heap_takes_one_copy",
+            "x",
+            &[("SPOOLS_TRANSPORT", t)],
+        );
+        assert_ok(&o);
+        assert!(
+            o.stdout
+                .contains("rank 1: every rendezvous from the heap right"),
+            "{t}: {o:?}"
+        );
+    }
+}
