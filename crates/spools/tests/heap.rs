@@ -263,8 +263,9 @@ fn pattern(seed: u8) -> impl Iterator<Item = u8> {
 
 /// Rank 0 sends 4 MiB messages to rank 1: from an ordinary buffer (rank 1 maps nothing),
 /// then from heap buffers into a heap buffer, an ordinary one and one sized by the
-/// receive (rank 1 copies from rank 0's segment, which it has then mapped): every
-/// receive gets the right bytes.
+/// receive, from a sub-slice, and from a non-blocking send whose request was dropped
+/// (rank 1 copies from rank 0's segments, which it has then mapped): every receive gets
+/// the right bytes.
 fn rendezvous_role(w: &World) -> Result<(), String> {
     let heaps = e(peers())?;
     if w.rank() == 0 {
@@ -283,6 +284,13 @@ fn rendezvous_role(w: &World) -> Result<(), String> {
             *d = s;
         }
         e(w.send(&buf[100..], 1, 5))?;
+        // A non-blocking send that owns its heap buffer, its request dropped at once: the
+        // engine keeps the buffer (mapped, named) until rank 1 has copied it.
+        let mut buf = e(w.alloc::<u8>(BIG))?;
+        for (d, s) in buf.iter_mut().zip(pattern(6)) {
+            *d = s;
+        }
+        drop(e(w.isend_pinned(buf, 1, 6))?);
     } else {
         let check = |got: &[u8], seed: u8| -> Result<(), String> {
             if got.len() != BIG || !got.iter().copied().eq(pattern(seed)) {
@@ -308,6 +316,8 @@ fn rendezvous_role(w: &World) -> Result<(), String> {
         check(&v, 4)?;
         e(w.recv(&mut plain, 0, 5))?;
         check(&plain, 5)?;
+        e(w.recv(&mut plain, 0, 6))?;
+        check(&plain, 6)?;
         println!("rank 1: every rendezvous from the heap right");
     }
     e(w.barrier())
