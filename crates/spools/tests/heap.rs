@@ -345,3 +345,104 @@ fn rendezvous_from_the_heap_takes_one_copy() {
         );
     }
 }
+
+/// Rank 1 makes a region in the shared heap and an ordinary one; rank 0 puts into and
+/// gets from both: the shared one straight through its mapping (rank 0 then maps a
+/// segment), the ordinary one through the transport; the bytes are right either way, a
+/// range outside the region and a withdrawn region are refused as the target would.
+fn region_role(w: &mut World) -> Result<(), String> {
+    let heaps = e(peers())?;
+    let len = 1 << 20;
+    let (shared, plain) = if w.rank() == 1 {
+        let s = e(w.worker().shared_region(len))?;
+        if !s.is_shared() {
+            return Err("the region is not in the shared heap".into());
+        }
+        (Some(s), Some(e(w.worker().region(len))?))
+    } else {
+        (None, None)
+    };
+    let key_of = |r: &Option<spools::Region>| r.as_ref().map_or(0, |r| r.key());
+    let keys = e(w.bcast_bytes(
+        1,
+        &[key_of(&shared), key_of(&plain)]
+            .map(u32::to_le_bytes)
+            .concat(),
+    ))?;
+    let skey = u32::from_le_bytes(keys[..4].try_into().unwrap());
+    let pkey = u32::from_le_bytes(keys[4..8].try_into().unwrap());
+    let data: Vec<u8> = pattern(9).take(len - 64).collect();
+    if w.rank() == 0 {
+        e(w.endpoint().put(1, pkey, 64, &data))?;
+        if heaps.mapped() != 0 {
+            return Err("a put into an ordinary region mapped a segment".into());
+        }
+        e(w.endpoint().put(1, skey, 64, &data))?;
+        if heaps.mapped() != 1 {
+            return Err("a put into a shared region did not map it".into());
+        }
+        for key in [skey, pkey] {
+            let mut back = vec![0u8; len - 64];
+            e(w.endpoint().get(1, key, 64, &mut back))?;
+            if back != data {
+                return Err(format!("region {key}: wrong bytes back"));
+            }
+            match w.endpoint().put(1, key, 65, &data) {
+                Err(spools::AmError::OutOfBounds { .. }) => {}
+                other => return Err(format!("region {key}: put past its end gave {other:?}")),
+            }
+        }
+        e(w.barrier())?; // rank 1 checks its regions
+        e(w.barrier())?; // rank 1 withdrew them
+        for key in [skey, pkey] {
+            match w.endpoint().put(1, key, 0, b"late") {
+                Err(spools::AmError::UnknownRegion { .. }) => {}
+                other => return Err(format!("region {key}: put after withdrawal gave {other:?}")),
+            }
+        }
+        println!("rank 0: puts and gets right in both regions");
+    } else {
+        e(w.barrier())?;
+        for r in [&shared, &plain] {
+            let r = r.as_ref().ok_or("no region")?;
+            let got = r.to_vec();
+            if got[64..] != data[..] || got[..64].iter().any(|&b| b != 0) {
+                return Err(format!("region {}: wrong bytes", r.key()));
+            }
+        }
+        drop((shared, plain));
+        if !my_heap_objects(w).is_empty() {
+            return Err(format!(
+                "withdrawn but still named: {:?}",
+                my_heap_objects(w)
+            ));
+        }
+        e(w.barrier())?;
+    }
+    e(w.barrier())
+}
+
+#[test]
+fn puts_and_gets_copy_straight_into_a_shared_region() {
+    rank_main(|_| {
+        let mut w = e(spools::init())?;
+        if let Err(x) = region_role(&mut w) {
+            // Exit without finalising (as `checked` does): the launcher stops the job.
+            eprintln!("rank error: {x}");
+            std::process::exit(1);
+        }
+        Ok(())
+    });
+    let o = launch(
+        2,
+        "puts_and_gets_copy_straight_into_a_shared_region",
+        "x",
+        &[],
+    );
+    assert_ok(&o);
+    assert!(
+        o.stdout
+            .contains("rank 0: puts and gets right in both regions"),
+        "{o:?}"
+    );
+}

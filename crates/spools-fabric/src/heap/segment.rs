@@ -83,11 +83,24 @@ impl HeapSegment {
         len: usize,
         secret: &Secret,
     ) -> Result<HeapSegment, HeapError> {
+        let name = HeapName::new(job, rank, NEXT_SEQ.fetch_add(1, Ordering::Relaxed));
+        HeapSegment::create_named(name, len, secret)
+    }
+
+    /// [`HeapSegment::create`] under a name the caller chose (unique in the job, such as
+    /// [`HeapName::region`]).
+    ///
+    /// # Errors
+    /// As [`HeapSegment::create`]; [`HeapError::Create`] also if the name exists.
+    pub fn create_named(
+        name: HeapName,
+        len: usize,
+        secret: &Secret,
+    ) -> Result<HeapSegment, HeapError> {
         let map_len = map_len(len).ok_or(HeapError::TooLarge {
             elems: len,
             elem_bytes: 1,
         })?;
-        let name = HeapName::new(job, rank, NEXT_SEQ.fetch_add(1, Ordering::Relaxed));
         let shm = name.shm_name();
         let io = |source: std::io::Error| HeapError::Create { name, source };
         let fd = open_shm(&shm, true).map_err(io)?;
@@ -111,7 +124,7 @@ impl HeapSegment {
             let h = &mut *(base as *mut Header);
             h.magic = MAGIC;
             h.version = VERSION;
-            h.owner = rank;
+            h.owner = name.rank();
             h.len = len as u64;
             h.tag = tag(secret, &name);
         }
