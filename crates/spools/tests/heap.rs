@@ -10,12 +10,27 @@ use std::time::Duration;
 
 use spools::{HeapError, HeapRef, World};
 use spools_fabric::heap::{lookup, peers};
-use spools_testkit::{assert_ok, checked, e, launch, rank_main, shm_leftovers};
+use spools_testkit::{assert_ok, e, launch, rank_main, shm_leftovers};
 
 const N: usize = 100_000;
 const TAG_REF: i32 = 11;
 const TAG_MAPPED: i32 = 12;
 const TAG_FREED: i32 = 13;
+const TAG_KEY: i32 = 14;
+
+/// Plays a rank's `role` when this process is one; on failure prints the error and exits
+/// at once without finalising (as `spools_testkit::checked` does), so the launcher stops
+/// the job.
+fn ranks(role: fn(&mut World) -> Result<(), String>) {
+    rank_main(|_| {
+        let mut w = e(spools::init())?;
+        if let Err(x) = role(&mut w) {
+            eprintln!("rank error: {x}");
+            std::process::exit(1);
+        }
+        Ok(())
+    });
+}
 
 fn value(rank: u32, i: usize) -> u64 {
     (u64::from(rank) << 40) | (i as u64 * 2_654_435_761 % 1_000_003)
@@ -36,7 +51,7 @@ fn recv_ref(w: &World, src: u32) -> Result<HeapRef, String> {
 /// Every rank allocates, fills, and sends the name of a sub-slice of its buffer to the
 /// next rank, which maps it and checks the bytes; the buffer also goes through an
 /// ordinary send, as any slice does.
-fn read_role(w: &World) -> Result<(), String> {
+fn read_role(w: &mut World) -> Result<(), String> {
     let (me, n) = (w.rank(), w.size());
     let mut buf = e(w.alloc::<u64>(N))?;
     if buf.iter().any(|&x| x != 0) {
@@ -99,11 +114,7 @@ fn read_role(w: &World) -> Result<(), String> {
 
 #[test]
 fn a_peer_reads_a_heap_buffer_by_its_name() {
-    rank_main(|_| {
-        let w = e(spools::init())?;
-        checked(&w, read_role);
-        Ok(())
-    });
+    ranks(read_role);
     for n in [2, 3] {
         let o = launch(n, "a_peer_reads_a_heap_buffer_by_its_name", "x", &[]);
         assert_ok(&o);
@@ -115,7 +126,7 @@ fn a_peer_reads_a_heap_buffer_by_its_name() {
 
 /// Rank 0 frees its buffer while rank 1 holds a mapping of it: rank 1 reads the old
 /// bytes without a fault, and asking for the buffer again says it was freed.
-fn freed_role(w: &World) -> Result<(), String> {
+fn freed_role(w: &mut World) -> Result<(), String> {
     if w.rank() == 0 {
         let mut buf = e(w.alloc::<u64>(N))?;
         for (i, x) in buf.iter_mut().enumerate() {
@@ -157,11 +168,7 @@ fn freed_role(w: &World) -> Result<(), String> {
 
 #[test]
 fn a_freed_buffer_stays_readable_by_a_peer_that_maps_it() {
-    rank_main(|_| {
-        let w = e(spools::init())?;
-        checked(&w, freed_role);
-        Ok(())
-    });
+    ranks(freed_role);
     let o = launch(
         2,
         "a_freed_buffer_stays_readable_by_a_peer_that_maps_it",
@@ -173,15 +180,18 @@ fn a_freed_buffer_stays_readable_by_a_peer_that_maps_it() {
 }
 
 /// Rank 0 is killed (SIGKILL) while rank 1 holds a mapping of its buffer: rank 1's wait
-/// for rank 0 fails naming it, rank 1 still reads the bytes, and says which of rank 0's
+/// for rank 0 fails naming it, rank 1 still reads the bytes, a put into and a get from
+/// rank 0's shared region fail naming the death, and rank 1 says how many of rank 0's
 /// heap objects are left (the launcher removes them when the job ends).
-fn killed_role(w: &World) -> Result<(), String> {
+fn killed_role(w: &mut World) -> Result<(), String> {
     println!("job {:016x}", w.job());
     if w.rank() == 0 {
         let mut buf = e(w.alloc::<u64>(N))?;
         for (i, x) in buf.iter_mut().enumerate() {
             *x = value(0, i);
         }
+        let region = e(w.worker().shared_region(4096))?;
+        e(w.send(&region.key().to_le_bytes(), 1, TAG_KEY))?;
         e(w.send(&buf.heap_ref().to_bytes(), 1, TAG_REF))?;
         e(w.recv(&mut [0u8; 1], 1, TAG_MAPPED))?;
         std::process::Command::new("kill")
@@ -193,6 +203,9 @@ fn killed_role(w: &World) -> Result<(), String> {
             std::thread::sleep(Duration::from_secs(3600));
         }
     }
+    let mut key = [0u8; 4];
+    e(w.recv(&mut key, 0, TAG_KEY))?;
+    let key = u32::from_le_bytes(key);
     let r = recv_ref(w, 0)?;
     let heaps = e(peers())?;
     let pb = e(heaps.bytes(&r, N * 8))?;
@@ -211,6 +224,14 @@ fn killed_role(w: &World) -> Result<(), String> {
     {
         return Err("the dead owner's bytes changed".into());
     }
+    // The dead rank's shared region is still mapped (its segment is still there), but a
+    // put or get with it fails naming the death.
+    let put = w.endpoint().put(0, key, 0, b"late");
+    let get = w.endpoint().get(0, key, 0, &mut [0u8; 4]);
+    match (put, get) {
+        (Err(p), Err(g)) => println!("rank 1 put: {p}; get: {g}"),
+        other => return Err(format!("put and get with a dead rank's region: {other:?}")),
+    }
     let left = shm_leftovers(&format!("{:016x}-heap-0-", w.job()));
     println!(
         "rank 1 read the dead owner's buffer; left by rank 0: {}",
@@ -221,11 +242,7 @@ fn killed_role(w: &World) -> Result<(), String> {
 
 #[test]
 fn a_killed_owner_leaves_the_peer_reading_and_nothing_in_dev_shm() {
-    rank_main(|_| {
-        let w = e(spools::init())?;
-        checked(&w, killed_role);
-        Ok(())
-    });
+    ranks(killed_role);
     let o = launch(
         2,
         "a_killed_owner_leaves_the_peer_reading_and_nothing_in_dev_shm",
@@ -238,10 +255,16 @@ fn a_killed_owner_leaves_the_peer_reading_and_nothing_in_dev_shm() {
             .contains("rank 1 saw: rank 0 died (was killed by signal 9"),
         "{o:?}"
     );
-    // The dead rank's segment outlived it (the check below is not vacuous) ...
+    assert!(
+        o.stdout.contains(
+            "rank 1 put: rank 0 died (was killed by signal 9 (SIGKILL)); get: rank 0 died"
+        ),
+        "{o:?}"
+    );
+    // The dead rank's segments outlived it (the check below is not vacuous) ...
     assert!(
         o.stdout
-            .contains("rank 1 read the dead owner's buffer; left by rank 0: 1"),
+            .contains("rank 1 read the dead owner's buffer; left by rank 0: 2"),
         "{o:?}"
     );
     // ... and the launcher removed it.
@@ -266,7 +289,7 @@ fn pattern(seed: u8) -> impl Iterator<Item = u8> {
 /// receive, from a sub-slice, and from a non-blocking send whose request was dropped
 /// (rank 1 copies from rank 0's segments, which it has then mapped): every receive gets
 /// the right bytes.
-fn rendezvous_role(w: &World) -> Result<(), String> {
+fn rendezvous_role(w: &mut World) -> Result<(), String> {
     let heaps = e(peers())?;
     if w.rank() == 0 {
         let plain: Vec<u8> = pattern(1).collect();
@@ -325,11 +348,7 @@ fn rendezvous_role(w: &World) -> Result<(), String> {
 
 #[test]
 fn rendezvous_from_the_heap_takes_one_copy() {
-    rank_main(|_| {
-        let w = e(spools::init())?;
-        checked(&w, rendezvous_role);
-        Ok(())
-    });
+    ranks(rendezvous_role);
     for t in ["auto", "tcp"] {
         let o = launch(
             2,
@@ -424,15 +443,7 @@ fn region_role(w: &mut World) -> Result<(), String> {
 
 #[test]
 fn puts_and_gets_copy_straight_into_a_shared_region() {
-    rank_main(|_| {
-        let mut w = e(spools::init())?;
-        if let Err(x) = region_role(&mut w) {
-            // Exit without finalising (as `checked` does): the launcher stops the job.
-            eprintln!("rank error: {x}");
-            std::process::exit(1);
-        }
-        Ok(())
-    });
+    ranks(region_role);
     let o = launch(
         2,
         "puts_and_gets_copy_straight_into_a_shared_region",
