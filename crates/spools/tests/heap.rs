@@ -179,8 +179,8 @@ fn a_freed_buffer_stays_readable_by_a_peer_that_maps_it() {
     assert!(o.stdout.contains("rank 1: read the freed buffer"), "{o:?}");
 }
 
-/// Rank 0 is killed (SIGKILL) while rank 1 holds a mapping of its buffer: rank 1's wait
-/// for rank 0 fails naming it, rank 1 still reads the bytes, a put into and a get from
+/// Rank 0 is killed (SIGKILL) while rank 1 holds a mapping of its buffer and copies out
+/// of it: rank 1's wait for rank 0 fails naming it, rank 1 still reads the bytes, a put into and a get from
 /// rank 0's shared region fail naming the death, and rank 1 says how many of rank 0's
 /// heap objects are left (the launcher removes them when the job ends).
 fn killed_role(w: &mut World) -> Result<(), String> {
@@ -210,8 +210,22 @@ fn killed_role(w: &mut World) -> Result<(), String> {
     let heaps = e(peers())?;
     let pb = e(heaps.bytes(&r, N * 8))?;
     e(w.send(&[1u8], 0, TAG_MAPPED))?;
-    // Nobody sends this: the wait ends when rank 0's death is known.
-    match w.recv(&mut [0u8; 1], 0, TAG_FREED) {
+    // A thread copies out of rank 0's buffer over and over while rank 0 dies; the wait
+    // (for a message nobody sends) ends when rank 0's death is known.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let waited = std::thread::scope(|sc| {
+        sc.spawn(|| {
+            let mut scratch = vec![0u8; N * 8];
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // The range was checked when mapped.
+                let _ = pb.copy_to(0, &mut scratch);
+            }
+        });
+        let r = w.recv(&mut [0u8; 1], 0, TAG_FREED);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        r
+    });
+    match waited {
         Err(err) => println!("rank 1 saw: {err}"),
         Ok(_) => return Err("a message from a killed rank".into()),
     }
