@@ -70,6 +70,19 @@ fn map_len(len: usize) -> Option<usize> {
         .filter(|&l| isize::try_from(l).is_ok())
 }
 
+/// Sizes a fresh object to `len` bytes with its pages allocated now: a full `/dev/shm`
+/// is an error here rather than a SIGBUS at the first write into the buffer. Where the
+/// file system cannot allocate ahead, it is only sized.
+fn reserve(fd: &std::os::fd::OwnedFd, len: u64) -> std::io::Result<()> {
+    match rustix::fs::fallocate(fd, rustix::fs::FallocateFlags::empty(), 0, len) {
+        Ok(()) => Ok(()),
+        Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::NOSYS) => {
+            Ok(rustix::fs::ftruncate(fd, len)?)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 impl HeapSegment {
     /// Creates (exclusively, mode 0600), sizes and maps a segment of `len` zero-filled
     /// user bytes for `rank` of `job`, and registers its range in this process.
@@ -104,8 +117,7 @@ impl HeapSegment {
         let shm = name.shm_name();
         let io = |source: std::io::Error| HeapError::Create { name, source };
         let fd = open_shm(&shm, true).map_err(io)?;
-        let base = rustix::fs::ftruncate(&fd, map_len as u64)
-            .map_err(std::io::Error::from)
+        let base = reserve(&fd, map_len as u64)
             .and_then(|()| map(&fd, map_len))
             .map_err(|e| {
                 unlink(&shm);
