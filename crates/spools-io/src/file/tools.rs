@@ -321,7 +321,7 @@ pub fn fsck(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<FsckRepor
                         .as_ref()
                         .and_then(|c| c.get(at..at + len))
                     {
-                        super::rows::xor_into(&mut p[..len], b);
+                        crate::crc::xor_into(&mut p[..len], b);
                     }
                 }
                 if p.iter().any(|&x| x != 0) {
