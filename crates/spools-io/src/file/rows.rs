@@ -19,6 +19,17 @@ pub enum Raid {
     Raid5,
 }
 
+/// Turns a whole striped byte stream into its unit files' contents and their blocks'
+/// CRC32C (per unit, per row), as the aggregators of a striped write do: the in-memory
+/// hot path of a RAID-0 or RAID-5 write, for benchmarks and tools.
+///
+/// `None` when `layout` is not a sized `stripe(...)` or `raid5(...)` layout or `stream`
+/// is not as long as its size.
+pub fn stripe_chunks(layout: &Layout, stream: &[u8]) -> Option<(Vec<Vec<u8>>, Vec<Vec<u32>>)> {
+    let g = Geometry::new(layout)?;
+    (stream.len() as u64 == g.size).then(|| g.build(0, g.rows(), stream))
+}
+
 /// The shape of a striped byte stream.
 #[derive(Clone, Debug)]
 pub(crate) struct Geometry {
