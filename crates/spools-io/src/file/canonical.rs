@@ -300,7 +300,7 @@ fn read_own(
         let part = &mut data[e.local as usize..(e.local + e.len) as usize];
         sys::read_at(&f, path, part, off + e.global)?;
     }
-    let parts = layout.extents(u64::from(me))?.into_iter();
+    let parts = layout.extents(u64::from(me))?;
     verify.check(parts.map(|e| {
         (
             e.global,

@@ -199,5 +199,5 @@ fn decided_by_rank0(
     }
 }
 
-pub use rows::stripe_chunks;
+pub use rows::{stripe_chunks, UnitChunks};
 pub use sums::{sidecar_path, Sums, SumsDefect, SIDECAR_MAX, SUMS_BLOCK, SUMS_FORMAT};

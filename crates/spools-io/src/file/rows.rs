@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use spools_map::Layout;
 
-use crate::crc::{copy_crc, copy_xor_crc, xor_into, STEP};
+use crate::crc::{copy_crc, xor_into, STEP};
 use crate::error::FileError;
 
 /// RAID level of a striped file.
@@ -19,13 +19,17 @@ pub enum Raid {
     Raid5,
 }
 
+/// Each unit's chunk of a striped file, and the CRC32C of each of its blocks (one per
+/// row where the unit has a block).
+pub type UnitChunks = (Vec<Vec<u8>>, Vec<Vec<u32>>);
+
 /// Turns a whole striped byte stream into its unit files' contents and their blocks'
 /// CRC32C (per unit, per row), as the aggregators of a striped write do: the in-memory
 /// hot path of a RAID-0 or RAID-5 write, for benchmarks and tools.
 ///
 /// `None` when `layout` is not a sized `stripe(...)` or `raid5(...)` layout or `stream`
 /// is not as long as its size.
-pub fn stripe_chunks(layout: &Layout, stream: &[u8]) -> Option<(Vec<Vec<u8>>, Vec<Vec<u32>>)> {
+pub fn stripe_chunks(layout: &Layout, stream: &[u8]) -> Option<UnitChunks> {
     let g = Geometry::new(layout)?;
     (stream.len() as u64 == g.size).then(|| g.build(0, g.rows(), stream))
 }
@@ -170,55 +174,63 @@ impl Geometry {
     /// Turns stream bytes of rows `[r0, r1)` into one chunk per unit (data and parity),
     /// with the CRC32C of every block (per unit, per row).
     ///
-    /// One pass over the stream: a row is handled in cache-sized steps, and each step of
-    /// each data block is copied into its chunk, XORed into the row's parity (the same
-    /// step of the parity block, which stays in the cache) and checksummed at once
-    /// ([`copy_xor_crc`]); the parity's checksum then reads the step from the cache.
-    pub(crate) fn build(&self, r0: u64, r1: u64, stream: &[u8]) -> (Vec<Vec<u8>>, Vec<Vec<u32>>) {
-        let base = self.stream_range(r0, r1).0 as usize;
+    /// One pass over the stream: a row is handled in cache-sized steps ([`STEP`]); each
+    /// step of each data block is appended to its chunk and checksummed, and copied into
+    /// (the row's first data block) or XORed into (the others, word-wide) the same step of
+    /// the row's parity, which stays in the cache until it is checksummed in turn. Chunks
+    /// are appended to, never zeroed first.
+    pub(crate) fn build(&self, r0: u64, r1: u64, stream: &[u8]) -> UnitChunks {
+        let base = self.stream_range(r0, r1).0;
         let mut chunks: Vec<Vec<u8>> = (0..self.count)
             .map(|u| {
                 let (a, b) = self.chunk_range(u, r0, r1);
-                vec![0u8; (b - a) as usize]
+                Vec::with_capacity((b - a) as usize)
             })
             .collect();
         let mut crcs: Vec<Vec<u32>> =
             vec![Vec::with_capacity((r1 - r0) as usize); self.count as usize];
         let mut sums = vec![0u32; self.count as usize];
+        // The row's data blocks in stream order: (unit, offset in `stream`, length).
+        let mut data: Vec<(usize, usize, usize)> = Vec::with_capacity(self.count as usize);
         for r in r0..r1 {
-            let at = ((r - r0) * self.unit) as usize;
-            let pu = self.parity_unit(r);
+            data.clear();
+            data.extend((0..self.count).filter_map(|u| match self.block(r, u) {
+                Block::Data { global, len } => {
+                    Some((u as usize, (global - base) as usize, len as usize))
+                }
+                _ => None,
+            }));
+            data.sort_unstable_by_key(|d| d.1);
+            // The first data block is the row's longest, as long as its parity.
+            let width = data.first().map_or(0, |d| d.2);
+            let pu = self.parity_unit(r).map(|u| u as usize);
             // The parity chunk is taken out while the data chunks are written.
-            let mut parity = pu.map(|pu| std::mem::take(&mut chunks[pu as usize]));
-            let width = (0..self.count)
-                .map(|u| self.block(r, u).len())
-                .max()
-                .unwrap_or(0) as usize;
+            let mut parity = pu.map(|pu| std::mem::take(&mut chunks[pu]));
             sums.fill(0);
             for step in (0..width).step_by(STEP) {
-                for u in 0..self.count {
-                    let Block::Data { global, len } = self.block(r, u) else {
-                        continue;
-                    };
-                    let (from, to) = (step, (step + STEP).min(len as usize));
-                    if from >= to {
+                let pat = parity.as_ref().map_or(0, Vec::len);
+                for (i, &(u, from, len)) in data.iter().enumerate() {
+                    let end = (step + STEP).min(len);
+                    if step >= end {
                         continue;
                     }
-                    let src = &stream[global as usize - base + from..global as usize - base + to];
-                    let dst = &mut chunks[u as usize][at + from..at + to];
-                    let par = parity.as_mut().map(|p| &mut p[at + from..at + to]);
-                    sums[u as usize] = copy_xor_crc(dst, par, src, sums[u as usize]);
+                    let src = &stream[from + step..from + end];
+                    let dst = &mut chunks[u];
+                    let at = dst.len();
+                    dst.extend_from_slice(src);
+                    sums[u] = crc32c::crc32c_append(sums[u], &dst[at..]);
+                    match parity.as_mut() {
+                        Some(p) if i == 0 => p.extend_from_slice(src),
+                        Some(p) => xor_into(&mut p[pat..pat + src.len()], src),
+                        None => {}
+                    }
                 }
                 if let (Some(pu), Some(p)) = (pu, &parity) {
-                    let len = self.block(r, pu).len() as usize;
-                    if step < len {
-                        let s = &p[at + step..at + len.min(step + STEP)];
-                        sums[pu as usize] = crc32c::crc32c_append(sums[pu as usize], s);
-                    }
+                    sums[pu] = crc32c::crc32c_append(sums[pu], &p[pat..]);
                 }
             }
             if let (Some(pu), Some(p)) = (pu, parity) {
-                chunks[pu as usize] = p;
+                chunks[pu] = p;
             }
             for u in 0..self.count {
                 if self.block(r, u).len() > 0 {

@@ -17,7 +17,7 @@ fn geo(raid: &str, unit: u64, count: u64, size: u64) -> Geometry {
 
 /// The former two-pass `build` (copy with checksums, then the parity XORed from the
 /// chunks in a second pass), kept as the reference of the fused one.
-fn build_two_pass(g: &Geometry, r0: u64, r1: u64, stream: &[u8]) -> (Vec<Vec<u8>>, Vec<Vec<u32>>) {
+fn build_two_pass(g: &Geometry, r0: u64, r1: u64, stream: &[u8]) -> super::UnitChunks {
     let base = g.stream_range(r0, r1).0;
     let mut chunks: Vec<Vec<u8>> = (0..g.count)
         .map(|u| {
