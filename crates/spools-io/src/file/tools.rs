@@ -431,10 +431,13 @@ fn fsck_plain(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<FsckReport, FileError> {
     let Some(sums) = Sums::read(path)? else {
-        return Err(FileError::Options(
-            "a canonical or .npy file has checksums only when written with checksums on \
-             (a NAME.spools-sums sidecar); this one has none",
-        ));
+        return Err(FileError::Options(if offset == 0 {
+            "a canonical file has no checksums unless written with checksums on \
+             (then a NAME.spools-sums sidecar holds them); this one has none"
+        } else {
+            "a .npy file has no checksums unless written with checksums on \
+             (then a NAME.spools-sums sidecar holds them); this one has none"
+        }));
     };
     let mut rep = FsckReport::default();
     if (sums.offset, sums.bytes) != (offset, bytes) {
