@@ -166,7 +166,11 @@ impl Sums {
             }
             Err(e) => return Err(e),
         };
-        let text = sys::read_upto(&f, &side, SIDECAR_MAX, 0)?;
+        let len = f
+            .metadata()
+            .map_err(|e| FileError::io("stat", &side, e))?
+            .len();
+        let text = sys::read_upto(&f, &side, len.min(SIDECAR_MAX as u64) as usize, 0)?;
         Sums::parse(&side, &text).map(Some)
     }
 
