@@ -201,6 +201,10 @@ pub struct IoArgs {
     /// Do not checksum the transfer units of the reshuffle.
     #[arg(long)]
     pub(crate) no_integrity: bool,
+    /// Canonical and .npy files: write a checksum sidecar (NAME.spools-sums) with the data,
+    /// and verify the blocks read against it.
+    #[arg(long)]
+    pub(crate) checksums: bool,
 }
 
 /// Options of `spools bench pipe`.

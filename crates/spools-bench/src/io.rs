@@ -98,8 +98,8 @@ fn reshuffle_of(s: &str) -> Reshuffle {
     }
 }
 
-/// Removes a parallel file: the file itself, and for a striped file every unit of both
-/// slots.
+/// Removes a parallel file: the file itself, its checksum sidecar, and for a striped file
+/// every unit of both slots.
 fn remove(path: &Path) {
     if let Ok(spools_io::file::tools::Opened::Striped(m)) = spools_io::file::tools::open(path) {
         for p in m.unit_paths(path) {
@@ -111,6 +111,7 @@ fn remove(path: &Path) {
         }
     }
     let _ = std::fs::remove_file(path);
+    let _ = std::fs::remove_file(spools_io::file::sidecar_path(path));
 }
 
 /// Runs `op` `reps` times between barriers; returns the timings with the last run's
@@ -185,6 +186,7 @@ pub(crate) fn run(a: &IoArgs) -> Result<(), BenchError> {
             sync: a.sync,
             integrity: !a.no_integrity,
             reshuffle: reshuffle_of(&a.reshuffle),
+            checksums: a.checksums,
         };
         report.write = Some(timed(&w, reps, bytes, || {
             Ok(w.write_file(&a.file, &data, &layout, &opts)?)
@@ -195,6 +197,7 @@ pub(crate) fn run(a: &IoArgs) -> Result<(), BenchError> {
         let opts = ReadOptions {
             integrity: !a.no_integrity,
             reshuffle: reshuffle_of(&a.reshuffle),
+            checksums: a.checksums,
         };
         report.read = Some(timed(&w, reps, bytes, || {
             Ok(w.read_file(&a.file, &mut buf, &read_layout, &opts)?)

@@ -25,7 +25,8 @@ fn random_bytes_and_mutations_never_panic() {
     frame.extend_from_slice(&3u32.to_le_bytes());
     frame.extend_from_slice(&0u32.to_le_bytes());
     frame.extend_from_slice(b"abc");
-    for valid in [&npy, &manifest, &frame] {
+    let sums = br#"{"format":"spools-sums","block":4,"offset":128,"bytes":9,"crc32c":"0123abcd89ABCDEF00000000"}"#.to_vec();
+    for valid in [&npy, &manifest, &frame, &sums] {
         assert_eq!(
             decode_untrusted(valid),
             1,

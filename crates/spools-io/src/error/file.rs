@@ -247,6 +247,9 @@ pub enum FormatDefect {
         /// The encoder's words.
         reason: String,
     },
+    /// A checksum sidecar (`NAME.spools-sums`) that is not one, or not this file's.
+    #[error(transparent)]
+    Sums(#[from] crate::file::SumsDefect),
 }
 
 /// What is wrong with a `.npy` header.

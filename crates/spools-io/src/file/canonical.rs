@@ -12,6 +12,7 @@ use crate::file::manifest::looks_like_manifest;
 use crate::file::npy;
 use crate::file::options::{FileStats, ReadOptions, WriteOptions};
 use crate::file::steps::{agree_on_outcome, check_share, decide, integrity};
+use crate::file::sums::{self, Pieces, Verify};
 use crate::file::sys;
 use crate::redistribute::redistribute_plan;
 
@@ -219,6 +220,7 @@ fn write_temp(
         reshuffled: reshuffle,
         ..FileStats::default()
     };
+    let mut pieces = Pieces::new(opts.checksums);
     let res = if reshuffle {
         let (io, domain, aggs) = io_layout(total, DOMAIN_ALIGN, comm.size())?;
         stats.aggregators = aggs;
@@ -230,6 +232,7 @@ fn write_temp(
         if mine && !buf.is_empty() {
             sys::open_temp(tmp).and_then(|f| {
                 sys::write_at(&f, tmp, &buf, off + u64::from(me) * domain)?;
+                pieces.add(u64::from(me) * domain, &buf);
                 if opts.sync {
                     sys::sync(&f, tmp)?;
                 }
@@ -240,11 +243,14 @@ fn write_temp(
         }
     } else {
         stats.aggregators = layout.units().min(u64::from(comm.size())) as u32;
-        write_own(tmp, layout, me, data, off, opts.sync)
+        write_own(tmp, layout, me, data, off, opts.sync, &mut pieces)
     };
     agree_on_outcome(comm, path, res)?;
+    let all = sums::gather(comm, &pieces)?;
     let committed = if me == 0 {
-        sys::commit(tmp, path, opts.sync)
+        sums::sidecar(path, &all, off, total)
+            .and_then(|s| sums::commit(path, s.as_ref()))
+            .and_then(|()| sys::commit(tmp, path, opts.sync))
     } else {
         Ok(())
     };
@@ -260,6 +266,7 @@ fn write_own(
     data: &[u8],
     off: u64,
     sync: bool,
+    pieces: &mut Pieces,
 ) -> Result<(), FileError> {
     if u64::from(me) >= layout.units() || layout.local_bytes(u64::from(me))? == 0 {
         return Ok(());
@@ -268,6 +275,7 @@ fn write_own(
     for e in layout.extents(u64::from(me))? {
         let part = &data[e.local as usize..(e.local + e.len) as usize];
         sys::write_at(&f, path, part, off + e.global)?;
+        pieces.add(e.global, part);
     }
     if sync {
         sys::sync(&f, path)?;
@@ -282,6 +290,7 @@ fn read_own(
     me: u32,
     data: &mut [u8],
     off: u64,
+    verify: &Verify,
 ) -> Result<(), FileError> {
     if u64::from(me) >= layout.units() || layout.local_bytes(u64::from(me))? == 0 {
         return Ok(());
@@ -291,7 +300,13 @@ fn read_own(
         let part = &mut data[e.local as usize..(e.local + e.len) as usize];
         sys::read_at(&f, path, part, off + e.global)?;
     }
-    Ok(())
+    let parts = layout.extents(u64::from(me))?;
+    verify.check(parts.map(|e| {
+        (
+            e.global,
+            &data[e.local as usize..(e.local + e.len) as usize],
+        )
+    }))
 }
 
 pub(super) fn read(
@@ -323,6 +338,7 @@ pub(super) fn read(
         reshuffled: reshuffle,
         ..FileStats::default()
     };
+    let verify = Verify::new(opts.checksums, path, offset, bytes);
     let res = if reshuffle {
         let (io, domain, aggs) = io_layout(total, DOMAIN_ALIGN, comm.size())?;
         stats.aggregators = aggs;
@@ -334,6 +350,7 @@ pub(super) fn read(
         let got = if mine && !buf.is_empty() {
             sys::open_read(path)
                 .and_then(|f| sys::read_at(&f, path, &mut buf, offset + u64::from(me) * domain))
+                .and_then(|()| verify.check([(u64::from(me) * domain, &buf[..])]))
         } else {
             Ok(())
         };
@@ -341,7 +358,7 @@ pub(super) fn read(
         got
     } else {
         stats.aggregators = layout.units().min(u64::from(comm.size())) as u32;
-        read_own(path, layout, me, data, offset)
+        read_own(path, layout, me, data, offset, &verify)
     };
     agree_on_outcome(comm, path, res)?;
     Ok(stats)

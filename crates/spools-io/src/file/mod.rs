@@ -45,6 +45,7 @@ mod rows;
 mod steps;
 mod store;
 mod striped;
+mod sums;
 mod sys;
 pub mod tools;
 
@@ -197,3 +198,6 @@ fn decided_by_rank0(
         }),
     }
 }
+
+pub use rows::{stripe_chunks, UnitChunks};
+pub use sums::{sidecar_path, Sums, SumsDefect, SIDECAR_MAX, SUMS_BLOCK, SUMS_FORMAT};

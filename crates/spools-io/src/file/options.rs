@@ -63,6 +63,13 @@ pub struct WriteOptions {
     pub integrity: bool,
     /// Whether to reshuffle first.
     pub reshuffle: Reshuffle,
+    /// Canonical and `.npy` files: also write the CRC32C of every [`SUMS_BLOCK`]-byte
+    /// block of the stream to a sidecar `NAME.spools-sums`, committed just before the
+    /// data (default off; a write without it removes an old sidecar). Striped files
+    /// always carry block checksums in their manifest.
+    ///
+    /// [`SUMS_BLOCK`]: crate::file::SUMS_BLOCK
+    pub checksums: bool,
 }
 
 impl Default for WriteOptions {
@@ -72,6 +79,7 @@ impl Default for WriteOptions {
             sync: false,
             integrity: true,
             reshuffle: Reshuffle::Auto,
+            checksums: false,
         }
     }
 }
@@ -84,6 +92,11 @@ pub struct ReadOptions {
     pub integrity: bool,
     /// Whether to reshuffle.
     pub reshuffle: Reshuffle,
+    /// Canonical and `.npy` files: verify the blocks read against the checksum sidecar
+    /// written with [`WriteOptions::checksums`] (default off). A block that fails is
+    /// [`FileError::Corrupt`](crate::FileError::Corrupt) naming its byte offset in the
+    /// file; a missing or unreadable sidecar is an error too.
+    pub checksums: bool,
 }
 
 impl Default for ReadOptions {
@@ -91,6 +104,7 @@ impl Default for ReadOptions {
         ReadOptions {
             integrity: true,
             reshuffle: Reshuffle::Auto,
+            checksums: false,
         }
     }
 }

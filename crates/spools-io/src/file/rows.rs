@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use spools_map::Layout;
 
-use crate::crc::copy_crc;
+use crate::crc::{copy_crc, xor_into, STEP};
 use crate::error::FileError;
 
 /// RAID level of a striped file.
@@ -17,6 +17,21 @@ pub enum Raid {
     Raid0,
     /// Striping with rotating parity (left-symmetric).
     Raid5,
+}
+
+/// Each unit's chunk of a striped file, and the CRC32C of each of its blocks (one per
+/// row where the unit has a block).
+pub type UnitChunks = (Vec<Vec<u8>>, Vec<Vec<u32>>);
+
+/// Turns a whole striped byte stream into its unit files' contents and their blocks'
+/// CRC32C (per unit, per row), as the aggregators of a striped write do: the in-memory
+/// hot path of a RAID-0 or RAID-5 write, for benchmarks and tools.
+///
+/// `None` when `layout` is not a sized `stripe(...)` or `raid5(...)` layout or `stream`
+/// is not as long as its size.
+pub fn stripe_chunks(layout: &Layout, stream: &[u8]) -> Option<UnitChunks> {
+    let g = Geometry::new(layout)?;
+    (stream.len() as u64 == g.size).then(|| g.build(0, g.rows(), stream))
 }
 
 /// The shape of a striped byte stream.
@@ -147,46 +162,80 @@ impl Geometry {
         ((r0 * rb).min(self.size), (r1 * rb).min(self.size))
     }
 
+    /// The unit holding row `r`'s parity block (RAID-5, when the row has one).
+    fn parity_unit(&self, r: u64) -> Option<u64> {
+        let pu = match self.raid {
+            Raid::Raid0 => return None,
+            Raid::Raid5 => self.count - 1 - r % self.count,
+        };
+        matches!(self.block(r, pu), Block::Parity { .. }).then_some(pu)
+    }
+
     /// Turns stream bytes of rows `[r0, r1)` into one chunk per unit (data and parity),
-    /// with the CRC32C of every block (per unit, per row), computed while copying.
-    pub(crate) fn build(&self, r0: u64, r1: u64, stream: &[u8]) -> (Vec<Vec<u8>>, Vec<Vec<u32>>) {
+    /// with the CRC32C of every block (per unit, per row).
+    ///
+    /// One pass over the stream: a row is handled in cache-sized steps ([`STEP`]); each
+    /// step of each data block is appended to its chunk and checksummed, and copied into
+    /// (the row's first data block) or XORed into (the others, word-wide) the same step of
+    /// the row's parity, which stays in the cache until it is checksummed in turn. Chunks
+    /// are appended to, never zeroed first.
+    pub(crate) fn build(&self, r0: u64, r1: u64, stream: &[u8]) -> UnitChunks {
         let base = self.stream_range(r0, r1).0;
         let mut chunks: Vec<Vec<u8>> = (0..self.count)
             .map(|u| {
                 let (a, b) = self.chunk_range(u, r0, r1);
-                vec![0u8; (b - a) as usize]
+                Vec::with_capacity((b - a) as usize)
             })
             .collect();
         let mut crcs: Vec<Vec<u32>> =
             vec![Vec::with_capacity((r1 - r0) as usize); self.count as usize];
+        let mut sums = vec![0u32; self.count as usize];
+        // The row's data blocks in stream order: (unit, offset in `stream`, length).
+        let mut data: Vec<(usize, usize, usize)> = Vec::with_capacity(self.count as usize);
         for r in r0..r1 {
-            let at = ((r - r0) * self.unit) as usize;
-            let mut parity_unit = None;
-            for u in 0..self.count {
-                match self.block(r, u) {
-                    Block::Data { global, len } => {
-                        let from = (global - base) as usize;
-                        let src = &stream[from..from + len as usize];
-                        let dst = &mut chunks[u as usize][at..at + len as usize];
-                        crcs[u as usize].push(copy_crc(dst, src, 0));
+            data.clear();
+            data.extend((0..self.count).filter_map(|u| match self.block(r, u) {
+                Block::Data { global, len } => {
+                    Some((u as usize, (global - base) as usize, len as usize))
+                }
+                _ => None,
+            }));
+            data.sort_unstable_by_key(|d| d.1);
+            // The first data block is the row's longest, as long as its parity.
+            let width = data.first().map_or(0, |d| d.2);
+            let pu = self.parity_unit(r).map(|u| u as usize);
+            // The parity chunk is taken out while the data chunks are written.
+            let mut parity = pu.map(|pu| std::mem::take(&mut chunks[pu]));
+            sums.fill(0);
+            for step in (0..width).step_by(STEP) {
+                let pat = parity.as_ref().map_or(0, Vec::len);
+                for (i, &(u, from, len)) in data.iter().enumerate() {
+                    let end = (step + STEP).min(len);
+                    if step >= end {
+                        continue;
                     }
-                    Block::Parity { .. } => parity_unit = Some(u),
-                    Block::Absent => {}
+                    let src = &stream[from + step..from + end];
+                    let dst = &mut chunks[u];
+                    let at = dst.len();
+                    dst.extend_from_slice(src);
+                    sums[u] = crc32c::crc32c_append(sums[u], &dst[at..]);
+                    match parity.as_mut() {
+                        Some(p) if i == 0 => p.extend_from_slice(src),
+                        Some(p) => xor_into(&mut p[pat..pat + src.len()], src),
+                        None => {}
+                    }
+                }
+                if let (Some(pu), Some(p)) = (pu, &parity) {
+                    sums[pu] = crc32c::crc32c_append(sums[pu], &p[pat..]);
                 }
             }
-            if let Some(pu) = parity_unit {
-                let len = self.block(r, pu).len() as usize;
-                let mut p = vec![0u8; len];
-                for u in 0..self.count {
-                    if let Block::Data { len: l, .. } = self.block(r, u) {
-                        xor_into(
-                            &mut p[..l as usize],
-                            &chunks[u as usize][at..at + l as usize],
-                        );
-                    }
+            if let (Some(pu), Some(p)) = (pu, parity) {
+                chunks[pu] = p;
+            }
+            for u in 0..self.count {
+                if self.block(r, u).len() > 0 {
+                    crcs[u as usize].push(sums[u as usize]);
                 }
-                crcs[pu as usize].push(crate::crc32c(&p));
-                chunks[pu as usize][at..at + len].copy_from_slice(&p);
             }
         }
         (chunks, crcs)
@@ -213,19 +262,28 @@ impl Geometry {
         for r in r0..r1 {
             let at = ((r - r0) * self.unit) as usize;
             let mut bad: Vec<(u64, Damage)> = Vec::new();
+            // One pass per block: a data block is copied into `out` while it is
+            // checksummed (a bad one is overwritten below), the parity only checksummed.
             for u in 0..self.count {
-                let len = self.block(r, u).len() as usize;
+                let block = self.block(r, u);
+                let len = block.len() as usize;
                 if len == 0 {
                     continue;
                 }
-                match block_bytes(chunks, u, at, len) {
-                    None => bad.push((u, Damage::Missing)),
-                    Some(b) => {
-                        let want = crcs.get(u as usize).and_then(|c| c.get(r as usize));
-                        if want != Some(&crate::crc32c(b)) {
-                            bad.push((u, Damage::Corrupt));
-                        }
+                let Some(b) = block_bytes(chunks, u, at, len) else {
+                    bad.push((u, Damage::Missing));
+                    continue;
+                };
+                let crc = match block {
+                    Block::Data { global, .. } => {
+                        let o = (global - base) as usize;
+                        copy_crc(&mut out[o..o + len], b, 0)
                     }
+                    _ => crate::crc32c(b),
+                };
+                let want = crcs.get(u as usize).and_then(|c| c.get(r as usize));
+                if want != Some(&crc) {
+                    bad.push((u, Damage::Corrupt));
                 }
             }
             let lost = match (self.raid, bad.as_slice()) {
@@ -253,47 +311,24 @@ impl Geometry {
                     })
                 }
             };
-            let width = self.block(r, self.count - 1 - r % self.count).len() as usize;
-            let mut rebuilt_block = None;
             if let Some((lu, damage)) = lost {
-                let mut p = vec![0u8; width.max(self.block(r, lu).len() as usize)];
-                for u in (0..self.count).filter(|&u| u != lu) {
-                    let len = self.block(r, u).len() as usize;
-                    if let Some(b) = block_bytes(chunks, u, at, len) {
-                        xor_into(&mut p[..len], b);
-                    }
+                // A lost data block is rebuilt in place in `out` (a lost parity block
+                // needs nothing: the data is all there).
+                if let Block::Data { global, len } = self.block(r, lu) {
+                    let o = (global - base) as usize;
+                    self.xor_row(r, Some(lu), chunks, at, &mut out[o..o + len as usize]);
                 }
                 rebuilt.push((lu, r * self.unit, damage));
-                rebuilt_block = Some((lu, p));
             } else if check_parity && self.raid == Raid::Raid5 {
-                let mut p = vec![0u8; width];
-                for u in 0..self.count {
-                    let len = self.block(r, u).len() as usize;
-                    if let Some(b) = block_bytes(chunks, u, at, len) {
-                        xor_into(&mut p[..len], b);
-                    }
-                }
+                let pu = self.count - 1 - r % self.count;
+                let mut p = vec![0u8; self.block(r, pu).len() as usize];
+                self.xor_row(r, None, chunks, at, &mut p);
                 if p.iter().any(|&x| x != 0) {
-                    let pu = self.count - 1 - r % self.count;
                     return Err(FileError::Corrupt {
                         unit: pu,
                         path: path(pu),
                         offset: r * self.unit,
                     });
-                }
-            }
-            for u in 0..self.count {
-                if let Block::Data { global, len } = self.block(r, u) {
-                    let o = (global - base) as usize;
-                    let dst = &mut out[o..o + len as usize];
-                    match &rebuilt_block {
-                        Some((lu, p)) if *lu == u => dst.copy_from_slice(&p[..len as usize]),
-                        _ => {
-                            if let Some(b) = block_bytes(chunks, u, at, len as usize) {
-                                dst.copy_from_slice(b);
-                            }
-                        }
-                    }
                 }
             }
         }
@@ -303,27 +338,28 @@ impl Geometry {
     /// The rebuilt contents of block `(r, u)` of a RAID-5 file from the other blocks of
     /// its row (for repair).
     pub(crate) fn rebuild_block(&self, r: u64, u: u64, chunks: &[Chunk], at: usize) -> Vec<u8> {
-        let mut p = vec![0u8; self.unit as usize];
-        for v in (0..self.count).filter(|&v| v != u) {
+        let mut p = vec![0u8; self.block(r, u).len() as usize];
+        self.xor_row(r, Some(u), chunks, at, &mut p);
+        p
+    }
+
+    /// Sets `acc` to the XOR of the blocks of row `r` (each zero-padded or cut to
+    /// `acc`'s length) but unit `skip`'s, word by word: the rebuilt block `skip`, or with
+    /// no unit skipped, zeros for a consistent row.
+    fn xor_row(&self, r: u64, skip: Option<u64>, chunks: &[Chunk], at: usize, acc: &mut [u8]) {
+        acc.fill(0);
+        for v in (0..self.count).filter(|&v| Some(v) != skip) {
             let len = self.block(r, v).len() as usize;
             if let Some(b) = block_bytes(chunks, v, at, len) {
-                xor_into(&mut p[..len], b);
+                let n = len.min(acc.len());
+                xor_into(&mut acc[..n], &b[..n]);
             }
         }
-        p.truncate(self.block(r, u).len() as usize);
-        p
     }
 }
 
 fn block_bytes(chunks: &[Chunk], u: u64, at: usize, len: usize) -> Option<&[u8]> {
     chunks.get(u as usize)?.as_ref()?.get(at..at + len)
-}
-
-/// `acc ^= other`, element by element (vectorised by the compiler).
-pub(crate) fn xor_into(acc: &mut [u8], other: &[u8]) {
-    for (a, b) in acc.iter_mut().zip(other) {
-        *a ^= *b;
-    }
 }
 
 #[cfg(test)]
@@ -965,3 +1001,6 @@ mod oracle {
         }
     }
 }
+
+#[cfg(test)]
+mod fused_tests;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use super::canonical::{inspect, Kind};
 use super::manifest::Manifest;
 use super::rows::{Block, Chunk, Damage, Geometry, Raid};
+use super::sums::Sums;
 use super::sys;
 use crate::error::FileError;
 
@@ -270,25 +271,20 @@ pub fn describe(path: &Path) -> Result<String, FileError> {
     })
 }
 
-/// Verifies every block checksum and, for RAID-5, every row's parity.
+/// Verifies every block checksum and, for RAID-5, every row's parity; for a canonical or
+/// `.npy` file, every block against its checksum sidecar (`NAME.spools-sums`, written with
+/// `WriteOptions::checksums`), reporting bad blocks as unit 0 at their byte offsets in
+/// the file.
 ///
 /// # Errors
-/// [`FileError`] when the file or its manifest cannot be read; damage is reported in the
-/// [`FsckReport`], not as an error. A canonical or `.npy` file has no checksums:
-/// [`FileError::Options`].
+/// [`FileError`] when the file, its manifest or its sidecar cannot be read or parsed
+/// (a truncated sidecar: [`FileError::Format`]); damage is reported in the
+/// [`FsckReport`], not as an error. A canonical or `.npy` file without a sidecar has no
+/// checksums: [`FileError::Options`].
 pub fn fsck(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<FsckReport, FileError> {
     let m = match open(path)? {
         Opened::Striped(m) => m,
-        Opened::Plain { offset: 0, .. } => {
-            return Err(FileError::Options(
-                "a canonical file has no checksums to verify; only striped files do",
-            ))
-        }
-        Opened::Plain { .. } => {
-            return Err(FileError::Options(
-                "a .npy file has no checksums to verify; only striped files do",
-            ))
-        }
+        Opened::Plain { offset, bytes } => return fsck_plain(path, offset, bytes, progress),
     };
     let s = Striped::new(path, &m)?;
     let mut rep = FsckReport::default();
@@ -321,7 +317,7 @@ pub fn fsck(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<FsckRepor
                         .as_ref()
                         .and_then(|c| c.get(at..at + len))
                     {
-                        super::rows::xor_into(&mut p[..len], b);
+                        crate::crc::xor_into(&mut p[..len], b);
                     }
                 }
                 if p.iter().any(|&x| x != 0) {
@@ -425,4 +421,52 @@ pub fn repair(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<RepairR
         blocks: fixed,
         truncated,
     })
+}
+
+/// [`fsck`] of a canonical or `.npy` file against its checksum sidecar.
+fn fsck_plain(
+    path: &Path,
+    offset: u64,
+    bytes: u64,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<FsckReport, FileError> {
+    let Some(sums) = Sums::read(path)? else {
+        return Err(FileError::Options(if offset == 0 {
+            "a canonical file has no checksums unless written with checksums on \
+             (then a NAME.spools-sums sidecar holds them); this one has none"
+        } else {
+            "a .npy file has no checksums unless written with checksums on \
+             (then a NAME.spools-sums sidecar holds them); this one has none"
+        }));
+    };
+    let mut rep = FsckReport::default();
+    if (sums.offset, sums.bytes) != (offset, bytes) {
+        rep.wrong_size.push(UnitProblem {
+            unit: 0,
+            path: path.to_path_buf(),
+            problem: format!(
+                "holds {bytes} bytes from offset {offset}, its checksums record {} from offset {}",
+                sums.bytes, sums.offset
+            ),
+        });
+    }
+    let f = sys::open_read(path)?;
+    let step = (BATCH / sums.block).max(1);
+    let blocks = sums.blocks();
+    let mut b0 = 0;
+    while b0 < blocks {
+        let b1 = (b0 + step).min(blocks);
+        for (at, problem) in sums.bad_blocks(&f, path, (b0, b1))? {
+            rep.bad.push(BadBlock {
+                unit: 0,
+                path: path.to_path_buf(),
+                offset: at,
+                problem,
+            });
+        }
+        rep.blocks += b1 - b0;
+        progress(sums.block_range(b1 - 1).1, sums.bytes);
+        b0 = b1;
+    }
+    Ok(rep)
 }

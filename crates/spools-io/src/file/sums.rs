@@ -1,0 +1,582 @@
+//! Checksums of canonical (and `.npy`) files: the CRC32C of every fixed-size block of the
+//! byte stream, in a sidecar `NAME.spools-sums` next to the file.
+//!
+//! The sidecar is a small JSON document (the manifest's conventions):
+//!
+//! ```json
+//! {"format":"spools-sums","block":1048576,"offset":128,"bytes":3000000,
+//!  "crc32c":"8 hex digits per block ..."}
+//! ```
+//!
+//! `offset` is where the stream starts in the file (the `.npy` header's length, or 0),
+//! `bytes` the stream's length, and block `i` covers stream bytes `[i * block, (i + 1) *
+//! block)` (the last one shorter). Writers compute the sums of what they write, in pieces
+//! cut at block boundaries ([`Pieces`]); rank 0 gathers the pieces, combines them into one
+//! CRC per block ([`crc32c::crc32c_combine`]) and commits the sidecar.
+//!
+//! **The commit rule**: the sidecar is replaced (temporary file, synced, renamed) *before*
+//! the data file is renamed into place, and a write without checksums removes an old
+//! sidecar before its rename. So a committed data file never has stale sums: after a crash
+//! between the two renames, the sidecar describes the data that was not committed, and a
+//! verified read or `spools fsck` reports mismatches; it never passes stale data as
+//! verified.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use spools_msg::Communicator;
+
+use crate::error::{FileError, FormatDefect};
+use crate::file::sys;
+
+/// The `format` field of every sidecar.
+pub const SUMS_FORMAT: &str = "spools-sums";
+
+/// Stream bytes per checksummed block of the sidecars written.
+pub const SUMS_BLOCK: u64 = 1 << 20;
+
+/// Bytes of a sidecar read at most (8 per block: a 32 TiB file).
+pub const SIDECAR_MAX: usize = 256 << 20;
+
+/// Suffix of a sidecar's name (`NAME.spools-sums`).
+const SUFFIX: &str = ".spools-sums";
+
+/// The sidecar of the data file `path`.
+pub fn sidecar_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(SUFFIX);
+    PathBuf::from(s)
+}
+
+/// What is wrong with a checksum sidecar.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SumsDefect {
+    /// Not JSON of a sidecar's shape (a truncated sidecar among others).
+    #[error("not a checksum sidecar: {reason}")]
+    NotSums {
+        /// The JSON parser's words.
+        reason: String,
+    },
+    /// Another format.
+    #[error("format {found:?} is not {expected:?}")]
+    Format {
+        /// The format it names.
+        found: String,
+        /// The format this reader reads.
+        expected: &'static str,
+    },
+    /// A block size of zero.
+    #[error("a block size of 0 bytes")]
+    BlockSize,
+    /// A checksum list that does not hold 8 hex digits per block.
+    #[error("{found} hex digits of checksums where {blocks} blocks need {}", 8 * blocks)]
+    Checksums {
+        /// Blocks the stream has.
+        blocks: u64,
+        /// Characters found.
+        found: usize,
+    },
+    /// The sidecar describes another stream than the data file holds.
+    #[error("it describes {bytes} bytes at offset {offset}, the file holds {file_bytes} at offset {file_offset}")]
+    Describes {
+        /// Stream offset it records.
+        offset: u64,
+        /// Stream bytes it records.
+        bytes: u64,
+        /// The data file's stream offset.
+        file_offset: u64,
+        /// The data file's stream bytes.
+        file_bytes: u64,
+    },
+    /// The writers' pieces do not cover the stream (a byte no writer checksummed, or
+    /// written twice), so no sidecar is written.
+    #[error("the checksummed pieces do not cover stream byte {at} exactly once")]
+    Coverage {
+        /// The first stream byte not covered exactly once.
+        at: u64,
+    },
+    /// The ranks disagree on whether to compute checksums.
+    #[error("the ranks disagree on WriteOptions::checksums")]
+    Disagree,
+}
+
+/// A checksum sidecar, as stored.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Sums {
+    /// Always [`SUMS_FORMAT`].
+    pub format: String,
+    /// Stream bytes per block.
+    pub block: u64,
+    /// Byte offset of the stream in the data file.
+    pub offset: u64,
+    /// Bytes in the stream.
+    pub bytes: u64,
+    /// The CRC32C of each block, as 8 hex digits each.
+    pub crc32c: String,
+}
+
+impl Sums {
+    /// Parses and checks a sidecar's text (`path` names it in errors).
+    ///
+    /// # Errors
+    /// [`FileError::Format`] with a [`SumsDefect`] when it is not a consistent sidecar.
+    pub fn parse(path: &Path, text: &[u8]) -> Result<Sums, FileError> {
+        let bad = |d: SumsDefect| FileError::Format {
+            path: path.to_path_buf(),
+            defect: FormatDefect::Sums(d),
+        };
+        let s: Sums = serde_json::from_slice(text).map_err(|e| {
+            bad(SumsDefect::NotSums {
+                reason: e.to_string(),
+            })
+        })?;
+        if s.format != SUMS_FORMAT {
+            return Err(bad(SumsDefect::Format {
+                found: s.format,
+                expected: SUMS_FORMAT,
+            }));
+        }
+        if s.block == 0 {
+            return Err(bad(SumsDefect::BlockSize));
+        }
+        let blocks = s.blocks();
+        if blocks.checked_mul(8) != Some(s.crc32c.len() as u64)
+            || s.crc32c.bytes().any(|c| !c.is_ascii_hexdigit())
+        {
+            return Err(bad(SumsDefect::Checksums {
+                blocks,
+                found: s.crc32c.len(),
+            }));
+        }
+        Ok(s)
+    }
+
+    /// Reads the sidecar of the data file `path`, `None` when there is none.
+    ///
+    /// # Errors
+    /// [`FileError::Io`] when it cannot be read, [`FileError::Format`] when it is not a
+    /// sidecar (one larger than [`SIDECAR_MAX`] bytes is cut there and so refused).
+    pub fn read(path: &Path) -> Result<Option<Sums>, FileError> {
+        let side = sidecar_path(path);
+        let f = match sys::open_read(&side) {
+            Ok(f) => f,
+            Err(FileError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(None)
+            }
+            Err(e) => return Err(e),
+        };
+        let len = f
+            .metadata()
+            .map_err(|e| FileError::io("stat", &side, e))?
+            .len();
+        let text = sys::read_upto(&f, &side, len.min(SIDECAR_MAX as u64) as usize, 0)?;
+        Sums::parse(&side, &text).map(Some)
+    }
+
+    /// Reads the sidecar of the data file `path`, which must describe `bytes` stream
+    /// bytes at `offset`.
+    ///
+    /// # Errors
+    /// [`FileError::Io`] when it cannot be read or is missing, [`FileError::Format`] when
+    /// it is not a sidecar of this file.
+    pub fn load(path: &Path, offset: u64, bytes: u64) -> Result<Sums, FileError> {
+        let side = sidecar_path(path);
+        let Some(s) = Sums::read(path)? else {
+            return Err(FileError::io(
+                "open checksums",
+                side,
+                std::io::ErrorKind::NotFound.into(),
+            ));
+        };
+        if (s.offset, s.bytes) != (offset, bytes) {
+            return Err(FileError::Format {
+                path: side,
+                defect: FormatDefect::Sums(SumsDefect::Describes {
+                    offset: s.offset,
+                    bytes: s.bytes,
+                    file_offset: offset,
+                    file_bytes: bytes,
+                }),
+            });
+        }
+        Ok(s)
+    }
+
+    /// Blocks in the stream.
+    pub fn blocks(&self) -> u64 {
+        self.bytes.div_ceil(self.block.max(1))
+    }
+
+    /// The stream bytes of block `i`: `(start, end)`.
+    pub fn block_range(&self, i: u64) -> (u64, u64) {
+        let a = i.saturating_mul(self.block).min(self.bytes);
+        (a, a.saturating_add(self.block).min(self.bytes))
+    }
+
+    /// The recorded CRC32C of block `i`.
+    pub fn crc(&self, i: u64) -> Option<u32> {
+        let at = usize::try_from(i.checked_mul(8)?).ok()?;
+        let hex = self.crc32c.get(at..at + 8)?;
+        u32::from_str_radix(hex, 16).ok()
+    }
+
+    /// Checks block `i` against its bytes: `Err` with the block's byte offset in the data
+    /// file `path` when they differ.
+    fn check_block(&self, path: &Path, i: u64, bytes: &[u8]) -> Result<(), FileError> {
+        if self.crc(i) == Some(crate::crc32c(bytes)) {
+            Ok(())
+        } else {
+            Err(FileError::Corrupt {
+                unit: 0,
+                path: path.to_path_buf(),
+                offset: self.offset + self.block_range(i).0,
+            })
+        }
+    }
+
+    /// The blocks `[b0, b1)` of the data file `path` (opened as `f`) that are bad: their
+    /// byte offsets in the file and what is wrong (`"checksum mismatch"`, or `"missing"`
+    /// for a block the file is too short to hold).
+    ///
+    /// # Errors
+    /// [`FileError::Io`] when the file cannot be read.
+    pub fn bad_blocks(
+        &self,
+        f: &File,
+        path: &Path,
+        (b0, b1): (u64, u64),
+    ) -> Result<Vec<(u64, &'static str)>, FileError> {
+        let mut bad = Vec::new();
+        for i in b0..b1.min(self.blocks()) {
+            let (a, b) = self.block_range(i);
+            let buf = sys::read_upto(f, path, (b - a) as usize, self.offset + a)?;
+            let offset = self.offset + a;
+            if buf.len() as u64 != b - a {
+                bad.push((offset, "missing"));
+            } else if self.check_block(path, i, &buf).is_err() {
+                bad.push((offset, "checksum mismatch"));
+            }
+        }
+        Ok(bad)
+    }
+}
+
+/// Checksums of pieces of the stream one rank wrote, cut at block boundaries: `(stream
+/// offset, length, CRC32C)` each. Disabled, it records nothing.
+#[derive(Debug, Default)]
+pub(crate) struct Pieces {
+    on: bool,
+    list: Vec<(u64, u64, u32)>,
+}
+
+impl Pieces {
+    /// Pieces that record when `on`.
+    pub(crate) fn new(on: bool) -> Pieces {
+        Pieces {
+            on,
+            list: Vec::new(),
+        }
+    }
+
+    /// Records the checksums of `bytes`, written at stream offset `at`.
+    pub(crate) fn add(&mut self, at: u64, bytes: &[u8]) {
+        if !self.on {
+            return;
+        }
+        let mut done = 0usize;
+        while done < bytes.len() {
+            let pos = at + done as u64;
+            let room = (SUMS_BLOCK - pos % SUMS_BLOCK) as usize;
+            let n = room.min(bytes.len() - done);
+            let crc = crate::crc32c(&bytes[done..done + n]);
+            self.list.push((pos, n as u64, crc));
+            done += n;
+        }
+    }
+
+    /// The pieces as bytes: a flag (on or off), then 20 bytes a piece.
+    fn encode(&self) -> Vec<u8> {
+        let mut v = vec![u8::from(self.on)];
+        for &(a, n, c) in &self.list {
+            v.extend_from_slice(&a.to_le_bytes());
+            v.extend_from_slice(&n.to_le_bytes());
+            v.extend_from_slice(&c.to_le_bytes());
+        }
+        v
+    }
+}
+
+/// Gathers every rank's [`Pieces`] (collective); rank 0 then makes the sidecar of the
+/// `bytes`-byte stream at `offset` ([`sidecar`]).
+///
+/// # Errors
+/// Messaging failures.
+pub(crate) fn gather(comm: &Communicator, pieces: &Pieces) -> Result<Vec<Vec<u8>>, FileError> {
+    Ok(comm.allgather_bytes(&pieces.encode())?)
+}
+
+/// The sidecar made of the gathered pieces of every rank, `None` when checksums are off.
+///
+/// # Errors
+/// [`FileError::Format`] with [`SumsDefect::Disagree`] or [`SumsDefect::Coverage`]
+/// (`path` names the data file).
+pub(crate) fn sidecar(
+    path: &Path,
+    all: &[Vec<u8>],
+    offset: u64,
+    bytes: u64,
+) -> Result<Option<Sums>, FileError> {
+    let bad = |d: SumsDefect| FileError::Format {
+        path: path.to_path_buf(),
+        defect: FormatDefect::Sums(d),
+    };
+    let on: Vec<bool> = all.iter().map(|p| p.first() == Some(&1)).collect();
+    if on.iter().any(|&x| x != on[0]) {
+        return Err(bad(SumsDefect::Disagree));
+    }
+    if !on.first().copied().unwrap_or(false) {
+        return Ok(None);
+    }
+    let mut list: Vec<(u64, u64, u32)> = all
+        .iter()
+        .flat_map(|p| p.get(1..).unwrap_or_default().chunks_exact(20))
+        .map(|c| {
+            let w = |r: std::ops::Range<usize>| {
+                c[r].iter()
+                    .rev()
+                    .fold(0u64, |a, &b| (a << 8) | u64::from(b))
+            };
+            (w(0..8), w(8..16), w(16..20) as u32)
+        })
+        .filter(|p| p.1 > 0)
+        .collect();
+    list.sort_unstable();
+    let mut crcs = String::with_capacity(8 * bytes.div_ceil(SUMS_BLOCK) as usize);
+    let (mut at, mut crc) = (0u64, 0u32);
+    for (a, n, c) in list {
+        if a != at || a + n > bytes {
+            return Err(bad(SumsDefect::Coverage { at: at.min(a) }));
+        }
+        crc = if a % SUMS_BLOCK == 0 {
+            c
+        } else {
+            crc32c::crc32c_combine(crc, c, n as usize)
+        };
+        at = a + n;
+        if at % SUMS_BLOCK == 0 || at == bytes {
+            crcs.push_str(&format!("{crc:08x}"));
+        }
+    }
+    if at != bytes {
+        return Err(bad(SumsDefect::Coverage { at }));
+    }
+    Ok(Some(Sums {
+        format: SUMS_FORMAT.into(),
+        block: SUMS_BLOCK,
+        offset,
+        bytes,
+        crc32c: crcs,
+    }))
+}
+
+/// Commits the sidecar of the data file `path` ahead of the data (see the commit rule
+/// above): replaces it with `sums` (durably), or removes an old one when `sums` is `None`.
+///
+/// # Errors
+/// [`FileError::Io`] when it cannot be written or removed.
+pub(crate) fn commit(path: &Path, sums: Option<&Sums>) -> Result<(), FileError> {
+    let side = sidecar_path(path);
+    match sums {
+        Some(s) => {
+            let text = serde_json::to_vec(s).map_err(|e| FileError::Format {
+                path: side.clone(),
+                defect: FormatDefect::Encode {
+                    reason: e.to_string(),
+                },
+            })?;
+            sys::replace(&side, &text)
+        }
+        None => match std::fs::remove_file(&side) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(FileError::io("remove stale checksums", side, e))
+            }
+            _ => Ok(()),
+        },
+    }
+}
+
+/// Verification of what a rank read from a canonical file against its sidecar.
+#[derive(Debug)]
+pub(crate) struct Verify<'a> {
+    on: bool,
+    path: &'a Path,
+    offset: u64,
+    bytes: u64,
+}
+
+impl<'a> Verify<'a> {
+    /// Verification (when `on`) of reads of the `bytes`-byte stream at `offset` of `path`.
+    pub(crate) fn new(on: bool, path: &'a Path, offset: u64, bytes: u64) -> Verify<'a> {
+        Verify {
+            on,
+            path,
+            offset,
+            bytes,
+        }
+    }
+
+    /// Checks stream bytes read, as `(stream offset, bytes)` parts: blocks a part covers
+    /// whole are checked from its bytes, blocks it covers in part are read whole from the
+    /// file and checked once.
+    ///
+    /// # Errors
+    /// [`FileError::Corrupt`] naming the first bad block's byte offset in the file (unit
+    /// 0); errors of [`Sums::load`]; [`FileError::Io`] reading a partly covered block.
+    pub(crate) fn check<'b>(
+        &self,
+        parts: impl IntoIterator<Item = (u64, &'b [u8])>,
+    ) -> Result<(), FileError> {
+        if !self.on {
+            return Ok(());
+        }
+        let mut sums = None;
+        let mut partial: Vec<u64> = Vec::new();
+        for (at, b) in parts.into_iter().filter(|p| !p.1.is_empty()) {
+            let s = match &sums {
+                Some(s) => s,
+                None => sums.insert(Sums::load(self.path, self.offset, self.bytes)?),
+            };
+            let end = at + b.len() as u64;
+            for i in at / s.block..end.div_ceil(s.block) {
+                let (x, y) = s.block_range(i);
+                if x >= at && y <= end {
+                    s.check_block(self.path, i, &b[(x - at) as usize..(y - at) as usize])?;
+                } else {
+                    partial.push(i);
+                }
+            }
+        }
+        let Some(s) = sums else { return Ok(()) };
+        partial.sort_unstable();
+        partial.dedup();
+        if partial.is_empty() {
+            return Ok(());
+        }
+        let f = sys::open_read(self.path)?;
+        for i in partial {
+            if let Some(&(offset, _)) = s.bad_blocks(&f, self.path, (i, i + 1))?.first() {
+                return Err(FileError::Corrupt {
+                    unit: 0,
+                    path: self.path.to_path_buf(),
+                    offset,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gathered(on: bool, pieces: &[(u64, &[u8])]) -> Vec<u8> {
+        let mut p = Pieces::new(on);
+        for &(a, b) in pieces {
+            p.add(a, b);
+        }
+        p.encode()
+    }
+
+    /// Pieces written by several ranks in any order and cut anywhere combine into the
+    /// checksums of whole blocks; gaps, overlaps and disagreement are refused.
+    #[test]
+    fn pieces_combine_into_block_checksums() {
+        let n = 2 * SUMS_BLOCK as usize + 12_345;
+        let data: Vec<u8> = (0..n).map(|i| (i * 7 + i / 999) as u8).collect();
+        let cut = [0, 17, 1 << 20, (1 << 20) + 5, 1_500_000, n];
+        let mut ranks: Vec<Vec<u8>> = cut
+            .windows(2)
+            .map(|w| gathered(true, &[(w[0] as u64, &data[w[0]..w[1]])]))
+            .collect();
+        ranks.reverse();
+        let p = Path::new("f");
+        let s = sidecar(p, &ranks, 128, n as u64)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| unreachable!());
+        assert_eq!(s.blocks(), 3);
+        for i in 0..3 {
+            let (a, b) = s.block_range(i);
+            assert_eq!(s.crc(i), Some(crate::crc32c(&data[a as usize..b as usize])));
+        }
+        let text = serde_json::to_vec(&s).unwrap_or_default();
+        assert_eq!(Sums::parse(p, &text).ok(), Some(s));
+        // A gap, an overlap, a disagreement.
+        let gap = vec![gathered(true, &[(0, &data[..10]), (11, &data[11..n])])];
+        assert!(sidecar(p, &gap, 0, n as u64).is_err());
+        let twice = vec![
+            gathered(true, &[(0, &data[..])]),
+            gathered(true, &[(5, &data[5..9])]),
+        ];
+        assert!(sidecar(p, &twice, 0, n as u64).is_err());
+        let mixed = vec![gathered(true, &[(0, &data[..])]), gathered(false, &[])];
+        assert!(matches!(
+            sidecar(p, &mixed, 0, n as u64),
+            Err(FileError::Format {
+                defect: FormatDefect::Sums(SumsDefect::Disagree),
+                ..
+            })
+        ));
+        let off = vec![gathered(false, &[(0, &data[..])]), gathered(false, &[])];
+        assert!(matches!(sidecar(p, &off, 0, n as u64), Ok(None)));
+        // An empty stream has no blocks.
+        let empty = sidecar(p, &[gathered(true, &[])], 0, 0).ok().flatten();
+        assert_eq!(empty.map(|s| s.blocks()), Some(0));
+    }
+
+    /// Truncated or altered sidecars are refused with the defect, never a panic.
+    #[test]
+    fn bad_sidecars_are_refused() {
+        let p = Path::new("f.spools-sums");
+        let good = br#"{"format":"spools-sums","block":4,"offset":0,"bytes":9,"crc32c":"000000000000000000000000"}"#;
+        assert!(Sums::parse(p, good).is_ok());
+        for cut in 0..good.len() {
+            assert!(Sums::parse(p, &good[..cut]).is_err(), "cut at {cut}");
+        }
+        let defect = |t: &str| match Sums::parse(p, t.as_bytes()) {
+            Err(FileError::Format {
+                defect: FormatDefect::Sums(d),
+                ..
+            }) => Some(d),
+            _ => None,
+        };
+        let t = std::str::from_utf8(good).unwrap_or_default();
+        assert!(matches!(
+            defect(&t.replace("\"spools-sums\"", "\"x\"")),
+            Some(SumsDefect::Format { .. })
+        ));
+        assert_eq!(
+            defect(&t.replace("\"block\":4", "\"block\":0")),
+            Some(SumsDefect::BlockSize)
+        );
+        assert!(matches!(
+            defect(&t.replace("\"bytes\":9", "\"bytes\":13")),
+            Some(SumsDefect::Checksums {
+                blocks: 4,
+                found: 24
+            })
+        ));
+        assert!(matches!(
+            defect(&t.replace("00000000\"", "0000000g\"")),
+            Some(SumsDefect::Checksums { .. })
+        ));
+        assert!(matches!(
+            defect(&t.replace("\"block\":4", "\"block\":1")),
+            Some(SumsDefect::Checksums { .. })
+        ));
+        let huge = t.replace("\"bytes\":9", &format!("\"bytes\":{}", u64::MAX));
+        assert!(defect(&huge).is_some());
+    }
+}

@@ -1,0 +1,214 @@
+//! Checksums of canonical and `.npy` files (`WriteOptions::checksums`): the sidecar
+//! written with the data on 1, 3 and 4 ranks, `fsck` clean; a flipped byte found by a
+//! verified read (naming the block) and by `fsck`; a truncated sidecar refused; a stale
+//! sidecar removed by a write without checksums; and a write that fails after its data is
+//! written (the ranks disagree on checksums) leaves the previous file and sidecar as they
+//! were, with no temporary file behind.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use spools::{FileError, Format, Layout, ReadOptions, Reshuffle, World, WriteOptions};
+use spools_io::file::{sidecar_path, tools, SumsDefect, SUMS_BLOCK};
+use spools_io::FormatDefect;
+use spools_testkit::{assert_ok, checked, e, rank_main, tempdir, Job};
+
+/// 3 MiB and a bit: three whole blocks and a short one; cyclic runs of 4099 bytes, so
+/// that blocks straddle the ranks' runs (direct path) and domains (reshuffled).
+const BYTES: u64 = 3 * SUMS_BLOCK + 4321;
+
+fn layout(n: u32) -> Layout {
+    format!("u8[{BYTES}] cyclic(4099) on {n}").parse().unwrap()
+}
+
+fn value(i: u64, seed: u64) -> u8 {
+    (i.wrapping_mul(2_654_435_761) >> 13).wrapping_add(seed) as u8
+}
+
+/// This rank's part of the dataset.
+fn part(l: &Layout, me: u64, seed: u64) -> Result<Vec<u8>, String> {
+    let mut v = vec![0u8; e(l.local_bytes(me))? as usize];
+    for x in e(l.extents(me))? {
+        for k in 0..x.len {
+            v[(x.local + k) as usize] = value(x.global + k, seed);
+        }
+    }
+    Ok(v)
+}
+
+fn write(w: &World, path: &Path, fmt: &Format, sums: bool, seed: u64) -> Result<(), String> {
+    let l = layout(w.size());
+    let data = part(&l, u64::from(w.rank()), seed)?;
+    let opts = WriteOptions {
+        format: fmt.clone(),
+        checksums: sums,
+        ..WriteOptions::default()
+    };
+    e(w.write_file(path, &data, &l, &opts)).map(drop)
+}
+
+/// Reads with verification (reshuffled or direct) and checks the values.
+fn read(w: &World, path: &Path, how: Reshuffle, seed: u64) -> Result<(), FileError> {
+    let l = layout(w.size());
+    let me = u64::from(w.rank());
+    let mut back = vec![0u8; l.local_bytes(me).unwrap_or(0) as usize];
+    let opts = ReadOptions {
+        reshuffle: how,
+        checksums: true,
+        ..ReadOptions::default()
+    };
+    w.read_file(path, &mut back, &l, &opts)?;
+    let want = part(&l, me, seed).unwrap_or_default();
+    assert_eq!(back, want, "rank {me}: the data read back");
+    Ok(())
+}
+
+/// The stream's byte offset in the file (the `.npy` header's length).
+fn stream_offset(path: &Path) -> u64 {
+    match tools::open(path).unwrap() {
+        tools::Opened::Plain { offset, .. } => offset,
+        tools::Opened::Striped(_) => unreachable!("a plain file"),
+    }
+}
+
+fn body(w: &World, fmt: &Format) -> Result<(), String> {
+    let dir = PathBuf::from(std::env::var("SPOOLS_TEST_DIR").unwrap());
+    let path = dir.join(if *fmt == Format::Npy { "f.npy" } else { "f" });
+    let side = sidecar_path(&path);
+    let root = w.rank() == 0;
+    let all_ok = |r: Result<(), FileError>| e(r);
+    write(w, &path, fmt, true, 1)?;
+    for how in [Reshuffle::Always, Reshuffle::Never] {
+        all_ok(read(w, &path, how, 1))?;
+    }
+    let off = stream_offset(&path);
+    if root {
+        let rep = e(tools::fsck(&path, &mut |_, _| {}))?;
+        if !rep.bad.is_empty() || rep.blocks != BYTES.div_ceil(SUMS_BLOCK) {
+            return Err(format!("fsck of a good file: {rep:?}"));
+        }
+        // Flip a byte of block 2.
+        let f = e(std::fs::OpenOptions::new()
+            .write(true)
+            .read(true)
+            .open(&path))?;
+        let at = off + 2 * SUMS_BLOCK + 777;
+        let mut b = [0u8];
+        e(f.read_exact_at(&mut b, at))?;
+        e(f.write_all_at(&[b[0] ^ 0x20], at))?;
+    }
+    e(w.barrier())?;
+    let bad_block = off + 2 * SUMS_BLOCK;
+    for how in [Reshuffle::Always, Reshuffle::Never] {
+        match read(w, &path, how, 1) {
+            Err(FileError::Corrupt {
+                offset, path: p, ..
+            }) if offset == bad_block && p == path => {
+                // This rank read the block: mark it.
+                e(std::fs::write(
+                    dir.join(format!("saw-{how:?}-{}", w.rank())),
+                    b"",
+                ))?;
+            }
+            Err(FileError::Remote { .. }) => {}
+            other => return Err(format!("{how:?} read of a flipped byte: {other:?}")),
+        }
+    }
+    if root {
+        let rep = e(tools::fsck(&path, &mut |_, _| {}))?;
+        let offsets: Vec<(u64, &str)> = rep.bad.iter().map(|b| (b.offset, b.problem)).collect();
+        if offsets != [(bad_block, "checksum mismatch")] {
+            return Err(format!("fsck of a flipped byte: {rep:?}"));
+        }
+        // A truncated sidecar.
+        let text = e(std::fs::read(&side))?;
+        e(std::fs::write(&side, &text[..text.len() / 2]))?;
+        match tools::fsck(&path, &mut |_, _| {}) {
+            Err(FileError::Format {
+                defect: FormatDefect::Sums(SumsDefect::NotSums { .. }),
+                path: p,
+            }) if p == side => {}
+            other => return Err(format!("fsck with a truncated sidecar: {other:?}")),
+        }
+    }
+    e(w.barrier())?;
+    match read(w, &path, Reshuffle::Auto, 1) {
+        Err(FileError::Format {
+            defect: FormatDefect::Sums(SumsDefect::NotSums { .. }),
+            ..
+        })
+        | Err(FileError::Remote { .. }) => {}
+        other => return Err(format!("read with a truncated sidecar: {other:?}")),
+    }
+    // A good write again, then one that fails after its data is written: the ranks
+    // disagree on checksums (rank 0 refuses to commit). The file and sidecar stay.
+    write(w, &path, fmt, true, 2)?;
+    let before = (e(std::fs::read(&path))?, e(std::fs::read(&side))?);
+    if w.size() > 1 {
+        if write(w, &path, fmt, w.rank() + 1 != w.size(), 3).is_ok() {
+            return Err("a write whose ranks disagree on checksums succeeded".into());
+        }
+        e(w.barrier())?;
+        if (e(std::fs::read(&path))?, e(std::fs::read(&side))?) != before {
+            return Err("a failed write changed the file or its sidecar".into());
+        }
+    }
+    all_ok(read(w, &path, Reshuffle::Auto, 2))?;
+    let temps: Vec<String> = e(std::fs::read_dir(&dir))?
+        .flatten()
+        .map(|x| x.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("spools-tmp"))
+        .collect();
+    if !temps.is_empty() {
+        return Err(format!("temporary files left behind: {temps:?}"));
+    }
+    e(w.barrier())?;
+    // A write without checksums removes the (now stale) sidecar.
+    write(w, &path, fmt, false, 4)?;
+    if side.exists() {
+        return Err("a write without checksums left the old sidecar".into());
+    }
+    match read(w, &path, Reshuffle::Auto, 4) {
+        Err(FileError::Io { path: p, .. }) if p == side => Ok(()),
+        Err(FileError::Remote { .. }) => Ok(()),
+        other => Err(format!("verified read without a sidecar: {other:?}")),
+    }
+}
+
+fn run(ranks: u32, role: &str) {
+    let test = "checksummed_files_on_1_3_and_4_ranks";
+    let d = tempdir(&format!("sums{ranks}{role}"));
+    assert_ok(
+        &Job::new(ranks, test)
+            .role(role)
+            .env("SPOOLS_TEST_DIR", d.path())
+            .run(),
+    );
+    // Some rank found the flipped byte, on each path.
+    for how in ["Always", "Never"] {
+        let saw = (0..ranks).any(|r| d.path().join(format!("saw-{how}-{r}")).exists());
+        assert!(
+            saw,
+            "{ranks} ranks, {role}: no rank named the bad block ({how})"
+        );
+    }
+}
+
+#[test]
+fn checksummed_files_on_1_3_and_4_ranks() {
+    rank_main(|role| {
+        let w = e(spools::init())?;
+        let fmt = if role == "npy" {
+            Format::Npy
+        } else {
+            Format::Canonical
+        };
+        checked(&w, |w| body(w, &fmt));
+        e(w.finalize())
+    });
+    run(1, "canonical");
+    run(3, "canonical");
+    run(4, "npy");
+}
