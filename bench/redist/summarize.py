@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Summarises bench/redist/run.py's results.json into DIR/summary.md and DIR/redist.svg.
+
+usage: bench/redist/summarize.py DIR
+
+Medians over the rounds of each program's own median. memcpy is the median over every
+document of the case (each program times one rank's memcpy of the dataset between its
+repetitions). Goals of issue 18: ordinary buffers >= 2x pdgemr2d in every case; shared-heap
+buffers >= 0.5x memcpy for runs >= 4 KiB and >= 0.2x for 8 B runs (no goal in between).
+"""
+
+import json
+import os
+import statistics
+import sys
+
+SYSTEMS = [("spools", "Spools"), ("spools-heap", "Spools, shared heap"), ("scalapack", "ScaLAPACK pdgemr2d")]
+COLORS = {"spools": "#1f77b4", "spools-heap": "#2ca02c", "scalapack": "#d62728", "memcpy": "#7f7f7f"}
+
+
+def med(values):
+    return statistics.median(values) if values else float("nan")
+
+
+def fmt(x, digits=2):
+    return "-" if x != x else f"{x:.{digits}f}"
+
+
+def goal(system, mean_run, gb_s, peer_gb_s, memcpy_gb_s):
+    """(goal text, PASS/MISS/-) of one row."""
+    if system == "spools":
+        return ">= 2x pdgemr2d", verdict(gb_s / peer_gb_s, 2.0)
+    if mean_run >= 4096:
+        return ">= 0.5x memcpy", verdict(gb_s / memcpy_gb_s, 0.5)
+    if mean_run <= 8:
+        return ">= 0.2x memcpy", verdict(gb_s / memcpy_gb_s, 0.2)
+    return "(none at this run length)", "-"
+
+
+def verdict(ratio, want):
+    if ratio != ratio:
+        return "-"
+    return "PASS" if ratio >= want else "MISS"
+
+
+def svg_bars(path, groups, systems):
+    """Grouped bars of GB/s: groups is [(label, {system: value})]."""
+    w, h, left, bottom, top = max(640, 90 * len(groups) + 120), 420, 60, 70, 40
+    vals = [v for _, g in groups for v in g.values() if v == v]
+    if not vals:
+        return
+    ymax = max(vals) * 1.1
+    gw = (w - left - 20) / len(groups)
+    bw = gw * 0.8 / len(systems)
+    py = lambda y: h - bottom - y / ymax * (h - bottom - top)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
+           f'<text x="{w / 2}" y="18" text-anchor="middle" font-size="14">Redistribution of f64[2048,2048] (GB/s, higher is better)</text>',
+           f'<line x1="{left}" y1="{h - bottom}" x2="{w - 20}" y2="{h - bottom}" stroke="black"/>',
+           f'<line x1="{left}" y1="{top}" x2="{left}" y2="{h - bottom}" stroke="black"/>',
+           f'<text x="15" y="{h / 2}" transform="rotate(-90 15 {h / 2})" text-anchor="middle">GB/s</text>']
+    for k in range(5):
+        y = ymax * k / 4
+        out.append(f'<text x="{left - 6}" y="{py(y) + 4}" text-anchor="end">{y:.1f}</text>')
+    for i, (label, g) in enumerate(groups):
+        x0 = left + i * gw + gw * 0.1
+        for j, (key, _) in enumerate(systems):
+            v = g.get(key, float("nan"))
+            if v == v:
+                out.append(f'<rect x="{x0 + j * bw:.1f}" y="{py(v):.1f}" width="{bw:.1f}" height="{h - bottom - py(v):.1f}" fill="{COLORS[key]}"/>')
+        for n, part in enumerate(label.split("\n")):
+            out.append(f'<text x="{x0 + gw * 0.4:.1f}" y="{h - bottom + 16 + 14 * n}" text-anchor="middle">{part}</text>')
+    for j, (key, name) in enumerate(systems):
+        out.append(f'<rect x="{left + 10}" y="{top + 16 * j}" width="10" height="10" fill="{COLORS[key]}"/>')
+        out.append(f'<text x="{left + 26}" y="{top + 9 + 16 * j}">{name}</text>')
+    out.append("</svg>")
+    with open(path, "w") as fh:
+        fh.write("\n".join(out) + "\n")
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: bench/redist/summarize.py DIR")
+    d = sys.argv[1]
+    with open(os.path.join(d, "results.json")) as fh:
+        samples = json.load(fh)
+    by = {}
+    for s in samples:
+        by.setdefault((s["case"], s["ranks"]), {}).setdefault(s["system"], []).append(s["doc"])
+    rounds = max((len(docs) for g in by.values() for docs in g.values()), default=0)
+    L = ["# Redistribution in memory: Spools, ScaLAPACK pdgemr2d, memcpy", "",
+         f"Medians of {rounds} alternating rounds (each program's own median of its repetitions); "
+         "column-major f64[2048,2048] (32 MiB). memcpy: one rank copying the same bytes, timed "
+         "between the repetitions of every program of the case.", "",
+         "| case | ranks | mean run | buffers | Spools GB/s | pdgemr2d GB/s | memcpy GB/s | Spools/pdgemr2d | Spools/memcpy | goal | |",
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
+    notes, groups = [], []
+    present = [(k, n) for k, n in SYSTEMS if any(k in g for g in by.values())]
+    order = ["row-col", "block-cyc64", "block-cyc1"]
+    rank = lambda case: order.index(case) if case in order else len(order)
+    for (case, p), g in sorted(by.items(), key=lambda e: (rank(e[0][0]), e[0][0], e[0][1])):
+        gb = {k: med([doc["redistribute_gb_s"] for doc in docs]) for k, docs in g.items()}
+        memcpy = med([doc["memcpy_gb_s"] for docs in g.values() for doc in docs])
+        runs = {k: {doc["runs"] for doc in docs} for k, docs in g.items()}
+        if len({r for rs in runs.values() for r in rs}) > 1:
+            notes.append(f"- {case}, {p} ranks: the programs count different runs ({runs}): the distributions differ")
+        mean_run = med([doc["mean_run_bytes"] for docs in g.values() for doc in docs])
+        peer = gb.get("scalapack", float("nan"))
+        for key, name in (("spools", "ordinary"), ("spools-heap", "shared heap")):
+            if key not in gb:
+                continue
+            text, mark = goal(key, mean_run, gb[key], peer, memcpy)
+            L.append(f"| {case} | {p} | {mean_run:.0f} B | {name} | {fmt(gb[key])} | {fmt(peer)} | {fmt(memcpy)} | "
+                     f"{fmt(gb[key] / peer)} | {fmt(gb[key] / memcpy, 3)} | {text} | {mark} |")
+        groups.append((f"{case}\n{p} ranks", dict(gb, memcpy=memcpy)))
+    if notes:
+        L += ["", "Mismatches:"] + notes
+    if not any("spools-heap" in g for g in by.values()):
+        L += ["", "No shared-heap rows: this spools bench redist has no --heap."]
+    svg_bars(os.path.join(d, "redist.svg"), groups, present + [("memcpy", "memcpy (one rank)")])
+    L += ["", "Plot: redist.svg."]
+    with open(os.path.join(d, "summary.md"), "w") as fh:
+        fh.write("\n".join(L) + "\n")
+    print("\n".join(L))
+
+
+if __name__ == "__main__":
+    main()
