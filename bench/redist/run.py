@@ -190,9 +190,10 @@ def host(out, mpirun, heap):
     lines = [
         f"date: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}",
         f"host: {os.uname().sysname} {os.uname().release}, {os.cpu_count()} cores, {cpu}",
-        f"open mpi: {sh([mpirun, '--version'], check=False).stdout.splitlines()[0:1]}",
+        f"open mpi: {(sh([mpirun, '--version'], check=False).stdout.splitlines() or ['unknown'])[0]}",
         f"scalapack: {sh(['dpkg-query', '-W', '-f', '${Version}', 'libscalapack-openmpi-dev'], check=False).stdout or 'unknown'}",
         f"spools: {commit}",
+        f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
         f"shared-heap buffers: {'yes (--heap)' if heap else 'no (spools bench redist has no --heap)'}",
     ]
     with open(os.path.join(out, "host.txt"), "w") as fh:
