@@ -24,7 +24,7 @@ and block sizes (block = blocks of ceil(n/p)); both count the contiguous runs of
 a case whose two counts differ is reported as a mismatch.
 
 Writes every document to DIR/docs/NAME.runI.json (stderr of each program in DIR/logs/), every
-sample to DIR/results.json, then runs bench/redist/summarize.py: DIR/summary.md (medians,
+sample to DIR/results.json (with the 1-minute load average before its job), then runs bench/redist/summarize.py: DIR/summary.md (medians,
 ratios, the issue's goals with PASS/MISS) and DIR/redist.svg. Default DIR:
 target/bench-redist under the repository root.
 """
@@ -144,7 +144,7 @@ class Runner:
 
     def run(self, name, cmd, key):
         """Runs one program, keeps its document and adds it to the samples under key."""
-        t = time.time()
+        t, load = time.time(), os.getloadavg()[0]
         print(f"  {name:44}", end="", file=sys.stderr, flush=True)
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
         with open(os.path.join(self.out, "logs", name + ".log"), "w") as fh:
@@ -156,7 +156,7 @@ class Runner:
         with open(os.path.join(self.out, "docs", name + ".json"), "w") as fh:
             json.dump(doc, fh)
             fh.write("\n")
-        self.samples.append({"case": key[0], "ranks": key[1], "system": key[2], "doc": doc})
+        self.samples.append({"case": key[0], "ranks": key[1], "system": key[2], "load": load, "doc": doc})
         print(f"ok ({time.time() - t:.0f} s)", file=sys.stderr)
 
     def spools_cmd(self, p, a, b, heap):

@@ -3,7 +3,9 @@
 
 usage: bench/redist/summarize.py DIR
 
-Medians over the rounds of each program's own median. memcpy is the median over every
+Medians over the rounds of each program's own median, and the median over the rounds of
+Spools' ratio to pdgemr2d within each round (the two ran one after the other, so drift of a
+shared machine hits both alike). memcpy is the median over every
 document of the case (each program times one rank's memcpy of the dataset between its
 repetitions). Goals of issue 18: ordinary buffers >= 2x pdgemr2d in every case; shared-heap
 buffers >= 0.5x memcpy for runs >= 4 KiB and >= 0.2x for 8 B runs (no goal in between).
@@ -87,12 +89,15 @@ def main():
     for s in samples:
         by.setdefault((s["case"], s["ranks"]), {}).setdefault(s["system"], []).append(s["doc"])
     rounds = max((len(docs) for g in by.values() for docs in g.values()), default=0)
+    loads = [x["load"] for x in samples if "load" in x]
     L = ["# Redistribution in memory: Spools, ScaLAPACK pdgemr2d, memcpy", "",
          f"Medians of {rounds} alternating rounds (each program's own median of its repetitions); "
          "column-major f64[2048,2048] (32 MiB). memcpy: one rank copying the same bytes, timed "
-         "between the repetitions of every program of the case.", "",
-         "| case | ranks | mean run | buffers | Spools GB/s | pdgemr2d GB/s | memcpy GB/s | Spools/pdgemr2d | Spools/memcpy | goal | |",
-         "|---|---|---|---|---|---|---|---|---|---|---|"]
+         "between the repetitions of every program of the case."
+         + (f" 1-minute load average before the jobs: median {med(loads):.1f}, {min(loads):.1f} to {max(loads):.1f}." if loads else ""), "",
+         "Spools/pdgemr2d is the ratio of the medians; per round, the median of the ratios within each round.", "",
+         "| case | ranks | mean run | buffers | Spools GB/s | pdgemr2d GB/s | memcpy GB/s | Spools/pdgemr2d | per round | Spools/memcpy | goal | |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     notes, groups = [], []
     present = [(k, n) for k, n in SYSTEMS if any(k in g for g in by.values())]
     order = ["row-col", "block-cyc64", "block-cyc1"]
@@ -109,8 +114,10 @@ def main():
             if key not in gb:
                 continue
             text, mark = goal(key, mean_run, gb[key], peer, memcpy)
+            pairs = zip(g[key], g.get("scalapack", []))
+            per_round = med([x["redistribute_gb_s"] / y["redistribute_gb_s"] for x, y in pairs])
             L.append(f"| {case} | {p} | {mean_run:.0f} B | {name} | {fmt(gb[key])} | {fmt(peer)} | {fmt(memcpy)} | "
-                     f"{fmt(gb[key] / peer)} | {fmt(gb[key] / memcpy, 3)} | {text} | {mark} |")
+                     f"{fmt(gb[key] / peer)} | {fmt(per_round)} | {fmt(gb[key] / memcpy, 3)} | {text} | {mark} |")
         groups.append((f"{case}\n{p} ranks", dict(gb, memcpy=memcpy)))
     if notes:
         L += ["", "Mismatches:"] + notes
