@@ -4,8 +4,8 @@
 usage: bench/redist/run.py [--runs N] [--ranks 4,8] [--cases C,...] [--reps K] [--out DIR]
                            [--no-build]
 
-Installs what is missing from Debian's packages (Open MPI: openmpi-bin, libopenmpi-dev;
-ScaLAPACK: libscalapack-openmpi-dev; with sudo when not root), builds the ScaLAPACK peer
+Installs what is missing from Debian's packages (Open MPI through scripts/install-mpi.sh;
+ScaLAPACK: libscalapack-openmpi-dev, with sudo when not root), builds the ScaLAPACK peer
 (bench/peers/redist.c, mpicc -O2, into DIR/redist_scalapack) and `spools` (cargo build
 --release -p spools-cli, unless --no-build), then runs N rounds (default 5): in each, for
 every case and rank count, `spools run -n P -- spools bench redist ... --json` with ordinary
@@ -89,15 +89,13 @@ def apt_install(packages):
 
 
 def tools():
-    """Open MPI's compiler and launcher, installing Open MPI if either is missing."""
+    """Open MPI's compiler and launcher (scripts/install-mpi.sh installs them when missing),
+    by their explicit Debian names when those exist."""
+    sh(["bash", os.path.join(ROOT, "scripts", "install-mpi.sh")], timeout=1800)
     mpicc = shutil.which("mpicc.openmpi") or shutil.which("mpicc")
     mpirun = shutil.which("mpirun.openmpi") or shutil.which("mpirun")
     if mpicc is None or mpirun is None:
-        apt_install(["openmpi-bin", "libopenmpi-dev"])
-        mpicc = shutil.which("mpicc.openmpi") or shutil.which("mpicc")
-        mpirun = shutil.which("mpirun.openmpi") or shutil.which("mpirun")
-    if mpicc is None or mpirun is None:
-        raise RuntimeError("mpicc/mpirun still missing after installing Open MPI")
+        raise RuntimeError("mpicc/mpirun still missing after scripts/install-mpi.sh")
     return mpicc, mpirun
 
 
