@@ -2,12 +2,12 @@
 """In-memory redistribution: Spools beside ScaLAPACK's pdgemr2d and memcpy, in the same run.
 
 usage: bench/redist/run.py [--runs N] [--ranks 4,8] [--cases C,...] [--reps K] [--out DIR]
-                           [--no-build]
+                           [--no-build | --spools PATH]
 
 Installs what is missing from Debian's packages (Open MPI through scripts/install-mpi.sh;
 ScaLAPACK: libscalapack-openmpi-dev, with sudo when not root), builds the ScaLAPACK peer
 (bench/peers/redist.c, mpicc -O2, into DIR/redist_scalapack) and `spools` (cargo build
---release -p spools-cli, unless --no-build), then runs N rounds (default 5): in each, for
+--release -p spools-cli, unless --no-build or --spools PATH names a binary), then runs N rounds (default 5): in each, for
 every case and rank count, `spools run -n P -- spools bench redist ... --json` with ordinary
 buffers, again with shared-heap buffers when `spools bench redist --help` lists --heap, and
 `mpirun -np P redist_scalapack ...` on the same distribution, one after the other. Every
@@ -109,14 +109,16 @@ def build_peer(mpicc, out):
     return exe
 
 
-def build_spools(no_build):
-    spools = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "spools")
+def build_spools(no_build, given):
+    if given:
+        no_build = True
+    spools = given or os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "spools")
     if not no_build:
         log("building spools (cargo build --release -p spools-cli)")
         sh(["cargo", "build", "--release", "-p", "spools-cli"], timeout=3600)
     if not os.access(spools, os.X_OK):
         raise RuntimeError(f"{spools} is not there (build it, or drop --no-build)")
-    return spools
+    return os.path.abspath(spools)
 
 
 def last_json(text):
@@ -182,7 +184,7 @@ class Runner:
             json.dump(self.samples, fh, indent=1)
 
 
-def host(out, mpirun, heap):
+def host(out, mpirun, heap, spools):
     commit = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], check=False).stdout.strip() or "unknown"
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown CPU")
     lines = [
@@ -190,7 +192,7 @@ def host(out, mpirun, heap):
         f"host: {os.uname().sysname} {os.uname().release}, {os.cpu_count()} cores, {cpu}",
         f"open mpi: {(sh([mpirun, '--version'], check=False).stdout.splitlines() or ['unknown'])[0]}",
         f"scalapack: {sh(['dpkg-query', '-W', '-f', '${Version}', 'libscalapack-openmpi-dev'], check=False).stdout or 'unknown'}",
-        f"spools: {commit}",
+        f"spools: {spools} (repository at {commit})",
         f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
         f"shared-heap buffers: {'yes (--heap)' if heap else 'no (spools bench redist has no --heap)'}",
     ]
@@ -206,6 +208,7 @@ def main():
     ap.add_argument("--reps", type=int, default=5, help="repetitions inside each program (default 5)")
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "bench-redist"))
     ap.add_argument("--no-build", action="store_true", help="use the spools already built")
+    ap.add_argument("--spools", metavar="PATH", help="use this spools binary (another build or branch; implies --no-build)")
     a = ap.parse_args()
     cases = [c for c in a.cases.split(",") if c]
     bad = [c for c in cases if c not in CASES]
@@ -222,10 +225,10 @@ def main():
 
     mpicc, mpirun = tools()
     peer = build_peer(mpicc, out)
-    spools = build_spools(a.no_build)
+    spools = build_spools(a.no_build, a.spools)
     heap = "--heap" in sh([spools, "bench", "redist", "--help"]).stdout
     log(f"shared-heap buffers: {'yes' if heap else 'no (no --heap in spools bench redist --help)'}")
-    host(out, mpirun, heap)
+    host(out, mpirun, heap, spools)
     r = Runner(out, spools, peer, mpirun, a.reps)
     for i in range(1, a.runs + 1):
         log(f"round {i} of {a.runs}")
