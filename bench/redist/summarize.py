@@ -12,6 +12,7 @@ buffers >= 0.5x memcpy for runs >= 4 KiB and >= 0.2x for 8 B runs (no goal in be
 """
 
 import json
+import math
 import os
 import statistics
 import sys
@@ -46,34 +47,38 @@ def verdict(ratio, want):
 
 
 def svg_bars(path, groups, systems):
-    """Grouped bars of GB/s: groups is [(label, {system: value})]."""
-    w, h, left, bottom, top = max(640, 90 * len(groups) + 120), 420, 60, 70, 40
-    vals = [v for _, g in groups for v in g.values() if v == v]
+    """Grouped bars of GB/s on a log scale (8 B runs and memcpy are 2-3 decades apart):
+    groups is [(label, {system: value})]."""
+    legend = 170
+    w, h, left, bottom, top = max(640, 90 * len(groups) + 120) + legend, 420, 60, 70, 40
+    vals = [v for _, g in groups for v in g.values() if v == v and v > 0]
     if not vals:
         return
-    ymax = max(vals) * 1.1
-    gw = (w - left - 20) / len(groups)
+    lo, hi = math.floor(math.log10(min(vals))), math.ceil(math.log10(max(vals)))
+    hi = max(hi, lo + 1)
+    gw = (w - legend - left - 20) / len(groups)
     bw = gw * 0.8 / len(systems)
-    py = lambda y: h - bottom - y / ymax * (h - bottom - top)
+    py = lambda y: h - bottom - (math.log10(y) - lo) / (hi - lo) * (h - bottom - top)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
-           f'<text x="{w / 2}" y="18" text-anchor="middle" font-size="14">Redistribution of f64[2048,2048] (GB/s, higher is better)</text>',
-           f'<line x1="{left}" y1="{h - bottom}" x2="{w - 20}" y2="{h - bottom}" stroke="black"/>',
+           f'<text x="{w / 2}" y="18" text-anchor="middle" font-size="14">Redistribution of f64[2048,2048] (GB/s, log scale, higher is better)</text>',
+           f'<line x1="{left}" y1="{h - bottom}" x2="{w - legend - 20}" y2="{h - bottom}" stroke="black"/>',
            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{h - bottom}" stroke="black"/>',
            f'<text x="15" y="{h / 2}" transform="rotate(-90 15 {h / 2})" text-anchor="middle">GB/s</text>']
-    for k in range(5):
-        y = ymax * k / 4
-        out.append(f'<text x="{left - 6}" y="{py(y) + 4}" text-anchor="end">{y:.1f}</text>')
+    for e in range(lo, hi + 1):
+        y = 10.0 ** e
+        out.append(f'<line x1="{left}" y1="{py(y):.1f}" x2="{w - legend - 20}" y2="{py(y):.1f}" stroke="#ddd"/>')
+        out.append(f'<text x="{left - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{y:g}</text>')
     for i, (label, g) in enumerate(groups):
         x0 = left + i * gw + gw * 0.1
         for j, (key, _) in enumerate(systems):
             v = g.get(key, float("nan"))
-            if v == v:
+            if v == v and v > 0:
                 out.append(f'<rect x="{x0 + j * bw:.1f}" y="{py(v):.1f}" width="{bw:.1f}" height="{h - bottom - py(v):.1f}" fill="{COLORS[key]}"/>')
         for n, part in enumerate(label.split("\n")):
             out.append(f'<text x="{x0 + gw * 0.4:.1f}" y="{h - bottom + 16 + 14 * n}" text-anchor="middle">{part}</text>')
     for j, (key, name) in enumerate(systems):
-        out.append(f'<rect x="{left + 10}" y="{top + 16 * j}" width="10" height="10" fill="{COLORS[key]}"/>')
-        out.append(f'<text x="{left + 26}" y="{top + 9 + 16 * j}">{name}</text>')
+        out.append(f'<rect x="{w - legend}" y="{top + 16 * j}" width="10" height="10" fill="{COLORS[key]}"/>')
+        out.append(f'<text x="{w - legend + 16}" y="{top + 9 + 16 * j}">{name}</text>')
     out.append("</svg>")
     with open(path, "w") as fh:
         fh.write("\n".join(out) + "\n")
