@@ -2,7 +2,7 @@
 """In-memory redistribution: Spools beside ScaLAPACK's pdgemr2d and memcpy, in the same run.
 
 usage: bench/redist/run.py [--runs N] [--ranks 4,8] [--cases C,...] [--reps K] [--out DIR]
-                           [--no-build | --spools PATH]
+                           [--ring] [--no-build | --spools PATH]
 
 Installs what is missing from Debian's packages (Open MPI through scripts/install-mpi.sh;
 ScaLAPACK: libscalapack-openmpi-dev, with sudo when not root), builds the ScaLAPACK peer
@@ -10,7 +10,9 @@ ScaLAPACK: libscalapack-openmpi-dev, with sudo when not root), builds the ScaLAP
 --release -p spools-cli, unless --no-build or --spools PATH names a binary), then runs N rounds (default 5): in each, for
 every case and rank count, `spools run -n P -- spools bench redist ... --json` with ordinary
 buffers, again with shared-heap buffers when `spools bench redist --help` lists --heap, and
-`mpirun -np P redist_scalapack ...` on the same distribution, one after the other. Every
+`mpirun -np P redist_scalapack ...` on the same distribution, one after the other (with --ring
+also Spools with ordinary buffers and its single copy off, `--no-single-copy`, to show what
+the single copy brings). Every
 program times the median of K repetitions (default 5) and one memcpy of the dataset's bytes
 by one rank between them.
 
@@ -159,8 +161,7 @@ class Runner:
         self.samples.append({"case": key[0], "ranks": key[1], "system": key[2], "load": load, "doc": doc})
         print(f"ok ({time.time() - t:.0f} s)", file=sys.stderr)
 
-    def spools_cmd(self, p, a, b, heap):
-        extra = ["--heap"] if heap else []
+    def spools_cmd(self, p, a, b, extra):
         return [self.spools, "run", "-n", str(p), "--timeout", "600", "--", self.spools, "bench", "redist",
                 "--from", a, "--to", b, "--reps", str(self.reps), "--json"] + extra
 
@@ -169,22 +170,24 @@ class Runner:
                               "--from-grid", sa[0], "--from-block", sa[1], "--to-grid", sb[0], "--to-block", sb[1],
                               "--reps", str(self.reps), "--from", a, "--to", b]
 
-    def round(self, i, cases, ranks, heap):
+    def round(self, i, cases, ranks, variants):
+        """Round i: per case and rank count, Spools with ordinary buffers, pdgemr2d, then
+        every further Spools variant (system name, extra flags)."""
         for case in cases:
             for p in ranks:
                 a, b, sa, sb = CASES[case](p)
                 tag = f"{case}-P{p}.run{i}"
-                self.run(f"spools-{tag}", self.spools_cmd(p, a, b, False), (case, p, "spools"))
+                self.run(f"spools-{tag}", self.spools_cmd(p, a, b, []), (case, p, "spools"))
                 self.run(f"scalapack-{tag}", self.peer_cmd(p, case, a, b, sa, sb), (case, p, "scalapack"))
-                if heap:
-                    self.run(f"spools-heap-{tag}", self.spools_cmd(p, a, b, True), (case, p, "spools-heap"))
+                for system, extra in variants:
+                    self.run(f"{system}-{tag}", self.spools_cmd(p, a, b, extra), (case, p, system))
 
     def save(self):
         with open(os.path.join(self.out, "results.json"), "w") as fh:
             json.dump(self.samples, fh, indent=1)
 
 
-def host(out, mpirun, heap, spools):
+def host(out, mpirun, variants, spools):
     commit = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], check=False).stdout.strip() or "unknown"
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown CPU")
     lines = [
@@ -194,7 +197,7 @@ def host(out, mpirun, heap, spools):
         f"scalapack: {sh(['dpkg-query', '-W', '-f', '${Version}', 'libscalapack-openmpi-dev'], check=False).stdout or 'unknown'}",
         f"spools: {spools} (repository at {commit})",
         f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
-        f"shared-heap buffers: {'yes (--heap)' if heap else 'no (spools bench redist has no --heap)'}",
+        f"spools variants beside ordinary buffers: {', '.join(f'{n} ({chr(32).join(x)})' for n, x in variants) or 'none'}",
     ]
     with open(os.path.join(out, "host.txt"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
@@ -208,6 +211,7 @@ def main():
     ap.add_argument("--reps", type=int, default=5, help="repetitions inside each program (default 5)")
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "bench-redist"))
     ap.add_argument("--no-build", action="store_true", help="use the spools already built")
+    ap.add_argument("--ring", action="store_true", help="also ordinary buffers with the single copy off (--no-single-copy)")
     ap.add_argument("--spools", metavar="PATH", help="use this spools binary (another build or branch; implies --no-build)")
     a = ap.parse_args()
     cases = [c for c in a.cases.split(",") if c]
@@ -226,13 +230,18 @@ def main():
     mpicc, mpirun = tools()
     peer = build_peer(mpicc, out)
     spools = build_spools(a.no_build, a.spools)
-    heap = "--heap" in sh([spools, "bench", "redist", "--help"]).stdout
-    log(f"shared-heap buffers: {'yes' if heap else 'no (no --heap in spools bench redist --help)'}")
-    host(out, mpirun, heap, spools)
+    helptext = sh([spools, "bench", "redist", "--help"]).stdout
+    variants = [("spools-heap", ["--heap"])] if "--heap" in helptext else []
+    log(f"shared-heap buffers: {'yes' if variants else 'no (no --heap in spools bench redist --help)'}")
+    if a.ring:
+        if "--no-single-copy" not in helptext:
+            ap.error("--ring: this spools bench redist has no --no-single-copy")
+        variants.append(("spools-ring", ["--no-single-copy"]))
+    host(out, mpirun, variants, spools)
     r = Runner(out, spools, peer, mpirun, a.reps)
     for i in range(1, a.runs + 1):
         log(f"round {i} of {a.runs}")
-        r.round(i, cases, ranks, heap)
+        r.round(i, cases, ranks, variants)
         r.save()
     subprocess.run([sys.executable, os.path.join(HERE, "summarize.py"), out], check=True)
 

@@ -17,8 +17,11 @@ import os
 import statistics
 import sys
 
-SYSTEMS = [("spools", "Spools"), ("spools-heap", "Spools, shared heap"), ("scalapack", "ScaLAPACK pdgemr2d")]
-COLORS = {"spools": "#1f77b4", "spools-heap": "#2ca02c", "scalapack": "#d62728", "memcpy": "#7f7f7f"}
+SYSTEMS = [("spools", "Spools"), ("spools-heap", "Spools, shared heap"), ("spools-ring", "Spools, single copy off"),
+           ("scalapack", "ScaLAPACK pdgemr2d")]
+COLORS = {"spools": "#1f77b4", "spools-heap": "#2ca02c", "spools-ring": "#9467bd", "scalapack": "#d62728", "memcpy": "#7f7f7f"}
+# The rows of the table: Spools' systems and how their buffers are named.
+ROWS = [("spools", "ordinary"), ("spools-heap", "shared heap"), ("spools-ring", "ordinary, single copy off")]
 
 
 def med(values):
@@ -33,6 +36,8 @@ def goal(system, mean_run, gb_s, peer_gb_s, memcpy_gb_s):
     """(goal text, PASS/MISS/-) of one row."""
     if system == "spools":
         return ">= 2x pdgemr2d", verdict(gb_s / peer_gb_s, 2.0)
+    if system != "spools-heap":
+        return "(none)", "-"
     if mean_run >= 4096:
         return ">= 0.5x memcpy", verdict(gb_s / memcpy_gb_s, 0.5)
     if mean_run <= 8:
@@ -115,7 +120,7 @@ def main():
             notes.append(f"- {case}, {p} ranks: the programs count different runs ({runs}): the distributions differ")
         mean_run = med([doc["mean_run_bytes"] for docs in g.values() for doc in docs])
         peer = gb.get("scalapack", float("nan"))
-        for key, name in (("spools", "ordinary"), ("spools-heap", "shared heap")):
+        for key, name in ROWS:
             if key not in gb:
                 continue
             text, mark = goal(key, mean_run, gb[key], peer, memcpy)
