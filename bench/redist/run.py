@@ -7,14 +7,14 @@ usage: bench/redist/run.py [--runs N] [--ranks 4,8] [--cases C,...] [--reps K] [
 Installs what is missing from Debian's packages (Open MPI through scripts/install-mpi.sh;
 ScaLAPACK: libscalapack-openmpi-dev, with sudo when not root), builds the ScaLAPACK peer
 (bench/peers/redist.c, mpicc -O2, into DIR/redist_scalapack) and `spools` (cargo build
---release -p spools-cli, unless --no-build or --spools PATH names a binary), then runs N rounds (default 5): in each, for
-every case and rank count, `spools run -n P -- spools bench redist ... --json` with ordinary
-buffers, again with shared-heap buffers when `spools bench redist --help` lists --heap, and
-`mpirun -np P redist_scalapack ...` on the same distribution, one after the other (with --ring
-also Spools with ordinary buffers and its single copy off, `--no-single-copy`, to show what
-the single copy brings). Every
-program times the median of K repetitions (default 5) and one memcpy of the dataset's bytes
-by one rank between them.
+--release -p spools-cli, unless --no-build or --spools PATH names a binary), then runs N
+rounds (default 5): in each, for every case and rank count, one after the other,
+`spools run -n P -- spools bench redist ... --json` with ordinary buffers, `mpirun -np P
+redist_scalapack ...` on the same distribution, Spools again with shared-heap buffers when
+`spools bench redist --help` lists --heap, and with --ring once more with ordinary buffers
+and the single copy off (--no-single-copy: what the single copy brings). Every program
+times the median of K repetitions (default 5) and one memcpy of the dataset's bytes by one
+rank between them; every job is bounded (600 s).
 
 Cases (names for --cases), a column-major f64[2048,2048] (32 MiB) on P = 4 and 8 ranks:
   row-col     block rows (block,* on Px1) -> block columns (*,block on 1xP): runs of 2048/P
@@ -25,10 +25,10 @@ Spools is given the layout strings (order=F), ScaLAPACK the same distributions a
 and block sizes (block = blocks of ceil(n/p)); both count the contiguous runs of the plan, and
 a case whose two counts differ is reported as a mismatch.
 
-Writes every document to DIR/docs/NAME.runI.json (stderr of each program in DIR/logs/), every
-sample to DIR/results.json (with the 1-minute load average before its job), then runs bench/redist/summarize.py: DIR/summary.md (medians,
-ratios, the issue's goals with PASS/MISS) and DIR/redist.svg. Default DIR:
-target/bench-redist under the repository root.
+Writes every document to DIR/docs/NAME.runI.json (stderr of each program in DIR/logs/),
+every sample to DIR/results.json (with the 1-minute load average before its job), then runs
+bench/redist/summarize.py: DIR/summary.md (medians, ratios, the issue's goals with
+PASS/MISS) and DIR/redist.svg. Default DIR: target/bench-redist under the repository root.
 """
 
 import argparse
@@ -139,7 +139,7 @@ def last_json(text):
 class Runner:
     def __init__(self, out, spools, peer, mpirun, reps):
         self.out, self.spools, self.peer, self.reps = out, spools, peer, reps
-        self.mpirun = [mpirun, "--allow-run-as-root", "--oversubscribe"]
+        self.mpirun = [mpirun, "--allow-run-as-root", "--oversubscribe", "--timeout", "600"]
         for d in ("docs", "logs"):
             os.makedirs(os.path.join(out, d), exist_ok=True)
         self.samples = []
@@ -165,7 +165,7 @@ class Runner:
         return [self.spools, "run", "-n", str(p), "--timeout", "600", "--", self.spools, "bench", "redist",
                 "--from", a, "--to", b, "--reps", str(self.reps), "--json"] + extra
 
-    def peer_cmd(self, p, case, a, b, sa, sb):
+    def peer_cmd(self, p, a, b, sa, sb):
         return self.mpirun + ["-np", str(p), self.peer, "--m", str(M), "--n", str(N),
                               "--from-grid", sa[0], "--from-block", sa[1], "--to-grid", sb[0], "--to-block", sb[1],
                               "--reps", str(self.reps), "--from", a, "--to", b]
@@ -178,7 +178,7 @@ class Runner:
                 a, b, sa, sb = CASES[case](p)
                 tag = f"{case}-P{p}.run{i}"
                 self.run(f"spools-{tag}", self.spools_cmd(p, a, b, []), (case, p, "spools"))
-                self.run(f"scalapack-{tag}", self.peer_cmd(p, case, a, b, sa, sb), (case, p, "scalapack"))
+                self.run(f"scalapack-{tag}", self.peer_cmd(p, a, b, sa, sb), (case, p, "scalapack"))
                 for system, extra in variants:
                     self.run(f"{system}-{tag}", self.spools_cmd(p, a, b, extra), (case, p, system))
 
