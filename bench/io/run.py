@@ -21,6 +21,11 @@ Experiments (names for --only):
            without reshuffling, vs raw streaming (dd)
   pipes    nCUBE Tables 1/2: parallel pipe bandwidth, s = r = 1, 2, 4, 8, row/column/block
            on both sides, 1024x1024 and 8192x8192 u8
+  rss      memory: peak resident set (VmHWM) of each rank writing a 4 GiB canonical file
+           (i32[1024,1024,1024] in 2x2x1 blocks) with 4 ranks, as chosen (--reshuffle auto:
+           direct here) and through aggregators (--reshuffle always), against the goal "own
+           data (1 GiB) + 64 MiB"; skipped with a message when the disk holding DIR has less than
+           10 GiB free or the machine less than 10 GiB of available memory (--quick: 512 MiB)
 
 All files are overwritten in place after a first untimed write (this machine writes fresh
 files far slower than it overwrites, see the issue); `collperf` also reports fresh-file
@@ -77,6 +82,18 @@ def dd(path, nbytes, sync):
     t = time.perf_counter()
     sh(["dd", "if=/dev/zero", f"of={path}", f"bs={bs}", f"count={count}", f"conv={conv}", "status=none"])
     return time.perf_counter() - t
+
+
+def mem_available():
+    """MemAvailable of /proc/meminfo in bytes, None if unknown."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def grid3(p):
@@ -230,6 +247,36 @@ class Bench:
                         r = last_json(cons.stderr)
                         self.add(("pipes", n, p, a, b), r["mb_per_s"])
 
+    def rss(self):
+        n = 512 if self.quick else 1024
+        layout = f"i32[{n},{n},{n}] block,block,block on 2x2x1"
+        nbytes = n * n * n * 4
+        need = max(10 << 30, 2 * nbytes)
+        free = shutil.disk_usage(self.files).free
+        avail = mem_available()
+        if free < need or (avail is not None and avail < need):
+            why = f"{free / 2**30:.1f} GiB free on the disk of {self.files}, {avail / 2**30 if avail else float('nan'):.1f} GiB of memory available; {need / 2**30:.0f} GiB of each needed"
+            print(f"rss: skipped: {why}", file=sys.stderr)
+            self.add(("rss", "skipped"), why)
+            return
+        f = self.f("rss")
+        try:
+            for _ in range(self.runs):
+                for mode in ("auto", "always"):
+                    if os.path.exists(f):
+                        os.remove(f)
+                    r = last_json(spools_run(4, ["bench", "io", "--layout", layout, "--file", f, "--write", "--reps", "1", "--reshuffle", mode, "--json"]).stdout)
+                    self.add(("rss", "bytes"), nbytes)
+                    self.add(("rss", mode, "write_s"), r["write"]["median_s"])
+                    self.add(("rss", mode, "two_phase"), r["write"]["reshuffled"])
+                    for rank, mem in enumerate(r["memory"]):
+                        if mem["peak_rss_kib"] is not None:
+                            self.add(("rss", mode, rank, "peak_kib"), mem["peak_rss_kib"])
+                            self.add(("rss", mode, rank, "buffer_bytes"), mem["buffer_bytes"])
+        finally:
+            if os.path.exists(f):
+                os.remove(f)
+
     # --- output ------------------------------------------------------------------------
     def save(self):
         with open(os.path.join(self.out, "results.json"), "w") as fh:
@@ -249,7 +296,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "bench-io"))
     ap.add_argument("--quick", action="store_true", help="smaller sizes (to try the script)")
-    ap.add_argument("--only", default="redist,collperf,readn,raid,units,fig15,pipes")
+    ap.add_argument("--only", default="redist,collperf,readn,raid,units,fig15,pipes,rss")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     build(a.out)

@@ -130,6 +130,22 @@ def main():
                 L.append(f"| {a} -> {b} | " + " | ".join(f"{m('pipes', n, p, a, b):.0f}" for p in (1, 2, 4, 8)) + " |")
             rc = [m("pipes", n, p, "row", "col") / m("pipes", n, p, "row", "row") for p in (1, 2, 4, 8)]
             L += ["", f"row -> column as a fraction of row -> row: " + ", ".join(f"{x:.2f}" for x in rc), ""]
+    if any(k[0] == "rss" for k in s):
+        L += ["## Memory: peak RSS per rank writing one file (4 ranks, canonical, 2x2x1 blocks)", ""]
+        if ("rss", "skipped") in s:
+            L += [f"Skipped: {s[('rss', 'skipped')][-1]}.", ""]
+        else:
+            nbytes = m("rss", "bytes")
+            L += [f"File of {nbytes / 2**30:.2f} GiB. Goal: peak RSS <= own data + 64 MiB. Medians of the runs.", "",
+                  "| writer | write s | rank | peak RSS MiB | own data MiB | above own data MiB | goal |", "|---|---|---|---|---|---|---|"]
+            for mode in ("auto", "always"):
+                ranks = sorted({int(k[2]) for k in s if k[:2] == ("rss", mode) and k[-1] == "peak_kib"})
+                two = s.get(("rss", mode, "two_phase"), [])
+                name = ("two-phase (aggregators)" if all(two) else "direct" if not any(two) else "mixed") + f", --reshuffle {mode}"
+                for r in ranks:
+                    peak, own = m("rss", mode, r, "peak_kib") / 1024, m("rss", mode, r, "buffer_bytes") / 2**20
+                    L.append(f"| {name} | {m('rss', mode, 'write_s'):.2f} | {r} | {peak:.0f} | {own:.0f} | {peak - own:.0f} | {'PASS' if peak <= own + 64 else 'MISS'} |")
+            L.append("")
     with open(os.path.join(d, "summary.md"), "w") as fh:
         fh.write("\n".join(L) + "\n")
     print("\n".join(L))

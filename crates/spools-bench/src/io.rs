@@ -70,6 +70,19 @@ struct IoReport<'a> {
     /// Present (true) when every element read was checked.
     #[serde(skip_serializing_if = "Option::is_none")]
     verified: Option<bool>,
+    /// Each rank's memory at the end of the run, by rank.
+    memory: Vec<RankMemory>,
+}
+
+/// One rank's memory: its peak resident set against the buffers the benchmark itself holds.
+#[derive(Debug, Serialize)]
+struct RankMemory {
+    /// Peak resident set size (`VmHWM` of `/proc/self/status`) in KiB; absent where the
+    /// kernel does not report it.
+    peak_rss_kib: Option<u64>,
+    /// Bytes of the rank's own data buffers (the dataset's share written, plus the buffer
+    /// read into).
+    buffer_bytes: u64,
 }
 
 fn format_of(a: &IoArgs) -> Result<Format, BenchError> {
@@ -178,9 +191,12 @@ pub(crate) fn run(a: &IoArgs) -> Result<(), BenchError> {
         write: None,
         read: None,
         verified: None,
+        memory: Vec::new(),
     };
+    let mut buffer_bytes = 0u64;
     if a.write {
         let data = fill(&layout, me, a.seed)?;
+        buffer_bytes += data.len() as u64;
         let opts = WriteOptions {
             format: format_of(a)?,
             sync: a.sync,
@@ -194,6 +210,7 @@ pub(crate) fn run(a: &IoArgs) -> Result<(), BenchError> {
     }
     if a.read {
         let mut buf = vec![0u8; share(&read_layout, me)? as usize];
+        buffer_bytes += buf.len() as u64;
         let opts = ReadOptions {
             integrity: !a.no_integrity,
             reshuffle: reshuffle_of(&a.reshuffle),
@@ -220,7 +237,7 @@ pub(crate) fn run(a: &IoArgs) -> Result<(), BenchError> {
             report.verified = Some(true);
         }
     }
-    w.barrier()?;
+    report.memory = gather_memory(&w, buffer_bytes)?;
     if me == 0 {
         // A read never deletes anything; a write cleans up only a file it created.
         if !a.keep && a.write && fresh {
@@ -234,6 +251,41 @@ pub(crate) fn run(a: &IoArgs) -> Result<(), BenchError> {
     }
     w.finalize()?;
     Ok(())
+}
+
+/// The `VmHWM` line of `/proc/self/status` (peak resident set, KiB), if there is one.
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Every rank's memory, by rank (a collective: each rank sends its peak resident set and
+/// buffer bytes, 16 bytes, `u64::MAX` standing for an unknown peak).
+fn gather_memory(w: &World, buffer_bytes: u64) -> Result<Vec<RankMemory>, BenchError> {
+    let mut mine = peak_rss_kib().unwrap_or(u64::MAX).to_le_bytes().to_vec();
+    mine.extend_from_slice(&buffer_bytes.to_le_bytes());
+    let all = w.allgather_bytes(&mine)?;
+    let word = |b: &[u8], at: usize| -> Result<u64, BenchError> {
+        match b.get(at..at + 8).map(<[u8; 8]>::try_from) {
+            Some(Ok(x)) => Ok(u64::from_le_bytes(x)),
+            _ => bail!("a rank sent {} bytes of memory figures, not 16", b.len()),
+        }
+    };
+    all.iter()
+        .map(|b| {
+            let rss = word(b, 0)?;
+            Ok(RankMemory {
+                peak_rss_kib: (rss != u64::MAX).then_some(rss),
+                buffer_bytes: word(b, 8)?,
+            })
+        })
+        .collect()
 }
 
 fn print_table(r: &IoReport<'_>) {
@@ -266,6 +318,17 @@ fn print_table(r: &IoReport<'_>) {
     }
     if r.verified.is_some() {
         println!("  verified every element");
+    }
+    let mib = |b: u64| b as f64 / f64::from(1u32 << 20);
+    for (rank, m) in r.memory.iter().enumerate() {
+        let peak = m.peak_rss_kib.map_or_else(
+            || "unknown".to_string(),
+            |k| format!("{:.1} MiB", mib(k * 1024)),
+        );
+        println!(
+            "  rank {rank}: peak RSS {peak}, own buffers {:.1} MiB",
+            mib(m.buffer_bytes)
+        );
     }
 }
 

@@ -488,3 +488,34 @@ fn a_rank_killed_in_the_middle_of_a_write_leaves_the_previous_version_readable()
     assert_ok(&r);
     assert_ok(&tool(&["fsck", s(&manifest)]));
 }
+
+#[test]
+fn bench_io_reports_each_ranks_peak_rss_against_its_own_buffers() {
+    let d = tempdir("rss");
+    let f = d.join("m");
+    let r = bench_io(
+        3,
+        &[
+            "--layout",
+            "u8[3000000] block on 3",
+            "--file",
+            s(&f),
+            "--write",
+            "--read",
+            "--json",
+        ],
+    );
+    assert_ok(&r);
+    let line = r.stdout.lines().rev().find(|l| l.starts_with('{')).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(line).unwrap();
+    let memory = doc["memory"].as_array().unwrap();
+    assert_eq!(memory.len(), 3, "{line}");
+    for m in memory {
+        // A share of 1 MB written and one read back.
+        assert_eq!(m["buffer_bytes"].as_u64(), Some(2_000_000), "{line}");
+        let peak = m["peak_rss_kib"].as_u64().unwrap() * 1024;
+        assert!(peak >= 2_000_000, "{line}");
+    }
+    // The file was created by this run and not kept.
+    assert!(!f.exists());
+}
