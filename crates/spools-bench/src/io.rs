@@ -185,6 +185,7 @@ pub(crate) fn run(a: &IoArgs) -> Result<(), BenchError> {
             sync: a.sync,
             integrity: !a.no_integrity,
             reshuffle: reshuffle_of(&a.reshuffle),
+            ..WriteOptions::default()
         };
         report.write = Some(timed(&w, reps, bytes, || {
             Ok(w.write_file(&a.file, &data, &layout, &opts)?)
@@ -195,6 +196,7 @@ pub(crate) fn run(a: &IoArgs) -> Result<(), BenchError> {
         let opts = ReadOptions {
             integrity: !a.no_integrity,
             reshuffle: reshuffle_of(&a.reshuffle),
+            ..ReadOptions::default()
         };
         report.read = Some(timed(&w, reps, bytes, || {
             Ok(w.read_file(&a.file, &mut buf, &read_layout, &opts)?)

@@ -3,17 +3,16 @@
 
 use std::path::Path;
 
-use spools_map::{Layout, Plan, StripeLayout};
+use spools_map::Layout;
 use spools_msg::Communicator;
 
-use crate::collective::rank_bytes;
 use crate::error::{FileError, FormatDefect};
 use crate::file::manifest::looks_like_manifest;
 use crate::file::npy;
 use crate::file::options::{FileStats, ReadOptions, WriteOptions};
-use crate::file::steps::{agree_on_outcome, check_share, decide, integrity};
+use crate::file::rounds::{self, RoundSink, RoundSource, Rounds};
+use crate::file::steps::{agree_on_outcome, check_share, decide};
 use crate::file::sys;
-use crate::redistribute::redistribute_plan;
 
 /// File domains of aggregators are multiples of this many bytes (file-system friendly).
 const DOMAIN_ALIGN: u64 = 1 << 20;
@@ -105,19 +104,66 @@ pub(super) fn inspect_for(path: &Path, layout: Option<&Layout>) -> Result<Kind, 
     })
 }
 
-/// The I/O distribution of a `total`-byte stream over at most `ranks` aggregators:
-/// contiguous domains, multiples of `align` bytes. Returns the layout, the domain size and
-/// the number of aggregators.
-pub(super) fn io_layout(
-    total: u64,
-    align: u64,
-    ranks: u32,
-) -> Result<(Layout, u64, u32), FileError> {
+/// The rounds of a `total`-byte stream over at most `ranks` aggregators: each aggregator's
+/// file domain is a multiple of `align` bytes (and at most `buffer` bytes per round).
+pub(super) fn io_rounds(total: u64, align: u64, ranks: u32, buffer: u64) -> Rounds {
     let per = total.div_ceil(u64::from(ranks.max(1)));
     let domain = per.div_ceil(align).max(1) * align;
     let count = total.div_ceil(domain).max(1);
-    let l = Layout::Stripe(StripeLayout::new(domain, count, Some(total.max(1)))?);
-    Ok((l, domain, count as u32))
+    Rounds::new(total, domain.min(buffer), count as u32)
+}
+
+/// The aggregator's side of a canonical file's rounds: its parts written to (read from)
+/// the file at the stream's offset `off`, the file opened at the first part.
+struct FileSink<'a> {
+    path: &'a Path,
+    off: u64,
+    /// Open the (temporary) file for writing rather than reading.
+    write: bool,
+    file: Option<std::fs::File>,
+}
+
+impl FileSink<'_> {
+    fn file(&mut self) -> Result<&std::fs::File, FileError> {
+        if self.file.is_none() {
+            self.file = Some(if self.write {
+                sys::open_temp(self.path)?
+            } else {
+                sys::open_read(self.path)?
+            });
+        }
+        self.file.as_ref().ok_or(FileError::Options("no file"))
+    }
+
+    /// Syncs the file, when this rank wrote any part.
+    fn sync(&self) -> Result<(), FileError> {
+        match &self.file {
+            Some(f) => sys::sync(f, self.path),
+            None => Ok(()),
+        }
+    }
+}
+
+impl RoundSink for FileSink<'_> {
+    // The one place where an aggregator holds a round's bytes of a file range before it
+    // writes them (and below, after it read them).
+    fn put(&mut self, _r: u64, at: u64, bytes: &[u8]) -> Result<(), FileError> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let (path, off) = (self.path, self.off);
+        sys::write_at(self.file()?, path, bytes, off + at)
+    }
+}
+
+impl RoundSource for FileSink<'_> {
+    fn get(&mut self, _r: u64, at: u64, bytes: &mut [u8]) -> Result<(), FileError> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let (path, off) = (self.path, self.off);
+        sys::read_at(self.file()?, path, bytes, off + at)
+    }
 }
 
 /// Writes a canonical (or `.npy`) file.
@@ -220,24 +266,18 @@ fn write_temp(
         ..FileStats::default()
     };
     let res = if reshuffle {
-        let (io, domain, aggs) = io_layout(total, DOMAIN_ALIGN, comm.size())?;
-        stats.aggregators = aggs;
-        let plan = Plan::new(layout, &io)?;
-        let mine = u64::from(me) < io.units();
-        let mut buf = vec![0u8; rank_bytes(&io, me)? as usize];
-        stats.exchange =
-            redistribute_plan(comm, &plan, data, &mut buf, &integrity(opts.integrity))?;
-        if mine && !buf.is_empty() {
-            sys::open_temp(tmp).and_then(|f| {
-                sys::write_at(&f, tmp, &buf, off + u64::from(me) * domain)?;
-                if opts.sync {
-                    sys::sync(&f, tmp)?;
-                }
-                Ok(())
-            })
-        } else {
-            Ok(())
-        }
+        let buffer = rounds::buffer_size(comm, opts.coll_buffer)?;
+        let plan = io_rounds(total, DOMAIN_ALIGN, comm.size(), buffer);
+        stats.aggregators = plan.aggs;
+        let mut sink = FileSink {
+            path: tmp,
+            off,
+            write: true,
+            file: None,
+        };
+        let (x, wrote) = rounds::write(comm, &plan, layout, data, opts.integrity, &mut sink)?;
+        stats.exchange = x;
+        wrote.and_then(|()| if opts.sync { sink.sync() } else { Ok(()) })
     } else {
         stats.aggregators = layout.units().min(u64::from(comm.size())) as u32;
         write_own(tmp, layout, me, data, off, opts.sync)
@@ -324,20 +364,19 @@ pub(super) fn read(
         ..FileStats::default()
     };
     let res = if reshuffle {
-        let (io, domain, aggs) = io_layout(total, DOMAIN_ALIGN, comm.size())?;
-        stats.aggregators = aggs;
-        let plan = Plan::new(&io, layout)?;
-        let mine = u64::from(me) < io.units();
-        let mut buf = vec![0u8; rank_bytes(&io, me)? as usize];
-        // A failed read still takes part in the exchange (with zeros), so that no rank
-        // waits for it; the agreement below then fails the call everywhere.
-        let got = if mine && !buf.is_empty() {
-            sys::open_read(path)
-                .and_then(|f| sys::read_at(&f, path, &mut buf, offset + u64::from(me) * domain))
-        } else {
-            Ok(())
+        let buffer = rounds::buffer_size(comm, opts.coll_buffer)?;
+        let plan = io_rounds(total, DOMAIN_ALIGN, comm.size(), buffer);
+        stats.aggregators = plan.aggs;
+        let mut sink = FileSink {
+            path,
+            off: offset,
+            write: false,
+            file: None,
         };
-        stats.exchange = redistribute_plan(comm, &plan, &buf, data, &integrity(opts.integrity))?;
+        // A failed read still takes part in the exchanges (with zeros), so that no rank
+        // waits for it; the agreement below then fails the call everywhere.
+        let (x, got) = rounds::read(comm, &plan, layout, data, opts.integrity, &mut sink)?;
+        stats.exchange = x;
         got
     } else {
         stats.aggregators = layout.units().min(u64::from(comm.size())) as u32;

@@ -41,6 +41,7 @@ mod manifest;
 mod npy;
 mod options;
 mod reader;
+mod rounds;
 mod rows;
 mod steps;
 mod store;

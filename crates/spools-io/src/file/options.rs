@@ -63,6 +63,10 @@ pub struct WriteOptions {
     pub integrity: bool,
     /// Whether to reshuffle first.
     pub reshuffle: Reshuffle,
+    /// Collective buffer per aggregator (bytes): the file is written in rounds of at most
+    /// this much per aggregator. `None`: the configuration's `coll_buffer` (16 MiB by
+    /// default). The smallest value over the ranks is used.
+    pub coll_buffer: Option<usize>,
 }
 
 impl Default for WriteOptions {
@@ -72,6 +76,7 @@ impl Default for WriteOptions {
             sync: false,
             integrity: true,
             reshuffle: Reshuffle::Auto,
+            coll_buffer: None,
         }
     }
 }
@@ -84,6 +89,8 @@ pub struct ReadOptions {
     pub integrity: bool,
     /// Whether to reshuffle.
     pub reshuffle: Reshuffle,
+    /// Collective buffer per aggregator (bytes), as in [`WriteOptions::coll_buffer`].
+    pub coll_buffer: Option<usize>,
 }
 
 impl Default for ReadOptions {
@@ -91,6 +98,7 @@ impl Default for ReadOptions {
         ReadOptions {
             integrity: true,
             reshuffle: Reshuffle::Auto,
+            coll_buffer: None,
         }
     }
 }
