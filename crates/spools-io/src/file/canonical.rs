@@ -269,6 +269,7 @@ fn write_temp(
         let buffer = rounds::buffer_size(comm, opts.coll_buffer)?;
         let plan = io_rounds(total, DOMAIN_ALIGN, comm.size(), buffer);
         stats.aggregators = plan.aggs;
+        stats.rounds = plan.count();
         let mut sink = FileSink {
             path: tmp,
             off,
@@ -367,6 +368,7 @@ pub(super) fn read(
         let buffer = rounds::buffer_size(comm, opts.coll_buffer)?;
         let plan = io_rounds(total, DOMAIN_ALIGN, comm.size(), buffer);
         stats.aggregators = plan.aggs;
+        stats.rounds = plan.count();
         let mut sink = FileSink {
             path,
             off: offset,

@@ -118,4 +118,6 @@ pub struct FileStats {
     pub rebuilt: u64,
     /// The version written or read (striped files; 0 for canonical ones).
     pub version: u64,
+    /// Rounds of the collective buffer the data went through (0 without a reshuffle).
+    pub rounds: u64,
 }

@@ -291,7 +291,8 @@ pub(super) fn read(
                 None => {
                     staging.clear();
                     staging.resize(w.mine.iter().map(|m| m.1 as usize).sum(), 0);
-                    let x = redistribute_plan(comm, &plan, &buf, &mut staging, &integrity(checked))?;
+                    let x =
+                        redistribute_plan(comm, &plan, &buf, &mut staging, &integrity(checked))?;
                     let mut at = 0usize;
                     for &(l, n) in &w.mine {
                         let n = n as usize;

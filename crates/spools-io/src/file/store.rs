@@ -264,10 +264,14 @@ impl RoundSource for RowReader<'_> {
         self.store.at_round(r);
         let chunks = self.store.get()?;
         if let Some(rows) = self.store.my_rows() {
-            let got =
-                self.store
-                    .geo
-                    .assemble(rows, &chunks, self.crcs, self.store.paths, bytes, false)?;
+            let got = self.store.geo.assemble(
+                rows,
+                &chunks,
+                self.crcs,
+                self.store.paths,
+                bytes,
+                false,
+            )?;
             self.rebuilt.extend(got);
         }
         Ok(())

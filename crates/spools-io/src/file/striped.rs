@@ -226,6 +226,7 @@ pub(super) fn write(
             exchange: xs,
             rebuilt: 0,
             version,
+            rounds: plan.count(),
         })
     })();
     if res.is_err() {
@@ -319,5 +320,6 @@ pub(super) fn read(
         exchange: xs,
         rebuilt: total_rebuilt,
         version: m.version,
+        rounds: plan.count(),
     })
 }
