@@ -120,6 +120,59 @@ fn many_rounds(w: &spools::World) -> Result<(), String> {
     Ok(())
 }
 
+/// Each rank writes and reads its own runs (vectored where they lie back to back in the
+/// file but not in memory, as with a column-major layout).
+fn direct(w: &spools::World) -> Result<(), String> {
+    let dir = PathBuf::from(std::env::var("SPOOLS_TEST_DIR").unwrap());
+    let n = u64::from(w.size());
+    let me = u64::from(w.rank());
+    for (i, spec) in layouts(n).iter().enumerate() {
+        let l: Layout = e(spec.parse())?;
+        let path = dir.join(format!("direct-{i}"));
+        let data = share(&l, me)?;
+        let opts = WriteOptions {
+            reshuffle: Reshuffle::Never,
+            ..WriteOptions::default()
+        };
+        let st = e(w.write_file(&path, &data, &l, &opts))?;
+        if st.reshuffled {
+            return Err(format!("{spec}: reshuffled"));
+        }
+        if me == 0 {
+            let bytes = e(std::fs::read(&path))?;
+            if let Some(g) = (0..bytes.len()).find(|&g| bytes[g] != byte(g as u64)) {
+                return Err(format!("{spec}: file byte {g} is wrong"));
+            }
+        }
+        let mut got = vec![0u8; data.len()];
+        let opts = ReadOptions {
+            reshuffle: Reshuffle::Never,
+            ..ReadOptions::default()
+        };
+        e(w.read_file(&path, &mut got, &l, &opts))?;
+        if got != data {
+            return Err(format!("{spec}: read back differs"));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn ranks_write_and_read_their_own_runs_vectored() {
+    rank_main(|_| {
+        let w = e(spools::init())?;
+        checked(&w, direct);
+        e(w.finalize())
+    });
+    let d = tempdir("direct");
+    assert_ok(
+        &Job::new(3, "ranks_write_and_read_their_own_runs_vectored")
+            .role("rank")
+            .env("SPOOLS_TEST_DIR", d.path())
+            .run(),
+    );
+}
+
 #[test]
 fn files_many_times_the_collective_buffer_round_trip_in_every_format() {
     rank_main(|_| {

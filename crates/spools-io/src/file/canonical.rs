@@ -306,9 +306,13 @@ fn write_own(
         return Ok(());
     }
     let f = sys::open_temp(path)?;
-    for e in layout.extents(u64::from(me))? {
-        let part = &data[e.local as usize..(e.local + e.len) as usize];
-        sys::write_at(&f, path, part, off + e.global)?;
+    let runs = file_order(layout, me)?;
+    for batch in adjacent(&runs) {
+        let parts: Vec<&[u8]> = batch
+            .iter()
+            .map(|e| &data[e.local as usize..(e.local + e.len) as usize])
+            .collect();
+        sys::write_vectored_at(&f, path, &parts, off + batch[0].global)?;
     }
     if sync {
         sys::sync(&f, path)?;
@@ -328,11 +332,51 @@ fn read_own(
         return Ok(());
     }
     let f = sys::open_read(path)?;
-    for e in layout.extents(u64::from(me))? {
-        let part = &mut data[e.local as usize..(e.local + e.len) as usize];
-        sys::read_at(&f, path, part, off + e.global)?;
+    let runs = file_order(layout, me)?;
+    for batch in adjacent(&runs) {
+        // The runs of a batch are disjoint parts of `data`: split them off in local order.
+        let mut order: Vec<usize> = (0..batch.len()).collect();
+        order.sort_unstable_by_key(|&i| batch[i].local);
+        let mut slots: Vec<Option<&mut [u8]>> = (0..batch.len()).map(|_| None).collect();
+        let mut rest: &mut [u8] = data;
+        let mut at = 0u64;
+        for i in order {
+            let e = batch[i];
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut((e.local - at) as usize);
+            let (part, tail) = tail.split_at_mut(e.len as usize);
+            slots[i] = Some(part);
+            rest = tail;
+            at = e.local + e.len;
+        }
+        let mut parts: Vec<&mut [u8]> = slots.into_iter().flatten().collect();
+        sys::read_vectored_at(&f, path, &mut parts, off + batch[0].global)?;
     }
     Ok(())
+}
+
+/// This rank's runs of `layout`, in file order.
+fn file_order(layout: &Layout, me: u32) -> Result<Vec<spools_map::Extent>, FileError> {
+    let mut runs: Vec<spools_map::Extent> = layout.extents(u64::from(me))?.collect();
+    runs.sort_unstable_by_key(|e| e.global);
+    Ok(runs)
+}
+
+/// Batches of runs (in file order) that lie back to back in the file, at most
+/// [`sys::IOV_MAX`] each: one `pwritev`/`preadv` per batch.
+fn adjacent(runs: &[spools_map::Extent]) -> impl Iterator<Item = &[spools_map::Extent]> {
+    let mut rest = runs;
+    std::iter::from_fn(move || {
+        let first = rest.first()?;
+        let mut end = first.global + first.len;
+        let mut n = 1;
+        while n < rest.len().min(sys::IOV_MAX) && rest[n].global == end {
+            end += rest[n].len;
+            n += 1;
+        }
+        let (batch, tail) = rest.split_at(n);
+        rest = tail;
+        Some(batch)
+    })
 }
 
 pub(super) fn read(
