@@ -104,13 +104,21 @@ pub(super) fn inspect_for(path: &Path, layout: Option<&Layout>) -> Result<Kind, 
     })
 }
 
-/// The rounds of a `total`-byte stream over at most `ranks` aggregators: each aggregator's
-/// file domain is a multiple of `align` bytes (and at most `buffer` bytes per round).
-pub(super) fn io_rounds(total: u64, align: u64, ranks: u32, buffer: u64) -> Rounds {
-    let per = total.div_ceil(u64::from(ranks.max(1)));
+/// The rounds of `layout`'s `total`-byte stream over at most `comm.size()` aggregators:
+/// each aggregator's file domain is a multiple of `align` bytes, taken at most `buffer`
+/// bytes per round ([`rounds::capped_buffer`]). Collective.
+fn io_rounds(
+    comm: &Communicator,
+    layout: &Layout,
+    total: u64,
+    align: u64,
+    buffer: u64,
+) -> Result<Rounds, FileError> {
+    let per = total.div_ceil(u64::from(comm.size().max(1)));
     let domain = per.div_ceil(align).max(1) * align;
-    let count = total.div_ceil(domain).max(1);
-    Rounds::new(total, domain.min(buffer), count as u32)
+    let aggs = total.div_ceil(domain).max(1) as u32;
+    let chunk = rounds::capped_buffer(comm, layout, total, aggs, domain.min(buffer))?;
+    Ok(Rounds::new(total, chunk, aggs))
 }
 
 /// The aggregator's side of a canonical file's rounds: its parts written to (read from)
@@ -267,7 +275,7 @@ fn write_temp(
     };
     let res = if reshuffle {
         let buffer = rounds::buffer_size(comm, opts.coll_buffer)?;
-        let plan = io_rounds(total, DOMAIN_ALIGN, comm.size(), buffer);
+        let plan = io_rounds(comm, layout, total, DOMAIN_ALIGN, buffer)?;
         stats.aggregators = plan.aggs;
         stats.rounds = plan.count();
         let mut sink = FileSink {
@@ -410,7 +418,7 @@ pub(super) fn read(
     };
     let res = if reshuffle {
         let buffer = rounds::buffer_size(comm, opts.coll_buffer)?;
-        let plan = io_rounds(total, DOMAIN_ALIGN, comm.size(), buffer);
+        let plan = io_rounds(comm, layout, total, DOMAIN_ALIGN, buffer)?;
         stats.aggregators = plan.aggs;
         stats.rounds = plan.count();
         let mut sink = FileSink {

@@ -104,6 +104,33 @@ impl Rounds {
     }
 }
 
+/// The most runs of the caller's layout one round's window may hold: a round's window is
+/// described run by run (about 100 bytes each over the ranks' views), so layouts of short
+/// runs go in smaller rounds.
+const MAX_WINDOW_RUNS: u64 = 1 << 17;
+
+/// `buffer` per aggregator, or less where `layout`'s runs are so short that a window of
+/// `aggs` such buffers would hold more than [`MAX_WINDOW_RUNS`] runs (never below 4 KiB).
+/// Identical on every rank; collective when the file takes more than one round.
+///
+/// # Errors
+/// [`FileError`]: the reduction failed (a dead peer).
+pub(super) fn capped_buffer(
+    comm: &Communicator,
+    layout: &Layout,
+    total: u64,
+    aggs: u32,
+    buffer: u64,
+) -> Result<u64, FileError> {
+    if total <= buffer.saturating_mul(u64::from(aggs.max(1))) {
+        return Ok(buffer);
+    }
+    let (runs, bytes) = crate::file::steps::run_totals(comm, layout)?;
+    let mean = bytes.checked_div(runs).unwrap_or(bytes).max(1);
+    let most = (MAX_WINDOW_RUNS.saturating_mul(mean) / u64::from(aggs.max(1))).max(4096);
+    Ok(buffer.min(most))
+}
+
 /// The collective buffer per aggregator: the per-call choice, else the configuration's
 /// `coll_buffer`, the smallest over the ranks (so that every rank cuts the same rounds).
 ///

@@ -23,13 +23,21 @@ fn split_rows(geo: &Geometry, ranks: u32) -> (u64, u32) {
     (per, rows.div_ceil(per) as u32)
 }
 
-/// The rounds over whole stripe rows: at most `buffer` bytes (but at least one row, and at
-/// most its `per` rows) per aggregator and round. Returns the rounds and the rows per
-/// aggregator and round.
-fn row_rounds(geo: &Geometry, per: u64, aggs: u32, buffer: u64) -> (Rounds, u64) {
+/// The rounds over whole stripe rows of a file written from (read into) `layout`: at most
+/// `buffer` bytes ([`rounds::capped_buffer`]), but at least one row and at most its `per`
+/// rows, per aggregator and round. Returns the rounds and the rows per aggregator and
+/// round. Collective.
+fn row_rounds(
+    comm: &Communicator,
+    layout: &Layout,
+    geo: &Geometry,
+    (per, aggs): (u64, u32),
+    buffer: u64,
+) -> Result<(Rounds, u64), FileError> {
     let row = geo.row_bytes().max(1);
+    let buffer = rounds::capped_buffer(comm, layout, geo.size, aggs, (per * row).min(buffer))?;
     let k = (buffer / row).clamp(1, per.max(1));
-    (Rounds::new(geo.size, k * row, aggs), k)
+    Ok((Rounds::new(geo.size, k * row, aggs), k))
 }
 
 /// Unit file names of a slot, relative to the manifest's directory: unit `u` goes to
@@ -134,7 +142,7 @@ pub(super) fn write(
     let paths: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
     let (per, aggs) = split_rows(&geo, comm.size());
     let buffer = rounds::buffer_size(comm, opts.coll_buffer)?;
-    let (plan, k) = row_rounds(&geo, per, aggs, buffer);
+    let (plan, k) = row_rounds(comm, layout, &geo, (per, aggs), buffer)?;
     let mut writer = RowWriter {
         store: Store {
             comm,
@@ -285,7 +293,7 @@ pub(super) fn read(
     let crcs = m.crcs();
     let (per, aggs) = split_rows(&geo, comm.size());
     let buffer = rounds::buffer_size(comm, opts.coll_buffer)?;
-    let (plan, k) = row_rounds(&geo, per, aggs, buffer);
+    let (plan, k) = row_rounds(comm, layout, &geo, (per, aggs), buffer)?;
     let mut reader = RowReader {
         store: Store {
             comm,
