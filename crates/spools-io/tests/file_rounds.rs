@@ -312,3 +312,58 @@ fn writing_and_reading_a_file_64_times_the_buffer_keeps_the_peak_bounded() {
         );
     }
 }
+
+/// `SPOOLS_COLL_BUFFER` sets the rounds; a per-call buffer overrides it.
+fn configured(w: &spools::World) -> Result<(), String> {
+    let dir = PathBuf::from(std::env::var("SPOOLS_TEST_DIR").unwrap());
+    let me = u64::from(w.rank());
+    let l: Layout = e(layouts(u64::from(w.size()))[1].parse())?;
+    let data = share(&l, me)?;
+    let path = dir.join("configured");
+    let total = l.total_bytes().unwrap();
+    for (choice, want) in [(None, total.div_ceil(4096)), (Some(1 << 20), 1)] {
+        let opts = WriteOptions {
+            reshuffle: Reshuffle::Always,
+            coll_buffer: choice,
+            ..WriteOptions::default()
+        };
+        let st = e(w.write_file(&path, &data, &l, &opts))?;
+        if st.rounds != want || st.aggregators != 1 {
+            return Err(format!(
+                "buffer {choice:?}: {} rounds over {} aggregators, want {want} over 1",
+                st.rounds, st.aggregators
+            ));
+        }
+        let mut got = vec![0u8; data.len()];
+        let opts = ReadOptions {
+            reshuffle: Reshuffle::Always,
+            coll_buffer: choice,
+            ..ReadOptions::default()
+        };
+        let st = e(w.read_file(&path, &mut got, &l, &opts))?;
+        if st.rounds != want || got != data {
+            return Err(format!(
+                "buffer {choice:?}: read {} rounds or other data",
+                st.rounds
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn the_configured_collective_buffer_sets_the_rounds() {
+    rank_main(|_| {
+        let w = e(spools::init())?;
+        checked(&w, configured);
+        e(w.finalize())
+    });
+    let d = tempdir("rounds-config");
+    assert_ok(
+        &Job::new(3, "the_configured_collective_buffer_sets_the_rounds")
+            .role("rank")
+            .env("SPOOLS_TEST_DIR", d.path())
+            .env("SPOOLS_COLL_BUFFER", "4KiB")
+            .run(),
+    );
+}
