@@ -210,6 +210,22 @@ impl Window {
     }
 }
 
+/// Round `r`'s I/O distribution, and the window of the caller's layout it covers (`None`
+/// when the round is the whole file: the caller's layout itself).
+fn round(
+    rounds: &Rounds,
+    r: u64,
+    layout: &Layout,
+    me: u32,
+) -> Result<(Layout, Option<Window>), FileError> {
+    let io = rounds.io_layout(r)?;
+    if rounds.count() == 1 {
+        return Ok((io, None));
+    }
+    let (lo, hi) = rounds.window(r);
+    Ok((io, Some(Window::new(layout, me, lo, hi)?)))
+}
+
 /// Adds one round's exchange counts to `acc`.
 fn add(acc: &mut ExchangeStats, x: &ExchangeStats) {
     acc.sent += x.sent;
@@ -240,16 +256,11 @@ pub(super) fn write(
     let mut buf: Vec<u8> = Vec::new();
     let mut staging: Vec<u8> = Vec::new();
     for r in 0..rounds.count() {
-        let io = rounds.io_layout(r)?;
+        let (io, window) = round(rounds, r, layout, me)?;
         let (p0, p1) = rounds.part(r, me);
         buf.clear();
         buf.resize((p1 - p0) as usize, 0);
-        let x = if rounds.count() == 1 {
-            let plan = Plan::new(layout, &io)?;
-            redistribute_plan(comm, &plan, data, &mut buf, &integrity(checked))?
-        } else {
-            let (lo, hi) = rounds.window(r);
-            let w = Window::new(layout, me, lo, hi)?;
+        let x = if let Some(w) = window {
             let plan = Plan::new(&w.layout, &io)?;
             let src: &[u8] = match w.contiguous() {
                 Some((a, b)) => data.get(a..b).unwrap_or_default(),
@@ -264,6 +275,9 @@ pub(super) fn write(
                 }
             };
             redistribute_plan(comm, &plan, src, &mut buf, &integrity(checked))?
+        } else {
+            let plan = Plan::new(layout, &io)?;
+            redistribute_plan(comm, &plan, data, &mut buf, &integrity(checked))?
         };
         add(&mut stats, &x);
         let put = sink.put(r, p0, &buf);
@@ -275,7 +289,7 @@ pub(super) fn write(
 }
 
 /// Reads into `data` (this rank's share of `layout`) in rounds: the aggregators'
-/// [`RoundSink::get`], then each round's exchange. Collective. Returns this rank's
+/// [`RoundSource::get`], then each round's exchange. Collective. Returns this rank's
 /// exchange counts and the outcome of its gets (a failed get still takes part in the
 /// exchange, so that no rank waits for it).
 ///
@@ -295,7 +309,7 @@ pub(super) fn read(
     let mut buf: Vec<u8> = Vec::new();
     let mut staging: Vec<u8> = Vec::new();
     for r in 0..rounds.count() {
-        let io = rounds.io_layout(r)?;
+        let (io, window) = round(rounds, r, layout, me)?;
         let (p0, p1) = rounds.part(r, me);
         buf.clear();
         buf.resize((p1 - p0) as usize, 0);
@@ -303,12 +317,7 @@ pub(super) fn read(
         if outcome.is_ok() {
             outcome = got;
         }
-        let x = if rounds.count() == 1 {
-            let plan = Plan::new(&io, layout)?;
-            redistribute_plan(comm, &plan, &buf, data, &integrity(checked))?
-        } else {
-            let (lo, hi) = rounds.window(r);
-            let w = Window::new(layout, me, lo, hi)?;
+        let x = if let Some(w) = window {
             let plan = Plan::new(&io, &w.layout)?;
             match w.contiguous() {
                 Some((a, b)) => {
@@ -331,6 +340,9 @@ pub(super) fn read(
                     x
                 }
             }
+        } else {
+            let plan = Plan::new(&io, layout)?;
+            redistribute_plan(comm, &plan, &buf, data, &integrity(checked))?
         };
         add(&mut stats, &x);
     }
