@@ -19,6 +19,7 @@
 //! | `progress_thread` | `SPOOLS_PROGRESS_THREAD` | `false` | run handlers on a background thread |
 //! | `bootstrap_timeout_s` | `SPOOLS_BOOTSTRAP_TIMEOUT` | `60` | seconds to wait for the rendezvous |
 //! | `liveness_timeout_s` | `SPOOLS_LIVENESS_TIMEOUT` | `0` (off) | `spools run` ends the job when a rank stays stopped (SIGSTOP, a debugger) this many seconds |
+//! | `coll_buffer` | `SPOOLS_COLL_BUFFER` | `16MiB` | collective buffer per aggregator of parallel file I/O: files are written and read in rounds of at most this many bytes per aggregator (at least 4KiB) |
 //!
 //! ```
 //! use spools_boot::config::Config;
@@ -67,6 +68,12 @@ pub const COLL_SM_LIMIT_DEFAULT: u64 = 4 << 10;
 /// segment of every communicator it runs such collectives on).
 pub const COLL_SM_LIMIT_MAX: u64 = 64 << 10;
 
+/// Default of [`Config::coll_buffer`]: the collective buffer per aggregator of file I/O.
+pub const COLL_BUFFER_DEFAULT: u64 = 16 << 20;
+
+/// The smallest [`Config::coll_buffer`].
+pub const COLL_BUFFER_MIN: u64 = 4 << 10;
+
 /// The effective configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -105,6 +112,9 @@ pub struct Config {
     pub liveness_timeout_s: u64,
     /// The TOML file read, if any.
     pub file: Option<PathBuf>,
+    /// Collective buffer per aggregator of parallel file I/O: files are written and read
+    /// in rounds of at most this many bytes per aggregator.
+    pub coll_buffer: u64,
 }
 
 impl Default for Config {
@@ -127,6 +137,7 @@ impl Default for Config {
             bootstrap_timeout_s: 60,
             liveness_timeout_s: 0,
             file: None,
+            coll_buffer: COLL_BUFFER_DEFAULT,
         }
     }
 }
@@ -181,6 +192,7 @@ struct FileConfig {
     progress_thread: Option<bool>,
     bootstrap_timeout_s: Option<u64>,
     liveness_timeout_s: Option<u64>,
+    coll_buffer: Option<toml::Value>,
 }
 
 /// Parses `65536`, `64KiB`, `64K`, `1MiB`, `1M`, `2GiB`.
@@ -291,6 +303,7 @@ impl Config {
             ("short_limit", fc.short_limit),
             ("eager_limit", fc.eager_limit),
             ("coll_sm_limit", fc.coll_sm_limit),
+            ("coll_buffer", fc.coll_buffer),
         ] {
             if let Some(v) = v {
                 self.apply(key, &size_text(&v))?;
@@ -345,6 +358,7 @@ impl Config {
             "short_limit" => self.short_limit = size(v)?,
             "eager_limit" => self.eager_limit = size(v)?,
             "coll_sm_limit" => self.coll_sm_limit = size(v)?,
+            "coll_buffer" => self.coll_buffer = size(v)?,
             "spin_us" => self.spin_us = int(v)?,
             "lanes" => {
                 self.lanes =
@@ -457,6 +471,13 @@ impl Config {
                 "at most 10 s",
             ));
         }
+        if self.coll_buffer < COLL_BUFFER_MIN {
+            return Err(value_err(
+                "coll_buffer",
+                &show_size(self.coll_buffer),
+                format!("at least {}", show_size(COLL_BUFFER_MIN)),
+            ));
+        }
         Ok(())
     }
 }
@@ -499,6 +520,7 @@ impl fmt::Display for Config {
         writeln!(f, "batch = {}", self.batch)?;
         writeln!(f, "progress_thread = {}", self.progress_thread)?;
         writeln!(f, "bootstrap_timeout_s = {}", self.bootstrap_timeout_s)?;
-        write!(f, "liveness_timeout_s = {}", self.liveness_timeout_s)
+        writeln!(f, "liveness_timeout_s = {}", self.liveness_timeout_s)?;
+        write!(f, "coll_buffer = \"{}\"", show_size(self.coll_buffer))
     }
 }

@@ -196,6 +196,7 @@ fn all_keys() -> Config {
         bootstrap_timeout_s: 120,
         liveness_timeout_s: 30,
         file: Some(fixture("all-keys.toml")),
+        coll_buffer: 4_194_304,
     }
 }
 
@@ -219,6 +220,7 @@ fn documented_defaults() -> Config {
         bootstrap_timeout_s: 60,
         liveness_timeout_s: 0,
         file: None,
+        coll_buffer: 16_777_216,
     }
 }
 
@@ -255,6 +257,7 @@ fn a_file_with_every_key_gives_its_values() {
         cfg.progress_thread != d.progress_thread,
         cfg.bootstrap_timeout_s != d.bootstrap_timeout_s,
         cfg.liveness_timeout_s != d.liveness_timeout_s,
+        cfg.coll_buffer != d.coll_buffer,
     ];
     assert!(differs.iter().all(|d| *d), "{differs:?}");
 }

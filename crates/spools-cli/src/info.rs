@@ -62,6 +62,12 @@ pub(crate) fn run() -> Result<()> {
         for (k, v, what) in spools_io::settings() {
             writeln!(w, "{k:<15} = {v:<24} # {what}")?;
         }
+        writeln!(
+            w,
+            "{:<15} = {:<24} # collective buffer per aggregator: files are written and read in rounds of this size (SPOOLS_COLL_BUFFER)",
+            "coll_buffer",
+            spools_boot::config::show_size(cfg.coll_buffer)
+        )?;
         writeln!(w)?;
         writeln!(w, "# collectives")?;
         let sm = match cfg.coll_sm_limit {

@@ -3,18 +3,17 @@
 
 use std::path::Path;
 
-use spools_map::{Layout, Plan, StripeLayout};
+use spools_map::Layout;
 use spools_msg::Communicator;
 
-use crate::collective::rank_bytes;
 use crate::error::{FileError, FormatDefect};
 use crate::file::manifest::looks_like_manifest;
 use crate::file::npy;
 use crate::file::options::{FileStats, ReadOptions, WriteOptions};
-use crate::file::steps::{agree_on_outcome, check_share, decide, integrity};
+use crate::file::rounds::{self, RoundSink, RoundSource, Rounds};
+use crate::file::steps::{agree_on_outcome, check_share, decide};
 use crate::file::sums::{self, Pieces, Verify};
 use crate::file::sys;
-use crate::redistribute::redistribute_plan;
 
 /// File domains of aggregators are multiples of this many bytes (file-system friendly).
 const DOMAIN_ALIGN: u64 = 1 << 20;
@@ -106,19 +105,86 @@ pub(super) fn inspect_for(path: &Path, layout: Option<&Layout>) -> Result<Kind, 
     })
 }
 
-/// The I/O distribution of a `total`-byte stream over at most `ranks` aggregators:
-/// contiguous domains, multiples of `align` bytes. Returns the layout, the domain size and
-/// the number of aggregators.
-pub(super) fn io_layout(
+/// The rounds of `layout`'s `total`-byte stream over at most `comm.size()` aggregators:
+/// each aggregator's file domain is a multiple of `align` bytes, taken at most `buffer`
+/// bytes per round ([`rounds::capped_buffer`]). Collective.
+fn io_rounds(
+    comm: &Communicator,
+    layout: &Layout,
     total: u64,
     align: u64,
-    ranks: u32,
-) -> Result<(Layout, u64, u32), FileError> {
-    let per = total.div_ceil(u64::from(ranks.max(1)));
+    buffer: u64,
+) -> Result<Rounds, FileError> {
+    let per = total.div_ceil(u64::from(comm.size().max(1)));
     let domain = per.div_ceil(align).max(1) * align;
-    let count = total.div_ceil(domain).max(1);
-    let l = Layout::Stripe(StripeLayout::new(domain, count, Some(total.max(1)))?);
-    Ok((l, domain, count as u32))
+    let aggs = total.div_ceil(domain).max(1) as u32;
+    let chunk = rounds::capped_buffer(comm, layout, total, aggs, domain.min(buffer))?;
+    Ok(Rounds::new(total, chunk, aggs))
+}
+
+/// The aggregator's side of a canonical file's rounds: its parts written to (read from)
+/// the file at the stream's offset `off`, the file opened at the first part.
+struct FileSink<'a> {
+    path: &'a Path,
+    off: u64,
+    /// Open the (temporary) file for writing rather than reading.
+    write: bool,
+    file: Option<std::fs::File>,
+    /// Writing with checksums: the pieces written, for the sidecar.
+    pieces: Option<&'a mut Pieces>,
+    /// Reading: verification of what was read against the sidecar.
+    verify: Option<&'a Verify<'a>>,
+}
+
+impl FileSink<'_> {
+    fn file(&mut self) -> Result<&std::fs::File, FileError> {
+        if self.file.is_none() {
+            self.file = Some(if self.write {
+                sys::open_temp(self.path)?
+            } else {
+                sys::open_read(self.path)?
+            });
+        }
+        self.file.as_ref().ok_or(FileError::Options("no file"))
+    }
+
+    /// Syncs the file, when this rank wrote any part.
+    fn sync(&self) -> Result<(), FileError> {
+        match &self.file {
+            Some(f) => sys::sync(f, self.path),
+            None => Ok(()),
+        }
+    }
+}
+
+impl RoundSink for FileSink<'_> {
+    // The one place where an aggregator holds a round's bytes of a file range before it
+    // writes them (and below, after it read them).
+    fn put(&mut self, _r: u64, at: u64, bytes: &[u8]) -> Result<(), FileError> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let (path, off) = (self.path, self.off);
+        sys::write_at(self.file()?, path, bytes, off + at)?;
+        if let Some(p) = self.pieces.as_deref_mut() {
+            p.add(at, bytes);
+        }
+        Ok(())
+    }
+}
+
+impl RoundSource for FileSink<'_> {
+    fn get(&mut self, _r: u64, at: u64, bytes: &mut [u8]) -> Result<(), FileError> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let (path, off) = (self.path, self.off);
+        sys::read_at(self.file()?, path, bytes, off + at)?;
+        match self.verify {
+            Some(v) => v.check([(at, &bytes[..])]),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Writes a canonical (or `.npy`) file.
@@ -222,25 +288,21 @@ fn write_temp(
     };
     let mut pieces = Pieces::new(opts.checksums);
     let res = if reshuffle {
-        let (io, domain, aggs) = io_layout(total, DOMAIN_ALIGN, comm.size())?;
-        stats.aggregators = aggs;
-        let plan = Plan::new(layout, &io)?;
-        let mine = u64::from(me) < io.units();
-        let mut buf = vec![0u8; rank_bytes(&io, me)? as usize];
-        stats.exchange =
-            redistribute_plan(comm, &plan, data, &mut buf, &integrity(opts.integrity))?;
-        if mine && !buf.is_empty() {
-            sys::open_temp(tmp).and_then(|f| {
-                sys::write_at(&f, tmp, &buf, off + u64::from(me) * domain)?;
-                pieces.add(u64::from(me) * domain, &buf);
-                if opts.sync {
-                    sys::sync(&f, tmp)?;
-                }
-                Ok(())
-            })
-        } else {
-            Ok(())
-        }
+        let buffer = rounds::buffer_size(comm, opts.coll_buffer)?;
+        let plan = io_rounds(comm, layout, total, DOMAIN_ALIGN, buffer)?;
+        stats.aggregators = plan.aggs;
+        stats.rounds = plan.count();
+        let mut sink = FileSink {
+            path: tmp,
+            off,
+            write: true,
+            file: None,
+            pieces: Some(&mut pieces),
+            verify: None,
+        };
+        let (x, wrote) = rounds::write(comm, &plan, layout, data, opts.integrity, &mut sink)?;
+        stats.exchange = x;
+        wrote.and_then(|()| if opts.sync { sink.sync() } else { Ok(()) })
     } else {
         stats.aggregators = layout.units().min(u64::from(comm.size())) as u32;
         write_own(tmp, layout, me, data, off, opts.sync, &mut pieces)
@@ -272,10 +334,16 @@ fn write_own(
         return Ok(());
     }
     let f = sys::open_temp(path)?;
-    for e in layout.extents(u64::from(me))? {
-        let part = &data[e.local as usize..(e.local + e.len) as usize];
-        sys::write_at(&f, path, part, off + e.global)?;
-        pieces.add(e.global, part);
+    let runs = file_order(layout, me)?;
+    for batch in adjacent(&runs) {
+        let parts: Vec<&[u8]> = batch
+            .iter()
+            .map(|e| &data[e.local as usize..(e.local + e.len) as usize])
+            .collect();
+        sys::write_vectored_at(&f, path, &parts, off + batch[0].global)?;
+        for (e, part) in batch.iter().zip(&parts) {
+            pieces.add(e.global, part);
+        }
     }
     if sync {
         sys::sync(&f, path)?;
@@ -296,9 +364,24 @@ fn read_own(
         return Ok(());
     }
     let f = sys::open_read(path)?;
-    for e in layout.extents(u64::from(me))? {
-        let part = &mut data[e.local as usize..(e.local + e.len) as usize];
-        sys::read_at(&f, path, part, off + e.global)?;
+    let runs = file_order(layout, me)?;
+    for batch in adjacent(&runs) {
+        // The runs of a batch are disjoint parts of `data`: split them off in local order.
+        let mut order: Vec<usize> = (0..batch.len()).collect();
+        order.sort_unstable_by_key(|&i| batch[i].local);
+        let mut slots: Vec<Option<&mut [u8]>> = (0..batch.len()).map(|_| None).collect();
+        let mut rest: &mut [u8] = data;
+        let mut at = 0u64;
+        for i in order {
+            let e = batch[i];
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut((e.local - at) as usize);
+            let (part, tail) = tail.split_at_mut(e.len as usize);
+            slots[i] = Some(part);
+            rest = tail;
+            at = e.local + e.len;
+        }
+        let mut parts: Vec<&mut [u8]> = slots.into_iter().flatten().collect();
+        sys::read_vectored_at(&f, path, &mut parts, off + batch[0].global)?;
     }
     let parts = layout.extents(u64::from(me))?;
     verify.check(parts.map(|e| {
@@ -307,6 +390,31 @@ fn read_own(
             &data[e.local as usize..(e.local + e.len) as usize],
         )
     }))
+}
+
+/// This rank's runs of `layout`, in file order.
+fn file_order(layout: &Layout, me: u32) -> Result<Vec<spools_map::Extent>, FileError> {
+    let mut runs: Vec<spools_map::Extent> = layout.extents(u64::from(me))?.collect();
+    runs.sort_unstable_by_key(|e| e.global);
+    Ok(runs)
+}
+
+/// Batches of runs (in file order) that lie back to back in the file, at most
+/// [`sys::IOV_MAX`] each: one `pwritev`/`preadv` per batch.
+fn adjacent(runs: &[spools_map::Extent]) -> impl Iterator<Item = &[spools_map::Extent]> {
+    let mut rest = runs;
+    std::iter::from_fn(move || {
+        let first = rest.first()?;
+        let mut end = first.global + first.len;
+        let mut n = 1;
+        while n < rest.len().min(sys::IOV_MAX) && rest[n].global == end {
+            end += rest[n].len;
+            n += 1;
+        }
+        let (batch, tail) = rest.split_at(n);
+        rest = tail;
+        Some(batch)
+    })
 }
 
 pub(super) fn read(
@@ -340,21 +448,22 @@ pub(super) fn read(
     };
     let verify = Verify::new(opts.checksums, path, offset, bytes);
     let res = if reshuffle {
-        let (io, domain, aggs) = io_layout(total, DOMAIN_ALIGN, comm.size())?;
-        stats.aggregators = aggs;
-        let plan = Plan::new(&io, layout)?;
-        let mine = u64::from(me) < io.units();
-        let mut buf = vec![0u8; rank_bytes(&io, me)? as usize];
-        // A failed read still takes part in the exchange (with zeros), so that no rank
-        // waits for it; the agreement below then fails the call everywhere.
-        let got = if mine && !buf.is_empty() {
-            sys::open_read(path)
-                .and_then(|f| sys::read_at(&f, path, &mut buf, offset + u64::from(me) * domain))
-                .and_then(|()| verify.check([(u64::from(me) * domain, &buf[..])]))
-        } else {
-            Ok(())
+        let buffer = rounds::buffer_size(comm, opts.coll_buffer)?;
+        let plan = io_rounds(comm, layout, total, DOMAIN_ALIGN, buffer)?;
+        stats.aggregators = plan.aggs;
+        stats.rounds = plan.count();
+        let mut sink = FileSink {
+            path,
+            off: offset,
+            write: false,
+            file: None,
+            pieces: None,
+            verify: Some(&verify),
         };
-        stats.exchange = redistribute_plan(comm, &plan, &buf, data, &integrity(opts.integrity))?;
+        // A failed read still takes part in the exchanges (with zeros), so that no rank
+        // waits for it; the agreement below then fails the call everywhere.
+        let (x, got) = rounds::read(comm, &plan, layout, data, opts.integrity, &mut sink)?;
+        stats.exchange = x;
         got
     } else {
         stats.aggregators = layout.units().min(u64::from(comm.size())) as u32;

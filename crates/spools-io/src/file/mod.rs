@@ -17,10 +17,16 @@
 //! Writes follow two-phase collective I/O: the data is reshuffled into an *I/O
 //! distribution* of long contiguous domains owned by aggregator ranks (stripe rows for a
 //! striped file, so RAID-5 parity is computed on whole rows without reading anything
-//! back), and each aggregator writes its domain with large `pwrite`s. A canonical file
-//! written from a distribution whose runs are long enough skips the reshuffle and each
-//! rank writes its own runs ([`Reshuffle`]). Reads are the same in reverse, with any
-//! number of ranks and any distribution.
+//! back), and each aggregator writes its domain with large `pwrite`s. The domains are
+//! covered in *rounds* of at most one collective buffer per aggregator (`coll_buffer`,
+//! 16 MiB by default, or [`WriteOptions::coll_buffer`]): each round is one exchange between
+//! the caller's layout restricted to the round's window of the byte stream and the
+//! aggregators' parts of that window, then the aggregators' writes, so memory stays
+//! O(buffer + runs) whatever the file size (a striped file's rounds cover whole stripe
+//! rows). A canonical file written from a distribution whose runs are long enough skips the
+//! reshuffle and each rank writes its own runs ([`Reshuffle`]), with `pwritev` where runs
+//! lie back to back in the file. Reads are the same in reverse, with any number of ranks
+//! and any distribution.
 //!
 //! **Durability.** With [`WriteOptions::sync`], the data is durable on every rank's
 //! storage when `write` returns (each writer syncs its files before the final agreement).
@@ -41,6 +47,7 @@ mod manifest;
 mod npy;
 mod options;
 mod reader;
+mod rounds;
 mod rows;
 mod steps;
 mod store;

@@ -70,6 +70,10 @@ pub struct WriteOptions {
     ///
     /// [`SUMS_BLOCK`]: crate::file::SUMS_BLOCK
     pub checksums: bool,
+    /// Collective buffer per aggregator (bytes): the file is written in rounds of at most
+    /// this much per aggregator. `None`: the configuration's `coll_buffer` (16 MiB by
+    /// default). The smallest value over the ranks is used.
+    pub coll_buffer: Option<usize>,
 }
 
 impl Default for WriteOptions {
@@ -80,6 +84,7 @@ impl Default for WriteOptions {
             integrity: true,
             reshuffle: Reshuffle::Auto,
             checksums: false,
+            coll_buffer: None,
         }
     }
 }
@@ -97,6 +102,8 @@ pub struct ReadOptions {
     /// [`FileError::Corrupt`](crate::FileError::Corrupt) naming its byte offset in the
     /// file; a missing or unreadable sidecar is an error too.
     pub checksums: bool,
+    /// Collective buffer per aggregator (bytes), as in [`WriteOptions::coll_buffer`].
+    pub coll_buffer: Option<usize>,
 }
 
 impl Default for ReadOptions {
@@ -105,6 +112,7 @@ impl Default for ReadOptions {
             integrity: true,
             reshuffle: Reshuffle::Auto,
             checksums: false,
+            coll_buffer: None,
         }
     }
 }
@@ -124,4 +132,6 @@ pub struct FileStats {
     pub rebuilt: u64,
     /// The version written or read (striped files; 0 for canonical ones).
     pub version: u64,
+    /// Rounds of the collective buffer the data went through (0 without a reshuffle).
+    pub rounds: u64,
 }

@@ -49,19 +49,25 @@ pub(crate) fn decide(
         Reshuffle::Always => true,
         Reshuffle::Never => false,
         Reshuffle::Auto => {
-            let me = u64::from(comm.rank());
-            let (mut runs, mut bytes) = (0u64, 0u64);
-            if me < layout.units() {
-                for e in layout.extents(me)? {
-                    runs += 1;
-                    bytes += e.len;
-                }
-            }
-            let mut out = [0u64; 2];
-            comm.allreduce(&[runs, bytes], &mut out, &Op::Sum)?;
-            out[0] > 0 && out[1] / out[0] < DIRECT_MIN_RUN
+            let (runs, bytes) = run_totals(comm, layout)?;
+            runs > 0 && bytes / runs < DIRECT_MIN_RUN
         }
     })
+}
+
+/// The runs and bytes of `layout` over all ranks (those that hold a unit). Collective.
+pub(crate) fn run_totals(comm: &Communicator, layout: &Layout) -> Result<(u64, u64), FileError> {
+    let me = u64::from(comm.rank());
+    let (mut runs, mut bytes) = (0u64, 0u64);
+    if me < layout.units() {
+        for e in layout.extents(me)? {
+            runs += 1;
+            bytes += e.len;
+        }
+    }
+    let mut out = [0u64; 2];
+    comm.allreduce(&[runs, bytes], &mut out, &Op::Sum)?;
+    Ok((out[0], out[1]))
 }
 
 /// Checks that `data` holds this rank's share of `layout`, which must fit the ranks

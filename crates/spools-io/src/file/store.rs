@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use spools_msg::{wait_all, Communicator};
 
-use super::rows::{Chunk, Geometry};
+use super::rounds::{RoundSink, RoundSource};
+use super::rows::{Chunk, Damage, Geometry};
 use super::sys;
 use crate::error::FileError;
 
@@ -23,13 +24,16 @@ pub(super) struct Store<'a> {
     pub(super) rows_per: u64,
     /// Number of aggregators (ranks `0..aggs`).
     pub(super) aggs: u32,
+    /// The first row of the current round (aggregator `a` holds `rows_per` rows from
+    /// `base_row + a * rows_per`).
+    pub(super) base_row: u64,
 }
 
 impl Store<'_> {
     /// Rows `[r0, r1)` of aggregator `a`.
     pub(super) fn rows_of(&self, a: u32) -> (u64, u64) {
         let rows = self.geo.rows();
-        let r0 = (u64::from(a) * self.rows_per).min(rows);
+        let r0 = (self.base_row + u64::from(a) * self.rows_per).min(rows);
         (r0, (r0 + self.rows_per).min(rows))
     }
 
@@ -200,5 +204,76 @@ impl Store<'_> {
         }
         wait_all(sends)?;
         Ok(out)
+    }
+}
+
+impl Store<'_> {
+    /// Points the store at round `r` (rounds of `rows_per` rows per aggregator).
+    fn at_round(&mut self, r: u64) {
+        self.base_row = r * u64::from(self.aggs) * self.rows_per;
+    }
+
+    /// This rank's rows in the current round, when it has any.
+    fn my_rows(&self) -> Option<(u64, u64)> {
+        let me = self.comm.rank();
+        let (r0, r1) = self.rows_of(me);
+        (me < self.aggs && r0 < r1).then_some((r0, r1))
+    }
+}
+
+/// A striped file's writer in rounds: each round's rows become unit chunks (with parity
+/// and block checksums) stored through the [`Store`].
+pub(super) struct RowWriter<'a> {
+    pub(super) store: Store<'a>,
+    /// The block checksums of this rank's rows, round after round, unit after unit.
+    pub(super) crcs: Vec<u8>,
+}
+
+impl RoundSink for RowWriter<'_> {
+    // Where an aggregator holds a round's stream bytes of its rows before they are
+    // striped and written.
+    fn put(&mut self, r: u64, _at: u64, bytes: &[u8]) -> Result<(), FileError> {
+        self.store.at_round(r);
+        let geo = self.store.geo;
+        let chunks = match self.store.my_rows() {
+            Some((r0, r1)) => {
+                let (chunks, crcs) = geo.build(r0, r1, bytes);
+                self.crcs
+                    .extend(crcs.iter().flatten().flat_map(|x| x.to_le_bytes()));
+                chunks
+            }
+            None => (0..geo.count).map(|_| Vec::new()).collect(),
+        };
+        // The data is always synced before the manifest names it.
+        self.store.put(chunks, true)
+    }
+}
+
+/// A striped file's reader in rounds: each round's unit chunks fetched through the
+/// [`Store`], checked against the manifest's block checksums and assembled.
+pub(super) struct RowReader<'a> {
+    pub(super) store: Store<'a>,
+    /// The manifest's block checksums, per unit and row.
+    pub(super) crcs: &'a [Vec<u32>],
+    /// The blocks rebuilt from parity: `(unit, local offset, damage)`.
+    pub(super) rebuilt: Vec<(u64, u64, Damage)>,
+}
+
+impl RoundSource for RowReader<'_> {
+    fn get(&mut self, r: u64, _at: u64, bytes: &mut [u8]) -> Result<(), FileError> {
+        self.store.at_round(r);
+        let chunks = self.store.get()?;
+        if let Some(rows) = self.store.my_rows() {
+            let got = self.store.geo.assemble(
+                rows,
+                &chunks,
+                self.crcs,
+                self.store.paths,
+                bytes,
+                false,
+            )?;
+            self.rebuilt.extend(got);
+        }
+        Ok(())
     }
 }

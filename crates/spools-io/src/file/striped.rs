@@ -4,18 +4,17 @@
 
 use std::path::{Path, PathBuf};
 
-use spools_map::{Layout, Plan, StripeLayout};
+use spools_map::Layout;
 use spools_msg::Communicator;
 
 use super::manifest::{check_unit_path, hex, Manifest, UnitEntry, MANIFEST_FORMAT};
+use super::rounds::{self, Rounds};
 use super::rows::Geometry;
-use super::store::Store;
-use crate::collective::rank_bytes;
+use super::store::{RowReader, RowWriter, Store};
 use crate::error::{FileError, FormatDefect};
 use crate::file::options::{FileStats, ReadOptions, Reshuffle, Striping, WriteOptions};
-use crate::file::steps::{agree_on_outcome, check_share, integrity, sum};
+use crate::file::steps::{agree_on_outcome, check_share, sum};
 use crate::file::sys;
-use crate::redistribute::redistribute_plan;
 
 /// Stripe rows per aggregator, and aggregators, for `ranks` ranks.
 fn split_rows(geo: &Geometry, ranks: u32) -> (u64, u32) {
@@ -24,13 +23,21 @@ fn split_rows(geo: &Geometry, ranks: u32) -> (u64, u32) {
     (per, rows.div_ceil(per) as u32)
 }
 
-/// The I/O distribution: aggregator `a` holds the stream bytes of its rows.
-fn io_layout(geo: &Geometry, per: u64, aggs: u32) -> Result<Layout, FileError> {
-    Ok(Layout::Stripe(StripeLayout::new(
-        per * geo.row_bytes(),
-        u64::from(aggs),
-        Some(geo.size),
-    )?))
+/// The rounds over whole stripe rows of a file written from (read into) `layout`: at most
+/// `buffer` bytes ([`rounds::capped_buffer`]), but at least one row and at most its `per`
+/// rows, per aggregator and round. Returns the rounds and the rows per aggregator and
+/// round. Collective.
+fn row_rounds(
+    comm: &Communicator,
+    layout: &Layout,
+    geo: &Geometry,
+    (per, aggs): (u64, u32),
+    buffer: u64,
+) -> Result<(Rounds, u64), FileError> {
+    let row = geo.row_bytes().max(1);
+    let buffer = rounds::capped_buffer(comm, layout, geo.size, aggs, (per * row).min(buffer))?;
+    let k = (buffer / row).clamp(1, per.max(1));
+    Ok((Rounds::new(geo.size, k * row, aggs), k))
 }
 
 /// Unit file names of a slot, relative to the manifest's directory: unit `u` goes to
@@ -134,59 +141,59 @@ pub(super) fn write(
     let dir = path.parent().unwrap_or(Path::new(""));
     let paths: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
     let (per, aggs) = split_rows(&geo, comm.size());
-    let store = Store {
-        comm,
-        geo: &geo,
-        paths: &paths,
-        node_local: s.node_local,
-        rows_per: per,
-        aggs,
+    let buffer = rounds::buffer_size(comm, opts.coll_buffer)?;
+    let (plan, k) = row_rounds(comm, layout, &geo, (per, aggs), buffer)?;
+    let mut writer = RowWriter {
+        store: Store {
+            comm,
+            geo: &geo,
+            paths: &paths,
+            node_local: s.node_local,
+            rows_per: k,
+            aggs,
+            base_row: 0,
+        },
+        crcs: Vec::new(),
     };
     // Whether this rank got past the data phase: until then no rank can have committed
     // (rank 0 commits only after every rank agreed that its data is written).
     let mut committing = false;
     let res = (|| -> Result<FileStats, FileError> {
-        agree_on_outcome(comm, path, store.prepare())?;
+        agree_on_outcome(comm, path, writer.store.prepare())?;
 
-        let io = io_layout(&geo, per, aggs)?;
-        let plan = Plan::new(layout, &io)?;
         let me = comm.rank();
-        let mine = me < aggs;
-        let mut dom = vec![0u8; rank_bytes(&io, me)? as usize];
-        let xs = redistribute_plan(comm, &plan, data, &mut dom, &integrity(opts.integrity))?;
-        let (r0, r1) = store.rows_of(me);
-        let (chunks, crcs) = if mine {
-            geo.build(r0, r1, &dom)
-        } else {
-            (
-                (0..geo.count).map(|_| Vec::new()).collect(),
-                vec![Vec::new(); geo.count as usize],
-            )
-        };
-        drop(dom);
-        // The data is always synced before the manifest names it.
-        let put = store.put(chunks, true);
+        let (xs, put) = rounds::write(comm, &plan, layout, data, opts.integrity, &mut writer)?;
         agree_on_outcome(comm, path, put)?;
         committing = true;
 
-        // Rank 0 gathers the block checksums (each aggregator's rows, in row order).
-        let enc: Vec<u8> = crcs
-            .iter()
-            .flat_map(|c| c.iter().flat_map(|x| x.to_le_bytes()))
-            .collect();
-        let all = comm.allgather_bytes(&enc)?;
+        // Rank 0 gathers the block checksums (each aggregator's rows, round after round)
+        // and puts them in row order.
+        let all = comm.allgather_bytes(&writer.crcs)?;
         let committed = if me == 0 {
             let mut per_unit: Vec<Vec<u32>> = vec![Vec::new(); geo.count as usize];
-            for (a, bytes) in all.iter().enumerate().take(aggs as usize) {
-                let (r0, r1) = store.rows_of(a as u32);
-                let mut it = bytes
-                    .chunks_exact(4)
-                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-                for (u, list) in per_unit.iter_mut().enumerate() {
-                    let n = (r0..r1)
-                        .filter(|&r| geo.block(r, u as u64).len() > 0)
-                        .count();
-                    list.extend(it.by_ref().take(n));
+            let mut its: Vec<_> = all
+                .iter()
+                .take(aggs as usize)
+                .map(|bytes| {
+                    bytes
+                        .chunks_exact(4)
+                        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                })
+                .collect();
+            let mut store = Store {
+                base_row: 0,
+                ..writer.store
+            };
+            for r in 0..plan.count() {
+                store.base_row = r * u64::from(aggs) * k;
+                for (a, it) in its.iter_mut().enumerate() {
+                    let (r0, r1) = store.rows_of(a as u32);
+                    for (u, list) in per_unit.iter_mut().enumerate() {
+                        let n = (r0..r1)
+                            .filter(|&r| geo.block(r, u as u64).len() > 0)
+                            .count();
+                        list.extend(it.by_ref().take(n));
+                    }
                 }
             }
             let m = Manifest {
@@ -227,6 +234,7 @@ pub(super) fn write(
             exchange: xs,
             rebuilt: 0,
             version,
+            rounds: plan.count(),
         })
     })();
     if res.is_err() {
@@ -235,7 +243,7 @@ pub(super) fn write(
         // phase, each rank removes its own; failing in the commit, rank 0 removes them
         // unless its manifest was renamed into place after all.
         if !committing {
-            store.discard();
+            writer.store.discard();
         } else if comm.rank() == 0
             && std::fs::read(path)
                 .ok()
@@ -243,7 +251,7 @@ pub(super) fn write(
                 .is_none_or(|m| m.version != version)
         {
             if s.node_local {
-                store.discard();
+                writer.store.discard();
             } else {
                 for p in &paths {
                     let _ = std::fs::remove_file(p);
@@ -284,30 +292,25 @@ pub(super) fn read(
     let paths = m.unit_paths(path);
     let crcs = m.crcs();
     let (per, aggs) = split_rows(&geo, comm.size());
-    let store = Store {
-        comm,
-        geo: &geo,
-        paths: &paths,
-        node_local: m.node_local,
-        rows_per: per,
-        aggs,
+    let buffer = rounds::buffer_size(comm, opts.coll_buffer)?;
+    let (plan, k) = row_rounds(comm, layout, &geo, (per, aggs), buffer)?;
+    let mut reader = RowReader {
+        store: Store {
+            comm,
+            geo: &geo,
+            paths: &paths,
+            node_local: m.node_local,
+            rows_per: k,
+            aggs,
+            base_row: 0,
+        },
+        crcs: &crcs,
+        rebuilt: Vec::new(),
     };
-    let chunks = store.get()?;
-    let me = comm.rank();
-    let mine = me < aggs;
-    let io = io_layout(&geo, per, aggs)?;
-    let mut dom = vec![0u8; rank_bytes(&io, me)? as usize];
-    let (r0, r1) = store.rows_of(me);
-    // A failed assembly still takes part in the exchange, so that no rank waits for it.
-    let assembled = if mine {
-        geo.assemble((r0, r1), &chunks, &crcs, &paths, &mut dom, false)
-    } else {
-        Ok(Vec::new())
-    };
-    drop(chunks);
-    let plan = Plan::new(&io, layout)?;
-    let xs = redistribute_plan(comm, &plan, &dom, data, &integrity(opts.integrity))?;
-    let rebuilt = agree_on_outcome(comm, path, assembled)?;
+    // A failed assembly still takes part in the exchanges, so that no rank waits for it.
+    let (xs, assembled) = rounds::read(comm, &plan, layout, data, opts.integrity, &mut reader)?;
+    agree_on_outcome(comm, path, assembled)?;
+    let rebuilt = reader.rebuilt;
     if !rebuilt.is_empty() {
         let mut units: Vec<u64> = rebuilt.iter().map(|r| r.0).collect();
         units.dedup();
@@ -325,5 +328,6 @@ pub(super) fn read(
         exchange: xs,
         rebuilt: total_rebuilt,
         version: m.version,
+        rounds: plan.count(),
     })
 }

@@ -207,3 +207,109 @@ pub(crate) fn replace(path: &Path, data: &[u8]) -> Result<(), FileError> {
         .and_then(|d| d.sync_all())
         .map_err(|e| FileError::io("sync directory", dir, e))
 }
+
+/// Most buffers in one `pwritev`/`preadv` call (Linux's `IOV_MAX`).
+pub(crate) const IOV_MAX: usize = 1024;
+
+/// Drives a vectored call to the end: `call(at)` issues it at file offset `at` and, on
+/// success, advances past what it moved; `None` once every buffer is done. A call moving
+/// nothing is `end` (the file ended, or a write made no progress).
+fn drive(
+    path: &Path,
+    what: &'static str,
+    end: std::io::ErrorKind,
+    offset: u64,
+    mut call: impl FnMut(u64) -> Option<isize>,
+) -> Result<(), FileError> {
+    let mut at = offset;
+    while let Some(r) = call(at) {
+        match r {
+            r if r > 0 => at += r as u64,
+            0 => return Err(FileError::io(what, path, std::io::Error::from(end))),
+            _ => {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(FileError::io(what, path, e));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes `parts` back to back at `offset` with `pwritev` (at most [`IOV_MAX`] buffers a
+/// call), looping over short writes.
+pub(crate) fn write_vectored_at(
+    f: &File,
+    path: &Path,
+    parts: &[&[u8]],
+    offset: u64,
+) -> Result<(), FileError> {
+    use std::io::IoSlice;
+    use std::os::fd::AsRawFd;
+    let mut iov: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
+    let mut bufs: &mut [IoSlice<'_>] = &mut iov;
+    IoSlice::advance_slices(&mut bufs, 0);
+    drive(path, "write", std::io::ErrorKind::WriteZero, offset, |at| {
+        if bufs.is_empty() {
+            return None;
+        }
+        let n = bufs.len().min(IOV_MAX) as libc::c_int;
+        // SAFETY: `IoSlice` is ABI-compatible with `iovec` on Unix, and the `n` slices
+        // borrow live buffers for the duration of the call; the descriptor is open.
+        let r = unsafe {
+            libc::pwritev(
+                f.as_raw_fd(),
+                bufs.as_ptr().cast::<libc::iovec>(),
+                n,
+                at as libc::off_t,
+            )
+        };
+        if r > 0 {
+            IoSlice::advance_slices(&mut bufs, r as usize);
+        }
+        Some(r)
+    })
+}
+
+/// Fills `parts` back to back from `offset` with `preadv` (at most [`IOV_MAX`] buffers a
+/// call), looping over short reads; the file ending first is an `UnexpectedEof` error.
+pub(crate) fn read_vectored_at(
+    f: &File,
+    path: &Path,
+    parts: &mut [&mut [u8]],
+    offset: u64,
+) -> Result<(), FileError> {
+    use std::io::IoSliceMut;
+    use std::os::fd::AsRawFd;
+    let mut iov: Vec<IoSliceMut<'_>> = parts.iter_mut().map(|p| IoSliceMut::new(p)).collect();
+    let mut bufs: &mut [IoSliceMut<'_>] = &mut iov;
+    IoSliceMut::advance_slices(&mut bufs, 0);
+    drive(
+        path,
+        "read",
+        std::io::ErrorKind::UnexpectedEof,
+        offset,
+        |at| {
+            if bufs.is_empty() {
+                return None;
+            }
+            let n = bufs.len().min(IOV_MAX) as libc::c_int;
+            // SAFETY: `IoSliceMut` is ABI-compatible with `iovec` on Unix, and the `n` slices
+            // borrow live, exclusively held buffers for the duration of the call; the
+            // descriptor is open.
+            let r = unsafe {
+                libc::preadv(
+                    f.as_raw_fd(),
+                    bufs.as_ptr().cast::<libc::iovec>(),
+                    n,
+                    at as libc::off_t,
+                )
+            };
+            if r > 0 {
+                IoSliceMut::advance_slices(&mut bufs, r as usize);
+            }
+            Some(r)
+        },
+    )
+}

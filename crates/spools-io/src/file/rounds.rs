@@ -1,0 +1,350 @@
+//! Collective file I/O in bounded rounds: the aggregators' file domains are covered in
+//! rounds of at most one *collective buffer* per aggregator, so that writing or reading a
+//! file takes O(buffer + runs) memory per rank whatever the file's size.
+//!
+//! Round `r` covers the window `[r·A·c, (r+1)·A·c)` of the dataset's byte stream (`A`
+//! aggregators, `c` bytes each per round): aggregator `a` holds its part
+//! `[r·A·c + a·c, r·A·c + (a+1)·c)`, so the round's I/O distribution is
+//! `stripe(unit=c, count=A)` over the window. A round is one exchange between the caller's
+//! layout *restricted to the window* (an irregular layout of the window's runs, built with
+//! [`Layout::locate`]) and that distribution, then each aggregator's write of its part
+//! (for a read: the reads, then the exchange). A file that fits one round is exchanged
+//! straight from (into) the caller's layout, as before rounds existed.
+//!
+//! Each aggregator's part of a round goes through one place, the [`RoundSink`] given to
+//! [`write`] and [`read`]: that is where the bytes of a stream range are in hand, before
+//! they are written and after they are read (the hook for block checksums).
+
+use spools_map::{IrregularLayout, Layout, Plan, StripeLayout};
+use spools_msg::{Communicator, Op};
+
+use crate::error::FileError;
+use crate::exchange::ExchangeStats;
+use crate::file::steps::integrity;
+use crate::redistribute::redistribute_plan;
+
+/// A rank's handling of its part of each round: the bytes of the stream range starting
+/// at `at` (offsets in the dataset's byte stream). Called on every rank in every round
+/// (with no bytes where the rank has no part), so a sink may be collective; a sink that
+/// failed is still called in the later rounds (and should then take part in its
+/// collective steps only).
+pub(super) trait RoundSink {
+    /// Stores the bytes `bytes` of round `r`, stream offset `at`.
+    ///
+    /// # Errors
+    /// [`FileError`]: the storage failed; the rounds go on (so no rank waits) and the
+    /// first error is the outcome.
+    fn put(&mut self, r: u64, at: u64, bytes: &[u8]) -> Result<(), FileError>;
+}
+
+/// The reading counterpart of [`RoundSink`], called the same way.
+pub(super) trait RoundSource {
+    /// Fills `bytes` with round `r`'s stream range starting at `at`.
+    ///
+    /// # Errors
+    /// [`FileError`]: the storage failed; the rounds go on with what `bytes` holds.
+    fn get(&mut self, r: u64, at: u64, bytes: &mut [u8]) -> Result<(), FileError>;
+}
+
+/// The round structure of one collective operation (identical on every rank).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Rounds {
+    /// Dataset bytes.
+    pub(super) total: u64,
+    /// Bytes of each aggregator's part of a round.
+    pub(super) chunk: u64,
+    /// Aggregators (ranks `0..aggs`).
+    pub(super) aggs: u32,
+}
+
+impl Rounds {
+    /// Rounds over `total` bytes with `aggs` aggregators taking `chunk` bytes each.
+    pub(super) fn new(total: u64, chunk: u64, aggs: u32) -> Rounds {
+        Rounds {
+            total,
+            chunk: chunk.max(1),
+            aggs: aggs.max(1),
+        }
+    }
+
+    /// Bytes of one full round.
+    fn span(&self) -> u64 {
+        self.chunk * u64::from(self.aggs)
+    }
+
+    /// Number of rounds (at least 1).
+    pub(super) fn count(&self) -> u64 {
+        self.total.div_ceil(self.span()).max(1)
+    }
+
+    /// The stream window `[lo, hi)` of round `r`.
+    pub(super) fn window(&self, r: u64) -> (u64, u64) {
+        let lo = (r * self.span()).min(self.total);
+        (lo, (lo + self.span()).min(self.total))
+    }
+
+    /// The stream range of aggregator `a` in round `r` (empty for a non-aggregator).
+    pub(super) fn part(&self, r: u64, a: u32) -> (u64, u64) {
+        if a >= self.aggs {
+            return (0, 0);
+        }
+        let (lo, hi) = self.window(r);
+        let s = (lo + u64::from(a) * self.chunk).min(hi);
+        (s, (s + self.chunk).min(hi))
+    }
+
+    /// The I/O distribution of round `r`'s window.
+    fn io_layout(&self, r: u64) -> Result<Layout, FileError> {
+        let (lo, hi) = self.window(r);
+        Ok(Layout::Stripe(StripeLayout::new(
+            self.chunk,
+            u64::from(self.aggs),
+            Some((hi - lo).max(1)),
+        )?))
+    }
+}
+
+/// The most runs of the caller's layout one round's window may hold: a round's window is
+/// described run by run (about 100 bytes each over the ranks' views), so layouts of short
+/// runs go in smaller rounds.
+const MAX_WINDOW_RUNS: u64 = 1 << 17;
+
+/// `buffer` per aggregator, or less where `layout`'s runs are so short that a window of
+/// `aggs` such buffers would hold more than [`MAX_WINDOW_RUNS`] runs (never below 4 KiB).
+/// Identical on every rank; collective when the file takes more than one round.
+///
+/// # Errors
+/// [`FileError`]: the reduction failed (a dead peer).
+pub(super) fn capped_buffer(
+    comm: &Communicator,
+    layout: &Layout,
+    total: u64,
+    aggs: u32,
+    buffer: u64,
+) -> Result<u64, FileError> {
+    if total <= buffer.saturating_mul(u64::from(aggs.max(1))) {
+        return Ok(buffer);
+    }
+    let (runs, bytes) = crate::file::steps::run_totals(comm, layout)?;
+    let mean = bytes.checked_div(runs).unwrap_or(bytes).max(1);
+    let most = (MAX_WINDOW_RUNS.saturating_mul(mean) / u64::from(aggs.max(1))).max(4096);
+    Ok(buffer.min(most))
+}
+
+/// The collective buffer per aggregator: the per-call choice, else the configuration's
+/// `coll_buffer`, the smallest over the ranks (so that every rank cuts the same rounds).
+///
+/// # Errors
+/// [`FileError`]: the reduction failed (a dead peer).
+pub(super) fn buffer_size(comm: &Communicator, choice: Option<usize>) -> Result<u64, FileError> {
+    let mine = choice.map_or_else(configured, |b| b as u64).max(1);
+    let mut out = [0u64];
+    comm.allreduce(&[mine], &mut out, &Op::Min)?;
+    Ok(out[0].max(1))
+}
+
+/// The configured `coll_buffer` (the default when the configuration cannot be read: the
+/// rank could not have started with a bad one).
+fn configured() -> u64 {
+    spools_boot::config::Config::load()
+        .map_or(spools_boot::config::COLL_BUFFER_DEFAULT, |c| c.coll_buffer)
+}
+
+/// The caller's layout restricted to the window `[lo, hi)`: an irregular layout of the
+/// window's runs (offsets relative to `lo`), and where this rank's runs of it lie in its
+/// local storage.
+struct Window {
+    layout: Layout,
+    /// This rank's runs in window order: `(local offset, len)`, merged.
+    mine: Vec<(u64, u64)>,
+}
+
+impl Window {
+    fn new(layout: &Layout, me: u32, lo: u64, hi: u64) -> Result<Window, FileError> {
+        let units = layout.units() as usize;
+        let e = layout.elem_size().max(1);
+        let elem = if lo % e == 0 && hi % e == 0 { e } else { 1 };
+        // Per unit: (start, len) in bytes relative to lo, and the local end of the last.
+        let mut lists: Vec<Vec<(u64, u64)>> = vec![Vec::new(); units];
+        let mut last_local: Vec<u64> = vec![u64::MAX; units];
+        let mut mine: Vec<(u64, u64)> = Vec::new();
+        let mut g = lo;
+        while g < hi {
+            let loc = layout.locate(g).ok_or(FileError::Options(
+                "the layout does not cover the dataset's byte stream",
+            ))?;
+            let n = loc.len.max(1).min(hi - g);
+            let u = loc.unit as usize;
+            let list = lists.get_mut(u).ok_or(FileError::Options(
+                "the layout names a unit past its unit count",
+            ))?;
+            let contiguous = last_local[u] == loc.local;
+            match list.last_mut() {
+                Some(last) if contiguous && last.0 + last.1 == g - lo => last.1 += n,
+                _ => list.push((g - lo, n)),
+            }
+            last_local[u] = loc.local + n;
+            if loc.unit == u64::from(me) {
+                match mine.last_mut() {
+                    Some(m) if m.0 + m.1 == loc.local => m.1 += n,
+                    _ => mine.push((loc.local, n)),
+                }
+            }
+            g += n;
+        }
+        let lists = lists
+            .into_iter()
+            .map(|l| l.into_iter().map(|(s, n)| (s / elem, n / elem)).collect())
+            .collect();
+        let layout = Layout::Irregular(IrregularLayout::new(elem, (hi - lo) / elem, lists)?);
+        Ok(Window { layout, mine })
+    }
+
+    /// This rank's runs as one contiguous local range, when they are one.
+    fn contiguous(&self) -> Option<(usize, usize)> {
+        match self.mine.as_slice() {
+            [] => Some((0, 0)),
+            [(l, n)] => Some((*l as usize, (*l + *n) as usize)),
+            _ => None,
+        }
+    }
+}
+
+/// Round `r`'s I/O distribution, and the window of the caller's layout it covers (`None`
+/// when the round is the whole file: the caller's layout itself).
+fn round(
+    rounds: &Rounds,
+    r: u64,
+    layout: &Layout,
+    me: u32,
+) -> Result<(Layout, Option<Window>), FileError> {
+    let io = rounds.io_layout(r)?;
+    if rounds.count() == 1 {
+        return Ok((io, None));
+    }
+    let (lo, hi) = rounds.window(r);
+    Ok((io, Some(Window::new(layout, me, lo, hi)?)))
+}
+
+/// Adds one round's exchange counts to `acc`.
+fn add(acc: &mut ExchangeStats, x: &ExchangeStats) {
+    acc.sent += x.sent;
+    acc.received += x.received;
+    acc.local += x.local;
+    acc.messages += x.messages;
+    acc.runs += x.runs;
+}
+
+/// Writes `data` (this rank's share of `layout`) in rounds: each round's exchange, then
+/// the aggregators' [`RoundSink::put`]. Collective. Returns this rank's exchange counts and
+/// the outcome of its puts (the first failure; later rounds still exchange but put
+/// nothing).
+///
+/// # Errors
+/// [`FileError`]: the exchange failed (a dead peer) or a layout could not be built.
+pub(super) fn write(
+    comm: &Communicator,
+    rounds: &Rounds,
+    layout: &Layout,
+    data: &[u8],
+    checked: bool,
+    sink: &mut dyn RoundSink,
+) -> Result<(ExchangeStats, Result<(), FileError>), FileError> {
+    let me = comm.rank();
+    let mut stats = ExchangeStats::default();
+    let mut outcome = Ok(());
+    let mut buf: Vec<u8> = Vec::new();
+    let mut staging: Vec<u8> = Vec::new();
+    for r in 0..rounds.count() {
+        let (io, window) = round(rounds, r, layout, me)?;
+        let (p0, p1) = rounds.part(r, me);
+        buf.clear();
+        buf.resize((p1 - p0) as usize, 0);
+        let x = if let Some(w) = window {
+            let plan = Plan::new(&w.layout, &io)?;
+            let src: &[u8] = match w.contiguous() {
+                Some((a, b)) => data.get(a..b).unwrap_or_default(),
+                None => {
+                    staging.clear();
+                    for &(l, n) in &w.mine {
+                        staging.extend_from_slice(
+                            data.get(l as usize..(l + n) as usize).unwrap_or_default(),
+                        );
+                    }
+                    &staging
+                }
+            };
+            redistribute_plan(comm, &plan, src, &mut buf, &integrity(checked))?
+        } else {
+            let plan = Plan::new(layout, &io)?;
+            redistribute_plan(comm, &plan, data, &mut buf, &integrity(checked))?
+        };
+        add(&mut stats, &x);
+        let put = sink.put(r, p0, &buf);
+        if outcome.is_ok() {
+            outcome = put;
+        }
+    }
+    Ok((stats, outcome))
+}
+
+/// Reads into `data` (this rank's share of `layout`) in rounds: the aggregators'
+/// [`RoundSource::get`], then each round's exchange. Collective. Returns this rank's
+/// exchange counts and the outcome of its gets (a failed get still takes part in the
+/// exchange, so that no rank waits for it).
+///
+/// # Errors
+/// [`FileError`]: the exchange failed (a dead peer) or a layout could not be built.
+pub(super) fn read(
+    comm: &Communicator,
+    rounds: &Rounds,
+    layout: &Layout,
+    data: &mut [u8],
+    checked: bool,
+    sink: &mut dyn RoundSource,
+) -> Result<(ExchangeStats, Result<(), FileError>), FileError> {
+    let me = comm.rank();
+    let mut stats = ExchangeStats::default();
+    let mut outcome = Ok(());
+    let mut buf: Vec<u8> = Vec::new();
+    let mut staging: Vec<u8> = Vec::new();
+    for r in 0..rounds.count() {
+        let (io, window) = round(rounds, r, layout, me)?;
+        let (p0, p1) = rounds.part(r, me);
+        buf.clear();
+        buf.resize((p1 - p0) as usize, 0);
+        let got = sink.get(r, p0, &mut buf);
+        if outcome.is_ok() {
+            outcome = got;
+        }
+        let x = if let Some(w) = window {
+            let plan = Plan::new(&io, &w.layout)?;
+            match w.contiguous() {
+                Some((a, b)) => {
+                    let dst = data.get_mut(a..b).unwrap_or_default();
+                    redistribute_plan(comm, &plan, &buf, dst, &integrity(checked))?
+                }
+                None => {
+                    staging.clear();
+                    staging.resize(w.mine.iter().map(|m| m.1 as usize).sum(), 0);
+                    let x =
+                        redistribute_plan(comm, &plan, &buf, &mut staging, &integrity(checked))?;
+                    let mut at = 0usize;
+                    for &(l, n) in &w.mine {
+                        let n = n as usize;
+                        if let Some(d) = data.get_mut(l as usize..l as usize + n) {
+                            d.copy_from_slice(&staging[at..at + n]);
+                        }
+                        at += n;
+                    }
+                    x
+                }
+            }
+        } else {
+            let plan = Plan::new(&io, layout)?;
+            redistribute_plan(comm, &plan, &buf, data, &integrity(checked))?
+        };
+        add(&mut stats, &x);
+    }
+    Ok((stats, outcome))
+}
