@@ -3,7 +3,8 @@
 //! verified read (naming the block) and by `fsck`; a truncated sidecar refused; a stale
 //! sidecar removed by a write without checksums; and a write that fails after its data is
 //! written (the ranks disagree on checksums) leaves the previous file and sidecar as they
-//! were, with no temporary file behind.
+//! were, with no temporary file behind. Reshuffled writes and reads go in rounds of a
+//! 64 KiB collective buffer, so the sums gather pieces of many rounds.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -18,6 +19,9 @@ use spools_testkit::{assert_ok, checked, e, rank_main, tempdir, Job};
 /// 3 MiB and a bit: three whole blocks and a short one; cyclic runs of 4099 bytes, so
 /// that blocks straddle the ranks' runs (direct path) and domains (reshuffled).
 const BYTES: u64 = 3 * SUMS_BLOCK + 4321;
+
+/// The collective buffer: the reshuffled writes and reads go in many rounds.
+const ROUND: usize = 64 << 10;
 
 fn layout(n: u32) -> Layout {
     format!("u8[{BYTES}] cyclic(4099) on {n}").parse().unwrap()
@@ -38,15 +42,28 @@ fn part(l: &Layout, me: u64, seed: u64) -> Result<Vec<u8>, String> {
     Ok(v)
 }
 
+/// Writes the dataset of `seed`: the first one reshuffled (in rounds), the others as
+/// `Reshuffle::Auto` decides (each rank its own runs, for these runs).
 fn write(w: &World, path: &Path, fmt: &Format, sums: bool, seed: u64) -> Result<(), String> {
     let l = layout(w.size());
     let data = part(&l, u64::from(w.rank()), seed)?;
     let opts = WriteOptions {
         format: fmt.clone(),
         checksums: sums,
+        reshuffle: if seed == 1 {
+            Reshuffle::Always
+        } else {
+            Reshuffle::Auto
+        },
+        // Many rounds: the 1 MiB blocks straddle the rounds' parts.
+        coll_buffer: Some(ROUND),
         ..WriteOptions::default()
     };
-    e(w.write_file(path, &data, &l, &opts)).map(drop)
+    let stats = e(w.write_file(path, &data, &l, &opts))?;
+    if seed == 1 && (!stats.reshuffled || stats.rounds < 2) {
+        return Err(format!("a reshuffled write in one round: {stats:?}"));
+    }
+    Ok(())
 }
 
 /// Reads with verification (reshuffled or direct) and checks the values.
@@ -57,6 +74,7 @@ fn read(w: &World, path: &Path, how: Reshuffle, seed: u64) -> Result<(), FileErr
     let opts = ReadOptions {
         reshuffle: how,
         checksums: true,
+        coll_buffer: Some(ROUND),
         ..ReadOptions::default()
     };
     w.read_file(path, &mut back, &l, &opts)?;
