@@ -80,7 +80,8 @@ fn a_peer_cache_maps_the_segment_and_reads_its_bytes() {
     let want: Vec<u8> = (1_000..4_000).map(|i| i as u8 ^ 0x5a).collect();
     assert_eq!(got, want);
     // Writes go through to the owner's memory.
-    pb.copy_from(10, b"peer").unwrap();
+    // SAFETY: nothing in this process borrows the peer's segment.
+    unsafe { pb.copy_from(10, b"peer") }.unwrap();
     // SAFETY: 1_010 + 4 <= len; the write above happened before in this thread.
     let seen = unsafe { std::slice::from_raw_parts(seg.data().add(1_010), 4) };
     assert_eq!(seen, b"peer");

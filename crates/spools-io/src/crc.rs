@@ -37,6 +37,7 @@ fn lane(b: &[u8]) -> u128 {
 
 /// `acc ^= other` (of the same length), word by word.
 pub(crate) fn xor_into(acc: &mut [u8], other: &[u8]) {
+    debug_assert_eq!(acc.len(), other.len(), "xor_into takes equal lengths");
     let mut a = acc.chunks_exact_mut(LANE);
     let mut o = other.chunks_exact(LANE);
     for (a, o) in (&mut a).zip(&mut o) {

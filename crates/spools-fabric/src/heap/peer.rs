@@ -62,15 +62,17 @@ impl PeerHeaps {
         }
         let seg = {
             let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-            match cache.get(&name) {
+            let hit = cache.get(&name).cloned();
+            // Every request lets go of the segments their owners freed, so that their
+            // memory goes back to the system (a mapping holds it while it lives).
+            cache.retain(|_, s| !s.freed());
+            match hit {
                 Some(s) if s.freed() => {
-                    cache.remove(&name);
                     return Err(HeapError::Freed { name });
                 }
-                Some(s) => s.clone(),
+                Some(s) => s,
                 None => {
                     let s = self.open(name)?;
-                    cache.retain(|_, s| !s.freed());
                     if s.freed() {
                         return Err(HeapError::Freed { name });
                     }
@@ -202,10 +204,10 @@ impl PeerBytes {
     pub fn copy_to(&self, at: usize, dst: &mut [u8]) -> Result<(), HeapError> {
         self.check(at, dst.len())?;
         // SAFETY: at + dst.len() <= len (checked), so the source lies in the mapping kept
-        // alive by `seg`; `dst` is this process's own exclusively borrowed memory, which
-        // cannot overlap a peer's segment that this process does not own (and if it did,
-        // a byte copy of plain bytes is still defined). Concurrent writers in other
-        // processes can only make the copied bytes stale or mixed.
+        // alive by `seg`; `dst` is exclusively borrowed, so it is not this mapping's
+        // address range (which no reference covers), and the two do not overlap.
+        // Concurrent writers in other processes can only make the copied bytes stale or
+        // mixed.
         unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(at), dst.as_mut_ptr(), dst.len()) }
         Ok(())
     }
@@ -214,10 +216,18 @@ impl PeerBytes {
     ///
     /// # Errors
     /// [`HeapError::OutOfRange`] if they lie outside the range.
-    pub fn copy_from(&self, at: usize, src: &[u8]) -> Result<(), HeapError> {
+    ///
+    /// # Safety
+    /// The range must not be memory that this process borrows elsewhere: a segment of
+    /// this process's own heap (a `SharedBuf` mapped a second time through its name) may
+    /// be behind a live `&[T]`, which this write would change. Another process's
+    /// segment is never borrowed in this one.
+    pub unsafe fn copy_from(&self, at: usize, src: &[u8]) -> Result<(), HeapError> {
         self.check(at, src.len())?;
-        // SAFETY: as in `copy_to`, in the other direction; the segment is mapped
-        // writable and holds plain bytes, so any bit pattern is valid.
+        // SAFETY: at + src.len() <= len (checked), so the destination lies in the
+        // mapping kept alive by `seg`, mapped writable and holding plain bytes (any bit
+        // pattern is valid); no reference of this process covers it (the caller's
+        // contract); `src` is a separate allocation of this process.
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(at), src.len()) }
         Ok(())
     }

@@ -130,8 +130,10 @@ impl HeapSegment {
             name,
             owned: true,
         };
-        // SAFETY: the mapping is at least HEADER_BYTES long, page aligned and zero-filled;
-        // no other process knows the name yet (it is published after this returns).
+        // SAFETY: the mapping is at least HEADER_BYTES long, page aligned and zero-filled.
+        // A peer may already open it (a region's name is derived from its key), but
+        // `open` reads nothing of the header before `ready` is set (Acquire), which
+        // happens after these writes (Release).
         unsafe {
             let h = &mut *(base as *mut Header);
             h.magic = MAGIC;

@@ -107,18 +107,23 @@ pub(super) fn inspect_for(path: &Path, layout: Option<&Layout>) -> Result<Kind, 
 
 /// The rounds of `layout`'s `total`-byte stream over at most `comm.size()` aggregators:
 /// each aggregator's file domain is a multiple of `align` bytes, taken at most `buffer`
-/// bytes per round ([`rounds::capped_buffer`]). Collective.
+/// bytes per round ([`rounds::capped_buffer`]), rounded up to whole `grain`s (a verified
+/// read's checksum blocks: each block then lies whole in one aggregator's part and is
+/// checked from the bytes delivered, never read again). Collective.
 fn io_rounds(
     comm: &Communicator,
     layout: &Layout,
     total: u64,
     align: u64,
     buffer: u64,
+    grain: u64,
 ) -> Result<Rounds, FileError> {
     let per = total.div_ceil(u64::from(comm.size().max(1)));
     let domain = per.div_ceil(align).max(1) * align;
     let aggs = total.div_ceil(domain).max(1) as u32;
     let chunk = rounds::capped_buffer(comm, layout, total, aggs, domain.min(buffer))?;
+    // Parts of whole `grain`s (at most the domain, itself a multiple of `align`).
+    let chunk = (chunk.div_ceil(grain.max(1)) * grain.max(1)).min(domain);
     Ok(Rounds::new(total, chunk, aggs))
 }
 
@@ -289,7 +294,7 @@ fn write_temp(
     let mut pieces = Pieces::new(opts.checksums);
     let res = if reshuffle {
         let buffer = rounds::buffer_size(comm, opts.coll_buffer)?;
-        let plan = io_rounds(comm, layout, total, DOMAIN_ALIGN, buffer)?;
+        let plan = io_rounds(comm, layout, total, DOMAIN_ALIGN, buffer, 1)?;
         stats.aggregators = plan.aggs;
         stats.rounds = plan.count();
         let mut sink = FileSink {
@@ -389,7 +394,8 @@ fn read_own(
             e.global,
             &data[e.local as usize..(e.local + e.len) as usize],
         )
-    }))
+    }))?;
+    verify.finish()
 }
 
 /// This rank's runs of `layout`, in file order.
@@ -449,7 +455,8 @@ pub(super) fn read(
     let verify = Verify::new(opts.checksums, path, offset, bytes);
     let res = if reshuffle {
         let buffer = rounds::buffer_size(comm, opts.coll_buffer)?;
-        let plan = io_rounds(comm, layout, total, DOMAIN_ALIGN, buffer)?;
+        let grain = if opts.checksums { sums::SUMS_BLOCK } else { 1 };
+        let plan = io_rounds(comm, layout, total, DOMAIN_ALIGN, buffer, grain)?;
         stats.aggregators = plan.aggs;
         stats.rounds = plan.count();
         let mut sink = FileSink {
@@ -464,7 +471,7 @@ pub(super) fn read(
         // waits for it; the agreement below then fails the call everywhere.
         let (x, got) = rounds::read(comm, &plan, layout, data, opts.integrity, &mut sink)?;
         stats.exchange = x;
-        got
+        got.and_then(|()| verify.finish())
     } else {
         stats.aggregators = layout.units().min(u64::from(comm.size())) as u32;
         read_own(path, layout, me, data, offset, &verify)

@@ -72,7 +72,7 @@ pub struct WriteOptions {
     pub checksums: bool,
     /// Collective buffer per aggregator (bytes): the file is written in rounds of at most
     /// this much per aggregator. `None`: the configuration's `coll_buffer` (16 MiB by
-    /// default). The smallest value over the ranks is used.
+    /// default). The smallest value over the ranks is used, and never less than 4 KiB.
     pub coll_buffer: Option<usize>,
 }
 

@@ -132,12 +132,16 @@ pub(super) fn capped_buffer(
 }
 
 /// The collective buffer per aggregator: the per-call choice, else the configuration's
-/// `coll_buffer`, the smallest over the ranks (so that every rank cuts the same rounds).
+/// `coll_buffer`, the smallest over the ranks (so that every rank cuts the same rounds),
+/// never below the configuration's minimum (4 KiB: a per-call `Some(1)` would make one
+/// round per byte).
 ///
 /// # Errors
 /// [`FileError`]: the reduction failed (a dead peer).
 pub(super) fn buffer_size(comm: &Communicator, choice: Option<usize>) -> Result<u64, FileError> {
-    let mine = choice.map_or_else(configured, |b| b as u64).max(1);
+    let mine = choice
+        .map_or_else(configured, |b| b as u64)
+        .max(spools_boot::config::COLL_BUFFER_MIN);
     let mut out = [0u64];
     comm.allreduce(&[mine], &mut out, &Op::Min)?;
     Ok(out[0].max(1))

@@ -70,19 +70,16 @@ impl Store<'_> {
         }
     }
 
-    /// Writes this aggregator's chunks (one per unit, for its rows) and returns the files
-    /// written, to be synced. Collective.
-    pub(super) fn put(&self, chunks: Vec<Vec<u8>>, sync: bool) -> Result<(), FileError> {
+    /// Writes this aggregator's chunks (one per unit, for its rows) through the unit
+    /// files kept open in `units` (synced once, after the last round). Collective.
+    pub(super) fn put(&self, chunks: Vec<Vec<u8>>, units: &mut OpenUnits) -> Result<(), FileError> {
         let me = self.comm.rank();
         if !self.node_local {
             for (u, c) in chunks.iter().enumerate() {
                 if !c.is_empty() {
                     let p = self.path(u as u64);
-                    let f = sys::open_unit_write(p)?;
-                    sys::write_at(&f, p, c, self.range(u as u64, me).0)?;
-                    if sync {
-                        sys::sync(&f, p)?;
-                    }
+                    let f = units.get(u as u64, p)?;
+                    sys::write_at(f, p, c, self.range(u as u64, me).0)?;
                 }
             }
             return Ok(());
@@ -104,7 +101,7 @@ impl Store<'_> {
         let mut result = Ok(());
         for u in (0..self.geo.count).filter(|&u| self.owner(u) == me) {
             let p = self.path(u);
-            let f = match sys::open_unit_write(p) {
+            let f = match units.get(u, p) {
                 Ok(f) => Some(f),
                 Err(e) => {
                     result = result.and(Err(e));
@@ -130,9 +127,6 @@ impl Store<'_> {
                 if let (Some(f), true) = (&f, result.is_ok()) {
                     result = sys::write_at(f, p, &data, lo);
                 }
-            }
-            if let (Some(f), true, true) = (&f, sync, result.is_ok()) {
-                result = sys::sync(f, p);
             }
         }
         wait_all(sends)?;
@@ -221,12 +215,49 @@ impl Store<'_> {
     }
 }
 
+/// The unit files a writer opened, kept open across the rounds (one open per unit, not
+/// per round) and synced once, after the last round.
+#[derive(Default)]
+pub(super) struct OpenUnits(Vec<(u64, std::fs::File)>);
+
+impl OpenUnits {
+    /// Unit `u`'s file at `p`, opened for writing on first use.
+    fn get(&mut self, u: u64, p: &std::path::Path) -> Result<&std::fs::File, FileError> {
+        let at = match self.0.iter().position(|(v, _)| *v == u) {
+            Some(i) => i,
+            None => {
+                self.0.push((u, sys::open_unit_write(p)?));
+                self.0.len() - 1
+            }
+        };
+        Ok(&self.0[at].1)
+    }
+
+    /// Syncs every unit file written (the data is always durable before the manifest
+    /// names it).
+    pub(super) fn sync(&self, store: &Store<'_>) -> Result<(), FileError> {
+        for (u, f) in &self.0 {
+            sys::sync(f, store.path(*u))?;
+        }
+        Ok(())
+    }
+}
+
 /// A striped file's writer in rounds: each round's rows become unit chunks (with parity
 /// and block checksums) stored through the [`Store`].
 pub(super) struct RowWriter<'a> {
     pub(super) store: Store<'a>,
     /// The block checksums of this rank's rows, round after round, unit after unit.
     pub(super) crcs: Vec<u8>,
+    /// The unit files written so far.
+    pub(super) units: OpenUnits,
+}
+
+impl RowWriter<'_> {
+    /// Syncs the unit files this rank wrote; called after the last round.
+    pub(super) fn sync(&self) -> Result<(), FileError> {
+        self.units.sync(&self.store)
+    }
 }
 
 impl RoundSink for RowWriter<'_> {
@@ -244,8 +275,9 @@ impl RoundSink for RowWriter<'_> {
             }
             None => (0..geo.count).map(|_| Vec::new()).collect(),
         };
-        // The data is always synced before the manifest names it.
-        self.store.put(chunks, true)
+        // Synced once after the last round (`RowWriter::sync`), before the manifest
+        // names the data.
+        self.store.put(chunks, &mut self.units)
     }
 }
 

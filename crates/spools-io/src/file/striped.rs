@@ -154,6 +154,7 @@ pub(super) fn write(
             base_row: 0,
         },
         crcs: Vec::new(),
+        units: Default::default(),
     };
     // Whether this rank got past the data phase: until then no rank can have committed
     // (rank 0 commits only after every rank agreed that its data is written).
@@ -163,7 +164,7 @@ pub(super) fn write(
 
         let me = comm.rank();
         let (xs, put) = rounds::write(comm, &plan, layout, data, opts.integrity, &mut writer)?;
-        agree_on_outcome(comm, path, put)?;
+        agree_on_outcome(comm, path, put.and_then(|()| writer.sync()))?;
         committing = true;
 
         // Rank 0 gathers the block checksums (each aggregator's rows, round after round)

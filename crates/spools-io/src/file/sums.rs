@@ -407,12 +407,25 @@ pub(crate) fn commit(path: &Path, sums: Option<&Sums>) -> Result<(), FileError> 
 }
 
 /// Verification of what a rank read from a canonical file against its sidecar.
+///
+/// Parts come in stream order per caller (an aggregator's parts, round after round): a
+/// block cut by the end of a part is checksummed on as the next part continues it (its
+/// CRC carried across), so every byte is checked as it was delivered and read once. Only
+/// a block whose pieces do not follow each other is read whole from the file again, at
+/// [`Verify::finish`].
 #[derive(Debug)]
 pub(crate) struct Verify<'a> {
     on: bool,
     path: &'a Path,
     offset: u64,
     bytes: u64,
+    /// The sidecar, loaded at the first part.
+    sums: std::cell::OnceCell<Sums>,
+    /// A block begun by an earlier part: (block, the stream offset that continues it,
+    /// the CRC32C so far).
+    open: std::cell::Cell<Option<(u64, u64, u32)>>,
+    /// Blocks to read whole from the file at [`Verify::finish`].
+    reread: std::cell::RefCell<Vec<u64>>,
 }
 
 impl<'a> Verify<'a> {
@@ -423,16 +436,27 @@ impl<'a> Verify<'a> {
             path,
             offset,
             bytes,
+            sums: std::cell::OnceCell::new(),
+            open: std::cell::Cell::new(None),
+            reread: std::cell::RefCell::new(Vec::new()),
         }
     }
 
+    fn sums(&self) -> Result<&Sums, FileError> {
+        if let Some(s) = self.sums.get() {
+            return Ok(s);
+        }
+        let loaded = Sums::load(self.path, self.offset, self.bytes)?;
+        Ok(self.sums.get_or_init(|| loaded))
+    }
+
     /// Checks stream bytes read, as `(stream offset, bytes)` parts: blocks a part covers
-    /// whole are checked from its bytes, blocks it covers in part are read whole from the
-    /// file and checked once.
+    /// whole are checked from its bytes; a block cut by a part's end is carried on into
+    /// the part that continues it (see the type's docs).
     ///
     /// # Errors
     /// [`FileError::Corrupt`] naming the first bad block's byte offset in the file (unit
-    /// 0); errors of [`Sums::load`]; [`FileError::Io`] reading a partly covered block.
+    /// 0); errors of [`Sums::load`].
     pub(crate) fn check<'b>(
         &self,
         parts: impl IntoIterator<Item = (u64, &'b [u8])>,
@@ -440,31 +464,70 @@ impl<'a> Verify<'a> {
         if !self.on {
             return Ok(());
         }
-        let mut sums = None;
-        let mut partial: Vec<u64> = Vec::new();
         for (at, b) in parts.into_iter().filter(|p| !p.1.is_empty()) {
-            let s = match &sums {
-                Some(s) => s,
-                None => sums.insert(Sums::load(self.path, self.offset, self.bytes)?),
-            };
+            let s = self.sums()?;
             let end = at + b.len() as u64;
             for i in at / s.block..end.div_ceil(s.block) {
                 let (x, y) = s.block_range(i);
-                if x >= at && y <= end {
-                    s.check_block(self.path, i, &b[(x - at) as usize..(y - at) as usize])?;
+                let (lo, hi) = (x.max(at), y.min(end));
+                let piece = &b[(lo - at) as usize..(hi - at) as usize];
+                let crc = if lo == x {
+                    self.close_open();
+                    crate::crc32c(piece)
                 } else {
-                    partial.push(i);
+                    match self.open.take() {
+                        Some((j, next, crc)) if j == i && next == lo => {
+                            crc32c::crc32c_append(crc, piece)
+                        }
+                        other => {
+                            // The block's start came in a part that was not this one's
+                            // predecessor: read it whole at the end.
+                            if let Some((j, _, _)) = other {
+                                self.reread.borrow_mut().push(j);
+                            }
+                            self.reread.borrow_mut().push(i);
+                            continue;
+                        }
+                    }
+                };
+                if hi == y {
+                    if s.crc(i) != Some(crc) {
+                        return Err(self.corrupt(s, i));
+                    }
+                } else {
+                    self.open.set(Some((i, hi, crc)));
                 }
             }
         }
-        let Some(s) = sums else { return Ok(()) };
-        partial.sort_unstable();
-        partial.dedup();
-        if partial.is_empty() {
+        Ok(())
+    }
+
+    /// A block left open by a part that no later part continued goes to the re-read list.
+    fn close_open(&self) {
+        if let Some((j, _, _)) = self.open.take() {
+            self.reread.borrow_mut().push(j);
+        }
+    }
+
+    /// Ends the verification: blocks whose pieces did not follow each other are read whole
+    /// from the file and checked.
+    ///
+    /// # Errors
+    /// [`FileError::Corrupt`] naming a bad block; [`FileError::Io`] reading one.
+    pub(crate) fn finish(&self) -> Result<(), FileError> {
+        if !self.on {
             return Ok(());
         }
+        self.close_open();
+        let mut blocks = std::mem::take(&mut *self.reread.borrow_mut());
+        if blocks.is_empty() {
+            return Ok(());
+        }
+        blocks.sort_unstable();
+        blocks.dedup();
+        let s = self.sums()?;
         let f = sys::open_read(self.path)?;
-        for i in partial {
+        for i in blocks {
             if let Some(&(offset, _)) = s.bad_blocks(&f, self.path, (i, i + 1))?.first() {
                 return Err(FileError::Corrupt {
                     unit: 0,
@@ -474,6 +537,14 @@ impl<'a> Verify<'a> {
             }
         }
         Ok(())
+    }
+
+    fn corrupt(&self, s: &Sums, i: u64) -> FileError {
+        FileError::Corrupt {
+            unit: 0,
+            path: self.path.to_path_buf(),
+            offset: s.offset + s.block_range(i).0,
+        }
     }
 }
 
