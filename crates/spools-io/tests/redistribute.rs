@@ -140,6 +140,7 @@ fn redistribute_rank(w: &spools::World) -> Result<(), String> {
             integrity: rng.below(2) == 0,
             transfer_unit: [7, 100, 4096, 40_000, 100_000, 1 << 20][rng.below(6) as usize],
             window: 1 + rng.below(3) as usize,
+            single_copy: rng.below(4) != 0,
         };
         let src = local(&from, me)?;
         let want = local(&to, me)?;
