@@ -16,6 +16,7 @@
 
 mod caps;
 mod error;
+pub mod heap;
 mod lock;
 pub mod shm;
 pub mod tcp;

@@ -39,11 +39,13 @@
 //! world.finalize().unwrap();
 //! ```
 
+mod heap;
 mod io;
 mod leave;
 mod listen;
 mod world;
 
+pub use heap::SharedBuf;
 pub use spools_am::{
     ActiveMessage, AmError, Channel, Delivery, Endpoint, HandlerId, Interrupt, Region, RegionKey,
     Route, Worker,
@@ -51,6 +53,7 @@ pub use spools_am::{
 pub use spools_boot::config::{Config, SingleCopyChoice, TransportChoice};
 pub use spools_boot::identity::LauncherKind;
 pub use spools_boot::BootError;
+pub use spools_fabric::heap::{HeapError, HeapRef};
 pub use spools_fabric::{Caps, FabricError, Priority, SingleCopy, Transport};
 pub use spools_io::file::{FileStats, Format, ReadOptions, Reshuffle, Striping, WriteOptions};
 pub use spools_io::stream::{AduInfo, StreamReader};

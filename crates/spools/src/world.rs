@@ -96,6 +96,7 @@ pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
         tcp: listener.addr().to_string(),
     };
     let boot = Arc::new(conn.join(addrs)?);
+    spools_fabric::heap::join(boot.job(), boot.secret().clone());
     // Every rank must agree on the settings that shape the job (the transport decides the
     // set-up collectives; lanes the ring layout; the bulk limit what receivers accept).
     let choice = format!(
@@ -340,6 +341,33 @@ impl World {
         self.boot
             .announce_finalize(self.msg.collectives_started())?;
         self.boot.wait_finalized()
+    }
+
+    /// Allocates `n` zeroed elements in the shared heap: memory that the ranks of this
+    /// host can map, so that transfers between such buffers take a single copy. The
+    /// [`SharedBuf`](crate::SharedBuf) derefs to a slice and goes wherever one goes;
+    /// dropping it frees it (see its contract for peers still copying from it).
+    ///
+    /// ```
+    /// let world = spools::init()?;
+    /// let mut a = world.alloc::<f64>(1000)?;
+    /// assert!(a.iter().all(|&x| x == 0.0));
+    /// a[7] = 1.5;
+    /// let part = &a[4..8];
+    /// let at = spools_fabric::heap::lookup(part.as_ptr().cast(), 32).expect("in the heap");
+    /// assert_eq!((at.name, at.offset), (a.heap_ref().name, 32));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`HeapError::TooLarge`](crate::HeapError::TooLarge) if the size overflows,
+    /// [`HeapError::Create`](crate::HeapError::Create) if the shared memory cannot be
+    /// created (`/dev/shm` full, limits).
+    pub fn alloc<T: spools_msg::Element>(
+        &self,
+        n: usize,
+    ) -> Result<crate::SharedBuf<T>, crate::HeapError> {
+        crate::SharedBuf::create(self.job(), self.rank(), self.secret(), n)
     }
 }
 

@@ -13,7 +13,7 @@ mod bell;
 mod copy_probe;
 mod futex;
 mod ring;
-mod segment;
+pub(crate) mod segment;
 
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

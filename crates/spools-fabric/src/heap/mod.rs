@@ -1,0 +1,108 @@
+//! The shared heap: memory a rank allocates through Spools lives in a named shared-memory
+//! segment (`/dev/shm/spools-<job>-heap-<rank>-<seq>`, mode 0600, stamped with a tag
+//! derived from the job secret) that the ranks of the same host can map, so a peer copies
+//! straight out of (or into) it: one copy, no ring.
+//!
+//! - The owner creates a [`HeapSegment`] per buffer; [`lookup`] says whether a slice of
+//!   this process lies in one and where ([`HeapRef`]: the segment's [`HeapName`] and an
+//!   offset, what a peer needs, in a fixed wire form).
+//! - A peer maps it through [`PeerHeaps`] (cached by name) and copies with
+//!   [`PeerBytes`].
+//!
+//! Contract when the owner frees a buffer or dies while a peer copies from it: the peer's
+//! mapping stays valid (a segment is never shrunk, so no access faults): the copy in
+//! flight gives stale bytes, and the next [`PeerHeaps::bytes`] for that buffer fails with
+//! [`HeapError::Freed`] (freed) or [`HeapError::Open`] (freed before it was ever mapped
+//! here). A dead owner's segments stay until the launcher removes the job's
+//! `/dev/shm/spools-<job>-*` objects; the peer learns of the death from the job's health,
+//! as for any other operation.
+
+mod error;
+mod name;
+mod peer;
+mod registry;
+mod segment;
+
+use std::sync::{Arc, PoisonError, RwLock};
+
+use spools_proto::auth::Secret;
+
+pub use error::HeapError;
+pub use name::{HeapName, HeapNameError};
+pub use peer::{PeerBytes, PeerHeaps};
+pub use registry::lookup;
+pub use segment::HeapSegment;
+
+/// Where a byte range of this process lies in the shared heap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HeapRef {
+    /// The segment.
+    pub name: HeapName,
+    /// Offset of the range's first byte in the segment's user bytes.
+    pub offset: u64,
+}
+
+impl HeapRef {
+    /// Bytes of the wire form.
+    pub const WIRE_BYTES: usize = HeapName::WIRE_BYTES + 8;
+
+    /// The wire form (what a rendezvous request carries).
+    ///
+    /// ```
+    /// use spools_fabric::heap::{HeapName, HeapRef};
+    /// let r = HeapRef { name: HeapName::new(1, 2, 3), offset: 4096 };
+    /// assert_eq!(HeapRef::from_bytes(&r.to_bytes()), Ok(r));
+    /// assert!(HeapRef::from_bytes(&[0u8; HeapRef::WIRE_BYTES]).is_err());
+    /// ```
+    pub fn to_bytes(&self) -> [u8; Self::WIRE_BYTES] {
+        let mut b = [0u8; Self::WIRE_BYTES];
+        b[..HeapName::WIRE_BYTES].copy_from_slice(&self.name.to_bytes());
+        b[HeapName::WIRE_BYTES..].copy_from_slice(&self.offset.to_le_bytes());
+        b
+    }
+
+    /// Parses the wire form.
+    ///
+    /// # Errors
+    /// [`HeapNameError`] if `b` is not exactly a reference's wire form.
+    pub fn from_bytes(b: &[u8]) -> Result<HeapRef, HeapNameError> {
+        if b.len() != Self::WIRE_BYTES {
+            return Err(HeapNameError::Length {
+                want: Self::WIRE_BYTES,
+                got: b.len(),
+            });
+        }
+        let (n, o) = b.split_at(HeapName::WIRE_BYTES);
+        let name = HeapName::from_bytes(n)?;
+        let mut off = [0u8; 8];
+        off.copy_from_slice(o);
+        Ok(HeapRef {
+            name,
+            offset: u64::from_le_bytes(off),
+        })
+    }
+}
+
+/// This process's cache of peers' segments, set when it joins a job.
+static PEERS: RwLock<Option<Arc<PeerHeaps>>> = RwLock::new(None);
+
+/// Makes this process's peer cache the one of `job` (called by `spools::init`; a later
+/// job replaces an earlier one).
+pub fn join(job: u64, secret: Secret) {
+    let mut p = PEERS.write().unwrap_or_else(PoisonError::into_inner);
+    if p.as_ref().is_none_or(|p| p.job() != job) {
+        *p = Some(Arc::new(PeerHeaps::new(job, secret)));
+    }
+}
+
+/// This process's cache of peers' segments.
+///
+/// # Errors
+/// [`HeapError::NoJob`] before the process joined a job ([`join`]).
+pub fn peers() -> Result<Arc<PeerHeaps>, HeapError> {
+    PEERS
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+        .ok_or(HeapError::NoJob)
+}

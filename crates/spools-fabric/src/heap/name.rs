@@ -1,0 +1,114 @@
+//! The name of one heap segment: what a peer needs to open it, and its wire form.
+
+use thiserror::Error;
+
+/// First byte of a name's wire form.
+const MARKER: u8 = b'H';
+/// Wire-format version.
+const VERSION: u8 = 1;
+
+/// The name of one shared-heap segment: the job, the rank that allocated it and a number
+/// unique within that rank. Its shared-memory name is `/spools-<job>-heap-<rank>-<seq>`,
+/// under the job's prefix, so the launcher's clean-up removes what a killed rank leaves.
+///
+/// ```
+/// use spools_fabric::heap::HeapName;
+/// let n = HeapName::new(0x2a, 3, 7);
+/// assert_eq!(n.shm_name(), "/spools-000000000000002a-heap-3-7");
+/// assert_eq!(HeapName::from_bytes(&n.to_bytes()), Ok(n));
+/// assert!(HeapName::from_bytes(b"garbage").is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HeapName {
+    job: u64,
+    rank: u32,
+    seq: u64,
+}
+
+/// A heap name or reference that came off the wire is not one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum HeapNameError {
+    /// The bytes are not as long as the wire form.
+    #[error("a heap reference is {want} bytes, got {got}")]
+    Length {
+        /// Bytes expected.
+        want: usize,
+        /// Bytes received.
+        got: usize,
+    },
+    /// The bytes do not start with the marker and version of a heap name.
+    #[error("not a heap name (starts with {0:#04x} {1:#04x})")]
+    Marker(u8, u8),
+}
+
+impl HeapName {
+    /// Bytes of the wire form.
+    pub const WIRE_BYTES: usize = 2 + 8 + 4 + 8;
+
+    /// The name of segment `seq` of `rank` in `job`.
+    pub fn new(job: u64, rank: u32, seq: u64) -> HeapName {
+        HeapName { job, rank, seq }
+    }
+
+    /// The job.
+    pub fn job(&self) -> u64 {
+        self.job
+    }
+
+    /// The rank that allocated the segment.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// The segment's number within its rank.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// The POSIX shared-memory name.
+    pub fn shm_name(&self) -> String {
+        format!("/spools-{:016x}-heap-{}-{}", self.job, self.rank, self.seq)
+    }
+
+    /// The wire form.
+    pub fn to_bytes(&self) -> [u8; Self::WIRE_BYTES] {
+        let mut b = [0u8; Self::WIRE_BYTES];
+        b[0] = MARKER;
+        b[1] = VERSION;
+        b[2..10].copy_from_slice(&self.job.to_le_bytes());
+        b[10..14].copy_from_slice(&self.rank.to_le_bytes());
+        b[14..22].copy_from_slice(&self.seq.to_le_bytes());
+        b
+    }
+
+    /// Parses the wire form.
+    ///
+    /// # Errors
+    /// [`HeapNameError`] if `b` is not exactly a name's wire form.
+    pub fn from_bytes(b: &[u8]) -> Result<HeapName, HeapNameError> {
+        let b: &[u8; Self::WIRE_BYTES] = b.try_into().map_err(|_| HeapNameError::Length {
+            want: Self::WIRE_BYTES,
+            got: b.len(),
+        })?;
+        if b[0] != MARKER || b[1] != VERSION {
+            return Err(HeapNameError::Marker(b[0], b[1]));
+        }
+        let mut job = [0u8; 8];
+        job.copy_from_slice(&b[2..10]);
+        let mut rank = [0u8; 4];
+        rank.copy_from_slice(&b[10..14]);
+        let mut seq = [0u8; 8];
+        seq.copy_from_slice(&b[14..22]);
+        Ok(HeapName {
+            job: u64::from_le_bytes(job),
+            rank: u32::from_le_bytes(rank),
+            seq: u64::from_le_bytes(seq),
+        })
+    }
+}
+
+impl std::fmt::Display for HeapName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shm_name())
+    }
+}
