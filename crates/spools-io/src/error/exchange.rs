@@ -136,4 +136,13 @@ pub enum ExchangeError {
         /// The rank that failed.
         rank: u32,
     },
+    /// Copying runs straight out of a peer's shared-heap buffer failed (the buffer
+    /// cannot be mapped, or its owner freed it during the copy).
+    #[error("single copy from rank {from}'s shared heap failed: {source}")]
+    Heap {
+        /// The rank that owns the buffer.
+        from: u32,
+        /// Why.
+        source: spools_fabric::heap::HeapError,
+    },
 }

@@ -90,7 +90,9 @@ impl CmaReader {
                 });
             }
             if n == 0 {
-                return Err(CmaError::Failed(io::Error::from(io::ErrorKind::UnexpectedEof)));
+                return Err(CmaError::Failed(io::Error::from(
+                    io::ErrorKind::UnexpectedEof,
+                )));
             }
             at = self.advance(at, n as usize);
         }

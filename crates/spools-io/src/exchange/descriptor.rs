@@ -1,53 +1,102 @@
 //! The wire format of the single-copy protocol: the source's description of its buffers
 //! ([`Descriptor`]) and the destination's answer ([`Reply`]).
 //!
-//! A descriptor is, little-endian: the magic `SPXD`, a version byte (1), a kind byte
-//! (1: the buffers are in the sender's process memory, read with `process_vm_readv`),
-//! two zero bytes, the sender's process id (u32), the number of buffers (u32), then per
-//! buffer its unit, address and length (three u64). A reply is one byte.
+//! A descriptor is, little-endian: the magic `SPXD`, a version byte (1), a mode byte (0:
+//! the stream follows in transfer units, no buffers listed; 1: pull the runs from the
+//! buffers listed), two zero bytes, the sender's process id (u32), the number of
+//! buffers (u32), then per buffer: its unit (u64), its length (u64), a kind byte (1: in
+//! the sender's process memory, followed by seven zero bytes and its address (u64); 2: in
+//! the shared heap, followed by seven zero bytes and the wire form of its
+//! [`HeapRef`]). A reply is one byte.
+
+use spools_fabric::heap::HeapRef;
 
 use crate::error::ExchangeError;
 
 const MAGIC: &[u8; 4] = b"SPXD";
 const VERSION: u8 = 1;
-const KIND_PROCESS: u8 = 1;
 const HEAD: usize = 16;
-const ENTRY: usize = 24;
+const KIND_PROCESS: u8 = 1;
+const KIND_HEAP: u8 = 2;
+
+/// Where one source buffer lies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Place {
+    /// At this address in the source's process memory.
+    Process(u64),
+    /// In the source's shared heap.
+    Heap(HeapRef),
+}
 
 /// One source buffer as the destination can reach it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Area {
     /// The source unit it holds.
     pub(super) unit: u64,
-    /// Its address in the source's process.
-    pub(super) addr: u64,
     /// Its length in bytes.
     pub(super) len: u64,
+    /// Where it is.
+    pub(super) place: Place,
 }
 
-/// Where the source buffers of one stream are.
+/// How the source moves one stream, and from where the destination pulls it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Descriptor {
     /// The source's process id.
     pub(super) pid: u32,
-    /// Its buffers, one per source unit of the stream.
-    pub(super) areas: Vec<Area>,
+    /// `None`: the stream follows in transfer units; else its buffers, one per source
+    /// unit of the stream.
+    pub(super) areas: Option<Vec<Area>>,
+}
+
+/// Reads little-endian fields off the front of a message.
+struct Reader<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let (a, b) = self.rest.split_at_checked(n)?;
+        self.rest = b;
+        Some(a)
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(self.take(8)?);
+        Some(u64::from_le_bytes(b))
+    }
 }
 
 impl Descriptor {
     /// The message.
     pub(super) fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(HEAD + ENTRY * self.areas.len());
+        let areas = self.areas.as_deref().unwrap_or_default();
+        let mut out = Vec::with_capacity(HEAD + 48 * areas.len());
         out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&[VERSION, KIND_PROCESS, 0, 0]);
+        out.extend_from_slice(&[VERSION, u8::from(self.areas.is_some()), 0, 0]);
         out.extend_from_slice(&self.pid.to_le_bytes());
-        out.extend_from_slice(&(self.areas.len() as u32).to_le_bytes());
-        for a in &self.areas {
-            for x in [a.unit, a.addr, a.len] {
-                out.extend_from_slice(&x.to_le_bytes());
+        out.extend_from_slice(&(areas.len() as u32).to_le_bytes());
+        for a in areas {
+            out.extend_from_slice(&a.unit.to_le_bytes());
+            out.extend_from_slice(&a.len.to_le_bytes());
+            match a.place {
+                Place::Process(addr) => {
+                    out.extend_from_slice(&[KIND_PROCESS, 0, 0, 0, 0, 0, 0, 0]);
+                    out.extend_from_slice(&addr.to_le_bytes());
+                }
+                Place::Heap(r) => {
+                    out.extend_from_slice(&[KIND_HEAP, 0, 0, 0, 0, 0, 0, 0]);
+                    out.extend_from_slice(&r.to_bytes());
+                }
             }
         }
         out
+    }
+
+    /// Bytes of the largest descriptor listing `units` buffers.
+    pub(super) fn capacity(units: usize) -> usize {
+        HEAD + units * (24 + HeapRef::WIRE_BYTES.max(8))
     }
 
     /// Reads a descriptor sent by rank `from`.
@@ -56,15 +105,17 @@ impl Descriptor {
     /// [`ExchangeError::Descriptor`] for anything but a well-formed descriptor.
     pub(super) fn decode(from: u32, msg: &[u8]) -> Result<Descriptor, ExchangeError> {
         let bad = |what| ExchangeError::Descriptor { from, what };
-        let (head, rest) = msg.split_first_chunk::<HEAD>().ok_or(bad("shorter than its header"))?;
+        let (head, rest) = msg
+            .split_first_chunk::<HEAD>()
+            .ok_or(bad("shorter than its header"))?;
         if &head[..4] != MAGIC {
             return Err(bad("wrong magic"));
         }
         if head[4] != VERSION {
             return Err(bad("unknown version"));
         }
-        if head[5] != KIND_PROCESS {
-            return Err(bad("unknown kind of memory"));
+        if head[5] > 1 {
+            return Err(bad("unknown mode"));
         }
         if head[6..8] != [0, 0] {
             return Err(bad("reserved bytes are not zero"));
@@ -74,46 +125,66 @@ impl Descriptor {
         if pid == 0 || pid > i32::MAX as u32 {
             return Err(bad("not a process id"));
         }
-        if rest.len() != count.saturating_mul(ENTRY) {
-            return Err(bad("length does not match its count of buffers"));
+        if head[5] == 0 {
+            return match (count, rest.is_empty()) {
+                (0, true) => Ok(Descriptor { pid, areas: None }),
+                _ => Err(bad("buffers listed for a stream in transfer units")),
+            };
         }
-        let mut areas = Vec::with_capacity(count);
-        for e in rest.chunks_exact(ENTRY) {
-            let x = |i: usize| {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(&e[i * 8..i * 8 + 8]);
-                u64::from_le_bytes(b)
-            };
-            let a = Area {
-                unit: x(0),
-                addr: x(1),
-                len: x(2),
-            };
-            if a.addr.checked_add(a.len).is_none() {
-                return Err(bad("a buffer wraps around the address space"));
+        let truncated = || bad("truncated buffer list");
+        let mut r = Reader { rest };
+        let mut areas: Vec<Area> = Vec::with_capacity(count.min(rest.len() / 32));
+        for _ in 0..count {
+            let unit = r.u64().ok_or_else(truncated)?;
+            let len = r.u64().ok_or_else(truncated)?;
+            let kind = r.take(8).ok_or_else(truncated)?;
+            if kind[1..] != [0; 7] {
+                return Err(bad("reserved bytes are not zero"));
             }
-            if areas.iter().any(|b: &Area| b.unit == a.unit) {
+            let place = match kind[0] {
+                KIND_PROCESS => {
+                    let addr = r.u64().ok_or_else(truncated)?;
+                    if addr.checked_add(len).is_none() {
+                        return Err(bad("a buffer wraps around the address space"));
+                    }
+                    Place::Process(addr)
+                }
+                KIND_HEAP => {
+                    let w = r.take(HeapRef::WIRE_BYTES).ok_or_else(truncated)?;
+                    Place::Heap(
+                        HeapRef::from_bytes(w).map_err(|_| bad("not a shared-heap reference"))?,
+                    )
+                }
+                _ => return Err(bad("unknown kind of buffer")),
+            };
+            if areas.iter().any(|b| b.unit == unit) {
                 return Err(bad("two buffers for one unit"));
             }
-            areas.push(a);
+            areas.push(Area { unit, len, place });
         }
-        Ok(Descriptor { pid, areas })
+        if !r.rest.is_empty() {
+            return Err(bad("bytes after the buffer list"));
+        }
+        Ok(Descriptor {
+            pid,
+            areas: Some(areas),
+        })
     }
+}
 
-    /// The buffer of source unit `unit`.
-    ///
-    /// # Errors
-    /// [`ExchangeError::Descriptor`] if the descriptor does not list it.
-    pub(super) fn area(&self, from: u32, unit: u64) -> Result<Area, ExchangeError> {
-        self.areas
-            .iter()
-            .find(|a| a.unit == unit)
-            .copied()
-            .ok_or(ExchangeError::Descriptor {
-                from,
-                what: "a source unit of the stream is missing",
-            })
-    }
+/// The buffer of source unit `unit` in `areas`.
+///
+/// # Errors
+/// [`ExchangeError::Descriptor`] if the list does not have it.
+pub(super) fn area(areas: &[Area], from: u32, unit: u64) -> Result<Area, ExchangeError> {
+    areas
+        .iter()
+        .find(|a| a.unit == unit)
+        .copied()
+        .ok_or(ExchangeError::Descriptor {
+            from,
+            what: "a source unit of the stream is missing",
+        })
 }
 
 /// The destination's answer to a descriptor.
@@ -156,33 +227,46 @@ impl Reply {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use spools_fabric::heap::HeapName;
+
     use super::*;
 
     fn sample() -> Descriptor {
         Descriptor {
             pid: 4242,
-            areas: vec![
+            areas: Some(vec![
                 Area {
                     unit: 3,
-                    addr: 0x7f00_0000_1000,
                     len: 4096,
+                    place: Place::Process(0x7f00_0000_1000),
                 },
                 Area {
                     unit: 5,
-                    addr: 0x7f00_0010_0000,
                     len: 1,
+                    place: Place::Heap(HeapRef {
+                        name: HeapName::new(1, 2, 3),
+                        offset: 64,
+                    }),
                 },
-            ],
+            ]),
         }
     }
 
     #[test]
     fn a_descriptor_survives_the_wire() {
         let d = sample();
-        assert_eq!(Descriptor::decode(1, &d.encode()).unwrap(), d);
-        assert_eq!(d.area(1, 5).unwrap().len, 1);
-        assert!(d.area(1, 4).is_err());
+        let m = d.encode();
+        assert!(m.len() <= Descriptor::capacity(2));
+        assert_eq!(Descriptor::decode(1, &m).unwrap(), d);
+        let ring = Descriptor {
+            pid: 7,
+            areas: None,
+        };
+        assert_eq!(Descriptor::decode(1, &ring.encode()).unwrap(), ring);
+        let areas = d.areas.unwrap();
+        assert_eq!(area(&areas, 1, 5).unwrap().len, 1);
+        assert!(area(&areas, 1, 4).is_err());
         for r in [Reply::Done, Reply::Ring, Reply::Failed] {
             assert_eq!(Reply::decode(1, &r.encode()).unwrap(), r);
         }
@@ -193,8 +277,8 @@ mod tests {
         let good = sample().encode();
         let mut cases: Vec<(Vec<u8>, &str)> = vec![
             (Vec::new(), "shorter than its header"),
-            (good[..good.len() - 1].to_vec(), "length does not match"),
-            ([good.clone(), vec![0]].concat(), "length does not match"),
+            (good[..good.len() - 1].to_vec(), "truncated"),
+            ([good.clone(), vec![0]].concat(), "bytes after"),
         ];
         let mut patch = |i: usize, b: u8, what: &'static str| {
             let mut m = good.clone();
@@ -203,18 +287,25 @@ mod tests {
         };
         patch(0, b'X', "wrong magic");
         patch(4, 9, "unknown version");
-        patch(5, 7, "unknown kind");
+        patch(5, 7, "unknown mode");
+        patch(5, 0, "buffers listed");
         patch(7, 1, "reserved");
-        patch(12, 0xff, "length does not match");
+        patch(12, 0xff, "truncated");
+        patch(16 + 16, 9, "unknown kind");
+        patch(16 + 17, 1, "reserved");
         let mut m = good.clone();
         m[8..12].copy_from_slice(&0u32.to_le_bytes());
         cases.push((m, "not a process id"));
         let mut m = good.clone();
-        m[16 + 8..16 + 16].copy_from_slice(&u64::MAX.to_le_bytes());
+        m[16 + 24..16 + 32].copy_from_slice(&u64::MAX.to_le_bytes());
         cases.push((m, "wraps"));
         let mut m = good.clone();
-        m[16 + 24..16 + 32].copy_from_slice(&3u64.to_le_bytes());
+        m[16 + 32..16 + 40].copy_from_slice(&3u64.to_le_bytes());
         cases.push((m, "two buffers"));
+        let mut m = good.clone();
+        let heap = 16 + 32 + 24;
+        m[heap..heap + 2].copy_from_slice(&[0xee, 0xee]);
+        cases.push((m, "shared-heap reference"));
         for (msg, want) in cases {
             match Descriptor::decode(2, &msg) {
                 Err(ExchangeError::Descriptor { from: 2, what }) => {

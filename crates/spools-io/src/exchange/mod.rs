@@ -38,7 +38,7 @@ use spools_msg::{wait_any, Communicator, Request};
 use self::bounds::{slice, slice_mut};
 use self::descriptor::{Descriptor, Reply};
 use self::owners::{check_buffers, position};
-use self::pull::{describe, descriptor_capacity, pull, pulls, Pulled};
+use self::pull::{describe, descriptor_capacity, negotiated, pull, Pulled};
 use self::stream::{stream_for, Stream};
 use crate::error::{ExchangeError, Side};
 
@@ -147,28 +147,44 @@ pub fn exchange(
     for st in &mut out {
         st.count(plan)?;
     }
-    let pulled = |st: &Stream| pulls(opts.single_copy, comm.same_host(st.peer), st);
+    let negotiate = |st: &Stream| negotiated(opts.single_copy, comm.same_host(st.peer), st);
 
     let mut stats = ExchangeStats::default();
     let mut reqs: Vec<Request> = Vec::new();
     let mut meta: Vec<Slot> = Vec::new();
     for (i, st) in inn.iter_mut().enumerate() {
-        if pulled(st) {
+        if negotiate(st) {
             let cap = descriptor_capacity(st);
             reqs.push(comm.irecv(vec![0u8; cap], st.peer, TAG_DESC)?);
             meta.push(Slot::Desc(i));
         } else {
-            post_receives(comm, st, i, tu, window, opts.integrity, &mut reqs, &mut meta)?;
+            post_receives(
+                comm,
+                st,
+                i,
+                tu,
+                window,
+                opts.integrity,
+                &mut reqs,
+                &mut meta,
+            )?;
         }
     }
     for (i, st) in out.iter_mut().enumerate() {
-        if pulled(st) {
-            reqs.push(comm.isend(describe(st, src).encode(), st.peer, TAG_DESC)?);
+        if negotiate(st) {
+            let desc = describe(st, src);
+            reqs.push(comm.isend(desc.encode(), st.peer, TAG_DESC)?);
             meta.push(Slot::Quiet);
-            reqs.push(comm.irecv(vec![0u8; 8], st.peer, TAG_REPLY)?);
-            meta.push(Slot::Reply(i));
-        } else {
-            start_sends(comm, plan, src, st, i, opts, &mut stats, &mut reqs, &mut meta)?;
+            if desc.areas.is_some() {
+                reqs.push(comm.irecv(vec![0u8; 8], st.peer, TAG_REPLY)?);
+                meta.push(Slot::Reply(i));
+                continue;
+            }
+        }
+        {
+            start_sends(
+                comm, plan, src, st, i, opts, &mut stats, &mut reqs, &mut meta,
+            )?;
         }
     }
     // Copies between this rank's own units overlap with the transfers just started.
@@ -220,12 +236,39 @@ pub fn exchange(
             Slot::Desc(k) => {
                 let st = &mut inn[k];
                 let len = c.status.len.min(c.buf.len());
-                let done = Descriptor::decode(st.peer, &c.buf[..len])
-                    .and_then(|desc| pull(st, plan, dst, &desc, &mut stats));
+                let done = match Descriptor::decode(st.peer, &c.buf[..len]) {
+                    Ok(Descriptor { areas: None, .. }) => {
+                        post_receives(
+                            comm,
+                            st,
+                            k,
+                            tu,
+                            window,
+                            opts.integrity,
+                            &mut reqs,
+                            &mut meta,
+                        )?;
+                        continue;
+                    }
+                    Ok(Descriptor {
+                        pid,
+                        areas: Some(areas),
+                    }) => pull(st, plan, dst, pid, &areas, &mut stats),
+                    Err(e) => Err(e),
+                };
                 let reply = match done {
                     Ok(Pulled::Done) => Reply::Done,
                     Ok(Pulled::Refused) => {
-                        post_receives(comm, st, k, tu, window, opts.integrity, &mut reqs, &mut meta)?;
+                        post_receives(
+                            comm,
+                            st,
+                            k,
+                            tu,
+                            window,
+                            opts.integrity,
+                            &mut reqs,
+                            &mut meta,
+                        )?;
                         Reply::Ring
                     }
                     Err(e) => {
@@ -245,7 +288,9 @@ pub fn exchange(
                         st.remaining = 0;
                     }
                     Ok(Reply::Ring) => {
-                        start_sends(comm, plan, src, st, k, opts, &mut stats, &mut reqs, &mut meta)?;
+                        start_sends(
+                            comm, plan, src, st, k, opts, &mut stats, &mut reqs, &mut meta,
+                        )?;
                     }
                     Ok(Reply::Failed) => {
                         failed.get_or_insert(ExchangeError::Puller { rank: st.peer });
@@ -317,7 +362,14 @@ fn start_sends(
         if st.remaining == 0 {
             break;
         }
-        let buf = st.pack(plan, src, Vec::with_capacity(tu + 4), tu, opts.integrity, stats)?;
+        let buf = st.pack(
+            plan,
+            src,
+            Vec::with_capacity(tu + 4),
+            tu,
+            opts.integrity,
+            stats,
+        )?;
         reqs.push(comm.isend(buf, st.peer, TAG_TU)?);
         meta.push(Slot::Send(k));
     }

@@ -7,7 +7,9 @@ use spools_map::Plan;
 
 use super::bounds::slice_mut;
 use super::cma::{refused, CmaError, CmaReader};
-use super::descriptor::{Area, Descriptor};
+use spools_fabric::heap::{lookup, peers, HeapError, HeapName, PeerBytes};
+
+use super::descriptor::{area, Area, Descriptor, Place};
 use super::options::ExchangeStats;
 use super::stream::Stream;
 use crate::error::{ExchangeError, Side};
@@ -16,30 +18,40 @@ use crate::error::{ExchangeError, Side};
 /// system call cost more than one eager message.
 const MIN_BYTES: u64 = 16 * 1024;
 
-/// Streams whose mean run is shorter than this go through transfer units: the kernel
-/// pins each iovec's pages, which costs more than packing short runs.
+/// Streams out of process memory whose mean run is shorter than this go through transfer
+/// units: the kernel pins each iovec's pages, which costs more than packing short runs.
 const MIN_RUN: u64 = 256;
 
-/// Whether the stream with `peer` is pulled (both ends decide the same from the plan).
-pub(super) fn pulls(single_copy: bool, same_host: bool, st: &Stream) -> bool {
-    single_copy && same_host && st.total >= MIN_BYTES && st.mean_run() >= MIN_RUN
+/// Whether the stream is negotiated with a descriptor (both ends decide the same from
+/// the plan); the source's descriptor then says whether it is pulled.
+pub(super) fn negotiated(single_copy: bool, same_host: bool, st: &Stream) -> bool {
+    single_copy && same_host && st.total >= MIN_BYTES
 }
 
-/// The descriptor of the source buffers of stream `st` (of this rank's `src`).
+/// The descriptor of stream `st` of this rank's `src`: pulled from the shared heap
+/// whatever its runs; from process memory if its runs are long enough and this process
+/// was not refused such reads; else through transfer units.
 pub(super) fn describe(st: &Stream, src: &[(u64, &[u8])]) -> Descriptor {
     let mut areas: Vec<Area> = Vec::new();
     for &(b, s, _) in &st.pairs {
         if !areas.iter().any(|a| a.unit == s) {
+            let buf = src[b].1;
+            let place = match lookup(buf.as_ptr(), buf.len()) {
+                Some(r) => Place::Heap(r),
+                None => Place::Process(buf.as_ptr() as u64),
+            };
             areas.push(Area {
                 unit: s,
-                addr: src[b].1.as_ptr() as u64,
-                len: src[b].1.len() as u64,
+                len: buf.len() as u64,
+                place,
             });
         }
     }
+    let by_process = areas.iter().any(|a| matches!(a.place, Place::Process(_)));
+    let pulled = !by_process || (st.mean_run() >= MIN_RUN && !refused());
     Descriptor {
         pid: std::process::id(),
-        areas,
+        areas: pulled.then_some(areas),
     }
 }
 
@@ -48,19 +60,7 @@ pub(super) fn descriptor_capacity(st: &Stream) -> usize {
     let mut units: Vec<u64> = st.pairs.iter().map(|p| p.1).collect();
     units.sort_unstable();
     units.dedup();
-    Descriptor {
-        pid: 1,
-        areas: vec![
-            Area {
-                unit: 0,
-                addr: 0,
-                len: 0
-            };
-            units.len()
-        ],
-    }
-    .encode()
-    .len()
+    Descriptor::capacity(units.len())
 }
 
 /// What pulling one stream came to.
@@ -72,47 +72,89 @@ pub(super) enum Pulled {
     Refused,
 }
 
-/// Copies every run of stream `st` (received from `st.peer`) from the buffers `desc`
-/// describes into `dst`.
+/// A source buffer opened for copying.
+enum Source {
+    Process(u64),
+    Heap(PeerBytes, HeapName),
+}
+
+/// Copies every run of stream `st` (received from `st.peer`, whose process is `pid`)
+/// from the buffers `areas` into `dst`.
 ///
 /// # Errors
-/// [`ExchangeError::Descriptor`] for a descriptor that does not cover the stream,
-/// [`ExchangeError::Pull`] for a failed read, [`ExchangeError::BufferSize`].
+/// [`ExchangeError::Descriptor`] for a list that does not cover the stream,
+/// [`ExchangeError::Pull`] for a failed read of process memory, [`ExchangeError::Heap`]
+/// for a shared-heap buffer that cannot be mapped or was freed during the copy,
+/// [`ExchangeError::BufferSize`].
 pub(super) fn pull(
     st: &Stream,
     plan: &Plan,
     dst: &mut [(u64, &mut [u8])],
-    desc: &Descriptor,
+    pid: u32,
+    areas: &[Area],
     stats: &mut ExchangeStats,
 ) -> Result<Pulled, ExchangeError> {
-    if refused() {
-        return Ok(Pulled::Refused);
-    }
     let from = st.peer;
-    let mut reader = CmaReader::new(desc.pid);
+    let heap_err = |source| ExchangeError::Heap { from, source };
+    let mut reader = CmaReader::new(pid);
     let fail = |e: CmaError| match e {
         CmaError::Refused => Ok(Pulled::Refused),
         CmaError::Failed(source) => Err(ExchangeError::Pull { from, source }),
     };
+    let mut opened: Vec<(u64, u64, Source)> = Vec::new();
     let mut runs = 0;
     for &(b, s, d) in &st.pairs {
-        let area = desc.area(from, s)?;
+        let a = area(areas, from, s)?;
+        let k = match opened.iter().position(|o| o.0 == s) {
+            Some(k) => k,
+            None => {
+                let src = match a.place {
+                    Place::Process(_) if refused() => return Ok(Pulled::Refused),
+                    Place::Process(addr) => Source::Process(addr),
+                    Place::Heap(r) => {
+                        let len =
+                            usize::try_from(a.len).map_err(|_| ExchangeError::Descriptor {
+                                from,
+                                what: "a buffer larger than this machine's memory",
+                            })?;
+                        let bytes = peers().and_then(|p| p.bytes(&r, len));
+                        Source::Heap(bytes.map_err(heap_err)?, r.name)
+                    }
+                };
+                opened.push((s, a.len, src));
+                opened.len() - 1
+            }
+        };
+        let (_, len, src) = &opened[k];
         for run in plan.runs(s, d)?.filter(|r| r.len > 0) {
-            if run.src.checked_add(run.len).is_none_or(|end| end > area.len) {
+            if run.src.checked_add(run.len).is_none_or(|end| end > *len) {
                 return Err(ExchangeError::Descriptor {
                     from,
                     what: "a run lies beyond the source buffer",
                 });
             }
             let to = slice_mut(Side::Destination, d, dst[b].1, run.dst, run.len)?;
-            if let Err(e) = reader.push(to, area.addr + run.src) {
-                return fail(e);
+            match src {
+                Source::Process(addr) => {
+                    if let Err(e) = reader.push(to, addr + run.src) {
+                        return fail(e);
+                    }
+                }
+                // The run lies in the buffer (checked above), so this cannot fail.
+                Source::Heap(p, _) => p.copy_to(run.src as usize, to).map_err(heap_err)?,
             }
             runs += 1;
         }
     }
     if let Err(e) = reader.flush() {
         return fail(e);
+    }
+    for (_, _, src) in &opened {
+        if let Source::Heap(p, name) = src {
+            if p.freed() {
+                return Err(heap_err(HeapError::Freed { name: *name }));
+            }
+        }
     }
     stats.received += st.total;
     stats.pulled += st.total;
