@@ -119,3 +119,38 @@ impl CmaReader {
         at
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn many_pieces_of_this_process_are_read_in_batches() {
+        let src: Vec<u8> = (0..3000 * 7).map(|i| (i % 251) as u8).collect();
+        let mut dst = vec![0u8; src.len()];
+        let mut r = CmaReader::new(std::process::id());
+        // 3000 pieces of 7 bytes, in reverse order: more than one call's worth.
+        let mut res = Ok(());
+        for (k, to) in dst.chunks_mut(7).enumerate().rev() {
+            res = res.and_then(|()| r.push(to, src.as_ptr() as u64 + 7 * k as u64));
+        }
+        match res.and_then(|()| r.flush()) {
+            Ok(()) => assert_eq!(dst, src),
+            // A ptrace policy forbids it here: nothing to check.
+            Err(CmaError::Refused) => assert!(refused()),
+            Err(CmaError::Failed(e)) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn an_unmapped_address_is_an_error() {
+        let mut dst = [0u8; 16];
+        let mut r = CmaReader::new(std::process::id());
+        let res = r.push(&mut dst, 8).and_then(|()| r.flush());
+        assert!(
+            matches!(res, Err(CmaError::Failed(_)) | Err(CmaError::Refused)),
+            "{res:?}"
+        );
+    }
+}
