@@ -24,6 +24,8 @@ pub use error::{
     ExchangeError, FileError, FormatDefect, FrameError, NpyError, PipeError, PipeStep,
     PipeViolation, Side, StreamError, StreamRecvError,
 };
+#[doc(hidden)]
+pub use exchange::bench_hooks;
 pub use exchange::{exchange, ExchangeOptions, ExchangeStats, Owners};
 pub use redistribute::{redistribute, redistribute_plan};
 pub use settings::settings;

@@ -111,42 +111,19 @@ fn local(l: &Layout, me: u64) -> Result<Vec<u8>, String> {
     Ok(want)
 }
 
-/// A rank's buffer: ordinary memory or the shared heap.
-enum Buffer {
-    Vec(Vec<u8>),
-    Heap(spools::SharedBuf<u8>),
-}
-
-impl Buffer {
-    /// `bytes` in ordinary memory, or copied into the shared heap if `heap` (an empty one
-    /// stays ordinary).
-    fn new(w: &spools::World, bytes: Vec<u8>, heap: bool) -> Result<Buffer, String> {
-        if !heap || bytes.is_empty() {
-            return Ok(Buffer::Vec(bytes));
-        }
-        let mut b = e(w.alloc::<u8>(bytes.len()))?;
-        b.copy_from_slice(&bytes);
-        Ok(Buffer::Heap(b))
+/// A rank's buffer holding `bytes`: ordinary memory, or the shared heap if `heap` (an
+/// empty one stays ordinary).
+fn buffer(
+    w: &spools::World,
+    bytes: Vec<u8>,
+    heap: bool,
+) -> Result<Box<dyn std::ops::DerefMut<Target = [u8]>>, String> {
+    if !heap || bytes.is_empty() {
+        return Ok(Box::new(bytes));
     }
-}
-
-impl std::ops::Deref for Buffer {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Buffer::Vec(v) => v,
-            Buffer::Heap(h) => h,
-        }
-    }
-}
-
-impl std::ops::DerefMut for Buffer {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        match self {
-            Buffer::Vec(v) => v,
-            Buffer::Heap(h) => h,
-        }
-    }
+    let mut b = e(w.alloc::<u8>(bytes.len()))?;
+    b.copy_from_slice(&bytes);
+    Ok(Box::new(b))
 }
 
 fn redistribute_rank(w: &spools::World) -> Result<(), String> {
@@ -183,12 +160,12 @@ fn redistribute_rank(w: &spools::World) -> Result<(), String> {
         // Each rank picks its own kind of buffers on each side (ordinary or shared
         // heap), so that every mix between two ranks occurs.
         let kinds = (rng.below(4) + me) % 4;
-        let src = Buffer::new(w, local(&from, me)?, kinds & 1 != 0)?;
+        let src = buffer(w, local(&from, me)?, kinds & 1 != 0)?;
         let want = local(&to, me)?;
-        let mut got = Buffer::new(w, vec![0u8; want.len()], kinds & 2 != 0)?;
+        let mut got = buffer(w, vec![0u8; want.len()], kinds & 2 != 0)?;
         spools_io::redistribute(e(w.io_communicator())?, &src, &from, &mut got, &to, &opts)
             .map_err(|x| format!("case {case}: {a} -> {b}: {x}"))?;
-        if *got != want[..] {
+        if got[..] != want[..] {
             let i = got.iter().zip(&want).position(|(x, y)| x != y).unwrap_or(0);
             return Err(format!(
                 "case {case}: {a} -> {b} ({opts:?}, buffers {kinds}): rank {me} byte {i} is \
@@ -267,8 +244,8 @@ fn single_copy_rank(w: &spools::World) -> Result<(), String> {
         let want = local(&to, me)?;
         for heap in [false, true] {
             for single_copy in [true, false] {
-                let src = Buffer::new(w, local(&from, me)?, heap)?;
-                let mut got = Buffer::new(w, vec![0u8; want.len()], heap)?;
+                let src = buffer(w, local(&from, me)?, heap)?;
+                let mut got = buffer(w, vec![0u8; want.len()], heap)?;
                 let opts = ExchangeOptions {
                     single_copy,
                     ..ExchangeOptions::default()
@@ -283,7 +260,7 @@ fn single_copy_rank(w: &spools::World) -> Result<(), String> {
                 )
                 .map_err(|x| format!("{a} -> {b}: {x}"))?;
                 let case = format!("{a} -> {b}, heap {heap}, single copy {single_copy}");
-                if *got != want[..] {
+                if got[..] != want[..] {
                     return Err(format!("{case}: rank {me} got other bytes"));
                 }
                 let expect_pull = n > 1 && single_copy && (heap || (long && cma));

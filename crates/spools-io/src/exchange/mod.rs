@@ -20,6 +20,8 @@
 //! and unpacking overlap (the iWarp execution module). Runs between units of one rank are
 //! copied directly.
 
+#[doc(hidden)]
+pub mod bench_hooks;
 mod bounds;
 mod cma;
 mod descriptor;
