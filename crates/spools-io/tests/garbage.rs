@@ -29,6 +29,8 @@ fn random_bytes_and_mutations_never_panic() {
     let mut desc = b"SPXD\x01\x01\0\0".to_vec();
     desc.extend_from_slice(&4242u32.to_le_bytes());
     desc.extend_from_slice(&2u32.to_le_bytes());
+    desc.extend_from_slice(&0x5555_0000_0040u64.to_le_bytes());
+    desc.extend_from_slice(&0x0123_4567_89ab_cdefu64.to_le_bytes());
     for (unit, len) in [(3u64, 4096u64), (5, 64)] {
         desc.extend_from_slice(&unit.to_le_bytes());
         desc.extend_from_slice(&len.to_le_bytes());

@@ -1,8 +1,11 @@
 //! Copies out of another process's memory with `process_vm_readv` (cross-memory attach),
 //! many runs per system call.
 
+use std::hash::{BuildHasher, Hasher};
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use super::descriptor::Cookie;
 
 /// Most iovecs one call takes (Linux's `UIO_MAXIOV`).
 const MAX_IOV: usize = 1024;
@@ -10,6 +13,22 @@ const MAX_IOV: usize = 1024;
 /// Set once the kernel refused `process_vm_readv` to this process (a ptrace policy, a
 /// seccomp filter): later streams go through the rings without trying again.
 static REFUSED: AtomicBool = AtomicBool::new(false);
+
+/// This process's cookie: random, never 0, set on first use, at a fixed address.
+static COOKIE: AtomicU64 = AtomicU64::new(0);
+
+/// This process's cookie, for the descriptors it sends.
+pub(super) fn cookie() -> Cookie {
+    if COOKIE.load(Ordering::Acquire) == 0 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        let _ = COOKIE.compare_exchange(0, h.finish() | 1, Ordering::AcqRel, Ordering::Acquire);
+    }
+    Cookie {
+        addr: COOKIE.as_ptr() as u64,
+        value: COOKIE.load(Ordering::Acquire),
+    }
+}
 
 /// Whether this process has been refused cross-memory reads.
 pub(super) fn refused() -> bool {
@@ -41,6 +60,14 @@ impl CmaReader {
             local: Vec::with_capacity(MAX_IOV),
             remote: Vec::with_capacity(MAX_IOV),
         }
+    }
+
+    /// Whether the peer process holds `cookie` (so is the process that sent it): any
+    /// failure to read it is a no.
+    pub(super) fn is_the_sender(&mut self, cookie: &Cookie) -> bool {
+        let mut got = [0u8; 8];
+        let read = self.push(&mut got, cookie.addr).and_then(|()| self.flush());
+        read.is_ok() && u64::from_le_bytes(got) == cookie.value
     }
 
     /// Queues reading `to.len()` bytes at the peer's address `from` into `to`. The bytes
@@ -141,6 +168,22 @@ mod tests {
             Err(CmaError::Refused) => assert!(refused()),
             Err(CmaError::Failed(e)) => panic!("{e}"),
         }
+    }
+
+    #[test]
+    fn only_the_process_holding_the_cookie_is_the_sender() {
+        let c = cookie();
+        assert_ne!(c.value, 0);
+        assert_eq!(cookie(), c);
+        let mut me = CmaReader::new(std::process::id());
+        assert_eq!(me.is_the_sender(&c), !refused());
+        let wrong = Cookie {
+            value: c.value ^ 1,
+            ..c
+        };
+        assert!(!me.is_the_sender(&wrong));
+        // pid 1 is never this test, and cannot be read (or holds another value).
+        assert!(!CmaReader::new(1).is_the_sender(&c));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::error::ExchangeError;
 
 const MAGIC: &[u8; 4] = b"SPXD";
 const VERSION: u8 = 1;
-const HEAD: usize = 16;
+const HEAD: usize = 32;
 const KIND_PROCESS: u8 = 1;
 const KIND_HEAP: u8 = 2;
 
@@ -39,11 +39,24 @@ pub(super) struct Area {
     pub(super) place: Place,
 }
 
+/// A random value at a fixed address of the source process: the destination reads it
+/// before anything else, so that it never copies out of another process that happens to
+/// have the id (another pid namespace, a recycled pid).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Cookie {
+    /// Its address in the source process.
+    pub(super) addr: u64,
+    /// Its value.
+    pub(super) value: u64,
+}
+
 /// How the source moves one stream, and from where the destination pulls it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Descriptor {
     /// The source's process id.
     pub(super) pid: u32,
+    /// The source process's cookie.
+    pub(super) cookie: Cookie,
     /// `None`: the stream follows in transfer units; else its buffers, one per source
     /// unit of the stream.
     pub(super) areas: Option<Vec<Area>>,
@@ -77,6 +90,8 @@ impl Descriptor {
         out.extend_from_slice(&[VERSION, u8::from(self.areas.is_some()), 0, 0]);
         out.extend_from_slice(&self.pid.to_le_bytes());
         out.extend_from_slice(&(areas.len() as u32).to_le_bytes());
+        out.extend_from_slice(&self.cookie.addr.to_le_bytes());
+        out.extend_from_slice(&self.cookie.value.to_le_bytes());
         for a in areas {
             out.extend_from_slice(&a.unit.to_le_bytes());
             out.extend_from_slice(&a.len.to_le_bytes());
@@ -122,12 +137,21 @@ impl Descriptor {
         }
         let word = |i: usize| u32::from_le_bytes([head[i], head[i + 1], head[i + 2], head[i + 3]]);
         let (pid, count) = (word(8), word(12) as usize);
+        let dword = |i: usize| u64::from(word(i)) | u64::from(word(i + 4)) << 32;
+        let cookie = Cookie {
+            addr: dword(16),
+            value: dword(24),
+        };
         if pid == 0 || pid > i32::MAX as u32 {
             return Err(bad("not a process id"));
         }
         if head[5] == 0 {
             return match (count, rest.is_empty()) {
-                (0, true) => Ok(Descriptor { pid, areas: None }),
+                (0, true) => Ok(Descriptor {
+                    pid,
+                    cookie,
+                    areas: None,
+                }),
                 _ => Err(bad("buffers listed for a stream in transfer units")),
             };
         }
@@ -167,6 +191,7 @@ impl Descriptor {
         }
         Ok(Descriptor {
             pid,
+            cookie,
             areas: Some(areas),
         })
     }
@@ -235,6 +260,10 @@ mod tests {
     fn sample() -> Descriptor {
         Descriptor {
             pid: 4242,
+            cookie: Cookie {
+                addr: 0x5555_0000_0040,
+                value: 0x0123_4567_89ab_cdef,
+            },
             areas: Some(vec![
                 Area {
                     unit: 3,
@@ -261,6 +290,7 @@ mod tests {
         assert_eq!(Descriptor::decode(1, &m).unwrap(), d);
         let ring = Descriptor {
             pid: 7,
+            cookie: Cookie { addr: 8, value: 9 },
             areas: None,
         };
         assert_eq!(Descriptor::decode(1, &ring.encode()).unwrap(), ring);
@@ -291,19 +321,19 @@ mod tests {
         patch(5, 0, "buffers listed");
         patch(7, 1, "reserved");
         patch(12, 0xff, "truncated");
-        patch(16 + 16, 9, "unknown kind");
-        patch(16 + 17, 1, "reserved");
+        patch(HEAD + 16, 9, "unknown kind");
+        patch(HEAD + 17, 1, "reserved");
         let mut m = good.clone();
         m[8..12].copy_from_slice(&0u32.to_le_bytes());
         cases.push((m, "not a process id"));
         let mut m = good.clone();
-        m[16 + 24..16 + 32].copy_from_slice(&u64::MAX.to_le_bytes());
+        m[HEAD + 24..HEAD + 32].copy_from_slice(&u64::MAX.to_le_bytes());
         cases.push((m, "wraps"));
         let mut m = good.clone();
-        m[16 + 32..16 + 40].copy_from_slice(&3u64.to_le_bytes());
+        m[HEAD + 32..HEAD + 40].copy_from_slice(&3u64.to_le_bytes());
         cases.push((m, "two buffers"));
         let mut m = good.clone();
-        let heap = 16 + 32 + 24;
+        let heap = HEAD + 32 + 24;
         m[heap..heap + 2].copy_from_slice(&[0xee, 0xee]);
         cases.push((m, "shared-heap reference"));
         for (msg, want) in cases {

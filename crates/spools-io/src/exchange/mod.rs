@@ -252,10 +252,10 @@ pub fn exchange(
                         )?;
                         continue;
                     }
-                    Ok(Descriptor {
-                        pid,
-                        areas: Some(areas),
-                    }) => pull(st, plan, dst, pid, &areas, &mut stats),
+                    Ok(desc) => {
+                        let areas = desc.areas.as_deref().unwrap_or_default();
+                        pull(st, plan, dst, &desc, areas, &mut stats)
+                    }
                     Err(e) => Err(e),
                 };
                 let reply = match done {

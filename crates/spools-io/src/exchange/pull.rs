@@ -6,7 +6,7 @@
 use spools_map::Plan;
 
 use super::bounds::slice_mut;
-use super::cma::{refused, CmaError, CmaReader};
+use super::cma::{cookie, refused, CmaError, CmaReader};
 use spools_fabric::heap::{lookup, peers, HeapError, HeapName, PeerBytes};
 
 use super::descriptor::{area, Area, Descriptor, Place};
@@ -51,6 +51,7 @@ pub(super) fn describe(st: &Stream, src: &[(u64, &[u8])]) -> Descriptor {
     let pulled = !by_process || (st.mean_run() >= MIN_RUN && !refused());
     Descriptor {
         pid: std::process::id(),
+        cookie: cookie(),
         areas: pulled.then_some(areas),
     }
 }
@@ -78,8 +79,10 @@ enum Source {
     Heap(PeerBytes, HeapName),
 }
 
-/// Copies every run of stream `st` (received from `st.peer`, whose process is `pid`)
-/// from the buffers `areas` into `dst`.
+/// Copies every run of stream `st` (received from `st.peer`) from the buffers that
+/// `desc` lists into `dst`. Buffers in process memory are read only once the process
+/// `desc` names proved to be the sender (it holds the cookie); if it is not, or cannot be
+/// read at all, the stream goes through the rings.
 ///
 /// # Errors
 /// [`ExchangeError::Descriptor`] for a list that does not cover the stream,
@@ -90,13 +93,18 @@ pub(super) fn pull(
     st: &Stream,
     plan: &Plan,
     dst: &mut [(u64, &mut [u8])],
-    pid: u32,
+    desc: &Descriptor,
     areas: &[Area],
     stats: &mut ExchangeStats,
 ) -> Result<Pulled, ExchangeError> {
     let from = st.peer;
     let heap_err = |source| ExchangeError::Heap { from, source };
-    let mut reader = CmaReader::new(pid);
+    let mut reader = CmaReader::new(desc.pid);
+    if areas.iter().any(|a| matches!(a.place, Place::Process(_)))
+        && (refused() || !reader.is_the_sender(&desc.cookie))
+    {
+        return Ok(Pulled::Refused);
+    }
     let fail = |e: CmaError| match e {
         CmaError::Refused => Ok(Pulled::Refused),
         CmaError::Failed(source) => Err(ExchangeError::Pull { from, source }),
@@ -109,7 +117,6 @@ pub(super) fn pull(
             Some(k) => k,
             None => {
                 let src = match a.place {
-                    Place::Process(_) if refused() => return Ok(Pulled::Refused),
                     Place::Process(addr) => Source::Process(addr),
                     Place::Heap(r) => {
                         let len =
