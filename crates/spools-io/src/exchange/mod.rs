@@ -4,13 +4,18 @@
 //! destination unit of B) pair, in increasing unit order, then in source order. Both ends
 //! compute the same stream from the plan, so only data crosses the wire.
 //!
-//! Between two ranks of one host, a stream long enough and of long enough runs is
-//! *pulled* (see [`ExchangeOptions::single_copy`]): the source sends a descriptor of its
-//! buffers (its process id, each buffer's address and length), the destination copies
-//! the runs straight from there into its own buffers with `process_vm_readv` (one copy,
-//! up to 1024 runs per system call) and answers "done"; the source returns only after
-//! every puller answered. If the kernel refuses such reads, the destination answers
-//! "ring" and the stream goes the other way.
+//! Between two ranks of one host (see [`ExchangeOptions::single_copy`]), the source
+//! sends a descriptor of the stream's source buffers: its process id, a cookie (a random
+//! value at a fixed address of its process) and each buffer's place: in the shared heap
+//! (`spools::World::alloc`), or an address. The destination then copies the runs straight
+//! from there into its own buffers, one copy per run: a plain copy out of the peer's
+//! heap segment mapped here, or `process_vm_readv` (up to 1024 runs per system call, after
+//! reading the cookie to be sure it reads the right process). It answers "done", and the
+//! source returns only after every puller answered. Buffers outside the heap are pulled
+//! only when the stream's first runs are at least 256 bytes on average (the kernel pins
+//! pages per run, more than packing short runs costs); otherwise the descriptor says that
+//! transfer units follow. If the kernel refuses such reads, or the cookie does not match,
+//! the destination answers "ring" and the stream goes through transfer units.
 //!
 //! Every other stream goes through *transfer units* (TUs) of at most
 //! [`ExchangeOptions::transfer_unit`] bytes: the sender packs its runs into a TU,
@@ -144,12 +149,8 @@ pub fn exchange(
     // Receives go in (s, d) order, as the sender packs them.
     for st in &mut inn {
         st.pairs.sort_by_key(|&(_, s, d)| (s, d));
-        st.count(plan)?;
     }
-    for st in &mut out {
-        st.count(plan)?;
-    }
-    let negotiate = |st: &Stream| negotiated(opts.single_copy, comm.same_host(st.peer), st);
+    let negotiate = |st: &Stream| negotiated(opts.single_copy, comm.same_host(st.peer));
 
     let mut stats = ExchangeStats::default();
     let mut reqs: Vec<Request> = Vec::new();
@@ -162,6 +163,7 @@ pub fn exchange(
         } else {
             post_receives(
                 comm,
+                plan,
                 st,
                 i,
                 tu,
@@ -174,7 +176,7 @@ pub fn exchange(
     }
     for (i, st) in out.iter_mut().enumerate() {
         if negotiate(st) {
-            let desc = describe(st, src);
+            let desc = describe(st, plan, src)?;
             reqs.push(comm.isend(desc.encode(), st.peer, TAG_DESC)?);
             meta.push(Slot::Quiet);
             if desc.areas.is_some() {
@@ -242,6 +244,7 @@ pub fn exchange(
                     Ok(Descriptor { areas: None, .. }) => {
                         post_receives(
                             comm,
+                            plan,
                             st,
                             k,
                             tu,
@@ -263,6 +266,7 @@ pub fn exchange(
                     Ok(Pulled::Refused) => {
                         post_receives(
                             comm,
+                            plan,
                             st,
                             k,
                             tu,
@@ -285,10 +289,7 @@ pub fn exchange(
                 let st = &mut out[k];
                 let len = c.status.len.min(c.buf.len());
                 match Reply::decode(st.peer, &c.buf[..len]) {
-                    Ok(Reply::Done) => {
-                        stats.sent += st.total;
-                        st.remaining = 0;
-                    }
+                    Ok(Reply::Done) => {}
                     Ok(Reply::Ring) => {
                         start_sends(
                             comm, plan, src, st, k, opts, &mut stats, &mut reqs, &mut meta,
@@ -330,10 +331,11 @@ enum Slot {
     Quiet,
 }
 
-/// Posts the first `window` receives of incoming stream `k`.
+/// Counts incoming stream `k` and posts its first `window` receives.
 #[allow(clippy::too_many_arguments)]
 fn post_receives(
     comm: &Communicator,
+    plan: &Plan,
     st: &mut Stream,
     k: usize,
     tu: usize,
@@ -342,6 +344,7 @@ fn post_receives(
     reqs: &mut Vec<Request>,
     meta: &mut Vec<Slot>,
 ) -> Result<(), ExchangeError> {
+    st.count(plan)?;
     for _ in 0..window {
         if let Some(len) = st.next_len(tu, integrity) {
             reqs.push(comm.irecv(vec![0u8; len], st.peer, TAG_TU)?);
@@ -351,7 +354,7 @@ fn post_receives(
     Ok(())
 }
 
-/// Packs and sends the first `window` transfer units of outgoing stream `k`.
+/// Counts outgoing stream `k`, packs and sends its first `window` transfer units.
 #[allow(clippy::too_many_arguments)]
 fn start_sends(
     comm: &Communicator,
@@ -364,6 +367,7 @@ fn start_sends(
     reqs: &mut Vec<Request>,
     meta: &mut Vec<Slot>,
 ) -> Result<(), ExchangeError> {
+    st.count(plan)?;
     let tu = opts.transfer_unit.max(1);
     for _ in 0..opts.window.max(1) {
         if st.remaining == 0 {

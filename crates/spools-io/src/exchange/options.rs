@@ -12,8 +12,9 @@ pub struct ExchangeOptions {
     /// buffering).
     pub window: usize,
     /// Between ranks of one host, let the destination copy the runs straight from the
-    /// source's buffer (one copy) when the stream's runs are long enough; off, every
-    /// stream goes through transfer units. Every rank must pass the same value.
+    /// source's buffer (one copy): always from the shared heap, from other memory when
+    /// the stream's runs are long enough; off, every stream goes through transfer units.
+    /// Every rank must pass the same value.
     pub single_copy: bool,
 }
 
@@ -31,7 +32,8 @@ impl Default for ExchangeOptions {
 /// What one rank's part of an exchange moved.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ExchangeStats {
-    /// Bytes sent to other ranks (payload only; pulled bytes count at the puller).
+    /// Bytes sent to other ranks through transfer units (payload only; bytes pulled out
+    /// of this rank's buffers count at the puller).
     pub sent: u64,
     /// Bytes received from other ranks (payload only, pulled bytes included).
     pub received: u64,

@@ -14,24 +14,30 @@ use super::options::ExchangeStats;
 use super::stream::Stream;
 use crate::error::{ExchangeError, Side};
 
-/// Streams shorter than this go through transfer units: the two protocol messages and a
-/// system call cost more than one eager message.
-const MIN_BYTES: u64 = 16 * 1024;
-
 /// Streams out of process memory whose mean run is shorter than this go through transfer
 /// units: the kernel pins each iovec's pages, which costs more than packing short runs.
 const MIN_RUN: u64 = 256;
 
-/// Whether the stream is negotiated with a descriptor (both ends decide the same from
-/// the plan); the source's descriptor then says whether it is pulled.
-pub(super) fn negotiated(single_copy: bool, same_host: bool, st: &Stream) -> bool {
-    single_copy && same_host && st.total >= MIN_BYTES
+/// Runs of a stream whose mean decides between process memory and transfer units.
+const SAMPLE_RUNS: usize = 64;
+
+/// Whether the stream with a peer is negotiated with a descriptor (both ends decide the
+/// same); the source's descriptor then says whether it is pulled.
+pub(super) fn negotiated(single_copy: bool, same_host: bool) -> bool {
+    single_copy && same_host
 }
 
 /// The descriptor of stream `st` of this rank's `src`: pulled from the shared heap
-/// whatever its runs; from process memory if its runs are long enough and this process
-/// was not refused such reads; else through transfer units.
-pub(super) fn describe(st: &Stream, src: &[(u64, &[u8])]) -> Descriptor {
+/// whatever its runs; from process memory if its first runs are long enough on average
+/// and this process was not refused such reads; else through transfer units.
+///
+/// # Errors
+/// [`ExchangeError::Plan`] if the plan has no runs for a pair of the stream.
+pub(super) fn describe(
+    st: &Stream,
+    plan: &Plan,
+    src: &[(u64, &[u8])],
+) -> Result<Descriptor, ExchangeError> {
     let mut areas: Vec<Area> = Vec::new();
     for &(b, s, _) in &st.pairs {
         if !areas.iter().any(|a| a.unit == s) {
@@ -48,12 +54,12 @@ pub(super) fn describe(st: &Stream, src: &[(u64, &[u8])]) -> Descriptor {
         }
     }
     let by_process = areas.iter().any(|a| matches!(a.place, Place::Process(_)));
-    let pulled = !by_process || (st.mean_run() >= MIN_RUN && !refused());
-    Descriptor {
+    let pulled = !by_process || (!refused() && st.sample_mean_run(plan, SAMPLE_RUNS)? >= MIN_RUN);
+    Ok(Descriptor {
         pid: std::process::id(),
         cookie: cookie(),
         areas: pulled.then_some(areas),
-    }
+    })
 }
 
 /// Bytes of the largest descriptor `st`'s source can send.
@@ -110,7 +116,7 @@ pub(super) fn pull(
         CmaError::Failed(source) => Err(ExchangeError::Pull { from, source }),
     };
     let mut opened: Vec<(u64, u64, Source)> = Vec::new();
-    let mut runs = 0;
+    let (mut runs, mut bytes) = (0, 0);
     for &(b, s, d) in &st.pairs {
         let a = area(areas, from, s)?;
         let k = match opened.iter().position(|o| o.0 == s) {
@@ -151,6 +157,7 @@ pub(super) fn pull(
                 Source::Heap(p, _) => p.copy_to(run.src as usize, to).map_err(heap_err)?,
             }
             runs += 1;
+            bytes += run.len;
         }
     }
     if let Err(e) = reader.flush() {
@@ -163,8 +170,8 @@ pub(super) fn pull(
             }
         }
     }
-    stats.received += st.total;
-    stats.pulled += st.total;
+    stats.received += bytes;
+    stats.pulled += bytes;
     stats.runs += runs;
     Ok(Pulled::Done)
 }

@@ -34,8 +34,6 @@ pub(super) struct Stream {
     runs: Option<RunCursor>,
     /// Payload bytes in the whole stream.
     pub(super) total: u64,
-    /// Runs in the whole stream.
-    pub(super) runs_total: u64,
     /// Payload bytes not yet packed or unpacked.
     pub(super) remaining: u64,
     /// Receives posted.
@@ -56,7 +54,6 @@ impl Stream {
             units: (0, 0),
             runs: None,
             total: 0,
-            runs_total: 0,
             remaining: 0,
             posted: 0,
             done: 0,
@@ -64,24 +61,34 @@ impl Stream {
         }
     }
 
-    /// Counts the stream's bytes and runs into `total`, `runs_total` and `remaining`.
+    /// Counts the stream's bytes into `total` and `remaining`.
     pub(super) fn count(&mut self, plan: &Plan) -> Result<(), ExchangeError> {
-        let (mut bytes, mut runs) = (0, 0);
+        let mut bytes = 0;
         for &(_, s, d) in &self.pairs {
-            for r in plan.runs(s, d)?.filter(|r| r.len > 0) {
-                bytes += r.len;
-                runs += 1;
-            }
+            bytes += plan.runs(s, d)?.map(|r| r.len).sum::<u64>();
         }
         self.total = bytes;
-        self.runs_total = runs;
         self.remaining = bytes;
         Ok(())
     }
 
-    /// Mean bytes per run of the stream (0 when empty).
-    pub(super) fn mean_run(&self) -> u64 {
-        self.total.checked_div(self.runs_total).unwrap_or(0)
+    /// Mean bytes per run of the stream's first `n` runs (0 when empty).
+    pub(super) fn sample_mean_run(&self, plan: &Plan, n: usize) -> Result<u64, ExchangeError> {
+        let (mut bytes, mut runs) = (0u64, 0u64);
+        for &(_, s, d) in &self.pairs {
+            for r in plan
+                .runs(s, d)?
+                .filter(|r| r.len > 0)
+                .take(n - runs as usize)
+            {
+                bytes += r.len;
+                runs += 1;
+            }
+            if runs as usize >= n {
+                break;
+            }
+        }
+        Ok(bytes.checked_div(runs).unwrap_or(0))
     }
 
     /// The length of the next receive to post, if any remain.
