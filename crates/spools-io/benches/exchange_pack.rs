@@ -1,6 +1,7 @@
 //! The exchange engine's ring path in one process: packing the stream from one source
 //! unit to one destination unit into transfer units, and scattering it back, for runs of
-//! 8 B (block -> cyclic(1) of f64) up to 4 KiB.
+//! 8 B (block -> cyclic(1) of f64) up to 4 KiB; and the plan's run generator alone, which
+//! every path pays.
 //!
 //! Run with `cargo bench -p spools-io --bench exchange_pack`.
 
@@ -37,6 +38,10 @@ fn bench(c: &mut Criterion) {
         let runs = pack_stream(&plan, 0, 1, &src, TU, &mut packed).unwrap();
         let run = packed.len() as u64 / runs;
         g.throughput(Throughput::Bytes(packed.len() as u64));
+        // The runs alone (what every path pays): the plan's lazy run generator.
+        g.bench_function(format!("runs/run {run} B"), |b| {
+            b.iter(|| plan.runs(0, 1).unwrap().map(|r| r.len).sum::<u64>())
+        });
         g.bench_function(format!("pack/run {run} B"), |b| {
             b.iter(|| pack_stream(&plan, 0, 1, black_box(&src), TU, &mut packed).unwrap())
         });
