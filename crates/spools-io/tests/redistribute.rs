@@ -267,6 +267,15 @@ fn single_copy_rank(w: &spools::World) -> Result<(), String> {
                 if (st.pulled > 0) != expect_pull || (st.pulled > 0 && st.pulled != st.received) {
                     return Err(format!("{case}: rank {me}: {st:?}"));
                 }
+                // What left the ranks arrived, pulled or not.
+                let mut sums = [0u64; 2];
+                e(w.allreduce(&[st.sent, st.received], &mut sums, &spools::Op::Sum))?;
+                if sums[0] != sums[1] || (n > 1 && sums[0] == 0) {
+                    return Err(format!(
+                        "{case}: sent {} bytes, received {}",
+                        sums[0], sums[1]
+                    ));
+                }
             }
         }
     }

@@ -7,7 +7,8 @@
 //! buffers (u32), then per buffer: its unit (u64), its length (u64), a kind byte (1: in
 //! the sender's process memory, followed by seven zero bytes and its address (u64); 2: in
 //! the shared heap, followed by seven zero bytes and the wire form of its
-//! [`HeapRef`]). A reply is one byte.
+//! [`HeapRef`]). A reply is one byte (0: done, 1: send through the rings, 2: failed),
+//! followed after "done" by the bytes copied (u64).
 
 use spools_fabric::heap::HeapRef;
 
@@ -215,8 +216,8 @@ pub(super) fn area(areas: &[Area], from: u32, unit: u64) -> Result<Area, Exchang
 /// The destination's answer to a descriptor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Reply {
-    /// Every run was copied: the source buffer is no longer needed.
-    Done,
+    /// Every run was copied (this many bytes): the source buffer is no longer needed.
+    Done(u64),
     /// This host refuses the single copy: send the stream through transfer units.
     Ring,
     /// The copy failed (the destination has the error).
@@ -226,25 +227,30 @@ pub(super) enum Reply {
 impl Reply {
     /// The message.
     pub(super) fn encode(self) -> Vec<u8> {
-        vec![match self {
-            Reply::Done => 0,
-            Reply::Ring => 1,
-            Reply::Failed => 2,
-        }]
+        match self {
+            Reply::Done(bytes) => [&[0u8][..], &bytes.to_le_bytes()].concat(),
+            Reply::Ring => vec![1],
+            Reply::Failed => vec![2],
+        }
     }
 
     /// Reads a reply sent by rank `from`.
     ///
     /// # Errors
-    /// [`ExchangeError::Descriptor`] for anything but one known byte.
+    /// [`ExchangeError::Descriptor`] for anything but a known reply.
     pub(super) fn decode(from: u32, msg: &[u8]) -> Result<Reply, ExchangeError> {
         match msg {
-            [0] => Ok(Reply::Done),
+            [0, bytes @ ..] => <[u8; 8]>::try_from(bytes)
+                .map(|b| Reply::Done(u64::from_le_bytes(b)))
+                .map_err(|_| ExchangeError::Descriptor {
+                    from,
+                    what: "a \"done\" reply without its count of bytes",
+                }),
             [1] => Ok(Reply::Ring),
             [2] => Ok(Reply::Failed),
             _ => Err(ExchangeError::Descriptor {
                 from,
-                what: "a reply is not one known byte",
+                what: "a reply is not a known one",
             }),
         }
     }
@@ -297,7 +303,12 @@ mod tests {
         let areas = d.areas.unwrap();
         assert_eq!(area(&areas, 1, 5).unwrap().len, 1);
         assert!(area(&areas, 1, 4).is_err());
-        for r in [Reply::Done, Reply::Ring, Reply::Failed] {
+        for r in [
+            Reply::Done(0),
+            Reply::Done(1 << 40),
+            Reply::Ring,
+            Reply::Failed,
+        ] {
             assert_eq!(Reply::decode(1, &r.encode()).unwrap(), r);
         }
     }
@@ -344,7 +355,7 @@ mod tests {
                 r => panic!("{want}: {r:?}"),
             }
         }
-        for msg in [&[][..], &[3], &[0, 0]] {
+        for msg in [&[][..], &[3], &[0], &[0, 0], &[1, 0], &[0; 10]] {
             assert!(Reply::decode(2, msg).is_err());
         }
     }

@@ -180,7 +180,7 @@ pub fn exchange(
             reqs.push(comm.isend(desc.encode(), st.peer, TAG_DESC)?);
             meta.push(Slot::Quiet);
             if desc.areas.is_some() {
-                reqs.push(comm.irecv(vec![0u8; 8], st.peer, TAG_REPLY)?);
+                reqs.push(comm.irecv(vec![0u8; 16], st.peer, TAG_REPLY)?);
                 meta.push(Slot::Reply(i));
                 continue;
             }
@@ -262,7 +262,7 @@ pub fn exchange(
                     Err(e) => Err(e),
                 };
                 let reply = match done {
-                    Ok(Pulled::Done) => Reply::Done,
+                    Ok(Pulled::Done(bytes)) => Reply::Done(bytes),
                     Ok(Pulled::Refused) => {
                         post_receives(
                             comm,
@@ -289,7 +289,7 @@ pub fn exchange(
                 let st = &mut out[k];
                 let len = c.status.len.min(c.buf.len());
                 match Reply::decode(st.peer, &c.buf[..len]) {
-                    Ok(Reply::Done) => {}
+                    Ok(Reply::Done(bytes)) => stats.sent += bytes,
                     Ok(Reply::Ring) => {
                         start_sends(
                             comm, plan, src, st, k, opts, &mut stats, &mut reqs, &mut meta,

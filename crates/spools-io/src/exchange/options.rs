@@ -32,8 +32,8 @@ impl Default for ExchangeOptions {
 /// What one rank's part of an exchange moved.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ExchangeStats {
-    /// Bytes sent to other ranks through transfer units (payload only; bytes pulled out
-    /// of this rank's buffers count at the puller).
+    /// Bytes sent to other ranks (payload only, pulled bytes included, as the puller
+    /// reported them).
     pub sent: u64,
     /// Bytes received from other ranks (payload only, pulled bytes included).
     pub received: u64,

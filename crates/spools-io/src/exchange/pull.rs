@@ -76,8 +76,8 @@ pub(super) fn descriptor_capacity(st: &Stream) -> usize {
 
 /// What pulling one stream came to.
 pub(super) enum Pulled {
-    /// Every run was copied.
-    Done,
+    /// Every run was copied (this many bytes).
+    Done(u64),
     /// This process may not read the peer's memory: the stream must go through the
     /// rings.
     Refused,
@@ -177,5 +177,5 @@ pub(super) fn pull(
     stats.received += bytes;
     stats.pulled += bytes;
     stats.runs += runs;
-    Ok(Pulled::Done)
+    Ok(Pulled::Done(bytes))
 }
