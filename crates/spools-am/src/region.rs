@@ -3,6 +3,9 @@
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::sync::{Arc, PoisonError, RwLock};
 
+use spools_fabric::heap::{HeapName, HeapSegment};
+use spools_proto::auth::Secret;
+
 use crate::error::AmError;
 use std::collections::HashMap;
 
@@ -12,6 +15,8 @@ pub type RegionKey = u32;
 pub(crate) struct RegionMem {
     ptr: *mut u8,
     len: usize,
+    /// The shared-heap segment holding the bytes (`None`: this process's own heap).
+    heap: Option<HeapSegment>,
 }
 
 // SAFETY: the allocation is owned by RegionMem and freed only in Drop; concurrent byte
@@ -27,6 +32,7 @@ impl RegionMem {
             return Ok(RegionMem {
                 ptr: std::ptr::NonNull::<u64>::dangling().as_ptr() as *mut u8,
                 len: 0,
+                heap: None,
             });
         }
         let layout = Layout::from_size_align(len, 64).map_err(|_| AmError::RegionAlloc { len })?;
@@ -35,7 +41,22 @@ impl RegionMem {
         if ptr.is_null() {
             return Err(AmError::RegionAlloc { len });
         }
-        Ok(RegionMem { ptr, len })
+        Ok(RegionMem {
+            ptr,
+            len,
+            heap: None,
+        })
+    }
+
+    /// Zeroed bytes in a shared-heap segment named after the region, which the ranks of
+    /// this host map to put and get with one copy; `None` if the segment cannot be made.
+    fn shared(name: HeapName, len: usize, secret: &Secret) -> Option<RegionMem> {
+        let seg = HeapSegment::create_named(name, len, secret).ok()?;
+        Some(RegionMem {
+            ptr: seg.data(),
+            len,
+            heap: Some(seg),
+        })
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -67,7 +88,8 @@ impl RegionMem {
 
 impl Drop for RegionMem {
     fn drop(&mut self) {
-        if self.len > 0 {
+        // A shared-heap segment unmaps itself (dropped with `heap`).
+        if self.len > 0 && self.heap.is_none() {
             if let Ok(layout) = Layout::from_size_align(self.len, 64) {
                 // SAFETY: ptr was allocated with this layout in `new`.
                 unsafe { dealloc(self.ptr, layout) }
@@ -105,7 +127,26 @@ impl Region {
         len: usize,
         regions: Arc<Regions>,
     ) -> Result<Region, AmError> {
-        let mem = Arc::new(RegionMem::new(len)?);
+        Region::register(key, RegionMem::new(len)?, regions)
+    }
+
+    /// A region in the shared heap (segment [`HeapName::region`] of `rank` in `job`), or
+    /// in this process's own memory if the segment cannot be made.
+    pub(crate) fn new_shared(
+        key: RegionKey,
+        len: usize,
+        regions: Arc<Regions>,
+        (job, rank, secret): (u64, u32, &Secret),
+    ) -> Result<Region, AmError> {
+        let mem = match RegionMem::shared(HeapName::region(job, rank, key), len, secret) {
+            Some(m) => m,
+            None => RegionMem::new(len)?,
+        };
+        Region::register(key, mem, regions)
+    }
+
+    fn register(key: RegionKey, mem: RegionMem, regions: Arc<Regions>) -> Result<Region, AmError> {
+        let mem = Arc::new(mem);
         regions
             .write()
             .unwrap_or_else(PoisonError::into_inner)
@@ -157,6 +198,12 @@ impl Region {
         self.check(offset, src.len())?;
         self.mem.write_at(offset, src);
         Ok(())
+    }
+
+    /// Whether the bytes lie in the shared heap (same-host peers then put and get with
+    /// one copy, straight into and out of them).
+    pub fn is_shared(&self) -> bool {
+        self.mem.heap.is_some()
     }
 
     /// A copy of the whole region.

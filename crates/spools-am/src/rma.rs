@@ -1,13 +1,17 @@
 //! Remote memory access: [`Endpoint::put`] and [`Endpoint::get`] on a registered region
-//! of the target, packetised automatically, completed when the target has answered.
+//! of the target, packetised automatically, completed when the target has answered. A
+//! region of a rank of this host that lies in the shared heap
+//! ([`Worker::shared_region`](crate::Worker::shared_region)) is mapped here instead and
+//! copied into or out of directly: one copy, no message.
 
 use std::sync::atomic::Ordering;
 use std::sync::PoisonError;
 
-use spools_fabric::Priority;
+use spools_fabric::heap::{self, HeapError, HeapName, HeapRef, PeerBytes};
+use spools_fabric::{FabricError, Priority};
 use spools_proto::am::{AmHeader, Get, Put, StatusCode, FLAG_LAST};
 
-use crate::core::{Core, OpState};
+use crate::core::{Core, OpState, Route};
 use crate::endpoint::Endpoint;
 use crate::error::AmError;
 use crate::region::RegionKey;
@@ -29,6 +33,46 @@ impl Drop for OpGuard<'_> {
 }
 
 impl Endpoint {
+    /// Bytes `[offset, offset + len)` of region `key` of `peer`, mapped here, when `peer`
+    /// runs on this host and the region lies in the shared heap (`None`: go through the
+    /// transport). A region withdrawn or a range outside it is the error the target
+    /// would have answered.
+    fn peer_region(
+        &self,
+        peer: u32,
+        key: RegionKey,
+        offset: u64,
+        len: usize,
+        op: &'static str,
+    ) -> Option<Result<PeerBytes, AmError>> {
+        if self.core().routes.get(peer as usize) != Some(&Route::Shm) {
+            return None;
+        }
+        let heaps = heap::peers().ok()?;
+        let name = HeapName::region(self.core().boot.job(), peer, key);
+        match heaps.bytes(&HeapRef { name, offset }, len) {
+            Ok(b) => Some(Ok(b)),
+            Err(HeapError::Freed { .. }) => Some(Err(AmError::UnknownRegion { peer, key })),
+            Err(HeapError::OutOfRange { .. }) => Some(Err(AmError::OutOfBounds {
+                op,
+                peer,
+                key,
+                offset,
+                len: len as u64,
+            })),
+            Err(_) => None,
+        }
+    }
+
+    /// A direct copy with `peer`'s region is over: it counts only if `peer` was alive
+    /// (else its bytes went nowhere, or came from a dead rank).
+    fn direct_done(&self, peer: u32) -> Result<(), AmError> {
+        match self.core().boot.state().failure_of(peer) {
+            Some(f) => Err(AmError::Fabric(FabricError::PeerFailed(f))),
+            None => Ok(()),
+        }
+    }
+
     /// Registers a put or get; the guard forgets it when dropped (on return or error).
     fn new_op(&self, is_get: bool, dest: usize, len: usize) -> OpGuard<'_> {
         let token = self.core().next_token.fetch_add(1, Ordering::Relaxed);
@@ -113,6 +157,11 @@ impl Endpoint {
     ) -> Result<(), AmError> {
         self.core().check_rank(peer)?;
         self.flush_peer(peer)?;
+        if let Some(region) = self.peer_region(peer, key, offset, data.len(), "put") {
+            // In range: `peer_region` mapped exactly `data.len()` bytes.
+            let _ = region?.copy_from(0, data);
+            return self.direct_done(peer);
+        }
         let guard = self.new_op(false, 0, 0);
         let token = guard.token;
         let frag = self.core().fragment_for(peer);
@@ -154,6 +203,11 @@ impl Endpoint {
     ) -> Result<(), AmError> {
         self.core().check_rank(peer)?;
         self.flush_peer(peer)?;
+        if let Some(region) = self.peer_region(peer, key, offset, buf.len(), "get") {
+            // In range: `peer_region` mapped exactly `buf.len()` bytes.
+            let _ = region?.copy_to(0, buf);
+            return self.direct_done(peer);
+        }
         let guard = self.new_op(true, buf.as_mut_ptr() as usize, buf.len());
         let mut hdr = Vec::with_capacity(32);
         AmHeader::Get(Get {

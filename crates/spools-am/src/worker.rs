@@ -282,6 +282,24 @@ impl Worker {
         Region::new(key, len, self.core.regions.clone())
     }
 
+    /// [`Worker::region`] in the shared heap: puts and gets from ranks of this host copy
+    /// straight into and out of it (one copy, no message to this rank), others go through
+    /// the transport as for any region. Falls back to an ordinary region (see
+    /// [`Region::is_shared`]) if shared memory cannot hold it. Its segment is named
+    /// under the job's prefix in `/dev/shm` while it lives.
+    ///
+    /// # Errors
+    /// [`AmError::RegionAlloc`] if memory cannot be allocated.
+    pub fn shared_region(&self, len: usize) -> Result<Region, AmError> {
+        let key = self.core.next_key.fetch_add(1, Ordering::Relaxed);
+        let who = (
+            self.core.boot.job(),
+            self.core.rank,
+            self.core.boot.secret(),
+        );
+        Region::new_shared(key, len, self.core.regions.clone(), who)
+    }
+
     /// Runs handlers for the messages that have arrived; returns how many were handled.
     ///
     /// # Errors

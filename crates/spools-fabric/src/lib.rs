@@ -11,6 +11,9 @@
 //! time (the active-message layer gives each endpoint its own), so senders on different lanes never
 //! contend. Lane 0 belongs to the progress engine.
 //!
+//! The shared heap ([`heap`]): memory a rank allocates in named shared-memory segments
+//! that the ranks of its host map, so that they copy straight out of or into it.
+//!
 //! The conformance suite in `tests/conformance.rs` runs every backend through the same
 //! tests with real processes.
 

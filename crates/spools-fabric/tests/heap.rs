@@ -228,3 +228,14 @@ fn empty_and_oversized_segments() {
     ));
     assert!(leftovers(j).is_empty());
 }
+
+#[test]
+fn a_segment_larger_than_dev_shm_is_refused_at_creation() {
+    let st = rustix::fs::statvfs("/dev/shm").unwrap();
+    let total = st.f_blocks * st.f_frsize;
+    let j = job(7);
+    // Its pages are allocated at creation: no SIGBUS at the first write past the room.
+    let r = HeapSegment::create(j, 0, (total + (1 << 20)) as usize, &secret());
+    assert!(matches!(r, Err(HeapError::Create { .. })), "{r:?}");
+    assert!(leftovers(j).is_empty());
+}

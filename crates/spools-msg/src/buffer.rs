@@ -80,6 +80,17 @@ impl Buf {
         }
     }
 
+    /// The `len` bytes at offset `off`, to write into; the caller checks
+    /// `off + len <= len()`.
+    pub(crate) fn slice_mut(&mut self, off: usize, len: usize) -> &mut [u8] {
+        assert!(off.checked_add(len).is_some_and(|end| end <= self.len));
+        if len == 0 {
+            return &mut [];
+        }
+        // SAFETY: as for `write`; `&mut self` makes the view exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(off), len) }
+    }
+
     /// The `len` bytes at offset `off`; the caller checks `off + len <= len()`.
     pub(crate) fn read(&self, off: usize, len: usize) -> &[u8] {
         assert!(off.checked_add(len).is_some_and(|end| end <= self.len));

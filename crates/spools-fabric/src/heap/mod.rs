@@ -8,6 +8,11 @@
 //!   offset, what a peer needs, in a fixed wire form).
 //! - A peer maps it through [`PeerHeaps`] (cached by name) and copies with
 //!   [`PeerBytes`].
+//! - A segment's pages are allocated when it is created, so a full `/dev/shm` is an
+//!   error of the allocation, never a SIGBUS at a later write; a segment is never resized.
+//! - Buffers take the names [`HeapName::new`] numbers in order; active-message regions in
+//!   the shared heap are named after their key ([`HeapName::region`]), so a peer that
+//!   knows a key maps the region without asking its owner.
 //!
 //! Contract when the owner frees a buffer or dies while a peer copies from it: the peer's
 //! mapping stays valid (a segment is never shrunk, so no access faults): the copy in

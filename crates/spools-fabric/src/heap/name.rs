@@ -6,6 +6,8 @@ use thiserror::Error;
 const MARKER: u8 = b'H';
 /// Wire-format version.
 const VERSION: u8 = 1;
+/// Set in the number of a region's segment.
+const REGION_BIT: u64 = 1 << 63;
 
 /// The name of one shared-heap segment: the job, the rank that allocated it and a number
 /// unique within that rank. Its shared-memory name is `/spools-<job>-heap-<rank>-<seq>`,
@@ -48,6 +50,31 @@ impl HeapName {
     /// The name of segment `seq` of `rank` in `job`.
     pub fn new(job: u64, rank: u32, seq: u64) -> HeapName {
         HeapName { job, rank, seq }
+    }
+
+    /// The name of the segment of active-message region `key` of `rank` in `job` (a
+    /// region in the shared heap has this name, so a peer that knows the key can map it
+    /// without asking). Apart from the names [`HeapName::new`] gives for the numbers
+    /// buffers take (which stay below 2^63).
+    ///
+    /// ```
+    /// use spools_fabric::heap::HeapName;
+    /// let r = HeapName::region(1, 2, 3);
+    /// assert_ne!(r, HeapName::new(1, 2, 3));
+    /// assert_eq!(r.region_key(), Some(3));
+    /// assert_eq!(HeapName::new(1, 2, 3).region_key(), None);
+    /// ```
+    pub fn region(job: u64, rank: u32, key: u32) -> HeapName {
+        HeapName {
+            job,
+            rank,
+            seq: REGION_BIT | u64::from(key),
+        }
+    }
+
+    /// The region key, if this names a region's segment.
+    pub fn region_key(&self) -> Option<u32> {
+        (self.seq & REGION_BIT != 0).then_some(self.seq as u32)
     }
 
     /// The job.

@@ -1,6 +1,6 @@
 //! Peers' heap segments mapped in this process, cached by name.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use spools_proto::auth::Secret;
@@ -14,6 +14,8 @@ pub struct PeerHeaps {
     job: u64,
     secret: Secret,
     cache: Mutex<HashMap<crate::heap::HeapName, Arc<HeapSegment>>>,
+    /// Names found not to exist (names are never reused, so they never will).
+    absent: Mutex<HashSet<crate::heap::HeapName>>,
 }
 
 impl std::fmt::Debug for PeerHeaps {
@@ -32,6 +34,7 @@ impl PeerHeaps {
             job,
             secret,
             cache: Mutex::new(HashMap::new()),
+            absent: Mutex::new(HashSet::new()),
         }
     }
 
@@ -66,8 +69,8 @@ impl PeerHeaps {
                 }
                 Some(s) => s.clone(),
                 None => {
+                    let s = self.open(name)?;
                     cache.retain(|_, s| !s.freed());
-                    let s = Arc::new(HeapSegment::open(name, &self.secret)?);
                     if s.freed() {
                         return Err(HeapError::Freed { name });
                     }
@@ -90,6 +93,26 @@ impl PeerHeaps {
         // pointer stays inside the mapping, which `seg` keeps alive.
         let ptr = unsafe { seg.data().add(r.offset as usize) };
         Ok(PeerBytes { seg, ptr, len })
+    }
+
+    /// Opens a segment not mapped here yet; remembers names that do not exist.
+    fn open(&self, name: crate::heap::HeapName) -> Result<Arc<HeapSegment>, HeapError> {
+        let gone = || std::io::Error::from(std::io::ErrorKind::NotFound);
+        let mut absent = self.absent.lock().unwrap_or_else(PoisonError::into_inner);
+        if absent.contains(&name) {
+            return Err(HeapError::Open {
+                name,
+                source: gone(),
+            });
+        }
+        match HeapSegment::open(name, &self.secret) {
+            Ok(s) => Ok(Arc::new(s)),
+            Err(HeapError::Open { name, source }) if source.kind() == gone().kind() => {
+                absent.insert(name);
+                Err(HeapError::Open { name, source })
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Segments mapped now.

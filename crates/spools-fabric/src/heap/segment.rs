@@ -70,6 +70,19 @@ fn map_len(len: usize) -> Option<usize> {
         .filter(|&l| isize::try_from(l).is_ok())
 }
 
+/// Sizes a fresh object to `len` bytes with its pages allocated now: a full `/dev/shm`
+/// is an error here rather than a SIGBUS at the first write into the buffer. Where the
+/// file system cannot allocate ahead, it is only sized.
+fn reserve(fd: &std::os::fd::OwnedFd, len: u64) -> std::io::Result<()> {
+    match rustix::fs::fallocate(fd, rustix::fs::FallocateFlags::empty(), 0, len) {
+        Ok(()) => Ok(()),
+        Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::NOSYS) => {
+            Ok(rustix::fs::ftruncate(fd, len)?)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 impl HeapSegment {
     /// Creates (exclusively, mode 0600), sizes and maps a segment of `len` zero-filled
     /// user bytes for `rank` of `job`, and registers its range in this process.
@@ -83,16 +96,28 @@ impl HeapSegment {
         len: usize,
         secret: &Secret,
     ) -> Result<HeapSegment, HeapError> {
+        let name = HeapName::new(job, rank, NEXT_SEQ.fetch_add(1, Ordering::Relaxed));
+        HeapSegment::create_named(name, len, secret)
+    }
+
+    /// [`HeapSegment::create`] under a name the caller chose (unique in the job, such as
+    /// [`HeapName::region`]).
+    ///
+    /// # Errors
+    /// As [`HeapSegment::create`]; [`HeapError::Create`] also if the name exists.
+    pub fn create_named(
+        name: HeapName,
+        len: usize,
+        secret: &Secret,
+    ) -> Result<HeapSegment, HeapError> {
         let map_len = map_len(len).ok_or(HeapError::TooLarge {
             elems: len,
             elem_bytes: 1,
         })?;
-        let name = HeapName::new(job, rank, NEXT_SEQ.fetch_add(1, Ordering::Relaxed));
         let shm = name.shm_name();
         let io = |source: std::io::Error| HeapError::Create { name, source };
         let fd = open_shm(&shm, true).map_err(io)?;
-        let base = rustix::fs::ftruncate(&fd, map_len as u64)
-            .map_err(std::io::Error::from)
+        let base = reserve(&fd, map_len as u64)
             .and_then(|()| map(&fd, map_len))
             .map_err(|e| {
                 unlink(&shm);
@@ -111,7 +136,7 @@ impl HeapSegment {
             let h = &mut *(base as *mut Header);
             h.magic = MAGIC;
             h.version = VERSION;
-            h.owner = rank;
+            h.owner = name.rank();
             h.len = len as u64;
             h.tag = tag(secret, &name);
         }

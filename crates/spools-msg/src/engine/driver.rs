@@ -45,7 +45,9 @@ impl Engine {
     }
 
     fn send_queued(&self, st: &mut Locked, h: HandlerIds) -> Result<usize, AmError> {
-        Ok(self.send_cts(&mut st.protocol, h)?
+        let pulled = self.run_pulls(&mut st.protocol);
+        Ok(pulled
+            + self.send_cts(&mut st.protocol, h)?
             + self.send_streams(&mut st.protocol, h)?
             + self.send_replies(st, h)?)
     }

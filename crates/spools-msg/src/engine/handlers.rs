@@ -22,7 +22,8 @@ impl Engine {
     pub(super) fn on_rts(&self, m: &ActiveMessage<'_>) {
         let env = wire::envelope(m.from, &m.args);
         let (len, send_id) = wire::rts_fields(&m.args);
-        self.with_protocol(|p| p.on_message(env, Incoming::Rts { len, send_id }));
+        let heap = wire::rts_heap(m.from, m.payload);
+        self.with_protocol(|p| p.on_message(env, Incoming::Rts { len, send_id, heap }));
     }
 
     pub(super) fn on_cts(&self, m: &ActiveMessage<'_>) {

@@ -8,7 +8,10 @@
 //!   a matching posted receive, or else into a pooled buffer queued as unexpected;
 //! - *rendezvous*: a request-to-send (RTS) short message; once matched, the receiver
 //!   answers clear-to-send (CTS) and the sender streams the data straight from its buffer,
-//!   in one-fragment chunks, into the receiver's buffer (pipelined through the transport).
+//!   in one-fragment chunks, into the receiver's buffer (pipelined through the transport);
+//!   when the sender's buffer lies in the shared heap and the receiver runs on the same
+//!   host, the RTS says where and the receiver copies the data from there itself (one
+//!   copy, no chunks), then answers with a CTS that completes the send (`heap`).
 //!
 //! Short and eager sends, and the RTS of a rendezvous, leave from the caller's thread.
 //! Handlers run under the active-message layer's progress lock and never send; what the protocol
@@ -19,10 +22,12 @@
 //!
 //! Files: `state` (the engine and its lock), `setup` (construction, handler ids), `ops`
 //! (the application's operations), `handlers` (wire messages in), `driver` (the poller),
+//! `heap` (the single-copy rendezvous within a host),
 //! `try_send` (a send that never blocks, for schedules advanced by pollers).
 
 mod driver;
 mod handlers;
+mod heap;
 mod ops;
 mod setup;
 mod state;

@@ -43,15 +43,17 @@ impl Engine {
                 Ok(SendStart::Complete(buf))
             }
             SendProtocol::Rendezvous => {
+                let heap = self.heap_source(dest, buf.read(0, len));
                 let id = self.with_protocol(|p| p.post_send(dest, buf, false));
                 let args = wire::rts_args(ctx, tag, len, id);
-                let sent = lock(&self.endpoint).send_short(
-                    dest,
-                    h.rts,
-                    args,
-                    ORDERED,
-                    Delivery::Immediate,
-                );
+                let mut ep = lock(&self.endpoint);
+                let sent = match heap {
+                    Some(r) => {
+                        ep.send_bulk(dest, h.rts, args, &wire::rts_heap_payload(&r), ORDERED)
+                    }
+                    None => ep.send_short(dest, h.rts, args, ORDERED, Delivery::Immediate),
+                };
+                drop(ep);
                 if let Err(e) = sent {
                     self.with_protocol(|p| p.abort_send(id));
                     return Err(e.into());

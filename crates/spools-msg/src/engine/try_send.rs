@@ -40,9 +40,13 @@ impl Engine {
                 w.try_send_bulk_now(dest, h.eager, args, buf.read(0, len))?
             }
             SendProtocol::Rendezvous => {
+                let heap = self.heap_source(dest, buf.read(0, len));
                 let id = self.with_protocol(|p| p.post_send(dest, buf, false));
                 let args = wire::rts_args(ctx, tag, len, id);
-                let sent = w.try_send_short_now(dest, h.rts, args, 0);
+                let sent = match heap {
+                    Some(r) => w.try_send_bulk_now(dest, h.rts, args, &wire::rts_heap_payload(&r)),
+                    None => w.try_send_short_now(dest, h.rts, args, 0),
+                };
                 if !matches!(sent, Ok(true)) {
                     self.with_protocol(|p| p.abort_send(id));
                     sent?;

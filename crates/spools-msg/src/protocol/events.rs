@@ -2,6 +2,7 @@
 //! (clear-to-send messages and data chunks to transmit, RPC calls to run, how receives
 //! end) and the typed errors of unexpected wire messages.
 
+use spools_fabric::heap::HeapRef;
 use thiserror::Error;
 
 use super::wire::SHORT_MAX;
@@ -59,6 +60,9 @@ pub(crate) enum Incoming<'a> {
         len: u64,
         /// The sender's operation id, to name in the clear-to-send.
         send_id: u64,
+        /// Where the bytes lie in the sender's shared heap, when they do and the sender
+        /// runs on this host: the receiver may copy them from there itself.
+        heap: Option<HeapRef>,
     },
 }
 
@@ -99,9 +103,26 @@ pub(crate) struct Cts {
     pub(crate) send_id: u64,
     /// The receive the data goes to.
     pub(crate) recv_id: u64,
-    /// The receive does not take the data (truncation): the sender completes without
-    /// sending it.
+    /// The sender completes without sending the data: the receive does not take it
+    /// (truncation), or took it from the sender's shared heap itself.
     pub(crate) discard: bool,
+}
+
+/// A receive that matched a request-to-send whose data lies in the sender's shared heap:
+/// the engine maps the bytes and hands them to [`super::Protocol::pulled`], which copies
+/// them into the receive (one copy) and queues the clear-to-send that completes the send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Pull {
+    /// The receive.
+    pub(crate) recv_id: u64,
+    /// The sender (job rank).
+    pub(crate) from: u32,
+    /// The sender's operation.
+    pub(crate) send_id: u64,
+    /// Where the message's bytes lie.
+    pub(crate) heap: HeapRef,
+    /// The message's length.
+    pub(crate) len: usize,
 }
 
 /// A chunk of rendezvous data to transmit (see [`super::Protocol::next_chunk`]).

@@ -3,7 +3,9 @@
 
 use std::collections::VecDeque;
 
-use super::events::{Chunk, Cts, Incoming, Limits, ProtocolError, RecvOutcome, RpcCall};
+use spools_fabric::heap::PeerBytes;
+
+use super::events::{Chunk, Cts, Incoming, Limits, ProtocolError, Pull, RecvOutcome, RpcCall};
 use super::matching::{Envelope, Pattern};
 use super::recv::RecvSide;
 use super::send::SendSide;
@@ -181,6 +183,18 @@ impl Protocol {
         self.send.chunk_sent(slot, len);
     }
 
+    /// The first copy from a sender's shared heap to make: map its bytes and pass them
+    /// to [`Protocol::pulled`].
+    pub(crate) fn pop_pull(&mut self) -> Option<Pull> {
+        self.recv.pop_pull()
+    }
+
+    /// The sender's bytes of `pull`, mapped (or `None`: they could not be, and the data
+    /// streams instead).
+    pub(crate) fn pulled(&mut self, pull: Pull, src: Option<&PeerBytes>) {
+        self.recv.pulled(pull, src);
+    }
+
     /// The RPC calls that arrived, to run.
     pub(crate) fn take_rpc_calls(&mut self) -> VecDeque<RpcCall> {
         self.recv.take_rpc_calls()
@@ -197,9 +211,12 @@ impl Protocol {
         self.send.take_new_output() | self.recv.take_new_output()
     }
 
-    /// Outputs waiting: CTS messages, streams, RPC calls.
+    /// Outputs waiting: CTS messages, streams, RPC calls, copies from shared heaps.
     pub(crate) fn pending_output(&self) -> usize {
-        self.recv.cts_len() + self.send.streams_len() + self.recv.rpc_calls_len()
+        self.recv.cts_len()
+            + self.send.streams_len()
+            + self.recv.rpc_calls_len()
+            + self.recv.pulls_len()
     }
 
     /// Operations held (sends, receives), for tests.

@@ -29,6 +29,8 @@ mod slab;
 pub(crate) mod wire;
 
 #[cfg(test)]
+mod heap_tests;
+#[cfg(test)]
 mod matching_tests;
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,11 @@
 
 use std::collections::VecDeque;
 
-use super::events::{Cts, Incoming, Limits, MessageInfo, ProtocolError, RecvOutcome, RpcCall};
+use spools_fabric::heap::{HeapRef, PeerBytes};
+
+use super::events::{
+    Cts, Incoming, Limits, MessageInfo, ProtocolError, Pull, RecvOutcome, RpcCall,
+};
 use super::matching::{Envelope, Matcher, Pattern};
 use super::slab::Slab;
 use super::wire::{RPC_CTX, RPC_REPLY_CTX, SHORT_MAX};
@@ -22,7 +26,11 @@ enum Unexpected {
     /// A short or eager message, copied out of the transport's buffer.
     Data(Vec<u8>),
     /// A request-to-send; the data stays with the sender until a receive matches.
-    Rts { len: u64, send_id: u64 },
+    Rts {
+        len: u64,
+        send_id: u64,
+        heap: Option<HeapRef>,
+    },
 }
 
 impl Unexpected {
@@ -40,6 +48,9 @@ enum RecvState {
     Posted,
     /// Matched a request-to-send; `got` bytes of the message have arrived.
     Streaming { msg: MessageInfo, got: usize },
+    /// Matched a request-to-send whose data lies in the sender's shared heap: waits for
+    /// the engine to copy it ([`RecvSide::pulled`]).
+    Pulling { msg: MessageInfo },
     /// Over.
     Complete(RecvOutcome),
 }
@@ -61,6 +72,8 @@ pub(crate) struct RecvSide {
     recvs: Slab<RecvOp>,
     /// Clear-to-send messages to transmit, in order.
     cts: VecDeque<Cts>,
+    /// Copies from senders' shared heaps the engine owes, in order.
+    pulls: VecDeque<Pull>,
     /// Buffers for unexpected messages, reused.
     pool: Vec<Vec<u8>>,
     /// Largest buffer worth keeping in the pool.
@@ -79,6 +92,7 @@ impl RecvSide {
             matcher: Matcher::default(),
             recvs: Slab::default(),
             cts: VecDeque::new(),
+            pulls: VecDeque::new(),
             pool: Vec::new(),
             pool_capacity: limits.eager_limit.max(SHORT_MAX),
             rpc_calls: VecDeque::new(),
@@ -114,8 +128,8 @@ impl RecvSide {
                 self.recycle(d);
                 false
             }
-            Some((env, Unexpected::Rts { len, send_id })) => {
-                self.start_rendezvous(id, env, len, send_id);
+            Some((env, Unexpected::Rts { len, send_id, heap })) => {
+                self.start_rendezvous(id, env, len, send_id, heap);
                 true
             }
         }
@@ -140,7 +154,7 @@ impl RecvSide {
             None => {
                 let u = match inc {
                     Incoming::Data(d) => Unexpected::Data(self.pooled(d)),
-                    Incoming::Rts { len, send_id } => Unexpected::Rts { len, send_id },
+                    Incoming::Rts { len, send_id, heap } => Unexpected::Rts { len, send_id, heap },
                 };
                 self.matcher.queue(env, u);
             }
@@ -150,7 +164,9 @@ impl RecvSide {
     fn accept(&mut self, id: u64, env: Envelope, inc: Incoming<'_>) {
         match inc {
             Incoming::Data(d) => self.deliver(id, env, d),
-            Incoming::Rts { len, send_id } => self.start_rendezvous(id, env, len, send_id),
+            Incoming::Rts { len, send_id, heap } => {
+                self.start_rendezvous(id, env, len, send_id, heap);
+            }
         }
     }
 
@@ -222,8 +238,16 @@ impl RecvSide {
     }
 
     /// Receive `id` matched a request-to-send: queue the CTS (telling the sender to
-    /// discard when the message does not fit) and wait for the data.
-    fn start_rendezvous(&mut self, id: u64, env: Envelope, len: u64, send_id: u64) {
+    /// discard when the message does not fit) and wait for the data; or, when the data
+    /// lies in the sender's shared heap, queue the copy from there.
+    fn start_rendezvous(
+        &mut self,
+        id: u64,
+        env: Envelope,
+        len: u64,
+        send_id: u64,
+        heap: Option<HeapRef>,
+    ) {
         let Some(op) = self.recvs.get_mut(id) else {
             return;
         };
@@ -241,6 +265,23 @@ impl RecvSide {
             RecvBuf::Fixed(b) => b.len(),
             RecvBuf::Alloc(v) => v.len(),
         };
+        let msg = MessageInfo {
+            src: env.src,
+            tag: env.tag,
+            len,
+        };
+        if let Some(heap) = heap.filter(|_| fits && len > 0) {
+            op.state = RecvState::Pulling { msg };
+            self.pulls.push_back(Pull {
+                recv_id: id,
+                from: env.src,
+                send_id,
+                heap,
+                len,
+            });
+            self.new_output = true;
+            return;
+        }
         self.cts.push_back(Cts {
             to: env.src,
             send_id,
@@ -248,11 +289,6 @@ impl RecvSide {
             discard: !fits,
         });
         self.new_output = true;
-        let msg = MessageInfo {
-            src: env.src,
-            tag: env.tag,
-            len,
-        };
         if !fits {
             self.complete(id, RecvOutcome::Truncated { msg, capacity });
         } else if len == 0 {
@@ -260,6 +296,53 @@ impl RecvSide {
             self.complete(id, RecvOutcome::Received(msg));
         } else if let Some(op) = self.recvs.get_mut(id) {
             op.state = RecvState::Streaming { msg, got: 0 };
+        }
+    }
+
+    /// The first copy from a sender's shared heap the engine owes.
+    pub(crate) fn pop_pull(&mut self) -> Option<Pull> {
+        self.pulls.pop_front()
+    }
+
+    /// Copies from senders' shared heaps waiting.
+    pub(crate) fn pulls_len(&self) -> usize {
+        self.pulls.len()
+    }
+
+    /// The engine mapped the sender's bytes of `pull` (`src`), or could not (`None`):
+    /// copies them into the receive and queues the CTS that completes the send without
+    /// data, or falls back to streaming them. A receive released meanwhile still gets the
+    /// sender's send completed.
+    pub(crate) fn pulled(&mut self, pull: Pull, src: Option<&PeerBytes>) {
+        let cts = |discard| Cts {
+            to: pull.from,
+            send_id: pull.send_id,
+            recv_id: pull.recv_id,
+            discard,
+        };
+        self.new_output = true;
+        let Some(op) = self.recvs.get_mut(pull.recv_id) else {
+            self.cts.push_back(cts(true));
+            return;
+        };
+        let RecvState::Pulling { msg } = op.state else {
+            self.cts.push_back(cts(true));
+            return;
+        };
+        let len = pull.len;
+        let copied = src.is_some_and(|src| {
+            let dst = match &mut op.buf {
+                RecvBuf::Fixed(b) => b.slice_mut(0, len),
+                RecvBuf::Alloc(v) => &mut v[..len],
+            };
+            src.copy_to(0, dst).is_ok()
+        });
+        if copied {
+            self.cts.push_back(cts(true));
+            self.complete(pull.recv_id, RecvOutcome::Received(msg));
+        } else {
+            op.state = RecvState::Streaming { msg, got: 0 };
+            self.cts.push_back(cts(false));
         }
     }
 

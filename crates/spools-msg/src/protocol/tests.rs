@@ -40,6 +40,7 @@ fn send_rts(s: &mut Protocol, r: &mut Protocol, ctx: u32, tag: u32, data: &[u8])
     let rts = Incoming::Rts {
         len: data.len() as u64,
         send_id: id,
+        heap: None,
     };
     r.on_message(env(ctx, SENDER, tag), rts);
     id
@@ -241,7 +242,14 @@ fn a_self_sizing_receive_refuses_an_absurd_length() {
     let mut r = proto();
     let (id, _) = r.post_recv(pat(0, None, None), RecvBuf::Alloc(Vec::new()));
     let len = MAX_ALLOC as u64 + 1;
-    r.on_message(env(0, SENDER, 1), Incoming::Rts { len, send_id: 9 });
+    r.on_message(
+        env(0, SENDER, 1),
+        Incoming::Rts {
+            len,
+            send_id: 9,
+            heap: None,
+        },
+    );
     assert!(matches!(
         r.recv_outcome(id),
         Some(RecvOutcome::Truncated { capacity: 0, .. })

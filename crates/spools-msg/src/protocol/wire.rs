@@ -1,6 +1,8 @@
 //! What the protocol's messages carry in the four arguments of an active message, and the
 //! reserved contexts. Pure encoding and decoding: no transport here.
 
+use spools_fabric::heap::HeapRef;
+
 use super::matching::Envelope;
 
 /// Context of RPC calls.
@@ -61,12 +63,32 @@ pub(crate) fn rts_args(ctx: u32, tag: u32, len: usize, send_id: u64) -> [u64; 4]
     [pack_ctx_tag(ctx, tag), len as u64, send_id, 0]
 }
 
+/// The payload of a request-to-send whose data lies in the sender's shared heap: where
+/// (the receiver of the same host copies it from there itself).
+pub(crate) fn rts_heap_payload(r: &HeapRef) -> [u8; HeapRef::WIRE_BYTES] {
+    r.to_bytes()
+}
+
+/// The shared-heap reference a request-to-send from job rank `from` carries, if any: a
+/// payload that is not a well-formed reference to one of `from`'s segments is ignored
+/// (the data then streams as for any rendezvous).
+pub(crate) fn rts_heap(from: u32, payload: &[u8]) -> Option<HeapRef> {
+    if payload.is_empty() {
+        return None;
+    }
+    HeapRef::from_bytes(payload)
+        .ok()
+        .filter(|r| r.name.rank() == from)
+}
+
 /// A request-to-send's (length, send id).
 pub(crate) fn rts_fields(args: &[u64; 4]) -> (u64, u64) {
     (args[1], args[2])
 }
 
-/// The arguments of a clear-to-send for send `send_id` into receive `recv_id`.
+/// The arguments of a clear-to-send for send `send_id` into receive `recv_id`
+/// (`discard`: the sender completes without sending, because the receive truncated or
+/// because the receiver took the data from the sender's shared heap itself).
 pub(crate) fn cts_args(send_id: u64, recv_id: u64, discard: bool) -> [u64; 4] {
     [send_id, recv_id, u64::from(discard), 0]
 }
