@@ -59,7 +59,7 @@ const TAG_REPLY: i32 = 0x0e_0011;
 /// Executes `plan` between the ranks of `comm`. Collective: every rank of `comm` calls
 /// it, owning units or not. `src` lists this rank's source
 /// units with their local storage, `dst` its destination units; each buffer must hold at
-/// least the unit's share of the dataset ([`Layout::local_bytes`]).
+/// least the unit's share of the dataset ([`Layout::local_bytes`](spools_map::Layout::local_bytes)).
 ///
 /// ```
 /// use spools_io::{exchange, ExchangeOptions, Owners};
