@@ -244,6 +244,13 @@ pub struct RedistArgs {
     /// Checksum every transfer unit.
     #[arg(long)]
     pub(crate) integrity: bool,
+    /// Allocate both buffers in the shared heap (`World::alloc`).
+    #[arg(long)]
+    pub(crate) heap: bool,
+    /// Move every stream through transfer units (the single copy between same-host
+    /// ranks off).
+    #[arg(long)]
+    pub(crate) no_single_copy: bool,
 }
 
 /// Options of `spools bench stream`.

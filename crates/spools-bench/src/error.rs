@@ -80,6 +80,9 @@ pub enum BenchError {
     /// option), or a result failed its check.
     #[error("{0}")]
     Invalid(String),
+    /// A buffer could not be allocated in the shared heap.
+    #[error("shared heap: {0}")]
+    Heap(#[from] spools::HeapError),
 }
 
 impl BenchError {

@@ -36,6 +36,12 @@ struct RedistReport<'a> {
     mean_run_bytes: f64,
     /// Whether transfer units were checksummed.
     integrity: bool,
+    /// Whether both buffers were in the shared heap.
+    heap: bool,
+    /// Whether same-host streams could be pulled in a single copy.
+    single_copy: bool,
+    /// Bytes rank 0 pulled in one redistribution (single copy).
+    pulled: u64,
     /// Seconds of one redistribution (median).
     redistribute_s: f64,
     /// Bytes over that time, GB/s.
@@ -56,22 +62,26 @@ pub(crate) fn run(a: &RedistArgs) -> Result<(), BenchError> {
     let plan = spools_map::Plan::new(&from, &to)?;
     let total = plan.total_bytes();
     let me = w.rank();
-    let src: Vec<u8> = (0..share(plan.src(), me)? as usize)
-        .map(|i| i as u8)
-        .collect();
-    let mut dst = vec![0u8; share(plan.dst(), me)? as usize];
+    let mut src = buffer(&w, share(plan.src(), me)? as usize, a.heap)?;
+    for (i, b) in src.iter_mut().enumerate() {
+        *b = i as u8;
+    }
+    let mut dst = buffer(&w, share(plan.dst(), me)? as usize, a.heap)?;
     let sum = plan.summary()?;
     let opts = ExchangeOptions {
         integrity: a.integrity,
+        single_copy: !a.no_single_copy,
         ..ExchangeOptions::default()
     };
+    let mut pulled = 0;
     let big = vec![1u8; total as usize];
     let mut copy = vec![0u8; total as usize];
     let (mut t_x, mut t_m) = (Vec::new(), Vec::new());
     for _ in 0..=a.common.reps {
         w.barrier()?;
         let t = Instant::now();
-        spools_io::redistribute_plan(w.io_communicator()?, &plan, &src, &mut dst, &opts)?;
+        let st = spools_io::redistribute_plan(w.io_communicator()?, &plan, &src, &mut dst, &opts)?;
+        pulled = st.pulled;
         w.barrier()?;
         t_x.push(t.elapsed().as_secs_f64());
         if w.rank() == 0 {
@@ -100,6 +110,9 @@ pub(crate) fn run(a: &RedistArgs) -> Result<(), BenchError> {
                 runs: sum.total_runs(),
                 mean_run_bytes: sum.mean_run_bytes(),
                 integrity: a.integrity,
+                heap: a.heap,
+                single_copy: !a.no_single_copy,
+                pulled,
                 redistribute_s: x,
                 redistribute_gb_s: bx,
                 memcpy_s: m,
@@ -108,11 +121,33 @@ pub(crate) fn run(a: &RedistArgs) -> Result<(), BenchError> {
             })?;
         } else {
             println!(
-                "redistribute {} -> {}: {} bytes, mean run {:.0} B: {:.2} GB/s, memcpy {:.2} GB/s, ratio {:.2}",
-                a.from, a.to, total, sum.mean_run_bytes(), bx, bm, bx / bm
+                "redistribute {} -> {}: {} bytes, mean run {:.0} B, {} buffers, single copy {}: \
+                 {:.2} GB/s, memcpy {:.2} GB/s, ratio {:.2}",
+                a.from,
+                a.to,
+                total,
+                sum.mean_run_bytes(),
+                if a.heap { "shared-heap" } else { "ordinary" },
+                if pulled > 0 { "taken" } else { "not taken" },
+                bx,
+                bm,
+                bx / bm
             );
         }
     }
     w.finalize()?;
     Ok(())
+}
+
+/// `len` zero bytes, in the shared heap if `heap` (an empty buffer stays ordinary).
+fn buffer(
+    w: &spools::World,
+    len: usize,
+    heap: bool,
+) -> Result<Box<dyn std::ops::DerefMut<Target = [u8]>>, BenchError> {
+    Ok(if heap && len > 0 {
+        Box::new(w.alloc::<u8>(len)?)
+    } else {
+        Box::new(vec![0u8; len])
+    })
 }

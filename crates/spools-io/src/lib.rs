@@ -5,7 +5,8 @@
 //! One engine ([`exchange`]) executes every plan: it packs each peer's runs into transfer
 //! units, moves them with tagged messages, checksums while copying, and scatters them on
 //! arrival, with two transfer units in flight per peer so packing, moving and unpacking
-//! overlap.
+//! overlap. Between ranks of one host, the destination copies the runs straight out of
+//! the source's buffers instead (one copy: from the shared heap, or by `process_vm_readv`).
 
 mod collective;
 mod crc;
@@ -24,6 +25,8 @@ pub use error::{
     ExchangeError, FileError, FormatDefect, FrameError, NpyError, PipeError, PipeStep,
     PipeViolation, Side, StreamError, StreamRecvError,
 };
+#[doc(hidden)]
+pub use exchange::bench_hooks;
 pub use exchange::{exchange, ExchangeOptions, ExchangeStats, Owners};
 pub use redistribute::{redistribute, redistribute_plan};
 pub use settings::settings;

@@ -3,8 +3,9 @@
 use crate::{file, pipe};
 
 /// Feeds untrusted bytes to every decoder of the I/O layer (pipe hellos and frames, `.npy`
-/// headers, manifests, checksum sidecars) and returns how many accepted them. For fuzzing
-/// and garbage tests: it must never panic, hang, or allocate beyond the input's size.
+/// headers, manifests, checksum sidecars, single-copy descriptors) and returns how many
+/// accepted them. For fuzzing and garbage tests: it must never panic, hang, or allocate
+/// beyond the input's size.
 #[doc(hidden)]
 pub fn decode_untrusted(data: &[u8]) -> usize {
     let mut ok = 0;
@@ -12,5 +13,6 @@ pub fn decode_untrusted(data: &[u8]) -> usize {
     ok += usize::from(file::parse_npy_header(data).is_ok());
     ok += usize::from(file::Manifest::parse(std::path::Path::new("fuzz"), data).is_ok());
     ok += usize::from(file::Sums::parse(std::path::Path::new("fuzz"), data).is_ok());
+    ok += crate::exchange::decode_any(data);
     ok
 }

@@ -26,7 +26,30 @@ fn random_bytes_and_mutations_never_panic() {
     frame.extend_from_slice(&0u32.to_le_bytes());
     frame.extend_from_slice(b"abc");
     let sums = br#"{"format":"spools-sums","block":4,"offset":128,"bytes":9,"crc32c":"0123abcd89ABCDEF00000000"}"#.to_vec();
-    for valid in [&npy, &manifest, &frame, &sums] {
+    // A single-copy descriptor: one buffer in process memory, one in the shared heap.
+    let mut desc = b"SPXD\x01\x01\0\0".to_vec();
+    desc.extend_from_slice(&4242u32.to_le_bytes());
+    desc.extend_from_slice(&2u32.to_le_bytes());
+    desc.extend_from_slice(&0x5555_0000_0040u64.to_le_bytes());
+    desc.extend_from_slice(&0x0123_4567_89ab_cdefu64.to_le_bytes());
+    for (unit, len) in [(3u64, 4096u64), (5, 64)] {
+        desc.extend_from_slice(&unit.to_le_bytes());
+        desc.extend_from_slice(&len.to_le_bytes());
+        if unit == 3 {
+            desc.extend_from_slice(&[1, 0, 0, 0, 0, 0, 0, 0]);
+            desc.extend_from_slice(&0x7f00_0000_1000u64.to_le_bytes());
+        } else {
+            desc.extend_from_slice(&[2, 0, 0, 0, 0, 0, 0, 0]);
+            desc.extend_from_slice(
+                &spools::HeapRef {
+                    name: spools_fabric::heap::HeapName::new(1, 2, 3),
+                    offset: 64,
+                }
+                .to_bytes(),
+            );
+        }
+    }
+    for valid in [&npy, &manifest, &frame, &sums, &desc] {
         assert_eq!(
             decode_untrusted(valid),
             1,

@@ -111,6 +111,21 @@ fn local(l: &Layout, me: u64) -> Result<Vec<u8>, String> {
     Ok(want)
 }
 
+/// A rank's buffer holding `bytes`: ordinary memory, or the shared heap if `heap` (an
+/// empty one stays ordinary).
+fn buffer(
+    w: &spools::World,
+    bytes: Vec<u8>,
+    heap: bool,
+) -> Result<Box<dyn std::ops::DerefMut<Target = [u8]>>, String> {
+    if !heap || bytes.is_empty() {
+        return Ok(Box::new(bytes));
+    }
+    let mut b = e(w.alloc::<u8>(bytes.len()))?;
+    b.copy_from_slice(&bytes);
+    Ok(Box::new(b))
+}
+
 fn redistribute_rank(w: &spools::World) -> Result<(), String> {
     let n = u64::from(w.size());
     let me = u64::from(w.rank());
@@ -140,21 +155,24 @@ fn redistribute_rank(w: &spools::World) -> Result<(), String> {
             integrity: rng.below(2) == 0,
             transfer_unit: [7, 100, 4096, 40_000, 100_000, 1 << 20][rng.below(6) as usize],
             window: 1 + rng.below(3) as usize,
+            single_copy: rng.below(4) != 0,
         };
-        let src = local(&from, me)?;
+        // Each rank picks its own kind of buffers on each side (ordinary or shared
+        // heap), so that every mix between two ranks occurs.
+        let kinds = (rng.below(4) + me) % 4;
+        let src = buffer(w, local(&from, me)?, kinds & 1 != 0)?;
         let want = local(&to, me)?;
-        let mut got = vec![0u8; want.len()];
-        let st =
-            spools_io::redistribute(e(w.io_communicator())?, &src, &from, &mut got, &to, &opts)
-                .map_err(|x| format!("case {case}: {a} -> {b}: {x}"))?;
-        if got != want {
+        let mut got = buffer(w, vec![0u8; want.len()], kinds & 2 != 0)?;
+        spools_io::redistribute(e(w.io_communicator())?, &src, &from, &mut got, &to, &opts)
+            .map_err(|x| format!("case {case}: {a} -> {b}: {x}"))?;
+        if got[..] != want[..] {
             let i = got.iter().zip(&want).position(|(x, y)| x != y).unwrap_or(0);
             return Err(format!(
-                "case {case}: {a} -> {b} ({opts:?}): rank {me} byte {i} is {}, want {}",
+                "case {case}: {a} -> {b} ({opts:?}, buffers {kinds}): rank {me} byte {i} is \
+                 {}, want {}",
                 got[i], want[i]
             ));
         }
-        let _ = st;
     }
     // A buffer smaller than the rank's share fails on that rank and, without moving
     // anything, on every other.
@@ -190,5 +208,97 @@ fn redistribution_any_to_any_matches_a_one_process_reference() {
             &[],
         );
         assert_ok(&o);
+    }
+}
+
+/// Whether this process may read process memory with `process_vm_readv` (tried on
+/// itself; a ptrace policy or a seccomp filter can forbid it).
+fn cma_allowed() -> bool {
+    let src = [7u8; 64];
+    let mut dst = [0u8; 64];
+    let local = libc::iovec {
+        iov_base: dst.as_mut_ptr().cast(),
+        iov_len: dst.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: src.as_ptr() as *mut libc::c_void,
+        iov_len: src.len(),
+    };
+    // SAFETY: both iovecs describe live buffers of this process of the stated lengths.
+    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    n == 64 && dst == src
+}
+
+/// Long runs (4 KiB) and element runs (8 B), from ordinary and shared-heap buffers, with
+/// the single copy on and off: the same bytes arrive, and the single copy is really taken
+/// where it should be (heap: always; ordinary memory: long runs, if the kernel allows).
+fn single_copy_rank(w: &spools::World) -> Result<(), String> {
+    let n = u64::from(w.size());
+    let me = u64::from(w.rank());
+    let cma = cma_allowed();
+    for (to, long) in [("cyclic(512)", true), ("cyclic", false)] {
+        let a = format!("f64[{}] block on {n}", 40_000 * n);
+        let b = format!("f64[{}] {to} on {n}", 40_000 * n);
+        let from: Layout = e(a.parse())?;
+        let to: Layout = e(b.parse())?;
+        let want = local(&to, me)?;
+        for heap in [false, true] {
+            for single_copy in [true, false] {
+                let src = buffer(w, local(&from, me)?, heap)?;
+                let mut got = buffer(w, vec![0u8; want.len()], heap)?;
+                let opts = ExchangeOptions {
+                    single_copy,
+                    ..ExchangeOptions::default()
+                };
+                let st = spools_io::redistribute(
+                    e(w.io_communicator())?,
+                    &src,
+                    &from,
+                    &mut got,
+                    &to,
+                    &opts,
+                )
+                .map_err(|x| format!("{a} -> {b}: {x}"))?;
+                let case = format!("{a} -> {b}, heap {heap}, single copy {single_copy}");
+                if got[..] != want[..] {
+                    return Err(format!("{case}: rank {me} got other bytes"));
+                }
+                let expect_pull = n > 1 && single_copy && (heap || (long && cma));
+                if (st.pulled > 0) != expect_pull || (st.pulled > 0 && st.pulled != st.received) {
+                    return Err(format!("{case}: rank {me}: {st:?}"));
+                }
+                // What left the ranks arrived, pulled or not.
+                let mut sums = [0u64; 2];
+                e(w.allreduce(&[st.sent, st.received], &mut sums, &spools::Op::Sum))?;
+                if sums[0] != sums[1] || (n > 1 && sums[0] == 0) {
+                    return Err(format!(
+                        "{case}: sent {} bytes, received {}",
+                        sums[0], sums[1]
+                    ));
+                }
+            }
+        }
+    }
+    println!("rank {me}: single copy checked (cma {cma})");
+    Ok(())
+}
+
+#[test]
+fn single_copy_on_and_off_move_the_same_bytes() {
+    rank_main(|role| {
+        assert_eq!(role, "single-copy");
+        let w = e(spools::init())?;
+        checked(&w, single_copy_rank);
+        e(w.finalize())
+    });
+    for n in [1, 2, 3, 5] {
+        let o = launch(
+            n,
+            "single_copy_on_and_off_move_the_same_bytes",
+            "single-copy",
+            &[],
+        );
+        assert_ok(&o);
+        assert!(o.stdout.contains("single copy checked"), "{o:?}");
     }
 }

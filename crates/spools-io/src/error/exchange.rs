@@ -111,4 +111,38 @@ pub enum ExchangeError {
         /// The length that arrived.
         got: usize,
     },
+    /// A peer's description of its buffers for a single copy, or its answer to one, is
+    /// not a valid message (a different version or corrupted).
+    #[error("single-copy message from rank {from} is invalid: {what}")]
+    Descriptor {
+        /// The rank that sent it.
+        from: u32,
+        /// What is wrong.
+        what: &'static str,
+    },
+    /// Copying runs straight out of a peer's memory failed (the peer died, or its buffer
+    /// went away).
+    #[error("single copy from rank {from}'s memory failed: {source}")]
+    Pull {
+        /// The rank whose memory was read.
+        from: u32,
+        /// The system's error.
+        source: std::io::Error,
+    },
+    /// A rank copying out of this rank's buffer reported that its copy failed (its own
+    /// error says why); this rank's buffer was not changed.
+    #[error("rank {rank} failed to copy its runs out of this rank's buffer (see its error)")]
+    Puller {
+        /// The rank that failed.
+        rank: u32,
+    },
+    /// Copying runs straight out of a peer's shared-heap buffer failed (the buffer
+    /// cannot be mapped, or its owner freed it during the copy).
+    #[error("single copy from rank {from}'s shared heap failed: {source}")]
+    Heap {
+        /// The rank that owns the buffer.
+        from: u32,
+        /// Why.
+        source: spools_fabric::heap::HeapError,
+    },
 }

@@ -1,0 +1,48 @@
+//! How an exchange runs ([`ExchangeOptions`]) and what it moved ([`ExchangeStats`]).
+
+/// How an exchange runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExchangeOptions {
+    /// Append a CRC32C to every transfer unit and check it on arrival. Streams pulled in
+    /// a single copy (see `single_copy`) cross no transport and carry no checksum.
+    pub integrity: bool,
+    /// Largest transfer unit in bytes (at least 1).
+    pub transfer_unit: usize,
+    /// Transfer units in flight per peer and direction (at least 1; 2 is double
+    /// buffering).
+    pub window: usize,
+    /// Between ranks of one host, let the destination copy the runs straight from the
+    /// source's buffer (one copy): always from the shared heap, from other memory when
+    /// the stream's runs are long enough; off, every stream goes through transfer units.
+    /// Every rank must pass the same value.
+    pub single_copy: bool,
+}
+
+impl Default for ExchangeOptions {
+    fn default() -> Self {
+        ExchangeOptions {
+            integrity: false,
+            transfer_unit: 512 * 1024,
+            window: 2,
+            single_copy: true,
+        }
+    }
+}
+
+/// What one rank's part of an exchange moved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExchangeStats {
+    /// Bytes sent to other ranks (payload only, pulled bytes included, as the puller
+    /// reported them).
+    pub sent: u64,
+    /// Bytes received from other ranks (payload only, pulled bytes included).
+    pub received: u64,
+    /// Bytes copied between units of this rank.
+    pub local: u64,
+    /// Transfer units sent.
+    pub messages: u64,
+    /// Runs this rank packed or copied (a run split across TUs counts once per piece).
+    pub runs: u64,
+    /// Bytes this rank copied straight out of a peer's buffer (single copy).
+    pub pulled: u64,
+}

@@ -1,0 +1,181 @@
+//! The single-copy protocol between two ranks of one host: the source describes where
+//! its buffers are ([`Descriptor`]), the destination copies the stream's runs straight
+//! from there into its own buffers and answers ([`Reply`]); the source returns only
+//! after that answer.
+
+use spools_map::Plan;
+
+use super::bounds::slice_mut;
+use super::cma::{cookie, refused, CmaError, CmaReader};
+use spools_fabric::heap::{lookup, peers, HeapError, HeapName, PeerBytes};
+
+use super::descriptor::{area, Area, Descriptor, Place};
+use super::options::ExchangeStats;
+use super::stream::Stream;
+use crate::error::{ExchangeError, Side};
+
+/// Streams out of process memory whose mean run is shorter than this go through transfer
+/// units: the kernel pins each iovec's pages, which costs more than packing short runs.
+/// Measured (`spools bench redist`, 4 ranks on 2 cores, f64[2048,2048] block,* to
+/// cyclic(k),* order=F, 32 MiB, medians of 3): process_vm_readv against transfer units
+/// took 45 / 42 ms for 256-byte runs, 28 / 30 ms for 512, 17 / 23 ms for 1 KiB, 14 / 38
+/// ms for 4 KiB.
+const MIN_RUN: u64 = 512;
+
+/// Runs of a stream whose mean decides between process memory and transfer units.
+const SAMPLE_RUNS: usize = 64;
+
+/// Whether the stream with a peer is negotiated with a descriptor (both ends decide the
+/// same); the source's descriptor then says whether it is pulled.
+pub(super) fn negotiated(single_copy: bool, same_host: bool) -> bool {
+    single_copy && same_host
+}
+
+/// The descriptor of stream `st` of this rank's `src`: pulled from the shared heap
+/// whatever its runs; from process memory if its first runs are long enough on average
+/// and this process was not refused such reads; else through transfer units.
+///
+/// # Errors
+/// [`ExchangeError::Plan`] if the plan has no runs for a pair of the stream.
+pub(super) fn describe(
+    st: &Stream,
+    plan: &Plan,
+    src: &[(u64, &[u8])],
+) -> Result<Descriptor, ExchangeError> {
+    let mut areas: Vec<Area> = Vec::new();
+    for &(b, s, _) in &st.pairs {
+        if !areas.iter().any(|a| a.unit == s) {
+            let buf = src[b].1;
+            let place = match lookup(buf.as_ptr(), buf.len()) {
+                Some(r) => Place::Heap(r),
+                None => Place::Process(buf.as_ptr() as u64),
+            };
+            areas.push(Area {
+                unit: s,
+                len: buf.len() as u64,
+                place,
+            });
+        }
+    }
+    let by_process = areas.iter().any(|a| matches!(a.place, Place::Process(_)));
+    let pulled = !by_process || (!refused() && st.sample_mean_run(plan, SAMPLE_RUNS)? >= MIN_RUN);
+    Ok(Descriptor {
+        pid: std::process::id(),
+        cookie: cookie(),
+        areas: pulled.then_some(areas),
+    })
+}
+
+/// Bytes of the largest descriptor `st`'s source can send.
+pub(super) fn descriptor_capacity(st: &Stream) -> usize {
+    let mut units: Vec<u64> = st.pairs.iter().map(|p| p.1).collect();
+    units.sort_unstable();
+    units.dedup();
+    Descriptor::capacity(units.len())
+}
+
+/// What pulling one stream came to.
+pub(super) enum Pulled {
+    /// Every run was copied (this many bytes).
+    Done(u64),
+    /// This process may not read the peer's memory: the stream must go through the
+    /// rings.
+    Refused,
+}
+
+/// A source buffer opened for copying.
+enum Source {
+    Process(u64),
+    Heap(PeerBytes, HeapName),
+}
+
+/// Copies every run of stream `st` (received from `st.peer`) from the buffers that
+/// `desc` lists into `dst`. Buffers in process memory are read only once the process
+/// `desc` names proved to be the sender (it holds the cookie); if it is not, or cannot be
+/// read at all, the stream goes through the rings.
+///
+/// # Errors
+/// [`ExchangeError::Descriptor`] for a list that does not cover the stream,
+/// [`ExchangeError::Pull`] for a failed read of process memory, [`ExchangeError::Heap`]
+/// for a shared-heap buffer that cannot be mapped or was freed during the copy,
+/// [`ExchangeError::BufferSize`].
+pub(super) fn pull(
+    st: &Stream,
+    plan: &Plan,
+    dst: &mut [(u64, &mut [u8])],
+    desc: &Descriptor,
+    areas: &[Area],
+    stats: &mut ExchangeStats,
+) -> Result<Pulled, ExchangeError> {
+    let from = st.peer;
+    let heap_err = |source| ExchangeError::Heap { from, source };
+    let mut reader = CmaReader::new(desc.pid);
+    if areas.iter().any(|a| matches!(a.place, Place::Process(_)))
+        && (refused() || !reader.is_the_sender(&desc.cookie))
+    {
+        return Ok(Pulled::Refused);
+    }
+    let fail = |e: CmaError| match e {
+        CmaError::Refused => Ok(Pulled::Refused),
+        CmaError::Failed(source) => Err(ExchangeError::Pull { from, source }),
+    };
+    let mut opened: Vec<(u64, u64, Source)> = Vec::new();
+    let (mut runs, mut bytes) = (0, 0);
+    for &(b, s, d) in &st.pairs {
+        let a = area(areas, from, s)?;
+        let k = match opened.iter().position(|o| o.0 == s) {
+            Some(k) => k,
+            None => {
+                let src = match a.place {
+                    Place::Process(addr) => Source::Process(addr),
+                    Place::Heap(r) => {
+                        let len =
+                            usize::try_from(a.len).map_err(|_| ExchangeError::Descriptor {
+                                from,
+                                what: "a buffer larger than this machine's memory",
+                            })?;
+                        let bytes = peers().and_then(|p| p.bytes(&r, len));
+                        Source::Heap(bytes.map_err(heap_err)?, r.name)
+                    }
+                };
+                opened.push((s, a.len, src));
+                opened.len() - 1
+            }
+        };
+        let (_, len, src) = &opened[k];
+        for run in plan.runs(s, d)?.filter(|r| r.len > 0) {
+            if run.src.checked_add(run.len).is_none_or(|end| end > *len) {
+                return Err(ExchangeError::Descriptor {
+                    from,
+                    what: "a run lies beyond the source buffer",
+                });
+            }
+            let to = slice_mut(Side::Destination, d, dst[b].1, run.dst, run.len)?;
+            match src {
+                Source::Process(addr) => {
+                    if let Err(e) = reader.push(to, addr + run.src) {
+                        return fail(e);
+                    }
+                }
+                // The run lies in the buffer (checked above), so this cannot fail.
+                Source::Heap(p, _) => p.copy_to(run.src as usize, to).map_err(heap_err)?,
+            }
+            runs += 1;
+            bytes += run.len;
+        }
+    }
+    if let Err(e) = reader.flush() {
+        return fail(e);
+    }
+    for (_, _, src) in &opened {
+        if let Source::Heap(p, name) = src {
+            if p.freed() {
+                return Err(heap_err(HeapError::Freed { name: *name }));
+            }
+        }
+    }
+    stats.received += bytes;
+    stats.pulled += bytes;
+    stats.runs += runs;
+    Ok(Pulled::Done(bytes))
+}

@@ -1,0 +1,221 @@
+//! One (rank, peer) stream of runs moved through transfer units: packed from the
+//! source buffers into a TU, unpacked from the TU into the destination runs (the ring
+//! path, used between hosts and where a single copy is not possible).
+
+use spools_map::{Plan, Run};
+
+use super::bounds::{slice, slice_mut};
+use super::options::ExchangeStats;
+use super::short_copy::{append_run, copy_run};
+use crate::crc::{copy_crc, extend_crc};
+use crate::cursor::RunCursor;
+use crate::error::{ExchangeError, Side};
+
+/// The stream of `peer` in `list`, added if missing.
+pub(super) fn stream_for(list: &mut Vec<Stream>, peer: u32) -> &mut Stream {
+    let i = match list.iter().position(|s| s.peer == peer) {
+        Some(i) => i,
+        None => {
+            list.push(Stream::new(peer));
+            list.len() - 1
+        }
+    };
+    &mut list[i]
+}
+
+/// The runs between this rank and one peer, consumed a transfer unit at a time.
+pub(super) struct Stream {
+    pub(super) peer: u32,
+    /// (local buffer index, source unit, destination unit), in the stream's order.
+    pub(super) pairs: Vec<(usize, u64, u64)>,
+    next_pair: usize,
+    buf: usize,
+    units: (u64, u64),
+    runs: Option<RunCursor>,
+    /// Payload bytes in the whole stream.
+    pub(super) total: u64,
+    /// Payload bytes not yet packed or unpacked.
+    pub(super) remaining: u64,
+    /// Receives posted.
+    pub(super) posted: u64,
+    /// Transfer units unpacked.
+    pub(super) done: u64,
+    /// Received transfer units waiting for their turn: (index, buffer, length).
+    pub(super) ready: Vec<(u64, Vec<u8>, usize)>,
+}
+
+impl Stream {
+    pub(super) fn new(peer: u32) -> Self {
+        Stream {
+            peer,
+            pairs: Vec::new(),
+            next_pair: 0,
+            buf: 0,
+            units: (0, 0),
+            runs: None,
+            total: 0,
+            remaining: 0,
+            posted: 0,
+            done: 0,
+            ready: Vec::new(),
+        }
+    }
+
+    /// Counts the stream's bytes into `total` and `remaining`.
+    pub(super) fn count(&mut self, plan: &Plan) -> Result<(), ExchangeError> {
+        let mut bytes = 0;
+        for &(_, s, d) in &self.pairs {
+            bytes += plan.runs(s, d)?.map(|r| r.len).sum::<u64>();
+        }
+        self.total = bytes;
+        self.remaining = bytes;
+        Ok(())
+    }
+
+    /// Mean bytes per run of the stream's first `n` runs (0 when empty).
+    pub(super) fn sample_mean_run(&self, plan: &Plan, n: usize) -> Result<u64, ExchangeError> {
+        let (mut bytes, mut runs) = (0u64, 0u64);
+        for &(_, s, d) in &self.pairs {
+            for r in plan
+                .runs(s, d)?
+                .filter(|r| r.len > 0)
+                .take(n - runs as usize)
+            {
+                bytes += r.len;
+                runs += 1;
+            }
+            if runs as usize >= n {
+                break;
+            }
+        }
+        Ok(bytes.checked_div(runs).unwrap_or(0))
+    }
+
+    /// The length of the next receive to post, if any remain.
+    pub(super) fn next_len(&mut self, tu: usize, integrity: bool) -> Option<usize> {
+        let already = self.posted * tu as u64;
+        if already >= self.total {
+            return None;
+        }
+        self.posted += 1;
+        let n = (self.total - already).min(tu as u64) as usize;
+        Some(n + if integrity { 4 } else { 0 })
+    }
+
+    /// The next piece of at most `limit` bytes: (buffer index, run).
+    fn take(&mut self, plan: &Plan, limit: u64) -> Result<Option<(usize, Run)>, ExchangeError> {
+        loop {
+            if let Some(c) = &mut self.runs {
+                if let Some(r) = c.take(limit) {
+                    return Ok(Some((self.buf, r)));
+                }
+                self.runs = None;
+            }
+            let Some(&(b, s, d)) = self.pairs.get(self.next_pair) else {
+                return Ok(None);
+            };
+            self.next_pair += 1;
+            self.buf = b;
+            self.units = (s, d);
+            self.runs = Some(RunCursor::new(plan.runs(s, d)?));
+        }
+    }
+
+    /// Packs the next transfer unit into `out` (reused).
+    pub(super) fn pack(
+        &mut self,
+        plan: &Plan,
+        src: &[(u64, &[u8])],
+        mut out: Vec<u8>,
+        tu: usize,
+        integrity: bool,
+        stats: &mut ExchangeStats,
+    ) -> Result<Vec<u8>, ExchangeError> {
+        out.clear();
+        let mut crc = 0u32;
+        while out.len() < tu {
+            let Some((b, run)) = self.take(plan, (tu - out.len()) as u64)? else {
+                break;
+            };
+            let from = slice(Side::Source, self.units.0, src[b].1, run.src, run.len)?;
+            if integrity {
+                crc = extend_crc(&mut out, from, crc);
+            } else {
+                append_run(&mut out, from);
+            }
+            stats.runs += 1;
+        }
+        self.remaining -= out.len() as u64;
+        stats.sent += out.len() as u64;
+        stats.messages += 1;
+        if integrity {
+            out.extend_from_slice(&crc.to_le_bytes());
+        }
+        Ok(out)
+    }
+
+    /// Scatters one arrived transfer unit.
+    pub(super) fn unpack(
+        &mut self,
+        plan: &Plan,
+        dst: &mut [(u64, &mut [u8])],
+        data: &[u8],
+        tu: usize,
+        integrity: bool,
+        stats: &mut ExchangeStats,
+    ) -> Result<(), ExchangeError> {
+        let index = self.done;
+        self.done += 1;
+        let expected = self.remaining.min(tu as u64) as usize;
+        let (payload, sent) = if integrity {
+            let Some((p, c)) = data.split_last_chunk::<4>() else {
+                return Err(ExchangeError::Length {
+                    from: self.peer,
+                    index,
+                    expected: 4,
+                    got: data.len(),
+                });
+            };
+            (p, Some(u32::from_le_bytes(*c)))
+        } else {
+            (data, None)
+        };
+        if payload.len() != expected {
+            return Err(ExchangeError::Length {
+                from: self.peer,
+                index,
+                expected,
+                got: payload.len(),
+            });
+        }
+        let mut at = 0usize;
+        let mut crc = 0u32;
+        while at < payload.len() {
+            let Some((b, run)) = self.take(plan, (payload.len() - at) as u64)? else {
+                break;
+            };
+            let n = run.len as usize;
+            let to = slice_mut(Side::Destination, self.units.1, dst[b].1, run.dst, run.len)?;
+            let from = &payload[at..at + n];
+            if integrity {
+                crc = copy_crc(to, from, crc);
+            } else {
+                copy_run(to, from);
+            }
+            at += n;
+        }
+        self.remaining -= payload.len() as u64;
+        stats.received += payload.len() as u64;
+        if let Some(sent) = sent {
+            if sent != crc {
+                return Err(ExchangeError::Checksum {
+                    from: self.peer,
+                    index,
+                    sent,
+                    got: crc,
+                });
+            }
+        }
+        Ok(())
+    }
+}
