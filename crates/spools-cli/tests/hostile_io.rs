@@ -11,9 +11,10 @@
 //! binary and its jobs are shared by every hostile case; each case is a short table entry
 //! or test, in the order of the devices.)
 //!
-//! Canonical and `.npy` files carry no checksums: damage to their data bytes cannot be
-//! detected by a reader and is only caught by `bench io --verify`; everything else about
-//! them (size, header) must be an error.
+//! Canonical and `.npy` files written without checksums (no sidecar, the default) carry
+//! none: damage to their data bytes cannot be detected by a reader and is only caught by
+//! `bench io --verify` (with a sidecar, verified reads and `fsck` find it: `file_sums.rs`);
+//! everything else about them (size, header) must be an error.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
