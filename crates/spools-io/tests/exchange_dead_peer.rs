@@ -10,8 +10,10 @@ use std::time::{Duration, Instant};
 use spools::Layout;
 use spools_testkit::{e, launch, rank_main, shm_leftovers};
 
+// Runs of 64 rows (1 MiB): both kinds of buffer are pulled (ordinary ones by
+// process_vm_readv), which the first exchange checks.
 const FROM: &str = "f64[1024,2048] block,* on 2x1";
-const TO: &str = "f64[1024,2048] *,block on 1x2 order=F";
+const TO: &str = "f64[1024,2048] cyclic(64),* on 2x1";
 
 /// This rank's buffer of `len` bytes, in the shared heap or not.
 fn buffer(w: &spools::World, len: usize, heap: bool) -> Result<Box<dyn AsMut<[u8]>>, String> {
@@ -56,9 +58,18 @@ fn role(heap: bool) -> Result<(), String> {
             &to,
             &Default::default(),
         );
-        if let Err(err) = r {
-            println!("rank {me} exchange failed: {err}");
-            std::process::exit(5);
+        match r {
+            Err(err) => {
+                println!("rank {me} exchange failed: {err}");
+                std::process::exit(5);
+            }
+            // Before the kill: the single copy is taken (else the test would prove
+            // nothing about it).
+            Ok(st) if k == 0 && st.pulled == 0 => {
+                println!("rank {me}: the first exchange pulled nothing: {st:?}");
+                std::process::exit(6);
+            }
+            Ok(_) => {}
         }
         if Instant::now() > deadline {
             return Err(format!("rank {me}: no failure after {k} exchanges"));

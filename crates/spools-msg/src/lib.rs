@@ -61,6 +61,6 @@ pub use element::{as_bytes, as_bytes_mut, Element, Op, SliceFn, UserFn};
 pub use error::{MsgError, RpcError};
 pub use pinned::PinnedBuf;
 pub use recv_start::PendingRecv;
-pub use request::{wait_all, wait_any, Request};
+pub use request::{wait_all, wait_any, wait_any_at, Request};
 pub use rpc::{RpcFn, RpcHandle};
 pub use status::{Completion, Source, Status, Tag, ANY_SOURCE, ANY_TAG};

@@ -204,21 +204,39 @@ pub fn wait_all(reqs: Vec<Request>) -> Result<Vec<Completion>, MsgError> {
 /// # Errors
 /// [`MsgError::BadBuffer`] for an empty list; the completed request's error.
 pub fn wait_any(reqs: &mut Vec<Request>) -> Result<(usize, Completion), MsgError> {
+    wait_any_at(reqs).map_err(|(_, e)| e)
+}
+
+/// [`wait_any`], with the index of the request that failed (removed from `reqs`) beside
+/// the error, or `None` when the wait itself failed (a dead peer) and `reqs` is intact:
+/// for a caller that keeps a parallel list of what each request is.
+///
+/// # Errors
+/// As [`wait_any`].
+pub fn wait_any_at(
+    reqs: &mut Vec<Request>,
+) -> Result<(usize, Completion), (Option<usize>, MsgError)> {
     let Some(first) = reqs.first() else {
-        return Err(MsgError::BadBuffer {
-            op: "wait_any",
-            rule: "at least one request is needed",
-            got: 0,
-            want: 1,
-        });
+        return Err((
+            None,
+            MsgError::BadBuffer {
+                op: "wait_any",
+                rule: "at least one request is needed",
+                got: 0,
+                want: 1,
+            },
+        ));
     };
     let engine: &Engine = &first.comm.engine;
     let mut hit = None;
-    engine.worker.wait_for(|| {
-        hit = reqs.iter().position(Request::is_complete);
-        hit.is_some()
-    })?;
+    engine
+        .worker
+        .wait_for(|| {
+            hit = reqs.iter().position(Request::is_complete);
+            hit.is_some()
+        })
+        .map_err(|e| (None, e.into()))?;
     let i = hit.unwrap_or(0);
     let mut r = reqs.remove(i);
-    r.finish().map(|c| (i, c))
+    r.finish().map(|c| (i, c)).map_err(|e| (Some(i), e))
 }

@@ -35,6 +35,19 @@ fn cma_self(dst: &mut [u8], src: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Lets same-host ranks read this process with `process_vm_readv` where Yama's
+/// `ptrace_scope` 1 (Ubuntu's default) would refuse them (they are siblings, not its
+/// parent): `PR_SET_PTRACER_ANY`, as Open MPI's CMA does, unless the configuration turned
+/// single copy off. Any process of the same user may then read this rank's memory, as it
+/// may everywhere without Yama; scopes 2 and 3 still refuse, and the exchange engine
+/// falls back to its rings.
+pub(crate) fn allow_peer_reads(cfg: Choice) {
+    if cfg != Choice::Pipeline {
+        // Without Yama the call fails (EINVAL) and nothing is needed.
+        let _ = rustix::process::set_ptracer(rustix::process::PTracer::Any);
+    }
+}
+
 /// Measures kernel-assisted single copy against a plain copy of 1 MiB and chooses.
 /// Returns the mechanism and the reason in words.
 pub(crate) fn choose(cfg: Choice) -> (SingleCopy, String) {

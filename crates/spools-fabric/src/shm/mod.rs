@@ -223,6 +223,7 @@ impl ShmTransport {
             .collect();
         let rings = local.len() * usize::from(cfg.lanes) * 2;
         let (single_copy, single_copy_reason) = if local.len() > 1 {
+            copy_probe::allow_peer_reads(cfg.single_copy);
             copy_probe::choose(cfg.single_copy)
         } else {
             (SingleCopy::None, "no other rank on this host".into())

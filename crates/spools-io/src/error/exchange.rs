@@ -145,4 +145,8 @@ pub enum ExchangeError {
         /// Why.
         source: spools_fabric::heap::HeapError,
     },
+    /// The ranks passed different `ExchangeOptions::single_copy` values (every rank must
+    /// pass the same: the two ends of a stream would wait for different messages).
+    #[error("the ranks disagree on ExchangeOptions::single_copy (every rank must pass the same)")]
+    MixedSingleCopy,
 }

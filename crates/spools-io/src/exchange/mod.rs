@@ -40,7 +40,7 @@ pub use options::{ExchangeOptions, ExchangeStats};
 pub use owners::Owners;
 
 use spools_map::Plan;
-use spools_msg::{wait_any, Communicator, Request};
+use spools_msg::{wait_any_at, Communicator, Op, Request};
 
 use self::bounds::{slice, slice_mut};
 use self::descriptor::{Descriptor, Reply};
@@ -111,6 +111,15 @@ pub fn exchange(
         .and_then(|()| dst_owners.check(Side::Destination, plan.dst(), size))
         .and_then(|()| check_buffers(Side::Source, plan.src(), src_owners, me, &src_lens))
         .and_then(|()| check_buffers(Side::Destination, plan.dst(), dst_owners, me, &dst_lens));
+    // The ends of a same-host stream must agree on whether it is negotiated.
+    let sc = u32::from(opts.single_copy);
+    let mut both = [0u32; 2];
+    comm.allreduce(&[sc, 1 - sc], &mut both, &Op::Min)?;
+    let checked = if both == [0, 0] {
+        checked.and(Err(ExchangeError::MixedSingleCopy))
+    } else {
+        checked
+    };
     // Every rank learns whether any rank refused before anything moves, so that no rank
     // waits for data that will never come.
     crate::collective::agree_on_outcome(comm, checked, |rank| ExchangeError::Remote { rank })?;
@@ -203,7 +212,16 @@ pub fn exchange(
     }
     let mut failed = None;
     while !reqs.is_empty() {
-        let (i, c) = wait_any(&mut reqs)?;
+        let (i, c) = match wait_any_at(&mut reqs) {
+            Ok(done) => done,
+            Err((at, e)) => {
+                if let Some(at) = at {
+                    meta.remove(at);
+                }
+                drain_replies(reqs, &meta);
+                return Err(e.into());
+            }
+        };
         match meta.remove(i) {
             Slot::Quiet => {}
             Slot::Send(k) => {
@@ -289,7 +307,7 @@ pub fn exchange(
                 let st = &mut out[k];
                 let len = c.status.len.min(c.buf.len());
                 match Reply::decode(st.peer, &c.buf[..len]) {
-                    Ok(Reply::Done(bytes)) => stats.sent += bytes,
+                    Ok(Reply::Done(bytes)) => stats.sent = stats.sent.saturating_add(bytes),
                     Ok(Reply::Ring) => {
                         start_sends(
                             comm, plan, src, st, k, opts, &mut stats, &mut reqs, &mut meta,
@@ -329,6 +347,18 @@ enum Slot {
     Reply(usize),
     /// A protocol message sent; nothing to do once it is out.
     Quiet,
+}
+
+/// After a failure (a dead peer): waits for the answers of the pullers still copying out
+/// of this rank's buffers, so that the caller gets its buffers back only when no live peer
+/// reads them any more (a dead one's wait fails at once), and no stale answer is left for
+/// the next exchange. Every other request is dropped.
+fn drain_replies(reqs: Vec<Request>, meta: &[Slot]) {
+    for (r, m) in reqs.into_iter().zip(meta) {
+        if matches!(m, Slot::Reply(_)) {
+            let _ = r.wait();
+        }
+    }
 }
 
 /// Counts incoming stream `k` and posts its first `window` receives.
