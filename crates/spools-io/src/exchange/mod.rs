@@ -162,42 +162,32 @@ pub fn exchange(
     let negotiate = |st: &Stream| negotiated(opts.single_copy, comm.same_host(st.peer));
 
     let mut stats = ExchangeStats::default();
-    let mut reqs: Vec<Request> = Vec::new();
-    let mut meta: Vec<Slot> = Vec::new();
+    let mut fl = InFlight {
+        reqs: Vec::new(),
+        meta: Vec::new(),
+    };
     for (i, st) in inn.iter_mut().enumerate() {
         if negotiate(st) {
             let cap = descriptor_capacity(st);
-            reqs.push(comm.irecv(vec![0u8; cap], st.peer, TAG_DESC)?);
-            meta.push(Slot::Desc(i));
+            fl.reqs.push(comm.irecv(vec![0u8; cap], st.peer, TAG_DESC)?);
+            fl.meta.push(Slot::Desc(i));
         } else {
-            post_receives(
-                comm,
-                plan,
-                st,
-                i,
-                tu,
-                window,
-                opts.integrity,
-                &mut reqs,
-                &mut meta,
-            )?;
+            post_receives(comm, plan, (st, i), (tu, window), opts.integrity, &mut fl)?;
         }
     }
     for (i, st) in out.iter_mut().enumerate() {
         if negotiate(st) {
             let desc = describe(st, plan, src)?;
-            reqs.push(comm.isend(desc.encode(), st.peer, TAG_DESC)?);
-            meta.push(Slot::Quiet);
+            fl.reqs.push(comm.isend(desc.encode(), st.peer, TAG_DESC)?);
+            fl.meta.push(Slot::Quiet);
             if desc.areas.is_some() {
-                reqs.push(comm.irecv(vec![0u8; 16], st.peer, TAG_REPLY)?);
-                meta.push(Slot::Reply(i));
+                fl.reqs.push(comm.irecv(vec![0u8; 16], st.peer, TAG_REPLY)?);
+                fl.meta.push(Slot::Reply(i));
                 continue;
             }
         }
         {
-            start_sends(
-                comm, plan, src, st, i, opts, &mut stats, &mut reqs, &mut meta,
-            )?;
+            start_sends(comm, plan, src, st, i, opts, &mut stats, &mut fl)?;
         }
     }
     // Copies between this rank's own units overlap with the transfers just started.
@@ -211,25 +201,25 @@ pub fn exchange(
         }
     }
     let mut failed = None;
-    while !reqs.is_empty() {
-        let (i, c) = match wait_any_at(&mut reqs) {
+    while !fl.reqs.is_empty() {
+        let (i, c) = match wait_any_at(&mut fl.reqs) {
             Ok(done) => done,
             Err((at, e)) => {
                 if let Some(at) = at {
-                    meta.remove(at);
+                    fl.meta.remove(at);
                 }
-                drain_replies(reqs, &meta);
+                drain_replies(fl.reqs, &fl.meta);
                 return Err(e.into());
             }
         };
-        match meta.remove(i) {
+        match fl.meta.remove(i) {
             Slot::Quiet => {}
             Slot::Send(k) => {
                 let st = &mut out[k];
                 if st.remaining > 0 {
                     let buf = st.pack(plan, src, c.buf, tu, opts.integrity, &mut stats)?;
-                    reqs.push(comm.isend(buf, st.peer, TAG_TU)?);
-                    meta.push(Slot::Send(k));
+                    fl.reqs.push(comm.isend(buf, st.peer, TAG_TU)?);
+                    fl.meta.push(Slot::Send(k));
                 }
             }
             Slot::Recv(k, seq) => {
@@ -250,8 +240,8 @@ pub fn exchange(
                     if let Some(len) = st.next_len(tu, opts.integrity) {
                         let mut buf = buf;
                         buf.resize(len, 0);
-                        reqs.push(comm.irecv(buf, st.peer, TAG_TU)?);
-                        meta.push(Slot::Recv(k, st.posted - 1));
+                        fl.reqs.push(comm.irecv(buf, st.peer, TAG_TU)?);
+                        fl.meta.push(Slot::Recv(k, st.posted - 1));
                     }
                 }
             }
@@ -260,17 +250,7 @@ pub fn exchange(
                 let len = c.status.len.min(c.buf.len());
                 let done = match Descriptor::decode(st.peer, &c.buf[..len]) {
                     Ok(Descriptor { areas: None, .. }) => {
-                        post_receives(
-                            comm,
-                            plan,
-                            st,
-                            k,
-                            tu,
-                            window,
-                            opts.integrity,
-                            &mut reqs,
-                            &mut meta,
-                        )?;
+                        post_receives(comm, plan, (st, k), (tu, window), opts.integrity, &mut fl)?;
                         continue;
                     }
                     Ok(desc) => {
@@ -282,17 +262,7 @@ pub fn exchange(
                 let reply = match done {
                     Ok(Pulled::Done(bytes)) => Reply::Done(bytes),
                     Ok(Pulled::Refused) => {
-                        post_receives(
-                            comm,
-                            plan,
-                            st,
-                            k,
-                            tu,
-                            window,
-                            opts.integrity,
-                            &mut reqs,
-                            &mut meta,
-                        )?;
+                        post_receives(comm, plan, (st, k), (tu, window), opts.integrity, &mut fl)?;
                         Reply::Ring
                     }
                     Err(e) => {
@@ -300,8 +270,9 @@ pub fn exchange(
                         Reply::Failed
                     }
                 };
-                reqs.push(comm.isend(reply.encode(), st.peer, TAG_REPLY)?);
-                meta.push(Slot::Quiet);
+                fl.reqs
+                    .push(comm.isend(reply.encode(), st.peer, TAG_REPLY)?);
+                fl.meta.push(Slot::Quiet);
             }
             Slot::Reply(k) => {
                 let st = &mut out[k];
@@ -309,9 +280,7 @@ pub fn exchange(
                 match Reply::decode(st.peer, &c.buf[..len]) {
                     Ok(Reply::Done(bytes)) => stats.sent = stats.sent.saturating_add(bytes),
                     Ok(Reply::Ring) => {
-                        start_sends(
-                            comm, plan, src, st, k, opts, &mut stats, &mut reqs, &mut meta,
-                        )?;
+                        start_sends(comm, plan, src, st, k, opts, &mut stats, &mut fl)?;
                     }
                     Ok(Reply::Failed) => {
                         failed.get_or_insert(ExchangeError::Puller { rank: st.peer });
@@ -361,19 +330,23 @@ fn drain_replies(reqs: Vec<Request>, meta: &[Slot]) {
     }
 }
 
-/// Counts incoming stream `k` and posts its first `window` receives.
-#[allow(clippy::too_many_arguments)]
+/// The requests in flight and what each is for (the two lists kept in step).
+struct InFlight {
+    reqs: Vec<Request>,
+    meta: Vec<Slot>,
+}
+
+/// Counts incoming stream `k` and posts its first `window` receives of transfer units of
+/// at most `tu` bytes.
 fn post_receives(
     comm: &Communicator,
     plan: &Plan,
-    st: &mut Stream,
-    k: usize,
-    tu: usize,
-    window: usize,
+    (st, k): (&mut Stream, usize),
+    (tu, window): (usize, usize),
     integrity: bool,
-    reqs: &mut Vec<Request>,
-    meta: &mut Vec<Slot>,
+    fl: &mut InFlight,
 ) -> Result<(), ExchangeError> {
+    let (reqs, meta) = (&mut fl.reqs, &mut fl.meta);
     st.count(plan)?;
     for _ in 0..window {
         if let Some(len) = st.next_len(tu, integrity) {
@@ -394,8 +367,7 @@ fn start_sends(
     k: usize,
     opts: &ExchangeOptions,
     stats: &mut ExchangeStats,
-    reqs: &mut Vec<Request>,
-    meta: &mut Vec<Slot>,
+    fl: &mut InFlight,
 ) -> Result<(), ExchangeError> {
     st.count(plan)?;
     let tu = opts.transfer_unit.max(1);
@@ -411,8 +383,8 @@ fn start_sends(
             opts.integrity,
             stats,
         )?;
-        reqs.push(comm.isend(buf, st.peer, TAG_TU)?);
-        meta.push(Slot::Send(k));
+        fl.reqs.push(comm.isend(buf, st.peer, TAG_TU)?);
+        fl.meta.push(Slot::Send(k));
     }
     Ok(())
 }
