@@ -40,7 +40,7 @@ struct RedistReport<'a> {
     heap: bool,
     /// Whether same-host streams could be pulled in a single copy.
     single_copy: bool,
-    /// Bytes rank 0 pulled in one redistribution (single copy).
+    /// Bytes all ranks pulled in one redistribution (single copy).
     pulled: u64,
     /// Seconds of one redistribution (median).
     redistribute_s: f64,
@@ -92,6 +92,10 @@ pub(crate) fn run(a: &RedistArgs) -> Result<(), BenchError> {
         }
         w.barrier()?;
     }
+    // Every rank's pulled bytes (rank 0 may pull nothing while others do).
+    let mut all = [0u64];
+    w.communicator().allreduce(&[pulled], &mut all, &spools::Op::Sum)?;
+    let pulled = all[0];
     // The first round warms the buffers and connections.
     t_x.remove(0);
     if !t_m.is_empty() {
