@@ -94,7 +94,8 @@ pub(crate) fn run(a: &RedistArgs) -> Result<(), BenchError> {
     }
     // Every rank's pulled bytes (rank 0 may pull nothing while others do).
     let mut all = [0u64];
-    w.communicator().allreduce(&[pulled], &mut all, &spools::Op::Sum)?;
+    w.communicator()
+        .allreduce(&[pulled], &mut all, &spools::Op::Sum)?;
     let pulled = all[0];
     // The first round warms the buffers and connections.
     t_x.remove(0);
