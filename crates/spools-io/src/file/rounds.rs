@@ -214,20 +214,25 @@ impl Window {
     }
 }
 
-/// Round `r`'s I/O distribution, and the window of the caller's layout it covers (`None`
-/// when the round is the whole file: the caller's layout itself).
+/// Round `r`'s I/O distribution, the window of the caller's layout it covers (`None`
+/// when the round is the whole file: the caller's layout itself) and the stream offset of
+/// this rank's part, with `buf` zeroed to that part's length.
 fn round(
     rounds: &Rounds,
     r: u64,
     layout: &Layout,
     me: u32,
-) -> Result<(Layout, Option<Window>), FileError> {
+    buf: &mut Vec<u8>,
+) -> Result<(Layout, Option<Window>, u64), FileError> {
+    let (p0, p1) = rounds.part(r, me);
+    buf.clear();
+    buf.resize((p1 - p0) as usize, 0);
     let io = rounds.io_layout(r)?;
     if rounds.count() == 1 {
-        return Ok((io, None));
+        return Ok((io, None, p0));
     }
     let (lo, hi) = rounds.window(r);
-    Ok((io, Some(Window::new(layout, me, lo, hi)?)))
+    Ok((io, Some(Window::new(layout, me, lo, hi)?), p0))
 }
 
 /// Adds one round's exchange counts to `acc`.
@@ -260,10 +265,7 @@ pub(super) fn write(
     let mut buf: Vec<u8> = Vec::new();
     let mut staging: Vec<u8> = Vec::new();
     for r in 0..rounds.count() {
-        let (io, window) = round(rounds, r, layout, me)?;
-        let (p0, p1) = rounds.part(r, me);
-        buf.clear();
-        buf.resize((p1 - p0) as usize, 0);
+        let (io, window, p0) = round(rounds, r, layout, me, &mut buf)?;
         let x = if let Some(w) = window {
             let plan = Plan::new(&w.layout, &io)?;
             let src: &[u8] = match w.contiguous() {
@@ -313,10 +315,7 @@ pub(super) fn read(
     let mut buf: Vec<u8> = Vec::new();
     let mut staging: Vec<u8> = Vec::new();
     for r in 0..rounds.count() {
-        let (io, window) = round(rounds, r, layout, me)?;
-        let (p0, p1) = rounds.part(r, me);
-        buf.clear();
-        buf.resize((p1 - p0) as usize, 0);
+        let (io, window, p0) = round(rounds, r, layout, me, &mut buf)?;
         let got = sink.get(r, p0, &mut buf);
         if outcome.is_ok() {
             outcome = got;
