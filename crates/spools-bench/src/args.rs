@@ -205,6 +205,10 @@ pub struct IoArgs {
     /// and verify the blocks read against it.
     #[arg(long)]
     pub(crate) checksums: bool,
+    /// Canonical and .npy files: write in place (as MPI-IO does) instead of replacing the
+    /// file atomically (a temporary file renamed over it).
+    #[arg(long)]
+    pub(crate) in_place: bool,
 }
 
 /// Options of `spools bench pipe`.

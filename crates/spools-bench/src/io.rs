@@ -7,7 +7,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use serde::Serialize;
-use spools::{FileStats, Format, Layout, ReadOptions, Reshuffle, Striping, World, WriteOptions};
+use spools::{
+    Commit, FileStats, Format, Layout, ReadOptions, Reshuffle, Striping, World, WriteOptions,
+};
 use spools_map::{DType, Dist, Order};
 
 use crate::args::IoArgs;
@@ -55,6 +57,8 @@ struct IoReport<'a> {
     bytes: u64,
     /// Whether writes were durable.
     sync: bool,
+    /// Whether writes went in place (`--in-place`) rather than replacing the file.
+    in_place: bool,
     /// Whether anything was at the path before the run.
     file_existed: bool,
     /// `--reshuffle` as given.
@@ -185,6 +189,7 @@ pub(crate) fn run(a: &IoArgs) -> Result<(), BenchError> {
         format: &a.format,
         bytes,
         sync: a.sync,
+        in_place: a.in_place,
         file_existed: !fresh,
         reshuffle: &a.reshuffle,
         node_local: a.node_local,
@@ -203,6 +208,11 @@ pub(crate) fn run(a: &IoArgs) -> Result<(), BenchError> {
             integrity: !a.no_integrity,
             reshuffle: reshuffle_of(&a.reshuffle),
             checksums: a.checksums,
+            commit: if a.in_place {
+                Commit::InPlace
+            } else {
+                Commit::Replace
+            },
             ..WriteOptions::default()
         };
         report.write = Some(timed(&w, reps, bytes, || {

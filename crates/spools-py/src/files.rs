@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use spools::Communicator;
-use spools_io::file::{self, FileStats, Format, ReadOptions, Striping, WriteOptions};
+use spools_io::file::{self, Commit, FileStats, Format, ReadOptions, Striping, WriteOptions};
 use spools_io::FileError;
 use spools_map::Layout;
 
@@ -171,12 +171,14 @@ impl Comm {
     ///     (directories relative to the manifest's, or inside it; default: next to it);
     ///     `node_local=True` makes unit `u` touched only by rank `u % size`.
     ///
-    /// A write replaces the file atomically (a failed write leaves the previous file).
-    /// With `sync=True` (default) the data is durable when the call returns. The GIL is
+    /// A write replaces the file atomically (a failed write leaves the previous file);
+    /// with `in_place=True`, a `"npy"` or `"canonical"` file is written where it is, as
+    /// MPI-IO does (faster when overwriting, but a failed write leaves a mix of old and
+    /// new bytes). With `sync=True` (default) the data is durable when the call returns. The GIL is
     /// released. Raises `LayoutError` for a layout with more units than ranks,
     /// `TypeError`/`ValueError` for a part of the wrong dtype or size (the other ranks
     /// then raise `SpoolsError`), `TransportError` when the file cannot be written.
-    #[pyo3(signature = (path, a, layout, format = "npy", dirs = None, sync = true, node_local = false))]
+    #[pyo3(signature = (path, a, layout, format = "npy", dirs = None, sync = true, node_local = false, in_place = false))]
     #[allow(clippy::too_many_arguments)]
     fn write_file<'py>(
         slf: &Bound<'py, Self>,
@@ -187,6 +189,7 @@ impl Comm {
         dirs: Option<Vec<PathBuf>>,
         sync: bool,
         node_local: bool,
+        in_place: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let py = slf.py();
         slf.get().live()?;
@@ -203,6 +206,11 @@ impl Comm {
         let opts = WriteOptions {
             format: fmt,
             sync,
+            commit: if in_place {
+                Commit::InPlace
+            } else {
+                Commit::Replace
+            },
             ..WriteOptions::default()
         };
         let r = runtime::blocking(py, || file::write(&comm, &path, data, &l, &opts));

@@ -20,7 +20,7 @@ REF = global_array(WRITER, seed=3)
 def written(run, d, n=3, spec=WRITER):
     job = run(n, "files_rw.py", "write", d, spec)
     for r in range(n):
-        assert job.lines(r) == ["wrote a.npy", "wrote a.bin", "wrote r0", "wrote r5"], job
+        assert job.lines(r) == ["wrote a.npy", "wrote a.bin", "wrote p.npy", "wrote r0", "wrote r5"], job
     return d
 
 
@@ -28,12 +28,13 @@ def test_write_then_read_with_other_ranks_layouts_and_one_process(run, tmp_path)
     d = written(run, tmp_path)
     # What numpy reads of the single files.
     assert np.array_equal(np.load(d / "a.npy"), REF)
+    assert np.array_equal(np.load(d / "p.npy"), REF)
     assert np.array_equal(np.fromfile(d / "a.bin", dtype=np.float64).reshape(29, 13), REF)
     for n, spec in [(1, "f64[29,13] block,* on 1x1"), (2, "f64[29,13] *,block on 1x2"),
                     (5, "f64[29,13] block,block on 5x1"), (4, "f64[29,13] cyclic,cyclic(4) on 2x2")]:
         job = run(n, "files_rw.py", "read", d, spec)
         for r in range(n):
-            assert job.lines(r) == ["read a.npy", "read a.bin", "read r0", "read r5"], job
+            assert job.lines(r) == ["read a.npy", "read a.bin", "read p.npy", "read r0", "read r5"], job
     job = run(1, "files_open.py", d, env={"SPOOLS_PY_INIT": "0"})
     assert job.lines(0) == ["open ok"]
 

@@ -55,7 +55,9 @@ pub use spools_boot::identity::LauncherKind;
 pub use spools_boot::BootError;
 pub use spools_fabric::heap::{HeapError, HeapRef};
 pub use spools_fabric::{Caps, FabricError, Priority, SingleCopy, Transport};
-pub use spools_io::file::{FileStats, Format, ReadOptions, Reshuffle, Striping, WriteOptions};
+pub use spools_io::file::{
+    Commit, FileStats, Format, ReadOptions, Reshuffle, Striping, WriteOptions,
+};
 pub use spools_io::stream::{AduInfo, StreamReader};
 pub use spools_io::stream::{
     StreamConnection, StreamFormat, StreamId, StreamOptions, StreamWriter,

@@ -9,7 +9,7 @@ use spools_msg::Communicator;
 use crate::error::{FileError, FormatDefect};
 use crate::file::manifest::looks_like_manifest;
 use crate::file::npy;
-use crate::file::options::{FileStats, ReadOptions, WriteOptions};
+use crate::file::options::{Commit, FileStats, ReadOptions, WriteOptions};
 use crate::file::rounds::{self, RoundSink, RoundSource, Rounds};
 use crate::file::steps::{agree_on_outcome, check_share, decide};
 use crate::file::sums::{self, Pieces, Verify};
@@ -145,7 +145,7 @@ impl FileSink<'_> {
     fn file(&mut self) -> Result<&std::fs::File, FileError> {
         if self.file.is_none() {
             self.file = Some(if self.write {
-                sys::open_temp(self.path)?
+                sys::open_target(self.path)?
             } else {
                 sys::open_read(self.path)?
             });
@@ -192,20 +192,22 @@ impl RoundSource for FileSink<'_> {
     }
 }
 
-/// Writes a canonical (or `.npy`) file.
+/// Writes a canonical (or `.npy`) file, committed as [`WriteOptions::commit`] says.
 ///
-/// The ranks write a temporary file next to `path` (`.NAME.spools-tmp.PID.NONCE`, created
-/// exclusively by rank 0), and rank 0 renames it over `path` once every rank has written
-/// (and, with `sync`, synced) its part. A write that fails on any rank (a full disk, a
-/// dead peer) removes the temporary file, so nothing at `path` ever looks like a complete
-/// file that is not one.
+/// [`Commit::Replace`] (default): the ranks write a temporary file next to `path`
+/// (`.NAME.spools-tmp.PID.NONCE`, created exclusively by rank 0), and rank 0 renames it
+/// over `path` once every rank has written (and, with `sync`, synced) its part. A write
+/// that fails on any rank (a full disk, a dead peer) removes the temporary file, so
+/// nothing at `path` ever looks like a complete file that is not one. An existing file at
+/// `path` is *replaced* (a new inode, given the old file's permission bits), never written
+/// in place: a failed or interrupted write leaves the previous contents intact, and a
+/// reader sees the old or the new dataset, never a mix. The price: the old and the new
+/// data need room on the file system at the same time until the rename, and hard links to
+/// the old file keep the old data (a symlink at `path` is replaced, not written through).
 ///
-/// Overwriting: an existing file at `path` is *replaced* (a new inode, given the old
-/// file's permission bits), never written in place. So a failed or interrupted write
-/// leaves the previous contents intact, and a reader sees the old or the new dataset,
-/// never a mix. The price: the old and the new data need room on the file system at the
-/// same time until the rename, and hard links to the old file keep the old data (a
-/// symlink at `path` is replaced, not written through).
+/// [`Commit::InPlace`]: rank 0 removes the checksum sidecar, opens `path` (creating it,
+/// following a symlink), sizes it to the dataset and writes the header; every rank then
+/// writes its part into that file, and the sidecar is written last.
 pub(super) fn write(
     comm: &Communicator,
     path: &Path,
@@ -227,40 +229,70 @@ pub(super) fn write(
         Vec::new()
     };
     let off = header.len() as u64;
-    let (tmp, prepared) = if comm.rank() == 0 {
-        let nonce = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        let tmp = sys::temp_name(path, nonce);
-        let prepared = sys::create_temp(&tmp, path, off + total).and_then(|f| {
-            if header.is_empty() {
-                Ok(())
-            } else {
-                sys::write_at(&f, &tmp, &header, 0).and_then(|()| {
-                    if opts.sync {
-                        sys::sync(&f, &tmp)
-                    } else {
-                        Ok(())
-                    }
-                })
-            }
-        });
-        (tmp, prepared)
+    let (target, prepared) = if comm.rank() == 0 {
+        prepare(path, &header, off + total, opts)
     } else {
         (std::path::PathBuf::new(), Ok(()))
     };
-    let tmp = match comm.bcast_bytes(0, tmp.as_os_str().as_bytes()) {
+    let replace = opts.commit == Commit::Replace;
+    let target = match comm.bcast_bytes(0, target.as_os_str().as_bytes()) {
         Ok(name) => std::path::PathBuf::from(std::ffi::OsStr::from_bytes(&name)),
         Err(e) => {
-            discard(comm, &tmp);
+            if replace {
+                discard(comm, &target);
+            }
             return Err(e.into());
         }
     };
-    let res = write_temp(comm, path, &tmp, data, layout, opts, off, total, prepared);
-    if res.is_err() {
-        discard(comm, &tmp);
+    let res = write_to(
+        comm, path, &target, data, layout, opts, off, total, prepared,
+    );
+    if res.is_err() && replace {
+        discard(comm, &target);
     }
     res
+}
+
+/// Rank 0 prepares the file the ranks write, `len` bytes long with `header` at its start:
+/// a new temporary file, or `path` itself (resolved) to write in place. Returns its path
+/// (empty when there is none) and whether it is ready.
+fn prepare(
+    path: &Path,
+    header: &[u8],
+    len: u64,
+    opts: &WriteOptions,
+) -> (std::path::PathBuf, Result<(), FileError>) {
+    let write_header = |f: &std::fs::File, at: &Path| {
+        if header.is_empty() {
+            return Ok(());
+        }
+        sys::write_at(f, at, header, 0)?;
+        if opts.sync {
+            sys::sync(f, at)?;
+        }
+        Ok(())
+    };
+    match opts.commit {
+        Commit::Replace => {
+            let nonce = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            let tmp = sys::temp_name(path, nonce);
+            let ready = sys::create_temp(&tmp, path, len).and_then(|f| write_header(&f, &tmp));
+            (tmp, ready)
+        }
+        // The old sidecar goes before the file is touched: from here on the file may hold
+        // old and new bytes mixed until the new sidecar is written.
+        Commit::InPlace => {
+            match sums::commit(path, None).and_then(|()| sys::open_in_place(path, len)) {
+                Ok((f, real)) => {
+                    let ready = write_header(&f, &real);
+                    (real, ready)
+                }
+                Err(e) => (std::path::PathBuf::new(), Err(e)),
+            }
+        }
+    }
 }
 
 /// Rank 0 removes the temporary file of a failed write.
@@ -270,12 +302,13 @@ fn discard(comm: &Communicator, tmp: &Path) {
     }
 }
 
-/// The collective part of [`write()`] after rank 0 prepared the temporary file `tmp`.
+/// The collective part of [`write()`] after rank 0 prepared `target` (the temporary file,
+/// or the file itself when writing in place).
 #[allow(clippy::too_many_arguments)]
-fn write_temp(
+fn write_to(
     comm: &Communicator,
     path: &Path,
-    tmp: &Path,
+    target: &Path,
     data: &[u8],
     layout: &Layout,
     opts: &WriteOptions,
@@ -298,7 +331,7 @@ fn write_temp(
         stats.aggregators = plan.aggs;
         stats.rounds = plan.count();
         let mut sink = FileSink {
-            path: tmp,
+            path: target,
             off,
             write: true,
             file: None,
@@ -310,14 +343,18 @@ fn write_temp(
         wrote.and_then(|()| if opts.sync { sink.sync() } else { Ok(()) })
     } else {
         stats.aggregators = layout.units().min(u64::from(comm.size())) as u32;
-        write_own(tmp, layout, me, data, off, opts.sync, &mut pieces)
+        write_own(target, layout, me, data, off, opts.sync, &mut pieces)
     };
     agree_on_outcome(comm, path, res)?;
     let all = sums::gather(comm, &pieces)?;
     let committed = if me == 0 {
         sums::sidecar(path, &all, off, total)
             .and_then(|s| sums::commit(path, s.as_ref()))
-            .and_then(|()| sys::commit(tmp, path, opts.sync))
+            .and_then(|()| match opts.commit {
+                Commit::Replace => sys::commit(target, path, opts.sync),
+                Commit::InPlace if opts.sync => sys::sync_dir(target),
+                Commit::InPlace => Ok(()),
+            })
     } else {
         Ok(())
     };
@@ -338,7 +375,7 @@ fn write_own(
     if u64::from(me) >= layout.units() || layout.local_bytes(u64::from(me))? == 0 {
         return Ok(());
     }
-    let f = sys::open_temp(path)?;
+    let f = sys::open_target(path)?;
     let runs = file_order(layout, me)?;
     for batch in adjacent(&runs) {
         let parts: Vec<&[u8]> = batch

@@ -66,7 +66,7 @@ use crate::error::{FileError, FormatDefect};
 use crate::error::NpyError;
 pub use manifest::{Manifest, UnitEntry, MANIFEST_FORMAT};
 pub use options::{
-    FileStats, Format, ReadOptions, Reshuffle, Striping, WriteOptions, DIRECT_MIN_RUN,
+    Commit, FileStats, Format, ReadOptions, Reshuffle, Striping, WriteOptions, DIRECT_MIN_RUN,
 };
 pub use reader::{Reader, Stored};
 pub use rows::Raid;

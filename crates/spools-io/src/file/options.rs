@@ -52,6 +52,29 @@ pub enum Reshuffle {
 /// file directly.
 pub const DIRECT_MIN_RUN: u64 = 1024;
 
+/// How a write of a canonical (or `.npy`) file reaches the file's path. Striped files
+/// always commit a new version atomically (their manifest is replaced last), whatever
+/// this says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Commit {
+    /// Atomic commit: the ranks write a temporary file next to the path, and rank 0
+    /// renames it over the path once every rank has written (and, with
+    /// [`WriteOptions::sync`], synced) its part. A failed or interrupted write leaves the
+    /// previous file (or none), never a partial or mixed one. The price of replacing an
+    /// existing file: room for both on the file system until the rename, fresh page-cache
+    /// pages for every byte, and the old file's pages freed at the rename.
+    #[default]
+    Replace,
+    /// Write into the file where it is, as MPI-IO does: an existing file is resized to the
+    /// dataset and overwritten in place (one is created when missing), so overwriting a
+    /// file costs what a first write costs. A failed or interrupted write leaves a file
+    /// that may hold old and new bytes mixed; the checksum sidecar is removed before the
+    /// first byte is written and written after the last, so a reader that verifies
+    /// ([`ReadOptions::checksums`]) reports such a file instead of returning it. Writes
+    /// through a symlink at the path (to the file it names).
+    InPlace,
+}
+
 /// Options of [`write()`](crate::file::write()).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WriteOptions {
@@ -74,6 +97,8 @@ pub struct WriteOptions {
     /// this much per aggregator. `None`: the configuration's `coll_buffer` (16 MiB by
     /// default). The smallest value over the ranks is used, and never less than 4 KiB.
     pub coll_buffer: Option<usize>,
+    /// Canonical and `.npy` files: atomic replacement (default) or in place.
+    pub commit: Commit,
 }
 
 impl Default for WriteOptions {
@@ -85,6 +110,7 @@ impl Default for WriteOptions {
             reshuffle: Reshuffle::Auto,
             checksums: false,
             coll_buffer: None,
+            commit: Commit::Replace,
         }
     }
 }

@@ -122,21 +122,55 @@ pub(crate) fn create_temp(tmp: &Path, path: &Path, len: u64) -> Result<File, Fil
     Ok(f)
 }
 
-/// Opens the existing temporary file `tmp` for writing (not through a symlink).
-pub(crate) fn open_temp(tmp: &Path) -> Result<File, FileError> {
-    open_write_nofollow(tmp, "open for writing")
+/// Opens the file a canonical write goes to (the temporary file, or the resolved file
+/// written in place), which rank 0 created, for writing (not through a symlink).
+pub(crate) fn open_target(target: &Path) -> Result<File, FileError> {
+    open_write_nofollow(target, "open for writing")
 }
 
 /// Renames the complete `tmp` over `path`; with `sync`, syncs the directory after.
 pub(crate) fn commit(tmp: &Path, path: &Path, sync: bool) -> Result<(), FileError> {
     std::fs::rename(tmp, path).map_err(|e| FileError::io("rename over", path, e))?;
     if sync {
-        let dir = dir_of(path);
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| FileError::io("sync directory", dir, e))?;
+        sync_dir(path)?;
     }
     Ok(())
+}
+
+/// Opens `path` to be written in place, `len` bytes long: created when missing (and its
+/// directory), followed through a symlink, resized when it exists. Returns the file and
+/// the path every rank opens it by (the file's own, symlinks resolved).
+///
+/// # Errors
+/// [`FileError::Io`] when it cannot be opened, resized or resolved, or is no regular file
+/// (a directory, a device, a FIFO: `InvalidInput`).
+pub(crate) fn open_in_place(path: &Path, len: u64) -> Result<(File, PathBuf), FileError> {
+    make_parent(path)?;
+    let f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| FileError::io("open for writing in place", path, e))?;
+    let meta = f.metadata().map_err(|e| FileError::io("stat", path, e))?;
+    if !meta.is_file() {
+        let e = std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file");
+        return Err(FileError::io("write in place", path, e));
+    }
+    if meta.len() != len {
+        f.set_len(len)
+            .map_err(|e| FileError::io("set length of", path, e))?;
+    }
+    let real = std::fs::canonicalize(path).map_err(|e| FileError::io("resolve", path, e))?;
+    Ok((f, real))
+}
+
+/// Syncs the directory holding `path` (so a new name in it is durable).
+pub(crate) fn sync_dir(path: &Path) -> Result<(), FileError> {
+    let dir = dir_of(path);
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| FileError::io("sync directory", dir, e))
 }
 
 /// Opens `path` for reading.

@@ -111,6 +111,7 @@ class Comm:
         dirs: Optional[Sequence[StrPath]] = None,
         sync: bool = True,
         node_local: bool = False,
+        in_place: bool = False,
     ) -> Dict[str, Any]: ...
     def read_file(
         self,

@@ -15,6 +15,7 @@ DATASET = "f64[29,13]"
 FORMATS = {
     "a.npy": dict(format="npy"),
     "a.bin": dict(format="canonical", sync=False),
+    "p.npy": dict(format="npy", in_place=True),
     "r0": dict(format="raid0(unit=256B,count=3)", dirs=["d0", "d1", "d2"]),
     "r5": dict(format="raid5(unit=128B,count=4)", dirs=["d0", "d1"]),
 }
@@ -33,6 +34,12 @@ if mode == "write":
             # A second write is a new version, replacing the first atomically.
             st2 = world.write_file(os.path.join(d, name), mine, spools.Layout(spec), **kw)
             assert st2["version"] == st["version"] + 1, (st, st2)
+        if name in ("a.npy", "p.npy"):
+            # A second write: in place it keeps the file (its inode), else it replaces it.
+            ino = os.stat(os.path.join(d, name)).st_ino
+            world.write_file(os.path.join(d, name), mine, spec, **kw)
+            same = os.stat(os.path.join(d, name)).st_ino == ino
+            assert same == (name == "p.npy"), (name, same)
         print("wrote", name)
 else:
     for name in FORMATS:

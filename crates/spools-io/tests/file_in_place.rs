@@ -1,0 +1,246 @@
+//! Canonical and `.npy` files written in place (`Commit::InPlace`) on 3 ranks: an
+//! existing, longer file keeps its inode and is cut to the dataset, reshuffled in many
+//! rounds and written directly; the sidecar follows the data (written with checksums,
+//! removed without); an atomic write (`Commit::Replace`, the default) gives a new inode; a
+//! symlink at the path is written through and stays a symlink; a directory at the path
+//! is an error on every rank; and an in-place write that fails after its data went out
+//! (the ranks disagree on checksums) leaves no sidecar, so a verified read reports the
+//! file instead of returning a mix of two datasets.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use spools::{Commit, FileError, Format, Layout, ReadOptions, Reshuffle, World, WriteOptions};
+use spools_io::file::{sidecar_path, tools, SUMS_BLOCK};
+use spools_testkit::{assert_ok, checked, e, rank_main, tempdir, Job};
+
+/// Two whole checksum blocks and a short one, in cyclic runs of 4099 bytes.
+const BYTES: u64 = 2 * SUMS_BLOCK + 777;
+
+/// The collective buffer of the reshuffled writes: many rounds.
+const ROUND: usize = 64 << 10;
+
+fn layout(n: u32) -> Layout {
+    format!("u8[{BYTES}] cyclic(4099) on {n}").parse().unwrap()
+}
+
+fn value(i: u64, seed: u64) -> u8 {
+    (i.wrapping_mul(2_654_435_761) >> 11).wrapping_add(seed * 37) as u8
+}
+
+/// This rank's part of the dataset of `seed`.
+fn part(l: &Layout, me: u64, seed: u64) -> Result<Vec<u8>, String> {
+    let mut v = vec![0u8; e(l.local_bytes(me))? as usize];
+    for x in e(l.extents(me))? {
+        for k in 0..x.len {
+            v[(x.local + k) as usize] = value(x.global + k, seed);
+        }
+    }
+    Ok(v)
+}
+
+/// Writes the dataset of `seed` to `path`.
+fn write(
+    w: &World,
+    path: &Path,
+    fmt: &Format,
+    commit: Commit,
+    reshuffle: Reshuffle,
+    sums: bool,
+    seed: u64,
+) -> Result<(), FileError> {
+    let l = layout(w.size());
+    let data = part(&l, u64::from(w.rank()), seed).unwrap_or_default();
+    let opts = WriteOptions {
+        format: fmt.clone(),
+        checksums: sums,
+        reshuffle,
+        coll_buffer: Some(ROUND),
+        commit,
+        ..WriteOptions::default()
+    };
+    let stats = w.write_file(path, &data, &l, &opts)?;
+    if reshuffle == Reshuffle::Always {
+        assert!(
+            stats.rounds > 1,
+            "a reshuffled write in one round: {stats:?}"
+        );
+    }
+    Ok(())
+}
+
+/// Reads `path` back (verified against the sidecar with `sums`) and compares.
+fn read(w: &World, path: &Path, sums: bool, seed: u64) -> Result<(), FileError> {
+    let l = layout(w.size());
+    let me = u64::from(w.rank());
+    let mut back = vec![0u8; l.local_bytes(me).unwrap_or(0) as usize];
+    let opts = ReadOptions {
+        checksums: sums,
+        coll_buffer: Some(ROUND),
+        ..ReadOptions::default()
+    };
+    w.read_file(path, &mut back, &l, &opts)?;
+    let want = part(&l, me, seed).unwrap_or_default();
+    assert_eq!(back, want, "rank {me}: the data read back of {path:?}");
+    Ok(())
+}
+
+/// The inode of `path` (through a symlink).
+fn inode(path: &Path) -> Result<u64, String> {
+    Ok(e(std::fs::metadata(path))?.ino())
+}
+
+/// The stream's offset and length in the plain file `path`.
+fn stream(path: &Path) -> (u64, u64) {
+    match tools::open(path).unwrap() {
+        tools::Opened::Plain { offset, bytes, .. } => (offset, bytes),
+        tools::Opened::Striped(_) => unreachable!("a plain file"),
+    }
+}
+
+fn body(w: &World, fmt: &Format) -> Result<(), String> {
+    let dir = PathBuf::from(std::env::var("SPOOLS_TEST_DIR").unwrap());
+    let path = dir.join(if *fmt == Format::Npy { "f.npy" } else { "f" });
+    let side = sidecar_path(&path);
+    let root = w.rank() == 0;
+    let inplace = |how, sums, seed| e(write(w, &path, fmt, Commit::InPlace, how, sums, seed));
+    // An older, longer file of other bytes, with a sidecar of its own.
+    if root {
+        e(std::fs::write(&path, vec![0xeeu8; 3 * BYTES as usize]))?;
+        e(std::fs::write(&side, b"not the sums of anything"))?;
+    }
+    e(w.barrier())?;
+    let ino = inode(&path)?;
+    inplace(Reshuffle::Always, true, 1)?;
+    e(read(w, &path, true, 1))?;
+    let (off, bytes) = stream(&path);
+    let len = e(std::fs::metadata(&path))?.len();
+    if inode(&path)? != ino || bytes != BYTES || len != off + BYTES {
+        return Err(format!(
+            "in place: inode {ino} -> {}, {len} bytes",
+            inode(&path)?
+        ));
+    }
+    if root {
+        let rep = e(tools::fsck(&path, &mut |_, _| {}))?;
+        if !rep.bad.is_empty() || rep.blocks != BYTES.div_ceil(SUMS_BLOCK) {
+            return Err(format!("fsck after an in-place write: {rep:?}"));
+        }
+    }
+    // Directly (each rank its own runs), without checksums: the sidecar goes.
+    inplace(Reshuffle::Never, false, 2)?;
+    e(read(w, &path, false, 2))?;
+    if inode(&path)? != ino || side.exists() {
+        return Err("a direct in-place write moved the file or kept the sidecar".into());
+    }
+    // The default commit replaces the file.
+    e(write(
+        w,
+        &path,
+        fmt,
+        Commit::Replace,
+        Reshuffle::Auto,
+        false,
+        3,
+    ))?;
+    e(read(w, &path, false, 3))?;
+    let ino = inode(&path)?;
+    // Through a symlink: the file it names is written, the link stays.
+    let link = dir.join(if *fmt == Format::Npy { "l.npy" } else { "l" });
+    if root {
+        e(std::os::unix::fs::symlink(&path, &link))?;
+    }
+    e(w.barrier())?;
+    e(write(
+        w,
+        &link,
+        fmt,
+        Commit::InPlace,
+        Reshuffle::Auto,
+        false,
+        4,
+    ))?;
+    e(read(w, &path, false, 4))?;
+    if inode(&path)? != ino || !e(std::fs::symlink_metadata(&link))?.is_symlink() {
+        return Err("an in-place write through a symlink replaced something".into());
+    }
+    // A directory at the path: an error on every rank, nothing written.
+    let sub = dir.join("sub");
+    if root {
+        e(std::fs::create_dir(&sub))?;
+    }
+    e(w.barrier())?;
+    match write(w, &sub, fmt, Commit::InPlace, Reshuffle::Auto, false, 5) {
+        Err(FileError::Io { path: p, .. }) if root && p == sub => {}
+        Err(FileError::Remote { .. }) if !root => {}
+        other => return Err(format!("an in-place write to a directory: {other:?}")),
+    }
+    // A write that fails after its data went out: the ranks disagree on checksums. The
+    // file now holds the new bytes, and no sidecar claims it is whole.
+    inplace(Reshuffle::Always, true, 6)?;
+    e(read(w, &path, true, 6))?;
+    let disagree = w.rank() + 1 != w.size();
+    if write(
+        w,
+        &path,
+        fmt,
+        Commit::InPlace,
+        Reshuffle::Always,
+        disagree,
+        7,
+    )
+    .is_ok()
+    {
+        return Err("an in-place write whose ranks disagree on checksums succeeded".into());
+    }
+    e(w.barrier())?;
+    if side.exists() {
+        return Err("a failed in-place write left a sidecar".into());
+    }
+    match read(w, &path, true, 7) {
+        Err(FileError::Io { path: p, .. }) if p == side => {}
+        Err(FileError::Remote { .. }) => {}
+        other => {
+            return Err(format!(
+                "verified read after a failed in-place write: {other:?}"
+            ))
+        }
+    }
+    let temps: Vec<String> = e(std::fs::read_dir(&dir))?
+        .flatten()
+        .map(|x| x.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("spools-tmp"))
+        .collect();
+    if !temps.is_empty() {
+        return Err(format!("temporary files left behind: {temps:?}"));
+    }
+    Ok(())
+}
+
+fn run(ranks: u32, role: &str) {
+    let d = tempdir(&format!("inplace{ranks}{role}"));
+    assert_ok(
+        &Job::new(ranks, "files_written_in_place_on_3_ranks")
+            .role(role)
+            .env("SPOOLS_TEST_DIR", d.path())
+            .run(),
+    );
+}
+
+#[test]
+fn files_written_in_place_on_3_ranks() {
+    rank_main(|role| {
+        let w = e(spools::init())?;
+        let fmt = if role == "npy" {
+            Format::Npy
+        } else {
+            Format::Canonical
+        };
+        checked(&w, |w| body(w, &fmt));
+        e(w.finalize())
+    });
+    run(3, "canonical");
+    run(3, "npy");
+}
