@@ -68,17 +68,17 @@ def main():
 
     if any(k[0] == "collperf" for k in s):
         L += ["## coll_perf (SCI-MPICH Table 3): 3-D BLOCK i32, canonical file, overwritten", "",
-              "Seconds (median). Ratios: Spools' time against raw dd of the same bytes (raw/Spools) and against the better of OMPIO and ROMIO (MPI/Spools); above 1 means Spools is faster.", "",
-              "| n | ranks | mode | Spools write | OMPIO write | ROMIO write | raw dd write | raw/Spools | best MPI/Spools | Spools read | OMPIO read | ROMIO read |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "Seconds (median). Ratios: Spools' time against raw dd of the same bytes (raw/Spools) and against the better of OMPIO and ROMIO (MPI/Spools); above 1 means Spools is faster. \"Spools\" is the default write (atomic: a temporary file renamed over the old one); \"in place\" is `--in-place` (`Commit::InPlace`), which overwrites the file where it is as MPI-IO and dd do.", "",
+              "| n | ranks | mode | Spools write | in place write | OMPIO write | ROMIO write | raw dd write | raw/Spools | raw/in place | best MPI/Spools | best MPI/in place | Spools read | in place read | OMPIO read | ROMIO read |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for n in sorted({int(k[1]) for k in s if k[0] == "collperf" and k[1].isdigit() and len(k) == 6}):
             for p in (2, 4):
                 for mode in ("buffered", "durable"):
-                    sw, ow, rw, dw = (m("collperf", n, p, mode, x, "write") for x in ("spools", "ompio", "romio321", "raw"))
-                    sr, orr, rr = (m("collperf", n, p, mode, x, "read") for x in ("spools", "ompio", "romio321"))
-                    L.append(f"| {n} | {p} | {mode} | {sw:.4f} | {ow:.4f} | {rw:.4f} | {dw:.4f} | {dw/sw:.2f} | {min(ow, rw)/sw:.2f} | {sr:.4f} | {orr:.4f} | {rr:.4f} |")
+                    sw, iw, ow, rw, dw = (m("collperf", n, p, mode, x, "write") for x in ("spools", "spools-inplace", "ompio", "romio321", "raw"))
+                    sr, ir, orr, rr = (m("collperf", n, p, mode, x, "read") for x in ("spools", "spools-inplace", "ompio", "romio321"))
+                    L.append(f"| {n} | {p} | {mode} | {sw:.4f} | {iw:.4f} | {ow:.4f} | {rw:.4f} | {dw:.4f} | {dw/sw:.2f} | {dw/iw:.2f} | {min(ow, rw)/sw:.2f} | {min(ow, rw)/iw:.2f} | {sr:.4f} | {ir:.4f} | {orr:.4f} | {rr:.4f} |")
         for k in sorted(k for k in s if k[0] == "collperf" and k[-1] == "identical"):
-            L.append(f"\nFiles of n={k[1]} byte-identical to both MPI-IO components' in every run: {all(s[k])}.")
+            L.append(f"\nFiles of n={k[1]} byte-identical to both MPI-IO components' (and Spools' in-place file) in every run: {all(s[k])}.")
         f1, f2 = m("collperf", "fresh", 128, 4, "spools"), m("collperf", "fresh", 128, 4, "ompio")
         if f1 == f1:
             L.append(f"\nFresh files (n=128, 4 ranks, buffered write into a file that did not exist): Spools {f1:.4f} s, OMPIO {f2:.4f} s; overwriting: Spools {m('collperf', 128, 4, 'buffered', 'spools', 'write'):.4f} s.")
