@@ -307,13 +307,32 @@ impl Pieces {
     }
 }
 
-/// Gathers every rank's [`Pieces`] (collective); rank 0 then makes the sidecar of the
-/// `bytes`-byte stream at `offset` ([`sidecar`]).
+/// Gathers every rank's [`Pieces`] on rank 0 (collective; the other ranks get an empty
+/// list): rank 0 then makes the sidecar of the `bytes`-byte stream at `offset`
+/// ([`sidecar`]). Only the lengths go to every rank.
 ///
 /// # Errors
 /// Messaging failures.
 pub(crate) fn gather(comm: &Communicator, pieces: &Pieces) -> Result<Vec<Vec<u8>>, FileError> {
-    Ok(comm.allgather_bytes(&pieces.encode())?)
+    let mine = pieces.encode();
+    let mut lens = vec![0u64; comm.size() as usize];
+    comm.allgather(&[mine.len() as u64], &mut lens)?;
+    let counts: Vec<usize> = lens.iter().map(|&l| l as usize).collect();
+    let root = comm.rank() == 0;
+    let mut all = vec![0u8; if root { counts.iter().sum() } else { 0 }];
+    comm.gatherv(&mine, &mut all, &counts, 0)?;
+    if !root {
+        return Ok(Vec::new());
+    }
+    let mut rest = &all[..];
+    Ok(counts
+        .iter()
+        .map(|&n| {
+            let (one, tail) = rest.split_at(n);
+            rest = tail;
+            one.to_vec()
+        })
+        .collect())
 }
 
 /// The sidecar made of the gathered pieces of every rank, `None` when checksums are off.
