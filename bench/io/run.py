@@ -189,8 +189,9 @@ class Bench:
         layout = f"i32[{n},{n},{n}] block,*,* on 4x1x1"
         dirs = ",".join(self.f(f"raid-d{i}") for i in range(4))
         for _ in range(self.runs):
-            for fmt in ("stripe(unit=1MiB,count=4)", "raid5(unit=1MiB,count=4)"):
-                f = self.f("raid-" + fmt[:5])
+            # 4 units (the point: parity is a third more bytes) and 8 (a seventh).
+            for fmt in ("stripe(unit=1MiB,count=4)", "raid5(unit=1MiB,count=4)", "stripe(unit=1MiB,count=8)", "raid5(unit=1MiB,count=8)"):
+                f = self.f("raid-" + fmt[:5] + ("" if "count=4" in fmt else "-8"))
                 r = last_json(spools_run(4, ["bench", "io", "--layout", layout, "--file", f, "--format", fmt, "--dirs", dirs, "--write", "--read", "--verify", "--keep", "--reps", "2", "--sync", "--json"]).stdout)
                 self.add(("raid", fmt, "write"), min(r["write"]["runs_s"]))
                 self.add(("raid", fmt, "read"), min(r["read"]["runs_s"]))

@@ -102,6 +102,13 @@ def main():
               "| | seconds |", "|---|---|",
               f"| RAID-0 write | {w0:.4f} |", f"| RAID-5 write | {w5:.4f} (+{(w5/w0-1)*100:.0f} %) |",
               f"| RAID-0 read | {r0:.4f} |", f"| RAID-5 read, healthy | {r5:.4f} |", f"| RAID-5 read, one unit deleted | {rd:.4f} ({r5/rd:.2f} x healthy speed) |", ""]
+        L += ["RAID-5 over K units writes K/(K-1) times the data's bytes (parity), so on one disk its write costs at least that much more than RAID-0's; \"beyond the bytes\" is what is left of the overhead after that factor (the parity computation, folded into the copy).", "",
+              "| units | RAID-0 write | RAID-5 write | overhead | parity bytes | beyond the bytes |", "|---|---|---|---|---|---|"]
+        for k in (4, 8):
+            a, b = m("raid", f"stripe(unit=1MiB,count={k})", "write"), m("raid", f"raid5(unit=1MiB,count={k})", "write")
+            if a == a and b == b:
+                L.append(f"| {k} | {a:.4f} | {b:.4f} | +{(b/a-1)*100:.0f} % | +{100/(k-1):.0f} % | {(b/a/(k/(k-1))-1)*100:+.0f} % |")
+        L.append("")
 
     if any(k[0] == "units" for k in s):
         L += ["## Striped over K unit files (nCUBE Table 3; all units on this machine's one disk)", "", "| units | write MB/s | read MB/s |", "|---|---|---|"]

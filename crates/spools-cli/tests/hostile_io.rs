@@ -21,7 +21,7 @@
 mod common;
 
 use std::fs;
-use std::os::unix::fs::symlink;
+use std::os::unix::fs::{symlink, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, SystemTime};
@@ -274,6 +274,39 @@ fn manifest_unit_paths_leading_out_of_the_set_are_refused_and_never_written() {
     ok(
         &spools_in(&set, &["fsck", "r.raid5"], &[], None),
         "fsck after rewrite",
+    );
+
+    // The version after that writes slot 1 again: a hard link to the decoy planted there
+    // is unlinked (never written through), while the older version's plain unit files are
+    // reused in place (same inode).
+    let linked = set.join("d2/r.raid5.u1.s1");
+    fs::hard_link(&decoy, &linked).unwrap();
+    let plain = set.join("d3/r.raid5.u2.s1");
+    let ino = fs::metadata(&plain).unwrap().ino();
+    write_fixture(
+        &set,
+        "r.raid5",
+        &[
+            "--format",
+            "raid5(unit=1KiB,count=4)",
+            "--dirs",
+            "d1,d2,d3,d4",
+        ],
+    );
+    assert_eq!(
+        stamp(&decoy),
+        before,
+        "a write went through a planted hard link"
+    );
+    assert_eq!(fs::metadata(&linked).unwrap().nlink(), 1);
+    assert_eq!(
+        fs::metadata(&plain).unwrap().ino(),
+        ino,
+        "the old unit file was not reused"
+    );
+    ok(
+        &spools_in(&set, &["fsck", "r.raid5"], &[], None),
+        "fsck after a rewrite over a hard link",
     );
 
     // A writer does not name unit directories outside the manifest's directory.

@@ -36,7 +36,8 @@
 //!
 //! **Hostile input.** Files and manifests are input: a manifest may only name unit files
 //! by plain relative paths inside its directory (no absolute path, no `..`), unit files
-//! are never opened through a symlink and are created exclusively, and a reader checks
+//! are never opened through a symlink (an older version's plain unit file is reused in
+//! place, anything else is unlinked and the file created exclusively), and a reader checks
 //! the element type and shape a `.npy` header or a manifest records against its layout.
 //!
 //! **Node-local mode** (SCI-MPICH's server-less I/O): with [`Striping::node_local`], unit

@@ -50,7 +50,8 @@ impl Store<'_> {
         &self.paths[u as usize]
     }
 
-    /// Creates afresh (exclusively, never through a symlink) the unit files this rank
+    /// Opens for the new version ([`sys::create_unit`]: reused in place, or created
+    /// exclusively; never through a symlink) the unit files this rank
     /// owns (in node-local mode) or, for shared storage, the units `u` with
     /// `u % N == rank`.
     pub(super) fn prepare(&self) -> Result<(), FileError> {

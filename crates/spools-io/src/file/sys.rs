@@ -48,18 +48,36 @@ pub(crate) fn open_unit_read(path: &Path) -> Result<File, FileError> {
         .map_err(|e| FileError::io("open unit file", path, e))
 }
 
-/// Creates the unit file `path` afresh with `len` bytes (and its directory if needed):
-/// whatever was at `path` (an older version's unit file, a symlink) is unlinked first,
-/// and the new file is created exclusively (`O_EXCL`, which never follows a symlink), so
-/// nothing outside the file set is ever opened.
+/// Opens the unit file `path` of the slot a new version writes, `len` bytes long (and its
+/// directory if needed). The older version's unit file there is reused in place when it
+/// is a plain file with no other link (opened without following a symlink): no freeing of
+/// the old file's blocks and pages, no fresh allocation. Anything else at `path` (a
+/// symlink, a hard link to another file, a directory entry of another kind) is unlinked
+/// and the file created exclusively (`O_EXCL`, which never follows a symlink), so nothing
+/// outside the file set is ever written.
 pub(crate) fn create_unit(path: &Path, len: u64) -> Result<File, FileError> {
+    use std::os::unix::fs::MetadataExt;
     make_parent(path)?;
-    match std::fs::remove_file(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(FileError::io("remove old unit file", path, e)),
-    }
-    let f = create_new(path, "create unit file")?;
+    let reusable = OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()
+        .filter(|f| {
+            f.metadata()
+                .is_ok_and(|m| m.file_type().is_file() && m.nlink() == 1)
+        });
+    let f = match reusable {
+        Some(f) => f,
+        None => {
+            match std::fs::remove_file(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(FileError::io("remove old unit file", path, e)),
+            }
+            create_new(path, "create unit file")?
+        }
+    };
     f.set_len(len)
         .map_err(|e| FileError::io("set length of", path, e))?;
     Ok(f)
