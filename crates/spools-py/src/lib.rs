@@ -20,6 +20,7 @@ mod coll;
 mod comm;
 mod errors;
 mod files;
+mod heap;
 mod layout;
 mod p2p;
 mod pipes;
@@ -38,6 +39,7 @@ fn _spools(m: &Bound<'_, PyModule>) -> PyResult<()> {
     am::register(m)?;
     layout::register(m)?;
     files::register(m)?;
+    heap::register(m)?;
     pipes::register(m)?;
     streams::register(m)?;
     Ok(())

@@ -30,3 +30,9 @@ def test_layouts_example(run, tmp_path, n):
     assert lines[0].endswith("stay on their rank") and "cyclic(8) on 1x%d" % n in lines[0], job
     assert lines[1] == "wrote 4800000 bytes as RAID-5 (version 1), read back by rows: identical", job
     assert lines[2].endswith("f[10:12, 3:6] = [[10.003, 10.004, 10.005], [11.003, 11.004, 11.005]]"), job
+
+
+@pytest.mark.parametrize("n", [3])
+def test_alloc_in_the_shared_heap_redistributes_and_frees(run, n):
+    job = run(n, "heap_alloc.py")
+    assert all(job.lines(r)[-1:] == ["heap ok"] for r in range(n)), job

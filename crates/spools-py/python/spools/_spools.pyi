@@ -95,6 +95,13 @@ class Comm:
 
     # ---- io: redistribution and files (files.rs) ----
 
+    def alloc(
+        self,
+        shape: Union[int, Sequence[int]],
+        dtype: Any = None,
+        order: str = "C",
+    ) -> numpy.ndarray: ...
+
     def redistribute(
         self,
         a: Buffer,
@@ -208,6 +215,9 @@ import numpy
 Buffer = Any  # a C-contiguous object with the buffer protocol (numpy array, bytearray, memoryview)
 StrPath = Union[str, "os.PathLike[str]"]
 LayoutLike = Union["Layout", str]
+
+class HeapBlock:
+    """The shared-heap segment behind arrays made by `Comm.alloc` (their base object)."""
 
 class Layout:
     def __init__(self, spec: LayoutLike) -> None: ...
