@@ -135,6 +135,9 @@ struct FileSink<'a> {
     /// Open the (temporary) file for writing rather than reading.
     write: bool,
     file: Option<std::fs::File>,
+    /// Writing durably: start writeback as the parts are written
+    /// ([`sys::write_parts_at`]).
+    flush: bool,
     /// Writing with checksums: the pieces written, for the sidecar.
     pieces: Option<&'a mut Pieces>,
     /// Reading: verification of what was read against the sidecar.
@@ -170,7 +173,8 @@ impl RoundSink for FileSink<'_> {
             return Ok(());
         }
         let (path, off) = (self.path, self.off);
-        sys::write_at(self.file()?, path, bytes, off + at)?;
+        let flush = self.flush;
+        sys::write_parts_at(self.file()?, path, &[bytes], off + at, flush)?;
         if let Some(p) = self.pieces.as_deref_mut() {
             p.add(at, bytes);
         }
@@ -334,6 +338,7 @@ fn write_to(
             path: target,
             off,
             write: true,
+            flush: opts.sync,
             file: None,
             pieces: Some(&mut pieces),
             verify: None,
@@ -382,7 +387,7 @@ fn write_own(
             .iter()
             .map(|e| &data[e.local as usize..(e.local + e.len) as usize])
             .collect();
-        sys::write_vectored_at(&f, path, &parts, off + batch[0].global)?;
+        sys::write_parts_at(&f, path, &parts, off + batch[0].global, sync)?;
         for (e, part) in batch.iter().zip(&parts) {
             pieces.add(e.global, part);
         }
@@ -500,6 +505,7 @@ pub(super) fn read(
             path,
             off: offset,
             write: false,
+            flush: false,
             file: None,
             pieces: None,
             verify: Some(&verify),

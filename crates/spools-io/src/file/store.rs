@@ -80,7 +80,8 @@ impl Store<'_> {
                 if !c.is_empty() {
                     let p = self.path(u as u64);
                     let f = units.get(u as u64, p)?;
-                    sys::write_at(f, p, c, self.range(u as u64, me).0)?;
+                    // Always synced before the commit: writeback starts as it goes.
+                    sys::write_parts_at(f, p, &[c], self.range(u as u64, me).0, true)?;
                 }
             }
             return Ok(());
@@ -126,7 +127,7 @@ impl Store<'_> {
                     buf
                 };
                 if let (Some(f), true) = (&f, result.is_ok()) {
-                    result = sys::write_at(f, p, &data, lo);
+                    result = sys::write_parts_at(f, p, &[&data], lo, true);
                 }
             }
         }
