@@ -68,7 +68,7 @@ def main():
 
     if any(k[0] == "collperf" for k in s):
         L += ["## coll_perf (SCI-MPICH Table 3): 3-D BLOCK i32, canonical file, overwritten", "",
-              "Seconds (median). Ratios: Spools' time against raw dd of the same bytes (raw/Spools) and against the better of OMPIO and ROMIO (MPI/Spools); above 1 means Spools is faster. \"Spools\" is the default write (atomic: a temporary file renamed over the old one); \"in place\" is `--in-place` (`Commit::InPlace`), which overwrites the file where it is as MPI-IO and dd do.", "",
+              "Seconds: the median over the rounds of each program's median of 3 writes (and reads) in one job, Spools and MPI-IO alike; dd runs once a round. Ratios: Spools' time against raw dd of the same bytes (raw/Spools) and against the better of OMPIO and ROMIO (MPI/Spools); above 1 means Spools is faster. \"Spools\" is the default write (atomic: a temporary file renamed over the old one); \"in place\" is `--in-place` (`Commit::InPlace`), which overwrites the file where it is as MPI-IO and dd do.", "",
               "| n | ranks | mode | Spools write | in place write | OMPIO write | ROMIO write | raw dd write | raw/Spools | raw/in place | best MPI/Spools | best MPI/in place | Spools read | in place read | OMPIO read | ROMIO read |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for n in sorted({int(k[1]) for k in s if k[0] == "collperf" and k[1].isdigit() and len(k) == 6}):
