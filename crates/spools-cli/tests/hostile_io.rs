@@ -904,6 +904,43 @@ fn a_write_that_fills_the_file_system_leaves_no_file_that_looks_complete() {
             let (o, data) = cat(&mnt, file);
             ok(&o, "cat");
             assert!(data == expected(), "{file}: cat of the old file");
+            if file != "r5" {
+                // Written in place, a write that fails after some of its data went out
+                // leaves no sidecar: a verified read reports the file, never returns it.
+                let sums = format!("{file}.spools-sums");
+                ok(&write(small, &["--in-place", "--checksums"]), "in place");
+                assert!(listing(&mnt).contains(&sums), "{file}: no sidecar");
+                let o = write(
+                    big,
+                    &["--reshuffle", reshuffle, "--in-place", "--checksums"],
+                );
+                fails_with(
+                    &o,
+                    &format!("{file}: an in-place overwrite on a full disk"),
+                    "No space left on device",
+                );
+                assert!(
+                    !listing(&mnt).contains(&sums),
+                    "{file}: a failed in-place write left its sidecar"
+                );
+                let read = [
+                    "bench",
+                    "io",
+                    "--layout",
+                    big,
+                    "--file",
+                    file,
+                    "--read",
+                    "--checksums",
+                    "--reps",
+                    "1",
+                ];
+                fails_with(
+                    &job(&mnt, 2, &read, &[]),
+                    &format!("{file}: a verified read after a failed in-place write"),
+                    "spools-sums",
+                );
+            }
             for p in listing(&mnt) {
                 let _ = fs::remove_file(mnt.join(p));
             }

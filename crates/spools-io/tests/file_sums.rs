@@ -1,9 +1,9 @@
 //! Checksums of canonical and `.npy` files (`WriteOptions::checksums`): the sidecar
 //! written with the data on 1, 3 and 4 ranks, `fsck` clean; a flipped byte found by a
 //! verified read (naming the block) and by `fsck`; a truncated sidecar refused; a stale
-//! sidecar removed by a write without checksums; and a write that fails after its data is
-//! written (the ranks disagree on checksums) leaves the previous file and sidecar as they
-//! were, with no temporary file behind. Reshuffled writes and reads go in rounds of a
+//! sidecar removed by a write without checksums; and a write whose ranks disagree on
+//! checksums is refused, leaving the previous file and sidecar as they were, with no
+//! temporary file behind. Reshuffled writes and reads go in rounds of a
 //! 64 KiB collective buffer, so the sums gather pieces of many rounds.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -160,8 +160,8 @@ fn body(w: &World, fmt: &Format) -> Result<(), String> {
         | Err(FileError::Remote { .. }) => {}
         other => return Err(format!("read with a truncated sidecar: {other:?}")),
     }
-    // A good write again, then one that fails after its data is written: the ranks
-    // disagree on checksums (rank 0 refuses to commit). The file and sidecar stay.
+    // A good write again, then one whose ranks disagree on checksums: refused on every
+    // rank before anything is written. The file and sidecar stay.
     write(w, &path, fmt, true, 2)?;
     let before = (e(std::fs::read(&path))?, e(std::fs::read(&side))?);
     if w.size() > 1 {

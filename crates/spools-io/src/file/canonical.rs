@@ -9,9 +9,10 @@ use spools_msg::Communicator;
 use crate::error::{FileError, FormatDefect};
 use crate::file::manifest::looks_like_manifest;
 use crate::file::npy;
+use crate::file::options::Reshuffle;
 use crate::file::options::{Commit, FileStats, ReadOptions, WriteOptions};
 use crate::file::rounds::{self, RoundSink, RoundSource, Rounds};
-use crate::file::steps::{agree_on_outcome, check_share, decide};
+use crate::file::steps::{agree_on_outcome, check_share, open, Opening};
 use crate::file::sums::{self, Pieces, Verify};
 use crate::file::sys;
 
@@ -106,25 +107,25 @@ pub(super) fn inspect_for(path: &Path, layout: Option<&Layout>) -> Result<Kind, 
 }
 
 /// The rounds of `layout`'s `total`-byte stream over at most `comm.size()` aggregators:
-/// each aggregator's file domain is a multiple of `align` bytes, taken at most `buffer`
-/// bytes per round ([`rounds::capped_buffer`]), rounded up to whole `grain`s (a verified
-/// read's checksum blocks: each block then lies whole in one aggregator's part and is
-/// checked from the bytes delivered, never read again). Collective.
-fn io_rounds(
-    comm: &Communicator,
-    layout: &Layout,
-    total: u64,
-    align: u64,
-    buffer: u64,
-    grain: u64,
-) -> Result<Rounds, FileError> {
+/// each aggregator's file domain is a multiple of `align` bytes, taken at most the opening's
+/// collective buffer per round ([`rounds::cap`], from the run totals the opening counted),
+/// rounded up to whole `grain`s (a verified read's checksum blocks: each block then lies
+/// whole in one aggregator's part and is checked from the bytes delivered, never read
+/// again). Not collective: every rank computes the same rounds.
+fn io_rounds(comm: &Communicator, opening: &Opening, total: u64, align: u64, grain: u64) -> Rounds {
     let per = total.div_ceil(u64::from(comm.size().max(1)));
     let domain = per.div_ceil(align).max(1) * align;
     let aggs = total.div_ceil(domain).max(1) as u32;
-    let chunk = rounds::capped_buffer(comm, layout, total, aggs, domain.min(buffer))?;
+    let chunk = rounds::cap(
+        total,
+        aggs,
+        domain.min(opening.buffer),
+        opening.runs,
+        opening.bytes,
+    );
     // Parts of whole `grain`s (at most the domain, itself a multiple of `align`).
     let chunk = (chunk.div_ceil(grain.max(1)) * grain.max(1)).min(domain);
-    Ok(Rounds::new(total, chunk, aggs))
+    Rounds::new(total, chunk, aggs)
 }
 
 /// The aggregator's side of a canonical file's rounds: its parts written to (read from)
@@ -220,12 +221,17 @@ pub(super) fn write(
     opts: &WriteOptions,
     with_header: bool,
 ) -> Result<FileStats, FileError> {
-    use std::os::unix::ffi::OsStrExt;
     let total = layout.total_bytes().unwrap_or(0);
-    agree_on_outcome(
+    let share = check_share(comm, layout, data.len(), crate::Side::Source);
+    let count = opts.reshuffle != Reshuffle::Never;
+    let opening = open(
         comm,
         path,
-        check_share(comm, layout, data.len(), crate::Side::Source),
+        share,
+        layout,
+        count,
+        opts.coll_buffer,
+        Some(opts.checksums),
     )?;
     let header = if with_header {
         npy::header(layout, total)
@@ -233,23 +239,23 @@ pub(super) fn write(
         Vec::new()
     };
     let off = header.len() as u64;
-    let (target, prepared) = if comm.rank() == 0 {
+    let (made, ready) = if comm.rank() == 0 {
         prepare(path, &header, off + total, opts)
     } else {
         (std::path::PathBuf::new(), Ok(()))
     };
     let replace = opts.commit == Commit::Replace;
-    let target = match comm.bcast_bytes(0, target.as_os_str().as_bytes()) {
-        Ok(name) => std::path::PathBuf::from(std::ffi::OsStr::from_bytes(&name)),
+    let target = match announce(comm, path, &made, ready) {
+        Ok(t) => t,
         Err(e) => {
             if replace {
-                discard(comm, &target);
+                discard(comm, &made);
             }
-            return Err(e.into());
+            return Err(e);
         }
     };
     let res = write_to(
-        comm, path, &target, data, layout, opts, off, total, prepared,
+        comm, path, &target, data, layout, opts, off, total, &opening,
     );
     if res.is_err() && replace {
         discard(comm, &target);
@@ -257,9 +263,35 @@ pub(super) fn write(
     res
 }
 
+/// Rank 0 tells the others the file it prepared (`made`) or that it could not (`ready`),
+/// in one broadcast: a status byte, then the path. Returns the path every rank writes.
+fn announce(
+    comm: &Communicator,
+    path: &Path,
+    made: &Path,
+    ready: Result<(), FileError>,
+) -> Result<std::path::PathBuf, FileError> {
+    use std::os::unix::ffi::OsStrExt;
+    let msg = match &ready {
+        Ok(()) => [b"+".as_slice(), made.as_os_str().as_bytes()].concat(),
+        Err(_) => b"-".to_vec(),
+    };
+    let got = comm.bcast_bytes(0, &msg);
+    if comm.rank() == 0 {
+        ready?;
+    }
+    match got?.split_first() {
+        Some((b'+', name)) => Ok(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(name))),
+        _ => Err(FileError::Remote {
+            rank: 0,
+            path: path.to_path_buf(),
+        }),
+    }
+}
+
 /// Rank 0 prepares the file the ranks write, `len` bytes long with `header` at its start:
 /// a new temporary file, or `path` itself (resolved) to write in place. Returns its path
-/// (empty when there is none) and whether it is ready.
+/// (empty when nothing was made) and whether it is ready.
 fn prepare(
     path: &Path,
     header: &[u8],
@@ -286,11 +318,20 @@ fn prepare(
             (tmp, ready)
         }
         // The old sidecar goes before the file is touched: from here on the file may hold
-        // old and new bytes mixed until the new sidecar is written.
+        // old and new bytes mixed until the new sidecar is written. A durable write of a
+        // file it creates makes the new name durable too.
         Commit::InPlace => {
-            match sums::commit(path, None).and_then(|()| sys::open_in_place(path, len)) {
+            let fresh = std::fs::symlink_metadata(path).is_err();
+            let opened = sums::commit(path, None).and_then(|()| sys::open_in_place(path, len));
+            match opened {
                 Ok((f, real)) => {
-                    let ready = write_header(&f, &real);
+                    let ready = write_header(&f, &real).and_then(|()| {
+                        if opts.sync && fresh {
+                            sys::sync_dir(&real)
+                        } else {
+                            Ok(())
+                        }
+                    });
                     (real, ready)
                 }
                 Err(e) => (std::path::PathBuf::new(), Err(e)),
@@ -318,10 +359,9 @@ fn write_to(
     opts: &WriteOptions,
     off: u64,
     total: u64,
-    prepared: Result<(), FileError>,
+    opening: &Opening,
 ) -> Result<FileStats, FileError> {
-    agree_on_outcome(comm, path, prepared)?;
-    let reshuffle = decide(comm, layout, opts.reshuffle)?;
+    let reshuffle = opening.reshuffle(opts.reshuffle);
     let me = comm.rank();
     let mut stats = FileStats {
         bytes: total,
@@ -330,8 +370,7 @@ fn write_to(
     };
     let mut pieces = Pieces::new(opts.checksums);
     let res = if reshuffle {
-        let buffer = rounds::buffer_size(comm, opts.coll_buffer)?;
-        let plan = io_rounds(comm, layout, total, DOMAIN_ALIGN, buffer, 1)?;
+        let plan = io_rounds(comm, opening, total, DOMAIN_ALIGN, 1);
         stats.aggregators = plan.aggs;
         stats.rounds = plan.count();
         let mut sink = FileSink {
@@ -351,13 +390,20 @@ fn write_to(
         write_own(target, layout, me, data, off, opts.sync, &mut pieces)
     };
     agree_on_outcome(comm, path, res)?;
-    let all = sums::gather(comm, &pieces)?;
+    // Written in place without checksums, the file is complete: nothing to commit.
+    if opts.commit == Commit::InPlace && !opts.checksums {
+        return Ok(stats);
+    }
+    let all = if opts.checksums {
+        sums::gather(comm, &pieces)?
+    } else {
+        Vec::new()
+    };
     let committed = if me == 0 {
         sums::sidecar(path, &all, off, total)
             .and_then(|s| sums::commit(path, s.as_ref()))
             .and_then(|()| match opts.commit {
                 Commit::Replace => sys::commit(target, path, opts.sync),
-                Commit::InPlace if opts.sync => sys::sync_dir(target),
                 Commit::InPlace => Ok(()),
             })
     } else {
@@ -482,12 +528,10 @@ pub(super) fn read(
             layout: total,
         });
     }
-    agree_on_outcome(
-        comm,
-        path,
-        check_share(comm, layout, data.len(), crate::Side::Destination),
-    )?;
-    let reshuffle = decide(comm, layout, opts.reshuffle)?;
+    let share = check_share(comm, layout, data.len(), crate::Side::Destination);
+    let count = opts.reshuffle != Reshuffle::Never;
+    let opening = open(comm, path, share, layout, count, opts.coll_buffer, None)?;
+    let reshuffle = opening.reshuffle(opts.reshuffle);
     let me = comm.rank();
     let mut stats = FileStats {
         bytes: total,
@@ -496,9 +540,8 @@ pub(super) fn read(
     };
     let verify = Verify::new(opts.checksums, path, offset, bytes);
     let res = if reshuffle {
-        let buffer = rounds::buffer_size(comm, opts.coll_buffer)?;
         let grain = if opts.checksums { sums::SUMS_BLOCK } else { 1 };
-        let plan = io_rounds(comm, layout, total, DOMAIN_ALIGN, buffer, grain)?;
+        let plan = io_rounds(comm, &opening, total, DOMAIN_ALIGN, grain);
         stats.aggregators = plan.aggs;
         stats.rounds = plan.count();
         let mut sink = FileSink {

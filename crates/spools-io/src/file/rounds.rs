@@ -126,9 +126,18 @@ pub(super) fn capped_buffer(
         return Ok(buffer);
     }
     let (runs, bytes) = crate::file::steps::run_totals(comm, layout)?;
+    Ok(cap(total, aggs, buffer, runs, bytes))
+}
+
+/// [`capped_buffer`] from run totals already known (`runs`, `bytes` of the layout over
+/// the ranks): not collective.
+pub(super) fn cap(total: u64, aggs: u32, buffer: u64, runs: u64, bytes: u64) -> u64 {
+    if total <= buffer.saturating_mul(u64::from(aggs.max(1))) {
+        return buffer;
+    }
     let mean = bytes.checked_div(runs).unwrap_or(bytes).max(1);
     let most = (MAX_WINDOW_RUNS.saturating_mul(mean) / u64::from(aggs.max(1))).max(4096);
-    Ok(buffer.min(most))
+    buffer.min(most)
 }
 
 /// The collective buffer per aggregator: the per-call choice, else the configuration's
@@ -149,7 +158,7 @@ pub(super) fn buffer_size(comm: &Communicator, choice: Option<usize>) -> Result<
 
 /// The configured `coll_buffer` (the default when the configuration cannot be read: the
 /// rank could not have started with a bad one).
-fn configured() -> u64 {
+pub(super) fn configured() -> u64 {
     spools_boot::config::Config::load()
         .map_or(spools_boot::config::COLL_BUFFER_DEFAULT, |c| c.coll_buffer)
 }

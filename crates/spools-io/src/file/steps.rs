@@ -38,23 +38,6 @@ pub(crate) fn sum(comm: &Communicator, x: u64) -> Result<u64, FileError> {
     Ok(out[0])
 }
 
-/// Whether to reshuffle, decided identically on every rank from the mean run length of
-/// `layout` (over the ranks that hold a unit).
-pub(crate) fn decide(
-    comm: &Communicator,
-    layout: &Layout,
-    choice: Reshuffle,
-) -> Result<bool, FileError> {
-    Ok(match choice {
-        Reshuffle::Always => true,
-        Reshuffle::Never => false,
-        Reshuffle::Auto => {
-            let (runs, bytes) = run_totals(comm, layout)?;
-            runs > 0 && bytes / runs < DIRECT_MIN_RUN
-        }
-    })
-}
-
 /// The runs and bytes of `layout` over all ranks (those that hold a unit). Collective.
 pub(crate) fn run_totals(comm: &Communicator, layout: &Layout) -> Result<(u64, u64), FileError> {
     let me = u64::from(comm.rank());
@@ -96,4 +79,96 @@ pub(crate) fn check_share(
         .into());
     }
     Ok(())
+}
+
+/// What the ranks learn from one another as a collective file operation opens
+/// ([`open`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Opening {
+    /// Runs of the layout over the ranks (0 when not counted).
+    pub(crate) runs: u64,
+    /// Bytes of those runs.
+    pub(crate) bytes: u64,
+    /// The collective buffer per aggregator: the smallest choice over the ranks, never
+    /// below the configuration's minimum (as [`rounds::buffer_size`]).
+    ///
+    /// [`rounds::buffer_size`]: crate::file::rounds::buffer_size
+    pub(crate) buffer: u64,
+}
+
+impl Opening {
+    /// Whether to reshuffle: with [`Reshuffle::Auto`], when the counted runs are shorter
+    /// than [`DIRECT_MIN_RUN`] on average.
+    pub(crate) fn reshuffle(&self, choice: Reshuffle) -> bool {
+        match choice {
+            Reshuffle::Always => true,
+            Reshuffle::Never => false,
+            Reshuffle::Auto => self.runs > 0 && self.bytes / self.runs < DIRECT_MIN_RUN,
+        }
+    }
+}
+
+/// Opens a collective file operation with ONE collective (an allgather of five words per
+/// rank) where it took one per question: whether every rank's own checks passed (`local`:
+/// this rank's error wins, else the first failing rank is named, as in
+/// [`agree_on_outcome`]); the runs and bytes of `layout` over the ranks (counted when
+/// `count`); the collective buffer (`coll_buffer`, else the configuration's); and, with
+/// `checksums: Some(on)`, that every rank asks for the same (a disagreement is
+/// [`SumsDefect::Disagree`](crate::file::SumsDefect) on every rank, before anything is
+/// touched).
+///
+/// # Errors
+/// This rank's `local` error, [`FileError::Remote`] naming the first rank that failed,
+/// [`FileError::Format`] for ranks that disagree on checksums, messaging failures.
+pub(crate) fn open(
+    comm: &Communicator,
+    path: &Path,
+    local: Result<(), FileError>,
+    layout: &Layout,
+    count: bool,
+    coll_buffer: Option<usize>,
+    checksums: Option<bool>,
+) -> Result<Opening, FileError> {
+    let me = u64::from(comm.rank());
+    let counted = match (&local, count) {
+        (Ok(()), true) if me < layout.units() => layout
+            .extents(me)
+            .map(|runs| runs.fold((0u64, 0u64), |(n, b), e| (n + 1, b + e.len))),
+        _ => Ok((0, 0)),
+    };
+    let local = local.and_then(|()| counted.map_err(FileError::from));
+    let (runs, bytes) = local.as_ref().map_or((0, 0), |&c| c);
+    let buffer = coll_buffer
+        .map_or_else(crate::file::rounds::configured, |b| b as u64)
+        .max(spools_boot::config::COLL_BUFFER_MIN);
+    let sums = checksums.map_or(2, u64::from);
+    let flag = match &local {
+        Ok(_) => u64::MAX,
+        Err(_) => me,
+    };
+    let mine = [flag, runs, bytes, buffer, sums];
+    let mut all = vec![0u64; mine.len() * comm.size() as usize];
+    let gathered = comm.allgather(&mine, &mut all);
+    local?;
+    gathered?;
+    let rows: Vec<&[u64]> = all.chunks_exact(mine.len()).collect();
+    let first = rows.iter().map(|r| r[0]).min().unwrap_or(u64::MAX);
+    if first != u64::MAX {
+        return Err(FileError::Remote {
+            rank: first as u32,
+            path: path.to_path_buf(),
+        });
+    }
+    let said: Vec<u64> = rows.iter().map(|r| r[4]).filter(|&s| s != 2).collect();
+    if said.iter().any(|&s| s != said[0]) {
+        return Err(FileError::Format {
+            path: path.to_path_buf(),
+            defect: crate::error::FormatDefect::Sums(crate::file::SumsDefect::Disagree),
+        });
+    }
+    Ok(Opening {
+        runs: rows.iter().map(|r| r[1]).sum(),
+        bytes: rows.iter().map(|r| r[2]).sum(),
+        buffer: rows.iter().map(|r| r[3]).min().unwrap_or(buffer).max(1),
+    })
 }
