@@ -10,6 +10,7 @@ use crate::error::PlanError;
 use crate::intersect::DimIntersection;
 use crate::layout::{Layout, OwnRuns};
 use crate::product::{Merge, Product, RawRun};
+use crate::strided::StridedRuns;
 
 /// `len` bytes moving from byte `src` of a source unit's storage to byte `dst` of a
 /// destination unit's storage.
@@ -174,14 +175,14 @@ pub struct Runs {
 }
 
 #[derive(Clone, Debug)]
-enum RunsInner {
+pub(crate) enum RunsInner {
     Symbolic(Product),
     Bits(BitRuns),
     Sweep(Sweep),
 }
 
 #[derive(Clone, Debug)]
-struct Sweep {
+pub(crate) struct Sweep {
     own: OwnRuns<Arc<Layout>>,
     other: Arc<Layout>,
     peer: u64,
@@ -234,6 +235,15 @@ impl Iterator for Runs {
     }
 }
 
+impl Runs {
+    /// The raw source, the raw run taken but not yet handed out, and whether the sides
+    /// are swapped.
+    pub(crate) fn into_parts(self) -> (RunsInner, Option<RawRun>, bool) {
+        let (inner, pending) = self.inner.into_parts();
+        (inner, pending, self.swap)
+    }
+}
+
 impl PeerPlan {
     /// The runs, lazily: in source order for sends, destination order for receives.
     pub fn runs(&self) -> Runs {
@@ -241,6 +251,11 @@ impl PeerPlan {
             inner: Merge::new(self.source.clone()),
             swap: self.swap,
         }
+    }
+
+    /// The same runs as progressions (see [`StridedRuns`]).
+    pub fn strided(&self) -> StridedRuns {
+        self.runs().strided()
     }
 
     /// Bytes this description holds of its own (shared layouts not counted).
