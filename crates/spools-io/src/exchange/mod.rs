@@ -32,6 +32,7 @@ mod cma;
 mod descriptor;
 mod options;
 mod owners;
+mod pieces;
 mod pull;
 mod short_copy;
 mod stream;
@@ -46,6 +47,7 @@ use self::bounds::{slice, slice_mut};
 use self::descriptor::{Descriptor, Reply};
 use self::owners::{check_buffers, position};
 use self::pull::{describe, descriptor_capacity, negotiated, pull, Pulled};
+use self::short_copy::{copy_strided, span};
 use self::stream::{stream_for, Stream};
 use crate::error::{ExchangeError, Side};
 
@@ -192,12 +194,29 @@ pub fn exchange(
     }
     // Copies between this rank's own units overlap with the transfers just started.
     for &(si, di, s, d) in &local {
-        for run in plan.runs(s, d)? {
-            let from = slice(Side::Source, s, src[si].1, run.src, run.len)?;
-            let to = slice_mut(Side::Destination, d, dst[di].1, run.dst, run.len)?;
-            to.copy_from_slice(from);
-            stats.local += run.len;
-            stats.runs += 1;
+        for p in plan.runs(s, d)?.strided() {
+            let from = slice(
+                Side::Source,
+                s,
+                src[si].1,
+                p.src,
+                span(p.len, p.count, p.src_stride),
+            )?;
+            let to = slice_mut(
+                Side::Destination,
+                d,
+                dst[di].1,
+                p.dst,
+                span(p.len, p.count, p.dst_stride),
+            )?;
+            copy_strided(
+                (to, p.dst_stride as usize),
+                (from, p.src_stride as usize),
+                p.len as usize,
+                p.count as usize,
+            );
+            stats.local += p.bytes();
+            stats.runs += p.count;
         }
     }
     let mut failed = None;

@@ -11,6 +11,7 @@ use spools_fabric::heap::{lookup, peers, HeapError, HeapName, PeerBytes};
 
 use super::descriptor::{area, Area, Descriptor, Place};
 use super::options::ExchangeStats;
+use super::short_copy::span;
 use super::stream::Stream;
 use crate::error::{ExchangeError, Side};
 
@@ -143,25 +144,32 @@ pub(super) fn pull(
             }
         };
         let (_, len, src) = &opened[k];
-        for run in plan.runs(s, d)?.filter(|r| r.len > 0) {
-            if run.src.checked_add(run.len).is_none_or(|end| end > *len) {
+        for p in plan.runs(s, d)?.strided().filter(|p| p.len > 0) {
+            let src_span = span(p.len, p.count, p.src_stride);
+            if p.src.checked_add(src_span).is_none_or(|end| end > *len) {
                 return Err(ExchangeError::Descriptor {
                     from,
                     what: "a run lies beyond the source buffer",
                 });
             }
-            let to = slice_mut(Side::Destination, d, dst[b].1, run.dst, run.len)?;
+            let dst_span = span(p.len, p.count, p.dst_stride);
+            let to = slice_mut(Side::Destination, d, dst[b].1, p.dst, dst_span)?;
+            let (ss, ds, n) = (p.src_stride as usize, p.dst_stride as usize, p.len as usize);
             match src {
                 Source::Process(addr) => {
-                    if let Err(e) = reader.push(to, addr + run.src) {
-                        return fail(e);
+                    for (i, r) in p.runs().enumerate() {
+                        if let Err(e) = reader.push(&mut to[i * ds..i * ds + n], addr + r.src) {
+                            return fail(e);
+                        }
                     }
                 }
-                // The run lies in the buffer (checked above), so this cannot fail.
-                Source::Heap(p, _) => p.copy_to(run.src as usize, to).map_err(heap_err)?,
+                // The runs lie in the buffer (checked above), so this cannot fail.
+                Source::Heap(h, _) => h
+                    .copy_strided_to(p.src as usize, ss, n, p.count as usize, to, ds)
+                    .map_err(heap_err)?,
             }
-            runs += 1;
-            bytes += run.len;
+            runs += p.count;
+            bytes += p.bytes();
         }
     }
     if let Err(e) = reader.flush() {
