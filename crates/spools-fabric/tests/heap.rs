@@ -269,7 +269,7 @@ fn strided_copies_gather_equally_spaced_runs() {
     // Runs beyond the range or beyond the destination are errors, nothing is copied.
     let mut small = vec![0u8; 8];
     assert!(matches!(
-        pb.copy_strided_to(8_100, 32, 8, 4, &mut vec![0u8; 32], 8),
+        pb.copy_strided_to(8_100, 32, 8, 4, &mut [0u8; 32], 8),
         Err(HeapError::OutOfRange { .. })
     ));
     assert!(matches!(
