@@ -33,6 +33,7 @@ mod descriptor;
 mod options;
 mod owners;
 mod pieces;
+mod pool;
 mod pull;
 mod short_copy;
 mod stream;
@@ -239,6 +240,8 @@ pub fn exchange(
                     let buf = st.pack(plan, src, c.buf, tu, opts.integrity, &mut stats)?;
                     fl.reqs.push(comm.isend(buf, st.peer, TAG_TU)?);
                     fl.meta.push(Slot::Send(k));
+                } else {
+                    pool::give(c.buf);
                 }
             }
             Slot::Recv(k, seq) => {
@@ -261,6 +264,8 @@ pub fn exchange(
                         buf.resize(len, 0);
                         fl.reqs.push(comm.irecv(buf, st.peer, TAG_TU)?);
                         fl.meta.push(Slot::Recv(k, st.posted - 1));
+                    } else {
+                        pool::give(buf);
                     }
                 }
             }
@@ -369,7 +374,7 @@ fn post_receives(
     st.count(plan)?;
     for _ in 0..window {
         if let Some(len) = st.next_len(tu, integrity) {
-            reqs.push(comm.irecv(vec![0u8; len], st.peer, TAG_TU)?);
+            reqs.push(comm.irecv(pool::take(len, len), st.peer, TAG_TU)?);
             meta.push(Slot::Recv(k, st.posted - 1));
         }
     }
@@ -394,14 +399,7 @@ fn start_sends(
         if st.remaining == 0 {
             break;
         }
-        let buf = st.pack(
-            plan,
-            src,
-            Vec::with_capacity(tu + 4),
-            tu,
-            opts.integrity,
-            stats,
-        )?;
+        let buf = st.pack(plan, src, pool::take(0, tu + 4), tu, opts.integrity, stats)?;
         fl.reqs.push(comm.isend(buf, st.peer, TAG_TU)?);
         fl.meta.push(Slot::Send(k));
     }
