@@ -66,6 +66,11 @@ macro_rules! by_len {
 
 /// Appends `count` runs of `len` bytes to `out`, run `i` at `span[i * stride..]`.
 pub(super) fn gather(out: &mut Vec<u8>, span: &[u8], stride: usize, len: usize, count: usize) {
+    if stride == len {
+        // The runs are one after the other at the source: one copy.
+        out.extend_from_slice(span);
+        return;
+    }
     out.reserve(len * count);
     by_len!(gather_n, len, out, span, stride, len, count)
 }
@@ -73,6 +78,11 @@ pub(super) fn gather(out: &mut Vec<u8>, span: &[u8], stride: usize, len: usize, 
 /// Copies `from` (runs of `len` bytes, one after the other) to `span`, run `i` at
 /// `span[i * stride..]`.
 pub(super) fn scatter(span: &mut [u8], stride: usize, from: &[u8], len: usize) {
+    if stride == len && span.len() == from.len() {
+        // The runs are one after the other at the destination: one copy.
+        span.copy_from_slice(from);
+        return;
+    }
     by_len!(scatter_n, len, span, stride, from, len)
 }
 
