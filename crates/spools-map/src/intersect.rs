@@ -81,7 +81,8 @@ impl Chunk {
         }
     }
 
-    /// Collapses a pattern that chains into itself, and expands short repetitions.
+    /// Collapses a pattern that chains into itself, and expands short repetitions of
+    /// several segments.
     fn normalized(self) -> Self {
         if self.reps <= 1 || self.segs.is_empty() {
             return Chunk::explicit(if self.reps == 0 {
@@ -99,7 +100,8 @@ impl Chunk {
                 ..self.segs[0]
             }]);
         }
-        if self.raw_len() <= EXPAND_LIMIT {
+        // One segment repeated stays a progression (the cursor hands it out whole).
+        if self.raw_len() <= EXPAND_LIMIT && self.segs.len() > 1 {
             let mut out = Vec::new();
             for raw in 0..self.raw_len() {
                 push_merged(&mut out, self.raw_at(raw));
