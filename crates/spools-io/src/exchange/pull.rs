@@ -18,10 +18,14 @@ use crate::error::{ExchangeError, Side};
 /// Streams out of process memory whose mean run is shorter than this go through transfer
 /// units: the kernel pins each iovec's pages, which costs more than packing short runs.
 /// Measured (`spools bench redist`, 4 ranks on 2 cores, f64[2048,2048] block,* to
-/// cyclic(k),* order=F, 32 MiB, medians of 3): process_vm_readv against transfer units
-/// took 45 / 42 ms for 256-byte runs, 28 / 30 ms for 512, 17 / 23 ms for 1 KiB, 14 / 38
-/// ms for 4 KiB.
-const MIN_RUN: u64 = 512;
+/// cyclic(k),* order=F, 32 MiB, 3 runs each, a loaded machine), once transfer units were
+/// packed by progression from buffers kept between exchanges: process_vm_readv against
+/// transfer units took 46 / 32 ms for 512-byte runs, 27 / 21 ms for 1 KiB, 26 / 16 ms for
+/// 2 KiB, 16 / 20 ms for 4 KiB (block,* to *,block). (Before, with a buffer allocated per
+/// transfer unit and runs packed one by one: 28 / 30 ms for 512 B, 14 / 38 ms for 4 KiB.)
+/// The bound lies between the 2 KiB where transfer units win and the 4 KiB where the two
+/// are even, so that a stream of 4 KiB runs with a short first or last run is pulled.
+const MIN_RUN: u64 = 3072;
 
 /// Runs of a stream whose mean decides between process memory and transfer units.
 const SAMPLE_RUNS: usize = 64;
