@@ -12,7 +12,7 @@
 //! heap segment mapped here, or `process_vm_readv` (up to 1024 runs per system call, after
 //! reading the cookie to be sure it reads the right process). It answers "done", and the
 //! source returns only after every puller answered. Buffers outside the heap are pulled
-//! only when the stream's first runs are at least 3 KiB on average (the kernel pins
+//! only when the stream's first runs are at least 2 KiB on average (the kernel pins
 //! pages per run, more than packing short runs costs); otherwise the descriptor says that
 //! transfer units follow. If the kernel refuses such reads, or the cookie does not match,
 //! the destination answers "ring" and the stream goes through transfer units.

@@ -17,15 +17,14 @@ use crate::error::{ExchangeError, Side};
 
 /// Streams out of process memory whose mean run is shorter than this go through transfer
 /// units: the kernel pins each iovec's pages, which costs more than packing short runs.
-/// Measured (`spools bench redist`, 4 ranks on 2 cores, f64[2048,2048] block,* to
-/// cyclic(k),* order=F, 32 MiB, 3 runs each, a loaded machine), once transfer units were
-/// packed by progression from buffers kept between exchanges: process_vm_readv against
-/// transfer units took 46 / 32 ms for 512-byte runs, 27 / 21 ms for 1 KiB, 26 / 16 ms for
-/// 2 KiB, 16 / 20 ms for 4 KiB (block,* to *,block). (Before, with a buffer allocated per
-/// transfer unit and runs packed one by one: 28 / 30 ms for 512 B, 14 / 38 ms for 4 KiB.)
-/// The bound lies between the 2 KiB where transfer units win and the 4 KiB where the two
-/// are even, so that a stream of 4 KiB runs with a short first or last run is pulled.
-const MIN_RUN: u64 = 3072;
+/// Measured (`spools bench redist`, f64[2048,2048] order=F, 32 MiB, 2 cores, 3-4 runs
+/// each) once transfer units were packed by progression from buffers kept between
+/// exchanges, process_vm_readv against transfer units: 4 ranks, block,* to cyclic(k),*:
+/// 46 / 32 ms for 512-byte runs, 27 / 21 ms for 1 KiB, 10.0 / 8.0 ms for 2 KiB; 8 ranks,
+/// block,* to *,block (2 KiB runs): 10.3 / 11.6 ms; 4 ranks, 4 KiB runs: 16 / 20 ms. (With
+/// a buffer allocated per transfer unit and runs packed one by one, the crossover was
+/// 512 B.)
+const MIN_RUN: u64 = 2048;
 
 /// Runs of a stream whose mean decides between process memory and transfer units.
 const SAMPLE_RUNS: usize = 64;
