@@ -331,6 +331,17 @@ impl DimIntersection {
         }
     }
 
+    /// Indices shared (the sum of the segments' lengths), without enumerating them.
+    pub(crate) fn indices(&self) -> u64 {
+        let sum = |chunks: &[Chunk]| -> u64 {
+            chunks
+                .iter()
+                .map(|c| c.reps * c.segs.iter().map(|s| s.len).sum::<u64>())
+                .sum()
+        };
+        sum(&self.body) * self.reps + sum(&self.tail)
+    }
+
     /// Stored segments (the size of this description, not of the dimension).
     pub(crate) fn stored(&self) -> usize {
         self.body
@@ -587,6 +598,45 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn indices_are_the_sum_of_the_segments() {
+        for (x, y) in [
+            (DimMap { n: 400, b: 2, p: 2 }, DimMap { n: 400, b: 1, p: 3 }),
+            (
+                DimMap {
+                    n: 2048,
+                    b: 512,
+                    p: 4,
+                },
+                DimMap {
+                    n: 2048,
+                    b: 1,
+                    p: 4,
+                },
+            ),
+            (
+                DimMap {
+                    n: 1201,
+                    b: 5,
+                    p: 3,
+                },
+                DimMap {
+                    n: 1201,
+                    b: 7,
+                    p: 2,
+                },
+            ),
+        ] {
+            for (ca, cb) in [(0, 0), (1, 1), (2, 0)] {
+                if ca >= x.p || cb >= y.p {
+                    continue;
+                }
+                let d = DimIntersection::new(&x, ca, &y, cb);
+                assert_eq!(d.indices(), all(&d).iter().map(|s| s.len).sum::<u64>());
             }
         }
     }

@@ -258,6 +258,15 @@ impl PeerPlan {
         self.runs().strided()
     }
 
+    /// Bytes of all the runs: from the per-dimension counts where the runs are a product
+    /// of segments (arrays of one shape, byte streams), else by enumerating them.
+    pub fn bytes(&self) -> u64 {
+        match &self.source {
+            RunsInner::Symbolic(p) => p.total_bytes(),
+            _ => self.strided().map(|p| p.bytes()).sum(),
+        }
+    }
+
     /// Bytes this description holds of its own (shared layouts not counted).
     pub fn stored_bytes(&self) -> usize {
         let segs = match &self.source {
@@ -378,6 +387,26 @@ impl Plan {
         self.check("source", &self.src, s)?;
         self.check("destination", &self.dst, d)?;
         Ok(self.peer_plan(s, d, &mut HashMap::new(), false)?.runs())
+    }
+
+    /// Bytes from source unit `s` to destination unit `d` (see [`PeerPlan::bytes`]).
+    ///
+    /// ```
+    /// use spools_map::{Layout, Plan};
+    /// let from: Layout = "f64[2048,2048] block,* on 4x1 order=F".parse()?;
+    /// let to: Layout = "f64[2048,2048] cyclic,* on 4x1 order=F".parse()?;
+    /// let plan = Plan::new(&from, &to)?;
+    /// assert_eq!(plan.bytes(1, 3)?, 128 * 2048 * 8);
+    /// assert_eq!(plan.bytes(1, 3)?, plan.runs(1, 3)?.map(|r| r.len).sum::<u64>());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`PlanError::UnitOutOfRange`] for a unit beyond either layout.
+    pub fn bytes(&self, s: u64, d: u64) -> Result<u64, PlanError> {
+        self.check("source", &self.src, s)?;
+        self.check("destination", &self.dst, d)?;
+        Ok(self.peer_plan(s, d, &mut HashMap::new(), false)?.bytes())
     }
 
     /// What source unit `s` sends, to each destination that gets anything.

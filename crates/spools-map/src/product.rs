@@ -81,6 +81,14 @@ impl Product {
         }
     }
 
+    /// Bytes of all the runs (from the start), from the per-dimension counts.
+    pub(crate) fn total_bytes(&self) -> u64 {
+        if self.dims.iter().any(|d| d.is_empty()) {
+            return 0;
+        }
+        self.dims.iter().map(|d| d.indices()).product::<u64>() * self.unit
+    }
+
     /// Per-dimension segments held (a measure of this description's size).
     pub(crate) fn stored_segments(&self) -> usize {
         self.dims.iter().map(|d| d.stored()).sum()

@@ -169,6 +169,8 @@ fn check_plan(src: &Model, dst: &Model) -> Result<(), TestCaseError> {
             let direct: Vec<Run> = plan.runs(s, d).map_err(fail)?.collect();
             prop_assert_eq!(&direct, &runs);
             check_strided(peer.strided(), &runs)?;
+            prop_assert_eq!(peer.bytes(), runs.iter().map(|r| r.len).sum::<u64>());
+            prop_assert_eq!(plan.bytes(s, d).map_err(fail)?, peer.bytes());
             // From the middle: after some runs, the rest as progressions.
             let mut part = peer.runs();
             let skip = runs.len() / 2;
@@ -241,6 +243,7 @@ fn check_plan(src: &Model, dst: &Model) -> Result<(), TestCaseError> {
             let mut runs: Vec<Run> = peer.runs().collect();
             check_sorted_minimal(&runs, false)?;
             check_strided(peer.strided(), &runs)?;
+            prop_assert_eq!(peer.bytes(), runs.iter().map(|r| r.len).sum::<u64>());
             for r in &runs {
                 for i in 0..r.len {
                     received[dinv[&(d, r.dst + i)] as usize] += 1;

@@ -65,7 +65,7 @@ impl Stream {
     pub(super) fn count(&mut self, plan: &Plan) -> Result<(), ExchangeError> {
         let mut bytes = 0;
         for &(_, s, d) in &self.pairs {
-            bytes += plan.runs(s, d)?.strided().map(|p| p.bytes()).sum::<u64>();
+            bytes += plan.bytes(s, d)?;
         }
         self.total = bytes;
         self.remaining = bytes;
