@@ -36,7 +36,11 @@ impl Pieces {
             Some(p) => p,
             None => self.runs.by_ref().find(|p| p.len > 0)?,
         };
-        let fit = (limit / p.len).min(p.count);
+        let fit = if p.bytes() <= limit {
+            p.count
+        } else {
+            (limit / p.len).min(p.count)
+        };
         if fit > 0 {
             self.cur = p.skip(fit);
             return Some(p.first(fit));
