@@ -240,3 +240,48 @@ fn a_segment_larger_than_dev_shm_is_refused_at_creation() {
     assert!(matches!(r, Err(HeapError::Create { .. })), "{r:?}");
     assert!(leftovers(j).is_empty());
 }
+
+#[test]
+fn strided_copies_gather_equally_spaced_runs() {
+    let j = job(40);
+    let seg = HeapSegment::create(j, 0, 8_192, &secret()).unwrap();
+    fill(&seg);
+    let r = lookup(seg.data(), 8_192).unwrap();
+    let peers = PeerHeaps::new(j, secret());
+    let pb = peers.bytes(&r, 8_192).unwrap();
+    for len in [1usize, 4, 8, 12, 16, 64] {
+        for (stride, dst_stride, count) in
+            [(len, len, 1), (4 * len, len, 20), (3 * len, 2 * len, 7)]
+        {
+            let at = 100;
+            let mut got = vec![0u8; (count - 1) * dst_stride + len];
+            pb.copy_strided_to(at, stride, len, count, &mut got, dst_stride)
+                .unwrap();
+            let mut want = vec![0u8; got.len()];
+            for i in 0..count {
+                for k in 0..len {
+                    want[i * dst_stride + k] = (at + i * stride + k) as u8 ^ 0x5a;
+                }
+            }
+            assert_eq!(got, want, "len {len} stride {stride} count {count}");
+        }
+    }
+    // Runs beyond the range or beyond the destination are errors, nothing is copied.
+    let mut small = vec![0u8; 8];
+    assert!(matches!(
+        pb.copy_strided_to(8_100, 32, 8, 4, &mut [0u8; 32], 8),
+        Err(HeapError::OutOfRange { .. })
+    ));
+    assert!(matches!(
+        pb.copy_strided_to(0, 32, 8, 4, &mut small, 8),
+        Err(HeapError::OutOfRange { .. })
+    ));
+    assert!(matches!(
+        pb.copy_strided_to(0, usize::MAX, 8, 4, &mut small, 8),
+        Err(HeapError::OutOfRange { .. })
+    ));
+    assert_eq!(small, [0u8; 8]);
+    pb.copy_strided_to(5_000, 8, 8, 0, &mut small, 8).unwrap();
+    drop(seg);
+    assert!(leftovers(j).is_empty());
+}

@@ -309,3 +309,79 @@ fn single_copy_on_and_off_move_the_same_bytes() {
         assert!(o.stdout.contains("single copy checked"), "{o:?}");
     }
 }
+
+/// Element runs (4, 8 and 16 bytes) in equally spaced progressions: 2-D block -> cyclic
+/// and back in column order, every mix of ordinary and shared-heap buffers, with and
+/// without the single copy and checksums, and transfer units that cut runs in two.
+fn short_runs_rank(w: &spools::World) -> Result<(), String> {
+    let n = u64::from(w.size());
+    let me = u64::from(w.rank());
+    for (dtype, rows) in [("f64", 96 * n + 5), ("f32", 64 * n), ("c128", 40 * n + 1)] {
+        let block = format!("{dtype}[{rows},37] block,* on {n}x1 order=F");
+        let cyclic = format!("{dtype}[{rows},37] cyclic,* on {n}x1 order=F");
+        for (a, b) in [(&block, &cyclic), (&cyclic, &block)] {
+            let from: Layout = e(a.parse())?;
+            let to: Layout = e(b.parse())?;
+            let want = local(&to, me)?;
+            for kinds in 0..4u64 {
+                for (single_copy, integrity, transfer_unit) in [
+                    (true, false, 1 << 20),
+                    (false, true, 1003),
+                    (false, false, 4096),
+                ] {
+                    let src = buffer(w, local(&from, me)?, kinds & 1 != 0)?;
+                    let mut got = buffer(w, vec![0u8; want.len()], kinds & 2 != 0)?;
+                    let opts = ExchangeOptions {
+                        integrity,
+                        transfer_unit,
+                        single_copy,
+                        ..ExchangeOptions::default()
+                    };
+                    let case = format!("{a} -> {b}, buffers {kinds}, {opts:?}");
+                    let st = spools_io::redistribute(
+                        e(w.io_communicator())?,
+                        &src,
+                        &from,
+                        &mut got,
+                        &to,
+                        &opts,
+                    )
+                    .map_err(|x| format!("{case}: {x}"))?;
+                    if got[..] != want[..] {
+                        let i = got.iter().zip(&want).position(|(x, y)| x != y).unwrap_or(0);
+                        return Err(format!("{case}: rank {me} byte {i} differs"));
+                    }
+                    // Shared heap on both sides with the single copy: every byte from a
+                    // peer is pulled.
+                    let mut heap = [0u64; 1];
+                    e(w.allreduce(&[u64::from(kinds == 3)], &mut heap, &spools::Op::Min))?;
+                    if single_copy && heap[0] == 1 && st.pulled != st.received {
+                        return Err(format!("{case}: rank {me}: {st:?}"));
+                    }
+                }
+            }
+        }
+    }
+    println!("rank {me}: short runs checked");
+    Ok(())
+}
+
+#[test]
+fn element_runs_move_between_every_kind_of_buffer() {
+    rank_main(|role| {
+        assert_eq!(role, "short-runs");
+        let w = e(spools::init())?;
+        checked(&w, short_runs_rank);
+        e(w.finalize())
+    });
+    for n in [1, 3, 5] {
+        let o = launch(
+            n,
+            "element_runs_move_between_every_kind_of_buffer",
+            "short-runs",
+            &[],
+        );
+        assert_ok(&o);
+        assert!(o.stdout.contains("short runs checked"), "{o:?}");
+    }
+}

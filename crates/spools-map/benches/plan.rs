@@ -1,4 +1,5 @@
-//! Planning benchmarks: the nCUBE / iWarp matrix cases and a large 3-D case.
+//! Planning benchmarks: the nCUBE / iWarp matrix cases, a large 3-D case, and the
+//! run generator on 8-byte runs (one by one against progressions).
 //!
 //! Run with `cargo bench -p spools-map --bench plan`. Before measuring, the large case's
 //! per-peer plan sizes are printed, since the goal is stated in bytes as well as time.
@@ -8,7 +9,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use spools_map::{Layout, Plan};
 
 fn l(spec: &str) -> Layout {
@@ -96,12 +97,46 @@ fn large_cases(c: &mut Criterion) {
     g.finish();
 }
 
+/// Block -> cyclic(1) of f64 columns: every run is one element (8 B). Unit 0's sends,
+/// enumerated run by run and as progressions; the throughput is in runs, so the time per
+/// element is the time per run.
+fn short_runs(c: &mut Criterion) {
+    let mut g = c.benchmark_group("block_to_cyclic1_f64_2048x2048");
+    for ranks in [4, 8] {
+        let from = l(&format!("f64[2048,2048] block,* on {ranks}x1 order=F"));
+        let to = l(&format!("f64[2048,2048] cyclic,* on {ranks}x1 order=F"));
+        let plan = Plan::new(&from, &to).unwrap();
+        let part = plan.sends(0).unwrap();
+        let runs: u64 = part.peers.iter().map(|p| p.runs().count() as u64).sum();
+        g.throughput(Throughput::Elements(runs));
+        g.bench_function(format!("{ranks}_ranks/runs"), |bench| {
+            bench.iter(|| {
+                part.peers
+                    .iter()
+                    .flat_map(|p| p.runs())
+                    .map(|r| r.src ^ r.dst)
+                    .fold(0u64, u64::wrapping_add)
+            })
+        });
+        g.bench_function(format!("{ranks}_ranks/strided"), |bench| {
+            bench.iter(|| {
+                part.peers
+                    .iter()
+                    .flat_map(|p| p.strided())
+                    .map(|s| (s.src ^ s.dst).wrapping_mul(s.count))
+                    .fold(0u64, u64::wrapping_add)
+            })
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .sample_size(20)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = matrix_cases, large_cases
+    targets = matrix_cases, large_cases, short_runs
 }
 criterion_main!(benches);

@@ -81,7 +81,8 @@ impl Chunk {
         }
     }
 
-    /// Collapses a pattern that chains into itself, and expands short repetitions.
+    /// Collapses a pattern that chains into itself, and expands short repetitions of
+    /// several segments.
     fn normalized(self) -> Self {
         if self.reps <= 1 || self.segs.is_empty() {
             return Chunk::explicit(if self.reps == 0 {
@@ -99,7 +100,8 @@ impl Chunk {
                 ..self.segs[0]
             }]);
         }
-        if self.raw_len() <= EXPAND_LIMIT {
+        // One segment repeated stays a progression (the cursor hands it out whole).
+        if self.raw_len() <= EXPAND_LIMIT && self.segs.len() > 1 {
             let mut out = Vec::new();
             for raw in 0..self.raw_len() {
                 push_merged(&mut out, self.raw_at(raw));
@@ -329,6 +331,17 @@ impl DimIntersection {
         }
     }
 
+    /// Indices shared (the sum of the segments' lengths), without enumerating them.
+    pub(crate) fn indices(&self) -> u64 {
+        let sum = |chunks: &[Chunk]| -> u64 {
+            chunks
+                .iter()
+                .map(|c| c.reps * c.segs.iter().map(|s| s.len).sum::<u64>())
+                .sum()
+        };
+        sum(&self.body) * self.reps + sum(&self.tail)
+    }
+
     /// Stored segments (the size of this description, not of the dimension).
     pub(crate) fn stored(&self) -> usize {
         self.body
@@ -344,17 +357,77 @@ impl DimIntersection {
     }
 }
 
-/// A position in a [`DimIntersection`]; `next` yields merged segments.
+/// A position in a [`DimIntersection`]; `next` yields merged segments, `progression`
+/// raw ones grouped into arithmetic progressions.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct SegCursor {
     /// Repetition of the body, or `reps` once in the tail.
     rep: u64,
     chunk: usize,
-    raw: u64,
+    /// Repetition of the chunk.
+    crep: u64,
+    /// Segment of the chunk's list.
+    seg: usize,
+}
+
+/// `count` segments of `len` indices, the `i`-th at local index `a + i * da` on side A and
+/// `b + i * db` on side B (`da`, `db` are 0 when `count` is 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SegProgression {
+    pub(crate) a: u64,
+    pub(crate) b: u64,
+    pub(crate) len: u64,
+    pub(crate) count: u64,
+    pub(crate) da: u64,
+    pub(crate) db: u64,
+}
+
+impl SegProgression {
+    fn single(s: Seg) -> Self {
+        SegProgression {
+            a: s.a,
+            b: s.b,
+            len: s.len,
+            count: 1,
+            da: 0,
+            db: 0,
+        }
+    }
+
+    /// The same progression without its first segment (`None` if that was the only one).
+    pub(crate) fn rest(&self) -> Option<SegProgression> {
+        (self.count > 1).then(|| SegProgression {
+            a: self.a + self.da,
+            b: self.b + self.db,
+            count: self.count - 1,
+            ..*self
+        })
+    }
+}
+
+/// Length of the run of segments of `segs`, from the first, of one length and equally
+/// spaced on both sides, and the spacing.
+fn equal_steps(segs: &[Seg]) -> (usize, u64, u64) {
+    let [s, t, ..] = segs else {
+        return (segs.len(), 0, 0);
+    };
+    let (Some(da), Some(db)) = (t.a.checked_sub(s.a), t.b.checked_sub(s.b)) else {
+        return (1, 0, 0);
+    };
+    let n = segs
+        .windows(2)
+        .take_while(|w| w[1].len == s.len && w[1].a == w[0].a + da && w[1].b == w[0].b + db)
+        .count();
+    if n == 0 {
+        return (1, 0, 0);
+    }
+    (n + 1, da, db)
 }
 
 impl SegCursor {
-    fn take(&mut self, d: &DimIntersection) -> Option<Seg> {
+    /// The chunk under the cursor and the shift of its body repetition, moving on past
+    /// finished chunks; `None` at the end.
+    fn current<'d>(&mut self, d: &'d DimIntersection) -> Option<(&'d Chunk, u64, u64)> {
         loop {
             let in_body = self.rep < d.reps;
             let chunks = if in_body { &d.body } else { &d.tail };
@@ -364,24 +437,91 @@ impl SegCursor {
                 }
                 self.rep += 1;
                 self.chunk = 0;
-                self.raw = 0;
+                self.crep = 0;
+                self.seg = 0;
                 continue;
             };
-            if self.raw < c.raw_len() {
-                let s = c.raw_at(self.raw);
-                self.raw += 1;
-                if in_body {
-                    return Some(Seg {
-                        a: s.a + self.rep * d.adv_a,
-                        b: s.b + self.rep * d.adv_b,
-                        len: s.len,
-                    });
-                }
-                return Some(s);
+            if self.crep < c.reps && self.seg < c.segs.len() {
+                return Some(if in_body {
+                    (c, self.rep * d.adv_a, self.rep * d.adv_b)
+                } else {
+                    (c, 0, 0)
+                });
             }
             self.chunk += 1;
-            self.raw = 0;
+            self.crep = 0;
+            self.seg = 0;
         }
+    }
+
+    /// The segment under the cursor (which [`current`](Self::current) found).
+    fn at(&self, c: &Chunk, da: u64, db: u64) -> Seg {
+        let s = c.segs[self.seg];
+        Seg {
+            a: s.a + self.crep * c.adv_a + da,
+            b: s.b + self.crep * c.adv_b + db,
+            len: s.len,
+        }
+    }
+
+    /// Moves past `n` segments of the current chunk's list (at most to its end).
+    fn step(&mut self, c: &Chunk, n: usize) {
+        self.seg += n;
+        if self.seg >= c.segs.len() {
+            self.seg = 0;
+            self.crep += 1;
+        }
+    }
+
+    fn take(&mut self, d: &DimIntersection) -> Option<Seg> {
+        let (c, da, db) = self.current(d)?;
+        let s = self.at(c, da, db);
+        self.step(c, 1);
+        Some(s)
+    }
+
+    /// The next raw (unmerged) segments as one progression: the rest of a repeated
+    /// single segment, of a body made of one segment, or a stretch of an explicit list
+    /// that is equally spaced; else one segment.
+    pub(crate) fn progression(&mut self, d: &DimIntersection) -> Option<SegProgression> {
+        let (c, da, db) = self.current(d)?;
+        let s = self.at(c, da, db);
+        if c.segs.len() == 1 && c.reps > 1 {
+            let count = c.reps - self.crep;
+            self.crep = c.reps;
+            return Some(SegProgression {
+                count,
+                da: if count > 1 { c.adv_a } else { 0 },
+                db: if count > 1 { c.adv_b } else { 0 },
+                ..SegProgression::single(s)
+            });
+        }
+        let in_body = self.rep < d.reps;
+        if in_body && d.body.len() == 1 && c.segs.len() == 1 && d.reps - self.rep > 1 {
+            let count = d.reps - self.rep;
+            *self = SegCursor {
+                rep: d.reps,
+                ..SegCursor::default()
+            };
+            return Some(SegProgression {
+                count,
+                da: d.adv_a,
+                db: d.adv_b,
+                ..SegProgression::single(s)
+            });
+        }
+        if c.reps == 1 {
+            let (n, sa, sb) = equal_steps(&c.segs[self.seg..]);
+            self.step(c, n);
+            return Some(SegProgression {
+                count: n as u64,
+                da: sa,
+                db: sb,
+                ..SegProgression::single(s)
+            });
+        }
+        self.step(c, 1);
+        Some(SegProgression::single(s))
     }
 
     /// The next merged segment of `d`, or `None` at the end.
@@ -458,6 +598,45 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn indices_are_the_sum_of_the_segments() {
+        for (x, y) in [
+            (DimMap { n: 400, b: 2, p: 2 }, DimMap { n: 400, b: 1, p: 3 }),
+            (
+                DimMap {
+                    n: 2048,
+                    b: 512,
+                    p: 4,
+                },
+                DimMap {
+                    n: 2048,
+                    b: 1,
+                    p: 4,
+                },
+            ),
+            (
+                DimMap {
+                    n: 1201,
+                    b: 5,
+                    p: 3,
+                },
+                DimMap {
+                    n: 1201,
+                    b: 7,
+                    p: 2,
+                },
+            ),
+        ] {
+            for (ca, cb) in [(0, 0), (1, 1), (2, 0)] {
+                if ca >= x.p || cb >= y.p {
+                    continue;
+                }
+                let d = DimIntersection::new(&x, ca, &y, cb);
+                assert_eq!(d.indices(), all(&d).iter().map(|s| s.len).sum::<u64>());
             }
         }
     }

@@ -55,6 +55,7 @@ mod product;
 mod size;
 mod spec;
 mod stream;
+mod strided;
 mod summary;
 
 pub use array::{ArrayLayout, Order, MAX_BYTES, MAX_UNITS};
@@ -67,4 +68,5 @@ pub use layout::{Extent, Extents, Layout, Location};
 pub use plan::{Direction, PeerPlan, Plan, PlanPath, Run, Runs, UnitPlan};
 pub use size::ByteSize;
 pub use stream::{Raid5Layout, StripeLayout};
+pub use strided::{Strided, StridedRuns};
 pub use summary::{PlanSummary, MAX_SUMMARY_CELLS};

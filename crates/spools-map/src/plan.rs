@@ -10,6 +10,7 @@ use crate::error::PlanError;
 use crate::intersect::DimIntersection;
 use crate::layout::{Layout, OwnRuns};
 use crate::product::{Merge, Product, RawRun};
+use crate::strided::StridedRuns;
 
 /// `len` bytes moving from byte `src` of a source unit's storage to byte `dst` of a
 /// destination unit's storage.
@@ -174,14 +175,14 @@ pub struct Runs {
 }
 
 #[derive(Clone, Debug)]
-enum RunsInner {
+pub(crate) enum RunsInner {
     Symbolic(Product),
     Bits(BitRuns),
     Sweep(Sweep),
 }
 
 #[derive(Clone, Debug)]
-struct Sweep {
+pub(crate) struct Sweep {
     own: OwnRuns<Arc<Layout>>,
     other: Arc<Layout>,
     peer: u64,
@@ -234,12 +235,35 @@ impl Iterator for Runs {
     }
 }
 
+impl Runs {
+    /// The raw source, the raw run taken but not yet handed out, and whether the sides
+    /// are swapped.
+    pub(crate) fn into_parts(self) -> (RunsInner, Option<RawRun>, bool) {
+        let (inner, pending) = self.inner.into_parts();
+        (inner, pending, self.swap)
+    }
+}
+
 impl PeerPlan {
     /// The runs, lazily: in source order for sends, destination order for receives.
     pub fn runs(&self) -> Runs {
         Runs {
             inner: Merge::new(self.source.clone()),
             swap: self.swap,
+        }
+    }
+
+    /// The same runs as progressions (see [`StridedRuns`]).
+    pub fn strided(&self) -> StridedRuns {
+        self.runs().strided()
+    }
+
+    /// Bytes of all the runs: from the per-dimension counts where the runs are a product
+    /// of segments (arrays of one shape, byte streams), else by enumerating them.
+    pub fn bytes(&self) -> u64 {
+        match &self.source {
+            RunsInner::Symbolic(p) => p.total_bytes(),
+            _ => self.strided().map(|p| p.bytes()).sum(),
         }
     }
 
@@ -363,6 +387,26 @@ impl Plan {
         self.check("source", &self.src, s)?;
         self.check("destination", &self.dst, d)?;
         Ok(self.peer_plan(s, d, &mut HashMap::new(), false)?.runs())
+    }
+
+    /// Bytes from source unit `s` to destination unit `d` (see [`PeerPlan::bytes`]).
+    ///
+    /// ```
+    /// use spools_map::{Layout, Plan};
+    /// let from: Layout = "f64[2048,2048] block,* on 4x1 order=F".parse()?;
+    /// let to: Layout = "f64[2048,2048] cyclic,* on 4x1 order=F".parse()?;
+    /// let plan = Plan::new(&from, &to)?;
+    /// assert_eq!(plan.bytes(1, 3)?, 128 * 2048 * 8);
+    /// assert_eq!(plan.bytes(1, 3)?, plan.runs(1, 3)?.map(|r| r.len).sum::<u64>());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`PlanError::UnitOutOfRange`] for a unit beyond either layout.
+    pub fn bytes(&self, s: u64, d: u64) -> Result<u64, PlanError> {
+        self.check("source", &self.src, s)?;
+        self.check("destination", &self.dst, d)?;
+        Ok(self.peer_plan(s, d, &mut HashMap::new(), false)?.bytes())
     }
 
     /// What source unit `s` sends, to each destination that gets anything.

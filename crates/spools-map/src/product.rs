@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use crate::intersect::{DimIntersection, Seg, SegCursor};
+use crate::intersect::{DimIntersection, Seg, SegCursor, SegProgression};
+use crate::plan::Run;
+use crate::strided::Strided;
 
 /// A run contiguous on both sides: byte offset `a` on side A, `b` on side B, `len` bytes.
 pub(crate) type RawRun = (u64, u64, u64);
@@ -30,6 +32,8 @@ pub(crate) struct Product {
     /// Whether consecutive indices of the innermost dimension are adjacent on side B too.
     contiguous: bool,
     levels: Vec<Level>,
+    /// The innermost level's segments still to hand out, in strided enumeration.
+    prog: Option<SegProgression>,
     started: bool,
     done: bool,
 }
@@ -71,9 +75,18 @@ impl Product {
             dims,
             unit,
             levels: Vec::new(),
+            prog: None,
             started: false,
             done,
         }
+    }
+
+    /// Bytes of all the runs (from the start), from the per-dimension counts.
+    pub(crate) fn total_bytes(&self) -> u64 {
+        if self.dims.iter().any(|d| d.is_empty()) {
+            return 0;
+        }
+        self.dims.iter().map(|d| d.indices()).product::<u64>() * self.unit
     }
 
     /// Per-dimension segments held (a measure of this description's size).
@@ -130,6 +143,88 @@ impl Product {
     }
 }
 
+impl Product {
+    /// The next runs as one progression: the innermost level's segments go out as
+    /// arithmetic progressions (a segment's indices, when they are not adjacent on side B,
+    /// or equally spaced segments), the outer levels step as in [`Iterator::next`].
+    /// Expanded, the progressions are the runs `next` gives, possibly cut further.
+    pub(crate) fn next_strided(&mut self) -> Option<Strided> {
+        if !self.started {
+            self.start();
+            // The innermost level restarts, to be taken as progressions from its first
+            // segment on.
+            if let (Some(l), Some(d)) = (self.levels.last_mut(), self.dims.last()) {
+                l.cursor = d.cursor();
+                l.pos = l.seg.len;
+            }
+        }
+        loop {
+            if self.done {
+                return None;
+            }
+            let m = self.levels.len() - 1;
+            let p = match self.prog.take() {
+                Some(p) => p,
+                None => {
+                    let l = &mut self.levels[m];
+                    if l.pos < l.seg.len {
+                        // What is left of a segment `next` began (or `start` took).
+                        let p = SegProgression {
+                            a: l.seg.a + l.pos,
+                            b: l.seg.b + l.pos,
+                            len: l.seg.len - l.pos,
+                            count: 1,
+                            da: 0,
+                            db: 0,
+                        };
+                        l.pos = l.seg.len;
+                        p
+                    } else if let Some(p) = l.cursor.progression(&self.dims[m]) {
+                        p
+                    } else if m == 0 {
+                        self.done = true;
+                        return None;
+                    } else {
+                        l.cursor = self.dims[m].cursor();
+                        self.advance(m - 1, 1);
+                        continue;
+                    }
+                }
+            };
+            let (mut a, mut b) = (0, 0);
+            for (k, l) in self.levels[..m].iter().enumerate() {
+                a += (l.seg.a + l.pos) * self.sa[k];
+                b += (l.seg.b + l.pos) * self.sb[k];
+            }
+            let (ua, ub) = (self.sa[m], self.sb[m]);
+            let first = Run {
+                src: a + p.a * ua,
+                dst: b + p.b * ub,
+                len: self.unit,
+            };
+            let out = if self.contiguous || p.len == 1 {
+                Strided {
+                    len: p.len * self.unit,
+                    count: p.count,
+                    src_stride: p.da * ua,
+                    dst_stride: p.db * ub,
+                    ..Strided::single(first)
+                }
+            } else {
+                // Each index of a segment is a run of its own: one progression per segment.
+                self.prog = p.rest();
+                Strided {
+                    count: p.len,
+                    src_stride: ua,
+                    dst_stride: ub,
+                    ..Strided::single(first)
+                }
+            };
+            return Some(out);
+        }
+    }
+}
+
 impl Iterator for Product {
     type Item = RawRun;
 
@@ -174,6 +269,11 @@ impl<I: Iterator<Item = RawRun>> Merge<I> {
 
     pub(crate) fn inner(&self) -> &I {
         &self.inner
+    }
+
+    /// The source and the run taken from it but not yet handed out.
+    pub(crate) fn into_parts(self) -> (I, Option<RawRun>) {
+        (self.inner, self.pending)
     }
 }
 

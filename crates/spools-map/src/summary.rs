@@ -1,7 +1,7 @@
 //! Plan statistics: traffic matrix, run counts, run lengths, locality.
 
 use crate::error::PlanError;
-use crate::plan::Plan;
+use crate::plan::{Plan, PlanPath};
 
 /// Most (source, destination) pairs a [`PlanSummary`] holds: 2^24, 256 MiB of counters.
 pub const MAX_SUMMARY_CELLS: u64 = 1 << 24;
@@ -100,11 +100,22 @@ impl Plan {
             runs: vec![0; cells],
         };
         for s in 0..su {
-            self.for_each_send(s, |d, r| {
-                let i = out.at(s, d);
-                out.bytes[i] += r.len;
-                out.runs[i] += 1;
-            })?;
+            if self.path() == PlanPath::Sweep {
+                // One sweep of the unit's extents for all destinations.
+                self.for_each_send(s, |d, r| {
+                    let i = out.at(s, d);
+                    out.bytes[i] += r.len;
+                    out.runs[i] += 1;
+                })?;
+                continue;
+            }
+            for peer in self.sends(s)?.peers {
+                let i = out.at(s, peer.peer);
+                for p in peer.strided() {
+                    out.bytes[i] += p.bytes();
+                    out.runs[i] += p.count;
+                }
+            }
         }
         Ok(out)
     }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use common::{array_model, bits_model, scatter, stream_model, Model, RDist};
 use proptest::prelude::*;
-use spools_map::{Layout, Plan, Run};
+use spools_map::{Layout, Plan, Run, StridedRuns};
 
 fn fail(e: impl std::fmt::Display) -> TestCaseError {
     TestCaseError::fail(e.to_string())
@@ -106,6 +106,27 @@ fn check_sorted_minimal(runs: &[Run], by_src: bool) -> Result<(), TestCaseError>
     Ok(())
 }
 
+/// The progressions of `runs`, expanded, are exactly `want`, in order; none chains inside
+/// and a single run has no strides.
+fn check_strided(strided: StridedRuns, want: &[Run]) -> Result<(), TestCaseError> {
+    let mut got = Vec::new();
+    for p in strided {
+        prop_assert!(p.count >= 1, "empty progression {:?}", p);
+        if p.count == 1 {
+            prop_assert_eq!((p.src_stride, p.dst_stride), (0, 0), "{:?}", p);
+        } else {
+            prop_assert!(
+                p.len != p.src_stride || p.len != p.dst_stride,
+                "chains: {:?}",
+                p
+            );
+        }
+        got.extend(p.runs());
+    }
+    prop_assert_eq!(got, want);
+    Ok(())
+}
+
 fn execute(plan: &Plan, from: &[Vec<u8>], to: &mut [Vec<u8>]) {
     for (s, buf) in from.iter().enumerate() {
         for peer in plan.sends(s as u64).expect("sends").peers {
@@ -147,6 +168,14 @@ fn check_plan(src: &Model, dst: &Model) -> Result<(), TestCaseError> {
             check_sorted_minimal(&runs, true)?;
             let direct: Vec<Run> = plan.runs(s, d).map_err(fail)?.collect();
             prop_assert_eq!(&direct, &runs);
+            check_strided(peer.strided(), &runs)?;
+            prop_assert_eq!(peer.bytes(), runs.iter().map(|r| r.len).sum::<u64>());
+            prop_assert_eq!(plan.bytes(s, d).map_err(fail)?, peer.bytes());
+            // From the middle: after some runs, the rest as progressions.
+            let mut part = peer.runs();
+            let skip = runs.len() / 2;
+            part.by_ref().take(skip).for_each(drop);
+            check_strided(part.strided(), &runs[skip..])?;
             for r in &runs {
                 prop_assert_eq!(
                     r.src % plan.alignment() + r.dst % plan.alignment() + r.len % plan.alignment(),
@@ -213,6 +242,8 @@ fn check_plan(src: &Model, dst: &Model) -> Result<(), TestCaseError> {
         for peer in plan.receives(d).map_err(fail)?.peers {
             let mut runs: Vec<Run> = peer.runs().collect();
             check_sorted_minimal(&runs, false)?;
+            check_strided(peer.strided(), &runs)?;
+            prop_assert_eq!(peer.bytes(), runs.iter().map(|r| r.len).sum::<u64>());
             for r in &runs {
                 for i in 0..r.len {
                     received[dinv[&(d, r.dst + i)] as usize] += 1;

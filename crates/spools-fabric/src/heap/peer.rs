@@ -188,12 +188,7 @@ impl PeerBytes {
         if at.checked_add(n).is_some_and(|e| e <= self.len) {
             Ok(())
         } else {
-            Err(HeapError::OutOfRange {
-                name: self.seg.name(),
-                offset: at as u64,
-                len: n as u64,
-                size: self.len as u64,
-            })
+            Err(self.out_of_range(at, n))
         }
     }
 
@@ -230,5 +225,89 @@ impl PeerBytes {
         // contract); `src` is a separate allocation of this process.
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(at), src.len()) }
         Ok(())
+    }
+
+    /// Copies `count` runs of `len` bytes, run `i` from byte `at + i * stride` of the range
+    /// to byte `i * dst_stride` of `dst`: a gather of equally spaced short runs (an element
+    /// to every p-th slot), with a fixed-size loop for runs of 4, 8 and 16 bytes.
+    ///
+    /// # Errors
+    /// [`HeapError::OutOfRange`] if a run lies outside the range; `dst` too short for the
+    /// runs is reported the same way (with the destination's length as `size`).
+    pub fn copy_strided_to(
+        &self,
+        at: usize,
+        stride: usize,
+        len: usize,
+        count: usize,
+        dst: &mut [u8],
+        dst_stride: usize,
+    ) -> Result<(), HeapError> {
+        let Some(last) = count.checked_sub(1) else {
+            return Ok(());
+        };
+        let span = |s: usize| s.checked_mul(last).and_then(|x| x.checked_add(len));
+        let (Some(src_span), Some(dst_span)) = (span(stride), span(dst_stride)) else {
+            return Err(self.out_of_range(at, usize::MAX));
+        };
+        self.check(at, src_span)?;
+        if dst_span > dst.len() {
+            return Err(HeapError::OutOfRange {
+                name: self.seg.name(),
+                offset: 0,
+                len: dst_span as u64,
+                size: dst.len() as u64,
+            });
+        }
+        // SAFETY: run i reads [at + i * stride, + len) with i <= last, inside
+        // [at, at + src_span) which lies in the range (checked), in the mapping kept alive
+        // by `seg`; it writes [i * dst_stride, + len) inside `dst[..dst_span]` (checked),
+        // exclusively borrowed and so not this mapping (which no reference covers).
+        // Concurrent writers in other processes can only make the copied bytes stale.
+        unsafe {
+            let (from, to) = (self.ptr.add(at), dst.as_mut_ptr());
+            match len {
+                4 => gather::<4>(from, stride, to, dst_stride, count),
+                8 => gather::<8>(from, stride, to, dst_stride, count),
+                16 => gather::<16>(from, stride, to, dst_stride, count),
+                _ => {
+                    for i in 0..count {
+                        std::ptr::copy_nonoverlapping(
+                            from.add(i * stride),
+                            to.add(i * dst_stride),
+                            len,
+                        );
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn out_of_range(&self, at: usize, n: usize) -> HeapError {
+        HeapError::OutOfRange {
+            name: self.seg.name(),
+            offset: at as u64,
+            len: n as u64,
+            size: self.len as u64,
+        }
+    }
+}
+
+/// `count` runs of `N` bytes from `from + i * stride` to `to + i * to_stride`.
+///
+/// # Safety
+/// Every run must be readable at `from` and writable at `to`, and the two must not overlap.
+#[inline(always)]
+unsafe fn gather<const N: usize>(
+    from: *const u8,
+    stride: usize,
+    to: *mut u8,
+    to_stride: usize,
+    count: usize,
+) {
+    for i in 0..count {
+        // SAFETY: the caller's contract, for run i.
+        unsafe { std::ptr::copy_nonoverlapping(from.add(i * stride), to.add(i * to_stride), N) }
     }
 }

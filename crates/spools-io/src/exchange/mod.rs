@@ -12,7 +12,7 @@
 //! heap segment mapped here, or `process_vm_readv` (up to 1024 runs per system call, after
 //! reading the cookie to be sure it reads the right process). It answers "done", and the
 //! source returns only after every puller answered. Buffers outside the heap are pulled
-//! only when the stream's first runs are at least 512 bytes on average (the kernel pins
+//! only when the stream's first runs are at least 2 KiB on average (the kernel pins
 //! pages per run, more than packing short runs costs); otherwise the descriptor says that
 //! transfer units follow. If the kernel refuses such reads, or the cookie does not match,
 //! the destination answers "ring" and the stream goes through transfer units.
@@ -32,6 +32,8 @@ mod cma;
 mod descriptor;
 mod options;
 mod owners;
+mod pieces;
+mod pool;
 mod pull;
 mod short_copy;
 mod stream;
@@ -46,6 +48,7 @@ use self::bounds::{slice, slice_mut};
 use self::descriptor::{Descriptor, Reply};
 use self::owners::{check_buffers, position};
 use self::pull::{describe, descriptor_capacity, negotiated, pull, Pulled};
+use self::short_copy::{copy_strided, span};
 use self::stream::{stream_for, Stream};
 use crate::error::{ExchangeError, Side};
 
@@ -192,12 +195,29 @@ pub fn exchange(
     }
     // Copies between this rank's own units overlap with the transfers just started.
     for &(si, di, s, d) in &local {
-        for run in plan.runs(s, d)? {
-            let from = slice(Side::Source, s, src[si].1, run.src, run.len)?;
-            let to = slice_mut(Side::Destination, d, dst[di].1, run.dst, run.len)?;
-            to.copy_from_slice(from);
-            stats.local += run.len;
-            stats.runs += 1;
+        for p in plan.runs(s, d)?.strided() {
+            let from = slice(
+                Side::Source,
+                s,
+                src[si].1,
+                p.src,
+                span(p.len, p.count, p.src_stride),
+            )?;
+            let to = slice_mut(
+                Side::Destination,
+                d,
+                dst[di].1,
+                p.dst,
+                span(p.len, p.count, p.dst_stride),
+            )?;
+            copy_strided(
+                (to, p.dst_stride as usize),
+                (from, p.src_stride as usize),
+                p.len as usize,
+                p.count as usize,
+            );
+            stats.local += p.bytes();
+            stats.runs += p.count;
         }
     }
     let mut failed = None;
@@ -220,6 +240,8 @@ pub fn exchange(
                     let buf = st.pack(plan, src, c.buf, tu, opts.integrity, &mut stats)?;
                     fl.reqs.push(comm.isend(buf, st.peer, TAG_TU)?);
                     fl.meta.push(Slot::Send(k));
+                } else {
+                    pool::give(c.buf);
                 }
             }
             Slot::Recv(k, seq) => {
@@ -242,6 +264,8 @@ pub fn exchange(
                         buf.resize(len, 0);
                         fl.reqs.push(comm.irecv(buf, st.peer, TAG_TU)?);
                         fl.meta.push(Slot::Recv(k, st.posted - 1));
+                    } else {
+                        pool::give(buf);
                     }
                 }
             }
@@ -350,7 +374,7 @@ fn post_receives(
     st.count(plan)?;
     for _ in 0..window {
         if let Some(len) = st.next_len(tu, integrity) {
-            reqs.push(comm.irecv(vec![0u8; len], st.peer, TAG_TU)?);
+            reqs.push(comm.irecv(pool::take(len, len), st.peer, TAG_TU)?);
             meta.push(Slot::Recv(k, st.posted - 1));
         }
     }
@@ -375,14 +399,7 @@ fn start_sends(
         if st.remaining == 0 {
             break;
         }
-        let buf = st.pack(
-            plan,
-            src,
-            Vec::with_capacity(tu + 4),
-            tu,
-            opts.integrity,
-            stats,
-        )?;
+        let buf = st.pack(plan, src, pool::take(0, tu + 4), tu, opts.integrity, stats)?;
         fl.reqs.push(comm.isend(buf, st.peer, TAG_TU)?);
         fl.meta.push(Slot::Send(k));
     }

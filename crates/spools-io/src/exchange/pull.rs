@@ -11,16 +11,20 @@ use spools_fabric::heap::{lookup, peers, HeapError, HeapName, PeerBytes};
 
 use super::descriptor::{area, Area, Descriptor, Place};
 use super::options::ExchangeStats;
+use super::short_copy::span;
 use super::stream::Stream;
 use crate::error::{ExchangeError, Side};
 
 /// Streams out of process memory whose mean run is shorter than this go through transfer
 /// units: the kernel pins each iovec's pages, which costs more than packing short runs.
-/// Measured (`spools bench redist`, 4 ranks on 2 cores, f64[2048,2048] block,* to
-/// cyclic(k),* order=F, 32 MiB, medians of 3): process_vm_readv against transfer units
-/// took 45 / 42 ms for 256-byte runs, 28 / 30 ms for 512, 17 / 23 ms for 1 KiB, 14 / 38
-/// ms for 4 KiB.
-const MIN_RUN: u64 = 512;
+/// Measured (`spools bench redist`, f64[2048,2048] order=F, 32 MiB, 2 cores, 3-4 runs
+/// each) once transfer units were packed by progression from buffers kept between
+/// exchanges, process_vm_readv against transfer units: 4 ranks, block,* to cyclic(k),*:
+/// 46 / 32 ms for 512-byte runs, 27 / 21 ms for 1 KiB, 10.0 / 8.0 ms for 2 KiB; 8 ranks,
+/// block,* to *,block (2 KiB runs): 10.3 / 11.6 ms; 4 ranks, 4 KiB runs: 16 / 20 ms. (With
+/// a buffer allocated per transfer unit and runs packed one by one, the crossover was
+/// 512 B.)
+const MIN_RUN: u64 = 2048;
 
 /// Runs of a stream whose mean decides between process memory and transfer units.
 const SAMPLE_RUNS: usize = 64;
@@ -143,25 +147,32 @@ pub(super) fn pull(
             }
         };
         let (_, len, src) = &opened[k];
-        for run in plan.runs(s, d)?.filter(|r| r.len > 0) {
-            if run.src.checked_add(run.len).is_none_or(|end| end > *len) {
+        for p in plan.runs(s, d)?.strided().filter(|p| p.len > 0) {
+            let src_span = span(p.len, p.count, p.src_stride);
+            if p.src.checked_add(src_span).is_none_or(|end| end > *len) {
                 return Err(ExchangeError::Descriptor {
                     from,
                     what: "a run lies beyond the source buffer",
                 });
             }
-            let to = slice_mut(Side::Destination, d, dst[b].1, run.dst, run.len)?;
+            let dst_span = span(p.len, p.count, p.dst_stride);
+            let to = slice_mut(Side::Destination, d, dst[b].1, p.dst, dst_span)?;
+            let (ss, ds, n) = (p.src_stride as usize, p.dst_stride as usize, p.len as usize);
             match src {
                 Source::Process(addr) => {
-                    if let Err(e) = reader.push(to, addr + run.src) {
-                        return fail(e);
+                    for (i, r) in p.runs().enumerate() {
+                        if let Err(e) = reader.push(&mut to[i * ds..i * ds + n], addr + r.src) {
+                            return fail(e);
+                        }
                     }
                 }
-                // The run lies in the buffer (checked above), so this cannot fail.
-                Source::Heap(p, _) => p.copy_to(run.src as usize, to).map_err(heap_err)?,
+                // The runs lie in the buffer (checked above), so this cannot fail.
+                Source::Heap(h, _) => h
+                    .copy_strided_to(p.src as usize, ss, n, p.count as usize, to, ds)
+                    .map_err(heap_err)?,
             }
-            runs += 1;
-            bytes += run.len;
+            runs += p.count;
+            bytes += p.bytes();
         }
     }
     if let Err(e) = reader.flush() {

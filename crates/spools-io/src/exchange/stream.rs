@@ -2,13 +2,13 @@
 //! source buffers into a TU, unpacked from the TU into the destination runs (the ring
 //! path, used between hosts and where a single copy is not possible).
 
-use spools_map::{Plan, Run};
+use spools_map::{Plan, Strided};
 
 use super::bounds::{slice, slice_mut};
 use super::options::ExchangeStats;
-use super::short_copy::{append_run, copy_run};
+use super::pieces::Pieces;
+use super::short_copy::{append_run, copy_run, gather, scatter, span};
 use crate::crc::{copy_crc, extend_crc};
-use crate::cursor::RunCursor;
 use crate::error::{ExchangeError, Side};
 
 /// The stream of `peer` in `list`, added if missing.
@@ -31,7 +31,7 @@ pub(super) struct Stream {
     next_pair: usize,
     buf: usize,
     units: (u64, u64),
-    runs: Option<RunCursor>,
+    runs: Option<Pieces>,
     /// Payload bytes in the whole stream.
     pub(super) total: u64,
     /// Payload bytes not yet packed or unpacked.
@@ -65,7 +65,7 @@ impl Stream {
     pub(super) fn count(&mut self, plan: &Plan) -> Result<(), ExchangeError> {
         let mut bytes = 0;
         for &(_, s, d) in &self.pairs {
-            bytes += plan.runs(s, d)?.map(|r| r.len).sum::<u64>();
+            bytes += plan.bytes(s, d)?;
         }
         self.total = bytes;
         self.remaining = bytes;
@@ -75,16 +75,17 @@ impl Stream {
     /// Mean bytes per run of the stream's first `n` runs (0 when empty).
     pub(super) fn sample_mean_run(&self, plan: &Plan, n: usize) -> Result<u64, ExchangeError> {
         let (mut bytes, mut runs) = (0u64, 0u64);
+        let n = n as u64;
         for &(_, s, d) in &self.pairs {
-            for r in plan
-                .runs(s, d)?
-                .filter(|r| r.len > 0)
-                .take(n - runs as usize)
-            {
-                bytes += r.len;
-                runs += 1;
+            for p in plan.runs(s, d)?.strided().filter(|p| p.len > 0) {
+                let k = p.count.min(n - runs);
+                bytes += k * p.len;
+                runs += k;
+                if runs >= n {
+                    break;
+                }
             }
-            if runs as usize >= n {
+            if runs >= n {
                 break;
             }
         }
@@ -102,8 +103,8 @@ impl Stream {
         Some(n + if integrity { 4 } else { 0 })
     }
 
-    /// The next piece of at most `limit` bytes: (buffer index, run).
-    fn take(&mut self, plan: &Plan, limit: u64) -> Result<Option<(usize, Run)>, ExchangeError> {
+    /// The next piece of at most `limit` bytes: (buffer index, runs).
+    fn take(&mut self, plan: &Plan, limit: u64) -> Result<Option<(usize, Strided)>, ExchangeError> {
         loop {
             if let Some(c) = &mut self.runs {
                 if let Some(r) = c.take(limit) {
@@ -117,7 +118,7 @@ impl Stream {
             self.next_pair += 1;
             self.buf = b;
             self.units = (s, d);
-            self.runs = Some(RunCursor::new(plan.runs(s, d)?));
+            self.runs = Some(Pieces::new(plan.runs(s, d)?.strided()));
         }
     }
 
@@ -134,16 +135,34 @@ impl Stream {
         out.clear();
         let mut crc = 0u32;
         while out.len() < tu {
-            let Some((b, run)) = self.take(plan, (tu - out.len()) as u64)? else {
+            let Some((b, p)) = self.take(plan, (tu - out.len()) as u64)? else {
                 break;
             };
-            let from = slice(Side::Source, self.units.0, src[b].1, run.src, run.len)?;
-            if integrity {
-                crc = extend_crc(&mut out, from, crc);
-            } else {
-                append_run(&mut out, from);
+            let from = slice(
+                Side::Source,
+                self.units.0,
+                src[b].1,
+                p.src,
+                span(p.len, p.count, p.src_stride),
+            )?;
+            let at = out.len();
+            match (p.count, integrity) {
+                (1, true) => crc = extend_crc(&mut out, from, crc),
+                (1, false) => append_run(&mut out, from),
+                _ => {
+                    gather(
+                        &mut out,
+                        from,
+                        p.src_stride as usize,
+                        p.len as usize,
+                        p.count as usize,
+                    );
+                    if integrity {
+                        crc = crc32c::crc32c_append(crc, &out[at..]);
+                    }
+                }
             }
-            stats.runs += 1;
+            stats.runs += p.count;
         }
         self.remaining -= out.len() as u64;
         stats.sent += out.len() as u64;
@@ -191,16 +210,27 @@ impl Stream {
         let mut at = 0usize;
         let mut crc = 0u32;
         while at < payload.len() {
-            let Some((b, run)) = self.take(plan, (payload.len() - at) as u64)? else {
+            let Some((b, p)) = self.take(plan, (payload.len() - at) as u64)? else {
                 break;
             };
-            let n = run.len as usize;
-            let to = slice_mut(Side::Destination, self.units.1, dst[b].1, run.dst, run.len)?;
+            let n = p.bytes() as usize;
+            let to = slice_mut(
+                Side::Destination,
+                self.units.1,
+                dst[b].1,
+                p.dst,
+                span(p.len, p.count, p.dst_stride),
+            )?;
             let from = &payload[at..at + n];
-            if integrity {
-                crc = copy_crc(to, from, crc);
-            } else {
-                copy_run(to, from);
+            match (p.count, integrity) {
+                (1, true) => crc = copy_crc(to, from, crc),
+                (1, false) => copy_run(to, from),
+                _ => {
+                    if integrity {
+                        crc = crc32c::crc32c_append(crc, from);
+                    }
+                    scatter(to, p.dst_stride as usize, from, p.len as usize);
+                }
             }
             at += n;
         }
