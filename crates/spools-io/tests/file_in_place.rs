@@ -3,8 +3,8 @@
 //! rounds and written directly; the sidecar follows the data (written with checksums,
 //! removed without); an atomic write (`Commit::Replace`, the default) gives a new inode; a
 //! symlink at the path is written through and stays a symlink; a directory at the path
-//! is an error on every rank; ranks that disagree on checksums are refused before the
-//! file or its sidecar is touched. (An in-place write that fails after its data went out,
+//! or a FIFO is an error on every rank, its sidecar kept; ranks that disagree on checksums,
+//! commit or reshuffle are refused before the file or its sidecar is touched. (An in-place write that fails after its data went out,
 //! a full file system, leaves no sidecar: `spools-cli/tests/hostile_io.rs`.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -167,16 +167,53 @@ fn body(w: &World, fmt: &Format) -> Result<(), String> {
     if inode(&path)? != ino || !e(std::fs::symlink_metadata(&link))?.is_symlink() {
         return Err("an in-place write through a symlink replaced something".into());
     }
-    // A directory at the path: an error on every rank, nothing written.
+    // A directory or a FIFO at the path: an error on every rank (never a wait for a FIFO's
+    // reader), nothing written, and a sidecar beside it stays.
     let sub = dir.join("sub");
+    let fifo = dir.join("fifo");
     if root {
         e(std::fs::create_dir(&sub))?;
+        e(std::fs::write(sidecar_path(&sub), b"kept"))?;
+        let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path that lives across the call.
+        if unsafe { libc::mkfifo(name.as_ptr(), 0o600) } != 0 {
+            return Err(format!("mkfifo: {}", std::io::Error::last_os_error()));
+        }
     }
     e(w.barrier())?;
-    match write(w, &sub, fmt, Commit::InPlace, Reshuffle::Auto, false, 5) {
-        Err(FileError::Io { path: p, .. }) if root && p == sub => {}
-        Err(FileError::Remote { .. }) if !root => {}
-        other => return Err(format!("an in-place write to a directory: {other:?}")),
+    for bad in [&sub, &fifo] {
+        match write(w, bad, fmt, Commit::InPlace, Reshuffle::Auto, false, 5) {
+            Err(FileError::Io { path: p, .. }) if root && p == *bad => {}
+            Err(FileError::Remote { .. }) if !root => {}
+            other => return Err(format!("an in-place write to {bad:?}: {other:?}")),
+        }
+    }
+    if e(std::fs::read(sidecar_path(&sub)))? != b"kept" {
+        return Err("a refused in-place write removed the sidecar".into());
+    }
+    // Ranks that ask for different commits (or reshuffles) are refused on every rank.
+    let before = e(std::fs::read(&path))?;
+    let commit = if root {
+        Commit::InPlace
+    } else {
+        Commit::Replace
+    };
+    match write(w, &path, fmt, commit, Reshuffle::Auto, false, 8) {
+        Err(FileError::Options(_)) => {}
+        other => return Err(format!("ranks asking for different commits: {other:?}")),
+    }
+    let how = if root {
+        Reshuffle::Always
+    } else {
+        Reshuffle::Never
+    };
+    match write(w, &path, fmt, Commit::InPlace, how, false, 8) {
+        Err(FileError::Options(_)) => {}
+        other => return Err(format!("ranks asking for different reshuffles: {other:?}")),
+    }
+    e(w.barrier())?;
+    if e(std::fs::read(&path))? != before {
+        return Err("a refused write changed the file".into());
     }
     // Ranks that disagree on checksums are refused, on every rank, before anything is
     // touched: the file and its sidecar stay as they were.

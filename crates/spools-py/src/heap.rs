@@ -16,6 +16,8 @@ use crate::errors::{self, Kind};
 #[pyclass(frozen, module = "spools._spools")]
 pub(crate) struct HeapBlock {
     buf: SharedBuf<u8>,
+    /// Its length (kept here: the bytes themselves are numpy's to touch).
+    bytes: usize,
 }
 
 #[pymethods]
@@ -24,7 +26,7 @@ impl HeapBlock {
         format!(
             "<spools shared-heap segment {} of {} bytes>",
             self.buf.heap_ref().name,
-            self.buf.len()
+            self.bytes
         )
     }
 }
@@ -98,18 +100,28 @@ impl Comm {
             .try_fold(item, |a, &d| a.checked_mul(d))
             .ok_or_else(|| errors::value_error("alloc: the array's size overflows"))?;
         // A segment holds at least one byte; an empty array views none of it.
-        let buf = slf
+        let mut buf = slf
             .get()
             .rt
             .with_world(|w| w.alloc::<u8>(bytes.max(1)))?
             .map_err(heap_error)?;
-        let ptr = buf.as_ptr();
-        let block = Bound::new(py, HeapBlock { buf })?;
+        // Taken through `&mut`: the array writes through it.
+        let ptr = buf.as_mut_ptr();
+        let block = Bound::new(
+            py,
+            HeapBlock {
+                buf,
+                bytes: bytes.max(1),
+            },
+        )?;
         // SAFETY: `ptr` is the first of at least `bytes` initialised bytes of the
-        // segment, which `block` keeps mapped: the array made below holds `block` as its
-        // base object, so the memory outlives every array viewing it.
+        // segment, taken from an exclusive borrow that has ended; `block` keeps the
+        // segment mapped and never makes a Rust reference to its bytes (it only reads its
+        // name and length), so numpy's reads and writes through `ptr` alias nothing. The
+        // array made below holds `block` as its base object, so the memory outlives every
+        // array viewing it.
         let raw = unsafe {
-            let view = ArrayView1::from_shape_ptr(bytes, ptr);
+            let view = ArrayView1::from_shape_ptr(bytes, ptr.cast_const());
             PyArray1::<u8>::borrow_from_array(&view, block.into_any())
         };
         let kw = pyo3::types::PyDict::new(py);

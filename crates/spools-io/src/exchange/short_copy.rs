@@ -110,6 +110,10 @@ fn gather_n<const N: usize>(
     count: usize,
 ) {
     let n = if N == 0 { len } else { N };
+    debug_assert!(
+        count == 0 || span.len() >= (count - 1) * stride + n,
+        "span too short"
+    );
     for i in 0..count {
         if let Some(run) = span.get(i * stride..i * stride + n) {
             out.extend_from_slice(run);
@@ -123,6 +127,11 @@ fn scatter_n<const N: usize>(span: &mut [u8], stride: usize, from: &[u8], len: u
     if n == 0 {
         return;
     }
+    let count = from.len() / n;
+    debug_assert!(
+        count == 0 || span.len() >= (count - 1) * stride + n,
+        "span too short"
+    );
     for (i, run) in from.chunks_exact(n).enumerate() {
         if let Some(to) = span.get_mut(i * stride..i * stride + n) {
             to.copy_from_slice(run);
@@ -140,6 +149,12 @@ fn copy_n<const N: usize>(
     count: usize,
 ) {
     let n = if N == 0 { len } else { N };
+    debug_assert!(
+        count == 0
+            || (to.len() >= (count - 1) * to_stride + n
+                && from.len() >= (count - 1) * from_stride + n),
+        "span too short"
+    );
     for i in 0..count {
         let (t, f) = (i * to_stride, i * from_stride);
         if let (Some(to), Some(from)) = (to.get_mut(t..t + n), from.get(f..f + n)) {

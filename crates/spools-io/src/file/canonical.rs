@@ -9,10 +9,10 @@ use spools_msg::Communicator;
 use crate::error::{FileError, FormatDefect};
 use crate::file::manifest::looks_like_manifest;
 use crate::file::npy;
-use crate::file::options::Reshuffle;
+
 use crate::file::options::{Commit, FileStats, ReadOptions, WriteOptions};
 use crate::file::rounds::{self, RoundSink, RoundSource, Rounds};
-use crate::file::steps::{agree_on_outcome, check_share, open, Opening};
+use crate::file::steps::{agree_on_outcome, check_share, open, Asks, Opening};
 use crate::file::sums::{self, Pieces, Verify};
 use crate::file::sys;
 
@@ -223,16 +223,13 @@ pub(super) fn write(
 ) -> Result<FileStats, FileError> {
     let total = layout.total_bytes().unwrap_or(0);
     let share = check_share(comm, layout, data.len(), crate::Side::Source);
-    let count = opts.reshuffle != Reshuffle::Never;
-    let opening = open(
-        comm,
-        path,
-        share,
-        layout,
-        count,
-        opts.coll_buffer,
-        Some(opts.checksums),
-    )?;
+    let asks = Asks {
+        reshuffle: opts.reshuffle,
+        coll_buffer: opts.coll_buffer,
+        checksums: Some(opts.checksums),
+        commit: Some(opts.commit),
+    };
+    let opening = open(comm, path, share, layout, &asks)?;
     let header = if with_header {
         npy::header(layout, total)
     } else {
@@ -317,23 +314,24 @@ fn prepare(
             let ready = sys::create_temp(&tmp, path, len).and_then(|f| write_header(&f, &tmp));
             (tmp, ready)
         }
-        // The old sidecar goes before the file is touched: from here on the file may hold
-        // old and new bytes mixed until the new sidecar is written. A durable write of a
-        // file it creates makes the new name durable too.
+        // The file is opened (and checked) first; then the old sidecar goes, before the
+        // file is touched: from here on the file may hold old and new bytes mixed until
+        // the new sidecar is written.
         Commit::InPlace => {
-            let fresh = std::fs::symlink_metadata(path).is_err();
-            let opened = sums::commit(path, None).and_then(|()| sys::open_in_place(path, len));
-            match opened {
-                Ok((f, real)) => {
-                    let ready = write_header(&f, &real).and_then(|()| {
-                        if opts.sync && fresh {
-                            sys::sync_dir(&real)
-                        } else {
-                            Ok(())
-                        }
-                    });
-                    (real, ready)
+            let opened = sys::open_in_place(path).and_then(|(f, real)| {
+                sums::commit(path, None)?;
+                sys::resize(&f, &real, len)?;
+                write_header(&f, &real)?;
+                if opts.sync {
+                    // The new length, and the sidecar's removal (or the new name), durable
+                    // before the first byte of data.
+                    sys::sync(&f, &real)?;
+                    sys::sync_dir(path)?;
                 }
+                Ok(real)
+            });
+            match opened {
+                Ok(real) => (real, Ok(())),
                 Err(e) => (std::path::PathBuf::new(), Err(e)),
             }
         }
@@ -529,8 +527,13 @@ pub(super) fn read(
         });
     }
     let share = check_share(comm, layout, data.len(), crate::Side::Destination);
-    let count = opts.reshuffle != Reshuffle::Never;
-    let opening = open(comm, path, share, layout, count, opts.coll_buffer, None)?;
+    let asks = Asks {
+        reshuffle: opts.reshuffle,
+        coll_buffer: opts.coll_buffer,
+        checksums: None,
+        commit: None,
+    };
+    let opening = open(comm, path, share, layout, &asks)?;
     let reshuffle = opening.reshuffle(opts.reshuffle);
     let me = comm.rank();
     let mut stats = FileStats {

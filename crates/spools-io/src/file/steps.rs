@@ -8,7 +8,7 @@ use spools_msg::{Communicator, Op};
 
 use crate::error::{ExchangeError, FileError, Side};
 use crate::exchange::ExchangeOptions;
-use crate::file::options::{Reshuffle, DIRECT_MIN_RUN};
+use crate::file::options::{Commit, Reshuffle, DIRECT_MIN_RUN};
 
 /// The collective end of an operation: every rank learns whether any failed. This rank's
 /// own error wins; otherwise the first failing rank is named.
@@ -40,17 +40,21 @@ pub(crate) fn sum(comm: &Communicator, x: u64) -> Result<u64, FileError> {
 
 /// The runs and bytes of `layout` over all ranks (those that hold a unit). Collective.
 pub(crate) fn run_totals(comm: &Communicator, layout: &Layout) -> Result<(u64, u64), FileError> {
-    let me = u64::from(comm.rank());
-    let (mut runs, mut bytes) = (0u64, 0u64);
-    if me < layout.units() {
-        for e in layout.extents(me)? {
-            runs += 1;
-            bytes += e.len;
-        }
-    }
+    let (runs, bytes) = own_run_totals(layout, comm.rank())?;
     let mut out = [0u64; 2];
     comm.allreduce(&[runs, bytes], &mut out, &Op::Sum)?;
     Ok((out[0], out[1]))
+}
+
+/// The runs and bytes of rank `me`'s share of `layout` (none beyond its units).
+fn own_run_totals(layout: &Layout, me: u32) -> Result<(u64, u64), FileError> {
+    let me = u64::from(me);
+    if me >= layout.units() {
+        return Ok((0, 0));
+    }
+    Ok(layout
+        .extents(me)?
+        .fold((0u64, 0u64), |(n, b), e| (n + 1, b + e.len)))
 }
 
 /// Checks that `data` holds this rank's share of `layout`, which must fit the ranks
@@ -108,45 +112,76 @@ impl Opening {
     }
 }
 
-/// Opens a collective file operation with ONE collective (an allgather of five words per
+/// What a rank asks of a collective file operation, which every rank must ask alike
+/// ([`open`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Asks {
+    /// Whether to reshuffle.
+    pub(crate) reshuffle: Reshuffle,
+    /// The collective buffer asked for (`None`: the configuration's).
+    pub(crate) coll_buffer: Option<usize>,
+    /// Checksums (`None`: no question, as for a read).
+    pub(crate) checksums: Option<bool>,
+    /// How a write commits (`None`: no question).
+    pub(crate) commit: Option<Commit>,
+}
+
+impl Asks {
+    /// The choices as words: reshuffle, checksums, commit (the same on every rank, or the
+    /// ranks take different paths).
+    fn words(&self) -> [u64; 3] {
+        let reshuffle = match self.reshuffle {
+            Reshuffle::Auto => 0,
+            Reshuffle::Always => 1,
+            Reshuffle::Never => 2,
+        };
+        let commit = match self.commit {
+            None => 0,
+            Some(Commit::Replace) => 1,
+            Some(Commit::InPlace) => 2,
+        };
+        [reshuffle, self.checksums.map_or(2, u64::from), commit]
+    }
+}
+
+/// Opens a collective file operation with ONE collective (an allgather of seven words per
 /// rank) where it took one per question: whether every rank's own checks passed (`local`:
 /// this rank's error wins, else the first failing rank is named, as in
-/// [`agree_on_outcome`]); the runs and bytes of `layout` over the ranks (counted when
-/// `count`); the collective buffer (`coll_buffer`, else the configuration's); and, with
-/// `checksums: Some(on)`, that every rank asks for the same (a disagreement is
-/// [`SumsDefect::Disagree`](crate::file::SumsDefect) on every rank, before anything is
-/// touched).
+/// [`agree_on_outcome`]); the runs and bytes of `layout` over the ranks (counted unless
+/// the ranks never reshuffle); the collective buffer (the smallest asked for, as
+/// [`rounds::buffer_size`](crate::file::rounds::buffer_size)); and that every rank asks the
+/// same [`Asks`] (reshuffle, checksums, commit), since the ranks would otherwise take
+/// different paths and wait for one another for ever. A disagreement is an error on every
+/// rank, before anything is touched.
 ///
 /// # Errors
 /// This rank's `local` error, [`FileError::Remote`] naming the first rank that failed,
-/// [`FileError::Format`] for ranks that disagree on checksums, messaging failures.
+/// [`FileError::Format`] ([`SumsDefect::Disagree`](crate::file::SumsDefect)) for ranks
+/// that disagree on checksums, [`FileError::Options`] for other choices they disagree on,
+/// messaging failures.
 pub(crate) fn open(
     comm: &Communicator,
     path: &Path,
     local: Result<(), FileError>,
     layout: &Layout,
-    count: bool,
-    coll_buffer: Option<usize>,
-    checksums: Option<bool>,
+    asks: &Asks,
 ) -> Result<Opening, FileError> {
-    let me = u64::from(comm.rank());
-    let counted = match (&local, count) {
-        (Ok(()), true) if me < layout.units() => layout
-            .extents(me)
-            .map(|runs| runs.fold((0u64, 0u64), |(n, b), e| (n + 1, b + e.len))),
-        _ => Ok((0, 0)),
-    };
-    let local = local.and_then(|()| counted.map_err(FileError::from));
+    let count = asks.reshuffle != Reshuffle::Never;
+    let local = local.and_then(|()| {
+        if count {
+            own_run_totals(layout, comm.rank())
+        } else {
+            Ok((0, 0))
+        }
+    });
     let (runs, bytes) = local.as_ref().map_or((0, 0), |&c| c);
-    let buffer = coll_buffer
-        .map_or_else(crate::file::rounds::configured, |b| b as u64)
-        .max(spools_boot::config::COLL_BUFFER_MIN);
-    let sums = checksums.map_or(2, u64::from);
+    let buffer = crate::file::rounds::asked_buffer(asks.coll_buffer);
     let flag = match &local {
         Ok(_) => u64::MAX,
-        Err(_) => me,
+        Err(_) => u64::from(comm.rank()),
     };
-    let mine = [flag, runs, bytes, buffer, sums];
+    let [r, c, m] = asks.words();
+    let mine = [flag, runs, bytes, buffer, r, c, m];
     let mut all = vec![0u64; mine.len() * comm.size() as usize];
     let gathered = comm.allgather(&mine, &mut all);
     local?;
@@ -159,12 +194,22 @@ pub(crate) fn open(
             path: path.to_path_buf(),
         });
     }
-    let said: Vec<u64> = rows.iter().map(|r| r[4]).filter(|&s| s != 2).collect();
-    if said.iter().any(|&s| s != said[0]) {
+    let differ = |k: usize| rows.iter().any(|r| r[k] != rows[0][k]);
+    if differ(5) {
         return Err(FileError::Format {
             path: path.to_path_buf(),
             defect: crate::error::FormatDefect::Sums(crate::file::SumsDefect::Disagree),
         });
+    }
+    if differ(4) {
+        return Err(FileError::Options(
+            "the ranks asked for different reshuffle choices",
+        ));
+    }
+    if differ(6) {
+        return Err(FileError::Options(
+            "the ranks asked for different commits (in place and atomic replacement)",
+        ));
     }
     Ok(Opening {
         runs: rows.iter().map(|r| r[1]).sum(),

@@ -155,32 +155,49 @@ pub(crate) fn commit(tmp: &Path, path: &Path, sync: bool) -> Result<(), FileErro
     Ok(())
 }
 
-/// Opens `path` to be written in place, `len` bytes long: created when missing (and its
-/// directory), followed through a symlink, resized when it exists. Returns the file and
-/// the path every rank opens it by (the file's own, symlinks resolved).
+/// Opens `path` to be written in place: created when missing (and its directory),
+/// followed through a symlink. Returns the file and the path every rank opens it by (the
+/// file's own, symlinks resolved). Anything but a regular file is refused before it is
+/// opened (and the open does not block: a FIFO never waits for a reader).
 ///
 /// # Errors
-/// [`FileError::Io`] when it cannot be opened, resized or resolved, or is no regular file
-/// (a directory, a device, a FIFO: `InvalidInput`).
-pub(crate) fn open_in_place(path: &Path, len: u64) -> Result<(File, PathBuf), FileError> {
+/// [`FileError::Io`] when it cannot be opened or resolved, or is no regular file (a
+/// directory, a device, a FIFO: `InvalidInput`).
+pub(crate) fn open_in_place(path: &Path) -> Result<(File, PathBuf), FileError> {
+    let not_regular = || {
+        let e = std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file");
+        FileError::io("write in place", path, e)
+    };
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return Err(not_regular());
+    }
     make_parent(path)?;
     let f = OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(false)
+        .custom_flags(libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| FileError::io("open for writing in place", path, e))?;
     let meta = f.metadata().map_err(|e| FileError::io("stat", path, e))?;
     if !meta.is_file() {
-        let e = std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file");
-        return Err(FileError::io("write in place", path, e));
-    }
-    if meta.len() != len {
-        f.set_len(len)
-            .map_err(|e| FileError::io("set length of", path, e))?;
+        return Err(not_regular());
     }
     let real = std::fs::canonicalize(path).map_err(|e| FileError::io("resolve", path, e))?;
     Ok((f, real))
+}
+
+/// Sets the length of `f` (at `path`) to `len` bytes, when it is not already.
+pub(crate) fn resize(f: &File, path: &Path, len: u64) -> Result<(), FileError> {
+    let cur = f
+        .metadata()
+        .map_err(|e| FileError::io("stat", path, e))?
+        .len();
+    if cur != len {
+        f.set_len(len)
+            .map_err(|e| FileError::io("set length of", path, e))?;
+    }
+    Ok(())
 }
 
 /// Syncs the directory holding `path` (so a new name in it is durable).
