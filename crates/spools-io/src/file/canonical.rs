@@ -318,14 +318,18 @@ fn prepare(
         // file is touched: from here on the file may hold old and new bytes mixed until
         // the new sidecar is written.
         Commit::InPlace => {
+            let fresh = std::fs::symlink_metadata(path).is_err();
             let opened = sys::open_in_place(path).and_then(|(f, real)| {
-                sums::commit(path, None)?;
-                sys::resize(&f, &real, len)?;
+                let removed = sums::remove(path)?;
+                let resized = sys::resize(&f, &real, len)?;
                 write_header(&f, &real)?;
-                if opts.sync {
-                    // The new length, and the sidecar's removal (or the new name), durable
-                    // before the first byte of data.
+                // Durable: a new length, a removed sidecar and a new name are made durable
+                // before the first byte of data (an overwrite of the same size with no
+                // sidecar has nothing to sync here).
+                if opts.sync && resized && header.is_empty() {
                     sys::sync(&f, &real)?;
+                }
+                if opts.sync && (fresh || removed) {
                     sys::sync_dir(path)?;
                 }
                 Ok(real)

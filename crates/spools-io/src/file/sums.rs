@@ -416,12 +416,20 @@ pub(crate) fn commit(path: &Path, sums: Option<&Sums>) -> Result<(), FileError> 
             })?;
             sys::replace(&side, &text)
         }
-        None => match std::fs::remove_file(&side) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(FileError::io("remove stale checksums", side, e))
-            }
-            _ => Ok(()),
-        },
+        None => remove(path).map(|_| ()),
+    }
+}
+
+/// Removes the sidecar of the data file `path`, if there is one; says whether there was.
+///
+/// # Errors
+/// [`FileError::Io`] when it cannot be removed.
+pub(crate) fn remove(path: &Path) -> Result<bool, FileError> {
+    let side = sidecar_path(path);
+    match std::fs::remove_file(&side) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(FileError::io("remove stale checksums", side, e)),
     }
 }
 

@@ -187,8 +187,9 @@ pub(crate) fn open_in_place(path: &Path) -> Result<(File, PathBuf), FileError> {
     Ok((f, real))
 }
 
-/// Sets the length of `f` (at `path`) to `len` bytes, when it is not already.
-pub(crate) fn resize(f: &File, path: &Path, len: u64) -> Result<(), FileError> {
+/// Sets the length of `f` (at `path`) to `len` bytes, when it is not already; says
+/// whether it changed.
+pub(crate) fn resize(f: &File, path: &Path, len: u64) -> Result<bool, FileError> {
     let cur = f
         .metadata()
         .map_err(|e| FileError::io("stat", path, e))?
@@ -197,7 +198,7 @@ pub(crate) fn resize(f: &File, path: &Path, len: u64) -> Result<(), FileError> {
         f.set_len(len)
             .map_err(|e| FileError::io("set length of", path, e))?;
     }
-    Ok(())
+    Ok(cur != len)
 }
 
 /// Syncs the directory holding `path` (so a new name in it is durable).
