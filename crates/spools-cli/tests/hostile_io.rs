@@ -186,16 +186,20 @@ fn manifest_unit_paths_leading_out_of_the_set_are_refused_and_never_written() {
     let decoy = t.path().join("decoy");
     fs::write(&decoy, b"decoy: must stay as it is\n").unwrap();
     let before = stamp(&decoy);
-    write_fixture(
-        &set,
-        "r.raid5",
-        &[
-            "--format",
-            "raid5(unit=1KiB,count=4)",
-            "--dirs",
-            "d1,d2,d3,d4",
-        ],
-    );
+    // Writes a version of the RAID-5 file (into the slot the current one does not use).
+    let write_raid5 = || {
+        write_fixture(
+            &set,
+            "r.raid5",
+            &[
+                "--format",
+                "raid5(unit=1KiB,count=4)",
+                "--dirs",
+                "d1,d2,d3,d4",
+            ],
+        )
+    };
+    write_raid5();
     let manifest = fs::read_to_string(set.join("r.raid5")).unwrap();
     let notes = set.join("notes.txt");
     fs::write(&notes, b"a file next to the set\n").unwrap();
@@ -255,16 +259,7 @@ fn manifest_unit_paths_leading_out_of_the_set_are_refused_and_never_written() {
     let next = set.join("d1/r.raid5.u0.s0");
     symlink(&decoy, &next).unwrap();
     fs::remove_file(&u1).unwrap();
-    write_fixture(
-        &set,
-        "r.raid5",
-        &[
-            "--format",
-            "raid5(unit=1KiB,count=4)",
-            "--dirs",
-            "d1,d2,d3,d4",
-        ],
-    );
+    write_raid5();
     assert_eq!(
         stamp(&decoy),
         before,
@@ -283,16 +278,7 @@ fn manifest_unit_paths_leading_out_of_the_set_are_refused_and_never_written() {
     fs::hard_link(&decoy, &linked).unwrap();
     let plain = set.join("d3/r.raid5.u2.s1");
     let ino = fs::metadata(&plain).unwrap().ino();
-    write_fixture(
-        &set,
-        "r.raid5",
-        &[
-            "--format",
-            "raid5(unit=1KiB,count=4)",
-            "--dirs",
-            "d1,d2,d3,d4",
-        ],
-    );
+    write_raid5();
     assert_eq!(
         stamp(&decoy),
         before,

@@ -9,6 +9,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod seeded;
+
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -24,22 +26,7 @@ const BYTES: u64 = 2 * SUMS_BLOCK + 777;
 const ROUND: usize = 64 << 10;
 
 fn layout(n: u32) -> Layout {
-    format!("u8[{BYTES}] cyclic(4099) on {n}").parse().unwrap()
-}
-
-fn value(i: u64, seed: u64) -> u8 {
-    (i.wrapping_mul(2_654_435_761) >> 11).wrapping_add(seed * 37) as u8
-}
-
-/// This rank's part of the dataset of `seed`.
-fn part(l: &Layout, me: u64, seed: u64) -> Result<Vec<u8>, String> {
-    let mut v = vec![0u8; e(l.local_bytes(me))? as usize];
-    for x in e(l.extents(me))? {
-        for k in 0..x.len {
-            v[(x.local + k) as usize] = value(x.global + k, seed);
-        }
-    }
-    Ok(v)
+    seeded::layout(BYTES, n)
 }
 
 /// Writes the dataset of `seed` to `path`.
@@ -53,7 +40,7 @@ fn write(
     seed: u64,
 ) -> Result<(), FileError> {
     let l = layout(w.size());
-    let data = part(&l, u64::from(w.rank()), seed).unwrap_or_default();
+    let data = seeded::part(&l, u64::from(w.rank()), seed).unwrap_or_default();
     let opts = WriteOptions {
         format: fmt.clone(),
         checksums: sums,
@@ -83,7 +70,7 @@ fn read(w: &World, path: &Path, sums: bool, seed: u64) -> Result<(), FileError> 
         ..ReadOptions::default()
     };
     w.read_file(path, &mut back, &l, &opts)?;
-    let want = part(&l, me, seed).unwrap_or_default();
+    let want = seeded::part(&l, me, seed).unwrap_or_default();
     assert_eq!(back, want, "rank {me}: the data read back of {path:?}");
     Ok(())
 }

@@ -8,6 +8,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod seeded;
+
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -24,29 +26,14 @@ const BYTES: u64 = 3 * SUMS_BLOCK + 4321;
 const ROUND: usize = 64 << 10;
 
 fn layout(n: u32) -> Layout {
-    format!("u8[{BYTES}] cyclic(4099) on {n}").parse().unwrap()
-}
-
-fn value(i: u64, seed: u64) -> u8 {
-    (i.wrapping_mul(2_654_435_761) >> 13).wrapping_add(seed) as u8
-}
-
-/// This rank's part of the dataset.
-fn part(l: &Layout, me: u64, seed: u64) -> Result<Vec<u8>, String> {
-    let mut v = vec![0u8; e(l.local_bytes(me))? as usize];
-    for x in e(l.extents(me))? {
-        for k in 0..x.len {
-            v[(x.local + k) as usize] = value(x.global + k, seed);
-        }
-    }
-    Ok(v)
+    seeded::layout(BYTES, n)
 }
 
 /// Writes the dataset of `seed`: the first one reshuffled (in rounds), the others as
 /// `Reshuffle::Auto` decides (each rank its own runs, for these runs).
 fn write(w: &World, path: &Path, fmt: &Format, sums: bool, seed: u64) -> Result<(), String> {
     let l = layout(w.size());
-    let data = part(&l, u64::from(w.rank()), seed)?;
+    let data = seeded::part(&l, u64::from(w.rank()), seed)?;
     let opts = WriteOptions {
         format: fmt.clone(),
         checksums: sums,
@@ -78,7 +65,7 @@ fn read(w: &World, path: &Path, how: Reshuffle, seed: u64) -> Result<(), FileErr
         ..ReadOptions::default()
     };
     w.read_file(path, &mut back, &l, &opts)?;
-    let want = part(&l, me, seed).unwrap_or_default();
+    let want = seeded::part(&l, me, seed).unwrap_or_default();
     assert_eq!(back, want, "rank {me}: the data read back");
     Ok(())
 }

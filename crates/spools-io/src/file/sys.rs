@@ -93,14 +93,7 @@ pub(crate) fn repair_unit(path: &Path, len: u64) -> Result<File, FileError> {
         }
         Err(e) => return Err(e),
     };
-    let cur = f
-        .metadata()
-        .map_err(|e| FileError::io("stat", path, e))?
-        .len();
-    if cur != len {
-        f.set_len(len)
-            .map_err(|e| FileError::io("set length of", path, e))?;
-    }
+    resize(&f, path, len)?;
     Ok(f)
 }
 

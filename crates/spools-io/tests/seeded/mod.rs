@@ -1,0 +1,28 @@
+//! A byte dataset that differs by seed, laid out `cyclic(4099)`, for the file tests of
+//! canonical files (checksums, in-place writes).
+
+use spools::Layout;
+use spools_testkit::e;
+
+/// `bytes` bytes in cyclic runs of 4099 bytes over `n` units.
+pub(crate) fn layout(bytes: u64, n: u32) -> Layout {
+    format!("u8[{bytes}] cyclic(4099) on {n}")
+        .parse()
+        .unwrap_or_else(|err| panic!("the test layout: {err}"))
+}
+
+/// Byte `i` of the dataset of `seed`.
+pub(crate) fn value(i: u64, seed: u64) -> u8 {
+    (i.wrapping_mul(2_654_435_761) >> 13).wrapping_add(seed) as u8
+}
+
+/// Unit `me`'s part of the dataset of `seed`.
+pub(crate) fn part(l: &Layout, me: u64, seed: u64) -> Result<Vec<u8>, String> {
+    let mut v = vec![0u8; e(l.local_bytes(me))? as usize];
+    for x in e(l.extents(me))? {
+        for k in 0..x.len {
+            v[(x.local + k) as usize] = value(x.global + k, seed);
+        }
+    }
+    Ok(v)
+}
