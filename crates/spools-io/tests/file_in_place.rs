@@ -61,18 +61,12 @@ fn write(
 
 /// Reads `path` back (verified against the sidecar with `sums`) and compares.
 fn read(w: &World, path: &Path, sums: bool, seed: u64) -> Result<(), FileError> {
-    let l = layout(w.size());
-    let me = u64::from(w.rank());
-    let mut back = vec![0u8; l.local_bytes(me).unwrap_or(0) as usize];
     let opts = ReadOptions {
         checksums: sums,
         coll_buffer: Some(ROUND),
         ..ReadOptions::default()
     };
-    w.read_file(path, &mut back, &l, &opts)?;
-    let want = seeded::part(&l, me, seed).unwrap_or_default();
-    assert_eq!(back, want, "rank {me}: the data read back of {path:?}");
-    Ok(())
+    seeded::read_back(w, path, BYTES, &opts, seed)
 }
 
 /// The inode of `path` (through a symlink).

@@ -55,19 +55,13 @@ fn write(w: &World, path: &Path, fmt: &Format, sums: bool, seed: u64) -> Result<
 
 /// Reads with verification (reshuffled or direct) and checks the values.
 fn read(w: &World, path: &Path, how: Reshuffle, seed: u64) -> Result<(), FileError> {
-    let l = layout(w.size());
-    let me = u64::from(w.rank());
-    let mut back = vec![0u8; l.local_bytes(me).unwrap_or(0) as usize];
     let opts = ReadOptions {
         reshuffle: how,
         checksums: true,
         coll_buffer: Some(ROUND),
         ..ReadOptions::default()
     };
-    w.read_file(path, &mut back, &l, &opts)?;
-    let want = seeded::part(&l, me, seed).unwrap_or_default();
-    assert_eq!(back, want, "rank {me}: the data read back");
-    Ok(())
+    seeded::read_back(w, path, BYTES, &opts, seed)
 }
 
 /// The stream's byte offset in the file (the `.npy` header's length).

@@ -26,3 +26,21 @@ pub(crate) fn part(l: &Layout, me: u64, seed: u64) -> Result<Vec<u8>, String> {
     }
     Ok(v)
 }
+
+/// Reads `path` with `opts` into this rank's part of `layout(bytes, ranks)` and checks it
+/// against the dataset of `seed`.
+pub(crate) fn read_back(
+    w: &spools::World,
+    path: &std::path::Path,
+    bytes: u64,
+    opts: &spools::ReadOptions,
+    seed: u64,
+) -> Result<(), spools::FileError> {
+    let l = layout(bytes, w.size());
+    let me = u64::from(w.rank());
+    let mut back = vec![0u8; l.local_bytes(me).unwrap_or(0) as usize];
+    w.read_file(path, &mut back, &l, opts)?;
+    let want = part(&l, me, seed).unwrap_or_default();
+    assert_eq!(back, want, "rank {me}: the data read back of {path:?}");
+    Ok(())
+}
