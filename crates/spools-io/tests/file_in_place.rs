@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use spools::{Commit, FileError, Format, Layout, ReadOptions, Reshuffle, World, WriteOptions};
 use spools_io::file::{sidecar_path, tools, SumsDefect, SUMS_BLOCK};
 use spools_io::FormatDefect;
-use spools_testkit::{assert_ok, checked, e, rank_main, tempdir, Job};
+use spools_testkit::{assert_ok, e, tempdir, Job};
 
 /// Two whole checksum blocks and a short one, in cyclic runs of 4099 bytes.
 const BYTES: u64 = 2 * SUMS_BLOCK + 777;
@@ -244,16 +244,7 @@ fn run(ranks: u32, role: &str) {
 
 #[test]
 fn files_written_in_place_on_3_ranks() {
-    rank_main(|role| {
-        let w = e(spools::init())?;
-        let fmt = if role == "npy" {
-            Format::Npy
-        } else {
-            Format::Canonical
-        };
-        checked(&w, |w| body(w, &fmt));
-        e(w.finalize())
-    });
+    seeded::ranks(body);
     run(3, "canonical");
     run(3, "npy");
 }

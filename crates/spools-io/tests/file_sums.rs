@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use spools::{FileError, Format, Layout, ReadOptions, Reshuffle, World, WriteOptions};
 use spools_io::file::{sidecar_path, tools, SumsDefect, SUMS_BLOCK};
 use spools_io::FormatDefect;
-use spools_testkit::{assert_ok, checked, e, rank_main, tempdir, Job};
+use spools_testkit::{assert_ok, e, tempdir, Job};
 
 /// 3 MiB and a bit: three whole blocks and a short one; cyclic runs of 4099 bytes, so
 /// that blocks straddle the ranks' runs (direct path) and domains (reshuffled).
@@ -197,16 +197,7 @@ fn run(ranks: u32, role: &str) {
 
 #[test]
 fn checksummed_files_on_1_3_and_4_ranks() {
-    rank_main(|role| {
-        let w = e(spools::init())?;
-        let fmt = if role == "npy" {
-            Format::Npy
-        } else {
-            Format::Canonical
-        };
-        checked(&w, |w| body(w, &fmt));
-        e(w.finalize())
-    });
+    seeded::ranks(body);
     run(1, "canonical");
     run(3, "canonical");
     run(4, "npy");

@@ -44,3 +44,18 @@ pub(crate) fn read_back(
     assert_eq!(back, want, "rank {me}: the data read back of {path:?}");
     Ok(())
 }
+
+/// The ranks' side of a test (returns in the test process itself): `body` on this rank
+/// with the format its role names (`npy`, else canonical).
+pub(crate) fn ranks(body: fn(&spools::World, &spools::Format) -> Result<(), String>) {
+    spools_testkit::rank_main(|role| {
+        let w = e(spools::init())?;
+        let fmt = if role == "npy" {
+            spools::Format::Npy
+        } else {
+            spools::Format::Canonical
+        };
+        spools_testkit::checked(&w, |w| body(w, &fmt));
+        e(w.finalize())
+    });
+}
