@@ -12,7 +12,7 @@
 mod seeded;
 
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use spools::{Commit, FileError, Format, Layout, ReadOptions, Reshuffle, World, WriteOptions};
 use spools_io::file::{sidecar_path, tools, SumsDefect, SUMS_BLOCK};
@@ -74,18 +74,8 @@ fn inode(path: &Path) -> Result<u64, String> {
     Ok(e(std::fs::metadata(path))?.ino())
 }
 
-/// The stream's offset and length in the plain file `path`.
-fn stream(path: &Path) -> (u64, u64) {
-    match tools::open(path).unwrap() {
-        tools::Opened::Plain { offset, bytes, .. } => (offset, bytes),
-        tools::Opened::Striped(_) => unreachable!("a plain file"),
-    }
-}
-
 fn body(w: &World, fmt: &Format) -> Result<(), String> {
-    let dir = PathBuf::from(std::env::var("SPOOLS_TEST_DIR").unwrap());
-    let path = dir.join(if *fmt == Format::Npy { "f.npy" } else { "f" });
-    let side = sidecar_path(&path);
+    let (dir, path, side) = seeded::paths(fmt);
     let root = w.rank() == 0;
     let inplace = |how, sums, seed| e(write(w, &path, fmt, Commit::InPlace, how, sums, seed));
     // An older, longer file of other bytes, with a sidecar of its own.
@@ -97,7 +87,7 @@ fn body(w: &World, fmt: &Format) -> Result<(), String> {
     let ino = inode(&path)?;
     inplace(Reshuffle::Always, true, 1)?;
     e(read(w, &path, true, 1))?;
-    let (off, bytes) = stream(&path);
+    let (off, bytes) = seeded::stream(&path);
     let len = e(std::fs::metadata(&path))?.len();
     if inode(&path)? != ino || bytes != BYTES || len != off + BYTES {
         return Err(format!(

@@ -11,10 +11,10 @@
 mod seeded;
 
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use spools::{FileError, Format, Layout, ReadOptions, Reshuffle, World, WriteOptions};
-use spools_io::file::{sidecar_path, tools, SumsDefect, SUMS_BLOCK};
+use spools_io::file::{tools, SumsDefect, SUMS_BLOCK};
 use spools_io::FormatDefect;
 use spools_testkit::{assert_ok, e, tempdir, Job};
 
@@ -64,25 +64,15 @@ fn read(w: &World, path: &Path, how: Reshuffle, seed: u64) -> Result<(), FileErr
     seeded::read_back(w, path, BYTES, &opts, seed)
 }
 
-/// The stream's byte offset in the file (the `.npy` header's length).
-fn stream_offset(path: &Path) -> u64 {
-    match tools::open(path).unwrap() {
-        tools::Opened::Plain { offset, .. } => offset,
-        tools::Opened::Striped(_) => unreachable!("a plain file"),
-    }
-}
-
 fn body(w: &World, fmt: &Format) -> Result<(), String> {
-    let dir = PathBuf::from(std::env::var("SPOOLS_TEST_DIR").unwrap());
-    let path = dir.join(if *fmt == Format::Npy { "f.npy" } else { "f" });
-    let side = sidecar_path(&path);
+    let (dir, path, side) = seeded::paths(fmt);
     let root = w.rank() == 0;
     let all_ok = |r: Result<(), FileError>| e(r);
     write(w, &path, fmt, true, 1)?;
     for how in [Reshuffle::Always, Reshuffle::Never] {
         all_ok(read(w, &path, how, 1))?;
     }
-    let off = stream_offset(&path);
+    let off = seeded::stream(&path).0;
     if root {
         let rep = e(tools::fsck(&path, &mut |_, _| {}))?;
         if !rep.bad.is_empty() || rep.blocks != BYTES.div_ceil(SUMS_BLOCK) {

@@ -1,6 +1,8 @@
 //! A byte dataset that differs by seed, laid out `cyclic(4099)`, for the file tests of
 //! canonical files (checksums, in-place writes).
 
+use std::path::PathBuf;
+
 use spools::Layout;
 use spools_testkit::e;
 
@@ -58,4 +60,26 @@ pub(crate) fn ranks(body: fn(&spools::World, &spools::Format) -> Result<(), Stri
         spools_testkit::checked(&w, |w| body(w, &fmt));
         e(w.finalize())
     });
+}
+
+/// The test's directory (`SPOOLS_TEST_DIR`), the data file in it for `fmt` and its
+/// checksum sidecar.
+pub(crate) fn paths(fmt: &spools::Format) -> (PathBuf, PathBuf, PathBuf) {
+    let dir = PathBuf::from(std::env::var_os("SPOOLS_TEST_DIR").unwrap_or_default());
+    let path = dir.join(if *fmt == spools::Format::Npy {
+        "f.npy"
+    } else {
+        "f"
+    });
+    let side = spools_io::file::sidecar_path(&path);
+    (dir, path, side)
+}
+
+/// Where the stream starts in the plain file `path` (the `.npy` header's length) and its
+/// length.
+pub(crate) fn stream(path: &std::path::Path) -> (u64, u64) {
+    match spools_io::file::tools::open(path) {
+        Ok(spools_io::file::tools::Opened::Plain { offset, bytes, .. }) => (offset, bytes),
+        other => panic!("{path:?} is not a plain file: {other:?}"),
+    }
 }
