@@ -211,14 +211,7 @@ fn body(w: &World, fmt: &Format) -> Result<(), String> {
         return Err("a refused in-place write changed the file or its sidecar".into());
     }
     e(read(w, &path, true, 6))?;
-    let temps: Vec<String> = e(std::fs::read_dir(&dir))?
-        .flatten()
-        .map(|x| x.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains("spools-tmp"))
-        .collect();
-    if !temps.is_empty() {
-        return Err(format!("temporary files left behind: {temps:?}"));
-    }
+    seeded::no_temporaries(&dir)?;
     Ok(())
 }
 

@@ -145,14 +145,7 @@ fn body(w: &World, fmt: &Format) -> Result<(), String> {
         }
     }
     all_ok(read(w, &path, Reshuffle::Auto, 2))?;
-    let temps: Vec<String> = e(std::fs::read_dir(&dir))?
-        .flatten()
-        .map(|x| x.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains("spools-tmp"))
-        .collect();
-    if !temps.is_empty() {
-        return Err(format!("temporary files left behind: {temps:?}"));
-    }
+    seeded::no_temporaries(&dir)?;
     e(w.barrier())?;
     // A write without checksums removes the (now stale) sidecar.
     write(w, &path, fmt, false, 4)?;

@@ -83,3 +83,17 @@ pub(crate) fn stream(path: &std::path::Path) -> (u64, u64) {
         other => panic!("{path:?} is not a plain file: {other:?}"),
     }
 }
+
+/// An error naming the temporary files (`.NAME.spools-tmp.*`) left in `dir`, if any.
+pub(crate) fn no_temporaries(dir: &std::path::Path) -> Result<(), String> {
+    let temps: Vec<String> = e(std::fs::read_dir(dir))?
+        .flatten()
+        .map(|x| x.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("spools-tmp"))
+        .collect();
+    if temps.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("temporary files left behind: {temps:?}"))
+    }
+}
