@@ -85,6 +85,10 @@ def shell(cmd, timeout=90):
         os.killpg(p.pid, signal.SIGKILL)
         out, err = p.communicate()
         raise AssertionError("pipeline did not end: %r %r" % (out, err))
+    if p.returncode != 0:
+        # In full (an assertion message on the bytes is cut short): pytest shows the
+        # captured output of a failed test.
+        print("pipeline %r ended with %d; its stderr:\n%s" % (cmd, p.returncode, err.decode(errors="replace")))
     return p.returncode, out, err
 
 
