@@ -210,9 +210,10 @@ impl RoundSource for FileSink<'_> {
 /// data need room on the file system at the same time until the rename, and hard links to
 /// the old file keep the old data (a symlink at `path` is replaced, not written through).
 ///
-/// [`Commit::InPlace`]: rank 0 removes the checksum sidecar, opens `path` (creating it,
-/// following a symlink), sizes it to the dataset and writes the header; every rank then
-/// writes its part into that file, and the sidecar is written last.
+/// [`Commit::InPlace`]: rank 0 opens `path` (creating it, following a symlink, refusing
+/// anything but a regular file), removes the checksum sidecar, sizes the file to the
+/// dataset and writes the header; every rank then writes its part into that file, and the
+/// sidecar is written last.
 pub(super) fn write(
     comm: &Communicator,
     path: &Path,
