@@ -100,20 +100,15 @@ impl Comm {
             .try_fold(item, |a, &d| a.checked_mul(d))
             .ok_or_else(|| errors::value_error("alloc: the array's size overflows"))?;
         // A segment holds at least one byte; an empty array views none of it.
+        let seg = bytes.max(1);
         let mut buf = slf
             .get()
             .rt
-            .with_world(|w| w.alloc::<u8>(bytes.max(1)))?
+            .with_world(|w| w.alloc::<u8>(seg))?
             .map_err(heap_error)?;
         // Taken through `&mut`: the array writes through it.
         let ptr = buf.as_mut_ptr();
-        let block = Bound::new(
-            py,
-            HeapBlock {
-                buf,
-                bytes: bytes.max(1),
-            },
-        )?;
+        let block = Bound::new(py, HeapBlock { buf, bytes: seg })?;
         // SAFETY: `ptr` is the first of at least `bytes` initialised bytes of the
         // segment, taken from an exclusive borrow that has ended; `block` keeps the
         // segment mapped and never makes a Rust reference to its bytes (it only reads its

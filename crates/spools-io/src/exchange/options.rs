@@ -46,3 +46,31 @@ pub struct ExchangeStats {
     /// Bytes this rank copied straight out of a peer's buffer (single copy).
     pub pulled: u64,
 }
+
+impl std::ops::AddAssign for ExchangeStats {
+    /// Adds the counts of another exchange (one round of a file operation to the
+    /// operation's total).
+    ///
+    /// ```
+    /// use spools_io::ExchangeStats;
+    /// let mut total = ExchangeStats { sent: 3, pulled: 2, ..Default::default() };
+    /// total += ExchangeStats { sent: 4, pulled: 5, ..Default::default() };
+    /// assert_eq!((total.sent, total.pulled), (7, 7));
+    /// ```
+    fn add_assign(&mut self, x: ExchangeStats) {
+        let ExchangeStats {
+            sent,
+            received,
+            local,
+            messages,
+            runs,
+            pulled,
+        } = x;
+        self.sent += sent;
+        self.received += received;
+        self.local += local;
+        self.messages += messages;
+        self.runs += runs;
+        self.pulled += pulled;
+    }
+}

@@ -250,15 +250,6 @@ fn round(
     Ok((io, Some(Window::new(layout, me, lo, hi)?), p0))
 }
 
-/// Adds one round's exchange counts to `acc`.
-fn add(acc: &mut ExchangeStats, x: &ExchangeStats) {
-    acc.sent += x.sent;
-    acc.received += x.received;
-    acc.local += x.local;
-    acc.messages += x.messages;
-    acc.runs += x.runs;
-}
-
 /// Writes `data` (this rank's share of `layout`) in rounds: each round's exchange, then
 /// the aggregators' [`RoundSink::put`]. Collective. Returns this rank's exchange counts and
 /// the outcome of its puts (the first failure; later rounds still exchange but put
@@ -300,7 +291,7 @@ pub(super) fn write(
             let plan = Plan::new(layout, &io)?;
             redistribute_plan(comm, &plan, data, &mut buf, &integrity(checked))?
         };
-        add(&mut stats, &x);
+        stats += x;
         let put = sink.put(r, p0, &buf);
         if outcome.is_ok() {
             outcome = put;
@@ -362,7 +353,7 @@ pub(super) fn read(
             let plan = Plan::new(&io, layout)?;
             redistribute_plan(comm, &plan, &buf, data, &integrity(checked))?
         };
-        add(&mut stats, &x);
+        stats += x;
     }
     Ok((stats, outcome))
 }
