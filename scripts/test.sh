@@ -14,6 +14,7 @@ done
 # openmpi-bin). Install it when missing; with SPOOLS_REQUIRE_MPI=1 (CI) its absence fails
 # the test instead of skipping it.
 bash scripts/install-mpi.sh || echo "warning: could not install Open MPI; the mpirun test will say so"
+bash scripts/install-slurm.sh || echo "warning: could not install Slurm; the Slurm test will say so (a failure with SPOOLS_REQUIRE_SLURM=1)"
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
