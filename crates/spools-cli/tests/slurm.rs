@@ -1,0 +1,360 @@
+//! Spools under a real Slurm (Debian's `slurmctld` and `slurmd`): a one-node cluster in a
+//! temporary directory, started and stopped by `scripts/slurm-cluster.sh` (auth/none, no
+//! munged, no systemd; 8 CPUs declared), then
+//! - `srun -n 4 --mpi=pmi2` and `srun -n 4 --mpi=pmix` (each that `srun --mpi=list`
+//!   names) of ranks that check an allreduce;
+//! - an `sbatch --wait` job whose first step (`srun -n 4`) writes a parallel `.npy` file
+//!   with `spools bench io` and whose second step (`srun -n 3`) reads it back with another
+//!   layout and verifies every element; the test then reads the file itself.
+//!
+//! The cluster is stopped (its jobs cancelled, its daemons and whatever they started
+//! killed) whatever happens, by a guard; every `srun` and `sbatch` has a Slurm time limit
+//! and a bounded wait; the daemons' logs are printed when something fails.
+//!
+//! Without Slurm (or not as root, or when the daemons cannot start) the test says exactly
+//! why and passes, unless `SPOOLS_REQUIRE_SLURM=1` (set by the CI script, whose test
+//! command installs Slurm with `scripts/install-slurm.sh`), where it fails.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{e, rank_main, self_args, tempdir, wait_bounded, Output, TempDir};
+use spools::Op;
+
+/// The ranks' check: an allreduce of `[rank, 1]` is `[n(n-1)/2, n]` on every rank.
+fn allreduce_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    let (me, n) = (u64::from(w.rank()), u64::from(w.size()));
+    let mut out = [0u64; 2];
+    e(w.allreduce(&[me, 1], &mut out, &Op::Sum))?;
+    if out != [n * (n - 1) / 2, n] {
+        return Err(format!("rank {me}: allreduce gave {out:?}"));
+    }
+    println!(
+        "rank {me} of {n}: launcher {}, allreduce {} {}",
+        w.launcher().name(),
+        out[0],
+        out[1]
+    );
+    e(w.finalize())
+}
+
+/// The dataset the batch job writes with 4 ranks and reads back with 3.
+const SHAPE: (usize, usize) = (3000, 50);
+/// Its layout for the writing step (4 units, rows in blocks).
+const WRITE_LAYOUT: &str = "i64[3000,50] block,* on 4x1";
+/// Its layout for the reading step (3 units, columns in blocks).
+const READ_LAYOUT: &str = "i64[3000,50] *,block on 1x3";
+
+/// How long the cluster may take to start (the script's own limit is 60 s).
+const START_LIMIT: Duration = Duration::from_secs(90);
+/// How long one `srun` may take (its Slurm time limit is 1 minute).
+const SRUN_LIMIT: Duration = Duration::from_secs(90);
+/// How long the batch job may take (its Slurm time limit is 2 minutes).
+const SBATCH_LIMIT: Duration = Duration::from_secs(180);
+
+/// Until the PMI bootstrap is on main, the ranks meet through a rendezvous file.
+const RENDEZVOUS_BY_FILE: bool = true;
+
+/// `scripts/slurm-cluster.sh` of this repository.
+fn cluster_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm-cluster.sh")
+}
+
+/// Whether a missing or unusable Slurm is a failure (CI) rather than a skip.
+fn required() -> bool {
+    std::env::var("SPOOLS_REQUIRE_SLURM").is_ok_and(|v| v == "1")
+}
+
+/// Whether `program` is in `PATH` (or in `/usr/sbin`, where Debian puts the daemons).
+fn installed(program: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin")])
+        .any(|d| d.join(program).is_file())
+}
+
+/// Fails with `why` when Slurm is required, otherwise says why the test is skipped.
+fn skip(why: &str) {
+    if required() {
+        panic!("{why}\n(SPOOLS_REQUIRE_SLURM=1: scripts/install-slurm.sh installs Debian's Slurm)");
+    }
+    eprintln!("SKIPPED: {why} (set SPOOLS_REQUIRE_SLURM=1 to make this a failure)");
+}
+
+/// A one-node cluster in a temporary directory, stopped when dropped (before the directory
+/// is removed).
+struct Cluster {
+    dir: TempDir,
+}
+
+impl Cluster {
+    /// Starts the cluster; the error is what the script printed (why it could not).
+    fn start() -> Result<Cluster, String> {
+        let cluster = Cluster {
+            dir: tempdir("slurm"),
+        };
+        // The guard exists before the daemons do: a start that fails or hangs is stopped.
+        let o = wait_bounded(
+            cluster
+                .script("start")
+                .spawn()
+                .expect("run slurm-cluster.sh"),
+            START_LIMIT,
+        );
+        if o.status.success() {
+            Ok(cluster)
+        } else {
+            Err(format!(
+                "the Slurm daemons did not start ({:?}):\n{}{}",
+                o.status, o.stdout, o.stderr
+            ))
+        }
+    }
+
+    /// `slurm-cluster.sh CMD DIR`, in a process group of its own, output captured.
+    fn script(&self, cmd: &str) -> Command {
+        let mut c = common::grouped("bash");
+        c.arg(cluster_script())
+            .args([cmd])
+            .arg(self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// `program` as a client of this cluster: `SLURM_CONF` names its configuration, and
+    /// none of the caller's `SLURM_*` (an allocation the test may run in) or `SPOOLS_*`
+    /// variables reach it; run in the cluster's directory, output captured.
+    fn command(&self, program: &str) -> Command {
+        let mut c = common::grouped(program);
+        common::without_ambient_spools_env(&mut c);
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("SLURM_") {
+                c.env_remove(k);
+            }
+        }
+        c.env("SLURM_CONF", self.dir.join("slurm.conf"))
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// Runs a client command to its end (at most `limit`).
+    fn run(&self, c: &mut Command, limit: Duration) -> Output {
+        wait_bounded(c.spawn().expect("start a Slurm client"), limit)
+    }
+
+    /// The daemons' logs (their last lines).
+    fn logs(&self) -> String {
+        match self.script("logs").output() {
+            Ok(o) => String::from_utf8_lossy(&o.stderr).into_owned(),
+            Err(x) => format!("(no logs: {x})"),
+        }
+    }
+
+    /// Asserts that `o` (of `what`) succeeded, printing its output and the daemons' logs
+    /// otherwise.
+    fn assert_ok(&self, o: &Output, what: &str) {
+        assert!(
+            o.status.success(),
+            "{what} failed: {:?}\nstdout:\n{}\nstderr:\n{}\nthe daemons' logs:\n{}",
+            o.status,
+            o.stdout,
+            o.stderr,
+            self.logs()
+        );
+    }
+
+    /// The `--mpi` plugins this Slurm offers among `pmi2` and `pmix`.
+    fn mpi_plugins(&self) -> Vec<&'static str> {
+        let o = self.run(self.command("srun").arg("--mpi=list"), SRUN_LIMIT);
+        self.assert_ok(&o, "srun --mpi=list");
+        let names: Vec<&str> = o
+            .stdout
+            .lines()
+            .chain(o.stderr.lines())
+            .map(str::trim)
+            .collect();
+        ["pmi2", "pmix"]
+            .into_iter()
+            .filter(|p| names.contains(p))
+            .collect()
+    }
+
+    /// `SPOOLS_BOOTSTRAP` for one job step (see [`RENDEZVOUS_BY_FILE`]), as `K=V`.
+    fn bootstrap(&self, step: &str) -> Option<String> {
+        RENDEZVOUS_BY_FILE.then(|| {
+            format!(
+                "SPOOLS_BOOTSTRAP=file:{}",
+                self.dir.join(format!("rdv-{step}")).display()
+            )
+        })
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // Bounded, and never a panic here (this may run while a test panics).
+        let Ok(mut c) = self.script("stop").stdout(Stdio::null()).spawn() else {
+            return;
+        };
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(60) {
+            if let Ok(Some(_)) = c.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        kill_group(&mut c);
+    }
+}
+
+/// Kills `c` (a process group of its own) and reaps it.
+fn kill_group(c: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", c.id())])
+        .status();
+    let _ = c.wait();
+}
+
+/// Checks the `.npy` file the batch job wrote: its header (little-endian i64, C order,
+/// [`SHAPE`]) and every element (its own global index, as `spools bench io` writes).
+fn check_npy(path: &Path) {
+    let bytes = std::fs::read(path).unwrap();
+    assert_eq!(
+        &bytes[..8],
+        b"\x93NUMPY\x01\x00",
+        "not a .npy file, version 1.0"
+    );
+    let header_len = usize::from(u16::from_le_bytes([bytes[8], bytes[9]]));
+    let header = std::str::from_utf8(&bytes[10..10 + header_len]).unwrap();
+    assert!(header.contains("'descr': '<i8'"), "{header}");
+    assert!(header.contains("'fortran_order': False"), "{header}");
+    assert!(
+        header.contains(&format!("'shape': ({}, {})", SHAPE.0, SHAPE.1)),
+        "{header}"
+    );
+    let data = &bytes[10 + header_len..];
+    assert_eq!(data.len(), SHAPE.0 * SHAPE.1 * 8);
+    for (i, x) in data.chunks_exact(8).enumerate() {
+        let x = i64::from_le_bytes(x.try_into().unwrap());
+        assert_eq!(x, i64::try_from(i).unwrap(), "element {i}");
+    }
+}
+
+/// The batch script: step 1 writes the file with 4 ranks, step 2 reads it with 3.
+fn batch_script(cluster: &Cluster, mpi_write: &str, mpi_read: &str, file: &Path) -> String {
+    let spools = common::spools();
+    let step = |name: &str, n: u32, mpi: &str, args: &str| {
+        format!(
+            "{} srun -n {n} -t 1 --mpi={mpi} {} bench io --reps 1 --format npy --file {} {args}\n",
+            cluster.bootstrap(name).unwrap_or_default(),
+            spools.display(),
+            file.display(),
+        )
+    };
+    format!(
+        "#!/bin/sh\nset -e\n{}{}",
+        step(
+            "write",
+            4,
+            mpi_write,
+            &format!("--layout '{WRITE_LAYOUT}' --write --keep")
+        ),
+        step(
+            "read",
+            3,
+            mpi_read,
+            &format!("--layout '{READ_LAYOUT}' --read --verify")
+        ),
+    )
+}
+
+#[test]
+fn spools_under_slurm() {
+    rank_main(|_| allreduce_role());
+    if let Some(tool) = ["srun", "sbatch", "slurmctld", "slurmd"]
+        .into_iter()
+        .find(|t| !installed(t))
+    {
+        return skip(&format!("Slurm is not installed (no {tool})"));
+    }
+    let t0 = Instant::now();
+    let cluster = match Cluster::start() {
+        Ok(c) => c,
+        Err(why) => return skip(&why),
+    };
+    let plugins = cluster.mpi_plugins();
+    assert!(
+        !plugins.is_empty(),
+        "srun --mpi=list names neither pmi2 nor pmix"
+    );
+    eprintln!(
+        "Slurm's MPI plugins here: {plugins:?} (cluster up in {:.1?})",
+        t0.elapsed()
+    );
+
+    // srun -n 4 of ranks that check an allreduce, with each PMI the build has.
+    for mpi in &plugins {
+        let mut c = cluster.command("srun");
+        c.args(["-n", "4", "-t", "1", &format!("--mpi={mpi}")])
+            .env(common::ROLE_VAR, "allreduce")
+            .args(self_args("spools_under_slurm"));
+        if let Some(kv) = cluster.bootstrap(mpi) {
+            let (k, v) = kv.split_once('=').unwrap();
+            c.env(k, v);
+        }
+        let t = Instant::now();
+        let o = cluster.run(&mut c, SRUN_LIMIT);
+        eprintln!("srun -n 4 --mpi={mpi}: {:.1?}", t.elapsed());
+        cluster.assert_ok(&o, &format!("srun -n 4 --mpi={mpi}"));
+        for r in 0..4 {
+            assert!(
+                o.stdout
+                    .contains(&format!("rank {r} of 4: launcher Slurm, allreduce 6 4")),
+                "srun --mpi={mpi}: rank {r} did not report:\n{o:?}"
+            );
+        }
+    }
+
+    // sbatch: a parallel file written by 4 ranks, read back and verified by 3.
+    let file = cluster.dir.join("data.npy");
+    let (first, last) = (plugins[0], plugins[plugins.len() - 1]);
+    let script = cluster.dir.join("job.sh");
+    std::fs::write(&script, batch_script(&cluster, first, last, &file)).unwrap();
+    let out = cluster.dir.join("job.out");
+    let t = Instant::now();
+    let o = cluster.run(
+        cluster
+            .command("sbatch")
+            .args(["--wait", "-n", "4", "-t", "2", "-J", "spools-test", "-o"])
+            .arg(&out)
+            .arg(&script),
+        SBATCH_LIMIT,
+    );
+    eprintln!("sbatch --wait: {:.1?}", t.elapsed());
+    let printed = std::fs::read_to_string(&out).unwrap_or_default();
+    assert!(
+        o.status.success(),
+        "sbatch failed: {o:?}\nthe job's output:\n{printed}\nthe daemons' logs:\n{}",
+        cluster.logs()
+    );
+    let bytes = SHAPE.0 * SHAPE.1 * 8;
+    for want in [
+        format!("io: {bytes} bytes, 4 ranks, layout {WRITE_LAYOUT}"),
+        format!("io: {bytes} bytes, 3 ranks, layout {READ_LAYOUT}"),
+        "verified every element".to_string(),
+    ] {
+        assert!(printed.contains(&want), "no {want:?} in:\n{printed}");
+    }
+    check_npy(&file);
+}
