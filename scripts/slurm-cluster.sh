@@ -2,10 +2,13 @@
 # A one-node Slurm cluster in a directory, for the tests (no systemd, nothing outside DIR):
 #
 #   scripts/slurm-cluster.sh start DIR   generates DIR/slurm.conf, starts slurmctld and
-#                                        slurmd in the background and waits (bounded) until
+#                                        slurmd in the background and waits (bounded:
+#                                        SPOOLS_SLURM_START_LIMIT s, default 60) until
 #                                        `sinfo` shows the node idle
-#   scripts/slurm-cluster.sh stop DIR    stops the daemons started in DIR (and munged, if
-#                                        it was started) and waits until they are gone
+#   scripts/slurm-cluster.sh stop DIR    cancels the cluster's jobs, stops its daemons,
+#                                        kills whatever of its jobs is left (every process
+#                                        whose SLURM_CONF is DIR/slurm.conf): nothing runs
+#   scripts/slurm-cluster.sh logs DIR    prints the end of the daemons' logs (to stderr)
 #
 # Clients then use it with `SLURM_CONF=DIR/slurm.conf` (srun, sbatch, sinfo, scancel).
 #
@@ -13,22 +16,25 @@
 # 8 CPUs whatever it has (SlurmdParameters=config_overrides), so that 4 to 8 tasks fit on
 # 2 cores; select/cons_tres with CR_CPU; processes tracked by /proc
 # (proctrack/linuxproc), task/none, no cgroups, no accounting. Authentication is
-# auth/none with cred/none (Debian's Slurm 22.05 ships auth_none.so and cred_none.so):
-# no munged and no key. State, spool, logs, pid files and the two ports (picked free)
-# are in DIR. Any failure to start prints the daemons' logs and exits 1 (after stopping
-# what it started). Runs as root (slurmd starts job steps as their user).
+# auth/none with cred/none (Debian's Slurm 22.05 ships auth_none.so and cred_none.so, and
+# they work): no munged and no key. State, spool, logs, pid files and the two ports
+# (picked free below the ephemeral range; a daemon that ends at once is started again
+# with other ports, 3 times at most) are in DIR. A failure to start prints the daemons'
+# logs and exits 1 after stopping what it started. Runs as root (slurmd starts job steps
+# as their user).
 set -euo pipefail
 
-usage() { sed -n '2,18p' "$0"; exit 2; }
+usage() { sed -n '2,11p' "$0"; exit 2; }
 [ $# = 2 ] || usage
 cmd="$1"
 dir="$2"
 # How long start waits for the node to be idle (seconds).
 start_limit="${SPOOLS_SLURM_START_LIMIT:-60}"
 
-# Prints DIR's daemon logs (the tail of each) to stderr.
+# Prints the end of what the daemons wrote (in the foreground they write their log to
+# stderr too, and what they say before their log is open) to stderr.
 print_logs() {
-  for f in "$dir"/log/*.log "$dir"/log/*.out; do
+  for f in "$dir"/log/*.out; do
     [ -s "$f" ] || continue
     echo "---- $f (last 40 lines)" >&2
     tail -n 40 "$f" >&2
@@ -144,9 +150,39 @@ PartitionName=test Nodes=$host Default=YES MaxTime=10 State=UP OverSubscribe=YES
 EOF
 }
 
+# Starts the daemons once (ports picked anew) and waits until the node is idle: 0 when it
+# is, 1 when a daemon ended meanwhile (a port taken between the pick and the bind, say),
+# 2 when the node was not idle in time; the daemons are stopped unless it returns 0.
+start_once() {
+  local i state=""
+  write_conf
+  export SLURM_CONF="$dir/slurm.conf"
+  # -D: in the foreground of a background job of our own (its pid is the daemon's), in a
+  # session of its own, its output in DIR (not holding the caller's pipes).
+  setsid slurmctld -D -i -f "$SLURM_CONF" </dev/null >"$dir/log/slurmctld.out" 2>&1 &
+  echo $! >"$dir/run/slurmctld.pid"
+  setsid slurmd -D -f "$SLURM_CONF" </dev/null >"$dir/log/slurmd.out" 2>&1 &
+  echo $! >"$dir/run/slurmd.pid"
+  for ((i = 0; i < start_limit * 10; i++)); do
+    if ! alive "$dir/run/slurmctld.pid" slurmctld || ! alive "$dir/run/slurmd.pid" slurmd; then
+      echo "slurm-cluster.sh: a Slurm daemon ended while starting (node state '${state:-unknown}')" >&2
+      return 1
+    fi
+    # (sinfo retries an absent controller for 10 s: asked again soon instead)
+    state="$(timeout 2 sinfo -h -N -o '%T' 2>/dev/null | head -n 1 || true)"
+    if [ "$state" = idle ]; then
+      echo "slurm-cluster.sh: node $(hostname -s) idle (SLURM_CONF=$SLURM_CONF)"
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "slurm-cluster.sh: the node was not idle within ${start_limit} s (state '${state:-unknown}')" >&2
+  return 2
+}
+
 start() {
-  local i state
-  for tool in slurmctld slurmd sinfo; do
+  local attempt rc
+  for tool in slurmctld slurmd sinfo scancel; do
     command -v "$tool" >/dev/null || {
       echo "slurm-cluster.sh: $tool is missing (scripts/install-slurm.sh installs Debian's Slurm)" >&2
       exit 1
@@ -159,30 +195,17 @@ start() {
   mkdir -p "$dir"/{state,spool,run,log}
   dir="$(cd "$dir" && pwd)"
   stop || true
-  write_conf
-  export SLURM_CONF="$dir/slurm.conf"
-  # -D: in the foreground of a background job of our own (its pid is the daemon's), in a
-  # session of its own, its output in DIR (not holding the caller's pipes).
-  setsid slurmctld -D -i -f "$SLURM_CONF" </dev/null >"$dir/log/slurmctld.out" 2>&1 &
-  echo $! >"$dir/run/slurmctld.pid"
-  setsid slurmd -D -f "$SLURM_CONF" </dev/null >"$dir/log/slurmd.out" 2>&1 &
-  echo $! >"$dir/run/slurmd.pid"
-  for ((i = 0; i < start_limit * 10; i++)); do
-    state="$(sinfo -h -N -o '%T' 2>/dev/null | head -n 1 || true)"
-    case "$state" in
-      idle) echo "slurm-cluster.sh: node $(hostname -s) idle (SLURM_CONF=$SLURM_CONF)"; return 0 ;;
-    esac
-    if ! alive "$dir/run/slurmctld.pid" slurmctld || ! alive "$dir/run/slurmd.pid" slurmd; then
-      echo "slurm-cluster.sh: a Slurm daemon ended while starting (node state '${state:-unknown}')" >&2
-      print_logs
-      stop || true
-      exit 1
-    fi
-    sleep 0.1
+  # A daemon that ended at once is tried again with other ports (at most 3 times).
+  for attempt in 1 2 3; do
+    rc=0
+    start_once || rc=$?
+    [ "$rc" = 0 ] && return 0
+    print_logs
+    stop || true
+    [ "$rc" = 1 ] || break
+    [ "$attempt" = 3 ] || echo "slurm-cluster.sh: trying again with other ports" >&2
+    rm -f "$dir"/log/*
   done
-  echo "slurm-cluster.sh: the node was not idle within ${start_limit} s (state '${state:-unknown}')" >&2
-  print_logs
-  stop || true
   exit 1
 }
 
