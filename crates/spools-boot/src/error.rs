@@ -17,6 +17,9 @@ pub enum BootError {
     /// The environment does not describe a job.
     #[error(transparent)]
     Identity(#[from] IdentityError),
+    /// The launcher's process-management interface (PMIx, PMI2) failed.
+    #[error(transparent)]
+    Pmi(#[from] crate::pmi::PmiError),
     /// A system call failed.
     #[error("{step}: {source}")]
     Io {

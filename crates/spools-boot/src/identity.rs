@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 
 use spools_proto::auth::Secret;
+
+use crate::pmi::PmiKind;
 use thiserror::Error;
 
 /// Where the ranks of a job meet.
@@ -13,6 +15,9 @@ pub enum Rendezvous {
     /// `file:PATH` on a file system all ranks see: rank 0 writes its address and the job
     /// secret there (mode 0600).
     File(PathBuf),
+    /// No `SPOOLS_BOOTSTRAP`, but the launcher offers a process-management interface:
+    /// rank 0 publishes its rendezvous and the job secret through it ([`crate::pmi`]).
+    Pmi(PmiKind),
     /// A job of one rank started without a launcher: no rendezvous.
     Singleton,
 }
@@ -83,8 +88,8 @@ pub enum IdentityError {
         /// Which launcher's variables.
         source_name: &'static str,
     },
-    /// Several ranks but no `SPOOLS_BOOTSTRAP`.
-    #[error("{launcher} started {size} ranks but SPOOLS_BOOTSTRAP is not set; set it to host:port (where rank 0 listens) or file:PATH (a file on a shared file system)")]
+    /// Several ranks, no `SPOOLS_BOOTSTRAP` and no process-management interface.
+    #[error("{launcher} started {size} ranks but offers neither PMIx (PMIX_NAMESPACE) nor PMI2 (PMI_FD), and SPOOLS_BOOTSTRAP is not set: set SPOOLS_BOOTSTRAP=file:PATH to a path on a file system every rank sees (rank 0 writes its address and the job secret there), or SPOOLS_BOOTSTRAP=HOST:PORT together with SPOOLS_SECRET (from `spools secret`); under Slurm, srun --mpi=pmix or --mpi=pmi2 needs neither")]
     NoRendezvous {
         /// Launcher name.
         launcher: &'static str,
@@ -97,6 +102,23 @@ pub enum IdentityError {
     /// `host:port` rendezvous without a secret.
     #[error("SPOOLS_BOOTSTRAP=host:port needs the job secret in SPOOLS_SECRET (32 hex digits, the same for every rank, e.g. from `spools secret`); or use file:PATH, where rank 0 writes it")]
     NoSecret,
+    /// The launcher's process-management interface places this process elsewhere than
+    /// the launcher's environment variables do.
+    #[error("{launcher} says rank {rank} of {size}, but its {pmi} interface says rank {pmi_rank} of {pmi_size}; the job's rank count does not match the launcher's (a program started by a launcher inside another launcher's job?)")]
+    PmiDisagrees {
+        /// Launcher name.
+        launcher: &'static str,
+        /// Rank from the environment.
+        rank: u32,
+        /// Size from the environment.
+        size: u32,
+        /// The interface's name.
+        pmi: &'static str,
+        /// Rank from the interface.
+        pmi_rank: u32,
+        /// Size from the interface.
+        pmi_size: u32,
+    },
     /// `SPOOLS_SECRET` does not parse.
     #[error("SPOOLS_SECRET: {0}")]
     BadSecret(String),
@@ -119,9 +141,11 @@ impl JobEnv {
     }
 
     /// Reads a job description through `get` (a variable lookup), in this order:
-    /// `SPOOLS_RANK`/`SPOOLS_SIZE` (spools run), `SLURM_PROCID`/`SLURM_NTASKS`,
-    /// `OMPI_COMM_WORLD_RANK`/`OMPI_COMM_WORLD_SIZE`, `PMI_RANK`/`PMI_SIZE`; none of them
-    /// means a singleton.
+    /// `SPOOLS_RANK`/`SPOOLS_SIZE` (spools run),
+    /// `OMPI_COMM_WORLD_RANK`/`OMPI_COMM_WORLD_SIZE` (before Slurm's: `mpirun` inside a
+    /// Slurm allocation), `SLURM_PROCID`/`SLURM_NTASKS`, `PMI_RANK`/`PMI_SIZE`; none of
+    /// them means a singleton. The rendezvous is `SPOOLS_BOOTSTRAP` when set, else the
+    /// launcher's PMIx or PMI2 interface when it offers one ([`PmiKind::detect`]).
     ///
     /// ```
     /// use spools_boot::identity::{JobEnv, LauncherKind, Rendezvous};
@@ -141,12 +165,12 @@ impl JobEnv {
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<JobEnv, IdentityError> {
         const SOURCES: [(&str, &str, LauncherKind); 4] = [
             ("SPOOLS_RANK", "SPOOLS_SIZE", LauncherKind::Spools),
-            ("SLURM_PROCID", "SLURM_NTASKS", LauncherKind::Slurm),
             (
                 "OMPI_COMM_WORLD_RANK",
                 "OMPI_COMM_WORLD_SIZE",
                 LauncherKind::OpenMpi,
             ),
+            ("SLURM_PROCID", "SLURM_NTASKS", LauncherKind::Slurm),
             ("PMI_RANK", "PMI_SIZE", LauncherKind::Pmi),
         ];
         let mut found = None;
@@ -170,10 +194,11 @@ impl JobEnv {
             }
             None => None,
         };
-        let rendezvous = match get("SPOOLS_BOOTSTRAP") {
-            Some(b) => parse_rendezvous(&b)?,
-            None if size == 1 => Rendezvous::Singleton,
-            None => {
+        let rendezvous = match (get("SPOOLS_BOOTSTRAP"), PmiKind::detect(&get)) {
+            (Some(b), _) => parse_rendezvous(&b)?,
+            (None, _) if size == 1 => Rendezvous::Singleton,
+            (None, Some(kind)) => Rendezvous::Pmi(kind),
+            (None, None) => {
                 return Err(IdentityError::NoRendezvous {
                     launcher: launcher.name(),
                     size,
@@ -192,6 +217,19 @@ impl JobEnv {
             launcher,
             job,
         })
+    }
+}
+
+impl Rendezvous {
+    /// How the job met, for `spools info` and messages.
+    pub fn describe(&self, launcher: LauncherKind) -> String {
+        match self {
+            Rendezvous::Addr(_) if launcher == LauncherKind::Spools => "spools run".into(),
+            Rendezvous::Addr(a) => format!("SPOOLS_BOOTSTRAP={a}"),
+            Rendezvous::File(p) => format!("SPOOLS_BOOTSTRAP=file:{}", p.display()),
+            Rendezvous::Pmi(k) => format!("{} (the launcher's)", k.name()),
+            Rendezvous::Singleton => "none (one rank)".into(),
+        }
     }
 }
 

@@ -28,6 +28,7 @@ pub mod identity;
 pub mod launcher;
 pub mod logger;
 pub mod net;
+pub mod pmi;
 pub mod random;
 pub mod server;
 

@@ -134,6 +134,82 @@ fn identity_from_each_launcher() {
 }
 
 #[test]
+fn identity_through_the_launchers_interface() {
+    use spools_boot::pmi::PmiKind;
+    let job = |vars: &'static [(&'static str, &'static str)]| {
+        JobEnv::from_lookup(move |k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        })
+    };
+    // Nothing set but the launcher's own variables: its PMIx or PMI2.
+    let j = job(&[
+        ("OMPI_COMM_WORLD_RANK", "1"),
+        ("OMPI_COMM_WORLD_SIZE", "4"),
+        ("PMIX_NAMESPACE", "1234"),
+    ])
+    .unwrap();
+    assert_eq!(j.rendezvous, Rendezvous::Pmi(PmiKind::Pmix));
+    assert_eq!(
+        j.rendezvous.describe(j.launcher),
+        "PMIx (the launcher's)".to_string()
+    );
+    let j = job(&[
+        ("SLURM_PROCID", "2"),
+        ("SLURM_NTASKS", "4"),
+        ("PMI_FD", "7"),
+    ])
+    .unwrap();
+    assert_eq!(
+        (j.rank, j.launcher, j.rendezvous.clone()),
+        (2, LauncherKind::Slurm, Rendezvous::Pmi(PmiKind::Pmi2))
+    );
+    // SPOOLS_BOOTSTRAP wins over the launcher's interface.
+    let j = job(&[
+        ("SLURM_PROCID", "2"),
+        ("SLURM_NTASKS", "4"),
+        ("PMIX_NAMESPACE", "1234"),
+        ("SPOOLS_BOOTSTRAP", "file:/shared/rdv"),
+    ])
+    .unwrap();
+    assert_eq!(j.rendezvous, Rendezvous::File("/shared/rdv".into()));
+    assert_eq!(
+        j.rendezvous.describe(j.launcher),
+        "SPOOLS_BOOTSTRAP=file:/shared/rdv".to_string()
+    );
+    // mpirun inside a Slurm allocation: Open MPI's variables, not the allocation's.
+    let j = job(&[
+        ("SLURM_PROCID", "0"),
+        ("SLURM_NTASKS", "1"),
+        ("OMPI_COMM_WORLD_RANK", "3"),
+        ("OMPI_COMM_WORLD_SIZE", "4"),
+        ("PMIX_NAMESPACE", "1234"),
+    ])
+    .unwrap();
+    assert_eq!((j.rank, j.size, j.launcher), (3, 4, LauncherKind::OpenMpi));
+    // One rank needs no rendezvous at all.
+    let j = job(&[
+        ("OMPI_COMM_WORLD_RANK", "0"),
+        ("OMPI_COMM_WORLD_SIZE", "1"),
+        ("PMIX_NAMESPACE", "1234"),
+    ])
+    .unwrap();
+    assert_eq!(j.rendezvous, Rendezvous::Singleton);
+    // Neither interface nor SPOOLS_BOOTSTRAP: the error says what to set.
+    let e = job(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "2")]).unwrap_err();
+    let msg = e.to_string();
+    for needed in [
+        "Slurm started 2 ranks",
+        "SPOOLS_BOOTSTRAP=file:PATH",
+        "SPOOLS_SECRET",
+        "--mpi=pmix",
+    ] {
+        assert!(msg.contains(needed), "{msg}");
+    }
+}
+
+#[test]
 fn identity_errors() {
     let e = JobEnv::from_lookup(|k| match k {
         "PMI_RANK" => Some("4".into()),

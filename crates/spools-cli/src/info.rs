@@ -31,9 +31,10 @@ pub(crate) fn run() -> Result<()> {
         writeln!(w, "# Spools {}", env!("CARGO_PKG_VERSION"))?;
         writeln!(
             w,
-            "# job: {} rank(s), launcher {}, job id {:016x}, init took {:.2} ms",
+            "# job: {} rank(s), launcher {}, bootstrap {}, job id {:016x}, init took {:.2} ms",
             world.size(),
             world.launcher().name(),
+            world.bootstrap(),
             world.job(),
             world.init_time().as_secs_f64() * 1e3
         )?;

@@ -49,7 +49,19 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// Runs the example, printing a failure with `Display` (the error's own words, not its
+/// `Debug` structure) and exiting with status 1.
+fn main() -> std::process::ExitCode {
+    match try_main() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("heap_pingpong: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn try_main() -> Result<(), Box<dyn std::error::Error>> {
     let mut w = spools::init()?;
     let mut args = std::env::args().skip(1);
     let mib: usize = args.next().map_or(Ok(4), |a| a.parse())?;

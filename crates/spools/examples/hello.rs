@@ -12,7 +12,19 @@ use std::sync::Arc;
 
 use spools::{Channel, Delivery};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// Runs the example, printing a failure with `Display` (the error's own words, not its
+/// `Debug` structure) and exiting with status 1.
+fn main() -> std::process::ExitCode {
+    match try_main() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hello: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn try_main() -> Result<(), Box<dyn std::error::Error>> {
     let mut world = spools::init()?;
     let (me, n) = (world.rank(), world.size());
 

@@ -3,7 +3,19 @@
 
 use spools::{Op, ANY_SOURCE, ANY_TAG};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// Runs the example, printing a failure with `Display` (the error's own words, not its
+/// `Debug` structure) and exiting with status 1.
+fn main() -> std::process::ExitCode {
+    match try_main() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("messaging: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn try_main() -> Result<(), Box<dyn std::error::Error>> {
     let world = spools::init()?;
     let (me, n) = (world.rank(), world.size());
     // Blocking send and receive with tags and wildcards; the status says who sent what.

@@ -230,6 +230,12 @@ impl World {
         self.boot.launcher()
     }
 
+    /// How the ranks met, in words: `spools run`, `SPOOLS_BOOTSTRAP=...`, `PMIx (the
+    /// launcher's)`, `PMI2 (the launcher's)` or `none (one rank)`.
+    pub fn bootstrap(&self) -> String {
+        self.boot.rendezvous().describe(self.boot.launcher())
+    }
+
     /// How long `init` took on this rank.
     pub fn init_time(&self) -> std::time::Duration {
         self.init_time

@@ -12,7 +12,7 @@ use spools_proto::boot::{CollOp, Endpoint, ToServer};
 
 use crate::error::{BootError, Lost, Violation};
 use crate::health::{Failure, JobHealth};
-use crate::identity::LauncherKind;
+use crate::identity::{LauncherKind, Rendezvous};
 use crate::net::write_frame;
 use crate::server::RendezvousServer;
 
@@ -50,6 +50,7 @@ pub struct Bootstrap {
     pub(crate) announced: AtomicBool,
     pub(crate) server: Option<RendezvousServer>,
     pub(crate) launcher: LauncherKind,
+    pub(crate) rendezvous: Rendezvous,
     pub(crate) hooks: RwLock<Option<Hooks>>,
 }
 
@@ -104,6 +105,12 @@ impl Bootstrap {
     /// Who launched this rank.
     pub fn launcher(&self) -> LauncherKind {
         self.launcher
+    }
+
+    /// How the ranks met: `spools run`, `SPOOLS_BOOTSTRAP`, or the launcher's PMIx or
+    /// PMI2 ([`Rendezvous::describe`] words it).
+    pub fn rendezvous(&self) -> &Rendezvous {
+        &self.rendezvous
     }
 
     fn collective(&self, op: CollOp, data: &[u8]) -> Result<Vec<Vec<u8>>, BootError> {

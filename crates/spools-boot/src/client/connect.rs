@@ -20,6 +20,7 @@ use crate::error::{Awaited, BootError, BootStep, Lost, RandomFor, Violation};
 use crate::health::JobHealth;
 use crate::identity::{JobEnv, LauncherKind, Rendezvous};
 use crate::net::{connect, connect_retrying, read_frame, resolve, write_frame};
+use crate::pmi::{PmiError, RENDEZVOUS_KEY};
 use crate::random::random;
 use crate::server::RendezvousServer;
 
@@ -76,6 +77,36 @@ fn write_rendezvous_file(path: &Path, addr: SocketAddr, secret: &Secret) -> Resu
     std::fs::rename(&tmp, path).map_err(BootError::io(BootStep::WriteRendezvousFile {
         path: path.to_path_buf(),
     }))
+}
+
+/// Starts the rendezvous server on rank 0, on the address other hosts reach this one at,
+/// with the job secret from the environment or a fresh one.
+fn host_rendezvous(
+    env: &JobEnv,
+    job: u64,
+) -> Result<(SocketAddr, Secret, RendezvousServer), BootError> {
+    let secret = match &env.secret {
+        Some(s) => s.clone(),
+        None => Secret::from_bytes(
+            random().map_err(BootError::io(BootStep::Random(RandomFor::JobSecret)))?,
+        ),
+    };
+    let ip = advertised_ip();
+    let l = TcpListener::bind((ip, 0))
+        .or_else(|_| TcpListener::bind("0.0.0.0:0"))
+        .map_err(BootError::io(BootStep::BindRendezvous { at: None }))?;
+    let mut addr = l
+        .local_addr()
+        .map_err(BootError::io(BootStep::RendezvousSocket))?;
+    addr.set_ip(ip);
+    let server = RendezvousServer::start(l, env.size, secret.clone(), job, false, None)?;
+    Ok((addr, secret, server))
+}
+
+/// Reads what rank 0 published through the launcher's interface: `ADDR/SECRET`.
+fn parse_published(value: &str) -> Option<(SocketAddr, Secret)> {
+    let (addr, secret) = value.trim().rsplit_once('/')?;
+    Some((addr.parse().ok()?, Secret::from_hex(secret).ok()?))
 }
 
 fn read_rendezvous_file(path: &Path) -> Option<(SocketAddr, Secret)> {
@@ -141,23 +172,7 @@ impl Connected {
             }
             Rendezvous::File(path) => {
                 if hosted {
-                    let secret = match &env.secret {
-                        Some(s) => s.clone(),
-                        None => Secret::from_bytes(
-                            random()
-                                .map_err(BootError::io(BootStep::Random(RandomFor::JobSecret)))?,
-                        ),
-                    };
-                    let ip = advertised_ip();
-                    let l = TcpListener::bind((ip, 0))
-                        .or_else(|_| TcpListener::bind("0.0.0.0:0"))
-                        .map_err(BootError::io(BootStep::BindRendezvous { at: None }))?;
-                    let mut addr = l
-                        .local_addr()
-                        .map_err(BootError::io(BootStep::RendezvousSocket))?;
-                    addr.set_ip(ip);
-                    let server =
-                        RendezvousServer::start(l, env.size, secret.clone(), job, false, None)?;
+                    let (addr, secret, server) = host_rendezvous(&env, job)?;
                     write_rendezvous_file(path, addr, &secret)?;
                     (addr, secret, Some(server))
                 } else {
@@ -187,6 +202,40 @@ impl Connected {
                         }
                         std::thread::sleep(Duration::from_millis(20));
                     }
+                }
+            }
+            Rendezvous::Pmi(kind) => {
+                let mut pmi = crate::pmi::open(*kind, timeout)?;
+                if (pmi.rank(), pmi.size()) != (env.rank, env.size) {
+                    return Err(crate::identity::IdentityError::PmiDisagrees {
+                        launcher: env.launcher.name(),
+                        rank: env.rank,
+                        size: env.size,
+                        pmi: kind.name(),
+                        pmi_rank: pmi.rank(),
+                        pmi_size: pmi.size(),
+                    }
+                    .into());
+                }
+                if hosted {
+                    let (addr, secret, server) = host_rendezvous(&env, job)?;
+                    pmi.put(RENDEZVOUS_KEY, &format!("{addr}/{}", secret.to_hex()))?;
+                    pmi.fence()?;
+                    pmi.finalize()?;
+                    (addr, secret, Some(server))
+                } else {
+                    pmi.fence()?;
+                    let value = pmi.get(0, RENDEZVOUS_KEY)?;
+                    pmi.finalize()?;
+                    let (addr, secret) =
+                        parse_published(&value).ok_or_else(|| PmiError::BadValue {
+                            kind: *kind,
+                            rank: 0,
+                            key: RENDEZVOUS_KEY.into(),
+                            what: format!("{value:?}"),
+                            expected: "ADDRESS:PORT/SECRET (32 hex digits)",
+                        })?;
+                    (addr, secret, None)
                 }
             }
         };
@@ -346,6 +395,7 @@ impl Connected {
             announced: AtomicBool::new(false),
             server: self.server,
             launcher: self.env.launcher,
+            rendezvous: self.env.rendezvous,
             hooks: RwLock::new(None),
         })
     }

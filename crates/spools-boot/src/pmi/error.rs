@@ -1,0 +1,62 @@
+//! What can go wrong talking to the launcher's process-management interface.
+
+use thiserror::Error;
+
+use super::PmiKind;
+
+/// A failure of the launcher's process-management interface.
+#[derive(Debug, Error)]
+pub enum PmiError {
+    /// The launcher offers the interface but its library cannot be loaded.
+    #[error("the launcher offers {} but {} cannot be loaded ({source}); install Debian's {} or set SPOOLS_BOOTSTRAP=file:PATH (a file on a shared file system)", kind.name(), kind.library(), kind.package())]
+    Load {
+        /// Which interface.
+        kind: PmiKind,
+        /// Why `dlopen` or `dlsym` failed.
+        source: libloading::Error,
+    },
+    /// The interface's variables are set but its server does not take this process in.
+    #[error("{} variables are set ({}) but no {} server took this process in: {message} ({code}); start the program with the launcher that set them (mpirun, srun --mpi=pmix or --mpi=pmi2), or set SPOOLS_BOOTSTRAP, which wins", kind.name(), kind.variable(), kind.name())]
+    Init {
+        /// Which interface.
+        kind: PmiKind,
+        /// The status the initialisation returned.
+        code: i32,
+        /// Its meaning.
+        message: String,
+    },
+    /// A call into the interface failed.
+    #[error("{call} failed: {message} ({code})")]
+    Call {
+        /// The function called, e.g. `PMIx_Fence`.
+        call: &'static str,
+        /// The status it returned.
+        code: i32,
+        /// Its meaning, as the library words it (or the number).
+        message: String,
+    },
+    /// The server answered with a value of the wrong type or shape.
+    #[error("{} gave rank {rank}'s {key:?} as {what}; expected {expected}", kind.name())]
+    BadValue {
+        /// Which interface.
+        kind: PmiKind,
+        /// Whose value.
+        rank: u32,
+        /// The key.
+        key: String,
+        /// What came.
+        what: String,
+        /// What should have.
+        expected: &'static str,
+    },
+    /// A key or value holds a NUL byte or is too long for the interface.
+    #[error("{} cannot carry {what:?} (NUL byte or longer than {max} bytes)", kind.name())]
+    Unencodable {
+        /// Which interface.
+        kind: PmiKind,
+        /// The key or value.
+        what: String,
+        /// The interface's limit.
+        max: usize,
+    },
+}
