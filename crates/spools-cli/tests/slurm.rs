@@ -2,7 +2,10 @@
 //! temporary directory, started and stopped by `scripts/slurm-cluster.sh` (auth/none, no
 //! munged, no systemd; 8 CPUs declared), then
 //! - `srun -n 4 --mpi=pmi2` and `srun -n 4 --mpi=pmix` (each that `srun --mpi=list`
-//!   names) of ranks that check an allreduce;
+//!   names; Debian's 22.05 has both) of ranks that check an allreduce, with nothing set:
+//!   they meet through the launcher's PMI, and say so;
+//! - `SPOOLS_BOOTSTRAP` set: it wins over the PMI;
+//! - `srun --mpi=none` without `SPOOLS_BOOTSTRAP`: every rank's error says what to set;
 //! - an `sbatch --wait` job whose first step (`srun -n 4`) writes a parallel `.npy` file
 //!   with `spools bench io` and whose second step (`srun -n 3`) reads it back with another
 //!   layout and verifies every element; the test then reads the file itself.
@@ -36,10 +39,11 @@ fn allreduce_role() -> Result<(), String> {
         return Err(format!("rank {me}: allreduce gave {out:?}"));
     }
     println!(
-        "rank {me} of {n}: launcher {}, allreduce {} {}",
+        "rank {me} of {n}: launcher {}, allreduce {} {}, bootstrap {}",
         w.launcher().name(),
         out[0],
-        out[1]
+        out[1],
+        w.bootstrap()
     );
     e(w.finalize())
 }
@@ -57,9 +61,6 @@ const START_LIMIT: Duration = Duration::from_secs(90);
 const SRUN_LIMIT: Duration = Duration::from_secs(90);
 /// How long the batch job may take (its Slurm time limit is 2 minutes).
 const SBATCH_LIMIT: Duration = Duration::from_secs(180);
-
-/// Until the PMI bootstrap is on main, the ranks meet through a rendezvous file.
-const RENDEZVOUS_BY_FILE: bool = true;
 
 /// `scripts/slurm-cluster.sh` of this repository.
 fn cluster_script() -> PathBuf {
@@ -190,14 +191,21 @@ impl Cluster {
             .collect()
     }
 
-    /// `SPOOLS_BOOTSTRAP` for one job step (see [`RENDEZVOUS_BY_FILE`]), as `K=V`.
-    fn bootstrap(&self, step: &str) -> Option<String> {
-        RENDEZVOUS_BY_FILE.then(|| {
-            format!(
-                "SPOOLS_BOOTSTRAP=file:{}",
-                self.dir.join(format!("rdv-{step}")).display()
-            )
-        })
+    /// `srun -n 4 --mpi=MPI` of ranks that check an allreduce, with `env`; returns what
+    /// they printed (after checking that srun succeeded).
+    fn srun_allreduce(&self, mpi: &str, env: &[(&str, String)]) -> Output {
+        let mut c = self.command("srun");
+        c.args(["-n", "4", "-t", "1", &format!("--mpi={mpi}")])
+            .env(common::ROLE_VAR, "allreduce")
+            .args(self_args("spools_under_slurm"));
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let t = Instant::now();
+        let o = self.run(&mut c, SRUN_LIMIT);
+        eprintln!("srun -n 4 --mpi={mpi}: {:.1?}", t.elapsed());
+        self.assert_ok(&o, &format!("srun -n 4 --mpi={mpi}"));
+        o
     }
 }
 
@@ -251,13 +259,13 @@ fn check_npy(path: &Path) {
     }
 }
 
-/// The batch script: step 1 writes the file with 4 ranks, step 2 reads it with 3.
-fn batch_script(cluster: &Cluster, mpi_write: &str, mpi_read: &str, file: &Path) -> String {
+/// The batch script (nothing set for the ranks): step 1 writes the file with 4 ranks,
+/// step 2 reads it with 3.
+fn batch_script(mpi_write: &str, mpi_read: &str, file: &Path) -> String {
     let spools = common::spools();
-    let step = |name: &str, n: u32, mpi: &str, args: &str| {
+    let step = |n: u32, mpi: &str, args: &str| {
         format!(
-            "{} srun -n {n} -t 1 --mpi={mpi} {} bench io --reps 1 --format npy --file {} {args}\n",
-            cluster.bootstrap(name).unwrap_or_default(),
+            "srun -n {n} -t 1 --mpi={mpi} {} bench io --reps 1 --format npy --file {} {args}\n",
             spools.display(),
             file.display(),
         )
@@ -265,13 +273,11 @@ fn batch_script(cluster: &Cluster, mpi_write: &str, mpi_read: &str, file: &Path)
     format!(
         "#!/bin/sh\nset -e\n{}{}",
         step(
-            "write",
             4,
             mpi_write,
             &format!("--layout '{WRITE_LAYOUT}' --write --keep")
         ),
         step(
-            "read",
             3,
             mpi_read,
             &format!("--layout '{READ_LAYOUT}' --read --verify")
@@ -303,34 +309,69 @@ fn spools_under_slurm() {
         t0.elapsed()
     );
 
-    // srun -n 4 of ranks that check an allreduce, with each PMI the build has.
-    for mpi in &plugins {
-        let mut c = cluster.command("srun");
-        c.args(["-n", "4", "-t", "1", &format!("--mpi={mpi}")])
-            .env(common::ROLE_VAR, "allreduce")
-            .args(self_args("spools_under_slurm"));
-        if let Some(kv) = cluster.bootstrap(mpi) {
-            let (k, v) = kv.split_once('=').unwrap();
-            c.env(k, v);
-        }
-        let t = Instant::now();
-        let o = cluster.run(&mut c, SRUN_LIMIT);
-        eprintln!("srun -n 4 --mpi={mpi}: {:.1?}", t.elapsed());
-        cluster.assert_ok(&o, &format!("srun -n 4 --mpi={mpi}"));
+    srun_meets_through_pmi(&cluster, &plugins);
+    srun_without_pmi_says_what_to_set(&cluster);
+    sbatch_writes_and_reads_a_parallel_file(&cluster, &plugins);
+}
+
+/// `srun -n 4` with nothing set meets through each PMI of `plugins`; `SPOOLS_BOOTSTRAP`
+/// wins over it.
+fn srun_meets_through_pmi(cluster: &Cluster, plugins: &[&str]) {
+    // srun -n 4 with nothing set: the ranks meet through each PMI the build has.
+    for mpi in plugins {
+        let o = cluster.srun_allreduce(mpi, &[]);
+        let how = if *mpi == "pmix" { "PMIx" } else { "PMI2" };
         for r in 0..4 {
+            let want = format!(
+                "rank {r} of 4: launcher Slurm, allreduce 6 4, bootstrap {how} (the launcher's)"
+            );
             assert!(
-                o.stdout
-                    .contains(&format!("rank {r} of 4: launcher Slurm, allreduce 6 4")),
-                "srun --mpi={mpi}: rank {r} did not report:\n{o:?}"
+                o.stdout.contains(&want),
+                "srun --mpi={mpi}: no {want:?} in\n{o:?}"
             );
         }
     }
+    // SPOOLS_BOOTSTRAP wins over the launcher's PMI.
+    let rdv = format!("file:{}", cluster.dir.join("rdv").display());
+    let o = cluster.srun_allreduce(plugins[0], &[("SPOOLS_BOOTSTRAP", rdv.clone())]);
+    assert_eq!(
+        o.stdout
+            .matches(&format!("allreduce 6 4, bootstrap SPOOLS_BOOTSTRAP={rdv}"))
+            .count(),
+        4,
+        "{o:?}"
+    );
+}
 
+/// `srun --mpi=none` without `SPOOLS_BOOTSTRAP`: every rank fails saying what to set.
+fn srun_without_pmi_says_what_to_set(cluster: &Cluster) {
+    // Without a PMI (--mpi=none) and without SPOOLS_BOOTSTRAP, every rank says what to set.
+    let o = cluster.run(
+        cluster
+            .command("srun")
+            .args(["-n", "2", "-t", "1", "--mpi=none"])
+            .arg(common::spools())
+            .arg("info"),
+        SRUN_LIMIT,
+    );
+    assert!(!o.status.success(), "{o:?}");
+    assert_eq!(
+        o.stderr
+            .matches("offers neither PMIx (PMIX_NAMESPACE) nor PMI2 (PMI_FD), and SPOOLS_BOOTSTRAP is not set: set SPOOLS_BOOTSTRAP=")
+            .count(),
+        2,
+        "{o:?}"
+    );
+}
+
+/// An `sbatch` job (nothing set for its ranks): a parallel file written by 4 ranks, read
+/// back and verified by 3 (and by this test).
+fn sbatch_writes_and_reads_a_parallel_file(cluster: &Cluster, plugins: &[&str]) {
     // sbatch: a parallel file written by 4 ranks, read back and verified by 3.
     let file = cluster.dir.join("data.npy");
     let (first, last) = (plugins[0], plugins[plugins.len() - 1]);
     let script = cluster.dir.join("job.sh");
-    std::fs::write(&script, batch_script(&cluster, first, last, &file)).unwrap();
+    std::fs::write(&script, batch_script(first, last, &file)).unwrap();
     let out = cluster.dir.join("job.out");
     let t = Instant::now();
     let o = cluster.run(
