@@ -11,6 +11,8 @@
 #   scripts/slurm-cluster.sh logs DIR    prints the end of the daemons' logs (to stderr)
 #
 # Clients then use it with `SLURM_CONF=DIR/slurm.conf` (srun, sbatch, sinfo, scancel).
+# With SPOOLS_SLURM_OWNER=PID (a test's own process), start also leaves a watchdog that
+# stops the cluster when that process ends, however it ends (killed, say).
 #
 # The node is this host (NodeName = its short host name, NodeAddr=127.0.0.1) declared with
 # 8 CPUs whatever it has (SlurmdParameters=config_overrides), so that 4 to 8 tasks fit on
@@ -77,9 +79,25 @@ stop_jobs() {
   done
 }
 
+# With SPOOLS_SLURM_OWNER=PID: a process of its own (in DIR/run/watchdog.pid) that waits
+# for PID to end, then stops the cluster.
+watch_owner() {
+  local owner="${SPOOLS_SLURM_OWNER:-}"
+  [ -n "$owner" ] || return 0
+  setsid bash -c 'tail --pid="$1" -f /dev/null; exec bash "$2" stop "$3"' \
+    slurm-cluster-watchdog "$owner" "$0" "$dir" </dev/null >>"$dir/log/watchdog.out" 2>&1 &
+  echo $! >"$dir/run/watchdog.pid"
+}
+
 stop() {
   [ -f "$dir/slurm.conf" ] || return 0
   local rc=0
+  # A watchdog stopping this cluster must not outlive it (unless it is the one stopping).
+  # (It leads a process group of its own: the group goes, its `tail` included.)
+  if alive "$dir/run/watchdog.pid" slurm-cluster-watchdog; then
+    kill -KILL -- "-$(cat "$dir/run/watchdog.pid")" 2>/dev/null || true
+  fi
+  rm -f "$dir/run/watchdog.pid"
   # Cancel the jobs first (their steps end their tasks), while the daemons are there.
   if alive "$dir/run/slurmctld.pid" slurmctld; then
     SLURM_CONF="$dir/slurm.conf" timeout 10 scancel --full --quiet --user="$(id -un)" 2>/dev/null || true
@@ -199,7 +217,10 @@ start() {
   for attempt in 1 2 3; do
     rc=0
     start_once || rc=$?
-    [ "$rc" = 0 ] && return 0
+    if [ "$rc" = 0 ]; then
+      watch_owner
+      return 0
+    fi
     print_logs
     stop || true
     [ "$rc" = 1 ] || break

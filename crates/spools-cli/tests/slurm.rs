@@ -101,9 +101,11 @@ impl Cluster {
             dir: tempdir("slurm"),
         };
         // The guard exists before the daemons do: a start that fails or hangs is stopped.
+        // A watchdog stops the cluster if this process is killed (no guard runs then).
         let o = wait_bounded(
             cluster
                 .script("start")
+                .env("SPOOLS_SLURM_OWNER", std::process::id().to_string())
                 .spawn()
                 .expect("run slurm-cluster.sh"),
             START_LIMIT,
