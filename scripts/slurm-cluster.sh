@@ -17,9 +17,9 @@
 # The node is this host (NodeName = its short host name, NodeAddr=127.0.0.1) declared with
 # 8 CPUs whatever it has (SlurmdParameters=config_overrides), so that 4 to 8 tasks fit on
 # 2 cores; select/cons_tres with CR_CPU; processes tracked by /proc
-# (proctrack/linuxproc), task/none, no cgroups, no accounting. Authentication is
-# auth/none with cred/none (Debian's Slurm 22.05 ships auth_none.so and cred_none.so, and
-# they work): no munged and no key. State, spool, logs, pid files and the two ports
+# (proctrack/linuxproc), task/none, no cgroups, no accounting; MpiDefault=pmix (pmi2
+# when the build lacks pmix). Authentication is auth/none with cred/none (Debian's Slurm
+# 22.05 ships auth_none.so and cred_none.so, and they work): no munged and no key. State, spool, logs, pid files and the two ports
 # (picked free below the ephemeral range; a daemon that ends at once is started again
 # with other ports, 3 times at most) are in DIR. A failure to start prints the daemons'
 # logs and exits 1 after stopping what it started. Runs as root (slurmd starts job steps
@@ -30,6 +30,8 @@ usage() { sed -n '2,11p' "$0"; exit 2; }
 [ $# = 2 ] || usage
 cmd="$1"
 dir="$2"
+# Debian puts the daemons in /usr/sbin, which a user's PATH may lack.
+PATH="$PATH:/usr/sbin:/sbin"
 # How long start waits for the node to be idle (seconds).
 start_limit="${SPOOLS_SLURM_START_LIMIT:-60}"
 
@@ -120,6 +122,17 @@ free_port() {
   done
 }
 
+# The cluster's default --mpi: pmix when the build has it (as sites usually set), else
+# pmi2, else none. An srun without --mpi then gives its tasks that PMI.
+mpi_default() {
+  local plugins
+  plugins="$(dirname "$(command -v slurmd)")/../lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/slurm-wlm"
+  if [ -e "$plugins/mpi_pmix.so" ]; then echo pmix
+  elif [ -e "$plugins/mpi_pmi2.so" ]; then echo pmi2
+  else echo none
+  fi
+}
+
 write_conf() {
   local host user ctld_port slurmd_port
   host="$(hostname -s)"
@@ -150,7 +163,7 @@ TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
-MpiDefault=none
+MpiDefault=$(mpi_default)
 SwitchType=switch/none
 SchedulerType=sched/builtin
 SelectType=select/cons_tres
@@ -179,7 +192,7 @@ start_once() {
   # session of its own, its output in DIR (not holding the caller's pipes).
   setsid slurmctld -D -i -f "$SLURM_CONF" </dev/null >"$dir/log/slurmctld.out" 2>&1 &
   echo $! >"$dir/run/slurmctld.pid"
-  setsid slurmd -D -f "$SLURM_CONF" </dev/null >"$dir/log/slurmd.out" 2>&1 &
+  setsid slurmd -D -N "$(hostname -s)" -f "$SLURM_CONF" </dev/null >"$dir/log/slurmd.out" 2>&1 &
   echo $! >"$dir/run/slurmd.pid"
   for ((i = 0; i < start_limit * 10; i++)); do
     if ! alive "$dir/run/slurmctld.pid" slurmctld || ! alive "$dir/run/slurmd.pid" slurmd; then
