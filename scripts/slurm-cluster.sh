@@ -175,7 +175,8 @@ SlurmctldTimeout=30
 SlurmdTimeout=30
 InactiveLimit=0
 KillWait=5
-MinJobAge=10
+# sbatch --wait polls every 2 s only while 2 >= MinJobAge/2 (then every 8 s)
+MinJobAge=5
 NodeName=$host NodeAddr=127.0.0.1 CPUs=8 RealMemory=1000 State=UNKNOWN
 PartitionName=test Nodes=$host Default=YES MaxTime=10 State=UP OverSubscribe=YES
 EOF
