@@ -16,6 +16,8 @@
 # Idempotent and quiet: does nothing when everything is there. The test starts its own
 # cluster with scripts/slurm-cluster.sh.
 set -euo pipefail
+# Debian puts the daemons in /usr/sbin, which a user's PATH may lack.
+PATH="$PATH:/usr/sbin:/sbin"
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
@@ -44,4 +46,4 @@ $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
   slurmctld slurmd slurm-client libpmi2-0 libpmix-dev >/dev/null
 command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v srun >/dev/null
-echo "== Slurm: $(srun --version)"
+echo "== Slurm $(dpkg-query -W -f='${Version}' slurmd) installed"
