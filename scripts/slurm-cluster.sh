@@ -92,8 +92,9 @@ watch_owner() {
 }
 
 stop() {
-  [ -f "$dir/slurm.conf" ] || return 0
   local rc=0
+  # (This script's own commands must not match stop_jobs; the watchdog has it exported.)
+  unset SLURM_CONF
   # A watchdog stopping this cluster must not outlive it (unless it is the one stopping).
   # (It leads a process group of its own: the group goes, its `tail` included.)
   if alive "$dir/run/watchdog.pid" slurm-cluster-watchdog; then
@@ -106,6 +107,8 @@ stop() {
   fi
   stop_one "$dir/run/slurmd.pid" slurmd || rc=1
   stop_one "$dir/run/slurmctld.pid" slurmctld || rc=1
+  # Whatever is left, also when DIR is gone with its pid files (the daemons too: they run
+  # with SLURM_CONF in their environment).
   stop_jobs
   return $rc
 }

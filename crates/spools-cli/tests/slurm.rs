@@ -304,6 +304,36 @@ fn spools_under_slurm() {
     srun_meets_through_pmi(&cluster, &plugins);
     srun_without_pmi_says_what_to_set(&cluster);
     sbatch_writes_and_reads_a_parallel_file(&cluster, &plugins);
+
+    // Stopped, the cluster leaves nothing running: no daemon, step or task of its own.
+    let conf = format!("SLURM_CONF={}", cluster.dir.join("slurm.conf").display());
+    drop(cluster);
+    let left = processes_with(&conf);
+    assert!(left.is_empty(), "left running with {conf}: {left:?}");
+}
+
+/// The processes (but zombies) whose environment holds `entry` (`K=V`), with their
+/// command lines.
+fn processes_with(entry: &str) -> Vec<String> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .flatten()
+        .filter(|p| p.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter(|p| {
+            std::fs::read(p.path().join("environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == entry.as_bytes()))
+        })
+        .map(|p| {
+            let cmd = std::fs::read(p.path().join("cmdline")).unwrap_or_default();
+            format!(
+                "{} {}",
+                p.file_name().to_string_lossy(),
+                String::from_utf8_lossy(&cmd).replace('\0', " ")
+            )
+        })
+        .collect()
 }
 
 /// `srun -n 4` with nothing set meets through each PMI of `plugins`; `SPOOLS_BOOTSTRAP`
