@@ -74,11 +74,23 @@ stop_one() {
 
 # Every process of this cluster's jobs (slurmstepd, the tasks, an srun or sbatch left
 # running): those whose environment names this cluster's slurm.conf; but this script.
-stop_jobs() {
+# Killed, and waited for (5 s at most) until they are gone (or zombies).
+cluster_pids() {
   local p
   for p in $(grep -lsxzF "SLURM_CONF=$dir/slurm.conf" /proc/[0-9]*/environ | cut -d/ -f3); do
-    [ "$p" = $$ ] || kill -KILL "$p" 2>/dev/null || true
+    [ "$p" = $$ ] || echo "$p"
   done
+}
+stop_jobs() {
+  local i pids
+  for ((i = 0; i < 50; i++)); do
+    pids="$(cluster_pids)"
+    [ -n "$pids" ] || return 0
+    # shellcheck disable=SC2086 # one pid a word
+    kill -KILL $pids 2>/dev/null || true
+    sleep 0.1
+  done
+  echo "slurm-cluster.sh: still running after SIGKILL: $pids" >&2
 }
 
 # With SPOOLS_SLURM_OWNER=PID: a process of its own (in DIR/run/watchdog.pid) that waits
