@@ -25,6 +25,12 @@
 # logs and exits 1 after stopping what it started. Runs as root (slurmd starts job steps
 # as their user).
 set -euo pipefail
+# /proc/PID/environ keeps the environment a process was started with, also in this
+# script's subshells (forks): without SLURM_CONF in it, none of them looks like one of the
+# cluster's processes to `stop`.
+if [ -n "${SLURM_CONF+set}" ]; then
+  exec env -u SLURM_CONF bash "$0" "$@"
+fi
 
 usage() { sed -n '2,11p' "$0"; exit 2; }
 [ $# = 2 ] || usage
@@ -73,7 +79,8 @@ stop_one() {
 }
 
 # Every process of this cluster's jobs (slurmstepd, the tasks, an srun or sbatch left
-# running): those whose environment names this cluster's slurm.conf; but this script.
+# running): those whose environment names this cluster's slurm.conf; but this script
+# (started without SLURM_CONF, see above, so that its subshells do not match either).
 # Killed, and waited for (5 s at most) until they are gone (or zombies).
 cluster_pids() {
   local p
@@ -90,7 +97,9 @@ stop_jobs() {
     kill -KILL $pids 2>/dev/null || true
     sleep 0.1
   done
-  echo "slurm-cluster.sh: still running after SIGKILL: $pids" >&2
+  echo "slurm-cluster.sh: still running after SIGKILL:" >&2
+  # shellcheck disable=SC2086 # one pid a word
+  ps -o pid,ppid,stat,cmd -p $pids >&2 || true
 }
 
 # With SPOOLS_SLURM_OWNER=PID: a process of its own (in DIR/run/watchdog.pid) that waits
@@ -105,7 +114,7 @@ watch_owner() {
 
 stop() {
   local rc=0
-  # (This script's own commands must not match stop_jobs; the watchdog has it exported.)
+  # (The commands this script starts must not match stop_jobs: start exported it.)
   unset SLURM_CONF
   # A watchdog stopping this cluster must not outlive it (unless it is the one stopping).
   # (It leads a process group of its own: the group goes, its `tail` included.)

@@ -6,6 +6,8 @@
 //!   they meet through the launcher's PMI, and say so;
 //! - `SPOOLS_BOOTSTRAP` set: it wins over the PMI;
 //! - `srun --mpi=none` without `SPOOLS_BOOTSTRAP`: every rank's error says what to set;
+//! - a rank killed under `srun`: the others' allreduce fails naming it, no hang, nothing
+//!   left in `/dev/shm`;
 //! - an `sbatch --wait` job whose first step (a plain `srun -n 4`: the cluster's
 //!   `MpiDefault=pmix`) writes a parallel `.npy` file with `spools bench io` and whose
 //!   second step (`srun -n 3 --mpi=pmi2`) reads it back with another layout and verifies
@@ -47,6 +49,32 @@ fn allreduce_role() -> Result<(), String> {
         w.bootstrap()
     );
     e(w.finalize())
+}
+
+/// Rank 3 is killed (SIGKILL) once the job is up; the others then allreduce, which must
+/// fail (not hang) naming the dead rank.
+fn die_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    e(w.runtime_barrier())?;
+    if w.rank() == 3 {
+        // SAFETY: kill(2) of this process by itself, with a valid signal number.
+        unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+    }
+    let mut out = [0u64; 1];
+    match w.allreduce(&[1u64], &mut out, &Op::Sum) {
+        Ok(()) => Err(format!(
+            "rank {}: an allreduce with a dead rank gave {out:?}",
+            w.rank()
+        )),
+        Err(x) => {
+            println!(
+                "rank {} of job {:016x}: the allreduce failed: {x}",
+                w.rank(),
+                w.job()
+            );
+            std::process::exit(3)
+        }
+    }
 }
 
 /// The dataset the batch job writes with 4 ranks and reads back with 3.
@@ -198,9 +226,17 @@ impl Cluster {
     /// they printed (after checking that srun succeeded).
     fn srun_allreduce(&self, mpi: &str, env: &[(&str, String)]) -> Output {
         let mut c = self.command("srun");
-        c.args(["-n", "4", "-t", "1", &format!("--mpi={mpi}")])
-            .env(common::ROLE_VAR, "allreduce")
-            .args(self_args("spools_under_slurm"));
+        // A rank that fails ends the step at once (the others are not left waiting for it).
+        c.args([
+            "-n",
+            "4",
+            "-t",
+            "1",
+            "--kill-on-bad-exit=1",
+            &format!("--mpi={mpi}"),
+        ])
+        .env(common::ROLE_VAR, "allreduce")
+        .args(self_args("spools_under_slurm"));
         for (k, v) in env {
             c.env(k, v);
         }
@@ -279,7 +315,13 @@ fn batch_script(mpi_read: &str, file: &Path) -> String {
 
 #[test]
 fn spools_under_slurm() {
-    rank_main(|_| allreduce_role());
+    rank_main(|r| {
+        if r == "die" {
+            die_role()
+        } else {
+            allreduce_role()
+        }
+    });
     if let Some(tool) = ["srun", "sbatch", "slurmctld", "slurmd"]
         .into_iter()
         .find(|t| !installed(t))
@@ -304,12 +346,44 @@ fn spools_under_slurm() {
     srun_meets_through_pmi(&cluster, &plugins);
     srun_without_pmi_says_what_to_set(&cluster);
     sbatch_writes_and_reads_a_parallel_file(&cluster, &plugins);
+    a_killed_rank_fails_the_others(&cluster, plugins[plugins.len() - 1]);
 
     // Stopped, the cluster leaves nothing running: no daemon, step or task of its own.
     let conf = format!("SLURM_CONF={}", cluster.dir.join("slurm.conf").display());
     drop(cluster);
     let left = processes_with(&conf);
     assert!(left.is_empty(), "left running with {conf}: {left:?}");
+}
+
+/// `srun -n 4` (Slurm not asked to end the step when a task fails) whose rank 3 is killed
+/// once the job is up: the other ranks' allreduce fails naming it (no hang: the step ends
+/// within its bounds), and nothing of the job is left in `/dev/shm`.
+fn a_killed_rank_fails_the_others(cluster: &Cluster, mpi: &str) {
+    let o = cluster.run(
+        cluster
+            .command("srun")
+            .args(["-n", "4", "-t", "1", "--kill-on-bad-exit=0"])
+            .arg(format!("--mpi={mpi}"))
+            .env(common::ROLE_VAR, "die")
+            .args(self_args("spools_under_slurm")),
+        SRUN_LIMIT,
+    );
+    assert!(!o.status.success(), "{o:?}");
+    let mut jobs = Vec::new();
+    for r in 0..3 {
+        let line = o
+            .stdout
+            .lines()
+            .find_map(|l| l.split_once(&format!("rank {r} of job ")))
+            .map(|(_, rest)| rest.to_string())
+            .unwrap_or_else(|| panic!("rank {r} did not report:\n{o:?}"));
+        let (job, error) = line.split_once(": the allreduce failed: ").unwrap();
+        assert!(error.starts_with("rank 3 died"), "rank {r}: {error}");
+        jobs.push(job.to_string());
+    }
+    assert!(jobs.iter().all(|j| *j == jobs[0]), "{jobs:?}");
+    let left = common::shm_leftovers(&jobs[0]);
+    assert!(left.is_empty(), "left in /dev/shm: {left:?}");
 }
 
 /// The processes (but zombies) whose environment holds `entry` (`K=V`), with their
@@ -371,7 +445,8 @@ fn srun_without_pmi_says_what_to_set(cluster: &Cluster) {
     let o = cluster.run(
         cluster
             .command("srun")
-            .args(["-n", "2", "-t", "1", "--mpi=none"])
+            // (Both ranks run to their error: the first to fail does not end the other.)
+            .args(["-n", "2", "-t", "1", "--kill-on-bad-exit=0", "--mpi=none"])
             .arg(common::spools())
             .arg("info"),
         SRUN_LIMIT,
