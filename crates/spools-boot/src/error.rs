@@ -163,6 +163,14 @@ pub enum Awaited {
         /// The file.
         path: PathBuf,
     },
+    /// Every rank at the fence of the launcher's process-management interface.
+    #[error("all {ranks} ranks to reach the {} fence (rank 0's address through the launcher)", kind.name())]
+    PmiFence {
+        /// Which interface.
+        kind: crate::pmi::PmiKind,
+        /// Ranks in the job.
+        ranks: u32,
+    },
     /// Every rank to join.
     #[error("all {ranks} ranks to join")]
     Join {

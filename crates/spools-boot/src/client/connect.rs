@@ -20,7 +20,7 @@ use crate::error::{Awaited, BootError, BootStep, Lost, RandomFor, Violation};
 use crate::health::JobHealth;
 use crate::identity::{JobEnv, LauncherKind, Rendezvous};
 use crate::net::{connect, connect_retrying, read_frame, resolve, write_frame};
-use crate::pmi::{PmiError, RENDEZVOUS_KEY};
+use crate::pmi::{PmiError, PmiKind, RENDEZVOUS_KEY};
 use crate::random::random;
 use crate::server::RendezvousServer;
 
@@ -101,6 +101,52 @@ fn host_rendezvous(
     addr.set_ip(ip);
     let server = RendezvousServer::start(l, env.size, secret.clone(), job, false, None)?;
     Ok((addr, secret, server))
+}
+
+/// Through the launcher's interface `kind`: checks that it places this process where the
+/// environment does, puts `publish` (rank 0), fences, reads rank 0's value and finalises
+/// the interface. It runs on a thread of its own so that a fence that never completes
+/// (PMI2 has no timeout of its own: a rank that died before it) ends in
+/// [`BootError::Timeout`] after `timeout`.
+fn pmi_exchange(
+    kind: PmiKind,
+    env: &JobEnv,
+    timeout: Duration,
+    publish: Option<String>,
+) -> Result<String, BootError> {
+    let (rank, size, launcher) = (env.rank, env.size, env.launcher);
+    let (tx, rx) = channel();
+    std::thread::Builder::new()
+        .name("spools-pmi".into())
+        .spawn(move || {
+            let run = || -> Result<String, BootError> {
+                let mut pmi = crate::pmi::open(kind, timeout)?;
+                if (pmi.rank(), pmi.size()) != (rank, size) {
+                    return Err(crate::identity::IdentityError::PmiDisagrees {
+                        launcher: launcher.name(),
+                        rank,
+                        size,
+                        pmi: kind.name(),
+                        pmi_rank: pmi.rank(),
+                        pmi_size: pmi.size(),
+                    }
+                    .into());
+                }
+                if let Some(v) = &publish {
+                    pmi.put(RENDEZVOUS_KEY, v)?;
+                }
+                pmi.fence()?;
+                let value = pmi.get(0, RENDEZVOUS_KEY)?;
+                pmi.finalize()?;
+                Ok(value)
+            };
+            let _ = tx.send(run());
+        })
+        .map_err(BootError::io(BootStep::Thread { name: "PMI" }))?;
+    rx.recv_timeout(timeout).unwrap_or(Err(BootError::Timeout {
+        awaited: Awaited::PmiFence { kind, ranks: size },
+        secs: timeout.as_secs(),
+    }))
 }
 
 /// Reads what rank 0 published through the launcher's interface: `ADDR/SECRET`.
@@ -205,28 +251,13 @@ impl Connected {
                 }
             }
             Rendezvous::Pmi(kind) => {
-                let mut pmi = crate::pmi::open(*kind, timeout)?;
-                if (pmi.rank(), pmi.size()) != (env.rank, env.size) {
-                    return Err(crate::identity::IdentityError::PmiDisagrees {
-                        launcher: env.launcher.name(),
-                        rank: env.rank,
-                        size: env.size,
-                        pmi: kind.name(),
-                        pmi_rank: pmi.rank(),
-                        pmi_size: pmi.size(),
-                    }
-                    .into());
-                }
                 if hosted {
                     let (addr, secret, server) = host_rendezvous(&env, job)?;
-                    pmi.put(RENDEZVOUS_KEY, &format!("{addr}/{}", secret.to_hex()))?;
-                    pmi.fence()?;
-                    pmi.finalize()?;
+                    let published = format!("{addr}/{}", secret.to_hex());
+                    pmi_exchange(*kind, &env, timeout, Some(published))?;
                     (addr, secret, Some(server))
                 } else {
-                    pmi.fence()?;
-                    let value = pmi.get(0, RENDEZVOUS_KEY)?;
-                    pmi.finalize()?;
+                    let value = pmi_exchange(*kind, &env, timeout, None)?;
                     let (addr, secret) =
                         parse_published(&value).ok_or_else(|| PmiError::BadValue {
                             kind: *kind,

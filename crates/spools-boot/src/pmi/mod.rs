@@ -114,7 +114,7 @@ pub trait Pmi {
 ///
 /// # Errors
 /// [`PmiError::Load`] when the library is missing, [`PmiError::Call`] when it fails.
-pub fn open(kind: PmiKind, timeout: Duration) -> Result<Box<dyn Pmi>, PmiError> {
+pub fn open(kind: PmiKind, timeout: Duration) -> Result<Box<dyn Pmi + Send>, PmiError> {
     Ok(match kind {
         PmiKind::Pmix => Box::new(pmix::Pmix::init(timeout)?),
         PmiKind::Pmi2 => Box::new(pmi2::Pmi2::init()?),
