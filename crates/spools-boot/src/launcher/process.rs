@@ -1,7 +1,6 @@
-//! The ranks as processes: spawning one, forwarding its output, signalling it, reading
+//! The ranks as processes: spawning one (its output piped to `output`), signalling it, reading
 //! its state and describing how it ended.
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc::Sender;
@@ -10,6 +9,7 @@ use rustix::process::{Pid, Signal};
 use spools_proto::auth::Secret;
 
 use crate::error::BootStep;
+use crate::launcher::output::{forward, Stream};
 use crate::launcher::spec::{LaunchError, LaunchSpec};
 use crate::server::{RendezvousServer, ServerEvent};
 
@@ -113,44 +113,6 @@ pub fn descendants(pid: u32) -> Vec<u32> {
     found
 }
 
-fn forward(
-    mut from: impl Read + Send + 'static,
-    to_stderr: bool,
-    tag: Option<u32>,
-) -> Option<std::thread::JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name("spools-run-output".into())
-        .spawn(move || {
-            let mut reader = BufReader::new(&mut from);
-            let mut line = Vec::new();
-            loop {
-                line.clear();
-                match reader.read_until(b'\n', &mut line) {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {}
-                }
-                let prefix = tag.map(|r| format!("[{r}] ")).unwrap_or_default();
-                let res = if to_stderr {
-                    let mut e = std::io::stderr().lock();
-                    e.write_all(prefix.as_bytes())
-                        .and_then(|_| e.write_all(&line))
-                } else {
-                    let mut o = std::io::stdout().lock();
-                    o.write_all(prefix.as_bytes())
-                        .and_then(|_| o.write_all(&line))
-                        .and_then(|_| o.flush())
-                };
-                if res.is_err() {
-                    // Our output is closed (`| head`): keep draining so ranks don't block.
-                    let mut sink = Vec::new();
-                    let _ = reader.read_to_end(&mut sink);
-                    return;
-                }
-            }
-        })
-        .ok()
-}
-
 /// Removes what a job may leave in `/dev/shm` (segments are unlinked by the ranks as soon
 /// as all have mapped them; this catches a rank killed in between).
 pub fn clean_shm(job: u64) -> usize {
@@ -230,9 +192,8 @@ pub(crate) fn spawn_rank(
     if rank != 0 {
         cmd.process_group(0);
     }
-    if spec.tag_output {
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    }
+    // Always through the launcher, which writes whole lines (see `output`).
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     // SAFETY: the closure runs in the child between fork and exec and only calls prctl,
     // which is async-signal-safe; it allocates nothing.
     unsafe {
@@ -247,13 +208,12 @@ pub(crate) fn spawn_rank(
         rank,
         source,
     })?;
-    if spec.tag_output {
-        if let Some(o) = child.stdout.take() {
-            forwarders.extend(forward(o, false, Some(rank)));
-        }
-        if let Some(e) = child.stderr.take() {
-            forwarders.extend(forward(e, true, Some(rank)));
-        }
+    let tag = spec.tag_output.then_some(rank);
+    if let Some(o) = child.stdout.take() {
+        forwarders.extend(forward(o, Stream::Stdout, tag));
+    }
+    if let Some(e) = child.stderr.take() {
+        forwarders.extend(forward(e, Stream::Stderr, tag));
     }
     let pid = child.id();
     std::thread::Builder::new()
