@@ -9,9 +9,11 @@
 mod common;
 
 use std::collections::HashSet;
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+use std::time::Duration;
 
-use common::{rank_main, spools, Job, Output};
+use common::{grouped, rank_main, spools, without_ambient_spools_env, Job, Output, Spawned};
 
 const RANKS: u32 = 4;
 const LINES: u32 = 400;
@@ -211,5 +213,37 @@ fn a_line_of_one_mebibyte_comes_out_entire() {
         let rest = stdout.replace("[0] ", "").replace("[1] ", "");
         assert!(rest.chars().all(|c| c == 'a' || c == 'b' || c == '\n'));
         assert_eq!(rest.chars().filter(|c| *c != '\n').count(), 2 * LONG);
+    }
+}
+
+/// `spools run ... | head`: once the reader has gone, ranks that keep writing meet the
+/// closed pipe (SIGPIPE, as without the launcher between them), so the job ends instead of
+/// running on with its output thrown away.
+#[test]
+fn ranks_writing_to_a_closed_output_meet_the_closed_pipe() {
+    for tagged in [false, true] {
+        let mut cmd = grouped(spools());
+        without_ambient_spools_env(&mut cmd).args(["run", "-n", "2"]);
+        if tagged {
+            cmd.arg("--tag-output");
+        }
+        cmd.args(["--", "yes", "spools"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut job = Spawned::new(cmd.spawn().unwrap());
+        let out = BufReader::new(job.child().stdout.take().unwrap());
+        for l in out.lines().take(100) {
+            let l = l.unwrap();
+            let whole = match tagged {
+                true => l == "[0] spools" || l == "[1] spools",
+                false => l == "spools",
+            };
+            assert!(whole, "tagged {tagged}: {l:?}");
+        }
+        // The reader is gone here, like `head`.
+        let o = job.wait(Duration::from_secs(60));
+        assert_eq!(o.code(), Some(128 + 13), "tagged {tagged}: {o:?}");
+        assert!(o.stderr.contains("SIGPIPE"), "tagged {tagged}: {o:?}");
     }
 }
