@@ -59,6 +59,16 @@ fn rank_body(role: &str) -> Result<(), String> {
             in_three(&mut out, format!("out tail of rank {rank}").as_bytes())?;
             in_three(&mut err, format!("err tail of rank {rank}").as_bytes())
         }
+        "prompt" if rank == 0 => {
+            out.write_all(b"name? ").map_err(|e| e.to_string())?;
+            out.flush().map_err(|e| e.to_string())?;
+            let mut name = String::new();
+            std::io::stdin()
+                .read_line(&mut name)
+                .map_err(|e| e.to_string())?;
+            writeln!(out, "hello {}", name.trim()).map_err(|e| e.to_string())
+        }
+        "prompt" => Ok(()),
         "long" => {
             let mut line = vec![b'a' + rank as u8; LONG];
             line.push(b'\n');
@@ -245,5 +255,51 @@ fn ranks_writing_to_a_closed_output_meet_the_closed_pipe() {
         let o = job.wait(Duration::from_secs(60));
         assert_eq!(o.code(), Some(128 + 13), "tagged {tagged}: {o:?}");
         assert!(o.stderr.contains("SIGPIPE"), "tagged {tagged}: {o:?}");
+    }
+}
+
+/// A prompt (the start of a line, and rank 0 waits for its standard input) reaches the
+/// user before the answer: the launcher lets the start of a line go when the rank waits.
+#[test]
+fn a_prompt_reaches_the_user_before_the_answer() {
+    rank_main(rank_body);
+    let test = "a_prompt_reaches_the_user_before_the_answer";
+    for tagged in [false, true] {
+        let mut j = Job::new(2, test).role("prompt").via_cli(spools());
+        if tagged {
+            j = j.cli_args(&["--tag-output"]);
+        }
+        let mut cmd = j.command();
+        cmd.stdin(Stdio::piped());
+        let mut job = Spawned::new(cmd.spawn().unwrap());
+        let mut input = job.child().stdin.take().unwrap();
+        let mut out = job.child().stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = std::io::Read::read(&mut out, &mut buf) {
+                seen.extend_from_slice(&buf[..n]);
+                let _ = tx.send(String::from_utf8_lossy(&seen).into_owned());
+            }
+            String::from_utf8_lossy(&seen).into_owned()
+        });
+        let mut so_far = String::new();
+        while !so_far.contains("name? ") {
+            so_far = rx
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|e| panic!("no prompt (tagged {tagged}): {e}; {so_far:?}"));
+        }
+        input.write_all(b"spools\n").unwrap();
+        drop(input);
+        let o = job.wait(Duration::from_secs(60));
+        let stdout = strip_harness(&reader.join().unwrap(), test);
+        assert!(o.status.success(), "tagged {tagged}: {o:?}");
+        let want = if tagged {
+            "[0] name? hello spools\n"
+        } else {
+            "name? hello spools\n"
+        };
+        assert!(stdout.contains(want), "tagged {tagged}: {stdout:?}");
     }
 }

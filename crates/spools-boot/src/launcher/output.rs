@@ -5,16 +5,27 @@
 //! ranks wrote them in. A last line without a newline goes out when the rank closes the
 //! stream (at its exit). A line longer than [`MAX_LINE`] goes out in pieces of that size
 //! (so a rank's line never makes the launcher hold more): another rank's line may then
-//! come between two pieces.
+//! come between two pieces. So does the start of a line that waits ([`IDLE`]) while the
+//! rank (with everything it started) is not running, as a prompt waiting for an answer
+//! does: it goes out as it is (a rank preempted in the middle of a line is running, and
+//! its line stays whole).
 //!
 //! The splitting is [`LineSplitter`], which only sees bytes ([`LineSplitter::feed`],
-//! [`LineSplitter::finish`]) and hands out [`Piece`]s; [`forward`] does the I/O.
+//! [`LineSplitter::flush`]) and hands out [`Piece`]s; [`forward`] does the I/O.
 
 use std::io::{Read, Write};
+use std::os::fd::{AsFd, AsRawFd};
 use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::launcher::process::is_busy;
 
 /// The longest line forwarded whole; longer ones go out in pieces of this many bytes.
 pub(crate) const MAX_LINE: usize = 64 * 1024;
+
+/// How long the start of a line waits for its end before the rank is looked at: when
+/// nothing of it runs, the start goes out as it is (a prompt).
+pub(crate) const IDLE: Duration = Duration::from_secs(1);
 
 /// A part of a rank's output to write in one go: a whole line (with its newline), or a
 /// piece of a line (of a long line, or a last line without a newline).
@@ -93,11 +104,17 @@ impl LineSplitter {
         Ok(())
     }
 
-    /// The end of the stream: hands out a last line that has no newline, if any.
+    /// Whether the start of a line is held, waiting for its end.
+    pub(crate) fn holds(&self) -> bool {
+        !self.held.is_empty()
+    }
+
+    /// Hands out the start of a line held (at the end of the stream: a last line that has
+    /// no newline), if any; the rest of the line will follow it untagged.
     ///
     /// # Errors
     /// The error of `emit`.
-    pub(crate) fn finish<E>(
+    pub(crate) fn flush<E>(
         &mut self,
         emit: &mut impl FnMut(Piece<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
@@ -168,37 +185,64 @@ fn write_piece(to: Stream, tag: Option<u32>, piece: Piece<'_>, last: bool) -> st
     }
 }
 
-/// Forwards everything `from` (a rank's stream) gives to the launcher's stream `to`, whole
-/// lines at a time, tagged with `tag`, until the rank closes it, on a thread of its own
-/// (`None` if the thread could not be started). When `to` is closed (`| head`), `from` is
-/// closed too, so that the rank meets the closed pipe as if it wrote to it itself (an
-/// error or SIGPIPE, never a block).
+/// Whether `fd` has something to read (or its end) within `limit`; an error of `poll`
+/// (other than a signal, which waits again) says yes, so that the read that follows
+/// meets it.
+fn readable_within(fd: &impl AsFd, limit: Duration) -> bool {
+    let mut pfd = libc::pollfd {
+        fd: fd.as_fd().as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = libc::c_int::try_from(limit.as_millis()).unwrap_or(libc::c_int::MAX);
+    loop {
+        // SAFETY: `pfd` is one valid, initialised pollfd that lives across the call, and
+        // the count given is 1; `fd` is open (borrowed for the call).
+        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if n >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return n != 0;
+        }
+    }
+}
+
+/// Forwards everything `from` (the stream of rank `pid`) gives to the launcher's stream
+/// `to`, whole lines at a time, tagged with `tag`, until the rank closes it, on a thread of
+/// its own (`None` if the thread could not be started). When `to` is closed (`| head`),
+/// `from` is closed too, so that the rank meets the closed pipe as if it wrote to it
+/// itself (an error or SIGPIPE, never a block).
 pub(crate) fn forward(
-    mut from: impl Read + Send + 'static,
+    mut from: impl Read + AsFd + Send + 'static,
     to: Stream,
     tag: Option<u32>,
+    pid: u32,
 ) -> Option<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("spools-run-output".into())
         .spawn(move || {
             let mut split = LineSplitter::new(MAX_LINE);
             let mut buf = vec![0u8; MAX_LINE];
+            let mut emit = |p: Piece<'_>| write_piece(to, tag, p, false);
             loop {
+                if split.holds() && !readable_within(&from, IDLE) {
+                    // A prompt, or a rank waiting in the middle of a line; a busy rank
+                    // is looked at again after the next wait.
+                    if !is_busy(pid) && split.flush(&mut emit).is_err() {
+                        return;
+                    }
+                    continue;
+                }
                 let n = match from.read(&mut buf) {
                     Ok(0) => break,
                     Ok(n) => n,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(_) => break,
                 };
-                if split
-                    .feed(&buf[..n], &mut |p| write_piece(to, tag, p, false))
-                    .is_err()
-                {
+                if split.feed(&buf[..n], &mut emit).is_err() {
                     // Dropping `from` closes the pipe: the rank learns what we learnt.
                     return;
                 }
             }
-            let _ = split.finish(&mut |p| write_piece(to, tag, p, true));
+            let _ = split.flush(&mut |p| write_piece(to, tag, p, true));
         })
         .ok()
 }
@@ -219,7 +263,7 @@ mod tests {
         for c in chunks {
             assert_eq!(s.feed(c, &mut emit), Ok(()));
         }
-        assert_eq!(s.finish(&mut emit), Ok(()));
+        assert_eq!(s.flush(&mut emit), Ok(()));
         out
     }
 
@@ -331,6 +375,31 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_flushed_start_is_followed_by_the_rest_of_its_line() {
+        let mut out = Vec::new();
+        let mut s = LineSplitter::new(100);
+        let mut emit = |p: Piece<'_>| -> Result<(), ()> {
+            out.push((p.bytes.to_vec(), p.starts_line, p.ends_line));
+            Ok(())
+        };
+        assert_eq!(s.feed(b"a\nname? ", &mut emit), Ok(()));
+        assert!(s.holds());
+        assert_eq!(s.flush(&mut emit), Ok(()));
+        assert!(!s.holds());
+        assert_eq!(s.flush(&mut emit), Ok(()), "nothing more");
+        assert_eq!(s.feed(b"spools\nb\n", &mut emit), Ok(()));
+        assert_eq!(
+            out,
+            [
+                line(b"a\n"),
+                (b"name? ".to_vec(), true, false),
+                (b"spools\n".to_vec(), false, true),
+                line(b"b\n"),
+            ]
+        );
     }
 
     #[test]

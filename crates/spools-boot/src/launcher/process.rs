@@ -130,15 +130,31 @@ pub fn clean_shm(job: u64) -> usize {
     n
 }
 
-/// Whether process `pid` is stopped (by a signal or a tracer).
-pub(crate) fn is_stopped(pid: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
+/// The state letter of a process or thread (`R`, `S`, `T`, ...) from its `stat` file
+/// (`/proc/PID/stat`, `/proc/PID/task/TID/stat`).
+fn state_in(stat: &str) -> Option<String> {
+    let stat = std::fs::read_to_string(stat).ok()?;
     // The state follows the command name, which is in parentheses and may hold spaces.
     stat.rsplit_once(')')
         .and_then(|(_, rest)| rest.split_whitespace().next())
-        .is_some_and(|state| state == "T" || state == "t")
+        .map(str::to_string)
+}
+
+/// Whether process `pid` is stopped (by a signal or a tracer).
+pub(crate) fn is_stopped(pid: u32) -> bool {
+    state_in(&format!("/proc/{pid}/stat")).is_some_and(|state| state == "T" || state == "t")
+}
+
+/// Whether a thread of process `pid`, or of a process descended from it, is running or
+/// waiting for a CPU (state `R`): busy, rather than waiting for something.
+pub(crate) fn is_busy(pid: u32) -> bool {
+    std::iter::once(pid).chain(descendants(pid)).any(|p| {
+        std::fs::read_dir(format!("/proc/{p}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|t| state_in(&format!("{}/stat", t.path().display())).as_deref() == Some("R"))
+    })
 }
 
 /// Whether process `pid` is exiting or has exited: gone (reaped), a zombie, or flagged
@@ -208,14 +224,14 @@ pub(crate) fn spawn_rank(
         rank,
         source,
     })?;
+    let pid = child.id();
     let tag = spec.tag_output.then_some(rank);
     if let Some(o) = child.stdout.take() {
-        forwarders.extend(forward(o, Stream::Stdout, tag));
+        forwarders.extend(forward(o, Stream::Stdout, tag, pid));
     }
     if let Some(e) = child.stderr.take() {
-        forwarders.extend(forward(e, Stream::Stderr, tag));
+        forwarders.extend(forward(e, Stream::Stderr, tag, pid));
     }
-    let pid = child.id();
     std::thread::Builder::new()
         .name("spools-run-wait".into())
         .spawn(move || {
