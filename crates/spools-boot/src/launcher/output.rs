@@ -27,15 +27,17 @@ pub(crate) const MAX_LINE: usize = 64 * 1024;
 /// nothing of it runs, the start goes out as it is (a prompt).
 pub(crate) const IDLE: Duration = Duration::from_secs(1);
 
-/// A part of a rank's output to write in one go: a whole line (with its newline), or a
-/// piece of a line (of a long line, or a last line without a newline).
+/// A part of a rank's output to write in one go: whole lines (with their newlines), or a
+/// piece of a line (of a long line, the start of a line waiting for its end, or a last
+/// line without a newline).
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
 pub(crate) struct Piece<'a> {
     /// The bytes, as the rank wrote them.
     pub(crate) bytes: &'a [u8],
-    /// Whether they begin a line (where a tag goes).
+    /// Whether they begin a line (where a tag goes; every newline but the last is
+    /// followed by the start of a line).
     pub(crate) starts_line: bool,
-    /// Whether they end with the line's newline.
+    /// Whether they end with a line's newline.
     pub(crate) ends_line: bool,
 }
 
@@ -82,6 +84,20 @@ impl LineSplitter {
                 self.emit_held(false, emit)?;
                 continue;
             }
+            if newline.is_some() && self.held.is_empty() {
+                // Whole lines: all that follow in `data`, up to a long or unended one,
+                // go out together (one write for many lines).
+                let run = take + whole_lines(&data[take..], self.max);
+                let (lines, rest) = data.split_at(run);
+                data = rest;
+                let at_start = std::mem::replace(&mut self.at_start, true);
+                emit(Piece {
+                    bytes: lines,
+                    starts_line: at_start,
+                    ends_line: true,
+                })?;
+                continue;
+            }
             let (part, rest) = data.split_at(take);
             data = rest;
             if newline.is_none() {
@@ -89,13 +105,6 @@ impl LineSplitter {
                 if self.held.len() == self.max {
                     self.emit_held(false, emit)?;
                 }
-            } else if self.held.is_empty() {
-                let at_start = std::mem::replace(&mut self.at_start, true);
-                emit(Piece {
-                    bytes: part,
-                    starts_line: at_start,
-                    ends_line: true,
-                })?;
             } else {
                 self.held.extend_from_slice(part);
                 self.emit_held(true, emit)?;
@@ -142,6 +151,19 @@ impl LineSplitter {
     }
 }
 
+/// How many bytes of `data` are whole lines of at most `max` bytes, from its start.
+fn whole_lines(data: &[u8], max: usize) -> usize {
+    if data.len() <= max {
+        // Every line in it is short enough: up to the last newline (found from the end).
+        return data.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    }
+    let mut end = 0;
+    while let Some(i) = data[end..].iter().take(max).position(|&b| b == b'\n') {
+        end += i + 1;
+    }
+    end
+}
+
 /// Which of the launcher's streams a rank's stream goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Stream {
@@ -151,24 +173,34 @@ pub(crate) enum Stream {
     Stderr,
 }
 
-/// Writes `piece` to `to` in one write on the locked stream: with `tag`, prefixed by
-/// `[rank] ` when it begins a line, and (`last`: the end of the rank's stream) ended by a
-/// newline when it does not end one, so that the next rank's tag begins a line.
+/// `piece` with `prefix` at the start of each of its lines (the first only if the piece
+/// begins it), ended by a newline when it is the `last` of a stream and does not end a
+/// line (so that the next rank's tag begins a line).
+fn tagged(prefix: &[u8], piece: Piece<'_>, last: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(piece.bytes.len() + 64 * prefix.len());
+    let mut starts_line = piece.starts_line;
+    for line in piece.bytes.split_inclusive(|&b| b == b'\n') {
+        if starts_line {
+            out.extend_from_slice(prefix);
+        }
+        out.extend_from_slice(line);
+        starts_line = true;
+    }
+    if last && !piece.ends_line {
+        out.push(b'\n');
+    }
+    out
+}
+
+/// Writes `piece` to `to` in one write on the locked stream, [`tagged`] with `[rank] `
+/// when `tag` is given (`last`: the end of the rank's stream).
 fn write_piece(to: Stream, tag: Option<u32>, piece: Piece<'_>, last: bool) -> std::io::Result<()> {
-    let tagged;
+    let with_tag;
     let bytes = match tag {
         None => piece.bytes,
         Some(rank) => {
-            let mut out = Vec::with_capacity(piece.bytes.len() + 16);
-            if piece.starts_line {
-                out.extend_from_slice(format!("[{rank}] ").as_bytes());
-            }
-            out.extend_from_slice(piece.bytes);
-            if last && !piece.ends_line {
-                out.push(b'\n');
-            }
-            tagged = out;
-            &tagged
+            with_tag = tagged(format!("[{rank}] ").as_bytes(), piece, last);
+            &with_tag
         }
     };
     // Flushed at once: the standard streams' own buffers would otherwise hold a piece
@@ -249,7 +281,7 @@ pub(crate) fn forward(
 
 #[cfg(test)]
 mod tests {
-    use super::{LineSplitter, Piece};
+    use super::{tagged, LineSplitter, Piece};
 
     /// What a splitter with `max` hands out for `chunks`, then at the end: (bytes,
     /// starts_line, ends_line) per piece.
@@ -267,32 +299,50 @@ mod tests {
         out
     }
 
-    fn line(b: &[u8]) -> (Vec<u8>, bool, bool) {
-        (b.to_vec(), true, true)
+    /// The pieces as `--tag-output` writes them (tag `[t] `), one write per piece,
+    /// separated by `|`.
+    fn render(pieces: &[(Vec<u8>, bool, bool)]) -> String {
+        let n = pieces.len();
+        let writes: Vec<String> = pieces
+            .iter()
+            .enumerate()
+            .map(|(i, (b, s, e))| {
+                let p = Piece {
+                    bytes: b,
+                    starts_line: *s,
+                    ends_line: *e,
+                };
+                String::from_utf8_lossy(&tagged(b"[t] ", p, i + 1 == n)).into_owned()
+            })
+            .collect();
+        writes.join("|")
     }
 
     #[test]
-    fn whole_lines_in_one_chunk_go_out_one_by_one() {
-        assert_eq!(
-            split(100, &[b"a\nbb\nccc\n"]),
-            [line(b"a\n"), line(b"bb\n"), line(b"ccc\n")]
-        );
+    fn whole_lines_in_one_chunk_go_out_in_one_write_each_tagged() {
+        let out = split(100, &[b"a\nbb\nccc\n"]);
+        assert_eq!(out, [(b"a\nbb\nccc\n".to_vec(), true, true)]);
+        assert_eq!(render(&out), "[t] a\n[t] bb\n[t] ccc\n");
     }
 
     #[test]
     fn a_line_in_three_pieces_goes_out_whole() {
-        assert_eq!(
-            split(100, &[b"one ", b"two ", b"three\nfo", b"ur\n"]),
-            [line(b"one two three\n"), line(b"four\n")]
-        );
+        let out = split(100, &[b"one ", b"two ", b"three\nfo", b"ur\n"]);
+        assert_eq!(render(&out), "[t] one two three\n|[t] four\n");
     }
 
     #[test]
     fn a_last_line_without_newline_goes_out_at_the_end() {
+        let out = split(100, &[b"x\nta", b"il"]);
         assert_eq!(
-            split(100, &[b"x\nta", b"il"]),
-            [line(b"x\n"), (b"tail".to_vec(), true, false)]
+            out,
+            [
+                (b"x\n".to_vec(), true, true),
+                (b"tail".to_vec(), true, false)
+            ]
         );
+        // Tagged, it is ended for the next rank's tag.
+        assert_eq!(render(&out), "[t] x\n|[t] tail\n");
         assert_eq!(split(100, &[]), []);
         assert_eq!(split(100, &[b"", b""]), []);
     }
@@ -314,38 +364,37 @@ mod tests {
 
     #[test]
     fn a_long_line_goes_out_in_pieces_of_max_bytes() {
-        // 10 bytes and a newline, max 4: 4, 4, then the last 2 with the newline.
+        // 10 bytes and a newline, max 4: 4, 4, then the last 2 with the newline (and
+        // the next line); tagged once, at its start.
         let out = split(4, &[b"abcdefghij\nok\n"]);
         assert_eq!(
             out,
             [
                 (b"abcd".to_vec(), true, false),
                 (b"efgh".to_vec(), false, false),
-                (b"ij\n".to_vec(), false, true),
-                line(b"ok\n"),
+                (b"ij\nok\n".to_vec(), false, true),
             ]
         );
-        // Fed a byte at a time: the same pieces; the splitter never holds more than max.
+        assert_eq!(render(&out), "[t] abcd|efgh|ij\n[t] ok\n");
+        // Fed a byte at a time: the same long line's pieces.
         let bytes: Vec<&[u8]> = b"abcdefghij\nok\n".chunks(1).collect();
-        assert_eq!(split(4, &bytes), out);
+        assert_eq!(render(&split(4, &bytes)), "[t] abcd|efgh|ij\n|[t] ok\n");
     }
 
     #[test]
     fn a_line_of_exactly_max_bytes_is_whole_and_one_more_byte_is_not() {
-        assert_eq!(split(4, &[b"abc\n"]), [line(b"abc\n")]);
+        assert_eq!(render(&split(4, &[b"abc\n"])), "[t] abc\n");
         assert_eq!(
-            split(4, &[b"abcd\n"]),
-            [
-                (b"abcd".to_vec(), true, false),
-                (b"\n".to_vec(), false, true)
-            ]
+            render(&split(4, &[b"abc\nabcd\n"])),
+            "[t] abc\n|[t] abcd|\n"
         );
     }
 
     #[test]
     fn every_byte_comes_out_once_in_order_whatever_the_chunks() {
         // A stream of lines of many lengths, fed in chunks of many sizes: the pieces
-        // concatenate to the stream; every line no longer than max is one piece.
+        // concatenate to the stream; no piece boundary falls inside a line no longer than
+        // max; only whole lines make a piece longer than max.
         let mut stream = Vec::new();
         for i in 0..200usize {
             stream.extend((0..(i * 7) % 23).map(|k| b'a' + (k % 26) as u8));
@@ -358,20 +407,28 @@ mod tests {
                 let out = split(max, &chunks);
                 let joined: Vec<u8> = out.iter().flat_map(|(b, _, _)| b.clone()).collect();
                 assert_eq!(joined, stream, "max {max}, chunks of {size}");
-                let mut at_start = true;
+                let mut cuts = Vec::new();
+                let mut at = 0;
                 for (b, starts, ends) in &out {
-                    assert!(b.len() <= max, "a piece longer than {max}");
-                    assert_eq!(*starts, at_start, "max {max}, chunks of {size}");
+                    assert_eq!(*starts, at == 0 || stream[at - 1] == b'\n');
                     assert_eq!(*ends, b.last() == Some(&b'\n'));
-                    at_start = *ends;
+                    assert!(
+                        *ends || b.len() <= max,
+                        "a piece of a line longer than {max}"
+                    );
+                    at += b.len();
+                    cuts.push(at);
                 }
+                let mut start = 0;
                 for l in stream.split_inclusive(|&b| b == b'\n') {
+                    let end = start + l.len();
                     if l.len() <= max && l.ends_with(b"\n") {
                         assert!(
-                            out.iter().any(|(b, s, _)| b == l && *s),
-                            "line {l:?} not whole (max {max}, chunks of {size})"
+                            !cuts.iter().any(|&c| c > start && c < end),
+                            "line {l:?} cut (max {max}, chunks of {size})"
                         );
                     }
+                    start = end;
                 }
             }
         }
@@ -391,15 +448,7 @@ mod tests {
         assert!(!s.holds());
         assert_eq!(s.flush(&mut emit), Ok(()), "nothing more");
         assert_eq!(s.feed(b"spools\nb\n", &mut emit), Ok(()));
-        assert_eq!(
-            out,
-            [
-                line(b"a\n"),
-                (b"name? ".to_vec(), true, false),
-                (b"spools\n".to_vec(), false, true),
-                line(b"b\n"),
-            ]
-        );
+        assert_eq!(render(&out), "[t] a\n|[t] name? |spools\n[t] b\n");
     }
 
     #[test]
