@@ -148,13 +148,15 @@ pub(crate) fn is_stopped(pid: u32) -> bool {
 /// Whether a thread of process `pid`, or of a process descended from it, is running or
 /// waiting for a CPU (state `R`): busy, rather than waiting for something.
 pub(crate) fn is_busy(pid: u32) -> bool {
-    std::iter::once(pid).chain(descendants(pid)).any(|p| {
+    let runs = |p: u32| {
         std::fs::read_dir(format!("/proc/{p}/task"))
             .into_iter()
             .flatten()
             .flatten()
             .any(|t| state_in(&format!("{}/stat", t.path().display())).as_deref() == Some("R"))
-    })
+    };
+    // The process itself first: the walk of /proc for its descendants costs more.
+    runs(pid) || descendants(pid).into_iter().any(runs)
 }
 
 /// Whether process `pid` is exiting or has exited: gone (reaped), a zombie, or flagged
@@ -287,6 +289,47 @@ mod tests {
                 std::thread::yield_now();
             }
         }
+    }
+
+    #[test]
+    fn a_process_whose_child_spins_is_busy_and_a_sleeping_one_is_not() {
+        // The outer shell waits; its child spins (always running or runnable).
+        let mut outer = std::process::Command::new("sh")
+            .args(["-c", "sh -c 'while :; do :; done' & echo started; wait"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn sh: {e}"));
+        let mut line = String::new();
+        if let Some(out) = outer.stdout.take() {
+            use std::io::BufRead;
+            let _ = std::io::BufReader::new(out).read_line(&mut line);
+        }
+        // Once the outer shell itself sleeps (in `wait`; bounded), only its child runs.
+        let stat = format!("/proc/{}/stat", outer.id());
+        let start = std::time::Instant::now();
+        while super::state_in(&stat).as_deref() != Some("S")
+            && start.elapsed() < std::time::Duration::from_secs(60)
+        {
+            std::thread::yield_now();
+        }
+        let spinning = super::is_busy(outer.id());
+        super::kill_rank(0, outer.id(), libc::SIGKILL);
+        let _ = outer.wait();
+        assert_eq!(line.trim(), "started");
+        assert!(spinning, "a spinning child makes its parent busy");
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("600")
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn sleep: {e}"));
+        // Running while it starts, then asleep: wait for that (bounded).
+        let start = std::time::Instant::now();
+        while super::is_busy(sleeper.id()) && start.elapsed() < std::time::Duration::from_secs(60) {
+            std::thread::yield_now();
+        }
+        let busy = super::is_busy(sleeper.id());
+        let _ = sleeper.kill();
+        let _ = sleeper.wait();
+        assert!(!busy, "sleep 600 never slept");
     }
 
     #[test]
