@@ -1,8 +1,8 @@
 //! A rank's output, forwarded as whole lines: each rank's standard output and error come
-//! to the launcher through pipes of their own, and one thread per pipe writes each whole
-//! line (prefixed by `[rank] ` with `--tag-output`) to the launcher's own stream in one
-//! write, so that concurrent ranks' lines never mix inside a line, whatever pieces the
-//! ranks wrote them in. A last line without a newline goes out when the rank closes the
+//! to the launcher through pipes of their own, and one thread per pipe writes whole lines
+//! (each prefixed by `[rank] ` with `--tag-output`) to the launcher's own stream, every
+//! line within one write (the lines of one read go out in one write), so that concurrent
+//! ranks' lines never mix inside a line, whatever pieces the ranks wrote them in. A last line without a newline goes out when the rank closes the
 //! stream (at its exit). A line longer than [`MAX_LINE`] goes out in pieces of that size
 //! (so a rank's line never makes the launcher hold more): another rank's line may then
 //! come between two pieces. So does the start of a line that waits ([`IDLE`]) while the
