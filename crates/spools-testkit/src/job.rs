@@ -70,7 +70,8 @@ pub fn current_exe() -> PathBuf {
 }
 
 /// The arguments that make this test executable run test `test` alone (the executable's
-/// path first).
+/// path first), quietly: without `-q` the harness writes `test NAME ... ` before the
+/// test's body runs, which would begin a rank's first line of output.
 pub fn self_args(test: &str) -> Vec<String> {
     vec![
         current_exe().to_string_lossy().into_owned(),
@@ -78,6 +79,7 @@ pub fn self_args(test: &str) -> Vec<String> {
         test.into(),
         "--nocapture".into(),
         "--test-threads=1".into(),
+        "-q".into(),
     ]
 }
 

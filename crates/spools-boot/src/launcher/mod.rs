@@ -1,6 +1,7 @@
 //! `spools run`: start N ranks on this host, forward their output, supervise them, and end
 //! the whole job cleanly when one fails, on a signal or at a timeout.
 
+mod output;
 mod process;
 mod spec;
 mod supervisor;

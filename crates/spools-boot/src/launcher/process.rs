@@ -1,7 +1,6 @@
-//! The ranks as processes: spawning one, forwarding its output, signalling it, reading
+//! The ranks as processes: spawning one (its output piped to `output`), signalling it, reading
 //! its state and describing how it ended.
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc::Sender;
@@ -10,6 +9,7 @@ use rustix::process::{Pid, Signal};
 use spools_proto::auth::Secret;
 
 use crate::error::BootStep;
+use crate::launcher::output::{forward, Stream};
 use crate::launcher::spec::{LaunchError, LaunchSpec};
 use crate::server::{RendezvousServer, ServerEvent};
 
@@ -113,44 +113,6 @@ pub fn descendants(pid: u32) -> Vec<u32> {
     found
 }
 
-fn forward(
-    mut from: impl Read + Send + 'static,
-    to_stderr: bool,
-    tag: Option<u32>,
-) -> Option<std::thread::JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name("spools-run-output".into())
-        .spawn(move || {
-            let mut reader = BufReader::new(&mut from);
-            let mut line = Vec::new();
-            loop {
-                line.clear();
-                match reader.read_until(b'\n', &mut line) {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {}
-                }
-                let prefix = tag.map(|r| format!("[{r}] ")).unwrap_or_default();
-                let res = if to_stderr {
-                    let mut e = std::io::stderr().lock();
-                    e.write_all(prefix.as_bytes())
-                        .and_then(|_| e.write_all(&line))
-                } else {
-                    let mut o = std::io::stdout().lock();
-                    o.write_all(prefix.as_bytes())
-                        .and_then(|_| o.write_all(&line))
-                        .and_then(|_| o.flush())
-                };
-                if res.is_err() {
-                    // Our output is closed (`| head`): keep draining so ranks don't block.
-                    let mut sink = Vec::new();
-                    let _ = reader.read_to_end(&mut sink);
-                    return;
-                }
-            }
-        })
-        .ok()
-}
-
 /// Removes what a job may leave in `/dev/shm` (segments are unlinked by the ranks as soon
 /// as all have mapped them; this catches a rank killed in between).
 pub fn clean_shm(job: u64) -> usize {
@@ -168,15 +130,33 @@ pub fn clean_shm(job: u64) -> usize {
     n
 }
 
-/// Whether process `pid` is stopped (by a signal or a tracer).
-pub(crate) fn is_stopped(pid: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
+/// The state letter of a process or thread (`R`, `S`, `T`, ...) from its `stat` file
+/// (`/proc/PID/stat`, `/proc/PID/task/TID/stat`).
+fn state_in(stat: &str) -> Option<String> {
+    let stat = std::fs::read_to_string(stat).ok()?;
     // The state follows the command name, which is in parentheses and may hold spaces.
     stat.rsplit_once(')')
         .and_then(|(_, rest)| rest.split_whitespace().next())
-        .is_some_and(|state| state == "T" || state == "t")
+        .map(str::to_string)
+}
+
+/// Whether process `pid` is stopped (by a signal or a tracer).
+pub(crate) fn is_stopped(pid: u32) -> bool {
+    state_in(&format!("/proc/{pid}/stat")).is_some_and(|state| state == "T" || state == "t")
+}
+
+/// Whether a thread of process `pid`, or of a process descended from it, is running or
+/// waiting for a CPU (state `R`): busy, rather than waiting for something.
+pub(crate) fn is_busy(pid: u32) -> bool {
+    let runs = |p: u32| {
+        std::fs::read_dir(format!("/proc/{p}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|t| state_in(&format!("{}/stat", t.path().display())).as_deref() == Some("R"))
+    };
+    // The process itself first: the walk of /proc for its descendants costs more.
+    runs(pid) || descendants(pid).into_iter().any(runs)
 }
 
 /// Whether process `pid` is exiting or has exited: gone (reaped), a zombie, or flagged
@@ -230,9 +210,8 @@ pub(crate) fn spawn_rank(
     if rank != 0 {
         cmd.process_group(0);
     }
-    if spec.tag_output {
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    }
+    // Always through the launcher, which writes whole lines (see `output`).
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     // SAFETY: the closure runs in the child between fork and exec and only calls prctl,
     // which is async-signal-safe; it allocates nothing.
     unsafe {
@@ -247,15 +226,14 @@ pub(crate) fn spawn_rank(
         rank,
         source,
     })?;
-    if spec.tag_output {
-        if let Some(o) = child.stdout.take() {
-            forwarders.extend(forward(o, false, Some(rank)));
-        }
-        if let Some(e) = child.stderr.take() {
-            forwarders.extend(forward(e, true, Some(rank)));
-        }
-    }
     let pid = child.id();
+    let tag = spec.tag_output.then_some(rank);
+    if let Some(o) = child.stdout.take() {
+        forwarders.extend(forward(o, Stream::Stdout, tag, pid));
+    }
+    if let Some(e) = child.stderr.take() {
+        forwarders.extend(forward(e, Stream::Stderr, tag, pid));
+    }
     std::thread::Builder::new()
         .name("spools-run-wait".into())
         .spawn(move || {
@@ -311,6 +289,47 @@ mod tests {
                 std::thread::yield_now();
             }
         }
+    }
+
+    #[test]
+    fn a_process_whose_child_spins_is_busy_and_a_sleeping_one_is_not() {
+        // The outer shell waits; its child spins (always running or runnable).
+        let mut outer = std::process::Command::new("sh")
+            .args(["-c", "sh -c 'while :; do :; done' & echo started; wait"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn sh: {e}"));
+        let mut line = String::new();
+        if let Some(out) = outer.stdout.take() {
+            use std::io::BufRead;
+            let _ = std::io::BufReader::new(out).read_line(&mut line);
+        }
+        // Once the outer shell itself sleeps (in `wait`; bounded), only its child runs.
+        let stat = format!("/proc/{}/stat", outer.id());
+        let start = std::time::Instant::now();
+        while super::state_in(&stat).as_deref() != Some("S")
+            && start.elapsed() < std::time::Duration::from_secs(60)
+        {
+            std::thread::yield_now();
+        }
+        let spinning = super::is_busy(outer.id());
+        super::kill_rank(0, outer.id(), libc::SIGKILL);
+        let _ = outer.wait();
+        assert_eq!(line.trim(), "started");
+        assert!(spinning, "a spinning child makes its parent busy");
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("600")
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn sleep: {e}"));
+        // Running while it starts, then asleep: wait for that (bounded).
+        let start = std::time::Instant::now();
+        while super::is_busy(sleeper.id()) && start.elapsed() < std::time::Duration::from_secs(60) {
+            std::thread::yield_now();
+        }
+        let busy = super::is_busy(sleeper.id());
+        let _ = sleeper.kill();
+        let _ = sleeper.wait();
+        assert!(!busy, "sleep 600 never slept");
     }
 
     #[test]
