@@ -39,6 +39,7 @@ mod env;
 mod fixtures;
 mod guard;
 mod job;
+mod netns;
 mod rank;
 mod rng;
 mod wait;
@@ -52,6 +53,7 @@ pub use job::{
     current_exe, grouped, launch, self_args, without_ambient_spools_env, Job, JOB_GRACE,
     JOB_TIMEOUT, JOB_WAIT,
 };
+pub use netns::{Hosts, NetHost, MAX_NET_HOSTS};
 pub use rank::{checked, e, rank_main, role};
 pub use rng::Rng;
 pub use wait::{compute_until, signal_file, wait_bounded, wait_for_file, Output};
