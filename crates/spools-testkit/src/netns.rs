@@ -228,15 +228,9 @@ impl Hosts {
         &self.hosts
     }
 
-    /// Host `name`.
-    ///
-    /// # Panics
-    /// When there is no such host.
-    pub fn host(&self, name: &str) -> &NetHost {
-        self.hosts
-            .iter()
-            .find(|h| h.name == name)
-            .unwrap_or_else(|| panic!("no host {name}"))
+    /// Host `name`, if there is one.
+    pub fn host(&self, name: &str) -> Option<&NetHost> {
+        self.hosts.iter().find(|h| h.name == name)
     }
 
     /// The bridge's address in the root namespace (where `spools run` listens).
@@ -259,12 +253,13 @@ impl Hosts {
     /// Sets the link of host `name` up or down (its root-namespace veth end).
     ///
     /// # Errors
-    /// The `ip` command's error.
+    /// No such host, or the `ip` command's error.
     pub fn link(&self, name: &str, up: bool) -> Result<(), String> {
+        let host = self.host(name).ok_or(format!("no host {name}"))?;
         ip(&[
             "link",
             "set",
-            &self.host(name).veth,
+            &host.veth,
             if up { "up" } else { "down" },
         ])
     }
