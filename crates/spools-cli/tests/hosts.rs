@@ -17,7 +17,7 @@ use common::{
     assert_ok, checked, e, grouped, rank_main, spools, spools_command, tempdir, wait_bounded,
     without_ambient_spools_env, Job, Output,
 };
-use spools::{Op, Route, World};
+use spools::{FileError, Format, Layout, Op, ReadOptions, Route, Striping, World, WriteOptions};
 use spools_testkit::Hosts;
 
 /// The hosts, or `None` after printing why they cannot be made here.
@@ -265,4 +265,129 @@ fn a_parallel_pipe_joins_programs_on_different_hosts() {
         co.stderr
     );
     assert!(co.stderr.contains("verified"), "{}", co.stderr);
+}
+
+/// The node-local file's dataset and its value at element `i`.
+const NL_DATA: &str = "u32[64,50] block,* on 4x1";
+fn nl_value(i: u64) -> u32 {
+    (i * 3 + 1) as u32
+}
+
+/// This rank's view of the node-local file: a directory per host (its local disk).
+fn nl_path() -> std::path::PathBuf {
+    let base = std::path::PathBuf::from(std::env::var("SPOOLS_TEST_DIR").unwrap());
+    base.join(spools_boot::host::host_name()).join("f")
+}
+
+/// Reads the node-local file as `layout` and checks every element.
+fn nl_read(w: &World, layout: &str) -> Result<(), FileError> {
+    let l: Layout = layout.parse().unwrap();
+    let me = u64::from(w.rank());
+    let mut back = vec![0u32; l.local_bytes(me).unwrap() as usize / 4];
+    w.read_file(nl_path(), &mut back, &l, &ReadOptions::default())?;
+    for x in l.extents(me).unwrap() {
+        for k in 0..x.len / 4 {
+            let got = back[(x.local / 4 + k) as usize];
+            assert_eq!(
+                got,
+                nl_value(x.global / 4 + k),
+                "element {}",
+                x.global / 4 + k
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Writes the node-local file from 4 ranks (h1:2,h2:2) and reads it back with another
+/// distribution and the same placement.
+fn nl_write(w: &World) -> Result<(), String> {
+    let me = u64::from(w.rank());
+    e(std::fs::create_dir_all(nl_path().parent().unwrap()))?;
+    let l: Layout = e(NL_DATA.parse())?;
+    let part: Vec<u32> = e(l.extents(me))?
+        .into_iter()
+        .flat_map(|x| (0..x.len / 4).map(move |k| nl_value(x.global / 4 + k)))
+        .collect();
+    let opts = WriteOptions {
+        format: Format::Striped(Striping {
+            layout: e("raid5(unit=256B,count=4)".parse())?,
+            dirs: vec![std::path::PathBuf::from("units")],
+            node_local: true,
+        }),
+        ..Default::default()
+    };
+    e(w.write_file(nl_path(), &part, &l, &opts))?;
+    e(nl_read(w, "u32[64,50] *,cyclic(3) on 1x4"))
+}
+
+/// Reads the file with ranks placed otherwise (h1:1,h2:3): refused, naming the host.
+fn nl_misplaced(w: &World) -> Result<(), String> {
+    match nl_read(w, NL_DATA) {
+        Err(err @ FileError::UnitElsewhere { .. }) => {
+            println!("refused: {err}");
+            Ok(())
+        }
+        other => Err(format!("a misplaced read gave {other:?}")),
+    }
+}
+
+#[test]
+fn node_local_units_stay_on_their_hosts() {
+    rank_main(|role| {
+        let w = e(spools::init())?;
+        checked(&w, |w| {
+            if role == "write" {
+                nl_write(w)
+            } else {
+                nl_misplaced(w)
+            }
+        });
+        e(w.finalize())
+    });
+    let Some(net) = hosts_or_skip(2) else { return };
+    let d = tempdir("nl-hosts");
+    let job = |role: &str, list: &str| {
+        Job::new(4, "node_local_units_stay_on_their_hosts")
+            .role(role)
+            .env("SPOOLS_TEST_DIR", d.path())
+            .via_cli(spools())
+            .cli_args(&on_hosts(&net, list))
+            .run()
+    };
+    assert_ok(&job("write", "h1:2,h2:2"));
+    // Each host's disk holds the units of its ranks (u % 4: 0, 1 on h1; 2, 3 on h2).
+    for (host, units) in [
+        ("h1", ["f.u0.s1", "f.u1.s1"]),
+        ("h2", ["f.u2.s1", "f.u3.s1"]),
+    ] {
+        let mut found: Vec<String> = std::fs::read_dir(d.join(host).join("units"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        found.sort();
+        assert_eq!(found, units, "{host}");
+    }
+    // The manifest (rank 0's, on h1) says which host holds each unit.
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("h1").join("f")).unwrap()).unwrap();
+    let hosts: Vec<&str> = m["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["host"].as_str().unwrap_or("none"))
+        .collect();
+    assert_eq!(hosts, ["h1", "h1", "h2", "h2"]);
+    // Rank 1 now runs on h2, but unit 1 is on h1.
+    let o = job("misplaced", "h1:1,h2:3");
+    assert_ok(&o);
+    assert_eq!(
+        o.stdout
+            .matches("unit 1 is stored on host h1 (node-local), but rank 1, which must serve it, runs on host h2")
+            .count(),
+        4,
+        "{}\n{}",
+        o.stdout,
+        o.stderr
+    );
 }

@@ -256,12 +256,7 @@ impl Hosts {
     /// No such host, or the `ip` command's error.
     pub fn link(&self, name: &str, up: bool) -> Result<(), String> {
         let host = self.host(name).ok_or(format!("no host {name}"))?;
-        ip(&[
-            "link",
-            "set",
-            &host.veth,
-            if up { "up" } else { "down" },
-        ])
+        ip(&["link", "set", &host.veth, if up { "up" } else { "down" }])
     }
 }
 
