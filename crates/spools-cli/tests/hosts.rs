@@ -306,7 +306,6 @@ fn nl_write(w: &World) -> Result<(), String> {
     e(std::fs::create_dir_all(nl_path().parent().unwrap()))?;
     let l: Layout = e(NL_DATA.parse())?;
     let part: Vec<u32> = e(l.extents(me))?
-        .into_iter()
         .flat_map(|x| (0..x.len / 4).map(move |k| nl_value(x.global / 4 + k)))
         .collect();
     let opts = WriteOptions {
