@@ -49,6 +49,7 @@ pub fn connect(
     let what = BootStep::Connect { addr };
     let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(BootError::io(what.clone()))?;
     s.set_nodelay(true).map_err(BootError::io(what.clone()))?;
+    crate::keepalive::apply_configured(&s);
     s.set_read_timeout(Some(HANDSHAKE_TIMEOUT))
         .map_err(BootError::io(what.clone()))?;
     let client = Client::new(
@@ -161,6 +162,7 @@ pub fn accept_admitted(
         .unwrap_or_else(|_| "?".into());
     let what = BootStep::Accept { peer: peer.clone() };
     s.set_nodelay(true).map_err(BootError::io(what.clone()))?;
+    crate::keepalive::apply_configured(&*s);
     s.set_read_timeout(Some(crate::admission::ACCEPT_TIMEOUT))
         .map_err(BootError::io(what.clone()))?;
     let mut hello = [0u8; CLIENT_HELLO_LEN];
