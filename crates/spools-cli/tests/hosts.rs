@@ -20,29 +20,6 @@ use common::{
 use spools::{FileError, Format, Layout, Op, ReadOptions, Route, Striping, World, WriteOptions};
 use spools_testkit::Hosts;
 
-/// The hosts, or `None` after printing why they cannot be made here.
-fn hosts_or_skip(n: usize) -> Option<Hosts> {
-    match Hosts::create(n) {
-        Ok(h) => Some(h),
-        Err(why) => {
-            eprintln!("skipped: network namespaces unavailable: {why}");
-            None
-        }
-    }
-}
-
-/// `spools run` options that start ranks on `list` through the namespaces' agent.
-fn on_hosts(net: &Hosts, list: &str) -> Vec<String> {
-    vec![
-        "--hosts".into(),
-        list.into(),
-        "--agent".into(),
-        net.agent(),
-        "--bootstrap-ip".into(),
-        net.bridge_ip().to_string(),
-    ]
-}
-
 /// A rank's bytes for `tag`: distinct per rank, tag and position.
 fn pattern(rank: u32, tag: u32, n: usize) -> Vec<u32> {
     (0..n as u32)
@@ -143,10 +120,12 @@ fn job_role() -> Result<(), String> {
 #[test]
 fn one_job_runs_across_namespaces() {
     rank_main(|_| job_role());
-    let Some(net) = hosts_or_skip(2) else { return };
+    let Some(net) = Hosts::create_or_skip(2) else {
+        return;
+    };
     let o = Job::new(4, "one_job_runs_across_namespaces")
         .via_cli(spools())
-        .cli_args(&on_hosts(&net, "h1:2,h2:2"))
+        .cli_args(&net.run_args("h1:2,h2:2"))
         .run();
     assert_ok(&o);
     for r in 0..4 {
@@ -162,11 +141,13 @@ fn one_job_runs_across_namespaces() {
 #[test]
 fn a_host_that_cannot_be_reached_is_named() {
     rank_main(|_| job_role());
-    let Some(net) = hosts_or_skip(1) else { return };
+    let Some(net) = Hosts::create_or_skip(1) else {
+        return;
+    };
     // h7 has no namespace: its agent fails, and rank 0 on h1 waits for it in vain.
     let o = Job::new(2, "a_host_that_cannot_be_reached_is_named")
         .via_cli(spools())
-        .cli_args(&on_hosts(&net, "h1:1,h7:1"))
+        .cli_args(&net.run_args("h1:1,h7:1"))
         .grace(Duration::from_secs(2))
         .run();
     assert!(!o.status.success(), "{}", o.stderr);
@@ -213,7 +194,7 @@ fn pipe_end_on(
         .env("SPOOLS_PIPE_DIR", dir)
         .env("SPOOLS_PIPE_TIMEOUT", "30")
         .arg("run")
-        .args(on_hosts(net, list))
+        .args(net.run_args(list))
         .args(["--timeout", "100", "--"])
         .arg(spools())
         .args([
@@ -239,7 +220,9 @@ fn pipe_end_on(
 
 #[test]
 fn a_parallel_pipe_joins_programs_on_different_hosts() {
-    let Some(net) = hosts_or_skip(3) else { return };
+    let Some(net) = Hosts::create_or_skip(3) else {
+        return;
+    };
     let d = tempdir("pipe-hosts");
     // The producer on h1 (2 ranks), the consumer on h2 and h3: its ranks listen on
     // their hosts' addresses, which the producer's ranks reach over the bridge.
@@ -344,14 +327,16 @@ fn node_local_units_stay_on_their_hosts() {
         });
         e(w.finalize())
     });
-    let Some(net) = hosts_or_skip(2) else { return };
+    let Some(net) = Hosts::create_or_skip(2) else {
+        return;
+    };
     let d = tempdir("nl-hosts");
     let job = |role: &str, list: &str| {
         Job::new(4, "node_local_units_stay_on_their_hosts")
             .role(role)
             .env("SPOOLS_TEST_DIR", d.path())
             .via_cli(spools())
-            .cli_args(&on_hosts(&net, list))
+            .cli_args(&net.run_args(list))
             .run()
     };
     assert_ok(&job("write", "h1:2,h2:2"));

@@ -205,6 +205,31 @@ impl Hosts {
         Ok(hosts)
     }
 
+    /// [`Hosts::create`], or `None` after printing why the test skips (not root, no
+    /// network namespaces).
+    pub fn create_or_skip(n: usize) -> Option<Hosts> {
+        match Hosts::create(n) {
+            Ok(h) => Some(h),
+            Err(why) => {
+                eprintln!("skipped: network namespaces unavailable: {why}");
+                None
+            }
+        }
+    }
+
+    /// The options of `spools run` that start the ranks on `list` (`h1:2,h2:2`) in these
+    /// hosts: `--hosts LIST --agent AGENT --bootstrap-ip BRIDGE`.
+    pub fn run_args(&self, list: &str) -> Vec<String> {
+        vec![
+            "--hosts".into(),
+            list.into(),
+            "--agent".into(),
+            self.agent(),
+            "--bootstrap-ip".into(),
+            self.bridge_ip.to_string(),
+        ]
+    }
+
     fn write_agent(&self, prefix: &str) -> Result<(), String> {
         use std::os::unix::fs::PermissionsExt;
         let path = self.agent_path();
@@ -248,6 +273,13 @@ impl Hosts {
         let mut c = Command::new(self.agent_path());
         c.arg(name).arg(program);
         c
+    }
+
+    /// The processes running on host `name` (in its namespace).
+    pub fn processes(&self, name: &str) -> Vec<i32> {
+        self.host(name)
+            .map(|h| pids_in(&h.netns))
+            .unwrap_or_default()
     }
 
     /// Sets the link of host `name` up or down (its root-namespace veth end).

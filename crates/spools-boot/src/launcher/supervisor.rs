@@ -87,7 +87,12 @@ impl Supervisor {
         crate::logger::warn(format_args!(
             "spools run: rank {rank}{place} {cause}; stopping the job"
         ));
-        self.server.abort(rank, &cause);
+        // The other ranks hear where it ran, too.
+        let told = match place.strip_prefix(' ') {
+            Some(on_host) => format!("{on_host}: {cause}"),
+            None => cause.clone(),
+        };
+        self.server.abort(rank, &told);
         self.failure = Some((rank, cause));
         self.exit_code = code;
         self.kill_at = Some(Instant::now() + self.grace);

@@ -1,0 +1,187 @@
+//! Network faults between hosts (network namespaces, `spools_testkit::Hosts`): a host
+//! whose link goes down for longer than `net_timeout_s` is reported by name, every rank
+//! gets an error and the launcher ends the job; a host whose ranks are all killed is
+//! reported by name. Times to error are printed (`--nocapture`), never asserted.
+//!
+//! The namespaces need root (CI runs as root); elsewhere these tests print why they skip.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use common::{e, rank_main, signal_file, spools, tempdir, wait_for_file, Hosts, Job, Output};
+
+/// Seconds since the epoch (the ranks' and the test's common clock, for the report).
+fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+fn dir() -> PathBuf {
+    PathBuf::from(std::env::var("SPOOLS_TEST_DIR").unwrap())
+}
+
+/// Ranks 0, 1 on h1 and 2, 3 on h2: after a first exchange across hosts, each says it is
+/// ready and waits for a message from its peer on the other host that never comes. The
+/// error it gets is printed with the time it came.
+fn stall() -> Result<(), String> {
+    let w = e(spools::init())?;
+    let me = w.rank();
+    let peer = me ^ 2;
+    let mut got = [0u64; 4];
+    e(w.sendrecv(&[u64::from(me); 4], peer, 1, &mut got, peer, 1))?;
+    e(w.barrier())?;
+    signal_file(&dir().join(format!("ready.{me}")), b"")?;
+    let mut never = [0u8; 8];
+    let r = w.recv(&mut never, peer, 2);
+    println!(
+        "rank {me} error at {:.3}: {:?}",
+        now(),
+        r.map(|_| ()).map_err(|x| x.to_string())
+    );
+    // Exit without finalising: the job is broken.
+    std::process::exit(1)
+}
+
+/// The rank error lines of a job's output: (rank, time, message).
+fn rank_errors(o: &Output) -> Vec<(u32, f64, String)> {
+    o.stdout
+        .lines()
+        .filter_map(|l| {
+            // The line may follow the test harness's own "test NAME ... ".
+            let (head, rest) = l.split_once(" error at ")?;
+            let rank = head.rsplit("rank ").next()?;
+            let (t, msg) = rest.split_once(": ")?;
+            Some((rank.parse().ok()?, t.parse().ok()?, msg.to_string()))
+        })
+        .collect()
+}
+
+/// Starts the stalling job on h1:2,h2:2 and waits (bounded) until every rank is ready.
+fn start_stalled(net: &Hosts, test: &str, d: &Path, timeout_s: u32) -> common::Spawned {
+    let job = Job::new(4, test)
+        .env("SPOOLS_TEST_DIR", d)
+        .env("SPOOLS_NET_TIMEOUT", timeout_s.to_string())
+        .timeout(Duration::from_secs(90))
+        .via_cli(spools())
+        .cli_args(&net.run_args("h1:2,h2:2"));
+    let spawned = job.start();
+    for r in 0..4 {
+        wait_for_file(&d.join(format!("ready.{r}")), Duration::from_secs(60)).unwrap();
+    }
+    spawned
+}
+
+#[test]
+fn a_host_cut_off_longer_than_the_timeout_is_named_and_the_job_ends() {
+    rank_main(|_| stall());
+    let Some(net) = Hosts::create_or_skip(2) else {
+        return;
+    };
+    let d = tempdir("link-down");
+    let timeout = 2;
+    let job = start_stalled(
+        &net,
+        "a_host_cut_off_longer_than_the_timeout_is_named_and_the_job_ends",
+        &d,
+        timeout,
+    );
+    let t0 = now();
+    net.link("h2", false).unwrap();
+    let o = job.wait(Duration::from_secs(120));
+    let t_end = now();
+    let errors = rank_errors(&o);
+    eprintln!(
+        "link of h2 down at {t0:.3}, net_timeout_s {timeout}; job ended after {:.2} s",
+        t_end - t0
+    );
+    for (r, t, msg) in &errors {
+        eprintln!("  rank {r}: error after {:.2} s: {msg}", t - t0);
+    }
+    assert!(!o.status.success(), "{}\n{}", o.stdout, o.stderr);
+    // The launcher names the host it lost.
+    assert!(
+        o.stderr.contains("on host h2"),
+        "stdout:\n{}\nstderr:\n{}",
+        o.stdout,
+        o.stderr
+    );
+    // Every rank got an error naming the host it lost: h2 for the ranks of h1, the
+    // launcher's (its address) for the ranks of h2.
+    let launcher = net.bridge_ip().to_string();
+    for r in 0..4 {
+        let lost = if r < 2 {
+            "on host h2"
+        } else {
+            launcher.as_str()
+        };
+        assert!(
+            errors
+                .iter()
+                .any(|(x, _, m)| *x == r && m.starts_with("Err") && m.contains(lost)),
+            "rank {r}: {errors:?}\nstdout:\n{}\nstderr:\n{}",
+            o.stdout,
+            o.stderr
+        );
+    }
+    nothing_left(&net);
+}
+
+/// No process of the job is left on any host.
+fn nothing_left(net: &Hosts) {
+    for h in ["h1", "h2"] {
+        assert_eq!(net.processes(h), Vec::<i32>::new(), "left on {h}");
+    }
+}
+
+#[test]
+fn a_host_whose_ranks_are_all_killed_is_named() {
+    rank_main(|_| stall());
+    let Some(net) = Hosts::create_or_skip(2) else {
+        return;
+    };
+    let d = tempdir("host-killed");
+    let job = start_stalled(&net, "a_host_whose_ranks_are_all_killed_is_named", &d, 5);
+    let t0 = now();
+    // Every process of h2 dies at once, as with a host that crashes.
+    let pids = net.processes("h2");
+    assert_eq!(pids.len(), 2, "h2's ranks: {pids:?}");
+    let status = std::process::Command::new("kill")
+        .arg("-KILL")
+        .args(pids.iter().map(i32::to_string))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let o = job.wait(Duration::from_secs(120));
+    let errors = rank_errors(&o);
+    eprintln!(
+        "h2's ranks killed at {t0:.3}; job ended after {:.2} s",
+        now() - t0
+    );
+    for (r, t, msg) in &errors {
+        eprintln!("  rank {r}: error after {:.2} s: {msg}", t - t0);
+    }
+    assert!(!o.status.success());
+    assert!(
+        o.stderr.contains("on host h2 was killed by signal 9"),
+        "stdout:\n{}\nstderr:\n{}",
+        o.stdout,
+        o.stderr
+    );
+    nothing_left(&net);
+    for r in [0, 1] {
+        assert!(
+            errors
+                .iter()
+                .any(|(x, _, m)| *x == r && m.contains("on host h2")),
+            "rank {r}: {errors:?}\nstdout:\n{}\nstderr:\n{}",
+            o.stdout,
+            o.stderr
+        );
+    }
+}
