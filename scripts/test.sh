@@ -14,6 +14,8 @@ done
 # openmpi-bin). Install it when missing; with SPOOLS_REQUIRE_MPI=1 (CI) its absence fails
 # the test instead of skipping it.
 bash scripts/install-mpi.sh || echo "warning: could not install Open MPI; the mpirun test will say so"
+# The multi-host tests (network namespaces, packet loss) need iproute2 and nftables.
+bash scripts/install-net-tools.sh || echo "warning: could not install iproute2/nftables; the multi-host tests will say so"
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

@@ -10,13 +10,9 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::time::Duration;
 
-use common::{
-    assert_ok, checked, e, grouped, rank_main, spools, spools_command, tempdir, wait_bounded,
-    without_ambient_spools_env, Job, Output,
-};
+use common::{assert_ok, checked, e, rank_main, spools, spools_command, tempdir, Job};
 use spools::{FileError, Format, Layout, Op, ReadOptions, Route, Striping, World, WriteOptions};
 use spools_testkit::Hosts;
 
@@ -181,43 +177,6 @@ fn malformed_host_lists_are_refused_before_anything_starts() {
     }
 }
 
-/// One end of a parallel pipe (`spools bench pipe`) started by `spools run --hosts`.
-fn pipe_end_on(
-    net: &Hosts,
-    list: &str,
-    role: &str,
-    layout: &str,
-    dir: &std::path::Path,
-) -> std::process::Child {
-    let mut c = grouped(spools());
-    without_ambient_spools_env(&mut c)
-        .env("SPOOLS_PIPE_DIR", dir)
-        .env("SPOOLS_PIPE_TIMEOUT", "30")
-        .arg("run")
-        .args(net.run_args(list))
-        .args(["--timeout", "100", "--"])
-        .arg(spools())
-        .args([
-            "bench",
-            "pipe",
-            "--role",
-            role,
-            "--layout",
-            layout,
-            "--records",
-            "5",
-            "--name",
-            "pipe:across",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if role == "consumer" {
-        c.arg("--verify");
-    }
-    c.spawn().expect("spawn a pipe end")
-}
-
 #[test]
 fn a_parallel_pipe_joins_programs_on_different_hosts() {
     let Some(net) = Hosts::create_or_skip(3) else {
@@ -226,28 +185,15 @@ fn a_parallel_pipe_joins_programs_on_different_hosts() {
     let d = tempdir("pipe-hosts");
     // The producer on h1 (2 ranks), the consumer on h2 and h3: its ranks listen on
     // their hosts' addresses, which the producer's ranks reach over the bridge.
-    let p = pipe_end_on(&net, "h1:2", "producer", "u8[300,200] block,* on 2x1", &d);
-    let c = pipe_end_on(
-        &net,
-        "h2:1,h3:2",
-        "consumer",
-        "u8[300,200] *,cyclic(7) on 1x3",
+    if let Err(e) = net.pipe(
+        &spools(),
+        ("h1:2", "u8[300,200] block,* on 2x1"),
+        ("h2:1,h3:2", "u8[300,200] *,cyclic(7) on 1x3"),
+        5,
         &d,
-    );
-    let (po, co): (Output, Output) = std::thread::scope(|s| {
-        let tc = s.spawn(|| wait_bounded(c, Duration::from_secs(120)));
-        let po = wait_bounded(p, Duration::from_secs(120));
-        (po, tc.join().unwrap())
-    });
-    assert!(
-        po.status.success() && co.status.success(),
-        "producer {:?}:\n{}\nconsumer {:?}:\n{}",
-        po.status,
-        po.stderr,
-        co.status,
-        co.stderr
-    );
-    assert!(co.stderr.contains("verified"), "{}", co.stderr);
+    ) {
+        panic!("{e}");
+    }
 }
 
 /// The node-local file's dataset and its value at element `i`.

@@ -46,7 +46,8 @@ mod wait;
 
 pub use env::ROLE_VAR;
 pub use fixtures::{
-    assert_ok, assert_ok_as, foreign_rank, free_port, pipe_end, shm_leftovers, tempdir, TempDir,
+    assert_ok, assert_ok_as, foreign_rank, free_port, pipe_end, pipe_end_placed, shm_leftovers,
+    tempdir, TempDir,
 };
 pub use guard::{Spawned, STOP_GRACE};
 pub use job::{

@@ -21,7 +21,13 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::fixtures::{tempdir, TempDir};
+use std::path::Path;
+
+use crate::fixtures::{pipe_end_placed, tempdir, TempDir};
+use crate::wait::wait_bounded;
+
+/// How long [`Hosts::pipe`] waits for each end.
+const PIPE_WAIT: Duration = Duration::from_secs(120);
 
 /// Most hosts one [`Hosts`] makes (addresses .2 to .9).
 pub const MAX_NET_HOSTS: usize = 8;
@@ -228,6 +234,50 @@ impl Hosts {
             "--bootstrap-ip".into(),
             self.bridge_ip.to_string(),
         ]
+    }
+
+    /// Runs a parallel pipe between two programs (`spools bench pipe` of the `spools`
+    /// binary `spools`, `records` records, meeting by name in `dir`): the producer's
+    /// ranks on `producer.0` (a `--hosts` list) with layout `producer.1`, the consumer's,
+    /// verifying, on `consumer.0` with `consumer.1`. Waits for both (bounded).
+    ///
+    /// # Errors
+    /// Either end failed, or the consumer did not verify the records: both ends' errors.
+    pub fn pipe(
+        &self,
+        spools: &Path,
+        producer: (&str, &str),
+        consumer: (&str, &str),
+        records: u64,
+        dir: &Path,
+    ) -> Result<(), String> {
+        let name = Some("pipe:across-hosts");
+        let end = |(list, layout): (&str, &str), role: &str| {
+            pipe_end_placed(
+                spools,
+                &self.run_args(list),
+                role,
+                layout,
+                name,
+                records,
+                dir,
+            )
+        };
+        let p = end(producer, "producer");
+        let c = end(consumer, "consumer");
+        let (po, co) = std::thread::scope(|s| {
+            let tc = s.spawn(|| wait_bounded(c, PIPE_WAIT));
+            let po = wait_bounded(p, PIPE_WAIT);
+            (po, tc.join())
+        });
+        let co = co.map_err(|_| "the consumer's waiter panicked".to_string())?;
+        if po.status.success() && co.status.success() && co.stderr.contains("verified") {
+            return Ok(());
+        }
+        Err(format!(
+            "producer {:?}:\n{}\nconsumer {:?}:\n{}",
+            po.status, po.stderr, co.status, co.stderr
+        ))
     }
 
     fn write_agent(&self, prefix: &str) -> Result<(), String> {
