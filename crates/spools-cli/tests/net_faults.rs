@@ -185,3 +185,78 @@ fn a_host_whose_ranks_are_all_killed_is_named() {
         );
     }
 }
+
+/// Ranks 0, 1 on h1 and 2, 3 on h2: a large transfer across hosts and an allreduce,
+/// both checked, each timed (printed for the report).
+fn transfer_and_reduce() -> Result<(), String> {
+    let w = e(spools::init())?;
+    let me = w.rank();
+    let peer = me ^ 2;
+    let value = |r: u32, i: usize| (i as u32).wrapping_mul(0x9e37_79b9) ^ r;
+    let n = 2 << 20; // 8 MiB of u32 each way
+    let mine: Vec<u32> = (0..n).map(|i| value(me, i)).collect();
+    let mut got = vec![0u32; n];
+    let t = std::time::Instant::now();
+    e(w.sendrecv(&mine, peer, 3, &mut got, peer, 3))?;
+    let transfer = t.elapsed().as_secs_f64();
+    if got.iter().enumerate().any(|(i, &v)| v != value(peer, i)) {
+        return Err(format!("rank {me}: wrong bytes from rank {peer}"));
+    }
+    let len = 1 << 17; // 1 MiB of u64
+    let part: Vec<u64> = (0..len as u64).map(|i| i + u64::from(me)).collect();
+    let mut sum = vec![0u64; len];
+    let t = std::time::Instant::now();
+    e(w.allreduce(&part, &mut sum, &spools::Op::Sum))?;
+    let reduce = t.elapsed().as_secs_f64();
+    if sum.iter().enumerate().any(|(i, &s)| s != 4 * i as u64 + 6) {
+        return Err(format!("rank {me}: allreduce wrong"));
+    }
+    println!("rank {me} transfer {transfer:.3} s allreduce {reduce:.3} s");
+    e(w.finalize())
+}
+
+#[test]
+fn transfers_collectives_and_pipes_survive_packet_loss() {
+    rank_main(|_| transfer_and_reduce());
+    let Some(net) = Hosts::create_or_skip(2) else {
+        return;
+    };
+    let run = || {
+        Job::new(4, "transfers_collectives_and_pipes_survive_packet_loss")
+            .via_cli(spools())
+            .cli_args(&net.run_args("h1:2,h2:2"))
+            .run()
+    };
+    let times = |o: &Output| -> Vec<String> {
+        o.stdout
+            .lines()
+            .filter_map(|l| l.find("rank 0 transfer").map(|i| l[i..].to_string()))
+            .collect()
+    };
+    let d = tempdir("pipe-loss");
+    let pipe = |what: &str| {
+        let t = std::time::Instant::now();
+        if let Err(e) = net.pipe(
+            &spools(),
+            ("h1:2", "u8[1000,1000] block,* on 2x1"),
+            ("h2:2", "u8[1000,1000] *,block on 1x2"),
+            8,
+            &d,
+        ) {
+            panic!("{what}: {e}");
+        }
+        t.elapsed().as_secs_f64()
+    };
+    let clean = (run(), pipe("no loss"));
+    common::assert_ok(&clean.0);
+    if let Err(why) = net.loss("h2", 3) {
+        // scripts/install-net-tools.sh installs nftables; without it, say so.
+        eprintln!("skipped the lossy part: {why}");
+        return;
+    }
+    let lossy = (run(), pipe("3 % loss"));
+    common::assert_ok(&lossy.0);
+    for (what, (o, p)) in [("no loss", clean), ("3 % loss each way on h2", lossy)] {
+        eprintln!("{what}: {:?}, pipe of 8 MB h1 -> h2 {p:.2} s", times(&o));
+    }
+}

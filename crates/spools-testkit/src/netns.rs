@@ -332,6 +332,49 @@ impl Hosts {
             .unwrap_or_default()
     }
 
+    /// Drops `percent` % of the packets entering and of those leaving host `name`, at
+    /// random (an nftables table `spools_loss` in its namespace: `numgen random mod 100 <
+    /// N drop`); 0 removes the rule.
+    ///
+    /// # Errors
+    /// No such host, or `nft` missing or failing.
+    pub fn loss(&self, name: &str, percent: u8) -> Result<(), String> {
+        use std::io::Write;
+        let host = self.host(name).ok_or(format!("no host {name}"))?;
+        let rules = if percent == 0 {
+            "delete table inet spools_loss\n".to_string()
+        } else {
+            format!(
+                "table inet spools_loss {{\n\
+                 chain input {{ type filter hook input priority 0; numgen random mod 100 < {percent} drop; }}\n\
+                 chain output {{ type filter hook output priority 0; numgen random mod 100 < {percent} drop; }}\n\
+                 }}\n"
+            )
+        };
+        let mut nft = Command::new("ip")
+            .args(["netns", "exec", &host.netns, "nft", "-f", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("ip netns exec ... nft: {e}"))?;
+        if let Some(mut input) = nft.stdin.take() {
+            input
+                .write_all(rules.as_bytes())
+                .map_err(|e| format!("nft: {e}"))?;
+        }
+        let out = nft.wait_with_output().map_err(|e| format!("nft: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "nft in {}: {}",
+                host.netns,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    }
+
     /// Sets the link of host `name` up or down (its root-namespace veth end).
     ///
     /// # Errors
