@@ -260,3 +260,19 @@ fn transfers_collectives_and_pipes_survive_packet_loss() {
         eprintln!("{what}: {:?}, pipe of 8 MB h1 -> h2 {p:.2} s", times(&o));
     }
 }
+
+#[test]
+fn stopping_the_launcher_stops_every_remote_rank() {
+    rank_main(|_| stall());
+    let Some(net) = Hosts::create_or_skip(2) else {
+        return;
+    };
+    let d = tempdir("stop");
+    let job = start_stalled(&net, "stopping_the_launcher_stops_every_remote_rank", &d, 5);
+    assert_eq!(net.processes("h2").len(), 2);
+    job.signal("-TERM");
+    let o = job.wait(Duration::from_secs(60));
+    assert_eq!(o.code(), Some(143), "{}", o.stderr);
+    // The agent (ip netns exec) execs the rank: the launcher's signal reached it.
+    nothing_left(&net);
+}
