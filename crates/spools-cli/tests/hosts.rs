@@ -134,6 +134,58 @@ fn one_job_runs_across_namespaces() {
     }
 }
 
+/// Two ranks that check they are a job of 2, and that rank 1 got the argument after the
+/// test's own.
+fn shell_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    let mut sum = [0u32];
+    e(w.allreduce(&[w.rank() + 1], &mut sum, &Op::Sum))?;
+    let arg = std::env::args().nth(5).unwrap_or_default();
+    if sum[0] != 3 || arg != "it's a \"test\" $HOME" {
+        return Err(format!("sum {}, argument {arg:?}", sum[0]));
+    }
+    println!("shell agent ok rank {}", w.rank());
+    e(w.finalize())
+}
+
+/// The ssh path, with a local shell for ssh: `{shcmd}` is one string for a shell, run in
+/// an empty environment (`env -i`), so the job's variables and the arguments reach the
+/// ranks only through the quoted command line.
+#[test]
+fn a_shell_agent_gets_the_job_through_its_command_line_alone() {
+    rank_main(|_| shell_role());
+    let mut c = common::grouped(spools());
+    common::without_ambient_spools_env(&mut c)
+        .env(common::ROLE_VAR, "shell")
+        .args([
+            "run",
+            "--hosts",
+            "a:1,b:1",
+            "--agent",
+            "env -i HOST={host} sh -c {shcmd}",
+            "--timeout",
+            "60",
+            "--",
+        ])
+        .args(common::self_args(
+            "a_shell_agent_gets_the_job_through_its_command_line_alone",
+        ))
+        .arg("it's a \"test\" $HOME")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let o = common::Spawned::new(c.spawn().unwrap()).wait(Duration::from_secs(90));
+    assert_ok(&o);
+    for r in 0..2 {
+        assert!(
+            o.stdout.contains(&format!("shell agent ok rank {r}")),
+            "{}\n{}",
+            o.stdout,
+            o.stderr
+        );
+    }
+}
+
 #[test]
 fn a_host_that_cannot_be_reached_is_named() {
     rank_main(|_| job_role());

@@ -309,6 +309,16 @@ pub(crate) fn place(spec: &LaunchSpec, rank: u32) -> String {
         .unwrap_or_default()
 }
 
+/// Why a running rank's connection to the launcher ended without finalising: it closed
+/// it, or, on another host, the network may have failed (keepalive, `net_timeout_s`).
+pub(crate) fn lost_cause(spec: &LaunchSpec, rank: u32) -> String {
+    if place(spec, rank).is_empty() {
+        "closed its connection to the job without finalising".into()
+    } else {
+        "lost its connection to the launcher without finalising (the host stopped answering for net_timeout_s, or the rank closed it)".into()
+    }
+}
+
 /// The command that starts `rank` with the job's variables `vars`: the program itself
 /// on this host, the agent for a multi-host job.
 pub(crate) fn rank_command(spec: &LaunchSpec, rank: u32, vars: &[(&str, String)]) -> Command {

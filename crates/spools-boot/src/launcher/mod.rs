@@ -199,11 +199,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
                     // Dying: its exit status, on its way, tells the cause.
                     continue;
                 }
-                sup.fail(
-                    rank,
-                    "closed its connection to the job without finalising".into(),
-                    1,
-                );
+                sup.fail(rank, hosts::lost_cause(spec, rank), 1);
             } else {
                 break;
             }
