@@ -5,10 +5,15 @@
 //! A peer that stops answering (its host lost power or its link, a firewall drops
 //! everything) is declared gone once nothing came back from it for about the timeout:
 //! an idle connection sends keepalive probes from half the timeout on, one a second,
-//! and `TCP_USER_TIMEOUT` ends it (or a connection with unacknowledged data) when the
-//! timeout has passed without an answer; the blocked read or write then fails with
-//! `ETIMEDOUT`. The kernel does all of it: nothing runs on the fast path, and an idle
-//! connection exchanges one small probe a second once idle for half the timeout.
+//! and is dropped when the timeout has passed without an answer; the blocked read then
+//! fails with `ETIMEDOUT`. The rendezvous connections also get `TCP_USER_TIMEOUT`, so
+//! that one holding unacknowledged data (a runtime collective just sent) ends after the
+//! timeout too; the TCP transport's do not: under heavy loss a data transfer may wait
+//! longer than the timeout for an acknowledgement, and cutting it would fail a healthy
+//! job. A host lost during a transfer is still noticed within the timeout, through the
+//! idle rendezvous connections, and every wait of the job then fails. The kernel does
+//! all of it: nothing runs on the fast path, and an idle connection exchanges one small
+//! probe a second once idle for half the timeout.
 
 use std::io;
 use std::os::fd::AsFd;
@@ -32,7 +37,10 @@ pub struct Keepalive {
     pub interval: Duration,
     /// Unanswered probes before the connection is dropped.
     pub count: u32,
-    /// `TCP_USER_TIMEOUT`: how long sent data (or probes) may stay unacknowledged.
+    /// `TCP_USER_TIMEOUT` (rendezvous connections): how long sent data (or probes) may
+    /// stay unacknowledged: half a second short of the timeout (at least a second),
+    /// because the kernel checks it at each probe, a second apart, so that the
+    /// connection ends within half a second of the timeout.
     pub user_timeout: Duration,
 }
 
@@ -48,11 +56,11 @@ impl Keepalive {
             idle: Duration::from_secs(idle),
             interval: Duration::from_secs(1),
             count: u32::try_from(t.saturating_sub(idle).max(1)).unwrap_or(u32::MAX),
-            user_timeout: Duration::from_secs(t),
+            user_timeout: Duration::from_millis((t * 1000).saturating_sub(500).max(1000)),
         })
     }
 
-    /// Sets them on a TCP socket.
+    /// Sets the keepalive settings on a TCP socket.
     ///
     /// # Errors
     /// The `setsockopt` that failed.
@@ -62,6 +70,14 @@ impl Keepalive {
         sockopt::set_tcp_keepidle(fd, self.idle)?;
         sockopt::set_tcp_keepintvl(fd, self.interval)?;
         sockopt::set_tcp_keepcnt(fd, self.count)?;
+        Ok(())
+    }
+
+    /// Sets `TCP_USER_TIMEOUT` on a TCP socket.
+    ///
+    /// # Errors
+    /// The `setsockopt` that failed.
+    pub fn apply_user_timeout(&self, fd: impl AsFd) -> io::Result<()> {
         let ms = u32::try_from(self.user_timeout.as_millis()).unwrap_or(u32::MAX);
         sockopt::set_tcp_user_timeout(fd, ms)?;
         Ok(())
@@ -78,11 +94,20 @@ pub fn configured() -> Option<Keepalive> {
     })
 }
 
-/// Applies [`configured`] to a job connection. A failure is logged, not fatal: the
-/// connection works, only a dead peer is noticed later.
-pub fn apply_configured(fd: impl AsFd) {
+/// Applies [`configured`] to a job connection, with the user timeout for a rendezvous
+/// connection (`rendezvous`). A failure is logged, not fatal: the connection works, only
+/// a dead peer is noticed later.
+pub fn apply_configured(fd: impl AsFd, rendezvous: bool) {
     if let Some(k) = configured() {
-        if let Err(e) = k.apply(fd) {
+        let fd = fd.as_fd();
+        let set = k.apply(fd).and_then(|()| {
+            if rendezvous {
+                k.apply_user_timeout(fd)
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = set {
             crate::logger::warn(format_args!(
                 "spools: cannot set TCP keepalive (a dead peer is noticed late): {e}"
             ));
@@ -103,16 +128,17 @@ mod tests {
                 k.idle.as_secs(),
                 k.interval.as_secs(),
                 k.count,
-                k.user_timeout.as_secs()
+                k.user_timeout.as_millis()
             ),
-            (2, 1, 3, 5)
+            (2, 1, 3, 4500)
         );
         for t in [1, 2, 3, 7, 60, 86_400, u64::MAX] {
             let k = Keepalive::for_timeout(t).unwrap();
             let total = k.idle.as_secs() + u64::from(k.count) * k.interval.as_secs();
             let t = t.min(NET_TIMEOUT_MAX_S);
             assert!(total >= t && total <= t + 1, "{t}: {k:?}");
-            assert_eq!(k.user_timeout.as_secs(), t);
+            let ms = k.user_timeout.as_millis() as u64;
+            assert!(ms == 1000 || ms == t * 1000 - 500, "{t}: {k:?}");
         }
     }
 
@@ -122,10 +148,12 @@ mod tests {
         let s = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let k = Keepalive::for_timeout(7).unwrap();
         k.apply(&s).unwrap();
+        assert_eq!(sockopt::tcp_user_timeout(&s).unwrap(), 0);
+        k.apply_user_timeout(&s).unwrap();
         assert!(sockopt::socket_keepalive(&s).unwrap());
         assert_eq!(sockopt::tcp_keepidle(&s).unwrap(), Duration::from_secs(3));
         assert_eq!(sockopt::tcp_keepintvl(&s).unwrap(), Duration::from_secs(1));
         assert_eq!(sockopt::tcp_keepcnt(&s).unwrap(), 4);
-        assert_eq!(sockopt::tcp_user_timeout(&s).unwrap(), 7000);
+        assert_eq!(sockopt::tcp_user_timeout(&s).unwrap(), 6500);
     }
 }

@@ -27,9 +27,10 @@ fn dir() -> PathBuf {
 }
 
 /// Ranks 0, 1 on h1 and 2, 3 on h2: after a first exchange across hosts, each says it is
-/// ready and waits for a message from its peer on the other host that never comes. The
-/// error it gets is printed with the time it came.
-fn stall() -> Result<(), String> {
+/// ready and then, in role `stall`, waits for a message from its peer on the other host
+/// that never comes, or, in role `stream`, exchanges 4 MiB messages with it without end.
+/// The error it gets is printed with the time it came.
+fn stall(role: &str) -> Result<(), String> {
     let w = e(spools::init())?;
     let me = w.rank();
     let peer = me ^ 2;
@@ -37,8 +38,17 @@ fn stall() -> Result<(), String> {
     e(w.sendrecv(&[u64::from(me); 4], peer, 1, &mut got, peer, 1))?;
     e(w.barrier())?;
     signal_file(&dir().join(format!("ready.{me}")), b"")?;
-    let mut never = [0u8; 8];
-    let r = w.recv(&mut never, peer, 2);
+    let r = if role == "stream" {
+        let (out, mut back) = (vec![me as u8; 4 << 20], vec![0u8; 4 << 20]);
+        loop {
+            if let Err(x) = w.sendrecv(&out, peer, 3, &mut back, peer, 3) {
+                break Err(x);
+            }
+        }
+    } else {
+        let mut never = [0u8; 8];
+        w.recv(&mut never, peer, 2)
+    };
     println!(
         "rank {me} error at {:.3}: {:?}",
         now(),
@@ -62,9 +72,11 @@ fn rank_errors(o: &Output) -> Vec<(u32, f64, String)> {
         .collect()
 }
 
-/// Starts the stalling job on h1:2,h2:2 and waits (bounded) until every rank is ready.
-fn start_stalled(net: &Hosts, test: &str, d: &Path, timeout_s: u32) -> common::Spawned {
+/// Starts the stalling job (`role`) on h1:2,h2:2 and waits (bounded) until every rank is
+/// ready.
+fn start_stalled(net: &Hosts, test: &str, role: &str, d: &Path, timeout_s: u32) -> common::Spawned {
     let job = Job::new(4, test)
+        .role(role)
         .env("SPOOLS_TEST_DIR", d)
         .env("SPOOLS_NET_TIMEOUT", timeout_s.to_string())
         .timeout(Duration::from_secs(90))
@@ -79,25 +91,38 @@ fn start_stalled(net: &Hosts, test: &str, d: &Path, timeout_s: u32) -> common::S
 
 #[test]
 fn a_host_cut_off_longer_than_the_timeout_is_named_and_the_job_ends() {
-    rank_main(|_| stall());
+    rank_main(stall);
+    cut_off(
+        "a_host_cut_off_longer_than_the_timeout_is_named_and_the_job_ends",
+        "stall",
+    );
+}
+
+#[test]
+fn a_host_cut_off_during_transfers_is_named_and_the_job_ends() {
+    rank_main(stall);
+    cut_off(
+        "a_host_cut_off_during_transfers_is_named_and_the_job_ends",
+        "stream",
+    );
+}
+
+/// Cuts h2's link while the ranks play `role`; every rank must get an error naming the
+/// host it lost, and the launcher must end the job leaving nothing behind.
+fn cut_off(test: &str, role: &str) {
     let Some(net) = Hosts::create_or_skip(2) else {
         return;
     };
     let d = tempdir("link-down");
     let timeout = 2;
-    let job = start_stalled(
-        &net,
-        "a_host_cut_off_longer_than_the_timeout_is_named_and_the_job_ends",
-        &d,
-        timeout,
-    );
+    let job = start_stalled(&net, test, role, &d, timeout);
     let t0 = now();
     net.link("h2", false).unwrap();
     let o = job.wait(Duration::from_secs(120));
     let t_end = now();
     let errors = rank_errors(&o);
     eprintln!(
-        "link of h2 down at {t0:.3}, net_timeout_s {timeout}; job ended after {:.2} s",
+        "{role}: link of h2 down at {t0:.3}, net_timeout_s {timeout}; job ended after {:.2} s",
         t_end - t0
     );
     for (r, t, msg) in &errors {
@@ -141,12 +166,18 @@ fn nothing_left(net: &Hosts) {
 
 #[test]
 fn a_host_whose_ranks_are_all_killed_is_named() {
-    rank_main(|_| stall());
+    rank_main(stall);
     let Some(net) = Hosts::create_or_skip(2) else {
         return;
     };
     let d = tempdir("host-killed");
-    let job = start_stalled(&net, "a_host_whose_ranks_are_all_killed_is_named", &d, 5);
+    let job = start_stalled(
+        &net,
+        "a_host_whose_ranks_are_all_killed_is_named",
+        "stall",
+        &d,
+        5,
+    );
     let t0 = now();
     // Every process of h2 dies at once, as with a host that crashes.
     let pids = net.processes("h2");
@@ -256,19 +287,32 @@ fn transfers_collectives_and_pipes_survive_packet_loss() {
     }
     let lossy = (run(), pipe("3 % loss"));
     common::assert_ok(&lossy.0);
-    for (what, (o, p)) in [("no loss", clean), ("3 % loss each way on h2", lossy)] {
+    net.rate("h2", 200).unwrap();
+    let limited = (run(), pipe("3 % loss, 200 Mbit/s"));
+    common::assert_ok(&limited.0);
+    for (what, (o, p)) in [
+        ("no loss", clean),
+        ("3 % loss each way on h2", lossy),
+        ("3 % loss and h2 sending at 200 Mbit/s (tbf)", limited),
+    ] {
         eprintln!("{what}: {:?}, pipe of 8 MB h1 -> h2 {p:.2} s", times(&o));
     }
 }
 
 #[test]
 fn stopping_the_launcher_stops_every_remote_rank() {
-    rank_main(|_| stall());
+    rank_main(stall);
     let Some(net) = Hosts::create_or_skip(2) else {
         return;
     };
     let d = tempdir("stop");
-    let job = start_stalled(&net, "stopping_the_launcher_stops_every_remote_rank", &d, 5);
+    let job = start_stalled(
+        &net,
+        "stopping_the_launcher_stops_every_remote_rank",
+        "stall",
+        &d,
+        5,
+    );
     assert_eq!(net.processes("h2").len(), 2);
     job.signal("-TERM");
     let o = job.wait(Duration::from_secs(60));

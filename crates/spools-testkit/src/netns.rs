@@ -375,6 +375,33 @@ impl Hosts {
         }
     }
 
+    /// Limits what host `name` sends to `mbit` Mbit/s (a `tbf` qdisc on its `eth0`).
+    ///
+    /// # Errors
+    /// No such host, or `tc` failing.
+    pub fn rate(&self, name: &str, mbit: u32) -> Result<(), String> {
+        let host = self.host(name).ok_or(format!("no host {name}"))?;
+        let rate = format!("{mbit}mbit");
+        ip(&[
+            "netns",
+            "exec",
+            &host.netns,
+            "tc",
+            "qdisc",
+            "replace",
+            "dev",
+            "eth0",
+            "root",
+            "tbf",
+            "rate",
+            &rate,
+            "burst",
+            "256kb",
+            "latency",
+            "200ms",
+        ])
+    }
+
     /// Sets the link of host `name` up or down (its root-namespace veth end).
     ///
     /// # Errors
