@@ -20,7 +20,7 @@
 //! | `bootstrap_timeout_s` | `SPOOLS_BOOTSTRAP_TIMEOUT` | `60` | seconds to wait for the rendezvous |
 //! | `liveness_timeout_s` | `SPOOLS_LIVENESS_TIMEOUT` | `0` (off) | `spools run` ends the job when a rank stays stopped (SIGSTOP, a debugger) this many seconds |
 //! | `coll_buffer` | `SPOOLS_COLL_BUFFER` | `16MiB` | collective buffer per aggregator of parallel file I/O: files are written and read in rounds of at most this many bytes per aggregator (at least 4KiB) |
-//! | `net_timeout_s` | `SPOOLS_NET_TIMEOUT` | `5` | seconds without an answer after which a TCP connection of the job (rendezvous, transport) is declared dead (keepalive and `TCP_USER_TIMEOUT`, see [`crate::keepalive`]); `0`: the kernel's defaults (hours) |
+//! | `net_timeout_s` | `SPOOLS_NET_TIMEOUT` | `5` | seconds without an answer after which a TCP connection of the job (rendezvous, transport) is declared dead (keepalive, and `TCP_USER_TIMEOUT` on rendezvous connections, see [`crate::keepalive`]); `0`: the kernel's defaults (hours) |
 //!
 //! ```
 //! use spools_boot::config::Config;
