@@ -15,6 +15,8 @@ done
 # the test instead of skipping it.
 bash scripts/install-mpi.sh || echo "warning: could not install Open MPI; the mpirun test will say so"
 bash scripts/install-slurm.sh || echo "warning: could not install Slurm; the Slurm test will say so (a failure with SPOOLS_REQUIRE_SLURM=1)"
+# The multi-host tests (network namespaces, packet loss) need iproute2 and nftables.
+bash scripts/install-net-tools.sh || echo "warning: could not install iproute2/nftables; the multi-host tests will say so"
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

@@ -20,6 +20,7 @@
 //! | `bootstrap_timeout_s` | `SPOOLS_BOOTSTRAP_TIMEOUT` | `60` | seconds to wait for the rendezvous |
 //! | `liveness_timeout_s` | `SPOOLS_LIVENESS_TIMEOUT` | `0` (off) | `spools run` ends the job when a rank stays stopped (SIGSTOP, a debugger) this many seconds |
 //! | `coll_buffer` | `SPOOLS_COLL_BUFFER` | `16MiB` | collective buffer per aggregator of parallel file I/O: files are written and read in rounds of at most this many bytes per aggregator (at least 4KiB) |
+//! | `net_timeout_s` | `SPOOLS_NET_TIMEOUT` | `5` | seconds without an answer after which a TCP connection of the job (rendezvous, transport) is declared dead (keepalive, and `TCP_USER_TIMEOUT` on rendezvous connections, see [`crate::keepalive`]); `0`: the kernel's defaults (hours) |
 //!
 //! ```
 //! use spools_boot::config::Config;
@@ -115,6 +116,9 @@ pub struct Config {
     /// Collective buffer per aggregator of parallel file I/O: files are written and read
     /// in rounds of at most this many bytes per aggregator.
     pub coll_buffer: u64,
+    /// Seconds without an answer after which a job's TCP connection is declared dead;
+    /// 0: the kernel's defaults.
+    pub net_timeout_s: u64,
 }
 
 impl Default for Config {
@@ -138,6 +142,7 @@ impl Default for Config {
             liveness_timeout_s: 0,
             file: None,
             coll_buffer: COLL_BUFFER_DEFAULT,
+            net_timeout_s: crate::keepalive::NET_TIMEOUT_DEFAULT_S,
         }
     }
 }
@@ -193,6 +198,7 @@ struct FileConfig {
     bootstrap_timeout_s: Option<u64>,
     liveness_timeout_s: Option<u64>,
     coll_buffer: Option<toml::Value>,
+    net_timeout_s: Option<u64>,
 }
 
 /// Parses `65536`, `64KiB`, `64K`, `1MiB`, `1M`, `2GiB`.
@@ -315,6 +321,7 @@ impl Config {
             ("batch", fc.batch),
             ("bootstrap_timeout_s", fc.bootstrap_timeout_s),
             ("liveness_timeout_s", fc.liveness_timeout_s),
+            ("net_timeout_s", fc.net_timeout_s),
         ] {
             if let Some(v) = v {
                 self.apply(key, &v.to_string())?;
@@ -385,6 +392,7 @@ impl Config {
             }
             "bootstrap_timeout" | "bootstrap_timeout_s" => self.bootstrap_timeout_s = int(v)?,
             "liveness_timeout" | "liveness_timeout_s" => self.liveness_timeout_s = int(v)?,
+            "net_timeout" | "net_timeout_s" => self.net_timeout_s = int(v)?,
             // Other SPOOLS_ variables (identity, rendezvous, secret) are not configuration.
             _ => {}
         }
@@ -471,6 +479,13 @@ impl Config {
                 "at most 10 s",
             ));
         }
+        if self.net_timeout_s > crate::keepalive::NET_TIMEOUT_MAX_S {
+            return Err(value_err(
+                "net_timeout_s",
+                &self.net_timeout_s.to_string(),
+                format!("at most {} (a day)", crate::keepalive::NET_TIMEOUT_MAX_S),
+            ));
+        }
         if self.coll_buffer < COLL_BUFFER_MIN {
             return Err(value_err(
                 "coll_buffer",
@@ -521,6 +536,7 @@ impl fmt::Display for Config {
         writeln!(f, "progress_thread = {}", self.progress_thread)?;
         writeln!(f, "bootstrap_timeout_s = {}", self.bootstrap_timeout_s)?;
         writeln!(f, "liveness_timeout_s = {}", self.liveness_timeout_s)?;
-        write!(f, "coll_buffer = \"{}\"", show_size(self.coll_buffer))
+        writeln!(f, "coll_buffer = \"{}\"", show_size(self.coll_buffer))?;
+        write!(f, "net_timeout_s = {}", self.net_timeout_s)
     }
 }

@@ -25,6 +25,7 @@ mod error;
 pub mod health;
 pub mod host;
 pub mod identity;
+pub mod keepalive;
 pub mod launcher;
 pub mod logger;
 pub mod net;

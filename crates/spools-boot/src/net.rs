@@ -46,9 +46,49 @@ pub fn connect(
     identity: Identity,
     timeout: Duration,
 ) -> Result<TcpStream, BootError> {
+    connect_or_give_up(addr, secret, purpose, identity, timeout, &|| false)
+}
+
+/// Reads exactly `buf.len()` bytes within [`HANDSHAKE_TIMEOUT`], in slices of
+/// [`CONNECT_SLICE`], failing (`TimedOut`) as soon as `give_up()` says so.
+fn read_handshake(
+    s: &mut TcpStream,
+    buf: &mut [u8],
+    give_up: &dyn Fn() -> bool,
+) -> std::io::Result<()> {
+    use std::io::ErrorKind::{Interrupted, TimedOut, UnexpectedEof, WouldBlock};
+    let until = std::time::Instant::now() + HANDSHAKE_TIMEOUT;
+    s.set_read_timeout(Some(CONNECT_SLICE))?;
+    let mut at = 0;
+    while at < buf.len() {
+        match s.read(&mut buf[at..]) {
+            Ok(0) => return Err(UnexpectedEof.into()),
+            Ok(n) => at += n,
+            Err(e) if e.kind() == Interrupted => {}
+            Err(e) if matches!(e.kind(), WouldBlock | TimedOut) => {
+                if give_up() || std::time::Instant::now() >= until {
+                    return Err(std::io::Error::new(TimedOut, "no answer to the handshake"));
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// [`connect`] whose handshake stops waiting once `give_up()` says the peer is gone.
+fn connect_or_give_up(
+    addr: SocketAddr,
+    secret: &Secret,
+    purpose: Purpose,
+    identity: Identity,
+    timeout: Duration,
+    give_up: &dyn Fn() -> bool,
+) -> Result<TcpStream, BootError> {
     let what = BootStep::Connect { addr };
     let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(BootError::io(what.clone()))?;
     s.set_nodelay(true).map_err(BootError::io(what.clone()))?;
+    crate::keepalive::apply_configured(&s, purpose == Purpose::Bootstrap);
     s.set_read_timeout(Some(HANDSHAKE_TIMEOUT))
         .map_err(BootError::io(what.clone()))?;
     let client = Client::new(
@@ -60,8 +100,7 @@ pub fn connect(
     s.write_all(&client.hello())
         .map_err(BootError::io(what.clone()))?;
     let mut reply = [0u8; SERVER_HELLO_LEN];
-    s.read_exact(&mut reply)
-        .map_err(BootError::io(what.clone()))?;
+    read_handshake(&mut s, &mut reply, give_up).map_err(BootError::io(what.clone()))?;
     let auth = client
         .on_server_hello(&reply)
         .map_err(|source| BootError::Handshake {
@@ -73,8 +112,7 @@ pub fn connect(
     // listener under a flood cuts off its oldest pending handshakes) ends here, as an
     // error [`connect_retrying`] retries, rather than later as a lost rendezvous.
     let mut ack = [0u8; 1];
-    s.read_exact(&mut ack)
-        .map_err(BootError::io(what.clone()))?;
+    read_handshake(&mut s, &mut ack, give_up).map_err(BootError::io(what.clone()))?;
     if ack[0] != ACCEPTED {
         return Err(BootError::Io {
             step: what,
@@ -89,14 +127,20 @@ pub fn connect(
     Ok(s)
 }
 
+/// The longest one attempt of [`connect_retrying`] waits for its connection, and how
+/// often a handshake waiting for its peer looks whether to give up.
+pub const CONNECT_SLICE: Duration = Duration::from_millis(250);
+
 /// The byte a server sends once it has verified a client's proof and taken the
 /// connection.
 pub const ACCEPTED: u8 = 0xac;
 
 /// [`connect`], retried until `deadline` while the connection is refused (the listener
 /// not up yet) or cut off before the handshake completes (a listener under a flood of
-/// connections cuts off its oldest pending ones), unless `give_up()` says the peer is
-/// gone. A failed proof of the secret is never retried.
+/// connections cuts off its oldest pending ones), or an attempt times out (each waits at
+/// most [`CONNECT_SLICE`], so that a peer whose host stopped answering is given up as
+/// soon as `give_up()` says it is gone; nothing is tried once it does). A failed proof of
+/// the secret is never retried.
 ///
 /// # Errors
 /// As [`connect`]: the last attempt's error.
@@ -109,14 +153,22 @@ pub fn connect_retrying(
     give_up: impl Fn() -> bool,
 ) -> Result<TcpStream, BootError> {
     use std::io::ErrorKind::{
-        BrokenPipe, ConnectionAborted, ConnectionRefused, ConnectionReset, UnexpectedEof,
+        BrokenPipe, ConnectionAborted, ConnectionRefused, ConnectionReset, TimedOut, UnexpectedEof,
+        WouldBlock,
     };
     let mut pause = Duration::from_millis(2);
     loop {
+        // A peer already given up is not called again (each call may wait a slice).
+        if give_up() {
+            return Err(BootError::Io {
+                step: BootStep::Connect { addr },
+                source: std::io::Error::new(ConnectionAborted, "given up: the job is failing"),
+            });
+        }
         let timeout = deadline
             .saturating_duration_since(std::time::Instant::now())
-            .max(Duration::from_millis(100));
-        match connect(addr, secret, purpose, identity, timeout) {
+            .clamp(Duration::from_millis(100), CONNECT_SLICE);
+        match connect_or_give_up(addr, secret, purpose, identity, timeout, &give_up) {
             Err(BootError::Io { source, .. })
                 if matches!(
                     source.kind(),
@@ -125,8 +177,9 @@ pub fn connect_retrying(
                         | ConnectionAborted
                         | BrokenPipe
                         | UnexpectedEof
-                ) && std::time::Instant::now() < deadline
-                    && !give_up() =>
+                        | TimedOut
+                        | WouldBlock
+                ) && std::time::Instant::now() < deadline =>
             {
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(200));
@@ -161,6 +214,7 @@ pub fn accept_admitted(
         .unwrap_or_else(|_| "?".into());
     let what = BootStep::Accept { peer: peer.clone() };
     s.set_nodelay(true).map_err(BootError::io(what.clone()))?;
+    crate::keepalive::apply_configured(&*s, false);
     s.set_read_timeout(Some(crate::admission::ACCEPT_TIMEOUT))
         .map_err(BootError::io(what.clone()))?;
     let mut hello = [0u8; CLIENT_HELLO_LEN];
@@ -180,6 +234,11 @@ pub fn accept_admitted(
     s.read_exact(&mut auth)
         .map_err(BootError::io(what.clone()))?;
     let out = server.on_auth(&auth).map_err(hs)?;
+    if out.0 == Purpose::Bootstrap {
+        if let Some(k) = crate::keepalive::configured() {
+            let _ = k.apply_user_timeout(&*s);
+        }
+    }
     if !take() {
         return Err(BootError::Io {
             step: what,

@@ -273,6 +273,7 @@ fn all_keys() -> Config {
         liveness_timeout_s: 30,
         file: Some(fixture("all-keys.toml")),
         coll_buffer: 4_194_304,
+        net_timeout_s: 9,
     }
 }
 
@@ -297,6 +298,7 @@ fn documented_defaults() -> Config {
         liveness_timeout_s: 0,
         file: None,
         coll_buffer: 16_777_216,
+        net_timeout_s: 5,
     }
 }
 
@@ -334,6 +336,7 @@ fn a_file_with_every_key_gives_its_values() {
         cfg.bootstrap_timeout_s != d.bootstrap_timeout_s,
         cfg.liveness_timeout_s != d.liveness_timeout_s,
         cfg.coll_buffer != d.coll_buffer,
+        cfg.net_timeout_s != d.net_timeout_s,
     ];
     assert!(differs.iter().all(|d| *d), "{differs:?}");
 }

@@ -150,6 +150,7 @@ pub(crate) fn heat(a: &HeatArgs) -> Result<()> {
             grace: spools_boot::launcher::GRACE,
             liveness: None,
             secret: None,
+            hosts: None,
         };
         let r = launch(&spec)?;
         if r.exit_code != 0 {

@@ -29,6 +29,19 @@ pub(crate) fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(plan) = spec.hosts.as_mut().filter(|p| p.bootstrap_ip.is_none()) {
+        if let Ok(ip) = std::env::var("SPOOLS_BOOTSTRAP_IP") {
+            match ip.parse() {
+                Ok(ip) => plan.bootstrap_ip = Some(ip),
+                Err(_) => {
+                    spools_boot::logger::line(format_args!(
+                        "spools run: SPOOLS_BOOTSTRAP_IP={ip:?} is not an IP address"
+                    ));
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    }
     if let Some(path) = &args.secret {
         match crate::streams::read_secret(path) {
             Ok(s) => spec.secret = Some(s),

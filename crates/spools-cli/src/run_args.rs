@@ -5,15 +5,21 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use clap::Args;
+use spools_boot::launcher::hosts::{HostPlan, HostsError};
 use spools_boot::launcher::LaunchSpec;
 use thiserror::Error;
 
 /// Arguments of `spools run`.
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Number of ranks to start on this host.
-    #[arg(short = 'n', long = "ranks", value_name = "N")]
-    pub ranks: u32,
+    /// Number of ranks (on this host; with --hosts, optional: the sum of the list).
+    #[arg(
+        short = 'n',
+        long = "ranks",
+        value_name = "N",
+        required_unless_present = "hosts"
+    )]
+    pub ranks: Option<u32>,
     /// Prefix every output line with the rank that wrote it, as `[rank] `.
     #[arg(long)]
     pub tag_output: bool,
@@ -28,6 +34,19 @@ pub struct RunArgs {
     /// (`spools recv --secret FILE`).
     #[arg(long, value_name = "FILE")]
     pub secret: Option<std::path::PathBuf>,
+    /// Start the ranks on these hosts, in blocks: HOST:RANKS[,HOST:RANKS...] (e.g.
+    /// h1:2,h2:2), each through the agent.
+    #[arg(long, value_name = "LIST")]
+    pub hosts: Option<String>,
+    /// How a rank is started on a host (with --hosts): a template split on whitespace,
+    /// {host} the host, {cmd} the rank's command as words, {shcmd} as one shell string
+    /// (default `ssh -o BatchMode=yes {host} {shcmd}`).
+    #[arg(long, value_name = "TEMPLATE", requires = "hosts")]
+    pub agent: Option<String>,
+    /// The address the hosts reach this launcher at (with --hosts; default: per host, the
+    /// address of the interface routing to it; also SPOOLS_BOOTSTRAP_IP).
+    #[arg(long, value_name = "IP", requires = "hosts")]
+    pub bootstrap_ip: Option<std::net::IpAddr>,
     /// The program and its arguments.
     #[arg(
         required = true,
@@ -53,6 +72,12 @@ pub enum RunArgsError {
     /// `--grace` is not a number of seconds from 0 to a year.
     #[error("--grace {0}: expected a number of seconds from 0 to {MAX_SECONDS}")]
     Grace(f64),
+    /// `--hosts` or `--agent` is malformed, or disagrees with `-n`.
+    #[error(transparent)]
+    Hosts(#[from] HostsError),
+    /// Neither `-n` nor `--hosts`.
+    #[error("no rank count: give -n N or --hosts")]
+    NoRanks,
 }
 
 /// A number of seconds as a duration, if it is one (finite, not negative, at most a year).
@@ -76,8 +101,25 @@ impl RunArgs {
             None => None,
         };
         let grace = seconds(self.grace).ok_or(RunArgsError::Grace(self.grace))?;
+        let hosts = match &self.hosts {
+            Some(list) => Some(HostPlan::parse(
+                list,
+                self.agent.as_deref(),
+                self.bootstrap_ip,
+            )?),
+            None => None,
+        };
+        let ranks = match (self.ranks, &hosts) {
+            (Some(n), Some(plan)) => {
+                plan.check(n)?;
+                n
+            }
+            (Some(n), None) => n,
+            (None, Some(plan)) => u32::try_from(plan.ranks()).unwrap_or(u32::MAX),
+            (None, None) => return Err(RunArgsError::NoRanks),
+        };
         Ok(LaunchSpec {
-            ranks: self.ranks,
+            ranks,
             program: program.clone(),
             args: rest.to_vec(),
             tag_output: self.tag_output,
@@ -86,6 +128,7 @@ impl RunArgs {
             liveness,
             // Read by the caller (`--secret FILE`): this stays free of side effects.
             secret: None,
+            hosts,
         })
     }
 }
@@ -146,5 +189,56 @@ mod tests {
             let s = spec(&["-n", n, "--", "true"]).unwrap();
             assert_eq!(s.check().is_ok(), ok, "-n {n}");
         }
+    }
+
+    #[test]
+    fn host_lists_make_the_rank_count_or_must_agree_with_it() {
+        let s = spec(&["--hosts", "h1:2,h2:3", "--", "true"]).unwrap();
+        assert_eq!(s.ranks, 5);
+        let plan = s.hosts.unwrap();
+        assert_eq!(plan.host_of(4), Some("h2"));
+        assert_eq!(
+            plan.agent_line(),
+            spools_boot::launcher::hosts::DEFAULT_AGENT
+        );
+        let s = spec(&[
+            "-n",
+            "2",
+            "--hosts",
+            "a:2",
+            "--agent",
+            "ip netns exec {host}",
+            "--bootstrap-ip",
+            "10.0.0.1",
+            "--",
+            "true",
+        ])
+        .unwrap();
+        let plan = s.hosts.unwrap();
+        assert_eq!(plan.agent, ["ip", "netns", "exec", "{host}"]);
+        assert_eq!(plan.bootstrap_ip, Some([10, 0, 0, 1].into()));
+        assert_eq!(
+            spec(&["-n", "3", "--hosts", "a:2", "--", "true"]).unwrap_err(),
+            RunArgsError::Hosts(HostsError::Count {
+                given: 3,
+                listed: 2
+            })
+        );
+        for bad in ["a", "a:0", "a:1,a:1", ""] {
+            assert!(
+                matches!(
+                    spec(&["--hosts", bad, "--", "true"]),
+                    Err(RunArgsError::Hosts(_))
+                ),
+                "--hosts {bad:?}"
+            );
+        }
+        assert!(matches!(
+            spec(&["--hosts", "a:1", "--agent", "ssh", "--", "true"]),
+            Err(RunArgsError::Hosts(HostsError::NoHost { .. }))
+        ));
+        // --agent without --hosts, and no rank count at all, are refused by the parser.
+        assert!(spec(&["-n", "1", "--agent", "x {host}", "--", "true"]).is_err());
+        assert!(spec(&["--", "true"]).is_err());
     }
 }

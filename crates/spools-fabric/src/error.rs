@@ -40,18 +40,22 @@ pub enum FabricError {
         defect: Defect,
     },
     /// The connection to a peer broke, and the watchdog knows no cause.
-    #[error("connection to rank {peer} failed: {source}")]
+    #[error("connection to rank {peer} on host {host} failed: {source}")]
     ConnectionLost {
         /// The peer.
         peer: u32,
+        /// Its host's name.
+        host: String,
         /// The socket's error.
         source: std::io::Error,
     },
     /// A connection to a peer could not be made, and the watchdog knows no cause.
-    #[error("cannot connect to rank {peer}: {source}")]
+    #[error("cannot connect to rank {peer} on host {host}: {source}")]
     Connect {
         /// The peer.
         peer: u32,
+        /// Its host's name.
+        host: String,
         /// Why.
         source: Box<spools_boot::BootError>,
     },

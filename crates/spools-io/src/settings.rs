@@ -36,7 +36,7 @@ pub fn settings() -> Vec<(&'static str, String, &'static str)> {
         ),
         (
             "pipe_host",
-            std::env::var("SPOOLS_PIPE_HOST").unwrap_or_else(|_| "127.0.0.1".into()),
+            std::env::var("SPOOLS_PIPE_HOST").unwrap_or_else(|_| "bootstrap address".into()),
             "address consumer ranks listen on (SPOOLS_PIPE_HOST)",
         ),
     ]

@@ -160,14 +160,30 @@ fn manifest_value() -> Manifest {
                 path: "f.u0.s1".into(),
                 bytes: 64,
                 crc32c: "8a9136aa46dd794e".into(),
+                host: None,
             },
             UnitEntry {
                 path: "f.u1.s1".into(),
                 bytes: 64,
                 crc32c: "62a8ab43113fdb5c".into(),
+                host: None,
             },
         ],
     }
+}
+
+#[test]
+fn a_node_local_manifest_records_each_units_host() {
+    let text = MANIFEST
+        .replace("\"node_local\": false", "\"node_local\": true")
+        .replace(
+            "\"bytes\": 64,",
+            "\"bytes\": 64,\n      \"host\": \"node7\",",
+        );
+    let m = Manifest::parse(Path::new("dir/f"), text.as_bytes()).unwrap();
+    assert!(m.node_local);
+    let hosts: Vec<_> = m.units.iter().map(|u| u.host.as_deref()).collect();
+    assert_eq!(hosts, [Some("node7"), Some("node7")]);
 }
 
 #[test]

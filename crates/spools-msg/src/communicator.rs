@@ -277,3 +277,20 @@ impl Communicator {
         }))
     }
 }
+
+impl Communicator {
+    /// The address this rank's own TCP endpoint listens on: the interface through which
+    /// it reaches the job's rendezvous, hence one that the job's other hosts reach. For
+    /// listeners of upper layers (a parallel pipe's consumer ranks). `None` if the
+    /// published endpoint is not an address.
+    pub fn endpoint_ip(&self) -> Option<std::net::IpAddr> {
+        let worker = &self.core.engine.worker;
+        let me = worker.rank() as usize;
+        worker
+            .bootstrap()
+            .endpoints()
+            .get(me)
+            .and_then(|e| e.tcp.parse::<std::net::SocketAddr>().ok())
+            .map(|a| a.ip())
+    }
+}

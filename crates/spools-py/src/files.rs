@@ -30,8 +30,8 @@ pub(crate) enum Op {
 }
 
 /// A file error as its exception: damaged data or metadata (a checksum, a missing unit,
-/// more than parity rebuilds, a bad manifest or header) is `FileDamageError`; a dataset
-/// or layout that does not fit the file is `LayoutError`; a system call's failure is
+/// more than parity rebuilds, a bad manifest or header) is `FileDamageError`; a dataset,
+/// layout or placement of ranks on hosts that does not fit the file is `LayoutError`; a system call's failure is
 /// `FileNotFoundError` for a missing file, `TransportError` otherwise.
 pub(crate) fn file_error(e: FileError, op: Op) -> PyErr {
     let kind = match &e {
@@ -46,7 +46,8 @@ pub(crate) fn file_error(e: FileError, op: Op) -> PyErr {
         | FileError::Plan(_)
         | FileError::DatasetMismatch { .. }
         | FileError::SizeMismatch { .. }
-        | FileError::StripeSize { .. } => Kind::Layout,
+        | FileError::StripeSize { .. }
+        | FileError::UnitElsewhere { .. } => Kind::Layout,
         FileError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
             return pyo3::exceptions::PyFileNotFoundError::new_err(error_chain(&e));
         }

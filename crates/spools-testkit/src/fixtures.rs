@@ -90,10 +90,28 @@ pub fn tempdir(name: &str) -> TempDir {
 ///
 /// # Panics
 /// When it cannot be started.
-#[allow(clippy::expect_used)]
 pub fn pipe_end(
     spools: &Path,
     n: u32,
+    role: &str,
+    layout: &str,
+    name: Option<&str>,
+    records: u64,
+    dir: &Path,
+) -> Child {
+    let ranks = ["-n".to_string(), n.to_string()];
+    pipe_end_placed(spools, &ranks, role, layout, name, records, dir)
+}
+
+/// [`pipe_end`] with the ranks given by `spools run` options `ranks` (`-n N`, or
+/// `--hosts ...` with its agent).
+///
+/// # Panics
+/// When it cannot be started.
+#[allow(clippy::expect_used)]
+pub fn pipe_end_placed(
+    spools: &Path,
+    ranks: &[String],
     role: &str,
     layout: &str,
     name: Option<&str>,
@@ -104,7 +122,9 @@ pub fn pipe_end(
     without_ambient_spools_env(&mut c)
         .env("SPOOLS_PIPE_DIR", dir)
         .env("SPOOLS_PIPE_TIMEOUT", "30");
-    c.args(["run", "-n", &n.to_string(), "--timeout", "100", "--"])
+    c.arg("run")
+        .args(ranks)
+        .args(["--timeout", "100", "--"])
         .arg(spools)
         .args([
             "bench",

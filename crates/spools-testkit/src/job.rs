@@ -47,6 +47,7 @@ pub(crate) fn run_launcher(spec: &str) -> i32 {
         grace: Duration::from_millis(grace),
         liveness: None,
         secret: None,
+        hosts: None,
     };
     match spools_boot::launcher::launch(&spec) {
         Ok(report) => report.exit_code,

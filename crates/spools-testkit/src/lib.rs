@@ -39,19 +39,22 @@ mod env;
 mod fixtures;
 mod guard;
 mod job;
+mod netns;
 mod rank;
 mod rng;
 mod wait;
 
 pub use env::ROLE_VAR;
 pub use fixtures::{
-    assert_ok, assert_ok_as, foreign_rank, free_port, pipe_end, shm_leftovers, tempdir, TempDir,
+    assert_ok, assert_ok_as, foreign_rank, free_port, pipe_end, pipe_end_placed, shm_leftovers,
+    tempdir, TempDir,
 };
 pub use guard::{Spawned, STOP_GRACE};
 pub use job::{
     current_exe, grouped, launch, self_args, without_ambient_spools_env, Job, JOB_GRACE,
     JOB_TIMEOUT, JOB_WAIT,
 };
+pub use netns::{Hosts, NetHost, MAX_NET_HOSTS};
 pub use rank::{checked, e, rank_main, role};
 pub use rng::Rng;
 pub use wait::{compute_until, signal_file, wait_bounded, wait_for_file, Output};

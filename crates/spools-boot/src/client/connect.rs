@@ -374,6 +374,11 @@ impl Connected {
         let state = JobHealth::new(size);
         let finalized = Arc::new(AtomicBool::new(false));
         let (tx, rx) = channel();
+        // For messages (a broken connection no longer knows its peer).
+        let rendezvous = self.stream.peer_addr().map_or_else(
+            |_| "the rendezvous".to_string(),
+            |a| format!("the rendezvous at {a}"),
+        );
         let mut reader = self
             .stream
             .try_clone()
@@ -403,9 +408,13 @@ impl Connected {
                         let _ = tx.send(Reply::Wake);
                     }
                     Ok(Some(_)) => {}
-                    Ok(None) | Err(_) => {
+                    end @ (Ok(None) | Err(_)) => {
                         if !fin.load(Ordering::SeqCst) {
-                            st.mark_server_lost("the connection closed");
+                            // A network failure (keepalive, net_timeout_s) says so.
+                            st.mark_server_lost(&match end {
+                                Err(e) => format!("{rendezvous}: {e}"),
+                                _ => "the connection closed".into(),
+                            });
                             let _ = tx.send(Reply::Wake);
                         }
                         return;

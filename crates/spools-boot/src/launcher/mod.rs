@@ -1,6 +1,7 @@
 //! `spools run`: start N ranks on this host, forward their output, supervise them, and end
 //! the whole job cleanly when one fails, on a signal or at a timeout.
 
+pub mod hosts;
 mod output;
 mod process;
 mod spec;
@@ -45,8 +46,8 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
     let job = u64::from_le_bytes(random().map_err(io(BootStep::Random(RandomFor::JobId)))?);
     let (tx, rx) = channel::<Event>();
     let (stx, srx) = channel::<ServerEvent>();
-    let listener =
-        TcpListener::bind("127.0.0.1:0").map_err(io(BootStep::BindRendezvous { at: None }))?;
+    let listener = TcpListener::bind(hosts::rendezvous_bind(spec))
+        .map_err(io(BootStep::BindRendezvous { at: None }))?;
     let server = RendezvousServer::start(listener, n, secret.clone(), job, true, Some(stx))?;
     {
         let tx = tx.clone();
@@ -137,6 +138,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
         kill_at: None,
         lost: Vec::new(),
         server,
+        places: (0..n).map(|r| hosts::place(spec, r)).collect(),
     };
     if let Some(e) = spawn_error {
         sup.stop_all();
@@ -198,11 +200,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
                     // Dying: its exit status, on its way, tells the cause.
                     continue;
                 }
-                sup.fail(
-                    rank,
-                    "closed its connection to the job without finalising".into(),
-                    1,
-                );
+                sup.fail(rank, hosts::lost_cause(spec, rank), 1);
             } else {
                 break;
             }

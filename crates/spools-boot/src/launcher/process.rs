@@ -2,13 +2,14 @@
 //! its state and describing how it ended.
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{ExitStatus, Stdio};
 use std::sync::mpsc::Sender;
 
 use rustix::process::{Pid, Signal};
 use spools_proto::auth::Secret;
 
 use crate::error::BootStep;
+use crate::launcher::hosts;
 use crate::launcher::output::{forward, Stream};
 use crate::launcher::spec::{LaunchError, LaunchSpec};
 use crate::server::{RendezvousServer, ServerEvent};
@@ -192,18 +193,23 @@ pub(crate) fn spawn_rank(
     tx: Sender<Event>,
     forwarders: &mut Vec<std::thread::JoinHandle<()>>,
 ) -> Result<u32, LaunchError> {
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
-        .env("SPOOLS_RANK", rank.to_string())
-        .env("SPOOLS_SIZE", spec.ranks.to_string())
-        .env("SPOOLS_BOOTSTRAP", server.addr().to_string())
-        .env("SPOOLS_SECRET", secret.to_hex())
-        .env("SPOOLS_JOB", format!("{job:016x}"))
-        .stdin(if rank == 0 {
-            Stdio::inherit()
-        } else {
-            Stdio::null()
-        });
+    let vars = [
+        ("SPOOLS_RANK", rank.to_string()),
+        ("SPOOLS_SIZE", spec.ranks.to_string()),
+        (
+            "SPOOLS_BOOTSTRAP",
+            hosts::bootstrap_for(spec, rank, server.addr()).to_string(),
+        ),
+        ("SPOOLS_SECRET", secret.to_hex()),
+        ("SPOOLS_JOB", format!("{job:016x}")),
+    ];
+    // The program itself, or the agent that starts it on its host (launcher/hosts.rs).
+    let mut cmd = hosts::rank_command(spec, rank, &vars);
+    cmd.stdin(if rank == 0 {
+        Stdio::inherit()
+    } else {
+        Stdio::null()
+    });
     // Ranks other than 0 get process groups of their own, so that stopping one stops what
     // it started. Rank 0 stays in the launcher's (foreground) group: it owns the
     // terminal's standard input, and reading it from a background group would stop it.

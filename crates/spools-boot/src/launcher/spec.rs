@@ -36,15 +36,26 @@ pub struct LaunchSpec {
     /// prove it to a destination outside the job that requires it (a stream receiver
     /// started with the same secret).
     pub secret: Option<spools_proto::auth::Secret>,
+    /// The hosts to start the ranks on, through an agent (`spools run --hosts`); `None`:
+    /// all on this host.
+    pub hosts: Option<crate::launcher::hosts::HostPlan>,
 }
 
 impl LaunchSpec {
     /// Checks what can be checked before anything starts.
     ///
     /// # Errors
-    /// [`LaunchError::BadCount`] for no ranks or more than [`MAX_LOCAL_RANKS`].
+    /// [`LaunchError::BadCount`] for no ranks or more than [`MAX_LOCAL_RANKS`] (on this
+    /// host), [`LaunchError::Hosts`] for a host list that does not hold `ranks`.
     pub fn check(&self) -> Result<(), LaunchError> {
         let n = self.ranks;
+        if let Some(plan) = &self.hosts {
+            plan.check(n)?;
+            if n == 0 || n > spools_proto::boot::MAX_RANKS {
+                return Err(LaunchError::BadCount(n));
+            }
+            return Ok(());
+        }
         if n == 0 || n > MAX_LOCAL_RANKS.min(spools_proto::boot::MAX_RANKS) {
             return Err(LaunchError::BadCount(n));
         }
@@ -106,4 +117,7 @@ pub enum LaunchError {
     /// The rendezvous could not start.
     #[error(transparent)]
     Boot(#[from] crate::error::BootError),
+    /// The host list does not fit the job.
+    #[error(transparent)]
+    Hosts(#[from] crate::launcher::hosts::HostsError),
 }

@@ -20,6 +20,8 @@ pub(crate) struct Supervisor {
     pub(crate) kill_at: Option<Instant>,
     pub(crate) lost: Vec<(u32, Instant)>,
     pub(crate) server: RendezvousServer,
+    /// Per rank, `" on host NAME"` in a multi-host job (for messages), else empty.
+    pub(crate) places: Vec<String>,
 }
 
 impl Supervisor {
@@ -39,7 +41,11 @@ impl Supervisor {
             return;
         }
         if !status.success() {
-            self.fail(rank, describe(status), code_of(status));
+            let mut cause = describe(status);
+            if !self.place(rank).is_empty() && !self.server.joined(rank) {
+                cause.push_str(" before joining the job (the agent could not start it there, or it could not reach the launcher)");
+            }
+            self.fail(rank, cause, code_of(status));
         } else if self.server.joined(rank) && !self.server.finalized(rank) {
             self.fail(
                 rank,
@@ -64,8 +70,9 @@ impl Supervisor {
             return;
         }
         self.aborter = Some(rank);
+        let place = self.place(rank);
         crate::logger::warn(format_args!(
-            "spools run: rank {rank} ended the job ({cause}); stopping the job"
+            "spools run: rank {rank}{place} ended the job ({cause}); stopping the job"
         ));
         self.failure = Some((rank, cause.to_string()));
         self.exit_code = 1;
@@ -76,13 +83,23 @@ impl Supervisor {
         if self.failure.is_some() {
             return;
         }
+        let place = self.place(rank);
         crate::logger::warn(format_args!(
-            "spools run: rank {rank} {cause}; stopping the job"
+            "spools run: rank {rank}{place} {cause}; stopping the job"
         ));
-        self.server.abort(rank, &cause);
+        // The other ranks hear where it ran, too.
+        let told = match place.strip_prefix(' ') {
+            Some(on_host) => format!("{on_host}: {cause}"),
+            None => cause.clone(),
+        };
+        self.server.abort(rank, &told);
         self.failure = Some((rank, cause));
         self.exit_code = code;
         self.kill_at = Some(Instant::now() + self.grace);
+    }
+
+    fn place(&self, rank: u32) -> &str {
+        self.places.get(rank as usize).map_or("", String::as_str)
     }
 
     /// Fails the job when a rank has stayed stopped (state `T` or `t` in

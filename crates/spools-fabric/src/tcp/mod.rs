@@ -74,6 +74,8 @@ impl Listener {
 pub struct TcpTransport {
     me: u32,
     addrs: Vec<Option<SocketAddr>>,
+    /// Each rank's host name, for errors.
+    hosts: Vec<String>,
     secret: Secret,
     state: Arc<JobHealth>,
     lanes: Vec<TryLock<HashMap<(u32, u8), TxConn>>>,
@@ -138,6 +140,11 @@ impl TcpTransport {
         Ok(TcpTransport {
             me: boot.rank(),
             addrs,
+            hosts: boot
+                .endpoints()
+                .iter()
+                .map(|e| e.host.split('/').next().unwrap_or_default().to_string())
+                .collect(),
             secret: boot.secret().clone(),
             state: boot.state().clone(),
             lanes: (0..cfg.lanes)
@@ -194,12 +201,21 @@ impl TcpTransport {
         Ok(pending)
     }
 
+    /// The host name of `peer`, for errors.
+    fn host_of(&self, peer: u32) -> String {
+        self.hosts.get(peer as usize).cloned().unwrap_or_default()
+    }
+
     /// The error for a failed connection to `peer`: the watchdog's cause when it learns
     /// one soon (the peer exited, crashed or gave up), else the socket's error.
     fn peer_failed(&self, peer: u32, source: std::io::Error) -> FabricError {
         match self.state.verdict_on(peer, VERDICT_WAIT) {
             Some(f) => FabricError::PeerFailed(f),
-            None => FabricError::ConnectionLost { peer, source },
+            None => FabricError::ConnectionLost {
+                peer,
+                host: self.host_of(peer),
+                source,
+            },
         }
     }
 
@@ -209,6 +225,7 @@ impl TcpTransport {
             Some(f) => FabricError::PeerFailed(f),
             None => FabricError::Connect {
                 peer,
+                host: self.host_of(peer),
                 source: Box::new(source),
             },
         }

@@ -131,6 +131,22 @@ pub enum FileError {
     /// Options that cannot go together.
     #[error("{0}")]
     Options(&'static str),
+    /// A node-local unit is stored on a host other than the one of the rank that must
+    /// serve it (`unit % ranks`): the file is read with another placement of ranks on
+    /// hosts than it was written with.
+    #[error("{path}: unit {unit} is stored on host {host} (node-local), but rank {rank}, which must serve it, runs on host {rank_host}: read with the ranks placed on hosts as when it was written")]
+    UnitElsewhere {
+        /// The file.
+        path: PathBuf,
+        /// The unit.
+        unit: u64,
+        /// The host holding it, as the manifest records.
+        host: String,
+        /// The rank that would serve it.
+        rank: u32,
+        /// That rank's host.
+        rank_host: String,
+    },
 }
 
 impl FileError {

@@ -45,6 +45,9 @@ pub struct UnitEntry {
     pub bytes: u64,
     /// CRC32C of each block of `unit` bytes, as 8 hex digits each.
     pub crc32c: String,
+    /// The host that stores the unit (node-local files; absent in older manifests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 impl Manifest {

@@ -170,6 +170,12 @@ pub(super) fn write(
         // Rank 0 gathers the block checksums (each aggregator's rows, round after round)
         // and puts them in row order.
         let all = comm.allgather_bytes(&writer.crcs)?;
+        // Node-local units stay on their owner's host: the manifest says which.
+        let hosts = if s.node_local {
+            Some(rank_hosts(comm)?)
+        } else {
+            None
+        };
         let committed = if me == 0 {
             let mut per_unit: Vec<Vec<u32>> = vec![Vec::new(); geo.count as usize];
             let mut its: Vec<_> = all
@@ -213,6 +219,9 @@ pub(super) fn write(
                         path: n.clone(),
                         bytes: geo.unit_len(u as u64),
                         crc32c: hex(c),
+                        host: hosts
+                            .as_ref()
+                            .and_then(|h| h.get(writer.store.owner(u as u64) as usize).cloned()),
                     })
                     .collect(),
             };
@@ -289,6 +298,9 @@ pub(super) fn read(
         path,
         check_share(comm, layout, data.len(), crate::Side::Destination),
     )?;
+    if m.node_local && m.units.iter().any(|u| u.host.is_some()) {
+        check_placement(comm, path, m)?;
+    }
     let geo = m.geometry(path)?;
     let paths = m.unit_paths(path);
     let crcs = m.crcs();
@@ -331,4 +343,33 @@ pub(super) fn read(
         version: m.version,
         rounds: plan.count(),
     })
+}
+
+/// The host name of every rank of `comm`. Collective.
+fn rank_hosts(comm: &Communicator) -> Result<Vec<String>, FileError> {
+    Ok(comm
+        .allgather_bytes(spools_boot::host::host_name().as_bytes())?
+        .into_iter()
+        .map(|h| String::from_utf8_lossy(&h).into_owned())
+        .collect())
+}
+
+/// Checks that each node-local unit's serving rank (`unit % ranks`) runs on the host the
+/// manifest says holds it. Collective; every rank reaches the same verdict.
+fn check_placement(comm: &Communicator, path: &Path, m: &Manifest) -> Result<(), FileError> {
+    let hosts = rank_hosts(comm)?;
+    for (u, e) in m.units.iter().enumerate() {
+        let rank = (u as u64 % u64::from(comm.size())) as u32;
+        let rank_host = hosts.get(rank as usize).cloned().unwrap_or_default();
+        if let Some(host) = e.host.as_ref().filter(|h| **h != rank_host) {
+            return Err(FileError::UnitElsewhere {
+                path: path.to_path_buf(),
+                unit: u as u64,
+                host: host.clone(),
+                rank,
+                rank_host,
+            });
+        }
+    }
+    Ok(())
 }

@@ -206,7 +206,11 @@ impl<'c> PipeReader<'c> {
             }
             PipeName::Stdout => return Err(PipeError::BadName("stdout (a consumer reads)".into())),
             _ => {
-                let host = std::env::var("SPOOLS_PIPE_HOST").unwrap_or_else(|_| "127.0.0.1".into());
+                // The address other hosts reach this rank at, unless told otherwise.
+                let host = std::env::var("SPOOLS_PIPE_HOST").unwrap_or_else(|_| {
+                    comm.endpoint_ip()
+                        .map_or_else(|| "127.0.0.1".into(), |ip| ip.to_string())
+                });
                 let listener = TcpListener::bind((host.as_str(), 0)).map_err(|e| {
                     PipeError::io(
                         PipeStep::Listen {

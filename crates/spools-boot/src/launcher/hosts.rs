@@ -1,0 +1,544 @@
+//! Ranks on other hosts: `spools run --hosts h1:2,h2:2 [--agent TEMPLATE]`.
+//!
+//! Ranks are placed in blocks, in the order of the list (`h1:2,h2:2`: ranks 0 and 1 on
+//! `h1`, 2 and 3 on `h2`). Each rank is started through the *agent*, a command template
+//! split on whitespace (no quoting) in which
+//!
+//! - `{host}` is replaced by the host's name,
+//! - `{cmd}` by the rank's command as separate words: `env SPOOLS_...=... PROGRAM ARGS...`
+//!   (for agents that exec their arguments: `ip netns exec {host} {cmd}`, `srun -w {host}
+//!   {cmd}`, `docker exec {host} {cmd}`),
+//! - `{shcmd}` by the same command as one word quoted for a POSIX shell, preceded by a `cd`
+//!   to the launcher's directory (for agents that hand one string to a remote shell: ssh).
+//!
+//! Without `{cmd}` or `{shcmd}` the words of `{cmd}` are appended. The default agent is
+//! [`DEFAULT_AGENT`]. The job's variables travel on the command line (ssh passes no
+//! environment), with every `SPOOLS_*` variable of the launcher's own environment.
+//!
+//! The launcher's rendezvous listens on every interface (`0.0.0.0`), and each host is told
+//! the address of the launcher's interface that routes to it (or the `--bootstrap-ip`
+//! given): see [`bootstrap_addr`].
+
+use std::ffi::{OsStr, OsString};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs, UdpSocket};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::process::Command;
+
+use thiserror::Error;
+
+use crate::launcher::spec::{LaunchSpec, MAX_LOCAL_RANKS};
+
+/// The agent used when `--agent` is not given.
+pub const DEFAULT_AGENT: &str = "ssh -o BatchMode=yes {host} {shcmd}";
+/// Most hosts in one `--hosts` list.
+pub const MAX_HOSTS: usize = 4096;
+/// Longest host name taken (as DNS allows).
+pub const MAX_HOST_NAME: usize = 253;
+
+/// One host of the list and how many ranks it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostSlot {
+    /// The host's name, as the agent takes it.
+    pub name: String,
+    /// Ranks started there.
+    pub ranks: u32,
+}
+
+/// Where the ranks of a multi-host job run and how they are started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPlan {
+    /// The hosts, in rank order.
+    pub hosts: Vec<HostSlot>,
+    /// The agent template, split into words.
+    pub agent: Vec<String>,
+    /// The address the ranks reach the launcher at; `None`: per host, the address of the
+    /// launcher's interface routing to it.
+    pub bootstrap_ip: Option<IpAddr>,
+}
+
+/// A `--hosts` list or an `--agent` template that cannot be used.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum HostsError {
+    /// The list is empty.
+    #[error("--hosts: empty list (expected HOST:RANKS[,HOST:RANKS...], e.g. h1:2,h2:2)")]
+    Empty,
+    /// An entry is not `HOST:RANKS` with a plain host name and a positive count.
+    #[error("--hosts: {entry:?} is not HOST:RANKS (a host name of letters, digits, '.', '-', '_' and a count from 1 to {MAX_LOCAL_RANKS})")]
+    BadEntry {
+        /// The entry as given.
+        entry: String,
+    },
+    /// The same host twice.
+    #[error("--hosts: host {host:?} is listed twice (give it the sum of its ranks once)")]
+    Duplicate {
+        /// The host.
+        host: String,
+    },
+    /// Too many hosts.
+    #[error("--hosts: {count} hosts, at most {MAX_HOSTS}")]
+    TooMany {
+        /// How many were given.
+        count: usize,
+    },
+    /// `-n` disagrees with the sum of the list.
+    #[error("-n {given} but --hosts lists {listed} ranks")]
+    Count {
+        /// `-n`.
+        given: u32,
+        /// The sum of the list.
+        listed: u64,
+    },
+    /// The agent template has no `{host}`, or is empty.
+    #[error("--agent {template:?}: the template must contain {{host}} (e.g. 'ssh -o BatchMode=yes {{host}} {{shcmd}}' or 'ip netns exec {{host}} {{cmd}}')")]
+    NoHost {
+        /// The template.
+        template: String,
+    },
+    /// The agent template has both `{cmd}` and `{shcmd}`, or one of them twice.
+    #[error("--agent {template:?}: at most one {{cmd}} or {{shcmd}}")]
+    TwoCommands {
+        /// The template.
+        template: String,
+    },
+}
+
+impl HostPlan {
+    /// Parses `--hosts` and `--agent` (`None`: [`DEFAULT_AGENT`]).
+    ///
+    /// # Errors
+    /// [`HostsError`] for a malformed list or template.
+    pub fn parse(
+        hosts: &str,
+        agent: Option<&str>,
+        bootstrap_ip: Option<IpAddr>,
+    ) -> Result<HostPlan, HostsError> {
+        Ok(HostPlan {
+            hosts: parse_hosts(hosts)?,
+            agent: parse_agent(agent.unwrap_or(DEFAULT_AGENT))?,
+            bootstrap_ip,
+        })
+    }
+
+    /// The total number of ranks.
+    pub fn ranks(&self) -> u64 {
+        self.hosts.iter().map(|h| u64::from(h.ranks)).sum()
+    }
+
+    /// The host that runs `rank`.
+    pub fn host_of(&self, rank: u32) -> Option<&str> {
+        let mut first = 0u64;
+        for h in &self.hosts {
+            first += u64::from(h.ranks);
+            if u64::from(rank) < first {
+                return Some(&h.name);
+            }
+        }
+        None
+    }
+
+    /// Checks the list against the job's size.
+    ///
+    /// # Errors
+    /// [`HostsError::Count`] when they differ.
+    pub fn check(&self, ranks: u32) -> Result<(), HostsError> {
+        if self.ranks() != u64::from(ranks) {
+            return Err(HostsError::Count {
+                given: ranks,
+                listed: self.ranks(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The agent as one line, for messages.
+    pub fn agent_line(&self) -> String {
+        self.agent.join(" ")
+    }
+}
+
+fn plain_host(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_HOST_NAME
+        && !name.starts_with('-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+}
+
+/// Parses `HOST:RANKS[,HOST:RANKS...]`.
+///
+/// # Errors
+/// [`HostsError`] for an empty list, a malformed entry, a host listed twice.
+pub fn parse_hosts(list: &str) -> Result<Vec<HostSlot>, HostsError> {
+    if list.trim().is_empty() {
+        return Err(HostsError::Empty);
+    }
+    let entries: Vec<&str> = list.split(',').collect();
+    if entries.len() > MAX_HOSTS {
+        return Err(HostsError::TooMany {
+            count: entries.len(),
+        });
+    }
+    let mut hosts: Vec<HostSlot> = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let bad = || HostsError::BadEntry {
+            entry: entry.to_string(),
+        };
+        let (name, ranks) = entry.trim().rsplit_once(':').ok_or_else(bad)?;
+        let ranks: u32 = ranks.parse().map_err(|_| bad())?;
+        if !plain_host(name) || ranks == 0 || ranks > MAX_LOCAL_RANKS {
+            return Err(bad());
+        }
+        if hosts.iter().any(|h| h.name == name) {
+            return Err(HostsError::Duplicate {
+                host: name.to_string(),
+            });
+        }
+        hosts.push(HostSlot {
+            name: name.to_string(),
+            ranks,
+        });
+    }
+    Ok(hosts)
+}
+
+/// Splits an agent template into words and checks its placeholders.
+///
+/// # Errors
+/// [`HostsError::NoHost`], [`HostsError::TwoCommands`].
+pub fn parse_agent(template: &str) -> Result<Vec<String>, HostsError> {
+    let words: Vec<String> = template.split_whitespace().map(str::to_string).collect();
+    if !words.iter().any(|w| w.contains("{host}")) {
+        return Err(HostsError::NoHost {
+            template: template.to_string(),
+        });
+    }
+    let commands = words
+        .iter()
+        .filter(|w| *w == "{cmd}" || *w == "{shcmd}")
+        .count();
+    if commands > 1 {
+        return Err(HostsError::TwoCommands {
+            template: template.to_string(),
+        });
+    }
+    Ok(words)
+}
+
+/// `s` quoted for a POSIX shell (single quotes; a single quote as `'\''`).
+pub fn shell_quote(s: &OsStr) -> OsString {
+    let b = s.as_bytes();
+    if !b.is_empty()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || b"_-./=:,@%+".contains(c))
+    {
+        return s.to_owned();
+    }
+    let mut out = Vec::with_capacity(b.len() + 2);
+    out.push(b'\'');
+    for &c in b {
+        if c == b'\'' {
+            out.extend_from_slice(b"'\\''");
+        } else {
+            out.push(c);
+        }
+    }
+    out.push(b'\'');
+    OsString::from_vec(out)
+}
+
+/// The address ranks on `host` reach the launcher's rendezvous at (port `port`): the
+/// `--bootstrap-ip` given, else the local address of the route to `host` (when its name
+/// resolves), else that of the default route, else loopback.
+pub fn bootstrap_addr(plan: &HostPlan, host: &str, port: u16) -> SocketAddr {
+    let route_from = |to: SocketAddr| {
+        let any = if to.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" };
+        UdpSocket::bind(any)
+            .and_then(|u| {
+                u.connect(to)?;
+                u.local_addr()
+            })
+            .ok()
+            .map(|a| a.ip())
+            .filter(|ip| !ip.is_unspecified())
+    };
+    let ip = plan
+        .bootstrap_ip
+        .or_else(|| {
+            (host, 9)
+                .to_socket_addrs()
+                .ok()
+                .and_then(|mut a| a.next())
+                .and_then(route_from)
+        })
+        .or_else(|| route_from(SocketAddr::from(([192, 0, 2, 1], 9))))
+        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    SocketAddr::new(ip, port)
+}
+
+/// Where the launcher's rendezvous listens: loopback for a job on this host, every
+/// interface for a multi-host one.
+pub(crate) fn rendezvous_bind(spec: &LaunchSpec) -> SocketAddr {
+    let ip = if spec.hosts.is_some() {
+        Ipv4Addr::UNSPECIFIED
+    } else {
+        Ipv4Addr::LOCALHOST
+    };
+    SocketAddr::from((ip, 0))
+}
+
+/// The rendezvous address `rank` is given (`SPOOLS_BOOTSTRAP`): the server's own for a
+/// job on this host, else [`bootstrap_addr`] for the rank's host.
+pub(crate) fn bootstrap_for(spec: &LaunchSpec, rank: u32, server: SocketAddr) -> SocketAddr {
+    match spec
+        .hosts
+        .as_ref()
+        .and_then(|p| Some((p, p.host_of(rank)?)))
+    {
+        Some((plan, host)) => bootstrap_addr(plan, host, server.port()),
+        None => server,
+    }
+}
+
+/// For messages about `rank`: `" on host NAME"` in a multi-host job, else nothing.
+pub(crate) fn place(spec: &LaunchSpec, rank: u32) -> String {
+    spec.hosts
+        .as_ref()
+        .and_then(|p| p.host_of(rank))
+        .map(|h| format!(" on host {h}"))
+        .unwrap_or_default()
+}
+
+/// Why a running rank's connection to the launcher ended without finalising: it closed
+/// it, or, on another host, the network may have failed (keepalive, `net_timeout_s`).
+pub(crate) fn lost_cause(spec: &LaunchSpec, rank: u32) -> String {
+    if place(spec, rank).is_empty() {
+        "closed its connection to the job without finalising".into()
+    } else {
+        "lost its connection to the launcher without finalising (the host stopped answering for net_timeout_s, or the rank closed it)".into()
+    }
+}
+
+/// The command that starts `rank` with the job's variables `vars`: the program itself
+/// on this host, the agent for a multi-host job.
+pub(crate) fn rank_command(spec: &LaunchSpec, rank: u32, vars: &[(&str, String)]) -> Command {
+    let Some((plan, host)) = spec
+        .hosts
+        .as_ref()
+        .and_then(|p| Some((p, p.host_of(rank)?)))
+    else {
+        let mut cmd = Command::new(&spec.program);
+        cmd.args(&spec.args);
+        cmd.envs(vars.iter().map(|(k, v)| (k, v)));
+        return cmd;
+    };
+    // The job's variables, then the launcher's other SPOOLS_* settings (configuration).
+    let mut words: Vec<OsString> = vec!["env".into()];
+    words.extend(vars.iter().map(|(k, v)| OsString::from(format!("{k}={v}"))));
+    for (k, v) in std::env::vars_os() {
+        let name = k.to_string_lossy();
+        if name.starts_with("SPOOLS_") && !vars.iter().any(|(n, _)| *n == name) {
+            let mut kv = k.clone();
+            kv.push("=");
+            kv.push(&v);
+            words.push(kv);
+        }
+    }
+    words.push(spec.program.clone());
+    words.extend(spec.args.iter().cloned());
+    let shell_line = || {
+        let mut line = OsString::new();
+        if let Ok(dir) = std::env::current_dir() {
+            line.push("cd ");
+            line.push(shell_quote(dir.as_os_str()));
+            line.push(" && ");
+        }
+        line.push("exec");
+        for w in &words {
+            line.push(" ");
+            line.push(shell_quote(w));
+        }
+        line
+    };
+    let mut argv: Vec<OsString> = Vec::new();
+    let mut placed = false;
+    for w in &plan.agent {
+        match w.as_str() {
+            "{cmd}" => {
+                argv.extend(words.iter().cloned());
+                placed = true;
+            }
+            "{shcmd}" => {
+                argv.push(shell_line());
+                placed = true;
+            }
+            _ => argv.push(w.replace("{host}", host).into()),
+        }
+    }
+    if !placed {
+        argv.extend(words.iter().cloned());
+    }
+    let mut argv = argv.into_iter();
+    let mut cmd = Command::new(argv.next().unwrap_or_default());
+    cmd.args(argv);
+    cmd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_lists_parse_and_place_ranks_in_blocks() {
+        let p = HostPlan::parse("h1:2, node-b.example:3", None, None).unwrap();
+        assert_eq!(p.ranks(), 5);
+        let placed: Vec<_> = (0..6).map(|r| p.host_of(r)).collect();
+        assert_eq!(
+            placed,
+            [
+                Some("h1"),
+                Some("h1"),
+                Some("node-b.example"),
+                Some("node-b.example"),
+                Some("node-b.example"),
+                None
+            ]
+        );
+        assert_eq!(p.check(5), Ok(()));
+        assert_eq!(
+            p.check(4),
+            Err(HostsError::Count {
+                given: 4,
+                listed: 5
+            })
+        );
+        assert_eq!(p.agent_line(), DEFAULT_AGENT);
+    }
+
+    #[test]
+    fn malformed_host_lists_are_refused() {
+        for bad in [
+            "h1",
+            "h1:",
+            ":2",
+            "h1:0",
+            "h1:-1",
+            "h1:x",
+            "h 1:2",
+            "-oProxy:1",
+            "h1:2,,h2:1",
+            "h1:4097",
+            "h;rm:1",
+            "h1:2:3",
+        ] {
+            assert!(
+                matches!(parse_hosts(bad), Err(HostsError::BadEntry { .. })),
+                "{bad}: {:?}",
+                parse_hosts(bad)
+            );
+        }
+        assert_eq!(parse_hosts(" "), Err(HostsError::Empty));
+        assert_eq!(
+            parse_hosts("a:1,b:1,a:2"),
+            Err(HostsError::Duplicate { host: "a".into() })
+        );
+        let many = vec!["h:1"; MAX_HOSTS + 1].join(",");
+        assert!(matches!(
+            parse_hosts(&many),
+            Err(HostsError::TooMany { .. })
+        ));
+    }
+
+    #[test]
+    fn agent_templates_need_a_host_and_one_command_at_most() {
+        assert!(matches!(parse_agent("ssh"), Err(HostsError::NoHost { .. })));
+        assert!(matches!(
+            parse_agent("ssh {host} {cmd} {shcmd}"),
+            Err(HostsError::TwoCommands { .. })
+        ));
+        assert_eq!(
+            parse_agent(" ip  netns exec {host} ").unwrap(),
+            ["ip", "netns", "exec", "{host}"]
+        );
+    }
+
+    #[test]
+    fn shell_quoting_survives_a_shell() {
+        let tricky = [
+            "plain",
+            "",
+            "a b",
+            "it's",
+            "$HOME",
+            "x\"y",
+            "tab\there",
+            "*",
+        ];
+        let line = tricky
+            .iter()
+            .map(|w| shell_quote(OsStr::new(w)).to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("printf '%s\\n' {line}"))
+            .output()
+            .unwrap();
+        let got = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(got.lines().collect::<Vec<_>>(), tricky);
+    }
+
+    fn spec(agent: &str) -> LaunchSpec {
+        LaunchSpec {
+            ranks: 3,
+            program: "/bin/prog".into(),
+            args: vec!["a b".into()],
+            tag_output: false,
+            timeout: None,
+            grace: crate::launcher::GRACE,
+            liveness: None,
+            secret: None,
+            hosts: Some(HostPlan::parse("h1:1,h2:2", Some(agent), None).unwrap()),
+        }
+    }
+
+    fn argv(c: &Command) -> Vec<String> {
+        std::iter::once(c.get_program())
+            .chain(c.get_args())
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn the_rank_command_goes_through_the_agent_with_its_variables() {
+        let vars = [("SPOOLS_RANK", "2".to_string())];
+        let c = rank_command(&spec("ip netns exec {host}"), 2, &vars);
+        let a = argv(&c);
+        assert_eq!(a[..5], ["ip", "netns", "exec", "h2", "env"]);
+        assert_eq!(a[5], "SPOOLS_RANK=2");
+        assert_eq!(a[a.len() - 2..], ["/bin/prog", "a b"]);
+        let c = rank_command(&spec("ssh -o BatchMode=yes {host} {shcmd}"), 0, &vars);
+        let a = argv(&c);
+        assert_eq!(a.len(), 5, "{a:?}");
+        assert_eq!(a[3], "h1");
+        assert!(a[4].contains(" && exec env SPOOLS_RANK=2 "), "{}", a[4]);
+        assert!(a[4].ends_with(" /bin/prog 'a b'"), "{}", a[4]);
+        // Without hosts: the program itself.
+        let mut local = spec("x {host}");
+        local.hosts = None;
+        let c = rank_command(&local, 0, &vars);
+        assert_eq!(argv(&c), ["/bin/prog", "a b"]);
+    }
+
+    #[test]
+    fn the_bootstrap_address_is_the_one_given_or_a_routed_one() {
+        let mut p = HostPlan::parse("localhost:1", None, None).unwrap();
+        assert!(bootstrap_addr(&p, "localhost", 7).ip().is_loopback());
+        assert_eq!(bootstrap_addr(&p, "localhost", 7).port(), 7);
+        p.bootstrap_ip = Some(IpAddr::V4(Ipv4Addr::new(10, 1, 2, 3)));
+        assert_eq!(
+            bootstrap_addr(&p, "localhost", 7),
+            "10.1.2.3:7".parse::<SocketAddr>().unwrap()
+        );
+    }
+}
