@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs Open MPI from Debian's packages if `mpirun` and `mpicc` are missing
-# (for the mpirun test and the peer benchmarks in bench/peers).
+# (for the mpirun test and the peer benchmarks in bench/peers), and the PMIx header with
+# pkg-config (pkgconf, libpmix-dev) for the PMIx ABI test.
 #
 #   scripts/install-mpi.sh               Open MPI only (what the test suite needs)
 #   scripts/install-mpi.sh --with-mpich  also Debian's MPICH (`mpicc.mpich`,
@@ -37,6 +38,12 @@ if ! { command -v mpirun.openmpi >/dev/null || command -v mpirun >/dev/null; } \
   apt_install openmpi-bin libopenmpi-dev
 fi
 command -v mpirun >/dev/null
+# The PMIx header and pkg-config, for the test of the PMIx structures Spools passes to
+# libpmix (crates/spools-boot/tests/pmix_abi.rs).
+if ! pkg-config --exists pmix 2>/dev/null; then
+  echo "== installing pkgconf and libpmix-dev from Debian"
+  apt_install pkgconf libpmix-dev
+fi
 
 [ "$with_mpich" = 1 ] || exit 0
 if command -v mpicc.mpich >/dev/null && command -v mpirun.mpich >/dev/null; then

@@ -29,6 +29,15 @@ fn detected_identity() -> String {
     format!("{name}/{boot}/{shm}")
 }
 
+/// The host as the files it holds name it: the host name, followed by `/ID` when
+/// `SPOOLS_HOST_ID` sets one (hosts told apart only by that variable share a name).
+pub fn host_label() -> String {
+    match std::env::var("SPOOLS_HOST_ID") {
+        Ok(id) if !id.is_empty() => format!("{}/{id}", host_name()),
+        _ => host_name(),
+    }
+}
+
 /// The host name alone, for messages.
 pub fn host_name() -> String {
     host_identity()

@@ -12,10 +12,11 @@ const PROBE: &str = r#"
 #include <stddef.h>
 #include <pmix.h>
 int main(void) {
-    printf("%zu %zu %zu %zu %zu %d %d %d %d %d %u %d\n", sizeof(pmix_proc_t),
+    printf("%zu %zu %zu %zu %zu %d %d %d %d %d %d %d %d %u %d\n", sizeof(pmix_proc_t),
            sizeof(pmix_value_t), sizeof(pmix_info_t), offsetof(pmix_value_t, data),
-           offsetof(pmix_info_t, value), PMIX_BOOL, PMIX_STRING, PMIX_INT, PMIX_UINT32,
-           PMIX_GLOBAL, PMIX_RANK_WILDCARD, PMIX_MAX_KEYLEN);
+           offsetof(pmix_info_t, value), PMIX_BOOL, PMIX_STRING, PMIX_SIZE, PMIX_INT,
+           PMIX_UINT, PMIX_UINT32, PMIX_UINT64, PMIX_GLOBAL, PMIX_RANK_WILDCARD,
+           PMIX_MAX_KEYLEN);
     return 0;
 }
 "#;
@@ -29,9 +30,9 @@ fn pmix_structures_match_the_installed_header() {
         .filter(|o| o.status.success());
     let Some(cflags) = cflags else {
         if std::env::var("SPOOLS_REQUIRE_MPI").is_ok_and(|v| v == "1") {
-            panic!("pkg-config pmix failed but SPOOLS_REQUIRE_MPI=1: install Debian's libpmix-dev (libopenmpi-dev brings it)");
+            panic!("pkg-config --cflags pmix failed but SPOOLS_REQUIRE_MPI=1: install Debian's pkgconf and libpmix-dev (scripts/install-mpi.sh does)");
         }
-        eprintln!("SKIPPED: no pmix.pc (install Debian's libpmix-dev)");
+        eprintln!("SKIPPED: pkg-config finds no pmix (install Debian's pkgconf and libpmix-dev)");
         return;
     };
     let dir = std::env::temp_dir().join(format!("spools-pmix-abi-{}", std::process::id()));
@@ -55,22 +56,22 @@ fn pmix_structures_match_the_installed_header() {
         .collect();
     let [proc_, value, info] = spools_boot::pmi::PMIX_ABI_SIZES.map(|s| s as u64);
     // proc, value, info sizes; where the value's union and the info's value start; the
-    // type tags, scope and wildcard rank the code uses; the key length.
-    assert_eq!(
-        got,
-        vec![
-            proc_,
-            value,
-            info,
-            8,
-            520,
-            1,
-            3,
-            6,
-            14,
-            3,
-            u64::from(u32::MAX - 1),
-            511
-        ]
-    );
+    // type tags (bool, string, size, int, uint, uint32, uint64), scope and wildcard rank
+    // the code uses; the key length.
+    let want = [
+        8,
+        520,
+        1,
+        3,
+        4,
+        6,
+        11,
+        14,
+        15,
+        3,
+        u64::from(u32::MAX - 1),
+        511,
+    ];
+    assert_eq!(got[..3], [proc_, value, info]);
+    assert_eq!(got[3..], want);
 }

@@ -140,7 +140,7 @@ fn shell_role() -> Result<(), String> {
     let w = e(spools::init())?;
     let mut sum = [0u32];
     e(w.allreduce(&[w.rank() + 1], &mut sum, &Op::Sum))?;
-    let arg = std::env::args().last().unwrap_or_default();
+    let arg = std::env::args().next_back().unwrap_or_default();
     if sum[0] != 3 || arg != "it's a \"test\" $HOME" {
         return Err(format!("sum {}, argument {arg:?}", sum[0]));
     }
@@ -163,6 +163,9 @@ fn a_shell_agent_gets_the_job_through_its_command_line_alone() {
             "a:1,b:1",
             "--agent",
             "env -i HOST={host} sh -c {shcmd}",
+            // Hosts "a" and "b" are this one: no name lookup.
+            "--bootstrap-ip",
+            "127.0.0.1",
             "--timeout",
             "60",
             "--",

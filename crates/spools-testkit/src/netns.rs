@@ -213,11 +213,19 @@ impl Hosts {
 
     /// [`Hosts::create`], or `None` after printing why the test skips (not root, no
     /// network namespaces).
+    ///
+    /// # Panics
+    /// With `SPOOLS_REQUIRE_NETNS=1` (CI), when the namespaces cannot be made: there the
+    /// multi-host tests must run, not skip.
+    #[allow(clippy::panic)]
     pub fn create_or_skip(n: usize) -> Option<Hosts> {
         match Hosts::create(n) {
             Ok(h) => Some(h),
+            Err(why) if std::env::var("SPOOLS_REQUIRE_NETNS").is_ok_and(|v| v == "1") => {
+                panic!("network namespaces unavailable but SPOOLS_REQUIRE_NETNS=1: {why}")
+            }
             Err(why) => {
-                eprintln!("skipped: network namespaces unavailable: {why}");
+                eprintln!("skipped: network namespaces unavailable: {why}; set SPOOLS_REQUIRE_NETNS=1 to make this a failure");
                 None
             }
         }

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::channel;
+use std::sync::mpsc::{channel, RecvTimeoutError};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -143,10 +143,19 @@ fn pmi_exchange(
             let _ = tx.send(run());
         })
         .map_err(BootError::io(BootStep::Thread { name: "PMI" }))?;
-    rx.recv_timeout(timeout).unwrap_or(Err(BootError::Timeout {
-        awaited: Awaited::PmiFence { kind, ranks: size },
-        secs: timeout.as_secs(),
-    }))
+    match rx.recv_timeout(timeout) {
+        Ok(answer) => answer,
+        Err(RecvTimeoutError::Timeout) => Err(BootError::Timeout {
+            awaited: Awaited::PmiFence { kind, ranks: size },
+            secs: timeout.as_secs(),
+        }),
+        // The library panicked or aborted the thread: no answer will come.
+        Err(RecvTimeoutError::Disconnected) => Err(
+            BootError::io(BootStep::Thread { name: "PMI" })(std::io::Error::other(
+                "the thread talking to the launcher's interface ended without an answer",
+            )),
+        ),
+    }
 }
 
 /// Reads what rank 0 published through the launcher's interface: `ADDR/SECRET`.
@@ -263,7 +272,11 @@ impl Connected {
                             kind: *kind,
                             rank: 0,
                             key: RENDEZVOUS_KEY.into(),
-                            what: format!("{value:?}"),
+                            // The value may hold the secret: show only what precedes it.
+                            what: format!(
+                                "{:?} (the rest withheld)",
+                                value.split('/').next().unwrap_or_default()
+                            ),
                             expected: "ADDRESS:PORT/SECRET (32 hex digits)",
                         })?;
                     (addr, secret, None)

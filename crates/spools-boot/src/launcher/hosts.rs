@@ -13,7 +13,11 @@
 //!
 //! Without `{cmd}` or `{shcmd}` the words of `{cmd}` are appended. The default agent is
 //! [`DEFAULT_AGENT`]. The job's variables travel on the command line (ssh passes no
-//! environment), with every `SPOOLS_*` variable of the launcher's own environment.
+//! environment), with every `SPOOLS_*` variable of the launcher's own environment, but for
+//! the job secret, which no command line shows (any user of a host can read those): an
+//! agent of `{cmd}` gets it in its environment (exec-style agents pass it on), and one of
+//! `{shcmd}` on its standard input, which the shell line reads before anything else
+//! (`read -r SPOOLS_SECRET`); a remote rank's standard input is then empty.
 //!
 //! The launcher's rendezvous listens on every interface (`0.0.0.0`), and each host is told
 //! the address of the launcher's interface that routes to it (or the `--bootstrap-ip`
@@ -321,7 +325,22 @@ pub(crate) fn lost_cause(spec: &LaunchSpec, rank: u32) -> String {
 
 /// The command that starts `rank` with the job's variables `vars`: the program itself
 /// on this host, the agent for a multi-host job.
-pub(crate) fn rank_command(spec: &LaunchSpec, rank: u32, vars: &[(&str, String)]) -> Command {
+/// The variable that carries the job secret, kept off command lines.
+const SECRET_VAR: &str = "SPOOLS_SECRET";
+
+/// How a rank is started: the command, and what to write to its standard input first
+/// (the job secret, for a `{shcmd}` agent; `None`: its input is the usual one).
+pub(crate) struct RankCommand {
+    /// The program, or the agent that starts it on its host.
+    pub(crate) cmd: Command,
+    /// Bytes for the agent's standard input, which is then a pipe closed after them.
+    pub(crate) stdin: Option<Vec<u8>>,
+}
+
+/// The command that starts `rank`: the program itself with `vars` in its environment, or,
+/// with hosts, the agent for its host with the variables on its command line (the secret
+/// in the agent's environment or on its standard input).
+pub(crate) fn rank_command(spec: &LaunchSpec, rank: u32, vars: &[(&str, String)]) -> RankCommand {
     let Some((plan, host)) = spec
         .hosts
         .as_ref()
@@ -330,14 +349,22 @@ pub(crate) fn rank_command(spec: &LaunchSpec, rank: u32, vars: &[(&str, String)]
         let mut cmd = Command::new(&spec.program);
         cmd.args(&spec.args);
         cmd.envs(vars.iter().map(|(k, v)| (k, v)));
-        return cmd;
+        return RankCommand { cmd, stdin: None };
     };
+    let secret = vars.iter().find(|(k, _)| *k == SECRET_VAR).map(|(_, v)| v);
     // The job's variables, then the launcher's other SPOOLS_* settings (configuration).
     let mut words: Vec<OsString> = vec!["env".into()];
-    words.extend(vars.iter().map(|(k, v)| OsString::from(format!("{k}={v}"))));
+    words.extend(
+        vars.iter()
+            .filter(|(k, _)| *k != SECRET_VAR)
+            .map(|(k, v)| OsString::from(format!("{k}={v}"))),
+    );
     for (k, v) in std::env::vars_os() {
         let name = k.to_string_lossy();
-        if name.starts_with("SPOOLS_") && !vars.iter().any(|(n, _)| *n == name) {
+        if name.starts_with("SPOOLS_")
+            && name != SECRET_VAR
+            && !vars.iter().any(|(n, _)| *n == name)
+        {
             let mut kv = k.clone();
             kv.push("=");
             kv.push(&v);
@@ -348,6 +375,9 @@ pub(crate) fn rank_command(spec: &LaunchSpec, rank: u32, vars: &[(&str, String)]
     words.extend(spec.args.iter().cloned());
     let shell_line = || {
         let mut line = OsString::new();
+        if secret.is_some() {
+            line.push("read -r SPOOLS_SECRET && export SPOOLS_SECRET && ");
+        }
         if let Ok(dir) = std::env::current_dir() {
             line.push("cd ");
             line.push(shell_quote(dir.as_os_str()));
@@ -362,6 +392,7 @@ pub(crate) fn rank_command(spec: &LaunchSpec, rank: u32, vars: &[(&str, String)]
     };
     let mut argv: Vec<OsString> = Vec::new();
     let mut placed = false;
+    let mut through_shell = false;
     for w in &plan.agent {
         match w.as_str() {
             "{cmd}" => {
@@ -371,6 +402,7 @@ pub(crate) fn rank_command(spec: &LaunchSpec, rank: u32, vars: &[(&str, String)]
             "{shcmd}" => {
                 argv.push(shell_line());
                 placed = true;
+                through_shell = true;
             }
             _ => argv.push(w.replace("{host}", host).into()),
         }
@@ -381,7 +413,15 @@ pub(crate) fn rank_command(spec: &LaunchSpec, rank: u32, vars: &[(&str, String)]
     let mut argv = argv.into_iter();
     let mut cmd = Command::new(argv.next().unwrap_or_default());
     cmd.args(argv);
-    cmd
+    let stdin = match secret {
+        Some(s) if through_shell => Some(format!("{s}\n").into_bytes()),
+        Some(s) => {
+            cmd.env(SECRET_VAR, s);
+            None
+        }
+        None => None,
+    };
+    RankCommand { cmd, stdin }
 }
 
 #[cfg(test)]
@@ -511,23 +551,46 @@ mod tests {
 
     #[test]
     fn the_rank_command_goes_through_the_agent_with_its_variables() {
-        let vars = [("SPOOLS_RANK", "2".to_string())];
-        let c = rank_command(&spec("ip netns exec {host}"), 2, &vars);
-        let a = argv(&c);
+        let secret = "00112233445566778899aabbccddeeff";
+        let vars = [
+            ("SPOOLS_RANK", "2".to_string()),
+            ("SPOOLS_SECRET", secret.to_string()),
+        ];
+        let env_of = |c: &Command| {
+            c.get_envs()
+                .find(|(k, _)| *k == "SPOOLS_SECRET")
+                .and_then(|(_, v)| v.map(|v| v.to_string_lossy().into_owned()))
+        };
+        let r = rank_command(&spec("ip netns exec {host}"), 2, &vars);
+        let a = argv(&r.cmd);
         assert_eq!(a[..5], ["ip", "netns", "exec", "h2", "env"]);
         assert_eq!(a[5], "SPOOLS_RANK=2");
         assert_eq!(a[a.len() - 2..], ["/bin/prog", "a b"]);
-        let c = rank_command(&spec("ssh -o BatchMode=yes {host} {shcmd}"), 0, &vars);
-        let a = argv(&c);
+        // The secret is in the agent's environment, on no command line.
+        assert!(a.iter().all(|w| !w.contains(secret)), "{a:?}");
+        assert_eq!(env_of(&r.cmd).as_deref(), Some(secret));
+        assert!(r.stdin.is_none());
+        let r = rank_command(&spec("ssh -o BatchMode=yes {host} {shcmd}"), 0, &vars);
+        let a = argv(&r.cmd);
         assert_eq!(a.len(), 5, "{a:?}");
         assert_eq!(a[3], "h1");
+        assert!(
+            a[4].starts_with("read -r SPOOLS_SECRET && export SPOOLS_SECRET && cd "),
+            "{}",
+            a[4]
+        );
         assert!(a[4].contains(" && exec env SPOOLS_RANK=2 "), "{}", a[4]);
         assert!(a[4].ends_with(" /bin/prog 'a b'"), "{}", a[4]);
-        // Without hosts: the program itself.
+        // Through a shell, the secret goes on the agent's standard input.
+        assert!(a.iter().all(|w| !w.contains(secret)), "{a:?}");
+        assert_eq!(r.stdin, Some(format!("{secret}\n").into_bytes()));
+        assert_eq!(env_of(&r.cmd), None);
+        // Without hosts: the program itself, the variables in its environment.
         let mut local = spec("x {host}");
         local.hosts = None;
-        let c = rank_command(&local, 0, &vars);
-        assert_eq!(argv(&c), ["/bin/prog", "a b"]);
+        let r = rank_command(&local, 0, &vars);
+        assert_eq!(argv(&r.cmd), ["/bin/prog", "a b"]);
+        assert_eq!(env_of(&r.cmd).as_deref(), Some(secret));
     }
 
     #[test]

@@ -22,6 +22,11 @@ use supervisor::Supervisor;
 pub use process::{clean_shm, descendants, describe};
 pub use spec::{LaunchError, LaunchReport, LaunchSpec, GRACE, MAX_LOCAL_RANKS};
 
+/// How long the launcher waits for more of the ranks' output once they are gone, after
+/// the last byte came.
+const DRAIN_QUIET: Duration = Duration::from_secs(2);
+/// The longest it waits for the ranks' output once they are gone.
+const DRAIN_MAX: Duration = Duration::from_secs(30);
 /// How often `spools run` looks for stopped ranks when a liveness timeout is set.
 const LIVENESS_POLL: Duration = Duration::from_millis(100);
 /// How long a lost connection waits for the process's exit status (for a better cause)
@@ -228,12 +233,20 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
     }
     sig_handle.close();
     clean_shm(job);
-    // Let the output of the ranks reach ours (the pipes end when the ranks are gone;
-    // a grandchild that keeps one open is not waited for beyond 2 s).
-    let until = Instant::now() + Duration::from_secs(2);
+    // Let the output of the ranks reach ours (the pipes end when the ranks are gone; a
+    // grandchild that keeps one open is waited for 2 s after the last byte came, at most
+    // DRAIN_MAX in all).
+    let start = Instant::now();
+    let mut until = start + DRAIN_QUIET;
+    let mut seen = output::forwarded();
     for f in forwarders {
         while !f.is_finished() && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(2));
+            let now = output::forwarded();
+            if now != seen {
+                seen = now;
+                until = (Instant::now() + DRAIN_QUIET).min(start + DRAIN_MAX);
+            }
         }
         if f.is_finished() {
             let _ = f.join();

@@ -2,19 +2,23 @@
 //! to the launcher through pipes of their own, and one thread per pipe writes whole lines
 //! (each prefixed by `[rank] ` with `--tag-output`) to the launcher's own stream, every
 //! line within one write (the lines of one read go out in one write), so that concurrent
-//! ranks' lines never mix inside a line, whatever pieces the ranks wrote them in. A last line without a newline goes out when the rank closes the
-//! stream (at its exit). A line longer than [`MAX_LINE`] goes out in pieces of that size
-//! (so a rank's line never makes the launcher hold more): another rank's line may then
-//! come between two pieces. So does the start of a line that waits ([`IDLE`]) while the
-//! rank (with everything it started) is not running, as a prompt waiting for an answer
-//! does: it goes out as it is (a rank preempted in the middle of a line is running, and
-//! its line stays whole).
+//! ranks' lines never mix inside a line, whatever pieces the ranks wrote them in. A last
+//! line without a newline goes out when the rank closes the stream (at its exit). A line
+//! longer than [`MAX_LINE`] goes out in pieces of that size (so a rank's line never makes
+//! the launcher hold more): another rank's line may then come between two pieces. So does
+//! the start of a line that waits ([`IDLE`]) while the rank (with everything it started)
+//! is not running, as a prompt waiting for an answer does: it goes out as it is (a rank
+//! preempted in the middle of a line is running, and its line stays whole). For a rank
+//! started on another host through an agent that does not exec it (ssh), the launcher
+//! sees only the agent, which is never running: there, a line that waits more than
+//! [`IDLE`] in the middle goes out in two pieces.
 //!
 //! The splitting is [`LineSplitter`], which only sees bytes ([`LineSplitter::feed`],
 //! [`LineSplitter::flush`]) and hands out [`Piece`]s; [`forward`] does the I/O.
 
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -239,17 +243,22 @@ fn readable_within(fd: &impl AsFd, limit: Duration) -> bool {
 
 /// Forwards everything `from` (the stream of rank `pid`) gives to the launcher's stream
 /// `to`, whole lines at a time, tagged with `tag`, until the rank closes it, on a thread of
-/// its own (`None` if the thread could not be started). When `to` is closed (`| head`),
-/// `from` is closed too, so that the rank meets the closed pipe as if it wrote to it
-/// itself (an error or SIGPIPE, never a block).
+/// its own. When `to` is closed (`| head`), `from` is closed too, so that the rank meets
+/// the closed pipe as if it wrote to it itself (an error or SIGPIPE, never a block).
+///
+/// # Errors
+/// The thread could not be started.
 pub(crate) fn forward(
     mut from: impl Read + AsFd + Send + 'static,
     to: Stream,
     tag: Option<u32>,
     pid: u32,
-) -> Option<JoinHandle<()>> {
+) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("spools-run-output".into())
+        // Two per rank, thousands of ranks: the line buffer is on the heap, the stack
+        // need not be the default 2 MiB.
+        .stack_size(FORWARDER_STACK)
         .spawn(move || {
             let mut split = LineSplitter::new(MAX_LINE);
             let mut buf = vec![0u8; MAX_LINE];
@@ -265,7 +274,10 @@ pub(crate) fn forward(
                 }
                 let n = match from.read(&mut buf) {
                     Ok(0) => break,
-                    Ok(n) => n,
+                    Ok(n) => {
+                        FORWARDED.fetch_add(n as u64, Ordering::Relaxed);
+                        n
+                    }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(_) => break,
                 };
@@ -276,7 +288,18 @@ pub(crate) fn forward(
             }
             let _ = split.flush(&mut |p| write_piece(to, tag, p, true));
         })
-        .ok()
+}
+
+/// Stack of a forwarder thread.
+const FORWARDER_STACK: usize = 128 * 1024;
+
+/// Bytes read from the ranks so far, by every forwarder of this process: the launcher
+/// waits for its forwarders to finish as long as this grows.
+static FORWARDED: AtomicU64 = AtomicU64::new(0);
+
+/// How many bytes the forwarders have read so far.
+pub(crate) fn forwarded() -> u64 {
+    FORWARDED.load(Ordering::Relaxed)
 }
 
 #[cfg(test)]

@@ -204,8 +204,10 @@ pub(crate) fn spawn_rank(
         ("SPOOLS_JOB", format!("{job:016x}")),
     ];
     // The program itself, or the agent that starts it on its host (launcher/hosts.rs).
-    let mut cmd = hosts::rank_command(spec, rank, &vars);
-    cmd.stdin(if rank == 0 {
+    let hosts::RankCommand { mut cmd, stdin } = hosts::rank_command(spec, rank, &vars);
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else if rank == 0 {
         Stdio::inherit()
     } else {
         Stdio::null()
@@ -232,13 +234,42 @@ pub(crate) fn spawn_rank(
         rank,
         source,
     })?;
+    if let (Some(bytes), Some(mut input)) = (stdin, child.stdin.take()) {
+        // A line far below a pipe's capacity: the write cannot block. A failure means
+        // the agent is already gone, which its exit status reports.
+        let _ = std::io::Write::write_all(&mut input, &bytes);
+    }
     let pid = child.id();
     let tag = spec.tag_output.then_some(rank);
-    if let Some(o) = child.stdout.take() {
-        forwarders.extend(forward(o, Stream::Stdout, tag, pid));
-    }
-    if let Some(e) = child.stderr.take() {
-        forwarders.extend(forward(e, Stream::Stderr, tag, pid));
+    let forwarding = |f: std::io::Result<std::thread::JoinHandle<()>>| {
+        f.map_err(|source| LaunchError::Io {
+            step: BootStep::Thread {
+                name: "output forwarder",
+            },
+            source,
+        })
+    };
+    let streams = [
+        child
+            .stdout
+            .take()
+            .map(|o| forward(o, Stream::Stdout, tag, pid)),
+        child
+            .stderr
+            .take()
+            .map(|e| forward(e, Stream::Stderr, tag, pid)),
+    ];
+    for f in streams.into_iter().flatten() {
+        match forwarding(f) {
+            Ok(handle) => forwarders.push(handle),
+            Err(e) => {
+                // Without a reader its output would kill it with SIGPIPE and nobody would
+                // say why: stop it here, and the launch fails with the reason.
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(e);
+            }
+        }
     }
     std::thread::Builder::new()
         .name("spools-run-wait".into())

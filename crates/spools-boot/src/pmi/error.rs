@@ -49,14 +49,17 @@ pub enum PmiError {
         /// What should have.
         expected: &'static str,
     },
-    /// A key or value holds a NUL byte or is too long for the interface.
-    #[error("{} cannot carry {what:?} (NUL byte or longer than {max} bytes)", kind.name())]
+    /// A key or value holds a byte the interface cannot carry or is too long for it.
+    #[error("{} cannot carry {what:?} ({})", kind.name(), match max {
+        Some(m) => format!("a NUL byte, a byte it reserves, or more than {m} bytes"),
+        None => "a NUL byte".to_string(),
+    })]
     Unencodable {
         /// Which interface.
         kind: PmiKind,
         /// The key or value.
         what: String,
-        /// The interface's limit.
-        max: usize,
+        /// The interface's length limit, if it has one.
+        max: Option<usize>,
     },
 }

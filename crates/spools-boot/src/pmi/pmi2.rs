@@ -98,7 +98,7 @@ fn encode(s: &str, max: usize) -> Result<CString, PmiError> {
     let bad = || PmiError::Unencodable {
         kind: PmiKind::Pmi2,
         what: s.into(),
-        max: max - 1,
+        max: Some(max - 1),
     };
     // The wire protocol separates fields with ';' and '='.
     if s.len() >= max || s.contains([';', '=']) {

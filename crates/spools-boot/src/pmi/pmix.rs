@@ -60,6 +60,9 @@ const _: () = assert!(std::mem::size_of::<Proc>() == 260);
 const _: () = assert!(std::mem::size_of::<Value>() == 32);
 const _: () = assert!(std::mem::size_of::<Info>() == 552);
 const _: () = assert!(std::mem::offset_of!(Info, value) == 520);
+// Booleans and integers are stored as the low bytes of the union's first word.
+#[cfg(not(target_endian = "little"))]
+compile_error!("the PMIx values are laid out for little-endian targets only");
 
 /// The sizes of the three structures, for the ABI test against the installed header.
 #[doc(hidden)]
@@ -247,13 +250,13 @@ fn cstring(s: &str) -> Result<CString, PmiError> {
         return Err(PmiError::Unencodable {
             kind: PmiKind::Pmix,
             what: s.into(),
-            max: KEY_LEN - 1,
+            max: Some(KEY_LEN - 1),
         });
     }
     CString::new(s).map_err(|_| PmiError::Unencodable {
         kind: PmiKind::Pmix,
         what: s.into(),
-        max: KEY_LEN - 1,
+        max: Some(KEY_LEN - 1),
     })
 }
 
@@ -275,7 +278,7 @@ impl Pmi for Pmix {
         let v = CString::new(value).map_err(|_| PmiError::Unencodable {
             kind: PmiKind::Pmix,
             what: value.into(),
-            max: usize::MAX,
+            max: None,
         })?;
         let mut val = Value {
             kind: TYPE_STRING,

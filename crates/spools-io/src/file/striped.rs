@@ -345,10 +345,10 @@ pub(super) fn read(
     })
 }
 
-/// The host name of every rank of `comm`. Collective.
+/// The host label (`host_label`) of every rank of `comm`. Collective.
 fn rank_hosts(comm: &Communicator) -> Result<Vec<String>, FileError> {
     Ok(comm
-        .allgather_bytes(spools_boot::host::host_name().as_bytes())?
+        .allgather_bytes(spools_boot::host::host_label().as_bytes())?
         .into_iter()
         .map(|h| String::from_utf8_lossy(&h).into_owned())
         .collect())
