@@ -291,11 +291,10 @@ pub(crate) fn spawn_rank(
 mod tests {
     use super::is_exiting;
 
-    #[test]
-    fn descendants_are_found_through_every_generation() {
-        // sh -> sh -> sleep: both shells and the sleep descend from the outer shell.
+    /// A shell running `script`, once it has printed `started` (its child is forked).
+    fn started_shell(script: &str) -> std::process::Child {
         let mut outer = std::process::Command::new("sh")
-            .args(["-c", "sh -c 'sleep 60; true' & echo started; wait"])
+            .args(["-c", script])
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("spawn sh: {e}"));
@@ -305,6 +304,13 @@ mod tests {
             let _ = std::io::BufReader::new(out).read_line(&mut line);
         }
         assert_eq!(line.trim(), "started");
+        outer
+    }
+
+    #[test]
+    fn descendants_are_found_through_every_generation() {
+        // sh -> sh -> sleep: both shells and the sleep descend from the outer shell.
+        let mut outer = started_shell("sh -c 'sleep 60; true' & echo started; wait");
         let start = std::time::Instant::now();
         let mut found = super::descendants(outer.id());
         // The inner shell may not have started its sleep yet: wait for the grandchild.
@@ -331,16 +337,7 @@ mod tests {
     #[test]
     fn a_process_whose_child_spins_is_busy_and_a_sleeping_one_is_not() {
         // The outer shell waits; its child spins (always running or runnable).
-        let mut outer = std::process::Command::new("sh")
-            .args(["-c", "sh -c 'while :; do :; done' & echo started; wait"])
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn sh: {e}"));
-        let mut line = String::new();
-        if let Some(out) = outer.stdout.take() {
-            use std::io::BufRead;
-            let _ = std::io::BufReader::new(out).read_line(&mut line);
-        }
+        let mut outer = started_shell("sh -c 'while :; do :; done' & echo started; wait");
         // Once the outer shell itself sleeps (in `wait`; bounded), only its child runs.
         let stat = format!("/proc/{}/stat", outer.id());
         let start = std::time::Instant::now();
@@ -352,7 +349,6 @@ mod tests {
         let spinning = super::is_busy(outer.id());
         super::kill_rank(0, outer.id(), libc::SIGKILL);
         let _ = outer.wait();
-        assert_eq!(line.trim(), "started");
         assert!(spinning, "a spinning child makes its parent busy");
         let mut sleeper = std::process::Command::new("sleep")
             .arg("600")

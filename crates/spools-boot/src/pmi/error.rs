@@ -25,7 +25,7 @@ pub enum PmiError {
         /// Its meaning.
         message: String,
     },
-    /// A call into the interface failed.
+    /// A call into the interface failed (its initialisation: [`PmiError::Init`]).
     #[error("{call} failed: {message} ({code})")]
     Call {
         /// The function called, e.g. `PMIx_Fence`.
@@ -62,4 +62,24 @@ pub enum PmiError {
         /// The interface's length limit, if it has one.
         max: Option<usize>,
     },
+}
+
+impl PmiError {
+    /// The error for status `code` (worded `message`) returned by `call` of `kind`: the
+    /// initialisation's is [`PmiError::Init`], any other call's [`PmiError::Call`].
+    pub(super) fn status(kind: PmiKind, call: &'static str, code: i32, message: String) -> Self {
+        if call.ends_with("_Init") {
+            PmiError::Init {
+                kind,
+                code,
+                message,
+            }
+        } else {
+            PmiError::Call {
+                call,
+                code,
+                message,
+            }
+        }
+    }
 }

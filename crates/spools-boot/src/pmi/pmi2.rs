@@ -78,20 +78,12 @@ fn check(call: &'static str, rc: c_int) -> Result<(), PmiError> {
     if rc == SUCCESS {
         return Ok(());
     }
-    let message = status_name(rc).to_string();
-    Err(if call == "PMI2_Init" {
-        PmiError::Init {
-            kind: PmiKind::Pmi2,
-            code: rc,
-            message,
-        }
-    } else {
-        PmiError::Call {
-            call,
-            code: rc,
-            message,
-        }
-    })
+    Err(PmiError::status(
+        PmiKind::Pmi2,
+        call,
+        rc,
+        status_name(rc).to_string(),
+    ))
 }
 
 fn encode(s: &str, max: usize) -> Result<CString, PmiError> {

@@ -184,19 +184,7 @@ impl Pmix {
             // SAFETY: non-NULL: a NUL-terminated static string.
             unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
         };
-        Err(if call == "PMIx_Init" {
-            PmiError::Init {
-                kind: PmiKind::Pmix,
-                code: rc,
-                message,
-            }
-        } else {
-            PmiError::Call {
-                call,
-                code: rc,
-                message,
-            }
-        })
+        Err(PmiError::status(PmiKind::Pmix, call, rc, message))
     }
 
     /// Gets `key` of `proc` and hands the value to `read` before releasing it.
