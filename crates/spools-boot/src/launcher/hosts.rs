@@ -291,16 +291,20 @@ pub(crate) fn rendezvous_bind(spec: &LaunchSpec) -> SocketAddr {
     SocketAddr::from((ip, 0))
 }
 
-/// The rendezvous address `rank` is given (`SPOOLS_BOOTSTRAP`): the server's own for a
-/// job on this host, else [`bootstrap_addr`] for the rank's host.
-pub(crate) fn bootstrap_for(spec: &LaunchSpec, rank: u32, server: SocketAddr) -> SocketAddr {
-    match spec
-        .hosts
-        .as_ref()
-        .and_then(|p| Some((p, p.host_of(rank)?)))
-    {
-        Some((plan, host)) => bootstrap_addr(plan, host, server.port()),
-        None => server,
+/// The rendezvous address each rank is given (`SPOOLS_BOOTSTRAP`), by rank: the server's
+/// own for a job on this host, else [`bootstrap_addr`] for the rank's host, looked up
+/// once per host.
+pub(crate) fn bootstrap_addrs(spec: &LaunchSpec, server: SocketAddr) -> Vec<SocketAddr> {
+    match &spec.hosts {
+        None => vec![server; spec.ranks as usize],
+        Some(plan) => plan
+            .hosts
+            .iter()
+            .flat_map(|h| {
+                let addr = bootstrap_addr(plan, &h.name, server.port());
+                std::iter::repeat_n(addr, h.ranks as usize)
+            })
+            .collect(),
     }
 }
 
@@ -323,8 +327,6 @@ pub(crate) fn lost_cause(spec: &LaunchSpec, rank: u32) -> String {
     }
 }
 
-/// The command that starts `rank` with the job's variables `vars`: the program itself
-/// on this host, the agent for a multi-host job.
 /// The variable that carries the job secret, kept off command lines.
 const SECRET_VAR: &str = "SPOOLS_SECRET";
 
@@ -591,6 +593,19 @@ mod tests {
         let r = rank_command(&local, 0, &vars);
         assert_eq!(argv(&r.cmd), ["/bin/prog", "a b"]);
         assert_eq!(env_of(&r.cmd).as_deref(), Some(secret));
+    }
+
+    #[test]
+    fn every_rank_is_given_its_hosts_rendezvous_address() {
+        let server: SocketAddr = "0.0.0.0:4000".parse().unwrap();
+        let mut s = spec("ip netns exec {host}");
+        let plan = s.hosts.as_mut().unwrap();
+        plan.bootstrap_ip = Some(IpAddr::V4(Ipv4Addr::new(10, 9, 8, 7)));
+        let want: SocketAddr = "10.9.8.7:4000".parse().unwrap();
+        assert_eq!(bootstrap_addrs(&s, server), vec![want; 3]);
+        // On this host alone: the server's own address, for every rank.
+        s.hosts = None;
+        assert_eq!(bootstrap_addrs(&s, server), vec![server; 3]);
     }
 
     #[test]

@@ -54,6 +54,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
     let listener = TcpListener::bind(hosts::rendezvous_bind(spec))
         .map_err(io(BootStep::BindRendezvous { at: None }))?;
     let server = RendezvousServer::start(listener, n, secret.clone(), job, true, Some(stx))?;
+    let rendezvous = hosts::bootstrap_addrs(spec, server.addr());
     {
         let tx = tx.clone();
         std::thread::Builder::new()
@@ -118,7 +119,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
         match spawn_rank(
             spec,
             rank,
-            &server,
+            rendezvous[rank as usize],
             &secret,
             job,
             tx.clone(),

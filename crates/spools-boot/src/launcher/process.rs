@@ -1,6 +1,7 @@
 //! The ranks as processes: spawning one (its output piped to `output`), signalling it, reading
 //! its state and describing how it ended.
 
+use std::net::SocketAddr;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{ExitStatus, Stdio};
 use std::sync::mpsc::Sender;
@@ -12,7 +13,7 @@ use crate::error::BootStep;
 use crate::launcher::hosts;
 use crate::launcher::output::{forward, Stream};
 use crate::launcher::spec::{LaunchError, LaunchSpec};
-use crate::server::{RendezvousServer, ServerEvent};
+use crate::server::ServerEvent;
 
 /// What the launcher's supervision loop hears about.
 pub(crate) enum Event {
@@ -187,7 +188,7 @@ pub(crate) fn is_exiting(pid: u32) -> bool {
 pub(crate) fn spawn_rank(
     spec: &LaunchSpec,
     rank: u32,
-    server: &RendezvousServer,
+    rendezvous: SocketAddr,
     secret: &Secret,
     job: u64,
     tx: Sender<Event>,
@@ -196,10 +197,7 @@ pub(crate) fn spawn_rank(
     let vars = [
         ("SPOOLS_RANK", rank.to_string()),
         ("SPOOLS_SIZE", spec.ranks.to_string()),
-        (
-            "SPOOLS_BOOTSTRAP",
-            hosts::bootstrap_for(spec, rank, server.addr()).to_string(),
-        ),
+        ("SPOOLS_BOOTSTRAP", rendezvous.to_string()),
         ("SPOOLS_SECRET", secret.to_hex()),
         ("SPOOLS_JOB", format!("{job:016x}")),
     ];
