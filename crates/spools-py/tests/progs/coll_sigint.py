@@ -22,7 +22,10 @@ delivered_again = False
 
 def on_sigint(signum, frame):
     global delivered_again
-    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno) if frame else ""
+    # A frame may have no line number (seen: a frame of `re`'s parser while numpy loads
+    # its C API, lazily, during the first array call): then the line is not ours.
+    lineno = frame.f_lineno if frame else None
+    line = linecache.getline(frame.f_code.co_filename, lineno) if lineno else ""
     if "# interruptible" in line:
         # The drop of a request cannot raise: its interrupt is delivered again, and
         # that second delivery raises wherever it lands.
