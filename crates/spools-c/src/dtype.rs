@@ -1,0 +1,107 @@
+//! Element types of typed buffers (`spools_dtype_t`), and typed views of C buffers.
+
+use std::ffi::c_void;
+
+use crate::status::Failure;
+
+/// The element type of a collective's buffers. A plain integer so that a program built
+/// against an older header passes only values it knows; an unknown value is
+/// `SPOOLS_ERR_INVALID_ARG`.
+pub type spools_dtype_t = u32;
+
+/// `uint8_t`.
+pub const SPOOLS_DTYPE_U8: spools_dtype_t = 1;
+/// `int8_t`.
+pub const SPOOLS_DTYPE_I8: spools_dtype_t = 2;
+/// `uint16_t`.
+pub const SPOOLS_DTYPE_U16: spools_dtype_t = 3;
+/// `int16_t`.
+pub const SPOOLS_DTYPE_I16: spools_dtype_t = 4;
+/// `uint32_t`.
+pub const SPOOLS_DTYPE_U32: spools_dtype_t = 5;
+/// `int32_t`.
+pub const SPOOLS_DTYPE_I32: spools_dtype_t = 6;
+/// `uint64_t`.
+pub const SPOOLS_DTYPE_U64: spools_dtype_t = 7;
+/// `int64_t`.
+pub const SPOOLS_DTYPE_I64: spools_dtype_t = 8;
+/// `float` (IEEE 754 binary32).
+pub const SPOOLS_DTYPE_F32: spools_dtype_t = 9;
+/// `double` (IEEE 754 binary64).
+pub const SPOOLS_DTYPE_F64: spools_dtype_t = 10;
+
+/// Runs `$body` with `$T` the Rust type of dtype `$dt`; an unknown dtype is an error.
+macro_rules! with_dtype {
+    ($dt:expr, $T:ident => $body:expr) => {{
+        use $crate::dtype::*;
+        match $dt {
+            SPOOLS_DTYPE_U8 => { type $T = u8; $body }
+            SPOOLS_DTYPE_I8 => { type $T = i8; $body }
+            SPOOLS_DTYPE_U16 => { type $T = u16; $body }
+            SPOOLS_DTYPE_I16 => { type $T = i16; $body }
+            SPOOLS_DTYPE_U32 => { type $T = u32; $body }
+            SPOOLS_DTYPE_I32 => { type $T = i32; $body }
+            SPOOLS_DTYPE_U64 => { type $T = u64; $body }
+            SPOOLS_DTYPE_I64 => { type $T = i64; $body }
+            SPOOLS_DTYPE_F32 => { type $T = f32; $body }
+            SPOOLS_DTYPE_F64 => { type $T = f64; $body }
+            d => Err($crate::dtype::bad_dtype(d)),
+        }
+    }};
+}
+pub(crate) use with_dtype;
+
+/// The error for an unknown dtype value.
+pub(crate) fn bad_dtype(d: spools_dtype_t) -> Failure {
+    Failure::arg(format!(
+        "dtype {d} is not a spools_dtype_t (SPOOLS_DTYPE_U8 = 1 to SPOOLS_DTYPE_F64 = 10)"
+    ))
+}
+
+fn check<T>(p: *const c_void, count: usize, what: &str) -> Result<(), Failure> {
+    let size = std::mem::size_of::<T>();
+    let bytes = count
+        .checked_mul(size)
+        .filter(|&b| b <= isize::MAX as usize)
+        .ok_or_else(|| Failure::arg(format!("{what} has an impossible count of {count}")))?;
+    if p.is_null() {
+        return Err(Failure::arg(format!("{what} is NULL with a count of {count}")));
+    }
+    if (p as usize) % std::mem::align_of::<T>() != 0 {
+        return Err(Failure::arg(format!(
+            "{what} ({p:p}) is not aligned for {}-byte elements",
+            std::mem::align_of::<T>()
+        )));
+    }
+    if (p as usize).checked_add(bytes).is_none() {
+        return Err(Failure::arg(format!("{what} wraps around the address space")));
+    }
+    Ok(())
+}
+
+/// `count` elements at `p` to read (`p` may be NULL when `count` is 0).
+///
+/// # Safety
+/// When `count > 0`, `p` points to `count` readable `T`s that live for `'a`.
+pub(crate) unsafe fn typed<'a, T>(p: *const c_void, count: usize, what: &str) -> Result<&'a [T], Failure> {
+    if count == 0 {
+        return Ok(&[]);
+    }
+    check::<T>(p, count, what)?;
+    // SAFETY: checked non-NULL, aligned and in range; readable (the caller's contract).
+    Ok(unsafe { std::slice::from_raw_parts(p.cast::<T>(), count) })
+}
+
+/// `count` elements at `p` to write (`p` may be NULL when `count` is 0).
+///
+/// # Safety
+/// When `count > 0`, `p` points to `count` writable `T`s that live for `'a`, not
+/// accessed otherwise meanwhile.
+pub(crate) unsafe fn typed_mut<'a, T>(p: *mut c_void, count: usize, what: &str) -> Result<&'a mut [T], Failure> {
+    if count == 0 {
+        return Ok(&mut []);
+    }
+    check::<T>(p, count, what)?;
+    // SAFETY: checked non-NULL, aligned and in range; writable (the caller's contract).
+    Ok(unsafe { std::slice::from_raw_parts_mut(p.cast::<T>(), count) })
+}

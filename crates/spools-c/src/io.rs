@@ -1,0 +1,275 @@
+//! Moving distributed datasets: redistribution in memory, parallel files.
+
+use std::ffi::{c_char, c_void};
+use std::path::Path;
+
+use spools::{Commit, ExchangeOptions, Format, ReadOptions, Striping, WriteOptions};
+use spools_map::Layout;
+
+use crate::args::{bytes, bytes_mut, handle, string};
+use crate::layout::spools_layout_t;
+use crate::status::{guard, spools_status_t, Failure};
+use crate::world::spools_world_t;
+
+/// Moves a distributed dataset from layout `from` to layout `to`: rank r passes its
+/// share of unit r of each (`spools_layout_local_bytes()`). Collective over the world.
+///
+/// Thread safety: as every collective.
+///
+/// ```c
+/// /* rows on 4 ranks to columns on 4 ranks */
+/// spools_redistribute(world, rows, rows_len, by_rows, cols, cols_len, by_cols);
+/// ```
+///
+/// Errors: `SPOOLS_ERR_LAYOUT` (layouts of different datasets, buffers that are not
+/// this rank's share), `SPOOLS_ERR_PEER_GONE`.
+///
+/// # Safety
+/// `world` is NULL or a live world; `src` holds `src_len` bytes, `dst` `dst_len`
+/// writable bytes; the layouts are NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn spools_redistribute(
+    world: *const spools_world_t,
+    src: *const c_void,
+    src_len: usize,
+    from: *const spools_layout_t,
+    dst: *mut c_void,
+    dst_len: usize,
+    to: *const spools_layout_t,
+) -> spools_status_t {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let w = unsafe { handle(world) }?;
+        // SAFETY: the caller's contract.
+        let (from, to) = unsafe { (handle(from)?, handle(to)?) };
+        // SAFETY: the caller's contract.
+        let s = unsafe { bytes(src, src_len, "src") }?;
+        // SAFETY: the caller's contract.
+        let d = unsafe { bytes_mut(dst, dst_len, "dst") }?;
+        spools_io::redistribute(
+            w.world.io_communicator()?,
+            s,
+            &from.layout,
+            d,
+            &to.layout,
+            &ExchangeOptions::default(),
+        )?;
+        Ok(())
+    })
+}
+
+/// `spools_write_params_t.field_mask` bit: `format` is set.
+pub const SPOOLS_WRITE_FIELD_FORMAT: u64 = 1;
+/// `spools_write_params_t.field_mask` bit: `sync` is set.
+pub const SPOOLS_WRITE_FIELD_SYNC: u64 = 2;
+/// `spools_write_params_t.field_mask` bit: `checksums` is set.
+pub const SPOOLS_WRITE_FIELD_CHECKSUMS: u64 = 4;
+/// `spools_write_params_t.field_mask` bit: `integrity` is set.
+pub const SPOOLS_WRITE_FIELD_INTEGRITY: u64 = 8;
+/// `spools_write_params_t.field_mask` bit: `coll_buffer` is set.
+pub const SPOOLS_WRITE_FIELD_COLL_BUFFER: u64 = 16;
+/// `spools_write_params_t.field_mask` bit: `in_place` is set.
+pub const SPOOLS_WRITE_FIELD_IN_PLACE: u64 = 32;
+
+/// Options of `spools_write_file()`. Only the fields whose bit is set in `field_mask`
+/// are read (the others keep their defaults), so the struct can grow without breaking
+/// programs built against an older header.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct spools_write_params_t {
+    /// Which fields are set (`SPOOLS_WRITE_FIELD_*` bits).
+    pub field_mask: u64,
+    /// `"canonical"` (default: the raw canonical bytes), `"npy"`,
+    /// `"raid0(unit=SIZE,count=K)"` or `"raid5(unit=SIZE,count=K)"` (striped unit
+    /// files beside a manifest at the path).
+    pub format: *const c_char,
+    /// Non-zero: the data is durable (fsync) before the call returns. Default 0.
+    pub sync: i32,
+    /// Non-zero: also write block checksums (a `.spools-sums` sidecar for canonical and
+    /// `.npy` files). Default 0.
+    pub checksums: i32,
+    /// Non-zero (default): checksum the transfer units of the reshuffle.
+    pub integrity: i32,
+    /// Bytes of collective buffer per aggregator (0: the configuration's `coll_buffer`).
+    pub coll_buffer: usize,
+    /// Non-zero: write a canonical or `.npy` file in place instead of replacing it
+    /// atomically (default 0).
+    pub in_place: i32,
+}
+
+/// `spools_read_params_t.field_mask` bit: `checksums` is set.
+pub const SPOOLS_READ_FIELD_CHECKSUMS: u64 = 1;
+/// `spools_read_params_t.field_mask` bit: `integrity` is set.
+pub const SPOOLS_READ_FIELD_INTEGRITY: u64 = 2;
+/// `spools_read_params_t.field_mask` bit: `coll_buffer` is set.
+pub const SPOOLS_READ_FIELD_COLL_BUFFER: u64 = 4;
+
+/// Options of `spools_read_file()`, with a field mask as `spools_write_params_t`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct spools_read_params_t {
+    /// Which fields are set (`SPOOLS_READ_FIELD_*` bits).
+    pub field_mask: u64,
+    /// Non-zero: verify the blocks read against the checksum sidecar. Default 0.
+    pub checksums: i32,
+    /// Non-zero (default): checksum the transfer units of the reshuffle.
+    pub integrity: i32,
+    /// Bytes of collective buffer per aggregator (0: the configuration's).
+    pub coll_buffer: usize,
+}
+
+fn format_arg(format: &str) -> Result<Format, Failure> {
+    match format {
+        "npy" => return Ok(Format::Npy),
+        "canonical" => return Ok(Format::Canonical),
+        _ => {}
+    }
+    let spec = match format.strip_prefix("raid0(") {
+        Some(rest) => format!("stripe({rest}"),
+        None => format.to_string(),
+    };
+    let bad = |why: String| {
+        Failure::arg(format!(
+            "format must be \"npy\", \"canonical\", \"raid0(unit=SIZE,count=K)\" or \
+             \"raid5(unit=SIZE,count=K)\"; got {format:?}{why}"
+        ))
+    };
+    if !(spec.starts_with("stripe(") || spec.starts_with("raid5(")) {
+        return Err(bad(String::new()));
+    }
+    let layout: Layout = spec.parse().map_err(|e| bad(format!(": {e}")))?;
+    Ok(Format::Striped(Striping {
+        layout,
+        dirs: Vec::new(),
+        node_local: false,
+    }))
+}
+
+/// The write options `p` sets.
+///
+/// # Safety
+/// `p` is NULL or points to parameters whose `format`, when set, is a NUL-terminated
+/// string.
+unsafe fn write_options(p: *const spools_write_params_t) -> Result<WriteOptions, Failure> {
+    let mut o = WriteOptions::default();
+    if p.is_null() {
+        return Ok(o);
+    }
+    // SAFETY: non-NULL parameters (the caller's contract).
+    let p = unsafe { &*p };
+    let has = |bit: u64| p.field_mask & bit != 0;
+    if has(SPOOLS_WRITE_FIELD_FORMAT) {
+        // SAFETY: the caller's contract.
+        o.format = format_arg(unsafe { string(p.format, "params.format") }?)?;
+    }
+    if has(SPOOLS_WRITE_FIELD_SYNC) {
+        o.sync = p.sync != 0;
+    }
+    if has(SPOOLS_WRITE_FIELD_CHECKSUMS) {
+        o.checksums = p.checksums != 0;
+    }
+    if has(SPOOLS_WRITE_FIELD_INTEGRITY) {
+        o.integrity = p.integrity != 0;
+    }
+    if has(SPOOLS_WRITE_FIELD_COLL_BUFFER) && p.coll_buffer != 0 {
+        o.coll_buffer = Some(p.coll_buffer);
+    }
+    if has(SPOOLS_WRITE_FIELD_IN_PLACE) && p.in_place != 0 {
+        o.commit = Commit::InPlace;
+    }
+    Ok(o)
+}
+
+/// Writes this rank's share (unit `rank` of `layout`, `len` bytes) of a dataset to the
+/// parallel file `path`. Collective over the world. `params` may be NULL (a canonical
+/// file, replaced atomically).
+///
+/// Thread safety: as every collective.
+///
+/// ```c
+/// spools_write_params_t p = SPOOLS_WRITE_PARAMS_DEFAULT;
+/// p.field_mask |= SPOOLS_WRITE_FIELD_FORMAT;
+/// p.format = "npy";
+/// spools_write_file(world, "out.npy", mine, mine_len, layout, &p);
+/// ```
+///
+/// Errors: `SPOOLS_ERR_LAYOUT` (a buffer that is not this rank's share),
+/// `SPOOLS_ERR_IO` (the file system), `SPOOLS_ERR_INVALID_ARG` (bad options),
+/// `SPOOLS_ERR_PEER_GONE`; every rank gets the error.
+///
+/// # Safety
+/// `world` is NULL or a live world; `path` is a NUL-terminated string; `data` holds
+/// `len` bytes; `layout` is NULL or live; `params` as in `spools_write_params_t`.
+#[no_mangle]
+pub unsafe extern "C" fn spools_write_file(
+    world: *const spools_world_t,
+    path: *const c_char,
+    data: *const c_void,
+    len: usize,
+    layout: *const spools_layout_t,
+    params: *const spools_write_params_t,
+) -> spools_status_t {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let w = unsafe { handle(world) }?;
+        // SAFETY: the caller's contract.
+        let path = unsafe { string(path, "path") }?;
+        // SAFETY: the caller's contract.
+        let l = unsafe { handle(layout) }?;
+        // SAFETY: the caller's contract.
+        let d = unsafe { bytes(data, len, "data") }?;
+        // SAFETY: the caller's contract.
+        let opts = unsafe { write_options(params) }?;
+        spools_io::file::write(w.world.io_communicator()?, Path::new(path), d, &l.layout, &opts)?;
+        Ok(())
+    })
+}
+
+/// Reads the parallel file `path` (written with any number of ranks and any layout of
+/// the same dataset, in any format) into this rank's share of `layout` (`len` bytes).
+/// Collective over the world. `params` may be NULL.
+///
+/// Thread safety: as every collective.
+///
+/// Errors: `SPOOLS_ERR_NOT_FOUND` (no such file), `SPOOLS_ERR_DAMAGED` (a checksum, a
+/// missing unit beyond what parity rebuilds, a bad header), `SPOOLS_ERR_LAYOUT` (the
+/// file holds another dataset), `SPOOLS_ERR_IO`, `SPOOLS_ERR_PEER_GONE`.
+///
+/// # Safety
+/// As `spools_write_file()`, with `data` holding `len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn spools_read_file(
+    world: *const spools_world_t,
+    path: *const c_char,
+    data: *mut c_void,
+    len: usize,
+    layout: *const spools_layout_t,
+    params: *const spools_read_params_t,
+) -> spools_status_t {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let w = unsafe { handle(world) }?;
+        // SAFETY: the caller's contract.
+        let path = unsafe { string(path, "path") }?;
+        // SAFETY: the caller's contract.
+        let l = unsafe { handle(layout) }?;
+        // SAFETY: the caller's contract.
+        let d = unsafe { bytes_mut(data, len, "data") }?;
+        let mut o = ReadOptions::default();
+        if !params.is_null() {
+            // SAFETY: non-NULL parameters (the caller's contract).
+            let p = unsafe { &*params };
+            if p.field_mask & SPOOLS_READ_FIELD_CHECKSUMS != 0 {
+                o.checksums = p.checksums != 0;
+            }
+            if p.field_mask & SPOOLS_READ_FIELD_INTEGRITY != 0 {
+                o.integrity = p.integrity != 0;
+            }
+            if p.field_mask & SPOOLS_READ_FIELD_COLL_BUFFER != 0 && p.coll_buffer != 0 {
+                o.coll_buffer = Some(p.coll_buffer);
+            }
+        }
+        spools_io::file::read(w.world.io_communicator()?, Path::new(path), d, &l.layout, &o)?;
+        Ok(())
+    })
+}

@@ -1,0 +1,252 @@
+//! Parallel pipes between two separately launched programs.
+
+use std::ffi::{c_char, c_void};
+use std::sync::Arc;
+
+use spools::Communicator;
+use spools_io::pipe::{PipeName, PipeReader, PipeWriter};
+
+use crate::args::{bytes, bytes_mut, handle, handle_mut, out, string, Handle};
+use crate::layout::spools_layout_t;
+use crate::status::{guard, spools_status_t, Failure};
+use crate::world::spools_world_t;
+
+enum End {
+    Writer(PipeWriter<'static>),
+    Reader(PipeReader<'static>),
+    Closed,
+}
+
+/// One end of a parallel pipe: a producer program's writer or a consumer program's
+/// reader, each rank holding its share of every record.
+pub struct spools_pipe_t {
+    magic: u64,
+    /// Borrows `_comm` (declared first: dropped first).
+    end: End,
+    /// The communicator the end borrows, kept alive (and unmoved, in its `Arc`) for as
+    /// long as `end` lives.
+    _comm: Arc<Communicator>,
+}
+
+impl Handle for spools_pipe_t {
+    const MAGIC: u64 = 0x5350_4f4f_4c50_4950;
+    const NAME: &'static str = "spools_pipe_t";
+    fn magic(&self) -> u64 {
+        self.magic
+    }
+}
+
+/// The pipe name argument: NULL means the environment's (`SPOOLS_PIPE_OUT` for a
+/// writer, `SPOOLS_PIPE_IN` for a reader, else stdout / stdin).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+unsafe fn name_arg(name: *const c_char, output: bool) -> Result<PipeName, Failure> {
+    if name.is_null() {
+        return Ok(if output {
+            PipeName::output_from_env()?
+        } else {
+            PipeName::input_from_env()?
+        });
+    }
+    // SAFETY: the caller's contract.
+    Ok(unsafe { string(name, "name") }?.parse::<PipeName>()?)
+}
+
+/// Opens an end over a communicator kept alive with it.
+fn open(
+    world: &spools_world_t,
+    make: impl FnOnce(&'static Communicator) -> Result<End, Failure>,
+) -> Result<*mut spools_pipe_t, Failure> {
+    let comm = Arc::new(world.world.io_communicator()?.clone());
+    // SAFETY: the communicator sits in the `Arc`'s allocation, which does not move and is
+    // freed only after `end` (declared before `_comm`, so dropped first); the `'static`
+    // reference never leaves the `spools_pipe_t`.
+    let r: &'static Communicator = unsafe { &*Arc::as_ptr(&comm) };
+    let end = make(r)?;
+    Ok(Box::into_raw(Box::new(spools_pipe_t {
+        magic: spools_pipe_t::MAGIC,
+        end,
+        _comm: comm,
+    })))
+}
+
+/// Opens the writing end of pipe `name` (`"pipe:NAME"`, `"tcp:HOST:PORT"`, `"stdout"`;
+/// NULL: `SPOOLS_PIPE_OUT`, else stdout) for records distributed as `layout`.
+/// Collective over the world; waits for the consumer program (up to
+/// `SPOOLS_PIPE_TIMEOUT`).
+///
+/// Thread safety: as every collective; a pipe is used by one thread at a time.
+///
+/// ```c
+/// spools_pipe_t *p;
+/// spools_pipe_open_writer(world, "pipe:frames", layout, &p);
+/// for (int i = 0; i < 10; i++) spools_pipe_write(p, mine, mine_len);
+/// spools_pipe_close(p);
+/// ```
+///
+/// Errors: `SPOOLS_ERR_INVALID_ARG` (a bad name), `SPOOLS_ERR_LAYOUT` (the consumer's
+/// layout is of another dataset), `SPOOLS_ERR_TRANSPORT` (no consumer in time).
+///
+/// # Safety
+/// `world` is NULL or a live world; `name` NULL or a NUL-terminated string; `layout`
+/// NULL or live; `pipe` writable.
+#[no_mangle]
+pub unsafe extern "C" fn spools_pipe_open_writer(
+    world: *const spools_world_t,
+    name: *const c_char,
+    layout: *const spools_layout_t,
+    pipe: *mut *mut spools_pipe_t,
+) -> spools_status_t {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let w = unsafe { handle(world) }?;
+        // SAFETY: the caller's contract.
+        let l = unsafe { handle(layout) }?;
+        // SAFETY: the caller's contract.
+        let pipe = unsafe { out(pipe, "pipe") }?;
+        // SAFETY: the caller's contract.
+        let n = unsafe { name_arg(name, true) }?;
+        *pipe = open(w, |c| Ok(End::Writer(PipeWriter::open(c, &n, &l.layout)?)))?;
+        Ok(())
+    })
+}
+
+/// Opens the reading end of pipe `name` (NULL: `SPOOLS_PIPE_IN`, else stdin) for records
+/// distributed as `layout`. Collective over the world; waits for the producer.
+///
+/// Thread safety: as `spools_pipe_open_writer()`.
+///
+/// # Safety
+/// As `spools_pipe_open_writer()`.
+#[no_mangle]
+pub unsafe extern "C" fn spools_pipe_open_reader(
+    world: *const spools_world_t,
+    name: *const c_char,
+    layout: *const spools_layout_t,
+    pipe: *mut *mut spools_pipe_t,
+) -> spools_status_t {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let w = unsafe { handle(world) }?;
+        // SAFETY: the caller's contract.
+        let l = unsafe { handle(layout) }?;
+        // SAFETY: the caller's contract.
+        let pipe = unsafe { out(pipe, "pipe") }?;
+        // SAFETY: the caller's contract.
+        let n = unsafe { name_arg(name, false) }?;
+        *pipe = open(w, |c| Ok(End::Reader(PipeReader::open(c, &n, &l.layout)?)))?;
+        Ok(())
+    })
+}
+
+/// Sends the next record: this rank's share, `len` bytes. Collective over the
+/// producer's ranks.
+///
+/// Errors: `SPOOLS_ERR_INVALID_ARG` (a reader, a share of the wrong size),
+/// `SPOOLS_ERR_PEER_GONE` (a consumer rank went away).
+///
+/// # Safety
+/// `pipe` is NULL or a live pipe no other thread uses; `data` holds `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn spools_pipe_write(
+    pipe: *mut spools_pipe_t,
+    data: *const c_void,
+    len: usize,
+) -> spools_status_t {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let p = unsafe { handle_mut(pipe) }?;
+        // SAFETY: the caller's contract.
+        let d = unsafe { bytes(data, len, "data") }?;
+        match &mut p.end {
+            End::Writer(w) => Ok(w.write(d)?),
+            _ => Err(Failure::arg("the pipe is a reader (or closed)")),
+        }
+    })
+}
+
+/// Receives the next record into this rank's share `buf` (`len` bytes): `*got` is 1, or
+/// 0 at the end of the stream (the producer closed the pipe). Collective over the
+/// consumer's ranks.
+///
+/// Errors: `SPOOLS_ERR_PEER_GONE` (a producer rank went away before closing),
+/// `SPOOLS_ERR_DAMAGED` (a checksum), `SPOOLS_ERR_INVALID_ARG` (a writer, a buffer of
+/// the wrong size).
+///
+/// # Safety
+/// `pipe` is NULL or a live pipe no other thread uses; `buf` holds `len` writable bytes;
+/// `got` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn spools_pipe_read(
+    pipe: *mut spools_pipe_t,
+    buf: *mut c_void,
+    len: usize,
+    got: *mut i32,
+) -> spools_status_t {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let p = unsafe { handle_mut(pipe) }?;
+        // SAFETY: the caller's contract.
+        let got = unsafe { out(got, "got") }?;
+        // SAFETY: the caller's contract.
+        let b = unsafe { bytes_mut(buf, len, "buf") }?;
+        match &mut p.end {
+            End::Reader(r) => {
+                *got = i32::from(r.read(b)?);
+                Ok(())
+            }
+            _ => Err(Failure::arg("the pipe is a writer (or closed)")),
+        }
+    })
+}
+
+/// Records sent or received so far.
+///
+/// # Safety
+/// `pipe` is NULL or a live pipe; `records` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn spools_pipe_records(
+    pipe: *const spools_pipe_t,
+    records: *mut u64,
+) -> spools_status_t {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let p = unsafe { handle(pipe) }?;
+        // SAFETY: the caller's contract.
+        *unsafe { out(records, "records") }? = match &p.end {
+            End::Writer(w) => w.records(),
+            End::Reader(r) => r.records(),
+            End::Closed => 0,
+        };
+        Ok(())
+    })
+}
+
+/// Closes the end and frees it: a writer ends the stream (the consumer's next read gets
+/// `*got` = 0); a reader lets go. Collective over the end's ranks. NULL does nothing.
+///
+/// Errors: a writer's failure to end the stream (`SPOOLS_ERR_PEER_GONE`, ...); the
+/// handle is freed either way.
+///
+/// # Safety
+/// `pipe` is NULL or a live pipe no other thread uses.
+#[no_mangle]
+pub unsafe extern "C" fn spools_pipe_close(pipe: *mut spools_pipe_t) -> spools_status_t {
+    guard(|| {
+        if pipe.is_null() {
+            return Ok(());
+        }
+        // SAFETY: the caller's contract.
+        unsafe { handle(pipe) }?;
+        // SAFETY: a live pipe made by `Box::into_raw` in `open`.
+        let mut b = unsafe { Box::from_raw(pipe) };
+        b.magic = 0;
+        match std::mem::replace(&mut b.end, End::Closed) {
+            End::Writer(w) => w.close()?,
+            End::Reader(r) => drop(r),
+            End::Closed => {}
+        }
+        Ok(())
+    })
+}
