@@ -28,5 +28,7 @@ echo "== cargo test (unit, integration, property, doc and multi-process tests)"
 cargo test --workspace --locked
 echo "== Python: build the spools package into target/py-venv, run its pytest suite"
 bash scripts/test-python.sh
+echo "== C: install libspools, spools.h and spools.pc into target/c-prefix, compile the C tests with cc through pkg-config, run them"
+bash scripts/test-c.sh
 echo "== cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked

@@ -2,7 +2,6 @@
 
 use std::ffi::c_char;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
 
 use spools::{Endpoint, World};
 
@@ -19,8 +18,6 @@ pub struct spools_world_t {
     pub(crate) world: World,
     /// The world communicator's handle, owned by the world.
     pub(crate) comm: spools_comm_t,
-    /// The endpoint active messages, puts and gets go out through (one at a time).
-    ep: Mutex<Option<Endpoint>>,
 }
 
 impl Handle for spools_world_t {
@@ -32,29 +29,18 @@ impl Handle for spools_world_t {
 }
 
 impl spools_world_t {
-    /// Runs `f` with the world's endpoint (opened on first use).
+    /// Runs `f` with the world's endpoint (active messages, puts and gets of all
+    /// threads go out through it, one at a time).
     pub(crate) fn with_endpoint<R>(
         &self,
         f: impl FnOnce(&mut Endpoint) -> Result<R, Failure>,
     ) -> Result<R, Failure> {
-        let mut g = self.ep.lock().unwrap_or_else(PoisonError::into_inner);
-        if g.is_none() {
-            *g = Some(self.world.worker().endpoint()?);
-        }
-        match g.as_mut() {
-            Some(ep) => f(ep),
-            None => Err(Failure::new(
-                spools_status_t::SPOOLS_ERR_INTERNAL,
-                "the endpoint vanished",
-            )),
-        }
+        f(&mut self.world.lock_endpoint())
     }
 
     fn close(mut self: Box<Self>) -> World {
         self.magic = 0;
         self.comm.retire();
-        // Flushes batched messages before the world leaves.
-        drop(self.ep.lock().unwrap_or_else(PoisonError::into_inner).take());
         self.world
     }
 }
@@ -129,7 +115,6 @@ pub unsafe extern "C" fn spools_init(
             magic: spools_world_t::MAGIC,
             world: w,
             comm,
-            ep: Mutex::new(None),
         }));
         Ok(())
     })

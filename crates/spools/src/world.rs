@@ -50,7 +50,7 @@ pub struct World {
     worker: Worker,
     msg: Communicator,
     pub(crate) io: std::sync::OnceLock<Communicator>,
-    endpoint: Endpoint,
+    endpoint: std::sync::Mutex<Endpoint>,
     shm: Option<Arc<ShmTransport>>,
     tcp: Option<Arc<TcpTransport>>,
     init_time: std::time::Duration,
@@ -186,7 +186,7 @@ pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
         msg,
         io: std::sync::OnceLock::new(),
         worker,
-        endpoint,
+        endpoint: std::sync::Mutex::new(endpoint),
         shm,
         tcp: Some(tcp),
         init_time: t0.elapsed(),
@@ -264,7 +264,23 @@ impl World {
 
     /// The default endpoint (sending lane) of this rank's main thread.
     pub fn endpoint(&mut self) -> &mut Endpoint {
-        &mut self.endpoint
+        self.endpoint
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The default endpoint for a caller that shares the `World` between threads (a
+    /// language binding): the lock makes their sends go out one at a time. A rank has few
+    /// lanes (`SPOOLS_LANES`), so sharing this one beats opening an endpoint per thread.
+    ///
+    /// ```
+    /// let world = spools::init().unwrap();
+    /// world.lock_endpoint().flush().unwrap();
+    /// ```
+    pub fn lock_endpoint(&self) -> std::sync::MutexGuard<'_, Endpoint> {
+        self.endpoint
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Capabilities of the shared-memory transport, if this job uses it.
@@ -343,7 +359,7 @@ impl World {
             return Ok(());
         }
         self.finalized = true;
-        let _ = self.endpoint.flush();
+        let _ = self.endpoint().flush();
         self.boot
             .announce_finalize(self.msg.collectives_started())?;
         self.boot.wait_finalized()
@@ -398,7 +414,7 @@ impl Drop for World {
             crate::leave::on_panic(&self.boot);
             return;
         }
-        let _ = self.endpoint.flush();
+        let _ = self.endpoint().flush();
         let communicators = std::iter::once(self.msg.clone())
             .chain(self.io.get().cloned())
             .collect();
