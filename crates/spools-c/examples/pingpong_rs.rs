@@ -24,7 +24,10 @@ fn parse_size(s: &str) -> Option<usize> {
         b'M' | b'm' => (&s[..s.len() - 1], 20),
         _ => (s, 0),
     };
-    num.parse::<usize>().ok().filter(|&v| v > 0).map(|v| v << shift)
+    num.parse::<usize>()
+        .ok()
+        .filter(|&v| v > 0)
+        .map(|v| v << shift)
 }
 
 fn pattern_byte(i: usize, size: usize) -> u8 {
@@ -79,8 +82,18 @@ fn main() -> Res<()> {
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--batches" => batches = args.next().and_then(|v| v.parse().ok()).ok_or("--batches N")?,
-            "--batch-ms" => batch_ms = args.next().and_then(|v| v.parse().ok()).ok_or("--batch-ms MS")?,
+            "--batches" => {
+                batches = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .ok_or("--batches N")?
+            }
+            "--batch-ms" => {
+                batch_ms = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .ok_or("--batch-ms MS")?
+            }
             s => sizes.push(parse_size(s).ok_or_else(|| format!("bad size {s}"))?),
         }
     }
@@ -122,7 +135,11 @@ fn main() -> Res<()> {
         }
         v.sort_by(f64::total_cmp);
         let n = v.len();
-        lat_us.push(if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) });
+        lat_us.push(if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            0.5 * (v[n / 2 - 1] + v[n / 2])
+        });
     }
     if w.rank() == 0 {
         let pts: Vec<String> = sizes

@@ -88,6 +88,18 @@
 // `tag` of a receive or probe that accepts any tag.
 #define SPOOLS_ANY_TAG -1
 
+// `spools_stream_params_t.field_mask` bit: `links` is set.
+#define SPOOLS_STREAM_FIELD_LINKS 1
+
+// `spools_stream_params_t.field_mask` bit: `tu` is set.
+#define SPOOLS_STREAM_FIELD_TU 2
+
+// `spools_stream_params_t.field_mask` bit: `window` is set.
+#define SPOOLS_STREAM_FIELD_WINDOW 4
+
+// `spools_stream_params_t.field_mask` bit: `priority` is set.
+#define SPOOLS_STREAM_FIELD_PRIORITY 8
+
 // Major version of this header and library: programs built against one major version
 // run with any library of that major version whose minor version is at least theirs.
 #define SPOOLS_VERSION_MAJOR 0
@@ -165,6 +177,10 @@ typedef struct spools_request_t spools_request_t;
 // Where an RPC function puts its reply (`spools_rpc_reply()`) or its failure
 // (`spools_rpc_fail()`).
 typedef struct spools_rpc_reply_t spools_rpc_reply_t;
+
+// A stream out of the job: every rank sends its share of each ADU (Application Data
+// Unit); the destination receives whole ADUs.
+typedef struct spools_stream_t spools_stream_t;
 
 // This process's place in a job (`spools_init()` to `spools_finalize()` or
 // `spools_abort()`): rank, size, hosts, the world communicator, active messages,
@@ -267,6 +283,22 @@ typedef struct {
 // caller's side (`SPOOLS_ERR_REMOTE`, with the message given to `spools_rpc_fail()`).
 // Runs on whichever thread drives progress on the serving rank; it must not wait.
 typedef int32_t (*spools_rpc_fn)(const void *args, size_t len, spools_rpc_reply_t *reply, void *ctx);
+
+// The format of a stream (the iWarp paper's ADU / TU / SU): only the fields whose bit is
+// set in `field_mask` are read; the others keep their defaults (one link, TUs of 1 MiB,
+// a window of 2 ADUs, priority 0).
+typedef struct {
+  // Which fields are set (`SPOOLS_STREAM_FIELD_*` bits).
+  uint64_t field_mask;
+  // TCP links to stripe over; link s is owned by rank s % size.
+  uint16_t links;
+  // Bytes of a Transfer Unit: a multiple of `links` (each Striping Unit is tu / links).
+  uint64_t tu;
+  // ADUs held on each link before a send waits (2 is double buffering).
+  uint32_t window;
+  // Priority over the other streams on the same links (higher first).
+  uint8_t priority;
+} spools_stream_params_t;
 
 // Parameters of `spools_init()`. Only the fields whose bit is set in `field_mask` are
 // read, so a program built against an older header (which knows fewer fields) passes a
@@ -1255,6 +1287,59 @@ const char *spools_strerror(int status);
 // Thread safety: any thread; each thread has its own message.
 const char *spools_last_error_message(void);
 
+// Opens a stream to `dest` (`"HOST:PORT"` or `"tcp:HOST:PORT"`: `spools recv`, or any
+// receiver of the stream format), striped over `params->links` links; its links prove
+// the job's secret to a destination that requires it. Collective over the world.
+// `params` may be NULL (the defaults).
+//
+// Thread safety: as every collective; a stream is used by one thread at a time.
+//
+// ```c
+// spools_stream_params_t p = SPOOLS_STREAM_PARAMS_DEFAULT;
+// p.field_mask |= SPOOLS_STREAM_FIELD_LINKS;
+// p.links = 4;
+// spools_stream_t *s;
+// spools_stream_open(world, "127.0.0.1:7000", &p, &s);
+// spools_stream_send(s, mine, mine_len, frame_layout);   /* one ADU */
+// spools_stream_close(s);
+// ```
+//
+// Errors: `SPOOLS_ERR_INVALID_ARG` (a bad address or format: links 0 or over 1024, a TU
+// that is not a multiple of the links), `SPOOLS_ERR_TRANSPORT` (the destination
+// unreachable or refusing the job's secret); every rank gets the error.
+//
+// # Safety
+// `world` is NULL or a live world; `dest` a NUL-terminated string; `params` NULL or
+// valid; `stream` writable.
+spools_status_t spools_stream_open(const spools_world_t *world,
+                                   const char *dest,
+                                   const spools_stream_params_t *params,
+                                   spools_stream_t **stream);
+
+// Sends the next ADU: this rank's share (`len` bytes) of a dataset of `layout` (rank r
+// holds unit r); the ranks reshuffle it into the stream's distribution and send their
+// links' Striping Units. Collective over the world.
+//
+// Errors: `SPOOLS_ERR_LAYOUT` (a share of the wrong size), `SPOOLS_ERR_TRANSPORT` (a
+// link lost, the receiver gone).
+//
+// # Safety
+// `stream` is NULL or a live stream no other thread uses; `data` holds `len` bytes;
+// `layout` NULL or live.
+spools_status_t spools_stream_send(spools_stream_t *stream,
+                                   const void *data,
+                                   size_t len,
+                                   const spools_layout_t *layout);
+
+// Ends the stream (the receiver sees its end) and frees it. Collective over the
+// world. NULL does nothing.
+//
+// Errors: a failure to end the stream; the handle is freed either way.
+//
+// # Safety
+// `stream` is NULL or a live stream no other thread uses.
+spools_status_t spools_stream_close(spools_stream_t *stream);
+
 // The library's version as "MAJOR.MINOR.PATCH" (a static string, never NULL); with
 // non-NULL arguments, also its three numbers.
 //
@@ -1396,3 +1481,5 @@ spools_status_t spools_config_string(const spools_world_t *world,
 #define SPOOLS_WRITE_PARAMS_DEFAULT { 0, NULL, 0, 0, 1, 0, 0 }
 /** Initialiser of spools_read_params_t: every field at its default. */
 #define SPOOLS_READ_PARAMS_DEFAULT { 0, 0, 1, 0 }
+/** Initialiser of spools_stream_params_t: every field at its default. */
+#define SPOOLS_STREAM_PARAMS_DEFAULT { 0, 1, 1048576, 2, 0 }

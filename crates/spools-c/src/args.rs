@@ -44,7 +44,11 @@ pub(crate) unsafe fn handle<'a, T: Handle>(p: *const T) -> Result<&'a T, Failure
 /// # Safety
 /// When `len > 0`, `p` points to `len` readable bytes that live for `'a`.
 #[inline]
-pub(crate) unsafe fn bytes<'a>(p: *const c_void, len: usize, what: &str) -> Result<&'a [u8], Failure> {
+pub(crate) unsafe fn bytes<'a>(
+    p: *const c_void,
+    len: usize,
+    what: &str,
+) -> Result<&'a [u8], Failure> {
     if len == 0 {
         return Ok(&[]);
     }
@@ -59,7 +63,11 @@ pub(crate) unsafe fn bytes<'a>(p: *const c_void, len: usize, what: &str) -> Resu
 /// When `len > 0`, `p` points to `len` writable bytes that live for `'a`, not
 /// accessed otherwise meanwhile.
 #[inline]
-pub(crate) unsafe fn bytes_mut<'a>(p: *mut c_void, len: usize, what: &str) -> Result<&'a mut [u8], Failure> {
+pub(crate) unsafe fn bytes_mut<'a>(
+    p: *mut c_void,
+    len: usize,
+    what: &str,
+) -> Result<&'a mut [u8], Failure> {
     if len == 0 {
         return Ok(&mut []);
     }
@@ -71,10 +79,14 @@ pub(crate) unsafe fn bytes_mut<'a>(p: *mut c_void, len: usize, what: &str) -> Re
 #[inline]
 fn check_ptr(p: *const c_void, len: usize, what: &str) -> Result<(), Failure> {
     if p.is_null() {
-        return Err(Failure::arg(format!("{what} is NULL with a length of {len} bytes")));
+        return Err(Failure::arg(format!(
+            "{what} is NULL with a length of {len} bytes"
+        )));
     }
     if len > isize::MAX as usize || (p as usize).checked_add(len).is_none() {
-        return Err(Failure::arg(format!("{what} has an impossible length of {len} bytes")));
+        return Err(Failure::arg(format!(
+            "{what} has an impossible length of {len} bytes"
+        )));
     }
     Ok(())
 }
@@ -124,7 +136,12 @@ pub(crate) unsafe fn string<'a>(p: *const c_char, what: &str) -> Result<&'a str,
 ///
 /// # Safety
 /// `buf` is NULL or points to `cap` writable bytes; `needed` is NULL or writable.
-pub(crate) unsafe fn give_string(s: &str, buf: *mut c_char, cap: usize, needed: *mut usize) -> Result<(), Failure> {
+pub(crate) unsafe fn give_string(
+    s: &str,
+    buf: *mut c_char,
+    cap: usize,
+    needed: *mut usize,
+) -> Result<(), Failure> {
     let n = s.len() + 1;
     // SAFETY: the caller's contract for `needed`.
     unsafe { maybe_out(needed, n) };

@@ -35,16 +35,46 @@ macro_rules! with_dtype {
     ($dt:expr, $T:ident => $body:expr) => {{
         use $crate::dtype::*;
         match $dt {
-            SPOOLS_DTYPE_U8 => { type $T = u8; $body }
-            SPOOLS_DTYPE_I8 => { type $T = i8; $body }
-            SPOOLS_DTYPE_U16 => { type $T = u16; $body }
-            SPOOLS_DTYPE_I16 => { type $T = i16; $body }
-            SPOOLS_DTYPE_U32 => { type $T = u32; $body }
-            SPOOLS_DTYPE_I32 => { type $T = i32; $body }
-            SPOOLS_DTYPE_U64 => { type $T = u64; $body }
-            SPOOLS_DTYPE_I64 => { type $T = i64; $body }
-            SPOOLS_DTYPE_F32 => { type $T = f32; $body }
-            SPOOLS_DTYPE_F64 => { type $T = f64; $body }
+            SPOOLS_DTYPE_U8 => {
+                type $T = u8;
+                $body
+            }
+            SPOOLS_DTYPE_I8 => {
+                type $T = i8;
+                $body
+            }
+            SPOOLS_DTYPE_U16 => {
+                type $T = u16;
+                $body
+            }
+            SPOOLS_DTYPE_I16 => {
+                type $T = i16;
+                $body
+            }
+            SPOOLS_DTYPE_U32 => {
+                type $T = u32;
+                $body
+            }
+            SPOOLS_DTYPE_I32 => {
+                type $T = i32;
+                $body
+            }
+            SPOOLS_DTYPE_U64 => {
+                type $T = u64;
+                $body
+            }
+            SPOOLS_DTYPE_I64 => {
+                type $T = i64;
+                $body
+            }
+            SPOOLS_DTYPE_F32 => {
+                type $T = f32;
+                $body
+            }
+            SPOOLS_DTYPE_F64 => {
+                type $T = f64;
+                $body
+            }
             d => Err($crate::dtype::bad_dtype(d)),
         }
     }};
@@ -65,7 +95,9 @@ fn check<T>(p: *const c_void, count: usize, what: &str) -> Result<(), Failure> {
         .filter(|&b| b <= isize::MAX as usize)
         .ok_or_else(|| Failure::arg(format!("{what} has an impossible count of {count}")))?;
     if p.is_null() {
-        return Err(Failure::arg(format!("{what} is NULL with a count of {count}")));
+        return Err(Failure::arg(format!(
+            "{what} is NULL with a count of {count}"
+        )));
     }
     if (p as usize) % std::mem::align_of::<T>() != 0 {
         return Err(Failure::arg(format!(
@@ -74,7 +106,9 @@ fn check<T>(p: *const c_void, count: usize, what: &str) -> Result<(), Failure> {
         )));
     }
     if (p as usize).checked_add(bytes).is_none() {
-        return Err(Failure::arg(format!("{what} wraps around the address space")));
+        return Err(Failure::arg(format!(
+            "{what} wraps around the address space"
+        )));
     }
     Ok(())
 }
@@ -83,7 +117,11 @@ fn check<T>(p: *const c_void, count: usize, what: &str) -> Result<(), Failure> {
 ///
 /// # Safety
 /// When `count > 0`, `p` points to `count` readable `T`s that live for `'a`.
-pub(crate) unsafe fn typed<'a, T>(p: *const c_void, count: usize, what: &str) -> Result<&'a [T], Failure> {
+pub(crate) unsafe fn typed<'a, T>(
+    p: *const c_void,
+    count: usize,
+    what: &str,
+) -> Result<&'a [T], Failure> {
     if count == 0 {
         return Ok(&[]);
     }
@@ -97,7 +135,11 @@ pub(crate) unsafe fn typed<'a, T>(p: *const c_void, count: usize, what: &str) ->
 /// # Safety
 /// When `count > 0`, `p` points to `count` writable `T`s that live for `'a`, not
 /// accessed otherwise meanwhile.
-pub(crate) unsafe fn typed_mut<'a, T>(p: *mut c_void, count: usize, what: &str) -> Result<&'a mut [T], Failure> {
+pub(crate) unsafe fn typed_mut<'a, T>(
+    p: *mut c_void,
+    count: usize,
+    what: &str,
+) -> Result<&'a mut [T], Failure> {
     if count == 0 {
         return Ok(&mut []);
     }

@@ -4,7 +4,7 @@
 use spools::{
     AmError, BootError, ExchangeError, FabricError, FileError, InitError, MsgError, RpcError,
 };
-use spools_io::PipeError;
+use spools_io::{PipeError, StreamError};
 use spools_map::{LayoutError, SpecError};
 
 use crate::status::{chain, spools_status_t as S, Failure};
@@ -113,6 +113,19 @@ fn pipe_status(e: &PipeError) -> S {
     }
 }
 
+fn stream_status(e: &StreamError) -> S {
+    match e {
+        StreamError::Format(_)
+        | StreamError::BufferSize { .. }
+        | StreamError::UnknownStream { .. } => S::SPOOLS_ERR_INVALID_ARG,
+        StreamError::AduSize { .. } | StreamError::Layout(_) => S::SPOOLS_ERR_LAYOUT,
+        StreamError::Exchange(x) => exchange_status(x),
+        StreamError::Msg(m) => msg_status(m),
+        StreamError::Remote { .. } => S::SPOOLS_ERR_REMOTE,
+        _ => S::SPOOLS_ERR_TRANSPORT,
+    }
+}
+
 fn rpc_status(e: &RpcError) -> S {
     match e {
         RpcError::Msg(m) => msg_status(m),
@@ -154,6 +167,7 @@ into_failure!(
     ExchangeError => exchange_status,
     FileError => file_status,
     PipeError => pipe_status,
+    StreamError => stream_status,
     RpcError => rpc_status,
     InitError => init_status,
     LayoutError => layout_status,

@@ -220,7 +220,13 @@ pub unsafe extern "C" fn spools_write_file(
         let d = unsafe { bytes(data, len, "data") }?;
         // SAFETY: the caller's contract.
         let opts = unsafe { write_options(params) }?;
-        spools_io::file::write(w.world.io_communicator()?, Path::new(path), d, &l.layout, &opts)?;
+        spools_io::file::write(
+            w.world.io_communicator()?,
+            Path::new(path),
+            d,
+            &l.layout,
+            &opts,
+        )?;
         Ok(())
     })
 }
@@ -269,7 +275,13 @@ pub unsafe extern "C" fn spools_read_file(
                 o.coll_buffer = Some(p.coll_buffer);
             }
         }
-        spools_io::file::read(w.world.io_communicator()?, Path::new(path), d, &l.layout, &o)?;
+        spools_io::file::read(
+            w.world.io_communicator()?,
+            Path::new(path),
+            d,
+            &l.layout,
+            &o,
+        )?;
         Ok(())
     })
 }

@@ -31,6 +31,7 @@ mod region;
 mod request;
 mod rpc;
 mod status;
+mod stream;
 mod version;
 mod world;
 
@@ -62,17 +63,16 @@ pub use io::{
     SPOOLS_WRITE_FIELD_SYNC,
 };
 pub use layout::{
-    spools_layout_destroy, spools_layout_elem_size, spools_layout_local_bytes,
-    spools_layout_parse, spools_layout_t, spools_layout_to_string, spools_layout_total_bytes,
-    spools_layout_units,
+    spools_layout_destroy, spools_layout_elem_size, spools_layout_local_bytes, spools_layout_parse,
+    spools_layout_t, spools_layout_to_string, spools_layout_total_bytes, spools_layout_units,
 };
 pub use op::{
-    spools_op_create, spools_op_destroy, spools_op_t, spools_user_fn, SPOOLS_OP_MAX,
-    SPOOLS_OP_MIN, SPOOLS_OP_PROD, SPOOLS_OP_SUM,
+    spools_op_create, spools_op_destroy, spools_op_t, spools_user_fn, SPOOLS_OP_MAX, SPOOLS_OP_MIN,
+    SPOOLS_OP_PROD, SPOOLS_OP_SUM,
 };
 pub use p2p::{
-    spools_iprobe, spools_msg_status_t, spools_probe, spools_recv, spools_send,
-    SPOOLS_ANY_SOURCE, SPOOLS_ANY_TAG,
+    spools_iprobe, spools_msg_status_t, spools_probe, spools_recv, spools_send, SPOOLS_ANY_SOURCE,
+    SPOOLS_ANY_TAG,
 };
 pub use pipe::{
     spools_pipe_close, spools_pipe_open_reader, spools_pipe_open_writer, spools_pipe_read,
@@ -91,6 +91,11 @@ pub use rpc::{
     spools_rpc_reply_t,
 };
 pub use status::{spools_last_error_message, spools_status_t, spools_strerror};
+pub use stream::{
+    spools_stream_close, spools_stream_open, spools_stream_params_t, spools_stream_send,
+    spools_stream_t, SPOOLS_STREAM_FIELD_LINKS, SPOOLS_STREAM_FIELD_PRIORITY,
+    SPOOLS_STREAM_FIELD_TU, SPOOLS_STREAM_FIELD_WINDOW,
+};
 pub use version::{
     spools_check_version, spools_version, SPOOLS_VERSION_MAJOR, SPOOLS_VERSION_MINOR,
     SPOOLS_VERSION_PATCH,

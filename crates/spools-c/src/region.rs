@@ -102,7 +102,8 @@ pub unsafe extern "C" fn spools_region_read(
         // SAFETY: the caller's contract.
         let r = unsafe { handle(region) }?;
         // SAFETY: the caller's contract.
-        r.region.read(offset, unsafe { bytes_mut(dst, len, "dst") }?)?;
+        r.region
+            .read(offset, unsafe { bytes_mut(dst, len, "dst") }?)?;
         Ok(())
     })
 }

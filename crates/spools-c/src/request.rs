@@ -263,7 +263,9 @@ pub unsafe extern "C" fn spools_waitall(
             return Ok(());
         }
         if reqs.is_null() {
-            return Err(Failure::arg(format!("reqs is NULL with a count of {count}")));
+            return Err(Failure::arg(format!(
+                "reqs is NULL with a count of {count}"
+            )));
         }
         let mut first: Option<Failure> = None;
         for i in 0..count {
@@ -279,7 +281,8 @@ pub unsafe extern "C" fn spools_waitall(
             let s = unsafe { spools_wait(slot, st) };
             if s != spools_status_t::SPOOLS_OK && first.is_none() {
                 // SAFETY: the message is this thread's, just set by the failing wait.
-                let m = unsafe { std::ffi::CStr::from_ptr(crate::status::spools_last_error_message()) };
+                let m =
+                    unsafe { std::ffi::CStr::from_ptr(crate::status::spools_last_error_message()) };
                 first = Some(Failure::new(
                     s,
                     format!("request {i}: {}", m.to_string_lossy()),

@@ -111,7 +111,9 @@ pub(crate) fn guard(f: impl FnOnce() -> Result<(), Failure>) -> spools_status_t 
                 .map(|s| (*s).to_string())
                 .or_else(|| p.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "a panic without a message".into());
-            set_last(&format!("internal error in Spools (please report it): {what}"));
+            set_last(&format!(
+                "internal error in Spools (please report it): {what}"
+            ));
             S::SPOOLS_ERR_INTERNAL
         }
     }

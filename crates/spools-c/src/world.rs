@@ -287,8 +287,7 @@ pub unsafe extern "C" fn spools_config_string(
 ) -> spools_status_t {
     guard(|| {
         let text = if world.is_null() {
-            let c = spools::Config::load()
-                .map_err(|e| Failure::arg(crate::status::chain(&e)))?;
+            let c = spools::Config::load().map_err(|e| Failure::arg(crate::status::chain(&e)))?;
             format!("{c}\n")
         } else {
             // SAFETY: the caller's contract.

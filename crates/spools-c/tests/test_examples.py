@@ -42,3 +42,40 @@ def test_hello_as_the_readme_builds_it(tmp_path):
         left = (r + 3) % 4
         assert any('my region says "written by rank %d"; 1 + ... + 4 = 10' % left in l
                    for l in lines), lines
+
+
+def test_stream_from_c_to_spools_recv(tmp_path):
+    """A C job streams 5 frames over 3 links to `spools recv`, which writes them in order:
+    the file holds exactly the frames the C ranks computed."""
+    import numpy as np
+
+    src = Path(__file__).resolve().parent / "c_stream.c"
+    exe = tmp_path / "c_stream"
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "spools"], check=True,
+                           capture_output=True, text=True).stdout.split()
+    subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", str(src),
+                    *flags, "-o", str(exe)], check=True)
+    spools = os.environ.get("SPOOLS_BIN", str(REPO / "target/debug/spools"))
+    out = tmp_path / "frames.bin"
+    recv = subprocess.Popen([spools, "recv", "--out", str(out), "tcp:127.0.0.1:0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        # spools recv prints the address it listens on (first line of stderr).
+        line = recv.stderr.readline()
+        m = re.search(r"(127\.0\.0\.1:\d+)", line)
+        assert m, line
+        code, o, e = _run([spools, "run", "-n", "3", "--tag-output", "--", str(exe),
+                           m.group(1), "3", "5"], 120)
+        assert code == 0, (o, e)
+        assert sum("sent 5 frames" in l for l in o.splitlines()) == 3, o
+        rc = recv.wait(timeout=60)
+        assert rc == 0, recv.stderr.read()
+    finally:
+        if recv.poll() is None:
+            os.killpg(recv.pid, signal.SIGKILL)
+            recv.wait()
+    got = np.fromfile(out, dtype="<u4").reshape(5, 12, 10)
+    want = np.array([[[k * 1000000 + i * 10 + j for j in range(10)] for i in range(12)]
+                     for k in range(5)], dtype="<u4")
+    assert (got == want).all()

@@ -1,0 +1,193 @@
+//! Streams of a distributed dataset out of the job, striped over TCP links to a
+//! destination outside it (`spools recv`, or any program speaking the stream format).
+
+use std::ffi::{c_char, c_void};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+
+use spools::{Communicator, StreamFormat, StreamWriter};
+
+use crate::args::{bytes, handle, handle_mut, out, string, Handle};
+use crate::layout::spools_layout_t;
+use crate::status::{guard, spools_status_t, Failure};
+use crate::world::spools_world_t;
+
+/// `spools_stream_params_t.field_mask` bit: `links` is set.
+pub const SPOOLS_STREAM_FIELD_LINKS: u64 = 1;
+/// `spools_stream_params_t.field_mask` bit: `tu` is set.
+pub const SPOOLS_STREAM_FIELD_TU: u64 = 2;
+/// `spools_stream_params_t.field_mask` bit: `window` is set.
+pub const SPOOLS_STREAM_FIELD_WINDOW: u64 = 4;
+/// `spools_stream_params_t.field_mask` bit: `priority` is set.
+pub const SPOOLS_STREAM_FIELD_PRIORITY: u64 = 8;
+
+/// The format of a stream (the iWarp paper's ADU / TU / SU): only the fields whose bit is
+/// set in `field_mask` are read; the others keep their defaults (one link, TUs of 1 MiB,
+/// a window of 2 ADUs, priority 0).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct spools_stream_params_t {
+    /// Which fields are set (`SPOOLS_STREAM_FIELD_*` bits).
+    pub field_mask: u64,
+    /// TCP links to stripe over; link s is owned by rank s % size.
+    pub links: u16,
+    /// Bytes of a Transfer Unit: a multiple of `links` (each Striping Unit is tu / links).
+    pub tu: u64,
+    /// ADUs held on each link before a send waits (2 is double buffering).
+    pub window: u32,
+    /// Priority over the other streams on the same links (higher first).
+    pub priority: u8,
+}
+
+/// A stream out of the job: every rank sends its share of each ADU (Application Data
+/// Unit); the destination receives whole ADUs.
+pub struct spools_stream_t {
+    magic: u64,
+    /// Borrows `_comm` (declared first: dropped first).
+    writer: Option<StreamWriter<'static>>,
+    /// The communicator the writer borrows, kept alive and unmoved in its `Arc`.
+    _comm: Arc<Communicator>,
+}
+
+impl Handle for spools_stream_t {
+    const MAGIC: u64 = 0x5350_4f4f_4c53_5452;
+    const NAME: &'static str = "spools_stream_t";
+    fn magic(&self) -> u64 {
+        self.magic
+    }
+}
+
+fn dest_addr(dest: &str) -> Result<SocketAddr, Failure> {
+    let a = dest.strip_prefix("tcp:").unwrap_or(dest);
+    a.to_socket_addrs()
+        .map_err(|e| Failure::arg(format!("dest {dest:?} is not HOST:PORT: {e}")))?
+        .next()
+        .ok_or_else(|| Failure::arg(format!("dest {dest:?} names no address")))
+}
+
+/// Opens a stream to `dest` (`"HOST:PORT"` or `"tcp:HOST:PORT"`: `spools recv`, or any
+/// receiver of the stream format), striped over `params->links` links; its links prove
+/// the job's secret to a destination that requires it. Collective over the world.
+/// `params` may be NULL (the defaults).
+///
+/// Thread safety: as every collective; a stream is used by one thread at a time.
+///
+/// ```c
+/// spools_stream_params_t p = SPOOLS_STREAM_PARAMS_DEFAULT;
+/// p.field_mask |= SPOOLS_STREAM_FIELD_LINKS;
+/// p.links = 4;
+/// spools_stream_t *s;
+/// spools_stream_open(world, "127.0.0.1:7000", &p, &s);
+/// spools_stream_send(s, mine, mine_len, frame_layout);   /* one ADU */
+/// spools_stream_close(s);
+/// ```
+///
+/// Errors: `SPOOLS_ERR_INVALID_ARG` (a bad address or format: links 0 or over 1024, a TU
+/// that is not a multiple of the links), `SPOOLS_ERR_TRANSPORT` (the destination
+/// unreachable or refusing the job's secret); every rank gets the error.
+///
+/// # Safety
+/// `world` is NULL or a live world; `dest` a NUL-terminated string; `params` NULL or
+/// valid; `stream` writable.
+#[no_mangle]
+pub unsafe extern "C" fn spools_stream_open(
+    world: *const spools_world_t,
+    dest: *const c_char,
+    params: *const spools_stream_params_t,
+    stream: *mut *mut spools_stream_t,
+) -> spools_status_t {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let w = unsafe { handle(world) }?;
+        // SAFETY: the caller's contract.
+        let dest = dest_addr(unsafe { string(dest, "dest") }?)?;
+        // SAFETY: the caller's contract.
+        let stream = unsafe { out(stream, "stream") }?;
+        let mut f = StreamFormat::default();
+        if !params.is_null() {
+            // SAFETY: non-NULL parameters (the caller's contract).
+            let p = unsafe { &*params };
+            let has = |bit: u64| p.field_mask & bit != 0;
+            if has(SPOOLS_STREAM_FIELD_LINKS) {
+                f.links = p.links;
+            }
+            if has(SPOOLS_STREAM_FIELD_TU) {
+                f.tu = p.tu;
+            }
+            if has(SPOOLS_STREAM_FIELD_WINDOW) {
+                f.window = p.window;
+            }
+            if has(SPOOLS_STREAM_FIELD_PRIORITY) {
+                f.priority = p.priority;
+            }
+        }
+        let comm = Arc::new(w.world.io_communicator()?.clone());
+        // SAFETY: the communicator sits in the `Arc`'s allocation, which does not move and
+        // is freed only after `writer` (declared first, so dropped first); the `'static`
+        // reference never leaves the `spools_stream_t`.
+        let r: &'static Communicator = unsafe { &*Arc::as_ptr(&comm) };
+        let writer = StreamWriter::open_proving(r, dest, f, w.world.secret())?;
+        *stream = Box::into_raw(Box::new(spools_stream_t {
+            magic: spools_stream_t::MAGIC,
+            writer: Some(writer),
+            _comm: comm,
+        }));
+        Ok(())
+    })
+}
+
+/// Sends the next ADU: this rank's share (`len` bytes) of a dataset of `layout` (rank r
+/// holds unit r); the ranks reshuffle it into the stream's distribution and send their
+/// links' Striping Units. Collective over the world.
+///
+/// Errors: `SPOOLS_ERR_LAYOUT` (a share of the wrong size), `SPOOLS_ERR_TRANSPORT` (a
+/// link lost, the receiver gone).
+///
+/// # Safety
+/// `stream` is NULL or a live stream no other thread uses; `data` holds `len` bytes;
+/// `layout` NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn spools_stream_send(
+    stream: *mut spools_stream_t,
+    data: *const c_void,
+    len: usize,
+    layout: *const spools_layout_t,
+) -> spools_status_t {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let s = unsafe { handle_mut(stream) }?;
+        // SAFETY: the caller's contract.
+        let l = unsafe { handle(layout) }?;
+        // SAFETY: the caller's contract.
+        let d = unsafe { bytes(data, len, "data") }?;
+        match s.writer.as_mut() {
+            Some(wr) => Ok(wr.send_adu(d, &l.layout)?),
+            None => Err(Failure::arg("the stream is closed")),
+        }
+    })
+}
+
+/// Ends the stream (the receiver sees its end) and frees it. Collective over the
+/// world. NULL does nothing.
+///
+/// Errors: a failure to end the stream; the handle is freed either way.
+///
+/// # Safety
+/// `stream` is NULL or a live stream no other thread uses.
+#[no_mangle]
+pub unsafe extern "C" fn spools_stream_close(stream: *mut spools_stream_t) -> spools_status_t {
+    guard(|| {
+        if stream.is_null() {
+            return Ok(());
+        }
+        // SAFETY: the caller's contract.
+        unsafe { handle(stream) }?;
+        // SAFETY: a live stream made by `Box::into_raw` in `spools_stream_open`.
+        let mut b = unsafe { Box::from_raw(stream) };
+        b.magic = 0;
+        if let Some(w) = b.writer.take() {
+            w.close()?;
+        }
+        Ok(())
+    })
+}
