@@ -10,6 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+bash scripts/install-c-tools.sh
+
 venv="${SPOOLS_PY_VENV:-target/py-venv}"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"

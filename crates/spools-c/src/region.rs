@@ -102,8 +102,8 @@ pub unsafe extern "C" fn spools_region_read(
         // SAFETY: the caller's contract.
         let r = unsafe { handle(region) }?;
         // SAFETY: the caller's contract.
-        r.region
-            .read(offset, unsafe { bytes_mut(dst, len, "dst") }?)?;
+        let dst = unsafe { bytes_mut(dst, len, "dst") }?;
+        r.region.read(offset, dst)?;
         Ok(())
     })
 }
@@ -125,7 +125,8 @@ pub unsafe extern "C" fn spools_region_write(
         // SAFETY: the caller's contract.
         let r = unsafe { handle(region) }?;
         // SAFETY: the caller's contract.
-        r.region.write(offset, unsafe { bytes(src, len, "src") }?)?;
+        let src = unsafe { bytes(src, len, "src") }?;
+        r.region.write(offset, src)?;
         Ok(())
     })
 }
