@@ -15,7 +15,14 @@
  *   caught while its memory has not been reused.
  * - No Rust panic crosses into C: it becomes SPOOLS_ERR_INTERNAL with its message.
  * - Buffers are the caller's; counts of collectives are in elements of a
- *   spools_dtype_t, lengths of messages and files in bytes.
+ *   spools_dtype_t, lengths of messages and files in bytes. A collective's send and
+ *   receive buffers may overlap (one buffer for both, as MPI_IN_PLACE): the send data
+ *   is then copied first. A buffer for a share of a dataset (redistribution, files,
+ *   pipes, streams) holds exactly that rank's share (spools_layout_local_bytes).
+ * - A collective I/O call that fails (redistribution, files, opening a pipe or a
+ *   stream) fails on every rank with the same status: ranks other than the one at
+ *   fault get its status, with "rank R failed its part of the operation: " and its
+ *   message.
  * - Thread safety is stated for each call. In short: point-to-point messages, probes,
  *   requests, RPC calls and active-message sends may be called from any thread at once
  *   (MPI_THREAD_MULTIPLE); collectives, as in MPI, one at a time per communicator and
@@ -730,9 +737,10 @@ spools_status_t spools_redistribute(const spools_world_t *world,
                                     size_t dst_len,
                                     const spools_layout_t *to);
 
-// Writes this rank's share (unit `rank` of `layout`, `len` bytes) of a dataset to the
-// parallel file `path`. Collective over the world. `params` may be NULL (a canonical
-// file, replaced atomically).
+// Writes this rank's share (unit `rank` of `layout`, exactly `len` =
+// `spools_layout_local_bytes()` bytes) of a dataset to the parallel file `path`
+// (missing directories on its way are created). Collective over the world. `params`
+// may be NULL (a canonical file, replaced atomically).
 //
 // Thread safety: as every collective.
 //

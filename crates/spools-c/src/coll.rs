@@ -96,10 +96,10 @@ pub unsafe extern "C" fn spools_reduce(
         let n = if c.comm.rank() == root { count } else { 0 };
         with_dtype!(dtype, T => {
             // SAFETY: the caller's contract.
-            let s = unsafe { typed::<T>(send, count, "send") }?;
+            let s = unsafe { send_view::<T>(send, count, recv, n, "send") }?;
             // SAFETY: the caller's contract.
             let r = unsafe { typed_mut::<T>(recv, n, "recv") }?;
-            c.comm.reduce(s, r, &op_for::<T>(op, dtype)?, root)?;
+            c.comm.reduce(&s, r, &op_for::<T>(op, dtype)?, root)?;
             Ok(())
         })
     })
@@ -128,10 +128,10 @@ pub unsafe extern "C" fn spools_allreduce(
         let c = unsafe { handle(comm) }?;
         with_dtype!(dtype, T => {
             // SAFETY: the caller's contract.
-            let s = unsafe { typed::<T>(send, count, "send") }?;
+            let s = unsafe { send_view::<T>(send, count, recv, count, "send") }?;
             // SAFETY: the caller's contract.
             let r = unsafe { typed_mut::<T>(recv, count, "recv") }?;
-            c.comm.allreduce(s, r, &op_for::<T>(op, dtype)?)?;
+            c.comm.allreduce(&s, r, &op_for::<T>(op, dtype)?)?;
             Ok(())
         })
     })
@@ -156,10 +156,10 @@ pub unsafe extern "C" fn spools_scan(
         let c = unsafe { handle(comm) }?;
         with_dtype!(dtype, T => {
             // SAFETY: the caller's contract.
-            let s = unsafe { typed::<T>(send, count, "send") }?;
+            let s = unsafe { send_view::<T>(send, count, recv, count, "send") }?;
             // SAFETY: the caller's contract.
             let r = unsafe { typed_mut::<T>(recv, count, "recv") }?;
-            c.comm.scan(s, r, &op_for::<T>(op, dtype)?)?;
+            c.comm.scan(&s, r, &op_for::<T>(op, dtype)?)?;
             Ok(())
         })
     })
@@ -188,10 +188,10 @@ pub unsafe extern "C" fn spools_reduce_scatter(
         let mine = cs[c.comm.rank() as usize];
         with_dtype!(dtype, T => {
             // SAFETY: the caller's contract.
-            let s = unsafe { typed::<T>(send, all, "send") }?;
+            let s = unsafe { send_view::<T>(send, all, recv, mine, "send") }?;
             // SAFETY: the caller's contract.
             let r = unsafe { typed_mut::<T>(recv, mine, "recv") }?;
-            c.comm.reduce_scatter(s, r, cs, &op_for::<T>(op, dtype)?)?;
+            c.comm.reduce_scatter(&s, r, cs, &op_for::<T>(op, dtype)?)?;
             Ok(())
         })
     })
@@ -222,10 +222,10 @@ pub unsafe extern "C" fn spools_gather(
         };
         with_dtype!(dtype, T => {
             // SAFETY: the caller's contract.
-            let s = unsafe { typed::<T>(send, count, "send") }?;
+            let s = unsafe { send_view::<T>(send, count, recv, n, "send") }?;
             // SAFETY: the caller's contract.
             let r = unsafe { typed_mut::<T>(recv, n, "recv") }?;
-            c.comm.gather(s, r, root)?;
+            c.comm.gather(&s, r, root)?;
             Ok(())
         })
     })
@@ -257,10 +257,10 @@ pub unsafe extern "C" fn spools_gatherv(
         };
         with_dtype!(dtype, T => {
             // SAFETY: the caller's contract.
-            let s = unsafe { typed::<T>(send, count, "send") }?;
+            let s = unsafe { send_view::<T>(send, count, recv, n, "send") }?;
             // SAFETY: the caller's contract.
             let r = unsafe { typed_mut::<T>(recv, n, "recv") }?;
-            c.comm.gatherv(s, r, cs, root)?;
+            c.comm.gatherv(&s, r, cs, root)?;
             Ok(())
         })
     })
@@ -291,10 +291,10 @@ pub unsafe extern "C" fn spools_scatter(
         };
         with_dtype!(dtype, T => {
             // SAFETY: the caller's contract.
-            let s = unsafe { typed::<T>(send, n, "send") }?;
+            let s = unsafe { send_view::<T>(send, n, recv, count, "send") }?;
             // SAFETY: the caller's contract.
             let r = unsafe { typed_mut::<T>(recv, count, "recv") }?;
-            c.comm.scatter(s, r, root)?;
+            c.comm.scatter(&s, r, root)?;
             Ok(())
         })
     })
@@ -325,10 +325,10 @@ pub unsafe extern "C" fn spools_scatterv(
         };
         with_dtype!(dtype, T => {
             // SAFETY: the caller's contract.
-            let s = unsafe { typed::<T>(send, n, "send") }?;
+            let s = unsafe { send_view::<T>(send, n, recv, count, "send") }?;
             // SAFETY: the caller's contract.
             let r = unsafe { typed_mut::<T>(recv, count, "recv") }?;
-            c.comm.scatterv(s, cs, r, root)?;
+            c.comm.scatterv(&s, cs, r, root)?;
             Ok(())
         })
     })
@@ -354,10 +354,10 @@ pub unsafe extern "C" fn spools_allgather(
         let n = times(c.comm.size(), count, "allgather")?;
         with_dtype!(dtype, T => {
             // SAFETY: the caller's contract.
-            let s = unsafe { typed::<T>(send, count, "send") }?;
+            let s = unsafe { send_view::<T>(send, count, recv, n, "send") }?;
             // SAFETY: the caller's contract.
             let r = unsafe { typed_mut::<T>(recv, n, "recv") }?;
-            c.comm.allgather(s, r)?;
+            c.comm.allgather(&s, r)?;
             Ok(())
         })
     })
@@ -384,10 +384,10 @@ pub unsafe extern "C" fn spools_allgatherv(
         let n = total(cs, "counts")?;
         with_dtype!(dtype, T => {
             // SAFETY: the caller's contract.
-            let s = unsafe { typed::<T>(send, count, "send") }?;
+            let s = unsafe { send_view::<T>(send, count, recv, n, "send") }?;
             // SAFETY: the caller's contract.
             let r = unsafe { typed_mut::<T>(recv, n, "recv") }?;
-            c.comm.allgatherv(s, r, cs)?;
+            c.comm.allgatherv(&s, r, cs)?;
             Ok(())
         })
     })
@@ -413,10 +413,10 @@ pub unsafe extern "C" fn spools_alltoall(
         let n = times(c.comm.size(), count, "alltoall")?;
         with_dtype!(dtype, T => {
             // SAFETY: the caller's contract.
-            let s = unsafe { typed::<T>(send, n, "send") }?;
+            let s = unsafe { send_view::<T>(send, n, recv, n, "send") }?;
             // SAFETY: the caller's contract.
             let r = unsafe { typed_mut::<T>(recv, n, "recv") }?;
-            c.comm.alltoall(s, r)?;
+            c.comm.alltoall(&s, r)?;
             Ok(())
         })
     })
@@ -445,10 +445,10 @@ pub unsafe extern "C" fn spools_alltoallv(
         let (ns, nr) = (total(sc, "send_counts")?, total(rc, "recv_counts")?);
         with_dtype!(dtype, T => {
             // SAFETY: the caller's contract.
-            let s = unsafe { typed::<T>(send, ns, "send") }?;
+            let s = unsafe { send_view::<T>(send, ns, recv, nr, "send") }?;
             // SAFETY: the caller's contract.
             let r = unsafe { typed_mut::<T>(recv, nr, "recv") }?;
-            c.comm.alltoallv(s, sc, r, rc)?;
+            c.comm.alltoallv(&s, sc, r, rc)?;
             Ok(())
         })
     })

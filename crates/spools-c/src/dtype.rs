@@ -1,5 +1,6 @@
 //! Element types of typed buffers (`spools_dtype_t`), and typed views of C buffers.
 
+use std::borrow::Cow;
 use std::ffi::c_void;
 
 use crate::status::Failure;
@@ -146,4 +147,33 @@ pub(crate) unsafe fn typed_mut<'a, T>(
     check::<T>(p, count, what)?;
     // SAFETY: checked non-NULL, aligned and in range; writable (the caller's contract).
     Ok(unsafe { std::slice::from_raw_parts_mut(p.cast::<T>(), count) })
+}
+
+/// The `count` elements at `send` of a collective whose receive buffer is `rcount`
+/// elements at `recv`: borrowed, or copied first when the two overlap (a call with one
+/// buffer for both, as MPI programs pass with `MPI_IN_PLACE`), so that the runtime never
+/// reads memory it is writing.
+///
+/// # Safety
+/// As [`typed`] for `send`; `recv` is only compared, never read.
+pub(crate) unsafe fn send_view<'a, T: Copy>(
+    send: *const c_void,
+    count: usize,
+    recv: *const c_void,
+    rcount: usize,
+    what: &str,
+) -> Result<Cow<'a, [T]>, Failure> {
+    // SAFETY: the caller's contract.
+    let s = unsafe { typed::<T>(send, count, what) }?;
+    let size = std::mem::size_of::<T>();
+    let (a, b) = (send as usize, recv as usize);
+    let overlap = count > 0
+        && rcount > 0
+        && a < b.saturating_add(rcount.saturating_mul(size))
+        && b < a.saturating_add(count * size);
+    Ok(if overlap {
+        Cow::Owned(s.to_vec())
+    } else {
+        Cow::Borrowed(s)
+    })
 }

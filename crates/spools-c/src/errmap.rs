@@ -173,3 +173,54 @@ into_failure!(
     LayoutError => layout_status,
     SpecError => spec_status,
 );
+
+/// The rank an exchange error names as the faulty one.
+pub(crate) fn exchange_remote(e: &ExchangeError) -> Option<u32> {
+    match e {
+        ExchangeError::Remote { rank } => Some(*rank),
+        _ => None,
+    }
+}
+
+/// Whether an exchange error is one of the checks every rank makes before anything
+/// moves (then every rank failed, and they may agree on the status); later errors (a
+/// dead peer, a damaged transfer) are one rank's own.
+pub(crate) fn exchange_refused_by_all(e: &ExchangeError) -> bool {
+    matches!(
+        e,
+        ExchangeError::Remote { .. }
+            | ExchangeError::Buffers { .. }
+            | ExchangeError::BufferSize { .. }
+            | ExchangeError::Owners { .. }
+            | ExchangeError::TooManyUnits { .. }
+            | ExchangeError::OwnerOutOfRange { .. }
+            | ExchangeError::ElementSize { .. }
+    )
+}
+
+/// The rank a file error names as the faulty one.
+pub(crate) fn file_remote(e: &FileError) -> Option<u32> {
+    match e {
+        FileError::Remote { rank, .. } => Some(*rank),
+        FileError::Exchange(x) => exchange_remote(x),
+        _ => None,
+    }
+}
+
+/// The rank a pipe error names as the faulty one.
+pub(crate) fn pipe_remote(e: &PipeError) -> Option<u32> {
+    match e {
+        PipeError::Remote { rank } => Some(*rank),
+        PipeError::Exchange(x) => exchange_remote(x),
+        _ => None,
+    }
+}
+
+/// The rank a stream error names as the faulty one.
+pub(crate) fn stream_remote(e: &StreamError) -> Option<u32> {
+    match e {
+        StreamError::Remote { rank } => Some(*rank),
+        StreamError::Exchange(x) => exchange_remote(x),
+        _ => None,
+    }
+}

@@ -6,7 +6,9 @@ use std::path::Path;
 use spools::{Commit, ExchangeOptions, Format, ReadOptions, Striping, WriteOptions};
 use spools_map::Layout;
 
+use crate::agree::settle;
 use crate::args::{bytes, bytes_mut, handle, string};
+use crate::errmap::{exchange_refused_by_all, exchange_remote, file_remote};
 use crate::layout::spools_layout_t;
 use crate::status::{guard, spools_status_t, Failure};
 use crate::world::spools_world_t;
@@ -43,18 +45,33 @@ pub unsafe extern "C" fn spools_redistribute(
         // SAFETY: the caller's contract.
         let (from, to) = unsafe { (handle(from)?, handle(to)?) };
         // SAFETY: the caller's contract.
-        let s = unsafe { bytes(src, src_len, "src") }?;
+        // (copied first when it overlaps `dst`).
+        let s = unsafe { crate::dtype::send_view::<u8>(src, src_len, dst, dst_len, "src") }?;
         // SAFETY: the caller's contract.
         let d = unsafe { bytes_mut(dst, dst_len, "dst") }?;
-        spools_io::redistribute(
-            w.world.io_communicator()?,
+        let comm = w.world.io_communicator()?;
+        let me = u64::from(comm.rank());
+        let problem = share_problem(s.len(), &from.layout, me, "src")?.or(share_problem(
+            d.len(),
+            &to.layout,
+            me,
+            "dst",
+        )?);
+        let (s, d): (&[u8], &mut [u8]) = if problem.is_some() {
+            (&[], &mut [])
+        } else {
+            (&s, d)
+        };
+        let r = spools_io::redistribute(
+            comm,
             s,
             &from.layout,
             d,
             &to.layout,
             &ExchangeOptions::default(),
-        )?;
-        Ok(())
+        )
+        .map(drop);
+        settle(comm, problem, r, exchange_remote, exchange_refused_by_all)
     })
 }
 
@@ -116,6 +133,32 @@ pub struct spools_read_params_t {
     pub integrity: i32,
     /// Bytes of collective buffer per aggregator (0: the configuration's).
     pub coll_buffer: usize,
+}
+
+/// The bytes rank `unit` holds of `layout` (0 past its units).
+pub(crate) fn share(layout: &Layout, unit: u64) -> Result<u64, Failure> {
+    if unit >= layout.units() {
+        return Ok(0);
+    }
+    Ok(layout.local_bytes(unit)?)
+}
+
+/// This rank's argument error when a buffer of `len` bytes is not its share of `layout`
+/// (the rank then takes part with nothing, so that the call fails on every rank).
+fn share_problem(
+    len: usize,
+    layout: &Layout,
+    unit: u64,
+    what: &str,
+) -> Result<Option<Failure>, Failure> {
+    let want = share(layout, unit)?;
+    if len as u64 == want {
+        return Ok(None);
+    }
+    Ok(Some(Failure::new(
+        spools_status_t::SPOOLS_ERR_LAYOUT,
+        format!("{what} is {len} bytes, but rank {unit}'s share of {layout} is {want} bytes"),
+    )))
 }
 
 fn format_arg(format: &str) -> Result<Format, Failure> {
@@ -180,9 +223,10 @@ unsafe fn write_options(p: *const spools_write_params_t) -> Result<WriteOptions,
     Ok(o)
 }
 
-/// Writes this rank's share (unit `rank` of `layout`, `len` bytes) of a dataset to the
-/// parallel file `path`. Collective over the world. `params` may be NULL (a canonical
-/// file, replaced atomically).
+/// Writes this rank's share (unit `rank` of `layout`, exactly `len` =
+/// `spools_layout_local_bytes()` bytes) of a dataset to the parallel file `path`
+/// (missing directories on its way are created). Collective over the world. `params`
+/// may be NULL (a canonical file, replaced atomically).
 ///
 /// Thread safety: as every collective.
 ///
@@ -220,14 +264,11 @@ pub unsafe extern "C" fn spools_write_file(
         let d = unsafe { bytes(data, len, "data") }?;
         // SAFETY: the caller's contract.
         let opts = unsafe { write_options(params) }?;
-        spools_io::file::write(
-            w.world.io_communicator()?,
-            Path::new(path),
-            d,
-            &l.layout,
-            &opts,
-        )?;
-        Ok(())
+        let comm = w.world.io_communicator()?;
+        let problem = share_problem(d.len(), &l.layout, u64::from(comm.rank()), "data")?;
+        let d: &[u8] = if problem.is_some() { &[] } else { d };
+        let r = spools_io::file::write(comm, Path::new(path), d, &l.layout, &opts).map(drop);
+        settle(comm, problem, r, file_remote, |_| true)
     })
 }
 
@@ -275,13 +316,10 @@ pub unsafe extern "C" fn spools_read_file(
                 o.coll_buffer = Some(p.coll_buffer);
             }
         }
-        spools_io::file::read(
-            w.world.io_communicator()?,
-            Path::new(path),
-            d,
-            &l.layout,
-            &o,
-        )?;
-        Ok(())
+        let comm = w.world.io_communicator()?;
+        let problem = share_problem(d.len(), &l.layout, u64::from(comm.rank()), "data")?;
+        let d: &mut [u8] = if problem.is_some() { &mut [] } else { d };
+        let r = spools_io::file::read(comm, Path::new(path), d, &l.layout, &o).map(drop);
+        settle(comm, problem, r, file_remote, |_| true)
     })
 }

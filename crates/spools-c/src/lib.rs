@@ -16,6 +16,7 @@
 // its contract in a `# Safety` section.
 #![allow(clippy::missing_safety_doc)]
 
+mod agree;
 mod am;
 mod args;
 mod coll;

@@ -5,8 +5,12 @@ use std::sync::Arc;
 
 use spools::Communicator;
 use spools_io::pipe::{PipeName, PipeReader, PipeWriter};
+use spools_io::PipeError;
 
+use crate::agree::agree;
 use crate::args::{bytes, bytes_mut, handle, handle_mut, out, string, Handle};
+use crate::errmap::pipe_remote;
+use crate::io::share;
 use crate::layout::spools_layout_t;
 use crate::status::{guard, spools_status_t, Failure};
 use crate::world::spools_world_t;
@@ -23,6 +27,8 @@ pub struct spools_pipe_t {
     magic: u64,
     /// Borrows `_comm` (declared first: dropped first).
     end: End,
+    /// This rank's share of a record, in bytes.
+    share: usize,
     /// The communicator the end borrows, kept alive (and unmoved, in its `Arc`) for as
     /// long as `end` lives.
     _comm: Arc<Communicator>,
@@ -33,6 +39,19 @@ impl Handle for spools_pipe_t {
     const NAME: &'static str = "spools_pipe_t";
     fn magic(&self) -> u64 {
         self.magic
+    }
+}
+
+impl spools_pipe_t {
+    /// A record buffer of `len` bytes must be exactly this rank's share.
+    fn check_share(&self, len: usize) -> Result<(), Failure> {
+        if len == self.share {
+            return Ok(());
+        }
+        Err(Failure::arg(format!(
+            "the buffer is {len} bytes, but this rank's share of a record is {} bytes",
+            self.share
+        )))
     }
 }
 
@@ -56,17 +75,26 @@ unsafe fn name_arg(name: *const c_char, output: bool) -> Result<PipeName, Failur
 /// Opens an end over a communicator kept alive with it.
 fn open(
     world: &spools_world_t,
-    make: impl FnOnce(&'static Communicator) -> Result<End, Failure>,
+    layout: &spools_layout_t,
+    make: impl FnOnce(&'static Communicator) -> Result<End, PipeError>,
 ) -> Result<*mut spools_pipe_t, Failure> {
     let comm = Arc::new(world.world.io_communicator()?.clone());
+    let share = usize::try_from(share(&layout.layout, u64::from(comm.rank()))?)
+        .map_err(|_| Failure::arg("this rank's share does not fit in memory"))?;
     // SAFETY: the communicator sits in the `Arc`'s allocation, which does not move and is
     // freed only after `end` (declared before `_comm`, so dropped first); the `'static`
     // reference never leaves the `spools_pipe_t`.
     let r: &'static Communicator = unsafe { &*Arc::as_ptr(&comm) };
-    let end = make(r)?;
+    // Opening fails on every rank when it fails: every rank returns the faulty rank's
+    // status.
+    let end = make(r).map_err(|e| {
+        let who = pipe_remote(&e);
+        agree(r, e.into(), who)
+    })?;
     Ok(Box::into_raw(Box::new(spools_pipe_t {
         magic: spools_pipe_t::MAGIC,
         end,
+        share,
         _comm: comm,
     })))
 }
@@ -107,7 +135,9 @@ pub unsafe extern "C" fn spools_pipe_open_writer(
         let pipe = unsafe { out(pipe, "pipe") }?;
         // SAFETY: the caller's contract.
         let n = unsafe { name_arg(name, true) }?;
-        *pipe = open(w, |c| Ok(End::Writer(PipeWriter::open(c, &n, &l.layout)?)))?;
+        *pipe = open(w, l, |c| {
+            Ok(End::Writer(PipeWriter::open(c, &n, &l.layout)?))
+        })?;
         Ok(())
     })
 }
@@ -135,7 +165,9 @@ pub unsafe extern "C" fn spools_pipe_open_reader(
         let pipe = unsafe { out(pipe, "pipe") }?;
         // SAFETY: the caller's contract.
         let n = unsafe { name_arg(name, false) }?;
-        *pipe = open(w, |c| Ok(End::Reader(PipeReader::open(c, &n, &l.layout)?)))?;
+        *pipe = open(w, l, |c| {
+            Ok(End::Reader(PipeReader::open(c, &n, &l.layout)?))
+        })?;
         Ok(())
     })
 }
@@ -159,6 +191,7 @@ pub unsafe extern "C" fn spools_pipe_write(
         let p = unsafe { handle_mut(pipe) }?;
         // SAFETY: the caller's contract.
         let d = unsafe { bytes(data, len, "data") }?;
+        p.check_share(len)?;
         match &mut p.end {
             End::Writer(w) => Ok(w.write(d)?),
             _ => Err(Failure::arg("the pipe is a reader (or closed)")),
@@ -191,6 +224,7 @@ pub unsafe extern "C" fn spools_pipe_read(
         let got = unsafe { out(got, "got") }?;
         // SAFETY: the caller's contract.
         let b = unsafe { bytes_mut(buf, len, "buf") }?;
+        p.check_share(len)?;
         match &mut p.end {
             End::Reader(r) => {
                 *got = i32::from(r.read(b)?);

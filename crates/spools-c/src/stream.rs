@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use spools::{Communicator, StreamFormat, StreamWriter};
 
+use crate::agree::agree;
 use crate::args::{bytes, handle, handle_mut, out, string, Handle};
+use crate::errmap::stream_remote;
+use crate::io::share;
 use crate::layout::spools_layout_t;
 use crate::status::{guard, spools_status_t, Failure};
 use crate::world::spools_world_t;
@@ -46,7 +49,7 @@ pub struct spools_stream_t {
     /// Borrows `_comm` (declared first: dropped first).
     writer: Option<StreamWriter<'static>>,
     /// The communicator the writer borrows, kept alive and unmoved in its `Arc`.
-    _comm: Arc<Communicator>,
+    comm: Arc<Communicator>,
 }
 
 impl Handle for spools_stream_t {
@@ -126,11 +129,16 @@ pub unsafe extern "C" fn spools_stream_open(
         // is freed only after `writer` (declared first, so dropped first); the `'static`
         // reference never leaves the `spools_stream_t`.
         let r: &'static Communicator = unsafe { &*Arc::as_ptr(&comm) };
-        let writer = StreamWriter::open_proving(r, dest, f, w.world.secret())?;
+        // Opening fails on every rank when it fails: every rank returns the faulty rank's
+        // status.
+        let writer = StreamWriter::open_proving(r, dest, f, w.world.secret()).map_err(|e| {
+            let who = stream_remote(&e);
+            agree(r, e.into(), who)
+        })?;
         *stream = Box::into_raw(Box::new(spools_stream_t {
             magic: spools_stream_t::MAGIC,
             writer: Some(writer),
-            _comm: comm,
+            comm,
         }));
         Ok(())
     })
@@ -160,6 +168,16 @@ pub unsafe extern "C" fn spools_stream_send(
         let l = unsafe { handle(layout) }?;
         // SAFETY: the caller's contract.
         let d = unsafe { bytes(data, len, "data") }?;
+        let want = share(&l.layout, u64::from(s.comm.rank()))?;
+        if len as u64 != want {
+            return Err(Failure::new(
+                spools_status_t::SPOOLS_ERR_LAYOUT,
+                format!(
+                    "data is {len} bytes, but this rank's share of {} is {want} bytes",
+                    l.layout
+                ),
+            ));
+        }
         match s.writer.as_mut() {
             Some(wr) => Ok(wr.send_adu(d, &l.layout)?),
             None => Err(Failure::arg("the stream is closed")),

@@ -1,0 +1,241 @@
+"""The C interface (include/spools.h, libspools) exercised by the C programs of this
+directory, each run as a real job with more ranks than the machine has cores. Each C
+program asserts its results in C (ctest.h: a failed check prints FAIL with the call, the
+status, spools_last_error_message(), the rank and the line, and aborts the job) and prints
+`ok ...` lines; here every rank's lines and the exit codes are checked, and what the
+programs leave behind (files, pipe records) is checked independently of the library."""
+
+import json
+import subprocess
+import threading
+import uuid
+
+import numpy as np
+import pytest
+
+TYPES = ["i32", "i64", "f64", "u8", "i8", "u16", "i16", "u32", "u64", "f32"]
+
+
+# ---- messaging, collectives, redistribution ---------------------------------------------
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_messaging(cprogs, run, n):
+    """send/recv, wildcards, truncation, isend/irecv/test/wait/waitall, cancel, probe,
+    4 MiB rendezvous messages, dup and split, 4 threads at once (messaging.c)."""
+    job = run(n, [cprogs["messaging"]])
+    job.expect_ok(n, ["ring", "wildcards", "truncated", "nonblocking", "cancel", "probe",
+                      "large", "comms", "threads", "done"])
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_collectives(cprogs, run, n):
+    """Every collective, every dtype, the 4 built-in operators, a non-commutative user
+    operator and user operators' ctx (collectives.c)."""
+    job = run(n, [cprogs["collectives"]])
+    job.expect_ok(n, ["reductions " + t for t in TYPES] + ["movement " + t for t in TYPES]
+                  + ["barrier", "user-noncommutative", "user-ctx", "done"])
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_redistribute(cprogs, run, n):
+    """Layout queries and a 13x10 matrix through 5 layouts and back (redistribute.c)."""
+    job = run(n, [cprogs["redistribute"]])
+    job.expect_ok(n, ["info", "step all-to-rows", "step rows-to-cols", "step cols-to-grid",
+                      "step grid-to-two", "step two-to-all", "1d", "done"])
+
+
+# ---- parallel files ----------------------------------------------------------------------
+
+ROWS, COLS = 61, 47  # files.c's dataset: element (i, j) = i*47 + j + 0.25
+
+
+def test_files(cprogs, run, spools_bin, tmp_path):
+    """files.c writes a dataset in 5 formats and reads each back with other layouts (and a
+    RAID-5 file with one damaged unit); here the files themselves are checked: raw bytes,
+    `spools cat`, numpy.load, the checksum sidecar, the RAID-5 manifest, `spools fsck`."""
+    job = run(3, [cprogs["files"], tmp_path])
+    written = ["data.bin", "data.npy", "data.raid5", "data.raid0", "sums.npy", "hurt.raid5"]
+    job.expect_ok(3, ["write " + f for f in written]
+                  + ["read %s cyclic" % f for f in written[:5]]
+                  + ["read sums.npy cyclic verified", "read data.bin all", "read data.raid5 all",
+                     "read hurt.raid5 cyclic", "done"])
+    # The damaged unit was rebuilt from parity, and the read said so.
+    assert "hurt.raid5: rebuilt 1 damaged block(s) of unit(s) [1] from parity" in job.err, job
+
+    want = np.arange(ROWS * COLS, dtype=np.float64).reshape(ROWS, COLS) + 0.25
+    stream = want.astype("<f8").tobytes()
+    assert (tmp_path / "data.bin").read_bytes() == stream
+    for f in written:
+        r = subprocess.run([spools_bin, "cat", str(tmp_path / f)], capture_output=True,
+                           timeout=60)
+        assert r.returncode == 0, (f, r.stderr)
+        assert r.stdout == stream, "spools cat %s: %d bytes, not the dataset" % (f, len(r.stdout))
+    for f in ["data.npy", "sums.npy"]:
+        a = np.load(tmp_path / f)
+        assert a.dtype == np.float64 and a.shape == (ROWS, COLS), (f, a.dtype, a.shape)
+        assert np.array_equal(a, want), f
+    sums = json.loads((tmp_path / "sums.npy.spools-sums").read_text())
+    assert sums["format"] == "spools-sums" and sums["bytes"] == len(stream), sums
+    assert not (tmp_path / "data.npy.spools-sums").exists()
+
+    manifest = json.loads((tmp_path / "data.raid5").read_text())
+    assert manifest["layout"] == "raid5(unit=4KiB,count=3)", manifest
+    assert manifest["size"] == len(stream) and len(manifest["units"]) == 3, manifest
+    assert manifest["dataset"] == "f64[%d,%d] block,* on 3x1" % (ROWS, COLS), manifest
+    for u in manifest["units"]:
+        assert (tmp_path / u["path"]).stat().st_size == u["bytes"], u
+    assert len(json.loads((tmp_path / "data.raid0").read_text())["units"]) == 2
+
+    good = subprocess.run([spools_bin, "fsck", str(tmp_path / "data.raid5")],
+                          capture_output=True, text=True, timeout=60)
+    assert good.returncode == 0, good
+    bad = subprocess.run([spools_bin, "fsck", str(tmp_path / "hurt.raid5")],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and "unit 1" in bad.stdout + bad.stderr, bad
+
+
+# ---- parallel pipe: a C producer job, a Rust consumer job --------------------------------
+
+def pipe_jobs(cprogs, consumer, start, finish, tmp_path, records, extra=(), readers=2):
+    """Starts the producer (3 ranks, pipe_producer.c) and the consumer (`readers` ranks of
+    program `consumer`) at once on a fresh pipe name; returns both Jobs."""
+    name = "c-%s" % uuid.uuid4().hex[:12]
+    env = {"SPOOLS_PIPE_DIR": str(tmp_path), "SPOOLS_PIPE_TIMEOUT": "60"}
+    args = [name, records, PIPE_ROWS, PIPE_COLS]
+    producer = start(3, [cprogs["pipe_producer"], *args, *extra], env)
+    reader = start(readers, [consumer, *args], env)
+    jobs = {}
+
+    def wait(key, started):
+        try:
+            jobs[key] = finish(*started)
+        except BaseException as e:  # noqa: BLE001 (raised below)
+            jobs[key] = e
+
+    t = threading.Thread(target=wait, args=("w", producer))
+    t.start()
+    wait("r", reader)
+    t.join()
+    for k in ("w", "r"):
+        if isinstance(jobs[k], BaseException):
+            raise jobs[k]
+    return jobs["w"], jobs["r"]
+
+
+PIPE_ROWS, PIPE_COLS = 13, 10
+
+
+def expect_consumer(r, records):
+    """The consumer's ranks (2, columns dealt cyclically) each report their values' sum."""
+    assert r.code == 0, r
+    total = 0
+    for rank in range(2):
+        cols = list(range(rank, PIPE_COLS, 2))
+        values = [1000 * k + i * PIPE_COLS + j
+                  for k in range(records) for i in range(PIPE_ROWS) for j in cols]
+        total += sum(values)
+        # (the sums are integers below 2**53: exact in the consumer's f64)
+        want = "read %d records, %d values, sum %d, columns %s" % (
+            records, len(values), sum(values), ",".join(map(str, cols)))
+        got = r.lines(rank)
+        assert got[:1] == [want], (rank, got, r)
+    assert r.lines(0)[1:] == ["total %d" % total], r
+
+
+def test_pipe(cprogs, pipe_consumer, start, finish, tmp_path):
+    """pipe_producer.c writes 7 records (rows in blocks over 3 ranks) into pipe:NAME;
+    examples/pipe_consumer.rs reads them with the columns cyclic over 2 ranks and checks
+    every value."""
+    w, r = pipe_jobs(cprogs, pipe_consumer, start, finish, tmp_path, 7)
+    w.expect_ok(3, ["wrote 7"])
+    expect_consumer(r, 7)
+
+
+def test_pipe_refuses_wrong_shares(cprogs, pipe_consumer, start, finish, tmp_path):
+    """Before its records the producer makes wrong calls, each refused without sending
+    anything: a read on a writer, a NULL pipe, shares 8 bytes too short and too long (the
+    header: SPOOLS_ERR_INVALID_ARG for "a share of the wrong size")."""
+    w, r = pipe_jobs(cprogs, pipe_consumer, start, finish, tmp_path, 3, ["--refusals"])
+    w.expect_ok(3, ["refused", "wrote 3"])
+    expect_consumer(r, 3)
+
+
+def test_pipe_c_to_c(cprogs, start, finish, tmp_path):
+    """The same records read by a C consumer (pipe_reader.c, 4 ranks, column pairs dealt
+    cyclically): spools_pipe_open_reader / spools_pipe_read / the end of the stream."""
+    w, r = pipe_jobs(cprogs, cprogs["pipe_reader"], start, finish, tmp_path, 5, readers=4)
+    w.expect_ok(3, ["wrote 5"])
+    r.expect_ok(4, ["read 5"])
+
+
+def test_pipe_with_no_records(cprogs, pipe_consumer, start, finish, tmp_path):
+    """A pipe closed at once: the consumer's first read is the end."""
+    w, r = pipe_jobs(cprogs, pipe_consumer, start, finish, tmp_path, 0)
+    w.expect_ok(3, ["wrote 0"])
+    assert r.code == 0, r
+    assert r.lines(0) == ["read 0 records, 0 values, sum 0, columns 0,2,4,6,8", "total 0"], r
+
+
+# ---- errors ------------------------------------------------------------------------------
+
+ERROR_SECTIONS = {
+    "api": ["handles", "args", "layout", "not-found"],
+    "missing-file": ["missing-file"],
+    "damaged-sums": ["damaged-sums"],
+    "damaged-raid5": ["damaged-raid5"],
+    "oversized-shares": ["oversized-shares"],
+    "aliased-buffers": ["aliased-buffers"],
+}
+
+
+@pytest.mark.parametrize("section", list(ERROR_SECTIONS))
+def test_errors(cprogs, run, tmp_path, section):
+    """Status codes, spools_strerror and spools_last_error_message of failing calls
+    (errors.c; each section its own job)."""
+    job = run(3, [cprogs["errors"], tmp_path, section])
+    job.expect_ok(3, ["version", "init"] + ERROR_SECTIONS[section] + ["finalize"])
+
+
+def test_a_failed_check_fails_the_job(cprogs, run, tmp_path):
+    """The harness itself: a failing check in a C program (here an unknown section) is
+    reported with FAIL, the call and the rank, and fails the whole job."""
+    job = run(3, [cprogs["errors"], tmp_path, "no-such-section"], timeout=60)
+    assert job.code != 0, job
+    assert "FAIL errors rank" in job.err and "unknown section no-such-section" in job.err, job
+
+
+# ---- active messages, regions, RPC -------------------------------------------------------
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_am_rpc(cprogs, run, n):
+    """Active-message handlers and RPC functions with ctx pointers, regions with put/get
+    (am_rpc.c)."""
+    job = run(n, [cprogs["am_rpc"]])
+    job.expect_ok(n, ["am-short", "am-batched", "am-progress", "am-bulk", "regions", "rpc",
+                      "done"])
+
+
+# ---- configuration, and the static library -----------------------------------------------
+
+@pytest.mark.parametrize("prog", ["config", "config_static"])
+def test_config(cprogs, run, prog):
+    """spools_config_string's truncation protocol and content, before and after init;
+    config_static is linked against libspools.a."""
+    job = run(2, [cprogs[prog], "48KiB"], env={"SPOOLS_EAGER_LIMIT": "48KiB"})
+    job.expect_ok(2, ["before-init", "world", "done"])
+
+
+def test_static_program_does_not_load_libspools(cprogs):
+    needed = subprocess.run(["readelf", "-d", str(cprogs["config_static"])],
+                            capture_output=True, text=True, check=True).stdout
+    assert "libspools" not in needed, needed
+    dynamic = subprocess.run(["readelf", "-d", str(cprogs["config"])],
+                             capture_output=True, text=True, check=True).stdout
+    assert "libspools.so.0" in dynamic, dynamic
+
+
+def test_config_bad_variable(cprogs, run):
+    """A bad SPOOLS_* variable: spools_config_string(NULL, ...) says which (no job)."""
+    job = run(1, [cprogs["config"], "--bad"], env={"SPOOLS_EAGER_LIMIT": "banana"},
+              launcher=False)
+    assert job.code == 0 and job.out.splitlines() == ["ok bad-variable"], job
