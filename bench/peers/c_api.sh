@@ -40,14 +40,15 @@ cd "$root"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
-    bash scripts/install-mpi.sh
+    bash scripts/install-mpi.sh >&2
 fi
 mpicc_ompi=$(command -v mpicc.openmpi || echo mpicc)
 mpirun_ompi=$(command -v mpirun.openmpi || echo mpirun)
 mpirun=("$mpirun_ompi" --allow-run-as-root --oversubscribe)
 
 echo "building (release) ..." >&2
-cargo build --release --locked -p spools-cli -p spools-c --example pingpong_rs >&2
+cargo build --release --locked -p spools-cli >&2
+cargo build --release --locked -p spools-c --example pingpong_rs >&2
 make --no-print-directory -C crates/spools-c install PREFIX="$out/prefix" >/dev/null
 export PKG_CONFIG_PATH="$out/prefix/lib/pkgconfig"
 for p in spools_pingpong spools_ring; do

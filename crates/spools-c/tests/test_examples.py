@@ -3,6 +3,7 @@ library, flags from pkg-config, `spools run -n 4`; every rank's lines checked.""
 
 import os
 import re
+import select
 import signal
 import subprocess
 from pathlib import Path
@@ -62,6 +63,8 @@ def test_stream_from_c_to_spools_recv(tmp_path):
                             start_new_session=True)
     try:
         # spools recv prints the address it listens on (first line of stderr).
+        ready, _, _ = select.select([recv.stderr], [], [], 60)
+        assert ready, "spools recv said nothing within 60 s"
         line = recv.stderr.readline()
         m = re.search(r"(127\.0\.0\.1:\d+)", line)
         assert m, line
