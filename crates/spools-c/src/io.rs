@@ -3,12 +3,14 @@
 use std::ffi::{c_char, c_void};
 use std::path::Path;
 
-use spools::{Commit, ExchangeOptions, Format, ReadOptions, Striping, WriteOptions};
+use spools::{
+    Commit, ExchangeError, ExchangeOptions, FileError, Format, ReadOptions, WriteOptions,
+};
 use spools_map::Layout;
 
 use crate::agree::settle;
 use crate::args::{bytes, bytes_mut, handle, string};
-use crate::errmap::{exchange_refused_by_all, exchange_remote, file_remote};
+
 use crate::layout::spools_layout_t;
 use crate::status::{guard, spools_status_t, Failure};
 use crate::world::spools_world_t;
@@ -71,7 +73,13 @@ pub unsafe extern "C" fn spools_redistribute(
             &ExchangeOptions::default(),
         )
         .map(drop);
-        settle(comm, problem, r, exchange_remote, exchange_refused_by_all)
+        settle(
+            comm,
+            problem,
+            r,
+            ExchangeError::remote_rank,
+            ExchangeError::refused_by_all,
+        )
     })
 }
 
@@ -161,33 +169,6 @@ fn share_problem(
     )))
 }
 
-fn format_arg(format: &str) -> Result<Format, Failure> {
-    match format {
-        "npy" => return Ok(Format::Npy),
-        "canonical" => return Ok(Format::Canonical),
-        _ => {}
-    }
-    let spec = match format.strip_prefix("raid0(") {
-        Some(rest) => format!("stripe({rest}"),
-        None => format.to_string(),
-    };
-    let bad = |why: String| {
-        Failure::arg(format!(
-            "format must be \"npy\", \"canonical\", \"raid0(unit=SIZE,count=K)\" or \
-             \"raid5(unit=SIZE,count=K)\"; got {format:?}{why}"
-        ))
-    };
-    if !(spec.starts_with("stripe(") || spec.starts_with("raid5(")) {
-        return Err(bad(String::new()));
-    }
-    let layout: Layout = spec.parse().map_err(|e| bad(format!(": {e}")))?;
-    Ok(Format::Striped(Striping {
-        layout,
-        dirs: Vec::new(),
-        node_local: false,
-    }))
-}
-
 /// The write options `p` sets.
 ///
 /// # Safety
@@ -203,7 +184,12 @@ unsafe fn write_options(p: *const spools_write_params_t) -> Result<WriteOptions,
     let has = |bit: u64| p.field_mask & bit != 0;
     if has(SPOOLS_WRITE_FIELD_FORMAT) {
         // SAFETY: the caller's contract.
-        o.format = format_arg(unsafe { string(p.format, "params.format") }?)?;
+        o.format = Format::parse(
+            unsafe { string(p.format, "params.format") }?,
+            Vec::new(),
+            false,
+        )
+        .map_err(|e| Failure::arg(e.to_string()))?;
     }
     if has(SPOOLS_WRITE_FIELD_SYNC) {
         o.sync = p.sync != 0;
@@ -268,7 +254,7 @@ pub unsafe extern "C" fn spools_write_file(
         let problem = share_problem(d.len(), &l.layout, u64::from(comm.rank()), "data")?;
         let d: &[u8] = if problem.is_some() { &[] } else { d };
         let r = spools_io::file::write(comm, Path::new(path), d, &l.layout, &opts).map(drop);
-        settle(comm, problem, r, file_remote, |_| true)
+        settle(comm, problem, r, FileError::remote_rank, |_| true)
     })
 }
 
@@ -320,6 +306,6 @@ pub unsafe extern "C" fn spools_read_file(
         let problem = share_problem(d.len(), &l.layout, u64::from(comm.rank()), "data")?;
         let d: &mut [u8] = if problem.is_some() { &mut [] } else { d };
         let r = spools_io::file::read(comm, Path::new(path), d, &l.layout, &o).map(drop);
-        settle(comm, problem, r, file_remote, |_| true)
+        settle(comm, problem, r, FileError::remote_rank, |_| true)
     })
 }

@@ -9,7 +9,6 @@ use spools_io::PipeError;
 
 use crate::agree::agree;
 use crate::args::{bytes, bytes_mut, handle, handle_mut, out, string, Handle};
-use crate::errmap::pipe_remote;
 use crate::io::share;
 use crate::layout::spools_layout_t;
 use crate::status::{guard, spools_status_t, Failure};
@@ -88,7 +87,7 @@ fn open(
     // Opening fails on every rank when it fails: every rank returns the faulty rank's
     // status.
     let end = make(r).map_err(|e| {
-        let who = pipe_remote(&e);
+        let who = e.remote_rank();
         agree(r, e.into(), who)
     })?;
     Ok(Box::into_raw(Box::new(spools_pipe_t {

@@ -9,7 +9,6 @@ use spools::{Communicator, StreamFormat, StreamWriter};
 
 use crate::agree::agree;
 use crate::args::{bytes, handle, handle_mut, out, string, Handle};
-use crate::errmap::stream_remote;
 use crate::io::share;
 use crate::layout::spools_layout_t;
 use crate::status::{guard, spools_status_t, Failure};
@@ -132,7 +131,7 @@ pub unsafe extern "C" fn spools_stream_open(
         // Opening fails on every rank when it fails: every rank returns the faulty rank's
         // status.
         let writer = StreamWriter::open_proving(r, dest, f, w.world.secret()).map_err(|e| {
-            let who = stream_remote(&e);
+            let who = e.remote_rank();
             agree(r, e.into(), who)
         })?;
         *stream = Box::into_raw(Box::new(spools_stream_t {

@@ -9,15 +9,14 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use spools::Communicator;
-use spools_io::file::{self, Commit, FileStats, Format, ReadOptions, Striping, WriteOptions};
+use spools_io::file::{self, Commit, FileStats, Format, ReadOptions, WriteOptions};
 use spools_io::FileError;
-use spools_map::Layout;
 
 use crate::buffer::Access;
 use crate::comm::Comm;
 use crate::errors::{self, Kind};
 use crate::layout::agree::agree;
-use crate::layout::redistribute::{check_part, check_units, destination, exchange_remote, io_comm};
+use crate::layout::redistribute::{check_part, check_units, destination, io_comm};
 use crate::layout::{exchange_error, layout_arg};
 use crate::runtime;
 
@@ -66,15 +65,6 @@ pub(crate) fn file_error(e: FileError, op: Op) -> PyErr {
     errors::raise(kind, error_chain(&e))
 }
 
-/// The faulty rank a file error names, when it is another rank's failure.
-fn file_remote(e: &FileError) -> Option<u32> {
-    match e {
-        FileError::Remote { rank, .. } => Some(*rank),
-        FileError::Exchange(x) => exchange_remote(x),
-        _ => None,
-    }
-}
-
 /// The outcome of a collective file call on this rank: `problem` is this rank's own
 /// argument error (it took part with nothing). When the call failed (on every rank),
 /// the ranks agree on the exception (see `layout/agree.rs`).
@@ -89,7 +79,7 @@ fn settle<T>(
         (Some(p), Err(_)) => Err(agree(py, comm, p, None)),
         (Some(p), Ok(_)) => Err(p),
         (None, Err(e)) => {
-            let remote = file_remote(&e);
+            let remote = e.remote_rank();
             Err(agree(py, comm, file_error(e, op), remote))
         }
         (None, Ok(s)) => Ok(s),
@@ -114,30 +104,7 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 /// A `format=` argument: `"npy"`, `"canonical"`, `"raid5(unit=..,count=K)"`,
 /// `"raid0(unit=..,count=K)"` (also spelt `"stripe(...)"`).
 fn format_arg(format: &str, dirs: Vec<PathBuf>, node_local: bool) -> PyResult<Format> {
-    match format {
-        "npy" => return Ok(Format::Npy),
-        "canonical" => return Ok(Format::Canonical),
-        _ => {}
-    }
-    let spec = match format.strip_prefix("raid0(") {
-        Some(rest) => format!("stripe({rest}"),
-        None => format.to_string(),
-    };
-    let bad = |why: String| {
-        errors::value_error(format!(
-            "format must be \"npy\", \"canonical\", \"raid0(unit=SIZE,count=K)\" or \
-             \"raid5(unit=SIZE,count=K)\"; got {format:?}{why}"
-        ))
-    };
-    if !(spec.starts_with("stripe(") || spec.starts_with("raid5(")) {
-        return Err(bad(String::new()));
-    }
-    let layout: Layout = spec.parse().map_err(|e| bad(format!(": {e}")))?;
-    Ok(Format::Striped(Striping {
-        layout,
-        dirs,
-        node_local,
-    }))
+    Format::parse(format, dirs, node_local).map_err(|e| errors::value_error(e.to_string()))
 }
 
 /// What a file operation did, as a dict.

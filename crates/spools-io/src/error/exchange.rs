@@ -150,3 +150,36 @@ pub enum ExchangeError {
     #[error("the ranks disagree on ExchangeOptions::single_copy (every rank must pass the same)")]
     MixedSingleCopy,
 }
+
+impl ExchangeError {
+    /// The rank this error names as the one at fault ([`ExchangeError::Remote`]): this
+    /// rank only heard that it failed. A binding then asks the ranks why (Python's and
+    /// C's "agree"), so that every rank reports the faulty rank's error.
+    ///
+    /// ```
+    /// use spools_io::ExchangeError;
+    /// assert_eq!(ExchangeError::Remote { rank: 2 }.remote_rank(), Some(2));
+    /// ```
+    pub fn remote_rank(&self) -> Option<u32> {
+        match self {
+            ExchangeError::Remote { rank } => Some(*rank),
+            _ => None,
+        }
+    }
+
+    /// Whether this is one of the checks every rank makes before anything moves (then
+    /// every rank failed the call, and the ranks may agree on the error); later errors (a
+    /// dead peer, a damaged transfer) are one rank's own.
+    pub fn refused_by_all(&self) -> bool {
+        matches!(
+            self,
+            ExchangeError::Remote { .. }
+                | ExchangeError::Buffers { .. }
+                | ExchangeError::BufferSize { .. }
+                | ExchangeError::Owners { .. }
+                | ExchangeError::TooManyUnits { .. }
+                | ExchangeError::OwnerOutOfRange { .. }
+                | ExchangeError::ElementSize { .. }
+        )
+    }
+}

@@ -150,6 +150,16 @@ pub enum FileError {
 }
 
 impl FileError {
+    /// The rank this error names as the one at fault (see
+    /// [`ExchangeError::remote_rank`](crate::ExchangeError::remote_rank)).
+    pub fn remote_rank(&self) -> Option<u32> {
+        match self {
+            FileError::Remote { rank, .. } => Some(*rank),
+            FileError::Exchange(x) => x.remote_rank(),
+            _ => None,
+        }
+    }
+
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         FileError::Io {
             op,

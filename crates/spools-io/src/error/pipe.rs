@@ -114,6 +114,16 @@ pub enum PipeError {
 }
 
 impl PipeError {
+    /// The rank this error names as the one at fault (see
+    /// [`ExchangeError::remote_rank`](crate::ExchangeError::remote_rank)).
+    pub fn remote_rank(&self) -> Option<u32> {
+        match self {
+            PipeError::Remote { rank } => Some(*rank),
+            PipeError::Exchange(x) => x.remote_rank(),
+            _ => None,
+        }
+    }
+
     pub(crate) fn io(step: PipeStep, source: std::io::Error) -> Self {
         PipeError::Io { step, source }
     }

@@ -127,6 +127,16 @@ pub enum StreamError {
 }
 
 impl StreamError {
+    /// The rank this error names as the one at fault (see
+    /// [`ExchangeError::remote_rank`](crate::ExchangeError::remote_rank)).
+    pub fn remote_rank(&self) -> Option<u32> {
+        match self {
+            StreamError::Remote { rank } => Some(*rank),
+            StreamError::Exchange(x) => x.remote_rank(),
+            _ => None,
+        }
+    }
+
     /// The error of link `link` failing with `source` (while sending ADU `at`, if any).
     pub(crate) fn of_link(
         link: u16,

@@ -67,7 +67,8 @@ use crate::error::{FileError, FormatDefect};
 use crate::error::NpyError;
 pub use manifest::{Manifest, UnitEntry, MANIFEST_FORMAT};
 pub use options::{
-    Commit, FileStats, Format, ReadOptions, Reshuffle, Striping, WriteOptions, DIRECT_MIN_RUN,
+    Commit, FileStats, Format, FormatNameError, ReadOptions, Reshuffle, Striping, WriteOptions,
+    DIRECT_MIN_RUN,
 };
 pub use reader::{Reader, Stored};
 pub use rows::Raid;

@@ -18,6 +18,66 @@ pub enum Format {
     Striped(Striping),
 }
 
+/// A format name that [`Format::parse`] does not know, or a striping spec that does not
+/// parse.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "format must be \"npy\", \"canonical\", \"raid0(unit=SIZE,count=K)\" or \
+     \"raid5(unit=SIZE,count=K)\"; got {given:?}{}",
+    why.as_ref().map(|w| format!(": {w}")).unwrap_or_default()
+)]
+pub struct FormatNameError {
+    /// The name given.
+    pub given: String,
+    /// Why a striping spec did not parse.
+    pub why: Option<spools_map::SpecError>,
+}
+
+impl Format {
+    /// The format named `name` as the Python and C interfaces spell it: `"npy"`,
+    /// `"canonical"`, `"raid0(unit=SIZE,count=K)"` (also `"stripe(...)"`) or
+    /// `"raid5(unit=SIZE,count=K)"`; a striped one with `dirs` and `node_local` as
+    /// [`Striping`] has them.
+    ///
+    /// ```
+    /// use spools_io::file::Format;
+    /// assert_eq!(Format::parse("npy", Vec::new(), false).unwrap(), Format::Npy);
+    /// assert!(matches!(Format::parse("raid5(unit=4KiB,count=3)", Vec::new(), false), Ok(Format::Striped(_))));
+    /// assert!(Format::parse("zip", Vec::new(), false).is_err());
+    /// ```
+    ///
+    /// # Errors
+    /// [`FormatNameError`] for another name or a striping spec that does not parse.
+    pub fn parse(
+        name: &str,
+        dirs: Vec<PathBuf>,
+        node_local: bool,
+    ) -> Result<Format, FormatNameError> {
+        match name {
+            "npy" => return Ok(Format::Npy),
+            "canonical" => return Ok(Format::Canonical),
+            _ => {}
+        }
+        let spec = match name.strip_prefix("raid0(") {
+            Some(rest) => format!("stripe({rest}"),
+            None => name.to_string(),
+        };
+        let bad = |why| FormatNameError {
+            given: name.to_string(),
+            why,
+        };
+        if !(spec.starts_with("stripe(") || spec.starts_with("raid5(")) {
+            return Err(bad(None));
+        }
+        let layout: Layout = spec.parse().map_err(|e| bad(Some(e)))?;
+        Ok(Format::Striped(Striping {
+            layout,
+            dirs,
+            node_local,
+        }))
+    }
+}
+
 /// Where and how a striped file's units live.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Striping {

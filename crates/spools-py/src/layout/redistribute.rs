@@ -32,30 +32,6 @@ pub(crate) fn exchange_error(e: ExchangeError) -> PyErr {
     errors::raise(kind, e.to_string())
 }
 
-/// The faulty rank an exchange error names, when it is another rank's failure.
-pub(crate) fn exchange_remote(e: &ExchangeError) -> Option<u32> {
-    match e {
-        ExchangeError::Remote { rank } => Some(*rank),
-        _ => None,
-    }
-}
-
-/// Whether an exchange error is one of the checks every rank agrees on before anything
-/// moves (then every rank failed, and they may agree on the exception); later errors
-/// (a dead peer, a damaged transfer) are one rank's own.
-fn refused_by_all(e: &ExchangeError) -> bool {
-    matches!(
-        e,
-        ExchangeError::Remote { .. }
-            | ExchangeError::Buffers { .. }
-            | ExchangeError::BufferSize { .. }
-            | ExchangeError::Owners { .. }
-            | ExchangeError::TooManyUnits { .. }
-            | ExchangeError::OwnerOutOfRange { .. }
-            | ExchangeError::ElementSize { .. }
-    )
-}
-
 /// The communicator a collective I/O call of `slf` runs on: the world's I/O duplicate
 /// for `World`, the communicator's own duplicate for any other (each made by the first
 /// such call, so that the call's messages never match the program's own).
@@ -295,10 +271,10 @@ impl Comm {
         });
         match (problem, r) {
             // The others failed too (this rank's part was needed): they learn why.
-            (Some(p), Err(e)) if refused_by_all(&e) => return Err(agree(py, &comm, p, None)),
+            (Some(p), Err(e)) if e.refused_by_all() => return Err(agree(py, &comm, p, None)),
             (Some(p), _) => return Err(p),
-            (None, Err(e)) if refused_by_all(&e) => {
-                let remote = exchange_remote(&e);
+            (None, Err(e)) if e.refused_by_all() => {
+                let remote = e.remote_rank();
                 return Err(agree(py, &comm, exchange_error(e), remote));
             }
             (None, Err(e)) => return Err(exchange_error(e)),
