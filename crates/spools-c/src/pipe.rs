@@ -98,6 +98,37 @@ fn open(
     })))
 }
 
+/// Opens a writing (`output`) or reading end: the body of both open calls.
+///
+/// # Safety
+/// As `spools_pipe_open_writer()`.
+unsafe fn open_end(
+    world: *const spools_world_t,
+    name: *const c_char,
+    layout: *const spools_layout_t,
+    pipe: *mut *mut spools_pipe_t,
+    output: bool,
+) -> spools_status_t {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let w = unsafe { handle(world) }?;
+        // SAFETY: the caller's contract.
+        let l = unsafe { handle(layout) }?;
+        // SAFETY: the caller's contract.
+        let pipe = unsafe { out(pipe, "pipe") }?;
+        // SAFETY: the caller's contract.
+        let n = unsafe { name_arg(name, output) }?;
+        *pipe = open(w, l, |c| {
+            Ok(if output {
+                End::Writer(PipeWriter::open(c, &n, &l.layout)?)
+            } else {
+                End::Reader(PipeReader::open(c, &n, &l.layout)?)
+            })
+        })?;
+        Ok(())
+    })
+}
+
 /// Opens the writing end of pipe `name` (`"pipe:NAME"`, `"tcp:HOST:PORT"`, `"stdout"`;
 /// NULL: `SPOOLS_PIPE_OUT`, else stdout) for records distributed as `layout`.
 /// Collective over the world; waits for the consumer program (up to
@@ -125,20 +156,8 @@ pub unsafe extern "C" fn spools_pipe_open_writer(
     layout: *const spools_layout_t,
     pipe: *mut *mut spools_pipe_t,
 ) -> spools_status_t {
-    guard(|| {
-        // SAFETY: the caller's contract.
-        let w = unsafe { handle(world) }?;
-        // SAFETY: the caller's contract.
-        let l = unsafe { handle(layout) }?;
-        // SAFETY: the caller's contract.
-        let pipe = unsafe { out(pipe, "pipe") }?;
-        // SAFETY: the caller's contract.
-        let n = unsafe { name_arg(name, true) }?;
-        *pipe = open(w, l, |c| {
-            Ok(End::Writer(PipeWriter::open(c, &n, &l.layout)?))
-        })?;
-        Ok(())
-    })
+    // SAFETY: the caller's contract.
+    unsafe { open_end(world, name, layout, pipe, true) }
 }
 
 /// Opens the reading end of pipe `name` (NULL: `SPOOLS_PIPE_IN`, else stdin) for records
@@ -155,20 +174,8 @@ pub unsafe extern "C" fn spools_pipe_open_reader(
     layout: *const spools_layout_t,
     pipe: *mut *mut spools_pipe_t,
 ) -> spools_status_t {
-    guard(|| {
-        // SAFETY: the caller's contract.
-        let w = unsafe { handle(world) }?;
-        // SAFETY: the caller's contract.
-        let l = unsafe { handle(layout) }?;
-        // SAFETY: the caller's contract.
-        let pipe = unsafe { out(pipe, "pipe") }?;
-        // SAFETY: the caller's contract.
-        let n = unsafe { name_arg(name, false) }?;
-        *pipe = open(w, l, |c| {
-            Ok(End::Reader(PipeReader::open(c, &n, &l.layout)?))
-        })?;
-        Ok(())
-    })
+    // SAFETY: the caller's contract.
+    unsafe { open_end(world, name, layout, pipe, false) }
 }
 
 /// Sends the next record: this rank's share, `len` bytes. Collective over the
