@@ -352,9 +352,18 @@ mod tests {
             .arg("600")
             .spawn()
             .unwrap_or_else(|e| panic!("spawn sleep: {e}"));
-        // Running while it starts, then asleep: wait for that (bounded).
+        // Running while it starts (and briefly asleep in between, while fork and exec
+        // wait on the kernel: a moment seen once under load), then blocked in its sleep
+        // system call for good: wait for that (bounded), as the kernel reports it.
+        let in_sleep = |pid: u32| {
+            let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+            let call = std::fs::read_to_string(format!("/proc/{pid}/syscall")).unwrap_or_default();
+            wchan.contains("nanosleep")
+                || (cfg!(target_arch = "x86_64")
+                    && (call.starts_with("35 ") || call.starts_with("230 ")))
+        };
         let start = std::time::Instant::now();
-        while super::is_busy(sleeper.id()) && start.elapsed() < std::time::Duration::from_secs(60) {
+        while !in_sleep(sleeper.id()) && start.elapsed() < std::time::Duration::from_secs(60) {
             std::thread::yield_now();
         }
         let busy = super::is_busy(sleeper.id());
