@@ -211,7 +211,10 @@ typedef struct {
 
 // A handler: called with each message sent to it and the `ctx` given at registration,
 // on whichever thread drives progress (the caller of a Spools call that waits, or the
-// progress thread). It must be quick and must not call Spools functions that wait.
+// progress thread). It must be quick and must not call Spools functions that wait or
+// send: no active-message sends, puts or gets (the thread running it may hold the
+// world's endpoint, which they take), no blocking messages or collectives. It records
+// what arrived (a counter, a flag, a queue) for the program to act on.
 typedef void (*spools_am_handler_fn)(const spools_am_msg_t *msg, void *ctx);
 
 // A condition for `spools_am_wait_until()`: non-zero when the wait is over.

@@ -28,7 +28,10 @@ pub struct spools_am_msg_t {
 
 /// A handler: called with each message sent to it and the `ctx` given at registration,
 /// on whichever thread drives progress (the caller of a Spools call that waits, or the
-/// progress thread). It must be quick and must not call Spools functions that wait.
+/// progress thread). It must be quick and must not call Spools functions that wait or
+/// send: no active-message sends, puts or gets (the thread running it may hold the
+/// world's endpoint, which they take), no blocking messages or collectives. It records
+/// what arrived (a counter, a flag, a queue) for the program to act on.
 pub type spools_am_handler_fn =
     Option<unsafe extern "C" fn(msg: *const spools_am_msg_t, ctx: *mut c_void)>;
 
