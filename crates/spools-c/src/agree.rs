@@ -16,24 +16,7 @@ fn encode(f: &Failure) -> Vec<u8> {
 
 fn decode(b: &[u8], rank: u32) -> Option<Failure> {
     let code = u32::from_le_bytes(b.get(..4)?.try_into().ok()?);
-    let status = [
-        S::SPOOLS_ERR_INVALID_ARG,
-        S::SPOOLS_ERR_TRUNCATED,
-        S::SPOOLS_ERR_PEER_GONE,
-        S::SPOOLS_ERR_LAYOUT,
-        S::SPOOLS_ERR_IO,
-        S::SPOOLS_ERR_DAMAGED,
-        S::SPOOLS_ERR_NOT_FOUND,
-        S::SPOOLS_ERR_INIT,
-        S::SPOOLS_ERR_FINALIZED,
-        S::SPOOLS_ERR_REMOTE,
-        S::SPOOLS_ERR_TRANSPORT,
-        S::SPOOLS_ERR_VERSION,
-        S::SPOOLS_ERR_INTERRUPTED,
-        S::SPOOLS_ERR_INTERNAL,
-    ]
-    .into_iter()
-    .find(|s| *s as u32 == code)?;
+    let status = S::from_code(code)?;
     Some(Failure::new(
         status,
         format!(

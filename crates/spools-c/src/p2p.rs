@@ -39,22 +39,36 @@ impl From<Status> for spools_msg_status_t {
     }
 }
 
-/// The status a truncation error describes, if it is one.
-pub(crate) fn truncated_status(e: &MsgError) -> Option<spools_msg_status_t> {
-    match e {
-        MsgError::Truncated {
+/// Fills `status` (when not NULL) with what a finished receive or send reports: its
+/// status, or after a truncation the sender, tag and full length of the message that did
+/// not fit; gives the error otherwise.
+///
+/// # Safety
+/// `status` is NULL or writable.
+pub(crate) unsafe fn report(
+    status: *mut spools_msg_status_t,
+    r: Result<Status, MsgError>,
+) -> Result<(), Failure> {
+    let st = match &r {
+        Ok(st) => Some((*st).into()),
+        Err(MsgError::Truncated {
             len,
             source_rank,
             tag,
             ..
-        } => Some(spools_msg_status_t {
+        }) => Some(spools_msg_status_t {
             source: *source_rank,
             tag: *tag,
             len: *len,
             cancelled: 0,
         }),
-        _ => None,
+        Err(_) => None,
+    };
+    if let Some(st) = st {
+        // SAFETY: the caller's contract.
+        unsafe { maybe_out(status, st) };
     }
+    r.map(drop).map_err(Failure::from)
 }
 
 /// A receive's `src` argument.
@@ -148,20 +162,9 @@ pub unsafe extern "C" fn spools_recv(
         let c = unsafe { handle(comm) }?;
         // SAFETY: the caller's contract.
         let dst = unsafe { bytes_mut(buf, cap, "buf") }?;
-        match c.comm.recv(dst, source(src)?, self::tag(tag)?) {
-            Ok(st) => {
-                // SAFETY: the caller's contract.
-                unsafe { maybe_out(status, st.into()) };
-                Ok(())
-            }
-            Err(e) => {
-                if let Some(st) = truncated_status(&e) {
-                    // SAFETY: the caller's contract.
-                    unsafe { maybe_out(status, st) };
-                }
-                Err(e.into())
-            }
-        }
+        let r = c.comm.recv(dst, source(src)?, self::tag(tag)?);
+        // SAFETY: the caller's contract.
+        unsafe { report(status, r) }
     })
 }
 

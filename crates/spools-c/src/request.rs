@@ -6,9 +6,9 @@ use std::ptr::NonNull;
 use spools::{Completion, MsgError, Request};
 use spools_msg::PinnedBuf;
 
-use crate::args::{bytes, handle, handle_mut, maybe_out, out, Handle};
+use crate::args::{bytes, handle, handle_mut, out, Handle};
 use crate::comm::spools_comm_t;
-use crate::p2p::{source, spools_msg_status_t, tag, truncated_status};
+use crate::p2p::{report, source, spools_msg_status_t, tag};
 use crate::status::{guard, spools_status_t, Failure};
 
 /// A non-blocking send or receive in flight. Complete it with `spools_wait()`,
@@ -154,20 +154,8 @@ unsafe fn finish(
     b.magic = 0;
     drop(b);
     *slot = std::ptr::null_mut();
-    match r {
-        Ok(c) => {
-            // SAFETY: the caller's contract.
-            unsafe { maybe_out(status, c.status.into()) };
-            Ok(())
-        }
-        Err(e) => {
-            if let Some(st) = truncated_status(&e) {
-                // SAFETY: the caller's contract.
-                unsafe { maybe_out(status, st) };
-            }
-            Err(e.into())
-        }
-    }
+    // SAFETY: the caller's contract.
+    unsafe { report(status, r.map(|c| c.status)) }
 }
 
 /// Waits until the request completes, then frees it and sets `*req` to NULL; `status`

@@ -49,6 +49,32 @@ pub enum spools_status_t {
 
 use spools_status_t as S;
 
+impl spools_status_t {
+    /// Every status, in the order of their values.
+    const ALL: [S; 15] = [
+        S::SPOOLS_OK,
+        S::SPOOLS_ERR_INVALID_ARG,
+        S::SPOOLS_ERR_TRUNCATED,
+        S::SPOOLS_ERR_PEER_GONE,
+        S::SPOOLS_ERR_LAYOUT,
+        S::SPOOLS_ERR_IO,
+        S::SPOOLS_ERR_DAMAGED,
+        S::SPOOLS_ERR_NOT_FOUND,
+        S::SPOOLS_ERR_INIT,
+        S::SPOOLS_ERR_FINALIZED,
+        S::SPOOLS_ERR_REMOTE,
+        S::SPOOLS_ERR_TRANSPORT,
+        S::SPOOLS_ERR_VERSION,
+        S::SPOOLS_ERR_INTERRUPTED,
+        S::SPOOLS_ERR_INTERNAL,
+    ];
+
+    /// The status whose value is `code`, if there is one.
+    pub(crate) fn from_code(code: u32) -> Option<S> {
+        Self::ALL.into_iter().find(|s| *s as u32 == code)
+    }
+}
+
 /// A failed call: its status and its message.
 #[derive(Debug)]
 pub(crate) struct Failure {
