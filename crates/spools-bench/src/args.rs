@@ -183,7 +183,7 @@ pub struct IoArgs {
     /// Read with this layout instead of --layout (any number of units up to the ranks).
     #[arg(long)]
     pub(crate) read_layout: Option<String>,
-    /// canonical, npy, stripe(unit=..,count=K) or raid5(unit=..,count=K).
+    /// canonical, npy, stripe(unit=..,count=K), raid5(unit=..,count=K) or zarr(chunk=AxB,[shard=CxD,][codec=zstd|gzip|none,][level=N]).
     #[arg(long, default_value = "canonical")]
     pub(crate) format: String,
     /// Directories of a striped file's units, comma-separated (unit u in dir u % len).

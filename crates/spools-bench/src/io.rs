@@ -93,6 +93,8 @@ fn format_of(a: &IoArgs) -> Result<Format, BenchError> {
     Ok(match a.format.as_str() {
         "canonical" => Format::Canonical,
         "npy" => Format::Npy,
+        spec if spec.starts_with("zarr(") => Format::parse(spec, Vec::new(), false)
+            .map_err(|e| BenchError::Invalid(e.to_string()))?,
         spec => {
             let layout = parse_layout("--format", spec)?;
             if !matches!(layout, Layout::Stripe(_) | Layout::Raid5(_)) {
@@ -126,6 +128,10 @@ fn remove(path: &Path) {
                 let _ = std::fs::remove_file(format!("{base}.s{}", 1 - m.slot));
             }
         }
+    }
+    if path.join("zarr.json").is_file() {
+        let _ = std::fs::remove_dir_all(path);
+        return;
     }
     let _ = std::fs::remove_file(path);
     let _ = std::fs::remove_file(spools_io::file::sidecar_path(path));

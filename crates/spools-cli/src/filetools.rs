@@ -127,6 +127,31 @@ pub(crate) fn fsck(a: &FileArg) -> Result<()> {
     for w in &rep.wrong_size {
         println!("unit {} ({}): {}", w.unit, w.path.display(), w.problem);
     }
+    for c in &rep.chunks {
+        println!(
+            "shard {}: chunk {:?}: {}",
+            c.key.display(),
+            c.chunk,
+            c.problem
+        );
+    }
+    let zarr = a.file.join("zarr.json").is_file();
+    if zarr && rep.chunks.is_empty() {
+        println!(
+            "{}: {} chunks, every shard index and chunk checksum good",
+            a.file.display(),
+            rep.blocks
+        );
+        return Ok(());
+    }
+    if zarr {
+        bail!(
+            "{}: {} damaged or lost chunk(s) of {}",
+            a.file.display(),
+            rep.chunks.len(),
+            rep.blocks
+        );
+    }
     if rep.bad.is_empty() && rep.parity_mismatch.is_empty() && rep.wrong_size.is_empty() {
         println!(
             "{}: {} blocks, all checksums and parity good",

@@ -128,6 +128,26 @@ pub enum FileError {
         /// The file.
         path: PathBuf,
     },
+    /// A stored chunk or shard of a Zarr array is damaged (or, in an array Spools wrote
+    /// whole, missing).
+    #[error("{key}: chunk {chunk:?} of the shard: {defect}")]
+    ZarrChunk {
+        /// The key's file (the shard, or the chunk of an unsharded array).
+        key: PathBuf,
+        /// The chunk's grid coordinates inside the shard (zeros for an unsharded array).
+        chunk: Vec<u64>,
+        /// What is wrong.
+        defect: crate::error::ChunkDefect,
+    },
+    /// A write would replace something that is not a parallel file of its format (a Zarr
+    /// array replaces only a Zarr array or an empty directory).
+    #[error("{path} exists and is not {what}: not replaced")]
+    NotReplaced {
+        /// The path.
+        path: PathBuf,
+        /// What it would have to be.
+        what: &'static str,
+    },
     /// Options that cannot go together.
     #[error("{0}")]
     Options(&'static str),
@@ -172,6 +192,12 @@ impl FileError {
 /// What is wrong with a parallel file's manifest or `.npy` header.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FormatDefect {
+    /// A directory that is not a Zarr array (it holds no `zarr.json`).
+    #[error("a directory without zarr.json is not a parallel file")]
+    NotParallelFile,
+    /// A Zarr array's metadata is malformed or uses what Spools does not support.
+    #[error(transparent)]
+    Zarr(#[from] crate::error::ZarrError),
     /// Not JSON of a manifest's shape.
     #[error("not a manifest: {reason}")]
     NotManifest {
@@ -299,9 +325,23 @@ pub enum NpyError {
     /// A required key is missing.
     #[error(".npy header lacks {0}")]
     Lacks(&'static str),
-    /// `descr` is not a simple quoted string.
-    #[error(".npy descr is not a simple string")]
+    /// `descr` is not a simple quoted string (a structured dtype is a list).
+    #[error(".npy descr is not a simple string (structured dtypes are not supported)")]
     Descr,
+    /// The header is not the Python dictionary literal NumPy writes.
+    #[error(".npy header is not a dictionary literal: {what} at byte {at}")]
+    Syntax {
+        /// What was expected or found.
+        what: &'static str,
+        /// Byte offset in the dictionary text.
+        at: usize,
+    },
+    /// A key other than `descr`, `fortran_order` and `shape`, or one given twice.
+    #[error(".npy header key {0:?} is unexpected or repeated")]
+    Key(String),
+    /// `fortran_order` is not `True` or `False`.
+    #[error(".npy fortran_order is not True or False")]
+    FortranOrder,
     /// An element type this reader does not understand.
     #[error(".npy dtype {0} is not understood")]
     Dtype(String),

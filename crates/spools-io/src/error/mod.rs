@@ -6,6 +6,7 @@ mod pipe;
 mod side;
 mod stream;
 mod stream_recv;
+mod zarr;
 
 pub use exchange::ExchangeError;
 pub use file::{FileError, FormatDefect, NpyError};
@@ -13,3 +14,4 @@ pub use pipe::{FrameError, PipeError, PipeStep, PipeViolation};
 pub use side::Side;
 pub use stream::StreamError;
 pub use stream_recv::StreamRecvError;
+pub use zarr::{ChunkDefect, ZarrError};

@@ -26,6 +26,8 @@ pub(super) enum Kind {
     Manifest(Vec<u8>),
     /// A plain file: the stream starts at `offset` and holds `bytes`.
     Plain { offset: u64, bytes: u64 },
+    /// A Zarr array's directory, with its `zarr.json` text.
+    Zarr(Vec<u8>),
 }
 
 impl Kind {
@@ -36,6 +38,7 @@ impl Kind {
                 v.extend_from_slice(t);
                 v
             }
+            Kind::Zarr(t) => [b"Z".as_slice(), t].concat(),
             Kind::Plain { offset, bytes } => {
                 let mut v = vec![b'P'];
                 v.extend_from_slice(&offset.to_le_bytes());
@@ -48,6 +51,7 @@ impl Kind {
     pub(super) fn decode(b: &[u8]) -> Option<Kind> {
         match b.split_first()? {
             (b'M', t) => Some(Kind::Manifest(t.to_vec())),
+            (b'Z', t) => Some(Kind::Zarr(t.to_vec())),
             (b'P', t) if t.len() == 16 => Some(Kind::Plain {
                 offset: u64::from_le_bytes(t[..8].try_into().ok()?),
                 bytes: u64::from_le_bytes(t[8..].try_into().ok()?),
@@ -65,6 +69,15 @@ pub(super) fn inspect(path: &Path) -> Result<Kind, FileError> {
 /// [`inspect`] for a reader with `layout`: the element type and shape a `.npy` header
 /// records must be the layout's ([`FileError::DatasetMismatch`]).
 pub(super) fn inspect_for(path: &Path, layout: Option<&Layout>) -> Result<Kind, FileError> {
+    if path.is_dir() {
+        return match super::zarr::read_meta(path)? {
+            Some(text) => Ok(Kind::Zarr(text)),
+            None => Err(FileError::Format {
+                path: path.to_path_buf(),
+                defect: FormatDefect::NotParallelFile,
+            }),
+        };
+    }
     let f = sys::open_read(path)?;
     let len = f
         .metadata()
@@ -263,7 +276,7 @@ pub(super) fn write(
 
 /// Rank 0 tells the others the file it prepared (`made`) or that it could not (`ready`),
 /// in one broadcast: a status byte, then the path. Returns the path every rank writes.
-fn announce(
+pub(super) fn announce(
     comm: &Communicator,
     path: &Path,
     made: &Path,

@@ -56,6 +56,7 @@ mod striped;
 mod sums;
 mod sys;
 pub mod tools;
+mod zarr;
 
 use std::path::Path;
 
@@ -67,11 +68,12 @@ use crate::error::{FileError, FormatDefect};
 use crate::error::NpyError;
 pub use manifest::{Manifest, UnitEntry, MANIFEST_FORMAT};
 pub use options::{
-    Commit, FileStats, Format, FormatNameError, ReadOptions, Reshuffle, Striping, WriteOptions,
-    DIRECT_MIN_RUN,
+    Commit, FileStats, Format, FormatNameError, FormatSpecError, ReadOptions, Reshuffle, Striping,
+    WriteOptions, DIRECT_MIN_RUN,
 };
 pub use reader::{Reader, Stored};
 pub use rows::Raid;
+pub use zarr::{Compressor, ZarrMeta};
 
 /// Parses a `.npy` header at the start of `head`: (data offset, dataset bytes).
 ///
@@ -113,6 +115,18 @@ pub fn write(
         Format::Canonical => canonical::write(comm, path, data, layout, opts, false),
         Format::Npy => canonical::write(comm, path, data, layout, opts, true),
         Format::Striped(s) => striped::write(comm, path, data, layout, opts, s),
+        Format::Zarr {
+            chunks,
+            shards,
+            compressor,
+        } => zarr::write(
+            comm,
+            path,
+            data,
+            layout,
+            opts,
+            (chunks, shards.as_deref(), *compressor),
+        ),
     }
 }
 
@@ -134,8 +148,12 @@ pub fn read(
     // Rank 0 looks at the file and checks that it records the reader's dataset.
     let info = decided_by_rank0(comm, path, || {
         let kind = canonical::inspect_for(path, Some(layout))?;
-        if let canonical::Kind::Manifest(text) = &kind {
-            check_dataset(path, &Manifest::parse(path, text)?, layout)?;
+        match &kind {
+            canonical::Kind::Manifest(text) => {
+                check_dataset(path, &Manifest::parse(path, text)?, layout)?
+            }
+            canonical::Kind::Zarr(text) => zarr::check(path, &zarr::parse(path, text)?, layout)?,
+            canonical::Kind::Plain { .. } => {}
         }
         Ok(kind)
     })?;
@@ -147,6 +165,7 @@ pub fn read(
         canonical::Kind::Plain { offset, bytes } => {
             canonical::read(comm, path, data, layout, opts, offset, bytes)
         }
+        canonical::Kind::Zarr(text) => zarr::read(comm, path, &text, data, layout, opts),
     }
 }
 

@@ -89,11 +89,13 @@ pub(crate) fn expected(layout: &Layout) -> Option<(String, Vec<u64>)> {
 }
 
 /// A dtype string with the byte-order mark of one-byte types dropped (`|u1`, `<u1` and
-/// `=u1` are the same type).
+/// `=u1` are the same type), and native order (`=`) written as little-endian (Spools
+/// runs on little-endian machines).
 pub(crate) fn normal_descr(d: &str) -> String {
     let one_byte = d.len() == 3 && d.ends_with('1');
     match d.chars().next() {
         Some('|' | '<' | '=' | '>') if one_byte => format!("|{}", &d[1..]),
+        Some('=') => format!("<{}", &d[1..]),
         _ => d.to_string(),
     }
 }
@@ -133,7 +135,116 @@ pub(crate) fn parse(head: &[u8]) -> Result<(u64, u64), NpyError> {
     parse_full(head).map(|h| (h.offset, h.bytes))
 }
 
-/// Parses a header at the start of `head`.
+/// A value of the header's dictionary.
+enum Val {
+    Str(String),
+    Bool(bool),
+    Tuple(Vec<u64>),
+    Other,
+}
+
+/// A strict reader of the dictionary literal NumPy writes: `{'key': value, ...}` with
+/// string, `True`/`False` and tuple-of-integers values, then padding.
+struct Lit<'a> {
+    s: &'a [u8],
+    at: usize,
+}
+
+impl Lit<'_> {
+    fn err(&self, what: &'static str) -> NpyError {
+        NpyError::Syntax { what, at: self.at }
+    }
+
+    fn ws(&mut self) {
+        while self.at < self.s.len() && self.s[self.at].is_ascii_whitespace() {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        self.ws();
+        if self.s.get(self.at) == Some(&c) {
+            self.at += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn string(&mut self) -> Result<String, NpyError> {
+        self.ws();
+        let q = match self.s.get(self.at) {
+            Some(&q @ (b'\'' | b'"')) => q,
+            _ => return Err(self.err("a quoted string expected")),
+        };
+        let start = self.at + 1;
+        let end = self.s[start..]
+            .iter()
+            .position(|&c| c == q || c == b'\\')
+            .map(|p| start + p)
+            .filter(|&e| self.s[e] == q)
+            .ok_or_else(|| self.err("an unterminated or escaped string"))?;
+        self.at = end + 1;
+        Ok(String::from_utf8_lossy(&self.s[start..end]).into_owned())
+    }
+
+    fn int(&mut self) -> Result<u64, NpyError> {
+        self.ws();
+        let start = self.at;
+        while self.at < self.s.len() && self.s[self.at].is_ascii_digit() {
+            self.at += 1;
+        }
+        let t = std::str::from_utf8(&self.s[start..self.at]).unwrap_or("");
+        // NumPy writes plain integers; a Python 2 long (`3L`) is accepted too.
+        if self.s.get(self.at) == Some(&b'L') {
+            self.at += 1;
+        }
+        t.parse().map_err(|_| {
+            NpyError::ShapeEntry(
+                String::from_utf8_lossy(&self.s[start..self.at.max(start + 1).min(self.s.len())])
+                    .into_owned(),
+            )
+        })
+    }
+
+    fn value(&mut self) -> Result<Val, NpyError> {
+        self.ws();
+        match self.s.get(self.at) {
+            Some(b'\'' | b'"') => Ok(Val::Str(self.string()?)),
+            Some(b'(') => {
+                self.at += 1;
+                let mut dims = Vec::new();
+                loop {
+                    if self.eat(b')') {
+                        break;
+                    }
+                    dims.push(self.int()?);
+                    if self.eat(b')') {
+                        break;
+                    }
+                    if !self.eat(b',') {
+                        return Err(self.err("',' or ')' expected in the shape"));
+                    }
+                }
+                Ok(Val::Tuple(dims))
+            }
+            _ if self.s[self.at..].starts_with(b"True") => {
+                self.at += 4;
+                Ok(Val::Bool(true))
+            }
+            _ if self.s[self.at..].starts_with(b"False") => {
+                self.at += 5;
+                Ok(Val::Bool(false))
+            }
+            Some(b'[') => Ok(Val::Other),
+            _ => Err(self.err("a value expected")),
+        }
+    }
+}
+
+/// Parses a header at the start of `head`: the dictionary literal exactly as NumPy writes
+/// it (the keys `descr`, `fortran_order` and `shape`, each once, nothing else), padded
+/// with spaces to a newline.
 ///
 /// # Errors
 /// [`NpyError`]: what is wrong.
@@ -152,42 +263,109 @@ pub(crate) fn parse_full(head: &[u8]) -> Result<Header, NpyError> {
     let dict = head
         .get(start..start + hlen)
         .ok_or(NpyError::Cut { hlen })?;
-    let dict = std::str::from_utf8(dict).map_err(|_| NpyError::NotText)?;
-    let field = |key: &'static str| -> Result<&str, NpyError> {
-        let at = dict
-            .find(&format!("'{key}':"))
-            .ok_or(NpyError::Lacks(key))?;
-        Ok(dict[at + key.len() + 3..].trim_start())
-    };
-    let descr = field("descr")?;
-    let descr = descr
-        .strip_prefix('\'')
-        .and_then(|d| d.split('\'').next())
-        .ok_or(NpyError::Descr)?;
-    let item: u64 = descr
-        .get(2..)
-        .and_then(|n| n.parse().ok())
-        .filter(|&n: &u64| n > 0)
-        .ok_or_else(|| NpyError::Dtype(descr.to_owned()))?;
-    let shape = field("shape")?;
-    let shape = shape
-        .strip_prefix('(')
-        .and_then(|s| s.split(')').next())
-        .ok_or(NpyError::ShapeNotTuple)?;
-    let mut total = item;
-    let mut dims = Vec::new();
-    for d in shape.split(',').map(str::trim).filter(|d| !d.is_empty()) {
-        let n: u64 = d.parse().map_err(|_| NpyError::ShapeEntry(d.to_owned()))?;
-        total = total.checked_mul(n).ok_or(NpyError::ShapeOverflow)?;
-        dims.push(n);
+    if std::str::from_utf8(dict).is_err() {
+        return Err(NpyError::NotText);
     }
-    let fortran = field("fortran_order").is_ok_and(|f| f.starts_with("True"));
+    let mut p = Lit { s: dict, at: 0 };
+    if !p.eat(b'{') {
+        return Err(p.err("'{' expected"));
+    }
+    let (mut descr, mut fortran, mut shape) = (None, None, None);
+    loop {
+        if p.eat(b'}') {
+            break;
+        }
+        let key = p.string()?;
+        if !p.eat(b':') {
+            return Err(p.err("':' expected"));
+        }
+        let v = p.value()?;
+        let slot_taken = match key.as_str() {
+            "descr" => descr.replace(v).is_some(),
+            "fortran_order" => fortran.replace(v).is_some(),
+            "shape" => shape.replace(v).is_some(),
+            _ => true,
+        };
+        if slot_taken {
+            return Err(NpyError::Key(key));
+        }
+        if p.eat(b'}') {
+            break;
+        }
+        if !p.eat(b',') {
+            return Err(p.err("',' or '}' expected"));
+        }
+    }
+    // Only padding (spaces) and the final newline may follow.
+    if dict[p.at..]
+        .iter()
+        .any(|&c| c != b' ' && c != b'\n' && c != b'\x00')
+    {
+        return Err(p.err("text after the dictionary"));
+    }
+    let descr = match descr.ok_or(NpyError::Lacks("descr"))? {
+        Val::Str(d) => d,
+        _ => return Err(NpyError::Descr),
+    };
+    let fortran = match fortran.ok_or(NpyError::Lacks("fortran_order"))? {
+        Val::Bool(b) => b,
+        _ => return Err(NpyError::FortranOrder),
+    };
+    let dims = match shape.ok_or(NpyError::Lacks("shape"))? {
+        Val::Tuple(d) => d,
+        _ => return Err(NpyError::ShapeNotTuple),
+    };
+    let item = item_size(&descr).ok_or_else(|| NpyError::Dtype(descr.clone()))?;
+    let total = dims
+        .iter()
+        .try_fold(item, |t, &n| t.checked_mul(n))
+        .ok_or(NpyError::ShapeOverflow)?;
     Ok(Header {
         offset: (start + hlen) as u64,
         bytes: total,
-        descr: descr.to_string(),
+        descr,
         shape: dims,
         fortran,
+    })
+}
+
+/// The item size of a simple dtype string (`<f8`, `|u1`, `>i4`, `|V12`, `<U3`), or
+/// `None` when it is not one.
+fn item_size(d: &str) -> Option<u64> {
+    let b = d.as_bytes();
+    if b.len() < 3 || !matches!(b[0], b'<' | b'>' | b'|' | b'=') {
+        return None;
+    }
+    let n: u64 = d[2..].parse().ok().filter(|&n| n > 0)?;
+    match b[1] {
+        b'b' if n == 1 => Some(1),
+        b'i' | b'u' if matches!(n, 1 | 2 | 4 | 8) => Some(n),
+        b'f' if matches!(n, 2 | 4 | 8 | 16) => Some(n),
+        b'c' if matches!(n, 8 | 16 | 32) => Some(n),
+        b'V' | b'S' => Some(n),
+        b'U' => n.checked_mul(4),
+        _ => None,
+    }
+}
+
+/// The Spools element type a little-endian (or byte-order-free) dtype string names, if
+/// any.
+pub(crate) fn dtype_of(d: &str) -> Option<DType> {
+    let n = normal_descr(d);
+    Some(match n.as_str() {
+        "|u1" => DType::U8,
+        "|i1" => DType::I8,
+        "<u2" => DType::U16,
+        "<i2" => DType::I16,
+        "<u4" => DType::U32,
+        "<i4" => DType::I32,
+        "<u8" => DType::U64,
+        "<i8" => DType::I64,
+        "<f4" => DType::F32,
+        "<f8" => DType::F64,
+        "<c8" => DType::C64,
+        "<c16" => DType::C128,
+        v => DType::Bytes(v.strip_prefix("|V")?.parse().ok()?),
     })
 }
 

@@ -16,33 +16,57 @@ pub enum Format {
     Npy,
     /// Unit files striped RAID-0 or RAID-5, with a manifest.
     Striped(Striping),
+    /// A Zarr v3 array (a directory holding `zarr.json` and one file per shard), as
+    /// zarr-python, zarrs and every Zarr v3 reader open it. Needs an array layout.
+    Zarr {
+        /// The chunks' shape (one per dimension).
+        chunks: Vec<u64>,
+        /// The shards' shape, each a multiple of the chunk's, or `None` for one file per
+        /// chunk (no sharding).
+        shards: Option<Vec<u64>>,
+        /// The chunks' compressor (every chunk also carries a CRC32C).
+        compressor: super::zarr::Compressor,
+    },
 }
 
 /// A format name that [`Format::parse`] does not know, or a striping spec that does not
 /// parse.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "format must be \"npy\", \"canonical\", \"raid0(unit=SIZE,count=K)\" or \
-     \"raid5(unit=SIZE,count=K)\"; got {given:?}{}",
+    "format must be \"npy\", \"canonical\", \"raid0(unit=SIZE,count=K)\", \
+     \"raid5(unit=SIZE,count=K)\" or \"zarr(chunk=AxB,[shard=CxD,][codec=zstd|gzip|none,][level=N])\"; got {given:?}{}",
     why.as_ref().map(|w| format!(": {w}")).unwrap_or_default()
 )]
 pub struct FormatNameError {
     /// The name given.
     pub given: String,
-    /// Why a striping spec did not parse.
-    pub why: Option<spools_map::SpecError>,
+    /// Why a striping or Zarr spec did not parse.
+    pub why: Option<FormatSpecError>,
+}
+
+/// Why the arguments of a format name did not parse.
+#[derive(Debug, thiserror::Error)]
+pub enum FormatSpecError {
+    /// A striping spec (`raid0(...)`, `raid5(...)`).
+    #[error(transparent)]
+    Striping(#[from] spools_map::SpecError),
+    /// A Zarr spec (`zarr(...)`).
+    #[error(transparent)]
+    Zarr(#[from] crate::error::ZarrError),
 }
 
 impl Format {
     /// The format named `name` as the Python and C interfaces spell it: `"npy"`,
-    /// `"canonical"`, `"raid0(unit=SIZE,count=K)"` (also `"stripe(...)"`) or
-    /// `"raid5(unit=SIZE,count=K)"`; a striped one with `dirs` and `node_local` as
-    /// [`Striping`] has them.
+    /// `"canonical"`, `"raid0(unit=SIZE,count=K)"` (also `"stripe(...)"`),
+    /// `"raid5(unit=SIZE,count=K)"` or `"zarr(chunk=64x64,shard=512x512,codec=zstd)"`
+    /// (`shard=` and `codec=` optional, `level=N` with a codec); a striped one with `dirs`
+    /// and `node_local` as [`Striping`] has them.
     ///
     /// ```
     /// use spools_io::file::Format;
     /// assert_eq!(Format::parse("npy", Vec::new(), false).unwrap(), Format::Npy);
     /// assert!(matches!(Format::parse("raid5(unit=4KiB,count=3)", Vec::new(), false), Ok(Format::Striped(_))));
+    /// assert!(matches!(Format::parse("zarr(chunk=8x8,shard=64x64)", Vec::new(), false), Ok(Format::Zarr { .. })));
     /// assert!(Format::parse("zip", Vec::new(), false).is_err());
     /// ```
     ///
@@ -66,10 +90,21 @@ impl Format {
             given: name.to_string(),
             why,
         };
+        if let Some(args) = name.strip_prefix("zarr(").and_then(|a| a.strip_suffix(')')) {
+            let (chunks, shards, compressor) =
+                super::zarr::parse_spec(args).map_err(|e| bad(Some(e.into())))?;
+            return Ok(Format::Zarr {
+                chunks,
+                shards,
+                compressor,
+            });
+        }
         if !(spec.starts_with("stripe(") || spec.starts_with("raid5(")) {
             return Err(bad(None));
         }
-        let layout: Layout = spec.parse().map_err(|e| bad(Some(e)))?;
+        let layout: Layout = spec
+            .parse()
+            .map_err(|e: spools_map::SpecError| bad(Some(e.into())))?;
         Ok(Format::Striped(Striping {
             layout,
             dirs,

@@ -131,6 +131,12 @@ impl Reader {
                 };
                 (stored, Source::Plain { file, offset })
             }
+            Kind::Zarr(_) => {
+                return Err(FileError::Options(
+                    "a Zarr array is read collectively (file::read) or whole (spools cat); \
+                     Reader does not read slices of it",
+                ))
+            }
             Kind::Manifest(text) => {
                 let m = Manifest::parse(path, &text)?;
                 let geo = m.geometry(path)?;

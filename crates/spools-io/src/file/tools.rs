@@ -10,6 +10,7 @@ use super::manifest::Manifest;
 use super::rows::{Block, Chunk, Damage, Geometry, Raid};
 use super::sums::Sums;
 use super::sys;
+pub use super::zarr::tools::BadChunk;
 use crate::error::FileError;
 
 /// Stream bytes handled per batch of rows.
@@ -27,9 +28,11 @@ pub enum Opened {
     },
     /// A striped file.
     Striped(Box<Manifest>),
+    /// A Zarr v3 array (a directory).
+    Zarr(Box<super::zarr::ZarrMeta>),
 }
 
-/// Opens `path` (a canonical file, a `.npy` file or a manifest).
+/// Opens `path` (a canonical file, a `.npy` file, a manifest or a Zarr array).
 ///
 /// # Errors
 /// [`FileError`] when it cannot be read or its manifest is inconsistent.
@@ -37,6 +40,7 @@ pub fn open(path: &Path) -> Result<Opened, FileError> {
     Ok(match inspect(path)? {
         Kind::Manifest(t) => Opened::Striped(Box::new(Manifest::parse(path, &t)?)),
         Kind::Plain { offset, bytes } => Opened::Plain { offset, bytes },
+        Kind::Zarr(t) => Opened::Zarr(Box::new(super::zarr::tools::open(path, &t)?)),
     })
 }
 
@@ -66,6 +70,8 @@ pub struct FsckReport {
     /// length (a file extended past its recorded size still reads, but is not the file
     /// that was written), or not a regular file (a symlink is never followed).
     pub wrong_size: Vec<UnitProblem>,
+    /// Damaged (or lost) chunks of a Zarr array, naming the shard and the chunk.
+    pub chunks: Vec<BadChunk>,
 }
 
 /// A unit file that exists but is not as recorded (see [`FsckReport::wrong_size`]).
@@ -182,6 +188,10 @@ pub fn cat(
         }
     };
     match open(path)? {
+        Opened::Zarr(m) => {
+            super::zarr::tools::cat(path, &m, &mut |b| put(out, b), progress)?;
+            Ok(0)
+        }
         Opened::Plain { offset, bytes } => {
             let f = sys::open_read(path)?;
             let mut at = 0;
@@ -232,10 +242,22 @@ pub fn describe(path: &Path) -> Result<String, FileError> {
         Opened::Plain { offset: 0, bytes } => {
             format!("{}: canonical file, {bytes} bytes", path.display())
         }
-        Opened::Plain { offset, bytes } => format!(
-            "{}: .npy file, {offset}-byte header, {bytes} bytes of data",
-            path.display()
-        ),
+        Opened::Plain { offset, bytes } => {
+            let head = sys::read_upto(&sys::open_read(path)?, path, offset as usize, 0)?;
+            let h = super::npy::parse_full(&head).map_err(|e| FileError::Format {
+                path: path.to_path_buf(),
+                defect: crate::error::FormatDefect::Npy(e),
+            })?;
+            format!(
+                "{}: .npy file, dtype {} ({}), shape {:?}{}, {offset}-byte header, {bytes} bytes of data",
+                path.display(),
+                h.descr,
+                super::npy::dtype_of(&h.descr).map_or("no Spools element type".to_string(), |d| d.to_string()),
+                h.shape,
+                if h.fortran { " in Fortran order" } else { "" }
+            )
+        }
+        Opened::Zarr(m) => super::zarr::tools::describe(path, &m),
         Opened::Striped(m) => {
             let mut s = format!(
                 "{}: striped file, version {}, {} bytes, layout {}{}\n  written from: {}\n",
@@ -285,6 +307,14 @@ pub fn fsck(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<FsckRepor
     let m = match open(path)? {
         Opened::Striped(m) => m,
         Opened::Plain { offset, bytes } => return fsck_plain(path, offset, bytes, progress),
+        Opened::Zarr(m) => {
+            let (blocks, chunks) = super::zarr::tools::fsck(path, &m, progress)?;
+            return Ok(FsckReport {
+                blocks,
+                chunks,
+                ..FsckReport::default()
+            });
+        }
     };
     let s = Striped::new(path, &m)?;
     let mut rep = FsckReport::default();
@@ -352,6 +382,11 @@ pub fn fsck(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<FsckRepor
 pub fn repair(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<RepairReport, FileError> {
     let m = match open(path)? {
         Opened::Striped(m) => m,
+        Opened::Zarr(_) => {
+            return Err(FileError::Options(
+                "only RAID-5 files can be repaired; a Zarr array has no parity",
+            ))
+        }
         Opened::Plain { offset, .. } => {
             return Err(FileError::Options(if offset == 0 {
                 "only RAID-5 files can be repaired; this is a canonical file"

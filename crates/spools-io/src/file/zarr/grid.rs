@@ -1,0 +1,327 @@
+//! The I/O distribution of a Zarr array: its outer chunks (shards, or chunks of an
+//! unsharded array) dealt block-cyclically over a grid of ranks, so that every outer chunk
+//! lies whole in one rank's local array (`cyclic(shard)` in each dimension), and the box
+//! copies between a local array and a chunk. Pure: no I/O.
+
+use spools_map::{DType, Layout};
+
+/// Outer chunks dealt over ranks.
+#[derive(Clone, Debug)]
+pub(crate) struct Grid {
+    /// The I/O layout: `dtype[shape] cyclic(o0),cyclic(o1),.. on p0xp1x..`.
+    pub(crate) layout: Layout,
+    /// The array's shape.
+    pub(crate) shape: Vec<u64>,
+    /// The outer chunks' shape.
+    pub(crate) outer: Vec<u64>,
+    /// Outer chunks per dimension.
+    pub(crate) keys: Vec<u64>,
+    /// Ranks per dimension.
+    pub(crate) procs: Vec<u64>,
+}
+
+/// The rank grid (at most `ranks` ranks, at most one per outer chunk in each dimension)
+/// that gives the fewest outer chunks to the busiest rank, then uses the most ranks, then
+/// splits the slower dimensions most.
+fn best_procs(keys: &[u64], ranks: u64) -> Vec<u64> {
+    // A direct search: every grid with a product of at most `ranks`.
+    let mut best: Option<(u64, u64, Vec<u64>)> = None;
+    let mut cur = vec![1u64; keys.len()];
+    fn search(
+        d: usize,
+        keys: &[u64],
+        left: u64,
+        cur: &mut Vec<u64>,
+        best: &mut Option<(u64, u64, Vec<u64>)>,
+    ) {
+        if d == keys.len() {
+            let load: u64 = keys
+                .iter()
+                .zip(cur.iter())
+                .map(|(&k, &p)| k.div_ceil(p))
+                .product();
+            let used: u64 = cur.iter().product();
+            let better = match best {
+                None => true,
+                // On a tie, the grid splitting earlier (slower) dimensions more: whole rows
+                // of shards per rank.
+                Some((l, u, _)) => load < *l || (load == *l && used >= *u),
+            };
+            if better {
+                *best = Some((load, used, cur.clone()));
+            }
+            return;
+        }
+        for p in 1..=keys[d].max(1).min(left) {
+            cur[d] = p;
+            search(d + 1, keys, left / p, cur, best);
+        }
+        cur[d] = 1;
+    }
+    search(0, keys, ranks.max(1), &mut cur, &mut best);
+    best.map(|b| b.2).unwrap_or_else(|| vec![1; keys.len()])
+}
+
+impl Grid {
+    /// The I/O distribution of an array of `shape` in outer chunks of `outer` over at most
+    /// `ranks` ranks.
+    ///
+    /// # Errors
+    /// The layout's own error, for an array Spools' layouts cannot describe.
+    pub(crate) fn new(
+        dtype: DType,
+        shape: &[u64],
+        outer: &[u64],
+        ranks: u32,
+    ) -> Result<Grid, spools_map::SpecError> {
+        let keys: Vec<u64> = shape
+            .iter()
+            .zip(outer)
+            .map(|(&n, &o)| n.div_ceil(o.max(1)))
+            .collect();
+        let procs = best_procs(&keys, u64::from(ranks));
+        let join = |v: Vec<String>, sep: &str| v.join(sep);
+        let spec = format!(
+            "{dtype}[{}] {} on {}",
+            join(shape.iter().map(u64::to_string).collect(), ","),
+            join(outer.iter().map(|o| format!("cyclic({o})")).collect(), ","),
+            join(procs.iter().map(u64::to_string).collect(), "x"),
+        );
+        Ok(Grid {
+            layout: spec.parse()?,
+            shape: shape.to_vec(),
+            outer: outer.to_vec(),
+            keys,
+            procs,
+        })
+    }
+
+    /// Ranks holding outer chunks.
+    pub(crate) fn units(&self) -> u64 {
+        self.procs.iter().product()
+    }
+
+    /// Grid coordinates of `unit` (row-major over the rank grid).
+    fn coords(&self, unit: u64) -> Vec<u64> {
+        let mut rest = unit;
+        let mut c = vec![0; self.procs.len()];
+        for k in (0..self.procs.len()).rev() {
+            c[k] = rest % self.procs[k];
+            rest /= self.procs[k];
+        }
+        c
+    }
+
+    /// The local array's shape on `unit`.
+    pub(crate) fn local_shape(&self, unit: u64) -> Vec<u64> {
+        if unit >= self.units() {
+            return vec![0; self.shape.len()];
+        }
+        let c = self.coords(unit);
+        (0..self.shape.len())
+            .map(|d| {
+                (0..self.keys[d])
+                    .filter(|s| s % self.procs[d] == c[d])
+                    .map(|s| self.extent(d, s))
+                    .sum()
+            })
+            .collect()
+    }
+
+    /// Indices of outer chunk `s` in dimension `d` inside the array.
+    fn extent(&self, d: usize, s: u64) -> u64 {
+        self.outer[d].min(self.shape[d] - s * self.outer[d])
+    }
+
+    /// The outer chunks `unit` holds, in C order of their grid coordinates.
+    pub(crate) fn owned(&self, unit: u64) -> Vec<Vec<u64>> {
+        if unit >= self.units() {
+            return Vec::new();
+        }
+        let c = self.coords(unit);
+        let per: Vec<Vec<u64>> = (0..self.shape.len())
+            .map(|d| {
+                (c[d]..self.keys[d])
+                    .step_by(self.procs[d] as usize)
+                    .collect()
+            })
+            .collect();
+        product(&per)
+    }
+
+    /// Where outer chunk `s` starts in its holder's local array, and its extent there
+    /// (cut at the array's edge).
+    pub(crate) fn local_box(&self, s: &[u64]) -> (Vec<u64>, Vec<u64>) {
+        let at = (0..s.len())
+            .map(|d| s[d] / self.procs[d] * self.outer[d])
+            .collect();
+        let ext = (0..s.len()).map(|d| self.extent(d, s[d])).collect();
+        (at, ext)
+    }
+}
+
+/// Every combination of one value from each list, in C order.
+pub(crate) fn product(per: &[Vec<u64>]) -> Vec<Vec<u64>> {
+    let mut out = vec![Vec::new()];
+    for vals in per {
+        out = out
+            .into_iter()
+            .flat_map(|p| {
+                vals.iter().map(move |&v| {
+                    let mut q = p.clone();
+                    q.push(v);
+                    q
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+/// Every index tuple of `ext` but the last dimension, in C order.
+fn rows(ext: &[u64]) -> impl Iterator<Item = Vec<u64>> + '_ {
+    let n = ext.len().saturating_sub(1);
+    let count: u64 = ext[..n].iter().product();
+    let empty = ext.contains(&0);
+    (0..if empty { 0 } else { count }).map(move |mut i| {
+        let mut idx = vec![0; n];
+        for d in (0..n).rev() {
+            idx[d] = i % ext[d];
+            i /= ext[d];
+        }
+        idx
+    })
+}
+
+/// Byte offset of `at + row` (the row's first element) in a C-order array of `shape`.
+fn offset(shape: &[u64], at: &[u64], row: &[u64], elem: u64) -> usize {
+    let mut o = 0;
+    for d in 0..shape.len() {
+        let i = at[d] + row.get(d).copied().unwrap_or(0);
+        o = o * shape[d] + i;
+    }
+    (o * elem) as usize
+}
+
+/// A box of a C-order array: its shape, the box's start and extent.
+pub(crate) struct BoxOf<'a> {
+    pub(crate) shape: &'a [u64],
+    pub(crate) at: &'a [u64],
+}
+
+/// Copies the box of extent `ext` at `src.at` of `from` to `dst.at` of `to`.
+pub(crate) fn copy_box(
+    from: &[u8],
+    src: BoxOf<'_>,
+    to: &mut [u8],
+    dst: BoxOf<'_>,
+    ext: &[u64],
+    elem: u64,
+) {
+    let Some(&last) = ext.last() else { return };
+    let len = (last * elem) as usize;
+    for r in rows(ext) {
+        let a = offset(src.shape, src.at, &r, elem);
+        let b = offset(dst.shape, dst.at, &r, elem);
+        to[b..b + len].copy_from_slice(&from[a..a + len]);
+    }
+}
+
+/// Fills the box of extent `ext` at `dst.at` of `to` with copies of `pattern` (one element).
+pub(crate) fn fill_box(to: &mut [u8], dst: BoxOf<'_>, ext: &[u64], pattern: &[u8]) {
+    let Some(&last) = ext.last() else { return };
+    let elem = pattern.len() as u64;
+    let len = (last * elem) as usize;
+    let zero = pattern.iter().all(|&b| b == 0);
+    for r in rows(ext) {
+        let b = offset(dst.shape, dst.at, &r, elem);
+        let row = &mut to[b..b + len];
+        if zero {
+            row.fill(0);
+        } else {
+            for e in row.chunks_exact_mut(pattern.len()) {
+                e.copy_from_slice(pattern);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_outer_chunk_lies_whole_in_one_local_array() {
+        for (shape, outer, ranks) in [
+            (vec![10u64, 7], vec![4u64, 3], 4u32),
+            (vec![5, 5, 5], vec![2, 5, 3], 3),
+            (vec![9], vec![9], 5),
+            (vec![8, 8], vec![2, 2], 5),
+        ] {
+            let g = Grid::new(DType::U16, &shape, &outer, ranks)
+                .unwrap_or_else(|e| unreachable!("{e}"));
+            assert!(g.units() <= u64::from(ranks));
+            let Layout::Array(a) = &g.layout else {
+                unreachable!()
+            };
+            let mut seen = 0;
+            for u in 0..g.units() {
+                assert_eq!(g.local_shape(u), a.local_shape(u).unwrap_or_default());
+                let ls = g.local_shape(u);
+                // Every element of every owned chunk: its global index is where the
+                // layout puts the local position the box says.
+                for s in g.owned(u) {
+                    let (at, ext) = g.local_box(&s);
+                    seen += 1;
+                    for idx in product(&ext.iter().map(|&e| (0..e).collect()).collect::<Vec<_>>()) {
+                        let global: Vec<u64> =
+                            (0..idx.len()).map(|d| s[d] * outer[d] + idx[d]).collect();
+                        let lin = global.iter().zip(&shape).fold(0, |o, (&i, &n)| o * n + i);
+                        let loc = g.layout.locate(lin * 2).unwrap_or_else(|| unreachable!());
+                        let local: Vec<u64> = (0..idx.len()).map(|d| at[d] + idx[d]).collect();
+                        let want = local.iter().zip(&ls).fold(0, |o, (&i, &n)| o * n + i) * 2;
+                        assert_eq!((loc.unit, loc.local), (u, want), "{shape:?} {s:?} {idx:?}");
+                    }
+                }
+            }
+            assert_eq!(seen, g.keys.iter().product::<u64>());
+        }
+        // Load first, then ranks used.
+        assert_eq!(best_procs(&[4, 4], 4), vec![4, 1]);
+        assert_eq!(best_procs(&[2, 4], 4), vec![2, 2]);
+        assert_eq!(best_procs(&[1, 8], 4), vec![1, 4]);
+        assert_eq!(best_procs(&[3], 2), vec![2]);
+    }
+
+    #[test]
+    fn boxes_copy_and_fill() {
+        // A 4x5 array of bytes 0..20; copy its 2x3 box at (1,1) into a 3x3 zeroed one at (1,0).
+        let from: Vec<u8> = (0..20).collect();
+        let mut to = vec![0u8; 9];
+        copy_box(
+            &from,
+            BoxOf {
+                shape: &[4, 5],
+                at: &[1, 1],
+            },
+            &mut to,
+            BoxOf {
+                shape: &[3, 3],
+                at: &[1, 0],
+            },
+            &[2, 3],
+            1,
+        );
+        assert_eq!(to, [0, 0, 0, 6, 7, 8, 11, 12, 13]);
+        fill_box(
+            &mut to,
+            BoxOf {
+                shape: &[3, 3],
+                at: &[0, 1],
+            },
+            &[3, 2],
+            &[9],
+        );
+        assert_eq!(to, [0, 9, 9, 6, 9, 9, 11, 9, 9]);
+    }
+}

@@ -1,0 +1,360 @@
+//! Zarr v3 arrays, written and read by the ranks themselves.
+//!
+//! The I/O distribution is the array's grid of outer chunks (shards, or the chunks of an
+//! unsharded array) dealt block-cyclically over the ranks (`cyclic(shard)` in every
+//! dimension, [`grid`]), so every shard lies whole in one rank's local array and no two
+//! ranks write one shard. A write is `redistribute` from the caller's layout into that
+//! distribution (the plan M1⁻¹∘M2 like every transfer), then each rank encodes and writes
+//! its shards ([`chunks`], [`codec`]) into a new directory beside the path, then rank 0
+//! writes `zarr.json` ([`meta`]) and renames the directory over the path: a failed write
+//! leaves the previous array, or none. A read is the reverse, with any number of ranks
+//! and any distribution, and reads arrays other tools wrote (sharded or not, compressed
+//! with zstd or gzip or not, missing chunks as the fill value).
+//!
+//! Every chunk Spools writes carries a CRC32C (the `crc32c` codec after the compressor)
+//! and so does every shard index, so damage is found by `spools fsck` and by a read,
+//! naming the shard and the chunk. The array's attributes record that Spools wrote every
+//! chunk (`spools.complete`): a missing shard of such an array is lost data, reported;
+//! in an array without that attribute it is fill value, as Zarr says.
+
+mod chunks;
+mod codec;
+mod grid;
+mod meta;
+pub(crate) mod tools;
+
+use std::path::{Path, PathBuf};
+
+use spools_map::Layout;
+use spools_msg::Communicator;
+
+use crate::error::{FileError, FormatDefect, ZarrError};
+use crate::file::options::{FileStats, ReadOptions, WriteOptions};
+use crate::file::steps::{agree_on_outcome, check_share, integrity};
+use crate::file::sys;
+use crate::Side;
+
+pub(crate) use meta::parse_spec;
+pub use meta::{Compressor, ZarrMeta};
+
+use grid::Grid;
+
+/// The metadata document's name inside the array's directory.
+pub(crate) const META: &str = "zarr.json";
+
+/// Largest `zarr.json` read.
+const META_MAX: u64 = 16 << 20;
+
+/// Reads `path/zarr.json`, or `None` when `path` is not a directory holding one.
+///
+/// # Errors
+/// [`FileError::Io`] when it exists but cannot be read, or is too large.
+pub(crate) fn read_meta(path: &Path) -> Result<Option<Vec<u8>>, FileError> {
+    let at = path.join(META);
+    match std::fs::metadata(&at) {
+        Ok(md) if md.is_file() && md.len() <= META_MAX => std::fs::read(&at)
+            .map(Some)
+            .map_err(|e| FileError::io("read", &at, e)),
+        Ok(_) => Err(FileError::io(
+            "read",
+            &at,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "not a file of at most 16 MiB",
+            ),
+        )),
+        Err(_) => Ok(None),
+    }
+}
+
+/// Parses `zarr.json` text for `path`.
+///
+/// # Errors
+/// [`FileError::Format`] naming what is wrong.
+pub(crate) fn parse(path: &Path, text: &[u8]) -> Result<ZarrMeta, FileError> {
+    ZarrMeta::parse(text).map_err(|e| FileError::Format {
+        path: path.join(META),
+        defect: FormatDefect::Zarr(e),
+    })
+}
+
+/// Checks that the array holds the dataset `layout` describes: the same element type and
+/// shape for an array layout (its order does not matter: Zarr stores the logical array),
+/// the same number of bytes for a byte stream (read as the array's C-order bytes).
+///
+/// # Errors
+/// [`FileError::DatasetMismatch`] or [`FileError::SizeMismatch`].
+pub(crate) fn check(path: &Path, m: &ZarrMeta, layout: &Layout) -> Result<(), FileError> {
+    let bytes = m.shape.iter().product::<u64>() * m.dtype.size();
+    match layout {
+        Layout::Array(a) if a.dtype() != m.dtype || a.shape() != m.shape.as_slice() => {
+            Err(FileError::DatasetMismatch {
+                path: path.to_path_buf(),
+                file: format!("{} ({})", m.dataset(), m.data_type),
+                layout: format!("{}{:?}", a.dtype(), a.shape()),
+            })
+        }
+        l if l.total_bytes().is_some_and(|t| t != bytes) => Err(FileError::SizeMismatch {
+            path: path.to_path_buf(),
+            file: bytes,
+            layout: l.total_bytes().unwrap_or(0),
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn grid_of(path: &Path, m: &ZarrMeta, ranks: u32) -> Result<Grid, FileError> {
+    Grid::new(m.dtype, &m.shape, &m.grid, ranks).map_err(|e| FileError::Format {
+        path: path.join(META),
+        defect: FormatDefect::Zarr(ZarrError::Grid(e.to_string())),
+    })
+}
+
+fn local_buffer(g: &Grid, me: u32) -> Result<Vec<u8>, FileError> {
+    let n = if u64::from(me) < g.units() {
+        g.layout.local_bytes(u64::from(me))?
+    } else {
+        0
+    };
+    Ok(vec![0u8; n as usize])
+}
+
+/// Writes `layout`'s dataset as a Zarr v3 array at `path` (a directory). Collective.
+pub(crate) fn write(
+    comm: &Communicator,
+    path: &Path,
+    data: &[u8],
+    layout: &Layout,
+    opts: &WriteOptions,
+    spec: (&[u64], Option<&[u64]>, Compressor),
+) -> Result<FileStats, FileError> {
+    let (chunks, shards, compressor) = spec;
+    let checked = check_share(comm, layout, data.len(), Side::Source).and_then(|()| {
+        let Layout::Array(a) = layout else {
+            return Err(FileError::Options(
+                "a Zarr array is written from an array layout (dtype[shape] ...), not a byte stream",
+            ));
+        };
+        if chunks.len() != a.shape().len() {
+            return Err(FileError::Format {
+                path: path.to_path_buf(),
+                defect: FormatDefect::Zarr(ZarrError::Spec(format!(
+                    "chunk shape {chunks:?} for an array of {} dimensions",
+                    a.shape().len()
+                ))),
+            });
+        }
+        let text = meta::to_json(a, &layout.to_string(), chunks, shards, compressor);
+        let m = parse(path, &text)?;
+        Ok((m, text))
+    });
+    let (m, text) = agree_on_outcome(comm, path, checked)?;
+    let g = grid_of(path, &m, comm.size())?;
+    let me = comm.rank();
+    let mut local = local_buffer(&g, me)?;
+    let exchange = crate::redistribute(
+        comm,
+        data,
+        layout,
+        &mut local,
+        &g.layout,
+        &integrity(opts.integrity),
+    )?;
+    let stats = FileStats {
+        bytes: layout.total_bytes().unwrap_or(0),
+        reshuffled: true,
+        aggregators: g.units() as u32,
+        exchange,
+        rounds: 1,
+        ..FileStats::default()
+    };
+    // Rank 0 makes the new directory beside the path.
+    let (made, ready) = match me {
+        0 => match prepare(path) {
+            Ok(tmp) => (tmp, Ok(())),
+            Err(e) => (PathBuf::new(), Err(e)),
+        },
+        _ => (PathBuf::new(), Ok(())),
+    };
+    let tmp = super::canonical::announce(comm, path, &made, ready)?;
+    let wrote = write_keys(&m, &g, &local, me, &tmp, opts.sync);
+    let wrote = agree_on_outcome(comm, path, wrote);
+    let committed = match (&wrote, me) {
+        (Ok(()), 0) => sys::replace(&tmp.join(META), &text).and_then(|()| commit(&tmp, path)),
+        (Err(_), 0) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            Ok(())
+        }
+        _ => Ok(()),
+    };
+    wrote?;
+    agree_on_outcome(comm, path, committed)?;
+    Ok(stats)
+}
+
+/// Rank 0: checks that `path` may be replaced (absent, an empty directory or a Zarr
+/// array) and makes the new array's directory beside it.
+fn prepare(path: &Path) -> Result<PathBuf, FileError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(md) if md.is_dir() => {
+            let empty = std::fs::read_dir(path)
+                .map_err(|e| FileError::io("list", path, e))?
+                .next()
+                .is_none();
+            if !empty && !path.join(META).is_file() {
+                return Err(FileError::NotReplaced {
+                    path: path.to_path_buf(),
+                    what: "a Zarr array or an empty directory",
+                });
+            }
+        }
+        Ok(_) => {
+            return Err(FileError::NotReplaced {
+                path: path.to_path_buf(),
+                what: "a Zarr array or an empty directory",
+            })
+        }
+        Err(_) => {}
+    }
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let tmp = sys::temp_name(path, nonce);
+    std::fs::create_dir(&tmp).map_err(|e| FileError::io("create directory", &tmp, e))?;
+    Ok(tmp)
+}
+
+/// Rank 0: renames the finished directory `tmp` over `path` (an old array is moved aside
+/// first and removed after; if the rename fails, it is put back).
+fn commit(tmp: &Path, path: &Path) -> Result<(), FileError> {
+    let old = std::fs::symlink_metadata(path)
+        .is_ok()
+        .then(|| sys::temp_name(path, u64::MAX));
+    if let Some(old) = &old {
+        std::fs::rename(path, old).map_err(|e| FileError::io("move aside", path, e))?;
+    }
+    if let Err(e) = std::fs::rename(tmp, path) {
+        if let Some(old) = &old {
+            let _ = std::fs::rename(old, path);
+        }
+        let _ = std::fs::remove_dir_all(tmp);
+        return Err(FileError::io("rename over", path, e));
+    }
+    if let Some(old) = &old {
+        let _ = std::fs::remove_dir_all(old);
+    }
+    sys::sync_dir(path)
+}
+
+/// Encodes and writes this rank's outer chunks into `dir`.
+fn write_keys(
+    m: &ZarrMeta,
+    g: &Grid,
+    local: &[u8],
+    me: u32,
+    dir: &Path,
+    sync: bool,
+) -> Result<(), FileError> {
+    use std::io::Write;
+    let shape = g.local_shape(u64::from(me));
+    for s in g.owned(u64::from(me)) {
+        let at = dir.join(m.key(&s));
+        let bytes =
+            chunks::encode(m, g, local, &shape, &s).map_err(|e| FileError::io("encode", &at, e))?;
+        if let Some(parent) = at.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| FileError::io("create directory", parent, e))?;
+        }
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&at)
+            .map_err(|e| FileError::io("create", &at, e))?;
+        f.write_all(&bytes)
+            .map_err(|e| FileError::io("write", &at, e))?;
+        if sync {
+            sys::sync(&f, &at)?;
+        }
+    }
+    Ok(())
+}
+
+/// Reads the stored bytes of key `at` (`None` when absent).
+///
+/// # Errors
+/// [`FileError::Io`] when it cannot be read or is larger than any encoding of the chunk.
+pub(crate) fn read_key(m: &ZarrMeta, at: &Path) -> Result<Option<Vec<u8>>, FileError> {
+    match std::fs::metadata(at) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(FileError::io("stat", at, e)),
+        Ok(md) if md.len() > chunks::max_stored(m) => Err(FileError::io(
+            "read",
+            at,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{} bytes is more than any encoding of this chunk", md.len()),
+            ),
+        )),
+        Ok(_) => std::fs::read(at)
+            .map(Some)
+            .map_err(|e| FileError::io("read", at, e)),
+    }
+}
+
+/// Reads the Zarr array at `path` (whose `zarr.json` rank 0 read as `text` and checked)
+/// into the distribution `layout`. Collective.
+pub(crate) fn read(
+    comm: &Communicator,
+    path: &Path,
+    text: &[u8],
+    data: &mut [u8],
+    layout: &Layout,
+    opts: &ReadOptions,
+) -> Result<FileStats, FileError> {
+    let checked =
+        check_share(comm, layout, data.len(), Side::Destination).and_then(|()| parse(path, text));
+    let m = agree_on_outcome(comm, path, checked)?;
+    let g = grid_of(path, &m, comm.size())?;
+    let me = comm.rank();
+    let mut local = local_buffer(&g, me)?;
+    let shape = g.local_shape(u64::from(me));
+    let mut res = Ok(());
+    for s in g.owned(u64::from(me)) {
+        let at = path.join(m.key(&s));
+        let bad = read_key(&m, &at).map(|stored| {
+            chunks::decode(&m, &g, stored.as_deref(), Some((&mut local, &shape)), &s)
+        });
+        match bad {
+            Err(e) => res = Err(e),
+            Ok(bad) => {
+                if let Some((chunk, defect)) = bad.into_iter().next() {
+                    res = Err(FileError::ZarrChunk {
+                        key: at,
+                        chunk,
+                        defect,
+                    });
+                }
+            }
+        }
+        if res.is_err() {
+            break;
+        }
+    }
+    agree_on_outcome(comm, path, res)?;
+    let exchange = crate::redistribute(
+        comm,
+        &local,
+        &g.layout,
+        data,
+        layout,
+        &integrity(opts.integrity),
+    )?;
+    Ok(FileStats {
+        bytes: m.shape.iter().product::<u64>() * m.dtype.size(),
+        reshuffled: true,
+        aggregators: g.units() as u32,
+        exchange,
+        rounds: 1,
+        ..FileStats::default()
+    })
+}
