@@ -28,6 +28,8 @@ echo "== cargo test (unit, integration, property, doc and multi-process tests)"
 cargo test --workspace --locked
 echo "== Python: build the spools package into target/py-venv, run its pytest suite"
 bash scripts/test-python.sh
+echo "== Formats: Zarr arrays and .npy files against zarr-python and numpy (target/py-venv)"
+bash scripts/test-formats.sh
 echo "== C: install libspools, spools.h and spools.pc into target/c-prefix, compile the C tests with cc through pkg-config, run them"
 bash scripts/test-c.sh
 echo "== cargo doc (warnings are errors)"

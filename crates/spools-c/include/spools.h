@@ -237,7 +237,8 @@ typedef struct {
   uint64_t field_mask;
   // `"canonical"` (default: the raw canonical bytes), `"npy"`,
   // `"raid0(unit=SIZE,count=K)"` or `"raid5(unit=SIZE,count=K)"` (striped unit
-  // files beside a manifest at the path).
+  // files beside a manifest at the path), or `"zarr(chunk=AxB,shard=CxD,codec=zstd)"`
+  // (a Zarr v3 array, a directory; `shard=` and `codec=` optional).
   const char *format;
   // Non-zero: the data is durable (fsync) before the call returns. Default 0.
   int32_t sync;

@@ -91,8 +91,9 @@ fn file_status(e: &FileError) -> S {
         | FileError::Format { .. }
         | FileError::MissingUnit { .. }
         | FileError::Corrupt { .. }
-        | FileError::Unrecoverable { .. } => S::SPOOLS_ERR_DAMAGED,
-        FileError::Options(_) => S::SPOOLS_ERR_INVALID_ARG,
+        | FileError::Unrecoverable { .. }
+        | FileError::ZarrChunk { .. } => S::SPOOLS_ERR_DAMAGED,
+        FileError::Options(_) | FileError::NotReplaced { .. } => S::SPOOLS_ERR_INVALID_ARG,
         FileError::Remote { .. } => S::SPOOLS_ERR_REMOTE,
     }
 }

@@ -106,7 +106,8 @@ pub struct spools_write_params_t {
     pub field_mask: u64,
     /// `"canonical"` (default: the raw canonical bytes), `"npy"`,
     /// `"raid0(unit=SIZE,count=K)"` or `"raid5(unit=SIZE,count=K)"` (striped unit
-    /// files beside a manifest at the path).
+    /// files beside a manifest at the path), or `"zarr(chunk=AxB,shard=CxD,codec=zstd)"`
+    /// (a Zarr v3 array, a directory; `shard=` and `codec=` optional).
     pub format: *const c_char,
     /// Non-zero: the data is durable (fsync) before the call returns. Default 0.
     pub sync: i32,

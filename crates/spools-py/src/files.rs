@@ -31,7 +31,8 @@ pub(crate) enum Op {
 /// A file error as its exception: damaged data or metadata (a checksum, a missing unit,
 /// more than parity rebuilds, a bad manifest or header) is `FileDamageError`; a dataset,
 /// layout or placement of ranks on hosts that does not fit the file is `LayoutError`; a system call's failure is
-/// `FileNotFoundError` for a missing file, `TransportError` otherwise.
+/// `FileNotFoundError` for a missing file, `TransportError` otherwise; a path a Zarr
+/// array would replace that is not one is `FileExistsError`.
 pub(crate) fn file_error(e: FileError, op: Op) -> PyErr {
     let kind = match &e {
         FileError::Exchange(_) => {
@@ -58,7 +59,11 @@ pub(crate) fn file_error(e: FileError, op: Op) -> PyErr {
         | FileError::Format { .. }
         | FileError::MissingUnit { .. }
         | FileError::Corrupt { .. }
-        | FileError::Unrecoverable { .. } => Kind::FileDamage,
+        | FileError::Unrecoverable { .. }
+        | FileError::ZarrChunk { .. } => Kind::FileDamage,
+        FileError::NotReplaced { .. } => {
+            return pyo3::exceptions::PyFileExistsError::new_err(error_chain(&e));
+        }
         FileError::Options(_) => return errors::value_error(e.to_string()),
         FileError::Remote { .. } => Kind::Spools,
     };
@@ -102,7 +107,7 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 }
 
 /// A `format=` argument: `"npy"`, `"canonical"`, `"raid5(unit=..,count=K)"`,
-/// `"raid0(unit=..,count=K)"` (also spelt `"stripe(...)"`).
+/// `"raid0(unit=..,count=K)"` (also spelt `"stripe(...)"`), `"zarr(chunk=..,...)"`.
 fn format_arg(format: &str, dirs: Vec<PathBuf>, node_local: bool) -> PyResult<Format> {
     Format::parse(format, dirs, node_local).map_err(|e| errors::value_error(e.to_string()))
 }
@@ -137,7 +142,10 @@ impl Comm {
     ///     files striped RAID-0 or RAID-5 (with rotating parity), each block checksummed,
     ///     and a JSON manifest at `path`; unit `u` goes to `dirs[u % len(dirs)]`
     ///     (directories relative to the manifest's, or inside it; default: next to it);
-    ///     `node_local=True` makes unit `u` touched only by rank `u % size`.
+    ///     `node_local=True` makes unit `u` touched only by rank `u % size`;
+    ///   - `"zarr(chunk=64x64,shard=512x512,codec=zstd)"`: a Zarr v3 array (a directory;
+    ///     `shard=` optional, `codec=` none (default), zstd or gzip, `level=N`) that
+    ///     zarr-python opens; every chunk and shard index carries a CRC32C.
     ///
     /// A write replaces the file atomically (a failed write leaves the previous file);
     /// with `in_place=True`, a `"npy"` or `"canonical"` file is written where it is, as
