@@ -1,5 +1,5 @@
 //! Fuzzes the I/O layer's decoders of untrusted bytes: parallel-pipe hellos and frames,
-//! `.npy` headers and striped-file manifests. Any input must give a value or an error,
+//! `.npy` headers, striped-file manifests, and Zarr metadata, shards and chunks. Any input must give a value or an error,
 //! never a panic.
 #![no_main]
 

@@ -3,7 +3,8 @@
 use crate::{file, pipe};
 
 /// Feeds untrusted bytes to every decoder of the I/O layer (pipe hellos and frames, `.npy`
-/// headers, manifests, checksum sidecars, single-copy descriptors) and returns how many
+/// headers, manifests, checksum sidecars, single-copy descriptors, Zarr metadata, shards
+/// and chunks) and returns how many
 /// accepted them. For fuzzing and garbage tests: it must never panic, hang, or allocate
 /// beyond the input's size.
 #[doc(hidden)]
@@ -13,6 +14,7 @@ pub fn decode_untrusted(data: &[u8]) -> usize {
     ok += usize::from(file::parse_npy_header(data).is_ok());
     ok += usize::from(file::Manifest::parse(std::path::Path::new("fuzz"), data).is_ok());
     ok += usize::from(file::Sums::parse(std::path::Path::new("fuzz"), data).is_ok());
+    ok += file::decode_zarr(data);
     ok += crate::exchange::decode_any(data);
     ok
 }

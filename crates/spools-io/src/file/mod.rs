@@ -75,6 +75,12 @@ pub use reader::{Reader, Stored};
 pub use rows::Raid;
 pub use zarr::{Compressor, ZarrMeta};
 
+/// Feeds untrusted bytes to the Zarr decoders (metadata, shards, chunks); see
+/// [`decode_untrusted`](crate::decode_untrusted).
+pub(crate) fn decode_zarr(data: &[u8]) -> usize {
+    zarr::decode_any(data)
+}
+
 /// Parses a `.npy` header at the start of `head`: (data offset, dataset bytes).
 ///
 /// # Errors

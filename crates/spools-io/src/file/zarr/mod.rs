@@ -45,6 +45,43 @@ pub(crate) const META: &str = "zarr.json";
 /// Largest `zarr.json` read.
 const META_MAX: u64 = 16 << 20;
 
+/// Arrays whose stored bytes [`decode_any`] feeds to the chunk and shard decoders: sharded
+/// with zstd and CRC32C, unsharded big-endian gzip, sharded with the index first.
+const FUZZ_ARRAYS: [&str; 3] = [
+    r#"{"zarr_format":3,"node_type":"array","shape":[6,5],"data_type":"uint16","fill_value":3,
+        "chunk_grid":{"name":"regular","configuration":{"chunk_shape":[6,6]}},
+        "codecs":[{"name":"sharding_indexed","configuration":{"chunk_shape":[3,3],
+          "codecs":[{"name":"bytes"},{"name":"zstd"},{"name":"crc32c"}]}}]}"#,
+    r#"{"zarr_format":3,"node_type":"array","shape":[7],"data_type":"float64","fill_value":"NaN",
+        "chunk_grid":{"name":"regular","configuration":{"chunk_shape":[4]}},
+        "codecs":[{"name":"bytes","configuration":{"endian":"big"}},{"name":"gzip"}]}"#,
+    r#"{"zarr_format":3,"node_type":"array","shape":[4,4],"data_type":"r24","fill_value":[1,2,3],
+        "chunk_grid":{"name":"regular","configuration":{"chunk_shape":[4,4]}},
+        "codecs":[{"name":"sharding_indexed","configuration":{"chunk_shape":[2,4],
+          "codecs":[{"name":"bytes"}],"index_codecs":[{"name":"bytes"}],"index_location":"start"}}]}"#,
+];
+
+/// Feeds untrusted bytes to the Zarr decoders: as `zarr.json`, and as the stored bytes
+/// of a shard or chunk of each of [`FUZZ_ARRAYS`]. Returns how many accepted them.
+pub(crate) fn decode_any(data: &[u8]) -> usize {
+    let mut ok = usize::from(ZarrMeta::parse(data).is_ok());
+    for text in FUZZ_ARRAYS {
+        let Ok(m) = ZarrMeta::parse(text.as_bytes()) else {
+            continue;
+        };
+        let Ok(g) = Grid::new(m.dtype, &m.shape, &m.grid, 1) else {
+            continue;
+        };
+        let shape = g.local_shape(0);
+        let mut local = vec![0u8; (shape.iter().product::<u64>() * m.dtype.size()) as usize];
+        if let Some(s) = g.owned(0).first() {
+            let bad = chunks::decode(&m, &g, Some(data), Some((&mut local, &shape)), s);
+            ok += usize::from(bad.is_empty());
+        }
+    }
+    ok
+}
+
 /// Reads `path/zarr.json`, or `None` when `path` is not a directory holding one.
 ///
 /// # Errors
