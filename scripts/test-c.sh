@@ -19,7 +19,8 @@ fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "numpy>=1.21" "pytest>=7"
 
 prefix="$(pwd)/target/c-prefix"
-cargo build --locked -p spools-cli
+bash scripts/install-hdf5.sh
+cargo build --locked -p spools-cli --features hdf5
 make --no-print-directory -C crates/spools-c install PREFIX="$prefix" PROFILE=debug >/dev/null
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 

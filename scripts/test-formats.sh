@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The file-format tests against the ecosystem's own readers and writers: zarr-python
-# (Zarr v3) and numpy (.npy), installed from PyPI into the virtual environment
+# (Zarr v3), h5py (HDF5) and numpy (.npy), installed from PyPI into the virtual environment
 # target/py-venv, talk to Spools jobs run with the workspace's `spools` binary.
 # scripts/test.sh runs it.
 #
@@ -14,9 +14,10 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-  "numpy>=1.24" "pytest>=7" "zarr>=3,<4"
+  "numpy>=1.24" "pytest>=7" "zarr>=3,<4" "h5py>=3"
 
-cargo build --locked -p spools-cli
+bash scripts/install-hdf5.sh
+cargo build --locked -p spools-cli --features hdf5
 # The README's Zarr example runs on the spools package (scripts/test-python.sh, which
 # scripts/test.sh runs first, builds it into the same environment).
 if ! "$venv/bin/python" -c "import spools" 2>/dev/null; then

@@ -3,6 +3,8 @@
 
 usage: bench/io/run.py [--runs N] [--out DIR] [--quick] [--only A,B,...]
 
+`--only formats` builds spools with the `hdf5` feature (libhdf5-dev).
+
 Builds `spools` (cargo build --release) and the MPI-IO peer (bench/peers/io.c, mpicc -O2;
 Open MPI is installed from Debian if missing), then runs every experiment N times (default
 5), alternating the systems compared within each run, and writes DIR/results.json (every
@@ -21,6 +23,14 @@ Experiments (names for --only):
            without reshuffling, vs raw streaming (dd)
   pipes    nCUBE Tables 1/2: parallel pipe bandwidth, s = r = 1, 2, 4, 8, row/column/block
            on both sides, 1024x1024 and 8192x8192 u8
+  formats  Zarr v3 and HDF5: writing and reading f32[512,512,512] with 4 ranks as Zarr
+           (shards of 256^3, chunks of 64^3, raw and zstd level 1, a CRC32C per chunk)
+           against zarr-python (one process) and the zarrs crate (one process, its own
+           threads; crates/spools-io/examples/zarrs_peer.rs), and as HDF5 (one contiguous
+           dataset) against the canonical file of the same bytes, h5py (serial) and
+           parallel HDF5 with MPI-IO (bench/peers/phdf5.c against Debian's
+           libhdf5-openmpi-dev, 4 ranks, collective); every file is written fresh
+           (--quick: 256^3)
   rss      memory: peak resident set (VmHWM) of each rank writing a 4 GiB canonical file
            (i32[1024,1024,1024] in 2x2x1 blocks) with 4 ranks, as chosen (--reshuffle auto:
            direct here) and through aggregators (--reshuffle always), against the goal "own
@@ -286,18 +296,97 @@ class Bench:
             if os.path.exists(f):
                 os.remove(f)
 
+    def formats(self):
+        n = 256 if self.quick else 512
+        shard, chunk = n // 2, 64
+        layout = f"f32[{n},{n},{n}] block,*,* on 4x1x1"
+        py = os.path.join(ROOT, "target", "bench-venv", "bin", "python")
+        peer_py = os.path.join(ROOT, "bench", "peers", "formats_py.py")
+        zarrs = os.path.join(ROOT, "target", "release", "examples", "zarrs_peer")
+        phdf5 = os.path.join(self.out, "phdf5")
+
+        def seconds(p):
+            return last_json(p.stdout)["seconds"]
+
+        def spools_io(fmt, f):
+            if os.path.isdir(f):
+                shutil.rmtree(f)
+            elif os.path.exists(f):
+                os.remove(f)
+            r = last_json(spools_run(4, ["bench", "io", "--layout", layout, "--file", f, "--format", fmt, "--write", "--read", "--verify", "--keep", "--reps", "1", "--json"]).stdout)
+            return r["write"]["median_s"], r["read"]["median_s"]
+
+        for _ in range(self.runs):
+            for codec in ("none", "zstd"):
+                spec = f"chunk={chunk}x{chunk}x{chunk},shard={shard}x{shard}x{shard}" + (",codec=zstd,level=1" if codec == "zstd" else "")
+                w, r = spools_io(f"zarr({spec})", self.f(f"zarr-spools-{codec}"))
+                self.add(("formats", "zarr", codec, "spools", "write"), w)
+                self.add(("formats", "zarr", codec, "spools", "read"), r)
+                f = self.f(f"zarr-py-{codec}")
+                self.add(("formats", "zarr", codec, "zarr-python", "write"), seconds(sh([py, peer_py, "zarr", "write", f, str(n), str(shard), str(chunk), codec])))
+                self.add(("formats", "zarr", codec, "zarr-python", "read"), seconds(sh([py, peer_py, "zarr", "read", f, str(n), str(shard), str(chunk), codec])))
+                f = self.f(f"zarr-zarrs-{codec}")
+                shutil.rmtree(f, ignore_errors=True)
+                self.add(("formats", "zarr", codec, "zarrs", "write"), seconds(sh([zarrs, "write", f, str(n), str(shard), str(chunk), codec])))
+                self.add(("formats", "zarr", codec, "zarrs", "read"), seconds(sh([zarrs, "read", f, str(n), str(shard), str(chunk), codec])))
+            w, r = spools_io("hdf5", self.f("h5-spools.h5"))
+            self.add(("formats", "hdf5", "spools", "write"), w)
+            self.add(("formats", "hdf5", "spools", "read"), r)
+            w, r = spools_io("canonical", self.f("h5-canonical.bin"))
+            self.add(("formats", "hdf5", "canonical", "write"), w)
+            self.add(("formats", "hdf5", "canonical", "read"), r)
+            f = self.f("h5-h5py.h5")
+            self.add(("formats", "hdf5", "h5py", "write"), seconds(sh([py, peer_py, "h5py", "write", f, str(n)])))
+            self.add(("formats", "hdf5", "h5py", "read"), seconds(sh([py, peer_py, "h5py", "read", f, str(n)])))
+            if os.path.exists(phdf5):
+                f = self.f("h5-phdf5.h5")
+                if os.path.exists(f):
+                    os.remove(f)
+                r = last_json(sh(["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "4", phdf5, "--n", str(n), "--file", f, "--reps", "1", "--read"]).stdout)
+                self.add(("formats", "hdf5", "parallel-hdf5", "write"), r["write_s"][0])
+                self.add(("formats", "hdf5", "parallel-hdf5", "read"), r["read_s"][0])
+
     # --- output ------------------------------------------------------------------------
     def save(self):
         with open(os.path.join(self.out, "results.json"), "w") as fh:
             json.dump([{"key": list(map(str, k)), "samples": v} for k, v in self.samples.items()], fh, indent=1)
 
 
-def build(out):
-    sh(["cargo", "build", "--release", "--locked", "-p", "spools-cli"], timeout=1800)
+def build_formats(out):
+    """The peers of `formats`: the zarrs example, zarr-python and h5py in target/bench-venv,
+    and the parallel-HDF5 program against Debian's libhdf5-openmpi-dev (installed when
+    missing; the serial libhdf5 stays the default for pkg-config, which the `hdf5` feature
+    builds against). Without that package the parallel-HDF5 column is left out."""
+    sh(["bash", os.path.join(ROOT, "scripts", "install-hdf5.sh")], timeout=1800)
+    sh(["cargo", "build", "--release", "--locked", "-p", "spools-io", "--example", "zarrs_peer"], timeout=1800)
+    venv = os.path.join(ROOT, "target", "bench-venv")
+    if not os.path.exists(os.path.join(venv, "bin", "python")):
+        sh([sys.executable, "-m", "venv", venv])
+    sh([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "numpy>=1.24", "zarr>=3,<4", "h5py>=3"], timeout=1800)
+    inc, lib = "/usr/include/hdf5/openmpi", "/usr/lib/x86_64-linux-gnu/hdf5/openmpi"
+    if not os.path.exists(os.path.join(inc, "hdf5.h")):
+        root = [] if os.geteuid() == 0 else ["sudo", "-n"]
+        p = subprocess.run(root + ["apt-get", "install", "-y", "-q", "libhdf5-openmpi-dev"], capture_output=True, text=True)
+        serial = "/usr/lib/x86_64-linux-gnu/pkgconfig/hdf5-serial.pc"
+        if os.path.exists(serial):
+            subprocess.run(root + ["update-alternatives", "--set", "hdf5.pc", serial], capture_output=True)
+        if p.returncode != 0:
+            print("formats: libhdf5-openmpi-dev could not be installed; no parallel-HDF5 column", file=sys.stderr)
+    if os.path.exists(os.path.join(inc, "hdf5.h")):
+        sh(["mpicc", "-O2", "-Wall", "-Wextra", f"-I{inc}", "-o", os.path.join(out, "phdf5"), os.path.join(ROOT, "bench", "peers", "phdf5.c"), f"-L{lib}", f"-Wl,-rpath,{lib}", "-lhdf5"])
+
+
+def build(out, only):
+    features = ["--features", "hdf5"] if "formats" in only else []
+    if "formats" in only:
+        sh(["bash", os.path.join(ROOT, "scripts", "install-hdf5.sh")], timeout=1800)
+    sh(["cargo", "build", "--release", "--locked", "-p", "spools-cli"] + features, timeout=1800)
     if shutil.which("mpicc") is None or shutil.which("mpirun") is None:
         sh(["sudo", "-n", "apt-get", "install", "-y", "openmpi-bin", "libopenmpi-dev"] if os.geteuid() else ["apt-get", "install", "-y", "openmpi-bin", "libopenmpi-dev"], timeout=1800)
     peers = os.path.join(ROOT, "bench", "peers")
     sh(["mpicc", "-O2", "-Wall", "-Wextra", "-o", os.path.join(out, "io_peer"), os.path.join(peers, "io.c")])
+    if "formats" in only:
+        build_formats(out)
 
 
 def main():
@@ -305,10 +394,10 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "bench-io"))
     ap.add_argument("--quick", action="store_true", help="smaller sizes (to try the script)")
-    ap.add_argument("--only", default="redist,collperf,readn,raid,units,fig15,pipes,rss")
+    ap.add_argument("--only", default="redist,collperf,readn,raid,units,fig15,pipes,formats,rss")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    build(a.out)
+    build(a.out, a.only.split(","))
     b = Bench(a.out, a.runs, a.quick)
     with open(os.path.join(a.out, "host.txt"), "w") as fh:
         fh.write(subprocess.run(["sh", "-c", "uname -a; nproc; free -g | head -2; df -h " + a.out + " | tail -1; mpirun --version | head -1; git -C " + ROOT + " rev-parse --short HEAD"], capture_output=True, text=True).stdout)

@@ -153,6 +153,31 @@ def main():
                     peak, own = m("rss", mode, r, "peak_kib") / 1024, m("rss", mode, r, "buffer_bytes") / 2**20
                     L.append(f"| {name} | {m('rss', mode, 'write_s'):.2f} | {r} | {peak:.0f} | {own:.0f} | {peak - own:.0f} | {'PASS' if peak <= own + 64 else 'MISS'} |")
             L.append("")
+    if any(k[0] == "formats" for k in s):
+        L += ["## Formats: Zarr v3 and HDF5, f32 array, 4 ranks (peers as stated)", "",
+              "Seconds, medians of the alternating runs; every file written fresh. Spools: 4 ranks "
+              "from `block,*,*`; zarr-python and h5py: one process; zarrs: one process with its threads; "
+              "parallel HDF5: 4 ranks, MPI-IO, collective.", "",
+              "| format | writer | write s | read s | Spools write speed-up | Spools read speed-up |", "|---|---|---|---|---|---|"]
+        goals = []
+        for codec in ("none", "zstd"):
+            sw, sr = m("formats", "zarr", codec, "spools", "write"), m("formats", "zarr", codec, "spools", "read")
+            for who in ("spools", "zarr-python", "zarrs"):
+                w, r = m("formats", "zarr", codec, who, "write"), m("formats", "zarr", codec, who, "read")
+                L.append(f"| Zarr {codec} | {who} | {w:.3f} | {r:.3f} | {w / sw:.2f}x | {r / sr:.2f}x |")
+            goals.append(f"Zarr {codec}: write {m('formats', 'zarr', codec, 'zarr-python', 'write') / sw:.2f}x zarr-python's (goal >= 3x: {'PASS' if m('formats', 'zarr', codec, 'zarr-python', 'write') / sw >= 3 else 'MISS'}), {m('formats', 'zarr', codec, 'zarrs', 'write') / sw:.2f}x zarrs' (goal >= 1.5x: {'PASS' if m('formats', 'zarr', codec, 'zarrs', 'write') / sw >= 1.5 else 'MISS'})")
+        sw, sr = m("formats", "hdf5", "spools", "write"), m("formats", "hdf5", "spools", "read")
+        for who in ("spools", "canonical", "h5py", "parallel-hdf5"):
+            if ("formats", "hdf5", who, "write") in s:
+                w, r = m("formats", "hdf5", who, "write"), m("formats", "hdf5", who, "read")
+                L.append(f"| HDF5 | {who} | {w:.3f} | {r:.3f} | {w / sw:.2f}x | {r / sr:.2f}x |")
+        can = m("formats", "hdf5", "canonical", "write")
+        goals.append(f"HDF5 write {can / sw:.2f}x the canonical file's speed (goal >= 0.9x: {'PASS' if can / sw >= 0.9 else 'MISS'})")
+        if ("formats", "hdf5", "parallel-hdf5", "write") in s:
+            ph = m("formats", "hdf5", "parallel-hdf5", "write")
+            goals.append(f"HDF5 write {ph / sw:.2f}x parallel HDF5's speed (goal >= 1.5x: {'PASS' if ph / sw >= 1.5 else 'MISS'})")
+        L += ["", "Speed-up: the writer's time over Spools' (above 1: Spools is faster)."]
+        L += [""] + [f"- {g}" for g in goals] + [""]
     with open(os.path.join(d, "summary.md"), "w") as fh:
         fh.write("\n".join(L) + "\n")
     print("\n".join(L))

@@ -93,8 +93,10 @@ fn format_of(a: &IoArgs) -> Result<Format, BenchError> {
     Ok(match a.format.as_str() {
         "canonical" => Format::Canonical,
         "npy" => Format::Npy,
-        spec if spec.starts_with("zarr(") => Format::parse(spec, Vec::new(), false)
-            .map_err(|e| BenchError::Invalid(e.to_string()))?,
+        spec if spec.starts_with("zarr(") || spec.starts_with("hdf5") => {
+            Format::parse(spec, Vec::new(), false)
+                .map_err(|e| BenchError::Invalid(e.to_string()))?
+        }
         spec => {
             let layout = parse_layout("--format", spec)?;
             if !matches!(layout, Layout::Stripe(_) | Layout::Raid5(_)) {

@@ -195,6 +195,9 @@ pub enum FormatDefect {
     /// A directory that is not a Zarr array (it holds no `zarr.json`).
     #[error("a directory without zarr.json is not a parallel file")]
     NotParallelFile,
+    /// An HDF5 file cannot be written or read (or this build has no HDF5 support).
+    #[error(transparent)]
+    Hdf5(#[from] crate::error::Hdf5Error),
     /// A Zarr array's metadata is malformed or uses what Spools does not support.
     #[error(transparent)]
     Zarr(#[from] crate::error::ZarrError),

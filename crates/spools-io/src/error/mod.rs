@@ -2,6 +2,7 @@
 
 mod exchange;
 mod file;
+mod hdf5;
 mod pipe;
 mod side;
 mod stream;
@@ -10,6 +11,7 @@ mod zarr;
 
 pub use exchange::ExchangeError;
 pub use file::{FileError, FormatDefect, NpyError};
+pub use hdf5::Hdf5Error;
 pub use pipe::{FrameError, PipeError, PipeStep, PipeViolation};
 pub use side::Side;
 pub use stream::StreamError;

@@ -69,6 +69,15 @@ pub(super) fn inspect(path: &Path) -> Result<Kind, FileError> {
 /// [`inspect`] for a reader with `layout`: the element type and shape a `.npy` header
 /// records must be the layout's ([`FileError::DatasetMismatch`]).
 pub(super) fn inspect_for(path: &Path, layout: Option<&Layout>) -> Result<Kind, FileError> {
+    inspect_dataset(path, None, layout)
+}
+
+/// [`inspect_for`] naming the dataset of an HDF5 file (`None`: its only one).
+pub(super) fn inspect_dataset(
+    path: &Path,
+    dataset: Option<&str>,
+    layout: Option<&Layout>,
+) -> Result<Kind, FileError> {
     if path.is_dir() {
         return match super::zarr::read_meta(path)? {
             Some(text) => Ok(Kind::Zarr(text)),
@@ -84,6 +93,16 @@ pub(super) fn inspect_for(path: &Path, layout: Option<&Layout>) -> Result<Kind, 
         .map_err(|e| FileError::io("stat", path, e))?
         .len();
     let head = sys::read_upto(&f, path, 64 * 1024, 0)?;
+    if super::hdf5::is_hdf5(&head) {
+        let d = super::hdf5::inspect(path, dataset)?;
+        if let Some(l) = layout.filter(|l| l.total_bytes() == Some(d.bytes)) {
+            super::hdf5::check(path, &d, l)?;
+        }
+        return Ok(Kind::Plain {
+            offset: d.offset,
+            bytes: d.bytes,
+        });
+    }
     if head.starts_with(npy::MAGIC) {
         let h = npy::parse_full(&head).map_err(|e| FileError::Format {
             path: path.to_path_buf(),
@@ -233,7 +252,7 @@ pub(super) fn write(
     data: &[u8],
     layout: &Layout,
     opts: &WriteOptions,
-    with_header: bool,
+    prefix: Prefix<'_>,
 ) -> Result<FileStats, FileError> {
     let total = layout.total_bytes().unwrap_or(0);
     let share = check_share(comm, layout, data.len(), crate::Side::Source);
@@ -244,19 +263,33 @@ pub(super) fn write(
         commit: Some(opts.commit),
     };
     let opening = open(comm, path, share, layout, &asks)?;
-    let header = if with_header {
-        npy::header(layout, total)
-    } else {
-        Vec::new()
+    let header = match prefix {
+        Prefix::Npy => npy::header(layout, total),
+        Prefix::None | Prefix::Hdf5(_) => Vec::new(),
     };
-    let off = header.len() as u64;
-    let (made, ready) = if comm.rank() == 0 {
-        prepare(path, &header, off + total, opts)
-    } else {
-        (std::path::PathBuf::new(), Ok(()))
+    let mut off = header.len() as u64;
+    let (made, ready) = match (comm.rank(), prefix) {
+        (0, Prefix::Hdf5(name)) => prepare_hdf5(path, name, layout, opts, &mut off),
+        (0, _) => prepare(path, &header, off + total, opts),
+        _ => (std::path::PathBuf::new(), Ok(())),
     };
     let replace = opts.commit == Commit::Replace;
-    let target = match announce(comm, path, &made, ready) {
+    let announced = announce(comm, path, &made, ready).and_then(|t| {
+        // The dataset's offset in an HDF5 file is rank 0's to tell.
+        if let Prefix::Hdf5(_) = prefix {
+            let got = comm.bcast_bytes(0, &off.to_le_bytes())?;
+            off = got
+                .get(..8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes)
+                .ok_or(FileError::Remote {
+                    rank: 0,
+                    path: path.to_path_buf(),
+                })?;
+        }
+        Ok(t)
+    });
+    let target = match announced {
         Ok(t) => t,
         Err(e) => {
             if replace {
@@ -272,6 +305,47 @@ pub(super) fn write(
         discard(comm, &target);
     }
     res
+}
+
+/// What comes before the canonical byte stream in the file.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Prefix<'a> {
+    /// Nothing: a canonical file.
+    None,
+    /// A `.npy` header.
+    Npy,
+    /// An HDF5 file's metadata, the stream being the named contiguous dataset.
+    Hdf5(&'a str),
+}
+
+/// Rank 0 creates the HDF5 file the ranks write (a new temporary file, always: an HDF5
+/// file is never written in place) and sets `off` to the dataset's offset.
+fn prepare_hdf5(
+    path: &Path,
+    name: &str,
+    layout: &Layout,
+    opts: &WriteOptions,
+    off: &mut u64,
+) -> (std::path::PathBuf, Result<(), FileError>) {
+    if opts.commit == Commit::InPlace {
+        return (
+            std::path::PathBuf::new(),
+            Err(FileError::Options(
+                "an HDF5 file is always written to a new file and renamed over the path; Commit::InPlace does not apply",
+            )),
+        );
+    }
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let tmp = sys::temp_name(path, nonce);
+    match super::hdf5::create(&tmp, name, layout) {
+        Ok(o) => {
+            *off = o;
+            (tmp, Ok(()))
+        }
+        Err(e) => (tmp, Err(e)),
+    }
 }
 
 /// Rank 0 tells the others the file it prepared (`made`) or that it could not (`ready`),

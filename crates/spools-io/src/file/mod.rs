@@ -44,6 +44,7 @@
 //! `u` is touched only by rank `u % N`, which stores and serves it for the others.
 
 mod canonical;
+mod hdf5;
 mod manifest;
 mod npy;
 mod options;
@@ -66,6 +67,8 @@ use spools_msg::Communicator;
 use crate::error::{FileError, FormatDefect};
 
 use crate::error::NpyError;
+use canonical::Prefix;
+pub use hdf5::Hdf5Dataset;
 pub use manifest::{Manifest, UnitEntry, MANIFEST_FORMAT};
 pub use options::{
     Commit, FileStats, Format, FormatNameError, FormatSpecError, ReadOptions, Reshuffle, Striping,
@@ -118,8 +121,11 @@ pub fn write(
     opts: &WriteOptions,
 ) -> Result<FileStats, FileError> {
     match &opts.format {
-        Format::Canonical => canonical::write(comm, path, data, layout, opts, false),
-        Format::Npy => canonical::write(comm, path, data, layout, opts, true),
+        Format::Canonical => canonical::write(comm, path, data, layout, opts, Prefix::None),
+        Format::Npy => canonical::write(comm, path, data, layout, opts, Prefix::Npy),
+        Format::Hdf5 { dataset } => {
+            canonical::write(comm, path, data, layout, opts, Prefix::Hdf5(dataset))
+        }
         Format::Striped(s) => striped::write(comm, path, data, layout, opts, s),
         Format::Zarr {
             chunks,
@@ -136,8 +142,9 @@ pub fn write(
     }
 }
 
-/// Reads the parallel file `path` (canonical, `.npy` or a striped file's manifest, found
-/// by its contents) into the distribution `layout`, with any number of ranks. Collective
+/// Reads the parallel file `path` (canonical, `.npy`, a striped file's manifest, a Zarr
+/// array or an HDF5 file, found by its contents; `FILE:/NAME` names an HDF5 file's
+/// dataset when the file holds several) into the distribution `layout`, with any number of ranks. Collective
 /// over `comm`.
 ///
 /// # Errors
@@ -151,9 +158,12 @@ pub fn read(
     layout: &Layout,
     opts: &ReadOptions,
 ) -> Result<FileStats, FileError> {
+    // `FILE:/NAME` names a dataset of an HDF5 file.
+    let (file, dataset) = hdf5::split(path);
+    let path = file.as_path();
     // Rank 0 looks at the file and checks that it records the reader's dataset.
     let info = decided_by_rank0(comm, path, || {
-        let kind = canonical::inspect_for(path, Some(layout))?;
+        let kind = canonical::inspect_dataset(path, dataset.as_deref(), Some(layout))?;
         match &kind {
             canonical::Kind::Manifest(text) => {
                 check_dataset(path, &Manifest::parse(path, text)?, layout)?

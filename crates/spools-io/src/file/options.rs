@@ -27,6 +27,13 @@ pub enum Format {
         /// The chunks' compressor (every chunk also carries a CRC32C).
         compressor: super::zarr::Compressor,
     },
+    /// An HDF5 file holding one contiguous dataset, as h5py opens it: created by rank 0
+    /// through libhdf5, the data written by every rank at the dataset's offset. Needs an
+    /// array layout in C order and the `hdf5` cargo feature.
+    Hdf5 {
+        /// The dataset's name in the file (`data` by default).
+        dataset: String,
+    },
 }
 
 /// A format name that [`Format::parse`] does not know, or a striping spec that does not
@@ -34,7 +41,7 @@ pub enum Format {
 #[derive(Debug, thiserror::Error)]
 #[error(
     "format must be \"npy\", \"canonical\", \"raid0(unit=SIZE,count=K)\", \
-     \"raid5(unit=SIZE,count=K)\" or \"zarr(chunk=AxB,[shard=CxD,][codec=zstd|gzip|none,][level=N])\"; got {given:?}{}",
+     \"raid5(unit=SIZE,count=K)\", \"zarr(chunk=AxB,[shard=CxD,][codec=zstd|gzip|none,][level=N])\" or \"hdf5[(NAME)]\"; got {given:?}{}",
     why.as_ref().map(|w| format!(": {w}")).unwrap_or_default()
 )]
 pub struct FormatNameError {
@@ -53,13 +60,17 @@ pub enum FormatSpecError {
     /// A Zarr spec (`zarr(...)`).
     #[error(transparent)]
     Zarr(#[from] crate::error::ZarrError),
+    /// An HDF5 spec (`hdf5(...)`).
+    #[error(transparent)]
+    Hdf5(#[from] crate::error::Hdf5Error),
 }
 
 impl Format {
     /// The format named `name` as the Python and C interfaces spell it: `"npy"`,
     /// `"canonical"`, `"raid0(unit=SIZE,count=K)"` (also `"stripe(...)"`),
     /// `"raid5(unit=SIZE,count=K)"` or `"zarr(chunk=64x64,shard=512x512,codec=zstd)"`
-    /// (`shard=` and `codec=` optional, `level=N` with a codec); a striped one with `dirs`
+    /// (`shard=` and `codec=` optional, `level=N` with a codec) or `"hdf5"` /
+    /// `"hdf5(NAME)"` (the dataset's name, `data` by default); a striped one with `dirs`
     /// and `node_local` as [`Striping`] has them.
     ///
     /// ```
@@ -67,6 +78,7 @@ impl Format {
     /// assert_eq!(Format::parse("npy", Vec::new(), false).unwrap(), Format::Npy);
     /// assert!(matches!(Format::parse("raid5(unit=4KiB,count=3)", Vec::new(), false), Ok(Format::Striped(_))));
     /// assert!(matches!(Format::parse("zarr(chunk=8x8,shard=64x64)", Vec::new(), false), Ok(Format::Zarr { .. })));
+    /// assert_eq!(Format::parse("hdf5(temperature)", Vec::new(), false).unwrap(), Format::Hdf5 { dataset: "temperature".into() });
     /// assert!(Format::parse("zip", Vec::new(), false).is_err());
     /// ```
     ///
@@ -90,6 +102,15 @@ impl Format {
             given: name.to_string(),
             why,
         };
+        if name == "hdf5" {
+            return Ok(Format::Hdf5 {
+                dataset: super::hdf5::DEFAULT_DATASET.to_string(),
+            });
+        }
+        if let Some(args) = name.strip_prefix("hdf5(").and_then(|a| a.strip_suffix(')')) {
+            let dataset = super::hdf5::parse_spec(args).map_err(|e| bad(Some(e.into())))?;
+            return Ok(Format::Hdf5 { dataset });
+        }
         if let Some(args) = name.strip_prefix("zarr(").and_then(|a| a.strip_suffix(')')) {
             let (chunks, shards, compressor) =
                 super::zarr::parse_spec(args).map_err(|e| bad(Some(e.into())))?;

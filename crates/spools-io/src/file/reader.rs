@@ -114,10 +114,11 @@ impl Reader {
         let (stored, source) = match inspect(path)? {
             Kind::Plain { offset, bytes } => {
                 let file = sys::open_read(path)?;
-                let stored = if offset == 0 {
+                let head = sys::read_upto(&file, path, offset.min(64 * 1024) as usize, 0)?;
+                // An HDF5 file's dataset is read as its bytes.
+                let stored = if offset == 0 || super::hdf5::is_hdf5(&head) {
                     Stored::Canonical { bytes }
                 } else {
-                    let head = sys::read_upto(&file, path, offset as usize, 0)?;
                     let h = npy::parse_full(&head).map_err(|e| FileError::Format {
                         path: path.to_path_buf(),
                         defect: FormatDefect::Npy(e),

@@ -233,6 +233,13 @@ pub fn cat(
     }
 }
 
+/// Whether `path` is an HDF5 file (by its signature).
+fn is_hdf5_file(path: &Path) -> bool {
+    sys::open_read(path)
+        .and_then(|f| sys::read_upto(&f, path, 8, 0))
+        .is_ok_and(|h| super::hdf5::is_hdf5(&h))
+}
+
 /// A description of `path` for `spools ls`.
 ///
 /// # Errors
@@ -241,6 +248,19 @@ pub fn describe(path: &Path) -> Result<String, FileError> {
     Ok(match open(path)? {
         Opened::Plain { offset: 0, bytes } => {
             format!("{}: canonical file, {bytes} bytes", path.display())
+        }
+        Opened::Plain { offset, bytes } if is_hdf5_file(path) => {
+            let d = super::hdf5::inspect(path, None)?;
+            format!(
+                "{}: HDF5 file, dataset {}, dtype {}, shape {:?}, contiguous at offset {offset}, {bytes} bytes{}",
+                path.display(),
+                d.name,
+                d.dtype,
+                d.shape,
+                d.written_from
+                    .map(|l| format!("\n  written by Spools from: {l}"))
+                    .unwrap_or_default()
+            )
         }
         Opened::Plain { offset, bytes } => {
             let head = sys::read_upto(&sys::open_read(path)?, path, offset as usize, 0)?;
