@@ -48,12 +48,12 @@ fn gather(m: &ZarrMeta, local: &[u8], shape: &[u64], from: &[u64], ext: &[u64]) 
     let elem = m.fill.len() as u64;
     let n: u64 = c.iter().product::<u64>() * elem;
     let zeros = vec![0; c.len()];
-    let mut raw = if ext == c || m.fill.iter().all(|&b| b == 0) {
-        vec![0u8; n as usize]
-    } else {
-        let mut r = vec![0u8; n as usize];
+    // Room for a CRC32C after the data, so that the codec does not reallocate.
+    let mut raw = Vec::with_capacity(n as usize + 4);
+    raw.resize(n as usize, 0u8);
+    if ext != c && m.fill.iter().any(|&b| b != 0) {
         fill_box(
-            &mut r,
+            &mut raw,
             BoxOf {
                 shape: c,
                 at: &zeros,
@@ -61,8 +61,7 @@ fn gather(m: &ZarrMeta, local: &[u8], shape: &[u64], from: &[u64], ext: &[u64]) 
             c,
             &m.fill,
         );
-        r
-    };
+    }
     copy_box(
         local,
         BoxOf { shape, at: from },
@@ -78,7 +77,7 @@ fn gather(m: &ZarrMeta, local: &[u8], shape: &[u64], from: &[u64], ext: &[u64]) 
 }
 
 /// Encodes outer chunk `s` from the local array `local` (of shape `shape`) into the bytes
-/// stored at its key.
+/// stored at its key, as parts stored back to back.
 ///
 /// # Errors
 /// A compressor's error.
@@ -88,13 +87,17 @@ pub(crate) fn encode(
     local: &[u8],
     shape: &[u64],
     s: &[u64],
-) -> std::io::Result<Vec<u8>> {
+) -> std::io::Result<Vec<Vec<u8>>> {
     let unit = unit_of(m.dtype);
     let (base, _) = g.local_box(s);
     match &m.chain {
         Chain::Plain(codecs) => {
             let (_, ext) = g.local_box(s);
-            codec::encode(codecs, unit, gather(m, local, shape, &base, &ext))
+            Ok(vec![codec::encode(
+                codecs,
+                unit,
+                gather(m, local, shape, &base, &ext),
+            )?])
         }
         Chain::Sharded { codecs, .. } => {
             let mut parts = Vec::new();

@@ -116,28 +116,30 @@ pub(crate) fn decode(
     Ok(b)
 }
 
-/// Assembles a shard from its encoded inner chunks (`None`: absent, fill value), in C
-/// order over the shard's chunk grid, with the index (little-endian, CRC32C) at the end.
-pub(crate) fn shard(chunks: Vec<Option<Vec<u8>>>) -> Vec<u8> {
-    let data: usize = chunks.iter().flatten().map(Vec::len).sum();
-    let mut out = Vec::with_capacity(data + chunks.len() * 16 + 4);
+/// A shard from its encoded inner chunks (`None`: absent, fill value), in C order over
+/// the shard's chunk grid, as the parts to store back to back (no copy of the chunks):
+/// the present chunks, then the index (little-endian, CRC32C).
+pub(crate) fn shard(chunks: Vec<Option<Vec<u8>>>) -> Vec<Vec<u8>> {
     let mut index = Vec::with_capacity(chunks.len() * 16 + 4);
+    let mut parts = Vec::with_capacity(chunks.len() + 1);
+    let mut at = 0u64;
     for c in chunks {
-        let (at, len) = match c {
+        let (off, len) = match c {
             Some(c) => {
-                let at = out.len() as u64;
-                out.extend_from_slice(&c);
-                (at, c.len() as u64)
+                let len = c.len() as u64;
+                parts.push(c);
+                at += len;
+                (at - len, len)
             }
             None => (ABSENT, ABSENT),
         };
-        index.extend_from_slice(&at.to_le_bytes());
+        index.extend_from_slice(&off.to_le_bytes());
         index.extend_from_slice(&len.to_le_bytes());
     }
     let crc = crc32c::crc32c(&index);
-    out.extend_from_slice(&index);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out
+    index.extend_from_slice(&crc.to_le_bytes());
+    parts.push(index);
+    parts
 }
 
 /// A shard's index: (offset, length) of each of its `n` inner chunks in C order, absent
@@ -265,7 +267,7 @@ mod tests {
 
     #[test]
     fn shards_index_their_chunks_and_refuse_a_bad_index() {
-        let s = shard(vec![Some(vec![1, 2, 3]), None, Some(vec![9])]);
+        let s = shard(vec![Some(vec![1, 2, 3]), None, Some(vec![9])]).concat();
         let idx = index(&s, 3, false, true, true).unwrap_or_else(|e| unreachable!("{e}"));
         assert_eq!(idx, vec![Some((0, 3)), None, Some((3, 1))]);
         let mut bad = s.clone();

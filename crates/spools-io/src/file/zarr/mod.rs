@@ -292,23 +292,22 @@ fn write_keys(
     dir: &Path,
     sync: bool,
 ) -> Result<(), FileError> {
-    use std::io::Write;
     let shape = g.local_shape(u64::from(me));
     for s in g.owned(u64::from(me)) {
         let at = dir.join(m.key(&s));
-        let bytes =
+        let parts =
             chunks::encode(m, g, local, &shape, &s).map_err(|e| FileError::io("encode", &at, e))?;
         if let Some(parent) = at.parent() {
             std::fs::create_dir_all(parent)
                 .map_err(|e| FileError::io("create directory", parent, e))?;
         }
-        let mut f = std::fs::OpenOptions::new()
+        let f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&at)
             .map_err(|e| FileError::io("create", &at, e))?;
-        f.write_all(&bytes)
-            .map_err(|e| FileError::io("write", &at, e))?;
+        let slices: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+        sys::write_vectored_at(&f, &at, &slices, 0)?;
         if sync {
             sys::sync(&f, &at)?;
         }

@@ -7,7 +7,7 @@ use super::grid::Grid;
 use super::{parse, read_key, ZarrMeta};
 use crate::error::{FileError, FormatDefect, ZarrError};
 
-/// A stored chunk found damaged by [`fsck`].
+/// A stored chunk found damaged by [`fsck`](crate::file::tools::fsck).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BadChunk {
     /// The key's file (the shard, or the chunk of an unsharded array).
