@@ -68,21 +68,24 @@ fn bounded(r: impl Read, limit: u64, codec: &'static str) -> Result<Vec<u8>, Chu
     Ok(out)
 }
 
-/// Decodes one stored chunk into `expected` little-endian element bytes.
+/// Decodes one stored chunk into `expected` little-endian element bytes: borrowed from
+/// `stored` when no codec has to make new bytes (raw little-endian data, with or without
+/// a CRC32C), owned otherwise.
 ///
 /// # Errors
 /// [`ChunkDefect`]: a failed CRC32C, a stream that does not decompress, or a chunk of
 /// another size.
-pub(crate) fn decode(
+pub(crate) fn decode<'a>(
     codecs: &Codecs,
     unit: usize,
-    stored: &[u8],
+    stored: &'a [u8],
     expected: u64,
-) -> Result<Vec<u8>, ChunkDefect> {
+) -> Result<std::borrow::Cow<'a, [u8]>, ChunkDefect> {
+    use std::borrow::Cow;
     // No codec after `bytes` grows data by more than a CRC and framing: every stage's
     // output is bounded by this.
     let limit = expected + 4 * codecs.after.len() as u64 + 64;
-    let mut b = stored.to_vec();
+    let mut b: Cow<'a, [u8]> = Cow::Borrowed(stored);
     for c in codecs.after.iter().rev() {
         b = match *c {
             BytesCodec::Crc32c => {
@@ -91,17 +94,26 @@ pub(crate) fn decode(
                 if crc32c::crc32c(&b[..n]) != want {
                     return Err(ChunkDefect::Checksum);
                 }
-                b.truncate(n);
-                b
+                match b {
+                    Cow::Borrowed(s) => Cow::Borrowed(&s[..n]),
+                    Cow::Owned(mut v) => {
+                        v.truncate(n);
+                        Cow::Owned(v)
+                    }
+                }
             }
             BytesCodec::Zstd(..) => {
                 let d = zstd::stream::Decoder::new(&b[..]).map_err(|e| ChunkDefect::Decode {
                     codec: "zstd",
                     why: e.to_string(),
                 })?;
-                bounded(d, limit, "zstd")?
+                Cow::Owned(bounded(d, limit, "zstd")?)
             }
-            BytesCodec::Gzip(_) => bounded(flate2::read::GzDecoder::new(&b[..]), limit, "gzip")?,
+            BytesCodec::Gzip(_) => Cow::Owned(bounded(
+                flate2::read::GzDecoder::new(&b[..]),
+                limit,
+                "gzip",
+            )?),
         };
     }
     if b.len() as u64 != expected {
@@ -111,7 +123,7 @@ pub(crate) fn decode(
         });
     }
     if codecs.big_endian {
-        swap(&mut b, unit);
+        swap(b.to_mut(), unit);
     }
     Ok(b)
 }
@@ -226,8 +238,8 @@ mod tests {
         ] {
             let enc = encode(&c, 4, raw.clone()).unwrap_or_else(|e| unreachable!("{e}"));
             assert_eq!(
-                decode(&c, 4, &enc, raw.len() as u64).as_ref(),
-                Ok(&raw),
+                decode(&c, 4, &enc, raw.len() as u64).map(|d| d.into_owned()),
+                Ok(raw.clone()),
                 "{c:?}"
             );
             // Another expected size is reported, never returned.

@@ -114,18 +114,12 @@ impl Grid {
 
     /// The local array's shape on `unit`.
     pub(crate) fn local_shape(&self, unit: u64) -> Vec<u64> {
-        if unit >= self.units() {
-            return vec![0; self.shape.len()];
+        match &self.layout {
+            Layout::Array(a) if unit < self.units() => a
+                .local_shape(unit)
+                .unwrap_or_else(|_| vec![0; self.shape.len()]),
+            _ => vec![0; self.shape.len()],
         }
-        let c = self.coords(unit);
-        (0..self.shape.len())
-            .map(|d| {
-                (0..self.keys[d])
-                    .filter(|s| s % self.procs[d] == c[d])
-                    .map(|s| self.extent(d, s))
-                    .sum()
-            })
-            .collect()
     }
 
     /// Indices of outer chunk `s` in dimension `d` inside the array.
@@ -178,29 +172,57 @@ pub(crate) fn product(per: &[Vec<u64>]) -> Vec<Vec<u64>> {
     out
 }
 
-/// Every index tuple of `ext` but the last dimension, in C order.
-fn rows(ext: &[u64]) -> impl Iterator<Item = Vec<u64>> + '_ {
-    let n = ext.len().saturating_sub(1);
-    let count: u64 = ext[..n].iter().product();
-    let empty = ext.contains(&0);
-    (0..if empty { 0 } else { count }).map(move |mut i| {
-        let mut idx = vec![0; n];
-        for d in (0..n).rev() {
-            idx[d] = i % ext[d];
-            i /= ext[d];
-        }
-        idx
-    })
+/// Byte strides of a C-order array of `shape` with elements of `elem` bytes.
+fn strides(shape: &[u64], elem: u64) -> Vec<u64> {
+    let mut s = vec![elem; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * shape[d + 1];
+    }
+    s
 }
 
-/// Byte offset of `at + row` (the row's first element) in a C-order array of `shape`.
-fn offset(shape: &[u64], at: &[u64], row: &[u64], elem: u64) -> usize {
-    let mut o = 0;
-    for d in 0..shape.len() {
-        let i = at[d] + row.get(d).copied().unwrap_or(0);
-        o = o * shape[d] + i;
+/// Calls `f(a, b)` with the byte offsets in two C-order arrays (strides `sa`, `sb`, boxes
+/// starting at byte offsets `a0`, `b0`) of every row of a box of extent `ext` (a row: the
+/// last dimension), in C order, with an odometer: no allocation per row.
+fn for_rows(
+    ext: &[u64],
+    sa: &[u64],
+    a0: u64,
+    sb: &[u64],
+    b0: u64,
+    mut f: impl FnMut(usize, usize),
+) {
+    let n = ext.len().saturating_sub(1);
+    if ext.contains(&0) {
+        return;
     }
-    (o * elem) as usize
+    let mut idx = vec![0u64; n];
+    let (mut a, mut b) = (a0, b0);
+    loop {
+        f(a as usize, b as usize);
+        // Next row: bump the fastest of the leading dimensions, carrying over.
+        let mut d = n;
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            idx[d] += 1;
+            a += sa[d];
+            b += sb[d];
+            if idx[d] < ext[d] {
+                break;
+            }
+            a -= sa[d] * ext[d];
+            b -= sb[d] * ext[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/// Byte offset of `at` in a C-order array with byte strides `st`.
+fn offset(st: &[u64], at: &[u64]) -> u64 {
+    st.iter().zip(at).map(|(s, i)| s * i).sum()
 }
 
 /// A box of a C-order array: its shape, the box's start and extent.
@@ -220,11 +242,11 @@ pub(crate) fn copy_box(
 ) {
     let Some(&last) = ext.last() else { return };
     let len = (last * elem) as usize;
-    for r in rows(ext) {
-        let a = offset(src.shape, src.at, &r, elem);
-        let b = offset(dst.shape, dst.at, &r, elem);
+    let (sa, sb) = (strides(src.shape, elem), strides(dst.shape, elem));
+    let (a0, b0) = (offset(&sa, src.at), offset(&sb, dst.at));
+    for_rows(ext, &sa, a0, &sb, b0, |a, b| {
         to[b..b + len].copy_from_slice(&from[a..a + len]);
-    }
+    });
 }
 
 /// Fills the box of extent `ext` at `dst.at` of `to` with copies of `pattern` (one element).
@@ -233,8 +255,9 @@ pub(crate) fn fill_box(to: &mut [u8], dst: BoxOf<'_>, ext: &[u64], pattern: &[u8
     let elem = pattern.len() as u64;
     let len = (last * elem) as usize;
     let zero = pattern.iter().all(|&b| b == 0);
-    for r in rows(ext) {
-        let b = offset(dst.shape, dst.at, &r, elem);
+    let sb = strides(dst.shape, elem);
+    let b0 = offset(&sb, dst.at);
+    for_rows(ext, &sb, b0, &sb, b0, |_, b| {
         let row = &mut to[b..b + len];
         if zero {
             row.fill(0);
@@ -243,7 +266,7 @@ pub(crate) fn fill_box(to: &mut [u8], dst: BoxOf<'_>, ext: &[u64], pattern: &[u8
                 e.copy_from_slice(pattern);
             }
         }
-    }
+    });
 }
 
 #[cfg(test)]

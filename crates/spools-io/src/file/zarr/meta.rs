@@ -79,6 +79,12 @@ pub(crate) struct Keys {
     pub(crate) sep: char,
 }
 
+/// Largest chunk (inner chunk of a shard) Spools reads or writes, in bytes.
+pub(crate) const MAX_CHUNK_BYTES: u64 = 1 << 32;
+
+/// Most inner chunks in one shard.
+pub(crate) const MAX_CHUNKS_PER_SHARD: u64 = 1 << 24;
+
 /// What Spools reads of a Zarr v3 array's `zarr.json`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ZarrMeta {
@@ -477,6 +483,34 @@ impl ZarrMeta {
             }
             _ => Chain::Plain(codecs(list)?),
         };
+        // Sizes a reader must be able to hold: hostile metadata is refused here, before
+        // anything is allocated or iterated for it.
+        let elem = dtype.size();
+        let chunk = match &chain {
+            Chain::Sharded { inner, .. } => inner.as_slice(),
+            Chain::Plain(_) => grid.as_slice(),
+        };
+        let bytes = |dims: &[u64]| dims.iter().try_fold(elem, |t, &n| t.checked_mul(n));
+        if bytes(&shape).is_none() {
+            return Err(ZarrError::Grid(format!("shape {shape:?} overflows")));
+        }
+        match bytes(chunk) {
+            Some(b) if b <= MAX_CHUNK_BYTES => {}
+            _ => {
+                return Err(ZarrError::Grid(format!(
+                    "chunks of shape {chunk:?} hold more than {MAX_CHUNK_BYTES} bytes"
+                )))
+            }
+        }
+        let per_shard = grid
+            .iter()
+            .zip(chunk)
+            .try_fold(1u64, |t, (&g, &c)| t.checked_mul(g / c));
+        if per_shard.is_none_or(|n| n > MAX_CHUNKS_PER_SHARD) {
+            return Err(ZarrError::Grid(format!(
+                "shards of {grid:?} hold more than {MAX_CHUNKS_PER_SHARD} chunks of {chunk:?}"
+            )));
+        }
         let spools = o
             .get("attributes")
             .and_then(|a| a.get("spools"))
@@ -760,6 +794,24 @@ mod tests {
                 .as_bytes(),
         );
         assert!(matches!(e, Err(ZarrError::DataType(_))), "{e:?}");
+        // Sizes no reader could hold are refused before anything is allocated for them.
+        for (from, to) in [
+            (r#""shape":[4,6]"#, r#""shape":[18446744073709551615,6]"#),
+            (r#""chunk_shape":[2,3]"#, r#""chunk_shape":[4294967296,3]"#),
+        ] {
+            let text = base(r#"[{"name":"bytes"}]"#, "").replace(from, to);
+            assert_ne!(text, base(r#"[{"name":"bytes"}]"#, ""), "{from}");
+            let e = ZarrMeta::parse(text.as_bytes());
+            assert!(matches!(e, Err(ZarrError::Grid(_))), "{to}: {e:?}");
+        }
+        let many = base(
+            r#"[{"name":"sharding_indexed","configuration":{"chunk_shape":[1,1],"codecs":[{"name":"bytes"}]}}]"#,
+            "",
+        )
+        .replace(r#""chunk_shape":[2,3]"#, r#""chunk_shape":[65536,65536]"#)
+        .replace(r#""shape":[4,6]"#, r#""shape":[65536,65536]"#);
+        let e = ZarrMeta::parse(many.as_bytes());
+        assert!(matches!(e, Err(ZarrError::Grid(_))), "{e:?}");
     }
 
     #[test]

@@ -18,6 +18,9 @@ pub struct BadChunk {
     pub problem: String,
 }
 
+/// Largest slab (one row of shards along the first dimension) `cat` and `fsck` hold.
+const SLAB_MAX: u64 = 16 << 30;
+
 /// Parses the array at `path` from its `zarr.json` text.
 pub(crate) fn open(path: &Path, text: &[u8]) -> Result<ZarrMeta, FileError> {
     parse(path, text)
@@ -26,9 +29,16 @@ pub(crate) fn open(path: &Path, text: &[u8]) -> Result<ZarrMeta, FileError> {
 /// `spools ls` of a Zarr array.
 pub(crate) fn describe(path: &Path, m: &ZarrMeta) -> String {
     let keys: u64 = m.keys_per_dim().iter().product();
-    let present = (0..keys)
-        .filter(|&k| path.join(m.key(&unflat(k, &m.keys_per_dim()))).is_file())
-        .count();
+    // Counted when there are not too many to look at.
+    let what = if m.inner.is_some() { "shard" } else { "chunk" };
+    let present = if keys <= 1 << 20 {
+        let n = (0..keys)
+            .filter(|&k| path.join(m.key(&unflat(k, &m.keys_per_dim()))).is_file())
+            .count();
+        format!("{n} of {keys} {what} files present")
+    } else {
+        format!("{keys} {what} files (too many to count here)")
+    };
     let mut s = format!(
         "{}: Zarr v3 array, dtype {} ({}), shape {:?}, {} bytes\n  ",
         path.display(),
@@ -39,13 +49,10 @@ pub(crate) fn describe(path: &Path, m: &ZarrMeta) -> String {
     );
     match &m.inner {
         Some(inner) => s.push_str(&format!(
-            "shards {:?} of chunks {inner:?}: {present} of {keys} shard files present",
+            "shards {:?} of chunks {inner:?}: {present}",
             m.grid
         )),
-        None => s.push_str(&format!(
-            "chunks {:?}, not sharded: {present} of {keys} chunk files present",
-            m.grid
-        )),
+        None => s.push_str(&format!("chunks {:?}, not sharded: {present}", m.grid)),
     }
     s.push_str(&format!("\n  codecs: {}", m.codec_names.join(", ")));
     if let Some(l) = &m.written_from {
@@ -69,6 +76,17 @@ fn unflat(mut k: u64, per: &[u64]) -> Vec<u64> {
 fn slab(path: &Path, m: &ZarrMeta, s0: u64) -> Result<(Grid, Vec<Vec<u64>>), FileError> {
     let mut shape = m.shape.clone();
     shape[0] = m.grid[0].min(m.shape[0] - s0 * m.grid[0]);
+    let bytes = shape
+        .iter()
+        .try_fold(m.dtype.size(), |t, &n| t.checked_mul(n));
+    if bytes.is_none_or(|b| b > SLAB_MAX) {
+        return Err(FileError::Format {
+            path: path.to_path_buf(),
+            defect: FormatDefect::Zarr(ZarrError::Grid(format!(
+                "a row of shards of {shape:?} is more than the {SLAB_MAX} bytes the tools hold at once"
+            ))),
+        });
+    }
     let g = Grid::new(m.dtype, &shape, &m.grid, 1).map_err(|e| FileError::Format {
         path: path.to_path_buf(),
         defect: FormatDefect::Zarr(ZarrError::Grid(e.to_string())),
