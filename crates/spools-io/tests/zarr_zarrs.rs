@@ -2,6 +2,9 @@
 //! and not, compressed with zstd and gzip and not, shapes the shards do not divide) are
 //! opened by the `zarrs` crate, an independent Zarr v3 implementation, and every element
 //! is compared with the value the ranks wrote: the element's global index in its type.
+//! And the reverse: arrays `zarrs` writes (sharded with zstd and partial shards, a missing
+//! chunk, unsharded) are read by a three-rank Spools job with block-cyclic distributions
+//! and checked element by element.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -145,6 +148,139 @@ fn check_with_zarrs(dir: &Path, name: &str, spec: &str) {
         bytes == want,
         "{name}: zarrs reads other values than Spools wrote"
     );
+}
+
+/// Arrays zarrs writes: name, shape, shard (None: unsharded), chunk, zstd, the region left
+/// unwritten (fill value 7) as a range of the first dimension.
+type Foreign = (
+    &'static str,
+    [u64; 2],
+    Option<[u64; 2]>,
+    [u64; 2],
+    bool,
+    Option<(u64, u64)>,
+);
+
+const FOREIGN: &[Foreign] = &[
+    ("sharded-zstd", [37, 23], Some([16, 10]), [8, 5], true, None),
+    (
+        "sharded-hole",
+        [30, 20],
+        Some([10, 20]),
+        [5, 5],
+        false,
+        Some((10, 20)),
+    ),
+    ("plain", [11, 13], None, [4, 4], true, None),
+];
+
+/// Element (i, j) of a foreign array: its index, or 7 in the unwritten rows.
+fn foreign_value(shape: [u64; 2], hole: Option<(u64, u64)>, i: u64, j: u64) -> i32 {
+    match hole {
+        Some((a, b)) if (a..b).contains(&i) => 7,
+        _ => (i * shape[1] + j) as i32,
+    }
+}
+
+fn write_with_zarrs(dir: &Path) {
+    use std::num::NonZeroU64;
+    use zarrs::array::codec::{ShardingCodecBuilder, ZstdCodec};
+    use zarrs::array::{data_type, ArrayBuilder, ArraySubset};
+    for (name, shape, shard, chunk, zstd, hole) in FOREIGN {
+        let store = Arc::new(zarrs::filesystem::FilesystemStore::new(dir.join(name)).unwrap());
+        let mut b = ArrayBuilder::new(
+            shape.to_vec(),
+            shard.unwrap_or(*chunk).to_vec(),
+            data_type::int32(),
+            7i32,
+        );
+        let compress: Vec<Arc<dyn zarrs::array::BytesToBytesCodecTraits>> = if *zstd {
+            vec![Arc::new(ZstdCodec::new(3, false))]
+        } else {
+            Vec::new()
+        };
+        if shard.is_some() {
+            let inner: Vec<NonZeroU64> =
+                chunk.iter().map(|&c| NonZeroU64::new(c).unwrap()).collect();
+            let codec = ShardingCodecBuilder::new(inner, &data_type::int32())
+                .bytes_to_bytes_codecs(compress)
+                .build();
+            b.array_to_bytes_codec(Arc::new(codec));
+        } else {
+            b.bytes_to_bytes_codecs(compress);
+        }
+        let array = b.build(store, "/").unwrap();
+        array.store_metadata().unwrap();
+        // Rows outside the hole, written as two subsets (the hole's chunks are never stored).
+        let (a, z) = hole.unwrap_or((shape[0], shape[0]));
+        for (lo, hi) in [(0, a), (z, shape[0])] {
+            if lo < hi {
+                let vals: Vec<i32> = (lo..hi)
+                    .flat_map(|i| (0..shape[1]).map(move |j| foreign_value(*shape, None, i, j)))
+                    .collect();
+                let subset = ArraySubset::new_with_ranges(&[lo..hi, 0..shape[1]]);
+                array.store_array_subset(&subset, vals.as_slice()).unwrap();
+            }
+        }
+    }
+}
+
+fn read_foreign(w: &spools::World) -> Result<(), String> {
+    let dir = PathBuf::from(std::env::var("SPOOLS_TEST_DIR").map_err(|x| x.to_string())?);
+    let comm = e(w.io_communicator())?;
+    let me = u64::from(w.rank());
+    for (name, shape, _, _, _, hole) in FOREIGN {
+        for dists in [
+            "cyclic(3),block on 3x1",
+            "*,cyclic on 1x3",
+            "block,block on 1x2",
+        ] {
+            let spec = format!("i32[{},{}] {dists}", shape[0], shape[1]);
+            let l: Layout = e(spec.parse())?;
+            let mut got = vec![0u8; e(l.local_bytes(me.min(l.units() - 1)))? as usize];
+            if me >= l.units() {
+                got.clear();
+            }
+            e(spools_io::file::read(
+                comm,
+                &dir.join(name),
+                &mut got,
+                &l,
+                &Default::default(),
+            ))?;
+            for g in 0..shape[0] * shape[1] {
+                let loc = l.locate(g * 4).ok_or("locate")?;
+                if loc.unit == me {
+                    let at = loc.local as usize;
+                    let v = i32::from_le_bytes(got[at..at + 4].try_into().map_err(|_| "slice")?);
+                    let want = foreign_value(*shape, *hole, g / shape[1], g % shape[1]);
+                    if v != want {
+                        return Err(format!(
+                            "{name} as {spec}: element {g} is {v}, zarrs wrote {want}"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn zarr_arrays_zarrs_writes_are_read_by_spools() {
+    rank_main(|_role| {
+        let w = e(spools::init())?;
+        checked(&w, read_foreign);
+        e(w.finalize())
+    });
+    let d = tempdir("zarrs-in");
+    write_with_zarrs(d.path());
+    // The hole is really absent: its shard holds no chunk there.
+    assert!(!d.path().join("sharded-hole/c/1/0").exists());
+    let o = Job::new(3, "zarr_arrays_zarrs_writes_are_read_by_spools")
+        .env("SPOOLS_TEST_DIR", d.path())
+        .run();
+    assert_ok(&o);
 }
 
 #[test]
