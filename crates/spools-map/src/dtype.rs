@@ -55,7 +55,41 @@ pub(crate) const NAMED: [(&str, DType); 12] = [
     ("c128", DType::C128),
 ];
 
+/// Long names of the fixed-size types, as numpy and Zarr spell them.
+const LONG: [(&str, DType); 12] = [
+    ("uint8", DType::U8),
+    ("int8", DType::I8),
+    ("uint16", DType::U16),
+    ("int16", DType::I16),
+    ("uint32", DType::U32),
+    ("int32", DType::I32),
+    ("uint64", DType::U64),
+    ("int64", DType::I64),
+    ("float32", DType::F32),
+    ("float64", DType::F64),
+    ("complex64", DType::C64),
+    ("complex128", DType::C128),
+];
+
 impl DType {
+    /// The name numpy and Zarr give a fixed-size type (`None` for [`DType::Bytes`], which
+    /// each spells its own way: numpy `V12`, Zarr `r96`).
+    ///
+    /// ```
+    /// use spools_map::DType;
+    /// assert_eq!(DType::F32.long_name(), Some("float32"));
+    /// assert_eq!(DType::from_long_name("complex128"), Some(DType::C128));
+    /// assert_eq!(DType::Bytes(3).long_name(), None);
+    /// ```
+    pub fn long_name(self) -> Option<&'static str> {
+        LONG.iter().find(|(_, t)| *t == self).map(|(n, _)| *n)
+    }
+
+    /// The fixed-size type numpy and Zarr call `name`, if any.
+    pub fn from_long_name(name: &str) -> Option<DType> {
+        LONG.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+    }
+
     /// Size of one element in bytes.
     pub fn size(self) -> u64 {
         match self {

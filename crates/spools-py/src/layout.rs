@@ -66,20 +66,10 @@ fn parse(spec: &str) -> PyResult<Layout> {
 /// numpy's name of an element type (native byte order, which is the files' little-endian
 /// order on the machines Spools runs on); `V<k>` for `bytes(k)`.
 fn dtype_name(d: DType) -> String {
-    match d {
-        DType::U8 => "uint8".into(),
-        DType::I8 => "int8".into(),
-        DType::U16 => "uint16".into(),
-        DType::I16 => "int16".into(),
-        DType::U32 => "uint32".into(),
-        DType::I32 => "int32".into(),
-        DType::U64 => "uint64".into(),
-        DType::I64 => "int64".into(),
-        DType::F32 => "float32".into(),
-        DType::F64 => "float64".into(),
-        DType::C64 => "complex64".into(),
-        DType::C128 => "complex128".into(),
-        DType::Bytes(n) => format!("V{n}"),
+    match (d, d.long_name()) {
+        (_, Some(name)) => name.to_string(),
+        (DType::Bytes(n), None) => format!("V{n}"),
+        (d, None) => d.to_string(),
     }
 }
 

@@ -40,7 +40,7 @@ pub fn open(path: &Path) -> Result<Opened, FileError> {
     Ok(match inspect(path)? {
         Kind::Manifest(t) => Opened::Striped(Box::new(Manifest::parse(path, &t)?)),
         Kind::Plain { offset, bytes } => Opened::Plain { offset, bytes },
-        Kind::Zarr(t) => Opened::Zarr(Box::new(super::zarr::tools::open(path, &t)?)),
+        Kind::Zarr(t) => Opened::Zarr(Box::new(super::zarr::parse(path, &t)?)),
     })
 }
 

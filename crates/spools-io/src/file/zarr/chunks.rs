@@ -2,8 +2,9 @@
 //! array in the I/O distribution and its stored bytes. Pure: the caller reads and writes
 //! the key files.
 
-use super::codec::{self, unit_of};
+use super::codec;
 use super::grid::{copy_box, fill_box, product, BoxOf, Grid};
+use super::meta::swap_unit;
 use super::meta::{Chain, ZarrMeta};
 use crate::error::ChunkDefect;
 
@@ -88,17 +89,14 @@ pub(crate) fn encode(
     shape: &[u64],
     s: &[u64],
 ) -> std::io::Result<Vec<Vec<u8>>> {
-    let unit = unit_of(m.dtype);
-    let (base, _) = g.local_box(s);
+    let unit = swap_unit(m.dtype);
+    let (base, ext) = g.local_box(s);
     match &m.chain {
-        Chain::Plain(codecs) => {
-            let (_, ext) = g.local_box(s);
-            Ok(vec![codec::encode(
-                codecs,
-                unit,
-                gather(m, local, shape, &base, &ext),
-            )?])
-        }
+        Chain::Plain(codecs) => Ok(vec![codec::encode(
+            codecs,
+            unit,
+            gather(m, local, shape, &base, &ext),
+        )?]),
         Chain::Sharded { codecs, .. } => {
             let mut parts = Vec::new();
             for (_, at, ext) in inner_chunks(m, g, s) {
@@ -144,7 +142,7 @@ pub(crate) fn decode(
     mut local: Option<(&mut [u8], &[u64])>,
     s: &[u64],
 ) -> Vec<Defect> {
-    let unit = unit_of(m.dtype);
+    let unit = swap_unit(m.dtype);
     let elem = m.fill.len() as u64;
     let c = m.chunk_shape().to_vec();
     let zeros = vec![0; c.len()];

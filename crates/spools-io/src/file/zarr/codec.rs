@@ -4,7 +4,7 @@
 
 use std::io::Read;
 
-use super::meta::{swap_unit, BytesCodec, Codecs};
+use super::meta::{BytesCodec, Codecs};
 use crate::error::ChunkDefect;
 
 /// The index entry of a chunk a shard does not hold (it is fill value).
@@ -208,11 +208,6 @@ pub(crate) fn index(
             }
         })
         .collect()
-}
-
-/// The unit a big-endian chain swaps for `dtype`.
-pub(crate) fn unit_of(dtype: spools_map::DType) -> usize {
-    swap_unit(dtype)
 }
 
 #[cfg(test)]

@@ -112,42 +112,24 @@ pub struct ZarrMeta {
 
 /// Zarr's name of an element type.
 pub(crate) fn data_type_name(d: DType) -> String {
-    match d {
-        DType::U8 => "uint8".into(),
-        DType::I8 => "int8".into(),
-        DType::U16 => "uint16".into(),
-        DType::I16 => "int16".into(),
-        DType::U32 => "uint32".into(),
-        DType::I32 => "int32".into(),
-        DType::U64 => "uint64".into(),
-        DType::I64 => "int64".into(),
-        DType::F32 => "float32".into(),
-        DType::F64 => "float64".into(),
-        DType::C64 => "complex64".into(),
-        DType::C128 => "complex128".into(),
-        DType::Bytes(n) => format!("r{}", n * 8),
+    match (d, d.long_name()) {
+        (_, Some(name)) => name.to_string(),
+        (DType::Bytes(n), None) => format!("r{}", n * 8),
+        (d, None) => d.to_string(),
     }
 }
 
 fn data_type_of(name: &str) -> Result<DType, ZarrError> {
-    Ok(match name {
-        "bool" | "uint8" => DType::U8,
-        "int8" => DType::I8,
-        "uint16" => DType::U16,
-        "int16" => DType::I16,
-        "uint32" => DType::U32,
-        "int32" => DType::I32,
-        "uint64" => DType::U64,
-        "int64" => DType::I64,
-        "float32" => DType::F32,
-        "float64" => DType::F64,
-        "complex64" => DType::C64,
-        "complex128" => DType::C128,
-        r => match r.strip_prefix('r').and_then(|b| b.parse::<u64>().ok()) {
-            Some(bits) if bits > 0 && bits % 8 == 0 => DType::Bytes(bits / 8),
-            _ => return Err(ZarrError::DataType(r.to_string())),
-        },
-    })
+    if name == "bool" {
+        return Ok(DType::U8);
+    }
+    if let Some(d) = DType::from_long_name(name) {
+        return Ok(d);
+    }
+    match name.strip_prefix('r').and_then(|b| b.parse::<u64>().ok()) {
+        Some(bits) if bits > 0 && bits % 8 == 0 => Ok(DType::Bytes(bits / 8)),
+        _ => Err(ZarrError::DataType(name.to_string())),
+    }
 }
 
 /// The size of the unit a big-endian `bytes` codec swaps (a complex number's parts are

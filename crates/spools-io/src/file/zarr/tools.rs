@@ -4,7 +4,7 @@ use std::path::Path;
 
 use super::chunks;
 use super::grid::Grid;
-use super::{parse, read_key, ZarrMeta};
+use super::{read_key, ZarrMeta};
 use crate::error::{FileError, FormatDefect, ZarrError};
 
 /// A stored chunk found damaged by [`fsck`](crate::file::tools::fsck).
@@ -20,11 +20,6 @@ pub struct BadChunk {
 
 /// Largest slab (one row of shards along the first dimension) `cat` and `fsck` hold.
 const SLAB_MAX: u64 = 16 << 30;
-
-/// Parses the array at `path` from its `zarr.json` text.
-pub(crate) fn open(path: &Path, text: &[u8]) -> Result<ZarrMeta, FileError> {
-    parse(path, text)
-}
 
 /// `spools ls` of a Zarr array.
 pub(crate) fn describe(path: &Path, m: &ZarrMeta) -> String {
