@@ -8,7 +8,8 @@
 //! - [`handshake`]: the mutual challenge-response that opens every TCP connection;
 //! - [`boot`]: the bootstrap protocol between ranks and the rendezvous server;
 //! - [`am`]: the active-message headers that the active-message layer puts in front of payloads;
-//! - [`stream`]: streams to destinations outside the job, striped over several TCP links.
+//! - [`stream`]: streams to destinations outside the job, striped over several TCP links;
+//! - [`frame`]: the framebuffer protocol, one frame of an image or a field as a stream's ADU.
 //!
 //! Decoders never panic: bytes from a peer that do not parse give a [`WireError`].
 //!
@@ -27,6 +28,7 @@ pub mod auth;
 pub mod boot;
 mod codec;
 mod error;
+pub mod frame;
 pub mod handshake;
 pub mod stream;
 

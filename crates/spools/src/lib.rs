@@ -58,10 +58,10 @@ pub use spools_fabric::{Caps, FabricError, Priority, SingleCopy, Transport};
 pub use spools_io::file::{
     Commit, FileStats, Format, ReadOptions, Reshuffle, Striping, WriteOptions,
 };
-pub use spools_io::stream::{AduInfo, StreamReader};
 pub use spools_io::stream::{
-    StreamConnection, StreamFormat, StreamId, StreamOptions, StreamWriter,
+    frame_header, FrameStyle, StreamConnection, StreamFormat, StreamId, StreamOptions, StreamWriter,
 };
+pub use spools_io::stream::{AduInfo, StreamReader};
 pub use spools_io::StreamRecvError;
 pub use spools_io::{ExchangeError, ExchangeOptions, ExchangeStats, FileError, StreamError};
 pub use spools_map::Layout;
@@ -69,4 +69,5 @@ pub use spools_msg::{
     as_bytes, as_bytes_mut, wait_all, wait_any, CollRequest, Communicator, Completion, Element,
     MsgError, Op, Request, RpcError, RpcHandle, Source, Status, Tag, UserFn, ANY_SOURCE, ANY_TAG,
 };
+pub use spools_proto::frame::{ColorMap, FrameHeader, PixelFormat};
 pub use world::{init, init_with, InitError, World};

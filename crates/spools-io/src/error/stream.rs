@@ -11,6 +11,10 @@ pub enum StreamError {
     /// TU the links do not divide, SUs over the frame limit, an unsized layout...).
     #[error("stream format: {0}")]
     Format(&'static str),
+    /// A frame the framebuffer protocol cannot carry (a field without a colour map or
+    /// with `lo >= hi`, a side over 65536).
+    #[error("not a frame: {0}")]
+    Frame(spools_proto::WireError),
     /// The ADU buffer does not hold this rank's share of the ADU's layout.
     #[error("the ADU buffer holds {got} bytes but this rank's share is {need}")]
     BufferSize {

@@ -13,7 +13,7 @@ use spools_proto::auth::Secret;
 use spools_proto::stream::{Close, Open, MAX_LINKS, MAX_SU, NOT_SEQUENCED, VARIABLE};
 use spools_stream::{LinkSender, SendError};
 
-use super::distribution::{concatenated, owned, owner, stripes};
+use super::distribution::{concatenated, owned, owner, stripes, stripes_after};
 use super::link::{Item, LinkThread};
 use super::{StreamId, StreamOptions};
 use crate::collective::{agree_on_outcome, rank_bytes};
@@ -32,8 +32,9 @@ struct Stream {
     announced: bool,
     /// ADUs sent.
     adus: u64,
-    /// The plans from the layouts its ADUs came in to the links' stripes, latest first.
-    plans: Vec<(Layout, Arc<Plan>)>,
+    /// The plans from the layouts its ADUs came in (behind a prefix of so many bytes) to
+    /// the links' stripes, latest first.
+    plans: Vec<(Layout, u64, Arc<Plan>)>,
 }
 
 /// A logical connection from the job to one destination outside it (`spools recv`, or any
@@ -211,9 +212,48 @@ impl<'c> StreamConnection<'c> {
         data: &[u8],
         layout: &Layout,
     ) -> Result<(), StreamError> {
-        let local = self.prepare(id.0, data, layout);
+        self.send_adu_prefixed(id, &[], data, layout)
+    }
+
+    /// Sends the next ADU of stream `id` as `prefix` followed by the canonical bytes of
+    /// `layout` (of which `data` is this rank's share): a header in front of a distributed
+    /// dataset, as the framebuffer protocol ([`spools_proto::frame`]) puts one in front of
+    /// each frame. Rank 0's prefix is the one sent; every rank gives one of the same
+    /// length, at most one SU (`tu / links` bytes). Collective.
+    ///
+    /// ```no_run
+    /// use spools_io::stream::{StreamConnection, StreamOptions};
+    /// let world = spools::init()?;
+    /// let rows: spools_map::Layout = "f64[512,512] block,* on 4x1".parse()?;
+    /// let mine = vec![0u8; rows.local_bytes(u64::from(world.rank()))? as usize];
+    /// let mut c = StreamConnection::open(world.communicator(), "127.0.0.1:5000".parse()?, 2)?;
+    /// let s = c.open_stream(StreamOptions::default())?;
+    /// c.send_adu_prefixed(s, b"step 1", &mine, &rows)?;
+    /// c.close()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`StreamConnection::send_adu`]; [`StreamError::Format`] for a prefix longer than
+    /// an SU or on a stream opened `variable`, or prefixes of different lengths.
+    pub fn send_adu_prefixed(
+        &mut self,
+        id: StreamId,
+        prefix: &[u8],
+        data: &[u8],
+        layout: &Layout,
+    ) -> Result<(), StreamError> {
+        let local = self.prepare(id.0, prefix.len() as u64, data, layout);
         let (plan, size, tu) = self.agree(local)?;
-        self.deliver(id.0, data, plan.as_deref(), size, tu)
+        // The plan was agreed from the same layout everywhere; the prefix lengths too.
+        let mut lens = vec![0u64; self.comm.size() as usize];
+        self.comm.allgather(&[prefix.len() as u64], &mut lens)?;
+        if lens.iter().any(|&l| l != prefix.len() as u64) {
+            return Err(StreamError::Format(
+                "the ranks gave prefixes of different lengths",
+            ));
+        }
+        self.deliver(id.0, prefix, data, plan.as_deref(), size, tu)
     }
 
     /// Sends the next ADU of stream `id`, opened `variable`: the ADU is every rank's `data`
@@ -251,7 +291,7 @@ impl<'c> StreamConnection<'c> {
             let dst = stripes(size, su, self.links)?;
             Some(Plan::new(&concatenated(&counts)?, &dst).map_err(ExchangeError::from)?)
         };
-        self.deliver(id.0, data, plan.as_ref(), size, size.max(1))
+        self.deliver(id.0, &[], data, plan.as_ref(), size, size.max(1))
     }
 
     /// Sends ADU n of every open stream of lock-step group `group`, each `(stream, this
@@ -266,12 +306,54 @@ impl<'c> StreamConnection<'c> {
         group: u32,
         items: &[(StreamId, &[u8], &Layout)],
     ) -> Result<(), StreamError> {
+        let ids: Vec<StreamId> = items.iter().map(|i| i.0).collect();
+        self.check_group(group, &ids)?;
+        for &(id, data, layout) in items {
+            self.send_adu(id, data, layout)?;
+        }
+        Ok(())
+    }
+
+    /// [`StreamConnection::send_group`] with a prefix in front of each ADU, as
+    /// [`StreamConnection::send_adu_prefixed`]: `(stream, prefix, this rank's share,
+    /// layout)`. Collective.
+    ///
+    /// # Errors
+    /// As [`StreamConnection::send_group`] and [`StreamConnection::send_adu_prefixed`].
+    pub fn send_group_prefixed(
+        &mut self,
+        group: u32,
+        items: &[(StreamId, &[u8], &[u8], &Layout)],
+    ) -> Result<(), StreamError> {
+        let ids: Vec<StreamId> = items.iter().map(|i| i.0).collect();
+        self.check_group(group, &ids)?;
+        for &(id, prefix, data, layout) in items {
+            self.send_adu_prefixed(id, prefix, data, layout)?;
+        }
+        Ok(())
+    }
+
+    /// The open streams of lock-step group `group`.
+    pub(crate) fn group_size(&self, group: u32) -> usize {
+        self.streams
+            .values()
+            .filter(|st| group != 0 && st.opts.group == group)
+            .count()
+    }
+
+    /// The group of stream `id` (0: none), if it is open.
+    pub(crate) fn group_of(&self, id: StreamId) -> Option<u32> {
+        self.streams.get(&id.0).map(|st| st.opts.group)
+    }
+
+    /// Checks that `items` names every open stream of group `group` once, and no other.
+    fn check_group(&self, group: u32, items: &[StreamId]) -> Result<(), StreamError> {
         let bad = |what| StreamError::Group { group, what };
         if group == 0 {
             return Err(bad("group 0 is no group"));
         }
         let mut named: Vec<u32> = Vec::new();
-        for (StreamId(s), _, _) in items {
+        for StreamId(s) in items {
             if self.streams.get(s).is_none_or(|st| st.opts.group != group) {
                 return Err(bad("a stream that is not open in this group"));
             }
@@ -286,9 +368,6 @@ impl<'c> StreamConnection<'c> {
             .any(|(s, st)| st.opts.group == group && !named.contains(s))
         {
             return Err(bad("an open stream of the group is missing"));
-        }
-        for &(id, data, layout) in items {
-            self.send_adu(id, data, layout)?;
         }
         Ok(())
     }
@@ -391,13 +470,15 @@ impl<'c> StreamConnection<'c> {
     fn prepare(
         &mut self,
         id: u32,
+        prefix: u64,
         data: &[u8],
         layout: &Layout,
     ) -> Result<(Option<Arc<Plan>>, u64, u64), StreamError> {
         let (me, k) = (self.comm.rank(), self.links);
         let size = layout
             .total_bytes()
-            .ok_or(StreamError::Format("an unsized layout"))?;
+            .ok_or(StreamError::Format("an unsized layout"))?
+            + prefix;
         let need = rank_bytes(layout, me)?;
         if data.len() as u64 != need {
             return Err(StreamError::BufferSize {
@@ -424,21 +505,34 @@ impl<'c> StreamConnection<'c> {
             }
             (st.opts.tu, st.opts.tu / u64::from(k))
         };
+        if prefix > 0 && (st.opts.variable || prefix > su) {
+            return Err(StreamError::Format(
+                "a prefix goes on a fixed-size stream and fits in one SU",
+            ));
+        }
         if size == 0 {
             return Ok((None, 0, tu));
         }
-        let plan = match st.plans.iter().position(|(l, _)| l == layout) {
+        let plan = match st
+            .plans
+            .iter()
+            .position(|(l, p, _)| l == layout && *p == prefix)
+        {
             Some(i) => {
                 let p = st.plans.remove(i);
                 st.plans.insert(0, p);
-                Arc::clone(&st.plans[0].1)
+                Arc::clone(&st.plans[0].2)
             }
             None => {
-                let plan = Arc::new(
-                    Plan::new(layout, &stripes(size, su, k)?).map_err(ExchangeError::from)?,
-                );
+                let dst = if prefix == 0 {
+                    stripes(size, su, k)?
+                } else {
+                    stripes_after(size, tu, k, prefix)?
+                };
+                let plan = Arc::new(Plan::new(layout, &dst).map_err(ExchangeError::from)?);
                 st.plans.truncate(PLANS - 1);
-                st.plans.insert(0, (layout.clone(), Arc::clone(&plan)));
+                st.plans
+                    .insert(0, (layout.clone(), prefix, Arc::clone(&plan)));
                 plan
             }
         };
@@ -451,12 +545,13 @@ impl<'c> StreamConnection<'c> {
     fn deliver(
         &mut self,
         id: u32,
+        prefix: &[u8],
         data: &[u8],
         plan: Option<&Plan>,
         size: u64,
         tu: u64,
     ) -> Result<(), StreamError> {
-        let stripes = self.reshuffle(plan, data);
+        let stripes = self.reshuffle(plan, prefix, data);
         let st = self
             .streams
             .get_mut(&id)
@@ -489,16 +584,29 @@ impl<'c> StreamConnection<'c> {
         Ok(())
     }
 
-    /// This rank's stripes of one ADU (one per link it owns, in link order).
-    fn reshuffle(&self, plan: Option<&Plan>, data: &[u8]) -> Result<Vec<Vec<u8>>, StreamError> {
+    /// This rank's stripes of one ADU (one per link it owns, in link order); link 0's
+    /// starts with `prefix`.
+    fn reshuffle(
+        &self,
+        plan: Option<&Plan>,
+        prefix: &[u8],
+        data: &[u8],
+    ) -> Result<Vec<Vec<u8>>, StreamError> {
         let me = self.comm.rank();
         let mine: Vec<u64> = self.owned.iter().map(|l| u64::from(l.link())).collect();
         let Some(plan) = plan else {
             return Ok(vec![Vec::new(); mine.len()]);
         };
+        let head = |s: u64| if s == 0 { prefix.len() } else { 0 };
         let mut bufs = mine
             .iter()
-            .map(|&s| plan.dst().local_bytes(s).map(|n| vec![0u8; n as usize]))
+            .map(|&s| {
+                plan.dst().local_bytes(s).map(|n| {
+                    let mut b = vec![0u8; head(s) + n as usize];
+                    b[..head(s)].copy_from_slice(&prefix[..head(s)]);
+                    b
+                })
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let src: Vec<(u64, &[u8])> = if u64::from(me) < plan.src().units() {
             vec![(u64::from(me), data)]
@@ -508,7 +616,7 @@ impl<'c> StreamConnection<'c> {
         let mut dst: Vec<(u64, &mut [u8])> = mine
             .iter()
             .zip(bufs.iter_mut())
-            .map(|(&s, b)| (s, &mut b[..]))
+            .map(|(&s, b)| (s, &mut b[head(s)..]))
             .collect();
         exchange(
             self.comm,

@@ -4,6 +4,7 @@
 //! in rank order).
 
 use spools_map::{IrregularLayout, Layout, StripeLayout};
+use spools_proto::stream::{su_range, tus};
 
 use crate::error::StreamError;
 
@@ -27,6 +28,34 @@ pub(crate) fn stripes(size: u64, su: u64, links: u16) -> Result<Layout, StreamEr
         .map_err(StreamError::from)
 }
 
+/// The layout, in the coordinates of a dataset of `size - prefix` bytes, of an ADU of
+/// `size` bytes whose first `prefix` bytes (a header, at most one SU: `prefix <= su`) are
+/// not the dataset's: link `s` holds the dataset bytes its SUs cover, in ADU order. The
+/// owner of link 0 puts the prefix in front of its share.
+pub(crate) fn stripes_after(
+    size: u64,
+    tu: u64,
+    links: u16,
+    prefix: u64,
+) -> Result<Layout, StreamError> {
+    let data = size - prefix;
+    let mut units = vec![Vec::new(); usize::from(links)];
+    for t in 0..tus(size, tu) {
+        for (s, unit) in units.iter_mut().enumerate() {
+            let Some((off, len)) = su_range(size, tu, links, t, s as u16) else {
+                continue;
+            };
+            let (from, to) = (off.max(prefix), off + len);
+            if from < to {
+                unit.push((from - prefix, to - from));
+            }
+        }
+    }
+    IrregularLayout::new(1, data, units)
+        .map(Layout::Irregular)
+        .map_err(StreamError::from)
+}
+
 /// The source layout of a variable-size ADU: rank `r` holds `counts[r]` bytes, the ADU is
 /// every rank's bytes in rank order. `counts` sum to more than 0.
 pub(crate) fn concatenated(counts: &[u64]) -> Result<Layout, StreamError> {
@@ -47,7 +76,6 @@ pub(crate) fn concatenated(counts: &[u64]) -> Result<Layout, StreamError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use spools_proto::stream::su_range;
 
     #[test]
     fn links_go_round_the_ranks() {
@@ -76,6 +104,20 @@ mod tests {
             assert_eq!(l.locate(off).map(|x| x.unit), Some(u64::from(s)));
             assert_eq!(l.local_bytes(u64::from(s)).unwrap(), len);
         }
+    }
+
+    #[test]
+    fn a_prefix_shifts_the_dataset_behind_it() {
+        // An ADU of 30 bytes: a header of 4, then 26 bytes of data; TUs of 12 over 3 links.
+        let l = stripes_after(30, 12, 3, 4).unwrap();
+        assert_eq!(l.total_bytes(), Some(26));
+        // Link 0: SUs [0,4) (all header), [12,16), [24,28) -> data [8,12), [20,24).
+        assert_eq!(l.local_bytes(0).unwrap(), 8);
+        assert_eq!(l.locate(8).map(|x| x.unit), Some(0));
+        // Link 1: [4,8), [16,20), [28,30) -> data [0,4), [12,16), [24,26).
+        assert_eq!(l.local_bytes(1).unwrap(), 10);
+        assert_eq!(l.locate(0).map(|x| x.unit), Some(1));
+        assert_eq!(l.local_bytes(2).unwrap(), 8);
     }
 
     #[test]

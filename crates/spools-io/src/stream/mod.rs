@@ -11,6 +11,8 @@
 //! - [`StreamConnection`]: one connection, several streams ([`StreamOptions`]): sequenced
 //!   (`after`), synchronised in lock-step groups, of variable-size ADUs, with priorities.
 //! - [`StreamReader`]: a connection into the job, ADUs received into any layout.
+//! - Frames ([`StreamConnection::send_frame`], [`FrameStyle`]): the framebuffer protocol
+//!   ([`spools_proto::frame`]), a header in front of each frame of a 2-D image or field.
 
 use std::net::SocketAddr;
 
@@ -20,10 +22,12 @@ use spools_proto::auth::Secret;
 
 mod connection;
 mod distribution;
+mod frames;
 mod link;
 mod reader;
 
 pub use connection::StreamConnection;
+pub use frames::{frame_header, FrameStyle};
 pub use reader::{AduInfo, Limits, StreamReader};
 
 use crate::error::StreamError;
