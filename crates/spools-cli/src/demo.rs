@@ -83,7 +83,7 @@ fn final_path(dir: &Path) -> PathBuf {
 }
 
 /// A near-square grid of `p` blocks.
-fn grid(p: u32) -> (u64, u64) {
+pub(crate) fn grid(p: u32) -> (u64, u64) {
     let mut a = (f64::from(p).sqrt()) as u32;
     while a > 1 && p % a != 0 {
         a -= 1;
@@ -161,7 +161,7 @@ pub(crate) fn heat(a: &HeatArgs) -> Result<()> {
 }
 
 /// The address of `tcp:HOST:PORT`.
-fn stream_dest(s: &str) -> Result<SocketAddr> {
+pub(crate) fn stream_dest(s: &str) -> Result<SocketAddr> {
     let Some(hp) = s.strip_prefix("tcp:") else {
         bail!("--stream {s:?}: expected tcp:HOST:PORT");
     };
@@ -228,7 +228,7 @@ fn rate(bytes: u64, secs: f64) -> String {
 
 /// Runs a rank's part; on an error, reports it and exits at once without finalising, so
 /// the launcher stops the job instead of the other ranks waiting for this one.
-fn rank(body: impl FnOnce(&World) -> Result<()>) -> Result<()> {
+pub(crate) fn rank(body: impl FnOnce(&World) -> Result<()>) -> Result<()> {
     let w = spools::init().context("starting the runtime")?;
     if let Err(e) = body(&w) {
         eprintln!("spools demo: rank {}: {e:#}", w.rank());

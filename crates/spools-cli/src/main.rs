@@ -13,6 +13,8 @@ mod run_args;
 mod spec;
 mod streams;
 mod unixpipe;
+mod vcr;
+mod view;
 
 use std::process::ExitCode;
 
@@ -88,6 +90,9 @@ enum Command {
     Recv(streams::RecvArgs),
     /// Send files as streams to tcp:HOST:PORT over several links.
     Send(streams::SendArgs),
+    /// Show frame streams arriving at tcp:HOST:PORT live in a browser (the page's URL is
+    /// printed).
+    View(view::ViewArgs),
 }
 
 /// `spools demo` programs.
@@ -96,6 +101,9 @@ enum DemoCommand {
     /// 2-D heat diffusion with halo exchange and parallel-file snapshots, then a reader job
     /// with another rank count and distribution checking them against one process.
     Heat(demo::HeatArgs),
+    /// The "digital VCR": four synchronised camera streams of moving images from 8 ranks,
+    /// shown in lock step by `spools view` (`--view` starts one).
+    Vcr(vcr::VcrArgs),
 }
 
 fn secret() -> anyhow::Result<()> {
@@ -115,12 +123,14 @@ fn main() -> ExitCode {
         Command::Secret => secret(),
         Command::Bench(b) => spools_bench::run(&b).map_err(anyhow::Error::from),
         Command::Demo(DemoCommand::Heat(a)) => demo::heat(&a),
+        Command::Demo(DemoCommand::Vcr(a)) => vcr::vcr(&a),
         Command::Cat(a) => filetools::cat(&a),
         Command::Ls(a) => filetools::ls(&a),
         Command::Fsck(a) => filetools::fsck(&a),
         Command::Repair(a) => filetools::repair(&a),
         Command::Recv(a) => streams::recv(&a),
         Command::Send(a) => streams::send(&a),
+        Command::View(a) => view::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -63,7 +63,7 @@ pub(crate) fn read_secret(path: &std::path::Path) -> anyhow::Result<Secret> {
     Secret::from_hex(text.trim()).with_context(|| format!("--secret {}", path.display()))
 }
 
-fn tcp_addr(s: &str) -> anyhow::Result<String> {
+pub(crate) fn tcp_addr(s: &str) -> anyhow::Result<String> {
     match s.strip_prefix("tcp:") {
         Some(a) if !a.is_empty() => Ok(a.to_string()),
         _ => bail!("{s:?}: expected tcp:HOST:PORT"),

@@ -20,7 +20,7 @@ use spools_testkit::{assert_ok, e, rank_main, Job};
 
 /// The byte at canonical offset `g` of frame `f` of stream `s`.
 fn byte(s: u32, f: u64, g: u64) -> u8 {
-    (g.wrapping_mul(13) ^ (g >> 8) ^ f.wrapping_mul(41) ^ u64::from(s) * 7) as u8
+    (g.wrapping_mul(13) ^ (g >> 8) ^ f.wrapping_mul(41) ^ (u64::from(s) * 7)) as u8
 }
 
 /// Stream `s`'s layouts (frames alternate between the two) and its style.

@@ -199,6 +199,20 @@ impl<'c> StreamWriter<'c> {
         self.conn.send_adu(self.id, data, layout)
     }
 
+    /// Sends one frame (the framebuffer protocol): `data` is this rank's share of `layout`,
+    /// a 2-D image or field, shown as `style`; as [`StreamConnection::send_frame`].
+    ///
+    /// # Errors
+    /// As [`StreamConnection::send_frame`].
+    pub fn send_frame(
+        &mut self,
+        style: &FrameStyle,
+        data: &[u8],
+        layout: &Layout,
+    ) -> Result<(), StreamError> {
+        self.conn.send_frame(self.id, style, data, layout)
+    }
+
     /// Ends the stream (with the ADUs sent) and the connection. Collective.
     ///
     /// # Errors

@@ -1,0 +1,279 @@
+//! `spools demo vcr`: the iWarp paper's "digital VCR" — several cameras' moving images sent
+//! from a job as synchronised frame streams (one lock-step group), shown side by side by
+//! `spools view`. Cameras 0.. are RGB images (a gradient, a moving bar, and the frame
+//! number in the top-left 32x32 block: red = n mod 256, green = n / 256 mod 256, blue =
+//! 60 x camera), laid out block,block over the ranks; the last camera is an f32 field
+//! (the same picture in values from 0 to 1, the block holding (n mod 256) / 255) laid out
+//! cyclic(8),block and shown through the viridis colour map.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use spools::{ColorMap, FrameStyle, Layout, StreamOptions, World};
+use spools_boot::launcher::{launch, LaunchSpec};
+
+/// Options of `spools demo vcr`.
+#[derive(Args, Debug)]
+pub(crate) struct VcrArgs {
+    /// Ranks of the job.
+    #[arg(long, default_value_t = 8)]
+    ranks: u32,
+    /// Cameras: synchronised streams (the last one a scalar field).
+    #[arg(long, default_value_t = 4)]
+    cameras: u32,
+    /// Frames per camera.
+    #[arg(long, default_value_t = 600)]
+    frames: u64,
+    /// Frames per second to pace the cameras at (0: as fast as they go).
+    #[arg(long, default_value_t = 30.0)]
+    fps: f64,
+    /// Frame size, WIDTHxHEIGHT.
+    #[arg(long, default_value = "640x360")]
+    size: String,
+    /// Links (TCP connections) of the stream connection.
+    #[arg(long, default_value_t = 4)]
+    links: u16,
+    /// Send the frames to a viewer at tcp:HOST:PORT (`spools view`).
+    #[arg(long, value_name = "tcp:HOST:PORT")]
+    stream: Option<String>,
+    /// Start a viewer in this process and send the frames to it (prints the page's URL).
+    #[arg(long, conflicts_with = "stream")]
+    view: bool,
+    /// Where the started viewer serves its page.
+    #[arg(long, default_value = "127.0.0.1:8080", requires = "view")]
+    http: SocketAddr,
+    /// Keep the started viewer up this many seconds after the job (default: until Ctrl-C).
+    #[arg(long, requires = "view")]
+    view_for: Option<u64>,
+    /// Make the frames but send none (the job's time without a viewer).
+    #[arg(long, conflicts_with_all = ["stream", "view"])]
+    no_stream: bool,
+    /// Internal: this process is a rank of the job.
+    #[arg(long, hide = true)]
+    rank: bool,
+}
+
+/// The frame size of `--size`.
+fn size(s: &str) -> Result<(u64, u64)> {
+    let (w, h) = s.split_once('x').context("--size: WIDTHxHEIGHT")?;
+    let (w, h): (u64, u64) = (w.parse()?, h.parse()?);
+    if !(32..=8192).contains(&w) || !(32..=8192).contains(&h) {
+        bail!("--size {s}: 32 to 8192 pixels a side");
+    }
+    Ok((w, h))
+}
+
+pub(crate) fn vcr(a: &VcrArgs) -> Result<()> {
+    let (w, h) = size(&a.size)?;
+    if a.cameras == 0 || a.cameras > 16 || a.links == 0 {
+        bail!("--cameras 1 to 16, --links at least 1");
+    }
+    if a.rank {
+        return crate::demo::rank(|world| cam_rank(world, a, w, h));
+    }
+    let viewer = if a.view {
+        Some(crate::view::host(a.http, spools_view::Encoding::Jpeg(85))?)
+    } else {
+        None
+    };
+    let dest = match (&viewer, &a.stream) {
+        (Some(v), _) => Some(format!("tcp:{}", v.frames_addr())),
+        (None, Some(s)) => Some(s.clone()),
+        (None, None) if a.no_stream => None,
+        (None, None) => bail!("--view, --stream tcp:HOST:PORT or --no-stream"),
+    };
+    let exe = std::env::current_exe().context("finding this program")?;
+    let mut args: Vec<String> = vec![
+        "demo".into(),
+        "vcr".into(),
+        "--rank".into(),
+        "--cameras".into(),
+        a.cameras.to_string(),
+        "--frames".into(),
+        a.frames.to_string(),
+        "--fps".into(),
+        a.fps.to_string(),
+        "--size".into(),
+        a.size.clone(),
+        "--links".into(),
+        a.links.to_string(),
+        "--ranks".into(),
+        a.ranks.to_string(),
+    ];
+    match dest {
+        Some(d) => args.extend(["--stream".into(), d]),
+        None => args.push("--no-stream".into()),
+    }
+    let r = launch(&LaunchSpec {
+        ranks: a.ranks,
+        program: exe.into(),
+        args: args.into_iter().map(Into::into).collect(),
+        tag_output: false,
+        timeout: None,
+        grace: spools_boot::launcher::GRACE,
+        liveness: None,
+        secret: None,
+        hosts: None,
+    })?;
+    if r.exit_code != 0 {
+        bail!("the camera job failed (exit status {})", r.exit_code);
+    }
+    if let Some(v) = &viewer {
+        crate::view::linger(v, a.view_for);
+    }
+    Ok(())
+}
+
+/// Whether pixel column `x` of camera `c` of `cams`, frame `n`, is on the moving bar.
+fn on_bar(c: u64, cams: u64, n: u64, x: u64, w: u64) -> bool {
+    let bar = (n * 4 + c * w / cams) % w;
+    (x + w - bar) % w < (w / 32).max(2)
+}
+
+/// The RGB of camera `c` of `cams`, frame `n`, at pixel (x, y) of a `w` x `h` frame.
+fn pixel(c: u64, cams: u64, n: u64, x: u64, y: u64, w: u64, h: u64) -> [u8; 3] {
+    if x < 32 && y < 32 {
+        return [
+            (n % 256) as u8,
+            ((n / 256) % 256) as u8,
+            (60 * c % 256) as u8,
+        ];
+    }
+    if on_bar(c, cams, n, x, w) {
+        return [255, 255, 255];
+    }
+    [
+        (x * 255 / (w - 1)) as u8,
+        (y * 255 / (h - 1)) as u8,
+        ((128 + 40 * c) % 256) as u8,
+    ]
+}
+
+/// The field camera's (the last) value at a pixel: the frame number's block, the bar at 1,
+/// a gradient from 0 to 0.9 across.
+fn value(cams: u64, n: u64, x: u64, y: u64, w: u64) -> f32 {
+    if x < 32 && y < 32 {
+        (n % 256) as f32 / 255.0
+    } else if on_bar(cams - 1, cams, n, x, w) {
+        1.0
+    } else {
+        x as f32 / (w - 1) as f32 * 0.9
+    }
+}
+
+fn cam_rank(world: &World, a: &VcrArgs, w: u64, h: u64) -> Result<()> {
+    let cams = u64::from(a.cameras);
+    let (p0, p1) = crate::demo::grid(world.size());
+    let rgb: Layout = format!("u8[{h},{w},3] block,block,* on {p0}x{p1}x1").parse()?;
+    let field: Layout = format!("f32[{h},{w}] cyclic(8),block on {p0}x{p1}").parse()?;
+    let me = u64::from(world.rank());
+    let layout_of = |c: u64| if c + 1 == cams { &field } else { &rgb };
+    let mut bufs: Vec<Vec<u8>> = (0..cams)
+        .map(|c| Ok(vec![0u8; layout_of(c).local_bytes(me)? as usize]))
+        .collect::<Result<_>>()?;
+    let styles: Vec<FrameStyle> = (0..cams)
+        .map(|c| FrameStyle {
+            title: format!("camera {c}"),
+            colormap: ColorMap::Viridis,
+            lo: 0.0,
+            hi: 1.0,
+        })
+        .collect();
+    let dest: Option<SocketAddr> = match &a.stream {
+        Some(s) => Some(crate::demo::stream_dest(s)?),
+        None => None,
+    };
+    let mut conn = match dest {
+        Some(d) => Some(
+            world
+                .stream_connect(d, a.links)
+                .with_context(|| format!("connecting to {d}"))?,
+        ),
+        None => None,
+    };
+    let tu = u64::from(a.links) << 18;
+    let ids = match conn.as_mut() {
+        Some(c) => (0..cams)
+            .map(|_| {
+                c.open_stream(StreamOptions {
+                    tu,
+                    group: 1,
+                    ..Default::default()
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        None => Vec::new(),
+    };
+    world.barrier()?;
+    let t0 = Instant::now();
+    let (mut make_s, mut send_s) = (0.0f64, 0.0f64);
+    for n in 0..a.frames {
+        if a.fps > 0.0 {
+            let due = t0 + Duration::from_secs_f64(n as f64 / a.fps);
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+        }
+        let t = Instant::now();
+        for (c, buf) in bufs.iter_mut().enumerate() {
+            let c = c as u64;
+            let l = layout_of(c);
+            let bpp = if c + 1 == cams { 4 } else { 3 };
+            for x in l.extents(me)? {
+                for i in (0..x.len).step_by(bpp) {
+                    let px = (x.global + i) / bpp as u64;
+                    let (col, row) = (px % w, px / w);
+                    let at = (x.local + i) as usize;
+                    if c + 1 == cams {
+                        let v = value(cams, n, col, row, w);
+                        buf[at..at + 4].copy_from_slice(&v.to_le_bytes());
+                    } else {
+                        buf[at..at + 3].copy_from_slice(&pixel(c, cams, n, col, row, w, h));
+                    }
+                }
+            }
+        }
+        make_s += t.elapsed().as_secs_f64();
+        if let Some(conn) = conn.as_mut() {
+            let t = Instant::now();
+            let items: Vec<_> = ids
+                .iter()
+                .zip(&styles)
+                .zip(&bufs)
+                .enumerate()
+                .map(|(c, ((&id, s), b))| (id, s, &b[..], layout_of(c as u64)))
+                .collect();
+            conn.send_frames(1, &items)?;
+            send_s += t.elapsed().as_secs_f64();
+        }
+    }
+    if let Some(c) = conn {
+        c.close()?;
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    if world.rank() == 0 {
+        println!(
+            "vcr: {} cameras x {} frames of {w}x{h} from {} ranks in {secs:.3} s ({:.1} frames/s per camera; making {make_s:.3} s, sending {send_s:.3} s on rank 0)",
+            cams,
+            a.frames,
+            world.size(),
+            a.frames as f64 / secs.max(1e-9)
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_frame_number_is_in_the_corner() {
+        assert_eq!(pixel(2, 4, 300, 5, 5, 640, 360), [44, 1, 120]);
+        assert_eq!(value(4, 51, 0, 31, 640), 0.2);
+        assert_eq!(value(4, 0, 480, 100, 640), 1.0);
+        assert!(value(4, 0, 600, 100, 640) < 0.9);
+    }
+}
