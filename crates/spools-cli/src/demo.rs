@@ -4,7 +4,10 @@
 //! another distribution reads every snapshot back and checks it, bit for bit, against a
 //! one-process computation. Both jobs print what they moved and how fast. With
 //! `--stream tcp:HOST:PORT`, every snapshot is also sent, as one ADU of a stream, to a
-//! destination outside the job (`spools recv`, for example).
+//! destination outside the job (`spools recv`, for example). With `--view`, every step's
+//! temperature field is sent as a frame (the framebuffer protocol, through the inferno
+//! colour map from 0 to 100) to a viewer this process starts (or to `spools view` at
+//! `--stream`), paced at `--fps`, and the page's URL is printed.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
@@ -13,7 +16,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use spools::{
-    Format, Layout, ReadOptions, StreamFormat, StreamWriter, Striping, World, WriteOptions,
+    ColorMap, Format, FrameStyle, Layout, ReadOptions, StreamFormat, StreamWriter, Striping, World,
+    WriteOptions,
 };
 use spools_boot::launcher::{launch, LaunchSpec};
 
@@ -23,12 +27,12 @@ pub(crate) struct HeatArgs {
     /// Grid points per side.
     #[arg(long, default_value_t = 768)]
     n: u64,
-    /// Time steps.
-    #[arg(long, default_value_t = 200)]
-    steps: u64,
-    /// Write a snapshot every this many steps.
-    #[arg(long, default_value_t = 50)]
-    every: u64,
+    /// Time steps (default 200; 3000 with --view).
+    #[arg(long)]
+    steps: Option<u64>,
+    /// Write a snapshot every this many steps (default 50; 500 with --view).
+    #[arg(long)]
+    every: Option<u64>,
     /// Ranks of the simulation (a near-square grid of blocks).
     #[arg(long, default_value_t = 4)]
     ranks: u32,
@@ -43,14 +47,38 @@ pub(crate) struct HeatArgs {
     #[arg(long, value_name = "tcp:HOST:PORT")]
     stream: Option<String>,
     /// Links (TCP connections) of the stream, owned by simulation ranks 0..K.
-    #[arg(long, default_value_t = 1, requires = "stream")]
+    #[arg(long, default_value_t = 1)]
     links: u16,
+    /// Watch it live: every step's temperature is sent as a frame to a viewer started in
+    /// this process (or to the `spools view` at --stream), and the page's URL is printed.
+    #[arg(long)]
+    view: bool,
+    /// With --view: steps per second to pace the simulation at (0: as fast as it goes).
+    #[arg(long, default_value_t = 30.0)]
+    fps: f64,
+    /// With --view: where the started viewer serves its page.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    http: std::net::SocketAddr,
+    /// With --view: keep the started viewer up this many seconds after the demo (default:
+    /// until Ctrl-C).
+    #[arg(long)]
+    view_for: Option<u64>,
     /// Internal: which job this process is part of.
     #[arg(long, hide = true)]
     role: Option<String>,
 }
 
 const ALPHA: f64 = 0.2;
+
+impl HeatArgs {
+    fn steps(&self) -> u64 {
+        self.steps.unwrap_or(if self.view { 3000 } else { 200 })
+    }
+
+    fn every(&self) -> u64 {
+        self.every.unwrap_or(if self.view { 500 } else { 50 })
+    }
+}
 
 /// The initial temperature at (i, j): a hot square and a warm stripe, edges at 0.
 fn initial(n: u64, i: u64, j: u64) -> f64 {
@@ -92,7 +120,7 @@ pub(crate) fn grid(p: u32) -> (u64, u64) {
 }
 
 pub(crate) fn heat(a: &HeatArgs) -> Result<()> {
-    if a.n < 3 || a.every == 0 {
+    if a.n < 3 || a.every() == 0 {
         bail!("--n must be at least 3 and --every at least 1");
     }
     if a.links == 0 || u32::from(a.links) > a.ranks {
@@ -108,17 +136,31 @@ pub(crate) fn heat(a: &HeatArgs) -> Result<()> {
         None => {}
     }
     std::fs::create_dir_all(&a.dir).with_context(|| format!("creating {}", a.dir.display()))?;
+    let viewer = if a.view && a.stream.is_none() {
+        Some(crate::view::host(a.http, spools_view::Encoding::Jpeg(85))?)
+    } else {
+        None
+    };
+    let dest = match &viewer {
+        Some(v) => Some(format!("tcp:{}", v.frames_addr())),
+        None => a.stream.clone(),
+    };
     let exe = std::env::current_exe().context("finding this program")?;
     for (ranks, role) in [(a.ranks, "sim"), (a.readers, "check")] {
-        let stream = match (&a.stream, role) {
+        let mut stream = match (&dest, role) {
             (Some(s), "sim") => vec![
                 "--stream".to_string(),
                 s.clone(),
                 "--links".into(),
                 a.links.to_string(),
+                "--fps".into(),
+                a.fps.to_string(),
             ],
             _ => Vec::new(),
         };
+        if a.view && role == "sim" {
+            stream.push("--view".into());
+        }
         let spec = LaunchSpec {
             ranks,
             program: exe.clone().into(),
@@ -128,9 +170,9 @@ pub(crate) fn heat(a: &HeatArgs) -> Result<()> {
                 "--n",
                 &a.n.to_string(),
                 "--steps",
-                &a.steps.to_string(),
+                &a.steps().to_string(),
                 "--every",
-                &a.every.to_string(),
+                &a.every().to_string(),
                 "--ranks",
                 &a.ranks.to_string(),
                 "--readers",
@@ -157,6 +199,9 @@ pub(crate) fn heat(a: &HeatArgs) -> Result<()> {
             bail!("the {role} job failed (exit status {})", r.exit_code);
         }
     }
+    if let Some(v) = &viewer {
+        crate::view::linger(v, a.view_for);
+    }
     Ok(())
 }
 
@@ -175,6 +220,8 @@ pub(crate) fn stream_dest(s: &str) -> Result<SocketAddr> {
 struct Frames<'w> {
     out: StreamWriter<'w>,
     layout: Layout,
+    /// Frames for a viewer (a header each, every step), or bare snapshots.
+    view: Option<FrameStyle>,
     dest: SocketAddr,
     links: u16,
     secs: f64,
@@ -182,7 +229,13 @@ struct Frames<'w> {
 
 impl<'w> Frames<'w> {
     /// Opens the stream on every rank; TUs of 256 KiB per link.
-    fn open(w: &'w World, dest: SocketAddr, layout: &Layout, links: u16) -> Result<Frames<'w>> {
+    fn open(
+        w: &'w World,
+        dest: SocketAddr,
+        layout: &Layout,
+        links: u16,
+        view: bool,
+    ) -> Result<Frames<'w>> {
         let tu = u64::from(links) << 18;
         let out = w
             .stream_open(
@@ -197,16 +250,29 @@ impl<'w> Frames<'w> {
         Ok(Frames {
             out,
             layout: layout.clone(),
+            view: view.then(|| FrameStyle {
+                title: String::new(),
+                colormap: ColorMap::Inferno,
+                lo: 0.0,
+                hi: 100.0,
+            }),
             dest,
             links,
             secs: 0.0,
         })
     }
 
-    /// Sends one frame: `block` is this rank's part of the grid.
-    fn send(&mut self, block: &[f64]) -> Result<()> {
+    /// Sends one frame of step `step`: `block` is this rank's part of the grid.
+    fn send(&mut self, block: &[f64], step: u64) -> Result<()> {
         let t = Instant::now();
-        self.out.send_adu(spools::as_bytes(block), &self.layout)?;
+        match self.view.as_mut() {
+            Some(style) => {
+                style.title = format!("heat: step {step}");
+                self.out
+                    .send_frame(style, spools::as_bytes(block), &self.layout)?;
+            }
+            None => self.out.send_adu(spools::as_bytes(block), &self.layout)?,
+        }
         self.secs += t.elapsed().as_secs_f64();
         Ok(())
     }
@@ -277,16 +343,20 @@ fn simulate_rank(w: &World, a: &HeatArgs) -> Result<()> {
         (0u64, 0.0f64, 0u64, 0.0f64, 0u64);
     let mut block = vec![0.0f64; rows * cols];
     let dir = a.dir.clone();
+    // This rank's block without its ghost ring.
+    let inner = |u: &[f64], block: &mut Vec<f64>| {
+        for i in 0..rows {
+            block[i * cols..(i + 1) * cols]
+                .copy_from_slice(&u[(i + 1) * wd + 1..(i + 1) * wd + 1 + cols]);
+        }
+    };
     let write = |w: &World,
                  u: &[f64],
                  block: &mut Vec<f64>,
                  path: &Path,
                  opts: &WriteOptions|
      -> Result<f64> {
-        for i in 0..rows {
-            block[i * cols..(i + 1) * cols]
-                .copy_from_slice(&u[(i + 1) * wd + 1..(i + 1) * wd + 1 + cols]);
-        }
+        inner(u, block);
         let t = Instant::now();
         w.write_file(path, block, &layout, opts)?;
         Ok(t.elapsed().as_secs_f64())
@@ -296,12 +366,19 @@ fn simulate_rank(w: &World, a: &HeatArgs) -> Result<()> {
         ..Default::default()
     };
     let mut frames = match &a.stream {
-        Some(s) => Some(Frames::open(w, stream_dest(s)?, &layout, a.links)?),
+        Some(s) => Some(Frames::open(w, stream_dest(s)?, &layout, a.links, a.view)?),
         None => None,
     };
     w.barrier()?;
     let t_all = Instant::now();
-    for step in 1..=a.steps {
+    let (steps, every) = (a.steps(), a.every());
+    for step in 1..=steps {
+        if a.view && a.fps > 0.0 {
+            let due = t_all + std::time::Duration::from_secs_f64((step - 1) as f64 / a.fps);
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+        }
         // Halo exchange: rows go as they are, columns are packed.
         let t = Instant::now();
         let mut reqs = Vec::new();
@@ -370,13 +447,21 @@ fn simulate_rank(w: &World, a: &HeatArgs) -> Result<()> {
             }
         }
         std::mem::swap(&mut u, &mut next);
-        if step % a.every == 0 || step == a.steps {
+        let snapshot = step % every == 0 || step == steps;
+        if snapshot {
             file_s += write(w, &u, &mut block, &snapshot_path(&dir, step), &npy)?;
             file_bytes += n * n * 8;
             snaps += 1;
-            // The block just written is the frame.
-            if let Some(f) = frames.as_mut() {
-                f.send(&block)?;
+        }
+        // The block just written is the frame; a viewer gets every step.
+        if let Some(f) = frames.as_mut() {
+            if a.view {
+                if !snapshot {
+                    inner(&u, &mut block);
+                }
+                f.send(&block, step)?;
+            } else if snapshot {
+                f.send(&block, step)?;
             }
         }
     }
@@ -404,9 +489,9 @@ fn simulate_rank(w: &World, a: &HeatArgs) -> Result<()> {
     if w.rank() == 0 {
         println!(
             "heat: {n}x{n} f64, {} steps, {} ranks as {px}x{py} blocks, snapshot every {} steps",
-            a.steps,
+            steps,
             w.size(),
-            a.every
+            every
         );
         println!(
             "  {:<34} {:>12} {:>9} {:>11}",
@@ -476,7 +561,7 @@ fn check_rank(w: &World, a: &HeatArgs) -> Result<()> {
     let me = u64::from(w.rank());
     let mut mine = vec![0.0f64; (layout.local_bytes(me)? / 8) as usize];
     let t = Instant::now();
-    let refs = reference(n, a.steps, a.every);
+    let refs = reference(n, a.steps(), a.every());
     let ref_s = t.elapsed().as_secs_f64();
     let (mut bytes, mut secs, mut bad, mut maxdiff) = (0u64, 0.0f64, 0u64, 0.0f64);
     let mut check_one = |path: &Path, want: &[f64], mine: &mut Vec<f64>| -> Result<()> {

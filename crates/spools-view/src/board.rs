@@ -249,10 +249,13 @@ impl Board {
     /// Stream `stream` of connection `conn` ended: `complete`, or why not.
     pub(crate) fn on_end(&mut self, conn: u64, stream: u32, outcome: Result<(), String>) {
         let p = self.panel(conn, stream);
-        p.state = match outcome {
-            Ok(()) => State::Closed,
-            Err(why) => State::Failed(why),
-        };
+        // A stream that already failed (it sent something that is no frame) stays failed.
+        if !matches!(p.state, State::Failed(_)) {
+            p.state = match outcome {
+                Ok(()) => State::Closed,
+                Err(why) => State::Failed(why),
+            };
+        }
         self.version += 1;
     }
 }
@@ -304,6 +307,8 @@ mod tests {
         let mut b = Board::default();
         b.on_adu(7, 1, b"not a frame".to_vec(), Instant::now(), None);
         assert!(matches!(&b.panels[0].state, State::Failed(w) if w.contains("not a frame")));
+        b.on_end(7, 1, Ok(()));
+        assert!(matches!(&b.panels[0].state, State::Failed(_)));
         b.on_end(7, 2, Ok(()));
         assert_eq!(b.panels[1].state, State::Closed);
         // A new connection: the old one's ended panels make way.
