@@ -47,6 +47,9 @@ pub(crate) struct VcrArgs {
     /// Keep the started viewer up this many seconds after the job (default: until Ctrl-C).
     #[arg(long, requires = "view")]
     view_for: Option<u64>,
+    /// Every camera RGB (no field camera).
+    #[arg(long)]
+    rgb_only: bool,
     /// Make the frames but send none (the job's time without a viewer).
     #[arg(long, conflicts_with_all = ["stream", "view"])]
     no_stream: bool,
@@ -102,6 +105,9 @@ pub(crate) fn vcr(a: &VcrArgs) -> Result<()> {
         "--ranks".into(),
         a.ranks.to_string(),
     ];
+    if a.rgb_only {
+        args.push("--rgb-only".into());
+    }
     match dest {
         Some(d) => args.extend(["--stream".into(), d]),
         None => args.push("--no-stream".into()),
@@ -163,13 +169,69 @@ fn value(cams: u64, n: u64, x: u64, y: u64, w: u64) -> f32 {
     }
 }
 
+/// The columns the bar of camera `c` covers in frame `n`: one span, or two where it wraps;
+/// `false`: on every row.
+fn bar_spans(c: u64, cams: u64, n: u64, w: u64) -> Vec<(u64, u64, bool)> {
+    let (b, len) = ((n * 4 + c * w / cams) % w, (w / 32).max(2));
+    if b + len <= w {
+        vec![(b, b + len, false)]
+    } else {
+        vec![(b, w, false), (0, b + len - w, false)]
+    }
+}
+
+/// A pixel of an RGB camera or of the field camera.
+enum Px {
+    Rgb([u8; 3]),
+    Field(f32),
+}
+
+/// Draws the pixels of `dirty` column spans (`(from, to, only the first 32 rows)`) of this
+/// rank's share of a frame of `layout` (`w` pixels wide) into `buf`, each from `at(col, row)`.
+fn draw(
+    buf: &mut [u8],
+    layout: &Layout,
+    me: u64,
+    w: u64,
+    dirty: &[(u64, u64, bool)],
+    at: impl Fn(u64, u64) -> Px,
+) -> Result<()> {
+    let Layout::Array(a) = layout else {
+        bail!("a frame is an array")
+    };
+    let bpp = a.dtype().size() * if a.shape().len() == 3 { 3 } else { 1 };
+    for x in layout.extents(me)? {
+        if x.global % bpp != 0 || x.len % bpp != 0 {
+            bail!("an extent that splits a pixel");
+        }
+        let (g0, g1) = (x.global / bpp, (x.global + x.len) / bpp);
+        for row in g0 / w..g1.div_ceil(w) {
+            let (a, b) = (g0.max(row * w) - row * w, g1.min((row + 1) * w) - row * w);
+            for &(d0, d1, corner) in dirty {
+                if corner && row >= 32 {
+                    continue;
+                }
+                for col in d0.max(a)..d1.min(b) {
+                    let off = (x.local + (row * w + col - g0) * bpp) as usize;
+                    match at(col, row) {
+                        Px::Rgb(p) => buf[off..off + 3].copy_from_slice(&p),
+                        Px::Field(v) => buf[off..off + 4].copy_from_slice(&v.to_le_bytes()),
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn cam_rank(world: &World, a: &VcrArgs, w: u64, h: u64) -> Result<()> {
     let cams = u64::from(a.cameras);
     let (p0, p1) = crate::demo::grid(world.size());
     let rgb: Layout = format!("u8[{h},{w},3] block,block,* on {p0}x{p1}x1").parse()?;
     let field: Layout = format!("f32[{h},{w}] cyclic(8),block on {p0}x{p1}").parse()?;
     let me = u64::from(world.rank());
-    let layout_of = |c: u64| if c + 1 == cams { &field } else { &rgb };
+    let is_field = |c: u64| !a.rgb_only && c + 1 == cams;
+    let layout_of = |c: u64| if is_field(c) { &field } else { &rgb };
     let mut bufs: Vec<Vec<u8>> = (0..cams)
         .map(|c| Ok(vec![0u8; layout_of(c).local_bytes(me)? as usize]))
         .collect::<Result<_>>()?;
@@ -219,21 +281,23 @@ fn cam_rank(world: &World, a: &VcrArgs, w: u64, h: u64) -> Result<()> {
         let t = Instant::now();
         for (c, buf) in bufs.iter_mut().enumerate() {
             let c = c as u64;
-            let l = layout_of(c);
-            let bpp = if c + 1 == cams { 4 } else { 3 };
-            for x in l.extents(me)? {
-                for i in (0..x.len).step_by(bpp) {
-                    let px = (x.global + i) / bpp as u64;
-                    let (col, row) = (px % w, px / w);
-                    let at = (x.local + i) as usize;
-                    if c + 1 == cams {
-                        let v = value(cams, n, col, row, w);
-                        buf[at..at + 4].copy_from_slice(&v.to_le_bytes());
-                    } else {
-                        buf[at..at + 3].copy_from_slice(&pixel(c, cams, n, col, row, w, h));
-                    }
+            // Only what changed since the last frame is drawn again: the corner block,
+            // and the columns of the bar's old and new places (everything at frame 0).
+            let dirty: Vec<(u64, u64, bool)> = if n == 0 {
+                vec![(0, w, false)]
+            } else {
+                let mut d = bar_spans(c, cams, n - 1, w);
+                d.extend(bar_spans(c, cams, n, w));
+                d.push((0, 32, true));
+                d
+            };
+            draw(buf, layout_of(c), me, w, &dirty, |col, row| {
+                if is_field(c) {
+                    Px::Field(value(cams, n, col, row, w))
+                } else {
+                    Px::Rgb(pixel(c, cams, n, col, row, w, h))
                 }
-            }
+            })?;
         }
         make_s += t.elapsed().as_secs_f64();
         if let Some(conn) = conn.as_mut() {

@@ -64,8 +64,20 @@ def panels_by_camera(s):
     return {int(p["title"].split()[-1]): (pid, p) for pid, p in s["panels"].items() if p["title"]}
 
 
+def canvases(d):
+    return d.execute_script(
+        "return [...document.querySelectorAll('.panel canvas')].map(c => "
+        "{ const r = c.getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; });")
+
+
 def screenshot(d):
-    return Image.open(io.BytesIO(d.get_screenshot_as_png())).convert("RGB")
+    """A screenshot during which no panel moved."""
+    for _ in range(5):
+        before = canvases(d)
+        shot = Image.open(io.BytesIO(d.get_screenshot_as_png())).convert("RGB")
+        if canvases(d) == before:
+            return shot
+    raise AssertionError("the panels kept moving")
 
 
 def canvas_origin(d, pid):
