@@ -2,7 +2,9 @@
 # The live viewer in a real browser: `spools view` and `spools demo vcr` / `demo heat`
 # jobs, pages opened in headless Chromium (Debian's chromium and chromium-driver, installed
 # when missing) through Selenium (PyPI, in target/py-venv); screenshots and pixels checked.
-# scripts/test.sh runs it.
+# scripts/test.sh runs it. With SPOOLS_VIEW_BROWSER=firefox the same tests run in headless
+# Firefox instead (Debian's firefox-esr, and geckodriver built from crates.io into
+# target/tools; both installed when missing). That run is not part of the test command.
 #
 #   bash scripts/test-view.sh [pytest arguments]
 set -euo pipefail
@@ -15,7 +17,18 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
   "pytest>=7" "selenium>=4.20,<5" "pillow>=10"
-bash scripts/install-chromium.sh
+if [ "${SPOOLS_VIEW_BROWSER:-chromium}" = firefox ]; then
+  if [ ! -x /usr/bin/firefox-esr ]; then
+    SUDO=""; if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq firefox-esr >/dev/null
+  fi
+  if [ ! -x target/tools/bin/geckodriver ]; then
+    cargo install --quiet --locked --root target/tools geckodriver
+  fi
+else
+  bash scripts/install-chromium.sh
+fi
 cargo build --locked -p spools-cli
 SPOOLS_BIN="$(pwd)/target/debug/spools" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
   crates/spools-view/tests/py "$@"

@@ -2,7 +2,7 @@
 """The live viewer's benchmark: frames per second delivered to a page in headless Chromium,
 and what a viewer and a page cost the job that streams.
 
-usage: bench/view/run.py [--runs N] [--frames N] [--ranks N] [--out DIR]
+usage: bench/view/run.py [--runs N] [--frames N] [--ranks N] [--only fps,slowdown] [--out DIR]
 
 Builds `spools` (cargo build --release), installs Debian's chromium and chromium-driver
 when missing (scripts/install-chromium.sh) and Selenium into target/bench-venv, then, N
@@ -14,11 +14,13 @@ times (default 3), alternating the cases within each run:
             at full size (the page's "fit" off) and fitted to the page's panels (the
             viewer decimates each frame to the panel's width). Reported: frames/s per
             stream the page drew (shown), and frames/s the job sent (received).
-  slowdown  the same job with 4 cameras, paced at 30 frames/s and unpaced: without a
-            stream (--no-stream), streaming to a viewer without a page, with a page that
-            keeps up, and with a page that cannot (it takes 1 s to draw each message, so
-            the viewer drops frames for it). Reported: the job's seconds, and the ratio of
-            each to the viewer without a page.
+  slowdown  the job with 4 cameras (a) at 640x360, paced at 30 frames/s as a camera or a
+            simulation producing frames at its own rate would be (10 s of frames), and (b)
+            at 1920x1080 unpaced (as fast as the stream takes them): without a stream
+            (--no-stream), streaming to a viewer without a page, with a page that keeps
+            up, and with a page that cannot (it takes 1 s to draw each message, so the
+            viewer drops frames for it). Reported: the job's seconds, and the ratio of each
+            to the job without a stream and to the viewer without a page.
 
 Writes DIR/results.json (every sample) and DIR/summary.md (medians), default
 bench/results/view.
@@ -83,9 +85,9 @@ def state(d):
     return json.loads(d.execute_script("return JSON.stringify(window.spoolsView)"))
 
 
-def vcr(dest, cams, frames, fps, ranks):
+def vcr(dest, cams, frames, fps, ranks, size="1920x1080"):
     args = [SPOOLS, "demo", "vcr", "--rgb-only", "--cameras", str(cams), "--frames",
-            str(frames), "--fps", str(fps), "--size", "1920x1080", "--ranks", str(ranks),
+            str(frames), "--fps", str(fps), "--size", size, "--ranks", str(ranks),
             "--links", "4"]
     args += ["--stream", dest] if dest else ["--no-stream"]
     t = time.monotonic()
@@ -126,10 +128,10 @@ def fps_case(cams, encoding, fit, frames, ranks):
         v.stop()
 
 
-def slow_case(kind, fps, frames, ranks):
+def slow_case(kind, size, fps, frames, ranks):
     if kind == "no stream":
-        return vcr(None, 4, frames, fps, ranks)[0]
-    v = Viewer("jpeg")
+        return vcr(None, 4, frames, fps, ranks, size)[0]
+    v = Viewer("raw")
     d = None
     try:
         if kind != "viewer, no page":
@@ -140,7 +142,7 @@ def slow_case(kind, fps, frames, ranks):
                 if time.monotonic() > deadline:
                     raise RuntimeError("the page did not connect")
                 time.sleep(0.05)
-        secs = vcr(v.frames, 4, frames, fps, ranks)[0]
+        secs = vcr(v.frames, 4, frames, fps, ranks, size)[0]
         if d is not None and kind == "viewer, slow page":
             s = state(d)
             shown = sum(p["shown"] for p in s["panels"].values())
@@ -158,24 +160,28 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--frames", type=int, default=150)
     ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--only", default="fps,slowdown")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "view"))
     a = ap.parse_args()
+    only = a.only.split(",")
     setup()
     os.makedirs(a.out, exist_ok=True)
     fps, slow = [], []
     kinds = ["no stream", "viewer, no page", "viewer, page", "viewer, slow page"]
+    paces = [("640x360", 30, 300), ("1920x1080", 0, a.frames)]
     for run in range(a.runs):
-        for cams in (1, 4):
+        for cams in ((1, 4) if "fps" in only else ()):
             for encoding in ("jpeg", "raw"):
                 for fit in (True, False):
                     r = fps_case(cams, encoding, fit, a.frames, a.ranks)
                     r["run"] = run
                     print(json.dumps(r), flush=True)
                     fps.append(r)
-        for pace in (30, 0):
+        for size, pace, frames in (paces if "slowdown" in only else ()):
             for kind in kinds:
-                secs = slow_case(kind, pace, a.frames, a.ranks)
-                r = {"run": run, "fps": pace, "kind": kind, "job_s": secs}
+                secs = slow_case(kind, size, pace, frames, a.ranks)
+                r = {"run": run, "size": size, "fps": pace, "frames": frames, "kind": kind,
+                     "job_s": secs}
                 print(json.dumps(r), flush=True)
                 slow.append(r)
     rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
@@ -188,24 +194,31 @@ def main():
              f"`bench/view/run.py --runs {a.runs} --frames {a.frames} --ranks {a.ranks}`: "
              f"`spools demo vcr --rgb-only --size 1920x1080` from {a.ranks} ranks, 4 links, "
              "headless Chromium 1920x1080; medians of "
-             f"{a.runs} runs.", "",
-             "| cameras | frames as | size drawn | job sent (frames/s per stream) | "
-             "page drew (frames/s per stream) |", "|---|---|---|---|---|"]
-    for cams in (1, 4):
-        for encoding in ("jpeg", "raw"):
-            for fit in (True, False):
-                rs = [r for r in fps if (r["cameras"], r["encoding"], r["fit"]) ==
-                      (cams, encoding, fit)]
-                size = "x".join(map(str, rs[-1]["drawn_size"][0]))
-                lines.append(f"| {cams} | {encoding} | {size} ({'fitted' if fit else 'full'}) | "
-                             f"{med(r['sent_fps'] for r in rs):.1f} | "
-                             f"{med(r['shown_fps'] for r in rs):.1f} |")
-    lines += ["", "| paced at | job | seconds | vs the viewer without a page |", "|---|---|---|---|"]
-    for pace in (30, 0):
-        base = med(r["job_s"] for r in slow if r["fps"] == pace and r["kind"] == "viewer, no page")
-        for kind in kinds:
-            t = med(r["job_s"] for r in slow if r["fps"] == pace and r["kind"] == kind)
-            lines.append(f"| {pace or 'unpaced'} | {kind} | {t:.2f} | {t / base:.3f} |")
+             f"{a.runs} runs.", ""]
+    if fps:
+        lines += ["| cameras | frames as | size drawn | job sent (frames/s per stream) | "
+                  "page drew (frames/s per stream) |", "|---|---|---|---|---|"]
+        for cams in (1, 4):
+            for encoding in ("jpeg", "raw"):
+                for fit in (True, False):
+                    rs = [r for r in fps if (r["cameras"], r["encoding"], r["fit"]) ==
+                          (cams, encoding, fit)]
+                    size = "x".join(map(str, rs[-1]["drawn_size"][0]))
+                    lines.append(f"| {cams} | {encoding} | {size} ({'fitted' if fit else 'full'}) "
+                                 f"| {med(r['sent_fps'] for r in rs):.1f} | "
+                                 f"{med(r['shown_fps'] for r in rs):.1f} |")
+        lines.append("")
+    if slow:
+        lines += ["| 4 cameras | job | seconds | vs no stream | vs the viewer without a page |",
+                  "|---|---|---|---|---|"]
+        for size, pace, frames in paces:
+            def t(kind):
+                return med(r["job_s"] for r in slow
+                           if (r["size"], r["fps"], r["kind"]) == (size, pace, kind))
+            for kind in kinds:
+                lines.append(f"| {size}, {frames} frames, {f'paced at {pace}/s' if pace else 'unpaced'} "
+                             f"| {kind} | {t(kind):.2f} | {t(kind) / t('no stream'):.3f} | "
+                             f"{t(kind) / t('viewer, no page'):.3f} |")
     with open(os.path.join(a.out, "summary.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

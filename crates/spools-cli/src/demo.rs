@@ -137,7 +137,7 @@ pub(crate) fn heat(a: &HeatArgs) -> Result<()> {
     }
     std::fs::create_dir_all(&a.dir).with_context(|| format!("creating {}", a.dir.display()))?;
     let viewer = if a.view && a.stream.is_none() {
-        Some(crate::view::host(a.http, spools_view::Encoding::Jpeg(85))?)
+        Some(crate::view::host(a.http, spools_view::Encoding::Raw)?)
     } else {
         None
     };

@@ -77,7 +77,7 @@ pub(crate) fn vcr(a: &VcrArgs) -> Result<()> {
         return crate::demo::rank(|world| cam_rank(world, a, w, h));
     }
     let viewer = if a.view {
-        Some(crate::view::host(a.http, spools_view::Encoding::Jpeg(85))?)
+        Some(crate::view::host(a.http, spools_view::Encoding::Raw)?)
     } else {
         None
     };

@@ -21,9 +21,9 @@ pub(crate) struct ViewArgs {
     /// Serve the page on an interface other than loopback; its URL then carries a token.
     #[arg(long)]
     pub(crate) allow_remote: bool,
-    /// How frames travel to the page: jpeg (about a tenth of the bytes) or raw (exact
-    /// RGBA pixels).
-    #[arg(long, default_value = "jpeg")]
+    /// How frames travel to the page: raw (exact RGBA pixels; the faster into a page on
+    /// this machine) or jpeg (about a tenth of the bytes, for a page across a network).
+    #[arg(long, default_value = "raw")]
     pub(crate) encoding: String,
     /// Require every stream's links to prove the job secret in FILE.
     #[arg(long, value_name = "FILE")]

@@ -21,6 +21,8 @@ use crate::viewer::Shared;
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often the page hears about the panels when no frame changes.
 const STATS_EVERY: Duration = Duration::from_millis(500);
+/// The nice value of a page's thread.
+const PAGE_NICE: i32 = 10;
 /// How often the socket is polled for the page's acknowledgements.
 const POLL: Duration = Duration::from_millis(5);
 
@@ -38,6 +40,10 @@ struct Page {
 
 /// Serves one page's WebSocket until it closes, fails, or the viewer stops.
 pub(crate) fn serve(stream: TcpStream, early: Vec<u8>, shared: &Arc<Shared>) {
+    // A page's thread (encoding its frames) yields the CPU to everything else: on a
+    // machine shared with the job, the job goes first. Linux nice values are per thread;
+    // failing to lower it only costs that.
+    let _ = rustix::process::setpriority_process(None, PAGE_NICE);
     if stream.set_read_timeout(Some(POLL)).is_err()
         || stream.set_write_timeout(Some(WRITE_TIMEOUT)).is_err()
     {

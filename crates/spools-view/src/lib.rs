@@ -5,7 +5,7 @@
 //! receives any number of such streams (each over several links, from any number of
 //! connections) and serves a self-contained page that shows them live, side by side, each
 //! with its frame number and rate; the streams of a synchronised group are shown in lock
-//! step. Frames reach a page over a WebSocket, as JPEG or raw RGBA ([`Encoding`]); a page
+//! step. Frames reach a page over a WebSocket, as raw RGBA or JPEG ([`Encoding`]); a page
 //! gets the newest frame once it has drawn the last, so a slow browser skips frames and
 //! never holds the job back.
 //!

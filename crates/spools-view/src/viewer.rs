@@ -41,14 +41,15 @@ pub struct ViewOptions {
 }
 
 impl Default for ViewOptions {
-    /// Frames on 127.0.0.1, any port; the page on 127.0.0.1:8080; JPEG; no secret; frames
-    /// of up to 256 MiB, 1 GiB held.
+    /// Frames on 127.0.0.1, any port; the page on 127.0.0.1:8080; raw RGBA (faster into a
+    /// page on the same machine than JPEG, see docs/view.md); no secret; frames of up to
+    /// 256 MiB, 1 GiB held.
     fn default() -> Self {
         ViewOptions {
             frames: "127.0.0.1:0".into(),
             http: SocketAddr::from(([127, 0, 0, 1], 8080)),
             allow_remote: false,
-            encoding: Encoding::Jpeg(85),
+            encoding: Encoding::Raw,
             secret: None,
             limits: Limits {
                 max_adu: 256 << 20,

@@ -139,25 +139,52 @@ def vcr(jobs, viewer, frames, fps, size="256x128", *extra):
                 "--fps", str(fps), "--size", size, "--links", "3", *extra)
 
 
+# The browser the pages open in: chromium (Debian's, the default) or firefox (Debian's
+# firefox-esr with geckodriver, SPOOLS_VIEW_BROWSER=firefox; scripts/test-view.sh installs
+# them when asked).
+BROWSER = os.environ.get("SPOOLS_VIEW_BROWSER", "chromium")
+
+
+def chromium(profile, downloads):
+    o = webdriver.ChromeOptions()
+    o.binary_location = "/usr/bin/chromium"
+    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--window-size=1400,1000", "--force-device-scale-factor=1",
+              "--force-color-profile=srgb", "--disable-background-networking",
+              "--disable-component-update", "--disable-sync", "--no-first-run",
+              f"--user-data-dir={profile}"]:
+        o.add_argument(a)
+    if downloads:
+        o.add_experimental_option("prefs", {"download.default_directory": str(downloads),
+                                            "download.prompt_for_download": False})
+    return webdriver.Chrome(options=o, service=Service("/usr/bin/chromedriver"))
+
+
+def firefox(profile, downloads):
+    from selenium.webdriver.firefox.service import Service as GeckoService
+    o = webdriver.FirefoxOptions()
+    o.binary_location = "/usr/bin/firefox-esr"
+    for a in ["-headless", "--width=1400", "--height=1000"]:
+        o.add_argument(a)
+    o.set_preference("layout.css.devPixelsPerPx", "1.0")
+    o.set_preference("gfx.color_management.mode", 0)
+    if downloads:
+        o.set_preference("browser.download.folderList", 2)
+        o.set_preference("browser.download.dir", str(downloads))
+        o.set_preference("browser.helperApps.neverAsk.saveToDisk", "image/png")
+    driver = os.environ.get("SPOOLS_GECKODRIVER", "target/tools/bin/geckodriver")
+    return webdriver.Firefox(options=o, service=GeckoService(driver))
+
+
 @pytest.fixture
 def browsers(tmp_path):
-    """Opens headless Chromium windows (1400x1000, device pixel ratio 1, sRGB); each is
-    quit at the end of the test (or by the test)."""
+    """Opens headless browser windows (1400x1000, device pixel ratio 1, sRGB); each is quit
+    at the end of the test (or by the test)."""
     made = []
 
     def open_browser(downloads=None):
-        o = webdriver.ChromeOptions()
-        o.binary_location = "/usr/bin/chromium"
-        for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                  "--window-size=1400,1000", "--force-device-scale-factor=1",
-                  "--force-color-profile=srgb", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run",
-                  f"--user-data-dir={tmp_path}/chrome-{len(made)}"]:
-            o.add_argument(a)
-        if downloads:
-            o.add_experimental_option("prefs", {"download.default_directory": str(downloads),
-                                                "download.prompt_for_download": False})
-        d = webdriver.Chrome(options=o, service=Service("/usr/bin/chromedriver"))
+        profile = tmp_path / f"browser-{len(made)}"
+        d = (firefox if BROWSER == "firefox" else chromium)(profile, downloads)
         d.set_page_load_timeout(60)
         d.set_script_timeout(60)
         made.append(d)
