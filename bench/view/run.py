@@ -8,7 +8,8 @@ Builds `spools` (cargo build --release), installs Debian's chromium and chromium
 when missing (scripts/install-chromium.sh) and Selenium into target/bench-venv, then, N
 times (default 3), alternating the cases within each run:
 
-  fps       `spools demo vcr --rgb-only --size 1920x1080 --fps 0` (as fast as it goes) with
+  fps       `spools demo vcr --rgb-only --layout rows --size 1920x1080 --fps 0` (as fast as
+            it goes; every frame in bands of rows, `block,*,*`) with
             1 and 4 cameras (4: one lock-step group) streaming to `spools view`, a page
             open in a 1920x1080 headless Chromium window; frames as JPEG and as raw RGBA,
             at full size (the page's "fit" off) and fitted to the page's panels (the
@@ -86,7 +87,7 @@ def state(d):
 
 
 def vcr(dest, cams, frames, fps, ranks, size="1920x1080"):
-    args = [SPOOLS, "demo", "vcr", "--rgb-only", "--cameras", str(cams), "--frames",
+    args = [SPOOLS, "demo", "vcr", "--rgb-only", "--layout", "rows", "--cameras", str(cams), "--frames",
             str(frames), "--fps", str(fps), "--size", size, "--ranks", str(ranks),
             "--links", "4"]
     args += ["--stream", dest] if dest else ["--no-stream"]
@@ -192,7 +193,7 @@ def main():
     med = statistics.median
     lines = [f"# Live view: frames/s into a page, and the job's slowdown (commit {rev})", "",
              f"`bench/view/run.py --runs {a.runs} --frames {a.frames} --ranks {a.ranks}`: "
-             f"`spools demo vcr --rgb-only --size 1920x1080` from {a.ranks} ranks, 4 links, "
+             f"`spools demo vcr --rgb-only --layout rows` from {a.ranks} ranks, 4 links, "
              "headless Chromium 1920x1080; medians of "
              f"{a.runs} runs.", ""]
     if fps:

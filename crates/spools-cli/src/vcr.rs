@@ -2,9 +2,10 @@
 //! from a job as synchronised frame streams (one lock-step group), shown side by side by
 //! `spools view`. Cameras 0.. are RGB images (a gradient, a moving bar, and the frame
 //! number in the top-left 32x32 block: red = n mod 256, green = n / 256 mod 256, blue =
-//! 60 x camera), laid out block,block over the ranks; the last camera is an f32 field
-//! (the same picture in values from 0 to 1, the block holding (n mod 256) / 255) laid out
-//! cyclic(8),block and shown through the viridis colour map.
+//! 60 x camera), laid out in bands of rows (`block,*,*`), in blocks (`block,block,*`) and
+//! in cyclic rows (`cyclic(4),*,*`), camera by camera (`--layout rows`: all in bands); the
+//! last camera is an f32 field (the same picture in values from 0 to 1, the block holding
+//! (n mod 256) / 255) laid out cyclic(8),block and shown through the viridis colour map.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -50,6 +51,10 @@ pub(crate) struct VcrArgs {
     /// Every camera RGB (no field camera).
     #[arg(long)]
     rgb_only: bool,
+    /// How the RGB cameras' frames are laid out over the ranks: `mixed` (bands of rows,
+    /// blocks and cyclic rows, camera by camera) or `rows` (all in bands of rows).
+    #[arg(long, default_value = "mixed")]
+    layout: String,
     /// Make the frames but send none (the job's time without a viewer).
     #[arg(long, conflicts_with_all = ["stream", "view"])]
     no_stream: bool,
@@ -72,6 +77,9 @@ pub(crate) fn vcr(a: &VcrArgs) -> Result<()> {
     let (w, h) = size(&a.size)?;
     if a.cameras == 0 || a.cameras > 16 || a.links == 0 {
         bail!("--cameras 1 to 16, --links at least 1");
+    }
+    if a.layout != "mixed" && a.layout != "rows" {
+        bail!("--layout {:?}: mixed or rows", a.layout);
     }
     if a.rank {
         return crate::demo::rank(|world| cam_rank(world, a, w, h));
@@ -108,6 +116,7 @@ pub(crate) fn vcr(a: &VcrArgs) -> Result<()> {
     if a.rgb_only {
         args.push("--rgb-only".into());
     }
+    args.extend(["--layout".into(), a.layout.clone()]);
     match dest {
         Some(d) => args.extend(["--stream".into(), d]),
         None => args.push("--no-stream".into()),
@@ -227,11 +236,25 @@ fn draw(
 fn cam_rank(world: &World, a: &VcrArgs, w: u64, h: u64) -> Result<()> {
     let cams = u64::from(a.cameras);
     let (p0, p1) = crate::demo::grid(world.size());
-    let rgb: Layout = format!("u8[{h},{w},3] block,block,* on {p0}x{p1}x1").parse()?;
+    let p = world.size();
+    let rgb: [Layout; 3] = [
+        format!("u8[{h},{w},3] block,*,* on {p}x1x1").parse()?,
+        format!("u8[{h},{w},3] block,block,* on {p0}x{p1}x1").parse()?,
+        format!("u8[{h},{w},3] cyclic(4),*,* on {p}x1x1").parse()?,
+    ];
+    let rows = a.layout == "rows";
     let field: Layout = format!("f32[{h},{w}] cyclic(8),block on {p0}x{p1}").parse()?;
     let me = u64::from(world.rank());
     let is_field = |c: u64| !a.rgb_only && c + 1 == cams;
-    let layout_of = |c: u64| if is_field(c) { &field } else { &rgb };
+    let layout_of = |c: u64| {
+        if is_field(c) {
+            &field
+        } else if rows {
+            &rgb[0]
+        } else {
+            &rgb[(c % 3) as usize]
+        }
+    };
     let mut bufs: Vec<Vec<u8>> = (0..cams)
         .map(|c| Ok(vec![0u8; layout_of(c).local_bytes(me)? as usize]))
         .collect::<Result<_>>()?;
