@@ -115,9 +115,11 @@ def fps_case(cams, encoding, fit, frames, ranks):
         deadline = time.monotonic() + 30
         while True:
             s = state(d)
-            if all(p["received"] == frames for p in s["panels"].values()) and \
-                    not s["drawing"] or time.monotonic() > deadline:
+            if s["panels"] and all(p["received"] == frames for p in s["panels"].values()) \
+                    and not s["drawing"]:
                 break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the page never had every frame: {s}")
             time.sleep(0.05)
         shown = [p["shown"] for p in s["panels"].values()]
         sizes = sorted({(p.get("iw"), p.get("ih")) for p in s["panels"].values()})

@@ -35,14 +35,19 @@ def main():
         d.set_window_size(1100, 1100)
         d.get(url)
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
+        while True:
             s = json.loads(d.execute_script("return JSON.stringify(window.spoolsView)"))
             titles = [p["title"] for p in s["panels"].values()]
             if titles and titles[0] and int(titles[0].split()[-1]) >= a.step and not s["drawing"]:
                 break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the page never reached step {a.step}: {s}")
             time.sleep(0.05)
-        d.find_element("id", "pause").click()
-        time.sleep(0.5)  # the pause button's own repaint, for the picture
+        button = d.find_element("id", "pause")
+        button.click()
+        while button.text != "Resume" or json.loads(
+                d.execute_script("return JSON.stringify(window.spoolsView)"))["drawing"]:
+            time.sleep(0.05)
         d.save_screenshot(a.out)
         print(f"{a.out}: {titles[0]}")
         d.quit()

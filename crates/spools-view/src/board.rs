@@ -152,12 +152,17 @@ impl Board {
                 })
                 .collect();
             self.panels.retain(|p| !ended.contains(&p.conn));
+            self.pending.retain(|(c, _), _| !ended.contains(c));
         }
         if self.panels.len() >= MAX_PANELS {
-            if let Some(i) = self.panels.iter().position(|p| p.state != State::Live) {
-                self.panels.remove(i);
-            } else {
-                self.panels.remove(0);
+            let i = self
+                .panels
+                .iter()
+                .position(|p| p.state != State::Live)
+                .unwrap_or(0);
+            let gone = self.panels.remove(i);
+            if !self.panels.iter().any(|p| p.conn == gone.conn) {
+                self.pending.retain(|(c, _), _| *c != gone.conn);
             }
         }
         self.next_id += 1;
@@ -240,6 +245,8 @@ impl Board {
             }
             self.version += 1;
         } else {
+            // The receiver hands a group's ADU n out together (lock step), so frames wait
+            // here only until the rest of their set arrives; a bound all the same.
             while waiting.len() > PENDING {
                 waiting.pop_first();
             }

@@ -17,8 +17,11 @@ use crate::board::{Shown, State};
 use crate::render::{encode, Encoding, Image};
 use crate::viewer::Shared;
 
-/// How long a page may take to accept one message before it is dropped.
+/// How long a page's socket may refuse a message's bytes before the page is dropped.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a page may take to acknowledge a message before it is dropped (it reconnects
+/// by itself; a background tab's timers may run once a minute).
+const ACK_TIMEOUT: Duration = Duration::from_secs(120);
 /// How often the page hears about the panels when no frame changes.
 const STATS_EVERY: Duration = Duration::from_millis(500);
 /// The nice value of a page's thread.
@@ -80,6 +83,9 @@ pub(crate) fn serve(stream: TcpStream, early: Vec<u8>, shared: &Arc<Shared>) {
             Err(_) => break,
         }
         if page.waiting {
+            if page.at.elapsed() > ACK_TIMEOUT {
+                break;
+            }
             continue;
         }
         let version = shared.board().version;
@@ -98,16 +104,23 @@ pub(crate) fn serve(stream: TcpStream, early: Vec<u8>, shared: &Arc<Shared>) {
 }
 
 /// The page's messages: `ack` (the last message is drawn), `fit N` (panels are at most N
-/// pixels wide), `encoding raw|jpeg`.
+/// pixels wide), `encoding raw|jpeg`, `resume` (after a pause, in which the page drew
+/// nothing). All but `ack` have every panel's newest frame sent again.
 fn on_text(page: &mut Page, t: &str) {
     let mut w = t.split_whitespace();
     match (w.next(), w.next()) {
-        (Some("ack"), _) => page.waiting = false,
+        (Some("ack"), _) => {
+            page.waiting = false;
+            return;
+        }
         (Some("fit"), Some(n)) => page.fit = n.parse().unwrap_or(0),
         (Some("encoding"), Some("raw")) => page.encoding = Encoding::Raw,
         (Some("encoding"), Some("jpeg")) => page.encoding = Encoding::Jpeg(85),
-        _ => {}
+        (Some("resume"), _) => {}
+        _ => return,
     }
+    page.sent.clear();
+    page.version = u64::MAX;
 }
 
 fn state(s: &State) -> Value {

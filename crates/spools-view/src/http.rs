@@ -1,6 +1,10 @@
 //! The little HTTP the viewer speaks (sans-IO): a request head parsed with hard limits,
 //! routed to the page, the WebSocket of frames, or an error status. Anything else a
 //! browser or a stray client sends gets a clear status and the connection is closed.
+//!
+//! Other web sites open in the same browser must not read the frames: a page served on
+//! loopback (no token) answers only requests whose `Host` is a loopback name (no DNS
+//! rebinding), and the WebSocket only a browser whose `Origin` is the page's own.
 
 /// The largest request head read.
 pub(crate) const MAX_HEAD: usize = 8 << 10;
@@ -26,6 +30,8 @@ struct Head<'a> {
     query: &'a str,
     upgrade: bool,
     ws_key: Option<&'a str>,
+    host: Option<&'a str>,
+    origin: Option<&'a str>,
 }
 
 fn parse(head: &[u8]) -> Option<Head<'_>> {
@@ -50,6 +56,10 @@ fn parse(head: &[u8]) -> Option<Head<'_>> {
             h.upgrade = value.eq_ignore_ascii_case("websocket");
         } else if name.eq_ignore_ascii_case("sec-websocket-key") {
             h.ws_key = Some(value);
+        } else if name.eq_ignore_ascii_case("host") {
+            h.host = Some(value);
+        } else if name.eq_ignore_ascii_case("origin") {
+            h.origin = Some(value);
         }
     }
     Some(h)
@@ -62,6 +72,20 @@ fn query_value<'a>(query: &'a str, name: &str) -> Option<&'a str> {
         .filter_map(|kv| kv.split_once('='))
         .find(|(k, _)| *k == name)
         .map(|(_, v)| v)
+}
+
+/// Whether `host` (a `Host` header: a name or address and an optional port) names this
+/// machine's loopback.
+fn loopback_host(host: &str) -> bool {
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        rest.split(']').next().unwrap_or("")
+    } else {
+        host.rsplit_once(':').map_or(host, |(n, _)| n)
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|a| a.is_loopback())
 }
 
 /// Compares in time independent of where they differ.
@@ -80,6 +104,17 @@ pub(crate) fn route(head: &[u8], token: Option<&str>) -> Route {
     if let Some(t) = token {
         let given = query_value(h.query, "token").unwrap_or("");
         if !same(given.as_bytes(), t.as_bytes()) && h.path != "/favicon.ico" {
+            return Route::Status(403, "Forbidden");
+        }
+    } else if h.host.is_some_and(|host| !loopback_host(host)) {
+        return Route::Status(403, "Forbidden");
+    }
+    // A browser says where the page that opens a WebSocket came from: only this page.
+    if let (Some(origin), Some(host)) = (h.origin, h.host) {
+        let own = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"));
+        if h.path == "/frames" && own != Some(host) {
             return Route::Status(403, "Forbidden");
         }
     }
@@ -132,7 +167,7 @@ mod tests {
 
     #[test]
     fn requests_are_routed() {
-        let get = |t: &str| format!("GET {t} HTTP/1.1\r\nHost: x\r\n\r\n");
+        let get = |t: &str| format!("GET {t} HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n");
         assert_eq!(route(get("/").as_bytes(), None), Route::Page);
         assert_eq!(
             route(get("/nope").as_bytes(), None),
@@ -166,6 +201,55 @@ mod tests {
             route(get("/frames").as_bytes(), None),
             Route::Status(426, "Upgrade Required")
         );
+    }
+
+    #[test]
+    fn other_sites_cannot_reach_the_frames() {
+        let ws = |host: &str, origin: &str| {
+            format!(
+                "GET /frames HTTP/1.1\r\nHost: {host}\r\nOrigin: {origin}\r\nUpgrade: websocket\r\n\
+                 Sec-WebSocket-Key: a2V5\r\n\r\n"
+            )
+        };
+        let ok = Route::Frames { key: "a2V5".into() };
+        assert_eq!(
+            route(
+                ws("127.0.0.1:8080", "http://127.0.0.1:8080").as_bytes(),
+                None
+            ),
+            ok
+        );
+        assert_eq!(
+            route(
+                ws("localhost:8080", "http://localhost:8080").as_bytes(),
+                None
+            ),
+            ok
+        );
+        assert_eq!(
+            route(ws("[::1]:8080", "http://[::1]:8080").as_bytes(), None),
+            ok
+        );
+        let forbidden = Route::Status(403, "Forbidden");
+        // Another site's page, and a name rebound to loopback.
+        assert_eq!(
+            route(ws("127.0.0.1:8080", "http://evil.example").as_bytes(), None),
+            forbidden
+        );
+        assert_eq!(
+            route(
+                ws("evil.example:8080", "http://evil.example:8080").as_bytes(),
+                None
+            ),
+            forbidden
+        );
+        let page = "GET / HTTP/1.1\r\nHost: evil.example\r\n\r\n";
+        assert_eq!(route(page.as_bytes(), None), forbidden);
+        // Beyond loopback the token decides the host; the origin must still be the page's.
+        let far =
+            "GET /frames?token=t HTTP/1.1\r\nHost: node7:8080\r\nOrigin: http://node7:8080\r\n\
+                   Upgrade: websocket\r\nSec-WebSocket-Key: a2V5\r\n\r\n";
+        assert_eq!(route(far.as_bytes(), Some("t")), ok);
     }
 
     #[test]

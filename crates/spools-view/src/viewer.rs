@@ -343,18 +343,42 @@ fn serve_http(mut conn: TcpStream, shared: &Arc<Shared>) {
         if let Some(end) = head_end(&buf) {
             break end;
         }
-        if buf.len() > MAX_HEAD || Instant::now() > deadline {
+        if buf.len() > MAX_HEAD {
             let _ = conn.write_all(&response(
                 431,
                 "Request Header Fields Too Large",
                 "text/plain",
-                b"request head too large or too slow\n",
+                b"request head over 8 KiB\n",
             ));
             return;
         }
-        match conn.read(&mut chunk) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        let slow = Instant::now() > deadline;
+        let got = if slow {
+            None
+        } else {
+            Some(conn.read(&mut chunk))
+        };
+        match got {
+            Some(Ok(0)) => return,
+            // Never more than one byte past the limit: the next turn refuses it.
+            Some(Ok(n)) => buf.extend_from_slice(&chunk[..n.min(MAX_HEAD + 1 - buf.len())]),
+            Some(Err(e))
+                if !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return
+            }
+            None | Some(Err(_)) => {
+                let _ = conn.write_all(&response(
+                    408,
+                    "Request Timeout",
+                    "text/plain",
+                    b"request head not sent within 5 s\n",
+                ));
+                return;
+            }
         }
     };
     match route(&buf[..end], shared.token.as_deref()) {

@@ -212,7 +212,7 @@ impl<'c> StreamConnection<'c> {
         data: &[u8],
         layout: &Layout,
     ) -> Result<(), StreamError> {
-        self.send_adu_prefixed(id, &[], data, layout)
+        self.send_checked(id, Ok(&[]), data, layout, false)
     }
 
     /// Sends the next ADU of stream `id` as `prefix` followed by the canonical bytes of
@@ -243,15 +243,32 @@ impl<'c> StreamConnection<'c> {
         data: &[u8],
         layout: &Layout,
     ) -> Result<(), StreamError> {
-        let local = self.prepare(id.0, prefix.len() as u64, data, layout);
-        let (plan, size, tu) = self.agree(local)?;
-        // The plan was agreed from the same layout everywhere; the prefix lengths too.
-        let mut lens = vec![0u64; self.comm.size() as usize];
-        self.comm.allgather(&[prefix.len() as u64], &mut lens)?;
-        if lens.iter().any(|&l| l != prefix.len() as u64) {
-            return Err(StreamError::Format(
-                "the ranks gave prefixes of different lengths",
-            ));
+        self.send_checked(id, Ok(prefix), data, layout, true)
+    }
+
+    /// Sends the next ADU of stream `id` behind `prefix`, or fails on every rank when
+    /// `prefix` is an error on any (a header this rank could not make). With `agree_len`,
+    /// the ranks also check that their prefixes have one length (a caller's prefixes may
+    /// not; the framebuffer protocol's headers always do). Collective.
+    pub(super) fn send_checked(
+        &mut self,
+        id: StreamId,
+        prefix: Result<&[u8], StreamError>,
+        data: &[u8],
+        layout: &Layout,
+        agree_len: bool,
+    ) -> Result<(), StreamError> {
+        let local = prefix.and_then(|p| Ok((self.prepare(id.0, p.len() as u64, data, layout)?, p)));
+        let ((plan, size, tu), prefix) = self.agree(local)?;
+        if agree_len {
+            // The plan was agreed from the same layout everywhere; the prefix lengths too.
+            let mut lens = vec![0u64; self.comm.size() as usize];
+            self.comm.allgather(&[prefix.len() as u64], &mut lens)?;
+            if lens.iter().any(|&l| l != prefix.len() as u64) {
+                return Err(StreamError::Format(
+                    "the ranks gave prefixes of different lengths",
+                ));
+            }
         }
         self.deliver(id.0, prefix, data, plan.as_deref(), size, tu)
     }
@@ -347,7 +364,7 @@ impl<'c> StreamConnection<'c> {
     }
 
     /// Checks that `items` names every open stream of group `group` once, and no other.
-    fn check_group(&self, group: u32, items: &[StreamId]) -> Result<(), StreamError> {
+    pub(super) fn check_group(&self, group: u32, items: &[StreamId]) -> Result<(), StreamError> {
         let bad = |what| StreamError::Group { group, what };
         if group == 0 {
             return Err(bad("group 0 is no group"));

@@ -114,8 +114,12 @@ impl StreamConnection<'_> {
         data: &[u8],
         layout: &Layout,
     ) -> Result<(), StreamError> {
-        let h = self.header(id, style, layout)?;
-        self.send_adu_prefixed(id, &h.encode(), data, layout)
+        // A rank whose header fails (a style it alone got wrong) fails the send on every
+        // rank: the outcome is agreed before anything is sent.
+        match self.header(id, style, layout) {
+            Ok(h) => self.send_checked(id, Ok(&h.encode()), data, layout, false),
+            Err(e) => self.send_checked(id, Err(e), data, layout, false),
+        }
     }
 
     /// Sends frame n of every open stream of lock-step group `group`, each `(stream,
@@ -128,16 +132,12 @@ impl StreamConnection<'_> {
         group: u32,
         items: &[(StreamId, &FrameStyle, &[u8], &Layout)],
     ) -> Result<(), StreamError> {
-        let heads = items
-            .iter()
-            .map(|&(id, style, _, layout)| Ok(self.header(id, style, layout)?.encode()))
-            .collect::<Result<Vec<_>, StreamError>>()?;
-        let with: Vec<(StreamId, &[u8], &[u8], &Layout)> = items
-            .iter()
-            .zip(&heads)
-            .map(|(&(id, _, data, layout), h)| (id, &h[..], data, layout))
-            .collect();
-        self.send_group_prefixed(group, &with)
+        let ids: Vec<StreamId> = items.iter().map(|i| i.0).collect();
+        self.check_group(group, &ids)?;
+        for &(id, style, data, layout) in items {
+            self.send_frame(id, style, data, layout)?;
+        }
+        Ok(())
     }
 
     fn header(
