@@ -3,7 +3,8 @@
 //! over 1 and 3 links (TUs that do not divide the frame), and a lock-step group of two; the
 //! receiver (a plain `Receiver` in the test process) decodes every ADU as a frame header
 //! followed by the frame's canonical bytes, checked byte by byte, with its number, group
-//! and style; a layout that is no frame is refused on every rank.
+//! and style; a layout that is no frame, and a style one rank gets wrong, are refused on
+//! every rank.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -97,6 +98,23 @@ fn a_job_streams_frames_of_any_distribution() {
             match c.send_frame(one, &style(1), &none, &bad) {
                 Err(StreamError::Format(_)) => {}
                 other => return Err(format!("an i32 frame: {other:?}")),
+            }
+            // A style only rank 1 gets wrong (lo == hi): refused on every rank, as agreed,
+            // and nothing is sent.
+            let (d3, l3) = mine(3, FRAMES);
+            let odd = if me == 1 {
+                FrameStyle {
+                    lo: 1.0,
+                    hi: 1.0,
+                    ..style(3)
+                }
+            } else {
+                style(3)
+            };
+            match (me, c.send_frame(three, &odd, &d3, &l3)) {
+                (1, Err(StreamError::Frame(_))) => {}
+                (_, Err(StreamError::Remote { rank: 1 })) if me != 1 => {}
+                (_, other) => return Err(format!("a style rank 1 got wrong: {other:?}")),
             }
             e(c.close())?;
         }
