@@ -32,6 +32,8 @@ echo "== Python: build the spools package into target/py-venv, run its pytest su
 bash scripts/test-python.sh
 echo "== Formats: Zarr arrays, HDF5 files and .npy files against zarr-python, h5py and numpy (target/py-venv)"
 bash scripts/test-formats.sh
+echo "== Conformance: clients written from docs/streams.md and docs/view.md alone (Python) against spools send, recv, a job's streams and spools view"
+bash scripts/test-conformance.sh
 echo "== Live view: spools view and demo jobs in headless Chromium (Debian's chromium and chromium-driver, Selenium in target/py-venv)"
 bash scripts/test-view.sh
 echo "== C: install libspools, spools.h and spools.pc into target/c-prefix, compile the C tests with cc through pkg-config, run them"
