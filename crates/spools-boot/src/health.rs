@@ -35,8 +35,13 @@ impl std::fmt::Debug for JobHealth {
     }
 }
 
-/// A rank that finalised, and (context, collectives started) per communicator it held.
-type Finalizing = (u32, Vec<(u32, u32)>);
+/// A rank that finalised: (context, collectives started) per communicator it held, and
+/// how many tagged messages it sent to this rank.
+struct Finalizing {
+    rank: u32,
+    collectives: Vec<(u32, u32)>,
+    sent_to_me: u64,
+}
 
 /// What the watchdog knows about a failed rank or a lost rendezvous.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,12 +150,16 @@ impl JobHealth {
     }
 
     /// Records that `rank` finalised after starting `collectives` (per context: how many)
-    /// and wakes every wait.
-    pub fn mark_finalizing(&self, rank: u32, collectives: Vec<(u32, u32)>) {
+    /// and sending `sent_to_me` tagged messages to this rank, and wakes every wait.
+    pub fn mark_finalizing(&self, rank: u32, collectives: Vec<(u32, u32)>, sent_to_me: u64) {
         self.finalizing
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push((rank, collectives));
+            .push(Finalizing {
+                rank,
+                collectives,
+                sent_to_me,
+            });
         self.any_finalizing.store(true, Ordering::SeqCst);
         self.wake_all();
     }
@@ -169,13 +178,32 @@ impl JobHealth {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .filter(|(rank, _)| members.contains(rank))
-            .find_map(|(rank, counts)| {
-                counts
+            .filter(|f| members.contains(&f.rank))
+            .find_map(|f| {
+                f.collectives
                     .iter()
                     .find(|(c, n)| *c == ctx && *n <= k)
-                    .map(|(_, n)| (*rank, *n))
+                    .map(|(_, n)| (f.rank, *n))
             })
+    }
+
+    /// Whether any rank announced that it finalises (a cheap check for wait loops).
+    pub fn any_finalizing(&self) -> bool {
+        self.any_finalizing.load(Ordering::Relaxed)
+    }
+
+    /// End of data from `rank`: `Some(n)` once it finalised, having sent this rank `n`
+    /// tagged messages in all (none follow); `None` while it takes part in the job.
+    pub fn end_of_data(&self, rank: u32) -> Option<u64> {
+        if !self.any_finalizing.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.finalizing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|f| f.rank == rank)
+            .map(|f| f.sent_to_me)
     }
 
     /// Whether `rank` announced that it finalises.
@@ -186,7 +214,7 @@ impl JobHealth {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .iter()
-                .any(|(r, _)| *r == rank)
+                .any(|f| f.rank == rank)
     }
 
     /// Records that the rendezvous went away and wakes every wait.
@@ -279,7 +307,7 @@ mod tests {
         let st = JobHealth::new(4);
         assert_eq!(st.collective_blocker(3, 0, &ALL), None);
         // Rank 2 finalised after 2 collectives on context 3 and none on context 5.
-        st.mark_finalizing(2, vec![(3, 2), (5, 0)]);
+        st.mark_finalizing(2, vec![(3, 2), (5, 0)], 4);
         assert_eq!(st.collective_blocker(3, 0, &ALL), None);
         assert_eq!(st.collective_blocker(3, 1, &ALL), None);
         assert_eq!(st.collective_blocker(3, 2, &ALL), Some((2, 2)));
@@ -290,6 +318,9 @@ mod tests {
         // `split`, in the same context).
         assert_eq!(st.collective_blocker(3, 2, &[0, 1, 3]), None);
         assert_eq!(st.collective_blocker(5, 0, &[1, 2]), Some((2, 0)));
+        // End of data: rank 2 sent this rank 4 messages; rank 1 is still in the job.
+        assert_eq!(st.end_of_data(2), Some(4));
+        assert_eq!(st.end_of_data(1), None);
     }
 
     #[test]

@@ -330,7 +330,9 @@ fn serve(sh: &Arc<Shared>, mut conn: TcpStream, ticket: Ticket) {
     let ended = loop {
         match read_frame::<ToServer>(&mut conn) {
             Ok(Some(ToServer::Collective { seq, op, data })) => collective(sh, rank, seq, op, data),
-            Ok(Some(ToServer::Finalize { collectives })) => finalize(sh, rank, collectives),
+            Ok(Some(ToServer::Finalize { collectives, sent })) => {
+                finalize(sh, rank, collectives, &sent)
+            }
             Ok(Some(ToServer::Abort { cause })) => break Ended::Aborted(cause),
             Ok(Some(ToServer::Blame {
                 rank: culprit,
@@ -462,7 +464,7 @@ fn abort_shared(sh: &Shared, rank: u32, cause: &str) {
     sh.final_cv.notify_all();
 }
 
-fn finalize(sh: &Shared, rank: u32, collectives: Vec<(u32, u32)>) {
+fn finalize(sh: &Shared, rank: u32, collectives: Vec<(u32, u32)>, sent: &[(u32, u64)]) {
     let mut st = sh.lock();
     if st.state[rank as usize] != RankState::Joined {
         // Finalising twice counts once.
@@ -479,9 +481,24 @@ fn finalize(sh: &Shared, rank: u32, collectives: Vec<(u32, u32)>) {
         return;
     }
     // The others learn that this rank takes part in nothing more: their waits for it in
-    // a collective it never started fail instead of hanging.
-    let msg = ToRank::Finalizing { rank, collectives };
-    broadcast(&mut st, Some(rank as usize), &msg);
+    // a collective it never started fail instead of hanging, and each learns how many
+    // messages it sent them, so that a receive from it fails once all have arrived.
+    let n = st.writers.len();
+    for r in (1..n).chain(0..n.min(1)) {
+        if r != rank as usize {
+            let sent_to_you = sent
+                .iter()
+                .filter(|(to, _)| *to as usize == r)
+                .map(|(_, k)| *k)
+                .sum();
+            let msg = ToRank::Finalizing {
+                rank,
+                collectives: collectives.clone(),
+                sent_to_you,
+            };
+            send_to(&mut st, r, &msg);
+        }
+    }
     // A runtime collective that others started and this rank never joined can no longer
     // complete.
     let missing = st

@@ -46,6 +46,13 @@ impl Communicator {
         self.core.engine.collectives_started()
     }
 
+    /// For each job rank this rank sent tagged messages to (on any communicator, RPC
+    /// included), how many. The runtime reports it when this rank finalises, so that a
+    /// receive from this rank fails once all of them have arrived and none matches it.
+    pub fn messages_sent(&self) -> Vec<(u32, u64)> {
+        self.core.engine.messages_sent()
+    }
+
     /// (messages, bytes) of the tagged messages (and RPC calls) this rank has sent so
     /// far, on any communicator, to ranks on other hosts: a statistic for tests, which
     /// shows the path a host-aware collective took.

@@ -69,6 +69,18 @@ pub enum MsgError {
         /// The collective waited in (counted from 0).
         waiting: u32,
     },
+    /// A receive waits for a message from job rank `rank`, which finalised (its `World`
+    /// was dropped or finalised) after sending this rank `sent` messages: all of them
+    /// arrived and none matches, so the receive can never complete (end of data). (A
+    /// receive from any source is not failed this way: another thread of this rank may
+    /// still send to it.)
+    #[error("job rank {rank} finalised after sending this rank {sent} message(s), none of which matches this receive from it: it can never complete")]
+    SourceFinalized {
+        /// The job rank that finalised.
+        rank: u32,
+        /// How many tagged messages it sent this rank in all.
+        sent: u64,
+    },
     /// Every context id of this job is used (more than 2^31 communicators created).
     #[error("no communicator context ids are left")]
     NoContext,

@@ -50,6 +50,7 @@ impl OpGuard<'_> {
     pub(crate) fn wait(&self) -> Result<(), MsgError> {
         let mut seen = self.generation_at_start;
         let mut blocker = None;
+        let mut orphaned = None;
         let state = self.engine.worker.bootstrap().state();
         let done = self.engine.worker.wait_for_or(
             || {
@@ -66,9 +67,17 @@ impl OpGuard<'_> {
                 blocker = self.collective.and_then(|(ctx, k, members)| {
                     state.collective_blocker(ctx, k, members).map(|b| (b, k))
                 });
-                blocker.is_some()
+                // A receive from a rank that finalised, all its messages in and none
+                // matching, never completes (end of data).
+                if blocker.is_none() && self.recv && state.any_finalizing() {
+                    orphaned = self.engine.orphaned_recv(self.id);
+                }
+                blocker.is_some() || orphaned.is_some()
             },
         )?;
+        if let (Some((rank, sent)), false) = (orphaned, done) {
+            return Err(MsgError::SourceFinalized { rank, sent });
+        }
         match blocker {
             Some(((rank, started), waiting)) if !done => {
                 let e = MsgError::PeerFinalized {

@@ -113,14 +113,34 @@ impl Request {
     pub fn wait_in_place(&mut self) -> Result<Completion, MsgError> {
         let engine: &Engine = &self.comm.engine;
         let mut seen = None;
-        engine.worker.wait_for(|| {
-            let g = engine.generation();
-            if seen == Some(g) {
-                return false;
-            }
-            seen = Some(g);
-            self.is_complete()
-        })?;
+        let recv = match self.op {
+            Some(RequestOp::Recv { id }) => Some(id),
+            _ => None,
+        };
+        let state = engine.worker.bootstrap().state();
+        let mut orphaned = None;
+        let done = engine.worker.wait_for_or(
+            || {
+                let g = engine.generation();
+                if seen == Some(g) {
+                    return false;
+                }
+                seen = Some(g);
+                self.is_complete()
+            },
+            || {
+                // A receive from a rank that finalised, all its messages in and none
+                // matching, never completes (end of data).
+                orphaned = recv
+                    .filter(|_| state.any_finalizing())
+                    .and_then(|id| engine.orphaned_recv(id));
+                orphaned.is_some()
+            },
+        )?;
+        if let (Some((rank, sent)), false) = (orphaned, done) {
+            // The request stays: it may be cancelled or dropped.
+            return Err(MsgError::SourceFinalized { rank, sent });
+        }
         self.finish()
     }
 

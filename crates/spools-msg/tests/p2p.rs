@@ -488,3 +488,68 @@ fn rendezvous_progresses_while_the_application_computes() {
         }
     }
 }
+
+/// End of data: rank 1 sends rank 0 two messages and finalises, rank 2 finalises without
+/// sending. Rank 0 waits until both announced that they finalise, then still receives
+/// rank 1's two messages whole (what a rank sent before finalising is delivered), and
+/// a third receive from rank 1 and one from rank 2 fail naming them (they waited forever
+/// before).
+fn end_of_data_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    let me = w.rank();
+    match me {
+        0 => {
+            let health = w.worker().bootstrap().state();
+            e(w.worker()
+                .wait_for(|| health.is_finalizing(1) && health.is_finalizing(2)))?;
+            let mut short = [0u8; 8];
+            let st = e(w.recv(&mut short, 1, 7))?;
+            check(st.len == 8 && short == *b"8 bytes!", || {
+                format!("short message {short:?}")
+            })?;
+            let mut eager = vec![0u8; 1000];
+            e(w.recv(&mut eager, 1, 7))?;
+            check(eager == pattern(3, 1000), || "eager message corrupt".into())?;
+            let mut more = [0u8; 8];
+            match w.recv(&mut more, 1, 7) {
+                Err(MsgError::SourceFinalized { rank: 1, sent: 2 }) => {}
+                other => return Err(format!("third receive from rank 1: {other:?}")),
+            }
+            match w.recv(&mut more, 2, ANY_TAG) {
+                Err(err @ MsgError::SourceFinalized { rank: 2, sent: 0 }) => {
+                    let text = err.to_string();
+                    check(text.contains("job rank 2 finalised"), || text.clone())?;
+                }
+                other => return Err(format!("receive from rank 2: {other:?}")),
+            }
+            // A non-blocking receive too.
+            let r = e(w.irecv(vec![0u8; 4], 2, 9))?;
+            match r.wait() {
+                Err(MsgError::SourceFinalized { rank: 2, sent: 0 }) => {}
+                other => return Err(format!("irecv from rank 2: {other:?}")),
+            }
+        }
+        1 => {
+            e(w.send(b"8 bytes!", 0, 7))?;
+            e(w.send(&pattern(3, 1000), 0, 7))?;
+        }
+        _ => {}
+    }
+    println!("end of data ok rank {me}");
+    e(w.finalize())
+}
+
+#[test]
+fn a_receive_from_a_rank_that_finalised_fails_naming_it() {
+    rank_main(|_| end_of_data_role());
+    for t in TRANSPORTS {
+        let o = launch(
+            3,
+            "a_receive_from_a_rank_that_finalised_fails_naming_it",
+            "x",
+            &[("SPOOLS_TRANSPORT", t)],
+        );
+        assert_ok(&o);
+        assert_eq!(o.stdout.matches("end of data ok").count(), 3, "{t}: {o:?}");
+    }
+}

@@ -90,6 +90,10 @@ pub enum ToServer {
     Finalize {
         /// (collective context, collectives started), per communicator.
         collectives: Vec<(u32, u32)>,
+        /// (job rank, messages sent to it): the tagged messages this rank sent to each
+        /// peer (peers sent nothing are left out), so that a peer waiting to receive
+        /// from this rank learns when every one of them has arrived (end of data).
+        sent: Vec<(u32, u64)>,
     },
     /// This rank found that another one left the job broken (it finalised without
     /// starting a collective this rank waits in): the server ends the job in that rank's
@@ -136,6 +140,9 @@ pub enum ToRank {
         rank: u32,
         /// (collective context, collectives started), per communicator it held.
         collectives: Vec<(u32, u32)>,
+        /// How many tagged messages it sent to the rank told: once that many have
+        /// arrived from it, nothing more will (end of data).
+        sent_to_you: u64,
     },
     /// Another rank died; the job is over.
     Abort {
@@ -248,6 +255,27 @@ fn counts(r: &mut Reader<'_>) -> Result<Vec<(u32, u32)>, WireError> {
     (0..n).map(|_| Ok((r.u32()?, r.u32()?))).collect()
 }
 
+/// The (job rank, messages sent) pairs of [`ToServer::Finalize`]: at most
+/// [`MAX_RANKS`], 12 bytes each.
+fn sent_counts(r: &mut Reader<'_>) -> Result<Vec<(u32, u64)>, WireError> {
+    let n = r.u32()?;
+    if n > MAX_RANKS {
+        return Err(WireError::TooLong {
+            what: "message counts",
+            len: u64::from(n),
+            max: u64::from(MAX_RANKS),
+        });
+    }
+    // A short buffer fails here, before any allocation.
+    if r.remaining() < 12 * n as usize {
+        return Err(WireError::Truncated {
+            need: 12 * n as usize,
+            have: r.remaining(),
+        });
+    }
+    (0..n).map(|_| Ok((r.u32()?, r.u64()?))).collect()
+}
+
 fn rank_count(r: &mut Reader<'_>, what: &'static str) -> Result<u32, WireError> {
     let n = r.u32()?;
     if n > MAX_RANKS {
@@ -284,7 +312,14 @@ impl Frame for ToServer {
                 }
                 put_bytes(v, data);
             }),
-            ToServer::Finalize { collectives } => framed(3, |v| put_counts(v, collectives)),
+            ToServer::Finalize { collectives, sent } => framed(3, |v| {
+                put_counts(v, collectives);
+                put_u32(v, u32::try_from(sent.len()).unwrap_or(u32::MAX));
+                for (rank, n) in sent {
+                    put_u32(v, *rank);
+                    put_u64(v, *n);
+                }
+            }),
             ToServer::Abort { cause } => framed(4, |v| put_bytes(v, cause.as_bytes())),
             ToServer::Blame { rank, cause } => framed(5, |v| {
                 put_u32(v, *rank);
@@ -319,6 +354,7 @@ impl Frame for ToServer {
             }
             3 => ToServer::Finalize {
                 collectives: counts(&mut r)?,
+                sent: sent_counts(&mut r)?,
             },
             4 => ToServer::Abort {
                 cause: r.string("abort cause", MAX_TEXT)?,
@@ -357,9 +393,14 @@ impl Frame for ToRank {
                 put_bytes(v, cause.as_bytes());
             }),
             ToRank::Refused { reason } => framed(5, |v| put_bytes(v, reason.as_bytes())),
-            ToRank::Finalizing { rank, collectives } => framed(6, |v| {
+            ToRank::Finalizing {
+                rank,
+                collectives,
+                sent_to_you,
+            } => framed(6, |v| {
                 put_u32(v, *rank);
                 put_counts(v, collectives);
+                put_u64(v, *sent_to_you);
             }),
         }
     }
@@ -404,6 +445,7 @@ impl Frame for ToRank {
             6 => ToRank::Finalizing {
                 rank: r.u32()?,
                 collectives: counts(&mut r)?,
+                sent_to_you: r.u64()?,
             },
             k => return Err(WireError::UnknownKind(k)),
         };

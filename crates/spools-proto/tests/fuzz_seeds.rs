@@ -138,6 +138,7 @@ fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
                 .encode(),
                 ToServer::Finalize {
                     collectives: vec![(1, 2)],
+                    sent: vec![(0, 4)],
                 }
                 .encode(),
             ]

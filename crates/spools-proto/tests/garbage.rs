@@ -146,6 +146,7 @@ fn server_samples() -> Vec<ToServer> {
         },
         ToServer::Finalize {
             collectives: vec![(1, 3), (5, 0)],
+            sent: vec![(0, 12), (3, 1)],
         },
         ToServer::Abort {
             cause: "it returned an error".into(),
@@ -178,6 +179,7 @@ fn rank_samples() -> Vec<ToRank> {
         ToRank::Finalizing {
             rank: 2,
             collectives: vec![(1, 7)],
+            sent_to_you: 5,
         },
     ]
 }
@@ -647,9 +649,9 @@ fn collective_counts_stop_at_max_communicators() {
         })
     );
     let mut full = head(3, MAX_COMMUNICATORS);
-    full.resize(full.len() + entries, 0);
+    full.resize(full.len() + entries + 4, 0);
     match ToServer::decode_body(&full) {
-        Ok(ToServer::Finalize { collectives }) => {
+        Ok(ToServer::Finalize { collectives, .. }) => {
             assert_eq!(collectives.len(), MAX_COMMUNICATORS as usize);
         }
         other => panic!("{other:?}"),

@@ -180,8 +180,11 @@ fn to_server() -> impl Strategy<Value = ToServer> {
             op,
             data
         }),
-        prop::collection::vec((any::<u32>(), any::<u32>()), 0..=5)
-            .prop_map(|collectives| ToServer::Finalize { collectives }),
+        (
+            prop::collection::vec((any::<u32>(), any::<u32>()), 0..=5),
+            prop::collection::vec((any::<u32>(), any::<u64>()), 0..=5)
+        )
+            .prop_map(|(collectives, sent)| ToServer::Finalize { collectives, sent }),
         text(60).prop_map(|cause| ToServer::Abort { cause }),
         (any::<u32>(), text(60)).prop_map(|(rank, cause)| ToServer::Blame { rank, cause }),
     ]
@@ -198,9 +201,14 @@ fn to_rank() -> impl Strategy<Value = ToRank> {
         text(60).prop_map(|reason| ToRank::Refused { reason }),
         (
             any::<u32>(),
-            prop::collection::vec((any::<u32>(), any::<u32>()), 0..=5)
+            prop::collection::vec((any::<u32>(), any::<u32>()), 0..=5),
+            any::<u64>()
         )
-            .prop_map(|(rank, collectives)| ToRank::Finalizing { rank, collectives }),
+            .prop_map(|(rank, collectives, sent_to_you)| ToRank::Finalizing {
+                rank,
+                collectives,
+                sent_to_you
+            }),
     ]
 }
 

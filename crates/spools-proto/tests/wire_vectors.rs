@@ -398,12 +398,15 @@ fn to_server_frames() {
         },
         "0f000000 02 0400000000000000 02 01000000 'a'",
     );
-    // Finalize (tag 3): count, then (context, collectives) pairs.
+    // Finalize (tag 3): count, then (context, collectives) pairs; count, then (job
+    // rank, messages sent) pairs.
     check_frame(
         ToServer::Finalize {
             collectives: vec![(1, 0x0203), (0x0405_0607, 4)],
+            sent: vec![(2, 0x0102_0304_0506)],
         },
-        "15000000 03 02000000 01000000 03020000 07060504 04000000",
+        "25000000 03 02000000 01000000 03020000 07060504 04000000
+         01000000 02000000 0605040302010000",
     );
     // Abort (tag 4): cause.
     check_frame(
@@ -459,13 +462,15 @@ fn to_rank_frames() {
         },
         "07000000 05 02000000 'no'",
     );
-    // Finalizing (tag 6): rank, then the counts as in Finalize.
+    // Finalizing (tag 6): rank, then the counts as in Finalize, then the messages it
+    // sent to the rank told (u64).
     check_frame(
         ToRank::Finalizing {
             rank: 1,
             collectives: vec![(7, 0x0800)],
+            sent_to_you: 3,
         },
-        "11000000 06 01000000 01000000 07000000 00080000",
+        "19000000 06 01000000 01000000 07000000 00080000 0300000000000000",
     );
 }
 

@@ -28,9 +28,14 @@ use spools_msg::Communicator;
 /// waits (the messaging engine finishes orphaned sends).
 struct Deferred {
     boot: Arc<Bootstrap>,
-    collectives: Vec<(u32, u32)>,
+    /// Collectives started per context, and tagged messages sent per peer.
+    counts: Counts,
     _layers: (Worker, Vec<Communicator>),
 }
+
+/// (collectives started per context, tagged messages sent per peer), as
+/// [`Bootstrap::announce_finalize`] takes them.
+pub(crate) type Counts = (Vec<(u32, u32)>, Vec<(u32, u64)>);
 
 static DEFERRED: Mutex<Option<Deferred>> = Mutex::new(None);
 
@@ -43,15 +48,11 @@ pub(crate) fn on_panic(boot: &Bootstrap) {
 /// wait for the others (status 0) or end the job (any other status); see the module
 /// documentation. The announcement waits for the exit status so that the other ranks
 /// hear of a failure as such, not as a rank that finalised early.
-pub(crate) fn on_drop(
-    boot: Arc<Bootstrap>,
-    collectives: Vec<(u32, u32)>,
-    layers: (Worker, Vec<Communicator>),
-) {
+pub(crate) fn on_drop(boot: Arc<Bootstrap>, counts: Counts, layers: (Worker, Vec<Communicator>)) {
     if !exit_hook::install() {
         // No exit hook on this platform: finalise here.
         if let Err(e) = boot
-            .announce_finalize(collectives)
+            .announce_finalize(counts.0, counts.1)
             .and_then(|()| boot.wait_finalized())
         {
             spools_boot::logger::error(format_args!(
@@ -66,7 +67,7 @@ pub(crate) fn on_drop(
         .unwrap_or_else(PoisonError::into_inner)
         .replace(Deferred {
             boot,
-            collectives,
+            counts,
             _layers: layers,
         });
     // A process that made and dropped another job's `World` before (one-rank jobs in a
@@ -80,7 +81,7 @@ pub(crate) fn on_drop(
 fn finish_cleanly(d: &Deferred) {
     if let Err(e) = d
         .boot
-        .announce_finalize(d.collectives.clone())
+        .announce_finalize(d.counts.0.clone(), d.counts.1.clone())
         .and_then(|()| d.boot.wait_finalized())
     {
         spools_boot::logger::error(format_args!(

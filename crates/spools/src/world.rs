@@ -324,8 +324,11 @@ impl World {
     /// A rank that finalises (either way) while others wait in a collective it never
     /// started also ends the job: their collective fails with
     /// [`MsgError::PeerFinalized`](spools_msg::MsgError::PeerFinalized), naming it. A
-    /// receive from a rank that finalised without sending is a program error not caught:
-    /// it waits. Use [`World::abort`] for failures.
+    /// receive from a rank that finalised fails with
+    /// [`MsgError::SourceFinalized`](spools_msg::MsgError::SourceFinalized), naming it,
+    /// once every message it sent this rank has arrived and none matches (end of data:
+    /// the finalising rank tells the others how many it sent each). Use [`World::abort`]
+    /// for failures.
     ///
     /// # Errors
     /// [`BootError::PeerDied`] if a rank died first.
@@ -361,7 +364,7 @@ impl World {
         self.finalized = true;
         let _ = self.endpoint().flush();
         self.boot
-            .announce_finalize(self.msg.collectives_started())?;
+            .announce_finalize(self.msg.collectives_started(), self.msg.messages_sent())?;
         self.boot.wait_finalized()
     }
 
@@ -420,7 +423,7 @@ impl Drop for World {
             .collect();
         crate::leave::on_drop(
             self.boot.clone(),
-            self.msg.collectives_started(),
+            (self.msg.collectives_started(), self.msg.messages_sent()),
             (self.worker.clone(), communicators),
         );
     }

@@ -265,7 +265,7 @@ impl Bootstrap {
     /// # Errors
     /// [`BootError::PeerDied`] if a rank died first.
     pub fn finalize(&self) -> Result<(), BootError> {
-        self.announce_finalize(Vec::new())?;
+        self.announce_finalize(Vec::new(), Vec::new())?;
         self.wait_finalized()
     }
 
@@ -273,17 +273,23 @@ impl Bootstrap {
     /// other ranks (a dropped `World` does this and waits at process exit). `collectives`
     /// lists, per communicator context this rank holds, how many collectives it started
     /// there: ranks that wait in a later one fail (see [`JobHealth::collective_blocker`]).
-    /// Once is enough: later calls do nothing.
+    /// `sent` lists, per peer this rank sent tagged messages to, how many: a peer's
+    /// receive from this rank fails once that many have arrived and none matches it
+    /// (see [`JobHealth::end_of_data`]). Once is enough: later calls do nothing.
     ///
     /// # Errors
     /// [`BootError::Io`] if the rendezvous cannot be written to.
-    pub fn announce_finalize(&self, collectives: Vec<(u32, u32)>) -> Result<(), BootError> {
+    pub fn announce_finalize(
+        &self,
+        collectives: Vec<(u32, u32)>,
+        sent: Vec<(u32, u64)>,
+    ) -> Result<(), BootError> {
         if self.finalized.load(Ordering::SeqCst) || self.announced.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
         write_frame(
             &mut *self.writer.lock().unwrap_or_else(PoisonError::into_inner),
-            &ToServer::Finalize { collectives },
+            &ToServer::Finalize { collectives, sent },
         )
     }
 

@@ -412,8 +412,12 @@ impl Connected {
                         st.wake();
                         return;
                     }
-                    Ok(Some(ToRank::Finalizing { rank, collectives })) => {
-                        st.mark_finalizing(rank, collectives);
+                    Ok(Some(ToRank::Finalizing {
+                        rank,
+                        collectives,
+                        sent_to_you,
+                    })) => {
+                        st.mark_finalizing(rank, collectives, sent_to_you);
                         let _ = tx.send(Reply::Wake);
                     }
                     Ok(Some(ToRank::Abort { rank, cause })) => {

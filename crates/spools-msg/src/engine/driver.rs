@@ -116,13 +116,16 @@ impl Engine {
                     sent?;
                     break;
                 }
+                self.count_sent(to);
                 n += 1;
                 continue;
             };
             if !sent {
                 break;
             }
-            st.replies.pop_front();
+            if let Some(r) = st.replies.pop_front() {
+                self.count_sent(r.to);
+            }
             n += 1;
         }
         Ok(n)

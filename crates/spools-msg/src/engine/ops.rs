@@ -30,6 +30,7 @@ impl Engine {
         let h = self.handler_ids()?;
         let len = buf.len();
         self.count_cross_host(dest, len);
+        self.count_sent(dest);
         match self.limits.protocol_for(len) {
             SendProtocol::Short => {
                 let args = wire::short_args(ctx, tag, buf.read(0, len));

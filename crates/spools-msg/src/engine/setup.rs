@@ -24,6 +24,7 @@ impl Engine {
     ) -> Result<Arc<Engine>, AmError> {
         let cfg = worker.config();
         let limits = Limits::new(cfg.short_limit as usize, cfg.eager_limit as usize);
+        let size = hosts.len();
         let e = Arc::new(Engine {
             worker: worker.clone(),
             endpoint: Mutex::new(endpoint),
@@ -41,6 +42,8 @@ impl Engine {
             rpc: RpcTable::default(),
             collectives: Mutex::new(Vec::new()),
             cross_host: [AtomicU64::new(0), AtomicU64::new(0)],
+            sent: (0..size).map(|_| AtomicU64::new(0)).collect(),
+            arrived: (0..size).map(|_| AtomicU64::new(0)).collect(),
         });
         type H = fn(&Engine, &ActiveMessage<'_>);
         let handlers: [(&str, H); 5] = [

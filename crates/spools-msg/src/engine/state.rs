@@ -74,6 +74,12 @@ pub(crate) struct Engine {
     /// Messages and bytes this rank sent to ranks on other hosts (a statistic for tests:
     /// it shows which path a host-aware collective took).
     pub(super) cross_host: [AtomicU64; 2],
+    /// Tagged messages (short, eager, request-to-send; RPC calls and replies too) sent
+    /// to each job rank, reported when this rank finalises (end of data).
+    pub(super) sent: Vec<AtomicU64>,
+    /// Tagged messages arrived from each job rank, counted after the protocol took
+    /// them in: once it equals what a finalised rank sent, nothing more comes from it.
+    pub(super) arrived: Vec<AtomicU64>,
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -156,6 +162,47 @@ impl Engine {
             self.cross_host[0].fetch_add(1, Ordering::Relaxed);
             self.cross_host[1].fetch_add(len as u64, Ordering::Relaxed);
         }
+    }
+
+    /// Counts a tagged message sent to job rank `dest`.
+    pub(super) fn count_sent(&self, dest: u32) {
+        if let Some(c) = self.sent.get(dest as usize) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts a tagged message from job rank `from` that the protocol has taken in.
+    pub(super) fn count_arrived(&self, from: u32) {
+        if let Some(c) = self.arrived.get(from as usize) {
+            c.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// (job rank, tagged messages sent to it) for every rank sent any.
+    pub(crate) fn messages_sent(&self) -> Vec<(u32, u64)> {
+        self.sent
+            .iter()
+            .enumerate()
+            .filter_map(|(r, c)| {
+                let n = c.load(Ordering::SeqCst);
+                (n > 0).then_some((r as u32, n))
+            })
+            .collect()
+    }
+
+    /// End of data for receive `id` from one job rank: `Some((rank, sent))` once that
+    /// rank finalised and every message it sent this rank has arrived, while the receive
+    /// is still unmatched, so that no message can ever match it. `None` while the source
+    /// may still send, and for a receive from any source (another thread of this rank
+    /// may send to it).
+    pub(crate) fn orphaned_recv(&self, id: u64) -> Option<(u32, u64)> {
+        let health = self.worker.bootstrap().state();
+        let src = self.read_protocol(|p| p.recv_source(id))?;
+        let sent = health.end_of_data(src)?;
+        let arrived = self.arrived.get(src as usize)?.load(Ordering::Acquire);
+        // Every message from it was taken in before the count was read: if the receive
+        // is still unmatched now, nothing will match it.
+        (arrived >= sent && self.read_protocol(|p| p.recv_unmatched(id))).then_some((src, sent))
     }
 
     /// (messages, bytes) this rank sent to ranks on other hosts so far.

@@ -53,6 +53,7 @@ impl Engine {
                     return Ok(None);
                 }
                 self.count_cross_host(dest, len);
+                self.count_sent(dest);
                 return Ok(Some(SendStart::Rendezvous(id)));
             }
         };
@@ -60,6 +61,7 @@ impl Engine {
             return Ok(None);
         }
         self.count_cross_host(dest, len);
+        self.count_sent(dest);
         Ok(Some(SendStart::Complete(buf)))
     }
 }

@@ -103,6 +103,17 @@ impl Protocol {
         self.recv.finish(id)
     }
 
+    /// The job rank receive `id` waits for, if it names one (not any source) and is
+    /// still posted.
+    pub(crate) fn recv_source(&self, id: u64) -> Option<u32> {
+        self.recv.source(id)
+    }
+
+    /// Whether receive `id` is posted and no message has matched it yet.
+    pub(crate) fn recv_unmatched(&self, id: u64) -> bool {
+        self.recv.is_unmatched(id)
+    }
+
     /// Whether send `id` is complete (released ids are).
     pub(crate) fn send_complete(&self, id: u64) -> bool {
         self.send.is_complete(id)

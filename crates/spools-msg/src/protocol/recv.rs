@@ -433,6 +433,18 @@ impl RecvSide {
         op.buf.take()
     }
 
+    /// The job rank receive `id` waits for, if it names one.
+    pub(crate) fn source(&self, id: u64) -> Option<u32> {
+        self.recvs.get(id).and_then(|op| op.pattern.src)
+    }
+
+    /// Whether receive `id` is posted and no message has matched it yet.
+    pub(crate) fn is_unmatched(&self, id: u64) -> bool {
+        self.recvs
+            .get(id)
+            .is_some_and(|op| matches!(op.state, RecvState::Posted))
+    }
+
     /// Cancels receive `id` if no message has matched it; false otherwise (matched,
     /// streaming, complete or unknown).
     pub(crate) fn cancel(&mut self, id: u64) -> bool {
