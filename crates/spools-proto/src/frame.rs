@@ -12,9 +12,13 @@
 //! ```
 //!
 //! - `format`: [`PixelFormat`] (1 grey u8, 2 RGB u8, 3 f32 field, 4 f64 field).
+//! - `version`: [`FRAME_VERSION`] (1); a decoder refuses any other.
 //! - `colormap`: [`ColorMap`]; 0 for grey and RGB frames, 1 to 3 for a field, whose value
-//!   `v` is shown as the colour at `(v - lo) / (hi - lo)` of the map, clamped to `[0, 1]`
-//!   (NaN as 0). `lo < hi`, both finite, for a field; 0 otherwise.
+//!   `v` is shown as the colour at about `(v - lo) / (hi - lo)` of the map, clamped to
+//!   `[0, 1]` (NaN as 0): a viewer quantises it to one of 256 palette entries
+//!   (`spools_view::palette`; the exact rule and the stops are in docs/view.md, whose test
+//!   vectors `tests/frame_doc.rs` checks). `lo < hi`, both finite, for a field; 0 otherwise.
+//! - `reserved`: written 0, not read. Bytes of `title` past `title_len`: written 0, not read.
 //! - `frame`: the frame's number; `time_us`: when it was made, microseconds since the Unix
 //!   epoch, by the sender's clock.
 //! - `group`, `members`: a synchronisation group (0: none) and how many streams it has.

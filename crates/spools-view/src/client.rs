@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use tungstenite::protocol::{Role, WebSocketConfig};
 use tungstenite::{Message, WebSocket};
 
-use crate::board::{Shown, State};
+use crate::board::{Board, Shown, State};
 use crate::render::{encode, Encoding, Image};
 use crate::viewer::Shared;
 
@@ -135,39 +135,48 @@ fn state(s: &State) -> Value {
 type PanelNow = (Value, Option<Arc<Shown>>);
 
 /// The next message for the page: a little-endian u32 length, a JSON description of every
-/// panel, then the bytes of every frame the page has not had yet.
+/// panel, then the bytes of every frame the page has not had yet (docs/view.md, "The page's
+/// WebSocket").
 fn message(shared: &Shared, page: &mut Page) -> Vec<u8> {
     // Under the lock: only what is needed to build the message.
-    let (panels, totals): (Vec<PanelNow>, Value) = {
-        let b = shared.board();
-        let panels = b
-            .panels
-            .iter()
-            .map(|p| {
-                let meta = json!({
-                    "id": p.id,
-                    "conn": format!("{:016x}", p.conn),
-                    "stream": p.stream,
-                    "group": p.group,
-                    "received": p.received,
-                    "rate": (p.rate() * 10.0).round() / 10.0,
-                    "state": state(&p.state),
-                });
-                let new = p
-                    .latest
-                    .as_ref()
-                    .filter(|f| page.sent.get(&p.id) != Some(&f.seq))
-                    .map(Arc::clone);
-                (meta, new)
-            })
-            .collect();
-        let totals = json!({
-            "received": b.received,
-            "refused": b.refused,
-            "connections": b.connections,
-        });
-        (panels, totals)
-    };
+    let (panels, totals) = snapshot(&shared.board(), page);
+    build(panels, totals, page)
+}
+
+/// Every panel's description and its frame if the page has not had it, and the totals.
+fn snapshot(b: &Board, page: &Page) -> (Vec<PanelNow>, Value) {
+    let panels = b
+        .panels
+        .iter()
+        .map(|p| {
+            let meta = json!({
+                "id": p.id,
+                "conn": format!("{:016x}", p.conn),
+                "stream": p.stream,
+                "group": p.group,
+                "received": p.received,
+                "rate": (p.rate() * 10.0).round() / 10.0,
+                "state": state(&p.state),
+            });
+            let new = p
+                .latest
+                .as_ref()
+                .filter(|f| page.sent.get(&p.id) != Some(&f.seq))
+                .map(Arc::clone);
+            (meta, new)
+        })
+        .collect();
+    let totals = json!({
+        "received": b.received,
+        "refused": b.refused,
+        "connections": b.connections,
+    });
+    (panels, totals)
+}
+
+/// The message of a snapshot: its frames encoded (once per frame, encoding and scale) and
+/// noted as sent to the page.
+fn build(panels: Vec<PanelNow>, totals: Value, page: &mut Page) -> Vec<u8> {
     let mut blobs: Vec<Arc<Image>> = Vec::new();
     let mut off = 0usize;
     let mut out = Vec::new();
@@ -224,5 +233,131 @@ fn message(shared: &Shared, page: &mut Page) -> Vec<u8> {
 impl Shared {
     pub(crate) fn board(&self) -> std::sync::MutexGuard<'_, crate::board::Board> {
         self.board.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use crate::render::pixels;
+    use spools_proto::frame::FrameHeader;
+
+    /// docs/view.md, whose test vectors these tests read.
+    const DOC: &str = include_str!("../../../docs/view.md");
+
+    /// The bytes of the block of hex digits that follows `marker` in the page.
+    fn hex_block(marker: &str) -> Vec<u8> {
+        let at = DOC.find(marker).expect("the marker in docs/view.md") + marker.len();
+        let rest = &DOC[at..];
+        let start = rest.find("```text\n").expect("a fenced block after it") + 8;
+        let len = rest[start..].find("```").expect("the block's end");
+        let digits: Vec<u8> = rest[start..start + len]
+            .bytes()
+            .filter(|b| !b.is_ascii_whitespace())
+            .collect();
+        digits
+            .chunks(2)
+            .map(|d| u8::from_str_radix(std::str::from_utf8(d).unwrap(), 16).unwrap())
+            .collect()
+    }
+
+    /// The next message for page `p`.
+    fn next(b: &Board, p: &mut Page) -> Vec<u8> {
+        let (panels, totals) = snapshot(b, p);
+        build(panels, totals, p)
+    }
+
+    fn page(fit: u32, encoding: Encoding) -> Page {
+        Page {
+            sent: HashMap::new(),
+            version: u64::MAX,
+            at: Instant::now(),
+            waiting: false,
+            fit,
+            encoding,
+        }
+    }
+
+    /// The page's view of a message: the JSON and the images after it.
+    fn split(msg: &[u8]) -> (Value, &[u8]) {
+        let n = u32::from_le_bytes(msg[..4].try_into().unwrap()) as usize;
+        (
+            serde_json::from_slice(&msg[4..4 + n]).unwrap(),
+            &msg[4 + n..],
+        )
+    }
+
+    #[test]
+    fn the_docs_message_is_what_a_new_page_is_sent() {
+        let adu = hex_block("<!-- vector: frame -->");
+        let want = hex_block("<!-- vector: message -->");
+        let mut b = Board::default();
+        b.on_adu(0x0123_4567_89ab_cdef, 1, adu.clone(), Instant::now(), None);
+        let mut p = page(0, Encoding::Raw);
+        let (panels, totals) = snapshot(&b, &p);
+        let got = build(panels, totals, &mut p);
+        assert_eq!(
+            String::from_utf8_lossy(&got[4..]),
+            String::from_utf8_lossy(&want[4..])
+        );
+        assert_eq!(got, want);
+        // Decoded as the page decodes it: the image is the frame through its palette.
+        let (json, images) = split(&want);
+        let f = &json["panels"][0]["frame"];
+        assert_eq!(
+            (f["n"].as_u64(), f["encoding"].as_str()),
+            (Some(7), Some("raw"))
+        );
+        let (h, px) = FrameHeader::decode(&adu).unwrap();
+        let (iw, ih, rgba) = pixels(&h, px, 1, 4);
+        assert_eq!((f["iw"].as_u64(), f["ih"].as_u64()), (Some(2), Some(2)));
+        assert_eq!((iw, ih), (2, 2));
+        assert_eq!(images, &rgba[..]);
+        assert_eq!(
+            rgba,
+            [58, 82, 138, 255, 35, 144, 138, 255, 68, 1, 84, 255, 253, 231, 37, 255]
+        );
+        // The next message has no frame: the page has it.
+        let msg = next(&b, &mut p);
+        let (json, images) = split(&msg);
+        assert!(json["panels"][0].get("frame").is_none());
+        assert!(images.is_empty());
+    }
+
+    #[test]
+    fn the_pages_messages_resend_and_decimate() {
+        let h = FrameHeader::image(spools_proto::frame::PixelFormat::Grey8, 5, 3);
+        let mut adu = h.encode().to_vec();
+        adu.extend(0u8..15);
+        let mut b = Board::default();
+        b.on_adu(9, 2, adu, Instant::now(), None);
+        let mut p = page(0, Encoding::Raw);
+        next(&b, &mut p);
+        p.waiting = true;
+        // `fit 2`: every third pixel of every third row (scale = ceil(5 / 2)); the frame is
+        // sent again; the ack is still owed.
+        on_text(&mut p, "fit 2");
+        assert!(p.waiting);
+        on_text(&mut p, "ack");
+        assert!(!p.waiting);
+        let msg = next(&b, &mut p);
+        let (json, images) = split(&msg);
+        let f = &json["panels"][0]["frame"];
+        assert_eq!((f["iw"].as_u64(), f["ih"].as_u64()), (Some(2), Some(1)));
+        assert_eq!(images, [0, 0, 0, 255, 3, 3, 3, 255]);
+        on_text(&mut p, "encoding jpeg");
+        let msg = next(&b, &mut p);
+        let (json, images) = split(&msg);
+        assert_eq!(json["panels"][0]["frame"]["encoding"], "jpeg");
+        assert_eq!(
+            (&images[..2], &images[images.len() - 2..]),
+            (&[0xff, 0xd8][..], &[0xff, 0xd9][..])
+        );
+        // Words it does not know change nothing.
+        on_text(&mut p, "frobnicate 3");
+        let (panels, _) = snapshot(&b, &p);
+        assert!(panels.iter().all(|(_, f)| f.is_none()));
     }
 }
