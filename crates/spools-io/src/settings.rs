@@ -5,7 +5,7 @@ use crate::{file, pipe};
 
 /// The parallel-I/O settings in effect, as `(name, value, meaning)`, for `spools info`.
 /// The pipe settings come from the environment (`SPOOLS_PIPE_DIR`, `SPOOLS_PIPE_TIMEOUT`,
-/// `SPOOLS_PIPE_HOST`); the others are fixed.
+/// `SPOOLS_PIPE_SECRET`, `SPOOLS_PIPE_HOST`); the others are fixed.
 pub fn settings() -> Vec<(&'static str, String, &'static str)> {
     let x = ExchangeOptions::default();
     vec![
@@ -33,6 +33,11 @@ pub fn settings() -> Vec<(&'static str, String, &'static str)> {
             "pipe_timeout",
             format!("{} s", pipe::meet_timeout().as_secs_f64()),
             "wait for the other program (SPOOLS_PIPE_TIMEOUT)",
+        ),
+        (
+            "pipe_secret",
+            std::env::var("SPOOLS_PIPE_SECRET").unwrap_or_else(|_| "none".into()),
+            "secret proved at a tcp: pipe meeting (SPOOLS_PIPE_SECRET)",
         ),
         (
             "pipe_host",

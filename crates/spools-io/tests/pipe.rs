@@ -263,3 +263,85 @@ fn a_consumer_that_does_not_read_makes_the_producer_wait_and_loses_nothing() {
     spools_testkit::assert_ok_as(&co, "consumer");
     assert!(co.stdout.contains("CONSUMED"), "{}", co.stdout);
 }
+
+const SECRET_A: &str = "00112233445566778899aabbccddeeff";
+const SECRET_B: &str = "ffeeddccbbaa99887766554433221100";
+
+/// A `tcp:` meeting with a pipe secret (`SPOOLS_PIPE_SECRET`) on both sides: a producer
+/// with another secret, and one with none, are turned away with `Unproven` and never
+/// learn the consumer's token (the consumer keeps waiting); the producer with the same
+/// secret then meets it, and its record arrives whole. Without the proof, the first
+/// producer to reach the port was taken.
+#[test]
+fn a_tcp_pipe_meeting_with_a_secret_takes_only_a_producer_that_proves_it() {
+    const LAYOUT: &str = "u8[64,64] block,* on 2x1";
+    rank_main(|role| {
+        let w = e(spools::init())?;
+        let me = w.rank();
+        let name: PipeName = e(std::env::var("SPOOLS_TEST_PIPE").unwrap().parse())?;
+        let l: Layout = e(LAYOUT.parse())?;
+        let n = l.local_bytes(u64::from(me)).unwrap() as usize;
+        let res = if role == "producer" {
+            PipeWriter::open(e(w.io_communicator())?, &name, &l).and_then(|mut out| {
+                out.write(&vec![me as u8 + 7; n])?;
+                out.close()
+            })
+        } else {
+            PipeReader::open(e(w.io_communicator())?, &name, &l).and_then(|mut input| {
+                let mut part = vec![0u8; n];
+                assert!(input.read(&mut part)?, "no record");
+                assert!(part.iter().all(|&b| b == me as u8 + 7), "record corrupt");
+                assert!(!input.read(&mut part)?, "more than one record");
+                Ok(())
+            })
+        };
+        match res {
+            Err(err) => {
+                eprintln!("PIPE ERROR: {err}");
+                std::process::exit(3)
+            }
+            Ok(()) => {
+                println!("{role} ok rank {me}");
+                e(w.finalize())
+            }
+        }
+    });
+    let d = tempdir("pipe-secret");
+    let (a, b) = (d.join("a.key"), d.join("b.key"));
+    std::fs::write(&a, SECRET_A).unwrap();
+    std::fs::write(&b, SECRET_B).unwrap();
+    let pipe = format!("tcp:127.0.0.1:{}", spools_testkit::free_port(23));
+    let test = "a_tcp_pipe_meeting_with_a_secret_takes_only_a_producer_that_proves_it";
+    let job = |role: &str, key: Option<&std::path::Path>| {
+        let mut j = Job::new(2, test)
+            .role(role)
+            .env("SPOOLS_TEST_PIPE", &pipe)
+            .env("SPOOLS_PIPE_TIMEOUT", "100")
+            .timeout(Duration::from_secs(110));
+        if let Some(k) = key {
+            j = j.env("SPOOLS_PIPE_SECRET", k);
+        }
+        j
+    };
+    let consumer = job("consumer", Some(&a)).spawn();
+    for (key, what, says) in [
+        (Some(&*b), "another secret", "did not prove the pipe secret"),
+        (None, "no secret", "closed the meeting unanswered"),
+    ] {
+        let o = job("producer", key).run();
+        assert!(
+            !o.status.success(),
+            "a producer with {what} met the consumer: {o:?}"
+        );
+        assert!(o.stderr.contains(says), "{what}: {}", o.stderr);
+    }
+    let p = job("producer", Some(&a)).run();
+    spools_testkit::assert_ok(&p);
+    let c = wait_bounded(consumer, Duration::from_secs(120));
+    assert!(c.status.success(), "{}", c.stderr);
+    assert_eq!(c.stdout.matches("consumer ok").count(), 2, "{}", c.stdout);
+    // A bad secret file is a clear error, not an unauthenticated meeting.
+    let o = job("producer", Some(&d.join("missing.key"))).run();
+    assert!(!o.status.success());
+    assert!(o.stderr.contains("SPOOLS_PIPE_SECRET="), "{}", o.stderr);
+}

@@ -49,6 +49,9 @@ pub enum Purpose {
     Bootstrap,
     /// A data connection of the tcp transport.
     Data,
+    /// The meeting of two parallel programs at a `tcp:HOST:PORT` pipe name, proving
+    /// the secret both were given (`SPOOLS_PIPE_SECRET`).
+    Pipe,
 }
 
 impl Purpose {
@@ -56,6 +59,7 @@ impl Purpose {
         match self {
             Purpose::Bootstrap => 1,
             Purpose::Data => 2,
+            Purpose::Pipe => 3,
         }
     }
 
@@ -63,6 +67,7 @@ impl Purpose {
         match c {
             1 => Ok(Purpose::Bootstrap),
             2 => Ok(Purpose::Data),
+            3 => Ok(Purpose::Pipe),
             other => Err(WireError::Invalid {
                 what: "connection purpose",
                 value: u64::from(other),

@@ -68,7 +68,7 @@ fn run(
 }
 
 fn purpose() -> impl Strategy<Value = Purpose> {
-    prop::sample::select(vec![Purpose::Bootstrap, Purpose::Data])
+    prop::sample::select(vec![Purpose::Bootstrap, Purpose::Data, Purpose::Pipe])
 }
 
 fn identity() -> impl Strategy<Value = Identity> {
@@ -81,7 +81,7 @@ fn identity() -> impl Strategy<Value = Identity> {
 
 #[test]
 fn honest_handshake_succeeds() {
-    for purpose in [Purpose::Bootstrap, Purpose::Data] {
+    for purpose in [Purpose::Bootstrap, Purpose::Data, Purpose::Pipe] {
         let (hello, reply, auth, awaiting) = honest(purpose);
         assert_eq!(&hello[..4], &MAGIC.to_le_bytes());
         assert_eq!(&hello[4..6], &VERSION.to_le_bytes());
@@ -289,7 +289,7 @@ fn malformed_hellos_are_wire_errors() {
         server(SECRET_A, SERVER_NONCE).on_hello(&h),
         Err(HandshakeError::Wire(WireError::Version { got: 2, want: 1 }))
     ));
-    for p in [0u8, 3, 0xff] {
+    for p in [0u8, 4, 0xff] {
         let mut h = c.hello();
         h[6] = p;
         assert!(matches!(

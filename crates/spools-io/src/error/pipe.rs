@@ -46,6 +46,30 @@ pub enum PipeError {
         /// Seconds waited.
         secs: u64,
     },
+    /// `SPOOLS_PIPE_SECRET` names a file that cannot be read or holds no secret.
+    #[error("SPOOLS_PIPE_SECRET={}: {reason} (the file holds 32 hex digits, as `spools secret` prints them)", path.display())]
+    Secret {
+        /// The file named.
+        path: std::path::PathBuf,
+        /// Why it holds no secret.
+        reason: String,
+    },
+    /// The consumer at a `tcp:` meeting did not prove the pipe secret this producer was
+    /// given: it has none, or another one (it closed the connection unanswered), or it
+    /// answered with a wrong proof.
+    #[error("the consumer at tcp:{addr} did not prove the pipe secret (SPOOLS_PIPE_SECRET): give both programs the same secret")]
+    Unproven {
+        /// The meeting address.
+        addr: String,
+    },
+    /// The consumer at a `tcp:` meeting closed the connection without answering this
+    /// producer's description: it requires a pipe secret this producer was not given,
+    /// or it refused the description.
+    #[error("the consumer at tcp:{addr} closed the meeting unanswered: it requires a pipe secret (SPOOLS_PIPE_SECRET) this producer was not given, or refused its description")]
+    Refused {
+        /// The meeting address.
+        addr: String,
+    },
     /// The two programs describe different datasets.
     #[error(
         "the producer's layout {producer} and the consumer's {consumer} hold different datasets"

@@ -14,11 +14,13 @@
 //! (`SPOOLS_PIPE_OUT`, `SPOOLS_PIPE_IN`).
 
 mod frame;
+mod meet_auth;
 mod name;
 mod reader;
 mod writer;
 
 pub use frame::decode_any;
+pub use meet_auth::{pipe_secret, SECRET_VAR};
 pub use name::{meet_timeout, pipe_dir, pipe_dir_path, PipeName};
 pub use reader::PipeReader;
 pub use writer::PipeWriter;

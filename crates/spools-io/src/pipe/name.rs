@@ -175,6 +175,18 @@ pub(crate) fn meet(
         secs: meet_timeout().as_secs(),
     };
     match name {
+        PipeName::Tcp(addr) => {
+            let secret = super::meet_auth::pipe_secret()?;
+            meet_tcp(
+                addr,
+                producer,
+                &text,
+                secret.as_ref(),
+                other,
+                deadline,
+                timed_out,
+            )
+        }
         PipeName::Dir(n) => {
             let dir = pipe_dir()?;
             let path = dir.join(format!("{n}.{me}"));
@@ -213,67 +225,104 @@ pub(crate) fn meet(
                 std::thread::sleep(Duration::from_millis(5));
             }
         }
-        PipeName::Tcp(addr) => {
-            // The producer speaks first; the consumer answers only a connection that sent
-            // a valid description in time, so that stray or garbage connections to its
-            // port (a scan, a flood) neither end the meeting nor learn its token.
-            if producer {
-                let mut s = loop {
-                    match TcpStream::connect(addr) {
-                        Ok(s) => break s,
-                        Err(_) if Instant::now() < deadline => {
-                            std::thread::sleep(Duration::from_millis(20))
-                        }
-                        Err(_) => return Err(timed_out()),
-                    }
-                };
-                s.set_read_timeout(Some(meet_timeout()))
-                    .map_err(|e| PipeError::io(PipeStep::Socket, e))?;
-                send_description(&mut s, &text)?;
-                return read_description(&mut s, other);
+        PipeName::Stdout | PipeName::Stdin => Err(PipeError::BadName(name.to_string())),
+    }
+}
+
+/// The meeting at `tcp:ADDR`: the producer connects (proving `secret` first when given
+/// one) and speaks first; the consumer listens.
+fn meet_tcp(
+    addr: &str,
+    producer: bool,
+    text: &[u8],
+    secret: Option<&spools_proto::auth::Secret>,
+    other: &'static str,
+    deadline: Instant,
+    timed_out: impl Fn() -> PipeError,
+) -> Result<Description, PipeError> {
+    // The producer speaks first; the consumer answers only a connection that sent
+    // a valid description in time (after proving the secret, when both have one), so
+    // that stray or garbage connections to its port (a scan, a flood) neither end the
+    // meeting nor learn its token.
+    if producer {
+        let mut s = loop {
+            match TcpStream::connect(addr) {
+                Ok(s) => break s,
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(_) => return Err(timed_out()),
             }
-            let l = TcpListener::bind(addr).map_err(|e| {
-                PipeError::io(
-                    PipeStep::Listen {
+        };
+        s.set_read_timeout(Some(meet_timeout()))
+            .map_err(|e| PipeError::io(PipeStep::Socket, e))?;
+        if let Some(secret) = secret {
+            super::meet_auth::prove(&mut s, secret, addr)?;
+        }
+        send_description(&mut s, text)?;
+        return match read_description(&mut s, other) {
+            Err(PipeError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::UnexpectedEof
+                    || source.kind() == std::io::ErrorKind::ConnectionReset =>
+            {
+                Err(PipeError::Refused {
+                    addr: addr.to_string(),
+                })
+            }
+            r => r,
+        };
+    }
+    let l = TcpListener::bind(addr).map_err(|e| {
+        PipeError::io(
+            PipeStep::Listen {
+                on: Some(addr.to_string()),
+            },
+            e,
+        )
+    })?;
+    l.set_nonblocking(true)
+        .map_err(|e| PipeError::io(PipeStep::Listen { on: None }, e))?;
+    loop {
+        match l.accept() {
+            Ok((mut s, _)) => {
+                let ready = s
+                    .set_nonblocking(false)
+                    .and_then(|()| s.set_read_timeout(Some(MEET_HELLO_TIMEOUT)))
+                    .map_err(|e| PipeError::io(PipeStep::Socket, e));
+                // With a secret, only a producer that proves it is read at all.
+                let proven = secret.is_none_or(|k| super::meet_auth::verify(&mut s, k));
+                let theirs = ready.and_then(|()| {
+                    if proven {
+                        s.set_read_timeout(Some(MEET_HELLO_TIMEOUT))
+                            .map_err(|e| PipeError::io(PipeStep::Socket, e))?;
+                        read_description(&mut s, other)
+                    } else {
+                        Err(PipeError::Unproven {
+                            addr: addr.to_string(),
+                        })
+                    }
+                });
+                // Anything but a producer's description is dropped unanswered.
+                if let Some(d) = theirs.ok().filter(|d| d.token.is_empty()) {
+                    send_description(&mut s, text)?;
+                    return Ok(d);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if Instant::now() > deadline {
+                    return Err(timed_out());
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => {
+                return Err(PipeError::io(
+                    PipeStep::Accept {
                         on: Some(addr.to_string()),
                     },
                     e,
-                )
-            })?;
-            l.set_nonblocking(true)
-                .map_err(|e| PipeError::io(PipeStep::Listen { on: None }, e))?;
-            loop {
-                match l.accept() {
-                    Ok((mut s, _)) => {
-                        let theirs = s
-                            .set_nonblocking(false)
-                            .and_then(|()| s.set_read_timeout(Some(MEET_HELLO_TIMEOUT)))
-                            .map_err(|e| PipeError::io(PipeStep::Socket, e))
-                            .and_then(|()| read_description(&mut s, other));
-                        // Anything but a producer's description is dropped unanswered.
-                        if let Some(d) = theirs.ok().filter(|d| d.token.is_empty()) {
-                            send_description(&mut s, &text)?;
-                            return Ok(d);
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                        if Instant::now() > deadline {
-                            return Err(timed_out());
-                        }
-                        std::thread::sleep(Duration::from_millis(5));
-                    }
-                    Err(e) => {
-                        return Err(PipeError::io(
-                            PipeStep::Accept {
-                                on: Some(addr.to_string()),
-                            },
-                            e,
-                        ))
-                    }
-                }
+                ))
             }
         }
-        PipeName::Stdout | PipeName::Stdin => Err(PipeError::BadName(name.to_string())),
     }
 }
 
