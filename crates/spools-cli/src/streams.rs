@@ -21,7 +21,9 @@ pub(crate) struct RecvArgs {
     /// `s<STREAM>-a<ADU>`), or a file (appended in order).
     #[arg(long)]
     pub(crate) out: String,
-    /// Logical connections to serve before ending.
+    /// Logical connections to serve (at least 1): they are served concurrently, and
+    /// `spools recv` ends once this many have ended (links of others still open are then
+    /// cut).
     #[arg(long, default_value_t = 1)]
     pub(crate) connections: usize,
     /// Require every sender to prove it knows the job secret in FILE (as `spools secret`
@@ -78,6 +80,9 @@ enum Out {
 
 pub(crate) fn recv(a: &RecvArgs) -> anyhow::Result<()> {
     let addr = tcp_addr(&a.at)?;
+    if a.connections == 0 {
+        bail!("--connections: at least 1");
+    }
     let mut out = if a.out == "-" {
         Out::Stdout(std::io::stdout())
     } else if std::path::Path::new(&a.out).is_dir() || a.out.ends_with('/') {

@@ -303,16 +303,32 @@ impl LinkSender {
     /// closes its side, so that no unread ack turns the close into a reset that could cut
     /// off the last frames: the link ends once the receiver has read all of it.
     ///
+    /// A receiver may close its links only once every link of the connection ended, so a
+    /// process holding several links finishes them concurrently (as [`Sender::finish`]
+    /// does; a job's links each finish on their own thread), never one after another.
+    ///
     /// # Errors
     /// [`SendError::Link`] when the link fails.
-    pub fn finish(mut self) -> Result<(), SendError> {
+    pub fn finish(self) -> Result<(), SendError> {
+        self.shutdown()?;
+        self.drain()
+    }
+
+    /// Ends the sender's side of the link (no more frames): the receiver reads the end
+    /// of the link after the last frame.
+    fn shutdown(&self) -> Result<(), SendError> {
         let link = self.link;
         self.sock
             .shutdown(Shutdown::Write)
             .map_err(|e| SendError::Link {
                 link,
                 source: e.into(),
-            })?;
+            })
+    }
+
+    /// After [`LinkSender::shutdown`]: when the receiver sends acks, reads them until it
+    /// closes the link.
+    fn drain(mut self) -> Result<(), SendError> {
         if self.acks {
             loop {
                 match self.read_ack() {
@@ -552,12 +568,39 @@ impl Sender {
         self.on_every_link(&Frame::Close(Close { stream, adus }))
     }
 
-    /// Ends the connection: flushes and shuts every link down.
+    /// Ends the connection: shuts every link's sending side down, then waits on every
+    /// link at once until the receiver closed it (reading its acks meanwhile).
+    ///
+    /// Every link is shut down before any is waited on, and the links are waited on
+    /// concurrently, so that a receiver that closes its links only once every link of the
+    /// connection ended costs the time it takes, never a hang.
     ///
     /// # Errors
-    /// [`SendError`] when a link fails.
+    /// [`SendError`] when a link fails (the first link's error, by link index).
     pub fn finish(self) -> Result<(), SendError> {
-        self.links.into_iter().try_for_each(LinkSender::finish)
+        let shut: Vec<Result<(), SendError>> =
+            self.links.iter().map(LinkSender::shutdown).collect();
+        let drained: Vec<Result<(), SendError>> = if self.links.len() == 1 {
+            self.links.into_iter().map(LinkSender::drain).collect()
+        } else {
+            std::thread::scope(|scope| {
+                let waiting: Vec<_> = self
+                    .links
+                    .into_iter()
+                    .map(|l| scope.spawn(move || l.drain()))
+                    .collect();
+                waiting
+                    .into_iter()
+                    .map(|h| {
+                        h.join()
+                            .unwrap_or(Err(SendError::Format("a link's closing thread panicked")))
+                    })
+                    .collect()
+            })
+        };
+        shut.into_iter()
+            .zip(drained)
+            .try_for_each(|(shut, drained)| shut.and(drained))
     }
 
     fn send_su(&mut self, link: u16, h: &Su, payload: &[u8]) -> Result<(), SendError> {
