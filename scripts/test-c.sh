@@ -20,7 +20,7 @@ fi
 
 prefix="$(pwd)/target/c-prefix"
 bash scripts/install-hdf5.sh
-cargo build --locked -p spools-cli --features hdf5
+cargo build --locked -p spools-cli
 make --no-print-directory -C crates/spools-c install PREFIX="$prefix" PROFILE=debug >/dev/null
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 

@@ -20,7 +20,7 @@ fi
   "maturin>=1.7,<2" "numpy>=1.21" "pytest>=7"
 
 bash scripts/install-hdf5.sh
-cargo build --locked -p spools-cli --features hdf5
+cargo build --locked -p spools-cli
 profile=()
 if [ "${SPOOLS_PY_RELEASE:-0}" = 1 ]; then profile=(--release); fi
 VIRTUAL_ENV="$(cd "$venv" && pwd)" PATH="$(cd "$venv" && pwd)/bin:$PATH" \

@@ -25,7 +25,7 @@ failed=0
 for i in $(seq "$RUNS"); do
   t0=$(date +%s)
   if [ "$i" -eq 1 ]; then CI=true bash .ci/run > "$DIR/run.$i.out" 2>&1; rc=$?
-  else { cargo test --workspace --locked --features spools-io/hdf5 && bash scripts/test-python.sh; } > "$DIR/run.$i.out" 2>&1; rc=$?; fi
+  else { cargo test --workspace --locked && bash scripts/test-python.sh; } > "$DIR/run.$i.out" 2>&1; rc=$?; fi
   passed=$(grep -o '[0-9]* passed' "$DIR/run.$i.out" | awk '{s+=$1} END {print s+0}')
   echo "run $i: rc=$rc passed=$passed $(( $(date +%s) - t0 )) s" >> "$LOG"
   if [ "$rc" -ne 0 ]; then

@@ -8,10 +8,12 @@ use anyhow::{bail, Result};
 use clap::Args;
 use spools_io::file::tools;
 
-/// A parallel file (canonical, `.npy`, or a striped file's manifest).
+/// A parallel file (canonical, `.npy`, a striped file's manifest, a Zarr array or an HDF5
+/// file).
 #[derive(Args, Debug)]
 pub(crate) struct FileArg {
-    /// The file.
+    /// The file; FILE:/NAME names the dataset NAME of an HDF5 file (e.g.
+    /// field.h5:/group/sub/temperature), needed when it holds several.
     file: PathBuf,
 }
 

@@ -3,10 +3,17 @@
 /// Why an HDF5 file cannot be written or read as a parallel file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Hdf5Error {
-    /// This build of Spools has no HDF5 support (the `hdf5` cargo feature, which links
-    /// Debian's libhdf5).
-    #[error("this build has no HDF5 support: build with the `hdf5` feature (cargo build --features hdf5; needs libhdf5-dev)")]
-    NotBuilt,
+    /// The HDF5 C library (libhdf5, 1.10 or newer), which Spools opens at run time, could
+    /// not be loaded: none of the names tried could be opened, or the library found is
+    /// too old or lacks a function Spools calls. A missing library, like a missing build
+    /// feature: installing it (or naming it in `SPOOLS_HDF5_LIB`) is the fix.
+    #[error("HDF5 files need the HDF5 C library (libhdf5 1.10 or newer), loaded at run time, which could not be loaded: {why} (tried {}); install it (Debian and Ubuntu: apt-get install libhdf5-103-1, or libhdf5-103-1t64 on Ubuntu 24.04, or libhdf5-dev; Fedora: dnf install hdf5; or scripts/install-hdf5.sh) or set SPOOLS_HDF5_LIB to its path", tried.join(", "))]
+    LibraryMissing {
+        /// The library names and paths tried, in order (`SPOOLS_HDF5_LIB` alone when set).
+        tried: Vec<String>,
+        /// Why the last one failed (the loader's message, or what the library lacks).
+        why: String,
+    },
     /// The HDF5 library refused an operation.
     #[error("HDF5 {op}: {message}")]
     Library {

@@ -1,11 +1,12 @@
 //! Single-process access to a parallel file, for the `spools cat`, `ls`, `fsck` and
 //! `repair` tools: the same row logic as the collective reads, one batch of rows at a
-//! time.
+//! time. Every tool takes `FILE:/NAME` for the dataset `NAME` of an HDF5 file (e.g.
+//! `field.h5:/group/sub/temperature`), as the collective read does.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::canonical::{inspect, Kind};
+use super::canonical::{inspect_dataset, Kind};
 use super::manifest::Manifest;
 use super::rows::{Block, Chunk, Damage, Geometry, Raid};
 use super::sums::Sums;
@@ -32,15 +33,35 @@ pub enum Opened {
     Zarr(Box<super::zarr::ZarrMeta>),
 }
 
-/// Opens `path` (a canonical file, a `.npy` file, a manifest or a Zarr array).
+/// Opens `path` (a canonical file, a `.npy` file, a manifest, a Zarr array, or an HDF5
+/// file's only dataset or, as `FILE:/NAME`, its dataset `NAME`, in any group).
 ///
 /// # Errors
 /// [`FileError`] when it cannot be read or its manifest is inconsistent.
 pub fn open(path: &Path) -> Result<Opened, FileError> {
-    Ok(match inspect(path)? {
-        Kind::Manifest(t) => Opened::Striped(Box::new(Manifest::parse(path, &t)?)),
+    Ok(open_target(path)?.opened)
+}
+
+/// A file a tool was given: the file itself (`FILE` of `FILE:/NAME`), the HDF5 dataset
+/// named, and what it holds.
+struct Target {
+    file: PathBuf,
+    dataset: Option<String>,
+    opened: Opened,
+}
+
+fn open_target(path: &Path) -> Result<Target, FileError> {
+    let (file, dataset) = super::hdf5::split(path);
+    let p = file.as_path();
+    let opened = match inspect_dataset(p, dataset.as_deref(), None)? {
+        Kind::Manifest(t) => Opened::Striped(Box::new(Manifest::parse(p, &t)?)),
         Kind::Plain { offset, bytes } => Opened::Plain { offset, bytes },
-        Kind::Zarr(t) => Opened::Zarr(Box::new(super::zarr::parse(path, &t)?)),
+        Kind::Zarr(t) => Opened::Zarr(Box::new(super::zarr::parse(p, &t)?)),
+    };
+    Ok(Target {
+        file,
+        dataset,
+        opened,
     })
 }
 
@@ -187,7 +208,9 @@ pub fn cat(
             Err(e) => Err(FileError::io("write", &stdout, e)),
         }
     };
-    match open(path)? {
+    let t = open_target(path)?;
+    let path = t.file.as_path();
+    match t.opened {
         Opened::Zarr(m) => {
             super::zarr::tools::cat(path, &m, &mut |b| put(out, b), progress)?;
             Ok(0)
@@ -245,12 +268,14 @@ fn is_hdf5_file(path: &Path) -> bool {
 /// # Errors
 /// As [`open`].
 pub fn describe(path: &Path) -> Result<String, FileError> {
-    Ok(match open(path)? {
+    let t = open_target(path)?;
+    let path = t.file.as_path();
+    Ok(match t.opened {
         Opened::Plain { offset: 0, bytes } => {
             format!("{}: canonical file, {bytes} bytes", path.display())
         }
         Opened::Plain { offset, bytes } if is_hdf5_file(path) => {
-            let d = super::hdf5::inspect(path, None)?;
+            let d = super::hdf5::inspect(path, t.dataset.as_deref())?;
             format!(
                 "{}: HDF5 file, dataset {}, dtype {}, shape {:?}, contiguous at offset {offset}, {bytes} bytes{}",
                 path.display(),
@@ -324,7 +349,9 @@ pub fn describe(path: &Path) -> Result<String, FileError> {
 /// [`FsckReport`], not as an error. A canonical or `.npy` file without a sidecar has no
 /// checksums: [`FileError::Options`].
 pub fn fsck(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<FsckReport, FileError> {
-    let m = match open(path)? {
+    let t = open_target(path)?;
+    let path = t.file.as_path();
+    let m = match t.opened {
         Opened::Striped(m) => m,
         Opened::Plain { offset, bytes } => return fsck_plain(path, offset, bytes, progress),
         Opened::Zarr(m) => {
@@ -400,7 +427,9 @@ pub fn fsck(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<FsckRepor
 /// [`FileError::Unrecoverable`] when a row lost more than one block (nothing of that row
 /// is written), [`FileError::Options`] for a file without parity, I/O errors.
 pub fn repair(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<RepairReport, FileError> {
-    let m = match open(path)? {
+    let t = open_target(path)?;
+    let path = t.file.as_path();
+    let m = match t.opened {
         Opened::Striped(m) => m,
         Opened::Zarr(_) => {
             return Err(FileError::Options(
@@ -410,6 +439,8 @@ pub fn repair(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<RepairR
         Opened::Plain { offset, .. } => {
             return Err(FileError::Options(if offset == 0 {
                 "only RAID-5 files can be repaired; this is a canonical file"
+            } else if is_hdf5_file(path) {
+                "only RAID-5 files can be repaired; this is an HDF5 file"
             } else {
                 "only RAID-5 files can be repaired; this is a .npy file"
             }))
@@ -488,6 +519,9 @@ fn fsck_plain(
     let Some(sums) = Sums::read(path)? else {
         return Err(FileError::Options(if offset == 0 {
             "a canonical file has no checksums unless written with checksums on \
+             (then a NAME.spools-sums sidecar holds them); this one has none"
+        } else if is_hdf5_file(path) {
+            "an HDF5 file has no checksums unless written with checksums on \
              (then a NAME.spools-sums sidecar holds them); this one has none"
         } else {
             "a .npy file has no checksums unless written with checksums on \

@@ -3,15 +3,21 @@ distributions; rank 0 creates the file and a contiguous dataset through libhdf5,
 writes its part at the dataset's offset) are opened by h5py and compared with numpy
 references; contiguous datasets h5py writes are read by Spools jobs with random
 distributions and checked element by element; what Spools does not read (chunked or
-compressed datasets, big-endian types, several datasets unnamed) is refused by name."""
+compressed datasets, big-endian types, several datasets unnamed) is refused by name. Every
+tool takes FILE:/NAME with NAME in nested groups; a missing libhdf5 (SPOOLS_HDF5_LIB naming
+no file) is refused naming the library and how to install it; the Python package as built by
+default reads and writes HDF5."""
 
+import os
 import random
+import subprocess
+import sys
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import job, spools
+from conftest import SPOOLS, job, spools
 from layouts import DTYPES, random_layout, reference
 
 
@@ -101,3 +107,130 @@ def test_what_spools_does_not_read_is_refused_by_name(tmp_path):
     r = job(2, "bench", "io", "--layout", layout, "--file", f"{path}:/big", "--read",
             "--reps", "1", check=False)
     assert r.returncode != 0 and "big-endian" in r.stderr, r.stderr
+
+
+def test_every_tool_takes_file_colon_name_in_nested_groups(tmp_path):
+    path = tmp_path / "nested.h5"
+    a = reference("f32", [6, 5], 11)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("group/sub/name", data=a)
+        f.create_dataset("other", data=np.arange(4, dtype="<i8"))
+    named = f"{path}:/group/sub/name"
+    ls = spools("ls", named).stdout.decode()
+    assert "dataset /group/sub/name" in ls and "dtype f32" in ls and "shape [6, 5]" in ls, ls
+    assert spools("cat", named).stdout == a.tobytes()
+    # fsck and repair look at the dataset (no "No such file"): no sidecar, no parity.
+    r = spools("fsck", named, check=False)
+    assert r.returncode != 0 and b"HDF5 file has no checksums" in r.stderr, r.stderr
+    r = spools("repair", named, check=False)
+    assert r.returncode != 0 and b"this is an HDF5 file" in r.stderr, r.stderr
+    # Unnamed, the file's datasets are listed, in groups too.
+    r = spools("ls", str(path), check=False)
+    assert r.returncode != 0 and b"/group/sub/name" in r.stderr and b"/other" in r.stderr, r.stderr
+    r = spools("cat", f"{path}:/group/sub/missing", check=False)
+    assert r.returncode != 0 and b"missing" in r.stderr and b"No such file" not in r.stderr, r.stderr
+    # A job reads it the same way, with any distribution.
+    p = job(3, "bench", "io", "--layout", "f32[6,5] block,* on 3x1", "--file", named, "--read",
+            "--verify", "--reps", "1", "--seed", "11")
+    assert "verified every element" in p.stdout, p.stdout
+    # A file alone in its groups needs no name.
+    alone = tmp_path / "alone.h5"
+    with h5py.File(alone, "w") as f:
+        f.create_dataset("a/b/c", data=a)
+    assert "dataset /a/b/c" in spools("ls", str(alone)).stdout.decode()
+
+
+def test_spools_writes_a_dataset_in_nested_groups(tmp_path):
+    path = tmp_path / "w.h5"
+    layout = "i32[7,3] cyclic,* on 2x1"
+    job(2, "bench", "io", "--layout", layout, "--file", str(path), "--format",
+        "hdf5(group/sub/name)", "--write", "--keep", "--reps", "1", "--seed", "5")
+    with h5py.File(path, "r") as f:
+        d = f["group/sub/name"]
+        assert d.shape == (7, 3) and d.chunks is None and d.attrs["spools_layout"] == layout
+        assert np.array_equal(d[...], reference("i32", [7, 3], 5))
+    ls = spools("ls", f"{path}:/group/sub/name").stdout.decode()
+    assert "dataset /group/sub/name" in ls and f"written by Spools from: {layout}" in ls, ls
+    assert spools("cat", f"{path}:/group/sub/name").stdout == reference("i32", [7, 3], 5).tobytes()
+
+
+def test_a_missing_libhdf5_is_named_with_how_to_install_it(tmp_path):
+    path = tmp_path / "x.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=np.arange(3.0))
+    env = dict(os.environ, SPOOLS_HDF5_LIB=str(tmp_path / "no-such-libhdf5.so"))
+    for args in (["ls", str(path)], ["cat", f"{path}:/x"],
+                 ["run", "-n", "2", "--", SPOOLS, "bench", "io", "--layout", "f64[3] block on 2",
+                  "--file", str(tmp_path / "y.h5"), "--format", "hdf5", "--write", "--reps", "1"]):
+        r = subprocess.run([SPOOLS, *args], capture_output=True, text=True, timeout=120, env=env)
+        assert r.returncode != 0, (args, r.stdout)
+        for want in ["HDF5 C library", "no-such-libhdf5.so", "apt-get install libhdf5-103-1",
+                     "SPOOLS_HDF5_LIB"]:
+            assert want in r.stderr, (args, want, r.stderr)
+
+
+READ_WITH_PACKAGE = """
+import sys
+import h5py  # its own libhdf5 (the wheel's) in the same process as the one Spools loads
+import numpy as np
+import spools
+world = spools.init()
+path, want = sys.argv[1], np.load(sys.argv[2])
+with h5py.File(path, "r") as f:
+    assert np.array_equal(f["group/sub/name"][...], want)
+got = world.read_file(path + ":/group/sub/name", "f64[8,6] block,* on %dx1" % world.size)
+rows = np.array_split(np.arange(8), world.size)[world.rank]
+assert np.array_equal(got, want[rows[0]:rows[-1] + 1]), (got, want)
+world.write_file(path + ".out.h5", got, "f64[8,6] block,* on %dx1" % world.size,
+                 format="hdf5(copy)")
+print("ok", world.rank)
+"""
+
+
+def test_the_python_package_as_built_by_default_reads_and_writes_hdf5(tmp_path):
+    """The spools package (maturin's default build, no features) reads an h5py file."""
+    path = tmp_path / "py.h5"
+    a = reference("f64", [8, 6], 21)
+    np.save(tmp_path / "want.npy", a)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("group/sub/name", data=a)
+        f.create_dataset("other", data=a)
+    prog = tmp_path / "prog.py"
+    prog.write_text(READ_WITH_PACKAGE)
+    py = sys.executable
+    p = subprocess.run([SPOOLS, "run", "-n", "2", "--", py, str(prog), str(path),
+                        str(tmp_path / "want.npy")], capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0 and p.stdout.count("ok") == 2, (p.stdout, p.stderr)
+    with h5py.File(f"{path}.out.h5", "r") as f:
+        assert np.array_equal(f["copy"][...], a)
+
+
+def test_another_libhdf5_version_through_spools_hdf5_lib(tmp_path):
+    """h5py's wheel brings its own libhdf5 (1.14 or 2.x, the system's being Debian's 1.10):
+    Spools loaded with it through SPOOLS_HDF5_LIB writes and reads as with the system's."""
+    import glob
+    libs = sorted(glob.glob(os.path.join(os.path.dirname(h5py.__file__) + ".libs", "libhdf5-*.so*")))
+    if not libs:
+        pytest.skip("this h5py has no bundled libhdf5")
+    env = dict(os.environ, SPOOLS_HDF5_LIB=libs[0])
+    path = tmp_path / "other.h5"
+    layout = "c128[5,4] *,block on 1x2"
+    w = subprocess.run([SPOOLS, "run", "-n", "2", "--", SPOOLS, "bench", "io", "--layout", layout,
+                        "--file", str(path), "--format", "hdf5(g/h/c)", "--write", "--keep",
+                        "--reps", "1", "--seed", "3"], capture_output=True, text=True, timeout=180,
+                       env=env)
+    assert w.returncode == 0, w.stderr
+    want = reference("c128", [5, 4], 3)
+    with h5py.File(path, "r") as f:
+        assert np.array_equal(f["g/h/c"][...], want) and f["g/h/c"].attrs["spools_layout"] == layout
+    for e in (env, os.environ):
+        r = subprocess.run([SPOOLS, "cat", f"{path}:/g/h/c"], capture_output=True, timeout=120, env=e)
+        assert r.returncode == 0 and r.stdout == want.tobytes(), r.stderr
+    big = tmp_path / "big.h5"
+    with h5py.File(big, "w") as f:
+        f.create_dataset("b", data=np.arange(3, dtype=">i4"))
+        f.create_dataset("z", data=np.arange(300.0), chunks=(30,), compression="gzip")
+    for name, want in [("b", "i32 (big-endian)"), ("z", "in chunks")]:
+        r = subprocess.run([SPOOLS, "ls", f"{big}:/{name}"], capture_output=True, text=True,
+                           timeout=120, env=env)
+        assert r.returncode != 0 and want in r.stderr, r.stderr
