@@ -14,10 +14,10 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-  "numpy>=1.24" "pytest>=7" "zarr>=3,<4" "h5py>=3"
+  "numpy>=1.24" "pytest>=7" "zarr>=3,<4" "h5py>=3" "tensorstore>=0.1.60"
 
 bash scripts/install-hdf5.sh
-cargo build --locked -p spools-cli --features hdf5
+cargo build --locked -p spools-cli
 # The README's Zarr example runs on the spools package (scripts/test-python.sh, which
 # scripts/test.sh runs first, builds it into the same environment).
 if ! "$venv/bin/python" -c "import spools" 2>/dev/null; then

@@ -138,7 +138,9 @@ typedef enum {
   SPOOLS_ERR_LAYOUT = 4,
   // A file or socket operation failed (the message names the path and the system's error).
   SPOOLS_ERR_IO = 5,
-  // Damaged data or metadata: a checksum, a missing unit, a bad header or manifest.
+  // Damaged data or metadata: a checksum that fails, a lost unit, chunk or shard, a
+  // malformed header or manifest. Only for damage: a file Spools cannot read for
+  // another reason is `SPOOLS_ERR_UNSUPPORTED` or `SPOOLS_ERR_UNAVAILABLE`.
   SPOOLS_ERR_DAMAGED = 6,
   // Something named does not exist: a file, a handler, an RPC function.
   SPOOLS_ERR_NOT_FOUND = 7,
@@ -157,6 +159,13 @@ typedef enum {
   SPOOLS_ERR_INTERRUPTED = 13,
   // A bug in Spools (a Rust panic caught at the boundary); the message says where.
   SPOOLS_ERR_INTERNAL = 14,
+  // A well-formed file, or a write, that uses what Spools does not implement: a Zarr
+  // codec, data type or chunk grid, a chunked or big-endian HDF5 dataset, a `.npy`
+  // structured dtype. The file is not damaged.
+  SPOOLS_ERR_UNSUPPORTED = 15,
+  // Something the call needs is missing from this installation: a library that
+  // cannot be loaded (HDF5's libhdf5) or a feature the library was built without.
+  SPOOLS_ERR_UNAVAILABLE = 16,
 } spools_status_t;
 
 // A group of ranks with its own message space (MPI's communicator): tagged messages,
@@ -756,8 +765,10 @@ spools_status_t spools_redistribute(const spools_world_t *world,
 // ```
 //
 // Errors: `SPOOLS_ERR_LAYOUT` (a buffer that is not this rank's share),
-// `SPOOLS_ERR_IO` (the file system), `SPOOLS_ERR_INVALID_ARG` (bad options),
-// `SPOOLS_ERR_PEER_GONE`; every rank gets the error.
+// `SPOOLS_ERR_IO` (the file system), `SPOOLS_ERR_INVALID_ARG` (bad options, a format
+// spec that does not fit the layout), `SPOOLS_ERR_UNSUPPORTED` (what the format cannot
+// store here, e.g. a sharded Zarr array of `bytes(n)`), `SPOOLS_ERR_UNAVAILABLE` (HDF5
+// without a libhdf5 to load), `SPOOLS_ERR_PEER_GONE`; every rank gets the error.
 //
 // # Safety
 // `world` is NULL or a live world; `path` is a NUL-terminated string; `data` holds
@@ -776,8 +787,11 @@ spools_status_t spools_write_file(const spools_world_t *world,
 // Thread safety: as every collective.
 //
 // Errors: `SPOOLS_ERR_NOT_FOUND` (no such file), `SPOOLS_ERR_DAMAGED` (a checksum, a
-// missing unit beyond what parity rebuilds, a bad header), `SPOOLS_ERR_LAYOUT` (the
-// file holds another dataset), `SPOOLS_ERR_IO`, `SPOOLS_ERR_PEER_GONE`.
+// missing unit beyond what parity rebuilds, a malformed header or metadata),
+// `SPOOLS_ERR_UNSUPPORTED` (a well-formed file using what Spools does not read: a
+// codec, a data type), `SPOOLS_ERR_UNAVAILABLE` (HDF5 without a libhdf5 to load),
+// `SPOOLS_ERR_LAYOUT` (the file holds another dataset), `SPOOLS_ERR_IO`,
+// `SPOOLS_ERR_PEER_GONE`.
 //
 // # Safety
 // As `spools_write_file()`, with `data` holding `len` writable bytes.

@@ -4,7 +4,7 @@
 use spools::{
     AmError, BootError, ExchangeError, FabricError, FileError, InitError, MsgError, RpcError,
 };
-use spools_io::{PipeError, StreamError};
+use spools_io::{ErrorKind, PipeError, StreamError};
 use spools_map::{LayoutError, SpecError};
 
 use crate::status::{chain, spools_status_t as S, Failure};
@@ -46,7 +46,9 @@ fn msg_status(e: &MsgError) -> S {
     match e {
         MsgError::Am(a) => am_status(a),
         MsgError::Truncated { .. } => S::SPOOLS_ERR_TRUNCATED,
-        MsgError::PeerFinalized { .. } => S::SPOOLS_ERR_PEER_GONE,
+        MsgError::PeerFinalized { .. } | MsgError::SourceFinalized { .. } => {
+            S::SPOOLS_ERR_PEER_GONE
+        }
         MsgError::BadRank { .. }
         | MsgError::BadTag(_)
         | MsgError::BadBuffer { .. }
@@ -73,28 +75,23 @@ fn exchange_status(e: &ExchangeError) -> S {
     }
 }
 
+/// A file error's status, by its kind ([`FileError::kind`]); the Python interface's
+/// exception classes follow the same kinds (`spools-py/src/errors.rs`).
 fn file_status(e: &FileError) -> S {
-    match e {
-        FileError::Exchange(x) => exchange_status(x),
-        FileError::Msg(m) => msg_status(m),
-        FileError::Layout(_)
-        | FileError::Plan(_)
-        | FileError::DatasetMismatch { .. }
-        | FileError::SizeMismatch { .. }
-        | FileError::StripeSize { .. }
-        | FileError::UnitElsewhere { .. } => S::SPOOLS_ERR_LAYOUT,
-        FileError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-            S::SPOOLS_ERR_NOT_FOUND
-        }
-        FileError::Io { .. } => S::SPOOLS_ERR_IO,
-        FileError::UnsafePath { .. }
-        | FileError::Format { .. }
-        | FileError::MissingUnit { .. }
-        | FileError::Corrupt { .. }
-        | FileError::Unrecoverable { .. }
-        | FileError::ZarrChunk { .. } => S::SPOOLS_ERR_DAMAGED,
-        FileError::Options(_) | FileError::NotReplaced { .. } => S::SPOOLS_ERR_INVALID_ARG,
-        FileError::Remote { .. } => S::SPOOLS_ERR_REMOTE,
+    match e.kind() {
+        ErrorKind::Transfer => match e {
+            FileError::Exchange(x) => exchange_status(x),
+            FileError::Msg(m) => msg_status(m),
+            _ => S::SPOOLS_ERR_TRANSPORT,
+        },
+        ErrorKind::Damaged => S::SPOOLS_ERR_DAMAGED,
+        ErrorKind::Unsupported => S::SPOOLS_ERR_UNSUPPORTED,
+        ErrorKind::BadArgument | ErrorKind::Exists => S::SPOOLS_ERR_INVALID_ARG,
+        ErrorKind::Unavailable => S::SPOOLS_ERR_UNAVAILABLE,
+        ErrorKind::Mismatch => S::SPOOLS_ERR_LAYOUT,
+        ErrorKind::NotFound => S::SPOOLS_ERR_NOT_FOUND,
+        ErrorKind::Io => S::SPOOLS_ERR_IO,
+        ErrorKind::Remote => S::SPOOLS_ERR_REMOTE,
     }
 }
 

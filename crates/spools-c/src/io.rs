@@ -225,8 +225,10 @@ unsafe fn write_options(p: *const spools_write_params_t) -> Result<WriteOptions,
 /// ```
 ///
 /// Errors: `SPOOLS_ERR_LAYOUT` (a buffer that is not this rank's share),
-/// `SPOOLS_ERR_IO` (the file system), `SPOOLS_ERR_INVALID_ARG` (bad options),
-/// `SPOOLS_ERR_PEER_GONE`; every rank gets the error.
+/// `SPOOLS_ERR_IO` (the file system), `SPOOLS_ERR_INVALID_ARG` (bad options, a format
+/// spec that does not fit the layout), `SPOOLS_ERR_UNSUPPORTED` (what the format cannot
+/// store here, e.g. a sharded Zarr array of `bytes(n)`), `SPOOLS_ERR_UNAVAILABLE` (HDF5
+/// without a libhdf5 to load), `SPOOLS_ERR_PEER_GONE`; every rank gets the error.
 ///
 /// # Safety
 /// `world` is NULL or a live world; `path` is a NUL-terminated string; `data` holds
@@ -266,8 +268,11 @@ pub unsafe extern "C" fn spools_write_file(
 /// Thread safety: as every collective.
 ///
 /// Errors: `SPOOLS_ERR_NOT_FOUND` (no such file), `SPOOLS_ERR_DAMAGED` (a checksum, a
-/// missing unit beyond what parity rebuilds, a bad header), `SPOOLS_ERR_LAYOUT` (the
-/// file holds another dataset), `SPOOLS_ERR_IO`, `SPOOLS_ERR_PEER_GONE`.
+/// missing unit beyond what parity rebuilds, a malformed header or metadata),
+/// `SPOOLS_ERR_UNSUPPORTED` (a well-formed file using what Spools does not read: a
+/// codec, a data type), `SPOOLS_ERR_UNAVAILABLE` (HDF5 without a libhdf5 to load),
+/// `SPOOLS_ERR_LAYOUT` (the file holds another dataset), `SPOOLS_ERR_IO`,
+/// `SPOOLS_ERR_PEER_GONE`.
 ///
 /// # Safety
 /// As `spools_write_file()`, with `data` holding `len` writable bytes.

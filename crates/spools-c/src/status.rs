@@ -26,7 +26,9 @@ pub enum spools_status_t {
     SPOOLS_ERR_LAYOUT = 4,
     /// A file or socket operation failed (the message names the path and the system's error).
     SPOOLS_ERR_IO = 5,
-    /// Damaged data or metadata: a checksum, a missing unit, a bad header or manifest.
+    /// Damaged data or metadata: a checksum that fails, a lost unit, chunk or shard, a
+    /// malformed header or manifest. Only for damage: a file Spools cannot read for
+    /// another reason is `SPOOLS_ERR_UNSUPPORTED` or `SPOOLS_ERR_UNAVAILABLE`.
     SPOOLS_ERR_DAMAGED = 6,
     /// Something named does not exist: a file, a handler, an RPC function.
     SPOOLS_ERR_NOT_FOUND = 7,
@@ -45,13 +47,20 @@ pub enum spools_status_t {
     SPOOLS_ERR_INTERRUPTED = 13,
     /// A bug in Spools (a Rust panic caught at the boundary); the message says where.
     SPOOLS_ERR_INTERNAL = 14,
+    /// A well-formed file, or a write, that uses what Spools does not implement: a Zarr
+    /// codec, data type or chunk grid, a chunked or big-endian HDF5 dataset, a `.npy`
+    /// structured dtype. The file is not damaged.
+    SPOOLS_ERR_UNSUPPORTED = 15,
+    /// Something the call needs is missing from this installation: a library that
+    /// cannot be loaded (HDF5's libhdf5) or a feature the library was built without.
+    SPOOLS_ERR_UNAVAILABLE = 16,
 }
 
 use spools_status_t as S;
 
 impl spools_status_t {
     /// Every status, in the order of their values.
-    const ALL: [S; 15] = [
+    const ALL: [S; 17] = [
         S::SPOOLS_OK,
         S::SPOOLS_ERR_INVALID_ARG,
         S::SPOOLS_ERR_TRUNCATED,
@@ -67,6 +76,8 @@ impl spools_status_t {
         S::SPOOLS_ERR_VERSION,
         S::SPOOLS_ERR_INTERRUPTED,
         S::SPOOLS_ERR_INTERNAL,
+        S::SPOOLS_ERR_UNSUPPORTED,
+        S::SPOOLS_ERR_UNAVAILABLE,
     ];
 
     /// The status whose value is `code`, if there is one.
@@ -167,6 +178,8 @@ pub extern "C" fn spools_strerror(status: c_int) -> *const c_char {
         12 => b"SPOOLS_ERR_VERSION: incompatible library version\0",
         13 => b"SPOOLS_ERR_INTERRUPTED: interrupted\0",
         14 => b"SPOOLS_ERR_INTERNAL: internal error\0",
+        15 => b"SPOOLS_ERR_UNSUPPORTED: not supported by Spools\0",
+        16 => b"SPOOLS_ERR_UNAVAILABLE: a library or feature is unavailable\0",
         _ => b"unknown status\0",
     };
     s.as_ptr().cast()

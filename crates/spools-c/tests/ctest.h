@@ -57,6 +57,7 @@ static inline const char *ct_status_name(int s)
         "SPOOLS_ERR_DAMAGED",  "SPOOLS_ERR_NOT_FOUND",   "SPOOLS_ERR_INIT",
         "SPOOLS_ERR_FINALIZED", "SPOOLS_ERR_REMOTE",     "SPOOLS_ERR_TRANSPORT",
         "SPOOLS_ERR_VERSION",  "SPOOLS_ERR_INTERRUPTED", "SPOOLS_ERR_INTERNAL",
+        "SPOOLS_ERR_UNSUPPORTED", "SPOOLS_ERR_UNAVAILABLE",
     };
     if (s < 0 || s >= (int)(sizeof names / sizeof names[0]))
         return "?";

@@ -25,6 +25,13 @@
  *   ok aliased-buffers  one buffer as both send and recv (allreduce, scan, reduce,
  *                     alltoall, redistribute): the right result or SPOOLS_ERR_INVALID_ARG,
  *                     never a crash
+ *   ok file-kinds     one status per kind of file failure (the Python classes follow the
+ *                     same kinds): a Zarr codec Spools does not implement and a sharded
+ *                     bytes(3) array, SPOOLS_ERR_UNSUPPORTED; a zarr(...) spec that does
+ *                     not fit the layout, SPOOLS_ERR_INVALID_ARG; HDF5 without a libhdf5
+ *                     to load (SPOOLS_HDF5_LIB names none; or a build without HDF5),
+ *                     SPOOLS_ERR_UNAVAILABLE; a zarr.json whose fill value does not fit
+ *                     its data type, SPOOLS_ERR_DAMAGED
  * ("ok version" and "ok init" come first and "ok finalize" last in every section.)
  */
 #define _POSIX_C_SOURCE 200809L
@@ -32,6 +39,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *dir;
@@ -53,7 +61,7 @@ static void version(void)
                SPOOLS_ERR_VERSION, "0.2");
 
     /* Every status has its name; others are "unknown status". */
-    for (int s = 0; s <= SPOOLS_ERR_INTERNAL; s++) {
+    for (int s = 0; s <= SPOOLS_ERR_UNAVAILABLE; s++) {
         const char *name = ct_status_name(s), *str = spools_strerror(s);
         ASSERT(str != NULL && strncmp(str, name, strlen(name)) == 0 && str[strlen(name)] == ':',
                "spools_strerror(%d) = \"%s\"", s, str ? str : "NULL");
@@ -575,12 +583,93 @@ static void aliased_buffers(void)
     OK("aliased-buffers");
 }
 
+/* Rank 0 makes `DIR/name` a Zarr array directory holding only a zarr.json of an
+ * i64[4096] array with `codecs` and `fill`; every rank waits for it. */
+static void foreign_zarr(const char *name, const char *codecs, const char *fill, char *path,
+                         size_t size)
+{
+    snprintf(path, size, "%s/%s", dir, name);
+    if (ct_rank == 0) {
+        char meta[600];
+        ASSERT(mkdir(path, 0755) == 0, "cannot make %s", path);
+        snprintf(meta, sizeof meta, "%s/zarr.json", path);
+        FILE *f = fopen(meta, "w");
+        ASSERT(f != NULL, "cannot create %s", meta);
+        fprintf(f,
+                "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[4096],"
+                "\"data_type\":\"int64\",\"chunk_grid\":{\"name\":\"regular\","
+                "\"configuration\":{\"chunk_shape\":[1024]}},\"fill_value\":%s,"
+                "\"codecs\":%s}\n",
+                fill, codecs);
+        ASSERT(fclose(f) == 0, "cannot write %s", meta);
+    }
+    CHECK(spools_barrier(ct_comm));
+}
+
+/* One status per kind of file failure; every rank gets the same. */
+static void file_kinds(void)
+{
+    char path[512];
+    int64_t *mine, *back;
+    uint64_t len;
+    spools_layout_t *l = int_array(&mine, &back, &len);
+    spools_write_params_t wp = SPOOLS_WRITE_PARAMS_DEFAULT;
+    wp.field_mask |= SPOOLS_WRITE_FIELD_FORMAT;
+
+    /* Unsupported: a well-formed array with a codec Spools does not implement. */
+    foreign_zarr("blosc.zarr",
+                 "[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}},"
+                 "{\"name\":\"blosc\",\"configuration\":{\"cname\":\"lz4\"}}]",
+                 "0", path, sizeof path);
+    EXPECT_ERR(spools_read_file(ct_world, path, back, (size_t)len, l, NULL),
+               SPOOLS_ERR_UNSUPPORTED, "blosc");
+    /* Unsupported: bytes(3) in shards, which zarr-python cannot read. */
+    {
+        char spec[64];
+        spools_layout_t *b;
+        uint64_t blen;
+        snprintf(spec, sizeof spec, "bytes(3)[%u,4] block,* on %ux1", 2 * ct_size, ct_size);
+        CHECK(spools_layout_parse(spec, &b));
+        CHECK(spools_layout_local_bytes(b, ct_rank, &blen));
+        unsigned char *bytes = ct_alloc((size_t)blen);
+        memset(bytes, 7, (size_t)blen);
+        wp.format = "zarr(chunk=1x4,shard=2x4)";
+        snprintf(path, sizeof path, "%s/sharded-bytes.zarr", dir);
+        EXPECT_ERR(spools_write_file(ct_world, path, bytes, (size_t)blen, b, &wp),
+                   SPOOLS_ERR_UNSUPPORTED, "shard");
+        /* Unsharded, it is written. */
+        wp.format = "zarr(chunk=1x4)";
+        CHECK(spools_write_file(ct_world, path, bytes, (size_t)blen, b, &wp));
+        free(bytes);
+        CHECK(spools_layout_destroy(b));
+    }
+    /* A bad argument: a zarr(...) spec of two dimensions for a one-dimensional array. */
+    wp.format = "zarr(chunk=64x64)";
+    snprintf(path, sizeof path, "%s/bad-spec.zarr", dir);
+    EXPECT_ERR(spools_write_file(ct_world, path, mine, (size_t)len, l, &wp),
+               SPOOLS_ERR_INVALID_ARG, "chunk shape");
+    /* Unavailable: HDF5 with no libhdf5 to load (the test names a missing one in
+     * SPOOLS_HDF5_LIB), or a library built without HDF5. */
+    wp.format = "hdf5(data)";
+    snprintf(path, sizeof path, "%s/a.h5", dir);
+    EXPECT_ERR(spools_write_file(ct_world, path, mine, (size_t)len, l, &wp),
+               SPOOLS_ERR_UNAVAILABLE, "HDF5");
+    /* Damaged: metadata that contradicts itself (a fill value no int64 holds). */
+    foreign_zarr("bad-fill.zarr", "[{\"name\":\"bytes\"}]", "\"zero\"", path, sizeof path);
+    EXPECT_ERR(spools_read_file(ct_world, path, back, (size_t)len, l, NULL),
+               SPOOLS_ERR_DAMAGED, "fill value");
+    free(mine);
+    free(back);
+    CHECK(spools_layout_destroy(l));
+    OK("file-kinds");
+}
+
 int main(int argc, char **argv)
 {
     ct_prog = "errors";
     if (argc != 3) {
         fprintf(stderr, "usage: errors DIR api|missing-file|damaged-sums|damaged-raid5|"
-                        "oversized-shares|aliased-buffers\n");
+                        "oversized-shares|aliased-buffers|file-kinds\n");
         return 2;
     }
     dir = argv[1];
@@ -602,6 +691,8 @@ int main(int argc, char **argv)
         oversized_shares();
     } else if (strcmp(section, "aliased-buffers") == 0) {
         aliased_buffers();
+    } else if (strcmp(section, "file-kinds") == 0) {
+        file_kinds();
     } else {
         ASSERT(0, "unknown section %s", section);
     }

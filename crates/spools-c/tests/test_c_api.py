@@ -185,6 +185,7 @@ ERROR_SECTIONS = {
     "damaged-raid5": ["damaged-raid5"],
     "oversized-shares": ["oversized-shares"],
     "aliased-buffers": ["aliased-buffers"],
+    "file-kinds": ["file-kinds"],
 }
 
 
@@ -192,7 +193,9 @@ ERROR_SECTIONS = {
 def test_errors(cprogs, run, tmp_path, section):
     """Status codes, spools_strerror and spools_last_error_message of failing calls
     (errors.c; each section its own job)."""
-    job = run(3, [cprogs["errors"], tmp_path, section])
+    # No libhdf5 to load for file-kinds (SPOOLS_ERR_UNAVAILABLE).
+    job = run(3, [cprogs["errors"], tmp_path, section],
+              env={"SPOOLS_HDF5_LIB": str(tmp_path / "no-libhdf5.so")})
     job.expect_ok(3, ["version", "init"] + ERROR_SECTIONS[section] + ["finalize"])
 
 

@@ -22,8 +22,8 @@ mod untrusted;
 
 pub use crc::crc32c;
 pub use error::{
-    ChunkDefect, ExchangeError, FileError, FormatDefect, FrameError, Hdf5Error, NpyError,
-    PipeError, PipeStep, PipeViolation, Side, StreamError, StreamRecvError, ZarrError,
+    ChunkDefect, ErrorKind, ExchangeError, FileError, FormatDefect, FrameError, Hdf5Error,
+    NpyError, PipeError, PipeStep, PipeViolation, Side, StreamError, StreamRecvError, ZarrError,
 };
 #[doc(hidden)]
 pub use exchange::bench_hooks;

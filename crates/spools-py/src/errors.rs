@@ -8,6 +8,7 @@
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use spools::{AmError, BootError, FabricError, MsgError};
+use spools_io::ErrorKind;
 
 /// Which exception of `spools.errors` an error becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +27,12 @@ pub(crate) enum Kind {
     Layout,
     /// `FileDamageError`: a parallel file whose data or metadata is damaged.
     FileDamage,
+    /// `UnsupportedError`: a file or a write that uses what Spools does not implement.
+    Unsupported,
+    /// `InvalidArgumentError` (also a `ValueError`): a bad argument the runtime found.
+    InvalidArgument,
+    /// `UnavailableError`: a library or build feature this installation lacks.
+    Unavailable,
     /// `RemoteError`: a remote procedure raised on the rank that ran it.
     Remote,
     /// `TransportError`: a transport or system failure (sockets, shared memory).
@@ -42,6 +49,9 @@ impl Kind {
             Kind::PeerGone => "PeerGoneError",
             Kind::Layout => "LayoutError",
             Kind::FileDamage => "FileDamageError",
+            Kind::Unsupported => "UnsupportedError",
+            Kind::InvalidArgument => "InvalidArgumentError",
+            Kind::Unavailable => "UnavailableError",
             Kind::Remote => "RemoteError",
             Kind::Transport => "TransportError",
         }
@@ -101,9 +111,28 @@ pub(crate) fn msg_kind(e: &MsgError) -> Kind {
     match e {
         MsgError::Am(a) => am_kind(a),
         MsgError::Truncated { .. } => Kind::Truncated,
-        MsgError::PeerFinalized { .. } => Kind::PeerGone,
+        MsgError::PeerFinalized { .. } | MsgError::SourceFinalized { .. } => Kind::PeerGone,
         _ => Kind::Spools,
     }
+}
+
+/// A parallel-file error of kind `kind` (its [`spools_io::FileError::kind`]) as its
+/// exception, with message `msg`; the C interface's statuses follow the same kinds
+/// (`spools-c/src/errmap.rs`). `Transfer` errors are classified by the messaging or
+/// exchange error they wrap before they get here; one that does is a `SpoolsError`.
+pub(crate) fn from_file_kind(kind: ErrorKind, msg: String) -> PyErr {
+    let class = match kind {
+        ErrorKind::Damaged => Kind::FileDamage,
+        ErrorKind::Unsupported => Kind::Unsupported,
+        ErrorKind::BadArgument => Kind::InvalidArgument,
+        ErrorKind::Unavailable => Kind::Unavailable,
+        ErrorKind::Mismatch => Kind::Layout,
+        ErrorKind::Io => Kind::Transport,
+        ErrorKind::Transfer | ErrorKind::Remote => Kind::Spools,
+        ErrorKind::NotFound => return pyo3::exceptions::PyFileNotFoundError::new_err(msg),
+        ErrorKind::Exists => return pyo3::exceptions::PyFileExistsError::new_err(msg),
+    };
+    raise(class, msg)
 }
 
 /// A messaging error as its exception.

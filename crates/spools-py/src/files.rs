@@ -28,11 +28,15 @@ pub(crate) enum Op {
     Read,
 }
 
-/// A file error as its exception: damaged data or metadata (a checksum, a missing unit,
-/// more than parity rebuilds, a bad manifest or header) is `FileDamageError`; a dataset,
-/// layout or placement of ranks on hosts that does not fit the file is `LayoutError`; a system call's failure is
+/// A file error as its exception, by its kind (`FileError::kind`, the same kinds as
+/// the C interface's statuses): damaged data or metadata (a checksum, a missing unit,
+/// more than parity rebuilds, a malformed manifest or header) is `FileDamageError`; a
+/// feature Spools does not implement (a codec, a data type) `UnsupportedError`; a bad
+/// spec or options `InvalidArgumentError` (a `ValueError`); a library or build feature
+/// that is missing (libhdf5) `UnavailableError`; a dataset, layout or placement of ranks
+/// on hosts that does not fit the file `LayoutError`; a system call's failure
 /// `FileNotFoundError` for a missing file, `TransportError` otherwise; a path a Zarr
-/// array would replace that is not one is `FileExistsError`.
+/// array would replace that is not one `FileExistsError`.
 pub(crate) fn file_error(e: FileError, op: Op) -> PyErr {
     let kind = match &e {
         FileError::Exchange(_) => {
@@ -41,33 +45,12 @@ pub(crate) fn file_error(e: FileError, op: Op) -> PyErr {
                 other => errors::raise(Kind::Spools, other.to_string()),
             }
         }
-        FileError::Msg(m) => errors::msg_kind(m),
-        FileError::Layout(_)
-        | FileError::Plan(_)
-        | FileError::DatasetMismatch { .. }
-        | FileError::SizeMismatch { .. }
-        | FileError::StripeSize { .. }
-        | FileError::UnitElsewhere { .. } => Kind::Layout,
-        FileError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-            return pyo3::exceptions::PyFileNotFoundError::new_err(error_chain(&e));
-        }
-        FileError::Io { .. } => Kind::Transport,
-        FileError::UnsafePath { .. } if op == Op::Write => {
-            return errors::value_error(e.to_string());
-        }
-        FileError::UnsafePath { .. }
-        | FileError::Format { .. }
-        | FileError::MissingUnit { .. }
-        | FileError::Corrupt { .. }
-        | FileError::Unrecoverable { .. }
-        | FileError::ZarrChunk { .. } => Kind::FileDamage,
-        FileError::NotReplaced { .. } => {
-            return pyo3::exceptions::PyFileExistsError::new_err(error_chain(&e));
-        }
-        FileError::Options(_) => return errors::value_error(e.to_string()),
-        FileError::Remote { .. } => Kind::Spools,
+        FileError::Msg(m) => return errors::raise(errors::msg_kind(m), error_chain(&e)),
+        // A unit directory given to a write outside the manifest's: the `dirs` argument.
+        FileError::UnsafePath { .. } if op == Op::Write => spools_io::ErrorKind::BadArgument,
+        _ => e.kind(),
     };
-    errors::raise(kind, error_chain(&e))
+    errors::from_file_kind(kind, error_chain(&e))
 }
 
 /// The outcome of a collective file call on this rank: `problem` is this rank's own

@@ -65,7 +65,7 @@ fn parse(spec: &str) -> PyResult<Layout> {
 
 /// numpy's name of an element type (native byte order, which is the files' little-endian
 /// order on the machines Spools runs on); `V<k>` for `bytes(k)`.
-fn dtype_name(d: DType) -> String {
+pub(crate) fn dtype_name(d: DType) -> String {
     match (d, d.long_name()) {
         (_, Some(name)) => name.to_string(),
         (DType::Bytes(n), None) => format!("V{n}"),
@@ -221,9 +221,12 @@ impl PyLayout {
         self.inner.total_bytes()
     }
 
-    /// The shape of `unit`'s local array (rank `unit` of a communicator holds it); some
-    /// extents may be 0. Byte streams are one-dimensional (in bytes; a RAID-5 unit's
-    /// includes its parity). Raises `ValueError` for a unit out of range.
+    /// The shape of `unit`'s local array (rank `unit` of a communicator holds it), in
+    /// elements of `dtype`; some extents may be 0. For `bytes(k)` that is a grid of k-byte
+    /// elements (dtype `V<k>`): a buffer of another dtype holds `local_nbytes(unit)`
+    /// bytes, e.g. `uint8` of shape `local_shape(unit) + (k,)`. Byte streams are
+    /// one-dimensional (in bytes; a RAID-5 unit's includes its parity). Raises
+    /// `ValueError` for a unit out of range.
     fn local_shape<'py>(&self, py: Python<'py>, unit: i64) -> PyResult<Bound<'py, PyTuple>> {
         let u = check_unit(&self.inner, unit)?;
         PyTuple::new(py, local_shape(&self.inner, u))

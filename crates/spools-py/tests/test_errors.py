@@ -123,3 +123,94 @@ def test_ctrl_c_to_the_launcher_stops_the_job():
         assert not os.path.exists("/proc/%d" % pid) or \
             open("/proc/%d/stat" % pid).read().split()[2] == "Z", pid
     assert shm_leftovers(job) == []
+
+
+# One exception class per kind of file failure (the C statuses follow the same kinds,
+# crates/spools-c/tests/errors.c): a job of 2 ranks runs one case; every rank raises the
+# same class (exactly it, not a subclass or a base), with a message saying why.
+FILE_ERRORS = r'''
+import json, os, sys
+import numpy as np
+import spools
+
+world = spools.init()
+d, case = sys.argv[1], sys.argv[2]
+P, me = world.size, world.rank
+spec = "i32[8,6] block,* on %dx1" % P
+mine = np.arange(8 * 6, dtype=np.int32).reshape(8, 6)[me * 8 // P:(me + 1) * 8 // P].copy()
+path = os.path.join(d, "a.zarr")
+
+
+def expect(cls, fn, *words):
+    try:
+        fn()
+    except Exception as e:
+        assert type(e) is cls, (cls, type(e), str(e))
+        for w in words:
+            assert w in str(e), (w, str(e))
+        print("%s raised %s: %s" % (case, type(e).__name__, str(e).splitlines()[0]))
+        return e
+    raise AssertionError("no %s" % cls.__name__)
+
+
+def rank0(f):
+    if me == 0:
+        f()
+    world.barrier()
+
+
+if case == "unsupported-codec":
+    # A well-formed array whose chunks use a codec Spools does not implement.
+    world.write_file(path, mine, spec, format="zarr(chunk=4x6)")
+    def blosc():
+        m = json.load(open(os.path.join(path, "zarr.json")))
+        m["codecs"] = [{"name": "bytes", "configuration": {"endian": "little"}},
+                       {"name": "blosc", "configuration": {"cname": "lz4"}}]
+        json.dump(m, open(os.path.join(path, "zarr.json"), "w"))
+    rank0(blosc)
+    e = expect(spools.UnsupportedError, lambda: world.read_file(path, spec), "blosc")
+    assert not isinstance(e, spools.FileDamageError)
+elif case == "unsupported-sharded-bytes":
+    b = np.zeros((mine.shape[0], 6, 3), dtype=np.uint8)
+    expect(spools.UnsupportedError,
+           lambda: world.write_file(path, b, "bytes(3)[8,6] block,* on %dx1" % P,
+                                    format="zarr(chunk=2x6,shard=4x6)"),
+           "shard", "#3054")
+elif case == "bad-spec":
+    # A zarr(...) spec that parses but does not fit the layout: an argument, not damage.
+    e = expect(spools.InvalidArgumentError,
+               lambda: world.write_file(path, mine, spec, format="zarr(chunk=4)"), "chunk shape")
+    assert isinstance(e, ValueError) and isinstance(e, spools.SpoolsError)
+elif case == "unavailable-hdf5":
+    # No libhdf5 to load (or a build without HDF5): a missing piece, not a damaged file.
+    expect(spools.UnavailableError,
+           lambda: world.write_file(os.path.join(d, "a.h5"), mine, spec, format="hdf5(data)"), "HDF5")
+elif case == "damaged":
+    world.write_file(path, mine, spec, format="zarr(chunk=4x6)")
+    def flip():
+        with open(os.path.join(path, "c", "1", "0"), "r+b") as f:
+            f.seek(5)
+            x = f.read(1)
+            f.seek(5)
+            f.write(bytes([x[0] ^ 0xFF]))
+    rank0(flip)
+    expect(spools.FileDamageError, lambda: world.read_file(path, spec), "CRC32C")
+print("case ok")
+'''
+
+
+@pytest.mark.parametrize("case,cls", [
+    ("unsupported-codec", "UnsupportedError"),
+    ("unsupported-sharded-bytes", "UnsupportedError"),
+    ("bad-spec", "InvalidArgumentError"),
+    ("unavailable-hdf5", "UnavailableError"),
+    ("damaged", "FileDamageError"),
+])
+def test_each_kind_of_file_failure_has_its_class(run, tmp_path, case, cls):
+    prog = tmp_path / "file_errors.py"
+    prog.write_text(FILE_ERRORS)
+    job = run(2, prog, tmp_path, case, env={"SPOOLS_HDF5_LIB": str(tmp_path / "no-libhdf5.so")})
+    for r in range(2):
+        lines = job.lines(r)
+        assert lines[-1:] == ["case ok"], job
+        assert lines[0].startswith("%s raised %s: " % (case, cls)), job

@@ -7,6 +7,7 @@ use spools_map::{LayoutError, PlanError, SpecError};
 use spools_msg::MsgError;
 
 use crate::error::exchange::ExchangeError;
+use crate::error::{ErrorKind, Hdf5Error};
 
 /// Why a parallel-file operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -180,6 +181,35 @@ impl FileError {
         }
     }
 
+    /// What kind of failure this is (see [`ErrorKind`]): the Python and C interfaces
+    /// choose their exception class and status by it.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            FileError::Exchange(_) | FileError::Msg(_) => ErrorKind::Transfer,
+            FileError::Layout(_)
+            | FileError::Plan(_)
+            | FileError::DatasetMismatch { .. }
+            | FileError::SizeMismatch { .. }
+            | FileError::StripeSize { .. }
+            | FileError::UnitElsewhere { .. } => ErrorKind::Mismatch,
+            FileError::Io { source, .. } => match source.kind() {
+                std::io::ErrorKind::NotFound => ErrorKind::NotFound,
+                _ => ErrorKind::Io,
+            },
+            // A manifest naming a unit outside its directory (refused input); the
+            // interfaces treat a write's (a `dirs` argument outside it) as a bad argument.
+            FileError::UnsafePath { .. }
+            | FileError::MissingUnit { .. }
+            | FileError::Corrupt { .. }
+            | FileError::Unrecoverable { .. }
+            | FileError::ZarrChunk { .. } => ErrorKind::Damaged,
+            FileError::Format { defect, .. } => defect.kind(),
+            FileError::NotReplaced { .. } => ErrorKind::Exists,
+            FileError::Options(_) => ErrorKind::BadArgument,
+            FileError::Remote { .. } => ErrorKind::Remote,
+        }
+    }
+
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         FileError::Io {
             op,
@@ -307,6 +337,53 @@ pub enum FormatDefect {
     Sums(#[from] crate::file::SumsDefect),
 }
 
+impl FormatDefect {
+    /// What kind of failure this is: a malformed or inconsistent manifest, header or
+    /// sidecar is damage; a format or feature Spools does not read is unsupported.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            FormatDefect::NotParallelFile => ErrorKind::BadArgument,
+            FormatDefect::Hdf5(e) => hdf5_kind(e),
+            FormatDefect::Zarr(e) => e.kind(),
+            FormatDefect::Npy(e) => e.kind(),
+            FormatDefect::ManifestFormat { .. } => ErrorKind::Unsupported,
+            FormatDefect::NotManifest { .. }
+            | FormatDefect::UnitCount { .. }
+            | FormatDefect::UnitSize { .. }
+            | FormatDefect::Checksums { .. }
+            | FormatDefect::Dataset { .. }
+            | FormatDefect::DatasetSize { .. }
+            | FormatDefect::Slot { .. }
+            | FormatDefect::Layout { .. }
+            | FormatDefect::LayoutSize { .. }
+            | FormatDefect::NotStriped { .. }
+            | FormatDefect::NpyLength { .. }
+            | FormatDefect::Sums(_) => ErrorKind::Damaged,
+            // A manifest that cannot be encoded (its JSON encoder failed): no reader's
+            // damage, a failure to write the file.
+            FormatDefect::Encode { .. } => ErrorKind::Io,
+        }
+    }
+}
+
+/// What kind of failure an HDF5 error is.
+fn hdf5_kind(e: &Hdf5Error) -> ErrorKind {
+    match e {
+        // The library refused an operation on the file (creating, opening or reading
+        // it): its message says why, which may be damage or the file system; not
+        // claimed to be damage.
+        Hdf5Error::Library { .. } => ErrorKind::Io,
+        Hdf5Error::WhichDataset(_) | Hdf5Error::Spec(_) => ErrorKind::BadArgument,
+        Hdf5Error::NotContiguous { .. }
+        | Hdf5Error::Unallocated(_)
+        | Hdf5Error::DataType { .. }
+        | Hdf5Error::Unwritable(_) => ErrorKind::Unsupported,
+        // libhdf5, loaded at run time, could not be loaded: a missing piece of the
+        // installation.
+        Hdf5Error::LibraryMissing { .. } => ErrorKind::Unavailable,
+    }
+}
+
 /// What is wrong with a `.npy` header.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NpyError {
@@ -357,4 +434,24 @@ pub enum NpyError {
     /// The shape's product overflows.
     #[error(".npy shape overflows")]
     ShapeOverflow,
+}
+
+impl NpyError {
+    /// What kind of failure this is: a header Spools does not parse is damage, a
+    /// well-formed one asking for what Spools does not read is unsupported.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            NpyError::Version(_) | NpyError::Descr | NpyError::Dtype(_) => ErrorKind::Unsupported,
+            NpyError::Magic
+            | NpyError::Cut { .. }
+            | NpyError::NotText
+            | NpyError::Lacks(_)
+            | NpyError::Syntax { .. }
+            | NpyError::Key(_)
+            | NpyError::FortranOrder
+            | NpyError::ShapeNotTuple
+            | NpyError::ShapeEntry(_)
+            | NpyError::ShapeOverflow => ErrorKind::Damaged,
+        }
+    }
 }

@@ -17,7 +17,9 @@ pub enum Format {
     /// Unit files striped RAID-0 or RAID-5, with a manifest.
     Striped(Striping),
     /// A Zarr v3 array (a directory holding `zarr.json` and one file per shard), as
-    /// zarr-python, zarrs and every Zarr v3 reader open it. Needs an array layout.
+    /// zarr-python and zarrs open it (`bytes(n)` elements as zarr-python's
+    /// `raw_bytes`, which zarr-python and tensorstore open, and never in shards, which
+    /// zarr-python cannot read for them). Needs an array layout.
     Zarr {
         /// The chunks' shape (one per dimension).
         chunks: Vec<u64>,
@@ -29,7 +31,8 @@ pub enum Format {
     },
     /// An HDF5 file holding one contiguous dataset, as h5py opens it: created by rank 0
     /// through libhdf5, the data written by every rank at the dataset's offset. Needs an
-    /// array layout in C order and the `hdf5` cargo feature.
+    /// array layout in C order, and libhdf5 where the program runs (loaded at run time;
+    /// [`crate::Hdf5Error::LibraryMissing`] without it).
     Hdf5 {
         /// The dataset's name in the file (`data` by default).
         dataset: String,

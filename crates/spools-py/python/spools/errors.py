@@ -2,6 +2,12 @@
 wrong arguments (a non-contiguous array, a wrong dtype or size) are plain
 ``TypeError``/``ValueError`` naming what was expected and what was given.
 
+Each kind of file failure has its own class, the same kinds as the C interface's
+statuses: a damaged file (:class:`FileDamageError`), a feature Spools does not
+implement (:class:`UnsupportedError`), a bad argument found by the runtime
+(:class:`InvalidArgumentError`, also a ``ValueError``), a library or build feature
+that is missing (:class:`UnavailableError`).
+
 The message is the Rust runtime's own, so it names the rank, the peer and the
 operation involved.
 """
@@ -14,6 +20,9 @@ __all__ = [
     "PeerGoneError",
     "LayoutError",
     "FileDamageError",
+    "UnsupportedError",
+    "InvalidArgumentError",
+    "UnavailableError",
     "RemoteError",
     "TransportError",
 ]
@@ -44,7 +53,24 @@ class LayoutError(SpoolsError, ValueError):
 
 
 class FileDamageError(SpoolsError):
-    """A parallel file whose data or metadata is damaged (a checksum, a missing unit)."""
+    """A parallel file whose data or metadata is damaged: a checksum that fails, a lost
+    unit, chunk or shard, a malformed header or manifest, more than parity rebuilds."""
+
+
+class UnsupportedError(SpoolsError):
+    """A well-formed file (or a write) that uses what Spools does not implement: a codec,
+    a data type, a chunk grid, a chunked HDF5 dataset. The file is not damaged."""
+
+
+class InvalidArgumentError(SpoolsError, ValueError):
+    """A bad argument the runtime found: a format spec that does not fit the layout,
+    options that cannot go together, a dataset name the file does not hold, a path that
+    is not a parallel file."""
+
+
+class UnavailableError(SpoolsError):
+    """Something the call needs is missing from this installation: a library that
+    cannot be loaded (HDF5's libhdf5) or a feature this build lacks."""
 
 
 class RemoteError(SpoolsError):

@@ -106,29 +106,13 @@ pub(crate) fn check_part(
     }
     let need = local_bytes(l, unit);
     if v.len() as u64 != need {
-        let shape = local_shape(l, unit);
-        let what_given = if typed(l) {
-            format!("{} elements (shape {})", v.count(), tuple(&v.shape))
-        } else {
-            format!(
-                "{} bytes (shape {}, dtype {})",
-                v.len(),
-                tuple(&v.shape),
-                given.str()?
-            )
-        };
-        let what_needed = if typed(l) {
-            format!(
-                "{} elements (local shape {})",
-                need / l.elem_size().max(1),
-                tuple(&shape)
-            )
-        } else {
-            format!("{need} bytes (local shape {})", tuple(&shape))
-        };
-        return Err(errors::value_error(format!(
-            "{what} has {what_given} but rank {unit}'s part of the {role} layout {l} has \
-             {what_needed}"
+        return Err(errors::value_error(size_message(
+            what,
+            &v,
+            &given.str()?.to_string(),
+            l,
+            unit,
+            role,
         )));
     }
     Ok(v)
@@ -161,6 +145,48 @@ pub(crate) fn destination<'py>(
             let (a, v) = buffer::empty(py, &numpy_dtype(py, l)?, &local_shape(l, unit))?;
             Ok((a.into_any(), v))
         }
+    }
+}
+
+/// Why a buffer of the wrong size is refused as rank `unit`'s part of `l`: the bytes
+/// needed and those given, each with its shape. For a typed layout in elements of its
+/// dtype; for `bytes(k)` the local shape is a grid of k-byte elements, so the message
+/// says what arrays hold those bytes (dtype `V<k>` of the local shape, or `uint8` with
+/// a last axis of k), never quoting the element grid as a byte count; for byte streams
+/// in bytes.
+fn size_message(what: &str, v: &View, dtype: &str, l: &Layout, unit: u64, role: &str) -> String {
+    let need = local_bytes(l, unit);
+    let shape = local_shape(l, unit);
+    let part = format!("rank {unit}'s part of the {role} layout {l}");
+    let given = format!(
+        "{} bytes (an array of shape {} and dtype {dtype})",
+        v.len(),
+        tuple(&v.shape)
+    );
+    match l {
+        Layout::Array(a) if typed(l) => format!(
+            "{what} has {} elements ({given}) but {part} has {} elements of dtype {} \
+             (local shape {}, {need} bytes)",
+            v.count(),
+            need / l.elem_size().max(1),
+            crate::layout::dtype_name(a.dtype()),
+            tuple(&shape)
+        ),
+        Layout::Array(a) => {
+            let k = a.dtype().size();
+            let mut as_u8 = shape.clone();
+            as_u8.push(k as usize);
+            format!(
+                "{what} has {given} but {part} needs {need} bytes: {} elements of {} bytes \
+                 each in a local shape {} (e.g. dtype V{k} of shape {}, or uint8 of shape {})",
+                need / k.max(1),
+                k,
+                tuple(&shape),
+                tuple(&shape),
+                tuple(&as_u8)
+            )
+        }
+        _ => format!("{what} has {given} but {part} needs {need} bytes"),
     }
 }
 

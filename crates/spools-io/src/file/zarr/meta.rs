@@ -92,7 +92,8 @@ pub struct ZarrMeta {
     pub shape: Vec<u64>,
     /// The element type.
     pub dtype: DType,
-    /// The data type as Zarr names it.
+    /// The data type as Zarr names it (`raw_bytes(length_bytes=N)` for a configured
+    /// `raw_bytes`).
     pub data_type: String,
     /// The shape of the chunk grid's chunks (the shards, for a sharded array).
     pub grid: Vec<u64>,
@@ -110,26 +111,91 @@ pub struct ZarrMeta {
     pub(crate) keys: Keys,
 }
 
-/// Zarr's name of an element type.
-pub(crate) fn data_type_name(d: DType) -> String {
+/// The `data_type` Spools writes for an element type: its Zarr name, and for `bytes(n)`
+/// the `raw_bytes` data type of zarr-python with `length_bytes` n, which zarr-python
+/// (3.1 and later) and tensorstore both open. (The core spec's `r<bits>`, which Spools
+/// wrote before, is refused by zarr-python; it is still read.)
+pub(crate) fn data_type_json(d: DType) -> Value {
     match (d, d.long_name()) {
-        (_, Some(name)) => name.to_string(),
-        (DType::Bytes(n), None) => format!("r{}", n * 8),
-        (d, None) => d.to_string(),
+        (_, Some(name)) => json!(name),
+        (DType::Bytes(n), None) => {
+            json!({"name": "raw_bytes", "configuration": {"length_bytes": n}})
+        }
+        (d, None) => json!(d.to_string()),
     }
 }
 
-fn data_type_of(name: &str) -> Result<DType, ZarrError> {
+/// The element type of a `data_type` value and its name as `spools ls` shows it.
+fn data_type_of(v: &Value) -> Result<(DType, String), ZarrError> {
+    let unsupported = || ZarrError::DataType(v.to_string());
+    let name = match v {
+        Value::String(s) => s.as_str(),
+        Value::Object(o) if o.get("name").and_then(Value::as_str) == Some("raw_bytes") => {
+            let n = o
+                .get("configuration")
+                .and_then(|c| c.get("length_bytes"))
+                .and_then(Value::as_u64)
+                .filter(|&n| n > 0)
+                .ok_or_else(|| {
+                    json_err("raw_bytes needs a configuration with a positive length_bytes")
+                })?;
+            return Ok((DType::Bytes(n), format!("raw_bytes(length_bytes={n})")));
+        }
+        _ => return Err(unsupported()),
+    };
     if name == "bool" {
-        return Ok(DType::U8);
+        return Ok((DType::U8, name.to_string()));
     }
     if let Some(d) = DType::from_long_name(name) {
-        return Ok(d);
+        return Ok((d, name.to_string()));
     }
     match name.strip_prefix('r').and_then(|b| b.parse::<u64>().ok()) {
-        Some(bits) if bits > 0 && bits % 8 == 0 => Ok(DType::Bytes(bits / 8)),
-        _ => Err(ZarrError::DataType(name.to_string())),
+        Some(bits) if bits > 0 && bits % 8 == 0 => Ok((DType::Bytes(bits / 8), name.to_string())),
+        _ => Err(unsupported()),
     }
+}
+
+const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// `bytes` in standard base64 with padding (RFC 4648), the form zarr-python and
+/// tensorstore give a `raw_bytes` fill value.
+fn base64_encode(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for c in bytes.chunks(3) {
+        let b = [
+            c[0],
+            c.get(1).copied().unwrap_or(0),
+            c.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for (i, shift) in [18u32, 12, 6, 0].into_iter().enumerate() {
+            out.push(if i <= c.len() {
+                char::from(BASE64[((n >> shift) & 63) as usize])
+            } else {
+                '='
+            });
+        }
+    }
+    out
+}
+
+/// Standard base64 (padding optional), or `None` if `text` is not that.
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let body = text.trim_end_matches('=');
+    if text.len() - body.len() > 2 || body.len() % 4 == 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(body.len() / 4 * 3 + 2);
+    for c in body.as_bytes().chunks(4) {
+        let mut n = 0u32;
+        for (i, &ch) in c.iter().enumerate() {
+            let v = BASE64.iter().position(|&b| b == ch)? as u32;
+            n |= v << (18 - 6 * i as u32);
+        }
+        let got = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&got[..c.len() - 1]);
+    }
+    Some(out)
 }
 
 /// The size of the unit a big-endian `bytes` codec swaps (a complex number's parts are
@@ -208,17 +274,24 @@ fn fill_bytes(v: &Value, d: DType, name: &str) -> Result<Vec<u8>, ZarrError> {
             }
         }
         DType::Bytes(n) => {
-            let a = v.as_array().ok_or_else(bad)?;
-            if a.len() as u64 != n {
+            // A list of byte values (what Spools wrote as `r<bits>`), or base64 (what
+            // zarr-python and tensorstore write, and Spools now writes).
+            let b: Vec<u8> = match v {
+                Value::String(s) => base64_decode(s).ok_or_else(bad)?,
+                Value::Array(a) => a
+                    .iter()
+                    .map(|b| {
+                        b.as_u64()
+                            .and_then(|b| u8::try_from(b).ok())
+                            .ok_or_else(bad)
+                    })
+                    .collect::<Result<_, _>>()?,
+                _ => return Err(bad()),
+            };
+            if b.len() as u64 != n {
                 return Err(bad());
             }
-            a.iter()
-                .map(|b| {
-                    b.as_u64()
-                        .and_then(|b| u8::try_from(b).ok())
-                        .ok_or_else(bad)
-                })
-                .collect()
+            Ok(b)
         }
     }
 }
@@ -228,7 +301,7 @@ fn zero_fill(d: DType) -> Value {
     match d {
         DType::F32 | DType::F64 => json!(0.0),
         DType::C64 | DType::C128 => json!([0.0, 0.0]),
-        DType::Bytes(n) => Value::Array(vec![json!(0); n as usize]),
+        DType::Bytes(n) => Value::String(base64_encode(&vec![0; n as usize])),
         _ => json!(0),
     }
 }
@@ -358,15 +431,11 @@ impl ZarrMeta {
         if shape.is_empty() {
             return Err(ZarrError::Scalar);
         }
-        let data_type = match field(o, "data_type")? {
-            Value::String(s) => s.clone(),
-            other => return Err(ZarrError::DataType(other.to_string())),
-        };
-        let dtype = data_type_of(&data_type)?;
+        let (dtype, data_type) = data_type_of(field(o, "data_type")?)?;
         let fill = fill_bytes(field(o, "fill_value")?, dtype, &data_type)?;
         let (grid_name, grid_conf) = named(field(o, "chunk_grid")?)?;
         if grid_name != "regular" {
-            return Err(ZarrError::Grid(format!("{grid_name:?} is not \"regular\"")));
+            return Err(ZarrError::GridName(grid_name));
         }
         let grid = shape_of(field(&grid_conf, "chunk_shape")?, "chunk_shape")?;
         if grid.len() != shape.len() || grid.contains(&0) {
@@ -474,12 +543,12 @@ impl ZarrMeta {
         };
         let bytes = |dims: &[u64]| dims.iter().try_fold(elem, |t, &n| t.checked_mul(n));
         if bytes(&shape).is_none() {
-            return Err(ZarrError::Grid(format!("shape {shape:?} overflows")));
+            return Err(ZarrError::Limit(format!("shape {shape:?} overflows")));
         }
         match bytes(chunk) {
             Some(b) if b <= MAX_CHUNK_BYTES => {}
             _ => {
-                return Err(ZarrError::Grid(format!(
+                return Err(ZarrError::Limit(format!(
                     "chunks of shape {chunk:?} hold more than {MAX_CHUNK_BYTES} bytes"
                 )))
             }
@@ -489,7 +558,7 @@ impl ZarrMeta {
             .zip(chunk)
             .try_fold(1u64, |t, (&g, &c)| t.checked_mul(g / c));
         if per_shard.is_none_or(|n| n > MAX_CHUNKS_PER_SHARD) {
-            return Err(ZarrError::Grid(format!(
+            return Err(ZarrError::Limit(format!(
                 "shards of {grid:?} hold more than {MAX_CHUNKS_PER_SHARD} chunks of {chunk:?}"
             )));
         }
@@ -597,7 +666,7 @@ pub(crate) fn to_json(
         "zarr_format": 3,
         "node_type": "array",
         "shape": layout.shape(),
-        "data_type": data_type_name(d),
+        "data_type": data_type_json(d),
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": grid}},
         "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
         "fill_value": zero_fill(d),
@@ -784,7 +853,7 @@ mod tests {
             let text = base(r#"[{"name":"bytes"}]"#, "").replace(from, to);
             assert_ne!(text, base(r#"[{"name":"bytes"}]"#, ""), "{from}");
             let e = ZarrMeta::parse(text.as_bytes());
-            assert!(matches!(e, Err(ZarrError::Grid(_))), "{to}: {e:?}");
+            assert!(matches!(e, Err(ZarrError::Limit(_))), "{to}: {e:?}");
         }
         let many = base(
             r#"[{"name":"sharding_indexed","configuration":{"chunk_shape":[1,1],"codecs":[{"name":"bytes"}]}}]"#,
@@ -793,7 +862,96 @@ mod tests {
         .replace(r#""chunk_shape":[2,3]"#, r#""chunk_shape":[65536,65536]"#)
         .replace(r#""shape":[4,6]"#, r#""shape":[65536,65536]"#);
         let e = ZarrMeta::parse(many.as_bytes());
-        assert!(matches!(e, Err(ZarrError::Grid(_))), "{e:?}");
+        assert!(matches!(e, Err(ZarrError::Limit(_))), "{e:?}");
+    }
+
+    #[test]
+    fn bytes_are_written_as_raw_bytes_and_both_forms_read() {
+        let l = layout("bytes(3)[4,5] block,* on 2x1");
+        let j = to_json(
+            &l,
+            "bytes(3)[4,5] block,* on 2x1",
+            &[2, 5],
+            None,
+            Compressor::None,
+        );
+        let v: Value = serde_json::from_slice(&j).unwrap_or_default();
+        assert_eq!(
+            v["data_type"],
+            json!({"name": "raw_bytes", "configuration": {"length_bytes": 3}})
+        );
+        assert_eq!(v["fill_value"], json!("AAAA"));
+        assert_eq!(v["codecs"][0], json!({"name": "bytes"}));
+        let m = ZarrMeta::parse(&j).unwrap_or_else(|e| unreachable!("{e}"));
+        assert_eq!(
+            (m.dtype, m.fill.as_slice()),
+            (DType::Bytes(3), &[0u8; 3][..])
+        );
+        assert_eq!(m.data_type, "raw_bytes(length_bytes=3)");
+        // What Spools wrote before: r24, with a list of bytes as fill value.
+        let mut old = v.clone();
+        old["data_type"] = json!("r24");
+        old["fill_value"] = json!([1, 2, 3]);
+        let m = ZarrMeta::parse(old.to_string().as_bytes()).unwrap_or_else(|e| unreachable!("{e}"));
+        assert_eq!(
+            (m.dtype, m.fill.as_slice()),
+            (DType::Bytes(3), &[1u8, 2, 3][..])
+        );
+        assert_eq!(m.data_type, "r24");
+        let b64 = String::from_utf8_lossy(&j).replace(r#""AAAA""#, r#""AQID""#);
+        let m = ZarrMeta::parse(b64.as_bytes()).unwrap_or_else(|e| unreachable!("{e}"));
+        assert_eq!(m.fill, [1, 2, 3]);
+        for bad in [
+            r#""AQ==""#,
+            r#""AQIDBA==""#,
+            r#""A!ID""#,
+            r#"[1, 2]"#,
+            r#"7"#,
+        ] {
+            let t = String::from_utf8_lossy(&j).replace(r#""AAAA""#, bad);
+            let e = ZarrMeta::parse(t.as_bytes());
+            assert!(
+                matches!(e, Err(ZarrError::FillValue { .. })),
+                "{bad}: {e:?}"
+            );
+        }
+        let t = String::from_utf8_lossy(&j).replace(r#""length_bytes": 3"#, r#""length_bytes": 0"#);
+        assert!(matches!(
+            ZarrMeta::parse(t.as_bytes()),
+            Err(ZarrError::Json(_))
+        ));
+    }
+
+    #[test]
+    fn base64_round_trips() {
+        for n in 0..10u8 {
+            let b: Vec<u8> = (0..n)
+                .map(|i| i.wrapping_mul(97).wrapping_add(200))
+                .collect();
+            let t = base64_encode(&b);
+            assert_eq!(t.len() % 4, 0);
+            assert_eq!(base64_decode(&t).as_deref(), Some(&b[..]), "{t}");
+            assert_eq!(
+                base64_decode(t.trim_end_matches('=')).as_deref(),
+                Some(&b[..])
+            );
+        }
+        assert_eq!(base64_encode(b"abcdef"), "YWJjZGVm");
+        assert_eq!(base64_encode(b"ab"), "YWI=");
+        assert_eq!(base64_decode("YQ").as_deref(), Some(&b"a"[..]));
+        assert!(base64_decode("Y").is_none() && base64_decode("YQ===").is_none());
+    }
+
+    #[test]
+    fn errors_are_classified() {
+        use crate::error::ErrorKind;
+        assert_eq!(ZarrError::Spec("x".into()).kind(), ErrorKind::BadArgument);
+        let codec = ZarrError::Codec {
+            name: "blosc".into(),
+            why: SUPPORTED.into(),
+        };
+        assert_eq!(codec.kind(), ErrorKind::Unsupported);
+        assert_eq!(ZarrError::Json("x".into()).kind(), ErrorKind::Damaged);
     }
 
     #[test]

@@ -25,7 +25,7 @@ pub(crate) mod tools;
 
 use std::path::{Path, PathBuf};
 
-use spools_map::Layout;
+use spools_map::{DType, Layout};
 use spools_msg::Communicator;
 
 use crate::error::{FileError, FormatDefect, ZarrError};
@@ -140,6 +140,19 @@ pub(crate) fn check(path: &Path, m: &ZarrMeta, layout: &Layout) -> Result<(), Fi
     }
 }
 
+/// A write's refusal of the metadata Spools made from its `zarr(...)` spec: the spec's
+/// fault (a bad argument), unless Spools cannot store what it asks for (unsupported).
+fn spec_error(path: &Path, e: ZarrError) -> FileError {
+    let defect = match e.kind() {
+        crate::error::ErrorKind::Unsupported => e,
+        _ => ZarrError::Spec(e.to_string()),
+    };
+    FileError::Format {
+        path: path.join(META),
+        defect: FormatDefect::Zarr(defect),
+    }
+}
+
 fn grid_of(path: &Path, m: &ZarrMeta, ranks: u32) -> Result<Grid, FileError> {
     Grid::new(m.dtype, &m.shape, &m.grid, ranks).map_err(|e| FileError::Format {
         path: path.join(META),
@@ -181,12 +194,24 @@ pub(crate) fn write(
                 ))),
             });
         }
+        if let (DType::Bytes(n), Some(_)) = (a.dtype(), shards) {
+            return Err(FileError::Format {
+                path: path.to_path_buf(),
+                defect: FormatDefect::Zarr(ZarrError::ShardedBytes(n)),
+            });
+        }
         let text = meta::to_json(a, &layout.to_string(), chunks, shards, compressor);
-        let m = parse(path, &text)?;
+        let m = ZarrMeta::parse(&text).map_err(|e| spec_error(path, e))?;
         Ok((m, text))
     });
     let (m, text) = agree_on_outcome(comm, path, checked)?;
-    let g = grid_of(path, &m, comm.size())?;
+    let g = grid_of(path, &m, comm.size()).map_err(|e| match e {
+        FileError::Format {
+            defect: FormatDefect::Zarr(z),
+            ..
+        } => spec_error(path, z),
+        e => e,
+    })?;
     let me = comm.rank();
     let mut local = local_buffer(&g, me)?;
     let exchange = crate::redistribute(
