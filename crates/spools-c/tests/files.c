@@ -7,6 +7,7 @@
  *   DIR/data.npy     format "npy"
  *   DIR/data.raid5   format "raid5(unit=4KiB,count=3)" (manifest + 3 unit files)
  *   DIR/data.raid0   format "raid0(unit=4KiB,count=2)"
+ *   DIR/data.h5      format "hdf5(grid/data)" (an HDF5 file: libhdf5 loaded at run time)
  *   DIR/sums.npy     "npy" with checksums and sync (a .spools-sums sidecar)
  *   DIR/hurt.raid5   RAID-5 again; then rank 0 flips one byte of one unit file
  * and each is read back with other layouts (cyclic columns over every rank; the whole
@@ -163,8 +164,10 @@ int main(int argc, char **argv)
     write_one("data.raid0", rows, mine, (size_t)len, "raid0(unit=4KiB,count=2)", 0);
     write_one("sums.npy", rows, mine, (size_t)len, "npy", 1);
     write_one("hurt.raid5", rows, mine, (size_t)len, "raid5(unit=4KiB,count=3)", 0);
+    write_one("data.h5", rows, mine, (size_t)len, "hdf5(grid/data)", 0);
 
-    const char *names[] = {"data.bin", "data.npy", "data.raid5", "data.raid0", "sums.npy"};
+    const char *names[] = {"data.bin", "data.npy", "data.raid5", "data.raid0", "sums.npy",
+                           "data.h5"};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         read_cyclic(names[k], 0);
     read_cyclic("sums.npy", 1); /* every block verified against the sidecar */

@@ -54,9 +54,10 @@ def test_files(cprogs, run, spools_bin, tmp_path):
     RAID-5 file with one damaged unit); here the files themselves are checked: raw bytes,
     `spools cat`, numpy.load, the checksum sidecar, the RAID-5 manifest, `spools fsck`."""
     job = run(3, [cprogs["files"], tmp_path])
-    written = ["data.bin", "data.npy", "data.raid5", "data.raid0", "sums.npy", "hurt.raid5"]
+    written = ["data.bin", "data.npy", "data.raid5", "data.raid0", "sums.npy", "hurt.raid5",
+               "data.h5"]
     job.expect_ok(3, ["write " + f for f in written]
-                  + ["read %s cyclic" % f for f in written[:5]]
+                  + ["read %s cyclic" % f for f in written[:5] + ["data.h5"]]
                   + ["read sums.npy cyclic verified", "read data.bin all", "read data.raid5 all",
                      "read hurt.raid5 cyclic", "done"])
     # The damaged unit was rebuilt from parity, and the read said so.
@@ -74,6 +75,12 @@ def test_files(cprogs, run, spools_bin, tmp_path):
         a = np.load(tmp_path / f)
         assert a.dtype == np.float64 and a.shape == (ROWS, COLS), (f, a.dtype, a.shape)
         assert np.array_equal(a, want), f
+    # The HDF5 file (the default build loads libhdf5 at run time): an HDF5 file whose
+    # dataset grid/data `spools cat FILE:/grid/data` reads as the dataset.
+    assert (tmp_path / "data.h5").read_bytes()[:8] == b"\x89HDF\r\n\x1a\n"
+    r = subprocess.run([spools_bin, "cat", "%s:/grid/data" % (tmp_path / "data.h5")],
+                       capture_output=True, timeout=60)
+    assert r.returncode == 0 and r.stdout == stream, r.stderr
     sums = json.loads((tmp_path / "sums.npy.spools-sums").read_text())
     assert sums["format"] == "spools-sums" and sums["bytes"] == len(stream), sums
     assert not (tmp_path / "data.npy.spools-sums").exists()
