@@ -171,6 +171,19 @@ impl JobHealth {
     /// makes share a context: a rank of a sibling communicator says nothing about this
     /// one.)
     pub fn collective_blocker(&self, ctx: u32, k: u32, members: &[u32]) -> Option<(u32, u32)> {
+        self.find_finalizing(|f| {
+            if !members.contains(&f.rank) {
+                return None;
+            }
+            f.collectives
+                .iter()
+                .find(|(c, n)| *c == ctx && *n <= k)
+                .map(|(_, n)| (f.rank, *n))
+        })
+    }
+
+    /// The first answer `f` gives for a rank that finalised (none while none has).
+    fn find_finalizing<R>(&self, f: impl FnMut(&Finalizing) -> Option<R>) -> Option<R> {
         if !self.any_finalizing.load(Ordering::Relaxed) {
             return None;
         }
@@ -178,13 +191,7 @@ impl JobHealth {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .filter(|f| members.contains(&f.rank))
-            .find_map(|f| {
-                f.collectives
-                    .iter()
-                    .find(|(c, n)| *c == ctx && *n <= k)
-                    .map(|(_, n)| (f.rank, *n))
-            })
+            .find_map(f)
     }
 
     /// Whether any rank announced that it finalises (a cheap check for wait loops).
@@ -195,26 +202,13 @@ impl JobHealth {
     /// End of data from `rank`: `Some(n)` once it finalised, having sent this rank `n`
     /// tagged messages in all (none follow); `None` while it takes part in the job.
     pub fn end_of_data(&self, rank: u32) -> Option<u64> {
-        if !self.any_finalizing.load(Ordering::Relaxed) {
-            return None;
-        }
-        self.finalizing
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .find(|f| f.rank == rank)
-            .map(|f| f.sent_to_me)
+        self.find_finalizing(|f| (f.rank == rank).then_some(f.sent_to_me))
     }
 
     /// Whether `rank` announced that it finalises.
     pub fn is_finalizing(&self, rank: u32) -> bool {
-        self.any_finalizing.load(Ordering::Relaxed)
-            && self
-                .finalizing
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .iter()
-                .any(|f| f.rank == rank)
+        self.find_finalizing(|f| (f.rank == rank).then_some(()))
+            .is_some()
     }
 
     /// Records that the rendezvous went away and wakes every wait.
