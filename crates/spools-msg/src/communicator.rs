@@ -300,4 +300,16 @@ impl Communicator {
             .and_then(|e| e.tcp.parse::<std::net::SocketAddr>().ok())
             .map(|a| a.ip())
     }
+
+    /// Asks the process's interrupt check (`spools_am::Worker::set_interrupt`), which
+    /// every messaging wait asks before it sleeps: an upper layer that waits on something
+    /// of its own (a socket, a thread's queue: parallel pipes, streams) asks it at least
+    /// every 50 ms while it waits, on the waiting thread, so that a signal (Python's
+    /// Ctrl-C) ends that wait as it ends a messaging one.
+    ///
+    /// # Errors
+    /// [`MsgError::Am`] holding `AmError::Interrupted` when the check says so.
+    pub fn check_interrupt(&self) -> Result<(), MsgError> {
+        Ok(self.core.engine.worker.check_interrupt()?)
+    }
 }

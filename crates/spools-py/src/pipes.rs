@@ -6,6 +6,14 @@
 //! `tcp:HOST:PORT`, `stdout`/`stdin` (the canonical byte stream, for a consumer that is
 //! not a Spools program); no name takes the one the launcher chose (`SPOOLS_PIPE_OUT`,
 //! `SPOOLS_PIPE_IN`, as `PipeName::output_from_env`/`input_from_env`).
+//!
+//! Ctrl-C: the waits of the Rust ends (records, connections, room in the sockets,
+//! standard input and output, the collective steps; not yet rank 0's meeting with the
+//! other program, bounded by `SPOOLS_PIPE_TIMEOUT`) ask the runtime's interrupt check at
+//! least every 50 ms, and the error one ends with is raised as the `KeyboardInterrupt`
+//! (`errors::raise`). A read or write interrupted so leaves its end stopped (its
+//! connections closed, the other program sees it gone): later calls raise
+//! `TransportError` saying so.
 
 pub(crate) mod args;
 pub(crate) mod tether;

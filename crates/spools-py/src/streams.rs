@@ -7,6 +7,12 @@
 //! Both ends are collective: a rank whose own arguments are wrong (an array of the wrong
 //! size or dtype) still takes its part in the call with an empty share, so that every
 //! rank fails together instead of the others waiting for it.
+//!
+//! Ctrl-C: every wait of the Rust ends (room in a link's window, the links' last sends,
+//! rank 0's wait for the next ADU, the collective steps) asks the runtime's interrupt
+//! check at least every 50 ms, and the error it ends with is raised as the
+//! `KeyboardInterrupt` (`errors::raise`). The end is then unusable: its later calls
+//! raise an error saying so (a writer's links are abandoned, a reader stops listening).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::{Mutex, PoisonError};
@@ -132,7 +138,8 @@ impl StreamWriter {
             Err(e) => {
                 // Take part with an empty share: every rank then fails the call together.
                 let _ = self.with(py, |w| w.send_adu(&[], &l));
-                Err(e)
+                // A Ctrl-C that ended that wait wins, as it does in every call.
+                Err(runtime::take_interrupt().unwrap_or(e))
             }
         }
     }
@@ -293,7 +300,8 @@ impl StreamReader {
             Err(e) => {
                 // Take part with an empty share: every rank then fails the call together.
                 let _ = self.with(py, |r| r.recv_adu(&mut [], &l));
-                Err(e)
+                // A Ctrl-C that ended that wait wins, as it does in every call.
+                Err(runtime::take_interrupt().unwrap_or(e))
             }
         }
     }

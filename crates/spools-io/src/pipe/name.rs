@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use spools_map::Layout;
 use spools_msg::Communicator;
 
+use super::reader::{only_waited, Check, CHECK_EVERY};
 use crate::error::{PipeError, PipeStep, PipeViolation};
 
 /// Where the two programs of a parallel pipe meet.
@@ -155,11 +156,14 @@ fn alive(pid: u32) -> bool {
         .is_some_and(|p| rustix::process::test_kill_process(p).is_ok())
 }
 
-/// Rank 0's meeting: publishes `mine` and returns the other side's description.
+/// Rank 0's meeting: publishes `mine` and returns the other side's description. Every
+/// wait asks `check` (the process's interrupt check) at least every
+/// [`CHECK_EVERY`].
 pub(crate) fn meet(
     name: &PipeName,
     producer: bool,
     mine: &Description,
+    check: Check<'_>,
 ) -> Result<Description, PipeError> {
     let (me, other) = if producer {
         ("producer", "consumer")
@@ -177,15 +181,13 @@ pub(crate) fn meet(
     match name {
         PipeName::Tcp(addr) => {
             let secret = super::meet_auth::pipe_secret()?;
-            meet_tcp(
+            let m = Meeting {
                 addr,
-                producer,
-                &text,
-                secret.as_ref(),
                 other,
                 deadline,
-                timed_out,
-            )
+                check,
+            };
+            meet_tcp(&m, producer, &text, secret.as_ref(), timed_out)
         }
         PipeName::Dir(n) => {
             let dir = pipe_dir()?;
@@ -222,6 +224,10 @@ pub(crate) fn meet(
                     let _ = std::fs::remove_file(&path);
                     return Err(timed_out());
                 }
+                if let Err(e) = check() {
+                    let _ = std::fs::remove_file(&path);
+                    return Err(e);
+                }
                 std::thread::sleep(Duration::from_millis(5));
             }
         }
@@ -229,17 +235,25 @@ pub(crate) fn meet(
     }
 }
 
+/// Where and until when a `tcp:` meeting waits, for whom, and the interrupt check its
+/// waits ask.
+struct Meeting<'a> {
+    addr: &'a str,
+    other: &'static str,
+    deadline: Instant,
+    check: Check<'a>,
+}
+
 /// The meeting at `tcp:ADDR`: the producer connects (proving `secret` first when given
 /// one) and speaks first; the consumer listens.
 fn meet_tcp(
-    addr: &str,
+    m: &Meeting<'_>,
     producer: bool,
     text: &[u8],
     secret: Option<&spools_proto::auth::Secret>,
-    other: &'static str,
-    deadline: Instant,
     timed_out: impl Fn() -> PipeError,
 ) -> Result<Description, PipeError> {
+    let (addr, other, deadline, check) = (m.addr, m.other, m.deadline, m.check);
     // The producer speaks first; the consumer answers only a connection that sent
     // a valid description in time (after proving the secret, when both have one), so
     // that stray or garbage connections to its port (a scan, a flood) neither end the
@@ -249,6 +263,7 @@ fn meet_tcp(
             match TcpStream::connect(addr) {
                 Ok(s) => break s,
                 Err(_) if Instant::now() < deadline => {
+                    check()?;
                     std::thread::sleep(Duration::from_millis(20))
                 }
                 Err(_) => return Err(timed_out()),
@@ -260,7 +275,11 @@ fn meet_tcp(
             super::meet_auth::prove(&mut s, secret, addr)?;
         }
         send_description(&mut s, text)?;
-        return match read_description(&mut s, other) {
+        // The consumer answers once its program reached the meeting: waited for in
+        // short reads, asking the interrupt check between them.
+        s.set_read_timeout(Some(CHECK_EVERY))
+            .map_err(|e| PipeError::io(PipeStep::Socket, e))?;
+        return match read_description(&mut s, other, deadline, check) {
             Err(PipeError::Io { source, .. })
                 if source.kind() == std::io::ErrorKind::UnexpectedEof
                     || source.kind() == std::io::ErrorKind::ConnectionReset =>
@@ -293,9 +312,10 @@ fn meet_tcp(
                 let proven = secret.is_none_or(|k| super::meet_auth::verify(&mut s, k));
                 let theirs = ready.and_then(|()| {
                     if proven {
-                        s.set_read_timeout(Some(MEET_HELLO_TIMEOUT))
+                        s.set_read_timeout(Some(CHECK_EVERY))
                             .map_err(|e| PipeError::io(PipeStep::Socket, e))?;
-                        read_description(&mut s, other)
+                        let until = Instant::now() + MEET_HELLO_TIMEOUT;
+                        read_description(&mut s, other, until, check)
                     } else {
                         Err(PipeError::Unproven {
                             addr: addr.to_string(),
@@ -312,6 +332,7 @@ fn meet_tcp(
                 if Instant::now() > deadline {
                     return Err(timed_out());
                 }
+                check()?;
                 std::thread::sleep(Duration::from_millis(5));
             }
             Err(e) => {
@@ -336,11 +357,40 @@ fn send_description(s: &mut TcpStream, text: &[u8]) -> Result<(), PipeError> {
         .map_err(|e| PipeError::io(PipeStep::SendDescription, e))
 }
 
-/// Reads the other side's description (at most 1 MiB of JSON).
-fn read_description(s: &mut TcpStream, other: &'static str) -> Result<Description, PipeError> {
+/// Reads exactly `buf.len()` bytes from `s` (whose reads time out every
+/// [`CHECK_EVERY`]) by `until`, asking `check` whenever a read only waited.
+fn read_exact_checked(
+    s: &mut TcpStream,
+    buf: &mut [u8],
+    until: Instant,
+    check: Check<'_>,
+) -> Result<(), PipeError> {
+    let mut at = 0;
+    while at < buf.len() {
+        match s.read(&mut buf[at..]) {
+            Ok(0) => {
+                return Err(PipeError::io(
+                    PipeStep::ReceiveDescription,
+                    std::io::ErrorKind::UnexpectedEof.into(),
+                ))
+            }
+            Ok(n) => at += n,
+            Err(e) if only_waited(&e) && Instant::now() < until => check()?,
+            Err(e) => return Err(PipeError::io(PipeStep::ReceiveDescription, e)),
+        }
+    }
+    Ok(())
+}
+
+/// Reads the other side's description (at most 1 MiB of JSON) by `until`.
+fn read_description(
+    s: &mut TcpStream,
+    other: &'static str,
+    until: Instant,
+    check: Check<'_>,
+) -> Result<Description, PipeError> {
     let mut len = [0u8; 4];
-    s.read_exact(&mut len)
-        .map_err(|e| PipeError::io(PipeStep::ReceiveDescription, e))?;
+    read_exact_checked(s, &mut len, until, check)?;
     let len = u32::from_le_bytes(len);
     if len > 1 << 20 {
         return Err(PipeError::Protocol {
@@ -350,8 +400,7 @@ fn read_description(s: &mut TcpStream, other: &'static str) -> Result<Descriptio
         });
     }
     let mut t = vec![0u8; len as usize];
-    s.read_exact(&mut t)
-        .map_err(|e| PipeError::io(PipeStep::ReceiveDescription, e))?;
+    read_exact_checked(s, &mut t, until, check)?;
     serde_json::from_slice(&t).map_err(|e| PipeError::Protocol {
         side: other,
         rank: 0,
@@ -379,7 +428,8 @@ pub(crate) fn meet_all(
     mine: &Description,
     layout: &Layout,
 ) -> Result<(Description, Layout), PipeError> {
-    let got = (comm.rank() == 0).then(|| meet(name, producer, mine));
+    let check = super::reader::interrupt_of(comm);
+    let got = (comm.rank() == 0).then(|| meet(name, producer, mine, &check));
     let enc = match &got {
         Some(Ok(d)) => serde_json::to_vec(d).unwrap_or_default(),
         _ => Vec::new(),

@@ -2,6 +2,7 @@
 
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags};
@@ -36,6 +37,9 @@ pub struct PipeReader<'c> {
     layout: Layout,
     record: u64,
     ended: bool,
+    /// The record in which a read failed (or was interrupted) part-way: the connections
+    /// are closed and every later read fails.
+    broken: Option<u64>,
     mode: Mode,
 }
 
@@ -59,6 +63,52 @@ enum Mode {
     },
 }
 
+/// How often, at least, a wait of a pipe end asks the process's interrupt check
+/// ([`Communicator::check_interrupt`]): the bound of its sleeps, poll timeouts and socket
+/// timeouts. A wait the check ends fails with [`PipeError::Msg`] holding the interruption
+/// (`AmError::Interrupted`), as a messaging wait does.
+pub(super) const CHECK_EVERY: Duration = Duration::from_millis(50);
+
+/// The interrupt check a pipe end's waits ask (see [`CHECK_EVERY`]).
+pub(super) type Check<'a> = &'a dyn Fn() -> Result<(), PipeError>;
+
+/// The interrupt check of `comm`'s process, as a pipe error.
+pub(super) fn interrupt_of(comm: &Communicator) -> impl Fn() -> Result<(), PipeError> + '_ {
+    move || Ok(comm.check_interrupt()?)
+}
+
+/// Whether a socket call that failed so only waited: its timeout ran out (the sockets'
+/// timeouts are [`CHECK_EVERY`]) or a signal interrupted it. The caller asks the interrupt
+/// check and goes on.
+pub(super) fn only_waited(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
+    )
+}
+
+/// The error of every call on a pipe end after one failed part-way through `record`.
+pub(super) fn stopped(end: &str, step: PipeStep, record: u64) -> PipeError {
+    PipeError::io(
+        step,
+        std::io::Error::new(
+            std::io::ErrorKind::NotConnected,
+            format!(
+                "this pipe {end} stopped in record {record}: an earlier call failed there \
+                 or was interrupted, and it moves no more records"
+            ),
+        ),
+    )
+}
+
+/// [`CHECK_EVERY`] as a poll timeout.
+pub(super) const POLL_TIMEOUT: rustix::event::Timespec = rustix::event::Timespec {
+    tv_sec: 0,
+    tv_nsec: 50_000_000,
+};
+
 /// Most connections whose hello is awaited at once; a newer one cuts off the oldest.
 const MAX_PENDING_HELLOS: usize = 64;
 /// Time a connection gets to send its hello.
@@ -75,14 +125,16 @@ struct Pending {
 /// Accepts one connection from every producer rank, each proving the token. Hellos are
 /// read without blocking, at most [`MAX_PENDING_HELLOS`] at a time, each within
 /// [`HELLO_TIMEOUT`]: a flood of idle or garbage connections neither stalls nor keeps out
-/// the producer's ranks.
+/// the producer's ranks. The wait asks `check` every [`CHECK_EVERY`].
 fn accept_all(
     l: &TcpListener,
     token: &[u8; 16],
     deadline: Instant,
+    check: Check<'_>,
 ) -> Result<Vec<TcpStream>, PipeError> {
     l.set_nonblocking(true)
         .map_err(|e| PipeError::io(PipeStep::Listen { on: None }, e))?;
+    let mut asked = Instant::now();
     let mut slots: Vec<Option<TcpStream>> = Vec::new();
     let mut expected: Option<u32> = None;
     let mut pending: Vec<Pending> = Vec::new();
@@ -168,12 +220,18 @@ fn accept_all(
                 });
             }
             let s = p.stream;
+            // Blocking, but a read waits at most CHECK_EVERY before the interrupt check.
             s.set_nonblocking(false)
+                .and_then(|()| s.set_read_timeout(Some(CHECK_EVERY)))
                 .map_err(|e| PipeError::io(PipeStep::Socket, e))?;
             let _ = s.set_nodelay(true);
             slots[hello.rank as usize] = Some(s);
         }
         if !busy {
+            if asked.elapsed() >= CHECK_EVERY {
+                check()?;
+                asked = Instant::now();
+            }
             std::thread::sleep(Duration::from_millis(2));
         }
     }
@@ -250,7 +308,8 @@ impl<'c> PipeReader<'c> {
                 check_both_units(comm, layout, crate::Side::Destination, &pl, theirs.ranks)?;
                 let plan = Plan::new(&pl, layout)?;
                 let conn = (|| -> Result<(Vec<TcpStream>, Vec<u64>), PipeError> {
-                    let socks = accept_all(&listener, &token, Instant::now() + meet_timeout())?;
+                    let deadline = Instant::now() + meet_timeout();
+                    let socks = accept_all(&listener, &token, deadline, &interrupt_of(comm))?;
                     if socks.len() as u32 != theirs.ranks {
                         return Err(PipeError::Protocol {
                             side: "producer",
@@ -287,6 +346,7 @@ impl<'c> PipeReader<'c> {
             layout: layout.clone(),
             record: 0,
             ended: false,
+            broken: None,
             mode,
         })
     }
@@ -299,10 +359,19 @@ impl<'c> PipeReader<'c> {
     /// Receives the next record into this rank's share `data`; `false` at the end of the
     /// stream (the producer closed the pipe).
     ///
+    /// Its waits ask the process's interrupt check (`spools_am::Worker::set_interrupt`)
+    /// every 50 ms: a wait it ends fails with [`PipeError::Msg`] holding the interruption.
+    /// A read that fails part-way (anything but a wrong buffer) leaves the reader stopped:
+    /// its connections are closed (the producer sees it gone) and every later read fails.
+    ///
     /// # Errors
     /// [`PipeError::PeerGone`] when a producer rank went away before closing the pipe,
-    /// [`PipeError::Checksum`], [`PipeError::Protocol`], [`PipeError::BufferSize`].
+    /// [`PipeError::Checksum`], [`PipeError::Protocol`], [`PipeError::BufferSize`];
+    /// [`PipeError::Msg`] when interrupted; [`PipeError::Io`] once stopped.
     pub fn read(&mut self, data: &mut [u8]) -> Result<bool, PipeError> {
+        if let Some(r) = self.broken {
+            return Err(stopped("reader", PipeStep::Poll, r));
+        }
         if self.ended {
             return Ok(false);
         }
@@ -315,9 +384,23 @@ impl<'c> PipeReader<'c> {
             });
         }
         let record = self.record;
+        let check = interrupt_of(self.comm);
         let more = match &mut self.mode {
-            Mode::Stdin { plan } => read_stdin(self.comm, plan, data, record)?,
-            Mode::Net { plan, socks, bytes } => read_net(plan, socks, bytes, me, data, record)?,
+            Mode::Stdin { plan } => read_stdin(self.comm, plan, data, record, &check),
+            Mode::Net { plan, socks, bytes } => {
+                read_net(plan, socks, bytes, me, data, record, &check)
+            }
+        };
+        let more = match more {
+            Ok(m) => m,
+            Err(e) => {
+                // Part of the record may have been taken: the stream is out of step.
+                self.broken = Some(record);
+                if let Mode::Net { socks, .. } = &mut self.mode {
+                    socks.clear();
+                }
+                return Err(e);
+            }
         };
         if more {
             self.record += 1;
@@ -331,39 +414,43 @@ impl<'c> PipeReader<'c> {
     }
 }
 
+/// Reads one record of the canonical byte stream on rank 0's standard input, and
+/// scatters it (collective).
 fn read_stdin(
     comm: &Communicator,
     plan: &Plan,
     data: &mut [u8],
     record: u64,
+    check: Check<'_>,
 ) -> Result<bool, PipeError> {
     let me = comm.rank();
     let total = plan.total_bytes() as usize;
     let mut whole = vec![0u8; if me == 0 { total } else { 0 }];
-    // 0: a record, 1: the end, 2: a stream cut in the middle of a record.
+    // 0: a record, 1: the end, 2: a stream cut in the middle of a record, 3: rank 0's
+    // wait was interrupted (the others fail too, instead of waiting for it).
+    let mut interrupted = None;
     let state = if me == 0 {
-        let mut got = 0;
-        let mut input = std::io::stdin().lock();
-        while got < total {
-            match input.read(&mut whole[got..]) {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => break,
+        match read_whole_stdin(&mut whole, check) {
+            Ok(0) => 1u8,
+            Ok(g) if g == total => 0,
+            Ok(_) => 2,
+            Err(e) => {
+                interrupted = Some(e);
+                3
             }
-        }
-        match got {
-            0 => 1u8,
-            g if g == total => 0,
-            _ => 2,
         }
     } else {
         0
     };
     let mut s = [state];
-    comm.bcast(&mut s, 0)?;
+    let sent = comm.bcast(&mut s, 0);
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
+    sent?;
     match s[0] {
         1 => return Ok(false),
+        3 => return Err(PipeError::Remote { rank: 0 }),
         2 => {
             return Err(PipeError::PeerGone {
                 side: "producer",
@@ -377,8 +464,58 @@ fn read_stdin(
     Ok(true)
 }
 
+/// Fills `whole` from standard input, up to its end: the bytes read. The read is of the
+/// descriptor itself (no buffer of this process holds bytes back from `poll`), each wait
+/// at most [`CHECK_EVERY`] before `check`.
+fn read_whole_stdin(whole: &mut [u8], check: Check<'_>) -> Result<usize, PipeError> {
+    let stdin = std::io::stdin();
+    let fd = stdin.as_fd();
+    let mut got = 0;
+    while got < whole.len() {
+        let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+        match rustix::event::poll(&mut fds, Some(&POLL_TIMEOUT)) {
+            Ok(0) | Err(rustix::io::Errno::INTR) => {
+                check()?;
+                continue;
+            }
+            Ok(_) => {}
+            // Not pollable (a regular file is always ready): read as it comes.
+            Err(_) => {}
+        }
+        match rustix::io::read(fd, &mut whole[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => check()?,
+            Err(_) => break,
+        }
+    }
+    Ok(got)
+}
+
+/// Reads exactly `buf.len()` bytes from `s` (whose reads time out every
+/// [`CHECK_EVERY`]), asking `check` whenever a read only waited; `gone()` when the
+/// connection ends or fails first.
+fn read_full(
+    s: &mut TcpStream,
+    buf: &mut [u8],
+    check: Check<'_>,
+    gone: impl Fn() -> PipeError,
+) -> Result<(), PipeError> {
+    let mut at = 0;
+    while at < buf.len() {
+        match s.read(&mut buf[at..]) {
+            Ok(0) => return Err(gone()),
+            Ok(n) => at += n,
+            Err(e) if only_waited(&e) => check()?,
+            Err(_) => return Err(gone()),
+        }
+    }
+    Ok(())
+}
+
 /// Reads one record from every producer rank, taking frames from whichever connection has
 /// one (a producer's frames of the next record wait in its connection: back-pressure).
+/// Asks `check` whenever no frame came for [`CHECK_EVERY`].
 fn read_net(
     plan: &Plan,
     socks: &mut [TcpStream],
@@ -386,6 +523,7 @@ fn read_net(
     me: u32,
     data: &mut [u8],
     record: u64,
+    check: Check<'_>,
 ) -> Result<bool, PipeError> {
     let n = socks.len();
     let mut left: Vec<Option<u64>> = bytes.iter().map(|&b| Some(b)).collect();
@@ -403,9 +541,12 @@ fn read_net(
                 .iter()
                 .map(|&p| PollFd::new(&socks[p], PollFlags::IN))
                 .collect();
-            match rustix::event::poll(&mut fds, None) {
+            match rustix::event::poll(&mut fds, Some(&POLL_TIMEOUT)) {
+                Ok(0) | Err(rustix::io::Errno::INTR) => {
+                    check()?;
+                    continue;
+                }
                 Ok(_) => {}
-                Err(rustix::io::Errno::INTR) => continue,
                 Err(e) => return Err(PipeError::io(PipeStep::Poll, e.into())),
             }
             fds.iter().map(|f| !f.revents().is_empty()).collect()
@@ -420,7 +561,7 @@ fn read_net(
                 when: format!("in record {record}"),
             };
             let mut hb = [0u8; HEADER_LEN];
-            socks[p].read_exact(&mut hb).map_err(|_| gone())?;
+            read_full(&mut socks[p], &mut hb, check, gone)?;
             let h = Header::decode(&hb).map_err(|e| PipeError::Protocol {
                 side: "producer",
                 rank: p as u32,
@@ -453,7 +594,7 @@ fn read_net(
                 });
             }
             let body = &mut payload[..h.len as usize];
-            socks[p].read_exact(body).map_err(|_| gone())?;
+            read_full(&mut socks[p], body, check, gone)?;
             if first[p] && rest > 0 {
                 cursors[p] = Some(RunCursor::new(plan.runs(p as u64, u64::from(me))?));
             }
@@ -526,6 +667,11 @@ mod frames {
     const NINE: &[u8] = b"123456789";
     const NINE_CRC: u32 = 0xe306_9283;
 
+    /// An interrupt check that never interrupts.
+    fn never() -> Result<(), PipeError> {
+        Ok(())
+    }
+
     /// One producer rank and one consumer rank over `u8[9]`; `bytes` written by the
     /// producer, then its end closed; what `read_net` makes of record `record`.
     fn consume(bytes: &[u8], record: u64) -> (Result<bool, PipeError>, Vec<u8>) {
@@ -546,7 +692,7 @@ mod frames {
             .unwrap_or_else(|e| unreachable!("{e}"));
         drop(producer);
         let mut data = vec![0u8; 9];
-        let r = read_net(&plan, &mut [consumer], &[9], 0, &mut data, record);
+        let r = read_net(&plan, &mut [consumer], &[9], 0, &mut data, record, &never);
         (r, data)
     }
 

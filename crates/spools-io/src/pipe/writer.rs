@@ -2,13 +2,17 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::time::Instant;
+
+use rustix::event::{PollFd, PollFlags};
 
 use spools_map::{Layout, Plan};
 use spools_msg::Communicator;
 
 use super::frame::{Header, Hello, Kind, HEADER_LEN, MAX_PAYLOAD};
 use super::name::{meet_all, meet_timeout, token_from_hex, Description, PipeName};
+use super::reader::{interrupt_of, only_waited, stopped, Check, CHECK_EVERY, POLL_TIMEOUT};
 use super::{agree_on_outcome, check_both_units, check_own_units, on_rank0};
 use crate::collective::rank_bytes;
 use crate::crc::extend_crc;
@@ -33,6 +37,9 @@ pub struct PipeWriter<'c> {
     comm: &'c Communicator,
     layout: Layout,
     record: u64,
+    /// The record in which a write failed (or was interrupted) part-way: the connections
+    /// are closed and every later call fails.
+    broken: Option<u64>,
     mode: Mode,
 }
 
@@ -56,7 +63,9 @@ impl std::fmt::Debug for PipeWriter<'_> {
     }
 }
 
-fn connect(addr: &str, deadline: Instant) -> Result<TcpStream, PipeError> {
+/// Connects to a consumer rank at `addr`, trying again until `deadline`, asking `check`
+/// between tries.
+fn connect(addr: &str, deadline: Instant, check: Check<'_>) -> Result<TcpStream, PipeError> {
     loop {
         match TcpStream::connect(addr) {
             Ok(s) => return Ok(s),
@@ -68,9 +77,98 @@ fn connect(addr: &str, deadline: Instant) -> Result<TcpStream, PipeError> {
                     e,
                 ))
             }
-            Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            Err(_) => {
+                check()?;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
         }
     }
+}
+
+/// Writes all of `buf` to `s` (whose writes time out every [`CHECK_EVERY`]), asking
+/// `check` whenever a write only waited (the consumer does not read: back-pressure);
+/// `gone(the system's error)` when the connection fails.
+fn write_full(
+    s: &mut TcpStream,
+    buf: &[u8],
+    check: Check<'_>,
+    gone: impl Fn(std::io::Error) -> PipeError,
+) -> Result<(), PipeError> {
+    let mut at = 0;
+    while at < buf.len() {
+        match s.write(&buf[at..]) {
+            Ok(0) => return Err(gone(std::io::ErrorKind::WriteZero.into())),
+            Ok(n) => at += n,
+            Err(e) if only_waited(&e) => check()?,
+            Err(e) => return Err(gone(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Bytes a write to a pipe takes at once when `poll` says there is room (POSIX's
+/// `PIPE_BUF`, Linux's page).
+const PIPE_BUF: usize = 4096;
+
+/// Bytes a write to `fd`, which `poll` said has room, takes without waiting: a pipe's
+/// free space (its capacity less what is queued, in whole pages), at least [`PIPE_BUF`]
+/// (what `poll` promises); [`PIPE_BUF`] for what is not a pipe.
+fn room(fd: BorrowedFd<'_>) -> usize {
+    let mut queued: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer, which points to `queued`, a
+    // live int; on a descriptor that does not support it, it fails and writes nothing.
+    let asked = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &mut queued) };
+    // SAFETY: F_GETPIPE_SZ takes no argument and only reads the descriptor's pipe; it
+    // fails on what is not a pipe.
+    let capacity = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETPIPE_SZ) };
+    match (usize::try_from(capacity), usize::try_from(queued)) {
+        (Ok(c), Ok(q)) if asked == 0 => (c.saturating_sub(q) / PIPE_BUF * PIPE_BUF).max(PIPE_BUF),
+        _ => PIPE_BUF,
+    }
+}
+
+/// Writes `whole` to standard output (rank 0's): at once to a regular file; to a pipe, a
+/// socket or a terminal, once `poll` says there is room, as much as it takes without
+/// waiting ([`room`]), so that a consumer that does not read holds this rank in `poll`,
+/// where it asks `check` every [`CHECK_EVERY`]. `gone()` when the output fails or is
+/// closed.
+fn write_stdout(
+    whole: &[u8],
+    check: Check<'_>,
+    gone: impl Fn() -> PipeError,
+) -> Result<(), PipeError> {
+    let mut out = std::io::stdout().lock();
+    // What this process buffered before goes first.
+    out.flush().map_err(|_| gone())?;
+    let fd = out.as_fd();
+    let regular = fd
+        .try_clone_to_owned()
+        .map(std::fs::File::from)
+        .and_then(|f| f.metadata())
+        .is_ok_and(|m| m.file_type().is_file());
+    if regular {
+        return out.write_all(whole).map_err(|_| gone());
+    }
+    let mut at = 0;
+    while at < whole.len() {
+        let mut fds = [PollFd::new(&fd, PollFlags::OUT)];
+        match rustix::event::poll(&mut fds, Some(&POLL_TIMEOUT)) {
+            Ok(0) | Err(rustix::io::Errno::INTR) => {
+                check()?;
+                continue;
+            }
+            // Ready, or not pollable: written as it goes.
+            Ok(_) | Err(_) => {}
+        }
+        let end = (at + room(fd)).min(whole.len());
+        match rustix::io::write(fd, &whole[at..end]) {
+            Ok(0) => return Err(gone()),
+            Ok(n) => at += n,
+            Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => check()?,
+            Err(_) => return Err(gone()),
+        }
+    }
+    Ok(())
 }
 
 impl<'c> PipeWriter<'c> {
@@ -115,20 +213,24 @@ impl<'c> PipeWriter<'c> {
                     violation: PipeViolation::BadToken,
                 })?;
                 let deadline = Instant::now() + meet_timeout();
+                let check = interrupt_of(comm);
                 let conn = (|| -> Result<(Vec<TcpStream>, Vec<u64>), PipeError> {
                     let mut socks = Vec::new();
                     let mut bytes = Vec::new();
                     for (c, addr) in theirs.addrs.iter().enumerate() {
-                        let mut s = connect(addr, deadline)?;
+                        let mut s = connect(addr, deadline, &check)?;
+                        // A write waits at most CHECK_EVERY before the interrupt check.
                         s.set_nodelay(true)
+                            .and_then(|()| s.set_write_timeout(Some(CHECK_EVERY)))
                             .map_err(|e| PipeError::io(PipeStep::Socket, e))?;
                         let hello = Hello {
                             token,
                             rank: me,
                             ranks: comm.size(),
                         };
-                        s.write_all(&hello.encode())
-                            .map_err(|e| PipeError::io(PipeStep::Hello { rank: c as u32 }, e))?;
+                        write_full(&mut s, &hello.encode(), &check, |e| {
+                            PipeError::io(PipeStep::Hello { rank: c as u32 }, e)
+                        })?;
                         socks.push(s);
                         let c = c as u64;
                         bytes.push(if u64::from(me) < layout.units() && c < cl.units() {
@@ -147,6 +249,7 @@ impl<'c> PipeWriter<'c> {
             comm,
             layout: layout.clone(),
             record: 0,
+            broken: None,
             mode,
         })
     }
@@ -160,9 +263,19 @@ impl<'c> PipeWriter<'c> {
     /// mode; otherwise each rank sends its own part and returns when the consumer ranks
     /// have taken it into their socket buffers (back-pressure).
     ///
+    /// Its waits ask the process's interrupt check (`spools_am::Worker::set_interrupt`)
+    /// every 50 ms: a wait it ends fails with [`PipeError::Msg`] holding the interruption.
+    /// A write that fails part-way (anything but a wrong buffer) leaves the writer stopped:
+    /// its connections are closed (the consumer sees it gone, never half a record) and
+    /// every later call fails.
+    ///
     /// # Errors
-    /// [`PipeError::PeerGone`] when a consumer rank went away, [`PipeError::BufferSize`].
+    /// [`PipeError::PeerGone`] when a consumer rank went away, [`PipeError::BufferSize`];
+    /// [`PipeError::Msg`] when interrupted; [`PipeError::Io`] once stopped.
     pub fn write(&mut self, data: &[u8]) -> Result<(), PipeError> {
+        if let Some(r) = self.broken {
+            return Err(stopped("writer", PipeStep::Socket, r));
+        }
         let me = self.comm.rank();
         let need = rank_bytes(&self.layout, me)?;
         if (data.len() as u64) < need {
@@ -172,6 +285,20 @@ impl<'c> PipeWriter<'c> {
             });
         }
         let record = self.record;
+        if let Err(e) = self.send(data, me, record) {
+            self.broken = Some(record);
+            if let Mode::Net { socks, .. } = &mut self.mode {
+                socks.clear();
+            }
+            return Err(e);
+        }
+        self.record += 1;
+        Ok(())
+    }
+
+    /// Sends this rank's part of record `record` (see [`PipeWriter::write`]).
+    fn send(&mut self, data: &[u8], me: u32, record: u64) -> Result<(), PipeError> {
+        let check = interrupt_of(self.comm);
         match &mut self.mode {
             Mode::Stdout { plan } => {
                 let total = plan.total_bytes();
@@ -184,14 +311,11 @@ impl<'c> PipeWriter<'c> {
                     &ExchangeOptions::default(),
                 )?;
                 let wrote = if me == 0 {
-                    let mut o = std::io::stdout().lock();
-                    o.write_all(&whole)
-                        .and_then(|()| o.flush())
-                        .map_err(|_| PipeError::PeerGone {
-                            side: "consumer",
-                            rank: 0,
-                            when: format!("(standard output closed) in record {record}"),
-                        })
+                    write_stdout(&whole, &check, || PipeError::PeerGone {
+                        side: "consumer",
+                        rank: 0,
+                        when: format!("(standard output closed) in record {record}"),
+                    })
                 } else {
                     Ok(())
                 };
@@ -232,13 +356,11 @@ impl<'c> PipeWriter<'c> {
                             crc,
                         };
                         frame[..HEADER_LEN].copy_from_slice(&h.encode());
-                        socks[c]
-                            .write_all(&frame)
-                            .map_err(|_| PipeError::PeerGone {
-                                side: "consumer",
-                                rank: c as u32,
-                                when: format!("in record {record}"),
-                            })?;
+                        write_full(&mut socks[c], &frame, &check, |_| PipeError::PeerGone {
+                            side: "consumer",
+                            rank: c as u32,
+                            when: format!("in record {record}"),
+                        })?;
                         left -= got;
                         if left == 0 {
                             break;
@@ -247,16 +369,21 @@ impl<'c> PipeWriter<'c> {
                 }
             }
         }
-        self.record += 1;
         Ok(())
     }
 
     /// Ends the stream: every consumer rank reads the end after the last record. Returns
-    /// when the consumer has closed its end (so every record was read).
+    /// when the consumer has closed its end (so every record was read). Its waits ask the
+    /// interrupt check as [`PipeWriter::write`]'s do.
     ///
     /// # Errors
-    /// [`PipeError::PeerGone`] when a consumer rank went away first.
+    /// [`PipeError::PeerGone`] when a consumer rank went away first; [`PipeError::Msg`]
+    /// when interrupted; [`PipeError::Io`] when an earlier write stopped the writer.
     pub fn close(self) -> Result<(), PipeError> {
+        if let Some(r) = self.broken {
+            return Err(stopped("writer", PipeStep::Socket, r));
+        }
+        let check = interrupt_of(self.comm);
         if let Mode::Net { socks, .. } = self.mode {
             let end = Header {
                 kind: Kind::End,
@@ -271,14 +398,16 @@ impl<'c> PipeWriter<'c> {
                     rank: c as u32,
                     when: "before the end of the stream".into(),
                 };
-                s.write_all(&end).map_err(|_| gone(()))?;
+                write_full(&mut s, &end, &check, |_| gone(()))?;
                 let _ = s.shutdown(Shutdown::Write);
+                s.set_read_timeout(Some(CHECK_EVERY))
+                    .map_err(|e| PipeError::io(PipeStep::Socket, e))?;
                 let mut sink = [0u8; 64];
                 loop {
                     match s.read(&mut sink) {
                         Ok(0) => break,
                         Ok(_) => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) if only_waited(&e) => check()?,
                         Err(_) => return Err(gone(())),
                     }
                 }

@@ -14,7 +14,7 @@ use spools_proto::stream::{Close, Open, MAX_LINKS, MAX_SU, NOT_SEQUENCED, VARIAB
 use spools_stream::{LinkSender, SendError};
 
 use super::distribution::{concatenated, owned, owner, stripes, stripes_after};
-use super::link::{Item, LinkThread};
+use super::link::{Item, LinkThread, Refused};
 use super::{StreamId, StreamOptions};
 use crate::collective::{agree_on_outcome, rank_bytes};
 use crate::error::{ExchangeError, StreamError};
@@ -44,6 +44,10 @@ struct Stream {
 /// error on any rank fails the call on every rank. A connection dropped without
 /// [`close`](StreamConnection::close) (after an error) is abandoned: its links stop at once
 /// and the receiver sees its open streams end incomplete.
+/// So is a connection whose call failed part-way: a wait that the process's interrupt
+/// check ended (room in a link's window, the links' last sends, a collective step), a
+/// rank or link failing once an ADU was being queued; every later call then fails at
+/// once, without communication, with [`StreamError::Link`] saying so.
 ///
 /// ```no_run
 /// use spools_io::stream::{StreamConnection, StreamOptions};
@@ -71,7 +75,14 @@ pub struct StreamConnection<'c> {
     streams: BTreeMap<u32, Stream>,
     /// The next stream's id.
     next: u32,
+    /// Whether a call failed part-way (see [`StreamConnection::abandon`]): every later
+    /// call fails.
+    abandoned: bool,
 }
+
+/// What every call on an abandoned connection fails with.
+const ABANDONED: &str = "the connection was abandoned: an earlier call failed part-way \
+                         (interrupted, or a rank or link failed), and it sends no more";
 
 impl<'c> StreamConnection<'c> {
     /// Opens a connection of `links` links to `dest`: rank `r` opens links `r, r + P, ...`.
@@ -149,6 +160,7 @@ impl<'c> StreamConnection<'c> {
             link_owners: Owners::List((0..links).map(|s| owner(s, ranks)).collect()),
             streams: BTreeMap::new(),
             next: 1,
+            abandoned: false,
         })
     }
 
@@ -170,8 +182,10 @@ impl<'c> StreamConnection<'c> {
     /// # Errors
     /// [`StreamError::Format`]: a TU of 0, or (not `variable`) not a multiple of the links,
     /// or SUs over 64 MiB; a window of 0. [`StreamError::UnknownStream`]: `after` names no
-    /// stream opened on this connection.
+    /// stream opened on this connection. [`StreamError::Link`] once the connection is
+    /// abandoned.
     pub fn open_stream(&mut self, opts: StreamOptions) -> Result<StreamId, StreamError> {
+        self.usable()?;
         check_options(self.links, &opts)?;
         if let Some(StreamId(a)) = opts.after {
             if a == 0 || a >= self.next {
@@ -258,6 +272,20 @@ impl<'c> StreamConnection<'c> {
         layout: &Layout,
         agree_len: bool,
     ) -> Result<(), StreamError> {
+        self.usable()?;
+        let r = self.send_prefixed(id, prefix, data, layout, agree_len);
+        self.guard(r)
+    }
+
+    /// [`StreamConnection::send_checked`], not guarded.
+    fn send_prefixed(
+        &mut self,
+        id: StreamId,
+        prefix: Result<&[u8], StreamError>,
+        data: &[u8],
+        layout: &Layout,
+        agree_len: bool,
+    ) -> Result<(), StreamError> {
         let local = prefix.and_then(|p| Ok((self.prepare(id.0, p.len() as u64, data, layout)?, p)));
         let ((plan, size, tu), prefix) = self.agree(local)?;
         if agree_len {
@@ -283,6 +311,13 @@ impl<'c> StreamConnection<'c> {
     /// would exceed 64 MiB; [`StreamError::LockStep`], [`StreamError::UnknownStream`], a
     /// failed link, a dead rank; on every rank.
     pub fn send_var(&mut self, id: StreamId, data: &[u8]) -> Result<(), StreamError> {
+        self.usable()?;
+        let r = self.send_var_unguarded(id, data);
+        self.guard(r)
+    }
+
+    /// [`StreamConnection::send_var`], not guarded.
+    fn send_var_unguarded(&mut self, id: StreamId, data: &[u8]) -> Result<(), StreamError> {
         let local = self.ready(id.0).and_then(|st| {
             if st.opts.variable {
                 Ok(())
@@ -395,6 +430,13 @@ impl<'c> StreamConnection<'c> {
     /// # Errors
     /// [`StreamError::UnknownStream`], a failed link, a dead rank; on every rank.
     pub fn close_stream(&mut self, id: StreamId) -> Result<(), StreamError> {
+        self.usable()?;
+        let r = self.close_stream_unguarded(id);
+        self.guard(r)
+    }
+
+    /// [`StreamConnection::close_stream`], not guarded.
+    fn close_stream_unguarded(&mut self, id: StreamId) -> Result<(), StreamError> {
         // A stream ahead of its group may end (the group goes on without it).
         let local = self.check_links().and_then(|()| {
             if self.streams.contains_key(&id.0) {
@@ -417,21 +459,40 @@ impl<'c> StreamConnection<'c> {
             adus: st.adus,
         }));
         let queued = self.queue_all(&st.opts, || items.clone());
-        self.agree(queued)
+        let r = self.agree(queued);
+        if r.is_err() {
+            // Queued on some links, maybe not on others.
+            self.abandon();
+        }
+        r
     }
 
     /// Closes the streams still open, then the connection: every link sends what it holds
     /// and ends. Collective.
     ///
     /// # Errors
-    /// A link that failed, on its owner, and [`StreamError::Remote`] on the other ranks.
+    /// A link that failed, on its owner, and [`StreamError::Remote`] on the other ranks;
+    /// [`StreamError::Msg`] when the wait for the links' last sends (a receiver that does
+    /// not read) was interrupted (the connection is then abandoned);
+    /// [`StreamError::Link`] when it was abandoned before.
     pub fn close(mut self) -> Result<(), StreamError> {
+        self.usable()?;
         let open: Vec<u32> = self.streams.keys().copied().collect();
         for id in open {
             self.close_stream(StreamId(id))?;
         }
+        // Every link finishes at once; a receiver that does not read holds them in
+        // their last sends, and the wait for them asks the interrupt check.
+        self.owned.iter().for_each(LinkThread::finish);
+        let comm = self.comm;
+        let check = move || comm.check_interrupt();
         let mut local = Ok(());
         for l in &mut self.owned {
+            if let Err(e) = l.wait_ended(&check) {
+                // The links not waited for are abandoned with the connection.
+                local = Err(StreamError::Msg(e));
+                break;
+            }
             let link = l.link();
             let r = l
                 .end()
@@ -441,6 +502,28 @@ impl<'c> StreamConnection<'c> {
             }
         }
         self.agree(local)
+    }
+
+    /// Keeps `r`, abandoning the connection first when it is a messaging failure (an
+    /// interrupted wait, a dead rank): the ranks may have left the call at different
+    /// steps.
+    fn guard<T>(&mut self, r: Result<T, StreamError>) -> Result<T, StreamError> {
+        if matches!(
+            r,
+            Err(StreamError::Msg(_) | StreamError::Exchange(ExchangeError::Msg(_)))
+        ) {
+            self.abandon();
+        }
+        r
+    }
+
+    /// Abandons the connection after a call that failed part-way (an ADU queued on some
+    /// links and not others, a wait interrupted, a rank failed in the middle): its links
+    /// stop at once, without sending more (the receiver sees its open streams cut short),
+    /// and every later call fails with a [`StreamError::Link`] that says so.
+    fn abandon(&mut self) {
+        self.abandoned = true;
+        self.owned.clear();
     }
 
     fn agree<T>(&self, local: Result<T, StreamError>) -> Result<T, StreamError> {
@@ -473,6 +556,22 @@ impl<'c> StreamConnection<'c> {
         self.streams
             .get_mut(&id)
             .ok_or(StreamError::UnknownStream { stream: id })
+    }
+
+    /// The error of every call once the connection is abandoned (see
+    /// [`StreamConnection::abandon`]), at once and without communication: the ranks may
+    /// be out of step, and a rank may wait in a call the others left.
+    fn usable(&self) -> Result<(), StreamError> {
+        if !self.abandoned {
+            return Ok(());
+        }
+        Err(StreamError::Link {
+            link: owned(self.links, self.comm.rank(), self.comm.size())
+                .first()
+                .copied()
+                .unwrap_or(0),
+            source: SendError::Format(ABANDONED),
+        })
     }
 
     /// A link of this rank that stopped: its error.
@@ -575,6 +674,7 @@ impl<'c> StreamConnection<'c> {
             .ok_or(StreamError::UnknownStream { stream: id })?;
         let announce = (!st.announced).then(|| open_frame(id, &st.opts, size));
         let (opts, adu) = (st.opts, st.adus);
+        let queuing = stripes.is_ok();
         let queued = stripes.and_then(|stripes| {
             let mut stripes = stripes.into_iter();
             self.queue_all(&opts, || {
@@ -590,7 +690,14 @@ impl<'c> StreamConnection<'c> {
                 items
             })
         });
-        self.agree(queued)?;
+        let agreed = self.agree(queued);
+        if agreed.is_err() && queuing {
+            // This rank queued the ADU on its links (or some of them) and a rank failed:
+            // the ADU may be on some links and not others. (A reshuffle refused on
+            // every rank, a layout that does not fit, queued nothing: the stream goes on.)
+            self.abandon();
+        }
+        agreed?;
         if let Some(st) = self.streams.get_mut(&id) {
             st.announced = true;
             if !st.opts.variable {
@@ -648,15 +755,20 @@ impl<'c> StreamConnection<'c> {
     }
 
     /// Queues `items()` on each link this rank owns (called once per link, in link order).
+    /// A wait for room in a link's window asks the interrupt check.
     fn queue_all(
         &mut self,
         opts: &StreamOptions,
         mut items: impl FnMut() -> Vec<Item>,
     ) -> Result<(), StreamError> {
+        let comm = self.comm;
+        let check = move || comm.check_interrupt();
         for l in &mut self.owned {
             for item in items() {
-                if l.queue(opts.priority, opts.window, item).is_err() {
-                    return Err(link_error(l));
+                match l.queue(opts.priority, opts.window, item, &check) {
+                    Ok(()) => {}
+                    Err(Refused::Stopped) => return Err(link_error(l)),
+                    Err(Refused::Interrupted(e)) => return Err(StreamError::Msg(e)),
                 }
             }
         }

@@ -7,9 +7,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::Instant;
+
+use spools_msg::MsgError;
 
 use spools_proto::stream::{su_range, tus, Close, Frame, Open, Su};
 use spools_stream::{LinkSender, SendError};
+
+use super::CHECK_EVERY;
 
 /// What the rank queues on its link thread.
 #[derive(Clone)]
@@ -41,6 +46,15 @@ impl Item {
             Item::Close(c) => c.stream,
         }
     }
+}
+
+/// Why an item was not queued.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// The thread has stopped: [`LinkThread::end`] tells why.
+    Stopped,
+    /// The interrupt check ended the wait for room in the window.
+    Interrupted(MsgError),
 }
 
 /// A link thread's failure: what it was sending (stream, ADU), and why.
@@ -115,26 +129,78 @@ impl LinkThread {
     }
 
     /// Queues `item` of a stream of priority `priority`. An ADU waits while its stream
-    /// holds `window` ADUs on this link. `Err` when the thread has stopped:
-    /// [`LinkThread::end`] tells why.
-    pub(crate) fn queue(&self, priority: u8, window: u32, item: Item) -> Result<(), ()> {
+    /// holds `window` ADUs on this link, asking `check` (the interrupt check) at least
+    /// every [`CHECK_EVERY`]. [`Refused::Stopped`] when the thread has stopped
+    /// ([`LinkThread::end`] tells why), [`Refused::Interrupted`] when `check` failed (the
+    /// item is not queued).
+    pub(crate) fn queue(
+        &self,
+        priority: u8,
+        window: u32,
+        item: Item,
+        check: &dyn Fn() -> Result<(), MsgError>,
+    ) -> Result<(), Refused> {
         let (_, cv) = &*self.shared;
         let mut st = lock(&self.shared);
         if let Item::Adu { stream, .. } = &item {
+            let mut asked = Instant::now();
             while !st.done && st.held.get(stream).copied().unwrap_or(0) >= window.max(1) {
                 st = cv
-                    .wait(st)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    .wait_timeout(st, CHECK_EVERY)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .0;
+                if asked.elapsed() >= CHECK_EVERY {
+                    // Asked without the lock, which the thread needs to make room.
+                    drop(st);
+                    check().map_err(Refused::Interrupted)?;
+                    asked = Instant::now();
+                    st = lock(&self.shared);
+                }
             }
             if !st.done {
                 *st.held.entry(*stream).or_insert(0) += 1;
             }
         }
         if st.done {
-            return Err(());
+            return Err(Refused::Stopped);
         }
         st.queue.push((priority, item));
         cv.notify_all();
+        Ok(())
+    }
+
+    /// Tells the thread to send what is queued and end the link (without waiting).
+    pub(crate) fn finish(&self) {
+        lock(&self.shared).finish = true;
+        self.shared.1.notify_all();
+    }
+
+    /// Waits until the thread has ended (after [`LinkThread::finish`]), asking `check`
+    /// (the interrupt check) at least every [`CHECK_EVERY`]: a receiver that does not read
+    /// holds the thread in its last sends.
+    ///
+    /// # Errors
+    /// `check`'s; the thread then goes on (it is abandoned if the link is dropped).
+    pub(crate) fn wait_ended(
+        &self,
+        check: &dyn Fn() -> Result<(), MsgError>,
+    ) -> Result<(), MsgError> {
+        let mut st = lock(&self.shared);
+        let mut asked = Instant::now();
+        while !st.done {
+            st = self
+                .shared
+                .1
+                .wait_timeout(st, CHECK_EVERY)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+            if asked.elapsed() >= CHECK_EVERY {
+                drop(st);
+                check()?;
+                asked = Instant::now();
+                st = lock(&self.shared);
+            }
+        }
         Ok(())
     }
 

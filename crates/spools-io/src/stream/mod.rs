@@ -15,6 +15,7 @@
 //!   ([`spools_proto::frame`]), a header in front of each frame of a 2-D image or field.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use spools_map::Layout;
 use spools_msg::Communicator;
@@ -31,6 +32,14 @@ pub use frames::{frame_header, FrameStyle};
 pub use reader::{AduInfo, Limits, StreamReader};
 
 use crate::error::StreamError;
+
+/// How often, at least, a wait of a stream end on something of its own (room in a link's
+/// window, a link's last sends, the next ADU on rank 0) asks the process's interrupt
+/// check ([`Communicator::check_interrupt`]), as messaging's waits do before they sleep:
+/// a wait it ends fails with [`StreamError::Msg`] or
+/// [`StreamRecvError::Msg`](crate::StreamRecvError::Msg) holding the interruption
+/// (`AmError::Interrupted`), and leaves the end unusable (every later call fails).
+pub(crate) const CHECK_EVERY: Duration = Duration::from_millis(50);
 
 /// How a [`StreamWriter`] cuts and stripes its stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

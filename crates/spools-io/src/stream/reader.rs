@@ -19,6 +19,14 @@ use crate::collective::{agree_on_outcome, fit_ranks, rank_bytes};
 use crate::error::{Side, StreamRecvError};
 use crate::exchange::{exchange, ExchangeOptions, Owners};
 
+/// What the other ranks learn when rank 0's wait for the next ADU was interrupted.
+const RANK0_INTERRUPTED: &str =
+    "rank 0 was interrupted while it waited for the next ADU; the stream is closed";
+
+/// What every call fails with once a call failed part-way.
+const STOPPED: &str = "an earlier call failed part-way (interrupted, or a rank failed); \
+                       the stream is closed";
+
 /// A stream into the job, open on every rank of a communicator: one logical connection
 /// from one sender, whose ADUs (of one or more streams, in the order the receiver hands
 /// them out) the job receives one by one, collectively.
@@ -103,6 +111,13 @@ impl<'c> StreamReader<'c> {
     /// (`Incomplete`, `Missing`, `Cut`: the sender died or lost a link), frames refused
     /// (`Refused`: a checksum mismatch, ...), the receiver failed; `Msg` when a rank
     /// failed. The stream's end, error or not, is returned again by every later call.
+    ///
+    /// Rank 0's wait asks the process's interrupt check (`spools_am::Worker::set_interrupt`)
+    /// every 50 ms, as the other ranks' wait in the broadcast does: a wait it ends fails
+    /// with `Msg` holding the interruption on rank 0, and with `Receiver` on the others
+    /// (rank 0 tells them); the reader is then unusable: rank 0 stops listening (the
+    /// sender sees its links closed) and every later call fails with `Receiver`. So is it
+    /// after a broadcast or a scatter that fails.
     pub fn next_adu(&mut self) -> Result<Option<AduInfo>, StreamRecvError> {
         if let Some(i) = self.next {
             return Ok(Some(i));
@@ -110,15 +125,26 @@ impl<'c> StreamReader<'c> {
         if let Some(n) = &self.ended {
             return n.outcome();
         }
+        let comm = self.comm;
+        let mut interrupted = None;
         let mine = match self.inbox.as_mut() {
-            Some(inbox) => {
-                let (next, data) = inbox.next();
-                self.held = data;
-                next.encode()
-            }
+            Some(inbox) => match inbox.next(&|| comm.check_interrupt()) {
+                Ok((next, data)) => {
+                    self.held = data;
+                    next.encode()
+                }
+                Err(e) => {
+                    interrupted = Some(e);
+                    Next::Receiver(RANK0_INTERRUPTED.into()).encode()
+                }
+            },
             None => Vec::new(),
         };
-        let next = Next::decode(&self.comm.bcast_bytes(0, &mine)?);
+        let told = self.comm.bcast_bytes(0, &mine);
+        if let Some(e) = interrupted {
+            return Err(self.stop(StreamRecvError::Msg(e)));
+        }
+        let next = Next::decode(&told.map_err(|e| self.stop(e.into()))?);
         match &next {
             Next::Adu(i) => self.next = Some(*i),
             n if n.is_final() => self.ended = Some(next.clone()),
@@ -145,14 +171,39 @@ impl<'c> StreamReader<'c> {
             return Ok(None);
         };
         let local = self.check(buf, layout, info);
-        agree_on_outcome(self.comm, local, |rank| StreamRecvError::Remote { rank })?;
+        agree_on_outcome(self.comm, local, |rank| StreamRecvError::Remote { rank })
+            .map_err(|e| self.stop_on_msg(e))?;
         let scattered = self.scatter(buf, layout.units(), info);
         agree_on_outcome(self.comm, scattered, |rank| StreamRecvError::Remote {
             rank,
-        })?;
+        })
+        // The ranks may have left the scatter at different steps.
+        .map_err(|e| self.stop(e))?;
         self.next = None;
         self.held = Vec::new();
         Ok(Some(info))
+    }
+
+    /// Makes the reader unusable after a call that failed part-way (`e`, which it
+    /// returns): rank 0 stops listening, and every later call fails with
+    /// [`StreamRecvError::Receiver`].
+    fn stop(&mut self, e: StreamRecvError) -> StreamRecvError {
+        self.inbox = None;
+        self.next = None;
+        self.held = Vec::new();
+        self.ended = Some(Next::Receiver(STOPPED.into()));
+        e
+    }
+
+    /// [`StreamReader::stop`] when `e` is a messaging failure (an interrupted wait, a
+    /// dead rank): the ranks may have left the call at different steps. Other errors of
+    /// the agreement (a wrong layout or buffer on some rank) leave the ADU the next one.
+    fn stop_on_msg(&mut self, e: StreamRecvError) -> StreamRecvError {
+        if matches!(e, StreamRecvError::Msg(_)) {
+            self.stop(e)
+        } else {
+            e
+        }
     }
 
     /// Passes over the next ADU without receiving it, and says which it was (`None` once

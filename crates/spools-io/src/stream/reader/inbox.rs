@@ -4,9 +4,12 @@
 //! from rank 0 to every rank as a few bytes.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::mpsc::{sync_channel, Receiver as Rx, SyncSender};
+use std::sync::mpsc::{sync_channel, Receiver as Rx, RecvTimeoutError, SyncSender};
 
+use spools_msg::MsgError;
 use spools_stream::{Event, Limits, ReassemblyError, Receiver, RecvError, Sender, Summary};
+
+use crate::stream::CHECK_EVERY;
 
 use crate::error::StreamRecvError;
 
@@ -236,15 +239,30 @@ impl Inbox {
 
     /// Waits for what comes next, with the bytes of a whole ADU (streams that ended
     /// complete are passed over). A sender that dies ends its links, so this ends too.
-    pub(crate) fn next(&mut self) -> (Next, Vec<u8>) {
+    /// Asks `check` (the interrupt check) whenever nothing came for [`CHECK_EVERY`].
+    ///
+    /// # Errors
+    /// `check`'s (nothing was taken from the queue).
+    pub(crate) fn next(
+        &mut self,
+        check: &dyn Fn() -> Result<(), MsgError>,
+    ) -> Result<(Next, Vec<u8>), MsgError> {
         let Some(rx) = self.rx.as_ref() else {
-            return (Next::Receiver("the receiver was shut".into()), Vec::new());
+            return Ok((Next::Receiver("the receiver was shut".into()), Vec::new()));
         };
         loop {
-            let next = match rx.recv() {
+            let got = match rx.recv_timeout(CHECK_EVERY) {
+                Ok(item) => Ok(item),
+                Err(RecvTimeoutError::Timeout) => {
+                    check()?;
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => Err(()),
+            };
+            let next = match got {
                 Ok(Item::Event(Event::Adu { stream, adu, data })) => {
                     let size = data.len() as u64;
-                    return (Next::Adu(AduInfo { stream, adu, size }), data);
+                    return Ok((Next::Adu(AduInfo { stream, adu, size }), data));
                 }
                 Ok(Item::Event(Event::Ended { complete: true, .. })) => continue,
                 Ok(Item::Event(Event::Ended { stream, adus, .. })) => Next::Cut { stream, adus },
@@ -297,7 +315,7 @@ impl Inbox {
                     Next::Receiver("the receiving thread ended".into())
                 }
             };
-            return (next, Vec::new());
+            return Ok((next, Vec::new()));
         }
     }
 }
