@@ -102,6 +102,25 @@ pub enum Op<T: Element> {
     /// The slices are whole contributions, or (commutative functions on long buffers,
     /// whose reductions go in blocks) equal-length blocks of them.
     UserSlice(SliceFn<T>, bool),
+    /// Another operator whose non-blocking reductions end with an agreement: every rank
+    /// says whether its part failed ([`Verdict::failed`], e.g. a user function of an
+    /// interpreter that raised) and learns which ranks' did ([`Verdict::agreed`]), before
+    /// the request completes. Made by [`Op::with_verdict`]; combines as the inner one.
+    Agreed(Arc<Op<T>>, Arc<dyn Verdict>),
+}
+
+/// The two halves of the agreement that ends a non-blocking reduction with an
+/// [`Op::Agreed`] operator (a round of the collective's own schedule, after its
+/// reduction: an allreduce of one flag per rank). A non-blocking call cannot add a
+/// collective of its own when it is waited for (requests are waited in any order, or
+/// dropped), so the agreement is part of the collective.
+pub trait Verdict: Send + Sync {
+    /// Whether this rank's part failed (asked once this rank's part of the reduction is
+    /// done).
+    fn failed(&self) -> bool;
+    /// The communicator ranks whose part failed (empty: none), told once every rank
+    /// answered, before the request completes.
+    fn agreed(&self, failed: &[u32]);
 }
 
 impl<T: Element> std::fmt::Debug for Op<T> {
@@ -113,6 +132,7 @@ impl<T: Element> std::fmt::Debug for Op<T> {
             Op::Max => f.write_str("Max"),
             Op::User(_, c) => write!(f, "User(commutative: {c})"),
             Op::UserSlice(_, c) => write!(f, "UserSlice(commutative: {c})"),
+            Op::Agreed(op, _) => write!(f, "Agreed({op:?})"),
         }
     }
 }
@@ -152,10 +172,43 @@ impl<T: Element> Op<T> {
         Op::UserSlice(Arc::new(f), commutative)
     }
 
+    /// This operator, with an agreement at the end of its non-blocking reductions (see
+    /// [`Verdict`]).
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::{Arc, Mutex};
+    /// use spools_msg::{Op, Verdict};
+    /// #[derive(Default)]
+    /// struct Raised(AtomicBool, Mutex<Vec<u32>>);
+    /// impl Verdict for Raised {
+    ///     fn failed(&self) -> bool { self.0.load(Ordering::Relaxed) }
+    ///     fn agreed(&self, failed: &[u32]) { *self.1.lock().unwrap() = failed.to_vec(); }
+    /// }
+    /// let v = Arc::new(Raised::default());
+    /// let world = spools::init().unwrap();
+    /// let op = Op::Sum.with_verdict(v.clone());
+    /// let sum = world.iallreduce(vec![1u64], op).unwrap().wait().unwrap();
+    /// assert_eq!(sum, [u64::from(world.size())]);
+    /// assert!(v.1.lock().unwrap().is_empty());
+    /// ```
+    pub fn with_verdict(self, verdict: Arc<dyn Verdict>) -> Op<T> {
+        Op::Agreed(Arc::new(self), verdict)
+    }
+
+    /// The agreement this operator's non-blocking reductions end with, if any.
+    pub(crate) fn verdict(&self) -> Option<&Arc<dyn Verdict>> {
+        match self {
+            Op::Agreed(_, v) => Some(v),
+            _ => None,
+        }
+    }
+
     /// Whether operands may be combined in any order.
     pub fn commutative(&self) -> bool {
         match self {
             Op::User(_, c) | Op::UserSlice(_, c) => *c,
+            Op::Agreed(op, _) => op.commutative(),
             _ => true,
         }
     }
@@ -191,6 +244,7 @@ impl<T: Element> Op<T> {
                 }
             }
             Op::UserSlice(f, _) => f(acc, other, acc_is_lower),
+            Op::Agreed(op, _) => op.combine(acc, other, acc_is_lower),
         }
     }
 }

@@ -57,7 +57,7 @@ mod status;
 pub use coll::CollRequest;
 pub use communicator::Communicator;
 pub use create::start;
-pub use element::{as_bytes, as_bytes_mut, Element, Op, SliceFn, UserFn};
+pub use element::{as_bytes, as_bytes_mut, Element, Op, SliceFn, UserFn, Verdict};
 pub use error::{MsgError, RpcError};
 pub use pinned::PinnedBuf;
 pub use recv_start::PendingRecv;

@@ -76,6 +76,9 @@ impl OpGuard<'_> {
             },
         )?;
         if let (Some((rank, sent)), false) = (orphaned, done) {
+            // An interrupt that came meanwhile (Ctrl-C) wins: the wait would have ended
+            // with it had it slept once more.
+            self.engine.worker.check_interrupt()?;
             return Err(MsgError::SourceFinalized { rank, sent });
         }
         match blocker {

@@ -138,6 +138,8 @@ impl Request {
             },
         )?;
         if let (Some((rank, sent)), false) = (orphaned, done) {
+            // An interrupt that came meanwhile (Ctrl-C) wins, as in a wait that slept.
+            engine.worker.check_interrupt()?;
             // The request stays: it may be cancelled or dropped.
             return Err(MsgError::SourceFinalized { rank, sent });
         }

@@ -387,3 +387,90 @@ fn mismatched_lengths_are_errors_from_wait() {
     assert_ok(&o);
     assert_eq!(o.stdout.matches("mismatch ok").count(), 2, "{}", o.stdout);
 }
+
+/// A verdict that says this rank failed when it is `bad`, and keeps what the ranks
+/// agreed.
+struct Says {
+    bad: bool,
+    agreed: std::sync::Mutex<Option<Vec<u32>>>,
+}
+
+impl spools::Verdict for Says {
+    fn failed(&self) -> bool {
+        self.bad
+    }
+
+    fn agreed(&self, failed: &[u32]) {
+        *self.agreed.lock().unwrap() = Some(failed.to_vec());
+    }
+}
+
+/// `Op::with_verdict`: every non-blocking reduction (allreduce, reduce, scan,
+/// reduce-scatter; small and large, so through the segment and through messages) ends
+/// with every rank told which ranks said they failed, before `wait` returns, and with
+/// the reduction's own result unchanged.
+fn verdict_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    checked(&w, |w| {
+        let (me, n) = (w.rank(), w.size());
+        let bad: Vec<u32> = (0..n).filter(|r| r % 3 == 1).collect();
+        for len in [4usize, 20_000] {
+            for kind in ["allreduce", "reduce", "scan", "reduce_scatter"] {
+                let says = std::sync::Arc::new(Says {
+                    bad: bad.contains(&me),
+                    agreed: std::sync::Mutex::new(None),
+                });
+                let op = Op::Sum.with_verdict(says.clone());
+                let data = vec![1u64; len * n as usize];
+                let got = match kind {
+                    "allreduce" => e(e(w.iallreduce(data, op))?.wait())?,
+                    "reduce" => e(e(w.ireduce(data, op, 0))?.wait())?,
+                    "scan" => e(e(w.iscan(data, op))?.wait())?,
+                    _ => e(e(w.ireduce_scatter(data, vec![len; n as usize], op))?.wait())?,
+                };
+                let want = match kind {
+                    "scan" => Some(u64::from(me) + 1),
+                    "reduce" if me != 0 => None,
+                    _ => Some(u64::from(n)),
+                };
+                if let Some(v) = want {
+                    check(got.iter().all(|&x| x == v), || {
+                        format!("{kind} {len}: rank {me} got {:?}", &got[..4])
+                    })?;
+                }
+                let agreed = says.agreed.lock().unwrap().clone();
+                check(agreed.as_ref() == Some(&bad), || {
+                    format!("{kind} {len}: rank {me} was told {agreed:?}, not {bad:?}")
+                })?;
+            }
+        }
+        Ok(())
+    });
+    println!("verdict ok rank {}", w.rank());
+    e(w.finalize())
+}
+
+#[test]
+fn a_verdict_ends_every_nonblocking_reduction_on_every_rank() {
+    rank_main(|_| verdict_role());
+    for (n, env) in [
+        (1u32, vec![]),
+        (2, vec![]),
+        (4, vec![]),
+        (5, vec![("SPOOLS_PROGRESS_THREAD", "1")]),
+    ] {
+        let o = launch(
+            n,
+            "a_verdict_ends_every_nonblocking_reduction_on_every_rank",
+            "x",
+            &env,
+        );
+        assert_ok(&o);
+        assert_eq!(
+            o.stdout.matches("verdict ok").count(),
+            n as usize,
+            "{}",
+            o.stdout
+        );
+    }
+}

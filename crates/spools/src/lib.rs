@@ -67,7 +67,8 @@ pub use spools_io::{ExchangeError, ExchangeOptions, ExchangeStats, FileError, St
 pub use spools_map::Layout;
 pub use spools_msg::{
     as_bytes, as_bytes_mut, wait_all, wait_any, CollRequest, Communicator, Completion, Element,
-    MsgError, Op, Request, RpcError, RpcHandle, Source, Status, Tag, UserFn, ANY_SOURCE, ANY_TAG,
+    MsgError, Op, Request, RpcError, RpcHandle, Source, Status, Tag, UserFn, Verdict, ANY_SOURCE,
+    ANY_TAG,
 };
 pub use spools_proto::frame::{ColorMap, FrameHeader, PixelFormat};
 pub use world::{init, init_with, InitError, World};

@@ -89,7 +89,7 @@ pub(crate) fn chain(
             send(c, g, next, tag, &done[off..end])?;
         }
         if let Some(guard) = guard {
-            let st = c.finish_bytes(guard)?;
+            let st = super::group::finish(c, guard, tag)?;
             if st.len != next_len {
                 return Err(MsgError::Mismatch {
                     op: "bcast",
@@ -247,13 +247,11 @@ impl Communicator {
         if super::sm::bcast(&self.core, &hosts, root as usize, tag, bytes_mut(buf))? {
             return Ok(());
         }
-        bcast(
-            &self.core,
-            &Group::all(&self.core),
-            &hosts,
-            root as usize,
-            tag,
-            bytes_mut(buf),
-        )
+        let buf = bytes_mut(buf);
+        let g = Group::all(&self.core);
+        bcast(&self.core, &g, &hosts, root as usize, tag, buf).inspect_err(|e| {
+            let tags = super::sm::BCAST_LEADER_TAGS;
+            super::sm::failed(&self.core, &hosts, tag, buf.len(), tags, e);
+        })
     }
 }

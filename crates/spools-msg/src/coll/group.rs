@@ -1,9 +1,16 @@
 //! The ranks taking part in a collective or in one of its phases ([`Group`]), and the
 //! messages between members: the steps every algorithm is made of.
 
+use std::cell::Cell;
+use std::marker::PhantomData;
+
+use super::sm::{coll_no, SmComm, Watch};
+use crate::buffer::Buf;
 use crate::comm_core::CommCore;
+use crate::engine::SendStart;
 use crate::error::MsgError;
-use crate::status::{Source, Tag};
+use crate::op_guard::OpGuard;
+use crate::status::{Source, Status, Tag};
 
 /// A set of communicator ranks taking part in one phase of a collective, in order; `me`
 /// is this rank's index in it.
@@ -80,7 +87,9 @@ impl Group {
     }
 }
 
-/// Sends `data` to member `to` of `g`.
+/// Sends `data` to member `to` of `g`. A rendezvous send of a collective this rank runs
+/// through the messages where the segment could have served it watches the segment
+/// while it waits, as receives do (see [`finish`]).
 pub(crate) fn send(
     c: &CommCore,
     g: &Group,
@@ -88,7 +97,40 @@ pub(crate) fn send(
     tag: u32,
     data: &[u8],
 ) -> Result<(), MsgError> {
-    c.send_bytes(c.coll_ctx(), g.members[to], tag, data)
+    let Some((sm, w)) = watched(c, tag) else {
+        return c.send_bytes(c.coll_ctx(), g.members[to], tag, data);
+    };
+    let job = c.job_rank(g.members[to])?;
+    // SAFETY: `data` stays borrowed until this function returns, and the guard below
+    // removes the operation from the engine before that, whatever happens (as in
+    // `CommCore::send_bytes`).
+    let buf = unsafe { Buf::borrowed_ro(data) };
+    match c.engine.start_send(job, c.coll_ctx(), tag, buf)? {
+        SendStart::Complete(_) => Ok(()),
+        SendStart::Rendezvous(id) => {
+            let guard = OpGuard {
+                engine: &c.engine,
+                id,
+                recv: false,
+                collective: Some((c.coll_ctx(), tag >> 8, &c.ranks)),
+                finished: Cell::new(None),
+                generation_at_start: None,
+                _buf: PhantomData,
+            };
+            if let Err(e) = wait_watching(c, &guard, sm, &w) {
+                sm.mark_failed(w.no, w.bytes, &e);
+                return Err(e);
+            }
+            guard.wait()
+        }
+    }
+}
+
+/// The segment and what to watch for when this rank runs collective `tag` through the
+/// messages where the segment could have served it.
+fn watched(c: &CommCore, tag: u32) -> Option<(&SmComm, Watch)> {
+    let sm = c.sm.ready()?;
+    sm.watch_for(coll_no(tag)).map(|w| (sm, w))
 }
 
 /// Receives exactly `buf.len()` bytes from member `from` of `g`.
@@ -100,20 +142,63 @@ pub(crate) fn recv(
     buf: &mut [u8],
 ) -> Result<(), MsgError> {
     let want = buf.len();
-    let st = c.recv_bytes(
+    let guard = c.post_bytes(
         c.coll_ctx(),
         Source::Rank(g.members[from]),
         Tag::Is(tag as i32),
         buf,
     )?;
-    expect_len(st.len, want)
+    let st = finish(c, guard, tag)?;
+    expect_len(st.len, want, g.members[from])
 }
 
-fn expect_len(got: usize, want: usize) -> Result<(), MsgError> {
+/// Waits for a receive of a collective's step with tag `tag` and gives its status. When
+/// this rank runs the collective through the messages where the communicator's segment
+/// could have served it (see [`crate::coll::sm`]), the wait also watches the segment
+/// for members that took it instead, while it waits (nothing is looked at before).
+pub(crate) fn finish(c: &CommCore, g: OpGuard<'_>, tag: u32) -> Result<Status, MsgError> {
+    if let Some((sm, w)) = watched(c, tag) {
+        if let Err(e) = wait_watching(c, &g, sm, &w) {
+            sm.mark_failed(w.no, w.bytes, &e);
+            return Err(e);
+        }
+    }
+    c.finish_bytes(g)
+}
+
+/// Waits like the guard's own wait until the operation completes, or until a member
+/// of the segment `sm` shows that it took the segment for collective `w`
+/// ([`super::sm::SmComm::split_on_messages`]: that error), or until the guard's own wait
+/// would give up (it then reports why).
+fn wait_watching(c: &CommCore, g: &OpGuard<'_>, sm: &SmComm, w: &Watch) -> Result<(), MsgError> {
+    let mut seen = g.generation_at_start;
+    let mut split = None;
+    let state = c.engine.worker.bootstrap().state();
+    c.engine.worker.wait_for_or(
+        || {
+            let gen = c.engine.generation();
+            if seen == Some(gen) {
+                return false;
+            }
+            seen = Some(gen);
+            g.is_complete()
+        },
+        || {
+            split = sm.split_on_messages(w);
+            split.is_some()
+                || g.collective
+                    .is_some_and(|(ctx, k, m)| state.collective_blocker(ctx, k, m).is_some())
+                || (g.recv && state.any_finalizing() && c.engine.orphaned_recv(g.id).is_some())
+        },
+    )?;
+    split.map_or(Ok(()), Err)
+}
+
+fn expect_len(got: usize, want: usize, from: u32) -> Result<(), MsgError> {
     if got != want {
         return Err(MsgError::Mismatch {
             op: "collective",
-            from: None,
+            from: Some(from),
             got,
             want,
         });
@@ -138,7 +223,7 @@ pub(crate) fn exchange(
         Tag::Is(tag as i32),
         buf,
     )?;
-    c.send_bytes(c.coll_ctx(), g.members[to], tag, data)?;
-    let st = c.finish_bytes(guard)?;
-    expect_len(st.len, want)
+    send(c, g, to, tag, data)?;
+    let st = finish(c, guard, tag)?;
+    expect_len(st.len, want, g.members[from])
 }

@@ -119,6 +119,15 @@ impl Communicator {
         Schedule::new(&self.core, tag, slots)
     }
 
+    /// `s` with the agreement of `op`'s [`Verdict`](crate::Verdict) at its end, if it has
+    /// one ([`Op::with_verdict`]).
+    fn agree<T: Element>(&self, mut s: Schedule<T>, tag: u32, op: &Op<T>) -> Schedule<T> {
+        if let Some(v) = op.verdict() {
+            super::verdict::append(&mut s, &Group::all(&self.core), tag, v);
+        }
+        s
+    }
+
     /// Starts `s` (its first round goes out now) and hands it to the progress engine.
     fn start<T: Element, R: 'static>(
         op: &'static str,
@@ -162,11 +171,16 @@ impl Communicator {
     pub fn ibarrier(&self) -> Result<CollRequest<()>, MsgError> {
         let tag = self.core.next_coll_tag();
         let mut s = self.schedule::<u8>(tag, vec![Vec::new()]);
-        match sm::step(&self.core, 0, sm::Kind::Barrier, 0, None) {
-            Some(f) => {
-                s.poll(true, f);
+        match sm::step(&self.core, tag, 0, sm::Kind::Barrier, 0, None) {
+            sm::Path::Segment(f, w) => {
+                s.poll(true, f).watch(w);
             }
-            None => plans::barrier(&mut s, &Group::all(&self.core), &self.hosts(), tag),
+            sm::Path::Messages(w) => {
+                plans::barrier(&mut s, &Group::all(&self.core), &self.hosts(), tag);
+                if let Some(w) = w {
+                    s.watch(w);
+                }
+            }
         }
         Self::start("barrier", s, |_| ())
     }
@@ -184,13 +198,16 @@ impl Communicator {
         self.core.job_rank(root)?;
         let bytes = std::mem::size_of_val(buf.as_slice());
         let mut s = self.schedule(tag, vec![buf]);
-        match sm::step(&self.core, bytes, sm::Kind::Bcast, root as usize, None) {
-            Some(f) => {
-                s.poll(true, f);
+        match sm::step(&self.core, tag, bytes, sm::Kind::Bcast, root as usize, None) {
+            sm::Path::Segment(f, w) => {
+                s.poll(true, f).watch(w);
             }
-            None => {
+            sm::Path::Messages(w) => {
                 let g = Group::all(&self.core);
                 plans::bcast(&mut s, &g, &self.hosts(), root as usize, tag, 0);
+                if let Some(w) = w {
+                    s.watch(w);
+                }
             }
         }
         Self::start("bcast", s, first)
@@ -216,19 +233,34 @@ impl Communicator {
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
         let tag = self.core.next_coll_tag();
         if self.size() == 1 {
-            return Self::start("allreduce", self.schedule(tag, vec![buf]), first);
-        }
-        let bytes = std::mem::size_of_val(buf.as_slice());
-        if let Some(f) = sm::step(&self.core, bytes, sm::Kind::Allreduce, 0, Some(op.clone())) {
-            let mut s = self.schedule(tag, vec![buf]);
-            s.poll(true, f);
+            let s = self.agree(self.schedule(tag, vec![buf]), tag, &op);
             return Self::start("allreduce", s, first);
         }
+        let bytes = std::mem::size_of_val(buf.as_slice());
+        let path = sm::step(
+            &self.core,
+            tag,
+            bytes,
+            sm::Kind::Allreduce,
+            0,
+            Some(op.clone()),
+        );
+        let watch = match path {
+            sm::Path::Segment(f, w) => {
+                let mut s = self.schedule(tag, vec![buf]);
+                s.poll(true, f).watch(w);
+                return Self::start("allreduce", self.agree(s, tag, &op), first);
+            }
+            sm::Path::Messages(w) => w,
+        };
         let (g, hosts) = (Group::all(&self.core), self.hosts());
         let tmp = vec![T::default(); plans::allreduce_scratch(&g, &hosts, buf.len(), &op)];
         let mut s = self.schedule(tag, vec![buf, tmp]);
         plans::allreduce(&mut s, &g, &hosts, tag, (0, 1), &op);
-        Self::start("allreduce", s, first)
+        if let Some(w) = watch {
+            s.watch(w);
+        }
+        Self::start("allreduce", self.agree(s, tag, &op), first)
     }
 
     /// Non-blocking [`Communicator::reduce`]: `wait` returns the result at the root
@@ -247,21 +279,28 @@ impl Communicator {
         let bytes = std::mem::size_of_val(buf.as_slice());
         let step = sm::step(
             &self.core,
+            tag,
             bytes,
             sm::Kind::Reduce,
             root as usize,
             Some(op.clone()),
         );
-        if let Some(f) = step {
-            let mut s = self.schedule(tag, vec![buf]);
-            s.poll(true, f);
-            return Self::start("reduce", s, first);
-        }
+        let watch = match step {
+            sm::Path::Segment(f, w) => {
+                let mut s = self.schedule(tag, vec![buf]);
+                s.poll(true, f).watch(w);
+                return Self::start("reduce", self.agree(s, tag, &op), first);
+            }
+            sm::Path::Messages(w) => w,
+        };
         let tmp = vec![T::default(); buf.len()];
         let mut s = self.schedule(tag, vec![buf, tmp]);
         let g = Group::all(&self.core);
         plans::reduce_to(&mut s, &g, root as usize, tag, 0, 1, &op);
-        Self::start("reduce", s, first)
+        if let Some(w) = watch {
+            s.watch(w);
+        }
+        Self::start("reduce", self.agree(s, tag, &op), first)
     }
 
     /// Non-blocking [`Communicator::gather`]: `wait` returns all blocks at the root (an
@@ -374,7 +413,7 @@ impl Communicator {
         let mut s = self.schedule(tag, vec![buf, partial, tmp]);
         let g = Group::all(&self.core);
         plans::scan(&mut s, &g, tag, (0, 1, 2), &op);
-        Self::start("scan", s, first)
+        Self::start("scan", self.agree(s, tag, &op), first)
     }
 
     /// Non-blocking [`Communicator::reduce_scatter`]: `wait` returns this rank's block.
@@ -402,6 +441,6 @@ impl Communicator {
         let mut s = self.schedule(tag, vec![out, send, tmp]);
         let g = Group::all(&self.core);
         plans::reduce_scatter(&mut s, &g, tag, (1, 2, 0), &counts, &op);
-        Self::start("reduce_scatter", s, first)
+        Self::start("reduce_scatter", self.agree(s, tag, &op), first)
     }
 }

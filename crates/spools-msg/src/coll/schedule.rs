@@ -18,6 +18,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
 
+use super::sm::Watch;
 use crate::buffer::{Buf, RecvBuf};
 use crate::comm_core::CommCore;
 use crate::element::Element;
@@ -103,6 +104,9 @@ pub(crate) struct Schedule<T: Element> {
     registered: bool,
     /// Whether a step goes through the communicator's shared-memory segment.
     sm: bool,
+    /// What its wait watches the segment for (see [`crate::coll::sm`]): the ranks that
+    /// took the other path for this collective.
+    watch: Option<Watch>,
 }
 
 impl<T: Element> Schedule<T> {
@@ -120,12 +124,26 @@ impl<T: Element> Schedule<T> {
             state: State::Running,
             registered: false,
             sm: false,
+            watch: None,
         }
+    }
+
+    /// Makes its wait watch the segment for `w` (a collective the segment could serve:
+    /// through it, or through the messages for its length).
+    pub(crate) fn watch(&mut self, w: Watch) -> &mut Self {
+        self.watch = Some(w);
+        self
     }
 
     /// The communicator's shared state.
     pub(crate) fn core(&self) -> &CommCore {
         &self.core
+    }
+
+    /// Adds slot `v`; its index.
+    pub(crate) fn add_slot(&mut self, v: Vec<T>) -> usize {
+        self.slots.push(v);
+        self.slots.len() - 1
     }
 
     /// The length of slot `s`.
@@ -549,10 +567,11 @@ fn poll_active(key: usize) -> usize {
 pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgError> {
     // From here the waiting thread advances it: the poller need not.
     deactivate(s);
-    let (engine, ctx, coll, finished, sm, members) = {
+    let (engine, ctx, coll, finished, sm, members, watch) = {
         let mut g = lock(s);
         let finished = g.advance();
         let sm = g.sm.then(|| (g.core.clone(), g.tag));
+        let watch = g.watch;
         (
             g.core.engine.clone(),
             g.core.coll_ctx(),
@@ -560,12 +579,18 @@ pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgEr
             finished,
             sm,
             g.core.clone(),
+            watch,
         )
     };
     if let (false, Some((core, tag))) = (finished, sm) {
         // Through a segment: its wait sleeps where the members setting its flags ring.
-        if let Some(seg) = core.sm.ready() {
-            if let Err(e) = seg.drive(&core, tag, || Ok(lock(s).advance())) {
+        if let (Some(seg), Some(w)) = (core.sm.ready(), watch) {
+            if let Err(e) = seg.drive(&core, tag, w, || Ok(lock(s).advance())) {
+                // Its sequence number is done with here (posted or not), so that later
+                // collectives do not wait for it.
+                if seg.may_post(w.seq) {
+                    seg.finished(w.seq);
+                }
                 let mut g = lock(s);
                 g.release_all();
                 g.state = State::Taken;
@@ -574,6 +599,10 @@ pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgEr
         }
     } else if !finished {
         let state = engine.worker.bootstrap().state();
+        // Through the messages where the segment could have served: the ranks that took
+        // it instead for this collective.
+        let seg = watch.and_then(|w| members.sm.ready().map(|seg| (seg, w)));
+        let mut split = None;
         let mut blocker = None;
         let mut seen = None;
         let mut quiet = false;
@@ -594,6 +623,12 @@ pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgEr
                     done
                 },
                 || {
+                    if let Some((seg, w)) = &seg {
+                        split = seg.split_on_messages(w);
+                        if split.is_some() {
+                            return true;
+                        }
+                    }
                     blocker = state.collective_blocker(ctx, coll, &members.ranks);
                     blocker.is_some()
                 },
@@ -601,6 +636,12 @@ pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgEr
             .map_err(MsgError::from);
         let failed = match waited {
             Ok(true) => None,
+            Ok(false) if split.is_some() => {
+                if let (Some((seg, w)), Some(e)) = (&seg, &split) {
+                    seg.mark_failed(w.no, w.bytes, e);
+                }
+                split
+            }
             Ok(false) => {
                 let (rank, started) = blocker.unwrap_or((u32::MAX, 0));
                 engine.worker.bootstrap().blame(

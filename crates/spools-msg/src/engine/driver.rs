@@ -116,16 +116,13 @@ impl Engine {
                     sent?;
                     break;
                 }
-                self.count_sent(to);
                 n += 1;
                 continue;
             };
             if !sent {
                 break;
             }
-            if let Some(r) = st.replies.pop_front() {
-                self.count_sent(r.to);
-            }
+            st.replies.pop_front();
             n += 1;
         }
         Ok(n)

@@ -12,13 +12,13 @@ impl Engine {
         let env = wire::envelope(m.from, &m.args);
         let (inline, len) = wire::short_payload(&m.args, m.channel);
         self.with_protocol(|p| p.on_message(env, Incoming::Data(&inline[..len])));
-        self.count_arrived(m.from);
+        self.count_arrived(m.from, env.ctx);
     }
 
     pub(super) fn on_eager(&self, m: &ActiveMessage<'_>) {
         let env = wire::envelope(m.from, &m.args);
         self.with_protocol(|p| p.on_message(env, Incoming::Data(m.payload)));
-        self.count_arrived(m.from);
+        self.count_arrived(m.from, env.ctx);
     }
 
     pub(super) fn on_rts(&self, m: &ActiveMessage<'_>) {
@@ -26,7 +26,7 @@ impl Engine {
         let (len, send_id) = wire::rts_fields(&m.args);
         let heap = wire::rts_heap(m.from, m.payload);
         self.with_protocol(|p| p.on_message(env, Incoming::Rts { len, send_id, heap }));
-        self.count_arrived(m.from);
+        self.count_arrived(m.from, env.ctx);
     }
 
     pub(super) fn on_cts(&self, m: &ActiveMessage<'_>) {

@@ -74,8 +74,9 @@ pub(crate) struct Engine {
     /// Messages and bytes this rank sent to ranks on other hosts (a statistic for tests:
     /// it shows which path a host-aware collective took).
     pub(super) cross_host: [AtomicU64; 2],
-    /// Tagged messages (short, eager, request-to-send; RPC calls and replies too) sent
-    /// to each job rank, reported when this rank finalises (end of data).
+    /// Tagged messages (short, eager, request-to-send; RPC calls too, not their replies,
+    /// which a finalising rank still sends) sent to each job rank, reported when this
+    /// rank finalises (end of data).
     pub(super) sent: Vec<AtomicU64>,
     /// Tagged messages arrived from each job rank, counted after the protocol took
     /// them in: once it equals what a finalised rank sent, nothing more comes from it.
@@ -171,8 +172,13 @@ impl Engine {
         }
     }
 
-    /// Counts a tagged message from job rank `from` that the protocol has taken in.
-    pub(super) fn count_arrived(&self, from: u32) {
+    /// Counts a tagged message from job rank `from` in context `ctx` that the protocol
+    /// has taken in (RPC replies are not counted: a rank serves calls, and replies, after
+    /// it announced that it finalises).
+    pub(super) fn count_arrived(&self, from: u32, ctx: u32) {
+        if ctx == crate::protocol::wire::RPC_REPLY_CTX {
+            return;
+        }
         if let Some(c) = self.arrived.get(from as usize) {
             c.fetch_add(1, Ordering::Release);
         }

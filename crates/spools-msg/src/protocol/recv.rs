@@ -433,9 +433,13 @@ impl RecvSide {
         op.buf.take()
     }
 
-    /// The job rank receive `id` waits for, if it names one.
+    /// The job rank receive `id` waits for, if it names one and is not an RPC reply's
+    /// (which a finalising rank still sends: it serves calls until the job ends).
     pub(crate) fn source(&self, id: u64) -> Option<u32> {
-        self.recvs.get(id).and_then(|op| op.pattern.src)
+        self.recvs
+            .get(id)
+            .filter(|op| op.pattern.ctx != RPC_REPLY_CTX)
+            .and_then(|op| op.pattern.src)
     }
 
     /// Whether receive `id` is posted and no message has matched it yet.

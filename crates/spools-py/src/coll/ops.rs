@@ -3,7 +3,11 @@
 //! with the GIL taken back for each call. An exception in the callable (or a result of
 //! the wrong dtype or shape) is kept, the reduction goes on without calling it again (so
 //! that no rank waits forever), and the call raises that exception at its end; a
-//! blocking call then tells every rank (a one-byte allgather), whose call raises too.
+//! blocking call then tells every rank (a one-byte allgather), whose call raises too. A
+//! non-blocking call cannot add that allgather (requests are waited in any order, or
+//! dropped): its operator carries a [`spools::Verdict`] instead, the agreement the
+//! runtime appends to the collective itself, so that every rank's `wait()` raises too
+//! (the others a `SpoolsError` naming the rank whose function raised).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -99,12 +103,39 @@ pub(crate) struct UserOp {
     itemsize: usize,
     /// The first exception of the function, raised when the collective ends.
     error: Mutex<Option<PyErr>>,
+    /// The lowest rank whose function raised, as a non-blocking call's agreement said.
+    spoiled_by: Mutex<Option<u32>>,
+}
+
+impl spools::Verdict for UserOp {
+    fn failed(&self) -> bool {
+        self.error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
+
+    fn agreed(&self, failed: &[u32]) {
+        *self
+            .spoiled_by
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = failed.first().copied();
+    }
 }
 
 impl UserOp {
     /// The kept exception, if the function raised.
     pub(crate) fn take_error(&self) -> Option<PyErr> {
         self.error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    /// The lowest rank whose function raised, if a non-blocking call's agreement said
+    /// one did (taken once).
+    pub(crate) fn take_spoiled(&self) -> Option<u32> {
+        self.spoiled_by
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
@@ -247,6 +278,7 @@ impl Reduction {
                 shape: a.shape.clone(),
                 itemsize: a.itemsize,
                 error: Mutex::new(None),
+                spoiled_by: Mutex::new(None),
             })),
         })
     }
@@ -305,14 +337,16 @@ impl Reduction {
     pub(crate) fn op<T: Element>(&self) -> spools::Op<T> {
         match (&self.user, self.builtin) {
             (Some(u), _) => {
-                let u = u.clone();
+                let f = u.clone();
                 let commute = u.commute;
                 spools::Op::user_slice(
                     move |acc: &mut [T], other: &[T], lower| {
-                        u.combine(spools::as_bytes_mut(acc), spools::as_bytes(other), lower)
+                        f.combine(spools::as_bytes_mut(acc), spools::as_bytes(other), lower)
                     },
                     commute,
                 )
+                // Non-blocking calls end with an agreement on whether it raised anywhere.
+                .with_verdict(u.clone())
             }
             (None, Some(Builtin::Prod)) => spools::Op::Prod,
             (None, Some(Builtin::Min)) => spools::Op::Min,

@@ -202,10 +202,20 @@ impl CollRequest {
         };
         let got = runtime::blocking(py, move || p.wait());
         let user = self.user.as_ref().and_then(|u| u.take_error());
-        let made = match (user, got) {
-            (Some(e), _) => Err(e),
-            (None, Err(e)) => Err(coll_err(e)),
-            (None, Ok(m)) => self.finished(py, m),
+        // Another rank's function raised: the collective's agreement said so.
+        let spoiled = self.user.as_ref().and_then(|u| u.take_spoiled());
+        let made = match (user, got, spoiled) {
+            (Some(e), _, _) => Err(e),
+            (None, Err(e), _) => Err(coll_err(e)),
+            (None, Ok(_), Some(rank)) => Err(errors::raise(
+                Kind::Spools,
+                format!(
+                    "{}: rank {rank}'s reduction function raised (that rank raises its \
+                     exception): this rank's result is not valid",
+                    self.what
+                ),
+            )),
+            (None, Ok(m), None) => self.finished(py, m),
         };
         match made {
             Ok(r) => {

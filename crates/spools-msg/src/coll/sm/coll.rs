@@ -6,10 +6,10 @@
 //! hosts that do not (a single rank there) work together.
 
 use super::machine::{Kind, SmColl, Stage};
-use super::SmComm;
+use super::{coll_no, SmComm};
 use crate::coll::barrier::dissemination;
 use crate::coll::bcast::between_hosts;
-use crate::coll::group::Group;
+use crate::coll::group::{send, Group};
 use crate::coll::reduce::allreduce_flat;
 use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
@@ -31,27 +31,104 @@ fn min_members(kind: Kind) -> usize {
 /// member reads every contribution); beyond, a fan-in to member 0 and a fan-out.
 pub(super) const FLAT_MAX: usize = 4;
 
-/// Whether a collective of `bytes` may go through a segment at all (checked before any
-/// group is built, so that the messages' path pays next to nothing for the choice).
-pub(super) fn may(c: &CommCore, bytes: usize, kind: Kind) -> bool {
-    let limit = c.engine.worker.config().coll_sm_limit as usize;
-    bytes <= limit && limit > 0 && c.size() as usize >= min_members(kind) && !c.sm.is_off()
+/// Whether a collective of this kind may go through a segment at all (checked before
+/// any group is built, so that the messages' path pays next to nothing for it where no
+/// segment can serve). Deliberately not the length: every rank must take the same
+/// decision to set a segment up (a handshake), whatever length it was given.
+pub(super) fn may(c: &CommCore, kind: Kind) -> bool {
+    c.size() as usize >= min_members(kind) && !c.sm.is_off()
 }
 
-/// The segment for a collective of `bytes` over `local`, if one applies.
+/// Whether `bytes` fit this rank's `coll_sm_limit` (every rank agreed on the limit when
+/// the segment was set up).
+pub(super) fn fits(c: &CommCore, bytes: usize) -> bool {
+    let limit = c.engine.worker.config().coll_sm_limit as usize;
+    limit > 0 && bytes <= limit
+}
+
+/// Whether `bytes` fit (`Some(true)`), or do not and the caller goes to the messages at
+/// once (`None`: the segment is set up already, and records there that this rank runs
+/// collective `tag` through the messages, see [`SmComm::enter_messages`], without
+/// building a group), or do not and the segment is not set up yet (`Some(false)`).
+fn fit(c: &CommCore, bytes: usize, tag: u32, kind: Kind) -> Option<bool> {
+    if fits(c, bytes) {
+        return Some(true);
+    }
+    match c.sm.ready() {
+        Some(sm) => {
+            sm.enter_messages(kind, tag, bytes);
+            None
+        }
+        None => Some(false),
+    }
+}
+
+/// The segment for a collective of `bytes` over `local`, if one applies. Sets the
+/// segment up at the communicator's first collective that could use it, whatever its
+/// length; a collective too long for it is recorded there as going through the messages.
+/// `fits`: whether the collective's `bytes` fit (see [`fit`]).
 fn segment<'c>(
     c: &'c CommCore,
     local: &Group,
-    bytes: usize,
+    (bytes, fits): (usize, bool),
     tag: u32,
     kind: Kind,
 ) -> Result<Option<&'c SmComm>, MsgError> {
-    let limit = c.engine.worker.config().coll_sm_limit as usize;
-    if bytes > limit || local.n() < min_members(kind) {
+    if local.n() < min_members(kind) {
         return Ok(None);
     }
-    c.sm.get(c, local, tag)
+    let Some(sm) = c.sm.get(c, local, tag)? else {
+        return Ok(None);
+    };
+    if !fits {
+        sm.enter_messages(kind, tag, bytes);
+        return Ok(None);
+    }
+    Ok(Some(sm))
 }
+
+/// Whether an error means the ranks disagree about the collective's arguments.
+fn disagreement(e: &MsgError) -> bool {
+    matches!(e, MsgError::Mismatch { .. } | MsgError::Truncated { .. })
+}
+
+/// After collective `tag` (of `bytes` here, `kind`) failed on this rank, by whichever
+/// path: when the ranks disagree, marks it failed on this host's segment (the local
+/// members waiting in it, on the segment or on messages, fail too), and a host leader
+/// sends the other leaders an empty message on each tag of the phase between hosts
+/// (`leader_tags`), which no leader waiting there accepts, so that they fail too and tell
+/// their hosts. Nothing for other errors (a dead rank fails everyone already).
+pub(crate) fn failed(
+    c: &CommCore,
+    hosts: &[u32],
+    tag: u32,
+    bytes: usize,
+    leader_tags: std::ops::Range<u32>,
+    e: &MsgError,
+) {
+    if !disagreement(e) {
+        return;
+    }
+    if let Some(sm) = c.sm.ready() {
+        sm.mark_failed(coll_no(tag), bytes, e);
+    }
+    let g = Group::all(c);
+    if let Some((_, leaders)) = g.hierarchy(hosts) {
+        if leaders.me != usize::MAX {
+            for l in (0..leaders.n()).filter(|&l| l != leaders.me) {
+                for t in leader_tags.clone() {
+                    // Best effort: the error reported is the one that came first.
+                    let _ = send(c, &leaders, l, tag + t, &[]);
+                }
+            }
+        }
+    }
+}
+
+/// Tags (over the base tag) of the phase between hosts of a broadcast and of an
+/// allreduce (see `bcast::between_hosts`, `reduce::allreduce`).
+pub(crate) const BCAST_LEADER_TAGS: std::ops::Range<u32> = 1..3;
+pub(crate) const ALLREDUCE_LEADER_TAGS: std::ops::Range<u32> = 8..72;
 
 /// Runs `m` through the segment; a root stops before publishing and runs `between`
 /// (the phase between hosts) first.
@@ -62,7 +139,11 @@ fn run<T: Element>(
     m: &mut SmColl<'_, T>,
     between: impl FnOnce(&mut [T]) -> Result<(), MsgError>,
 ) -> Result<(), MsgError> {
-    sm.drive(c, tag, || Ok(m.poll()? || m.stage() == Stage::Publish))?;
+    let w = m.watch();
+    if let Err(e) = sm.drive(c, tag, w, || Ok(m.poll()? || m.stage() == Stage::Publish)) {
+        m.abandon();
+        return Err(e);
+    }
     if m.stage() == Stage::Publish {
         match between(m.buf()) {
             Ok(()) => m.publish()?,
@@ -83,16 +164,20 @@ fn run<T: Element>(
 /// # Errors
 /// A dead rank, a rank that finalised without joining.
 pub(crate) fn barrier(c: &CommCore, hosts: &[u32], tag: u32) -> Result<bool, MsgError> {
-    if !may(c, 0, Kind::Barrier) {
+    if !may(c, Kind::Barrier) {
         return Ok(false);
     }
+    let Some(fits) = fit(c, 0, tag, Kind::Barrier) else {
+        return Ok(false);
+    };
     let g = Group::all(c);
     let hier = g.hierarchy(hosts);
     let local = hier.as_ref().map_or(&g, |(l, _)| l);
-    let Some(sm) = segment(c, local, 0, tag, Kind::Barrier)? else {
+    let Some(sm) = segment(c, local, (0, fits), tag, Kind::Barrier)? else {
         return Ok(false);
     };
-    let mut m = SmColl::<u8>::new(sm, sm.take_seq(), Kind::Barrier, 0, &mut [], None);
+    let no = coll_no(tag);
+    let mut m = SmColl::<u8>::new(sm, sm.take_seq(), no, Kind::Barrier, 0, &mut [], None);
     if hier.is_none() && sm.n() <= FLAT_MAX {
         m = m.flat();
     }
@@ -114,21 +199,38 @@ pub(crate) fn bcast(
     tag: u32,
     buf: &mut [u8],
 ) -> Result<bool, MsgError> {
-    if !may(c, buf.len(), Kind::Bcast) {
+    if !may(c, Kind::Bcast) {
         return Ok(false);
     }
+    let Some(fits) = fit(c, buf.len(), tag, Kind::Bcast) else {
+        return Ok(false);
+    };
     let g = Group::all(c);
     let hier = g.hierarchy(hosts);
     let local = hier.as_ref().map_or(&g, |(l, _)| l);
-    let Some(sm) = segment(c, local, buf.len(), tag, Kind::Bcast)? else {
+    let Some(sm) = segment(c, local, (buf.len(), fits), tag, Kind::Bcast)? else {
         return Ok(false);
     };
+    let no = coll_no(tag);
     let local_root = match &hier {
         None => root,
-        Some((local, leaders)) => between_hosts(c, &g, local, leaders, hosts, root, tag, buf)?,
+        Some((local, leaders)) => {
+            match between_hosts(c, &g, local, leaders, hosts, root, tag, buf) {
+                Ok(r) => r,
+                Err(e) => {
+                    failed(c, hosts, tag, buf.len(), BCAST_LEADER_TAGS, &e);
+                    return Err(e);
+                }
+            }
+        }
     };
-    let mut m = SmColl::<u8>::new(sm, sm.take_seq(), Kind::Bcast, local_root, buf, None);
-    sm.drive(c, tag, || m.poll_through())?;
+    let mut m = SmColl::<u8>::new(sm, sm.take_seq(), no, Kind::Bcast, local_root, buf, None);
+    let w = m.watch();
+    if let Err(e) = sm.drive(c, tag, w, || m.poll_through()) {
+        m.abandon();
+        failed(c, hosts, tag, w.bytes, BCAST_LEADER_TAGS, &e);
+        return Err(e);
+    }
     Ok(true)
 }
 
@@ -145,18 +247,27 @@ pub(crate) fn reduce<T: Element>(
     acc: &mut [T],
     op: &Op<T>,
 ) -> Result<bool, MsgError> {
-    if !may(c, std::mem::size_of_val(acc), Kind::Reduce) {
+    let bytes = std::mem::size_of_val(acc);
+    if !may(c, Kind::Reduce) {
         return Ok(false);
     }
+    let Some(fits) = fit(c, bytes, tag, Kind::Reduce) else {
+        return Ok(false);
+    };
     let g = Group::all(c);
     if g.hierarchy(hosts).is_some() {
         return Ok(false);
     }
-    let Some(sm) = segment(c, &g, std::mem::size_of_val(acc), tag, Kind::Reduce)? else {
+    let Some(sm) = segment(c, &g, (bytes, fits), tag, Kind::Reduce)? else {
         return Ok(false);
     };
-    let mut m = SmColl::new(sm, sm.take_seq(), Kind::Reduce, root, acc, Some(op));
-    sm.drive(c, tag, || m.poll_through())?;
+    let no = coll_no(tag);
+    let mut m = SmColl::new(sm, sm.take_seq(), no, Kind::Reduce, root, acc, Some(op));
+    let w = m.watch();
+    if let Err(e) = sm.drive(c, tag, w, || m.poll_through()) {
+        m.abandon();
+        return Err(e);
+    }
     Ok(true)
 }
 
@@ -173,28 +284,37 @@ pub(crate) fn allreduce<T: Element>(
     acc: &mut [T],
     op: &Op<T>,
 ) -> Result<bool, MsgError> {
-    if !may(c, std::mem::size_of_val(acc), Kind::Allreduce) {
+    let bytes = std::mem::size_of_val(acc);
+    if !may(c, Kind::Allreduce) {
         return Ok(false);
     }
+    let Some(fits) = fit(c, bytes, tag, Kind::Allreduce) else {
+        return Ok(false);
+    };
     let g = Group::all(c);
     let hier = g.hierarchy(hosts);
     if hier.is_some() && !op.commutative() {
         return Ok(false);
     }
     let local = hier.as_ref().map_or(&g, |(l, _)| l);
-    let Some(sm) = segment(c, local, std::mem::size_of_val(acc), tag, Kind::Allreduce)? else {
+    let Some(sm) = segment(c, local, (bytes, fits), tag, Kind::Allreduce)? else {
         return Ok(false);
     };
-    let mut m = SmColl::new(sm, sm.take_seq(), Kind::Allreduce, 0, acc, Some(op));
+    let no = coll_no(tag);
+    let mut m = SmColl::new(sm, sm.take_seq(), no, Kind::Allreduce, 0, acc, Some(op));
     if hier.is_none() && sm.n() <= FLAT_MAX {
         m = m.flat();
     }
-    run(c, sm, tag, &mut m, |acc| match &hier {
+    let r = run(c, sm, tag, &mut m, |acc| match &hier {
         Some((_, leaders)) if leaders.me != usize::MAX => {
             allreduce_flat(c, leaders, tag + 8, acc, op)
         }
         _ => Ok(()),
-    })?;
+    });
+    if let Err(e) = r {
+        failed(c, hosts, tag, bytes, ALLREDUCE_LEADER_TAGS, &e);
+        return Err(e);
+    }
     Ok(true)
 }
 

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{seq_ge, SmComm, FAILED};
+use super::{halves, pair, post_record, seq_ge, SmComm, Watch, FAILED, VALID};
 use crate::coll::args::{bytes, bytes_mut};
 use crate::element::{Element, Op};
 use crate::error::MsgError;
@@ -22,7 +22,7 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Barrier => "barrier",
             Kind::Bcast => "bcast",
@@ -31,7 +31,7 @@ impl Kind {
         }
     }
 
-    fn contributes(self) -> bool {
+    pub(crate) fn contributes(self) -> bool {
         matches!(self, Kind::Reduce | Kind::Allreduce)
     }
 
@@ -59,6 +59,8 @@ pub(crate) enum Stage {
 /// schedule keeps it between polls ([`SmColl::resume`], [`SmColl::into_state`]).
 pub(crate) struct SmState<T: Element> {
     seq: u32,
+    /// The collective's number (its base tag over 256), the same on every rank.
+    no: u32,
     kind: Kind,
     /// The root's index among the local members.
     root: usize,
@@ -87,12 +89,35 @@ pub(crate) struct SmColl<'a, T: Element> {
 }
 
 impl<T: Element> SmState<T> {
-    /// Collective `kind` with sequence number `seq` (from [`SmComm::take_seq`]) around
-    /// member `root`, or *flat* (see [`SmColl::flat`]; its root is this member).
-    pub(crate) fn new(sm: &SmComm, seq: u32, kind: Kind, root: usize, flat: bool) -> Self {
+    /// What waits for this collective watch for, with `bytes` on this member.
+    pub(crate) fn watch(&self, bytes: usize) -> Watch {
+        Watch {
+            seq: self.seq,
+            no: self.no,
+            bytes,
+            op: self.kind.name(),
+            lens: self.kind.contributes(),
+        }
+    }
+
+    /// Ends the collective on this member after an error found while waiting: once
+    /// posted, the next collective may post (the communicator's collectives are not to
+    /// be used after such an error, but none of this member's waits hangs on it).
+    pub(crate) fn abandon(&mut self, sm: &SmComm) {
+        if self.stage != Stage::Done && (self.stage != Stage::Post || sm.may_post(self.seq)) {
+            sm.finished(self.seq);
+        }
+        self.stage = Stage::Done;
+    }
+
+    /// Collective `kind` number `no` with sequence number `seq` (from
+    /// [`SmComm::take_seq`]) around member `root`, or *flat* (see [`SmColl::flat`]; its
+    /// root is this member).
+    pub(crate) fn new(sm: &SmComm, seq: u32, no: u32, kind: Kind, root: usize, flat: bool) -> Self {
         debug_assert!(!flat || matches!(kind, Kind::Barrier | Kind::Allreduce));
         SmState {
             seq,
+            no,
             kind,
             root: if flat { sm.me } else { root },
             stage: Stage::Post,
@@ -108,16 +133,18 @@ impl<T: Element> SmState<T> {
 impl<'a, T: Element> SmColl<'a, T> {
     /// Starts collective `kind` with sequence number `seq` (from [`SmComm::take_seq`]).
     /// `op` is needed by reductions; `buf` must fit a slot.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         sm: &'a SmComm,
         seq: u32,
+        no: u32,
         kind: Kind,
         root: usize,
         buf: &'a mut [T],
         op: Option<&'a Op<T>>,
     ) -> Self {
         debug_assert!(std::mem::size_of_val(buf) <= sm.slot);
-        let st = SmState::new(sm, seq, kind, root, false);
+        let st = SmState::new(sm, seq, no, kind, root, false);
         SmColl { sm, buf, op, st }
     }
 
@@ -140,6 +167,17 @@ impl<'a, T: Element> SmColl<'a, T> {
     /// Where it is.
     pub(crate) fn stage(&self) -> Stage {
         self.st.stage
+    }
+
+    /// What its waits watch for (see [`SmComm::drive`]).
+    pub(crate) fn watch(&self) -> Watch {
+        self.st.watch(self.nbytes())
+    }
+
+    /// Ends the collective on this member after an error found while waiting (see
+    /// [`SmState::abandon`]).
+    pub(crate) fn abandon(&mut self) {
+        self.st.abandon(self.sm);
     }
 
     /// Makes a barrier or an allreduce *flat*: every member posts its contribution and
@@ -180,7 +218,7 @@ impl<'a, T: Element> SmColl<'a, T> {
                 // Data slot and length `s % 2` were last read in `s - 2`: everyone must
                 // be past it.
                 let prev = self.st.seq.wrapping_sub(1);
-                if !(0..sm.n()).all(|m| seq_ge(sm.posted(m).load(Ordering::Acquire), prev)) {
+                if !(0..sm.n()).all(|m| seq_ge(sm.posted_seq(m), prev)) {
                     return Ok(false);
                 }
                 if sm.me != self.st.root || self.st.flat {
@@ -189,7 +227,10 @@ impl<'a, T: Element> SmColl<'a, T> {
                 sm.len_of(sm.me, self.st.seq)
                     .store(self.nbytes() as u32, Ordering::Relaxed);
             }
-            sm.posted(sm.me).store(self.st.seq, Ordering::SeqCst);
+            // The post and its record in one store.
+            let rec = post_record(self.st.seq, self.st.no);
+            sm.posted(sm.me)
+                .store(pair(self.st.seq, rec), Ordering::SeqCst);
             // Anyone may wait for a post (a root, a flat member, a contributor about to
             // write its slot).
             sm.wake_all();
@@ -251,8 +292,23 @@ impl<'a, T: Element> SmColl<'a, T> {
         let mine = self.nbytes();
         while self.st.next < sm.n() {
             let m = self.st.next;
-            if !seq_ge(sm.posted(m).load(Ordering::Acquire), need) {
+            let (posted, rec) = halves(sm.posted(m).load(Ordering::Acquire));
+            if !seq_ge(posted, need) {
                 return Ok(false);
+            }
+            // A post of this sequence number for another collective (its record came
+            // with it): the members' numbering split at an earlier collective whose
+            // paths disagreed.
+            if posted == self.st.seq
+                && rec != post_record(self.st.seq, self.st.no)
+                && self.st.disagree.is_none()
+            {
+                let len = if self.st.kind.contributes() {
+                    sm.len_of(m, self.st.seq).load(Ordering::Relaxed) as usize
+                } else {
+                    0
+                };
+                self.st.disagree = Some((m, len));
             }
             if self.st.kind.contributes() {
                 let len = sm.len_of(m, self.st.seq).load(Ordering::Relaxed) as usize;
@@ -317,7 +373,9 @@ impl<'a, T: Element> SmColl<'a, T> {
             }
         };
         sm.out_len(k).store(len, Ordering::Relaxed);
-        sm.ready(k).store(self.st.seq, Ordering::SeqCst);
+        // `ready` and the collective's number in one store.
+        sm.ready(k)
+            .store(pair(self.st.seq, VALID | self.st.no), Ordering::SeqCst);
         sm.wake_all();
         self.st.stage = Stage::Done;
         self.sm.finished(self.st.seq);
@@ -346,13 +404,23 @@ impl<'a, T: Element> SmColl<'a, T> {
     fn await_result(&mut self) -> Result<bool, MsgError> {
         let sm = self.sm;
         let k = self.st.seq as usize % sm.outs;
-        if sm.ready(k).load(Ordering::Acquire) != self.st.seq {
+        let (ready, no) = halves(sm.ready(k).load(Ordering::Acquire));
+        if ready != self.st.seq {
             return Ok(false);
         }
         self.st.stage = Stage::Done;
         self.sm.finished(self.st.seq);
         let len = sm.out_len(k).load(Ordering::Relaxed);
         let mine = self.nbytes();
+        // Published for another collective: the members' numbering split earlier.
+        if no != VALID | self.st.no {
+            return Err(MsgError::Mismatch {
+                op: self.st.kind.name(),
+                from: Some(sm.members[self.st.root]),
+                got: if len == FAILED { 0 } else { len as usize },
+                want: mine,
+            });
+        }
         if len == FAILED
             || (self.st.kind.publishes_data() || self.st.kind.contributes()) && len as usize != mine
         {

@@ -29,18 +29,68 @@
 //! rank's flag line in the segment, which a member that sets a flag rings when the waiter
 //! says it sleeps; that sleep is bounded ([`NAP`]) so the watchdog is re-checked often.
 //!
-//! The segment is created at a communicator's first small collective by its lowest member
-//! on the host and opened by the others after a point-to-point handshake on the
-//! communicator; its creator unlinks it once every member answered (or the handshake
-//! failed), and it is unmapped with the
-//! communicator.
+//! The segment is created at a communicator's first collective that could use it (of
+//! any length, so that every member takes part in the handshake whatever the length it
+//! was given) by its lowest member on the host and opened by the others after a
+//! point-to-point handshake on the communicator, in which every member also says whether
+//! it can use it: the segment is off for all if one cannot, or if their `coll_sm_limit`s
+//! differ (a length would otherwise go through the segment on some members and through
+//! the messages on others). Its creator unlinks it once every member answered (or the
+//! handshake failed), and it is unmapped with the communicator.
+//!
+//! # Ranks that disagree about the path
+//!
+//! Each member chooses the segment or the messages from its own length. In an erroneous
+//! program whose members pass lengths on both sides of the limit, some wait on the
+//! segment for posts that never come and the others on messages that are never sent.
+//! Making them agree first (a flag round, an allgather) would cost every small collective
+//! a step; instead each side leaves a trace the other side looks for *while it waits*,
+//! never on the way through:
+//!
+//! - a post carries a *record* (the collective's number, its base tag over 256, and the
+//!   low bits of its sequence number) in the high half of the 64-bit `posted` word: the
+//!   same store, and for readers the same load, so the fast path does no extra access.
+//!   A root's publication likewise carries the number in the high half of the result
+//!   slot's 64-bit `ready` word. Readers compare it on the way (a register compare): a
+//!   post or result of this sequence number for another collective is a disagreement;
+//!   they read nothing else;
+//! - a member that runs the collective through the messages where the segment could have
+//!   served it but for the length writes a record saying so, with the sequence number it
+//!   would have used (its next one), and its waits in that collective (receives,
+//!   rendezvous sends, a non-blocking collective's wait) watch the segment
+//!   ([`SmComm::split_on_messages`]): a member that posted this collective, or a result
+//!   published for it, means the others took the segment;
+//! - a member waiting on the segment looks at the others' records before each nap,
+//!   never while it spins ([`SmComm::split_on_segment`]): a member that runs this
+//!   collective, or a later one, through the messages without having taken this
+//!   sequence number never posts it;
+//! - a member that fails a collective because the ranks disagree (by either check, or a
+//!   message of the wrong length) leaves a sticky *failure mark* in its flag line with the
+//!   disagreement it saw: every member still waiting in that collective, on the segment
+//!   or on messages, fails with it, even once the marking member went on. Across hosts a
+//!   host leader that fails also sends the other leaders an empty message on each tag of
+//!   the phase between hosts, which none of them accepts, so they fail and mark their
+//!   own hosts' segments.
+//!
+//! Detection takes at most a spin time and a nap ([`NAP`]) after both sides arrived; the
+//! setup of the segment does not depend on the lengths (see above), so the same holds
+//! at a communicator's first collective. So every member that waits for the others gets
+//! [`MsgError::Mismatch`] (naming, where known, a rank whose length differs and that
+//! length) instead of waiting forever; a member whose part
+//! completes without waiting for the others (a broadcast's root, a contributor to a
+//! reduce on the messages' path, a member that agrees with the broadcast's root) may
+//! succeed, as with messages alone. After such an error the communicator's collectives
+//! are not to be used (its members may disagree about sequence numbers; a post or result
+//! for another collective than the reader's is reported as [`MsgError::Mismatch`] rather
+//! than read); other communicators are not affected.
 
 mod coll;
 mod machine;
 mod nonblocking;
 mod setup;
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use spools_am::{SharedArea, Worker};
@@ -48,9 +98,11 @@ use spools_am::{SharedArea, Worker};
 use crate::comm_core::CommCore;
 use crate::error::MsgError;
 
-pub(crate) use coll::{allreduce, barrier, bcast, reduce};
+pub(crate) use coll::{
+    allreduce, barrier, bcast, failed, reduce, ALLREDUCE_LEADER_TAGS, BCAST_LEADER_TAGS,
+};
 pub(crate) use machine::Kind;
-pub(crate) use nonblocking::step;
+pub(crate) use nonblocking::{step, Path};
 pub(crate) use setup::SmSlot;
 
 /// Looks at a collective's flags before its wait drives progress (see [`SmComm::drive`]).
@@ -72,15 +124,81 @@ const FAILED: u32 = u32::MAX;
 
 /// Bytes of a member's flag line.
 const LINE: usize = 64;
-/// Offsets within a flag line: the sequence posted, the futex word the member sleeps on,
-/// whether it sleeps, and the lengths of its contributions (one per data slot).
+/// Offsets within a flag line. `POSTED`: one 64-bit word, the sequence number posted in
+/// its low half and, in its high half, the *record* of that post (the collective's number,
+/// see [`coll_no`], the low bits of the sequence number, [`VALID`]), set by one store and
+/// read by one load: the fast path pays no extra access for the record. Then the futex
+/// word the member sleeps on, whether it sleeps, and the lengths of its contributions
+/// (one per data slot).
 const POSTED: usize = 0;
-const BELL: usize = 4;
-const SLEEPING: usize = 8;
-const LEN: usize = 12;
-/// Offsets within the shared lines (after the members' lines): `ready` of each result
-/// slot, then (from `4 * outs`) their lengths.
+const BELL: usize = 8;
+const SLEEPING: usize = 12;
+const LEN: usize = 16;
+/// The member's latest record of a collective it runs through the messages where the
+/// segment could have served it ([`MSG_PATH`], the number, [`VALID`]), its length there,
+/// and the sequence number it would have given it (its next one then). Written on the
+/// messages' path only; read by the others only while they wait.
+const MREC: usize = 24;
+const MREC_LEN: usize = 28;
+const MREC_SEQ: usize = 32;
+/// The last collective this member failed because the ranks disagree (with [`VALID`]),
+/// its length there, and the disagreement it saw (the rank, `u32::MAX` if not known, and
+/// its bytes), which the members it fails report in turn: sticky, so that a member still
+/// waiting in it sees it.
+const FAIL: usize = 36;
+const FAIL_LEN: usize = 40;
+const FAIL_FROM: usize = 44;
+const FAIL_GOT: usize = 48;
+/// Flags of a record word; a record of a post also holds the low bits of its sequence
+/// number (bits 24 to 29, [`SEQ_BITS`]).
+const VALID: u32 = 1 << 31;
+const MSG_PATH: u32 = 1 << 30;
+const SEQ_BITS: u32 = 0x3f << 24;
+/// Collective numbers (a base tag over 256) have 24 bits.
+const NO_MASK: u32 = (1 << 24) - 1;
+/// Bytes of a result slot's flags (after the members' lines): one 64-bit word, `ready`
+/// in its low half and the collective's number (with [`VALID`]) in its high half, then
+/// the length, in one cache line with three other slots' (a reader loads one line).
+const OUT_FLAGS: usize = 16;
 const READY: usize = 0;
+const OUT_LEN: usize = 8;
+
+/// The record of a post of `seq` for collective `no`.
+pub(crate) fn post_record(seq: u32, no: u32) -> u32 {
+    VALID | (seq << 24 & SEQ_BITS) | no
+}
+
+/// A 64-bit flag word: `low` in its low half, `high` in its high half.
+pub(crate) fn pair(low: u32, high: u32) -> u64 {
+    u64::from(high) << 32 | u64::from(low)
+}
+
+/// The halves (low, high) of a 64-bit flag word.
+pub(crate) fn halves(w: u64) -> (u32, u32) {
+    (w as u32, (w >> 32) as u32)
+}
+
+/// The collective number of a base tag.
+pub(crate) fn coll_no(tag: u32) -> u32 {
+    (tag >> 8) & NO_MASK
+}
+
+/// `a >= b` among collective numbers (modulo 2^24).
+fn no_ge(a: u32, b: u32) -> bool {
+    a.wrapping_sub(b) & NO_MASK < 1 << 23
+}
+
+/// What a waiting member watches for: the collective's sequence number on the segment,
+/// its number, and this member's bytes in it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Watch {
+    pub(crate) seq: u32,
+    pub(crate) no: u32,
+    pub(crate) bytes: usize,
+    pub(crate) op: &'static str,
+    /// Whether members post their lengths (reductions).
+    pub(crate) lens: bool,
+}
 
 /// `a >= b` in sequence order (modulo 2^32).
 pub(crate) fn seq_ge(a: u32, b: u32) -> bool {
@@ -104,6 +222,12 @@ pub(crate) struct SmComm {
     /// post of `s` tells the others that `s - 1` is finished here), so non-blocking
     /// collectives in flight and blocking ones after them go in call order.
     done: AtomicU32,
+    /// The collective (number, with [`VALID`]) this member runs through the messages
+    /// while the segment could have served it: its waits on messages watch the segment
+    /// ([`SmComm::split_on_messages`]).
+    watching: AtomicU32,
+    /// What those waits watch for (boxed: off the fields the fast path reads).
+    watch: Box<Mutex<Option<Watch>>>,
     worker: Worker,
 }
 
@@ -117,6 +241,11 @@ impl std::fmt::Debug for SmComm {
     }
 }
 
+/// A length as the segment's words hold it.
+fn clamp_len(bytes: usize) -> u32 {
+    bytes.min(FAILED as usize - 1) as u32
+}
+
 impl SmComm {
     /// Result slots of a segment with slots of `slot` bytes.
     pub(crate) fn outs(slot: usize) -> usize {
@@ -125,9 +254,13 @@ impl SmComm {
             .next_power_of_two()
     }
 
-    /// Bytes of the result slots' flags (`ready` and length of each).
+    /// Bytes of the result slots' flags, padded by a multiple of a page over the 8
+    /// bytes per result slot they once took, so that the data slots keep their place
+    /// within a page (the copies into and out of them are measurably slower elsewhere).
     fn flag_bytes(outs: usize) -> usize {
-        (8 * outs).next_multiple_of(LINE)
+        let before = (8 * outs).next_multiple_of(LINE);
+        let need = (OUT_FLAGS * outs).next_multiple_of(LINE);
+        before + (need - before).next_multiple_of(4096)
     }
 
     /// Bytes of a segment for `n` members with slots of `slot` bytes.
@@ -139,12 +272,12 @@ impl SmComm {
     /// Lays out a fresh segment (creator only, before anyone else maps it).
     fn init(&self) {
         for i in 0..self.n() {
-            self.word(i, POSTED)
-                .store(FIRST_SEQ.wrapping_sub(1), Ordering::Relaxed);
+            self.posted(i)
+                .store(pair(FIRST_SEQ.wrapping_sub(1), 0), Ordering::Relaxed);
         }
         for k in 0..self.outs {
-            self.shared(READY + 4 * k)
-                .store(FIRST_SEQ.wrapping_sub(1), Ordering::Relaxed);
+            self.ready(k)
+                .store(pair(FIRST_SEQ.wrapping_sub(1), 0), Ordering::Relaxed);
         }
         std::sync::atomic::fence(Ordering::Release);
     }
@@ -176,8 +309,15 @@ impl SmComm {
         self.area.u32_at(self.n() * LINE + field)
     }
 
-    pub(crate) fn posted(&self, member: usize) -> &AtomicU32 {
-        self.word(member, POSTED)
+    /// Member `member`'s `posted` word: the sequence number it posted last and that
+    /// post's record (see [`POSTED`]; [`halves`]).
+    pub(crate) fn posted(&self, member: usize) -> &AtomicU64 {
+        self.area.u64_at(member * LINE + POSTED)
+    }
+
+    /// The sequence number member `member` posted last.
+    pub(crate) fn posted_seq(&self, member: usize) -> u32 {
+        halves(self.posted(member).load(Ordering::Acquire)).0
     }
 
     /// The length of member `member`'s contribution to collective `seq`.
@@ -185,12 +325,158 @@ impl SmComm {
         self.word(member, LEN + 4 * (seq & 1) as usize)
     }
 
-    pub(crate) fn ready(&self, k: usize) -> &AtomicU32 {
-        self.shared(READY + 4 * k)
+    /// Result slot `k`'s `ready` word: the sequence number published there last, and
+    /// that collective's number with [`VALID`] (see [`OUT_FLAGS`]; [`halves`]).
+    pub(crate) fn ready(&self, k: usize) -> &AtomicU64 {
+        self.area.u64_at(self.n() * LINE + OUT_FLAGS * k + READY)
     }
 
     pub(crate) fn out_len(&self, k: usize) -> &AtomicU32 {
-        self.shared(4 * self.outs + 4 * k)
+        self.shared(OUT_FLAGS * k + OUT_LEN)
+    }
+
+    /// The segment's record (read by a member that waits) of collective `no` from tag
+    /// `tag`: this member runs it through the messages with `bytes` (the segment could
+    /// have served it but for the length), and its waits on messages watch the segment.
+    /// Returns what this member's waits in it watch for ([`SmComm::split_on_messages`]):
+    /// the sequence number it would have had here is the next one, now.
+    pub(crate) fn enter_messages(&self, kind: Kind, tag: u32, bytes: usize) -> Watch {
+        let no = coll_no(tag);
+        let w = Watch {
+            seq: self.next.load(Ordering::Relaxed),
+            no,
+            bytes,
+            op: kind.name(),
+            lens: kind.contributes(),
+        };
+        self.word(self.me, MREC_LEN)
+            .store(clamp_len(bytes), Ordering::Relaxed);
+        self.word(self.me, MREC_SEQ).store(w.seq, Ordering::Relaxed);
+        self.word(self.me, MREC)
+            .store(VALID | MSG_PATH | no, Ordering::SeqCst);
+        *self.watch.lock().unwrap_or_else(PoisonError::into_inner) = Some(w);
+        self.watching.store(VALID | no, Ordering::Release);
+        // Members waiting in this collective on the segment look at records only
+        // between naps: wake them.
+        self.wake_all();
+        w
+    }
+
+    /// What a blocking collective `no` that this member runs through the messages
+    /// watches for (see [`SmComm::enter_messages`]), if it is that.
+    pub(crate) fn watch_for(&self, no: u32) -> Option<Watch> {
+        if self.watching.load(Ordering::Acquire) != VALID | no {
+            return None;
+        }
+        let w = *self.watch.lock().unwrap_or_else(PoisonError::into_inner);
+        w.filter(|w| w.no == no)
+    }
+
+    /// Leaves a sticky mark that this member failed collective `no` (of `bytes` here)
+    /// because the ranks disagree: every member still waiting in it, on the segment or
+    /// on messages, fails too.
+    pub(crate) fn mark_failed(&self, no: u32, bytes: usize, e: &MsgError) {
+        let (from, got) = match e {
+            MsgError::Mismatch { from, got, .. } => (from.unwrap_or(u32::MAX), *got),
+            MsgError::Truncated {
+                len, source_rank, ..
+            } => (*source_rank, *len),
+            _ => (u32::MAX, bytes),
+        };
+        self.word(self.me, FAIL_LEN)
+            .store(clamp_len(bytes), Ordering::Relaxed);
+        self.word(self.me, FAIL_FROM).store(from, Ordering::Relaxed);
+        self.word(self.me, FAIL_GOT)
+            .store(clamp_len(got), Ordering::Relaxed);
+        self.word(self.me, FAIL).store(VALID | no, Ordering::SeqCst);
+        self.wake_all();
+    }
+
+    /// Member `m`'s mark that it failed collective `no`, as the error of a member with
+    /// `want` bytes: the disagreement `m` saw, or (when that rank's length is this
+    /// member's own, or not known) `m`'s own length.
+    fn failed_in(&self, m: usize, no: u32, op: &'static str, want: usize) -> Option<MsgError> {
+        if self.word(m, FAIL).load(Ordering::Acquire) != VALID | no {
+            return None;
+        }
+        let from = self.word(m, FAIL_FROM).load(Ordering::Relaxed);
+        let got = self.word(m, FAIL_GOT).load(Ordering::Relaxed) as usize;
+        if from != u32::MAX && got != want {
+            return Some(MsgError::Mismatch {
+                op,
+                from: Some(from),
+                got,
+                want,
+            });
+        }
+        let own = self.word(m, FAIL_LEN).load(Ordering::Relaxed) as usize;
+        Some(self.mismatch(op, m, own, want))
+    }
+
+    fn mismatch(&self, op: &'static str, m: usize, got: usize, want: usize) -> MsgError {
+        MsgError::Mismatch {
+            op,
+            from: self.members.get(m).copied(),
+            got,
+            want,
+        }
+    }
+
+    /// For a member waiting on the segment in collective `w.no` (sequence `w.seq`): a
+    /// member that failed it, or that runs it (or a later one) through the messages
+    /// without having taken its sequence number, never posts it: the ranks chose their
+    /// paths from lengths that disagree. Read only while waiting.
+    pub(crate) fn split_on_segment(&self, w: &Watch) -> Option<MsgError> {
+        for m in (0..self.n()).filter(|&m| m != self.me) {
+            if let Some(e) = self.failed_in(m, w.no, w.op, w.bytes) {
+                return Some(e);
+            }
+            let rec = self.word(m, MREC).load(Ordering::Acquire);
+            if rec & (VALID | MSG_PATH) == VALID | MSG_PATH
+                && no_ge(rec & NO_MASK, w.no)
+                && !seq_ge(
+                    self.word(m, MREC_SEQ).load(Ordering::Relaxed),
+                    w.seq.wrapping_add(1),
+                )
+            {
+                let got = self.word(m, MREC_LEN).load(Ordering::Relaxed) as usize;
+                return Some(self.mismatch(w.op, m, got, w.bytes));
+            }
+        }
+        None
+    }
+
+    /// For a member waiting on messages in collective `no` (of `bytes` here, which it
+    /// runs through the messages): a member that failed it, that posted it on the segment
+    /// (at the sequence number this member would have given it, the next one), or a
+    /// result published there for it: the ranks chose their paths from lengths that
+    /// disagree. Read only while waiting.
+    pub(crate) fn split_on_messages(&self, w: &Watch) -> Option<MsgError> {
+        let (op, no, bytes, seq) = (w.op, w.no, w.bytes, w.seq);
+        for m in (0..self.n()).filter(|&m| m != self.me) {
+            if let Some(e) = self.failed_in(m, no, op, bytes) {
+                return Some(e);
+            }
+            // A contribution posted here for this collective (a broadcast's members
+            // either fail, which marks it, or get a result published).
+            let posted = self.posted(m).load(Ordering::Acquire);
+            if w.lens && posted == pair(seq, post_record(seq, no)) {
+                let got = self.len_of(m, seq).load(Ordering::Relaxed) as usize;
+                return Some(self.mismatch(op, m, got, bytes));
+            }
+        }
+        let k = seq as usize % self.outs;
+        if self.ready(k).load(Ordering::Acquire) == pair(seq, VALID | no) {
+            let len = self.out_len(k).load(Ordering::Relaxed);
+            let got = if len == FAILED { 0 } else { len as usize };
+            return Some(MsgError::Mismatch {
+                op,
+                from: None,
+                got,
+                want: bytes,
+            });
+        }
+        None
     }
 
     /// Member `member`'s data slot for collective `seq` (two per member, alternating).
@@ -243,11 +529,15 @@ impl SmComm {
 
     /// Runs `poll` until it returns `Ok(true)`: through the active-message layer's wait
     /// (progress, yielding, the watchdog) for the spin time, then sleeping on this
-    /// member's bell, woken by whoever sets a flag, at most [`NAP`] at a time.
+    /// member's bell, woken by whoever sets a flag, at most [`NAP`] at a time. Before
+    /// each sleep (never while it spins), it looks for members that took the messages
+    /// for this collective, `w` ([`SmComm::split_on_segment`]): then it marks the
+    /// collective failed here and returns [`MsgError::Mismatch`].
     pub(crate) fn drive(
         &self,
         c: &CommCore,
         tag: u32,
+        w: Watch,
         mut poll: impl FnMut() -> Result<bool, MsgError>,
     ) -> Result<(), MsgError> {
         // The flags of a collective among ranks that arrive together are set within a
@@ -300,6 +590,11 @@ impl SmComm {
             }
             if done {
                 return Ok(());
+            }
+            // Before sleeping (never while spinning): members that took the messages.
+            if let Some(e) = self.split_on_segment(&w) {
+                self.mark_failed(w.no, w.bytes, &e);
+                return Err(e);
             }
             if let Some((rank, started)) = blocker {
                 let waiting = collective.1;

@@ -9,52 +9,71 @@
 
 use std::sync::Arc;
 
-use super::coll::{may, FLAT_MAX};
+use super::coll::{fits, may, FLAT_MAX};
 use super::machine::{Kind, SmColl, SmState};
-use super::SmComm;
+use super::{coll_no, SmComm, Watch};
 use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
 
-/// The segment a non-blocking collective of `bytes` goes through, if any.
-pub(crate) fn ready_for(c: &CommCore, bytes: usize, kind: Kind) -> Option<&SmComm> {
-    if !may(c, bytes, kind) {
+/// The segment a non-blocking collective of this kind could go through, if any (one set
+/// up already, over the whole communicator).
+pub(crate) fn ready_for(c: &CommCore, kind: Kind) -> Option<&SmComm> {
+    if !may(c, kind) {
         return None;
     }
     let sm = c.sm.ready()?;
     (sm.n() == c.size() as usize).then_some(sm)
 }
 
-/// The step of collective `kind` (around communicator rank `root`) over slot 0 of its
-/// schedule, with the next sequence number of `core`'s segment, taken now: the
-/// collective's place in the communicator's order is the call's.
-///
-/// Returns `None` when no segment serves (see [`ready_for`]).
+/// How a non-blocking collective goes: through the segment (its step and what its wait
+/// watches for), or through the messages, where the segment could have served it but
+/// for its length (what its wait watches for: ranks that took the segment instead), or
+/// could not.
+pub(crate) enum Path<F> {
+    Segment(F, Watch),
+    Messages(Option<Watch>),
+}
+
+/// The step of collective `kind` number `tag >> 8` (around communicator rank `root`)
+/// over slot 0 of its schedule, with the next sequence number of `core`'s segment, taken
+/// now: the collective's place in the communicator's order is the call's.
 pub(crate) fn step<T: Element>(
     core: &Arc<CommCore>,
+    tag: u32,
     bytes: usize,
     kind: Kind,
     root: usize,
     op: Option<Op<T>>,
-) -> Option<impl FnMut(&mut [Vec<T>]) -> Result<bool, MsgError> + Send + 'static> {
-    let sm = ready_for(core, bytes, kind)?;
+) -> Path<impl FnMut(&mut [Vec<T>]) -> Result<bool, MsgError> + Send + 'static> {
+    let Some(sm) = ready_for(core, kind) else {
+        return Path::Messages(None);
+    };
+    if !fits(core, bytes) {
+        return Path::Messages(Some(sm.enter_messages(kind, tag, bytes)));
+    }
     let flat = matches!(kind, Kind::Barrier | Kind::Allreduce) && sm.n() <= FLAT_MAX;
-    let mut state = Some(SmState::new(sm, sm.take_seq(), kind, root, flat));
+    let state = SmState::new(sm, sm.take_seq(), coll_no(tag), kind, root, flat);
+    let watch = state.watch(bytes);
+    let mut state = Some(state);
     let core = core.clone();
-    Some(move |slots: &mut [Vec<T>]| {
-        let (Some(sm), Some(st)) = (core.sm.ready(), state.take()) else {
-            return Err(MsgError::Protocol {
-                peer: core.rank,
-                what: "shared-memory collective polled after it ended",
-            });
-        };
-        let buf = match slots.first_mut() {
-            Some(v) => v.as_mut_slice(),
-            None => &mut [],
-        };
-        let mut m = SmColl::resume(sm, buf, op.as_ref(), st);
-        let r = m.poll_through();
-        state = Some(m.into_state());
-        r
-    })
+    Path::Segment(
+        move |slots: &mut [Vec<T>]| {
+            let (Some(sm), Some(st)) = (core.sm.ready(), state.take()) else {
+                return Err(MsgError::Protocol {
+                    peer: core.rank,
+                    what: "shared-memory collective polled after it ended",
+                });
+            };
+            let buf = match slots.first_mut() {
+                Some(v) => v.as_mut_slice(),
+                None => &mut [],
+            };
+            let mut m = SmColl::resume(sm, buf, op.as_ref(), st);
+            let r = m.poll_through();
+            state = Some(m.into_state());
+            r
+        },
+        watch,
+    )
 }

@@ -1,0 +1,222 @@
+//! Erroneous programs whose ranks pass a collective lengths on both sides of
+//! `coll_sm_limit`: some ranks take the shared segment, the others the messages. Every
+//! rank that waits for the others must get `MsgError::Mismatch` (never wait forever), and
+//! the job must end: blocking and non-blocking broadcast, reduce and allreduce, with 2 to
+//! 6 ranks (oversubscribed beyond 2), lengths past `eager_limit` too, with and without
+//! the progress thread, with the disagreement at a communicator's first
+//! collective (the segment is set up in it) or later, within one host and across two
+//! ("hosts" played with `SPOOLS_HOST_ID`); and ranks whose `coll_sm_limit`s differ, which
+//! all go through the messages and succeed. A rank whose part completes without waiting
+//! for the others (a broadcast's root, a reduce's contributor on the messages' path, a
+//! rank that agrees with the broadcast's root) may succeed, as with messages. Afterwards
+//! the communicator's collectives are not to be used (documented); a communicator made
+//! before works on.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use spools::{MsgError, Op};
+use spools_testkit::{e, launch, rank_main};
+
+/// Bytes of the two sides: under and over the default limit (4 KiB; the long side may be
+/// set with `SPOOLS_TEST_LARGE`).
+const SMALL: usize = 496;
+const LARGE: usize = 5000;
+const BCAST_SMALL: usize = 100;
+const BCAST_LARGE: usize = 8000;
+
+fn env_list(name: &str) -> Vec<u32> {
+    std::env::var(name)
+        .unwrap()
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().unwrap())
+        .collect()
+}
+
+fn role() -> Result<(), String> {
+    let hosts: u32 = std::env::var("SPOOLS_TEST_HOSTS").map_or(1, |h| h.parse().unwrap());
+    let rank: u32 = std::env::var("SPOOLS_RANK").unwrap().parse().unwrap();
+    if hosts > 1 {
+        std::env::set_var("SPOOLS_HOST_ID", format!("h{}", rank % hosts));
+    }
+    // Each rank's own `coll_sm_limit`, when the ranks' differ.
+    if let Ok(limits) = std::env::var("SPOOLS_TEST_LIMITS") {
+        let limit = limits.split(',').nth(rank as usize).unwrap().to_string();
+        std::env::set_var("SPOOLS_COLL_SM_LIMIT", limit);
+    }
+    let what = std::env::var("SPOOLS_TEST_COLL").unwrap();
+    let small = env_list("SPOOLS_TEST_SMALL");
+    let first = std::env::var("SPOOLS_TEST_FIRST").is_ok_and(|v| v == "1");
+    let world = e(spools::init())?;
+    let (me, n) = (world.rank(), world.size());
+    // The communicator of the erroneous collective (fresh: its segment is not set up),
+    // and one made before it, which must work on afterwards.
+    let w = e(world.dup())?;
+    let d = e(world.dup())?;
+    if !first {
+        // Sets the segment up (non-blocking collectives never do).
+        let mut out = [0u64];
+        e(w.allreduce(&[1u64], &mut out, &Op::Sum))?;
+        if out != [u64::from(n)] {
+            return Err(format!("rank {me}: warm-up allreduce gave {out:?}"));
+        }
+    }
+    let large = std::env::var("SPOOLS_TEST_LARGE").map_or(LARGE, |l| l.parse().unwrap());
+    let is_small = small.contains(&me);
+    let elems = if is_small { SMALL / 8 } else { large / 8 };
+    let blen = if is_small { BCAST_SMALL } else { BCAST_LARGE };
+    let mine: Vec<i64> = (0..elems).map(|i| i as i64 + i64::from(me)).collect();
+    let r: Result<(), MsgError> = match what.as_str() {
+        "allreduce" => {
+            let mut out = vec![0i64; elems];
+            w.allreduce(&mine, &mut out, &Op::Sum)
+        }
+        "reduce" => {
+            let mut out = vec![0i64; elems];
+            w.reduce(&mine, &mut out, &Op::Sum, 0)
+        }
+        "bcast" => {
+            let mut b = vec![7u8; blen];
+            w.bcast(&mut b, 0)
+        }
+        "iallreduce" => w
+            .iallreduce(mine, Op::Sum)
+            .and_then(|r| r.wait())
+            .map(|_| ()),
+        "ireduce" => w
+            .ireduce(mine, Op::Sum, 0)
+            .and_then(|r| r.wait())
+            .map(|_| ()),
+        "ibcast" => w
+            .ibcast(vec![7u8; blen], 0)
+            .and_then(|r| r.wait())
+            .map(|_| ()),
+        _ => return Err(format!("unknown collective {what}")),
+    };
+    if std::env::var("SPOOLS_TEST_LIMITS").is_ok() {
+        // Limits that differ: the segment is off, everything goes through the messages.
+        e(r)?;
+        let through = w.shared_memory_collectives();
+        if through != 0 {
+            return Err(format!(
+                "rank {me}: {through} collectives through shared memory"
+            ));
+        }
+        println!("rank {me} {what} ok");
+        println!("rank {me} done");
+        drop((w, d));
+        return e(world.finalize());
+    }
+    match r {
+        Ok(()) => println!("rank {me} {what} ok"),
+        Err(err @ MsgError::Mismatch { .. }) => println!("rank {me} {what} mismatch: {err}"),
+        Err(err) => return Err(format!("rank {me} {what}: not a mismatch: {err}")),
+    }
+    // The communicator made before works on.
+    let mut out = [0u64];
+    e(d.allreduce(&[u64::from(me)], &mut out, &Op::Sum))?;
+    if out != [u64::from(n * (n - 1) / 2)] {
+        return Err(format!("rank {me}: allreduce on the dup gave {out:?}"));
+    }
+    println!("rank {me} done");
+    drop((w, d));
+    e(world.finalize())
+}
+
+/// One erroneous job: `n` ranks, `small` pass the short length, the others the long one;
+/// every rank of `must_fail` must print a mismatch, every other rank a mismatch or
+/// success, and every rank must end.
+fn case(n: u32, what: &str, small: &[u32], must_fail: &[u32], env: &[(&str, &str)]) {
+    let list: Vec<String> = small.iter().map(u32::to_string).collect();
+    let list = list.join(",");
+    let mut all = vec![
+        ("SPOOLS_TEST_COLL", what),
+        ("SPOOLS_TEST_SMALL", list.as_str()),
+    ];
+    all.extend_from_slice(env);
+    let o = launch(
+        n,
+        "ranks_split_over_the_segment_and_the_messages_get_mismatch",
+        "x",
+        &all,
+    );
+    let ctx = format!("{n} ranks, {what}, small {small:?}, {env:?}: {o:?}");
+    assert_eq!(o.code(), Some(0), "{ctx}");
+    for r in 0..n {
+        let failed = o.stdout.lines().any(|l| {
+            l.starts_with(&format!("rank {r} {what} mismatch: ")) && l.contains("ranks disagree")
+        });
+        let ok = o.stdout.lines().any(|l| l == format!("rank {r} {what} ok"));
+        assert!(failed != ok, "rank {r}: {ctx}");
+        if must_fail.contains(&r) {
+            assert!(failed, "rank {r} must fail: {ctx}");
+        }
+        assert!(
+            o.stdout.lines().any(|l| l == format!("rank {r} done")),
+            "rank {r}: {ctx}"
+        );
+    }
+}
+
+/// Ranks that pass lengths on both sides of the limit fail with `Mismatch` instead of
+/// waiting forever: each rank prints its outcome, the test checks every rank that waits
+/// for the others got the error, and that the job ended.
+#[test]
+fn ranks_split_over_the_segment_and_the_messages_get_mismatch() {
+    rank_main(|_| role());
+    let first = [("SPOOLS_TEST_FIRST", "1")];
+    let later = [("SPOOLS_TEST_FIRST", "0")];
+    let two_hosts = [("SPOOLS_TEST_FIRST", "0"), ("SPOOLS_TEST_HOSTS", "2")];
+    // Allreduce: every rank waits for everyone, so every rank fails.
+    for env in [&first[..], &later[..]] {
+        case(2, "allreduce", &[0], &[0, 1], env);
+        case(3, "allreduce", &[1], &[0, 1, 2], env);
+        case(4, "allreduce", &[0, 3], &[0, 1, 2, 3], env);
+    }
+    case(4, "allreduce", &[0], &[0, 1, 2, 3], &two_hosts);
+    // Beyond 4 members a fan-in to member 0 and a fan-out (oversubscribed).
+    case(6, "allreduce", &[0, 3], &[0, 1, 2, 3, 4, 5], &later);
+    case(6, "reduce", &[5], &[0, 4, 5], &later);
+    case(6, "bcast", &[3], &[3], &later);
+    // Reduce to rank 0: the root fails, and ranks on the segment (they wait for it).
+    for env in [&first[..], &later[..]] {
+        case(2, "reduce", &[1], &[0, 1], env);
+        case(3, "reduce", &[0], &[0], env);
+        case(4, "reduce", &[2, 3], &[0, 2, 3], env);
+    }
+    // Broadcast from rank 0 (3 ranks at least on a host use the segment): every rank
+    // whose length differs from the root's fails.
+    for env in [&first[..], &later[..]] {
+        case(3, "bcast", &[0], &[1, 2], env);
+        case(3, "bcast", &[1, 2], &[1, 2], env);
+        case(4, "bcast", &[0, 1], &[2, 3], env);
+    }
+    case(6, "bcast", &[0], &[1, 2, 3, 4, 5], &two_hosts);
+    // Longer than `eager_limit` (32 KiB): the messages' side waits in rendezvous sends
+    // to ranks that took the segment.
+    let rendezvous = [("SPOOLS_TEST_FIRST", "0"), ("SPOOLS_TEST_LARGE", "40000")];
+    case(2, "allreduce", &[1], &[0, 1], &rendezvous);
+    case(3, "reduce", &[0], &[0], &rendezvous);
+    // `coll_sm_limit`s that differ (a length between them would split the ranks): the
+    // segment is off on that communicator, every rank uses the messages and succeeds.
+    for (n, what, limits) in [
+        (3, "allreduce", "64,4096,4096"),
+        (3, "bcast", "4096,64,4096"),
+        (2, "reduce", "4096,128"),
+        (3, "allreduce", "4096,4096,0"),
+    ] {
+        let all: Vec<u32> = (0..n).collect();
+        let env = [("SPOOLS_TEST_FIRST", "1"), ("SPOOLS_TEST_LIMITS", limits)];
+        case(n, what, &all, &[], &env);
+    }
+    // Non-blocking, on a segment set up before.
+    case(2, "iallreduce", &[1], &[0, 1], &later);
+    case(4, "iallreduce", &[0, 2], &[0, 1, 2, 3], &later);
+    case(3, "ireduce", &[0], &[0], &later);
+    case(3, "ibcast", &[0], &[1, 2], &later);
+    // With the progress thread, which advances schedules (never a wait's checks).
+    let progress = [("SPOOLS_TEST_FIRST", "0"), ("SPOOLS_PROGRESS_THREAD", "1")];
+    case(3, "iallreduce", &[0], &[0, 1, 2], &progress);
+    case(3, "allreduce", &[2], &[0, 1, 2], &progress);
+    case(4, "ibcast", &[1, 2, 3], &[1, 2, 3], &later);
+}
