@@ -484,13 +484,15 @@ fn finalize(sh: &Shared, rank: u32, collectives: Vec<(u32, u32)>, sent: &[(u32, 
     // a collective it never started fail instead of hanging, and each learns how many
     // messages it sent them, so that a receive from it fails once all have arrived.
     let n = st.writers.len();
+    let mut to = vec![0u64; n];
+    for (r, k) in sent {
+        if let Some(t) = to.get_mut(*r as usize) {
+            *t = t.saturating_add(*k);
+        }
+    }
     for r in (1..n).chain(0..n.min(1)) {
         if r != rank as usize {
-            let sent_to_you = sent
-                .iter()
-                .filter(|(to, _)| *to as usize == r)
-                .map(|(_, k)| *k)
-                .sum();
+            let sent_to_you = to[r];
             let msg = ToRank::Finalizing {
                 rank,
                 collectives: collectives.clone(),

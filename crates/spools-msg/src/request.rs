@@ -250,14 +250,40 @@ pub fn wait_any_at(
         ));
     };
     let engine: &Engine = &first.comm.engine;
+    let state = engine.worker.bootstrap().state();
     let mut hit = None;
-    engine
+    let mut orphaned = None;
+    let done = engine
         .worker
-        .wait_for(|| {
-            hit = reqs.iter().position(Request::is_complete);
-            hit.is_some()
-        })
+        .wait_for_or(
+            || {
+                hit = reqs.iter().position(Request::is_complete);
+                hit.is_some()
+            },
+            || {
+                // A receive from a rank that finalised, all its messages in and none
+                // matching, never completes (end of data): it fails.
+                if state.any_finalizing() {
+                    orphaned = reqs.iter().enumerate().find_map(|(i, r)| match r.op {
+                        Some(RequestOp::Recv { id }) => {
+                            r.engine().orphaned_recv(id).map(|o| (i, o))
+                        }
+                        _ => None,
+                    });
+                }
+                orphaned.is_some()
+            },
+        )
         .map_err(|e| (None, e.into()))?;
+    if let (false, Some((i, (rank, sent)))) = (done, orphaned) {
+        engine
+            .worker
+            .check_interrupt()
+            .map_err(|e| (None, e.into()))?;
+        // The failed request is removed (dropping it cancels the receive).
+        drop(reqs.remove(i));
+        return Err((Some(i), MsgError::SourceFinalized { rank, sent }));
+    }
     let i = hit.unwrap_or(0);
     let mut r = reqs.remove(i);
     r.finish().map(|c| (i, c)).map_err(|e| (Some(i), e))

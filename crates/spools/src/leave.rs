@@ -30,7 +30,7 @@ struct Deferred {
     boot: Arc<Bootstrap>,
     /// Collectives started per context, and tagged messages sent per peer.
     counts: Counts,
-    _layers: (Worker, Vec<Communicator>),
+    layers: (Worker, Vec<Communicator>),
 }
 
 /// (collectives started per context, tagged messages sent per peer), as
@@ -68,7 +68,7 @@ pub(crate) fn on_drop(boot: Arc<Bootstrap>, counts: Counts, layers: (Worker, Vec
         .replace(Deferred {
             boot,
             counts,
-            _layers: layers,
+            layers,
         });
     // A process that made and dropped another job's `World` before (one-rank jobs in a
     // test harness): that process lived on, so that job ends cleanly now.
@@ -79,9 +79,16 @@ pub(crate) fn on_drop(boot: Arc<Bootstrap>, counts: Counts, layers: (Worker, Vec
 
 /// Announces that the rank finalises and waits for every rank (a clean end).
 fn finish_cleanly(d: &Deferred) {
+    // The messages sent are counted now, at the announcement: a communicator the
+    // program still holds may have sent more since the `World` was dropped.
+    let sent = d
+        .layers
+        .1
+        .first()
+        .map_or_else(|| d.counts.1.clone(), Communicator::messages_sent);
     if let Err(e) = d
         .boot
-        .announce_finalize(d.counts.0.clone(), d.counts.1.clone())
+        .announce_finalize(d.counts.0.clone(), sent)
         .and_then(|()| d.boot.wait_finalized())
     {
         spools_boot::logger::error(format_args!(

@@ -322,11 +322,22 @@ fn meet_tcp(
                         })
                     }
                 });
-                // Anything but a producer's description is dropped unanswered.
-                if let Some(d) = theirs.ok().filter(|d| d.token.is_empty()) {
-                    send_description(&mut s, text)?;
-                    return Ok(d);
+                match theirs {
+                    // Anything but a producer's description is dropped unanswered.
+                    Ok(d) if d.token.is_empty() => {
+                        send_description(&mut s, text)?;
+                        return Ok(d);
+                    }
+                    // An interrupt while reading it ends the meeting.
+                    Err(e @ PipeError::Msg(_)) => return Err(e),
+                    Ok(_) | Err(_) => {}
                 }
+                // A stream of connections that are not the producer holds the meeting no
+                // longer than its deadline, and lets an interrupt through.
+                if Instant::now() > deadline {
+                    return Err(timed_out());
+                }
+                check()?;
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if Instant::now() > deadline {

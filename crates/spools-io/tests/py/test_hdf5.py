@@ -140,6 +140,22 @@ def test_every_tool_takes_file_colon_name_in_nested_groups(tmp_path):
     assert "dataset /a/b/c" in spools("ls", str(alone)).stdout.decode()
 
 
+def test_a_spools_layout_attribute_of_another_shape_is_not_read(tmp_path):
+    # Another tool's `spools_layout` attribute: an array of 64 strings, or a number. Only a
+    # single variable-length string is read (an array once overflowed the one pointer the
+    # read had room for); the dataset is read all the same.
+    a = reference("f64", [4, 3], 5)
+    for k, value in enumerate([np.array(["x" * 40] * 64, dtype=h5py.string_dtype()),
+                               np.int64(7)]):
+        path = tmp_path / f"attr{k}.h5"
+        with h5py.File(path, "w") as f:
+            d = f.create_dataset("data", data=a)
+            d.attrs["spools_layout"] = value
+        ls = spools("ls", f"{path}:/data").stdout.decode()
+        assert "dataset /data" in ls and "written by Spools" not in ls, ls
+        assert spools("cat", f"{path}:/data").stdout == a.tobytes()
+
+
 def test_spools_writes_a_dataset_in_nested_groups(tmp_path):
     path = tmp_path / "w.h5"
     layout = "i32[7,3] cyclic,* on 2x1"

@@ -237,14 +237,21 @@ impl Communicator {
             return Self::start("allreduce", s, first);
         }
         let bytes = std::mem::size_of_val(buf.as_slice());
-        let path = sm::step(
-            &self.core,
-            tag,
-            bytes,
-            sm::Kind::Allreduce,
-            0,
-            Some(op.clone()),
-        );
+        // An agreement after the reduction goes through messages, which the segment's
+        // wait does not watch: such an operator takes the messages throughout (on every
+        // rank alike, as every rank's operator has its verdict).
+        let path = if op.verdict().is_some() {
+            sm::Path::Messages(None)
+        } else {
+            sm::step(
+                &self.core,
+                tag,
+                bytes,
+                sm::Kind::Allreduce,
+                0,
+                Some(op.clone()),
+            )
+        };
         let watch = match path {
             sm::Path::Segment(f, w) => {
                 let mut s = self.schedule(tag, vec![buf]);
@@ -277,14 +284,19 @@ impl Communicator {
         let tag = self.core.next_coll_tag();
         self.core.job_rank(root)?;
         let bytes = std::mem::size_of_val(buf.as_slice());
-        let step = sm::step(
-            &self.core,
-            tag,
-            bytes,
-            sm::Kind::Reduce,
-            root as usize,
-            Some(op.clone()),
-        );
+        // An operator with an agreement takes the messages (see `iallreduce`).
+        let step = if op.verdict().is_some() {
+            sm::Path::Messages(None)
+        } else {
+            sm::step(
+                &self.core,
+                tag,
+                bytes,
+                sm::Kind::Reduce,
+                root as usize,
+                Some(op.clone()),
+            )
+        };
         let watch = match step {
             sm::Path::Segment(f, w) => {
                 let mut s = self.schedule(tag, vec![buf]);

@@ -116,7 +116,8 @@ pub(crate) struct GroupInfo {
     storage_type: c_int,
     pub(crate) nlinks: Hsize,
     max_corder: i64,
-    mounted: bool,
+    // `hbool_t`: read as a byte, whatever the library wrote.
+    mounted: u8,
 }
 
 /// Room for `H5L_info_t` (1.10, 32 bytes) or `H5L_info2_t` (1.12 and later, 40 bytes):
@@ -203,6 +204,8 @@ functions! {
     H5Awrite: fn(Hid, Hid, *const c_void) -> Herr;
     H5Aread: fn(Hid, Hid, *mut c_void) -> Herr;
     H5Aget_type: fn(Hid) -> Hid;
+    H5Aget_space: fn(Hid) -> Hid;
+    H5Sget_simple_extent_npoints: fn(Hid) -> i64;
     H5Aclose: fn(Hid) -> Herr;
     H5Gget_info: fn(Hid, *mut GroupInfo) -> Herr;
     H5Lget_name_by_idx: fn(Hid, *const c_char, c_int, c_int, Hsize, *mut c_char, usize, Hid) -> isize;

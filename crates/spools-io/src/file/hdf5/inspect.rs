@@ -386,7 +386,8 @@ fn compound(h: &Locked, t: Hid, size: usize, depth: usize) -> (Option<DType>, St
     (complex, format!("compound {{{}}}", fields.join(", ")))
 }
 
-/// The `spools_layout` attribute, when it is a variable-length string.
+/// The `spools_layout` attribute, when it is one variable-length string (a scalar or one
+/// element: anything else, e.g. an array of strings another tool wrote, is not read).
 fn written_from(h: &Locked, ds: &Id) -> Option<String> {
     let key = c"spools_layout";
     // SAFETY: a valid dataset id and NUL-terminated name.
@@ -396,8 +397,9 @@ fn written_from(h: &Locked, ds: &Id) -> Option<String> {
     }
     let read = || -> Result<Option<String>, Hdf5Error> {
         let op = "read attribute";
-        // SAFETY: valid ids; H5Aread writes one `char *` (allocated by the library,
-        // freed by `take_string`) into `p`.
+        // SAFETY: valid ids; the attribute holds exactly one element (checked first), so
+        // H5Aread writes one `char *` (allocated by the library, freed by `take_string`)
+        // into `p`.
         unsafe {
             let a = h.id(
                 (h.f.H5Aopen)(ds.id, key.as_ptr(), ffi::P_DEFAULT),
@@ -406,6 +408,10 @@ fn written_from(h: &Locked, ds: &Id) -> Option<String> {
             )?;
             let at = h.id((h.f.H5Aget_type)(a.id), h.f.H5Tclose, op)?;
             if (h.f.H5Tget_class)(at.id) != ffi::T_STRING || (h.f.H5Tis_variable_str)(at.id) <= 0 {
+                return Ok(None);
+            }
+            let space = h.id((h.f.H5Aget_space)(a.id), h.f.H5Sclose, op)?;
+            if (h.f.H5Sget_simple_extent_npoints)(space.id) != 1 {
                 return Ok(None);
             }
             let mt = h.utf8_type()?;

@@ -77,7 +77,7 @@ fn slab(path: &Path, m: &ZarrMeta, s0: u64) -> Result<(Grid, Vec<Vec<u64>>), Fil
     if bytes.is_none_or(|b| b > SLAB_MAX) {
         return Err(FileError::Format {
             path: path.to_path_buf(),
-            defect: FormatDefect::Zarr(ZarrError::Grid(format!(
+            defect: FormatDefect::Zarr(ZarrError::Limit(format!(
                 "a row of shards of {shape:?} is more than the {SLAB_MAX} bytes the tools hold at once"
             ))),
         });
