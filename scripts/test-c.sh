@@ -12,10 +12,7 @@ cd "$(dirname "$0")/.."
 
 bash scripts/install-c-tools.sh
 
-venv="${SPOOLS_PY_VENV:-target/py-venv}"
-if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
-fi
+source scripts/py-venv.sh
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "numpy>=1.21" "pytest>=7"
 
 prefix="$(pwd)/target/c-prefix"

@@ -9,11 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-venv="${SPOOLS_PY_VENV:-target/py-venv}"
-python="${PYTHON:-python3}"
-if [ ! -x "$venv/bin/python" ]; then
-  "$python" -m venv "$venv"
-fi
+source scripts/py-venv.sh
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "pytest>=7" "crc32c>=2.3"
 
 cargo build --locked -p spools-cli

@@ -8,11 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-venv="${SPOOLS_PY_VENV:-target/py-venv}"
-python="${PYTHON:-python3}"
-if [ ! -x "$venv/bin/python" ]; then
-  "$python" -m venv "$venv"
-fi
+source scripts/py-venv.sh
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
   "numpy>=1.24" "pytest>=7" "zarr>=3,<4" "h5py>=3" "tensorstore>=0.1.60"
 

@@ -10,11 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-venv="${SPOOLS_PY_VENV:-target/py-venv}"
-python="${PYTHON:-python3}"
-if [ ! -x "$venv/bin/python" ]; then
-  "$python" -m venv "$venv"
-fi
+source scripts/py-venv.sh
 # What the package and its tests need, from PyPI (pinned below a major version).
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
   "maturin>=1.7,<2" "numpy>=1.21" "pytest>=7"

@@ -10,11 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-venv="${SPOOLS_PY_VENV:-target/py-venv}"
-python="${PYTHON:-python3}"
-if [ ! -x "$venv/bin/python" ]; then
-  "$python" -m venv "$venv"
-fi
+source scripts/py-venv.sh
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
   "pytest>=7" "selenium>=4.20,<5" "pillow>=10"
 if [ "${SPOOLS_VIEW_BROWSER:-chromium}" = firefox ]; then

@@ -128,6 +128,33 @@ impl Communicator {
         s
     }
 
+    /// The segment's schedule of reduction `kind` of `buf` (around `root`), with `op`'s
+    /// agreement after it, when the segment serves it; else `buf` back, with what the
+    /// messages' wait watches the segment for. An operator with an agreement takes the
+    /// messages throughout (on every rank alike, as every rank's operator has its
+    /// verdict): the agreement's messages would wait in the segment's naps.
+    fn reduction_path<T: Element>(
+        &self,
+        tag: u32,
+        buf: Vec<T>,
+        kind: sm::Kind,
+        root: usize,
+        op: &Op<T>,
+    ) -> Result<Schedule<T>, (Vec<T>, Option<sm::Watch>)> {
+        if op.verdict().is_some() {
+            return Err((buf, None));
+        }
+        let bytes = std::mem::size_of_val(buf.as_slice());
+        match sm::step(&self.core, tag, bytes, kind, root, Some(op.clone())) {
+            sm::Path::Segment(f, w) => {
+                let mut s = self.schedule(tag, vec![buf]);
+                s.poll(true, f).watch(w);
+                Ok(self.agree(s, tag, op))
+            }
+            sm::Path::Messages(w) => Err((buf, w)),
+        }
+    }
+
     /// Starts `s` (its first round goes out now) and hands it to the progress engine.
     fn start<T: Element, R: 'static>(
         op: &'static str,
@@ -236,29 +263,9 @@ impl Communicator {
             let s = self.agree(self.schedule(tag, vec![buf]), tag, &op);
             return Self::start("allreduce", s, first);
         }
-        let bytes = std::mem::size_of_val(buf.as_slice());
-        // An agreement after the reduction goes through messages, which the segment's
-        // wait does not watch: such an operator takes the messages throughout (on every
-        // rank alike, as every rank's operator has its verdict).
-        let path = if op.verdict().is_some() {
-            sm::Path::Messages(None)
-        } else {
-            sm::step(
-                &self.core,
-                tag,
-                bytes,
-                sm::Kind::Allreduce,
-                0,
-                Some(op.clone()),
-            )
-        };
-        let watch = match path {
-            sm::Path::Segment(f, w) => {
-                let mut s = self.schedule(tag, vec![buf]);
-                s.poll(true, f).watch(w);
-                return Self::start("allreduce", self.agree(s, tag, &op), first);
-            }
-            sm::Path::Messages(w) => w,
+        let (buf, watch) = match self.reduction_path(tag, buf, sm::Kind::Allreduce, 0, &op) {
+            Ok(s) => return Self::start("allreduce", s, first),
+            Err(messages) => messages,
         };
         let (g, hosts) = (Group::all(&self.core), self.hosts());
         let tmp = vec![T::default(); plans::allreduce_scratch(&g, &hosts, buf.len(), &op)];
@@ -283,27 +290,10 @@ impl Communicator {
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
         let tag = self.core.next_coll_tag();
         self.core.job_rank(root)?;
-        let bytes = std::mem::size_of_val(buf.as_slice());
-        // An operator with an agreement takes the messages (see `iallreduce`).
-        let step = if op.verdict().is_some() {
-            sm::Path::Messages(None)
-        } else {
-            sm::step(
-                &self.core,
-                tag,
-                bytes,
-                sm::Kind::Reduce,
-                root as usize,
-                Some(op.clone()),
-            )
-        };
-        let watch = match step {
-            sm::Path::Segment(f, w) => {
-                let mut s = self.schedule(tag, vec![buf]);
-                s.poll(true, f).watch(w);
-                return Self::start("reduce", self.agree(s, tag, &op), first);
-            }
-            sm::Path::Messages(w) => w,
+        let (buf, watch) = match self.reduction_path(tag, buf, sm::Kind::Reduce, root as usize, &op)
+        {
+            Ok(s) => return Self::start("reduce", s, first),
+            Err(messages) => messages,
         };
         let tmp = vec![T::default(); buf.len()];
         let mut s = self.schedule(tag, vec![buf, tmp]);
