@@ -1,0 +1,434 @@
+//! Blocking collectives over Spools' collectives (tree, ring and shared-memory
+//! algorithms chosen by Spools), with `MPI_IN_PLACE`.
+
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+use crate::abi::*;
+use crate::comm::comm;
+use crate::datatype::{committed, count as ccount, unpack, TypeObj};
+use crate::error::{on_comm, MpiError};
+use crate::op::{reduce, Which};
+use crate::p2p::data;
+
+fn in_place(p: *const c_void) -> bool {
+    p as usize == MPI_IN_PLACE
+}
+
+fn root_of(c: &crate::comm::CommObj, root: c_int, call: &'static str) -> Result<u32, MpiError> {
+    match u32::try_from(root) {
+        Ok(r) if r < c.comm.size() => Ok(r),
+        _ => Err(MpiError::invalid(
+            MPI_ERR_ROOT,
+            format!(
+                "{call}: root {root} is not in this communicator of {} ranks",
+                c.comm.size()
+            ),
+        )),
+    }
+}
+
+/// Writes packed `bytes` as elements of `t` at `buf`.
+///
+/// # Safety
+/// `buf` holds as many elements of `t` as `bytes` has.
+unsafe fn put(bytes: &[u8], buf: *mut c_void, t: &TypeObj) {
+    if !bytes.is_empty() {
+        // SAFETY: the caller's contract.
+        unsafe { unpack(bytes, buf.cast(), t) };
+    }
+}
+
+/// `MPI_Barrier`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
+    let r = self::comm(comm, "MPI_Barrier").and_then(|c| Ok(c.comm.barrier()?));
+    on_comm(comm, r)
+}
+
+/// `MPI_Bcast`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bcast(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    let r = (|| {
+        let call = "MPI_Bcast";
+        let c = self::comm(comm, call)?;
+        let root = root_of(&c, root, call)?;
+        let n = ccount(count.into(), call)?;
+        let t = committed(datatype, call)?;
+        let len = n * t.size;
+        if t.contiguous() && len > 0 {
+            // SAFETY: `len` bytes (the caller's contract).
+            let b = unsafe { std::slice::from_raw_parts_mut(buffer.cast::<u8>(), len) };
+            c.comm.bcast(b, root)?;
+            return Ok(());
+        }
+        let mut b = if c.comm.rank() == root {
+            // SAFETY: the caller's contract.
+            unsafe { data(buffer, n, &t) }.into_owned()
+        } else {
+            vec![0u8; len]
+        };
+        c.comm.bcast(&mut b, root)?;
+        if c.comm.rank() != root {
+            // SAFETY: the caller's contract.
+            unsafe { put(&b, buffer, &t) };
+        }
+        Ok(())
+    })();
+    on_comm(comm, r)
+}
+
+/// A reduction collective.
+///
+/// # Safety
+/// The buffers hold `count` elements of `datatype` where MPI says they are used.
+#[allow(clippy::too_many_arguments)]
+unsafe fn reduction(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    which: Option<c_int>,
+    scan: bool,
+    call: &'static str,
+) -> c_int {
+    let r = (|| {
+        let c = self::comm(comm, call)?;
+        let n = ccount(count.into(), call)?;
+        let t: Arc<TypeObj> = committed(datatype, call)?;
+        let which = match (which, scan) {
+            (_, true) => Which::Scan,
+            (Some(root), _) => Which::Root(root_of(&c, root, call)?),
+            (None, _) => Which::All,
+        };
+        let send = if in_place(sendbuf) {
+            recvbuf.cast_const()
+        } else {
+            sendbuf
+        };
+        // SAFETY: the caller's contract.
+        unsafe {
+            reduce(
+                &c.comm,
+                send.cast(),
+                recvbuf.cast(),
+                n,
+                &t,
+                datatype,
+                op,
+                which,
+            )
+        }
+    })();
+    on_comm(comm, r)
+}
+
+/// `MPI_Reduce`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        reduction(
+            sendbuf,
+            recvbuf,
+            count,
+            datatype,
+            op,
+            comm,
+            Some(root),
+            false,
+            "MPI_Reduce",
+        )
+    }
+}
+
+/// `MPI_Allreduce`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        reduction(
+            sendbuf,
+            recvbuf,
+            count,
+            datatype,
+            op,
+            comm,
+            None,
+            false,
+            "MPI_Allreduce",
+        )
+    }
+}
+
+/// `MPI_Scan`: rank i gets the reduction of ranks 0 to i.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Scan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        reduction(
+            sendbuf, recvbuf, count, datatype, op, comm, None, true, "MPI_Scan",
+        )
+    }
+}
+
+/// The arguments of a gather, scatter, allgather or alltoall.
+struct Moves {
+    c: Arc<crate::comm::CommObj>,
+    st: Option<Arc<TypeObj>>,
+    sn: usize,
+    rt: Option<Arc<TypeObj>>,
+    rn: usize,
+}
+
+fn moves(
+    comm: MPI_Comm,
+    sc: c_int,
+    sdt: MPI_Datatype,
+    rc: c_int,
+    rdt: MPI_Datatype,
+    send_used: bool,
+    recv_used: bool,
+    call: &'static str,
+) -> Result<Moves, MpiError> {
+    let c = self::comm(comm, call)?;
+    Ok(Moves {
+        c,
+        st: if send_used {
+            Some(committed(sdt, call)?)
+        } else {
+            None
+        },
+        sn: if send_used {
+            ccount(sc.into(), call)?
+        } else {
+            0
+        },
+        rt: if recv_used {
+            Some(committed(rdt, call)?)
+        } else {
+            None
+        },
+        rn: if recv_used {
+            ccount(rc.into(), call)?
+        } else {
+            0
+        },
+    })
+}
+
+/// `MPI_Gather`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Gather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    let r = (|| {
+        let call = "MPI_Gather";
+        let c0 = self::comm(comm, call)?;
+        let root = root_of(&c0, root, call)?;
+        let me_root = c0.comm.rank() == root;
+        let inplace = me_root && in_place(sendbuf);
+        let m = moves(
+            comm, sendcount, sendtype, recvcount, recvtype, !inplace, me_root, call,
+        )?;
+        let mine = if inplace {
+            let rt =
+                m.rt.as_ref()
+                    .ok_or(MpiError::invalid(MPI_ERR_TYPE, "no recvtype"))?;
+            // SAFETY: the root's block of `recvbuf` (the caller's contract).
+            unsafe {
+                data(
+                    recvbuf
+                        .cast::<u8>()
+                        .offset(root as isize * m.rn as isize * rt.extent)
+                        .cast(),
+                    m.rn,
+                    rt,
+                )
+            }
+            .into_owned()
+        } else {
+            let st =
+                m.st.as_ref()
+                    .ok_or(MpiError::invalid(MPI_ERR_TYPE, "no sendtype"))?;
+            // SAFETY: the caller's contract.
+            unsafe { data(sendbuf, m.sn, st) }.into_owned()
+        };
+        let mut all = if me_root {
+            vec![0u8; mine.len() * m.c.comm.size() as usize]
+        } else {
+            Vec::new()
+        };
+        m.c.comm.gather(&mine, &mut all, root)?;
+        if let (true, Some(rt)) = (me_root, m.rt.as_ref()) {
+            // SAFETY: `recvbuf` holds size x recvcount elements at the root.
+            unsafe { put(&all, recvbuf, rt) };
+        }
+        Ok(())
+    })();
+    on_comm(comm, r)
+}
+
+/// `MPI_Scatter`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Scatter(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    let r = (|| {
+        let call = "MPI_Scatter";
+        let c0 = self::comm(comm, call)?;
+        let root = root_of(&c0, root, call)?;
+        let me_root = c0.comm.rank() == root;
+        let inplace = me_root && in_place(recvbuf);
+        let m = moves(
+            comm, sendcount, sendtype, recvcount, recvtype, me_root, !inplace, call,
+        )?;
+        let size = m.c.comm.size() as usize;
+        let all = match (me_root, m.st.as_ref()) {
+            // SAFETY: size x sendcount elements at the root (the caller's contract).
+            (true, Some(st)) => unsafe { data(sendbuf, m.sn * size, st) }.into_owned(),
+            _ => Vec::new(),
+        };
+        let block = if me_root {
+            all.len() / size.max(1)
+        } else {
+            m.rn * m.rt.as_ref().map_or(0, |t| t.size)
+        };
+        let mut mine = vec![0u8; block];
+        m.c.comm.scatter(&all, &mut mine, root)?;
+        if let (false, Some(rt)) = (inplace, m.rt.as_ref()) {
+            // SAFETY: `recvbuf` holds recvcount elements.
+            unsafe { put(&mine, recvbuf, rt) };
+        }
+        Ok(())
+    })();
+    on_comm(comm, r)
+}
+
+/// `MPI_Allgather`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    let r = (|| {
+        let call = "MPI_Allgather";
+        let inplace = in_place(sendbuf);
+        let m = moves(
+            comm, sendcount, sendtype, recvcount, recvtype, !inplace, true, call,
+        )?;
+        let rt =
+            m.rt.as_ref()
+                .ok_or(MpiError::invalid(MPI_ERR_TYPE, "no recvtype"))?;
+        let me = m.c.comm.rank() as isize;
+        let mine = match (inplace, m.st.as_ref()) {
+            // SAFETY: this rank's block of `recvbuf` (the caller's contract).
+            (true, _) => unsafe {
+                data(
+                    recvbuf
+                        .cast::<u8>()
+                        .offset(me * m.rn as isize * rt.extent)
+                        .cast(),
+                    m.rn,
+                    rt,
+                )
+            }
+            .into_owned(),
+            // SAFETY: the caller's contract.
+            (false, Some(st)) => unsafe { data(sendbuf, m.sn, st) }.into_owned(),
+            (false, None) => Vec::new(),
+        };
+        let mut all = vec![0u8; mine.len() * m.c.comm.size() as usize];
+        m.c.comm.allgather(&mine, &mut all)?;
+        // SAFETY: `recvbuf` holds size x recvcount elements.
+        unsafe { put(&all, recvbuf, rt) };
+        Ok(())
+    })();
+    on_comm(comm, r)
+}
+
+/// `MPI_Alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    let r = (|| {
+        let call = "MPI_Alltoall";
+        let inplace = in_place(sendbuf);
+        let m = moves(
+            comm, sendcount, sendtype, recvcount, recvtype, !inplace, true, call,
+        )?;
+        let rt =
+            m.rt.as_ref()
+                .ok_or(MpiError::invalid(MPI_ERR_TYPE, "no recvtype"))?;
+        let size = m.c.comm.size() as usize;
+        let send = match (inplace, m.st.as_ref()) {
+            // SAFETY: `recvbuf` holds size x recvcount elements (the caller's contract).
+            (true, _) => unsafe { data(recvbuf, m.rn * size, rt) }.into_owned(),
+            // SAFETY: `sendbuf` holds size x sendcount elements (the caller's contract).
+            (false, Some(st)) => unsafe { data(sendbuf, m.sn * size, st) }.into_owned(),
+            (false, None) => Vec::new(),
+        };
+        let mut all = vec![0u8; m.rn * rt.size * size];
+        m.c.comm.alltoall(&send, &mut all)?;
+        // SAFETY: `recvbuf` holds size x recvcount elements.
+        unsafe { put(&all, recvbuf, rt) };
+        Ok(())
+    })();
+    on_comm(comm, r)
+}

@@ -1,0 +1,855 @@
+//! Datatypes: the predefined ones of the ABI and derived ones (contiguous, vector,
+//! hvector, indexed, hindexed, indexed_block, hindexed_block, struct, resized, dup),
+//! flattened into the byte blocks one element occupies, with packing of non-contiguous
+//! buffers.
+
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use crate::abi::*;
+use crate::comm::out;
+use crate::error::{on_self, MpiError};
+use crate::handles::{Kind, Table};
+
+/// A primitive element type, for reductions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Basic {
+    I8,
+    U8,
+    I16,
+    U16,
+    I32,
+    U32,
+    I64,
+    U64,
+    F32,
+    F64,
+    /// C `_Bool` / C++ `bool` (one byte, 0 or 1).
+    Bool,
+    /// Bytes with no arithmetic (`MPI_BYTE`, `MPI_PACKED`, `long double`, complex).
+    Opaque,
+}
+
+/// A datatype: its size, bounds, and where its bytes are within one element.
+#[derive(Debug)]
+pub(crate) struct TypeObj {
+    /// Bytes of data in one element.
+    pub(crate) size: usize,
+    /// Lower bound and extent (the stride between consecutive elements).
+    pub(crate) lb: isize,
+    pub(crate) extent: isize,
+    /// Bounds of the bytes actually occupied.
+    pub(crate) true_lb: isize,
+    pub(crate) true_extent: isize,
+    /// The data of one element: (offset from the buffer address, length), in order.
+    pub(crate) blocks: Vec<(isize, usize)>,
+    /// The primitive type every element is made of, when there is exactly one.
+    pub(crate) basic: Option<Basic>,
+    /// Width of the primitive of `basic`.
+    pub(crate) basic_size: usize,
+    /// Largest alignment of the primitives inside (for a struct's extent).
+    align: usize,
+    /// Committed (`MPI_Type_commit`); predefined types always are.
+    committed: AtomicBool,
+    /// The predefined handle, for a named type.
+    pub(crate) named: Option<MPI_Datatype>,
+}
+
+impl TypeObj {
+    /// Whether `count` elements are `count * size` bytes at the buffer's address.
+    pub(crate) fn contiguous(&self) -> bool {
+        self.extent == self.size as isize
+            && self.blocks.len() <= 1
+            && self.blocks.first().is_none_or(|b| b.0 == 0)
+    }
+
+    fn named(h: MPI_Datatype, size: usize, basic: Basic, basic_size: usize) -> TypeObj {
+        TypeObj {
+            size,
+            lb: 0,
+            extent: size as isize,
+            true_lb: 0,
+            true_extent: size as isize,
+            blocks: if size > 0 {
+                vec![(0, size)]
+            } else {
+                Vec::new()
+            },
+            basic: Some(basic),
+            basic_size,
+            align: basic_size.clamp(1, 16),
+            committed: AtomicBool::new(true),
+            named: Some(h),
+        }
+    }
+
+    fn pair(h: MPI_Datatype, a: usize, b_off: usize, b: usize, extent: usize) -> TypeObj {
+        TypeObj {
+            size: a + b,
+            lb: 0,
+            extent: extent as isize,
+            true_lb: 0,
+            true_extent: (b_off + b) as isize,
+            blocks: if b_off == a {
+                vec![(0, a + b)]
+            } else {
+                vec![(0, a), (b_off as isize, b)]
+            },
+            basic: None,
+            basic_size: 0,
+            align: a.max(b).min(16),
+            committed: AtomicBool::new(true),
+            named: Some(h),
+        }
+    }
+}
+
+fn predefined_table() -> &'static Vec<(MPI_Datatype, Arc<TypeObj>)> {
+    static T: OnceLock<Vec<(MPI_Datatype, Arc<TypeObj>)>> = OnceLock::new();
+    T.get_or_init(|| {
+        use Basic::*;
+        let named: &[(MPI_Datatype, usize, Basic)] = &[
+            (MPI_AINT, 8, I64),
+            (MPI_COUNT, 8, I64),
+            (MPI_OFFSET, 8, I64),
+            (MPI_PACKED, 1, Opaque),
+            (MPI_SHORT, 2, I16),
+            (MPI_INT, 4, I32),
+            (MPI_LONG, 8, I64),
+            (MPI_LONG_LONG, 8, I64),
+            (MPI_UNSIGNED_SHORT, 2, U16),
+            (MPI_UNSIGNED, 4, U32),
+            (MPI_UNSIGNED_LONG, 8, U64),
+            (MPI_UNSIGNED_LONG_LONG, 8, U64),
+            (MPI_FLOAT, 4, F32),
+            (MPI_DOUBLE, 8, F64),
+            (MPI_LONG_DOUBLE, 16, Opaque),
+            (MPI_C_FLOAT_COMPLEX, 8, Opaque),
+            (MPI_CXX_FLOAT_COMPLEX, 8, Opaque),
+            (MPI_C_DOUBLE_COMPLEX, 16, Opaque),
+            (MPI_CXX_DOUBLE_COMPLEX, 16, Opaque),
+            (MPI_C_LONG_DOUBLE_COMPLEX, 32, Opaque),
+            (MPI_CXX_LONG_DOUBLE_COMPLEX, 32, Opaque),
+            (MPI_LOGICAL, 4, I32),
+            (MPI_INTEGER, 4, I32),
+            (MPI_REAL, 4, F32),
+            (MPI_COMPLEX, 8, Opaque),
+            (MPI_DOUBLE_PRECISION, 8, F64),
+            (MPI_DOUBLE_COMPLEX, 16, Opaque),
+            (MPI_CHARACTER, 1, Opaque),
+            (MPI_C_BOOL, 1, Bool),
+            (MPI_CXX_BOOL, 1, Bool),
+            (MPI_WCHAR, 4, I32),
+            (MPI_INT8_T, 1, I8),
+            (MPI_UINT8_T, 1, U8),
+            (MPI_CHAR, 1, I8),
+            (MPI_SIGNED_CHAR, 1, I8),
+            (MPI_UNSIGNED_CHAR, 1, U8),
+            (MPI_BYTE, 1, Opaque),
+            (MPI_INT16_T, 2, I16),
+            (MPI_UINT16_T, 2, U16),
+            (MPI_INT32_T, 4, I32),
+            (MPI_UINT32_T, 4, U32),
+            (MPI_INT64_T, 8, I64),
+            (MPI_UINT64_T, 8, U64),
+            (MPI_LOGICAL1, 1, I8),
+            (MPI_INTEGER1, 1, I8),
+            (MPI_LOGICAL2, 2, I16),
+            (MPI_INTEGER2, 2, I16),
+            (MPI_REAL2, 2, Opaque),
+            (MPI_LOGICAL4, 4, I32),
+            (MPI_INTEGER4, 4, I32),
+            (MPI_REAL4, 4, F32),
+            (MPI_COMPLEX4, 4, Opaque),
+            (MPI_LOGICAL8, 8, I64),
+            (MPI_INTEGER8, 8, I64),
+            (MPI_REAL8, 8, F64),
+            (MPI_COMPLEX8, 8, Opaque),
+            (MPI_LOGICAL16, 16, Opaque),
+            (MPI_INTEGER16, 16, Opaque),
+            (MPI_REAL16, 16, Opaque),
+            (MPI_COMPLEX16, 16, Opaque),
+            (MPI_COMPLEX32, 32, Opaque),
+        ];
+        let mut v: Vec<(MPI_Datatype, Arc<TypeObj>)> = named
+            .iter()
+            .map(|&(h, s, b)| {
+                let bs = if b == Opaque { 1 } else { s };
+                (h, Arc::new(TypeObj::named(h, s, b, bs)))
+            })
+            .collect();
+        // The pair types of MINLOC and MAXLOC: (value, int) as a C struct lays them out.
+        for (h, a, off, b, ext) in [
+            (MPI_FLOAT_INT, 4, 4, 4, 8),
+            (MPI_DOUBLE_INT, 8, 8, 4, 16),
+            (MPI_LONG_INT, 8, 8, 4, 16),
+            (MPI_2INT, 4, 4, 4, 8),
+            (MPI_SHORT_INT, 2, 4, 4, 8),
+            (MPI_LONG_DOUBLE_INT, 16, 16, 4, 32),
+            (MPI_2REAL, 4, 4, 4, 8),
+            (MPI_2DOUBLE_PRECISION, 8, 8, 8, 16),
+            (MPI_2INTEGER, 4, 4, 4, 8),
+        ] {
+            v.push((h, Arc::new(TypeObj::pair(h, a, off, b, ext))));
+        }
+        v
+    })
+}
+
+/// The derived datatypes programs made.
+static TYPES: Table<TypeObj> = Table::new(Kind::Datatype);
+
+/// The datatype of handle `h`.
+///
+/// # Errors
+/// [`MpiError::Handle`] with `MPI_ERR_TYPE`.
+pub(crate) fn dtype(h: MPI_Datatype) -> Result<Arc<TypeObj>, MpiError> {
+    let bad = || MpiError::Handle {
+        class: MPI_ERR_TYPE,
+        what: "datatype",
+        handle: h,
+    };
+    if h < 0x400 {
+        return predefined_table()
+            .iter()
+            .find(|(k, _)| *k == h)
+            .map(|(_, t)| t.clone())
+            .ok_or_else(bad);
+    }
+    TYPES.get(h).ok_or_else(bad)
+}
+
+/// The datatype of `h`, which must be committed, for a transfer of `call`.
+///
+/// # Errors
+/// As [`dtype`], and `MPI_ERR_TYPE` for an uncommitted type.
+pub(crate) fn committed(h: MPI_Datatype, call: &'static str) -> Result<Arc<TypeObj>, MpiError> {
+    let t = dtype(h)?;
+    if !t.committed.load(Ordering::Acquire) {
+        return Err(MpiError::invalid(
+            MPI_ERR_TYPE,
+            format!("{call}: the datatype is not committed (call MPI_Type_commit first)"),
+        ));
+    }
+    Ok(t)
+}
+
+/// A count argument.
+///
+/// # Errors
+/// `MPI_ERR_COUNT` for a negative count.
+pub(crate) fn count(n: i64, call: &'static str) -> Result<usize, MpiError> {
+    usize::try_from(n)
+        .map_err(|_| MpiError::invalid(MPI_ERR_COUNT, format!("{call}: count {n} is negative")))
+}
+
+/// Copies `count` elements of `t` at `buf` into one contiguous vector.
+///
+/// # Safety
+/// `buf` holds `count` elements of `t`.
+pub(crate) unsafe fn pack(buf: *const u8, count: usize, t: &TypeObj) -> Vec<u8> {
+    let mut v = Vec::with_capacity(count * t.size);
+    for i in 0..count {
+        let base = i as isize * t.extent;
+        for &(off, len) in &t.blocks {
+            // SAFETY: within the caller's `count` elements of `t`.
+            let s = unsafe { std::slice::from_raw_parts(buf.offset(base + off), len) };
+            v.extend_from_slice(s);
+        }
+    }
+    v
+}
+
+/// Copies the packed bytes `data` (whole or partial elements of `t`) out to `buf`.
+///
+/// # Safety
+/// `buf` holds as many elements of `t` as `data` has bytes for.
+pub(crate) unsafe fn unpack(data: &[u8], buf: *mut u8, t: &TypeObj) {
+    let mut at = 0usize;
+    let mut i = 0isize;
+    while at < data.len() {
+        for &(off, len) in &t.blocks {
+            if at >= data.len() {
+                return;
+            }
+            let n = len.min(data.len() - at);
+            // SAFETY: within the caller's elements of `t`; `data[at..at + n]` exists.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    data.as_ptr().add(at),
+                    buf.offset(i * t.extent + off),
+                    n,
+                );
+            }
+            at += n;
+        }
+        i += 1;
+        if t.blocks.is_empty() {
+            return;
+        }
+    }
+}
+
+/// A new type of `parts`: (byte displacement, block length, type) each; `resize` gives
+/// the bounds of a struct (padded to alignment) or leaves the parts' own.
+fn build(parts: &[(isize, usize, Arc<TypeObj>)], is_struct: bool) -> TypeObj {
+    let mut blocks: Vec<(isize, usize)> = Vec::new();
+    let (mut lb, mut ub) = (isize::MAX, isize::MIN);
+    let mut size = 0usize;
+    let mut align = 1usize;
+    let mut basic: Option<(Basic, usize)> = None;
+    let mut mixed = false;
+    for (disp, n, t) in parts {
+        if *n == 0 {
+            continue;
+        }
+        lb = lb.min(disp + t.lb);
+        ub = ub.max(disp + t.lb + *n as isize * t.extent);
+        align = align.max(t.align);
+        size += n * t.size;
+        match (basic, t.basic) {
+            (_, None) => mixed = true,
+            (None, Some(b)) => basic = Some((b, t.basic_size)),
+            (Some((b0, _)), Some(b)) if b0 != b => mixed = true,
+            _ => {}
+        }
+        for k in 0..*n {
+            for &(off, len) in &t.blocks {
+                let o = disp + k as isize * t.extent + off;
+                match blocks.last_mut() {
+                    Some(last) if last.0 + last.1 as isize == o => last.1 += len,
+                    _ => blocks.push((o, len)),
+                }
+            }
+        }
+    }
+    if lb > ub {
+        (lb, ub) = (0, 0);
+    }
+    if is_struct {
+        let e = ub - lb;
+        let pad = (align as isize - e.rem_euclid(align as isize)) % align as isize;
+        ub += pad;
+    }
+    let true_lb = blocks.iter().map(|b| b.0).min().unwrap_or(0);
+    let true_ub = blocks.iter().map(|b| b.0 + b.1 as isize).max().unwrap_or(0);
+    let basic = if mixed { None } else { basic };
+    TypeObj {
+        size,
+        lb,
+        extent: ub - lb,
+        true_lb,
+        true_extent: true_ub - true_lb,
+        blocks,
+        basic: basic.map(|b| b.0),
+        basic_size: basic.map_or(0, |b| b.1),
+        align,
+        committed: AtomicBool::new(false),
+        named: None,
+    }
+}
+
+/// Stores a new derived type and writes its handle.
+///
+/// # Safety
+/// `newtype` is NULL or writable.
+unsafe fn give(t: TypeObj, newtype: *mut MPI_Datatype, call: &'static str) -> Result<(), MpiError> {
+    let h = TYPES
+        .insert(t)
+        .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many datatypes"))?;
+    // SAFETY: the caller's contract.
+    unsafe { out(newtype, h, call) }
+}
+
+/// Reads `n` values of a C array.
+///
+/// # Safety
+/// `p` holds `n` values (or `n` is 0).
+unsafe fn array<'a, T>(p: *const T, n: usize, call: &'static str) -> Result<&'a [T], MpiError> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(MpiError::invalid(
+            MPI_ERR_ARG,
+            format!("{call}: an array argument is NULL"),
+        ));
+    }
+    // SAFETY: `n` readable values (the caller's contract).
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+fn nonneg(v: c_int, call: &'static str) -> Result<usize, MpiError> {
+    count(i64::from(v), call)
+}
+
+/// `MPI_Type_contiguous`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_contiguous(
+    count: c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    let r = (|| {
+        let n = nonneg(count, "MPI_Type_contiguous")?;
+        let t = dtype(oldtype)?;
+        // SAFETY: the caller's contract.
+        unsafe { give(build(&[(0, n, t)], false), newtype, "MPI_Type_contiguous") }
+    })();
+    on_self(r)
+}
+
+fn hvector(count: usize, blocklength: usize, stride: isize, t: &Arc<TypeObj>) -> TypeObj {
+    let parts: Vec<_> = (0..count)
+        .map(|i| (i as isize * stride, blocklength, t.clone()))
+        .collect();
+    build(&parts, false)
+}
+
+/// `MPI_Type_vector`: `count` blocks of `blocklength` elements, `stride` elements apart.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_vector(
+    count: c_int,
+    blocklength: c_int,
+    stride: c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    let r = (|| {
+        let call = "MPI_Type_vector";
+        let t = dtype(oldtype)?;
+        let v = hvector(
+            nonneg(count, call)?,
+            nonneg(blocklength, call)?,
+            stride as isize * t.extent,
+            &t,
+        );
+        // SAFETY: the caller's contract.
+        unsafe { give(v, newtype, call) }
+    })();
+    on_self(r)
+}
+
+/// `MPI_Type_create_hvector`: as vector, with the stride in bytes.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hvector(
+    count: c_int,
+    blocklength: c_int,
+    stride: MPI_Aint,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    let r = (|| {
+        let call = "MPI_Type_create_hvector";
+        let t = dtype(oldtype)?;
+        let v = hvector(nonneg(count, call)?, nonneg(blocklength, call)?, stride, &t);
+        // SAFETY: the caller's contract.
+        unsafe { give(v, newtype, call) }
+    })();
+    on_self(r)
+}
+
+/// `MPI_Type_indexed`: blocks of the given lengths at displacements in elements.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_indexed(
+    count: c_int,
+    array_of_blocklengths: *const c_int,
+    array_of_displacements: *const c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    let r = (|| {
+        let call = "MPI_Type_indexed";
+        let n = nonneg(count, call)?;
+        let t = dtype(oldtype)?;
+        // SAFETY: the caller's contract: `count` values each.
+        let (bl, dl) = unsafe {
+            (
+                array(array_of_blocklengths, n, call)?,
+                array(array_of_displacements, n, call)?,
+            )
+        };
+        let parts = bl
+            .iter()
+            .zip(dl)
+            .map(|(&b, &d)| Ok((d as isize * t.extent, nonneg(b, call)?, t.clone())))
+            .collect::<Result<Vec<_>, MpiError>>()?;
+        // SAFETY: the caller's contract.
+        unsafe { give(build(&parts, false), newtype, call) }
+    })();
+    on_self(r)
+}
+
+/// `MPI_Type_create_hindexed`: as indexed, with displacements in bytes.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hindexed(
+    count: c_int,
+    array_of_blocklengths: *const c_int,
+    array_of_displacements: *const MPI_Aint,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    let r = (|| {
+        let call = "MPI_Type_create_hindexed";
+        let n = nonneg(count, call)?;
+        let t = dtype(oldtype)?;
+        // SAFETY: the caller's contract: `count` values each.
+        let (bl, dl) = unsafe {
+            (
+                array(array_of_blocklengths, n, call)?,
+                array(array_of_displacements, n, call)?,
+            )
+        };
+        let parts = bl
+            .iter()
+            .zip(dl)
+            .map(|(&b, &d)| Ok((d, nonneg(b, call)?, t.clone())))
+            .collect::<Result<Vec<_>, MpiError>>()?;
+        // SAFETY: the caller's contract.
+        unsafe { give(build(&parts, false), newtype, call) }
+    })();
+    on_self(r)
+}
+
+/// `MPI_Type_create_indexed_block`: blocks of one length at displacements in elements.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_indexed_block(
+    count: c_int,
+    blocklength: c_int,
+    array_of_displacements: *const c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    let r = (|| {
+        let call = "MPI_Type_create_indexed_block";
+        let n = nonneg(count, call)?;
+        let b = nonneg(blocklength, call)?;
+        let t = dtype(oldtype)?;
+        // SAFETY: the caller's contract: `count` values.
+        let dl = unsafe { array(array_of_displacements, n, call)? };
+        let parts: Vec<_> = dl
+            .iter()
+            .map(|&d| (d as isize * t.extent, b, t.clone()))
+            .collect();
+        // SAFETY: the caller's contract.
+        unsafe { give(build(&parts, false), newtype, call) }
+    })();
+    on_self(r)
+}
+
+/// `MPI_Type_create_hindexed_block`: blocks of one length at displacements in bytes.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
+    count: c_int,
+    blocklength: c_int,
+    array_of_displacements: *const MPI_Aint,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    let r = (|| {
+        let call = "MPI_Type_create_hindexed_block";
+        let n = nonneg(count, call)?;
+        let b = nonneg(blocklength, call)?;
+        let t = dtype(oldtype)?;
+        // SAFETY: the caller's contract: `count` values.
+        let dl = unsafe { array(array_of_displacements, n, call)? };
+        let parts: Vec<_> = dl.iter().map(|&d| (d, b, t.clone())).collect();
+        // SAFETY: the caller's contract.
+        unsafe { give(build(&parts, false), newtype, call) }
+    })();
+    on_self(r)
+}
+
+/// `MPI_Type_create_struct`: blocks of several types at byte displacements; the extent
+/// is padded to the largest alignment inside, as a C struct's.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_struct(
+    count: c_int,
+    array_of_blocklengths: *const c_int,
+    array_of_displacements: *const MPI_Aint,
+    array_of_types: *const MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    let r = (|| {
+        let call = "MPI_Type_create_struct";
+        let n = nonneg(count, call)?;
+        // SAFETY: the caller's contract: `count` values each.
+        let (bl, dl, tl) = unsafe {
+            (
+                array(array_of_blocklengths, n, call)?,
+                array(array_of_displacements, n, call)?,
+                array(array_of_types, n, call)?,
+            )
+        };
+        let mut parts = Vec::with_capacity(n);
+        for i in 0..n {
+            parts.push((dl[i], nonneg(bl[i], call)?, dtype(tl[i])?));
+        }
+        // SAFETY: the caller's contract.
+        unsafe { give(build(&parts, true), newtype, call) }
+    })();
+    on_self(r)
+}
+
+/// `MPI_Type_create_resized`: the same data with another lower bound and extent.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_resized(
+    oldtype: MPI_Datatype,
+    lb: MPI_Aint,
+    extent: MPI_Aint,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    let r = (|| {
+        let t = dtype(oldtype)?;
+        let mut v = build(&[(0, 1, t)], false);
+        v.lb = lb;
+        v.extent = extent;
+        // SAFETY: the caller's contract.
+        unsafe { give(v, newtype, "MPI_Type_create_resized") }
+    })();
+    on_self(r)
+}
+
+/// `MPI_Type_dup`: a committed copy.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    let r = (|| {
+        let t = dtype(oldtype)?;
+        let mut v = build(&[(0, 1, t.clone())], false);
+        v.lb = t.lb;
+        v.extent = t.extent;
+        v.committed
+            .store(t.committed.load(Ordering::Acquire), Ordering::Release);
+        // SAFETY: the caller's contract.
+        unsafe { give(v, newtype, "MPI_Type_dup") }
+    })();
+    on_self(r)
+}
+
+/// `MPI_Type_commit`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
+    let r = (|| {
+        if datatype.is_null() {
+            return Err(MpiError::invalid(MPI_ERR_ARG, "MPI_Type_commit: NULL"));
+        }
+        // SAFETY: non-NULL (the caller's contract).
+        let t = dtype(unsafe { *datatype })?;
+        t.committed.store(true, Ordering::Release);
+        Ok(())
+    })();
+    on_self(r)
+}
+
+/// `MPI_Type_free`: frees a derived type (predefined ones cannot be freed).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
+    let r = (|| {
+        if datatype.is_null() {
+            return Err(MpiError::invalid(MPI_ERR_ARG, "MPI_Type_free: NULL"));
+        }
+        // SAFETY: non-NULL (the caller's contract).
+        let h = unsafe { *datatype };
+        if h < 0x400 {
+            return Err(MpiError::invalid(
+                MPI_ERR_TYPE,
+                "MPI_Type_free: a predefined datatype cannot be freed",
+            ));
+        }
+        TYPES.remove(h).ok_or(MpiError::Handle {
+            class: MPI_ERR_TYPE,
+            what: "datatype",
+            handle: h,
+        })?;
+        // SAFETY: as above.
+        unsafe { *datatype = MPI_DATATYPE_NULL };
+        Ok(())
+    })();
+    on_self(r)
+}
+
+/// `MPI_Type_size`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int) -> c_int {
+    let r = dtype(datatype).and_then(|t| {
+        let s = c_int::try_from(t.size).unwrap_or(MPI_UNDEFINED);
+        // SAFETY: the caller's contract.
+        unsafe { out(size, s, "MPI_Type_size") }
+    });
+    on_self(r)
+}
+
+/// `MPI_Type_size_c`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
+    // SAFETY: the caller's contract.
+    let r =
+        dtype(datatype).and_then(|t| unsafe { out(size, t.size as MPI_Count, "MPI_Type_size_c") });
+    on_self(r)
+}
+
+/// `MPI_Type_get_extent`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_extent(
+    datatype: MPI_Datatype,
+    lb: *mut MPI_Aint,
+    extent: *mut MPI_Aint,
+) -> c_int {
+    let r = dtype(datatype).and_then(|t| {
+        // SAFETY: the caller's contract.
+        unsafe {
+            out(lb, t.lb, "MPI_Type_get_extent")?;
+            out(extent, t.extent, "MPI_Type_get_extent")
+        }
+    });
+    on_self(r)
+}
+
+/// `MPI_Type_get_true_extent`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_true_extent(
+    datatype: MPI_Datatype,
+    true_lb: *mut MPI_Aint,
+    true_extent: *mut MPI_Aint,
+) -> c_int {
+    let r = dtype(datatype).and_then(|t| {
+        // SAFETY: the caller's contract.
+        unsafe {
+            out(true_lb, t.true_lb, "MPI_Type_get_true_extent")?;
+            out(true_extent, t.true_extent, "MPI_Type_get_true_extent")
+        }
+    });
+    on_self(r)
+}
+
+/// `MPI_Get_address`: the address as an `MPI_Aint`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_address(
+    location: *const std::ffi::c_void,
+    address: *mut MPI_Aint,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    on_self(unsafe { out(address, location as MPI_Aint, "MPI_Get_address") })
+}
+
+/// `MPI_Aint_add`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Aint_add(base: MPI_Aint, disp: MPI_Aint) -> MPI_Aint {
+    base.wrapping_add(disp)
+}
+
+/// `MPI_Aint_diff`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Aint_diff(addr1: MPI_Aint, addr2: MPI_Aint) -> MPI_Aint {
+    addr1.wrapping_sub(addr2)
+}
+
+/// Elements of `t` in `bytes` (`MPI_UNDEFINED` when not a whole number).
+pub(crate) fn elements(bytes: usize, t: &TypeObj) -> c_int {
+    if t.size == 0 {
+        return 0;
+    }
+    if bytes % t.size != 0 {
+        return MPI_UNDEFINED;
+    }
+    c_int::try_from(bytes / t.size).unwrap_or(MPI_UNDEFINED)
+}
+
+/// `MPI_Pack_size`: an upper bound of the bytes `MPI_Pack` takes.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Pack_size(
+    incount: c_int,
+    datatype: MPI_Datatype,
+    comm: MPI_Comm,
+    size: *mut c_int,
+) -> c_int {
+    let r = (|| {
+        let n = nonneg(incount, "MPI_Pack_size")?;
+        let t = dtype(datatype)?;
+        let s = c_int::try_from(n * t.size)
+            .map_err(|_| MpiError::invalid(MPI_ERR_COUNT, "MPI_Pack_size: too large for an int"))?;
+        // SAFETY: the caller's contract.
+        unsafe { out(size, s, "MPI_Pack_size") }
+    })();
+    crate::error::on_comm(comm, r)
+}
+
+/// `MPI_Pack`: appends `incount` elements at `inbuf` to `outbuf` at `*position`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Pack(
+    inbuf: *const std::ffi::c_void,
+    incount: c_int,
+    datatype: MPI_Datatype,
+    outbuf: *mut std::ffi::c_void,
+    outsize: c_int,
+    position: *mut c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    let r = (|| {
+        let call = "MPI_Pack";
+        let n = nonneg(incount, call)?;
+        let t = committed(datatype, call)?;
+        if position.is_null() {
+            return Err(MpiError::invalid(MPI_ERR_ARG, "MPI_Pack: position is NULL"));
+        }
+        // SAFETY: non-NULL (the caller's contract).
+        let pos = nonneg(unsafe { *position }, call)?;
+        // SAFETY: `inbuf` holds `incount` elements (the caller's contract).
+        let data = unsafe { pack(inbuf.cast(), n, &t) };
+        if pos + data.len() > nonneg(outsize, call)? {
+            return Err(MpiError::invalid(
+                MPI_ERR_TRUNCATE,
+                "MPI_Pack: outbuf is too small",
+            ));
+        }
+        // SAFETY: `outbuf` holds `outsize` bytes, checked above.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), outbuf.cast::<u8>().add(pos), data.len());
+            *position = (pos + data.len()) as c_int;
+        }
+        Ok(())
+    })();
+    crate::error::on_comm(comm, r)
+}
+
+/// `MPI_Unpack`: takes `outcount` elements from `inbuf` at `*position`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Unpack(
+    inbuf: *const std::ffi::c_void,
+    insize: c_int,
+    position: *mut c_int,
+    outbuf: *mut std::ffi::c_void,
+    outcount: c_int,
+    datatype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    let r = (|| {
+        let call = "MPI_Unpack";
+        let n = nonneg(outcount, call)?;
+        let t = committed(datatype, call)?;
+        if position.is_null() {
+            return Err(MpiError::invalid(
+                MPI_ERR_ARG,
+                "MPI_Unpack: position is NULL",
+            ));
+        }
+        // SAFETY: non-NULL (the caller's contract).
+        let pos = nonneg(unsafe { *position }, call)?;
+        let len = n * t.size;
+        if pos + len > nonneg(insize, call)? {
+            return Err(MpiError::invalid(
+                MPI_ERR_TRUNCATE,
+                "MPI_Unpack: inbuf holds fewer bytes than asked for",
+            ));
+        }
+        // SAFETY: `inbuf` holds `insize` bytes (checked); `outbuf` `outcount` elements.
+        unsafe {
+            let data = std::slice::from_raw_parts(inbuf.cast::<u8>().add(pos), len);
+            unpack(data, outbuf.cast(), &t);
+            *position = (pos + len) as c_int;
+        }
+        Ok(())
+    })();
+    crate::error::on_comm(comm, r)
+}

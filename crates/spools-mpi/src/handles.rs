@@ -1,0 +1,102 @@
+//! Tables of the objects behind the handles Spools makes (communicators, datatypes,
+//! operators, requests, ...). A handle is `kind << 24 | index`: small enough for
+//! `MPI_*_toint`, never equal to a predefined handle (all below 0x400), and of one kind
+//! only, so that a datatype passed as a communicator is an error, not a confusion.
+
+use std::sync::{Arc, PoisonError, RwLock};
+
+/// The kinds of objects, as the top bits of their handles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Comm = 1,
+    Datatype = 3,
+    Op = 4,
+    Request = 5,
+    Errhandler = 6,
+}
+
+const INDEX_BITS: u32 = 24;
+const INDEX_MASK: usize = (1 << INDEX_BITS) - 1;
+
+/// A table of objects of one kind.
+pub(crate) struct Table<T> {
+    kind: Kind,
+    slots: RwLock<Slots<T>>,
+}
+
+struct Slots<T> {
+    items: Vec<Option<Arc<T>>>,
+    free: Vec<usize>,
+}
+
+impl<T> Table<T> {
+    pub(crate) const fn new(kind: Kind) -> Table<T> {
+        Table {
+            kind,
+            slots: RwLock::new(Slots {
+                items: Vec::new(),
+                free: Vec::new(),
+            }),
+        }
+    }
+
+    /// Adds an object; `None` when the table is full (2^24 live objects).
+    pub(crate) fn insert(&self, v: T) -> Option<usize> {
+        let mut s = self.slots.write().unwrap_or_else(PoisonError::into_inner);
+        let i = match s.free.pop() {
+            Some(i) => {
+                s.items[i] = Some(Arc::new(v));
+                i
+            }
+            None => {
+                if s.items.len() > INDEX_MASK {
+                    return None;
+                }
+                s.items.push(Some(Arc::new(v)));
+                s.items.len() - 1
+            }
+        };
+        Some(((self.kind as usize) << INDEX_BITS) | i)
+    }
+
+    fn index(&self, h: usize) -> Option<usize> {
+        (h >> INDEX_BITS == self.kind as usize).then_some(h & INDEX_MASK)
+    }
+
+    /// The object of handle `h`, if it is a live one of this table.
+    pub(crate) fn get(&self, h: usize) -> Option<Arc<T>> {
+        let i = self.index(h)?;
+        let s = self.slots.read().unwrap_or_else(PoisonError::into_inner);
+        s.items.get(i)?.clone()
+    }
+
+    /// Removes and gives the object of handle `h`.
+    pub(crate) fn remove(&self, h: usize) -> Option<Arc<T>> {
+        let i = self.index(h)?;
+        let mut s = self.slots.write().unwrap_or_else(PoisonError::into_inner);
+        let v = s.items.get_mut(i)?.take()?;
+        s.free.push(i);
+        Some(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_are_of_one_kind_and_reused_after_removal() {
+        let t: Table<u32> = Table::new(Kind::Comm);
+        let a = t.insert(1).unwrap();
+        let b = t.insert(2).unwrap();
+        assert_ne!(a, b);
+        assert!(a >= 0x400 && a <= i32::MAX as usize);
+        assert_eq!(*t.get(b).unwrap(), 2);
+        let other: Table<u32> = Table::new(Kind::Datatype);
+        assert!(other.get(a).is_none());
+        assert_eq!(*t.remove(a).unwrap(), 1);
+        assert!(t.get(a).is_none());
+        assert!(t.remove(a).is_none());
+        assert_eq!(t.insert(3).unwrap(), a);
+    }
+}

@@ -1,0 +1,295 @@
+//! Joining and leaving the job (`MPI_Init*`, `MPI_Finalize`, `MPI_Abort`), thread
+//! levels, and what the library says about itself and the machine (`MPI_Wtime`,
+//! `MPI_Get_version`, `MPI_Get_library_version`, `MPI_Get_processor_name`).
+
+use std::ffi::{c_char, c_int};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
+use std::thread::ThreadId;
+use std::time::Instant;
+
+use spools::World;
+
+use crate::abi::*;
+use crate::comm::CommObj;
+use crate::error::{on_self, put_string, MpiError};
+
+/// This process's MPI state, from `MPI_Init` on.
+pub(crate) struct Runtime {
+    /// The job; `None` once finalised or aborted.
+    world: Mutex<Option<World>>,
+    /// `MPI_COMM_WORLD`.
+    pub(crate) world_comm: std::sync::Arc<CommObj>,
+    /// `MPI_COMM_SELF`.
+    pub(crate) self_comm: std::sync::Arc<CommObj>,
+    /// The thread level provided.
+    pub(crate) thread_level: c_int,
+    /// The thread that called `MPI_Init`.
+    main_thread: ThreadId,
+    /// This rank in the job.
+    pub(crate) rank: u32,
+}
+
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+static STARTED: AtomicBool = AtomicBool::new(false);
+static FINALIZED: AtomicBool = AtomicBool::new(false);
+static EPOCH: OnceLock<Instant> = OnceLock::new();
+
+/// The runtime of an initialised, not finalised process.
+///
+/// # Errors
+/// [`MpiError::NotInitialized`] naming `call`.
+pub(crate) fn rt(call: &'static str) -> Result<&'static Runtime, MpiError> {
+    match RUNTIME.get() {
+        Some(r) if !FINALIZED.load(Ordering::Acquire) => Ok(r),
+        _ => Err(MpiError::NotInitialized(call)),
+    }
+}
+
+/// The runtime, if `MPI_Init` was called (finalised or not).
+pub(crate) fn runtime() -> Option<&'static Runtime> {
+    RUNTIME.get()
+}
+
+fn start(required: c_int) -> Result<c_int, MpiError> {
+    if STARTED.swap(true, Ordering::SeqCst) {
+        return Err(MpiError::invalid(
+            MPI_ERR_OTHER,
+            "MPI_Init: MPI was already initialized in this process (once per process)",
+        ));
+    }
+    EPOCH.get_or_init(Instant::now);
+    let world = spools::init().map_err(|e| MpiError::Init(e.to_string()))?;
+    let comm = world.communicator().clone();
+    let me = comm.rank();
+    let selfc = comm
+        .split(Some(me), 0)?
+        .ok_or(MpiError::Init("MPI_COMM_SELF could not be made".into()))?;
+    // Spools' communicators, requests and engine are safe to use from any number of
+    // threads at once, so every level up to MULTIPLE is provided as asked.
+    let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
+    let rt = Runtime {
+        world_comm: CommObj::new(comm, "MPI_COMM_WORLD"),
+        self_comm: CommObj::new(selfc, "MPI_COMM_SELF"),
+        world: Mutex::new(Some(world)),
+        thread_level: provided,
+        main_thread: std::thread::current().id(),
+        rank: me,
+    };
+    RUNTIME
+        .set(rt)
+        .map_err(|_| MpiError::Init("initialised twice".into()))?;
+    Ok(provided)
+}
+
+/// `MPI_Init`: joins the job this process belongs to (started by `spools run`,
+/// `mpirun`, `srun`, or alone as a job of one rank).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    let _ = (argc, argv);
+    on_self(start(MPI_THREAD_SINGLE).map(drop))
+}
+
+/// `MPI_Init_thread`: as `MPI_Init`, with the thread level asked for; every level up to
+/// `MPI_THREAD_MULTIPLE` is provided.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init_thread(
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    let _ = (argc, argv);
+    on_self(start(required).map(|p| {
+        if !provided.is_null() {
+            // SAFETY: non-NULL, writable (the caller's contract).
+            unsafe { *provided = p };
+        }
+    }))
+}
+
+/// `MPI_Finalize`: leaves the job once every rank has finalised.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Finalize() -> c_int {
+    let r = (|| {
+        let rt = rt("MPI_Finalize")?;
+        crate::buffer::flush()?;
+        let w = rt
+            .world
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        FINALIZED.store(true, Ordering::Release);
+        if let Some(w) = w {
+            w.finalize()
+                .map_err(|e| MpiError::invalid(MPI_ERR_PROC_ABORTED, e.to_string()))?;
+        }
+        Ok(())
+    })();
+    on_self(r)
+}
+
+/// `MPI_Initialized`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
+    if !flag.is_null() {
+        // SAFETY: non-NULL, writable (the caller's contract).
+        unsafe { *flag = c_int::from(RUNTIME.get().is_some()) };
+    }
+    MPI_SUCCESS
+}
+
+/// `MPI_Finalized`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
+    if !flag.is_null() {
+        // SAFETY: non-NULL, writable (the caller's contract).
+        unsafe { *flag = c_int::from(FINALIZED.load(Ordering::Acquire)) };
+    }
+    MPI_SUCCESS
+}
+
+/// `MPI_Query_thread`: the level `MPI_Init_thread` provided.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
+    let r = rt("MPI_Query_thread").map(|rt| {
+        if !provided.is_null() {
+            // SAFETY: non-NULL, writable (the caller's contract).
+            unsafe { *provided = rt.thread_level };
+        }
+    });
+    on_self(r)
+}
+
+/// `MPI_Is_thread_main`: whether this is the thread that initialised MPI.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
+    let r = rt("MPI_Is_thread_main").map(|rt| {
+        if !flag.is_null() {
+            // SAFETY: non-NULL, writable (the caller's contract).
+            unsafe { *flag = c_int::from(std::thread::current().id() == rt.main_thread) };
+        }
+    });
+    on_self(r)
+}
+
+/// Ends the whole job because of `cause` on this rank (as `spools run` does for a
+/// failing rank: the other ranks' calls fail and the launcher stops them), then exits
+/// this process with `code` (1 when `code` is not a valid exit status).
+pub(crate) fn fatal(cause: &str, code: c_int) -> ! {
+    let rank = RUNTIME.get().map(|r| r.rank);
+    match rank {
+        Some(r) => eprintln!("spools-mpi: rank {r}: {cause}; ending the job"),
+        None => eprintln!("spools-mpi: {cause}; ending the job"),
+    }
+    if let Some(rt) = RUNTIME.get() {
+        let w = rt
+            .world
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(w) = w {
+            w.abort(cause);
+        }
+    }
+    let status = if (1..=255).contains(&code) { code } else { 1 };
+    std::process::exit(status)
+}
+
+/// `MPI_Abort`: ends the whole job with `errorcode` as this process's exit status.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
+    let _ = comm;
+    fatal(
+        &format!("MPI_Abort was called with error code {errorcode}"),
+        errorcode,
+    )
+}
+
+/// `MPI_Wtime`: seconds since an arbitrary time in the past (this process's
+/// `MPI_Init`), from a monotonic clock.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Wtime() -> f64 {
+    EPOCH.get_or_init(Instant::now).elapsed().as_secs_f64()
+}
+
+/// `MPI_Wtick`: the resolution of `MPI_Wtime` (the monotonic clock's nanosecond).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Wtick() -> f64 {
+    1e-9
+}
+
+/// `MPI_Get_version`: the MPI standard version this library implements (5.0).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_version(version: *mut c_int, subversion: *mut c_int) -> c_int {
+    if version.is_null() || subversion.is_null() {
+        return on_self(Err(MpiError::invalid(
+            MPI_ERR_ARG,
+            "MPI_Get_version: NULL output",
+        )));
+    }
+    // SAFETY: non-NULL, writable (the caller's contract).
+    unsafe {
+        *version = MPI_VERSION;
+        *subversion = MPI_SUBVERSION;
+    }
+    MPI_SUCCESS
+}
+
+/// `MPI_Abi_get_version`: the standard ABI's version (1.0).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Abi_get_version(
+    abi_major: *mut c_int,
+    abi_minor: *mut c_int,
+) -> c_int {
+    if abi_major.is_null() || abi_minor.is_null() {
+        return on_self(Err(MpiError::invalid(
+            MPI_ERR_ARG,
+            "MPI_Abi_get_version: NULL output",
+        )));
+    }
+    // SAFETY: non-NULL, writable (the caller's contract).
+    unsafe {
+        *abi_major = MPI_ABI_VERSION;
+        *abi_minor = MPI_ABI_SUBVERSION;
+    }
+    MPI_SUCCESS
+}
+
+/// The library's version string: names Spools.
+pub(crate) fn library_version() -> String {
+    format!(
+        "Spools {} (libmpi_abi.so.1, MPI {MPI_VERSION}.{MPI_SUBVERSION} standard ABI {MPI_ABI_VERSION}.{MPI_ABI_SUBVERSION})",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// `MPI_Get_library_version`: "Spools VERSION (libmpi_abi.so.1, MPI 5.0 standard ABI
+/// 1.0)".
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_library_version(
+    version: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
+    // SAFETY: the standard's contract: MPI_MAX_LIBRARY_VERSION_STRING bytes.
+    unsafe {
+        put_string(
+            &library_version(),
+            version,
+            MPI_MAX_LIBRARY_VERSION_STRING as usize,
+            resultlen,
+        );
+    }
+    MPI_SUCCESS
+}
+
+/// `MPI_Get_processor_name`: this host's name.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into());
+    // SAFETY: the standard's contract: MPI_MAX_PROCESSOR_NAME bytes.
+    unsafe { put_string(&host, name, MPI_MAX_PROCESSOR_NAME as usize, resultlen) };
+    MPI_SUCCESS
+}

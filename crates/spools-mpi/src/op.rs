@@ -1,0 +1,383 @@
+//! Reduction operators: the predefined ones on the types MPI defines them for (run by
+//! Spools' typed reductions), MINLOC and MAXLOC on the pair types, and user functions
+//! (`MPI_Op_create`), applied in rank order when not commutative.
+
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+use spools::{Communicator, Element, Op};
+
+use crate::abi::*;
+use crate::comm::out;
+use crate::datatype::{Basic, TypeObj};
+use crate::error::{on_self, MpiError};
+use crate::handles::{Kind, Table};
+
+/// `MPI_User_function`: `f(invec, inoutvec, len, datatype)`, `inoutvec = invec op
+/// inoutvec`.
+type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut MPI_Datatype);
+
+/// A user operator.
+pub(crate) struct UserOp {
+    f: UserFn,
+    commute: bool,
+}
+
+static OPS: Table<UserOp> = Table::new(Kind::Op);
+
+/// Which ranks get the result of a reduction.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Which {
+    /// Every rank (allreduce).
+    All,
+    /// The root only (reduce).
+    Root(u32),
+    /// Rank i gets the reduction of ranks 0..=i (scan).
+    Scan,
+}
+
+/// A byte-wise combining function: `f(in, inout)`, `inout = in op inout`.
+type Combine = Arc<dyn Fn(&[u8], &mut [u8]) + Send + Sync>;
+
+/// How a reduction runs.
+enum Plan {
+    /// A predefined operator on a primitive type: Spools' typed reduction, on packed
+    /// elements.
+    Typed(Basic, MPI_Op),
+    /// Combined byte-wise in rank order, on buffers laid out as the datatype is
+    /// (extent by extent): MINLOC/MAXLOC and user functions.
+    Bytes(Combine),
+}
+
+fn plan(op: MPI_Op, dt: MPI_Datatype, t: &Arc<TypeObj>) -> Result<Plan, MpiError> {
+    let bad = |what: &str| {
+        MpiError::invalid(
+            MPI_ERR_OP,
+            format!("reduction operator {op:#x} is not defined for datatype {dt:#x} ({what})"),
+        )
+    };
+    match op {
+        MPI_SUM | MPI_PROD | MPI_MIN | MPI_MAX => match t.basic {
+            Some(b) if b != Basic::Opaque && b != Basic::Bool => Ok(Plan::Typed(b, op)),
+            _ => Err(bad("not a real or integer type Spools reduces")),
+        },
+        MPI_BAND | MPI_BOR | MPI_BXOR | MPI_LAND | MPI_LOR | MPI_LXOR => match t.basic {
+            Some(b) if !matches!(b, Basic::F32 | Basic::F64 | Basic::Opaque) => {
+                Ok(Plan::Typed(b, op))
+            }
+            _ => Err(bad("not an integer or logical type")),
+        },
+        MPI_MINLOC | MPI_MAXLOC => {
+            let min = op == MPI_MINLOC;
+            let (vsize, ioff, float) = match t.named {
+                Some(MPI_FLOAT_INT) | Some(MPI_2REAL) => (4, 4, true),
+                Some(MPI_DOUBLE_INT) => (8, 8, true),
+                Some(MPI_2DOUBLE_PRECISION) => (8, 8, true),
+                Some(MPI_LONG_INT) => (8, 8, false),
+                Some(MPI_2INT) | Some(MPI_2INTEGER) => (4, 4, false),
+                Some(MPI_SHORT_INT) => (2, 4, false),
+                _ => return Err(bad("MINLOC and MAXLOC take the pair types")),
+            };
+            let ext = t.extent as usize;
+            let isize_ = if t.named == Some(MPI_2DOUBLE_PRECISION) {
+                8
+            } else {
+                4
+            };
+            Ok(Plan::Bytes(Arc::new(move |inv: &[u8], io: &mut [u8]| {
+                for (a, b) in inv.chunks_exact(ext).zip(io.chunks_exact_mut(ext)) {
+                    let val = |x: &[u8]| -> f64 {
+                        match (vsize, float) {
+                            (4, true) => {
+                                f64::from(f32::from_ne_bytes(x[..4].try_into().unwrap_or_default()))
+                            }
+                            (8, true) => f64::from_ne_bytes(x[..8].try_into().unwrap_or_default()),
+                            (8, false) => {
+                                i64::from_ne_bytes(x[..8].try_into().unwrap_or_default()) as f64
+                            }
+                            (4, false) => {
+                                f64::from(i32::from_ne_bytes(x[..4].try_into().unwrap_or_default()))
+                            }
+                            _ => {
+                                f64::from(i16::from_ne_bytes(x[..2].try_into().unwrap_or_default()))
+                            }
+                        }
+                    };
+                    let idx = |x: &[u8]| -> f64 {
+                        if isize_ == 8 {
+                            f64::from_ne_bytes(x[ioff..ioff + 8].try_into().unwrap_or_default())
+                        } else {
+                            f64::from(i32::from_ne_bytes(
+                                x[ioff..ioff + 4].try_into().unwrap_or_default(),
+                            ))
+                        }
+                    };
+                    let (va, vb) = (val(a), val(b));
+                    let take_a = if va == vb {
+                        idx(a) < idx(b)
+                    } else if min {
+                        va < vb
+                    } else {
+                        va > vb
+                    };
+                    if take_a {
+                        b[..ioff + isize_].copy_from_slice(&a[..ioff + isize_]);
+                    }
+                }
+            })))
+        }
+        h => {
+            let u = OPS.get(h).ok_or(MpiError::Handle {
+                class: MPI_ERR_OP,
+                what: "operator",
+                handle: h,
+            })?;
+            let ext = t.extent.max(1) as usize;
+            Ok(Plan::Bytes(Arc::new(move |inv: &[u8], io: &mut [u8]| {
+                let mut n = (io.len() / ext) as c_int;
+                let mut d = dt;
+                // SAFETY: the user function of the standard's type, on `n` elements of
+                // `dt` in both buffers (laid out extent by extent).
+                unsafe {
+                    (u.f)(
+                        inv.as_ptr() as *mut c_void,
+                        io.as_mut_ptr().cast(),
+                        &mut n,
+                        &mut d,
+                    )
+                };
+            })))
+        }
+    }
+}
+
+fn cast<T: Element>(bytes: &[u8]) -> Vec<T> {
+    let n = bytes.len() / std::mem::size_of::<T>();
+    let mut v = vec![T::default(); n];
+    spools::as_bytes_mut(&mut v).copy_from_slice(&bytes[..n * std::mem::size_of::<T>()]);
+    v
+}
+
+fn run<T: Element>(
+    c: &Communicator,
+    input: &[u8],
+    op: &Op<T>,
+    which: Which,
+) -> Result<Vec<u8>, MpiError> {
+    let send: Vec<T> = cast(input);
+    let mut recv = vec![T::default(); send.len()];
+    match which {
+        Which::All => c.allreduce(&send, &mut recv, op)?,
+        Which::Scan => c.scan(&send, &mut recv, op)?,
+        Which::Root(r) => {
+            if c.rank() == r {
+                c.reduce(&send, &mut recv, op, r)?;
+            } else {
+                c.reduce(&send, &mut [], op, r)?;
+            }
+        }
+    }
+    Ok(spools::as_bytes(&recv).to_vec())
+}
+
+macro_rules! ints {
+    ($c:expr, $input:expr, $which:expr, $op:expr, $t:ty) => {{
+        let f: fn($t, $t) -> $t = match $op {
+            MPI_BAND => |a, b| a & b,
+            MPI_BOR => |a, b| a | b,
+            MPI_BXOR => |a, b| a ^ b,
+            MPI_LAND => |a, b| <$t>::from(a != 0 && b != 0),
+            MPI_LOR => |a, b| <$t>::from(a != 0 || b != 0),
+            _ => |a, b| <$t>::from((a != 0) != (b != 0)),
+        };
+        let op: Op<$t> = match $op {
+            MPI_SUM => Op::Sum,
+            MPI_PROD => Op::Prod,
+            MPI_MIN => Op::Min,
+            MPI_MAX => Op::Max,
+            _ => Op::user(f, true),
+        };
+        run($c, $input, &op, $which)
+    }};
+}
+
+fn floats<T: Element>(
+    c: &Communicator,
+    input: &[u8],
+    which: Which,
+    op: MPI_Op,
+) -> Result<Vec<u8>, MpiError> {
+    let op: Op<T> = match op {
+        MPI_SUM => Op::Sum,
+        MPI_PROD => Op::Prod,
+        MPI_MIN => Op::Min,
+        _ => Op::Max,
+    };
+    run(c, input, &op, which)
+}
+
+/// Runs a reduction of `input` (packed elements for predefined operators, the datatype's
+/// own layout otherwise: see [`reduce`]) and gives the result bytes where `which` says
+/// this rank gets them.
+fn typed(
+    c: &Communicator,
+    input: &[u8],
+    which: Which,
+    b: Basic,
+    op: MPI_Op,
+) -> Result<Vec<u8>, MpiError> {
+    match b {
+        Basic::I8 => ints!(c, input, which, op, i8),
+        Basic::U8 | Basic::Bool => ints!(c, input, which, op, u8),
+        Basic::I16 => ints!(c, input, which, op, i16),
+        Basic::U16 => ints!(c, input, which, op, u16),
+        Basic::I32 => ints!(c, input, which, op, i32),
+        Basic::U32 => ints!(c, input, which, op, u32),
+        Basic::I64 => ints!(c, input, which, op, i64),
+        Basic::U64 => ints!(c, input, which, op, u64),
+        Basic::F32 => floats::<f32>(c, input, which, op),
+        Basic::F64 => floats::<f64>(c, input, which, op),
+        Basic::Opaque => Err(MpiError::invalid(
+            MPI_ERR_OP,
+            "no arithmetic on this datatype",
+        )),
+    }
+}
+
+/// Reduces `n` elements of `t` from `send` (the program's buffer) with `op`; the ranks
+/// `which` names get the result in `recv`.
+///
+/// # Safety
+/// `send` holds `n` elements of `t`; `recv` too on the ranks that get the result.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn reduce(
+    c: &Communicator,
+    send: *const u8,
+    recv: *mut u8,
+    n: usize,
+    t: &Arc<TypeObj>,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    which: Which,
+) -> Result<(), MpiError> {
+    let gets = match which {
+        Which::Root(r) => c.rank() == r,
+        _ => true,
+    };
+    match plan(op, dt, t)? {
+        Plan::Typed(b, op) => {
+            // SAFETY: the caller's contract.
+            let input = unsafe { crate::p2p::data(send.cast(), n, t) };
+            let out = typed(c, &input, which, b, op)?;
+            if gets && !out.is_empty() {
+                // SAFETY: `recv` holds `n` elements of `t` here (the caller's contract).
+                unsafe { crate::datatype::unpack(&out, recv, t) };
+            }
+            Ok(())
+        }
+        Plan::Bytes(f) => {
+            let span = n * t.extent.max(0) as usize;
+            let input = if span == 0 {
+                Vec::new()
+            } else {
+                // SAFETY: `n` elements of `t` span `n * extent` bytes (lb 0).
+                unsafe { std::slice::from_raw_parts(send, span) }.to_vec()
+            };
+            let g = f.clone();
+            let op = Op::<u8>::user_slice(
+                move |acc: &mut [u8], other: &[u8], acc_is_lower: bool| {
+                    if acc_is_lower {
+                        let mut io = other.to_vec();
+                        g(acc, &mut io);
+                        acc.copy_from_slice(&io);
+                    } else {
+                        g(other, acc);
+                    }
+                },
+                false,
+            );
+            let out = run::<u8>(c, &input, &op, which)?;
+            if gets && !out.is_empty() {
+                // Only the datatype's own bytes go to `recv` (not the gaps between).
+                // SAFETY: `out` holds `n` elements laid out as `t`; `recv` holds `n`.
+                unsafe {
+                    let packed = crate::datatype::pack(out.as_ptr(), n, t);
+                    crate::datatype::unpack(&packed, recv, t);
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `MPI_Op_create`: a user operator (`commute` nonzero: commutative).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Op_create(
+    user_fn: *const c_void,
+    commute: c_int,
+    op: *mut MPI_Op,
+) -> c_int {
+    let r = (|| {
+        if user_fn.is_null() {
+            return Err(MpiError::invalid(
+                MPI_ERR_ARG,
+                "MPI_Op_create: NULL function",
+            ));
+        }
+        // SAFETY: a C function of the standard's type (the caller's contract).
+        let f: UserFn = unsafe { std::mem::transmute(user_fn) };
+        let h = OPS
+            .insert(UserOp {
+                f,
+                commute: commute != 0,
+            })
+            .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many operators"))?;
+        // SAFETY: the caller's contract.
+        unsafe { out(op, h, "MPI_Op_create") }
+    })();
+    on_self(r)
+}
+
+/// `MPI_Op_free`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Op_free(op: *mut MPI_Op) -> c_int {
+    let r = (|| {
+        if op.is_null() {
+            return Err(MpiError::invalid(MPI_ERR_ARG, "MPI_Op_free: NULL"));
+        }
+        // SAFETY: non-NULL (the caller's contract).
+        let h = unsafe { *op };
+        OPS.remove(h).ok_or(MpiError::Handle {
+            class: MPI_ERR_OP,
+            what: "operator",
+            handle: h,
+        })?;
+        // SAFETY: as above.
+        unsafe { *op = MPI_OP_NULL };
+        Ok(())
+    })();
+    on_self(r)
+}
+
+/// `MPI_Op_commutative`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> c_int {
+    let r = (|| {
+        let c = match op {
+            MPI_SUM | MPI_PROD | MPI_MIN | MPI_MAX | MPI_BAND | MPI_BOR | MPI_BXOR | MPI_LAND
+            | MPI_LOR | MPI_LXOR | MPI_MINLOC | MPI_MAXLOC | MPI_REPLACE | MPI_NO_OP => true,
+            h => {
+                OPS.get(h)
+                    .ok_or(MpiError::Handle {
+                        class: MPI_ERR_OP,
+                        what: "operator",
+                        handle: h,
+                    })?
+                    .commute
+            }
+        };
+        // SAFETY: the caller's contract.
+        unsafe { out(commute, c_int::from(c), "MPI_Op_commutative") }
+    })();
+    on_self(r)
+}

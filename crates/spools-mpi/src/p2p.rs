@@ -1,0 +1,729 @@
+//! Point-to-point messages: blocking and non-blocking sends in every mode, receives,
+//! `MPI_Sendrecv(_replace)` and probes, over Spools' tagged messages (short, eager and
+//! rendezvous protocols). Contiguous buffers go straight from and to the program's
+//! memory; other datatypes are packed.
+
+use std::borrow::Cow;
+use std::ffi::{c_int, c_void};
+
+use spools::{Source, Tag};
+
+use crate::abi::*;
+use crate::comm::{comm, out, CommObj};
+use crate::datatype::{committed, count as ccount, pack, unpack, TypeObj};
+use crate::error::{on_comm, MpiError};
+use crate::request::{empty_status, give, put_status, status_of, truncated_status, Op};
+
+/// A destination rank; `None` for `MPI_PROC_NULL`.
+pub(crate) fn dest(c: &CommObj, d: c_int, call: &'static str) -> Result<Option<u32>, MpiError> {
+    if d == MPI_PROC_NULL {
+        return Ok(None);
+    }
+    match u32::try_from(d) {
+        Ok(r) if r < c.comm.size() => Ok(Some(r)),
+        _ => Err(MpiError::invalid(
+            MPI_ERR_RANK,
+            format!(
+                "{call}: rank {d} is not in this communicator of {} ranks",
+                c.comm.size()
+            ),
+        )),
+    }
+}
+
+/// A source selector; `None` for `MPI_PROC_NULL`.
+pub(crate) fn source(
+    c: &CommObj,
+    s: c_int,
+    call: &'static str,
+) -> Result<Option<Source>, MpiError> {
+    if s == MPI_ANY_SOURCE {
+        return Ok(Some(Source::Any));
+    }
+    Ok(dest(c, s, call)?.map(Source::Rank))
+}
+
+fn send_tag(t: c_int, call: &'static str) -> Result<i32, MpiError> {
+    if t < 0 {
+        return Err(MpiError::invalid(
+            MPI_ERR_TAG,
+            format!("{call}: tag {t} is negative (0 to MPI_TAG_UB)"),
+        ));
+    }
+    Ok(t)
+}
+
+fn recv_tag(t: c_int, call: &'static str) -> Result<Tag, MpiError> {
+    match t {
+        MPI_ANY_TAG => Ok(Tag::Any),
+        t if t >= 0 => Ok(Tag::Is(t)),
+        t => Err(MpiError::invalid(
+            MPI_ERR_TAG,
+            format!("{call}: tag {t} is negative (0 to MPI_TAG_UB, or MPI_ANY_TAG)"),
+        )),
+    }
+}
+
+/// The bytes of `n` elements of `t` at `buf`: borrowed when contiguous, else packed.
+///
+/// # Safety
+/// `buf` holds `n` elements of `t`.
+pub(crate) unsafe fn data<'a>(buf: *const c_void, n: usize, t: &TypeObj) -> Cow<'a, [u8]> {
+    let len = n * t.size;
+    if len == 0 {
+        return Cow::Borrowed(&[]);
+    }
+    if t.contiguous() {
+        // SAFETY: `len` readable bytes (the caller's contract).
+        Cow::Borrowed(unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) })
+    } else {
+        // SAFETY: the caller's contract.
+        Cow::Owned(unsafe { pack(buf.cast(), n, t) })
+    }
+}
+
+/// The parts of a send call.
+struct Send {
+    c: std::sync::Arc<CommObj>,
+    to: Option<u32>,
+    tag: i32,
+    t: std::sync::Arc<TypeObj>,
+    n: usize,
+}
+
+fn send_args(
+    comm_h: MPI_Comm,
+    n: i64,
+    dt: MPI_Datatype,
+    d: c_int,
+    tag: c_int,
+    call: &'static str,
+) -> Result<Send, MpiError> {
+    let c = comm(comm_h, call)?;
+    Ok(Send {
+        n: ccount(n, call)?,
+        t: committed(dt, call)?,
+        to: dest(&c, d, call)?,
+        tag: send_tag(tag, call)?,
+        c,
+    })
+}
+
+/// A blocking send of any mode.
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype`.
+unsafe fn send(
+    buf: *const c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    d: c_int,
+    tag: c_int,
+    comm_h: MPI_Comm,
+    call: &'static str,
+    buffered: bool,
+) -> c_int {
+    let r = (|| {
+        let s = send_args(comm_h, count, datatype, d, tag, call)?;
+        let Some(to) = s.to else { return Ok(()) };
+        // SAFETY: the caller's contract.
+        let bytes = unsafe { data(buf, s.n, &s.t) };
+        if buffered {
+            crate::buffer::reserve(bytes.len())?;
+            let len = bytes.len();
+            let r = s.c.comm.isend(bytes.into_owned(), to, s.tag)?;
+            crate::buffer::track(r, len);
+            return Ok(());
+        }
+        s.c.comm.send(&bytes, to, s.tag)?;
+        Ok(())
+    })();
+    on_comm(comm_h, r)
+}
+
+/// `MPI_Send`: returns when `buf` may be reused (short and eager messages at once,
+/// rendezvous ones once the receiver took the data).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Send(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        send(
+            buf,
+            count.into(),
+            datatype,
+            dest,
+            tag,
+            comm,
+            "MPI_Send",
+            false,
+        )
+    }
+}
+
+/// `MPI_Send_c`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Send_c(
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { send(buf, count, datatype, dest, tag, comm, "MPI_Send_c", false) }
+}
+
+/// `MPI_Ssend`: a send in synchronous mode (as standard mode today: see the docs).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ssend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        send(
+            buf,
+            count.into(),
+            datatype,
+            dest,
+            tag,
+            comm,
+            "MPI_Ssend",
+            false,
+        )
+    }
+}
+
+/// `MPI_Rsend`: a send in ready mode (a matching receive is posted: standard mode is
+/// correct for it).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        send(
+            buf,
+            count.into(),
+            datatype,
+            dest,
+            tag,
+            comm,
+            "MPI_Rsend",
+            false,
+        )
+    }
+}
+
+/// `MPI_Bsend`: a buffered send: returns at once, the data counted against the buffer
+/// of `MPI_Buffer_attach`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        send(
+            buf,
+            count.into(),
+            datatype,
+            dest,
+            tag,
+            comm,
+            "MPI_Bsend",
+            true,
+        )
+    }
+}
+
+/// A blocking receive.
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype`; `status` is NULL or writable.
+unsafe fn recv(
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+    comm_h: MPI_Comm,
+    status: *mut MPI_Status,
+    call: &'static str,
+) -> c_int {
+    let r = (|| {
+        let c = comm(comm_h, call)?;
+        let n = ccount(count, call)?;
+        let t = committed(datatype, call)?;
+        let tag = recv_tag(tag, call)?;
+        let Some(from) = source(&c, src, call)? else {
+            // SAFETY: the caller's contract.
+            unsafe { put_status(status, empty_status()) };
+            return Ok(());
+        };
+        let cap = n * t.size;
+        let result = if t.contiguous() && cap > 0 {
+            // SAFETY: `cap` writable bytes (the caller's contract).
+            let dst = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), cap) };
+            c.comm.recv(dst, from, tag)
+        } else {
+            let mut tmp = vec![0u8; cap];
+            c.comm.recv(&mut tmp, from, tag).inspect(|st| {
+                // SAFETY: `buf` holds `count` elements of `t` (the caller's contract).
+                unsafe { unpack(&tmp[..st.len.min(cap)], buf.cast(), &t) };
+            })
+        };
+        match result {
+            Ok(st) => {
+                // SAFETY: the caller's contract.
+                unsafe { put_status(status, status_of(&st)) };
+                Ok(())
+            }
+            Err(e) => {
+                if let Some(s) = truncated_status(&e) {
+                    // SAFETY: the caller's contract.
+                    unsafe { put_status(status, s) };
+                }
+                Err(e.into())
+            }
+        }
+    })();
+    on_comm(comm_h, r)
+}
+
+/// `MPI_Recv`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        recv(
+            buf,
+            count.into(),
+            datatype,
+            source,
+            tag,
+            comm,
+            status,
+            "MPI_Recv",
+        )
+    }
+}
+
+/// `MPI_Recv_c`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv_c(
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        recv(
+            buf,
+            count,
+            datatype,
+            source,
+            tag,
+            comm,
+            status,
+            "MPI_Recv_c",
+        )
+    }
+}
+
+/// A non-blocking send of any mode: the data is copied into the request.
+///
+/// # Safety
+/// `buf` holds `count` elements; `request` is writable.
+unsafe fn isend(
+    buf: *const c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    d: c_int,
+    tag: c_int,
+    comm_h: MPI_Comm,
+    request: *mut MPI_Request,
+    call: &'static str,
+) -> c_int {
+    let r = (|| {
+        let s = send_args(comm_h, count, datatype, d, tag, call)?;
+        let op = match s.to {
+            None => Op::Done(empty_status()),
+            Some(to) => {
+                // SAFETY: the caller's contract.
+                let bytes = unsafe { data(buf, s.n, &s.t) }.into_owned();
+                Op::Send(Some(s.c.comm.isend(bytes, to, s.tag)?))
+            }
+        };
+        let h = give(op, comm_h)?;
+        // SAFETY: the caller's contract.
+        unsafe { out(request, h, call) }
+    })();
+    on_comm(comm_h, r)
+}
+
+/// `MPI_Isend`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        isend(
+            buf,
+            count.into(),
+            datatype,
+            dest,
+            tag,
+            comm,
+            request,
+            "MPI_Isend",
+        )
+    }
+}
+
+/// `MPI_Issend` (as `MPI_Isend` today: see the docs).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Issend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        isend(
+            buf,
+            count.into(),
+            datatype,
+            dest,
+            tag,
+            comm,
+            request,
+            "MPI_Issend",
+        )
+    }
+}
+
+/// `MPI_Irsend`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        isend(
+            buf,
+            count.into(),
+            datatype,
+            dest,
+            tag,
+            comm,
+            request,
+            "MPI_Irsend",
+        )
+    }
+}
+
+/// `MPI_Ibsend`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ibsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        isend(
+            buf,
+            count.into(),
+            datatype,
+            dest,
+            tag,
+            comm,
+            request,
+            "MPI_Ibsend",
+        )
+    }
+}
+
+/// A non-blocking receive into a buffer of the request's, copied out on completion.
+///
+/// # Safety
+/// `buf` holds `count` elements until the request completes; `request` is writable.
+unsafe fn irecv(
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+    comm_h: MPI_Comm,
+    request: *mut MPI_Request,
+    call: &'static str,
+) -> c_int {
+    let r = (|| {
+        let c = comm(comm_h, call)?;
+        let n = ccount(count, call)?;
+        let t = committed(datatype, call)?;
+        let tag = recv_tag(tag, call)?;
+        let op = match source(&c, src, call)? {
+            None => Op::Done(empty_status()),
+            Some(from) => {
+                let req = c.comm.irecv(vec![0u8; n * t.size], from, tag)?;
+                Op::Recv {
+                    req,
+                    addr: buf as usize,
+                    t,
+                }
+            }
+        };
+        let h = give(op, comm_h)?;
+        // SAFETY: the caller's contract.
+        unsafe { out(request, h, call) }
+    })();
+    on_comm(comm_h, r)
+}
+
+/// `MPI_Irecv`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        irecv(
+            buf,
+            count.into(),
+            datatype,
+            source,
+            tag,
+            comm,
+            request,
+            "MPI_Irecv",
+        )
+    }
+}
+
+/// `MPI_Sendrecv`: sends and receives at once (neither waits for the other).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    let mut req = MPI_REQUEST_NULL;
+    // SAFETY: the caller's contract.
+    let rc = unsafe {
+        irecv(
+            recvbuf,
+            recvcount.into(),
+            recvtype,
+            source,
+            recvtag,
+            comm,
+            &mut req,
+            "MPI_Sendrecv",
+        )
+    };
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    // SAFETY: the caller's contract.
+    let rc = unsafe {
+        send(
+            sendbuf,
+            sendcount.into(),
+            sendtype,
+            dest,
+            sendtag,
+            comm,
+            "MPI_Sendrecv",
+            false,
+        )
+    };
+    // SAFETY: `req` is the receive just posted; the caller's contract for `status`.
+    let rc2 = unsafe { crate::request::MPI_Wait(&mut req, status) };
+    if rc != MPI_SUCCESS {
+        rc
+    } else {
+        rc2
+    }
+}
+
+/// `MPI_Sendrecv_replace`: sends the buffer's contents and receives into it.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    let copy = (|| {
+        let n = ccount(count.into(), "MPI_Sendrecv_replace")?;
+        let t = committed(datatype, "MPI_Sendrecv_replace")?;
+        // SAFETY: the caller's contract.
+        Ok::<_, MpiError>(unsafe { data(buf, n, &t) }.into_owned())
+    })();
+    let copy = match copy {
+        Ok(c) => c,
+        Err(e) => return on_comm(comm, Err(e)),
+    };
+    let mut req = MPI_REQUEST_NULL;
+    // SAFETY: the caller's contract.
+    let rc = unsafe {
+        irecv(
+            buf,
+            count.into(),
+            datatype,
+            source,
+            recvtag,
+            comm,
+            &mut req,
+            "MPI_Sendrecv_replace",
+        )
+    };
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    // SAFETY: `copy` holds `count` packed elements: sent as bytes.
+    let rc = unsafe {
+        send(
+            copy.as_ptr().cast(),
+            copy.len() as i64,
+            MPI_BYTE,
+            dest,
+            sendtag,
+            comm,
+            "MPI_Sendrecv_replace",
+            false,
+        )
+    };
+    // SAFETY: `req` is the receive just posted; the caller's contract for `status`.
+    let rc2 = unsafe { crate::request::MPI_Wait(&mut req, status) };
+    if rc != MPI_SUCCESS {
+        rc
+    } else {
+        rc2
+    }
+}
+
+/// `MPI_Probe`: waits until a matching message can be received; it stays queued.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Probe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    let r = (|| {
+        let c = self::comm(comm, "MPI_Probe")?;
+        let tag = recv_tag(tag, "MPI_Probe")?;
+        let s = match self::source(&c, source, "MPI_Probe")? {
+            None => empty_status(),
+            Some(from) => status_of(&c.comm.probe(from, tag)?),
+        };
+        // SAFETY: the caller's contract.
+        unsafe { put_status(status, s) };
+        Ok(())
+    })();
+    on_comm(comm, r)
+}
+
+/// `MPI_Iprobe`: whether a matching message can be received now.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    let r = (|| {
+        let c = self::comm(comm, "MPI_Iprobe")?;
+        let tag = recv_tag(tag, "MPI_Iprobe")?;
+        let found = match self::source(&c, source, "MPI_Iprobe")? {
+            None => Some(empty_status()),
+            Some(from) => c.comm.iprobe(from, tag)?.as_ref().map(status_of),
+        };
+        // SAFETY: the caller's contract.
+        unsafe { out(flag, c_int::from(found.is_some()), "MPI_Iprobe") }?;
+        if let Some(s) = found {
+            // SAFETY: the caller's contract.
+            unsafe { put_status(status, s) };
+        }
+        Ok(())
+    })();
+    on_comm(comm, r)
+}

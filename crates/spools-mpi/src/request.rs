@@ -1,0 +1,684 @@
+//! Requests (`MPI_Request`) and statuses: waiting and testing one, any, some or all of
+//! them, cancelling and freeing them, and reading a status (`MPI_Get_count`).
+
+use std::ffi::c_int;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use spools::{Completion, MsgError, Status};
+
+use crate::abi::*;
+use crate::comm::out;
+use crate::datatype::{dtype, elements, unpack, TypeObj};
+use crate::error::{on_self, raise, MpiError};
+use crate::handles::{Kind, Table};
+
+/// What a request stands for.
+pub(crate) enum Op {
+    /// A send in flight (`None`: already complete).
+    Send(Option<spools::Request>),
+    /// A receive in flight into a buffer of its own, to be copied (unpacked) to the
+    /// program's buffer at `addr` (`count` elements of `t`) on completion.
+    Recv {
+        req: spools::Request,
+        addr: usize,
+        t: Arc<TypeObj>,
+    },
+    /// Complete, with this status (sends and receives with `MPI_PROC_NULL`).
+    Done(MPI_Status),
+}
+
+/// A request object: the operation, and the communicator errors go to.
+pub(crate) struct ReqObj {
+    op: Mutex<Option<Op>>,
+    comm: MPI_Comm,
+}
+
+// SAFETY: the program's buffer address is kept as an integer and written only by the
+// thread that completes the request; Spools' requests are Send.
+unsafe impl Sync for ReqObj {}
+
+static REQUESTS: Table<ReqObj> = Table::new(Kind::Request);
+
+/// Stores a new request and gives its handle.
+///
+/// # Errors
+/// `MPI_ERR_NO_MEM` when the table is full.
+pub(crate) fn give(op: Op, comm: MPI_Comm) -> Result<MPI_Request, MpiError> {
+    REQUESTS
+        .insert(ReqObj {
+            op: Mutex::new(Some(op)),
+            comm,
+        })
+        .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many requests"))
+}
+
+/// The status of a completed Spools operation.
+pub(crate) fn status_of(s: &Status) -> MPI_Status {
+    let len = s.len as u64;
+    MPI_Status {
+        MPI_SOURCE: s.source as c_int,
+        MPI_TAG: s.tag,
+        MPI_ERROR: MPI_SUCCESS,
+        MPI_internal: [
+            len as u32 as c_int,
+            (len >> 32) as u32 as c_int,
+            c_int::from(s.cancelled),
+            0,
+            0,
+        ],
+    }
+}
+
+/// The status of an operation with `MPI_PROC_NULL`, or of an empty one.
+pub(crate) fn empty_status() -> MPI_Status {
+    MPI_Status {
+        MPI_SOURCE: MPI_PROC_NULL,
+        MPI_TAG: MPI_ANY_TAG,
+        MPI_ERROR: MPI_SUCCESS,
+        MPI_internal: [0; 5],
+    }
+}
+
+fn status_len(s: &MPI_Status) -> usize {
+    (s.MPI_internal[0] as u32 as u64 | ((s.MPI_internal[1] as u32 as u64) << 32)) as usize
+}
+
+/// Writes a status if the program asked for one.
+///
+/// # Safety
+/// `p` is NULL (`MPI_STATUS_IGNORE`) or writable.
+pub(crate) unsafe fn put_status(p: *mut MPI_Status, s: MPI_Status) {
+    if !p.is_null() {
+        // SAFETY: non-NULL and writable (the caller's contract).
+        unsafe { *p = s };
+    }
+}
+
+/// The status of a finished receive into a buffer of its own: copies the data out.
+///
+/// # Safety
+/// `addr` holds the receive's elements of `t`.
+pub(crate) unsafe fn deliver(c: Completion, addr: usize, t: &TypeObj) -> MPI_Status {
+    if t.contiguous() {
+        // SAFETY: the program's buffer holds the receive's capacity, which the
+        // message fitted (Spools truncates otherwise).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                c.buf.as_ptr(),
+                addr as *mut u8,
+                c.buf.len().min(c.status.len),
+            )
+        };
+    } else {
+        // SAFETY: as above, element by element.
+        unsafe { unpack(&c.buf[..c.buf.len().min(c.status.len)], addr as *mut u8, t) };
+    }
+    status_of(&c.status)
+}
+
+/// The status a truncated receive reports.
+pub(crate) fn truncated_status(e: &MsgError) -> Option<MPI_Status> {
+    match e {
+        MsgError::Truncated {
+            len,
+            source_rank,
+            tag,
+            ..
+        } => Some(status_of(&Status {
+            source: *source_rank,
+            tag: *tag,
+            len: *len,
+            cancelled: false,
+        })),
+        _ => None,
+    }
+}
+
+/// Waits for an operation and gives its status.
+fn complete(op: Op) -> Result<MPI_Status, Box<(MpiError, Option<MPI_Status>)>> {
+    match op {
+        Op::Done(s) => Ok(s),
+        Op::Send(None) => Ok(empty_status()),
+        Op::Send(Some(r)) => r
+            .wait()
+            .map(|c| status_of(&c.status))
+            .map_err(|e| Box::new((e.into(), None))),
+        Op::Recv { req, addr, t } => match req.wait() {
+            // SAFETY: `addr` is the program's buffer for this receive (MPI's contract:
+            // valid until the request completes).
+            Ok(c) => Ok(unsafe { deliver(c, addr, &t) }),
+            Err(e) => {
+                let s = truncated_status(&e);
+                Err(Box::new((e.into(), s)))
+            }
+        },
+    }
+}
+
+/// Whether the operation has completed (driving progress once).
+fn ready(op: &mut Op) -> Result<bool, MpiError> {
+    Ok(match op {
+        Op::Done(_) | Op::Send(None) => true,
+        Op::Send(Some(r)) => r.test()?,
+        Op::Recv { req, .. } => req.test()?,
+    })
+}
+
+/// Outcome of finishing a request: its status, or an error code (already reported on
+/// the request's communicator) with the status to show.
+fn finish_handle(h: &mut MPI_Request) -> Result<MPI_Status, (c_int, MPI_Status)> {
+    if *h == MPI_REQUEST_NULL {
+        return Ok(empty_status());
+    }
+    let Some(obj) = REQUESTS.get(*h) else {
+        let e = MpiError::Handle {
+            class: MPI_ERR_REQUEST,
+            what: "request",
+            handle: *h,
+        };
+        let code = raise(MPI_COMM_SELF, &e);
+        return Err((code, empty_status()));
+    };
+    let op = obj.op.lock().unwrap_or_else(PoisonError::into_inner).take();
+    REQUESTS.remove(*h);
+    *h = MPI_REQUEST_NULL;
+    let Some(op) = op else {
+        return Ok(empty_status());
+    };
+    complete(op).map_err(|b| {
+        let (e, s) = *b;
+        let code = raise(obj.comm, &e);
+        let mut s = s.unwrap_or_else(empty_status);
+        s.MPI_ERROR = code;
+        (code, s)
+    })
+}
+
+/// Whether request `h` has completed (`MPI_REQUEST_NULL` has).
+fn poll_handle(h: MPI_Request) -> Result<bool, c_int> {
+    if h == MPI_REQUEST_NULL {
+        return Ok(true);
+    }
+    let Some(obj) = REQUESTS.get(h) else {
+        let e = MpiError::Handle {
+            class: MPI_ERR_REQUEST,
+            what: "request",
+            handle: h,
+        };
+        return Err(raise(MPI_COMM_SELF, &e));
+    };
+    let mut g = obj.op.lock().unwrap_or_else(PoisonError::into_inner);
+    match g.as_mut() {
+        None => Ok(true),
+        Some(op) => ready(op).map_err(|e| raise(obj.comm, &e)),
+    }
+}
+
+/// The requests of an array argument.
+///
+/// # Safety
+/// `p` holds `n` requests.
+unsafe fn reqs<'a>(p: *mut MPI_Request, n: c_int) -> &'a mut [MPI_Request] {
+    if p.is_null() || n <= 0 {
+        return &mut [];
+    }
+    // SAFETY: `n` requests (the caller's contract).
+    unsafe { std::slice::from_raw_parts_mut(p, n as usize) }
+}
+
+/// # Safety
+/// `p` is NULL or holds `i + 1` statuses.
+unsafe fn put_status_at(p: *mut MPI_Status, i: usize, s: MPI_Status) {
+    if !p.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { *p.add(i) = s };
+    }
+}
+
+/// `MPI_Wait`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+    if request.is_null() {
+        return on_self(Err(MpiError::invalid(
+            MPI_ERR_REQUEST,
+            "MPI_Wait: request is NULL",
+        )));
+    }
+    // SAFETY: non-NULL (the caller's contract).
+    match finish_handle(unsafe { &mut *request }) {
+        Ok(s) => {
+            // SAFETY: the caller's contract.
+            unsafe { put_status(status, s) };
+            MPI_SUCCESS
+        }
+        Err((code, s)) => {
+            // SAFETY: the caller's contract.
+            unsafe { put_status(status, s) };
+            code
+        }
+    }
+}
+
+/// `MPI_Test`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test(
+    request: *mut MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    if request.is_null() || flag.is_null() {
+        return on_self(Err(MpiError::invalid(
+            MPI_ERR_ARG,
+            "MPI_Test: request or flag is NULL",
+        )));
+    }
+    // SAFETY: non-NULL (the caller's contract).
+    match poll_handle(unsafe { *request }) {
+        Ok(true) => {
+            // SAFETY: the caller's contract.
+            unsafe { *flag = 1 };
+            // SAFETY: the caller's contract.
+            unsafe { MPI_Wait(request, status) }
+        }
+        Ok(false) => {
+            // SAFETY: the caller's contract.
+            unsafe { *flag = 0 };
+            MPI_SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+
+/// `MPI_Waitall`: waits for every request; `MPI_ERR_IN_STATUS` if any failed (each
+/// status's `MPI_ERROR` says which).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitall(
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let rs = unsafe { reqs(array_of_requests, count) };
+    let mut failed = false;
+    for (i, h) in rs.iter_mut().enumerate() {
+        let s = match finish_handle(h) {
+            Ok(s) => s,
+            Err((_, s)) => {
+                failed = true;
+                s
+            }
+        };
+        // SAFETY: the caller's contract: `count` statuses or MPI_STATUSES_IGNORE.
+        unsafe { put_status_at(array_of_statuses, i, s) };
+    }
+    if failed {
+        MPI_ERR_IN_STATUS
+    } else {
+        MPI_SUCCESS
+    }
+}
+
+/// `MPI_Testall`: whether every request has completed (then they are finished as
+/// `MPI_Waitall` does).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testall(
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    flag: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let rs = unsafe { reqs(array_of_requests, count) };
+    for &h in rs.iter() {
+        match poll_handle(h) {
+            Ok(true) => {}
+            Ok(false) => {
+                // SAFETY: the caller's contract.
+                return on_self(unsafe { out(flag, 0, "MPI_Testall") });
+            }
+            Err(code) => return code,
+        }
+    }
+    // SAFETY: the caller's contract.
+    if let Err(e) = unsafe { out(flag, 1, "MPI_Testall") } {
+        return on_self(Err(e));
+    }
+    // SAFETY: the caller's contract.
+    unsafe { MPI_Waitall(count, array_of_requests, array_of_statuses) }
+}
+
+/// The first completed active request of `rs`, polling each once.
+fn any_ready(rs: &[MPI_Request]) -> Result<Option<usize>, c_int> {
+    for (i, &h) in rs.iter().enumerate() {
+        if h != MPI_REQUEST_NULL && poll_handle(h)? {
+            return Ok(Some(i));
+        }
+    }
+    Ok(None)
+}
+
+/// `MPI_Waitany`: waits for one request; `MPI_UNDEFINED` in `index` when none is
+/// active.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitany(
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    index: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let rs = unsafe { reqs(array_of_requests, count) };
+    if rs.iter().all(|&h| h == MPI_REQUEST_NULL) {
+        // SAFETY: the caller's contract.
+        unsafe { put_status(status, empty_status()) };
+        // SAFETY: the caller's contract.
+        return on_self(unsafe { out(index, MPI_UNDEFINED, "MPI_Waitany") });
+    }
+    loop {
+        match any_ready(rs) {
+            Ok(Some(i)) => {
+                // SAFETY: the caller's contract.
+                if let Err(e) = unsafe { out(index, i as c_int, "MPI_Waitany") } {
+                    return on_self(Err(e));
+                }
+                // SAFETY: the caller's contract: `rs[i]` is in the array.
+                return unsafe { MPI_Wait(&mut rs[i], status) };
+            }
+            Ok(None) => std::thread::yield_now(),
+            Err(code) => return code,
+        }
+    }
+}
+
+/// `MPI_Testany`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testany(
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let rs = unsafe { reqs(array_of_requests, count) };
+    if rs.iter().all(|&h| h == MPI_REQUEST_NULL) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            put_status(status, empty_status());
+            let _ = out(flag, 1, "MPI_Testany");
+            return on_self(out(index, MPI_UNDEFINED, "MPI_Testany"));
+        }
+    }
+    match any_ready(rs) {
+        Ok(Some(i)) => {
+            // SAFETY: the caller's contract.
+            unsafe {
+                let _ = out(flag, 1, "MPI_Testany");
+                let _ = out(index, i as c_int, "MPI_Testany");
+                MPI_Wait(&mut rs[i], status)
+            }
+        }
+        Ok(None) => {
+            // SAFETY: the caller's contract.
+            unsafe {
+                let _ = out(index, MPI_UNDEFINED, "MPI_Testany");
+                on_self(out(flag, 0, "MPI_Testany"))
+            }
+        }
+        Err(code) => code,
+    }
+}
+
+/// Finishes every completed active request; gives how many (`MPI_UNDEFINED` when none
+/// is active).
+///
+/// # Safety
+/// As `MPI_Testsome`'s arguments.
+unsafe fn some(
+    rs: &mut [MPI_Request],
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+    wait: bool,
+) -> c_int {
+    if rs.iter().all(|&h| h == MPI_REQUEST_NULL) {
+        // SAFETY: the caller's contract.
+        return on_self(unsafe { out(outcount, MPI_UNDEFINED, "MPI_Testsome") });
+    }
+    loop {
+        let mut n = 0usize;
+        let mut failed = false;
+        for (i, h) in rs.iter_mut().enumerate() {
+            if *h == MPI_REQUEST_NULL {
+                continue;
+            }
+            match poll_handle(*h) {
+                Ok(true) => {
+                    let s = finish_handle(h).unwrap_or_else(|(_, s)| {
+                        failed = true;
+                        s
+                    });
+                    // SAFETY: the caller's contract: `incount` indices and statuses.
+                    unsafe {
+                        if !indices.is_null() {
+                            *indices.add(n) = i as c_int;
+                        }
+                        put_status_at(statuses, n, s);
+                    }
+                    n += 1;
+                }
+                Ok(false) => {}
+                Err(code) => return code,
+            }
+        }
+        if n > 0 || !wait {
+            // SAFETY: the caller's contract.
+            if let Err(e) = unsafe { out(outcount, n as c_int, "MPI_Testsome") } {
+                return on_self(Err(e));
+            }
+            return if failed {
+                MPI_ERR_IN_STATUS
+            } else {
+                MPI_SUCCESS
+            };
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// `MPI_Waitsome`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitsome(
+    incount: c_int,
+    array_of_requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        some(
+            reqs(array_of_requests, incount),
+            outcount,
+            array_of_indices,
+            array_of_statuses,
+            true,
+        )
+    }
+}
+
+/// `MPI_Testsome`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testsome(
+    incount: c_int,
+    array_of_requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        some(
+            reqs(array_of_requests, incount),
+            outcount,
+            array_of_indices,
+            array_of_statuses,
+            false,
+        )
+    }
+}
+
+/// `MPI_Request_free`: the operation goes on (a send completes in the background); the
+/// handle becomes `MPI_REQUEST_NULL`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
+    if request.is_null() {
+        return on_self(Err(MpiError::invalid(
+            MPI_ERR_REQUEST,
+            "MPI_Request_free: NULL",
+        )));
+    }
+    // SAFETY: non-NULL (the caller's contract).
+    let h = unsafe { *request };
+    match REQUESTS.remove(h) {
+        Some(obj) => {
+            let op = obj.op.lock().unwrap_or_else(PoisonError::into_inner).take();
+            // A receive is completed (or cancelled) when freed: its buffer must not be
+            // written after the program may have reused it.
+            if let Some(Op::Recv { req, addr, t }) = op {
+                if req.cancel() {
+                    drop(req);
+                } else if let Ok(c) = req.wait() {
+                    // SAFETY: `addr` is the program's buffer for this receive.
+                    unsafe { deliver(c, addr, &t) };
+                }
+            }
+            // SAFETY: as above.
+            unsafe { *request = MPI_REQUEST_NULL };
+            MPI_SUCCESS
+        }
+        None => on_self(Err(MpiError::Handle {
+            class: MPI_ERR_REQUEST,
+            what: "request",
+            handle: h,
+        })),
+    }
+}
+
+/// `MPI_Cancel`: cancels a receive no message has matched yet (the status of its
+/// completion says so); a send cannot be cancelled once started.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
+    if request.is_null() {
+        return on_self(Err(MpiError::invalid(MPI_ERR_REQUEST, "MPI_Cancel: NULL")));
+    }
+    // SAFETY: non-NULL (the caller's contract).
+    let h = unsafe { *request };
+    match REQUESTS.get(h) {
+        Some(obj) => {
+            if let Some(Op::Recv { req, .. }) = obj
+                .op
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+            {
+                let _ = req.cancel();
+            }
+            MPI_SUCCESS
+        }
+        None => on_self(Err(MpiError::Handle {
+            class: MPI_ERR_REQUEST,
+            what: "request",
+            handle: h,
+        })),
+    }
+}
+
+/// `MPI_Test_cancelled`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) -> c_int {
+    if status.is_null() {
+        return on_self(Err(MpiError::invalid(
+            MPI_ERR_ARG,
+            "MPI_Test_cancelled: NULL status",
+        )));
+    }
+    // SAFETY: non-NULL (the caller's contract).
+    let c = unsafe { (*status).MPI_internal[2] };
+    // SAFETY: the caller's contract.
+    on_self(unsafe { out(flag, c_int::from(c != 0), "MPI_Test_cancelled") })
+}
+
+/// `MPI_Get_count`: whole elements of `datatype` the status's message held
+/// (`MPI_UNDEFINED` when not a whole number).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_count(
+    status: *const MPI_Status,
+    datatype: MPI_Datatype,
+    count: *mut c_int,
+) -> c_int {
+    let r = (|| {
+        if status.is_null() {
+            return Err(MpiError::invalid(MPI_ERR_ARG, "MPI_Get_count: NULL status"));
+        }
+        let t = dtype(datatype)?;
+        // SAFETY: non-NULL (the caller's contract).
+        let len = status_len(unsafe { &*status });
+        // SAFETY: the caller's contract.
+        unsafe { out(count, elements(len, &t), "MPI_Get_count") }
+    })();
+    on_self(r)
+}
+
+/// `MPI_Get_elements`: primitive elements the status's message held.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements(
+    status: *const MPI_Status,
+    datatype: MPI_Datatype,
+    count: *mut c_int,
+) -> c_int {
+    let r = (|| {
+        if status.is_null() {
+            return Err(MpiError::invalid(
+                MPI_ERR_ARG,
+                "MPI_Get_elements: NULL status",
+            ));
+        }
+        let t = dtype(datatype)?;
+        // SAFETY: non-NULL (the caller's contract).
+        let len = status_len(unsafe { &*status });
+        let n = match t.basic {
+            Some(_) if t.basic_size > 0 && len % t.basic_size == 0 => (len / t.basic_size) as c_int,
+            _ => elements(len, &t),
+        };
+        // SAFETY: the caller's contract.
+        unsafe { out(count, n, "MPI_Get_elements") }
+    })();
+    on_self(r)
+}
+
+/// `MPI_Status_set_elements`: sets the byte count a status reports.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_set_elements(
+    status: *mut MPI_Status,
+    datatype: MPI_Datatype,
+    count: c_int,
+) -> c_int {
+    let r = (|| {
+        let t = dtype(datatype)?;
+        if status.is_null() || count < 0 {
+            return Err(MpiError::invalid(
+                MPI_ERR_ARG,
+                "MPI_Status_set_elements: NULL status or negative count",
+            ));
+        }
+        let len = count as u64 * t.size as u64;
+        // SAFETY: non-NULL (the caller's contract).
+        unsafe {
+            (*status).MPI_internal[0] = len as u32 as c_int;
+            (*status).MPI_internal[1] = (len >> 32) as u32 as c_int;
+        }
+        Ok(())
+    })();
+    on_self(r)
+}
