@@ -59,6 +59,14 @@ pub(crate) fn run() -> Result<()> {
             spools_boot::logger::level().to_string().to_lowercase()
         )?;
         writeln!(w)?;
+        writeln!(w, "# MPI")?;
+        writeln!(
+            w,
+            "{:<15} = {:<24} # the MPI standard ABI library spools run puts first on its ranks' LD_LIBRARY_PATH (SPOOLS_MPI_LIB=DIR chooses another); MPI_Get_library_version names the one a rank loaded",
+            "libmpi_abi",
+            crate::mpilib::describe()
+        )?;
+        writeln!(w)?;
         writeln!(w, "# parallel I/O")?;
         for (k, v, what) in spools_io::settings() {
             writeln!(w, "{k:<15} = {v:<24} # {what}")?;

@@ -4,6 +4,7 @@ mod demo;
 mod filetools;
 mod info;
 mod map;
+mod mpilib;
 mod out;
 mod plan;
 mod run;

@@ -22,6 +22,8 @@ pub(crate) fn run(args: &RunArgs) -> ExitCode {
     for (k, v) in crate::unixpipe::env() {
         std::env::set_var(k, v);
     }
+    // MPI programs (built by any mpicc_abi) load Spools' libmpi_abi.so.1.
+    crate::mpilib::put_first();
     let mut spec = match args.to_spec(liveness) {
         Ok(s) => s,
         Err(e) => {

@@ -256,11 +256,26 @@ pub unsafe extern "C" fn MPI_Abi_get_version(
     MPI_SUCCESS
 }
 
-/// The library's version string: names Spools.
+/// The file this library was loaded from (the line of /proc/self/maps that holds
+/// this function's code).
+fn own_path() -> Option<String> {
+    let me = library_version as *const () as usize;
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines().find_map(|l| {
+        let mut f = l.split_whitespace();
+        let (lo, hi) = f.next()?.split_once('-')?;
+        let (lo, hi) = (usize::from_str_radix(lo, 16).ok()?, usize::from_str_radix(hi, 16).ok()?);
+        let path = f.nth(4)?;
+        (lo <= me && me < hi).then(|| path.to_string())
+    })
+}
+
+/// The library's version string: names Spools and the file it was loaded from.
 pub(crate) fn library_version() -> String {
     format!(
-        "Spools {} (libmpi_abi.so.1, MPI {MPI_VERSION}.{MPI_SUBVERSION} standard ABI {MPI_ABI_VERSION}.{MPI_ABI_SUBVERSION})",
-        env!("CARGO_PKG_VERSION")
+        "Spools {} (MPI {MPI_VERSION}.{MPI_SUBVERSION} standard ABI {MPI_ABI_VERSION}.{MPI_ABI_SUBVERSION}, {})",
+        env!("CARGO_PKG_VERSION"),
+        own_path().unwrap_or_else(|| "libmpi_abi.so.1".into())
     )
 }
 

@@ -1,0 +1,173 @@
+/* Collectives: barrier, bcast (contiguous and a vector type), reduce and allreduce with
+ * every predefined operator family, in place, MINLOC/MAXLOC on pairs, a non-commutative
+ * user operator, scan, gather, scatter, allgather, alltoall (with in place), and the
+ * same on communicators from split and dup. Any number of ranks. */
+#include <string.h>
+#include "check.h"
+
+/* Non-commutative: 2x2 matrix product, in rank order. */
+static void matmul(void *in, void *inout, int *len, MPI_Datatype *dt) {
+  (void)dt;
+  long *a = in, *b = inout;
+  for (int k = 0; k < *len; k++, a += 4, b += 4) {
+    long r[4] = {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3],
+                 a[2] * b[0] + a[3] * b[2], a[2] * b[1] + a[3] * b[3]};
+    memcpy(b, r, sizeof r);
+  }
+}
+
+static void run(MPI_Comm comm, const char *name) {
+  int rank, size;
+  OK(MPI_Comm_rank(comm, &rank));
+  OK(MPI_Comm_size(comm, &size));
+  OK(MPI_Barrier(comm));
+
+  for (int root = 0; root < size; root++) {
+    double b[5];
+    for (int i = 0; i < 5; i++) b[i] = rank == root ? root * 10 + i : -1;
+    OK(MPI_Bcast(b, 5, MPI_DOUBLE, root, comm));
+    for (int i = 0; i < 5; i++) CHECK(b[i] == root * 10 + i, "%s bcast root %d b[%d]=%g", name, root, i, b[i]);
+  }
+  MPI_Datatype every3;
+  OK(MPI_Type_vector(3, 1, 3, MPI_INT, &every3));
+  OK(MPI_Type_commit(&every3));
+  int v[9];
+  for (int i = 0; i < 9; i++) v[i] = rank == 0 ? i : -1;
+  OK(MPI_Bcast(v, 1, every3, 0, comm));
+  for (int i = 0; i < 9; i++) CHECK(v[i] == (i % 3 == 0 || rank == 0 ? i : -1), "%s bcast vector v[%d]=%d", name, i, v[i]);
+  OK(MPI_Type_free(&every3));
+
+  long s = rank + 1, sum = 0, prod = 0, mx = 0, mn = 0;
+  OK(MPI_Allreduce(&s, &sum, 1, MPI_LONG, MPI_SUM, comm));
+  OK(MPI_Allreduce(&s, &prod, 1, MPI_LONG, MPI_PROD, comm));
+  OK(MPI_Allreduce(&s, &mx, 1, MPI_LONG, MPI_MAX, comm));
+  OK(MPI_Allreduce(&s, &mn, 1, MPI_LONG, MPI_MIN, comm));
+  long fact = 1;
+  for (int i = 1; i <= size; i++) fact *= i;
+  CHECK(sum == (long)size * (size + 1) / 2 && prod == fact && mx == size && mn == 1, "%s allreduce %ld %ld %ld %ld", name, sum, prod, mx, mn);
+  unsigned bits = 1u << rank, bor = 0, band = 0, bx = 0;
+  OK(MPI_Allreduce(&bits, &bor, 1, MPI_UNSIGNED, MPI_BOR, comm));
+  OK(MPI_Allreduce(&bits, &band, 1, MPI_UNSIGNED, MPI_BAND, comm));
+  OK(MPI_Allreduce(&bits, &bx, 1, MPI_UNSIGNED, MPI_BXOR, comm));
+  CHECK(bor == (1u << size) - 1 && band == (size == 1 ? 1u : 0u) && bx == bor, "%s bit ops %x %x %x", name, bor, band, bx);
+  int t = rank % 2, land, lor, lx;
+  OK(MPI_Allreduce(&t, &land, 1, MPI_INT, MPI_LAND, comm));
+  OK(MPI_Allreduce(&t, &lor, 1, MPI_INT, MPI_LOR, comm));
+  OK(MPI_Allreduce(&t, &lx, 1, MPI_INT, MPI_LXOR, comm));
+  CHECK(land == (size == 1 ? 0 : 0) && lor == (size > 1) && lx == ((size / 2) % 2), "%s logical %d %d %d", name, land, lor, lx);
+  float f[3] = {rank * 0.5f, -rank, 1}, fs[3];
+  OK(MPI_Allreduce(f, fs, 3, MPI_FLOAT, MPI_SUM, comm));
+  CHECK(fs[2] == size && fs[0] == 0.25f * size * (size - 1), "%s float sum %g %g", name, fs[0], fs[2]);
+
+  double d[2] = {rank, 2.0 * rank};
+  OK(MPI_Allreduce(MPI_IN_PLACE, d, 2, MPI_DOUBLE, MPI_SUM, comm));
+  CHECK(d[0] == size * (size - 1) / 2.0 && d[1] == size * (size - 1.0), "%s in place %g %g", name, d[0], d[1]);
+  for (int root = 0; root < size; root++) {
+    int r = rank * rank, total = -1;
+    OK(MPI_Reduce(&r, &total, 1, MPI_INT, MPI_SUM, root, comm));
+    if (rank == root) {
+      int want = 0;
+      for (int i = 0; i < size; i++) want += i * i;
+      CHECK(total == want, "%s reduce root %d %d", name, root, total);
+    } else {
+      CHECK(total == -1, "%s reduce wrote a non-root buffer", name);
+    }
+    int ip = rank;
+    if (rank == root) OK(MPI_Reduce(MPI_IN_PLACE, &ip, 1, MPI_INT, MPI_MAX, root, comm));
+    else OK(MPI_Reduce(&ip, NULL, 1, MPI_INT, MPI_MAX, root, comm));
+    if (rank == root) CHECK(ip == size - 1, "%s reduce in place %d", name, ip);
+  }
+
+  struct { double v; int i; } p = {(double)((rank * 7) % size), rank}, lo, hi;
+  OK(MPI_Allreduce(&p, &lo, 1, MPI_DOUBLE_INT, MPI_MINLOC, comm));
+  OK(MPI_Allreduce(&p, &hi, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm));
+  CHECK(lo.v == 0 && lo.i == 0, "%s minloc %g %d", name, lo.v, lo.i);
+  CHECK(hi.v == size - 1, "%s maxloc %g %d", name, hi.v, hi.i);
+  int pi[2] = {rank / 2, rank}, po[2];
+  OK(MPI_Allreduce(pi, po, 1, MPI_2INT, MPI_MAXLOC, comm));
+  CHECK(po[0] == (size - 1) / 2 && po[1] == ((size - 1) / 2) * 2, "%s 2int maxloc %d %d", name, po[0], po[1]);
+
+  MPI_Op mm;
+  OK(MPI_Op_create(matmul, 0, &mm));
+  int commute = -1;
+  OK(MPI_Op_commutative(mm, &commute));
+  CHECK(commute == 0, "commutative %d", commute);
+  MPI_Datatype mat;
+  OK(MPI_Type_contiguous(4, MPI_LONG, &mat));
+  OK(MPI_Type_commit(&mat));
+  long m[4] = {1, rank, 0, 1}, mr[4]; /* [[1, r], [0, 1]]: the product has sum of r on top */
+  OK(MPI_Allreduce(m, mr, 1, mat, mm, comm));
+  CHECK(mr[0] == 1 && mr[1] == (long)size * (size - 1) / 2 && mr[2] == 0 && mr[3] == 1, "%s user op %ld", name, mr[1]);
+  long ms[4];
+  OK(MPI_Scan(m, ms, 1, mat, mm, comm));
+  CHECK(ms[1] == (long)rank * (rank + 1) / 2, "%s user scan %ld", name, ms[1]);
+  OK(MPI_Op_free(&mm));
+  OK(MPI_Type_free(&mat));
+  CHECK(mm == MPI_OP_NULL, "op freed");
+  int sc = rank + 1, scr;
+  OK(MPI_Scan(&sc, &scr, 1, MPI_INT, MPI_SUM, comm));
+  CHECK(scr == (rank + 1) * (rank + 2) / 2, "%s scan %d", name, scr);
+
+  int mine[2] = {rank, -rank}, *all = malloc(sizeof(int) * 2 * size);
+  for (int root = 0; root < size; root++) {
+    OK(MPI_Gather(mine, 2, MPI_INT, all, 2, MPI_INT, root, comm));
+    if (rank == root) for (int i = 0; i < size; i++) CHECK(all[2 * i] == i && all[2 * i + 1] == -i, "%s gather", name);
+    int got[2];
+    for (int i = 0; i < size; i++) { all[2 * i] = 10 * i; all[2 * i + 1] = root; }
+    OK(MPI_Scatter(all, 2, MPI_INT, got, 2, MPI_INT, root, comm));
+    CHECK(got[0] == 10 * rank && got[1] == root, "%s scatter %d %d", name, got[0], got[1]);
+  }
+  OK(MPI_Allgather(mine, 2, MPI_INT, all, 2, MPI_INT, comm));
+  for (int i = 0; i < size; i++) CHECK(all[2 * i] == i, "%s allgather", name);
+  for (int i = 0; i < size; i++) all[2 * i] = all[2 * i + 1] = -9;
+  all[2 * rank] = rank * 3;
+  all[2 * rank + 1] = 1;
+  OK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, 2, MPI_INT, comm));
+  for (int i = 0; i < size; i++) CHECK(all[2 * i] == 3 * i && all[2 * i + 1] == 1, "%s allgather in place", name);
+  int *to = malloc(sizeof(int) * size), *from = malloc(sizeof(int) * size);
+  for (int i = 0; i < size; i++) to[i] = rank * 100 + i;
+  OK(MPI_Alltoall(to, 1, MPI_INT, from, 1, MPI_INT, comm));
+  for (int i = 0; i < size; i++) CHECK(from[i] == i * 100 + rank, "%s alltoall from[%d]=%d", name, i, from[i]);
+  OK(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, from, 1, MPI_INT, comm));
+  for (int i = 0; i < size; i++) CHECK(from[i] == rank * 100 + i, "%s alltoall in place", name);
+  free(all);
+  free(to);
+  free(from);
+}
+
+int main(int argc, char **argv) {
+  int rank, size;
+  OK(MPI_Init(&argc, &argv));
+  OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  run(MPI_COMM_WORLD, "world");
+  run(MPI_COMM_SELF, "self");
+  MPI_Comm dup, half;
+  OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+  int cmp;
+  OK(MPI_Comm_compare(MPI_COMM_WORLD, dup, &cmp));
+  CHECK(cmp == MPI_CONGRUENT, "compare %d", cmp);
+  run(dup, "dup");
+  OK(MPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &half));
+  int hr, hs;
+  OK(MPI_Comm_rank(half, &hr));
+  OK(MPI_Comm_size(half, &hs));
+  CHECK(hs == (size + 1 - rank % 2) / 2 && hr == hs - 1 - rank / 2, "split rank %d of %d", hr, hs);
+  run(half, "split");
+  MPI_Comm none;
+  OK(MPI_Comm_split(MPI_COMM_WORLD, rank == 0 ? 0 : MPI_UNDEFINED, 0, &none));
+  CHECK((rank == 0) == (none != MPI_COMM_NULL), "undefined color");
+  if (none != MPI_COMM_NULL) OK(MPI_Comm_free(&none));
+  MPI_Comm node;
+  OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int ns;
+  OK(MPI_Comm_size(node, &ns));
+  CHECK(ns == size, "one host: shared split has %d of %d", ns, size);
+  OK(MPI_Comm_free(&node));
+  OK(MPI_Comm_free(&half));
+  OK(MPI_Comm_free(&dup));
+  CHECK(dup == MPI_COMM_NULL, "freed comm handle");
+  if (rank == 0) printf("ok coll %d ranks\n", size);
+  OK(MPI_Finalize());
+  return 0;
+}

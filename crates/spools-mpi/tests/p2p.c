@@ -1,0 +1,179 @@
+/* Point-to-point: every send mode, blocking and not, wildcards and status fields,
+ * PROC_NULL, probes, sendrecv(_replace), Get_count, derived datatypes on both sides,
+ * cancel, and a 4 MiB rendezvous message. Any number of ranks >= 2. */
+#include <stddef.h>
+#include <string.h>
+#include "check.h"
+
+int main(int argc, char **argv) {
+  int provided, rank, size;
+  OK(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
+  CHECK(provided == MPI_THREAD_MULTIPLE, "provided %d", provided);
+  OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  MPI_Status st;
+
+  /* Standard, synchronous, ready and buffered modes around a ring. */
+  int modes = 4;
+  char bsendbuf[4096];
+  OK(MPI_Buffer_attach(bsendbuf, sizeof bsendbuf));
+  for (int m = 0; m < modes; m++) {
+    int out[3] = {rank, m, 7 * rank + m}, in[3] = {-1, -1, -1};
+    MPI_Request r;
+    OK(MPI_Irecv(in, 3, MPI_INT, left, 10 + m, MPI_COMM_WORLD, &r));
+    OK(MPI_Barrier(MPI_COMM_WORLD)); /* every receive is posted: ready mode is valid */
+    switch (m) {
+      case 0: OK(MPI_Send(out, 3, MPI_INT, right, 10 + m, MPI_COMM_WORLD)); break;
+      case 1: OK(MPI_Ssend(out, 3, MPI_INT, right, 10 + m, MPI_COMM_WORLD)); break;
+      case 2: OK(MPI_Rsend(out, 3, MPI_INT, right, 10 + m, MPI_COMM_WORLD)); break;
+      case 3: OK(MPI_Bsend(out, 3, MPI_INT, right, 10 + m, MPI_COMM_WORLD)); break;
+    }
+    OK(MPI_Wait(&r, &st));
+    CHECK(in[0] == left && in[1] == m && in[2] == 7 * left + m, "mode %d got %d %d %d", m, in[0], in[1], in[2]);
+    CHECK(st.MPI_SOURCE == left && st.MPI_TAG == 10 + m, "status %d %d", st.MPI_SOURCE, st.MPI_TAG);
+    int n;
+    OK(MPI_Get_count(&st, MPI_INT, &n));
+    CHECK(n == 3, "count %d", n);
+  }
+  void *b; int bs;
+  OK(MPI_Buffer_detach(&b, &bs));
+  CHECK(b == bsendbuf && bs == (int)sizeof bsendbuf, "detach gave %p %d", b, bs);
+
+  /* Wildcards: rank 0 receives one message from every other rank, any order. */
+  if (rank == 0) {
+    int seen = 0;
+    for (int i = 1; i < size; i++) {
+      double v;
+      OK(MPI_Recv(&v, 1, MPI_DOUBLE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+      CHECK(st.MPI_TAG == 100 + st.MPI_SOURCE && v == st.MPI_SOURCE * 0.5, "from %d tag %d v %g", st.MPI_SOURCE, st.MPI_TAG, v);
+      seen |= 1 << st.MPI_SOURCE;
+    }
+    CHECK(seen == ((1 << size) - 2), "seen %x", seen);
+  } else {
+    double v = rank * 0.5;
+    OK(MPI_Send(&v, 1, MPI_DOUBLE, 0, 100 + rank, MPI_COMM_WORLD));
+  }
+  OK(MPI_Barrier(MPI_COMM_WORLD)); /* no later message meets the wildcard receives */
+
+  /* PROC_NULL: completes at once with the standard's status. */
+  int x = 5;
+  OK(MPI_Send(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD));
+  OK(MPI_Recv(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &st));
+  CHECK(st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG && x == 5, "proc null status %d %d", st.MPI_SOURCE, st.MPI_TAG);
+  int n = -1;
+  OK(MPI_Get_count(&st, MPI_INT, &n));
+  CHECK(n == 0, "proc null count %d", n);
+
+  /* Probe and Iprobe, then a receive of the size the probe told. */
+  if (rank == 1) {
+    char msg[37];
+    memset(msg, 'p', sizeof msg);
+    OK(MPI_Send(msg, sizeof msg, MPI_CHAR, 0, 33, MPI_COMM_WORLD));
+  } else if (rank == 0) {
+    OK(MPI_Probe(1, 33, MPI_COMM_WORLD, &st));
+    OK(MPI_Get_count(&st, MPI_CHAR, &n));
+    CHECK(n == 37, "probe count %d", n);
+    int flag = 0;
+    OK(MPI_Iprobe(1, 33, MPI_COMM_WORLD, &flag, &st));
+    CHECK(flag == 1, "iprobe flag %d", flag);
+    char got[37];
+    OK(MPI_Recv(got, n, MPI_CHAR, 1, 33, MPI_COMM_WORLD, &st));
+    CHECK(got[0] == 'p' && got[36] == 'p', "probe data");
+    OK(MPI_Iprobe(1, 33, MPI_COMM_WORLD, &flag, &st));
+    CHECK(flag == 0, "iprobe after receive %d", flag);
+  }
+
+  /* Sendrecv and Sendrecv_replace around the ring. */
+  long a = rank, c = -1;
+  OK(MPI_Sendrecv(&a, 1, MPI_LONG, right, 5, &c, 1, MPI_LONG, left, 5, MPI_COMM_WORLD, &st));
+  CHECK(c == left, "sendrecv got %ld", c);
+  OK(MPI_Sendrecv_replace(&a, 1, MPI_LONG, right, 6, left, 6, MPI_COMM_WORLD, &st));
+  CHECK(a == left, "sendrecv_replace got %ld", a);
+
+  /* A vector type (every other double of 8) sent to a contiguous receive and back into
+   * a strided receive, and a struct type. */
+  MPI_Datatype vec;
+  OK(MPI_Type_vector(4, 1, 2, MPI_DOUBLE, &vec));
+  OK(MPI_Type_commit(&vec));
+  int vs; MPI_Aint lb, ext;
+  OK(MPI_Type_size(vec, &vs));
+  OK(MPI_Type_get_extent(vec, &lb, &ext));
+  CHECK(vs == 32 && lb == 0 && ext == 56, "vector size %d lb %ld extent %ld", vs, (long)lb, (long)ext);
+  double src[8], dense[4], back[8];
+  for (int i = 0; i < 8; i++) { src[i] = rank * 10 + i; back[i] = -1; }
+  OK(MPI_Sendrecv(src, 1, vec, right, 7, dense, 4, MPI_DOUBLE, left, 7, MPI_COMM_WORLD, &st));
+  for (int i = 0; i < 4; i++) CHECK(dense[i] == left * 10 + 2 * i, "dense[%d] = %g", i, dense[i]);
+  OK(MPI_Sendrecv(dense, 4, MPI_DOUBLE, left, 8, back, 1, vec, right, 8, MPI_COMM_WORLD, &st));
+  for (int i = 0; i < 8; i++) {
+    double want = (i % 2 == 0) ? rank * 10 + i : -1;
+    CHECK(back[i] == want, "back[%d] = %g, want %g", i, back[i], want);
+  }
+  OK(MPI_Type_free(&vec));
+  CHECK(vec == MPI_DATATYPE_NULL, "freed type handle");
+  struct rec { int id; double w; char tag[3]; } rin, rout = {rank, rank * 1.5, {'a', 'b', 'c'}};
+  int bl[3] = {1, 1, 3};
+  MPI_Aint disp[3] = {offsetof(struct rec, id), offsetof(struct rec, w), offsetof(struct rec, tag)};
+  MPI_Datatype types[3] = {MPI_INT, MPI_DOUBLE, MPI_CHAR}, rect;
+  OK(MPI_Type_create_struct(3, bl, disp, types, &rect));
+  OK(MPI_Type_commit(&rect));
+  OK(MPI_Type_get_extent(rect, &lb, &ext));
+  CHECK(ext == sizeof(struct rec), "struct extent %ld, sizeof %zu", (long)ext, sizeof(struct rec));
+  OK(MPI_Sendrecv(&rout, 1, rect, right, 9, &rin, 1, rect, left, 9, MPI_COMM_WORLD, &st));
+  CHECK(rin.id == left && rin.w == left * 1.5 && rin.tag[2] == 'c', "struct got %d %g", rin.id, rin.w);
+  OK(MPI_Type_free(&rect));
+
+  /* Waitany, Testall and Waitsome over several receives. */
+  enum { K = 6 };
+  int vals[K], outv[K];
+  MPI_Request rq[K], sq[K];
+  for (int i = 0; i < K; i++) {
+    outv[i] = rank * 100 + i;
+    OK(MPI_Irecv(&vals[i], 1, MPI_INT, left, 200 + i, MPI_COMM_WORLD, &rq[i]));
+  }
+  for (int i = K - 1; i >= 0; i--) OK(MPI_Isend(&outv[i], 1, MPI_INT, right, 200 + i, MPI_COMM_WORLD, &sq[i]));
+  int idx, done = 0;
+  OK(MPI_Waitany(K, rq, &idx, &st));
+  CHECK(idx >= 0 && idx < K && rq[idx] == MPI_REQUEST_NULL && vals[idx] == left * 100 + idx, "waitany %d", idx);
+  done++;
+  while (done < K) {
+    int outcount, idxs[K];
+    MPI_Status sts[K];
+    OK(MPI_Waitsome(K, rq, &outcount, idxs, sts));
+    CHECK(outcount >= 1, "waitsome %d", outcount);
+    for (int j = 0; j < outcount; j++) CHECK(vals[idxs[j]] == left * 100 + idxs[j], "waitsome value");
+    done += outcount;
+  }
+  int all = 0;
+  while (!all) OK(MPI_Testall(K, sq, &all, MPI_STATUSES_IGNORE));
+
+  /* Cancel a receive nothing will match. */
+  MPI_Request cr;
+  int never;
+  OK(MPI_Irecv(&never, 1, MPI_INT, MPI_ANY_SOURCE, 999, MPI_COMM_WORLD, &cr));
+  OK(MPI_Cancel(&cr));
+  OK(MPI_Wait(&cr, &st));
+  int cancelled = 0;
+  OK(MPI_Test_cancelled(&st, &cancelled));
+  CHECK(cancelled == 1, "cancelled %d", cancelled);
+
+  /* A 4 MiB message (rendezvous), non-blocking both ways. */
+  size_t big = 4u << 20;
+  unsigned char *s = malloc(big), *r = malloc(big);
+  for (size_t i = 0; i < big; i++) s[i] = (unsigned char)(i * 7 + rank);
+  MPI_Request two[2];
+  OK(MPI_Irecv(r, (int)big, MPI_BYTE, left, 300, MPI_COMM_WORLD, &two[0]));
+  OK(MPI_Isend(s, (int)big, MPI_BYTE, right, 300, MPI_COMM_WORLD, &two[1]));
+  MPI_Status sts[2];
+  OK(MPI_Waitall(2, two, sts));
+  for (size_t i = 0; i < big; i += 4093) CHECK(r[i] == (unsigned char)(i * 7 + left), "big[%zu]", i);
+  OK(MPI_Get_count(&sts[0], MPI_BYTE, &n));
+  CHECK(n == (int)big, "big count %d", n);
+  free(s);
+  free(r);
+
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  if (rank == 0) printf("ok p2p %d ranks\n", size);
+  OK(MPI_Finalize());
+  return 0;
+}

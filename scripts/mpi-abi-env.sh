@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Sourced by the MPI ABI scripts: the virtual environment target/mpi-venv (its own, so
+# that MPICH's mpiexec and mpicc never shadow Open MPI's for the other tests) holding
+# PyPI's mpich==5.0.2 wheel (mpicc_abi, mpi_abi.h, mpiexec and MPICH's own
+# libmpi_abi.so.1, the peer) and, with MPI4PY=1, mpi4py 4.1.2 built against the standard
+# ABI, with its test suite unpacked in target/mpi4py-4.1.2/test. Both are cached: a
+# second run installs nothing. Sets `mpi_venv`, `mpicc_abi`, `mpich_lib`, `mpi4py_tests`.
+mpi_venv="$(pwd)/target/mpi-venv"
+if [ ! -x "$mpi_venv/bin/python" ]; then
+  "${PYTHON:-python3}" -m venv "$mpi_venv"
+fi
+if [ ! -x "$mpi_venv/bin/mpicc_abi" ]; then
+  "$mpi_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "mpich==5.0.2" "pytest>=7" "numpy>=1.21"
+fi
+mpicc_abi="$mpi_venv/bin/mpicc_abi"
+mpich_lib="$mpi_venv/lib"
+mpi4py_tests="$(pwd)/target/mpi4py-4.1.2/test"
+if [ "${MPI4PY:-0}" = 1 ]; then
+  if ! "$mpi_venv/bin/python" -c "import mpi4py, sys; sys.exit(mpi4py.__version__ != '4.1.2')" 2>/dev/null; then
+    # mpi4py's extension is built by mpicc_abi against the standard ABI: it then needs
+    # any libmpi_abi.so.1 (MPICH's through its RUNPATH, or Spools' first on
+    # LD_LIBRARY_PATH).
+    MPI4PY_BUILD_MPIABI=1 MPICC="$mpicc_abi" "$mpi_venv/bin/python" -m pip install \
+      --quiet --disable-pip-version-check --no-binary mpi4py \
+      "mpi4py==4.1.2" 2>/dev/null \
+    || MPI4PY_BUILD_MPIABI=1 MPICC="$mpicc_abi" "$mpi_venv/bin/python" -m pip install \
+      --quiet --disable-pip-version-check --no-binary mpi4py "mpi4py==4.1.2"
+  fi
+  if [ ! -d "$mpi4py_tests" ]; then
+    tmp="$(mktemp -d)"
+    "$mpi_venv/bin/python" -m pip download --quiet --disable-pip-version-check --no-deps \
+      --no-binary :all: "mpi4py==4.1.2" -d "$tmp"
+    tar -xzf "$tmp"/mpi4py-4.1.2.tar.gz -C target
+    rm -rf "$tmp"
+  fi
+fi
