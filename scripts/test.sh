@@ -38,5 +38,7 @@ echo "== Live view: spools view and demo jobs in headless Chromium (Debian's chr
 bash scripts/test-view.sh
 echo "== C: install libspools, spools.h and spools.pc into target/c-prefix, compile the C tests with cc through pkg-config, run them"
 bash scripts/test-c.sh
+echo "== MPI: libmpi_abi.so.1 (the MPI 5.0 standard ABI) with C programs built by mpicc_abi (PyPI's mpich wheel in target/mpi-venv) under spools run, and its constants against the wheel's mpi_abi.h"
+bash scripts/test-mpi.sh
 echo "== cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked

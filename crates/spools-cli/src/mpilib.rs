@@ -15,7 +15,10 @@ pub(crate) fn dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("SPOOLS_MPI_LIB") {
         candidates.push(PathBuf::from(d));
     }
-    if let Some(bin) = std::env::current_exe().ok().and_then(|e| e.parent().map(PathBuf::from)) {
+    if let Some(bin) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(PathBuf::from))
+    {
         candidates.push(bin.join("../lib"));
         candidates.push(bin);
     }

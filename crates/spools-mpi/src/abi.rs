@@ -176,7 +176,6 @@ pub const SIZES: &[(&str, usize)] = &[
     ("MPI_Aint", std::mem::size_of::<MPI_Aint>()),
     ("MPI_Offset", std::mem::size_of::<MPI_Offset>()),
     ("MPI_Count", std::mem::size_of::<MPI_Count>()),
-    ("MPI_Fint", std::mem::size_of::<MPI_Fint>()),
     ("MPI_Status", std::mem::size_of::<MPI_Status>()),
     ("MPI_Comm", std::mem::size_of::<MPI_Comm>()),
     ("MPI_Datatype", std::mem::size_of::<MPI_Datatype>()),

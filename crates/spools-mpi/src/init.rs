@@ -264,7 +264,10 @@ fn own_path() -> Option<String> {
     maps.lines().find_map(|l| {
         let mut f = l.split_whitespace();
         let (lo, hi) = f.next()?.split_once('-')?;
-        let (lo, hi) = (usize::from_str_radix(lo, 16).ok()?, usize::from_str_radix(hi, 16).ok()?);
+        let (lo, hi) = (
+            usize::from_str_radix(lo, 16).ok()?,
+            usize::from_str_radix(hi, 16).ok()?,
+        );
         let path = f.nth(4)?;
         (lo <= me && me < hi).then(|| path.to_string())
     })

@@ -1,0 +1,111 @@
+"""Programs built by mpicc_abi against the MPI standard ABI, run on Spools' libmpi_abi.so.1
+under `spools run` (see conftest.py)."""
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import HERE, REPO, mpicc_abi, run_job
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_point_to_point_in_every_mode(build, spools_run, n):
+    job = spools_run(n, build("p2p"))
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok p2p %d ranks" % n], job
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_collectives_on_world_self_dup_and_split(build, spools_run, n):
+    job = spools_run(n, build("coll"))
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok coll %d ranks" % n], job
+
+
+def test_errors_return_their_classes_and_messages(build, spools_run):
+    job = spools_run(2, build("errors"))
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok errors 2 ranks"], job
+
+
+def test_thread_multiple_with_four_threads_sending_at_once(build, spools_run):
+    job = spools_run(3, build("threads"))
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok threads 3 ranks x 4 threads"], job
+
+
+def test_abort_on_one_rank_ends_the_job_with_its_code(build, spools_run):
+    job = spools_run(3, build("abort"), timeout=60)
+    assert job.code == 42, job
+    assert "aborting" in job.out and "FAIL" not in job.out, job
+    assert "MPI_Abort was called with error code 42" in job.err, job
+
+
+def test_a_rank_killed_mid_collective_ends_the_job(build, spools_run):
+    job = spools_run(3, build("killed"), timeout=60)
+    assert job.code != 0 and "FAIL" not in job.out, job
+    assert "rank 1" in job.err and "SIGKILL" in job.err, job
+
+
+def test_an_unsupported_function_is_fatal_by_default_and_named(build, tmp_path, spools_run):
+    src = tmp_path / "spawn.c"
+    src.write_text("#include <mpi.h>\n"
+                   "int main(int c, char **v) { MPI_Comm i; MPI_Init(&c, &v);\n"
+                   "  MPI_Comm_spawn(\"true\", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &i,\n"
+                   "                 MPI_ERRCODES_IGNORE);\n"
+                   "  return 0; }\n")
+    exe = tmp_path / "spawn"
+    subprocess.run([mpicc_abi(), "-o", str(exe), str(src)], check=True)
+    job = spools_run(2, exe, timeout=60)
+    assert job.code != 0, job
+    assert "MPI_Comm_spawn is not supported by Spools" in job.err, job
+
+
+def test_every_function_of_the_abi_is_exported_with_its_profiling_name():
+    """Every function mpi_abi.h declares (MPI_ and PMPI_) is a dynamic symbol of Spools'
+    library, which has the standard's soname."""
+    lib = REPO / "target" / "debug" / "libmpi_abi.so.1"
+    header = Path(mpicc_abi()).parent.parent / "include" / "mpi_abi.h"
+    functions = set(re.findall(r"^[A-Za-z_][A-Za-z0-9_ ]*\**\s*\b(P?MPIX?_[A-Za-z0-9_]+)\(",
+                               header.read_text(), re.M))
+    nm = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True,
+                        text=True, check=True).stdout
+    exported = {l.split()[-1] for l in nm.splitlines() if " T " in l}
+    missing = sorted(functions - exported)
+    assert len(functions) > 1200 and not missing, missing
+    soname = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True).stdout
+    assert "Library soname: [libmpi_abi.so.1]" in soname, soname
+
+
+def test_constants_sizes_and_layouts_match_another_implementations_header(tmp_path):
+    """The oracle: a C program compiled against the wheel's mpi_abi.h prints every
+    constant, sizeof and MPI_Status offset that Spools defines; each must be equal."""
+    ours = subprocess.run(["cargo", "run", "-q", "--locked", "-p", "spools-mpi", "--example",
+                           "abi_table"], cwd=REPO, capture_output=True, text=True, check=True)
+    rows = [l.split() for l in ours.stdout.splitlines()]
+    assert len(rows) > 250, rows
+    c = ["#include <mpi.h>", "#include <stdio.h>", "#include <stddef.h>", "int main(void) {"]
+    for kind, name, _ in rows:
+        if kind == "const":
+            c.append('  printf("const %s %%lld\\n", (long long)(intptr_t)(%s));' % (name, name))
+        elif kind == "sizeof":
+            c.append('  printf("sizeof %s %%zu\\n", sizeof(%s));' % (name, name))
+        else:
+            c.append('  printf("offsetof %s %%zu\\n", offsetof(MPI_Status, %s));' % (name, name))
+    c += ["  return 0;", "}"]
+    src = tmp_path / "abi.c"
+    src.write_text("\n".join(c) + "\n")
+    exe = tmp_path / "abi"
+    r = subprocess.run([mpicc_abi(), "-Wall", "-o", str(exe), str(src)], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    theirs = subprocess.run([str(exe)], capture_output=True, text=True,
+                            env=dict(os.environ, LD_LIBRARY_PATH=str(REPO / "target" / "debug")))
+    assert theirs.returncode == 0, theirs.stderr
+    mine = {(k, n): v for k, n, v in rows}
+    other = {(k, n): v for k, n, v in (l.split() for l in theirs.stdout.splitlines())}
+    differ = {key: (mine[key], other.get(key)) for key in mine if other.get(key) != mine[key]}
+    assert not differ, differ
