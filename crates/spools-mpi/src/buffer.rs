@@ -121,3 +121,32 @@ pub unsafe extern "C" fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut 
 pub unsafe extern "C" fn MPI_Buffer_flush() -> c_int {
     on_self(flush())
 }
+
+/// `MPI_Buffer_attach_c`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Buffer_attach_c(buffer: *mut c_void, size: MPI_Count) -> c_int {
+    let Ok(size) = c_int::try_from(size) else {
+        return on_self(Err(MpiError::invalid(
+            MPI_ERR_COUNT,
+            "MPI_Buffer_attach_c: size beyond 2 GiB",
+        )));
+    };
+    // SAFETY: the caller's contract.
+    unsafe { MPI_Buffer_attach(buffer, size) }
+}
+
+/// `MPI_Buffer_detach_c`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Buffer_detach_c(
+    buffer_addr: *mut c_void,
+    size: *mut MPI_Count,
+) -> c_int {
+    let mut s: c_int = 0;
+    // SAFETY: the caller's contract.
+    let rc = unsafe { MPI_Buffer_detach(buffer_addr, &mut s) };
+    if rc == MPI_SUCCESS {
+        // SAFETY: the caller's contract.
+        return on_self(unsafe { out(size, MPI_Count::from(s), "MPI_Buffer_detach_c") });
+    }
+    rc
+}

@@ -51,9 +51,25 @@ pub(crate) struct TypeObj {
     /// Largest alignment of the primitives inside (for a struct's extent).
     align: usize,
     /// Committed (`MPI_Type_commit`); predefined types always are.
-    committed: AtomicBool,
+    pub(crate) committed: AtomicBool,
     /// The predefined handle, for a named type.
     pub(crate) named: Option<MPI_Datatype>,
+    /// How it was made (`MPI_Type_get_envelope`, `MPI_Type_get_contents`).
+    pub(crate) envelope: Envelope,
+    /// Its name (`MPI_Type_set_name`).
+    pub(crate) name: std::sync::Mutex<String>,
+}
+
+/// The constructor of a datatype and its arguments, as `MPI_Type_get_contents` gives
+/// them back.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Envelope {
+    /// `MPI_COMBINER_*`.
+    pub(crate) combiner: c_int,
+    pub(crate) ints: Vec<c_int>,
+    pub(crate) aints: Vec<MPI_Aint>,
+    pub(crate) counts: Vec<MPI_Count>,
+    pub(crate) types: Vec<MPI_Datatype>,
 }
 
 impl TypeObj {
@@ -81,6 +97,11 @@ impl TypeObj {
             align: basic_size.clamp(1, 16),
             committed: AtomicBool::new(true),
             named: Some(h),
+            envelope: Envelope {
+                combiner: MPI_COMBINER_NAMED,
+                ..Envelope::default()
+            },
+            name: std::sync::Mutex::new(String::new()),
         }
     }
 
@@ -101,6 +122,11 @@ impl TypeObj {
             align: a.max(b).min(16),
             committed: AtomicBool::new(true),
             named: Some(h),
+            envelope: Envelope {
+                combiner: MPI_COMBINER_NAMED,
+                ..Envelope::default()
+            },
+            name: std::sync::Mutex::new(String::new()),
         }
     }
 }
@@ -293,7 +319,7 @@ pub(crate) unsafe fn unpack(data: &[u8], buf: *mut u8, t: &TypeObj) {
 
 /// A new type of `parts`: (byte displacement, block length, type) each; `resize` gives
 /// the bounds of a struct (padded to alignment) or leaves the parts' own.
-fn build(parts: &[(isize, usize, Arc<TypeObj>)], is_struct: bool) -> TypeObj {
+pub(crate) fn build(parts: &[(isize, usize, Arc<TypeObj>)], is_struct: bool) -> TypeObj {
     let mut blocks: Vec<(isize, usize)> = Vec::new();
     let (mut lb, mut ub) = (isize::MAX, isize::MIN);
     let mut size = 0usize;
@@ -347,6 +373,8 @@ fn build(parts: &[(isize, usize, Arc<TypeObj>)], is_struct: bool) -> TypeObj {
         align,
         committed: AtomicBool::new(false),
         named: None,
+        envelope: Envelope::default(),
+        name: std::sync::Mutex::new(String::new()),
     }
 }
 
@@ -354,7 +382,11 @@ fn build(parts: &[(isize, usize, Arc<TypeObj>)], is_struct: bool) -> TypeObj {
 ///
 /// # Safety
 /// `newtype` is NULL or writable.
-unsafe fn give(t: TypeObj, newtype: *mut MPI_Datatype, call: &'static str) -> Result<(), MpiError> {
+pub(crate) unsafe fn give(
+    t: TypeObj,
+    newtype: *mut MPI_Datatype,
+    call: &'static str,
+) -> Result<(), MpiError> {
     let h = TYPES
         .insert(t)
         .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many datatypes"))?;
@@ -366,7 +398,11 @@ unsafe fn give(t: TypeObj, newtype: *mut MPI_Datatype, call: &'static str) -> Re
 ///
 /// # Safety
 /// `p` holds `n` values (or `n` is 0).
-unsafe fn array<'a, T>(p: *const T, n: usize, call: &'static str) -> Result<&'a [T], MpiError> {
+pub(crate) unsafe fn array<'a, T>(
+    p: *const T,
+    n: usize,
+    call: &'static str,
+) -> Result<&'a [T], MpiError> {
     if n == 0 {
         return Ok(&[]);
     }
@@ -380,251 +416,8 @@ unsafe fn array<'a, T>(p: *const T, n: usize, call: &'static str) -> Result<&'a 
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
-fn nonneg(v: c_int, call: &'static str) -> Result<usize, MpiError> {
+pub(crate) fn nonneg(v: c_int, call: &'static str) -> Result<usize, MpiError> {
     count(i64::from(v), call)
-}
-
-/// `MPI_Type_contiguous`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_contiguous(
-    count: c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    let r = (|| {
-        let n = nonneg(count, "MPI_Type_contiguous")?;
-        let t = dtype(oldtype)?;
-        // SAFETY: the caller's contract.
-        unsafe { give(build(&[(0, n, t)], false), newtype, "MPI_Type_contiguous") }
-    })();
-    on_self(r)
-}
-
-fn hvector(count: usize, blocklength: usize, stride: isize, t: &Arc<TypeObj>) -> TypeObj {
-    let parts: Vec<_> = (0..count)
-        .map(|i| (i as isize * stride, blocklength, t.clone()))
-        .collect();
-    build(&parts, false)
-}
-
-/// `MPI_Type_vector`: `count` blocks of `blocklength` elements, `stride` elements apart.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_vector(
-    count: c_int,
-    blocklength: c_int,
-    stride: c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    let r = (|| {
-        let call = "MPI_Type_vector";
-        let t = dtype(oldtype)?;
-        let v = hvector(
-            nonneg(count, call)?,
-            nonneg(blocklength, call)?,
-            stride as isize * t.extent,
-            &t,
-        );
-        // SAFETY: the caller's contract.
-        unsafe { give(v, newtype, call) }
-    })();
-    on_self(r)
-}
-
-/// `MPI_Type_create_hvector`: as vector, with the stride in bytes.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_hvector(
-    count: c_int,
-    blocklength: c_int,
-    stride: MPI_Aint,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    let r = (|| {
-        let call = "MPI_Type_create_hvector";
-        let t = dtype(oldtype)?;
-        let v = hvector(nonneg(count, call)?, nonneg(blocklength, call)?, stride, &t);
-        // SAFETY: the caller's contract.
-        unsafe { give(v, newtype, call) }
-    })();
-    on_self(r)
-}
-
-/// `MPI_Type_indexed`: blocks of the given lengths at displacements in elements.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_indexed(
-    count: c_int,
-    array_of_blocklengths: *const c_int,
-    array_of_displacements: *const c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    let r = (|| {
-        let call = "MPI_Type_indexed";
-        let n = nonneg(count, call)?;
-        let t = dtype(oldtype)?;
-        // SAFETY: the caller's contract: `count` values each.
-        let (bl, dl) = unsafe {
-            (
-                array(array_of_blocklengths, n, call)?,
-                array(array_of_displacements, n, call)?,
-            )
-        };
-        let parts = bl
-            .iter()
-            .zip(dl)
-            .map(|(&b, &d)| Ok((d as isize * t.extent, nonneg(b, call)?, t.clone())))
-            .collect::<Result<Vec<_>, MpiError>>()?;
-        // SAFETY: the caller's contract.
-        unsafe { give(build(&parts, false), newtype, call) }
-    })();
-    on_self(r)
-}
-
-/// `MPI_Type_create_hindexed`: as indexed, with displacements in bytes.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_hindexed(
-    count: c_int,
-    array_of_blocklengths: *const c_int,
-    array_of_displacements: *const MPI_Aint,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    let r = (|| {
-        let call = "MPI_Type_create_hindexed";
-        let n = nonneg(count, call)?;
-        let t = dtype(oldtype)?;
-        // SAFETY: the caller's contract: `count` values each.
-        let (bl, dl) = unsafe {
-            (
-                array(array_of_blocklengths, n, call)?,
-                array(array_of_displacements, n, call)?,
-            )
-        };
-        let parts = bl
-            .iter()
-            .zip(dl)
-            .map(|(&b, &d)| Ok((d, nonneg(b, call)?, t.clone())))
-            .collect::<Result<Vec<_>, MpiError>>()?;
-        // SAFETY: the caller's contract.
-        unsafe { give(build(&parts, false), newtype, call) }
-    })();
-    on_self(r)
-}
-
-/// `MPI_Type_create_indexed_block`: blocks of one length at displacements in elements.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_indexed_block(
-    count: c_int,
-    blocklength: c_int,
-    array_of_displacements: *const c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    let r = (|| {
-        let call = "MPI_Type_create_indexed_block";
-        let n = nonneg(count, call)?;
-        let b = nonneg(blocklength, call)?;
-        let t = dtype(oldtype)?;
-        // SAFETY: the caller's contract: `count` values.
-        let dl = unsafe { array(array_of_displacements, n, call)? };
-        let parts: Vec<_> = dl
-            .iter()
-            .map(|&d| (d as isize * t.extent, b, t.clone()))
-            .collect();
-        // SAFETY: the caller's contract.
-        unsafe { give(build(&parts, false), newtype, call) }
-    })();
-    on_self(r)
-}
-
-/// `MPI_Type_create_hindexed_block`: blocks of one length at displacements in bytes.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
-    count: c_int,
-    blocklength: c_int,
-    array_of_displacements: *const MPI_Aint,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    let r = (|| {
-        let call = "MPI_Type_create_hindexed_block";
-        let n = nonneg(count, call)?;
-        let b = nonneg(blocklength, call)?;
-        let t = dtype(oldtype)?;
-        // SAFETY: the caller's contract: `count` values.
-        let dl = unsafe { array(array_of_displacements, n, call)? };
-        let parts: Vec<_> = dl.iter().map(|&d| (d, b, t.clone())).collect();
-        // SAFETY: the caller's contract.
-        unsafe { give(build(&parts, false), newtype, call) }
-    })();
-    on_self(r)
-}
-
-/// `MPI_Type_create_struct`: blocks of several types at byte displacements; the extent
-/// is padded to the largest alignment inside, as a C struct's.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_struct(
-    count: c_int,
-    array_of_blocklengths: *const c_int,
-    array_of_displacements: *const MPI_Aint,
-    array_of_types: *const MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    let r = (|| {
-        let call = "MPI_Type_create_struct";
-        let n = nonneg(count, call)?;
-        // SAFETY: the caller's contract: `count` values each.
-        let (bl, dl, tl) = unsafe {
-            (
-                array(array_of_blocklengths, n, call)?,
-                array(array_of_displacements, n, call)?,
-                array(array_of_types, n, call)?,
-            )
-        };
-        let mut parts = Vec::with_capacity(n);
-        for i in 0..n {
-            parts.push((dl[i], nonneg(bl[i], call)?, dtype(tl[i])?));
-        }
-        // SAFETY: the caller's contract.
-        unsafe { give(build(&parts, true), newtype, call) }
-    })();
-    on_self(r)
-}
-
-/// `MPI_Type_create_resized`: the same data with another lower bound and extent.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_resized(
-    oldtype: MPI_Datatype,
-    lb: MPI_Aint,
-    extent: MPI_Aint,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    let r = (|| {
-        let t = dtype(oldtype)?;
-        let mut v = build(&[(0, 1, t)], false);
-        v.lb = lb;
-        v.extent = extent;
-        // SAFETY: the caller's contract.
-        unsafe { give(v, newtype, "MPI_Type_create_resized") }
-    })();
-    on_self(r)
-}
-
-/// `MPI_Type_dup`: a committed copy.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    let r = (|| {
-        let t = dtype(oldtype)?;
-        let mut v = build(&[(0, 1, t.clone())], false);
-        v.lb = t.lb;
-        v.extent = t.extent;
-        v.committed
-            .store(t.committed.load(Ordering::Acquire), Ordering::Release);
-        // SAFETY: the caller's contract.
-        unsafe { give(v, newtype, "MPI_Type_dup") }
-    })();
-    on_self(r)
 }
 
 /// `MPI_Type_commit`.

@@ -1134,20 +1134,7 @@ pub unsafe extern "C" fn PMPI_Bsend(
     unsafe { crate::p2p::MPI_Bsend(buf, count, datatype, dest, tag, comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Bsend_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Bsend_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Bsend_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Bsend_c`.
+/// The profiling name of `MPI_Bsend_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Bsend_c(
     buf: *const c_void,
@@ -1157,7 +1144,8 @@ pub unsafe extern "C" fn PMPI_Bsend_c(
     tag: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Bsend_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Bsend_c`'s.
+    unsafe { crate::p2p::MPI_Bsend_c(buf, count, datatype, dest, tag, comm) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Bsend_init`.
@@ -1223,16 +1211,11 @@ pub unsafe extern "C" fn PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) ->
     unsafe { crate::buffer::MPI_Buffer_attach(buffer, size) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Buffer_attach_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Buffer_attach_c(buffer: *mut c_void, size: MPI_Count) -> c_int {
-    unsupported("MPI_Buffer_attach_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Buffer_attach_c`.
+/// The profiling name of `MPI_Buffer_attach_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Buffer_attach_c(buffer: *mut c_void, size: MPI_Count) -> c_int {
-    unsupported("MPI_Buffer_attach_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Buffer_attach_c`'s.
+    unsafe { crate::buffer::MPI_Buffer_attach_c(buffer, size) }
 }
 
 /// The profiling name of `MPI_Buffer_detach`.
@@ -1242,22 +1225,14 @@ pub unsafe extern "C" fn PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut
     unsafe { crate::buffer::MPI_Buffer_detach(buffer_addr, size) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Buffer_detach_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Buffer_detach_c(
-    buffer_addr: *mut c_void,
-    size: *mut MPI_Count,
-) -> c_int {
-    unsupported("MPI_Buffer_detach_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Buffer_detach_c`.
+/// The profiling name of `MPI_Buffer_detach_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Buffer_detach_c(
     buffer_addr: *mut c_void,
     size: *mut MPI_Count,
 ) -> c_int {
-    unsupported("MPI_Buffer_detach_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Buffer_detach_c`'s.
+    unsafe { crate::buffer::MPI_Buffer_detach_c(buffer_addr, size) }
 }
 
 /// The profiling name of `MPI_Buffer_flush`.
@@ -4797,24 +4772,15 @@ pub unsafe extern "C" fn PMPI_Get_count(
     unsafe { crate::request::MPI_Get_count(status, datatype, count) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Get_count_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get_count_c(
-    status: *const MPI_Status,
-    datatype: MPI_Datatype,
-    count: *mut MPI_Count,
-) -> c_int {
-    unsupported("MPI_Get_count_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Get_count_c`.
+/// The profiling name of `MPI_Get_count_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Get_count_c(
     status: *const MPI_Status,
     datatype: MPI_Datatype,
     count: *mut MPI_Count,
 ) -> c_int {
-    unsupported("MPI_Get_count_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Get_count_c`'s.
+    unsafe { crate::typeinfo::MPI_Get_count_c(status, datatype, count) }
 }
 
 /// The profiling name of `MPI_Get_elements`.
@@ -4828,44 +4794,26 @@ pub unsafe extern "C" fn PMPI_Get_elements(
     unsafe { crate::request::MPI_Get_elements(status, datatype, count) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Get_elements_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get_elements_c(
-    status: *const MPI_Status,
-    datatype: MPI_Datatype,
-    count: *mut MPI_Count,
-) -> c_int {
-    unsupported("MPI_Get_elements_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Get_elements_c`.
+/// The profiling name of `MPI_Get_elements_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Get_elements_c(
     status: *const MPI_Status,
     datatype: MPI_Datatype,
     count: *mut MPI_Count,
 ) -> c_int {
-    unsupported("MPI_Get_elements_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Get_elements_c`'s.
+    unsafe { crate::typeinfo::MPI_Get_elements_c(status, datatype, count) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Get_elements_x`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get_elements_x(
-    status: *const MPI_Status,
-    datatype: MPI_Datatype,
-    count: *mut MPI_Count,
-) -> c_int {
-    unsupported("MPI_Get_elements_x", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Get_elements_x`.
+/// The profiling name of `MPI_Get_elements_x`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Get_elements_x(
     status: *const MPI_Status,
     datatype: MPI_Datatype,
     count: *mut MPI_Count,
 ) -> c_int {
-    unsupported("MPI_Get_elements_x", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Get_elements_x`'s.
+    unsafe { crate::typeinfo::MPI_Get_elements_x(status, datatype, count) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Get_hw_resource_info`.
@@ -5782,21 +5730,7 @@ pub unsafe extern "C" fn PMPI_Ibsend(
     unsafe { crate::p2p::MPI_Ibsend(buf, count, datatype, dest, tag, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ibsend_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ibsend_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ibsend_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ibsend_c`.
+/// The profiling name of `MPI_Ibsend_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ibsend_c(
     buf: *const c_void,
@@ -5807,7 +5741,8 @@ pub unsafe extern "C" fn PMPI_Ibsend_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ibsend_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ibsend_c`'s.
+    unsafe { crate::p2p::MPI_Ibsend_c(buf, count, datatype, dest, tag, comm, request) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iexscan`.
@@ -6704,21 +6639,7 @@ pub unsafe extern "C" fn PMPI_Irecv(
     unsafe { crate::p2p::MPI_Irecv(buf, count, datatype, source, tag, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Irecv_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Irecv_c(
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Irecv_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Irecv_c`.
+/// The profiling name of `MPI_Irecv_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Irecv_c(
     buf: *mut c_void,
@@ -6729,7 +6650,8 @@ pub unsafe extern "C" fn PMPI_Irecv_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Irecv_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Irecv_c`'s.
+    unsafe { crate::p2p::MPI_Irecv_c(buf, count, datatype, source, tag, comm, request) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ireduce`.
@@ -6919,21 +6841,7 @@ pub unsafe extern "C" fn PMPI_Irsend(
     unsafe { crate::p2p::MPI_Irsend(buf, count, datatype, dest, tag, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Irsend_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Irsend_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Irsend_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Irsend_c`.
+/// The profiling name of `MPI_Irsend_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Irsend_c(
     buf: *const c_void,
@@ -6944,7 +6852,8 @@ pub unsafe extern "C" fn PMPI_Irsend_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Irsend_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Irsend_c`'s.
+    unsafe { crate::p2p::MPI_Irsend_c(buf, count, datatype, dest, tag, comm, request) }
 }
 
 /// The profiling name of `MPI_Is_thread_main`.
@@ -7157,21 +7066,7 @@ pub unsafe extern "C" fn PMPI_Isend(
     unsafe { crate::p2p::MPI_Isend(buf, count, datatype, dest, tag, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Isend_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Isend_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Isend_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Isend_c`.
+/// The profiling name of `MPI_Isend_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Isend_c(
     buf: *const c_void,
@@ -7182,7 +7077,8 @@ pub unsafe extern "C" fn PMPI_Isend_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Isend_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Isend_c`'s.
+    unsafe { crate::p2p::MPI_Isend_c(buf, count, datatype, dest, tag, comm, request) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Isendrecv`.
@@ -7340,21 +7236,7 @@ pub unsafe extern "C" fn PMPI_Issend(
     unsafe { crate::p2p::MPI_Issend(buf, count, datatype, dest, tag, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Issend_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Issend_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Issend_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Issend_c`.
+/// The profiling name of `MPI_Issend_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Issend_c(
     buf: *const c_void,
@@ -7365,7 +7247,8 @@ pub unsafe extern "C" fn PMPI_Issend_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Issend_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Issend_c`'s.
+    unsafe { crate::p2p::MPI_Issend_c(buf, count, datatype, dest, tag, comm, request) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Keyval_create`.
@@ -8230,21 +8113,7 @@ pub unsafe extern "C" fn PMPI_Pack(
     unsafe { crate::datatype::MPI_Pack(inbuf, incount, datatype, outbuf, outsize, position, comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pack_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Pack_c(
-    inbuf: *const c_void,
-    incount: MPI_Count,
-    datatype: MPI_Datatype,
-    outbuf: *mut c_void,
-    outsize: MPI_Count,
-    position: *mut MPI_Count,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Pack_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pack_c`.
+/// The profiling name of `MPI_Pack_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Pack_c(
     inbuf: *const c_void,
@@ -8255,7 +8124,10 @@ pub unsafe extern "C" fn PMPI_Pack_c(
     position: *mut MPI_Count,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Pack_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Pack_c`'s.
+    unsafe {
+        crate::typeinfo::MPI_Pack_c(inbuf, incount, datatype, outbuf, outsize, position, comm)
+    }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pack_external`.
@@ -8370,18 +8242,7 @@ pub unsafe extern "C" fn PMPI_Pack_size(
     unsafe { crate::datatype::MPI_Pack_size(incount, datatype, comm, size) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pack_size_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Pack_size_c(
-    incount: MPI_Count,
-    datatype: MPI_Datatype,
-    comm: MPI_Comm,
-    size: *mut MPI_Count,
-) -> c_int {
-    unsupported("MPI_Pack_size_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pack_size_c`.
+/// The profiling name of `MPI_Pack_size_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Pack_size_c(
     incount: MPI_Count,
@@ -8389,7 +8250,8 @@ pub unsafe extern "C" fn PMPI_Pack_size_c(
     comm: MPI_Comm,
     size: *mut MPI_Count,
 ) -> c_int {
-    unsupported("MPI_Pack_size_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Pack_size_c`'s.
+    unsafe { crate::typeinfo::MPI_Pack_size_c(incount, datatype, comm, size) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Parrived`.
@@ -9575,20 +9437,7 @@ pub unsafe extern "C" fn PMPI_Rsend(
     unsafe { crate::p2p::MPI_Rsend(buf, count, datatype, dest, tag, comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Rsend_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Rsend_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Rsend_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Rsend_c`.
+/// The profiling name of `MPI_Rsend_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Rsend_c(
     buf: *const c_void,
@@ -9598,7 +9447,8 @@ pub unsafe extern "C" fn PMPI_Rsend_c(
     tag: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Rsend_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Rsend_c`'s.
+    unsafe { crate::p2p::MPI_Rsend_c(buf, count, datatype, dest, tag, comm) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Rsend_init`.
@@ -10120,26 +9970,7 @@ pub unsafe extern "C" fn PMPI_Sendrecv(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Sendrecv_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Sendrecv_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_Sendrecv_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Sendrecv_c`.
+/// The profiling name of `MPI_Sendrecv_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Sendrecv_c(
     sendbuf: *const c_void,
@@ -10155,7 +9986,13 @@ pub unsafe extern "C" fn PMPI_Sendrecv_c(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_Sendrecv_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Sendrecv_c`'s.
+    unsafe {
+        crate::p2p::MPI_Sendrecv_c(
+            sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+            recvtag, comm, status,
+        )
+    }
 }
 
 /// The profiling name of `MPI_Sendrecv_replace`.
@@ -10179,23 +10016,7 @@ pub unsafe extern "C" fn PMPI_Sendrecv_replace(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Sendrecv_replace_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_Sendrecv_replace_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Sendrecv_replace_c`.
+/// The profiling name of `MPI_Sendrecv_replace_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Sendrecv_replace_c(
     buf: *mut c_void,
@@ -10208,7 +10029,12 @@ pub unsafe extern "C" fn PMPI_Sendrecv_replace_c(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_Sendrecv_replace_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Sendrecv_replace_c`'s.
+    unsafe {
+        crate::p2p::MPI_Sendrecv_replace_c(
+            buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
+        )
+    }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_attach_buffer`.
@@ -10543,20 +10369,7 @@ pub unsafe extern "C" fn PMPI_Ssend(
     unsafe { crate::p2p::MPI_Ssend(buf, count, datatype, dest, tag, comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ssend_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ssend_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Ssend_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ssend_c`.
+/// The profiling name of `MPI_Ssend_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ssend_c(
     buf: *const c_void,
@@ -10566,7 +10379,8 @@ pub unsafe extern "C" fn PMPI_Ssend_c(
     tag: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Ssend_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ssend_c`'s.
+    unsafe { crate::p2p::MPI_Ssend_c(buf, count, datatype, dest, tag, comm) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ssend_init`.
@@ -10649,64 +10463,38 @@ pub unsafe extern "C" fn PMPI_Startall(count: c_int, array_of_requests: *mut MPI
     unsupported("MPI_Startall", Scope::Self_)
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Status_get_error`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Status_get_error(
-    status: *const MPI_Status,
-    error: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Status_get_error", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Status_get_error`.
+/// The profiling name of `MPI_Status_get_error`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Status_get_error(
     status: *const MPI_Status,
     error: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Status_get_error", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Status_get_error`'s.
+    unsafe { crate::typeinfo::MPI_Status_get_error(status, error) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Status_get_source`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Status_get_source(
-    status: *const MPI_Status,
-    source: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Status_get_source", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Status_get_source`.
+/// The profiling name of `MPI_Status_get_source`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Status_get_source(
     status: *const MPI_Status,
     source: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Status_get_source", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Status_get_source`'s.
+    unsafe { crate::typeinfo::MPI_Status_get_source(status, source) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Status_get_tag`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Status_get_tag(status: *const MPI_Status, tag: *mut c_int) -> c_int {
-    unsupported("MPI_Status_get_tag", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Status_get_tag`.
+/// The profiling name of `MPI_Status_get_tag`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Status_get_tag(status: *const MPI_Status, tag: *mut c_int) -> c_int {
-    unsupported("MPI_Status_get_tag", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Status_get_tag`'s.
+    unsafe { crate::typeinfo::MPI_Status_get_tag(status, tag) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Status_set_cancelled`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> c_int {
-    unsupported("MPI_Status_set_cancelled", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Status_set_cancelled`.
+/// The profiling name of `MPI_Status_set_cancelled`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> c_int {
-    unsupported("MPI_Status_set_cancelled", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Status_set_cancelled`'s.
+    unsafe { crate::typeinfo::MPI_Status_set_cancelled(status, flag) }
 }
 
 /// The profiling name of `MPI_Status_set_elements`.
@@ -10720,80 +10508,47 @@ pub unsafe extern "C" fn PMPI_Status_set_elements(
     unsafe { crate::request::MPI_Status_set_elements(status, datatype, count) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Status_set_elements_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Status_set_elements_c(
-    status: *mut MPI_Status,
-    datatype: MPI_Datatype,
-    count: MPI_Count,
-) -> c_int {
-    unsupported("MPI_Status_set_elements_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Status_set_elements_c`.
+/// The profiling name of `MPI_Status_set_elements_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Status_set_elements_c(
     status: *mut MPI_Status,
     datatype: MPI_Datatype,
     count: MPI_Count,
 ) -> c_int {
-    unsupported("MPI_Status_set_elements_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Status_set_elements_c`'s.
+    unsafe { crate::typeinfo::MPI_Status_set_elements_c(status, datatype, count) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Status_set_elements_x`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Status_set_elements_x(
-    status: *mut MPI_Status,
-    datatype: MPI_Datatype,
-    count: MPI_Count,
-) -> c_int {
-    unsupported("MPI_Status_set_elements_x", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Status_set_elements_x`.
+/// The profiling name of `MPI_Status_set_elements_x`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Status_set_elements_x(
     status: *mut MPI_Status,
     datatype: MPI_Datatype,
     count: MPI_Count,
 ) -> c_int {
-    unsupported("MPI_Status_set_elements_x", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Status_set_elements_x`'s.
+    unsafe { crate::typeinfo::MPI_Status_set_elements_x(status, datatype, count) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Status_set_error`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Status_set_error(status: *mut MPI_Status, error: c_int) -> c_int {
-    unsupported("MPI_Status_set_error", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Status_set_error`.
+/// The profiling name of `MPI_Status_set_error`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Status_set_error(status: *mut MPI_Status, error: c_int) -> c_int {
-    unsupported("MPI_Status_set_error", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Status_set_error`'s.
+    unsafe { crate::typeinfo::MPI_Status_set_error(status, error) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Status_set_source`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Status_set_source(status: *mut MPI_Status, source: c_int) -> c_int {
-    unsupported("MPI_Status_set_source", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Status_set_source`.
+/// The profiling name of `MPI_Status_set_source`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Status_set_source(status: *mut MPI_Status, source: c_int) -> c_int {
-    unsupported("MPI_Status_set_source", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Status_set_source`'s.
+    unsafe { crate::typeinfo::MPI_Status_set_source(status, source) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Status_set_tag`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Status_set_tag(status: *mut MPI_Status, tag: c_int) -> c_int {
-    unsupported("MPI_Status_set_tag", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Status_set_tag`.
+/// The profiling name of `MPI_Status_set_tag`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Status_set_tag(status: *mut MPI_Status, tag: c_int) -> c_int {
-    unsupported("MPI_Status_set_tag", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Status_set_tag`'s.
+    unsafe { crate::typeinfo::MPI_Status_set_tag(status, tag) }
 }
 
 /// The profiling name of `MPI_Test`.
@@ -10887,47 +10642,21 @@ pub unsafe extern "C" fn PMPI_Type_contiguous(
     newtype: *mut MPI_Datatype,
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Type_contiguous`'s.
-    unsafe { crate::datatype::MPI_Type_contiguous(count, oldtype, newtype) }
+    unsafe { crate::typector::MPI_Type_contiguous(count, oldtype, newtype) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_contiguous_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_contiguous_c(
-    count: MPI_Count,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Type_contiguous_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_contiguous_c`.
+/// The profiling name of `MPI_Type_contiguous_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_contiguous_c(
     count: MPI_Count,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Type_contiguous_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_contiguous_c`'s.
+    unsafe { crate::typector::MPI_Type_contiguous_c(count, oldtype, newtype) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_darray`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_darray(
-    size: c_int,
-    rank: c_int,
-    ndims: c_int,
-    array_of_gsizes: *const c_int,
-    array_of_distribs: *const c_int,
-    array_of_dargs: *const c_int,
-    array_of_psizes: *const c_int,
-    order: c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Type_create_darray", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_darray`.
+/// The profiling name of `MPI_Type_create_darray`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_darray(
     size: c_int,
@@ -10941,27 +10670,24 @@ pub unsafe extern "C" fn PMPI_Type_create_darray(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Type_create_darray", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_create_darray`'s.
+    unsafe {
+        crate::typector::MPI_Type_create_darray(
+            size,
+            rank,
+            ndims,
+            array_of_gsizes,
+            array_of_distribs,
+            array_of_dargs,
+            array_of_psizes,
+            order,
+            oldtype,
+            newtype,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_darray_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_darray_c(
-    size: c_int,
-    rank: c_int,
-    ndims: c_int,
-    array_of_gsizes: *const MPI_Count,
-    array_of_distribs: *const c_int,
-    array_of_dargs: *const c_int,
-    array_of_psizes: *const c_int,
-    order: c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Type_create_darray_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_darray_c`.
+/// The profiling name of `MPI_Type_create_darray_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_darray_c(
     size: c_int,
@@ -10975,7 +10701,21 @@ pub unsafe extern "C" fn PMPI_Type_create_darray_c(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Type_create_darray_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_create_darray_c`'s.
+    unsafe {
+        crate::typector::MPI_Type_create_darray_c(
+            size,
+            rank,
+            ndims,
+            array_of_gsizes,
+            array_of_distribs,
+            array_of_dargs,
+            array_of_psizes,
+            order,
+            oldtype,
+            newtype,
+        )
+    }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_f90_complex`.
@@ -11047,7 +10787,7 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed(
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Type_create_hindexed`'s.
     unsafe {
-        crate::datatype::MPI_Type_create_hindexed(
+        crate::typector::MPI_Type_create_hindexed(
             count,
             array_of_blocklengths,
             array_of_displacements,
@@ -11057,19 +10797,7 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_hindexed_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_hindexed_c(
-    count: MPI_Count,
-    array_of_blocklengths: *const MPI_Count,
-    array_of_displacements: *const MPI_Count,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Type_create_hindexed_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_hindexed_c`.
+/// The profiling name of `MPI_Type_create_hindexed_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_hindexed_c(
     count: MPI_Count,
@@ -11078,7 +10806,16 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed_c(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Type_create_hindexed_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_create_hindexed_c`'s.
+    unsafe {
+        crate::typector::MPI_Type_create_hindexed_c(
+            count,
+            array_of_blocklengths,
+            array_of_displacements,
+            oldtype,
+            newtype,
+        )
+    }
 }
 
 /// The profiling name of `MPI_Type_create_hindexed_block`.
@@ -11092,7 +10829,7 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed_block(
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Type_create_hindexed_block`'s.
     unsafe {
-        crate::datatype::MPI_Type_create_hindexed_block(
+        crate::typector::MPI_Type_create_hindexed_block(
             count,
             blocklength,
             array_of_displacements,
@@ -11102,19 +10839,7 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed_block(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_hindexed_block_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_hindexed_block_c(
-    count: MPI_Count,
-    blocklength: MPI_Count,
-    array_of_displacements: *const MPI_Count,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Type_create_hindexed_block_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_hindexed_block_c`.
+/// The profiling name of `MPI_Type_create_hindexed_block_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_hindexed_block_c(
     count: MPI_Count,
@@ -11123,7 +10848,16 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed_block_c(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Type_create_hindexed_block_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_create_hindexed_block_c`'s.
+    unsafe {
+        crate::typector::MPI_Type_create_hindexed_block_c(
+            count,
+            blocklength,
+            array_of_displacements,
+            oldtype,
+            newtype,
+        )
+    }
 }
 
 /// The profiling name of `MPI_Type_create_hvector`.
@@ -11137,23 +10871,11 @@ pub unsafe extern "C" fn PMPI_Type_create_hvector(
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Type_create_hvector`'s.
     unsafe {
-        crate::datatype::MPI_Type_create_hvector(count, blocklength, stride, oldtype, newtype)
+        crate::typector::MPI_Type_create_hvector(count, blocklength, stride, oldtype, newtype)
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_hvector_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_hvector_c(
-    count: MPI_Count,
-    blocklength: MPI_Count,
-    stride: MPI_Count,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Type_create_hvector_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_hvector_c`.
+/// The profiling name of `MPI_Type_create_hvector_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_hvector_c(
     count: MPI_Count,
@@ -11162,7 +10884,10 @@ pub unsafe extern "C" fn PMPI_Type_create_hvector_c(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Type_create_hvector_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_create_hvector_c`'s.
+    unsafe {
+        crate::typector::MPI_Type_create_hvector_c(count, blocklength, stride, oldtype, newtype)
+    }
 }
 
 /// The profiling name of `MPI_Type_create_indexed_block`.
@@ -11176,7 +10901,7 @@ pub unsafe extern "C" fn PMPI_Type_create_indexed_block(
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Type_create_indexed_block`'s.
     unsafe {
-        crate::datatype::MPI_Type_create_indexed_block(
+        crate::typector::MPI_Type_create_indexed_block(
             count,
             blocklength,
             array_of_displacements,
@@ -11186,19 +10911,7 @@ pub unsafe extern "C" fn PMPI_Type_create_indexed_block(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_indexed_block_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_indexed_block_c(
-    count: MPI_Count,
-    blocklength: MPI_Count,
-    array_of_displacements: *const MPI_Count,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Type_create_indexed_block_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_indexed_block_c`.
+/// The profiling name of `MPI_Type_create_indexed_block_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_indexed_block_c(
     count: MPI_Count,
@@ -11207,7 +10920,16 @@ pub unsafe extern "C" fn PMPI_Type_create_indexed_block_c(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Type_create_indexed_block_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_create_indexed_block_c`'s.
+    unsafe {
+        crate::typector::MPI_Type_create_indexed_block_c(
+            count,
+            blocklength,
+            array_of_displacements,
+            oldtype,
+            newtype,
+        )
+    }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_keyval`.
@@ -11241,21 +10963,10 @@ pub unsafe extern "C" fn PMPI_Type_create_resized(
     newtype: *mut MPI_Datatype,
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Type_create_resized`'s.
-    unsafe { crate::datatype::MPI_Type_create_resized(oldtype, lb, extent, newtype) }
+    unsafe { crate::typector::MPI_Type_create_resized(oldtype, lb, extent, newtype) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_resized_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_resized_c(
-    oldtype: MPI_Datatype,
-    lb: MPI_Count,
-    extent: MPI_Count,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Type_create_resized_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_resized_c`.
+/// The profiling name of `MPI_Type_create_resized_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_resized_c(
     oldtype: MPI_Datatype,
@@ -11263,7 +10974,8 @@ pub unsafe extern "C" fn PMPI_Type_create_resized_c(
     extent: MPI_Count,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Type_create_resized_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_create_resized_c`'s.
+    unsafe { crate::typector::MPI_Type_create_resized_c(oldtype, lb, extent, newtype) }
 }
 
 /// The profiling name of `MPI_Type_create_struct`.
@@ -11277,7 +10989,7 @@ pub unsafe extern "C" fn PMPI_Type_create_struct(
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Type_create_struct`'s.
     unsafe {
-        crate::datatype::MPI_Type_create_struct(
+        crate::typector::MPI_Type_create_struct(
             count,
             array_of_blocklengths,
             array_of_displacements,
@@ -11287,19 +10999,7 @@ pub unsafe extern "C" fn PMPI_Type_create_struct(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_struct_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_struct_c(
-    count: MPI_Count,
-    array_of_blocklengths: *const MPI_Count,
-    array_of_displacements: *const MPI_Count,
-    array_of_types: *const MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Type_create_struct_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_struct_c`.
+/// The profiling name of `MPI_Type_create_struct_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_struct_c(
     count: MPI_Count,
@@ -11308,24 +11008,19 @@ pub unsafe extern "C" fn PMPI_Type_create_struct_c(
     array_of_types: *const MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Type_create_struct_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_create_struct_c`'s.
+    unsafe {
+        crate::typector::MPI_Type_create_struct_c(
+            count,
+            array_of_blocklengths,
+            array_of_displacements,
+            array_of_types,
+            newtype,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_subarray`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_subarray(
-    ndims: c_int,
-    array_of_sizes: *const c_int,
-    array_of_subsizes: *const c_int,
-    array_of_starts: *const c_int,
-    order: c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Type_create_subarray", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_subarray`.
+/// The profiling name of `MPI_Type_create_subarray`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_subarray(
     ndims: c_int,
@@ -11336,24 +11031,21 @@ pub unsafe extern "C" fn PMPI_Type_create_subarray(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Type_create_subarray", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_create_subarray`'s.
+    unsafe {
+        crate::typector::MPI_Type_create_subarray(
+            ndims,
+            array_of_sizes,
+            array_of_subsizes,
+            array_of_starts,
+            order,
+            oldtype,
+            newtype,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_subarray_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_subarray_c(
-    ndims: c_int,
-    array_of_sizes: *const MPI_Count,
-    array_of_subsizes: *const MPI_Count,
-    array_of_starts: *const MPI_Count,
-    order: c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Type_create_subarray_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_subarray_c`.
+/// The profiling name of `MPI_Type_create_subarray_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_subarray_c(
     ndims: c_int,
@@ -11364,7 +11056,18 @@ pub unsafe extern "C" fn PMPI_Type_create_subarray_c(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Type_create_subarray_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_create_subarray_c`'s.
+    unsafe {
+        crate::typector::MPI_Type_create_subarray_c(
+            ndims,
+            array_of_sizes,
+            array_of_subsizes,
+            array_of_starts,
+            order,
+            oldtype,
+            newtype,
+        )
+    }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_delete_attr`.
@@ -11386,7 +11089,7 @@ pub unsafe extern "C" fn PMPI_Type_delete_attr(
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
     // SAFETY: the caller's contract is `MPI_Type_dup`'s.
-    unsafe { crate::datatype::MPI_Type_dup(oldtype, newtype) }
+    unsafe { crate::typector::MPI_Type_dup(oldtype, newtype) }
 }
 
 /// The profiling name of `MPI_Type_free`.
@@ -11430,21 +11133,7 @@ pub unsafe extern "C" fn PMPI_Type_get_attr(
     unsupported("MPI_Type_get_attr", Scope::Self_)
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_contents`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_contents(
-    datatype: MPI_Datatype,
-    max_integers: c_int,
-    max_addresses: c_int,
-    max_datatypes: c_int,
-    array_of_integers: *mut c_int,
-    array_of_addresses: *mut MPI_Aint,
-    array_of_datatypes: *mut MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Type_get_contents", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_contents`.
+/// The profiling name of `MPI_Type_get_contents`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_contents(
     datatype: MPI_Datatype,
@@ -11455,26 +11144,21 @@ pub unsafe extern "C" fn PMPI_Type_get_contents(
     array_of_addresses: *mut MPI_Aint,
     array_of_datatypes: *mut MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Type_get_contents", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_get_contents`'s.
+    unsafe {
+        crate::typeinfo::MPI_Type_get_contents(
+            datatype,
+            max_integers,
+            max_addresses,
+            max_datatypes,
+            array_of_integers,
+            array_of_addresses,
+            array_of_datatypes,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_contents_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_contents_c(
-    datatype: MPI_Datatype,
-    max_integers: MPI_Count,
-    max_addresses: MPI_Count,
-    max_large_counts: MPI_Count,
-    max_datatypes: MPI_Count,
-    array_of_integers: *mut c_int,
-    array_of_addresses: *mut MPI_Aint,
-    array_of_large_counts: *mut MPI_Count,
-    array_of_datatypes: *mut MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Type_get_contents_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_contents_c`.
+/// The profiling name of `MPI_Type_get_contents_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_contents_c(
     datatype: MPI_Datatype,
@@ -11487,22 +11171,23 @@ pub unsafe extern "C" fn PMPI_Type_get_contents_c(
     array_of_large_counts: *mut MPI_Count,
     array_of_datatypes: *mut MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Type_get_contents_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_get_contents_c`'s.
+    unsafe {
+        crate::typeinfo::MPI_Type_get_contents_c(
+            datatype,
+            max_integers,
+            max_addresses,
+            max_large_counts,
+            max_datatypes,
+            array_of_integers,
+            array_of_addresses,
+            array_of_large_counts,
+            array_of_datatypes,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_envelope`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_envelope(
-    datatype: MPI_Datatype,
-    num_integers: *mut c_int,
-    num_addresses: *mut c_int,
-    num_datatypes: *mut c_int,
-    combiner: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Type_get_envelope", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_envelope`.
+/// The profiling name of `MPI_Type_get_envelope`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_envelope(
     datatype: MPI_Datatype,
@@ -11511,23 +11196,19 @@ pub unsafe extern "C" fn PMPI_Type_get_envelope(
     num_datatypes: *mut c_int,
     combiner: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Type_get_envelope", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_get_envelope`'s.
+    unsafe {
+        crate::typeinfo::MPI_Type_get_envelope(
+            datatype,
+            num_integers,
+            num_addresses,
+            num_datatypes,
+            combiner,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_envelope_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_envelope_c(
-    datatype: MPI_Datatype,
-    num_integers: *mut MPI_Count,
-    num_addresses: *mut MPI_Count,
-    num_large_counts: *mut MPI_Count,
-    num_datatypes: *mut MPI_Count,
-    combiner: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Type_get_envelope_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_envelope_c`.
+/// The profiling name of `MPI_Type_get_envelope_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_envelope_c(
     datatype: MPI_Datatype,
@@ -11537,7 +11218,17 @@ pub unsafe extern "C" fn PMPI_Type_get_envelope_c(
     num_datatypes: *mut MPI_Count,
     combiner: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Type_get_envelope_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_get_envelope_c`'s.
+    unsafe {
+        crate::typeinfo::MPI_Type_get_envelope_c(
+            datatype,
+            num_integers,
+            num_addresses,
+            num_large_counts,
+            num_datatypes,
+            combiner,
+        )
+    }
 }
 
 /// The profiling name of `MPI_Type_get_extent`.
@@ -11551,64 +11242,37 @@ pub unsafe extern "C" fn PMPI_Type_get_extent(
     unsafe { crate::datatype::MPI_Type_get_extent(datatype, lb, extent) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_extent_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_extent_c(
-    datatype: MPI_Datatype,
-    lb: *mut MPI_Count,
-    extent: *mut MPI_Count,
-) -> c_int {
-    unsupported("MPI_Type_get_extent_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_extent_c`.
+/// The profiling name of `MPI_Type_get_extent_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_extent_c(
     datatype: MPI_Datatype,
     lb: *mut MPI_Count,
     extent: *mut MPI_Count,
 ) -> c_int {
-    unsupported("MPI_Type_get_extent_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_get_extent_c`'s.
+    unsafe { crate::typeinfo::MPI_Type_get_extent_c(datatype, lb, extent) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_extent_x`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_extent_x(
-    datatype: MPI_Datatype,
-    lb: *mut MPI_Count,
-    extent: *mut MPI_Count,
-) -> c_int {
-    unsupported("MPI_Type_get_extent_x", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_extent_x`.
+/// The profiling name of `MPI_Type_get_extent_x`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_extent_x(
     datatype: MPI_Datatype,
     lb: *mut MPI_Count,
     extent: *mut MPI_Count,
 ) -> c_int {
-    unsupported("MPI_Type_get_extent_x", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_get_extent_x`'s.
+    unsafe { crate::typeinfo::MPI_Type_get_extent_x(datatype, lb, extent) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_name`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_name(
-    datatype: MPI_Datatype,
-    type_name: *mut c_char,
-    resultlen: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Type_get_name", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_name`.
+/// The profiling name of `MPI_Type_get_name`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_name(
     datatype: MPI_Datatype,
     type_name: *mut c_char,
     resultlen: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Type_get_name", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_get_name`'s.
+    unsafe { crate::typeinfo::MPI_Type_get_name(datatype, type_name, resultlen) }
 }
 
 /// The profiling name of `MPI_Type_get_true_extent`.
@@ -11622,64 +11286,37 @@ pub unsafe extern "C" fn PMPI_Type_get_true_extent(
     unsafe { crate::datatype::MPI_Type_get_true_extent(datatype, true_lb, true_extent) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_true_extent_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_true_extent_c(
-    datatype: MPI_Datatype,
-    true_lb: *mut MPI_Count,
-    true_extent: *mut MPI_Count,
-) -> c_int {
-    unsupported("MPI_Type_get_true_extent_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_true_extent_c`.
+/// The profiling name of `MPI_Type_get_true_extent_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_true_extent_c(
     datatype: MPI_Datatype,
     true_lb: *mut MPI_Count,
     true_extent: *mut MPI_Count,
 ) -> c_int {
-    unsupported("MPI_Type_get_true_extent_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_get_true_extent_c`'s.
+    unsafe { crate::typeinfo::MPI_Type_get_true_extent_c(datatype, true_lb, true_extent) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_true_extent_x`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_true_extent_x(
-    datatype: MPI_Datatype,
-    true_lb: *mut MPI_Count,
-    true_extent: *mut MPI_Count,
-) -> c_int {
-    unsupported("MPI_Type_get_true_extent_x", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_true_extent_x`.
+/// The profiling name of `MPI_Type_get_true_extent_x`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_true_extent_x(
     datatype: MPI_Datatype,
     true_lb: *mut MPI_Count,
     true_extent: *mut MPI_Count,
 ) -> c_int {
-    unsupported("MPI_Type_get_true_extent_x", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_get_true_extent_x`'s.
+    unsafe { crate::typeinfo::MPI_Type_get_true_extent_x(datatype, true_lb, true_extent) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_value_index`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_value_index(
-    value_type: MPI_Datatype,
-    index_type: MPI_Datatype,
-    pair_type: *mut MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Type_get_value_index", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_value_index`.
+/// The profiling name of `MPI_Type_get_value_index`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_value_index(
     value_type: MPI_Datatype,
     index_type: MPI_Datatype,
     pair_type: *mut MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Type_get_value_index", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_get_value_index`'s.
+    unsafe { crate::typeinfo::MPI_Type_get_value_index(value_type, index_type, pair_type) }
 }
 
 /// The profiling name of `MPI_Type_indexed`.
@@ -11693,7 +11330,7 @@ pub unsafe extern "C" fn PMPI_Type_indexed(
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Type_indexed`'s.
     unsafe {
-        crate::datatype::MPI_Type_indexed(
+        crate::typector::MPI_Type_indexed(
             count,
             array_of_blocklengths,
             array_of_displacements,
@@ -11703,19 +11340,7 @@ pub unsafe extern "C" fn PMPI_Type_indexed(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_indexed_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_indexed_c(
-    count: MPI_Count,
-    array_of_blocklengths: *const MPI_Count,
-    array_of_displacements: *const MPI_Count,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Type_indexed_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_indexed_c`.
+/// The profiling name of `MPI_Type_indexed_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_indexed_c(
     count: MPI_Count,
@@ -11724,27 +11349,27 @@ pub unsafe extern "C" fn PMPI_Type_indexed_c(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Type_indexed_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_indexed_c`'s.
+    unsafe {
+        crate::typector::MPI_Type_indexed_c(
+            count,
+            array_of_blocklengths,
+            array_of_displacements,
+            oldtype,
+            newtype,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_match_size`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_match_size(
-    typeclass: c_int,
-    size: c_int,
-    datatype: *mut MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Type_match_size", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_match_size`.
+/// The profiling name of `MPI_Type_match_size`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_match_size(
     typeclass: c_int,
     size: c_int,
     datatype: *mut MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Type_match_size", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_match_size`'s.
+    unsafe { crate::typeinfo::MPI_Type_match_size(typeclass, size, datatype) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_set_attr`.
@@ -11767,22 +11392,14 @@ pub unsafe extern "C" fn PMPI_Type_set_attr(
     unsupported("MPI_Type_set_attr", Scope::Self_)
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_set_name`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_set_name(
-    datatype: MPI_Datatype,
-    type_name: *const c_char,
-) -> c_int {
-    unsupported("MPI_Type_set_name", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_set_name`.
+/// The profiling name of `MPI_Type_set_name`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_set_name(
     datatype: MPI_Datatype,
     type_name: *const c_char,
 ) -> c_int {
-    unsupported("MPI_Type_set_name", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_set_name`'s.
+    unsafe { crate::typeinfo::MPI_Type_set_name(datatype, type_name) }
 }
 
 /// The profiling name of `MPI_Type_size`.
@@ -11799,16 +11416,11 @@ pub unsafe extern "C" fn PMPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI
     unsafe { crate::datatype::MPI_Type_size_c(datatype, size) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_size_x`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
-    unsupported("MPI_Type_size_x", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_size_x`.
+/// The profiling name of `MPI_Type_size_x`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
-    unsupported("MPI_Type_size_x", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_size_x`'s.
+    unsafe { crate::typeinfo::MPI_Type_size_x(datatype, size) }
 }
 
 /// The profiling name of `MPI_Type_vector`.
@@ -11821,22 +11433,10 @@ pub unsafe extern "C" fn PMPI_Type_vector(
     newtype: *mut MPI_Datatype,
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Type_vector`'s.
-    unsafe { crate::datatype::MPI_Type_vector(count, blocklength, stride, oldtype, newtype) }
+    unsafe { crate::typector::MPI_Type_vector(count, blocklength, stride, oldtype, newtype) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_vector_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_vector_c(
-    count: MPI_Count,
-    blocklength: MPI_Count,
-    stride: MPI_Count,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Type_vector_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_vector_c`.
+/// The profiling name of `MPI_Type_vector_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_vector_c(
     count: MPI_Count,
@@ -11845,7 +11445,8 @@ pub unsafe extern "C" fn PMPI_Type_vector_c(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Type_vector_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_vector_c`'s.
+    unsafe { crate::typector::MPI_Type_vector_c(count, blocklength, stride, oldtype, newtype) }
 }
 
 /// The profiling name of `MPI_Unpack`.
@@ -11865,21 +11466,7 @@ pub unsafe extern "C" fn PMPI_Unpack(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Unpack_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Unpack_c(
-    inbuf: *const c_void,
-    insize: MPI_Count,
-    position: *mut MPI_Count,
-    outbuf: *mut c_void,
-    outcount: MPI_Count,
-    datatype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Unpack_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Unpack_c`.
+/// The profiling name of `MPI_Unpack_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Unpack_c(
     inbuf: *const c_void,
@@ -11890,7 +11477,10 @@ pub unsafe extern "C" fn PMPI_Unpack_c(
     datatype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Unpack_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Unpack_c`'s.
+    unsafe {
+        crate::typeinfo::MPI_Unpack_c(inbuf, insize, position, outbuf, outcount, datatype, comm)
+    }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Unpack_external`.

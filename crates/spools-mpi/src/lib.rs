@@ -33,3 +33,5 @@ mod init;
 mod op;
 mod p2p;
 mod request;
+mod typector;
+mod typeinfo;

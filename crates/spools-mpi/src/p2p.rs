@@ -562,6 +562,98 @@ pub unsafe extern "C" fn MPI_Irecv(
     }
 }
 
+macro_rules! send_c {
+    ($name:ident, $buffered:expr) => {
+        #[doc = concat!("`", stringify!($name), "`.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            buf: *const c_void,
+            count: MPI_Count,
+            datatype: MPI_Datatype,
+            dest: c_int,
+            tag: c_int,
+            comm: MPI_Comm,
+        ) -> c_int {
+            // SAFETY: the caller's contract.
+            unsafe {
+                send(
+                    buf,
+                    count,
+                    datatype,
+                    dest,
+                    tag,
+                    comm,
+                    stringify!($name),
+                    $buffered,
+                )
+            }
+        }
+    };
+}
+send_c!(MPI_Ssend_c, false);
+send_c!(MPI_Rsend_c, false);
+send_c!(MPI_Bsend_c, true);
+
+macro_rules! isend_c {
+    ($name:ident) => {
+        #[doc = concat!("`", stringify!($name), "`.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            buf: *const c_void,
+            count: MPI_Count,
+            datatype: MPI_Datatype,
+            dest: c_int,
+            tag: c_int,
+            comm: MPI_Comm,
+            request: *mut MPI_Request,
+        ) -> c_int {
+            // SAFETY: the caller's contract.
+            unsafe {
+                isend(
+                    buf,
+                    count,
+                    datatype,
+                    dest,
+                    tag,
+                    comm,
+                    request,
+                    stringify!($name),
+                )
+            }
+        }
+    };
+}
+isend_c!(MPI_Isend_c);
+isend_c!(MPI_Issend_c);
+isend_c!(MPI_Irsend_c);
+isend_c!(MPI_Ibsend_c);
+
+/// `MPI_Irecv_c`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irecv_c(
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        irecv(
+            buf,
+            count,
+            datatype,
+            source,
+            tag,
+            comm,
+            request,
+            "MPI_Irecv_c",
+        )
+    }
+}
+
 /// `MPI_Sendrecv`: sends and receives at once (neither waits for the other).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Sendrecv(
@@ -578,12 +670,74 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        sendrecv(
+            sendbuf,
+            sendcount.into(),
+            sendtype,
+            dest,
+            sendtag,
+            recvbuf,
+            recvcount.into(),
+            recvtype,
+            source,
+            recvtag,
+            comm,
+            status,
+        )
+    }
+}
+
+/// `MPI_Sendrecv_c`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        sendrecv(
+            sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+            recvtag, comm, status,
+        )
+    }
+}
+
+/// Sends and receives at once.
+///
+/// # Safety
+/// As `MPI_Sendrecv`'s arguments.
+unsafe fn sendrecv(
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
     let mut req = MPI_REQUEST_NULL;
     // SAFETY: the caller's contract.
     let rc = unsafe {
         irecv(
             recvbuf,
-            recvcount.into(),
+            recvcount,
             recvtype,
             source,
             recvtag,
@@ -599,7 +753,7 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     let rc = unsafe {
         send(
             sendbuf,
-            sendcount.into(),
+            sendcount,
             sendtype,
             dest,
             sendtag,
@@ -630,8 +784,60 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        sendrecv_replace(
+            buf,
+            count.into(),
+            datatype,
+            dest,
+            sendtag,
+            source,
+            recvtag,
+            comm,
+            status,
+        )
+    }
+}
+
+/// `MPI_Sendrecv_replace_c`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        sendrecv_replace(
+            buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
+        )
+    }
+}
+
+/// Sends the buffer's contents and receives into it.
+///
+/// # Safety
+/// As `MPI_Sendrecv_replace`'s arguments.
+unsafe fn sendrecv_replace(
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
     let copy = (|| {
-        let n = ccount(count.into(), "MPI_Sendrecv_replace")?;
+        let n = ccount(count, "MPI_Sendrecv_replace")?;
         let t = committed(datatype, "MPI_Sendrecv_replace")?;
         // SAFETY: the caller's contract.
         Ok::<_, MpiError>(unsafe { data(buf, n, &t) }.into_owned())
@@ -645,7 +851,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     let rc = unsafe {
         irecv(
             buf,
-            count.into(),
+            count,
             datatype,
             source,
             recvtag,

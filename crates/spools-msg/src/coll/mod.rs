@@ -27,6 +27,7 @@
 mod args;
 mod barrier;
 mod bcast;
+mod exchange;
 mod gather;
 mod group;
 mod nonblocking;

@@ -119,6 +119,22 @@ impl Communicator {
         Schedule::new(&self.core, tag, slots)
     }
 
+    /// An empty schedule of bytes (for [`Communicator::iexchange`]).
+    pub(super) fn schedule_bytes(&self, tag: u32, slots: Vec<Vec<u8>>) -> Schedule<u8> {
+        Schedule::new(&self.core, tag, slots)
+    }
+
+    /// Starts a schedule of bytes whose first `keep` slots are the result.
+    pub(super) fn start_bytes(
+        op: &'static str,
+        s: Schedule<u8>,
+        keep: usize,
+    ) -> Result<CollRequest<Vec<Vec<u8>>>, MsgError> {
+        let mut s = s;
+        s.keep_slots(keep);
+        Self::start(op, s, |v| v)
+    }
+
     /// `s` with the agreement of `op`'s [`Verdict`](crate::Verdict) at its end, if it has
     /// one ([`Op::with_verdict`]).
     fn agree<T: Element>(&self, mut s: Schedule<T>, tag: u32, op: &Op<T>) -> Schedule<T> {

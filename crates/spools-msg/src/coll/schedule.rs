@@ -107,6 +107,8 @@ pub(crate) struct Schedule<T: Element> {
     /// What its wait watches the segment for (see [`crate::coll::sm`]): the ranks that
     /// took the other path for this collective.
     watch: Option<Watch>,
+    /// How many of the slots are the result (all when `None`).
+    keep: Option<usize>,
 }
 
 impl<T: Element> Schedule<T> {
@@ -125,6 +127,7 @@ impl<T: Element> Schedule<T> {
             registered: false,
             sm: false,
             watch: None,
+            keep: None,
         }
     }
 
@@ -211,10 +214,21 @@ impl<T: Element> Schedule<T> {
         !matches!(self.state, State::Running)
     }
 
+    /// Makes [`Schedule::take`] give only the first `n` slots (the others are scratch).
+    pub(crate) fn keep_slots(&mut self, n: usize) {
+        self.keep = Some(n);
+    }
+
     /// The slots, or the error that stopped the schedule; once.
     pub(crate) fn take(&mut self) -> Result<Vec<Vec<T>>, MsgError> {
         match std::mem::replace(&mut self.state, State::Taken) {
-            State::Done => Ok(std::mem::take(&mut self.slots)),
+            State::Done => {
+                let mut v = std::mem::take(&mut self.slots);
+                if let Some(n) = self.keep {
+                    v.truncate(n);
+                }
+                Ok(v)
+            }
             State::Failed(e) => Err(e),
             State::Running | State::Taken => Err(MsgError::Protocol {
                 peer: self.core.rank,
