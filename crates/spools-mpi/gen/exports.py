@@ -94,7 +94,7 @@ def implemented():
         for m in re.finditer(r'pub unsafe extern "C" fn ((?:MPI|MPIX)_[A-Za-z0-9_]+)\(', f.read_text()):
             found[m.group(1)] = f.stem
         # Functions a macro defines: `name!(MPI_A, MPI_B, ...` at the start of a line.
-        for m in re.finditer(r"^[a-z_]+!\(\s*((?:MPI|MPIX)_\w+(?:\s*,\s*(?:MPI|MPIX)_\w+)*)\s*[,);]", f.read_text(), re.M):
+        for m in re.finditer(r"^[a-z_]+!\(\s*((?:(?:MPI|MPIX)_\w+|-)(?:\s*,\s*(?:(?:MPI|MPIX)_\w+|-))*)\s*[,);]", f.read_text(), re.M):
             for name in re.findall(r"(?:MPI|MPIX)_[A-Za-z0-9_]+", m.group(1)):
                 found[name] = f.stem
         # convert!{ MPI_X_toint, MPI_X_fromint, TYPE; ... } (convert.rs)

@@ -2,14 +2,14 @@
 //! compare and free them.
 
 use std::collections::BTreeMap;
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{c_char, c_int, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use spools::Communicator;
 
 use crate::abi::*;
-use crate::error::{on_comm, put_string, valid_errhandler, MpiError};
+use crate::error::{on_comm, on_self, put_string, valid_errhandler, MpiError};
 use crate::handles::{Kind, Table};
 use crate::init::rt;
 
@@ -22,7 +22,9 @@ pub(crate) struct CommObj {
     /// Its name (`MPI_Comm_set_name`).
     name: Mutex<String>,
     /// Cached attribute values by keyval.
-    attrs: Mutex<BTreeMap<c_int, usize>>,
+    pub(crate) attrs: Mutex<BTreeMap<c_int, usize>>,
+    /// Hints set with `MPI_Comm_set_info` (or given at a dup).
+    pub(crate) info: Mutex<Vec<(String, String)>>,
 }
 
 impl CommObj {
@@ -32,6 +34,7 @@ impl CommObj {
             errhandler: AtomicUsize::new(MPI_ERRORS_ARE_FATAL),
             name: Mutex::new(name.to_string()),
             attrs: Mutex::new(BTreeMap::new()),
+            info: Mutex::new(Vec::new()),
         })
     }
 
@@ -42,6 +45,7 @@ impl CommObj {
             errhandler: AtomicUsize::new(self.errhandler.load(Ordering::Relaxed)),
             name: Mutex::new(String::new()),
             attrs: Mutex::new(BTreeMap::new()),
+            info: Mutex::new(Vec::new()),
         }
     }
 }
@@ -119,6 +123,11 @@ pub unsafe extern "C" fn MPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_in
     on_comm(comm, r)
 }
 
+/// Stores a communicator made from `parent` (inheriting its error handler).
+pub(crate) fn insert_child(parent: &CommObj, c: Communicator) -> Result<MPI_Comm, MpiError> {
+    insert(parent.child(c))
+}
+
 fn insert(obj: CommObj) -> Result<MPI_Comm, MpiError> {
     COMMS
         .insert(obj)
@@ -128,13 +137,132 @@ fn insert(obj: CommObj) -> Result<MPI_Comm, MpiError> {
 /// `MPI_Comm_dup`: collective; a communicator of the same ranks with a new context.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+    // SAFETY: the caller's contract.
+    on_comm(comm, unsafe {
+        dup(comm, MPI_INFO_NULL, newcomm, "MPI_Comm_dup")
+    })
+}
+
+/// A dup with the attributes copied and, for `info`, the hints it gives (else the old
+/// communicator's).
+///
+/// # Safety
+/// `newcomm` is NULL or writable.
+unsafe fn dup(
+    comm: MPI_Comm,
+    info: MPI_Info,
+    newcomm: *mut MPI_Comm,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    let c = self::comm(comm, call)?;
+    let hints = if info == MPI_INFO_NULL {
+        c.info
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    } else {
+        crate::info::entries(info)?
+    };
+    let d = c.comm.dup()?;
+    let obj = c.child(d);
+    *obj.info.lock().unwrap_or_else(PoisonError::into_inner) = hints;
+    crate::attr::copy_all(comm, &c.attrs, &obj.attrs)?;
+    let h = insert(obj)?;
+    // SAFETY: the caller's contract.
+    unsafe { out(newcomm, h, call) }
+}
+
+/// `MPI_Comm_dup_with_info`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_dup_with_info(
+    comm: MPI_Comm,
+    info: MPI_Info,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    on_comm(comm, unsafe {
+        dup(comm, info, newcomm, "MPI_Comm_dup_with_info")
+    })
+}
+
+/// `MPI_Comm_idup`: the dup is made at the call (all ranks of the communicator must
+/// call it in the same order as their other collectives); the request is complete.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_idup(
+    comm: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { MPI_Comm_idup_with_info(comm, MPI_INFO_NULL, newcomm, request) }
+}
+
+/// `MPI_Comm_idup_with_info`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_idup_with_info(
+    comm: MPI_Comm,
+    info: MPI_Info,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
     let r = (|| {
-        let c = self::comm(comm, "MPI_Comm_dup")?;
-        let d = c.comm.dup()?;
-        let h = insert(c.child(d))?;
         // SAFETY: the caller's contract.
-        unsafe { out(newcomm, h, "MPI_Comm_dup") }
+        unsafe { dup(comm, info, newcomm, "MPI_Comm_idup") }?;
+        let h = crate::request::give(
+            crate::request::Op::Done(crate::request::empty_status()),
+            comm,
+        )?;
+        // SAFETY: the caller's contract.
+        unsafe { out(request, h, "MPI_Comm_idup") }
     })();
+    on_comm(comm, r)
+}
+
+/// `MPI_Comm_set_info`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
+    let r = (|| {
+        let c = self::comm(comm, "MPI_Comm_set_info")?;
+        let e = crate::info::entries(info)?;
+        *c.info.lock().unwrap_or_else(PoisonError::into_inner) = e;
+        Ok(())
+    })();
+    on_comm(comm, r)
+}
+
+/// `MPI_Comm_get_info`: a new info object of the hints in use.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_Info) -> c_int {
+    let r = (|| {
+        let c = self::comm(comm, "MPI_Comm_get_info")?;
+        let e = c
+            .info
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        // SAFETY: the caller's contract.
+        unsafe { out(info_used, crate::info::make(e)?, "MPI_Comm_get_info") }
+    })();
+    on_comm(comm, r)
+}
+
+/// `MPI_Comm_get_parent`: `MPI_COMM_NULL` (no process of a Spools job was spawned).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
+    // SAFETY: the caller's contract.
+    on_self(unsafe { out(parent, MPI_COMM_NULL, "MPI_Comm_get_parent") })
+}
+
+/// `MPI_Comm_remote_size`: an intracommunicator has no remote group.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
+    let _ = size;
+    let r = self::comm(comm, "MPI_Comm_remote_size").and_then(|_| {
+        Err(MpiError::invalid(
+            MPI_ERR_COMM,
+            "MPI_Comm_remote_size: not an intercommunicator",
+        ))
+    });
     on_comm(comm, r)
 }
 
@@ -217,11 +345,13 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
                 "MPI_Comm_free: MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed",
             ));
         }
-        COMMS.remove(h).ok_or(MpiError::Handle {
+        let c = COMMS.get(h).ok_or(MpiError::Handle {
             class: MPI_ERR_COMM,
             what: "communicator",
             handle: h,
         })?;
+        crate::attr::delete_all(h, &c.attrs)?;
+        COMMS.remove(h);
         // SAFETY: non-NULL: the handle was read from it above.
         unsafe { *comm = MPI_COMM_NULL };
         Ok(())
@@ -370,76 +500,6 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
             .clone();
         // SAFETY: the standard's contract: MPI_MAX_OBJECT_NAME bytes.
         unsafe { put_string(&n, comm_name, MPI_MAX_OBJECT_NAME as usize, resultlen) };
-    });
-    on_comm(comm, r)
-}
-
-/// Values of the predefined attributes (`MPI_TAG_UB` and friends), kept for the life of
-/// the process because `MPI_Comm_get_attr` hands out pointers to them.
-static TAG_UB: c_int = i32::MAX;
-static WTIME_IS_GLOBAL: c_int = 0;
-static IO_ANY: c_int = MPI_ANY_SOURCE;
-static HOST_NONE: c_int = MPI_PROC_NULL;
-static UNIVERSE: std::sync::OnceLock<c_int> = std::sync::OnceLock::new();
-static APPNUM: c_int = 0;
-static LASTUSEDCODE: c_int = MPI_ERR_LASTCODE;
-
-/// `MPI_Comm_get_attr`: the predefined attributes (`MPI_TAG_UB`, `MPI_HOST`, `MPI_IO`,
-/// `MPI_WTIME_IS_GLOBAL`, `MPI_UNIVERSE_SIZE`, `MPI_APPNUM`, `MPI_LASTUSEDCODE`) as
-/// pointers to `int`, and values set with `MPI_Comm_set_attr`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_get_attr(
-    comm: MPI_Comm,
-    comm_keyval: c_int,
-    attribute_val: *mut c_void,
-    flag: *mut c_int,
-) -> c_int {
-    let r = (|| {
-        let c = self::comm(comm, "MPI_Comm_get_attr")?;
-        let size = rt("MPI_Comm_get_attr")?.world_comm.comm.size() as c_int;
-        let predefined: Option<&'static c_int> = match comm_keyval {
-            MPI_TAG_UB => Some(&TAG_UB),
-            MPI_HOST => Some(&HOST_NONE),
-            MPI_IO => Some(&IO_ANY),
-            MPI_WTIME_IS_GLOBAL => Some(&WTIME_IS_GLOBAL),
-            MPI_UNIVERSE_SIZE => Some(UNIVERSE.get_or_init(|| size)),
-            MPI_APPNUM => Some(&APPNUM),
-            MPI_LASTUSEDCODE => Some(&LASTUSEDCODE),
-            _ => None,
-        };
-        let value = match predefined {
-            Some(p) => Some(std::ptr::from_ref(p) as usize),
-            None => c
-                .attrs
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get(&comm_keyval)
-                .copied(),
-        };
-        // SAFETY: the caller's contract: `flag` writable.
-        unsafe { out(flag, c_int::from(value.is_some()), "MPI_Comm_get_attr") }?;
-        if let Some(v) = value {
-            // SAFETY: the caller's contract: `attribute_val` points to a `void *`.
-            unsafe { out(attribute_val.cast::<usize>(), v, "MPI_Comm_get_attr") }?;
-        }
-        Ok(())
-    })();
-    on_comm(comm, r)
-}
-
-/// `MPI_Comm_set_attr`: caches `attribute_val` under a keyval (no copy or delete
-/// callbacks yet).
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_set_attr(
-    comm: MPI_Comm,
-    comm_keyval: c_int,
-    attribute_val: *mut c_void,
-) -> c_int {
-    let r = self::comm(comm, "MPI_Comm_set_attr").map(|c| {
-        c.attrs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(comm_keyval, attribute_val as usize);
     });
     on_comm(comm, r)
 }

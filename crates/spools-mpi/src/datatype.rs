@@ -27,6 +27,10 @@ pub(crate) enum Basic {
     F64,
     /// C `_Bool` / C++ `bool` (one byte, 0 or 1).
     Bool,
+    /// `long double` (x86-64: 80-bit extended in 16 bytes).
+    LongDouble,
+    /// A complex number (two floats, doubles or long doubles).
+    Complex,
     /// Bytes with no arithmetic (`MPI_BYTE`, `MPI_PACKED`, `long double`, complex).
     Opaque,
 }
@@ -58,6 +62,8 @@ pub(crate) struct TypeObj {
     pub(crate) envelope: Envelope,
     /// Its name (`MPI_Type_set_name`).
     pub(crate) name: std::sync::Mutex<String>,
+    /// Cached attributes by keyval.
+    pub(crate) attrs: crate::attr::Attrs,
 }
 
 /// The constructor of a datatype and its arguments, as `MPI_Type_get_contents` gives
@@ -102,6 +108,7 @@ impl TypeObj {
                 ..Envelope::default()
             },
             name: std::sync::Mutex::new(String::new()),
+            attrs: crate::attr::Attrs::default(),
         }
     }
 
@@ -127,6 +134,7 @@ impl TypeObj {
                 ..Envelope::default()
             },
             name: std::sync::Mutex::new(String::new()),
+            attrs: crate::attr::Attrs::default(),
         }
     }
 }
@@ -150,19 +158,19 @@ fn predefined_table() -> &'static Vec<(MPI_Datatype, Arc<TypeObj>)> {
             (MPI_UNSIGNED_LONG_LONG, 8, U64),
             (MPI_FLOAT, 4, F32),
             (MPI_DOUBLE, 8, F64),
-            (MPI_LONG_DOUBLE, 16, Opaque),
-            (MPI_C_FLOAT_COMPLEX, 8, Opaque),
-            (MPI_CXX_FLOAT_COMPLEX, 8, Opaque),
-            (MPI_C_DOUBLE_COMPLEX, 16, Opaque),
-            (MPI_CXX_DOUBLE_COMPLEX, 16, Opaque),
-            (MPI_C_LONG_DOUBLE_COMPLEX, 32, Opaque),
-            (MPI_CXX_LONG_DOUBLE_COMPLEX, 32, Opaque),
+            (MPI_LONG_DOUBLE, 16, LongDouble),
+            (MPI_C_FLOAT_COMPLEX, 8, Complex),
+            (MPI_CXX_FLOAT_COMPLEX, 8, Complex),
+            (MPI_C_DOUBLE_COMPLEX, 16, Complex),
+            (MPI_CXX_DOUBLE_COMPLEX, 16, Complex),
+            (MPI_C_LONG_DOUBLE_COMPLEX, 32, Complex),
+            (MPI_CXX_LONG_DOUBLE_COMPLEX, 32, Complex),
             (MPI_LOGICAL, 4, I32),
             (MPI_INTEGER, 4, I32),
             (MPI_REAL, 4, F32),
-            (MPI_COMPLEX, 8, Opaque),
+            (MPI_COMPLEX, 8, Complex),
             (MPI_DOUBLE_PRECISION, 8, F64),
-            (MPI_DOUBLE_COMPLEX, 16, Opaque),
+            (MPI_DOUBLE_COMPLEX, 16, Complex),
             (MPI_CHARACTER, 1, Opaque),
             (MPI_C_BOOL, 1, Bool),
             (MPI_CXX_BOOL, 1, Bool),
@@ -191,17 +199,19 @@ fn predefined_table() -> &'static Vec<(MPI_Datatype, Arc<TypeObj>)> {
             (MPI_LOGICAL8, 8, I64),
             (MPI_INTEGER8, 8, I64),
             (MPI_REAL8, 8, F64),
-            (MPI_COMPLEX8, 8, Opaque),
+            (MPI_COMPLEX8, 8, Complex),
             (MPI_LOGICAL16, 16, Opaque),
             (MPI_INTEGER16, 16, Opaque),
-            (MPI_REAL16, 16, Opaque),
-            (MPI_COMPLEX16, 16, Opaque),
-            (MPI_COMPLEX32, 32, Opaque),
+            (MPI_REAL16, 16, LongDouble),
+            (MPI_COMPLEX16, 16, Complex),
+            (MPI_COMPLEX32, 32, Complex),
         ];
         let mut v: Vec<(MPI_Datatype, Arc<TypeObj>)> = named
             .iter()
             .map(|&(h, s, b)| {
                 let bs = if b == Opaque { 1 } else { s };
+                // MPI_COMPLEX4: two 2-byte halves; no arithmetic here.
+                let b = if h == MPI_COMPLEX4 { Opaque } else { b };
                 (h, Arc::new(TypeObj::named(h, s, b, bs)))
             })
             .collect();
@@ -375,6 +385,7 @@ pub(crate) fn build(parts: &[(isize, usize, Arc<TypeObj>)], is_struct: bool) -> 
         named: None,
         envelope: Envelope::default(),
         name: std::sync::Mutex::new(String::new()),
+        attrs: crate::attr::Attrs::default(),
     }
 }
 

@@ -223,21 +223,7 @@ pub unsafe extern "C" fn PMPI_Allgather(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Allgather_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Allgather_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Allgather_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Allgather_c`.
+/// The profiling name of `MPI_Allgather_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Allgather_c(
     sendbuf: *const c_void,
@@ -248,26 +234,15 @@ pub unsafe extern "C" fn PMPI_Allgather_c(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Allgather_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Allgather_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Allgather_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Allgather_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Allgather_init(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Allgather_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Allgather_init`.
+/// The profiling name of `MPI_Allgather_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Allgather_init(
     sendbuf: *const c_void,
@@ -280,26 +255,15 @@ pub unsafe extern "C" fn PMPI_Allgather_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Allgather_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Allgather_init`'s.
+    unsafe {
+        crate::vcoll::MPI_Allgather_init(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Allgather_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Allgather_init_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Allgather_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Allgather_init_c`.
+/// The profiling name of `MPI_Allgather_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Allgather_init_c(
     sendbuf: *const c_void,
@@ -312,25 +276,15 @@ pub unsafe extern "C" fn PMPI_Allgather_init_c(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Allgather_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Allgather_init_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Allgather_init_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Allgatherv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Allgatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Allgatherv", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Allgatherv`.
+/// The profiling name of `MPI_Allgatherv`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Allgatherv(
     sendbuf: *const c_void,
@@ -342,25 +296,15 @@ pub unsafe extern "C" fn PMPI_Allgatherv(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Allgatherv", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Allgatherv`'s.
+    unsafe {
+        crate::vcoll::MPI_Allgatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Allgatherv_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Allgatherv_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Allgatherv_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Allgatherv_c`.
+/// The profiling name of `MPI_Allgatherv_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Allgatherv_c(
     sendbuf: *const c_void,
@@ -372,27 +316,15 @@ pub unsafe extern "C" fn PMPI_Allgatherv_c(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Allgatherv_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Allgatherv_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Allgatherv_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Allgatherv_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Allgatherv_init(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Allgatherv_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Allgatherv_init`.
+/// The profiling name of `MPI_Allgatherv_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Allgatherv_init(
     sendbuf: *const c_void,
@@ -406,27 +338,16 @@ pub unsafe extern "C" fn PMPI_Allgatherv_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Allgatherv_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Allgatherv_init`'s.
+    unsafe {
+        crate::vcoll::MPI_Allgatherv_init(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Allgatherv_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Allgatherv_init_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Allgatherv_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Allgatherv_init_c`.
+/// The profiling name of `MPI_Allgatherv_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Allgatherv_init_c(
     sendbuf: *const c_void,
@@ -440,27 +361,24 @@ pub unsafe extern "C" fn PMPI_Allgatherv_init_c(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Allgatherv_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Allgatherv_init_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Allgatherv_init_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alloc_mem`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Alloc_mem(
-    size: MPI_Aint,
-    info: MPI_Info,
-    baseptr: *mut c_void,
-) -> c_int {
-    unsupported("MPI_Alloc_mem", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alloc_mem`.
+/// The profiling name of `MPI_Alloc_mem`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Alloc_mem(
     size: MPI_Aint,
     info: MPI_Info,
     baseptr: *mut c_void,
 ) -> c_int {
-    unsupported("MPI_Alloc_mem", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Alloc_mem`'s.
+    unsafe { crate::mem::MPI_Alloc_mem(size, info, baseptr) }
 }
 
 /// The profiling name of `MPI_Allreduce`.
@@ -477,20 +395,7 @@ pub unsafe extern "C" fn PMPI_Allreduce(
     unsafe { crate::coll::MPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Allreduce_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Allreduce_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Allreduce_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Allreduce_c`.
+/// The profiling name of `MPI_Allreduce_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Allreduce_c(
     sendbuf: *const c_void,
@@ -500,25 +405,11 @@ pub unsafe extern "C" fn PMPI_Allreduce_c(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Allreduce_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Allreduce_c`'s.
+    unsafe { crate::vcoll::MPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Allreduce_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Allreduce_init(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Allreduce_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Allreduce_init`.
+/// The profiling name of `MPI_Allreduce_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Allreduce_init(
     sendbuf: *const c_void,
@@ -530,25 +421,13 @@ pub unsafe extern "C" fn PMPI_Allreduce_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Allreduce_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Allreduce_init`'s.
+    unsafe {
+        crate::vcoll::MPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Allreduce_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Allreduce_init_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Allreduce_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Allreduce_init_c`.
+/// The profiling name of `MPI_Allreduce_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Allreduce_init_c(
     sendbuf: *const c_void,
@@ -560,7 +439,12 @@ pub unsafe extern "C" fn PMPI_Allreduce_init_c(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Allreduce_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Allreduce_init_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Allreduce_init_c(
+            sendbuf, recvbuf, count, datatype, op, comm, info, request,
+        )
+    }
 }
 
 /// The profiling name of `MPI_Alltoall`.
@@ -582,21 +466,7 @@ pub unsafe extern "C" fn PMPI_Alltoall(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoall_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Alltoall_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Alltoall_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoall_c`.
+/// The profiling name of `MPI_Alltoall_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Alltoall_c(
     sendbuf: *const c_void,
@@ -607,26 +477,15 @@ pub unsafe extern "C" fn PMPI_Alltoall_c(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Alltoall_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Alltoall_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Alltoall_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoall_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Alltoall_init(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Alltoall_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoall_init`.
+/// The profiling name of `MPI_Alltoall_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Alltoall_init(
     sendbuf: *const c_void,
@@ -639,26 +498,15 @@ pub unsafe extern "C" fn PMPI_Alltoall_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Alltoall_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Alltoall_init`'s.
+    unsafe {
+        crate::vcoll::MPI_Alltoall_init(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoall_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Alltoall_init_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Alltoall_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoall_init_c`.
+/// The profiling name of `MPI_Alltoall_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Alltoall_init_c(
     sendbuf: *const c_void,
@@ -671,26 +519,15 @@ pub unsafe extern "C" fn PMPI_Alltoall_init_c(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Alltoall_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Alltoall_init_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Alltoall_init_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoallv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Alltoallv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Alltoallv", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoallv`.
+/// The profiling name of `MPI_Alltoallv`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Alltoallv(
     sendbuf: *const c_void,
@@ -703,26 +540,15 @@ pub unsafe extern "C" fn PMPI_Alltoallv(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Alltoallv", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Alltoallv`'s.
+    unsafe {
+        crate::vcoll::MPI_Alltoallv(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoallv_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Alltoallv_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Alltoallv_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoallv_c`.
+/// The profiling name of `MPI_Alltoallv_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Alltoallv_c(
     sendbuf: *const c_void,
@@ -735,28 +561,15 @@ pub unsafe extern "C" fn PMPI_Alltoallv_c(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Alltoallv_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Alltoallv_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Alltoallv_c(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoallv_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Alltoallv_init(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Alltoallv_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoallv_init`.
+/// The profiling name of `MPI_Alltoallv_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Alltoallv_init(
     sendbuf: *const c_void,
@@ -771,28 +584,16 @@ pub unsafe extern "C" fn PMPI_Alltoallv_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Alltoallv_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Alltoallv_init`'s.
+    unsafe {
+        crate::vcoll::MPI_Alltoallv_init(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+            info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoallv_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Alltoallv_init_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Alltoallv_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoallv_init_c`.
+/// The profiling name of `MPI_Alltoallv_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Alltoallv_init_c(
     sendbuf: *const c_void,
@@ -807,26 +608,16 @@ pub unsafe extern "C" fn PMPI_Alltoallv_init_c(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Alltoallv_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Alltoallv_init_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Alltoallv_init_c(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+            info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoallw`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Alltoallw(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Alltoallw", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoallw`.
+/// The profiling name of `MPI_Alltoallw`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Alltoallw(
     sendbuf: *const c_void,
@@ -839,26 +630,15 @@ pub unsafe extern "C" fn PMPI_Alltoallw(
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Alltoallw", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Alltoallw`'s.
+    unsafe {
+        crate::vcoll::MPI_Alltoallw(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoallw_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Alltoallw_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Alltoallw_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoallw_c`.
+/// The profiling name of `MPI_Alltoallw_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Alltoallw_c(
     sendbuf: *const c_void,
@@ -871,28 +651,15 @@ pub unsafe extern "C" fn PMPI_Alltoallw_c(
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Alltoallw_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Alltoallw_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Alltoallw_c(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoallw_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Alltoallw_init(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Alltoallw_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoallw_init`.
+/// The profiling name of `MPI_Alltoallw_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Alltoallw_init(
     sendbuf: *const c_void,
@@ -907,28 +674,16 @@ pub unsafe extern "C" fn PMPI_Alltoallw_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Alltoallw_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Alltoallw_init`'s.
+    unsafe {
+        crate::vcoll::MPI_Alltoallw_init(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+            info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoallw_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Alltoallw_init_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Alltoallw_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Alltoallw_init_c`.
+/// The profiling name of `MPI_Alltoallw_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Alltoallw_init_c(
     sendbuf: *const c_void,
@@ -943,33 +698,23 @@ pub unsafe extern "C" fn PMPI_Alltoallw_init_c(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Alltoallw_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Alltoallw_init_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Alltoallw_init_c(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+            info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Attr_delete`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Attr_delete(comm: MPI_Comm, keyval: c_int) -> c_int {
-    unsupported("MPI_Attr_delete", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Attr_delete`.
+/// The profiling name of `MPI_Attr_delete`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Attr_delete(comm: MPI_Comm, keyval: c_int) -> c_int {
-    unsupported("MPI_Attr_delete", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Attr_delete`'s.
+    unsafe { crate::attr::MPI_Attr_delete(comm, keyval) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Attr_get`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Attr_get(
-    comm: MPI_Comm,
-    keyval: c_int,
-    attribute_val: *mut c_void,
-    flag: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Attr_get", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Attr_get`.
+/// The profiling name of `MPI_Attr_get`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Attr_get(
     comm: MPI_Comm,
@@ -977,27 +722,19 @@ pub unsafe extern "C" fn PMPI_Attr_get(
     attribute_val: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Attr_get", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Attr_get`'s.
+    unsafe { crate::attr::MPI_Attr_get(comm, keyval, attribute_val, flag) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Attr_put`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Attr_put(
-    comm: MPI_Comm,
-    keyval: c_int,
-    attribute_val: *mut c_void,
-) -> c_int {
-    unsupported("MPI_Attr_put", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Attr_put`.
+/// The profiling name of `MPI_Attr_put`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Attr_put(
     comm: MPI_Comm,
     keyval: c_int,
     attribute_val: *mut c_void,
 ) -> c_int {
-    unsupported("MPI_Attr_put", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Attr_put`'s.
+    unsafe { crate::attr::MPI_Attr_put(comm, keyval, attribute_val) }
 }
 
 /// The profiling name of `MPI_Barrier`.
@@ -1007,24 +744,15 @@ pub unsafe extern "C" fn PMPI_Barrier(comm: MPI_Comm) -> c_int {
     unsafe { crate::coll::MPI_Barrier(comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Barrier_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Barrier_init(
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Barrier_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Barrier_init`.
+/// The profiling name of `MPI_Barrier_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Barrier_init(
     comm: MPI_Comm,
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Barrier_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Barrier_init`'s.
+    unsafe { crate::vcoll::MPI_Barrier_init(comm, info, request) }
 }
 
 /// The profiling name of `MPI_Bcast`.
@@ -1040,19 +768,7 @@ pub unsafe extern "C" fn PMPI_Bcast(
     unsafe { crate::coll::MPI_Bcast(buffer, count, datatype, root, comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Bcast_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Bcast_c(
-    buffer: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Bcast_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Bcast_c`.
+/// The profiling name of `MPI_Bcast_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Bcast_c(
     buffer: *mut c_void,
@@ -1061,24 +777,11 @@ pub unsafe extern "C" fn PMPI_Bcast_c(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Bcast_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Bcast_c`'s.
+    unsafe { crate::vcoll::MPI_Bcast_c(buffer, count, datatype, root, comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Bcast_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Bcast_init(
-    buffer: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Bcast_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Bcast_init`.
+/// The profiling name of `MPI_Bcast_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Bcast_init(
     buffer: *mut c_void,
@@ -1089,24 +792,11 @@ pub unsafe extern "C" fn PMPI_Bcast_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Bcast_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Bcast_init`'s.
+    unsafe { crate::vcoll::MPI_Bcast_init(buffer, count, datatype, root, comm, info, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Bcast_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Bcast_init_c(
-    buffer: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Bcast_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Bcast_init_c`.
+/// The profiling name of `MPI_Bcast_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Bcast_init_c(
     buffer: *mut c_void,
@@ -1117,7 +807,8 @@ pub unsafe extern "C" fn PMPI_Bcast_init_c(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Bcast_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Bcast_init_c`'s.
+    unsafe { crate::vcoll::MPI_Bcast_init_c(buffer, count, datatype, root, comm, info, request) }
 }
 
 /// The profiling name of `MPI_Bsend`.
@@ -1148,21 +839,7 @@ pub unsafe extern "C" fn PMPI_Bsend_c(
     unsafe { crate::p2p::MPI_Bsend_c(buf, count, datatype, dest, tag, comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Bsend_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Bsend_init(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Bsend_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Bsend_init`.
+/// The profiling name of `MPI_Bsend_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Bsend_init(
     buf: *const c_void,
@@ -1173,24 +850,11 @@ pub unsafe extern "C" fn PMPI_Bsend_init(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Bsend_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Bsend_init`'s.
+    unsafe { crate::persist::MPI_Bsend_init(buf, count, datatype, dest, tag, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Bsend_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Bsend_init_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Bsend_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Bsend_init_c`.
+/// The profiling name of `MPI_Bsend_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Bsend_init_c(
     buf: *const c_void,
@@ -1201,7 +865,8 @@ pub unsafe extern "C" fn PMPI_Bsend_init_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Bsend_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Bsend_init_c`'s.
+    unsafe { crate::persist::MPI_Bsend_init_c(buf, count, datatype, dest, tag, comm, request) }
 }
 
 /// The profiling name of `MPI_Buffer_attach`.
@@ -1551,24 +1216,15 @@ pub unsafe extern "C" fn PMPI_Comm_connect(
     unsupported("MPI_Comm_connect", Scope::Comm(comm))
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_create`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_create(
-    comm: MPI_Comm,
-    group: MPI_Group,
-    newcomm: *mut MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Comm_create", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_create`.
+/// The profiling name of `MPI_Comm_create`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_create(
     comm: MPI_Comm,
     group: MPI_Group,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Comm_create", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Comm_create`'s.
+    unsafe { crate::group::MPI_Comm_create(comm, group, newcomm) }
 }
 
 /// The profiling name of `MPI_Comm_create_errhandler`.
@@ -1649,18 +1305,7 @@ pub unsafe extern "C" fn PMPI_Comm_create_group(
     unsupported("MPI_Comm_create_group", Scope::Comm(comm))
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_create_keyval`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_create_keyval(
-    comm_copy_attr_fn: *const c_void,
-    comm_delete_attr_fn: *const c_void,
-    comm_keyval: *mut c_int,
-    extra_state: *mut c_void,
-) -> c_int {
-    unsupported("MPI_Comm_create_keyval", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_create_keyval`.
+/// The profiling name of `MPI_Comm_create_keyval`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_create_keyval(
     comm_copy_attr_fn: *const c_void,
@@ -1668,19 +1313,22 @@ pub unsafe extern "C" fn PMPI_Comm_create_keyval(
     comm_keyval: *mut c_int,
     extra_state: *mut c_void,
 ) -> c_int {
-    unsupported("MPI_Comm_create_keyval", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Comm_create_keyval`'s.
+    unsafe {
+        crate::attr::MPI_Comm_create_keyval(
+            comm_copy_attr_fn,
+            comm_delete_attr_fn,
+            comm_keyval,
+            extra_state,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_delete_attr`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_int) -> c_int {
-    unsupported("MPI_Comm_delete_attr", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_delete_attr`.
+/// The profiling name of `MPI_Comm_delete_attr`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_int) -> c_int {
-    unsupported("MPI_Comm_delete_attr", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Comm_delete_attr`'s.
+    unsafe { crate::attr::MPI_Comm_delete_attr(comm, comm_keyval) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_detach_buffer`.
@@ -1742,24 +1390,15 @@ pub unsafe extern "C" fn PMPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -
     unsafe { crate::comm::MPI_Comm_dup(comm, newcomm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_dup_with_info`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_dup_with_info(
-    comm: MPI_Comm,
-    info: MPI_Info,
-    newcomm: *mut MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Comm_dup_with_info", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_dup_with_info`.
+/// The profiling name of `MPI_Comm_dup_with_info`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_dup_with_info(
     comm: MPI_Comm,
     info: MPI_Info,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Comm_dup_with_info", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Comm_dup_with_info`'s.
+    unsafe { crate::comm::MPI_Comm_dup_with_info(comm, info, newcomm) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_flush_buffer`.
@@ -1781,16 +1420,11 @@ pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
     unsafe { crate::comm::MPI_Comm_free(comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_free_keyval`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int {
-    unsupported("MPI_Comm_free_keyval", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_free_keyval`.
+/// The profiling name of `MPI_Comm_free_keyval`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int {
-    unsupported("MPI_Comm_free_keyval", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Comm_free_keyval`'s.
+    unsafe { crate::attr::MPI_Comm_free_keyval(comm_keyval) }
 }
 
 /// The profiling name of `MPI_Comm_get_attr`.
@@ -1802,7 +1436,7 @@ pub unsafe extern "C" fn PMPI_Comm_get_attr(
     flag: *mut c_int,
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Comm_get_attr`'s.
-    unsafe { crate::comm::MPI_Comm_get_attr(comm, comm_keyval, attribute_val, flag) }
+    unsafe { crate::attr::MPI_Comm_get_attr(comm, comm_keyval, attribute_val, flag) }
 }
 
 /// The profiling name of `MPI_Comm_get_errhandler`.
@@ -1815,16 +1449,11 @@ pub unsafe extern "C" fn PMPI_Comm_get_errhandler(
     unsafe { crate::comm::MPI_Comm_get_errhandler(comm, errhandler) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_get_info`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_Info) -> c_int {
-    unsupported("MPI_Comm_get_info", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_get_info`.
+/// The profiling name of `MPI_Comm_get_info`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_Info) -> c_int {
-    unsupported("MPI_Comm_get_info", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Comm_get_info`'s.
+    unsafe { crate::comm::MPI_Comm_get_info(comm, info_used) }
 }
 
 /// The profiling name of `MPI_Comm_get_name`.
@@ -1838,62 +1467,32 @@ pub unsafe extern "C" fn PMPI_Comm_get_name(
     unsafe { crate::comm::MPI_Comm_get_name(comm, comm_name, resultlen) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_get_parent`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
-    unsupported("MPI_Comm_get_parent", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_get_parent`.
+/// The profiling name of `MPI_Comm_get_parent`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
-    unsupported("MPI_Comm_get_parent", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Comm_get_parent`'s.
+    unsafe { crate::comm::MPI_Comm_get_parent(parent) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_group`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
-    unsupported("MPI_Comm_group", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_group`.
+/// The profiling name of `MPI_Comm_group`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
-    unsupported("MPI_Comm_group", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Comm_group`'s.
+    unsafe { crate::group::MPI_Comm_group(comm, group) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_idup`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_idup(
-    comm: MPI_Comm,
-    newcomm: *mut MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Comm_idup", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_idup`.
+/// The profiling name of `MPI_Comm_idup`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_idup(
     comm: MPI_Comm,
     newcomm: *mut MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Comm_idup", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Comm_idup`'s.
+    unsafe { crate::comm::MPI_Comm_idup(comm, newcomm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_idup_with_info`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_idup_with_info(
-    comm: MPI_Comm,
-    info: MPI_Info,
-    newcomm: *mut MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Comm_idup_with_info", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_idup_with_info`.
+/// The profiling name of `MPI_Comm_idup_with_info`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_idup_with_info(
     comm: MPI_Comm,
@@ -1901,7 +1500,8 @@ pub unsafe extern "C" fn PMPI_Comm_idup_with_info(
     newcomm: *mut MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Comm_idup_with_info", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Comm_idup_with_info`'s.
+    unsafe { crate::comm::MPI_Comm_idup_with_info(comm, info, newcomm, request) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_iflush_buffer`.
@@ -1953,16 +1553,11 @@ pub unsafe extern "C" fn PMPI_Comm_remote_group(comm: MPI_Comm, group: *mut MPI_
     unsupported("MPI_Comm_remote_group", Scope::Comm(comm))
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_remote_size`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
-    unsupported("MPI_Comm_remote_size", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_remote_size`.
+/// The profiling name of `MPI_Comm_remote_size`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
-    unsupported("MPI_Comm_remote_size", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Comm_remote_size`'s.
+    unsafe { crate::comm::MPI_Comm_remote_size(comm, size) }
 }
 
 /// The profiling name of `MPI_Comm_set_attr`.
@@ -1973,7 +1568,7 @@ pub unsafe extern "C" fn PMPI_Comm_set_attr(
     attribute_val: *mut c_void,
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Comm_set_attr`'s.
-    unsafe { crate::comm::MPI_Comm_set_attr(comm, comm_keyval, attribute_val) }
+    unsafe { crate::attr::MPI_Comm_set_attr(comm, comm_keyval, attribute_val) }
 }
 
 /// The profiling name of `MPI_Comm_set_errhandler`.
@@ -1986,16 +1581,11 @@ pub unsafe extern "C" fn PMPI_Comm_set_errhandler(
     unsafe { crate::comm::MPI_Comm_set_errhandler(comm, errhandler) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_set_info`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
-    unsupported("MPI_Comm_set_info", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_set_info`.
+/// The profiling name of `MPI_Comm_set_info`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
-    unsupported("MPI_Comm_set_info", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Comm_set_info`'s.
+    unsafe { crate::comm::MPI_Comm_set_info(comm, info) }
 }
 
 /// The profiling name of `MPI_Comm_set_name`.
@@ -2287,20 +1877,7 @@ pub unsafe extern "C" fn PMPI_Error_string(
     unsafe { crate::error::MPI_Error_string(errorcode, string, resultlen) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Exscan`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Exscan(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Exscan", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Exscan`.
+/// The profiling name of `MPI_Exscan`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Exscan(
     sendbuf: *const c_void,
@@ -2310,23 +1887,11 @@ pub unsafe extern "C" fn PMPI_Exscan(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Exscan", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Exscan`'s.
+    unsafe { crate::vcoll::MPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Exscan_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Exscan_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Exscan_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Exscan_c`.
+/// The profiling name of `MPI_Exscan_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Exscan_c(
     sendbuf: *const c_void,
@@ -2336,25 +1901,11 @@ pub unsafe extern "C" fn PMPI_Exscan_c(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Exscan_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Exscan_c`'s.
+    unsafe { crate::vcoll::MPI_Exscan_c(sendbuf, recvbuf, count, datatype, op, comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Exscan_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Exscan_init(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Exscan_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Exscan_init`.
+/// The profiling name of `MPI_Exscan_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Exscan_init(
     sendbuf: *const c_void,
@@ -2366,25 +1917,13 @@ pub unsafe extern "C" fn PMPI_Exscan_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Exscan_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Exscan_init`'s.
+    unsafe {
+        crate::vcoll::MPI_Exscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Exscan_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Exscan_init_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Exscan_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Exscan_init_c`.
+/// The profiling name of `MPI_Exscan_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Exscan_init_c(
     sendbuf: *const c_void,
@@ -2396,7 +1935,10 @@ pub unsafe extern "C" fn PMPI_Exscan_init_c(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Exscan_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Exscan_init_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+    }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Fetch_and_op`.
@@ -4349,16 +3891,11 @@ pub unsafe extern "C" fn PMPI_Finalized(flag: *mut c_int) -> c_int {
     unsafe { crate::init::MPI_Finalized(flag) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Free_mem`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
-    unsupported("MPI_Free_mem", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Free_mem`.
+/// The profiling name of `MPI_Free_mem`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Free_mem(base: *mut c_void) -> c_int {
-    unsupported("MPI_Free_mem", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Free_mem`'s.
+    unsafe { crate::mem::MPI_Free_mem(base) }
 }
 
 /// The profiling name of `MPI_Gather`.
@@ -4381,22 +3918,7 @@ pub unsafe extern "C" fn PMPI_Gather(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Gather_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Gather_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Gather_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Gather_c`.
+/// The profiling name of `MPI_Gather_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Gather_c(
     sendbuf: *const c_void,
@@ -4408,27 +3930,15 @@ pub unsafe extern "C" fn PMPI_Gather_c(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Gather_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Gather_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Gather_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Gather_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Gather_init(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Gather_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Gather_init`.
+/// The profiling name of `MPI_Gather_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Gather_init(
     sendbuf: *const c_void,
@@ -4442,27 +3952,15 @@ pub unsafe extern "C" fn PMPI_Gather_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Gather_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Gather_init`'s.
+    unsafe {
+        crate::vcoll::MPI_Gather_init(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Gather_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Gather_init_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Gather_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Gather_init_c`.
+/// The profiling name of `MPI_Gather_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Gather_init_c(
     sendbuf: *const c_void,
@@ -4476,26 +3974,15 @@ pub unsafe extern "C" fn PMPI_Gather_init_c(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Gather_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Gather_init_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Gather_init_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Gatherv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Gatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Gatherv", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Gatherv`.
+/// The profiling name of `MPI_Gatherv`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Gatherv(
     sendbuf: *const c_void,
@@ -4508,26 +3995,15 @@ pub unsafe extern "C" fn PMPI_Gatherv(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Gatherv", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Gatherv`'s.
+    unsafe {
+        crate::vcoll::MPI_Gatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Gatherv_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Gatherv_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Gatherv_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Gatherv_c`.
+/// The profiling name of `MPI_Gatherv_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Gatherv_c(
     sendbuf: *const c_void,
@@ -4540,28 +4016,15 @@ pub unsafe extern "C" fn PMPI_Gatherv_c(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Gatherv_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Gatherv_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Gatherv_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Gatherv_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Gatherv_init(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Gatherv_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Gatherv_init`.
+/// The profiling name of `MPI_Gatherv_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Gatherv_init(
     sendbuf: *const c_void,
@@ -4576,28 +4039,16 @@ pub unsafe extern "C" fn PMPI_Gatherv_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Gatherv_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Gatherv_init`'s.
+    unsafe {
+        crate::vcoll::MPI_Gatherv_init(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Gatherv_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Gatherv_init_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Gatherv_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Gatherv_init_c`.
+/// The profiling name of `MPI_Gatherv_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Gatherv_init_c(
     sendbuf: *const c_void,
@@ -4612,7 +4063,13 @@ pub unsafe extern "C" fn PMPI_Gatherv_init_c(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Gatherv_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Gatherv_init_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Gatherv_init_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info,
+            request,
+        )
+    }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Get`.
@@ -5027,58 +4484,29 @@ pub unsafe extern "C" fn PMPI_Grequest_start(
     unsupported("MPI_Grequest_start", Scope::Self_)
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_compare`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Group_compare(
-    group1: MPI_Group,
-    group2: MPI_Group,
-    result: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Group_compare", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_compare`.
+/// The profiling name of `MPI_Group_compare`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Group_compare(
     group1: MPI_Group,
     group2: MPI_Group,
     result: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Group_compare", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Group_compare`'s.
+    unsafe { crate::group::MPI_Group_compare(group1, group2, result) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_difference`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Group_difference(
-    group1: MPI_Group,
-    group2: MPI_Group,
-    newgroup: *mut MPI_Group,
-) -> c_int {
-    unsupported("MPI_Group_difference", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_difference`.
+/// The profiling name of `MPI_Group_difference`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Group_difference(
     group1: MPI_Group,
     group2: MPI_Group,
     newgroup: *mut MPI_Group,
 ) -> c_int {
-    unsupported("MPI_Group_difference", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Group_difference`'s.
+    unsafe { crate::group::MPI_Group_difference(group1, group2, newgroup) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_excl`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Group_excl(
-    group: MPI_Group,
-    n: c_int,
-    ranks: *const c_int,
-    newgroup: *mut MPI_Group,
-) -> c_int {
-    unsupported("MPI_Group_excl", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_excl`.
+/// The profiling name of `MPI_Group_excl`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Group_excl(
     group: MPI_Group,
@@ -5086,19 +4514,15 @@ pub unsafe extern "C" fn PMPI_Group_excl(
     ranks: *const c_int,
     newgroup: *mut MPI_Group,
 ) -> c_int {
-    unsupported("MPI_Group_excl", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Group_excl`'s.
+    unsafe { crate::group::MPI_Group_excl(group, n, ranks, newgroup) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_free`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Group_free(group: *mut MPI_Group) -> c_int {
-    unsupported("MPI_Group_free", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_free`.
+/// The profiling name of `MPI_Group_free`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Group_free(group: *mut MPI_Group) -> c_int {
-    unsupported("MPI_Group_free", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Group_free`'s.
+    unsafe { crate::group::MPI_Group_free(group) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_from_session_pset`.
@@ -5121,18 +4545,7 @@ pub unsafe extern "C" fn PMPI_Group_from_session_pset(
     unsupported("MPI_Group_from_session_pset", Scope::Session)
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_incl`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Group_incl(
-    group: MPI_Group,
-    n: c_int,
-    ranks: *const c_int,
-    newgroup: *mut MPI_Group,
-) -> c_int {
-    unsupported("MPI_Group_incl", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_incl`.
+/// The profiling name of `MPI_Group_incl`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Group_incl(
     group: MPI_Group,
@@ -5140,41 +4553,22 @@ pub unsafe extern "C" fn PMPI_Group_incl(
     ranks: *const c_int,
     newgroup: *mut MPI_Group,
 ) -> c_int {
-    unsupported("MPI_Group_incl", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Group_incl`'s.
+    unsafe { crate::group::MPI_Group_incl(group, n, ranks, newgroup) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_intersection`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Group_intersection(
-    group1: MPI_Group,
-    group2: MPI_Group,
-    newgroup: *mut MPI_Group,
-) -> c_int {
-    unsupported("MPI_Group_intersection", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_intersection`.
+/// The profiling name of `MPI_Group_intersection`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Group_intersection(
     group1: MPI_Group,
     group2: MPI_Group,
     newgroup: *mut MPI_Group,
 ) -> c_int {
-    unsupported("MPI_Group_intersection", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Group_intersection`'s.
+    unsafe { crate::group::MPI_Group_intersection(group1, group2, newgroup) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_range_excl`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Group_range_excl(
-    group: MPI_Group,
-    n: c_int,
-    ranges: *mut c_int,
-    newgroup: *mut MPI_Group,
-) -> c_int {
-    unsupported("MPI_Group_range_excl", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_range_excl`.
+/// The profiling name of `MPI_Group_range_excl`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Group_range_excl(
     group: MPI_Group,
@@ -5182,21 +4576,11 @@ pub unsafe extern "C" fn PMPI_Group_range_excl(
     ranges: *mut c_int,
     newgroup: *mut MPI_Group,
 ) -> c_int {
-    unsupported("MPI_Group_range_excl", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Group_range_excl`'s.
+    unsafe { crate::group::MPI_Group_range_excl(group, n, ranges, newgroup) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_range_incl`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Group_range_incl(
-    group: MPI_Group,
-    n: c_int,
-    ranges: *mut c_int,
-    newgroup: *mut MPI_Group,
-) -> c_int {
-    unsupported("MPI_Group_range_incl", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_range_incl`.
+/// The profiling name of `MPI_Group_range_incl`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Group_range_incl(
     group: MPI_Group,
@@ -5204,46 +4588,25 @@ pub unsafe extern "C" fn PMPI_Group_range_incl(
     ranges: *mut c_int,
     newgroup: *mut MPI_Group,
 ) -> c_int {
-    unsupported("MPI_Group_range_incl", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Group_range_incl`'s.
+    unsafe { crate::group::MPI_Group_range_incl(group, n, ranges, newgroup) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_rank`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Group_rank(group: MPI_Group, rank: *mut c_int) -> c_int {
-    unsupported("MPI_Group_rank", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_rank`.
+/// The profiling name of `MPI_Group_rank`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Group_rank(group: MPI_Group, rank: *mut c_int) -> c_int {
-    unsupported("MPI_Group_rank", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Group_rank`'s.
+    unsafe { crate::group::MPI_Group_rank(group, rank) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_size`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Group_size(group: MPI_Group, size: *mut c_int) -> c_int {
-    unsupported("MPI_Group_size", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_size`.
+/// The profiling name of `MPI_Group_size`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Group_size(group: MPI_Group, size: *mut c_int) -> c_int {
-    unsupported("MPI_Group_size", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Group_size`'s.
+    unsafe { crate::group::MPI_Group_size(group, size) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_translate_ranks`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Group_translate_ranks(
-    group1: MPI_Group,
-    n: c_int,
-    ranks1: *const c_int,
-    group2: MPI_Group,
-    ranks2: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Group_translate_ranks", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_translate_ranks`.
+/// The profiling name of `MPI_Group_translate_ranks`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Group_translate_ranks(
     group1: MPI_Group,
@@ -5252,45 +4615,22 @@ pub unsafe extern "C" fn PMPI_Group_translate_ranks(
     group2: MPI_Group,
     ranks2: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Group_translate_ranks", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Group_translate_ranks`'s.
+    unsafe { crate::group::MPI_Group_translate_ranks(group1, n, ranks1, group2, ranks2) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_union`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Group_union(
-    group1: MPI_Group,
-    group2: MPI_Group,
-    newgroup: *mut MPI_Group,
-) -> c_int {
-    unsupported("MPI_Group_union", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_union`.
+/// The profiling name of `MPI_Group_union`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Group_union(
     group1: MPI_Group,
     group2: MPI_Group,
     newgroup: *mut MPI_Group,
 ) -> c_int {
-    unsupported("MPI_Group_union", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Group_union`'s.
+    unsafe { crate::group::MPI_Group_union(group1, group2, newgroup) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iallgather`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Iallgather(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Iallgather", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iallgather`.
+/// The profiling name of `MPI_Iallgather`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Iallgather(
     sendbuf: *const c_void,
@@ -5302,25 +4642,15 @@ pub unsafe extern "C" fn PMPI_Iallgather(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Iallgather", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Iallgather`'s.
+    unsafe {
+        crate::vcoll::MPI_Iallgather(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iallgather_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Iallgather_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Iallgather_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iallgather_c`.
+/// The profiling name of `MPI_Iallgather_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Iallgather_c(
     sendbuf: *const c_void,
@@ -5332,26 +4662,15 @@ pub unsafe extern "C" fn PMPI_Iallgather_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Iallgather_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Iallgather_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Iallgather_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iallgatherv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Iallgatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Iallgatherv", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iallgatherv`.
+/// The profiling name of `MPI_Iallgatherv`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Iallgatherv(
     sendbuf: *const c_void,
@@ -5364,26 +4683,15 @@ pub unsafe extern "C" fn PMPI_Iallgatherv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Iallgatherv", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Iallgatherv`'s.
+    unsafe {
+        crate::vcoll::MPI_Iallgatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iallgatherv_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Iallgatherv_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Iallgatherv_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iallgatherv_c`.
+/// The profiling name of `MPI_Iallgatherv_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Iallgatherv_c(
     sendbuf: *const c_void,
@@ -5396,24 +4704,15 @@ pub unsafe extern "C" fn PMPI_Iallgatherv_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Iallgatherv_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Iallgatherv_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Iallgatherv_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iallreduce`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Iallreduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Iallreduce", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iallreduce`.
+/// The profiling name of `MPI_Iallreduce`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Iallreduce(
     sendbuf: *const c_void,
@@ -5424,24 +4723,11 @@ pub unsafe extern "C" fn PMPI_Iallreduce(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Iallreduce", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Iallreduce`'s.
+    unsafe { crate::vcoll::MPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iallreduce_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Iallreduce_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Iallreduce_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iallreduce_c`.
+/// The profiling name of `MPI_Iallreduce_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Iallreduce_c(
     sendbuf: *const c_void,
@@ -5452,25 +4738,11 @@ pub unsafe extern "C" fn PMPI_Iallreduce_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Iallreduce_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Iallreduce_c`'s.
+    unsafe { crate::vcoll::MPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ialltoall`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ialltoall(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ialltoall", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ialltoall`.
+/// The profiling name of `MPI_Ialltoall`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ialltoall(
     sendbuf: *const c_void,
@@ -5482,25 +4754,15 @@ pub unsafe extern "C" fn PMPI_Ialltoall(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ialltoall", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ialltoall`'s.
+    unsafe {
+        crate::vcoll::MPI_Ialltoall(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ialltoall_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ialltoall_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ialltoall_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ialltoall_c`.
+/// The profiling name of `MPI_Ialltoall_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ialltoall_c(
     sendbuf: *const c_void,
@@ -5512,27 +4774,15 @@ pub unsafe extern "C" fn PMPI_Ialltoall_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ialltoall_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ialltoall_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Ialltoall_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ialltoallv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ialltoallv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ialltoallv", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ialltoallv`.
+/// The profiling name of `MPI_Ialltoallv`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ialltoallv(
     sendbuf: *const c_void,
@@ -5546,27 +4796,16 @@ pub unsafe extern "C" fn PMPI_Ialltoallv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ialltoallv", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ialltoallv`'s.
+    unsafe {
+        crate::vcoll::MPI_Ialltoallv(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ialltoallv_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ialltoallv_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ialltoallv_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ialltoallv_c`.
+/// The profiling name of `MPI_Ialltoallv_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ialltoallv_c(
     sendbuf: *const c_void,
@@ -5580,27 +4819,16 @@ pub unsafe extern "C" fn PMPI_Ialltoallv_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ialltoallv_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ialltoallv_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Ialltoallv_c(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ialltoallw`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ialltoallw(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ialltoallw", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ialltoallw`.
+/// The profiling name of `MPI_Ialltoallw`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ialltoallw(
     sendbuf: *const c_void,
@@ -5614,27 +4842,16 @@ pub unsafe extern "C" fn PMPI_Ialltoallw(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ialltoallw", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ialltoallw`'s.
+    unsafe {
+        crate::vcoll::MPI_Ialltoallw(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ialltoallw_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ialltoallw_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ialltoallw_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ialltoallw_c`.
+/// The profiling name of `MPI_Ialltoallw_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ialltoallw_c(
     sendbuf: *const c_void,
@@ -5648,35 +4865,23 @@ pub unsafe extern "C" fn PMPI_Ialltoallw_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ialltoallw_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ialltoallw_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Ialltoallw_c(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ibarrier`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    unsupported("MPI_Ibarrier", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ibarrier`.
+/// The profiling name of `MPI_Ibarrier`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    unsupported("MPI_Ibarrier", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ibarrier`'s.
+    unsafe { crate::vcoll::MPI_Ibarrier(comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ibcast`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ibcast(
-    buffer: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ibcast", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ibcast`.
+/// The profiling name of `MPI_Ibcast`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ibcast(
     buffer: *mut c_void,
@@ -5686,23 +4891,11 @@ pub unsafe extern "C" fn PMPI_Ibcast(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ibcast", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ibcast`'s.
+    unsafe { crate::vcoll::MPI_Ibcast(buffer, count, datatype, root, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ibcast_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ibcast_c(
-    buffer: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ibcast_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ibcast_c`.
+/// The profiling name of `MPI_Ibcast_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ibcast_c(
     buffer: *mut c_void,
@@ -5712,7 +4905,8 @@ pub unsafe extern "C" fn PMPI_Ibcast_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ibcast_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ibcast_c`'s.
+    unsafe { crate::vcoll::MPI_Ibcast_c(buffer, count, datatype, root, comm, request) }
 }
 
 /// The profiling name of `MPI_Ibsend`.
@@ -5745,21 +4939,7 @@ pub unsafe extern "C" fn PMPI_Ibsend_c(
     unsafe { crate::p2p::MPI_Ibsend_c(buf, count, datatype, dest, tag, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iexscan`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Iexscan(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Iexscan", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iexscan`.
+/// The profiling name of `MPI_Iexscan`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Iexscan(
     sendbuf: *const c_void,
@@ -5770,24 +4950,11 @@ pub unsafe extern "C" fn PMPI_Iexscan(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Iexscan", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Iexscan`'s.
+    unsafe { crate::vcoll::MPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iexscan_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Iexscan_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Iexscan_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iexscan_c`.
+/// The profiling name of `MPI_Iexscan_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Iexscan_c(
     sendbuf: *const c_void,
@@ -5798,26 +4965,11 @@ pub unsafe extern "C" fn PMPI_Iexscan_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Iexscan_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Iexscan_c`'s.
+    unsafe { crate::vcoll::MPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Igather`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Igather(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Igather", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Igather`.
+/// The profiling name of `MPI_Igather`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Igather(
     sendbuf: *const c_void,
@@ -5830,26 +4982,15 @@ pub unsafe extern "C" fn PMPI_Igather(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Igather", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Igather`'s.
+    unsafe {
+        crate::vcoll::MPI_Igather(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Igather_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Igather_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Igather_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Igather_c`.
+/// The profiling name of `MPI_Igather_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Igather_c(
     sendbuf: *const c_void,
@@ -5862,27 +5003,15 @@ pub unsafe extern "C" fn PMPI_Igather_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Igather_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Igather_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Igather_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Igatherv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Igatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Igatherv", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Igatherv`.
+/// The profiling name of `MPI_Igatherv`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Igatherv(
     sendbuf: *const c_void,
@@ -5896,27 +5025,16 @@ pub unsafe extern "C" fn PMPI_Igatherv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Igatherv", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Igatherv`'s.
+    unsafe {
+        crate::vcoll::MPI_Igatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Igatherv_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Igatherv_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Igatherv_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Igatherv_c`.
+/// The profiling name of `MPI_Igatherv_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Igatherv_c(
     sendbuf: *const c_void,
@@ -5930,23 +5048,16 @@ pub unsafe extern "C" fn PMPI_Igatherv_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Igatherv_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Igatherv_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Igatherv_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Improbe`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Improbe(
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    flag: *mut c_int,
-    message: *mut MPI_Message,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_Improbe", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Improbe`.
+/// The profiling name of `MPI_Improbe`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Improbe(
     source: c_int,
@@ -5956,22 +5067,11 @@ pub unsafe extern "C" fn PMPI_Improbe(
     message: *mut MPI_Message,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_Improbe", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Improbe`'s.
+    unsafe { crate::persist::MPI_Improbe(source, tag, comm, flag, message, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Imrecv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Imrecv(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    message: *mut MPI_Message,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Imrecv", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Imrecv`.
+/// The profiling name of `MPI_Imrecv`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Imrecv(
     buf: *mut c_void,
@@ -5980,22 +5080,11 @@ pub unsafe extern "C" fn PMPI_Imrecv(
     message: *mut MPI_Message,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Imrecv", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Imrecv`'s.
+    unsafe { crate::persist::MPI_Imrecv(buf, count, datatype, message, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Imrecv_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Imrecv_c(
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    message: *mut MPI_Message,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Imrecv_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Imrecv_c`.
+/// The profiling name of `MPI_Imrecv_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Imrecv_c(
     buf: *mut c_void,
@@ -6004,7 +5093,8 @@ pub unsafe extern "C" fn PMPI_Imrecv_c(
     message: *mut MPI_Message,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Imrecv_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Imrecv_c`'s.
+    unsafe { crate::persist::MPI_Imrecv_c(buf, count, datatype, message, request) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ineighbor_allgather`.
@@ -6327,87 +5417,46 @@ pub unsafe extern "C" fn PMPI_Ineighbor_alltoallw_c(
     unsupported("MPI_Ineighbor_alltoallw_c", Scope::Comm(comm))
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_create`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Info_create(info: *mut MPI_Info) -> c_int {
-    unsupported("MPI_Info_create", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_create`.
+/// The profiling name of `MPI_Info_create`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_create(info: *mut MPI_Info) -> c_int {
-    unsupported("MPI_Info_create", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Info_create`'s.
+    unsafe { crate::info::MPI_Info_create(info) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_create_env`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Info_create_env(
-    argc: c_int,
-    argv: *mut *mut c_char,
-    info: *mut MPI_Info,
-) -> c_int {
-    unsupported("MPI_Info_create_env", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_create_env`.
+/// The profiling name of `MPI_Info_create_env`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_create_env(
     argc: c_int,
     argv: *mut *mut c_char,
     info: *mut MPI_Info,
 ) -> c_int {
-    unsupported("MPI_Info_create_env", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Info_create_env`'s.
+    unsafe { crate::info::MPI_Info_create_env(argc, argv, info) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_delete`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Info_delete(info: MPI_Info, key: *const c_char) -> c_int {
-    unsupported("MPI_Info_delete", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_delete`.
+/// The profiling name of `MPI_Info_delete`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_delete(info: MPI_Info, key: *const c_char) -> c_int {
-    unsupported("MPI_Info_delete", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Info_delete`'s.
+    unsafe { crate::info::MPI_Info_delete(info, key) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_dup`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Info_dup(info: MPI_Info, newinfo: *mut MPI_Info) -> c_int {
-    unsupported("MPI_Info_dup", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_dup`.
+/// The profiling name of `MPI_Info_dup`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_dup(info: MPI_Info, newinfo: *mut MPI_Info) -> c_int {
-    unsupported("MPI_Info_dup", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Info_dup`'s.
+    unsafe { crate::info::MPI_Info_dup(info, newinfo) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_free`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Info_free(info: *mut MPI_Info) -> c_int {
-    unsupported("MPI_Info_free", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_free`.
+/// The profiling name of `MPI_Info_free`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_free(info: *mut MPI_Info) -> c_int {
-    unsupported("MPI_Info_free", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Info_free`'s.
+    unsafe { crate::info::MPI_Info_free(info) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_get`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Info_get(
-    info: MPI_Info,
-    key: *const c_char,
-    valuelen: c_int,
-    value: *mut c_char,
-    flag: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Info_get", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_get`.
+/// The profiling name of `MPI_Info_get`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_get(
     info: MPI_Info,
@@ -6416,46 +5465,25 @@ pub unsafe extern "C" fn PMPI_Info_get(
     value: *mut c_char,
     flag: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Info_get", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Info_get`'s.
+    unsafe { crate::info::MPI_Info_get(info, key, valuelen, value, flag) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_get_nkeys`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -> c_int {
-    unsupported("MPI_Info_get_nkeys", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_get_nkeys`.
+/// The profiling name of `MPI_Info_get_nkeys`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -> c_int {
-    unsupported("MPI_Info_get_nkeys", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Info_get_nkeys`'s.
+    unsafe { crate::info::MPI_Info_get_nkeys(info, nkeys) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_get_nthkey`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Info_get_nthkey(info: MPI_Info, n: c_int, key: *mut c_char) -> c_int {
-    unsupported("MPI_Info_get_nthkey", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_get_nthkey`.
+/// The profiling name of `MPI_Info_get_nthkey`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_get_nthkey(info: MPI_Info, n: c_int, key: *mut c_char) -> c_int {
-    unsupported("MPI_Info_get_nthkey", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Info_get_nthkey`'s.
+    unsafe { crate::info::MPI_Info_get_nthkey(info, n, key) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_get_string`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Info_get_string(
-    info: MPI_Info,
-    key: *const c_char,
-    buflen: *mut c_int,
-    value: *mut c_char,
-    flag: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Info_get_string", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_get_string`.
+/// The profiling name of `MPI_Info_get_string`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_get_string(
     info: MPI_Info,
@@ -6464,21 +5492,11 @@ pub unsafe extern "C" fn PMPI_Info_get_string(
     value: *mut c_char,
     flag: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Info_get_string", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Info_get_string`'s.
+    unsafe { crate::info::MPI_Info_get_string(info, key, buflen, value, flag) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_get_valuelen`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Info_get_valuelen(
-    info: MPI_Info,
-    key: *const c_char,
-    valuelen: *mut c_int,
-    flag: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Info_get_valuelen", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_get_valuelen`.
+/// The profiling name of `MPI_Info_get_valuelen`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_get_valuelen(
     info: MPI_Info,
@@ -6486,27 +5504,19 @@ pub unsafe extern "C" fn PMPI_Info_get_valuelen(
     valuelen: *mut c_int,
     flag: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Info_get_valuelen", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Info_get_valuelen`'s.
+    unsafe { crate::info::MPI_Info_get_valuelen(info, key, valuelen, flag) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_set`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Info_set(
-    info: MPI_Info,
-    key: *const c_char,
-    value: *const c_char,
-) -> c_int {
-    unsupported("MPI_Info_set", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Info_set`.
+/// The profiling name of `MPI_Info_set`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_set(
     info: MPI_Info,
     key: *const c_char,
     value: *const c_char,
 ) -> c_int {
-    unsupported("MPI_Info_set", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Info_set`'s.
+    unsafe { crate::info::MPI_Info_set(info, key, value) }
 }
 
 /// The profiling name of `MPI_Init`.
@@ -6654,22 +5664,7 @@ pub unsafe extern "C" fn PMPI_Irecv_c(
     unsafe { crate::p2p::MPI_Irecv_c(buf, count, datatype, source, tag, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ireduce`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ireduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ireduce", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ireduce`.
+/// The profiling name of `MPI_Ireduce`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ireduce(
     sendbuf: *const c_void,
@@ -6681,25 +5676,11 @@ pub unsafe extern "C" fn PMPI_Ireduce(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ireduce", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ireduce`'s.
+    unsafe { crate::vcoll::MPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ireduce_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ireduce_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ireduce_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ireduce_c`.
+/// The profiling name of `MPI_Ireduce_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ireduce_c(
     sendbuf: *const c_void,
@@ -6711,24 +5692,13 @@ pub unsafe extern "C" fn PMPI_Ireduce_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ireduce_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ireduce_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Ireduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request)
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ireduce_scatter`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ireduce_scatter(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ireduce_scatter", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ireduce_scatter`.
+/// The profiling name of `MPI_Ireduce_scatter`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ireduce_scatter(
     sendbuf: *const c_void,
@@ -6739,24 +5709,13 @@ pub unsafe extern "C" fn PMPI_Ireduce_scatter(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ireduce_scatter", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ireduce_scatter`'s.
+    unsafe {
+        crate::vcoll::MPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request)
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ireduce_scatter_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ireduce_scatter_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ireduce_scatter_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ireduce_scatter_c`.
+/// The profiling name of `MPI_Ireduce_scatter_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ireduce_scatter_c(
     sendbuf: *const c_void,
@@ -6767,24 +5726,15 @@ pub unsafe extern "C" fn PMPI_Ireduce_scatter_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ireduce_scatter_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ireduce_scatter_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Ireduce_scatter_c(
+            sendbuf, recvbuf, recvcounts, datatype, op, comm, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ireduce_scatter_block`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ireduce_scatter_block", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ireduce_scatter_block`.
+/// The profiling name of `MPI_Ireduce_scatter_block`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ireduce_scatter_block(
     sendbuf: *const c_void,
@@ -6795,24 +5745,15 @@ pub unsafe extern "C" fn PMPI_Ireduce_scatter_block(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ireduce_scatter_block", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ireduce_scatter_block`'s.
+    unsafe {
+        crate::vcoll::MPI_Ireduce_scatter_block(
+            sendbuf, recvbuf, recvcount, datatype, op, comm, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ireduce_scatter_block_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ireduce_scatter_block_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ireduce_scatter_block_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ireduce_scatter_block_c`.
+/// The profiling name of `MPI_Ireduce_scatter_block_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ireduce_scatter_block_c(
     sendbuf: *const c_void,
@@ -6823,7 +5764,12 @@ pub unsafe extern "C" fn PMPI_Ireduce_scatter_block_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ireduce_scatter_block_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ireduce_scatter_block_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Ireduce_scatter_block_c(
+            sendbuf, recvbuf, recvcount, datatype, op, comm, request,
+        )
+    }
 }
 
 /// The profiling name of `MPI_Irsend`.
@@ -6863,21 +5809,7 @@ pub unsafe extern "C" fn PMPI_Is_thread_main(flag: *mut c_int) -> c_int {
     unsafe { crate::init::MPI_Is_thread_main(flag) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iscan`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Iscan(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Iscan", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iscan`.
+/// The profiling name of `MPI_Iscan`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Iscan(
     sendbuf: *const c_void,
@@ -6888,24 +5820,11 @@ pub unsafe extern "C" fn PMPI_Iscan(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Iscan", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Iscan`'s.
+    unsafe { crate::vcoll::MPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iscan_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Iscan_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Iscan_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iscan_c`.
+/// The profiling name of `MPI_Iscan_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Iscan_c(
     sendbuf: *const c_void,
@@ -6916,26 +5835,11 @@ pub unsafe extern "C" fn PMPI_Iscan_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Iscan_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Iscan_c`'s.
+    unsafe { crate::vcoll::MPI_Iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iscatter`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Iscatter(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Iscatter", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iscatter`.
+/// The profiling name of `MPI_Iscatter`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Iscatter(
     sendbuf: *const c_void,
@@ -6948,26 +5852,15 @@ pub unsafe extern "C" fn PMPI_Iscatter(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Iscatter", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Iscatter`'s.
+    unsafe {
+        crate::vcoll::MPI_Iscatter(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iscatter_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Iscatter_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Iscatter_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iscatter_c`.
+/// The profiling name of `MPI_Iscatter_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Iscatter_c(
     sendbuf: *const c_void,
@@ -6980,27 +5873,15 @@ pub unsafe extern "C" fn PMPI_Iscatter_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Iscatter_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Iscatter_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Iscatter_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iscatterv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Iscatterv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Iscatterv", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iscatterv`.
+/// The profiling name of `MPI_Iscatterv`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Iscatterv(
     sendbuf: *const c_void,
@@ -7014,27 +5895,16 @@ pub unsafe extern "C" fn PMPI_Iscatterv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Iscatterv", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Iscatterv`'s.
+    unsafe {
+        crate::vcoll::MPI_Iscatterv(
+            sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iscatterv_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Iscatterv_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Iscatterv_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Iscatterv_c`.
+/// The profiling name of `MPI_Iscatterv_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Iscatterv_c(
     sendbuf: *const c_void,
@@ -7048,7 +5918,13 @@ pub unsafe extern "C" fn PMPI_Iscatterv_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Iscatterv_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Iscatterv_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Iscatterv_c(
+            sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+            request,
+        )
+    }
 }
 
 /// The profiling name of `MPI_Isend`.
@@ -7081,26 +5957,7 @@ pub unsafe extern "C" fn PMPI_Isend_c(
     unsafe { crate::p2p::MPI_Isend_c(buf, count, datatype, dest, tag, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Isendrecv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Isendrecv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Isendrecv", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Isendrecv`.
+/// The profiling name of `MPI_Isendrecv`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Isendrecv(
     sendbuf: *const c_void,
@@ -7116,29 +5973,16 @@ pub unsafe extern "C" fn PMPI_Isendrecv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Isendrecv", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Isendrecv`'s.
+    unsafe {
+        crate::persist::MPI_Isendrecv(
+            sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+            recvtag, comm, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Isendrecv_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Isendrecv_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Isendrecv_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Isendrecv_c`.
+/// The profiling name of `MPI_Isendrecv_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Isendrecv_c(
     sendbuf: *const c_void,
@@ -7154,26 +5998,16 @@ pub unsafe extern "C" fn PMPI_Isendrecv_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Isendrecv_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Isendrecv_c`'s.
+    unsafe {
+        crate::persist::MPI_Isendrecv_c(
+            sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+            recvtag, comm, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Isendrecv_replace`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Isendrecv_replace(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Isendrecv_replace", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Isendrecv_replace`.
+/// The profiling name of `MPI_Isendrecv_replace`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Isendrecv_replace(
     buf: *mut c_void,
@@ -7186,26 +6020,15 @@ pub unsafe extern "C" fn PMPI_Isendrecv_replace(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Isendrecv_replace", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Isendrecv_replace`'s.
+    unsafe {
+        crate::persist::MPI_Isendrecv_replace(
+            buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Isendrecv_replace_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Isendrecv_replace_c(
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Isendrecv_replace_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Isendrecv_replace_c`.
+/// The profiling name of `MPI_Isendrecv_replace_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Isendrecv_replace_c(
     buf: *mut c_void,
@@ -7218,7 +6041,12 @@ pub unsafe extern "C" fn PMPI_Isendrecv_replace_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Isendrecv_replace_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Isendrecv_replace_c`'s.
+    unsafe {
+        crate::persist::MPI_Isendrecv_replace_c(
+            buf, count, datatype, dest, sendtag, source, recvtag, comm, request,
+        )
+    }
 }
 
 /// The profiling name of `MPI_Issend`.
@@ -7251,18 +6079,7 @@ pub unsafe extern "C" fn PMPI_Issend_c(
     unsafe { crate::p2p::MPI_Issend_c(buf, count, datatype, dest, tag, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Keyval_create`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Keyval_create(
-    copy_fn: *const c_void,
-    delete_fn: *const c_void,
-    keyval: *mut c_int,
-    extra_state: *mut c_void,
-) -> c_int {
-    unsupported("MPI_Keyval_create", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Keyval_create`.
+/// The profiling name of `MPI_Keyval_create`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Keyval_create(
     copy_fn: *const c_void,
@@ -7270,19 +6087,15 @@ pub unsafe extern "C" fn PMPI_Keyval_create(
     keyval: *mut c_int,
     extra_state: *mut c_void,
 ) -> c_int {
-    unsupported("MPI_Keyval_create", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Keyval_create`'s.
+    unsafe { crate::attr::MPI_Keyval_create(copy_fn, delete_fn, keyval, extra_state) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Keyval_free`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Keyval_free(keyval: *mut c_int) -> c_int {
-    unsupported("MPI_Keyval_free", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Keyval_free`.
+/// The profiling name of `MPI_Keyval_free`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Keyval_free(keyval: *mut c_int) -> c_int {
-    unsupported("MPI_Keyval_free", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Keyval_free`'s.
+    unsafe { crate::attr::MPI_Keyval_free(keyval) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Lookup_name`.
@@ -7305,19 +6118,7 @@ pub unsafe extern "C" fn PMPI_Lookup_name(
     unsupported("MPI_Lookup_name", Scope::Self_)
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Mprobe`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Mprobe(
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    message: *mut MPI_Message,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_Mprobe", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Mprobe`.
+/// The profiling name of `MPI_Mprobe`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Mprobe(
     source: c_int,
@@ -7326,22 +6127,11 @@ pub unsafe extern "C" fn PMPI_Mprobe(
     message: *mut MPI_Message,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_Mprobe", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Mprobe`'s.
+    unsafe { crate::persist::MPI_Mprobe(source, tag, comm, message, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Mrecv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Mrecv(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    message: *mut MPI_Message,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_Mrecv", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Mrecv`.
+/// The profiling name of `MPI_Mrecv`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Mrecv(
     buf: *mut c_void,
@@ -7350,22 +6140,11 @@ pub unsafe extern "C" fn PMPI_Mrecv(
     message: *mut MPI_Message,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_Mrecv", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Mrecv`'s.
+    unsafe { crate::persist::MPI_Mrecv(buf, count, datatype, message, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Mrecv_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Mrecv_c(
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    message: *mut MPI_Message,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_Mrecv_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Mrecv_c`.
+/// The profiling name of `MPI_Mrecv_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Mrecv_c(
     buf: *mut c_void,
@@ -7374,7 +6153,8 @@ pub unsafe extern "C" fn PMPI_Mrecv_c(
     message: *mut MPI_Message,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_Mrecv_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Mrecv_c`'s.
+    unsafe { crate::persist::MPI_Mrecv_c(buf, count, datatype, message, status) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_allgather`.
@@ -8274,16 +7054,11 @@ pub unsafe extern "C" fn PMPI_Parrived(
     unsupported("MPI_Parrived", Scope::Self_)
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pcontrol`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Pcontrol(level: c_int) -> c_int {
-    unsupported("MPI_Pcontrol", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pcontrol`.
+/// The profiling name of `MPI_Pcontrol`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Pcontrol(level: c_int) -> c_int {
-    unsupported("MPI_Pcontrol", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Pcontrol`'s.
+    unsafe { crate::mem::MPI_Pcontrol(level) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pready`.
@@ -8599,21 +7374,7 @@ pub unsafe extern "C" fn PMPI_Recv_c(
     unsafe { crate::p2p::MPI_Recv_c(buf, count, datatype, source, tag, comm, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Recv_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Recv_init(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Recv_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Recv_init`.
+/// The profiling name of `MPI_Recv_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Recv_init(
     buf: *mut c_void,
@@ -8624,24 +7385,11 @@ pub unsafe extern "C" fn PMPI_Recv_init(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Recv_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Recv_init`'s.
+    unsafe { crate::persist::MPI_Recv_init(buf, count, datatype, source, tag, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Recv_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Recv_init_c(
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Recv_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Recv_init_c`.
+/// The profiling name of `MPI_Recv_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Recv_init_c(
     buf: *mut c_void,
@@ -8652,7 +7400,8 @@ pub unsafe extern "C" fn PMPI_Recv_init_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Recv_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Recv_init_c`'s.
+    unsafe { crate::persist::MPI_Recv_init_c(buf, count, datatype, source, tag, comm, request) }
 }
 
 /// The profiling name of `MPI_Reduce`.
@@ -8670,21 +7419,7 @@ pub unsafe extern "C" fn PMPI_Reduce(
     unsafe { crate::coll::MPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Reduce_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_c`.
+/// The profiling name of `MPI_Reduce_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Reduce_c(
     sendbuf: *const c_void,
@@ -8695,26 +7430,11 @@ pub unsafe extern "C" fn PMPI_Reduce_c(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Reduce_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Reduce_c`'s.
+    unsafe { crate::vcoll::MPI_Reduce_c(sendbuf, recvbuf, count, datatype, op, root, comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_init(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    root: c_int,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Reduce_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_init`.
+/// The profiling name of `MPI_Reduce_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Reduce_init(
     sendbuf: *const c_void,
@@ -8727,26 +7447,15 @@ pub unsafe extern "C" fn PMPI_Reduce_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Reduce_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Reduce_init`'s.
+    unsafe {
+        crate::vcoll::MPI_Reduce_init(
+            sendbuf, recvbuf, count, datatype, op, root, comm, info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_init_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    root: c_int,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Reduce_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_init_c`.
+/// The profiling name of `MPI_Reduce_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Reduce_init_c(
     sendbuf: *const c_void,
@@ -8759,22 +7468,15 @@ pub unsafe extern "C" fn PMPI_Reduce_init_c(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Reduce_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Reduce_init_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Reduce_init_c(
+            sendbuf, recvbuf, count, datatype, op, root, comm, info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_local`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_local(
-    inbuf: *const c_void,
-    inoutbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-) -> c_int {
-    unsupported("MPI_Reduce_local", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_local`.
+/// The profiling name of `MPI_Reduce_local`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Reduce_local(
     inbuf: *const c_void,
@@ -8783,22 +7485,11 @@ pub unsafe extern "C" fn PMPI_Reduce_local(
     datatype: MPI_Datatype,
     op: MPI_Op,
 ) -> c_int {
-    unsupported("MPI_Reduce_local", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Reduce_local`'s.
+    unsafe { crate::mem::MPI_Reduce_local(inbuf, inoutbuf, count, datatype, op) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_local_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_local_c(
-    inbuf: *const c_void,
-    inoutbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-) -> c_int {
-    unsupported("MPI_Reduce_local_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_local_c`.
+/// The profiling name of `MPI_Reduce_local_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Reduce_local_c(
     inbuf: *const c_void,
@@ -8807,23 +7498,11 @@ pub unsafe extern "C" fn PMPI_Reduce_local_c(
     datatype: MPI_Datatype,
     op: MPI_Op,
 ) -> c_int {
-    unsupported("MPI_Reduce_local_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Reduce_local_c`'s.
+    unsafe { crate::mem::MPI_Reduce_local_c(inbuf, inoutbuf, count, datatype, op) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_scatter`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_scatter(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Reduce_scatter", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_scatter`.
+/// The profiling name of `MPI_Reduce_scatter`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Reduce_scatter(
     sendbuf: *const c_void,
@@ -8833,23 +7512,11 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Reduce_scatter", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Reduce_scatter`'s.
+    unsafe { crate::vcoll::MPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_scatter_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_scatter_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Reduce_scatter_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_scatter_c`.
+/// The profiling name of `MPI_Reduce_scatter_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Reduce_scatter_c(
     sendbuf: *const c_void,
@@ -8859,23 +7526,11 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_c(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Reduce_scatter_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Reduce_scatter_c`'s.
+    unsafe { crate::vcoll::MPI_Reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_scatter_block`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_scatter_block(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Reduce_scatter_block", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_scatter_block`.
+/// The profiling name of `MPI_Reduce_scatter_block`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
     sendbuf: *const c_void,
@@ -8885,23 +7540,13 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Reduce_scatter_block", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Reduce_scatter_block`'s.
+    unsafe {
+        crate::vcoll::MPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm)
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_scatter_block_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_scatter_block_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Reduce_scatter_block_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_scatter_block_c`.
+/// The profiling name of `MPI_Reduce_scatter_block_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Reduce_scatter_block_c(
     sendbuf: *const c_void,
@@ -8911,25 +7556,13 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_block_c(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Reduce_scatter_block_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Reduce_scatter_block_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Reduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm)
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_scatter_block_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_scatter_block_init(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Reduce_scatter_block_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_scatter_block_init`.
+/// The profiling name of `MPI_Reduce_scatter_block_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Reduce_scatter_block_init(
     sendbuf: *const c_void,
@@ -8941,25 +7574,15 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_block_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Reduce_scatter_block_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Reduce_scatter_block_init`'s.
+    unsafe {
+        crate::vcoll::MPI_Reduce_scatter_block_init(
+            sendbuf, recvbuf, recvcount, datatype, op, comm, info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_scatter_block_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_scatter_block_init_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Reduce_scatter_block_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_scatter_block_init_c`.
+/// The profiling name of `MPI_Reduce_scatter_block_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Reduce_scatter_block_init_c(
     sendbuf: *const c_void,
@@ -8971,25 +7594,15 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_block_init_c(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Reduce_scatter_block_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Reduce_scatter_block_init_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Reduce_scatter_block_init_c(
+            sendbuf, recvbuf, recvcount, datatype, op, comm, info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_scatter_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_scatter_init(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Reduce_scatter_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_scatter_init`.
+/// The profiling name of `MPI_Reduce_scatter_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Reduce_scatter_init(
     sendbuf: *const c_void,
@@ -9001,25 +7614,15 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Reduce_scatter_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Reduce_scatter_init`'s.
+    unsafe {
+        crate::vcoll::MPI_Reduce_scatter_init(
+            sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_scatter_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_scatter_init_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Reduce_scatter_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Reduce_scatter_init_c`.
+/// The profiling name of `MPI_Reduce_scatter_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Reduce_scatter_init_c(
     sendbuf: *const c_void,
@@ -9031,7 +7634,12 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_init_c(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Reduce_scatter_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Reduce_scatter_init_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Reduce_scatter_init_c(
+            sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request,
+        )
+    }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Register_datarep`.
@@ -9125,24 +7733,15 @@ pub unsafe extern "C" fn PMPI_Request_free(request: *mut MPI_Request) -> c_int {
     unsafe { crate::request::MPI_Request_free(request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Request_get_status`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Request_get_status(
-    request: MPI_Request,
-    flag: *mut c_int,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_Request_get_status", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Request_get_status`.
+/// The profiling name of `MPI_Request_get_status`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Request_get_status(
     request: MPI_Request,
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_Request_get_status", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Request_get_status`'s.
+    unsafe { crate::request::MPI_Request_get_status(request, flag, status) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Request_get_status_all`.
@@ -9451,21 +8050,7 @@ pub unsafe extern "C" fn PMPI_Rsend_c(
     unsafe { crate::p2p::MPI_Rsend_c(buf, count, datatype, dest, tag, comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Rsend_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Rsend_init(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Rsend_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Rsend_init`.
+/// The profiling name of `MPI_Rsend_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Rsend_init(
     buf: *const c_void,
@@ -9476,24 +8061,11 @@ pub unsafe extern "C" fn PMPI_Rsend_init(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Rsend_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Rsend_init`'s.
+    unsafe { crate::persist::MPI_Rsend_init(buf, count, datatype, dest, tag, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Rsend_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Rsend_init_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Rsend_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Rsend_init_c`.
+/// The profiling name of `MPI_Rsend_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Rsend_init_c(
     buf: *const c_void,
@@ -9504,7 +8076,8 @@ pub unsafe extern "C" fn PMPI_Rsend_init_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Rsend_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Rsend_init_c`'s.
+    unsafe { crate::persist::MPI_Rsend_init_c(buf, count, datatype, dest, tag, comm, request) }
 }
 
 /// The profiling name of `MPI_Scan`.
@@ -9521,20 +8094,7 @@ pub unsafe extern "C" fn PMPI_Scan(
     unsafe { crate::coll::MPI_Scan(sendbuf, recvbuf, count, datatype, op, comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Scan_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Scan_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Scan_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Scan_c`.
+/// The profiling name of `MPI_Scan_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Scan_c(
     sendbuf: *const c_void,
@@ -9544,25 +8104,11 @@ pub unsafe extern "C" fn PMPI_Scan_c(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Scan_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Scan_c`'s.
+    unsafe { crate::vcoll::MPI_Scan_c(sendbuf, recvbuf, count, datatype, op, comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Scan_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Scan_init(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Scan_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Scan_init`.
+/// The profiling name of `MPI_Scan_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Scan_init(
     sendbuf: *const c_void,
@@ -9574,25 +8120,13 @@ pub unsafe extern "C" fn PMPI_Scan_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Scan_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Scan_init`'s.
+    unsafe {
+        crate::vcoll::MPI_Scan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Scan_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Scan_init_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Scan_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Scan_init_c`.
+/// The profiling name of `MPI_Scan_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Scan_init_c(
     sendbuf: *const c_void,
@@ -9604,7 +8138,10 @@ pub unsafe extern "C" fn PMPI_Scan_init_c(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Scan_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Scan_init_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Scan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+    }
 }
 
 /// The profiling name of `MPI_Scatter`.
@@ -9627,22 +8164,7 @@ pub unsafe extern "C" fn PMPI_Scatter(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Scatter_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Scatter_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Scatter_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Scatter_c`.
+/// The profiling name of `MPI_Scatter_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Scatter_c(
     sendbuf: *const c_void,
@@ -9654,27 +8176,15 @@ pub unsafe extern "C" fn PMPI_Scatter_c(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Scatter_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Scatter_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Scatter_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Scatter_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Scatter_init(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Scatter_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Scatter_init`.
+/// The profiling name of `MPI_Scatter_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Scatter_init(
     sendbuf: *const c_void,
@@ -9688,27 +8198,15 @@ pub unsafe extern "C" fn PMPI_Scatter_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Scatter_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Scatter_init`'s.
+    unsafe {
+        crate::vcoll::MPI_Scatter_init(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Scatter_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Scatter_init_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Scatter_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Scatter_init_c`.
+/// The profiling name of `MPI_Scatter_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Scatter_init_c(
     sendbuf: *const c_void,
@@ -9722,26 +8220,15 @@ pub unsafe extern "C" fn PMPI_Scatter_init_c(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Scatter_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Scatter_init_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Scatter_init_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Scatterv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Scatterv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Scatterv", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Scatterv`.
+/// The profiling name of `MPI_Scatterv`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Scatterv(
     sendbuf: *const c_void,
@@ -9754,26 +8241,15 @@ pub unsafe extern "C" fn PMPI_Scatterv(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Scatterv", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Scatterv`'s.
+    unsafe {
+        crate::vcoll::MPI_Scatterv(
+            sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Scatterv_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Scatterv_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Scatterv_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Scatterv_c`.
+/// The profiling name of `MPI_Scatterv_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Scatterv_c(
     sendbuf: *const c_void,
@@ -9786,28 +8262,15 @@ pub unsafe extern "C" fn PMPI_Scatterv_c(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Scatterv_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Scatterv_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Scatterv_c(
+            sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Scatterv_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Scatterv_init(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Scatterv_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Scatterv_init`.
+/// The profiling name of `MPI_Scatterv_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Scatterv_init(
     sendbuf: *const c_void,
@@ -9822,28 +8285,16 @@ pub unsafe extern "C" fn PMPI_Scatterv_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Scatterv_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Scatterv_init`'s.
+    unsafe {
+        crate::vcoll::MPI_Scatterv_init(
+            sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Scatterv_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Scatterv_init_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Scatterv_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Scatterv_init_c`.
+/// The profiling name of `MPI_Scatterv_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Scatterv_init_c(
     sendbuf: *const c_void,
@@ -9858,7 +8309,13 @@ pub unsafe extern "C" fn PMPI_Scatterv_init_c(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Scatterv_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Scatterv_init_c`'s.
+    unsafe {
+        crate::vcoll::MPI_Scatterv_init_c(
+            sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info,
+            request,
+        )
+    }
 }
 
 /// The profiling name of `MPI_Send`.
@@ -9889,21 +8346,7 @@ pub unsafe extern "C" fn PMPI_Send_c(
     unsafe { crate::p2p::MPI_Send_c(buf, count, datatype, dest, tag, comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Send_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Send_init(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Send_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Send_init`.
+/// The profiling name of `MPI_Send_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Send_init(
     buf: *const c_void,
@@ -9914,24 +8357,11 @@ pub unsafe extern "C" fn PMPI_Send_init(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Send_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Send_init`'s.
+    unsafe { crate::persist::MPI_Send_init(buf, count, datatype, dest, tag, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Send_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Send_init_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Send_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Send_init_c`.
+/// The profiling name of `MPI_Send_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Send_init_c(
     buf: *const c_void,
@@ -9942,7 +8372,8 @@ pub unsafe extern "C" fn PMPI_Send_init_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Send_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Send_init_c`'s.
+    unsafe { crate::persist::MPI_Send_init_c(buf, count, datatype, dest, tag, comm, request) }
 }
 
 /// The profiling name of `MPI_Sendrecv`.
@@ -10383,21 +8814,7 @@ pub unsafe extern "C" fn PMPI_Ssend_c(
     unsafe { crate::p2p::MPI_Ssend_c(buf, count, datatype, dest, tag, comm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ssend_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ssend_init(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ssend_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ssend_init`.
+/// The profiling name of `MPI_Ssend_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ssend_init(
     buf: *const c_void,
@@ -10408,24 +8825,11 @@ pub unsafe extern "C" fn PMPI_Ssend_init(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ssend_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ssend_init`'s.
+    unsafe { crate::persist::MPI_Ssend_init(buf, count, datatype, dest, tag, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ssend_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ssend_init_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ssend_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ssend_init_c`.
+/// The profiling name of `MPI_Ssend_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ssend_init_c(
     buf: *const c_void,
@@ -10436,31 +8840,22 @@ pub unsafe extern "C" fn PMPI_Ssend_init_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ssend_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ssend_init_c`'s.
+    unsafe { crate::persist::MPI_Ssend_init_c(buf, count, datatype, dest, tag, comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Start`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Start(request: *mut MPI_Request) -> c_int {
-    unsupported("MPI_Start", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Start`.
+/// The profiling name of `MPI_Start`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Start(request: *mut MPI_Request) -> c_int {
-    unsupported("MPI_Start", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Start`'s.
+    unsafe { crate::request::MPI_Start(request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Startall`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Startall(count: c_int, array_of_requests: *mut MPI_Request) -> c_int {
-    unsupported("MPI_Startall", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Startall`.
+/// The profiling name of `MPI_Startall`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Startall(count: c_int, array_of_requests: *mut MPI_Request) -> c_int {
-    unsupported("MPI_Startall", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Startall`'s.
+    unsafe { crate::request::MPI_Startall(count, array_of_requests) }
 }
 
 /// The profiling name of `MPI_Status_get_error`.
@@ -10932,18 +9327,7 @@ pub unsafe extern "C" fn PMPI_Type_create_indexed_block_c(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_keyval`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_keyval(
-    type_copy_attr_fn: *const c_void,
-    type_delete_attr_fn: *const c_void,
-    type_keyval: *mut c_int,
-    extra_state: *mut c_void,
-) -> c_int {
-    unsupported("MPI_Type_create_keyval", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_keyval`.
+/// The profiling name of `MPI_Type_create_keyval`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_keyval(
     type_copy_attr_fn: *const c_void,
@@ -10951,7 +9335,15 @@ pub unsafe extern "C" fn PMPI_Type_create_keyval(
     type_keyval: *mut c_int,
     extra_state: *mut c_void,
 ) -> c_int {
-    unsupported("MPI_Type_create_keyval", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_create_keyval`'s.
+    unsafe {
+        crate::attr::MPI_Type_create_keyval(
+            type_copy_attr_fn,
+            type_delete_attr_fn,
+            type_keyval,
+            extra_state,
+        )
+    }
 }
 
 /// The profiling name of `MPI_Type_create_resized`.
@@ -11070,19 +9462,14 @@ pub unsafe extern "C" fn PMPI_Type_create_subarray_c(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_delete_attr`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_delete_attr(datatype: MPI_Datatype, type_keyval: c_int) -> c_int {
-    unsupported("MPI_Type_delete_attr", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_delete_attr`.
+/// The profiling name of `MPI_Type_delete_attr`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_delete_attr(
     datatype: MPI_Datatype,
     type_keyval: c_int,
 ) -> c_int {
-    unsupported("MPI_Type_delete_attr", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_delete_attr`'s.
+    unsafe { crate::attr::MPI_Type_delete_attr(datatype, type_keyval) }
 }
 
 /// The profiling name of `MPI_Type_dup`.
@@ -11099,30 +9486,14 @@ pub unsafe extern "C" fn PMPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
     unsafe { crate::datatype::MPI_Type_free(datatype) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_free_keyval`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_free_keyval(type_keyval: *mut c_int) -> c_int {
-    unsupported("MPI_Type_free_keyval", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_free_keyval`.
+/// The profiling name of `MPI_Type_free_keyval`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_free_keyval(type_keyval: *mut c_int) -> c_int {
-    unsupported("MPI_Type_free_keyval", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_free_keyval`'s.
+    unsafe { crate::attr::MPI_Type_free_keyval(type_keyval) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_attr`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_attr(
-    datatype: MPI_Datatype,
-    type_keyval: c_int,
-    attribute_val: *mut c_void,
-    flag: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Type_get_attr", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_get_attr`.
+/// The profiling name of `MPI_Type_get_attr`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_attr(
     datatype: MPI_Datatype,
@@ -11130,7 +9501,8 @@ pub unsafe extern "C" fn PMPI_Type_get_attr(
     attribute_val: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Type_get_attr", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_get_attr`'s.
+    unsafe { crate::attr::MPI_Type_get_attr(datatype, type_keyval, attribute_val, flag) }
 }
 
 /// The profiling name of `MPI_Type_get_contents`.
@@ -11372,24 +9744,15 @@ pub unsafe extern "C" fn PMPI_Type_match_size(
     unsafe { crate::typeinfo::MPI_Type_match_size(typeclass, size, datatype) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_set_attr`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_set_attr(
-    datatype: MPI_Datatype,
-    type_keyval: c_int,
-    attribute_val: *mut c_void,
-) -> c_int {
-    unsupported("MPI_Type_set_attr", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_set_attr`.
+/// The profiling name of `MPI_Type_set_attr`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_set_attr(
     datatype: MPI_Datatype,
     type_keyval: c_int,
     attribute_val: *mut c_void,
 ) -> c_int {
-    unsupported("MPI_Type_set_attr", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_set_attr`'s.
+    unsafe { crate::attr::MPI_Type_set_attr(datatype, type_keyval, attribute_val) }
 }
 
 /// The profiling name of `MPI_Type_set_name`.

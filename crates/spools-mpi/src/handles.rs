@@ -9,10 +9,14 @@ use std::sync::{Arc, PoisonError, RwLock};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     Comm = 1,
+    Group = 2,
     Datatype = 3,
     Op = 4,
     Request = 5,
     Errhandler = 6,
+    Info = 7,
+    Message = 8,
+    Keyval = 9,
 }
 
 const INDEX_BITS: u32 = 24;

@@ -114,6 +114,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     let r = (|| {
         let rt = rt("MPI_Finalize")?;
         crate::buffer::flush()?;
+        crate::request::finish_detached();
         let w = rt
             .world
             .lock()

@@ -21,6 +21,7 @@
 )]
 
 pub mod abi;
+mod attr;
 mod buffer;
 mod coll;
 mod comm;
@@ -28,10 +29,16 @@ mod convert;
 mod datatype;
 mod error;
 mod exports;
+mod group;
 mod handles;
+mod info;
 mod init;
+mod mem;
 mod op;
 mod p2p;
+mod persist;
 mod request;
+mod special;
 mod typector;
 mod typeinfo;
+mod vcoll;

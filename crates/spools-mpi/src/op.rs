@@ -58,11 +58,24 @@ fn plan(op: MPI_Op, dt: MPI_Datatype, t: &Arc<TypeObj>) -> Result<Plan, MpiError
     };
     match op {
         MPI_SUM | MPI_PROD | MPI_MIN | MPI_MAX => match t.basic {
+            Some(b @ (Basic::LongDouble | Basic::Complex)) => {
+                let kind = if b == Basic::LongDouble { 'g' } else { 'c' };
+                let f = crate::special::combine(op, kind, t.basic_size)
+                    .ok_or_else(|| bad("MIN and MAX are not defined on complex numbers"))?;
+                Ok(Plan::Bytes(Arc::new(move |inv: &[u8], io: &mut [u8]| {
+                    f(op, inv, io)
+                })))
+            }
             Some(b) if b != Basic::Opaque && b != Basic::Bool => Ok(Plan::Typed(b, op)),
-            _ => Err(bad("not a real or integer type Spools reduces")),
+            _ => Err(bad("not a real, complex or integer type")),
         },
         MPI_BAND | MPI_BOR | MPI_BXOR | MPI_LAND | MPI_LOR | MPI_LXOR => match t.basic {
-            Some(b) if !matches!(b, Basic::F32 | Basic::F64 | Basic::Opaque) => {
+            Some(b)
+                if !matches!(
+                    b,
+                    Basic::F32 | Basic::F64 | Basic::Opaque | Basic::LongDouble | Basic::Complex
+                ) =>
+            {
                 Ok(Plan::Typed(b, op))
             }
             _ => Err(bad("not an integer or logical type")),
@@ -237,9 +250,9 @@ fn typed(
         Basic::U64 => ints!(c, input, which, op, u64),
         Basic::F32 => floats::<f32>(c, input, which, op),
         Basic::F64 => floats::<f64>(c, input, which, op),
-        Basic::Opaque => Err(MpiError::invalid(
+        Basic::Opaque | Basic::LongDouble | Basic::Complex => Err(MpiError::invalid(
             MPI_ERR_OP,
-            "no arithmetic on this datatype",
+            "no typed arithmetic on this datatype",
         )),
     }
 }
@@ -380,4 +393,165 @@ pub unsafe extern "C" fn MPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> 
         unsafe { out(commute, c_int::from(c), "MPI_Op_commutative") }
     })();
     on_self(r)
+}
+
+/// A reduction done by this layer itself (non-blocking and persistent reductions,
+/// exscan, reduce-scatter): contributions travel whole and are combined locally, in
+/// rank order, by [`Reducer::combine`].
+pub(crate) struct Reducer {
+    f: Combine,
+    /// Contributions are packed elements (predefined operators) or laid out as the
+    /// datatype (user functions, MINLOC/MAXLOC).
+    packed: bool,
+    t: Arc<TypeObj>,
+    n: usize,
+}
+
+fn typed_combine<T: Element>(op: Op<T>) -> Combine {
+    Arc::new(move |inv: &[u8], io: &mut [u8]| {
+        let a: Vec<T> = cast(inv);
+        let mut b: Vec<T> = cast(io);
+        op.combine(&mut b, &a, false);
+        io.copy_from_slice(spools::as_bytes(&b));
+    })
+}
+
+macro_rules! int_combine {
+    ($op:expr, $t:ty) => {{
+        let f: fn($t, $t) -> $t = match $op {
+            MPI_BAND => |a, b| a & b,
+            MPI_BOR => |a, b| a | b,
+            MPI_BXOR => |a, b| a ^ b,
+            MPI_LAND => |a, b| <$t>::from(a != 0 && b != 0),
+            MPI_LOR => |a, b| <$t>::from(a != 0 || b != 0),
+            _ => |a, b| <$t>::from((a != 0) != (b != 0)),
+        };
+        let op: Op<$t> = match $op {
+            MPI_SUM => Op::Sum,
+            MPI_PROD => Op::Prod,
+            MPI_MIN => Op::Min,
+            MPI_MAX => Op::Max,
+            _ => Op::user(f, true),
+        };
+        typed_combine(op)
+    }};
+}
+
+fn float_combine<T: Element>(op: MPI_Op) -> Combine {
+    typed_combine::<T>(match op {
+        MPI_SUM => Op::Sum,
+        MPI_PROD => Op::Prod,
+        MPI_MIN => Op::Min,
+        _ => Op::Max,
+    })
+}
+
+impl Reducer {
+    /// The reducer of `n` elements of `t` with `op`.
+    ///
+    /// # Errors
+    /// `MPI_ERR_OP` for an operator not defined on the type.
+    pub(crate) fn new(
+        op: MPI_Op,
+        dt: MPI_Datatype,
+        t: &Arc<TypeObj>,
+        n: usize,
+    ) -> Result<Reducer, MpiError> {
+        let (f, packed) = match plan(op, dt, t)? {
+            Plan::Typed(b, op) => (
+                match b {
+                    Basic::I8 => int_combine!(op, i8),
+                    Basic::U8 | Basic::Bool => int_combine!(op, u8),
+                    Basic::I16 => int_combine!(op, i16),
+                    Basic::U16 => int_combine!(op, u16),
+                    Basic::I32 => int_combine!(op, i32),
+                    Basic::U32 => int_combine!(op, u32),
+                    Basic::I64 => int_combine!(op, i64),
+                    Basic::U64 => int_combine!(op, u64),
+                    Basic::F32 => float_combine::<f32>(op),
+                    Basic::F64 => float_combine::<f64>(op),
+                    Basic::Opaque | Basic::LongDouble | Basic::Complex => {
+                        return Err(MpiError::invalid(
+                            MPI_ERR_OP,
+                            "no typed arithmetic on this datatype",
+                        ))
+                    }
+                },
+                true,
+            ),
+            Plan::Bytes(f) => (f, false),
+        };
+        Ok(Reducer {
+            f,
+            packed,
+            t: t.clone(),
+            n,
+        })
+    }
+
+    /// The same reduction of `n` elements.
+    pub(crate) fn with_count(&self, n: usize) -> Reducer {
+        Reducer {
+            f: self.f.clone(),
+            packed: self.packed,
+            t: self.t.clone(),
+            n,
+        }
+    }
+
+    /// Bytes of one contribution.
+    pub(crate) fn len(&self) -> usize {
+        if self.packed {
+            self.n * self.t.size
+        } else {
+            self.n * self.t.extent.max(0) as usize
+        }
+    }
+
+    /// This rank's contribution, from the program's buffer.
+    ///
+    /// # Safety
+    /// `buf` holds `n` elements of the type.
+    pub(crate) unsafe fn input(&self, buf: *const u8) -> Vec<u8> {
+        if self.packed {
+            // SAFETY: the caller's contract.
+            unsafe { crate::p2p::data(buf.cast(), self.n, &self.t) }.into_owned()
+        } else if self.len() == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: `n` elements span `n * extent` bytes.
+            unsafe { std::slice::from_raw_parts(buf, self.len()) }.to_vec()
+        }
+    }
+
+    /// Writes a result into the program's buffer (only the datatype's own bytes).
+    ///
+    /// # Safety
+    /// `buf` holds `n` elements of the type.
+    pub(crate) unsafe fn output(&self, bytes: &[u8], buf: *mut u8) {
+        if bytes.is_empty() {
+            return;
+        }
+        // SAFETY: the caller's contract.
+        unsafe {
+            if self.packed {
+                crate::datatype::unpack(bytes, buf, &self.t);
+            } else {
+                let p = crate::datatype::pack(bytes.as_ptr(), self.n, &self.t);
+                crate::datatype::unpack(&p, buf, &self.t);
+            }
+        }
+    }
+
+    /// Combines contributions in rank order: `parts[0] op parts[1] op ...` (at least one).
+    pub(crate) fn fold(&self, parts: &[&[u8]]) -> Vec<u8> {
+        let Some((last, rest)) = parts.split_last() else {
+            return Vec::new();
+        };
+        let mut acc = last.to_vec();
+        for p in rest.iter().rev() {
+            (self.f)(p, &mut acc);
+        }
+        acc
+    }
 }

@@ -43,7 +43,7 @@ pub(crate) fn source(
     Ok(dest(c, s, call)?.map(Source::Rank))
 }
 
-fn send_tag(t: c_int, call: &'static str) -> Result<i32, MpiError> {
+pub(crate) fn send_tag(t: c_int, call: &'static str) -> Result<i32, MpiError> {
     if t < 0 {
         return Err(MpiError::invalid(
             MPI_ERR_TAG,
@@ -53,7 +53,7 @@ fn send_tag(t: c_int, call: &'static str) -> Result<i32, MpiError> {
     Ok(t)
 }
 
-fn recv_tag(t: c_int, call: &'static str) -> Result<Tag, MpiError> {
+pub(crate) fn recv_tag(t: c_int, call: &'static str) -> Result<Tag, MpiError> {
     match t {
         MPI_ANY_TAG => Ok(Tag::Any),
         t if t >= 0 => Ok(Tag::Is(t)),
@@ -364,6 +364,54 @@ pub unsafe extern "C" fn MPI_Recv_c(
     }
 }
 
+/// Starts a non-blocking send: the data is copied into the operation.
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype`.
+pub(crate) unsafe fn start_send(
+    buf: usize,
+    count: i64,
+    datatype: MPI_Datatype,
+    d: c_int,
+    tag: c_int,
+    comm_h: MPI_Comm,
+    call: &'static str,
+) -> Result<Op, MpiError> {
+    let s = send_args(comm_h, count, datatype, d, tag, call)?;
+    Ok(match s.to {
+        None => Op::Done(empty_status()),
+        Some(to) => {
+            // SAFETY: the caller's contract.
+            let bytes = unsafe { data(buf as *const c_void, s.n, &s.t) }.into_owned();
+            Op::Send(Some(s.c.comm.isend(bytes, to, s.tag)?))
+        }
+    })
+}
+
+/// Starts a non-blocking receive into a buffer of the operation's, delivered to `buf`
+/// (`count` elements of `datatype`) when it completes.
+pub(crate) fn start_recv(
+    buf: usize,
+    count: i64,
+    datatype: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+    comm_h: MPI_Comm,
+    call: &'static str,
+) -> Result<Op, MpiError> {
+    let c = comm(comm_h, call)?;
+    let n = ccount(count, call)?;
+    let t = committed(datatype, call)?;
+    let tag = recv_tag(tag, call)?;
+    Ok(match source(&c, src, call)? {
+        None => Op::Done(empty_status()),
+        Some(from) => {
+            let req = c.comm.irecv(vec![0u8; n * t.size], from, tag)?;
+            Op::Recv { req, addr: buf, t }
+        }
+    })
+}
+
 /// A non-blocking send of any mode: the data is copied into the request.
 ///
 /// # Safety
@@ -379,15 +427,8 @@ unsafe fn isend(
     call: &'static str,
 ) -> c_int {
     let r = (|| {
-        let s = send_args(comm_h, count, datatype, d, tag, call)?;
-        let op = match s.to {
-            None => Op::Done(empty_status()),
-            Some(to) => {
-                // SAFETY: the caller's contract.
-                let bytes = unsafe { data(buf, s.n, &s.t) }.into_owned();
-                Op::Send(Some(s.c.comm.isend(bytes, to, s.tag)?))
-            }
-        };
+        // SAFETY: the caller's contract.
+        let op = unsafe { start_send(buf as usize, count, datatype, d, tag, comm_h, call) }?;
         let h = give(op, comm_h)?;
         // SAFETY: the caller's contract.
         unsafe { out(request, h, call) }
@@ -514,21 +555,7 @@ unsafe fn irecv(
     call: &'static str,
 ) -> c_int {
     let r = (|| {
-        let c = comm(comm_h, call)?;
-        let n = ccount(count, call)?;
-        let t = committed(datatype, call)?;
-        let tag = recv_tag(tag, call)?;
-        let op = match source(&c, src, call)? {
-            None => Op::Done(empty_status()),
-            Some(from) => {
-                let req = c.comm.irecv(vec![0u8; n * t.size], from, tag)?;
-                Op::Recv {
-                    req,
-                    addr: buf as usize,
-                    t,
-                }
-            }
-        };
+        let op = start_recv(buf as usize, count, datatype, src, tag, comm_h, call)?;
         let h = give(op, comm_h)?;
         // SAFETY: the caller's contract.
         unsafe { out(request, h, call) }

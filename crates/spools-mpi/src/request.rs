@@ -25,12 +25,30 @@ pub(crate) enum Op {
     },
     /// Complete, with this status (sends and receives with `MPI_PROC_NULL`).
     Done(MPI_Status),
+    /// Two operations completing together (`MPI_Isendrecv`): the status is the first's.
+    Pair(Box<Op>, Box<Op>),
+    /// A non-blocking collective.
+    Coll(Box<dyn CollOp>),
 }
+
+/// A non-blocking collective in flight: `poll` drives it once and says whether it
+/// completed; `finish` waits for it and writes its results into the program's buffers.
+pub(crate) trait CollOp: Send {
+    /// Drives it once; whether it completed.
+    fn poll(&mut self) -> Result<bool, MpiError>;
+    /// Waits for it and delivers its results.
+    fn finish(self: Box<Self>) -> Result<(), MpiError>;
+}
+
+/// What starts a persistent request's operation again (`MPI_Start`).
+pub(crate) type Starter = Box<dyn Fn() -> Result<Op, MpiError> + Send + Sync>;
 
 /// A request object: the operation, and the communicator errors go to.
 pub(crate) struct ReqObj {
     op: Mutex<Option<Op>>,
     comm: MPI_Comm,
+    /// For a persistent request: what starts its operation.
+    starter: Option<Starter>,
 }
 
 // SAFETY: the program's buffer address is kept as an integer and written only by the
@@ -48,12 +66,178 @@ pub(crate) fn give(op: Op, comm: MPI_Comm) -> Result<MPI_Request, MpiError> {
         .insert(ReqObj {
             op: Mutex::new(Some(op)),
             comm,
+            starter: None,
         })
         .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many requests"))
 }
 
+/// Stores a new inactive persistent request and gives its handle.
+///
+/// # Errors
+/// `MPI_ERR_NO_MEM` when the table is full.
+pub(crate) fn give_persistent(starter: Starter, comm: MPI_Comm) -> Result<MPI_Request, MpiError> {
+    REQUESTS
+        .insert(ReqObj {
+            op: Mutex::new(None),
+            comm,
+            starter: Some(starter),
+        })
+        .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many requests"))
+}
+
+/// Operations whose requests were freed before they completed: they complete in the
+/// background (polled by later waits and tests, finished at `MPI_Finalize`).
+static DETACHED: Mutex<Vec<Op>> = Mutex::new(Vec::new());
+
+fn detach(op: Op) {
+    DETACHED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(op);
+}
+
+/// Drives the detached operations once, finishing those that completed.
+fn poll_detached() {
+    let Ok(mut g) = DETACHED.try_lock() else {
+        return;
+    };
+    if g.is_empty() {
+        return;
+    }
+    let ops = std::mem::take(&mut *g);
+    for mut op in ops {
+        match ready(&mut op) {
+            Ok(false) => g.push(op),
+            _ => {
+                let _ = complete(op);
+            }
+        }
+    }
+}
+
+/// Finishes every detached operation (`MPI_Finalize`).
+pub(crate) fn finish_detached() {
+    let ops = std::mem::take(&mut *DETACHED.lock().unwrap_or_else(PoisonError::into_inner));
+    for op in ops {
+        let _ = complete(op);
+    }
+}
+
+/// `MPI_Start`: starts an inactive persistent request.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Start(request: *mut MPI_Request) -> c_int {
+    if request.is_null() {
+        return on_self(Err(MpiError::invalid(
+            MPI_ERR_REQUEST,
+            "MPI_Start: NULL request",
+        )));
+    }
+    // SAFETY: non-NULL (the caller's contract).
+    let h = unsafe { *request };
+    let Some(obj) = REQUESTS.get(h) else {
+        return on_self(Err(MpiError::Handle {
+            class: MPI_ERR_REQUEST,
+            what: "request",
+            handle: h,
+        }));
+    };
+    let r = (|| {
+        let starter = obj.starter.as_ref().ok_or(MpiError::invalid(
+            MPI_ERR_REQUEST,
+            "MPI_Start: not a persistent request",
+        ))?;
+        let mut g = obj.op.lock().unwrap_or_else(PoisonError::into_inner);
+        if g.is_some() {
+            return Err(MpiError::invalid(
+                MPI_ERR_REQUEST,
+                "MPI_Start: the request is active (wait for it first)",
+            ));
+        }
+        *g = Some(starter()?);
+        Ok(())
+    })();
+    crate::error::on_comm(obj.comm, r)
+}
+
+/// `MPI_Startall`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Startall(count: c_int, array_of_requests: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller's contract.
+    for h in unsafe { reqs(array_of_requests, count) } {
+        // SAFETY: an element of the caller's array.
+        let rc = unsafe { MPI_Start(h) };
+        if rc != MPI_SUCCESS {
+            return rc;
+        }
+    }
+    MPI_SUCCESS
+}
+
+/// `MPI_Request_get_status`: whether the request completed, without freeing it.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status(
+    request: MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    if request == MPI_REQUEST_NULL {
+        // SAFETY: the caller's contract.
+        unsafe { put_status(status, empty_status()) };
+        // SAFETY: the caller's contract.
+        return on_self(unsafe { out(flag, 1, "MPI_Request_get_status") });
+    }
+    let Some(obj) = REQUESTS.get(request) else {
+        return on_self(Err(MpiError::Handle {
+            class: MPI_ERR_REQUEST,
+            what: "request",
+            handle: request,
+        }));
+    };
+    let mut g = obj.op.lock().unwrap_or_else(PoisonError::into_inner);
+    let done = match g.as_mut() {
+        None => Some(empty_status()),
+        Some(op) => match ready(op) {
+            Ok(true) => {
+                let op = g.take();
+                let st = match op.map(complete) {
+                    Some(Ok(s)) => s,
+                    Some(Err(b)) => {
+                        let (e, s) = *b;
+                        let mut s = s.unwrap_or_else(empty_status);
+                        s.MPI_ERROR = crate::error::code_of(&e);
+                        s
+                    }
+                    None => empty_status(),
+                };
+                *g = Some(Op::Done(st));
+                Some(st)
+            }
+            Ok(false) => None,
+            Err(e) => return crate::error::raise(obj.comm, &e),
+        },
+    };
+    drop(g);
+    if let Some(s) = done {
+        // SAFETY: the caller's contract.
+        unsafe { put_status(status, s) };
+    }
+    // SAFETY: the caller's contract.
+    on_self(unsafe { out(flag, c_int::from(done.is_some()), "MPI_Request_get_status") })
+}
+
 /// The status of a completed Spools operation.
 pub(crate) fn status_of(s: &Status) -> MPI_Status {
+    status_with(s.source as c_int, s.tag, s.len, s.cancelled)
+}
+
+/// A status of the given fields.
+pub(crate) fn status_with(source: c_int, tag: c_int, len: usize, cancelled: bool) -> MPI_Status {
+    let s = Status {
+        source: source as u32,
+        tag,
+        len,
+        cancelled,
+    };
     let len = s.len as u64;
     MPI_Status {
         MPI_SOURCE: s.source as c_int,
@@ -138,6 +322,17 @@ pub(crate) fn truncated_status(e: &MsgError) -> Option<MPI_Status> {
 fn complete(op: Op) -> Result<MPI_Status, Box<(MpiError, Option<MPI_Status>)>> {
     match op {
         Op::Done(s) => Ok(s),
+        Op::Pair(a, b) => {
+            let first = complete(*a);
+            let second = complete(*b);
+            let s = first?;
+            second?;
+            Ok(s)
+        }
+        Op::Coll(c) => c
+            .finish()
+            .map(|()| empty_status())
+            .map_err(|e| Box::new((e, None))),
         Op::Send(None) => Ok(empty_status()),
         Op::Send(Some(r)) => r
             .wait()
@@ -157,7 +352,10 @@ fn complete(op: Op) -> Result<MPI_Status, Box<(MpiError, Option<MPI_Status>)>> {
 
 /// Whether the operation has completed (driving progress once).
 fn ready(op: &mut Op) -> Result<bool, MpiError> {
+    poll_detached();
     Ok(match op {
+        Op::Pair(a, b) => ready(a)? && ready(b)?,
+        Op::Coll(c) => c.poll()?,
         Op::Done(_) | Op::Send(None) => true,
         Op::Send(Some(r)) => r.test()?,
         Op::Recv { req, .. } => req.test()?,
@@ -180,8 +378,10 @@ fn finish_handle(h: &mut MPI_Request) -> Result<MPI_Status, (c_int, MPI_Status)>
         return Err((code, empty_status()));
     };
     let op = obj.op.lock().unwrap_or_else(PoisonError::into_inner).take();
-    REQUESTS.remove(*h);
-    *h = MPI_REQUEST_NULL;
+    if obj.starter.is_none() {
+        REQUESTS.remove(*h);
+        *h = MPI_REQUEST_NULL;
+    }
     let Some(op) = op else {
         return Ok(empty_status());
     };
@@ -347,10 +547,23 @@ pub unsafe extern "C" fn MPI_Testall(
     unsafe { MPI_Waitall(count, array_of_requests, array_of_statuses) }
 }
 
+/// Whether `h` is an active request (not `MPI_REQUEST_NULL`, not an inactive
+/// persistent one).
+fn active(h: MPI_Request) -> bool {
+    h != MPI_REQUEST_NULL
+        && REQUESTS.get(h).is_none_or(|o| {
+            o.starter.is_none()
+                || o.op
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .is_some()
+        })
+}
+
 /// The first completed active request of `rs`, polling each once.
 fn any_ready(rs: &[MPI_Request]) -> Result<Option<usize>, c_int> {
     for (i, &h) in rs.iter().enumerate() {
-        if h != MPI_REQUEST_NULL && poll_handle(h)? {
+        if active(h) && poll_handle(h)? {
             return Ok(Some(i));
         }
     }
@@ -368,7 +581,7 @@ pub unsafe extern "C" fn MPI_Waitany(
 ) -> c_int {
     // SAFETY: the caller's contract.
     let rs = unsafe { reqs(array_of_requests, count) };
-    if rs.iter().all(|&h| h == MPI_REQUEST_NULL) {
+    if !rs.iter().any(|&h| active(h)) {
         // SAFETY: the caller's contract.
         unsafe { put_status(status, empty_status()) };
         // SAFETY: the caller's contract.
@@ -401,7 +614,7 @@ pub unsafe extern "C" fn MPI_Testany(
 ) -> c_int {
     // SAFETY: the caller's contract.
     let rs = unsafe { reqs(array_of_requests, count) };
-    if rs.iter().all(|&h| h == MPI_REQUEST_NULL) {
+    if !rs.iter().any(|&h| active(h)) {
         // SAFETY: the caller's contract.
         unsafe {
             put_status(status, empty_status());
@@ -441,7 +654,7 @@ unsafe fn some(
     statuses: *mut MPI_Status,
     wait: bool,
 ) -> c_int {
-    if rs.iter().all(|&h| h == MPI_REQUEST_NULL) {
+    if !rs.iter().any(|&h| active(h)) {
         // SAFETY: the caller's contract.
         return on_self(unsafe { out(outcount, MPI_UNDEFINED, "MPI_Testsome") });
     }
@@ -449,7 +662,7 @@ unsafe fn some(
         let mut n = 0usize;
         let mut failed = false;
         for (i, h) in rs.iter_mut().enumerate() {
-            if *h == MPI_REQUEST_NULL {
+            if !active(*h) {
                 continue;
             }
             match poll_handle(*h) {
@@ -542,16 +755,10 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
     let h = unsafe { *request };
     match REQUESTS.remove(h) {
         Some(obj) => {
-            let op = obj.op.lock().unwrap_or_else(PoisonError::into_inner).take();
-            // A receive is completed (or cancelled) when freed: its buffer must not be
-            // written after the program may have reused it.
-            if let Some(Op::Recv { req, addr, t }) = op {
-                if req.cancel() {
-                    drop(req);
-                } else if let Ok(c) = req.wait() {
-                    // SAFETY: `addr` is the program's buffer for this receive.
-                    unsafe { deliver(c, addr, &t) };
-                }
+            // The operation goes on in the background (MPI: a freed request's
+            // operation still completes).
+            if let Some(op) = obj.op.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                detach(op);
             }
             // SAFETY: as above.
             unsafe { *request = MPI_REQUEST_NULL };

@@ -1,0 +1,878 @@
+//! Collectives built on Spools' non-blocking exchange (`Communicator::iexchange`): the
+//! v and w variants, the non-blocking (`MPI_I*`) and persistent (`MPI_*_init`) forms of
+//! every collective, exscan and reduce-scatter. Each is described once as what this
+//! rank sends to and receives from whom ([`Xfer`]); the blocking form starts and waits
+//! it, the non-blocking form returns its request, the persistent form starts it anew at
+//! each `MPI_Start`. Reductions travel whole and are combined locally in rank order
+//! ([`Reducer`]).
+
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+use spools::CollRequest;
+
+use crate::abi::*;
+use crate::comm::{comm, out, CommObj};
+use crate::datatype::{committed, count as ccount, unpack, TypeObj};
+use crate::error::{on_comm, MpiError};
+use crate::op::Reducer;
+use crate::p2p::data;
+use crate::request::{give, give_persistent, CollOp, Op};
+
+/// What starts a collective (again, for a persistent one).
+type Start = Arc<dyn Fn() -> Result<Box<dyn CollOp>, MpiError> + Send + Sync>;
+
+/// A block this rank receives: from whom, how many elements of which type, where.
+struct In {
+    from: u32,
+    n: usize,
+    t: Arc<TypeObj>,
+    addr: usize,
+}
+
+/// A block this rank sends: to whom, how many elements of which type, from where.
+struct OutB {
+    to: u32,
+    n: usize,
+    t: Arc<TypeObj>,
+    addr: usize,
+}
+
+/// One exchange: the blocks this rank sends and receives.
+struct Xfer {
+    c: Arc<CommObj>,
+    sends: Vec<OutB>,
+    recvs: Vec<In>,
+}
+
+/// A started exchange: on completion, each received block is unpacked to its place.
+struct XferOp {
+    req: CollRequest<Vec<Vec<u8>>>,
+    outs: Vec<(usize, Arc<TypeObj>)>,
+}
+
+impl CollOp for XferOp {
+    fn poll(&mut self) -> Result<bool, MpiError> {
+        Ok(self.req.test())
+    }
+
+    fn finish(self: Box<Self>) -> Result<(), MpiError> {
+        let blocks = self.req.wait()?;
+        for (b, (addr, t)) in blocks.iter().zip(&self.outs) {
+            if !b.is_empty() {
+                // SAFETY: the program's buffer for this block (MPI's contract: valid
+                // until the collective completes).
+                unsafe { unpack(b, *addr as *mut u8, t) };
+            }
+        }
+        Ok(())
+    }
+}
+
+fn start_xfer(x: &Xfer) -> Result<Box<dyn CollOp>, MpiError> {
+    let sends = x
+        .sends
+        .iter()
+        .map(|s| {
+            (
+                s.to,
+                // SAFETY: the program's send buffer (MPI's contract).
+                unsafe { data(s.addr as *const c_void, s.n, &s.t) }.into_owned(),
+            )
+        })
+        .collect();
+    let recvs = x.recvs.iter().map(|r| (r.from, r.n * r.t.size)).collect();
+    let req = x.c.comm.iexchange(sends, recvs)?;
+    Ok(Box::new(XferOp {
+        req,
+        outs: x.recvs.iter().map(|r| (r.addr, r.t.clone())).collect(),
+    }))
+}
+
+/// A barrier in flight.
+struct BarrierOp(CollRequest<()>);
+
+impl CollOp for BarrierOp {
+    fn poll(&mut self) -> Result<bool, MpiError> {
+        Ok(self.0.test())
+    }
+    fn finish(self: Box<Self>) -> Result<(), MpiError> {
+        Ok(self.0.wait()?)
+    }
+}
+
+/// Who gets what of a reduction done here.
+#[derive(Clone, Copy)]
+enum Fold {
+    /// The root gets the fold of all.
+    Root(u32),
+    /// Everyone gets the fold of all.
+    All,
+    /// Rank i gets the fold of ranks 0..=i.
+    Scan,
+    /// Rank i gets the fold of ranks 0..i (nothing on rank 0).
+    Exscan,
+    /// Rank i gets block i (of `counts[i]` elements) of the fold of all.
+    Scatter,
+}
+
+/// A reduction in flight: contributions arriving, then folded.
+struct ReduceOp {
+    req: CollRequest<Vec<Vec<u8>>>,
+    red: Reducer,
+    fold: Fold,
+    me: usize,
+    /// Where the result goes and, for `Scatter`, the element offset of each rank's block.
+    recv: usize,
+    counts: Vec<usize>,
+}
+
+impl CollOp for ReduceOp {
+    fn poll(&mut self) -> Result<bool, MpiError> {
+        Ok(self.req.test())
+    }
+
+    fn finish(self: Box<Self>) -> Result<(), MpiError> {
+        let this = *self;
+        let parts = this.req.wait()?;
+        let self_ = ReduceRest {
+            red: this.red,
+            fold: this.fold,
+            me: this.me,
+            recv: this.recv,
+            counts: this.counts,
+        };
+        self_.finish(parts)
+    }
+}
+
+/// What a reduction does once its contributions arrived.
+struct ReduceRest {
+    red: Reducer,
+    fold: Fold,
+    me: usize,
+    recv: usize,
+    counts: Vec<usize>,
+}
+
+impl ReduceRest {
+    fn finish(self, parts: Vec<Vec<u8>>) -> Result<(), MpiError> {
+        let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+        let result = match self.fold {
+            Fold::Root(r) if r as usize != self.me => return Ok(()),
+            Fold::Exscan if self.me == 0 => return Ok(()),
+            Fold::Root(_) | Fold::All | Fold::Scan | Fold::Exscan => self.red.fold(&refs),
+            Fold::Scatter => {
+                let all = self.red.fold(&refs);
+                let esize = self.red.len() / self.counts.iter().sum::<usize>().max(1);
+                let start: usize = self.counts[..self.me].iter().sum::<usize>() * esize;
+                let mine = self.counts[self.me] * esize;
+                let r = self.red.with_count(self.counts[self.me]);
+                // SAFETY: the program's receive buffer holds this rank's block.
+                unsafe { r.output(&all[start..start + mine], self.recv as *mut u8) };
+                return Ok(());
+            }
+        };
+        // SAFETY: the program's receive buffer holds the result's elements.
+        unsafe { self.red.output(&result, self.recv as *mut u8) };
+        Ok(())
+    }
+}
+
+fn root_of(c: &CommObj, root: c_int, call: &'static str) -> Result<u32, MpiError> {
+    match u32::try_from(root) {
+        Ok(r) if r < c.comm.size() => Ok(r),
+        _ => Err(MpiError::invalid(
+            MPI_ERR_ROOT,
+            format!(
+                "{call}: root {root} is not in this communicator of {} ranks",
+                c.comm.size()
+            ),
+        )),
+    }
+}
+
+fn in_place(p: *const c_void) -> bool {
+    p as usize == MPI_IN_PLACE
+}
+
+/// Starts a reduction of `n` elements from `send` (or `recv` in place) folded as `fold`.
+fn start_reduce(
+    c: &Arc<CommObj>,
+    send: usize,
+    recv: usize,
+    n: usize,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    fold: Fold,
+    counts: Vec<usize>,
+    call: &'static str,
+) -> Result<Box<dyn CollOp>, MpiError> {
+    let t = committed(dt, call)?;
+    let red = Reducer::new(op, dt, &t, n)?;
+    let size = c.comm.size();
+    let me = c.comm.rank();
+    let src = if in_place(send as *const c_void) {
+        recv
+    } else {
+        send
+    };
+    // SAFETY: the program's buffer holds `n` elements (MPI's contract).
+    let mine = unsafe { red.input(src as *const u8) };
+    let (to, from): (Vec<u32>, Vec<u32>) = match fold {
+        Fold::Root(r) => (
+            vec![r],
+            if me == r {
+                (0..size).collect()
+            } else {
+                Vec::new()
+            },
+        ),
+        Fold::All | Fold::Scatter => ((0..size).collect(), (0..size).collect()),
+        Fold::Scan => ((me..size).collect(), (0..=me).collect()),
+        Fold::Exscan => ((me + 1..size).collect(), (0..me).collect()),
+    };
+    let len = red.len();
+    let sends = to.into_iter().map(|r| (r, mine.clone())).collect();
+    let recvs = from.into_iter().map(|r| (r, len)).collect();
+    let req = c.comm.iexchange(sends, recvs)?;
+    Ok(Box::new(ReduceOp {
+        req,
+        red,
+        fold,
+        me: me as usize,
+        recv,
+        counts,
+    }))
+}
+
+/// Reads `n` counts or displacements of a C array of either width.
+///
+/// # Safety
+/// `p` holds `n` values.
+unsafe fn arr<T: Copy + Wide>(
+    p: *const T,
+    n: usize,
+    call: &'static str,
+) -> Result<Vec<i64>, MpiError> {
+    // SAFETY: the caller's contract.
+    Ok(unsafe { crate::datatype::array(p, n, call) }?
+        .iter()
+        .map(|&x| x.wide())
+        .collect())
+}
+
+/// The integer types of count and displacement arrays (`int`, `MPI_Count`, `MPI_Aint`).
+trait Wide {
+    fn wide(self) -> i64;
+}
+impl Wide for c_int {
+    fn wide(self) -> i64 {
+        i64::from(self)
+    }
+}
+impl Wide for i64 {
+    fn wide(self) -> i64 {
+        self
+    }
+}
+impl Wide for isize {
+    fn wide(self) -> i64 {
+        self as i64
+    }
+}
+
+fn counts(v: &[i64], call: &'static str) -> Result<Vec<usize>, MpiError> {
+    v.iter().map(|&x| ccount(x, call)).collect()
+}
+
+/// The blocks of a gather(v) to `root`.
+#[allow(clippy::too_many_arguments)]
+fn gatherv(
+    c: Arc<CommObj>,
+    send: usize,
+    sn: i64,
+    st: MPI_Datatype,
+    recv: usize,
+    rcounts: &[i64],
+    displs: &[i64],
+    rt: MPI_Datatype,
+    root: u32,
+    call: &'static str,
+) -> Result<Xfer, MpiError> {
+    let me = c.comm.rank();
+    let mut x = Xfer {
+        c,
+        sends: Vec::new(),
+        recvs: Vec::new(),
+    };
+    let inplace = me == root && in_place(send as *const c_void);
+    if !inplace {
+        x.sends.push(OutB {
+            to: root,
+            n: ccount(sn, call)?,
+            t: committed(st, call)?,
+            addr: send,
+        });
+    }
+    if me == root {
+        let t = committed(rt, call)?;
+        for (i, (&k, &d)) in rcounts.iter().zip(displs).enumerate() {
+            if inplace && i as u32 == me {
+                continue;
+            }
+            x.recvs.push(In {
+                from: i as u32,
+                n: ccount(k, call)?,
+                t: t.clone(),
+                addr: (recv as isize + d as isize * t.extent) as usize,
+            });
+        }
+    }
+    Ok(x)
+}
+
+/// The blocks of a scatter(v) from `root`.
+#[allow(clippy::too_many_arguments)]
+fn scatterv(
+    c: Arc<CommObj>,
+    send: usize,
+    scounts: &[i64],
+    displs: &[i64],
+    st: MPI_Datatype,
+    recv: usize,
+    rn: i64,
+    rt: MPI_Datatype,
+    root: u32,
+    call: &'static str,
+) -> Result<Xfer, MpiError> {
+    let me = c.comm.rank();
+    let mut x = Xfer {
+        c,
+        sends: Vec::new(),
+        recvs: Vec::new(),
+    };
+    let inplace = me == root && in_place(recv as *const c_void);
+    if me == root {
+        let t = committed(st, call)?;
+        for (i, (&k, &d)) in scounts.iter().zip(displs).enumerate() {
+            if inplace && i as u32 == me {
+                continue;
+            }
+            x.sends.push(OutB {
+                to: i as u32,
+                n: ccount(k, call)?,
+                t: t.clone(),
+                addr: (send as isize + d as isize * t.extent) as usize,
+            });
+        }
+    }
+    if !inplace {
+        x.recvs.push(In {
+            from: root,
+            n: ccount(rn, call)?,
+            t: committed(rt, call)?,
+            addr: recv,
+        });
+    }
+    Ok(x)
+}
+
+/// The blocks of an allgather(v).
+#[allow(clippy::too_many_arguments)]
+fn allgatherv(
+    c: Arc<CommObj>,
+    send: usize,
+    sn: i64,
+    st: MPI_Datatype,
+    recv: usize,
+    rcounts: &[i64],
+    displs: &[i64],
+    rt: MPI_Datatype,
+    call: &'static str,
+) -> Result<Xfer, MpiError> {
+    let me = c.comm.rank() as usize;
+    let size = c.comm.size();
+    let t = committed(rt, call)?;
+    let inplace = in_place(send as *const c_void);
+    let (sa, sn, stt) = if inplace {
+        (
+            (recv as isize + displs[me] as isize * t.extent) as usize,
+            ccount(rcounts[me], call)?,
+            t.clone(),
+        )
+    } else {
+        (send, ccount(sn, call)?, committed(st, call)?)
+    };
+    let mut x = Xfer {
+        c,
+        sends: Vec::new(),
+        recvs: Vec::new(),
+    };
+    for i in 0..size {
+        if inplace && i as usize == me {
+            continue;
+        }
+        x.sends.push(OutB {
+            to: i,
+            n: sn,
+            t: stt.clone(),
+            addr: sa,
+        });
+        x.recvs.push(In {
+            from: i,
+            n: ccount(rcounts[i as usize], call)?,
+            t: t.clone(),
+            addr: (recv as isize + displs[i as usize] as isize * t.extent) as usize,
+        });
+    }
+    Ok(x)
+}
+
+/// The blocks of an alltoallw (displacements in bytes, a type per peer); alltoall(v)
+/// pass the same type everywhere with displacements scaled by its extent.
+#[allow(clippy::too_many_arguments)]
+fn alltoallw(
+    c: Arc<CommObj>,
+    send: usize,
+    sc: &[i64],
+    sd: &[i64],
+    st: &[MPI_Datatype],
+    recv: usize,
+    rc: &[i64],
+    rd: &[i64],
+    rt: &[MPI_Datatype],
+    call: &'static str,
+) -> Result<(Xfer, Option<Vec<u8>>), MpiError> {
+    let size = c.comm.size() as usize;
+    let inplace = in_place(send as *const c_void);
+    let mut x = Xfer {
+        c,
+        sends: Vec::new(),
+        recvs: Vec::new(),
+    };
+    // In place: the data to send is what the receive buffer holds now; it is copied
+    // out before anything arrives.
+    let mut copy = None;
+    let (sbase, sc, sd, st) = if inplace {
+        let span = (0..size)
+            .map(|i| {
+                let t = committed(rt[i], call)?;
+                Ok(rd[i] as isize + rc[i] as isize * t.extent.max(0) + t.true_lb.min(0))
+            })
+            .collect::<Result<Vec<_>, MpiError>>()?
+            .into_iter()
+            .max()
+            .unwrap_or(0)
+            .max(0) as usize;
+        let v = if span == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: the receive buffer holds every block (MPI's contract).
+            unsafe { std::slice::from_raw_parts(recv as *const u8, span) }.to_vec()
+        };
+        let base = v.as_ptr() as usize;
+        copy = Some(v);
+        (base, rc, rd, rt)
+    } else {
+        (send, sc, sd, st)
+    };
+    for i in 0..size {
+        let t = committed(st[i], call)?;
+        x.sends.push(OutB {
+            to: i as u32,
+            n: ccount(sc[i], call)?,
+            t,
+            addr: (sbase as isize + sd[i] as isize) as usize,
+        });
+        let t = committed(rt[i], call)?;
+        x.recvs.push(In {
+            from: i as u32,
+            n: ccount(rc[i], call)?,
+            t,
+            addr: (recv as isize + rd[i] as isize) as usize,
+        });
+    }
+    Ok((x, copy))
+}
+
+/// Runs `start` to completion (the blocking forms).
+fn run(start: Start) -> Result<(), MpiError> {
+    start()?.finish()
+}
+
+/// An exchange that owns the in-place copy it sends from.
+fn xfer_start(x: Xfer, copy: Option<Vec<u8>>) -> Start {
+    let x = Arc::new((x, copy));
+    Arc::new(move || start_xfer(&x.0))
+}
+
+// SAFETY: the buffers an Xfer names are the program's (addresses as integers); the
+// in-place copy is owned; Arc<CommObj> and Arc<TypeObj> are shareable.
+unsafe impl Send for Xfer {}
+// SAFETY: as above.
+unsafe impl Sync for Xfer {}
+
+/// Gives a started collective as a request.
+///
+/// # Safety
+/// `request` is NULL or writable.
+unsafe fn nonblocking(
+    start: Start,
+    comm_h: MPI_Comm,
+    request: *mut MPI_Request,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    let op = start()?;
+    let h = give(Op::Coll(op), comm_h)?;
+    // SAFETY: the caller's contract.
+    unsafe { out(request, h, call) }
+}
+
+/// Gives a persistent collective as an inactive request.
+///
+/// # Safety
+/// `request` is NULL or writable.
+unsafe fn persistent(
+    start: Start,
+    comm_h: MPI_Comm,
+    request: *mut MPI_Request,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    let h = give_persistent(Box::new(move || Ok(Op::Coll(start()?))), comm_h)?;
+    // SAFETY: the caller's contract.
+    unsafe { out(request, h, call) }
+}
+
+/// Defines the blocking (`$b`, `$bc`), non-blocking (`$i`, `$ic`) and persistent
+/// (`$p`, `$pc`) forms of one collective from `$make`, which gives its [`Start`]
+/// (`-` for a form defined elsewhere).
+macro_rules! forms {
+    (@b -, $($rest:tt)*) => {};
+    (@b $name:ident, $comm:ident, ($($p:ident: $t:ty),*), $make:expr) => {
+        #[doc = concat!("`", stringify!($name), "`.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($p: $t),*) -> c_int {
+            let make: &dyn Fn() -> Result<Start, MpiError> = &$make;
+            on_comm($comm, make().and_then(run))
+        }
+    };
+    (@i $name:ident, $comm:ident, ($($p:ident: $t:ty),*), $make:expr) => {
+        #[doc = concat!("`", stringify!($name), "`.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($p: $t,)* request: *mut MPI_Request) -> c_int {
+            let make: &dyn Fn() -> Result<Start, MpiError> = &$make;
+            // SAFETY: the caller's contract.
+            on_comm($comm, make().and_then(|s| unsafe { nonblocking(s, $comm, request, stringify!($name)) }))
+        }
+    };
+    (@p $name:ident, $comm:ident, ($($p:ident: $t:ty),*), $make:expr) => {
+        #[doc = concat!("`", stringify!($name), "`.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($p: $t,)* info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            let _ = info;
+            let make: &dyn Fn() -> Result<Start, MpiError> = &$make;
+            // SAFETY: the caller's contract.
+            on_comm($comm, make().and_then(|s| unsafe { persistent(s, $comm, request, stringify!($name)) }))
+        }
+    };
+    ($b:tt, $bc:tt, $i:ident, $ic:ident, $p:ident, $pc:ident, $comm:ident; ($($a:ident: $ti:ty => $tl:ty),*), $make:expr) => {
+        forms!(@b $b, $comm, ($($a: $ti),*), $make);
+        forms!(@b $bc, $comm, ($($a: $tl),*), $make);
+        forms!(@i $i, $comm, ($($a: $ti),*), $make);
+        forms!(@i $ic, $comm, ($($a: $tl),*), $make);
+        forms!(@p $p, $comm, ($($a: $ti),*), $make);
+        forms!(@p $pc, $comm, ($($a: $tl),*), $make);
+    };
+}
+
+fn size_of(c: &CommObj) -> usize {
+    c.comm.size() as usize
+}
+
+/// Uniform blocks: counts `n` each, at element displacements `i * n`.
+fn uniform(n: i64, size: usize) -> (Vec<i64>, Vec<i64>) {
+    (vec![n; size], (0..size as i64).map(|i| i * n).collect())
+}
+
+forms!(-, MPI_Bcast_c, MPI_Ibcast, MPI_Ibcast_c, MPI_Bcast_init, MPI_Bcast_init_c, comm;
+    (buffer: *mut c_void => *mut c_void, count: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm), || {
+    let call = "MPI_Ibcast";
+    let c = self::comm(comm, call)?;
+    let root = root_of(&c, root, call)?;
+    let t = committed(datatype, call)?;
+    let n = ccount(count as i64, call)?;
+    let me = c.comm.rank();
+    let mut x = Xfer { c: c.clone(), sends: Vec::new(), recvs: Vec::new() };
+    if me == root {
+        for i in (0..c.comm.size()).filter(|&i| i != root) {
+            x.sends.push(OutB { to: i, n, t: t.clone(), addr: buffer as usize });
+        }
+    } else {
+        x.recvs.push(In { from: root, n, t, addr: buffer as usize });
+    }
+    Ok(xfer_start(x, None))
+});
+
+forms!(-, MPI_Gather_c, MPI_Igather, MPI_Igather_c, MPI_Gather_init, MPI_Gather_init_c, comm;
+    (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm), || {
+    let call = "MPI_Igather";
+    let c = self::comm(comm, call)?;
+    let root = root_of(&c, root, call)?;
+    let (k, d) = uniform(recvcount as i64, size_of(&c));
+    let x = gatherv(c, sendbuf as usize, sendcount as i64, sendtype, recvbuf as usize, &k, &d, recvtype, root, call)?;
+    Ok(xfer_start(x, None))
+});
+
+forms!(MPI_Gatherv, MPI_Gatherv_c, MPI_Igatherv, MPI_Igatherv_c, MPI_Gatherv_init, MPI_Gatherv_init_c, comm;
+    (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, displs: *const c_int => *const MPI_Aint, recvtype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm), || {
+    let call = "MPI_Gatherv";
+    let c = self::comm(comm, call)?;
+    let root = root_of(&c, root, call)?;
+    let n = if c.comm.rank() == root { size_of(&c) } else { 0 };
+    // SAFETY: `size` values at the root (the caller's contract).
+    let (k, d) = unsafe { (arr(recvcounts, n, call)?, arr(displs, n, call)?) };
+    let x = gatherv(c, sendbuf as usize, sendcount as i64, sendtype, recvbuf as usize, &k, &d, recvtype, root, call)?;
+    Ok(xfer_start(x, None))
+});
+
+forms!(-, MPI_Scatter_c, MPI_Iscatter, MPI_Iscatter_c, MPI_Scatter_init, MPI_Scatter_init_c, comm;
+    (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm), || {
+    let call = "MPI_Iscatter";
+    let c = self::comm(comm, call)?;
+    let root = root_of(&c, root, call)?;
+    let (k, d) = uniform(sendcount as i64, size_of(&c));
+    let x = scatterv(c, sendbuf as usize, &k, &d, sendtype, recvbuf as usize, recvcount as i64, recvtype, root, call)?;
+    Ok(xfer_start(x, None))
+});
+
+forms!(MPI_Scatterv, MPI_Scatterv_c, MPI_Iscatterv, MPI_Iscatterv_c, MPI_Scatterv_init, MPI_Scatterv_init_c, comm;
+    (sendbuf: *const c_void => *const c_void, sendcounts: *const c_int => *const MPI_Count, displs: *const c_int => *const MPI_Aint, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm), || {
+    let call = "MPI_Scatterv";
+    let c = self::comm(comm, call)?;
+    let root = root_of(&c, root, call)?;
+    let n = if c.comm.rank() == root { size_of(&c) } else { 0 };
+    // SAFETY: `size` values at the root (the caller's contract).
+    let (k, d) = unsafe { (arr(sendcounts, n, call)?, arr(displs, n, call)?) };
+    let x = scatterv(c, sendbuf as usize, &k, &d, sendtype, recvbuf as usize, recvcount as i64, recvtype, root, call)?;
+    Ok(xfer_start(x, None))
+});
+
+forms!(-, MPI_Allgather_c, MPI_Iallgather, MPI_Iallgather_c, MPI_Allgather_init, MPI_Allgather_init_c, comm;
+    (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, comm: MPI_Comm => MPI_Comm), || {
+    let call = "MPI_Iallgather";
+    let c = self::comm(comm, call)?;
+    let (k, d) = uniform(recvcount as i64, size_of(&c));
+    let x = allgatherv(c, sendbuf as usize, sendcount as i64, sendtype, recvbuf as usize, &k, &d, recvtype, call)?;
+    Ok(xfer_start(x, None))
+});
+
+forms!(MPI_Allgatherv, MPI_Allgatherv_c, MPI_Iallgatherv, MPI_Iallgatherv_c, MPI_Allgatherv_init, MPI_Allgatherv_init_c, comm;
+    (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, displs: *const c_int => *const MPI_Aint, recvtype: MPI_Datatype => MPI_Datatype, comm: MPI_Comm => MPI_Comm), || {
+    let call = "MPI_Allgatherv";
+    let c = self::comm(comm, call)?;
+    let n = size_of(&c);
+    // SAFETY: `size` values (the caller's contract).
+    let (k, d) = unsafe { (arr(recvcounts, n, call)?, arr(displs, n, call)?) };
+    let x = allgatherv(c, sendbuf as usize, sendcount as i64, sendtype, recvbuf as usize, &k, &d, recvtype, call)?;
+    Ok(xfer_start(x, None))
+});
+
+/// Alltoall(v) blocks as alltoallw ones: displacements in elements of each type.
+#[allow(clippy::too_many_arguments)]
+fn alltoallv(
+    c: Arc<CommObj>,
+    send: usize,
+    sc: &[i64],
+    sd: &[i64],
+    st: MPI_Datatype,
+    recv: usize,
+    rc: &[i64],
+    rd: &[i64],
+    rt: MPI_Datatype,
+    call: &'static str,
+) -> Result<Start, MpiError> {
+    let n = size_of(&c);
+    let rte = committed(rt, call)?.extent as i64;
+    let inplace = in_place(send as *const c_void);
+    let ste = if inplace {
+        rte
+    } else {
+        committed(st, call)?.extent as i64
+    };
+    let sdb: Vec<i64> = sd.iter().map(|d| d * ste).collect();
+    let rdb: Vec<i64> = rd.iter().map(|d| d * rte).collect();
+    let (x, copy) = alltoallw(
+        c,
+        send,
+        sc,
+        &sdb,
+        &vec![st; n],
+        recv,
+        rc,
+        &rdb,
+        &vec![rt; n],
+        call,
+    )?;
+    Ok(xfer_start(x, copy))
+}
+
+forms!(-, MPI_Alltoall_c, MPI_Ialltoall, MPI_Ialltoall_c, MPI_Alltoall_init, MPI_Alltoall_init_c, comm;
+    (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, comm: MPI_Comm => MPI_Comm), || {
+    let call = "MPI_Ialltoall";
+    let c = self::comm(comm, call)?;
+    let n = size_of(&c);
+    let (sk, sd) = uniform(sendcount as i64, n);
+    let (rk, rd) = uniform(recvcount as i64, n);
+    let (sk, sd) = if in_place(sendbuf) { (rk.clone(), rd.clone()) } else { (sk, sd) };
+    alltoallv(c, sendbuf as usize, &sk, &sd, sendtype, recvbuf as usize, &rk, &rd, recvtype, call)
+});
+
+forms!(MPI_Alltoallv, MPI_Alltoallv_c, MPI_Ialltoallv, MPI_Ialltoallv_c, MPI_Alltoallv_init, MPI_Alltoallv_init_c, comm;
+    (sendbuf: *const c_void => *const c_void, sendcounts: *const c_int => *const MPI_Count, sdispls: *const c_int => *const MPI_Aint, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, rdispls: *const c_int => *const MPI_Aint, recvtype: MPI_Datatype => MPI_Datatype, comm: MPI_Comm => MPI_Comm), || {
+    let call = "MPI_Alltoallv";
+    let c = self::comm(comm, call)?;
+    let n = size_of(&c);
+    // SAFETY: `size` values each (the caller's contract).
+    let (rk, rd) = unsafe { (arr(recvcounts, n, call)?, arr(rdispls, n, call)?) };
+    let (sk, sd) = if in_place(sendbuf) {
+        (rk.clone(), rd.clone())
+    } else {
+        // SAFETY: as above.
+        unsafe { (arr(sendcounts, n, call)?, arr(sdispls, n, call)?) }
+    };
+    alltoallv(c, sendbuf as usize, &sk, &sd, sendtype, recvbuf as usize, &rk, &rd, recvtype, call)
+});
+
+forms!(MPI_Alltoallw, MPI_Alltoallw_c, MPI_Ialltoallw, MPI_Ialltoallw_c, MPI_Alltoallw_init, MPI_Alltoallw_init_c, comm;
+    (sendbuf: *const c_void => *const c_void, sendcounts: *const c_int => *const MPI_Count, sdispls: *const c_int => *const MPI_Aint, sendtypes: *const MPI_Datatype => *const MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, rdispls: *const c_int => *const MPI_Aint, recvtypes: *const MPI_Datatype => *const MPI_Datatype, comm: MPI_Comm => MPI_Comm), || {
+    let call = "MPI_Alltoallw";
+    let c = self::comm(comm, call)?;
+    let n = size_of(&c);
+    // SAFETY: `size` values each (the caller's contract).
+    let (rk, rd, rt) = unsafe { (arr(recvcounts, n, call)?, arr(rdispls, n, call)?, crate::datatype::array(recvtypes, n, call)?.to_vec()) };
+    let (sk, sd, st) = if in_place(sendbuf) {
+        (rk.clone(), rd.clone(), rt.clone())
+    } else {
+        // SAFETY: as above.
+        unsafe { (arr(sendcounts, n, call)?, arr(sdispls, n, call)?, crate::datatype::array(sendtypes, n, call)?.to_vec()) }
+    };
+    let (x, copy) = alltoallw(c, sendbuf as usize, &sk, &sd, &st, recvbuf as usize, &rk, &rd, &rt, call)?;
+    Ok(xfer_start(x, copy))
+});
+
+fn reduce_start(
+    comm: MPI_Comm,
+    send: usize,
+    recv: usize,
+    count: i64,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    fold: Fold,
+    counts: Vec<usize>,
+    call: &'static str,
+) -> Result<Start, MpiError> {
+    let c = self::comm(comm, call)?;
+    let n = ccount(count, call)?;
+    // Check the operator and type now (errors at the call, not at the wait).
+    Reducer::new(op, dt, &committed(dt, call)?, n)?;
+    Ok(Arc::new(move || {
+        start_reduce(&c, send, recv, n, dt, op, fold, counts.clone(), call)
+    }))
+}
+
+forms!(-, MPI_Reduce_c, MPI_Ireduce, MPI_Ireduce_c, MPI_Reduce_init, MPI_Reduce_init_c, comm;
+    (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, count: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, root: c_int => c_int, comm: MPI_Comm => MPI_Comm), || {
+    let call = "MPI_Ireduce";
+    let r = root_of(&*self::comm(comm, call)?, root, call)?;
+    reduce_start(comm, sendbuf as usize, recvbuf as usize, count as i64, datatype, op, Fold::Root(r), Vec::new(), call)
+});
+
+forms!(-, MPI_Allreduce_c, MPI_Iallreduce, MPI_Iallreduce_c, MPI_Allreduce_init, MPI_Allreduce_init_c, comm;
+    (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, count: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm), || {
+    reduce_start(comm, sendbuf as usize, recvbuf as usize, count as i64, datatype, op, Fold::All, Vec::new(), "MPI_Iallreduce")
+});
+
+forms!(-, MPI_Scan_c, MPI_Iscan, MPI_Iscan_c, MPI_Scan_init, MPI_Scan_init_c, comm;
+    (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, count: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm), || {
+    reduce_start(comm, sendbuf as usize, recvbuf as usize, count as i64, datatype, op, Fold::Scan, Vec::new(), "MPI_Iscan")
+});
+
+forms!(MPI_Exscan, MPI_Exscan_c, MPI_Iexscan, MPI_Iexscan_c, MPI_Exscan_init, MPI_Exscan_init_c, comm;
+    (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, count: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm), || {
+    reduce_start(comm, sendbuf as usize, recvbuf as usize, count as i64, datatype, op, Fold::Exscan, Vec::new(), "MPI_Exscan")
+});
+
+forms!(MPI_Reduce_scatter_block, MPI_Reduce_scatter_block_c, MPI_Ireduce_scatter_block, MPI_Ireduce_scatter_block_c, MPI_Reduce_scatter_block_init, MPI_Reduce_scatter_block_init_c, comm;
+    (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm), || {
+    let call = "MPI_Reduce_scatter_block";
+    let n = size_of(&*self::comm(comm, call)?);
+    let k = ccount(recvcount as i64, call)?;
+    scatter_start(comm, sendbuf as usize, recvbuf as usize, vec![k; n], datatype, op, call)
+});
+
+forms!(MPI_Reduce_scatter, MPI_Reduce_scatter_c, MPI_Ireduce_scatter, MPI_Ireduce_scatter_c, MPI_Reduce_scatter_init, MPI_Reduce_scatter_init_c, comm;
+    (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm), || {
+    let call = "MPI_Reduce_scatter";
+    let n = size_of(&*self::comm(comm, call)?);
+    // SAFETY: `size` values (the caller's contract).
+    let k = counts(&unsafe { arr(recvcounts, n, call)? }, call)?;
+    scatter_start(comm, sendbuf as usize, recvbuf as usize, k, datatype, op, call)
+});
+
+/// A reduce-scatter: everyone's whole vector (the sum of `counts`) is combined, and
+/// rank i gets block i. In place, the input is the receive buffer.
+fn scatter_start(
+    comm: MPI_Comm,
+    send: usize,
+    recv: usize,
+    counts: Vec<usize>,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    call: &'static str,
+) -> Result<Start, MpiError> {
+    let total: usize = counts.iter().sum();
+    reduce_start(
+        comm,
+        send,
+        recv,
+        total as i64,
+        dt,
+        op,
+        Fold::Scatter,
+        counts,
+        call,
+    )
+}
+
+/// `MPI_Ibarrier`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let r = barrier_start(comm).and_then(|s| {
+        // SAFETY: the caller's contract.
+        unsafe { nonblocking(s, comm, request, "MPI_Ibarrier") }
+    });
+    on_comm(comm, r)
+}
+
+/// `MPI_Barrier_init`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Barrier_init(
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    let _ = info;
+    let r = barrier_start(comm).and_then(|s| {
+        // SAFETY: the caller's contract.
+        unsafe { persistent(s, comm, request, "MPI_Barrier_init") }
+    });
+    on_comm(comm, r)
+}
+
+fn barrier_start(comm: MPI_Comm) -> Result<Start, MpiError> {
+    let c = self::comm(comm, "MPI_Ibarrier")?;
+    Ok(Arc::new(move || {
+        Ok(Box::new(BarrierOp(c.comm.ibarrier()?)) as Box<dyn CollOp>)
+    }))
+}
