@@ -25,6 +25,8 @@ pub(crate) struct CommObj {
     pub(crate) attrs: Mutex<BTreeMap<c_int, usize>>,
     /// Hints set with `MPI_Comm_set_info` (or given at a dup).
     pub(crate) info: Mutex<Vec<(String, String)>>,
+    /// Its virtual topology (Cartesian, graph, distributed graph).
+    pub(crate) topo: Mutex<Option<crate::topo::Topo>>,
 }
 
 impl CommObj {
@@ -35,6 +37,7 @@ impl CommObj {
             name: Mutex::new(name.to_string()),
             attrs: Mutex::new(BTreeMap::new()),
             info: Mutex::new(Vec::new()),
+            topo: Mutex::new(None),
         })
     }
 
@@ -46,6 +49,7 @@ impl CommObj {
             name: Mutex::new(String::new()),
             attrs: Mutex::new(BTreeMap::new()),
             info: Mutex::new(Vec::new()),
+            topo: Mutex::new(None),
         }
     }
 }
@@ -166,6 +170,11 @@ unsafe fn dup(
     let d = c.comm.dup()?;
     let obj = c.child(d);
     *obj.info.lock().unwrap_or_else(PoisonError::into_inner) = hints;
+    *obj.topo.lock().unwrap_or_else(PoisonError::into_inner) = c
+        .topo
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
     crate::attr::copy_all(comm, &c.attrs, &obj.attrs)?;
     let h = insert(obj)?;
     // SAFETY: the caller's contract.

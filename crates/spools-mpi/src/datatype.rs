@@ -256,6 +256,18 @@ pub(crate) fn dtype(h: MPI_Datatype) -> Result<Arc<TypeObj>, MpiError> {
     TYPES.get(h).ok_or_else(bad)
 }
 
+/// A new handle to the same datatype as `h` (`MPI_Type_get_contents` gives new handles
+/// of derived types, which the program frees); predefined ones are given as they are.
+pub(crate) fn another_handle(h: MPI_Datatype) -> Result<MPI_Datatype, MpiError> {
+    if h < 0x400 {
+        return Ok(h);
+    }
+    let t = dtype(h)?;
+    TYPES
+        .insert_shared(t)
+        .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many datatypes"))
+}
+
 /// The datatype of `h`, which must be committed, for a transfer of `call`.
 ///
 /// # Errors

@@ -926,18 +926,7 @@ pub unsafe extern "C" fn PMPI_Cancel(request: *mut MPI_Request) -> c_int {
     unsafe { crate::request::MPI_Cancel(request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Cart_coords`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Cart_coords(
-    comm: MPI_Comm,
-    rank: c_int,
-    maxdims: c_int,
-    coords: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Cart_coords", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Cart_coords`.
+/// The profiling name of `MPI_Cart_coords`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Cart_coords(
     comm: MPI_Comm,
@@ -945,23 +934,11 @@ pub unsafe extern "C" fn PMPI_Cart_coords(
     maxdims: c_int,
     coords: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Cart_coords", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Cart_coords`'s.
+    unsafe { crate::topo::MPI_Cart_coords(comm, rank, maxdims, coords) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Cart_create`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Cart_create(
-    comm_old: MPI_Comm,
-    ndims: c_int,
-    dims: *const c_int,
-    periods: *const c_int,
-    reorder: c_int,
-    comm_cart: *mut MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Cart_create", Scope::Comm(comm_old))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Cart_create`.
+/// The profiling name of `MPI_Cart_create`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Cart_create(
     comm_old: MPI_Comm,
@@ -971,22 +948,11 @@ pub unsafe extern "C" fn PMPI_Cart_create(
     reorder: c_int,
     comm_cart: *mut MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Cart_create", Scope::Comm(comm_old))
+    // SAFETY: the caller's contract is `MPI_Cart_create`'s.
+    unsafe { crate::topo::MPI_Cart_create(comm_old, ndims, dims, periods, reorder, comm_cart) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Cart_get`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Cart_get(
-    comm: MPI_Comm,
-    maxdims: c_int,
-    dims: *mut c_int,
-    periods: *mut c_int,
-    coords: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Cart_get", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Cart_get`.
+/// The profiling name of `MPI_Cart_get`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Cart_get(
     comm: MPI_Comm,
@@ -995,22 +961,11 @@ pub unsafe extern "C" fn PMPI_Cart_get(
     periods: *mut c_int,
     coords: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Cart_get", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Cart_get`'s.
+    unsafe { crate::topo::MPI_Cart_get(comm, maxdims, dims, periods, coords) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Cart_map`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Cart_map(
-    comm: MPI_Comm,
-    ndims: c_int,
-    dims: *const c_int,
-    periods: *const c_int,
-    newrank: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Cart_map", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Cart_map`.
+/// The profiling name of `MPI_Cart_map`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Cart_map(
     comm: MPI_Comm,
@@ -1019,42 +974,22 @@ pub unsafe extern "C" fn PMPI_Cart_map(
     periods: *const c_int,
     newrank: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Cart_map", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Cart_map`'s.
+    unsafe { crate::topo::MPI_Cart_map(comm, ndims, dims, periods, newrank) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Cart_rank`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Cart_rank(
-    comm: MPI_Comm,
-    coords: *const c_int,
-    rank: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Cart_rank", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Cart_rank`.
+/// The profiling name of `MPI_Cart_rank`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Cart_rank(
     comm: MPI_Comm,
     coords: *const c_int,
     rank: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Cart_rank", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Cart_rank`'s.
+    unsafe { crate::topo::MPI_Cart_rank(comm, coords, rank) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Cart_shift`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Cart_shift(
-    comm: MPI_Comm,
-    direction: c_int,
-    disp: c_int,
-    rank_source: *mut c_int,
-    rank_dest: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Cart_shift", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Cart_shift`.
+/// The profiling name of `MPI_Cart_shift`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Cart_shift(
     comm: MPI_Comm,
@@ -1063,39 +998,26 @@ pub unsafe extern "C" fn PMPI_Cart_shift(
     rank_source: *mut c_int,
     rank_dest: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Cart_shift", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Cart_shift`'s.
+    unsafe { crate::topo::MPI_Cart_shift(comm, direction, disp, rank_source, rank_dest) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Cart_sub`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Cart_sub(
-    comm: MPI_Comm,
-    remain_dims: *const c_int,
-    newcomm: *mut MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Cart_sub", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Cart_sub`.
+/// The profiling name of `MPI_Cart_sub`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Cart_sub(
     comm: MPI_Comm,
     remain_dims: *const c_int,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Cart_sub", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Cart_sub`'s.
+    unsafe { crate::topo::MPI_Cart_sub(comm, remain_dims, newcomm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Cartdim_get`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Cartdim_get(comm: MPI_Comm, ndims: *mut c_int) -> c_int {
-    unsupported("MPI_Cartdim_get", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Cartdim_get`.
+/// The profiling name of `MPI_Cartdim_get`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Cartdim_get(comm: MPI_Comm, ndims: *mut c_int) -> c_int {
-    unsupported("MPI_Cartdim_get", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Cartdim_get`'s.
+    unsafe { crate::topo::MPI_Cartdim_get(comm, ndims) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Close_port`.
@@ -1724,35 +1646,14 @@ pub unsafe extern "C" fn PMPI_Compare_and_swap(
     unsupported("MPI_Compare_and_swap", Scope::Win)
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Dims_create`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
-    unsupported("MPI_Dims_create", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Dims_create`.
+/// The profiling name of `MPI_Dims_create`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
-    unsupported("MPI_Dims_create", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Dims_create`'s.
+    unsafe { crate::topo::MPI_Dims_create(nnodes, ndims, dims) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Dist_graph_create`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Dist_graph_create(
-    comm_old: MPI_Comm,
-    n: c_int,
-    sources: *const c_int,
-    degrees: *const c_int,
-    destinations: *const c_int,
-    weights: *const c_int,
-    info: MPI_Info,
-    reorder: c_int,
-    comm_dist_graph: *mut MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Dist_graph_create", Scope::Comm(comm_old))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Dist_graph_create`.
+/// The profiling name of `MPI_Dist_graph_create`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Dist_graph_create(
     comm_old: MPI_Comm,
@@ -1765,27 +1666,23 @@ pub unsafe extern "C" fn PMPI_Dist_graph_create(
     reorder: c_int,
     comm_dist_graph: *mut MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Dist_graph_create", Scope::Comm(comm_old))
+    // SAFETY: the caller's contract is `MPI_Dist_graph_create`'s.
+    unsafe {
+        crate::topo::MPI_Dist_graph_create(
+            comm_old,
+            n,
+            sources,
+            degrees,
+            destinations,
+            weights,
+            info,
+            reorder,
+            comm_dist_graph,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Dist_graph_create_adjacent`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
-    comm_old: MPI_Comm,
-    indegree: c_int,
-    sources: *const c_int,
-    sourceweights: *const c_int,
-    outdegree: c_int,
-    destinations: *const c_int,
-    destweights: *const c_int,
-    info: MPI_Info,
-    reorder: c_int,
-    comm_dist_graph: *mut MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Dist_graph_create_adjacent", Scope::Comm(comm_old))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Dist_graph_create_adjacent`.
+/// The profiling name of `MPI_Dist_graph_create_adjacent`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Dist_graph_create_adjacent(
     comm_old: MPI_Comm,
@@ -1799,24 +1696,24 @@ pub unsafe extern "C" fn PMPI_Dist_graph_create_adjacent(
     reorder: c_int,
     comm_dist_graph: *mut MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Dist_graph_create_adjacent", Scope::Comm(comm_old))
+    // SAFETY: the caller's contract is `MPI_Dist_graph_create_adjacent`'s.
+    unsafe {
+        crate::topo::MPI_Dist_graph_create_adjacent(
+            comm_old,
+            indegree,
+            sources,
+            sourceweights,
+            outdegree,
+            destinations,
+            destweights,
+            info,
+            reorder,
+            comm_dist_graph,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Dist_graph_neighbors`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Dist_graph_neighbors(
-    comm: MPI_Comm,
-    maxindegree: c_int,
-    sources: *mut c_int,
-    sourceweights: *mut c_int,
-    maxoutdegree: c_int,
-    destinations: *mut c_int,
-    destweights: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Dist_graph_neighbors", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Dist_graph_neighbors`.
+/// The profiling name of `MPI_Dist_graph_neighbors`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Dist_graph_neighbors(
     comm: MPI_Comm,
@@ -1827,21 +1724,21 @@ pub unsafe extern "C" fn PMPI_Dist_graph_neighbors(
     destinations: *mut c_int,
     destweights: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Dist_graph_neighbors", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Dist_graph_neighbors`'s.
+    unsafe {
+        crate::topo::MPI_Dist_graph_neighbors(
+            comm,
+            maxindegree,
+            sources,
+            sourceweights,
+            maxoutdegree,
+            destinations,
+            destweights,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Dist_graph_neighbors_count`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Dist_graph_neighbors_count(
-    comm: MPI_Comm,
-    indegree: *mut c_int,
-    outdegree: *mut c_int,
-    weighted: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Dist_graph_neighbors_count", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Dist_graph_neighbors_count`.
+/// The profiling name of `MPI_Dist_graph_neighbors_count`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Dist_graph_neighbors_count(
     comm: MPI_Comm,
@@ -1849,7 +1746,8 @@ pub unsafe extern "C" fn PMPI_Dist_graph_neighbors_count(
     outdegree: *mut c_int,
     weighted: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Dist_graph_neighbors_count", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Dist_graph_neighbors_count`'s.
+    unsafe { crate::topo::MPI_Dist_graph_neighbors_count(comm, indegree, outdegree, weighted) }
 }
 
 /// The profiling name of `MPI_Errhandler_free`.
@@ -4312,20 +4210,7 @@ pub unsafe extern "C" fn PMPI_Get_version(version: *mut c_int, subversion: *mut 
     unsafe { crate::init::MPI_Get_version(version, subversion) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Graph_create`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Graph_create(
-    comm_old: MPI_Comm,
-    nnodes: c_int,
-    indx: *const c_int,
-    edges: *const c_int,
-    reorder: c_int,
-    comm_graph: *mut MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Graph_create", Scope::Comm(comm_old))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Graph_create`.
+/// The profiling name of `MPI_Graph_create`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Graph_create(
     comm_old: MPI_Comm,
@@ -4335,22 +4220,11 @@ pub unsafe extern "C" fn PMPI_Graph_create(
     reorder: c_int,
     comm_graph: *mut MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Graph_create", Scope::Comm(comm_old))
+    // SAFETY: the caller's contract is `MPI_Graph_create`'s.
+    unsafe { crate::topo::MPI_Graph_create(comm_old, nnodes, indx, edges, reorder, comm_graph) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Graph_get`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Graph_get(
-    comm: MPI_Comm,
-    maxindex: c_int,
-    maxedges: c_int,
-    indx: *mut c_int,
-    edges: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Graph_get", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Graph_get`.
+/// The profiling name of `MPI_Graph_get`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Graph_get(
     comm: MPI_Comm,
@@ -4359,22 +4233,11 @@ pub unsafe extern "C" fn PMPI_Graph_get(
     indx: *mut c_int,
     edges: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Graph_get", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Graph_get`'s.
+    unsafe { crate::topo::MPI_Graph_get(comm, maxindex, maxedges, indx, edges) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Graph_map`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Graph_map(
-    comm: MPI_Comm,
-    nnodes: c_int,
-    indx: *const c_int,
-    edges: *const c_int,
-    newrank: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Graph_map", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Graph_map`.
+/// The profiling name of `MPI_Graph_map`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Graph_map(
     comm: MPI_Comm,
@@ -4383,21 +4246,11 @@ pub unsafe extern "C" fn PMPI_Graph_map(
     edges: *const c_int,
     newrank: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Graph_map", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Graph_map`'s.
+    unsafe { crate::topo::MPI_Graph_map(comm, nnodes, indx, edges, newrank) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Graph_neighbors`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Graph_neighbors(
-    comm: MPI_Comm,
-    rank: c_int,
-    maxneighbors: c_int,
-    neighbors: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Graph_neighbors", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Graph_neighbors`.
+/// The profiling name of `MPI_Graph_neighbors`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Graph_neighbors(
     comm: MPI_Comm,
@@ -4405,47 +4258,30 @@ pub unsafe extern "C" fn PMPI_Graph_neighbors(
     maxneighbors: c_int,
     neighbors: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Graph_neighbors", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Graph_neighbors`'s.
+    unsafe { crate::topo::MPI_Graph_neighbors(comm, rank, maxneighbors, neighbors) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Graph_neighbors_count`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Graph_neighbors_count(
-    comm: MPI_Comm,
-    rank: c_int,
-    nneighbors: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Graph_neighbors_count", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Graph_neighbors_count`.
+/// The profiling name of `MPI_Graph_neighbors_count`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Graph_neighbors_count(
     comm: MPI_Comm,
     rank: c_int,
     nneighbors: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Graph_neighbors_count", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Graph_neighbors_count`'s.
+    unsafe { crate::topo::MPI_Graph_neighbors_count(comm, rank, nneighbors) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Graphdims_get`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Graphdims_get(
-    comm: MPI_Comm,
-    nnodes: *mut c_int,
-    nedges: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Graphdims_get", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Graphdims_get`.
+/// The profiling name of `MPI_Graphdims_get`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Graphdims_get(
     comm: MPI_Comm,
     nnodes: *mut c_int,
     nedges: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Graphdims_get", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Graphdims_get`'s.
+    unsafe { crate::topo::MPI_Graphdims_get(comm, nnodes, nedges) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Grequest_complete`.
@@ -5097,22 +4933,7 @@ pub unsafe extern "C" fn PMPI_Imrecv_c(
     unsafe { crate::persist::MPI_Imrecv_c(buf, count, datatype, message, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ineighbor_allgather`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ineighbor_allgather(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ineighbor_allgather", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ineighbor_allgather`.
+/// The profiling name of `MPI_Ineighbor_allgather`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ineighbor_allgather(
     sendbuf: *const c_void,
@@ -5124,25 +4945,15 @@ pub unsafe extern "C" fn PMPI_Ineighbor_allgather(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ineighbor_allgather", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ineighbor_allgather`'s.
+    unsafe {
+        crate::topo::MPI_Ineighbor_allgather(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ineighbor_allgather_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ineighbor_allgather_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ineighbor_allgather_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ineighbor_allgather_c`.
+/// The profiling name of `MPI_Ineighbor_allgather_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ineighbor_allgather_c(
     sendbuf: *const c_void,
@@ -5154,26 +4965,15 @@ pub unsafe extern "C" fn PMPI_Ineighbor_allgather_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ineighbor_allgather_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ineighbor_allgather_c`'s.
+    unsafe {
+        crate::topo::MPI_Ineighbor_allgather_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ineighbor_allgatherv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ineighbor_allgatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ineighbor_allgatherv", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ineighbor_allgatherv`.
+/// The profiling name of `MPI_Ineighbor_allgatherv`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ineighbor_allgatherv(
     sendbuf: *const c_void,
@@ -5186,26 +4986,15 @@ pub unsafe extern "C" fn PMPI_Ineighbor_allgatherv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ineighbor_allgatherv", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ineighbor_allgatherv`'s.
+    unsafe {
+        crate::topo::MPI_Ineighbor_allgatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ineighbor_allgatherv_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ineighbor_allgatherv_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ineighbor_allgatherv_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ineighbor_allgatherv_c`.
+/// The profiling name of `MPI_Ineighbor_allgatherv_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ineighbor_allgatherv_c(
     sendbuf: *const c_void,
@@ -5218,25 +5007,15 @@ pub unsafe extern "C" fn PMPI_Ineighbor_allgatherv_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ineighbor_allgatherv_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ineighbor_allgatherv_c`'s.
+    unsafe {
+        crate::topo::MPI_Ineighbor_allgatherv_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ineighbor_alltoall`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ineighbor_alltoall(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ineighbor_alltoall", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ineighbor_alltoall`.
+/// The profiling name of `MPI_Ineighbor_alltoall`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ineighbor_alltoall(
     sendbuf: *const c_void,
@@ -5248,25 +5027,15 @@ pub unsafe extern "C" fn PMPI_Ineighbor_alltoall(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ineighbor_alltoall", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ineighbor_alltoall`'s.
+    unsafe {
+        crate::topo::MPI_Ineighbor_alltoall(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ineighbor_alltoall_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ineighbor_alltoall_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ineighbor_alltoall_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ineighbor_alltoall_c`.
+/// The profiling name of `MPI_Ineighbor_alltoall_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ineighbor_alltoall_c(
     sendbuf: *const c_void,
@@ -5278,27 +5047,15 @@ pub unsafe extern "C" fn PMPI_Ineighbor_alltoall_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ineighbor_alltoall_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ineighbor_alltoall_c`'s.
+    unsafe {
+        crate::topo::MPI_Ineighbor_alltoall_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ineighbor_alltoallv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ineighbor_alltoallv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ineighbor_alltoallv", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ineighbor_alltoallv`.
+/// The profiling name of `MPI_Ineighbor_alltoallv`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ineighbor_alltoallv(
     sendbuf: *const c_void,
@@ -5312,27 +5069,16 @@ pub unsafe extern "C" fn PMPI_Ineighbor_alltoallv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ineighbor_alltoallv", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ineighbor_alltoallv`'s.
+    unsafe {
+        crate::topo::MPI_Ineighbor_alltoallv(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ineighbor_alltoallv_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ineighbor_alltoallv_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ineighbor_alltoallv_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ineighbor_alltoallv_c`.
+/// The profiling name of `MPI_Ineighbor_alltoallv_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ineighbor_alltoallv_c(
     sendbuf: *const c_void,
@@ -5346,27 +5092,16 @@ pub unsafe extern "C" fn PMPI_Ineighbor_alltoallv_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ineighbor_alltoallv_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ineighbor_alltoallv_c`'s.
+    unsafe {
+        crate::topo::MPI_Ineighbor_alltoallv_c(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ineighbor_alltoallw`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ineighbor_alltoallw(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ineighbor_alltoallw", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ineighbor_alltoallw`.
+/// The profiling name of `MPI_Ineighbor_alltoallw`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ineighbor_alltoallw(
     sendbuf: *const c_void,
@@ -5380,27 +5115,16 @@ pub unsafe extern "C" fn PMPI_Ineighbor_alltoallw(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ineighbor_alltoallw", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ineighbor_alltoallw`'s.
+    unsafe {
+        crate::topo::MPI_Ineighbor_alltoallw(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ineighbor_alltoallw_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Ineighbor_alltoallw_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Ineighbor_alltoallw_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Ineighbor_alltoallw_c`.
+/// The profiling name of `MPI_Ineighbor_alltoallw_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ineighbor_alltoallw_c(
     sendbuf: *const c_void,
@@ -5414,7 +5138,13 @@ pub unsafe extern "C" fn PMPI_Ineighbor_alltoallw_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Ineighbor_alltoallw_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Ineighbor_alltoallw_c`'s.
+    unsafe {
+        crate::topo::MPI_Ineighbor_alltoallw_c(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+            request,
+        )
+    }
 }
 
 /// The profiling name of `MPI_Info_create`.
@@ -6157,21 +5887,7 @@ pub unsafe extern "C" fn PMPI_Mrecv_c(
     unsafe { crate::persist::MPI_Mrecv_c(buf, count, datatype, message, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_allgather`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_allgather(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Neighbor_allgather", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_allgather`.
+/// The profiling name of `MPI_Neighbor_allgather`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Neighbor_allgather(
     sendbuf: *const c_void,
@@ -6182,24 +5898,15 @@ pub unsafe extern "C" fn PMPI_Neighbor_allgather(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Neighbor_allgather", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Neighbor_allgather`'s.
+    unsafe {
+        crate::topo::MPI_Neighbor_allgather(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_allgather_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_allgather_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Neighbor_allgather_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_allgather_c`.
+/// The profiling name of `MPI_Neighbor_allgather_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Neighbor_allgather_c(
     sendbuf: *const c_void,
@@ -6210,26 +5917,15 @@ pub unsafe extern "C" fn PMPI_Neighbor_allgather_c(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Neighbor_allgather_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Neighbor_allgather_c`'s.
+    unsafe {
+        crate::topo::MPI_Neighbor_allgather_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_allgather_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_allgather_init(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Neighbor_allgather_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_allgather_init`.
+/// The profiling name of `MPI_Neighbor_allgather_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Neighbor_allgather_init(
     sendbuf: *const c_void,
@@ -6242,26 +5938,15 @@ pub unsafe extern "C" fn PMPI_Neighbor_allgather_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Neighbor_allgather_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Neighbor_allgather_init`'s.
+    unsafe {
+        crate::topo::MPI_Neighbor_allgather_init(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_allgather_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_allgather_init_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Neighbor_allgather_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_allgather_init_c`.
+/// The profiling name of `MPI_Neighbor_allgather_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Neighbor_allgather_init_c(
     sendbuf: *const c_void,
@@ -6274,25 +5959,15 @@ pub unsafe extern "C" fn PMPI_Neighbor_allgather_init_c(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Neighbor_allgather_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Neighbor_allgather_init_c`'s.
+    unsafe {
+        crate::topo::MPI_Neighbor_allgather_init_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_allgatherv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_allgatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Neighbor_allgatherv", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_allgatherv`.
+/// The profiling name of `MPI_Neighbor_allgatherv`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Neighbor_allgatherv(
     sendbuf: *const c_void,
@@ -6304,25 +5979,15 @@ pub unsafe extern "C" fn PMPI_Neighbor_allgatherv(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Neighbor_allgatherv", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Neighbor_allgatherv`'s.
+    unsafe {
+        crate::topo::MPI_Neighbor_allgatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_allgatherv_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_allgatherv_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Neighbor_allgatherv_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_allgatherv_c`.
+/// The profiling name of `MPI_Neighbor_allgatherv_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Neighbor_allgatherv_c(
     sendbuf: *const c_void,
@@ -6334,27 +5999,15 @@ pub unsafe extern "C" fn PMPI_Neighbor_allgatherv_c(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Neighbor_allgatherv_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Neighbor_allgatherv_c`'s.
+    unsafe {
+        crate::topo::MPI_Neighbor_allgatherv_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_allgatherv_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_allgatherv_init(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Neighbor_allgatherv_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_allgatherv_init`.
+/// The profiling name of `MPI_Neighbor_allgatherv_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Neighbor_allgatherv_init(
     sendbuf: *const c_void,
@@ -6368,27 +6021,16 @@ pub unsafe extern "C" fn PMPI_Neighbor_allgatherv_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Neighbor_allgatherv_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Neighbor_allgatherv_init`'s.
+    unsafe {
+        crate::topo::MPI_Neighbor_allgatherv_init(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_allgatherv_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_allgatherv_init_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Neighbor_allgatherv_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_allgatherv_init_c`.
+/// The profiling name of `MPI_Neighbor_allgatherv_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Neighbor_allgatherv_init_c(
     sendbuf: *const c_void,
@@ -6402,24 +6044,16 @@ pub unsafe extern "C" fn PMPI_Neighbor_allgatherv_init_c(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Neighbor_allgatherv_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Neighbor_allgatherv_init_c`'s.
+    unsafe {
+        crate::topo::MPI_Neighbor_allgatherv_init_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoall`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_alltoall(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Neighbor_alltoall", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoall`.
+/// The profiling name of `MPI_Neighbor_alltoall`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Neighbor_alltoall(
     sendbuf: *const c_void,
@@ -6430,24 +6064,15 @@ pub unsafe extern "C" fn PMPI_Neighbor_alltoall(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Neighbor_alltoall", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Neighbor_alltoall`'s.
+    unsafe {
+        crate::topo::MPI_Neighbor_alltoall(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoall_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_alltoall_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Neighbor_alltoall_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoall_c`.
+/// The profiling name of `MPI_Neighbor_alltoall_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Neighbor_alltoall_c(
     sendbuf: *const c_void,
@@ -6458,26 +6083,15 @@ pub unsafe extern "C" fn PMPI_Neighbor_alltoall_c(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Neighbor_alltoall_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Neighbor_alltoall_c`'s.
+    unsafe {
+        crate::topo::MPI_Neighbor_alltoall_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoall_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_alltoall_init(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Neighbor_alltoall_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoall_init`.
+/// The profiling name of `MPI_Neighbor_alltoall_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Neighbor_alltoall_init(
     sendbuf: *const c_void,
@@ -6490,26 +6104,15 @@ pub unsafe extern "C" fn PMPI_Neighbor_alltoall_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Neighbor_alltoall_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Neighbor_alltoall_init`'s.
+    unsafe {
+        crate::topo::MPI_Neighbor_alltoall_init(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoall_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_alltoall_init_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Neighbor_alltoall_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoall_init_c`.
+/// The profiling name of `MPI_Neighbor_alltoall_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Neighbor_alltoall_init_c(
     sendbuf: *const c_void,
@@ -6522,26 +6125,15 @@ pub unsafe extern "C" fn PMPI_Neighbor_alltoall_init_c(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Neighbor_alltoall_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Neighbor_alltoall_init_c`'s.
+    unsafe {
+        crate::topo::MPI_Neighbor_alltoall_init_c(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoallv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_alltoallv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Neighbor_alltoallv", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoallv`.
+/// The profiling name of `MPI_Neighbor_alltoallv`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Neighbor_alltoallv(
     sendbuf: *const c_void,
@@ -6554,26 +6146,15 @@ pub unsafe extern "C" fn PMPI_Neighbor_alltoallv(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Neighbor_alltoallv", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Neighbor_alltoallv`'s.
+    unsafe {
+        crate::topo::MPI_Neighbor_alltoallv(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoallv_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_alltoallv_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Neighbor_alltoallv_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoallv_c`.
+/// The profiling name of `MPI_Neighbor_alltoallv_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Neighbor_alltoallv_c(
     sendbuf: *const c_void,
@@ -6586,28 +6167,15 @@ pub unsafe extern "C" fn PMPI_Neighbor_alltoallv_c(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Neighbor_alltoallv_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Neighbor_alltoallv_c`'s.
+    unsafe {
+        crate::topo::MPI_Neighbor_alltoallv_c(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoallv_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_alltoallv_init(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Neighbor_alltoallv_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoallv_init`.
+/// The profiling name of `MPI_Neighbor_alltoallv_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Neighbor_alltoallv_init(
     sendbuf: *const c_void,
@@ -6622,28 +6190,16 @@ pub unsafe extern "C" fn PMPI_Neighbor_alltoallv_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Neighbor_alltoallv_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Neighbor_alltoallv_init`'s.
+    unsafe {
+        crate::topo::MPI_Neighbor_alltoallv_init(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+            info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoallv_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_alltoallv_init_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Neighbor_alltoallv_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoallv_init_c`.
+/// The profiling name of `MPI_Neighbor_alltoallv_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Neighbor_alltoallv_init_c(
     sendbuf: *const c_void,
@@ -6658,26 +6214,16 @@ pub unsafe extern "C" fn PMPI_Neighbor_alltoallv_init_c(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Neighbor_alltoallv_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Neighbor_alltoallv_init_c`'s.
+    unsafe {
+        crate::topo::MPI_Neighbor_alltoallv_init_c(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+            info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoallw`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_alltoallw(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Neighbor_alltoallw", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoallw`.
+/// The profiling name of `MPI_Neighbor_alltoallw`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Neighbor_alltoallw(
     sendbuf: *const c_void,
@@ -6690,26 +6236,15 @@ pub unsafe extern "C" fn PMPI_Neighbor_alltoallw(
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Neighbor_alltoallw", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Neighbor_alltoallw`'s.
+    unsafe {
+        crate::topo::MPI_Neighbor_alltoallw(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoallw_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_alltoallw_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Neighbor_alltoallw_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoallw_c`.
+/// The profiling name of `MPI_Neighbor_alltoallw_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Neighbor_alltoallw_c(
     sendbuf: *const c_void,
@@ -6722,28 +6257,15 @@ pub unsafe extern "C" fn PMPI_Neighbor_alltoallw_c(
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Neighbor_alltoallw_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Neighbor_alltoallw_c`'s.
+    unsafe {
+        crate::topo::MPI_Neighbor_alltoallw_c(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoallw_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_alltoallw_init(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Neighbor_alltoallw_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoallw_init`.
+/// The profiling name of `MPI_Neighbor_alltoallw_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Neighbor_alltoallw_init(
     sendbuf: *const c_void,
@@ -6758,28 +6280,16 @@ pub unsafe extern "C" fn PMPI_Neighbor_alltoallw_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Neighbor_alltoallw_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Neighbor_alltoallw_init`'s.
+    unsafe {
+        crate::topo::MPI_Neighbor_alltoallw_init(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+            info, request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoallw_init_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_alltoallw_init_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Neighbor_alltoallw_init_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Neighbor_alltoallw_init_c`.
+/// The profiling name of `MPI_Neighbor_alltoallw_init_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Neighbor_alltoallw_init_c(
     sendbuf: *const c_void,
@@ -6794,7 +6304,13 @@ pub unsafe extern "C" fn PMPI_Neighbor_alltoallw_init_c(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Neighbor_alltoallw_init_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Neighbor_alltoallw_init_c`'s.
+    unsafe {
+        crate::topo::MPI_Neighbor_alltoallw_init_c(
+            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
+            info, request,
+        )
+    }
 }
 
 /// The profiling name of `MPI_Op_commutative`.
@@ -9010,16 +8526,11 @@ pub unsafe extern "C" fn PMPI_Testsome(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Topo_test`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_int {
-    unsupported("MPI_Topo_test", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Topo_test`.
+/// The profiling name of `MPI_Topo_test`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_int {
-    unsupported("MPI_Topo_test", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Topo_test`'s.
+    unsafe { crate::topo::MPI_Topo_test(comm, status) }
 }
 
 /// The profiling name of `MPI_Type_commit`.

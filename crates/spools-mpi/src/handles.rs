@@ -67,6 +67,25 @@ impl<T> Table<T> {
         (h >> INDEX_BITS == self.kind as usize).then_some(h & INDEX_MASK)
     }
 
+    /// Adds another handle to an object already shared.
+    pub(crate) fn insert_shared(&self, v: Arc<T>) -> Option<usize> {
+        let mut s = self.slots.write().unwrap_or_else(PoisonError::into_inner);
+        let i = match s.free.pop() {
+            Some(i) => {
+                s.items[i] = Some(v);
+                i
+            }
+            None => {
+                if s.items.len() > INDEX_MASK {
+                    return None;
+                }
+                s.items.push(Some(v));
+                s.items.len() - 1
+            }
+        };
+        Some(((self.kind as usize) << INDEX_BITS) | i)
+    }
+
     /// The object of handle `h`, if it is a live one of this table.
     pub(crate) fn get(&self, h: usize) -> Option<Arc<T>> {
         let i = self.index(h)?;

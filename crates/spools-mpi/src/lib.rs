@@ -39,6 +39,7 @@ mod p2p;
 mod persist;
 mod request;
 mod special;
+mod topo;
 mod typector;
 mod typeinfo;
 mod vcoll;

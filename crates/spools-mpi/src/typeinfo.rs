@@ -92,6 +92,14 @@ pub unsafe extern "C" fn MPI_Type_get_envelope_c(
     on_self(r)
 }
 
+/// New handles of the types a datatype was made of.
+fn handles(types: &[MPI_Datatype]) -> Result<Vec<MPI_Datatype>, MpiError> {
+    types
+        .iter()
+        .map(|&h| crate::datatype::another_handle(h))
+        .collect()
+}
+
 fn contents(t: &TypeObj, call: &'static str) -> Result<(), MpiError> {
     if t.envelope.combiner == MPI_COMBINER_NAMED {
         return Err(MpiError::invalid(
@@ -122,7 +130,12 @@ pub unsafe extern "C" fn MPI_Type_get_contents(
         unsafe {
             copy_out(array_of_integers, &e.ints, max_integers.into(), call)?;
             copy_out(array_of_addresses, &e.aints, max_addresses.into(), call)?;
-            copy_out(array_of_datatypes, &e.types, max_datatypes.into(), call)
+            copy_out(
+                array_of_datatypes,
+                &handles(&e.types)?,
+                max_datatypes.into(),
+                call,
+            )
         }
     })();
     on_self(r)
@@ -151,7 +164,7 @@ pub unsafe extern "C" fn MPI_Type_get_contents_c(
             copy_out(array_of_integers, &e.ints, max_integers, call)?;
             copy_out(array_of_addresses, &e.aints, max_addresses, call)?;
             copy_out(array_of_large_counts, &e.counts, max_large_counts, call)?;
-            copy_out(array_of_datatypes, &e.types, max_datatypes, call)
+            copy_out(array_of_datatypes, &handles(&e.types)?, max_datatypes, call)
         }
     })();
     on_self(r)
@@ -221,6 +234,18 @@ pub unsafe extern "C" fn MPI_Type_get_name(
     type_name: *mut c_char,
     resultlen: *mut c_int,
 ) -> c_int {
+    if datatype == MPI_DATATYPE_NULL {
+        // SAFETY: the standard's contract: MPI_MAX_OBJECT_NAME bytes.
+        unsafe {
+            put_string(
+                "MPI_DATATYPE_NULL",
+                type_name,
+                MPI_MAX_OBJECT_NAME as usize,
+                resultlen,
+            )
+        };
+        return MPI_SUCCESS;
+    }
     let r = dtype(datatype).map(|t| {
         let mut name = t
             .name
@@ -255,6 +280,8 @@ pub unsafe extern "C" fn MPI_Type_match_size(
             (MPI_TYPECLASS_INTEGER, 2) => MPI_INT16_T,
             (MPI_TYPECLASS_INTEGER, 4) => MPI_INT32_T,
             (MPI_TYPECLASS_INTEGER, 8) => MPI_INT64_T,
+            (MPI_TYPECLASS_INTEGER, 16) => MPI_INTEGER16,
+            (MPI_TYPECLASS_REAL, 2) => MPI_REAL2,
             (MPI_TYPECLASS_REAL, 4) => MPI_FLOAT,
             (MPI_TYPECLASS_REAL, 8) => MPI_DOUBLE,
             (MPI_TYPECLASS_REAL, 16) => MPI_LONG_DOUBLE,

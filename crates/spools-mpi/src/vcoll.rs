@@ -20,29 +20,31 @@ use crate::p2p::data;
 use crate::request::{give, give_persistent, CollOp, Op};
 
 /// What starts a collective (again, for a persistent one).
-type Start = Arc<dyn Fn() -> Result<Box<dyn CollOp>, MpiError> + Send + Sync>;
+pub(crate) type Start = Arc<dyn Fn() -> Result<Box<dyn CollOp>, MpiError> + Send + Sync>;
 
 /// A block this rank receives: from whom, how many elements of which type, where.
-struct In {
-    from: u32,
-    n: usize,
-    t: Arc<TypeObj>,
-    addr: usize,
+pub(crate) struct In {
+    pub(crate) from: u32,
+    pub(crate) key: u8,
+    pub(crate) n: usize,
+    pub(crate) t: Arc<TypeObj>,
+    pub(crate) addr: usize,
 }
 
 /// A block this rank sends: to whom, how many elements of which type, from where.
-struct OutB {
-    to: u32,
-    n: usize,
-    t: Arc<TypeObj>,
-    addr: usize,
+pub(crate) struct OutB {
+    pub(crate) to: u32,
+    pub(crate) key: u8,
+    pub(crate) n: usize,
+    pub(crate) t: Arc<TypeObj>,
+    pub(crate) addr: usize,
 }
 
 /// One exchange: the blocks this rank sends and receives.
-struct Xfer {
-    c: Arc<CommObj>,
-    sends: Vec<OutB>,
-    recvs: Vec<In>,
+pub(crate) struct Xfer {
+    pub(crate) c: Arc<CommObj>,
+    pub(crate) sends: Vec<OutB>,
+    pub(crate) recvs: Vec<In>,
 }
 
 /// A started exchange: on completion, each received block is unpacked to its place.
@@ -76,13 +78,18 @@ fn start_xfer(x: &Xfer) -> Result<Box<dyn CollOp>, MpiError> {
         .map(|s| {
             (
                 s.to,
+                s.key,
                 // SAFETY: the program's send buffer (MPI's contract).
                 unsafe { data(s.addr as *const c_void, s.n, &s.t) }.into_owned(),
             )
         })
         .collect();
-    let recvs = x.recvs.iter().map(|r| (r.from, r.n * r.t.size)).collect();
-    let req = x.c.comm.iexchange(sends, recvs)?;
+    let recvs = x
+        .recvs
+        .iter()
+        .map(|r| (r.from, r.key, r.n * r.t.size))
+        .collect();
+    let req = x.c.comm.iexchange_keyed(sends, recvs)?;
     Ok(Box::new(XferOp {
         req,
         outs: x.recvs.iter().map(|r| (r.addr, r.t.clone())).collect(),
@@ -310,6 +317,7 @@ fn gatherv(
     if !inplace {
         x.sends.push(OutB {
             to: root,
+            key: 0,
             n: ccount(sn, call)?,
             t: committed(st, call)?,
             addr: send,
@@ -323,6 +331,7 @@ fn gatherv(
             }
             x.recvs.push(In {
                 from: i as u32,
+                key: 0,
                 n: ccount(k, call)?,
                 t: t.clone(),
                 addr: (recv as isize + d as isize * t.extent) as usize,
@@ -361,6 +370,7 @@ fn scatterv(
             }
             x.sends.push(OutB {
                 to: i as u32,
+                key: 0,
                 n: ccount(k, call)?,
                 t: t.clone(),
                 addr: (send as isize + d as isize * t.extent) as usize,
@@ -370,6 +380,7 @@ fn scatterv(
     if !inplace {
         x.recvs.push(In {
             from: root,
+            key: 0,
             n: ccount(rn, call)?,
             t: committed(rt, call)?,
             addr: recv,
@@ -415,12 +426,14 @@ fn allgatherv(
         }
         x.sends.push(OutB {
             to: i,
+            key: 0,
             n: sn,
             t: stt.clone(),
             addr: sa,
         });
         x.recvs.push(In {
             from: i,
+            key: 0,
             n: ccount(rcounts[i as usize], call)?,
             t: t.clone(),
             addr: (recv as isize + displs[i as usize] as isize * t.extent) as usize,
@@ -481,6 +494,7 @@ fn alltoallw(
         let t = committed(st[i], call)?;
         x.sends.push(OutB {
             to: i as u32,
+            key: 0,
             n: ccount(sc[i], call)?,
             t,
             addr: (sbase as isize + sd[i] as isize) as usize,
@@ -488,6 +502,7 @@ fn alltoallw(
         let t = committed(rt[i], call)?;
         x.recvs.push(In {
             from: i as u32,
+            key: 0,
             n: ccount(rc[i], call)?,
             t,
             addr: (recv as isize + rd[i] as isize) as usize,
@@ -497,12 +512,12 @@ fn alltoallw(
 }
 
 /// Runs `start` to completion (the blocking forms).
-fn run(start: Start) -> Result<(), MpiError> {
+pub(crate) fn run(start: Start) -> Result<(), MpiError> {
     start()?.finish()
 }
 
 /// An exchange that owns the in-place copy it sends from.
-fn xfer_start(x: Xfer, copy: Option<Vec<u8>>) -> Start {
+pub(crate) fn xfer_start(x: Xfer, copy: Option<Vec<u8>>) -> Start {
     let x = Arc::new((x, copy));
     Arc::new(move || start_xfer(&x.0))
 }
@@ -517,7 +532,7 @@ unsafe impl Sync for Xfer {}
 ///
 /// # Safety
 /// `request` is NULL or writable.
-unsafe fn nonblocking(
+pub(crate) unsafe fn nonblocking(
     start: Start,
     comm_h: MPI_Comm,
     request: *mut MPI_Request,
@@ -533,7 +548,7 @@ unsafe fn nonblocking(
 ///
 /// # Safety
 /// `request` is NULL or writable.
-unsafe fn persistent(
+pub(crate) unsafe fn persistent(
     start: Start,
     comm_h: MPI_Comm,
     request: *mut MPI_Request,
@@ -606,10 +621,10 @@ forms!(-, MPI_Bcast_c, MPI_Ibcast, MPI_Ibcast_c, MPI_Bcast_init, MPI_Bcast_init_
     let mut x = Xfer { c: c.clone(), sends: Vec::new(), recvs: Vec::new() };
     if me == root {
         for i in (0..c.comm.size()).filter(|&i| i != root) {
-            x.sends.push(OutB { to: i, n, t: t.clone(), addr: buffer as usize });
+            x.sends.push(OutB { to: i, key: 0, n, t: t.clone(), addr: buffer as usize });
         }
     } else {
-        x.recvs.push(In { from: root, n, t, addr: buffer as usize });
+        x.recvs.push(In { from: root, key: 0, n, t, addr: buffer as usize });
     }
     Ok(xfer_start(x, None))
 });

@@ -33,15 +33,48 @@ impl Communicator {
         sends: Vec<(u32, Vec<u8>)>,
         recvs: Vec<(u32, usize)>,
     ) -> Result<CollRequest<Vec<Vec<u8>>>, MsgError> {
+        self.iexchange_keyed(
+            sends.into_iter().map(|(r, b)| (r, 0, b)).collect(),
+            recvs.into_iter().map(|(r, n)| (r, 0, n)).collect(),
+        )
+    }
+
+    /// [`Communicator::iexchange`] with a key (0 to 255) on every block: a block sent
+    /// with key k matches only a receive with key k, so that blocks between the same two
+    /// ranks need not be listed in the same order on both sides (a Cartesian
+    /// neighbourhood where one rank is both the left and the right neighbour).
+    ///
+    /// ```
+    /// let world = spools::init().unwrap();
+    /// let me = world.rank();
+    /// let r = world
+    ///     .iexchange_keyed(vec![(me, 1, vec![1]), (me, 2, vec![2])], vec![(me, 2, 1), (me, 1, 1)])
+    ///     .unwrap();
+    /// assert_eq!(r.wait().unwrap(), vec![vec![2], vec![1]]);
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Communicator::iexchange`].
+    pub fn iexchange_keyed(
+        &self,
+        sends: Vec<(u32, u8, Vec<u8>)>,
+        recvs: Vec<(u32, u8, usize)>,
+    ) -> Result<CollRequest<Vec<Vec<u8>>>, MsgError> {
         let tag = self.core.next_coll_tag();
         let me = self.rank();
         let nrecv = recvs.len();
-        let mut slots: Vec<Vec<u8>> = recvs.iter().map(|&(_, len)| vec![0u8; len]).collect();
-        // Blocks to this rank itself, copied in order into its receives from itself.
-        let mut own = sends.iter().filter(|(to, _)| *to == me).map(|(_, b)| b);
-        for (i, &(from, len)) in recvs.iter().enumerate() {
+        let mut slots: Vec<Vec<u8>> = recvs.iter().map(|&(_, _, len)| vec![0u8; len]).collect();
+        // Blocks to this rank itself, copied in order (per key) into its receives from
+        // itself.
+        let mut own: Vec<Vec<&Vec<u8>>> = vec![Vec::new(); 256];
+        for (to, key, b) in sends.iter().rev() {
+            if *to == me {
+                own[*key as usize].push(b);
+            }
+        }
+        for (i, &(from, key, len)) in recvs.iter().enumerate() {
             if from == me {
-                let b = own.next().ok_or(MsgError::Mismatch {
+                let b = own[key as usize].pop().ok_or(MsgError::Mismatch {
                     op: "exchange",
                     from: Some(me),
                     got: 0,
@@ -60,13 +93,13 @@ impl Communicator {
         }
         let mut s = self.schedule_bytes(tag, slots);
         s.round();
-        for (i, &(from, len)) in recvs.iter().enumerate() {
+        for (i, &(from, key, len)) in recvs.iter().enumerate() {
             if from != me && len > 0 {
                 let job = self.core.job_rank(from)?;
-                s.recv(job, tag, Part::new(i, 0, len));
+                s.recv(job, tag | u32::from(key), Part::new(i, 0, len));
             }
         }
-        for (to, bytes) in sends {
+        for (to, key, bytes) in sends {
             if to == me {
                 continue;
             }
@@ -76,7 +109,7 @@ impl Communicator {
             }
             let len = bytes.len();
             let slot = s.add_slot(bytes);
-            s.send(job, tag, Part::new(slot, 0, len));
+            s.send(job, tag | u32::from(key), Part::new(slot, 0, len));
         }
         Self::start_bytes("exchange", s, nrecv)
     }
