@@ -362,6 +362,18 @@ pub(crate) fn build(parts: &[(isize, usize, Arc<TypeObj>)], is_struct: bool) -> 
             (Some((b0, _)), Some(b)) if b0 != b => mixed = true,
             _ => {}
         }
+        // n copies of a gapless type are one block (whatever n: a contiguous type of
+        // 2^31 bytes takes no loop).
+        if t.blocks.len() == 1 && t.blocks[0].1 as isize == t.extent && t.lb == t.blocks[0].0 {
+            let (off, len) = t.blocks[0];
+            let o = disp + off;
+            let total = n * len;
+            match blocks.last_mut() {
+                Some(last) if last.0 + last.1 as isize == o => last.1 += total,
+                _ => blocks.push((o, total)),
+            }
+            continue;
+        }
         for k in 0..*n {
             for &(off, len) in &t.blocks {
                 let o = disp + k as isize * t.extent + off;

@@ -135,10 +135,20 @@ unsafe fn send(
             crate::buffer::track(r, len);
             return Ok(());
         }
-        s.c.comm.send(&bytes, to, s.tag)?;
+        if synchronous(call) {
+            s.c.comm.issend(bytes.into_owned(), to, s.tag)?.wait()?;
+        } else {
+            s.c.comm.send(&bytes, to, s.tag)?;
+        }
         Ok(())
     })();
     on_comm(comm_h, r)
+}
+
+/// Whether a send call is of the synchronous mode (`MPI_Ssend*`, `MPI_Issend*`): it then
+/// completes only once a receive matched it.
+fn synchronous(call: &str) -> bool {
+    call.starts_with("MPI_Ssend") || call.starts_with("MPI_Issend")
 }
 
 /// `MPI_Send`: returns when `buf` may be reused (short and eager messages at once,
@@ -383,7 +393,11 @@ pub(crate) unsafe fn start_send(
         Some(to) => {
             // SAFETY: the caller's contract.
             let bytes = unsafe { data(buf as *const c_void, s.n, &s.t) }.into_owned();
-            Op::Send(Some(s.c.comm.isend(bytes, to, s.tag)?))
+            if synchronous(call) {
+                Op::Send(Some(s.c.comm.issend(bytes, to, s.tag)?))
+            } else {
+                Op::Send(Some(s.c.comm.isend(bytes, to, s.tag)?))
+            }
         }
     })
 }

@@ -196,6 +196,43 @@ impl Communicator {
         }
     }
 
+    /// Starts sending `data` in synchronous mode: the request completes only once a
+    /// receive on `dest` matched the message and took it (MPI's `MPI_Issend`), whatever
+    /// its length (it always goes by rendezvous).
+    ///
+    /// ```
+    /// let world = spools::init().unwrap();
+    /// let mut s = world.issend(b"sync".to_vec(), 0, 3).unwrap();
+    /// assert!(!s.test().unwrap()); // nobody received it yet
+    /// let got = world.recv_vec(0, 3).unwrap();
+    /// s.wait().unwrap();
+    /// assert_eq!(got.0, b"sync");
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Communicator::send`].
+    pub fn issend(&self, data: Vec<u8>, dest: u32, tag: i32) -> Result<Request, MsgError> {
+        let t = check_tag(tag)?;
+        let job = self.core.job_rank(dest)?;
+        let len = data.len();
+        match self
+            .core
+            .engine
+            .start_send_mode(job, self.core.ctx, t, Buf::owned(data), true)?
+        {
+            SendStart::Complete(b) => {
+                Ok(Request::send(self.core.clone(), None, b.take(), tag, len))
+            }
+            SendStart::Rendezvous(id) => Ok(Request::send(
+                self.core.clone(),
+                Some(id),
+                Vec::new(),
+                tag,
+                len,
+            )),
+        }
+    }
+
     /// Starts receiving into `buf` (which the request owns until `wait` gives it back).
     ///
     /// # Errors

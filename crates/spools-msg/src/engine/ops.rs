@@ -27,11 +27,30 @@ impl Engine {
         tag: u32,
         buf: Buf,
     ) -> Result<SendStart, MsgError> {
+        self.start_send_mode(dest, ctx, tag, buf, false)
+    }
+
+    /// [`Engine::start_send`]; `synchronous` takes the rendezvous protocol whatever the
+    /// length, so that the send completes only once a receive matched it (MPI's
+    /// synchronous mode).
+    pub(crate) fn start_send_mode(
+        &self,
+        dest: u32,
+        ctx: u32,
+        tag: u32,
+        buf: Buf,
+        synchronous: bool,
+    ) -> Result<SendStart, MsgError> {
         let h = self.handler_ids()?;
         let len = buf.len();
         self.count_cross_host(dest, len);
         self.count_sent(dest);
-        match self.limits.protocol_for(len) {
+        let protocol = if synchronous {
+            SendProtocol::Rendezvous
+        } else {
+            self.limits.protocol_for(len)
+        };
+        match protocol {
             SendProtocol::Short => {
                 let args = wire::short_args(ctx, tag, buf.read(0, len));
                 let ch = Channel::new(len as u16);
