@@ -501,6 +501,18 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
     comm_name: *mut c_char,
     resultlen: *mut c_int,
 ) -> c_int {
+    if comm == MPI_COMM_NULL {
+        // SAFETY: the standard's contract: MPI_MAX_OBJECT_NAME bytes.
+        unsafe {
+            put_string(
+                "MPI_COMM_NULL",
+                comm_name,
+                MPI_MAX_OBJECT_NAME as usize,
+                resultlen,
+            )
+        };
+        return MPI_SUCCESS;
+    }
     let r = self::comm(comm, "MPI_Comm_get_name").map(|c| {
         let n = c
             .name

@@ -76,6 +76,9 @@ pub(crate) struct Envelope {
     pub(crate) aints: Vec<MPI_Aint>,
     pub(crate) counts: Vec<MPI_Count>,
     pub(crate) types: Vec<MPI_Datatype>,
+    /// The types of `types`, kept alive: a type made of others stays whole after they
+    /// are freed, and its contents are new handles to them.
+    pub(crate) keep: Vec<Arc<TypeObj>>,
 }
 
 impl TypeObj {
@@ -256,13 +259,23 @@ pub(crate) fn dtype(h: MPI_Datatype) -> Result<Arc<TypeObj>, MpiError> {
     TYPES.get(h).ok_or_else(bad)
 }
 
-/// A new handle to the same datatype as `h` (`MPI_Type_get_contents` gives new handles
+/// Stores a new datatype; its handle.
+///
+/// # Errors
+/// `MPI_ERR_NO_MEM` when the table is full.
+pub(crate) fn insert(t: TypeObj) -> Result<MPI_Datatype, MpiError> {
+    TYPES
+        .insert(t)
+        .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many datatypes"))
+}
+
+/// A new handle to datatype `t` of handle `h` (`MPI_Type_get_contents` gives new handles
 /// of derived types, which the program frees); predefined ones are given as they are.
-pub(crate) fn another_handle(h: MPI_Datatype) -> Result<MPI_Datatype, MpiError> {
+pub(crate) fn another_handle(h: MPI_Datatype, t: &Arc<TypeObj>) -> Result<MPI_Datatype, MpiError> {
     if h < 0x400 {
         return Ok(h);
     }
-    let t = dtype(h)?;
+    let t = t.clone();
     TYPES
         .insert_shared(t)
         .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many datatypes"))
@@ -484,6 +497,12 @@ pub unsafe extern "C" fn MPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
                 MPI_ERR_TYPE,
                 "MPI_Type_free: a predefined datatype cannot be freed",
             ));
+        }
+        if let Ok(t) = dtype(h) {
+            // Attributes go with the last handle of the type.
+            if Arc::strong_count(&t) <= 2 {
+                crate::attr::delete_all(h, &t.attrs)?;
+            }
         }
         TYPES.remove(h).ok_or(MpiError::Handle {
             class: MPI_ERR_TYPE,

@@ -8624,62 +8624,36 @@ pub unsafe extern "C" fn PMPI_Type_create_darray_c(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_f90_complex`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_f90_complex(
-    p: c_int,
-    r: c_int,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Type_create_f90_complex", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_f90_complex`.
+/// The profiling name of `MPI_Type_create_f90_complex`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_f90_complex(
     p: c_int,
     r: c_int,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Type_create_f90_complex", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_create_f90_complex`'s.
+    unsafe { crate::typeinfo::MPI_Type_create_f90_complex(p, r, newtype) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_f90_integer`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_f90_integer(
-    r: c_int,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Type_create_f90_integer", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_f90_integer`.
+/// The profiling name of `MPI_Type_create_f90_integer`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_f90_integer(
     r: c_int,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Type_create_f90_integer", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_create_f90_integer`'s.
+    unsafe { crate::typeinfo::MPI_Type_create_f90_integer(r, newtype) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_f90_real`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_f90_real(
-    p: c_int,
-    r: c_int,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Type_create_f90_real", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Type_create_f90_real`.
+/// The profiling name of `MPI_Type_create_f90_real`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_f90_real(
     p: c_int,
     r: c_int,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Type_create_f90_real", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Type_create_f90_real`'s.
+    unsafe { crate::typeinfo::MPI_Type_create_f90_real(p, r, newtype) }
 }
 
 /// The profiling name of `MPI_Type_create_hindexed`.

@@ -793,10 +793,10 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors(
 
 /// The neighbourhood of this rank: (in-neighbours, out-neighbours), each with the key
 /// its blocks travel with (`MPI_PROC_NULL` entries keep their place and move nothing).
-fn neighbours(
-    c: &CommObj,
-    call: &'static str,
-) -> Result<(Vec<(c_int, u8)>, Vec<(c_int, u8)>), MpiError> {
+/// Neighbours with the keys their blocks travel with.
+type Sides = Vec<(c_int, u8)>;
+
+fn neighbours(c: &CommObj, call: &'static str) -> Result<(Sides, Sides), MpiError> {
     let me = c.comm.rank() as c_int;
     match topo(c) {
         Some(Topo::Cart { dims, periods }) => {

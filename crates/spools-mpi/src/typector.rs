@@ -37,6 +37,12 @@ unsafe fn made(
     newtype: *mut MPI_Datatype,
     call: &'static str,
 ) -> Result<(), MpiError> {
+    let mut env = env;
+    env.keep = env
+        .types
+        .iter()
+        .map(|&h| dtype(h))
+        .collect::<Result<_, _>>()?;
     t.envelope = env;
     // SAFETY: the caller's contract.
     unsafe { give(t, newtype, call) }
@@ -70,6 +76,7 @@ fn envelope(
             aints: aints.to_vec(),
             counts: Vec::new(),
             types: types.to_vec(),
+            keep: Vec::new(),
         },
         Form::Large => Envelope {
             combiner,
@@ -81,6 +88,7 @@ fn envelope(
                 .chain(aints.iter().map(|&a| a as i64))
                 .collect(),
             types: types.to_vec(),
+            keep: Vec::new(),
         },
     }
 }
@@ -425,6 +433,7 @@ pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_D
             types: vec![oldtype],
             ..Envelope::default()
         };
+        crate::attr::copy_all(oldtype, &t.attrs, &v.attrs)?;
         // SAFETY: the caller's contract.
         unsafe { made(v, env, newtype, "MPI_Type_dup") }
     })();

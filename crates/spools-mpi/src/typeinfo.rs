@@ -93,10 +93,11 @@ pub unsafe extern "C" fn MPI_Type_get_envelope_c(
 }
 
 /// New handles of the types a datatype was made of.
-fn handles(types: &[MPI_Datatype]) -> Result<Vec<MPI_Datatype>, MpiError> {
-    types
+fn handles(e: &crate::datatype::Envelope) -> Result<Vec<MPI_Datatype>, MpiError> {
+    e.types
         .iter()
-        .map(|&h| crate::datatype::another_handle(h))
+        .zip(&e.keep)
+        .map(|(&h, t)| crate::datatype::another_handle(h, t))
         .collect()
 }
 
@@ -130,12 +131,7 @@ pub unsafe extern "C" fn MPI_Type_get_contents(
         unsafe {
             copy_out(array_of_integers, &e.ints, max_integers.into(), call)?;
             copy_out(array_of_addresses, &e.aints, max_addresses.into(), call)?;
-            copy_out(
-                array_of_datatypes,
-                &handles(&e.types)?,
-                max_datatypes.into(),
-                call,
-            )
+            copy_out(array_of_datatypes, &handles(e)?, max_datatypes.into(), call)
         }
     })();
     on_self(r)
@@ -164,7 +160,7 @@ pub unsafe extern "C" fn MPI_Type_get_contents_c(
             copy_out(array_of_integers, &e.ints, max_integers, call)?;
             copy_out(array_of_addresses, &e.aints, max_addresses, call)?;
             copy_out(array_of_large_counts, &e.counts, max_large_counts, call)?;
-            copy_out(array_of_datatypes, &handles(&e.types)?, max_datatypes, call)
+            copy_out(array_of_datatypes, &handles(e)?, max_datatypes, call)
         }
     })();
     on_self(r)
@@ -285,7 +281,13 @@ pub unsafe extern "C" fn MPI_Type_match_size(
             (MPI_TYPECLASS_REAL, 4) => MPI_FLOAT,
             (MPI_TYPECLASS_REAL, 8) => MPI_DOUBLE,
             (MPI_TYPECLASS_REAL, 16) => MPI_LONG_DOUBLE,
+            (MPI_TYPECLASS_COMPLEX, 4) => MPI_COMPLEX4,
             (MPI_TYPECLASS_COMPLEX, 8) => MPI_C_FLOAT_COMPLEX,
+            (191, 1) => MPI_LOGICAL1,
+            (191, 2) => MPI_LOGICAL2,
+            (191, 4) => MPI_LOGICAL4,
+            (191, 8) => MPI_LOGICAL8,
+            (191, 16) => MPI_LOGICAL16,
             (MPI_TYPECLASS_COMPLEX, 16) => MPI_C_DOUBLE_COMPLEX,
             (MPI_TYPECLASS_COMPLEX, 32) => MPI_C_LONG_DOUBLE_COMPLEX,
             _ => {
@@ -309,6 +311,12 @@ pub unsafe extern "C" fn MPI_Type_get_value_index(
     index_type: MPI_Datatype,
     pair_type: *mut MPI_Datatype,
 ) -> c_int {
+    if dtype(value_type).is_err() || dtype(index_type).is_err() {
+        return on_self(Err(MpiError::invalid(
+            MPI_ERR_TYPE,
+            "MPI_Type_get_value_index: an invalid datatype",
+        )));
+    }
     let h = match (value_type, index_type) {
         (MPI_FLOAT, MPI_INT) => MPI_FLOAT_INT,
         (MPI_DOUBLE, MPI_INT) => MPI_DOUBLE_INT,
@@ -557,4 +565,140 @@ pub unsafe extern "C" fn MPI_Unpack_c(
         Ok(())
     })();
     crate::error::on_comm(comm, r)
+}
+
+/// (combiner, p or r, r).
+type F90Key = (c_int, c_int, c_int);
+
+/// The Fortran 90 parameterised types handed out (one handle per kind and parameters).
+static F90: std::sync::Mutex<Vec<(F90Key, MPI_Datatype)>> = std::sync::Mutex::new(Vec::new());
+
+/// The type of `MPI_Type_create_f90_*` for `base` with `params`: one handle per kind and
+/// parameters, of combiner `combiner`.
+fn f90(
+    combiner: c_int,
+    params: &[c_int],
+    base: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    let key = (combiner, params[0], params.get(1).copied().unwrap_or(0));
+    let mut g = F90.lock().unwrap_or_else(PoisonError::into_inner);
+    let h = match g.iter().find(|(k, _)| *k == key) {
+        Some(&(_, h)) => h,
+        None => {
+            let t = dtype(base)?;
+            let mut v = crate::datatype::build(&[(0, 1, t.clone())], false);
+            v.basic = t.basic;
+            v.basic_size = t.basic_size;
+            v.committed
+                .store(true, std::sync::atomic::Ordering::Release);
+            v.envelope = crate::datatype::Envelope {
+                combiner,
+                ints: params.to_vec(),
+                ..Default::default()
+            };
+            let h = crate::datatype::insert(v)?;
+            g.push((key, h));
+            h
+        }
+    };
+    // SAFETY: MPI's contract: `newtype` writable.
+    unsafe { out(newtype, h, call) }
+}
+
+fn real_kind(p: c_int, r: c_int) -> Option<usize> {
+    let p = if p == MPI_UNDEFINED { 0 } else { p };
+    let r = if r == MPI_UNDEFINED { 0 } else { r };
+    if p <= 6 && r <= 37 {
+        Some(4)
+    } else if p <= 15 && r <= 307 {
+        Some(8)
+    } else if p <= 18 && r <= 4931 {
+        Some(16)
+    } else {
+        None
+    }
+}
+
+/// `MPI_Type_create_f90_integer`: an integer of at least `r` decimal digits.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_f90_integer(
+    r: c_int,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    let base = match r {
+        MPI_UNDEFINED | i32::MIN..=2 => MPI_INTEGER1,
+        3..=4 => MPI_INTEGER2,
+        5..=9 => MPI_INTEGER4,
+        10..=18 => MPI_INTEGER8,
+        19..=38 => MPI_INTEGER16,
+        _ => {
+            return on_self(Err(MpiError::invalid(
+                MPI_ERR_ARG,
+                format!("MPI_Type_create_f90_integer: no integer of {r} digits"),
+            )))
+        }
+    };
+    on_self(f90(
+        MPI_COMBINER_F90_INTEGER,
+        &[r],
+        base,
+        newtype,
+        "MPI_Type_create_f90_integer",
+    ))
+}
+
+/// `MPI_Type_create_f90_real`: a real of at least precision `p` and range `r`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_f90_real(
+    p: c_int,
+    r: c_int,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    let base = match real_kind(p, r) {
+        Some(4) => MPI_REAL4,
+        Some(8) => MPI_REAL8,
+        Some(_) => MPI_REAL16,
+        None => {
+            return on_self(Err(MpiError::invalid(
+                MPI_ERR_ARG,
+                format!("MPI_Type_create_f90_real: no real of precision {p} and range {r}"),
+            )))
+        }
+    };
+    on_self(f90(
+        MPI_COMBINER_F90_REAL,
+        &[p, r],
+        base,
+        newtype,
+        "MPI_Type_create_f90_real",
+    ))
+}
+
+/// `MPI_Type_create_f90_complex`: a complex of reals of precision `p` and range `r`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_f90_complex(
+    p: c_int,
+    r: c_int,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    let base = match real_kind(p, r) {
+        Some(4) => MPI_COMPLEX8,
+        Some(8) => MPI_COMPLEX16,
+        Some(_) => MPI_COMPLEX32,
+        None => {
+            return on_self(Err(MpiError::invalid(
+                MPI_ERR_ARG,
+                format!("MPI_Type_create_f90_complex: no complex of precision {p} and range {r}"),
+            )))
+        }
+    };
+    on_self(f90(
+        MPI_COMBINER_F90_COMPLEX,
+        &[p, r],
+        base,
+        newtype,
+        "MPI_Type_create_f90_complex",
+    ))
 }

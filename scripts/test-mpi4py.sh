@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# mpi4py's own test suite on Spools: builds mpi4py 4.1.2 against the MPI standard ABI into
+# target/mpi-venv (cached; about 4 minutes the first time) and runs the sdist's test/
+# under `spools run` with 1, 2 and 3 ranks, which load Spools' libmpi_abi.so.1. What is
+# not built yet is skipped by the patterns of crates/spools-mpi/tests/mpi4py-skip.txt
+# (`-e MODULE_REGEX` or `-x TEST_PATTERN`, each with its reason after `#`).
+# scripts/test.sh runs it after scripts/test-mpi.sh.
+#
+#   bash scripts/test-mpi4py.sh [RANKS...]      (default: 1 2 3)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+MPI4PY=1 source scripts/mpi-abi-env.sh
+cargo build --locked -p spools-cli
+make --no-print-directory -C crates/spools-mpi PROFILE=debug >/dev/null
+
+spools="$(pwd)/target/debug/spools"
+args=()
+while IFS= read -r line; do
+  line="${line%%#*}"
+  read -r kind pattern <<<"$line" || true
+  case "$kind" in
+    module) args+=(-e "$pattern") ;;
+    test) args+=(-x "$pattern") ;;
+    "") ;;
+    *) echo "mpi4py-skip.txt: unknown kind '$kind'" >&2; exit 2 ;;
+  esac
+done < crates/spools-mpi/tests/mpi4py-skip.txt
+
+ranks=("$@")
+[ ${#ranks[@]} -eq 0 ] && ranks=(1 2 3)
+for n in "${ranks[@]}"; do
+  echo "== mpi4py's test suite on Spools, $n rank(s)"
+  (cd "$mpi4py_tests" && timeout 1200 "$spools" run -n "$n" --timeout 1100 -- \
+    "$mpi_venv/bin/python" main.py -q "${args[@]}")
+done
