@@ -112,8 +112,6 @@ def scope(params):
             return "Scope::File"
         if ctype.strip() == "MPI_Win":
             return "Scope::Win"
-        if ctype.strip() == "MPI_Session":
-            return "Scope::Session"
     return "Scope::Self_"
 
 

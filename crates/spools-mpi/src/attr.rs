@@ -297,7 +297,13 @@ static IO_ANY: c_int = MPI_ANY_SOURCE;
 static HOST_NONE: c_int = MPI_PROC_NULL;
 static UNIVERSE: std::sync::OnceLock<c_int> = std::sync::OnceLock::new();
 static APPNUM: c_int = 0;
-static LASTUSEDCODE: c_int = MPI_ERR_LASTCODE;
+static LASTUSEDCODE: std::sync::atomic::AtomicI32 =
+    std::sync::atomic::AtomicI32::new(MPI_ERR_LASTCODE);
+
+/// Raises `MPI_LASTUSEDCODE` to `code` (a user class or code was added).
+pub(crate) fn set_last_used_code(code: c_int) {
+    LASTUSEDCODE.fetch_max(code, std::sync::atomic::Ordering::Relaxed);
+}
 
 /// `MPI_Comm_get_attr`: the predefined attributes (`MPI_TAG_UB`, `MPI_HOST`, `MPI_IO`,
 /// `MPI_WTIME_IS_GLOBAL`, `MPI_UNIVERSE_SIZE`, `MPI_APPNUM`, `MPI_LASTUSEDCODE`) as
@@ -320,10 +326,12 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
             MPI_WTIME_IS_GLOBAL => Some(&WTIME_IS_GLOBAL),
             MPI_UNIVERSE_SIZE => Some(UNIVERSE.get_or_init(|| size)),
             MPI_APPNUM => Some(&APPNUM),
-            MPI_LASTUSEDCODE => Some(&LASTUSEDCODE),
+            MPI_LASTUSEDCODE => Some(&WTIME_IS_GLOBAL),
             _ => None,
         };
         let value = match predefined {
+            // An AtomicI32 has the layout of an int.
+            Some(_) if comm_keyval == MPI_LASTUSEDCODE => Some(LASTUSEDCODE.as_ptr() as usize),
             Some(p) => Some(std::ptr::from_ref(p) as usize),
             None => {
                 keyval(comm_keyval, Of::Comm, call)?;

@@ -317,15 +317,37 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
     info: MPI_Info,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    let _ = info;
     let r = (|| {
         let c = self::comm(comm, "MPI_Comm_split_type")?;
+        let hints = crate::info::entries(info)?;
+        let hint = |k: &str| {
+            hints
+                .iter()
+                .find(|(kk, _)| kk == k)
+                .map(|(_, v)| v.as_str())
+        };
         // The host of a rank: the lowest communicator rank on the same host.
-        let color = (split_type != MPI_UNDEFINED).then(|| {
-            (0..c.comm.size())
-                .find(|&r| c.comm.same_host(r))
-                .unwrap_or(c.comm.rank())
-        });
+        let host = (0..c.comm.size())
+            .find(|&r| c.comm.same_host(r))
+            .unwrap_or(c.comm.rank());
+        let color = match split_type {
+            MPI_COMM_TYPE_SHARED => Some(host),
+            // The one hardware level Spools knows: shared memory (a host).
+            MPI_COMM_TYPE_HW_GUIDED => {
+                (hint("mpi_hw_resource_type") == Some("mpi_shared_memory")).then_some(host)
+            }
+            // No level strictly below the communicator that Spools knows of.
+            MPI_COMM_TYPE_HW_UNGUIDED => None,
+            MPI_COMM_TYPE_RESOURCE_GUIDED => match hint("mpi_pset_name")
+                .map(str::to_lowercase)
+                .as_deref()
+            {
+                Some("mpi://world") => Some(0),
+                Some("mpi://self") => Some(c.comm.rank()),
+                _ => (hint("mpi_hw_resource_type") == Some("mpi_shared_memory")).then_some(host),
+            },
+            _ => None,
+        };
         let h = match c.comm.split(color, key)? {
             Some(s) => insert(c.child(s))?,
             None => MPI_COMM_NULL,
@@ -523,4 +545,48 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
         unsafe { put_string(&n, comm_name, MPI_MAX_OBJECT_NAME as usize, resultlen) };
     });
     on_comm(comm, r)
+}
+
+/// `MPI_Comm_create_group`: called by the group's members only; for the group of the
+/// whole communicator and of this process alone (other groups would need a context
+/// agreed among part of a communicator, which Spools does not do yet).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_create_group(
+    comm: MPI_Comm,
+    group: MPI_Group,
+    tag: c_int,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    let _ = tag;
+    let r = (|| {
+        let call = "MPI_Comm_create_group";
+        let c = self::comm(comm, call)?;
+        let g = crate::group::members_of(group)?;
+        let all = crate::group::members(&c)?;
+        let me = rt(call)?.rank;
+        let h = if g == all {
+            insert(c.child(c.comm.dup()?))?
+        } else if g == [me] {
+            let s = rt(call)?.self_comm.clone();
+            insert(c.child(s.comm.dup()?))?
+        } else if !g.contains(&me) {
+            MPI_COMM_NULL
+        } else {
+            return Err(MpiError::invalid(
+                MPI_ERR_UNSUPPORTED_OPERATION,
+                format!("{call}: only the communicator's whole group or this process alone are supported by Spools"),
+            ));
+        };
+        // SAFETY: the caller's contract.
+        unsafe { out(newcomm, h, call) }
+    })();
+    on_comm(comm, r)
+}
+
+/// `MPI_Comm_disconnect`: as `MPI_Comm_free` (Spools' communicators have no connection
+/// of their own to close; pending operations complete in the background).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { MPI_Comm_free(comm) }
 }

@@ -79,7 +79,7 @@ impl MpiError {
 
 /// Error codes beyond the classes start here; code `FIRST_CODE + n` is the n-th error
 /// reported (its message kept in a ring of `RING` entries).
-const FIRST_CODE: c_int = 0x4000;
+const FIRST_CODE: c_int = 0x10_0000;
 const RING: usize = 4096;
 
 struct Codes {
@@ -111,6 +111,9 @@ pub(crate) fn code_of(e: &MpiError) -> c_int {
 
 /// The class and message of `code`: a class, or a code `code_of` made.
 fn lookup(code: c_int) -> Option<(c_int, String)> {
+    if let Some(u) = crate::misc::user_code(code) {
+        return Some(u);
+    }
     if (0..FIRST_CODE).contains(&code) {
         return class_name(code).map(|m| (code, m.to_string()));
     }
@@ -205,8 +208,6 @@ pub(crate) enum Scope {
     File,
     /// A window (none exist yet): as `MPI_COMM_SELF`.
     Win,
-    /// A session: the code is returned.
-    Session,
     /// No object: `MPI_COMM_SELF`'s handler decides (MPI 4).
     Self_,
 }
@@ -252,9 +253,18 @@ pub(crate) fn on_self(r: Result<(), MpiError>) -> c_int {
 pub(crate) fn unsupported(name: &'static str, scope: Scope) -> c_int {
     let e = MpiError::Unsupported(name);
     match scope {
+        // An invalid communicator is that, whatever the function.
+        Scope::Comm(c) if crate::comm::comm(c, name).is_err() => raise(
+            c,
+            &MpiError::Handle {
+                class: MPI_ERR_COMM,
+                what: "communicator",
+                handle: c,
+            },
+        ),
         Scope::Comm(c) => raise(c, &e),
         Scope::Win | Scope::Self_ => raise(MPI_COMM_SELF, &e),
-        Scope::File | Scope::Session => code_of(&e),
+        Scope::File => code_of(&e),
     }
 }
 

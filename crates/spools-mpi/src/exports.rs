@@ -31,28 +31,18 @@ pub unsafe extern "C" fn PMPI_Abi_get_fortran_booleans(
     unsupported("MPI_Abi_get_fortran_booleans", Scope::Self_)
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Abi_get_fortran_info`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Abi_get_fortran_info(info: *mut MPI_Info) -> c_int {
-    unsupported("MPI_Abi_get_fortran_info", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Abi_get_fortran_info`.
+/// The profiling name of `MPI_Abi_get_fortran_info`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Abi_get_fortran_info(info: *mut MPI_Info) -> c_int {
-    unsupported("MPI_Abi_get_fortran_info", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Abi_get_fortran_info`'s.
+    unsafe { crate::misc::MPI_Abi_get_fortran_info(info) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Abi_get_info`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Abi_get_info(info: *mut MPI_Info) -> c_int {
-    unsupported("MPI_Abi_get_info", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Abi_get_info`.
+/// The profiling name of `MPI_Abi_get_info`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Abi_get_info(info: *mut MPI_Info) -> c_int {
-    unsupported("MPI_Abi_get_info", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Abi_get_info`'s.
+    unsafe { crate::misc::MPI_Abi_get_info(info) }
 }
 
 /// The profiling name of `MPI_Abi_get_version`.
@@ -168,40 +158,25 @@ pub unsafe extern "C" fn PMPI_Accumulate_c(
     unsupported("MPI_Accumulate_c", Scope::Win)
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Add_error_class`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
-    unsupported("MPI_Add_error_class", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Add_error_class`.
+/// The profiling name of `MPI_Add_error_class`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Add_error_class(errorclass: *mut c_int) -> c_int {
-    unsupported("MPI_Add_error_class", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Add_error_class`'s.
+    unsafe { crate::misc::MPI_Add_error_class(errorclass) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Add_error_code`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int {
-    unsupported("MPI_Add_error_code", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Add_error_code`.
+/// The profiling name of `MPI_Add_error_code`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int {
-    unsupported("MPI_Add_error_code", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Add_error_code`'s.
+    unsafe { crate::misc::MPI_Add_error_code(errorclass, errorcode) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Add_error_string`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c_int {
-    unsupported("MPI_Add_error_string", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Add_error_string`.
+/// The profiling name of `MPI_Add_error_string`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c_int {
-    unsupported("MPI_Add_error_string", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Add_error_string`'s.
+    unsafe { crate::misc::MPI_Add_error_string(errorcode, string) }
 }
 
 /// The profiling name of `MPI_Allgather`.
@@ -907,16 +882,11 @@ pub unsafe extern "C" fn PMPI_Buffer_flush() -> c_int {
     unsafe { crate::buffer::MPI_Buffer_flush() }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Buffer_iflush`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Buffer_iflush(request: *mut MPI_Request) -> c_int {
-    unsupported("MPI_Buffer_iflush", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Buffer_iflush`.
+/// The profiling name of `MPI_Buffer_iflush`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Buffer_iflush(request: *mut MPI_Request) -> c_int {
-    unsupported("MPI_Buffer_iflush", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Buffer_iflush`'s.
+    unsafe { crate::misc::MPI_Buffer_iflush(request) }
 }
 
 /// The profiling name of `MPI_Cancel`.
@@ -1056,44 +1026,26 @@ pub unsafe extern "C" fn PMPI_Comm_accept(
     unsupported("MPI_Comm_accept", Scope::Comm(comm))
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_attach_buffer`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_attach_buffer(
-    comm: MPI_Comm,
-    buffer: *mut c_void,
-    size: c_int,
-) -> c_int {
-    unsupported("MPI_Comm_attach_buffer", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_attach_buffer`.
+/// The profiling name of `MPI_Comm_attach_buffer`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_attach_buffer(
     comm: MPI_Comm,
     buffer: *mut c_void,
     size: c_int,
 ) -> c_int {
-    unsupported("MPI_Comm_attach_buffer", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Comm_attach_buffer`'s.
+    unsafe { crate::misc::MPI_Comm_attach_buffer(comm, buffer, size) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_attach_buffer_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_attach_buffer_c(
-    comm: MPI_Comm,
-    buffer: *mut c_void,
-    size: MPI_Count,
-) -> c_int {
-    unsupported("MPI_Comm_attach_buffer_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_attach_buffer_c`.
+/// The profiling name of `MPI_Comm_attach_buffer_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_attach_buffer_c(
     comm: MPI_Comm,
     buffer: *mut c_void,
     size: MPI_Count,
 ) -> c_int {
-    unsupported("MPI_Comm_attach_buffer_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Comm_attach_buffer_c`'s.
+    unsafe { crate::misc::MPI_Comm_attach_buffer_c(comm, buffer, size) }
 }
 
 /// The profiling name of `MPI_Comm_call_errhandler`.
@@ -1181,19 +1133,7 @@ pub unsafe extern "C" fn PMPIX_Comm_create_errhandler_x(
     unsupported("MPIX_Comm_create_errhandler_x", Scope::Self_)
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_create_from_group`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_create_from_group(
-    group: MPI_Group,
-    stringtag: *const c_char,
-    info: MPI_Info,
-    errhandler: MPI_Errhandler,
-    newcomm: *mut MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Comm_create_from_group", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_create_from_group`.
+/// The profiling name of `MPI_Comm_create_from_group`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_create_from_group(
     group: MPI_Group,
@@ -1202,21 +1142,13 @@ pub unsafe extern "C" fn PMPI_Comm_create_from_group(
     errhandler: MPI_Errhandler,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Comm_create_from_group", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Comm_create_from_group`'s.
+    unsafe {
+        crate::session::MPI_Comm_create_from_group(group, stringtag, info, errhandler, newcomm)
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_create_group`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_create_group(
-    comm: MPI_Comm,
-    group: MPI_Group,
-    tag: c_int,
-    newcomm: *mut MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Comm_create_group", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_create_group`.
+/// The profiling name of `MPI_Comm_create_group`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_create_group(
     comm: MPI_Comm,
@@ -1224,7 +1156,8 @@ pub unsafe extern "C" fn PMPI_Comm_create_group(
     tag: c_int,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Comm_create_group", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Comm_create_group`'s.
+    unsafe { crate::comm::MPI_Comm_create_group(comm, group, tag, newcomm) }
 }
 
 /// The profiling name of `MPI_Comm_create_keyval`.
@@ -1253,56 +1186,33 @@ pub unsafe extern "C" fn PMPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_in
     unsafe { crate::attr::MPI_Comm_delete_attr(comm, comm_keyval) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_detach_buffer`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_detach_buffer(
-    comm: MPI_Comm,
-    buffer_addr: *mut c_void,
-    size: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Comm_detach_buffer", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_detach_buffer`.
+/// The profiling name of `MPI_Comm_detach_buffer`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_detach_buffer(
     comm: MPI_Comm,
     buffer_addr: *mut c_void,
     size: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Comm_detach_buffer", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Comm_detach_buffer`'s.
+    unsafe { crate::misc::MPI_Comm_detach_buffer(comm, buffer_addr, size) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_detach_buffer_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_detach_buffer_c(
-    comm: MPI_Comm,
-    buffer_addr: *mut c_void,
-    size: *mut MPI_Count,
-) -> c_int {
-    unsupported("MPI_Comm_detach_buffer_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_detach_buffer_c`.
+/// The profiling name of `MPI_Comm_detach_buffer_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_detach_buffer_c(
     comm: MPI_Comm,
     buffer_addr: *mut c_void,
     size: *mut MPI_Count,
 ) -> c_int {
-    unsupported("MPI_Comm_detach_buffer_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Comm_detach_buffer_c`'s.
+    unsafe { crate::misc::MPI_Comm_detach_buffer_c(comm, buffer_addr, size) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_disconnect`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
-    unsupported("MPI_Comm_disconnect", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_disconnect`.
+/// The profiling name of `MPI_Comm_disconnect`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
-    unsupported("MPI_Comm_disconnect", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Comm_disconnect`'s.
+    unsafe { crate::comm::MPI_Comm_disconnect(comm) }
 }
 
 /// The profiling name of `MPI_Comm_dup`.
@@ -1323,16 +1233,11 @@ pub unsafe extern "C" fn PMPI_Comm_dup_with_info(
     unsafe { crate::comm::MPI_Comm_dup_with_info(comm, info, newcomm) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_flush_buffer`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_flush_buffer(comm: MPI_Comm) -> c_int {
-    unsupported("MPI_Comm_flush_buffer", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_flush_buffer`.
+/// The profiling name of `MPI_Comm_flush_buffer`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_flush_buffer(comm: MPI_Comm) -> c_int {
-    unsupported("MPI_Comm_flush_buffer", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Comm_flush_buffer`'s.
+    unsafe { crate::misc::MPI_Comm_flush_buffer(comm) }
 }
 
 /// The profiling name of `MPI_Comm_free`.
@@ -1426,22 +1331,14 @@ pub unsafe extern "C" fn PMPI_Comm_idup_with_info(
     unsafe { crate::comm::MPI_Comm_idup_with_info(comm, info, newcomm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_iflush_buffer`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_iflush_buffer(
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Comm_iflush_buffer", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_iflush_buffer`.
+/// The profiling name of `MPI_Comm_iflush_buffer`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_iflush_buffer(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Comm_iflush_buffer", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Comm_iflush_buffer`'s.
+    unsafe { crate::misc::MPI_Comm_iflush_buffer(comm, request) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_join`.
@@ -4171,16 +4068,11 @@ pub unsafe extern "C" fn PMPI_Get_elements_x(
     unsafe { crate::typeinfo::MPI_Get_elements_x(status, datatype, count) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Get_hw_resource_info`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get_hw_resource_info(hw_info: *mut MPI_Info) -> c_int {
-    unsupported("MPI_Get_hw_resource_info", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Get_hw_resource_info`.
+/// The profiling name of `MPI_Get_hw_resource_info`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Get_hw_resource_info(hw_info: *mut MPI_Info) -> c_int {
-    unsupported("MPI_Get_hw_resource_info", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Get_hw_resource_info`'s.
+    unsafe { crate::misc::MPI_Get_hw_resource_info(hw_info) }
 }
 
 /// The profiling name of `MPI_Get_library_version`.
@@ -4361,24 +4253,15 @@ pub unsafe extern "C" fn PMPI_Group_free(group: *mut MPI_Group) -> c_int {
     unsafe { crate::group::MPI_Group_free(group) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_from_session_pset`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Group_from_session_pset(
-    session: MPI_Session,
-    pset_name: *const c_char,
-    newgroup: *mut MPI_Group,
-) -> c_int {
-    unsupported("MPI_Group_from_session_pset", Scope::Session)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Group_from_session_pset`.
+/// The profiling name of `MPI_Group_from_session_pset`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Group_from_session_pset(
     session: MPI_Session,
     pset_name: *const c_char,
     newgroup: *mut MPI_Group,
 ) -> c_int {
-    unsupported("MPI_Group_from_session_pset", Scope::Session)
+    // SAFETY: the caller's contract is `MPI_Group_from_session_pset`'s.
+    unsafe { crate::session::MPI_Group_from_session_pset(session, pset_name, newgroup) }
 }
 
 /// The profiling name of `MPI_Group_incl`.
@@ -6331,24 +6214,15 @@ pub unsafe extern "C" fn PMPI_Op_create(
     unsafe { crate::op::MPI_Op_create(user_fn, commute, op) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Op_create_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Op_create_c(
-    user_fn: *const c_void,
-    commute: c_int,
-    op: *mut MPI_Op,
-) -> c_int {
-    unsupported("MPI_Op_create_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Op_create_c`.
+/// The profiling name of `MPI_Op_create_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Op_create_c(
     user_fn: *const c_void,
     commute: c_int,
     op: *mut MPI_Op,
 ) -> c_int {
-    unsupported("MPI_Op_create_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Op_create_c`'s.
+    unsafe { crate::op::MPI_Op_create_c(user_fn, commute, op) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPIX_Op_create_x`.
@@ -7206,40 +7080,25 @@ pub unsafe extern "C" fn PMPI_Register_datarep_c(
     unsupported("MPI_Register_datarep_c", Scope::Self_)
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Remove_error_class`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
-    unsupported("MPI_Remove_error_class", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Remove_error_class`.
+/// The profiling name of `MPI_Remove_error_class`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Remove_error_class(errorclass: c_int) -> c_int {
-    unsupported("MPI_Remove_error_class", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Remove_error_class`'s.
+    unsafe { crate::misc::MPI_Remove_error_class(errorclass) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Remove_error_code`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
-    unsupported("MPI_Remove_error_code", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Remove_error_code`.
+/// The profiling name of `MPI_Remove_error_code`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Remove_error_code(errorcode: c_int) -> c_int {
-    unsupported("MPI_Remove_error_code", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Remove_error_code`'s.
+    unsafe { crate::misc::MPI_Remove_error_code(errorcode) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Remove_error_string`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
-    unsupported("MPI_Remove_error_string", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Remove_error_string`.
+/// The profiling name of `MPI_Remove_error_string`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Remove_error_string(errorcode: c_int) -> c_int {
-    unsupported("MPI_Remove_error_string", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Remove_error_string`'s.
+    unsafe { crate::misc::MPI_Remove_error_string(errorcode) }
 }
 
 /// The profiling name of `MPI_Request_free`.
@@ -7260,18 +7119,7 @@ pub unsafe extern "C" fn PMPI_Request_get_status(
     unsafe { crate::request::MPI_Request_get_status(request, flag, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Request_get_status_all`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Request_get_status_all(
-    count: c_int,
-    array_of_requests: *const MPI_Request,
-    flag: *mut c_int,
-    array_of_statuses: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_Request_get_status_all", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Request_get_status_all`.
+/// The profiling name of `MPI_Request_get_status_all`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Request_get_status_all(
     count: c_int,
@@ -7279,22 +7127,18 @@ pub unsafe extern "C" fn PMPI_Request_get_status_all(
     flag: *mut c_int,
     array_of_statuses: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_Request_get_status_all", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Request_get_status_all`'s.
+    unsafe {
+        crate::request::MPI_Request_get_status_all(
+            count,
+            array_of_requests,
+            flag,
+            array_of_statuses,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Request_get_status_any`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Request_get_status_any(
-    count: c_int,
-    array_of_requests: *const MPI_Request,
-    indx: *mut c_int,
-    flag: *mut c_int,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_Request_get_status_any", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Request_get_status_any`.
+/// The profiling name of `MPI_Request_get_status_any`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Request_get_status_any(
     count: c_int,
@@ -7303,22 +7147,13 @@ pub unsafe extern "C" fn PMPI_Request_get_status_any(
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_Request_get_status_any", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Request_get_status_any`'s.
+    unsafe {
+        crate::request::MPI_Request_get_status_any(count, array_of_requests, indx, flag, status)
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Request_get_status_some`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Request_get_status_some(
-    incount: c_int,
-    array_of_requests: *const MPI_Request,
-    outcount: *mut c_int,
-    array_of_indices: *mut c_int,
-    array_of_statuses: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_Request_get_status_some", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Request_get_status_some`.
+/// The profiling name of `MPI_Request_get_status_some`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Request_get_status_some(
     incount: c_int,
@@ -7327,7 +7162,16 @@ pub unsafe extern "C" fn PMPI_Request_get_status_some(
     array_of_indices: *mut c_int,
     array_of_statuses: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_Request_get_status_some", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Request_get_status_some`'s.
+    unsafe {
+        crate::request::MPI_Request_get_status_some(
+            incount,
+            array_of_requests,
+            outcount,
+            array_of_indices,
+            array_of_statuses,
+        )
+    }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Rget`.
@@ -7984,80 +7828,46 @@ pub unsafe extern "C" fn PMPI_Sendrecv_replace_c(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_attach_buffer`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_attach_buffer(
-    session: MPI_Session,
-    buffer: *mut c_void,
-    size: c_int,
-) -> c_int {
-    unsupported("MPI_Session_attach_buffer", Scope::Session)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_attach_buffer`.
+/// The profiling name of `MPI_Session_attach_buffer`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Session_attach_buffer(
     session: MPI_Session,
     buffer: *mut c_void,
     size: c_int,
 ) -> c_int {
-    unsupported("MPI_Session_attach_buffer", Scope::Session)
+    // SAFETY: the caller's contract is `MPI_Session_attach_buffer`'s.
+    unsafe { crate::misc::MPI_Session_attach_buffer(session, buffer, size) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_attach_buffer_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_attach_buffer_c(
-    session: MPI_Session,
-    buffer: *mut c_void,
-    size: MPI_Count,
-) -> c_int {
-    unsupported("MPI_Session_attach_buffer_c", Scope::Session)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_attach_buffer_c`.
+/// The profiling name of `MPI_Session_attach_buffer_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Session_attach_buffer_c(
     session: MPI_Session,
     buffer: *mut c_void,
     size: MPI_Count,
 ) -> c_int {
-    unsupported("MPI_Session_attach_buffer_c", Scope::Session)
+    // SAFETY: the caller's contract is `MPI_Session_attach_buffer_c`'s.
+    unsafe { crate::misc::MPI_Session_attach_buffer_c(session, buffer, size) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_call_errhandler`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_call_errhandler(
-    session: MPI_Session,
-    errorcode: c_int,
-) -> c_int {
-    unsupported("MPI_Session_call_errhandler", Scope::Session)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_call_errhandler`.
+/// The profiling name of `MPI_Session_call_errhandler`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Session_call_errhandler(
     session: MPI_Session,
     errorcode: c_int,
 ) -> c_int {
-    unsupported("MPI_Session_call_errhandler", Scope::Session)
+    // SAFETY: the caller's contract is `MPI_Session_call_errhandler`'s.
+    unsafe { crate::session::MPI_Session_call_errhandler(session, errorcode) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_create_errhandler`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_create_errhandler(
-    session_errhandler_fn: *const c_void,
-    errhandler: *mut MPI_Errhandler,
-) -> c_int {
-    unsupported("MPI_Session_create_errhandler", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_create_errhandler`.
+/// The profiling name of `MPI_Session_create_errhandler`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Session_create_errhandler(
     session_errhandler_fn: *const c_void,
     errhandler: *mut MPI_Errhandler,
 ) -> c_int {
-    unsupported("MPI_Session_create_errhandler", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Session_create_errhandler`'s.
+    unsafe { crate::session::MPI_Session_create_errhandler(session_errhandler_fn, errhandler) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPIX_Session_create_errhandler_x`.
@@ -8082,119 +7892,63 @@ pub unsafe extern "C" fn PMPIX_Session_create_errhandler_x(
     unsupported("MPIX_Session_create_errhandler_x", Scope::Self_)
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_detach_buffer`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_detach_buffer(
-    session: MPI_Session,
-    buffer_addr: *mut c_void,
-    size: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Session_detach_buffer", Scope::Session)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_detach_buffer`.
+/// The profiling name of `MPI_Session_detach_buffer`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Session_detach_buffer(
     session: MPI_Session,
     buffer_addr: *mut c_void,
     size: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Session_detach_buffer", Scope::Session)
+    // SAFETY: the caller's contract is `MPI_Session_detach_buffer`'s.
+    unsafe { crate::misc::MPI_Session_detach_buffer(session, buffer_addr, size) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_detach_buffer_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_detach_buffer_c(
-    session: MPI_Session,
-    buffer_addr: *mut c_void,
-    size: *mut MPI_Count,
-) -> c_int {
-    unsupported("MPI_Session_detach_buffer_c", Scope::Session)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_detach_buffer_c`.
+/// The profiling name of `MPI_Session_detach_buffer_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Session_detach_buffer_c(
     session: MPI_Session,
     buffer_addr: *mut c_void,
     size: *mut MPI_Count,
 ) -> c_int {
-    unsupported("MPI_Session_detach_buffer_c", Scope::Session)
+    // SAFETY: the caller's contract is `MPI_Session_detach_buffer_c`'s.
+    unsafe { crate::misc::MPI_Session_detach_buffer_c(session, buffer_addr, size) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_finalize`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_finalize(session: *mut MPI_Session) -> c_int {
-    unsupported("MPI_Session_finalize", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_finalize`.
+/// The profiling name of `MPI_Session_finalize`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Session_finalize(session: *mut MPI_Session) -> c_int {
-    unsupported("MPI_Session_finalize", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Session_finalize`'s.
+    unsafe { crate::session::MPI_Session_finalize(session) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_flush_buffer`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_flush_buffer(session: MPI_Session) -> c_int {
-    unsupported("MPI_Session_flush_buffer", Scope::Session)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_flush_buffer`.
+/// The profiling name of `MPI_Session_flush_buffer`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Session_flush_buffer(session: MPI_Session) -> c_int {
-    unsupported("MPI_Session_flush_buffer", Scope::Session)
+    // SAFETY: the caller's contract is `MPI_Session_flush_buffer`'s.
+    unsafe { crate::misc::MPI_Session_flush_buffer(session) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_get_errhandler`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_get_errhandler(
-    session: MPI_Session,
-    errhandler: *mut MPI_Errhandler,
-) -> c_int {
-    unsupported("MPI_Session_get_errhandler", Scope::Session)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_get_errhandler`.
+/// The profiling name of `MPI_Session_get_errhandler`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Session_get_errhandler(
     session: MPI_Session,
     errhandler: *mut MPI_Errhandler,
 ) -> c_int {
-    unsupported("MPI_Session_get_errhandler", Scope::Session)
+    // SAFETY: the caller's contract is `MPI_Session_get_errhandler`'s.
+    unsafe { crate::session::MPI_Session_get_errhandler(session, errhandler) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_get_info`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_get_info(
-    session: MPI_Session,
-    info_used: *mut MPI_Info,
-) -> c_int {
-    unsupported("MPI_Session_get_info", Scope::Session)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_get_info`.
+/// The profiling name of `MPI_Session_get_info`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Session_get_info(
     session: MPI_Session,
     info_used: *mut MPI_Info,
 ) -> c_int {
-    unsupported("MPI_Session_get_info", Scope::Session)
+    // SAFETY: the caller's contract is `MPI_Session_get_info`'s.
+    unsafe { crate::session::MPI_Session_get_info(session, info_used) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_get_nth_pset`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_get_nth_pset(
-    session: MPI_Session,
-    info: MPI_Info,
-    n: c_int,
-    pset_len: *mut c_int,
-    pset_name: *mut c_char,
-) -> c_int {
-    unsupported("MPI_Session_get_nth_pset", Scope::Session)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_get_nth_pset`.
+/// The profiling name of `MPI_Session_get_nth_pset`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Session_get_nth_pset(
     session: MPI_Session,
@@ -8203,103 +7957,61 @@ pub unsafe extern "C" fn PMPI_Session_get_nth_pset(
     pset_len: *mut c_int,
     pset_name: *mut c_char,
 ) -> c_int {
-    unsupported("MPI_Session_get_nth_pset", Scope::Session)
+    // SAFETY: the caller's contract is `MPI_Session_get_nth_pset`'s.
+    unsafe { crate::session::MPI_Session_get_nth_pset(session, info, n, pset_len, pset_name) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_get_num_psets`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_get_num_psets(
-    session: MPI_Session,
-    info: MPI_Info,
-    npset_names: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Session_get_num_psets", Scope::Session)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_get_num_psets`.
+/// The profiling name of `MPI_Session_get_num_psets`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Session_get_num_psets(
     session: MPI_Session,
     info: MPI_Info,
     npset_names: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Session_get_num_psets", Scope::Session)
+    // SAFETY: the caller's contract is `MPI_Session_get_num_psets`'s.
+    unsafe { crate::session::MPI_Session_get_num_psets(session, info, npset_names) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_get_pset_info`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_get_pset_info(
-    session: MPI_Session,
-    pset_name: *const c_char,
-    info: *mut MPI_Info,
-) -> c_int {
-    unsupported("MPI_Session_get_pset_info", Scope::Session)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_get_pset_info`.
+/// The profiling name of `MPI_Session_get_pset_info`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Session_get_pset_info(
     session: MPI_Session,
     pset_name: *const c_char,
     info: *mut MPI_Info,
 ) -> c_int {
-    unsupported("MPI_Session_get_pset_info", Scope::Session)
+    // SAFETY: the caller's contract is `MPI_Session_get_pset_info`'s.
+    unsafe { crate::session::MPI_Session_get_pset_info(session, pset_name, info) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_iflush_buffer`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_iflush_buffer(
-    session: MPI_Session,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Session_iflush_buffer", Scope::Session)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_iflush_buffer`.
+/// The profiling name of `MPI_Session_iflush_buffer`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Session_iflush_buffer(
     session: MPI_Session,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Session_iflush_buffer", Scope::Session)
+    // SAFETY: the caller's contract is `MPI_Session_iflush_buffer`'s.
+    unsafe { crate::misc::MPI_Session_iflush_buffer(session, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_init(
-    info: MPI_Info,
-    errhandler: MPI_Errhandler,
-    session: *mut MPI_Session,
-) -> c_int {
-    unsupported("MPI_Session_init", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_init`.
+/// The profiling name of `MPI_Session_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Session_init(
     info: MPI_Info,
     errhandler: MPI_Errhandler,
     session: *mut MPI_Session,
 ) -> c_int {
-    unsupported("MPI_Session_init", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Session_init`'s.
+    unsafe { crate::session::MPI_Session_init(info, errhandler, session) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_set_errhandler`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Session_set_errhandler(
-    session: MPI_Session,
-    errhandler: MPI_Errhandler,
-) -> c_int {
-    unsupported("MPI_Session_set_errhandler", Scope::Session)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Session_set_errhandler`.
+/// The profiling name of `MPI_Session_set_errhandler`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Session_set_errhandler(
     session: MPI_Session,
     errhandler: MPI_Errhandler,
 ) -> c_int {
-    unsupported("MPI_Session_set_errhandler", Scope::Session)
+    // SAFETY: the caller's contract is `MPI_Session_set_errhandler`'s.
+    unsafe { crate::session::MPI_Session_set_errhandler(session, errhandler) }
 }
 
 /// The profiling name of `MPI_Ssend`.
@@ -9904,24 +9616,15 @@ pub unsafe extern "C" fn PMPI_Win_get_info(win: MPI_Win, info_used: *mut MPI_Inf
     unsupported("MPI_Win_get_info", Scope::Win)
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_get_name`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_get_name(
-    win: MPI_Win,
-    win_name: *mut c_char,
-    resultlen: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Win_get_name", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_get_name`.
+/// The profiling name of `MPI_Win_get_name`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_get_name(
     win: MPI_Win,
     win_name: *mut c_char,
     resultlen: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Win_get_name", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_get_name`'s.
+    unsafe { crate::misc::MPI_Win_get_name(win, win_name, resultlen) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_lock`.

@@ -44,6 +44,24 @@ unsafe fn give(
     unsafe { out(newgroup, h, call) }
 }
 
+/// Stores a group of job ranks and writes its handle.
+///
+/// # Safety
+/// `newgroup` is NULL or writable.
+pub(crate) unsafe fn give_group(
+    ranks: Vec<u32>,
+    newgroup: *mut MPI_Group,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    // SAFETY: the caller's contract.
+    unsafe { give(ranks, newgroup, call) }
+}
+
+/// The job ranks of group `h`.
+pub(crate) fn members_of(h: MPI_Group) -> Result<Vec<u32>, MpiError> {
+    Ok(group(h)?.0.clone())
+}
+
 /// The job ranks of a communicator, in its order.
 pub(crate) fn members(c: &crate::comm::CommObj) -> Result<Vec<u32>, MpiError> {
     (0..c.comm.size())

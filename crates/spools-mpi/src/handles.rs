@@ -17,6 +17,7 @@ pub(crate) enum Kind {
     Info = 7,
     Message = 8,
     Keyval = 9,
+    Session = 10,
 }
 
 const INDEX_BITS: u32 = 24;

@@ -51,6 +51,20 @@ pub(crate) fn runtime() -> Option<&'static Runtime> {
     RUNTIME.get()
 }
 
+/// Joins the job for a session if nothing joined it yet (`MPI_Session_init`).
+///
+/// # Errors
+/// As `MPI_Init`.
+pub(crate) fn ensure_started() -> Result<(), MpiError> {
+    static JOINING: Mutex<()> = Mutex::new(());
+    let _g = JOINING.lock().unwrap_or_else(PoisonError::into_inner);
+    if RUNTIME.get().is_some() {
+        return Ok(());
+    }
+    join(MPI_THREAD_MULTIPLE).map(drop)
+}
+
+/// `MPI_Init*`: the world model starts (the job may have been joined by a session).
 fn start(required: c_int) -> Result<c_int, MpiError> {
     if STARTED.swap(true, Ordering::SeqCst) {
         return Err(MpiError::invalid(
@@ -58,6 +72,13 @@ fn start(required: c_int) -> Result<c_int, MpiError> {
             "MPI_Init: MPI was already initialized in this process (once per process)",
         ));
     }
+    match RUNTIME.get() {
+        Some(rt) => Ok(rt.thread_level),
+        None => join(required),
+    }
+}
+
+fn join(required: c_int) -> Result<c_int, MpiError> {
     EPOCH.get_or_init(Instant::now);
     let world = spools::init().map_err(|e| MpiError::Init(e.to_string()))?;
     let comm = world.communicator().clone();
@@ -130,12 +151,13 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     on_self(r)
 }
 
-/// `MPI_Initialized`.
+/// `MPI_Initialized`: whether `MPI_Init` was called (the world model; a session alone
+/// does not count).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
     if !flag.is_null() {
         // SAFETY: non-NULL, writable (the caller's contract).
-        unsafe { *flag = c_int::from(RUNTIME.get().is_some()) };
+        unsafe { *flag = c_int::from(STARTED.load(Ordering::Acquire)) };
     }
     MPI_SUCCESS
 }

@@ -17,9 +17,19 @@ use crate::handles::{Kind, Table};
 /// inoutvec`.
 type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut MPI_Datatype);
 
+/// `MPI_User_function_c`: as [`UserFn`] with an `MPI_Count` length.
+type UserFnC = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut MPI_Count, *mut MPI_Datatype);
+
+/// A user operator's function, of either length type.
+#[derive(Clone, Copy)]
+enum UserFunc {
+    Int(UserFn),
+    Large(UserFnC),
+}
+
 /// A user operator.
 pub(crate) struct UserOp {
-    f: UserFn,
+    f: UserFunc,
     commute: bool,
 }
 
@@ -147,17 +157,15 @@ fn plan(op: MPI_Op, dt: MPI_Datatype, t: &Arc<TypeObj>) -> Result<Plan, MpiError
             })?;
             let ext = t.extent.max(1) as usize;
             Ok(Plan::Bytes(Arc::new(move |inv: &[u8], io: &mut [u8]| {
-                let mut n = (io.len() / ext) as c_int;
                 let mut d = dt;
+                let (a, b) = (inv.as_ptr() as *mut c_void, io.as_mut_ptr().cast());
                 // SAFETY: the user function of the standard's type, on `n` elements of
                 // `dt` in both buffers (laid out extent by extent).
                 unsafe {
-                    (u.f)(
-                        inv.as_ptr() as *mut c_void,
-                        io.as_mut_ptr().cast(),
-                        &mut n,
-                        &mut d,
-                    )
+                    match u.f {
+                        UserFunc::Int(f) => f(a, b, &mut ((io.len() / ext) as c_int), &mut d),
+                        UserFunc::Large(f) => f(a, b, &mut ((io.len() / ext) as MPI_Count), &mut d),
+                    }
                 };
             })))
         }
@@ -341,7 +349,7 @@ pub unsafe extern "C" fn MPI_Op_create(
         let f: UserFn = unsafe { std::mem::transmute(user_fn) };
         let h = OPS
             .insert(UserOp {
-                f,
+                f: UserFunc::Int(f),
                 commute: commute != 0,
             })
             .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many operators"))?;
@@ -554,4 +562,32 @@ impl Reducer {
         }
         acc
     }
+}
+
+/// `MPI_Op_create_c`: a user operator whose function takes an `MPI_Count` length.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Op_create_c(
+    user_fn: *const c_void,
+    commute: c_int,
+    op: *mut MPI_Op,
+) -> c_int {
+    let r = (|| {
+        if user_fn.is_null() {
+            return Err(MpiError::invalid(
+                MPI_ERR_ARG,
+                "MPI_Op_create_c: NULL function",
+            ));
+        }
+        // SAFETY: a C function of the standard's type (the caller's contract).
+        let f: UserFnC = unsafe { std::mem::transmute(user_fn) };
+        let h = OPS
+            .insert(UserOp {
+                f: UserFunc::Large(f),
+                commute: commute != 0,
+            })
+            .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many operators"))?;
+        // SAFETY: the caller's contract.
+        unsafe { out(op, h, "MPI_Op_create_c") }
+    })();
+    on_self(r)
 }

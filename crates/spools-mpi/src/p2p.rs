@@ -12,7 +12,9 @@ use crate::abi::*;
 use crate::comm::{comm, out, CommObj};
 use crate::datatype::{committed, count as ccount, pack, unpack, TypeObj};
 use crate::error::{on_comm, MpiError};
-use crate::request::{empty_status, give, put_status, status_of, truncated_status, Op};
+use crate::request::{
+    empty_status, give, proc_null_status, put_status, status_of, truncated_status, Op,
+};
 
 /// A destination rank; `None` for `MPI_PROC_NULL`.
 pub(crate) fn dest(c: &CommObj, d: c_int, call: &'static str) -> Result<Option<u32>, MpiError> {
@@ -289,7 +291,7 @@ unsafe fn recv(
         let tag = recv_tag(tag, call)?;
         let Some(from) = source(&c, src, call)? else {
             // SAFETY: the caller's contract.
-            unsafe { put_status(status, empty_status()) };
+            unsafe { put_status(status, proc_null_status()) };
             return Ok(());
         };
         let cap = n * t.size;
@@ -418,7 +420,7 @@ pub(crate) fn start_recv(
     let t = committed(datatype, call)?;
     let tag = recv_tag(tag, call)?;
     Ok(match source(&c, src, call)? {
-        None => Op::Done(empty_status()),
+        None => Op::Done(proc_null_status()),
         Some(from) => {
             let req = c.comm.irecv(vec![0u8; n * t.size], from, tag)?;
             Op::Recv { req, addr: buf, t }
@@ -938,7 +940,7 @@ pub unsafe extern "C" fn MPI_Probe(
         let c = self::comm(comm, "MPI_Probe")?;
         let tag = recv_tag(tag, "MPI_Probe")?;
         let s = match self::source(&c, source, "MPI_Probe")? {
-            None => empty_status(),
+            None => proc_null_status(),
             Some(from) => status_of(&c.comm.probe(from, tag)?),
         };
         // SAFETY: the caller's contract.
@@ -961,7 +963,7 @@ pub unsafe extern "C" fn MPI_Iprobe(
         let c = self::comm(comm, "MPI_Iprobe")?;
         let tag = recv_tag(tag, "MPI_Iprobe")?;
         let found = match self::source(&c, source, "MPI_Iprobe")? {
-            None => Some(empty_status()),
+            None => Some(proc_null_status()),
             Some(from) => c.comm.iprobe(from, tag)?.as_ref().map(status_of),
         };
         // SAFETY: the caller's contract.

@@ -10,7 +10,7 @@ use crate::datatype::{committed, count as ccount, unpack, TypeObj};
 use crate::error::{on_comm, MpiError};
 use crate::handles::{Kind, Table};
 use crate::p2p::{data, recv_tag, source, start_recv, start_send};
-use crate::request::{empty_status, give, give_persistent, put_status, status_with, Op};
+use crate::request::{give, give_persistent, proc_null_status, put_status, status_with, Op};
 
 /// A persistent send (any mode).
 ///
@@ -432,7 +432,7 @@ pub unsafe extern "C" fn MPI_Mprobe(
         let c = self::comm(comm, call)?;
         let tag = recv_tag(tag, call)?;
         let (m, s) = match self::source(&c, source, call)? {
-            None => (MPI_MESSAGE_NO_PROC, empty_status()),
+            None => (MPI_MESSAGE_NO_PROC, proc_null_status()),
             Some(from) => {
                 let st = c.comm.probe(from, tag)?;
                 (take(&c, &st)?, crate::request::status_of(&st))
@@ -462,7 +462,7 @@ pub unsafe extern "C" fn MPI_Improbe(
         let c = self::comm(comm, call)?;
         let tag = recv_tag(tag, call)?;
         let found = match self::source(&c, source, call)? {
-            None => Some((MPI_MESSAGE_NO_PROC, empty_status())),
+            None => Some((MPI_MESSAGE_NO_PROC, proc_null_status())),
             Some(from) => match c.comm.iprobe(from, tag)? {
                 Some(st) => Some((take(&c, &st)?, crate::request::status_of(&st))),
                 None => None,
@@ -504,7 +504,7 @@ unsafe fn mrecv(
     if h == MPI_MESSAGE_NO_PROC {
         // SAFETY: as above.
         unsafe { *message = MPI_MESSAGE_NULL };
-        return Ok(empty_status());
+        return Ok(proc_null_status());
     }
     let n = ccount(count, call)?;
     let t: Arc<TypeObj> = committed(datatype, call)?;

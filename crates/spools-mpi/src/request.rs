@@ -253,10 +253,20 @@ pub(crate) fn status_with(source: c_int, tag: c_int, len: usize, cancelled: bool
     }
 }
 
-/// The status of an operation with `MPI_PROC_NULL`, or of an empty one.
-pub(crate) fn empty_status() -> MPI_Status {
+/// The status of a receive or probe from `MPI_PROC_NULL`.
+pub(crate) fn proc_null_status() -> MPI_Status {
     MPI_Status {
         MPI_SOURCE: MPI_PROC_NULL,
+        MPI_TAG: MPI_ANY_TAG,
+        MPI_ERROR: MPI_SUCCESS,
+        MPI_internal: [0; 5],
+    }
+}
+
+/// An empty status (of a null or inactive request, or a send).
+pub(crate) fn empty_status() -> MPI_Status {
+    MPI_Status {
+        MPI_SOURCE: MPI_ANY_SOURCE,
         MPI_TAG: MPI_ANY_TAG,
         MPI_ERROR: MPI_SUCCESS,
         MPI_internal: [0; 5],
@@ -888,4 +898,123 @@ pub unsafe extern "C" fn MPI_Status_set_elements(
         Ok(())
     })();
     on_self(r)
+}
+
+/// `MPI_Request_get_status_all`: whether every request completed (none is freed).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status_all(
+    count: c_int,
+    array_of_requests: *const MPI_Request,
+    flag: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let rs = unsafe { reqs(array_of_requests.cast_mut(), count) };
+    let mut sts = Vec::with_capacity(rs.len());
+    for &h in rs.iter() {
+        let (mut f, mut s) = (0, empty_status());
+        // SAFETY: locals.
+        let rc = unsafe { MPI_Request_get_status(h, &mut f, &mut s) };
+        if rc != MPI_SUCCESS {
+            return rc;
+        }
+        if f == 0 {
+            // SAFETY: the caller's contract.
+            return on_self(unsafe { out(flag, 0, "MPI_Request_get_status_all") });
+        }
+        sts.push(s);
+    }
+    for (i, s) in sts.into_iter().enumerate() {
+        // SAFETY: the caller's contract: `count` statuses or MPI_STATUSES_IGNORE.
+        unsafe { put_status_at(array_of_statuses, i, s) };
+    }
+    // SAFETY: the caller's contract.
+    on_self(unsafe { out(flag, 1, "MPI_Request_get_status_all") })
+}
+
+/// `MPI_Request_get_status_any`: the index of a completed active request (none freed).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status_any(
+    count: c_int,
+    array_of_requests: *const MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let rs = unsafe { reqs(array_of_requests.cast_mut(), count) };
+    if !rs.iter().any(|&h| active(h)) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            put_status(status, empty_status());
+            let _ = out(index, MPI_UNDEFINED, "MPI_Request_get_status_any");
+            return on_self(out(flag, 1, "MPI_Request_get_status_any"));
+        }
+    }
+    for (i, &h) in rs.iter().enumerate() {
+        if !active(h) {
+            continue;
+        }
+        let (mut f, mut s) = (0, empty_status());
+        // SAFETY: locals.
+        let rc = unsafe { MPI_Request_get_status(h, &mut f, &mut s) };
+        if rc != MPI_SUCCESS {
+            return rc;
+        }
+        if f != 0 {
+            // SAFETY: the caller's contract.
+            unsafe {
+                put_status(status, s);
+                let _ = out(index, i as c_int, "MPI_Request_get_status_any");
+                return on_self(out(flag, 1, "MPI_Request_get_status_any"));
+            }
+        }
+    }
+    // SAFETY: the caller's contract.
+    unsafe {
+        let _ = out(index, MPI_UNDEFINED, "MPI_Request_get_status_any");
+        on_self(out(flag, 0, "MPI_Request_get_status_any"))
+    }
+}
+
+/// `MPI_Request_get_status_some`: the indices of the completed active requests (none
+/// freed).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status_some(
+    incount: c_int,
+    array_of_requests: *const MPI_Request,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let rs = unsafe { reqs(array_of_requests.cast_mut(), incount) };
+    if !rs.iter().any(|&h| active(h)) {
+        // SAFETY: the caller's contract.
+        return on_self(unsafe { out(outcount, MPI_UNDEFINED, "MPI_Request_get_status_some") });
+    }
+    let mut n = 0usize;
+    for (i, &h) in rs.iter().enumerate() {
+        if !active(h) {
+            continue;
+        }
+        let (mut f, mut s) = (0, empty_status());
+        // SAFETY: locals.
+        let rc = unsafe { MPI_Request_get_status(h, &mut f, &mut s) };
+        if rc != MPI_SUCCESS {
+            return rc;
+        }
+        if f != 0 {
+            // SAFETY: the caller's contract: `incount` indices and statuses.
+            unsafe {
+                if !array_of_indices.is_null() {
+                    *array_of_indices.add(n) = i as c_int;
+                }
+                put_status_at(array_of_statuses, n, s);
+            }
+            n += 1;
+        }
+    }
+    // SAFETY: the caller's contract.
+    on_self(unsafe { out(outcount, n as c_int, "MPI_Request_get_status_some") })
 }
