@@ -40,5 +40,7 @@ echo "== C: install libspools, spools.h and spools.pc into target/c-prefix, comp
 bash scripts/test-c.sh
 echo "== MPI: libmpi_abi.so.1 (the MPI 5.0 standard ABI) with C programs built by mpicc_abi (PyPI's mpich wheel in target/mpi-venv) under spools run, and its constants against the wheel's mpi_abi.h"
 bash scripts/test-mpi.sh
+echo "== MPI: mpi4py's own test suite on Spools with 1, 2 and 3 ranks (mpi4py 4.1.2 built against the ABI into target/mpi-venv; skips in crates/spools-mpi/tests/mpi4py-skip.txt)"
+bash scripts/test-mpi4py.sh
 echo "== cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
