@@ -305,6 +305,24 @@ pub(crate) fn count(n: i64, call: &'static str) -> Result<usize, MpiError> {
         .map_err(|_| MpiError::invalid(MPI_ERR_COUNT, format!("{call}: count {n} is negative")))
 }
 
+/// Bytes of `n` elements of `t`.
+///
+/// # Errors
+/// `MPI_ERR_COUNT` when they do not fit the address space.
+pub(crate) fn bytes_of(n: usize, t: &TypeObj, call: &'static str) -> Result<usize, MpiError> {
+    n.checked_mul(t.size)
+        .filter(|&b| b <= isize::MAX as usize)
+        .ok_or_else(|| {
+            MpiError::invalid(
+                MPI_ERR_COUNT,
+                format!(
+                    "{call}: {n} elements of {} bytes do not fit the address space",
+                    t.size
+                ),
+            )
+        })
+}
+
 /// Copies `count` elements of `t` at `buf` into one contiguous vector.
 ///
 /// # Safety

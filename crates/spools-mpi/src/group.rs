@@ -324,7 +324,10 @@ unsafe fn ranges(
                 ));
             }
             out.push(r);
-            r += stride;
+            let Some(next) = r.checked_add(stride) else {
+                break;
+            };
+            r = next;
         }
     }
     Ok(out)

@@ -47,7 +47,9 @@ pub(crate) enum Which {
 }
 
 /// A byte-wise combining function: `f(in, inout)`, `inout = in op inout`.
-type Combine = Arc<dyn Fn(&[u8], &mut [u8]) + Send + Sync>;
+/// `f(in, inout, n)` on `n` elements; for the datatype's own layout the buffers start at
+/// the lowest byte of the elements (see [`Reducer`]).
+type Combine = Arc<dyn Fn(&[u8], &mut [u8], usize) + Send + Sync>;
 
 /// How a reduction runs.
 enum Plan {
@@ -72,9 +74,9 @@ fn plan(op: MPI_Op, dt: MPI_Datatype, t: &Arc<TypeObj>) -> Result<Plan, MpiError
                 let kind = if b == Basic::LongDouble { 'g' } else { 'c' };
                 let f = crate::special::combine(op, kind, t.basic_size)
                     .ok_or_else(|| bad("MIN and MAX are not defined on complex numbers"))?;
-                Ok(Plan::Bytes(Arc::new(move |inv: &[u8], io: &mut [u8]| {
-                    f(op, inv, io)
-                })))
+                Ok(Plan::Bytes(Arc::new(
+                    move |inv: &[u8], io: &mut [u8], _n: usize| f(op, inv, io),
+                )))
             }
             Some(b) if b != Basic::Opaque && b != Basic::Bool => Ok(Plan::Typed(b, op)),
             _ => Err(bad("not a real, complex or integer type")),
@@ -107,47 +109,54 @@ fn plan(op: MPI_Op, dt: MPI_Datatype, t: &Arc<TypeObj>) -> Result<Plan, MpiError
             } else {
                 4
             };
-            Ok(Plan::Bytes(Arc::new(move |inv: &[u8], io: &mut [u8]| {
-                for (a, b) in inv.chunks_exact(ext).zip(io.chunks_exact_mut(ext)) {
-                    let val = |x: &[u8]| -> f64 {
-                        match (vsize, float) {
-                            (4, true) => {
-                                f64::from(f32::from_ne_bytes(x[..4].try_into().unwrap_or_default()))
+            Ok(Plan::Bytes(Arc::new(
+                move |inv: &[u8], io: &mut [u8], _n: usize| {
+                    for (a, b) in inv.chunks_exact(ext).zip(io.chunks_exact_mut(ext)) {
+                        // Values compared in their own type (64-bit integers exactly).
+                        let ord = |x: &[u8], y: &[u8]| -> Option<std::cmp::Ordering> {
+                            let b4 =
+                                |v: &[u8]| -> [u8; 4] { v[..4].try_into().unwrap_or_default() };
+                            let b8 =
+                                |v: &[u8]| -> [u8; 8] { v[..8].try_into().unwrap_or_default() };
+                            let b2 =
+                                |v: &[u8]| -> [u8; 2] { v[..2].try_into().unwrap_or_default() };
+                            match (vsize, float) {
+                                (4, true) => f32::from_ne_bytes(b4(x))
+                                    .partial_cmp(&f32::from_ne_bytes(b4(y))),
+                                (8, true) => f64::from_ne_bytes(b8(x))
+                                    .partial_cmp(&f64::from_ne_bytes(b8(y))),
+                                (8, false) => {
+                                    Some(i64::from_ne_bytes(b8(x)).cmp(&i64::from_ne_bytes(b8(y))))
+                                }
+                                (4, false) => {
+                                    Some(i32::from_ne_bytes(b4(x)).cmp(&i32::from_ne_bytes(b4(y))))
+                                }
+                                _ => {
+                                    Some(i16::from_ne_bytes(b2(x)).cmp(&i16::from_ne_bytes(b2(y))))
+                                }
                             }
-                            (8, true) => f64::from_ne_bytes(x[..8].try_into().unwrap_or_default()),
-                            (8, false) => {
-                                i64::from_ne_bytes(x[..8].try_into().unwrap_or_default()) as f64
+                        };
+                        let idx = |x: &[u8]| -> f64 {
+                            if isize_ == 8 {
+                                f64::from_ne_bytes(x[ioff..ioff + 8].try_into().unwrap_or_default())
+                            } else {
+                                f64::from(i32::from_ne_bytes(
+                                    x[ioff..ioff + 4].try_into().unwrap_or_default(),
+                                ))
                             }
-                            (4, false) => {
-                                f64::from(i32::from_ne_bytes(x[..4].try_into().unwrap_or_default()))
-                            }
-                            _ => {
-                                f64::from(i16::from_ne_bytes(x[..2].try_into().unwrap_or_default()))
-                            }
+                        };
+                        let take_a = match ord(a, b) {
+                            Some(std::cmp::Ordering::Equal) => idx(a) < idx(b),
+                            Some(std::cmp::Ordering::Less) => min,
+                            Some(std::cmp::Ordering::Greater) => !min,
+                            None => false,
+                        };
+                        if take_a {
+                            b[..ioff + isize_].copy_from_slice(&a[..ioff + isize_]);
                         }
-                    };
-                    let idx = |x: &[u8]| -> f64 {
-                        if isize_ == 8 {
-                            f64::from_ne_bytes(x[ioff..ioff + 8].try_into().unwrap_or_default())
-                        } else {
-                            f64::from(i32::from_ne_bytes(
-                                x[ioff..ioff + 4].try_into().unwrap_or_default(),
-                            ))
-                        }
-                    };
-                    let (va, vb) = (val(a), val(b));
-                    let take_a = if va == vb {
-                        idx(a) < idx(b)
-                    } else if min {
-                        va < vb
-                    } else {
-                        va > vb
-                    };
-                    if take_a {
-                        b[..ioff + isize_].copy_from_slice(&a[..ioff + isize_]);
                     }
-                }
-            })))
+                },
+            )))
         }
         h => {
             let u = OPS.get(h).ok_or(MpiError::Handle {
@@ -155,19 +164,33 @@ fn plan(op: MPI_Op, dt: MPI_Datatype, t: &Arc<TypeObj>) -> Result<Plan, MpiError
                 what: "operator",
                 handle: h,
             })?;
-            let ext = t.extent.max(1) as usize;
-            Ok(Plan::Bytes(Arc::new(move |inv: &[u8], io: &mut [u8]| {
-                let mut d = dt;
-                let (a, b) = (inv.as_ptr() as *mut c_void, io.as_mut_ptr().cast());
-                // SAFETY: the user function of the standard's type, on `n` elements of
-                // `dt` in both buffers (laid out extent by extent).
-                unsafe {
-                    match u.f {
-                        UserFunc::Int(f) => f(a, b, &mut ((io.len() / ext) as c_int), &mut d),
-                        UserFunc::Large(f) => f(a, b, &mut ((io.len() / ext) as MPI_Count), &mut d),
+            // The buffers start at the elements' lowest byte; the function gets their
+            // base (where an element's offsets count from).
+            let base = (-t.true_lb.min(0)) as usize;
+            Ok(Plan::Bytes(Arc::new(
+                move |inv: &[u8], io: &mut [u8], n: usize| {
+                    if n == 0 || io.len() < base {
+                        return;
                     }
-                };
-            })))
+                    let mut d = dt;
+                    // SAFETY: `base` is within both buffers (checked above; they have one
+                    // length).
+                    let (a, b) = unsafe {
+                        (
+                            inv.as_ptr().add(base) as *mut c_void,
+                            io.as_mut_ptr().add(base).cast(),
+                        )
+                    };
+                    // SAFETY: the user function of the standard's type, on `n` elements of
+                    // `dt` laid out as the type says from the base of both buffers.
+                    unsafe {
+                        match u.f {
+                            UserFunc::Int(f) => f(a, b, &mut (n as c_int), &mut d),
+                            UserFunc::Large(f) => f(a, b, &mut (n as MPI_Count), &mut d),
+                        }
+                    };
+                },
+            )))
         }
     }
 }
@@ -297,34 +320,27 @@ pub(crate) unsafe fn reduce(
             Ok(())
         }
         Plan::Bytes(f) => {
-            let span = n * t.extent.max(0) as usize;
-            let input = if span == 0 {
-                Vec::new()
-            } else {
-                // SAFETY: `n` elements of `t` span `n * extent` bytes (lb 0).
-                unsafe { std::slice::from_raw_parts(send, span) }.to_vec()
-            };
-            let g = f.clone();
+            let red = Reducer::bytes(f, t, n);
+            // SAFETY: the caller's contract.
+            let input = unsafe { red.input(send) };
+            let g = red.f.clone();
             let op = Op::<u8>::user_slice(
                 move |acc: &mut [u8], other: &[u8], acc_is_lower: bool| {
                     if acc_is_lower {
                         let mut io = other.to_vec();
-                        g(acc, &mut io);
+                        g(acc, &mut io, n);
                         acc.copy_from_slice(&io);
                     } else {
-                        g(other, acc);
+                        g(other, acc, n);
                     }
                 },
                 false,
             );
             let out = run::<u8>(c, &input, &op, which)?;
-            if gets && !out.is_empty() {
+            if gets {
                 // Only the datatype's own bytes go to `recv` (not the gaps between).
-                // SAFETY: `out` holds `n` elements laid out as `t`; `recv` holds `n`.
-                unsafe {
-                    let packed = crate::datatype::pack(out.as_ptr(), n, t);
-                    crate::datatype::unpack(&packed, recv, t);
-                }
+                // SAFETY: `recv` holds `n` elements (the caller's contract).
+                unsafe { red.output(&out, recv) };
             }
             Ok(())
         }
@@ -415,8 +431,19 @@ pub(crate) struct Reducer {
     n: usize,
 }
 
+/// Where the bytes of `n` elements of `t` lie, from the buffer's address: (first, length).
+fn span(t: &TypeObj, n: usize) -> (isize, usize) {
+    if n == 0 || t.size == 0 {
+        return (0, 0);
+    }
+    let ext = t.extent.max(0);
+    let lo = t.true_lb.min(0);
+    let hi = (n as isize * ext).max((n as isize - 1) * ext + t.true_lb + t.true_extent);
+    (lo, (hi - lo).max(0) as usize)
+}
+
 fn typed_combine<T: Element>(op: Op<T>) -> Combine {
-    Arc::new(move |inv: &[u8], io: &mut [u8]| {
+    Arc::new(move |inv: &[u8], io: &mut [u8], _n: usize| {
         let a: Vec<T> = cast(inv);
         let mut b: Vec<T> = cast(io);
         op.combine(&mut b, &a, false);
@@ -497,6 +524,16 @@ impl Reducer {
         })
     }
 
+    /// A reduction of `n` elements of `t` in their own layout with `f`.
+    fn bytes(f: Combine, t: &Arc<TypeObj>, n: usize) -> Reducer {
+        Reducer {
+            f,
+            packed: false,
+            t: t.clone(),
+            n,
+        }
+    }
+
     /// The same reduction of `n` elements.
     pub(crate) fn with_count(&self, n: usize) -> Reducer {
         Reducer {
@@ -512,7 +549,7 @@ impl Reducer {
         if self.packed {
             self.n * self.t.size
         } else {
-            self.n * self.t.extent.max(0) as usize
+            span(&self.t, self.n).1
         }
     }
 
@@ -524,11 +561,14 @@ impl Reducer {
         if self.packed {
             // SAFETY: the caller's contract.
             unsafe { crate::p2p::data(buf.cast(), self.n, &self.t) }.into_owned()
-        } else if self.len() == 0 {
-            Vec::new()
         } else {
-            // SAFETY: `n` elements span `n * extent` bytes.
-            unsafe { std::slice::from_raw_parts(buf, self.len()) }.to_vec()
+            let (lo, len) = span(&self.t, self.n);
+            if len == 0 {
+                return Vec::new();
+            }
+            // SAFETY: `n` elements of the type lie in these bytes (the caller's
+            // contract), `MPI_BOTTOM` with absolute displacements included.
+            unsafe { std::slice::from_raw_parts(buf.wrapping_offset(lo), len) }.to_vec()
         }
     }
 
@@ -545,7 +585,12 @@ impl Reducer {
             if self.packed {
                 crate::datatype::unpack(bytes, buf, &self.t);
             } else {
-                let p = crate::datatype::pack(bytes.as_ptr(), self.n, &self.t);
+                // `bytes` starts at the elements' lowest byte: their base is `-lo` in.
+                let (lo, len) = span(&self.t, self.n);
+                if bytes.len() < len {
+                    return;
+                }
+                let p = crate::datatype::pack(bytes.as_ptr().wrapping_offset(-lo), self.n, &self.t);
                 crate::datatype::unpack(&p, buf, &self.t);
             }
         }
@@ -558,7 +603,7 @@ impl Reducer {
         };
         let mut acc = last.to_vec();
         for p in rest.iter().rev() {
-            (self.f)(p, &mut acc);
+            (self.f)(p, &mut acc, self.n);
         }
         acc
     }

@@ -102,9 +102,11 @@ fn send_args(
     call: &'static str,
 ) -> Result<Send, MpiError> {
     let c = comm(comm_h, call)?;
+    let (n, t) = (ccount(n, call)?, committed(dt, call)?);
+    crate::datatype::bytes_of(n, &t, call)?;
     Ok(Send {
-        n: ccount(n, call)?,
-        t: committed(dt, call)?,
+        n,
+        t,
         to: dest(&c, d, call)?,
         tag: send_tag(tag, call)?,
         c,
@@ -294,7 +296,7 @@ unsafe fn recv(
             unsafe { put_status(status, proc_null_status()) };
             return Ok(());
         };
-        let cap = n * t.size;
+        let cap = crate::datatype::bytes_of(n, &t, call)?;
         let result = if t.contiguous() && cap > 0 {
             // SAFETY: `cap` writable bytes (the caller's contract).
             let dst = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), cap) };
@@ -422,7 +424,11 @@ pub(crate) fn start_recv(
     Ok(match source(&c, src, call)? {
         None => Op::Done(proc_null_status()),
         Some(from) => {
-            let req = c.comm.irecv(vec![0u8; n * t.size], from, tag)?;
+            let req = c.comm.irecv(
+                vec![0u8; crate::datatype::bytes_of(n, &t, call)?],
+                from,
+                tag,
+            )?;
             Op::Recv { req, addr: buf, t }
         }
     })

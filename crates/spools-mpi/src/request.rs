@@ -194,6 +194,7 @@ pub unsafe extern "C" fn MPI_Request_get_status(
         }));
     };
     let mut g = obj.op.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut failed = None;
     let done = match g.as_mut() {
         None => Some(empty_status()),
         Some(op) => match ready(op) {
@@ -202,9 +203,12 @@ pub unsafe extern "C" fn MPI_Request_get_status(
                 let st = match op.map(complete) {
                     Some(Ok(s)) => s,
                     Some(Err(b)) => {
+                        // The operation's error is reported here, once (the request
+                        // then completes with it in its status).
                         let (e, s) = *b;
                         let mut s = s.unwrap_or_else(empty_status);
-                        s.MPI_ERROR = crate::error::code_of(&e);
+                        failed = Some(e);
+                        s.MPI_ERROR = MPI_ERR_IN_STATUS;
                         s
                     }
                     None => empty_status(),
@@ -217,7 +221,17 @@ pub unsafe extern "C" fn MPI_Request_get_status(
         },
     };
     drop(g);
-    if let Some(s) = done {
+    if let Some(mut s) = done {
+        if let Some(e) = &failed {
+            let code = crate::error::raise(obj.comm, e);
+            s.MPI_ERROR = code;
+            // SAFETY: the caller's contract.
+            unsafe {
+                put_status(status, s);
+                let _ = out(flag, 1, "MPI_Request_get_status");
+            }
+            return code;
+        }
         // SAFETY: the caller's contract.
         unsafe { put_status(status, s) };
     }

@@ -20,7 +20,7 @@ unsafe fn copy_out<T: Copy>(
     if v.is_empty() {
         return Ok(());
     }
-    if p.is_null() || (max as usize) < v.len() {
+    if p.is_null() || max < 0 || (max as usize) < v.len() {
         return Err(MpiError::invalid(
             MPI_ERR_ARG,
             format!(

@@ -442,8 +442,10 @@ fn allgatherv(
     Ok(x)
 }
 
-/// The blocks of an alltoallw (displacements in bytes, a type per peer); alltoall(v)
-/// pass the same type everywhere with displacements scaled by its extent.
+/// The exchange of an alltoallw (displacements in bytes, a type per peer); alltoall(v)
+/// pass the same type everywhere with displacements scaled by its extent. In place, the
+/// data to send is what the receive buffer holds when the collective starts (at every
+/// `MPI_Start` of a persistent one): each block is packed out before anything arrives.
 #[allow(clippy::too_many_arguments)]
 fn alltoallw(
     c: Arc<CommObj>,
@@ -456,59 +458,81 @@ fn alltoallw(
     rd: &[i64],
     rt: &[MPI_Datatype],
     call: &'static str,
-) -> Result<(Xfer, Option<Vec<u8>>), MpiError> {
+) -> Result<Start, MpiError> {
     let size = c.comm.size() as usize;
     let inplace = in_place(send as *const c_void);
-    let mut x = Xfer {
-        c,
-        sends: Vec::new(),
-        recvs: Vec::new(),
-    };
-    // In place: the data to send is what the receive buffer holds now; it is copied
-    // out before anything arrives.
-    let mut copy = None;
-    let (sbase, sc, sd, st) = if inplace {
-        let span = (0..size)
-            .map(|i| {
-                let t = committed(rt[i], call)?;
-                Ok(rd[i] as isize + rc[i] as isize * t.extent.max(0) + t.true_lb.min(0))
-            })
-            .collect::<Result<Vec<_>, MpiError>>()?
-            .into_iter()
-            .max()
-            .unwrap_or(0)
-            .max(0) as usize;
-        let v = if span == 0 {
-            Vec::new()
-        } else {
-            // SAFETY: the receive buffer holds every block (MPI's contract).
-            unsafe { std::slice::from_raw_parts(recv as *const u8, span) }.to_vec()
-        };
-        let base = v.as_ptr() as usize;
-        copy = Some(v);
-        (base, rc, rd, rt)
-    } else {
-        (send, sc, sd, st)
-    };
+    let (sc, sd, st) = if inplace { (rc, rd, rt) } else { (sc, sd, st) };
+    let mut sends = Vec::with_capacity(size);
+    let mut recvs = Vec::with_capacity(size);
     for i in 0..size {
-        let t = committed(st[i], call)?;
-        x.sends.push(OutB {
-            to: i as u32,
-            key: 0,
-            n: ccount(sc[i], call)?,
-            t,
-            addr: (sbase as isize + sd[i] as isize) as usize,
-        });
-        let t = committed(rt[i], call)?;
-        x.recvs.push(In {
+        sends.push((
+            ccount(sc[i], call)?,
+            committed(st[i], call)?,
+            sd[i] as isize,
+        ));
+        recvs.push(In {
             from: i as u32,
             key: 0,
             n: ccount(rc[i], call)?,
-            t,
+            t: committed(rt[i], call)?,
             addr: (recv as isize + rd[i] as isize) as usize,
         });
     }
-    Ok((x, copy))
+    let bytes = committed(MPI_BYTE, call)?;
+    let recvs = Arc::new(recvs);
+    Ok(Arc::new(move || {
+        let base = if inplace { recv } else { send };
+        // In place, the blocks to send, packed now (before any block arrives).
+        let mut packed = Vec::new();
+        let mut offsets = Vec::with_capacity(size);
+        if inplace {
+            for (n, t, d) in &sends {
+                offsets.push(packed.len());
+                // SAFETY: the receive buffer holds every block (MPI's contract).
+                packed.extend_from_slice(&unsafe {
+                    data((base as isize + d) as *const c_void, *n, t)
+                });
+            }
+        }
+        let x = Xfer {
+            c: c.clone(),
+            sends: sends
+                .iter()
+                .enumerate()
+                .map(|(i, (n, t, d))| {
+                    if inplace {
+                        OutB {
+                            to: i as u32,
+                            key: 0,
+                            n: n * t.size,
+                            t: bytes.clone(),
+                            addr: packed.as_ptr() as usize + offsets[i],
+                        }
+                    } else {
+                        OutB {
+                            to: i as u32,
+                            key: 0,
+                            n: *n,
+                            t: t.clone(),
+                            addr: (base as isize + d) as usize,
+                        }
+                    }
+                })
+                .collect(),
+            recvs: recvs
+                .iter()
+                .map(|r| In {
+                    from: r.from,
+                    key: r.key,
+                    n: r.n,
+                    t: r.t.clone(),
+                    addr: r.addr,
+                })
+                .collect(),
+        };
+        // The sends are packed into the exchange here, so `packed` may go after.
+        start_xfer(&x)
+    }))
 }
 
 /// Runs `start` to completion (the blocking forms).
@@ -717,7 +741,7 @@ fn alltoallv(
     };
     let sdb: Vec<i64> = sd.iter().map(|d| d * ste).collect();
     let rdb: Vec<i64> = rd.iter().map(|d| d * rte).collect();
-    let (x, copy) = alltoallw(
+    alltoallw(
         c,
         send,
         sc,
@@ -728,8 +752,7 @@ fn alltoallv(
         &rdb,
         &vec![rt; n],
         call,
-    )?;
-    Ok(xfer_start(x, copy))
+    )
 }
 
 forms!(-, MPI_Alltoall_c, MPI_Ialltoall, MPI_Ialltoall_c, MPI_Alltoall_init, MPI_Alltoall_init_c, comm;
@@ -772,8 +795,7 @@ forms!(MPI_Alltoallw, MPI_Alltoallw_c, MPI_Ialltoallw, MPI_Ialltoallw_c, MPI_All
         // SAFETY: as above.
         unsafe { (arr(sendcounts, n, call)?, arr(sdispls, n, call)?, crate::datatype::array(sendtypes, n, call)?.to_vec()) }
     };
-    let (x, copy) = alltoallw(c, sendbuf as usize, &sk, &sd, &st, recvbuf as usize, &rk, &rd, &rt, call)?;
-    Ok(xfer_start(x, copy))
+    alltoallw(c, sendbuf as usize, &sk, &sd, &st, recvbuf as usize, &rk, &rd, &rt, call)
 });
 
 fn reduce_start(

@@ -135,12 +135,80 @@ static void run(MPI_Comm comm, const char *name) {
   free(from);
 }
 
+/* A user operator on an indexed type whose data starts 4 bytes in (lb 4). */
+static void addints(void *in, void *inout, int *len, MPI_Datatype *dt) {
+  (void)dt;
+  int *a = in, *b = inout;
+  for (int k = 0; k < *len; k++) b[1 + 2 * k] += a[1 + 2 * k];
+}
+
+/* Cases a review found: in-place alltoall(v) with a strided resized type (the blocks lie
+ * beyond count x extent), a persistent in-place alltoall started twice (each start sends
+ * the buffer as it is then), MAXLOC on long values beyond 2^53, a user operator on a type
+ * with a non-zero lower bound. */
+static void regressions(MPI_Comm comm) {
+  int rank, size;
+  OK(MPI_Comm_rank(comm, &rank));
+  OK(MPI_Comm_size(comm, &size));
+  int n = size;
+  double *m = malloc(sizeof(double) * n * n);
+  for (int i = 0; i < n * n; i++) m[i] = rank * 1000 + i;
+  MPI_Datatype col, coltype;
+  OK(MPI_Type_vector(n, 1, n, MPI_DOUBLE, &col));
+  OK(MPI_Type_create_resized(col, 0, sizeof(double), &coltype));
+  OK(MPI_Type_commit(&coltype));
+  int *ones = malloc(sizeof(int) * n), *displs = malloc(sizeof(int) * n);
+  for (int i = 0; i < n; i++) { ones[i] = 1; displs[i] = i; }
+  /* Column i of my matrix goes to rank i, whose column r it becomes. */
+  OK(MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, m, ones, displs, coltype, comm));
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++)
+      CHECK(m[i * n + j] == j * 1000 + i * n + rank, "in-place alltoallv m[%d][%d] = %g", i, j, m[i * n + j]);
+  OK(MPI_Type_free(&coltype));
+  OK(MPI_Type_free(&col));
+  free(ones);
+  free(displs);
+  free(m);
+
+  int *v = malloc(sizeof(int) * n);
+  MPI_Request pr;
+  OK(MPI_Alltoall_init(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, v, 1, MPI_INT, comm, MPI_INFO_NULL, &pr));
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < n; i++) v[i] = round * 100000 + rank * 100 + i;
+    OK(MPI_Start(&pr));
+    OK(MPI_Wait(&pr, MPI_STATUS_IGNORE));
+    for (int i = 0; i < n; i++) CHECK(v[i] == round * 100000 + i * 100 + rank, "persistent in-place round %d v[%d] = %d", round, i, v[i]);
+  }
+  OK(MPI_Request_free(&pr));
+  free(v);
+
+  struct { long v; int i; } li = {(1L << 53) + (rank == size - 1 ? 1 : 0), rank}, lo;
+  OK(MPI_Allreduce(&li, &lo, 1, MPI_LONG_INT, MPI_MAXLOC, comm));
+  CHECK(lo.i == size - 1 && lo.v == (1L << 53) + 1, "long maxloc %ld %d", lo.v, lo.i);
+
+  MPI_Datatype second;
+  int bl = 1, disp = 1;
+  OK(MPI_Type_indexed(1, &bl, &disp, MPI_INT, &second));
+  MPI_Datatype pairs;
+  OK(MPI_Type_create_resized(second, 0, 2 * sizeof(int), &pairs));
+  OK(MPI_Type_commit(&pairs));
+  MPI_Op add;
+  OK(MPI_Op_create(addints, 1, &add));
+  int in[4] = {-1, rank, -1, 2 * rank}, res[4] = {-5, -5, -5, -5};
+  OK(MPI_Allreduce(in, res, 2, pairs, add, comm));
+  CHECK(res[0] == -5 && res[2] == -5 && res[1] == size * (size - 1) / 2 && res[3] == size * (size - 1), "user op on lb type %d %d %d %d", res[0], res[1], res[2], res[3]);
+  OK(MPI_Op_free(&add));
+  OK(MPI_Type_free(&pairs));
+  OK(MPI_Type_free(&second));
+}
+
 int main(int argc, char **argv) {
   int rank, size;
   OK(MPI_Init(&argc, &argv));
   OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
   run(MPI_COMM_WORLD, "world");
+  regressions(MPI_COMM_WORLD);
   run(MPI_COMM_SELF, "self");
   MPI_Comm dup, half;
   OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
