@@ -27,7 +27,11 @@ fn role(name: &str) -> Result<(), String> {
         return match spools::init() {
             Ok(_) => Err("init accepted a size the launcher does not have".into()),
             Err(err) => {
-                eprintln!("init refused: {err}");
+                // One write of the whole line (a pipe write under PIPE_BUF is atomic):
+                // `eprintln!` may write the pieces of the message one by one, and the
+                // two ranks' lines then interleave in mpirun's output (seen under load).
+                let line = format!("init refused: {err}\n");
+                let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
                 std::process::exit(3)
             }
         };
