@@ -870,7 +870,7 @@ fn neighbor_xfer(
             });
         }
     }
-    Ok(xfer_start(x, None))
+    Ok(xfer_start(x))
 }
 
 fn degrees(c: &CommObj, call: &'static str) -> Result<(usize, usize), MpiError> {

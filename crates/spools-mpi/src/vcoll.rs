@@ -540,14 +540,14 @@ pub(crate) fn run(start: Start) -> Result<(), MpiError> {
     start()?.finish()
 }
 
-/// An exchange that owns the in-place copy it sends from.
-pub(crate) fn xfer_start(x: Xfer, copy: Option<Vec<u8>>) -> Start {
-    let x = Arc::new((x, copy));
-    Arc::new(move || start_xfer(&x.0))
+/// What starts exchange `x` (again, for a persistent collective).
+pub(crate) fn xfer_start(x: Xfer) -> Start {
+    let x = Arc::new(x);
+    Arc::new(move || start_xfer(&x))
 }
 
-// SAFETY: the buffers an Xfer names are the program's (addresses as integers); the
-// in-place copy is owned; Arc<CommObj> and Arc<TypeObj> are shareable.
+// SAFETY: the buffers an Xfer names are the program's (addresses as integers);
+// Arc<CommObj> and Arc<TypeObj> are shareable.
 unsafe impl Send for Xfer {}
 // SAFETY: as above.
 unsafe impl Sync for Xfer {}
@@ -650,7 +650,7 @@ forms!(-, MPI_Bcast_c, MPI_Ibcast, MPI_Ibcast_c, MPI_Bcast_init, MPI_Bcast_init_
     } else {
         x.recvs.push(In { from: root, key: 0, n, t, addr: buffer as usize });
     }
-    Ok(xfer_start(x, None))
+    Ok(xfer_start(x))
 });
 
 forms!(-, MPI_Gather_c, MPI_Igather, MPI_Igather_c, MPI_Gather_init, MPI_Gather_init_c, comm;
@@ -660,7 +660,7 @@ forms!(-, MPI_Gather_c, MPI_Igather, MPI_Igather_c, MPI_Gather_init, MPI_Gather_
     let root = root_of(&c, root, call)?;
     let (k, d) = uniform(recvcount as i64, size_of(&c));
     let x = gatherv(c, sendbuf as usize, sendcount as i64, sendtype, recvbuf as usize, &k, &d, recvtype, root, call)?;
-    Ok(xfer_start(x, None))
+    Ok(xfer_start(x))
 });
 
 forms!(MPI_Gatherv, MPI_Gatherv_c, MPI_Igatherv, MPI_Igatherv_c, MPI_Gatherv_init, MPI_Gatherv_init_c, comm;
@@ -672,7 +672,7 @@ forms!(MPI_Gatherv, MPI_Gatherv_c, MPI_Igatherv, MPI_Igatherv_c, MPI_Gatherv_ini
     // SAFETY: `size` values at the root (the caller's contract).
     let (k, d) = unsafe { (arr(recvcounts, n, call)?, arr(displs, n, call)?) };
     let x = gatherv(c, sendbuf as usize, sendcount as i64, sendtype, recvbuf as usize, &k, &d, recvtype, root, call)?;
-    Ok(xfer_start(x, None))
+    Ok(xfer_start(x))
 });
 
 forms!(-, MPI_Scatter_c, MPI_Iscatter, MPI_Iscatter_c, MPI_Scatter_init, MPI_Scatter_init_c, comm;
@@ -682,7 +682,7 @@ forms!(-, MPI_Scatter_c, MPI_Iscatter, MPI_Iscatter_c, MPI_Scatter_init, MPI_Sca
     let root = root_of(&c, root, call)?;
     let (k, d) = uniform(sendcount as i64, size_of(&c));
     let x = scatterv(c, sendbuf as usize, &k, &d, sendtype, recvbuf as usize, recvcount as i64, recvtype, root, call)?;
-    Ok(xfer_start(x, None))
+    Ok(xfer_start(x))
 });
 
 forms!(MPI_Scatterv, MPI_Scatterv_c, MPI_Iscatterv, MPI_Iscatterv_c, MPI_Scatterv_init, MPI_Scatterv_init_c, comm;
@@ -694,7 +694,7 @@ forms!(MPI_Scatterv, MPI_Scatterv_c, MPI_Iscatterv, MPI_Iscatterv_c, MPI_Scatter
     // SAFETY: `size` values at the root (the caller's contract).
     let (k, d) = unsafe { (arr(sendcounts, n, call)?, arr(displs, n, call)?) };
     let x = scatterv(c, sendbuf as usize, &k, &d, sendtype, recvbuf as usize, recvcount as i64, recvtype, root, call)?;
-    Ok(xfer_start(x, None))
+    Ok(xfer_start(x))
 });
 
 forms!(-, MPI_Allgather_c, MPI_Iallgather, MPI_Iallgather_c, MPI_Allgather_init, MPI_Allgather_init_c, comm;
@@ -703,7 +703,7 @@ forms!(-, MPI_Allgather_c, MPI_Iallgather, MPI_Iallgather_c, MPI_Allgather_init,
     let c = self::comm(comm, call)?;
     let (k, d) = uniform(recvcount as i64, size_of(&c));
     let x = allgatherv(c, sendbuf as usize, sendcount as i64, sendtype, recvbuf as usize, &k, &d, recvtype, call)?;
-    Ok(xfer_start(x, None))
+    Ok(xfer_start(x))
 });
 
 forms!(MPI_Allgatherv, MPI_Allgatherv_c, MPI_Iallgatherv, MPI_Iallgatherv_c, MPI_Allgatherv_init, MPI_Allgatherv_init_c, comm;
@@ -714,7 +714,7 @@ forms!(MPI_Allgatherv, MPI_Allgatherv_c, MPI_Iallgatherv, MPI_Iallgatherv_c, MPI
     // SAFETY: `size` values (the caller's contract).
     let (k, d) = unsafe { (arr(recvcounts, n, call)?, arr(displs, n, call)?) };
     let x = allgatherv(c, sendbuf as usize, sendcount as i64, sendtype, recvbuf as usize, &k, &d, recvtype, call)?;
-    Ok(xfer_start(x, None))
+    Ok(xfer_start(x))
 });
 
 /// Alltoall(v) blocks as alltoallw ones: displacements in elements of each type.
