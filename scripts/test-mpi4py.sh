@@ -4,6 +4,10 @@
 # under `spools run` with 1, 2 and 3 ranks, which load Spools' libmpi_abi.so.1. What is
 # not built yet is skipped by the patterns of crates/spools-mpi/tests/mpi4py-skip.txt
 # (`-e MODULE_REGEX` or `-x TEST_PATTERN`, each with its reason after `#`).
+# Before the suite, the `spools` package is built into the same environment and
+# crates/spools-mpi/tests/package/ checks mpi4py and spools in one program (one runtime,
+# the same communicators); so the suite then runs on the MPI library inside the package's
+# extension, which `spools run` gives a Python interpreter that has the package.
 # scripts/test.sh runs it after scripts/test-mpi.sh.
 #
 #   bash scripts/test-mpi4py.sh [RANKS...]      (default: 1 2 3)
@@ -13,6 +17,10 @@ cd "$(dirname "$0")/.."
 MPI4PY=1 source scripts/mpi-abi-env.sh
 cargo build --locked -p spools-cli
 make --no-print-directory -C crates/spools-mpi PROFILE=debug >/dev/null
+"$mpi_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+  "maturin>=1.7,<2" "numpy>=1.21" "pytest>=7"
+VIRTUAL_ENV="$mpi_venv" PATH="$mpi_venv/bin:$PATH" \
+  "$mpi_venv/bin/maturin" develop --quiet --locked -m crates/spools-py/Cargo.toml
 
 spools="$(pwd)/target/debug/spools"
 args=()
@@ -26,6 +34,10 @@ while IFS= read -r line; do
     *) echo "mpi4py-skip.txt: unknown kind '$kind'" >&2; exit 2 ;;
   esac
 done < crates/spools-mpi/tests/mpi4py-skip.txt
+
+echo "== mpi4py and the spools package in one program"
+SPOOLS_BIN="$(pwd)/target/debug/spools" "$mpi_venv/bin/python" -m pytest -q \
+  -p no:cacheprovider crates/spools-mpi/tests/package
 
 ranks=("$@")
 [ ${#ranks[@]} -eq 0 ] && ranks=(1 2 3)

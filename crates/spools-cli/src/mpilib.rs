@@ -3,8 +3,15 @@
 //! `make -C crates/spools-mpi` puts it) or in `../lib` (an installation), or named by
 //! `SPOOLS_MPI_LIB` (a directory), and put first on the ranks' `LD_LIBRARY_PATH`, so
 //! that a program built by any `mpicc_abi` runs on Spools with nothing else set.
+//!
+//! A Python interpreter that finds the `spools` package gets the package's extension
+//! instead, which carries the same library: then mpi4py (built against the standard ABI)
+//! and `spools` in one program are one runtime, whichever is imported first (a link named
+//! `libmpi_abi.so.1` to the extension, in a directory of this user under the temporary
+//! directory, goes first on the path).
 
-use std::path::PathBuf;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 
 /// The library's file name: the standard ABI's soname.
 const SONAME: &str = "libmpi_abi.so.1";
@@ -28,10 +35,59 @@ pub(crate) fn dir() -> Option<PathBuf> {
         .and_then(|d| d.canonicalize().ok())
 }
 
+/// The `spools` package's extension as the Python interpreter `program` finds it (any
+/// installation: a virtual environment, editable, user site, `PYTHONPATH`): the
+/// interpreter is asked, without importing the package.
+fn python_extension(program: &OsStr) -> Option<PathBuf> {
+    let name = Path::new(program).file_name()?.to_str()?;
+    if !name.starts_with("python") {
+        return None;
+    }
+    const FIND: &str = "import importlib.util as u, glob, os\n\
+        s = u.find_spec('spools')\n\
+        for d in (s.submodule_search_locations or []) if s else []:\n\
+        \x20   for f in sorted(glob.glob(os.path.join(d, '_spools.*so'))):\n\
+        \x20       print(f)\n";
+    let out = std::process::Command::new(program)
+        .args(["-c", FIND])
+        .env_remove("PYTHONSTARTUP")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    let first = text.lines().next()?;
+    Path::new(first).canonicalize().ok()
+}
+
+/// A directory of this user holding `libmpi_abi.so.1`, a link to `ext`.
+fn link_dir(ext: &Path) -> Option<PathBuf> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    ext.hash(&mut h);
+    let uid = rustix::process::getuid().as_raw();
+    let d = std::env::temp_dir().join(format!("spools-mpi-{uid}-{:016x}", h.finish()));
+    let link = d.join(SONAME);
+    if std::fs::read_link(&link).ok().as_deref() == Some(ext) {
+        return Some(d);
+    }
+    std::fs::create_dir_all(&d).ok()?;
+    // Made under another name and renamed over: ranks of other jobs never see it half made.
+    let tmp = d.join(format!(".{SONAME}.{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(ext, &tmp).ok()?;
+    std::fs::rename(&tmp, &link).ok()?;
+    Some(d)
+}
+
 /// Puts the library's directory first on `LD_LIBRARY_PATH` (inherited by the ranks this
-/// process starts), when the library is found.
-pub(crate) fn put_first() {
-    let Some(d) = dir() else { return };
+/// process starts), when the library is found; for a Python interpreter with the
+/// `spools` package, the package's extension (see the module's documentation).
+pub(crate) fn put_first(program: Option<&OsStr>) {
+    let python = program
+        .and_then(python_extension)
+        .and_then(|ext| link_dir(&ext));
+    let Some(d) = python.or_else(dir) else { return };
     let mut paths = vec![d];
     if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
         paths.extend(std::env::split_paths(&old));

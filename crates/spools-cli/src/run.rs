@@ -22,8 +22,8 @@ pub(crate) fn run(args: &RunArgs) -> ExitCode {
     for (k, v) in crate::unixpipe::env() {
         std::env::set_var(k, v);
     }
-    // MPI programs (built by any mpicc_abi) load Spools' libmpi_abi.so.1.
-    crate::mpilib::put_first();
+    // MPI programs (built by any mpicc_abi, or mpi4py) load Spools' libmpi_abi.so.1.
+    crate::mpilib::put_first(args.command.first().map(|p| p.as_os_str()));
     let mut spec = match args.to_spec(liveness) {
         Ok(s) => s,
         Err(e) => {

@@ -4,7 +4,7 @@
 
 use std::ffi::{c_char, c_int};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::ThreadId;
 use std::time::Instant;
 
@@ -16,12 +16,13 @@ use crate::error::{on_self, put_string, MpiError};
 
 /// This process's MPI state, from `MPI_Init` on.
 pub(crate) struct Runtime {
-    /// The job; `None` once finalised or aborted.
-    world: Mutex<Option<World>>,
+    /// The job (shared with the `spools` Python package when both live in its
+    /// extension: `spools::shared`); `None` once finalised or aborted.
+    world: Mutex<Option<Arc<World>>>,
     /// `MPI_COMM_WORLD`.
-    pub(crate) world_comm: std::sync::Arc<CommObj>,
+    pub(crate) world_comm: Arc<CommObj>,
     /// `MPI_COMM_SELF`.
-    pub(crate) self_comm: std::sync::Arc<CommObj>,
+    pub(crate) self_comm: Arc<CommObj>,
     /// The thread level provided.
     pub(crate) thread_level: c_int,
     /// The thread that called `MPI_Init`.
@@ -80,7 +81,7 @@ fn start(required: c_int) -> Result<c_int, MpiError> {
 
 fn join(required: c_int) -> Result<c_int, MpiError> {
     EPOCH.get_or_init(Instant::now);
-    let world = spools::init().map_err(|e| MpiError::Init(e.to_string()))?;
+    let world = spools::shared::join().map_err(|e| MpiError::Init(e.to_string()))?;
     let comm = world.communicator().clone();
     let me = comm.rank();
     let selfc = comm
@@ -143,7 +144,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
             .take();
         FINALIZED.store(true, Ordering::Release);
         if let Some(w) = w {
-            w.finalize()
+            spools::shared::leave(w)
                 .map_err(|e| MpiError::invalid(MPI_ERR_PROC_ABORTED, e.to_string()))?;
         }
         Ok(())
@@ -212,7 +213,7 @@ pub(crate) fn fatal(cause: &str, code: c_int) -> ! {
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         if let Some(w) = w {
-            w.abort(cause);
+            spools::shared::abort(&w, cause);
         }
     }
     let status = if (1..=255).contains(&code) { code } else { 1 };

@@ -27,6 +27,7 @@ mod coll;
 mod comm;
 mod convert;
 mod datatype;
+pub mod embed;
 mod error;
 mod exports;
 mod group;

@@ -22,6 +22,7 @@ mod errors;
 mod files;
 mod heap;
 mod layout;
+mod mpi;
 mod p2p;
 mod pipes;
 mod runtime;

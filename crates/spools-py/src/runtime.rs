@@ -12,9 +12,11 @@ use crate::comm::{Comm, World};
 use crate::errors::{self, Kind};
 
 /// What every object of the interface shares: the rank's `spools::World` (until it is
-/// finalised or aborted), its worker and its first communicator.
+/// finalised or aborted), its worker and its first communicator. The world is the
+/// process's shared one (`spools::shared`): the MPI library inside this extension, which
+/// mpi4py may load, is the same rank of the same job.
 pub(crate) struct Runtime {
-    world: Mutex<Option<spools::World>>,
+    world: Mutex<Option<Arc<spools::World>>>,
     /// The rank's active-message worker (waits, handlers, the interrupt check).
     pub(crate) worker: Worker,
     /// The world's communicator (every rank of the job).
@@ -167,7 +169,7 @@ pub(crate) fn reentering<T>(f: impl FnOnce(Python<'_>) -> T) -> T {
 /// Raises `InitError` when the rank cannot join its job, `FinalizedError` after
 /// `finalize()`.
 #[pyfunction]
-fn init(py: Python<'_>) -> PyResult<Py<World>> {
+pub(crate) fn init(py: Python<'_>) -> PyResult<Py<World>> {
     if let Some(w) = WORLD_OBJ
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -182,7 +184,7 @@ fn init(py: Python<'_>) -> PyResult<Py<World>> {
         ));
     }
     let world = py
-        .detach(spools::init)
+        .detach(spools::shared::join)
         .map_err(|e| errors::raise(Kind::Init, e.to_string()))?;
     let worker = world.worker().clone();
     worker.set_interrupt(Some(Arc::new(interrupt_check)));
@@ -221,7 +223,7 @@ fn finalized() -> bool {
 }
 
 /// Takes the world out for its end; `None` if it already ended.
-fn take_world() -> Option<spools::World> {
+fn take_world() -> Option<Arc<spools::World>> {
     let rt = RUNTIME
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -246,7 +248,9 @@ fn take_world() -> Option<spools::World> {
 /// Also run at interpreter exit; a second call does nothing.
 pub(crate) fn finalize(py: Python<'_>) -> PyResult<()> {
     match take_world() {
-        Some(w) => py.detach(|| w.finalize()).map_err(errors::from_boot),
+        Some(w) => py
+            .detach(|| spools::shared::leave(w))
+            .map_err(errors::from_boot),
         None => Ok(()),
     }
 }
@@ -255,7 +259,7 @@ pub(crate) fn finalize(py: Python<'_>) -> PyResult<()> {
 /// fail with `PeerGoneError` naming this rank and `cause`. Does not exit the process.
 pub(crate) fn abort(cause: &str) {
     if let Some(w) = take_world() {
-        w.abort(cause);
+        spools::shared::abort(&w, cause);
     }
 }
 

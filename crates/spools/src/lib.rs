@@ -43,6 +43,7 @@ mod heap;
 mod io;
 mod leave;
 mod listen;
+pub mod shared;
 mod world;
 
 pub use heap::SharedBuf;

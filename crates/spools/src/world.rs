@@ -54,7 +54,7 @@ pub struct World {
     shm: Option<Arc<ShmTransport>>,
     tcp: Option<Arc<TcpTransport>>,
     init_time: std::time::Duration,
-    finalized: bool,
+    finalized: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for World {
@@ -190,7 +190,7 @@ pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
         shm,
         tcp: Some(tcp),
         init_time: t0.elapsed(),
-        finalized: false,
+        finalized: std::sync::atomic::AtomicBool::new(false),
     })
 }
 
@@ -352,16 +352,25 @@ impl World {
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn abort(mut self, cause: &str) {
-        self.finalized = true;
+    pub fn abort(self, cause: &str) {
+        self.abort_here(cause);
+    }
+
+    /// [`World::abort`] through a shared reference (a `World` that front doors share,
+    /// see [`crate::shared`]): the job ends, and dropping the `World` later does nothing.
+    pub(crate) fn abort_here(&self, cause: &str) {
+        self.finalized
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         self.boot.abort(cause);
     }
 
     fn finish(&mut self) -> Result<(), BootError> {
-        if self.finalized {
+        if self
+            .finalized
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
             return Ok(());
         }
-        self.finalized = true;
         let _ = self.endpoint().flush();
         self.boot
             .announce_finalize(self.msg.collectives_started(), self.msg.messages_sent())?;
@@ -409,10 +418,12 @@ impl Drop for World {
     /// the job at once; otherwise, when the process exits, this rank finalises and waits
     /// for the other ranks (exit status 0) or ends the job (any other status).
     fn drop(&mut self) {
-        if self.finalized {
+        if self
+            .finalized
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
             return;
         }
-        self.finalized = true;
         if std::thread::panicking() {
             crate::leave::on_panic(&self.boot);
             return;
