@@ -22,7 +22,7 @@ IMPL = "spools"
 
 
 def slowest(world, dt):
-    return float(world.allreduce(np.array([dt]), op="max")[0])
+    return float(world.Allreduce(np.array([dt]), op="max")[0])
 
 
 def pingpong(world):
@@ -34,24 +34,24 @@ def pingpong(world):
         ref = np.arange(n, dtype=np.float64) + 1.0
         if rank == 0:
             buf[:] = ref
-            world.send(buf, 1, tag=1)
-            world.recv(buf, source=1, tag=1)
+            world.Send(buf, 1, tag=1)
+            world.Recv(buf, source=1, tag=1)
             c.check(np.array_equal(buf, 2.0 * ref), "spools pingpong %s echo" % name)
         else:
-            world.recv(buf, source=0, tag=1)
+            world.Recv(buf, source=0, tag=1)
             c.check(np.array_equal(buf, ref), "spools pingpong %s receive" % name)
             buf *= 2.0
-            world.send(buf, 0, tag=1)
+            world.Send(buf, 0, tag=1)
 
         def loop(k):
             if rank == 0:
                 for _ in range(k):
-                    world.send(buf, 1, tag=0)
-                    world.recv(buf, source=1, tag=0)
+                    world.Send(buf, 1, tag=0)
+                    world.Recv(buf, source=1, tag=0)
             else:
                 for _ in range(k):
-                    world.recv(buf, source=0, tag=0)
-                    world.send(buf, 0, tag=0)
+                    world.Recv(buf, source=0, tag=0)
+                    world.Send(buf, 0, tag=0)
 
         loop(warm)
         times = []
@@ -72,21 +72,21 @@ def coll(world):
         if op == "allreduce":
             a = np.full(n, rank + 1.0)
             out = np.empty(n)
-            r = world.allreduce(a, op="sum", out=out)
+            r = world.Allreduce(a, op="sum", out=out)
             c.check(r is out, "spools allreduce with out= returns out")
             c.check(np.all(out == size * (size + 1) / 2.0), "spools %s" % name)
 
             def call(a=a, out=out):
-                world.allreduce(a, op="sum", out=out)
+                world.Allreduce(a, op="sum", out=out)
 
         else:
             ref = np.arange(n, dtype=np.float64) + 3.0
             a = ref.copy() if rank == 0 else np.zeros(n)
-            world.bcast(a, root=0)
+            world.Bcast(a, root=0)
             c.check(np.array_equal(a, ref), "spools %s" % name)
 
             def call(a=a):
-                world.bcast(a, root=0)
+                world.Bcast(a, root=0)
 
         for _ in range(warm):
             call()

@@ -6,7 +6,7 @@ Run it on 4 ranks (a 2x2 grid of blocks)::
     spools run -n 4 -- python3 examples/python/heat.py --n 768 --steps 200 --dir target/heat-py
 
 Every rank holds one block of the grid with a ring of ghost cells around it. Each step
-swaps the block's edge rows and columns with the four neighbours (`sendrecv`), then
+swaps the block's edge rows and columns with the four neighbours (`Sendrecv`), then
 updates every interior point from its neighbours with numpy. Every `--every` steps the
 grid goes to a `.npy` snapshot that every rank writes its block of (`write_file`); the
 final state also goes to a RAID-5 file striped over three directories.
@@ -88,18 +88,18 @@ def main():
 
     def halo(u):
         """Swaps edges with the neighbours: pairwise, vertical then horizontal, so every
-        sendrecv meets its partner's."""
+        Sendrecv meets its partner's."""
         if up is not None:  # my top row up, their bottom row into my top ghost row
-            world.sendrecv(u[1, 1:-1], up, u[0, 1:-1], source=up, sendtag=0, recvtag=1)
+            world.Sendrecv(u[1, 1:-1], up, u[0, 1:-1], source=up, sendtag=0, recvtag=1)
         if down is not None:
-            world.sendrecv(u[-2, 1:-1], down, u[-1, 1:-1], source=down, sendtag=1, recvtag=0)
+            world.Sendrecv(u[-2, 1:-1], down, u[-1, 1:-1], source=down, sendtag=1, recvtag=0)
         if left is not None:
             col_out[:] = u[1:-1, 1]
-            world.sendrecv(col_out, left, col_in, source=left, sendtag=2, recvtag=3)
+            world.Sendrecv(col_out, left, col_in, source=left, sendtag=2, recvtag=3)
             u[1:-1, 0] = col_in
         if right is not None:
             col_out[:] = u[1:-1, -2]
-            world.sendrecv(col_out, right, col_in, source=right, sendtag=3, recvtag=2)
+            world.Sendrecv(col_out, right, col_in, source=right, sendtag=3, recvtag=2)
             u[1:-1, -1] = col_in
 
     def snapshot(u, path, **kw):

@@ -9,25 +9,26 @@ world = spools.init()            # done on import under a launcher; alone, a job
 rank, size = world.rank, world.size
 right, left = (rank + 1) % size, (rank - 1) % size
 
-# Messages on buffers in place (numpy arrays, bytearray, memoryview): no copies.
+# As in mpi4py, capitalised calls take buffers, used in place (numpy arrays, bytearray,
+# memoryview): no copies; lower-case ones take any picklable object.
 a = np.full(1000, rank, dtype=np.float64)
 halo = np.empty(1000)
-status = world.sendrecv(a, right, halo, source=left, sendtag=1, recvtag=1)
+status = world.Sendrecv(a, right, halo, source=left, sendtag=1, recvtag=1)
 assert status.source == left and (halo == left).all()
-req = world.irecv(halo, source=left)          # non-blocking: a Request
-world.send(a, right)
+req = world.Irecv(halo, source=left)          # non-blocking: a Request
+world.Send(a, right)
 req.wait()
-world.send_obj({"from": rank}, right)          # any picklable object
-assert world.recv_obj(source=left) == {"from": left}
+world.send({"from": rank}, right)              # any picklable object
+assert world.recv(source=left) == {"from": left}
 
 # Collectives return new arrays (or fill out=); a Python function works as an operator.
-total = world.allreduce(np.array([rank, 1.0]))                 # [sum of ranks, size]
+total = world.Allreduce(np.array([rank, 1.0]))                 # [sum of ranks, size]
 assert total.tolist() == [size * (size - 1) / 2, size]
-biggest = world.allreduce(np.array([rank]), op="max")
+biggest = world.Allreduce(np.array([rank]), op="max")
 assert biggest[0] == size - 1
-rows = world.gather(np.array([rank, rank * rank]), root=0)     # shape (size, 2) on root
-concat = world.allreduce(np.array([rank]), op=spools.Op(lambda lo, hi: lo * 10 + hi))
-request = world.iallreduce(np.ones(3))                         # overlaps with work
+rows = world.Gather(np.array([rank, rank * rank]), root=0)     # shape (size, 2) on root
+concat = world.Allreduce(np.array([rank]), op=spools.Op(lambda lo, hi: lo * 10 + hi))
+request = world.Iallreduce(np.ones(3))                         # overlaps with work
 assert (request.wait() == size).all()
 
 # RPC: a function registered by name, run on another rank; its exceptions come back.

@@ -192,7 +192,7 @@ pub(crate) fn view(obj: &Bound<'_, PyAny>, access: Access, what: &str) -> PyResu
     if d.has_object() {
         return Err(errors::type_error(format!(
             "{what} has dtype object: only arrays of plain values can be sent \
-             (use send_obj/recv_obj for Python objects)"
+             (use the lower-case send/recv, bcast, ... for Python objects)"
         )));
     }
     if !arr.is_c_contiguous() {

@@ -311,7 +311,7 @@ impl PyLayout {
         }
     }
 
-    /// Pickles as its spec (so a layout travels with `send_obj` and `multiprocessing`).
+    /// Pickles as its spec (so a layout travels with `send`, `bcast`, ... and `multiprocessing`).
     fn __reduce__<'py>(
         slf: &Bound<'py, Self>,
     ) -> PyResult<(Bound<'py, pyo3::types::PyType>, (String,))> {

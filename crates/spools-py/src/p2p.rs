@@ -1,8 +1,10 @@
-//! Point-to-point messaging: `Comm.send/recv/isend/irecv/sendrecv/probe/iprobe`,
-//! `Request`, `Status`, `wait_all`, `wait_any` (mpi4py's upper-case buffer calls, in
-//! lower case). Buffers are used in place: blocking calls read or write the argument's
-//! memory directly, non-blocking ones post it to the engine (`isend_pinned`,
-//! `irecv_pinned`), which keeps the array alive until it is done with it.
+//! Point-to-point messaging: `Comm.Send/Recv/Isend/Irecv/Sendrecv` on buffers and
+//! `Comm.send/recv/isend/sendrecv` on picklable objects (mpi4py's convention: capitalised
+//! names take buffers, lower-case ones objects), `probe/iprobe` (also `Probe/Iprobe`),
+//! `Request`, `Status`, `wait_all`, `wait_any`. Buffers are used in place: blocking calls
+//! read or write the argument's memory directly, non-blocking ones post it to the engine
+//! (`isend_pinned`, `irecv_pinned`), which keeps the array alive until it is done with it.
+//! The object forms pickle in `spools._p2p` and move the pickle with the buffer calls.
 
 use std::sync::{Mutex, PoisonError};
 
@@ -149,12 +151,12 @@ impl Drop for Posted {
     }
 }
 
-/// A non-blocking send or receive in flight (`isend`, `irecv`). `wait()` returns its
-/// `Status`; `test()` says whether it is complete; `cancel()` cancels a receive no
-/// message has matched. The buffer belongs to the operation until it completes: do not
-/// read (irecv) or change (isend) it before. A request dropped unfinished lets the
-/// operation finish in the background (an unmatched receive is cancelled); the array
-/// stays alive until then.
+/// A non-blocking send or receive in flight (`Isend`, `Irecv`, or `isend` of an object).
+/// `wait()` returns its `Status` (`None` for an object's `isend`, as in mpi4py); `test()`
+/// says whether it is complete; `cancel()` cancels a receive no message has matched. The
+/// buffer belongs to the operation until it completes: do not read (Irecv) or change
+/// (Isend) it before. A request dropped unfinished lets the operation finish in the
+/// background (an unmatched receive is cancelled); the array stays alive until then.
 #[pyclass(frozen, module = "spools", name = "Request")]
 pub(crate) struct PyRequest {
     inner: Mutex<Option<spools_msg::Request>>,
@@ -162,6 +164,8 @@ pub(crate) struct PyRequest {
     /// The operation's error, once a wait raised it (later waits raise it again).
     failed: Mutex<Option<(errors::Kind, String)>>,
     kind: &'static str,
+    /// An object's `isend`: `wait()` returns `None` (mpi4py's), not the `Status`.
+    object: bool,
 }
 
 impl PyRequest {
@@ -171,6 +175,7 @@ impl PyRequest {
             status: Mutex::new(None),
             failed: Mutex::new(None),
             kind,
+            object: false,
         }
     }
 
@@ -268,10 +273,11 @@ fn is_wait_failure(e: &spools_msg::MsgError) -> bool {
 #[pymethods]
 impl PyRequest {
     /// Waits until the operation completes and returns its `Status` (again the same
-    /// one on later calls). Releases the GIL; Ctrl-C raises `KeyboardInterrupt` (the
-    /// request stays pending). Raises `TruncatedError` for a message longer than the
-    /// receive buffer, `PeerGoneError` when the peer died.
-    fn wait(&self, py: Python<'_>) -> PyResult<PyStatus> {
+    /// one on later calls; `None` for an object's `isend`, whose `status` still has
+    /// it). Releases the GIL; Ctrl-C raises `KeyboardInterrupt` (the request stays
+    /// pending). Raises `TruncatedError` for a message longer than the receive buffer,
+    /// `PeerGoneError` when the peer died.
+    fn wait(&self, py: Python<'_>) -> PyResult<Option<PyStatus>> {
         // Inside an RPC function only a request already complete may be waited.
         if self
             .inner
@@ -285,7 +291,8 @@ impl PyRequest {
         }
         let r = runtime::blocking(py, || self.wait_nogil());
         release_arrays();
-        r.map_err(WaitError::into_py)
+        let st = r.map_err(WaitError::into_py)?;
+        Ok((!self.object).then_some(st))
     }
 
     /// Whether the operation is complete (drives progress once; never waits). After
@@ -372,6 +379,35 @@ impl Comm {
         }
         self.check_rank(source, "source").map(Source::Rank)
     }
+
+    /// The body of `Isend` (and of an object's `isend`, whose request's `wait()` gives
+    /// `None`: `object`).
+    fn start_isend(
+        &self,
+        py: Python<'_>,
+        buf: &Bound<'_, PyAny>,
+        dest: i64,
+        tag: i64,
+        object: bool,
+    ) -> PyResult<PyRequest> {
+        self.live()?;
+        release_arrays();
+        let dest = self.check_rank(dest, "dest")?;
+        let tag = send_tag(tag)?;
+        let v = buffer::view(buf, Access::Read, "send buffer")?;
+        let posted = Posted::new(v);
+        // An eager isend may wait for ring room like `Send`: without the GIL once
+        // Python code may run inside progress (see `Send`).
+        let r = if runtime::python_in_progress() {
+            runtime::blocking(py, || self.comm.isend_pinned(posted, dest, tag))
+        } else {
+            self.comm.isend_pinned(posted, dest, tag)
+        }
+        .map_err(errors::from_msg)?;
+        let mut req = PyRequest::new(r, if object { "isend" } else { "Isend" });
+        req.object = object;
+        Ok(req)
+    }
 }
 
 #[pymethods]
@@ -379,7 +415,7 @@ impl Comm {
     /// Sends the memory of `buf` (any C-contiguous buffer: numpy array, bytearray,
     /// memoryview, bytes) to rank `dest` with `tag`, without a copy through Python;
     /// returns when `buf` may be reused.
-    #[pyo3(signature = (buf, dest, tag = 0))]
+    #[pyo3(name = "Send", signature = (buf, dest, tag = 0))]
     fn send(&self, py: Python<'_>, buf: &Bound<'_, PyAny>, dest: i64, tag: i64) -> PyResult<()> {
         self.live()?;
         let dest = self.check_rank(dest, "dest")?;
@@ -407,7 +443,7 @@ impl Comm {
     /// default) into `buf` in place (a writable C-contiguous buffer); returns its
     /// `Status` (`count` is in bytes). Raises `TruncatedError` when the message is
     /// longer than `buf` (nothing past its end is written).
-    #[pyo3(signature = (buf, source = -1, tag = -1))]
+    #[pyo3(name = "Recv", signature = (buf, source = -1, tag = -1))]
     fn recv(
         &self,
         py: Python<'_>,
@@ -447,7 +483,7 @@ impl Comm {
     /// Starts sending `buf` to `dest` with `tag` and returns a `Request`. The memory
     /// is read in place (no copy) and must not change until the request completes; the
     /// array is kept alive until then.
-    #[pyo3(signature = (buf, dest, tag = 0))]
+    #[pyo3(name = "Isend", signature = (buf, dest, tag = 0))]
     fn isend(
         &self,
         py: Python<'_>,
@@ -455,27 +491,13 @@ impl Comm {
         dest: i64,
         tag: i64,
     ) -> PyResult<PyRequest> {
-        self.live()?;
-        release_arrays();
-        let dest = self.check_rank(dest, "dest")?;
-        let tag = send_tag(tag)?;
-        let v = buffer::view(buf, Access::Read, "send buffer")?;
-        let posted = Posted::new(v);
-        // An eager isend may wait for ring room like `send`: without the GIL once
-        // Python code may run inside progress (see `send`).
-        let r = if runtime::python_in_progress() {
-            runtime::blocking(py, || self.comm.isend_pinned(posted, dest, tag))
-        } else {
-            self.comm.isend_pinned(posted, dest, tag)
-        }
-        .map_err(errors::from_msg)?;
-        Ok(PyRequest::new(r, "isend"))
+        self.start_isend(py, buf, dest, tag, false)
     }
 
     /// Starts receiving into `buf` (a writable C-contiguous buffer) from `source` with
     /// `tag` and returns a `Request` whose `wait()` gives the `Status`. The message is
     /// written into `buf` in place; do not read it before the request completes.
-    #[pyo3(signature = (buf, source = -1, tag = -1))]
+    #[pyo3(name = "Irecv", signature = (buf, source = -1, tag = -1))]
     fn irecv(&self, buf: &Bound<'_, PyAny>, source: i64, tag: i64) -> PyResult<PyRequest> {
         self.live()?;
         release_arrays();
@@ -486,12 +508,12 @@ impl Comm {
             .comm
             .irecv_pinned(Posted::new(v), src, tag)
             .map_err(errors::from_msg)?;
-        Ok(PyRequest::new(r, "irecv"))
+        Ok(PyRequest::new(r, "Irecv"))
     }
 
     /// Sends `sendbuf` to `dest` and receives into `recvbuf` from `source` at the same
     /// time (no deadlock when two ranks exchange); returns the receive's `Status`.
-    #[pyo3(signature = (sendbuf, dest, recvbuf, source = -1, sendtag = 0, recvtag = -1))]
+    #[pyo3(name = "Sendrecv", signature = (sendbuf, dest, recvbuf, source = -1, sendtag = 0, recvtag = -1))]
     #[allow(clippy::too_many_arguments)]
     fn sendrecv(
         &self,
@@ -514,7 +536,7 @@ impl Comm {
         if !s.bytes().is_empty() && !r.bytes().is_empty() && sb.start < rb.end && rb.start < sb.end
         {
             return Err(errors::value_error(
-                "sendrecv: the send and receive buffers overlap; give two distinct buffers",
+                "Sendrecv: the send and receive buffers overlap; give two distinct buffers",
             ));
         }
         let out = runtime::blocking(py, || {
@@ -527,7 +549,7 @@ impl Comm {
     }
 
     /// Waits until a message from `source` with `tag` can be received and returns its
-    /// `Status` (the message stays queued: a `recv` then takes it).
+    /// `Status` (the message stays queued: a `Recv` then takes it).
     #[pyo3(signature = (source = -1, tag = -1))]
     fn probe(&self, py: Python<'_>, source: i64, tag: i64) -> PyResult<PyStatus> {
         self.live()?;
@@ -548,12 +570,24 @@ impl Comm {
         r.map(|s| s.map(PyStatus::from)).map_err(errors::from_msg)
     }
 
+    /// `probe` (mpi4py has both spellings).
+    #[pyo3(name = "Probe", signature = (source = -1, tag = -1))]
+    fn probe_cap(&self, py: Python<'_>, source: i64, tag: i64) -> PyResult<PyStatus> {
+        self.probe(py, source, tag)
+    }
+
+    /// `iprobe` (mpi4py has both spellings).
+    #[pyo3(name = "Iprobe", signature = (source = -1, tag = -1))]
+    fn iprobe_cap(&self, source: i64, tag: i64) -> PyResult<Option<PyStatus>> {
+        self.iprobe(source, tag)
+    }
+
     /// Sends a picklable object to `dest` with `tag` (pickle protocol 5: numpy arrays
     /// and other buffers inside it travel out of band, without a copy). Receive it
-    /// with `recv_obj`. Like `send`, it returns once the data left: a large object
+    /// with `recv`. Like `Send`, it returns once the data left: a large object
     /// (an out-of-band buffer above the eager limit, 32 KiB by default) waits for the
-    /// receiver, so a rank cannot send one to itself.
-    #[pyo3(signature = (obj, dest, tag = 0))]
+    /// receiver, so a rank cannot send one to itself (`isend` can).
+    #[pyo3(name = "send", signature = (obj, dest, tag = 0))]
     fn send_obj(
         slf: &Bound<'_, Self>,
         obj: &Bound<'_, PyAny>,
@@ -567,15 +601,54 @@ impl Comm {
         Ok(())
     }
 
-    /// Receives an object sent with `send_obj` from `source` with `tag` (any by
-    /// default) and returns it.
-    #[pyo3(signature = (source = -1, tag = -1))]
+    /// Receives an object sent with `send`, `isend` or `sendrecv` from `source` with
+    /// `tag` (any by default) and returns it.
+    #[pyo3(name = "recv", signature = (source = -1, tag = -1))]
     fn recv_obj(slf: &Bound<'_, Self>, source: i64, tag: i64) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         Ok(py
             .import("spools._p2p")?
             .getattr("_recv_obj")?
             .call1((slf, source, tag))?
+            .unbind())
+    }
+
+    /// Starts sending a picklable object to `dest` with `tag` and returns a `Request`
+    /// whose `wait()` returns `None` (as mpi4py's). The object is pickled when the call
+    /// starts, in band (one message: arrays inside it are copied into the pickle), so it
+    /// may change at once; receive it with `recv`.
+    #[pyo3(name = "isend", signature = (obj, dest, tag = 0))]
+    fn isend_obj(
+        slf: &Bound<'_, Self>,
+        obj: &Bound<'_, PyAny>,
+        dest: i64,
+        tag: i64,
+    ) -> PyResult<PyRequest> {
+        let py = slf.py();
+        let data = py
+            .import("spools._p2p")?
+            .getattr("_pickle_in_band")?
+            .call1((obj,))?;
+        slf.get().start_isend(py, &data, dest, tag, true)
+    }
+
+    /// Sends a picklable object to `dest` with `sendtag` and receives one from `source`
+    /// with `recvtag` (any by default), which it returns. The send is an `isend`, so two
+    /// ranks exchanging objects of any size cannot deadlock.
+    #[pyo3(name = "sendrecv", signature = (obj, dest, sendtag = 0, source = -1, recvtag = -1))]
+    fn sendrecv_obj(
+        slf: &Bound<'_, Self>,
+        obj: &Bound<'_, PyAny>,
+        dest: i64,
+        sendtag: i64,
+        source: i64,
+        recvtag: i64,
+    ) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        Ok(py
+            .import("spools._p2p")?
+            .getattr("_sendrecv_obj")?
+            .call1((slf, obj, dest, sendtag, source, recvtag))?
             .unbind())
     }
 }

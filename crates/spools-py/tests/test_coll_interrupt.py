@@ -22,17 +22,17 @@ KI = ("KeyboardInterrupt",)
 
 
 @pytest.mark.parametrize("n,target,how,call,raised", [
-    (2, 0, "allreduce", "world.allreduce(", KI),
+    (2, 0, "allreduce", "world.Allreduce(", KI),
     (3, 1, "wait", ".wait()", KI),
     # Two ranks: the wait sleeps on the shared segment's bell, which asks the interrupt
     # check too (it once did not, and the signal waited for the job to end otherwise).
     (2, 1, "wait", ".wait()", KI),
-    (3, 2, "scatter", "world.scatter(", KI),
-    (4, 3, "gatherv", "world.gatherv(", KI),
+    (3, 2, "scatter", "world.Scatter(", KI),
+    (4, 3, "gatherv", "world.Gatherv(", KI),
     (3, 1, "drop", "coll_sigint.py", KI),
     # The drop's wait once ran the signal handler with the propagating exception set:
     # CPython lost it (the rank ended silently, no traceback) or raised SystemError.
-    # The (2, 1, "wait") case met this when the signal landed between `iallreduce(...)`
+    # The (2, 1, "wait") case met this when the signal landed between `Iallreduce(...)`
     # and `.wait()` and the KeyboardInterrupt propagated through the drop.
     (2, 1, "unwind", ".wait(1)", ("TypeError", "KeyboardInterrupt")),
 ])

@@ -104,7 +104,7 @@ def test_ctrl_c_in_a_blocked_rank(n, target, how):
     lines = [l for l in err.splitlines() if l.startswith("[%d] " % target)]
     assert any(l.endswith("KeyboardInterrupt") for l in lines), err
     # Raised by the blocked call itself.
-    call = "world.recv(buf" if how == "recv" else ".wait()"
+    call = "world.Recv(buf" if how == "recv" else ".wait()"
     assert call in "\n".join(lines), err
     assert err.count("Traceback") == 1, err
     assert err.count("this rank stopped because the job is ending") == n - 1, err

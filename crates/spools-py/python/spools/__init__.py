@@ -9,15 +9,19 @@ Run a program on 4 ranks with ``spools run -n 4 -- python3 prog.py`` (or under
 
     world = spools.init()          # also done on import under a launcher
     a = np.full(4, world.rank, dtype=np.float64)
-    total = world.allreduce(a)     # sum over the ranks, a new array
+    total = world.Allreduce(a)     # sum over the ranks, a new array
     if world.rank == 0:
-        world.send(a, dest=1, tag=7)
+        world.Send(a, dest=1, tag=7)
+        world.send({"any": "object"}, dest=1)
     elif world.rank == 1:
         buf = np.empty(4)
-        status = world.recv(buf, source=0, tag=7)   # fills buf in place
+        status = world.Recv(buf, source=0, tag=7)   # fills buf in place
+        obj = world.recv(source=0)
 
-Conventions follow mpi4py's for messaging (upper-case-free: ``send`` moves buffers,
-``send_obj`` pickles objects) and h5py's for files (``spools.open(path)[10:20, :]``).
+Conventions follow mpi4py's for messaging (capitalised names such as ``Send``,
+``Allreduce`` take buffers, used in place; lower-case ones such as ``send``,
+``allreduce`` take any picklable object) and h5py's for files
+(``spools.open(path)[10:20, :]``).
 
 Calls that wait release the GIL, and Ctrl-C interrupts them with ``KeyboardInterrupt``.
 An exception that ends a rank's program ends the whole job: its traceback is printed

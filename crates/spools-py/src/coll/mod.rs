@@ -1,7 +1,9 @@
 //! (area: coll) Collectives on numpy arrays, as methods of `Comm`: broadcast, reductions
 //! (`"sum"`, `"prod"`, `"min"`, `"max"` or a Python callable on whole arrays), gathers,
 //! scatters, all-to-all, scans, their non-blocking forms returning a [`nonblocking`]
-//! request, and the object forms (`bcast_obj`, ...) for picklable objects.
+//! request, and the object forms for picklable objects. As in mpi4py, the array forms
+//! have capitalised names (`Bcast`, `Allreduce`, `Reduce_scatter`, `Iallreduce`, ...)
+//! and the object forms lower-case ones (`bcast`, `allreduce`, ...).
 //!
 //! Conventions: arrays are used in place ([`crate::buffer::view`]); a collective that
 //! produces an array returns a new one unless `out=` is given (then it fills `out` and

@@ -1,5 +1,5 @@
-//! The blocking collectives that move equal blocks: `bcast`, `gather`, `allgather`,
-//! `alltoall`, `scatter`. They move bytes, so any dtype goes (complex, records).
+//! The blocking collectives that move equal blocks: `Bcast`, `Gather`, `Allgather`,
+//! `Alltoall`, `Scatter`. They move bytes, so any dtype goes (complex, records).
 
 use pyo3::prelude::*;
 
@@ -13,7 +13,7 @@ use crate::runtime;
 impl Comm {
     /// Copies rank `root`'s array `a` into `a` of every rank, in place, and returns `a`.
     /// Every rank gives a writable array of the same shape and dtype. Collective.
-    #[pyo3(signature = (a, root = 0))]
+    #[pyo3(name = "Bcast", signature = (a, root = 0))]
     fn bcast<'py>(
         &self,
         py: Python<'py>,
@@ -21,8 +21,8 @@ impl Comm {
         root: i64,
     ) -> PyResult<Bound<'py, PyAny>> {
         self.live()?;
-        let root = self.check_rank(root, "bcast: root")?;
-        let v = buffer::view(a, Access::Write, "bcast: a")?;
+        let root = self.check_rank(root, "Bcast: root")?;
+        let v = buffer::view(a, Access::Write, "Bcast: a")?;
         // SAFETY: a writable view this call alone uses.
         let b = unsafe { v.bytes_mut() };
         runtime::blocking(py, || self.comm.bcast(b, root)).map_err(coll_err)?;
@@ -32,7 +32,7 @@ impl Comm {
     /// Gathers every rank's array `a` (all of the same shape and dtype) on rank `root`:
     /// returns there an array of shape `(size, *a.shape)` whose `[i]` is rank i's `a`
     /// (new, or `out` filled), and `None` on the other ranks. Collective.
-    #[pyo3(signature = (a, root = 0, out = None))]
+    #[pyo3(name = "Gather", signature = (a, root = 0, out = None))]
     fn gather(
         &self,
         py: Python<'_>,
@@ -41,8 +41,8 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<Py<PyAny>>> {
         self.live()?;
-        let root = self.check_rank(root, "gather: root")?;
-        let send = buffer::view(a, Access::Read, "gather: a")?;
+        let root = self.check_rank(root, "Gather: root")?;
+        let send = buffer::view(a, Access::Read, "Gather: a")?;
         if self.comm.rank() != root {
             runtime::blocking(py, || self.comm.gather(send.bytes(), &mut [], root))
                 .map_err(coll_err)?;
@@ -51,7 +51,7 @@ impl Comm {
         let mut shape = vec![self.comm.size() as usize];
         shape.extend_from_slice(&send.shape);
         let dt = dtype_of(py, &send);
-        let t = target(py, out, &dt, &shape, Some(&send), None, "gather")?;
+        let t = target(py, out, &dt, &shape, Some(&send), None, "Gather")?;
         t.fill(py, |r| self.comm.gather(send.bytes(), r, root))
             .map(Some)
     }
@@ -59,7 +59,7 @@ impl Comm {
     /// Gives every rank every rank's array `a` (all of the same shape and dtype): an
     /// array of shape `(size, *a.shape)` whose `[i]` is rank i's `a` (new, or `out`
     /// filled). Collective.
-    #[pyo3(signature = (a, out = None))]
+    #[pyo3(name = "Allgather", signature = (a, out = None))]
     fn allgather(
         &self,
         py: Python<'_>,
@@ -67,18 +67,18 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         self.live()?;
-        let send = buffer::view(a, Access::Read, "allgather: a")?;
+        let send = buffer::view(a, Access::Read, "Allgather: a")?;
         let mut shape = vec![self.comm.size() as usize];
         shape.extend_from_slice(&send.shape);
         let dt = dtype_of(py, &send);
-        let t = target(py, out, &dt, &shape, Some(&send), None, "allgather")?;
+        let t = target(py, out, &dt, &shape, Some(&send), None, "Allgather")?;
         t.fill(py, |r| self.comm.allgather(send.bytes(), r))
     }
 
     /// All-to-all: `a[j]` (first axis == size) goes to rank j, which gets it as `[i]` of
     /// its result for this rank i. Returns an array of `a`'s shape and dtype (new, or
     /// `out` filled). Every rank gives the same shape and dtype. Collective.
-    #[pyo3(signature = (a, out = None))]
+    #[pyo3(name = "Alltoall", signature = (a, out = None))]
     fn alltoall(
         &self,
         py: Python<'_>,
@@ -86,12 +86,12 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         self.live()?;
-        let send = buffer::view(a, Access::Read, "alltoall: a")?;
-        let (n, _) = rows(&send, "alltoall", "a")?;
+        let send = buffer::view(a, Access::Read, "Alltoall: a")?;
+        let (n, _) = rows(&send, "Alltoall", "a")?;
         let size = self.comm.size() as usize;
         if n != size {
             return Err(errors::value_error(format!(
-                "alltoall: a's first axis must be the communicator's size {size} (block j \
+                "Alltoall: a's first axis must be the communicator's size {size} (block j \
                  goes to rank j), got shape {}",
                 tuple(&send.shape)
             )));
@@ -103,8 +103,8 @@ impl Comm {
             &dt,
             &send.shape,
             Some(&send),
-            Some("alltoall: out must not be a (there is no in-place all-to-all)"),
-            "alltoall",
+            Some("Alltoall: out must not be a (there is no in-place all-to-all)"),
+            "Alltoall",
         )?;
         t.fill(py, |r| self.comm.alltoall(send.bytes(), r))
     }
@@ -113,7 +113,7 @@ impl Comm {
     /// rank i gets `a[i]` (a new array, or `out` filled). The other ranks' `a` is
     /// ignored (give `None`): the root tells them the block's dtype and shape first, so
     /// a root `a` of the wrong shape is the same `ValueError` on every rank. Collective.
-    #[pyo3(signature = (a = None, root = 0, out = None))]
+    #[pyo3(name = "Scatter", signature = (a = None, root = 0, out = None))]
     fn scatter(
         &self,
         py: Python<'_>,
@@ -122,20 +122,20 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         self.live()?;
-        let root = self.check_rank(root, "scatter: root")?;
+        let root = self.check_rank(root, "Scatter: root")?;
         let size = self.comm.size() as usize;
         let send = if self.comm.rank() == root {
             let v = match a {
-                Some(a) => buffer::view(a, Access::Read, "scatter: a"),
+                Some(a) => buffer::view(a, Access::Read, "Scatter: a"),
                 None => Err(errors::value_error(
-                    "scatter: the root must give the array to scatter, got None",
+                    "Scatter: the root must give the array to scatter, got None",
                 )),
             };
             Some(v.and_then(|v| {
-                let (n, _) = rows(&v, "scatter", "a")?;
+                let (n, _) = rows(&v, "Scatter", "a")?;
                 if n != size {
                     return Err(errors::value_error(format!(
-                        "scatter: the root's array must have first axis == size {size} (rank \
+                        "Scatter: the root's array must have first axis == size {size} (rank \
                          i gets a[i]), got shape {}",
                         tuple(&v.shape)
                     )));
@@ -150,10 +150,10 @@ impl Comm {
             root,
             send.as_ref(),
             |v| Ok((v.shape[1..].to_vec(), None)),
-            "scatter",
+            "Scatter",
         )?;
         let send = send.transpose()?;
-        let t = target(py, out, &dtype, &shape, send.as_ref(), None, "scatter")?;
+        let t = target(py, out, &dtype, &shape, send.as_ref(), None, "Scatter")?;
         let sb = send.as_ref().map(|s| s.bytes()).unwrap_or(&[]);
         t.fill(py, |r| self.comm.scatter(sb, r, root))
     }

@@ -1,6 +1,7 @@
-//! The non-blocking collectives (`ibarrier`, `ibcast`, `ireduce`, `iallreduce`,
-//! `igather`, `iscatter`, `iallgather`, `ialltoall`, `iscan`, `ireduce_scatter`),
-//! returning a [`CollRequest`].
+//! The non-blocking collectives (`ibarrier`, `Ibcast`, `Ireduce`, `Iallreduce`,
+//! `Igather`, `Iscatter`, `Iallgather`, `Ialltoall`, `Iscan`, `Ireduce_scatter`),
+//! returning a [`CollRequest`]; also `Ibarrier` and `Barrier`, mpi4py's other spellings
+//! of `ibarrier` and `barrier`.
 //!
 //! The runtime's non-blocking collectives own their buffers: the call copies the input
 //! into a vector (so the caller may reuse its array at once), and the result vector
@@ -160,14 +161,28 @@ impl Comm {
         ))
     }
 
-    /// Non-blocking `bcast`: the root's `a` is copied when the call starts; `wait()`
+    /// `ibarrier` (mpi4py has both spellings).
+    #[pyo3(name = "Ibarrier")]
+    fn ibarrier_cap(&self, py: Python<'_>) -> PyResult<CollRequest> {
+        self.ibarrier(py)
+    }
+
+    /// `barrier` (mpi4py has both spellings): waits until every rank of the
+    /// communicator has called it.
+    #[pyo3(name = "Barrier")]
+    fn barrier_cap(&self, py: Python<'_>) -> PyResult<()> {
+        self.live()?;
+        runtime::blocking(py, || self.comm.barrier()).map_err(errors::from_msg)
+    }
+
+    /// Non-blocking `Bcast`: the root's `a` is copied when the call starts; `wait()`
     /// copies the root's content into `a` on every rank and returns `a` (do not use `a`
     /// until then).
-    #[pyo3(signature = (a, root = 0))]
+    #[pyo3(name = "Ibcast", signature = (a, root = 0))]
     fn ibcast(&self, py: Python<'_>, a: &Bound<'_, PyAny>, root: i64) -> PyResult<CollRequest> {
         self.live()?;
-        let root = self.check_rank(root, "ibcast: root")?;
-        let v = buffer::view(a, Access::Write, "ibcast: a")?;
+        let root = self.check_rank(root, "Ibcast: root")?;
+        let v = buffer::view(a, Access::Write, "Ibcast: a")?;
         let finish = Finish::Into(a.clone().unbind());
         self.coll_imove(
             py,
@@ -175,15 +190,15 @@ impl Comm {
             v.itemsize,
             v.bytes(),
             finish,
-            "ibcast",
+            "Ibcast",
         )
     }
 
-    /// Non-blocking `reduce`: `a` is copied when the call starts; `wait()` returns the
+    /// Non-blocking `Reduce`: `a` is copied when the call starts; `wait()` returns the
     /// result on the root (a new array without a copy, or `out` filled), `None`
-    /// elsewhere. `op` as for `reduce` (a Python function runs during `wait`/`test` or
+    /// elsewhere. `op` as for `Reduce` (a Python function runs during `wait`/`test` or
     /// other calls of the rank, with the GIL; its exception is raised by `wait`).
-    #[pyo3(signature = (a, op = None, root = 0, out = None))]
+    #[pyo3(name = "Ireduce", signature = (a, op = None, root = 0, out = None))]
     fn ireduce(
         &self,
         py: Python<'_>,
@@ -193,14 +208,14 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
         self.live()?;
-        let root = self.check_rank(root, "ireduce: root")?;
-        self.coll_ireduction(py, Red::Reduce(root), a, op, None, out, "ireduce")
+        let root = self.check_rank(root, "Ireduce: root")?;
+        self.coll_ireduction(py, Red::Reduce(root), a, op, None, out, "Ireduce")
     }
 
-    /// Non-blocking `allreduce`: `a` is copied when the call starts (so `out=a` is fine);
+    /// Non-blocking `Allreduce`: `a` is copied when the call starts (so `out=a` is fine);
     /// `wait()` returns the result (a new array without a copy, or `out` filled). `op`
-    /// as for `ireduce`.
-    #[pyo3(signature = (a, op = None, out = None))]
+    /// as for `Ireduce`.
+    #[pyo3(name = "Iallreduce", signature = (a, op = None, out = None))]
     fn iallreduce(
         &self,
         py: Python<'_>,
@@ -209,12 +224,12 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
         self.live()?;
-        self.coll_ireduction(py, Red::Allreduce, a, op, None, out, "iallreduce")
+        self.coll_ireduction(py, Red::Allreduce, a, op, None, out, "Iallreduce")
     }
 
-    /// Non-blocking `scan`: `a` is copied when the call starts; `wait()` returns the
-    /// prefix result (new, or `out` filled). `op` as for `ireduce`.
-    #[pyo3(signature = (a, op = None, out = None))]
+    /// Non-blocking `Scan`: `a` is copied when the call starts; `wait()` returns the
+    /// prefix result (new, or `out` filled). `op` as for `Ireduce`.
+    #[pyo3(name = "Iscan", signature = (a, op = None, out = None))]
     fn iscan(
         &self,
         py: Python<'_>,
@@ -223,13 +238,13 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
         self.live()?;
-        self.coll_ireduction(py, Red::Scan, a, op, None, out, "iscan")
+        self.coll_ireduction(py, Red::Scan, a, op, None, out, "Iscan")
     }
 
-    /// Non-blocking `reduce_scatter`: `a` is copied when the call starts; `wait()`
+    /// Non-blocking `Reduce_scatter`: `a` is copied when the call starts; `wait()`
     /// returns this rank's block (new, or `out` filled). `counts` and `op` as for
-    /// `reduce_scatter`.
-    #[pyo3(signature = (a, counts = None, op = None, out = None))]
+    /// `Reduce_scatter`.
+    #[pyo3(name = "Ireduce_scatter", signature = (a, counts = None, op = None, out = None))]
     fn ireduce_scatter(
         &self,
         py: Python<'_>,
@@ -246,14 +261,14 @@ impl Comm {
             op,
             counts,
             out,
-            "ireduce_scatter",
+            "Ireduce_scatter",
         )
     }
 
-    /// Non-blocking `gather`: `a` is copied when the call starts; `wait()` returns on
+    /// Non-blocking `Gather`: `a` is copied when the call starts; `wait()` returns on
     /// the root the array of shape `(size, *a.shape)` (new, or `out` filled), `None`
     /// elsewhere.
-    #[pyo3(signature = (a, root = 0, out = None))]
+    #[pyo3(name = "Igather", signature = (a, root = 0, out = None))]
     fn igather(
         &self,
         py: Python<'_>,
@@ -262,12 +277,12 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
         self.live()?;
-        let root = self.check_rank(root, "igather: root")?;
-        let v = buffer::view(a, Access::Read, "igather: a")?;
+        let root = self.check_rank(root, "Igather: root")?;
+        let v = buffer::view(a, Access::Read, "Igather: a")?;
         let finish = if self.comm.rank() == root {
             let mut shape = vec![self.comm.size() as usize];
             shape.extend_from_slice(&v.shape);
-            array_finish(py, &v, shape, out, "igather")?
+            array_finish(py, &v, shape, out, "Igather")?
         } else {
             Finish::Nothing
         };
@@ -277,15 +292,15 @@ impl Comm {
             v.itemsize,
             v.bytes(),
             finish,
-            "igather",
+            "Igather",
         )
     }
 
-    /// Non-blocking `scatter`: the root gives `a` (first axis == size; copied when the
+    /// Non-blocking `Scatter`: the root gives `a` (first axis == size; copied when the
     /// call starts); the other ranks give `out`, the array of the block's shape and dtype
     /// (`a.shape[1:]`) that `wait()` fills, since no header goes first here. `wait()`
     /// returns this rank's block (`out` filled, or on the root without `out` a new array).
-    #[pyo3(signature = (a = None, root = 0, out = None))]
+    #[pyo3(name = "Iscatter", signature = (a = None, root = 0, out = None))]
     fn iscatter(
         &self,
         py: Python<'_>,
@@ -294,41 +309,41 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
         self.live()?;
-        let root = self.check_rank(root, "iscatter: root")?;
+        let root = self.check_rank(root, "Iscatter: root")?;
         let size = self.comm.size() as usize;
         if self.comm.rank() == root {
             let Some(a) = a else {
                 return Err(errors::value_error(
-                    "iscatter: the root must give the array to scatter, got None",
+                    "Iscatter: the root must give the array to scatter, got None",
                 ));
             };
-            let v = buffer::view(a, Access::Read, "iscatter: a")?;
-            let (n, tail) = rows(&v, "iscatter", "a")?;
+            let v = buffer::view(a, Access::Read, "Iscatter: a")?;
+            let (n, tail) = rows(&v, "Iscatter", "a")?;
             if n != size {
                 return Err(errors::value_error(format!(
-                    "iscatter: the root's array must have first axis == size {size} (rank i \
+                    "Iscatter: the root's array must have first axis == size {size} (rank i \
                      gets a[i]), got shape {}",
                     tuple(&v.shape)
                 )));
             }
             let block = v.len() / size;
-            let finish = array_finish(py, &v, tail, out, "iscatter")?;
+            let finish = array_finish(py, &v, tail, out, "Iscatter")?;
             self.coll_imove(
                 py,
                 Move::Scatter(root, block),
                 v.itemsize,
                 v.bytes(),
                 finish,
-                "iscatter",
+                "Iscatter",
             )
         } else {
             let Some(o) = out else {
                 return Err(errors::value_error(
-                    "iscatter: the ranks other than the root must give out= (an array of \
+                    "Iscatter: the ranks other than the root must give out= (an array of \
                      the block's shape and dtype, filled by wait())",
                 ));
             };
-            let v = buffer::view(o, Access::Write, "iscatter: out")?;
+            let v = buffer::view(o, Access::Write, "Iscatter: out")?;
             let finish = Finish::Array {
                 dtype: dtype_of(py, &v).unbind(),
                 shape: v.shape.clone(),
@@ -340,14 +355,14 @@ impl Comm {
                 v.itemsize,
                 &[],
                 finish,
-                "iscatter",
+                "Iscatter",
             )
         }
     }
 
-    /// Non-blocking `allgather`: `a` is copied when the call starts; `wait()` returns the
+    /// Non-blocking `Allgather`: `a` is copied when the call starts; `wait()` returns the
     /// array of shape `(size, *a.shape)` (new, or `out` filled).
-    #[pyo3(signature = (a, out = None))]
+    #[pyo3(name = "Iallgather", signature = (a, out = None))]
     fn iallgather(
         &self,
         py: Python<'_>,
@@ -355,23 +370,23 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
         self.live()?;
-        let v = buffer::view(a, Access::Read, "iallgather: a")?;
+        let v = buffer::view(a, Access::Read, "Iallgather: a")?;
         let mut shape = vec![self.comm.size() as usize];
         shape.extend_from_slice(&v.shape);
-        let finish = array_finish(py, &v, shape, out, "iallgather")?;
+        let finish = array_finish(py, &v, shape, out, "Iallgather")?;
         self.coll_imove(
             py,
             Move::Allgather,
             v.itemsize,
             v.bytes(),
             finish,
-            "iallgather",
+            "Iallgather",
         )
     }
 
-    /// Non-blocking `alltoall`: `a` (first axis == size) is copied when the call starts;
+    /// Non-blocking `Alltoall`: `a` (first axis == size) is copied when the call starts;
     /// `wait()` returns the received blocks (new, or `out` filled).
-    #[pyo3(signature = (a, out = None))]
+    #[pyo3(name = "Ialltoall", signature = (a, out = None))]
     fn ialltoall(
         &self,
         py: Python<'_>,
@@ -379,24 +394,24 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
         self.live()?;
-        let v = buffer::view(a, Access::Read, "ialltoall: a")?;
-        let (n, _) = rows(&v, "ialltoall", "a")?;
+        let v = buffer::view(a, Access::Read, "Ialltoall: a")?;
+        let (n, _) = rows(&v, "Ialltoall", "a")?;
         let size = self.comm.size() as usize;
         if n != size {
             return Err(errors::value_error(format!(
-                "ialltoall: a's first axis must be the communicator's size {size} (block j \
+                "Ialltoall: a's first axis must be the communicator's size {size} (block j \
                  goes to rank j), got shape {}",
                 tuple(&v.shape)
             )));
         }
-        let finish = array_finish(py, &v, v.shape.clone(), out, "ialltoall")?;
+        let finish = array_finish(py, &v, v.shape.clone(), out, "Ialltoall")?;
         self.coll_imove(
             py,
             Move::Alltoall,
             v.itemsize,
             v.bytes(),
             finish,
-            "ialltoall",
+            "Ialltoall",
         )
     }
 }

@@ -1,4 +1,4 @@
-//! The blocking reductions: `reduce`, `allreduce`, `scan`, `reduce_scatter`.
+//! The blocking reductions: `Reduce`, `Allreduce`, `Scan`, `Reduce_scatter`.
 
 use pyo3::prelude::*;
 use spools::{Communicator, Element, MsgError};
@@ -61,7 +61,7 @@ fn run<T: Element>(
 }
 
 impl Comm {
-    /// The shared body of `reduce`, `allreduce` and `scan`.
+    /// The shared body of `Reduce`, `Allreduce` and `Scan`.
     fn coll_reduction(
         &self,
         py: Python<'_>,
@@ -124,7 +124,7 @@ impl Comm {
     /// have its arguments' dtype and shape. In place: `out=a` on the root. Every rank gives
     /// the same shape and dtype (sizes that differ are the runtime's `SpoolsError` where
     /// they are detected).
-    #[pyo3(signature = (a, op = None, root = 0, out = None))]
+    #[pyo3(name = "Reduce", signature = (a, op = None, root = 0, out = None))]
     fn reduce(
         &self,
         py: Python<'_>,
@@ -134,14 +134,14 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<Py<PyAny>>> {
         self.live()?;
-        let root = self.check_rank(root, "reduce: root")?;
-        self.coll_reduction(py, Kind::Reduce(root), a, op, out, "reduce")
+        let root = self.check_rank(root, "Reduce: root")?;
+        self.coll_reduction(py, Kind::Reduce(root), a, op, out, "Reduce")
     }
 
     /// Combines every rank's array `a` element by element with `op` and returns the
     /// result on every rank (a new array, or `out` filled; `out=a` reduces in place).
-    /// Collective. `op` as for `reduce`.
-    #[pyo3(signature = (a, op = None, out = None))]
+    /// Collective. `op` as for `Reduce`.
+    #[pyo3(name = "Allreduce", signature = (a, op = None, out = None))]
     fn allreduce(
         &self,
         py: Python<'_>,
@@ -150,14 +150,14 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         self.live()?;
-        let r = self.coll_reduction(py, Kind::Allreduce, a, op, out, "allreduce")?;
-        r.ok_or_else(|| errors::value_error("allreduce gave no result"))
+        let r = self.coll_reduction(py, Kind::Allreduce, a, op, out, "Allreduce")?;
+        r.ok_or_else(|| errors::value_error("Allreduce gave no result"))
     }
 
     /// Inclusive prefix reduction: rank i gets the arrays `a` of ranks 0 to i combined
     /// with `op` (a new array, or `out` filled; `out=a` in place). Collective. `op` as
-    /// for `reduce`.
-    #[pyo3(signature = (a, op = None, out = None))]
+    /// for `Reduce`.
+    #[pyo3(name = "Scan", signature = (a, op = None, out = None))]
     fn scan(
         &self,
         py: Python<'_>,
@@ -166,16 +166,16 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         self.live()?;
-        let r = self.coll_reduction(py, Kind::Scan, a, op, out, "scan")?;
-        r.ok_or_else(|| errors::value_error("scan gave no result"))
+        let r = self.coll_reduction(py, Kind::Scan, a, op, out, "Scan")?;
+        r.ok_or_else(|| errors::value_error("Scan gave no result"))
     }
 
     /// Reduces every rank's array `a` with `op` and gives rank i block i of the result
     /// along the first axis: `counts[i]` rows (every rank gives the same `counts`), or
     /// with `counts=None` equal blocks of `len(a) // size` rows. Returns this rank's
     /// block (a new array of shape `(counts[rank], *a.shape[1:])`, or `out` filled).
-    /// Collective. `op` as for `reduce`.
-    #[pyo3(signature = (a, counts = None, op = None, out = None))]
+    /// Collective. `op` as for `Reduce`.
+    #[pyo3(name = "Reduce_scatter", signature = (a, counts = None, op = None, out = None))]
     fn reduce_scatter(
         &self,
         py: Python<'_>,
@@ -185,8 +185,8 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         self.live()?;
-        let name = "reduce_scatter";
-        let send = buffer::view(a, Access::Read, "reduce_scatter: a")?;
+        let name = "Reduce_scatter";
+        let send = buffer::view(a, Access::Read, "Reduce_scatter: a")?;
         let red = Reduction::new(py, &send, op)?;
         let counts = scatter_counts(&send, counts, self.comm.size(), name)?;
         let (_, tail) = rows(&send, name, "a")?;
@@ -200,7 +200,7 @@ impl Comm {
             &dt,
             &shape,
             Some(&send),
-            Some("reduce_scatter: out must not be a (there is no in-place reduce-scatter)"),
+            Some("Reduce_scatter: out must not be a (there is no in-place reduce-scatter)"),
             name,
         )?;
         let row_items = tail.iter().product::<usize>();

@@ -115,7 +115,7 @@ impl CollRequest {
             (Finish::Nothing, _) => Ok(py.None()),
             (Finish::Into(t), Some(m)) => {
                 let src = buffer::view(&m, Access::Read, "result")?;
-                let dst = buffer::view(t.bind(py), Access::Write, "bcast: a")?;
+                let dst = buffer::view(t.bind(py), Access::Write, "Ibcast: a")?;
                 copy_into(&src, &dst, self.what)?;
                 Ok(t.clone_ref(py))
             }
@@ -178,7 +178,7 @@ fn copy_into(src: &View, dst: &View, what: &str) -> PyResult<()> {
 #[pymethods]
 impl CollRequest {
     /// Waits for the collective and returns its result: the array the blocking form
-    /// returns (`None` for `ibarrier` and on non-root ranks of `ireduce`/`igather`).
+    /// returns (`None` for `ibarrier` and on non-root ranks of `Ireduce`/`Igather`).
     /// Further calls return the same result. Releases the GIL while it waits.
     fn wait(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         runtime::check_live()?;

@@ -1,5 +1,5 @@
 //! The blocking collectives of blocks of different sizes along the first axis:
-//! `gatherv`, `allgatherv`, `scatterv`, `alltoallv`. The ranks first agree on every
+//! `Gatherv`, `Allgatherv`, `Scatterv`, `Alltoallv`. The ranks first agree on every
 //! rank's rows, dtype and row shape (see [`super::shapes::agree`]).
 
 use pyo3::prelude::*;
@@ -26,7 +26,7 @@ impl Comm {
     /// (whose length may differ per rank; the other axes and the dtype may not): returns
     /// there the array of shape `(sum of the ranks' a.shape[0], *a.shape[1:])` (new, or
     /// `out` filled), `None` elsewhere. Collective.
-    #[pyo3(signature = (a, root = 0, out = None))]
+    #[pyo3(name = "Gatherv", signature = (a, root = 0, out = None))]
     fn gatherv(
         &self,
         py: Python<'_>,
@@ -35,19 +35,19 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<Py<PyAny>>> {
         self.live()?;
-        let root = self.check_rank(root, "gatherv: root")?;
-        let send = buffer::view(a, Access::Read, "gatherv: a");
+        let root = self.check_rank(root, "Gatherv: root")?;
+        let send = buffer::view(a, Access::Read, "Gatherv: a");
         let desc = send.as_ref().map_err(|e| e.clone_ref(py)).and_then(|v| {
-            let d = Desc::of(py, v, "gatherv")?;
+            let d = Desc::of(py, v, "Gatherv")?;
             if self.comm.rank() == root {
-                out_rows(py, out, &dtype_of(py, v), &v.shape[1..], "gatherv")?;
+                out_rows(py, out, &dtype_of(py, v), &v.shape[1..], "Gatherv")?;
             }
             Ok(d)
         });
-        let ag = agree(py, &self.comm, desc, "gatherv")?;
+        let ag = agree(py, &self.comm, desc, "Gatherv")?;
         let send = send?;
         let row = row_bytes(&send, &ag.tail);
-        let counts = scaled(&ag.rows, row, "gatherv")?;
+        let counts = scaled(&ag.rows, row, "Gatherv")?;
         if self.comm.rank() != root {
             runtime::blocking(py, || {
                 self.comm.gatherv(send.bytes(), &mut [], &counts, root)
@@ -55,9 +55,9 @@ impl Comm {
             .map_err(coll_err)?;
             return Ok(None);
         }
-        let shape = stacked(&ag.rows, &ag.tail, "gatherv")?;
+        let shape = stacked(&ag.rows, &ag.tail, "Gatherv")?;
         let dt = dtype_of(py, &send);
-        let t = target(py, out, &dt, &shape, Some(&send), None, "gatherv")?;
+        let t = target(py, out, &dt, &shape, Some(&send), None, "Gatherv")?;
         t.fill(py, |r| self.comm.gatherv(send.bytes(), r, &counts, root))
             .map(Some)
     }
@@ -66,7 +66,7 @@ impl Comm {
     /// length may differ per rank; the other axes and the dtype may not): an array of
     /// shape `(sum of the ranks' a.shape[0], *a.shape[1:])` (new, or `out` filled).
     /// Collective.
-    #[pyo3(signature = (a, out = None))]
+    #[pyo3(name = "Allgatherv", signature = (a, out = None))]
     fn allgatherv(
         &self,
         py: Python<'_>,
@@ -74,18 +74,18 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         self.live()?;
-        let send = buffer::view(a, Access::Read, "allgatherv: a");
+        let send = buffer::view(a, Access::Read, "Allgatherv: a");
         let desc = send.as_ref().map_err(|e| e.clone_ref(py)).and_then(|v| {
-            let d = Desc::of(py, v, "allgatherv")?;
-            out_rows(py, out, &dtype_of(py, v), &v.shape[1..], "allgatherv")?;
+            let d = Desc::of(py, v, "Allgatherv")?;
+            out_rows(py, out, &dtype_of(py, v), &v.shape[1..], "Allgatherv")?;
             Ok(d)
         });
-        let ag = agree(py, &self.comm, desc, "allgatherv")?;
+        let ag = agree(py, &self.comm, desc, "Allgatherv")?;
         let send = send?;
-        let counts = scaled(&ag.rows, row_bytes(&send, &ag.tail), "allgatherv")?;
-        let shape = stacked(&ag.rows, &ag.tail, "allgatherv")?;
+        let counts = scaled(&ag.rows, row_bytes(&send, &ag.tail), "Allgatherv")?;
+        let shape = stacked(&ag.rows, &ag.tail, "Allgatherv")?;
         let dt = dtype_of(py, &send);
-        let t = target(py, out, &dt, &shape, Some(&send), None, "allgatherv")?;
+        let t = target(py, out, &dt, &shape, Some(&send), None, "Allgatherv")?;
         t.fill(py, |r| self.comm.allgatherv(send.bytes(), r, &counts))
     }
 
@@ -94,7 +94,7 @@ impl Comm {
     /// `a.shape[0]`): returns this rank's block, of shape `(counts[rank], *a.shape[1:])`
     /// (new, or `out` filled). Other ranks' `a` and `counts` are ignored (give `None`).
     /// Collective.
-    #[pyo3(signature = (a = None, counts = None, root = 0, out = None))]
+    #[pyo3(name = "Scatterv", signature = (a = None, counts = None, root = 0, out = None))]
     fn scatterv(
         &self,
         py: Python<'_>,
@@ -104,12 +104,12 @@ impl Comm {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         self.live()?;
-        let root = self.check_rank(root, "scatterv: root")?;
+        let root = self.check_rank(root, "Scatterv: root")?;
         let size = self.comm.size();
         let send: Option<PyResult<View>> = (self.comm.rank() == root).then(|| match a {
-            Some(a) => buffer::view(a, Access::Read, "scatterv: a"),
+            Some(a) => buffer::view(a, Access::Read, "Scatterv: a"),
             None => Err(errors::value_error(
-                "scatterv: the root must give the array to scatter, got None",
+                "Scatterv: the root must give the array to scatter, got None",
             )),
         });
         let (dtype, (tail, counts)) = self.coll_scatter_header(
@@ -117,35 +117,35 @@ impl Comm {
             root,
             send.as_ref(),
             |v| {
-                let (n, tail) = rows(v, "scatterv", "a")?;
+                let (n, tail) = rows(v, "Scatterv", "a")?;
                 let c = match counts {
-                    Some(c) => counts_arg(c, size, "scatterv", "counts")?,
+                    Some(c) => counts_arg(c, size, "Scatterv", "counts")?,
                     None => {
                         return Err(errors::value_error(
-                            "scatterv: the root must give the counts (one per rank)",
+                            "Scatterv: the root must give the counts (one per rank)",
                         ))
                     }
                 };
-                let total = checked_sum(&c, "scatterv", "counts")?;
+                let total = checked_sum(&c, "Scatterv", "counts")?;
                 if total != n {
                     return Err(errors::value_error(format!(
-                        "scatterv: the counts must add up to a's first axis {n} (a has \
+                        "Scatterv: the counts must add up to a's first axis {n} (a has \
                          shape {}), got {total}",
                         tuple(&v.shape)
                     )));
                 }
                 Ok((tail, Some(c)))
             },
-            "scatterv",
+            "Scatterv",
         )?;
         let counts = counts.unwrap_or_default();
         let send = send.transpose()?;
         let me = self.comm.rank() as usize;
         let mut shape = vec![counts.get(me).copied().unwrap_or(0)];
         shape.extend_from_slice(&tail);
-        let t = target(py, out, &dtype, &shape, send.as_ref(), None, "scatterv")?;
+        let t = target(py, out, &dtype, &shape, send.as_ref(), None, "Scatterv")?;
         let row = tail.iter().product::<usize>() * dtype_itemsize(&dtype)?;
-        let counts = scaled(&counts, row, "scatterv")?;
+        let counts = scaled(&counts, row, "Scatterv")?;
         let sb = send.as_ref().map(|s| s.bytes()).unwrap_or(&[]);
         t.fill(py, |r| self.comm.scatterv(sb, &counts, r, root))
     }
@@ -156,7 +156,7 @@ impl Comm {
     /// order, concatenated along the first axis (new, or `out` filled); how many rows came
     /// from each rank is what they gave as `sendcounts[this rank]`. Every rank gives the
     /// same dtype and row shape. Collective.
-    #[pyo3(signature = (a, sendcounts, out = None))]
+    #[pyo3(name = "Alltoallv", signature = (a, sendcounts, out = None))]
     fn alltoallv(
         &self,
         py: Python<'_>,
@@ -166,33 +166,33 @@ impl Comm {
     ) -> PyResult<Py<PyAny>> {
         self.live()?;
         let size = self.comm.size();
-        let send = buffer::view(a, Access::Read, "alltoallv: a");
+        let send = buffer::view(a, Access::Read, "Alltoallv: a");
         let local = send.as_ref().map_err(|e| e.clone_ref(py)).and_then(|v| {
-            let d = Desc::of(py, v, "alltoallv")?;
-            let c = counts_arg(sendcounts, size, "alltoallv", "sendcounts")?;
-            let total = checked_sum(&c, "alltoallv", "sendcounts")?;
+            let d = Desc::of(py, v, "Alltoallv")?;
+            let c = counts_arg(sendcounts, size, "Alltoallv", "sendcounts")?;
+            let total = checked_sum(&c, "Alltoallv", "sendcounts")?;
             if total != v.shape[0] {
                 return Err(errors::value_error(format!(
-                    "alltoallv: the sendcounts must add up to a's first axis {} (a has shape \
+                    "Alltoallv: the sendcounts must add up to a's first axis {} (a has shape \
                      {}), got {total}",
                     v.shape[0],
                     tuple(&v.shape)
                 )));
             }
-            out_rows(py, out, &dtype_of(py, v), &v.shape[1..], "alltoallv")?;
+            out_rows(py, out, &dtype_of(py, v), &v.shape[1..], "Alltoallv")?;
             Ok((d, c))
         });
         let (desc, sc) = match local {
             Ok((d, c)) => (Ok(d), c),
             Err(e) => (Err(e), Vec::new()),
         };
-        let ag = agree(py, &self.comm, desc, "alltoallv")?;
+        let ag = agree(py, &self.comm, desc, "Alltoallv")?;
         let send = send?;
         let sc64: Vec<u64> = sc.iter().map(|&c| c as u64).collect();
         let mut rc64 = vec![0u64; size as usize];
         runtime::blocking(py, || self.comm.alltoall(&sc64, &mut rc64)).map_err(coll_err)?;
         let rc: Vec<usize> = rc64.iter().map(|&c| c as usize).collect();
-        let shape = stacked(&rc, &ag.tail, "alltoallv")?;
+        let shape = stacked(&rc, &ag.tail, "Alltoallv")?;
         let dt = dtype_of(py, &send);
         let t = target(
             py,
@@ -200,13 +200,13 @@ impl Comm {
             &dt,
             &shape,
             Some(&send),
-            Some("alltoallv: out must not be a (there is no in-place all-to-all)"),
-            "alltoallv",
+            Some("Alltoallv: out must not be a (there is no in-place all-to-all)"),
+            "Alltoallv",
         )?;
         let row = row_bytes(&send, &ag.tail);
         let (sc, rc) = (
-            scaled(&sc, row, "alltoallv")?,
-            scaled(&rc, row, "alltoallv")?,
+            scaled(&sc, row, "Alltoallv")?,
+            scaled(&rc, row, "Alltoallv")?,
         );
         t.fill(py, |r| self.comm.alltoallv(send.bytes(), &sc, r, &rc))
     }

@@ -26,7 +26,7 @@ def measure(call):
     for _ in range(warm):
         call()
     mine = (time.perf_counter() - t) / warm
-    slowest = world.allreduce(np.array([mine]), op="max")[0]
+    slowest = world.Allreduce(np.array([mine]), op="max")[0]
     iters = max(1, min(1_000_000, int(batch_ms * 1e-3 / max(slowest, 1e-9))))
     out = []
     for _ in range(batches):
@@ -35,7 +35,7 @@ def measure(call):
         for _ in range(iters):
             call()
         mean_us = (time.perf_counter() - t) * 1e6 / iters
-        out.append(world.allreduce(np.array([mean_us]), op="max")[0])
+        out.append(world.Allreduce(np.array([mean_us]), op="max")[0])
     return float(np.median(out))
 
 
@@ -45,15 +45,15 @@ for size in [8, 1 << 20]:
     a = np.arange(k, dtype=np.float64) + r
     o = np.empty_like(a)
     want = np.arange(k, dtype=np.float64) * n + n * (n - 1) / 2
-    assert np.array_equal(world.allreduce(a, out=o), want)
-    rows.append(("allreduce out=", size, measure(lambda: world.allreduce(a, out=o))))
-    rows.append(("allreduce new", size, measure(lambda: world.allreduce(a))))
-    rows.append(("iallreduce+wait", size, measure(lambda: world.iallreduce(a).wait())))
+    assert np.array_equal(world.Allreduce(a, out=o), want)
+    rows.append(("allreduce out=", size, measure(lambda: world.Allreduce(a, out=o))))
+    rows.append(("allreduce new", size, measure(lambda: world.Allreduce(a))))
+    rows.append(("iallreduce+wait", size, measure(lambda: world.Iallreduce(a).wait())))
     b = np.zeros(size, dtype=np.uint8)
-    rows.append(("bcast", size, measure(lambda: world.bcast(b, root=0))))
+    rows.append(("bcast", size, measure(lambda: world.Bcast(b, root=0))))
     cb = lambda x, y: x + y
     if size == 8:
-        rows.append(("allreduce callable", size, measure(lambda: world.allreduce(a, op=cb, out=o))))
+        rows.append(("allreduce callable", size, measure(lambda: world.Allreduce(a, op=cb, out=o))))
 if r == 0:
     print("ranks %d, median of %d batches of %g ms, microseconds per call" % (n, batches, batch_ms))
     for name, size, us in rows:

@@ -14,27 +14,27 @@ r, n = world.rank, world.size
 reqs = []
 b = world.ibarrier()
 x = inp(r, np.float64, (3, 4))
-reqs.append(("iallreduce", world.iallreduce(x, op="max"), ref("max", stack(n, np.float64, (3, 4)))))
+reqs.append(("iallreduce", world.Iallreduce(x, op="max"), ref("max", stack(n, np.float64, (3, 4)))))
 z = inp(r, np.complex128, (5,))
-reqs.append(("iallgather", world.iallgather(z), stack(n, np.complex128, (5,))))
+reqs.append(("iallgather", world.Iallgather(z), stack(n, np.complex128, (5,))))
 bo = inp(r, np.bool_, (7,))
-reqs.append(("iallreduce bool", world.iallreduce(bo, op="prod"), ref("prod", stack(n, np.bool_, (7,)))))
+reqs.append(("iallreduce bool", world.Iallreduce(bo, op="prod"), ref("prod", stack(n, np.bool_, (7,)))))
 send = np.stack([inp(r, np.int16, (3,), salt=j) for j in range(n)])
-reqs.append(("ialltoall", world.ialltoall(send), np.stack([inp(i, np.int16, (3,), salt=r) for i in range(n)])))
-reqs.append(("iscan", world.iscan(inp(r, np.int64, (2, 2))), ref("sum", stack(n, np.int64, (2, 2), upto=r + 1))))
+reqs.append(("ialltoall", world.Ialltoall(send), np.stack([inp(i, np.int16, (3,), salt=r) for i in range(n)])))
+reqs.append(("iscan", world.Iscan(inp(r, np.int64, (2, 2))), ref("sum", stack(n, np.int64, (2, 2), upto=r + 1))))
 a = inp(r, np.uint32, (2 * n, 3))
-reqs.append(("ireduce_scatter", world.ireduce_scatter(a, op="min"), ref("min", stack(n, np.uint32, (2 * n, 3)))[2 * r : 2 * r + 2]))
-same(world.allreduce(np.array([r], dtype=np.int64)), np.array([n * (n - 1) // 2]), "blocking among non-blocking")
-g = world.igather(inp(r, np.float32, (2,)), root=n - 1)
-red = world.ireduce(inp(r, np.int8, (4,)), op="sum", root=0)
+reqs.append(("ireduce_scatter", world.Ireduce_scatter(a, op="min"), ref("min", stack(n, np.uint32, (2 * n, 3)))[2 * r : 2 * r + 2]))
+same(world.Allreduce(np.array([r], dtype=np.int64)), np.array([n * (n - 1) // 2]), "blocking among non-blocking")
+g = world.Igather(inp(r, np.float32, (2,)), root=n - 1)
+red = world.Ireduce(inp(r, np.int8, (4,)), op="sum", root=0)
 src = np.stack([inp(50 + i, np.float64, (2, 3)) for i in range(n)])
 if r == 0:
-    sc = world.iscatter(src, root=0)
+    sc = world.Iscatter(src, root=0)
 else:
     mine = np.empty((2, 3))
-    sc = world.iscatter(None, root=0, out=mine)
+    sc = world.Iscatter(None, root=0, out=mine)
 bc = inp(r, np.complex64, (6,))
-bq = world.ibcast(bc, root=n - 1)
+bq = world.Ibcast(bc, root=n - 1)
 for name, q, want in reversed(reqs):
     got = q.wait()
     same(got, want, name)
@@ -61,7 +61,7 @@ assert b.wait() is None
 # Overlap: a 1 MiB allreduce in flight while numpy computes; test() drives it.
 big = inp(r, np.float64, (131072,))
 out = np.empty_like(big)
-q = world.iallreduce(big, out=out)
+q = world.Iallreduce(big, out=out)
 big[:] = -1  # the input was copied when the call started
 acc = np.zeros(256)
 polls = 0
@@ -74,13 +74,13 @@ assert np.isfinite(acc).all()
 
 # In place through out=a.
 a = inp(r, np.int32, (10,))
-assert world.iallreduce(a, op="max", out=a).wait() is a
+assert world.Iallreduce(a, op="max", out=a).wait() is a
 same(a, ref("max", stack(n, np.int32, (10,))), "in-place iallreduce")
 
 # A request dropped without wait still does its part: the next collective works.
-q = world.iallgather(np.array([r]))
+q = world.Iallgather(np.array([r]))
 del q
-same(world.allgather(np.array([r * 2])), np.arange(n).reshape(n, 1) * 2, "after a dropped request")
+same(world.Allgather(np.array([r * 2])), np.arange(n).reshape(n, 1) * 2, "after a dropped request")
 
 # A Python function's exception comes out of wait() (where it ran).
 class Boom(Exception):
@@ -95,7 +95,7 @@ def boom(a, b):
     raise Boom("boom")
 
 
-q = world.iallreduce(np.ones(3), op=boom)
+q = world.Iallreduce(np.ones(3), op=boom)
 try:
     q.wait()
     raised = False
@@ -115,12 +115,12 @@ try:
 except spools.SpoolsError as e:
     again = e
 assert (again is not None) == (raised is not False), "a second wait of a failed request raises SpoolsError"
-assert world.allreduce(np.array([int(raised is not False)]))[0] == (n if n > 1 else 0)
+assert world.Allreduce(np.array([int(raised is not False)]))[0] == (n if n > 1 else 0)
 
 # iscatter needs out= on the other ranks.
 if n > 1 and r != 0:
     try:
-        world.iscatter(None, root=0)
+        world.Iscatter(None, root=0)
         err = None
     except ValueError as e:
         err = e

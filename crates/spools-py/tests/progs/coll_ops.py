@@ -42,20 +42,20 @@ for k in [1, 3]:
     assert n == 1 or not np.array_equal(want, chain([mat(i, k) for i in reversed(range(n))])), \
         "the test's operator must not commute"
     calls.clear()
-    same(world.allreduce(mine, op=matmul), want, "allreduce of a callable")
+    same(world.Allreduce(mine, op=matmul), want, "allreduce of a callable")
     # Whole arrays of the input's shape, every time.
     assert all(s == ((k, 2, 2), (k, 2, 2)) for s in calls), calls
     for root in sorted({0, n - 1}):
-        got = world.reduce(mine, op=matmul, root=root)
+        got = world.Reduce(mine, op=matmul, root=root)
         if r == root:
             same(got, want, "reduce of a callable to %d" % root)
-    same(world.scan(mine, op=matmul), chain([mat(i, k) for i in range(r + 1)]), "scan of a callable")
+    same(world.Scan(mine, op=matmul), chain([mat(i, k) for i in range(r + 1)]), "scan of a callable")
     b = mine.copy()
-    world.allreduce(b, op=spools.Op(matmul), out=b)
+    world.Allreduce(b, op=spools.Op(matmul), out=b)
     same(b, want, "in-place allreduce of an Op")
-    same(world.iallreduce(mine, op=matmul).wait(), want, "iallreduce of a callable")
-    same(world.iscan(mine, op=matmul).wait(), chain([mat(i, k) for i in range(r + 1)]), "iscan")
-    got = world.ireduce(mine, op=matmul, root=n - 1).wait()
+    same(world.Iallreduce(mine, op=matmul).wait(), want, "iallreduce of a callable")
+    same(world.Iscan(mine, op=matmul).wait(), chain([mat(i, k) for i in range(r + 1)]), "iscan")
+    got = world.Ireduce(mine, op=matmul, root=n - 1).wait()
     if r == n - 1:
         same(got, want, "ireduce of a callable")
     else:
@@ -66,8 +66,8 @@ counts = list(range(1, n + 1))
 total = sum(counts)
 want = chain([mat(i, total) for i in range(n)])
 d = sum(counts[:r])
-same(world.reduce_scatter(mat(r, total), counts, op=matmul), want[d : d + r + 1], "reduce_scatter")
-same(world.ireduce_scatter(mat(r, total), counts, op=matmul).wait(), want[d : d + r + 1], "ireduce_scatter")
+same(world.Reduce_scatter(mat(r, total), counts, op=matmul), want[d : d + r + 1], "reduce_scatter")
+same(world.Ireduce_scatter(mat(r, total), counts, op=matmul).wait(), want[d : d + r + 1], "ireduce_scatter")
 
 # A commutative operator on 300 kB: the runtime may combine blocks (1-D pieces).
 pieces = []
@@ -81,12 +81,12 @@ def add(a, b):
 big = np.arange(40_000, dtype=np.float64) + r
 op = spools.Op(add, commute=True)
 assert op.commute and "commute=True" in repr(op)
-same(world.allreduce(big, op=op), np.arange(40_000, dtype=np.float64) * n + n * (n - 1) / 2, "commutative")
+same(world.Allreduce(big, op=op), np.arange(40_000, dtype=np.float64) * n + n * (n - 1) / 2, "commutative")
 assert n == 1 or len(pieces) > 0
 
 # Complex numbers through a callable (bytes carried, the function sees complex128).
 z = np.array([1 + 1j * r, 2 - r * 1j])
-same(world.allreduce(z, op=lambda a, b: a * b), np.prod([[1 + 1j * i, 2 - i * 1j] for i in range(n)], axis=0), "complex product")
+same(world.Allreduce(z, op=lambda a, b: a * b), np.prod([[1 + 1j * i, 2 - i * 1j] for i in range(n)], axis=0), "complex product")
 
 
 class Boom(Exception):
@@ -104,13 +104,13 @@ def boom(a, b):
 # others a SpoolsError naming a rank whose function raised (their result would be
 # wrong).
 for name, call in [
-    ("allreduce", lambda: world.allreduce(np.ones(3), op=boom)),
-    ("reduce", lambda: world.reduce(np.ones(3), op=boom, root=0)),
-    ("scan", lambda: world.scan(np.ones(3), op=boom)),
-    ("iallreduce", lambda: world.iallreduce(np.ones(3), op=boom).wait()),
-    ("ireduce", lambda: world.ireduce(np.ones(3), op=boom, root=0).wait()),
-    ("ireduce_scatter", lambda: world.ireduce_scatter(np.ones((2 * n, 3)), op=boom).wait()),
-    ("iscan", lambda: world.iscan(np.ones(3), op=boom).wait()),
+    ("allreduce", lambda: world.Allreduce(np.ones(3), op=boom)),
+    ("reduce", lambda: world.Reduce(np.ones(3), op=boom, root=0)),
+    ("scan", lambda: world.Scan(np.ones(3), op=boom)),
+    ("iallreduce", lambda: world.Iallreduce(np.ones(3), op=boom).wait()),
+    ("ireduce", lambda: world.Ireduce(np.ones(3), op=boom, root=0).wait()),
+    ("ireduce_scatter", lambda: world.Ireduce_scatter(np.ones((2 * n, 3)), op=boom).wait()),
+    ("iscan", lambda: world.Iscan(np.ones(3), op=boom).wait()),
 ]:
     called = []
     try:
@@ -125,8 +125,8 @@ for name, call in [
         raised = "other"
     assert (raised is True) == bool(called), "%s: raised %s, called %d times" % (name, raised, len(called))
     assert len(called) <= 1, "%s: the callable ran again after its exception" % name
-    ncalled = world.allreduce(np.array([len(called)]))[0]
-    nraised = world.allreduce(np.array([int(raised is not False)]))[0]
+    ncalled = world.Allreduce(np.array([len(called)]))[0]
+    nraised = world.Allreduce(np.array([int(raised is not False)]))[0]
     assert nraised >= (1 if n > 1 else 0), "%s: no rank raised" % name
     if ncalled > 0:
         assert nraised == n, "%s: %d ranks raised of %d" % (name, nraised, n)
@@ -134,14 +134,14 @@ for name, call in [
 # The function raises on one rank only (the last one that calls it): every rank raises,
 # none keeps a result spoiled by the failed combination.
 for name, call, want in [
-    ("allreduce", lambda f: world.allreduce(np.array([float(r + 1)]), op=f), n * (n + 1) / 2),
-    ("scan", lambda f: world.scan(np.array([float(r + 1)]), op=f), (r + 1) * (r + 2) / 2),
-    ("iallreduce", lambda f: world.iallreduce(np.array([float(r + 1)]), op=f).wait(), n * (n + 1) / 2),
-    ("ireduce", lambda f: world.ireduce(np.array([float(r + 1)]), op=f, root=0).wait(),
+    ("allreduce", lambda f: world.Allreduce(np.array([float(r + 1)]), op=f), n * (n + 1) / 2),
+    ("scan", lambda f: world.Scan(np.array([float(r + 1)]), op=f), (r + 1) * (r + 2) / 2),
+    ("iallreduce", lambda f: world.Iallreduce(np.array([float(r + 1)]), op=f).wait(), n * (n + 1) / 2),
+    ("ireduce", lambda f: world.Ireduce(np.array([float(r + 1)]), op=f, root=0).wait(),
      n * (n + 1) / 2 if r == 0 else None),
-    ("iscan", lambda f: world.iscan(np.array([float(r + 1)]), op=f).wait(), (r + 1) * (r + 2) / 2),
+    ("iscan", lambda f: world.Iscan(np.array([float(r + 1)]), op=f).wait(), (r + 1) * (r + 2) / 2),
     ("ireduce_scatter",
-     lambda f: world.ireduce_scatter(np.full(n, float(r + 1)), op=f).wait(), n * (n + 1) / 2),
+     lambda f: world.Ireduce_scatter(np.full(n, float(r + 1)), op=f).wait(), n * (n + 1) / 2),
 ]:
     called = []
 
@@ -150,7 +150,7 @@ for name, call, want in [
         return a + b
 
     call(count)
-    last = max(world.allgather(np.array([r if called else -1])).ravel())
+    last = max(world.Allgather(np.array([r if called else -1])).ravel())
     hit = []
 
     def boom_last(a, b):
@@ -180,7 +180,7 @@ for bad, kind, words in [
 ]:
     called = []
     try:
-        world.allreduce(np.ones(4), op=lambda a, b: called.append(1) or bad(a, b))
+        world.Allreduce(np.ones(4), op=lambda a, b: called.append(1) or bad(a, b))
         raised = None
     except (TypeError, ValueError) as e:
         raised = e
@@ -190,9 +190,9 @@ for bad, kind, words in [
     assert (raised is not None) == bool(called), "wrong result: %r, called %d" % (raised, len(called))
     if raised is not None:
         assert isinstance(raised, kind) and all(w in str(raised) for w in words), repr(raised)
-    assert world.allreduce(np.array([int(raised is not None)]))[0] >= (1 if n > 1 else 0)
+    assert world.Allreduce(np.array([int(raised is not None)]))[0] >= (1 if n > 1 else 0)
 
 # The communicator still works.
-same(world.allreduce(np.array([r])), np.array([n * (n - 1) // 2]), "after the errors")
+same(world.Allreduce(np.array([r])), np.array([n * (n - 1) // 2]), "after the errors")
 world.barrier()
 print("coll_ops ok")

@@ -43,13 +43,13 @@ print("pid %d %d %016x" % (world.rank, os.getpid(), world.job), flush=True)
 if world.rank != target:
     other.barrier()
 elif how == "allreduce":
-    world.allreduce(np.ones(1000))  # interruptible
+    world.Allreduce(np.ones(1000))  # interruptible
 elif how == "wait":
-    world.iallreduce(np.ones(10), op=lambda a, b: a + b).wait()  # interruptible
+    world.Iallreduce(np.ones(10), op=lambda a, b: a + b).wait()  # interruptible
 elif how == "scatter":
-    world.scatter(None, root=(target + 1) % world.size)  # interruptible
+    world.Scatter(None, root=(target + 1) % world.size)  # interruptible
 elif how == "drop":
-    req = world.iallreduce(np.ones(10), op=lambda a, b: a + b)
+    req = world.Iallreduce(np.ones(10), op=lambda a, b: a + b)
     del req  # interruptible
     len("")  # a call: the interrupt delivered again raises here at the latest
 elif how == "unwind":
@@ -58,7 +58,7 @@ elif how == "unwind":
     # first signal landing between the two calls raises KeyboardInterrupt there, and
     # that one propagates through the drop instead.)
     ones, add = np.ones(10), (lambda a, b: a + b)
-    world.iallreduce(ones, op=add).wait(1)  # interruptible
+    world.Iallreduce(ones, op=add).wait(1)  # interruptible
 else:
-    world.gatherv(np.ones((world.rank, 2)), root=target)  # interruptible
+    world.Gatherv(np.ones((world.rank, 2)), root=target)  # interruptible
 print("collective returned", flush=True)

@@ -14,7 +14,7 @@ if me == 1:
     os._exit(3)
 buf = np.zeros(4)
 try:
-    world.recv(buf, 1, 0)
+    world.Recv(buf, 1, 0)
 except spools.PeerGoneError as e:
     assert isinstance(e, spools.SpoolsError)
     print("peergone ok rank %d: %s" % (me, e), flush=True)

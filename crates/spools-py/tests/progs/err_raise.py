@@ -13,5 +13,5 @@ if world.rank == bad:
     def deep(x):
         raise ValueError("boom from rank %d (%d)" % (world.rank, x))
     deep(42)
-world.recv(np.zeros(1), spools.ANY_SOURCE, 3)
+world.Recv(np.zeros(1), spools.ANY_SOURCE, 3)
 print("recv returned", flush=True)

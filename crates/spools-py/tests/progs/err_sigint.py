@@ -24,10 +24,10 @@ signal.signal(signal.SIGINT, on_sigint)
 buf = np.zeros(1)
 print("pid %d %d %016x" % (world.rank, os.getpid(), world.job), flush=True)
 if len(sys.argv) > 1 and sys.argv[1] == "wait":
-    req = world.irecv(buf, spools.ANY_SOURCE, 99)
+    req = world.Irecv(buf, spools.ANY_SOURCE, 99)
     armed = True
     req.wait()
 else:
     armed = True
-    world.recv(buf, spools.ANY_SOURCE, 99)
+    world.Recv(buf, spools.ANY_SOURCE, 99)
 print("recv returned", flush=True)

@@ -1,7 +1,8 @@
 """Point-to-point on every kind of buffer, checked against numpy: a ring of blocking
 sends, non-blocking calls with wait/test/wait_all/wait_any/cancel, ANY_SOURCE/ANY_TAG,
-sendrecv, probe/iprobe, large (rendezvous) messages, objects; receives fill the caller's
-array in place; a dropped request keeps its array alive."""
+Sendrecv, probe/iprobe, large (rendezvous) messages, objects (send/recv, isend,
+sendrecv), mpi4py's capitalised aliases; receives fill the caller's array in place; a
+dropped request keeps its array alive."""
 import gc
 import sys
 
@@ -36,15 +37,15 @@ for dtype in (np.float64, np.int32, np.uint8, np.complex128, np.bool_, np.float3
         p = addr(got)
         tag = length % 1000 + 1
         if n == 1:
-            r = world.isend(mine, right, tag)
-            st = world.recv(got, left, tag)
+            r = world.Isend(mine, right, tag)
+            st = world.Recv(got, left, tag)
             r.wait()
         elif me % 2 == 0:
-            world.send(mine, right, tag)
-            st = world.recv(got, left, tag)
+            world.Send(mine, right, tag)
+            st = world.Recv(got, left, tag)
         else:
-            st = world.recv(got, left, tag)
-            world.send(mine, right, tag)
+            st = world.Recv(got, left, tag)
+            world.Send(mine, right, tag)
         assert addr(got) == p, "receive moved the array"
         assert np.array_equal(got, data(left, length, dtype)), (dtype, length)
         assert (st.source, st.tag, st.count) == (left, tag, mine.nbytes), st
@@ -53,28 +54,28 @@ for dtype in (np.float64, np.int32, np.uint8, np.complex128, np.bool_, np.float3
 # 2. bytearray, memoryview and bytes as buffers.
 msg = bytes([me, 1, 2, 3, 4, 5, 6, 7])
 ba = bytearray(8)
-r = world.irecv(ba, left, 50)
-world.send(msg, right, 50)
+r = world.Irecv(ba, left, 50)
+world.Send(msg, right, 50)
 r.wait()
 assert ba == bytes([left, 1, 2, 3, 4, 5, 6, 7]), ba
 mv = memoryview(bytearray(16))
-r = world.irecv(mv, left, 51)
-world.send(memoryview(bytearray(range(me, me + 16))), right, 51)
+r = world.Irecv(mv, left, 51)
+world.Send(memoryview(bytearray(range(me, me + 16))), right, 51)
 st = r.wait()
 assert bytes(mv) == bytes(range(left, left + 16)) and st.count == 16
 two_d = np.zeros((4, 5), dtype=np.int64)
-r = world.irecv(two_d, left, 52)
-world.send(np.arange(20, dtype=np.int64).reshape(4, 5) + left * 0 + me, right, 52)
+r = world.Irecv(two_d, left, 52)
+world.Send(np.arange(20, dtype=np.int64).reshape(4, 5) + left * 0 + me, right, 52)
 r.wait()
 assert np.array_equal(two_d, np.arange(20).reshape(4, 5) + left)
 
 # 3. Non-blocking: irecv first, in place, wait_all, test, status.
 bufs = [np.full(length, -1.0) for length in (1, 500, 50_000)]
 ptrs = [addr(b) for b in bufs]
-rreqs = [world.irecv(b, left, 100 + i) for i, b in enumerate(bufs)]
+rreqs = [world.Irecv(b, left, 100 + i) for i, b in enumerate(bufs)]
 assert all(r.status is None for r in rreqs) or n == 1
 sends = [data(me, len(b), np.float64, salt=i) for i, b in enumerate(bufs)]
-sreqs = [world.isend(s, right, 100 + i) for i, s in enumerate(sends)]
+sreqs = [world.Isend(s, right, 100 + i) for i, s in enumerate(sends)]
 sts = spools.wait_all(rreqs + sreqs)
 for i, b in enumerate(bufs):
     assert addr(b) == ptrs[i]
@@ -86,8 +87,8 @@ for i, b in enumerate(bufs):
 
 # test() until complete.
 b = np.zeros(10, dtype=np.int16)
-r = world.irecv(b, left, 200)
-world.send(np.arange(10, dtype=np.int16) * (me + 1), right, 200)
+r = world.Irecv(b, left, 200)
+world.Send(np.arange(10, dtype=np.int16) * (me + 1), right, 200)
 while not r.test():
     pass
 assert np.array_equal(b, np.arange(10, dtype=np.int16) * (left + 1)) and r.status.tag == 200
@@ -95,9 +96,9 @@ assert np.array_equal(b, np.arange(10, dtype=np.int16) * (left + 1)) and r.statu
 # wait_any: two receives, the message of the second tag sent first... both come;
 # every index is reported once.
 b1, b2 = np.zeros(3), np.zeros(3)
-reqs = [world.irecv(b1, left, 301), world.irecv(b2, left, 302)]
-world.send(np.full(3, 2.0 + me), right, 302)
-world.send(np.full(3, 1.0 + me), right, 301)
+reqs = [world.Irecv(b1, left, 301), world.Irecv(b2, left, 302)]
+world.Send(np.full(3, 2.0 + me), right, 302)
+world.Send(np.full(3, 1.0 + me), right, 301)
 seen = set()
 for _ in range(2):
     i, st = spools.wait_any(reqs)
@@ -111,7 +112,7 @@ except ValueError as e:
     assert "pending" in str(e)
 
 # cancel an unmatched receive.
-r = world.irecv(np.zeros(4), left, 9999)
+r = world.Irecv(np.zeros(4), left, 9999)
 assert r.cancel() is True
 assert r.wait().cancelled is True
 
@@ -121,45 +122,45 @@ if me == 0:
     got = {}
     for _ in range(n - 1):
         b = np.zeros(2, dtype=np.int64)
-        st = world.recv(b, spools.ANY_SOURCE, spools.ANY_TAG)
+        st = world.Recv(b, spools.ANY_SOURCE, spools.ANY_TAG)
         assert b[0] == st.source and b[1] == st.tag, (b, st)
         got[st.source] = st.tag
     assert got == {r: 400 + r for r in range(1, n)}, got
 else:
-    world.send(np.array([me, 400 + me], dtype=np.int64), 0, 400 + me)
+    world.Send(np.array([me, 400 + me], dtype=np.int64), 0, 400 + me)
 # (Nobody sends again before rank 0 has taken them all: it receives with ANY_TAG.)
 world.barrier()
 
 # 5. sendrecv around the ring, both directions, several sizes.
 for length in (1, 4096, 200_000):
     out = np.zeros(length)
-    st = world.sendrecv(data(me, length, np.float64), right, out, left, sendtag=7, recvtag=7)
+    st = world.Sendrecv(data(me, length, np.float64), right, out, left, sendtag=7, recvtag=7)
     assert np.array_equal(out, data(left, length, np.float64)) and st.source == left
     out2 = np.zeros(length)
-    st = world.sendrecv(data(me, length, np.float64, 1), left, out2, sendtag=8, recvtag=8)
+    st = world.Sendrecv(data(me, length, np.float64, 1), left, out2, sendtag=8, recvtag=8)
     assert np.array_equal(out2, data(right, length, np.float64, 1)) and st.source == right
 
 # 6. probe / iprobe.
 world.barrier()
 assert world.iprobe(left, 777) is None
-world.send(np.arange(6, dtype=np.float32), right, 600)
+world.Send(np.arange(6, dtype=np.float32), right, 600)
 st = world.probe(left, 600)
 assert (st.source, st.tag, st.count, st.get_count(np.float32)) == (left, 600, 24, 6)
 st2 = world.iprobe(spools.ANY_SOURCE, 600)
 assert st2 is not None and st2.count == 24
 b = np.zeros(st.get_count(np.float32), dtype=np.float32)
-world.recv(b, st.source, st.tag)
+world.Recv(b, st.source, st.tag)
 assert np.array_equal(b, np.arange(6, dtype=np.float32))
 
 # 7. A dropped request keeps its array alive: a large isend whose array and request
 # are both dropped at once still delivers the data.
 world.barrier()
 big = data(me, 300_000, np.float64, 3)
-r = world.isend(big, right, 700)
+r = world.Isend(big, right, 700)
 del big, r
 gc.collect()
 got = np.zeros(300_000)
-world.recv(got, left, 700)
+world.Recv(got, left, 700)
 assert np.array_equal(got, data(left, 300_000, np.float64, 3))
 
 # 8. Objects (pickle 5, arrays out of band). Alone, a rank sends to itself: a blocking
@@ -167,15 +168,47 @@ assert np.array_equal(got, data(left, 300_000, np.float64, 3))
 olen = 1000 if n == 1 else 50_000
 obj = {"rank": me, "name": "r%d" % me, "arr": data(me, olen, np.float64), "t": (1, [2, 3])}
 if n == 1 or me % 2 == 0:
-    world.send_obj(obj, right, 800)
-    o = world.recv_obj(left, 800)
+    world.send(obj, right, 800)
+    o = world.recv(left, 800)
 else:
-    o = world.recv_obj(spools.ANY_SOURCE, spools.ANY_TAG)
-    world.send_obj(obj, right, 800)
+    o = world.recv(spools.ANY_SOURCE, spools.ANY_TAG)
+    world.send(obj, right, 800)
 assert o["rank"] == left and o["name"] == "r%d" % left and o["t"] == (1, [2, 3])
 assert np.array_equal(o["arr"], data(left, olen, np.float64))
-world.send_obj("hello %d" % me, right)
-assert world.recv_obj(left) == "hello %d" % left
+world.send("hello %d" % me, right)
+assert world.recv(left) == "hello %d" % left
+
+# 9. Object isend (its request's wait() gives None) and sendrecv: every rank exchanges
+# large objects with both neighbours at once, which a blocking send of each would
+# deadlock (and alone, a rank to itself).
+world.barrier()
+big = {"rank": me, "arr": data(me, 300_000, np.float64, 9)}
+req = world.isend(big, right, 900)
+big["arr"][:] = -1  # pickled when the call started: changing it now is fine
+o = world.recv(left, 900)
+assert req.wait() is None and req.status is not None and req.test()
+assert "isend" in repr(req)
+assert o["rank"] == left and np.array_equal(o["arr"], data(left, 300_000, np.float64, 9))
+assert spools.wait_all([world.isend([me], right, 901)])[0].count > 0
+assert world.recv(left, 901) == [left]
+o = world.sendrecv({"from": me, "arr": data(me, 200_000, np.float64, 10)}, right, sendtag=902,
+                   source=left, recvtag=902)
+assert o["from"] == left and np.array_equal(o["arr"], data(left, 200_000, np.float64, 10))
+assert world.sendrecv(me, dest=left, source=right) == right
+# mpi4py's other spellings of probe, iprobe, barrier, ibarrier.
+world.Send(np.arange(3.0), right, 903)
+assert world.Probe(left, 903).count == 24 and world.Iprobe(left, 903).count == 24
+world.Recv(np.zeros(3), left, 903)
+assert world.Iprobe(left, 903) is None
+world.Barrier()
+assert world.Ibarrier().wait() is None
+# Requests of buffers give their Status.
+rq = world.Irecv(np.zeros(2), left, 904)
+sq = world.Isend(np.ones(2), right, 904)
+assert sq.wait().count == 16 and rq.wait().count == 16 and "Irecv" in repr(rq)
+# The old names are gone.
+for old in ("send_obj", "recv_obj", "bcast_obj", "gather_obj", "allgather_obj", "scatter_obj"):
+    assert not hasattr(world, old), old
 
 world.barrier()
 print("p2p ok rank %d" % me)

@@ -29,13 +29,13 @@ for size in sizes:
         if me == 0:
             a[-1] = rep + 1
             for i in range(count):
-                world.send(a, 1, 1)
-                world.recv(b, 1, 1)
+                world.Send(a, 1, 1)
+                world.Recv(b, 1, 1)
             assert b[-1] == rep + 1
         elif me == 1:
             for i in range(count):
-                world.recv(b, 0, 1)
-                world.send(b, 0, 1)
+                world.Recv(b, 0, 1)
+                world.Send(b, 0, 1)
         dt = time.perf_counter() - t0
         if rep > 0:
             times.append(dt / count / 2)

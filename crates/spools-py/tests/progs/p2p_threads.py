@@ -30,11 +30,11 @@ def ping(x):
 def misuse(what):
     """Calls that wait, from inside an RPC function: each must raise RuntimeError."""
     calls = {
-        "send": lambda: world.send(np.zeros(1), other, 3),
-        "recv": lambda: world.recv(np.zeros(1), other, 3),
+        "send": lambda: world.Send(np.zeros(1), other, 3),
+        "recv": lambda: world.Recv(np.zeros(1), other, 3),
         "barrier": world.barrier,
         "probe": lambda: world.probe(other, 3),
-        "wait": lambda: world.irecv(np.zeros(1), other, 3).wait(),
+        "wait": lambda: world.Irecv(np.zeros(1), other, 3).wait(),
         "wait_all": lambda: spools.wait_all([]),
         "wait_any": lambda: spools.wait_any([]),
     }
@@ -55,12 +55,12 @@ for i in range(N):
     if i % 50 == 0:
         calls.append(world.call_async(other, "ping", i))
     if i % 2:
-        world.send(msg, other, 1)
+        world.Send(msg, other, 1)
     else:
-        sends.append(world.isend(msg, other, 1))
+        sends.append(world.Isend(msg, other, 1))
 buf = np.empty(2048)
 for i in range(N):
-    world.recv(buf, other, 1)
+    world.Recv(buf, other, 1)
     assert (buf == other).all()
 assert all(st.count == msg.nbytes for st in spools.wait_all(sends))
 rpc = [r.result() for r in calls]
@@ -73,7 +73,7 @@ world.barrier()
 if me == 0:
     for round_ in range(3):
         data = np.zeros(4)
-        req = world.irecv(data, 1, 5)
+        req = world.Irecv(data, 1, 5)
         started = threading.Event()
         got = []
 
@@ -84,7 +84,7 @@ if me == 0:
         t = threading.Thread(target=waiter)
         t.start()
         started.wait()
-        world.send(np.zeros(1), 1, 6)  # "send it now"
+        world.Send(np.zeros(1), 1, 6)  # "send it now"
         try:
             i, st = spools.wait_any([req])
             assert i == 0 and st.source == 1 and st.tag == 5 and st.count == 32, (i, st)
@@ -95,8 +95,8 @@ if me == 0:
         assert got and got[0].count == 32 and (data == round_ + 1).all(), (got, data)
 else:
     for round_ in range(3):
-        world.recv(np.zeros(1), 0, 6)
-        world.send(np.full(4, float(round_ + 1)), 0, 5)
+        world.Recv(np.zeros(1), 0, 6)
+        world.Send(np.full(4, float(round_ + 1)), 0, 5)
 world.barrier()
 
 # 3. Spools calls inside an RPC function.

@@ -164,7 +164,7 @@ assert sub.call(0, "whoami") == n - 1  # sub rank 0 is world rank n - 1
 # RemoteError, and the target's own program its KeyboardInterrupt, in the wait it is in.
 if n >= 2 and me < 2:
     if me == 0:
-        world.recv(np.empty(1), 1, 30)  # rank 1 is about to wait
+        world.Recv(np.empty(1), 1, 30)  # rank 1 is about to wait
         try:
             world.call(1, "ctrl_c")
         except spools.RemoteError as e:
@@ -173,10 +173,10 @@ if n >= 2 and me < 2:
             raise AssertionError("no RemoteError")
     else:
         try:
-            world.send(np.zeros(1), 0, 30)
+            world.Send(np.zeros(1), 0, 30)
             # A message that never comes: only the interrupt ends this wait (in which
             # the call is served).
-            world.recv(np.empty(1), 0, 32)
+            world.Recv(np.empty(1), 0, 32)
         except KeyboardInterrupt:
             print("rank 1 interrupted")
 print("ok")

@@ -36,15 +36,15 @@ if me == 0:
             assert np.array_equal(world.call(r, "add", x), x + r)
         assert world.call(r, "stop") == K
     print("served %d" % (n - 1))
-    if mode == "blocked" and hasattr(world, "send"):
+    if mode == "blocked" and hasattr(world, "Send"):
         for r in range(1, n):
-            world.send(np.zeros(1), dest=r, tag=5)
+            world.Send(np.zeros(1), dest=r, tag=5)
     if mode != "finalized":
         world.barrier()
 elif mode == "blocked":
     # The calls arrive while this rank waits (the GIL released).
-    if hasattr(world, "recv"):
-        world.recv(np.empty(1), source=0, tag=5)
+    if hasattr(world, "Recv"):
+        world.Recv(np.empty(1), source=0, tag=5)
     world.barrier()
     assert state["stop"] and state["calls"] == K
     print("ran on main thread: %s" % sorted(state["threads"]))

@@ -11,11 +11,11 @@ me, n = world.rank, world.size
 jobs = np.zeros(n, dtype=np.uint64)
 for r in range(n):
     if r != me:
-        world.send(np.array([world.job], dtype=np.uint64), r, 1)
+        world.Send(np.array([world.job], dtype=np.uint64), r, 1)
 for r in range(n):
     if r != me:
         b = np.zeros(1, dtype=np.uint64)
-        world.recv(b, r, 1)
+        world.Recv(b, r, 1)
         jobs[r] = b[0]
 jobs[me] = world.job
 assert len(set(jobs.tolist())) == 1, jobs
@@ -27,7 +27,7 @@ if me == 1:
     print("aborting", flush=True)
     world.abort(7, "giving up on purpose")
 try:
-    world.recv(np.zeros(1), 1, 2)
+    world.Recv(np.zeros(1), 1, 2)
 except spools.PeerGoneError as e:
     assert "giving up on purpose" in str(e), str(e)
     print("peer gone rank %d" % me, flush=True)

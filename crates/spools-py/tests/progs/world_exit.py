@@ -9,5 +9,5 @@ world = spools.init()
 world.barrier()
 if world.rank == 1:
     sys.exit(3)
-world.recv(np.zeros(1), 1, 0)
+world.Recv(np.zeros(1), 1, 0)
 print("recv returned", flush=True)

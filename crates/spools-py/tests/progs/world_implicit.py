@@ -16,8 +16,8 @@ else:
 assert world is spools.init()
 me, n = world.rank, world.size
 got = np.zeros(1, dtype=np.int64)
-r = world.irecv(got, (me - 1) % n, 1)
-world.send(np.array([me], dtype=np.int64), (me + 1) % n, 1)
+r = world.Irecv(got, (me - 1) % n, 1)
+world.Send(np.array([me], dtype=np.int64), (me + 1) % n, 1)
 r.wait()
 assert got[0] == (me - 1) % n
 print("%s rank %d of %d" % (how, me, n))

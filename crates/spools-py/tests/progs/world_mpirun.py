@@ -8,8 +8,8 @@ me, n = world.rank, world.size
 right, left = (me + 1) % n, (me - 1) % n
 small = np.zeros(3)
 big = np.zeros(100_000)
-world.sendrecv(np.full(3, me * 1.0), right, small, left)
-world.sendrecv(np.arange(100_000.0) + me, right, big, left, sendtag=2, recvtag=2)
+world.Sendrecv(np.full(3, me * 1.0), right, small, left)
+world.Sendrecv(np.arange(100_000.0) + me, right, big, left, sendtag=2, recvtag=2)
 assert np.all(small == left) and np.array_equal(big, np.arange(100_000.0) + left)
 print("mpirun rank %d of %d ok" % (me, n))
 world.finalize()
