@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # The Python interface beside mpi4py: the same programs written with `spools` and with
-# mpi4py (bench/python/), run side by side in alternating runs, medians and ratios.
+# mpi4py (bench/python/), run side by side in alternating runs, medians and ratios; and the
+# same mpi4py program once more on Spools, through the MPI standard ABI.
 #
-#   bash scripts/bench-python.sh [--runs N] [--out DIR] [--only LIST] [--native] [--setup-only]
+#   bash scripts/bench-python.sh [--runs N] [--out DIR] [--only LIST] [--native] [--no-abi]
+#                                [--setup-only]
 #
-#   --runs N      runs of every benchmark, alternating spools and mpi4py (default 5)
+#   --runs N      runs of every benchmark, alternating spools, mpi4py on Open MPI and
+#                 mpi4py on Spools (default 5)
 #   --out DIR     raw results and summary (default target/bench-python)
 #   --only LIST   comma-separated subset of pingpong,coll,redist (default all)
 #   --native      with pingpong, also time 8 B without Python in the same runs: `spools
 #                 bench osu latency` (Rust) and bench/peers/osu.c on Open MPI (C)
+#   --no-abi      without mpi4py on Spools (nothing of target/mpi-venv needed)
 #   --setup-only  build and install everything, run nothing
 #
 # Steps: install Open MPI from Debian if mpicc.openmpi/mpirun.openmpi are missing
@@ -16,10 +20,16 @@
 # (SPOOLS_PY_BENCH_VENV picks another) and install numpy, maturin and mpi4py from PyPI,
 # mpi4py compiled against Debian's Open MPI (pip --no-binary mpi4py, MPICC=mpicc.openmpi);
 # build spools-cli optimised (cargo build --release) and install the `spools` package
-# optimised into the environment (maturin develop --release); then bench/python/run.py
-# runs the programs (spools under `spools run -n N`, mpi4py under `mpirun --oversubscribe
-# -n N`, Open MPI as installed, as bench/peers/osu.sh runs it) and writes DIR/runs.jsonl
-# (every sample), DIR/host.txt and DIR/summary.md (medians of the runs, ratios, goals).
+# optimised into the environment (maturin develop --release); unless --no-abi, mpi4py 4.1.2
+# built against the MPI 5.0 standard ABI in target/mpi-venv (MPI4PY=1 scripts/mpi-abi-env.sh,
+# cached) and Spools' libmpi_abi.so.1 (make -C crates/spools-mpi), checked to be what that
+# mpi4py loads under `spools run`; then bench/python/run.py runs the programs (spools under
+# `spools run -n N`, mpi4py under `mpirun --oversubscribe -n N`, Open MPI as installed, as
+# bench/peers/osu.sh runs it, and mpi4py on Spools: `spools run -n N -- env
+# target/mpi-venv/bin/python bench_mpi4py.py`, its own numpy from that environment, on the
+# release libmpi_abi.so.1 rather than the spools package's extension: see run.py) and
+# writes DIR/runs.jsonl (every sample), DIR/host.txt and DIR/summary.md (medians of the
+# runs, ratios, goals, and the column mpi4py on Spools with its ratio to mpi4py on Open MPI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -29,6 +39,7 @@ out=""
 only="pingpong,coll,redist"
 setup_only=0
 native=()
+abi=1
 while (($# > 0)); do
     case $1 in
     --runs)
@@ -42,6 +53,7 @@ while (($# > 0)); do
             || { echo "bench-python.sh: --only needs a list of pingpong, coll, redist" >&2; exit 2; }
         only=$2; shift 2 ;;
     --setup-only) setup_only=1; shift ;;
+    --no-abi) abi=0; shift ;;
     --native) native=(--native --mpicc "$(command -v mpicc.openmpi || echo mpicc)"); shift ;;
     -h | --help) sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "bench-python.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
@@ -88,6 +100,23 @@ VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" \
     "$venv/bin/maturin" develop --quiet --locked --release -m crates/spools-py/Cargo.toml
 "$venv/bin/python" -c "import spools" || { echo "bench-python.sh: the spools package does not import" >&2; exit 1; }
 
+sides=spools,mpi4py
+if ((abi)); then
+    sides=spools,mpi4py,mpi4py-spools
+    log "mpi4py built against the MPI standard ABI in target/mpi-venv (scripts/mpi-abi-env.sh)"
+    MPI4PY=1 source scripts/mpi-abi-env.sh
+    log "building Spools' libmpi_abi.so.1 (make -C crates/spools-mpi)"
+    make --no-print-directory -C crates/spools-mpi >&2
+    # Through env, as run.py starts it: a rank program named python* that finds the spools
+    # package would get the package's extension instead of libmpi_abi.so.1 (see run.py).
+    abi_lib=$(env -u SPOOLS_MPI_LIB "$spools" run -n 1 -- env "$mpi_venv/bin/python" -c \
+        "from mpi4py import MPI; print(MPI.Get_library_version().replace(chr(0), '').splitlines()[0])")
+    case $abi_lib in
+    *Spools*"$(readlink -f "$(dirname "$spools")/libmpi_abi.so.1")"*) log "mpi4py on Spools: $abi_lib" ;;
+    *) echo "bench-python.sh: mpi4py under spools run did not load Spools' libmpi_abi.so.1: $abi_lib" >&2; exit 1 ;;
+    esac
+fi
+
 ((setup_only == 0)) || exit 0
 exec "$venv/bin/python" bench/python/run.py --runs "$runs" --out "$out" --only "$only" \
-    --spools "$spools" --mpirun "$mpirun" --python "$venv/bin/python" "${native[@]}"
+    --spools "$spools" --mpirun "$mpirun" --python "$venv/bin/python" --sides "$sides" "${native[@]}"

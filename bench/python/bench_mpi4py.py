@@ -5,8 +5,15 @@ buffer (upper-case) API on numpy arrays. Run under Open MPI's launcher:
     mpirun --oversubscribe -n 4 python bench/python/bench_mpi4py.py coll
     mpirun --oversubscribe -n 4 python bench/python/bench_mpi4py.py redist
 
-Rank 0 prints one line `BENCH {json}` (read by run.py). Every case checks its result once
-against a numpy reference before it is timed (see common.py for the timing discipline).
+or, unchanged, with mpi4py built against the MPI standard ABI (target/mpi-venv, see
+scripts/mpi-abi-env.sh) on Spools' libmpi_abi.so.1:
+
+    spools run -n 2 -- target/mpi-venv/bin/python bench/python/bench_mpi4py.py pingpong
+
+Rank 0 prints one line `BENCH {json}` (read by run.py) with the first line of
+MPI.Get_library_version() as "library", after checking that every rank loaded the same
+library. Every case checks its result once against a numpy reference before it is timed
+(see common.py for the timing discipline).
 """
 
 import os
@@ -200,9 +207,12 @@ def redist(comm):
 def main():
     test = sys.argv[1]
     comm = MPI.COMM_WORLD
+    library = MPI.Get_library_version().replace("\0", "").splitlines()[0]
+    libraries = comm.allgather(library)
+    c.check(all(lib == library for lib in libraries), "the ranks loaded different MPI libraries: %s" % libraries)
     results = {"pingpong": pingpong, "coll": coll, "redist": redist}[test](comm)
     if comm.Get_rank() == 0:
-        c.emit(IMPL, test, comm.Get_size(), results, {"library": MPI.Get_library_version().replace("\0", "").splitlines()[0]})
+        c.emit(IMPL, test, comm.Get_size(), results, {"library": library})
 
 
 if __name__ == "__main__":

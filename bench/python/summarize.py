@@ -11,6 +11,12 @@ For every figure: the median over the runs of spools and of mpi4py, and the rati
 spools is faster), both as the ratio of the medians and as the median of the ratios taken
 within each run (the two sides of one run ran back to back), with the issue's goals (met
 when both ratios reach it, split when only one does).
+
+With the side mpi4py-spools (the same mpi4py program, mpi4py built against the MPI standard
+ABI, on Spools' libmpi_abi.so.1) two more columns: its median, and "mpi4py on Spools /
+mpi4py on Open MPI", the ratio of the medians of the same figure (times: below 1 Spools is
+faster; bandwidths: above 1 Spools is faster) with the median of the per-run ratios in
+parentheses.
 """
 
 import argparse
@@ -57,6 +63,24 @@ def fmt(x):
     if x >= 1:
         return "%.2f" % x
     return "%.3f" % x
+
+
+ABI = "mpi4py-spools"
+
+
+def abi_cells(per, unit):
+    """The cells of mpi4py on Spools: its median, and its ratio to mpi4py on Open MPI."""
+    a = (per or {}).get(ABI)
+    mp = (per or {}).get("mpi4py")
+    if not a:
+        return " n/a | n/a |"
+    ma = statistics.median(a.values())
+    if not mp:
+        return " %s %s | n/a |" % (fmt(ma), unit)
+    mm = statistics.median(mp.values())
+    both = sorted(set(a) & set(mp))
+    per_run = statistics.median([a[r] / mp[r] for r in both]) if both else float("nan")
+    return " %s %s | %.2f (%.2f) |" % (fmt(ma), unit, ma / mm, per_run)
 
 
 def extras(per, extra, higher):
@@ -116,12 +140,23 @@ def main():
             "Load average (1 min) before the jobs: median %.1f, from %.1f to %.1f (2 cores).\n"
             % (statistics.median(loads), min(loads), max(loads))
         )
-    extra = sorted({impl for per in value.values() for impl in per} - {"spools", "mpi4py"})
+    impls = {impl for per in value.values() for impl in per}
+    abi = ABI in impls
+    extra = sorted(impls - {"spools", "mpi4py", ABI})
+    if abi:
+        out.append(
+            "mpi4py is mpi4py on Open MPI; mpi4py on Spools is the same program and mpi4py "
+            "built against the MPI standard ABI, under `spools run` on Spools' libmpi_abi.so.1. "
+            "Its ratio is of the figures themselves (times: below 1 Spools is faster; "
+            "bandwidth: above 1), median of per-run ratios in parentheses.\n"
+        )
+    abi_head = " mpi4py on Spools | mpi4py on Spools / mpi4py on Open MPI |" if abi else ""
     out.append(
         "| | spools | mpi4py | spools ahead (medians) | spools ahead (median of per-run ratios) | goal |"
+        + abi_head
         + "".join(" %s |" % e for e in extra)
     )
-    out.append("|---|---:|---:|---:|---:|---|" + "---:|" * len(extra))
+    out.append("|---|---:|---:|---:|---:|---|" + "---:|" * ((2 if abi else 0) + len(extra)))
     for test, case, metric, label, unit, higher, goal in ROWS:
         per = value.get((test, case, metric))
         if not per:
@@ -131,7 +166,11 @@ def main():
             mp = per.get("mpi4py", {}) if per else {}
             ms = statistics.median(sp.values()) if sp else float("nan")
             mm = statistics.median(mp.values()) if mp else float("nan")
-            out.append("| %s | %s %s | %s %s | n/a | n/a | %s |" % (label, fmt(ms), unit, fmt(mm), unit, "n/a") + extras(per, extra, higher))
+            out.append(
+                "| %s | %s %s | %s %s | n/a | n/a | %s |" % (label, fmt(ms), unit, fmt(mm), unit, "n/a")
+                + (abi_cells(per, unit) if abi else "")
+                + extras(per, extra, higher)
+            )
             continue
         sp, mp = per["spools"], per["mpi4py"]
         ms, mm = statistics.median(sp.values()), statistics.median(mp.values())
@@ -148,6 +187,7 @@ def main():
         out.append(
             "| %s | %s %s | %s %s | %.2f | %.2f (%s) | %s |"
             % (label, fmt(ms), unit, fmt(mm), unit, ahead, per_run, " ".join("%.2f" % r for r in ratios), g)
+            + (abi_cells(per, unit) if abi else "")
             + extras(per, extra, higher)
         )
     print("\n".join(out))
