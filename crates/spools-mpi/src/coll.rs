@@ -39,9 +39,32 @@ unsafe fn put(bytes: &[u8], buf: *mut c_void, t: &TypeObj) {
     }
 }
 
+/// Whether `comm` is an intercommunicator: its blocking collectives are their
+/// non-blocking forms (vcoll.rs, which know intercommunicators), waited for.
+fn is_inter(comm: MPI_Comm) -> bool {
+    self::comm(comm, "a collective").is_ok_and(|c| c.inter.is_some())
+}
+
+/// Waits for the request of a non-blocking collective that returned `rc`.
+///
+/// # Safety
+/// `req` is the request it made.
+unsafe fn waited(rc: c_int, req: &mut MPI_Request) -> c_int {
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    // SAFETY: a request of this library; the status is ignored.
+    unsafe { crate::request::MPI_Wait(req, MPI_STATUS_IGNORE as *mut MPI_Status) }
+}
+
 /// `MPI_Barrier`.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
+    if is_inter(comm) {
+        let mut q = MPI_REQUEST_NULL;
+        // SAFETY: the caller's contract, passed on.
+        return unsafe { waited(crate::vcoll::MPI_Ibarrier(comm, &mut q), &mut q) };
+    }
     let r = self::comm(comm, "MPI_Barrier").and_then(|c| Ok(c.comm.barrier()?));
     on_comm(comm, r)
 }
@@ -55,6 +78,16 @@ pub unsafe extern "C" fn MPI_Bcast(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    if is_inter(comm) {
+        let mut q = MPI_REQUEST_NULL;
+        // SAFETY: the caller's contract, passed on.
+        return unsafe {
+            waited(
+                crate::vcoll::MPI_Ibcast(buffer, count, datatype, root, comm, &mut q),
+                &mut q,
+            )
+        };
+    }
     let r = (|| {
         let call = "MPI_Bcast";
         let c = self::comm(comm, call)?;
@@ -142,6 +175,18 @@ pub unsafe extern "C" fn MPI_Reduce(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    if is_inter(comm) {
+        let mut q = MPI_REQUEST_NULL;
+        // SAFETY: the caller's contract, passed on.
+        return unsafe {
+            waited(
+                crate::vcoll::MPI_Ireduce(
+                    sendbuf, recvbuf, count, datatype, op, root, comm, &mut q,
+                ),
+                &mut q,
+            )
+        };
+    }
     // SAFETY: the caller's contract.
     unsafe {
         reduction(
@@ -168,6 +213,16 @@ pub unsafe extern "C" fn MPI_Allreduce(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
+    if is_inter(comm) {
+        let mut q = MPI_REQUEST_NULL;
+        // SAFETY: the caller's contract, passed on.
+        return unsafe {
+            waited(
+                crate::vcoll::MPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, &mut q),
+                &mut q,
+            )
+        };
+    }
     // SAFETY: the caller's contract.
     unsafe {
         reduction(
@@ -194,6 +249,16 @@ pub unsafe extern "C" fn MPI_Scan(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
+    if is_inter(comm) {
+        let mut q = MPI_REQUEST_NULL;
+        // SAFETY: the caller's contract, passed on.
+        return unsafe {
+            waited(
+                crate::vcoll::MPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, &mut q),
+                &mut q,
+            )
+        };
+    }
     // SAFETY: the caller's contract.
     unsafe {
         reduction(
@@ -259,6 +324,18 @@ pub unsafe extern "C" fn MPI_Gather(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    if is_inter(comm) {
+        let mut q = MPI_REQUEST_NULL;
+        // SAFETY: the caller's contract, passed on.
+        return unsafe {
+            waited(
+                crate::vcoll::MPI_Igather(
+                    sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &mut q,
+                ),
+                &mut q,
+            )
+        };
+    }
     let r = (|| {
         let call = "MPI_Gather";
         let c0 = self::comm(comm, call)?;
@@ -318,6 +395,18 @@ pub unsafe extern "C" fn MPI_Scatter(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    if is_inter(comm) {
+        let mut q = MPI_REQUEST_NULL;
+        // SAFETY: the caller's contract, passed on.
+        return unsafe {
+            waited(
+                crate::vcoll::MPI_Iscatter(
+                    sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &mut q,
+                ),
+                &mut q,
+            )
+        };
+    }
     let r = (|| {
         let call = "MPI_Scatter";
         let c0 = self::comm(comm, call)?;
@@ -360,6 +449,18 @@ pub unsafe extern "C" fn MPI_Allgather(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
+    if is_inter(comm) {
+        let mut q = MPI_REQUEST_NULL;
+        // SAFETY: the caller's contract, passed on.
+        return unsafe {
+            waited(
+                crate::vcoll::MPI_Iallgather(
+                    sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &mut q,
+                ),
+                &mut q,
+            )
+        };
+    }
     let r = (|| {
         let call = "MPI_Allgather";
         let inplace = in_place(sendbuf);
@@ -407,6 +508,18 @@ pub unsafe extern "C" fn MPI_Alltoall(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
+    if is_inter(comm) {
+        let mut q = MPI_REQUEST_NULL;
+        // SAFETY: the caller's contract, passed on.
+        return unsafe {
+            waited(
+                crate::vcoll::MPI_Ialltoall(
+                    sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &mut q,
+                ),
+                &mut q,
+            )
+        };
+    }
     let r = (|| {
         let call = "MPI_Alltoall";
         let inplace = in_place(sendbuf);

@@ -27,6 +27,9 @@ pub(crate) struct CommObj {
     pub(crate) info: Mutex<Vec<(String, String)>>,
     /// Its virtual topology (Cartesian, graph, distributed graph).
     pub(crate) topo: Mutex<Option<crate::topo::Topo>>,
+    /// For an intercommunicator, its two groups (`comm` is then the view that puts the
+    /// remote group first: see `inter.rs`).
+    pub(crate) inter: Option<crate::inter::Inter>,
 }
 
 impl CommObj {
@@ -38,11 +41,44 @@ impl CommObj {
             attrs: Mutex::new(BTreeMap::new()),
             info: Mutex::new(Vec::new()),
             topo: Mutex::new(None),
+            inter: None,
         })
     }
 
+    /// This rank in the communicator (in its local group, for an intercommunicator).
+    pub(crate) fn local_rank(&self) -> u32 {
+        self.inter
+            .as_ref()
+            .map_or_else(|| self.comm.rank(), |i| i.local_rank)
+    }
+
+    /// The communicator's size (its local group's, for an intercommunicator).
+    pub(crate) fn local_size(&self) -> u32 {
+        self.inter
+            .as_ref()
+            .map_or_else(|| self.comm.size(), |i| i.local.len() as u32)
+    }
+
+    /// How many ranks point-to-point calls and collectives address: the communicator's
+    /// size, or the remote group's for an intercommunicator (whose ranks come first in
+    /// its view, so that remote rank r is rank r of `comm`).
+    pub(crate) fn peers(&self) -> u32 {
+        self.inter
+            .as_ref()
+            .map_or_else(|| self.comm.size(), |i| i.remote.len() as u32)
+    }
+
     /// A new communicator object for `comm`, inheriting this one's error handler.
-    fn child(&self, comm: Communicator) -> CommObj {
+    pub(crate) fn child(&self, comm: Communicator) -> CommObj {
+        self.child_inter(comm, None)
+    }
+
+    /// As [`CommObj::child`], for an intercommunicator when `inter` is given.
+    pub(crate) fn child_inter(
+        &self,
+        comm: Communicator,
+        inter: Option<crate::inter::Inter>,
+    ) -> CommObj {
         CommObj {
             comm,
             errhandler: AtomicUsize::new(self.errhandler.load(Ordering::Relaxed)),
@@ -50,6 +86,7 @@ impl CommObj {
             attrs: Mutex::new(BTreeMap::new()),
             info: Mutex::new(Vec::new()),
             topo: Mutex::new(None),
+            inter,
         }
     }
 }
@@ -114,7 +151,7 @@ pub(crate) unsafe fn out<T>(p: *mut T, v: T, call: &'static str) -> Result<(), M
 pub unsafe extern "C" fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_int {
     let r = self::comm(comm, "MPI_Comm_rank")
         // SAFETY: the caller's contract.
-        .and_then(|c| unsafe { out(rank, c.comm.rank() as c_int, "MPI_Comm_rank") });
+        .and_then(|c| unsafe { out(rank, c.local_rank() as c_int, "MPI_Comm_rank") });
     on_comm(comm, r)
 }
 
@@ -123,7 +160,7 @@ pub unsafe extern "C" fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_in
 pub unsafe extern "C" fn MPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
     let r = self::comm(comm, "MPI_Comm_size")
         // SAFETY: the caller's contract.
-        .and_then(|c| unsafe { out(size, c.comm.size() as c_int, "MPI_Comm_size") });
+        .and_then(|c| unsafe { out(size, c.local_size() as c_int, "MPI_Comm_size") });
     on_comm(comm, r)
 }
 
@@ -132,7 +169,7 @@ pub(crate) fn insert_child(parent: &CommObj, c: Communicator) -> Result<MPI_Comm
     insert(parent.child(c))
 }
 
-fn insert(obj: CommObj) -> Result<MPI_Comm, MpiError> {
+pub(crate) fn insert(obj: CommObj) -> Result<MPI_Comm, MpiError> {
     COMMS
         .insert(obj)
         .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many communicators"))
@@ -167,8 +204,10 @@ unsafe fn dup(
     } else {
         crate::info::entries(info)?
     };
-    let d = c.comm.dup()?;
-    let obj = c.child(d);
+    let obj = match &c.inter {
+        Some(_) => crate::inter::dup(&c)?,
+        None => c.child(c.comm.dup()?),
+    };
     *obj.info.lock().unwrap_or_else(PoisonError::into_inner) = hints;
     *obj.topo.lock().unwrap_or_else(PoisonError::into_inner) = c
         .topo
@@ -262,19 +301,6 @@ pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
     on_self(unsafe { out(parent, MPI_COMM_NULL, "MPI_Comm_get_parent") })
 }
 
-/// `MPI_Comm_remote_size`: an intracommunicator has no remote group.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
-    let _ = size;
-    let r = self::comm(comm, "MPI_Comm_remote_size").and_then(|_| {
-        Err(MpiError::invalid(
-            MPI_ERR_COMM,
-            "MPI_Comm_remote_size: not an intercommunicator",
-        ))
-    });
-    on_comm(comm, r)
-}
-
 /// `MPI_Comm_split`: collective; ranks of one `color` form a communicator, ordered by
 /// `key` then by their rank here; `MPI_UNDEFINED` gets `MPI_COMM_NULL`.
 #[no_mangle]
@@ -296,9 +322,13 @@ pub unsafe extern "C" fn MPI_Comm_split(
                 ))
             }
         };
-        let h = match c.comm.split(col, key)? {
-            Some(s) => insert(c.child(s))?,
-            None => MPI_COMM_NULL,
+        let h = if c.inter.is_some() {
+            crate::inter::split(&c, col, key)?
+        } else {
+            match c.comm.split(col, key)? {
+                Some(s) => insert(c.child(s))?,
+                None => MPI_COMM_NULL,
+            }
         };
         // SAFETY: the caller's contract.
         unsafe { out(newcomm, h, "MPI_Comm_split") }
@@ -326,10 +356,12 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
                 .find(|(kk, _)| kk == k)
                 .map(|(_, v)| v.as_str())
         };
-        // The host of a rank: the lowest communicator rank on the same host.
-        let host = (0..c.comm.size())
-            .find(|&r| c.comm.same_host(r))
-            .unwrap_or(c.comm.rank());
+        // The host of a rank: the lowest communicator rank on the same host (of both
+        // groups, for an intercommunicator).
+        let all = c.inter.as_ref().map_or(&c.comm, |i| &i.union);
+        let host = (0..all.size())
+            .find(|&r| all.same_host(r))
+            .unwrap_or(all.rank());
         let color = match split_type {
             MPI_COMM_TYPE_SHARED => Some(host),
             // The one hardware level Spools knows: shared memory (a host).
@@ -348,9 +380,13 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
             },
             _ => None,
         };
-        let h = match c.comm.split(color, key)? {
-            Some(s) => insert(c.child(s))?,
-            None => MPI_COMM_NULL,
+        let h = if c.inter.is_some() {
+            crate::inter::split(&c, color, key)?
+        } else {
+            match c.comm.split(color, key)? {
+                Some(s) => insert(c.child(s))?,
+                None => MPI_COMM_NULL,
+            }
         };
         // SAFETY: the caller's contract.
         unsafe { out(newcomm, h, "MPI_Comm_split_type") }
@@ -407,9 +443,18 @@ pub unsafe extern "C" fn MPI_Comm_compare(
                 .map(|r| c.job_rank(r).map_err(MpiError::from))
                 .collect()
         };
-        let (ra, rb) = (ranks(&a.comm)?, ranks(&b.comm)?);
+        // An intercommunicator's members: its local group, then its remote group.
+        let members = |c: &CommObj| -> Result<Vec<u32>, MpiError> {
+            match &c.inter {
+                Some(i) => Ok(i.local.iter().chain(&i.remote).copied().collect()),
+                None => ranks(&c.comm),
+            }
+        };
+        let (ra, rb) = (members(&a)?, members(&b)?);
         let v = if Arc::ptr_eq(&a, &b) {
             MPI_IDENT
+        } else if a.inter.is_some() != b.inter.is_some() {
+            MPI_UNEQUAL
         } else if ra == rb {
             MPI_CONGRUENT
         } else {
@@ -426,15 +471,6 @@ pub unsafe extern "C" fn MPI_Comm_compare(
         unsafe { out(result, v, "MPI_Comm_compare") }
     })();
     on_comm(comm1, r)
-}
-
-/// `MPI_Comm_test_inter`: always false (intercommunicators are not made yet).
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> c_int {
-    let r = self::comm(comm, "MPI_Comm_test_inter")
-        // SAFETY: the caller's contract.
-        .and_then(|_| unsafe { out(flag, 0, "MPI_Comm_test_inter") });
-    on_comm(comm, r)
 }
 
 /// `MPI_Comm_set_errhandler`.
@@ -547,9 +583,9 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
     on_comm(comm, r)
 }
 
-/// `MPI_Comm_create_group`: called by the group's members only; for the group of the
-/// whole communicator and of this process alone (other groups would need a context
-/// agreed among part of a communicator, which Spools does not do yet).
+/// `MPI_Comm_create_group`: called by the group's members only (a subset of `comm`'s,
+/// which agree on the new context through the runtime's bridge with `tag`: `agree.rs`);
+/// `MPI_COMM_NULL` for a process outside the group.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_create_group(
     comm: MPI_Comm,
@@ -557,25 +593,29 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
     tag: c_int,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    let _ = tag;
     let r = (|| {
         let call = "MPI_Comm_create_group";
         let c = self::comm(comm, call)?;
+        if c.inter.is_some() {
+            return Err(MpiError::invalid(
+                MPI_ERR_COMM,
+                format!("{call}: not defined on an intercommunicator here"),
+            ));
+        }
+        let tag = crate::p2p::send_tag(tag, call)?;
         let g = crate::group::members_of(group)?;
         let all = crate::group::members(&c)?;
-        let me = rt(call)?.rank;
-        let h = if g == all {
-            insert(c.child(c.comm.dup()?))?
-        } else if g == [me] {
-            let s = rt(call)?.self_comm.clone();
-            insert(c.child(s.comm.dup()?))?
-        } else if !g.contains(&me) {
-            MPI_COMM_NULL
-        } else {
+        if let Some(x) = g.iter().find(|x| !all.contains(x)) {
             return Err(MpiError::invalid(
-                MPI_ERR_UNSUPPORTED_OPERATION,
-                format!("{call}: only the communicator's whole group or this process alone are supported by Spools"),
+                MPI_ERR_GROUP,
+                format!("{call}: job rank {x} of the group is not in the communicator"),
             ));
+        }
+        let h = if g.contains(&rt(call)?.rank) {
+            let (ctx, bridge) = crate::agree::agree(&g, 0, tag, None, call)?;
+            insert(c.child(bridge.with_context(ctx, g)?))?
+        } else {
+            MPI_COMM_NULL
         };
         // SAFETY: the caller's contract.
         unsafe { out(newcomm, h, call) }

@@ -1360,23 +1360,18 @@ pub unsafe extern "C" fn PMPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_i
     unsafe { crate::comm::MPI_Comm_rank(comm, rank) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_remote_group`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_remote_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
-    unsupported("MPI_Comm_remote_group", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_remote_group`.
+/// The profiling name of `MPI_Comm_remote_group`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_remote_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
-    unsupported("MPI_Comm_remote_group", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Comm_remote_group`'s.
+    unsafe { crate::inter::MPI_Comm_remote_group(comm, group) }
 }
 
 /// The profiling name of `MPI_Comm_remote_size`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
     // SAFETY: the caller's contract is `MPI_Comm_remote_size`'s.
-    unsafe { crate::comm::MPI_Comm_remote_size(comm, size) }
+    unsafe { crate::inter::MPI_Comm_remote_size(comm, size) }
 }
 
 /// The profiling name of `MPI_Comm_set_attr`.
@@ -1512,7 +1507,7 @@ pub unsafe extern "C" fn PMPI_Comm_split_type(
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> c_int {
     // SAFETY: the caller's contract is `MPI_Comm_test_inter`'s.
-    unsafe { crate::comm::MPI_Comm_test_inter(comm, flag) }
+    unsafe { crate::inter::MPI_Comm_test_inter(comm, flag) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Compare_and_swap`.
@@ -5158,20 +5153,7 @@ pub unsafe extern "C" fn PMPI_Initialized(flag: *mut c_int) -> c_int {
     unsafe { crate::init::MPI_Initialized(flag) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Intercomm_create`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Intercomm_create(
-    local_comm: MPI_Comm,
-    local_leader: c_int,
-    peer_comm: MPI_Comm,
-    remote_leader: c_int,
-    tag: c_int,
-    newintercomm: *mut MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Intercomm_create", Scope::Comm(local_comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Intercomm_create`.
+/// The profiling name of `MPI_Intercomm_create`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Intercomm_create(
     local_comm: MPI_Comm,
@@ -5181,25 +5163,20 @@ pub unsafe extern "C" fn PMPI_Intercomm_create(
     tag: c_int,
     newintercomm: *mut MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Intercomm_create", Scope::Comm(local_comm))
+    // SAFETY: the caller's contract is `MPI_Intercomm_create`'s.
+    unsafe {
+        crate::inter::MPI_Intercomm_create(
+            local_comm,
+            local_leader,
+            peer_comm,
+            remote_leader,
+            tag,
+            newintercomm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Intercomm_create_from_groups`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
-    local_group: MPI_Group,
-    local_leader: c_int,
-    remote_group: MPI_Group,
-    remote_leader: c_int,
-    stringtag: *const c_char,
-    info: MPI_Info,
-    errhandler: MPI_Errhandler,
-    newintercomm: *mut MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Intercomm_create_from_groups", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Intercomm_create_from_groups`.
+/// The profiling name of `MPI_Intercomm_create_from_groups`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Intercomm_create_from_groups(
     local_group: MPI_Group,
@@ -5211,27 +5188,30 @@ pub unsafe extern "C" fn PMPI_Intercomm_create_from_groups(
     errhandler: MPI_Errhandler,
     newintercomm: *mut MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Intercomm_create_from_groups", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Intercomm_create_from_groups`'s.
+    unsafe {
+        crate::inter::MPI_Intercomm_create_from_groups(
+            local_group,
+            local_leader,
+            remote_group,
+            remote_leader,
+            stringtag,
+            info,
+            errhandler,
+            newintercomm,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Intercomm_merge`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Intercomm_merge(
-    intercomm: MPI_Comm,
-    high: c_int,
-    newintracomm: *mut MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Intercomm_merge", Scope::Comm(intercomm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Intercomm_merge`.
+/// The profiling name of `MPI_Intercomm_merge`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Intercomm_merge(
     intercomm: MPI_Comm,
     high: c_int,
     newintracomm: *mut MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Intercomm_merge", Scope::Comm(intercomm))
+    // SAFETY: the caller's contract is `MPI_Intercomm_merge`'s.
+    unsafe { crate::inter::MPI_Intercomm_merge(intercomm, high, newintracomm) }
 }
 
 /// The profiling name of `MPI_Iprobe`.

@@ -28,7 +28,7 @@ fn group(h: MPI_Group) -> Result<Arc<GroupObj>, MpiError> {
 
 /// # Safety
 /// `newgroup` is NULL or writable.
-unsafe fn give(
+pub(crate) unsafe fn give(
     ranks: Vec<u32>,
     newgroup: *mut MPI_Group,
     call: &'static str,
@@ -62,8 +62,12 @@ pub(crate) fn members_of(h: MPI_Group) -> Result<Vec<u32>, MpiError> {
     Ok(group(h)?.0.clone())
 }
 
-/// The job ranks of a communicator, in its order.
+/// The job ranks of a communicator, in its order (its local group, for an
+/// intercommunicator).
 pub(crate) fn members(c: &crate::comm::CommObj) -> Result<Vec<u32>, MpiError> {
+    if let Some(i) = &c.inter {
+        return Ok(i.local.clone());
+    }
     (0..c.comm.size())
         .map(|r| c.comm.job_rank(r).map_err(MpiError::from))
         .collect()

@@ -23,6 +23,9 @@ pub(crate) struct Runtime {
     pub(crate) world_comm: Arc<CommObj>,
     /// `MPI_COMM_SELF`.
     pub(crate) self_comm: Arc<CommObj>,
+    /// A private duplicate of the world (its ranks are job ranks), on which ranks that
+    /// share no communicator yet agree on a new one's context (`agree.rs`).
+    pub(crate) bridge: spools_msg::Communicator,
     /// The thread level provided.
     pub(crate) thread_level: c_int,
     /// The thread that called `MPI_Init`.
@@ -87,12 +90,14 @@ fn join(required: c_int) -> Result<c_int, MpiError> {
     let selfc = comm
         .split(Some(me), 0)?
         .ok_or(MpiError::Init("MPI_COMM_SELF could not be made".into()))?;
+    let bridge = comm.dup()?;
     // Spools' communicators, requests and engine are safe to use from any number of
     // threads at once, so every level up to MULTIPLE is provided as asked.
     let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
     let rt = Runtime {
         world_comm: CommObj::new(comm, "MPI_COMM_WORLD"),
         self_comm: CommObj::new(selfc, "MPI_COMM_SELF"),
+        bridge,
         world: Mutex::new(Some(world)),
         thread_level: provided,
         main_thread: std::thread::current().id(),

@@ -21,6 +21,7 @@
 )]
 
 pub mod abi;
+mod agree;
 mod attr;
 mod buffer;
 mod coll;
@@ -34,6 +35,7 @@ mod group;
 mod handles;
 mod info;
 mod init;
+mod inter;
 mod mem;
 mod misc;
 mod op;

@@ -22,12 +22,17 @@ pub(crate) fn dest(c: &CommObj, d: c_int, call: &'static str) -> Result<Option<u
         return Ok(None);
     }
     match u32::try_from(d) {
-        Ok(r) if r < c.comm.size() => Ok(Some(r)),
+        Ok(r) if r < c.peers() => Ok(Some(r)),
         _ => Err(MpiError::invalid(
             MPI_ERR_RANK,
             format!(
-                "{call}: rank {d} is not in this communicator of {} ranks",
-                c.comm.size()
+                "{call}: rank {d} is not in this communicator of {} ranks{}",
+                c.peers(),
+                if c.inter.is_some() {
+                    " (the remote group)"
+                } else {
+                    ""
+                }
             ),
         )),
     }

@@ -276,8 +276,9 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
     on_session(session, r)
 }
 
-/// `MPI_Comm_create_from_group`: collective over the group's members; for the groups
-/// of the world and of this process alone (the process sets Spools has).
+/// `MPI_Comm_create_from_group`: collective over the group's members, any group of the
+/// job's processes (they agree on the context through the runtime's bridge, with
+/// `stringtag` telling concurrent calls apart: `agree.rs`).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_create_from_group(
     group: MPI_Group,
@@ -286,25 +287,25 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
     errhandler: MPI_Errhandler,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    let _ = (stringtag, info);
+    let _ = info;
     let r = (|| {
         let call = "MPI_Comm_create_from_group";
         let rt = crate::init::rt(call)?;
         let g = crate::group::members_of(group)?;
-        let world: Vec<u32> = (0..rt.world_comm.comm.size()).collect();
-        let parent = if g == world {
-            rt.world_comm.clone()
-        } else if g == [rt.rank] {
-            rt.self_comm.clone()
-        } else {
+        if !g.contains(&rt.rank) {
             return Err(MpiError::invalid(
-                MPI_ERR_UNSUPPORTED_OPERATION,
-                format!(
-                    "{call}: only the groups of mpi://WORLD and mpi://SELF are supported by Spools"
-                ),
+                MPI_ERR_GROUP,
+                format!("{call}: this process is not in the group"),
             ));
+        }
+        let tag = if stringtag.is_null() {
+            0
+        } else {
+            // SAFETY: a NUL-terminated string (the caller's contract).
+            crate::agree::tag_of(unsafe { CStr::from_ptr(stringtag) }.to_bytes())
         };
-        let h = insert_child(&parent, parent.comm.dup()?)?;
+        let (ctx, bridge) = crate::agree::agree(&g, 0, tag, None, call)?;
+        let h = insert_child(&rt.world_comm, bridge.with_context(ctx, g)?)?;
         let c = crate::comm::comm(h, call)?;
         c.errhandler.store(
             if valid_errhandler(errhandler) {

@@ -186,17 +186,53 @@ impl ReduceRest {
     }
 }
 
+/// The root of a rooted collective on an intercommunicator's side that does not take
+/// part (`MPI_PROC_NULL`).
+const NOBODY: u32 = u32::MAX;
+
+/// A collective's root as a rank of `c.comm`. On an intercommunicator, `MPI_ROOT` is
+/// this rank (of the view: no peer), `MPI_PROC_NULL` is [`NOBODY`], and a rank names
+/// the remote group's root.
 fn root_of(c: &CommObj, root: c_int, call: &'static str) -> Result<u32, MpiError> {
+    if c.inter.is_some() {
+        match root {
+            MPI_ROOT => return Ok(c.comm.rank()),
+            MPI_PROC_NULL => return Ok(NOBODY),
+            _ => {}
+        }
+    }
     match u32::try_from(root) {
-        Ok(r) if r < c.comm.size() => Ok(r),
+        Ok(r) if r < c.peers() => Ok(r),
         _ => Err(MpiError::invalid(
             MPI_ERR_ROOT,
             format!(
                 "{call}: root {root} is not in this communicator of {} ranks",
-                c.comm.size()
+                c.peers()
             ),
         )),
     }
+}
+
+/// What an intercommunicator's bystander (root `MPI_PROC_NULL`) does in a rooted
+/// collective: nothing, yet it counts as one of the communicator's collectives (its
+/// buffers and types are not looked at).
+fn bystander(c: Arc<CommObj>) -> Start {
+    xfer_start(Xfer {
+        c,
+        sends: Vec::new(),
+        recvs: Vec::new(),
+    })
+}
+
+/// `MPI_IN_PLACE` is for intracommunicators only.
+fn no_in_place_on_inter(c: &CommObj, p: usize, call: &'static str) -> Result<(), MpiError> {
+    if c.inter.is_some() && in_place(p as *const c_void) {
+        return Err(MpiError::invalid(
+            MPI_ERR_BUFFER,
+            format!("{call}: MPI_IN_PLACE is not allowed on an intercommunicator"),
+        ));
+    }
+    Ok(())
 }
 
 fn in_place(p: *const c_void) -> bool {
@@ -217,16 +253,30 @@ fn start_reduce(
 ) -> Result<Box<dyn CollOp>, MpiError> {
     let t = committed(dt, call)?;
     let red = Reducer::new(op, dt, &t, n)?;
-    let size = c.comm.size();
+    let size = c.peers();
     let me = c.comm.rank();
     let src = if in_place(send as *const c_void) {
         recv
     } else {
         send
     };
-    // SAFETY: the program's buffer holds `n` elements (MPI's contract).
-    let mine = unsafe { red.input(src as *const u8) };
     let (to, from): (Vec<u32>, Vec<u32>) = match fold {
+        // An intercommunicator's root gets the fold of the remote group, which sends it.
+        Fold::Root(r) if c.inter.is_some() => {
+            if r == me {
+                (Vec::new(), (0..size).collect())
+            } else if r == NOBODY {
+                (Vec::new(), Vec::new())
+            } else {
+                (vec![r], Vec::new())
+            }
+        }
+        Fold::Scan | Fold::Exscan if c.inter.is_some() => {
+            return Err(MpiError::invalid(
+                MPI_ERR_COMM,
+                format!("{call}: a scan is not defined on an intercommunicator"),
+            ))
+        }
         Fold::Root(r) => (
             vec![r],
             if me == r {
@@ -240,9 +290,21 @@ fn start_reduce(
         Fold::Exscan => ((me + 1..size).collect(), (0..me).collect()),
     };
     let len = red.len();
+    // An intercommunicator's root and bystanders pass no data.
+    let mine = if to.is_empty() {
+        Vec::new()
+    } else {
+        // SAFETY: the program's buffer holds `n` elements (MPI's contract).
+        unsafe { red.input(src as *const u8) }
+    };
     let sends = to.into_iter().map(|r| (r, mine.clone())).collect();
     let recvs = from.into_iter().map(|r| (r, len)).collect();
     let req = c.comm.iexchange(sends, recvs)?;
+    // A reduce-scatter's block is this rank's in its (local) group.
+    let me = match fold {
+        Fold::Scatter => c.local_rank(),
+        _ => me,
+    };
     Ok(Box::new(ReduceOp {
         req,
         red,
@@ -308,13 +370,15 @@ fn gatherv(
     call: &'static str,
 ) -> Result<Xfer, MpiError> {
     let me = c.comm.rank();
+    // On an intercommunicator the root (`MPI_ROOT`) and the bystanders send nothing.
+    let sends = root != NOBODY && !(c.inter.is_some() && me == root);
     let mut x = Xfer {
         c,
         sends: Vec::new(),
         recvs: Vec::new(),
     };
     let inplace = me == root && in_place(send as *const c_void);
-    if !inplace {
+    if !inplace && sends {
         x.sends.push(OutB {
             to: root,
             key: 0,
@@ -356,6 +420,8 @@ fn scatterv(
     call: &'static str,
 ) -> Result<Xfer, MpiError> {
     let me = c.comm.rank();
+    // On an intercommunicator the root (`MPI_ROOT`) and the bystanders receive nothing.
+    let receives = root != NOBODY && !(c.inter.is_some() && me == root);
     let mut x = Xfer {
         c,
         sends: Vec::new(),
@@ -377,7 +443,7 @@ fn scatterv(
             });
         }
     }
-    if !inplace {
+    if !inplace && receives {
         x.recvs.push(In {
             from: root,
             key: 0,
@@ -402,8 +468,9 @@ fn allgatherv(
     rt: MPI_Datatype,
     call: &'static str,
 ) -> Result<Xfer, MpiError> {
+    no_in_place_on_inter(&c, send, call)?;
     let me = c.comm.rank() as usize;
-    let size = c.comm.size();
+    let size = c.peers();
     let t = committed(rt, call)?;
     let inplace = in_place(send as *const c_void);
     let (sa, sn, stt) = if inplace {
@@ -459,7 +526,8 @@ fn alltoallw(
     rt: &[MPI_Datatype],
     call: &'static str,
 ) -> Result<Start, MpiError> {
-    let size = c.comm.size() as usize;
+    no_in_place_on_inter(&c, send, call)?;
+    let size = c.peers() as usize;
     let inplace = in_place(send as *const c_void);
     let (sc, sd, st) = if inplace { (rc, rd, rt) } else { (sc, sd, st) };
     let mut sends = Vec::with_capacity(size);
@@ -625,8 +693,9 @@ macro_rules! forms {
     };
 }
 
+/// How many peers a collective addresses (the remote group, on an intercommunicator).
 fn size_of(c: &CommObj) -> usize {
-    c.comm.size() as usize
+    c.peers() as usize
 }
 
 /// Uniform blocks: counts `n` each, at element displacements `i * n`.
@@ -639,15 +708,18 @@ forms!(-, MPI_Bcast_c, MPI_Ibcast, MPI_Ibcast_c, MPI_Bcast_init, MPI_Bcast_init_
     let call = "MPI_Ibcast";
     let c = self::comm(comm, call)?;
     let root = root_of(&c, root, call)?;
+    if root == NOBODY {
+        return Ok(bystander(c));
+    }
     let t = committed(datatype, call)?;
     let n = ccount(count as i64, call)?;
     let me = c.comm.rank();
     let mut x = Xfer { c: c.clone(), sends: Vec::new(), recvs: Vec::new() };
     if me == root {
-        for i in (0..c.comm.size()).filter(|&i| i != root) {
+        for i in (0..c.peers()).filter(|&i| i != root) {
             x.sends.push(OutB { to: i, key: 0, n, t: t.clone(), addr: buffer as usize });
         }
-    } else {
+    } else if root != NOBODY {
         x.recvs.push(In { from: root, key: 0, n, t, addr: buffer as usize });
     }
     Ok(xfer_start(x))
@@ -658,6 +730,9 @@ forms!(-, MPI_Gather_c, MPI_Igather, MPI_Igather_c, MPI_Gather_init, MPI_Gather_
     let call = "MPI_Igather";
     let c = self::comm(comm, call)?;
     let root = root_of(&c, root, call)?;
+    if root == NOBODY {
+        return Ok(bystander(c));
+    }
     let (k, d) = uniform(recvcount as i64, size_of(&c));
     let x = gatherv(c, sendbuf as usize, sendcount as i64, sendtype, recvbuf as usize, &k, &d, recvtype, root, call)?;
     Ok(xfer_start(x))
@@ -668,6 +743,9 @@ forms!(MPI_Gatherv, MPI_Gatherv_c, MPI_Igatherv, MPI_Igatherv_c, MPI_Gatherv_ini
     let call = "MPI_Gatherv";
     let c = self::comm(comm, call)?;
     let root = root_of(&c, root, call)?;
+    if root == NOBODY {
+        return Ok(bystander(c));
+    }
     let n = if c.comm.rank() == root { size_of(&c) } else { 0 };
     // SAFETY: `size` values at the root (the caller's contract).
     let (k, d) = unsafe { (arr(recvcounts, n, call)?, arr(displs, n, call)?) };
@@ -680,6 +758,9 @@ forms!(-, MPI_Scatter_c, MPI_Iscatter, MPI_Iscatter_c, MPI_Scatter_init, MPI_Sca
     let call = "MPI_Iscatter";
     let c = self::comm(comm, call)?;
     let root = root_of(&c, root, call)?;
+    if root == NOBODY {
+        return Ok(bystander(c));
+    }
     let (k, d) = uniform(sendcount as i64, size_of(&c));
     let x = scatterv(c, sendbuf as usize, &k, &d, sendtype, recvbuf as usize, recvcount as i64, recvtype, root, call)?;
     Ok(xfer_start(x))
@@ -690,6 +771,9 @@ forms!(MPI_Scatterv, MPI_Scatterv_c, MPI_Iscatterv, MPI_Iscatterv_c, MPI_Scatter
     let call = "MPI_Scatterv";
     let c = self::comm(comm, call)?;
     let root = root_of(&c, root, call)?;
+    if root == NOBODY {
+        return Ok(bystander(c));
+    }
     let n = if c.comm.rank() == root { size_of(&c) } else { 0 };
     // SAFETY: `size` values at the root (the caller's contract).
     let (k, d) = unsafe { (arr(sendcounts, n, call)?, arr(displs, n, call)?) };
@@ -821,7 +905,11 @@ fn reduce_start(
 forms!(-, MPI_Reduce_c, MPI_Ireduce, MPI_Ireduce_c, MPI_Reduce_init, MPI_Reduce_init_c, comm;
     (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, count: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, root: c_int => c_int, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Ireduce";
-    let r = root_of(&*self::comm(comm, call)?, root, call)?;
+    let c = self::comm(comm, call)?;
+    let r = root_of(&c, root, call)?;
+    if r == NOBODY {
+        return Ok(bystander(c));
+    }
     reduce_start(comm, sendbuf as usize, recvbuf as usize, count as i64, datatype, op, Fold::Root(r), Vec::new(), call)
 });
 
@@ -843,7 +931,7 @@ forms!(MPI_Exscan, MPI_Exscan_c, MPI_Iexscan, MPI_Iexscan_c, MPI_Exscan_init, MP
 forms!(MPI_Reduce_scatter_block, MPI_Reduce_scatter_block_c, MPI_Ireduce_scatter_block, MPI_Ireduce_scatter_block_c, MPI_Reduce_scatter_block_init, MPI_Reduce_scatter_block_init_c, comm;
     (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Reduce_scatter_block";
-    let n = size_of(&*self::comm(comm, call)?);
+    let n = self::comm(comm, call)?.local_size() as usize;
     let k = ccount(recvcount as i64, call)?;
     scatter_start(comm, sendbuf as usize, recvbuf as usize, vec![k; n], datatype, op, call)
 });
@@ -851,7 +939,7 @@ forms!(MPI_Reduce_scatter_block, MPI_Reduce_scatter_block_c, MPI_Ireduce_scatter
 forms!(MPI_Reduce_scatter, MPI_Reduce_scatter_c, MPI_Ireduce_scatter, MPI_Ireduce_scatter_c, MPI_Reduce_scatter_init, MPI_Reduce_scatter_init_c, comm;
     (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Reduce_scatter";
-    let n = size_of(&*self::comm(comm, call)?);
+    let n = self::comm(comm, call)?.local_size() as usize;
     // SAFETY: `size` values (the caller's contract).
     let k = counts(&unsafe { arr(recvcounts, n, call)? }, call)?;
     scatter_start(comm, sendbuf as usize, recvbuf as usize, k, datatype, op, call)
@@ -907,8 +995,36 @@ pub unsafe extern "C" fn MPI_Barrier_init(
     on_comm(comm, r)
 }
 
-fn barrier_start(comm: MPI_Comm) -> Result<Start, MpiError> {
+pub(crate) fn barrier_start(comm: MPI_Comm) -> Result<Start, MpiError> {
     let c = self::comm(comm, "MPI_Ibarrier")?;
+    if c.inter.is_some() {
+        // Every rank hears from every rank of the other group, so none leaves before
+        // the whole other group entered (MPI's intercommunicator barrier).
+        let t = committed(MPI_BYTE, "MPI_Ibarrier")?;
+        let peers = c.peers();
+        let x = Xfer {
+            c,
+            sends: (0..peers)
+                .map(|to| OutB {
+                    to,
+                    key: 0,
+                    n: 0,
+                    t: t.clone(),
+                    addr: 0,
+                })
+                .collect(),
+            recvs: (0..peers)
+                .map(|from| In {
+                    from,
+                    key: 0,
+                    n: 0,
+                    t: t.clone(),
+                    addr: 0,
+                })
+                .collect(),
+        };
+        return Ok(xfer_start(x));
+    }
     Ok(Arc::new(move || {
         Ok(Box::new(BarrierOp(c.comm.ibarrier()?)) as Box<dyn CollOp>)
     }))

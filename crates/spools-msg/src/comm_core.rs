@@ -64,6 +64,34 @@ impl CommCore {
         })
     }
 
+    /// The same communicator (engine, contexts, collectives' count) with its members in
+    /// another order on this rank; `None` if `ranks` are not its members.
+    pub(crate) fn view(&self, ranks: Vec<u32>) -> Option<CommCore> {
+        let mut a = ranks.clone();
+        let mut b = self.ranks.clone();
+        a.sort_unstable();
+        b.sort_unstable();
+        if a != b {
+            return None;
+        }
+        let me = self.engine.worker.rank();
+        let rank = ranks.iter().position(|&r| r == me)? as u32;
+        let comm_rank_of_job = ranks
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| (r, i as u32))
+            .collect();
+        Some(CommCore {
+            colls_started: self.colls_started.clone(),
+            engine: self.engine.clone(),
+            ctx: self.ctx,
+            ranks,
+            comm_rank_of_job,
+            rank,
+            sm: Default::default(),
+        })
+    }
+
     pub(crate) fn size(&self) -> u32 {
         self.ranks.len() as u32
     }

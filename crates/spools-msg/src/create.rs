@@ -86,6 +86,65 @@ impl Communicator {
         ))
     }
 
+    /// The lowest context id this rank knows to be free: ranks that share no
+    /// communicator yet agree on a new one's context as the largest of their
+    /// `free_context()` (exchanged by any means) and make it with
+    /// [`Communicator::with_context`]. MPI's intercommunicators are made so.
+    pub fn free_context(&self) -> u32 {
+        self.core.engine.next_ctx.load(Ordering::Acquire)
+    }
+
+    /// A communicator of job ranks `ranks` (in this order) in context `ctx`, which its
+    /// members agreed on as the largest of their [`Communicator::free_context`]: every
+    /// member calls it with the same `ctx` and `ranks`. Not collective in itself.
+    ///
+    /// ```
+    /// let world = spools::init().unwrap();
+    /// let ctx = world.free_context();            // on one rank: nothing to agree with
+    /// let c = world.with_context(ctx, vec![world.rank()]).unwrap();
+    /// assert_eq!((c.rank(), c.size()), (0, 1));
+    /// assert!(world.free_context() > ctx);       // the context is taken
+    /// ```
+    ///
+    /// # Errors
+    /// [`MsgError::NoContext`] when `ctx` is out of range; [`MsgError::Protocol`] when
+    /// this rank is not among `ranks`.
+    pub fn with_context(&self, ctx: u32, ranks: Vec<u32>) -> Result<Communicator, MsgError> {
+        if ctx >= MAX_CTX || ctx % 2 == 1 {
+            return Err(MsgError::NoContext);
+        }
+        let e = &self.core.engine;
+        e.next_ctx.fetch_max(ctx + 2, Ordering::AcqRel);
+        Communicator::from_parts(e.clone(), ctx, ranks).ok_or(MsgError::Protocol {
+            peer: self.core.rank,
+            what: "this rank is missing from the communicator it makes",
+        })
+    }
+
+    /// This communicator with its members in another order on this rank (the same
+    /// context: a message matches in either): point-to-point ranks and statuses name
+    /// members in `ranks`' order (job ranks). Collectives need the order every member
+    /// uses; MPI's intercommunicators put the other group first, so that a rank of
+    /// the remote group is a rank here.
+    ///
+    /// ```
+    /// let world = spools::init().unwrap();
+    /// let v = world.view(vec![world.rank()]).unwrap();
+    /// assert_eq!(v.rank(), 0);
+    /// ```
+    ///
+    /// # Errors
+    /// [`MsgError::Protocol`] when `ranks` are not this communicator's members.
+    pub fn view(&self, ranks: Vec<u32>) -> Result<Communicator, MsgError> {
+        let core = self.core.view(ranks).ok_or(MsgError::Protocol {
+            peer: self.core.rank,
+            what: "a view must hold the communicator's members",
+        })?;
+        Ok(Communicator {
+            core: std::sync::Arc::new(core),
+        })
+    }
+
     /// Agrees on a context id unused by every member: the largest next-free id any of
     /// them knows (so it is above every context a member belongs to). Communicators must
     /// be created by one thread at a time on each rank (two concurrent `dup`s of
