@@ -202,12 +202,50 @@ fn cast<T: Element>(bytes: &[u8]) -> Vec<T> {
     v
 }
 
+/// Where a typed reduction's elements are.
+#[derive(Clone, Copy)]
+enum Src<'a> {
+    /// Packed bytes (a copy); the result comes back as bytes.
+    Packed(&'a [u8]),
+    /// The program's own buffers, used in place: `send` and (where this rank gets the
+    /// result) `recv` hold `bytes` bytes, aligned for the element type and disjoint.
+    Direct {
+        send: *const u8,
+        recv: *mut u8,
+        bytes: usize,
+    },
+}
+
 fn run<T: Element>(
     c: &Communicator,
-    input: &[u8],
+    src: Src<'_>,
     op: &Op<T>,
     which: Which,
 ) -> Result<Vec<u8>, MpiError> {
+    let input = match src {
+        Src::Packed(b) => b,
+        Src::Direct { send, recv, bytes } => {
+            let n = bytes / std::mem::size_of::<T>();
+            // SAFETY: `Src::Direct`'s contract: `n` aligned elements.
+            let s = unsafe { std::slice::from_raw_parts(send.cast::<T>(), n) };
+            let gets = match which {
+                Which::Root(r) => c.rank() == r,
+                _ => true,
+            };
+            let r: &mut [T] = if gets {
+                // SAFETY: as above, and disjoint from `s`.
+                unsafe { std::slice::from_raw_parts_mut(recv.cast::<T>(), n) }
+            } else {
+                &mut []
+            };
+            match which {
+                Which::All => c.allreduce(s, r, op)?,
+                Which::Scan => c.scan(s, r, op)?,
+                Which::Root(root) => c.reduce(s, r, op, root)?,
+            }
+            return Ok(Vec::new());
+        }
+    };
     let send: Vec<T> = cast(input);
     let mut recv = vec![T::default(); send.len()];
     match which {
@@ -247,7 +285,7 @@ macro_rules! ints {
 
 fn floats<T: Element>(
     c: &Communicator,
-    input: &[u8],
+    input: Src<'_>,
     which: Which,
     op: MPI_Op,
 ) -> Result<Vec<u8>, MpiError> {
@@ -265,7 +303,7 @@ fn floats<T: Element>(
 /// this rank gets them.
 fn typed(
     c: &Communicator,
-    input: &[u8],
+    input: Src<'_>,
     which: Which,
     b: Basic,
     op: MPI_Op,
@@ -310,9 +348,26 @@ pub(crate) unsafe fn reduce(
     };
     match plan(op, dt, t)? {
         Plan::Typed(b, op) => {
+            let bytes = n * t.size;
+            let align = t.basic_size.max(1);
+            let aligned = |p: usize| p % align == 0;
+            let disjoint = !gets
+                || (send as usize + bytes <= recv as usize)
+                || (recv as usize + bytes <= send as usize);
+            // The program's buffers in place when they can be (contiguous, aligned,
+            // not in place): no copies, and the same buffers call after call, which
+            // Spools' large-message paths reuse.
+            if t.contiguous()
+                && aligned(send as usize)
+                && (!gets || aligned(recv as usize))
+                && disjoint
+            {
+                typed(c, Src::Direct { send, recv, bytes }, which, b, op)?;
+                return Ok(());
+            }
             // SAFETY: the caller's contract.
             let input = unsafe { crate::p2p::data(send.cast(), n, t) };
-            let out = typed(c, &input, which, b, op)?;
+            let out = typed(c, Src::Packed(&input), which, b, op)?;
             if gets && !out.is_empty() {
                 // SAFETY: `recv` holds `n` elements of `t` here (the caller's contract).
                 unsafe { crate::datatype::unpack(&out, recv, t) };
@@ -336,7 +391,7 @@ pub(crate) unsafe fn reduce(
                 },
                 false,
             );
-            let out = run::<u8>(c, &input, &op, which)?;
+            let out = run::<u8>(c, Src::Packed(&input), &op, which)?;
             if gets {
                 // Only the datatype's own bytes go to `recv` (not the gaps between).
                 // SAFETY: `recv` holds `n` elements (the caller's contract).
