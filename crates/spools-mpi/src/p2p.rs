@@ -383,7 +383,29 @@ pub unsafe extern "C" fn MPI_Recv_c(
     }
 }
 
-/// Starts a non-blocking send: the data is copied into the operation.
+/// The program's memory of a pending operation, handed to Spools in place (MPI's
+/// contract: the buffer of a send or receive is the operation's until it completes).
+pub(crate) struct ProgramMemory {
+    addr: usize,
+    len: usize,
+}
+
+// SAFETY: MPI's contract on the program's buffer: `len` bytes at `addr`, valid and left
+// alone (written by nothing else, for a receive; not written, for a send) from the start
+// of the operation until it completes; the value does not own them, so moving it moves
+// nothing.
+unsafe impl spools_msg::PinnedBuf for ProgramMemory {
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.addr as *mut u8
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// Starts a non-blocking send: a contiguous buffer in place, other layouts packed into
+/// the operation.
 ///
 /// # Safety
 /// `buf` holds `count` elements of `datatype`.
@@ -400,6 +422,11 @@ pub(crate) unsafe fn start_send(
     Ok(match s.to {
         None => Op::Done(empty_status()),
         Some(to) => {
+            let len = s.n * s.t.size;
+            if s.t.contiguous() && len > 0 && !synchronous(call) {
+                let m = ProgramMemory { addr: buf, len };
+                return Ok(Op::Send(Some(s.c.comm.isend_pinned(m, to, s.tag)?)));
+            }
             // SAFETY: the caller's contract.
             let bytes = unsafe { data(buf as *const c_void, s.n, &s.t) }.into_owned();
             if synchronous(call) {
@@ -429,12 +456,24 @@ pub(crate) fn start_recv(
     Ok(match source(&c, src, call)? {
         None => Op::Done(proc_null_status()),
         Some(from) => {
-            let req = c.comm.irecv(
-                vec![0u8; crate::datatype::bytes_of(n, &t, call)?],
-                from,
-                tag,
-            )?;
-            Op::Recv { req, addr: buf, t }
+            let len = crate::datatype::bytes_of(n, &t, call)?;
+            if t.contiguous() && len > 0 {
+                let m = ProgramMemory { addr: buf, len };
+                let req = c.comm.irecv_pinned(m, from, tag)?;
+                return Ok(Op::Recv {
+                    req,
+                    addr: buf,
+                    t,
+                    direct: true,
+                });
+            }
+            let req = c.comm.irecv(vec![0u8; len], from, tag)?;
+            Op::Recv {
+                req,
+                addr: buf,
+                t,
+                direct: false,
+            }
         }
     })
 }

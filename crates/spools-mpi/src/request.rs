@@ -16,12 +16,14 @@ use crate::handles::{Kind, Table};
 pub(crate) enum Op {
     /// A send in flight (`None`: already complete).
     Send(Option<spools::Request>),
-    /// A receive in flight into a buffer of its own, to be copied (unpacked) to the
-    /// program's buffer at `addr` (`count` elements of `t`) on completion.
+    /// A receive in flight: straight into the program's buffer (`direct`, a contiguous
+    /// datatype), or into a buffer of its own, to be copied (unpacked) to the program's
+    /// buffer at `addr` (`count` elements of `t`) on completion.
     Recv {
         req: spools::Request,
         addr: usize,
         t: Arc<TypeObj>,
+        direct: bool,
     },
     /// Complete, with this status (sends and receives with `MPI_PROC_NULL`).
     Done(MPI_Status),
@@ -362,7 +364,13 @@ fn complete(op: Op) -> Result<MPI_Status, Box<(MpiError, Option<MPI_Status>)>> {
             .wait()
             .map(|c| status_of(&c.status))
             .map_err(|e| Box::new((e.into(), None))),
-        Op::Recv { req, addr, t } => match req.wait() {
+        Op::Recv {
+            req,
+            addr,
+            t,
+            direct,
+        } => match req.wait() {
+            Ok(c) if direct => Ok(status_of(&c.status)),
             // SAFETY: `addr` is the program's buffer for this receive (MPI's contract:
             // valid until the request completes).
             Ok(c) => Ok(unsafe { deliver(c, addr, &t) }),
