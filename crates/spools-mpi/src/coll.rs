@@ -312,6 +312,46 @@ fn moves(
     })
 }
 
+/// The program's send and receive buffers as bytes, used in place (no copies, and the
+/// same memory call after call, which Spools' large-message paths reuse), when both
+/// datatypes are contiguous, the byte counts agree (`send` bytes per block either way)
+/// and the buffers do not overlap; `None` sends the call down the packing path.
+///
+/// # Safety
+/// `sendbuf` holds `sn` bytes and `recvbuf` `rn` bytes (the caller's contract).
+unsafe fn in_place_bytes<'a>(
+    sendbuf: *const c_void,
+    sn: usize,
+    recvbuf: *mut c_void,
+    rn: usize,
+) -> Option<(&'a [u8], &'a mut [u8])> {
+    let (s, r) = (sendbuf as usize, recvbuf as usize);
+    let apart = s + sn <= r || r + rn <= s;
+    if !apart || (sn > 0 && s == 0) || (rn > 0 && r == 0) {
+        return None;
+    }
+    // SAFETY: the caller's contract; disjoint, as checked.
+    unsafe {
+        Some((
+            std::slice::from_raw_parts(sendbuf.cast::<u8>(), sn),
+            std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), rn),
+        ))
+    }
+}
+
+/// Whether the blocks of a regular collective can move in place: both datatypes
+/// contiguous with the same bytes per block.
+fn same_contiguous(m: &Moves) -> Option<(usize, usize)> {
+    match (m.st.as_ref(), m.rt.as_ref()) {
+        (Some(st), Some(rt))
+            if st.contiguous() && rt.contiguous() && m.sn * st.size == m.rn * rt.size =>
+        {
+            Some((m.sn * st.size, m.rn * rt.size))
+        }
+        _ => None,
+    }
+}
+
 /// `MPI_Gather`.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Gather(
@@ -470,6 +510,14 @@ pub unsafe extern "C" fn MPI_Allgather(
         let rt =
             m.rt.as_ref()
                 .ok_or(MpiError::invalid(MPI_ERR_TYPE, "no recvtype"))?;
+        let size = m.c.comm.size() as usize;
+        if let (false, Some((sb, rb))) = (inplace, same_contiguous(&m)) {
+            // SAFETY: the caller's contract: a block to send, `size` blocks to receive.
+            if let Some((s, r)) = unsafe { in_place_bytes(sendbuf, sb, recvbuf, rb * size) } {
+                m.c.comm.allgather(s, r)?;
+                return Ok(());
+            }
+        }
         let me = m.c.comm.rank() as isize;
         let mine = match (inplace, m.st.as_ref()) {
             // SAFETY: this rank's block of `recvbuf` (the caller's contract).
@@ -530,6 +578,14 @@ pub unsafe extern "C" fn MPI_Alltoall(
             m.rt.as_ref()
                 .ok_or(MpiError::invalid(MPI_ERR_TYPE, "no recvtype"))?;
         let size = m.c.comm.size() as usize;
+        if let (false, Some((sb, rb))) = (inplace, same_contiguous(&m)) {
+            // SAFETY: the caller's contract: `size` blocks each way.
+            if let Some((s, r)) = unsafe { in_place_bytes(sendbuf, sb * size, recvbuf, rb * size) }
+            {
+                m.c.comm.alltoall(s, r)?;
+                return Ok(());
+            }
+        }
         let send = match (inplace, m.st.as_ref()) {
             // SAFETY: `recvbuf` holds size x recvcount elements (the caller's contract).
             (true, _) => unsafe { data(recvbuf, m.rn * size, rt) }.into_owned(),
