@@ -142,6 +142,24 @@ impl TypeObj {
     }
 }
 
+/// Predefined datatype handles are below this (the standard ABI's small integers).
+const PREDEFINED_LIMIT: MPI_Datatype = 0x400;
+
+/// The predefined datatypes indexed by handle: every call looks its datatype up, so the
+/// look-up is one index, not a search.
+fn predefined_by_handle() -> &'static [Option<Arc<TypeObj>>] {
+    static T: OnceLock<Vec<Option<Arc<TypeObj>>>> = OnceLock::new();
+    T.get_or_init(|| {
+        let mut v = vec![None; PREDEFINED_LIMIT];
+        for (h, t) in predefined_table() {
+            if let Some(slot) = v.get_mut(*h) {
+                *slot = Some(t.clone());
+            }
+        }
+        v
+    })
+}
+
 fn predefined_table() -> &'static Vec<(MPI_Datatype, Arc<TypeObj>)> {
     static T: OnceLock<Vec<(MPI_Datatype, Arc<TypeObj>)>> = OnceLock::new();
     T.get_or_init(|| {
@@ -249,12 +267,8 @@ pub(crate) fn dtype(h: MPI_Datatype) -> Result<Arc<TypeObj>, MpiError> {
         what: "datatype",
         handle: h,
     };
-    if h < 0x400 {
-        return predefined_table()
-            .iter()
-            .find(|(k, _)| *k == h)
-            .map(|(_, t)| t.clone())
-            .ok_or_else(bad);
+    if h < PREDEFINED_LIMIT {
+        return predefined_by_handle()[h].clone().ok_or_else(bad);
     }
     TYPES.get(h).ok_or_else(bad)
 }
