@@ -601,3 +601,40 @@ pub unsafe extern "C" fn MPI_Alltoall(
     })();
     on_comm(comm, r)
 }
+
+/// Defines the large-count (`_c`) form of a blocking collective: the `int` form when
+/// every count fits an `int` (Spools' own algorithms, as above), else the non-blocking
+/// `_c` form of `vcoll.rs`, waited for. mpi4py calls the `_c` forms whenever the library
+/// has them.
+macro_rules! large_count {
+    ($name:ident; $small:ident, $nb:ident; counts($($n:ident),+); ($($p:ident: $t:ty),*)) => {
+        #[doc = concat!("`", stringify!($name), "`.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($p: $t),*) -> c_int {
+            if let ($(Ok($n),)+) = ($(c_int::try_from($n),)+) {
+                // SAFETY: the caller's contract, passed on.
+                return unsafe { $small($($p),*) };
+            }
+            let mut q = MPI_REQUEST_NULL;
+            // SAFETY: as above.
+            unsafe { waited(crate::vcoll::$nb($($p,)* &mut q), &mut q) }
+        }
+    };
+}
+
+large_count!(MPI_Bcast_c; MPI_Bcast, MPI_Ibcast_c; counts(count);
+    (buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm));
+large_count!(MPI_Reduce_c; MPI_Reduce, MPI_Ireduce_c; counts(count);
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm));
+large_count!(MPI_Allreduce_c; MPI_Allreduce, MPI_Iallreduce_c; counts(count);
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm));
+large_count!(MPI_Scan_c; MPI_Scan, MPI_Iscan_c; counts(count);
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm));
+large_count!(MPI_Gather_c; MPI_Gather, MPI_Igather_c; counts(sendcount, recvcount);
+    (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm));
+large_count!(MPI_Scatter_c; MPI_Scatter, MPI_Iscatter_c; counts(sendcount, recvcount);
+    (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm));
+large_count!(MPI_Allgather_c; MPI_Allgather, MPI_Iallgather_c; counts(sendcount, recvcount);
+    (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm));
+large_count!(MPI_Alltoall_c; MPI_Alltoall, MPI_Ialltoall_c; counts(sendcount, recvcount);
+    (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm));

@@ -211,7 +211,7 @@ pub unsafe extern "C" fn PMPI_Allgather_c(
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Allgather_c`'s.
     unsafe {
-        crate::vcoll::MPI_Allgather_c(
+        crate::coll::MPI_Allgather_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
     }
@@ -381,7 +381,7 @@ pub unsafe extern "C" fn PMPI_Allreduce_c(
     comm: MPI_Comm,
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Allreduce_c`'s.
-    unsafe { crate::vcoll::MPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm) }
+    unsafe { crate::coll::MPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm) }
 }
 
 /// The profiling name of `MPI_Allreduce_init`.
@@ -454,7 +454,7 @@ pub unsafe extern "C" fn PMPI_Alltoall_c(
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Alltoall_c`'s.
     unsafe {
-        crate::vcoll::MPI_Alltoall_c(
+        crate::coll::MPI_Alltoall_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         )
     }
@@ -753,7 +753,7 @@ pub unsafe extern "C" fn PMPI_Bcast_c(
     comm: MPI_Comm,
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Bcast_c`'s.
-    unsafe { crate::vcoll::MPI_Bcast_c(buffer, count, datatype, root, comm) }
+    unsafe { crate::coll::MPI_Bcast_c(buffer, count, datatype, root, comm) }
 }
 
 /// The profiling name of `MPI_Bcast_init`.
@@ -3722,7 +3722,7 @@ pub unsafe extern "C" fn PMPI_Gather_c(
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Gather_c`'s.
     unsafe {
-        crate::vcoll::MPI_Gather_c(
+        crate::coll::MPI_Gather_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
         )
     }
@@ -6801,7 +6801,7 @@ pub unsafe extern "C" fn PMPI_Reduce_c(
     comm: MPI_Comm,
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Reduce_c`'s.
-    unsafe { crate::vcoll::MPI_Reduce_c(sendbuf, recvbuf, count, datatype, op, root, comm) }
+    unsafe { crate::coll::MPI_Reduce_c(sendbuf, recvbuf, count, datatype, op, root, comm) }
 }
 
 /// The profiling name of `MPI_Reduce_init`.
@@ -7445,7 +7445,7 @@ pub unsafe extern "C" fn PMPI_Scan_c(
     comm: MPI_Comm,
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Scan_c`'s.
-    unsafe { crate::vcoll::MPI_Scan_c(sendbuf, recvbuf, count, datatype, op, comm) }
+    unsafe { crate::coll::MPI_Scan_c(sendbuf, recvbuf, count, datatype, op, comm) }
 }
 
 /// The profiling name of `MPI_Scan_init`.
@@ -7518,7 +7518,7 @@ pub unsafe extern "C" fn PMPI_Scatter_c(
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Scatter_c`'s.
     unsafe {
-        crate::vcoll::MPI_Scatter_c(
+        crate::coll::MPI_Scatter_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
         )
     }

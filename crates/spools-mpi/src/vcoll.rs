@@ -703,7 +703,7 @@ fn uniform(n: i64, size: usize) -> (Vec<i64>, Vec<i64>) {
     (vec![n; size], (0..size as i64).map(|i| i * n).collect())
 }
 
-forms!(-, MPI_Bcast_c, MPI_Ibcast, MPI_Ibcast_c, MPI_Bcast_init, MPI_Bcast_init_c, comm;
+forms!(-, -, MPI_Ibcast, MPI_Ibcast_c, MPI_Bcast_init, MPI_Bcast_init_c, comm;
     (buffer: *mut c_void => *mut c_void, count: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Ibcast";
     let c = self::comm(comm, call)?;
@@ -725,7 +725,7 @@ forms!(-, MPI_Bcast_c, MPI_Ibcast, MPI_Ibcast_c, MPI_Bcast_init, MPI_Bcast_init_
     Ok(xfer_start(x))
 });
 
-forms!(-, MPI_Gather_c, MPI_Igather, MPI_Igather_c, MPI_Gather_init, MPI_Gather_init_c, comm;
+forms!(-, -, MPI_Igather, MPI_Igather_c, MPI_Gather_init, MPI_Gather_init_c, comm;
     (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Igather";
     let c = self::comm(comm, call)?;
@@ -753,7 +753,7 @@ forms!(MPI_Gatherv, MPI_Gatherv_c, MPI_Igatherv, MPI_Igatherv_c, MPI_Gatherv_ini
     Ok(xfer_start(x))
 });
 
-forms!(-, MPI_Scatter_c, MPI_Iscatter, MPI_Iscatter_c, MPI_Scatter_init, MPI_Scatter_init_c, comm;
+forms!(-, -, MPI_Iscatter, MPI_Iscatter_c, MPI_Scatter_init, MPI_Scatter_init_c, comm;
     (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Iscatter";
     let c = self::comm(comm, call)?;
@@ -781,7 +781,7 @@ forms!(MPI_Scatterv, MPI_Scatterv_c, MPI_Iscatterv, MPI_Iscatterv_c, MPI_Scatter
     Ok(xfer_start(x))
 });
 
-forms!(-, MPI_Allgather_c, MPI_Iallgather, MPI_Iallgather_c, MPI_Allgather_init, MPI_Allgather_init_c, comm;
+forms!(-, -, MPI_Iallgather, MPI_Iallgather_c, MPI_Allgather_init, MPI_Allgather_init_c, comm;
     (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Iallgather";
     let c = self::comm(comm, call)?;
@@ -839,7 +839,7 @@ fn alltoallv(
     )
 }
 
-forms!(-, MPI_Alltoall_c, MPI_Ialltoall, MPI_Ialltoall_c, MPI_Alltoall_init, MPI_Alltoall_init_c, comm;
+forms!(-, -, MPI_Ialltoall, MPI_Ialltoall_c, MPI_Alltoall_init, MPI_Alltoall_init_c, comm;
     (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Ialltoall";
     let c = self::comm(comm, call)?;
@@ -902,7 +902,7 @@ fn reduce_start(
     }))
 }
 
-forms!(-, MPI_Reduce_c, MPI_Ireduce, MPI_Ireduce_c, MPI_Reduce_init, MPI_Reduce_init_c, comm;
+forms!(-, -, MPI_Ireduce, MPI_Ireduce_c, MPI_Reduce_init, MPI_Reduce_init_c, comm;
     (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, count: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, root: c_int => c_int, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Ireduce";
     let c = self::comm(comm, call)?;
@@ -913,12 +913,12 @@ forms!(-, MPI_Reduce_c, MPI_Ireduce, MPI_Ireduce_c, MPI_Reduce_init, MPI_Reduce_
     reduce_start(comm, sendbuf as usize, recvbuf as usize, count as i64, datatype, op, Fold::Root(r), Vec::new(), call)
 });
 
-forms!(-, MPI_Allreduce_c, MPI_Iallreduce, MPI_Iallreduce_c, MPI_Allreduce_init, MPI_Allreduce_init_c, comm;
+forms!(-, -, MPI_Iallreduce, MPI_Iallreduce_c, MPI_Allreduce_init, MPI_Allreduce_init_c, comm;
     (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, count: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm), || {
     reduce_start(comm, sendbuf as usize, recvbuf as usize, count as i64, datatype, op, Fold::All, Vec::new(), "MPI_Iallreduce")
 });
 
-forms!(-, MPI_Scan_c, MPI_Iscan, MPI_Iscan_c, MPI_Scan_init, MPI_Scan_init_c, comm;
+forms!(-, -, MPI_Iscan, MPI_Iscan_c, MPI_Scan_init, MPI_Scan_init_c, comm;
     (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, count: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm), || {
     reduce_start(comm, sendbuf as usize, recvbuf as usize, count as i64, datatype, op, Fold::Scan, Vec::new(), "MPI_Iscan")
 });
