@@ -54,7 +54,7 @@ def parse(out):
 
 
 def run(impl, n, module, excludes, timeout):
-    args = [str(VENV / "bin" / "python"), "main.py", "-q", "-i", "^%s$" % re.escape(module)]
+    args = [str(VENV / "bin" / "python"), "main.py", "-q", "-i", r"^%s\.py$" % re.escape(module)]
     env = dict(os.environ)
     if impl == "spools":
         for p in excludes:
