@@ -87,8 +87,12 @@ pub(crate) fn put_first(program: Option<&OsStr>) {
     let python = program
         .and_then(python_extension)
         .and_then(|ext| link_dir(&ext));
-    let Some(d) = python.or_else(dir) else { return };
-    let mut paths = vec![d];
+    // The link's directory is on this host only: ranks on other hosts (`--hosts`) find
+    // the library's own directory next.
+    let mut paths: Vec<PathBuf> = python.into_iter().chain(dir()).collect();
+    if paths.is_empty() {
+        return;
+    }
     if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
         paths.extend(std::env::split_paths(&old));
     }
