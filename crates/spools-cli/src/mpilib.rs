@@ -48,14 +48,32 @@ fn python_extension(program: &OsStr) -> Option<PathBuf> {
         for d in (s.submodule_search_locations or []) if s else []:\n\
         \x20   for f in sorted(glob.glob(os.path.join(d, '_spools.*so'))):\n\
         \x20       print(f)\n";
-    let out = std::process::Command::new(program)
+    let mut child = std::process::Command::new(program)
         .args(["-c", FIND])
         .env_remove("PYTHONSTARTUP")
         .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
-        .output()
+        .spawn()
         .ok()?;
-    let text = String::from_utf8(out.stdout).ok()?;
+    // A bounded wait: a program named python* that is no interpreter must not hold the
+    // launch (it is then started as any other program).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut text).ok()?;
     let first = text.lines().next()?;
     Path::new(first).canonicalize().ok()
 }
