@@ -326,17 +326,24 @@ unsafe fn in_place_bytes<'a>(
     rn: usize,
 ) -> Option<(&'a [u8], &'a mut [u8])> {
     let (s, r) = (sendbuf as usize, recvbuf as usize);
-    let apart = s + sn <= r || r + rn <= s;
+    // Empty buffers may be NULL (no slice is made of them); others must not be.
+    let apart = sn == 0 || rn == 0 || s + sn <= r || r + rn <= s;
     if !apart || (sn > 0 && s == 0) || (rn > 0 && r == 0) {
         return None;
     }
-    // SAFETY: the caller's contract; disjoint, as checked.
-    unsafe {
-        Some((
-            std::slice::from_raw_parts(sendbuf.cast::<u8>(), sn),
-            std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), rn),
-        ))
-    }
+    let send: &[u8] = if sn == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller's contract: `sn` readable bytes, apart from `recvbuf`'s.
+        unsafe { std::slice::from_raw_parts(sendbuf.cast::<u8>(), sn) }
+    };
+    let recv: &mut [u8] = if rn == 0 {
+        &mut []
+    } else {
+        // SAFETY: the caller's contract: `rn` writable bytes.
+        unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), rn) }
+    };
+    Some((send, recv))
 }
 
 /// Whether the blocks of a regular collective can move in place: both datatypes

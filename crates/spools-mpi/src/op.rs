@@ -357,7 +357,12 @@ pub(crate) unsafe fn reduce(
             // The program's buffers in place when they can be (contiguous, aligned,
             // not in place): no copies, and the same buffers call after call, which
             // Spools' large-message paths reuse.
-            if t.contiguous()
+            // Never empty nor NULL: no slice is made of a NULL pointer.
+            let real = |p: usize| p != 0;
+            if bytes > 0
+                && real(send as usize)
+                && (!gets || real(recv as usize))
+                && t.contiguous()
                 && aligned(send as usize)
                 && (!gets || aligned(recv as usize))
                 && disjoint
