@@ -7,8 +7,8 @@
 //! A Python interpreter that finds the `spools` package gets the package's extension
 //! instead, which carries the same library: then mpi4py (built against the standard ABI)
 //! and `spools` in one program are one runtime, whichever is imported first (a link named
-//! `libmpi_abi.so.1` to the extension, in a directory of this user under the temporary
-//! directory, goes first on the path).
+//! `libmpi_abi.so.1` to the extension, in a directory of the user's own
+//! (`$XDG_RUNTIME_DIR/spools/` or `~/.cache/spools/`), goes first on the path).
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -78,13 +78,18 @@ fn python_extension(program: &OsStr) -> Option<PathBuf> {
     Path::new(first).canonicalize().ok()
 }
 
-/// A directory of this user holding `libmpi_abi.so.1`, a link to `ext`.
+/// A directory of this user's holding `libmpi_abi.so.1`, a link to `ext`
+/// (`$XDG_RUNTIME_DIR/spools/` or `~/.cache/spools/`).
 fn link_dir(ext: &Path) -> Option<PathBuf> {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     ext.hash(&mut h);
-    let uid = rustix::process::getuid().as_raw();
-    let d = std::env::temp_dir().join(format!("spools-mpi-{uid}-{:016x}", h.finish()));
+    // A directory of this user's own (not a shared temporary one, where another user
+    // could make it first and put a library of theirs in the ranks).
+    let base = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    let d = base.join(format!("spools/mpi-{:016x}", h.finish()));
     let link = d.join(SONAME);
     if std::fs::read_link(&link).ok().as_deref() == Some(ext) {
         return Some(d);

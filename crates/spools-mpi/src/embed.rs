@@ -16,6 +16,9 @@ pub enum EmbedError {
     /// The handle names no communicator of this library (freed, or `MPI_COMM_NULL`).
     #[error("{0:#x} is not a communicator of Spools' MPI library")]
     Handle(usize),
+    /// The handle is an intercommunicator, which has no `spools.Comm` (merge it first).
+    #[error("{0:#x} is an intercommunicator: merge it into an intracommunicator first")]
+    Inter(usize),
 }
 
 /// The Spools communicator behind the MPI communicator `handle` (its value as the
@@ -24,12 +27,16 @@ pub enum EmbedError {
 ///
 /// # Errors
 /// [`EmbedError::NotHere`] when MPI is not initialised in this binary,
-/// [`EmbedError::Handle`] for a handle that is not a live communicator.
+/// [`EmbedError::Handle`] for a handle that is not a live communicator,
+/// [`EmbedError::Inter`] for an intercommunicator.
 pub fn communicator(handle: usize) -> Result<Communicator, EmbedError> {
     if crate::init::runtime().is_none() {
         return Err(EmbedError::NotHere);
     }
     match crate::comm::comm(handle, "spools.Comm") {
+        // An intercommunicator's view orders its ranks differently on each side: no
+        // Spools collective could run on it.
+        Ok(c) if c.inter.is_some() => Err(EmbedError::Inter(handle)),
         Ok(c) => Ok(c.comm.clone()),
         Err(crate::error::MpiError::NotInitialized(_)) => Err(EmbedError::NotHere),
         Err(_) => Err(EmbedError::Handle(handle)),

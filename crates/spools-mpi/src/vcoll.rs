@@ -850,7 +850,7 @@ forms!(-, -, MPI_Ialltoall, MPI_Ialltoall_c, MPI_Alltoall_init, MPI_Alltoall_ini
     alltoallv(c, sendbuf as usize, &sk, &sd, sendtype, recvbuf as usize, &rk, &rd, recvtype, call)
 });
 
-forms!(-, -, MPI_Ialltoallv, MPI_Ialltoallv_c, MPI_Alltoallv_init, MPI_Alltoallv_init_c, comm;
+forms!(MPI_Alltoallv, MPI_Alltoallv_c, MPI_Ialltoallv, MPI_Ialltoallv_c, MPI_Alltoallv_init, MPI_Alltoallv_init_c, comm;
     (sendbuf: *const c_void => *const c_void, sendcounts: *const c_int => *const MPI_Count, sdispls: *const c_int => *const MPI_Aint, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, rdispls: *const c_int => *const MPI_Aint, recvtype: MPI_Datatype => MPI_Datatype, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Alltoallv";
     let c = self::comm(comm, call)?;
@@ -865,135 +865,6 @@ forms!(-, -, MPI_Ialltoallv, MPI_Ialltoallv_c, MPI_Alltoallv_init, MPI_Alltoallv
     };
     alltoallv(c, sendbuf as usize, &sk, &sd, sendtype, recvbuf as usize, &rk, &rd, recvtype, call)
 });
-
-/// An alltoallv whose blocks lie one after the other in both buffers, in rank order
-/// (displacements the running sums of the counts, as programs that pack per peer pass
-/// them), of contiguous datatypes, not in place, on an intracommunicator: Spools'
-/// `alltoallv` on the program's bytes, with no copies. `None` for any other call, which
-/// then takes the exchange path (that also reports bad arguments).
-///
-/// # Safety
-/// MPI's contract for `MPI_Alltoallv`'s arguments.
-#[allow(clippy::too_many_arguments)]
-unsafe fn alltoallv_packed<C: Copy + Wide, D: Copy + Wide>(
-    sendbuf: *const c_void,
-    sendcounts: *const C,
-    sdispls: *const D,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const C,
-    rdispls: *const D,
-    recvtype: MPI_Datatype,
-    comm_h: MPI_Comm,
-) -> Option<c_int> {
-    let call = "MPI_Alltoallv";
-    if in_place(sendbuf) {
-        return None;
-    }
-    let c = self::comm(comm_h, call).ok()?;
-    if c.inter.is_some() {
-        return None;
-    }
-    let n = c.comm.size() as usize;
-    let (st, rt) = (
-        committed(sendtype, call).ok()?,
-        committed(recvtype, call).ok()?,
-    );
-    if !st.contiguous() || !rt.contiguous() {
-        return None;
-    }
-    // SAFETY: `size` values each (the caller's contract).
-    let (sc, sd, rc, rd) = unsafe {
-        (
-            arr(sendcounts, n, call).ok()?,
-            arr(sdispls, n, call).ok()?,
-            arr(recvcounts, n, call).ok()?,
-            arr(rdispls, n, call).ok()?,
-        )
-    };
-    let packed = |k: &[i64], d: &[i64]| {
-        let mut at = 0i64;
-        k.iter().zip(d).all(|(&k, &d)| {
-            let ok = d == at && k >= 0;
-            at += k;
-            ok
-        })
-    };
-    if !packed(&sc, &sd) || !packed(&rc, &rd) {
-        return None;
-    }
-    let sb: Vec<usize> = sc.iter().map(|&k| k as usize * st.size).collect();
-    let rb: Vec<usize> = rc.iter().map(|&k| k as usize * rt.size).collect();
-    let (stot, rtot) = (sb.iter().sum::<usize>(), rb.iter().sum::<usize>());
-    let (s, r) = (sendbuf as usize, recvbuf as usize);
-    let apart = stot == 0 || rtot == 0 || s + stot <= r || r + rtot <= s;
-    if !apart || (stot > 0 && s == 0) || (rtot > 0 && r == 0) {
-        return None;
-    }
-    let send: &[u8] = if stot == 0 {
-        &[]
-    } else {
-        // SAFETY: `stot` readable bytes (the caller's contract), apart from `recv`.
-        unsafe { std::slice::from_raw_parts(sendbuf.cast::<u8>(), stot) }
-    };
-    let recv: &mut [u8] = if rtot == 0 {
-        &mut []
-    } else {
-        // SAFETY: `rtot` writable bytes (the caller's contract).
-        unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), rtot) }
-    };
-    let r = c
-        .comm
-        .alltoallv(send, &sb, recv, &rb)
-        .map_err(MpiError::from);
-    Some(on_comm(comm_h, r))
-}
-
-/// Defines a blocking alltoallv (`int` or large-count): [`alltoallv_packed`] when it
-/// applies, else the non-blocking form waited for.
-macro_rules! alltoallv_blocking {
-    ($name:ident, $nb:ident; $ct:ty, $dt:ty) => {
-        #[doc = concat!("`", stringify!($name), "`.")]
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            sendbuf: *const c_void,
-            sendcounts: *const $ct,
-            sdispls: *const $dt,
-            sendtype: MPI_Datatype,
-            recvbuf: *mut c_void,
-            recvcounts: *const $ct,
-            rdispls: *const $dt,
-            recvtype: MPI_Datatype,
-            comm: MPI_Comm,
-        ) -> c_int {
-            // SAFETY: the caller's contract, passed on.
-            if let Some(rc) = unsafe {
-                alltoallv_packed(
-                    sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
-                    comm,
-                )
-            } {
-                return rc;
-            }
-            let mut q = MPI_REQUEST_NULL;
-            // SAFETY: as above.
-            let rc = unsafe {
-                $nb(
-                    sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
-                    comm, &mut q,
-                )
-            };
-            if rc != MPI_SUCCESS {
-                return rc;
-            }
-            // SAFETY: the request just made; the status is ignored.
-            unsafe { crate::request::MPI_Wait(&mut q, MPI_STATUS_IGNORE as *mut MPI_Status) }
-        }
-    };
-}
-
-alltoallv_blocking!(MPI_Alltoallv, MPI_Ialltoallv; c_int, c_int);
-alltoallv_blocking!(MPI_Alltoallv_c, MPI_Ialltoallv_c; MPI_Count, MPI_Aint);
 
 forms!(MPI_Alltoallw, MPI_Alltoallw_c, MPI_Ialltoallw, MPI_Ialltoallw_c, MPI_Alltoallw_init, MPI_Alltoallw_init_c, comm;
     (sendbuf: *const c_void => *const c_void, sendcounts: *const c_int => *const MPI_Count, sdispls: *const c_int => *const MPI_Aint, sendtypes: *const MPI_Datatype => *const MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, rdispls: *const c_int => *const MPI_Aint, recvtypes: *const MPI_Datatype => *const MPI_Datatype, comm: MPI_Comm => MPI_Comm), || {
