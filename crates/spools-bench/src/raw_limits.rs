@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use spools::World;
@@ -109,6 +109,21 @@ pub(crate) fn measure(w: &World) -> Result<Option<RawLimits>, BenchError> {
 
 const ROUNDS: u64 = 200_000;
 
+/// Longest batch of a probe: on a loaded machine a round trip may wait for a time slice,
+/// and 200,000 of them would take minutes. Rank 0 ends a batch early (it tells rank 1
+/// in the batch's own words) and the batch's time is divided by the round trips made.
+const BATCH_BUDGET: Duration = Duration::from_millis(100);
+
+/// What rank 0 writes instead of the next value to end a batch early; rank 1 answers
+/// with `STOP - 1` (rank 0 must not begin the next batch before rank 1 saw the stop).
+const STOP: u64 = u64::MAX;
+
+/// Whether rank 0 ends the batch begun at `t` before round `i` (looks every 64 rounds:
+/// when both ranks share a CPU each round may wait for a tick).
+fn over_budget(i: u64, t: Instant) -> bool {
+    i % 64 == 63 && t.elapsed() > BATCH_BUDGET
+}
+
 /// Rank 0 writes odd values, rank 1 answers with the next even one, in one cache line.
 fn flag_pingpong(m: &SharedMapping, me: u32) -> f64 {
     let w = m.word(0);
@@ -116,21 +131,38 @@ fn flag_pingpong(m: &SharedMapping, me: u32) -> f64 {
     for rep in 0..5u64 {
         let base = rep * 2 * ROUNDS;
         let t = Instant::now();
-        for i in 0..ROUNDS {
+        let mut made = ROUNDS;
+        'batch: for i in 0..ROUNDS {
             let (send, wait) = (base + 2 * i + 1, base + 2 * i + 2);
             if me == 0 {
+                if over_budget(i, t) {
+                    w.store(STOP, Ordering::Release);
+                    while w.load(Ordering::Acquire) != STOP - 1 {
+                        std::hint::spin_loop();
+                    }
+                    made = i;
+                    break;
+                }
                 w.store(send, Ordering::Release);
                 while w.load(Ordering::Acquire) != wait {
                     std::hint::spin_loop();
                 }
             } else {
-                while w.load(Ordering::Acquire) != send {
-                    std::hint::spin_loop();
+                loop {
+                    match w.load(Ordering::Acquire) {
+                        x if x == send => break,
+                        STOP => {
+                            w.store(STOP - 1, Ordering::Release);
+                            made = i;
+                            break 'batch;
+                        }
+                        _ => std::hint::spin_loop(),
+                    }
                 }
                 w.store(wait, Ordering::Release);
             }
         }
-        v.push(t.elapsed().as_nanos() as f64 / (2 * ROUNDS) as f64);
+        v.push(t.elapsed().as_nanos() as f64 / (2 * made.max(1)) as f64);
     }
     median(&mut v)
 }
@@ -148,6 +180,7 @@ fn raw_ring(m: &SharedMapping, me: u32) -> f64 {
         }
         m.word(c).store(i + 1, Ordering::Release);
     };
+    let stop = [STOP; 5];
     let recv = |dir: usize, i: u64| -> [u64; 5] {
         let c = cell(dir, i);
         while m.word(c).load(Ordering::Acquire) != i + 1 {
@@ -163,16 +196,28 @@ fn raw_ring(m: &SharedMapping, me: u32) -> f64 {
     for rep in 0..5u64 {
         let base = rep * ROUNDS;
         let t = Instant::now();
+        let mut made = ROUNDS;
         for i in base..base + ROUNDS {
             if me == 0 {
+                if over_budget(i - base, t) {
+                    // A whole round trip: rank 1 answers the stop before it leaves.
+                    send(0, i, &stop);
+                    std::hint::black_box(recv(1, i));
+                    made = i - base;
+                    break;
+                }
                 send(0, i, &[i, 1, 2, 3, 4]);
                 std::hint::black_box(recv(1, i));
             } else {
                 let p = recv(0, i);
                 send(1, i, &p);
+                if p == stop {
+                    made = i - base;
+                    break;
+                }
             }
         }
-        v.push(t.elapsed().as_nanos() as f64 / (2 * ROUNDS) as f64);
+        v.push(t.elapsed().as_nanos() as f64 / (2 * made.max(1)) as f64);
     }
     median(&mut v)
 }

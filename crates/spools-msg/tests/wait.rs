@@ -1,0 +1,82 @@
+//! How a blocked rank waits: after polling for `spin_us` it sleeps, so that a rank
+//! blocked in a receive on an otherwise idle machine uses almost no CPU (with and without
+//! the progress thread). Real processes over shared memory.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+
+use spools_testkit::{assert_ok, e, launch, rank_main};
+
+mod common;
+use common::check;
+
+/// CPU time of every thread of this process so far, in nanoseconds (the first field of
+/// each thread's `schedstat`: nanosecond resolution, where `/proc/self/stat` counts
+/// 10 ms ticks).
+fn cpu_ns() -> Result<u64, String> {
+    let mut total = 0;
+    let tasks = std::fs::read_dir("/proc/self/task").map_err(|x| x.to_string())?;
+    for t in tasks {
+        let path = t.map_err(|x| x.to_string())?.path().join("schedstat");
+        // A thread that ended meanwhile has no file any more: it counts no longer.
+        let Ok(s) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let first = s.split_whitespace().next().unwrap_or("0");
+        total += first.parse::<u64>().map_err(|x| format!("{path:?}: {x}"))?;
+    }
+    Ok(total)
+}
+
+/// Rank 1 blocks in a receive from rank 0; a thread of rank 1 lets a second pass, then
+/// measures the process's CPU over the next second and sends the figure to rank 0,
+/// which answers with the message rank 1 waits for.
+fn idle_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    if w.rank() == 1 {
+        let pct = std::thread::scope(|s| {
+            let measure = s.spawn(|| -> Result<f64, String> {
+                // The windows are what is measured (a rank blocked for a second, over
+                // the next second), not a wait for another process.
+                std::thread::sleep(Duration::from_secs(1));
+                let c0 = cpu_ns()?;
+                std::thread::sleep(Duration::from_secs(1));
+                let pct = (cpu_ns()? - c0) as f64 / 1e7;
+                e(w.send(&pct.to_le_bytes(), 0, 2))?;
+                Ok(pct)
+            });
+            let mut release = [0u8; 1];
+            let got = e(w.recv(&mut release, 0, 1));
+            let pct = measure
+                .join()
+                .map_err(|_| "the measuring thread panicked")??;
+            got?;
+            Ok::<_, String>(pct)
+        })?;
+        println!("rank 1: {pct:.3} % of a CPU while blocked");
+    } else {
+        let mut b = [0u8; 8];
+        e(w.recv(&mut b, 1, 2))?;
+        let pct = f64::from_le_bytes(b);
+        e(w.send(&[1u8], 1, 1))?;
+        check(pct < 1.0, || {
+            format!("a rank blocked in a receive used {pct:.3} % of a CPU after a second")
+        })?;
+    }
+    e(w.finalize())
+}
+
+#[test]
+fn a_blocked_receive_sleeps() {
+    rank_main(|_| idle_role());
+    for env in [&[][..], &[("SPOOLS_PROGRESS_THREAD", "1")][..]] {
+        let o = launch(2, "a_blocked_receive_sleeps", "idle", env);
+        assert_ok(&o);
+        assert!(
+            o.stdout.contains("% of a CPU while blocked"),
+            "{}",
+            o.stdout
+        );
+    }
+}
