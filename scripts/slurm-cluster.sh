@@ -201,6 +201,13 @@ InactiveLimit=0
 KillWait=5
 # sbatch --wait polls every 2 s only while 2 >= MinJobAge/2 (then every 8 s)
 MinJobAge=5
+# Per cluster, so that two test clusters on one machine (two CI runs at once) never share
+# a path named after a job and step: the steps' temporary directory (TmpFS, /tmp by
+# default, where the PMIx plugin keeps one named by uid, job and step), and job ids drawn
+# apart. Without them, one of two Slurm tests run at once failed 3 times in 3: its
+# step's launch "aborted before step completely launched".
+TmpFS=$dir/tmp
+FirstJobId=$(( (RANDOM << 10 | RANDOM % 1024) % 60000000 + 1000 ))
 NodeName=$host NodeAddr=127.0.0.1 CPUs=8 RealMemory=1000 State=UNKNOWN
 PartitionName=test Nodes=$host Default=YES MaxTime=10 State=UP OverSubscribe=YES
 EOF
@@ -248,7 +255,7 @@ start() {
     echo "slurm-cluster.sh: slurmd must run as root (it starts job steps as their user); this is uid $(id -u)" >&2
     exit 1
   fi
-  mkdir -p "$dir"/{state,spool,run,log}
+  mkdir -p "$dir"/{state,spool,run,log,tmp}
   dir="$(cd "$dir" && pwd)"
   stop || true
   # A daemon that ended at once is tried again with other ports (at most 3 times).
