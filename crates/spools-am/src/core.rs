@@ -3,13 +3,13 @@
 //! lives in `progress.rs` (the progress round) and `dispatch.rs` (one incoming message).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use spools_boot::client::Bootstrap;
 use spools_boot::config::Config;
-use spools_fabric::{Backoff, FabricError, Priority, Transport};
+use spools_fabric::{Backoff, FabricError, Pace, Priority, Transport};
 use spools_proto::am::StatusCode;
 
 use crate::error::AmError;
@@ -20,8 +20,9 @@ use crate::registry::Registry;
 /// A rank woken within this long answers its peers closely (see `Core::wait_until_or`).
 pub(crate) const RECENT: Duration = Duration::from_millis(1);
 
-/// How long such a rank spins before it sleeps: longer than a wake-up (tens of µs).
-pub(crate) const LONG_SPIN: Duration = Duration::from_micros(250);
+/// Longest the progress thread polls before it sleeps: it runs beside the application's
+/// threads, which need the CPU more than it needs a quick start.
+pub(crate) const PROGRESS_SPIN: Duration = Duration::from_micros(20);
 
 /// Longest single sleep in a wait; waits re-check the watchdog at least this often.
 pub(crate) const NAP: Duration = Duration::from_millis(50);
@@ -74,8 +75,16 @@ pub(crate) struct Core {
     pub(crate) table_len: AtomicUsize,
     /// Bumped whenever handlers are registered or the table is installed.
     pub(crate) registry_gen: AtomicUsize,
-    pub(crate) spin: Duration,
-    pub(crate) oversubscribed: bool,
+    /// How long a wait polls before it sleeps (`spin_us`).
+    pub(crate) hold: Duration,
+    /// The job's ranks on this host (all awake, as far as a host without shared memory
+    /// can tell).
+    pub(crate) local_ranks: usize,
+    /// CPUs this process may run on.
+    pub(crate) cpus: usize,
+    /// The pace the last look at the machine chose (a [`Pace`] as `u8`: 0 spin, 1
+    /// yield), for the first polls of the next wait.
+    pub(crate) last_pace: AtomicU8,
     /// When a sleep of this rank last ended (nanoseconds since `epoch`; 0: never).
     pub(crate) woken_at: AtomicU64,
     /// The origin of `woken_at`.
@@ -158,7 +167,7 @@ impl Core {
         if t.try_send(lane, prio, peer, parts)? {
             return Ok(());
         }
-        let mut backoff = Backoff::new(self.spin, self.oversubscribed);
+        let mut backoff = self.backoff();
         loop {
             // Serve our own incoming traffic while the peer is full, so that two ranks
             // flooding each other both make progress.
@@ -168,7 +177,7 @@ impl Core {
             if t.try_send(lane, prio, peer, parts)? {
                 return Ok(());
             }
-            if !backoff.spin() {
+            if !backoff.spin(|| self.pace()) {
                 t.wait(NAP);
             }
         }
@@ -188,18 +197,19 @@ impl Core {
     }
 
     /// [`Core::wait_until`] that also gives up, returning `Ok(false)`, when `stop()`
-    /// holds while nothing progresses (checked before each sleep).
+    /// holds while nothing progresses (asked after every poll that found nothing), or,
+    /// without `sleeps`, once it polled for the hold time (the caller then sleeps
+    /// elsewhere).
     pub(crate) fn wait_until_or(
         &self,
         mut done: impl FnMut() -> bool,
         mut stop: impl FnMut() -> bool,
         peer: Option<u32>,
         report_async: bool,
-        sleep_early: bool,
+        sleeps: bool,
     ) -> Result<bool, AmError> {
-        let mut backoff = Backoff::new(self.spin, self.oversubscribed);
+        let mut backoff = self.backoff();
         let mut idle = 0u32;
-        let mut extended = false;
         loop {
             if done() {
                 return Ok(true);
@@ -226,35 +236,47 @@ impl Core {
             if stop() {
                 return Ok(false);
             }
-            // A peer this rank's last sends woke from its sleep answers no sooner than
-            // its wake-up time: wait for it asleep rather than spin, which would compete
-            // with it for a CPU (the woken rank is often queued on this one's). Unless
+            // A peer this rank's last send woke from its sleep answers no sooner than its
+            // wake-up time, and the scheduler often queues it on the waker's CPU, where
+            // neither polling nor yielding lets it run (measured: the reply came only
+            // once the waker slept, after its whole hold): wait for it asleep. Unless
             // this rank itself was woken a moment ago: then the two answer each other
             // closely, and sleeping at once would make them sleep and wake in turn for
-            // every message; spinning gets them out of it.
-            let woke = idle == 1 && self.woke_a_sleeper();
-            if woke && sleep_early && !self.woken_recently() {
+            // every message; polling for the hold gets them out of it.
+            if idle == 1 && sleeps && self.woke_a_sleeper() && !self.woken_recently() {
                 self.check_interrupt()?;
                 self.sleep(NAP);
                 continue;
             }
-            if woke {
-                // The peer woken may be queued on this CPU: let it run.
-                backoff.yield_from_now();
-            }
-            if !backoff.spin() {
-                // Woken a moment ago, this rank's partners answer within a wake-up time:
-                // spin through one before sleeping, or two ranks that answer each other
-                // fall into sleeping and waking in turn for every message.
-                if !extended && self.woken_recently() {
-                    extended = true;
-                    backoff.extend(LONG_SPIN);
-                } else {
-                    self.check_interrupt()?;
-                    self.sleep(NAP);
+            if !backoff.spin(|| self.pace()) {
+                if !sleeps {
+                    return Ok(false);
                 }
+                self.check_interrupt()?;
+                self.sleep(NAP);
             }
         }
+    }
+
+    /// A new wait's state: the hold time, and the pace the last look chose.
+    pub(crate) fn backoff(&self) -> Backoff {
+        let pace = match self.last_pace.load(Ordering::Relaxed) {
+            0 => Pace::Spin,
+            _ => Pace::Yield,
+        };
+        Backoff::new(self.hold, pace)
+    }
+
+    /// The pace the machine calls for now: yield when the job's ranks awake on this
+    /// host outnumber its CPUs (see [`Pace`]).
+    pub(crate) fn pace(&self) -> Pace {
+        let awake = (self.shm.as_ref())
+            .and_then(|s| s.awake_local())
+            .unwrap_or(self.local_ranks);
+        let pace = Pace::for_load(awake, self.cpus);
+        self.last_pace
+            .store(u8::from(pace == Pace::Yield), Ordering::Relaxed);
+        pace
     }
 
     /// [`AmError::Interrupted`] when the process's interrupt check says so.
@@ -270,16 +292,16 @@ impl Core {
         }
     }
 
-    /// Sleeps on the transport this rank receives most from.
+    /// Sleeps on the transports until woken or `timeout` passed.
+    pub(crate) fn sleep(&self, timeout: Duration) {
+        self.sleep_on_transports(timeout);
+        self.note_woken();
+    }
+
     /// Whether a sleep of this rank ended within the last [`RECENT`].
     pub(crate) fn woken_recently(&self) -> bool {
         let at = self.woken_at.load(Ordering::Relaxed);
         at != 0 && self.epoch.elapsed().as_nanos() as u64 - at < RECENT.as_nanos() as u64
-    }
-
-    pub(crate) fn sleep(&self, timeout: Duration) {
-        self.sleep_on_transports(timeout);
-        self.note_woken();
     }
 
     /// Records that a sleep of this rank just ended.

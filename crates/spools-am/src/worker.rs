@@ -1,16 +1,16 @@
 //! The active-message layer of one rank: the [`Worker`] (handler registry, memory regions,
 //! progress, waits) and its optional progress thread.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use spools_boot::client::Bootstrap;
 use spools_boot::config::Config;
-use spools_fabric::{Backoff, Priority, Transport};
+use spools_fabric::{Backoff, Pace, Priority, Transport};
 use spools_proto::am::{AmHeader, Bulk, Short, SHORT_LEN};
 
-use crate::core::{Core, Interrupt, Poller, Route, NAP};
+use crate::core::{Core, Interrupt, Poller, Route, NAP, PROGRESS_SPIN};
 use crate::error::AmError;
 use crate::message::ActiveMessage;
 use crate::region::Region;
@@ -94,8 +94,10 @@ impl Worker {
             uses_tcp,
             rank: boot.rank(),
             size: boot.size(),
-            spin: Duration::from_micros(cfg.spin_us),
-            oversubscribed: local_ranks > spools_fabric::cpu_count(),
+            hold: Duration::from_micros(cfg.spin_us),
+            local_ranks,
+            cpus: spools_fabric::cpu_count(),
+            last_pace: AtomicU8::new(u8::from(local_ranks > spools_fabric::cpu_count())),
             woken_at: AtomicU64::new(0),
             epoch: Instant::now(),
             fragment,
@@ -127,14 +129,15 @@ impl Worker {
             std::thread::Builder::new()
                 .name("spools-progress".into())
                 .spawn(move || {
-                    let mut backoff = Backoff::new(c.spin, c.oversubscribed);
+                    // Polls briefly, then sleeps until a message or `wake` comes.
+                    let hold = c.hold.min(PROGRESS_SPIN);
+                    let mut backoff = Backoff::new(hold, Pace::Spin);
                     while !s.load(Ordering::SeqCst) {
                         match c.progress() {
                             Ok(n) if n > 0 => backoff.reset(),
                             Ok(_) => {
-                                if !backoff.spin() {
+                                if !backoff.spin(|| c.pace()) {
                                     c.sleep(NAP);
-                                    backoff.reset();
                                 }
                             }
                             Err(e) => {
@@ -441,28 +444,32 @@ impl Worker {
             .try_send_lane0(Priority::Low, peer, &[&hdr, payload])
     }
 
-    /// How long a wait of this rank spins before it sleeps, now: `spin_us`, or longer
-    /// when a sleep of this rank ended within the last millisecond (its partners then
-    /// answer within a wake-up time, and spinning through one keeps two ranks that answer
-    /// each other from sleeping and waking in turn for every message).
-    pub fn spin_now(&self) -> Duration {
-        if self.core.woken_recently() {
-            self.core.spin.max(crate::core::LONG_SPIN)
-        } else {
-            self.core.spin
-        }
+    /// How long a wait of this rank polls before it sleeps (`spin_us`): a wait that
+    /// sleeps somewhere of its own (flags in shared memory) polls this long first, as
+    /// the waits of this crate do.
+    pub fn hold(&self) -> Duration {
+        self.core.hold
     }
 
-    /// Records that a sleep of this rank outside the transports (on flags in memory
-    /// shared with other ranks) just ended, for [`Worker::spin_now`].
-    pub fn note_woken(&self) {
-        self.core.note_woken();
-    }
-
-    /// Whether this host runs more of the job's ranks than it has CPUs: waits then yield
-    /// the CPU between polls instead of spinning.
+    /// Whether the job's ranks awake on this host outnumber its CPUs now: polls then
+    /// yield the CPU (see [`Pace`]), and quick looks that hold the CPU are skipped.
     pub fn oversubscribed(&self) -> bool {
-        self.core.oversubscribed
+        self.core.pace() == Pace::Yield
+    }
+
+    /// Runs `sleep`, a sleep of this thread outside the transports (on flags in memory
+    /// shared with other ranks), counted as such for the pace of other ranks' waits.
+    pub fn nap<R>(&self, sleep: impl FnOnce() -> R) -> R {
+        let shm = self.core.shm.as_ref();
+        if let Some(s) = shm {
+            s.note_nap(true);
+        }
+        let r = sleep();
+        if let Some(s) = shm {
+            s.note_nap(false);
+        }
+        self.core.note_woken();
+        r
     }
 
     /// Wakes threads of this rank sleeping in a wait or in the progress thread (after an
@@ -499,9 +506,9 @@ impl Worker {
     }
 
     /// [`Worker::wait_for_or`] for a condition that no transport signals (flags in memory
-    /// shared with other ranks): it never sleeps on the transports early, after waking a
-    /// sleeping peer, as the other waits do; `stop` decides when the caller sleeps
-    /// elsewhere.
+    /// shared with other ranks): it never sleeps on the transports, and gives up
+    /// (`Ok(false)`) once it polled for [`Worker::hold`], for the caller to sleep where
+    /// its flags ring.
     ///
     /// # Errors
     /// As [`Worker::wait_for_or`].

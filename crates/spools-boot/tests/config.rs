@@ -286,7 +286,7 @@ fn documented_defaults() -> Config {
         cell_size: 64,
         bulk_limit: 65_536,
         fragment_size: 32_768,
-        spin_us: 20,
+        spin_us: 1000,
         lanes: 3,
         single_copy: SingleCopyChoice::Auto,
         short_limit: 24,

@@ -105,6 +105,20 @@ pub trait Transport: Send + Sync {
         false
     }
 
+    /// How many of the job's ranks on this host are awake (not asleep in a wait), this
+    /// rank included; `None` when the transport cannot tell (waits then assume that
+    /// every local rank is). Waits choose their pace from it ([`crate::Pace`]).
+    fn awake_local(&self) -> Option<usize> {
+        None
+    }
+
+    /// This rank's thread begins (`true`) or ends (`false`) a sleep outside the
+    /// transports (on a collective's flags in memory of its own), for
+    /// [`Transport::awake_local`] as other ranks ask it.
+    fn note_nap(&self, napping: bool) {
+        let _ = napping;
+    }
+
     /// A descriptor that turns readable when this transport wants a sleeper woken, so
     /// that one sleep in another transport's [`Transport::wait_with`] covers both; `None`
     /// when it has none (shared memory has one: its bell).

@@ -1,4 +1,22 @@
-//! Spin, then yield, then sleep: the waiting policy of every blocking call.
+//! How every blocking call waits: a few quick polls, then polling at a pace chosen from
+//! what the machine is doing, then sleep once the wait has lasted long enough that its
+//! CPU matters.
+//!
+//! The pace ([`Pace`]) is the one decision that depends on the machine, measured on 2
+//! cores (docs/benchmarks.md, "Waiting on a busy machine"):
+//! - when the job's ranks that are awake on this host outnumber its CPUs, the rank that
+//!   will answer may be queued behind this one: give the CPU up between polls
+//!   ([`Pace::Yield`]; 8 ranks passing a token on 2 cores);
+//! - otherwise the rank that will answer has a CPU of its own, even when other programs
+//!   load the machine: keep polling ([`Pace::Spin`]). Yielding to a CPU-bound program
+//!   hands it the rest of a time slice (the scheduler pushes the yielder back a whole
+//!   slice), and sleeping makes every message pay a wake-up behind it: with two busy
+//!   processes beside a 2-rank ping-pong both cost tens of microseconds per message,
+//!   polling about one.
+//!
+//! A wait sleeps only after it polled for its hold time (`spin_us`, 1 ms by default): a
+//! wait that long pays a wake-up of tens of microseconds on a few percent of its length,
+//! and a rank blocked for long uses almost no CPU (one hold, then sleeps of up to 50 ms).
 
 use std::time::{Duration, Instant};
 
@@ -9,67 +27,131 @@ pub fn cpu_count() -> usize {
         .unwrap_or(1)
 }
 
-/// The state of one wait: spin for `spin`, yielding the CPU between polls when ranks
-/// outnumber cores, then report that it is time to sleep.
+/// How a wait polls once its first polls found nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pace {
+    /// Busy-poll with a pause hint: the ranks that will answer have CPUs of their own.
+    Spin,
+    /// Give the CPU up between polls: the job's ranks that are awake on this host
+    /// outnumber its CPUs, so the one that will answer may be queued behind this one.
+    Yield,
+}
+
+impl Pace {
+    /// The pace for `awake` ranks of the job running (not asleep) on a host of `cpus`
+    /// CPUs.
+    ///
+    /// ```
+    /// use spools_fabric::Pace;
+    /// assert_eq!(Pace::for_load(2, 2), Pace::Spin);
+    /// assert_eq!(Pace::for_load(3, 2), Pace::Yield);
+    /// ```
+    pub fn for_load(awake: usize, cpus: usize) -> Pace {
+        if awake > cpus {
+            Pace::Yield
+        } else {
+            Pace::Spin
+        }
+    }
+}
+
+/// Polls a wait makes before it reads the clock, and between two readings.
+const QUICK: u32 = 16;
+
+/// Polls between two looks at the pace (the ranks that are awake change slowly).
+const REPACE: u32 = 256;
+
+/// The state of one wait: poll at the [`Pace`] the machine calls for until the hold
+/// time has passed, then tell the caller to sleep.
+///
+/// ```
+/// use std::time::Duration;
+/// use spools_fabric::{Backoff, Pace};
+/// let mut b = Backoff::new(Duration::ZERO, Pace::Spin);
+/// // The first polls never read the clock; then a zero hold says "sleep".
+/// let polls = (0..100).take_while(|_| b.spin(|| Pace::Spin)).count();
+/// assert_eq!(polls, 31);
+/// ```
 #[derive(Debug)]
 pub struct Backoff {
-    /// When spinning began; read from the clock only once the first polls found
-    /// nothing (the fast path never reads the clock).
+    /// When the wait began to poll at its pace; read from the clock only once the first
+    /// polls found nothing (the fast path never reads the clock).
     start: Option<Instant>,
-    spin: Duration,
-    yield_cpu: bool,
+    hold: Duration,
+    pace: Pace,
     polls: u32,
 }
 
 impl Backoff {
-    /// Starts a wait. `oversubscribed` makes the spin phase yield between polls so that
-    /// the ranks that have work get the CPU (8 ranks on 2 cores).
-    pub fn new(spin: Duration, oversubscribed: bool) -> Self {
+    /// Starts a wait that polls for `hold` before it says to sleep, at `pace` until its
+    /// first look at the machine.
+    pub fn new(hold: Duration, pace: Pace) -> Self {
         Backoff {
             start: None,
-            spin,
-            yield_cpu: oversubscribed,
+            hold,
+            pace,
             polls: 0,
         }
     }
 
-    /// Called after a poll that found nothing: returns `true` while spinning should go
-    /// on, `false` once the caller should sleep.
+    /// Called after a poll that found nothing: returns `true` while polling should go
+    /// on (having paused or yielded), `false` once the caller should sleep. `pace` is
+    /// asked now and then what the machine calls for.
     #[inline]
-    pub fn spin(&mut self) -> bool {
+    pub fn spin(&mut self, pace: impl FnOnce() -> Pace) -> bool {
         self.polls = self.polls.wrapping_add(1);
         // Reading the clock costs ~20 ns: start it after 16 empty polls, then check it
         // every 16.
-        if self.polls % 16 == 0 {
+        if self.polls % QUICK == 0 {
             match self.start {
-                None => self.start = Some(Instant::now()),
-                Some(t) if t.elapsed() >= self.spin => return false,
+                None => {
+                    self.start = Some(Instant::now());
+                    self.pace = pace();
+                }
+                Some(t) if t.elapsed() >= self.hold => return false,
+                Some(_) if self.polls % REPACE == 0 => self.pace = pace(),
                 Some(_) => {}
             }
         }
-        if self.yield_cpu {
-            std::thread::yield_now();
-        } else {
-            std::hint::spin_loop();
+        match self.pace {
+            Pace::Yield => std::thread::yield_now(),
+            Pace::Spin => std::hint::spin_loop(),
         }
         true
     }
 
-    /// Yields the CPU between the remaining polls of this wait (after waking a peer that
-    /// may be queued on this CPU: it then runs at once instead of after the spin).
-    pub fn yield_from_now(&mut self) {
-        self.yield_cpu = true;
-    }
-
-    /// Spins for `spin` from now on (the phase restarts).
-    pub fn extend(&mut self, spin: Duration) {
-        self.spin = spin;
-        self.reset();
-    }
-
-    /// Restarts the spin phase (after something arrived).
+    /// Restarts the wait (after something arrived).
     pub fn reset(&mut self) {
         self.start = None;
         self.polls = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn polls_at_the_pace_until_the_hold_ends() {
+        let mut b = Backoff::new(Duration::from_secs(3600), Pace::Spin);
+        let mut asked = 0;
+        for _ in 0..1000 {
+            assert!(b.spin(|| {
+                asked += 1;
+                Pace::Yield
+            }));
+        }
+        // Asked when the clock starts (poll 16), then every 256 polls.
+        assert_eq!(asked, 1 + 1000 / 256);
+        assert_eq!(b.pace, Pace::Yield);
+        let mut b = Backoff::new(Duration::ZERO, Pace::Yield);
+        let n = (0..1000).take_while(|_| b.spin(|| Pace::Spin)).count();
+        assert_eq!(
+            n,
+            2 * QUICK as usize - 1,
+            "a zero hold ends at the second reading"
+        );
+        b.reset();
+        assert!(b.spin(|| Pace::Spin), "a reset wait polls again");
     }
 }

@@ -1,4 +1,4 @@
-//! How a blocked rank waits: after polling for `spin_us` it sleeps, so that a rank
+//! How a blocked rank waits: after polling for its hold time it sleeps, so that a rank
 //! blocked in a receive on an otherwise idle machine uses almost no CPU (with and without
 //! the progress thread). Real processes over shared memory.
 

@@ -475,6 +475,27 @@ impl Transport for ShmTransport {
         }
     }
 
+    fn awake_local(&self) -> Option<usize> {
+        // Relaxed: a hint for the pace of a wait, read now and then.
+        let asleep = |s: &Segment| {
+            s.sleeping().load(Ordering::Relaxed) != 0 || s.napping().load(Ordering::Relaxed) != 0
+        };
+        let me = self.me_local as usize;
+        let others = (self.segs.iter().enumerate())
+            .filter(|(i, s)| *i != me && !asleep(s))
+            .count();
+        Some(others + 1)
+    }
+
+    fn note_nap(&self, napping: bool) {
+        let w = self.segs[self.me_local as usize].napping();
+        if napping {
+            w.fetch_add(1, Ordering::Relaxed);
+        } else {
+            w.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
     fn take_roused(&self) -> bool {
         self.roused.load(Ordering::Relaxed) && self.roused.swap(false, Ordering::Relaxed)
     }

@@ -83,6 +83,9 @@ struct Header {
 /// Offset of the doorbell word (own cache line) and of the "sleeping" flag.
 const DOORBELL: usize = 512;
 const SLEEPING: usize = 576;
+/// Offset of the "napping" count (own cache line): the owner's threads asleep outside
+/// the transport (on a collective's flags).
+const NAPPING: usize = 640;
 
 /// A mapped segment.
 pub(crate) struct Segment {
@@ -192,6 +195,12 @@ impl Segment {
     pub(crate) fn sleeping(&self) -> &AtomicU32 {
         // SAFETY: SLEEPING lies inside the header page and is 4-byte aligned.
         unsafe { &*(self.base.add(SLEEPING) as *const AtomicU32) }
+    }
+
+    /// The owner's threads asleep outside the transport (on a collective's flags).
+    pub(crate) fn napping(&self) -> &AtomicU32 {
+        // SAFETY: NAPPING lies inside the header page and is 4-byte aligned.
+        unsafe { &*(self.base.add(NAPPING) as *const AtomicU32) }
     }
 
     /// The ring that carries messages from local sender `src` on `lane` at `prio`.

@@ -91,7 +91,7 @@ mod setup;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use spools_am::{SharedArea, Worker};
 
@@ -558,12 +558,8 @@ impl SmComm {
         let state = self.worker.bootstrap().state().clone();
         let collective = (c.coll_ctx(), tag >> 8);
         loop {
-            // Longer than `spin_us` right after a sleep of this rank (`Worker::spin_now`).
-            let spin = self.worker.spin_now();
             let mut err = None;
             let mut blocker = None;
-            let mut start: Option<Instant> = None;
-            let mut empty = 0u32;
             let done = self.worker.wait_for_flags(
                 || match poll() {
                     Ok(d) => d,
@@ -574,15 +570,7 @@ impl SmComm {
                 },
                 || {
                     blocker = state.collective_blocker(collective.0, collective.1, &c.ranks);
-                    if blocker.is_some() {
-                        return true;
-                    }
-                    empty = empty.wrapping_add(1);
-                    if empty % 16 != 0 {
-                        return false;
-                    }
-                    let t = *start.get_or_insert_with(Instant::now);
-                    t.elapsed() >= spin
+                    blocker.is_some()
                 },
             )?;
             if let Some(e) = err {
@@ -626,9 +614,8 @@ impl SmComm {
                 sleeping.store(0, Ordering::SeqCst);
                 return now.map(|_| ());
             }
-            self.area.wait(self.me * LINE + BELL, ticket, NAP);
+            (self.worker).nap(|| self.area.wait(self.me * LINE + BELL, ticket, NAP));
             sleeping.store(0, Ordering::SeqCst);
-            self.worker.note_woken();
         }
     }
 }
