@@ -268,11 +268,15 @@ impl Core {
     }
 
     /// The pace the machine calls for now: yield when the job's ranks awake on this
-    /// host outnumber its CPUs (see [`Pace`]).
+    /// host outnumber its CPUs, or one of them shares this rank's CPU (see [`Pace`]).
     pub(crate) fn pace(&self) -> Pace {
-        let awake = (self.shm.as_ref())
-            .and_then(|s| s.awake_local())
-            .unwrap_or(self.local_ranks);
+        let awake =
+            (self.shm.as_ref())
+                .and_then(|s| s.awake_local())
+                .unwrap_or(spools_fabric::Awake {
+                    ranks: self.local_ranks,
+                    on_my_cpu: 0,
+                });
         let pace = Pace::for_load(awake, self.cpus);
         self.last_pace
             .store(u8::from(pace == Pace::Yield), Ordering::Relaxed);

@@ -29,4 +29,4 @@ mod wait;
 pub use caps::{Caps, Priority, SingleCopy};
 pub use error::{Defect, FabricError, IoStep};
 pub use transport::{Incoming, Transport};
-pub use wait::{cpu_count, Backoff, Pace};
+pub use wait::{cpu_count, Awake, Backoff, Pace};

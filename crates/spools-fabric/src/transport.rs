@@ -105,10 +105,12 @@ pub trait Transport: Send + Sync {
         false
     }
 
-    /// How many of the job's ranks on this host are awake (not asleep in a wait), this
-    /// rank included; `None` when the transport cannot tell (waits then assume that
-    /// every local rank is). Waits choose their pace from it ([`crate::Pace`]).
-    fn awake_local(&self) -> Option<usize> {
+    /// The job's ranks on this host that are awake (not asleep in a wait), and how many
+    /// of the others were last seen on this rank's CPU; asking also records this rank's
+    /// CPU for the others (only waits ask). `None` when the transport cannot tell (waits
+    /// then assume that every local rank is awake). Waits choose their pace from it
+    /// ([`crate::Pace`]).
+    fn awake_local(&self) -> Option<crate::Awake> {
         None
     }
 

@@ -37,17 +37,30 @@ pub enum Pace {
     Yield,
 }
 
+/// The job's ranks on this host that are awake (not asleep in a wait), as a wait sees
+/// them ([`crate::Transport::awake_local`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Awake {
+    /// Awake ranks, the asking one included.
+    pub ranks: usize,
+    /// Other awake ranks last seen polling on the asking rank's CPU.
+    pub on_my_cpu: usize,
+}
+
 impl Pace {
-    /// The pace for `awake` ranks of the job running (not asleep) on a host of `cpus`
-    /// CPUs.
+    /// The pace for the `awake` ranks of the job on a host of `cpus` CPUs: yield when
+    /// they outnumber the CPUs, or when another of them was last seen on this rank's
+    /// CPU (polling would keep it from running: two ranks that the scheduler put on one
+    /// CPU beside busy programs took seconds per thousand round trips).
     ///
     /// ```
-    /// use spools_fabric::Pace;
-    /// assert_eq!(Pace::for_load(2, 2), Pace::Spin);
-    /// assert_eq!(Pace::for_load(3, 2), Pace::Yield);
+    /// use spools_fabric::{Awake, Pace};
+    /// assert_eq!(Pace::for_load(Awake { ranks: 2, on_my_cpu: 0 }, 2), Pace::Spin);
+    /// assert_eq!(Pace::for_load(Awake { ranks: 3, on_my_cpu: 0 }, 2), Pace::Yield);
+    /// assert_eq!(Pace::for_load(Awake { ranks: 2, on_my_cpu: 1 }, 2), Pace::Yield);
     /// ```
-    pub fn for_load(awake: usize, cpus: usize) -> Pace {
-        if awake > cpus {
+    pub fn for_load(awake: Awake, cpus: usize) -> Pace {
+        if awake.ranks > cpus || awake.on_my_cpu > 0 {
             Pace::Yield
         } else {
             Pace::Spin

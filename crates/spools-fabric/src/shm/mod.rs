@@ -475,16 +475,22 @@ impl Transport for ShmTransport {
         }
     }
 
-    fn awake_local(&self) -> Option<usize> {
-        // Relaxed: a hint for the pace of a wait, read now and then.
+    fn awake_local(&self) -> Option<crate::Awake> {
+        // Relaxed: hints for the pace of a wait, read and written now and then.
         let asleep = |s: &Segment| {
             s.sleeping().load(Ordering::Relaxed) != 0 || s.napping().load(Ordering::Relaxed) != 0
         };
         let me = self.me_local as usize;
-        let others = (self.segs.iter().enumerate())
-            .filter(|(i, s)| *i != me && !asleep(s))
-            .count();
-        Some(others + 1)
+        let cpu = rustix::thread::sched_getcpu() as u32 + 1;
+        self.segs[me].cpu().store(cpu, Ordering::Relaxed);
+        let (mut ranks, mut on_my_cpu) = (1, 0);
+        for (i, s) in self.segs.iter().enumerate() {
+            if i != me && !asleep(s) {
+                ranks += 1;
+                on_my_cpu += usize::from(s.cpu().load(Ordering::Relaxed) == cpu);
+            }
+        }
+        Some(crate::Awake { ranks, on_my_cpu })
     }
 
     fn note_nap(&self, napping: bool) {

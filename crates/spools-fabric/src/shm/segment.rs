@@ -86,6 +86,8 @@ const SLEEPING: usize = 576;
 /// Offset of the "napping" count (own cache line): the owner's threads asleep outside
 /// the transport (on a collective's flags).
 const NAPPING: usize = 640;
+/// Offset of the owner's CPU as its last wait saw it, plus one (0: unknown; own line).
+const CPU: usize = 704;
 
 /// A mapped segment.
 pub(crate) struct Segment {
@@ -201,6 +203,12 @@ impl Segment {
     pub(crate) fn napping(&self) -> &AtomicU32 {
         // SAFETY: NAPPING lies inside the header page and is 4-byte aligned.
         unsafe { &*(self.base.add(NAPPING) as *const AtomicU32) }
+    }
+
+    /// The CPU the owner's last wait polled on, plus one (0: unknown).
+    pub(crate) fn cpu(&self) -> &AtomicU32 {
+        // SAFETY: CPU lies inside the header page and is 4-byte aligned.
+        unsafe { &*(self.base.add(CPU) as *const AtomicU32) }
     }
 
     /// The ring that carries messages from local sender `src` on `lane` at `prio`.
