@@ -114,15 +114,21 @@ impl Backoff {
     pub fn spin(&mut self, pace: impl FnOnce() -> Pace) -> bool {
         self.polls = self.polls.wrapping_add(1);
         // Reading the clock costs ~20 ns: start it after 16 empty polls, then check it
-        // every 16.
-        if self.polls % QUICK == 0 {
+        // every 16 while spinning. A yield costs a system call, and lets the scheduler
+        // move ranks between CPUs: look at the clock and the machine after every one
+        // (a yielding rank that looked only every 256 kept yielding to CPU-bound
+        // programs, a time slice each, long after the rank it made way for had moved).
+        let looks = self.polls % QUICK == 0 || self.pace == Pace::Yield;
+        if looks {
             match self.start {
                 None => {
                     self.start = Some(Instant::now());
                     self.pace = pace();
                 }
                 Some(t) if t.elapsed() >= self.hold => return false,
-                Some(_) if self.polls % REPACE == 0 => self.pace = pace(),
+                Some(_) if self.pace == Pace::Yield || self.polls % REPACE == 0 => {
+                    self.pace = pace()
+                }
                 Some(_) => {}
             }
         }
@@ -151,19 +157,37 @@ mod tests {
         for _ in 0..1000 {
             assert!(b.spin(|| {
                 asked += 1;
+                Pace::Spin
+            }));
+        }
+        // Spinning, it asks when the clock starts (poll 16), then every 256 polls.
+        assert_eq!(asked, 1 + 1000 / 256);
+        assert_eq!(b.pace, Pace::Spin);
+        // Once a look says yield, it asks after every poll.
+        let mut asked = 0;
+        for _ in 0..300 {
+            assert!(b.spin(|| {
+                asked += 1;
                 Pace::Yield
             }));
         }
-        // Asked when the clock starts (poll 16), then every 256 polls.
-        assert_eq!(asked, 1 + 1000 / 256);
         assert_eq!(b.pace, Pace::Yield);
-        let mut b = Backoff::new(Duration::ZERO, Pace::Yield);
+        let first = asked;
+        assert!(b.spin(|| {
+            asked += 1;
+            Pace::Yield
+        }));
+        assert_eq!(asked, first + 1, "a yielding wait looks after every poll");
+        let mut b = Backoff::new(Duration::ZERO, Pace::Spin);
         let n = (0..1000).take_while(|_| b.spin(|| Pace::Spin)).count();
         assert_eq!(
             n,
             2 * QUICK as usize - 1,
             "a zero hold ends at the second reading"
         );
+        let mut b = Backoff::new(Duration::ZERO, Pace::Yield);
+        let n = (0..1000).take_while(|_| b.spin(|| Pace::Yield)).count();
+        assert_eq!(n, 1, "a yielding wait reads the clock after every poll");
         b.reset();
         assert!(b.spin(|| Pace::Spin), "a reset wait polls again");
     }
