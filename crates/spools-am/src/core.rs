@@ -24,6 +24,10 @@ pub(crate) const RECENT: Duration = Duration::from_millis(1);
 /// threads, which need the CPU more than it needs a quick start.
 pub(crate) const PROGRESS_SPIN: Duration = Duration::from_micros(20);
 
+/// A wait for a known rank's message reads only that rank's rings, except in one poll
+/// of this many, which is a whole progress round (every sender, every transport).
+pub(crate) const WHOLE_ROUND: u32 = 8;
+
 /// Longest single sleep in a wait; waits re-check the watchdog at least this often.
 pub(crate) const NAP: Duration = Duration::from_millis(50);
 
@@ -192,29 +196,37 @@ impl Core {
         peer: Option<u32>,
         report_async: bool,
     ) -> Result<(), AmError> {
-        self.wait_until_or(done, || false, peer, report_async, true)
+        self.wait_until_or(done, || false, peer, None, report_async, true)
             .map(|_| ())
     }
 
     /// [`Core::wait_until`] that also gives up, returning `Ok(false)`, when `stop()`
     /// holds while nothing progresses (asked after every poll that found nothing), or,
     /// without `sleeps`, once it polled for the hold time (the caller then sleeps
-    /// elsewhere).
+    /// elsewhere). With a `source` (the rank whose message `done` waits for), most
+    /// polls read only that rank's messages, and one in [`WHOLE_ROUND`] is a whole
+    /// round.
     pub(crate) fn wait_until_or(
         &self,
         mut done: impl FnMut() -> bool,
         mut stop: impl FnMut() -> bool,
         peer: Option<u32>,
+        source: Option<u32>,
         report_async: bool,
         sleeps: bool,
     ) -> Result<bool, AmError> {
         let mut backoff = self.backoff();
         let mut idle = 0u32;
+        let mut rounds = 0u32;
         loop {
             if done() {
                 return Ok(true);
             }
-            let n = self.progress()?;
+            rounds = rounds.wrapping_add(1);
+            let n = match source {
+                Some(s) if rounds % WHOLE_ROUND != 0 => self.progress_from(s)?,
+                _ => self.progress()?,
+            };
             if report_async {
                 if let Some(e) = self.take_error() {
                     return Err(e);

@@ -15,6 +15,17 @@ impl Core {
     /// Runs handlers for waiting messages and sends owed replies; returns how many
     /// messages were handled. Only one thread progresses at a time; others get `Ok(0)`.
     pub(crate) fn progress(&self) -> Result<usize, AmError> {
+        self.progress_round(None)
+    }
+
+    /// [`Core::progress`] that reads the transports for the messages of `peer` only
+    /// (and, as every round, messages to self, held ones and the upper layers'
+    /// pollers): what a wait for a message from a known rank runs between whole rounds.
+    pub(crate) fn progress_from(&self, peer: u32) -> Result<usize, AmError> {
+        self.progress_round(Some(peer))
+    }
+
+    fn progress_round(&self, only: Option<u32>) -> Result<usize, AmError> {
         let mut ps = match self.poll.try_lock() {
             Ok(g) => g,
             // A handler panicked on another thread: the state is still consistent (the
@@ -72,12 +83,24 @@ impl Core {
                 err.get_or_insert(e);
             }
         }
-        for t in self.active.iter() {
-            n += t.poll(&mut |inc| {
-                if let Err(e) = self.dispatch(&mut ps, inc, &mut completed) {
-                    err.get_or_insert(e);
+        let mut deliver = |inc: Incoming<'_>| {
+            if let Err(e) = self.dispatch(&mut ps, inc, &mut completed) {
+                err.get_or_insert(e);
+            }
+        };
+        match only {
+            // Itself (its messages come through the queue above) or a bad rank: nothing
+            // to read.
+            Some(p) => {
+                if let Ok(t) = self.transport(p) {
+                    n += t.poll_from(p, &mut deliver)?;
                 }
-            })?;
+            }
+            None => {
+                for t in self.active.iter() {
+                    n += t.poll(&mut deliver)?;
+                }
+            }
         }
         if !ps.deferred.is_empty() {
             self.send_deferred(&mut ps)?;

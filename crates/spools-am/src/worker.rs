@@ -502,7 +502,23 @@ impl Worker {
         cond: impl FnMut() -> bool,
         stop: impl FnMut() -> bool,
     ) -> Result<bool, AmError> {
-        self.core.wait_until_or(cond, stop, None, true, true)
+        self.core.wait_until_or(cond, stop, None, None, true, true)
+    }
+
+    /// [`Worker::wait_for_or`] for a condition that a message from job rank `source`
+    /// brings about (a receive from a known rank): most polls read only that rank's
+    /// messages, one in eight is a whole progress round.
+    ///
+    /// # Errors
+    /// As [`Worker::wait_for_or`].
+    pub fn wait_for_from(
+        &self,
+        source: u32,
+        cond: impl FnMut() -> bool,
+        stop: impl FnMut() -> bool,
+    ) -> Result<bool, AmError> {
+        self.core
+            .wait_until_or(cond, stop, None, Some(source), true, true)
     }
 
     /// [`Worker::wait_for_or`] for a condition that no transport signals (flags in memory
@@ -517,7 +533,7 @@ impl Worker {
         cond: impl FnMut() -> bool,
         stop: impl FnMut() -> bool,
     ) -> Result<bool, AmError> {
-        self.core.wait_until_or(cond, stop, None, true, false)
+        self.core.wait_until_or(cond, stop, None, None, true, false)
     }
 
     /// Hooks for the bootstrap layer: while a rank waits in a runtime collective or in

@@ -90,6 +90,17 @@ pub trait Transport: Send + Sync {
     /// delivered.
     fn poll(&self, f: &mut dyn FnMut(Incoming<'_>)) -> Result<usize, FabricError>;
 
+    /// [`Transport::poll`] for the messages of one sender, `peer`, only: a wait that
+    /// knows which rank will answer looks there first (a whole round reads every local
+    /// sender's rings). Transports that cannot tell senders apart cheaply poll them all.
+    ///
+    /// # Errors
+    /// As [`Transport::poll`].
+    fn poll_from(&self, peer: u32, f: &mut dyn FnMut(Incoming<'_>)) -> Result<usize, FabricError> {
+        let _ = peer;
+        self.poll(f)
+    }
+
     /// Sleeps until a message may have arrived, space was freed for a blocked sender,
     /// [`Transport::wake`] was called, or `timeout` passed.
     fn wait(&self, timeout: Duration);

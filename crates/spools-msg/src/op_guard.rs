@@ -15,6 +15,9 @@ pub(crate) struct OpGuard<'a> {
     pub(crate) engine: &'a Engine,
     pub(crate) id: u64,
     pub(crate) recv: bool,
+    /// The job rank a receive waits for a message from (None: any source, or a send):
+    /// its wait reads that rank's messages first.
+    pub(crate) source: Option<u32>,
     /// The collective (context, number) this operation is a step of, if any, and the
     /// job ranks of its communicator.
     pub(crate) collective: Option<(u32, u32, &'a [u32])>,
@@ -52,29 +55,32 @@ impl OpGuard<'_> {
         let mut blocker = None;
         let mut orphaned = None;
         let state = self.engine.worker.bootstrap().state();
-        let done = self.engine.worker.wait_for_or(
-            || {
-                // Look the operation up only after some operation completed.
-                let g = self.engine.generation();
-                if seen == Some(g) {
-                    return false;
-                }
-                seen = Some(g);
-                self.is_complete()
-            },
-            || {
-                // A rank that finalised before starting this collective never will.
-                blocker = self.collective.and_then(|(ctx, k, members)| {
-                    state.collective_blocker(ctx, k, members).map(|b| (b, k))
-                });
-                // A receive from a rank that finalised, all its messages in and none
-                // matching, never completes (end of data).
-                if blocker.is_none() && self.recv && state.any_finalizing() {
-                    orphaned = self.engine.orphaned_recv(self.id);
-                }
-                blocker.is_some() || orphaned.is_some()
-            },
-        )?;
+        let cond = || {
+            // Look the operation up only after some operation completed.
+            let g = self.engine.generation();
+            if seen == Some(g) {
+                return false;
+            }
+            seen = Some(g);
+            self.is_complete()
+        };
+        let stop = || {
+            // A rank that finalised before starting this collective never will.
+            blocker = self.collective.and_then(|(ctx, k, members)| {
+                state.collective_blocker(ctx, k, members).map(|b| (b, k))
+            });
+            // A receive from a rank that finalised, all its messages in and none
+            // matching, never completes (end of data).
+            if blocker.is_none() && self.recv && state.any_finalizing() {
+                orphaned = self.engine.orphaned_recv(self.id);
+            }
+            blocker.is_some() || orphaned.is_some()
+        };
+        let worker = &self.engine.worker;
+        let done = match self.source {
+            Some(src) => worker.wait_for_from(src, cond, stop)?,
+            None => worker.wait_for_or(cond, stop)?,
+        };
         if let (Some((rank, sent)), false) = (orphaned, done) {
             // An interrupt that came meanwhile (Ctrl-C) wins: the wait would have ended
             // with it had it slept once more.

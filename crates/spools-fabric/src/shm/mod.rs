@@ -37,6 +37,10 @@ pub use segment::{fit_rings, Geometry};
 /// Messages drained from one ring per poll before the next ring's turn.
 const BUDGET: usize = 64;
 
+/// A ring this rank receives from: (ring, sending rank, lane, priority, index of its
+/// position in `rx`).
+type Served = (Ring, u32, u16, Priority, usize);
+
 /// The shared-memory transport.
 pub struct ShmTransport {
     me_local: u32,
@@ -49,7 +53,9 @@ pub struct ShmTransport {
     rx: TryLock<Vec<u64>>,
     /// The rings this rank receives from, in serving order (high priority first):
     /// (ring, sending rank, lane, priority, index of its position in `rx`).
-    serve: Vec<(Ring, u32, u16, Priority, usize)>,
+    serve: Vec<Served>,
+    /// The entries of `serve` per local sender (by local index), in the same order.
+    serve_from: Vec<Vec<Served>>,
     blocked: Mutex<Vec<Ring>>,
     blocked_n: AtomicUsize,
     /// Local ranks whose rings held corrupt data: no longer read.
@@ -251,8 +257,15 @@ impl ShmTransport {
                 }
             }
         }
+        let serve_from = (0..local.len())
+            .map(|src| {
+                let from = local[src];
+                serve.iter().copied().filter(|e| e.1 == from).collect()
+            })
+            .collect();
         let t = ShmTransport {
             serve,
+            serve_from,
             me_local,
             local,
             local_of,
@@ -340,6 +353,57 @@ impl ShmTransport {
         !(ready || self.space_freed() || self.state.troubled())
     }
 
+    /// Drains the rings of `list` (entries of `serve`) into `f`; `Ok(0)` at once while
+    /// another thread polls.
+    #[inline]
+    fn drain_rings(
+        &self,
+        list: &[Served],
+        f: &mut dyn FnMut(Incoming<'_>),
+    ) -> Result<usize, FabricError> {
+        let Some(mut pos) = self.rx.try_lock() else {
+            return Ok(0);
+        };
+        let mut total = 0;
+        for &(ring, from, lane, priority, i) in list {
+            if !ring.ready(pos[i]) {
+                continue;
+            }
+            let src = self.local_of[from as usize].unwrap_or(0) as usize;
+            if self.bad[src].load(Ordering::Relaxed) {
+                continue;
+            }
+            let (n, waiting) = match ring.drain(&mut pos[i], BUDGET, &mut |bytes| {
+                f(Incoming {
+                    from,
+                    lane,
+                    priority,
+                    bytes,
+                })
+            }) {
+                Ok(r) => r,
+                Err(defect) => {
+                    // Reported once; the ring is not read again (its position cannot be
+                    // trusted), and the job learns of it through the error.
+                    self.bad[src].store(true, Ordering::Relaxed);
+                    return Err(FabricError::Corrupt { rank: from, defect });
+                }
+            };
+            total += n;
+            if waiting {
+                if let Some(l) = self.local_of.get(from as usize).copied().flatten() {
+                    let seg = &self.segs[l as usize];
+                    seg.doorbell().fetch_add(1, Ordering::SeqCst);
+                    let sleeping = seg.sleeping().load(Ordering::SeqCst);
+                    if sleeping != 0 {
+                        self.rouse(l as usize, sleeping);
+                    }
+                }
+            }
+        }
+        Ok(total)
+    }
+
     fn any_ready(&self, pos: &[u64]) -> bool {
         self.serve
             .iter()
@@ -413,47 +477,15 @@ impl Transport for ShmTransport {
 
     #[inline]
     fn poll(&self, f: &mut dyn FnMut(Incoming<'_>)) -> Result<usize, FabricError> {
-        let Some(mut pos) = self.rx.try_lock() else {
-            return Ok(0);
-        };
-        let mut total = 0;
-        for &(ring, from, lane, priority, i) in &self.serve {
-            if !ring.ready(pos[i]) {
-                continue;
-            }
-            let src = self.local_of[from as usize].unwrap_or(0) as usize;
-            if self.bad[src].load(Ordering::Relaxed) {
-                continue;
-            }
-            let (n, waiting) = match ring.drain(&mut pos[i], BUDGET, &mut |bytes| {
-                f(Incoming {
-                    from,
-                    lane,
-                    priority,
-                    bytes,
-                })
-            }) {
-                Ok(r) => r,
-                Err(defect) => {
-                    // Reported once; the ring is not read again (its position cannot be
-                    // trusted), and the job learns of it through the error.
-                    self.bad[src].store(true, Ordering::Relaxed);
-                    return Err(FabricError::Corrupt { rank: from, defect });
-                }
-            };
-            total += n;
-            if waiting {
-                if let Some(l) = self.local_of.get(from as usize).copied().flatten() {
-                    let seg = &self.segs[l as usize];
-                    seg.doorbell().fetch_add(1, Ordering::SeqCst);
-                    let sleeping = seg.sleeping().load(Ordering::SeqCst);
-                    if sleeping != 0 {
-                        self.rouse(l as usize, sleeping);
-                    }
-                }
-            }
+        self.drain_rings(&self.serve, f)
+    }
+
+    #[inline]
+    fn poll_from(&self, peer: u32, f: &mut dyn FnMut(Incoming<'_>)) -> Result<usize, FabricError> {
+        match self.local_of.get(peer as usize).copied().flatten() {
+            Some(l) => self.drain_rings(&self.serve_from[l as usize], f),
+            None => Ok(0),
         }
-        Ok(total)
     }
 
     fn wait(&self, timeout: Duration) {

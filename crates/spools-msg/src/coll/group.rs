@@ -112,6 +112,7 @@ pub(crate) fn send(
                 engine: &c.engine,
                 id,
                 recv: false,
+                source: None,
                 collective: Some((c.coll_ctx(), tag >> 8, &c.ranks)),
                 finished: Cell::new(None),
                 generation_at_start: None,

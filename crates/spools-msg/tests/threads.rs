@@ -1,0 +1,109 @@
+//! Several threads of a rank messaging at once (MPI_THREAD_MULTIPLE): 4 threads per rank
+//! on 3 communicators (two threads share one, told apart by tag), every protocol, blocking
+//! receives from a known rank and from any rank, probes and cancels racing the traffic;
+//! with and without the progress thread. Real processes over shared memory and TCP.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use spools::{Communicator, ANY_SOURCE};
+use spools_testkit::{assert_ok, e, launch, rank_main};
+
+mod common;
+use common::check;
+
+/// Threads per rank.
+const THREADS: u32 = 4;
+
+/// Rounds per thread.
+const ROUNDS: usize = 120;
+
+/// Sizes a thread cycles through: short, eager, rendezvous.
+const SIZES: [usize; 4] = [8, 200, 5000, 70_000];
+
+/// What thread `t` of rank `from` sends in round `i`.
+fn payload(from: u32, t: u32, i: usize) -> Vec<u8> {
+    let len = SIZES[(i + t as usize) % SIZES.len()];
+    let seed = u64::from(from) * 1_000_003 + u64::from(t) * 7919 + i as u64;
+    (0..len)
+        .map(|k| (seed.wrapping_mul(31).wrapping_add(k as u64 * 131) >> 3) as u8)
+        .collect()
+}
+
+/// Thread `t`: each round sends to the next rank and receives from the previous one on
+/// its communicator with its own tag; every third receive is from any source (only the
+/// previous rank sends this thread's tag to it), and every fifth round a receive that
+/// nothing matches is cancelled and a probe looks for this round's message first.
+fn thread_role(c: &Communicator, t: u32) -> Result<(), String> {
+    let (me, n) = (c.rank(), c.size());
+    let (next, prev) = ((me + 1) % n, (me + n - 1) % n);
+    let tag = 10 + t as i32;
+    for i in 0..ROUNDS {
+        let send = e(c.isend(payload(me, t, i), next, tag))?;
+        if i % 5 == 4 {
+            // A tag nobody sends to: the cancel must win, and never take a message.
+            let r = e(c.irecv(vec![0u8; 16], ANY_SOURCE, 1000 + tag))?;
+            check(r.cancel(), || format!("thread {t}: cancel of a pending receive"))?;
+            let done = e(r.wait())?;
+            check(done.status.cancelled, || {
+                format!("thread {t}: a cancelled receive took a message")
+            })?;
+            let st = e(c.probe(prev, tag))?;
+            check(st.source == prev && st.len == payload(prev, t, i).len(), || {
+                format!("thread {t} round {i}: probe saw {st:?}")
+            })?;
+        }
+        let want = payload(prev, t, i);
+        let mut got = vec![0u8; want.len()];
+        let st = if i % 3 == 2 {
+            e(c.recv(&mut got, ANY_SOURCE, tag))?
+        } else {
+            e(c.recv(&mut got, prev, tag))?
+        };
+        check(st.source == prev && st.len == want.len() && got == want, || {
+            format!("thread {t} round {i}: {st:?}, data equal: {}", got == want)
+        })?;
+        e(send.wait())?;
+    }
+    Ok(())
+}
+
+fn multiple_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    // Communicators are made by the main thread (creation is collective, in order).
+    let comms = [e(w.dup())?, e(w.dup())?];
+    let comm_of = |t: u32| match t % 3 {
+        0 => &*w,
+        k => &comms[k as usize - 1],
+    };
+    let results: Vec<Result<(), String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| s.spawn(move || thread_role(comm_of(t), t)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("a thread panicked".into())))
+            .collect()
+    });
+    for r in results {
+        r?;
+    }
+    e(w.barrier())?;
+    if w.rank() == 0 {
+        println!("{THREADS} threads x {ROUNDS} rounds on 3 communicators: all delivered");
+    }
+    e(w.finalize())
+}
+
+#[test]
+fn four_threads_message_at_once_on_several_communicators() {
+    rank_main(|_| multiple_role());
+    for env in [
+        &[][..],
+        &[("SPOOLS_PROGRESS_THREAD", "1")][..],
+        &[("SPOOLS_TRANSPORT", "tcp")][..],
+    ] {
+        let o = launch(3, "four_threads_message_at_once_on_several_communicators", "multiple", env);
+        assert_ok(&o);
+        assert!(o.stdout.contains("all delivered"), "{env:?}: {}", o.stdout);
+    }
+}
