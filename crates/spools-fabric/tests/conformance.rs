@@ -1,7 +1,7 @@
 //! The transport conformance suite: every backend (shm, tcp) runs the same tests, each
 //! with real processes under the real launcher (`spools_testkit::Job`): ordering, large
 //! and zero-length messages, many peers, flooding in both directions, a peer that dies,
-//! priorities.
+//! priorities, polling one sender's messages.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -595,5 +595,98 @@ fn high_priority_is_not_stuck_behind_low() {
                 "{b}: {o:?}"
             );
         }
+    }
+}
+
+/// Ranks 1 and 2 each send rank 0 a few messages and say so through a file (not a
+/// barrier: a rank waiting in one serves its transports); rank 0 polls rank 2's messages
+/// only (`Transport::poll_from`) until all of them came, then the rest. Every message
+/// arrives once, in order and intact; shared memory, which reads each sender's rings
+/// apart, gives nothing of rank 1's while asked for rank 2's.
+fn poll_from_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    checked(&w, |w| {
+        let t = transport(w)?;
+        let dir =
+            std::path::PathBuf::from(std::env::var("SPOOLS_TEST_DIR").map_err(|x| x.to_string())?);
+        let me = w.rank();
+        let per = 16u64;
+        let lens = |seq: u64| 12 + (seq as usize * 37) % 200;
+        let mut ck = Checker::default();
+        if me != 0 {
+            for seq in 0..per {
+                send(
+                    &*t,
+                    1,
+                    Priority::Low,
+                    0,
+                    &body(me, seq, lens(seq)),
+                    &mut ck,
+                    &lens,
+                )?;
+            }
+            // Our own bytes must be out before rank 0 counts on them.
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while e(t.flush(1))? {
+                t.wait(Duration::from_millis(1));
+                if Instant::now() > deadline {
+                    return Err("own bytes still queued after 60 s".into());
+                }
+            }
+            signal_file(&dir.join(format!("sent-{me}")), b"")?;
+        } else {
+            for r in [1, 2] {
+                wait_for_file(&dir.join(format!("sent-{r}")), Duration::from_secs(60))?;
+            }
+            let mut from = [0u64; 3];
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while from[2] < per {
+                e(t.poll_from(2, &mut |m| {
+                    from[m.from as usize % 3] += 1;
+                    ck.take(m.from, m.lane, m.priority, m.bytes, &lens)
+                }))?;
+                if Instant::now() > deadline {
+                    return Err(format!("{} of rank 2's {per} messages in 60 s", from[2]));
+                }
+            }
+            let selective = std::env::var("SPOOLS_TEST_BACKEND").as_deref() == Ok("shm");
+            if selective && from[1] != 0 {
+                return Err(format!(
+                    "poll_from(2) delivered {} of rank 1's messages",
+                    from[1]
+                ));
+            }
+            drain_until(&*t, &mut ck, 2 * per, &lens)?;
+            ck.verdict()?;
+        }
+        e(w.runtime_barrier())?;
+        println!("rank {me}: one sender's messages polled apart, in order and intact");
+        Ok(())
+    });
+    e(w.finalize())
+}
+
+#[test]
+fn polling_one_sender_delivers_its_messages_in_order() {
+    rank_main(|_| poll_from_role());
+    for b in BACKENDS {
+        let dir = tempdir("conformance-poll-from");
+        let mut env = env_for(b);
+        env.push(("SPOOLS_TEST_DIR", dir.path().to_str().unwrap()));
+        let o = launch(
+            3,
+            "polling_one_sender_delivers_its_messages_in_order",
+            "x",
+            &env,
+        );
+        assert_ok(&o);
+        assert_eq!(
+            o.stdout
+                .matches("polled apart, in order and intact")
+                .count(),
+            3,
+            "{b}: {}",
+            o.stdout
+        );
     }
 }

@@ -42,15 +42,18 @@ fn thread_role(c: &Communicator, t: u32) -> Result<(), String> {
         if i % 5 == 4 {
             // A tag nobody sends to: the cancel must win, and never take a message.
             let r = e(c.irecv(vec![0u8; 16], ANY_SOURCE, 1000 + tag))?;
-            check(r.cancel(), || format!("thread {t}: cancel of a pending receive"))?;
+            check(r.cancel(), || {
+                format!("thread {t}: cancel of a pending receive")
+            })?;
             let done = e(r.wait())?;
             check(done.status.cancelled, || {
                 format!("thread {t}: a cancelled receive took a message")
             })?;
             let st = e(c.probe(prev, tag))?;
-            check(st.source == prev && st.len == payload(prev, t, i).len(), || {
-                format!("thread {t} round {i}: probe saw {st:?}")
-            })?;
+            check(
+                st.source == prev && st.len == payload(prev, t, i).len(),
+                || format!("thread {t} round {i}: probe saw {st:?}"),
+            )?;
         }
         let want = payload(prev, t, i);
         let mut got = vec![0u8; want.len()];
@@ -59,9 +62,10 @@ fn thread_role(c: &Communicator, t: u32) -> Result<(), String> {
         } else {
             e(c.recv(&mut got, prev, tag))?
         };
-        check(st.source == prev && st.len == want.len() && got == want, || {
-            format!("thread {t} round {i}: {st:?}, data equal: {}", got == want)
-        })?;
+        check(
+            st.source == prev && st.len == want.len() && got == want,
+            || format!("thread {t} round {i}: {st:?}, data equal: {}", got == want),
+        )?;
         e(send.wait())?;
     }
     Ok(())
@@ -102,7 +106,12 @@ fn four_threads_message_at_once_on_several_communicators() {
         &[("SPOOLS_PROGRESS_THREAD", "1")][..],
         &[("SPOOLS_TRANSPORT", "tcp")][..],
     ] {
-        let o = launch(3, "four_threads_message_at_once_on_several_communicators", "multiple", env);
+        let o = launch(
+            3,
+            "four_threads_message_at_once_on_several_communicators",
+            "multiple",
+            env,
+        );
         assert_ok(&o);
         assert!(o.stdout.contains("all delivered"), "{env:?}: {}", o.stdout);
     }
