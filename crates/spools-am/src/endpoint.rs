@@ -23,7 +23,7 @@ impl Worker {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .pop()
-            .ok_or(AmError::NoLane {
+            .ok_or_else(|| AmError::NoLane {
                 lanes: usize::from(self.core.cfg.lanes),
             })?;
         Ok(Endpoint::new(self.clone(), lane))

@@ -18,7 +18,7 @@ use zarrs::array::{data_type, Array, ArrayBuilder};
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 fn shape(n: u64, what: &str) -> Result<Vec<NonZeroU64>> {
-    let n = NonZeroU64::new(n).ok_or(format!("{what} must be positive"))?;
+    let n = NonZeroU64::new(n).ok_or_else(|| format!("{what} must be positive"))?;
     Ok(vec![n; 3])
 }
 

@@ -94,7 +94,7 @@ impl ArrayLayout {
             .iter()
             .try_fold(dtype.size(), |a, &n| a.checked_mul(n))
             .filter(|&t| t <= MAX_BYTES)
-            .ok_or(overflow("the dataset size in bytes (at most 2^62)"))?;
+            .ok_or_else(|| overflow("the dataset size in bytes (at most 2^62)"))?;
         Ok(ArrayLayout {
             dtype,
             shape,

@@ -77,7 +77,7 @@ impl IrregularLayout {
                 let end = start
                     .checked_add(len)
                     .filter(|&e| e <= elems)
-                    .ok_or(bad("an extent past the end of the dataset", start))?;
+                    .ok_or_else(|| bad("an extent past the end of the dataset", start))?;
                 prev_end = end;
                 out.push((start * elem_size, local, len * elem_size));
                 by_global.push((start * elem_size, u as u64, local, len * elem_size));

@@ -78,7 +78,7 @@ impl<'a> Cursor<'a> {
             .iter()
             .find(|(name, _)| self.eat(name))
             .map_or(1, |(_, m)| *m);
-        n.checked_mul(mult).ok_or(SpecError::Syntax {
+        n.checked_mul(mult).ok_or_else(|| SpecError::Syntax {
             pos: start,
             expected: format!("{what} below 2^64 bytes"),
             found: format!("'{}'", &self.s[start..self.pos]),

@@ -190,7 +190,7 @@ unsafe fn create(
             delete: delete as usize,
             extra: extra as usize,
         })
-        .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many keyvals"))?;
+        .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many keyvals"))?;
     // SAFETY: the caller's contract.
     unsafe { out(keyval, h as c_int, call) }
 }

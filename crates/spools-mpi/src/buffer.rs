@@ -103,10 +103,9 @@ pub unsafe extern "C" fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut 
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
-            .ok_or(MpiError::invalid(
-                MPI_ERR_BUFFER,
-                "MPI_Buffer_detach: no buffer is attached",
-            ))?;
+            .ok_or_else(|| {
+                MpiError::invalid(MPI_ERR_BUFFER, "MPI_Buffer_detach: no buffer is attached")
+            })?;
         // SAFETY: the caller's contract: `buffer_addr` points to a `void *`.
         unsafe {
             out(buffer_addr.cast::<usize>(), a.addr, "MPI_Buffer_detach")?;

@@ -395,7 +395,7 @@ pub unsafe extern "C" fn MPI_Gather(
         let mine = if inplace {
             let rt =
                 m.rt.as_ref()
-                    .ok_or(MpiError::invalid(MPI_ERR_TYPE, "no recvtype"))?;
+                    .ok_or_else(|| MpiError::invalid(MPI_ERR_TYPE, "no recvtype"))?;
             // SAFETY: the root's block of `recvbuf` (the caller's contract).
             unsafe {
                 data(
@@ -411,7 +411,7 @@ pub unsafe extern "C" fn MPI_Gather(
         } else {
             let st =
                 m.st.as_ref()
-                    .ok_or(MpiError::invalid(MPI_ERR_TYPE, "no sendtype"))?;
+                    .ok_or_else(|| MpiError::invalid(MPI_ERR_TYPE, "no sendtype"))?;
             // SAFETY: the caller's contract.
             unsafe { data(sendbuf, m.sn, st) }.into_owned()
         };
@@ -516,7 +516,7 @@ pub unsafe extern "C" fn MPI_Allgather(
         )?;
         let rt =
             m.rt.as_ref()
-                .ok_or(MpiError::invalid(MPI_ERR_TYPE, "no recvtype"))?;
+                .ok_or_else(|| MpiError::invalid(MPI_ERR_TYPE, "no recvtype"))?;
         let size = m.c.comm.size() as usize;
         if let (false, Some((sb, rb))) = (inplace, same_contiguous(&m)) {
             // SAFETY: the caller's contract: a block to send, `size` blocks to receive.
@@ -583,7 +583,7 @@ pub unsafe extern "C" fn MPI_Alltoall(
         )?;
         let rt =
             m.rt.as_ref()
-                .ok_or(MpiError::invalid(MPI_ERR_TYPE, "no recvtype"))?;
+                .ok_or_else(|| MpiError::invalid(MPI_ERR_TYPE, "no recvtype"))?;
         let size = m.c.comm.size() as usize;
         if let (false, Some((sb, rb))) = (inplace, same_contiguous(&m)) {
             // SAFETY: the caller's contract: `size` blocks each way.

@@ -172,7 +172,7 @@ pub(crate) fn insert_child(parent: &CommObj, c: Communicator) -> Result<MPI_Comm
 pub(crate) fn insert(obj: CommObj) -> Result<MPI_Comm, MpiError> {
     COMMS
         .insert(obj)
-        .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many communicators"))
+        .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many communicators"))
 }
 
 /// `MPI_Comm_dup`: collective; a communicator of the same ranks with a new context.
@@ -361,7 +361,7 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
         let all = c.inter.as_ref().map_or(&c.comm, |i| &i.union);
         let host = (0..all.size())
             .find(|&r| all.same_host(r))
-            .unwrap_or(all.rank());
+            .unwrap_or_else(|| all.rank());
         let color = match split_type {
             MPI_COMM_TYPE_SHARED => Some(host),
             // The one hardware level Spools knows: shared memory (a host).

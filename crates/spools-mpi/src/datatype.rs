@@ -280,7 +280,7 @@ pub(crate) fn dtype(h: MPI_Datatype) -> Result<Arc<TypeObj>, MpiError> {
 pub(crate) fn insert(t: TypeObj) -> Result<MPI_Datatype, MpiError> {
     TYPES
         .insert(t)
-        .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many datatypes"))
+        .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many datatypes"))
 }
 
 /// A new handle to datatype `t` of handle `h` (`MPI_Type_get_contents` gives new handles
@@ -292,7 +292,7 @@ pub(crate) fn another_handle(h: MPI_Datatype, t: &Arc<TypeObj>) -> Result<MPI_Da
     let t = t.clone();
     TYPES
         .insert_shared(t)
-        .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many datatypes"))
+        .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many datatypes"))
 }
 
 /// The datatype of `h`, which must be committed, for a transfer of `call`.
@@ -469,7 +469,7 @@ pub(crate) unsafe fn give(
 ) -> Result<(), MpiError> {
     let h = TYPES
         .insert(t)
-        .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many datatypes"))?;
+        .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many datatypes"))?;
     // SAFETY: the caller's contract.
     unsafe { out(newtype, h, call) }
 }

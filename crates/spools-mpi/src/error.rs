@@ -353,7 +353,7 @@ pub unsafe extern "C" fn MPI_Comm_create_errhandler(
         let f: CommErrhandlerFn = unsafe { std::mem::transmute(comm_errhandler_fn) };
         let h = ERRHANDLERS
             .insert(f)
-            .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many error handlers"))?;
+            .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many error handlers"))?;
         // SAFETY: non-NULL, writable (the caller's contract).
         unsafe { *errhandler = h };
         Ok(())

@@ -38,7 +38,7 @@ pub(crate) unsafe fn give(
     } else {
         GROUPS
             .insert(GroupObj(ranks))
-            .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many groups"))?
+            .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many groups"))?
     };
     // SAFETY: the caller's contract.
     unsafe { out(newgroup, h, call) }

@@ -49,7 +49,7 @@ pub(crate) fn info(h: MPI_Info) -> Result<Arc<InfoObj>, MpiError> {
 pub(crate) fn make(entries: Vec<(String, String)>) -> Result<MPI_Info, MpiError> {
     INFOS
         .insert(InfoObj(Mutex::new(entries)))
-        .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many info objects"))
+        .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many info objects"))
 }
 
 /// The entries of an info argument (`MPI_INFO_NULL`: none).

@@ -89,7 +89,7 @@ fn join(required: c_int) -> Result<c_int, MpiError> {
     let me = comm.rank();
     let selfc = comm
         .split(Some(me), 0)?
-        .ok_or(MpiError::Init("MPI_COMM_SELF could not be made".into()))?;
+        .ok_or_else(|| MpiError::Init("MPI_COMM_SELF could not be made".into()))?;
     let bridge = comm.dup()?;
     // Spools' communicators, requests and engine are safe to use from any number of
     // threads at once, so every level up to MULTIPLE is provided as asked.

@@ -67,13 +67,12 @@ fn make(
     first: bool,
 ) -> Result<CommObj, MpiError> {
     let me = crate::init::rt("MPI_Intercomm_create")?.rank;
-    let local_rank = local
-        .iter()
-        .position(|&r| r == me)
-        .ok_or(MpiError::invalid(
+    let local_rank = local.iter().position(|&r| r == me).ok_or_else(|| {
+        MpiError::invalid(
             MPI_ERR_INTERN,
             "intercommunicator: this rank is not in its local group",
-        ))? as u32;
+        )
+    })? as u32;
     let view = base.view(remote.iter().chain(&local).copied().collect())?;
     Ok(parent.child_inter(
         view,
@@ -126,10 +125,12 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
         // The leaders swap [largest free context, leader's job rank, members...].
         let theirs = if lc.comm.rank() == leader {
             let pc = comm(peer_comm, call)?;
-            let rl = crate::p2p::dest(&pc, remote_leader, call)?.ok_or(MpiError::invalid(
-                MPI_ERR_RANK,
-                format!("{call}: the remote leader is MPI_PROC_NULL"),
-            ))?;
+            let rl = crate::p2p::dest(&pc, remote_leader, call)?.ok_or_else(|| {
+                MpiError::invalid(
+                    MPI_ERR_RANK,
+                    format!("{call}: the remote leader is MPI_PROC_NULL"),
+                )
+            })?;
             let tag = crate::p2p::send_tag(tag, call)?;
             let mut mine = vec![most[0], local[leader as usize]];
             mine.extend(&local);
@@ -296,13 +297,12 @@ pub unsafe extern "C" fn MPI_Intercomm_merge(
         } else {
             ur + (n - nx)
         };
-        let merged = i
-            .union
-            .split(Some(0), key as i32)?
-            .ok_or(MpiError::invalid(
+        let merged = i.union.split(Some(0), key as i32)?.ok_or_else(|| {
+            MpiError::invalid(
                 MPI_ERR_INTERN,
                 format!("{call}: the merge left this rank out"),
-            ))?;
+            )
+        })?;
         let h = insert(c.child(merged))?;
         // SAFETY: the caller's contract.
         unsafe { out(newintracomm, h, call) }

@@ -62,10 +62,9 @@ pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
         let i = g
             .iter()
             .position(|&(p, _)| p == base as usize)
-            .ok_or(MpiError::invalid(
-                MPI_ERR_BASE,
-                "MPI_Free_mem: not a block of MPI_Alloc_mem",
-            ))?;
+            .ok_or_else(|| {
+                MpiError::invalid(MPI_ERR_BASE, "MPI_Free_mem: not a block of MPI_Alloc_mem")
+            })?;
         let (p, n) = g.swap_remove(i);
         let layout = std::alloc::Layout::from_size_align(n, ALIGN)
             .map_err(|_| MpiError::invalid(MPI_ERR_BASE, "MPI_Free_mem: bad block"))?;

@@ -428,7 +428,7 @@ pub unsafe extern "C" fn MPI_Op_create(
                 f: UserFunc::Int(f),
                 commute: commute != 0,
             })
-            .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many operators"))?;
+            .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many operators"))?;
         // SAFETY: the caller's contract.
         unsafe { out(op, h, "MPI_Op_create") }
     })();
@@ -690,7 +690,7 @@ pub unsafe extern "C" fn MPI_Op_create_c(
                 f: UserFunc::Large(f),
                 commute: commute != 0,
             })
-            .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many operators"))?;
+            .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many operators"))?;
         // SAFETY: the caller's contract.
         unsafe { out(op, h, "MPI_Op_create_c") }
     })();

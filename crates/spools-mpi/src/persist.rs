@@ -412,10 +412,7 @@ fn take(c: &crate::comm::CommObj, st: &spools::Status) -> Result<MPI_Message, Mp
     };
     MESSAGES
         .insert(Mutex::new(Some(m)))
-        .ok_or(MpiError::invalid(
-            MPI_ERR_NO_MEM,
-            "too many matched messages",
-        ))
+        .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many matched messages"))
 }
 
 /// `MPI_Mprobe`: waits for a matching message and takes it for `MPI_Mrecv`.

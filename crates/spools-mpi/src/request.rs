@@ -70,7 +70,7 @@ pub(crate) fn give(op: Op, comm: MPI_Comm) -> Result<MPI_Request, MpiError> {
             comm,
             starter: None,
         })
-        .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many requests"))
+        .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many requests"))
 }
 
 /// Stores a new inactive persistent request and gives its handle.
@@ -84,7 +84,7 @@ pub(crate) fn give_persistent(starter: Starter, comm: MPI_Comm) -> Result<MPI_Re
             comm,
             starter: Some(starter),
         })
-        .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many requests"))
+        .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many requests"))
 }
 
 /// Operations whose requests were freed before they completed: they complete in the
@@ -144,10 +144,9 @@ pub unsafe extern "C" fn MPI_Start(request: *mut MPI_Request) -> c_int {
         }));
     };
     let r = (|| {
-        let starter = obj.starter.as_ref().ok_or(MpiError::invalid(
-            MPI_ERR_REQUEST,
-            "MPI_Start: not a persistent request",
-        ))?;
+        let starter = obj.starter.as_ref().ok_or_else(|| {
+            MpiError::invalid(MPI_ERR_REQUEST, "MPI_Start: not a persistent request")
+        })?;
         let mut g = obj.op.lock().unwrap_or_else(PoisonError::into_inner);
         if g.is_some() {
             return Err(MpiError::invalid(

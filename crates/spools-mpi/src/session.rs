@@ -65,7 +65,7 @@ pub unsafe extern "C" fn MPI_Session_init(
         };
         let h = SESSIONS
             .insert(obj)
-            .ok_or(MpiError::invalid(MPI_ERR_NO_MEM, "too many sessions"))?;
+            .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many sessions"))?;
         // SAFETY: the caller's contract.
         unsafe { out(session, h, "MPI_Session_init") }
     })();

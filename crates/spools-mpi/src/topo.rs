@@ -385,10 +385,7 @@ pub unsafe extern "C" fn MPI_Cart_sub(
         let sub = c
             .comm
             .split(Some(color as u32), key as c_int)?
-            .ok_or(MpiError::invalid(
-                MPI_ERR_INTERN,
-                "MPI_Cart_sub: no communicator",
-            ))?;
+            .ok_or_else(|| MpiError::invalid(MPI_ERR_INTERN, "MPI_Cart_sub: no communicator"))?;
         let h = insert_child(&c, sub)?;
         let nd: Vec<c_int> = (0..d.len()).filter(|&i| keep[i]).map(|i| d[i]).collect();
         let np: Vec<bool> = (0..d.len()).filter(|&i| keep[i]).map(|i| p[i]).collect();

@@ -105,7 +105,7 @@ impl CommCore {
         self.ranks
             .get(r as usize)
             .copied()
-            .ok_or(MsgError::BadRank {
+            .ok_or_else(|| MsgError::BadRank {
                 rank: r,
                 size: self.size(),
             })

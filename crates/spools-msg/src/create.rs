@@ -27,7 +27,7 @@ pub fn start(
     worker.sync_handlers()?;
     engine.lookup_handler_ids()?;
     let ranks = (0..worker.size()).collect();
-    Communicator::from_parts(engine, 0, ranks).ok_or(MsgError::Protocol {
+    Communicator::from_parts(engine, 0, ranks).ok_or_else(|| MsgError::Protocol {
         peer: worker.rank(),
         what: "this rank is missing from the job",
     })

@@ -363,12 +363,12 @@ impl FrameHeader {
             });
         }
         let f = r.u8()?;
-        let format = PixelFormat::from_code(f).ok_or(WireError::Invalid {
+        let format = PixelFormat::from_code(f).ok_or_else(|| WireError::Invalid {
             what: "pixel format",
             value: u64::from(f),
         })?;
         let m = r.u8()?;
-        let colormap = ColorMap::from_code(m).ok_or(WireError::Invalid {
+        let colormap = ColorMap::from_code(m).ok_or_else(|| WireError::Invalid {
             what: "colour map",
             value: u64::from(m),
         })?;

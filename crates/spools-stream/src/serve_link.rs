@@ -106,11 +106,10 @@ impl Shared {
 
     /// The most bytes of whole ADUs that were ready and not taken at once.
     pub(crate) fn max_ready(&self) -> u64 {
-        self.lock()
-            .as_ref()
-            .map_or(self.dropped_max.load(Ordering::SeqCst), |r| {
-                r.max_ready_bytes()
-            })
+        self.lock().as_ref().map_or_else(
+            || self.dropped_max.load(Ordering::SeqCst),
+            |r| r.max_ready_bytes(),
+        )
     }
 
     /// Drops the connection: the events it had made ready. Links held for room go on (and

@@ -348,7 +348,7 @@ impl Hosts {
     /// No such host, or `nft` missing or failing.
     pub fn loss(&self, name: &str, percent: u8) -> Result<(), String> {
         use std::io::Write;
-        let host = self.host(name).ok_or(format!("no host {name}"))?;
+        let host = self.host(name).ok_or_else(|| format!("no host {name}"))?;
         let rules = if percent == 0 {
             "delete table inet spools_loss\n".to_string()
         } else {
@@ -388,7 +388,7 @@ impl Hosts {
     /// # Errors
     /// No such host, or `tc` failing.
     pub fn rate(&self, name: &str, mbit: u32) -> Result<(), String> {
-        let host = self.host(name).ok_or(format!("no host {name}"))?;
+        let host = self.host(name).ok_or_else(|| format!("no host {name}"))?;
         let rate = format!("{mbit}mbit");
         ip(&[
             "netns",
@@ -415,7 +415,7 @@ impl Hosts {
     /// # Errors
     /// No such host, or the `ip` command's error.
     pub fn link(&self, name: &str, up: bool) -> Result<(), String> {
-        let host = self.host(name).ok_or(format!("no host {name}"))?;
+        let host = self.host(name).ok_or_else(|| format!("no host {name}"))?;
         ip(&["link", "set", &host.veth, if up { "up" } else { "down" }])
     }
 }

@@ -55,7 +55,7 @@ pub(crate) fn code_of(status: ExitStatus) -> i32 {
     status
         .signal()
         .map(|s| 128 + s)
-        .or(status.code())
+        .or_else(|| status.code())
         .unwrap_or(1)
 }
 

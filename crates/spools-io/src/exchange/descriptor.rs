@@ -123,7 +123,7 @@ impl Descriptor {
         let bad = |what| ExchangeError::Descriptor { from, what };
         let (head, rest) = msg
             .split_first_chunk::<HEAD>()
-            .ok_or(bad("shorter than its header"))?;
+            .ok_or_else(|| bad("shorter than its header"))?;
         if &head[..4] != MAGIC {
             return Err(bad("wrong magic"));
         }

@@ -282,7 +282,7 @@ pub(super) fn write(
                 .get(..8)
                 .and_then(|b| b.try_into().ok())
                 .map(u64::from_le_bytes)
-                .ok_or(FileError::Remote {
+                .ok_or_else(|| FileError::Remote {
                     rank: 0,
                     path: path.to_path_buf(),
                 })?;

@@ -181,7 +181,7 @@ impl Manifest {
 
     /// Unit file paths, resolved against the manifest's directory.
     pub fn unit_paths(&self, manifest: &Path) -> Vec<PathBuf> {
-        let dir = manifest.parent().unwrap_or(Path::new("."));
+        let dir = manifest.parent().unwrap_or_else(|| Path::new("."));
         self.units.iter().map(|e| dir.join(&e.path)).collect()
     }
 }

@@ -236,7 +236,7 @@ fn decided_by_rank0(
     match mine {
         // Rank 0's own outcome wins, even when the broadcast fails too.
         Some(r) => r,
-        None => canonical::Kind::decode(&got?).ok_or(FileError::Remote {
+        None => canonical::Kind::decode(&got?).ok_or_else(|| FileError::Remote {
             rank: 0,
             path: path.to_path_buf(),
         }),

@@ -190,7 +190,7 @@ impl Reader {
         let end = offset
             .checked_add(out.len() as u64)
             .filter(|&e| e <= self.len())
-            .ok_or(FileError::SizeMismatch {
+            .ok_or_else(|| FileError::SizeMismatch {
                 path: self.path.clone(),
                 file: self.len(),
                 layout: offset.saturating_add(out.len() as u64),

@@ -138,7 +138,7 @@ pub(super) fn write(
     let version = v[0];
     let slot = version % 2;
     let names = agree_on_outcome(comm, path, unit_paths(path, s, slot))?;
-    let dir = path.parent().unwrap_or(Path::new(""));
+    let dir = path.parent().unwrap_or_else(|| Path::new(""));
     let paths: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
     let (per, aggs) = split_rows(&geo, comm.size());
     let buffer = rounds::buffer_size(comm, opts.coll_buffer)?;

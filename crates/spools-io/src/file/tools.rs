@@ -297,7 +297,7 @@ pub fn describe(path: &Path) -> Result<String, FileError> {
                 "{}: .npy file, dtype {} ({}), shape {:?}{}, {offset}-byte header, {bytes} bytes of data",
                 path.display(),
                 h.descr,
-                super::npy::dtype_of(&h.descr).map_or("no Spools element type".to_string(), |d| d.to_string()),
+                super::npy::dtype_of(&h.descr).map_or_else(|| "no Spools element type".to_string(), |d| d.to_string()),
                 h.shape,
                 if h.fortran { " in Fortran order" } else { "" }
             )

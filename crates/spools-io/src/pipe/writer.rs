@@ -186,7 +186,7 @@ impl<'c> PipeWriter<'c> {
     ) -> Result<Self, PipeError> {
         let total = layout
             .total_bytes()
-            .ok_or(PipeError::BadName("an unsized layout".into()))?;
+            .ok_or_else(|| PipeError::BadName("an unsized layout".into()))?;
         let me = comm.rank();
         let mode = match name {
             PipeName::Stdout => {

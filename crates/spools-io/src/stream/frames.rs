@@ -148,7 +148,7 @@ impl StreamConnection<'_> {
     ) -> Result<FrameHeader, StreamError> {
         let group = self
             .group_of(id)
-            .ok_or(StreamError::UnknownStream { stream: id.get() })?;
+            .ok_or_else(|| StreamError::UnknownStream { stream: id.get() })?;
         let members = u16::try_from(self.group_size(group)).unwrap_or(u16::MAX);
         Ok(FrameHeader {
             frame: self.adus(id),

@@ -121,9 +121,7 @@ impl Engine {
         self.handler_ids
             .get()
             .copied()
-            .ok_or(MsgError::Am(AmError::UnknownHandlerName(
-                SHORT_HANDLER.into(),
-            )))
+            .ok_or_else(|| MsgError::Am(AmError::UnknownHandlerName(SHORT_HANDLER.into())))
     }
 
     /// How many operations have completed: a waiter rechecks its operation only when

@@ -268,9 +268,11 @@ impl Comm {
         };
         if let (Some(i), Some((_, o))) = (&input, &output) {
             if overlap(i, o) {
-                problem.get_or_insert(errors::value_error(
-                    "out shares memory with a: redistribute cannot work in place",
-                ));
+                problem.get_or_insert_with(|| {
+                    errors::value_error(
+                        "out shares memory with a: redistribute cannot work in place",
+                    )
+                });
             }
         }
         let comm = io_comm(py, slf)?;
