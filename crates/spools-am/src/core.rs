@@ -28,6 +28,10 @@ pub(crate) const PROGRESS_SPIN: Duration = Duration::from_micros(20);
 /// of this many, which is a whole progress round (every sender, every transport).
 pub(crate) const WHOLE_ROUND: u32 = 8;
 
+/// A wait asks what else may end it (a dead rank, an error a target sent back, the
+/// caller's reason to give up) at its first empty poll and once in this many after.
+pub(crate) const RARE: u32 = 16;
+
 /// Longest single sleep in a wait; waits re-check the watchdog at least this often.
 pub(crate) const NAP: Duration = Duration::from_millis(50);
 
@@ -201,7 +205,8 @@ impl Core {
     }
 
     /// [`Core::wait_until`] that also gives up, returning `Ok(false)`, when `stop()`
-    /// holds while nothing progresses (asked after every poll that found nothing), or,
+    /// holds while nothing progresses (asked at the first poll that found nothing, and
+    /// at every [`RARE`]th after), or,
     /// without `sleeps`, once it polled for the hold time (the caller then sleeps
     /// elsewhere). With a `source` (the rank whose message `done` waits for), most
     /// polls read only that rank's messages, and one in [`WHOLE_ROUND`] is a whole
@@ -227,26 +232,37 @@ impl Core {
                 Some(s) if rounds % WHOLE_ROUND != 0 => self.progress_from(s)?,
                 _ => self.progress()?,
             };
-            if report_async {
-                if let Some(e) = self.take_error() {
-                    return Err(e);
-                }
-            }
             if n > 0 {
+                // An error a target sent back came with this round's messages.
+                if report_async {
+                    if let Some(e) = self.take_error() {
+                        return Err(e);
+                    }
+                }
                 backoff.reset();
                 idle = 0;
                 continue;
             }
             idle += 1;
-            let failure = match peer {
-                Some(p) => self.boot.state().failure_of(p),
-                None => self.boot.state().any_failure(),
-            };
-            if let Some(f) = failure {
-                return Err(AmError::Fabric(FabricError::PeerFailed(f)));
-            }
-            if stop() {
-                return Ok(false);
+            // What ends a wait otherwise (a dead rank, the caller's own reason) comes
+            // seldom and costs more to ask than a poll: asked at the first empty poll
+            // and every `RARE` after (and at the first after every sleep).
+            if idle % RARE == 1 {
+                if report_async {
+                    if let Some(e) = self.take_error() {
+                        return Err(e);
+                    }
+                }
+                let failure = match peer {
+                    Some(p) => self.boot.state().failure_of(p),
+                    None => self.boot.state().any_failure(),
+                };
+                if let Some(f) = failure {
+                    return Err(AmError::Fabric(FabricError::PeerFailed(f)));
+                }
+                if stop() {
+                    return Ok(false);
+                }
             }
             // A peer this rank's last send woke from its sleep answers no sooner than its
             // wake-up time, and the scheduler often queues it on the waker's CPU, where
@@ -258,6 +274,7 @@ impl Core {
             if idle == 1 && sleeps && self.woke_a_sleeper() && !self.woken_recently() {
                 self.check_interrupt()?;
                 self.sleep(NAP);
+                idle = 0;
                 continue;
             }
             if !backoff.spin(|| self.pace()) {
@@ -266,6 +283,8 @@ impl Core {
                 }
                 self.check_interrupt()?;
                 self.sleep(NAP);
+                // The job's health is looked at again right after every sleep.
+                idle = 0;
             }
         }
     }

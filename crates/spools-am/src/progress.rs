@@ -18,9 +18,9 @@ impl Core {
         self.progress_round(None)
     }
 
-    /// [`Core::progress`] that reads the transports for the messages of `peer` only
-    /// (and, as every round, messages to self, held ones and the upper layers'
-    /// pollers): what a wait for a message from a known rank runs between whole rounds.
+    /// [`Core::progress`] that reads the transports for the messages of `peer` only (and
+    /// messages to self and held ones), without the pollers, owed replies and queued
+    /// TCP bytes: what a wait for a message from a known rank runs between whole rounds.
     pub(crate) fn progress_from(&self, peer: u32) -> Result<usize, AmError> {
         self.progress_round(Some(peer))
     }
@@ -102,30 +102,34 @@ impl Core {
                 }
             }
         }
-        if !ps.deferred.is_empty() {
-            self.send_deferred(&mut ps)?;
-        }
-        let added = self.pollers_added.load(Ordering::Acquire);
-        if added != ps.pollers_seen {
-            // Copied once per poller added: rounds take no lock for them.
-            ps.pollers = self
-                .pollers
-                .read()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone();
-            ps.pollers_seen = added;
-        }
-        for p in ps.pollers.iter() {
-            match p() {
-                Ok(k) => n += k,
-                Err(e) => {
-                    err.get_or_insert(e);
+        // Owed replies, the upper layers' pollers and queued TCP bytes: in whole rounds
+        // only (a wait for one rank's message makes one poll in `WHOLE_ROUND` whole).
+        if only.is_none() {
+            if !ps.deferred.is_empty() {
+                self.send_deferred(&mut ps)?;
+            }
+            let added = self.pollers_added.load(Ordering::Acquire);
+            if added != ps.pollers_seen {
+                // Copied once per poller added: rounds take no lock for them.
+                ps.pollers = self
+                    .pollers
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                ps.pollers_seen = added;
+            }
+            for p in ps.pollers.iter() {
+                match p() {
+                    Ok(k) => n += k,
+                    Err(e) => {
+                        err.get_or_insert(e);
+                    }
                 }
             }
-        }
-        if self.uses_tcp {
-            if let Some(t) = &self.tcp {
-                t.flush(0)?;
+            if self.uses_tcp {
+                if let Some(t) = &self.tcp {
+                    t.flush(0)?;
+                }
             }
         }
         // Wake threads sleeping on a condition a handler or a completion may have set
