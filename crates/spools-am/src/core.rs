@@ -293,7 +293,8 @@ impl Core {
     pub(crate) fn backoff(&self) -> Backoff {
         let pace = match self.last_pace.load(Ordering::Relaxed) {
             0 => Pace::Spin,
-            _ => Pace::Yield,
+            1 => Pace::Yield,
+            _ => Pace::YieldToNeighbour,
         };
         Backoff::new(self.hold, pace)
     }
@@ -309,8 +310,12 @@ impl Core {
                     on_my_cpu: 0,
                 });
         let pace = Pace::for_load(awake, self.cpus);
-        self.last_pace
-            .store(u8::from(pace == Pace::Yield), Ordering::Relaxed);
+        let code = match pace {
+            Pace::Spin => 0,
+            Pace::Yield => 1,
+            Pace::YieldToNeighbour => 2,
+        };
+        self.last_pace.store(code, Ordering::Relaxed);
         pace
     }
 

@@ -454,7 +454,7 @@ impl Worker {
     /// Whether the job's ranks awake on this host outnumber its CPUs now: polls then
     /// yield the CPU (see [`Pace`]), and quick looks that hold the CPU are skipped.
     pub fn oversubscribed(&self) -> bool {
-        self.core.pace() == Pace::Yield
+        self.core.pace().yields()
     }
 
     /// Runs `sleep`, a sleep of this thread outside the transports (on flags in memory

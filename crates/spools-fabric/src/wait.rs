@@ -34,7 +34,13 @@ pub enum Pace {
     Spin,
     /// Give the CPU up between polls: the job's ranks that are awake on this host
     /// outnumber its CPUs, so the one that will answer may be queued behind this one.
+    /// Crowding changes slowly: the pace is looked at again every 256 polls.
     Yield,
+    /// Give the CPU up between polls: another awake rank was last seen on this rank's
+    /// CPU. Placement changes with every yield (the scheduler moves ranks), and yielding
+    /// to a CPU-bound program costs it a time slice: the pace is looked at again after
+    /// every poll.
+    YieldToNeighbour,
 }
 
 /// The job's ranks on this host that are awake (not asleep in a wait), as a wait sees
@@ -57,14 +63,21 @@ impl Pace {
     /// use spools_fabric::{Awake, Pace};
     /// assert_eq!(Pace::for_load(Awake { ranks: 2, on_my_cpu: 0 }, 2), Pace::Spin);
     /// assert_eq!(Pace::for_load(Awake { ranks: 3, on_my_cpu: 0 }, 2), Pace::Yield);
-    /// assert_eq!(Pace::for_load(Awake { ranks: 2, on_my_cpu: 1 }, 2), Pace::Yield);
+    /// assert_eq!(Pace::for_load(Awake { ranks: 2, on_my_cpu: 1 }, 2), Pace::YieldToNeighbour);
     /// ```
     pub fn for_load(awake: Awake, cpus: usize) -> Pace {
-        if awake.ranks > cpus || awake.on_my_cpu > 0 {
+        if awake.ranks > cpus {
             Pace::Yield
+        } else if awake.on_my_cpu > 0 {
+            Pace::YieldToNeighbour
         } else {
             Pace::Spin
         }
+    }
+
+    /// Whether polls give the CPU up.
+    pub fn yields(self) -> bool {
+        self != Pace::Spin
     }
 }
 
@@ -114,11 +127,11 @@ impl Backoff {
     pub fn spin(&mut self, pace: impl FnOnce() -> Pace) -> bool {
         self.polls = self.polls.wrapping_add(1);
         // Reading the clock costs ~20 ns: start it after 16 empty polls, then check it
-        // every 16 while spinning. A yield costs a system call, and lets the scheduler
-        // move ranks between CPUs: look at the clock and the machine after every one
-        // (a yielding rank that looked only every 256 kept yielding to CPU-bound
-        // programs, a time slice each, long after the rank it made way for had moved).
-        let looks = self.polls % QUICK == 0 || self.pace == Pace::Yield;
+        // every 16. A yield made way for a neighbour on this CPU lets the scheduler move
+        // ranks: look at the clock and the machine after every one (a rank that looked
+        // only every 256 kept yielding to CPU-bound programs, a time slice each, long
+        // after the rank it made way for had moved).
+        let looks = self.polls % QUICK == 0 || self.pace == Pace::YieldToNeighbour;
         if looks {
             match self.start {
                 None => {
@@ -126,14 +139,14 @@ impl Backoff {
                     self.pace = pace();
                 }
                 Some(t) if t.elapsed() >= self.hold => return false,
-                Some(_) if self.pace == Pace::Yield || self.polls % REPACE == 0 => {
+                Some(_) if self.pace == Pace::YieldToNeighbour || self.polls % REPACE == 0 => {
                     self.pace = pace()
                 }
                 Some(_) => {}
             }
         }
         match self.pace {
-            Pace::Yield => std::thread::yield_now(),
+            Pace::Yield | Pace::YieldToNeighbour => std::thread::yield_now(),
             Pace::Spin => std::hint::spin_loop(),
         }
         true
@@ -163,21 +176,25 @@ mod tests {
         // Spinning, it asks when the clock starts (poll 16), then every 256 polls.
         assert_eq!(asked, 1 + 1000 / 256);
         assert_eq!(b.pace, Pace::Spin);
-        // Once a look says yield, it asks after every poll.
+        // Once a look says a neighbour shares the CPU, it asks after every poll.
         let mut asked = 0;
         for _ in 0..300 {
             assert!(b.spin(|| {
                 asked += 1;
-                Pace::Yield
+                Pace::YieldToNeighbour
             }));
         }
-        assert_eq!(b.pace, Pace::Yield);
+        assert_eq!(b.pace, Pace::YieldToNeighbour);
         let first = asked;
         assert!(b.spin(|| {
             asked += 1;
-            Pace::Yield
+            Pace::YieldToNeighbour
         }));
-        assert_eq!(asked, first + 1, "a yielding wait looks after every poll");
+        assert_eq!(
+            asked,
+            first + 1,
+            "a wait yielding to a neighbour looks after every poll"
+        );
         let mut b = Backoff::new(Duration::ZERO, Pace::Spin);
         let n = (0..1000).take_while(|_| b.spin(|| Pace::Spin)).count();
         assert_eq!(
@@ -187,7 +204,19 @@ mod tests {
         );
         let mut b = Backoff::new(Duration::ZERO, Pace::Yield);
         let n = (0..1000).take_while(|_| b.spin(|| Pace::Yield)).count();
-        assert_eq!(n, 1, "a yielding wait reads the clock after every poll");
+        assert_eq!(
+            n,
+            2 * QUICK as usize - 1,
+            "a crowded wait looks every 16 polls"
+        );
+        let mut b = Backoff::new(Duration::ZERO, Pace::YieldToNeighbour);
+        let n = (0..1000)
+            .take_while(|_| b.spin(|| Pace::YieldToNeighbour))
+            .count();
+        assert_eq!(
+            n, 1,
+            "a wait yielding to a neighbour reads the clock after every poll"
+        );
         b.reset();
         assert!(b.spin(|| Pace::Spin), "a reset wait polls again");
     }
