@@ -30,10 +30,13 @@ pub(crate) fn check_send<'a, T>(
             return Err(FabricError::PeerFailed(f));
         }
     }
-    let lane_state = lanes.get(lane).ok_or(FabricError::BadLane {
-        lane,
-        lanes: caps.lanes,
-    })?;
+    // A match, not `ok_or`: the error `ok_or` builds would be dropped on every send.
+    let Some(lane_state) = lanes.get(lane) else {
+        return Err(FabricError::BadLane {
+            lane,
+            lanes: caps.lanes,
+        });
+    };
     Ok((len, lane_state))
 }
 
