@@ -9,7 +9,7 @@
 //! | `cell_size` | `SPOOLS_CELL_SIZE` | `64B` | ring cell size (a cache line; a power of two, 64B to 4KiB) |
 //! | `bulk_limit` | `SPOOLS_BULK_LIMIT` | `64KiB` | largest bulk active-message payload |
 //! | `fragment_size` | `SPOOLS_FRAGMENT_SIZE` | `32KiB` | chunk size of fragmented and pipelined transfers |
-//! | `spin_us` | `SPOOLS_SPIN_US` | `1000` | microseconds a waiting thread polls before it sleeps (spinning, or yielding the CPU while the job's awake ranks outnumber the cores; the progress thread polls at most 20) |
+//! | `spin_us` | `SPOOLS_SPIN_US` | `1000` | microseconds a waiting thread polls before it sleeps (spinning, or yielding the CPU while the job's awake ranks outnumber the cores or one shares its CPU; the progress thread polls at most 20) |
 //! | `lanes` | `SPOOLS_LANES` | `3` | sending lanes per rank: lane 0 for the progress engine, lane 1 for the `World`'s endpoint, lane 2 for tagged messaging, the rest for more endpoints |
 //! | `short_limit` | `SPOOLS_SHORT_LIMIT` | `24B` | tagged messages up to this size travel inline in one control message (at most 24B) |
 //! | `eager_limit` | `SPOOLS_EAGER_LIMIT` | `32KiB` | larger tagged messages up to this size are sent eagerly (at most `bulk_limit`); beyond, rendezvous |

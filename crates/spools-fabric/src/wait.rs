@@ -7,6 +7,9 @@
 //! - when the job's ranks that are awake on this host outnumber its CPUs, the rank that
 //!   will answer may be queued behind this one: give the CPU up between polls
 //!   ([`Pace::Yield`]; 8 ranks passing a token on 2 cores);
+//! - when another awake rank was last seen polling on this rank's CPU, polling would keep
+//!   it from running: give the CPU up, and look again after every yield, since the
+//!   scheduler moves ranks meanwhile ([`Pace::YieldToNeighbour`]);
 //! - otherwise the rank that will answer has a CPU of its own, even when other programs
 //!   load the machine: keep polling ([`Pace::Spin`]). Yielding to a CPU-bound program
 //!   hands it the rest of a time slice (the scheduler pushes the yielder back a whole
