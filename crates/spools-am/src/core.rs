@@ -24,8 +24,9 @@ pub(crate) const RECENT: Duration = Duration::from_millis(1);
 /// threads, which need the CPU more than it needs a quick start.
 pub(crate) const PROGRESS_SPIN: Duration = Duration::from_micros(20);
 
-/// A wait for a known rank's message reads only that rank's rings, except in one poll
-/// of this many, which is a whole progress round (every sender, every transport).
+/// A wait for a known rank's message reads only that rank's rings, except in its first
+/// poll, one poll of this many and before it sleeps, which are whole progress rounds
+/// (every sender, every transport, the pollers).
 pub(crate) const WHOLE_ROUND: u32 = 8;
 
 /// A wait asks what else may end it (a dead rank, an error a target sent back, the
@@ -91,7 +92,7 @@ pub(crate) struct Core {
     /// CPUs this process may run on.
     pub(crate) cpus: usize,
     /// The pace the last look at the machine chose (a [`Pace`] as `u8`: 0 spin, 1
-    /// yield), for the first polls of the next wait.
+    /// yield, 2 yield to a neighbour), for the first polls of the next wait.
     pub(crate) last_pace: AtomicU8,
     /// When a sleep of this rank last ended (nanoseconds since `epoch`; 0: never).
     pub(crate) woken_at: AtomicU64,
@@ -233,8 +234,11 @@ impl Core {
                 return Ok(true);
             }
             rounds = rounds.wrapping_add(1);
+            // The first round is whole (a receive just posted may have queued its CTS or
+            // pull for the pollers), then one in `WHOLE_ROUND`.
+            let whole = source.is_none() || rounds % WHOLE_ROUND == 1;
             let n = match source {
-                Some(s) if rounds % WHOLE_ROUND != 0 => self.progress_from(s)?,
+                Some(s) if !whole => self.progress_from(s)?,
                 _ => self.progress()?,
             };
             if n > 0 {
@@ -276,15 +280,20 @@ impl Core {
             // this rank itself was woken a moment ago: then the two answer each other
             // closely, and sleeping at once would make them sleep and wake in turn for
             // every message; polling for the hold gets them out of it.
-            if idle == 1 && sleeps && self.woke_a_sleeper() && !self.woken_recently() {
-                self.check_interrupt()?;
-                self.sleep(NAP);
-                idle = 0;
-                continue;
-            }
-            if !backoff.spin(|| self.pace()) {
+            // (`woke_a_sleeper` is asked first: asking clears it, also for waits that
+            // never sleep here.)
+            let early = idle == 1 && self.woke_a_sleeper() && sleeps && !self.woken_recently();
+            if early || !backoff.spin(|| self.pace()) {
                 if !sleeps {
                     return Ok(false);
+                }
+                // Never asleep with work of the pollers' queued (a CTS this receive
+                // owes its sender, who waits for it): a round that read one rank's
+                // messages only is followed by a whole one first.
+                if !whole && self.progress()? > 0 {
+                    backoff.reset();
+                    idle = 0;
+                    continue;
                 }
                 self.check_interrupt()?;
                 self.sleep(NAP);
@@ -296,12 +305,16 @@ impl Core {
 
     /// A new wait's state: the hold time, and the pace the last look chose.
     pub(crate) fn backoff(&self) -> Backoff {
-        let pace = match self.last_pace.load(Ordering::Relaxed) {
+        Backoff::new(self.hold, self.recorded_pace())
+    }
+
+    /// The pace the last look at the machine chose (without looking again).
+    pub(crate) fn recorded_pace(&self) -> Pace {
+        match self.last_pace.load(Ordering::Relaxed) {
             0 => Pace::Spin,
             1 => Pace::Yield,
             _ => Pace::YieldToNeighbour,
-        };
-        Backoff::new(self.hold, pace)
+        }
     }
 
     /// The pace the machine calls for now: yield when the job's ranks awake on this

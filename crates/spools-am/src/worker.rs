@@ -132,12 +132,24 @@ impl Worker {
                     // Polls briefly, then sleeps until a message or `wake` comes.
                     let hold = c.hold.min(PROGRESS_SPIN);
                     let mut backoff = Backoff::new(hold, Pace::Spin);
+                    // Its sleeps do not make the rank asleep for other ranks' pace, and it
+                    // does not look at the machine itself (that would publish its CPU as
+                    // the rank's): it polls at the pace the application's waits chose.
+                    let sleep = || {
+                        if let Some(t) = &c.shm {
+                            t.note_helper_sleep(true);
+                        }
+                        c.sleep(NAP);
+                        if let Some(t) = &c.shm {
+                            t.note_helper_sleep(false);
+                        }
+                    };
                     while !s.load(Ordering::SeqCst) {
                         match c.progress() {
                             Ok(n) if n > 0 => backoff.reset(),
                             Ok(_) => {
-                                if !backoff.spin(|| c.pace()) {
-                                    c.sleep(NAP);
+                                if !backoff.spin(|| c.recorded_pace()) {
+                                    sleep();
                                 }
                             }
                             Err(e) => {
@@ -146,7 +158,7 @@ impl Worker {
                                     return;
                                 }
                                 // Do not spin on an error that repeats.
-                                c.sleep(NAP);
+                                sleep();
                             }
                         }
                     }
@@ -451,8 +463,10 @@ impl Worker {
         self.core.hold
     }
 
-    /// Whether the job's ranks awake on this host outnumber its CPUs now: polls then
-    /// yield the CPU (see [`Pace`]), and quick looks that hold the CPU are skipped.
+    /// Whether polls yield the CPU now (see [`Pace`]): the job's ranks awake on this host
+    /// outnumber its CPUs, or one of them was last seen on this rank's CPU; quick looks
+    /// that hold the CPU are then skipped. Asks the machine (a look at every local
+    /// rank's segment).
     pub fn oversubscribed(&self) -> bool {
         self.core.pace().yields()
     }

@@ -128,6 +128,14 @@ pub trait Transport: Send + Sync {
         None
     }
 
+    /// A helper thread of this rank (the progress thread) begins (`true`) or ends
+    /// (`false`) a sleep in the transports: for [`Transport::awake_local`] as other ranks
+    /// ask it, the rank is asleep only when its application's threads are (a rank whose
+    /// progress thread sleeps while its application polls is awake).
+    fn note_helper_sleep(&self, asleep: bool) {
+        let _ = asleep;
+    }
+
     /// This rank's thread begins (`true`) or ends (`false`) a sleep outside the
     /// transports (on a collective's flags in memory of its own), for
     /// [`Transport::awake_local`] as other ranks ask it.

@@ -598,8 +598,8 @@ fn high_priority_is_not_stuck_behind_low() {
     }
 }
 
-/// Ranks 1 and 2 each send rank 0 a few messages and say so through a file (not a
-/// barrier: a rank waiting in one serves its transports); rank 0 polls rank 2's messages
+/// Ranks 1 and 2 each send rank 0 a few messages and say so through a file (a
+/// `World::barrier` would poll the transports and take the messages); rank 0 polls rank 2's messages
 /// only (`Transport::poll_from`) until all of them came, then the rest. Every message
 /// arrives once, in order and intact; shared memory, which reads each sender's rings
 /// apart, gives nothing of rank 1's while asked for rank 2's.

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use spools::{Communicator, ANY_SOURCE};
-use spools_testkit::{assert_ok, e, launch, rank_main};
+use spools_testkit::{assert_ok, checked, e, launch, rank_main};
 
 mod common;
 use common::check;
@@ -79,18 +79,13 @@ fn multiple_role() -> Result<(), String> {
         0 => &*w,
         k => &comms[k as usize - 1],
     };
-    let results: Vec<Result<(), String>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..THREADS)
-            .map(|t| s.spawn(move || thread_role(comm_of(t), t)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("a thread panicked".into())))
-            .collect()
+    // A thread that fails ends the rank at once (`checked`: print, exit), so that the
+    // job fails instead of its partners' threads waiting for it until the timeout.
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            s.spawn(move || checked(&t, |&t| thread_role(comm_of(t), t)));
+        }
     });
-    for r in results {
-        r?;
-    }
     e(w.barrier())?;
     if w.rank() == 0 {
         println!("{THREADS} threads x {ROUNDS} rounds on 3 communicators: all delivered");

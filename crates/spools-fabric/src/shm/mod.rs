@@ -509,8 +509,13 @@ impl Transport for ShmTransport {
 
     fn awake_local(&self) -> Option<crate::Awake> {
         // Relaxed: hints for the pace of a wait, read and written now and then.
+        // A rank with a helper (the progress thread) asleep counts as awake unless it
+        // naps on flags: its application may be polling beside the sleeping helper (it
+        // may also sleep: counted awake then, the pace yields where it might spin).
         let asleep = |s: &Segment| {
-            s.sleeping().load(Ordering::Relaxed) != 0 || s.napping().load(Ordering::Relaxed) != 0
+            s.napping().load(Ordering::Relaxed) != 0
+                || (s.sleeping().load(Ordering::Relaxed) != 0
+                    && s.helpers().load(Ordering::Relaxed) == 0)
         };
         let me = self.me_local as usize;
         let cpu = rustix::thread::sched_getcpu() as u32 + 1;
@@ -523,6 +528,15 @@ impl Transport for ShmTransport {
             }
         }
         Some(crate::Awake { ranks, on_my_cpu })
+    }
+
+    fn note_helper_sleep(&self, asleep: bool) {
+        let w = self.segs[self.me_local as usize].helpers();
+        if asleep {
+            w.fetch_add(1, Ordering::Relaxed);
+        } else {
+            w.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     fn note_nap(&self, napping: bool) {

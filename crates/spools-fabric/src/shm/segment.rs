@@ -88,6 +88,9 @@ const SLEEPING: usize = 576;
 const NAPPING: usize = 640;
 /// Offset of the owner's CPU as its last wait saw it, plus one (0: unknown; own line).
 const CPU: usize = 704;
+/// Offset of the count of the owner's helper threads (the progress thread) asleep in the
+/// transport (own line): their sleep does not make the rank asleep.
+const HELPERS: usize = 768;
 
 /// A mapped segment.
 pub(crate) struct Segment {
@@ -203,6 +206,12 @@ impl Segment {
     pub(crate) fn napping(&self) -> &AtomicU32 {
         // SAFETY: NAPPING lies inside the header page and is 4-byte aligned.
         unsafe { &*(self.base.add(NAPPING) as *const AtomicU32) }
+    }
+
+    /// The owner's helper threads (the progress thread) asleep in the transport.
+    pub(crate) fn helpers(&self) -> &AtomicU32 {
+        // SAFETY: HELPERS lies inside the header page and is 4-byte aligned.
+        unsafe { &*(self.base.add(HELPERS) as *const AtomicU32) }
     }
 
     /// The CPU the owner's last wait polled on, plus one (0: unknown).
