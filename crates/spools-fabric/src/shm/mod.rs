@@ -16,7 +16,7 @@ mod ring;
 pub(crate) mod segment;
 
 use std::os::fd::BorrowedFd;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -531,21 +531,11 @@ impl Transport for ShmTransport {
     }
 
     fn note_helper_sleep(&self, asleep: bool) {
-        let w = self.segs[self.me_local as usize].helpers();
-        if asleep {
-            w.fetch_add(1, Ordering::Relaxed);
-        } else {
-            w.fetch_sub(1, Ordering::Relaxed);
-        }
+        count(self.segs[self.me_local as usize].helpers(), asleep);
     }
 
     fn note_nap(&self, napping: bool) {
-        let w = self.segs[self.me_local as usize].napping();
-        if napping {
-            w.fetch_add(1, Ordering::Relaxed);
-        } else {
-            w.fetch_sub(1, Ordering::Relaxed);
-        }
+        count(self.segs[self.me_local as usize].napping(), napping);
     }
 
     fn take_roused(&self) -> bool {
@@ -576,4 +566,14 @@ impl Transport for ShmTransport {
 /// and the measurements behind it.
 pub fn probe_single_copy(cfg: spools_boot::config::SingleCopyChoice) -> (SingleCopy, String) {
     copy_probe::choose(cfg)
+}
+
+/// Counts one of this rank's threads into (`true`) or out of (`false`) a state its
+/// segment publishes (napping, a helper asleep). Relaxed: hints for other ranks' pace.
+fn count(word: &AtomicU32, into: bool) {
+    if into {
+        word.fetch_add(1, Ordering::Relaxed);
+    } else {
+        word.fetch_sub(1, Ordering::Relaxed);
+    }
 }
