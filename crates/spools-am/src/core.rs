@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use spools_boot::client::Bootstrap;
 use spools_boot::config::Config;
+use spools_fabric::lock::RankLock;
 use spools_fabric::{Backoff, FabricError, Pace, Priority, Transport};
 use spools_proto::am::StatusCode;
 
@@ -74,7 +75,9 @@ pub(crate) struct Core {
     pub(crate) ops: Mutex<HashMap<u32, OpState>>,
     pub(crate) next_token: AtomicU32,
     pub(crate) errors: Mutex<VecDeque<AmError>>,
-    pub(crate) poll: Mutex<PollState>,
+    /// The progress state: locked, or owned by the rank's one thread (thread level
+    /// single or funneled).
+    pub(crate) poll: RankLock<PollState>,
     pub(crate) self_queue: Mutex<VecDeque<(u16, Priority, Vec<u8>)>>,
     /// Messages in `self_queue` (checked without the lock).
     pub(crate) self_pending: AtomicUsize,

@@ -26,12 +26,11 @@ impl Core {
     }
 
     fn progress_round(&self, only: Option<u32>) -> Result<usize, AmError> {
-        let mut ps = match self.poll.try_lock() {
-            Ok(g) => g,
-            // A handler panicked on another thread: the state is still consistent (the
-            // message being handled is simply gone), so carry on.
-            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return Ok(0),
+        // Another thread progresses (or, owned, a handler up this thread's stack): it
+        // handles what arrives. A lock a handler's panic poisoned is taken as it is: the
+        // state is still consistent (the message being handled is simply gone).
+        let Some(mut ps) = self.poll.try_lock() else {
+            return Ok(0);
         };
         let mut n = 0;
         let mut completed = false;

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use spools_boot::client::Bootstrap;
 use spools_boot::config::Config;
+use spools_fabric::lock::RankLock;
 use spools_fabric::{Backoff, Pace, Priority, Transport};
 use spools_proto::am::{AmHeader, Bulk, Short, SHORT_LEN};
 
@@ -89,6 +90,9 @@ impl Worker {
         if let (Some(t), true) = (&tcp, uses_tcp) {
             active.push(t.clone());
         }
+        // One thread drives the rank (thread level single or funneled): it owns the
+        // progress state (no lock).
+        let level = cfg.thread_level_in_effect();
         let core = Arc::new(Core {
             active,
             uses_tcp,
@@ -113,7 +117,7 @@ impl Worker {
             ops: Mutex::new(Default::default()),
             next_token: AtomicU32::new(1),
             errors: Mutex::new(Default::default()),
-            poll: Mutex::new(Default::default()),
+            poll: RankLock::new(Default::default(), level),
             self_queue: Mutex::new(Default::default()),
             self_pending: AtomicUsize::new(0),
             error_count: AtomicUsize::new(0),

@@ -17,6 +17,7 @@
 //! | `single_copy` | `SPOOLS_SINGLE_COPY` | `auto` | `auto` (probe at start-up), `cma` (process_vm_readv/writev), `pipeline` |
 //! | `batch` | `SPOOLS_BATCH` | `256` | short messages per batch in batched mode |
 //! | `progress_thread` | `SPOOLS_PROGRESS_THREAD` | `false` | run handlers on a background thread |
+//! | `thread_level` | `SPOOLS_THREAD_LEVEL` | `multiple` | which threads of a rank call Spools (MPI's levels): `single` or `funneled` (only the thread that initialised: the transports, the active-message progress and the message engine take no lock, and a call from another thread ends the process with an error naming the level), `serialized` or `multiple` (any thread: locks); the progress thread implies `multiple`; an MPI program's `MPI_Init` or `MPI_Init_thread` sets it |
 //! | `bootstrap_timeout_s` | `SPOOLS_BOOTSTRAP_TIMEOUT` | `60` | seconds to wait for the rendezvous |
 //! | `liveness_timeout_s` | `SPOOLS_LIVENESS_TIMEOUT` | `0` (off) | `spools run` ends the job when a rank stays stopped (SIGSTOP, a debugger) this many seconds |
 //! | `coll_buffer` | `SPOOLS_COLL_BUFFER` | `16MiB` | collective buffer per aggregator of parallel file I/O: files are written and read in rounds of at most this many bytes per aggregator (at least 4KiB) |
@@ -45,6 +46,35 @@ pub enum TransportChoice {
     Shm,
     /// TCP for everything, also within a host.
     Tcp,
+}
+
+/// Which threads of a rank call into Spools (MPI's thread levels). With `Single` or
+/// `Funneled` one thread drives the rank: the transports, the active-message progress
+/// and the message engine take no lock on the message path, and a call from any other
+/// thread ends the process with an error naming the level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ThreadLevel {
+    /// One thread in the process (MPI_THREAD_SINGLE).
+    Single,
+    /// Only the thread that initialised calls Spools (MPI_THREAD_FUNNELED).
+    Funneled,
+    /// Any thread, one at a time (MPI_THREAD_SERIALIZED): locks, as `Multiple`.
+    Serialized,
+    /// Any threads at once (MPI_THREAD_MULTIPLE).
+    Multiple,
+}
+
+impl ThreadLevel {
+    /// Whether one thread drives the rank (`Single` or `Funneled`).
+    ///
+    /// ```
+    /// use spools_boot::config::ThreadLevel;
+    /// assert!(ThreadLevel::Funneled.one_thread());
+    /// assert!(!ThreadLevel::Serialized.one_thread());
+    /// ```
+    pub fn one_thread(self) -> bool {
+        self <= ThreadLevel::Funneled
+    }
 }
 
 /// How large shared-memory transfers are copied.
@@ -107,6 +137,9 @@ pub struct Config {
     pub batch: u32,
     /// Whether a progress thread runs handlers.
     pub progress_thread: bool,
+    /// Which threads call into Spools (the progress thread implies
+    /// [`ThreadLevel::Multiple`], see [`Config::thread_level_in_effect`]).
+    pub thread_level: ThreadLevel,
     /// Rendezvous timeout in seconds.
     pub bootstrap_timeout_s: u64,
     /// Seconds a rank may stay stopped before `spools run` ends the job; 0: no limit.
@@ -138,6 +171,7 @@ impl Default for Config {
             coll_sm_limit: COLL_SM_LIMIT_DEFAULT,
             batch: 256,
             progress_thread: false,
+            thread_level: ThreadLevel::Multiple,
             bootstrap_timeout_s: 60,
             liveness_timeout_s: 0,
             file: None,
@@ -195,6 +229,7 @@ struct FileConfig {
     single_copy: Option<String>,
     batch: Option<u64>,
     progress_thread: Option<bool>,
+    thread_level: Option<String>,
     bootstrap_timeout_s: Option<u64>,
     liveness_timeout_s: Option<u64>,
     coll_buffer: Option<toml::Value>,
@@ -246,6 +281,26 @@ fn value_err(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
 }
 
 impl Config {
+    /// The thread level the rank runs at: [`Config::thread_level`], or
+    /// [`ThreadLevel::Multiple`] with the progress thread (which runs handlers beside
+    /// the application's thread).
+    ///
+    /// ```
+    /// use spools_boot::config::{Config, ThreadLevel};
+    /// let cfg = Config::from_sources(None, [("SPOOLS_THREAD_LEVEL", "single")]).unwrap();
+    /// assert_eq!(cfg.thread_level_in_effect(), ThreadLevel::Single);
+    /// let both = [("SPOOLS_THREAD_LEVEL", "single"), ("SPOOLS_PROGRESS_THREAD", "1")];
+    /// let cfg = Config::from_sources(None, both).unwrap();
+    /// assert_eq!(cfg.thread_level_in_effect(), ThreadLevel::Multiple);
+    /// ```
+    pub fn thread_level_in_effect(&self) -> ThreadLevel {
+        if self.progress_thread {
+            ThreadLevel::Multiple
+        } else {
+            self.thread_level
+        }
+    }
+
     /// Loads the configuration of this process: `SPOOLS_CONFIG` and `SPOOLS_*` variables.
     ///
     /// # Errors
@@ -333,6 +388,9 @@ impl Config {
         if let Some(v) = fc.progress_thread {
             self.apply("progress_thread", &v.to_string())?;
         }
+        if let Some(v) = fc.thread_level {
+            self.apply("thread_level", &v)?;
+        }
         Ok(())
     }
 
@@ -388,6 +446,21 @@ impl Config {
                     "1" | "true" | "yes" | "on" => true,
                     "0" | "false" | "no" | "off" => false,
                     _ => return Err(value_err(key, v, "expected true or false")),
+                }
+            }
+            "thread_level" => {
+                self.thread_level = match v.trim() {
+                    "single" => ThreadLevel::Single,
+                    "funneled" => ThreadLevel::Funneled,
+                    "serialized" => ThreadLevel::Serialized,
+                    "multiple" => ThreadLevel::Multiple,
+                    _ => {
+                        return Err(value_err(
+                            key,
+                            v,
+                            "expected single, funneled, serialized or multiple",
+                        ))
+                    }
                 }
             }
             "bootstrap_timeout" | "bootstrap_timeout_s" => self.bootstrap_timeout_s = int(v)?,
@@ -517,6 +590,17 @@ impl fmt::Display for SingleCopyChoice {
     }
 }
 
+impl fmt::Display for ThreadLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ThreadLevel::Single => "single",
+            ThreadLevel::Funneled => "funneled",
+            ThreadLevel::Serialized => "serialized",
+            ThreadLevel::Multiple => "multiple",
+        })
+    }
+}
+
 /// Prints the configuration as TOML that [`Config::from_sources`] reads back.
 impl fmt::Display for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -534,6 +618,7 @@ impl fmt::Display for Config {
         writeln!(f, "coll_sm_limit = \"{}\"", show_size(self.coll_sm_limit))?;
         writeln!(f, "batch = {}", self.batch)?;
         writeln!(f, "progress_thread = {}", self.progress_thread)?;
+        writeln!(f, "thread_level = \"{}\"", self.thread_level)?;
         writeln!(f, "bootstrap_timeout_s = {}", self.bootstrap_timeout_s)?;
         writeln!(f, "liveness_timeout_s = {}", self.liveness_timeout_s)?;
         writeln!(f, "coll_buffer = \"{}\"", show_size(self.coll_buffer))?;

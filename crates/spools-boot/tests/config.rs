@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use spools_boot::config::{Config, ConfigError, SingleCopyChoice, TransportChoice};
+use spools_boot::config::{Config, ConfigError, SingleCopyChoice, ThreadLevel, TransportChoice};
 use spools_boot::identity::{parse_rendezvous, IdentityError, JobEnv, LauncherKind, Rendezvous};
 
 /// A file in the system's temporary directory, removed when dropped (also when the test
@@ -269,6 +269,7 @@ fn all_keys() -> Config {
         coll_sm_limit: 1024,
         batch: 32,
         progress_thread: true,
+        thread_level: ThreadLevel::Funneled,
         bootstrap_timeout_s: 120,
         liveness_timeout_s: 30,
         file: Some(fixture("all-keys.toml")),
@@ -294,6 +295,7 @@ fn documented_defaults() -> Config {
         coll_sm_limit: 4096,
         batch: 256,
         progress_thread: false,
+        thread_level: ThreadLevel::Multiple,
         bootstrap_timeout_s: 60,
         liveness_timeout_s: 0,
         file: None,
@@ -333,6 +335,7 @@ fn a_file_with_every_key_gives_its_values() {
         cfg.coll_sm_limit != d.coll_sm_limit,
         cfg.batch != d.batch,
         cfg.progress_thread != d.progress_thread,
+        cfg.thread_level != d.thread_level,
         cfg.bootstrap_timeout_s != d.bootstrap_timeout_s,
         cfg.liveness_timeout_s != d.liveness_timeout_s,
         cfg.coll_buffer != d.coll_buffer,

@@ -20,7 +20,7 @@
 mod caps;
 mod error;
 pub mod heap;
-mod lock;
+pub mod lock;
 pub mod shm;
 pub mod tcp;
 mod transport;

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::ThreadId;
 use std::time::Instant;
 
-use spools::World;
+use spools::{ThreadLevel, World};
 
 use crate::abi::*;
 use crate::comm::CommObj;
@@ -84,16 +84,30 @@ fn start(required: c_int) -> Result<c_int, MpiError> {
 
 fn join(required: c_int) -> Result<c_int, MpiError> {
     EPOCH.get_or_init(Instant::now);
-    let world = spools::shared::join().map_err(|e| MpiError::Init(e.to_string()))?;
+    // SINGLE and FUNNELED: the rank's one thread owns the engine's state (no lock on
+    // the message path; a call from another thread ends the process, naming the level).
+    let level = match required {
+        MPI_THREAD_SINGLE => ThreadLevel::Single,
+        MPI_THREAD_FUNNELED => ThreadLevel::Funneled,
+        MPI_THREAD_SERIALIZED => ThreadLevel::Serialized,
+        _ => ThreadLevel::Multiple,
+    };
+    let world = spools::shared::join_at(level).map_err(|e| MpiError::Init(e.to_string()))?;
     let comm = world.communicator().clone();
     let me = comm.rank();
     let selfc = comm
         .split(Some(me), 0)?
         .ok_or_else(|| MpiError::Init("MPI_COMM_SELF could not be made".into()))?;
     let bridge = comm.dup()?;
-    // Spools' communicators, requests and engine are safe to use from any number of
-    // threads at once, so every level up to MULTIPLE is provided as asked.
-    let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
+    // The level asked for, or higher where SPOOLS_THREAD_LEVEL or the progress thread
+    // raised it: at SERIALIZED and MULTIPLE the rank's state is locked, below it belongs
+    // to the thread that initialised.
+    let provided = match world.worker().config().thread_level_in_effect() {
+        ThreadLevel::Single => MPI_THREAD_SINGLE,
+        ThreadLevel::Funneled => MPI_THREAD_FUNNELED,
+        ThreadLevel::Serialized => MPI_THREAD_SERIALIZED,
+        ThreadLevel::Multiple => MPI_THREAD_MULTIPLE,
+    };
     let rt = Runtime {
         world_comm: CommObj::new(comm, "MPI_COMM_WORLD"),
         self_comm: CommObj::new(selfc, "MPI_COMM_SELF"),

@@ -1,14 +1,25 @@
 /* Point-to-point: every send mode, blocking and not, wildcards and status fields,
  * PROC_NULL, probes, sendrecv(_replace), Get_count, derived datatypes on both sides,
- * cancel, and a 4 MiB rendezvous message. Any number of ranks >= 2. */
+ * cancel, and a 4 MiB rendezvous message. Any number of ranks >= 2. At thread level
+ * MULTIPLE, or with the argument "single" at MPI_THREAD_SINGLE (the path that takes no
+ * lock), the level provided given as the one expected as a second argument: "multiple"
+ * where SPOOLS_THREAD_LEVEL raised it. */
 #include <stddef.h>
 #include <string.h>
 #include "check.h"
 
 int main(int argc, char **argv) {
-  int provided, rank, size;
-  OK(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
-  CHECK(provided == MPI_THREAD_MULTIPLE, "provided %d", provided);
+  int provided, rank, size, queried, is_main;
+  int single = argc > 1 && strcmp(argv[1], "single") == 0;
+  int expect_single = single && !(argc > 2 && strcmp(argv[2], "multiple") == 0);
+  int required = single ? MPI_THREAD_SINGLE : MPI_THREAD_MULTIPLE;
+  int expected = expect_single ? MPI_THREAD_SINGLE : MPI_THREAD_MULTIPLE;
+  OK(MPI_Init_thread(&argc, &argv, required, &provided));
+  CHECK(provided == expected, "provided %d, expected %d", provided, expected);
+  OK(MPI_Query_thread(&queried));
+  CHECK(queried == provided, "MPI_Query_thread gave %d, provided %d", queried, provided);
+  OK(MPI_Is_thread_main(&is_main));
+  CHECK(is_main, "the thread that initialised is not the main thread");
   OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
   int right = (rank + 1) % size, left = (rank + size - 1) % size;
@@ -173,7 +184,7 @@ int main(int argc, char **argv) {
   free(r);
 
   OK(MPI_Barrier(MPI_COMM_WORLD));
-  if (rank == 0) printf("ok p2p %d ranks\n", size);
+  if (rank == 0) printf("ok p2p %d ranks at level %d\n", size, provided == MPI_THREAD_SINGLE ? 0 : 3);
   OK(MPI_Finalize());
   return 0;
 }

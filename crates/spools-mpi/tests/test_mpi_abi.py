@@ -15,7 +15,18 @@ from conftest import HERE, REPO, mpicc_abi, run_job
 def test_point_to_point_in_every_mode(build, spools_run, n):
     job = spools_run(n, build("p2p"))
     assert job.code == 0 and "FAIL" not in job.err, job
-    assert job.out.splitlines() == ["ok p2p %d ranks" % n], job
+    assert job.out.splitlines() == ["ok p2p %d ranks at level 3" % n], job
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_point_to_point_at_thread_level_single_takes_the_path_without_locks(build, spools_run, n):
+    job = spools_run(n, build("p2p"), "single")
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok p2p %d ranks at level 0" % n], job
+    # SPOOLS_THREAD_LEVEL raises the level a program asks for, and MPI says so.
+    job = spools_run(n, build("p2p"), "single", "multiple", env={"SPOOLS_THREAD_LEVEL": "multiple"})
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok p2p %d ranks at level 3" % n], job
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4])

@@ -111,3 +111,37 @@ fn four_threads_message_at_once_on_several_communicators() {
         assert!(o.stdout.contains("all delivered"), "{env:?}: {}", o.stdout);
     }
 }
+
+/// At thread level single, rank 0 messages from a second thread: the rank ends with an
+/// error naming the level (its state is the initialising thread's, reached with no lock),
+/// and the job ends with it instead of racing or hanging; rank 1 waits in a barrier.
+fn misuse_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    e(w.barrier())?;
+    if w.rank() == 0 {
+        let r = std::thread::scope(|s| s.spawn(|| w.send(&[1u8; 8], 1, 5).is_ok()).join());
+        return Err(format!("a send from a second thread came back: {r:?}"));
+    }
+    e(w.barrier())?;
+    Err("the barrier ended without rank 0".into())
+}
+
+#[test]
+fn a_call_from_another_thread_at_thread_level_single_ends_the_job_naming_the_level() {
+    rank_main(|_| misuse_role());
+    let o = launch(
+        2,
+        "a_call_from_another_thread_at_thread_level_single_ends_the_job_naming_the_level",
+        "misuse",
+        &[("SPOOLS_THREAD_LEVEL", "single")],
+    );
+    assert!(!o.status.success(), "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stderr.contains(
+            "called from a thread other than the one that initialised, at thread level single"
+        ),
+        "{}",
+        o.stderr
+    );
+    assert!(!o.stderr.contains("came back"), "{}", o.stderr);
+}

@@ -1,6 +1,7 @@
 //! How a blocked rank waits: after polling for its hold time it sleeps, so that a rank
 //! blocked in a receive on an otherwise idle machine uses almost no CPU (with and without
-//! the progress thread). Real processes over shared memory.
+//! the progress thread, and at thread level single when `scripts/test.sh` runs it so).
+//! Real processes over shared memory.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -11,12 +12,12 @@ use spools_testkit::{assert_ok, e, launch, rank_main};
 mod common;
 use common::check;
 
-/// CPU time of every thread of this process so far, in nanoseconds (the first field of
-/// each thread's `schedstat`: nanosecond resolution, where `/proc/self/stat` counts
+/// CPU time of every thread of process `pid` so far, in nanoseconds (the first field of
+/// each thread's `schedstat`: nanosecond resolution, where `/proc/<pid>/stat` counts
 /// 10 ms ticks).
-fn cpu_ns() -> Result<u64, String> {
+fn cpu_ns(pid: u32) -> Result<u64, String> {
     let mut total = 0;
-    let tasks = std::fs::read_dir("/proc/self/task").map_err(|x| x.to_string())?;
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).map_err(|x| x.to_string())?;
     for t in tasks {
         let path = t.map_err(|x| x.to_string())?.path().join("schedstat");
         // A thread that ended meanwhile has no file any more: it counts no longer.
@@ -29,37 +30,28 @@ fn cpu_ns() -> Result<u64, String> {
     Ok(total)
 }
 
-/// Rank 1 blocks in a receive from rank 0; a thread of rank 1 lets a second pass, then
-/// measures the process's CPU over the next second and sends the figure to rank 0,
-/// which answers with the message rank 1 waits for.
+/// Rank 1 sends its process id and blocks in a receive from rank 0, on its one thread;
+/// rank 0 (same host) lets a second pass, measures rank 1's CPU over the next second from
+/// `/proc`, then sends the message rank 1 waits for.
 fn idle_role() -> Result<(), String> {
     let w = e(spools::init())?;
     if w.rank() == 1 {
-        let pct = std::thread::scope(|s| {
-            let measure = s.spawn(|| -> Result<f64, String> {
-                // The windows are what is measured (a rank blocked for a second, over
-                // the next second), not a wait for another process.
-                std::thread::sleep(Duration::from_secs(1));
-                let c0 = cpu_ns()?;
-                std::thread::sleep(Duration::from_secs(1));
-                let pct = (cpu_ns()? - c0) as f64 / 1e7;
-                e(w.send(&pct.to_le_bytes(), 0, 2))?;
-                Ok(pct)
-            });
-            let mut release = [0u8; 1];
-            let got = e(w.recv(&mut release, 0, 1));
-            let pct = measure
-                .join()
-                .map_err(|_| "the measuring thread panicked")??;
-            got?;
-            Ok::<_, String>(pct)
-        })?;
+        e(w.send(&std::process::id().to_le_bytes(), 0, 2))?;
+        let mut release = [0u8; 8];
+        e(w.recv(&mut release, 0, 1))?;
+        let pct = f64::from_le_bytes(release);
         println!("rank 1: {pct:.3} % of a CPU while blocked");
     } else {
-        let mut b = [0u8; 8];
+        let mut b = [0u8; 4];
         e(w.recv(&mut b, 1, 2))?;
-        let pct = f64::from_le_bytes(b);
-        e(w.send(&[1u8], 1, 1))?;
+        let pid = u32::from_le_bytes(b);
+        // The windows are what is measured (a rank blocked for a second, over the next
+        // second), not a wait for another process.
+        std::thread::sleep(Duration::from_secs(1));
+        let c0 = cpu_ns(pid)?;
+        std::thread::sleep(Duration::from_secs(1));
+        let pct = (cpu_ns(pid)? - c0) as f64 / 1e7;
+        e(w.send(&pct.to_le_bytes(), 1, 1))?;
         check(pct < 1.0, || {
             format!("a rank blocked in a receive used {pct:.3} % of a CPU after a second")
         })?;

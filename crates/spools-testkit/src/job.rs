@@ -169,8 +169,9 @@ impl Job {
     }
 
     /// The launcher's command, in a process group of its own, output piped, in an
-    /// environment without any of the caller's `SPOOLS_*` variables (then the job's own
-    /// settings: [`Job::env`]).
+    /// environment without any of the caller's `SPOOLS_*` variables (then
+    /// `SPOOLS_THREAD_LEVEL` from [`TEST_THREAD_LEVEL_VAR`], then the job's own settings:
+    /// [`Job::env`]).
     pub fn command(&self) -> Command {
         let secs = |d: Duration| format!("{}", d.as_secs_f64());
         let mut cmd = match &self.cli {
@@ -193,6 +194,12 @@ impl Job {
         // (a rank's identity, SPOOLS_PROGRESS_THREAD, SPOOLS_LOG, whose level the
         // verdicts reading the launcher's reports depend on, ...).
         without_ambient_spools_env(&mut cmd);
+        // The one exception, by name: the thread level a test pass runs every job at
+        // (scripts/test.sh runs the message tests again at `single`), unless the test
+        // sets its own.
+        if let Some(level) = std::env::var_os(TEST_THREAD_LEVEL_VAR) {
+            cmd.env("SPOOLS_THREAD_LEVEL", level);
+        }
         if self.cli.is_none() {
             cmd.env(
                 LAUNCH_VAR,
@@ -242,6 +249,11 @@ impl Job {
         self.start().wait(self.wait)
     }
 }
+
+/// The variable that sets the thread level (`SPOOLS_THREAD_LEVEL`) of every job a test
+/// starts, unless the test sets its own: `scripts/test.sh` runs the message, collective
+/// and watchdog tests once more with it at `single`, the path that takes no lock.
+pub const TEST_THREAD_LEVEL_VAR: &str = "SPOOLS_TEST_THREAD_LEVEL";
 
 /// Launches `n` ranks of this executable playing `role` in test `test`, with extra
 /// environment, under the real launcher, and waits (bounded): `Job::new(n, test)

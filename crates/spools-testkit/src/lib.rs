@@ -52,7 +52,7 @@ pub use fixtures::{
 pub use guard::{Spawned, STOP_GRACE};
 pub use job::{
     current_exe, grouped, launch, self_args, without_ambient_spools_env, Job, JOB_GRACE,
-    JOB_TIMEOUT, JOB_WAIT,
+    JOB_TIMEOUT, JOB_WAIT, TEST_THREAD_LEVEL_VAR,
 };
 pub use netns::{Hosts, NetHost, MAX_NET_HOSTS};
 pub use rank::{checked, e, rank_main, role};

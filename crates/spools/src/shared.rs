@@ -9,6 +9,8 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use spools_boot::config::{Config, ThreadLevel};
+use spools_boot::identity::JobEnv;
 use spools_boot::BootError;
 
 use crate::world::{InitError, World};
@@ -37,12 +39,49 @@ static SHARED: Mutex<Option<Entry>> = Mutex::new(None);
 /// # Errors
 /// As [`crate::init`], for the first front door.
 pub fn join() -> Result<Arc<World>, InitError> {
+    join_as(None)
+}
+
+/// [`join`] for a front door that knows which of its threads will call (MPI's
+/// `MPI_Init_thread`): the first to join sets the rank's thread level to `level`, or to
+/// `SPOOLS_THREAD_LEVEL` where that is set and higher (a later one shares the world at
+/// the level it has: [`spools_boot::config::Config::thread_level_in_effect`]).
+///
+/// ```
+/// use spools::ThreadLevel;
+/// let w = spools::shared::join_at(ThreadLevel::Funneled)?;
+/// assert_eq!(w.worker().config().thread_level, ThreadLevel::Funneled);
+/// spools::shared::leave(w)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// As [`join`].
+pub fn join_at(level: ThreadLevel) -> Result<Arc<World>, InitError> {
+    join_as(Some(level))
+}
+
+fn join_as(level: Option<ThreadLevel>) -> Result<Arc<World>, InitError> {
     let mut g = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(e) = g.as_mut() {
         e.users += 1;
         return Ok(e.world.clone());
     }
-    let world = Arc::new(crate::init()?);
+    let world = Arc::new(match level {
+        None => crate::init()?,
+        Some(level) => {
+            let mut cfg = Config::load().map_err(BootError::from)?;
+            // SPOOLS_THREAD_LEVEL, when set, may raise the level asked for (a program
+            // that says single but calls from several threads), never lower it.
+            cfg.thread_level = if std::env::var_os("SPOOLS_THREAD_LEVEL").is_some() {
+                cfg.thread_level.max(level)
+            } else {
+                level
+            };
+            let env = JobEnv::from_env().map_err(BootError::from)?;
+            crate::init_with(cfg, env)?
+        }
+    });
     *g = Some(Entry {
         world: world.clone(),
         users: 1,

@@ -224,8 +224,10 @@ impl ShmTransport {
         bell::unlink(&name);
         let bells = bells?;
         attached?;
+        // One thread drives the rank: it owns the lanes and the receive side (no lock).
+        let level = cfg.thread_level_in_effect();
         let lanes = (0..cfg.lanes)
-            .map(|_| TryLock::new(vec![[TxState::default(); 2]; local.len()]))
+            .map(|_| TryLock::new(vec![[TxState::default(); 2]; local.len()], level))
             .collect();
         let rings = local.len() * usize::from(cfg.lanes) * 2;
         let (single_copy, single_copy_reason) = if local.len() > 1 {
@@ -271,7 +273,7 @@ impl ShmTransport {
             local_of,
             segs,
             lanes,
-            rx: TryLock::new(vec![0; rings]),
+            rx: TryLock::new(vec![0; rings], level),
             blocked: Mutex::new(Vec::new()),
             blocked_n: AtomicUsize::new(0),
             bad: (0..rings / (usize::from(cfg.lanes) * 2))

@@ -137,6 +137,8 @@ impl TcpTransport {
             waker.clone(),
             stop.clone(),
         )?;
+        // One thread drives the rank: it owns the lanes and the receive side (no lock).
+        let level = cfg.thread_level_in_effect();
         Ok(TcpTransport {
             me: boot.rank(),
             addrs,
@@ -148,11 +150,11 @@ impl TcpTransport {
             secret: boot.secret().clone(),
             state: boot.state().clone(),
             lanes: (0..cfg.lanes)
-                .map(|_| TryLock::new(HashMap::new()))
+                .map(|_| TryLock::new(HashMap::new(), level))
                 .collect(),
             queued: std::sync::atomic::AtomicU64::new(0),
             backed_up: std::sync::Mutex::new(Vec::new()),
-            rx: TryLock::new(RxSide::new(poll, incoming)),
+            rx: TryLock::new(RxSide::new(poll, incoming), level),
             waker,
             sleeping: AtomicUsize::new(0),
             stop,

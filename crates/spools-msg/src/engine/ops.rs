@@ -2,7 +2,7 @@
 
 use spools_am::{Channel, Delivery};
 
-use super::state::{lock, Engine, ORDERED};
+use super::state::{Engine, ORDERED};
 use crate::buffer::{Buf, RecvBuf};
 use crate::error::MsgError;
 use crate::protocol::wire;
@@ -54,19 +54,23 @@ impl Engine {
             SendProtocol::Short => {
                 let args = wire::short_args(ctx, tag, buf.read(0, len));
                 let ch = Channel::new(len as u16);
-                lock(&self.endpoint).send_short(dest, h.short, args, ch, Delivery::Immediate)?;
+                self.endpoint
+                    .lock()
+                    .send_short(dest, h.short, args, ch, Delivery::Immediate)?;
                 Ok(SendStart::Complete(buf))
             }
             SendProtocol::Eager => {
                 let args = [wire::pack_ctx_tag(ctx, tag), 0, 0, 0];
-                lock(&self.endpoint).send_bulk(dest, h.eager, args, buf.read(0, len), ORDERED)?;
+                self.endpoint
+                    .lock()
+                    .send_bulk(dest, h.eager, args, buf.read(0, len), ORDERED)?;
                 Ok(SendStart::Complete(buf))
             }
             SendProtocol::Rendezvous => {
                 let heap = self.heap_source(dest, buf.read(0, len));
                 let id = self.with_protocol(|p| p.post_send(dest, buf, false));
                 let args = wire::rts_args(ctx, tag, len, id);
-                let mut ep = lock(&self.endpoint);
+                let mut ep = self.endpoint.lock();
                 let sent = match heap {
                     Some(r) => {
                         ep.send_bulk(dest, h.rts, args, &wire::rts_heap_payload(&r), ORDERED)

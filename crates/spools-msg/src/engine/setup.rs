@@ -13,6 +13,7 @@ use super::state::{
 };
 use crate::protocol::{Limits, Protocol};
 use crate::rpc::table::RpcTable;
+use spools_fabric::lock::RankLock;
 
 impl Engine {
     /// Builds the engine and registers its handlers; the caller runs `sync_handlers`
@@ -23,15 +24,21 @@ impl Engine {
         hosts: Vec<u32>,
     ) -> Result<Arc<Engine>, AmError> {
         let cfg = worker.config();
+        // The thread building the engine (the one that initialised) owns its state when
+        // one thread drives the rank.
+        let level = cfg.thread_level_in_effect();
         let limits = Limits::new(cfg.short_limit as usize, cfg.eager_limit as usize);
         let size = hosts.len();
         let e = Arc::new(Engine {
             worker: worker.clone(),
-            endpoint: Mutex::new(endpoint),
-            locked: Mutex::new(Locked {
-                protocol: Protocol::new(limits),
-                replies: VecDeque::new(),
-            }),
+            endpoint: RankLock::new(endpoint, level),
+            locked: RankLock::new(
+                Locked {
+                    protocol: Protocol::new(limits),
+                    replies: VecDeque::new(),
+                },
+                level,
+            ),
             pending_output: Arc::new(AtomicUsize::new(0)),
             completions: AtomicU64::new(0),
             handler_ids: OnceLock::new(),

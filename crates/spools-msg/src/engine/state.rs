@@ -4,6 +4,8 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
+use spools_fabric::lock::{bump, RankGuard, RankLock};
+
 use spools_am::{AmError, Channel, Endpoint, HandlerId, Worker};
 
 use crate::error::MsgError;
@@ -54,8 +56,10 @@ pub(super) struct Locked {
 /// The engine of one rank (shared by all its communicators).
 pub(crate) struct Engine {
     pub(crate) worker: Worker,
-    pub(super) endpoint: Mutex<Endpoint>,
-    pub(super) locked: Mutex<Locked>,
+    /// The endpoint tagged messages leave by, and the protocol's state: behind a mutex,
+    /// or owned by the rank's one thread at thread level single or funneled.
+    pub(super) endpoint: RankLock<Endpoint>,
+    pub(super) locked: RankLock<Locked>,
     /// Nonzero when the poller has something to send (checked without the lock).
     pub(super) pending_output: Arc<AtomicUsize>,
     /// Operations completed so far: waiters look their operation up only when it moved.
@@ -88,8 +92,8 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Engine {
-    pub(super) fn lock_state(&self) -> MutexGuard<'_, Locked> {
-        lock(&self.locked)
+    pub(super) fn lock_state(&self) -> RankGuard<'_, Locked> {
+        self.locked.lock()
     }
 
     /// Runs `f` on the protocol under the lock, then publishes what it produced.
@@ -110,7 +114,12 @@ impl Engine {
     pub(super) fn publish(&self, p: &mut Protocol) {
         let n = p.take_completed();
         if n != 0 {
-            self.completions.fetch_add(n, Ordering::Release);
+            bump(
+                &self.completions,
+                n,
+                self.locked.is_owned(),
+                Ordering::Release,
+            );
         }
         if p.take_new_output() {
             self.pending_output.fetch_add(1, Ordering::Release);
@@ -166,7 +175,7 @@ impl Engine {
     /// Counts a tagged message sent to job rank `dest`.
     pub(super) fn count_sent(&self, dest: u32) {
         if let Some(c) = self.sent.get(dest as usize) {
-            c.fetch_add(1, Ordering::Relaxed);
+            bump(c, 1, self.locked.is_owned(), Ordering::Relaxed);
         }
     }
 
@@ -178,7 +187,7 @@ impl Engine {
             return;
         }
         if let Some(c) = self.arrived.get(from as usize) {
-            c.fetch_add(1, Ordering::Release);
+            bump(c, 1, self.locked.is_owned(), Ordering::Release);
         }
     }
 
