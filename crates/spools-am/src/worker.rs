@@ -567,18 +567,22 @@ impl Worker {
         let w = Arc::downgrade(&self.core);
         let w2 = w.clone();
         (
+            // A bootstrap wait may run on a thread that does not own a rank at thread
+            // level single or funneled (the exit hook, on whichever thread exits): it
+            // then waits without serving, rather than end the process.
             Arc::new(move || {
-                w.upgrade().map_or(0, |c| {
-                    c.progress().unwrap_or_else(|e| {
-                        c.push_error(e);
-                        0
+                w.upgrade()
+                    .filter(|c| c.poll.reachable_here())
+                    .map_or(0, |c| {
+                        c.progress().unwrap_or_else(|e| {
+                            c.push_error(e);
+                            0
+                        })
                     })
-                })
             }),
-            Arc::new(move |d| {
-                if let Some(c) = w2.upgrade() {
-                    c.sleep(d);
-                }
+            Arc::new(move |d| match w2.upgrade() {
+                Some(c) if c.poll.reachable_here() => c.sleep(d),
+                _ => std::thread::sleep(d.min(Duration::from_millis(1))),
             }),
         )
     }

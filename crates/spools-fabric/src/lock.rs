@@ -10,6 +10,8 @@
 //! would race.
 
 use std::cell::{Cell, UnsafeCell};
+use std::io::Write;
+use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -59,7 +61,9 @@ fn check_owner(owner: u64, level: ThreadLevel) {
 
 #[cold]
 fn misuse(what: &str, level: ThreadLevel) -> ! {
-    eprintln!(
+    // Not eprintln!: a closed stderr must not turn the abort into an unwind.
+    let _ = writeln!(
+        std::io::stderr(),
         "spools: the rank's messaging state was {what}, at thread level {level} \
          (SPOOLS_THREAD_LEVEL, or MPI_Init_thread's level): ask for \"serialized\" or \
          \"multiple\" to call from several threads"
@@ -84,9 +88,16 @@ unsafe impl<T: Send> Sync for TryLock<T> {}
 // SAFETY: as above; T itself is Send.
 unsafe impl<T: Send> Send for TryLock<T> {}
 
+/// Access to a [`TryLock`]'s value; released when dropped, on the thread that took it
+/// (neither `Send` nor `Sync` by itself: an owned lock's flag is only ever touched by its
+/// owner thread).
 pub(crate) struct Guard<'a, T> {
     lock: &'a TryLock<T>,
+    _here: PhantomData<*const ()>,
 }
+
+// SAFETY: a shared guard gives out `&T` only, as `MutexGuard` does.
+unsafe impl<T: Sync> Sync for Guard<'_, T> {}
 
 impl<T> TryLock<T> {
     /// `value`, owned by the calling thread when `level` is single or funneled.
@@ -110,14 +121,20 @@ impl<T> TryLock<T> {
                 return None;
             }
             self.held.store(true, Ordering::Relaxed);
-            return Some(Guard { lock: self });
+            return Some(Guard {
+                lock: self,
+                _here: PhantomData,
+            });
         }
         if self
             .held
             .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
         {
-            Some(Guard { lock: self })
+            Some(Guard {
+                lock: self,
+                _here: PhantomData,
+            })
         } else {
             None
         }
@@ -210,6 +227,8 @@ unsafe impl<T: Send> Sync for RankLock<T> {}
 pub struct RankGuard<'a, T> {
     value: NonNull<T>,
     hold: Hold<'a, T>,
+    /// Borrows the state mutably for `'a` (invariant in `T`, as a `&mut T`).
+    _state: PhantomData<&'a mut T>,
 }
 
 /// What a guard releases.
@@ -240,6 +259,16 @@ impl<T> RankLock<T> {
         matches!(self.access, Access::Owned { .. })
     }
 
+    /// Whether the calling thread may reach the state: any thread when it is locked,
+    /// only the owner when it is owned (for code that runs on whatever thread, such as a
+    /// process's exit hook, and must not end the process for it).
+    pub fn reachable_here(&self) -> bool {
+        match &self.access {
+            Access::Owned { owner, .. } => thread_number() == *owner,
+            Access::Shared(_) => true,
+        }
+    }
+
     /// The state, waiting for other threads' guards. Owned, a call from another thread,
     /// or while the owner already holds a guard (which would wait forever), ends the
     /// process with an error naming the thread level.
@@ -254,9 +283,10 @@ impl<T> RankLock<T> {
                 }
                 busy.store(true, Ordering::Relaxed);
                 RankGuard {
-                    // An UnsafeCell's pointer is never null.
-                    value: NonNull::new(value.get()).unwrap_or(NonNull::dangling()),
+                    // SAFETY: an UnsafeCell's pointer is never null.
+                    value: unsafe { NonNull::new_unchecked(value.get()) },
                     hold: Hold::Owned(busy),
+                    _state: PhantomData,
                 }
             }
             Access::Shared(m) => {
@@ -264,6 +294,7 @@ impl<T> RankLock<T> {
                 RankGuard {
                     value: NonNull::from(&mut *g),
                     hold: Hold::Shared { _locked: g },
+                    _state: PhantomData,
                 }
             }
         }
@@ -282,8 +313,10 @@ impl<T> RankLock<T> {
                 }
                 busy.store(true, Ordering::Relaxed);
                 Some(RankGuard {
-                    value: NonNull::new(value.get()).unwrap_or(NonNull::dangling()),
+                    // SAFETY: an UnsafeCell's pointer is never null.
+                    value: unsafe { NonNull::new_unchecked(value.get()) },
                     hold: Hold::Owned(busy),
+                    _state: PhantomData,
                 })
             }
             Access::Shared(m) => {
@@ -295,6 +328,7 @@ impl<T> RankLock<T> {
                 Some(RankGuard {
                     value: NonNull::from(&mut *g),
                     hold: Hold::Shared { _locked: g },
+                    _state: PhantomData,
                 })
             }
         }

@@ -132,7 +132,8 @@ pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char)
 }
 
 /// `MPI_Init_thread`: as `MPI_Init`, with the thread level asked for; every level up to
-/// `MPI_THREAD_MULTIPLE` is provided.
+/// `MPI_THREAD_MULTIPLE` is provided, raised where `SPOOLS_THREAD_LEVEL` or the progress
+/// thread asks for more (at single and funneled the rank's state belongs to this thread).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Init_thread(
     argc: *mut c_int,

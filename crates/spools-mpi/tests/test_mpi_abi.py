@@ -20,7 +20,9 @@ def test_point_to_point_in_every_mode(build, spools_run, n):
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_point_to_point_at_thread_level_single_takes_the_path_without_locks(build, spools_run, n):
-    job = spools_run(n, build("p2p"), "single")
+    # Set, not inherited: an ambient SPOOLS_THREAD_LEVEL or progress thread would raise it.
+    job = spools_run(n, build("p2p"), "single",
+                     env={"SPOOLS_THREAD_LEVEL": "single", "SPOOLS_PROGRESS_THREAD": "0"})
     assert job.code == 0 and "FAIL" not in job.err, job
     assert job.out.splitlines() == ["ok p2p %d ranks at level 0" % n], job
     # SPOOLS_THREAD_LEVEL raises the level a program asks for, and MPI says so.

@@ -96,10 +96,18 @@ fn multiple_role() -> Result<(), String> {
 #[test]
 fn four_threads_message_at_once_on_several_communicators() {
     rank_main(|_| multiple_role());
+    // Pinned at multiple: a test pass at another level (SPOOLS_TEST_THREAD_LEVEL) must
+    // not change what this test is about.
     for env in [
-        &[][..],
-        &[("SPOOLS_PROGRESS_THREAD", "1")][..],
-        &[("SPOOLS_TRANSPORT", "tcp")][..],
+        &[("SPOOLS_THREAD_LEVEL", "multiple")][..],
+        &[
+            ("SPOOLS_THREAD_LEVEL", "multiple"),
+            ("SPOOLS_PROGRESS_THREAD", "1"),
+        ][..],
+        &[
+            ("SPOOLS_THREAD_LEVEL", "multiple"),
+            ("SPOOLS_TRANSPORT", "tcp"),
+        ][..],
     ] {
         let o = launch(
             3,
@@ -144,4 +152,50 @@ fn a_call_from_another_thread_at_thread_level_single_ends_the_job_naming_the_lev
         o.stderr
     );
     assert!(!o.stderr.contains("came back"), "{}", o.stderr);
+}
+
+/// At thread level single, a rank makes its `World` on a thread of its own, messages,
+/// and drops it there without finalising; the process then exits from another thread,
+/// whose exit hook finishes the rank (waiting for the others without serving the state
+/// it does not own): the job ends cleanly, not with an abort.
+fn exit_elsewhere_role() -> Result<(), String> {
+    let r = std::thread::spawn(|| -> Result<(), String> {
+        let w = e(spools::init())?;
+        let me = w.rank();
+        let mut got = [0u8; 4];
+        let peer = 1 - me;
+        let send = e(w.isend(me.to_le_bytes().to_vec(), peer, 3))?;
+        e(w.recv(&mut got, peer, 3))?;
+        e(send.wait())?;
+        check(u32::from_le_bytes(got) == peer, || {
+            format!("rank {me} got {got:?}")
+        })?;
+        e(w.barrier())?;
+        drop(w);
+        Ok(())
+    })
+    .join()
+    .map_err(|_| "the World's thread panicked".to_string())?;
+    r?;
+    println!("dropped on its thread");
+    Ok(())
+}
+
+#[test]
+fn a_world_dropped_on_its_own_thread_at_thread_level_single_ends_cleanly_at_exit() {
+    rank_main(|_| exit_elsewhere_role());
+    let o = launch(
+        2,
+        "a_world_dropped_on_its_own_thread_at_thread_level_single_ends_cleanly_at_exit",
+        "exit-elsewhere",
+        &[("SPOOLS_THREAD_LEVEL", "single")],
+    );
+    assert_ok(&o);
+    assert_eq!(
+        o.stdout.matches("dropped on its thread").count(),
+        2,
+        "{}",
+        o.stdout
+    );
+    assert!(!o.stderr.contains("thread level"), "{}", o.stderr);
 }
