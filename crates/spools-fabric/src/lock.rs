@@ -1,13 +1,13 @@
 //! Locks for the rank's state, chosen by its thread level ([`ThreadLevel`]).
 //!
 //! When several threads may call (`serialized`, `multiple`, or the progress thread), the
-//! state is locked: [`RankLock`] is a mutex, [`TryLock`] one compare-and-swap. When one
-//! thread drives the rank (`single`, `funneled`), the state belongs to the thread that
-//! built it and is reached with no atomic read-modify-write at all: a thread-local read
-//! and a compare check that the caller is that thread, and a plain flag that no guard
-//! is already out. A call from another thread ends the process with an error naming the
-//! level: the program broke the level it asked for (MPI calls it erroneous), and going on
-//! would race.
+//! state is locked: [`RankLock`] is a mutex, the transports' `TryLock` (crate-private)
+//! one compare-and-swap. When one thread drives the rank (`single`, `funneled`), the
+//! state belongs to the thread that built it and is reached with no atomic
+//! read-modify-write at all: a thread-local read and a compare check that the caller is
+//! that thread, and a plain flag that no guard is already out. A call from another thread
+//! ends the process with an error naming the level: the program broke the level it asked
+//! for (MPI calls it erroneous), and going on would race.
 
 use std::cell::{Cell, UnsafeCell};
 use std::io::Write;
