@@ -29,11 +29,11 @@ cargo check --manifest-path fuzz/Cargo.toml --locked --all-targets
 echo "== cargo test (unit, integration, property, doc and multi-process tests)"
 cargo test --workspace --locked
 echo "== The single-threaded path: the transport, active-message, message, collective, progress, idle-CPU and watchdog tests again at thread level single (no lock; SPOOLS_TEST_THREAD_LEVEL sets every job's SPOOLS_THREAD_LEVEL)"
-SPOOLS_TEST_THREAD_LEVEL=single cargo test --locked \
-  -p spools-fabric -p spools-am --tests
-SPOOLS_TEST_THREAD_LEVEL=single cargo test --locked -p spools-msg -p spools \
+# --workspace, as above, so that every artifact of the first pass is reused.
+SPOOLS_TEST_THREAD_LEVEL=single cargo test --workspace --locked \
+  --test conformance --test flood --test wake --test heap --test am \
   --test p2p --test coll --test coll_sm --test coll_mismatch --test coll_slice_op \
-  --test nonblocking --test pinned --test wait --test watchdog --test leave --test heap
+  --test nonblocking --test pinned --test wait --test watchdog --test leave
 echo "== Python: build the spools package into target/py-venv, run its pytest suite"
 bash scripts/test-python.sh
 echo "== Formats: Zarr arrays, HDF5 files and .npy files against zarr-python, h5py and numpy (target/py-venv)"
