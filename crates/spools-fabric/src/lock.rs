@@ -275,28 +275,10 @@ impl<T> RankLock<T> {
     #[inline]
     pub fn lock(&self) -> RankGuard<'_, T> {
         match &self.access {
-            Access::Owned { owner, busy, value } => {
-                check_owner(*owner, self.level);
-                // Relaxed: only the owner thread ever reads or writes `busy`.
-                if busy.load(Ordering::Relaxed) {
-                    misuse("re-entered while in use", self.level);
-                }
-                busy.store(true, Ordering::Relaxed);
-                RankGuard {
-                    // SAFETY: an UnsafeCell's pointer is never null.
-                    value: unsafe { NonNull::new_unchecked(value.get()) },
-                    hold: Hold::Owned(busy),
-                    _state: PhantomData,
-                }
-            }
-            Access::Shared(m) => {
-                let mut g = m.lock().unwrap_or_else(PoisonError::into_inner);
-                RankGuard {
-                    value: NonNull::from(&mut *g),
-                    hold: Hold::Shared { _locked: g },
-                    _state: PhantomData,
-                }
-            }
+            Access::Owned { owner, busy, value } => self
+                .owned(*owner, busy, value)
+                .unwrap_or_else(|| misuse("re-entered while in use", self.level)),
+            Access::Shared(m) => shared(m.lock().unwrap_or_else(PoisonError::into_inner)),
         }
     }
 
@@ -306,32 +288,46 @@ impl<T> RankLock<T> {
     #[inline]
     pub fn try_lock(&self) -> Option<RankGuard<'_, T>> {
         match &self.access {
-            Access::Owned { owner, busy, value } => {
-                check_owner(*owner, self.level);
-                if busy.load(Ordering::Relaxed) {
-                    return None;
-                }
-                busy.store(true, Ordering::Relaxed);
-                Some(RankGuard {
-                    // SAFETY: an UnsafeCell's pointer is never null.
-                    value: unsafe { NonNull::new_unchecked(value.get()) },
-                    hold: Hold::Owned(busy),
-                    _state: PhantomData,
-                })
-            }
-            Access::Shared(m) => {
-                let mut g = match m.try_lock() {
-                    Ok(g) => g,
-                    Err(TryLockError::Poisoned(p)) => p.into_inner(),
-                    Err(TryLockError::WouldBlock) => return None,
-                };
-                Some(RankGuard {
-                    value: NonNull::from(&mut *g),
-                    hold: Hold::Shared { _locked: g },
-                    _state: PhantomData,
-                })
-            }
+            Access::Owned { owner, busy, value } => self.owned(*owner, busy, value),
+            Access::Shared(m) => match m.try_lock() {
+                Ok(g) => Some(shared(g)),
+                Err(TryLockError::Poisoned(p)) => Some(shared(p.into_inner())),
+                Err(TryLockError::WouldBlock) => None,
+            },
         }
+    }
+
+    /// The owner's guard on owned state, or `None` while one is out; a caller other than
+    /// the owner ends the process.
+    #[inline]
+    fn owned<'a>(
+        &self,
+        owner: u64,
+        busy: &'a AtomicBool,
+        value: &'a UnsafeCell<T>,
+    ) -> Option<RankGuard<'a, T>> {
+        check_owner(owner, self.level);
+        // Relaxed: only the owner thread ever reads or writes `busy`.
+        if busy.load(Ordering::Relaxed) {
+            return None;
+        }
+        busy.store(true, Ordering::Relaxed);
+        Some(RankGuard {
+            // SAFETY: an UnsafeCell's pointer is never null.
+            value: unsafe { NonNull::new_unchecked(value.get()) },
+            hold: Hold::Owned(busy),
+            _state: PhantomData,
+        })
+    }
+}
+
+/// The guard on shared state whose mutex `g` holds.
+#[inline]
+fn shared<T>(mut g: MutexGuard<'_, T>) -> RankGuard<'_, T> {
+    RankGuard {
+        value: NonNull::from(&mut *g),
+        hold: Hold::Shared { _locked: g },
+        _state: PhantomData,
     }
 }
 
