@@ -9,7 +9,7 @@ prototypes; scripts/test-mpi.sh passes the one of PyPI's mpich wheel):
     python3 crates/spools-mpi/gen/exports.py PATH/mpi_abi.h          # rewrite
     python3 crates/spools-mpi/gen/exports.py PATH/mpi_abi.h --check  # fail if stale
 
-An implemented function is one that src/*.rs defines as
+An implemented function is one that a file of src/ (or of a directory in it) defines as
 `pub unsafe extern "C" fn MPI_Name(...)` with the parameter types this script derives
 (see RUST_TYPES); the PMPI_ name forwards to it.
 """
@@ -88,18 +88,23 @@ def functions(header: str):
 
 def implemented():
     found = {}
-    for f in sorted((HERE / "src").glob("*.rs")):
+    for f in sorted((HERE / "src").rglob("*.rs")):
         if f.name == "exports.rs":
             continue
+        # The module path: src/win/rma.rs is `win::rma`, src/win/mod.rs is `win`.
+        parts = list(f.relative_to(HERE / "src").with_suffix("").parts)
+        if parts[-1] == "mod":
+            parts.pop()
+        module = "::".join(parts)
         for m in re.finditer(r'pub unsafe extern "C" fn ((?:MPI|MPIX)_[A-Za-z0-9_]+)\(', f.read_text()):
-            found[m.group(1)] = f.stem
+            found[m.group(1)] = module
         # Functions a macro defines: `name!(MPI_A, MPI_B, ...` at the start of a line.
         for m in re.finditer(r"^[a-z_]+!\(\s*((?:(?:MPI|MPIX)_\w+|-)(?:\s*,\s*(?:(?:MPI|MPIX)_\w+|-))*)\s*[,);]", f.read_text(), re.M):
             for name in re.findall(r"(?:MPI|MPIX)_[A-Za-z0-9_]+", m.group(1)):
-                found[name] = f.stem
+                found[name] = module
         # convert!{ MPI_X_toint, MPI_X_fromint, TYPE; ... } (convert.rs)
         for m in re.finditer(r"^\s+(MPI_\w+_toint), (MPI_\w+_fromint), \w+;", f.read_text(), re.M):
-            found[m.group(1)] = found[m.group(2)] = f.stem
+            found[m.group(1)] = found[m.group(2)] = module
     return found
 
 
@@ -110,8 +115,6 @@ def scope(params):
             return f"Scope::Comm({name})"
         if ctype.strip() == "MPI_File":
             return "Scope::File"
-        if ctype.strip() == "MPI_Win":
-            return "Scope::Win"
     return "Scope::Self_"
 
 

@@ -24,13 +24,14 @@ type DeleteFn = unsafe extern "C" fn(usize, c_int, *mut c_void, *mut c_void) -> 
 
 /// What a keyval was made for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Of {
+pub(crate) enum Of {
     Comm,
     Type,
+    Win,
 }
 
 /// A keyval: its callbacks (0: the NULL function, 1: the DUP function) and extra state.
-struct Keyval {
+pub(crate) struct Keyval {
     of: Of,
     copy: usize,
     delete: usize,
@@ -39,7 +40,11 @@ struct Keyval {
 
 static KEYVALS: Table<Keyval> = Table::new(Kind::Keyval);
 
-fn keyval(k: c_int, of: Of, call: &'static str) -> Result<std::sync::Arc<Keyval>, MpiError> {
+pub(crate) fn keyval(
+    k: c_int,
+    of: Of,
+    call: &'static str,
+) -> Result<std::sync::Arc<Keyval>, MpiError> {
     KEYVALS
         .get(k as u32 as usize)
         .filter(|kv| kv.of == of)
@@ -76,7 +81,7 @@ fn delete_one(obj: usize, k: c_int, value: usize) -> Result<(), MpiError> {
 }
 
 /// Sets attribute `k` of `obj` (deleting the value it had).
-fn set(obj: usize, attrs: &Attrs, k: c_int, value: usize) -> Result<(), MpiError> {
+pub(crate) fn set(obj: usize, attrs: &Attrs, k: c_int, value: usize) -> Result<(), MpiError> {
     let old = attrs
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -93,7 +98,12 @@ fn set(obj: usize, attrs: &Attrs, k: c_int, value: usize) -> Result<(), MpiError
 }
 
 /// Deletes attribute `k` of `obj`.
-fn delete(obj: usize, attrs: &Attrs, k: c_int, call: &'static str) -> Result<(), MpiError> {
+pub(crate) fn delete(
+    obj: usize,
+    attrs: &Attrs,
+    k: c_int,
+    call: &'static str,
+) -> Result<(), MpiError> {
     let v = attrs
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -175,7 +185,7 @@ pub(crate) fn delete_all(obj: usize, attrs: &Attrs) -> Result<(), MpiError> {
 
 /// # Safety
 /// `keyval` is writable.
-unsafe fn create(
+pub(crate) unsafe fn create(
     of: Of,
     copy: *const c_void,
     delete: *const c_void,
@@ -197,7 +207,7 @@ unsafe fn create(
 
 /// # Safety
 /// `keyval` is NULL or writable.
-unsafe fn free(of: Of, keyval: *mut c_int, call: &'static str) -> Result<(), MpiError> {
+pub(crate) unsafe fn free(of: Of, keyval: *mut c_int, call: &'static str) -> Result<(), MpiError> {
     if keyval.is_null() {
         return Err(MpiError::invalid(
             MPI_ERR_ARG,

@@ -206,8 +206,6 @@ pub(crate) enum Scope {
     Comm(MPI_Comm),
     /// A file: the default file error handler returns the code.
     File,
-    /// A window (none exist yet): as `MPI_COMM_SELF`.
-    Win,
     /// No object: `MPI_COMM_SELF`'s handler decides (MPI 4).
     Self_,
 }
@@ -263,7 +261,7 @@ pub(crate) fn unsupported(name: &'static str, scope: Scope) -> c_int {
             },
         ),
         Scope::Comm(c) => raise(c, &e),
-        Scope::Win | Scope::Self_ => raise(MPI_COMM_SELF, &e),
+        Scope::Self_ => raise(MPI_COMM_SELF, &e),
         Scope::File => code_of(&e),
     }
 }

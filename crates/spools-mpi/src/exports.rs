@@ -94,23 +94,7 @@ pub unsafe extern "C" fn PMPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
     unsafe { crate::init::MPI_Abort(comm, errorcode) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Accumulate`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Accumulate(
-    origin_addr: *const c_void,
-    origin_count: c_int,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: c_int,
-    target_datatype: MPI_Datatype,
-    op: MPI_Op,
-    win: MPI_Win,
-) -> c_int {
-    unsupported("MPI_Accumulate", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Accumulate`.
+/// The profiling name of `MPI_Accumulate`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Accumulate(
     origin_addr: *const c_void,
@@ -123,26 +107,23 @@ pub unsafe extern "C" fn PMPI_Accumulate(
     op: MPI_Op,
     win: MPI_Win,
 ) -> c_int {
-    unsupported("MPI_Accumulate", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Accumulate`'s.
+    unsafe {
+        crate::win::rma::MPI_Accumulate(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            op,
+            win,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Accumulate_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Accumulate_c(
-    origin_addr: *const c_void,
-    origin_count: MPI_Count,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: MPI_Count,
-    target_datatype: MPI_Datatype,
-    op: MPI_Op,
-    win: MPI_Win,
-) -> c_int {
-    unsupported("MPI_Accumulate_c", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Accumulate_c`.
+/// The profiling name of `MPI_Accumulate_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Accumulate_c(
     origin_addr: *const c_void,
@@ -155,7 +136,20 @@ pub unsafe extern "C" fn PMPI_Accumulate_c(
     op: MPI_Op,
     win: MPI_Win,
 ) -> c_int {
-    unsupported("MPI_Accumulate_c", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Accumulate_c`'s.
+    unsafe {
+        crate::win::rma::MPI_Accumulate_c(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            op,
+            win,
+        )
+    }
 }
 
 /// The profiling name of `MPI_Add_error_class`.
@@ -1510,21 +1504,7 @@ pub unsafe extern "C" fn PMPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) 
     unsafe { crate::inter::MPI_Comm_test_inter(comm, flag) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Compare_and_swap`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Compare_and_swap(
-    origin_addr: *const c_void,
-    compare_addr: *const c_void,
-    result_addr: *mut c_void,
-    datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    win: MPI_Win,
-) -> c_int {
-    unsupported("MPI_Compare_and_swap", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Compare_and_swap`.
+/// The profiling name of `MPI_Compare_and_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Compare_and_swap(
     origin_addr: *const c_void,
@@ -1535,7 +1515,18 @@ pub unsafe extern "C" fn PMPI_Compare_and_swap(
     target_disp: MPI_Aint,
     win: MPI_Win,
 ) -> c_int {
-    unsupported("MPI_Compare_and_swap", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Compare_and_swap`'s.
+    unsafe {
+        crate::win::rma::MPI_Compare_and_swap(
+            origin_addr,
+            compare_addr,
+            result_addr,
+            datatype,
+            target_rank,
+            target_disp,
+            win,
+        )
+    }
 }
 
 /// The profiling name of `MPI_Dims_create`.
@@ -1731,21 +1722,7 @@ pub unsafe extern "C" fn PMPI_Exscan_init_c(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Fetch_and_op`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Fetch_and_op(
-    origin_addr: *const c_void,
-    result_addr: *mut c_void,
-    datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    op: MPI_Op,
-    win: MPI_Win,
-) -> c_int {
-    unsupported("MPI_Fetch_and_op", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Fetch_and_op`.
+/// The profiling name of `MPI_Fetch_and_op`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Fetch_and_op(
     origin_addr: *const c_void,
@@ -1756,7 +1733,18 @@ pub unsafe extern "C" fn PMPI_Fetch_and_op(
     op: MPI_Op,
     win: MPI_Win,
 ) -> c_int {
-    unsupported("MPI_Fetch_and_op", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Fetch_and_op`'s.
+    unsafe {
+        crate::win::rma::MPI_Fetch_and_op(
+            origin_addr,
+            result_addr,
+            datatype,
+            target_rank,
+            target_disp,
+            op,
+            win,
+        )
+    }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_call_errhandler`.
@@ -3862,22 +3850,7 @@ pub unsafe extern "C" fn PMPI_Gatherv_init_c(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Get`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get(
-    origin_addr: *mut c_void,
-    origin_count: c_int,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: c_int,
-    target_datatype: MPI_Datatype,
-    win: MPI_Win,
-) -> c_int {
-    unsupported("MPI_Get", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Get`.
+/// The profiling name of `MPI_Get`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Get(
     origin_addr: *mut c_void,
@@ -3889,25 +3862,22 @@ pub unsafe extern "C" fn PMPI_Get(
     target_datatype: MPI_Datatype,
     win: MPI_Win,
 ) -> c_int {
-    unsupported("MPI_Get", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Get`'s.
+    unsafe {
+        crate::win::rma::MPI_Get(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Get_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get_c(
-    origin_addr: *mut c_void,
-    origin_count: MPI_Count,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: MPI_Count,
-    target_datatype: MPI_Datatype,
-    win: MPI_Win,
-) -> c_int {
-    unsupported("MPI_Get_c", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Get_c`.
+/// The profiling name of `MPI_Get_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Get_c(
     origin_addr: *mut c_void,
@@ -3919,29 +3889,22 @@ pub unsafe extern "C" fn PMPI_Get_c(
     target_datatype: MPI_Datatype,
     win: MPI_Win,
 ) -> c_int {
-    unsupported("MPI_Get_c", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Get_c`'s.
+    unsafe {
+        crate::win::rma::MPI_Get_c(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Get_accumulate`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get_accumulate(
-    origin_addr: *const c_void,
-    origin_count: c_int,
-    origin_datatype: MPI_Datatype,
-    result_addr: *mut c_void,
-    result_count: c_int,
-    result_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: c_int,
-    target_datatype: MPI_Datatype,
-    op: MPI_Op,
-    win: MPI_Win,
-) -> c_int {
-    unsupported("MPI_Get_accumulate", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Get_accumulate`.
+/// The profiling name of `MPI_Get_accumulate`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Get_accumulate(
     origin_addr: *const c_void,
@@ -3957,29 +3920,26 @@ pub unsafe extern "C" fn PMPI_Get_accumulate(
     op: MPI_Op,
     win: MPI_Win,
 ) -> c_int {
-    unsupported("MPI_Get_accumulate", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Get_accumulate`'s.
+    unsafe {
+        crate::win::rma::MPI_Get_accumulate(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            result_addr,
+            result_count,
+            result_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            op,
+            win,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Get_accumulate_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get_accumulate_c(
-    origin_addr: *const c_void,
-    origin_count: MPI_Count,
-    origin_datatype: MPI_Datatype,
-    result_addr: *mut c_void,
-    result_count: MPI_Count,
-    result_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: MPI_Count,
-    target_datatype: MPI_Datatype,
-    op: MPI_Op,
-    win: MPI_Win,
-) -> c_int {
-    unsupported("MPI_Get_accumulate_c", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Get_accumulate_c`.
+/// The profiling name of `MPI_Get_accumulate_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Get_accumulate_c(
     origin_addr: *const c_void,
@@ -3995,7 +3955,23 @@ pub unsafe extern "C" fn PMPI_Get_accumulate_c(
     op: MPI_Op,
     win: MPI_Win,
 ) -> c_int {
-    unsupported("MPI_Get_accumulate_c", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Get_accumulate_c`'s.
+    unsafe {
+        crate::win::rma::MPI_Get_accumulate_c(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            result_addr,
+            result_count,
+            result_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            op,
+            win,
+        )
+    }
 }
 
 /// The profiling name of `MPI_Get_address`.
@@ -6579,22 +6555,7 @@ pub unsafe extern "C" fn PMPI_Publish_name(
     unsupported("MPI_Publish_name", Scope::Self_)
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Put`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Put(
-    origin_addr: *const c_void,
-    origin_count: c_int,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: c_int,
-    target_datatype: MPI_Datatype,
-    win: MPI_Win,
-) -> c_int {
-    unsupported("MPI_Put", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Put`.
+/// The profiling name of `MPI_Put`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Put(
     origin_addr: *const c_void,
@@ -6606,25 +6567,22 @@ pub unsafe extern "C" fn PMPI_Put(
     target_datatype: MPI_Datatype,
     win: MPI_Win,
 ) -> c_int {
-    unsupported("MPI_Put", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Put`'s.
+    unsafe {
+        crate::win::rma::MPI_Put(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Put_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Put_c(
-    origin_addr: *const c_void,
-    origin_count: MPI_Count,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: MPI_Count,
-    target_datatype: MPI_Datatype,
-    win: MPI_Win,
-) -> c_int {
-    unsupported("MPI_Put_c", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Put_c`.
+/// The profiling name of `MPI_Put_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Put_c(
     origin_addr: *const c_void,
@@ -6636,7 +6594,19 @@ pub unsafe extern "C" fn PMPI_Put_c(
     target_datatype: MPI_Datatype,
     win: MPI_Win,
 ) -> c_int {
-    unsupported("MPI_Put_c", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Put_c`'s.
+    unsafe {
+        crate::win::rma::MPI_Put_c(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+        )
+    }
 }
 
 /// The profiling name of `MPI_Query_thread`.
@@ -6646,24 +6616,7 @@ pub unsafe extern "C" fn PMPI_Query_thread(provided: *mut c_int) -> c_int {
     unsafe { crate::init::MPI_Query_thread(provided) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Raccumulate`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Raccumulate(
-    origin_addr: *const c_void,
-    origin_count: c_int,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: c_int,
-    target_datatype: MPI_Datatype,
-    op: MPI_Op,
-    win: MPI_Win,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Raccumulate", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Raccumulate`.
+/// The profiling name of `MPI_Raccumulate`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Raccumulate(
     origin_addr: *const c_void,
@@ -6677,27 +6630,24 @@ pub unsafe extern "C" fn PMPI_Raccumulate(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Raccumulate", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Raccumulate`'s.
+    unsafe {
+        crate::win::rma::MPI_Raccumulate(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            op,
+            win,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Raccumulate_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Raccumulate_c(
-    origin_addr: *const c_void,
-    origin_count: MPI_Count,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: MPI_Count,
-    target_datatype: MPI_Datatype,
-    op: MPI_Op,
-    win: MPI_Win,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Raccumulate_c", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Raccumulate_c`.
+/// The profiling name of `MPI_Raccumulate_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Raccumulate_c(
     origin_addr: *const c_void,
@@ -6711,7 +6661,21 @@ pub unsafe extern "C" fn PMPI_Raccumulate_c(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Raccumulate_c", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Raccumulate_c`'s.
+    unsafe {
+        crate::win::rma::MPI_Raccumulate_c(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            op,
+            win,
+            request,
+        )
+    }
 }
 
 /// The profiling name of `MPI_Recv`.
@@ -7154,23 +7118,7 @@ pub unsafe extern "C" fn PMPI_Request_get_status_some(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Rget`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Rget(
-    origin_addr: *mut c_void,
-    origin_count: c_int,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: c_int,
-    target_datatype: MPI_Datatype,
-    win: MPI_Win,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Rget", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Rget`.
+/// The profiling name of `MPI_Rget`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Rget(
     origin_addr: *mut c_void,
@@ -7183,26 +7131,23 @@ pub unsafe extern "C" fn PMPI_Rget(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Rget", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Rget`'s.
+    unsafe {
+        crate::win::rma::MPI_Rget(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Rget_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Rget_c(
-    origin_addr: *mut c_void,
-    origin_count: MPI_Count,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: MPI_Count,
-    target_datatype: MPI_Datatype,
-    win: MPI_Win,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Rget_c", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Rget_c`.
+/// The profiling name of `MPI_Rget_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Rget_c(
     origin_addr: *mut c_void,
@@ -7215,30 +7160,23 @@ pub unsafe extern "C" fn PMPI_Rget_c(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Rget_c", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Rget_c`'s.
+    unsafe {
+        crate::win::rma::MPI_Rget_c(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Rget_accumulate`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Rget_accumulate(
-    origin_addr: *const c_void,
-    origin_count: c_int,
-    origin_datatype: MPI_Datatype,
-    result_addr: *mut c_void,
-    result_count: c_int,
-    result_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: c_int,
-    target_datatype: MPI_Datatype,
-    op: MPI_Op,
-    win: MPI_Win,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Rget_accumulate", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Rget_accumulate`.
+/// The profiling name of `MPI_Rget_accumulate`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Rget_accumulate(
     origin_addr: *const c_void,
@@ -7255,30 +7193,27 @@ pub unsafe extern "C" fn PMPI_Rget_accumulate(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Rget_accumulate", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Rget_accumulate`'s.
+    unsafe {
+        crate::win::rma::MPI_Rget_accumulate(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            result_addr,
+            result_count,
+            result_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            op,
+            win,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Rget_accumulate_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Rget_accumulate_c(
-    origin_addr: *const c_void,
-    origin_count: MPI_Count,
-    origin_datatype: MPI_Datatype,
-    result_addr: *mut c_void,
-    result_count: MPI_Count,
-    result_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: MPI_Count,
-    target_datatype: MPI_Datatype,
-    op: MPI_Op,
-    win: MPI_Win,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Rget_accumulate_c", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Rget_accumulate_c`.
+/// The profiling name of `MPI_Rget_accumulate_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Rget_accumulate_c(
     origin_addr: *const c_void,
@@ -7295,26 +7230,27 @@ pub unsafe extern "C" fn PMPI_Rget_accumulate_c(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Rget_accumulate_c", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Rget_accumulate_c`'s.
+    unsafe {
+        crate::win::rma::MPI_Rget_accumulate_c(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            result_addr,
+            result_count,
+            result_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            op,
+            win,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Rput`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Rput(
-    origin_addr: *const c_void,
-    origin_count: c_int,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: c_int,
-    target_datatype: MPI_Datatype,
-    win: MPI_Win,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Rput", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Rput`.
+/// The profiling name of `MPI_Rput`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Rput(
     origin_addr: *const c_void,
@@ -7327,26 +7263,23 @@ pub unsafe extern "C" fn PMPI_Rput(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Rput", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Rput`'s.
+    unsafe {
+        crate::win::rma::MPI_Rput(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+            request,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Rput_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Rput_c(
-    origin_addr: *const c_void,
-    origin_count: MPI_Count,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: MPI_Count,
-    target_datatype: MPI_Datatype,
-    win: MPI_Win,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Rput_c", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Rput_c`.
+/// The profiling name of `MPI_Rput_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Rput_c(
     origin_addr: *const c_void,
@@ -7359,7 +7292,20 @@ pub unsafe extern "C" fn PMPI_Rput_c(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Rput_c", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Rput_c`'s.
+    unsafe {
+        crate::win::rma::MPI_Rput_c(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+            request,
+        )
+    }
 }
 
 /// The profiling name of `MPI_Rsend`.
@@ -9150,20 +9096,7 @@ pub unsafe extern "C" fn PMPI_Waitsome(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_allocate`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_allocate(
-    size: MPI_Aint,
-    disp_unit: c_int,
-    info: MPI_Info,
-    comm: MPI_Comm,
-    baseptr: *mut c_void,
-    win: *mut MPI_Win,
-) -> c_int {
-    unsupported("MPI_Win_allocate", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_allocate`.
+/// The profiling name of `MPI_Win_allocate`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_allocate(
     size: MPI_Aint,
@@ -9173,23 +9106,11 @@ pub unsafe extern "C" fn PMPI_Win_allocate(
     baseptr: *mut c_void,
     win: *mut MPI_Win,
 ) -> c_int {
-    unsupported("MPI_Win_allocate", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Win_allocate`'s.
+    unsafe { crate::win::create::MPI_Win_allocate(size, disp_unit, info, comm, baseptr, win) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_allocate_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_allocate_c(
-    size: MPI_Aint,
-    disp_unit: MPI_Aint,
-    info: MPI_Info,
-    comm: MPI_Comm,
-    baseptr: *mut c_void,
-    win: *mut MPI_Win,
-) -> c_int {
-    unsupported("MPI_Win_allocate_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_allocate_c`.
+/// The profiling name of `MPI_Win_allocate_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_allocate_c(
     size: MPI_Aint,
@@ -9199,23 +9120,11 @@ pub unsafe extern "C" fn PMPI_Win_allocate_c(
     baseptr: *mut c_void,
     win: *mut MPI_Win,
 ) -> c_int {
-    unsupported("MPI_Win_allocate_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Win_allocate_c`'s.
+    unsafe { crate::win::create::MPI_Win_allocate_c(size, disp_unit, info, comm, baseptr, win) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_allocate_shared`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_allocate_shared(
-    size: MPI_Aint,
-    disp_unit: c_int,
-    info: MPI_Info,
-    comm: MPI_Comm,
-    baseptr: *mut c_void,
-    win: *mut MPI_Win,
-) -> c_int {
-    unsupported("MPI_Win_allocate_shared", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_allocate_shared`.
+/// The profiling name of `MPI_Win_allocate_shared`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_allocate_shared(
     size: MPI_Aint,
@@ -9225,23 +9134,13 @@ pub unsafe extern "C" fn PMPI_Win_allocate_shared(
     baseptr: *mut c_void,
     win: *mut MPI_Win,
 ) -> c_int {
-    unsupported("MPI_Win_allocate_shared", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Win_allocate_shared`'s.
+    unsafe {
+        crate::win::create::MPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win)
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_allocate_shared_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_allocate_shared_c(
-    size: MPI_Aint,
-    disp_unit: MPI_Aint,
-    info: MPI_Info,
-    comm: MPI_Comm,
-    baseptr: *mut c_void,
-    win: *mut MPI_Win,
-) -> c_int {
-    unsupported("MPI_Win_allocate_shared_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_allocate_shared_c`.
+/// The profiling name of `MPI_Win_allocate_shared_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_allocate_shared_c(
     size: MPI_Aint,
@@ -9251,59 +9150,34 @@ pub unsafe extern "C" fn PMPI_Win_allocate_shared_c(
     baseptr: *mut c_void,
     win: *mut MPI_Win,
 ) -> c_int {
-    unsupported("MPI_Win_allocate_shared_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Win_allocate_shared_c`'s.
+    unsafe {
+        crate::win::create::MPI_Win_allocate_shared_c(size, disp_unit, info, comm, baseptr, win)
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_attach`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_attach(win: MPI_Win, base: *mut c_void, size: MPI_Aint) -> c_int {
-    unsupported("MPI_Win_attach", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_attach`.
+/// The profiling name of `MPI_Win_attach`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_attach(win: MPI_Win, base: *mut c_void, size: MPI_Aint) -> c_int {
-    unsupported("MPI_Win_attach", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_attach`'s.
+    unsafe { crate::win::create::MPI_Win_attach(win, base, size) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_call_errhandler`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int) -> c_int {
-    unsupported("MPI_Win_call_errhandler", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_call_errhandler`.
+/// The profiling name of `MPI_Win_call_errhandler`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int) -> c_int {
-    unsupported("MPI_Win_call_errhandler", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_call_errhandler`'s.
+    unsafe { crate::win::props::MPI_Win_call_errhandler(win, errorcode) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_complete`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_complete(win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_complete", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_complete`.
+/// The profiling name of `MPI_Win_complete`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_complete(win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_complete", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_complete`'s.
+    unsafe { crate::win::sync::MPI_Win_complete(win) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_create`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_create(
-    base: *mut c_void,
-    size: MPI_Aint,
-    disp_unit: c_int,
-    info: MPI_Info,
-    comm: MPI_Comm,
-    win: *mut MPI_Win,
-) -> c_int {
-    unsupported("MPI_Win_create", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_create`.
+/// The profiling name of `MPI_Win_create`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_create(
     base: *mut c_void,
@@ -9313,23 +9187,11 @@ pub unsafe extern "C" fn PMPI_Win_create(
     comm: MPI_Comm,
     win: *mut MPI_Win,
 ) -> c_int {
-    unsupported("MPI_Win_create", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Win_create`'s.
+    unsafe { crate::win::create::MPI_Win_create(base, size, disp_unit, info, comm, win) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_create_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_create_c(
-    base: *mut c_void,
-    size: MPI_Aint,
-    disp_unit: MPI_Aint,
-    info: MPI_Info,
-    comm: MPI_Comm,
-    win: *mut MPI_Win,
-) -> c_int {
-    unsupported("MPI_Win_create_c", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_create_c`.
+/// The profiling name of `MPI_Win_create_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_create_c(
     base: *mut c_void,
@@ -9339,45 +9201,29 @@ pub unsafe extern "C" fn PMPI_Win_create_c(
     comm: MPI_Comm,
     win: *mut MPI_Win,
 ) -> c_int {
-    unsupported("MPI_Win_create_c", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Win_create_c`'s.
+    unsafe { crate::win::create::MPI_Win_create_c(base, size, disp_unit, info, comm, win) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_create_dynamic`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_create_dynamic(
-    info: MPI_Info,
-    comm: MPI_Comm,
-    win: *mut MPI_Win,
-) -> c_int {
-    unsupported("MPI_Win_create_dynamic", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_create_dynamic`.
+/// The profiling name of `MPI_Win_create_dynamic`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_create_dynamic(
     info: MPI_Info,
     comm: MPI_Comm,
     win: *mut MPI_Win,
 ) -> c_int {
-    unsupported("MPI_Win_create_dynamic", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Win_create_dynamic`'s.
+    unsafe { crate::win::create::MPI_Win_create_dynamic(info, comm, win) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_create_errhandler`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_create_errhandler(
-    win_errhandler_fn: *const c_void,
-    errhandler: *mut MPI_Errhandler,
-) -> c_int {
-    unsupported("MPI_Win_create_errhandler", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_create_errhandler`.
+/// The profiling name of `MPI_Win_create_errhandler`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_create_errhandler(
     win_errhandler_fn: *const c_void,
     errhandler: *mut MPI_Errhandler,
 ) -> c_int {
-    unsupported("MPI_Win_create_errhandler", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Win_create_errhandler`'s.
+    unsafe { crate::win::props::MPI_Win_create_errhandler(win_errhandler_fn, errhandler) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPIX_Win_create_errhandler_x`.
@@ -9402,18 +9248,7 @@ pub unsafe extern "C" fn PMPIX_Win_create_errhandler_x(
     unsupported("MPIX_Win_create_errhandler_x", Scope::Self_)
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_create_keyval`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_create_keyval(
-    win_copy_attr_fn: *const c_void,
-    win_delete_attr_fn: *const c_void,
-    win_keyval: *mut c_int,
-    extra_state: *mut c_void,
-) -> c_int {
-    unsupported("MPI_Win_create_keyval", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_create_keyval`.
+/// The profiling name of `MPI_Win_create_keyval`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_create_keyval(
     win_copy_attr_fn: *const c_void,
@@ -9421,129 +9256,81 @@ pub unsafe extern "C" fn PMPI_Win_create_keyval(
     win_keyval: *mut c_int,
     extra_state: *mut c_void,
 ) -> c_int {
-    unsupported("MPI_Win_create_keyval", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Win_create_keyval`'s.
+    unsafe {
+        crate::win::props::MPI_Win_create_keyval(
+            win_copy_attr_fn,
+            win_delete_attr_fn,
+            win_keyval,
+            extra_state,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_delete_attr`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int) -> c_int {
-    unsupported("MPI_Win_delete_attr", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_delete_attr`.
+/// The profiling name of `MPI_Win_delete_attr`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int) -> c_int {
-    unsupported("MPI_Win_delete_attr", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_delete_attr`'s.
+    unsafe { crate::win::props::MPI_Win_delete_attr(win, win_keyval) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_detach`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_int {
-    unsupported("MPI_Win_detach", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_detach`.
+/// The profiling name of `MPI_Win_detach`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_int {
-    unsupported("MPI_Win_detach", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_detach`'s.
+    unsafe { crate::win::create::MPI_Win_detach(win, base) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_fence`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_fence", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_fence`.
+/// The profiling name of `MPI_Win_fence`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_fence", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_fence`'s.
+    unsafe { crate::win::sync::MPI_Win_fence(assert, win) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_flush`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_flush(rank: c_int, win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_flush", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_flush`.
+/// The profiling name of `MPI_Win_flush`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_flush(rank: c_int, win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_flush", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_flush`'s.
+    unsafe { crate::win::sync::MPI_Win_flush(rank, win) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_flush_all`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_flush_all(win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_flush_all", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_flush_all`.
+/// The profiling name of `MPI_Win_flush_all`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_flush_all(win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_flush_all", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_flush_all`'s.
+    unsafe { crate::win::sync::MPI_Win_flush_all(win) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_flush_local`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_flush_local(rank: c_int, win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_flush_local", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_flush_local`.
+/// The profiling name of `MPI_Win_flush_local`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_flush_local(rank: c_int, win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_flush_local", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_flush_local`'s.
+    unsafe { crate::win::sync::MPI_Win_flush_local(rank, win) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_flush_local_all`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_flush_local_all(win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_flush_local_all", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_flush_local_all`.
+/// The profiling name of `MPI_Win_flush_local_all`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_flush_local_all(win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_flush_local_all", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_flush_local_all`'s.
+    unsafe { crate::win::sync::MPI_Win_flush_local_all(win) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_free`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
-    unsupported("MPI_Win_free", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_free`.
+/// The profiling name of `MPI_Win_free`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_free(win: *mut MPI_Win) -> c_int {
-    unsupported("MPI_Win_free", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Win_free`'s.
+    unsafe { crate::win::create::MPI_Win_free(win) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_free_keyval`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_free_keyval(win_keyval: *mut c_int) -> c_int {
-    unsupported("MPI_Win_free_keyval", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_free_keyval`.
+/// The profiling name of `MPI_Win_free_keyval`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_free_keyval(win_keyval: *mut c_int) -> c_int {
-    unsupported("MPI_Win_free_keyval", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Win_free_keyval`'s.
+    unsafe { crate::win::props::MPI_Win_free_keyval(win_keyval) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_get_attr`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_get_attr(
-    win: MPI_Win,
-    win_keyval: c_int,
-    attribute_val: *mut c_void,
-    flag: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Win_get_attr", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_get_attr`.
+/// The profiling name of `MPI_Win_get_attr`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_get_attr(
     win: MPI_Win,
@@ -9551,49 +9338,32 @@ pub unsafe extern "C" fn PMPI_Win_get_attr(
     attribute_val: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Win_get_attr", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_get_attr`'s.
+    unsafe { crate::win::props::MPI_Win_get_attr(win, win_keyval, attribute_val, flag) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_get_errhandler`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_get_errhandler(
-    win: MPI_Win,
-    errhandler: *mut MPI_Errhandler,
-) -> c_int {
-    unsupported("MPI_Win_get_errhandler", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_get_errhandler`.
+/// The profiling name of `MPI_Win_get_errhandler`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_get_errhandler(
     win: MPI_Win,
     errhandler: *mut MPI_Errhandler,
 ) -> c_int {
-    unsupported("MPI_Win_get_errhandler", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_get_errhandler`'s.
+    unsafe { crate::win::props::MPI_Win_get_errhandler(win, errhandler) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_get_group`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_get_group(win: MPI_Win, group: *mut MPI_Group) -> c_int {
-    unsupported("MPI_Win_get_group", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_get_group`.
+/// The profiling name of `MPI_Win_get_group`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_get_group(win: MPI_Win, group: *mut MPI_Group) -> c_int {
-    unsupported("MPI_Win_get_group", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_get_group`'s.
+    unsafe { crate::win::props::MPI_Win_get_group(win, group) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_get_info`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_get_info(win: MPI_Win, info_used: *mut MPI_Info) -> c_int {
-    unsupported("MPI_Win_get_info", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_get_info`.
+/// The profiling name of `MPI_Win_get_info`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_get_info(win: MPI_Win, info_used: *mut MPI_Info) -> c_int {
-    unsupported("MPI_Win_get_info", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_get_info`'s.
+    unsafe { crate::win::props::MPI_Win_get_info(win, info_used) }
 }
 
 /// The profiling name of `MPI_Win_get_name`.
@@ -9604,21 +9374,10 @@ pub unsafe extern "C" fn PMPI_Win_get_name(
     resultlen: *mut c_int,
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Win_get_name`'s.
-    unsafe { crate::misc::MPI_Win_get_name(win, win_name, resultlen) }
+    unsafe { crate::win::props::MPI_Win_get_name(win, win_name, resultlen) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_lock`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_lock(
-    lock_type: c_int,
-    rank: c_int,
-    assert: c_int,
-    win: MPI_Win,
-) -> c_int {
-    unsupported("MPI_Win_lock", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_lock`.
+/// The profiling name of `MPI_Win_lock`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_lock(
     lock_type: c_int,
@@ -9626,105 +9385,60 @@ pub unsafe extern "C" fn PMPI_Win_lock(
     assert: c_int,
     win: MPI_Win,
 ) -> c_int {
-    unsupported("MPI_Win_lock", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_lock`'s.
+    unsafe { crate::win::sync::MPI_Win_lock(lock_type, rank, assert, win) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_lock_all`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_lock_all", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_lock_all`.
+/// The profiling name of `MPI_Win_lock_all`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_lock_all", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_lock_all`'s.
+    unsafe { crate::win::sync::MPI_Win_lock_all(assert, win) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_post`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_post(group: MPI_Group, assert: c_int, win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_post", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_post`.
+/// The profiling name of `MPI_Win_post`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_post(group: MPI_Group, assert: c_int, win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_post", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_post`'s.
+    unsafe { crate::win::sync::MPI_Win_post(group, assert, win) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_set_attr`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_set_attr(
-    win: MPI_Win,
-    win_keyval: c_int,
-    attribute_val: *mut c_void,
-) -> c_int {
-    unsupported("MPI_Win_set_attr", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_set_attr`.
+/// The profiling name of `MPI_Win_set_attr`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_set_attr(
     win: MPI_Win,
     win_keyval: c_int,
     attribute_val: *mut c_void,
 ) -> c_int {
-    unsupported("MPI_Win_set_attr", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_set_attr`'s.
+    unsafe { crate::win::props::MPI_Win_set_attr(win, win_keyval, attribute_val) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_set_errhandler`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_set_errhandler(win: MPI_Win, errhandler: MPI_Errhandler) -> c_int {
-    unsupported("MPI_Win_set_errhandler", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_set_errhandler`.
+/// The profiling name of `MPI_Win_set_errhandler`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_set_errhandler(
     win: MPI_Win,
     errhandler: MPI_Errhandler,
 ) -> c_int {
-    unsupported("MPI_Win_set_errhandler", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_set_errhandler`'s.
+    unsafe { crate::win::props::MPI_Win_set_errhandler(win, errhandler) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_set_info`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_set_info(win: MPI_Win, info: MPI_Info) -> c_int {
-    unsupported("MPI_Win_set_info", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_set_info`.
+/// The profiling name of `MPI_Win_set_info`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_set_info(win: MPI_Win, info: MPI_Info) -> c_int {
-    unsupported("MPI_Win_set_info", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_set_info`'s.
+    unsafe { crate::win::props::MPI_Win_set_info(win, info) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_set_name`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_set_name(win: MPI_Win, win_name: *const c_char) -> c_int {
-    unsupported("MPI_Win_set_name", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_set_name`.
+/// The profiling name of `MPI_Win_set_name`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_set_name(win: MPI_Win, win_name: *const c_char) -> c_int {
-    unsupported("MPI_Win_set_name", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_set_name`'s.
+    unsafe { crate::win::props::MPI_Win_set_name(win, win_name) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_shared_query`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_shared_query(
-    win: MPI_Win,
-    rank: c_int,
-    size: *mut MPI_Aint,
-    disp_unit: *mut c_int,
-    baseptr: *mut c_void,
-) -> c_int {
-    unsupported("MPI_Win_shared_query", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_shared_query`.
+/// The profiling name of `MPI_Win_shared_query`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_shared_query(
     win: MPI_Win,
@@ -9733,22 +9447,11 @@ pub unsafe extern "C" fn PMPI_Win_shared_query(
     disp_unit: *mut c_int,
     baseptr: *mut c_void,
 ) -> c_int {
-    unsupported("MPI_Win_shared_query", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_shared_query`'s.
+    unsafe { crate::win::create::MPI_Win_shared_query(win, rank, size, disp_unit, baseptr) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_shared_query_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_shared_query_c(
-    win: MPI_Win,
-    rank: c_int,
-    size: *mut MPI_Aint,
-    disp_unit: *mut MPI_Aint,
-    baseptr: *mut c_void,
-) -> c_int {
-    unsupported("MPI_Win_shared_query_c", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_shared_query_c`.
+/// The profiling name of `MPI_Win_shared_query_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_shared_query_c(
     win: MPI_Win,
@@ -9757,79 +9460,50 @@ pub unsafe extern "C" fn PMPI_Win_shared_query_c(
     disp_unit: *mut MPI_Aint,
     baseptr: *mut c_void,
 ) -> c_int {
-    unsupported("MPI_Win_shared_query_c", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_shared_query_c`'s.
+    unsafe { crate::win::create::MPI_Win_shared_query_c(win, rank, size, disp_unit, baseptr) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_start`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_start(group: MPI_Group, assert: c_int, win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_start", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_start`.
+/// The profiling name of `MPI_Win_start`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_start(group: MPI_Group, assert: c_int, win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_start", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_start`'s.
+    unsafe { crate::win::sync::MPI_Win_start(group, assert, win) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_sync`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_sync(win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_sync", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_sync`.
+/// The profiling name of `MPI_Win_sync`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_sync(win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_sync", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_sync`'s.
+    unsafe { crate::win::sync::MPI_Win_sync(win) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_test`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
-    unsupported("MPI_Win_test", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_test`.
+/// The profiling name of `MPI_Win_test`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
-    unsupported("MPI_Win_test", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_test`'s.
+    unsafe { crate::win::sync::MPI_Win_test(win, flag) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_unlock`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_unlock", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_unlock`.
+/// The profiling name of `MPI_Win_unlock`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_unlock", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_unlock`'s.
+    unsafe { crate::win::sync::MPI_Win_unlock(rank, win) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_unlock_all`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_unlock_all", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_unlock_all`.
+/// The profiling name of `MPI_Win_unlock_all`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_unlock_all(win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_unlock_all", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_unlock_all`'s.
+    unsafe { crate::win::sync::MPI_Win_unlock_all(win) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_wait`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_wait(win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_wait", Scope::Win)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Win_wait`.
+/// The profiling name of `MPI_Win_wait`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_wait(win: MPI_Win) -> c_int {
-    unsupported("MPI_Win_wait", Scope::Win)
+    // SAFETY: the caller's contract is `MPI_Win_wait`'s.
+    unsafe { crate::win::sync::MPI_Win_wait(win) }
 }
 
 /// The profiling name of `MPI_Aint_add`.

@@ -18,6 +18,7 @@ pub(crate) enum Kind {
     Message = 8,
     Keyval = 9,
     Session = 10,
+    Win = 11,
 }
 
 const INDEX_BITS: u32 = 24;

@@ -34,6 +34,20 @@ pub(crate) struct Runtime {
     pub(crate) rank: u32,
 }
 
+impl Runtime {
+    /// The job, for what needs more than a communicator (the shared heap, progress).
+    ///
+    /// # Errors
+    /// [`MpiError::NotInitialized`] once finalised.
+    pub(crate) fn world(&self, call: &'static str) -> Result<Arc<World>, MpiError> {
+        self.world
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .ok_or(MpiError::NotInitialized(call))
+    }
+}
+
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 static STARTED: AtomicBool = AtomicBool::new(false);
 static FINALIZED: AtomicBool = AtomicBool::new(false);

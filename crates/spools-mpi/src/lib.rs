@@ -48,3 +48,4 @@ mod topo;
 mod typector;
 mod typeinfo;
 mod vcoll;
+mod win;

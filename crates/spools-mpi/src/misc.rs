@@ -191,28 +191,6 @@ pub unsafe extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
     on_self(r)
 }
 
-/// `MPI_Win_get_name`: `MPI_WIN_NULL`'s name (no window can be made yet).
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_get_name(
-    win: MPI_Win,
-    win_name: *mut c_char,
-    resultlen: *mut c_int,
-) -> c_int {
-    if win == MPI_WIN_NULL {
-        // SAFETY: the standard's contract: MPI_MAX_OBJECT_NAME bytes.
-        unsafe {
-            crate::error::put_string(
-                "MPI_WIN_NULL",
-                win_name,
-                MPI_MAX_OBJECT_NAME as usize,
-                resultlen,
-            )
-        };
-        return MPI_SUCCESS;
-    }
-    crate::error::unsupported("MPI_Win_get_name", crate::error::Scope::Win)
-}
-
 /// Buffers attached to a communicator or session are the process's buffer
 /// (`MPI_Buffer_attach`): buffered sends on any communicator use it.
 macro_rules! attach_to_process {

@@ -656,6 +656,17 @@ impl Reducer {
         }
     }
 
+    /// Combines `input` into `inout` in place (`inout = input op inout`), both packed
+    /// elements (an accumulate of one-sided communication).
+    pub(crate) fn apply(&self, input: &[u8], inout: &mut [u8]) {
+        (self.f)(input, inout, self.n);
+    }
+
+    /// Whether contributions are packed elements (else laid out as the datatype).
+    pub(crate) fn packed(&self) -> bool {
+        self.packed
+    }
+
     /// Combines contributions in rank order: `parts[0] op parts[1] op ...` (at least one).
     pub(crate) fn fold(&self, parts: &[&[u8]]) -> Vec<u8> {
         let Some((last, rest)) = parts.split_last() else {

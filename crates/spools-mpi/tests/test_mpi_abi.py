@@ -63,6 +63,20 @@ def test_a_rank_killed_mid_collective_ends_the_job(build, spools_run):
     assert "rank 1" in job.err and "SIGKILL" in job.err, job
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_one_sided_windows_of_every_flavour_with_races_pscw_and_shared_stores(build, spools_run, n):
+    # `range`: Spools reports a put outside the target's window (MPICH does not check).
+    job = spools_run(n, build("rma"), "range")
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok rma %d ranks" % n], job
+
+
+def test_a_target_killed_holding_window_locks_ends_the_job(build, spools_run):
+    job = spools_run(3, build("rma_killed"), timeout=60)
+    assert job.code != 0 and "FAIL" not in job.out, job
+    assert "rank 1" in job.err and "SIGKILL" in job.err, job
+
+
 def test_an_unsupported_function_is_fatal_by_default_and_named(build, tmp_path, spools_run):
     src = tmp_path / "spawn.c"
     src.write_text("#include <mpi.h>\n"

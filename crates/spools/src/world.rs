@@ -403,6 +403,37 @@ impl World {
     ) -> Result<crate::SharedBuf<T>, crate::HeapError> {
         crate::SharedBuf::create(self.job(), self.rank(), self.secret(), n)
     }
+
+    /// Maps `len` bytes of a shared-heap buffer that a rank of this host allocated (its
+    /// [`SharedBuf::heap_ref`](crate::SharedBuf::heap_ref), sent here), for raw copies
+    /// into and out of it and atomic words inside it: what one-sided windows are made of.
+    /// The mapping lives as long as the [`PeerBytes`](crate::PeerBytes); if the owner
+    /// frees the buffer meanwhile, the bytes stay mapped (stale, never a fault).
+    ///
+    /// ```
+    /// let world = spools::init()?;
+    /// let mut a = world.alloc::<u8>(64)?;
+    /// a[3] = 7;
+    /// let b = world.map_shared(&a.heap_ref(), 64)?;
+    /// let mut x = [0u8; 1];
+    /// b.copy_to(3, &mut x)?;
+    /// assert_eq!(x[0], 7);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`HeapError::Freed`](crate::HeapError::Freed) if the owner freed it,
+    /// [`HeapError::OutOfRange`](crate::HeapError::OutOfRange) if the bytes lie outside
+    /// it, [`HeapError::Open`](crate::HeapError::Open) if it cannot be mapped (another
+    /// host's, or gone), [`HeapError::ForeignJob`](crate::HeapError::ForeignJob) if it is
+    /// another job's.
+    pub fn map_shared(
+        &self,
+        at: &crate::HeapRef,
+        len: usize,
+    ) -> Result<crate::PeerBytes, crate::HeapError> {
+        spools_fabric::heap::peers()?.bytes(at, len)
+    }
 }
 
 impl std::ops::Deref for World {

@@ -1,0 +1,157 @@
+//! A window's control block at one rank: the words origins take and release in shared
+//! memory, with no message to the target and no call of the target's (passive target
+//! made truly passive): the passive-target lock, the accumulate lock that makes
+//! accumulates element-wise atomic, and, for a dynamic window, the regions attached.
+//!
+//! Each rank's block lives in a shared-heap buffer of its own; the ranks of the window
+//! map every block (windows are built within one host).
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// Most regions attached to a dynamic window at one rank at a time.
+pub(crate) const MAX_ATTACH: usize = 64;
+
+/// The writer bit of [`Ctl::lock`]; the bits below count shared holders.
+const WRITER: u64 = 1 << 63;
+
+/// The control block (`#[repr(C)]`: its layout is the same in every rank's mapping).
+#[repr(C)]
+pub(crate) struct Ctl {
+    /// The passive-target lock: [`WRITER`] when held exclusively, else the number of
+    /// shared holders.
+    lock: AtomicU64,
+    /// Held (1) while an accumulate reads, combines and writes this rank's memory.
+    acc: AtomicU32,
+    /// Regions attached to a dynamic window, written under `acc`.
+    attached: AtomicU32,
+    /// `(address, length)` of each attached region (0 length: a free slot).
+    regions: [[AtomicU64; 2]; MAX_ATTACH],
+}
+
+/// Bytes of a control block.
+pub(crate) const CTL_BYTES: usize = std::mem::size_of::<Ctl>();
+
+/// A lock type of `MPI_Win_lock`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LockKind {
+    Shared,
+    Exclusive,
+}
+
+impl Ctl {
+    /// Takes the passive-target lock if it is free for `kind`; whether it did.
+    pub(crate) fn try_lock(&self, kind: LockKind) -> bool {
+        match kind {
+            LockKind::Exclusive => self
+                .lock
+                .compare_exchange(0, WRITER, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok(),
+            LockKind::Shared => {
+                let v = self.lock.load(Ordering::Relaxed);
+                v & WRITER == 0
+                    && self
+                        .lock
+                        .compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Relaxed)
+                        .is_ok()
+            }
+        }
+    }
+
+    /// Releases the passive-target lock taken as `kind`.
+    pub(crate) fn unlock(&self, kind: LockKind) {
+        match kind {
+            LockKind::Exclusive => self.lock.store(0, Ordering::Release),
+            LockKind::Shared => {
+                self.lock.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// Takes the accumulate lock if it is free; whether it did.
+    pub(crate) fn try_acc(&self) -> bool {
+        self.acc
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Releases the accumulate lock.
+    pub(crate) fn release_acc(&self) {
+        self.acc.store(0, Ordering::Release);
+    }
+
+    /// Records an attached region (under the accumulate lock); `false` when every slot
+    /// is taken.
+    pub(crate) fn attach(&self, addr: u64, len: u64) -> bool {
+        for r in &self.regions {
+            if r[1].load(Ordering::Relaxed) == 0 {
+                r[0].store(addr, Ordering::Relaxed);
+                r[1].store(len, Ordering::Release);
+                self.attached.fetch_add(1, Ordering::Relaxed);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Forgets the region attached at `addr` (under the accumulate lock); whether one
+    /// was.
+    pub(crate) fn detach(&self, addr: u64) -> bool {
+        for r in &self.regions {
+            if r[1].load(Ordering::Relaxed) != 0 && r[0].load(Ordering::Relaxed) == addr {
+                r[1].store(0, Ordering::Release);
+                self.attached.fetch_sub(1, Ordering::Relaxed);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Whether `[addr, addr + len)` lies within one attached region.
+    pub(crate) fn covers(&self, addr: u64, len: u64) -> bool {
+        self.regions.iter().any(|r| {
+            let (a, l) = (r[0].load(Ordering::Relaxed), r[1].load(Ordering::Acquire));
+            l != 0 && addr >= a && addr.checked_add(len).is_some_and(|e| e <= a + l)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block() -> Box<Ctl> {
+        // SAFETY: every field is an atomic integer, for which all-zero bytes are valid.
+        Box::new(unsafe { std::mem::zeroed() })
+    }
+
+    #[test]
+    fn shared_holders_exclude_a_writer_and_a_writer_excludes_all() {
+        let c = block();
+        assert!(c.try_lock(LockKind::Shared));
+        assert!(c.try_lock(LockKind::Shared));
+        assert!(!c.try_lock(LockKind::Exclusive));
+        c.unlock(LockKind::Shared);
+        assert!(!c.try_lock(LockKind::Exclusive));
+        c.unlock(LockKind::Shared);
+        assert!(c.try_lock(LockKind::Exclusive));
+        assert!(!c.try_lock(LockKind::Shared));
+        assert!(!c.try_lock(LockKind::Exclusive));
+        c.unlock(LockKind::Exclusive);
+        assert!(c.try_lock(LockKind::Shared));
+    }
+
+    #[test]
+    fn attached_regions_cover_only_their_bytes() {
+        let c = block();
+        assert!(!c.covers(100, 1));
+        assert!(c.attach(100, 50));
+        assert!(c.covers(100, 50) && c.covers(120, 30));
+        assert!(!c.covers(99, 2) && !c.covers(140, 11) && !c.covers(u64::MAX, 2));
+        assert!(c.detach(100) && !c.detach(100));
+        assert!(!c.covers(100, 1));
+        for i in 0..MAX_ATTACH as u64 {
+            assert!(c.attach(1000 * (i + 1), 10));
+        }
+        assert!(!c.attach(1, 1));
+    }
+}

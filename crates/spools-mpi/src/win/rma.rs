@@ -1,0 +1,893 @@
+//! The communication calls of one-sided windows: `MPI_Put`, `MPI_Get`,
+//! `MPI_Accumulate`, `MPI_Get_accumulate`, `MPI_Fetch_and_op`, `MPI_Compare_and_swap`
+//! and the request-based `MPI_R*` forms (and their `_c` twins). Each completes before
+//! it returns (the copy is done by this rank), so a request is born complete and the
+//! flushes have nothing to wait for. Accumulates hold the target's accumulate lock
+//! while they read, combine and write: element-wise atomic, as MPI requires of them.
+
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+use crate::abi::*;
+use crate::comm::out;
+use crate::datatype::{committed, count as ccount, pack, unpack, TypeObj};
+use crate::error::MpiError;
+use crate::op::Reducer;
+use crate::request::{empty_status, give, Op};
+use crate::win::target::{runs_of, Target};
+use crate::win::{on_win, win, WinObj};
+
+/// One side of an access: `count` elements of a datatype at an address.
+struct Side {
+    addr: *const u8,
+    count: usize,
+    t: Arc<TypeObj>,
+}
+
+fn side(
+    addr: *const c_void,
+    count: MPI_Count,
+    dt: MPI_Datatype,
+    call: &'static str,
+) -> Result<Side, MpiError> {
+    Ok(Side {
+        addr: addr.cast(),
+        count: ccount(count, call)?,
+        t: committed(dt, call)?,
+    })
+}
+
+impl Side {
+    fn bytes(&self) -> usize {
+        self.count * self.t.size
+    }
+}
+
+/// The target side: where the elements land in target `rank`'s window.
+struct At<'w> {
+    t: &'w Target,
+    runs: Vec<(usize, usize)>,
+    bytes: usize,
+}
+
+fn at<'w>(
+    w: &'w WinObj,
+    rank: c_int,
+    disp: MPI_Aint,
+    count: MPI_Count,
+    dt: MPI_Datatype,
+    origin_bytes: usize,
+    call: &'static str,
+) -> Result<Option<At<'w>>, MpiError> {
+    if rank == MPI_PROC_NULL {
+        return Ok(None);
+    }
+    let t = w.target(rank, call)?;
+    let tt = committed(dt, call)?;
+    let n = ccount(count, call)?;
+    let bytes = n * tt.size;
+    if bytes != origin_bytes {
+        return Err(MpiError::invalid(
+            MPI_ERR_TYPE,
+            format!("{call}: the origin has {origin_bytes} bytes of data and the target {bytes}: their type signatures differ"),
+        ));
+    }
+    let start = if t.dynamic {
+        disp
+    } else {
+        if disp < 0 {
+            return Err(MpiError::invalid(
+                MPI_ERR_DISP,
+                format!("{call}: target displacement {disp} is negative"),
+            ));
+        }
+        disp.checked_mul(t.disp_unit as isize).ok_or_else(|| {
+            MpiError::invalid(
+                MPI_ERR_DISP,
+                format!("{call}: target displacement {disp} overflows"),
+            )
+        })?
+    };
+    let runs = runs_of(start, n, &tt, call)?;
+    t.check(&runs, call)?;
+    Ok(Some(At { t, runs, bytes }))
+}
+
+/// The origin's data, packed (borrowed when contiguous).
+///
+/// # Safety
+/// `s.addr` holds `s.count` elements of `s.t`.
+unsafe fn data(s: &Side) -> Vec<u8> {
+    if s.bytes() == 0 {
+        return Vec::new();
+    }
+    // SAFETY: the caller's contract.
+    unsafe { pack(s.addr, s.count, &s.t) }
+}
+
+/// # Safety
+/// The caller's buffers hold what their counts and datatypes say.
+unsafe fn put(
+    w: &WinObj,
+    o: &Side,
+    rank: c_int,
+    disp: MPI_Aint,
+    tc: MPI_Count,
+    tdt: MPI_Datatype,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    let Some(a) = at(w, rank, disp, tc, tdt, o.bytes(), call)? else {
+        return Ok(());
+    };
+    if a.bytes == 0 {
+        return Ok(());
+    }
+    if o.t.contiguous() {
+        // SAFETY: the caller's contract: `bytes` contiguous bytes at the origin.
+        let src = unsafe { std::slice::from_raw_parts(o.addr, a.bytes) };
+        return a.t.write(&a.runs, src, call);
+    }
+    // SAFETY: the caller's contract.
+    let d = unsafe { data(o) };
+    a.t.write(&a.runs, &d, call)
+}
+
+/// # Safety
+/// As [`put`].
+unsafe fn get(
+    w: &WinObj,
+    o: &Side,
+    rank: c_int,
+    disp: MPI_Aint,
+    tc: MPI_Count,
+    tdt: MPI_Datatype,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    let Some(a) = at(w, rank, disp, tc, tdt, o.bytes(), call)? else {
+        return Ok(());
+    };
+    if a.bytes == 0 {
+        return Ok(());
+    }
+    if o.t.contiguous() {
+        // SAFETY: the caller's contract: `bytes` writable contiguous bytes.
+        let dst = unsafe { std::slice::from_raw_parts_mut(o.addr.cast_mut(), a.bytes) };
+        return a.t.read(&a.runs, dst, call);
+    }
+    let mut d = vec![0u8; a.bytes];
+    a.t.read(&a.runs, &mut d, call)?;
+    // SAFETY: the caller's contract.
+    unsafe { unpack(&d, o.addr.cast_mut(), &o.t) };
+    Ok(())
+}
+
+/// The combining of an accumulate: `None` for `MPI_NO_OP`, `Some(None)` for
+/// `MPI_REPLACE`.
+fn combiner(
+    op: MPI_Op,
+    dt: MPI_Datatype,
+    t: &Arc<TypeObj>,
+    n: usize,
+    call: &'static str,
+) -> Result<Option<Option<Reducer>>, MpiError> {
+    match op {
+        MPI_NO_OP => Ok(None),
+        MPI_REPLACE => Ok(Some(None)),
+        MPI_SUM | MPI_PROD | MPI_MIN | MPI_MAX | MPI_BAND | MPI_BOR | MPI_BXOR | MPI_LAND | MPI_LOR | MPI_LXOR
+        | MPI_MINLOC | MPI_MAXLOC => {
+            // The arithmetic is the target type's basic element's: a derived target
+            // type is many of one predefined type.
+            let r = Reducer::new(op, dt, t, n)?;
+            if !r.packed() && !t.contiguous() {
+                return Err(MpiError::invalid(
+                    MPI_ERR_TYPE,
+                    format!("{call}: MINLOC and MAXLOC accumulate into contiguous target types only"),
+                ));
+            }
+            Ok(Some(Some(r)))
+        }
+        _ => Err(MpiError::invalid(
+            MPI_ERR_OP,
+            format!("{call}: accumulates take predefined operators, MPI_REPLACE and MPI_NO_OP only (operator {op:#x})"),
+        )),
+    }
+}
+
+/// Accumulate with an optional fetch of the target's previous contents into `result`.
+///
+/// # Safety
+/// As [`put`]; `result` holds its count of elements of its type.
+#[allow(clippy::too_many_arguments)]
+unsafe fn accumulate(
+    w: &WinObj,
+    o: Option<&Side>,
+    result: Option<&Side>,
+    rank: c_int,
+    disp: MPI_Aint,
+    tc: MPI_Count,
+    tdt: MPI_Datatype,
+    op: MPI_Op,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    let tt = committed(tdt, call)?;
+    let n = ccount(tc, call)?;
+    let bytes = n * tt.size;
+    // Nothing to combine in no element (MPI's own tests accumulate zero bytes with SUM).
+    let how = if bytes == 0 {
+        None
+    } else {
+        combiner(op, tdt, &tt, n, call)?
+    };
+    // The origin's data is the target's element count's (MPI_NO_OP reads none).
+    let Some(a) = at(w, rank, disp, tc, tdt, bytes, call)? else {
+        return Ok(());
+    };
+    let input = match (o, &how) {
+        (Some(o), Some(_)) => {
+            if o.bytes() != bytes {
+                return Err(MpiError::invalid(
+                    MPI_ERR_TYPE,
+                    format!(
+                        "{call}: the origin has {} bytes of data and the target {bytes}",
+                        o.bytes()
+                    ),
+                ));
+            }
+            // SAFETY: the caller's contract.
+            unsafe { data(o) }
+        }
+        _ => Vec::new(),
+    };
+    if let Some(r) = result {
+        if r.bytes() != bytes {
+            return Err(MpiError::invalid(
+                MPI_ERR_TYPE,
+                format!(
+                    "{call}: the result buffer takes {} bytes and the target holds {bytes}",
+                    r.bytes()
+                ),
+            ));
+        }
+    }
+    if bytes == 0 {
+        return Ok(());
+    }
+    w.with_acc(a.t, || {
+        let need_old = result.is_some() || matches!(how, Some(Some(_)));
+        let mut cur = vec![0u8; if need_old { bytes } else { 0 }];
+        if need_old {
+            a.t.read(&a.runs, &mut cur, call)?;
+        }
+        if let Some(r) = result {
+            // SAFETY: the caller's contract.
+            unsafe { unpack(&cur, r.addr.cast_mut(), &r.t) };
+        }
+        match &how {
+            None => Ok(()),
+            Some(None) => a.t.write(&a.runs, &input, call),
+            Some(Some(red)) => {
+                red.apply(&input, &mut cur);
+                a.t.write(&a.runs, &cur, call)
+            }
+        }
+    })
+}
+
+/// A request that is complete (the operation is done when it is made).
+fn done_request(request: *mut MPI_Request, call: &'static str) -> Result<(), MpiError> {
+    let h = give(Op::Done(empty_status()), MPI_COMM_SELF)?;
+    // SAFETY: the caller's contract.
+    unsafe { out(request, h, call) }
+}
+
+/// `MPI_Put`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Put(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win_h: MPI_Win,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        MPI_Put_c(
+            origin_addr,
+            origin_count.into(),
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count.into(),
+            target_datatype,
+            win_h,
+        )
+    }
+}
+
+/// `MPI_Put_c`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Put_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    win_h: MPI_Win,
+) -> c_int {
+    let call = "MPI_Put";
+    let r = (|| {
+        let w = win(win_h, call)?;
+        let o = side(origin_addr, origin_count, origin_datatype, call)?;
+        // SAFETY: the caller's contract.
+        unsafe {
+            put(
+                &w,
+                &o,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                call,
+            )
+        }
+    })();
+    on_win(win_h, r)
+}
+
+/// `MPI_Get`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get(
+    origin_addr: *mut c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win_h: MPI_Win,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        MPI_Get_c(
+            origin_addr,
+            origin_count.into(),
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count.into(),
+            target_datatype,
+            win_h,
+        )
+    }
+}
+
+/// `MPI_Get_c`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_c(
+    origin_addr: *mut c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    win_h: MPI_Win,
+) -> c_int {
+    let call = "MPI_Get";
+    let r = (|| {
+        let w = win(win_h, call)?;
+        let o = side(origin_addr, origin_count, origin_datatype, call)?;
+        // SAFETY: the caller's contract.
+        unsafe {
+            get(
+                &w,
+                &o,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                call,
+            )
+        }
+    })();
+    on_win(win_h, r)
+}
+
+/// `MPI_Accumulate`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Accumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win_h: MPI_Win,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        MPI_Accumulate_c(
+            origin_addr,
+            origin_count.into(),
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count.into(),
+            target_datatype,
+            op,
+            win_h,
+        )
+    }
+}
+
+/// `MPI_Accumulate_c`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Accumulate_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win_h: MPI_Win,
+) -> c_int {
+    let call = "MPI_Accumulate";
+    let r = (|| {
+        let w = win(win_h, call)?;
+        let o = side(origin_addr, origin_count, origin_datatype, call)?;
+        // SAFETY: the caller's contract.
+        unsafe {
+            accumulate(
+                &w,
+                Some(&o),
+                None,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                op,
+                call,
+            )
+        }
+    })();
+    on_win(win_h, r)
+}
+
+/// `MPI_Get_accumulate`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_accumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: c_int,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win_h: MPI_Win,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        MPI_Get_accumulate_c(
+            origin_addr,
+            origin_count.into(),
+            origin_datatype,
+            result_addr,
+            result_count.into(),
+            result_datatype,
+            target_rank,
+            target_disp,
+            target_count.into(),
+            target_datatype,
+            op,
+            win_h,
+        )
+    }
+}
+
+/// `MPI_Get_accumulate_c`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_accumulate_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: MPI_Count,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win_h: MPI_Win,
+) -> c_int {
+    let call = "MPI_Get_accumulate";
+    let r = (|| {
+        let w = win(win_h, call)?;
+        let o = if op == MPI_NO_OP {
+            None
+        } else {
+            Some(side(origin_addr, origin_count, origin_datatype, call)?)
+        };
+        let res = side(result_addr, result_count, result_datatype, call)?;
+        // SAFETY: the caller's contract.
+        unsafe {
+            accumulate(
+                &w,
+                o.as_ref(),
+                Some(&res),
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                op,
+                call,
+            )
+        }
+    })();
+    on_win(win_h, r)
+}
+
+/// `MPI_Fetch_and_op`: one element.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Fetch_and_op(
+    origin_addr: *const c_void,
+    result_addr: *mut c_void,
+    datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    op: MPI_Op,
+    win_h: MPI_Win,
+) -> c_int {
+    let call = "MPI_Fetch_and_op";
+    let r = (|| {
+        let w = win(win_h, call)?;
+        let o = if op == MPI_NO_OP {
+            None
+        } else {
+            Some(side(origin_addr, 1, datatype, call)?)
+        };
+        let res = side(result_addr, 1, datatype, call)?;
+        // SAFETY: the caller's contract.
+        unsafe {
+            accumulate(
+                &w,
+                o.as_ref(),
+                Some(&res),
+                target_rank,
+                target_disp,
+                1,
+                datatype,
+                op,
+                call,
+            )
+        }
+    })();
+    on_win(win_h, r)
+}
+
+/// `MPI_Compare_and_swap`: one element, replaced by the origin's when it equals the
+/// compare buffer's; the result gets what it was.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Compare_and_swap(
+    origin_addr: *const c_void,
+    compare_addr: *const c_void,
+    result_addr: *mut c_void,
+    datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    win_h: MPI_Win,
+) -> c_int {
+    let call = "MPI_Compare_and_swap";
+    let r = (|| {
+        let w = win(win_h, call)?;
+        let t = committed(datatype, call)?;
+        if !t.contiguous() || t.basic.is_none() {
+            return Err(MpiError::invalid(
+                MPI_ERR_TYPE,
+                format!("{call}: the datatype must be a predefined integer, logical or byte type"),
+            ));
+        }
+        let Some(a) = at(&w, target_rank, target_disp, 1, datatype, t.size, call)? else {
+            return Ok(());
+        };
+        let n = t.size;
+        if n == 0 {
+            return Ok(());
+        }
+        // SAFETY: the caller's contract: one element at each address.
+        let (new, cmp) = unsafe {
+            (
+                std::slice::from_raw_parts(origin_addr.cast::<u8>(), n).to_vec(),
+                std::slice::from_raw_parts(compare_addr.cast::<u8>(), n).to_vec(),
+            )
+        };
+        w.with_acc(a.t, || {
+            let mut cur = vec![0u8; n];
+            a.t.read(&a.runs, &mut cur, call)?;
+            // SAFETY: the caller's contract.
+            unsafe { std::ptr::copy_nonoverlapping(cur.as_ptr(), result_addr.cast::<u8>(), n) };
+            if cur == cmp {
+                a.t.write(&a.runs, &new, call)?;
+            }
+            Ok(())
+        })
+    })();
+    on_win(win_h, r)
+}
+
+/// `MPI_Rput`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rput(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win_h: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        MPI_Rput_c(
+            origin_addr,
+            origin_count.into(),
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count.into(),
+            target_datatype,
+            win_h,
+            request,
+        )
+    }
+}
+
+/// `MPI_Rput_c`: complete when it returns.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rput_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    win_h: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let rc = unsafe {
+        MPI_Put_c(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win_h,
+        )
+    };
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    on_win(win_h, done_request(request, "MPI_Rput"))
+}
+
+/// `MPI_Rget`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rget(
+    origin_addr: *mut c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win_h: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        MPI_Rget_c(
+            origin_addr,
+            origin_count.into(),
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count.into(),
+            target_datatype,
+            win_h,
+            request,
+        )
+    }
+}
+
+/// `MPI_Rget_c`: complete when it returns.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rget_c(
+    origin_addr: *mut c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    win_h: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let rc = unsafe {
+        MPI_Get_c(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win_h,
+        )
+    };
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    on_win(win_h, done_request(request, "MPI_Rget"))
+}
+
+/// `MPI_Raccumulate`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Raccumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win_h: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        MPI_Raccumulate_c(
+            origin_addr,
+            origin_count.into(),
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count.into(),
+            target_datatype,
+            op,
+            win_h,
+            request,
+        )
+    }
+}
+
+/// `MPI_Raccumulate_c`: complete when it returns.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Raccumulate_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win_h: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let rc = unsafe {
+        MPI_Accumulate_c(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            op,
+            win_h,
+        )
+    };
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    on_win(win_h, done_request(request, "MPI_Raccumulate"))
+}
+
+/// `MPI_Rget_accumulate`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rget_accumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: c_int,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win_h: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        MPI_Rget_accumulate_c(
+            origin_addr,
+            origin_count.into(),
+            origin_datatype,
+            result_addr,
+            result_count.into(),
+            result_datatype,
+            target_rank,
+            target_disp,
+            target_count.into(),
+            target_datatype,
+            op,
+            win_h,
+            request,
+        )
+    }
+}
+
+/// `MPI_Rget_accumulate_c`: complete when it returns.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rget_accumulate_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: MPI_Count,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win_h: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let rc = unsafe {
+        MPI_Get_accumulate_c(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            result_addr,
+            result_count,
+            result_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            op,
+            win_h,
+        )
+    };
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    on_win(win_h, done_request(request, "MPI_Rget_accumulate"))
+}

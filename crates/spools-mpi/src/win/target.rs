@@ -1,0 +1,297 @@
+//! How this rank reaches one target's window memory: its own memory, a peer's
+//! shared-heap segment mapped here (`MPI_Win_allocate`, `MPI_Win_allocate_shared`), or a
+//! peer's ordinary memory through cross-memory attach (`process_vm_readv` /
+//! `process_vm_writev`: `MPI_Win_create`, `MPI_Win_create_dynamic`). Every way is one
+//! copy by the origin, with nothing asked of the target.
+
+use spools::PeerBytes;
+
+use crate::abi::*;
+use crate::error::MpiError;
+use crate::win::ctl::Ctl;
+
+/// Most iovecs one `process_vm_*v` call takes (Linux's `UIO_MAXIOV`).
+const MAX_IOV: usize = 1024;
+
+/// Where one target's window memory is, seen from this rank.
+pub(crate) enum Mem {
+    /// This rank's own window, at this address.
+    Local(usize),
+    /// A peer's segment mapped here (the window's bytes start at its pointer).
+    Mapped(PeerBytes),
+    /// A peer's memory, at `base` in process `pid`.
+    Cma { pid: i32, base: usize },
+}
+
+/// One target of a window.
+pub(crate) struct Target {
+    pub(crate) mem: Mem,
+    /// Bytes of its window (0 for a dynamic window: see [`Target::dynamic`]).
+    pub(crate) len: usize,
+    pub(crate) disp_unit: usize,
+    /// Displacements are addresses in the target, checked against its attached regions.
+    pub(crate) dynamic: bool,
+    /// Its control block, mapped here.
+    pub(crate) ctl: PeerBytes,
+    /// Its address for `MPI_WIN_BASE` and `MPI_Win_shared_query` (0: not shared).
+    pub(crate) base: usize,
+}
+
+/// A byte range of a target's window: (offset from the window's start, or an address
+/// for a dynamic window; length).
+pub(crate) type Run = (usize, usize);
+
+impl Target {
+    /// Its control block.
+    pub(crate) fn ctl(&self) -> &Ctl {
+        // SAFETY: `ctl` maps a whole control block, zero-filled when made (all-zero
+        // atomics are valid), 4096-aligned; only atomics are reached through it, and it
+        // stays mapped as long as `self`.
+        unsafe { &*self.ctl.as_ptr().cast::<Ctl>() }
+    }
+
+    /// Checks that every run lies in the window (or in a region attached to it).
+    ///
+    /// # Errors
+    /// `MPI_ERR_RMA_RANGE` naming the run and the window's size.
+    pub(crate) fn check(&self, runs: &[Run], call: &'static str) -> Result<(), MpiError> {
+        for &(at, len) in runs {
+            let ok = if self.dynamic {
+                len == 0 || self.ctl().covers(at as u64, len as u64)
+            } else {
+                at.checked_add(len).is_some_and(|e| e <= self.len)
+            };
+            if !ok {
+                let what = if self.dynamic {
+                    "no region attached at the target holds it".to_string()
+                } else {
+                    format!("the target's window has {} bytes", self.len)
+                };
+                return Err(MpiError::invalid(
+                    MPI_ERR_RMA_RANGE,
+                    format!(
+                        "{call}: bytes [{at}, {}) are outside the window: {what}",
+                        at.saturating_add(len)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies `data` (the runs' bytes, in order) into the target's runs (checked).
+    ///
+    /// # Errors
+    /// `MPI_ERR_RMA_RANGE` for cross-memory attach that fails (the target's memory is
+    /// not mapped there any more).
+    pub(crate) fn write(
+        &self,
+        runs: &[Run],
+        data: &[u8],
+        call: &'static str,
+    ) -> Result<(), MpiError> {
+        match &self.mem {
+            Mem::Local(base) => copy_runs(*base, runs, data.as_ptr().cast_mut(), true),
+            Mem::Mapped(b) => copy_runs(
+                b.as_mut_ptr() as usize,
+                runs,
+                data.as_ptr().cast_mut(),
+                true,
+            ),
+            Mem::Cma { pid, base } => {
+                return cma(
+                    *pid,
+                    *base,
+                    runs,
+                    data.as_ptr().cast_mut(),
+                    true,
+                    self.dynamic,
+                    call,
+                )
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies the target's runs (checked) into `out`, in order.
+    ///
+    /// # Errors
+    /// As [`Target::write`].
+    pub(crate) fn read(
+        &self,
+        runs: &[Run],
+        out: &mut [u8],
+        call: &'static str,
+    ) -> Result<(), MpiError> {
+        match &self.mem {
+            Mem::Local(base) => copy_runs(*base, runs, out.as_mut_ptr(), false),
+            Mem::Mapped(b) => copy_runs(b.as_mut_ptr() as usize, runs, out.as_mut_ptr(), false),
+            Mem::Cma { pid, base } => {
+                return cma(
+                    *pid,
+                    *base,
+                    runs,
+                    out.as_mut_ptr(),
+                    false,
+                    self.dynamic,
+                    call,
+                )
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Copies between the runs at `base` (an address in this process) and `buf`, in order;
+/// `into` copies from `buf` into the runs.
+fn copy_runs(base: usize, runs: &[Run], buf: *mut u8, into: bool) {
+    let mut at = 0usize;
+    for &(off, len) in runs {
+        let mem = base.wrapping_add(off) as *mut u8;
+        // SAFETY: the runs were checked against the window (whose bytes are mapped
+        // here: this rank's own, or a peer's segment kept mapped by the target), and
+        // `buf` holds the runs' total length (the callers size it so). Window memory
+        // is reached only by raw copies: concurrent copies give mixed bytes, as MPI
+        // says conflicting accesses do, never undefined behaviour in Rust's terms.
+        unsafe {
+            if into {
+                std::ptr::copy(buf.add(at), mem, len);
+            } else {
+                std::ptr::copy(mem, buf.add(at), len);
+            }
+        }
+        at += len;
+    }
+}
+
+/// Copies between the runs of process `pid`'s window at `base` (at address 0 for a
+/// dynamic window) and `buf`, many runs per system call.
+fn cma(
+    pid: i32,
+    base: usize,
+    runs: &[Run],
+    buf: *mut u8,
+    into: bool,
+    dynamic: bool,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    let mut local: Vec<libc::iovec> = Vec::with_capacity(runs.len().min(MAX_IOV));
+    let mut remote: Vec<libc::iovec> = Vec::with_capacity(runs.len().min(MAX_IOV));
+    let mut at = 0usize;
+    let flush = |local: &mut Vec<libc::iovec>,
+                 remote: &mut Vec<libc::iovec>|
+     -> Result<(), MpiError> {
+        let want: usize = local.iter().map(|v| v.iov_len).sum();
+        if want == 0 {
+            local.clear();
+            remote.clear();
+            return Ok(());
+        }
+        // SAFETY: the local iovecs lie in `buf` (sized by the caller), the remote ones
+        // in the target's window (checked); the kernel checks the remote side itself.
+        let n = unsafe {
+            if into {
+                libc::process_vm_writev(
+                    pid,
+                    local.as_ptr(),
+                    local.len() as _,
+                    remote.as_ptr(),
+                    remote.len() as _,
+                    0,
+                )
+            } else {
+                libc::process_vm_readv(
+                    pid,
+                    local.as_ptr(),
+                    local.len() as _,
+                    remote.as_ptr(),
+                    remote.len() as _,
+                    0,
+                )
+            }
+        };
+        local.clear();
+        remote.clear();
+        if n < 0 || n as usize != want {
+            let e = std::io::Error::last_os_error();
+            return Err(MpiError::invalid(
+                MPI_ERR_RMA_RANGE,
+                format!("{call}: cross-memory attach to the target (pid {pid}) moved {n} of {want} bytes: {e}"),
+            ));
+        }
+        Ok(())
+    };
+    for &(off, len) in runs {
+        if len == 0 {
+            continue;
+        }
+        let addr = if dynamic { off } else { base.wrapping_add(off) };
+        local.push(libc::iovec {
+            // SAFETY: within `buf` (the caller's contract).
+            iov_base: unsafe { buf.add(at) }.cast(),
+            iov_len: len,
+        });
+        remote.push(libc::iovec {
+            iov_base: addr as *mut libc::c_void,
+            iov_len: len,
+        });
+        at += len;
+        if local.len() == MAX_IOV {
+            flush(&mut local, &mut remote)?;
+        }
+    }
+    flush(&mut local, &mut remote)
+}
+
+/// Whether this process may read process `pid`'s memory at `addr` (cross-memory attach
+/// allowed by the kernel's ptrace policy).
+pub(crate) fn cma_allowed(pid: i32, addr: usize) -> bool {
+    let mut b = 0u8;
+    let local = libc::iovec {
+        iov_base: (&raw mut b).cast(),
+        iov_len: 1,
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: 1,
+    };
+    // SAFETY: one byte into a local; the kernel checks the remote address.
+    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+    n == 1
+}
+
+/// The runs of `count` elements of type `t` placed at byte `start` of the window,
+/// merged where they touch.
+///
+/// # Errors
+/// `MPI_ERR_RMA_RANGE` for a run that would start before the window.
+pub(crate) fn runs_of(
+    start: isize,
+    count: usize,
+    t: &crate::datatype::TypeObj,
+    call: &'static str,
+) -> Result<Vec<Run>, MpiError> {
+    let mut runs: Vec<Run> = Vec::with_capacity(count * t.blocks.len().max(1));
+    for i in 0..count {
+        let el = start + i as isize * t.extent;
+        for &(off, len) in &t.blocks {
+            if len == 0 {
+                continue;
+            }
+            let at = usize::try_from(el + off).map_err(|_| {
+                MpiError::invalid(
+                    MPI_ERR_RMA_RANGE,
+                    format!(
+                        "{call}: a byte at displacement {} lies before the window",
+                        el + off
+                    ),
+                )
+            })?;
+            match runs.last_mut() {
+                Some(r) if r.0 + r.1 == at => r.1 += len,
+                _ => runs.push((at, len)),
+            }
+        }
+    }
+    Ok(runs)
+}

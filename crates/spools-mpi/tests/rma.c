@@ -1,0 +1,482 @@
+/* One-sided communication (RMA): the four window flavours (create on malloc'd memory,
+ * allocate, allocate_shared, dynamic with attach/detach) under fence epochs with Put and
+ * Get to every rank, with their attributes, group and name; derived datatypes at the
+ * origin and at the target; passive target races (accumulates under shared locks, a
+ * read-modify-write under exclusive locks, fetch_and_op, a compare_and_swap spin lock,
+ * get_accumulate with REPLACE and NO_OP); request-based operations; post/start/complete/
+ * wait on a ring (and win_test); a shared window's segments written with plain stores;
+ * error classes under MPI_ERRORS_RETURN (out-of-range puts only with the argument
+ * `range`). 1 to 4 ranks on one host. */
+#include <string.h>
+#include "check.h"
+
+#define N 16        /* ints each origin puts into each target in the fence tests */
+#define ROUNDS 200  /* rounds of the fetch races under lock_all */
+#define LOCKS 100   /* rounds of the races that lock (or spin-lock) a target per round */
+
+static int rank, size, left, right;
+
+static int pattern(int origin, int target, int i) { return origin * 1000000 + target * 1000 + i + 1; }
+
+static int class_of(int rc) {
+  int c = -1;
+  MPI_Error_class(rc, &c);
+  return c;
+}
+
+static void free_win(MPI_Win *win, const char *name) {
+  OK(MPI_Win_free(win));
+  CHECK(*win == MPI_WIN_NULL, "%s: freed window handle %p, want MPI_WIN_NULL", name, (void *)*win);
+}
+
+/* Makes the window's public copy (remote updates) visible in this process's memory. */
+static void sync_own(MPI_Win win) {
+  OK(MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, win));
+  OK(MPI_Win_sync(win));
+  OK(MPI_Win_unlock(rank, win));
+}
+
+/* Stores v into the first n ints of this rank's window memory inside an exclusive
+ * epoch on itself (which makes them public), then waits for every rank to do so. */
+static void init_own(MPI_Win win, int *mem, int n, int v) {
+  OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
+  for (int i = 0; i < n; i++) mem[i] = v;
+  OK(MPI_Win_unlock(rank, win));
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+}
+
+static void check_attrs(MPI_Win win, void *base, MPI_Aint bytes, int disp_unit, int flavor, const char *name) {
+  void *b = (void *)&b;
+  MPI_Aint *sz = NULL;
+  int *du = NULL, *fl = NULL, *model = NULL, flag = 0;
+  OK(MPI_Win_get_attr(win, MPI_WIN_BASE, &b, &flag));
+  CHECK(flag && b == base, "%s: MPI_WIN_BASE %p (flag %d), want %p", name, b, flag, base);
+  OK(MPI_Win_get_attr(win, MPI_WIN_SIZE, &sz, &flag));
+  CHECK(flag && *sz == bytes, "%s: MPI_WIN_SIZE %ld (flag %d), want %ld", name, flag ? (long)*sz : -1L, flag, (long)bytes);
+  OK(MPI_Win_get_attr(win, MPI_WIN_DISP_UNIT, &du, &flag));
+  CHECK(flag && *du == disp_unit, "%s: MPI_WIN_DISP_UNIT %d (flag %d), want %d", name, flag ? *du : -1, flag, disp_unit);
+  OK(MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, &fl, &flag));
+  CHECK(flag && *fl == flavor, "%s: MPI_WIN_CREATE_FLAVOR %d (flag %d), want %d", name, flag ? *fl : -1, flag, flavor);
+  OK(MPI_Win_get_attr(win, MPI_WIN_MODEL, &model, &flag));
+  CHECK(flag && (*model == MPI_WIN_UNIFIED || *model == MPI_WIN_SEPARATE), "%s: MPI_WIN_MODEL %d (flag %d), want %d or %d", name, flag ? *model : -1, flag, MPI_WIN_UNIFIED, MPI_WIN_SEPARATE);
+  MPI_Group wg, cg;
+  int cmp = -1;
+  OK(MPI_Win_get_group(win, &wg));
+  OK(MPI_Comm_group(MPI_COMM_WORLD, &cg));
+  OK(MPI_Group_compare(wg, cg, &cmp));
+  CHECK(cmp == MPI_IDENT, "%s: window group compares %d with the communicator's, want MPI_IDENT %d", name, cmp, MPI_IDENT);
+  OK(MPI_Group_free(&wg));
+  OK(MPI_Group_free(&cg));
+  char got[MPI_MAX_OBJECT_NAME], want[MPI_MAX_OBJECT_NAME];
+  int len = -1;
+  OK(MPI_Win_get_name(win, got, &len));
+  CHECK(len == 0 && got[0] == 0, "%s: default name '%s' (%d), want ''", name, got, len);
+  snprintf(want, sizeof want, "rma %s window", name);
+  OK(MPI_Win_set_name(win, want));
+  OK(MPI_Win_get_name(win, got, &len));
+  CHECK(strcmp(got, want) == 0 && len == (int)strlen(want), "%s: name '%s' (%d), want '%s'", name, got, len, want);
+}
+
+enum { CREATE, ALLOCATE, SHARED, DYNAMIC };
+static const char *flavour_names[] = {"create", "allocate", "shared", "dynamic"};
+
+/* Target displacement of int `elem` of rank t's window: in ints, or for the dynamic
+ * window bytes from t's attached address. */
+static MPI_Aint disp_of(int flavour, const MPI_Aint *addr, int t, int elem) {
+  return flavour == DYNAMIC ? MPI_Aint_add(addr[t], (MPI_Aint)(elem * sizeof(int))) : elem;
+}
+
+/* Every rank puts N ints of pattern(origin, target, i) into block `origin` of every
+ * rank's window in a fence epoch, checks its own memory, then gets every rank's whole
+ * window back in a second epoch and checks it. */
+static void flavour(int flavour) {
+  const char *name = flavour_names[flavour];
+  int n = size * N, du = sizeof(int);
+  MPI_Aint bytes = n * sizeof(int), *addr = NULL, my_addr;
+  int *mem = NULL;
+  MPI_Win win;
+  switch (flavour) {
+  case CREATE:
+    mem = malloc(bytes);
+    for (int i = 0; i < n; i++) mem[i] = -1;
+    OK(MPI_Win_create(mem, bytes, du, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    check_attrs(win, mem, bytes, du, MPI_WIN_FLAVOR_CREATE, name);
+    break;
+  case ALLOCATE:
+    OK(MPI_Win_allocate(bytes, du, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+    check_attrs(win, mem, bytes, du, MPI_WIN_FLAVOR_ALLOCATE, name);
+    break;
+  case SHARED:
+    OK(MPI_Win_allocate_shared(bytes, du, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+    check_attrs(win, mem, bytes, du, MPI_WIN_FLAVOR_SHARED, name);
+    break;
+  default:
+    du = 1;
+    OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    check_attrs(win, MPI_BOTTOM, 0, 1, MPI_WIN_FLAVOR_DYNAMIC, name);
+    mem = malloc(bytes);
+    OK(MPI_Win_attach(win, mem, bytes));
+    addr = malloc(size * sizeof(MPI_Aint));
+    OK(MPI_Get_address(mem, &my_addr));
+    OK(MPI_Allgather(&my_addr, 1, MPI_AINT, addr, 1, MPI_AINT, MPI_COMM_WORLD));
+  }
+  for (int i = 0; i < n; i++) mem[i] = -1; /* visible to the others from the first fence on */
+
+  int *out = malloc(bytes), *back = malloc(bytes * size);
+  OK(MPI_Win_fence(MPI_MODE_NOPRECEDE, win));
+  for (int t = 0; t < size; t++) {
+    for (int i = 0; i < N; i++) out[t * N + i] = pattern(rank, t, i);
+    OK(MPI_Put(out + t * N, N, MPI_INT, t, disp_of(flavour, addr, t, rank * N), N, MPI_INT, win));
+  }
+  OK(MPI_Win_fence(0, win));
+  for (int o = 0; o < size; o++)
+    for (int i = 0; i < N; i++)
+      CHECK(mem[o * N + i] == pattern(o, rank, i), "%s: put from %d, element %d is %d, want %d", name, o, i, mem[o * N + i], pattern(o, rank, i));
+  for (int i = 0; i < n * size; i++) back[i] = -2;
+  for (int t = 0; t < size; t++) OK(MPI_Get(back + t * n, n, MPI_INT, t, disp_of(flavour, addr, t, 0), n, MPI_INT, win));
+  OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+  for (int t = 0; t < size; t++)
+    for (int o = 0; o < size; o++)
+      for (int i = 0; i < N; i++)
+        CHECK(back[t * n + o * N + i] == pattern(o, t, i), "%s: get from %d, block %d element %d is %d, want %d", name, t, o, i, back[t * n + o * N + i], pattern(o, t, i));
+  if (flavour == DYNAMIC) OK(MPI_Win_detach(win, mem));
+  free_win(&win, name);
+  if (flavour == CREATE || flavour == DYNAMIC) free(mem);
+  free(addr);
+  free(out);
+  free(back);
+}
+
+/* Strided origin (a vector of 4 blocks of 2 ints, stride 5) to a contiguous target and
+ * contiguous origin to a strided target, for Put and Get, on the right neighbour's
+ * window (MPI_Win_create on MPI_Alloc_mem memory), against a model. */
+static void datatypes(void) {
+  enum { M = 32, V = 8, SPAN = 17 };
+  const int vidx[V] = {0, 1, 5, 6, 10, 11, 15, 16};
+  int *mem;
+  MPI_Win win;
+  MPI_Datatype vec;
+  OK(MPI_Type_vector(4, 2, 5, MPI_INT, &vec));
+  OK(MPI_Type_commit(&vec));
+  OK(MPI_Alloc_mem(M * sizeof(int), MPI_INFO_NULL, &mem));
+  for (int i = 0; i < M; i++) mem[i] = -1;
+  OK(MPI_Win_create(mem, M * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+  int src[SPAN], c[V], g[SPAN], h[V], model[M];
+  for (int i = 0; i < SPAN; i++) src[i] = pattern(rank, right, i);
+  for (int k = 0; k < V; k++) c[k] = pattern(rank, right, 100 + k);
+  OK(MPI_Win_fence(MPI_MODE_NOPRECEDE, win));
+  OK(MPI_Put(src, 1, vec, right, 0, V, MPI_INT, win));
+  OK(MPI_Put(c, V, MPI_INT, right, V, 1, vec, win));
+  OK(MPI_Win_fence(0, win));
+  for (int i = 0; i < M; i++) model[i] = -1;
+  for (int k = 0; k < V; k++) {
+    model[k] = pattern(left, rank, vidx[k]);
+    model[V + vidx[k]] = pattern(left, rank, 100 + k);
+  }
+  for (int i = 0; i < M; i++) CHECK(mem[i] == model[i], "datatypes: put element %d is %d, want %d", i, mem[i], model[i]);
+  for (int i = 0; i < SPAN; i++) g[i] = -7;
+  for (int k = 0; k < V; k++) h[k] = -7;
+  OK(MPI_Get(g, 1, vec, right, 0, V, MPI_INT, win));
+  OK(MPI_Get(h, V, MPI_INT, right, V, 1, vec, win));
+  OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+  for (int i = 0, k = 0; i < SPAN; i++) {
+    int want = k < V && vidx[k] == i ? pattern(rank, right, vidx[k++]) : -7;
+    CHECK(g[i] == want, "datatypes: get into a vector, element %d is %d, want %d", i, g[i], want);
+  }
+  for (int k = 0; k < V; k++) CHECK(h[k] == pattern(rank, right, 100 + k), "datatypes: get from a vector, element %d is %d, want %d", k, h[k], pattern(rank, right, 100 + k));
+  free_win(&win, "datatypes");
+  OK(MPI_Free_mem(mem));
+  OK(MPI_Type_free(&vec));
+}
+
+/* Checks that the n values gathered to rank 0 plus `extra` are each of 0..n+extra-1 once. */
+static void check_permutation(const int *mine, int count, const int *extra, const char *name) {
+  int n = count * size, *all = rank == 0 ? malloc(n * sizeof(int)) : NULL;
+  OK(MPI_Gather(mine, count, MPI_INT, all, count, MPI_INT, 0, MPI_COMM_WORLD));
+  if (rank != 0) return;
+  int total = n + (extra != NULL), *seen = calloc(total, sizeof(int));
+  for (int i = 0; i < total; i++) {
+    int v = i < n ? all[i] : *extra;
+    CHECK(v >= 0 && v < total && !seen[v], "%s: value %d (from rank %d) out of 0..%d or seen twice", name, v, i < n ? i / count : -1, total - 1);
+    seen[v] = 1;
+  }
+  free(seen);
+  free(all);
+}
+
+/* Passive target races on one MPI_Win_allocate window: ints 0 and 1 at every rank are
+ * accumulate counters, 2 an exclusive-lock counter; at rank 0 int 3 is a fetch_and_op
+ * counter, 4 a spin lock word, 5 the counter it protects, 6 a get_accumulate slot. */
+static void atomics(void) {
+  const int one = 1, zero = 0, me = rank + 1;
+  int *mem, *got = malloc(ROUNDS * sizeof(int)), v, old, fin;
+  MPI_Win win;
+  OK(MPI_Win_allocate(8 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+  init_own(win, mem, 8, 0);
+
+  for (int r = 0; r < LOCKS; r++)
+    for (int t = 0; t < size; t++) {
+      OK(MPI_Win_lock(MPI_LOCK_SHARED, t, 0, win));
+      OK(MPI_Accumulate(&one, 1, MPI_INT, t, 0, 1, MPI_INT, MPI_SUM, win));
+      OK(MPI_Accumulate(&rank, 1, MPI_INT, t, 1, 1, MPI_INT, MPI_SUM, win));
+      OK(MPI_Win_unlock(t, win));
+    }
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  sync_own(win);
+  CHECK(mem[0] == LOCKS * size, "accumulate +1: counter %d, want %d", mem[0], LOCKS * size);
+  CHECK(mem[1] == LOCKS * size * (size - 1) / 2, "accumulate +rank: counter %d, want %d", mem[1], LOCKS * size * (size - 1) / 2);
+
+  for (int r = 0; r < LOCKS; r++)
+    for (int t = 0; t < size; t++) {
+      OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, t, 0, win));
+      OK(MPI_Get(&v, 1, MPI_INT, t, 2, 1, MPI_INT, win));
+      OK(MPI_Win_flush(t, win));
+      v++;
+      OK(MPI_Put(&v, 1, MPI_INT, t, 2, 1, MPI_INT, win));
+      OK(MPI_Win_unlock(t, win));
+    }
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  sync_own(win);
+  CHECK(mem[2] == LOCKS * size, "exclusive get/+1/put: counter %d, want %d (exclusive locks overlapped)", mem[2], LOCKS * size);
+
+  OK(MPI_Win_lock_all(0, win));
+  for (int r = 0; r < ROUNDS; r++) {
+    got[r] = -1;
+    OK(MPI_Fetch_and_op(&one, &got[r], MPI_INT, 0, 3, MPI_SUM, win));
+    OK(MPI_Win_flush(0, win));
+  }
+  OK(MPI_Win_unlock_all(win));
+  check_permutation(got, ROUNDS, NULL, "fetch_and_op");
+
+  OK(MPI_Win_lock_all(0, win));
+  for (int r = 0; r < LOCKS; r++) {
+    int spins = 0;
+    do {
+      OK(MPI_Compare_and_swap(&me, &zero, &old, MPI_INT, 0, 4, win));
+      OK(MPI_Win_flush(0, win));
+      CHECK(old >= 0 && old <= size && old != me, "spin lock: lock word %d, want 0..%d and not mine (%d)", old, size, me);
+      CHECK(++spins < 100000000, "spin lock: no progress after %d tries", spins);
+    } while (old != 0);
+    OK(MPI_Get(&v, 1, MPI_INT, 0, 5, 1, MPI_INT, win));
+    OK(MPI_Win_flush(0, win));
+    v++;
+    OK(MPI_Put(&v, 1, MPI_INT, 0, 5, 1, MPI_INT, win));
+    OK(MPI_Win_flush(0, win));
+    OK(MPI_Fetch_and_op(&zero, &old, MPI_INT, 0, 4, MPI_REPLACE, win));
+    OK(MPI_Win_flush(0, win));
+    CHECK(old == me, "spin lock: released word was %d, want %d", old, me);
+  }
+  OK(MPI_Win_unlock_all(win));
+
+  /* REPLACE chain: every value written is fetched by exactly one later replace or is
+   * the one left at the end, and 0 (the initial value) is fetched once. */
+  OK(MPI_Win_lock_all(0, win));
+  for (int r = 0; r < ROUNDS; r++) {
+    int val = rank * ROUNDS + r + 1, peek = -1;
+    OK(MPI_Get_accumulate(&val, 1, MPI_INT, &got[r], 1, MPI_INT, 0, 6, 1, MPI_INT, MPI_REPLACE, win));
+    OK(MPI_Get_accumulate(NULL, 0, MPI_INT, &peek, 1, MPI_INT, 0, 6, 1, MPI_INT, MPI_NO_OP, win));
+    OK(MPI_Win_flush(0, win));
+    CHECK(peek >= 1 && peek <= ROUNDS * size, "get_accumulate NO_OP read %d, want 1..%d", peek, ROUNDS * size);
+  }
+  OK(MPI_Win_unlock_all(win));
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  OK(MPI_Win_lock_all(0, win));
+  OK(MPI_Get_accumulate(NULL, 0, MPI_INT, &fin, 1, MPI_INT, 0, 6, 1, MPI_INT, MPI_NO_OP, win));
+  OK(MPI_Win_unlock_all(win));
+  check_permutation(got, ROUNDS, &fin, "get_accumulate REPLACE");
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  if (rank == 0) {
+    sync_own(win);
+    CHECK(mem[3] == ROUNDS * size, "fetch_and_op counter %d, want %d", mem[3], ROUNDS * size);
+    CHECK(mem[4] == 0 && mem[5] == LOCKS * size, "spin lock word %d (want 0), counter %d (want %d)", mem[4], mem[5], LOCKS * size);
+    CHECK(mem[6] == fin, "get_accumulate slot %d, NO_OP read %d", mem[6], fin);
+  }
+  free_win(&win, "atomics");
+  free(got);
+}
+
+/* MPI_Rput, MPI_Raccumulate, MPI_Rget_accumulate and MPI_Rget to every rank inside
+ * lock_all, completed with MPI_Waitall / MPI_Wait and MPI_Win_flush_all. Window: ints
+ * 0..size-1 take one Rput from each rank, int size an Raccumulate sum, size+1 a fetched
+ * counter. */
+static void requests(void) {
+  int w = size + 2, *mem, *out = malloc(size * sizeof(int)), *fetched = malloc(size * sizeof(int));
+  int *back = malloc(size * w * sizeof(int)), *bits = malloc(size * sizeof(int)), *all = malloc(size * sizeof(int));
+  const int add = rank + 1, one = 1;
+  MPI_Request *req = malloc(size * sizeof(MPI_Request));
+  MPI_Win win;
+  OK(MPI_Win_allocate(w * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+  init_own(win, mem, w, 0);
+  OK(MPI_Win_lock_all(0, win));
+  for (int t = 0; t < size; t++) {
+    out[t] = 1000 * rank + t + 1;
+    OK(MPI_Rput(&out[t], 1, MPI_INT, t, rank, 1, MPI_INT, win, &req[t]));
+  }
+  OK(MPI_Waitall(size, req, MPI_STATUSES_IGNORE));
+  for (int t = 0; t < size; t++) OK(MPI_Raccumulate(&add, 1, MPI_INT, t, size, 1, MPI_INT, MPI_SUM, win, &req[t]));
+  OK(MPI_Waitall(size, req, MPI_STATUSES_IGNORE));
+  for (int t = 0; t < size; t++) {
+    fetched[t] = -1;
+    OK(MPI_Rget_accumulate(&one, 1, MPI_INT, &fetched[t], 1, MPI_INT, t, size + 1, 1, MPI_INT, MPI_SUM, win, &req[t]));
+  }
+  OK(MPI_Waitall(size, req, MPI_STATUSES_IGNORE));
+  for (int t = 0; t < size; t++) {
+    CHECK(fetched[t] >= 0 && fetched[t] < size, "rget_accumulate from %d fetched %d, want 0..%d", t, fetched[t], size - 1);
+    bits[t] = 1 << fetched[t];
+  }
+  OK(MPI_Win_flush_all(win));
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  for (int t = 0; t < size; t++) {
+    for (int i = 0; i < w; i++) back[t * w + i] = -1;
+    MPI_Request r;
+    OK(MPI_Rget(back + t * w, w, MPI_INT, t, 0, w, MPI_INT, win, &r));
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    CHECK(r == MPI_REQUEST_NULL, "rget request not freed by MPI_Wait");
+    for (int o = 0; o < size; o++) CHECK(back[t * w + o] == 1000 * o + t + 1, "rput from %d to %d is %d, want %d", o, t, back[t * w + o], 1000 * o + t + 1);
+    CHECK(back[t * w + size] == size * (size + 1) / 2, "raccumulate at %d is %d, want %d", t, back[t * w + size], size * (size + 1) / 2);
+    CHECK(back[t * w + size + 1] == size, "rget_accumulate counter at %d is %d, want %d", t, back[t * w + size + 1], size);
+    int sum = -1;
+    OK(MPI_Rget_accumulate(NULL, 0, MPI_INT, &sum, 1, MPI_INT, t, size, 1, MPI_INT, MPI_NO_OP, win, &r));
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    CHECK(sum == size * (size + 1) / 2, "rget_accumulate NO_OP at %d read %d, want %d", t, sum, size * (size + 1) / 2);
+  }
+  OK(MPI_Win_unlock_all(win));
+  OK(MPI_Allreduce(bits, all, size, MPI_INT, MPI_BOR, MPI_COMM_WORLD));
+  for (int t = 0; t < size; t++) CHECK(all[t] == (1 << size) - 1, "rget_accumulate at %d fetched the set %#x, want %#x", t, all[t], (1 << size) - 1);
+  free_win(&win, "requests");
+  free(out), free(fetched), free(back), free(bits), free(all), free(req);
+}
+
+/* Post/start/complete/wait on a ring: each rank exposes its window to its left
+ * neighbour and accesses its right one (with 1 rank, itself); the second round ends the
+ * exposure with MPI_Win_test. */
+static void pscw(void) {
+  int *mem, marker = -1;
+  MPI_Win win;
+  MPI_Group world, gl, gr;
+  OK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+  OK(MPI_Group_incl(world, 1, &left, &gl));
+  OK(MPI_Group_incl(world, 1, &right, &gr));
+  OK(MPI_Win_allocate(3 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+  mem[0] = 100 + rank; /* public at the post */
+  mem[1] = mem[2] = -1;
+  const int v1 = 200 + rank, v2 = 300 + rank;
+  OK(MPI_Win_post(gl, 0, win));
+  OK(MPI_Win_start(gr, 0, win));
+  OK(MPI_Put(&v1, 1, MPI_INT, right, 1, 1, MPI_INT, win));
+  OK(MPI_Get(&marker, 1, MPI_INT, right, 0, 1, MPI_INT, win));
+  OK(MPI_Win_complete(win));
+  OK(MPI_Win_wait(win));
+  CHECK(marker == 100 + right, "pscw: get from %d read %d, want %d", right, marker, 100 + right);
+  CHECK(mem[1] == 200 + left, "pscw: put from %d is %d, want %d", left, mem[1], 200 + left);
+  OK(MPI_Win_post(gl, 0, win));
+  OK(MPI_Win_start(gr, 0, win));
+  OK(MPI_Put(&v2, 1, MPI_INT, right, 2, 1, MPI_INT, win));
+  OK(MPI_Win_complete(win));
+  int flag = 0;
+  long tests = 0;
+  while (!flag) {
+    OK(MPI_Win_test(win, &flag));
+    CHECK(++tests < 100000000, "pscw: MPI_Win_test still false after %ld calls", tests);
+  }
+  CHECK(mem[2] == 300 + left, "pscw: put from %d after win_test is %d, want %d", left, mem[2], 300 + left);
+  free_win(&win, "pscw");
+  OK(MPI_Group_free(&gl));
+  OK(MPI_Group_free(&gr));
+  OK(MPI_Group_free(&world));
+}
+
+/* A shared window with (r+1)*16 ints at rank r: MPI_Win_shared_query gives every
+ * segment (contiguous, as the default without alloc_shared_noncontig requires); each
+ * rank writes its right neighbour's segment with plain stores, then reads its own. */
+static void shared(void) {
+  int *mine, **seg = malloc(size * sizeof(int *)), n = (rank + 1) * 16, nr = (right + 1) * 16;
+  MPI_Win win;
+  OK(MPI_Win_allocate_shared(n * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mine, &win));
+  for (int r = 0; r < size; r++) {
+    MPI_Aint sz = -1;
+    int du = -1;
+    OK(MPI_Win_shared_query(win, r, &sz, &du, &seg[r]));
+    CHECK(sz == (MPI_Aint)((r + 1) * 16 * sizeof(int)) && du == (int)sizeof(int), "shared_query %d: size %ld disp_unit %d, want %ld %d", r, (long)sz, du, (long)((r + 1) * 16 * sizeof(int)), (int)sizeof(int));
+    if (r > 0) CHECK(seg[r] == seg[r - 1] + r * 16, "shared_query %d: segment at %p, want %p (contiguous)", r, (void *)seg[r], (void *)(seg[r - 1] + r * 16));
+  }
+  CHECK(seg[rank] == mine, "shared_query of myself gives %p, allocate gave %p", (void *)seg[rank], (void *)mine);
+  MPI_Aint sz = -1;
+  int du = -1, *first = NULL;
+  OK(MPI_Win_shared_query(win, MPI_PROC_NULL, &sz, &du, &first));
+  CHECK(first == seg[0] && sz == 16 * (MPI_Aint)sizeof(int), "shared_query MPI_PROC_NULL: %p size %ld, want %p %ld", (void *)first, (long)sz, (void *)seg[0], 16 * (long)sizeof(int));
+  OK(MPI_Win_lock_all(MPI_MODE_NOCHECK, win));
+  for (int i = 0; i < nr; i++) seg[right][i] = rank * 1000 + i;
+  OK(MPI_Win_sync(win));
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  OK(MPI_Win_sync(win));
+  for (int i = 0; i < n; i++) CHECK(mine[i] == left * 1000 + i, "shared: element %d written by %d is %d, want %d", i, left, mine[i], left * 1000 + i);
+  int *got = malloc(nr * sizeof(int));
+  OK(MPI_Get(got, nr, MPI_INT, right, 0, nr, MPI_INT, win));
+  OK(MPI_Win_flush(right, win));
+  for (int i = 0; i < nr; i++) CHECK(got[i] == rank * 1000 + i, "shared: get of %d's element %d is %d, want %d", right, i, got[i], rank * 1000 + i);
+  OK(MPI_Win_unlock_all(win));
+  free_win(&win, "shared");
+  free(got);
+  free(seg);
+}
+
+/* Under MPI_ERRORS_RETURN on the window: an invalid lock type (MPI_ERR_LOCKTYPE or
+ * MPI_ERR_ARG), a put to rank size (MPI_ERR_RANK), and with `range` a put past the end
+ * of the target's window (MPI_ERR_RMA_RANGE, raised by the put or by the unlock that
+ * completes it; MPI need not detect it and MPICH does not, it writes past the end);
+ * then the window still works. */
+static void errors(int range) {
+  int *mem, v[4] = {7, 7, 7, 7};
+  MPI_Win win;
+  MPI_Errhandler eh;
+  OK(MPI_Win_allocate(8 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+  OK(MPI_Win_get_errhandler(win, &eh));
+  CHECK(eh == MPI_ERRORS_ARE_FATAL, "window's default error handler %p, want MPI_ERRORS_ARE_FATAL", (void *)eh);
+  OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+  OK(MPI_Win_get_errhandler(win, &eh));
+  CHECK(eh == MPI_ERRORS_RETURN, "window's error handler %p, want MPI_ERRORS_RETURN", (void *)eh);
+  init_own(win, mem, 8, 0);
+
+  for (int k = 0; range && k < 2; k++) { /* wholly past the end, then straddling it */
+    int disp = k == 0 ? 8 : 6, count = k == 0 ? 1 : 4;
+    OK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
+    int rc = MPI_Put(v, count, MPI_INT, right, disp, count, MPI_INT, win);
+    int rcu = MPI_Win_unlock(right, win);
+    CHECK((class_of(rc) == MPI_ERR_RMA_RANGE && rcu == MPI_SUCCESS) || (rc == MPI_SUCCESS && class_of(rcu) == MPI_ERR_RMA_RANGE),
+          "put of %d at %d into 8 ints: put class %d, unlock class %d, want MPI_ERR_RMA_RANGE %d from one of them", count, disp, class_of(rc), class_of(rcu), MPI_ERR_RMA_RANGE);
+  }
+  int rc = MPI_Win_lock(12345, right, 0, win);
+  CHECK(class_of(rc) == MPI_ERR_LOCKTYPE || class_of(rc) == MPI_ERR_ARG, "lock type 12345: class %d, want MPI_ERR_LOCKTYPE %d or MPI_ERR_ARG %d", class_of(rc), MPI_ERR_LOCKTYPE, MPI_ERR_ARG);
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  OK(MPI_Win_lock_all(0, win));
+  rc = MPI_Put(v, 1, MPI_INT, size, 0, 1, MPI_INT, win);
+  CHECK(class_of(rc) == MPI_ERR_RANK, "put to rank %d: class %d, want MPI_ERR_RANK %d", size, class_of(rc), MPI_ERR_RANK);
+  const int good = 42 + rank;
+  OK(MPI_Put(&good, 1, MPI_INT, right, 0, 1, MPI_INT, win));
+  OK(MPI_Win_flush(right, win));
+  OK(MPI_Win_unlock_all(win));
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  sync_own(win);
+  CHECK(mem[0] == 42 + left, "after the errors: put from %d is %d, want %d", left, mem[0], 42 + left);
+  free_win(&win, "errors");
+}
+
+int main(int argc, char **argv) {
+  OK(MPI_Init(&argc, &argv));
+  OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  left = (rank + size - 1) % size;
+  right = (rank + 1) % size;
+  for (int f = CREATE; f <= DYNAMIC; f++) flavour(f);
+  datatypes();
+  atomics();
+  requests();
+  pscw();
+  shared();
+  errors(argc > 1 && strcmp(argv[1], "range") == 0);
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  if (rank == 0) printf("ok rma %d ranks\n", size);
+  OK(MPI_Finalize());
+  return 0;
+}
