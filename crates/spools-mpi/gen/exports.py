@@ -113,8 +113,6 @@ def scope(params):
     for name, rust, ctype in params:
         if ctype.strip() == "MPI_Comm":
             return f"Scope::Comm({name})"
-        if ctype.strip() == "MPI_File":
-            return "Scope::File"
     return "Scope::Self_"
 
 

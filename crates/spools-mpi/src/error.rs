@@ -204,8 +204,6 @@ pub(crate) static ERRHANDLERS: Table<CommErrhandlerFn> = Table::new(Kind::Errhan
 pub(crate) enum Scope {
     /// A communicator: its error handler decides.
     Comm(MPI_Comm),
-    /// A file: the default file error handler returns the code.
-    File,
     /// No object: `MPI_COMM_SELF`'s handler decides (MPI 4).
     Self_,
 }
@@ -262,7 +260,6 @@ pub(crate) fn unsupported(name: &'static str, scope: Scope) -> c_int {
         ),
         Scope::Comm(c) => raise(c, &e),
         Scope::Self_ => raise(MPI_COMM_SELF, &e),
-        Scope::File => code_of(&e),
     }
 }
 

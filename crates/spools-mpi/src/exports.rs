@@ -1747,46 +1747,28 @@ pub unsafe extern "C" fn PMPI_Fetch_and_op(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_call_errhandler`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_call_errhandler(fh: MPI_File, errorcode: c_int) -> c_int {
-    unsupported("MPI_File_call_errhandler", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_call_errhandler`.
+/// The profiling name of `MPI_File_call_errhandler`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_call_errhandler(fh: MPI_File, errorcode: c_int) -> c_int {
-    unsupported("MPI_File_call_errhandler", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_call_errhandler`'s.
+    unsafe { crate::file::open::MPI_File_call_errhandler(fh, errorcode) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_close`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_close(fh: *mut MPI_File) -> c_int {
-    unsupported("MPI_File_close", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_close`.
+/// The profiling name of `MPI_File_close`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_close(fh: *mut MPI_File) -> c_int {
-    unsupported("MPI_File_close", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_File_close`'s.
+    unsafe { crate::file::open::MPI_File_close(fh) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_create_errhandler`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_create_errhandler(
-    file_errhandler_fn: *const c_void,
-    errhandler: *mut MPI_Errhandler,
-) -> c_int {
-    unsupported("MPI_File_create_errhandler", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_create_errhandler`.
+/// The profiling name of `MPI_File_create_errhandler`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_create_errhandler(
     file_errhandler_fn: *const c_void,
     errhandler: *mut MPI_Errhandler,
 ) -> c_int {
-    unsupported("MPI_File_create_errhandler", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_File_create_errhandler`'s.
+    unsafe { crate::file::open::MPI_File_create_errhandler(file_errhandler_fn, errhandler) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPIX_File_create_errhandler_x`.
@@ -1811,199 +1793,109 @@ pub unsafe extern "C" fn PMPIX_File_create_errhandler_x(
     unsupported("MPIX_File_create_errhandler_x", Scope::Self_)
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_delete`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_delete(filename: *const c_char, info: MPI_Info) -> c_int {
-    unsupported("MPI_File_delete", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_delete`.
+/// The profiling name of `MPI_File_delete`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_delete(filename: *const c_char, info: MPI_Info) -> c_int {
-    unsupported("MPI_File_delete", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_File_delete`'s.
+    unsafe { crate::file::open::MPI_File_delete(filename, info) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_amode`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_get_amode(fh: MPI_File, amode: *mut c_int) -> c_int {
-    unsupported("MPI_File_get_amode", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_amode`.
+/// The profiling name of `MPI_File_get_amode`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_get_amode(fh: MPI_File, amode: *mut c_int) -> c_int {
-    unsupported("MPI_File_get_amode", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_get_amode`'s.
+    unsafe { crate::file::open::MPI_File_get_amode(fh, amode) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_atomicity`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_get_atomicity(fh: MPI_File, flag: *mut c_int) -> c_int {
-    unsupported("MPI_File_get_atomicity", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_atomicity`.
+/// The profiling name of `MPI_File_get_atomicity`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_get_atomicity(fh: MPI_File, flag: *mut c_int) -> c_int {
-    unsupported("MPI_File_get_atomicity", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_get_atomicity`'s.
+    unsafe { crate::file::open::MPI_File_get_atomicity(fh, flag) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_byte_offset`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_get_byte_offset(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    disp: *mut MPI_Offset,
-) -> c_int {
-    unsupported("MPI_File_get_byte_offset", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_byte_offset`.
+/// The profiling name of `MPI_File_get_byte_offset`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_get_byte_offset(
     fh: MPI_File,
     offset: MPI_Offset,
     disp: *mut MPI_Offset,
 ) -> c_int {
-    unsupported("MPI_File_get_byte_offset", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_get_byte_offset`'s.
+    unsafe { crate::file::position::MPI_File_get_byte_offset(fh, offset, disp) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_errhandler`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_get_errhandler(
-    file: MPI_File,
-    errhandler: *mut MPI_Errhandler,
-) -> c_int {
-    unsupported("MPI_File_get_errhandler", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_errhandler`.
+/// The profiling name of `MPI_File_get_errhandler`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_get_errhandler(
     file: MPI_File,
     errhandler: *mut MPI_Errhandler,
 ) -> c_int {
-    unsupported("MPI_File_get_errhandler", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_get_errhandler`'s.
+    unsafe { crate::file::open::MPI_File_get_errhandler(file, errhandler) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_group`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_get_group(fh: MPI_File, group: *mut MPI_Group) -> c_int {
-    unsupported("MPI_File_get_group", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_group`.
+/// The profiling name of `MPI_File_get_group`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_get_group(fh: MPI_File, group: *mut MPI_Group) -> c_int {
-    unsupported("MPI_File_get_group", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_get_group`'s.
+    unsafe { crate::file::open::MPI_File_get_group(fh, group) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_info`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_get_info(fh: MPI_File, info_used: *mut MPI_Info) -> c_int {
-    unsupported("MPI_File_get_info", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_info`.
+/// The profiling name of `MPI_File_get_info`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_get_info(fh: MPI_File, info_used: *mut MPI_Info) -> c_int {
-    unsupported("MPI_File_get_info", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_get_info`'s.
+    unsafe { crate::file::open::MPI_File_get_info(fh, info_used) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_position`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_get_position(fh: MPI_File, offset: *mut MPI_Offset) -> c_int {
-    unsupported("MPI_File_get_position", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_position`.
+/// The profiling name of `MPI_File_get_position`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_get_position(fh: MPI_File, offset: *mut MPI_Offset) -> c_int {
-    unsupported("MPI_File_get_position", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_get_position`'s.
+    unsafe { crate::file::position::MPI_File_get_position(fh, offset) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_position_shared`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_get_position_shared(
-    fh: MPI_File,
-    offset: *mut MPI_Offset,
-) -> c_int {
-    unsupported("MPI_File_get_position_shared", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_position_shared`.
+/// The profiling name of `MPI_File_get_position_shared`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_get_position_shared(
     fh: MPI_File,
     offset: *mut MPI_Offset,
 ) -> c_int {
-    unsupported("MPI_File_get_position_shared", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_get_position_shared`'s.
+    unsafe { crate::file::position::MPI_File_get_position_shared(fh, offset) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_size`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_get_size(fh: MPI_File, size: *mut MPI_Offset) -> c_int {
-    unsupported("MPI_File_get_size", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_size`.
+/// The profiling name of `MPI_File_get_size`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_get_size(fh: MPI_File, size: *mut MPI_Offset) -> c_int {
-    unsupported("MPI_File_get_size", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_get_size`'s.
+    unsafe { crate::file::open::MPI_File_get_size(fh, size) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_type_extent`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_get_type_extent(
-    fh: MPI_File,
-    datatype: MPI_Datatype,
-    extent: *mut MPI_Aint,
-) -> c_int {
-    unsupported("MPI_File_get_type_extent", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_type_extent`.
+/// The profiling name of `MPI_File_get_type_extent`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_get_type_extent(
     fh: MPI_File,
     datatype: MPI_Datatype,
     extent: *mut MPI_Aint,
 ) -> c_int {
-    unsupported("MPI_File_get_type_extent", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_get_type_extent`'s.
+    unsafe { crate::file::position::MPI_File_get_type_extent(fh, datatype, extent) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_type_extent_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_get_type_extent_c(
-    fh: MPI_File,
-    datatype: MPI_Datatype,
-    extent: *mut MPI_Count,
-) -> c_int {
-    unsupported("MPI_File_get_type_extent_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_type_extent_c`.
+/// The profiling name of `MPI_File_get_type_extent_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_get_type_extent_c(
     fh: MPI_File,
     datatype: MPI_Datatype,
     extent: *mut MPI_Count,
 ) -> c_int {
-    unsupported("MPI_File_get_type_extent_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_get_type_extent_c`'s.
+    unsafe { crate::file::position::MPI_File_get_type_extent_c(fh, datatype, extent) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_view`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_get_view(
-    fh: MPI_File,
-    disp: *mut MPI_Offset,
-    etype: *mut MPI_Datatype,
-    filetype: *mut MPI_Datatype,
-    datarep: *mut c_char,
-) -> c_int {
-    unsupported("MPI_File_get_view", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_get_view`.
+/// The profiling name of `MPI_File_get_view`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_get_view(
     fh: MPI_File,
@@ -2012,22 +1904,11 @@ pub unsafe extern "C" fn PMPI_File_get_view(
     filetype: *mut MPI_Datatype,
     datarep: *mut c_char,
 ) -> c_int {
-    unsupported("MPI_File_get_view", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_get_view`'s.
+    unsafe { crate::file::position::MPI_File_get_view(fh, disp, etype, filetype, datarep) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iread`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_iread(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_File_iread", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iread`.
+/// The profiling name of `MPI_File_iread`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_iread(
     fh: MPI_File,
@@ -2036,22 +1917,11 @@ pub unsafe extern "C" fn PMPI_File_iread(
     datatype: MPI_Datatype,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_File_iread", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_iread`'s.
+    unsafe { crate::file::access::MPI_File_iread(fh, buf, count, datatype, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iread_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_iread_c(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_File_iread_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iread_c`.
+/// The profiling name of `MPI_File_iread_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_iread_c(
     fh: MPI_File,
@@ -2060,22 +1930,11 @@ pub unsafe extern "C" fn PMPI_File_iread_c(
     datatype: MPI_Datatype,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_File_iread_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_iread_c`'s.
+    unsafe { crate::file::access::MPI_File_iread_c(fh, buf, count, datatype, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iread_all`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_iread_all(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_File_iread_all", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iread_all`.
+/// The profiling name of `MPI_File_iread_all`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_iread_all(
     fh: MPI_File,
@@ -2084,22 +1943,11 @@ pub unsafe extern "C" fn PMPI_File_iread_all(
     datatype: MPI_Datatype,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_File_iread_all", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_iread_all`'s.
+    unsafe { crate::file::access::MPI_File_iread_all(fh, buf, count, datatype, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iread_all_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_iread_all_c(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_File_iread_all_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iread_all_c`.
+/// The profiling name of `MPI_File_iread_all_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_iread_all_c(
     fh: MPI_File,
@@ -2108,23 +1956,11 @@ pub unsafe extern "C" fn PMPI_File_iread_all_c(
     datatype: MPI_Datatype,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_File_iread_all_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_iread_all_c`'s.
+    unsafe { crate::file::access::MPI_File_iread_all_c(fh, buf, count, datatype, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iread_at`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_iread_at(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_File_iread_at", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iread_at`.
+/// The profiling name of `MPI_File_iread_at`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_iread_at(
     fh: MPI_File,
@@ -2134,23 +1970,11 @@ pub unsafe extern "C" fn PMPI_File_iread_at(
     datatype: MPI_Datatype,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_File_iread_at", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_iread_at`'s.
+    unsafe { crate::file::access::MPI_File_iread_at(fh, offset, buf, count, datatype, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iread_at_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_iread_at_c(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_File_iread_at_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iread_at_c`.
+/// The profiling name of `MPI_File_iread_at_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_iread_at_c(
     fh: MPI_File,
@@ -2160,23 +1984,11 @@ pub unsafe extern "C" fn PMPI_File_iread_at_c(
     datatype: MPI_Datatype,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_File_iread_at_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_iread_at_c`'s.
+    unsafe { crate::file::access::MPI_File_iread_at_c(fh, offset, buf, count, datatype, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iread_at_all`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_iread_at_all(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_File_iread_at_all", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iread_at_all`.
+/// The profiling name of `MPI_File_iread_at_all`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_iread_at_all(
     fh: MPI_File,
@@ -2186,23 +1998,11 @@ pub unsafe extern "C" fn PMPI_File_iread_at_all(
     datatype: MPI_Datatype,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_File_iread_at_all", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_iread_at_all`'s.
+    unsafe { crate::file::access::MPI_File_iread_at_all(fh, offset, buf, count, datatype, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iread_at_all_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_iread_at_all_c(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_File_iread_at_all_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iread_at_all_c`.
+/// The profiling name of `MPI_File_iread_at_all_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_iread_at_all_c(
     fh: MPI_File,
@@ -2212,22 +2012,13 @@ pub unsafe extern "C" fn PMPI_File_iread_at_all_c(
     datatype: MPI_Datatype,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_File_iread_at_all_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_iread_at_all_c`'s.
+    unsafe {
+        crate::file::access::MPI_File_iread_at_all_c(fh, offset, buf, count, datatype, request)
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iread_shared`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_iread_shared(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_File_iread_shared", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iread_shared`.
+/// The profiling name of `MPI_File_iread_shared`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_iread_shared(
     fh: MPI_File,
@@ -2236,22 +2027,11 @@ pub unsafe extern "C" fn PMPI_File_iread_shared(
     datatype: MPI_Datatype,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_File_iread_shared", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_iread_shared`'s.
+    unsafe { crate::file::access::MPI_File_iread_shared(fh, buf, count, datatype, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iread_shared_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_iread_shared_c(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_File_iread_shared_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iread_shared_c`.
+/// The profiling name of `MPI_File_iread_shared_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_iread_shared_c(
     fh: MPI_File,
@@ -2260,22 +2040,11 @@ pub unsafe extern "C" fn PMPI_File_iread_shared_c(
     datatype: MPI_Datatype,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_File_iread_shared_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_iread_shared_c`'s.
+    unsafe { crate::file::access::MPI_File_iread_shared_c(fh, buf, count, datatype, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iwrite`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_iwrite(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_File_iwrite", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iwrite`.
+/// The profiling name of `MPI_File_iwrite`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_iwrite(
     fh: MPI_File,
@@ -2284,22 +2053,11 @@ pub unsafe extern "C" fn PMPI_File_iwrite(
     datatype: MPI_Datatype,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_File_iwrite", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_iwrite`'s.
+    unsafe { crate::file::access::MPI_File_iwrite(fh, buf, count, datatype, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iwrite_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_iwrite_c(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_File_iwrite_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iwrite_c`.
+/// The profiling name of `MPI_File_iwrite_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_iwrite_c(
     fh: MPI_File,
@@ -2308,22 +2066,11 @@ pub unsafe extern "C" fn PMPI_File_iwrite_c(
     datatype: MPI_Datatype,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_File_iwrite_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_iwrite_c`'s.
+    unsafe { crate::file::access::MPI_File_iwrite_c(fh, buf, count, datatype, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iwrite_all`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_iwrite_all(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_File_iwrite_all", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iwrite_all`.
+/// The profiling name of `MPI_File_iwrite_all`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_iwrite_all(
     fh: MPI_File,
@@ -2332,22 +2079,11 @@ pub unsafe extern "C" fn PMPI_File_iwrite_all(
     datatype: MPI_Datatype,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_File_iwrite_all", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_iwrite_all`'s.
+    unsafe { crate::file::access::MPI_File_iwrite_all(fh, buf, count, datatype, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iwrite_all_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_iwrite_all_c(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_File_iwrite_all_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iwrite_all_c`.
+/// The profiling name of `MPI_File_iwrite_all_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_iwrite_all_c(
     fh: MPI_File,
@@ -2356,23 +2092,11 @@ pub unsafe extern "C" fn PMPI_File_iwrite_all_c(
     datatype: MPI_Datatype,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_File_iwrite_all_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_iwrite_all_c`'s.
+    unsafe { crate::file::access::MPI_File_iwrite_all_c(fh, buf, count, datatype, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iwrite_at`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_iwrite_at(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_File_iwrite_at", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iwrite_at`.
+/// The profiling name of `MPI_File_iwrite_at`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_iwrite_at(
     fh: MPI_File,
@@ -2382,23 +2106,11 @@ pub unsafe extern "C" fn PMPI_File_iwrite_at(
     datatype: MPI_Datatype,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_File_iwrite_at", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_iwrite_at`'s.
+    unsafe { crate::file::access::MPI_File_iwrite_at(fh, offset, buf, count, datatype, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iwrite_at_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_iwrite_at_c(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_File_iwrite_at_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iwrite_at_c`.
+/// The profiling name of `MPI_File_iwrite_at_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_iwrite_at_c(
     fh: MPI_File,
@@ -2408,23 +2120,11 @@ pub unsafe extern "C" fn PMPI_File_iwrite_at_c(
     datatype: MPI_Datatype,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_File_iwrite_at_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_iwrite_at_c`'s.
+    unsafe { crate::file::access::MPI_File_iwrite_at_c(fh, offset, buf, count, datatype, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iwrite_at_all`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_iwrite_at_all(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_File_iwrite_at_all", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iwrite_at_all`.
+/// The profiling name of `MPI_File_iwrite_at_all`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_iwrite_at_all(
     fh: MPI_File,
@@ -2434,23 +2134,13 @@ pub unsafe extern "C" fn PMPI_File_iwrite_at_all(
     datatype: MPI_Datatype,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_File_iwrite_at_all", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_iwrite_at_all`'s.
+    unsafe {
+        crate::file::access::MPI_File_iwrite_at_all(fh, offset, buf, count, datatype, request)
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iwrite_at_all_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_iwrite_at_all_c(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_File_iwrite_at_all_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iwrite_at_all_c`.
+/// The profiling name of `MPI_File_iwrite_at_all_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_iwrite_at_all_c(
     fh: MPI_File,
@@ -2460,22 +2150,13 @@ pub unsafe extern "C" fn PMPI_File_iwrite_at_all_c(
     datatype: MPI_Datatype,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_File_iwrite_at_all_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_iwrite_at_all_c`'s.
+    unsafe {
+        crate::file::access::MPI_File_iwrite_at_all_c(fh, offset, buf, count, datatype, request)
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iwrite_shared`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_iwrite_shared(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_File_iwrite_shared", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iwrite_shared`.
+/// The profiling name of `MPI_File_iwrite_shared`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_iwrite_shared(
     fh: MPI_File,
@@ -2484,22 +2165,11 @@ pub unsafe extern "C" fn PMPI_File_iwrite_shared(
     datatype: MPI_Datatype,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_File_iwrite_shared", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_iwrite_shared`'s.
+    unsafe { crate::file::access::MPI_File_iwrite_shared(fh, buf, count, datatype, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iwrite_shared_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_iwrite_shared_c(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_File_iwrite_shared_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_iwrite_shared_c`.
+/// The profiling name of `MPI_File_iwrite_shared_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_iwrite_shared_c(
     fh: MPI_File,
@@ -2508,22 +2178,11 @@ pub unsafe extern "C" fn PMPI_File_iwrite_shared_c(
     datatype: MPI_Datatype,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_File_iwrite_shared_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_iwrite_shared_c`'s.
+    unsafe { crate::file::access::MPI_File_iwrite_shared_c(fh, buf, count, datatype, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_open`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_open(
-    comm: MPI_Comm,
-    filename: *const c_char,
-    amode: c_int,
-    info: MPI_Info,
-    fh: *mut MPI_File,
-) -> c_int {
-    unsupported("MPI_File_open", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_open`.
+/// The profiling name of `MPI_File_open`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_open(
     comm: MPI_Comm,
@@ -2532,34 +2191,18 @@ pub unsafe extern "C" fn PMPI_File_open(
     info: MPI_Info,
     fh: *mut MPI_File,
 ) -> c_int {
-    unsupported("MPI_File_open", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_File_open`'s.
+    unsafe { crate::file::open::MPI_File_open(comm, filename, amode, info, fh) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_preallocate`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_preallocate(fh: MPI_File, size: MPI_Offset) -> c_int {
-    unsupported("MPI_File_preallocate", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_preallocate`.
+/// The profiling name of `MPI_File_preallocate`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_preallocate(fh: MPI_File, size: MPI_Offset) -> c_int {
-    unsupported("MPI_File_preallocate", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_preallocate`'s.
+    unsafe { crate::file::open::MPI_File_preallocate(fh, size) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_read(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_read", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read`.
+/// The profiling name of `MPI_File_read`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_read(
     fh: MPI_File,
@@ -2568,22 +2211,11 @@ pub unsafe extern "C" fn PMPI_File_read(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_read", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_read`'s.
+    unsafe { crate::file::access::MPI_File_read(fh, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_read_c(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_read_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_c`.
+/// The profiling name of `MPI_File_read_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_read_c(
     fh: MPI_File,
@@ -2592,22 +2224,11 @@ pub unsafe extern "C" fn PMPI_File_read_c(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_read_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_read_c`'s.
+    unsafe { crate::file::access::MPI_File_read_c(fh, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_all`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_read_all(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_read_all", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_all`.
+/// The profiling name of `MPI_File_read_all`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_read_all(
     fh: MPI_File,
@@ -2616,22 +2237,11 @@ pub unsafe extern "C" fn PMPI_File_read_all(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_read_all", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_read_all`'s.
+    unsafe { crate::file::access::MPI_File_read_all(fh, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_all_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_read_all_c(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_read_all_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_all_c`.
+/// The profiling name of `MPI_File_read_all_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_read_all_c(
     fh: MPI_File,
@@ -2640,21 +2250,11 @@ pub unsafe extern "C" fn PMPI_File_read_all_c(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_read_all_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_read_all_c`'s.
+    unsafe { crate::file::access::MPI_File_read_all_c(fh, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_all_begin`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_read_all_begin(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_File_read_all_begin", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_all_begin`.
+/// The profiling name of `MPI_File_read_all_begin`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_read_all_begin(
     fh: MPI_File,
@@ -2662,21 +2262,11 @@ pub unsafe extern "C" fn PMPI_File_read_all_begin(
     count: c_int,
     datatype: MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_File_read_all_begin", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_read_all_begin`'s.
+    unsafe { crate::file::access::MPI_File_read_all_begin(fh, buf, count, datatype) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_all_begin_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_read_all_begin_c(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_File_read_all_begin_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_all_begin_c`.
+/// The profiling name of `MPI_File_read_all_begin_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_read_all_begin_c(
     fh: MPI_File,
@@ -2684,43 +2274,22 @@ pub unsafe extern "C" fn PMPI_File_read_all_begin_c(
     count: MPI_Count,
     datatype: MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_File_read_all_begin_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_read_all_begin_c`'s.
+    unsafe { crate::file::access::MPI_File_read_all_begin_c(fh, buf, count, datatype) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_all_end`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_read_all_end(
-    fh: MPI_File,
-    buf: *mut c_void,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_read_all_end", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_all_end`.
+/// The profiling name of `MPI_File_read_all_end`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_read_all_end(
     fh: MPI_File,
     buf: *mut c_void,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_read_all_end", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_read_all_end`'s.
+    unsafe { crate::file::access::MPI_File_read_all_end(fh, buf, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_at`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_read_at(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_read_at", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_at`.
+/// The profiling name of `MPI_File_read_at`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_read_at(
     fh: MPI_File,
@@ -2730,23 +2299,11 @@ pub unsafe extern "C" fn PMPI_File_read_at(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_read_at", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_read_at`'s.
+    unsafe { crate::file::access::MPI_File_read_at(fh, offset, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_at_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_read_at_c(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_read_at_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_at_c`.
+/// The profiling name of `MPI_File_read_at_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_read_at_c(
     fh: MPI_File,
@@ -2756,23 +2313,11 @@ pub unsafe extern "C" fn PMPI_File_read_at_c(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_read_at_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_read_at_c`'s.
+    unsafe { crate::file::access::MPI_File_read_at_c(fh, offset, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_at_all`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_read_at_all(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_read_at_all", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_at_all`.
+/// The profiling name of `MPI_File_read_at_all`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_read_at_all(
     fh: MPI_File,
@@ -2782,23 +2327,11 @@ pub unsafe extern "C" fn PMPI_File_read_at_all(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_read_at_all", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_read_at_all`'s.
+    unsafe { crate::file::access::MPI_File_read_at_all(fh, offset, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_at_all_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_read_at_all_c(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_read_at_all_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_at_all_c`.
+/// The profiling name of `MPI_File_read_at_all_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_read_at_all_c(
     fh: MPI_File,
@@ -2808,22 +2341,11 @@ pub unsafe extern "C" fn PMPI_File_read_at_all_c(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_read_at_all_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_read_at_all_c`'s.
+    unsafe { crate::file::access::MPI_File_read_at_all_c(fh, offset, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_at_all_begin`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_read_at_all_begin(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_File_read_at_all_begin", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_at_all_begin`.
+/// The profiling name of `MPI_File_read_at_all_begin`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_read_at_all_begin(
     fh: MPI_File,
@@ -2832,22 +2354,11 @@ pub unsafe extern "C" fn PMPI_File_read_at_all_begin(
     count: c_int,
     datatype: MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_File_read_at_all_begin", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_read_at_all_begin`'s.
+    unsafe { crate::file::access::MPI_File_read_at_all_begin(fh, offset, buf, count, datatype) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_at_all_begin_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_read_at_all_begin_c(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_File_read_at_all_begin_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_at_all_begin_c`.
+/// The profiling name of `MPI_File_read_at_all_begin_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_read_at_all_begin_c(
     fh: MPI_File,
@@ -2856,42 +2367,22 @@ pub unsafe extern "C" fn PMPI_File_read_at_all_begin_c(
     count: MPI_Count,
     datatype: MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_File_read_at_all_begin_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_read_at_all_begin_c`'s.
+    unsafe { crate::file::access::MPI_File_read_at_all_begin_c(fh, offset, buf, count, datatype) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_at_all_end`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_read_at_all_end(
-    fh: MPI_File,
-    buf: *mut c_void,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_read_at_all_end", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_at_all_end`.
+/// The profiling name of `MPI_File_read_at_all_end`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_read_at_all_end(
     fh: MPI_File,
     buf: *mut c_void,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_read_at_all_end", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_read_at_all_end`'s.
+    unsafe { crate::file::access::MPI_File_read_at_all_end(fh, buf, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_ordered`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_read_ordered(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_read_ordered", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_ordered`.
+/// The profiling name of `MPI_File_read_ordered`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_read_ordered(
     fh: MPI_File,
@@ -2900,22 +2391,11 @@ pub unsafe extern "C" fn PMPI_File_read_ordered(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_read_ordered", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_read_ordered`'s.
+    unsafe { crate::file::access::MPI_File_read_ordered(fh, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_ordered_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_read_ordered_c(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_read_ordered_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_ordered_c`.
+/// The profiling name of `MPI_File_read_ordered_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_read_ordered_c(
     fh: MPI_File,
@@ -2924,21 +2404,11 @@ pub unsafe extern "C" fn PMPI_File_read_ordered_c(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_read_ordered_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_read_ordered_c`'s.
+    unsafe { crate::file::access::MPI_File_read_ordered_c(fh, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_ordered_begin`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_read_ordered_begin(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_File_read_ordered_begin", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_ordered_begin`.
+/// The profiling name of `MPI_File_read_ordered_begin`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_read_ordered_begin(
     fh: MPI_File,
@@ -2946,21 +2416,11 @@ pub unsafe extern "C" fn PMPI_File_read_ordered_begin(
     count: c_int,
     datatype: MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_File_read_ordered_begin", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_read_ordered_begin`'s.
+    unsafe { crate::file::access::MPI_File_read_ordered_begin(fh, buf, count, datatype) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_ordered_begin_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_read_ordered_begin_c(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_File_read_ordered_begin_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_ordered_begin_c`.
+/// The profiling name of `MPI_File_read_ordered_begin_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_read_ordered_begin_c(
     fh: MPI_File,
@@ -2968,42 +2428,22 @@ pub unsafe extern "C" fn PMPI_File_read_ordered_begin_c(
     count: MPI_Count,
     datatype: MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_File_read_ordered_begin_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_read_ordered_begin_c`'s.
+    unsafe { crate::file::access::MPI_File_read_ordered_begin_c(fh, buf, count, datatype) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_ordered_end`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_read_ordered_end(
-    fh: MPI_File,
-    buf: *mut c_void,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_read_ordered_end", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_ordered_end`.
+/// The profiling name of `MPI_File_read_ordered_end`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_read_ordered_end(
     fh: MPI_File,
     buf: *mut c_void,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_read_ordered_end", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_read_ordered_end`'s.
+    unsafe { crate::file::access::MPI_File_read_ordered_end(fh, buf, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_shared`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_read_shared(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_read_shared", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_shared`.
+/// The profiling name of `MPI_File_read_shared`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_read_shared(
     fh: MPI_File,
@@ -3012,22 +2452,11 @@ pub unsafe extern "C" fn PMPI_File_read_shared(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_read_shared", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_read_shared`'s.
+    unsafe { crate::file::access::MPI_File_read_shared(fh, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_shared_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_read_shared_c(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_read_shared_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_read_shared_c`.
+/// The profiling name of `MPI_File_read_shared_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_read_shared_c(
     fh: MPI_File,
@@ -3036,109 +2465,60 @@ pub unsafe extern "C" fn PMPI_File_read_shared_c(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_read_shared_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_read_shared_c`'s.
+    unsafe { crate::file::access::MPI_File_read_shared_c(fh, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_seek`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_seek(fh: MPI_File, offset: MPI_Offset, whence: c_int) -> c_int {
-    unsupported("MPI_File_seek", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_seek`.
+/// The profiling name of `MPI_File_seek`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_seek(fh: MPI_File, offset: MPI_Offset, whence: c_int) -> c_int {
-    unsupported("MPI_File_seek", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_seek`'s.
+    unsafe { crate::file::position::MPI_File_seek(fh, offset, whence) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_seek_shared`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_seek_shared(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    whence: c_int,
-) -> c_int {
-    unsupported("MPI_File_seek_shared", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_seek_shared`.
+/// The profiling name of `MPI_File_seek_shared`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_seek_shared(
     fh: MPI_File,
     offset: MPI_Offset,
     whence: c_int,
 ) -> c_int {
-    unsupported("MPI_File_seek_shared", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_seek_shared`'s.
+    unsafe { crate::file::position::MPI_File_seek_shared(fh, offset, whence) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_set_atomicity`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_set_atomicity(fh: MPI_File, flag: c_int) -> c_int {
-    unsupported("MPI_File_set_atomicity", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_set_atomicity`.
+/// The profiling name of `MPI_File_set_atomicity`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_set_atomicity(fh: MPI_File, flag: c_int) -> c_int {
-    unsupported("MPI_File_set_atomicity", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_set_atomicity`'s.
+    unsafe { crate::file::open::MPI_File_set_atomicity(fh, flag) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_set_errhandler`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_set_errhandler(
-    file: MPI_File,
-    errhandler: MPI_Errhandler,
-) -> c_int {
-    unsupported("MPI_File_set_errhandler", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_set_errhandler`.
+/// The profiling name of `MPI_File_set_errhandler`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_set_errhandler(
     file: MPI_File,
     errhandler: MPI_Errhandler,
 ) -> c_int {
-    unsupported("MPI_File_set_errhandler", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_set_errhandler`'s.
+    unsafe { crate::file::open::MPI_File_set_errhandler(file, errhandler) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_set_info`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_int {
-    unsupported("MPI_File_set_info", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_set_info`.
+/// The profiling name of `MPI_File_set_info`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_int {
-    unsupported("MPI_File_set_info", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_set_info`'s.
+    unsafe { crate::file::open::MPI_File_set_info(fh, info) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_set_size`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_set_size(fh: MPI_File, size: MPI_Offset) -> c_int {
-    unsupported("MPI_File_set_size", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_set_size`.
+/// The profiling name of `MPI_File_set_size`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_set_size(fh: MPI_File, size: MPI_Offset) -> c_int {
-    unsupported("MPI_File_set_size", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_set_size`'s.
+    unsafe { crate::file::open::MPI_File_set_size(fh, size) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_set_view`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_set_view(
-    fh: MPI_File,
-    disp: MPI_Offset,
-    etype: MPI_Datatype,
-    filetype: MPI_Datatype,
-    datarep: *const c_char,
-    info: MPI_Info,
-) -> c_int {
-    unsupported("MPI_File_set_view", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_set_view`.
+/// The profiling name of `MPI_File_set_view`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_set_view(
     fh: MPI_File,
@@ -3148,34 +2528,18 @@ pub unsafe extern "C" fn PMPI_File_set_view(
     datarep: *const c_char,
     info: MPI_Info,
 ) -> c_int {
-    unsupported("MPI_File_set_view", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_set_view`'s.
+    unsafe { crate::file::position::MPI_File_set_view(fh, disp, etype, filetype, datarep, info) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_sync`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_sync(fh: MPI_File) -> c_int {
-    unsupported("MPI_File_sync", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_sync`.
+/// The profiling name of `MPI_File_sync`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_sync(fh: MPI_File) -> c_int {
-    unsupported("MPI_File_sync", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_sync`'s.
+    unsafe { crate::file::open::MPI_File_sync(fh) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_write(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_write", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write`.
+/// The profiling name of `MPI_File_write`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_write(
     fh: MPI_File,
@@ -3184,22 +2548,11 @@ pub unsafe extern "C" fn PMPI_File_write(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_write", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_write`'s.
+    unsafe { crate::file::access::MPI_File_write(fh, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_write_c(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_write_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_c`.
+/// The profiling name of `MPI_File_write_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_write_c(
     fh: MPI_File,
@@ -3208,22 +2561,11 @@ pub unsafe extern "C" fn PMPI_File_write_c(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_write_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_write_c`'s.
+    unsafe { crate::file::access::MPI_File_write_c(fh, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_all`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_write_all(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_write_all", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_all`.
+/// The profiling name of `MPI_File_write_all`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_write_all(
     fh: MPI_File,
@@ -3232,22 +2574,11 @@ pub unsafe extern "C" fn PMPI_File_write_all(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_write_all", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_write_all`'s.
+    unsafe { crate::file::access::MPI_File_write_all(fh, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_all_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_write_all_c(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_write_all_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_all_c`.
+/// The profiling name of `MPI_File_write_all_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_write_all_c(
     fh: MPI_File,
@@ -3256,21 +2587,11 @@ pub unsafe extern "C" fn PMPI_File_write_all_c(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_write_all_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_write_all_c`'s.
+    unsafe { crate::file::access::MPI_File_write_all_c(fh, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_all_begin`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_write_all_begin(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_File_write_all_begin", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_all_begin`.
+/// The profiling name of `MPI_File_write_all_begin`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_write_all_begin(
     fh: MPI_File,
@@ -3278,21 +2599,11 @@ pub unsafe extern "C" fn PMPI_File_write_all_begin(
     count: c_int,
     datatype: MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_File_write_all_begin", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_write_all_begin`'s.
+    unsafe { crate::file::access::MPI_File_write_all_begin(fh, buf, count, datatype) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_all_begin_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_write_all_begin_c(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_File_write_all_begin_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_all_begin_c`.
+/// The profiling name of `MPI_File_write_all_begin_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_write_all_begin_c(
     fh: MPI_File,
@@ -3300,43 +2611,22 @@ pub unsafe extern "C" fn PMPI_File_write_all_begin_c(
     count: MPI_Count,
     datatype: MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_File_write_all_begin_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_write_all_begin_c`'s.
+    unsafe { crate::file::access::MPI_File_write_all_begin_c(fh, buf, count, datatype) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_all_end`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_write_all_end(
-    fh: MPI_File,
-    buf: *const c_void,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_write_all_end", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_all_end`.
+/// The profiling name of `MPI_File_write_all_end`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_write_all_end(
     fh: MPI_File,
     buf: *const c_void,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_write_all_end", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_write_all_end`'s.
+    unsafe { crate::file::access::MPI_File_write_all_end(fh, buf, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_at`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_write_at(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_write_at", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_at`.
+/// The profiling name of `MPI_File_write_at`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_write_at(
     fh: MPI_File,
@@ -3346,23 +2636,11 @@ pub unsafe extern "C" fn PMPI_File_write_at(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_write_at", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_write_at`'s.
+    unsafe { crate::file::access::MPI_File_write_at(fh, offset, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_at_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_write_at_c(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_write_at_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_at_c`.
+/// The profiling name of `MPI_File_write_at_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_write_at_c(
     fh: MPI_File,
@@ -3372,23 +2650,11 @@ pub unsafe extern "C" fn PMPI_File_write_at_c(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_write_at_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_write_at_c`'s.
+    unsafe { crate::file::access::MPI_File_write_at_c(fh, offset, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_at_all`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_write_at_all(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_write_at_all", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_at_all`.
+/// The profiling name of `MPI_File_write_at_all`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_write_at_all(
     fh: MPI_File,
@@ -3398,23 +2664,11 @@ pub unsafe extern "C" fn PMPI_File_write_at_all(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_write_at_all", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_write_at_all`'s.
+    unsafe { crate::file::access::MPI_File_write_at_all(fh, offset, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_at_all_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_write_at_all_c(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_write_at_all_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_at_all_c`.
+/// The profiling name of `MPI_File_write_at_all_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_write_at_all_c(
     fh: MPI_File,
@@ -3424,22 +2678,13 @@ pub unsafe extern "C" fn PMPI_File_write_at_all_c(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_write_at_all_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_write_at_all_c`'s.
+    unsafe {
+        crate::file::access::MPI_File_write_at_all_c(fh, offset, buf, count, datatype, status)
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_at_all_begin`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_write_at_all_begin(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_File_write_at_all_begin", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_at_all_begin`.
+/// The profiling name of `MPI_File_write_at_all_begin`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_write_at_all_begin(
     fh: MPI_File,
@@ -3448,22 +2693,11 @@ pub unsafe extern "C" fn PMPI_File_write_at_all_begin(
     count: c_int,
     datatype: MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_File_write_at_all_begin", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_write_at_all_begin`'s.
+    unsafe { crate::file::access::MPI_File_write_at_all_begin(fh, offset, buf, count, datatype) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_at_all_begin_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_write_at_all_begin_c(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_File_write_at_all_begin_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_at_all_begin_c`.
+/// The profiling name of `MPI_File_write_at_all_begin_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_write_at_all_begin_c(
     fh: MPI_File,
@@ -3472,42 +2706,22 @@ pub unsafe extern "C" fn PMPI_File_write_at_all_begin_c(
     count: MPI_Count,
     datatype: MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_File_write_at_all_begin_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_write_at_all_begin_c`'s.
+    unsafe { crate::file::access::MPI_File_write_at_all_begin_c(fh, offset, buf, count, datatype) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_at_all_end`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_write_at_all_end(
-    fh: MPI_File,
-    buf: *const c_void,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_write_at_all_end", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_at_all_end`.
+/// The profiling name of `MPI_File_write_at_all_end`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_write_at_all_end(
     fh: MPI_File,
     buf: *const c_void,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_write_at_all_end", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_write_at_all_end`'s.
+    unsafe { crate::file::access::MPI_File_write_at_all_end(fh, buf, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_ordered`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_write_ordered(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_write_ordered", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_ordered`.
+/// The profiling name of `MPI_File_write_ordered`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_write_ordered(
     fh: MPI_File,
@@ -3516,22 +2730,11 @@ pub unsafe extern "C" fn PMPI_File_write_ordered(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_write_ordered", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_write_ordered`'s.
+    unsafe { crate::file::access::MPI_File_write_ordered(fh, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_ordered_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_write_ordered_c(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_write_ordered_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_ordered_c`.
+/// The profiling name of `MPI_File_write_ordered_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_write_ordered_c(
     fh: MPI_File,
@@ -3540,21 +2743,11 @@ pub unsafe extern "C" fn PMPI_File_write_ordered_c(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_write_ordered_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_write_ordered_c`'s.
+    unsafe { crate::file::access::MPI_File_write_ordered_c(fh, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_ordered_begin`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_write_ordered_begin(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_File_write_ordered_begin", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_ordered_begin`.
+/// The profiling name of `MPI_File_write_ordered_begin`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_write_ordered_begin(
     fh: MPI_File,
@@ -3562,21 +2755,11 @@ pub unsafe extern "C" fn PMPI_File_write_ordered_begin(
     count: c_int,
     datatype: MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_File_write_ordered_begin", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_write_ordered_begin`'s.
+    unsafe { crate::file::access::MPI_File_write_ordered_begin(fh, buf, count, datatype) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_ordered_begin_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_write_ordered_begin_c(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_File_write_ordered_begin_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_ordered_begin_c`.
+/// The profiling name of `MPI_File_write_ordered_begin_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_write_ordered_begin_c(
     fh: MPI_File,
@@ -3584,42 +2767,22 @@ pub unsafe extern "C" fn PMPI_File_write_ordered_begin_c(
     count: MPI_Count,
     datatype: MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_File_write_ordered_begin_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_write_ordered_begin_c`'s.
+    unsafe { crate::file::access::MPI_File_write_ordered_begin_c(fh, buf, count, datatype) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_ordered_end`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_write_ordered_end(
-    fh: MPI_File,
-    buf: *const c_void,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_write_ordered_end", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_ordered_end`.
+/// The profiling name of `MPI_File_write_ordered_end`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_write_ordered_end(
     fh: MPI_File,
     buf: *const c_void,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_write_ordered_end", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_write_ordered_end`'s.
+    unsafe { crate::file::access::MPI_File_write_ordered_end(fh, buf, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_shared`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_write_shared(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_write_shared", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_shared`.
+/// The profiling name of `MPI_File_write_shared`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_write_shared(
     fh: MPI_File,
@@ -3628,22 +2791,11 @@ pub unsafe extern "C" fn PMPI_File_write_shared(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_write_shared", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_write_shared`'s.
+    unsafe { crate::file::access::MPI_File_write_shared(fh, buf, count, datatype, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_shared_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_write_shared_c(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> c_int {
-    unsupported("MPI_File_write_shared_c", Scope::File)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_File_write_shared_c`.
+/// The profiling name of `MPI_File_write_shared_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_write_shared_c(
     fh: MPI_File,
@@ -3652,7 +2804,8 @@ pub unsafe extern "C" fn PMPI_File_write_shared_c(
     datatype: MPI_Datatype,
     status: *mut MPI_Status,
 ) -> c_int {
-    unsupported("MPI_File_write_shared_c", Scope::File)
+    // SAFETY: the caller's contract is `MPI_File_write_shared_c`'s.
+    unsafe { crate::file::access::MPI_File_write_shared_c(fh, buf, count, datatype, status) }
 }
 
 /// The profiling name of `MPI_Finalize`.
@@ -6976,19 +6129,7 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_init_c(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Register_datarep`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Register_datarep(
-    datarep: *const c_char,
-    read_conversion_fn: *const c_void,
-    write_conversion_fn: *const c_void,
-    dtype_file_extent_fn: *const c_void,
-    extra_state: *mut c_void,
-) -> c_int {
-    unsupported("MPI_Register_datarep", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Register_datarep`.
+/// The profiling name of `MPI_Register_datarep`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Register_datarep(
     datarep: *const c_char,
@@ -6997,22 +6138,19 @@ pub unsafe extern "C" fn PMPI_Register_datarep(
     dtype_file_extent_fn: *const c_void,
     extra_state: *mut c_void,
 ) -> c_int {
-    unsupported("MPI_Register_datarep", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Register_datarep`'s.
+    unsafe {
+        crate::file::datarep::MPI_Register_datarep(
+            datarep,
+            read_conversion_fn,
+            write_conversion_fn,
+            dtype_file_extent_fn,
+            extra_state,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Register_datarep_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Register_datarep_c(
-    datarep: *const c_char,
-    read_conversion_fn: *const c_void,
-    write_conversion_fn: *const c_void,
-    dtype_file_extent_fn: *const c_void,
-    extra_state: *mut c_void,
-) -> c_int {
-    unsupported("MPI_Register_datarep_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Register_datarep_c`.
+/// The profiling name of `MPI_Register_datarep_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Register_datarep_c(
     datarep: *const c_char,
@@ -7021,7 +6159,16 @@ pub unsafe extern "C" fn PMPI_Register_datarep_c(
     dtype_file_extent_fn: *const c_void,
     extra_state: *mut c_void,
 ) -> c_int {
-    unsupported("MPI_Register_datarep_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Register_datarep_c`'s.
+    unsafe {
+        crate::file::datarep::MPI_Register_datarep_c(
+            datarep,
+            read_conversion_fn,
+            write_conversion_fn,
+            dtype_file_extent_fn,
+            extra_state,
+        )
+    }
 }
 
 /// The profiling name of `MPI_Remove_error_class`.

@@ -19,6 +19,7 @@ pub(crate) enum Kind {
     Keyval = 9,
     Session = 10,
     Win = 11,
+    File = 12,
 }
 
 const INDEX_BITS: u32 = 24;

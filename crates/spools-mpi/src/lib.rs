@@ -31,6 +31,7 @@ mod datatype;
 pub mod embed;
 mod error;
 mod exports;
+mod file;
 mod group;
 mod handles;
 mod info;

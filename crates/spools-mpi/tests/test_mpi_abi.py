@@ -77,6 +77,52 @@ def test_a_target_killed_holding_window_locks_ends_the_job(build, spools_run):
     assert "rank 1" in job.err and "SIGKILL" in job.err, job
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_mpi_io_views_pointers_collectives_nonblocking_and_errors(build, spools_run, tmp_path, n):
+    job = spools_run(n, build("io"), str(tmp_path))
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok io %d ranks" % n], job
+
+
+@pytest.mark.parametrize("writers,readers", [(4, 3), (3, 4)])
+def test_a_darray_file_written_by_m_ranks_is_read_by_n_with_another_view(
+        build, spools_run, tmp_path, writers, readers):
+    job = spools_run(writers, build("io"), str(tmp_path), "write", "mn")
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok io-write %d ranks" % writers], job
+    job = spools_run(readers, build("io"), str(tmp_path), "read", "mn")
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok io-read %d ranks" % readers], job
+
+
+def test_a_rank_killed_during_write_all_ends_the_job(build, spools_run, tmp_path):
+    job = spools_run(3, build("io_killed"), str(tmp_path), timeout=60)
+    assert job.code != 0 and "FAIL" not in job.out, job
+    assert "rank 1" in job.err and "SIGKILL" in job.err, job
+
+
+def test_the_readmes_mpi_io_example_writes_with_4_ranks_and_reads_with_3(spools_run, tmp_path):
+    exe = tmp_path / "darray_io"
+    r = subprocess.run([mpicc_abi(), "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O1", "-o",
+                        str(exe), str(REPO / "examples" / "mpi" / "darray_io.c")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    data = tmp_path / "a.dat"
+    job = spools_run(4, exe, "write", str(data))
+    assert job.code == 0, job
+    assert "wrote 1000x600 ints" in job.out and "0 wrong values" in job.out, job
+    assert sorted(l for l in job.out.splitlines() if l.startswith("rank")) == [
+        "rank %d of 4: wrote 150000 ints (grid 2x2)" % r for r in range(4)], job
+    # The plain row-major file a serial program would write: element i holds i.
+    raw = data.read_bytes()
+    assert len(raw) == 4 * 1000 * 600
+    ints = memoryview(raw).cast("i")
+    assert all(ints[i] == i for i in range(0, 600000, 997)) and ints[599999] == 599999
+    job = spools_run(3, exe, "read", str(data))
+    assert job.code == 0, job
+    assert job.out.count("all as written") == 3 and "0 wrong values" in job.out, job
+
+
 def test_an_unsupported_function_is_fatal_by_default_and_named(build, tmp_path, spools_run):
     src = tmp_path / "spawn.c"
     src.write_text("#include <mpi.h>\n"

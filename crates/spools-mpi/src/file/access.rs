@@ -1,0 +1,810 @@
+//! Every data access call of MPI-IO: at explicit offsets (`*_at`), through the
+//! individual pointer, through the shared pointer (`*_shared`, and `*_ordered`, which
+//! takes the group's data in rank order), each blocking, collective (`*_all`),
+//! non-blocking (`i*`: complete when made) or split (`*_begin` / `*_end`), in `int`
+//! and `_c` forms. One function, [`access`], does them all.
+
+use std::ffi::{c_int, c_void};
+use std::sync::{Arc, MutexGuard, PoisonError};
+
+use crate::abi::*;
+use crate::comm::out;
+use crate::datatype::{committed, count as ccount, pack, unpack, TypeObj};
+use crate::error::MpiError;
+use crate::file::position::shared_of;
+use crate::file::twophase::{self, Part};
+use crate::file::view::FileRun;
+use crate::file::{file, io, on_file, FileObj, View};
+use crate::request::{give, put_status, status_with, Op};
+
+/// Which way the bytes go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dir {
+    Read,
+    Write,
+}
+
+/// Where in the view an access starts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Place {
+    /// At this offset (in etypes).
+    At(MPI_Offset),
+    /// At the individual pointer, which moves past the data.
+    Own,
+    /// At the shared pointer, which moves past the data.
+    Shared,
+    /// At the shared pointer, the group's accesses in rank order (collective).
+    Ordered,
+}
+
+/// One access: `count` elements of `dt` at `buf`, read or written at `place`; with
+/// `coll`, a collective call: every rank first says whether it can go on and what it
+/// touches ([`twophase::decide`]), the group then takes one path (each rank on its own
+/// runs, or two phases through aggregators), and every rank agrees on the outcome. The
+/// status counts the bytes moved (short at the end of the file for a read).
+///
+/// # Safety
+/// `buf` holds `count` elements of `dt` (writable for a read).
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn access(
+    fh: MPI_File,
+    buf: *mut u8,
+    count: MPI_Count,
+    dt: MPI_Datatype,
+    place: Place,
+    dir: Dir,
+    coll: bool,
+    call: &'static str,
+) -> Result<MPI_Status, MpiError> {
+    let f = file(fh, call)?;
+    let prep = prepare(&f, count, dt, place, dir, call);
+    let ordered = matches!(place, Place::Ordered);
+    if !coll && !ordered {
+        // SAFETY: the caller's contract.
+        return unsafe { perform(&f, buf, prep?, None, call) };
+    }
+    let summary = prep.as_ref().ok().map(|p| Part::of(&p.runs, p.etypes));
+    let parts = twophase::decide(&f, summary, call);
+    let r = match (prep, parts) {
+        (Ok(mut p), Ok(parts)) => {
+            let placed = if ordered {
+                p.order(&f, &parts, call)
+            } else {
+                Ok(())
+            };
+            // SAFETY: the caller's contract.
+            placed.and_then(|()| unsafe { perform(&f, buf, p, Some(&parts), call) })
+        }
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    };
+    f.agree(r, call)
+}
+
+/// An access checked and placed, before any byte moves.
+struct Prep<'f> {
+    t: Arc<TypeObj>,
+    n: usize,
+    bytes: usize,
+    view: View,
+    dir: Dir,
+    place: Place,
+    /// Where it starts, in etypes of the view.
+    start: u64,
+    etypes: u64,
+    runs: Vec<FileRun>,
+    /// The individual pointer, held for the whole access (it moves by what moved).
+    own: Option<MutexGuard<'f, u64>>,
+}
+
+/// Checks an access and places it (the shared pointer moves here for `*_shared`;
+/// `*_ordered` is placed by [`Prep::order`]).
+fn prepare<'f>(
+    f: &'f FileObj,
+    count: MPI_Count,
+    dt: MPI_Datatype,
+    place: Place,
+    dir: Dir,
+    call: &'static str,
+) -> Result<Prep<'f>, MpiError> {
+    f.may(dir == Dir::Read, call)?;
+    let t = committed(dt, call)?;
+    let n = ccount(count, call)?;
+    let bytes = n * t.size;
+    let view = f.view();
+    let es = view.etype.size as u64;
+    if bytes as u64 % es != 0 {
+        return Err(MpiError::invalid(
+            MPI_ERR_TYPE,
+            format!("{call}: {bytes} bytes are not whole etypes of {es} bytes"),
+        ));
+    }
+    let etypes = bytes as u64 / es;
+    let sequential = f.amode & MPI_MODE_SEQUENTIAL != 0;
+    if sequential && matches!(place, Place::At(_) | Place::Own) {
+        return Err(MpiError::invalid(
+            MPI_ERR_UNSUPPORTED_OPERATION,
+            format!("{call}: a file opened with MPI_MODE_SEQUENTIAL is accessed through the shared pointer only"),
+        ));
+    }
+    let own = match place {
+        Place::Own => Some(f.pos.lock().unwrap_or_else(PoisonError::into_inner)),
+        _ => None,
+    };
+    let start = match place {
+        Place::At(off) => u64::try_from(off).map_err(|_| {
+            MpiError::invalid(MPI_ERR_ARG, format!("{call}: offset {off} is negative"))
+        })?,
+        Place::Own => own.as_deref().copied().unwrap_or(0),
+        Place::Shared => shared_of(f, call)?.fetch_add(etypes),
+        Place::Ordered => {
+            shared_of(f, call)?;
+            0
+        }
+    };
+    let runs = if matches!(place, Place::Ordered) {
+        Vec::new()
+    } else {
+        view.runs(start * es, bytes as u64)
+    };
+    Ok(Prep {
+        t,
+        n,
+        bytes,
+        view,
+        dir,
+        place,
+        start,
+        etypes,
+        runs,
+        own,
+    })
+}
+
+impl Prep<'_> {
+    /// Places an ordered access: after the ranks before it, from the shared pointer,
+    /// which moves past the whole group's data.
+    fn order(&mut self, f: &FileObj, parts: &[Part], call: &'static str) -> Result<(), MpiError> {
+        let s = shared_of(f, call)?;
+        let me = f.comm.rank() as usize;
+        let before: u64 = parts[..me].iter().map(|p| p.etypes).sum();
+        let total: u64 = parts.iter().map(|p| p.etypes).sum();
+        let base = if me == 0 { s.fetch_add(total) } else { 0 };
+        let base = f.comm.bcast_bytes(0, &base.to_le_bytes())?;
+        self.start = u64::from_le_bytes(base.as_slice().try_into().unwrap_or_default()) + before;
+        let es = self.view.etype.size as u64;
+        self.runs = self.view.runs(self.start * es, self.bytes as u64);
+        Ok(())
+    }
+}
+
+/// Moves the bytes of a prepared access: each rank its own runs, or (with the group's
+/// `parts`, when they are short) in two phases.
+///
+/// # Safety
+/// As [`access`].
+unsafe fn perform(
+    f: &FileObj,
+    buf: *mut u8,
+    mut p: Prep<'_>,
+    parts: Option<&[Part]>,
+    call: &'static str,
+) -> Result<MPI_Status, MpiError> {
+    let phased = parts.filter(|ps| {
+        !matches!(p.place, Place::Ordered | Place::Shared)
+            && twophase::two_phase(f, ps, p.dir == Dir::Write)
+    });
+    let bytes = p.bytes;
+    let moved = match p.dir {
+        Dir::Write => {
+            let packed;
+            let data: &[u8] = if bytes == 0 {
+                &[]
+            } else if p.t.contiguous() {
+                // SAFETY: the caller's contract: `bytes` contiguous bytes at `buf`.
+                unsafe { std::slice::from_raw_parts(buf.cast_const(), bytes) }
+            } else {
+                // SAFETY: the caller's contract.
+                packed = unsafe { pack(buf, p.n, &p.t) };
+                &packed
+            };
+            match phased {
+                Some(ps) => twophase::write(f, ps, &p.runs, data, call)?,
+                None if bytes > 0 => io::write(f, &p.runs, data, call)?,
+                None => {}
+            }
+            bytes
+        }
+        Dir::Read => {
+            let direct = p.t.contiguous() && bytes > 0;
+            let mut temp = Vec::new();
+            let out: &mut [u8] = if direct {
+                // SAFETY: the caller's contract: `bytes` writable contiguous bytes.
+                unsafe { std::slice::from_raw_parts_mut(buf, bytes) }
+            } else {
+                temp.resize(bytes, 0u8);
+                &mut temp
+            };
+            let got = match phased {
+                Some(ps) => twophase::read(f, ps, &p.runs, out, call)?,
+                None if bytes > 0 => io::read(f, &p.runs, out, call)?,
+                None => 0,
+            };
+            if !direct && got > 0 {
+                // SAFETY: the caller's contract; `got` bytes are whole or partial
+                // elements of the type, which `unpack` writes as far as they go.
+                unsafe { unpack(&temp[..got], buf, &p.t) };
+            }
+            got
+        }
+    };
+    let es = p.view.etype.size as u64;
+    if let Some(pos) = p.own.as_deref_mut() {
+        *pos = p.start + moved as u64 / es;
+    }
+    Ok(status_with(MPI_ANY_SOURCE, MPI_ANY_TAG, moved, false))
+}
+
+/// Finishes a blocking call: the status written, errors on the file.
+fn blocking(fh: MPI_File, status: *mut MPI_Status, r: Result<MPI_Status, MpiError>) -> c_int {
+    on_file(
+        fh,
+        r.map(|s| {
+            // SAFETY: the caller's contract: NULL (MPI_STATUS_IGNORE) or writable.
+            unsafe { put_status(status, s) }
+        }),
+    )
+}
+
+/// Finishes a non-blocking call: a complete request holding the status.
+fn started(
+    fh: MPI_File,
+    request: *mut MPI_Request,
+    r: Result<MPI_Status, MpiError>,
+    call: &'static str,
+) -> c_int {
+    on_file(
+        fh,
+        r.and_then(|s| {
+            let h = give(Op::Done(s), MPI_COMM_SELF)?;
+            // SAFETY: the caller's contract.
+            unsafe { out(request, h, call) }
+        }),
+    )
+}
+
+/// Begins a split collective: the access is done, its status kept for the end.
+fn begun(fh: MPI_File, r: Result<MPI_Status, MpiError>, call: &'static str) -> c_int {
+    let r = r.and_then(|s| {
+        let f = file(fh, call)?;
+        let mut slot = f.split.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_some() {
+            return Err(MpiError::invalid(
+                MPI_ERR_OTHER,
+                format!("{call}: a split collective is already in progress on this file"),
+            ));
+        }
+        *slot = Some(s);
+        Ok(())
+    });
+    on_file(fh, r)
+}
+
+/// Ends a split collective: the status of its begin.
+fn ended(fh: MPI_File, status: *mut MPI_Status, call: &'static str) -> c_int {
+    let r = file(fh, call).and_then(|f| {
+        let s = f
+            .split
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .ok_or_else(|| {
+                MpiError::invalid(
+                    MPI_ERR_OTHER,
+                    format!("{call}: no split collective was begun on this file"),
+                )
+            })?;
+        // SAFETY: the caller's contract.
+        unsafe { put_status(status, s) };
+        Ok(())
+    });
+    on_file(fh, r)
+}
+
+/// `FN(fh, offset, buf, count, datatype, status)` and its `_c` form.
+macro_rules! at_offset {
+    ($name:ident, $name_c:ident, $buf:ty, $dir:expr, $coll:expr) => {
+        #[doc = concat!("`", stringify!($name), "`.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: MPI_File,
+            offset: MPI_Offset,
+            buf: $buf,
+            count: c_int,
+            datatype: MPI_Datatype,
+            status: *mut MPI_Status,
+        ) -> c_int {
+            // SAFETY: the caller's contract.
+            unsafe { $name_c(fh, offset, buf, count.into(), datatype, status) }
+        }
+
+        #[doc = concat!("`", stringify!($name_c), "`.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name_c(
+            fh: MPI_File,
+            offset: MPI_Offset,
+            buf: $buf,
+            count: MPI_Count,
+            datatype: MPI_Datatype,
+            status: *mut MPI_Status,
+        ) -> c_int {
+            let call = stringify!($name);
+            // SAFETY: the caller's contract.
+            let r = unsafe {
+                access(
+                    fh,
+                    buf as *mut u8,
+                    count,
+                    datatype,
+                    Place::At(offset),
+                    $dir,
+                    $coll,
+                    call,
+                )
+            };
+            blocking(fh, status, r)
+        }
+    };
+}
+
+/// `FN(fh, buf, count, datatype, status)` and its `_c` form.
+macro_rules! at_pointer {
+    ($name:ident, $name_c:ident, $buf:ty, $place:expr, $dir:expr, $coll:expr) => {
+        #[doc = concat!("`", stringify!($name), "`.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: MPI_File,
+            buf: $buf,
+            count: c_int,
+            datatype: MPI_Datatype,
+            status: *mut MPI_Status,
+        ) -> c_int {
+            // SAFETY: the caller's contract.
+            unsafe { $name_c(fh, buf, count.into(), datatype, status) }
+        }
+
+        #[doc = concat!("`", stringify!($name_c), "`.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name_c(
+            fh: MPI_File,
+            buf: $buf,
+            count: MPI_Count,
+            datatype: MPI_Datatype,
+            status: *mut MPI_Status,
+        ) -> c_int {
+            let call = stringify!($name);
+            // SAFETY: the caller's contract.
+            let r = unsafe {
+                access(
+                    fh,
+                    buf as *mut u8,
+                    count,
+                    datatype,
+                    $place,
+                    $dir,
+                    $coll,
+                    call,
+                )
+            };
+            blocking(fh, status, r)
+        }
+    };
+}
+
+/// `FN(fh, offset, buf, count, datatype, request)` and its `_c` form.
+macro_rules! nonblocking_at {
+    ($name:ident, $name_c:ident, $buf:ty, $dir:expr, $coll:expr) => {
+        #[doc = concat!("`", stringify!($name), "`: complete when it returns.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: MPI_File,
+            offset: MPI_Offset,
+            buf: $buf,
+            count: c_int,
+            datatype: MPI_Datatype,
+            request: *mut MPI_Request,
+        ) -> c_int {
+            // SAFETY: the caller's contract.
+            unsafe { $name_c(fh, offset, buf, count.into(), datatype, request) }
+        }
+
+        #[doc = concat!("`", stringify!($name_c), "`.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name_c(
+            fh: MPI_File,
+            offset: MPI_Offset,
+            buf: $buf,
+            count: MPI_Count,
+            datatype: MPI_Datatype,
+            request: *mut MPI_Request,
+        ) -> c_int {
+            let call = stringify!($name);
+            // SAFETY: the caller's contract.
+            let r = unsafe {
+                access(
+                    fh,
+                    buf as *mut u8,
+                    count,
+                    datatype,
+                    Place::At(offset),
+                    $dir,
+                    $coll,
+                    call,
+                )
+            };
+            started(fh, request, r, call)
+        }
+    };
+}
+
+/// `FN(fh, buf, count, datatype, request)` and its `_c` form.
+macro_rules! nonblocking {
+    ($name:ident, $name_c:ident, $buf:ty, $place:expr, $dir:expr, $coll:expr) => {
+        #[doc = concat!("`", stringify!($name), "`: complete when it returns.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: MPI_File,
+            buf: $buf,
+            count: c_int,
+            datatype: MPI_Datatype,
+            request: *mut MPI_Request,
+        ) -> c_int {
+            // SAFETY: the caller's contract.
+            unsafe { $name_c(fh, buf, count.into(), datatype, request) }
+        }
+
+        #[doc = concat!("`", stringify!($name_c), "`.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name_c(
+            fh: MPI_File,
+            buf: $buf,
+            count: MPI_Count,
+            datatype: MPI_Datatype,
+            request: *mut MPI_Request,
+        ) -> c_int {
+            let call = stringify!($name);
+            // SAFETY: the caller's contract.
+            let r = unsafe {
+                access(
+                    fh,
+                    buf as *mut u8,
+                    count,
+                    datatype,
+                    $place,
+                    $dir,
+                    $coll,
+                    call,
+                )
+            };
+            started(fh, request, r, call)
+        }
+    };
+}
+
+/// `FN_begin(fh, offset, buf, count, datatype)` (and `_c`) and `FN_end(fh, buf, status)`.
+macro_rules! split_at {
+    ($begin:ident, $begin_c:ident, $end:ident, $buf:ty, $dir:expr) => {
+        #[doc = concat!("`", stringify!($begin), "`: the access is done here.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $begin(
+            fh: MPI_File,
+            offset: MPI_Offset,
+            buf: $buf,
+            count: c_int,
+            datatype: MPI_Datatype,
+        ) -> c_int {
+            // SAFETY: the caller's contract.
+            unsafe { $begin_c(fh, offset, buf, count.into(), datatype) }
+        }
+
+        #[doc = concat!("`", stringify!($begin_c), "`.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $begin_c(
+            fh: MPI_File,
+            offset: MPI_Offset,
+            buf: $buf,
+            count: MPI_Count,
+            datatype: MPI_Datatype,
+        ) -> c_int {
+            let call = stringify!($begin);
+            // SAFETY: the caller's contract.
+            let r = unsafe {
+                access(
+                    fh,
+                    buf as *mut u8,
+                    count,
+                    datatype,
+                    Place::At(offset),
+                    $dir,
+                    true,
+                    call,
+                )
+            };
+            begun(fh, r, call)
+        }
+
+        #[doc = concat!("`", stringify!($end), "`: the status of the begin.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $end(fh: MPI_File, buf: $buf, status: *mut MPI_Status) -> c_int {
+            let _ = buf;
+            ended(fh, status, stringify!($end))
+        }
+    };
+}
+
+/// `FN_begin(fh, buf, count, datatype)` (and `_c`) and `FN_end(fh, buf, status)`.
+macro_rules! split {
+    ($begin:ident, $begin_c:ident, $end:ident, $buf:ty, $place:expr, $dir:expr) => {
+        #[doc = concat!("`", stringify!($begin), "`: the access is done here.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $begin(
+            fh: MPI_File,
+            buf: $buf,
+            count: c_int,
+            datatype: MPI_Datatype,
+        ) -> c_int {
+            // SAFETY: the caller's contract.
+            unsafe { $begin_c(fh, buf, count.into(), datatype) }
+        }
+
+        #[doc = concat!("`", stringify!($begin_c), "`.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $begin_c(
+            fh: MPI_File,
+            buf: $buf,
+            count: MPI_Count,
+            datatype: MPI_Datatype,
+        ) -> c_int {
+            let call = stringify!($begin);
+            // SAFETY: the caller's contract.
+            let r = unsafe {
+                access(
+                    fh,
+                    buf as *mut u8,
+                    count,
+                    datatype,
+                    $place,
+                    $dir,
+                    true,
+                    call,
+                )
+            };
+            begun(fh, r, call)
+        }
+
+        #[doc = concat!("`", stringify!($end), "`: the status of the begin.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $end(fh: MPI_File, buf: $buf, status: *mut MPI_Status) -> c_int {
+            let _ = buf;
+            ended(fh, status, stringify!($end))
+        }
+    };
+}
+
+at_offset!(
+    MPI_File_read_at,
+    MPI_File_read_at_c,
+    *mut c_void,
+    Dir::Read,
+    false
+);
+at_offset!(
+    MPI_File_write_at,
+    MPI_File_write_at_c,
+    *const c_void,
+    Dir::Write,
+    false
+);
+at_offset!(
+    MPI_File_read_at_all,
+    MPI_File_read_at_all_c,
+    *mut c_void,
+    Dir::Read,
+    true
+);
+at_offset!(
+    MPI_File_write_at_all,
+    MPI_File_write_at_all_c,
+    *const c_void,
+    Dir::Write,
+    true
+);
+
+at_pointer!(
+    MPI_File_read,
+    MPI_File_read_c,
+    *mut c_void,
+    Place::Own,
+    Dir::Read,
+    false
+);
+at_pointer!(
+    MPI_File_write,
+    MPI_File_write_c,
+    *const c_void,
+    Place::Own,
+    Dir::Write,
+    false
+);
+at_pointer!(
+    MPI_File_read_all,
+    MPI_File_read_all_c,
+    *mut c_void,
+    Place::Own,
+    Dir::Read,
+    true
+);
+at_pointer!(
+    MPI_File_write_all,
+    MPI_File_write_all_c,
+    *const c_void,
+    Place::Own,
+    Dir::Write,
+    true
+);
+at_pointer!(
+    MPI_File_read_shared,
+    MPI_File_read_shared_c,
+    *mut c_void,
+    Place::Shared,
+    Dir::Read,
+    false
+);
+at_pointer!(
+    MPI_File_write_shared,
+    MPI_File_write_shared_c,
+    *const c_void,
+    Place::Shared,
+    Dir::Write,
+    false
+);
+at_pointer!(
+    MPI_File_read_ordered,
+    MPI_File_read_ordered_c,
+    *mut c_void,
+    Place::Ordered,
+    Dir::Read,
+    true
+);
+at_pointer!(
+    MPI_File_write_ordered,
+    MPI_File_write_ordered_c,
+    *const c_void,
+    Place::Ordered,
+    Dir::Write,
+    true
+);
+
+nonblocking_at!(
+    MPI_File_iread_at,
+    MPI_File_iread_at_c,
+    *mut c_void,
+    Dir::Read,
+    false
+);
+nonblocking_at!(
+    MPI_File_iwrite_at,
+    MPI_File_iwrite_at_c,
+    *const c_void,
+    Dir::Write,
+    false
+);
+nonblocking_at!(
+    MPI_File_iread_at_all,
+    MPI_File_iread_at_all_c,
+    *mut c_void,
+    Dir::Read,
+    true
+);
+nonblocking_at!(
+    MPI_File_iwrite_at_all,
+    MPI_File_iwrite_at_all_c,
+    *const c_void,
+    Dir::Write,
+    true
+);
+
+nonblocking!(
+    MPI_File_iread,
+    MPI_File_iread_c,
+    *mut c_void,
+    Place::Own,
+    Dir::Read,
+    false
+);
+nonblocking!(
+    MPI_File_iwrite,
+    MPI_File_iwrite_c,
+    *const c_void,
+    Place::Own,
+    Dir::Write,
+    false
+);
+nonblocking!(
+    MPI_File_iread_all,
+    MPI_File_iread_all_c,
+    *mut c_void,
+    Place::Own,
+    Dir::Read,
+    true
+);
+nonblocking!(
+    MPI_File_iwrite_all,
+    MPI_File_iwrite_all_c,
+    *const c_void,
+    Place::Own,
+    Dir::Write,
+    true
+);
+nonblocking!(
+    MPI_File_iread_shared,
+    MPI_File_iread_shared_c,
+    *mut c_void,
+    Place::Shared,
+    Dir::Read,
+    false
+);
+nonblocking!(
+    MPI_File_iwrite_shared,
+    MPI_File_iwrite_shared_c,
+    *const c_void,
+    Place::Shared,
+    Dir::Write,
+    false
+);
+
+split_at!(
+    MPI_File_read_at_all_begin,
+    MPI_File_read_at_all_begin_c,
+    MPI_File_read_at_all_end,
+    *mut c_void,
+    Dir::Read
+);
+split_at!(
+    MPI_File_write_at_all_begin,
+    MPI_File_write_at_all_begin_c,
+    MPI_File_write_at_all_end,
+    *const c_void,
+    Dir::Write
+);
+split!(
+    MPI_File_read_all_begin,
+    MPI_File_read_all_begin_c,
+    MPI_File_read_all_end,
+    *mut c_void,
+    Place::Own,
+    Dir::Read
+);
+split!(
+    MPI_File_write_all_begin,
+    MPI_File_write_all_begin_c,
+    MPI_File_write_all_end,
+    *const c_void,
+    Place::Own,
+    Dir::Write
+);
+split!(
+    MPI_File_read_ordered_begin,
+    MPI_File_read_ordered_begin_c,
+    MPI_File_read_ordered_end,
+    *mut c_void,
+    Place::Ordered,
+    Dir::Read
+);
+split!(
+    MPI_File_write_ordered_begin,
+    MPI_File_write_ordered_begin_c,
+    MPI_File_write_ordered_end,
+    *const c_void,
+    Place::Ordered,
+    Dir::Write
+);

@@ -1,0 +1,189 @@
+//! MPI-IO (`MPI_File_*`): the plain file an MPI-IO program expects, reached through each
+//! rank's view (`view.rs`: the mapping of its data onto the file's bytes).
+//!
+//! - `open.rs`: opening (collective; rank 0 creates), closing, deleting, sizes, sync,
+//!   atomicity, amode, group, info and error handlers.
+//! - `view.rs`: views; `io.rs`: the byte runs of an access read or written with
+//!   `preadv`/`pwritev`, many runs per call; `access.rs`: every read and write call
+//!   (explicit offsets, individual and shared pointers, collective, ordered,
+//!   non-blocking, split); `pointer.rs`: the shared file pointer, a word in shared
+//!   memory; `twophase.rs`: collective accesses of short runs through aggregators;
+//!   `position.rs`: views and pointers (`set_view`, `seek`, ...).
+//!
+//! Every access is done when its call returns (non-blocking ones give a complete
+//! request). Collective calls agree on their outcome, so that an error on one rank
+//! (a full disk) is an error on every rank.
+
+pub(crate) mod access;
+pub(crate) mod datarep;
+mod io;
+pub(crate) mod open;
+mod pointer;
+pub(crate) mod position;
+mod twophase;
+mod view;
+
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use spools::Communicator;
+
+use crate::abi::*;
+use crate::error::{code_of, MpiError, ERRHANDLERS};
+use crate::handles::{Kind, Table};
+use crate::init::rt;
+
+pub(crate) use view::View;
+
+/// An open file.
+pub(crate) struct FileObj {
+    pub(crate) file: std::fs::File,
+    pub(crate) path: std::path::PathBuf,
+    /// A private duplicate of the communicator the file was opened on.
+    pub(crate) comm: Communicator,
+    /// Job ranks of the file's group.
+    pub(crate) members: Vec<u32>,
+    pub(crate) amode: c_int,
+    pub(crate) view: Mutex<View>,
+    /// The individual file pointer, in etypes of the view.
+    pub(crate) pos: Mutex<u64>,
+    /// The shared file pointer (ranks of one host).
+    pub(crate) shared: Option<pointer::SharedPointer>,
+    pub(crate) atomic: AtomicBool,
+    pub(crate) info: Mutex<Vec<(String, String)>>,
+    pub(crate) errhandler: AtomicUsize,
+    /// The status a split collective's begin left for its end.
+    pub(crate) split: Mutex<Option<MPI_Status>>,
+}
+
+pub(crate) static FILES: Table<FileObj> = Table::new(Kind::File);
+
+/// The error handler of files not yet opened (`MPI_FILE_NULL`'s): `MPI_ERRORS_RETURN`
+/// unless the program sets another.
+pub(crate) static DEFAULT_HANDLER: AtomicUsize = AtomicUsize::new(MPI_ERRORS_RETURN);
+
+/// The file of handle `h`.
+///
+/// # Errors
+/// `MPI_ERR_FILE` for a handle that is not an open file.
+pub(crate) fn file(h: MPI_File, call: &'static str) -> Result<Arc<FileObj>, MpiError> {
+    rt(call)?;
+    FILES.get(h).ok_or(MpiError::Handle {
+        class: MPI_ERR_FILE,
+        what: "file",
+        handle: h,
+    })
+}
+
+/// Reports `e` on file `h` under its error handler (`MPI_FILE_NULL`'s for an invalid
+/// file or one not opened).
+pub(crate) fn raise_file(h: MPI_File, e: &MpiError) -> c_int {
+    let handler = match FILES.get(h) {
+        Some(f) => f.errhandler.load(Ordering::Relaxed),
+        None => DEFAULT_HANDLER.load(Ordering::Relaxed),
+    };
+    let mut code = code_of(e);
+    match handler {
+        MPI_ERRORS_RETURN => code,
+        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => crate::init::fatal(&e.to_string(), e.class()),
+        hd => match ERRHANDLERS.get(hd) {
+            Some(f) => {
+                let mut fh = h;
+                // SAFETY: a user handler of the standard's file type (`fn(MPI_File *,
+                // int *, ...)`, a handle like a communicator's); pointers to locals.
+                unsafe { f(&mut fh, &mut code) };
+                code
+            }
+            None => code,
+        },
+    }
+}
+
+/// The result of a call whose errors go to file `h`.
+pub(crate) fn on_file(h: MPI_File, r: Result<(), MpiError>) -> c_int {
+    match r {
+        Ok(()) => MPI_SUCCESS,
+        Err(e) => raise_file(h, &e),
+    }
+}
+
+impl FileObj {
+    /// The view in effect.
+    pub(crate) fn view(&self) -> View {
+        self.view
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Whether the file was opened for reading (`read`) or writing.
+    ///
+    /// # Errors
+    /// `MPI_ERR_READ_ONLY` for a write to a read-only file, `MPI_ERR_ACCESS` for a
+    /// read of a write-only one.
+    pub(crate) fn may(&self, read: bool, call: &'static str) -> Result<(), MpiError> {
+        if read && self.amode & MPI_MODE_WRONLY != 0 {
+            return Err(MpiError::invalid(
+                MPI_ERR_ACCESS,
+                format!("{call}: the file was opened write-only"),
+            ));
+        }
+        if !read && self.amode & MPI_MODE_RDONLY != 0 {
+            return Err(MpiError::invalid(
+                MPI_ERR_READ_ONLY,
+                format!("{call}: the file was opened read-only"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Every rank's outcome of a collective call: an error on any rank is an error on
+    /// every rank (this rank's own, or one naming the rank that failed).
+    ///
+    /// # Errors
+    /// This rank's error; else the first failing rank's, as `MPI_ERR_IO`.
+    pub(crate) fn agree<T>(
+        &self,
+        r: Result<T, MpiError>,
+        call: &'static str,
+    ) -> Result<T, MpiError> {
+        let mine = [u8::from(r.is_err())];
+        let all = self.comm.allgather_bytes(&mine)?;
+        match r {
+            Err(e) => Err(e),
+            Ok(v) => match all.iter().position(|b| b.first() == Some(&1)) {
+                Some(rank) => Err(MpiError::invalid(
+                    MPI_ERR_IO,
+                    format!(
+                        "{call}: rank {rank} of the file's group failed in this collective call"
+                    ),
+                )),
+                None => Ok(v),
+            },
+        }
+    }
+}
+
+/// The MPI error class of a failed file operation.
+pub(crate) fn io_class(e: &std::io::Error) -> c_int {
+    use std::io::ErrorKind as K;
+    match e.raw_os_error() {
+        Some(libc::ENOSPC) => return MPI_ERR_NO_SPACE,
+        Some(libc::EDQUOT) => return MPI_ERR_QUOTA,
+        Some(libc::EROFS) => return MPI_ERR_READ_ONLY,
+        Some(libc::ENAMETOOLONG) | Some(libc::ENOTDIR) => return MPI_ERR_BAD_FILE,
+        _ => {}
+    }
+    match e.kind() {
+        K::NotFound => MPI_ERR_NO_SUCH_FILE,
+        K::AlreadyExists => MPI_ERR_FILE_EXISTS,
+        K::PermissionDenied => MPI_ERR_ACCESS,
+        _ => MPI_ERR_IO,
+    }
+}
+
+/// An error of a failed file operation, naming the call and the file.
+pub(crate) fn io_error(call: &'static str, path: &std::path::Path, e: &std::io::Error) -> MpiError {
+    MpiError::invalid(io_class(e), format!("{call}: {}: {e}", path.display()))
+}

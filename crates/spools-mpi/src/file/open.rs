@@ -1,0 +1,510 @@
+//! Opening and closing files and what an open file carries: `MPI_File_open` (collective:
+//! rank 0 creates, then every rank opens), `close`, `delete`, `set_size`,
+//! `preallocate`, `get_size`, `sync`, atomicity, amode, group, info and error
+//! handlers.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use crate::abi::*;
+use crate::comm::{comm, out};
+use crate::error::{valid_errhandler, MpiError, ERRHANDLERS};
+use crate::file::pointer::SharedPointer;
+use crate::file::{file, io_error, on_file, raise_file, FileObj, View, DEFAULT_HANDLER, FILES};
+
+/// Checks an amode as MPI defines it.
+fn check_amode(amode: c_int, call: &'static str) -> Result<(), MpiError> {
+    let access = [MPI_MODE_RDONLY, MPI_MODE_WRONLY, MPI_MODE_RDWR]
+        .iter()
+        .filter(|&&m| amode & m != 0)
+        .count();
+    let bad =
+        |why: &str| MpiError::invalid(MPI_ERR_AMODE, format!("{call}: amode {amode:#x}: {why}"));
+    if access != 1 {
+        return Err(bad(
+            "exactly one of MPI_MODE_RDONLY, MPI_MODE_WRONLY and MPI_MODE_RDWR",
+        ));
+    }
+    if amode & MPI_MODE_RDONLY != 0 && amode & (MPI_MODE_CREATE | MPI_MODE_EXCL) != 0 {
+        return Err(bad("MPI_MODE_RDONLY with MPI_MODE_CREATE or MPI_MODE_EXCL"));
+    }
+    if amode & MPI_MODE_RDWR != 0 && amode & MPI_MODE_SEQUENTIAL != 0 {
+        return Err(bad("MPI_MODE_RDWR with MPI_MODE_SEQUENTIAL"));
+    }
+    Ok(())
+}
+
+/// The path of a file name (a `prefix:` of ROMIO's, such as `ufs:`, is dropped).
+fn path_of(name: *const c_char, call: &'static str) -> Result<std::path::PathBuf, MpiError> {
+    if name.is_null() {
+        return Err(MpiError::invalid(
+            MPI_ERR_BAD_FILE,
+            format!("{call}: NULL file name"),
+        ));
+    }
+    // SAFETY: a NUL-terminated string (the caller's contract).
+    let s = unsafe { CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned();
+    let s = match s.split_once(':') {
+        Some(("ufs" | "nfs" | "lustre" | "gpfs" | "pvfs2" | "posix" | "file", rest)) => {
+            rest.to_string()
+        }
+        _ => s,
+    };
+    if s.is_empty() {
+        return Err(MpiError::invalid(
+            MPI_ERR_BAD_FILE,
+            format!("{call}: empty file name"),
+        ));
+    }
+    Ok(s.into())
+}
+
+fn options(amode: c_int, create: bool) -> std::fs::OpenOptions {
+    let mut o = std::fs::OpenOptions::new();
+    o.read(amode & MPI_MODE_WRONLY == 0)
+        .write(amode & MPI_MODE_RDONLY == 0)
+        .mode(0o644);
+    if create {
+        if amode & MPI_MODE_EXCL != 0 {
+            o.create_new(true);
+        } else {
+            o.create(true);
+        }
+    }
+    o
+}
+
+/// `MPI_File_open` (collective).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_open(
+    comm_h: MPI_Comm,
+    filename: *const c_char,
+    amode: c_int,
+    info: MPI_Info,
+    fh: *mut MPI_File,
+) -> c_int {
+    let call = "MPI_File_open";
+    let r = (|| {
+        let rt = crate::init::rt(call)?;
+        let c = comm(comm_h, call)?;
+        if c.inter.is_some() {
+            return Err(MpiError::invalid(
+                MPI_ERR_COMM,
+                format!("{call}: an intercommunicator cannot open a file"),
+            ));
+        }
+        check_amode(amode, call)?;
+        let path = path_of(filename, call)?;
+        let info_entries = crate::info::entries(info)?;
+        let wc = c.comm.dup()?;
+        // Rank 0 creates (so that MPI_MODE_EXCL fails once, for everyone); the others
+        // open what it made.
+        let first = if wc.rank() == 0 {
+            options(amode, amode & MPI_MODE_CREATE != 0).open(&path)
+        } else {
+            Err(std::io::Error::other("not opened yet"))
+        };
+        let verdict = match &first {
+            Ok(_) => Vec::new(),
+            Err(e) if wc.rank() == 0 => format!("{}\0{}", super::io_class(e), e).into_bytes(),
+            Err(_) => Vec::new(),
+        };
+        let verdict = wc.bcast_bytes(0, &verdict)?;
+        if !verdict.is_empty() {
+            let s = String::from_utf8_lossy(&verdict);
+            let (class, msg) = s.split_once('\0').unwrap_or(("", &s));
+            return Err(MpiError::invalid(
+                class.parse().unwrap_or(MPI_ERR_IO),
+                format!("{call}: {}: {msg}", path.display()),
+            ));
+        }
+        let opened = match first {
+            Ok(f) => Ok(f),
+            Err(_) => options(amode, false).open(&path),
+        };
+        let f =
+            super::FileObj::agree_open(&wc, opened.map_err(|e| io_error(call, &path, &e)), call)?;
+        let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+        let start = if amode & MPI_MODE_APPEND != 0 {
+            size
+        } else {
+            0
+        };
+        let world = rt.world(call)?;
+        let shared = SharedPointer::new(&world, &wc, start, call)?;
+        let obj = FileObj {
+            file: f,
+            path,
+            comm: wc,
+            members: crate::group::members(&c)?,
+            amode,
+            view: Mutex::new(View::bytes()?),
+            pos: Mutex::new(start),
+            shared,
+            atomic: AtomicBool::new(false),
+            info: Mutex::new(info_entries),
+            errhandler: AtomicUsize::new(DEFAULT_HANDLER.load(Ordering::Relaxed)),
+            split: Mutex::new(None),
+        };
+        let h = FILES
+            .insert(obj)
+            .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many open files"))?;
+        // SAFETY: the caller's contract.
+        unsafe { out(fh, h, call) }
+    })();
+    on_file(MPI_FILE_NULL, r)
+}
+
+impl FileObj {
+    /// Every rank's outcome of opening: all have the file or all fail.
+    fn agree_open(
+        wc: &spools::Communicator,
+        r: Result<std::fs::File, MpiError>,
+        call: &'static str,
+    ) -> Result<std::fs::File, MpiError> {
+        let all = wc.allgather_bytes(&[u8::from(r.is_err())])?;
+        match r {
+            Err(e) => Err(e),
+            Ok(f) => match all.iter().position(|b| b.first() == Some(&1)) {
+                Some(rank) => Err(MpiError::invalid(
+                    MPI_ERR_IO,
+                    format!("{call}: rank {rank} could not open the file"),
+                )),
+                None => Ok(f),
+            },
+        }
+    }
+}
+
+/// `MPI_File_close` (collective): deletes the file when opened with
+/// `MPI_MODE_DELETE_ON_CLOSE`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_close(fh: *mut MPI_File) -> c_int {
+    let call = "MPI_File_close";
+    if fh.is_null() {
+        return on_file(
+            MPI_FILE_NULL,
+            Err(MpiError::invalid(
+                MPI_ERR_ARG,
+                format!("{call}: NULL file handle"),
+            )),
+        );
+    }
+    // SAFETY: non-NULL (the caller's contract).
+    let h = unsafe { *fh };
+    let r = (|| {
+        let f = file(h, call)?;
+        f.comm.barrier()?;
+        if f.amode & MPI_MODE_DELETE_ON_CLOSE != 0 && f.comm.rank() == 0 {
+            let _ = std::fs::remove_file(&f.path);
+        }
+        FILES.remove(h);
+        Ok(())
+    })();
+    let rc = on_file(h, r);
+    if rc == MPI_SUCCESS {
+        // SAFETY: as above.
+        unsafe { *fh = MPI_FILE_NULL };
+    }
+    rc
+}
+
+/// `MPI_File_delete`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_delete(filename: *const c_char, info: MPI_Info) -> c_int {
+    let call = "MPI_File_delete";
+    let r = (|| {
+        crate::init::rt(call)?;
+        crate::info::entries(info)?;
+        let path = path_of(filename, call)?;
+        std::fs::remove_file(&path).map_err(|e| io_error(call, &path, &e))
+    })();
+    on_file(MPI_FILE_NULL, r)
+}
+
+/// Checks that every rank passed the same size (collective: no rank changes the file
+/// before every rank has called, as ROMIO's check does too).
+///
+/// # Errors
+/// `MPI_ERR_ARG` naming the sizes when they differ.
+fn same_everywhere(f: &FileObj, n: u64, call: &'static str) -> Result<(), MpiError> {
+    let all = f.comm.allgather_bytes(&n.to_le_bytes())?;
+    if let Some(other) = all.iter().find(|b| b.as_slice() != n.to_le_bytes()) {
+        let o = u64::from_le_bytes(other.as_slice().try_into().unwrap_or_default());
+        return Err(MpiError::invalid(
+            MPI_ERR_ARG,
+            format!("{call}: the ranks passed different sizes ({n} here, {o} on another rank)"),
+        ));
+    }
+    Ok(())
+}
+
+/// `MPI_File_set_size` (collective): truncates or extends the file.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_set_size(fh: MPI_File, size: MPI_Offset) -> c_int {
+    let call = "MPI_File_set_size";
+    let r = (|| {
+        let f = file(fh, call)?;
+        f.may(false, call)?;
+        let n = u64::try_from(size).map_err(|_| {
+            MpiError::invalid(MPI_ERR_ARG, format!("{call}: size {size} is negative"))
+        })?;
+        same_everywhere(&f, n, call)?;
+        let mine = if f.comm.rank() == 0 {
+            f.file.set_len(n).map_err(|e| io_error(call, &f.path, &e))
+        } else {
+            Ok(())
+        };
+        f.agree(mine, call)
+    })();
+    on_file(fh, r)
+}
+
+/// `MPI_File_preallocate` (collective): makes sure `size` bytes are allocated (the file
+/// grows to `size` if shorter).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_preallocate(fh: MPI_File, size: MPI_Offset) -> c_int {
+    let call = "MPI_File_preallocate";
+    let r = (|| {
+        let f = file(fh, call)?;
+        f.may(false, call)?;
+        let n = u64::try_from(size).map_err(|_| {
+            MpiError::invalid(MPI_ERR_ARG, format!("{call}: size {size} is negative"))
+        })?;
+        same_everywhere(&f, n, call)?;
+        let mine = if f.comm.rank() == 0 && n > 0 {
+            // SAFETY: a valid descriptor; posix_fallocate only allocates.
+            let rc = unsafe { libc::posix_fallocate(f.file.as_raw_fd(), 0, n as libc::off_t) };
+            match rc {
+                0 => Ok(()),
+                // A file system without fallocate: extend the file instead.
+                libc::EOPNOTSUPP | libc::EINVAL => {
+                    let len = f.file.metadata().map(|m| m.len()).unwrap_or(0);
+                    if len < n {
+                        f.file.set_len(n).map_err(|e| io_error(call, &f.path, &e))
+                    } else {
+                        Ok(())
+                    }
+                }
+                e => Err(io_error(
+                    call,
+                    &f.path,
+                    &std::io::Error::from_raw_os_error(e),
+                )),
+            }
+        } else {
+            Ok(())
+        };
+        f.agree(mine, call)
+    })();
+    on_file(fh, r)
+}
+
+/// `MPI_File_get_size`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_get_size(fh: MPI_File, size: *mut MPI_Offset) -> c_int {
+    let call = "MPI_File_get_size";
+    let r = (|| {
+        let f = file(fh, call)?;
+        let n = f
+            .file
+            .metadata()
+            .map_err(|e| io_error(call, &f.path, &e))?
+            .len();
+        // SAFETY: the caller's contract.
+        unsafe { out(size, n as MPI_Offset, call) }
+    })();
+    on_file(fh, r)
+}
+
+/// `MPI_File_sync` (collective): the file's data reach the storage device.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_sync(fh: MPI_File) -> c_int {
+    let call = "MPI_File_sync";
+    let r = (|| {
+        let f = file(fh, call)?;
+        let mine = if f.amode & MPI_MODE_RDONLY != 0 {
+            Ok(())
+        } else {
+            f.file.sync_data().map_err(|e| io_error(call, &f.path, &e))
+        };
+        f.agree(mine, call)
+    })();
+    on_file(fh, r)
+}
+
+/// `MPI_File_set_atomicity` (collective).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_set_atomicity(fh: MPI_File, flag: c_int) -> c_int {
+    let call = "MPI_File_set_atomicity";
+    let r = (|| {
+        let f = file(fh, call)?;
+        f.atomic.store(flag != 0, Ordering::Relaxed);
+        f.agree(Ok(()), call)
+    })();
+    on_file(fh, r)
+}
+
+/// `MPI_File_get_atomicity`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_get_atomicity(fh: MPI_File, flag: *mut c_int) -> c_int {
+    let call = "MPI_File_get_atomicity";
+    let r = file(fh, call).and_then(|f| {
+        // SAFETY: the caller's contract.
+        unsafe { out(flag, c_int::from(f.atomic.load(Ordering::Relaxed)), call) }
+    });
+    on_file(fh, r)
+}
+
+/// `MPI_File_get_amode`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_get_amode(fh: MPI_File, amode: *mut c_int) -> c_int {
+    let call = "MPI_File_get_amode";
+    let r = file(fh, call).and_then(|f| {
+        // SAFETY: the caller's contract.
+        unsafe { out(amode, f.amode, call) }
+    });
+    on_file(fh, r)
+}
+
+/// `MPI_File_get_group`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_get_group(fh: MPI_File, group: *mut MPI_Group) -> c_int {
+    let call = "MPI_File_get_group";
+    let r = file(fh, call).and_then(|f| {
+        // SAFETY: the caller's contract.
+        unsafe { crate::group::give_group(f.members.clone(), group, call) }
+    });
+    on_file(fh, r)
+}
+
+/// `MPI_File_set_info` (collective): the hints are kept (and given back by
+/// `MPI_File_get_info`).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_int {
+    let call = "MPI_File_set_info";
+    let r = (|| {
+        let f = file(fh, call)?;
+        let mut e = crate::info::entries(info)?;
+        let mut cur = f.info.lock().unwrap_or_else(PoisonError::into_inner);
+        for (k, v) in e.drain(..) {
+            match cur.iter_mut().find(|(ck, _)| *ck == k) {
+                Some(slot) => slot.1 = v,
+                None => cur.push((k, v)),
+            }
+        }
+        Ok(())
+    })();
+    on_file(fh, r)
+}
+
+/// `MPI_File_get_info`: a new info object with the hints in effect.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_get_info(fh: MPI_File, info_used: *mut MPI_Info) -> c_int {
+    let call = "MPI_File_get_info";
+    let r = (|| {
+        let f = file(fh, call)?;
+        let e = f
+            .info
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        // SAFETY: the caller's contract.
+        unsafe { out(info_used, crate::info::make(e)?, call) }
+    })();
+    on_file(fh, r)
+}
+
+/// `MPI_File_create_errhandler`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_create_errhandler(
+    file_errhandler_fn: *const c_void,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    // A file handler is called as a communicator's is: a handle and a code by pointer.
+    // SAFETY: the caller's contract.
+    unsafe { crate::error::MPI_Comm_create_errhandler(file_errhandler_fn, errhandler) }
+}
+
+/// `MPI_File_set_errhandler`: on `MPI_FILE_NULL`, the handler of files opened later
+/// and of errors in opening.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_set_errhandler(
+    fh: MPI_File,
+    errhandler: MPI_Errhandler,
+) -> c_int {
+    let call = "MPI_File_set_errhandler";
+    let r = (|| {
+        crate::init::rt(call)?;
+        if !valid_errhandler(errhandler) {
+            return Err(MpiError::Handle {
+                class: MPI_ERR_ERRHANDLER,
+                what: "error handler",
+                handle: errhandler,
+            });
+        }
+        if fh == MPI_FILE_NULL {
+            DEFAULT_HANDLER.store(errhandler, Ordering::Relaxed);
+            return Ok(());
+        }
+        file(fh, call)?
+            .errhandler
+            .store(errhandler, Ordering::Relaxed);
+        Ok(())
+    })();
+    on_file(fh, r)
+}
+
+/// `MPI_File_get_errhandler`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_get_errhandler(
+    fh: MPI_File,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    let call = "MPI_File_get_errhandler";
+    let r = (|| {
+        crate::init::rt(call)?;
+        let h = if fh == MPI_FILE_NULL {
+            DEFAULT_HANDLER.load(Ordering::Relaxed)
+        } else {
+            file(fh, call)?.errhandler.load(Ordering::Relaxed)
+        };
+        // SAFETY: the caller's contract.
+        unsafe { out(errhandler, h, call) }
+    })();
+    on_file(fh, r)
+}
+
+/// `MPI_File_call_errhandler`: reports `errorcode` on the file as an error of a call.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_call_errhandler(fh: MPI_File, errorcode: c_int) -> c_int {
+    let call = "MPI_File_call_errhandler";
+    let handler = if fh == MPI_FILE_NULL {
+        DEFAULT_HANDLER.load(Ordering::Relaxed)
+    } else {
+        match file(fh, call) {
+            Ok(f) => f.errhandler.load(Ordering::Relaxed),
+            Err(e) => return raise_file(fh, &e),
+        }
+    };
+    match handler {
+        MPI_ERRORS_RETURN => MPI_SUCCESS,
+        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => {
+            crate::init::fatal(&format!("{call} with error code {errorcode}"), errorcode)
+        }
+        h => {
+            if let Some(f) = ERRHANDLERS.get(h) {
+                let (mut fh, mut code) = (fh, errorcode);
+                // SAFETY: a user function of the standard's errhandler type; pointers
+                // to locals that live for the call.
+                unsafe { f(&mut fh, &mut code) };
+            }
+            MPI_SUCCESS
+        }
+    }
+}
