@@ -342,6 +342,13 @@ pub(crate) fn bytes_of(n: usize, t: &TypeObj, call: &'static str) -> Result<usiz
 /// # Safety
 /// `buf` holds `count` elements of `t`.
 pub(crate) unsafe fn pack(buf: *const u8, count: usize, t: &TypeObj) -> Vec<u8> {
+    if t.contiguous() {
+        if count * t.size == 0 {
+            return Vec::new();
+        }
+        // SAFETY: the caller's contract: `count * size` contiguous bytes at `buf`.
+        return unsafe { std::slice::from_raw_parts(buf, count * t.size) }.to_vec();
+    }
     let mut v = Vec::with_capacity(count * t.size);
     for i in 0..count {
         let base = i as isize * t.extent;
@@ -359,6 +366,11 @@ pub(crate) unsafe fn pack(buf: *const u8, count: usize, t: &TypeObj) -> Vec<u8> 
 /// # Safety
 /// `buf` holds as many elements of `t` as `data` has bytes for.
 pub(crate) unsafe fn unpack(data: &[u8], buf: *mut u8, t: &TypeObj) {
+    if t.contiguous() {
+        // SAFETY: the caller's contract: `buf` holds as many bytes as `data` fills.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf, data.len()) };
+        return;
+    }
     let mut at = 0usize;
     let mut i = 0isize;
     while at < data.len() {

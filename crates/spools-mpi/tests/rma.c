@@ -462,6 +462,41 @@ static void errors(int range) {
   free_win(&win, "errors");
 }
 
+/* MAXLOC and MINLOC accumulate on MPI_DOUBLE_INT, a pair type whose size (12) is not its
+ * extent (16): the global maximum with its location, and the minimum fetched back. */
+static void maxloc(void) {
+  struct { double v; int i; } *mem, mine, got;
+  MPI_Win win;
+  OK(MPI_Win_allocate(2 * sizeof(*mem), sizeof(*mem), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+  OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
+  mem[0].v = -1.0; mem[0].i = -1;
+  mem[1].v = 1e9; mem[1].i = -1;
+  OK(MPI_Win_unlock(rank, win));
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  mine.v = 1.5 * ((rank * 7) % size); /* a permutation of 0..size-1, scaled */
+  mine.i = rank;
+  OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+  OK(MPI_Accumulate(&mine, 1, MPI_DOUBLE_INT, 0, 0, 1, MPI_DOUBLE_INT, MPI_MAXLOC, win));
+  OK(MPI_Fetch_and_op(&mine, &got, MPI_DOUBLE_INT, 0, 1, MPI_MINLOC, win));
+  OK(MPI_Win_unlock(0, win));
+  CHECK(got.v >= 0.0 || got.i == -1, "MINLOC fetched %g at %d", got.v, got.i);
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  if (rank == 0) {
+    int top = 0, low = 0;
+    for (int r = 0; r < size; r++) {
+      if ((r * 7) % size > (top * 7) % size) top = r;
+      if ((r * 7) % size < (low * 7) % size) low = r;
+    }
+    OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+    CHECK(mem[0].v == 1.5 * ((top * 7) % size) && mem[0].i == top, "MAXLOC gave %g at %d, want %g at %d",
+          mem[0].v, mem[0].i, 1.5 * ((top * 7) % size), top);
+    CHECK(mem[1].v == 1.5 * ((low * 7) % size) && mem[1].i == low, "MINLOC gave %g at %d, want %g at %d",
+          mem[1].v, mem[1].i, 1.5 * ((low * 7) % size), low);
+    OK(MPI_Win_unlock(0, win));
+  }
+  free_win(&win, "maxloc");
+}
+
 int main(int argc, char **argv) {
   OK(MPI_Init(&argc, &argv));
   OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
@@ -474,6 +509,7 @@ int main(int argc, char **argv) {
   requests();
   pscw();
   shared();
+  maxloc();
   errors(argc > 1 && strcmp(argv[1], "range") == 0);
   OK(MPI_Barrier(MPI_COMM_WORLD));
   if (rank == 0) printf("ok rma %d ranks\n", size);

@@ -5,11 +5,11 @@
 //! and `_c` forms. One function, [`access`], does them all.
 
 use std::ffi::{c_int, c_void};
-use std::sync::{Arc, MutexGuard, PoisonError};
+use std::sync::{Arc, PoisonError};
 
 use crate::abi::*;
 use crate::comm::out;
-use crate::datatype::{committed, count as ccount, pack, unpack, TypeObj};
+use crate::datatype::{bytes_of, committed, count as ccount, pack, unpack, TypeObj};
 use crate::error::MpiError;
 use crate::file::position::shared_of;
 use crate::file::twophase::{self, Part};
@@ -63,7 +63,8 @@ pub(crate) unsafe fn access(
         // SAFETY: the caller's contract.
         return unsafe { perform(&f, buf, prep?, None, call) };
     }
-    let summary = prep.as_ref().ok().map(|p| Part::of(&p.runs, p.etypes));
+    let cb = twophase::cb_hint(&f, dir == Dir::Write);
+    let summary = prep.as_ref().ok().map(|p| Part::of(&p.runs, p.etypes, cb));
     let parts = twophase::decide(&f, summary, call);
     let r = match (prep, parts) {
         (Ok(mut p), Ok(parts)) => {
@@ -81,7 +82,7 @@ pub(crate) unsafe fn access(
 }
 
 /// An access checked and placed, before any byte moves.
-struct Prep<'f> {
+struct Prep {
     t: Arc<TypeObj>,
     n: usize,
     bytes: usize,
@@ -92,24 +93,25 @@ struct Prep<'f> {
     start: u64,
     etypes: u64,
     runs: Vec<FileRun>,
-    /// The individual pointer, held for the whole access (it moves by what moved).
-    own: Option<MutexGuard<'f, u64>>,
+    /// Whether the access moves the individual pointer (by what moved, once done; the
+    /// pointer is not held across the access, which may wait for the group).
+    own: bool,
 }
 
 /// Checks an access and places it (the shared pointer moves here for `*_shared`;
 /// `*_ordered` is placed by [`Prep::order`]).
-fn prepare<'f>(
-    f: &'f FileObj,
+fn prepare(
+    f: &FileObj,
     count: MPI_Count,
     dt: MPI_Datatype,
     place: Place,
     dir: Dir,
     call: &'static str,
-) -> Result<Prep<'f>, MpiError> {
+) -> Result<Prep, MpiError> {
     f.may(dir == Dir::Read, call)?;
     let t = committed(dt, call)?;
     let n = ccount(count, call)?;
-    let bytes = n * t.size;
+    let bytes = bytes_of(n, &t, call)?;
     let view = f.view();
     let es = view.etype.size as u64;
     if bytes as u64 % es != 0 {
@@ -126,15 +128,12 @@ fn prepare<'f>(
             format!("{call}: a file opened with MPI_MODE_SEQUENTIAL is accessed through the shared pointer only"),
         ));
     }
-    let own = match place {
-        Place::Own => Some(f.pos.lock().unwrap_or_else(PoisonError::into_inner)),
-        _ => None,
-    };
+    let own = matches!(place, Place::Own);
     let start = match place {
         Place::At(off) => u64::try_from(off).map_err(|_| {
             MpiError::invalid(MPI_ERR_ARG, format!("{call}: offset {off} is negative"))
         })?,
-        Place::Own => own.as_deref().copied().unwrap_or(0),
+        Place::Own => *f.pos.lock().unwrap_or_else(PoisonError::into_inner),
         Place::Shared => shared_of(f, call)?.fetch_add(etypes),
         Place::Ordered => {
             shared_of(f, call)?;
@@ -160,7 +159,7 @@ fn prepare<'f>(
     })
 }
 
-impl Prep<'_> {
+impl Prep {
     /// Places an ordered access: after the ranks before it, from the shared pointer,
     /// which moves past the whole group's data.
     fn order(&mut self, f: &FileObj, parts: &[Part], call: &'static str) -> Result<(), MpiError> {
@@ -185,13 +184,12 @@ impl Prep<'_> {
 unsafe fn perform(
     f: &FileObj,
     buf: *mut u8,
-    mut p: Prep<'_>,
+    p: Prep,
     parts: Option<&[Part]>,
     call: &'static str,
 ) -> Result<MPI_Status, MpiError> {
     let phased = parts.filter(|ps| {
-        !matches!(p.place, Place::Ordered | Place::Shared)
-            && twophase::two_phase(f, ps, p.dir == Dir::Write)
+        !matches!(p.place, Place::Ordered | Place::Shared) && twophase::two_phase(f, ps)
     });
     let bytes = p.bytes;
     let moved = match p.dir {
@@ -238,8 +236,8 @@ unsafe fn perform(
         }
     };
     let es = p.view.etype.size as u64;
-    if let Some(pos) = p.own.as_deref_mut() {
-        *pos = p.start + moved as u64 / es;
+    if p.own {
+        *f.pos.lock().unwrap_or_else(PoisonError::into_inner) = p.start + moved as u64 / es;
     }
     Ok(status_with(MPI_ANY_SOURCE, MPI_ANY_TAG, moved, false))
 }

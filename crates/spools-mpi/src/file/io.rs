@@ -22,10 +22,18 @@ impl<'a> Flock<'a> {
         } else {
             libc::LOCK_SH
         };
-        // SAFETY: a valid descriptor of an open file; flock only takes a lock. A
-        // failure (EINTR) leaves the access unlocked, as in non-atomic mode.
-        let rc = unsafe { libc::flock(f.file.as_raw_fd(), op) };
-        Flock((rc == 0).then_some(&f.file))
+        loop {
+            // SAFETY: a valid descriptor of an open file; flock only takes a lock.
+            let rc = unsafe { libc::flock(f.file.as_raw_fd(), op) };
+            if rc == 0 {
+                return Flock(Some(&f.file));
+            }
+            // Interrupted: take it again. Any other failure (a file system without
+            // locks) leaves the access unlocked, as in non-atomic mode.
+            if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                return Flock(None);
+            }
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 //! - `open.rs`: opening (collective; rank 0 creates), closing, deleting, sizes, sync,
 //!   atomicity, amode, group, info and error handlers.
 //! - `view.rs`: views; `io.rs`: the byte runs of an access read or written with
-//!   `preadv`/`pwritev`, many runs per call; `access.rs`: every read and write call
+//!   positioned I/O, one call per run; `access.rs`: every read and write call
 //!   (explicit offsets, individual and shared pointers, collective, ordered,
 //!   non-blocking, split); `pointer.rs`: the shared file pointer, a word in shared
 //!   memory; `twophase.rs`: collective accesses of short runs through aggregators;
@@ -138,30 +138,39 @@ impl FileObj {
         Ok(())
     }
 
-    /// Every rank's outcome of a collective call: an error on any rank is an error on
-    /// every rank (this rank's own, or one naming the rank that failed).
+    /// Every rank's outcome of a collective call: [`agree_on`] the file's group.
     ///
     /// # Errors
-    /// This rank's error; else the first failing rank's, as `MPI_ERR_IO`.
+    /// As [`agree_on`].
     pub(crate) fn agree<T>(
         &self,
         r: Result<T, MpiError>,
         call: &'static str,
     ) -> Result<T, MpiError> {
-        let mine = [u8::from(r.is_err())];
-        let all = self.comm.allgather_bytes(&mine)?;
-        match r {
-            Err(e) => Err(e),
-            Ok(v) => match all.iter().position(|b| b.first() == Some(&1)) {
-                Some(rank) => Err(MpiError::invalid(
-                    MPI_ERR_IO,
-                    format!(
-                        "{call}: rank {rank} of the file's group failed in this collective call"
-                    ),
-                )),
-                None => Ok(v),
-            },
-        }
+        agree_on(&self.comm, r, call)
+    }
+}
+
+/// Every rank's outcome of a collective step on `comm`: an error on any rank is an error
+/// on every rank (this rank's own, or one naming the rank that failed).
+///
+/// # Errors
+/// This rank's error; else the first failing rank's, as `MPI_ERR_IO`.
+pub(crate) fn agree_on<T>(
+    comm: &Communicator,
+    r: Result<T, MpiError>,
+    call: &'static str,
+) -> Result<T, MpiError> {
+    let all = comm.allgather_bytes(&[u8::from(r.is_err())])?;
+    match r {
+        Err(e) => Err(e),
+        Ok(v) => match all.iter().position(|b| b.first() == Some(&1)) {
+            Some(rank) => Err(MpiError::invalid(
+                MPI_ERR_IO,
+                format!("{call}: rank {rank} of the file's group failed in this collective call"),
+            )),
+            None => Ok(v),
+        },
     }
 }
 

@@ -136,7 +136,8 @@ pub unsafe extern "C" fn MPI_File_open(
             0
         };
         let world = rt.world(call)?;
-        let shared = SharedPointer::new(&world, &wc, start, call)?;
+        // Every rank has the pointer, or all fail (the next collective would hang).
+        let shared = super::agree_on(&wc, SharedPointer::new(&world, &wc, start, call), call)?;
         let obj = FileObj {
             file: f,
             path,
@@ -232,16 +233,17 @@ pub unsafe extern "C" fn MPI_File_delete(filename: *const c_char, info: MPI_Info
 ///
 /// # Errors
 /// `MPI_ERR_ARG` naming the sizes when they differ.
-fn same_everywhere(f: &FileObj, n: u64, call: &'static str) -> Result<(), MpiError> {
-    let all = f.comm.allgather_bytes(&n.to_le_bytes())?;
-    if let Some(other) = all.iter().find(|b| b.as_slice() != n.to_le_bytes()) {
-        let o = u64::from_le_bytes(other.as_slice().try_into().unwrap_or_default());
+fn same_everywhere(f: &FileObj, size: MPI_Offset, call: &'static str) -> Result<u64, MpiError> {
+    let all = f.comm.allgather_bytes(&size.to_le_bytes())?;
+    if let Some(other) = all.iter().find(|b| b.as_slice() != size.to_le_bytes()) {
+        let o = i64::from_le_bytes(other.as_slice().try_into().unwrap_or_default());
         return Err(MpiError::invalid(
             MPI_ERR_ARG,
-            format!("{call}: the ranks passed different sizes ({n} here, {o} on another rank)"),
+            format!("{call}: the ranks passed different sizes ({size} here, {o} on another rank)"),
         ));
     }
-    Ok(())
+    u64::try_from(size)
+        .map_err(|_| MpiError::invalid(MPI_ERR_ARG, format!("{call}: size {size} is negative")))
 }
 
 /// `MPI_File_set_size` (collective): truncates or extends the file.
@@ -250,11 +252,10 @@ pub unsafe extern "C" fn MPI_File_set_size(fh: MPI_File, size: MPI_Offset) -> c_
     let call = "MPI_File_set_size";
     let r = (|| {
         let f = file(fh, call)?;
+        // Checked after every rank called (the same size everywhere), so that no rank
+        // leaves while the others wait.
+        let n = same_everywhere(&f, size, call)?;
         f.may(false, call)?;
-        let n = u64::try_from(size).map_err(|_| {
-            MpiError::invalid(MPI_ERR_ARG, format!("{call}: size {size} is negative"))
-        })?;
-        same_everywhere(&f, n, call)?;
         let mine = if f.comm.rank() == 0 {
             f.file.set_len(n).map_err(|e| io_error(call, &f.path, &e))
         } else {
@@ -272,11 +273,10 @@ pub unsafe extern "C" fn MPI_File_preallocate(fh: MPI_File, size: MPI_Offset) ->
     let call = "MPI_File_preallocate";
     let r = (|| {
         let f = file(fh, call)?;
+        // Checked after every rank called (the same size everywhere), so that no rank
+        // leaves while the others wait.
+        let n = same_everywhere(&f, size, call)?;
         f.may(false, call)?;
-        let n = u64::try_from(size).map_err(|_| {
-            MpiError::invalid(MPI_ERR_ARG, format!("{call}: size {size} is negative"))
-        })?;
-        same_everywhere(&f, n, call)?;
         let mine = if f.comm.rank() == 0 && n > 0 {
             // SAFETY: a valid descriptor; posix_fallocate only allocates.
             let rc = unsafe { libc::posix_fallocate(f.file.as_raw_fd(), 0, n as libc::off_t) };

@@ -38,18 +38,27 @@ impl SharedPointer {
                 format!("{call}: the shared file pointer: {e}"),
             )
         };
-        let own = if comm.rank() == 0 {
-            let mut b = world.alloc::<u8>(8).map_err(nomem)?;
-            b.copy_from_slice(&start.to_ne_bytes());
-            Some(b)
+        // Rank 0 takes part in the broadcast whatever happens: an empty name (no shared
+        // memory) makes every rank fail alike.
+        let (own, failed) = if comm.rank() == 0 {
+            match world.alloc::<u8>(8) {
+                Ok(mut b) => {
+                    b.copy_from_slice(&start.to_ne_bytes());
+                    (Some(b), None)
+                }
+                Err(e) => (None, Some(nomem(e))),
+            }
         } else {
-            None
+            (None, None)
         };
         let name = own
             .as_ref()
             .map(|b| b.heap_ref().to_bytes().to_vec())
             .unwrap_or_default();
         let name = comm.bcast_bytes(0, &name)?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
         let at = HeapRef::from_bytes(&name).map_err(|_| {
             MpiError::invalid(
                 MPI_ERR_INTERN,

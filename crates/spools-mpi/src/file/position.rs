@@ -24,7 +24,6 @@ pub unsafe extern "C" fn MPI_File_set_view(
     let call = "MPI_File_set_view";
     let r = (|| {
         let f = file(fh, call)?;
-        crate::info::entries(info)?;
         let rep = if datarep.is_null() {
             "native".to_string()
         } else {
@@ -34,6 +33,7 @@ pub unsafe extern "C" fn MPI_File_set_view(
                 .into_owned()
         };
         let mine = (|| {
+            crate::info::entries(info)?;
             match rep.as_str() {
                 "native" | "internal" => {}
                 "external32" => {

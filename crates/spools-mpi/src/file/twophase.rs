@@ -32,11 +32,14 @@ pub(crate) struct Part {
     pub(crate) hi: u64,
     /// For `*_ordered`: its etypes.
     pub(crate) etypes: u64,
+    /// Its `romio_cb_*` hint for this access: 0 none, 1 enable, 2 disable (rank 0's
+    /// decides for the group, so that hints differing between ranks cannot split it).
+    pub(crate) cb: u64,
 }
 
 impl Part {
     /// The summary of `runs`.
-    pub(crate) fn of(runs: &[FileRun], etypes: u64) -> Part {
+    pub(crate) fn of(runs: &[FileRun], etypes: u64, cb: u64) -> Part {
         let bytes = runs.iter().map(|r| r.1 as u64).sum();
         let lo = runs.iter().map(|r| r.0).min().unwrap_or(0);
         let hi = runs.iter().map(|r| r.0 + r.1 as u64).max().unwrap_or(0);
@@ -46,19 +49,27 @@ impl Part {
             lo,
             hi,
             etypes,
+            cb,
         }
     }
 
     fn encode(&self) -> Vec<u8> {
         let mut v = vec![0u8];
-        for x in [self.runs, self.bytes, self.lo, self.hi, self.etypes] {
+        for x in [
+            self.runs,
+            self.bytes,
+            self.lo,
+            self.hi,
+            self.etypes,
+            self.cb,
+        ] {
             v.extend_from_slice(&x.to_le_bytes());
         }
         v
     }
 
     fn decode(b: &[u8]) -> Option<Part> {
-        if b.len() != 41 || b[0] != 0 {
+        if b.len() != 49 || b[0] != 0 {
             return None;
         }
         let at =
@@ -69,6 +80,7 @@ impl Part {
             lo: at(2),
             hi: at(3),
             etypes: at(4),
+            cb: at(5),
         })
     }
 }
@@ -102,16 +114,30 @@ pub(crate) fn decide(
         .collect()
 }
 
-/// Whether the group's access goes in two phases.
-pub(crate) fn two_phase(f: &FileObj, parts: &[Part], write: bool) -> bool {
+/// This rank's `romio_cb_write` (or `romio_cb_read`) hint, for [`Part::cb`].
+pub(crate) fn cb_hint(f: &FileObj, write: bool) -> u64 {
     let key = if write {
         "romio_cb_write"
     } else {
         "romio_cb_read"
     };
     match hint(f, key).as_deref() {
-        Some("enable") => return parts.iter().any(|p| p.bytes > 0),
-        Some("disable") => return false,
+        Some("enable") => 1,
+        Some("disable") => 2,
+        _ => 0,
+    }
+}
+
+/// Whether the group's access goes in two phases (the same answer on every rank: it
+/// reads only what every rank said). Never in atomic mode, where each rank's access
+/// must land whole (an aggregator's domains would interleave overlapping accesses).
+pub(crate) fn two_phase(f: &FileObj, parts: &[Part]) -> bool {
+    if f.atomic.load(std::sync::atomic::Ordering::Relaxed) {
+        return false;
+    }
+    match parts.first().map(|p| p.cb) {
+        Some(1) => return parts.iter().any(|p| p.bytes > 0),
+        Some(2) => return false,
         _ => {}
     }
     let runs: u64 = parts.iter().map(|p| p.runs).sum();
@@ -349,10 +375,19 @@ pub(crate) fn read(
         })
         .collect();
     let segs = segments(&mut pieces);
+    // A read that fails is answered as empty, so that every rank still takes part in the
+    // replies' exchange; the error is this rank's outcome, which the group then agrees on.
+    let mut failed: Option<MpiError> = None;
     let mut held: Vec<(u64, Vec<u8>, usize)> = Vec::with_capacity(segs.len());
     for (so, sl) in segs {
         let mut buf = vec![0u8; sl];
-        let got = io::read(f, &[(so, sl)], &mut buf, call)?;
+        let got = match io::read(f, &[(so, sl)], &mut buf, call) {
+            Ok(n) => n,
+            Err(e) => {
+                failed.get_or_insert(e);
+                0
+            }
+        };
         held.push((so, buf, got));
     }
     // Replies: per piece asked, its valid length, then the bytes.
@@ -369,6 +404,9 @@ pub(crate) fn read(
         }
     }
     let answers = exchange(f, replies)?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
     // Place the pieces; the count stops at the first short one (in data order).
     let mut short = usize::MAX;
     for (a, b) in answers.iter().enumerate() {
@@ -445,9 +483,11 @@ mod tests {
             lo: 4,
             hi: 40,
             etypes: 3,
+            cb: 2,
         };
         assert_eq!(Part::decode(&p.encode()), Some(p));
         assert_eq!(Part::decode(&[1]), None);
-        assert_eq!(Part::decode(&[0; 40]), None);
+        assert_eq!(Part::decode(&[0; 48]), None);
+        assert_eq!(Part::decode(&[0; 41]), None);
     }
 }

@@ -71,6 +71,11 @@ impl View {
             }
             end = off + len as isize;
         }
+        if end > filetype.extent {
+            return Err(bad(
+                "the filetype's data reach past its extent (its copies would overlap)",
+            ));
+        }
         Ok(View {
             disp,
             etype,

@@ -139,19 +139,38 @@ fn make(
             )
         })
     };
-    let mut own = vec![heap(CTL_BYTES)?];
-    let ctl_ref = own[0].heap_ref();
+    // From here every rank takes part in every collective step whatever fails locally
+    // (no shared memory, a segment that cannot be mapped): a failure is carried to the
+    // verdict at the end, which every rank reaches, so that all fail or none.
+    let mut fail: Option<MpiError> = None;
+    let mut own = Vec::new();
+    let ctl_ref = match heap(CTL_BYTES) {
+        Ok(b) => {
+            let r = b.heap_ref();
+            own.push(b);
+            Some(r)
+        }
+        Err(e) => {
+            fail.get_or_insert(e);
+            None
+        }
+    };
     // This rank's memory, and the segment it lies in (the allocating flavours).
     let (mut base, mem_ref): (usize, Option<HeapRef>) = match memory {
         Memory::Program(p) => (p, None),
         Memory::Dynamic => (0, None),
-        Memory::Own => {
-            let mut b = heap(len)?;
-            let p = b.as_mut_ptr() as usize;
-            let r = b.heap_ref();
-            own.push(b);
-            (p, Some(r))
-        }
+        Memory::Own => match heap(len) {
+            Ok(mut b) => {
+                let p = b.as_mut_ptr() as usize;
+                let r = b.heap_ref();
+                own.push(b);
+                (p, Some(r))
+            }
+            Err(e) => {
+                fail.get_or_insert(e);
+                (0, None)
+            }
+        },
         Memory::Group => {
             let sizes = wc.allgather_bytes(&(len as u64).to_le_bytes())?;
             let mut offs = Vec::with_capacity(sizes.len() + 1);
@@ -161,53 +180,88 @@ fn make(
                 total += u64::from_le_bytes(s.as_slice().try_into().unwrap_or_default());
             }
             offs.push(total);
+            // Rank 0 sends an empty name when it has no segment: every rank then fails.
             let first = if wc.rank() == 0 {
-                let b = heap(total as usize)?;
-                let r = b.heap_ref();
-                own.push(b);
-                r.to_bytes().to_vec()
+                match heap(total as usize) {
+                    Ok(b) => {
+                        let r = b.heap_ref();
+                        own.push(b);
+                        r.to_bytes().to_vec()
+                    }
+                    Err(e) => {
+                        fail.get_or_insert(e);
+                        Vec::new()
+                    }
+                }
             } else {
                 Vec::new()
             };
             let r = wc.bcast_bytes(0, &first)?;
-            let seg = HeapRef::from_bytes(&r).map_err(|_| {
-                MpiError::invalid(
-                    MPI_ERR_INTERN,
-                    format!("{call}: rank 0's segment name is malformed"),
-                )
-            })?;
-            let mine = HeapRef {
-                name: seg.name,
-                offset: seg.offset + offs[wc.rank() as usize],
-            };
-            // The address is the mapping's, known once the targets are mapped.
-            (0, Some(mine))
+            match HeapRef::from_bytes(&r) {
+                Ok(seg) => {
+                    let mine = HeapRef {
+                        name: seg.name,
+                        offset: seg.offset + offs[wc.rank() as usize],
+                    };
+                    // The address is the mapping's, known once the targets are mapped.
+                    (0, Some(mine))
+                }
+                Err(_) => {
+                    fail.get_or_insert_with(|| {
+                        MpiError::invalid(
+                            MPI_ERR_NO_MEM,
+                            format!("{call}: rank 0 could not allocate the shared segment"),
+                        )
+                    });
+                    (0, None)
+                }
+            }
         }
     };
-    let me = Part {
-        pid: std::process::id() as i32,
-        base: base as u64,
-        len: len as u64,
-        disp_unit: unit as u64,
-        ctl: ctl_ref,
-        mem: mem_ref,
+    // A rank that failed sends nothing to describe: the others then fail too.
+    let me = match (ctl_ref, &fail) {
+        (Some(ctl), None) => Part {
+            pid: std::process::id() as i32,
+            base: base as u64,
+            len: len as u64,
+            disp_unit: unit as u64,
+            ctl,
+            mem: mem_ref,
+        }
+        .encode(),
+        _ => Vec::new(),
     };
-    let parts = wc
-        .allgather_bytes(&me.encode())?
-        .iter()
-        .map(|b| Part::decode(b))
-        .collect::<Result<Vec<_>, _>>()?;
+    let described = wc.allgather_bytes(&me)?;
     let dynamic = matches!(memory, Memory::Dynamic);
-    let mut targets = Vec::with_capacity(parts.len());
+    let mut targets = Vec::with_capacity(described.len());
     let mut cma_ok = true;
-    for (r, p) in parts.iter().enumerate() {
+    for (r, b) in described.iter().enumerate() {
+        if fail.is_some() {
+            break;
+        }
+        let p = match Part::decode(b) {
+            Ok(p) => p,
+            Err(_) => {
+                fail = Some(MpiError::invalid(
+                    MPI_ERR_WIN,
+                    format!("{call}: rank {r} could not make its part of the window"),
+                ));
+                break;
+            }
+        };
         let mapped_err = |e: spools::HeapError| {
             MpiError::invalid(
                 MPI_ERR_WIN,
                 format!("{call}: cannot map rank {r}'s part of the window: {e}"),
             )
         };
-        let ctl = world.map_shared(&p.ctl, CTL_BYTES).map_err(mapped_err)?;
+        let ctl = match world.map_shared(&p.ctl, CTL_BYTES) {
+            Ok(c) => c,
+            Err(e) => {
+                fail = Some(mapped_err(e));
+                break;
+            }
+        };
         let plen = p.len as usize;
         let group = matches!(memory, Memory::Group);
         // This rank's own part is its own memory, at the address the program was
@@ -215,7 +269,13 @@ fn make(
         let mem = if r == wc.rank() as usize && !group {
             Mem::Local(if dynamic { 0 } else { base })
         } else if let Some(m) = &p.mem {
-            Mem::Mapped(world.map_shared(m, plen).map_err(mapped_err)?)
+            match world.map_shared(m, plen) {
+                Ok(b) => Mem::Mapped(b),
+                Err(e) => {
+                    fail = Some(mapped_err(e));
+                    break;
+                }
+            }
         } else {
             if plen > 0 && !cma_allowed(p.pid, p.base as usize) {
                 cma_ok = false;
@@ -239,16 +299,30 @@ fn make(
             base: tbase,
         });
     }
-    if matches!(memory, Memory::Group) {
-        base = targets[wc.rank() as usize].base;
+    // The verdict: 0 fine, 1 this rank failed, 2 cross-memory attach refused.
+    let verdict = match (&fail, cma_ok) {
+        (Some(_), _) => 1u8,
+        (None, false) => 2,
+        (None, true) => 0,
+    };
+    let verdicts = wc.allgather_bytes(&[verdict])?;
+    if let Some(e) = fail {
+        return Err(e);
     }
-    // Every rank learns whether any rank was refused cross-memory attach.
-    let verdicts = wc.allgather_bytes(&[u8::from(cma_ok)])?;
-    if verdicts.iter().any(|v| v.first() != Some(&1)) {
+    if let Some(r) = verdicts.iter().position(|v| v.first() == Some(&1)) {
+        return Err(MpiError::invalid(
+            MPI_ERR_WIN,
+            format!("{call}: rank {r} could not make its part of the window"),
+        ));
+    }
+    if verdicts.iter().any(|v| v.first() == Some(&2)) {
         return Err(MpiError::invalid(
             MPI_ERR_WIN,
             format!("{call}: the kernel refuses cross-memory attach between the ranks (a ptrace policy), which windows on the program's memory need; MPI_Win_allocate works without it"),
         ));
+    }
+    if matches!(memory, Memory::Group) {
+        base = targets[wc.rank() as usize].base;
     }
     let flavor = match memory {
         Memory::Program(_) => MPI_WIN_FLAVOR_CREATE,
@@ -547,16 +621,27 @@ pub unsafe extern "C" fn MPI_Win_free(win_h: *mut MPI_Win) -> c_int {
     let h = unsafe { *win_h };
     let r = (|| {
         let w = win(h, call)?;
-        {
+        let open = {
             let e = w.epoch();
-            if !e.locks.is_empty() || e.access.is_some() || e.exposure.is_some() {
-                return Err(MpiError::invalid(
-                    MPI_ERR_RMA_SYNC,
-                    format!("{call}: an epoch is still open on the window (unlock, complete or wait first)"),
-                ));
-            }
+            !e.locks.is_empty() || e.access.is_some() || e.exposure.is_some()
+        };
+        // Every rank says whether it may free (the step doubles as the barrier that keeps
+        // the memory until every rank is done with it): all free, or none.
+        let all = w.comm.allgather_bytes(&[u8::from(open)])?;
+        if open {
+            return Err(MpiError::invalid(
+                MPI_ERR_RMA_SYNC,
+                format!(
+                    "{call}: an epoch is still open on the window (unlock, complete or wait first)"
+                ),
+            ));
         }
-        w.comm.barrier()?;
+        if let Some(r) = all.iter().position(|b| b.first() == Some(&1)) {
+            return Err(MpiError::invalid(
+                MPI_ERR_RMA_SYNC,
+                format!("{call}: rank {r} still has an epoch open on the window"),
+            ));
+        }
         crate::attr::delete_all(h, &w.attrs)?;
         WINS.remove(h);
         Ok(())

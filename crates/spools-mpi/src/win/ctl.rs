@@ -109,7 +109,9 @@ impl Ctl {
     /// Whether `[addr, addr + len)` lies within one attached region.
     pub(crate) fn covers(&self, addr: u64, len: u64) -> bool {
         self.regions.iter().any(|r| {
-            let (a, l) = (r[0].load(Ordering::Relaxed), r[1].load(Ordering::Acquire));
+            // The length first (acquire): the address stored before it is then seen.
+            let l = r[1].load(Ordering::Acquire);
+            let a = r[0].load(Ordering::Relaxed);
             l != 0 && addr >= a && addr.checked_add(len).is_some_and(|e| e <= a + l)
         })
     }

@@ -30,10 +30,14 @@ fn side(
     dt: MPI_Datatype,
     call: &'static str,
 ) -> Result<Side, MpiError> {
+    let t = committed(dt, call)?;
+    let count = ccount(count, call)?;
+    // The byte count must fit (a huge `_c` count is an error, not an overflow).
+    crate::datatype::bytes_of(count, &t, call)?;
     Ok(Side {
         addr: addr.cast(),
-        count: ccount(count, call)?,
-        t: committed(dt, call)?,
+        count,
+        t,
     })
 }
 
@@ -65,7 +69,7 @@ fn at<'w>(
     let t = w.target(rank, call)?;
     let tt = committed(dt, call)?;
     let n = ccount(count, call)?;
-    let bytes = n * tt.size;
+    let bytes = crate::datatype::bytes_of(n, &tt, call)?;
     if bytes != origin_bytes {
         return Err(MpiError::invalid(
             MPI_ERR_TYPE,
@@ -178,10 +182,10 @@ fn combiner(
             // The arithmetic is the target type's basic element's: a derived target
             // type is many of one predefined type.
             let r = Reducer::new(op, dt, t, n)?;
-            if !r.packed() && !t.contiguous() {
+            if !r.packed() && t.blocks.iter().any(|b| b.0 < 0) {
                 return Err(MpiError::invalid(
                     MPI_ERR_TYPE,
-                    format!("{call}: MINLOC and MAXLOC accumulate into contiguous target types only"),
+                    format!("{call}: the target datatype has bytes before its start"),
                 ));
             }
             Ok(Some(Some(r)))
@@ -211,7 +215,7 @@ unsafe fn accumulate(
 ) -> Result<(), MpiError> {
     let tt = committed(tdt, call)?;
     let n = ccount(tc, call)?;
-    let bytes = n * tt.size;
+    let bytes = crate::datatype::bytes_of(n, &tt, call)?;
     // Nothing to combine in no element (MPI's own tests accumulate zero bytes with SUM).
     let how = if bytes == 0 {
         None
@@ -266,11 +270,34 @@ unsafe fn accumulate(
             None => Ok(()),
             Some(None) => a.t.write(&a.runs, &input, call),
             Some(Some(red)) => {
-                red.apply(&input, &mut cur);
+                combine(red, &tt, n, &input, &mut cur);
                 a.t.write(&a.runs, &cur, call)
             }
         }
     })
+}
+
+/// `cur = input op cur` on `n` packed elements of `t`. Reducers of packed elements
+/// apply as they are; the others (MINLOC and MAXLOC on the pair types, whose size is not
+/// their extent) work on elements laid out at the extent's stride, as in a buffer.
+fn combine(red: &Reducer, t: &TypeObj, n: usize, input: &[u8], cur: &mut [u8]) {
+    if red.packed() || t.contiguous() {
+        red.apply(input, cur);
+        return;
+    }
+    let span = n * t.extent.max(0) as usize;
+    let (mut a, mut b) = (vec![0u8; span], vec![0u8; span]);
+    // SAFETY: `a` and `b` hold `n` elements of `t` laid out from offset 0 (no block of
+    // `t` lies before its start: checked in `combiner`); `input` and `cur` are `n`
+    // packed elements.
+    unsafe {
+        unpack(input, a.as_mut_ptr(), t);
+        unpack(cur, b.as_mut_ptr(), t);
+    }
+    red.apply(&a, &mut b);
+    // SAFETY: as above.
+    let packed = unsafe { pack(b.as_ptr(), n, t) };
+    cur.copy_from_slice(&packed);
 }
 
 /// A request that is complete (the operation is done when it is made).

@@ -271,6 +271,20 @@ pub(crate) fn runs_of(
     t: &crate::datatype::TypeObj,
     call: &'static str,
 ) -> Result<Vec<Run>, MpiError> {
+    if t.contiguous() {
+        // One run, whatever the count (a window of bytes moves as one copy).
+        let len = count * t.size;
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let at = usize::try_from(start).map_err(|_| {
+            MpiError::invalid(
+                MPI_ERR_RMA_RANGE,
+                format!("{call}: displacement {start} lies before the window"),
+            )
+        })?;
+        return Ok(vec![(at, len)]);
+    }
     let mut runs: Vec<Run> = Vec::with_capacity(count * t.blocks.len().max(1));
     for i in 0..count {
         let el = start + i as isize * t.extent;
