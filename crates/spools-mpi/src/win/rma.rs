@@ -237,10 +237,16 @@ unsafe fn accumulate(
                     ),
                 ));
             }
-            // SAFETY: the caller's contract.
-            unsafe { data(o) }
+            if o.t.contiguous() {
+                // SAFETY: the caller's contract: `bytes` contiguous bytes at the origin,
+                // which MPI forbids the program to change during the call.
+                std::borrow::Cow::Borrowed(unsafe { std::slice::from_raw_parts(o.addr, bytes) })
+            } else {
+                // SAFETY: the caller's contract.
+                std::borrow::Cow::Owned(unsafe { data(o) })
+            }
         }
-        _ => Vec::new(),
+        _ => std::borrow::Cow::Borrowed(&[][..]),
     };
     if let Some(r) = result {
         if r.bytes() != bytes {
@@ -258,23 +264,54 @@ unsafe fn accumulate(
     }
     w.with_acc(a.t, || {
         let need_old = result.is_some() || matches!(how, Some(Some(_)));
-        let mut cur = vec![0u8; if need_old { bytes } else { 0 }];
+        // The target's bytes, in a buffer kept from call to call (a fresh one of
+        // megabytes is page faults on every call).
+        let mut cur = SCRATCH.with(|c| std::mem::take(&mut *c.borrow_mut()));
+        cur.clear();
+        cur.resize(if need_old { bytes } else { 0 }, 0);
+        let r = accumulate_at(&a, result, &how, &tt, n, &input, &mut cur, call);
+        SCRATCH.with(|c| *c.borrow_mut() = cur);
+        r
+    })
+}
+
+thread_local! {
+    /// The target's bytes of this thread's last accumulate (reused).
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The body of an accumulate, under the target's accumulate lock: reads the target's
+/// bytes into `cur` (when a result or a combination needs them), hands them to
+/// `result`, combines and writes back.
+#[allow(clippy::too_many_arguments)]
+fn accumulate_at(
+    a: &At<'_>,
+    result: Option<&Side>,
+    how: &Option<Option<Reducer>>,
+    tt: &TypeObj,
+    n: usize,
+    input: &[u8],
+    cur: &mut [u8],
+    call: &'static str,
+) -> Result<(), MpiError> {
+    {
+        let need_old = !cur.is_empty();
         if need_old {
-            a.t.read(&a.runs, &mut cur, call)?;
+            a.t.read(&a.runs, cur, call)?;
         }
         if let Some(r) = result {
             // SAFETY: the caller's contract.
-            unsafe { unpack(&cur, r.addr.cast_mut(), &r.t) };
+            unsafe { unpack(cur, r.addr.cast_mut(), &r.t) };
         }
-        match &how {
+        match how {
             None => Ok(()),
-            Some(None) => a.t.write(&a.runs, &input, call),
+            Some(None) => a.t.write(&a.runs, input, call),
             Some(Some(red)) => {
-                combine(red, &tt, n, &input, &mut cur);
-                a.t.write(&a.runs, &cur, call)
+                combine(red, tt, n, input, cur);
+                a.t.write(&a.runs, cur, call)
             }
         }
-    })
+    }
 }
 
 /// `cur = input op cur` on `n` packed elements of `t`. Reducers of packed elements
