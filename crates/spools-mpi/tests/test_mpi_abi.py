@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HERE, REPO, mpicc_abi, run_job
+from conftest import HERE, REPO, mpicc_abi, run_job, spools_bin
 
 
 @pytest.mark.parametrize("n", [2, 3])
@@ -121,6 +121,27 @@ def test_the_readmes_mpi_io_example_writes_with_4_ranks_and_reads_with_3(spools_
     job = spools_run(3, exe, "read", str(data))
     assert job.code == 0, job
     assert job.out.count("all as written") == 3 and "0 wrong values" in job.out, job
+
+
+def test_the_checksum_hint_writes_a_sidecar_that_spools_fsck_verifies(build, spools_run, tmp_path):
+    data = tmp_path / "s.dat"
+    job = spools_run(3, build("io_sums"), str(data), "sums")
+    assert job.out.splitlines() == ["ok io_sums sums 3 ranks"], job
+    assert (tmp_path / "s.dat.spools-sums").is_file()
+    fsck = subprocess.run([spools_bin(), "fsck", str(data)], capture_output=True, text=True, timeout=60)
+    assert fsck.returncode == 0 and "all checksums and parity good" in fsck.stdout, fsck
+    # One byte changed in the second MiB: fsck names that block.
+    with open(data, "r+b") as f:
+        f.seek(2_000_000)
+        b = f.read(1)
+        f.seek(2_000_000)
+        f.write(bytes([b[0] ^ 0xFF]))
+    fsck = subprocess.run([spools_bin(), "fsck", str(data)], capture_output=True, text=True, timeout=60)
+    assert fsck.returncode != 0 and "offset 1048576: checksum mismatch" in fsck.stdout, fsck
+    # Written again without the hint: the stale sidecar is gone.
+    job = spools_run(2, build("io_sums"), str(data), "plain")
+    assert job.out.splitlines() == ["ok io_sums plain 2 ranks"], job
+    assert not (tmp_path / "s.dat.spools-sums").exists()
 
 
 def test_an_unsupported_function_is_fatal_by_default_and_named(build, tmp_path, spools_run):

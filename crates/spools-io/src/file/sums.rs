@@ -420,6 +420,71 @@ pub(crate) fn commit(path: &Path, sums: Option<&Sums>) -> Result<(), FileError> 
     }
 }
 
+/// Writes the checksum sidecar of the whole plain file `path` as it is now (collective:
+/// every rank of `comm` sums its share of the blocks, reading them from the file, and
+/// rank 0 commits the sidecar). For files written by other means than Spools' own
+/// writers, which sum what they write as they go: MPI-IO's `spools_checksums` hint.
+/// `spools fsck` and verified reads then check the file against it.
+///
+/// ```
+/// let world = spools::init()?;
+/// let dir = std::env::temp_dir().join(format!("sums-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("data.bin");
+/// std::fs::write(&path, vec![7u8; 3_000_000])?;
+/// spools_io::file::write_sidecar(world.communicator(), &path)?;
+/// let sums = spools_io::file::Sums::read(&path)?.expect("a sidecar");
+/// assert_eq!((sums.bytes, sums.blocks()), (3_000_000, 3));
+/// std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// [`FileError::Io`] when the file cannot be read or the sidecar written (a rank that
+/// cannot read its blocks makes rank 0's sidecar fail to cover the file, with
+/// [`SumsDefect::Disagree`]); messaging failures.
+pub fn write_sidecar(comm: &Communicator, path: &Path) -> Result<(), FileError> {
+    use std::os::unix::fs::FileExt;
+    // Rank 0's length is the file's, for every rank.
+    let len = if comm.rank() == 0 {
+        std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+    } else {
+        0
+    };
+    let len = comm.bcast_bytes(0, &len.to_le_bytes())?;
+    let len = u64::from_le_bytes(len.as_slice().try_into().unwrap_or_default());
+    let blocks = len.div_ceil(SUMS_BLOCK);
+    let (p, r) = (u64::from(comm.size()), u64::from(comm.rank()));
+    let mine = (r * blocks / p)..((r + 1) * blocks / p);
+    let read = || -> Result<Pieces, FileError> {
+        let f = File::open(path).map_err(|e| FileError::io("open for checksums", path, e))?;
+        let mut pieces = Pieces::new(true);
+        let mut buf = vec![0u8; SUMS_BLOCK as usize];
+        for b in mine.clone() {
+            let at = b * SUMS_BLOCK;
+            let n = (len - at).min(SUMS_BLOCK) as usize;
+            f.read_exact_at(&mut buf[..n], at)
+                .map_err(|e| FileError::io("read for checksums", path, e))?;
+            pieces.add(at, &buf[..n]);
+        }
+        Ok(pieces)
+    };
+    // A rank that cannot read still takes part in the gather (with checksums off, which
+    // rank 0 reports as a disagreement), then reports its own error.
+    let (pieces, failed) = match read() {
+        Ok(p) => (p, None),
+        Err(e) => (Pieces::new(false), Some(e)),
+    };
+    let all = gather(comm, &pieces)?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if comm.rank() == 0 {
+        commit(path, sidecar(path, &all, 0, len)?.as_ref())?;
+    }
+    Ok(())
+}
+
 /// Removes the sidecar of the data file `path`, if there is one; says whether there was.
 ///
 /// # Errors

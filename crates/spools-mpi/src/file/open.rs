@@ -105,7 +105,13 @@ pub unsafe extern "C" fn MPI_File_open(
         // Rank 0 creates (so that MPI_MODE_EXCL fails once, for everyone); the others
         // open what it made.
         let first = if wc.rank() == 0 {
-            options(amode, amode & MPI_MODE_CREATE != 0).open(&path)
+            let f = options(amode, amode & MPI_MODE_CREATE != 0).open(&path);
+            // The data are about to change: an old checksum sidecar would be stale (a
+            // new one is written at close with the `spools_checksums` hint).
+            if f.is_ok() && amode & MPI_MODE_RDONLY == 0 {
+                let _ = std::fs::remove_file(spools_io::file::sidecar_path(&path));
+            }
+            f
         } else {
             Err(std::io::Error::other("not opened yet"))
         };
@@ -200,6 +206,19 @@ pub unsafe extern "C" fn MPI_File_close(fh: *mut MPI_File) -> c_int {
     let h = unsafe { *fh };
     let r = (|| {
         let f = file(h, call)?;
+        // Rank 0's hint decides for the group (hints may differ between ranks).
+        let sums = f.amode & MPI_MODE_RDONLY == 0 && f.amode & MPI_MODE_DELETE_ON_CLOSE == 0 && {
+            let mine = u8::from(
+                super::twophase::hint(&f, "spools_checksums").as_deref() == Some("crc32c"),
+            );
+            f.comm.bcast_bytes(0, &[mine])?.first() == Some(&1)
+        };
+        if sums {
+            let r = spools_io::file::write_sidecar(&f.comm, &f.path).map_err(|e| {
+                MpiError::invalid(MPI_ERR_IO, format!("{call}: the checksum sidecar: {e}"))
+            });
+            f.agree(r, call)?;
+        }
         f.comm.barrier()?;
         if f.amode & MPI_MODE_DELETE_ON_CLOSE != 0 && f.comm.rank() == 0 {
             let _ = std::fs::remove_file(&f.path);

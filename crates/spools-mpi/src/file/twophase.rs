@@ -145,7 +145,8 @@ pub(crate) fn two_phase(f: &FileObj, parts: &[Part]) -> bool {
     runs > 0 && bytes / runs < DIRECT_MIN_RUN && parts.len() > 1
 }
 
-fn hint(f: &FileObj, key: &str) -> Option<String> {
+/// The value of hint `key` on this rank.
+pub(crate) fn hint(f: &FileObj, key: &str) -> Option<String> {
     f.info
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
