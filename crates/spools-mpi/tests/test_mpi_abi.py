@@ -71,6 +71,18 @@ def test_one_sided_windows_of_every_flavour_with_races_pscw_and_shared_stores(bu
     assert job.out.splitlines() == ["ok rma %d ranks" % n], job
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_one_sided_windows_by_memory_messages_as_between_hosts(build, spools_run, n):
+    # SPOOLS_MPI_WIN_MESSAGES=1: every access to another rank is a memory message served
+    # by the target's progress engine, as between hosts (shared windows stay shared).
+    job = spools_run(n, build("rma"), "range", env={"SPOOLS_MPI_WIN_MESSAGES": "1"})
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok rma %d ranks" % n], job
+    job = spools_run(3, build("rma_killed"), timeout=60, env={"SPOOLS_MPI_WIN_MESSAGES": "1"})
+    assert job.code != 0 and "FAIL" not in job.out, job
+    assert "rank 1" in job.err and "SIGKILL" in job.err, job
+
+
 def test_a_target_killed_holding_window_locks_ends_the_job(build, spools_run):
     job = spools_run(3, build("rma_killed"), timeout=60)
     assert job.code != 0 and "FAIL" not in job.out, job

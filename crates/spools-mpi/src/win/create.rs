@@ -18,7 +18,7 @@ use crate::comm::{comm, out};
 use crate::error::{on_comm, MpiError};
 use crate::win::ctl::CTL_BYTES;
 use crate::win::target::{cma_allowed, Mem, Target};
-use crate::win::{on_win, win, Epoch, WinObj, WINS};
+use crate::win::{on_win, remote, win, Epoch, WinObj, WINS};
 
 /// What one rank tells the others about its part of a window.
 struct Part {
@@ -29,9 +29,11 @@ struct Part {
     ctl: HeapRef,
     /// Its memory's segment and the offset of its window in it.
     mem: Option<HeapRef>,
+    /// The window's id in its process, for memory messages (`remote.rs`).
+    id: u64,
 }
 
-const PART_BYTES: usize = 4 + 8 * 3 + HeapRef::WIRE_BYTES + 1 + HeapRef::WIRE_BYTES;
+const PART_BYTES: usize = 4 + 8 * 3 + HeapRef::WIRE_BYTES + 1 + HeapRef::WIRE_BYTES + 8;
 
 impl Part {
     fn encode(&self) -> Vec<u8> {
@@ -48,6 +50,7 @@ impl Part {
             }
             None => v.extend_from_slice(&[0; 1 + HeapRef::WIRE_BYTES]),
         }
+        v.extend_from_slice(&self.id.to_le_bytes());
         v
     }
 
@@ -65,8 +68,9 @@ impl Part {
         let h = 4 + 24;
         let ctl = HeapRef::from_bytes(&b[h..h + HeapRef::WIRE_BYTES]).map_err(|_| bad())?;
         let m = h + HeapRef::WIRE_BYTES;
+        let id_at = m + 1 + HeapRef::WIRE_BYTES;
         let mem = if b[m] == 1 {
-            Some(HeapRef::from_bytes(&b[m + 1..]).map_err(|_| bad())?)
+            Some(HeapRef::from_bytes(&b[m + 1..id_at]).map_err(|_| bad())?)
         } else {
             None
         };
@@ -77,6 +81,7 @@ impl Part {
             disp_unit: u64_at(20),
             ctl,
             mem,
+            id: u64_at(id_at),
         })
     }
 }
@@ -123,11 +128,18 @@ fn make(
         })?;
     let info_entries = crate::info::entries(info)?;
     let comm = &c.comm;
-    if let Some(r) = (0..comm.size()).find(|&r| !comm.same_host(r)) {
-        return Err(MpiError::invalid(
-            MPI_ERR_UNSUPPORTED_OPERATION,
-            format!("{call}: rank {r} of the communicator runs on another host; windows within one host are built, memory messages between hosts are not yet"),
-        ));
+    // Peers on other hosts are reached by memory messages (`remote.rs`); a shared window
+    // is shared memory, so its ranks must share a host.
+    let elsewhere: Vec<bool> = (0..comm.size())
+        .map(|r| !comm.same_host(r) || (remote::forced() && r != comm.rank()))
+        .collect();
+    if matches!(memory, Memory::Group) {
+        if let Some(r) = (0..comm.size()).find(|&r| !comm.same_host(r)) {
+            return Err(MpiError::invalid(
+                MPI_ERR_RMA_SHARED,
+                format!("{call}: rank {r} of the communicator runs on another host: a shared window needs one host"),
+            ));
+        }
     }
     let world = rt.world(call)?;
     let wc = comm.dup()?;
@@ -219,6 +231,8 @@ fn make(
         }
     };
     // A rank that failed sends nothing to describe: the others then fail too.
+    let members = crate::group::members(&c)?;
+    let id = remote::new_id();
     let me = match (ctl_ref, &fail) {
         (Some(ctl), None) => Part {
             pid: std::process::id() as i32,
@@ -227,6 +241,7 @@ fn make(
             disp_unit: unit as u64,
             ctl,
             mem: mem_ref,
+            id,
         }
         .encode(),
         _ => Vec::new(),
@@ -249,6 +264,23 @@ fn make(
                 break;
             }
         };
+        let plen = p.len as usize;
+        let group = matches!(memory, Memory::Group);
+        if elsewhere[r] && !group {
+            targets.push(Target {
+                mem: Mem::Remote {
+                    comm: rt.world_comm.comm.clone(),
+                    rank: members[r],
+                    id: p.id,
+                },
+                len: plen,
+                disp_unit: p.disp_unit as usize,
+                dynamic,
+                ctl: None,
+                base: 0,
+            });
+            continue;
+        }
         let mapped_err = |e: spools::HeapError| {
             MpiError::invalid(
                 MPI_ERR_WIN,
@@ -262,8 +294,6 @@ fn make(
                 break;
             }
         };
-        let plen = p.len as usize;
-        let group = matches!(memory, Memory::Group);
         // This rank's own part is its own memory, at the address the program was
         // given, except in the group's segment, whose parts all lie in one mapping.
         let mem = if r == wc.rank() as usize && !group {
@@ -288,41 +318,23 @@ fn make(
         let tbase = match &mem {
             Mem::Local(b) => *b,
             Mem::Mapped(b) => b.as_mut_ptr() as usize,
-            Mem::Cma { .. } => 0,
+            Mem::Cma { .. } | Mem::Remote { .. } => 0,
         };
         targets.push(Target {
             mem,
             len: plen,
             disp_unit: p.disp_unit as usize,
             dynamic,
-            ctl,
+            ctl: Some(ctl),
             base: tbase,
         });
     }
-    // The verdict: 0 fine, 1 this rank failed, 2 cross-memory attach refused.
-    let verdict = match (&fail, cma_ok) {
-        (Some(_), _) => 1u8,
-        (None, false) => 2,
-        (None, true) => 0,
-    };
-    let verdicts = wc.allgather_bytes(&[verdict])?;
-    if let Some(e) = fail {
-        return Err(e);
-    }
-    if let Some(r) = verdicts.iter().position(|v| v.first() == Some(&1)) {
-        return Err(MpiError::invalid(
-            MPI_ERR_WIN,
-            format!("{call}: rank {r} could not make its part of the window"),
-        ));
-    }
-    if verdicts.iter().any(|v| v.first() == Some(&2)) {
-        return Err(MpiError::invalid(
-            MPI_ERR_WIN,
-            format!("{call}: the kernel refuses cross-memory attach between the ranks (a ptrace policy), which windows on the program's memory need; MPI_Win_allocate works without it"),
-        ));
-    }
-    if matches!(memory, Memory::Group) {
-        base = targets[wc.rank() as usize].base;
+    // Peers may send memory messages once the verdict below is in: the function that
+    // serves them is registered, and this window can be found by its id, before it.
+    if fail.is_none() {
+        if let Err(e) = remote::register(&rt.world_comm.comm) {
+            fail = Some(e);
+        }
     }
     let flavor = match memory {
         Memory::Program(_) => MPI_WIN_FLAVOR_CREATE,
@@ -330,28 +342,81 @@ fn make(
         Memory::Group => MPI_WIN_FLAVOR_SHARED,
         Memory::Dynamic => MPI_WIN_FLAVOR_DYNAMIC,
     };
-    let members = crate::group::members(&c)?;
-    let obj = WinObj {
-        comm: wc,
-        world,
-        members,
-        targets,
-        flavor,
-        size_attr: len as MPI_Aint,
-        disp_attr: c_int::try_from(unit).unwrap_or(c_int::MAX),
-        flavor_attr: flavor,
-        model_attr: MPI_WIN_UNIFIED,
-        base,
-        errhandler: AtomicUsize::new(MPI_ERRORS_ARE_FATAL),
-        name: Mutex::new(String::new()),
-        info: Mutex::new(info_entries),
-        attrs: crate::attr::Attrs::default(),
-        epoch: Mutex::new(Epoch::default()),
-        _own: own,
+    if matches!(memory, Memory::Group) && fail.is_none() {
+        base = targets[wc.rank() as usize].base;
+    }
+    let handle = if fail.is_none() && cma_ok {
+        let obj = WinObj {
+            comm: wc.clone(),
+            world,
+            members,
+            targets,
+            flavor,
+            size_attr: len as MPI_Aint,
+            disp_attr: c_int::try_from(unit).unwrap_or(c_int::MAX),
+            flavor_attr: flavor,
+            model_attr: MPI_WIN_UNIFIED,
+            base,
+            errhandler: AtomicUsize::new(MPI_ERRORS_ARE_FATAL),
+            name: Mutex::new(String::new()),
+            info: Mutex::new(info_entries),
+            attrs: crate::attr::Attrs::default(),
+            epoch: Mutex::new(Epoch::default()),
+            _own: own,
+            id,
+        };
+        match WINS.insert(obj) {
+            Some(h) => {
+                remote::publish(id, h);
+                Some(h)
+            }
+            None => {
+                fail = Some(MpiError::invalid(MPI_ERR_NO_MEM, "too many windows"));
+                None
+            }
+        }
+    } else {
+        None
     };
-    let h = WINS
-        .insert(obj)
-        .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many windows"))?;
+    let undo = || {
+        if let Some(h) = handle {
+            remote::forget(id);
+            WINS.remove(h);
+        }
+    };
+    // The verdict: 0 fine, 1 this rank failed, 2 cross-memory attach refused.
+    let verdict = match (&fail, cma_ok) {
+        (Some(_), _) => 1u8,
+        (None, false) => 2,
+        (None, true) => 0,
+    };
+    let verdicts = match wc.allgather_bytes(&[verdict]) {
+        Ok(v) => v,
+        Err(e) => {
+            undo();
+            return Err(e.into());
+        }
+    };
+    if let Some(e) = fail {
+        undo();
+        return Err(e);
+    }
+    if let Some(r) = verdicts.iter().position(|v| v.first() == Some(&1)) {
+        undo();
+        return Err(MpiError::invalid(
+            MPI_ERR_WIN,
+            format!("{call}: rank {r} could not make its part of the window"),
+        ));
+    }
+    if verdicts.iter().any(|v| v.first() == Some(&2)) {
+        undo();
+        return Err(MpiError::invalid(
+            MPI_ERR_WIN,
+            format!("{call}: the kernel refuses cross-memory attach between the ranks (a ptrace policy), which windows on the program's memory need; MPI_Win_allocate works without it"),
+        ));
+    }
+    let h = handle
+        .ok_or_else(|| MpiError::invalid(MPI_ERR_INTERN, format!("{call}: no window made")))?;
     Ok((h, base))
 }
 
@@ -509,7 +574,9 @@ pub unsafe extern "C" fn MPI_Win_attach(
             return Ok(());
         }
         let t = &w.targets[w.comm.rank() as usize];
-        let attached = w.with_acc(t, || Ok(t.ctl().attach(base as u64, len)))?;
+        let attached = w.with_acc(t, || {
+            Ok(t.ctl().is_some_and(|c| c.attach(base as u64, len)))
+        })?;
         if !attached {
             return Err(MpiError::invalid(
                 MPI_ERR_RMA_ATTACH,
@@ -537,7 +604,7 @@ pub unsafe extern "C" fn MPI_Win_detach(win_h: MPI_Win, base: *const c_void) -> 
             ));
         }
         let t = &w.targets[w.comm.rank() as usize];
-        if !w.with_acc(t, || Ok(t.ctl().detach(base as u64)))? {
+        if !w.with_acc(t, || Ok(t.ctl().is_some_and(|c| c.detach(base as u64))))? {
             return Err(MpiError::invalid(
                 MPI_ERR_RMA_ATTACH,
                 format!("{call}: no region is attached at {base:p}"),
@@ -592,7 +659,7 @@ pub unsafe extern "C" fn MPI_Win_shared_query_c(
             Some(w.target(rank, call)?)
         };
         let (len, unit, addr) = match t {
-            Some(t) if shared => (t.len, t.disp_unit, t.base),
+            Some(t) if shared && !t.remote() => (t.len, t.disp_unit, t.base),
             Some(t) => (0, t.disp_unit, 0),
             None => (0, 1, 0),
         };
@@ -643,6 +710,7 @@ pub unsafe extern "C" fn MPI_Win_free(win_h: *mut MPI_Win) -> c_int {
             ));
         }
         crate::attr::delete_all(h, &w.attrs)?;
+        remote::forget(w.id);
         WINS.remove(h);
         Ok(())
     })();

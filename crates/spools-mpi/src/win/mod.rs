@@ -1,7 +1,7 @@
-//! One-sided communication (`MPI_Win_*`, `MPI_Put`, `MPI_Get`, accumulates): windows
-//! whose every access is one copy by the origin into or out of the target's memory,
-//! with nothing asked of the target (GRIM's and StarT-X's memory messages, within a
-//! host):
+//! One-sided communication (`MPI_Win_*`, `MPI_Put`, `MPI_Get`, accumulates). Within a
+//! host every access is one copy by the origin into or out of the target's memory, with
+//! nothing asked of the target; between hosts it is a memory message (GRIM's and
+//! StarT-X's):
 //!
 //! - `create.rs`: the four flavours. `MPI_Win_allocate` and `MPI_Win_allocate_shared`
 //!   take the shared heap (peers map the segments); `MPI_Win_create` and
@@ -12,12 +12,16 @@
 //! - `rma.rs`: the communication calls; `sync.rs`: fence, lock, flush, PSCW;
 //!   `props.rs`: attributes, names, info, error handlers, groups.
 //!
-//! Windows whose ranks span hosts are refused by name (memory messages between hosts
-//! are to come: ARCHITECTURE.md, "Not built yet").
+//! - `remote.rs`: targets on another host, reached by memory messages (RPCs the
+//!   target's progress engine serves).
+//!
+//! Shared windows (`MPI_Win_allocate_shared`) need one host and are refused across
+//! hosts by name.
 
 pub(crate) mod create;
 mod ctl;
 pub(crate) mod props;
+mod remote;
 pub(crate) mod rma;
 pub(crate) mod sync;
 mod target;
@@ -64,6 +68,8 @@ pub(crate) struct WinObj {
     /// What this rank allocated for the window (freed with it): its memory and its
     /// control block.
     pub(crate) _own: Vec<SharedBuf<u8>>,
+    /// Its id for memory messages (`remote.rs`).
+    pub(crate) id: u64,
 }
 
 /// The epochs this rank has open on a window.
@@ -95,11 +101,21 @@ pub(crate) static WINS: Table<WinObj> = Table::new(Kind::Win);
 /// `MPI_ERR_WIN` for a handle that is not a live window.
 pub(crate) fn win(h: MPI_Win, call: &'static str) -> Result<Arc<WinObj>, MpiError> {
     rt(call)?;
-    WINS.get(h).ok_or(MpiError::Handle {
+    let w = WINS.get(h).ok_or(MpiError::Handle {
         class: MPI_ERR_WIN,
         what: "window",
         handle: h,
-    })
+    })?;
+    // With targets reached by messages, every window call serves the messages that
+    // came: a rank spinning on a window (a compare-and-swap lock) must not starve the
+    // peers whose memory messages it owes answers to.
+    if w.targets.iter().any(|t| t.remote()) {
+        w.world
+            .worker()
+            .progress()
+            .map_err(|e| MpiError::Msg(e.into()))?;
+    }
+    Ok(w)
 }
 
 /// Reports `e` on window `h`, under its error handler (`MPI_ERRORS_ARE_FATAL` unless
@@ -183,19 +199,49 @@ impl WinObj {
         }
     }
 
+    /// Waits until `attempt()` succeeds: a word in this host's shared memory is polled
+    /// as [`WinObj::wait_until`] does; a remote target's is asked again and again (each
+    /// call drives progress and fails if the target died), with a short nap between.
+    ///
+    /// # Errors
+    /// `attempt`'s, or a dead rank.
+    pub(crate) fn acquire(
+        &self,
+        t: &Target,
+        mut attempt: impl FnMut() -> Result<bool, MpiError>,
+    ) -> Result<(), MpiError> {
+        if !t.remote() {
+            let mut failed = None;
+            self.wait_until(|| match attempt() {
+                Ok(done) => done,
+                Err(e) => {
+                    failed = Some(e);
+                    true
+                }
+            })?;
+            return failed.map_or(Ok(()), Err);
+        }
+        while !attempt()? {
+            self.world
+                .worker()
+                .nap(|| std::thread::sleep(std::time::Duration::from_micros(20)));
+        }
+        Ok(())
+    }
+
     /// Runs `f` with the accumulate lock of target `t` held.
     ///
     /// # Errors
-    /// As [`WinObj::wait_until`], and `f`'s.
+    /// As [`WinObj::acquire`], and `f`'s.
     pub(crate) fn with_acc<R>(
         &self,
         t: &Target,
         f: impl FnOnce() -> Result<R, MpiError>,
     ) -> Result<R, MpiError> {
-        let ctl = t.ctl();
-        self.wait_until(|| ctl.try_acc())?;
+        self.acquire(t, || t.try_acc())?;
         let r = f();
-        ctl.release_acc();
-        r
+        let released = t.release_acc();
+        let r = r?;
+        released.map(|()| r)
     }
 }

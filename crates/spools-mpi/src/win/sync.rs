@@ -81,8 +81,8 @@ fn take(w: &WinObj, rank: u32, kind: LockKind, nocheck: bool) -> Result<(), MpiE
     if nocheck {
         return Ok(());
     }
-    let ctl = w.targets[rank as usize].ctl();
-    w.wait_until(|| ctl.try_lock(kind))
+    let t = &w.targets[rank as usize];
+    w.acquire(t, || t.try_lock(kind))
 }
 
 /// `MPI_Win_lock`: a passive-target epoch on `rank`.
@@ -155,7 +155,7 @@ pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win_h: MPI_Win) -> c_int {
         };
         fence(Ordering::SeqCst);
         if !nocheck {
-            w.targets[r as usize].ctl().unlock(kind);
+            w.targets[r as usize].unlock(kind)?;
         }
         Ok(())
     })();
@@ -181,7 +181,7 @@ pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win_h: MPI_Win) -> c_in
                 // Give back what was taken.
                 if !nocheck {
                     for q in 0..r {
-                        w.targets[q as usize].ctl().unlock(LockKind::Shared);
+                        let _ = w.targets[q as usize].unlock(LockKind::Shared);
                     }
                 }
                 return Err(e);
@@ -216,7 +216,7 @@ pub unsafe extern "C" fn MPI_Win_unlock_all(win_h: MPI_Win) -> c_int {
         fence(Ordering::SeqCst);
         for (r, kind) in std::mem::take(&mut e.locks) {
             if !e.nocheck.remove(&r) {
-                w.targets[r as usize].ctl().unlock(kind);
+                w.targets[r as usize].unlock(kind)?;
             }
         }
         e.lock_all = false;

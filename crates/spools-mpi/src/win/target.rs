@@ -8,7 +8,8 @@ use spools::PeerBytes;
 
 use crate::abi::*;
 use crate::error::MpiError;
-use crate::win::ctl::Ctl;
+use crate::win::ctl::{Ctl, LockKind};
+use crate::win::remote;
 
 /// Most iovecs one `process_vm_*v` call takes (Linux's `UIO_MAXIOV`).
 const MAX_IOV: usize = 1024;
@@ -21,6 +22,13 @@ pub(crate) enum Mem {
     Mapped(PeerBytes),
     /// A peer's memory, at `base` in process `pid`.
     Cma { pid: i32, base: usize },
+    /// A peer on another host (or any peer with `SPOOLS_MPI_WIN_MESSAGES=1`): memory
+    /// messages to job rank `rank` of `comm` (the world), naming the window `id`.
+    Remote {
+        comm: spools::Communicator,
+        rank: u32,
+        id: u64,
+    },
 }
 
 /// One target of a window.
@@ -31,8 +39,9 @@ pub(crate) struct Target {
     pub(crate) disp_unit: usize,
     /// Displacements are addresses in the target, checked against its attached regions.
     pub(crate) dynamic: bool,
-    /// Its control block, mapped here.
-    pub(crate) ctl: PeerBytes,
+    /// Its control block, mapped here (`None` for a remote target: its words are
+    /// reached by messages).
+    pub(crate) ctl: Option<PeerBytes>,
     /// Its address for `MPI_WIN_BASE` and `MPI_Win_shared_query` (0: not shared).
     pub(crate) base: usize,
 }
@@ -42,12 +51,69 @@ pub(crate) struct Target {
 pub(crate) type Run = (usize, usize);
 
 impl Target {
-    /// Its control block.
-    pub(crate) fn ctl(&self) -> &Ctl {
+    /// Its control block, when mapped here.
+    pub(crate) fn ctl(&self) -> Option<&Ctl> {
         // SAFETY: `ctl` maps a whole control block, zero-filled when made (all-zero
         // atomics are valid), 4096-aligned; only atomics are reached through it, and it
         // stays mapped as long as `self`.
-        unsafe { &*self.ctl.as_ptr().cast::<Ctl>() }
+        self.ctl
+            .as_ref()
+            .map(|c| unsafe { &*c.as_ptr().cast::<Ctl>() })
+    }
+
+    /// Whether it is reached by messages.
+    pub(crate) fn remote(&self) -> bool {
+        matches!(self.mem, Mem::Remote { .. })
+    }
+
+    /// Tries to take its passive-target lock as `kind`.
+    ///
+    /// # Errors
+    /// A remote target's call failing (a dead rank).
+    pub(crate) fn try_lock(&self, kind: LockKind) -> Result<bool, MpiError> {
+        match self.ctl() {
+            Some(c) => Ok(c.try_lock(kind)),
+            None => remote::try_lock(&self.mem, kind),
+        }
+    }
+
+    /// Releases its passive-target lock taken as `kind`.
+    ///
+    /// # Errors
+    /// As [`Target::try_lock`].
+    pub(crate) fn unlock(&self, kind: LockKind) -> Result<(), MpiError> {
+        match self.ctl() {
+            Some(c) => {
+                c.unlock(kind);
+                Ok(())
+            }
+            None => remote::unlock(&self.mem, kind),
+        }
+    }
+
+    /// Tries to take its accumulate lock.
+    ///
+    /// # Errors
+    /// As [`Target::try_lock`].
+    pub(crate) fn try_acc(&self) -> Result<bool, MpiError> {
+        match self.ctl() {
+            Some(c) => Ok(c.try_acc()),
+            None => remote::try_acc(&self.mem),
+        }
+    }
+
+    /// Releases its accumulate lock.
+    ///
+    /// # Errors
+    /// As [`Target::try_lock`].
+    pub(crate) fn release_acc(&self) -> Result<(), MpiError> {
+        match self.ctl() {
+            Some(c) => {
+                c.release_acc();
+                Ok(())
+            }
+            None => remote::release_acc(&self.mem),
+        }
     }
 
     /// Checks that every run lies in the window (or in a region attached to it).
@@ -57,7 +123,8 @@ impl Target {
     pub(crate) fn check(&self, runs: &[Run], call: &'static str) -> Result<(), MpiError> {
         for &(at, len) in runs {
             let ok = if self.dynamic {
-                len == 0 || self.ctl().covers(at as u64, len as u64)
+                // A remote target checks its own attached regions.
+                len == 0 || self.ctl().is_none_or(|c| c.covers(at as u64, len as u64))
             } else {
                 at.checked_add(len).is_some_and(|e| e <= self.len)
             };
@@ -109,6 +176,7 @@ impl Target {
                     call,
                 )
             }
+            Mem::Remote { .. } => return remote::put(&self.mem, runs, data, call),
         }
         Ok(())
     }
@@ -137,6 +205,7 @@ impl Target {
                     call,
                 )
             }
+            Mem::Remote { .. } => return remote::get(&self.mem, runs, out, call),
         }
         Ok(())
     }
