@@ -6,9 +6,8 @@
 //!
 //! Every collective access starts with [`decide`], one allgather in which every rank
 //! says whether it can go on and how many runs and bytes it has where; all ranks then
-//! take the same path. The planning ([`domains`], [`cut`], [`segments`]) is pure.
-
-use std::collections::HashMap;
+//! take the same path. The planning ([`domains`], [`cut`], [`Groups`], [`Cover`]) is
+//! pure.
 
 use crate::abi::*;
 use crate::error::MpiError;
@@ -168,39 +167,150 @@ pub(crate) fn domains(lo: u64, hi: u64, n: u64, align: u64) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// `runs` cut at the domains' bounds: for each piece, (domain, file offset, length,
-/// position in the data).
-pub(crate) fn cut(runs: &[FileRun], doms: &[(u64, u64)]) -> Vec<(usize, u64, usize, usize)> {
-    let mut out = Vec::new();
+/// Pieces `(file offset, length)` sent to one aggregator, in increasing offset order,
+/// compressed into strided groups `(offset, length, gap, count)`: piece `i` of a group is
+/// at `offset + i * gap`. A cyclic(1) view's pieces in a domain are one group, where a
+/// list would hold one entry per element.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Groups {
+    pub(crate) list: Vec<[u64; 4]>,
+}
+
+impl Groups {
+    /// Adds the next piece (after every piece added before it).
+    pub(crate) fn push(&mut self, o: u64, l: u64) {
+        if let Some(g) = self.list.last_mut() {
+            if g[1] == l {
+                if g[3] == 1 && o > g[0] {
+                    g[2] = o - g[0];
+                    g[3] = 2;
+                    return;
+                }
+                if g[3] > 1 && o == g[0] + g[2] * g[3] {
+                    g[3] += 1;
+                    return;
+                }
+            }
+        }
+        self.list.push([o, l, 0, 1]);
+    }
+
+    /// Every piece, in order.
+    pub(crate) fn pieces(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.list
+            .iter()
+            .flat_map(|g| (0..g[3]).map(move |i| (g[0] + i * g[2], g[1])))
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&(self.list.len() as u64).to_le_bytes());
+        for g in &self.list {
+            for x in g {
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+    }
+
+    /// The groups at the start of `b`, and where what follows them starts.
+    fn decode(b: &[u8]) -> Option<(Groups, usize)> {
+        let n = usize::try_from(u64_at(b, 0)?).ok()?;
+        let end = n.checked_mul(32)?.checked_add(8)?;
+        if end > b.len() {
+            return None;
+        }
+        let list = (0..n)
+            .map(|i| {
+                let w = |k: usize| u64_at(b, 8 + 32 * i + 8 * k);
+                Some([w(0)?, w(1)?, w(2)?, w(3)?])
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some((Groups { list }, end))
+    }
+
+    /// Bytes of all the pieces.
+    fn bytes(&self) -> Option<u64> {
+        self.list
+            .iter()
+            .try_fold(0u64, |a, g| a.checked_add(g[1].checked_mul(g[3])?))
+    }
+}
+
+/// Which bytes of a domain some piece covers: one bit per byte.
+pub(crate) struct Cover {
+    bits: Vec<u64>,
+}
+
+impl Cover {
+    pub(crate) fn new(len: usize) -> Cover {
+        Cover {
+            bits: vec![0; len.div_ceil(64)],
+        }
+    }
+
+    /// Marks bytes `[a, b)`.
+    pub(crate) fn set(&mut self, a: usize, b: usize) {
+        let (mut a, b) = (a, b.min(self.bits.len() * 64));
+        while a < b {
+            let (w, bit) = (a / 64, a % 64);
+            let n = (64 - bit).min(b - a);
+            let mask = if n == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << n) - 1) << bit
+            };
+            self.bits[w] |= mask;
+            a += n;
+        }
+    }
+
+    /// The covered segments `(start, length)`, in order.
+    pub(crate) fn segments(&self) -> Vec<(usize, usize)> {
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        let mut open: Option<usize> = None;
+        for (w, &word) in self.bits.iter().enumerate() {
+            if (word == u64::MAX && open.is_some()) || (word == 0 && open.is_none()) {
+                continue;
+            }
+            for bit in 0..64 {
+                let at = w * 64 + bit;
+                match (word >> bit & 1 == 1, open) {
+                    (true, None) => open = Some(at),
+                    (false, Some(s)) => {
+                        out.push((s, at - s));
+                        open = None;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if let Some(s) = open {
+            out.push((s, self.bits.len() * 64 - s));
+        }
+        out
+    }
+}
+
+/// `runs` (in increasing offset order) cut at the domains' bounds: calls `each(domain,
+/// file offset, length, position in the data)` for every piece, in order.
+pub(crate) fn cut(
+    runs: &[FileRun],
+    doms: &[(u64, u64)],
+    mut each: impl FnMut(usize, u64, usize, usize),
+) {
+    let mut d = 0usize;
     let mut at = 0usize;
     for &(off, len) in runs {
         let (mut o, end) = (off, off + len as u64);
         while o < end {
-            // Domains are sorted and cover [lo, hi): the first whose end is past `o`.
-            let d = doms.partition_point(|&(_, e)| e <= o).min(doms.len() - 1);
+            while d + 1 < doms.len() && doms[d].1 <= o {
+                d += 1;
+            }
             let take = (end.min(doms[d].1.max(o + 1)) - o) as usize;
-            out.push((d, o, take, at + (o - off) as usize));
+            each(d, o, take, at + (o - off) as usize);
             o += take as u64;
         }
         at += len;
     }
-    out
-}
-
-/// Pieces `(offset, length)` merged into the segments they cover, sorted.
-pub(crate) fn segments(pieces: &mut [(u64, usize)]) -> Vec<(u64, usize)> {
-    pieces.sort_unstable();
-    let mut out: Vec<(u64, usize)> = Vec::new();
-    for &(o, l) in pieces.iter() {
-        match out.last_mut() {
-            Some(s) if o <= s.0 + s.1 as u64 => {
-                let end = (o + l as u64).max(s.0 + s.1 as u64);
-                s.1 = (end - s.0) as usize;
-            }
-            _ => out.push((o, l)),
-        }
-    }
-    out
 }
 
 /// The aggregators: `count` ranks spread over the group, and the domains they own.
@@ -234,8 +344,11 @@ fn plan(f: &FileObj, parts: &[Part]) -> (Vec<u32>, Vec<(u64, u64)>) {
     (aggs, doms)
 }
 
-fn u64_at(b: &[u8], i: usize) -> u64 {
-    u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default())
+fn u64_at(b: &[u8], i: usize) -> Option<u64> {
+    b.get(i..i.checked_add(8)?)?
+        .try_into()
+        .ok()
+        .map(u64::from_le_bytes)
 }
 
 /// Exchanges `blocks` (one per destination rank) for what every rank sends here.
@@ -265,8 +378,22 @@ fn exchange(f: &FileObj, blocks: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, MpiError>
     Ok(out)
 }
 
+/// This rank's domain, if it aggregates one.
+fn my_domain(f: &FileObj, aggs: &[u32], doms: &[(u64, u64)]) -> Option<(u64, u64)> {
+    let me = f.comm.rank();
+    aggs.iter().position(|&a| a == me).map(|d| doms[d])
+}
+
+fn malformed(call: &'static str) -> MpiError {
+    MpiError::invalid(
+        MPI_ERR_INTERN,
+        format!("{call}: a malformed piece list from a peer"),
+    )
+}
+
 /// A collective write in two phases: `data` (this rank's runs' bytes, in order) goes to
-/// the aggregators, each of which writes its domain's covered segments.
+/// the aggregators, each of which places the pieces of its domain in one buffer and
+/// writes every covered segment with one call.
 ///
 /// # Errors
 /// A peer failing, or this aggregator's write (its class: a full disk is
@@ -282,67 +409,56 @@ pub(crate) fn write(
     let n = f.comm.size() as usize;
     let mut blocks: Vec<Vec<u8>> = vec![Vec::new(); n];
     if !doms.is_empty() {
-        // Per aggregator: u64 count, (offset, length) pairs, then the bytes.
-        let pieces = cut(runs, &doms);
-        let mut per: HashMap<usize, Vec<(u64, usize, usize)>> = HashMap::new();
-        for (d, o, l, at) in pieces {
-            per.entry(d).or_default().push((o, l, at));
-        }
-        for (d, ps) in per {
-            let b = &mut blocks[aggs[d] as usize];
-            b.extend_from_slice(&(ps.len() as u64).to_le_bytes());
-            for &(o, l, _) in &ps {
-                b.extend_from_slice(&o.to_le_bytes());
-                b.extend_from_slice(&(l as u64).to_le_bytes());
+        // Per domain: its groups, then the bytes of its pieces in order.
+        let mut groups: Vec<Groups> = vec![Groups::default(); doms.len()];
+        let mut bytes: Vec<Vec<u8>> = vec![Vec::new(); doms.len()];
+        cut(runs, &doms, |d, o, l, at| {
+            groups[d].push(o, l as u64);
+            bytes[d].extend_from_slice(&data[at..at + l]);
+        });
+        for (d, (g, b)) in groups.iter().zip(bytes).enumerate() {
+            if g.list.is_empty() {
+                continue;
             }
-            for &(_, l, at) in &ps {
-                b.extend_from_slice(&data[at..at + l]);
-            }
+            let out = &mut blocks[aggs[d] as usize];
+            g.encode(out);
+            out.extend_from_slice(&b);
         }
     }
     let got = exchange(f, blocks)?;
-    // This rank as an aggregator: every piece of its domain, placed, then written one
-    // segment at a time.
-    let mut pieces: Vec<(u64, usize)> = Vec::new();
-    let mut bytes: Vec<(u64, &[u8])> = Vec::new();
-    for b in &got {
-        let mut at = 0usize;
-        while at < b.len() {
-            let k = u64_at(b, at) as usize;
-            let mut dat = at + 8 + 16 * k;
-            for i in 0..k {
-                let o = u64_at(b, at + 8 + 16 * i);
-                let l = u64_at(b, at + 16 + 16 * i) as usize;
-                pieces.push((o, l));
-                bytes.push((o, &b[dat..dat + l]));
-                dat += l;
-            }
-            at = dat;
-        }
-    }
-    if pieces.is_empty() {
+    let Some((lo, hi)) = my_domain(f, &aggs, &doms) else {
         return Ok(());
-    }
-    let segs = segments(&mut pieces);
-    bytes.sort_unstable_by_key(|p| p.0);
-    let mut bi = 0usize;
-    for (so, sl) in segs {
-        let mut buf = vec![0u8; sl];
-        while bi < bytes.len() && bytes[bi].0 < so + sl as u64 {
-            let (o, b) = bytes[bi];
-            let s = (o - so) as usize;
-            buf[s..s + b.len()].copy_from_slice(b);
-            bi += 1;
+    };
+    let span = (hi - lo) as usize;
+    let mut buf = vec![0u8; span];
+    let mut cover = Cover::new(span);
+    for b in got.iter().filter(|b| !b.is_empty()) {
+        let (g, mut at) = Groups::decode(b).ok_or_else(|| malformed(call))?;
+        if g.bytes().and_then(|n| usize::try_from(n).ok()) != Some(b.len() - at) {
+            return Err(malformed(call));
         }
-        io::write(f, &[(so, sl)], &buf, call)?;
+        for (o, l) in g.pieces() {
+            let s = o.checked_sub(lo).ok_or_else(|| malformed(call))? as usize;
+            let l = l as usize;
+            if s + l > span {
+                return Err(malformed(call));
+            }
+            buf[s..s + l].copy_from_slice(&b[at..at + l]);
+            cover.set(s, s + l);
+            at += l;
+        }
+    }
+    for (s, l) in cover.segments() {
+        io::write(f, &[(lo + s as u64, l)], &buf[s..s + l], call)?;
     }
     Ok(())
 }
 
-/// A collective read in two phases: this rank's runs are asked of the aggregators,
-/// which read their domains' requested segments and send the pieces back; the bytes
-/// read land in `out` in run order. The count: bytes before the first piece cut short
-/// by the end of the file.
+/// A collective read in two phases: this rank's pieces are asked of the aggregators,
+/// each of which reads the span its domain's pieces cover with one call (data sieving)
+/// and sends the pieces back, with where the file ended if the read was short; the
+/// bytes land in `out` in run order. The count: bytes before the first piece the end
+/// of the file cut short.
 ///
 /// # Errors
 /// A peer failing, or this aggregator's read.
@@ -356,70 +472,94 @@ pub(crate) fn read(
     let (aggs, doms) = plan(f, parts);
     let n = f.comm.size() as usize;
     let mut asks: Vec<Vec<u8>> = vec![Vec::new(); n];
-    // Per aggregator, the pieces asked, in order: (position in out, length).
-    let mut mine: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n];
     if !doms.is_empty() {
-        for (d, o, l, at) in cut(runs, &doms) {
-            let a = aggs[d] as usize;
-            asks[a].extend_from_slice(&o.to_le_bytes());
-            asks[a].extend_from_slice(&(l as u64).to_le_bytes());
-            mine[a].push((at, l));
+        let mut groups: Vec<Groups> = vec![Groups::default(); doms.len()];
+        cut(runs, &doms, |d, o, l, _| groups[d].push(o, l as u64));
+        for (d, g) in groups.iter().enumerate() {
+            if !g.list.is_empty() {
+                g.encode(&mut asks[aggs[d] as usize]);
+            }
         }
     }
     let asked = exchange(f, asks)?;
-    // This rank as an aggregator: the union of what was asked, read once.
-    let mut pieces: Vec<(u64, usize)> = asked
+    // This rank as an aggregator: the span of every piece asked, read once. A read that
+    // fails is answered as empty (every rank still takes part in the replies' exchange);
+    // the error is this rank's outcome, which the group then agrees on.
+    let mut failed: Option<MpiError> = None;
+    let mut replies: Vec<Vec<u8>> = vec![Vec::new(); n];
+    let lists: Vec<Option<Groups>> = asked
         .iter()
-        .flat_map(|b| {
-            b.chunks_exact(16)
-                .map(|c| (u64_at(c, 0), u64_at(c, 8) as usize))
+        .map(|b| {
+            if b.is_empty() {
+                Some(Groups::default())
+            } else {
+                Groups::decode(b).map(|g| g.0)
+            }
         })
         .collect();
-    let segs = segments(&mut pieces);
-    // A read that fails is answered as empty, so that every rank still takes part in the
-    // replies' exchange; the error is this rank's outcome, which the group then agrees on.
-    let mut failed: Option<MpiError> = None;
-    let mut held: Vec<(u64, Vec<u8>, usize)> = Vec::with_capacity(segs.len());
-    for (so, sl) in segs {
-        let mut buf = vec![0u8; sl];
-        let got = match io::read(f, &[(so, sl)], &mut buf, call) {
+    if lists.iter().any(Option::is_none) {
+        failed = Some(malformed(call));
+    }
+    let (mut lo, mut hi) = (u64::MAX, 0u64);
+    for g in lists.iter().flatten() {
+        for p in &g.list {
+            lo = lo.min(p[0]);
+            hi = hi.max(p[0] + p[2] * p[3].saturating_sub(1) + p[1]);
+        }
+    }
+    if lo < hi && failed.is_none() {
+        let span = (hi - lo) as usize;
+        let mut buf = vec![0u8; span];
+        let got = match io::read(f, &[(lo, span)], &mut buf, call) {
             Ok(n) => n,
             Err(e) => {
-                failed.get_or_insert(e);
+                failed = Some(e);
                 0
             }
         };
-        held.push((so, buf, got));
-    }
-    // Replies: per piece asked, its valid length, then the bytes.
-    let mut replies: Vec<Vec<u8>> = vec![Vec::new(); n];
-    for (r, b) in asked.iter().enumerate() {
-        for c in b.chunks_exact(16) {
-            let (o, l) = (u64_at(c, 0), u64_at(c, 8) as usize);
-            let s = held.partition_point(|h| h.0 + h.1.len() as u64 <= o);
-            let (so, buf, got) = &held[s.min(held.len().saturating_sub(1))];
-            let at = (o - so) as usize;
-            let valid = got.saturating_sub(at).min(l);
-            replies[r].extend_from_slice(&(valid as u64).to_le_bytes());
-            replies[r].extend_from_slice(&buf[at..at + l]);
+        let eof = if got < span {
+            lo + got as u64
+        } else {
+            u64::MAX
+        };
+        for (r, g) in lists.iter().enumerate() {
+            let Some(g) = g.as_ref().filter(|g| !g.list.is_empty()) else {
+                continue;
+            };
+            let reply = &mut replies[r];
+            reply.extend_from_slice(&eof.to_le_bytes());
+            for (o, l) in g.pieces() {
+                let s = (o - lo) as usize;
+                reply.extend_from_slice(&buf[s..s + l as usize]);
+            }
         }
     }
     let answers = exchange(f, replies)?;
     if let Some(e) = failed {
         return Err(e);
     }
-    // Place the pieces; the count stops at the first short one (in data order).
+    // Place the pieces, cut again in the same order; the count stops at the first piece
+    // (in data order) the end of the file cut short.
+    let mut cursor: Vec<usize> = vec![8; n];
     let mut short = usize::MAX;
-    for (a, b) in answers.iter().enumerate() {
-        let mut at = 0usize;
-        for &(pos, l) in &mine[a] {
-            let valid = u64_at(b, at) as usize;
-            out[pos..pos + l].copy_from_slice(&b[at + 8..at + 8 + l]);
-            if valid < l {
-                short = short.min(pos + valid);
+    let mut bad = false;
+    cut(runs, &doms, |d, o, l, pos| {
+        let a = aggs[d] as usize;
+        let b = &answers[a];
+        let at = cursor[a];
+        match (u64_at(b, 0), b.get(at..at + l)) {
+            (Some(eof), Some(bytes)) => {
+                out[pos..pos + l].copy_from_slice(bytes);
+                if o + l as u64 > eof {
+                    short = short.min(pos + eof.saturating_sub(o) as usize);
+                }
             }
-            at += 8 + l;
+            _ => bad = true,
         }
+        cursor[a] = at + l;
+    });
+    if bad {
+        return Err(malformed(call));
     }
     Ok(short.min(out.len()))
 }
@@ -445,7 +585,8 @@ mod tests {
     fn runs_cut_at_domain_bounds_keep_every_byte_once_in_order() {
         let doms = domains(0, 100, 3, 8);
         let runs = vec![(0u64, 10usize), (30, 50), (95, 5)];
-        let pieces = cut(&runs, &doms);
+        let mut pieces = Vec::new();
+        cut(&runs, &doms, |d, o, l, pos| pieces.push((d, o, l, pos)));
         let mut at = 0usize;
         for &(d, o, l, pos) in &pieces {
             assert!(o >= doms[d].0 && o + l as u64 <= doms[d].1, "{pieces:?}");
@@ -453,7 +594,6 @@ mod tests {
             at += l;
         }
         assert_eq!(at, 65);
-        // Every file byte of the runs appears once.
         let bytes: Vec<u64> = pieces
             .iter()
             .flat_map(|&(_, o, l, _)| o..o + l as u64)
@@ -463,17 +603,56 @@ mod tests {
     }
 
     #[test]
-    fn pieces_merge_into_the_segments_they_cover() {
-        let mut p = vec![
-            (10u64, 5usize),
-            (0, 4),
-            (4, 6),
-            (20, 1),
-            (15, 2),
-            (30, 10),
-            (32, 3),
+    fn strided_pieces_compress_to_groups_and_expand_back() {
+        // cyclic(1) of 4-byte elements over 3 ranks: one group.
+        let mut g = Groups::default();
+        let pieces: Vec<(u64, u64)> = (0..1000u64).map(|i| (4 + 12 * i, 4)).collect();
+        for &(o, l) in &pieces {
+            g.push(o, l);
+        }
+        assert_eq!(g.list, vec![[4, 4, 12, 1000]]);
+        assert_eq!(g.pieces().collect::<Vec<_>>(), pieces);
+        // Irregular pieces stay exact.
+        let mut g = Groups::default();
+        let odd = [
+            (0u64, 4u64),
+            (8, 4),
+            (20, 4),
+            (24, 8),
+            (40, 8),
+            (56, 8),
+            (57, 1),
         ];
-        assert_eq!(segments(&mut p), vec![(0, 17), (20, 1), (30, 10)]);
+        for &(o, l) in &odd {
+            g.push(o, l);
+        }
+        assert_eq!(g.pieces().collect::<Vec<_>>(), odd.to_vec());
+        let mut wire = Vec::new();
+        g.encode(&mut wire);
+        wire.extend_from_slice(b"tail");
+        let (back, at) = Groups::decode(&wire).expect("decodes");
+        assert_eq!((back, &wire[at..]), (g, &b"tail"[..]));
+        assert!(Groups::decode(&wire[..20]).is_none());
+        assert!(Groups::decode(&[0xff; 8]).is_none());
+    }
+
+    #[test]
+    fn cover_gives_the_covered_segments() {
+        let mut c = Cover::new(300);
+        for (a, b) in [
+            (0, 4),
+            (4, 8),
+            (70, 200),
+            (199, 201),
+            (250, 251),
+            (299, 300),
+        ] {
+            c.set(a, b);
+        }
+        assert_eq!(c.segments(), vec![(0, 8), (70, 131), (250, 1), (299, 1)]);
+        let mut full = Cover::new(128);
+        full.set(0, 128);
+        assert_eq!(full.segments(), vec![(0, 128)]);
     }
 
     #[test]
