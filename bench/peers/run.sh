@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Peer benchmarks: Spools side by side with Open MPI (and the raw limits of the host).
 #
-# Usage: bench/peers/run.sh [--suite core|msg|all|osu] [--runs N] [--out DIR] [--skip-spools]
+# Usage: bench/peers/run.sh [--suite core|msg|all|osu|rma|mpiio] [--runs N] [--out DIR]
+#                           [--skip-spools]
 #
 #   --suite S       which benchmarks: core (the runtime core, below; the default), msg (the
 #                   messaging layer: collectives, matrix multiply, tagged ping-pong, overlap),
-#                   all (both, in every run), or osu (`spools bench osu` beside Open MPI and
+#                   all (both, in every run), osu (`spools bench osu` beside Open MPI and
 #                   MPICH in the OSU micro-benchmarks' format: bench/peers/osu.sh, which takes
-#                   these options and more, default 3 runs, output in DIR/osu)
+#                   these options and more, default 3 runs, output in DIR/osu), rma
+#                   (one-sided MPI_Put/Get/Accumulate through the MPI ABI on Spools and MPICH
+#                   beside Open MPI: bench/peers/rma.sh, default 3 runs, output in DIR/rma)
+#                   or mpiio (MPI-IO: io.c's collective write and read of 128^3 and 512^3
+#                   ints through a darray view and, at 128^3, a cyclic(1) view, on Spools
+#                   and MPICH through the MPI ABI beside Open MPI's OMPIO and ROMIO:
+#                   bench/peers/mpiio.sh, default 3 runs, output in DIR/mpiio)
 #   --runs N        rounds of the whole set, interleaved so that drift of the host hits every
 #                   program alike (default 5); the summary takes medians over them
 #   --out DIR       where the C programs, every JSON document, the logs, the summary and the
@@ -55,8 +62,8 @@ usage() {
 while (($# > 0)); do
     case $1 in
     --suite)
-        if [[ $# -lt 2 || ! $2 =~ ^(core|msg|all|osu)$ ]]; then
-            echo "run.sh: --suite needs one of core, msg, all, osu" >&2
+        if [[ $# -lt 2 || ! $2 =~ ^(core|msg|all|osu|rma|mpiio)$ ]]; then
+            echo "run.sh: --suite needs one of core, msg, all, osu, rma, mpiio" >&2
             exit 2
         fi
         suite=$2
@@ -94,11 +101,21 @@ while (($# > 0)); do
     esac
 done
 
-# The osu suite has a script of its own.
+# The osu, rma and mpiio suites have scripts of their own.
 if [[ $suite == osu ]]; then
     osu_args=(--runs "${runs_given:-3}" --out "${out:-$root/target/bench-peers}/osu")
     if ((skip_spools)); then osu_args+=(--skip-spools); fi
     exec "$here/osu.sh" "${osu_args[@]}"
+fi
+if [[ $suite == rma ]]; then
+    rma_args=(--runs "${runs_given:-3}" --out "${out:-$root/target/bench-peers}/rma")
+    if ((skip_spools)); then rma_args+=(--skip-spools); fi
+    exec "$here/rma.sh" "${rma_args[@]}"
+fi
+if [[ $suite == mpiio ]]; then
+    mpiio_args=(--runs "${runs_given:-3}" --out "${out:-$root/target/bench-peers}/mpiio")
+    if ((skip_spools)); then mpiio_args+=(--skip-spools); fi
+    exec "$here/mpiio.sh" "${mpiio_args[@]}"
 fi
 
 # A relative --out is taken from the caller's directory; the default lives in the repository.
