@@ -666,6 +666,26 @@ static void test_datarep(void) {
 
 /* Errors returned by the default file handler: writes to a read-only file, negative
  * offsets. */
+/* Collective accesses far apart: rank r writes 8 bytes at r * 64 GiB (a sparse file),
+ * reads them back collectively, and the file's size follows; an aggregator must not
+ * take memory for the 64 GiB between the pieces. */
+static void test_sparse(void) {
+  MPI_File fh;
+  MPI_Status st;
+  open_fresh("sparse", &fh);
+  long long mine[1] = {1000 + rank}, got[1] = {-1};
+  MPI_Offset at = (MPI_Offset)rank << 36;
+  OK(MPI_File_write_at_all(fh, at, mine, 1, MPI_LONG_LONG, &st));
+  want_count(&st, MPI_LONG_LONG, 1, "sparse write_at_all");
+  settle(fh);
+  OK(MPI_File_read_at_all(fh, at, got, 1, MPI_LONG_LONG, &st));
+  want_count(&st, MPI_LONG_LONG, 1, "sparse read_at_all");
+  CHECK(got[0] == 1000 + rank, "sparse read_at_all gave %lld, want %d", got[0], 1000 + rank);
+  want_size(fh, ((MPI_Offset)(size - 1) << 36) + 8, "sparse file");
+  OK(MPI_File_set_size(fh, 0));
+  close_file(&fh, "sparse");
+}
+
 static void test_errors(void) {
   char path[PATHLEN];
   MPI_File fh;
@@ -750,6 +770,7 @@ int main(int argc, char **argv) {
     test_shared();
     test_nonblocking();
     test_datarep();
+    test_sparse();
     test_errors();
     test_disk_full();
   }

@@ -63,8 +63,11 @@ pub(crate) unsafe fn access(
         // SAFETY: the caller's contract.
         return unsafe { perform(&f, buf, prep?, None, call) };
     }
-    let cb = twophase::cb_hint(&f, dir == Dir::Write);
-    let summary = prep.as_ref().ok().map(|p| Part::of(&p.runs, p.etypes, cb));
+    let hints = twophase::hints(&f, dir == Dir::Write);
+    let summary = prep
+        .as_ref()
+        .ok()
+        .map(|p| Part::of(&p.runs, p.etypes, hints));
     let parts = twophase::decide(&f, summary, call);
     let r = match (prep, parts) {
         (Ok(mut p), Ok(parts)) => {

@@ -31,14 +31,17 @@ pub(crate) struct Part {
     pub(crate) hi: u64,
     /// For `*_ordered`: its etypes.
     pub(crate) etypes: u64,
-    /// Its `romio_cb_*` hint for this access: 0 none, 1 enable, 2 disable (rank 0's
-    /// decides for the group, so that hints differing between ranks cannot split it).
+    /// Its `romio_cb_*` hint for this access: 0 none, 1 enable, 2 disable; its
+    /// `cb_nodes` and `striping_unit` hints (0: none). Rank 0's decide for the group, so
+    /// that hints differing between ranks cannot split it.
     pub(crate) cb: u64,
+    pub(crate) nodes: u64,
+    pub(crate) unit: u64,
 }
 
 impl Part {
     /// The summary of `runs`.
-    pub(crate) fn of(runs: &[FileRun], etypes: u64, cb: u64) -> Part {
+    pub(crate) fn of(runs: &[FileRun], etypes: u64, [cb, nodes, unit]: [u64; 3]) -> Part {
         let bytes = runs.iter().map(|r| r.1 as u64).sum();
         let lo = runs.iter().map(|r| r.0).min().unwrap_or(0);
         let hi = runs.iter().map(|r| r.0 + r.1 as u64).max().unwrap_or(0);
@@ -49,6 +52,8 @@ impl Part {
             hi,
             etypes,
             cb,
+            nodes,
+            unit,
         }
     }
 
@@ -61,6 +66,8 @@ impl Part {
             self.hi,
             self.etypes,
             self.cb,
+            self.nodes,
+            self.unit,
         ] {
             v.extend_from_slice(&x.to_le_bytes());
         }
@@ -68,7 +75,7 @@ impl Part {
     }
 
     fn decode(b: &[u8]) -> Option<Part> {
-        if b.len() != 49 || b[0] != 0 {
+        if b.len() != 65 || b[0] != 0 {
             return None;
         }
         let at =
@@ -80,6 +87,8 @@ impl Part {
             hi: at(3),
             etypes: at(4),
             cb: at(5),
+            nodes: at(6),
+            unit: at(7),
         })
     }
 }
@@ -113,18 +122,21 @@ pub(crate) fn decide(
         .collect()
 }
 
-/// This rank's `romio_cb_write` (or `romio_cb_read`) hint, for [`Part::cb`].
-pub(crate) fn cb_hint(f: &FileObj, write: bool) -> u64 {
+/// This rank's hints for [`Part::of`]: `romio_cb_write` (or `romio_cb_read`),
+/// `cb_nodes`, `striping_unit`.
+pub(crate) fn hints(f: &FileObj, write: bool) -> [u64; 3] {
     let key = if write {
         "romio_cb_write"
     } else {
         "romio_cb_read"
     };
-    match hint(f, key).as_deref() {
+    let cb = match hint(f, key).as_deref() {
         Some("enable") => 1,
         Some("disable") => 2,
         _ => 0,
-    }
+    };
+    let num = |k: &str| hint(f, k).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    [cb, num("cb_nodes"), num("striping_unit")]
 }
 
 /// Whether the group's access goes in two phases (the same answer on every rank: it
@@ -226,13 +238,6 @@ impl Groups {
             .collect::<Option<Vec<_>>>()?;
         Some((Groups { list }, end))
     }
-
-    /// Bytes of all the pieces.
-    fn bytes(&self) -> Option<u64> {
-        self.list
-            .iter()
-            .try_fold(0u64, |a, g| a.checked_add(g[1].checked_mul(g[3])?))
-    }
 }
 
 /// Which bytes of a domain some piece covers: one bit per byte.
@@ -314,17 +319,14 @@ pub(crate) fn cut(
 }
 
 /// The aggregators: `count` ranks spread over the group, and the domains they own.
-fn plan(f: &FileObj, parts: &[Part]) -> (Vec<u32>, Vec<(u64, u64)>) {
+fn plan(parts: &[Part]) -> (Vec<u32>, Vec<(u64, u64)>) {
     let size = parts.len() as u64;
-    let want = hint(f, "cb_nodes")
-        .and_then(|v| v.parse::<u64>().ok())
+    let first = parts.first().copied().unwrap_or_default();
+    let want = Some(first.nodes)
         .filter(|&n| n > 0)
         .unwrap_or(size)
         .min(size);
-    let align = hint(f, "striping_unit")
-        .and_then(|v| v.parse::<u64>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(ALIGN);
+    let align = Some(first.unit).filter(|&n| n > 0).unwrap_or(ALIGN);
     let lo = parts
         .iter()
         .filter(|p| p.bytes > 0)
@@ -342,6 +344,33 @@ fn plan(f: &FileObj, parts: &[Part]) -> (Vec<u32>, Vec<(u64, u64)>) {
         .map(|i| (i * size / doms.len() as u64) as u32)
         .collect();
     (aggs, doms)
+}
+
+/// Checks that every piece of `g` lies in `[lo, hi)` and is well formed (a length, a
+/// count, a gap no shorter than the length): the bytes of its pieces and the span
+/// `(first, end)` they cover, or `None` (a malformed list from a peer).
+pub(crate) fn checked(g: &Groups, lo: u64, hi: u64) -> Option<(u64, u64, u64)> {
+    let (mut bytes, mut first, mut end) = (0u64, u64::MAX, 0u64);
+    for p in &g.list {
+        let [o, l, gap, count] = *p;
+        if l == 0 || count == 0 || (count > 1 && gap < l) || o < lo {
+            return None;
+        }
+        let last = gap.checked_mul(count - 1)?.checked_add(o)?.checked_add(l)?;
+        if last > hi {
+            return None;
+        }
+        bytes = bytes.checked_add(l.checked_mul(count)?)?;
+        first = first.min(o);
+        end = end.max(last);
+    }
+    Some((bytes, first, end))
+}
+
+/// Whether a span is too sparse for one buffer: the pieces are then written or read one
+/// group at a time (memory bounded by what moves, not by how far apart it lies).
+fn sparse(span: u64, bytes: u64) -> bool {
+    span > bytes.saturating_mul(4).saturating_add(16 << 20)
 }
 
 fn u64_at(b: &[u8], i: usize) -> Option<u64> {
@@ -405,7 +434,7 @@ pub(crate) fn write(
     data: &[u8],
     call: &'static str,
 ) -> Result<(), MpiError> {
-    let (aggs, doms) = plan(f, parts);
+    let (aggs, doms) = plan(parts);
     let n = f.comm.size() as usize;
     let mut blocks: Vec<Vec<u8>> = vec![Vec::new(); n];
     if !doms.is_empty() {
@@ -426,30 +455,80 @@ pub(crate) fn write(
         }
     }
     let got = exchange(f, blocks)?;
+    let mine: Vec<(Groups, usize, &Vec<u8>)> = got
+        .iter()
+        .filter(|b| !b.is_empty())
+        .map(|b| {
+            Groups::decode(b)
+                .map(|(g, at)| (g, at, b))
+                .ok_or_else(|| malformed(call))
+        })
+        .collect::<Result<_, _>>()?;
     let Some((lo, hi)) = my_domain(f, &aggs, &doms) else {
-        return Ok(());
+        // Pieces sent here although this rank aggregates nothing: the group's plans
+        // differ (they never should); refuse rather than drop them.
+        return if mine.is_empty() {
+            Ok(())
+        } else {
+            Err(malformed(call))
+        };
     };
-    let span = (hi - lo) as usize;
-    let mut buf = vec![0u8; span];
-    let mut cover = Cover::new(span);
-    for b in got.iter().filter(|b| !b.is_empty()) {
-        let (g, mut at) = Groups::decode(b).ok_or_else(|| malformed(call))?;
-        if g.bytes().and_then(|n| usize::try_from(n).ok()) != Some(b.len() - at) {
+    // Every list checked against this domain first: (bytes, first, end) of each.
+    let mut spans = Vec::with_capacity(mine.len());
+    for (g, at, b) in &mine {
+        let c = checked(g, lo, hi).ok_or_else(|| malformed(call))?;
+        if usize::try_from(c.0).ok() != Some(b.len() - at) {
             return Err(malformed(call));
         }
-        for (o, l) in g.pieces() {
-            let s = o.checked_sub(lo).ok_or_else(|| malformed(call))? as usize;
-            let l = l as usize;
-            if s + l > span {
-                return Err(malformed(call));
+        spans.push(c);
+    }
+    let bytes: u64 = spans.iter().map(|c| c.0).sum();
+    let first = spans.iter().map(|c| c.1).min().unwrap_or(0);
+    let end = spans.iter().map(|c| c.2).max().unwrap_or(0);
+    if bytes == 0 {
+        return Ok(());
+    }
+    if sparse(end - first, bytes) {
+        // Far apart: each group's pieces written as they are.
+        for (g, at, b) in &mine {
+            let mut at = *at;
+            for p in &g.list {
+                let [o, l, gap, count] = *p;
+                let (l, n) = (l as usize, count as usize);
+                if gap == l as u64 {
+                    io::write(f, &[(o, l * n)], &b[at..at + l * n], call)?;
+                    at += l * n;
+                    continue;
+                }
+                for k in 0..count {
+                    io::write(f, &[(o + k * gap, l)], &b[at..at + l], call)?;
+                    at += l;
+                }
             }
+        }
+        return Ok(());
+    }
+    let span = (end - first) as usize;
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(span).map_err(|_| {
+        MpiError::invalid(
+            MPI_ERR_NO_MEM,
+            format!("{call}: no memory for an aggregator's {span} bytes"),
+        )
+    })?;
+    buf.resize(span, 0u8);
+    let mut cover = Cover::new(span);
+    for (g, at, b) in &mine {
+        let mut at = *at;
+        for (o, l) in g.pieces() {
+            let (s, l) = ((o - first) as usize, l as usize);
             buf[s..s + l].copy_from_slice(&b[at..at + l]);
             cover.set(s, s + l);
             at += l;
         }
     }
     for (s, l) in cover.segments() {
-        io::write(f, &[(lo + s as u64, l)], &buf[s..s + l], call)?;
+        io::write(f, &[(first + s as u64, l)], &buf[s..s + l], call)?;
     }
     Ok(())
 }
@@ -469,7 +548,7 @@ pub(crate) fn read(
     out: &mut [u8],
     call: &'static str,
 ) -> Result<usize, MpiError> {
-    let (aggs, doms) = plan(f, parts);
+    let (aggs, doms) = plan(parts);
     let n = f.comm.size() as usize;
     let mut asks: Vec<Vec<u8>> = vec![Vec::new(); n];
     if !doms.is_empty() {
@@ -500,14 +579,47 @@ pub(crate) fn read(
     if lists.iter().any(Option::is_none) {
         failed = Some(malformed(call));
     }
-    let (mut lo, mut hi) = (u64::MAX, 0u64);
-    for g in lists.iter().flatten() {
-        for p in &g.list {
-            lo = lo.min(p[0]);
-            hi = hi.max(p[0] + p[2] * p[3].saturating_sub(1) + p[1]);
+    // Every list checked against this rank's domain (pieces asked of a rank that
+    // aggregates nothing, or outside its domain, are malformed).
+    let dom = my_domain(f, &aggs, &doms);
+    let mut spans: Vec<Option<(u64, u64, u64)>> = vec![None; n];
+    for (r, g) in lists.iter().enumerate() {
+        let Some(g) = g.as_ref().filter(|g| !g.list.is_empty()) else {
+            continue;
+        };
+        match dom.and_then(|(lo, hi)| checked(g, lo, hi)) {
+            Some(c) => spans[r] = Some(c),
+            None => {
+                failed.get_or_insert_with(|| malformed(call));
+            }
         }
     }
-    if lo < hi && failed.is_none() {
+    let bytes: u64 = spans.iter().flatten().map(|c| c.0).sum();
+    let lo = spans.iter().flatten().map(|c| c.1).min().unwrap_or(0);
+    let hi = spans.iter().flatten().map(|c| c.2).max().unwrap_or(0);
+    if failed.is_none() && bytes > 0 && sparse(hi - lo, bytes) {
+        // Far apart: each group's pieces read as they are, up to the end of the file.
+        for (r, g) in lists.iter().enumerate() {
+            let Some(g) = g.as_ref().filter(|_| spans[r].is_some()) else {
+                continue;
+            };
+            let reply = &mut replies[r];
+            reply.extend_from_slice(&u64::MAX.to_le_bytes());
+            let mut eof = u64::MAX;
+            for (o, l) in g.pieces() {
+                let at = reply.len();
+                reply.resize(at + l as usize, 0);
+                match io::read(f, &[(o, l as usize)], &mut reply[at..], call) {
+                    Ok(got) if (got as u64) < l => eof = eof.min(o + got as u64),
+                    Ok(_) => {}
+                    Err(e) => {
+                        failed.get_or_insert(e);
+                    }
+                }
+            }
+            reply[..8].copy_from_slice(&eof.to_le_bytes());
+        }
+    } else if failed.is_none() && bytes > 0 {
         let span = (hi - lo) as usize;
         let mut buf = vec![0u8; span];
         let got = match io::read(f, &[(lo, span)], &mut buf, call) {
@@ -523,7 +635,7 @@ pub(crate) fn read(
             u64::MAX
         };
         for (r, g) in lists.iter().enumerate() {
-            let Some(g) = g.as_ref().filter(|g| !g.list.is_empty()) else {
+            let Some(g) = g.as_ref().filter(|_| spans[r].is_some()) else {
                 continue;
             };
             let reply = &mut replies[r];
@@ -637,6 +749,25 @@ mod tests {
     }
 
     #[test]
+    fn piece_lists_outside_the_domain_or_malformed_are_refused() {
+        let g = |list: Vec<[u64; 4]>| Groups { list };
+        assert_eq!(
+            checked(&g(vec![[100, 4, 12, 10]]), 100, 300),
+            Some((40, 100, 212))
+        );
+        assert_eq!(checked(&g(vec![[100, 4, 12, 10]]), 101, 300), None); // before the domain
+        assert_eq!(checked(&g(vec![[100, 4, 12, 10]]), 100, 211), None); // past its end
+        assert_eq!(checked(&g(vec![[100, 0, 12, 10]]), 0, 999), None); // empty pieces
+        assert_eq!(checked(&g(vec![[100, 4, 2, 10]]), 0, 999), None); // overlapping
+        assert_eq!(checked(&g(vec![[100, 4, 0, u64::MAX]]), 0, 999), None);
+        assert_eq!(
+            checked(&g(vec![[u64::MAX - 2, 4, 8, 2]]), 0, u64::MAX),
+            None
+        ); // overflow
+        assert!(!sparse(1 << 20, 1 << 20) && sparse(1 << 40, 8));
+    }
+
+    #[test]
     fn cover_gives_the_covered_segments() {
         let mut c = Cover::new(300);
         for (a, b) in [
@@ -664,10 +795,12 @@ mod tests {
             hi: 40,
             etypes: 3,
             cb: 2,
+            nodes: 4,
+            unit: 65536,
         };
         assert_eq!(Part::decode(&p.encode()), Some(p));
         assert_eq!(Part::decode(&[1]), None);
-        assert_eq!(Part::decode(&[0; 48]), None);
-        assert_eq!(Part::decode(&[0; 41]), None);
+        assert_eq!(Part::decode(&[0; 64]), None);
+        assert_eq!(Part::decode(&[0; 49]), None);
     }
 }

@@ -59,10 +59,20 @@ impl Ctl {
 
     /// Releases the passive-target lock taken as `kind`.
     pub(crate) fn unlock(&self, kind: LockKind) {
+        // A release that does not match the word (a stray or repeated unlock) leaves it
+        // as it is, rather than wrapping it into a lock nobody holds.
         match kind {
-            LockKind::Exclusive => self.lock.store(0, Ordering::Release),
+            LockKind::Exclusive => {
+                let _ = self
+                    .lock
+                    .compare_exchange(WRITER, 0, Ordering::AcqRel, Ordering::Relaxed);
+            }
             LockKind::Shared => {
-                self.lock.fetch_sub(1, Ordering::AcqRel);
+                let _ = self
+                    .lock
+                    .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |v| {
+                        (v & WRITER == 0 && v > 0).then(|| v - 1)
+                    });
             }
         }
     }
@@ -140,6 +150,11 @@ mod tests {
         assert!(!c.try_lock(LockKind::Exclusive));
         c.unlock(LockKind::Exclusive);
         assert!(c.try_lock(LockKind::Shared));
+        // Stray releases change nothing.
+        c.unlock(LockKind::Exclusive);
+        c.unlock(LockKind::Shared);
+        c.unlock(LockKind::Shared);
+        assert!(c.try_lock(LockKind::Exclusive));
     }
 
     #[test]

@@ -126,6 +126,7 @@ fn serve(args: &[u8]) -> Result<Vec<u8>, String> {
         .ok_or_else(|| format!("window {id} is not open at the target"))?;
     let w = WINS
         .get(h)
+        .filter(|w| w.id == id)
         .ok_or_else(|| format!("window {id} is not open at the target"))?;
     let me = &w.targets[w.comm.rank() as usize];
     let ctl = me.ctl().ok_or_else(bad)?;
@@ -138,7 +139,7 @@ fn serve(args: &[u8]) -> Result<Vec<u8>, String> {
     match ask {
         a if a == Ask::Put as u8 => {
             let data = &args[data_at..];
-            if runs.iter().map(|r| r.1).sum::<usize>() != data.len() {
+            if runs.iter().try_fold(0usize, |a, r| a.checked_add(r.1)) != Some(data.len()) {
                 return Err(bad());
             }
             me.check(&runs, call).map_err(|e| e.to_string())?;

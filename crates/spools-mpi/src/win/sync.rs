@@ -214,13 +214,20 @@ pub unsafe extern "C" fn MPI_Win_unlock_all(win_h: MPI_Win) -> c_int {
             ));
         }
         fence(Ordering::SeqCst);
+        // Every lock is given back, whatever fails; the first failure is the result.
+        let mut first = Ok(());
+        let nocheck = std::mem::take(&mut e.nocheck);
         for (r, kind) in std::mem::take(&mut e.locks) {
-            if !e.nocheck.remove(&r) {
-                w.targets[r as usize].unlock(kind)?;
+            if !nocheck.contains(&r) {
+                if let Err(err) = w.targets[r as usize].unlock(kind) {
+                    if first.is_ok() {
+                        first = Err(err);
+                    }
+                }
             }
         }
         e.lock_all = false;
-        Ok(())
+        first
     })();
     on_win(win_h, r)
 }
