@@ -354,7 +354,6 @@ fn make(
             flavor,
             size_attr: len as MPI_Aint,
             disp_attr: c_int::try_from(unit).unwrap_or(c_int::MAX),
-            flavor_attr: flavor,
             model_attr: MPI_WIN_UNIFIED,
             base,
             errhandler: AtomicUsize::new(MPI_ERRORS_ARE_FATAL),

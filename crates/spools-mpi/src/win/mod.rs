@@ -51,12 +51,11 @@ pub(crate) struct WinObj {
     pub(crate) members: Vec<u32>,
     /// Every rank of the window, by rank in the window.
     pub(crate) targets: Vec<Target>,
-    /// `MPI_WIN_FLAVOR_*`.
+    /// `MPI_WIN_FLAVOR_*` (also `MPI_WIN_CREATE_FLAVOR`'s value, handed out by pointer).
     pub(crate) flavor: c_int,
     /// Attribute values handed out by pointer (`MPI_Win_get_attr`).
     pub(crate) size_attr: MPI_Aint,
     pub(crate) disp_attr: c_int,
-    pub(crate) flavor_attr: c_int,
     pub(crate) model_attr: c_int,
     pub(crate) base: usize,
     pub(crate) errhandler: AtomicUsize,

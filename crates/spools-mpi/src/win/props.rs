@@ -56,7 +56,7 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
             MPI_WIN_BASE => Some(w.base),
             MPI_WIN_SIZE => Some(&raw const w.size_attr as usize),
             MPI_WIN_DISP_UNIT => Some(&raw const w.disp_attr as usize),
-            MPI_WIN_CREATE_FLAVOR => Some(&raw const w.flavor_attr as usize),
+            MPI_WIN_CREATE_FLAVOR => Some(&raw const w.flavor as usize),
             MPI_WIN_MODEL => Some(&raw const w.model_attr as usize),
             k => {
                 keyval(k, Of::Win, call)?;
