@@ -7,7 +7,11 @@
  * ordered, seek_shared, read_shared); non-blocking and split collective operations; the
  * "external32" data representation (supported, or refused with its class); errors on a
  * read-only file, at negative offsets and on a full disk (/dev/full). Then M writers / N
- * readers: a 2-D array written under one darray view and read back under another.
+ * readers: a 2-D array written under one darray view and read back under another. Whole
+ * darrays (the exchange engine's path) at a displacement, at the second instance, in
+ * Fortran order, with the reshuffle forced and disabled, and a group that reaches two
+ * instances at once (the runs' path); a block-cyclic view of one block per instance, whole
+ * (the engine's path) and not (the runs' path).
  * Arguments: DIR [write|read|both] [FILE]: the files go into DIR; `write` or `read` runs
  * only that half of the M/N case on FILE (in DIR unless it holds a '/'). 1 to 4 ranks. */
 #include <string.h>
@@ -441,6 +445,159 @@ static void test_darray(void) {
   darray_io("darray", gs, dist, darg, 0, "darray read_all");
 }
 
+/* Whole darrays at a displacement: a 3-D Fortran-order array of doubles (block(b) x
+ * cyclic(2) x none) behind a 24-byte header, two instances of the filetype written
+ * collectively (explicit offset with the reshuffle forced in 4 KiB rounds, then the
+ * individual pointer with it disabled), read back collectively, then a collective write
+ * where rank 0 and the others reach different instances (the group cannot move one whole
+ * array). Rank 0 checks every byte of the file against the model. */
+#define RG0 40
+#define RG1 21
+#define RG2 5
+#define RT (RG0 * RG1 * RG2)
+#define HDR 24
+static double rval(int tag, int l) { return tag * 1000000.0 + l + 1; }
+
+static void test_darray_regions(void) {
+  int gs[3] = {RG0, RG1, RG2}, ps[3] = {0, 0, 1};
+  OK(MPI_Dims_create(size, 3, ps));
+  int dist[3] = {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_NONE};
+  int darg[3] = {(RG0 + ps[0] - 1) / ps[0] + 1, 2, MPI_DISTRIBUTE_DFLT_DARG};
+  /* Owner rank of each global element (row-major process grid), and this rank's
+   * elements in Fortran order (the first index fastest). */
+  int *own = malloc(RT * sizeof(int)), *idx = malloc(RT * sizeof(int)), n = 0;
+  for (int k = 0; k < RG2; k++)
+    for (int j = 0; j < RG1; j++)
+      for (int i = 0; i < RG0; i++) {
+        int l = i + RG0 * (j + RG1 * k);
+        int c0 = i / darg[0], c1 = (j / 2) % ps[1];
+        own[l] = c0 * ps[1] * ps[2] + c1 * ps[2];
+        if (own[l] == rank) idx[n++] = l;
+      }
+  MPI_Datatype ft;
+  OK(MPI_Type_create_darray(size, rank, 3, gs, dist, darg, ps, MPI_ORDER_FORTRAN, MPI_DOUBLE, &ft));
+  OK(MPI_Type_commit(&ft));
+  double *buf = malloc((n + 1) * sizeof(double));
+  MPI_File fh;
+  MPI_Status st;
+  MPI_Info on, off;
+  OK(MPI_Info_create(&on));
+  OK(MPI_Info_set(on, "romio_cb_write", "enable"));
+  OK(MPI_Info_set(on, "romio_cb_read", "enable"));
+  OK(MPI_Info_set(on, "cb_buffer_size", "4096"));
+  OK(MPI_Info_create(&off));
+  OK(MPI_Info_set(off, "romio_cb_write", "disable"));
+  OK(MPI_Info_set(off, "romio_cb_read", "disable"));
+  open_fresh("regions", &fh);
+  char hdr[HDR];
+  memset(hdr, 'H', HDR);
+  if (rank == 0) OK(MPI_File_write_at(fh, 0, hdr, HDR, MPI_BYTE, &st));
+  settle(fh);
+  OK(MPI_File_set_view(fh, HDR, MPI_DOUBLE, ft, "native", on));
+  for (int k = 0; k < n; k++) buf[k] = rval(1, idx[k]);
+  OK(MPI_File_write_at_all(fh, 0, buf, n, MPI_DOUBLE, &st));
+  want_count(&st, MPI_DOUBLE, n, "regions: write_at_all of instance 0");
+  OK(MPI_File_set_info(fh, off));
+  OK(MPI_File_seek(fh, n, MPI_SEEK_SET));
+  for (int k = 0; k < n; k++) buf[k] = rval(2, idx[k]);
+  OK(MPI_File_write_all(fh, buf, n, MPI_DOUBLE, &st));
+  want_count(&st, MPI_DOUBLE, n, "regions: write_all of instance 1");
+  want_position(fh, 2 * n, "regions: the pointer after instance 1");
+  settle(fh);
+  for (int inst = 0; inst < 2; inst++) {
+    OK(MPI_File_set_info(fh, inst ? on : off));
+    for (int k = 0; k <= n; k++) buf[k] = -1;
+    OK(MPI_File_read_at_all(fh, (MPI_Offset)inst * n, buf, n, MPI_DOUBLE, &st));
+    want_count(&st, MPI_DOUBLE, n, "regions: read_at_all");
+    for (int k = 0; k < n; k++)
+      CHECK(buf[k] == rval(inst + 1, idx[k]), "regions: instance %d local %d (global %d) is %g, want %g", inst, k, idx[k], buf[k], rval(inst + 1, idx[k]));
+    CHECK(buf[n] == -1, "regions: read past its %d doubles", n);
+  }
+  /* Rank 0 at instance 0, the others at instance 1: not one array. */
+  for (int k = 0; k < n; k++) buf[k] = rval(3, idx[k]);
+  OK(MPI_File_write_at_all(fh, rank == 0 ? 0 : n, buf, n, MPI_DOUBLE, &st));
+  want_count(&st, MPI_DOUBLE, n, "regions: write_at_all at two instances");
+  settle(fh);
+  close_file(&fh, "regions");
+  if (rank == 0) {
+    char path[PATHLEN], got[HDR];
+    double *all = malloc(2 * RT * sizeof(double));
+    path_of(path, "regions");
+    OK(MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh));
+    want_size(fh, HDR + 2 * RT * (MPI_Offset)sizeof(double), "regions: file size");
+    OK(MPI_File_read_at(fh, 0, got, HDR, MPI_BYTE, &st));
+    CHECK(memcmp(got, hdr, HDR) == 0, "regions: the header was overwritten");
+    OK(MPI_File_read_at(fh, HDR, all, 2 * RT, MPI_DOUBLE, &st));
+    for (int l = 0; l < RT; l++) {
+      double w0 = rval(own[l] == 0 ? 3 : 1, l), w1 = rval(own[l] == 0 ? 2 : 3, l);
+      CHECK(all[l] == w0, "regions: file instance 0 global %d is %g, want %g", l, all[l], w0);
+      CHECK(all[RT + l] == w1, "regions: file instance 1 global %d is %g, want %g", l, all[RT + l], w1);
+    }
+    close_file(&fh, "regions: check");
+    free(all);
+  }
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  OK(MPI_Info_free(&on));
+  OK(MPI_Info_free(&off));
+  OK(MPI_Type_free(&ft));
+  free(buf);
+  free(idx);
+  free(own);
+}
+
+/* A block-cyclic view (3 ints of every 3 * size, from 8 + 12 * rank): each rank writes
+ * its cyclic(3) deal of a 100-int array collectively (the exchange engine's path) and
+ * reads it back, then every rank rewrites only its first 5 ints (not the deal: the runs'
+ * path). Rank 0 checks the file: 8 untouched bytes, then the ints. */
+#define SN 100
+static int strided_global(int r, int k) { return ((k / 3) * size + r) * 3 + k % 3; }
+
+static void test_strided_whole(void) {
+  MPI_File fh;
+  MPI_Status st;
+  MPI_Datatype three, ft;
+  int buf[SN], got[SN + 1], n = 0;
+  while (strided_global(rank, n) < SN) n++;
+  OK(MPI_Type_contiguous(3, MPI_INT, &three));
+  OK(MPI_Type_create_resized(three, 0, (MPI_Aint)3 * size * sizeof(int), &ft));
+  OK(MPI_Type_commit(&ft));
+  open_fresh("strided", &fh);
+  OK(MPI_File_set_view(fh, 8 + 12 * rank, MPI_INT, ft, "native", MPI_INFO_NULL));
+  for (int k = 0; k < n; k++) buf[k] = strided_global(rank, k) + 1;
+  OK(MPI_File_write_all(fh, buf, n, MPI_INT, &st));
+  want_count(&st, MPI_INT, n, "strided write_all");
+  settle(fh);
+  OK(MPI_File_seek(fh, 0, MPI_SEEK_SET));
+  for (int k = 0; k <= n; k++) got[k] = -1;
+  OK(MPI_File_read_all(fh, got, n, MPI_INT, &st));
+  want_count(&st, MPI_INT, n, "strided read_all");
+  for (int k = 0; k < n; k++) CHECK(got[k] == buf[k], "strided read_all: local %d is %d, want %d", k, got[k], buf[k]);
+  CHECK(got[n] == -1, "strided read_all: read past its %d ints", n);
+  for (int k = 0; k < 5; k++) buf[k] = -(strided_global(rank, k) + 1);
+  OK(MPI_File_write_at_all(fh, 0, buf, 5, MPI_INT, &st));
+  want_count(&st, MPI_INT, 5, "strided write_at_all of 5");
+  settle(fh);
+  close_file(&fh, "strided");
+  if (rank == 0) {
+    char path[PATHLEN];
+    int all[SN + 2];
+    path_of(path, "strided");
+    OK(MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh));
+    want_size(fh, 8 + SN * (MPI_Offset)sizeof(int), "strided: file size");
+    OK(MPI_File_read_at(fh, 0, all, SN + 2, MPI_INT, &st));
+    want_count(&st, MPI_INT, SN + 2, "strided: the whole file");
+    CHECK(all[0] == 0 && all[1] == 0, "strided: the 8 bytes before the array are %d %d", all[0], all[1]);
+    for (int i = 0; i < SN; i++) {
+      int r = (i / 3) % size, k = (i / (3 * size)) * 3 + i % 3, want = k < 5 ? -(i + 1) : i + 1;
+      CHECK(all[2 + i] == want, "strided: file int %d (rank %d's %d) is %d, want %d", i, r, k, all[2 + i], want);
+    }
+    close_file(&fh, "strided: check");
+  }
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  OK(MPI_Type_free(&ft));
+  OK(MPI_Type_free(&three));
+}
+
 static void test_get_view(void) {
   MPI_File fh;
   MPI_Offset disp = -1;
@@ -766,6 +923,8 @@ int main(int argc, char **argv) {
     test_cyclic();
     test_subarray();
     test_darray();
+    test_darray_regions();
+    test_strided_whole();
     test_get_view();
     test_shared();
     test_nonblocking();

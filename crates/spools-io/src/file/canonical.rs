@@ -17,7 +17,7 @@ use crate::file::sums::{self, Pieces, Verify};
 use crate::file::sys;
 
 /// File domains of aggregators are multiples of this many bytes (file-system friendly).
-const DOMAIN_ALIGN: u64 = 1 << 20;
+pub(super) const DOMAIN_ALIGN: u64 = 1 << 20;
 
 /// What a parallel file's path holds, as found by rank 0.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -144,7 +144,13 @@ pub(super) fn inspect_dataset(
 /// rounded up to whole `grain`s (a verified read's checksum blocks: each block then lies
 /// whole in one aggregator's part and is checked from the bytes delivered, never read
 /// again). Not collective: every rank computes the same rounds.
-fn io_rounds(comm: &Communicator, opening: &Opening, total: u64, align: u64, grain: u64) -> Rounds {
+pub(super) fn io_rounds(
+    comm: &Communicator,
+    opening: &Opening,
+    total: u64,
+    align: u64,
+    grain: u64,
+) -> Rounds {
     let per = total.div_ceil(u64::from(comm.size().max(1)));
     let domain = per.div_ceil(align).max(1) * align;
     let aggs = total.div_ceil(domain).max(1) as u32;
@@ -162,19 +168,20 @@ fn io_rounds(comm: &Communicator, opening: &Opening, total: u64, align: u64, gra
 
 /// The aggregator's side of a canonical file's rounds: its parts written to (read from)
 /// the file at the stream's offset `off`, the file opened at the first part.
-struct FileSink<'a> {
-    path: &'a Path,
-    off: u64,
+pub(super) struct FileSink<'a> {
+    pub(super) path: &'a Path,
+    pub(super) off: u64,
     /// Open the (temporary) file for writing rather than reading.
-    write: bool,
-    file: Option<std::fs::File>,
+    pub(super) write: bool,
+    /// The file, once open (or given open).
+    pub(super) file: Option<std::fs::File>,
     /// Writing durably: start writeback as the parts are written
     /// ([`sys::write_parts_at`]).
-    flush: bool,
+    pub(super) flush: bool,
     /// Writing with checksums: the pieces written, for the sidecar.
-    pieces: Option<&'a mut Pieces>,
+    pub(super) pieces: Option<&'a mut Pieces>,
     /// Reading: verification of what was read against the sidecar.
-    verify: Option<&'a Verify<'a>>,
+    pub(super) verify: Option<&'a Verify<'a>>,
 }
 
 impl FileSink<'_> {
@@ -190,7 +197,7 @@ impl FileSink<'_> {
     }
 
     /// Syncs the file, when this rank wrote any part.
-    fn sync(&self) -> Result<(), FileError> {
+    pub(super) fn sync(&self) -> Result<(), FileError> {
         match &self.file {
             Some(f) => sys::sync(f, self.path),
             None => Ok(()),
@@ -477,7 +484,8 @@ fn write_to(
         wrote.and_then(|()| if opts.sync { sink.sync() } else { Ok(()) })
     } else {
         stats.aggregators = layout.units().min(u64::from(comm.size())) as u32;
-        write_own(target, layout, me, data, off, opts.sync, &mut pieces)
+        sys::open_target(target)
+            .and_then(|f| write_own(&f, target, layout, me, data, off, opts.sync, &mut pieces))
     };
     agree_on_outcome(comm, path, res)?;
     // Written in place without checksums, the file is complete: nothing to commit.
@@ -503,8 +511,10 @@ fn write_to(
     Ok(stats)
 }
 
-/// Each rank writes its own runs where they belong.
-fn write_own(
+/// Each rank writes its own runs where they belong, in the open `f` (at `path`).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn write_own(
+    f: &std::fs::File,
     path: &Path,
     layout: &Layout,
     me: u32,
@@ -516,26 +526,26 @@ fn write_own(
     if u64::from(me) >= layout.units() || layout.local_bytes(u64::from(me))? == 0 {
         return Ok(());
     }
-    let f = sys::open_target(path)?;
     let runs = file_order(layout, me)?;
     for batch in adjacent(&runs) {
         let parts: Vec<&[u8]> = batch
             .iter()
             .map(|e| &data[e.local as usize..(e.local + e.len) as usize])
             .collect();
-        sys::write_parts_at(&f, path, &parts, off + batch[0].global, sync)?;
+        sys::write_parts_at(f, path, &parts, off + batch[0].global, sync)?;
         for (e, part) in batch.iter().zip(&parts) {
             pieces.add(e.global, part);
         }
     }
     if sync {
-        sys::sync(&f, path)?;
+        sys::sync(f, path)?;
     }
     Ok(())
 }
 
-/// Each rank reads its own runs.
-fn read_own(
+/// Each rank reads its own runs from the open `f` (at `path`).
+pub(super) fn read_own(
+    f: &std::fs::File,
     path: &Path,
     layout: &Layout,
     me: u32,
@@ -546,7 +556,6 @@ fn read_own(
     if u64::from(me) >= layout.units() || layout.local_bytes(u64::from(me))? == 0 {
         return Ok(());
     }
-    let f = sys::open_read(path)?;
     let runs = file_order(layout, me)?;
     for batch in adjacent(&runs) {
         // The runs of a batch are disjoint parts of `data`: split them off in local order.
@@ -564,7 +573,7 @@ fn read_own(
             at = e.local + e.len;
         }
         let mut parts: Vec<&mut [u8]> = slots.into_iter().flatten().collect();
-        sys::read_vectored_at(&f, path, &mut parts, off + batch[0].global)?;
+        sys::read_vectored_at(f, path, &mut parts, off + batch[0].global)?;
     }
     let parts = layout.extents(u64::from(me))?;
     verify.check(parts.map(|e| {
@@ -655,7 +664,7 @@ pub(super) fn read(
         got.and_then(|()| verify.finish())
     } else {
         stats.aggregators = layout.units().min(u64::from(comm.size())) as u32;
-        read_own(path, layout, me, data, offset, &verify)
+        sys::open_read(path).and_then(|f| read_own(&f, path, layout, me, data, offset, &verify))
     };
     agree_on_outcome(comm, path, res)?;
     Ok(stats)

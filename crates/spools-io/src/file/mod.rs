@@ -49,6 +49,7 @@ mod manifest;
 mod npy;
 mod options;
 mod reader;
+mod region;
 mod rounds;
 mod rows;
 mod steps;
@@ -75,6 +76,7 @@ pub use options::{
     WriteOptions, DIRECT_MIN_RUN,
 };
 pub use reader::{Reader, Stored};
+pub use region::{read_from, write_into};
 pub use rows::Raid;
 pub use zarr::{Compressor, ZarrMeta};
 

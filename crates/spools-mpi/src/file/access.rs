@@ -11,6 +11,7 @@ use crate::abi::*;
 use crate::comm::out;
 use crate::datatype::{bytes_of, committed, count as ccount, pack, unpack, TypeObj};
 use crate::error::MpiError;
+use crate::file::layout::{self, Whole};
 use crate::file::position::shared_of;
 use crate::file::twophase::{self, Part};
 use crate::file::view::FileRun;
@@ -57,18 +58,35 @@ pub(crate) unsafe fn access(
     call: &'static str,
 ) -> Result<MPI_Status, MpiError> {
     let f = file(fh, call)?;
-    let prep = prepare(&f, count, dt, place, dir, call);
     let ordered = matches!(place, Place::Ordered);
+    let mut prep = prepare(&f, count, dt, place, dir, coll && !ordered, call);
     if !coll && !ordered {
         // SAFETY: the caller's contract.
         return unsafe { perform(&f, buf, prep?, None, call) };
     }
     let hints = twophase::hints(&f, dir == Dir::Write);
-    let summary = prep
-        .as_ref()
-        .ok()
-        .map(|p| Part::of(&p.runs, p.etypes, hints));
-    let parts = twophase::decide(&f, summary, call);
+    let summary = |p: &Prep| {
+        let mut s = Part::of(&p.runs, p.etypes, hints);
+        if let Some(w) = &p.whole {
+            // Its runs are not listed: what it moves is its bytes.
+            s.key = w.key();
+            s.bytes = p.bytes as u64;
+        }
+        s
+    };
+    let mut parts = twophase::decide(&f, prep.as_ref().ok().map(summary), call);
+    // Not every rank accesses the same whole array: the ranks that skipped listing their
+    // runs list them, and the group decides again (every rank sees the same parts, so
+    // every rank takes this step or none).
+    let retry = parts.as_ref().is_ok_and(|ps| {
+        ps.iter().any(|p| p.key != 0) && whole_layout(prep.as_ref().ok(), ps).is_none()
+    });
+    if retry {
+        if let Ok(p) = prep.as_mut() {
+            p.list_runs();
+        }
+        parts = twophase::decide(&f, prep.as_ref().ok().map(summary), call);
+    }
     let r = match (prep, parts) {
         (Ok(mut p), Ok(parts)) => {
             let placed = if ordered {
@@ -84,6 +102,16 @@ pub(crate) unsafe fn access(
     f.agree(r, call)
 }
 
+/// The layout of the whole array the group moves, when every rank said the same one
+/// and their parts make it (the same answer on every rank: when the keys agree, every
+/// rank holds an equal [`Whole`]).
+fn whole_layout(p: Option<&Prep>, parts: &[Part]) -> Option<spools_map::Layout> {
+    if !layout::agreed(parts) {
+        return None;
+    }
+    p?.whole.as_ref()?.layout(parts)
+}
+
 /// An access checked and placed, before any byte moves.
 struct Prep {
     t: Arc<TypeObj>,
@@ -96,19 +124,24 @@ struct Prep {
     start: u64,
     etypes: u64,
     runs: Vec<FileRun>,
+    /// The whole array a collective access moves through the exchange engine (its runs
+    /// not listed), when it is one ([`Whole::of`]).
+    whole: Option<Whole>,
     /// Whether the access moves the individual pointer (by what moved, once done; the
     /// pointer is not held across the access, which may wait for the group).
     own: bool,
 }
 
 /// Checks an access and places it (the shared pointer moves here for `*_shared`;
-/// `*_ordered` is placed by [`Prep::order`]).
+/// `*_ordered` is placed by [`Prep::order`]). A collective access (`coll`) of one whole
+/// array ([`Whole::of`]; not in atomic mode) leaves its runs unlisted.
 fn prepare(
     f: &FileObj,
     count: MPI_Count,
     dt: MPI_Datatype,
     place: Place,
     dir: Dir,
+    coll: bool,
     call: &'static str,
 ) -> Result<Prep, MpiError> {
     f.may(dir == Dir::Read, call)?;
@@ -143,7 +176,20 @@ fn prepare(
             0
         }
     };
-    let runs = if matches!(place, Place::Ordered) {
+    let atomic = f.atomic.load(std::sync::atomic::Ordering::Relaxed);
+    let whole = if coll && !atomic && matches!(place, Place::At(_) | Place::Own) {
+        // A read takes this path only where the file holds the whole array (a short
+        // read is the runs' path's to count).
+        let len = match dir {
+            Dir::Read => Some(f.file.metadata().map_or(0, |m| m.len())),
+            Dir::Write => None,
+        };
+        let group = (f.comm.rank(), f.comm.size());
+        Whole::of(&view, start * es, bytes as u64, group, len)
+    } else {
+        None
+    };
+    let runs = if matches!(place, Place::Ordered) || whole.is_some() {
         Vec::new()
     } else {
         view.runs(start * es, bytes as u64)
@@ -158,11 +204,20 @@ fn prepare(
         start,
         etypes,
         runs,
+        whole,
         own,
     })
 }
 
 impl Prep {
+    /// Gives up the whole-array path: the runs listed.
+    fn list_runs(&mut self) {
+        if self.whole.take().is_some() {
+            let es = self.view.etype.size as u64;
+            self.runs = self.view.runs(self.start * es, self.bytes as u64);
+        }
+    }
+
     /// Places an ordered access: after the ranks before it, from the shared pointer,
     /// which moves past the whole group's data.
     fn order(&mut self, f: &FileObj, parts: &[Part], call: &'static str) -> Result<(), MpiError> {
@@ -191,6 +246,7 @@ unsafe fn perform(
     parts: Option<&[Part]>,
     call: &'static str,
 ) -> Result<MPI_Status, MpiError> {
+    let whole = parts.and_then(|ps| Some((p.whole.as_ref()?, whole_layout(Some(&p), ps)?, ps)));
     let phased = parts.filter(|ps| {
         !matches!(p.place, Place::Ordered | Place::Shared) && twophase::two_phase(f, ps)
     });
@@ -208,10 +264,11 @@ unsafe fn perform(
                 packed = unsafe { pack(buf, p.n, &p.t) };
                 &packed
             };
-            match phased {
-                Some(ps) => twophase::write(f, ps, &p.runs, data, call)?,
-                None if bytes > 0 => io::write(f, &p.runs, data, call)?,
-                None => {}
+            match (whole, phased) {
+                (Some((w, l, ps)), _) => layout::write(f, w, &l, ps, data, call)?,
+                (None, Some(ps)) => twophase::write(f, ps, &p.runs, data, call)?,
+                (None, None) if bytes > 0 => io::write(f, &p.runs, data, call)?,
+                (None, None) => {}
             }
             bytes
         }
@@ -225,10 +282,13 @@ unsafe fn perform(
                 temp.resize(bytes, 0u8);
                 &mut temp
             };
-            let got = match phased {
-                Some(ps) => twophase::read(f, ps, &p.runs, out, call)?,
-                None if bytes > 0 => io::read(f, &p.runs, out, call)?,
-                None => 0,
+            let got = match (whole, phased) {
+                (Some((w, l, ps)), _) => {
+                    layout::read(f, w, &l, ps, out, call).map(|()| out.len())?
+                }
+                (None, Some(ps)) => twophase::read(f, ps, &p.runs, out, call)?,
+                (None, None) if bytes > 0 => io::read(f, &p.runs, out, call)?,
+                (None, None) => 0,
             };
             if !direct && got > 0 {
                 // SAFETY: the caller's contract; `got` bytes are whole or partial

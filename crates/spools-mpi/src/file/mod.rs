@@ -17,6 +17,7 @@
 pub(crate) mod access;
 pub(crate) mod datarep;
 mod io;
+mod layout;
 pub(crate) mod open;
 mod pointer;
 pub(crate) mod position;

@@ -37,6 +37,10 @@ pub(crate) struct Part {
     pub(crate) cb: u64,
     pub(crate) nodes: u64,
     pub(crate) unit: u64,
+    /// The fingerprint of the whole array it accesses ([`Whole::key`]), 0 for none.
+    ///
+    /// [`Whole::key`]: crate::file::layout::Whole::key
+    pub(crate) key: u64,
 }
 
 impl Part {
@@ -54,6 +58,7 @@ impl Part {
             cb,
             nodes,
             unit,
+            key: 0,
         }
     }
 
@@ -68,6 +73,7 @@ impl Part {
             self.cb,
             self.nodes,
             self.unit,
+            self.key,
         ] {
             v.extend_from_slice(&x.to_le_bytes());
         }
@@ -75,7 +81,7 @@ impl Part {
     }
 
     fn decode(b: &[u8]) -> Option<Part> {
-        if b.len() != 65 || b[0] != 0 {
+        if b.len() != 73 || b[0] != 0 {
             return None;
         }
         let at =
@@ -89,6 +95,7 @@ impl Part {
             cb: at(5),
             nodes: at(6),
             unit: at(7),
+            key: at(8),
         })
     }
 }
@@ -797,10 +804,11 @@ mod tests {
             cb: 2,
             nodes: 4,
             unit: 65536,
+            key: 77,
         };
         assert_eq!(Part::decode(&p.encode()), Some(p));
         assert_eq!(Part::decode(&[1]), None);
-        assert_eq!(Part::decode(&[0; 64]), None);
+        assert_eq!(Part::decode(&[0; 72]), None);
         assert_eq!(Part::decode(&[0; 49]), None);
     }
 }
