@@ -386,39 +386,46 @@ static void pscw(void) {
   OK(MPI_Group_free(&world));
 }
 
-/* A shared window with (r+1)*16 ints at rank r: MPI_Win_shared_query gives every
- * segment (contiguous, as the default without alloc_shared_noncontig requires); each
+/* A shared window of this host's ranks with (r+1)*16 ints at node rank r:
+ * MPI_Win_shared_query gives every segment (contiguous, as the default without alloc_shared_noncontig requires); each
  * rank writes its right neighbour's segment with plain stores, then reads its own. */
 static void shared(void) {
-  int *mine, **seg = malloc(size * sizeof(int *)), n = (rank + 1) * 16, nr = (right + 1) * 16;
+  MPI_Comm node;
+  int me, np;
+  OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  OK(MPI_Comm_rank(node, &me));
+  OK(MPI_Comm_size(node, &np));
+  int lft = (me + np - 1) % np, rgt = (me + 1) % np;
+  int *mine, **seg = malloc(np * sizeof(int *)), n = (me + 1) * 16, nr = (rgt + 1) * 16;
   MPI_Win win;
-  OK(MPI_Win_allocate_shared(n * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mine, &win));
-  for (int r = 0; r < size; r++) {
+  OK(MPI_Win_allocate_shared(n * sizeof(int), sizeof(int), MPI_INFO_NULL, node, &mine, &win));
+  for (int r = 0; r < np; r++) {
     MPI_Aint sz = -1;
     int du = -1;
     OK(MPI_Win_shared_query(win, r, &sz, &du, &seg[r]));
     CHECK(sz == (MPI_Aint)((r + 1) * 16 * sizeof(int)) && du == (int)sizeof(int), "shared_query %d: size %ld disp_unit %d, want %ld %d", r, (long)sz, du, (long)((r + 1) * 16 * sizeof(int)), (int)sizeof(int));
     if (r > 0) CHECK(seg[r] == seg[r - 1] + r * 16, "shared_query %d: segment at %p, want %p (contiguous)", r, (void *)seg[r], (void *)(seg[r - 1] + r * 16));
   }
-  CHECK(seg[rank] == mine, "shared_query of myself gives %p, allocate gave %p", (void *)seg[rank], (void *)mine);
+  CHECK(seg[me] == mine, "shared_query of myself gives %p, allocate gave %p", (void *)seg[me], (void *)mine);
   MPI_Aint sz = -1;
   int du = -1, *first = NULL;
   OK(MPI_Win_shared_query(win, MPI_PROC_NULL, &sz, &du, &first));
   CHECK(first == seg[0] && sz == 16 * (MPI_Aint)sizeof(int), "shared_query MPI_PROC_NULL: %p size %ld, want %p %ld", (void *)first, (long)sz, (void *)seg[0], 16 * (long)sizeof(int));
   OK(MPI_Win_lock_all(MPI_MODE_NOCHECK, win));
-  for (int i = 0; i < nr; i++) seg[right][i] = rank * 1000 + i;
+  for (int i = 0; i < nr; i++) seg[rgt][i] = me * 1000 + i;
   OK(MPI_Win_sync(win));
-  OK(MPI_Barrier(MPI_COMM_WORLD));
+  OK(MPI_Barrier(node));
   OK(MPI_Win_sync(win));
-  for (int i = 0; i < n; i++) CHECK(mine[i] == left * 1000 + i, "shared: element %d written by %d is %d, want %d", i, left, mine[i], left * 1000 + i);
+  for (int i = 0; i < n; i++) CHECK(mine[i] == lft * 1000 + i, "shared: element %d written by %d is %d, want %d", i, lft, mine[i], lft * 1000 + i);
   int *got = malloc(nr * sizeof(int));
-  OK(MPI_Get(got, nr, MPI_INT, right, 0, nr, MPI_INT, win));
-  OK(MPI_Win_flush(right, win));
-  for (int i = 0; i < nr; i++) CHECK(got[i] == rank * 1000 + i, "shared: get of %d's element %d is %d, want %d", right, i, got[i], rank * 1000 + i);
+  OK(MPI_Get(got, nr, MPI_INT, rgt, 0, nr, MPI_INT, win));
+  OK(MPI_Win_flush(rgt, win));
+  for (int i = 0; i < nr; i++) CHECK(got[i] == me * 1000 + i, "shared: get of %d's element %d is %d, want %d", rgt, i, got[i], me * 1000 + i);
   OK(MPI_Win_unlock_all(win));
   free_win(&win, "shared");
   free(got);
   free(seg);
+  OK(MPI_Comm_free(&node));
 }
 
 /* Under MPI_ERRORS_RETURN on the window: an invalid lock type (MPI_ERR_LOCKTYPE or
@@ -503,7 +510,14 @@ int main(int argc, char **argv) {
   OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
   left = (rank + size - 1) % size;
   right = (rank + 1) % size;
-  for (int f = CREATE; f <= DYNAMIC; f++) flavour(f);
+  /* A world over several hosts has no shared window of all its ranks. */
+  MPI_Comm node;
+  int local = 0;
+  OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  OK(MPI_Comm_size(node, &local));
+  OK(MPI_Comm_free(&node));
+  for (int f = CREATE; f <= DYNAMIC; f++)
+    if (f != SHARED || local == size) flavour(f);
   datatypes();
   atomics();
   requests();

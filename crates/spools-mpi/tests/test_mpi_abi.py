@@ -83,6 +83,25 @@ def test_one_sided_windows_by_memory_messages_as_between_hosts(build, spools_run
     assert "rank 1" in job.err and "SIGKILL" in job.err, job
 
 
+def test_windows_and_files_across_hosts(build, spools_run, hosts, tmp_path):
+    # Ranks in network namespaces playing two hosts: every window access to the other
+    # host is a memory message its progress engine serves (no forcing), shared windows
+    # are per host; a darray file is written by 4 ranks on two hosts (the exchange
+    # engine's reshuffle crossing them over TCP) and read by 3 with another view.
+    net = hosts(2)
+    job = spools_run(3, build("rma"), "range", opts=net.run_args("h1:2,h2:1"))
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok rma 3 ranks"], job
+    job = spools_run(4, build("io"), str(tmp_path), "write", "mn",
+                     opts=net.run_args("h1:2,h2:2"))
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok io-write 4 ranks"], job
+    job = spools_run(3, build("io"), str(tmp_path), "read", "mn",
+                     opts=net.run_args("h1:1,h2:2"))
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok io-read 3 ranks"], job
+
+
 def test_a_target_killed_holding_window_locks_ends_the_job(build, spools_run):
     job = spools_run(3, build("rma_killed"), timeout=60)
     assert job.code != 0 and "FAIL" not in job.out, job
