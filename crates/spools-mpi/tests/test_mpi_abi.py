@@ -1,8 +1,10 @@
 """Programs built by mpicc_abi against the MPI standard ABI, run on Spools' libmpi_abi.so.1
 under `spools run` (see conftest.py)."""
 
+import json
 import os
 import re
+import struct
 import subprocess
 from pathlib import Path
 
@@ -173,6 +175,61 @@ def test_the_checksum_hint_writes_a_sidecar_that_spools_fsck_verifies(build, spo
     job = spools_run(2, build("io_sums"), str(data), "plain")
     assert job.out.splitlines() == ["ok io_sums plain 2 ranks"], job
     assert not (tmp_path / "s.dat.spools-sums").exists()
+
+
+def test_the_layout_hint_keeps_a_raid5_set_that_spools_tools_verify_and_repair(
+        build, spools_run, tmp_path):
+    # Written by 4 ranks through a darray view with spools_layout=raid5(unit=4KiB,count=3)
+    # (a sync and a close: two versions), the file is a manifest and unit files, no
+    # working file left; spools fsck verifies it and spools cat gives the array's bytes.
+    exe, data = build("io_raid"), tmp_path / "a.dat"
+    n = 301 * 257
+
+    def tool(*args):
+        return subprocess.run([spools_bin(), *args], capture_output=True, timeout=120)
+
+    def manifest():
+        return json.loads(data.read_text())
+
+    job = spools_run(4, exe, str(data), "write")
+    assert job.out.splitlines() == ["ok io_raid write 4 ranks"], job
+    m = manifest()
+    assert m["format"] == "spools-parallel-file" and m["size"] == 4 * n, m
+    assert m["layout"].startswith("raid5(") and len(m["units"]) == 3 and m["version"] == 2, m
+    assert not list(tmp_path.glob(".*spools-open")), list(tmp_path.iterdir())
+    fsck = tool("fsck", str(data))
+    assert fsck.returncode == 0 and b"all checksums and parity good" in fsck.stdout, fsck
+    cat = tool("cat", str(data))
+    assert cat.returncode == 0 and cat.stdout == struct.pack("<%di" % n, *range(n)), cat.stderr
+    # A lost unit: 3 ranks still read every element (rebuilt from parity), then
+    # spools repair rebuilds the unit and fsck is clean again.
+    lost = data.parent / m["units"][1]["path"]
+    lost.unlink()
+    job = spools_run(3, exe, str(data), "read")
+    assert job.out.splitlines() == ["ok io_raid read 3 ranks"], job
+    assert tool("fsck", str(data)).returncode != 0
+    rep = tool("repair", str(data))
+    assert rep.returncode == 0 and lost.exists(), rep
+    fsck = tool("fsck", str(data))
+    assert fsck.returncode == 0 and b"all checksums and parity good" in fsck.stdout, fsck
+    # Opened again for update by 2 ranks: a new version with the changed elements.
+    job = spools_run(2, exe, str(data), "update")
+    assert job.out.splitlines() == ["ok io_raid update 2 ranks"], job
+    assert manifest()["version"] == 3
+    cat = tool("cat", str(data))
+    want = [-1 - i if i < 10 else i for i in range(n)]
+    assert cat.returncode == 0 and cat.stdout == struct.pack("<%di" % n, *want), cat.stderr
+    job = spools_run(3, exe, str(data), "read", "updated")
+    assert job.out.splitlines() == ["ok io_raid read 3 ranks"], job
+    # Hints that are not striped layouts fail on every rank and make nothing.
+    other = tmp_path / "b.dat"
+    job = spools_run(2, exe, str(other), "badhint")
+    assert job.out.splitlines() == ["ok io_raid badhint 2 ranks"], job
+    assert not other.exists() and not list(tmp_path.glob(".b.dat*"))
+    # MPI_File_delete takes the unit files of both versions' slots with the manifest.
+    job = spools_run(1, exe, str(data), "delete")
+    assert job.out.splitlines() == ["ok io_raid delete 1 ranks"], job
+    assert list(tmp_path.iterdir()) == [], list(tmp_path.iterdir())
 
 
 def test_an_unsupported_function_is_fatal_by_default_and_named(build, tmp_path, spools_run):

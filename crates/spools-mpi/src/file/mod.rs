@@ -8,7 +8,9 @@
 //!   (explicit offsets, individual and shared pointers, collective, ordered,
 //!   non-blocking, split); `pointer.rs`: the shared file pointer, a word in shared
 //!   memory; `twophase.rs`: collective accesses of short runs through aggregators;
-//!   `position.rs`: views and pointers (`set_view`, `seek`, ...).
+//!   `position.rs`: views and pointers (`set_view`, `seek`, ...); `raid.rs`: the
+//!   `spools_layout` hint (the file kept as a RAID-5 or RAID-0 set, committed at sync and
+//!   close).
 //!
 //! Every access is done when its call returns (non-blocking ones give a complete
 //! request). Collective calls agree on their outcome, so that an error on one rank
@@ -21,6 +23,7 @@ mod layout;
 pub(crate) mod open;
 mod pointer;
 pub(crate) mod position;
+mod raid;
 mod twophase;
 mod view;
 
@@ -56,6 +59,9 @@ pub(crate) struct FileObj {
     pub(crate) errhandler: AtomicUsize,
     /// The status a split collective's begin left for its end.
     pub(crate) split: Mutex<Option<MPI_Status>>,
+    /// With the `spools_layout` hint, the striped set that `file` (its working file,
+    /// at `path`) is committed to at sync and close.
+    pub(crate) raid: Option<raid::Set>,
 }
 
 pub(crate) static FILES: Table<FileObj> = Table::new(Kind::File);

@@ -1,5 +1,6 @@
 //! Opening and closing files and what an open file carries: `MPI_File_open` (collective:
-//! rank 0 creates, then every rank opens), `close`, `delete`, `set_size`,
+//! rank 0 creates, then every rank opens; with the `spools_layout` hint, rank 0 makes the
+//! working file of a striped set, raid.rs), `close`, `delete`, `set_size`,
 //! `preallocate`, `get_size`, `sync`, atomicity, amode, group, info and error
 //! handlers.
 
@@ -13,6 +14,7 @@ use crate::abi::*;
 use crate::comm::{comm, out};
 use crate::error::{valid_errhandler, MpiError, ERRHANDLERS};
 use crate::file::pointer::SharedPointer;
+use crate::file::raid;
 use crate::file::{file, io_error, on_file, raise_file, FileObj, View, DEFAULT_HANDLER, FILES};
 
 /// Checks an amode as MPI defines it.
@@ -102,9 +104,22 @@ pub unsafe extern "C" fn MPI_File_open(
         let path = path_of(filename, call)?;
         let info_entries = crate::info::entries(info)?;
         let wc = c.comm.dup()?;
+        // With the `spools_layout` hint the program's accesses go to a working file that
+        // rank 0 has made from the set (raid.rs); it is opened for reading too, since
+        // the commits read it back.
+        let raid = raid::agree_hint(&wc, &info_entries, &path, call)?;
+        let (path, open_mode) = match &raid {
+            Some(set) => (
+                raid::prepare(&wc, set, amode, call)?,
+                amode & !(MPI_MODE_RDONLY | MPI_MODE_WRONLY) | MPI_MODE_RDWR,
+            ),
+            None => (path, amode),
+        };
         // Rank 0 creates (so that MPI_MODE_EXCL fails once, for everyone); the others
         // open what it made.
-        let first = if wc.rank() == 0 {
+        let first = if raid.is_some() {
+            Err(std::io::Error::other("made by rank 0"))
+        } else if wc.rank() == 0 {
             let f = options(amode, amode & MPI_MODE_CREATE != 0).open(&path);
             // The data are about to change: an old checksum sidecar would be stale (a
             // new one is written at close with the `spools_checksums` hint).
@@ -117,7 +132,9 @@ pub unsafe extern "C" fn MPI_File_open(
         };
         let verdict = match &first {
             Ok(_) => Vec::new(),
-            Err(e) if wc.rank() == 0 => format!("{}\0{}", super::io_class(e), e).into_bytes(),
+            Err(e) if wc.rank() == 0 && raid.is_none() => {
+                format!("{}\0{}", super::io_class(e), e).into_bytes()
+            }
             Err(_) => Vec::new(),
         };
         let verdict = wc.bcast_bytes(0, &verdict)?;
@@ -131,7 +148,7 @@ pub unsafe extern "C" fn MPI_File_open(
         }
         let opened = match first {
             Ok(f) => Ok(f),
-            Err(_) => options(amode, false).open(&path),
+            Err(_) => options(open_mode, false).open(&path),
         };
         let f =
             super::FileObj::agree_open(&wc, opened.map_err(|e| io_error(call, &path, &e)), call)?;
@@ -157,6 +174,7 @@ pub unsafe extern "C" fn MPI_File_open(
             info: Mutex::new(info_entries),
             errhandler: AtomicUsize::new(DEFAULT_HANDLER.load(Ordering::Relaxed)),
             split: Mutex::new(None),
+            raid,
         };
         let h = FILES
             .insert(obj)
@@ -206,8 +224,13 @@ pub unsafe extern "C" fn MPI_File_close(fh: *mut MPI_File) -> c_int {
     let h = unsafe { *fh };
     let r = (|| {
         let f = file(h, call)?;
-        // Rank 0's hint decides for the group (hints may differ between ranks).
-        let sums = f.amode & MPI_MODE_RDONLY == 0 && f.amode & MPI_MODE_DELETE_ON_CLOSE == 0 && {
+        let keep = f.amode & MPI_MODE_RDONLY == 0 && f.amode & MPI_MODE_DELETE_ON_CLOSE == 0;
+        if let Some(set) = f.raid.as_ref().filter(|_| keep) {
+            raid::commit(&f.comm, set, &f.file, &f.path, call)?;
+        }
+        // Rank 0's hint decides for the group (hints may differ between ranks); a set's
+        // manifest carries its own checksums.
+        let sums = keep && f.raid.is_none() && {
             let mine = u8::from(
                 super::twophase::hint(&f, "spools_checksums").as_deref() == Some("crc32c"),
             );
@@ -220,8 +243,16 @@ pub unsafe extern "C" fn MPI_File_close(fh: *mut MPI_File) -> c_int {
             f.agree(r, call)?;
         }
         f.comm.barrier()?;
-        if f.amode & MPI_MODE_DELETE_ON_CLOSE != 0 && f.comm.rank() == 0 {
-            let _ = std::fs::remove_file(&f.path);
+        if f.comm.rank() == 0 {
+            if f.amode & MPI_MODE_DELETE_ON_CLOSE != 0 {
+                let _ = std::fs::remove_file(&f.path);
+                if let Some(set) = &f.raid {
+                    let _ = raid::remove_set(&set.path, call);
+                }
+            } else if f.raid.is_some() {
+                // The working file; the set holds the data.
+                let _ = std::fs::remove_file(&f.path);
+            }
         }
         FILES.remove(h);
         Ok(())
@@ -242,6 +273,10 @@ pub unsafe extern "C" fn MPI_File_delete(filename: *const c_char, info: MPI_Info
         crate::init::rt(call)?;
         crate::info::entries(info)?;
         let path = path_of(filename, call)?;
+        // A striped set (the `spools_layout` hint's) goes with its unit files.
+        if raid::remove_set(&path, call)? {
+            return Ok(());
+        }
         std::fs::remove_file(&path).map_err(|e| io_error(call, &path, &e))
     })();
     on_file(MPI_FILE_NULL, r)
@@ -352,7 +387,12 @@ pub unsafe extern "C" fn MPI_File_sync(fh: MPI_File) -> c_int {
         } else {
             f.file.sync_data().map_err(|e| io_error(call, &f.path, &e))
         };
-        f.agree(mine, call)
+        f.agree(mine, call)?;
+        // A set commits a new version: what the group wrote is durable in it.
+        match f.raid.as_ref().filter(|_| f.amode & MPI_MODE_RDONLY == 0) {
+            Some(set) => raid::commit(&f.comm, set, &f.file, &f.path, call),
+            None => Ok(()),
+        }
     })();
     on_file(fh, r)
 }

@@ -1,0 +1,144 @@
+/* MPI-IO with Spools' layout hint: a file opened with the info
+ * `spools_layout=raid5(unit=4KiB,count=3)` is kept as a RAID-5 set (a manifest at the
+ * file's name, unit files beside it) that `spools fsck` verifies and `spools repair`
+ * rebuilds. argv[1]: the file; argv[2]: the step.
+ *
+ *   write   a G0 x G1 int array (element i holds i) through a 2-D block darray view,
+ *           write_all, MPI_File_sync (a first version), then its first row again
+ *           (the same values) and close (a second version)
+ *   update  elements 0..9 set to -1..-10 by rank 0 (write_at), every rank checks
+ *           element 12345 (read_at), close
+ *   read    the whole array in a cyclic(1) view of ints (rank r reads elements r, r+P,
+ *           ...), each checked against i (or the update's values with argv[3] "updated")
+ *   badhint an unknown layout and a RAID-5 with no data unit: MPI_ERR_INFO_VALUE on
+ *           every rank, nothing left behind
+ *   delete  MPI_File_delete of the set (rank 0) */
+#include <string.h>
+#include "check.h"
+
+#define G0 301
+#define G1 257
+#define N (G0 * G1)
+#define HINT "raid5(unit=4KiB,count=3)"
+
+static int rank, size;
+
+static MPI_File open_set(const char *path, int amode) {
+  MPI_Info info;
+  MPI_File fh;
+  OK(MPI_Info_create(&info));
+  OK(MPI_Info_set(info, "spools_layout", HINT));
+  OK(MPI_File_open(MPI_COMM_WORLD, path, amode, info, &fh));
+  OK(MPI_Info_free(&info));
+  return fh;
+}
+
+static int want(int i, int updated) { return updated && i < 10 ? -1 - i : i; }
+
+static void write_step(const char *path) {
+  MPI_File fh = open_set(path, MPI_MODE_CREATE | MPI_MODE_WRONLY);
+  int gs[2] = {G0, G1}, ds[2] = {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_BLOCK},
+      da[2] = {MPI_DISTRIBUTE_DFLT_DARG, MPI_DISTRIBUTE_DFLT_DARG}, ps[2] = {0, 0};
+  OK(MPI_Dims_create(size, 2, ps));
+  MPI_Datatype ft;
+  OK(MPI_Type_create_darray(size, rank, 2, gs, ds, da, ps, MPI_ORDER_C, MPI_INT, &ft));
+  OK(MPI_Type_commit(&ft));
+  int tsize;
+  OK(MPI_Type_size(ft, &tsize));
+  int n = tsize / (int)sizeof(int), *buf = malloc(sizeof(int) * (n + 1));
+  /* This rank's block, in the darray's order: rows of its column range. */
+  int coords[2] = {rank / ps[1], rank % ps[1]};
+  int b0 = (G0 + ps[0] - 1) / ps[0], b1 = (G1 + ps[1] - 1) / ps[1], k = 0;
+  for (int i = coords[0] * b0; i < G0 && i < (coords[0] + 1) * b0; i++)
+    for (int j = coords[1] * b1; j < G1 && j < (coords[1] + 1) * b1; j++) buf[k++] = i * G1 + j;
+  CHECK(k == n, "block of %d elements, the darray has %d", k, n);
+  OK(MPI_File_set_view(fh, 0, MPI_INT, ft, "native", MPI_INFO_NULL));
+  MPI_Status st;
+  OK(MPI_File_write_all(fh, buf, n, MPI_INT, &st));
+  OK(MPI_File_sync(fh));
+  MPI_Offset sz = -1;
+  OK(MPI_File_get_size(fh, &sz));
+  CHECK(sz == (MPI_Offset)N * 4, "size %lld after write_all, want %lld", (long long)sz, (long long)N * 4);
+  OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+  if (rank == 0) {
+    for (int j = 0; j < G1; j++) buf[j] = j;
+    OK(MPI_File_write_at(fh, 0, buf, G1, MPI_INT, &st));
+  }
+  OK(MPI_File_close(&fh));
+  OK(MPI_Type_free(&ft));
+  free(buf);
+}
+
+static void update_step(const char *path) {
+  MPI_File fh = open_set(path, MPI_MODE_RDWR);
+  MPI_Status st;
+  if (rank == 0) {
+    int v[10];
+    for (int i = 0; i < 10; i++) v[i] = -1 - i;
+    OK(MPI_File_write_at(fh, 0, v, 10, MPI_INT, &st));
+  }
+  int x = 0;
+  OK(MPI_File_read_at(fh, 12345 * (MPI_Offset)sizeof(int), &x, 1, MPI_INT, &st));
+  CHECK(x == 12345, "element 12345 of the set is %d", x);
+  OK(MPI_File_close(&fh));
+}
+
+static void read_step(const char *path, int updated) {
+  MPI_File fh = open_set(path, MPI_MODE_RDONLY);
+  MPI_Offset sz = -1;
+  OK(MPI_File_get_size(fh, &sz));
+  CHECK(sz == (MPI_Offset)N * 4, "size %lld, want %lld", (long long)sz, (long long)N * 4);
+  MPI_Datatype one, ft;
+  OK(MPI_Type_vector(1, 1, size, MPI_INT, &one));
+  OK(MPI_Type_create_resized(one, 0, (MPI_Aint)sizeof(int) * size, &ft));
+  OK(MPI_Type_commit(&ft));
+  OK(MPI_File_set_view(fh, (MPI_Offset)sizeof(int) * rank, MPI_INT, ft, "native", MPI_INFO_NULL));
+  int n = (N - rank + size - 1) / size, *buf = malloc(sizeof(int) * n);
+  MPI_Status st;
+  OK(MPI_File_read_all(fh, buf, n, MPI_INT, &st));
+  int got = -1;
+  OK(MPI_Get_count(&st, MPI_INT, &got));
+  CHECK(got == n, "read %d elements, want %d", got, n);
+  for (int k = 0; k < n; k++) {
+    int i = rank + k * size;
+    CHECK(buf[k] == want(i, updated), "element %d is %d, want %d", i, buf[k], want(i, updated));
+  }
+  OK(MPI_File_close(&fh));
+  OK(MPI_Type_free(&ft));
+  OK(MPI_Type_free(&one));
+  free(buf);
+}
+
+static void badhint_step(const char *path) {
+  const char *bad[2] = {"zarr(chunk=8)", "raid5(unit=4KiB,count=1)"};
+  for (int b = 0; b < 2; b++) {
+    MPI_Info info;
+    MPI_File fh = MPI_FILE_NULL;
+    OK(MPI_Info_create(&info));
+    OK(MPI_Info_set(info, "spools_layout", bad[b]));
+    int rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, info, &fh);
+    int cls = -1;
+    OK(MPI_Error_class(rc, &cls));
+    CHECK(cls == MPI_ERR_INFO_VALUE && fh == MPI_FILE_NULL, "spools_layout=%s: open gave class %d", bad[b], cls);
+    OK(MPI_Info_free(&info));
+  }
+}
+
+int main(int argc, char **argv) {
+  OK(MPI_Init(&argc, &argv));
+  OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  CHECK(argc >= 3, "usage: io_raid FILE write|update|read|badhint|delete [updated]");
+  const char *step = argv[2];
+  if (strcmp(step, "write") == 0) write_step(argv[1]);
+  else if (strcmp(step, "update") == 0) update_step(argv[1]);
+  else if (strcmp(step, "read") == 0) read_step(argv[1], argc > 3 && strcmp(argv[3], "updated") == 0);
+  else if (strcmp(step, "badhint") == 0) badhint_step(argv[1]);
+  else if (strcmp(step, "delete") == 0) {
+    if (rank == 0) OK(MPI_File_delete(argv[1], MPI_INFO_NULL));
+  } else CHECK(0, "unknown step %s", step);
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  if (rank == 0) printf("ok io_raid %s %d ranks\n", step, size);
+  OK(MPI_Finalize());
+  return 0;
+}
