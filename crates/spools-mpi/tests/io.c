@@ -11,7 +11,8 @@
  * darrays (the exchange engine's path) at a displacement, at the second instance, in
  * Fortran order, with the reshuffle forced and disabled, and a group that reaches two
  * instances at once (the runs' path); a block-cyclic view of one block per instance, whole
- * (the engine's path) and not (the runs' path).
+ * (the engine's path) and not (the runs' path); subarrays whose boxes are a grid's blocks
+ * (the engine's path), in C and Fortran order, with the reshuffle forced in 4 KiB rounds.
  * Arguments: DIR [write|read|both] [FILE]: the files go into DIR; `write` or `read` runs
  * only that half of the M/N case on FILE (in DIR unless it holds a '/'). 1 to 4 ranks. */
 #include <string.h>
@@ -379,6 +380,73 @@ static void test_subarray(void) {
   free(buf);
   OK(MPI_Type_free(&ft));
   OK(MPI_Type_free(&mt));
+}
+
+/* Subarrays that tile their array as blocks (the exchange engine's path: each rank's box
+ * is block (ceil(n/p)) of a row-major process grid, the last one shorter): a 3-D C-order
+ * array of ints (37 x 20 x 6), and a 2-D Fortran-order one (29 x 11) written with the
+ * reshuffle forced in 4 KiB rounds; each written collectively from contiguous memory,
+ * checked against the model by rank 0, read back collectively by every rank and
+ * checked element by element. */
+static void subarray_blocks(const char *name, int nd, const int *gs, int order, MPI_Info info) {
+  int dims[3] = {0, 0, 0}, sub[3], lo[3], n = 1;
+  OK(MPI_Dims_create(size, nd, dims));
+  for (int d = 0, rest = rank; d < nd; d++) {
+    int stride = 1;
+    for (int e = d + 1; e < nd; e++) stride *= dims[e];
+    int co = rest / stride, b = (gs[d] + dims[d] - 1) / dims[d];
+    rest %= stride;
+    lo[d] = co * b < gs[d] ? co * b : gs[d];
+    sub[d] = gs[d] - lo[d] < b ? gs[d] - lo[d] : b;
+    n *= sub[d];
+  }
+  CHECK(n > 0, "subarray blocks: rank %d has an empty box", rank);
+  int total = 1;
+  for (int d = 0; d < nd; d++) total *= gs[d];
+  MPI_Datatype ft;
+  OK(MPI_Type_create_subarray(nd, gs, sub, lo, order, MPI_INT, &ft));
+  OK(MPI_Type_commit(&ft));
+  int *buf = malloc(n * sizeof(int)), *back = malloc(n * sizeof(int));
+  /* The box's elements in the array's order, each holding its global index + 1. */
+  for (int k = 0; k < n; k++) {
+    int idx[3], rest = k, g = 0;
+    if (order == MPI_ORDER_C)
+      for (int d = nd - 1; d >= 0; d--) idx[d] = rest % sub[d], rest /= sub[d];
+    else
+      for (int d = 0; d < nd; d++) idx[d] = rest % sub[d], rest /= sub[d];
+    if (order == MPI_ORDER_C)
+      for (int d = 0; d < nd; d++) g = g * gs[d] + lo[d] + idx[d];
+    else
+      for (int d = nd - 1; d >= 0; d--) g = g * gs[d] + lo[d] + idx[d];
+    buf[k] = g + 1;
+  }
+  MPI_File fh;
+  MPI_Status st;
+  open_fresh(name, &fh);
+  OK(MPI_File_set_view(fh, 0, MPI_INT, ft, "native", info));
+  OK(MPI_File_write_all(fh, buf, n, MPI_INT, &st));
+  want_count(&st, MPI_INT, n, "subarray blocks write_all");
+  settle(fh);
+  check_file(name, total, global_model, "subarray blocks");
+  OK(MPI_File_read_at_all(fh, 0, back, n, MPI_INT, &st));
+  want_count(&st, MPI_INT, n, "subarray blocks read_at_all");
+  for (int k = 0; k < n; k++) CHECK(back[k] == buf[k], "subarray blocks read: element %d of the box is %d, want %d", k, back[k], buf[k]);
+  close_file(&fh, "subarray blocks");
+  free(buf);
+  free(back);
+  OK(MPI_Type_free(&ft));
+}
+
+static void test_subarray_blocks(void) {
+  const int g3[3] = {37, 20, 6}, g2[2] = {29, 11};
+  subarray_blocks("subarray-c", 3, g3, MPI_ORDER_C, MPI_INFO_NULL);
+  MPI_Info info;
+  OK(MPI_Info_create(&info));
+  OK(MPI_Info_set(info, "romio_cb_write", "enable"));
+  OK(MPI_Info_set(info, "romio_cb_read", "enable"));
+  OK(MPI_Info_set(info, "cb_buffer_size", "4096"));
+  subarray_blocks("subarray-f", 2, g2, MPI_ORDER_FORTRAN, info);
+  OK(MPI_Info_free(&info));
 }
 
 /* The process-grid coordinate owning index i of a dimension of n over p processes. */
@@ -922,6 +990,7 @@ int main(int argc, char **argv) {
     test_pointers();
     test_cyclic();
     test_subarray();
+    test_subarray_blocks();
     test_darray();
     test_darray_regions();
     test_strided_whole();

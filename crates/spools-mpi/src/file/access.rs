@@ -71,6 +71,7 @@ pub(crate) unsafe fn access(
             // Its runs are not listed: what it moves is its bytes.
             s.key = w.key();
             s.bytes = p.bytes as u64;
+            s.boxed.clone_from(&w.boxed);
         }
         s
     };

@@ -1,5 +1,6 @@
 //! Collective accesses whose view is an array distribution: a filetype made by
-//! `MPI_Type_create_darray` is a Spools array layout (`spools_map::ArrayLayout`: the same
+//! `MPI_Type_create_darray`, or the ranks' `MPI_Type_create_subarray` filetypes when
+//! their boxes are the blocks of a grid, is a Spools array layout (`spools_map::ArrayLayout`: the same
 //! HPF BLOCK / CYCLIC / NONE dimensions on the same row-major process grid), and a
 //! collective access of one whole instance of it is one collective write (read) of that
 //! layout's dataset through `spools_io`'s exchange engine ([`spools_io::file::write_into`]):
@@ -19,7 +20,7 @@ use spools_map::{ArrayLayout, DType, Dist, Layout, Order};
 
 use crate::abi::*;
 use crate::error::MpiError;
-use crate::file::twophase::Part;
+use crate::file::twophase::{Part, MAX_BOX};
 use crate::file::{io_class, FileObj, View};
 
 /// The array a collective access is one part of.
@@ -33,6 +34,15 @@ pub(crate) enum Shape {
     /// is what the group accesses, known once every rank said how much
     /// ([`Whole::layout`]).
     Cyclic { elem: u64, block: u64, ranks: u32 },
+    /// An array of `elem`-byte elements of which each rank's filetype is one subarray
+    /// (`MPI_Type_create_subarray`): a Spools array layout when the group's boxes are
+    /// the blocks of a `block(b)` distribution on a grid whose units are the ranks in
+    /// order ([`Whole::layout`], from every rank's box).
+    Subarray {
+        elem: u64,
+        sizes: Vec<u64>,
+        order: Order,
+    },
 }
 
 /// One rank's part of a collective access that is a whole array: the array and where
@@ -43,6 +53,8 @@ pub(crate) struct Whole {
     pub(crate) base: u64,
     /// A read's length of the file (in the key, so that the ranks agree on it).
     pub(crate) file_len: Option<u64>,
+    /// This rank's box of a [`Shape::Subarray`]: each dimension's start and size.
+    pub(crate) boxed: Vec<u64>,
 }
 
 impl Whole {
@@ -58,14 +70,21 @@ impl Whole {
         (rank, size): (u32, u32),
         file_len: Option<u64>,
     ) -> Option<Whole> {
-        let (shape, base) = match darray(view, from, bytes, (rank, size)) {
-            Some(found) => found,
-            None => cyclic(view, from, (rank, size))?,
+        let (shape, base, boxed) = match darray(view, from, bytes, (rank, size)) {
+            Some((shape, base)) => (shape, base, Vec::new()),
+            None => match subarray(view, from, bytes) {
+                Some(found) => found,
+                None => {
+                    let (shape, base) = cyclic(view, from, (rank, size))?;
+                    (shape, base, Vec::new())
+                }
+            },
         };
         Some(Whole {
             shape,
             base,
             file_len,
+            boxed,
         })
     }
 
@@ -77,6 +96,9 @@ impl Whole {
         let shape = match &self.shape {
             Shape::Array(l) => l.to_string(),
             Shape::Cyclic { elem, block, ranks } => format!("cyclic {elem} {block} {ranks}"),
+            Shape::Subarray { elem, sizes, order } => {
+                format!("subarray {elem} {sizes:?} {order:?}")
+            }
         };
         let text = format!("{shape}@{} {:?}", self.base, self.file_len);
         let h = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
@@ -112,6 +134,7 @@ impl Whole {
                     .all(|(r, p)| l.local_bytes(r as u64).ok() == Some(p.bytes));
                 fits.then_some(l)?
             }
+            Shape::Subarray { elem, sizes, order } => boxes_layout(*elem, sizes, *order, parts)?,
         };
         let end = self.base.checked_add(layout.total_bytes()?)?;
         match self.file_len {
@@ -182,6 +205,125 @@ fn darray(view: &View, from: u64, bytes: u64, (rank, size): (u32, u32)) -> Optio
     }
     let base = (from / bytes).checked_mul(extent)?.checked_add(view.disp)?;
     Some((Shape::Array(Layout::Array(a)), base))
+}
+
+/// A subarray filetype's array, the region's start and this rank's box (each
+/// dimension's start and size), for an access of exactly one instance of it (from the
+/// start of an instance).
+fn subarray(view: &View, from: u64, bytes: u64) -> Option<(Shape, u64, Vec<u64>)> {
+    let ft = &view.filetype;
+    let env = &ft.envelope;
+    if env.combiner != MPI_COMBINER_SUBARRAY || ft.lb != 0 || bytes != ft.size as u64 {
+        return None;
+    }
+    let old = env.keep.first()?;
+    if !old.contiguous() || old.size == 0 || bytes == 0 {
+        return None;
+    }
+    let ints = &env.ints;
+    let nd = usize::try_from(*ints.first()?).ok()?;
+    if nd == 0 || 2 * nd > MAX_BOX {
+        return None;
+    }
+    // The int form carries the sizes, subsizes and starts among the ints, the large one
+    // in counts.
+    let (numbers, order): (Vec<u64>, c_int) = if ints.len() == 3 * nd + 2 {
+        let n = ints[1..=3 * nd].iter().map(|&x| u64::try_from(x).ok());
+        (n.collect::<Option<_>>()?, ints[3 * nd + 1])
+    } else if ints.len() == 2 && env.counts.len() == 3 * nd {
+        let n = env.counts.iter().map(|&x| u64::try_from(x).ok());
+        (n.collect::<Option<_>>()?, ints[1])
+    } else {
+        return None;
+    };
+    let (sizes, rest) = numbers.split_at(nd);
+    let (subsizes, starts) = rest.split_at(nd);
+    let order = match order {
+        MPI_ORDER_C => Order::C,
+        MPI_ORDER_FORTRAN => Order::F,
+        _ => return None,
+    };
+    let elem = old.size as u64;
+    let total = sizes.iter().try_fold(elem, |acc, &n| acc.checked_mul(n))?;
+    if u64::try_from(ft.extent).ok()? != total || from % bytes != 0 {
+        return None;
+    }
+    let base = (from / bytes).checked_mul(total)?.checked_add(view.disp)?;
+    let boxed = starts
+        .iter()
+        .zip(subsizes)
+        .flat_map(|(&s, &n)| [s, n])
+        .collect();
+    let shape = Shape::Subarray {
+        elem,
+        sizes: sizes.to_vec(),
+        order,
+    };
+    Some((shape, base, boxed))
+}
+
+/// The array layout the group's subarray boxes make (`parts[r].boxed` rank `r`'s): in
+/// every dimension the boxes' starts are `0, b, 2b, ...` and each box is `b` long (the
+/// last what remains), so the array is distributed `block(b)` on a grid of as many
+/// blocks; and rank `r` holds the grid's unit `r`. `None` when they do not.
+fn boxes_layout(elem: u64, sizes: &[u64], order: Order, parts: &[Part]) -> Option<Layout> {
+    let nd = sizes.len();
+    if parts.iter().any(|p| p.boxed.len() != 2 * nd) {
+        return None;
+    }
+    let mut dists = Vec::with_capacity(nd);
+    let mut grid = Vec::with_capacity(nd);
+    for (d, &n) in sizes.iter().enumerate() {
+        let dim = |p: &Part| (p.boxed[2 * d], p.boxed[2 * d + 1]);
+        let b = parts.iter().map(dim).find(|&(s, _)| s == 0)?.1;
+        if b == 0 {
+            return None;
+        }
+        let blocks = n.div_ceil(b);
+        let fits = parts
+            .iter()
+            .map(dim)
+            .all(|(s, len)| s % b == 0 && s < n && len == b.min(n - s));
+        if !fits {
+            return None;
+        }
+        dists.push(Dist::Block(Some(b)));
+        grid.push(blocks);
+    }
+    if grid.iter().try_fold(1u64, |acc, &g| acc.checked_mul(g))? != parts.len() as u64 {
+        return None;
+    }
+    let a = ArrayLayout::new(DType::Bytes(elem), sizes.to_vec(), dists, grid, order).ok()?;
+    let l = Layout::Array(a);
+    // Rank r holds unit r: its first element is the unit's first, its size the unit's.
+    let strides = element_strides(sizes, order);
+    let holds = parts.iter().enumerate().all(|(r, p)| {
+        let first: u64 = (0..nd).map(|d| p.boxed[2 * d] * strides[d]).sum::<u64>() * elem;
+        let len: u64 = (0..nd).map(|d| p.boxed[2 * d + 1]).product::<u64>() * elem;
+        let unit = r as u64;
+        l.local_bytes(unit).ok() == Some(len)
+            && l.extents(unit)
+                .ok()
+                .and_then(|mut e| e.next())
+                .map(|x| x.global)
+                == Some(first)
+    });
+    holds.then_some(l)
+}
+
+/// Each dimension's stride in elements, in `order`.
+fn element_strides(sizes: &[u64], order: Order) -> Vec<u64> {
+    let mut strides = vec![1u64; sizes.len()];
+    let dims: Vec<usize> = match order {
+        Order::C => (0..sizes.len()).rev().collect(),
+        Order::F => (0..sizes.len()).collect(),
+    };
+    let mut acc = 1u64;
+    for d in dims {
+        strides[d] = acc;
+        acc = acc.saturating_mul(sizes[d]);
+    }
+    strides
 }
 
 /// A cyclic view's array and the region's start: the filetype one block of whole etypes
@@ -283,4 +425,54 @@ pub(crate) fn read(
     spools_io::file::read_from(&f.comm, &f.file, &f.path, w.base, out, layout, &opts)
         .map(|_| ())
         .map_err(|e| mpi_error(e, call))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The parts of ranks holding `boxes` (start, size per dimension).
+    fn parts(boxes: &[&[u64]]) -> Vec<Part> {
+        boxes
+            .iter()
+            .map(|b| Part {
+                boxed: b.to_vec(),
+                ..Part::default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn subarrays_that_are_a_grids_blocks_make_an_array_layout() {
+        // 10 x 7 on 2 x 2: rows block(5), columns block(4) (the last 3 long).
+        let ps = parts(&[&[0, 5, 0, 4], &[0, 5, 4, 3], &[5, 5, 0, 4], &[5, 5, 4, 3]]);
+        let l = boxes_layout(4, &[10, 7], Order::C, &ps).expect("a layout");
+        assert_eq!(l.to_string(), "bytes(4)[10,7] block(5),block(4) on 2x2");
+        // In Fortran order too (the first element of rank 1's box, (0, 4), is element
+        // 40 of the column-major array).
+        let f = boxes_layout(4, &[10, 7], Order::F, &ps).expect("a layout");
+        let first = f.extents(1).unwrap().next().unwrap().global;
+        assert_eq!(first, 4 * 40);
+        // One rank with the whole array.
+        let one = boxes_layout(8, &[3, 4, 5], Order::C, &parts(&[&[0, 3, 0, 4, 0, 5]]));
+        assert_eq!(one.expect("a layout").total_bytes(), Some(8 * 60));
+    }
+
+    #[test]
+    fn other_tilings_are_left_to_the_runs_path() {
+        let none = |boxes: &[&[u64]]| boxes_layout(4, &[10, 7], Order::C, &parts(boxes));
+        // Ranks in column-major order of the grid: rank 1 holds unit 2's box.
+        assert!(none(&[&[0, 5, 0, 4], &[5, 5, 0, 4], &[0, 5, 4, 3], &[5, 5, 4, 3]]).is_none());
+        // Uneven splits (4, 3, 3 rows) are no block(b).
+        let uneven = boxes_layout(4, &[10], Order::C, &parts(&[&[0, 4], &[4, 3], &[7, 3]]));
+        assert!(uneven.is_none());
+        // A box missing (3 ranks of a 2 x 2 grid), or one twice.
+        assert!(none(&[&[0, 5, 0, 4], &[0, 5, 4, 3], &[5, 5, 0, 4]]).is_none());
+        assert!(none(&[&[0, 5, 0, 4], &[0, 5, 4, 3], &[5, 5, 0, 4], &[5, 5, 0, 4]]).is_none());
+        // Boxes of another dimension count, or past the array.
+        assert!(none(&[&[0, 10]]).is_none());
+        assert!(none(&[&[0, 10, 0, 7], &[10, 1, 0, 7]]).is_none());
+        // A box shorter than its block.
+        assert!(none(&[&[0, 5, 0, 7], &[5, 4, 0, 7]]).is_none());
+    }
 }

@@ -22,7 +22,7 @@ pub(crate) const DIRECT_MIN_RUN: u64 = 16 * 1024;
 const ALIGN: u64 = 4096;
 
 /// What a rank says in [`decide`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Part {
     pub(crate) runs: u64,
     pub(crate) bytes: u64,
@@ -41,7 +41,13 @@ pub(crate) struct Part {
     ///
     /// [`Whole::key`]: crate::file::layout::Whole::key
     pub(crate) key: u64,
+    /// For a whole array made of the ranks' subarrays: its box, the start and size of
+    /// each dimension (empty otherwise; at most [`MAX_BOX`] numbers).
+    pub(crate) boxed: Vec<u64>,
 }
+
+/// The most numbers a [`Part`]'s box carries (32 dimensions).
+pub(crate) const MAX_BOX: usize = 64;
 
 impl Part {
     /// The summary of `runs`.
@@ -59,6 +65,7 @@ impl Part {
             nodes,
             unit,
             key: 0,
+            boxed: Vec::new(),
         }
     }
 
@@ -74,14 +81,17 @@ impl Part {
             self.nodes,
             self.unit,
             self.key,
-        ] {
+        ]
+        .iter()
+        .chain(&self.boxed)
+        {
             v.extend_from_slice(&x.to_le_bytes());
         }
         v
     }
 
     fn decode(b: &[u8]) -> Option<Part> {
-        if b.len() != 73 || b[0] != 0 {
+        if b.len() < 73 || (b.len() - 73) % 8 != 0 || (b.len() - 73) / 8 > MAX_BOX || b[0] != 0 {
             return None;
         }
         let at =
@@ -96,6 +106,7 @@ impl Part {
             nodes: at(6),
             unit: at(7),
             key: at(8),
+            boxed: (9..(b.len() - 1) / 8).map(at).collect(),
         })
     }
 }
@@ -328,7 +339,7 @@ pub(crate) fn cut(
 /// The aggregators: `count` ranks spread over the group, and the domains they own.
 fn plan(parts: &[Part]) -> (Vec<u32>, Vec<(u64, u64)>) {
     let size = parts.len() as u64;
-    let first = parts.first().copied().unwrap_or_default();
+    let first = parts.first().cloned().unwrap_or_default();
     let want = Some(first.nodes)
         .filter(|&n| n > 0)
         .unwrap_or(size)
@@ -805,10 +816,19 @@ mod tests {
             nodes: 4,
             unit: 65536,
             key: 77,
+            boxed: Vec::new(),
         };
-        assert_eq!(Part::decode(&p.encode()), Some(p));
+        assert_eq!(Part::decode(&p.encode()), Some(p.clone()));
+        let boxed = Part {
+            boxed: vec![0, 5, 10, 7],
+            ..p
+        };
+        assert_eq!(boxed.encode().len(), 73 + 32);
+        assert_eq!(Part::decode(&boxed.encode()), Some(boxed));
         assert_eq!(Part::decode(&[1]), None);
         assert_eq!(Part::decode(&[0; 72]), None);
         assert_eq!(Part::decode(&[0; 49]), None);
+        assert_eq!(Part::decode(&[0; 77]), None);
+        assert_eq!(Part::decode(&vec![0; 73 + 8 * (MAX_BOX + 1)]), None);
     }
 }
