@@ -212,6 +212,10 @@ pub(crate) enum Scope {
 /// error handler (ARE_FATAL and ABORT end the job; RETURN returns the code; a user
 /// handler is called, then the code is returned).
 pub(crate) fn raise(comm: MPI_Comm, e: &MpiError) -> c_int {
+    // A request of a file access reports on its file.
+    if crate::handles::is_kind(comm, crate::handles::Kind::File) {
+        return crate::file::raise_file(comm, e);
+    }
     let mut code = code_of(e);
     let handler = crate::comm::errhandler_of(comm);
     match handler {

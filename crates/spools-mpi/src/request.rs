@@ -40,6 +40,11 @@ pub(crate) trait CollOp: Send {
     fn poll(&mut self) -> Result<bool, MpiError>;
     /// Waits for it and delivers its results.
     fn finish(self: Box<Self>) -> Result<(), MpiError>;
+    /// Waits for it and delivers its results; the status it completes with (an empty
+    /// one, but for file accesses, which count their bytes).
+    fn finish_status(self: Box<Self>) -> Result<MPI_Status, MpiError> {
+        self.finish().map(|()| empty_status())
+    }
 }
 
 /// What starts a persistent request's operation again (`MPI_Start`).
@@ -354,10 +359,7 @@ fn complete(op: Op) -> Result<MPI_Status, Box<(MpiError, Option<MPI_Status>)>> {
             second?;
             Ok(s)
         }
-        Op::Coll(c) => c
-            .finish()
-            .map(|()| empty_status())
-            .map_err(|e| Box::new((e, None))),
+        Op::Coll(c) => c.finish_status().map_err(|e| Box::new((e, None))),
         Op::Send(None) => Ok(empty_status()),
         Op::Send(Some(r)) => r
             .wait()

@@ -4,7 +4,9 @@
  * pointers with seek, position and byte offset; views (a cyclic vector, a subarray, a
  * darray) written collectively from non-contiguous memory and checked element by element
  * against a model of the global array, and get_view; the shared file pointer (write_shared,
- * ordered, seek_shared, read_shared); non-blocking and split collective operations; the
+ * ordered, seek_shared, read_shared); non-blocking and split collective operations
+ * (non-blocking collectives made in a chain of messages that deadlocks if a call waits
+ * for the group, tested in a loop, queued before a blocking collective); the
  * "external32" data representation (supported, or refused with its class); errors on a
  * read-only file, at negative offsets and on a full disk (/dev/full). Then M writers / N
  * readers: a 2-D array written under one darray view and read back under another. Whole
@@ -846,6 +848,60 @@ static void test_nonblocking(void) {
   close_file(&fh, "nonblocking");
 }
 
+/* Non-blocking collective accesses return before the group has called: each rank makes
+ * its call only after a message from the rank before it, which that rank sends right
+ * after its own call (a chain that deadlocks if a call waits for the group). Then the
+ * same with MPI_Test loops for a read, and two accesses queued before a blocking
+ * collective and waited for in reverse order; every block checked. */
+static void test_nonblocking_order(void) {
+  MPI_File fh;
+  MPI_Request rq[2];
+  MPI_Status st;
+  const MPI_Offset blk = B * sizeof(int);
+  int a[B], b[B], c[B], got[B], token = 0, done = 0;
+  for (int i = 0; i < B; i++) a[i] = val(300 + rank, i), b[i] = val(400 + rank, i), c[i] = val(500 + rank, i);
+  open_fresh("nonblocking-order", &fh);
+  OK(MPI_File_set_view(fh, rank * blk, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+  if (rank > 0) OK(MPI_Recv(&token, 1, MPI_INT, prev, 71, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  OK(MPI_File_iwrite_all(fh, a, B, MPI_INT, &rq[0]));
+  want_position(fh, B, "right after iwrite_all");
+  if (rank < size - 1) OK(MPI_Send(&token, 1, MPI_INT, next, 71, MPI_COMM_WORLD));
+  OK(MPI_Wait(&rq[0], &st));
+  want_count(&st, MPI_INT, B, "chained iwrite_all");
+  settle(fh);
+  OK(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+  if (rank > 0) OK(MPI_Recv(&token, 1, MPI_INT, prev, 72, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  OK(MPI_File_iread_at_all(fh, next * B, got, B, MPI_INT, &rq[0]));
+  if (rank < size - 1) OK(MPI_Send(&token, 1, MPI_INT, next, 72, MPI_COMM_WORLD));
+  while (!done) OK(MPI_Test(&rq[0], &done, &st));
+  want_count(&st, MPI_INT, B, "chained iread_at_all");
+  want_ints(got, 300 + next, 0, B, "chained iread_at_all of the next rank's block");
+  /* Two queued, a blocking collective after them, waited for in reverse order. */
+  OK(MPI_File_iwrite_at_all(fh, (size + rank) * B, b, B, MPI_INT, &rq[0]));
+  OK(MPI_File_iwrite_at_all(fh, (2 * size + rank) * B, c, B, MPI_INT, &rq[1]));
+  OK(MPI_File_write_at_all(fh, (3 * size + rank) * B, a, B, MPI_INT, &st));
+  OK(MPI_Wait(&rq[1], &st));
+  want_count(&st, MPI_INT, B, "second queued iwrite_at_all");
+  OK(MPI_Wait(&rq[0], &st));
+  want_count(&st, MPI_INT, B, "first queued iwrite_at_all");
+  settle(fh);
+  for (int k = 1; k <= 3; k++) {
+    OK(MPI_File_read_at(fh, (k * size + prev) * B, got, B, MPI_INT, &st));
+    want_ints(got, (k == 1 ? 400 : k == 2 ? 500 : 300) + prev, 0, B, "queued and blocking writes");
+  }
+  close_file(&fh, "nonblocking-order");
+  /* A queued write to a read-only file fails at its wait, on every rank, under the
+   * file's handler (MPI_ERRORS_RETURN). */
+  char path[PATHLEN];
+  path_of(path, "nonblocking-order");
+  OK(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh));
+  OK(MPI_File_iwrite_at_all(fh, rank * B, a, B, MPI_INT, &rq[0]));
+  int rc = MPI_Wait(&rq[0], &st), cls = -1;
+  OK(MPI_Error_class(rc, &cls));
+  CHECK(cls == MPI_ERR_READ_ONLY && rq[0] == MPI_REQUEST_NULL, "queued iwrite_at_all to a read-only file: class %d", cls);
+  close_file(&fh, "nonblocking-order read-only");
+}
+
 /* "external32" may be refused by name (MPI_ERR_UNSUPPORTED_DATAREP); if accepted, the
  * file holds big-endian ints. "native" must work; an unknown name is refused. */
 static void test_datarep(void) {
@@ -997,6 +1053,7 @@ int main(int argc, char **argv) {
     test_get_view();
     test_shared();
     test_nonblocking();
+    test_nonblocking_order();
     test_datarep();
     test_sparse();
     test_errors();

@@ -1,8 +1,9 @@
 //! Every data access call of MPI-IO: at explicit offsets (`*_at`), through the
 //! individual pointer, through the shared pointer (`*_shared`, and `*_ordered`, which
 //! takes the group's data in rank order), each blocking, collective (`*_all`),
-//! non-blocking (`i*`: complete when made) or split (`*_begin` / `*_end`), in `int`
-//! and `_c` forms. One function, [`access`], does them all.
+//! non-blocking (`i*`: independent ones complete when made, collective ones queued by
+//! `deferred.rs` and moved later) or split (`*_begin` / `*_end`), in `int` and `_c`
+//! forms. One function, [`access_now`], does them all.
 
 use std::ffi::{c_int, c_void};
 use std::sync::{Arc, PoisonError};
@@ -15,7 +16,7 @@ use crate::file::layout::{self, Whole};
 use crate::file::position::shared_of;
 use crate::file::twophase::{self, Part};
 use crate::file::view::FileRun;
-use crate::file::{file, io, on_file, FileObj, View};
+use crate::file::{deferred, file, io, on_file, FileObj, View};
 use crate::request::{give, put_status, status_with, Op};
 
 /// Which way the bytes go.
@@ -38,6 +39,30 @@ pub(crate) enum Place {
     Ordered,
 }
 
+/// One access ([`access_now`]); a collective one first moves the file's queued
+/// non-blocking collective accesses ([`deferred::flush`]), so that every rank moves them
+/// in the same order among the file's collective steps.
+///
+/// # Safety
+/// As [`access_now`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn access(
+    fh: MPI_File,
+    buf: *mut u8,
+    count: MPI_Count,
+    dt: MPI_Datatype,
+    place: Place,
+    dir: Dir,
+    coll: bool,
+    call: &'static str,
+) -> Result<MPI_Status, MpiError> {
+    if coll || matches!(place, Place::Ordered) {
+        deferred::flush(&*file(fh, call)?);
+    }
+    // SAFETY: the caller's contract.
+    unsafe { access_now(fh, buf, count, dt, place, dir, coll, call) }
+}
+
 /// One access: `count` elements of `dt` at `buf`, read or written at `place`; with
 /// `coll`, a collective call: every rank first says whether it can go on and what it
 /// touches ([`twophase::decide`]), the group then takes one path (each rank on its own
@@ -47,7 +72,7 @@ pub(crate) enum Place {
 /// # Safety
 /// `buf` holds `count` elements of `dt` (writable for a read).
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn access(
+pub(crate) unsafe fn access_now(
     fh: MPI_File,
     buf: *mut u8,
     count: MPI_Count,
@@ -465,7 +490,7 @@ macro_rules! at_pointer {
 /// `FN(fh, offset, buf, count, datatype, request)` and its `_c` form.
 macro_rules! nonblocking_at {
     ($name:ident, $name_c:ident, $buf:ty, $dir:expr, $coll:expr) => {
-        #[doc = concat!("`", stringify!($name), "`: complete when it returns.")]
+        #[doc = concat!("`", stringify!($name), "`: an independent access is complete when it returns, a collective one queued (`deferred.rs`).")]
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             fh: MPI_File,
@@ -490,6 +515,12 @@ macro_rules! nonblocking_at {
             request: *mut MPI_Request,
         ) -> c_int {
             let call = stringify!($name);
+            if $coll {
+                // SAFETY: the caller's contract.
+                return unsafe {
+                    deferred::start(fh, buf as *mut u8, count, datatype, Place::At(offset), $dir, call, request)
+                };
+            }
             // SAFETY: the caller's contract.
             let r = unsafe {
                 access(
@@ -511,7 +542,7 @@ macro_rules! nonblocking_at {
 /// `FN(fh, buf, count, datatype, request)` and its `_c` form.
 macro_rules! nonblocking {
     ($name:ident, $name_c:ident, $buf:ty, $place:expr, $dir:expr, $coll:expr) => {
-        #[doc = concat!("`", stringify!($name), "`: complete when it returns.")]
+        #[doc = concat!("`", stringify!($name), "`: an independent access is complete when it returns, a collective one queued (`deferred.rs`).")]
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             fh: MPI_File,
@@ -534,6 +565,12 @@ macro_rules! nonblocking {
             request: *mut MPI_Request,
         ) -> c_int {
             let call = stringify!($name);
+            if $coll {
+                // SAFETY: the caller's contract.
+                return unsafe {
+                    deferred::start(fh, buf as *mut u8, count, datatype, $place, $dir, call, request)
+                };
+            }
             // SAFETY: the caller's contract.
             let r = unsafe {
                 access(

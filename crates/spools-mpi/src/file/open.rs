@@ -175,6 +175,7 @@ pub unsafe extern "C" fn MPI_File_open(
             errhandler: AtomicUsize::new(DEFAULT_HANDLER.load(Ordering::Relaxed)),
             split: Mutex::new(None),
             raid,
+            deferred: Default::default(),
         };
         let h = FILES
             .insert(obj)
@@ -224,6 +225,8 @@ pub unsafe extern "C" fn MPI_File_close(fh: *mut MPI_File) -> c_int {
     let h = unsafe { *fh };
     let r = (|| {
         let f = file(h, call)?;
+        // Queued non-blocking collective accesses first (deferred.rs).
+        super::deferred::flush(&f);
         let keep = f.amode & MPI_MODE_RDONLY == 0 && f.amode & MPI_MODE_DELETE_ON_CLOSE == 0;
         if let Some(set) = f.raid.as_ref().filter(|_| keep) {
             raid::commit(&f.comm, set, &f.file, &f.path, call)?;
@@ -306,6 +309,8 @@ pub unsafe extern "C" fn MPI_File_set_size(fh: MPI_File, size: MPI_Offset) -> c_
     let call = "MPI_File_set_size";
     let r = (|| {
         let f = file(fh, call)?;
+        // Queued non-blocking collective accesses first (deferred.rs).
+        super::deferred::flush(&f);
         // Checked after every rank called (the same size everywhere), so that no rank
         // leaves while the others wait.
         let n = same_everywhere(&f, size, call)?;
@@ -327,6 +332,8 @@ pub unsafe extern "C" fn MPI_File_preallocate(fh: MPI_File, size: MPI_Offset) ->
     let call = "MPI_File_preallocate";
     let r = (|| {
         let f = file(fh, call)?;
+        // Queued non-blocking collective accesses first (deferred.rs).
+        super::deferred::flush(&f);
         // Checked after every rank called (the same size everywhere), so that no rank
         // leaves while the others wait.
         let n = same_everywhere(&f, size, call)?;
@@ -382,6 +389,8 @@ pub unsafe extern "C" fn MPI_File_sync(fh: MPI_File) -> c_int {
     let call = "MPI_File_sync";
     let r = (|| {
         let f = file(fh, call)?;
+        // Queued non-blocking collective accesses first (deferred.rs).
+        super::deferred::flush(&f);
         let mine = if f.amode & MPI_MODE_RDONLY != 0 {
             Ok(())
         } else {
@@ -403,6 +412,8 @@ pub unsafe extern "C" fn MPI_File_set_atomicity(fh: MPI_File, flag: c_int) -> c_
     let call = "MPI_File_set_atomicity";
     let r = (|| {
         let f = file(fh, call)?;
+        // Queued non-blocking collective accesses first (deferred.rs).
+        super::deferred::flush(&f);
         f.atomic.store(flag != 0, Ordering::Relaxed);
         f.agree(Ok(()), call)
     })();
@@ -449,6 +460,8 @@ pub unsafe extern "C" fn MPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_in
     let call = "MPI_File_set_info";
     let r = (|| {
         let f = file(fh, call)?;
+        // Queued non-blocking collective accesses first (deferred.rs).
+        super::deferred::flush(&f);
         let mut e = crate::info::entries(info)?;
         let mut cur = f.info.lock().unwrap_or_else(PoisonError::into_inner);
         for (k, v) in e.drain(..) {

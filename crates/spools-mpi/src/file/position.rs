@@ -24,6 +24,8 @@ pub unsafe extern "C" fn MPI_File_set_view(
     let call = "MPI_File_set_view";
     let r = (|| {
         let f = file(fh, call)?;
+        // Queued non-blocking collective accesses first (deferred.rs).
+        super::deferred::flush(&f);
         let rep = if datarep.is_null() {
             "native".to_string()
         } else {
@@ -273,6 +275,8 @@ pub unsafe extern "C" fn MPI_File_seek_shared(
     let call = "MPI_File_seek_shared";
     let r = (|| {
         let f = file(fh, call)?;
+        // Queued non-blocking collective accesses first (deferred.rs).
+        super::deferred::flush(&f);
         let s = shared_of(&f, call)?;
         f.comm.barrier()?;
         let mine = if f.comm.rank() == 0 {
