@@ -31,6 +31,11 @@ Experiments (names for --only):
            parallel HDF5 with MPI-IO (bench/peers/phdf5.c against Debian's
            libhdf5-openmpi-dev, 4 ranks, collective); every file is written fresh
            (--quick: 256^3)
+  shortruns single-element runs against long runs: i64 and i32 vectors cyclic (every run one
+           element) against block on 2 and 4 ranks, 64 MiB, written and read as a canonical
+           and a raid5(unit=64KiB,count=5) file (spools bench io), and through a parallel pipe
+           from block to cyclic against block to block (spools bench pipe); the goal is a
+           ratio of bandwidths >= 0.2 (--quick: 8 MiB, 2 ranks)
   rss      memory: peak resident set (VmHWM) of each rank writing a 4 GiB canonical file
            (i32[1024,1024,1024] in 2x2x1 blocks) with 4 ranks, as chosen (--reshuffle auto:
            direct here) and through aggregators (--reshuffle always), against the goal "own
@@ -265,6 +270,39 @@ class Bench:
                             raise RuntimeError(f"pipe producer failed: {perr}")
                         r = last_json(cons.stderr)
                         self.add(("pipes", n, p, a, b), r["mb_per_s"])
+
+    def shortruns(self):
+        """Single-element runs against long runs of the same kind: i64 and i32 vectors
+        `cyclic on P` (every run one element) against `block on P`, written and read as a
+        canonical file and a RAID-5 file, and through a parallel pipe (the producer `block`,
+        the consumer `cyclic`, against both `block`)."""
+        mib = 8 if self.quick else 64
+        ranks = (2,) if self.quick else (2, 4)
+        env = {"SPOOLS_PIPE_DIR": self.f("pipes"), "SPOOLS_PIPE_TIMEOUT": "120"}
+        for _ in range(self.runs):
+            for p in ranks:
+                for t, e in (("i64", 8), ("i32", 4)):
+                    n = (mib << 20) // e
+                    for fmt in ("canonical", "raid5(unit=64KiB,count=5)"):
+                        kind = "plain" if fmt == "canonical" else "raid5"
+                        for dist in ("block", "cyclic"):
+                            f = self.f(f"runs-{kind}")
+                            r = last_json(spools_run(p, ["bench", "io", "--layout", f"{t}[{n}] {dist} on {p}", "--file", f, "--format", fmt, "--write", "--read", "--keep", "--reps", "3", "--json"]).stdout)
+                            self.add(("shortruns", kind, p, t, dist, "write"), r["write"]["median_s"])
+                            self.add(("shortruns", kind, p, t, dist, "read"), r["read"]["median_s"])
+                    for dist in ("block", "cyclic"):
+                        name = f"pipe:runs-{p}-{t}-{dist}"
+                        e2 = dict(os.environ)
+                        e2.update(env)
+                        records = 6
+                        prod = subprocess.Popen([SPOOLS, "run", "-n", str(p), "--timeout", "600", "--", SPOOLS, "bench", "pipe", "--role", "producer", "--layout", f"{t}[{n}] block on {p}", "--name", name, "--records", str(records), "--json"], env=e2, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                        cons = sh([SPOOLS, "run", "-n", str(p), "--timeout", "600", "--", SPOOLS, "bench", "pipe", "--role", "consumer", "--layout", f"{t}[{n}] {dist} on {p}", "--name", name, "--records", str(records), "--json"], env=env)
+                        _, perr = prod.communicate(timeout=600)
+                        if prod.returncode != 0:
+                            raise RuntimeError(f"pipe producer failed: {perr}")
+                        r = last_json(cons.stderr)
+                        # Seconds per record, so that a ratio of times is a ratio of bandwidths.
+                        self.add(("shortruns", "pipe", p, t, dist, "read"), (mib << 20) / (r["mb_per_s"] * 1e6))
 
     def rss(self):
         n = 512 if self.quick else 1024

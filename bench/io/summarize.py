@@ -128,6 +128,14 @@ def main():
         svg_lines(os.path.join(d, "fig15.svg"), "Writing a block-cyclic array (lower is better)", "block size (bytes)", "seconds",
                   bs, [("with reshuffling", [m("fig15", b, "always") for b in bs]), ("without", [m("fig15", b, "never") for b in bs]), ("raw stream", [raw for _ in bs])])
 
+    if any(k[0] == "shortruns" for k in s):
+        L += ["## Single-element runs against long runs (`shortruns`): median seconds, ratio of bandwidths (goal >= 0.2)", "",
+              "| kind | ranks | type | op | block s | cyclic s | cyclic / block bandwidth |", "|---|---|---|---|---|---|---|"]
+        for k in sorted({(k[1], k[2], k[3], k[5]) for k in s if k[0] == "shortruns"}):
+            kind, p, t, op = k
+            b, c = m("shortruns", kind, p, t, "block", op), m("shortruns", kind, p, t, "cyclic", op)
+            L.append(f"| {kind} | {p} | {t} | {op} | {b:.4f} | {c:.4f} | {b / c:.2f} |")
+        L.append("")
     if any(k[0] == "pipes" for k in s):
         L += ["## Parallel pipes (nCUBE Tables 1 and 2): aggregate MB/s, s = r ranks", ""]
         for n in sorted({int(k[1]) for k in s if k[0] == "pipes"}):

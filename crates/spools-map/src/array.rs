@@ -261,6 +261,129 @@ impl ArrayLayout {
     }
 }
 
+/// A slab of an array: the indices `[start, start + n)` of its slowest storage dimension
+/// (every index of the others), where `start` is a whole number of that dimension's
+/// periods, so that the slab is itself an array of the same distribution ([`layout`]) and
+/// each unit's part of it is one contiguous range of the unit's local storage
+/// ([`local_range`]). See [`ArrayLayout::slab`].
+///
+/// [`layout`]: Slab::layout
+/// [`local_range`]: Slab::local_range
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Slab {
+    layout: ArrayLayout,
+    /// The array of the indices before the slab (same distribution); `None` from 0.
+    before: Option<ArrayLayout>,
+}
+
+impl Slab {
+    /// The slab as an array of its own (same element type, distribution, grid and order;
+    /// the slowest storage dimension shortened).
+    pub fn layout(&self) -> &ArrayLayout {
+        &self.layout
+    }
+
+    /// Where `unit`'s part of the slab lies in the unit's local storage of the whole array:
+    /// `[start, end)` in bytes (empty where the unit holds none of it).
+    ///
+    /// # Errors
+    /// [`LayoutError::UnitOutOfRange`] when `unit` is not a unit of the array.
+    pub fn local_range(&self, unit: u64) -> Result<(u64, u64), LayoutError> {
+        let start = match &self.before {
+            Some(b) => b.local_len(unit)?,
+            None => {
+                self.layout.check_unit(unit)?;
+                0
+            }
+        };
+        Ok((start, start + self.layout.local_len(unit)?))
+    }
+}
+
+impl ArrayLayout {
+    /// Bytes `unit` stores.
+    fn local_len(&self, unit: u64) -> Result<u64, LayoutError> {
+        Ok(self
+            .local_shape(unit)?
+            .iter()
+            .fold(self.dtype.size(), |acc, &n| acc * n))
+    }
+
+    /// Bytes of one index of the slowest storage dimension (a "row": every index of the
+    /// other dimensions), and the indices of that dimension a slab must start at a
+    /// multiple of (its period of blocks; 1 when it is not distributed).
+    fn slab_grain(&self) -> (u64, u64) {
+        let s0 = self.storage_dims()[0];
+        let m = self.maps[s0];
+        let row = self.total / m.n.max(1);
+        (row, if m.p == 1 { 1 } else { m.period() })
+    }
+
+    /// The bytes of canonical stream that every slab boundary (but the end) is a multiple
+    /// of: a period of blocks of the slowest storage dimension (saturated at `u64::MAX`).
+    ///
+    /// ```
+    /// use spools_map::Layout;
+    /// let Layout::Array(a) = "i64[1024] cyclic on 4".parse()? else { unreachable!() };
+    /// assert_eq!(a.slab_period(), 32);
+    /// let Layout::Array(b) = "f32[64,100] cyclic(2),cyclic on 2x3".parse()? else { unreachable!() };
+    /// assert_eq!(b.slab_period(), 4 * 400);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn slab_period(&self) -> u64 {
+        let (row, period) = self.slab_grain();
+        row.saturating_mul(period)
+    }
+
+    /// The bytes `[lo, hi)` of the canonical stream as a [`Slab`], when they are one:
+    /// `lo` a multiple of [`slab_period`](Self::slab_period), `hi` a multiple of a row's
+    /// bytes or the end, `lo < hi`. `None` otherwise.
+    ///
+    /// ```
+    /// use spools_map::Layout;
+    /// let Layout::Array(a) = "i64[10] cyclic on 2".parse()? else { unreachable!() };
+    /// // elements 4..9: unit 0 holds 4, 6, 8 (its local elements 2..5), unit 1 holds 5
+    /// // and 7 (its local elements 2..4)
+    /// let s = a.slab(32, 72).unwrap();
+    /// assert_eq!(Layout::Array(s.layout().clone()).to_string(), "i64[5] cyclic on 2");
+    /// assert_eq!(s.local_range(0)?, (16, 40));
+    /// assert_eq!(s.local_range(1)?, (16, 32));
+    /// assert!(a.slab(24, 72).is_none()); // element 3 does not start a period
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn slab(&self, lo: u64, hi: u64) -> Option<Slab> {
+        let (row, period) = self.slab_grain();
+        if row == 0 || lo >= hi || hi > self.total || lo % row != 0 || hi % row != 0 {
+            return None;
+        }
+        let (i0, i1) = (lo / row, hi / row);
+        if i0 % period != 0 {
+            return None;
+        }
+        Some(Slab {
+            layout: self.rows(i1 - i0)?,
+            before: if i0 == 0 { None } else { Some(self.rows(i0)?) },
+        })
+    }
+
+    /// The same distribution of an array whose slowest storage dimension has `n` indices
+    /// (the slowest dimension dealt in the same blocks, which only start a slab at a whole
+    /// period).
+    fn rows(&self, n: u64) -> Option<ArrayLayout> {
+        let s0 = self.storage_dims()[0];
+        let m = self.maps[s0];
+        let mut shape = self.shape.clone();
+        shape[s0] = n;
+        let mut dists = self.dists.clone();
+        dists[s0] = if m.p == 1 {
+            Dist::Whole
+        } else {
+            Dist::Cyclic(m.b)
+        };
+        ArrayLayout::new(self.dtype, shape, dists, self.grid.clone(), self.order).ok()
+    }
+}
+
 fn resolve(dim: usize, n: u64, dist: Dist, p: u64) -> Result<DimMap, LayoutError> {
     if n == 0 {
         return Err(LayoutError::ZeroExtent { dim });

@@ -58,7 +58,7 @@ mod stream;
 mod strided;
 mod summary;
 
-pub use array::{ArrayLayout, Order, MAX_BYTES, MAX_UNITS};
+pub use array::{ArrayLayout, Order, Slab, MAX_BYTES, MAX_UNITS};
 pub use bits::{BitPerm, BitsLayout, MAX_BITS};
 pub use dist::Dist;
 pub use dtype::DType;

@@ -32,10 +32,10 @@ mod cma;
 mod descriptor;
 mod options;
 mod owners;
-mod pieces;
+pub(crate) mod pieces;
 mod pool;
 mod pull;
-mod short_copy;
+pub(crate) mod short_copy;
 mod stream;
 
 pub use options::{ExchangeOptions, ExchangeStats};

@@ -7,7 +7,7 @@ use spools_map::{Run, Strided, StridedRuns};
 /// The rest of a [`StridedRuns`] iterator, with the unfinished part of the current
 /// progression.
 #[derive(Clone, Debug)]
-pub(super) struct Pieces {
+pub(crate) struct Pieces {
     runs: StridedRuns,
     /// What is left of a run cut at a piece boundary (handed out first).
     head: Option<Run>,
@@ -16,7 +16,7 @@ pub(super) struct Pieces {
 }
 
 impl Pieces {
-    pub(super) fn new(runs: StridedRuns) -> Self {
+    pub(crate) fn new(runs: StridedRuns) -> Self {
         Pieces {
             runs,
             head: None,
@@ -27,7 +27,7 @@ impl Pieces {
     /// The next piece of at most `limit` bytes (never empty): as many whole runs of the
     /// current progression as fit, or the first part of a run longer than `limit`; `None`
     /// at the end.
-    pub(super) fn take(&mut self, limit: u64) -> Option<Strided> {
+    pub(crate) fn take(&mut self, limit: u64) -> Option<Strided> {
         let limit = limit.max(1);
         if let Some(h) = self.head.take() {
             return Some(self.cut(h, limit));

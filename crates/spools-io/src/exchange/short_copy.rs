@@ -47,7 +47,7 @@ fn copy_fixed<const N: usize>(to: &mut [u8], from: &[u8]) {
 
 /// Bytes from the first run's start to the last run's end of `count` runs of `len`
 /// bytes, `stride` apart (0 for no run).
-pub(super) fn span(len: u64, count: u64, stride: u64) -> u64 {
+pub(crate) fn span(len: u64, count: u64, stride: u64) -> u64 {
     count.checked_sub(1).map_or(0, |last| last * stride + len)
 }
 
@@ -65,7 +65,7 @@ macro_rules! by_len {
 }
 
 /// Appends `count` runs of `len` bytes to `out`, run `i` at `span[i * stride..]`.
-pub(super) fn gather(out: &mut Vec<u8>, span: &[u8], stride: usize, len: usize, count: usize) {
+pub(crate) fn gather(out: &mut Vec<u8>, span: &[u8], stride: usize, len: usize, count: usize) {
     if stride == len {
         // The runs are one after the other at the source: one copy.
         out.extend_from_slice(span);
@@ -77,7 +77,7 @@ pub(super) fn gather(out: &mut Vec<u8>, span: &[u8], stride: usize, len: usize, 
 
 /// Copies `from` (runs of `len` bytes, one after the other) to `span`, run `i` at
 /// `span[i * stride..]`.
-pub(super) fn scatter(span: &mut [u8], stride: usize, from: &[u8], len: usize) {
+pub(crate) fn scatter(span: &mut [u8], stride: usize, from: &[u8], len: usize) {
     if stride == len && span.len() == from.len() {
         // The runs are one after the other at the destination: one copy.
         span.copy_from_slice(from);

@@ -140,20 +140,27 @@ pub(super) fn inspect_dataset(
 
 /// The rounds of `layout`'s `total`-byte stream over at most `comm.size()` aggregators:
 /// each aggregator's file domain is a multiple of `align` bytes, taken at most the opening's
-/// collective buffer per round ([`rounds::cap`], from the run totals the opening counted),
+/// collective buffer per round (less where the windows are no slabs of `layout`:
+/// [`rounds::cap`], from the run totals the opening counted),
 /// rounded up to whole `grain`s (a verified read's checksum blocks: each block then lies
 /// whole in one aggregator's part and is checked from the bytes delivered, never read
 /// again). Not collective: every rank computes the same rounds.
 pub(super) fn io_rounds(
     comm: &Communicator,
     opening: &Opening,
+    layout: &Layout,
     total: u64,
-    align: u64,
-    grain: u64,
+    (align, grain): (u64, u64),
 ) -> Rounds {
     let per = total.div_ceil(u64::from(comm.size().max(1)));
     let domain = per.div_ceil(align).max(1) * align;
     let aggs = total.div_ceil(domain).max(1) as u32;
+    // Parts of whole `grain`s (at most the domain, itself a multiple of `align`).
+    let whole = |chunk: u64| (chunk.div_ceil(grain.max(1)) * grain.max(1)).min(domain);
+    let full = Rounds::new(total, whole(domain.min(opening.buffer)), aggs);
+    if rounds::slabs_fit(layout, &full) {
+        return full;
+    }
     let chunk = rounds::cap(
         total,
         aggs,
@@ -161,9 +168,7 @@ pub(super) fn io_rounds(
         opening.runs,
         opening.bytes,
     );
-    // Parts of whole `grain`s (at most the domain, itself a multiple of `align`).
-    let chunk = (chunk.div_ceil(grain.max(1)) * grain.max(1)).min(domain);
-    Rounds::new(total, chunk, aggs)
+    Rounds::new(total, whole(chunk), aggs)
 }
 
 /// The aggregator's side of a canonical file's rounds: its parts written to (read from)
@@ -467,7 +472,7 @@ fn write_to(
     };
     let mut pieces = Pieces::new(opts.checksums);
     let res = if reshuffle {
-        let plan = io_rounds(comm, opening, total, DOMAIN_ALIGN, 1);
+        let plan = io_rounds(comm, opening, layout, total, (DOMAIN_ALIGN, 1));
         stats.aggregators = plan.aggs;
         stats.rounds = plan.count();
         let mut sink = FileSink {
@@ -645,7 +650,7 @@ pub(super) fn read(
     let verify = Verify::new(opts.checksums, path, offset, bytes);
     let res = if reshuffle {
         let grain = if opts.checksums { sums::SUMS_BLOCK } else { 1 };
-        let plan = io_rounds(comm, &opening, total, DOMAIN_ALIGN, grain);
+        let plan = io_rounds(comm, &opening, layout, total, (DOMAIN_ALIGN, grain));
         stats.aggregators = plan.aggs;
         stats.rounds = plan.count();
         let mut sink = FileSink {

@@ -91,7 +91,7 @@ pub fn write_into(
     };
     let mut pieces = Pieces::new(false);
     let res = if reshuffle {
-        let plan = io_rounds(comm, &opening, total, DOMAIN_ALIGN, 1);
+        let plan = io_rounds(comm, &opening, layout, total, (DOMAIN_ALIGN, 1));
         stats.aggregators = plan.aggs;
         stats.rounds = plan.count();
         let mut sink = FileSink {
@@ -175,7 +175,7 @@ pub fn read_from(
     };
     let verify = Verify::new(false, path, base, total);
     let res = if reshuffle {
-        let plan = io_rounds(comm, &opening, total, DOMAIN_ALIGN, 1);
+        let plan = io_rounds(comm, &opening, layout, total, (DOMAIN_ALIGN, 1));
         stats.aggregators = plan.aggs;
         stats.rounds = plan.count();
         let mut sink = FileSink {

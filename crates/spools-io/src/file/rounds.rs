@@ -6,10 +6,15 @@
 //! aggregators, `c` bytes each per round): aggregator `a` holds its part
 //! `[r·A·c + a·c, r·A·c + (a+1)·c)`, so the round's I/O distribution is
 //! `stripe(unit=c, count=A)` over the window. A round is one exchange between the caller's
-//! layout *restricted to the window* (an irregular layout of the window's runs, built with
-//! [`Layout::locate`]) and that distribution, then each aggregator's write of its part
-//! (for a read: the reads, then the exchange). A file that fits one round is exchanged
-//! straight from (into) the caller's layout, as before rounds existed.
+//! layout *restricted to the window* and that distribution, then each aggregator's write of
+//! its part (for a read: the reads, then the exchange). Where the windows start at whole
+//! periods of an array's slowest dimension ([`slabs_fit`]: a vector or a cyclic(1)
+//! distribution, whatever the round size), the restriction is a *slab*, the same
+//! distribution of a smaller array held in one range of each rank's storage, and the
+//! exchange moves its runs as strided progressions; otherwise it is an irregular layout of
+//! the window's runs, built with [`Layout::locate`], and rounds are cut small enough for
+//! it ([`cap`]). A file that fits one round is exchanged straight from (into) the caller's
+//! layout, as before rounds existed.
 //!
 //! Each aggregator's part of a round goes through one place, the [`RoundSink`] given to
 //! [`write`] and [`read`]: that is where the bytes of a stream range are in hand, before
@@ -68,7 +73,7 @@ impl Rounds {
     }
 
     /// Bytes of one full round.
-    fn span(&self) -> u64 {
+    pub(super) fn span(&self) -> u64 {
         self.chunk * u64::from(self.aggs)
     }
 
@@ -138,6 +143,26 @@ pub(super) fn cap(total: u64, aggs: u32, buffer: u64, runs: u64, bytes: u64) -> 
     let mean = bytes.checked_div(runs).unwrap_or(bytes).max(1);
     let most = (MAX_WINDOW_RUNS.saturating_mul(mean) / u64::from(aggs.max(1))).max(4096);
     buffer.min(most)
+}
+
+/// Whether every window of `rounds` is a slab of `layout` (an array whose windows start
+/// at whole periods of its slowest storage dimension, [`ArrayLayout::slab`]): each round
+/// is then the caller's own distribution of a smaller array, exchanged from (into) one
+/// contiguous range of each rank's storage, so its cost does not grow with the runs of a
+/// window and rounds need not be cut small for short runs ([`cap`]). Not collective.
+///
+/// [`ArrayLayout::slab`]: spools_map::ArrayLayout::slab
+pub(super) fn slabs_fit(layout: &Layout, rounds: &Rounds) -> bool {
+    if rounds.count() == 1 {
+        return true;
+    }
+    match layout {
+        Layout::Array(a) => {
+            let p = a.slab_period();
+            p > 0 && p < u64::MAX && rounds.span() % p == 0
+        }
+        _ => false,
+    }
 }
 
 /// The collective buffer per aggregator: the per-call choice, else the configuration's
@@ -229,25 +254,57 @@ impl Window {
     }
 }
 
-/// Round `r`'s I/O distribution, the window of the caller's layout it covers (`None`
-/// when the round is the whole file: the caller's layout itself) and the stream offset of
-/// this rank's part, with `buf` zeroed to that part's length.
+/// How round `r`'s window of the caller's layout is exchanged.
+enum Part {
+    /// The round is the whole file: the caller's layout itself.
+    Whole,
+    /// The window is a slab ([`slabs_fit`]): its own array layout, and this rank's part of
+    /// it as one range of its storage.
+    Slab(Layout, (usize, usize)),
+    /// Any other window: an irregular layout of its runs.
+    Window(Window),
+}
+
+/// Round `r`'s I/O distribution, how the window of the caller's layout it covers is
+/// exchanged, and the stream offset of this rank's part, with `buf` zeroed to that part's
+/// length.
 fn round(
     rounds: &Rounds,
     r: u64,
     layout: &Layout,
     me: u32,
     buf: &mut Vec<u8>,
-) -> Result<(Layout, Option<Window>, u64), FileError> {
+) -> Result<(Layout, Part, u64), FileError> {
     let (p0, p1) = rounds.part(r, me);
     buf.clear();
     buf.resize((p1 - p0) as usize, 0);
     let io = rounds.io_layout(r)?;
     if rounds.count() == 1 {
-        return Ok((io, None, p0));
+        return Ok((io, Part::Whole, p0));
     }
     let (lo, hi) = rounds.window(r);
-    Ok((io, Some(Window::new(layout, me, lo, hi)?), p0))
+    if let Layout::Array(a) = layout {
+        if let Some(slab) = a.slab(lo, hi) {
+            let me = u64::from(me);
+            let (a0, a1) = if me < layout.units() {
+                slab.local_range(me)?
+            } else {
+                (0, 0)
+            };
+            let range = (to_usize(a0)?, to_usize(a1)?);
+            return Ok((
+                io,
+                Part::Slab(Layout::Array(slab.layout().clone()), range),
+                p0,
+            ));
+        }
+    }
+    Ok((io, Part::Window(Window::new(layout, me, lo, hi)?), p0))
+}
+
+/// A local offset as an index.
+fn to_usize(x: u64) -> Result<usize, FileError> {
+    usize::try_from(x).map_err(|_| FileError::Options("a local offset beyond the address space"))
 }
 
 /// Writes `data` (this rank's share of `layout`) in rounds: each round's exchange, then
@@ -271,8 +328,14 @@ pub(super) fn write(
     let mut buf: Vec<u8> = Vec::new();
     let mut staging: Vec<u8> = Vec::new();
     for r in 0..rounds.count() {
-        let (io, window, p0) = round(rounds, r, layout, me, &mut buf)?;
-        let x = if let Some(w) = window {
+        let (io, part, p0) = round(rounds, r, layout, me, &mut buf)?;
+        let x = if let Part::Slab(slab, (a, b)) = &part {
+            let plan = Plan::new(slab, &io)?;
+            let src = data.get(*a..*b).ok_or(FileError::Options(
+                "the local storage is shorter than the layout's share",
+            ))?;
+            redistribute_plan(comm, &plan, src, &mut buf, &integrity(checked))?
+        } else if let Part::Window(w) = part {
             let plan = Plan::new(&w.layout, &io)?;
             let src: &[u8] = match w.contiguous() {
                 Some((a, b)) => data.get(a..b).unwrap_or_default(),
@@ -321,12 +384,18 @@ pub(super) fn read(
     let mut buf: Vec<u8> = Vec::new();
     let mut staging: Vec<u8> = Vec::new();
     for r in 0..rounds.count() {
-        let (io, window, p0) = round(rounds, r, layout, me, &mut buf)?;
+        let (io, part, p0) = round(rounds, r, layout, me, &mut buf)?;
         let got = sink.get(r, p0, &mut buf);
         if outcome.is_ok() {
             outcome = got;
         }
-        let x = if let Some(w) = window {
+        let x = if let Part::Slab(slab, (a, b)) = &part {
+            let plan = Plan::new(&io, slab)?;
+            let dst = data.get_mut(*a..*b).ok_or(FileError::Options(
+                "the local storage is shorter than the layout's share",
+            ))?;
+            redistribute_plan(comm, &plan, &buf, dst, &integrity(checked))?
+        } else if let Part::Window(w) = part {
             let plan = Plan::new(&io, &w.layout)?;
             match w.contiguous() {
                 Some((a, b)) => {

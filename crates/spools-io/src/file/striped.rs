@@ -24,7 +24,8 @@ fn split_rows(geo: &Geometry, ranks: u32) -> (u64, u32) {
 }
 
 /// The rounds over whole stripe rows of a file written from (read into) `layout`: at most
-/// `buffer` bytes ([`rounds::capped_buffer`]), but at least one row and at most its `per`
+/// `buffer` bytes (less where the windows are no slabs of `layout`:
+/// [`rounds::capped_buffer`]), but at least one row and at most its `per`
 /// rows, per aggregator and round. Returns the rounds and the rows per aggregator and
 /// round. Collective.
 fn row_rounds(
@@ -35,8 +36,14 @@ fn row_rounds(
     buffer: u64,
 ) -> Result<(Rounds, u64), FileError> {
     let row = geo.row_bytes().max(1);
+    let rows = |buffer: u64| (buffer / row).clamp(1, per.max(1));
+    let k = rows((per * row).min(buffer));
+    let full = Rounds::new(geo.size, k * row, aggs);
+    if rounds::slabs_fit(layout, &full) {
+        return Ok((full, k));
+    }
     let buffer = rounds::capped_buffer(comm, layout, geo.size, aggs, (per * row).min(buffer))?;
-    let k = (buffer / row).clamp(1, per.max(1));
+    let k = rows(buffer);
     Ok((Rounds::new(geo.size, k * row, aggs), k))
 }
 

@@ -13,7 +13,7 @@ use super::frame::{Header, Hello, Kind, HEADER_LEN, HELLO_LEN, MAX_PAYLOAD};
 use super::name::{forget, meet_all, meet_timeout, token_hex, Description, PipeName};
 use super::{agree_on_outcome, check_both_units, check_own_units, on_rank0};
 use crate::collective::rank_bytes;
-use crate::crc::copy_crc;
+use crate::crc::crc32c;
 use crate::cursor::RunCursor;
 use crate::error::{PipeError, PipeStep, PipeViolation};
 use crate::exchange::ExchangeOptions;
@@ -599,29 +599,18 @@ fn read_net(
                 cursors[p] = Some(RunCursor::new(plan.runs(p as u64, u64::from(me))?));
             }
             first[p] = false;
-            let mut at = 0usize;
-            let mut crc = 0;
-            while at < body.len() {
-                let Some(r) = cursors[p]
-                    .as_mut()
-                    .and_then(|c| c.take((body.len() - at) as u64))
-                else {
-                    break;
-                };
-                let to = data
-                    .get_mut(r.dst as usize..(r.dst + r.len) as usize)
-                    .ok_or(PipeError::BufferSize {
-                        need: r.dst + r.len,
-                        got: 0,
-                    })?;
-                crc = copy_crc(to, &body[at..at + r.len as usize], crc);
-                at += r.len as usize;
-            }
-            if crc != h.crc {
+            // Checked before a byte of it is placed; then scattered by progressions.
+            if crc32c(body) != h.crc {
                 return Err(PipeError::Checksum {
                     rank: p as u32,
                     record,
                 });
+            }
+            if let Some(c) = cursors[p].as_mut() {
+                c.unpack(body, data).map_err(|o| PipeError::BufferSize {
+                    need: o.need,
+                    got: o.got,
+                })?;
             }
             let rest = rest - expect;
             left[p] = (rest > 0).then_some(rest);

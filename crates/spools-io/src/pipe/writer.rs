@@ -15,7 +15,7 @@ use super::name::{meet_all, meet_timeout, token_from_hex, Description, PipeName}
 use super::reader::{interrupt_of, only_waited, stopped, Check, CHECK_EVERY, POLL_TIMEOUT};
 use super::{agree_on_outcome, check_both_units, check_own_units, on_rank0};
 use crate::collective::rank_bytes;
-use crate::crc::extend_crc;
+use crate::crc::crc32c;
 use crate::cursor::RunCursor;
 use crate::error::{PipeError, PipeStep, PipeViolation};
 use crate::exchange::ExchangeOptions;
@@ -336,19 +336,18 @@ impl<'c> PipeWriter<'c> {
                         let len = left.min(u64::from(MAX_PAYLOAD));
                         frame.clear();
                         frame.extend_from_slice(&[0u8; HEADER_LEN]);
-                        let mut crc = 0;
-                        let mut got = 0;
-                        while got < len {
-                            let Some(r) = cur.as_mut().and_then(|c| c.take(len - got)) else {
-                                break;
-                            };
-                            crc = extend_crc(
-                                &mut frame,
-                                &data[r.src as usize..(r.src + r.len) as usize],
-                                crc,
-                            );
-                            got += r.len;
-                        }
+                        // The frame's runs gathered by progressions, then checksummed
+                        // while the payload is in cache.
+                        let got = match cur.as_mut() {
+                            Some(c) => c.pack(data, len, &mut frame).map_err(|o| {
+                                PipeError::BufferSize {
+                                    need: o.need,
+                                    got: o.got,
+                                }
+                            })?,
+                            None => 0,
+                        };
+                        let crc = crc32c(frame.get(HEADER_LEN..).unwrap_or_default());
                         let h = Header {
                             kind: Kind::Data,
                             record,
