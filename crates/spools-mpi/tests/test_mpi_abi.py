@@ -85,6 +85,16 @@ def test_one_sided_windows_by_memory_messages_as_between_hosts(build, spools_run
     assert "rank 1" in job.err and "SIGKILL" in job.err, job
 
 
+def test_a_passive_target_computing_outside_mpi_is_served(build, spools_run):
+    # Within a host the accesses are copies into shared memory; as memory messages the
+    # target's progress thread serves them while it computes.
+    job = spools_run(2, build("rma_passive"))
+    assert job.out.splitlines() == ["ok rma_passive 2 ranks"] and job.code == 0, job
+    job = spools_run(2, build("rma_passive"),
+                     env={"SPOOLS_MPI_WIN_MESSAGES": "1", "SPOOLS_PROGRESS_THREAD": "1"})
+    assert job.out.splitlines() == ["ok rma_passive 2 ranks"] and job.code == 0, job
+
+
 def test_windows_and_files_across_hosts(build, spools_run, hosts, tmp_path):
     # Ranks in network namespaces playing two hosts: every window access to the other
     # host is a memory message its progress engine serves (no forcing), shared windows
@@ -94,6 +104,10 @@ def test_windows_and_files_across_hosts(build, spools_run, hosts, tmp_path):
     job = spools_run(3, build("rma"), "range", opts=net.run_args("h1:2,h2:1"))
     assert job.code == 0 and "FAIL" not in job.err, job
     assert job.out.splitlines() == ["ok rma 3 ranks"], job
+    # A target on the other host computing outside MPI: its progress thread serves.
+    job = spools_run(2, build("rma_passive"), opts=net.run_args("h1:1,h2:1"),
+                     env={"SPOOLS_PROGRESS_THREAD": "1"})
+    assert job.out.splitlines() == ["ok rma_passive 2 ranks"] and job.code == 0, job
     job = spools_run(4, build("io"), str(tmp_path), "write", "mn",
                      opts=net.run_args("h1:2,h2:2"))
     assert job.code == 0 and "FAIL" not in job.err, job
