@@ -10,12 +10,12 @@ use std::sync::Arc;
 
 use crate::abi::*;
 use crate::comm::out;
-use crate::datatype::{committed, count as ccount, pack, unpack, TypeObj};
+use crate::datatype::{committed, count as ccount, pack, predefined, unpack, TypeObj};
 use crate::error::MpiError;
 use crate::op::Reducer;
 use crate::request::{empty_status, give, Op};
-use crate::win::target::{runs_of, Target};
-use crate::win::{on_win, win, WinObj};
+use crate::win::target::{runs_of, Runs, Target};
+use crate::win::{cached, on_win, win, with_win, WinObj};
 
 /// One side of an access: `count` elements of a datatype at an address.
 struct Side {
@@ -50,7 +50,7 @@ impl Side {
 /// The target side: where the elements land in target `rank`'s window.
 struct At<'w> {
     t: &'w Target,
-    runs: Vec<(usize, usize)>,
+    runs: Runs,
     bytes: usize,
 }
 
@@ -95,6 +95,42 @@ fn at<'w>(
     let runs = runs_of(start, n, &tt, call)?;
     t.check(&runs, call)?;
     Ok(Some(At { t, runs, bytes }))
+}
+
+/// The fast path of a put or a get: both datatypes predefined and contiguous, and the
+/// target's window mapped in this process (this rank's own, or a peer's shared-heap
+/// segment; not a dynamic window). Gives the target address and the bytes, checked as
+/// [`at`] checks them (counts, equal byte counts, a displacement in the window), with
+/// no reference count, no run list and no allocation; `None` sends the access down the
+/// general path, which also reports every error.
+#[inline(always)]
+fn direct(
+    w: &WinObj,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    rank: c_int,
+    disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+) -> Option<(*mut u8, usize)> {
+    let ot = predefined(origin_datatype)?;
+    let tt = predefined(target_datatype)?;
+    if !ot.contiguous() || !tt.contiguous() {
+        return None;
+    }
+    let t = w.targets.get(usize::try_from(rank).ok()?)?;
+    let base = t.direct()?;
+    let bytes = usize::try_from(origin_count).ok()?.checked_mul(ot.size)?;
+    if usize::try_from(target_count).ok()?.checked_mul(tt.size)? != bytes
+        || bytes > isize::MAX as usize
+    {
+        return None;
+    }
+    let start = usize::try_from(disp).ok()?.checked_mul(t.disp_unit)?;
+    if start.checked_add(bytes)? > t.len {
+        return None;
+    }
+    Some((base.wrapping_add(start), bytes))
 }
 
 /// The origin's data, packed (borrowed when contiguous).
@@ -383,14 +419,34 @@ pub unsafe extern "C" fn MPI_Put_c(
     target_datatype: MPI_Datatype,
     win_h: MPI_Win,
 ) -> c_int {
+    let fast = cached(win_h, |w| {
+        let (to, bytes) = direct(
+            w,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+        )?;
+        if bytes > 0 {
+            // SAFETY: the caller's contract: `bytes` bytes at the origin; `to` is `bytes`
+            // bytes of the target's window mapped here (checked in `direct`). Window
+            // memory is reached only by raw copies (`target.rs`).
+            unsafe { std::ptr::copy(origin_addr.cast::<u8>(), to, bytes) };
+        }
+        Some(())
+    });
+    if fast.is_some() {
+        return MPI_SUCCESS;
+    }
     let call = "MPI_Put";
-    let r = (|| {
-        let w = win(win_h, call)?;
+    let r = with_win(win_h, call, |w| {
         let o = side(origin_addr, origin_count, origin_datatype, call)?;
         // SAFETY: the caller's contract.
         unsafe {
             put(
-                &w,
+                w,
                 &o,
                 target_rank,
                 target_disp,
@@ -399,7 +455,7 @@ pub unsafe extern "C" fn MPI_Put_c(
                 call,
             )
         }
-    })();
+    });
     on_win(win_h, r)
 }
 
@@ -442,14 +498,33 @@ pub unsafe extern "C" fn MPI_Get_c(
     target_datatype: MPI_Datatype,
     win_h: MPI_Win,
 ) -> c_int {
+    let fast = cached(win_h, |w| {
+        let (from, bytes) = direct(
+            w,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+        )?;
+        if bytes > 0 {
+            // SAFETY: as in `MPI_Put_c`, the other way: `bytes` writable bytes at the
+            // origin (the caller's contract).
+            unsafe { std::ptr::copy(from, origin_addr.cast::<u8>(), bytes) };
+        }
+        Some(())
+    });
+    if fast.is_some() {
+        return MPI_SUCCESS;
+    }
     let call = "MPI_Get";
-    let r = (|| {
-        let w = win(win_h, call)?;
+    let r = with_win(win_h, call, |w| {
         let o = side(origin_addr, origin_count, origin_datatype, call)?;
         // SAFETY: the caller's contract.
         unsafe {
             get(
-                &w,
+                w,
                 &o,
                 target_rank,
                 target_disp,
@@ -458,7 +533,7 @@ pub unsafe extern "C" fn MPI_Get_c(
                 call,
             )
         }
-    })();
+    });
     on_win(win_h, r)
 }
 
