@@ -298,6 +298,26 @@ unsafe fn accumulate(
     if bytes == 0 {
         return Ok(());
     }
+    // A combining accumulate with no result, into a window mapped here, in one run of
+    // packed elements: combined in place in the target's memory under its accumulate
+    // lock (no copy of the target's bytes out and back).
+    if let (None, Some(Some(red)), Some(base), [(off, len)]) =
+        (result, &how, a.t.direct(), &*a.runs)
+    {
+        if (red.packed() || tt.contiguous()) && *len == input.len() {
+            let (off, len) = (*off, *len);
+            return w.with_acc(a.t, || {
+                // SAFETY: the run was checked against the window, whose bytes are mapped
+                // here (`Target::direct`); the accumulate lock keeps every other
+                // accumulate off them while the slice lives. A put or get of the same
+                // bytes meanwhile is a conflicting access, whose outcome MPI leaves
+                // undefined (mixed bytes), as with the raw copies of `target.rs`.
+                let cur = unsafe { std::slice::from_raw_parts_mut(base.add(off), len) };
+                red.apply(&input, cur);
+                Ok(())
+            });
+        }
+    }
     w.with_acc(a.t, || {
         let need_old = result.is_some() || matches!(how, Some(Some(_)));
         // The target's bytes, in a buffer kept from call to call (a fresh one of
