@@ -510,7 +510,9 @@ static void maxloc(void) {
  * a window of 8 ints (disp_unit 4) at every int displacement, ending at its last byte;
  * origin and target types that differ with equal bytes; gets back; a put one byte past
  * the end (MPI_ERR_RMA_RANGE), a negative displacement (MPI_ERR_DISP), byte counts that
- * differ (MPI_ERR_TYPE), a count of zero from NULL and MPI_PROC_NULL (nothing); then the
+ * differ (MPI_ERR_TYPE), a count of zero from NULL and MPI_PROC_NULL (nothing);
+ * accumulates combined in place (SUM, REPLACE, SUM on bytes refused, a window's ints
+ * added into themselves); then the
  * window freed and a smaller one made (which may get the same handle): a put past the
  * new one's end must fail where the old one's was in range. With `range` only, as
  * errors(). */
@@ -556,7 +558,36 @@ static void fast(int range) {
   OK(MPI_Get(NULL, 0, MPI_INT, right, 100, 0, MPI_INT, win));
   OK(MPI_Put(src, 1, MPI_INT, MPI_PROC_NULL, 100, 1, MPI_INT, win));
   OK(MPI_Win_flush(MPI_PROC_NULL, win));
+  /* Accumulates in place: SUM of ints 0..3 (+1..+4), REPLACE of int 4, SUM on MPI_BYTE
+   * refused (MPI_ERR_OP), then (after the barrier) ints 0..3 of this rank's own window
+   * added into themselves (origin and target overlap). */
+  for (int i = 0; i < 5; i++) ((int *)src)[i] = i + 1;
+  int before[4];
+  OK(MPI_Get(before, 4, MPI_INT, right, 0, 4, MPI_INT, win));
+  OK(MPI_Win_flush(right, win));
+  OK(MPI_Accumulate(src, 4, MPI_INT, right, 0, 4, MPI_INT, MPI_SUM, win));
+  OK(MPI_Accumulate(src + 16, 1, MPI_INT, right, 4, 1, MPI_INT, MPI_REPLACE, win));
+  OK(MPI_Win_flush(right, win));
+  int after[5];
+  OK(MPI_Get(after, 5, MPI_INT, right, 0, 5, MPI_INT, win));
+  OK(MPI_Win_flush(right, win));
+  for (int i = 0; i < 4; i++)
+    CHECK(after[i] == before[i] + i + 1, "fast: accumulate SUM int %d is %d, want %d", i, after[i], before[i] + i + 1);
+  CHECK(after[4] == 5, "fast: accumulate REPLACE gave %d, want 5", after[4]);
+  rc = MPI_Accumulate(src, 4, MPI_BYTE, right, 0, 4, MPI_BYTE, MPI_SUM, win);
+  CHECK(class_of(rc) == MPI_ERR_OP, "fast: SUM on MPI_BYTE: class %d, want MPI_ERR_OP %d", class_of(rc), MPI_ERR_OP);
   OK(MPI_Win_unlock_all(win));
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
+  int mine[4];
+  memcpy(mine, mem, sizeof mine);
+  OK(MPI_Accumulate(mem, 4, MPI_INT, rank, 0, 4, MPI_INT, MPI_SUM, win));
+  OK(MPI_Win_unlock(rank, win));
+  OK(MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, win));
+  OK(MPI_Win_sync(win));
+  for (int i = 0; i < 4; i++)
+    CHECK(((int *)mem)[i] == 2 * mine[i], "fast: own ints added into themselves: int %d is %d, want %d", i, ((int *)mem)[i], 2 * mine[i]);
+  OK(MPI_Win_unlock(rank, win));
   OK(MPI_Barrier(MPI_COMM_WORLD));
   sync_own(win);
   CHECK(((int *)mem)[6] == 1000 + left && ((int *)mem)[7] == 2000 + left, "fast: ints 6, 7 from %d are %d %d, want %d %d", left, ((int *)mem)[6], ((int *)mem)[7], 1000 + left, 2000 + left);

@@ -112,7 +112,7 @@ fn direct(
     disp: MPI_Aint,
     target_count: MPI_Count,
     target_datatype: MPI_Datatype,
-) -> Option<(*mut u8, usize)> {
+) -> Option<(&Target, *mut u8, usize)> {
     let ot = predefined(origin_datatype)?;
     let tt = predefined(target_datatype)?;
     if !ot.contiguous() || !tt.contiguous() {
@@ -130,7 +130,15 @@ fn direct(
     if start.checked_add(bytes)? > t.len {
         return None;
     }
-    Some((base.wrapping_add(start), bytes))
+    Some((t, base.wrapping_add(start), bytes))
+}
+
+/// Whether `len` bytes at `a` and at `b` overlap (an accumulate from a window into
+/// itself): such an accumulate is not combined in place but through a copy of the
+/// target's bytes (the general path).
+fn overlap(a: *const u8, b: *const u8, len: usize) -> bool {
+    let (a, b) = (a as usize, b as usize);
+    a < b.wrapping_add(len) && b < a.wrapping_add(len)
 }
 
 /// The origin's data, packed (borrowed when contiguous).
@@ -304,15 +312,19 @@ unsafe fn accumulate(
     if let (None, Some(Some(red)), Some(base), [(off, len)]) =
         (result, &how, a.t.direct(), &*a.runs)
     {
-        if (red.packed() || tt.contiguous()) && *len == input.len() {
-            let (off, len) = (*off, *len);
+        let at = base.wrapping_add(*off);
+        if (red.packed() || tt.contiguous())
+            && *len == input.len()
+            && !overlap(input.as_ptr(), at, *len)
+        {
+            let len = *len;
             return w.with_acc(a.t, || {
                 // SAFETY: the run was checked against the window, whose bytes are mapped
                 // here (`Target::direct`); the accumulate lock keeps every other
                 // accumulate off them while the slice lives. A put or get of the same
                 // bytes meanwhile is a conflicting access, whose outcome MPI leaves
                 // undefined (mixed bytes), as with the raw copies of `target.rs`.
-                let cur = unsafe { std::slice::from_raw_parts_mut(base.add(off), len) };
+                let cur = unsafe { std::slice::from_raw_parts_mut(at, len) };
                 red.apply(&input, cur);
                 Ok(())
             });
@@ -393,6 +405,85 @@ fn combine(red: &Reducer, t: &TypeObj, n: usize, input: &[u8], cur: &mut [u8]) {
     cur.copy_from_slice(&packed);
 }
 
+thread_local! {
+    /// The reducer of this thread's last fast accumulate: (operator, datatype, count).
+    static LAST_REDUCER: std::cell::RefCell<Option<(MPI_Op, MPI_Datatype, usize, Reducer)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The fast path of `MPI_Accumulate` (after [`direct`]'s checks, one predefined type at
+/// both sides): `MPI_REPLACE` or a predefined operator on the type's numbers, applied in
+/// place in the target's memory under its accumulate lock, taken at the first attempt.
+/// `None` (nothing done) sends the call down the general path: the lock held by another
+/// origin (which the general path waits for, serving progress), an operator not
+/// defined on the type (which it reports), or a count other than the cached reducer's
+/// made into a new one.
+///
+/// # Safety
+/// `to` is `input.len()` bytes of `t`'s window mapped here (`direct`).
+unsafe fn accumulate_direct(
+    t: &Target,
+    input: &[u8],
+    to: *mut u8,
+    op: MPI_Op,
+    dt: MPI_Datatype,
+    bytes: usize,
+) -> Option<()> {
+    let ctl = t.ctl()?;
+    if overlap(input.as_ptr(), to, bytes) {
+        return None;
+    }
+    let n = bytes / predefined(dt)?.size;
+    if op == MPI_REPLACE {
+        if !ctl.try_acc() {
+            return None;
+        }
+        // SAFETY: the caller's contract; the accumulate lock keeps the other
+        // accumulates off these bytes.
+        unsafe { std::ptr::copy(input.as_ptr(), to, bytes) };
+        ctl.release_acc();
+        return Some(());
+    }
+    LAST_REDUCER
+        .try_with(|c| {
+            let mut c = c.try_borrow_mut().ok()?;
+            if !matches!(&*c, Some((o, d, k, _)) if *o == op && *d == dt && *k == n) {
+                if !matches!(
+                    op,
+                    MPI_SUM
+                        | MPI_PROD
+                        | MPI_MIN
+                        | MPI_MAX
+                        | MPI_BAND
+                        | MPI_BOR
+                        | MPI_BXOR
+                        | MPI_LAND
+                        | MPI_LOR
+                        | MPI_LXOR
+                ) {
+                    return None;
+                }
+                let tt = committed(dt, "MPI_Accumulate").ok()?;
+                let r = Reducer::new(op, dt, &tt, n).ok()?;
+                if !r.packed() {
+                    return None;
+                }
+                *c = Some((op, dt, n, r));
+            }
+            let (_, _, _, red) = c.as_ref()?;
+            if !ctl.try_acc() {
+                return None;
+            }
+            // SAFETY: the caller's contract; as in `accumulate`'s in-place combining.
+            let cur = unsafe { std::slice::from_raw_parts_mut(to, bytes) };
+            red.apply(input, cur);
+            ctl.release_acc();
+            Some(())
+        })
+        .ok()
+        .flatten()
+}
+
 /// A request that is complete (the operation is done when it is made).
 fn done_request(request: *mut MPI_Request, call: &'static str) -> Result<(), MpiError> {
     let h = give(Op::Done(empty_status()), MPI_COMM_SELF)?;
@@ -440,7 +531,7 @@ pub unsafe extern "C" fn MPI_Put_c(
     win_h: MPI_Win,
 ) -> c_int {
     let fast = cached(win_h, |w| {
-        let (to, bytes) = direct(
+        let (_, to, bytes) = direct(
             w,
             origin_count,
             origin_datatype,
@@ -519,7 +610,7 @@ pub unsafe extern "C" fn MPI_Get_c(
     win_h: MPI_Win,
 ) -> c_int {
     let fast = cached(win_h, |w| {
-        let (from, bytes) = direct(
+        let (_, from, bytes) = direct(
             w,
             origin_count,
             origin_datatype,
@@ -599,6 +690,30 @@ pub unsafe extern "C" fn MPI_Accumulate_c(
     op: MPI_Op,
     win_h: MPI_Win,
 ) -> c_int {
+    let fast = cached(win_h, |w| {
+        if origin_datatype != target_datatype {
+            return None;
+        }
+        let (t, to, bytes) = direct(
+            w,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+        )?;
+        if bytes == 0 {
+            return None;
+        }
+        // SAFETY: the caller's contract: `bytes` bytes at the origin.
+        let input = unsafe { std::slice::from_raw_parts(origin_addr.cast::<u8>(), bytes) };
+        // SAFETY: `to` is `bytes` bytes of the target's window mapped here.
+        unsafe { accumulate_direct(t, input, to, op, target_datatype, bytes) }
+    });
+    if fast.is_some() {
+        return MPI_SUCCESS;
+    }
     let call = "MPI_Accumulate";
     let r = (|| {
         let w = win(win_h, call)?;
