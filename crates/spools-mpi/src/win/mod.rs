@@ -111,6 +111,17 @@ struct LastWin {
     w: Option<Arc<WinObj>>,
 }
 
+impl Drop for LastWin {
+    /// At a thread's exit: a window freed by another thread meanwhile holds its last
+    /// reference here; once MPI is finalised (a process exiting) it is left to the
+    /// process's end rather than torn down after the job.
+    fn drop(&mut self) {
+        if rt("").is_err() {
+            std::mem::forget(self.w.take());
+        }
+    }
+}
+
 thread_local! {
     static LAST_WIN: RefCell<LastWin> = const {
         RefCell::new(LastWin { h: MPI_WIN_NULL, gen: 0, remote: false, w: None })
