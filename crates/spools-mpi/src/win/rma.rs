@@ -414,10 +414,10 @@ thread_local! {
 /// The fast path of `MPI_Accumulate` (after [`direct`]'s checks, one predefined type at
 /// both sides): `MPI_REPLACE` or a predefined operator on the type's numbers, applied in
 /// place in the target's memory under its accumulate lock, taken at the first attempt.
-/// `None` (nothing done) sends the call down the general path: the lock held by another
+/// The thread's last reducer (operator, type, count) is kept for the next call. `None`
+/// (nothing done) sends the call down the general path: the lock held by another
 /// origin (which the general path waits for, serving progress), an operator not
-/// defined on the type (which it reports), or a count other than the cached reducer's
-/// made into a new one.
+/// defined on the type (which it reports), or origin bytes overlapping the target.
 ///
 /// # Safety
 /// `to` is `input.len()` bytes of `t`'s window mapped here (`direct`).
