@@ -160,6 +160,13 @@ fn predefined_by_handle() -> &'static [Option<Arc<TypeObj>>] {
     })
 }
 
+/// The predefined datatype of handle `h`, borrowed (no reference count taken): `None`
+/// for any other handle, derived or invalid.
+#[inline]
+pub(crate) fn predefined(h: MPI_Datatype) -> Option<&'static TypeObj> {
+    predefined_by_handle().get(h)?.as_deref()
+}
+
 fn predefined_table() -> &'static Vec<(MPI_Datatype, Arc<TypeObj>)> {
     static T: OnceLock<Vec<(MPI_Datatype, Arc<TypeObj>)>> = OnceLock::new();
     T.get_or_init(|| {

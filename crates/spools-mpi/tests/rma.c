@@ -6,7 +6,8 @@
  * get_accumulate with REPLACE and NO_OP); request-based operations; post/start/complete/
  * wait on a ring (and win_test); a shared window's segments written with plain stores;
  * error classes under MPI_ERRORS_RETURN (out-of-range puts only with the argument
- * `range`). 1 to 4 ranks on one host. */
+ * `range`); the one-copy path of predefined types byte by byte, with its errors, and a
+ * window freed and replaced. 1 to 4 ranks on one host. */
 #include <string.h>
 #include "check.h"
 
@@ -504,6 +505,111 @@ static void maxloc(void) {
   free_win(&win, "maxloc");
 }
 
+/* The one-copy path of puts and gets of predefined contiguous types (a thread's last
+ * window cached; no run list), under MPI_ERRORS_RETURN, byte by byte: MPI_BYTE puts into
+ * a window of 8 ints (disp_unit 4) at every int displacement, ending at its last byte;
+ * origin and target types that differ with equal bytes; gets back; a put one byte past
+ * the end (MPI_ERR_RMA_RANGE), a negative displacement (MPI_ERR_DISP), byte counts that
+ * differ (MPI_ERR_TYPE), a count of zero from NULL and MPI_PROC_NULL (nothing);
+ * accumulates combined in place (SUM, REPLACE, SUM on bytes refused, a window's ints
+ * added into themselves); then the
+ * window freed and a smaller one made (which may get the same handle): a put past the
+ * new one's end must fail where the old one's was in range. With `range` only, as
+ * errors(). */
+static void fast(int range) {
+  unsigned char *mem, src[32], back[32];
+  MPI_Win win;
+  OK(MPI_Win_allocate(32, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+  OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+  init_own(win, (int *)mem, 8, 0);
+  OK(MPI_Win_lock_all(0, win));
+  for (int d = 0; d < 8; d++) {
+    int n = 32 - 4 * d;
+    for (int i = 0; i < n; i++) src[i] = (unsigned char)(rank * 31 + d * 7 + i + 1);
+    OK(MPI_Put(src, n, MPI_BYTE, right, d, n, MPI_BYTE, win));
+    OK(MPI_Win_flush(right, win));
+    memset(back, 0, sizeof back);
+    OK(MPI_Get(back, n, MPI_UNSIGNED_CHAR, right, d, n, MPI_CHAR, win));
+    OK(MPI_Win_flush(right, win));
+    for (int i = 0; i < n; i++)
+      CHECK(back[i] == src[i], "fast: %d bytes at int %d, byte %d got back %d, want %d", n, d, i, back[i], src[i]);
+  }
+  /* 8 bytes as 2 ints at the target, then read back as 1 double's bytes. */
+  const int two[2] = {1000 + rank, 2000 + rank};
+  OK(MPI_Put(two, 8, MPI_BYTE, right, 6, 2, MPI_INT, win));
+  OK(MPI_Win_flush(right, win));
+  int got2[2] = {0, 0};
+  OK(MPI_Get(got2, 1, MPI_DOUBLE, right, 6, 8, MPI_BYTE, win));
+  OK(MPI_Win_flush(right, win));
+  CHECK(got2[0] == two[0] && got2[1] == two[1], "fast: 2 ints as bytes got back %d %d, want %d %d", got2[0], got2[1], two[0], two[1]);
+  if (range) {
+    int rc = MPI_Put(src, 5, MPI_BYTE, right, 7, 5, MPI_BYTE, win);
+    CHECK(class_of(rc) == MPI_ERR_RMA_RANGE, "fast: 5 bytes at int 7 of 8: class %d, want MPI_ERR_RMA_RANGE %d", class_of(rc), MPI_ERR_RMA_RANGE);
+    rc = MPI_Get(back, 1, MPI_INT, right, 8, 1, MPI_INT, win);
+    CHECK(class_of(rc) == MPI_ERR_RMA_RANGE, "fast: get of int 8 of 8: class %d, want MPI_ERR_RMA_RANGE %d", class_of(rc), MPI_ERR_RMA_RANGE);
+  }
+  int rc = MPI_Put(src, 1, MPI_INT, right, -1, 1, MPI_INT, win);
+  CHECK(class_of(rc) == MPI_ERR_DISP, "fast: put at -1: class %d, want MPI_ERR_DISP %d", class_of(rc), MPI_ERR_DISP);
+  rc = MPI_Put(src, 3, MPI_BYTE, right, 0, 1, MPI_INT, win);
+  CHECK(class_of(rc) == MPI_ERR_TYPE, "fast: 3 bytes into 1 int: class %d, want MPI_ERR_TYPE %d", class_of(rc), MPI_ERR_TYPE);
+  rc = MPI_Put(src, -1, MPI_BYTE, right, 0, -1, MPI_BYTE, win);
+  CHECK(class_of(rc) == MPI_ERR_COUNT, "fast: count -1: class %d, want MPI_ERR_COUNT %d", class_of(rc), MPI_ERR_COUNT);
+  OK(MPI_Put(NULL, 0, MPI_INT, right, 100, 0, MPI_INT, win));
+  OK(MPI_Get(NULL, 0, MPI_INT, right, 100, 0, MPI_INT, win));
+  OK(MPI_Put(src, 1, MPI_INT, MPI_PROC_NULL, 100, 1, MPI_INT, win));
+  OK(MPI_Win_flush(MPI_PROC_NULL, win));
+  /* Accumulates in place: SUM of ints 0..3 (+1..+4), REPLACE of int 4, SUM on MPI_BYTE
+   * refused (MPI_ERR_OP), then (after the barrier) ints 0..3 of this rank's own window
+   * added into themselves (origin and target overlap). */
+  for (int i = 0; i < 5; i++) ((int *)src)[i] = i + 1;
+  int before[4];
+  OK(MPI_Get(before, 4, MPI_INT, right, 0, 4, MPI_INT, win));
+  OK(MPI_Win_flush(right, win));
+  OK(MPI_Accumulate(src, 4, MPI_INT, right, 0, 4, MPI_INT, MPI_SUM, win));
+  OK(MPI_Accumulate(src + 16, 1, MPI_INT, right, 4, 1, MPI_INT, MPI_REPLACE, win));
+  OK(MPI_Win_flush(right, win));
+  int after[5];
+  OK(MPI_Get(after, 5, MPI_INT, right, 0, 5, MPI_INT, win));
+  OK(MPI_Win_flush(right, win));
+  for (int i = 0; i < 4; i++)
+    CHECK(after[i] == before[i] + i + 1, "fast: accumulate SUM int %d is %d, want %d", i, after[i], before[i] + i + 1);
+  CHECK(after[4] == 5, "fast: accumulate REPLACE gave %d, want 5", after[4]);
+  rc = MPI_Accumulate(src, 4, MPI_BYTE, right, 0, 4, MPI_BYTE, MPI_SUM, win);
+  CHECK(class_of(rc) == MPI_ERR_OP, "fast: SUM on MPI_BYTE: class %d, want MPI_ERR_OP %d", class_of(rc), MPI_ERR_OP);
+  OK(MPI_Win_unlock_all(win));
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
+  int mine[4];
+  memcpy(mine, mem, sizeof mine);
+  OK(MPI_Accumulate(mem, 4, MPI_INT, rank, 0, 4, MPI_INT, MPI_SUM, win));
+  OK(MPI_Win_unlock(rank, win));
+  OK(MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, win));
+  OK(MPI_Win_sync(win));
+  for (int i = 0; i < 4; i++)
+    CHECK(((int *)mem)[i] == 2 * mine[i], "fast: own ints added into themselves: int %d is %d, want %d", i, ((int *)mem)[i], 2 * mine[i]);
+  OK(MPI_Win_unlock(rank, win));
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  sync_own(win);
+  CHECK(((int *)mem)[6] == 1000 + left && ((int *)mem)[7] == 2000 + left, "fast: ints 6, 7 from %d are %d %d, want %d %d", left, ((int *)mem)[6], ((int *)mem)[7], 1000 + left, 2000 + left);
+  free_win(&win, "fast");
+  /* A window of 2 ints in place of 8: int 4 was in the old window, not in this one. */
+  int *small;
+  OK(MPI_Win_allocate(2 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &small, &win));
+  OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+  init_own(win, small, 2, 0);
+  OK(MPI_Win_lock_all(0, win));
+  if (range) {
+    rc = MPI_Put(two, 1, MPI_INT, right, 4, 1, MPI_INT, win);
+    CHECK(class_of(rc) == MPI_ERR_RMA_RANGE, "fast: int 4 of a new window of 2: class %d, want MPI_ERR_RMA_RANGE %d", class_of(rc), MPI_ERR_RMA_RANGE);
+  }
+  OK(MPI_Put(two, 2, MPI_INT, right, 0, 2, MPI_INT, win));
+  OK(MPI_Win_unlock_all(win));
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  sync_own(win);
+  CHECK(small[0] == 1000 + left && small[1] == 2000 + left, "fast: new window from %d holds %d %d, want %d %d", left, small[0], small[1], 1000 + left, 2000 + left);
+  free_win(&win, "fast (second window)");
+}
+
 int main(int argc, char **argv) {
   OK(MPI_Init(&argc, &argv));
   OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
@@ -525,6 +631,7 @@ int main(int argc, char **argv) {
   shared();
   maxloc();
   errors(argc > 1 && strcmp(argv[1], "range") == 0);
+  fast(argc > 1 && strcmp(argv[1], "range") == 0);
   OK(MPI_Barrier(MPI_COMM_WORLD));
   if (rank == 0) printf("ok rma %d ranks\n", size);
   OK(MPI_Finalize());

@@ -381,6 +381,7 @@ fn make(
         if let Some(h) = handle {
             remote::forget(id);
             WINS.remove(h);
+            crate::win::forget_window();
         }
     };
     // The verdict: 0 fine, 1 this rank failed, 2 cross-memory attach refused.
@@ -711,6 +712,7 @@ pub unsafe extern "C" fn MPI_Win_free(win_h: *mut MPI_Win) -> c_int {
         crate::attr::delete_all(h, &w.attrs)?;
         remote::forget(w.id);
         WINS.remove(h);
+        crate::win::forget_window();
         Ok(())
     })();
     let rc = on_win(h, r);

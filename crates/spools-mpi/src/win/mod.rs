@@ -26,9 +26,10 @@ pub(crate) mod rma;
 pub(crate) mod sync;
 mod target;
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::c_int;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use spools::{Communicator, SharedBuf, World};
@@ -94,25 +95,182 @@ unsafe impl Sync for WinObj {}
 
 pub(crate) static WINS: Table<WinObj> = Table::new(Kind::Win);
 
+/// Bumped whenever a window leaves [`WINS`] (`MPI_Win_free`): a thread's cached window
+/// (below) is good only while this is what it was when the window was looked up.
+static WIN_GEN: AtomicU64 = AtomicU64::new(0);
+
+/// The window a thread used last, kept so that a stream of calls on one window (puts,
+/// gets, flushes) finds it with no read lock and no reference count: a thread-local
+/// read, a compare of the handle and of [`WIN_GEN`]. Each thread has its own, so threads
+/// never contend for it, whatever the thread level.
+struct LastWin {
+    h: MPI_Win,
+    gen: u64,
+    /// Whether a target is reached by messages (then every call serves them).
+    remote: bool,
+    w: Option<Arc<WinObj>>,
+}
+
+impl Drop for LastWin {
+    /// At a thread's exit: a window freed by another thread meanwhile holds its last
+    /// reference here; once MPI is finalised (a process exiting) it is left to the
+    /// process's end rather than torn down after the job.
+    fn drop(&mut self) {
+        if rt("").is_err() {
+            std::mem::forget(self.w.take());
+        }
+    }
+}
+
+thread_local! {
+    static LAST_WIN: RefCell<LastWin> = const {
+        RefCell::new(LastWin { h: MPI_WIN_NULL, gen: 0, remote: false, w: None })
+    };
+}
+
+/// A window leaves the table: every thread's cached window is stale from now on, and
+/// this thread's is dropped at once (its memory and mappings go with the last handle).
+pub(crate) fn forget_window() {
+    WIN_GEN.fetch_add(1, Ordering::AcqRel);
+    let old = LAST_WIN
+        .try_with(|c| c.try_borrow_mut().ok().and_then(|mut c| c.w.take()))
+        .ok()
+        .flatten();
+    drop(old);
+}
+
+/// Serves the memory messages that came, for a window with a target reached by them: a
+/// rank spinning on a window (a compare-and-swap lock) must not starve the peers whose
+/// memory messages it owes answers to.
+fn serve(w: &WinObj) -> Result<(), MpiError> {
+    w.world
+        .worker()
+        .progress()
+        .map(drop)
+        .map_err(|e| MpiError::Msg(e.into()))
+}
+
+fn lookup(h: MPI_Win) -> Result<Arc<WinObj>, MpiError> {
+    WINS.get(h).ok_or(MpiError::Handle {
+        class: MPI_ERR_WIN,
+        what: "window",
+        handle: h,
+    })
+}
+
+/// Runs `f` on the window of handle `h`, found through this thread's cached window when
+/// it is that one (no lock, no reference count), through the table otherwise (which
+/// then becomes the cached one).
+///
+/// # Errors
+/// `MPI_ERR_WIN` for a handle that is not a live window, and `f`'s.
+pub(crate) fn with_win<R>(
+    h: MPI_Win,
+    call: &'static str,
+    f: impl FnOnce(&WinObj) -> Result<R, MpiError>,
+) -> Result<R, MpiError> {
+    rt(call)?;
+    let gen = WIN_GEN.load(Ordering::Acquire);
+    let mut f = Some(f);
+    // The cache stays borrowed while `f` runs: a nested call can neither replace nor
+    // drop the window `f` was given (`remember` and `forget_window` then leave it).
+    let hit = LAST_WIN
+        .try_with(|c| {
+            let c = c.try_borrow().ok()?;
+            let w = c.w.as_deref().filter(|_| c.h == h && c.gen == gen)?;
+            let f = f.take()?;
+            Some(if c.remote {
+                serve(w).and_then(|()| f(w))
+            } else {
+                f(w)
+            })
+        })
+        .ok()
+        .flatten();
+    if let Some(r) = hit {
+        return r;
+    }
+    let Some(f) = f else {
+        return Err(MpiError::invalid(
+            MPI_ERR_INTERN,
+            format!("{call}: the window cache lost its call"),
+        ));
+    };
+    let w = lookup(h)?;
+    let remote = w.targets.iter().any(Target::remote);
+    if remote {
+        serve(&w)?;
+    }
+    let r = f(&w);
+    remember(h, gen, remote, w);
+    r
+}
+
+/// The fast path's look-up: `f` on this thread's cached window when `h` is it, MPI is
+/// running and no target of it is reached by messages; `None` otherwise (and when `f`
+/// says `None`), for the caller to take the general path through [`with_win`], which
+/// reports every error and caches the window. Everything here is small (no `MpiError`
+/// is built or moved), so a hit costs a thread-local read and a few compares.
+#[inline(always)]
+pub(crate) fn cached<R>(h: MPI_Win, f: impl FnOnce(&WinObj) -> Option<R>) -> Option<R> {
+    rt("").ok()?;
+    let gen = WIN_GEN.load(Ordering::Acquire);
+    LAST_WIN
+        .try_with(|c| {
+            // Borrowed while `f` runs, as in `with_win`.
+            let c = c.try_borrow().ok()?;
+            if c.remote || c.h != h || c.gen != gen {
+                return None;
+            }
+            f(c.w.as_deref()?)
+        })
+        .ok()
+        .flatten()
+}
+
+/// Makes `w` (of handle `h`, looked up at generation `gen`) this thread's cached window.
+fn remember(h: MPI_Win, gen: u64, remote: bool, w: Arc<WinObj>) {
+    let old = LAST_WIN
+        .try_with(|c| {
+            let mut c = c.try_borrow_mut().ok()?;
+            let old = c.w.replace(w);
+            c.h = h;
+            c.gen = gen;
+            c.remote = remote;
+            old
+        })
+        .ok()
+        .flatten();
+    // Dropped with the cache released (dropping a freed window runs no MPI call, but
+    // nothing is borrowed while it does).
+    drop(old);
+}
+
 /// The window of handle `h`.
 ///
 /// # Errors
 /// `MPI_ERR_WIN` for a handle that is not a live window.
 pub(crate) fn win(h: MPI_Win, call: &'static str) -> Result<Arc<WinObj>, MpiError> {
     rt(call)?;
-    let w = WINS.get(h).ok_or(MpiError::Handle {
-        class: MPI_ERR_WIN,
-        what: "window",
-        handle: h,
-    })?;
-    // With targets reached by messages, every window call serves the messages that
-    // came: a rank spinning on a window (a compare-and-swap lock) must not starve the
-    // peers whose memory messages it owes answers to.
-    if w.targets.iter().any(|t| t.remote()) {
-        w.world
-            .worker()
-            .progress()
-            .map_err(|e| MpiError::Msg(e.into()))?;
+    let gen = WIN_GEN.load(Ordering::Acquire);
+    let cached = LAST_WIN.try_with(|c| {
+        let c = c.try_borrow().ok()?;
+        match &c.w {
+            Some(w) if c.h == h && c.gen == gen => Some((w.clone(), c.remote)),
+            _ => None,
+        }
+    });
+    let (w, remote) = match cached {
+        Ok(Some(hit)) => hit,
+        _ => {
+            let w = lookup(h)?;
+            let remote = w.targets.iter().any(Target::remote);
+            remember(h, gen, remote, w.clone());
+            (w, remote)
+        }
+    };
+    if remote {
+        serve(&w)?;
     }
     Ok(w)
 }

@@ -10,12 +10,12 @@ use std::sync::Arc;
 
 use crate::abi::*;
 use crate::comm::out;
-use crate::datatype::{committed, count as ccount, pack, unpack, TypeObj};
+use crate::datatype::{committed, count as ccount, pack, predefined, unpack, TypeObj};
 use crate::error::MpiError;
 use crate::op::Reducer;
 use crate::request::{empty_status, give, Op};
-use crate::win::target::{runs_of, Target};
-use crate::win::{on_win, win, WinObj};
+use crate::win::target::{runs_of, Runs, Target};
+use crate::win::{cached, on_win, win, with_win, WinObj};
 
 /// One side of an access: `count` elements of a datatype at an address.
 struct Side {
@@ -50,7 +50,7 @@ impl Side {
 /// The target side: where the elements land in target `rank`'s window.
 struct At<'w> {
     t: &'w Target,
-    runs: Vec<(usize, usize)>,
+    runs: Runs,
     bytes: usize,
 }
 
@@ -95,6 +95,50 @@ fn at<'w>(
     let runs = runs_of(start, n, &tt, call)?;
     t.check(&runs, call)?;
     Ok(Some(At { t, runs, bytes }))
+}
+
+/// The fast path of a put or a get: both datatypes predefined and contiguous, and the
+/// target's window mapped in this process (this rank's own, or a peer's shared-heap
+/// segment; not a dynamic window). Gives the target address and the bytes, checked as
+/// [`at`] checks them (counts, equal byte counts, a displacement in the window), with
+/// no reference count, no run list and no allocation; `None` sends the access down the
+/// general path, which also reports every error.
+#[inline(always)]
+fn direct(
+    w: &WinObj,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    rank: c_int,
+    disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+) -> Option<(&Target, *mut u8, usize)> {
+    let ot = predefined(origin_datatype)?;
+    let tt = predefined(target_datatype)?;
+    if !ot.contiguous() || !tt.contiguous() {
+        return None;
+    }
+    let t = w.targets.get(usize::try_from(rank).ok()?)?;
+    let base = t.direct()?;
+    let bytes = usize::try_from(origin_count).ok()?.checked_mul(ot.size)?;
+    if usize::try_from(target_count).ok()?.checked_mul(tt.size)? != bytes
+        || bytes > isize::MAX as usize
+    {
+        return None;
+    }
+    let start = usize::try_from(disp).ok()?.checked_mul(t.disp_unit)?;
+    if start.checked_add(bytes)? > t.len {
+        return None;
+    }
+    Some((t, base.wrapping_add(start), bytes))
+}
+
+/// Whether `len` bytes at `a` and at `b` overlap (an accumulate from a window into
+/// itself): such an accumulate is not combined in place but through a copy of the
+/// target's bytes (the general path).
+fn overlap(a: *const u8, b: *const u8, len: usize) -> bool {
+    let (a, b) = (a as usize, b as usize);
+    a < b.wrapping_add(len) && b < a.wrapping_add(len)
 }
 
 /// The origin's data, packed (borrowed when contiguous).
@@ -262,6 +306,30 @@ unsafe fn accumulate(
     if bytes == 0 {
         return Ok(());
     }
+    // A combining accumulate with no result, into a window mapped here, in one run of
+    // packed elements: combined in place in the target's memory under its accumulate
+    // lock (no copy of the target's bytes out and back).
+    if let (None, Some(Some(red)), Some(base), [(off, len)]) =
+        (result, &how, a.t.direct(), &*a.runs)
+    {
+        let at = base.wrapping_add(*off);
+        if (red.packed() || tt.contiguous())
+            && *len == input.len()
+            && !overlap(input.as_ptr(), at, *len)
+        {
+            let len = *len;
+            return w.with_acc(a.t, || {
+                // SAFETY: the run was checked against the window, whose bytes are mapped
+                // here (`Target::direct`); the accumulate lock keeps every other
+                // accumulate off them while the slice lives. A put or get of the same
+                // bytes meanwhile is a conflicting access, whose outcome MPI leaves
+                // undefined (mixed bytes), as with the raw copies of `target.rs`.
+                let cur = unsafe { std::slice::from_raw_parts_mut(at, len) };
+                red.apply(&input, cur);
+                Ok(())
+            });
+        }
+    }
     w.with_acc(a.t, || {
         let need_old = result.is_some() || matches!(how, Some(Some(_)));
         // The target's bytes, in a buffer kept from call to call (a fresh one of
@@ -337,6 +405,85 @@ fn combine(red: &Reducer, t: &TypeObj, n: usize, input: &[u8], cur: &mut [u8]) {
     cur.copy_from_slice(&packed);
 }
 
+thread_local! {
+    /// The reducer of this thread's last fast accumulate: (operator, datatype, count).
+    static LAST_REDUCER: std::cell::RefCell<Option<(MPI_Op, MPI_Datatype, usize, Reducer)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The fast path of `MPI_Accumulate` (after [`direct`]'s checks, one predefined type at
+/// both sides): `MPI_REPLACE` or a predefined operator on the type's numbers, applied in
+/// place in the target's memory under its accumulate lock, taken at the first attempt.
+/// The thread's last reducer (operator, type, count) is kept for the next call. `None`
+/// (nothing done) sends the call down the general path: the lock held by another
+/// origin (which the general path waits for, serving progress), an operator not
+/// defined on the type (which it reports), or origin bytes overlapping the target.
+///
+/// # Safety
+/// `to` is `input.len()` bytes of `t`'s window mapped here (`direct`).
+unsafe fn accumulate_direct(
+    t: &Target,
+    input: &[u8],
+    to: *mut u8,
+    op: MPI_Op,
+    dt: MPI_Datatype,
+    bytes: usize,
+) -> Option<()> {
+    let ctl = t.ctl()?;
+    if overlap(input.as_ptr(), to, bytes) {
+        return None;
+    }
+    let n = bytes / predefined(dt)?.size;
+    if op == MPI_REPLACE {
+        if !ctl.try_acc() {
+            return None;
+        }
+        // SAFETY: the caller's contract; the accumulate lock keeps the other
+        // accumulates off these bytes.
+        unsafe { std::ptr::copy(input.as_ptr(), to, bytes) };
+        ctl.release_acc();
+        return Some(());
+    }
+    LAST_REDUCER
+        .try_with(|c| {
+            let mut c = c.try_borrow_mut().ok()?;
+            if !matches!(&*c, Some((o, d, k, _)) if *o == op && *d == dt && *k == n) {
+                if !matches!(
+                    op,
+                    MPI_SUM
+                        | MPI_PROD
+                        | MPI_MIN
+                        | MPI_MAX
+                        | MPI_BAND
+                        | MPI_BOR
+                        | MPI_BXOR
+                        | MPI_LAND
+                        | MPI_LOR
+                        | MPI_LXOR
+                ) {
+                    return None;
+                }
+                let tt = committed(dt, "MPI_Accumulate").ok()?;
+                let r = Reducer::new(op, dt, &tt, n).ok()?;
+                if !r.packed() {
+                    return None;
+                }
+                *c = Some((op, dt, n, r));
+            }
+            let (_, _, _, red) = c.as_ref()?;
+            if !ctl.try_acc() {
+                return None;
+            }
+            // SAFETY: the caller's contract; as in `accumulate`'s in-place combining.
+            let cur = unsafe { std::slice::from_raw_parts_mut(to, bytes) };
+            red.apply(input, cur);
+            ctl.release_acc();
+            Some(())
+        })
+        .ok()
+        .flatten()
+}
+
 /// A request that is complete (the operation is done when it is made).
 fn done_request(request: *mut MPI_Request, call: &'static str) -> Result<(), MpiError> {
     let h = give(Op::Done(empty_status()), MPI_COMM_SELF)?;
@@ -383,14 +530,34 @@ pub unsafe extern "C" fn MPI_Put_c(
     target_datatype: MPI_Datatype,
     win_h: MPI_Win,
 ) -> c_int {
+    let fast = cached(win_h, |w| {
+        let (_, to, bytes) = direct(
+            w,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+        )?;
+        if bytes > 0 {
+            // SAFETY: the caller's contract: `bytes` bytes at the origin; `to` is `bytes`
+            // bytes of the target's window mapped here (checked in `direct`). Window
+            // memory is reached only by raw copies (`target.rs`).
+            unsafe { std::ptr::copy(origin_addr.cast::<u8>(), to, bytes) };
+        }
+        Some(())
+    });
+    if fast.is_some() {
+        return MPI_SUCCESS;
+    }
     let call = "MPI_Put";
-    let r = (|| {
-        let w = win(win_h, call)?;
+    let r = with_win(win_h, call, |w| {
         let o = side(origin_addr, origin_count, origin_datatype, call)?;
         // SAFETY: the caller's contract.
         unsafe {
             put(
-                &w,
+                w,
                 &o,
                 target_rank,
                 target_disp,
@@ -399,7 +566,7 @@ pub unsafe extern "C" fn MPI_Put_c(
                 call,
             )
         }
-    })();
+    });
     on_win(win_h, r)
 }
 
@@ -442,14 +609,33 @@ pub unsafe extern "C" fn MPI_Get_c(
     target_datatype: MPI_Datatype,
     win_h: MPI_Win,
 ) -> c_int {
+    let fast = cached(win_h, |w| {
+        let (_, from, bytes) = direct(
+            w,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+        )?;
+        if bytes > 0 {
+            // SAFETY: as in `MPI_Put_c`, the other way: `bytes` writable bytes at the
+            // origin (the caller's contract).
+            unsafe { std::ptr::copy(from, origin_addr.cast::<u8>(), bytes) };
+        }
+        Some(())
+    });
+    if fast.is_some() {
+        return MPI_SUCCESS;
+    }
     let call = "MPI_Get";
-    let r = (|| {
-        let w = win(win_h, call)?;
+    let r = with_win(win_h, call, |w| {
         let o = side(origin_addr, origin_count, origin_datatype, call)?;
         // SAFETY: the caller's contract.
         unsafe {
             get(
-                &w,
+                w,
                 &o,
                 target_rank,
                 target_disp,
@@ -458,7 +644,7 @@ pub unsafe extern "C" fn MPI_Get_c(
                 call,
             )
         }
-    })();
+    });
     on_win(win_h, r)
 }
 
@@ -504,6 +690,30 @@ pub unsafe extern "C" fn MPI_Accumulate_c(
     op: MPI_Op,
     win_h: MPI_Win,
 ) -> c_int {
+    let fast = cached(win_h, |w| {
+        if origin_datatype != target_datatype {
+            return None;
+        }
+        let (t, to, bytes) = direct(
+            w,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+        )?;
+        if bytes == 0 {
+            return None;
+        }
+        // SAFETY: the caller's contract: `bytes` bytes at the origin.
+        let input = unsafe { std::slice::from_raw_parts(origin_addr.cast::<u8>(), bytes) };
+        // SAFETY: `to` is `bytes` bytes of the target's window mapped here.
+        unsafe { accumulate_direct(t, input, to, op, target_datatype, bytes) }
+    });
+    if fast.is_some() {
+        return MPI_SUCCESS;
+    }
     let call = "MPI_Accumulate";
     let r = (|| {
         let w = win(win_h, call)?;

@@ -50,6 +50,23 @@ pub(crate) struct Target {
 /// for a dynamic window; length).
 pub(crate) type Run = (usize, usize);
 
+/// The runs of an access: one (a contiguous type, kept without a vector) or many.
+pub(crate) enum Runs {
+    One(Run),
+    Many(Vec<Run>),
+}
+
+impl std::ops::Deref for Runs {
+    type Target = [Run];
+
+    fn deref(&self) -> &[Run] {
+        match self {
+            Runs::One(r) => std::slice::from_ref(r),
+            Runs::Many(v) => v,
+        }
+    }
+}
+
 impl Target {
     /// Its control block, when mapped here.
     pub(crate) fn ctl(&self) -> Option<&Ctl> {
@@ -64,6 +81,22 @@ impl Target {
     /// Whether it is reached by messages.
     pub(crate) fn remote(&self) -> bool {
         matches!(self.mem, Mem::Remote { .. })
+    }
+
+    /// The address of its window's first byte in this process, when its bytes are
+    /// mapped here (this rank's own window or a peer's shared-heap segment) and its
+    /// displacements are offsets (not a dynamic window): the one-copy fast path of
+    /// `rma.rs`, which checks the range against [`Target::len`] itself.
+    #[inline]
+    pub(crate) fn direct(&self) -> Option<*mut u8> {
+        if self.dynamic {
+            return None;
+        }
+        match &self.mem {
+            Mem::Local(base) => Some(*base as *mut u8),
+            Mem::Mapped(b) => Some(b.as_mut_ptr()),
+            Mem::Cma { .. } | Mem::Remote { .. } => None,
+        }
     }
 
     /// Tries to take its passive-target lock as `kind`.
@@ -339,12 +372,12 @@ pub(crate) fn runs_of(
     count: usize,
     t: &crate::datatype::TypeObj,
     call: &'static str,
-) -> Result<Vec<Run>, MpiError> {
+) -> Result<Runs, MpiError> {
     if t.contiguous() {
         // One run, whatever the count (a window of bytes moves as one copy).
         let len = count * t.size;
         if len == 0 {
-            return Ok(Vec::new());
+            return Ok(Runs::Many(Vec::new()));
         }
         let at = usize::try_from(start).map_err(|_| {
             MpiError::invalid(
@@ -352,7 +385,7 @@ pub(crate) fn runs_of(
                 format!("{call}: displacement {start} lies before the window"),
             )
         })?;
-        return Ok(vec![(at, len)]);
+        return Ok(Runs::One((at, len)));
     }
     let mut runs: Vec<Run> = Vec::with_capacity(count * t.blocks.len().max(1));
     for i in 0..count {
@@ -376,5 +409,5 @@ pub(crate) fn runs_of(
             }
         }
     }
-    Ok(runs)
+    Ok(Runs::Many(runs))
 }
