@@ -256,6 +256,8 @@ both!(MPI_Type_create_resized, MPI_Type_create_resized_c,
 
 /// A type of the given global indices per dimension (`idx[d]`, sorted) of an array of
 /// `sizes` elements of `t` in `order`, with lower bound 0 and the whole array's extent.
+/// Consecutive indices of the fastest dimension are one part (`n` copies of `t`), so a
+/// block of a large array costs a part per row, not per element.
 fn grid(sizes: &[usize], idx: &[Vec<usize>], order: c_int, t: &Arc<TypeObj>) -> TypeObj {
     let nd = sizes.len();
     // Dimensions from slowest to fastest varying.
@@ -272,12 +274,25 @@ fn grid(sizes: &[usize], idx: &[Vec<usize>], order: c_int, t: &Arc<TypeObj>) -> 
     }
     let total = s;
     let mut parts = Vec::new();
-    if idx.iter().all(|v| !v.is_empty()) {
+    if let Some(&fast) = dims.last().filter(|_| idx.iter().all(|v| !v.is_empty())) {
+        // The fastest dimension's indices as runs of consecutive ones.
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for &i in &idx[fast] {
+            match runs.last_mut() {
+                Some((first, n)) if *first + *n == i => *n += 1,
+                _ => runs.push((i, 1)),
+            }
+        }
         let mut pos = vec![0usize; nd];
         'outer: loop {
-            let off: isize = (0..nd).map(|d| idx[d][pos[d]] as isize * stride[d]).sum();
-            parts.push((off, 1, t.clone()));
-            for &d in dims.iter().rev() {
+            let row: isize = dims[..nd - 1]
+                .iter()
+                .map(|&d| idx[d][pos[d]] as isize * stride[d])
+                .sum();
+            for &(first, n) in &runs {
+                parts.push((row + first as isize * stride[fast], n, t.clone()));
+            }
+            for &d in dims[..nd - 1].iter().rev() {
                 pos[d] += 1;
                 if pos[d] < idx[d].len() {
                     continue 'outer;
@@ -438,4 +453,63 @@ pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_D
         unsafe { made(v, env, newtype, "MPI_Type_dup") }
     })();
     on_self(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The type of the indices, one part per element (the definition).
+    fn model(sizes: &[usize], idx: &[Vec<usize>], order: c_int, t: &Arc<TypeObj>) -> TypeObj {
+        let nd = sizes.len();
+        let offset = |ix: &[usize]| -> isize {
+            let mut o = 0isize;
+            let dims: Vec<usize> = if order == MPI_ORDER_FORTRAN {
+                (0..nd).rev().collect()
+            } else {
+                (0..nd).collect()
+            };
+            for &d in &dims {
+                o = o * sizes[d] as isize + ix[d] as isize;
+            }
+            o * t.extent
+        };
+        let mut all: Vec<Vec<usize>> = vec![Vec::new()];
+        for v in idx {
+            all = all
+                .into_iter()
+                .flat_map(|p| v.iter().map(move |&i| [p.clone(), vec![i]].concat()))
+                .collect();
+        }
+        let mut parts: Vec<_> = all.iter().map(|ix| (offset(ix), 1, t.clone())).collect();
+        parts.sort_by_key(|p| p.0);
+        let mut v = build(&parts, false);
+        v.lb = 0;
+        v.extent = sizes.iter().product::<usize>() as isize * t.extent;
+        v
+    }
+
+    #[test]
+    fn grids_of_rows_are_the_grids_of_elements() {
+        let int = crate::datatype::committed(MPI_INT, "test").expect("MPI_INT");
+        let cases: &[(&[usize], &[&[usize]])] = &[
+            (&[5], &[&[1, 2, 3]]),
+            (&[4, 6], &[&[0, 1], &[2, 3, 4]]),
+            (&[4, 6], &[&[1, 3], &[0, 2, 3, 5]]),
+            (&[3, 4, 5], &[&[0, 1, 2], &[1, 2], &[0, 1, 2, 3, 4]]),
+            (&[3, 4, 5], &[&[2], &[0, 3], &[1, 3, 4]]),
+        ];
+        for &(sizes, idx) in cases {
+            let idx: Vec<Vec<usize>> = idx.iter().map(|v| v.to_vec()).collect();
+            for order in [MPI_ORDER_C, MPI_ORDER_FORTRAN] {
+                let got = grid(sizes, &idx, order, &int);
+                let want = model(sizes, &idx, order, &int);
+                assert_eq!(got.blocks, want.blocks, "{sizes:?} {idx:?} order {order}");
+                assert_eq!(
+                    (got.size, got.lb, got.extent),
+                    (want.size, want.lb, want.extent)
+                );
+            }
+        }
+    }
 }

@@ -498,11 +498,11 @@ impl ZarrMeta {
                         .as_array()
                         .ok_or_else(|| json_err("sharding codecs must be a list"))?,
                 )?;
+                let default_index = [json!({"name": "bytes"}), json!({"name": "crc32c"})];
                 let index = codecs(
                     conf.get("index_codecs")
                         .and_then(Value::as_array)
-                        .map(Vec::as_slice)
-                        .unwrap_or(&[json!({"name": "bytes"}), json!({"name": "crc32c"})]),
+                        .map_or(&default_index[..], Vec::as_slice),
                 )?;
                 let index_crc = match index.after.as_slice() {
                     [] => false,
