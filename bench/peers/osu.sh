@@ -30,8 +30,8 @@
 #                      "Spools MPI ABI") and on MPICH 5.0.2's own libmpi_abi.so.1 under the
 #                      wheel's mpiexec (column "MPICH ABI"). Every rank of these runs
 #                      reports on stderr the libmpi_abi file it loaded and its
-#                      MPI_Get_library_version (a constructor linked beside osu.c, written
-#                      to DIR/osu-abi-which.c), and the run stops if Spools' run did not
+#                      MPI_Get_library_version (a constructor linked beside osu.c,
+#                      bench/peers/abi_which.c), and the run stops if Spools' run did not
 #                      load Spools' library or MPICH's did not load MPICH's.
 #                      --mpich-max-ranks applies to MPICH ABI too (the same MPICH, the
 #                      same busy polling).
@@ -143,46 +143,8 @@ if ((abi)); then
     # Every rank of an ABI run says which libmpi_abi it loaded and what that library calls
     # itself (MPI_Get_library_version may be called before MPI_Init): a constructor linked
     # beside osu.c, which stays as it is.
-    cat >"$out/osu-abi-which.c" <<'EOF'
-/* Written by bench/peers/osu.sh and linked into osu-abi: reports on stderr, before main,
- * the libmpi* files this process loaded and the first line of MPI_Get_library_version. */
-#define _GNU_SOURCE
-#include <link.h>
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-static int which_one(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    (void)data;
-    const char *base = strrchr(info->dlpi_name, '/');
-    base = base ? base + 1 : info->dlpi_name;
-    if (strncmp(base, "libmpi", 6) == 0) {
-        char real[4096];
-        const char *shown = realpath(info->dlpi_name, real) ? real : info->dlpi_name;
-        fprintf(stderr, "osu-abi-library: pid %d loaded %s\n", (int)getpid(), shown);
-    }
-    return 0;
-}
-
-__attribute__((constructor)) static void which_report(void)
-{
-    char v[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
-    int len = 0;
-    dl_iterate_phdr(which_one, NULL);
-    if (MPI_Get_library_version(v, &len) == MPI_SUCCESS) {
-        char *nl = strchr(v, '\n');
-        if (nl)
-            *nl = '\0';
-        fprintf(stderr, "osu-abi-version: pid %d %s\n", (int)getpid(), v);
-    }
-}
-EOF
     log "building osu.c once with $mpicc_abi into $out/osu-abi"
-    "$mpicc_abi" -O2 -Wall -Wextra -o "$out/osu-abi" "$here/osu.c" "$out/osu-abi-which.c"
+    "$mpicc_abi" -O2 -Wall -Wextra -o "$out/osu-abi" "$here/osu.c" -DWHICH_PREFIX='"osu-abi"' "$here/abi_which.c"
 fi
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -23,7 +23,7 @@
 # if mpicc.openmpi / mpirun.openmpi are missing; build Spools' libmpi_abi.so.1 (make -C
 # crates/spools-mpi) and the spools command (cargo build --release --locked -p
 # spools-cli); build rma.c once with mpicc_abi -O2 into DIR/rma-abi, with a constructor
-# (DIR/rma-abi-which.c) by which every rank reports on stderr the libmpi_abi it loaded
+# (bench/peers/abi_which.c) by which every rank reports on stderr the libmpi_abi it loaded
 # and its MPI_Get_library_version, and once with mpicc.openmpi -O2 into DIR/rma-openmpi.
 # Then per run and test: `spools run -n 2 -- rma-abi TEST` (Spools, which puts its
 # library first on LD_LIBRARY_PATH), the wheel's `mpiexec -n 2 rma-abi TEST` (MPICH ABI)
@@ -108,47 +108,9 @@ if ((skip_spools == 0)); then
 fi
 
 # Every rank of an ABI run says which libmpi_abi it loaded and what that library calls
-# itself (MPI_Get_library_version may be called before MPI_Init), as in osu.sh.
-cat >"$out/rma-abi-which.c" <<'EOF'
-/* Written by bench/peers/rma.sh and linked into rma-abi: reports on stderr, before main,
- * the libmpi* files this process loaded and the first line of MPI_Get_library_version. */
-#define _GNU_SOURCE
-#include <link.h>
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-static int which_one(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    (void)data;
-    const char *base = strrchr(info->dlpi_name, '/');
-    base = base ? base + 1 : info->dlpi_name;
-    if (strncmp(base, "libmpi", 6) == 0) {
-        char real[4096];
-        const char *shown = realpath(info->dlpi_name, real) ? real : info->dlpi_name;
-        fprintf(stderr, "rma-abi-library: pid %d loaded %s\n", (int)getpid(), shown);
-    }
-    return 0;
-}
-
-__attribute__((constructor)) static void which_report(void)
-{
-    char v[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
-    int len = 0;
-    dl_iterate_phdr(which_one, NULL);
-    if (MPI_Get_library_version(v, &len) == MPI_SUCCESS) {
-        char *nl = strchr(v, '\n');
-        if (nl)
-            *nl = '\0';
-        fprintf(stderr, "rma-abi-version: pid %d %s\n", (int)getpid(), v);
-    }
-}
-EOF
+# itself (MPI_Get_library_version may be called before MPI_Init): bench/peers/abi_which.c.
 log "building rma.c once with $mpicc_abi into $out/rma-abi, and with mpicc.openmpi"
-"$mpicc_abi" -O2 -Wall -Wextra -o "$out/rma-abi" "$here/rma.c" "$out/rma-abi-which.c"
+"$mpicc_abi" -O2 -Wall -Wextra -o "$out/rma-abi" "$here/rma.c" -DWHICH_PREFIX='"rma-abi"' "$here/abi_which.c"
 mpicc.openmpi -O2 -Wall -Wextra -o "$out/rma-openmpi" "$here/rma.c"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
