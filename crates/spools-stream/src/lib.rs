@@ -25,4 +25,4 @@ pub use link::LinkError;
 pub use reassembly::{Event, Limits, Reassembler};
 pub use receiver::{Delivery, Receiver, RecvError, Summary, HANDSHAKE_TIMEOUT};
 pub use recycler::Recycler;
-pub use sender::{LinkSender, SendError, Sender, CONNECT_TIMEOUT};
+pub use sender::{AckReader, LinkSender, SendError, Sender, CONNECT_TIMEOUT};

@@ -11,8 +11,8 @@ use std::time::Duration;
 use spools_proto::auth::Secret;
 use spools_proto::handshake::{Client, HandshakeError, Identity, Purpose, SERVER_HELLO_LEN};
 use spools_proto::stream::{
-    su_range, tus, Close, Frame, Hello, Open, Su, HELLO_CAN_PROVE, MAX_LINKS, MAX_SU, VARIABLE,
-    VERSION, WELCOME_ACKS, WELCOME_PROVEN, WELCOME_REQUIRE_PROOF,
+    su_range, tus, Ack, Close, Frame, Hello, Open, Su, HELLO_CAN_PROVE, MAX_LINKS, MAX_SU,
+    VARIABLE, VERSION, WELCOME_ACKS, WELCOME_PROVEN, WELCOME_REQUIRE_PROOF,
 };
 
 use crate::link::{FrameReader, LinkError, Read1};
@@ -99,8 +99,9 @@ pub struct LinkSender {
     sock: TcpStream,
     link: u16,
     buf: Vec<u8>,
-    /// The receiver's frames (its acks).
-    frames: FrameReader<TcpStream>,
+    /// The receiver's frames (its acks); `None` once [`LinkSender::take_acks`] handed them
+    /// to a reader of their own.
+    frames: Option<FrameReader<TcpStream>>,
     /// Whether the receiver announced acks.
     acks: bool,
     /// ADUs in flight per stream (0: no window).
@@ -200,7 +201,7 @@ impl LinkSender {
             sock,
             link,
             buf: Vec::new(),
-            frames,
+            frames: Some(frames),
             acks: flags & WELCOME_ACKS != 0,
             window: 0,
             acked: HashMap::new(),
@@ -284,19 +285,42 @@ impl LinkSender {
     /// Reads one frame from the receiver: an ack.
     fn read_ack(&mut self) -> Result<(), SendError> {
         let link = self.link;
-        match self.frames.next() {
-            Ok(Read1::Frame(Frame::Ack(a))) => {
+        let Some(frames) = self.frames.as_mut() else {
+            return Err(SendError::Format(
+                "the link's acks were handed to an AckReader",
+            ));
+        };
+        match read_ack(frames, link)? {
+            Some(a) => {
                 let n = self.acked.entry(a.stream).or_insert(0);
                 *n = (*n).max(a.adu.saturating_add(1));
                 Ok(())
             }
-            Ok(Read1::Frame(_)) => Err(SendError::Unexpected {
-                link,
-                got: "a frame other than an ack",
-            }),
-            Ok(Read1::End) => Err(SendError::Closed { link }),
-            Err(source) => Err(SendError::Link { link, source }),
+            None => Err(SendError::Closed { link }),
         }
+    }
+
+    /// Hands the receiver's acks to a reader of their own (a thread that reads them while
+    /// this link sends), when the receiver sends acks: the link then keeps no window of
+    /// its own ([`LinkSender::with_window`] no longer applies), and
+    /// [`LinkSender::finish`] only ends the sending side: the reader sees the receiver
+    /// close the link. `None` when the receiver sends no acks or they were taken before.
+    pub fn take_acks(&mut self) -> Option<AckReader> {
+        if !self.acks {
+            return None;
+        }
+        self.window = 0;
+        self.frames.take().map(|frames| AckReader {
+            link: self.link,
+            frames,
+        })
+    }
+
+    /// Stops the link at once in both directions, without ending it in order: an
+    /// [`AckReader`] blocked on it returns, and the receiver sees the link cut (what an
+    /// abandoned connection does).
+    pub fn abort(&self) {
+        let _ = self.sock.shutdown(Shutdown::Both);
     }
 
     /// Ends the link (no more frames). When the receiver sends acks, reads them until it
@@ -314,9 +338,14 @@ impl LinkSender {
         self.drain()
     }
 
-    /// Ends the sender's side of the link (no more frames): the receiver reads the end
-    /// of the link after the last frame.
-    fn shutdown(&self) -> Result<(), SendError> {
+    /// Ends the sender's side of the link (no more frames), without reading anything: the
+    /// receiver reads the end of the link after the last frame. What
+    /// [`LinkSender::finish`] is once the acks were [taken](LinkSender::take_acks), whose
+    /// reader then sees the receiver close the link.
+    ///
+    /// # Errors
+    /// [`SendError::Link`] when the link fails.
+    pub fn shutdown(&self) -> Result<(), SendError> {
         let link = self.link;
         self.sock
             .shutdown(Shutdown::Write)
@@ -329,7 +358,7 @@ impl LinkSender {
     /// After [`LinkSender::shutdown`]: when the receiver sends acks, reads them until it
     /// closes the link.
     fn drain(mut self) -> Result<(), SendError> {
-        if self.acks {
+        if self.acks && self.frames.is_some() {
             loop {
                 match self.read_ack() {
                     Ok(()) => {}
@@ -339,6 +368,43 @@ impl LinkSender {
             }
         }
         Ok(())
+    }
+}
+
+/// The receiver's side of a link, read on its own: the acks of the ADUs it handed out
+/// (see [`LinkSender::take_acks`]).
+pub struct AckReader {
+    link: u16,
+    frames: FrameReader<TcpStream>,
+}
+
+impl AckReader {
+    /// The link's index.
+    pub fn link(&self) -> u16 {
+        self.link
+    }
+
+    /// Waits for the receiver's next ack: `Some` ack, or `None` once the receiver closed
+    /// the link (or the link was [aborted](LinkSender::abort)).
+    ///
+    /// # Errors
+    /// [`SendError::Link`] when reading fails or the bytes are not frames;
+    /// [`SendError::Unexpected`] for a frame other than an ack.
+    pub fn next_ack(&mut self) -> Result<Option<Ack>, SendError> {
+        read_ack(&mut self.frames, self.link)
+    }
+}
+
+/// Reads the receiver's next frame on link `link`: an ack, or `None` at the link's end.
+fn read_ack(frames: &mut FrameReader<TcpStream>, link: u16) -> Result<Option<Ack>, SendError> {
+    match frames.next() {
+        Ok(Read1::Frame(Frame::Ack(a))) => Ok(Some(a)),
+        Ok(Read1::Frame(_)) => Err(SendError::Unexpected {
+            link,
+            got: "a frame other than an ack",
+        }),
+        Ok(Read1::End) => Ok(None),
+        Err(source) => Err(SendError::Link { link, source }),
     }
 }
 

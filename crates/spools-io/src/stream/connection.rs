@@ -722,11 +722,13 @@ impl<'c> StreamConnection<'c> {
             return Ok(vec![Vec::new(); mine.len()]);
         };
         let head = |s: u64| if s == 0 { prefix.len() } else { 0 };
+        // Each link's stripe in a buffer it sent before (every byte is written below).
         let mut bufs = mine
             .iter()
-            .map(|&s| {
+            .zip(&self.owned)
+            .map(|(&s, l)| {
                 plan.dst().local_bytes(s).map(|n| {
-                    let mut b = vec![0u8; head(s) + n as usize];
+                    let mut b = l.stripe(head(s) + n as usize);
                     b[..head(s)].copy_from_slice(&prefix[..head(s)]);
                     b
                 })

@@ -1,8 +1,13 @@
 //! A link owner's sending thread. The rank queues each stream's frames and goes on (the
 //! next ADU is reshuffled while this one is on the wire: double buffering). Each stream
-//! holds at most its *window* of ADUs on a link (queued or being sent), which bounds what
-//! a stream buffers; among the queued ADUs of several streams, the thread sends the
-//! highest priority stream's first, keeping every stream's own order.
+//! holds at most its *window* of ADUs on a link queued or being sent, which bounds what
+//! the job buffers; and, when the receiver sends acks, at most its window of ADUs sent
+//! beyond the last one the receiver acknowledged (handed out to its consumer), read by a
+//! thread of their own. Among the queued ADUs of several streams, the thread sends the
+//! highest priority stream's first whose window has room, keeping every stream's own
+//! order: a stream the receiver holds back (sequenced after another, or waiting for its
+//! group) never holds back the others. The stripes it sent go back to the rank to be
+//! filled again, so that a stream of ADUs allocates no new memory.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -12,9 +17,12 @@ use std::time::Instant;
 use spools_msg::MsgError;
 
 use spools_proto::stream::{su_range, tus, Close, Frame, Open, Su};
-use spools_stream::{LinkSender, SendError};
+use spools_stream::{AckReader, LinkSender, SendError};
 
 use super::CHECK_EVERY;
+
+/// Stripes kept for reuse per link, at most.
+const SPARES: usize = 4;
 
 /// What the rank queues on its link thread.
 #[derive(Clone)]
@@ -66,19 +74,39 @@ pub(crate) struct LinkFailure {
     pub(crate) source: SendError,
 }
 
-/// What the rank and its link thread share.
+/// What the rank, its link thread and the link's ack reader share.
 #[derive(Default)]
 struct State {
-    /// Items waiting, with their stream's priority, in the order they were queued.
-    queue: Vec<(u8, Item)>,
+    /// Items waiting, with their stream's priority and window, in the order they were
+    /// queued.
+    queue: Vec<Queued>,
     /// Per stream: ADUs queued or being sent.
     held: HashMap<u32, u32>,
+    /// Whether the receiver's acks bound what is in flight (it sends them).
+    acks: bool,
+    /// Per stream, ADUs the receiver acknowledged (`0..acked`).
+    acked: HashMap<u32, u64>,
+    /// The receiver closed the link (its ack reader saw the end).
+    closed: bool,
+    /// Reading the receiver's acks failed.
+    ack_failure: Option<SendError>,
+    /// Stripes sent, to be filled again.
+    spare: Vec<Vec<u8>>,
     /// Send what is queued, then end the link.
     finish: bool,
     /// Stop now, sending nothing more (the connection was dropped after an error).
     abandon: bool,
     /// The thread has ended.
     done: bool,
+}
+
+/// An item in a link's queue.
+struct Queued {
+    /// Its stream's priority.
+    priority: u8,
+    /// Its stream's window.
+    window: u32,
+    item: Item,
 }
 
 type Shared = Arc<(Mutex<State>, Condvar)>;
@@ -98,17 +126,50 @@ pub(crate) struct LinkThread {
 
 impl LinkThread {
     /// Starts sending on `sender` (link `s` of `links`).
-    pub(crate) fn start(sender: LinkSender, links: u16) -> std::io::Result<LinkThread> {
+    pub(crate) fn start(mut sender: LinkSender, links: u16) -> std::io::Result<LinkThread> {
         let link = sender.link();
         let shared: Shared = Arc::default();
+        let reader = match sender.take_acks() {
+            Some(acks) => {
+                lock(&shared).acks = true;
+                let shared = Arc::clone(&shared);
+                let spawned = std::thread::Builder::new()
+                    .name(format!("spools-stream-acks-{link}"))
+                    .spawn(move || read_acks(acks, &shared));
+                match spawned {
+                    Ok(h) => Some(h),
+                    Err(e) => {
+                        sender.abort();
+                        return Err(e);
+                    }
+                }
+            }
+            None => None,
+        };
         let handle = {
             let shared = Arc::clone(&shared);
-            std::thread::Builder::new()
+            let spawned = std::thread::Builder::new()
                 .name(format!("spools-stream-link-{link}"))
                 .spawn(move || {
                     let _done = Done(Arc::clone(&shared));
-                    run(sender, links, &shared)
-                })?
+                    let r = run(&mut sender, links, &shared);
+                    // However the thread ends, the ack reader returns: the socket is
+                    // shut in both directions (after an orderly end, the receiver has
+                    // closed it already).
+                    sender.abort();
+                    if let Some(h) = reader {
+                        let _ = h.join();
+                    }
+                    r
+                });
+            match spawned {
+                Ok(h) => h,
+                Err(e) => {
+                    // The sender moved into the closure that was not run: dropped, its
+                    // socket closed, and the reader (if any) sees the link end.
+                    return Err(e);
+                }
+            }
         };
         Ok(LinkThread {
             link,
@@ -126,6 +187,25 @@ impl LinkThread {
     /// comes from [`LinkThread::end`]).
     pub(crate) fn failed(&self) -> bool {
         lock(&self.shared).done
+    }
+
+    /// A buffer for this link's next stripe of `len` bytes: one the thread sent, or a new
+    /// one. Its bytes are whatever they were: the caller overwrites every one.
+    pub(crate) fn stripe(&self, len: usize) -> Vec<u8> {
+        let spare = {
+            let mut st = lock(&self.shared);
+            match st.spare.iter().position(|b| b.capacity() >= len) {
+                Some(i) => Some(st.spare.swap_remove(i)),
+                None => st.spare.pop(),
+            }
+        };
+        let mut b = spare.unwrap_or_default();
+        if b.len() >= len {
+            b.truncate(len);
+        } else {
+            b.resize(len, 0);
+        }
+        b
     }
 
     /// Queues `item` of a stream of priority `priority`. An ADU waits while its stream
@@ -164,7 +244,11 @@ impl LinkThread {
         if st.done {
             return Err(Refused::Stopped);
         }
-        st.queue.push((priority, item));
+        st.queue.push(Queued {
+            priority,
+            window,
+            item,
+        });
         cv.notify_all();
         Ok(())
     }
@@ -241,25 +325,58 @@ impl Drop for Done {
 }
 
 /// The index of the item to send next: the first queued item of the stream of highest
-/// priority (the earliest queued among equals); every stream's items keep their order.
-fn pick(queue: &[(u8, Item)]) -> Option<usize> {
+/// priority (the earliest queued among equals) whose window has room; every stream's items
+/// keep their order. With `acked` (the receiver's acks, per stream), an ADU is sent only
+/// once the receiver acknowledged the ADU `window` before it.
+fn pick(queue: &[Queued], acked: Option<&HashMap<u32, u64>>) -> Option<usize> {
     let mut seen: Vec<u32> = Vec::new();
     let mut best: Option<(usize, u8)> = None;
-    for (i, (p, item)) in queue.iter().enumerate() {
-        let s = item.stream();
+    for (i, q) in queue.iter().enumerate() {
+        let s = q.item.stream();
         if seen.contains(&s) {
             continue;
         }
         seen.push(s);
-        if best.is_none_or(|(_, bp)| *p > bp) {
-            best = Some((i, *p));
+        let room = match (&q.item, acked) {
+            (Item::Adu { adu, .. }, Some(acked)) => {
+                let done = acked.get(&s).copied().unwrap_or(0);
+                *adu < done.saturating_add(u64::from(q.window.max(1)))
+            }
+            _ => true,
+        };
+        if room && best.is_none_or(|(_, bp)| q.priority > bp) {
+            best = Some((i, q.priority));
         }
     }
     best.map(|(i, _)| i)
 }
 
-/// The thread: sends items as they come, by priority, until told to finish or abandon.
-fn run(mut l: LinkSender, links: u16, shared: &Shared) -> Result<(), LinkFailure> {
+/// The ack reader's thread: the receiver's acks into the shared state, until the receiver
+/// closes the link or reading fails.
+fn read_acks(mut acks: AckReader, shared: &Shared) {
+    loop {
+        let next = acks.next_ack();
+        let mut st = lock(shared);
+        match next {
+            Ok(Some(a)) => {
+                let n = st.acked.entry(a.stream).or_insert(0);
+                *n = (*n).max(a.adu.saturating_add(1));
+            }
+            Ok(None) => st.closed = true,
+            Err(e) => st.ack_failure = Some(e),
+        }
+        let ended = st.closed || st.ack_failure.is_some();
+        drop(st);
+        shared.1.notify_all();
+        if ended {
+            return;
+        }
+    }
+}
+
+/// The thread: sends items as they come, by priority and as the windows allow, until told
+/// to finish or abandon.
+fn run(l: &mut LinkSender, links: u16, shared: &Shared) -> Result<(), LinkFailure> {
     let fail = |at| move |source| LinkFailure { at, source };
     loop {
         let item = {
@@ -268,11 +385,19 @@ fn run(mut l: LinkSender, links: u16, shared: &Shared) -> Result<(), LinkFailure
                 if st.abandon {
                     return Ok(());
                 }
-                if let Some(i) = pick(&st.queue) {
-                    break Some(st.queue.remove(i).1);
+                if let Some(e) = st.ack_failure.take() {
+                    return Err(fail(None)(e));
                 }
-                if st.finish {
+                let acked = st.acks.then_some(&st.acked);
+                if let Some(i) = pick(&st.queue, acked) {
+                    break Some(st.queue.remove(i).item);
+                }
+                if st.finish && st.queue.is_empty() {
                     break None;
+                }
+                if st.closed {
+                    // ADUs wait for acks the receiver, gone, will never send.
+                    return Err(fail(None)(SendError::Closed { link: l.link() }));
                 }
                 st = shared
                     .1
@@ -281,7 +406,7 @@ fn run(mut l: LinkSender, links: u16, shared: &Shared) -> Result<(), LinkFailure
             }
         };
         match item {
-            None => return l.finish().map_err(fail(None)),
+            None => return finish(l, shared).map_err(fail(None)),
             Some(Item::Open(o)) => l.send(&Frame::Open(o)).map_err(fail(None))?,
             Some(Item::Close(c)) => l.send(&Frame::Close(c)).map_err(fail(None))?,
             Some(Item::Adu {
@@ -291,15 +416,42 @@ fn run(mut l: LinkSender, links: u16, shared: &Shared) -> Result<(), LinkFailure
                 tu,
                 stripe,
             }) => {
-                send_sus(&mut l, links, stream, adu, size, tu, &stripe)
+                send_sus(l, links, stream, adu, size, tu, &stripe)
                     .map_err(fail(Some((stream, adu))))?;
                 let mut st = lock(shared);
                 if let Some(h) = st.held.get_mut(&stream) {
                     *h = h.saturating_sub(1);
                 }
+                if st.spare.len() < SPARES {
+                    st.spare.push(stripe);
+                }
+                drop(st);
                 shared.1.notify_all();
             }
         }
+    }
+}
+
+/// Ends the link once everything queued was sent: its sending side shut, then (when the
+/// receiver sends acks) a wait until the receiver closed it, having read all of it.
+fn finish(l: &mut LinkSender, shared: &Shared) -> Result<(), SendError> {
+    if !lock(shared).acks {
+        // Nothing is read: the link's own end (`LinkSender::finish`) is the whole of it.
+        return l.shutdown();
+    }
+    l.shutdown()?;
+    let mut st = lock(shared);
+    loop {
+        if let Some(e) = st.ack_failure.take() {
+            return Err(e);
+        }
+        if st.closed || st.abandon {
+            return Ok(());
+        }
+        st = shared
+            .1
+            .wait(st)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
     }
 }
 
@@ -350,27 +502,59 @@ fn send_sus(
 mod tests {
     use super::*;
 
-    fn adu(stream: u32) -> Item {
-        Item::Adu {
-            stream,
-            adu: 0,
-            size: 0,
-            tu: 1,
-            stripe: Vec::new(),
+    fn adu_n(priority: u8, stream: u32, adu: u64) -> Queued {
+        Queued {
+            priority,
+            window: 2,
+            item: Item::Adu {
+                stream,
+                adu,
+                size: 0,
+                tu: 1,
+                stripe: Vec::new(),
+            },
         }
+    }
+
+    fn adu(priority: u8, stream: u32) -> Queued {
+        adu_n(priority, stream, 0)
     }
 
     #[test]
     fn the_higher_priority_stream_goes_first_each_in_its_own_order() {
         // Stream 1 (priority 0) queued first, then stream 2 (priority 5) twice.
-        let q = vec![(0, adu(1)), (5, adu(2)), (5, adu(2)), (0, adu(3))];
-        assert_eq!(pick(&q), Some(1));
+        let q = vec![adu(0, 1), adu(5, 2), adu(5, 2), adu(0, 3)];
+        assert_eq!(pick(&q, None), Some(1));
         // Equal priorities: the earliest queued.
-        let q = vec![(1, adu(1)), (1, adu(2))];
-        assert_eq!(pick(&q), Some(0));
+        let q = vec![adu(1, 1), adu(1, 2)];
+        assert_eq!(pick(&q, None), Some(0));
         // A later item of a stream never overtakes its first.
-        let q = vec![(0, adu(1)), (0, adu(2)), (9, adu(1))];
-        assert_eq!(pick(&q), Some(0));
-        assert_eq!(pick(&[]), None);
+        let q = vec![adu(0, 1), adu(0, 2), adu(9, 1)];
+        assert_eq!(pick(&q, None), Some(0));
+        assert_eq!(pick(&[], None), None);
+    }
+
+    #[test]
+    fn a_stream_whose_window_is_full_lets_the_others_pass() {
+        // Stream 1 (priority 9) has ADU 2 next with a window of 2: it waits for the ack of
+        // ADU 0; stream 2 (priority 0) is sequenced before it at the receiver and goes.
+        let q = vec![adu_n(9, 1, 2), adu_n(9, 1, 3), adu_n(0, 2, 0)];
+        let mut acked = HashMap::new();
+        assert_eq!(pick(&q, Some(&acked)), Some(2));
+        // Without acks from the receiver, there is no such window.
+        assert_eq!(pick(&q, None), Some(0));
+        // Once ADU 0 of stream 1 is acknowledged, its ADU 2 has room and goes first.
+        acked.insert(1, 1);
+        assert_eq!(pick(&q, Some(&acked)), Some(0));
+        // Every window full: nothing to send yet.
+        let q = vec![adu_n(0, 1, 5), adu_n(0, 2, 2)];
+        assert_eq!(pick(&q, Some(&acked)), None);
+        // Opens and closes never wait for acks.
+        let q = vec![Queued {
+            priority: 0,
+            window: 1,
+            item: Item::Close(Close { stream: 3, adus: 9 }),
+        }];
+        assert_eq!(pick(&q, Some(&acked)), Some(0));
     }
 }
