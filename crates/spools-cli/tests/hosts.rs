@@ -376,3 +376,89 @@ fn node_local_units_stay_on_their_hosts() {
         o.stderr
     );
 }
+
+/// Byte `g` of ADU `a` of the stream across hosts.
+fn st_byte(a: u64, g: u64) -> u8 {
+    (g.wrapping_mul(7) ^ (g >> 9) ^ a.wrapping_mul(31)) as u8
+}
+
+/// The stream across hosts: ranks 0, 1 on h1 and 2, 3 on h2 send 3 ADUs of
+/// `u8[40000] cyclic(100) on 4` over 4 links to the receiver at `SPOOLS_TEST_DEST`.
+fn stream_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    let dest = std::env::var("SPOOLS_TEST_DEST")
+        .map_err(|e| e.to_string())?
+        .parse()
+        .map_err(|e| format!("{e}"))?;
+    let l: Layout = "u8[40000] cyclic(100) on 4".parse().unwrap();
+    let me = u64::from(w.rank());
+    let mut c = e(spools::StreamConnection::open(w.communicator(), dest, 4))?;
+    // The links go round the hosts: each host sends from two of its own.
+    if c.link_owners() != [0, 2, 1, 3] {
+        return Err(format!("links owned by {:?}", c.link_owners()));
+    }
+    let s = e(c.open_stream(spools::StreamOptions {
+        tu: 4000,
+        ..Default::default()
+    }))?;
+    for a in 0..3 {
+        let mine: Vec<u8> = (0..40000u64)
+            .filter(|g| (g / 100) % 4 == me)
+            .map(|g| st_byte(a, g))
+            .collect();
+        e(c.send_adu(s, &mine, &l))?;
+    }
+    e(c.close())?;
+    println!("streamed across hosts rank {me}");
+    e(w.finalize())
+}
+
+#[test]
+fn a_stream_leaves_every_host_from_links_of_its_own() {
+    rank_main(|_| stream_role());
+    let Some(net) = Hosts::create_or_skip(2) else {
+        return;
+    };
+    let r = spools_stream::Receiver::bind(
+        std::net::SocketAddr::from((net.bridge_ip(), 0)),
+        spools_stream::Limits::default(),
+    )
+    .unwrap();
+    let addr = r.local_addr().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut got = Vec::new();
+        let s = r.serve(1, |d| {
+            got.push(d.event);
+            Ok(())
+        });
+        let _ = tx.send((s.map_err(|e| e.to_string()), got));
+    });
+    let o = Job::new(4, "a_stream_leaves_every_host_from_links_of_its_own")
+        .via_cli(spools())
+        .cli_args(&net.run_args("h1:2,h2:2"))
+        .env("SPOOLS_TEST_DEST", addr.to_string())
+        .run();
+    assert_ok(&o);
+    let (summary, got) = rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the receiver ended");
+    let summary = summary.unwrap();
+    assert!(
+        summary.broken.is_empty() && summary.refused.is_empty(),
+        "{summary:?}"
+    );
+    let mut want: Vec<spools_stream::Event> = (0..3)
+        .map(|a| spools_stream::Event::Adu {
+            stream: 1,
+            adu: a,
+            data: (0..40000).map(|g| st_byte(a, g)).collect(),
+        })
+        .collect();
+    want.push(spools_stream::Event::Ended {
+        stream: 1,
+        adus: 3,
+        complete: true,
+    });
+    assert_eq!(got, want);
+}

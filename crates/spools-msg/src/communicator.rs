@@ -101,8 +101,9 @@ impl Communicator {
             .is_some_and(|&j| hosts.get(j as usize) == hosts.get(me))
     }
 
-    /// Host index of every rank of the communicator (equal indices share a host).
-    pub(crate) fn hosts(&self) -> Vec<u32> {
+    /// Host index of every rank of the communicator: equal indices share a host (what
+    /// [`Communicator::same_host`] compares), known on every rank without communication.
+    pub fn hosts(&self) -> Vec<u32> {
         let hosts = &self.core.engine.hosts;
         self.core
             .ranks

@@ -12,7 +12,7 @@ use spools_proto::auth::Secret;
 use spools_proto::handshake::{Client, HandshakeError, Identity, Purpose, SERVER_HELLO_LEN};
 use spools_proto::stream::{
     su_range, tus, Ack, Close, Frame, Hello, Open, Su, HELLO_CAN_PROVE, MAX_LINKS, MAX_SU,
-    VARIABLE, VERSION, WELCOME_ACKS, WELCOME_PROVEN, WELCOME_REQUIRE_PROOF,
+    SU_HEADER, VARIABLE, VERSION, WELCOME_ACKS, WELCOME_PROVEN, WELCOME_REQUIRE_PROOF,
 };
 
 use crate::link::{FrameReader, LinkError, Read1};
@@ -267,6 +267,35 @@ impl LinkSender {
             link,
             source: e.into(),
         })
+    }
+
+    /// Sends several SUs, each `(header, payload)`, gathered into as few vectored writes
+    /// as the socket takes (headers and payloads straight from where they lie). With a
+    /// window, waits first as [`LinkSender::send_su`] does for each SU's ADU.
+    ///
+    /// # Errors
+    /// As [`LinkSender::send_su`].
+    pub fn send_sus(&mut self, sus: &[(Su, &[u8])]) -> Result<(), SendError> {
+        let link = self.link;
+        for batch in sus.chunks(GATHER) {
+            for (h, _) in batch {
+                self.wait_window(h.stream, h.adu)?;
+            }
+            let heads: Vec<[u8; SU_HEADER]> = batch
+                .iter()
+                .map(|(h, p)| h.header(p.len() as u32))
+                .collect();
+            let mut slices: Vec<IoSlice<'_>> = heads
+                .iter()
+                .zip(batch)
+                .flat_map(|(h, (_, p))| [IoSlice::new(h), IoSlice::new(p)])
+                .collect();
+            write_all_slices(&mut self.sock, &mut slices).map_err(|e| SendError::Link {
+                link,
+                source: e.into(),
+            })?;
+        }
+        Ok(())
     }
 
     /// Waits until ADU `adu` of `stream` fits in the window.
@@ -718,6 +747,22 @@ fn su(stream: u32, s: u16, adu: u64, tu: u64, offset: u64, size: u64, p: &[u8]) 
         size,
         crc: crc32c::crc32c(p),
     }
+}
+
+/// SUs gathered into one vectored write at most (two slices each, within the system's
+/// `IOV_MAX` of 1024).
+const GATHER: usize = 64;
+
+/// Writes every slice, in order, with as few system calls as the socket allows.
+fn write_all_slices(w: &mut impl Write, mut slices: &mut [IoSlice<'_>]) -> std::io::Result<()> {
+    while !slices.is_empty() {
+        let n = w.write_vectored(slices)?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        IoSlice::advance_slices(&mut slices, n);
+    }
+    Ok(())
 }
 
 /// Writes `head` then `body` with as few system calls as the socket allows.

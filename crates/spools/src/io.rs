@@ -40,7 +40,8 @@ impl World {
 
     /// Opens a stream to `dest`, a destination outside the job (`spools recv`, or any
     /// program speaking [`spools_proto::stream`]), striped over `format.links` TCP links
-    /// (link `s` owned by rank `s % P`). Collective; so are the stream's
+    /// (on one host, link `s` owned by rank `s % P`; across hosts, the links go round
+    /// the hosts first). Collective; so are the stream's
     /// [`send_adu`](spools_io::stream::StreamWriter::send_adu) (one ADU: this rank's share
     /// of a layout) and [`close`](spools_io::stream::StreamWriter::close). Its links prove
     /// the job's secret to a destination that requires it (`spools recv --secret FILE`).
@@ -78,9 +79,9 @@ impl World {
         StreamWriter::open_proving(self.io_communicator()?, dest, format, self.secret())
     }
 
-    /// Opens a logical connection of `links` TCP links to `dest` (link `s` owned by rank
-    /// `s % P`), for several streams: sequenced, in lock-step groups, of variable-size
-    /// ADUs (see [`StreamConnection`]). Collective. Its links prove the job's secret to a
+    /// Opens a logical connection of `links` TCP links to `dest` (owned as
+    /// [`World::stream_open`]'s), for several streams: sequenced, in lock-step groups, of
+    /// variable-size ADUs (see [`StreamConnection`]). Collective. Its links prove the job's secret to a
     /// destination that requires it (`spools recv --secret FILE`).
     ///
     /// ```

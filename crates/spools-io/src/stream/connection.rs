@@ -1,5 +1,5 @@
-//! One logical connection from the job to a destination: K links owned by the ranks (link
-//! `s` by rank `s % P`), carrying any number of streams. Each ADU is reshuffled by the
+//! One logical connection from the job to a destination: K links owned by the ranks (round
+//! the hosts, then round each host's ranks: on one host, link `s` by rank `s % P`), carrying any number of streams. Each ADU is reshuffled by the
 //! exchange engine into the links' stripes ([`super::distribution`]) and handed to the
 //! owners' sending threads ([`super::link`]).
 
@@ -13,8 +13,8 @@ use spools_proto::auth::Secret;
 use spools_proto::stream::{Close, Open, MAX_LINKS, MAX_SU, NOT_SEQUENCED, VARIABLE};
 use spools_stream::{LinkSender, SendError};
 
-use super::distribution::{concatenated, owned, owner, stripes, stripes_after};
-use super::link::{Item, LinkThread, Refused};
+use super::distribution::{concatenated, link_owners, owned_by, stripes, stripes_after};
+use super::link::{stripe_crcs, Item, LinkThread, Refused};
 use super::{StreamId, StreamOptions};
 use crate::collective::{agree_on_outcome, rank_bytes};
 use crate::error::{ExchangeError, StreamError};
@@ -38,8 +38,9 @@ struct Stream {
 }
 
 /// A logical connection from the job to one destination outside it (`spools recv`, or any
-/// program speaking [`spools_proto::stream`]): `links` TCP links, link `s` owned by rank
-/// `s % P` of the communicator's `P` ranks, and any number of streams on them. Every method
+/// program speaking [`spools_proto::stream`]): `links` TCP links, owned round the hosts, then
+/// round each host's ranks (on one host, link `s` by rank `s % P` of the communicator's
+/// `P` ranks), and any number of streams on them. Every method
 /// is collective (every rank calls it, with the same arguments but its own data) and an
 /// error on any rank fails the call on every rank. A connection dropped without
 /// [`close`](StreamConnection::close) (after an error) is abandoned: its links stop at once
@@ -71,6 +72,8 @@ pub struct StreamConnection<'c> {
     owned: Vec<LinkThread>,
     /// Which rank holds each link's stripe.
     link_owners: Owners,
+    /// The same, as a list.
+    owners: Vec<u32>,
     /// Open streams.
     streams: BTreeMap<u32, Stream>,
     /// The next stream's id.
@@ -140,8 +143,8 @@ impl<'c> StreamConnection<'c> {
                 .and_then(|b| b.try_into().ok())
                 .unwrap_or([0; 8]),
         );
-        let (me, ranks) = (comm.rank(), comm.size());
-        let local = owned(links, me, ranks)
+        let owners = link_owners(links, &comm.hosts());
+        let local = owned_by(&owners, comm.rank())
             .into_iter()
             .map(|s| {
                 match secret {
@@ -157,7 +160,8 @@ impl<'c> StreamConnection<'c> {
             comm,
             links,
             owned,
-            link_owners: Owners::List((0..links).map(|s| owner(s, ranks)).collect()),
+            link_owners: Owners::List(owners.clone()),
+            owners,
             streams: BTreeMap::new(),
             next: 1,
             abandoned: false,
@@ -167,6 +171,12 @@ impl<'c> StreamConnection<'c> {
     /// Links of the connection.
     pub fn links(&self) -> u16 {
         self.links
+    }
+
+    /// The rank that owns each link, by link: round the hosts, then round each host's
+    /// ranks (on one host, link `s` on rank `s % P`).
+    pub fn link_owners(&self) -> &[u32] {
+        &self.owners
     }
 
     /// ADUs stream `id` has sent (0 for a stream that is not open).
@@ -566,7 +576,7 @@ impl<'c> StreamConnection<'c> {
             return Ok(());
         }
         Err(StreamError::Link {
-            link: owned(self.links, self.comm.rank(), self.comm.size())
+            link: owned_by(&self.owners, self.comm.rank())
                 .first()
                 .copied()
                 .unwrap_or(0),
@@ -667,7 +677,19 @@ impl<'c> StreamConnection<'c> {
         size: u64,
         tu: u64,
     ) -> Result<(), StreamError> {
-        let stripes = self.reshuffle(plan, prefix, data);
+        // The SUs' CRCs are computed here, while the links send the ADU before.
+        let links = self.links;
+        let stripes = self.reshuffle(plan, prefix, data).and_then(|stripes| {
+            stripes
+                .into_iter()
+                .zip(&self.owned)
+                .map(|(b, l)| {
+                    stripe_crcs(links, l.link(), size, tu, &b)
+                        .map(|crcs| (b, crcs))
+                        .map_err(|e| StreamError::of_link(l.link(), None, e))
+                })
+                .collect::<Result<Vec<_>, _>>()
+        });
         let st = self
             .streams
             .get_mut(&id)
@@ -678,7 +700,7 @@ impl<'c> StreamConnection<'c> {
         let queued = stripes.and_then(|stripes| {
             let mut stripes = stripes.into_iter();
             self.queue_all(&opts, || {
-                let stripe = stripes.next().unwrap_or_default();
+                let (stripe, crcs) = stripes.next().unwrap_or_default();
                 let mut items: Vec<Item> = announce.iter().copied().map(Item::Open).collect();
                 items.push(Item::Adu {
                     stream: id,
@@ -686,6 +708,7 @@ impl<'c> StreamConnection<'c> {
                     size,
                     tu,
                     stripe,
+                    crcs,
                 });
                 items
             })

@@ -1,6 +1,6 @@
 //! The I/O distribution of a stream: an ADU's canonical byte stream striped over the K
-//! links as SUs, `stripe(unit=SU, count=K)`, with link `s` (stripe unit `s`) held by rank
-//! `s % P`; and the source layout of a variable-size ADU (every rank's bytes back to back,
+//! links as SUs, `stripe(unit=SU, count=K)`, with link `s` (stripe unit `s`) held by a
+//! rank chosen round the hosts ([`link_owners`]; on one host, rank `s % P`); and the source layout of a variable-size ADU (every rank's bytes back to back,
 //! in rank order).
 
 use spools_map::{IrregularLayout, Layout, StripeLayout};
@@ -8,14 +8,36 @@ use spools_proto::stream::{su_range, tus};
 
 use crate::error::StreamError;
 
-/// The rank that owns link `s` of a connection over `ranks` ranks.
-pub(crate) fn owner(s: u16, ranks: u32) -> u32 {
-    u32::from(s) % ranks.max(1)
+/// The rank that owns each link of a connection of `links` links from ranks on `hosts` (a
+/// host index per rank, equal indices sharing a host): the links go round the hosts, in
+/// the order of their lowest ranks, and round each host's ranks, so that every host sends
+/// from links of its own and no host's network carries more than its share. On one host,
+/// link `s` is owned by rank `s % P`.
+pub(crate) fn link_owners(links: u16, hosts: &[u32]) -> Vec<u32> {
+    let mut groups: Vec<(u32, Vec<u32>)> = Vec::new();
+    for (r, &h) in hosts.iter().enumerate() {
+        match groups.iter_mut().find(|(g, _)| *g == h) {
+            Some((_, ranks)) => ranks.push(r as u32),
+            None => groups.push((h, vec![r as u32])),
+        }
+    }
+    if groups.is_empty() {
+        return vec![0; usize::from(links)];
+    }
+    (0..usize::from(links))
+        .map(|s| {
+            let ranks = &groups[s % groups.len()].1;
+            ranks[(s / groups.len()) % ranks.len()]
+        })
+        .collect()
 }
 
-/// The links rank `me` of `ranks` owns, in increasing order.
-pub(crate) fn owned(links: u16, me: u32, ranks: u32) -> Vec<u16> {
-    (0..links).filter(|&s| owner(s, ranks) == me).collect()
+/// The links `owners` gives rank `me`, in increasing order.
+pub(crate) fn owned_by(owners: &[u32], me: u32) -> Vec<u16> {
+    (0..owners.len())
+        .filter(|&s| owners[s] == me)
+        .map(|s| s as u16)
+        .collect()
 }
 
 /// The layout of an ADU of `size` (> 0) bytes on the links: SUs of `su` bytes, SU `s` of
@@ -78,10 +100,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn links_go_round_the_ranks() {
-        assert_eq!(owned(8, 1, 4), vec![1, 5]);
-        assert_eq!(owned(3, 3, 4), Vec::<u16>::new());
-        assert_eq!(owner(7, 4), 3);
+    fn links_go_round_the_hosts_then_their_ranks() {
+        // One host: link s on rank s % P.
+        let one = link_owners(8, &[0, 0, 0, 0]);
+        assert_eq!(one, vec![0, 1, 2, 3, 0, 1, 2, 3]);
+        assert_eq!(owned_by(&one, 1), vec![1, 5]);
+        assert_eq!(owned_by(&link_owners(3, &[0; 4]), 3), Vec::<u16>::new());
+        // Two hosts of 4 ranks: 4 links, two on each host (s % P would put all four on
+        // the first).
+        assert_eq!(link_owners(4, &[0, 0, 0, 0, 1, 1, 1, 1]), vec![0, 4, 1, 5]);
+        // Hosts interleaved by rank, of unequal sizes; a host index is only a label.
+        assert_eq!(link_owners(5, &[7, 3, 7, 7, 3]), vec![0, 1, 2, 4, 3]);
+        // Fewer links than hosts: one host each, in the order of their lowest ranks.
+        assert_eq!(link_owners(2, &[5, 6, 7]), vec![0, 1]);
+        assert_eq!(link_owners(2, &[]), vec![0, 0]);
     }
 
     #[test]

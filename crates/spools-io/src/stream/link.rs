@@ -41,6 +41,9 @@ pub(crate) enum Item {
         tu: u64,
         /// This link's SUs, back to back.
         stripe: Vec<u8>,
+        /// The CRC32C of each of this link's SUs, in order ([`stripe_crcs`]), computed by
+        /// the rank: the sending thread only writes.
+        crcs: Vec<u32>,
     },
     /// End a stream.
     Close(Close),
@@ -415,8 +418,9 @@ fn run(l: &mut LinkSender, links: u16, shared: &Shared) -> Result<(), LinkFailur
                 size,
                 tu,
                 stripe,
+                crcs,
             }) => {
-                send_sus(l, links, stream, adu, size, tu, &stripe)
+                send_sus(l, links, stream, adu, size, tu, &stripe, &crcs)
                     .map_err(fail(Some((stream, adu))))?;
                 let mut st = lock(shared);
                 if let Some(h) = st.held.get_mut(&stream) {
@@ -455,8 +459,42 @@ fn finish(l: &mut LinkSender, shared: &Shared) -> Result<(), SendError> {
     }
 }
 
-/// Sends this link's SUs of one ADU: SU `s` of every TU, taken in order from `stripe`.
-/// An ADU of 0 bytes is one empty SU on link 0.
+/// The CRC32C of each SU of link `s` of `links` in one ADU of `size` bytes and TUs of
+/// `tu`, whose SUs lie back to back in `stripe` (an ADU of 0 bytes: one empty SU on link
+/// 0).
+pub(crate) fn stripe_crcs(
+    links: u16,
+    s: u16,
+    size: u64,
+    tu: u64,
+    stripe: &[u8],
+) -> Result<Vec<u32>, SendError> {
+    if size == 0 {
+        return Ok(if s == 0 {
+            vec![crc32c::crc32c(&[])]
+        } else {
+            Vec::new()
+        });
+    }
+    let mut crcs = Vec::new();
+    let mut at = 0usize;
+    for t in 0..tus(size, tu) {
+        let Some((_, len)) = su_range(size, tu, links, t, s) else {
+            continue;
+        };
+        let p = stripe
+            .get(at..at + len as usize)
+            .ok_or(SendError::Format("the stripe is shorter than its SUs"))?;
+        crcs.push(crc32c::crc32c(p));
+        at += len as usize;
+    }
+    Ok(crcs)
+}
+
+/// Sends this link's SUs of one ADU: SU `s` of every TU, taken in order from `stripe`,
+/// with their CRCs `crcs`, gathered into as few writes as the socket takes. An ADU of 0
+/// bytes is one empty SU on link 0.
+#[allow(clippy::too_many_arguments)]
 fn send_sus(
     l: &mut LinkSender,
     links: u16,
@@ -465,9 +503,10 @@ fn send_sus(
     size: u64,
     tu: u64,
     stripe: &[u8],
+    crcs: &[u32],
 ) -> Result<(), SendError> {
     let s = l.link();
-    let su = |t, offset, p: &[u8]| Su {
+    let su = |t, offset, crc| Su {
         stream,
         su: s,
         link: s,
@@ -475,27 +514,30 @@ fn send_sus(
         tu: t,
         offset,
         size,
-        crc: crc32c::crc32c(p),
+        crc,
     };
+    let short = SendError::Format("the stripe is shorter than its SUs");
     if size == 0 {
         return if s == 0 {
-            l.send_su(&su(0, 0, &[]), &[])
+            let crc = crcs.first().copied().ok_or(short)?;
+            l.send_su(&su(0, 0, crc), &[])
         } else {
             Ok(())
         };
     }
+    let mut sus: Vec<(Su, &[u8])> = Vec::new();
     let mut at = 0usize;
     for t in 0..tus(size, tu) {
         let Some((off, len)) = su_range(size, tu, links, t, s) else {
             continue;
         };
-        let p = stripe
-            .get(at..at + len as usize)
-            .ok_or(SendError::Format("the stripe is shorter than its SUs"))?;
-        l.send_su(&su(t, off, p), p)?;
+        let (Some(p), Some(&crc)) = (stripe.get(at..at + len as usize), crcs.get(sus.len())) else {
+            return Err(short);
+        };
+        sus.push((su(t, off, crc), p));
         at += len as usize;
     }
-    Ok(())
+    l.send_sus(&sus)
 }
 
 #[cfg(test)]
@@ -512,6 +554,7 @@ mod tests {
                 size: 0,
                 tu: 1,
                 stripe: Vec::new(),
+                crcs: Vec::new(),
             },
         }
     }

@@ -2,7 +2,7 @@
 //!
 //! Out: each ADU, distributed over the ranks by any layout, is reshuffled by the exchange
 //! engine into the *I/O distribution* — `stripe(unit=SU, count=K)` of its byte stream, link
-//! `s`'s unit on rank `s % P` — and each link owner sends its SUs over its link of the
+//! `s`'s unit on a rank chosen round the hosts (on one host, rank `s % P`) — and each link owner sends its SUs over its link of the
 //! logical connection. In: rank 0 reassembles each ADU from its K links, and the exchange
 //! engine scatters it into the ranks' layout. The plan is M1⁻¹∘M2, as for every device;
 //! the wire format is [`spools_proto::stream`].
@@ -44,7 +44,8 @@ pub(crate) const CHECK_EVERY: Duration = Duration::from_millis(50);
 /// How a [`StreamWriter`] cuts and stripes its stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamFormat {
-    /// Links (TCP connections) to stripe over; link `s` is owned by rank `s % P`.
+    /// Links (TCP connections) to stripe over; on one host link `s` is owned by
+    /// rank `s % P`; across hosts, the links go round the hosts first.
     pub links: u16,
     /// Bytes of a Transfer Unit; a multiple of `links` (each SU is `tu / links` bytes).
     pub tu: u64,
