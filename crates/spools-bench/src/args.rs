@@ -303,6 +303,11 @@ pub struct StreamArgs {
     /// Leave iperf3 out (it is the limit the links part is compared against).
     #[arg(long)]
     pub(crate) no_iperf3: bool,
+    /// Hold every rank's share of the links and cyclic parts in the shared heap
+    /// (`World::alloc`) instead of its private memory: the reshuffle then copies runs of
+    /// any length straight out of the other ranks' buffers.
+    #[arg(long)]
+    pub(crate) heap: bool,
     /// Write SVG plots: the links part to FILE, the cyclic part to FILE-cyclic.
     #[arg(long, value_name = "FILE")]
     pub(crate) plot: Option<PathBuf>,

@@ -168,6 +168,8 @@ struct StreamReport {
     benchmark: &'static str,
     /// Ranks of the job.
     ranks: u32,
+    /// Whether the ranks' shares were held in the shared heap (`--heap`).
+    heap: bool,
     /// Repetitions (alternating runs of every configuration).
     reps: usize,
     /// The `links` part, when run.
@@ -269,6 +271,36 @@ fn send_stream(
     Ok(t0)
 }
 
+/// This rank's share of a dataset, where `--heap` puts it.
+enum Held {
+    /// Private memory.
+    Private(Vec<u8>),
+    /// A buffer of the shared heap.
+    Heap(spools::SharedBuf<u8>),
+}
+
+impl std::ops::Deref for Held {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Held::Private(v) => v,
+            Held::Heap(b) => b,
+        }
+    }
+}
+
+/// Holds `data` in private memory, or (`heap`) copied into the shared heap.
+fn hold(w: &World, heap: bool, data: Vec<u8>) -> Result<Held, BenchError> {
+    if !heap {
+        return Ok(Held::Private(data));
+    }
+    let mut b = w
+        .alloc::<u8>(data.len())
+        .map_err(|e| BenchError::Invalid(format!("a shared-heap buffer: {e}")))?;
+    b.copy_from_slice(&data);
+    Ok(Held::Heap(b))
+}
+
 /// An outcome agreed by every rank: this rank's error message (empty when fine) gathered;
 /// the first rank's error fails the call everywhere.
 fn agree(w: &World, mine: Result<(), BenchError>) -> Result<(), BenchError> {
@@ -366,7 +398,7 @@ fn iperf_run(w: &World, streams: u16, bytes: u64) -> Result<Option<IperfRun>, Be
 fn links_part(w: &World, a: &StreamArgs, s: &Sizes) -> Result<LinksPart, BenchError> {
     let holders = w.size().min(HOLDERS);
     let layout = parse_layout("--adu", &format!("u8[{}] block on {holders}", s.adu))?;
-    let data = fill(&layout, w.rank(), 0)?;
+    let data = hold(w, a.heap, fill(&layout, w.rank(), 0)?)?;
     // Link `s` is owned by rank `s % P`: any number of links from any number of ranks.
     let ks = s.links.clone();
     let mut points: Vec<LinksPoint> = Vec::new();
@@ -473,12 +505,12 @@ fn cyclic_part(w: &World, a: &StreamArgs, s: &Sizes) -> Result<CyclicPart, Bench
         "--cyclic-adu",
         &format!("u8[{}] block on {p}", s.cyclic_adu),
     )?;
-    let raw_data = fill(&raw, w.rank(), 0)?;
+    let raw_data = hold(w, a.heap, fill(&raw, w.rank(), 0)?)?;
     let mut points = Vec::new();
     let mut layouts = Vec::new();
     for &b in &s.blocks {
         let l = parse_layout("--blocks", &format!("u8[{adu}] cyclic({b}) on {p}"))?;
-        let d = fill(&l, w.rank(), 0)?;
+        let d = hold(w, a.heap, fill(&l, w.rank(), 0)?)?;
         layouts.push((l, d));
         points.push(CyclicPoint {
             block: b,
@@ -545,6 +577,7 @@ pub(crate) fn run(a: &StreamArgs) -> Result<(), BenchError> {
         let report = StreamReport {
             benchmark: "stream",
             ranks: w.size(),
+            heap: a.heap,
             reps: a.common.reps,
             links,
             cyclic,

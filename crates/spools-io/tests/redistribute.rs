@@ -238,13 +238,20 @@ fn cma_allowed() -> bool {
 
 /// Long runs (4 KiB) and element runs (8 B), from ordinary and shared-heap buffers, with
 /// the single copy on and off: the same bytes arrive, and the single copy is really taken
-/// where it should be (heap: always; ordinary memory: long runs, if the kernel allows).
+/// where it should be (heap: always; ordinary memory: long runs, and runs of 256 B one
+/// after the other at the source, spread at the destination, if the kernel allows; not
+/// 32 B runs).
 fn single_copy_rank(w: &spools::World) -> Result<(), String> {
     let n = u64::from(w.size());
     let me = u64::from(w.rank());
     let cma = cma_allowed();
-    for (to, long) in [("cyclic(512)", true), ("cyclic", false)] {
-        let a = format!("f64[{}] block on {n}", 40_000 * n);
+    for (from, to, long) in [
+        ("block", "cyclic(512)", true),
+        ("block", "cyclic", false),
+        ("cyclic(32)", "block", true),
+        ("cyclic(4)", "block", false),
+    ] {
+        let a = format!("f64[{}] {from} on {n}", 40_000 * n);
         let b = format!("f64[{}] {to} on {n}", 40_000 * n);
         let from: Layout = e(a.parse())?;
         let to: Layout = e(b.parse())?;

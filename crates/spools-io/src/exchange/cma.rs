@@ -88,11 +88,53 @@ impl CmaReader {
         Ok(())
     }
 
+    /// Queues reading `count` runs of `len` bytes that lie one after the other at the
+    /// peer's address `from` into `to`, run `i` at `to[i * stride..]`: one contiguous
+    /// piece of the peer's memory spread here, which the kernel reads (pinning its pages)
+    /// as one, however short the runs. `to` must hold the runs (at least
+    /// `(count - 1) * stride + len` bytes); as for [`CmaReader::push`], the bytes arrive
+    /// at the latest at the next [`CmaReader::flush`].
+    pub(super) fn push_spread(
+        &mut self,
+        to: &mut [u8],
+        (stride, len, count): (usize, usize, usize),
+        from: u64,
+    ) -> Result<(), CmaError> {
+        let mut done = 0usize;
+        while done < count {
+            if self.local.len() == MAX_IOV || self.remote.len() == MAX_IOV {
+                self.flush()?;
+            }
+            let n = (count - done).min(MAX_IOV - self.local.len());
+            for i in done..done + n {
+                let run = to
+                    .get_mut(i * stride..i * stride + len)
+                    .ok_or(CmaError::Failed(io::ErrorKind::InvalidInput.into()))?;
+                self.local.push(libc::iovec {
+                    iov_base: run.as_mut_ptr().cast(),
+                    iov_len: len,
+                });
+            }
+            self.remote.push(libc::iovec {
+                iov_base: (from as usize + done * len) as *mut libc::c_void,
+                iov_len: n * len,
+            });
+            done += n;
+        }
+        Ok(())
+    }
+
     /// Reads every queued piece.
     pub(super) fn flush(&mut self) -> Result<(), CmaError> {
-        let mut at = 0;
-        while at < self.local.len() {
-            let (l, r) = (&self.local[at..], &self.remote[at..]);
+        // The local and the remote iovecs are two byte streams of one length, cut
+        // differently (a spread piece is one remote iovec and many local ones): a short
+        // read moves each on by what it read.
+        let (mut li, mut ri) = (0, 0);
+        while li < self.local.len() {
+            if ri >= self.remote.len() {
+                return Err(CmaError::Failed(io::ErrorKind::InvalidInput.into()));
+            }
+            let (l, r) = (&self.local[li..], &self.remote[ri..]);
             // SAFETY: every local iovec describes a live, writable destination run that no
             // reference touches until this call returns (`push`'s contract); the remote
             // iovecs are only read, in the peer process, by the kernel, which checks them.
@@ -121,30 +163,29 @@ impl CmaReader {
                     io::ErrorKind::UnexpectedEof,
                 )));
             }
-            at = self.advance(at, n as usize);
+            li = skip(&mut self.local, li, n as usize);
+            ri = skip(&mut self.remote, ri, n as usize);
         }
         self.local.clear();
         self.remote.clear();
         Ok(())
     }
+}
 
-    /// Skips `n` bytes read from piece `at` on: the index of the first piece not fully
-    /// read, the partly read one trimmed.
-    fn advance(&mut self, mut at: usize, mut n: usize) -> usize {
-        while n > 0 && at < self.local.len() {
-            let len = self.local[at].iov_len;
-            if n < len {
-                for v in [&mut self.local[at], &mut self.remote[at]] {
-                    v.iov_base = (v.iov_base as usize + n) as *mut libc::c_void;
-                    v.iov_len -= n;
-                }
-                return at;
-            }
-            n -= len;
-            at += 1;
+/// Skips `n` bytes of the iovecs `v` from `at` on: the index of the first one not fully
+/// read, the partly read one trimmed.
+fn skip(v: &mut [libc::iovec], mut at: usize, mut n: usize) -> usize {
+    while n > 0 && at < v.len() {
+        let len = v[at].iov_len;
+        if n < len {
+            v[at].iov_base = (v[at].iov_base as usize + n) as *mut libc::c_void;
+            v[at].iov_len -= n;
+            return at;
         }
-        at
+        n -= len;
+        at += 1;
     }
+    at
 }
 
 #[cfg(test)]
@@ -168,6 +209,43 @@ mod tests {
             Err(CmaError::Refused) => assert!(refused()),
             Err(CmaError::Failed(e)) => panic!("{e}"),
         }
+    }
+
+    #[test]
+    fn spread_pieces_mixed_with_runs_land_where_they_belong() {
+        // Pieces of 2500 runs of 3 bytes (one contiguous piece here, every 5th byte
+        // there: more than one call's worth of local iovecs), between single runs.
+        let src: Vec<u8> = (0..20_000u32).map(|i| (i * 7 % 253) as u8).collect();
+        let base = src.as_ptr() as u64;
+        let (len, stride, count) = (3usize, 5usize, 2500usize);
+        let mut spread = vec![0u8; stride * count];
+        let mut single = vec![0u8; 11];
+        let mut tail = vec![0u8; 4];
+        let mut r = CmaReader::new(std::process::id());
+        let res = r
+            .push(&mut single, base + 100)
+            .and_then(|()| r.push_spread(&mut spread, (stride, len, count), base + 7000))
+            .and_then(|()| r.push(&mut tail, base + 19_990))
+            .and_then(|()| r.flush());
+        match res {
+            Ok(()) => {
+                assert_eq!(single, src[100..111]);
+                assert_eq!(tail, src[19_990..19_994]);
+                for i in 0..count {
+                    let want = &src[7000 + i * len..7000 + (i + 1) * len];
+                    assert_eq!(&spread[i * stride..i * stride + len], want, "run {i}");
+                    assert!(spread[i * stride + len..(i + 1) * stride]
+                        .iter()
+                        .all(|&b| b == 0));
+                }
+            }
+            Err(CmaError::Refused) => assert!(refused()),
+            Err(CmaError::Failed(e)) => panic!("{e}"),
+        }
+        // A destination too short for its runs is an error, not a write beyond it.
+        let mut short = vec![0u8; 8];
+        let res = r.push_spread(&mut short, (stride, len, 3), base);
+        assert!(matches!(res, Err(CmaError::Failed(_))), "{res:?}");
     }
 
     #[test]

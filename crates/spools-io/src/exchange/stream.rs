@@ -72,24 +72,34 @@ impl Stream {
         Ok(())
     }
 
-    /// Mean bytes per run of the stream's first `n` runs (0 when empty).
-    pub(super) fn sample_mean_run(&self, plan: &Plan, n: usize) -> Result<u64, ExchangeError> {
-        let (mut bytes, mut runs) = (0u64, 0u64);
+    /// Mean bytes per piece of the source's memory among the stream's first `n` runs (0
+    /// when empty): a progression of runs of at least `spread` bytes that lie one after
+    /// the other at the source is one piece (the pull reads it as one), any other run a
+    /// piece of its own.
+    pub(super) fn sample_mean_piece(
+        &self,
+        plan: &Plan,
+        n: usize,
+        spread: u64,
+    ) -> Result<u64, ExchangeError> {
+        let (mut bytes, mut runs, mut pieces) = (0u64, 0u64, 0u64);
         let n = n as u64;
-        for &(_, s, d) in &self.pairs {
+        'pairs: for &(_, s, d) in &self.pairs {
             for p in plan.runs(s, d)?.strided().filter(|p| p.len > 0) {
                 let k = p.count.min(n - runs);
                 bytes += k * p.len;
                 runs += k;
+                pieces += if p.src_stride == p.len && p.len >= spread {
+                    1
+                } else {
+                    k
+                };
                 if runs >= n {
-                    break;
+                    break 'pairs;
                 }
             }
-            if runs >= n {
-                break;
-            }
         }
-        Ok(bytes.checked_div(runs).unwrap_or(0))
+        Ok(bytes.checked_div(pieces).unwrap_or(0))
     }
 
     /// The length of the next receive to post, if any remain.
