@@ -109,7 +109,7 @@ impl CmaReader {
             for i in done..done + n {
                 let run = to
                     .get_mut(i * stride..i * stride + len)
-                    .ok_or(CmaError::Failed(io::ErrorKind::InvalidInput.into()))?;
+                    .ok_or_else(|| CmaError::Failed(io::ErrorKind::InvalidInput.into()))?;
                 self.local.push(libc::iovec {
                     iov_base: run.as_mut_ptr().cast(),
                     iov_len: len,
