@@ -8,6 +8,8 @@
   is not 2-D, a group send missing a member, a bad style and a wrong share on the last
   rank, each refused on every rank with nothing sent.
 - "writer": a single stream (stream_open) of 2 grey frames with send_frame.
+- "view N": N frames of 64x96 of the grey stream ("py grey") and of the group ("py rgb",
+  "py field") into `spools view` (the browser test, crates/spools-view/tests/py).
 
 Pixel n of each frame is what frames.py computes; the test reads the frames back from
 `spools recv --out DIR` and checks headers and pixels."""
@@ -20,21 +22,23 @@ import spools
 H, W = 12, 20
 
 
-def grey(n):
-    return ((np.arange(H * W) + 7 * n) % 256).astype(np.uint8).reshape(H, W)
+def grey(n, h=H, w=W):
+    return ((np.arange(h * w) + 7 * n) % 256).astype(np.uint8).reshape(h, w)
 
 
-def rgb(n):
-    return ((np.arange(H * W * 3) * 5 + 11 * n) % 256).astype(np.uint8).reshape(H, W, 3)
+def rgb(n, h=H, w=W):
+    return ((np.arange(h * w * 3) * 5 + 11 * n) % 256).astype(np.uint8).reshape(h, w, 3)
 
 
-def field(n):
-    i, j = np.mgrid[0:H, 0:W]
+def field(n, h=H, w=W):
+    i, j = np.mgrid[0:h, 0:w]
     return (n + 0.5 * i + 0.25 * j).astype(np.float32)
 
 
 if __name__ == "__main__":
     dest, mode = sys.argv[1], sys.argv[2]
+    if mode == "view":
+        H, W = 64, 96
     world = spools.init()
     me, p = world.rank, world.size
     b = -(-H // p)
@@ -43,13 +47,13 @@ if __name__ == "__main__":
     FIELD = "f32[%d,%d] *,cyclic on 1x%d" % (H, W, p)
 
     def grey_share(n):
-        return np.ascontiguousarray(grey(n)[me * b:(me + 1) * b])
+        return np.ascontiguousarray(grey(n, H, W)[me * b:(me + 1) * b])
 
     def rgb_share(n):
-        return np.ascontiguousarray(rgb(n)[me::p])
+        return np.ascontiguousarray(rgb(n, H, W)[me::p])
 
     def field_share(n):
-        return np.ascontiguousarray(field(n)[:, me::p])
+        return np.ascontiguousarray(field(n, H, W)[:, me::p])
 
     def refused(call, local, remote, needle):
         """`call` fails on every rank: with `local` (and `needle` in its message) where
@@ -70,6 +74,18 @@ if __name__ == "__main__":
                 s.send_frame(grey_share(n), GREY, spools.FrameStyle(title="writer"))
             assert s.adus == 2
         print("sent 2 frames")
+        sys.exit(0)
+
+    if mode == "view":
+        fstyle = spools.FrameStyle("py field", colormap="viridis", lo=0.0, hi=10.0)
+        with world.stream_connect(dest, links=2) as c:
+            g, r, f = c.open_stream(tu=4096), c.open_stream(tu=4096, group=1), \
+                c.open_stream(tu=4096, group=1)
+            for n in range(int(sys.argv[3])):
+                c.send_frame(g, grey_share(n), GREY, spools.FrameStyle("py grey"))
+                c.send_frames(1, [(r, rgb_share(n), RGB, spools.FrameStyle("py rgb")),
+                                  (f, field_share(n), FIELD, fstyle)])
+        print("sent frames")
         sys.exit(0)
 
     gstyle = spools.FrameStyle(title="grey")
