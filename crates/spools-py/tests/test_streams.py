@@ -165,7 +165,7 @@ def recv_to(tmp_path, n_conn=1):
 def test_frames_of_several_streams_and_a_lock_step_group(run, tmp_path, n):
     """stream_frames.py "connection": grey frames, a lock-step group of an RGB image and an
     f32 field (send_frames), one by one in step, plain ADUs sequenced after the grey
-    stream; the refused calls (not 2-D, a group member missing, lo >= hi, a wrong share,
+    stream, an ADU of varying size (send_var); the refused calls (not 2-D, a group member missing, lo >= hi, a wrong share,
     a stream not open, running ahead of the group) send nothing. Read back from `spools
     recv`: every header field and every pixel."""
     import time
@@ -178,12 +178,12 @@ def test_frames_of_several_streams_and_a_lock_step_group(run, tmp_path, n):
     assert code == 0, err
     after = int(time.time() * 1e6)
     want = {"s1-a%d" % k for k in range(3)} | {"s%d-a%d" % (s, k) for s in (2, 3)
-                                               for k in range(4)} | {"s4-a0"}
+                                               for k in range(4)} | {"s4-a0", "s5-a0"}
     assert set(os.listdir(tmp_path)) == want
     expect = {1: (frames.grey, 1, 0, "grey", 0.0, 0.0, 0, 0),
               2: (frames.rgb, 2, 0, "rgb", 0.0, 0.0, 1, 2),
               3: (frames.field, 3, 3, "field", 0.0, 10.0, 1, 2)}
-    for name in sorted(want - {"s4-a0"}):
+    for name in sorted(want - {"s4-a0", "s5-a0"}):
         s, k = int(name[1]), int(name.split("-a")[1])
         make, fmt, cmap, title, lo, hi, group, members = expect[s]
         h = decode_frame((tmp_path / name).read_bytes())
@@ -194,6 +194,7 @@ def test_frames_of_several_streams_and_a_lock_step_group(run, tmp_path, n):
         assert np.array_equal(h["pixels"], make(k)), name
     raw = (tmp_path / "s4-a0").read_bytes()
     assert raw == bytes(i % n for i in range(40))
+    assert (tmp_path / "s5-a0").read_bytes() == b"".join(bytes([r]) * (r + 1) for r in range(n))
 
 
 def test_frames_from_a_single_stream_writer(run, tmp_path):

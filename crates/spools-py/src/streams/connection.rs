@@ -1,7 +1,8 @@
 //! A connection of several streams out of the job (`spools_io::stream::StreamConnection`):
 //! `comm.stream_connect(dest, links)` -> `StreamConnection`, whose streams are opened
 //! with `open_stream(...)` (sequenced `after` another, in lock-step `group`s, with a
-//! priority and a window) and named by their ids, and which sends ADUs (`send`), the ADUs
+//! priority and a window) and named by their ids, and which sends ADUs (`send`, `send_var`
+//! for a stream of varying size), the ADUs
 //! of a lock-step group (`send_group`) and frames of the framebuffer protocol
 //! (`send_frame`, `send_frames`: the header is built by `spools_io`).
 //!
@@ -189,6 +190,23 @@ impl StreamConnection {
                 .with(py, |c| c.send_adu(StreamId::new(stream), v.bytes(), &l))?
                 .map_err(stream_error),
             Err(e) => Err(self.take_part_failing(py, &l, e)),
+        }
+    }
+
+    /// Sends the next ADU of `stream`, opened `variable`: the ADU is every rank's bytes of
+    /// `a` (a C-contiguous numpy array or any buffer, possibly empty), in rank order. The
+    /// sizes are agreed first; on the wire the ADU is one TU. Collective.
+    fn send_var(&self, py: Python<'_>, stream: u32, a: &Bound<'_, PyAny>) -> PyResult<()> {
+        usable("StreamConnection.send_var")?;
+        match crate::buffer::view(a, crate::buffer::Access::Read, "ADU part") {
+            Ok(v) => self
+                .with(py, |c| c.send_var(StreamId::new(stream), v.bytes()))?
+                .map_err(stream_error),
+            Err(e) => {
+                // Stream 0 is never open: the send fails on every rank.
+                let _ = self.with(py, |c| c.send_var(StreamId::new(0), &[]));
+                Err(runtime::take_interrupt().unwrap_or(e))
+            }
         }
     }
 

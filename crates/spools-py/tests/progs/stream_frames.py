@@ -2,7 +2,8 @@
 
 - "connection": one connection of 2 links with four streams: 1, grey u8[12,20] (rows in
   blocks); 2 and 3, lock-step group 1: RGB u8[12,20,3] (rows cyclic) and an f32[12,20]
-  field (columns cyclic, viridis from 0 to 10); 4, plain ADUs sequenced after stream 1.
+  field (columns cyclic, viridis from 0 to 10); 4, plain ADUs sequenced after stream 1; 5,
+  an ADU of varying size (send_var).
   Frames 0-2 of every stream, then frame 3 of streams 2 and 3 one by one (a second frame
   of stream 2 first runs ahead of its group: refused). After frame 0: a frame layout that
   is not 2-D, a group send missing a member, a bad style and a wrong share on the last
@@ -138,7 +139,12 @@ if __name__ == "__main__":
         assert [c.adus(s) for s in (g, r, f, raw)] == [3, 4, 4, 0]
         # Plain ADUs on the same connection.
         c.send(raw, np.full(len(range(me, 40, p)), me, np.uint8), "u8[40] cyclic on %d" % p)
+        # An ADU of varying size: rank r gives r + 1 bytes of value r (one gives none).
+        v = c.open_stream(tu=64, variable=True)
+        refused(lambda: c.send_var(v, [1, 2]), TypeError, None, "buffer")
+        c.send_var(v, np.full(me + 1, me, np.uint8))
+        refused(lambda: c.send_var(raw, b"x"), ValueError, None, "variable")
         c.close_stream(g)
-        assert c.adus(g) == 0
+        assert c.adus(g) == 0 and c.adus(v) == 1
     print("sent frames")
     world.finalize()
