@@ -4,7 +4,8 @@
  *   frames send DEST      a connection of 2 links with four streams: 1, grey u8[12,20]
  *                         (rows in blocks); 2 and 3, lock-step group 1: RGB u8[12,20,3]
  *                         (rows cyclic) and an f32[12,20] field (columns cyclic, viridis
- *                         from 0 to 10); 4, plain ADUs sequenced after stream 1. Frames 0-2
+ *                         from 0 to 10); 4, plain ADUs sequenced after stream 1; 5, an
+ *                         ADU of varying size (rank r: r + 1 bytes of value r). Frames 0-2
  *                         of every stream, then frame 3 of streams 2 and 3 one by one (a
  *                         second frame of stream 2 first runs ahead of its group: refused).
  *                         After frame 0, refused on every rank with nothing sent: a layout
@@ -198,6 +199,21 @@ static int send_frames(const char *dest, uint32_t frames, int checks, const char
         CHECK(spools_stream_conn_send(c, raw, mine, an, rawl));
         free(mine);
         CHECK(spools_layout_destroy(rawl));
+        /* An ADU of varying size: rank r gives r + 1 bytes of value r. */
+        spools_stream_options_t vo = SPOOLS_STREAM_OPTIONS_DEFAULT;
+        vo.field_mask = SPOOLS_STREAM_OPTION_TU | SPOOLS_STREAM_OPTION_VARIABLE;
+        vo.tu = 64;
+        vo.variable = 1;
+        uint32_t var;
+        CHECK(spools_stream_conn_open_stream(c, &vo, &var));
+        ASSERT(var == 5, "id %u", var);
+        uint8_t part[64];
+        memset(part, (int)ct_rank, sizeof part);
+        EXPECT_ERR(spools_stream_conn_send_var(c, raw, part, 1), SPOOLS_ERR_INVALID_ARG,
+                   "variable");
+        EXPECT_ERR(spools_stream_conn_send_var(c, var, ct_rank == 0 ? NULL : part, ct_rank + 1),
+                   SPOOLS_ERR_INVALID_ARG, "NULL");
+        CHECK(spools_stream_conn_send_var(c, var, part, ct_rank + 1));
         CHECK(spools_stream_conn_close_stream(c, gid));
         EXPECT_ERR(spools_stream_conn_close_stream(c, gid), SPOOLS_ERR_INVALID_ARG, "no stream");
     }
@@ -243,6 +259,13 @@ static size_t expected(uint32_t stream, uint32_t adu, uint32_t senders, uint8_t 
         for (uint32_t k = 0; k < 40; k++)
             out[k] = (uint8_t)(k % senders);
         return 40;
+    }
+    if (stream == 5) {
+        size_t k = 0;
+        for (uint32_t r = 0; r < senders; r++)
+            for (uint32_t i = 0; i <= r; i++)
+                out[k++] = (uint8_t)r;
+        return k;
     }
     static const uint8_t formats[] = {0, 1, 2, 3}, maps[] = {0, 0, 0, 3};
     static const char *titles[] = {"", "grey", "rgb", "field"};
@@ -298,14 +321,14 @@ static void receive(uint32_t senders)
     }
     uint8_t *want = malloc(128 + (size_t)H * W * 4);
     ASSERT(want != NULL, "out of memory");
-    uint32_t counts[5] = {0};
+    uint32_t counts[6] = {0};
     for (;;) {
         spools_adu_info_t info;
         int32_t got = -1;
         CHECK(spools_stream_reader_next(rd, &info, &got));
         if (!got)
             break;
-        ASSERT(info.stream >= 1 && info.stream <= 4 && info.adu == counts[info.stream],
+        ASSERT(info.stream >= 1 && info.stream <= 5 && info.adu == counts[info.stream],
                "stream %u adu %llu", info.stream, (unsigned long long)info.adu);
         size_t size = expected(info.stream, (uint32_t)info.adu, senders, want);
         ASSERT(info.size == size, "ADU of %llu bytes, expected %zu",
@@ -331,12 +354,12 @@ static void receive(uint32_t senders)
                "recv gave another ADU");
         for (size_t k = 0; k < n; k++) {
             size_t at = off + k;
-            if (info.stream != 4 && at >= 24 && at < 32)
+            if (info.stream < 4 && at >= 24 && at < 32)
                 continue; /* the time */
             ASSERT(mine[k] == want[at], "stream %u ADU %llu byte %zu: %u, expected %u",
                    info.stream, (unsigned long long)info.adu, at, mine[k], want[at]);
         }
-        if (info.stream != 4 && off <= 24 && 32 <= off + n) {
+        if (info.stream < 4 && off <= 24 && 32 <= off + n) {
             uint64_t t;
             memcpy(&t, mine + (24 - off), 8);
             ASSERT(t > 1600000000000000ull, "time_us %llu", (unsigned long long)t);
@@ -346,14 +369,15 @@ static void receive(uint32_t senders)
         counts[info.stream]++;
     }
     free(want);
-    ASSERT(counts[1] == 3 && counts[2] == 4 && counts[3] == 4 && counts[4] == 1,
-           "received %u %u %u %u", counts[1], counts[2], counts[3], counts[4]);
+    ASSERT(counts[1] == 3 && counts[2] == 4 && counts[3] == 4 && counts[4] == 1 &&
+               counts[5] == 1,
+           "received %u %u %u %u %u", counts[1], counts[2], counts[3], counts[4], counts[5]);
     spools_adu_info_t info;
     int32_t got = -1;
     CHECK(spools_stream_reader_skip(rd, &info, &got));
     ASSERT(got == 0, "an ADU after the end");
     CHECK(spools_stream_reader_close(rd));
-    OK("received 12");
+    OK("received 13");
 }
 
 int main(int argc, char **argv)

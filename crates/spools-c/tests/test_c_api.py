@@ -307,7 +307,7 @@ def end_recv(recv):
 def test_frames_to_spools_recv(cprogs, run, spools_bin, tmp_path, n):
     """frames.c "send": a connection of four streams (grey frames; a lock-step group of an
     RGB image and an f32 field, sent together and one by one; plain ADUs sequenced after
-    the grey stream), and the refused calls (not 2-D, a group member missing, lo >= hi, a
+    the grey stream; an ADU of varying size), and the refused calls (not 2-D, a group member missing, lo >= hi, a
     wrong share or colour map on one rank, no such stream, running ahead of the group).
     `spools recv` writes each ADU: every header field and pixel checked here."""
     recv, addr = start_recv(spools_bin, tmp_path)
@@ -317,12 +317,13 @@ def test_frames_to_spools_recv(cprogs, run, spools_bin, tmp_path, n):
     finally:
         end_recv(recv)
     names = {"s1-a%d" % k for k in range(3)} | {"s%d-a%d" % (s, k) for s in (2, 3)
-                                                for k in range(4)} | {"s4-a0"}
+                                                for k in range(4)} | {"s4-a0", "s5-a0"}
     assert set(os.listdir(tmp_path)) == names
-    for name in names - {"s4-a0"}:
+    for name in names - {"s4-a0", "s5-a0"}:
         s, k = int(name[1]), int(name.split("-a")[1])
         check_frame((tmp_path / name).read_bytes(), s, k, ["grey", "rgb", "field"][s - 1])
     assert (tmp_path / "s4-a0").read_bytes() == bytes(i % n for i in range(40))
+    assert (tmp_path / "s5-a0").read_bytes() == b"".join(bytes([r]) * (r + 1) for r in range(n))
 
 
 def test_frames_from_a_single_stream(cprogs, run, spools_bin, tmp_path):
@@ -352,4 +353,4 @@ def test_frames_from_c_into_a_c_job(cprogs, start, finish):
         r = finish(cmd, rp)
     assert r.code == 0, r
     for rank in range(2):
-        assert r.ok_lines(rank) == ["received 12"], r
+        assert r.ok_lines(rank) == ["received 13"], r
