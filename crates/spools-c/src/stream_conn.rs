@@ -327,6 +327,12 @@ pub unsafe extern "C" fn spools_stream_conn_send_var(
     })
 }
 
+/// An ADU of a group send: stream, this rank's share, layout.
+type GroupItem<'a> = (StreamId, &'a [u8], &'a Layout);
+
+/// A frame of a group send: stream, style, this rank's share, layout.
+type FrameItem<'a> = (StreamId, FrameStyle, &'a [u8], &'a Layout);
+
 /// The ADUs of `count` items as Rust sees them, or this rank's first argument error.
 ///
 /// # Safety
@@ -335,7 +341,7 @@ unsafe fn group_items<'a>(
     items: *const spools_stream_item_t,
     count: usize,
     rank: u32,
-) -> Result<Vec<(StreamId, &'a [u8], &'a Layout)>, Failure> {
+) -> Result<Vec<GroupItem<'a>>, Failure> {
     if count == 0 {
         return Ok(Vec::new());
     }
@@ -497,7 +503,7 @@ unsafe fn frame_items<'a>(
     items: *const spools_frame_item_t,
     count: usize,
     rank: u32,
-) -> Result<Vec<(StreamId, FrameStyle, &'a [u8], &'a Layout)>, Failure> {
+) -> Result<Vec<FrameItem<'a>>, Failure> {
     if count == 0 {
         return Ok(Vec::new());
     }

@@ -64,10 +64,11 @@ impl StreamConnection {
     }
 
     /// Takes this rank's part in a send whose arguments are wrong here (`e`), as a send
-    /// of stream 0 (never open): the send fails on every rank and nothing is sent.
-    /// Returns `e`, or the interrupt that ended the wait.
-    fn take_part_failing(&self, py: Python<'_>, layout: &Layout, e: PyErr) -> PyErr {
-        let _ = self.with(py, |c| c.send_adu(StreamId::new(0), &[], layout));
+    /// of stream 0 (never open; every send starts with the same agreement on its local
+    /// checks): the send fails on every rank and nothing is sent. Returns `e`, or the
+    /// interrupt that ended the wait.
+    fn take_part_failing(&self, py: Python<'_>, e: PyErr) -> PyErr {
+        let _ = self.with(py, |c| c.send_var(StreamId::new(0), &[]));
         runtime::take_interrupt().unwrap_or(e)
     }
 
@@ -125,15 +126,14 @@ impl StreamConnection {
         Ok(out)
     }
 
-    /// The shares of `items`, or the first one's error; and the layout to take part
-    /// with then.
-    fn shares(items: &mut [Item]) -> Result<Vec<View>, (PyErr, Layout)> {
+    /// The shares of `items`, or the first one's error.
+    fn shares(items: &mut [Item]) -> PyResult<Vec<View>> {
         let mut views = Vec::with_capacity(items.len());
         for i in items.iter_mut() {
-            match std::mem::replace(&mut i.share, Err(errors::value_error(""))) {
-                Ok(v) => views.push(v),
-                Err(e) => return Err((e, i.layout.clone())),
-            }
+            views.push(std::mem::replace(
+                &mut i.share,
+                Err(errors::value_error("")),
+            )?);
         }
         Ok(views)
     }
@@ -149,6 +149,7 @@ impl StreamConnection {
     /// Collective, without communication.
     #[pyo3(signature = (tu = 1 << 20, group = 0, after = None, priority = 0, window = 2,
                         variable = false))]
+    #[allow(clippy::too_many_arguments)] // the options of `StreamOptions`, as keywords
     fn open_stream(
         &self,
         py: Python<'_>,
@@ -189,7 +190,7 @@ impl StreamConnection {
             Ok(v) => self
                 .with(py, |c| c.send_adu(StreamId::new(stream), v.bytes(), &l))?
                 .map_err(stream_error),
-            Err(e) => Err(self.take_part_failing(py, &l, e)),
+            Err(e) => Err(self.take_part_failing(py, e)),
         }
     }
 
@@ -218,7 +219,7 @@ impl StreamConnection {
         let mut items = self.items(py, items, false, "send_group")?;
         let views = match Self::shares(&mut items) {
             Ok(v) => v,
-            Err((e, l)) => return Err(self.take_part_failing(py, &l, e)),
+            Err(e) => return Err(self.take_part_failing(py, e)),
         };
         let refs: Vec<(StreamId, &[u8], &Layout)> = items
             .iter()
@@ -254,7 +255,7 @@ impl StreamConnection {
                     c.send_frame(StreamId::new(stream), &style, v.bytes(), &l)
                 })?
                 .map_err(stream_error),
-            Err(e) => Err(self.take_part_failing(py, &l, e)),
+            Err(e) => Err(self.take_part_failing(py, e)),
         }
     }
 
@@ -267,7 +268,7 @@ impl StreamConnection {
         let mut items = self.items(py, items, true, "send_frames")?;
         let views = match Self::shares(&mut items) {
             Ok(v) => v,
-            Err((e, l)) => return Err(self.take_part_failing(py, &l, e)),
+            Err(e) => return Err(self.take_part_failing(py, e)),
         };
         let refs: Vec<(StreamId, &FrameStyle, &[u8], &Layout)> = items
             .iter()
