@@ -13,7 +13,9 @@
  *                         share and an unknown colour map on the last rank only, a stream
  *                         that is not open. The same frames as the Python test's
  *                         stream_frames.py, checked by the same test code.
- *   frames writer DEST    a single stream (spools_stream_open) of 2 grey frames.
+ *   frames writer DEST    a single stream (spools_stream_open) of 2 grey frames (and a
+ *                         wrong share, a bad colour map on one rank, a layout that is not
+ *                         2-D: refused on every rank).
  *   frames recv SENDERS   listens (spools_stream_listen; rank 0 prints "listening on
  *                         ADDR") for `frames send` on SENDERS ranks, receives every ADU in
  *                         blocks over the ranks, and checks each rank's bytes of it
@@ -245,6 +247,19 @@ static void writer(const char *dest)
     for (uint32_t n = 0; n < 2; n++) {
         grey_share(n, g);
         CHECK(spools_stream_send_frame(s, &st, g, gn, gl));
+        if (n != 0)
+            continue;
+        /* A wrong share on the last rank, a bad colour map on rank 0, a layout that is
+         * not 2-D: refused on every rank, nothing sent. */
+        EXPECT_ERR(spools_stream_send_frame(s, &st, g, ct_rank == ct_size - 1 ? gn + 1 : gn, gl),
+                   SPOOLS_ERR_LAYOUT, "share");
+        spools_frame_style_t odd = style("x", 9, 0.0, 1.0);
+        EXPECT_ERR(spools_stream_send_frame(s, ct_rank == 0 ? &odd : &st, g, gn, gl),
+                   SPOOLS_ERR_INVALID_ARG, "colormap");
+        spools_layout_t *flat = layout1(H * W, "block");
+        EXPECT_ERR(spools_stream_send_frame(s, &st, g, share(flat), flat), SPOOLS_ERR_INVALID_ARG,
+                   "a frame is");
+        CHECK(spools_layout_destroy(flat));
     }
     CHECK(spools_stream_close(s));
     free(g);

@@ -326,11 +326,13 @@ def test_frames_to_spools_recv(cprogs, run, spools_bin, tmp_path, n):
     assert (tmp_path / "s5-a0").read_bytes() == b"".join(bytes([r]) * (r + 1) for r in range(n))
 
 
-def test_frames_from_a_single_stream(cprogs, run, spools_bin, tmp_path):
-    """frames.c "writer": spools_stream_send_frame on a spools_stream_t."""
+@pytest.mark.parametrize("n", [1, 3])
+def test_frames_from_a_single_stream(cprogs, run, spools_bin, tmp_path, n):
+    """frames.c "writer": spools_stream_send_frame on a spools_stream_t; a wrong share,
+    a bad colour map on one rank and a layout that is not 2-D refused on every rank."""
     recv, addr = start_recv(spools_bin, tmp_path)
     try:
-        run(2, [cprogs["frames"], "writer", "tcp:" + addr]).expect_ok(2, ["sent 2"])
+        run(n, [cprogs["frames"], "writer", "tcp:" + addr]).expect_ok(n, ["sent 2"])
     finally:
         end_recv(recv)
     assert sorted(os.listdir(tmp_path)) == ["s1-a0", "s1-a1"]

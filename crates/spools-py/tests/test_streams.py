@@ -197,12 +197,14 @@ def test_frames_of_several_streams_and_a_lock_step_group(run, tmp_path, n):
     assert (tmp_path / "s5-a0").read_bytes() == b"".join(bytes([r]) * (r + 1) for r in range(n))
 
 
-def test_frames_from_a_single_stream_writer(run, tmp_path):
-    """StreamWriter.send_frame (stream_open): numbered frames with their header."""
+@pytest.mark.parametrize("n", [1, 3])
+def test_frames_from_a_single_stream_writer(run, tmp_path, n):
+    """StreamWriter.send_frame (stream_open): numbered frames with their header; a wrong
+    share on one rank and a layout that is not 2-D refused on every rank."""
     frames = load_prog("stream_frames")
     p, addr = recv_to(tmp_path)
-    job = run(2, "stream_frames.py", "tcp:" + addr, "writer")
-    assert sorted(job.lines()) == ["sent 2 frames"] * 2
+    job = run(n, "stream_frames.py", "tcp:" + addr, "writer")
+    assert sorted(job.lines()) == ["sent 2 frames"] * n
     code, _, err = finish(p)
     assert code == 0, err
     assert sorted(os.listdir(tmp_path)) == ["s1-a0", "s1-a1"]

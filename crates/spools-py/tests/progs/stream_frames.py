@@ -8,7 +8,8 @@
   of stream 2 first runs ahead of its group: refused). After frame 0: a frame layout that
   is not 2-D, a group send missing a member, a bad style and a wrong share on the last
   rank, each refused on every rank with nothing sent.
-- "writer": a single stream (stream_open) of 2 grey frames with send_frame.
+- "writer": a single stream (stream_open) of 2 grey frames with send_frame (and a wrong
+  share on the last rank, then a layout that is not 2-D: refused, nothing sent).
 - "view N": N frames of 64x96 of the grey stream ("py grey") and of the group ("py rgb",
   "py field") into `spools view` (the browser test, crates/spools-view/tests/py).
 
@@ -73,6 +74,14 @@ if __name__ == "__main__":
         with world.stream_open(dest, links=2, tu=1024) as s:
             for n in range(2):
                 s.send_frame(grey_share(n), GREY, spools.FrameStyle(title="writer"))
+                if n == 0:
+                    # A wrong share on the last rank: refused everywhere, nothing sent.
+                    refused(lambda: s.send_frame(np.zeros(3, np.uint8) if me == p - 1
+                                                 else grey_share(1), GREY),
+                            ValueError if me == p - 1 else (), spools.SpoolsError, "shape")
+                    # Not 2-D.
+                    refused(lambda: s.send_frame(grey_share(1).ravel(), "u8[%d] block on %d"
+                                                 % (H * W, p)), ValueError, None, "a frame is")
             assert s.adus == 2
         print("sent 2 frames")
         sys.exit(0)
