@@ -62,6 +62,33 @@
 // `color` value of `spools_comm_split()` for a rank that joins no new communicator.
 #define SPOOLS_UNDEFINED -1
 
+// `spools_frame_style_t.colormap`: no map (grey and RGB images; a field without a map
+// is refused).
+#define SPOOLS_COLORMAP_NONE 0
+
+// `spools_frame_style_t.colormap`: black to white.
+#define SPOOLS_COLORMAP_GREY 1
+
+// `spools_frame_style_t.colormap`: black through purple, red and orange to pale yellow
+// (after matplotlib's inferno; the default).
+#define SPOOLS_COLORMAP_INFERNO 2
+
+// `spools_frame_style_t.colormap`: dark blue through teal to yellow (after matplotlib's
+// viridis).
+#define SPOOLS_COLORMAP_VIRIDIS 3
+
+// `spools_frame_style_t.field_mask` bit: `title` is set.
+#define SPOOLS_FRAME_FIELD_TITLE 1
+
+// `spools_frame_style_t.field_mask` bit: `colormap` is set.
+#define SPOOLS_FRAME_FIELD_COLORMAP 2
+
+// `spools_frame_style_t.field_mask` bit: `lo` is set.
+#define SPOOLS_FRAME_FIELD_LO 4
+
+// `spools_frame_style_t.field_mask` bit: `hi` is set.
+#define SPOOLS_FRAME_FIELD_HI 8
+
 // `spools_write_params_t.field_mask` bit: `format` is set.
 #define SPOOLS_WRITE_FIELD_FORMAT 1
 
@@ -106,6 +133,24 @@
 
 // `spools_stream_params_t.field_mask` bit: `priority` is set.
 #define SPOOLS_STREAM_FIELD_PRIORITY 8
+
+// `spools_stream_options_t.field_mask` bit: `tu` is set.
+#define SPOOLS_STREAM_OPTION_TU 1
+
+// `spools_stream_options_t.field_mask` bit: `group` is set.
+#define SPOOLS_STREAM_OPTION_GROUP 2
+
+// `spools_stream_options_t.field_mask` bit: `after` is set.
+#define SPOOLS_STREAM_OPTION_AFTER 4
+
+// `spools_stream_options_t.field_mask` bit: `priority` is set.
+#define SPOOLS_STREAM_OPTION_PRIORITY 8
+
+// `spools_stream_options_t.field_mask` bit: `window` is set.
+#define SPOOLS_STREAM_OPTION_WINDOW 16
+
+// `spools_stream_options_t.field_mask` bit: `variable` is set.
+#define SPOOLS_STREAM_OPTION_VARIABLE 32
 
 // Major version of this header and library: programs built against one major version
 // run with any library of that major version whose minor version is at least theirs.
@@ -193,6 +238,14 @@ typedef struct spools_request_t spools_request_t;
 // Where an RPC function puts its reply (`spools_rpc_reply()`) or its failure
 // (`spools_rpc_fail()`).
 typedef struct spools_rpc_reply_t spools_rpc_reply_t;
+
+// A connection of several streams from the job to one destination: K links (link s owned
+// by rank s % size), any number of streams on them, told apart by their ids.
+typedef struct spools_stream_conn_t spools_stream_conn_t;
+
+// A stream into the job: one logical connection from one sender, whose ADUs (of one or
+// more streams, in the order the receiver hands them out) the ranks receive one by one.
+typedef struct spools_stream_reader_t spools_stream_reader_t;
 
 // A stream out of the job: every rank sends its share of each ADU (Application Data
 // Unit); the destination receives whole ADUs.
@@ -319,6 +372,87 @@ typedef struct {
   // Priority over the other streams on the same links (higher first).
   uint8_t priority;
 } spools_stream_params_t;
+
+// How a stream's frames are shown (`spools view`): only the fields whose bit is set in
+// `field_mask` are read; the others keep their defaults (no title; a field through
+// `SPOOLS_COLORMAP_INFERNO` from 0 to 1). Images (`u8[H,W]` grey, `u8[H,W,3]` RGB)
+// ignore the colour map and the range.
+typedef struct {
+  // Which fields are set (`SPOOLS_FRAME_FIELD_*` bits).
+  uint64_t field_mask;
+  // Shown above the frame: a NUL-terminated UTF-8 string (at most 64 bytes are sent),
+  // or NULL for none.
+  const char *title;
+  // The colour map of a field (`f32[H,W]`, `f64[H,W]`): `SPOOLS_COLORMAP_*`.
+  int32_t colormap;
+  // The field's value shown as the map's first colour.
+  double lo;
+  // The field's value shown as the map's last colour (more than `lo`).
+  double hi;
+} spools_frame_style_t;
+
+// How a stream of a connection is sent: only the fields whose bit is set in
+// `field_mask` are read; the others keep their defaults (TUs of 1 MiB, no group, not
+// sequenced, priority 0, a window of 2 ADUs, ADUs of a fixed size).
+typedef struct {
+  // Which fields are set (`SPOOLS_STREAM_OPTION_*` bits).
+  uint64_t field_mask;
+  // Bytes of a Transfer Unit: a multiple of the connection's links (unless
+  // `variable`); frames need SUs of at least 128 bytes (`tu / links`).
+  uint64_t tu;
+  // Its lock-step group (0: none): no stream of a group sends ADU n+1 before every
+  // open stream of the group has sent ADU n, and the receiver hands ADU n of the group
+  // out together (a viewer shows the group's frames together).
+  uint32_t group;
+  // The id of the stream it is sequenced after: the receiver hands out none of its
+  // ADUs before that stream has ended.
+  uint32_t after;
+  // Priority over the other streams on the same links (higher first).
+  uint8_t priority;
+  // ADUs the stream holds on each link before a send waits (2 is double buffering).
+  uint32_t window;
+  // Non-zero: ADUs of varying size (`spools_stream_conn_send_var()`), each one TU.
+  int32_t variable;
+} spools_stream_options_t;
+
+// One ADU of `spools_stream_conn_send_group()`: this rank's share (`len` bytes at
+// `data`) of `layout`, for stream `stream`.
+typedef struct {
+  // The stream's id.
+  uint32_t stream;
+  // This rank's share.
+  const void *data;
+  // Bytes of the share.
+  size_t len;
+  // The ADU's layout.
+  const spools_layout_t *layout;
+} spools_stream_item_t;
+
+// One frame of `spools_stream_conn_send_frames()`: this rank's share (`len` bytes at
+// `data`) of `layout` (a 2-D image or field), shown as `style` (NULL: the defaults),
+// for stream `stream`.
+typedef struct {
+  // The stream's id.
+  uint32_t stream;
+  // How the frame is shown; NULL for the defaults.
+  const spools_frame_style_t *style;
+  // This rank's share.
+  const void *data;
+  // Bytes of the share.
+  size_t len;
+  // The frame's layout.
+  const spools_layout_t *layout;
+} spools_frame_item_t;
+
+// What an ADU received into the job is: its stream, its number in the stream, its size.
+typedef struct {
+  // The stream's id on its connection.
+  uint32_t stream;
+  // The ADU's number in its stream (from 0).
+  uint64_t adu;
+  // Bytes of the ADU.
+  uint64_t size;
+} spools_adu_info_t;
 
 // Parameters of `spools_init()`. Only the fields whose bit is set in `field_mask` are
 // read, so a program built against an older header (which knows fewer fields) passes a
@@ -1346,8 +1480,10 @@ spools_status_t spools_stream_open(const spools_world_t *world,
 // holds unit r); the ranks reshuffle it into the stream's distribution and send their
 // links' Striping Units. Collective over the world.
 //
-// Errors: `SPOOLS_ERR_LAYOUT` (a share of the wrong size), `SPOOLS_ERR_TRANSPORT` (a
-// link lost, the receiver gone).
+// Thread safety: as every collective; a stream is used by one thread at a time.
+//
+// Errors: `SPOOLS_ERR_LAYOUT` (a share of the wrong size on any rank: nothing is sent),
+// `SPOOLS_ERR_TRANSPORT` (a link lost, the receiver gone); every rank gets the error.
 //
 // # Safety
 // `stream` is NULL or a live stream no other thread uses; `data` holds `len` bytes;
@@ -1357,6 +1493,38 @@ spools_status_t spools_stream_send(spools_stream_t *stream,
                                    size_t len,
                                    const spools_layout_t *layout);
 
+// Sends the next frame of the stream (the framebuffer protocol, which `spools view`
+// shows): this rank's share (`len` bytes) of `layout`, a 2-D image or field in C order
+// (`u8[H,W]` grey, `u8[H,W,3]` RGB, `f32[H,W]` or `f64[H,W]` through a colour map),
+// shown as `style` (NULL: the defaults). The library builds the 128-byte header (format
+// and size from the layout, frame number, time, title, colour map and range) and sends it
+// in front of the reshuffled pixels. The stream's SUs must hold the header
+// (`tu / links >= 128`). Collective over the world.
+//
+// Thread safety: as every collective; a stream is used by one thread at a time.
+//
+// ```c
+// spools_frame_style_t st = SPOOLS_FRAME_STYLE_DEFAULT;
+// st.field_mask = SPOOLS_FRAME_FIELD_TITLE | SPOOLS_FRAME_FIELD_HI;
+// st.title = "temperature";
+// st.hi = 100.0;
+// spools_stream_send_frame(s, &st, mine, mine_len, field_layout);  /* f64[H,W] */
+// ```
+//
+// Errors: `SPOOLS_ERR_INVALID_ARG` (a layout that is no frame, a bad style: a field
+// without a colour map, `lo >= hi`, a side over 65536, an unknown `colormap`),
+// `SPOOLS_ERR_LAYOUT` (a share of the wrong size), `SPOOLS_ERR_TRANSPORT`; every rank
+// gets the error, and nothing is sent.
+//
+// # Safety
+// `stream` is NULL or a live stream no other thread uses; `style` NULL or valid; `data`
+// holds `len` bytes; `layout` NULL or live.
+spools_status_t spools_stream_send_frame(spools_stream_t *stream,
+                                         const spools_frame_style_t *style,
+                                         const void *data,
+                                         size_t len,
+                                         const spools_layout_t *layout);
+
 // Ends the stream (the receiver sees its end) and frees it. Collective over the
 // world. NULL does nothing.
 //
@@ -1365,6 +1533,293 @@ spools_status_t spools_stream_send(spools_stream_t *stream,
 // # Safety
 // `stream` is NULL or a live stream no other thread uses.
 spools_status_t spools_stream_close(spools_stream_t *stream);
+
+// Opens a connection to `dest` (`"HOST:PORT"` or `"tcp:HOST:PORT"`: `spools view`,
+// `spools recv`, or any receiver of the stream format) of `links` TCP links, for several
+// streams (`spools_stream_conn_open_stream()`); its links prove the job's secret to a
+// destination that requires it. Collective over the world.
+//
+// Thread safety: as every collective; a connection is used by one thread at a time.
+//
+// ```c
+// spools_stream_conn_t *c;
+// spools_stream_connect(world, "127.0.0.1:7000", 2, &c);
+// spools_stream_options_t o = SPOOLS_STREAM_OPTIONS_DEFAULT;
+// o.field_mask = SPOOLS_STREAM_OPTION_GROUP;
+// o.group = 1;                                   /* a stereo pair in lock step */
+// uint32_t left, right;
+// spools_stream_conn_open_stream(c, &o, &left);
+// spools_stream_conn_open_stream(c, &o, &right);
+// spools_frame_item_t pair[2] = {
+//     { left, NULL, l_mine, l_len, eye_layout },
+//     { right, NULL, r_mine, r_len, eye_layout },
+// };
+// spools_stream_conn_send_frames(c, 1, pair, 2);   /* frame n of both */
+// spools_stream_conn_close(c);
+// ```
+//
+// Errors: `SPOOLS_ERR_INVALID_ARG` (a bad address, 0 or over 1024 links),
+// `SPOOLS_ERR_TRANSPORT` (the destination unreachable or refusing the job's secret);
+// every rank gets the error.
+//
+// # Safety
+// `world` is NULL or a live world; `dest` a NUL-terminated string; `conn` writable.
+spools_status_t spools_stream_connect(const spools_world_t *world,
+                                      const char *dest,
+                                      uint16_t links,
+                                      spools_stream_conn_t **conn);
+
+// Opens a stream on the connection with `opts` (NULL: the defaults) and gives its id
+// (1, 2, ... in the order opened). Its `open` frame goes on the links with its first
+// ADU. Collective over the world, without communication.
+//
+// Thread safety: as every collective; a connection is used by one thread at a time.
+//
+// Errors: `SPOOLS_ERR_INVALID_ARG` (a TU of 0, not a multiple of the links unless
+// `variable`, or of SUs over 64 MiB; a window of 0; `after` naming no stream opened on
+// this connection); the same on every rank.
+//
+// # Safety
+// `conn` is NULL or a live connection no other thread uses; `opts` NULL or valid; `id`
+// writable.
+spools_status_t spools_stream_conn_open_stream(spools_stream_conn_t *conn,
+                                               const spools_stream_options_t *opts,
+                                               uint32_t *id);
+
+// Sends the next ADU of stream `stream`: this rank's share (`len` bytes) of `layout`.
+// Returns once the ADU is reshuffled and queued on the links. Collective over the world.
+//
+// Thread safety: as every collective; a connection is used by one thread at a time.
+//
+// Errors: `SPOOLS_ERR_LAYOUT` (a share of the wrong size, a layout of another size than
+// the stream's ADUs), `SPOOLS_ERR_INVALID_ARG` (no such stream open; a stream of a
+// lock-step group running ahead of it), `SPOOLS_ERR_TRANSPORT` (a link lost, the
+// receiver gone); every rank gets the error.
+//
+// # Safety
+// `conn` is NULL or a live connection no other thread uses; `data` holds `len` bytes;
+// `layout` NULL or live.
+spools_status_t spools_stream_conn_send(spools_stream_conn_t *conn,
+                                        uint32_t stream,
+                                        const void *data,
+                                        size_t len,
+                                        const spools_layout_t *layout);
+
+// Sends the next ADU of stream `stream`, opened `variable`: the ADU is every rank's
+// `len` bytes at `data`, in rank order (any rank may give 0 bytes). The sizes are agreed
+// first; on the wire the ADU is one TU. Collective over the world.
+//
+// Thread safety: as every collective; a connection is used by one thread at a time.
+//
+// Errors: `SPOOLS_ERR_INVALID_ARG` (a stream not opened `variable`, no such stream, an
+// ADU whose SUs would exceed 64 MiB), `SPOOLS_ERR_TRANSPORT`; every rank gets the error.
+//
+// # Safety
+// `conn` is NULL or a live connection no other thread uses; `data` holds `len` bytes.
+spools_status_t spools_stream_conn_send_var(spools_stream_conn_t *conn,
+                                            uint32_t stream,
+                                            const void *data,
+                                            size_t len);
+
+// Sends ADU n of every open stream of lock-step group `group`: `count` items, each a
+// stream of the group, once, with this rank's share of its ADU. The group stays in step
+// by construction. Collective over the world.
+//
+// Thread safety: as every collective; a connection is used by one thread at a time.
+//
+// Errors: `SPOOLS_ERR_INVALID_ARG` (the items are not exactly the open streams of the
+// group, group 0), then as `spools_stream_conn_send()`; every rank gets the error.
+//
+// # Safety
+// `conn` is NULL or a live connection no other thread uses; `items` NULL or `count`
+// valid items, each `data` holding `len` bytes and `layout` NULL or live.
+spools_status_t spools_stream_conn_send_group(spools_stream_conn_t *conn,
+                                              uint32_t group,
+                                              const spools_stream_item_t *items,
+                                              size_t count);
+
+// Sends the next frame of stream `stream` (the framebuffer protocol, which `spools
+// view` shows): this rank's share (`len` bytes) of `layout`, a 2-D image or field in C
+// order (`u8[H,W]` grey, `u8[H,W,3]` RGB, `f32[H,W]` or `f64[H,W]` through a colour
+// map), shown as `style` (NULL: the defaults). The library builds the 128-byte header
+// (format and size from the layout, the frame's number in its stream, time, the
+// stream's group and its members, title, colour map and range). The stream's SUs must
+// hold the header (`tu / links >= 128`). Collective over the world.
+//
+// Thread safety: as every collective; a connection is used by one thread at a time.
+//
+// Errors: `SPOOLS_ERR_INVALID_ARG` (a layout that is no frame, a bad style: a field
+// without a colour map, `lo >= hi`, a side over 65536, an unknown `colormap`; no such
+// stream; a stream running ahead of its group), `SPOOLS_ERR_LAYOUT` (a share of the
+// wrong size), `SPOOLS_ERR_TRANSPORT`; every rank gets the error, and nothing is sent.
+//
+// # Safety
+// `conn` is NULL or a live connection no other thread uses; `style` NULL or valid;
+// `data` holds `len` bytes; `layout` NULL or live.
+spools_status_t spools_stream_conn_send_frame(spools_stream_conn_t *conn,
+                                              uint32_t stream,
+                                              const spools_frame_style_t *style,
+                                              const void *data,
+                                              size_t len,
+                                              const spools_layout_t *layout);
+
+// Sends frame n of every open stream of lock-step group `group`, which a viewer shows
+// together: `count` items, each a stream of the group, once, with this rank's share of
+// its frame and its style. Collective over the world.
+//
+// Thread safety: as every collective; a connection is used by one thread at a time.
+//
+// Errors: `SPOOLS_ERR_INVALID_ARG` (the items are not exactly the open streams of the
+// group, group 0), then as `spools_stream_conn_send_frame()`; every rank gets the error.
+//
+// # Safety
+// `conn` is NULL or a live connection no other thread uses; `items` NULL or `count`
+// valid items, each `style` NULL or valid, `data` holding `len` bytes and `layout` NULL
+// or live.
+spools_status_t spools_stream_conn_send_frames(spools_stream_conn_t *conn,
+                                               uint32_t group,
+                                               const spools_frame_item_t *items,
+                                               size_t count);
+
+// The ADUs (frames) stream `stream` has sent (0 for a stream that is not open). Not
+// collective.
+//
+// Thread safety: a connection is used by one thread at a time.
+//
+// # Safety
+// `conn` is NULL or a live connection; `adus` writable.
+spools_status_t spools_stream_conn_adus(const spools_stream_conn_t *conn,
+                                        uint32_t stream,
+                                        uint64_t *adus);
+
+// Ends stream `stream` (its close frame, with its ADU count, goes on every link after
+// its last ADU). Collective over the world.
+//
+// Thread safety: as every collective; a connection is used by one thread at a time.
+//
+// Errors: `SPOOLS_ERR_INVALID_ARG` (no such stream open), `SPOOLS_ERR_TRANSPORT`; every
+// rank gets the error.
+//
+// # Safety
+// `conn` is NULL or a live connection no other thread uses.
+spools_status_t spools_stream_conn_close_stream(spools_stream_conn_t *conn, uint32_t stream);
+
+// Ends the streams still open and the connection (every link sends what it holds and
+// ends), and frees it. Collective over the world. NULL does nothing.
+//
+// Thread safety: as every collective; a connection is used by one thread at a time.
+//
+// Errors: a link that failed (`SPOOLS_ERR_TRANSPORT`, `SPOOLS_ERR_PEER_GONE`), on every
+// rank; the handle is freed either way.
+//
+// # Safety
+// `conn` is NULL or a live connection no other thread uses.
+spools_status_t spools_stream_conn_close(spools_stream_conn_t *conn);
+
+// Listens at `address` (`"HOST:PORT"` or `"tcp:HOST:PORT"`; port 0: any free port, see
+// `spools_stream_reader_address()`) on rank 0 for one logical connection into the job.
+// Rank 0 accepts every link, reassembles each ADU and holds it until the job receives
+// it. Collective over the world.
+//
+// Thread safety: as every collective; a reader is used by one thread at a time.
+//
+// ```c
+// spools_stream_reader_t *r;
+// spools_stream_listen(world, "0.0.0.0:7000", &r);
+// spools_adu_info_t info;
+// int32_t got;
+// while (spools_stream_reader_recv(r, mine, mine_len, layout, &info, &got) == SPOOLS_OK
+//        && got) {
+//     /* this rank's share of ADU info.adu of stream info.stream is in mine */
+// }
+// spools_stream_reader_close(r);
+// ```
+//
+// Errors: `SPOOLS_ERR_INVALID_ARG` (a bad address), `SPOOLS_ERR_TRANSPORT` (rank 0
+// cannot listen there); every rank gets the error.
+//
+// # Safety
+// `world` is NULL or a live world; `address` a NUL-terminated string; `reader` writable.
+spools_status_t spools_stream_listen(const spools_world_t *world,
+                                     const char *address,
+                                     spools_stream_reader_t **reader);
+
+// Where the sender connects, `"HOST:PORT"` (the same on every rank), copied with a NUL
+// into `buf` of `cap` bytes, with the bytes it takes in `needed`. Not collective.
+//
+// Thread safety: any thread.
+//
+// Errors: `SPOOLS_ERR_TRUNCATED` when `cap < *needed` (nothing written).
+//
+// # Safety
+// `reader` is NULL or a live reader; `buf` NULL or `cap` writable bytes; `needed` NULL
+// or writable.
+spools_status_t spools_stream_reader_address(const spools_stream_reader_t *reader,
+                                             char *buf,
+                                             size_t cap,
+                                             size_t *needed);
+
+// Waits for the next whole ADU and says what it is (`*info`: stream, number, size)
+// without receiving it, so that the ranks can make a layout of its size: `*got` is 1,
+// or 0 once the connection ended with every stream complete. Calling it again gives the
+// same ADU until it is received or skipped. Collective over the world.
+//
+// Thread safety: as every collective; a reader is used by one thread at a time.
+//
+// Errors: `SPOOLS_ERR_PEER_GONE` (the sender died or lost a link in the middle of an
+// ADU, or ADUs never arrived), `SPOOLS_ERR_TRANSPORT` (frames refused: a checksum
+// mismatch, ...); the same on every rank, and again from every later call.
+//
+// # Safety
+// `reader` is NULL or a live reader no other thread uses; `info` NULL or writable; `got`
+// writable.
+spools_status_t spools_stream_reader_next(spools_stream_reader_t *reader,
+                                          spools_adu_info_t *info,
+                                          int32_t *got);
+
+// Receives the next ADU into `buf`, this rank's share (`len` bytes) of `layout` (rank r
+// holds unit r): `*got` is 1 and `*info` says which ADU it was, or `*got` is 0 once the
+// connection ended with every stream complete. Collective over the world.
+//
+// Thread safety: as every collective; a reader is used by one thread at a time.
+//
+// Errors: those of `spools_stream_reader_next()`; `SPOOLS_ERR_LAYOUT` (a layout whose
+// size is not the ADU's: the ADU stays the next one), `SPOOLS_ERR_INVALID_ARG` (a buffer
+// of the wrong size on any rank); every rank gets the error.
+//
+// # Safety
+// `reader` is NULL or a live reader no other thread uses; `buf` holds `len` writable
+// bytes; `layout` NULL or live; `info` NULL or writable; `got` writable.
+spools_status_t spools_stream_reader_recv(spools_stream_reader_t *reader,
+                                          void *buf,
+                                          size_t len,
+                                          const spools_layout_t *layout,
+                                          spools_adu_info_t *info,
+                                          int32_t *got);
+
+// Passes over the next ADU without receiving it (an ADU of 0 bytes, which no layout
+// holds, is taken so): `*got` is 1 and `*info` says which it was, or 0 at the end.
+// Collective over the world.
+//
+// Thread safety: as every collective; a reader is used by one thread at a time.
+//
+// Errors: those of `spools_stream_reader_next()`.
+//
+// # Safety
+// `reader` is NULL or a live reader no other thread uses; `info` NULL or writable; `got`
+// writable.
+spools_status_t spools_stream_reader_skip(spools_stream_reader_t *reader,
+                                          spools_adu_info_t *info,
+                                          int32_t *got);
+
+// Stops listening (a sender still sending then sees its links closed) and frees the
+// reader. Not collective. NULL does nothing.
+//
+// Thread safety: a reader is used by one thread at a time.
+//
+// # Safety
+// `reader` is NULL or a live reader no other thread uses.
+spools_status_t spools_stream_reader_close(spools_stream_reader_t *reader);
 
 // The library's version as "MAJOR.MINOR.PATCH" (a static string, never NULL); with
 // non-NULL arguments, also its three numbers.
@@ -1509,3 +1964,7 @@ spools_status_t spools_config_string(const spools_world_t *world,
 #define SPOOLS_READ_PARAMS_DEFAULT { 0, 0, 1, 0 }
 /** Initialiser of spools_stream_params_t: every field at its default. */
 #define SPOOLS_STREAM_PARAMS_DEFAULT { 0, 1, 1048576, 2, 0 }
+/** Initialiser of spools_stream_options_t: every field at its default. */
+#define SPOOLS_STREAM_OPTIONS_DEFAULT { 0, 1048576, 0, 0, 0, 2, 0 }
+/** Initialiser of spools_frame_style_t: every field at its default (no title; a field through inferno from 0 to 1). */
+#define SPOOLS_FRAME_STYLE_DEFAULT { 0, NULL, SPOOLS_COLORMAP_INFERNO, 0.0, 1.0 }

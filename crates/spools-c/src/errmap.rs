@@ -4,7 +4,7 @@
 use spools::{
     AmError, BootError, ExchangeError, FabricError, FileError, InitError, MsgError, RpcError,
 };
-use spools_io::{ErrorKind, PipeError, StreamError};
+use spools_io::{ErrorKind, PipeError, StreamError, StreamRecvError};
 use spools_map::{LayoutError, SpecError};
 
 use crate::status::{chain, spools_status_t as S, Failure};
@@ -114,12 +114,31 @@ fn pipe_status(e: &PipeError) -> S {
 fn stream_status(e: &StreamError) -> S {
     match e {
         StreamError::Format(_)
+        | StreamError::Frame(_)
         | StreamError::BufferSize { .. }
-        | StreamError::UnknownStream { .. } => S::SPOOLS_ERR_INVALID_ARG,
+        | StreamError::UnknownStream { .. }
+        | StreamError::Group { .. }
+        | StreamError::LockStep { .. } => S::SPOOLS_ERR_INVALID_ARG,
         StreamError::AduSize { .. } | StreamError::Layout(_) => S::SPOOLS_ERR_LAYOUT,
         StreamError::Exchange(x) => exchange_status(x),
         StreamError::Msg(m) => msg_status(m),
         StreamError::Remote { .. } => S::SPOOLS_ERR_REMOTE,
+        _ => S::SPOOLS_ERR_TRANSPORT,
+    }
+}
+
+fn stream_recv_status(e: &StreamRecvError) -> S {
+    match e {
+        StreamRecvError::BufferSize { .. } => S::SPOOLS_ERR_INVALID_ARG,
+        StreamRecvError::AduSize { .. } | StreamRecvError::Unsized | StreamRecvError::Layout(_) => {
+            S::SPOOLS_ERR_LAYOUT
+        }
+        StreamRecvError::Exchange(x) => exchange_status(x),
+        StreamRecvError::Msg(m) => msg_status(m),
+        StreamRecvError::Remote { .. } => S::SPOOLS_ERR_REMOTE,
+        StreamRecvError::Incomplete { .. }
+        | StreamRecvError::Missing { .. }
+        | StreamRecvError::Cut { .. } => S::SPOOLS_ERR_PEER_GONE,
         _ => S::SPOOLS_ERR_TRANSPORT,
     }
 }
@@ -166,6 +185,7 @@ into_failure!(
     FileError => file_status,
     PipeError => pipe_status,
     StreamError => stream_status,
+    StreamRecvError => stream_recv_status,
     RpcError => rpc_status,
     InitError => init_status,
     LayoutError => layout_status,

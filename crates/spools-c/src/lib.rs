@@ -23,6 +23,7 @@ mod coll;
 mod comm;
 mod dtype;
 mod errmap;
+mod frame;
 mod io;
 mod layout;
 mod op;
@@ -33,6 +34,8 @@ mod request;
 mod rpc;
 mod status;
 mod stream;
+mod stream_conn;
+mod stream_reader;
 mod version;
 mod world;
 
@@ -55,6 +58,11 @@ pub use dtype::{
     spools_dtype_t, SPOOLS_DTYPE_F32, SPOOLS_DTYPE_F64, SPOOLS_DTYPE_I16, SPOOLS_DTYPE_I32,
     SPOOLS_DTYPE_I64, SPOOLS_DTYPE_I8, SPOOLS_DTYPE_U16, SPOOLS_DTYPE_U32, SPOOLS_DTYPE_U64,
     SPOOLS_DTYPE_U8,
+};
+pub use frame::{
+    spools_frame_style_t, SPOOLS_COLORMAP_GREY, SPOOLS_COLORMAP_INFERNO, SPOOLS_COLORMAP_NONE,
+    SPOOLS_COLORMAP_VIRIDIS, SPOOLS_FRAME_FIELD_COLORMAP, SPOOLS_FRAME_FIELD_HI,
+    SPOOLS_FRAME_FIELD_LO, SPOOLS_FRAME_FIELD_TITLE,
 };
 pub use io::{
     spools_read_file, spools_read_params_t, spools_redistribute, spools_write_file,
@@ -94,8 +102,22 @@ pub use rpc::{
 pub use status::{spools_last_error_message, spools_status_t, spools_strerror};
 pub use stream::{
     spools_stream_close, spools_stream_open, spools_stream_params_t, spools_stream_send,
-    spools_stream_t, SPOOLS_STREAM_FIELD_LINKS, SPOOLS_STREAM_FIELD_PRIORITY,
-    SPOOLS_STREAM_FIELD_TU, SPOOLS_STREAM_FIELD_WINDOW,
+    spools_stream_send_frame, spools_stream_t, SPOOLS_STREAM_FIELD_LINKS,
+    SPOOLS_STREAM_FIELD_PRIORITY, SPOOLS_STREAM_FIELD_TU, SPOOLS_STREAM_FIELD_WINDOW,
+};
+pub use stream_conn::{
+    spools_frame_item_t, spools_stream_conn_adus, spools_stream_conn_close,
+    spools_stream_conn_close_stream, spools_stream_conn_open_stream, spools_stream_conn_send,
+    spools_stream_conn_send_frame, spools_stream_conn_send_frames, spools_stream_conn_send_group,
+    spools_stream_conn_send_var, spools_stream_conn_t, spools_stream_connect, spools_stream_item_t,
+    spools_stream_options_t, SPOOLS_STREAM_OPTION_AFTER, SPOOLS_STREAM_OPTION_GROUP,
+    SPOOLS_STREAM_OPTION_PRIORITY, SPOOLS_STREAM_OPTION_TU, SPOOLS_STREAM_OPTION_VARIABLE,
+    SPOOLS_STREAM_OPTION_WINDOW,
+};
+pub use stream_reader::{
+    spools_adu_info_t, spools_stream_listen, spools_stream_reader_address,
+    spools_stream_reader_close, spools_stream_reader_next, spools_stream_reader_recv,
+    spools_stream_reader_skip, spools_stream_reader_t,
 };
 pub use version::{
     spools_check_version, spools_version, SPOOLS_VERSION_MAJOR, SPOOLS_VERSION_MINOR,

@@ -1,14 +1,20 @@
 //! Streams of a distributed dataset out of the job, striped over TCP links to a
-//! destination outside it (`spools recv`, or any program speaking the stream format).
+//! destination outside it (`spools recv`, `spools view`, or any program speaking the
+//! stream format): one stream on a connection of its own (`spools_stream_t`), and what
+//! every stream call shares (the destination's address, a failure on every rank). A
+//! connection of several streams is `stream_conn.rs`, a stream into the job
+//! `stream_reader.rs`, frames' style `frame.rs`.
 
 use std::ffi::{c_char, c_void};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 
-use spools::{Communicator, StreamFormat, StreamWriter};
+use spools::{Communicator, StreamError, StreamFormat, StreamWriter};
+use spools_map::Layout;
 
 use crate::agree::agree;
 use crate::args::{bytes, handle, handle_mut, out, string, Handle};
+use crate::frame::{spools_frame_style_t, style_of};
 use crate::io::share;
 use crate::layout::spools_layout_t;
 use crate::status::{guard, spools_status_t, Failure};
@@ -59,7 +65,53 @@ impl Handle for spools_stream_t {
     }
 }
 
-fn dest_addr(dest: &str) -> Result<SocketAddr, Failure> {
+/// A stream call's failure on every rank (`e`): the faulty rank's status and message
+/// everywhere (every rank got an error, so every rank takes part in the exchange).
+pub(crate) fn agreed(comm: &Communicator, e: StreamError) -> Failure {
+    let who = e.remote_rank();
+    agree(comm, e.into(), who)
+}
+
+/// The outcome of a stream send on this rank: `problem` is this rank's own argument error
+/// (it took part so that the send failed on every rank), `r` the send's result.
+pub(crate) fn settle_send(
+    comm: &Communicator,
+    problem: Option<Failure>,
+    r: Result<(), StreamError>,
+) -> Result<(), Failure> {
+    match (problem, r) {
+        (Some(p), Err(_)) => Err(agree(comm, p, None)),
+        (Some(p), Ok(())) => Err(p),
+        (None, Err(e)) => Err(agreed(comm, e)),
+        (None, Ok(())) => Ok(()),
+    }
+}
+
+/// This rank's argument error when `len` bytes are not its share of `layout`.
+pub(crate) fn share_problem(
+    len: usize,
+    layout: &Layout,
+    rank: u32,
+    what: &str,
+) -> Result<Option<Failure>, Failure> {
+    let want = share(layout, u64::from(rank))?;
+    if len as u64 == want {
+        return Ok(None);
+    }
+    Ok(Some(Failure::new(
+        spools_status_t::SPOOLS_ERR_LAYOUT,
+        format!("{what} is {len} bytes, but this rank's share of {layout} is {want} bytes"),
+    )))
+}
+
+/// A layout that is no frame (a 1-D array): a rank whose own arguments are wrong sends a
+/// frame of it, so that the header fails here and the send fails on every rank, with
+/// nothing sent.
+pub(crate) fn not_a_frame() -> Result<Layout, Failure> {
+    Ok("u8[1] block on 1".parse::<Layout>()?)
+}
+
+pub(crate) fn dest_addr(dest: &str) -> Result<SocketAddr, Failure> {
     let a = dest.strip_prefix("tcp:").unwrap_or(dest);
     a.to_socket_addrs()
         .map_err(|e| Failure::arg(format!("dest {dest:?} is not HOST:PORT: {e}")))?
@@ -147,8 +199,10 @@ pub unsafe extern "C" fn spools_stream_open(
 /// holds unit r); the ranks reshuffle it into the stream's distribution and send their
 /// links' Striping Units. Collective over the world.
 ///
-/// Errors: `SPOOLS_ERR_LAYOUT` (a share of the wrong size), `SPOOLS_ERR_TRANSPORT` (a
-/// link lost, the receiver gone).
+/// Thread safety: as every collective; a stream is used by one thread at a time.
+///
+/// Errors: `SPOOLS_ERR_LAYOUT` (a share of the wrong size on any rank: nothing is sent),
+/// `SPOOLS_ERR_TRANSPORT` (a link lost, the receiver gone); every rank gets the error.
 ///
 /// # Safety
 /// `stream` is NULL or a live stream no other thread uses; `data` holds `len` bytes;
@@ -166,21 +220,78 @@ pub unsafe extern "C" fn spools_stream_send(
         // SAFETY: the caller's contract.
         let l = unsafe { handle(layout) }?;
         // SAFETY: the caller's contract.
-        let d = unsafe { bytes(data, len, "data") }?;
-        let want = share(&l.layout, u64::from(s.comm.rank()))?;
-        if len as u64 != want {
-            return Err(Failure::new(
-                spools_status_t::SPOOLS_ERR_LAYOUT,
-                format!(
-                    "data is {len} bytes, but this rank's share of {} is {want} bytes",
-                    l.layout
-                ),
-            ));
-        }
-        match s.writer.as_mut() {
-            Some(wr) => Ok(wr.send_adu(d, &l.layout)?),
-            None => Err(Failure::arg("the stream is closed")),
-        }
+        let d = unsafe { bytes(data, len, "data") };
+        let Some(wr) = s.writer.as_mut() else {
+            return Err(Failure::arg("the stream is closed"));
+        };
+        // A wrong share takes part as it is: the send then fails on every rank (the
+        // stream's own check of the share), and every rank reports this rank's status.
+        let (problem, d) = match d {
+            Ok(d) => (share_problem(len, &l.layout, s.comm.rank(), "data")?, d),
+            Err(f) => (Some(f), &[][..]),
+        };
+        let r = wr.send_adu(d, &l.layout);
+        settle_send(&s.comm, problem, r)
+    })
+}
+
+/// Sends the next frame of the stream (the framebuffer protocol, which `spools view`
+/// shows): this rank's share (`len` bytes) of `layout`, a 2-D image or field in C order
+/// (`u8[H,W]` grey, `u8[H,W,3]` RGB, `f32[H,W]` or `f64[H,W]` through a colour map),
+/// shown as `style` (NULL: the defaults). The library builds the 128-byte header (format
+/// and size from the layout, frame number, time, title, colour map and range) and sends it
+/// in front of the reshuffled pixels. The stream's SUs must hold the header
+/// (`tu / links >= 128`). Collective over the world.
+///
+/// Thread safety: as every collective; a stream is used by one thread at a time.
+///
+/// ```c
+/// spools_frame_style_t st = SPOOLS_FRAME_STYLE_DEFAULT;
+/// st.field_mask = SPOOLS_FRAME_FIELD_TITLE | SPOOLS_FRAME_FIELD_HI;
+/// st.title = "temperature";
+/// st.hi = 100.0;
+/// spools_stream_send_frame(s, &st, mine, mine_len, field_layout);  /* f64[H,W] */
+/// ```
+///
+/// Errors: `SPOOLS_ERR_INVALID_ARG` (a layout that is no frame, a bad style: a field
+/// without a colour map, `lo >= hi`, a side over 65536, an unknown `colormap`),
+/// `SPOOLS_ERR_LAYOUT` (a share of the wrong size), `SPOOLS_ERR_TRANSPORT`; every rank
+/// gets the error, and nothing is sent.
+///
+/// # Safety
+/// `stream` is NULL or a live stream no other thread uses; `style` NULL or valid; `data`
+/// holds `len` bytes; `layout` NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn spools_stream_send_frame(
+    stream: *mut spools_stream_t,
+    style: *const spools_frame_style_t,
+    data: *const c_void,
+    len: usize,
+    layout: *const spools_layout_t,
+) -> spools_status_t {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let s = unsafe { handle_mut(stream) }?;
+        // SAFETY: the caller's contract.
+        let l = unsafe { handle(layout) }?;
+        // SAFETY: the caller's contract.
+        let d = unsafe { bytes(data, len, "data") };
+        // SAFETY: the caller's contract.
+        let st = unsafe { style_of(style) };
+        let Some(wr) = s.writer.as_mut() else {
+            return Err(Failure::arg("the stream is closed"));
+        };
+        let (problem, d, st) = match (d, st) {
+            (Ok(d), Ok(st)) => (share_problem(len, &l.layout, s.comm.rank(), "data")?, d, st),
+            (Err(f), _) | (_, Err(f)) => (Some(f), &[][..], Default::default()),
+        };
+        let r = if problem.is_some() {
+            // Take part with a layout that is no frame: nothing is sent anywhere.
+            wr.send_frame(&st, &[], &not_a_frame()?)
+        } else {
+            wr.send_frame(&st, d, &l.layout)
+        };
+        settle_send(&s.comm, problem, r)
     })
 }
 

@@ -23,7 +23,7 @@ CFLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1"]
 # The C programs of this suite (NAME.c here), and those also linked statically (against
 # libspools.a), as NAME_static.
 PROGRAMS = ("messaging", "collectives", "redistribute", "files", "pipe_producer",
-            "pipe_reader", "errors", "am_rpc", "config")
+            "pipe_reader", "errors", "am_rpc", "config", "frames")
 STATIC = ("config",)
 
 

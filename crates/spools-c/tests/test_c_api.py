@@ -6,6 +6,8 @@ status, spools_last_error_message(), the rank and the line, and aborts the job) 
 programs leave behind (files, pipe records) is checked independently of the library."""
 
 import json
+import os
+import signal
 import subprocess
 import threading
 import uuid
@@ -249,3 +251,108 @@ def test_config_bad_variable(cprogs, run):
     job = run(1, [cprogs["config"], "--bad"], env={"SPOOLS_EAGER_LIMIT": "banana"},
               launcher=False)
     assert job.code == 0 and job.out.splitlines() == ["ok bad-variable"], job
+
+
+# ---- frames (the framebuffer protocol), streams into the job -----------------------------
+
+FH, FW = 12, 20  # frames.c's frames
+
+
+def frame_pixels(stream, n):
+    """Frame n of frames.c's stream 1 (grey), 2 (RGB) or 3 (f32 field)."""
+    if stream == 1:
+        return ((np.arange(FH * FW) + 7 * n) % 256).astype(np.uint8).reshape(FH, FW)
+    if stream == 2:
+        return ((np.arange(FH * FW * 3) * 5 + 11 * n) % 256).astype(np.uint8).reshape(FH, FW, 3)
+    i, j = np.mgrid[0:FH, 0:FW]
+    return (n + 0.5 * i + 0.25 * j).astype(np.float32)
+
+
+def check_frame(adu, stream, n, title, senders=None):
+    """A frame's header (docs/view.md's table) and pixels, as frames.c sends them."""
+    import struct
+    (magic, version, fmt, cmap, width, height, frame, time_us, group, members, title_len,
+     lo, hi, _) = struct.unpack("<4sHBBIIQQIHHddQ", adu[:64])
+    want_fmt, want_map, want_group = {1: (1, 0, 0), 2: (2, 0, 1), 3: (3, 3, 1)}[stream]
+    assert (magic, version, fmt, cmap, width, height, frame, group, members) == \
+        (b"SPFB", 1, want_fmt, want_map, FW, FH, n, want_group, 2 if want_group else 0), adu[:64]
+    assert adu[64:64 + title_len].decode() == title
+    assert (lo, hi) == ((0.0, 10.0) if stream == 3 else (0.0, 0.0))
+    assert time_us > 1_600_000_000_000_000
+    want = frame_pixels(stream, n)
+    assert adu[128:] == want.astype(want.dtype.newbyteorder("<")).tobytes(), (stream, n)
+
+
+def start_recv(spools_bin, out):
+    """`spools recv --out DIR/` on a free port: (process, "HOST:PORT")."""
+    recv = subprocess.Popen([spools_bin, "recv", "--out", str(out) + "/", "tcp:127.0.0.1:0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    line = recv.stderr.readline()  # bounded: recv prints it first, or exits (EOF)
+    assert "listening on " in line, line
+    return recv, line.split("listening on ", 1)[1].strip()
+
+
+def end_recv(recv):
+    try:
+        out, err = recv.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(recv.pid, signal.SIGKILL)
+        recv.communicate()
+        pytest.fail("spools recv did not end")
+    assert recv.returncode == 0, err
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_frames_to_spools_recv(cprogs, run, spools_bin, tmp_path, n):
+    """frames.c "send": a connection of four streams (grey frames; a lock-step group of an
+    RGB image and an f32 field, sent together and one by one; plain ADUs sequenced after
+    the grey stream; an ADU of varying size), and the refused calls (not 2-D, a group member missing, lo >= hi, a
+    wrong share or colour map on one rank, no such stream, running ahead of the group).
+    `spools recv` writes each ADU: every header field and pixel checked here."""
+    recv, addr = start_recv(spools_bin, tmp_path)
+    try:
+        job = run(n, [cprogs["frames"], "send", "tcp:" + addr])
+        job.expect_ok(n, ["refused", "sent"])
+    finally:
+        end_recv(recv)
+    names = {"s1-a%d" % k for k in range(3)} | {"s%d-a%d" % (s, k) for s in (2, 3)
+                                                for k in range(4)} | {"s4-a0", "s5-a0"}
+    assert set(os.listdir(tmp_path)) == names
+    for name in names - {"s4-a0", "s5-a0"}:
+        s, k = int(name[1]), int(name.split("-a")[1])
+        check_frame((tmp_path / name).read_bytes(), s, k, ["grey", "rgb", "field"][s - 1])
+    assert (tmp_path / "s4-a0").read_bytes() == bytes(i % n for i in range(40))
+    assert (tmp_path / "s5-a0").read_bytes() == b"".join(bytes([r]) * (r + 1) for r in range(n))
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_frames_from_a_single_stream(cprogs, run, spools_bin, tmp_path, n):
+    """frames.c "writer": spools_stream_send_frame on a spools_stream_t; a wrong share,
+    a bad colour map on one rank and a layout that is not 2-D refused on every rank."""
+    recv, addr = start_recv(spools_bin, tmp_path)
+    try:
+        run(n, [cprogs["frames"], "writer", "tcp:" + addr]).expect_ok(n, ["sent 2"])
+    finally:
+        end_recv(recv)
+    assert sorted(os.listdir(tmp_path)) == ["s1-a0", "s1-a1"]
+    for k in range(2):
+        check_frame((tmp_path / ("s1-a%d" % k)).read_bytes(), 1, k, "writer")
+
+
+def test_frames_from_c_into_a_c_job(cprogs, start, finish):
+    """frames.c "send" on 3 ranks into frames.c "recv" on 2 (spools_stream_listen,
+    spools_stream_reader_next / recv / skip): each receiving rank checks its block of
+    every ADU, header and pixels, in C; a wrong buffer on one rank is refused on both."""
+    cmd, rp = start(2, [cprogs["frames"], "recv", "3"])
+    try:
+        line = rp.stdout.readline()  # bounded: the job prints it first, or ends (EOF)
+        assert "listening on " in line, (line, rp.stderr.read() if not line else "")
+        addr = line.split("listening on ", 1)[1].strip()
+        scmd, sp = start(3, [cprogs["frames"], "send", "tcp:" + addr])
+        finish(scmd, sp).expect_ok(3, ["refused", "sent"])
+    finally:
+        r = finish(cmd, rp)
+    assert r.code == 0, r
+    for rank in range(2):
+        assert r.ok_lines(rank) == ["received 13"], r

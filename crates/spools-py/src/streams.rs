@@ -1,8 +1,10 @@
 //! Streams out of and into the job (`spools_io::stream`): `comm.stream_open(dest, ...)`
-//! -> `StreamWriter` (one ADU per `send(a, layout)`), and `comm.stream_listen(addr)` ->
-//! `StreamReader`, an iterator of ADUs as numpy arrays of the rank's share. The other end
-//! is any program speaking the stream protocol: `spools recv`/`spools send`, a
-//! `spools_stream` program, or another job.
+//! -> `StreamWriter` (one ADU per `send(a, layout)`, one frame per `send_frame`),
+//! `comm.stream_connect(dest, links)` -> `StreamConnection` (several streams, lock-step
+//! groups, frames: `streams/connection.rs`, with `FrameStyle` in `streams/frames.rs`), and
+//! `comm.stream_listen(addr)` -> `StreamReader`, an iterator of ADUs as numpy arrays of
+//! the rank's share. The other end is any program speaking the stream protocol: `spools
+//! recv`/`spools send`, `spools view` (frames), a `spools_stream` program, or another job.
 //!
 //! Both ends are collective: a rank whose own arguments are wrong (an array of the wrong
 //! size or dtype) still takes its part in the call with an empty share, so that every
@@ -30,12 +32,19 @@ use crate::pipes::tether::Tethered;
 use crate::pipes::{exchange_kind, io_comm_of, usable};
 use crate::runtime;
 
+mod connection;
+mod frames;
+
 /// A stream error (the sending side) as its exception.
 fn stream_error(e: StreamError) -> PyErr {
     let kind = match &e {
-        StreamError::Format(_) | StreamError::BufferSize { .. } | StreamError::AduSize { .. } => {
-            return errors::value_error(e.to_string())
-        }
+        StreamError::Format(_)
+        | StreamError::Frame(_)
+        | StreamError::BufferSize { .. }
+        | StreamError::AduSize { .. } => return errors::value_error(e.to_string()),
+        StreamError::UnknownStream { .. }
+        | StreamError::Group { .. }
+        | StreamError::LockStep { .. } => Kind::InvalidArgument,
         StreamError::Layout(_) => Kind::Layout,
         StreamError::Exchange(x) => exchange_kind(x),
         StreamError::Msg(m) => errors::msg_kind(m),
@@ -139,6 +148,39 @@ impl StreamWriter {
                 // Take part with an empty share: every rank then fails the call together.
                 let _ = self.with(py, |w| w.send_adu(&[], &l));
                 // A Ctrl-C that ended that wait wins, as it does in every call.
+                Err(runtime::take_interrupt().unwrap_or(e))
+            }
+        }
+    }
+
+    /// Sends one frame (the framebuffer protocol, which `spools view` shows): `a` is this
+    /// rank's share of `layout`, a 2-D image or field in C order (`u8[H,W]` grey,
+    /// `u8[H,W,3]` RGB, `f32[H,W]` or `f64[H,W]` through a colour map), shown as `style`
+    /// (a `spools.FrameStyle`; default: no title, inferno from 0 to 1); as
+    /// `StreamConnection.send_frame`. Collective. The stream's SUs must hold the 128-byte
+    /// header (`tu / links >= 128`).
+    #[pyo3(signature = (a, layout, style = None))]
+    fn send_frame(
+        &self,
+        py: Python<'_>,
+        a: &Bound<'_, PyAny>,
+        layout: &Bound<'_, PyAny>,
+        style: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        usable("StreamWriter.send_frame")?;
+        let l = args::layout_arg(layout, "layout")?;
+        let style = frames::style_arg(style)?;
+        match args::check_share(py, a, &l, self.rank, "frame share", "frame's") {
+            Ok(v) => self
+                .with(py, |w| w.send_frame(&style, v.bytes(), &l))?
+                .map_err(stream_error),
+            Err(e) => {
+                // Take part with a layout that is no frame (a 1-D array): its header fails
+                // here, so every rank fails the call together and nothing is sent (an
+                // empty share could be a rank's true share of a frame).
+                if let Ok(one) = "u8[1] block on 1".parse::<Layout>() {
+                    let _ = self.with(py, |w| w.send_frame(&style, &[], &one));
+                }
                 Err(runtime::take_interrupt().unwrap_or(e))
             }
         }
@@ -449,5 +491,6 @@ impl Comm {
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<StreamWriter>()?;
     m.add_class::<StreamReader>()?;
-    Ok(())
+    m.add_class::<connection::StreamConnection>()?;
+    frames::register(m)
 }

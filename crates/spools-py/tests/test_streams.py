@@ -125,3 +125,90 @@ def test_stream_proves_the_job_secret(run, tmp_path):
     assert code == 0, err
     for k in range(3):
         assert (out / ("s1-a%d" % k)).read_bytes() == adu(k)
+
+
+# ---- frames (the framebuffer protocol) -----------------------------------------------------
+
+def load_prog(name):
+    """A program of progs/ as a module (its functions; its job runs only as __main__)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, PROGS / (name + ".py"))
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+def decode_frame(adu):
+    """A frame's header fields (docs/view.md, "The framebuffer protocol") and its pixels."""
+    import struct
+    assert len(adu) >= 128, len(adu)
+    (magic, version, fmt, cmap, width, height, frame, time_us, group, members, title_len,
+     lo, hi, _reserved) = struct.unpack("<4sHBBIIQQIHHddQ", adu[:64])
+    assert magic == b"SPFB" and version == 1, adu[:8]
+    title = adu[64:64 + title_len].decode()
+    dtype, shape = {1: (np.uint8, (height, width)), 2: (np.uint8, (height, width, 3)),
+                    3: (np.dtype("<f4"), (height, width)),
+                    4: (np.dtype("<f8"), (height, width))}[fmt]
+    pixels = np.frombuffer(adu[128:], dtype=dtype)
+    assert pixels.size == int(np.prod(shape)), (len(adu), shape)
+    return dict(format=fmt, colormap=cmap, width=width, height=height, frame=frame,
+                time_us=time_us, group=group, members=members, title=title, lo=lo, hi=hi,
+                pixels=pixels.reshape(shape))
+
+
+def recv_to(tmp_path, n_conn=1):
+    return start_listener(spools_bin(), "recv", "tcp:127.0.0.1:0", "--out", str(tmp_path) + "/",
+                          "--connections", str(n_conn), marker="listening on ", stream="err")
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_frames_of_several_streams_and_a_lock_step_group(run, tmp_path, n):
+    """stream_frames.py "connection": grey frames, a lock-step group of an RGB image and an
+    f32 field (send_frames), one by one in step, plain ADUs sequenced after the grey
+    stream, an ADU of varying size (send_var); the refused calls (not 2-D, a group member missing, lo >= hi, a wrong share,
+    a stream not open, running ahead of the group) send nothing. Read back from `spools
+    recv`: every header field and every pixel."""
+    import time
+    frames = load_prog("stream_frames")
+    p, addr = recv_to(tmp_path)
+    before = int(time.time() * 1e6)
+    job = run(n, "stream_frames.py", "tcp:" + addr, "connection")
+    assert sorted(job.lines()) == ["sent frames"] * n
+    code, _, err = finish(p)
+    assert code == 0, err
+    after = int(time.time() * 1e6)
+    want = {"s1-a%d" % k for k in range(3)} | {"s%d-a%d" % (s, k) for s in (2, 3)
+                                               for k in range(4)} | {"s4-a0", "s5-a0"}
+    assert set(os.listdir(tmp_path)) == want
+    expect = {1: (frames.grey, 1, 0, "grey", 0.0, 0.0, 0, 0),
+              2: (frames.rgb, 2, 0, "rgb", 0.0, 0.0, 1, 2),
+              3: (frames.field, 3, 3, "field", 0.0, 10.0, 1, 2)}
+    for name in sorted(want - {"s4-a0", "s5-a0"}):
+        s, k = int(name[1]), int(name.split("-a")[1])
+        make, fmt, cmap, title, lo, hi, group, members = expect[s]
+        h = decode_frame((tmp_path / name).read_bytes())
+        assert (h["format"], h["colormap"], h["width"], h["height"], h["frame"], h["group"],
+                h["members"], h["title"], h["lo"], h["hi"]) == \
+            (fmt, cmap, 20, 12, k, group, members, title, lo, hi), (name, h)
+        assert before <= h["time_us"] <= after, (name, h["time_us"], before, after)
+        assert np.array_equal(h["pixels"], make(k)), name
+    raw = (tmp_path / "s4-a0").read_bytes()
+    assert raw == bytes(i % n for i in range(40))
+    assert (tmp_path / "s5-a0").read_bytes() == b"".join(bytes([r]) * (r + 1) for r in range(n))
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_frames_from_a_single_stream_writer(run, tmp_path, n):
+    """StreamWriter.send_frame (stream_open): numbered frames with their header; a wrong
+    share on one rank and a layout that is not 2-D refused on every rank."""
+    frames = load_prog("stream_frames")
+    p, addr = recv_to(tmp_path)
+    job = run(n, "stream_frames.py", "tcp:" + addr, "writer")
+    assert sorted(job.lines()) == ["sent 2 frames"] * n
+    code, _, err = finish(p)
+    assert code == 0, err
+    assert sorted(os.listdir(tmp_path)) == ["s1-a0", "s1-a1"]
+    for k in range(2):
+        h = decode_frame((tmp_path / ("s1-a%d" % k)).read_bytes())
+        assert (h["format"], h["frame"], h["title"], h["group"]) == (1, k, "writer", 0), h
+        assert np.array_equal(h["pixels"], frames.grey(k))

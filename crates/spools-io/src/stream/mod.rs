@@ -80,6 +80,18 @@ impl StreamId {
     pub fn get(self) -> u32 {
         self.0
     }
+
+    /// The stream named `id` on the wire: for a binding that names streams by number (the
+    /// Python and C interfaces). A number no open stream has is
+    /// [`StreamError::UnknownStream`] on every rank, as for a closed stream's id.
+    ///
+    /// ```
+    /// use spools_io::stream::StreamId;
+    /// assert_eq!(StreamId::new(3).get(), 3);
+    /// ```
+    pub fn new(id: u32) -> StreamId {
+        StreamId(id)
+    }
 }
 
 /// How a stream of a [`StreamConnection`] is sent.

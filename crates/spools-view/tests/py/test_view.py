@@ -1,14 +1,19 @@
 """The live viewer in a real browser (headless Chromium): frames of `spools demo vcr` (four
-cameras in one lock-step group from 8 ranks) and `spools demo heat --view` checked on the
-page's pixels, lock step, frame counts, the end of a job, slow and closing browsers,
-garbage on both ports, the token beyond loopback, and "save this frame as PNG"."""
+cameras in one lock-step group from 8 ranks), `spools demo heat --view`, and a Python job
+and a C job sending frames through their interfaces, checked on the page's pixels, lock
+step, frame counts, the end of a job, slow and closing browsers, garbage on both ports,
+the token beyond loopback, and "save this frame as PNG"."""
 
 import io
 import os
 import re
+import shlex
 import socket
 import struct
+import subprocess
+import sys
 import time
+from pathlib import Path
 import urllib.error
 import urllib.request
 
@@ -272,3 +277,81 @@ def test_beyond_loopback_the_page_needs_its_token(start_viewer):
     assert e.value.code == 403
     page = urllib.request.urlopen(base + "?token=" + m.group(2), timeout=30).read()
     assert b"Spools live view" in page
+
+
+# ---- frames from the Python and C interfaces ---------------------------------------------
+
+REPO = Path(__file__).resolve().parents[4]
+# Both send N frames of 64x96 from 3 ranks: a grey stream, and a lock-step group of an RGB
+# image (rows cyclic) and an f32 field (columns cyclic, viridis from 0 to 10).
+PY_FRAMES = REPO / "crates/spools-py/tests/progs/stream_frames.py"
+C_FRAMES = REPO / "crates/spools-c/tests/frames.c"
+FH, FW = 64, 96
+
+
+def frame_colour(kind, n, x, y):
+    """What the page shows at (x, y) of frame n of stream_frames.py's and frames.c's
+    panels."""
+    if kind == "grey":
+        g = (y * FW + x + 7 * n) % 256
+        return (g, g, g)
+    if kind == "rgb":
+        k = (y * FW + x) * 3
+        return tuple(((k + c) * 5 + 11 * n) % 256 for c in range(3))
+    v = f32(n + 0.5 * y + 0.25 * x)  # lo 0, hi 10 (docs/view.md, "Colour maps")
+    return palette("viridis")[min(max(round_half_away(v * (255 / 10.0)), 0), 255)]
+
+
+def c_frames_program(tmp_path):
+    """frames.c compiled against the installed library, as the C tests build it
+    (scripts/test-view.sh installs it into target/c-prefix and sets PKG_CONFIG_PATH)."""
+    r = subprocess.run(["pkg-config", "--cflags", "--libs", "spools"], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        pytest.fail("no spools.pc for pkg-config: run through scripts/test-view.sh, which "
+                    "installs the C interface into target/c-prefix: " + r.stderr)
+    exe = tmp_path / "frames"
+    subprocess.run(["cc", "-std=c99", "-O1", str(C_FRAMES), *shlex.split(r.stdout), "-o",
+                    str(exe)], check=True, timeout=300)
+    return exe
+
+
+@pytest.mark.parametrize("lang", ["python", "c"])
+def test_frames_from_a_python_or_c_job(start_viewer, jobs, browsers, tmp_path, lang):
+    v = start_viewer("--encoding", "raw")
+    d = browsers()
+    d.get(v.url)
+    wait_page(d, lambda s: s["connected"], "a connection")
+    n = 24
+    if lang == "python":
+        job = jobs("run", "-n", "3", "--", sys.executable, str(PY_FRAMES), v.frames, "view",
+                   str(n))
+        prefix = "py "
+    else:
+        job = jobs("run", "-n", "3", "--", str(c_frames_program(tmp_path)), "view", v.frames,
+                   str(n))
+        prefix = "c "
+    assert job.wait() == 0, "".join(job.err)
+    s = wait_page(d, lambda s: len(s["panels"]) == 3 and all(
+        p["received"] == n and p["frame"] == n - 1 and p["state"] == "stream closed"
+        for p in s["panels"].values()), f"the {lang} job's {n} frames of 3 streams")
+    d.find_element(By.ID, "pause").click()
+    s = wait_page(d, lambda s: s["paused"] and not s["drawing"], "the page paused")
+    panels = {p["title"]: (pid, p) for pid, p in s["panels"].items()}
+    assert sorted(panels) == sorted(prefix + k for k in ("grey", "rgb", "field")), s
+    # The group's two streams in one group, the grey one in none; the field's map.
+    assert panels[prefix + "rgb"][1]["group"] == panels[prefix + "field"][1]["group"] == 1
+    assert panels[prefix + "grey"][1]["group"] == 0
+    assert panels[prefix + "field"][1]["colormap"] == "viridis", panels
+    shot = screenshot(d)
+    shot.save(tmp_path / f"frames-{lang}.png")
+    for kind in ("grey", "rgb", "field"):
+        pid, p = panels[prefix + kind]
+        assert (p["width"], p["height"]) == (FW, FH), p
+        left, top, cw, ch = canvas_origin(d, pid)
+        assert (cw, ch) == (FW, FH), (kind, cw, ch)
+        for x, y in [(0, 0), (5, 3), (40, 20), (95, 63), (70, 50), (13, 61), (90, 7)]:
+            want = frame_colour(kind, n - 1, x, y)
+            got = shot.getpixel((left + x, top + y))
+            assert all(abs(a - b) <= 2 for a, b in zip(got, want)), \
+                f"{lang} {kind}, frame {n - 1}, pixel ({x}, {y}): {got}, want {want}"
