@@ -3,7 +3,7 @@
 //! they are sequenced behind, and in lock step within a synchronisation group.
 
 use std::collections::btree_map::Entry;
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::sync::Arc;
 
 use spools_proto::stream::{su_range, Close, Frame, Hello, Open, Su, NOT_SEQUENCED, VARIABLE};
@@ -11,6 +11,7 @@ use spools_proto::stream::{su_range, Close, Frame, Hello, Open, Su, NOT_SEQUENCE
 use crate::adubuf::{AduBuf, Claim};
 use crate::error::ReassemblyError;
 use crate::recycler::Recycler;
+use crate::share::Share;
 
 /// What a receiver accepts before it refuses a stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +80,8 @@ pub enum Event {
 /// An ADU being received.
 struct Partial {
     size: u64,
+    /// Bytes this receiver holds of it: `size`, or its share's piece.
+    want: u64,
     data: Arc<AduBuf>,
     /// Bytes of the SUs received whole (their CRC checked).
     have: u64,
@@ -104,7 +107,7 @@ impl Placed {
 
 impl Partial {
     fn whole(&self) -> bool {
-        self.have == self.size && !self.got.is_empty()
+        self.have == self.want && !self.got.is_empty()
     }
 }
 
@@ -121,6 +124,8 @@ struct StreamState {
     ended: bool,
     /// Whether an ADU of it was reported incomplete or missing.
     lossy: bool,
+    /// A share's pieces handed out and not yet taken ([`Reassembler::taken`]).
+    out: BTreeSet<u64>,
 }
 
 /// One logical connection's reassembly: feed it each link's [`Hello`], then every frame
@@ -161,6 +166,8 @@ pub struct Reassembler {
     max_ready: u64,
     /// Buffers handed back by the consumer (the receiver's).
     recycler: Option<Recycler>,
+    /// The links held, when the connection is spread over several receivers.
+    share: Option<Share>,
 }
 
 impl Reassembler {
@@ -181,9 +188,65 @@ impl Reassembler {
             ready: 0,
             max_ready: 0,
             recycler: None,
+            share: None,
         };
         r.add_link(first)?;
         Ok(r)
+    }
+
+    /// A receiver's part of a connection spread over several receivers: only the links of
+    /// `share` say hello here, and each ADU handed out ([`Event::Adu`]) is this share's
+    /// piece (see [`Share`]). The lead orders the ADUs as [`Reassembler::new`] does; the
+    /// others hand each piece out as soon as it is whole, report the pieces their links
+    /// lost ([`Event::Incomplete`], never [`Event::Missing`]: a share need not see every
+    /// ADU), and refuse SUs of ADUs the consumer said it took ([`Reassembler::taken`]).
+    ///
+    /// # Errors
+    /// [`ReassemblyError::Links`] for a hello that names no valid link or a link not held.
+    pub fn new_shared(
+        first: &Hello,
+        limits: Limits,
+        share: Share,
+    ) -> Result<Reassembler, ReassemblyError> {
+        if !share.holds(first.link) || share.lead() != share.holds(0) {
+            return Err(ReassemblyError::Links {
+                link: first.link,
+                what: "not a link of this receiver's share (or a lead without link 0)",
+            });
+        }
+        let mut r = Reassembler::new(first, limits)?;
+        r.share = Some(share);
+        Ok(r)
+    }
+
+    /// The consumer took ADU `adu` of `stream` (and every one before it): a share that is
+    /// not the lead refuses SUs for them from now on. Nothing for other receivers.
+    pub fn taken(&mut self, stream: u32, adu: u64) {
+        if let Some(st) = self.streams.get_mut(&stream) {
+            if self.share.as_ref().is_some_and(|s| !s.lead()) {
+                st.next = st.next.max(adu.saturating_add(1));
+                st.out = st.out.split_off(&st.next);
+            }
+        }
+    }
+
+    /// Links held here: all, or the share's.
+    fn held(&self) -> usize {
+        self.share
+            .as_ref()
+            .map_or(usize::from(self.links), |s| s.links().len())
+    }
+
+    /// Whether this receiver orders the ADUs (not a share's non-lead part).
+    fn ordered(&self) -> bool {
+        self.share.as_ref().is_none_or(Share::lead)
+    }
+
+    /// Bytes held here of an ADU of `size` bytes in TUs of `tu`.
+    fn want(&self, size: u64, tu: u64) -> u64 {
+        self.share
+            .as_ref()
+            .map_or(size, |s| s.piece_bytes(size, tu, self.links))
     }
 
     /// The connection's id (the same in the hellos of its links).
@@ -208,6 +271,12 @@ impl Reassembler {
     /// or its link said hello before.
     pub fn add_link(&mut self, h: &Hello) -> Result<(), ReassemblyError> {
         let link = h.link;
+        if self.share.as_ref().is_some_and(|s| !s.holds(link)) {
+            return Err(ReassemblyError::Links {
+                link,
+                what: "not a link of this receiver's share",
+            });
+        }
         if h.conn != self.conn || h.links != self.links {
             return Err(ReassemblyError::Links {
                 link,
@@ -266,11 +335,13 @@ impl Reassembler {
                 expected: "a stream frame",
                 got: "a second hello",
             }),
-            Frame::Welcome(_) | Frame::Ack(_) => Err(ReassemblyError::OutOfOrder {
-                link,
-                expected: "a sender's frame",
-                got: "a receiver's frame",
-            }),
+            Frame::Welcome(_) | Frame::Ack(_) | Frame::Move(_) => {
+                Err(ReassemblyError::OutOfOrder {
+                    link,
+                    expected: "a sender's frame",
+                    got: "a receiver's frame",
+                })
+            }
             Frame::Open(o) => self.open(o),
             Frame::Su(s, payload) => {
                 let mut p = self.place(link, s, payload.len() as u64)?;
@@ -336,6 +407,7 @@ impl Reassembler {
                         sent: None,
                         ended: false,
                         lossy: false,
+                        out: BTreeSet::new(),
                     },
                 );
                 Ok(())
@@ -359,8 +431,13 @@ impl Reassembler {
         let Some(st) = self.streams.get(&s.stream) else {
             return false;
         };
+        let tu = if st.open.adu == VARIABLE {
+            s.size.max(1)
+        } else {
+            st.open.tu
+        };
         !st.adus.contains_key(&s.adu)
-            && self.buffered.saturating_add(s.size) > self.limits.max_buffered
+            && self.buffered.saturating_add(self.want(s.size, tu)) > self.limits.max_buffered
             && self
                 .streams
                 .values()
@@ -378,6 +455,7 @@ impl Reassembler {
         };
         let links = self.links;
         let limits = self.limits;
+        let share = self.share.clone();
         let Some(st) = self.streams.get_mut(&s.stream) else {
             return Err(ReassemblyError::Stream {
                 stream: s.stream,
@@ -390,7 +468,7 @@ impl Reassembler {
         if s.link != link || s.su != link {
             return Err(misplaced("SU s must travel on link s"));
         }
-        if s.adu < st.next {
+        if s.adu < st.next || st.out.contains(&s.adu) {
             return Err(misplaced("for an ADU already handed out"));
         }
         if st.open.adu != VARIABLE && s.size != st.open.adu {
@@ -419,24 +497,38 @@ impl Reassembler {
                 "offset or length not where the stream's format puts it",
             ));
         }
+        // Where the payload goes: its place in the ADU, or in this share's piece.
+        let (want, at) = match &share {
+            None => (s.size, Some(s.offset)),
+            Some(sh) => (
+                sh.piece_bytes(s.size, tu, links),
+                if s.size == 0 {
+                    Some(0)
+                } else {
+                    sh.piece_offset(s.size, tu, links, s.tu, s.su)
+                },
+            ),
+        };
+        let at = at.ok_or_else(|| misplaced("on a link this receiver does not hold"))?;
         let p = match st.adus.entry(s.adu) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(e) => {
-                if self.buffered + s.size > limits.max_buffered {
+                if self.buffered + want > limits.max_buffered {
                     return Err(ReassemblyError::TooLarge {
                         stream: s.stream,
                         what: "the ADUs held",
-                        bytes: self.buffered + s.size,
+                        bytes: self.buffered + want,
                         limit: limits.max_buffered,
                     });
                 }
-                self.buffered += s.size;
+                self.buffered += want;
                 e.insert(Partial {
                     size: s.size,
+                    want,
                     // Within max_adu: checked above.
                     data: AduBuf::new(
-                        s.size as usize,
-                        self.recycler.as_ref().and_then(|r| r.take(s.size as usize)),
+                        want as usize,
+                        self.recycler.as_ref().and_then(|r| r.take(want as usize)),
                     ),
                     have: 0,
                     got: HashSet::new(),
@@ -451,7 +543,7 @@ impl Reassembler {
         }
         // One claim per (TU, SU) of an ADU whose size, TU and links are the stream's: the
         // claims' ranges are disjoint (su_range), and inside the ADU (checked above).
-        let claim = Claim::new(p.data.clone(), s.offset as usize, len as usize)
+        let claim = Claim::new(p.data.clone(), at as usize, len as usize)
             .ok_or_else(|| misplaced("outside its ADU"))?;
         Ok(Placed {
             link,
@@ -564,6 +656,9 @@ impl Reassembler {
     }
 
     fn release_stream(&mut self, id: u32) -> bool {
+        if !self.ordered() {
+            return self.release_pieces(id);
+        }
         if !self.may_start(id) {
             return false;
         }
@@ -600,7 +695,7 @@ impl Reassembler {
             });
             return true;
         }
-        let links = usize::from(self.links);
+        let links = self.held();
         let Some(st) = self.streams.get_mut(&id) else {
             return false;
         };
@@ -615,7 +710,7 @@ impl Reassembler {
         if n < sent {
             st.lossy = true;
             if let Some(p) = st.adus.remove(&n) {
-                self.buffered -= p.size;
+                self.buffered -= p.want;
                 self.events.push_back(Event::Incomplete {
                     stream: id,
                     adu: n,
@@ -642,7 +737,7 @@ impl Reassembler {
         // SUs of ADUs past the count the sender announced are reported, then the end.
         for (adu, p) in std::mem::take(&mut st.adus) {
             st.lossy = true;
-            self.buffered -= p.size;
+            self.buffered -= p.want;
             self.events.push_back(Event::Incomplete {
                 stream: id,
                 adu,
@@ -656,6 +751,67 @@ impl Reassembler {
             stream: id,
             adus: sent,
             complete,
+        });
+        true
+    }
+}
+
+impl Reassembler {
+    /// A share's part that does not order ADUs: every whole piece goes out at once; once
+    /// the stream closed or was lost on every link held, the pieces not whole are reported
+    /// and the stream ends (complete when nothing was lost here).
+    fn release_pieces(&mut self, id: u32) -> bool {
+        let held = self.held();
+        let Some(st) = self.streams.get_mut(&id) else {
+            return false;
+        };
+        if st.ended {
+            return false;
+        }
+        let whole: Vec<u64> = st
+            .adus
+            .iter()
+            .filter(|(_, p)| p.whole())
+            .map(|(&n, _)| n)
+            .collect();
+        let mut progressed = false;
+        for n in whole {
+            let Some(p) = st.adus.remove(&n) else {
+                continue;
+            };
+            let data = AduBuf::into_vec(p.data);
+            self.buffered -= data.len() as u64;
+            self.ready += data.len() as u64;
+            self.max_ready = self.max_ready.max(self.ready);
+            st.out.insert(n);
+            self.events.push_back(Event::Adu {
+                stream: id,
+                adu: n,
+                data,
+            });
+            progressed = true;
+        }
+        if st.closed.len() + st.lost.len() < held {
+            return progressed;
+        }
+        for (adu, p) in std::mem::take(&mut st.adus) {
+            st.lossy = true;
+            self.buffered -= p.want;
+            self.events.push_back(Event::Incomplete {
+                stream: id,
+                adu,
+                have: p.have,
+                size: p.size,
+            });
+        }
+        st.ended = true;
+        let adus = st
+            .sent
+            .unwrap_or_else(|| st.out.last().map_or(st.next, |&n| n + 1).max(st.next));
+        self.events.push_back(Event::Ended {
+            stream: id,
+            adus,
+            complete: !st.lossy && st.lost.is_empty(),
         });
         true
     }
