@@ -64,6 +64,15 @@ impl Acker {
         }
     }
 
+    /// The size of ADU `adu` of `stream`, whose piece a [`Share`] handed out and the
+    /// consumer did not acknowledge yet (a piece's length does not say it).
+    pub fn piece_of(&self, stream: u32, adu: u64) -> Option<u64> {
+        self.lock()
+            .conns
+            .iter()
+            .find_map(|c| c.with(|r| r.piece_of(stream, adu)).flatten())
+    }
+
     pub(crate) fn add_link(&self, board: Arc<AckBoard>) {
         self.lock().boards.push(board);
     }

@@ -3,7 +3,7 @@
 //! they are sequenced behind, and in lock step within a synchronisation group.
 
 use std::collections::btree_map::Entry;
-use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use spools_proto::stream::{su_range, Close, Frame, Hello, Open, Su, NOT_SEQUENCED, VARIABLE};
@@ -124,8 +124,9 @@ struct StreamState {
     ended: bool,
     /// Whether an ADU of it was reported incomplete or missing.
     lossy: bool,
-    /// A share's pieces handed out and not yet taken ([`Reassembler::taken`]).
-    out: BTreeSet<u64>,
+    /// A share's pieces handed out and not yet taken ([`Reassembler::taken`]), with the
+    /// size of their ADU.
+    out: BTreeMap<u64, u64>,
 }
 
 /// One logical connection's reassembly: feed it each link's [`Hello`], then every frame
@@ -222,12 +223,19 @@ impl Reassembler {
     /// The consumer took ADU `adu` of `stream` (and every one before it): a share that is
     /// not the lead refuses SUs for them from now on. Nothing for other receivers.
     pub fn taken(&mut self, stream: u32, adu: u64) {
+        let lead = self.ordered();
         if let Some(st) = self.streams.get_mut(&stream) {
-            if self.share.as_ref().is_some_and(|s| !s.lead()) {
+            if !lead {
                 st.next = st.next.max(adu.saturating_add(1));
-                st.out = st.out.split_off(&st.next);
             }
+            st.out = st.out.split_off(&adu.saturating_add(1));
         }
+    }
+
+    /// The size of ADU `adu` of `stream`, whose piece a share handed out and the consumer
+    /// did not take yet (a piece is not the whole ADU, so its length does not say).
+    pub fn piece_of(&self, stream: u32, adu: u64) -> Option<u64> {
+        self.streams.get(&stream)?.out.get(&adu).copied()
     }
 
     /// Links held here: all, or the share's.
@@ -407,7 +415,7 @@ impl Reassembler {
                         sent: None,
                         ended: false,
                         lossy: false,
-                        out: BTreeSet::new(),
+                        out: BTreeMap::new(),
                     },
                 );
                 Ok(())
@@ -468,7 +476,7 @@ impl Reassembler {
         if s.link != link || s.su != link {
             return Err(misplaced("SU s must travel on link s"));
         }
-        if s.adu < st.next || st.out.contains(&s.adu) {
+        if s.adu < st.next || st.out.contains_key(&s.adu) {
             return Err(misplaced("for an ADU already handed out"));
         }
         if st.open.adu != VARIABLE && s.size != st.open.adu {
@@ -679,11 +687,14 @@ impl Reassembler {
             let Some(st) = self.streams.get_mut(&id) else {
                 return false;
             };
-            let data = st
+            let (data, size) = st
                 .adus
                 .remove(&n)
-                .map(|p| AduBuf::into_vec(p.data))
+                .map(|p| (AduBuf::into_vec(p.data), p.size))
                 .unwrap_or_default();
+            if self.share.is_some() {
+                st.out.insert(n, size);
+            }
             self.buffered -= data.len() as u64;
             self.ready += data.len() as u64;
             self.max_ready = self.max_ready.max(self.ready);
@@ -783,7 +794,7 @@ impl Reassembler {
             self.buffered -= data.len() as u64;
             self.ready += data.len() as u64;
             self.max_ready = self.max_ready.max(self.ready);
-            st.out.insert(n);
+            st.out.insert(n, p.size);
             self.events.push_back(Event::Adu {
                 stream: id,
                 adu: n,
@@ -805,9 +816,12 @@ impl Reassembler {
             });
         }
         st.ended = true;
-        let adus = st
-            .sent
-            .unwrap_or_else(|| st.out.last().map_or(st.next, |&n| n + 1).max(st.next));
+        let adus = st.sent.unwrap_or_else(|| {
+            st.out
+                .last_key_value()
+                .map_or(st.next, |(&n, _)| n + 1)
+                .max(st.next)
+        });
         self.events.push_back(Event::Ended {
             stream: id,
             adus,
