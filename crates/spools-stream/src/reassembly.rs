@@ -242,7 +242,7 @@ impl Reassembler {
     fn held(&self) -> usize {
         self.share
             .as_ref()
-            .map_or(usize::from(self.links), |s| s.links().len())
+            .map_or_else(|| usize::from(self.links), |s| s.links().len())
     }
 
     /// Whether this receiver orders the ADUs (not a share's non-lead part).

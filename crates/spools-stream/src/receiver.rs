@@ -267,7 +267,7 @@ impl Receiver {
                         None => {
                             let held = share
                                 .as_ref()
-                                .map_or(usize::from(h.links), |s| s.links().len());
+                                .map_or_else(|| usize::from(h.links), |s| s.links().len());
                             match share {
                                 Some(s) => Reassembler::new_shared(&h, self.limits, s),
                                 None => Reassembler::new(&h, self.limits),

@@ -22,15 +22,12 @@ use spools_stream::{
     Summary,
 };
 
+/// What one receiver saw, once it ended (within a bounded wait).
+type Done = Box<dyn FnOnce() -> (Summary, Vec<Delivery>)>;
+
 /// Receivers `0..p`, receiver `r` holding links `s % p == r` of a K-link connection;
 /// receiver 0 (the lead) moves the other links to theirs.
-fn spread(
-    p: u16,
-    secret: Option<Secret>,
-) -> (
-    SocketAddr,
-    Vec<(Stopper, impl FnOnce() -> (Summary, Vec<Delivery>))>,
-) {
+fn spread(p: u16, secret: Option<Secret>) -> (SocketAddr, Vec<(Stopper, Done)>) {
     let mut rs: Vec<Receiver> = (0..p)
         .map(|_| {
             let r = Receiver::bind("127.0.0.1:0", Limits::default()).unwrap();
@@ -54,7 +51,7 @@ fn spread(
             }
         });
         let stop = r.stopper().unwrap();
-        done.push((stop, serve_with(r, 1, |_| {}).1));
+        done.push((stop, Box::new(serve_with(r, 1, |_| {}).1) as Done));
     }
     (addrs[0], done)
 }

@@ -99,10 +99,11 @@ impl<'c> StreamReader<'c> {
         // when it listens on every address.
         let mut named = bound.addr();
         if named.ip().is_unspecified() && me != 0 {
-            named.set_ip(comm.endpoint_ip().unwrap_or(match named.ip() {
+            let loopback = match named.ip() {
                 IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
                 IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
-            }));
+            };
+            named.set_ip(comm.endpoint_ip().unwrap_or(loopback));
         }
         let all: Vec<SocketAddr> = comm
             .allgather_bytes(named.to_string().as_bytes())?
