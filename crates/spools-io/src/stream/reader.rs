@@ -278,12 +278,13 @@ impl<'c> StreamReader<'c> {
         Ok(Some(info))
     }
 
-    /// The job consumed ADU `info`: forgotten here, acknowledged on this rank's links.
+    /// The job consumed ADU `info`: acknowledged on this rank's links, its piece's buffer
+    /// handed back to the receiver.
     fn taken(&mut self, info: AduInfo) {
         self.next = None;
-        self.held = Vec::new();
+        let piece = std::mem::take(&mut self.held);
         if let Some(i) = &self.inbox {
-            i.ack(info.stream, info.adu);
+            i.consumed(info.stream, info.adu, piece);
         }
     }
 

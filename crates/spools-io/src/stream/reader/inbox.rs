@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use spools_msg::MsgError;
 use spools_proto::stream::{Open, HELLO_CAN_MOVE, VARIABLE};
 use spools_stream::{
-    Acker, Admit, Event, Limits, ReassemblyError, Receiver, RecvError, Share, Stopper, Summary,
+    Acker, Admit, Event, Limits, ReassemblyError, Receiver, RecvError, Recycler, Share, Stopper,
+    Summary,
 };
 
 use super::next::{AduInfo, Head, Next};
@@ -59,6 +60,8 @@ pub(crate) struct Inbox {
     served: bool,
     stopper: Stopper,
     acker: Acker,
+    /// Where the job hands its pieces' buffers back, for the receiver to fill again.
+    recycler: Recycler,
     /// The streams announced on this rank's links, with the connection's link count.
     opens: Arc<Mutex<HashMap<u32, (u16, Open)>>>,
     /// Whether the lead spread the connection's links.
@@ -84,6 +87,7 @@ impl Bound {
 
     /// Serves one connection (this rank's part of it) on a thread of its own.
     pub(crate) fn start(self, role: Role) -> Result<Inbox, StreamRecvError> {
+        let recycler = self.receiver.recycler();
         let opens = Arc::new(Mutex::new(HashMap::new()));
         let spread = Arc::new(AtomicBool::new(false));
         let told = opens.clone();
@@ -135,6 +139,7 @@ impl Bound {
             served: false,
             stopper,
             acker,
+            recycler,
             opens,
             spread,
             stash: Stash::default(),
@@ -282,9 +287,12 @@ impl Inbox {
         }
     }
 
-    /// The job consumed ADUs `0..=adu` of `stream`: acked on this rank's links.
-    pub(crate) fn ack(&self, stream: u32, adu: u64) {
+    /// The job consumed ADUs `0..=adu` of `stream` (this rank's piece of the last one was
+    /// `piece`): acked on this rank's links, and the piece's buffer handed back to the
+    /// receiver to fill again.
+    pub(crate) fn consumed(&self, stream: u32, adu: u64, piece: Vec<u8>) {
         self.acker.ack(stream, adu);
+        self.recycler.give(piece);
     }
 }
 
