@@ -543,3 +543,72 @@ fn a_slow_job_holds_the_senders_window() {
     assert!(o.stdout.contains("rank 0: links [0]"), "{}", o.stdout);
     assert!(o.stdout.contains("rank 1: links [1]"), "{}", o.stdout);
 }
+
+/// A job of 3 ranks requiring a secret's proof: a sender without the secret, and one with
+/// another, are refused at rank 0 (typed errors); one with it proves it at rank 0 and
+/// again at ranks 1 and 2 for the links moved there, and every ADU arrives.
+#[test]
+fn moved_links_prove_the_secret_to_every_rank() {
+    const NAME: &str = "moved_links_prove_the_secret_to_every_rank";
+    let key = spools_proto::auth::Secret::from_bytes([5; 16]);
+    let key2 = key.clone();
+    rank_main(move |_| {
+        let w = e(spools::init())?;
+        let me = u64::from(w.rank());
+        let l = layout(0, 4200, 3);
+        let mut r = e(StreamReader::listen_requiring(
+            w.communicator(),
+            "127.0.0.1:0".parse().unwrap(),
+            Limits::default(),
+            &key2,
+        ))?;
+        if me == 0 {
+            signal_file(
+                &dir().join("addr-proof"),
+                r.local_addr().to_string().as_bytes(),
+            )?;
+        }
+        for a in 0..ADUS {
+            recv_checked(&mut r, &l, me, a)?;
+        }
+        let mut mine = vec![0u8; share(&l, me)];
+        if e(r.recv_adu(&mut mine, &l))?.is_some() {
+            return Err("an ADU after the end".into());
+        }
+        println!("proven rank {me}: links {:?}", r.links_here());
+        e(w.finalize())
+    });
+    let d = tempdir("stream-spread-proof");
+    let job = Job::new(3, NAME).env("SPOOLS_TEST_DIR", &d);
+    let wait = job.wait_limit();
+    let mut job = Some(job.start());
+    let addr = job_addr(&d, "proof", &mut job);
+    let none = Sender::connect(addr, 3)
+        .err()
+        .expect("refused without a secret");
+    assert!(
+        matches!(none, spools_stream::SendError::ProofRequired { link: 0 }),
+        "{none}"
+    );
+    let other = spools_proto::auth::Secret::from_bytes([6; 16]);
+    let wrong = Sender::connect_proving(addr, 3, &other)
+        .err()
+        .expect("refused with another secret");
+    assert!(
+        matches!(wrong, spools_stream::SendError::Handshake { link: 0, .. }),
+        "{wrong}"
+    );
+    let mut s = Sender::connect_proving(addr, 3, &key).unwrap();
+    s.open(open(999, 4200)).unwrap();
+    for a in 0..ADUS {
+        s.send_adu(1, a, &canonical(a, 4200)).unwrap();
+    }
+    s.close(1, ADUS).unwrap();
+    s.finish().unwrap();
+    let o = job.take().unwrap().wait(wait);
+    assert_ok(&o);
+    for r in 0..3 {
+        let line = format!("proven rank {r}: links [{r}]");
+        assert!(o.stdout.contains(&line), "{line}\n{}", o.stdout);
+    }
+}

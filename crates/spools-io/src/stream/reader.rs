@@ -10,6 +10,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use spools_map::{Layout, Plan};
 use spools_msg::Communicator;
+use spools_proto::auth::Secret;
 pub use spools_stream::Limits;
 
 mod inbox;
@@ -79,8 +80,7 @@ impl<'c> StreamReader<'c> {
     /// 0 for one logical connection, with `limits` on the ADUs each rank holds. The other
     /// ranks listen for the links rank 0 moves to them: on `addr`'s address when it is a
     /// loopback address, else on every address of their host, named to the sender by the
-    /// address the job reaches the rank at (see [`StreamReader::listen`]'s guide in
-    /// docs/streams.md). Collective.
+    /// address the job reaches the rank at (docs/streams.md, "Into a job"). Collective.
     ///
     /// # Errors
     /// [`StreamRecvError::Bind`] on a rank that cannot listen (rank 0 at `addr`; the other
@@ -90,9 +90,34 @@ impl<'c> StreamReader<'c> {
         addr: SocketAddr,
         limits: Limits,
     ) -> Result<StreamReader<'c>, StreamRecvError> {
+        Self::open(comm, addr, limits, None)
+    }
+
+    /// [`StreamReader::listen`], requiring every link to prove it knows `secret` (the job
+    /// secret handshake, see `spools_stream::Receiver::require_proof`) on every rank: at
+    /// rank 0, and again at the rank a link is moved to. A sender that does not prove it is
+    /// refused (it sees its link closed) and the job goes on waiting for one that does.
+    ///
+    /// # Errors
+    /// As [`StreamReader::listen`].
+    pub fn listen_requiring(
+        comm: &'c Communicator,
+        addr: SocketAddr,
+        limits: Limits,
+        secret: &Secret,
+    ) -> Result<StreamReader<'c>, StreamRecvError> {
+        Self::open(comm, addr, limits, Some(secret))
+    }
+
+    fn open(
+        comm: &'c Communicator,
+        addr: SocketAddr,
+        limits: Limits,
+        secret: Option<&Secret>,
+    ) -> Result<StreamReader<'c>, StreamRecvError> {
         let (me, ranks) = (comm.rank(), comm.size());
         let at = if me == 0 { addr } else { member_addr(addr) };
-        let bound = agree_on_outcome(comm, Bound::bind(at, limits), |rank| {
+        let bound = agree_on_outcome(comm, Bound::bind(at, limits, secret), |rank| {
             StreamRecvError::Remote { rank }
         })?;
         // Where each rank is reached: its listener, at the job's address for the rank

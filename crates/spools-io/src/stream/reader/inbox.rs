@@ -16,6 +16,7 @@ use std::sync::mpsc::{sync_channel, Receiver as Rx, RecvTimeoutError, SyncSender
 use std::sync::{Arc, Mutex, PoisonError};
 
 use spools_msg::MsgError;
+use spools_proto::auth::Secret;
 use spools_proto::stream::{Open, HELLO_CAN_MOVE, VARIABLE};
 use spools_stream::{
     Acker, Admit, Event, Limits, ReassemblyError, Receiver, RecvError, Recycler, Share, Stopper,
@@ -70,10 +71,18 @@ pub(crate) struct Inbox {
 }
 
 impl Bound {
-    /// Listens at `addr`.
-    pub(crate) fn bind(addr: SocketAddr, limits: Limits) -> Result<Bound, StreamRecvError> {
+    /// Listens at `addr`, requiring `secret`'s proof when given one.
+    pub(crate) fn bind(
+        addr: SocketAddr,
+        limits: Limits,
+        secret: Option<&Secret>,
+    ) -> Result<Bound, StreamRecvError> {
         let receiver = Receiver::bind(addr, limits)
             .map_err(|source| StreamRecvError::Bind { addr, source })?;
+        let receiver = match secret {
+            Some(s) => receiver.require_proof(s.clone()),
+            None => receiver,
+        };
         let addr = receiver
             .local_addr()
             .map_err(|source| StreamRecvError::Bind { addr, source })?;
