@@ -199,66 +199,7 @@ impl LinkSender {
             acked: HashMap::new(),
         })
     }
-}
 
-/// One receiver's handshake of a link: hello, welcome, the proof when asked, and where the
-/// link goes on when the last welcome moves it.
-fn handshake(
-    addr: SocketAddr,
-    hello: &Hello,
-    secret: Option<&Secret>,
-) -> Result<Handshaken, SendError> {
-    let link = hello.link;
-    let io = |e: std::io::Error| SendError::Link {
-        link,
-        source: e.into(),
-    };
-    let mut sock = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)
-        .map_err(|source| SendError::Connect { addr, source })?;
-    // SUs and control frames go out as they are written (no Nagle delay on the last
-    // segment of a frame).
-    let _ = sock.set_nodelay(true);
-    // The receiver answers at once: a bound on the wait, lifted once welcomed.
-    sock.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).map_err(io)?;
-    let mut b = Vec::new();
-    Frame::Hello(*hello).encode(&mut b);
-    sock.write_all(&b).map_err(io)?;
-    let mut frames = FrameReader::new(sock.try_clone().map_err(io)?);
-    let mut flags = match frames.next() {
-        Ok(Read1::Frame(Frame::Welcome(w))) => w.flags,
-        Ok(_) => return Err(SendError::NoWelcome { link }),
-        Err(source) => return Err(SendError::Link { link, source }),
-    };
-    if flags & WELCOME_REQUIRE_PROOF != 0 {
-        let proven = match secret {
-            Some(secret) => prove(&mut sock, &mut frames, secret, link),
-            None => Err(SendError::ProofRequired { link }),
-        };
-        flags = match proven {
-            Ok(flags) => flags,
-            Err(e) => {
-                hang_up(&sock, &mut frames);
-                return Err(e);
-            }
-        };
-    }
-    if flags & WELCOME_MOVE != 0 {
-        let to = match frames.next() {
-            Ok(Read1::Frame(Frame::Move(m))) => Ok(m.addr),
-            Ok(_) => Err(SendError::Unexpected {
-                link,
-                got: "a frame other than move after a welcome that moves the link",
-            }),
-            Err(source) => Err(SendError::Link { link, source }),
-        };
-        hang_up(&sock, &mut frames);
-        return to.map(Handshaken::Move);
-    }
-    sock.set_read_timeout(None).map_err(io)?;
-    Ok(Handshaken::Ready(sock, frames, flags))
-}
-
-impl LinkSender {
     /// Holds at most `adus` ADUs of each stream in flight beyond those the receiver
     /// acknowledged (0: no window). Without acks from the receiver (a receiver that does
     /// not announce them), there is no window.
@@ -405,6 +346,63 @@ fn hang_up(sock: &TcpStream, frames: &mut FrameReader<TcpStream>) {
             return;
         }
     }
+}
+
+/// One receiver's handshake of a link: hello, welcome, the proof when asked, and where the
+/// link goes on when the last welcome moves it.
+fn handshake(
+    addr: SocketAddr,
+    hello: &Hello,
+    secret: Option<&Secret>,
+) -> Result<Handshaken, SendError> {
+    let link = hello.link;
+    let io = |e: std::io::Error| SendError::Link {
+        link,
+        source: e.into(),
+    };
+    let mut sock = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)
+        .map_err(|source| SendError::Connect { addr, source })?;
+    // SUs and control frames go out as they are written (no Nagle delay on the last
+    // segment of a frame).
+    let _ = sock.set_nodelay(true);
+    // The receiver answers at once: a bound on the wait, lifted once welcomed.
+    sock.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).map_err(io)?;
+    let mut b = Vec::new();
+    Frame::Hello(*hello).encode(&mut b);
+    sock.write_all(&b).map_err(io)?;
+    let mut frames = FrameReader::new(sock.try_clone().map_err(io)?);
+    let mut flags = match frames.next() {
+        Ok(Read1::Frame(Frame::Welcome(w))) => w.flags,
+        Ok(_) => return Err(SendError::NoWelcome { link }),
+        Err(source) => return Err(SendError::Link { link, source }),
+    };
+    if flags & WELCOME_REQUIRE_PROOF != 0 {
+        let proven = match secret {
+            Some(secret) => prove(&mut sock, &mut frames, secret, link),
+            None => Err(SendError::ProofRequired { link }),
+        };
+        flags = match proven {
+            Ok(flags) => flags,
+            Err(e) => {
+                hang_up(&sock, &mut frames);
+                return Err(e);
+            }
+        };
+    }
+    if flags & WELCOME_MOVE != 0 {
+        let to = match frames.next() {
+            Ok(Read1::Frame(Frame::Move(m))) => Ok(m.addr),
+            Ok(_) => Err(SendError::Unexpected {
+                link,
+                got: "a frame other than move after a welcome that moves the link",
+            }),
+            Err(source) => Err(SendError::Link { link, source }),
+        };
+        hang_up(&sock, &mut frames);
+        return to.map(Handshaken::Move);
+    }
+    sock.set_read_timeout(None).map_err(io)?;
+    Ok(Handshaken::Ready(sock, frames, flags))
 }
 
 /// The sender's side of the secret handshake on a link, after a welcome that requires it:
