@@ -6,6 +6,7 @@ a sender of K links and a receiver of one logical connection. Standard library p
 Nothing here is fast; it is meant to be obviously what the document says.
 """
 
+import ipaddress
 import socket
 import struct
 import threading
@@ -244,13 +245,13 @@ def check_client_auth(secret, client_nonce, server_nonce, auth, purpose=PURPOSE_
 VERSION = 1
 NOT_SEQUENCED = 0xFFFFFFFF
 VARIABLE = 0xFFFFFFFFFFFFFFFF
-HELLO_CAN_PROVE = 1
-WELCOME_REQUIRE_PROOF, WELCOME_ACKS, WELCOME_PROVEN = 1, 2, 4
+HELLO_CAN_PROVE, HELLO_CAN_MOVE = 1, 2
+WELCOME_REQUIRE_PROOF, WELCOME_ACKS, WELCOME_PROVEN, WELCOME_MOVE = 1, 2, 4, 8
 SU_HEADER = 52
 MAX_SU = 64 << 20
 MAX_LINKS = 1024
 
-_FIXED = {b"H": 20, b"W": 12, b"O": 36, b"D": 52, b"C": 20, b"A": 20}
+_FIXED = {b"H": 20, b"W": 12, b"O": 36, b"D": 52, b"C": 20, b"A": 20, b"M": 24}
 
 
 class Hello:
@@ -286,11 +287,18 @@ class Ack:
         self.stream, self.adu = stream, adu
 
 
+class Move:
+    """Where a moved link says hello again: `host` as text (IPv4 dotted, or IPv6)."""
+
+    def __init__(self, host, port):
+        self.host, self.port = host, port
+
+
 def _eq(a, b):
     return type(a) is type(b) and vars(a) == vars(b)
 
 
-for _c in (Hello, Welcome, Open, Su, Close, Ack):
+for _c in (Hello, Welcome, Open, Su, Close, Ack, Move):
     _c.__eq__ = _eq
     _c.__repr__ = lambda self: "%s(%s)" % (type(self).__name__, ", ".join(
         "%s=%r" % kv for kv in vars(self).items()))
@@ -311,6 +319,11 @@ def encode(f):
         return b"SPSC" + struct.pack("<IIQ", f.stream, 0, f.adus)
     if isinstance(f, Ack):
         return b"SPSA" + struct.pack("<IIQ", f.stream, 0, f.adu)
+    if isinstance(f, Move):
+        ip = ipaddress.ip_address(f.host)
+        if ip.version == 4:
+            ip = ipaddress.IPv6Address(b"\0" * 10 + b"\xff\xff" + ip.packed)
+        return b"SPSM" + struct.pack("<HH", f.port, 0) + ip.packed
     raise TypeError(f)
 
 
@@ -357,6 +370,12 @@ def decode(buf):
         if length > MAX_SU or off + length > size or su >= MAX_LINKS or link >= MAX_LINKS:
             raise ProtocolError("su: offset %d len %d size %d" % (off, length, size))
         f = Su(stream, su, link, adu, tu, off, size, crc, b[48:])
+    elif kind == b"M":
+        port, reserved = struct.unpack("<HH", b[:4])
+        if reserved or port == 0:
+            raise ProtocolError("move: port %d reserved %d" % (port, reserved))
+        ip = ipaddress.IPv6Address(b[4:20])
+        f = Move(str(ip.ipv4_mapped or ip), port)
     else:
         stream, reserved, n64 = struct.unpack("<IIQ", b)
         if reserved:

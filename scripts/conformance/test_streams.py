@@ -228,7 +228,9 @@ def test_the_docs_vectors_decode():
     text = open(DOC).read()
     blocks = sc.vector_blocks(text)
     assert sorted(blocks) == ["link 0: receiver to sender", "link 0: sender to receiver",
-                              "link 1: receiver to sender", "link 1: sender to receiver"]
+                              "link 1: receiver to sender", "link 1: sender to receiver",
+                              "moved link 1: rank 0 to sender", "moved link 1: rank 1 to sender",
+                              "moved link 1: sender to rank 0", "moved link 1: sender to rank 1"]
     secret = sc.secret_from_hex("000102030405060708090a0b0c0d0e0f")
     assert sc._crc32c.crc32c(b"123456789") == 0xE3069283
 
@@ -306,6 +308,26 @@ def test_the_docs_vectors_decode():
                 want[link] += sus
     for link in (0, 1):
         assert [f for l, f in frames if l == link and isinstance(f, sc.Su)] == want[link]
+
+
+def test_the_docs_moved_link_decodes():
+    """The moved link of the document: a hello that can move, rank 0's welcome that moves
+    it and the move frame (IPv4-mapped), the same hello to rank 1, its welcome with acks."""
+    blocks = sc.vector_blocks(open(DOC).read())
+    got = {}
+    for name in ("sender to rank 0", "rank 0 to sender", "sender to rank 1",
+                 "rank 1 to sender"):
+        got[name] = []
+        for label, b in blocks["moved link 1: " + name]:
+            f, used = sc.decode(b)
+            assert used == len(b) and sc.encode(f) == b, label
+            assert type(f).__name__.lower() == label, label
+            got[name].append(f)
+    hello = sc.Hello(1, sc.HELLO_CAN_MOVE, 2, 1, 0x0123456789ABCDEF)
+    assert got["sender to rank 0"] == [hello] and got["sender to rank 1"] == [hello]
+    assert got["rank 0 to sender"] == [sc.Welcome(1, sc.WELCOME_MOVE),
+                                       sc.Move("10.0.0.2", 7001)]
+    assert got["rank 1 to sender"] == [sc.Welcome(1, sc.WELCOME_ACKS)]
 
 
 def vector_like(text, name):

@@ -17,6 +17,7 @@
 //!            len:u32 crc32c:u32 payload[len]                                      (52 + len)
 //! close   := "SPSC" stream:u32 reserved:u32 adus:u64                              (20 bytes)
 //! ack     := "SPSA" stream:u32 reserved:u32 adu:u64                               (20 bytes)
+//! move    := "SPSM" port:u16 reserved:u16 ip[16]                                  (24 bytes)
 //! ```
 //!
 //! - `hello` is the first frame the sender sends on each link: the protocol version
@@ -38,6 +39,12 @@
 //! - A receiver that requires authentication answers `hello` with [`WELCOME_REQUIRE_PROOF`];
 //!   the secret handshake of [`crate::handshake`] then runs on the link, and the receiver
 //!   ends it with a second `welcome` carrying [`WELCOME_PROVEN`].
+//! - A sender that can take its link to another address says so in its hello
+//!   ([`HELLO_CAN_MOVE`]); a receiver that spreads a connection's links over several
+//!   processes (a job's ranks) may then answer with a last `welcome` carrying
+//!   [`WELCOME_MOVE`], followed by `move`: the address (`ip`, IPv4 as an IPv4-mapped IPv6
+//!   address, and `port`) where the sender says hello again for this link. The receiver
+//!   then closes the link.
 //!
 //! Decoders never panic and never allocate from a length field: [`decode`] returns `None`
 //! while a frame is incomplete and a [`WireError`] for bytes that are not a frame.
@@ -79,6 +86,15 @@ pub const WELCOME_REQUIRE_PROOF: u16 = 1;
 pub const WELCOME_ACKS: u16 = 2;
 /// `welcome` flag: the second `welcome`, after the sender proved the secret.
 pub const WELCOME_PROVEN: u16 = 4;
+/// `hello` flag: the sender follows a `welcome` with [`WELCOME_MOVE`] (it takes the link to
+/// the address of the [`Move`] frame that follows).
+pub const HELLO_CAN_MOVE: u16 = 2;
+/// `welcome` flag (only to a hello with [`HELLO_CAN_MOVE`], in the last `welcome` of the
+/// link): a [`Move`] frame follows, and the receiver closes the link; the sender connects
+/// to the address it names and says the same hello there.
+pub const WELCOME_MOVE: u16 = 8;
+/// Bytes of a `move` frame.
+pub const MOVE_LEN: usize = 24;
 
 /// The first frame on a link, from the sender.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -161,6 +177,14 @@ pub struct Ack {
     pub adu: u64,
 }
 
+/// Where a link goes on (receiver to sender, after a `welcome` with [`WELCOME_MOVE`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Move {
+    /// The address to say hello at (an IPv4 address travels as an IPv4-mapped IPv6
+    /// address; a scope id or flow label does not travel).
+    pub addr: std::net::SocketAddr,
+}
+
 /// One frame of the stream protocol; an SU borrows its payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Frame<'a> {
@@ -176,6 +200,8 @@ pub enum Frame<'a> {
     Close(Close),
     /// See [`Ack`].
     Ack(Ack),
+    /// See [`Move`].
+    Move(Move),
 }
 
 impl Frame<'_> {
@@ -220,6 +246,16 @@ impl Frame<'_> {
                 out.extend_from_slice(&0u32.to_le_bytes());
                 out.extend_from_slice(&a.adu.to_le_bytes());
             }
+            Frame::Move(m) => {
+                out.extend_from_slice(b"SPSM");
+                out.extend_from_slice(&m.addr.port().to_le_bytes());
+                out.extend_from_slice(&0u16.to_le_bytes());
+                let ip = match m.addr.ip() {
+                    std::net::IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+                    std::net::IpAddr::V6(v6) => v6,
+                };
+                out.extend_from_slice(&ip.octets());
+            }
         }
     }
 }
@@ -250,6 +286,7 @@ fn fixed_len(kind: u8) -> Result<usize, WireError> {
         b'W' => 12,
         b'O' => 36,
         b'D' => SU_HEADER,
+        b'M' => MOVE_LEN,
         k => return Err(WireError::UnknownKind(k)),
     })
 }
@@ -393,6 +430,21 @@ pub fn decode_head(buf: &[u8]) -> Result<Option<Head<'_>>, WireError> {
             Frame::Ack(Ack {
                 stream,
                 adu: r.u64()?,
+            })
+        }
+        b'M' => {
+            let port = r.u16()?;
+            reserved(r.u16()?.into())?;
+            let mut ip = [0u8; 16];
+            for b in &mut ip {
+                *b = r.u8()?;
+            }
+            if port == 0 {
+                return Err(invalid("move port", 0));
+            }
+            let ip = std::net::Ipv6Addr::from(ip).to_canonical();
+            Frame::Move(Move {
+                addr: std::net::SocketAddr::new(ip, port),
             })
         }
         k => return Err(WireError::UnknownKind(k)),

@@ -7,10 +7,13 @@
 //!   in any interleaving become whole ADUs, handed out in order, after the stream they are
 //!   sequenced behind, and in lock step within a synchronisation group);
 //! - [`Receiver`]: a TCP port that serves many senders' connections (`spools recv`);
-//! - [`Sender`]: K links from one process (`spools send`).
+//! - [`Sender`]: K links from one process (`spools send`);
+//! - [`Share`]: the links one receiver holds of a connection spread over several (a job's
+//!   ranks), and where their SUs go.
 
 mod acks;
 mod adubuf;
+mod control;
 mod error;
 mod link;
 mod random;
@@ -19,10 +22,13 @@ mod receiver;
 mod recycler;
 mod sender;
 mod serve_link;
+mod share;
 
+pub use control::{Acker, Admit, Stopper};
 pub use error::ReassemblyError;
 pub use link::LinkError;
 pub use reassembly::{Event, Limits, Reassembler};
 pub use receiver::{Delivery, Receiver, RecvError, Summary, HANDSHAKE_TIMEOUT};
 pub use recycler::Recycler;
 pub use sender::{AckReader, LinkSender, SendError, Sender, CONNECT_TIMEOUT};
+pub use share::{link_bytes, Share};

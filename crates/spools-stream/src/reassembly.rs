@@ -11,6 +11,9 @@ use spools_proto::stream::{su_range, Close, Frame, Hello, Open, Su, NOT_SEQUENCE
 use crate::adubuf::{AduBuf, Claim};
 use crate::error::ReassemblyError;
 use crate::recycler::Recycler;
+use crate::share::Share;
+
+mod shared;
 
 /// What a receiver accepts before it refuses a stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +82,8 @@ pub enum Event {
 /// An ADU being received.
 struct Partial {
     size: u64,
+    /// Bytes this receiver holds of it: `size`, or its share's piece.
+    want: u64,
     data: Arc<AduBuf>,
     /// Bytes of the SUs received whole (their CRC checked).
     have: u64,
@@ -104,7 +109,7 @@ impl Placed {
 
 impl Partial {
     fn whole(&self) -> bool {
-        self.have == self.size && !self.got.is_empty()
+        self.have == self.want && !self.got.is_empty()
     }
 }
 
@@ -121,6 +126,9 @@ struct StreamState {
     ended: bool,
     /// Whether an ADU of it was reported incomplete or missing.
     lossy: bool,
+    /// A share's pieces handed out and not yet taken ([`Reassembler::taken`]), with the
+    /// size of their ADU.
+    out: BTreeMap<u64, u64>,
 }
 
 /// One logical connection's reassembly: feed it each link's [`Hello`], then every frame
@@ -161,6 +169,8 @@ pub struct Reassembler {
     max_ready: u64,
     /// Buffers handed back by the consumer (the receiver's).
     recycler: Option<Recycler>,
+    /// The links held, when the connection is spread over several receivers.
+    share: Option<Share>,
 }
 
 impl Reassembler {
@@ -181,6 +191,7 @@ impl Reassembler {
             ready: 0,
             max_ready: 0,
             recycler: None,
+            share: None,
         };
         r.add_link(first)?;
         Ok(r)
@@ -208,6 +219,12 @@ impl Reassembler {
     /// or its link said hello before.
     pub fn add_link(&mut self, h: &Hello) -> Result<(), ReassemblyError> {
         let link = h.link;
+        if self.share.as_ref().is_some_and(|s| !s.holds(link)) {
+            return Err(ReassemblyError::Links {
+                link,
+                what: "not a link of this receiver's share",
+            });
+        }
         if h.conn != self.conn || h.links != self.links {
             return Err(ReassemblyError::Links {
                 link,
@@ -266,11 +283,13 @@ impl Reassembler {
                 expected: "a stream frame",
                 got: "a second hello",
             }),
-            Frame::Welcome(_) | Frame::Ack(_) => Err(ReassemblyError::OutOfOrder {
-                link,
-                expected: "a sender's frame",
-                got: "a receiver's frame",
-            }),
+            Frame::Welcome(_) | Frame::Ack(_) | Frame::Move(_) => {
+                Err(ReassemblyError::OutOfOrder {
+                    link,
+                    expected: "a sender's frame",
+                    got: "a receiver's frame",
+                })
+            }
             Frame::Open(o) => self.open(o),
             Frame::Su(s, payload) => {
                 let mut p = self.place(link, s, payload.len() as u64)?;
@@ -336,6 +355,7 @@ impl Reassembler {
                         sent: None,
                         ended: false,
                         lossy: false,
+                        out: BTreeMap::new(),
                     },
                 );
                 Ok(())
@@ -359,8 +379,13 @@ impl Reassembler {
         let Some(st) = self.streams.get(&s.stream) else {
             return false;
         };
+        let tu = if st.open.adu == VARIABLE {
+            s.size.max(1)
+        } else {
+            st.open.tu
+        };
         !st.adus.contains_key(&s.adu)
-            && self.buffered.saturating_add(s.size) > self.limits.max_buffered
+            && self.buffered.saturating_add(self.want(s.size, tu)) > self.limits.max_buffered
             && self
                 .streams
                 .values()
@@ -378,6 +403,7 @@ impl Reassembler {
         };
         let links = self.links;
         let limits = self.limits;
+        let share = self.share.clone();
         let Some(st) = self.streams.get_mut(&s.stream) else {
             return Err(ReassemblyError::Stream {
                 stream: s.stream,
@@ -390,7 +416,7 @@ impl Reassembler {
         if s.link != link || s.su != link {
             return Err(misplaced("SU s must travel on link s"));
         }
-        if s.adu < st.next {
+        if s.adu < st.next || st.out.contains_key(&s.adu) {
             return Err(misplaced("for an ADU already handed out"));
         }
         if st.open.adu != VARIABLE && s.size != st.open.adu {
@@ -419,24 +445,38 @@ impl Reassembler {
                 "offset or length not where the stream's format puts it",
             ));
         }
+        // Where the payload goes: its place in the ADU, or in this share's piece.
+        let (want, at) = match &share {
+            None => (s.size, Some(s.offset)),
+            Some(sh) => (
+                sh.piece_bytes(s.size, tu, links),
+                if s.size == 0 {
+                    Some(0)
+                } else {
+                    sh.piece_offset(s.size, tu, links, s.tu, s.su)
+                },
+            ),
+        };
+        let at = at.ok_or_else(|| misplaced("on a link this receiver does not hold"))?;
         let p = match st.adus.entry(s.adu) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(e) => {
-                if self.buffered + s.size > limits.max_buffered {
+                if self.buffered + want > limits.max_buffered {
                     return Err(ReassemblyError::TooLarge {
                         stream: s.stream,
                         what: "the ADUs held",
-                        bytes: self.buffered + s.size,
+                        bytes: self.buffered + want,
                         limit: limits.max_buffered,
                     });
                 }
-                self.buffered += s.size;
+                self.buffered += want;
                 e.insert(Partial {
                     size: s.size,
+                    want,
                     // Within max_adu: checked above.
                     data: AduBuf::new(
-                        s.size as usize,
-                        self.recycler.as_ref().and_then(|r| r.take(s.size as usize)),
+                        want as usize,
+                        self.recycler.as_ref().and_then(|r| r.take(want as usize)),
                     ),
                     have: 0,
                     got: HashSet::new(),
@@ -451,7 +491,7 @@ impl Reassembler {
         }
         // One claim per (TU, SU) of an ADU whose size, TU and links are the stream's: the
         // claims' ranges are disjoint (su_range), and inside the ADU (checked above).
-        let claim = Claim::new(p.data.clone(), s.offset as usize, len as usize)
+        let claim = Claim::new(p.data.clone(), at as usize, len as usize)
             .ok_or_else(|| misplaced("outside its ADU"))?;
         Ok(Placed {
             link,
@@ -564,6 +604,9 @@ impl Reassembler {
     }
 
     fn release_stream(&mut self, id: u32) -> bool {
+        if !self.ordered() {
+            return self.release_pieces(id);
+        }
         if !self.may_start(id) {
             return false;
         }
@@ -584,11 +627,14 @@ impl Reassembler {
             let Some(st) = self.streams.get_mut(&id) else {
                 return false;
             };
-            let data = st
+            let (data, size) = st
                 .adus
                 .remove(&n)
-                .map(|p| AduBuf::into_vec(p.data))
+                .map(|p| (AduBuf::into_vec(p.data), p.size))
                 .unwrap_or_default();
+            if self.share.is_some() {
+                st.out.insert(n, size);
+            }
             self.buffered -= data.len() as u64;
             self.ready += data.len() as u64;
             self.max_ready = self.max_ready.max(self.ready);
@@ -600,7 +646,7 @@ impl Reassembler {
             });
             return true;
         }
-        let links = usize::from(self.links);
+        let links = self.held();
         let Some(st) = self.streams.get_mut(&id) else {
             return false;
         };
@@ -615,7 +661,7 @@ impl Reassembler {
         if n < sent {
             st.lossy = true;
             if let Some(p) = st.adus.remove(&n) {
-                self.buffered -= p.size;
+                self.buffered -= p.want;
                 self.events.push_back(Event::Incomplete {
                     stream: id,
                     adu: n,
@@ -642,7 +688,7 @@ impl Reassembler {
         // SUs of ADUs past the count the sender announced are reported, then the end.
         for (adu, p) in std::mem::take(&mut st.adus) {
             st.lossy = true;
-            self.buffered -= p.size;
+            self.buffered -= p.want;
             self.events.push_back(Event::Incomplete {
                 stream: id,
                 adu,

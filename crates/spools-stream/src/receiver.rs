@@ -10,12 +10,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use spools_proto::auth::Secret;
+use spools_proto::stream::{Hello, Open};
 
 use crate::acks::AckBoard;
+use crate::control::{Acker, Admit, AdmitFn, OnOpen, Stopper};
 use crate::error::ReassemblyError;
 use crate::reassembly::{Event, Limits, Reassembler};
 use crate::recycler::Recycler;
-use crate::serve_link::{read_link, Msg, OnHold, Shared};
+use crate::serve_link::{read_link, Msg, OnHold, Policy, Shared};
 
 /// An event of one logical connection.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,9 +84,11 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Receiver {
     listener: TcpListener,
     limits: Limits,
-    secret: Option<Secret>,
-    on_hold: Option<OnHold>,
+    policy: Policy,
     recycler: Recycler,
+    /// Acks sent when the consumer says so, rather than when the sink took the ADU.
+    acker: Option<Acker>,
+    stop: Arc<AtomicBool>,
 }
 
 impl Receiver {
@@ -96,9 +100,10 @@ impl Receiver {
         Ok(Receiver {
             listener: TcpListener::bind(addr)?,
             limits,
-            secret: None,
-            on_hold: None,
+            policy: Policy::default(),
             recycler: Recycler::default(),
+            acker: None,
+            stop: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -122,11 +127,63 @@ impl Receiver {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     #[must_use]
-    pub fn require_proof(self, secret: Secret) -> Receiver {
-        Receiver {
-            secret: Some(secret),
-            ..self
-        }
+    pub fn require_proof(mut self, secret: Secret) -> Receiver {
+        self.policy.secret = Some(secret);
+        self
+    }
+
+    /// Decides for each link that said hello (and proved the secret, when required):
+    /// serve it here, as a whole connection or a [`crate::Share`] of one, move it to
+    /// another receiver of the connection, or refuse it. Without it, every link is served
+    /// with its whole connection. It runs on the link's thread.
+    ///
+    /// ```
+    /// use spools_stream::{Admit, Limits, Receiver};
+    /// let other = "127.0.0.1:7001".parse()?;
+    /// // Links 0 and 2 here, the odd ones to another receiver.
+    /// let r = Receiver::bind("127.0.0.1:0", Limits::default())?
+    ///     .admit(move |h| match h.link % 2 {
+    ///         0 => Admit::Serve(Some(spools_stream::Share::new(
+    ///             (0..h.links).filter(|s| s % 2 == 0).collect(),
+    ///             true,
+    ///         ))),
+    ///         _ => Admit::Move(other),
+    ///     });
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn admit(mut self, f: impl Fn(&Hello) -> Admit + Send + Sync + 'static) -> Receiver {
+        self.policy.admit = Some(Arc::new(f) as AdmitFn);
+        self
+    }
+
+    /// Calls `f` with the connection's link count and each stream announced on a link
+    /// (every `open` frame the reassembly takes), on the link's thread.
+    #[must_use]
+    pub fn on_open(mut self, f: impl Fn(u16, &Open) + Send + Sync + 'static) -> Receiver {
+        self.policy.on_open = Some(Arc::new(f) as OnOpen);
+        self
+    }
+
+    /// Acks ADUs when the consumer says it is done with them ([`Acker::ack`]) instead of
+    /// when the sink took them, so that a sender's window holds it to what the consumer
+    /// consumed (a job's collective receive).
+    #[must_use]
+    pub fn consumer_acks(mut self) -> (Receiver, Acker) {
+        let a = Acker::default();
+        self.acker = Some(a.clone());
+        (self, a)
+    }
+
+    /// Ends [`Receiver::serve`] from another thread (see [`Stopper`]).
+    ///
+    /// # Errors
+    /// The operating system's, asking the listener's address.
+    pub fn stopper(&self) -> std::io::Result<Stopper> {
+        Ok(Stopper {
+            stop: self.stop.clone(),
+            addr: self.listener.local_addr()?,
+        })
     }
 
     /// Calls `f` each time a link stops reading because its connection's whole ADUs not
@@ -140,11 +197,9 @@ impl Receiver {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     #[must_use]
-    pub fn on_hold(self, f: impl Fn(u64) + Send + Sync + 'static) -> Receiver {
-        Receiver {
-            on_hold: Some(Arc::new(f)),
-            ..self
-        }
+    pub fn on_hold(mut self, f: impl Fn(u64) + Send + Sync + 'static) -> Receiver {
+        self.policy.on_hold = Some(Arc::new(f) as OnHold);
+        self
     }
 
     /// Where senders connect.
@@ -172,13 +227,13 @@ impl Receiver {
         mut sink: impl FnMut(Delivery) -> std::io::Result<()>,
     ) -> Result<Summary, RecvError> {
         let (tx, rx) = channel::<Msg>();
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = self.stop.clone();
         let addr = self.listener.local_addr().map_err(RecvError::Accept)?;
         let acceptor = {
-            let (tx, stop, secret) = (tx.clone(), stop.clone(), self.secret);
-            let (listener, on_hold) = (self.listener, self.on_hold);
+            let (tx, stop, policy) = (tx.clone(), stop.clone(), Arc::new(self.policy));
+            let listener = self.listener;
             std::thread::spawn(move || {
-                accept_loop(&listener, &tx, &stop, secret.as_ref(), on_hold.as_ref());
+                accept_loop(&listener, &tx, &stop, &policy);
             })
         };
         drop(tx);
@@ -186,6 +241,8 @@ impl Receiver {
         // Link id -> (connection, link index); connection -> state.
         let mut links: HashMap<usize, (u64, u16)> = HashMap::new();
         let mut conns: HashMap<u64, Conn> = HashMap::new();
+        // Acks when the sink took an ADU, unless the consumer sends them.
+        let auto = self.acker.is_none();
         let result = loop {
             if summary.connections >= connections {
                 break Ok(());
@@ -194,25 +251,43 @@ impl Receiver {
                 break Ok(());
             };
             match msg {
+                Msg::Stopped => break Ok(()),
                 Msg::AcceptFailed(e) => break Err(RecvError::Accept(e)),
                 Msg::Refused(why) => summary.refused.push(why),
                 Msg::Hello {
                     id,
                     hello: h,
+                    share,
                     acks,
                     reply,
                 } => {
                     summary.started.get_or_insert_with(Instant::now);
                     let added = match conns.get_mut(&h.conn) {
                         Some(c) => c.shared.with(|r| r.add_link(&h)).unwrap_or(Ok(())),
-                        None => Reassembler::new(&h, self.limits).map(|mut r| {
-                            r.recycle_from(self.recycler.clone());
-                            conns.insert(h.conn, Conn::new(r, h.links, self.limits));
-                        }),
+                        None => {
+                            let held = share
+                                .as_ref()
+                                .map_or_else(|| usize::from(h.links), |s| s.links().len());
+                            match share {
+                                Some(s) => Reassembler::new_shared(&h, self.limits, s),
+                                None => Reassembler::new(&h, self.limits),
+                            }
+                            .map(|mut r| {
+                                r.recycle_from(self.recycler.clone());
+                                let c = Conn::new(r, held, self.limits);
+                                if let Some(a) = &self.acker {
+                                    a.add_conn(c.shared.clone());
+                                }
+                                conns.insert(h.conn, c);
+                            })
+                        }
                     };
                     let shared = match (added, conns.get_mut(&h.conn)) {
                         (Ok(()), Some(c)) => {
                             links.insert(id, (h.conn, h.link));
+                            if let Some(a) = &self.acker {
+                                a.add_link(acks.clone());
+                            }
                             c.acks.push(acks);
                             Some(c.shared.clone())
                         }
@@ -229,7 +304,7 @@ impl Receiver {
                 Msg::Ready(conn) => {
                     if let Some(c) = conns.get(&conn) {
                         let events = c.shared.ready_events();
-                        if let Err(e) = deliver(conn, c, events, &mut sink, &mut summary) {
+                        if let Err(e) = deliver(conn, c, events, &mut sink, &mut summary, auto) {
                             break Err(e);
                         }
                     }
@@ -245,7 +320,7 @@ impl Receiver {
                         summary.faults.push((conn, f));
                     }
                     if let Some(c) = conns.get(&conn) {
-                        if let Err(e) = deliver(conn, c, events, &mut sink, &mut summary) {
+                        if let Err(e) = deliver(conn, c, events, &mut sink, &mut summary, auto) {
                             break Err(e);
                         }
                     }
@@ -267,10 +342,10 @@ impl Receiver {
                     };
                     c.ended += 1;
                     let events = c.shared.ready_events();
-                    if let Err(e) = deliver(conn, c, events, &mut sink, &mut summary) {
+                    if let Err(e) = deliver(conn, c, events, &mut sink, &mut summary, auto) {
                         break Err(e);
                     }
-                    if c.ended == usize::from(c.links) {
+                    if c.ended == c.links {
                         summary.connections += 1;
                         summary.max_pending = summary.max_pending.max(c.shared.max_ready());
                         conns.remove(&conn);
@@ -294,14 +369,15 @@ impl Receiver {
 struct Conn {
     /// The reassembly, shared with the connection's link threads.
     shared: Arc<Shared>,
-    links: u16,
+    /// Links served here (all of the connection's, or a share's).
+    links: usize,
     ended: usize,
     /// Its links' acks.
     acks: Vec<Arc<AckBoard>>,
 }
 
 impl Conn {
-    fn new(r: Reassembler, links: u16, limits: Limits) -> Conn {
+    fn new(r: Reassembler, links: usize, limits: Limits) -> Conn {
         Conn {
             shared: Arc::new(Shared::new(r, limits.max_buffered)),
             links,
@@ -320,13 +396,14 @@ fn deliver(
     events: impl IntoIterator<Item = Event>,
     sink: &mut impl FnMut(Delivery) -> std::io::Result<()>,
     summary: &mut Summary,
+    auto: bool,
 ) -> Result<(), RecvError> {
     for event in events {
         let ack = match &event {
             Event::Adu { stream, adu, data } => {
                 summary.adus += 1;
                 summary.bytes += data.len() as u64;
-                Some((*stream, *adu))
+                auto.then_some((*stream, *adu))
             }
             _ => None,
         };
@@ -338,26 +415,20 @@ fn deliver(
     Ok(())
 }
 
-fn accept_loop(
-    listener: &TcpListener,
-    tx: &Tx<Msg>,
-    stop: &AtomicBool,
-    secret: Option<&Secret>,
-    on_hold: Option<&OnHold>,
-) {
+fn accept_loop(listener: &TcpListener, tx: &Tx<Msg>, stop: &AtomicBool, policy: &Arc<Policy>) {
     let mut next_id = 0usize;
     loop {
         let accepted = listener.accept();
         if stop.load(Ordering::SeqCst) {
+            let _ = tx.send(Msg::Stopped);
             return;
         }
         match accepted {
             Ok((sock, peer)) => {
-                let (tx, id, secret) = (tx.clone(), next_id, secret.cloned());
-                let on_hold = on_hold.cloned();
+                let (tx, id, policy) = (tx.clone(), next_id, policy.clone());
                 next_id += 1;
                 std::thread::spawn(move || {
-                    read_link(sock, peer, id, &tx, secret.as_ref(), on_hold.as_ref());
+                    read_link(sock, peer, id, &tx, &policy);
                 });
             }
             Err(e) => {

@@ -11,8 +11,9 @@ use std::time::Duration;
 use spools_proto::auth::Secret;
 use spools_proto::handshake::{Client, HandshakeError, Identity, Purpose, SERVER_HELLO_LEN};
 use spools_proto::stream::{
-    su_range, tus, Ack, Close, Frame, Hello, Open, Su, HELLO_CAN_PROVE, MAX_LINKS, MAX_SU,
-    SU_HEADER, VARIABLE, VERSION, WELCOME_ACKS, WELCOME_PROVEN, WELCOME_REQUIRE_PROOF,
+    su_range, tus, Ack, Close, Frame, Hello, Open, Su, HELLO_CAN_MOVE, HELLO_CAN_PROVE, MAX_LINKS,
+    MAX_SU, SU_HEADER, VARIABLE, VERSION, WELCOME_ACKS, WELCOME_MOVE, WELCOME_PROVEN,
+    WELCOME_REQUIRE_PROOF,
 };
 
 use crate::link::{FrameReader, LinkError, Read1};
@@ -84,9 +85,26 @@ pub enum SendError {
         /// What it sent.
         got: &'static str,
     },
+    /// The receiver moved the link a second time (a link moves at most once: the
+    /// receiver it was moved to must serve it).
+    #[error("link {link}: moved again by the receiver at {addr}")]
+    MovedAgain {
+        /// The link.
+        link: u16,
+        /// The receiver that moved it again.
+        addr: SocketAddr,
+    },
     /// An argument outside what the format allows.
     #[error("{0}")]
     Format(&'static str),
+}
+
+/// How a link's handshake with one receiver ended.
+enum Handshaken {
+    /// Welcomed: the socket, its frames and the last welcome's flags.
+    Ready(TcpStream, FrameReader<TcpStream>, u16),
+    /// Moved: say hello again there.
+    Move(SocketAddr),
 }
 
 /// One link of a logical connection, owned by this process: what a rank of a job that owns
@@ -112,13 +130,16 @@ pub struct LinkSender {
 
 impl LinkSender {
     /// Opens link `link` of `links` of connection `conn` to `addr`: hello, then the
-    /// receiver's welcome.
+    /// receiver's welcome. The hello says the link can move (`HELLO_CAN_MOVE`): a receiver
+    /// that spreads its links (a job) may answer with the address of another receiver of
+    /// the connection, where the link says the same hello again (once).
     ///
     /// # Errors
     /// [`SendError::Connect`] when the receiver refuses the connection or does not answer
     /// within [`CONNECT_TIMEOUT`]; [`SendError`] when the link is not welcomed;
     /// [`SendError::ProofRequired`] when the receiver requires the job secret's proof (see
-    /// [`LinkSender::connect_proving`]).
+    /// [`LinkSender::connect_proving`]); [`SendError::MovedAgain`] when the receiver the
+    /// link was moved to moves it again.
     pub fn connect(
         addr: SocketAddr,
         links: u16,
@@ -156,47 +177,20 @@ impl LinkSender {
                 "links must be 1 to 1024, and the link below them",
             ));
         }
-        let io = |e: std::io::Error| SendError::Link {
-            link,
-            source: e.into(),
-        };
-        let mut sock = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)
-            .map_err(|source| SendError::Connect { addr, source })?;
-        // SUs and control frames go out as they are written (no Nagle delay on the last
-        // segment of a frame).
-        let _ = sock.set_nodelay(true);
-        // The receiver answers at once: a bound on the wait, lifted once welcomed.
-        sock.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).map_err(io)?;
-        let mut b = Vec::new();
-        Frame::Hello(Hello {
+        let hello = Hello {
             version: VERSION,
-            flags: if secret.is_some() { HELLO_CAN_PROVE } else { 0 },
+            flags: HELLO_CAN_MOVE | if secret.is_some() { HELLO_CAN_PROVE } else { 0 },
             links,
             link,
             conn,
-        })
-        .encode(&mut b);
-        sock.write_all(&b).map_err(io)?;
-        let mut frames = FrameReader::new(sock.try_clone().map_err(io)?);
-        let mut flags = match frames.next() {
-            Ok(Read1::Frame(Frame::Welcome(w))) => w.flags,
-            Ok(_) => return Err(SendError::NoWelcome { link }),
-            Err(source) => return Err(SendError::Link { link, source }),
         };
-        if flags & WELCOME_REQUIRE_PROOF != 0 {
-            let proven = match secret {
-                Some(secret) => prove(&mut sock, &mut frames, secret, link),
-                None => Err(SendError::ProofRequired { link }),
-            };
-            flags = match proven {
-                Ok(flags) => flags,
-                Err(e) => {
-                    hang_up(&sock, &mut frames);
-                    return Err(e);
-                }
-            };
-        }
-        sock.set_read_timeout(None).map_err(io)?;
+        let (sock, frames, flags) = match handshake(addr, &hello, secret)? {
+            Handshaken::Ready(sock, frames, flags) => (sock, frames, flags),
+            Handshaken::Move(to) => match handshake(to, &hello, secret)? {
+                Handshaken::Ready(sock, frames, flags) => (sock, frames, flags),
+                Handshaken::Move(_) => return Err(SendError::MovedAgain { link, addr: to }),
+            },
+        };
         Ok(LinkSender {
             sock,
             link,
@@ -448,6 +442,63 @@ fn hang_up(sock: &TcpStream, frames: &mut FrameReader<TcpStream>) {
             return;
         }
     }
+}
+
+/// One receiver's handshake of a link: hello, welcome, the proof when asked, and where the
+/// link goes on when the last welcome moves it.
+fn handshake(
+    addr: SocketAddr,
+    hello: &Hello,
+    secret: Option<&Secret>,
+) -> Result<Handshaken, SendError> {
+    let link = hello.link;
+    let io = |e: std::io::Error| SendError::Link {
+        link,
+        source: e.into(),
+    };
+    let mut sock = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)
+        .map_err(|source| SendError::Connect { addr, source })?;
+    // SUs and control frames go out as they are written (no Nagle delay on the last
+    // segment of a frame).
+    let _ = sock.set_nodelay(true);
+    // The receiver answers at once: a bound on the wait, lifted once welcomed.
+    sock.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).map_err(io)?;
+    let mut b = Vec::new();
+    Frame::Hello(*hello).encode(&mut b);
+    sock.write_all(&b).map_err(io)?;
+    let mut frames = FrameReader::new(sock.try_clone().map_err(io)?);
+    let mut flags = match frames.next() {
+        Ok(Read1::Frame(Frame::Welcome(w))) => w.flags,
+        Ok(_) => return Err(SendError::NoWelcome { link }),
+        Err(source) => return Err(SendError::Link { link, source }),
+    };
+    if flags & WELCOME_REQUIRE_PROOF != 0 {
+        let proven = match secret {
+            Some(secret) => prove(&mut sock, &mut frames, secret, link),
+            None => Err(SendError::ProofRequired { link }),
+        };
+        flags = match proven {
+            Ok(flags) => flags,
+            Err(e) => {
+                hang_up(&sock, &mut frames);
+                return Err(e);
+            }
+        };
+    }
+    if flags & WELCOME_MOVE != 0 {
+        let to = match frames.next() {
+            Ok(Read1::Frame(Frame::Move(m))) => Ok(m.addr),
+            Ok(_) => Err(SendError::Unexpected {
+                link,
+                got: "a frame other than move after a welcome that moves the link",
+            }),
+            Err(source) => Err(SendError::Link { link, source }),
+        };
+        hang_up(&sock, &mut frames);
+        return to.map(Handshaken::Move);
+    }
+    sock.set_read_timeout(None).map_err(io)?;
+    Ok(Handshaken::Ready(sock, frames, flags))
 }
 
 /// The sender's side of the secret handshake on a link, after a welcome that requires it:

@@ -18,16 +18,28 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use spools_proto::auth::Secret;
 use spools_proto::handshake::{Server, CLIENT_AUTH_LEN, CLIENT_HELLO_LEN};
 use spools_proto::stream::{
-    Frame, Hello, Su, Welcome, HELLO_CAN_PROVE, VERSION, WELCOME_ACKS, WELCOME_PROVEN,
-    WELCOME_REQUIRE_PROOF,
+    Frame, Hello, Move, Su, Welcome, HELLO_CAN_MOVE, HELLO_CAN_PROVE, VERSION, WELCOME_ACKS,
+    WELCOME_MOVE, WELCOME_PROVEN, WELCOME_REQUIRE_PROOF,
 };
 
 use crate::acks::AckBoard;
+use crate::control::{Admit, AdmitFn, OnOpen};
 use crate::error::ReassemblyError;
 use crate::link::{FrameReader, Read1, Read1Head};
 use crate::reassembly::Event;
 use crate::reassembly::{Placed, Reassembler};
 use crate::receiver::HANDSHAKE_TIMEOUT;
+use crate::share::Share;
+
+/// How every link of a receiver is taken: the secret it requires, who is told when links
+/// stop reading, which links it serves, moves or refuses, who is told of streams.
+#[derive(Default)]
+pub(crate) struct Policy {
+    pub(crate) secret: Option<Secret>,
+    pub(crate) on_hold: Option<OnHold>,
+    pub(crate) admit: Option<AdmitFn>,
+    pub(crate) on_open: Option<OnOpen>,
+}
 
 /// What the link threads tell the serving thread.
 pub(crate) enum Msg {
@@ -36,6 +48,8 @@ pub(crate) enum Msg {
     Hello {
         id: usize,
         hello: Hello,
+        /// The share of its connection, when its first link decides one.
+        share: Option<Share>,
         acks: Arc<AckBoard>,
         reply: Tx<Option<Arc<Shared>>>,
     },
@@ -55,6 +69,8 @@ pub(crate) enum Msg {
     Refused(String),
     /// Accepting failed.
     AcceptFailed(std::io::Error),
+    /// The receiver was stopped ([`crate::Stopper`]).
+    Stopped,
 }
 
 /// Told the bytes of whole ADUs ready and not taken each time a link stops reading
@@ -172,9 +188,9 @@ pub(crate) fn read_link(
     peer: SocketAddr,
     id: usize,
     tx: &Tx<Msg>,
-    secret: Option<&Secret>,
-    on_hold: Option<&OnHold>,
+    policy: &Policy,
 ) {
+    let (secret, on_hold) = (policy.secret.as_ref(), policy.on_hold.as_ref());
     let Ok(mut out) = sock.try_clone() else {
         return;
     };
@@ -198,12 +214,32 @@ pub(crate) fn read_link(
             return;
         }
     };
+    let admit = policy.admit.as_ref().map_or(Admit::Serve(None), |f| f(&h));
+    let refuse = |why: &str| {
+        let _ = tx.send(Msg::Refused(format!(
+            "{peer}: link {} of connection {:016x}: {why}",
+            h.link, h.conn
+        )));
+    };
+    let (share, to) = match admit {
+        Admit::Refuse(why) => return refuse(why),
+        Admit::Move(_) if h.flags & HELLO_CAN_MOVE == 0 => {
+            return refuse("this link is served by another receiver, and the sender cannot move it")
+        }
+        Admit::Move(to) => (None, Some(to)),
+        Admit::Serve(share) => (share, None),
+    };
+    // A moved link has no acks here; the last welcome says where it goes.
+    let (acks_flag, moving) = match to {
+        Some(_) => (0, WELCOME_MOVE),
+        None => (WELCOME_ACKS, 0),
+    };
     let proof = if secret.is_some() {
         WELCOME_REQUIRE_PROOF
     } else {
-        0
+        moving
     };
-    if welcome(&mut out, WELCOME_ACKS | proof).is_err() {
+    if welcome(&mut out, acks_flag | proof).is_err() {
         return;
     }
     if let Some(secret) = secret {
@@ -214,9 +250,12 @@ pub(crate) fn read_link(
             )));
             return;
         }
-        if welcome(&mut out, WELCOME_ACKS | WELCOME_PROVEN).is_err() {
+        if welcome(&mut out, acks_flag | WELCOME_PROVEN | moving).is_err() {
             return;
         }
+    }
+    if let Some(addr) = to {
+        return move_link(&mut out, &mut frames, addr);
     }
     let acks = Arc::new(AckBoard::default());
     let writer = {
@@ -227,6 +266,7 @@ pub(crate) fn read_link(
     let hello = Msg::Hello {
         id,
         hello: h,
+        share,
         acks: acks.clone(),
         reply,
     };
@@ -235,9 +275,11 @@ pub(crate) fn read_link(
             let link = Link {
                 conn: h.conn,
                 link: h.link,
+                links: h.links,
                 shared: &shared,
                 tx,
                 on_hold,
+                on_open: policy.on_open.as_ref(),
             };
             let error = link.receive(&mut frames);
             shared.with(|r| r.link_lost(h.link));
@@ -256,9 +298,11 @@ pub(crate) fn read_link(
 struct Link<'a> {
     conn: u64,
     link: u16,
+    links: u16,
     shared: &'a Shared,
     tx: &'a Tx<Msg>,
     on_hold: Option<&'a OnHold>,
+    on_open: Option<&'a OnOpen>,
 }
 
 impl Link<'_> {
@@ -297,14 +341,19 @@ impl Link<'_> {
     fn on_frame(&self, f: &Frame<'_>) {
         let unexpected = match f {
             Frame::Hello(_) => Some("second hello"),
-            Frame::Welcome(_) | Frame::Ack(_) => Some("receiver's frame"),
+            Frame::Welcome(_) | Frame::Ack(_) | Frame::Move(_) => Some("receiver's frame"),
             Frame::Open(_) | Frame::Close(_) | Frame::Su(..) => None,
         };
         match unexpected {
             Some(what) => {
                 self.drop_connection(&format!("link {}: unexpected {what}", self.link), None);
             }
-            None => self.update(|r| r.on_frame(self.link, f)),
+            None => {
+                if let (Frame::Open(o), Some(tell)) = (f, self.on_open) {
+                    tell(self.links, o);
+                }
+                self.update(|r| r.on_frame(self.link, f));
+            }
         }
     }
 
@@ -338,6 +387,24 @@ impl Link<'_> {
             fault,
             events,
         });
+    }
+}
+
+/// Ends a link moved to `addr`: the `move` frame, then the link's end once the sender hung
+/// up (it reads the frame first; within the handshake's time).
+fn move_link(out: &mut TcpStream, frames: &mut FrameReader<TcpStream>, addr: SocketAddr) {
+    let mut b = Vec::new();
+    Frame::Move(Move { addr }).encode(&mut b);
+    if out.write_all(&b).is_err() {
+        return;
+    }
+    let _ = out.shutdown(Shutdown::Write);
+    let _ = out.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
+    let mut rest = [0u8; 256];
+    for _ in 0..64 {
+        if frames.read_raw(&mut rest).is_err() {
+            return;
+        }
     }
 }
 

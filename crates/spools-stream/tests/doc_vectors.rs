@@ -13,8 +13,9 @@
 use spools_proto::auth::Secret;
 use spools_proto::handshake::{Client, Identity, Purpose, Server};
 use spools_proto::stream::{
-    decode, su_range, tus, Ack, Close, Frame, Hello, Open, Su, Welcome, HELLO_CAN_PROVE,
-    NOT_SEQUENCED, VARIABLE, VERSION, WELCOME_ACKS, WELCOME_PROVEN, WELCOME_REQUIRE_PROOF,
+    decode, su_range, tus, Ack, Close, Frame, Hello, Move, Open, Su, Welcome, HELLO_CAN_MOVE,
+    HELLO_CAN_PROVE, NOT_SEQUENCED, VARIABLE, VERSION, WELCOME_ACKS, WELCOME_MOVE, WELCOME_PROVEN,
+    WELCOME_REQUIRE_PROOF,
 };
 use spools_stream::{Event, Limits, Reassembler};
 
@@ -55,6 +56,7 @@ fn frame(label: &'static str, f: &Frame<'_>) -> Msg {
         Frame::Open(_) => vec![4, 4, 4, 4, 4, 8, 8],
         Frame::Su(_, p) => vec![4, 4, 2, 2, 8, 8, 8, 8, 4, 4, p.len()],
         Frame::Close(_) | Frame::Ack(_) => vec![4, 4, 4, 8],
+        Frame::Move(_) => vec![4, 2, 2, 16],
     };
     Msg {
         label,
@@ -210,7 +212,58 @@ fn exchange() -> Vec<(String, Vec<Msg>)> {
             ],
         ));
     }
+    blocks.extend(moved_link());
     blocks
+}
+
+/// Link 1 of the same connection to a job of 2 ranks that spreads its links (no proof
+/// asked): rank 0 (at the address the sender was given) moves it to rank 1's listener,
+/// `10.0.0.2:7001`, where the same hello is welcomed with acks.
+fn moved_link() -> Vec<(String, Vec<Msg>)> {
+    let hello = frame(
+        "hello",
+        &Frame::Hello(Hello {
+            version: VERSION,
+            flags: HELLO_CAN_MOVE,
+            links: LINKS,
+            link: 1,
+            conn: CONN,
+        }),
+    );
+    let welcome = |flags| {
+        frame(
+            "welcome",
+            &Frame::Welcome(Welcome {
+                version: VERSION,
+                flags,
+            }),
+        )
+    };
+    let again = Msg {
+        label: "hello",
+        bytes: hello.bytes.clone(),
+        fields: hello.fields.clone(),
+    };
+    vec![
+        ("moved link 1: sender to rank 0".into(), vec![hello]),
+        (
+            "moved link 1: rank 0 to sender".into(),
+            vec![
+                welcome(WELCOME_MOVE),
+                frame(
+                    "move",
+                    &Frame::Move(Move {
+                        addr: "10.0.0.2:7001".parse().unwrap(),
+                    }),
+                ),
+            ],
+        ),
+        ("moved link 1: sender to rank 1".into(), vec![again]),
+        (
+            "moved link 1: rank 1 to sender".into(),
+            vec![welcome(WELCOME_ACKS)],
+        ),
+    ]
 }
 
 fn hex(b: &[u8]) -> String {

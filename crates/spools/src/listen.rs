@@ -10,9 +10,11 @@ use crate::World;
 impl World {
     /// Listens at `addr` (port 0: any free port) for a stream into the job: one logical
     /// connection from a sender outside it (`spools send`, a `spools_stream::Sender`,
-    /// any program speaking [`spools_proto::stream`]). Rank 0 owns the K inbound links and
-    /// reassembles each ADU; the reader's [`recv_adu`](StreamReader::recv_adu) (collective)
-    /// scatters it into every rank's share of a layout, and
+    /// any program speaking [`spools_proto::stream`]). Rank 0 moves link `s` of the K
+    /// inbound links to rank `s % P` (when the sender can move them; else it keeps them
+    /// all), each rank receives its links' pieces of each ADU, and the reader's
+    /// [`recv_adu`](StreamReader::recv_adu) (collective) moves the ADU by one exchange into
+    /// every rank's share of a layout, and
     /// [`next_adu`](StreamReader::next_adu) says what comes next (its size, for ADUs of
     /// varying size). Collective. ADUs of up to 1 GiB are accepted (see
     /// [`StreamReader::listen`] for other limits).

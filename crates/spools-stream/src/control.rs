@@ -1,0 +1,115 @@
+//! What a [`crate::Receiver`]'s owner decides or does from outside its serving loop: which
+//! links it serves, moves or refuses ([`Admit`]), acks sent when the consumer is done with
+//! an ADU rather than when it was handed over ([`Acker`]), and ending the serving loop
+//! ([`Stopper`]).
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use spools_proto::stream::{Hello, Open};
+
+use crate::acks::AckBoard;
+use crate::serve_link::Shared;
+use crate::share::Share;
+
+/// What a receiver does with a link that said hello (see [`crate::Receiver::admit`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Admit {
+    /// Serves it here: with every link of its connection (`None`), or as a [`Share`] of a
+    /// connection spread over several receivers. A connection's first link decides.
+    Serve(Option<Share>),
+    /// Moves it to another receiver of the connection: `welcome` with `WELCOME_MOVE`, then
+    /// `move` with this address. Only a hello with `HELLO_CAN_MOVE` is moved; another one
+    /// is refused.
+    Move(SocketAddr),
+    /// Refuses it (named in [`crate::Summary::refused`] with this reason).
+    Refuse(&'static str),
+}
+
+/// Decides for each hello.
+pub(crate) type AdmitFn = Arc<dyn Fn(&Hello) -> Admit + Send + Sync>;
+
+/// Told every stream announced (`open`) on a link, with its connection's link count.
+pub(crate) type OnOpen = Arc<dyn Fn(u16, &Open) + Send + Sync>;
+
+#[derive(Default)]
+struct Served {
+    boards: Vec<Arc<AckBoard>>,
+    conns: Vec<Arc<Shared>>,
+}
+
+/// Acknowledges ADUs when the consumer is done with them (see
+/// [`crate::Receiver::consumer_acks`]): on every link the receiver serves.
+#[derive(Clone, Default)]
+pub struct Acker {
+    served: Arc<Mutex<Served>>,
+}
+
+impl Acker {
+    fn lock(&self) -> MutexGuard<'_, Served> {
+        self.served.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The consumer is done with ADUs `0..=adu` of `stream`: an `ack` goes out on every
+    /// link this receiver serves, and a [`Share`]'s reassembly refuses SUs of them from
+    /// now on. Never blocks on a sender (the acks are written by each link's thread).
+    pub fn ack(&self, stream: u32, adu: u64) {
+        let s = self.lock();
+        for c in &s.conns {
+            c.with(|r| r.taken(stream, adu));
+        }
+        for b in &s.boards {
+            b.post(stream, adu);
+        }
+    }
+
+    /// The size of ADU `adu` of `stream`, whose piece a [`Share`] handed out and the
+    /// consumer did not acknowledge yet (a piece's length does not say it).
+    pub fn piece_of(&self, stream: u32, adu: u64) -> Option<u64> {
+        self.lock()
+            .conns
+            .iter()
+            .find_map(|c| c.with(|r| r.piece_of(stream, adu)).flatten())
+    }
+
+    pub(crate) fn add_link(&self, board: Arc<AckBoard>) {
+        self.lock().boards.push(board);
+    }
+
+    pub(crate) fn add_conn(&self, c: Arc<Shared>) {
+        self.lock().conns.push(c);
+    }
+}
+
+/// Ends a receiver's [`crate::Receiver::serve`] from another thread: the serving loop
+/// returns with what it saw, and the links still open are cut.
+#[derive(Clone)]
+pub struct Stopper {
+    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) addr: SocketAddr,
+}
+
+impl Stopper {
+    /// Stops the serving loop (at once if it waits for a connection; a connection being
+    /// served is cut). Does nothing once it stopped.
+    pub fn stop(&self) {
+        if self.stop.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        // Wakes the acceptor, which sees the flag; from a thread of its own, so that
+        // stopping never blocks.
+        let mut to = self.addr;
+        if to.ip().is_unspecified() {
+            to.set_ip(match to.ip() {
+                IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+                IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
+            });
+        }
+        let _ = std::thread::Builder::new()
+            .name("spools-stream-stop".into())
+            .spawn(move || {
+                let _ = TcpStream::connect_timeout(&to, crate::CONNECT_TIMEOUT);
+            });
+    }
+}
