@@ -1,7 +1,8 @@
 //! One logical connection from the job to a destination: K links owned by the ranks (round
-//! the hosts, then round each host's ranks: on one host, link `s` by rank `s % P`), carrying any number of streams. Each ADU is reshuffled by the
-//! exchange engine into the links' stripes ([`super::distribution`]) and handed to the
-//! owners' sending threads ([`super::link`]).
+//! the hosts, then round each host's ranks: on one host, link `s` by rank `s % P`),
+//! carrying any number of streams. Each ADU is reshuffled by the exchange engine into the
+//! links' stripes ([`super::distribution`]) and handed to the owners' sending threads
+//! ([`super::link`]).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -38,11 +39,11 @@ struct Stream {
 }
 
 /// A logical connection from the job to one destination outside it (`spools recv`, or any
-/// program speaking [`spools_proto::stream`]): `links` TCP links, owned round the hosts, then
-/// round each host's ranks (on one host, link `s` by rank `s % P` of the communicator's
-/// `P` ranks), and any number of streams on them. Every method
-/// is collective (every rank calls it, with the same arguments but its own data) and an
-/// error on any rank fails the call on every rank. A connection dropped without
+/// program speaking [`spools_proto::stream`]): `links` TCP links, owned round the hosts,
+/// then round each host's ranks (on one host, link `s` by rank `s % P` of the
+/// communicator's `P` ranks), and any number of streams on them. Every method is
+/// collective (every rank calls it, with the same arguments but its own data) and an error
+/// on any rank fails the call on every rank. A connection dropped without
 /// [`close`](StreamConnection::close) (after an error) is abandoned: its links stop at once
 /// and the receiver sees its open streams end incomplete.
 /// So is a connection whose call failed part-way: a wait that the process's interrupt

@@ -1,7 +1,7 @@
 //! The I/O distribution of a stream: an ADU's canonical byte stream striped over the K
 //! links as SUs, `stripe(unit=SU, count=K)`, with link `s` (stripe unit `s`) held by a
-//! rank chosen round the hosts ([`link_owners`]; on one host, rank `s % P`); and the source layout of a variable-size ADU (every rank's bytes back to back,
-//! in rank order).
+//! rank chosen round the hosts ([`link_owners`]; on one host, rank `s % P`); and the
+//! source layout of a variable-size ADU (every rank's bytes back to back, in rank order).
 
 use spools_map::{IrregularLayout, Layout, StripeLayout};
 use spools_proto::stream::{su_range, tus};

@@ -132,47 +132,31 @@ impl LinkThread {
     pub(crate) fn start(mut sender: LinkSender, links: u16) -> std::io::Result<LinkThread> {
         let link = sender.link();
         let shared: Shared = Arc::default();
-        let reader = match sender.take_acks() {
-            Some(acks) => {
-                lock(&shared).acks = true;
-                let shared = Arc::clone(&shared);
-                let spawned = std::thread::Builder::new()
-                    .name(format!("spools-stream-acks-{link}"))
-                    .spawn(move || read_acks(acks, &shared));
-                match spawned {
-                    Ok(h) => Some(h),
-                    Err(e) => {
-                        sender.abort();
-                        return Err(e);
-                    }
-                }
-            }
-            None => None,
-        };
         let handle = {
             let shared = Arc::clone(&shared);
-            let spawned = std::thread::Builder::new()
+            std::thread::Builder::new()
                 .name(format!("spools-stream-link-{link}"))
                 .spawn(move || {
                     let _done = Done(Arc::clone(&shared));
-                    let r = run(&mut sender, links, &shared);
-                    // However the thread ends, the ack reader returns: the socket is
-                    // shut in both directions (after an orderly end, the receiver has
-                    // closed it already).
+                    let reader = start_reader(&mut sender, &shared);
+                    let r = match &reader {
+                        Ok(_) => run(&mut sender, links, &shared),
+                        Err(_) => Err(LinkFailure {
+                            at: None,
+                            source: SendError::Format(
+                                "the thread reading the link's acks could not start",
+                            ),
+                        }),
+                    };
+                    // However the thread ends, the ack reader returns: the socket is shut
+                    // in both directions (after an orderly end, the receiver has closed it
+                    // already).
                     sender.abort();
-                    if let Some(h) = reader {
+                    if let Ok(Some(h)) = reader {
                         let _ = h.join();
                     }
                     r
-                });
-            match spawned {
-                Ok(h) => h,
-                Err(e) => {
-                    // The sender moved into the closure that was not run: dropped, its
-                    // socket closed, and the reader (if any) sees the link end.
-                    return Err(e);
-                }
-            }
+                })?
         };
         Ok(LinkThread {
             link,
@@ -352,6 +336,23 @@ fn pick(queue: &[Queued], acked: Option<&HashMap<u32, u64>>) -> Option<usize> {
         }
     }
     best.map(|(i, _)| i)
+}
+
+/// Starts the thread that reads the receiver's acks on `sender`, when the receiver sends
+/// them.
+fn start_reader(
+    sender: &mut LinkSender,
+    shared: &Shared,
+) -> std::io::Result<Option<JoinHandle<()>>> {
+    let Some(acks) = sender.take_acks() else {
+        return Ok(None);
+    };
+    lock(shared).acks = true;
+    let shared = Arc::clone(shared);
+    std::thread::Builder::new()
+        .name(format!("spools-stream-acks-{}", acks.link()))
+        .spawn(move || read_acks(acks, &shared))
+        .map(Some)
 }
 
 /// The ack reader's thread: the receiver's acks into the shared state, until the receiver

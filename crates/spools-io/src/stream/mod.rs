@@ -2,9 +2,11 @@
 //!
 //! Out: each ADU, distributed over the ranks by any layout, is reshuffled by the exchange
 //! engine into the *I/O distribution* — `stripe(unit=SU, count=K)` of its byte stream, link
-//! `s`'s unit on a rank chosen round the hosts (on one host, rank `s % P`) — and each link owner sends its SUs over its link of the
-//! logical connection. In: rank 0 reassembles each ADU from its K links, and the exchange
-//! engine scatters it into the ranks' layout. The plan is M1⁻¹∘M2, as for every device;
+//! `s`'s unit on a rank chosen round the hosts (on one host, rank `s % P`) — and each link
+//! owner sends its SUs over its link of the logical connection. In: rank 0 moves link `s`
+//! to rank `s % P` (a sender that can move; another is served whole by rank 0), each rank
+//! reassembles its links' pieces, and one exchange moves each ADU from the links' stripes
+//! into the ranks' layout. The plan is M1⁻¹∘M2, as for every device;
 //! the wire format is [`spools_proto::stream`].
 //!
 //! - [`StreamWriter`]: one stream on a connection of its own ([`StreamFormat`]).
