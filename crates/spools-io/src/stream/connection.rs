@@ -678,13 +678,18 @@ impl<'c> StreamConnection<'c> {
         size: u64,
         tu: u64,
     ) -> Result<(), StreamError> {
-        // The SUs' CRCs are computed here, while the links send the ADU before.
-        let links = self.links;
+        // A rank with one link computes its SUs' CRCs here, while the link sends the ADU
+        // before (its thread only writes); the threads of a rank with several links each
+        // compute their own, side by side.
+        let (links, here) = (self.links, self.owned.len() == 1);
         let stripes = self.reshuffle(plan, prefix, data).and_then(|stripes| {
             stripes
                 .into_iter()
                 .zip(&self.owned)
                 .map(|(b, l)| {
+                    if !here {
+                        return Ok((b, Vec::new()));
+                    }
                     stripe_crcs(links, l.link(), size, tu, &b)
                         .map(|crcs| (b, crcs))
                         .map_err(|e| StreamError::of_link(l.link(), None, e))

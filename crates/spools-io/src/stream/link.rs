@@ -41,8 +41,8 @@ pub(crate) enum Item {
         tu: u64,
         /// This link's SUs, back to back.
         stripe: Vec<u8>,
-        /// The CRC32C of each of this link's SUs, in order ([`stripe_crcs`]), computed by
-        /// the rank: the sending thread only writes.
+        /// The CRC32C of each of this link's SUs, in order ([`stripe_crcs`]), when the
+        /// rank computed them; empty, the sending thread computes them.
         crcs: Vec<u32>,
     },
     /// End a stream.
@@ -421,6 +421,12 @@ fn run(l: &mut LinkSender, links: u16, shared: &Shared) -> Result<(), LinkFailur
                 stripe,
                 crcs,
             }) => {
+                let crcs = if crcs.is_empty() {
+                    stripe_crcs(links, l.link(), size, tu, &stripe)
+                        .map_err(fail(Some((stream, adu))))?
+                } else {
+                    crcs
+                };
                 send_sus(l, links, stream, adu, size, tu, &stripe, &crcs)
                     .map_err(fail(Some((stream, adu))))?;
                 let mut st = lock(shared);
