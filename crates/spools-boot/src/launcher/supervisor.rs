@@ -69,6 +69,14 @@ impl Supervisor {
         if self.failure.is_some() {
             return;
         }
+        // The first abort the server recorded wins: a rank that gave up because another
+        // did (its operations failed naming it) can be heard here first, its server
+        // thread having run ahead of the first one's.
+        let (rank, cause) = self
+            .server
+            .abort_record()
+            .unwrap_or_else(|| (rank, cause.to_string()));
+        let cause = cause.as_str();
         self.aborter = Some(rank);
         let place = self.place(rank);
         crate::logger::warn(format_args!(
