@@ -44,8 +44,9 @@ pub enum Route {
     Local,
     /// Shared memory.
     Shm,
-    /// TCP.
-    Tcp,
+    /// The network between hosts: TCP, or libfabric (`SPOOLS_TRANSPORT=ofi`, or `auto`
+    /// with a high-speed provider).
+    Net,
 }
 
 pub(crate) struct OpState {
@@ -64,11 +65,12 @@ pub(crate) struct Core {
     pub(crate) cfg: Config,
     pub(crate) boot: Arc<Bootstrap>,
     pub(crate) shm: Option<Arc<dyn Transport>>,
-    pub(crate) tcp: Option<Arc<dyn Transport>>,
+    /// The network transport (TCP or libfabric).
+    pub(crate) net: Option<Arc<dyn Transport>>,
     pub(crate) routes: Vec<Route>,
     /// The transports some route uses (the only ones worth polling).
     pub(crate) active: Vec<Arc<dyn Transport>>,
-    pub(crate) uses_tcp: bool,
+    pub(crate) uses_net: bool,
     pub(crate) registry: RwLock<Registry>,
     pub(crate) regions: Arc<Regions>,
     pub(crate) next_key: AtomicU32,
@@ -103,8 +105,8 @@ pub(crate) struct Core {
     pub(crate) epoch: Instant,
     /// Chunk size of fragmented transfers through shared memory.
     pub(crate) fragment: usize,
-    /// Chunk size of fragmented transfers through TCP.
-    pub(crate) fragment_tcp: usize,
+    /// Chunk size of fragmented transfers through the network transport.
+    pub(crate) fragment_net: usize,
     /// Work of upper layers run at the end of every progress round (see `Worker::add_poller`).
     pub(crate) pollers: RwLock<Vec<Poller>>,
     /// Pollers added so far (checked without the lock: a progress round copies `pollers`
@@ -128,7 +130,7 @@ impl Core {
     pub(crate) fn transport(&self, peer: u32) -> Result<&Arc<dyn Transport>, AmError> {
         let t = match self.routes.get(peer as usize) {
             Some(Route::Shm) => self.shm.as_ref(),
-            Some(Route::Tcp) => self.tcp.as_ref(),
+            Some(Route::Net) => self.net.as_ref(),
             Some(Route::Local) => None,
             None => {
                 return Err(AmError::BadRank {
@@ -148,7 +150,7 @@ impl Core {
     /// Chunk size of fragmented transfers to `peer`.
     pub(crate) fn fragment_for(&self, peer: u32) -> usize {
         match self.routes.get(peer as usize) {
-            Some(Route::Tcp) => self.fragment_tcp,
+            Some(Route::Net) => self.fragment_net,
             _ => self.fragment,
         }
     }
@@ -372,8 +374,8 @@ impl Core {
     }
 
     fn sleep_on_transports(&self, timeout: Duration) {
-        match (&self.shm, &self.tcp) {
-            (Some(s), Some(t)) if self.routes.contains(&Route::Tcp) => {
+        match (&self.shm, &self.net) {
+            (Some(s), Some(t)) if self.routes.contains(&Route::Net) => {
                 if self.routes.contains(&Route::Shm) {
                     // Both in use: one sleep in the TCP event loop, which also watches
                     // the bell local senders ring while this rank sleeps there.
@@ -408,7 +410,7 @@ impl Core {
         if let Some(s) = &self.shm {
             s.wake();
         }
-        if let Some(t) = &self.tcp {
+        if let Some(t) = &self.net {
             t.wake();
         }
     }

@@ -125,8 +125,8 @@ impl Core {
                     }
                 }
             }
-            if self.uses_tcp {
-                if let Some(t) = &self.tcp {
+            if self.uses_net {
+                if let Some(t) = &self.net {
                     t.flush(0)?;
                 }
             }

@@ -64,7 +64,7 @@ impl Worker {
         boot: Arc<Bootstrap>,
         cfg: Config,
         shm: Option<Arc<dyn Transport>>,
-        tcp: Option<Arc<dyn Transport>>,
+        net: Option<Arc<dyn Transport>>,
         routes: Vec<Route>,
         local_ranks: usize,
     ) -> Result<Worker, AmError> {
@@ -75,19 +75,19 @@ impl Worker {
         let fragment = shm.as_ref().map_or(cfg.fragment_size as usize, |t| {
             (cfg.fragment_size as usize).min(t.caps().max_message - header)
         });
-        let fragment_tcp = tcp.as_ref().map_or(fragment, |t| {
+        let fragment_net = net.as_ref().map_or(fragment, |t| {
             TCP_FRAGMENT
                 .max(cfg.fragment_size as usize)
                 .min(t.caps().max_message - header)
         });
         let lanes = usize::from(cfg.lanes);
         let uses_shm = routes.contains(&Route::Shm);
-        let uses_tcp = routes.contains(&Route::Tcp);
+        let uses_net = routes.contains(&Route::Net);
         let mut active = Vec::new();
         if let (Some(s), true) = (&shm, uses_shm) {
             active.push(s.clone());
         }
-        if let (Some(t), true) = (&tcp, uses_tcp) {
+        if let (Some(t), true) = (&net, uses_net) {
             active.push(t.clone());
         }
         // One thread drives the rank (thread level single or funneled): it owns the
@@ -95,7 +95,7 @@ impl Worker {
         let level = cfg.thread_level_in_effect();
         let core = Arc::new(Core {
             active,
-            uses_tcp,
+            uses_net,
             rank: boot.rank(),
             size: boot.size(),
             hold: Duration::from_micros(cfg.spin_us),
@@ -105,11 +105,11 @@ impl Worker {
             woken_at: AtomicU64::new(0),
             epoch: Instant::now(),
             fragment,
-            fragment_tcp,
+            fragment_net,
             cfg,
             boot,
             shm,
-            tcp,
+            net,
             routes,
             registry: RwLock::new(registry::Registry::default()),
             regions: Arc::new(RwLock::new(Default::default())),

@@ -51,7 +51,7 @@ pub enum Bench {
 #[derive(Args, Debug, Clone)]
 pub struct CommonArgs {
     /// Transport between the ranks (overrides SPOOLS_TRANSPORT for this run).
-    #[arg(long, value_parser = ["shm", "tcp", "auto"])]
+    #[arg(long, value_parser = ["shm", "tcp", "ofi", "auto"])]
     pub(crate) transport: Option<String>,
     /// Print one JSON document (rank 0) instead of a table.
     #[arg(long)]

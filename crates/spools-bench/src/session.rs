@@ -11,6 +11,7 @@ pub(crate) fn start(c: &CommonArgs) -> Result<World, BenchError> {
     match c.transport.as_deref() {
         Some("shm") => cfg.transport = TransportChoice::Shm,
         Some("tcp") => cfg.transport = TransportChoice::Tcp,
+        Some("ofi") => cfg.transport = TransportChoice::Ofi,
         Some(_) => cfg.transport = TransportChoice::Auto,
         None => {}
     }
@@ -22,7 +23,8 @@ pub(crate) fn start(c: &CommonArgs) -> Result<World, BenchError> {
 pub(crate) fn transport_name(w: &World, peer: u32) -> &'static str {
     match w.worker().route(peer) {
         Ok(spools::Route::Shm) => "shm",
-        Ok(spools::Route::Tcp) => "tcp",
+        Ok(spools::Route::Net) if w.ofi().is_some() => "ofi",
+        Ok(spools::Route::Net) => "tcp",
         _ => "self",
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! | key (TOML) | environment | default | meaning |
 //! |---|---|---|---|
-//! | `transport` | `SPOOLS_TRANSPORT` | `auto` | `auto` (shm within a host, tcp between hosts), `shm`, `tcp` |
+//! | `transport` | `SPOOLS_TRANSPORT` | `auto` | `auto` (shm within a host; between hosts libfabric when it offers a high-speed provider, `verbs`, `cxi`, `efa`, `psm2`, `psm3` or `opx`, else tcp), `shm`, `tcp`, `ofi` (libfabric for every rank, also within a host) |
+//! | `ofi_provider` | `SPOOLS_OFI_PROVIDER` | (libfabric's choice) | the libfabric provider for `ofi`, and for `auto` between hosts, by libfabric's name: `verbs;ofi_rxm`, `cxi`, `efa`, `tcp;ofi_rxm`, `shm`, `udp;ofi_rxd`, ... (`spools info` lists this host's) |
 //! | `ring_size` | `SPOOLS_RING_SIZE` | `256KiB` | bytes of each low-priority shared-memory ring (one per sender lane and receiver) |
 //! | `high_ring_size` | `SPOOLS_HIGH_RING_SIZE` | `128KiB` | bytes of each high-priority ring |
 //! | `cell_size` | `SPOOLS_CELL_SIZE` | `64B` | ring cell size (a cache line; a power of two, 64B to 4KiB) |
@@ -46,6 +47,9 @@ pub enum TransportChoice {
     Shm,
     /// TCP for everything, also within a host.
     Tcp,
+    /// libfabric for everything, also within a host (provider from
+    /// [`Config::ofi_provider`]).
+    Ofi,
 }
 
 /// Which threads of a rank call into Spools (MPI's thread levels). With `Single` or
@@ -152,6 +156,9 @@ pub struct Config {
     /// Seconds without an answer after which a job's TCP connection is declared dead;
     /// 0: the kernel's defaults.
     pub net_timeout_s: u64,
+    /// The libfabric provider (`verbs;ofi_rxm`, `tcp;ofi_rxm`, ...); `None`: libfabric's
+    /// first choice (`ofi`) or the first high-speed one (`auto`).
+    pub ofi_provider: Option<String>,
 }
 
 impl Default for Config {
@@ -177,6 +184,7 @@ impl Default for Config {
             file: None,
             coll_buffer: COLL_BUFFER_DEFAULT,
             net_timeout_s: crate::keepalive::NET_TIMEOUT_DEFAULT_S,
+            ofi_provider: None,
         }
     }
 }
@@ -234,6 +242,7 @@ struct FileConfig {
     liveness_timeout_s: Option<u64>,
     coll_buffer: Option<toml::Value>,
     net_timeout_s: Option<u64>,
+    ofi_provider: Option<String>,
 }
 
 /// Parses `65536`, `64KiB`, `64K`, `1MiB`, `1M`, `2GiB`.
@@ -355,6 +364,9 @@ impl Config {
         if let Some(v) = fc.transport {
             self.apply("transport", &v)?;
         }
+        if let Some(v) = fc.ofi_provider {
+            self.apply("ofi_provider", &v)?;
+        }
         for (key, v) in [
             ("ring_size", fc.ring_size),
             ("high_ring_size", fc.high_ring_size),
@@ -412,8 +424,26 @@ impl Config {
                     "auto" => TransportChoice::Auto,
                     "shm" => TransportChoice::Shm,
                     "tcp" => TransportChoice::Tcp,
-                    _ => return Err(value_err(key, v, "expected auto, shm or tcp")),
+                    "ofi" => TransportChoice::Ofi,
+                    _ => return Err(value_err(key, v, "expected auto, shm, tcp or ofi")),
                 }
+            }
+            "ofi_provider" => {
+                let p = v.trim();
+                self.ofi_provider = if p.is_empty() {
+                    None
+                } else if p
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_;-".contains(c))
+                {
+                    Some(p.to_string())
+                } else {
+                    return Err(value_err(
+                        key,
+                        v,
+                        "a libfabric provider name such as verbs;ofi_rxm or cxi (letters, digits, _, - and ;)",
+                    ));
+                };
             }
             "ring_size" => self.ring_size = size(v)?,
             "high_ring_size" => self.high_ring_size = size(v)?,
@@ -576,6 +606,7 @@ impl fmt::Display for TransportChoice {
             TransportChoice::Auto => "auto",
             TransportChoice::Shm => "shm",
             TransportChoice::Tcp => "tcp",
+            TransportChoice::Ofi => "ofi",
         })
     }
 }
@@ -622,6 +653,11 @@ impl fmt::Display for Config {
         writeln!(f, "bootstrap_timeout_s = {}", self.bootstrap_timeout_s)?;
         writeln!(f, "liveness_timeout_s = {}", self.liveness_timeout_s)?;
         writeln!(f, "coll_buffer = \"{}\"", show_size(self.coll_buffer))?;
-        write!(f, "net_timeout_s = {}", self.net_timeout_s)
+        writeln!(f, "net_timeout_s = {}", self.net_timeout_s)?;
+        write!(
+            f,
+            "ofi_provider = \"{}\"",
+            self.ofi_provider.as_deref().unwrap_or("")
+        )
     }
 }

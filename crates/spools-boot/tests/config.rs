@@ -76,7 +76,7 @@ fn bad_values_are_named() {
         ("SPOOLS_CELL_SIZE", "100", "power of two"),
         ("SPOOLS_RING_SIZE", "3MiB", "power of two"),
         ("SPOOLS_RING_SIZE", "12XB", "unknown size suffix"),
-        ("SPOOLS_TRANSPORT", "udp", "auto, shm or tcp"),
+        ("SPOOLS_TRANSPORT", "udp", "auto, shm, tcp or ofi"),
         ("SPOOLS_LANES", "2", "from 3 to 64"),
         ("SPOOLS_SHORT_LIMIT", "25", "at most 24B"),
         ("SPOOLS_EAGER_LIMIT", "128KiB", "at most bulk_limit"),
@@ -275,6 +275,7 @@ fn all_keys() -> Config {
         file: Some(fixture("all-keys.toml")),
         coll_buffer: 4_194_304,
         net_timeout_s: 9,
+        ofi_provider: Some("verbs;ofi_rxm".into()),
     }
 }
 
@@ -301,6 +302,7 @@ fn documented_defaults() -> Config {
         file: None,
         coll_buffer: 16_777_216,
         net_timeout_s: 5,
+        ofi_provider: None,
     }
 }
 

@@ -23,6 +23,33 @@ fn caps(w: &mut impl Write, c: &Caps) -> std::io::Result<()> {
     )
 }
 
+/// libfabric: the library, the providers this host offers, and the one in use.
+fn ofi(w: &mut impl Write, world: &spools::World) -> std::io::Result<()> {
+    match spools_fabric::ofi::providers() {
+        Ok((version, ps)) => {
+            writeln!(w, "ofi: libfabric {version}, providers with reliable ordered messages on this host (libfabric's preference first; * high-speed, taken between hosts by SPOOLS_TRANSPORT=auto):")?;
+            for p in &ps {
+                writeln!(
+                    w,
+                    "  {}{:<22} {}",
+                    if p.high_speed { "*" } else { " " },
+                    p.name,
+                    p.domains.join(", ")
+                )?;
+            }
+        }
+        Err(e) => writeln!(w, "ofi: unavailable: {e}")?,
+    }
+    match (world.ofi(), world.ofi_caps()) {
+        (Some(o), Some(c)) => {
+            let (prov, domain) = o.provider();
+            writeln!(w, "  in use          {prov} on {domain}")?;
+            caps(w, c)
+        }
+        _ => writeln!(w, "  in use          none (the network transport is tcp)"),
+    }
+}
+
 pub(crate) fn run() -> Result<()> {
     let world = spools::init().context("starting the runtime")?;
     let mut w = out::stdout();
@@ -113,12 +140,13 @@ pub(crate) fn run() -> Result<()> {
                     )?;
                 }
             }
-            None => writeln!(w, "shm: off (SPOOLS_TRANSPORT=tcp)")?,
+            None => writeln!(w, "shm: off (SPOOLS_TRANSPORT={})", cfg.transport)?,
         }
         if let (Some(tcp), Some(c)) = (world.tcp(), world.tcp_caps()) {
             writeln!(w, "tcp: listening on {}", tcp.listen_addr())?;
             caps(&mut w, c)?;
         }
+        ofi(&mut w, &world)?;
         writeln!(w)?;
         writeln!(w, "# routes from rank 0")?;
         for r in 0..world.size() {

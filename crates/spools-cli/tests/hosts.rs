@@ -48,7 +48,7 @@ fn across_hosts(w: &World) -> Result<(), String> {
         } else if r / 2 == me / 2 {
             Route::Shm
         } else {
-            Route::Tcp
+            Route::Net
         };
         let got = e(w.worker().route(r))?;
         if got != want || w.same_host(r) != (r / 2 == me / 2) {

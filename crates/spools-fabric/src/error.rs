@@ -78,6 +78,9 @@ pub enum FabricError {
     /// Setting up the transport failed in the bootstrap layer.
     #[error(transparent)]
     Boot(#[from] spools_boot::BootError),
+    /// The libfabric backend could not start, or a libfabric call failed.
+    #[error(transparent)]
+    Ofi(#[from] crate::ofi::OfiError),
 }
 
 /// The step of a backend during which a system call failed.
@@ -170,6 +173,19 @@ pub enum Defect {
     RingOverrun {
         /// The announced length.
         len: usize,
+    },
+    /// A libfabric message too short for its header, or naming a sender, lane or
+    /// priority that does not exist.
+    #[error("libfabric message of {len} bytes with a bad header (sender {from}, lane {lane}, priority {priority})")]
+    BadOfiHeader {
+        /// Its length.
+        len: usize,
+        /// The sender it names.
+        from: u32,
+        /// The lane it names.
+        lane: u16,
+        /// The priority it names.
+        priority: u8,
     },
     /// A TCP frame longer than the transport allows.
     #[error("frame of {len} bytes exceeds {max}")]

@@ -21,6 +21,7 @@ mod caps;
 mod error;
 pub mod heap;
 pub mod lock;
+pub mod ofi;
 pub mod shm;
 pub mod tcp;
 mod transport;

@@ -8,6 +8,7 @@ use spools_boot::client::{Bootstrap, Connected};
 use spools_boot::config::{Config, TransportChoice};
 use spools_boot::identity::{JobEnv, LauncherKind};
 use spools_boot::BootError;
+use spools_fabric::ofi::OfiTransport;
 use spools_fabric::shm::ShmTransport;
 use spools_fabric::tcp::{Listener, TcpTransport};
 use spools_fabric::{Caps, FabricError, Transport};
@@ -53,6 +54,7 @@ pub struct World {
     endpoint: std::sync::Mutex<Endpoint>,
     shm: Option<Arc<ShmTransport>>,
     tcp: Option<Arc<TcpTransport>>,
+    ofi: Option<Arc<OfiTransport>>,
     init_time: std::time::Duration,
     finalized: std::sync::atomic::AtomicBool,
 }
@@ -88,7 +90,8 @@ pub fn init() -> Result<World, InitError> {
 pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
     let t0 = Instant::now();
     let conn = Connected::connect(env, &cfg)?;
-    let listener = Listener::bind(conn.local_ip())?;
+    let conn_ip = conn.local_ip();
+    let listener = Listener::bind(conn_ip)?;
     let addrs = Addresses {
         host: spools_boot::host::host_identity(),
         pid: std::process::id(),
@@ -100,8 +103,11 @@ pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
     // Every rank must agree on the settings that shape the job (the transport decides the
     // set-up collectives; lanes the ring layout; the bulk limit what receivers accept).
     let choice = format!(
-        "transport={} lanes={} bulk_limit={}",
-        cfg.transport, cfg.lanes, cfg.bulk_limit
+        "transport={} lanes={} bulk_limit={} ofi_provider={}",
+        cfg.transport,
+        cfg.lanes,
+        cfg.bulk_limit,
+        cfg.ofi_provider.as_deref().unwrap_or("")
     );
     let all = boot.allgather(choice.as_bytes())?;
     for (r, c) in all.iter().enumerate() {
@@ -120,16 +126,32 @@ pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
             return Err(InitError::ShmAcrossHosts(r as u32));
         }
     }
-    let shm = if cfg.transport != TransportChoice::Tcp {
+    let shm = if !matches!(cfg.transport, TransportChoice::Tcp | TransportChoice::Ofi) {
         let s = Arc::new(ShmTransport::setup(&boot, &cfg)?);
         boot.state().add_waker(s.waker());
         Some(s)
     } else {
         None
     };
-    let tcp = Arc::new(TcpTransport::new(listener, &boot, &cfg)?);
+    let several_hosts = boot.endpoints().iter().any(|e| e.host != my_host);
+    let ofi = match ofi_provider(&boot, &cfg, several_hosts)? {
+        Some(p) => Some(Arc::new(OfiTransport::setup(
+            &boot,
+            &cfg,
+            p.as_deref(),
+            Some(conn_ip),
+        )?)),
+        None => None,
+    };
+    let (tcp, net): (Option<Arc<TcpTransport>>, Arc<dyn Transport>) = match &ofi {
+        Some(o) => (None, o.clone() as Arc<dyn Transport>),
+        None => {
+            let t = Arc::new(TcpTransport::new(listener, &boot, &cfg)?);
+            (Some(t.clone()), t as Arc<dyn Transport>)
+        }
+    };
     {
-        let t = tcp.clone();
+        let t = net.clone();
         boot.state().add_waker(Arc::new(move || t.wake()));
     }
     let routes: Vec<Route> = (0..boot.size())
@@ -139,7 +161,7 @@ pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
             } else if shm.as_ref().is_some_and(|s| s.reaches(r)) {
                 Route::Shm
             } else {
-                Route::Tcp
+                Route::Net
             }
         })
         .collect();
@@ -152,7 +174,7 @@ pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
         boot.clone(),
         cfg,
         shm.clone().map(|s| s as Arc<dyn Transport>),
-        Some(tcp.clone() as Arc<dyn Transport>),
+        Some(net),
         routes,
         local_ranks,
     )
@@ -188,10 +210,49 @@ pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
         worker,
         endpoint: std::sync::Mutex::new(endpoint),
         shm,
-        tcp: Some(tcp),
+        tcp,
+        ofi,
         init_time: t0.elapsed(),
         finalized: std::sync::atomic::AtomicBool::new(false),
     })
+}
+
+/// Whether libfabric carries this job's network traffic, and with which provider
+/// (`Some(None)`: libfabric's first choice). `ofi` always; `auto` between hosts when
+/// `ofi_provider` names one or this host has a high-speed provider, and every rank's
+/// host agrees (else TCP, said once by rank 0). Collective when `auto` spans hosts.
+fn ofi_provider(
+    boot: &Bootstrap,
+    cfg: &Config,
+    several_hosts: bool,
+) -> Result<Option<Option<String>>, InitError> {
+    match cfg.transport {
+        TransportChoice::Ofi => return Ok(Some(cfg.ofi_provider.clone())),
+        TransportChoice::Auto if several_hosts => {}
+        _ => return Ok(None),
+    }
+    let mine = match &cfg.ofi_provider {
+        Some(p) => p.clone(),
+        None => spools_fabric::ofi::providers()
+            .ok()
+            .and_then(|(_, ps)| ps.into_iter().find(|p| p.high_speed))
+            .map(|p| p.name)
+            .unwrap_or_default(),
+    };
+    let all = boot.allgather(mine.as_bytes())?;
+    if mine.is_empty() {
+        return Ok(None);
+    }
+    if let Some(r) = all.iter().position(|p| p.as_slice() != mine.as_bytes()) {
+        if boot.rank() == 0 {
+            spools_boot::logger::warn(format_args!(
+                "libfabric provider {mine} is not on every host (rank {r} has {:?}): TCP carries the traffic between hosts",
+                String::from_utf8_lossy(&all[r])
+            ));
+        }
+        return Ok(None);
+    }
+    Ok(Some(Some(mine)))
 }
 
 impl World {
@@ -288,9 +349,14 @@ impl World {
         self.shm.as_ref().map(|s| s.caps())
     }
 
-    /// Capabilities of the TCP transport.
+    /// Capabilities of the TCP transport, if this job uses it.
     pub fn tcp_caps(&self) -> Option<&Caps> {
         self.tcp.as_ref().map(|t| t.caps())
+    }
+
+    /// Capabilities of the libfabric transport, if this job uses it.
+    pub fn ofi_caps(&self) -> Option<&Caps> {
+        self.ofi.as_ref().map(|t| t.caps())
     }
 
     /// The shared-memory transport, if any (diagnostics, conformance tests).
@@ -298,9 +364,16 @@ impl World {
         self.shm.as_ref()
     }
 
-    /// The TCP transport (diagnostics, conformance tests).
+    /// The TCP transport, unless libfabric carries the network traffic (diagnostics,
+    /// conformance tests).
     pub fn tcp(&self) -> Option<&Arc<TcpTransport>> {
         self.tcp.as_ref()
+    }
+
+    /// The libfabric transport, when it carries the network traffic
+    /// (`SPOOLS_TRANSPORT=ofi`, or `auto` between hosts with a high-speed provider).
+    pub fn ofi(&self) -> Option<&Arc<OfiTransport>> {
+        self.ofi.as_ref()
     }
 
     /// Ends this rank's part: flushes batched messages and waits until every rank has

@@ -1,0 +1,1093 @@
+//! The libfabric transport: between hosts over whatever interconnect libfabric reaches
+//! (InfiniBand and RoCE through `verbs`, Slingshot through `cxi`, EFA, Omni-Path, or
+//! plain `tcp` and `udp`), or on one host with `SPOOLS_TRANSPORT=ofi`.
+//!
+//! `libfabric.so.1` is opened at run time ([`ffi`]); a binary built without it runs
+//! where it is absent and says so when asked for it. Each rank opens one reliable
+//! datagram endpoint (`FI_EP_RDM`) of the provider chosen ([`provider`]), publishes its
+//! name through the bootstrap, and inserts every rank's name in a table address vector,
+//! so that a rank's libfabric address is its rank.
+//!
+//! Messages travel as untagged sends (`FI_MSG`) of a 16-byte header (sender, lane,
+//! priority, a sequence number per (sender, lane, priority)) and the payload:
+//! - **Sends** copy into a registered buffer of a fixed pool, or go inline
+//!   (`fi_inject`) when they fit the provider's inject size; a full pool or an endpoint
+//!   that answers `-FI_EAGAIN` is back-pressure (`Ok(false)`). The last buffers of the
+//!   pool are kept for high-priority messages, so that they never wait behind low ones.
+//! - **Receives** land in a pool of registered buffers, all posted. A provider may
+//!   complete them out of order (a large message sent by rendezvous completes after a
+//!   small one sent behind it): the sequence numbers restore each stream's order, and
+//!   a batch of completions is served high priority first.
+//! - **Waits** sleep in `poll(2)` on the completion queues' descriptors (`FI_WAIT_FD`,
+//!   after `fi_trywait`), this transport's wake-up descriptor and, when given, the
+//!   shared-memory bell; a provider without descriptors naps for 1 ms at a time.
+//! - **Progress**: every call that touches the endpoint reads the completion queues, so
+//!   providers with manual progress advance whenever the rank polls or sends.
+//!
+//! All libfabric calls of a rank are serialised by one lock (`FI_THREAD_DOMAIN`).
+
+mod error;
+mod ffi;
+mod pool;
+mod provider;
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::net::IpAddr;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
+use std::time::Duration;
+
+use spools_boot::client::Bootstrap;
+use spools_boot::config::Config;
+use spools_boot::health::JobHealth;
+
+use crate::caps::{Caps, Priority, SingleCopy};
+use crate::error::{Defect, FabricError};
+use crate::lock::TryLock;
+use crate::transport::{check_send, Incoming, Transport};
+pub use error::OfiError;
+use ffi::{fi_cq_err_entry, fi_cq_msg_entry, Lib};
+use pool::Pool;
+pub use provider::{is_high_speed, providers, ProviderInfo, HIGH_SPEED};
+
+/// Bytes of the header before every message: sender (u32), lane (u16), priority (u8),
+/// a reserved byte, and the sequence number of the (sender, lane, priority) stream (u64).
+pub const HEADER: usize = 16;
+
+/// Largest message: a pool buffer less the header.
+pub const MAX_MESSAGE: usize = (256 << 10) - HEADER;
+
+/// Largest message through the RxM and RxD utility layers (`tcp;ofi_rxm`,
+/// `verbs;ofi_rxm`, `udp;ofi_rxd`): RxM's eager size. Larger messages, which RxM sends
+/// by segmentation or rendezvous, were seen to complete at the sender and never at the
+/// receiver (libfabric 1.17, five ranks sending 256 KiB messages among others): the
+/// upper layers fragment at this size instead.
+pub const MAX_MESSAGE_LAYERED: usize = (16 << 10) - HEADER;
+
+/// The largest message over provider `prov`.
+fn max_message_for(prov: &str) -> usize {
+    if prov.contains("ofi_rxm") || prov.contains("ofi_rxd") {
+        MAX_MESSAGE_LAYERED
+    } else {
+        MAX_MESSAGE
+    }
+}
+
+/// Receive buffers posted at all times.
+const RX_BUFFERS: usize = 64;
+
+/// Send buffers; the last [`HIGH_RESERVE`] are for high-priority messages only.
+const TX_BUFFERS: usize = 64;
+const HIGH_RESERVE: usize = 8;
+
+/// The reserved header byte of a connection hello (see `OfiTransport::greet`), which is
+/// never delivered.
+const HELLO: u8 = 1;
+
+/// Completions read in one call.
+const BATCH: usize = 32;
+
+/// Largest inline send (`fi_inject`), whatever the provider allows.
+const INJECT_MAX: usize = 256;
+
+/// The libfabric objects of one rank.
+struct Handles {
+    fabric: *mut ffi::fid_fabric,
+    domain: *mut ffi::fid_domain,
+    ep: *mut ffi::fid_ep,
+    av: *mut ffi::fid_av,
+    tx_cq: *mut ffi::fid_cq,
+    rx_cq: *mut ffi::fid_cq,
+}
+
+/// What senders share, under the endpoint's lock.
+struct EpState {
+    /// Send buffers free.
+    tx_free: Vec<u32>,
+    /// The peer each send buffer in flight goes to.
+    tx_peer: Vec<u32>,
+    /// Next sequence number per (peer, lane, priority).
+    seq: Vec<u64>,
+    /// Receive buffers served but not yet posted again (the endpoint said `EAGAIN`).
+    repost: Vec<u32>,
+    /// A send that failed, reported by the next send or poll.
+    failed: Option<FabricError>,
+}
+
+/// What the polling thread keeps.
+struct RxState {
+    /// Next sequence number expected per (sender, lane, priority).
+    expected: Vec<u64>,
+    /// Messages that came ahead of their turn: (sender, lane, priority, seq) to
+    /// (buffer, length).
+    stash: HashMap<(u32, u16, u8, u64), (u32, usize)>,
+    /// Completions read and not yet served: (buffer, length).
+    batch: Vec<(u32, usize)>,
+}
+
+/// The libfabric transport.
+pub struct OfiTransport {
+    me: u32,
+    size: u32,
+    lanes: usize,
+    lib: &'static Lib,
+    h: Handles,
+    tx: Pool,
+    rx: Pool,
+    /// The registration descriptors of the two pools (null when the provider needs none).
+    tx_desc: *mut c_void,
+    rx_desc: *mut c_void,
+    /// Memory registrations, closed before the domain.
+    mrs: Vec<*mut ffi::fid_mr>,
+    inject: usize,
+    ep: TryLock<EpState>,
+    rxs: TryLock<RxState>,
+    /// Per-lane placeholders for the common send checks.
+    lane_ids: Vec<()>,
+    state: Arc<JobHealth>,
+    hosts: Vec<String>,
+    /// The completion queues' descriptors (`FI_WAIT_FD`), when the provider has them.
+    cq_fds: Option<[c_int; 2]>,
+    /// Written by [`Transport::wake`]; a sleeper polls it.
+    wake_fd: OwnedFd,
+    provider: String,
+    domain_name: String,
+    caps: Caps,
+}
+
+// SAFETY: the raw pointers are libfabric objects and the pools' memory, used only under
+// the endpoint's lock (`ep`) or by the one polling thread (`rxs`); libfabric objects of
+// an FI_THREAD_DOMAIN domain may be used from any thread as long as calls are serialised.
+unsafe impl Send for OfiTransport {}
+// SAFETY: as above.
+unsafe impl Sync for OfiTransport {}
+
+impl std::fmt::Debug for OfiTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OfiTransport")
+            .field("me", &self.me)
+            .field("provider", &self.provider)
+            .field("domain", &self.domain_name)
+            .finish_non_exhaustive()
+    }
+}
+
+fn call(lib: &Lib, name: &'static str, rc: isize) -> Result<(), OfiError> {
+    if rc == 0 {
+        return Ok(());
+    }
+    Err(OfiError::Call {
+        call: name,
+        code: rc as i64,
+        text: lib.strerror(rc),
+    })
+}
+
+/// `fi_close`.
+///
+/// # Safety
+/// `f` is a live libfabric object, closed once.
+unsafe fn close(f: *mut ffi::fid) {
+    if !f.is_null() {
+        // SAFETY: the caller's promise; every object carries its ops table.
+        unsafe { ((*(*f).ops).close)(f) };
+    }
+}
+
+impl OfiTransport {
+    /// Opens this rank's endpoint on the provider named `provider` (or libfabric's
+    /// first choice), on the interface of `ip` for network providers, and connects it to
+    /// every rank's (a collective: every rank calls it).
+    ///
+    /// # Errors
+    /// [`OfiError`] (in [`FabricError::Ofi`]) when libfabric is missing, no provider
+    /// qualifies, the ranks chose different providers, or a call fails;
+    /// [`FabricError::Boot`] when the exchange of names fails.
+    pub fn setup(
+        boot: &Bootstrap,
+        cfg: &Config,
+        provider: Option<&str>,
+        ip: Option<IpAddr>,
+    ) -> Result<OfiTransport, FabricError> {
+        let lib = ffi::lib().map_err(OfiError::Library)?;
+        let list = provider::find(lib, provider, ip)?;
+        let info = list.head;
+        // SAFETY: `find` returned a non-empty list; its first entry is used as is.
+        let i = unsafe { &*info };
+        let prov = provider::prov_name(i);
+        let domain_name = provider::domain_name(i);
+        // Every rank must speak the same provider.
+        let all = boot.allgather(prov.as_bytes())?;
+        if let Some((r, theirs)) = all
+            .iter()
+            .enumerate()
+            .find(|(_, p)| p.as_slice() != prov.as_bytes())
+        {
+            return Err(OfiError::ProviderMismatch {
+                rank: r as u32,
+                theirs: String::from_utf8_lossy(theirs).into_owned(),
+                ours: prov,
+            }
+            .into());
+        }
+        // SAFETY: the attribute structures of an entry from fi_getinfo are all present.
+        let (mr_mode, inject, max_msg) = unsafe {
+            (
+                (*i.domain_attr).mr_mode,
+                (*i.tx_attr).inject_size,
+                (*i.ep_attr).max_msg_size,
+            )
+        };
+        let max_message = max_message_for(&prov);
+        if max_msg < max_message + HEADER {
+            return Err(OfiError::NoProvider {
+                wanted: format!("'{prov}'"),
+                why: format!(
+                    "its largest message is {max_msg} bytes, Spools sends up to {}",
+                    max_message + HEADER
+                ),
+            }
+            .into());
+        }
+        let mut t = OfiTransport {
+            me: boot.rank(),
+            size: boot.size(),
+            lanes: usize::from(cfg.lanes),
+            lib,
+            h: Handles {
+                fabric: std::ptr::null_mut(),
+                domain: std::ptr::null_mut(),
+                ep: std::ptr::null_mut(),
+                av: std::ptr::null_mut(),
+                tx_cq: std::ptr::null_mut(),
+                rx_cq: std::ptr::null_mut(),
+            },
+            tx: Pool::new(TX_BUFFERS, max_message + HEADER),
+            rx: Pool::new(RX_BUFFERS, max_message + HEADER),
+            tx_desc: std::ptr::null_mut(),
+            rx_desc: std::ptr::null_mut(),
+            mrs: Vec::new(),
+            inject: inject.min(INJECT_MAX),
+            ep: TryLock::new(
+                EpState {
+                    tx_free: (0..TX_BUFFERS as u32).rev().collect(),
+                    tx_peer: vec![u32::MAX; TX_BUFFERS],
+                    seq: vec![0; boot.size() as usize * usize::from(cfg.lanes) * 2],
+                    repost: Vec::new(),
+                    failed: None,
+                },
+                cfg.thread_level_in_effect(),
+            ),
+            rxs: TryLock::new(
+                RxState {
+                    expected: vec![0; boot.size() as usize * usize::from(cfg.lanes) * 2],
+                    stash: HashMap::new(),
+                    batch: Vec::with_capacity(BATCH),
+                },
+                cfg.thread_level_in_effect(),
+            ),
+            lane_ids: vec![(); usize::from(cfg.lanes)],
+            state: boot.state().clone(),
+            hosts: boot
+                .endpoints()
+                .iter()
+                .map(|e| e.host.split('/').next().unwrap_or_default().to_string())
+                .collect(),
+            cq_fds: None,
+            wake_fd: eventfd()?,
+            provider: prov.clone(),
+            domain_name: domain_name.clone(),
+            caps: Caps {
+                name: "ofi",
+                max_message,
+                max_inline: inject.min(INJECT_MAX).saturating_sub(HEADER),
+                ordered: true,
+                lanes: usize::from(cfg.lanes),
+                single_copy: SingleCopy::None,
+                single_copy_reason: format!(
+                    "libfabric provider {prov} on {domain_name}: sends copy into registered buffers, receives copy out"
+                ),
+            },
+        };
+        t.open(info, mr_mode)?;
+        drop(list);
+        t.connect(boot, cfg.bootstrap_timeout_s.max(1))?;
+        Ok(t)
+    }
+
+    /// Opens the fabric, domain, completion queues, address vector and endpoint, and
+    /// registers the pools.
+    fn open(&mut self, info: *mut ffi::fi_info, mr_mode: c_int) -> Result<(), OfiError> {
+        let lib = self.lib;
+        // SAFETY: `info` is a live fi_info entry; every object opened is stored in
+        // `self.h` and closed once, in reverse order, by Drop (also when a later step
+        // fails); the attribute structures passed are fully initialised.
+        unsafe {
+            call(
+                lib,
+                "fi_fabric",
+                (lib.fabric)(
+                    (*info).fabric_attr,
+                    &mut self.h.fabric,
+                    std::ptr::null_mut(),
+                ) as isize,
+            )?;
+            let fab = self.h.fabric;
+            call(
+                lib,
+                "fi_domain",
+                ((*(*fab).ops).domain)(fab, info, &mut self.h.domain, std::ptr::null_mut())
+                    as isize,
+            )?;
+            let dom = self.h.domain;
+            // Completion queues with descriptors to sleep on, where the provider has
+            // them; without, waits nap.
+            let mut fds = [0 as c_int; 2];
+            let mut with_fd = true;
+            for (k, cq) in [&mut self.h.tx_cq, &mut self.h.rx_cq]
+                .into_iter()
+                .enumerate()
+            {
+                let mut attr = ffi::fi_cq_attr {
+                    size: 0,
+                    flags: 0,
+                    format: ffi::FI_CQ_FORMAT_MSG,
+                    wait_obj: if with_fd {
+                        ffi::FI_WAIT_FD
+                    } else {
+                        ffi::FI_WAIT_NONE
+                    },
+                    signaling_vector: 0,
+                    wait_cond: 0,
+                    wait_set: std::ptr::null_mut(),
+                };
+                let mut rc = ((*(*dom).ops).cq_open)(dom, &mut attr, cq, std::ptr::null_mut());
+                if rc != 0 && with_fd {
+                    with_fd = false;
+                    attr.wait_obj = ffi::FI_WAIT_NONE;
+                    rc = ((*(*dom).ops).cq_open)(dom, &mut attr, cq, std::ptr::null_mut());
+                }
+                call(lib, "fi_cq_open", rc as isize)?;
+                if with_fd {
+                    let f = &mut (**cq).fid as *mut ffi::fid;
+                    let rc = ((*(*f).ops).control)(
+                        f,
+                        ffi::FI_GETWAIT,
+                        (&mut fds[k]) as *mut c_int as *mut c_void,
+                    );
+                    if rc != 0 {
+                        with_fd = false;
+                    }
+                }
+            }
+            if with_fd {
+                self.cq_fds = Some(fds);
+            }
+            let mut av_attr = ffi::fi_av_attr {
+                av_type: ffi::FI_AV_TABLE,
+                rx_ctx_bits: 0,
+                count: self.size as usize,
+                ep_per_node: 0,
+                name: std::ptr::null(),
+                map_addr: std::ptr::null_mut(),
+                flags: 0,
+            };
+            call(
+                lib,
+                "fi_av_open",
+                ((*(*dom).ops).av_open)(dom, &mut av_attr, &mut self.h.av, std::ptr::null_mut())
+                    as isize,
+            )?;
+            call(
+                lib,
+                "fi_endpoint",
+                ((*(*dom).ops).endpoint)(dom, info, &mut self.h.ep, std::ptr::null_mut()) as isize,
+            )?;
+            let ep = &mut (*self.h.ep).fid as *mut ffi::fid;
+            let bind = |f: *mut ffi::fid, flags: u64| ((*(*ep).ops).bind)(ep, f, flags) as isize;
+            call(lib, "fi_ep_bind (av)", bind(&mut (*self.h.av).fid, 0))?;
+            call(
+                lib,
+                "fi_ep_bind (send cq)",
+                bind(&mut (*self.h.tx_cq).fid, ffi::FI_TRANSMIT),
+            )?;
+            call(
+                lib,
+                "fi_ep_bind (receive cq)",
+                bind(&mut (*self.h.rx_cq).fid, ffi::FI_RECV),
+            )?;
+            call(
+                lib,
+                "fi_enable",
+                ((*(*ep).ops).control)(ep, ffi::FI_ENABLE, std::ptr::null_mut()) as isize,
+            )?;
+            // The pools, registered when the provider needs local registration.
+            if mr_mode & ffi::FI_MR_LOCAL != 0 {
+                self.tx_desc =
+                    self.register(self.tx.base(), self.tx.bytes(), ffi::FI_SEND, mr_mode)?;
+                self.rx_desc =
+                    self.register(self.rx.base(), self.rx.bytes(), ffi::FI_RECV, mr_mode)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Registers `len` bytes at `base` for `access`, bound to the endpoint when the
+    /// provider asks; returns the descriptor to pass with operations on them.
+    fn register(
+        &mut self,
+        base: *mut u8,
+        len: usize,
+        access: u64,
+        mr_mode: c_int,
+    ) -> Result<*mut c_void, OfiError> {
+        let lib = self.lib;
+        let mut mr: *mut ffi::fid_mr = std::ptr::null_mut();
+        // SAFETY: the domain is open; the memory is the pool's, alive as long as the
+        // transport (the registration is closed in Drop before the pools are freed).
+        unsafe {
+            let dom = self.h.domain;
+            let rc = ((*(*dom).mr).reg)(
+                &mut (*dom).fid,
+                base as *const c_void,
+                len,
+                access,
+                0,
+                self.mrs.len() as u64 + 1,
+                0,
+                &mut mr,
+                std::ptr::null_mut(),
+            );
+            call(lib, "fi_mr_reg", rc as isize)?;
+            self.mrs.push(mr);
+            if mr_mode & ffi::FI_MR_ENDPOINT != 0 {
+                let m = &mut (*mr).fid as *mut ffi::fid;
+                let ep = &mut (*self.h.ep).fid as *mut ffi::fid;
+                call(lib, "fi_mr_bind", ((*(*m).ops).bind)(m, ep, 0) as isize)?;
+                call(
+                    lib,
+                    "fi_mr_enable",
+                    ((*(*m).ops).control)(m, ffi::FI_ENABLE, std::ptr::null_mut()) as isize,
+                )?;
+            }
+            Ok((*mr).mem_desc)
+        }
+    }
+
+    /// Exchanges endpoint names, fills the address vector (rank `r` at index `r`), and
+    /// posts the receive buffers.
+    fn connect(&mut self, boot: &Bootstrap, boot_timeout: u64) -> Result<(), FabricError> {
+        let lib = self.lib;
+        let mut name = vec![0u8; 256];
+        let mut len = name.len();
+        // SAFETY: the endpoint is enabled; `name` has `len` bytes.
+        let rc = unsafe {
+            let ep = self.h.ep;
+            ((*(*ep).cm).getname)(&mut (*ep).fid, name.as_mut_ptr() as *mut c_void, &mut len)
+        };
+        call(lib, "fi_getname", rc as isize)?;
+        name.truncate(len);
+        let names = boot.allgather(&name)?;
+        let mut addrs = vec![0u64; names.len()];
+        for (r, n) in names.iter().enumerate() {
+            // SAFETY: the AV is open; one name of the provider's format, one address out.
+            let rc = unsafe {
+                let av = self.h.av;
+                ((*(*av).ops).insert)(
+                    av,
+                    n.as_ptr() as *const c_void,
+                    1,
+                    &mut addrs[r],
+                    0,
+                    std::ptr::null_mut(),
+                )
+            };
+            if rc != 1 || addrs[r] != r as u64 {
+                return Err(OfiError::BadAddress {
+                    rank: r as u32,
+                    why: if rc == 1 {
+                        format!(
+                            "the address vector put it at {} (a table was asked for)",
+                            addrs[r]
+                        )
+                    } else {
+                        lib.strerror(rc as isize)
+                    },
+                }
+                .into());
+            }
+        }
+        let mut st = self.ep.lock();
+        for b in 0..RX_BUFFERS as u32 {
+            st.repost.push(b);
+        }
+        self.post_receives(&mut st)?;
+        drop(st);
+        self.greet(Duration::from_secs(boot_timeout))?;
+        Ok(())
+    }
+
+    /// The provider in use and its domain (`tcp;ofi_rxm`, `eth0`).
+    pub fn provider(&self) -> (&str, &str) {
+        (&self.provider, &self.domain_name)
+    }
+
+    /// Posts the receive buffers waiting in `st.repost`, as far as the endpoint takes
+    /// them.
+    fn post_receives(&self, st: &mut EpState) -> Result<(), OfiError> {
+        while let Some(&b) = st.repost.last() {
+            // SAFETY: buffer `b` is the pool's and not posted (it is in `repost`); its
+            // context is stable memory of the pool; the endpoint is enabled.
+            let rc = unsafe {
+                let ep = self.h.ep;
+                ((*(*ep).msg).recv)(
+                    ep,
+                    self.rx.slot(b) as *mut c_void,
+                    self.rx.slot_len(),
+                    self.rx_desc,
+                    ffi::FI_ADDR_UNSPEC,
+                    self.rx.context(b),
+                )
+            };
+            if rc == -ffi::FI_EAGAIN {
+                break;
+            }
+            call(self.lib, "fi_recv", rc)?;
+            st.repost.pop();
+        }
+        Ok(())
+    }
+
+    /// Reads the send queue's completions: frees their buffers; a failed send is kept
+    /// in `st.failed`.
+    fn reap_sends(&self, st: &mut EpState) {
+        let mut entries = [fi_cq_msg_entry {
+            op_context: std::ptr::null_mut(),
+            flags: 0,
+            len: 0,
+        }; BATCH];
+        loop {
+            // SAFETY: the queue is open; `entries` holds BATCH entries of its format.
+            let n = unsafe {
+                let cq = self.h.tx_cq;
+                ((*(*cq).ops).read)(cq, entries.as_mut_ptr() as *mut c_void, BATCH)
+            };
+            if n > 0 {
+                for e in &entries[..n as usize] {
+                    if let Some(b) = self.tx.index_of(e.op_context) {
+                        st.tx_free.push(b);
+                    }
+                }
+                continue;
+            }
+            if n == -ffi::FI_EAVAIL {
+                let (ctx, err) = self.read_error(self.h.tx_cq);
+                let peer = self
+                    .tx
+                    .index_of(ctx)
+                    .map(|b| {
+                        st.tx_free.push(b);
+                        st.tx_peer[b as usize]
+                    })
+                    .unwrap_or(u32::MAX);
+                if st.failed.is_none() {
+                    st.failed = Some(self.failure(peer, "send", err));
+                }
+                continue;
+            }
+            return;
+        }
+    }
+
+    /// Reads one error entry of `cq`: its context and (code, provider text).
+    fn read_error(&self, cq: *mut ffi::fid_cq) -> (*mut c_void, (i64, String)) {
+        // SAFETY: an all-zero error entry is valid input (no error data buffer).
+        let mut e: fi_cq_err_entry = unsafe { std::mem::zeroed() };
+        // SAFETY: the queue is open and reported an error entry.
+        let rc = unsafe { ((*(*cq).ops).readerr)(cq, &mut e, 0) };
+        if rc < 0 {
+            return (std::ptr::null_mut(), (rc as i64, self.lib.strerror(rc)));
+        }
+        (
+            e.op_context,
+            (i64::from(e.err), self.lib.strerror(e.err as isize)),
+        )
+    }
+
+    /// The error for a failed operation with `peer`: the watchdog's verdict when it has
+    /// one, else libfabric's.
+    fn failure(&self, peer: u32, what: &'static str, (code, text): (i64, String)) -> FabricError {
+        if let Some(f) = self.state.failure_of(peer) {
+            return FabricError::PeerFailed(f);
+        }
+        let text = match self.hosts.get(peer as usize) {
+            Some(h) => format!("{text} (host {h})"),
+            None => text,
+        };
+        OfiError::Completion {
+            what,
+            peer,
+            code,
+            text,
+        }
+        .into()
+    }
+
+    /// Index of the (peer, lane, priority) stream.
+    fn stream(&self, peer: u32, lane: usize, prio: Priority) -> usize {
+        (peer as usize * self.lanes + lane) * 2 + prio.index()
+    }
+
+    /// Reads up to [`BATCH`] receive completions into `rx.batch`.
+    fn read_receives(&self, rx: &mut RxState) -> Result<(), FabricError> {
+        let mut entries = [fi_cq_msg_entry {
+            op_context: std::ptr::null_mut(),
+            flags: 0,
+            len: 0,
+        }; BATCH];
+        let mut st = self.ep.lock();
+        self.reap_sends(&mut st);
+        // SAFETY: the queue is open; `entries` holds BATCH entries of its format.
+        let n = unsafe {
+            let cq = self.h.rx_cq;
+            ((*(*cq).ops).read)(cq, entries.as_mut_ptr() as *mut c_void, BATCH)
+        };
+        if n > 0 {
+            for e in &entries[..n as usize] {
+                if let Some(b) = self.rx.index_of(e.op_context) {
+                    rx.batch.push((b, e.len));
+                }
+            }
+        } else if n == -ffi::FI_EAVAIL {
+            let (ctx, err) = self.read_error(self.h.rx_cq);
+            if let Some(b) = self.rx.index_of(ctx) {
+                st.repost.push(b);
+            }
+            self.post_receives(&mut st)?;
+            // A receive that failed: the sender is unknown (a truncated message is a
+            // sender that broke the format).
+            return Err(self.failure(u32::MAX, "receive", err));
+        }
+        self.post_receives(&mut st)?;
+        Ok(())
+    }
+}
+
+/// A non-blocking eventfd.
+fn eventfd() -> Result<OwnedFd, FabricError> {
+    // SAFETY: eventfd has no memory arguments; the descriptor returned is owned here.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(FabricError::Io {
+            step: crate::error::IoStep::Waker,
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: a fresh descriptor, owned by no one else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+impl Drop for OfiTransport {
+    fn drop(&mut self) {
+        // SAFETY: each object is closed once, endpoint first, domain and fabric last,
+        // registrations before the pools' memory is freed (the pools drop after this).
+        unsafe {
+            if !self.h.ep.is_null() {
+                close(&mut (*self.h.ep).fid);
+            }
+            for &m in &self.mrs {
+                close(&mut (*m).fid);
+            }
+            if !self.h.av.is_null() {
+                close(&mut (*self.h.av).fid);
+            }
+            for cq in [self.h.tx_cq, self.h.rx_cq] {
+                if !cq.is_null() {
+                    close(&mut (*cq).fid);
+                }
+            }
+            if !self.h.domain.is_null() {
+                close(&mut (*self.h.domain).fid);
+            }
+            if !self.h.fabric.is_null() {
+                close(&mut (*self.h.fabric).fid);
+            }
+        }
+    }
+}
+
+impl Transport for OfiTransport {
+    fn caps(&self) -> &Caps {
+        &self.caps
+    }
+
+    fn reaches(&self, peer: u32) -> bool {
+        peer < self.size && peer != self.me
+    }
+
+    fn try_send(
+        &self,
+        lane: usize,
+        priority: Priority,
+        peer: u32,
+        parts: &[&[u8]],
+    ) -> Result<bool, FabricError> {
+        let (len, _) = check_send(&self.caps, &self.state, &self.lane_ids, lane, peer, parts)?;
+        if !self.reaches(peer) {
+            return Err(FabricError::Unreachable(peer));
+        }
+        let mut st = self.ep.lock();
+        if let Some(e) = st.failed.take() {
+            return Err(e);
+        }
+        let s = self.stream(peer, lane, priority);
+        let mut header = [0u8; HEADER];
+        header[..4].copy_from_slice(&self.me.to_le_bytes());
+        header[4..6].copy_from_slice(&(lane as u16).to_le_bytes());
+        header[6] = priority as u8;
+        header[8..].copy_from_slice(&st.seq[s].to_le_bytes());
+        let sent = self.post(&mut st, peer, priority, &header, parts, len)?;
+        if sent {
+            st.seq[s] += 1;
+        }
+        Ok(sent)
+    }
+
+    fn flush(&self, _lane: usize) -> Result<bool, FabricError> {
+        // Nothing is queued by Spools; the provider progresses on this call.
+        let mut st = self.ep.lock();
+        self.reap_sends(&mut st);
+        match st.failed.take() {
+            Some(e) => Err(e),
+            None => Ok(false),
+        }
+    }
+
+    fn poll(&self, f: &mut dyn FnMut(Incoming<'_>)) -> Result<usize, FabricError> {
+        let Some(mut rx) = self.rxs.try_lock() else {
+            return Ok(0);
+        };
+        let rx = &mut *rx;
+        self.read_receives(rx)?;
+        if rx.batch.is_empty() {
+            return Ok(0);
+        }
+        let mut served = Vec::with_capacity(rx.batch.len());
+        let mut n = 0;
+        let batch = std::mem::take(&mut rx.batch);
+        // High priority first, then low; within each, in completion order.
+        for want in Priority::SERVE_ORDER {
+            for &(b, len) in &batch {
+                // SAFETY: buffer `b` completed and is not posted again until it is
+                // served (below): nothing else writes it meanwhile.
+                let bytes = unsafe { std::slice::from_raw_parts(self.rx.slot(b), len) };
+                if bytes.len() >= HEADER && bytes[7] == HELLO {
+                    // A hello that came after set-up (never delivered): served once.
+                    if want == Priority::Low {
+                        served.push(b);
+                    }
+                    continue;
+                }
+                let (from, lane, prio, seq) = self.parse(bytes)?;
+                if prio != want {
+                    continue;
+                }
+                let s = self.stream(from, usize::from(lane), prio);
+                if seq != rx.expected[s] {
+                    rx.stash.insert((from, lane, prio as u8, seq), (b, len));
+                    continue;
+                }
+                f(Incoming {
+                    from,
+                    lane,
+                    priority: prio,
+                    bytes: &bytes[HEADER..],
+                });
+                n += 1;
+                served.push(b);
+                rx.expected[s] += 1;
+                // Messages of this stream that came ahead of this one.
+                while !rx.stash.is_empty() {
+                    let key = (from, lane, prio as u8, rx.expected[s]);
+                    let Some((b2, len2)) = rx.stash.remove(&key) else {
+                        break;
+                    };
+                    // SAFETY: as above, for a buffer kept in the stash.
+                    let bytes = unsafe { std::slice::from_raw_parts(self.rx.slot(b2), len2) };
+                    f(Incoming {
+                        from,
+                        lane,
+                        priority: prio,
+                        bytes: &bytes[HEADER..],
+                    });
+                    n += 1;
+                    served.push(b2);
+                    rx.expected[s] += 1;
+                }
+            }
+        }
+        rx.batch = batch;
+        rx.batch.clear();
+        let mut st = self.ep.lock();
+        st.repost.extend(served);
+        self.post_receives(&mut st)?;
+        Ok(n)
+    }
+
+    fn wait(&self, timeout: Duration) {
+        self.sleep(None, timeout);
+    }
+
+    fn wait_with(&self, bell: BorrowedFd<'_>, timeout: Duration) {
+        self.sleep(Some(bell), timeout);
+    }
+
+    fn wake(&self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: writing 8 bytes to our own eventfd.
+        unsafe { libc::write(self.wake_fd.as_raw_fd(), one.as_ptr() as *const c_void, 8) };
+    }
+}
+
+impl OfiTransport {
+    /// Sends `header` then `parts` (`len` bytes) to `peer`: inline when it fits, else
+    /// from a pool buffer; `Ok(false)` when the pool or the endpoint is full.
+    fn post(
+        &self,
+        st: &mut EpState,
+        peer: u32,
+        priority: Priority,
+        header: &[u8; HEADER],
+        parts: &[&[u8]],
+        len: usize,
+    ) -> Result<bool, FabricError> {
+        let total = HEADER + len;
+        let ep = self.h.ep;
+        if total <= self.inject {
+            let mut buf = [0u8; INJECT_MAX];
+            buf[..HEADER].copy_from_slice(header);
+            let mut at = HEADER;
+            for p in parts {
+                buf[at..at + p.len()].copy_from_slice(p);
+                at += p.len();
+            }
+            // SAFETY: the endpoint is enabled; `buf` holds `total` bytes, copied by the
+            // provider before it returns.
+            let rc = unsafe {
+                ((*(*ep).msg).inject)(ep, buf.as_ptr() as *const c_void, total, u64::from(peer))
+            };
+            if rc == -ffi::FI_EAGAIN {
+                self.reap_sends(st);
+                return Ok(false);
+            }
+            call(self.lib, "fi_inject", rc)?;
+            return Ok(true);
+        }
+        if st.tx_free.len() <= HIGH_RESERVE && priority == Priority::Low {
+            self.reap_sends(st);
+            if st.tx_free.len() <= HIGH_RESERVE {
+                return Ok(false);
+            }
+        }
+        let Some(b) = st.tx_free.pop().or_else(|| {
+            self.reap_sends(st);
+            st.tx_free.pop()
+        }) else {
+            return Ok(false);
+        };
+        // SAFETY: buffer `b` is free (not in flight): this thread, under the lock, is
+        // its only user until its completion.
+        let slot = unsafe { std::slice::from_raw_parts_mut(self.tx.slot(b), total) };
+        slot[..HEADER].copy_from_slice(header);
+        let mut at = HEADER;
+        for p in parts {
+            slot[at..at + p.len()].copy_from_slice(p);
+            at += p.len();
+        }
+        // SAFETY: as above; the buffer and its context stay untouched until the send
+        // completes (reap_sends frees it).
+        let rc = unsafe {
+            ((*(*ep).msg).send)(
+                ep,
+                slot.as_ptr() as *const c_void,
+                total,
+                self.tx_desc,
+                u64::from(peer),
+                self.tx.context(b),
+            )
+        };
+        if rc == -ffi::FI_EAGAIN {
+            st.tx_free.push(b);
+            self.reap_sends(st);
+            return Ok(false);
+        }
+        if rc != 0 {
+            st.tx_free.push(b);
+            return Err(OfiError::Call {
+                call: "fi_send",
+                code: rc as i64,
+                text: self.lib.strerror(rc),
+            }
+            .into());
+        }
+        st.tx_peer[b as usize] = peer;
+        Ok(true)
+    }
+
+    /// Connects to every peer while every rank is in this collective set-up (libfabric
+    /// providers with manual progress set connections up only while both sides call
+    /// into them, and a rank that sends to one that does not poll yet would wait): a
+    /// hello to each peer, then until every peer's hello is in. Messages that come
+    /// meanwhile (peers that finished first) wait for the first poll.
+    fn greet(&self, timeout: Duration) -> Result<(), FabricError> {
+        let start = std::time::Instant::now();
+        let mut header = [0u8; HEADER];
+        header[..4].copy_from_slice(&self.me.to_le_bytes());
+        header[7] = HELLO;
+        let mut to_send: Vec<u32> = (0..self.size).filter(|&p| p != self.me).collect();
+        let mut heard = vec![false; self.size as usize];
+        heard[self.me as usize] = true;
+        let mut rx = self.rxs.lock();
+        loop {
+            {
+                let mut st = self.ep.lock();
+                let mut still = Vec::new();
+                for &p in &to_send {
+                    if !self.post(&mut st, p, Priority::High, &header, &[], 0)? {
+                        still.push(p);
+                    }
+                }
+                to_send = still;
+            }
+            let before = rx.batch.len();
+            self.read_receives(&mut rx)?;
+            let mut kept = Vec::new();
+            let mut hellos = Vec::new();
+            for &(b, len) in &rx.batch[before..] {
+                // SAFETY: a completed buffer, not posted again until served.
+                let bytes = unsafe { std::slice::from_raw_parts(self.rx.slot(b), len) };
+                if bytes.len() >= HEADER && bytes[7] == HELLO {
+                    let from = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+                    if let Some(h) = heard.get_mut(from as usize) {
+                        *h = true;
+                    }
+                    hellos.push(b);
+                } else {
+                    kept.push((b, len));
+                }
+            }
+            rx.batch.truncate(before);
+            rx.batch.extend(kept);
+            if !hellos.is_empty() {
+                let mut st = self.ep.lock();
+                st.repost.extend(hellos);
+                self.post_receives(&mut st)?;
+            }
+            if to_send.is_empty() && heard.iter().all(|&h| h) {
+                return Ok(());
+            }
+            if start.elapsed() > timeout {
+                let missing: Vec<usize> = (0..heard.len()).filter(|&r| !heard[r]).collect();
+                return Err(OfiError::Call {
+                    call: "connecting to every rank",
+                    code: -(libc::ETIMEDOUT as i64),
+                    text: format!(
+                        "no hello from ranks {missing:?} and none sent to {to_send:?} within {timeout:?}"
+                    ),
+                }
+                .into());
+            }
+            self.sleep(None, Duration::from_millis(1));
+        }
+    }
+
+    /// The header of a received message: sender, lane, priority, sequence number.
+    fn parse(&self, bytes: &[u8]) -> Result<(u32, u16, Priority, u64), FabricError> {
+        let bad = |from: u32, lane: u16, priority: u8| FabricError::Corrupt {
+            rank: from,
+            defect: Defect::BadOfiHeader {
+                len: bytes.len(),
+                from,
+                lane,
+                priority,
+            },
+        };
+        if bytes.len() < HEADER {
+            return Err(bad(u32::MAX, 0, 0));
+        }
+        let from = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        let lane = u16::from_le_bytes([bytes[4], bytes[5]]);
+        let prio = match bytes[6] {
+            0 => Priority::Low,
+            1 => Priority::High,
+            p => return Err(bad(from, lane, p)),
+        };
+        if from >= self.size || usize::from(lane) >= self.lanes {
+            return Err(bad(from, lane, bytes[6]));
+        }
+        let mut seq = [0u8; 8];
+        seq.copy_from_slice(&bytes[8..16]);
+        Ok((from, lane, prio, u64::from_le_bytes(seq)))
+    }
+
+    /// Sleeps until a completion may be there, [`Transport::wake`] or `bell` fires, or
+    /// `timeout` passes.
+    fn sleep(&self, bell: Option<BorrowedFd<'_>>, timeout: Duration) {
+        let Some(fds) = self.cq_fds else {
+            std::thread::sleep(timeout.min(Duration::from_millis(1)));
+            return;
+        };
+        if self.state.troubled() {
+            return;
+        }
+        {
+            let _st = self.ep.lock();
+            let mut fids = [
+                // SAFETY: the queues are open (taking their fid's address only).
+                unsafe { &mut (*self.h.tx_cq).fid as *mut ffi::fid },
+                // SAFETY: as above.
+                unsafe { &mut (*self.h.rx_cq).fid as *mut ffi::fid },
+            ];
+            // SAFETY: the fabric is open; `fids` are two of its queues.
+            let rc = unsafe {
+                let fab = self.h.fabric;
+                ((*(*fab).ops).trywait)(fab, fids.as_mut_ptr(), 2)
+            };
+            if rc != 0 {
+                // Completions are there already (or the provider cannot say): no sleep.
+                return;
+            }
+        }
+        let mut pfds = [
+            libc::pollfd {
+                fd: fds[0],
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: fds[1],
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: self.wake_fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: bell.map_or(-1, |b| b.as_raw_fd()),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let ms = timeout.as_millis().clamp(0, i32::MAX as u128) as c_int;
+        // SAFETY: four initialised pollfds (a negative fd is ignored).
+        unsafe { libc::poll(pfds.as_mut_ptr(), 4, ms) };
+        if pfds[2].revents != 0 {
+            let mut b = [0u8; 8];
+            // SAFETY: reading 8 bytes from our own non-blocking eventfd.
+            unsafe { libc::read(self.wake_fd.as_raw_fd(), b.as_mut_ptr() as *mut c_void, 8) };
+        }
+    }
+}
