@@ -72,4 +72,4 @@ pub use spools_msg::{
     ANY_TAG,
 };
 pub use spools_proto::frame::{ColorMap, FrameHeader, PixelFormat};
-pub use world::{init, init_with, InitError, World};
+pub use world::{agreed_settings, init, init_with, InitError, World};

@@ -102,13 +102,7 @@ pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
     spools_fabric::heap::join(boot.job(), boot.secret().clone());
     // Every rank must agree on the settings that shape the job (the transport decides the
     // set-up collectives; lanes the ring layout; the bulk limit what receivers accept).
-    let choice = format!(
-        "transport={} lanes={} bulk_limit={} ofi_provider={}",
-        cfg.transport,
-        cfg.lanes,
-        cfg.bulk_limit,
-        cfg.ofi_provider.as_deref().unwrap_or("")
-    );
+    let choice = agreed_settings(&cfg);
     let all = boot.allgather(choice.as_bytes())?;
     for (r, c) in all.iter().enumerate() {
         if c.as_slice() != choice.as_bytes() {
@@ -215,6 +209,24 @@ pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
         init_time: t0.elapsed(),
         finalized: std::sync::atomic::AtomicBool::new(false),
     })
+}
+
+/// The settings every rank of a job must share, as [`init`] compares them between ranks
+/// (the transport and libfabric provider decide the set-up collectives, lanes the ring
+/// layout, the bulk limit what receivers accept).
+///
+/// ```
+/// let s = spools::agreed_settings(&spools::Config::default());
+/// assert!(s.starts_with("transport=auto lanes=3 "));
+/// ```
+pub fn agreed_settings(cfg: &Config) -> String {
+    format!(
+        "transport={} lanes={} bulk_limit={} ofi_provider={}",
+        cfg.transport,
+        cfg.lanes,
+        cfg.bulk_limit,
+        cfg.ofi_provider.as_deref().unwrap_or("")
+    )
 }
 
 /// Whether libfabric carries this job's network traffic, and with which provider

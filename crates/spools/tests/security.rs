@@ -209,10 +209,7 @@ fn forger(wrong: bool) -> Result<(), String> {
     let job = boot.job();
     println!("rank 1: job-id={job:016x}");
     // The settings every rank must agree on, as `init` checks them.
-    let choice = format!(
-        "transport={} lanes={} bulk_limit={}",
-        cfg.transport, cfg.lanes, cfg.bulk_limit
-    );
+    let choice = spools::agreed_settings(&cfg);
     e(boot.allgather(choice.as_bytes()))?;
     // Rank 0's segment, once its header is complete.
     let theirs = PathBuf::from(format!("/dev/shm{}", segment(job, 0)));
