@@ -2,9 +2,9 @@
 //! (InfiniBand and RoCE through `verbs`, Slingshot through `cxi`, EFA, Omni-Path, or
 //! plain `tcp` and `udp`), or on one host with `SPOOLS_TRANSPORT=ofi`.
 //!
-//! `libfabric.so.1` is opened at run time ([`ffi`]); a binary built without it runs
+//! `libfabric.so.1` is opened at run time (`ffi.rs`); a binary built without it runs
 //! where it is absent and says so when asked for it. Each rank opens one reliable
-//! datagram endpoint (`FI_EP_RDM`) of the provider chosen ([`provider`]), publishes its
+//! datagram endpoint (`FI_EP_RDM`) of the provider chosen (`provider.rs`), publishes its
 //! name through the bootstrap, and inserts every rank's name in a table address vector,
 //! so that a rank's libfabric address is its rank.
 //!
