@@ -674,6 +674,16 @@ impl OfiTransport {
     }
 }
 
+/// Copies `header` then `parts` into `dst` (exactly their length).
+fn gather(dst: &mut [u8], header: &[u8; HEADER], parts: &[&[u8]]) {
+    dst[..HEADER].copy_from_slice(header);
+    let mut at = HEADER;
+    for p in parts {
+        dst[at..at + p.len()].copy_from_slice(p);
+        at += p.len();
+    }
+}
+
 /// A non-blocking eventfd.
 fn eventfd() -> Result<OwnedFd, FabricError> {
     // SAFETY: eventfd has no memory arguments; the descriptor returned is owned here.
@@ -798,23 +808,11 @@ impl Transport for OfiTransport {
                     rx.stash.insert((from, lane, prio as u8, seq), (b, len));
                     continue;
                 }
-                f(Incoming {
-                    from,
-                    lane,
-                    priority: prio,
-                    bytes: &bytes[HEADER..],
-                });
-                n += 1;
-                served.push(b);
-                rx.expected[s] += 1;
-                // Messages of this stream that came ahead of this one.
-                while !rx.stash.is_empty() {
-                    let key = (from, lane, prio as u8, rx.expected[s]);
-                    let Some((b2, len2)) = rx.stash.remove(&key) else {
-                        break;
-                    };
-                    // SAFETY: as above, for a buffer kept in the stash.
-                    let bytes = unsafe { std::slice::from_raw_parts(self.rx.slot(b2), len2) };
+                // This message, then those of its stream that came ahead of it.
+                let mut next = Some((b, len));
+                while let Some((b, len)) = next {
+                    // SAFETY: as above (this buffer, or one kept in the stash).
+                    let bytes = unsafe { std::slice::from_raw_parts(self.rx.slot(b), len) };
                     f(Incoming {
                         from,
                         lane,
@@ -822,8 +820,13 @@ impl Transport for OfiTransport {
                         bytes: &bytes[HEADER..],
                     });
                     n += 1;
-                    served.push(b2);
+                    served.push(b);
                     rx.expected[s] += 1;
+                    next = if rx.stash.is_empty() {
+                        None
+                    } else {
+                        rx.stash.remove(&(from, lane, prio as u8, rx.expected[s]))
+                    };
                 }
             }
         }
@@ -866,12 +869,7 @@ impl OfiTransport {
         let ep = self.h.ep;
         if total <= self.inject {
             let mut buf = [0u8; INJECT_MAX];
-            buf[..HEADER].copy_from_slice(header);
-            let mut at = HEADER;
-            for p in parts {
-                buf[at..at + p.len()].copy_from_slice(p);
-                at += p.len();
-            }
+            gather(&mut buf[..total], header, parts);
             // SAFETY: the endpoint is enabled; `buf` holds `total` bytes, copied by the
             // provider before it returns.
             let rc = unsafe {
@@ -899,12 +897,7 @@ impl OfiTransport {
         // SAFETY: buffer `b` is free (not in flight): this thread, under the lock, is
         // its only user until its completion.
         let slot = unsafe { std::slice::from_raw_parts_mut(self.tx.slot(b), total) };
-        slot[..HEADER].copy_from_slice(header);
-        let mut at = HEADER;
-        for p in parts {
-            slot[at..at + p.len()].copy_from_slice(p);
-            at += p.len();
-        }
+        gather(slot, header, parts);
         // SAFETY: as above; the buffer and its context stay untouched until the send
         // completes (reap_sends frees it).
         let rc = unsafe {
