@@ -5,9 +5,12 @@
 # need it (h5py, from PyPI, brings its own copy); scripts/test.sh and the scripts that
 # run those tests run this.
 set -euo pipefail
+# grep without -q reads ldconfig's whole output: with -q it exits at the first match,
+# ldconfig dies of SIGPIPE, and under pipefail the pipeline fails (exit 141, seen in CI
+# under load).
 # The names Spools tries first (Debian and Ubuntu: libhdf5_serial.so.103 for HDF5 1.10,
 # .310 for 1.14; elsewhere libhdf5.so.*).
-if /sbin/ldconfig -p 2>/dev/null | grep -Eq 'libhdf5(_serial)?\.so\.(103|200|310|320) '; then
+if /sbin/ldconfig -p 2>/dev/null | grep -E 'libhdf5(_serial)?\.so\.(103|200|310|320) ' >/dev/null; then
   exit 0
 fi
 SUDO=""
@@ -27,4 +30,4 @@ if [ -z "$pkg" ]; then
 fi
 echo "== installing $pkg (the HDF5 C library) from Debian"
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$pkg" >/dev/null
-/sbin/ldconfig -p | grep -Eq 'libhdf5(_serial)?\.so\.'
+/sbin/ldconfig -p | grep -E 'libhdf5(_serial)?\.so\.' >/dev/null

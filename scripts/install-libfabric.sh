@@ -6,7 +6,7 @@
 # scripts/bench-ofi.sh run this.
 set -euo pipefail
 missing=()
-/sbin/ldconfig -p 2>/dev/null | grep -q 'libfabric\.so\.1 ' || missing+=(libfabric1)
+/sbin/ldconfig -p 2>/dev/null | grep 'libfabric\.so\.1 ' >/dev/null || missing+=(libfabric1)
 command -v fi_info >/dev/null || missing+=(libfabric-bin)
 if [ "${#missing[@]}" = 0 ]; then
   exit 0
@@ -16,4 +16,4 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 echo "== installing ${missing[*]} from Debian"
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-/sbin/ldconfig -p | grep -q 'libfabric\.so\.1 ' && command -v fi_info >/dev/null
+/sbin/ldconfig -p | grep 'libfabric\.so\.1 ' >/dev/null && command -v fi_info >/dev/null
