@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use spools_boot::client::Bootstrap;
 use spools_boot::config::Config;
 use spools_fabric::lock::RankLock;
-use spools_fabric::{Backoff, FabricError, Pace, Priority, Transport};
+use spools_fabric::{Backoff, FabricError, Pace, Priority, RemoteRegion, Transport};
 use spools_proto::am::StatusCode;
 
 use crate::error::AmError;
@@ -57,6 +57,8 @@ pub(crate) struct OpState {
     /// Destination of a get: address and length of the caller's buffer.
     pub(crate) dest: usize,
     pub(crate) len: usize,
+    /// The answer to a request for a region's network key: the region, if exposed.
+    pub(crate) remote: Option<RemoteRegion>,
 }
 
 pub(crate) struct Core {
@@ -145,6 +147,15 @@ impl Core {
             Some(t) => Ok(t),
             None => Err(AmError::Fabric(FabricError::Unreachable(peer))),
         }
+    }
+
+    /// The network transport when some peer is reached through it and it offers remote
+    /// memory access (regions are then exposed to it).
+    pub(crate) fn rma_net(&self) -> Option<Arc<dyn Transport>> {
+        self.net
+            .as_ref()
+            .filter(|t| self.uses_net && t.rma().is_some())
+            .cloned()
     }
 
     /// Chunk size of fragmented transfers to `peer`.

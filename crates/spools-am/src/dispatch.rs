@@ -5,8 +5,10 @@
 use std::sync::{Arc, PoisonError};
 
 use spools_fabric::Incoming;
+use spools_fabric::RemoteRegion;
 use spools_proto::am::{
-    AmHeader, Bulk, Get, GetData, Put, Short, Status, StatusCode, StatusOp, FLAG_LAST, SHORT_LEN,
+    AmHeader, Bulk, Get, GetData, Put, RmaAsk, RmaKey, Short, Status, StatusCode, StatusOp,
+    FLAG_EXPOSED, FLAG_LAST, SHORT_LEN,
 };
 
 use crate::core::Core;
@@ -130,6 +132,14 @@ impl Core {
                 self.on_status(from, &st);
                 *completed = true;
             }
+            AmHeader::RmaAsk(a) => self.serve_rma_ask(ps, from, &a),
+            AmHeader::RmaKey(k) => {
+                self.on_rma_key(&k);
+                *completed = true;
+            }
+            AmHeader::RmaDone(d) => {
+                ps.leases.remove(&(from, d.token));
+            }
         }
         Ok(())
     }
@@ -244,6 +254,66 @@ impl Core {
                 };
                 self.defer_status(ps, from, st);
             }
+        }
+    }
+
+    /// Answers a request for region `a.key`'s network address and key (zero, without
+    /// [`FLAG_EXPOSED`], when the region is not exposed to the network), and keeps an
+    /// exposed region until the asker's [`RmaDone`](spools_proto::am::RmaDone).
+    fn serve_rma_ask(&self, ps: &mut PollState, from: u32, a: &RmaAsk) {
+        let mem = self
+            .regions
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&a.key)
+            .cloned();
+        let found = mem.map(|m| {
+            let remote = m.remote();
+            if remote.is_some() {
+                ps.leases.insert((from, a.token), m);
+            }
+            remote
+        });
+        let k = match found {
+            None => RmaKey {
+                token: a.token,
+                code: StatusCode::UnknownRegion,
+                flags: 0,
+                addr: 0,
+                rkey: 0,
+                len: 0,
+            },
+            Some(remote) => {
+                let r = remote.unwrap_or(RemoteRegion {
+                    addr: 0,
+                    key: 0,
+                    len: 0,
+                });
+                RmaKey {
+                    token: a.token,
+                    code: StatusCode::Ok,
+                    flags: if remote.is_some() { FLAG_EXPOSED } else { 0 },
+                    addr: r.addr,
+                    rkey: r.key,
+                    len: r.len,
+                }
+            }
+        };
+        ps.deferred
+            .push_back(Deferred::Reply(from, AmHeader::RmaKey(k)));
+    }
+
+    /// The answer to this rank's request for a region's network key.
+    fn on_rma_key(&self, k: &RmaKey) {
+        let mut ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(op) = ops.get_mut(&k.token).filter(|op| !op.is_get) {
+            op.done = true;
+            op.code = k.code;
+            op.remote = (k.flags & FLAG_EXPOSED != 0).then_some(RemoteRegion {
+                addr: k.addr,
+                key: k.rkey,
+                len: k.len,
+            });
         }
     }
 

@@ -5,7 +5,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use spools_fabric::Priority;
-use spools_proto::am::Status;
+use spools_proto::am::AmHeader;
 
 use crate::core::Poller;
 use crate::region::RegionMem;
@@ -14,7 +14,8 @@ use crate::registry::Handler;
 /// Work the progress engine owes a peer (acknowledgements, get data) that did not fit in
 /// the peer's buffer yet.
 pub(crate) enum Deferred {
-    Status(u32, Status),
+    /// A short answer (a status, a region's network key) owed to a peer.
+    Reply(u32, AmHeader),
     GetStream {
         peer: u32,
         token: u32,
@@ -33,6 +34,9 @@ pub(crate) const MAX_HELD_BYTES: usize = 64 << 20;
 pub(crate) struct PollState {
     pub(crate) reasm: HashMap<(u32, u16, u8), Vec<u8>>,
     pub(crate) deferred: VecDeque<Deferred>,
+    /// Regions peers are accessing one-sidedly, by (peer, token of its ask): kept, memory
+    /// and registration, until the peer says it is done, even if withdrawn meanwhile.
+    pub(crate) leases: HashMap<(u32, u32), Arc<RegionMem>>,
     /// Messages for handler ids beyond this rank's table: a peer that finished
     /// `sync_handlers` first may send before this rank has installed the table. They are
     /// dispatched again once the table grows.

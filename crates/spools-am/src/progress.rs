@@ -143,15 +143,16 @@ impl Core {
     }
 
     pub(crate) fn defer_status(&self, ps: &mut PollState, peer: u32, st: Status) {
-        ps.deferred.push_back(Deferred::Status(peer, st));
+        ps.deferred
+            .push_back(Deferred::Reply(peer, AmHeader::Status(st)));
     }
 
     fn send_deferred(&self, ps: &mut PollState) -> Result<(), AmError> {
         while let Some(d) = ps.deferred.front_mut() {
             let more = match d {
-                Deferred::Status(peer, st) => {
-                    let mut b = Vec::with_capacity(8);
-                    AmHeader::Status(*st).encode(&mut b);
+                Deferred::Reply(peer, h) => {
+                    let mut b = Vec::with_capacity(h.encoded_len());
+                    h.encode(&mut b);
                     !self.try_send_lane0(Priority::High, *peer, &[&b])?
                 }
                 Deferred::GetStream {

@@ -4,6 +4,7 @@ use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use spools_fabric::heap::{HeapName, HeapSegment};
+use spools_fabric::{RemoteRegion, Transport};
 use spools_proto::auth::Secret;
 
 use crate::error::AmError;
@@ -17,6 +18,9 @@ pub(crate) struct RegionMem {
     len: usize,
     /// The shared-heap segment holding the bytes (`None`: this process's own heap).
     heap: Option<HeapSegment>,
+    /// The network transport the bytes are exposed to for one-sided access, under id
+    /// (the region's key), and what peers address them by.
+    exposed: Option<(Arc<dyn Transport>, RegionKey, RemoteRegion)>,
 }
 
 // SAFETY: the allocation is owned by RegionMem and freed only in Drop; concurrent byte
@@ -33,6 +37,7 @@ impl RegionMem {
                 ptr: std::ptr::NonNull::<u64>::dangling().as_ptr() as *mut u8,
                 len: 0,
                 heap: None,
+                exposed: None,
             });
         }
         let layout = Layout::from_size_align(len, 64).map_err(|_| AmError::RegionAlloc { len })?;
@@ -45,6 +50,7 @@ impl RegionMem {
             ptr,
             len,
             heap: None,
+            exposed: None,
         })
     }
 
@@ -56,7 +62,26 @@ impl RegionMem {
             ptr: seg.data(),
             len,
             heap: Some(seg),
+            exposed: None,
         })
+    }
+
+    /// Exposes the bytes to `net`'s remote memory access under `key`. A refusal (the
+    /// provider is out of registrations or lockable memory) leaves the region reachable
+    /// by messages only, as peers learn when they ask for its key.
+    fn expose(&mut self, net: Option<Arc<dyn Transport>>, key: RegionKey) {
+        let Some(net) = net else { return };
+        let Some(rma) = net.rma() else { return };
+        // SAFETY: the bytes stay allocated and in place until Drop, which withdraws the
+        // exposure before freeing them.
+        if let Ok(remote) = unsafe { rma.expose(key, self.ptr, self.len) } {
+            self.exposed = Some((net.clone(), key, remote));
+        }
+    }
+
+    /// What peers' networks address these bytes by, when exposed.
+    pub(crate) fn remote(&self) -> Option<RemoteRegion> {
+        self.exposed.as_ref().map(|e| e.2)
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -88,6 +113,11 @@ impl RegionMem {
 
 impl Drop for RegionMem {
     fn drop(&mut self) {
+        if let Some((net, key, _)) = self.exposed.take() {
+            if let Some(rma) = net.rma() {
+                rma.withdraw(key);
+            }
+        }
         // A shared-heap segment unmaps itself (dropped with `heap`).
         if self.len > 0 && self.heap.is_none() {
             if let Ok(layout) = Layout::from_size_align(self.len, 64) {
@@ -126,8 +156,9 @@ impl Region {
         key: RegionKey,
         len: usize,
         regions: Arc<Regions>,
+        net: Option<Arc<dyn Transport>>,
     ) -> Result<Region, AmError> {
-        Region::register(key, RegionMem::new(len)?, regions)
+        Region::register(key, RegionMem::new(len)?, regions, net)
     }
 
     /// A region in the shared heap (segment [`HeapName::region`] of `rank` in `job`), or
@@ -137,15 +168,24 @@ impl Region {
         len: usize,
         regions: Arc<Regions>,
         (job, rank, secret): (u64, u32, &Secret),
+        net: Option<Arc<dyn Transport>>,
     ) -> Result<Region, AmError> {
         let mem = match RegionMem::shared(HeapName::region(job, rank, key), len, secret) {
             Some(m) => m,
             None => RegionMem::new(len)?,
         };
-        Region::register(key, mem, regions)
+        Region::register(key, mem, regions, net)
     }
 
-    fn register(key: RegionKey, mem: RegionMem, regions: Arc<Regions>) -> Result<Region, AmError> {
+    /// Enters `mem` in the table under `key`, exposed to `net` (the network transport
+    /// with remote memory access, if the job uses one).
+    fn register(
+        key: RegionKey,
+        mut mem: RegionMem,
+        regions: Arc<Regions>,
+        net: Option<Arc<dyn Transport>>,
+    ) -> Result<Region, AmError> {
+        mem.expose(net, key);
         let mem = Arc::new(mem);
         regions
             .write()

@@ -2,14 +2,17 @@
 //! of the target, packetised automatically, completed when the target has answered. A
 //! region of a rank of this host that lies in the shared heap
 //! ([`Worker::shared_region`](crate::Worker::shared_region)) is mapped here instead and
-//! copied into or out of directly: one copy, no message.
+//! copied into or out of directly: one copy, no message. A region of a rank reached
+//! through a network transport with remote memory access (libfabric) is written and read
+//! one-sidedly when the transfer takes more than one message: the initiator asks for the
+//! region's network key ([`RmaAsk`]), writes or reads, and says it is done ([`RmaDone`]).
 
 use std::sync::atomic::Ordering;
 use std::sync::PoisonError;
 
 use spools_fabric::heap::{self, HeapError, HeapName, HeapRef, PeerBytes};
-use spools_fabric::{FabricError, Priority};
-use spools_proto::am::{AmHeader, Get, Put, StatusCode, FLAG_LAST};
+use spools_fabric::{FabricError, Priority, RemoteRegion, Rma};
+use spools_proto::am::{AmHeader, Get, Put, RmaAsk, RmaDone, StatusCode, FLAG_LAST};
 
 use crate::core::{Core, OpState, Route};
 use crate::endpoint::Endpoint;
@@ -88,6 +91,7 @@ impl Endpoint {
                     code: StatusCode::Ok,
                     dest,
                     len,
+                    remote: None,
                 },
             );
         OpGuard {
@@ -97,7 +101,7 @@ impl Endpoint {
     }
 
     /// Waits for the target's answer to the operation of `guard` and turns it into a
-    /// result.
+    /// result (for a request for a region's network key: the key, if exposed).
     fn finish_op(
         &self,
         guard: OpGuard<'_>,
@@ -106,7 +110,7 @@ impl Endpoint {
         key: RegionKey,
         offset: u64,
         len: u64,
-    ) -> Result<(), AmError> {
+    ) -> Result<Option<RemoteRegion>, AmError> {
         let token = guard.token;
         let core = self.core();
         core.wait_until(
@@ -120,14 +124,14 @@ impl Endpoint {
             Some(peer),
             false,
         )?;
-        let code = core
+        let (code, remote) = core
             .ops
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(&token)
-            .map_or(StatusCode::Malformed, |o| o.code);
+            .map_or((StatusCode::Malformed, None), |o| (o.code, o.remote));
         match code {
-            StatusCode::Ok => Ok(()),
+            StatusCode::Ok => Ok(remote),
             StatusCode::UnknownRegion => Err(AmError::UnknownRegion { peer, key }),
             StatusCode::OutOfBounds => Err(AmError::OutOfBounds {
                 op,
@@ -164,6 +168,10 @@ impl Endpoint {
             let _ = unsafe { region?.copy_from(0, data) };
             return self.direct_done(peer);
         }
+        let one_sided = |rma: &dyn Rma, at| rma.write(peer, at, offset, data);
+        if self.one_sided(peer, key, offset, data.len(), "put", one_sided)? {
+            return Ok(());
+        }
         let guard = self.new_op(false, 0, 0);
         let token = guard.token;
         let frag = self.core().fragment_for(peer);
@@ -190,6 +198,7 @@ impl Endpoint {
             }
         }
         self.finish_op(guard, peer, "put", key, offset, total)
+            .map(drop)
     }
 
     /// Gets `buf.len()` bytes from region `key` of `peer` at `offset` into `buf`.
@@ -210,6 +219,11 @@ impl Endpoint {
             let _ = region?.copy_to(0, buf);
             return self.direct_done(peer);
         }
+        let len = buf.len();
+        let one_sided = |rma: &dyn Rma, at| rma.read(peer, at, offset, buf);
+        if self.one_sided(peer, key, offset, len, "get", one_sided)? {
+            return Ok(());
+        }
         let guard = self.new_op(true, buf.as_mut_ptr() as usize, buf.len());
         let mut hdr = Vec::with_capacity(32);
         AmHeader::Get(Get {
@@ -223,5 +237,77 @@ impl Endpoint {
             .send_raw(self.lane, Priority::Low, peer, &[&hdr])?;
         let len = buf.len() as u64;
         self.finish_op(guard, peer, "get", key, offset, len)
+            .map(drop)
+    }
+
+    /// Puts or gets (`op`, done by `f`) one-sidedly when `peer` is reached through a
+    /// network transport with remote memory access, the transfer takes more than one
+    /// message, and `peer` exposed region `key` to the network; `Ok(false)` when the
+    /// caller must use messages. The target keeps the region from its answer to the
+    /// ask until this rank's [`RmaDone`], so a region withdrawn meanwhile is still
+    /// valid memory. A range outside the region is refused here, touching nothing.
+    fn one_sided(
+        &self,
+        peer: u32,
+        key: RegionKey,
+        offset: u64,
+        len: usize,
+        op: &'static str,
+        f: impl FnOnce(&dyn Rma, RemoteRegion) -> Result<(), FabricError>,
+    ) -> Result<bool, AmError> {
+        let core = self.core();
+        if core.routes.get(peer as usize) != Some(&Route::Net) || len <= core.fragment_for(peer) {
+            return Ok(false);
+        }
+        let Some(rma) = core.net.as_ref().and_then(|t| t.rma()) else {
+            return Ok(false);
+        };
+        let (token, remote) = self.ask_region(peer, key)?;
+        let Some(remote) = remote else {
+            return Ok(false);
+        };
+        let done = if offset
+            .checked_add(len as u64)
+            .is_none_or(|end| end > remote.len)
+        {
+            Err(AmError::OutOfBounds {
+                op,
+                peer,
+                key,
+                offset,
+                len: len as u64,
+            })
+        } else {
+            f(rma, remote).map_err(AmError::Fabric)
+        };
+        let mut hdr = Vec::with_capacity(8);
+        AmHeader::RmaDone(RmaDone { token }).encode(&mut hdr);
+        let released = self
+            .core()
+            .send_raw(self.lane, Priority::Low, peer, &[&hdr]);
+        done?;
+        released?;
+        Ok(true)
+    }
+
+    /// Asks `peer` for the network address and key of its region `key` (`None`: not
+    /// exposed to the network); returns the ask's token with it.
+    fn ask_region(
+        &self,
+        peer: u32,
+        key: RegionKey,
+    ) -> Result<(u32, Option<RemoteRegion>), AmError> {
+        let guard = self.new_op(false, 0, 0);
+        let token = guard.token;
+        let mut hdr = Vec::with_capacity(16);
+        AmHeader::RmaAsk(RmaAsk {
+            token: guard.token,
+            key,
+        })
+        .encode(&mut hdr);
+        self.core()
+            .send_raw(self.lane, Priority::Low, peer, &[&hdr])?;
+        let remote = self.finish_op(guard, peer, "region key request", key, 0, 0)?;
+        Ok((token, remote))
     }
 }

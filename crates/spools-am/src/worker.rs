@@ -298,7 +298,7 @@ impl Worker {
     /// [`AmError::RegionAlloc`] if it cannot be allocated.
     pub fn region(&self, len: usize) -> Result<Region, AmError> {
         let key = self.core.next_key.fetch_add(1, Ordering::Relaxed);
-        Region::new(key, len, self.core.regions.clone())
+        Region::new(key, len, self.core.regions.clone(), self.core.rma_net())
     }
 
     /// [`Worker::region`] in the shared heap: puts and gets from ranks of this host copy
@@ -316,7 +316,13 @@ impl Worker {
             self.core.rank,
             self.core.boot.secret(),
         );
-        Region::new_shared(key, len, self.core.regions.clone(), who)
+        Region::new_shared(
+            key,
+            len,
+            self.core.regions.clone(),
+            who,
+            self.core.rma_net(),
+        )
     }
 
     /// Runs handlers for the messages that have arrived; returns how many were handled.

@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use spools::{AmError, Channel, Delivery};
+use spools::{AmError, Channel, Delivery, Transport};
 use spools_testkit::{
-    assert_ok, compute_until, e, launch, rank_main, signal_file, tempdir, wait_for_file,
+    assert_ok, compute_until, e, launch, ofi_providers, rank_main, signal_file, tempdir,
+    wait_for_file,
 };
 
 const TRANSPORTS: [&str; 2] = ["auto", "tcp"];
@@ -290,6 +291,46 @@ fn memory_role() -> Result<(), String> {
         return Err("a refused put changed the region".into());
     }
     e(w.barrier())?;
+    // A region withdrawn after its neighbour has used it (and, over a network with
+    // remote memory access, learnt its network key): later accesses are refused.
+    let gone = e(w.worker().region(512 << 10))?;
+    let gone_keys: Vec<u32> = e(w.allgather_bytes(&gone.key().to_le_bytes()))?
+        .iter()
+        .map(|k| u32::from_le_bytes(k[..4].try_into().unwrap()))
+        .collect();
+    let gone_key = gone_keys[right as usize];
+    // Larger than one message: one-sided over libfabric.
+    let big = vec![7u8; 300_000];
+    e(w.endpoint().put(right, gone_key, 0, &big))?;
+    e(w.barrier())?;
+    drop(gone);
+    e(w.barrier())?;
+    match w.endpoint().put(right, gone_key, 0, &big) {
+        Err(AmError::UnknownRegion { .. }) => {}
+        other => return Err(format!("put into a withdrawn region: {other:?}")),
+    }
+    match w.endpoint().get(right, gone_key, 0, &mut buf) {
+        Err(AmError::UnknownRegion { .. }) => {}
+        other => return Err(format!("get from a withdrawn region: {other:?}")),
+    }
+    e(w.barrier())?;
+    if std::env::var("SPOOLS_TEST_RMA").is_ok_and(|v| v == "1") {
+        // Over libfabric the transfers larger than one message (256 KiB through shm,
+        // 16 KiB through RxM) went one-sidedly.
+        let wrote_at_least = (1u64 << 20) + len as u64 + 300_000;
+        let read_at_least = (1u64 << 20) + len as u64;
+        let rma = w.ofi().and_then(|t| t.rma().map(|r| r.moved()));
+        match rma {
+            Some((wrote, read)) if wrote >= wrote_at_least && read >= read_at_least => {
+                println!("rank {me}: {wrote} bytes written and {read} read one-sidedly");
+            }
+            other => {
+                return Err(format!(
+                    "one-sided bytes (written, read): {other:?}, want at least ({wrote_at_least}, {read_at_least})"
+                ))
+            }
+        }
+    }
     println!("rank {me}: memory ok");
     e(w.finalize())
 }
@@ -304,6 +345,32 @@ fn put_get_bounds_checked() {
             o.stdout.matches("memory ok").count(),
             3,
             "{t}: {}",
+            o.stdout
+        );
+    }
+    // Over libfabric (remote memory access: one-sided writes and reads).
+    for p in ofi_providers() {
+        let o = launch(
+            3,
+            "put_get_bounds_checked",
+            "x",
+            &[
+                ("SPOOLS_TRANSPORT", "ofi"),
+                ("SPOOLS_OFI_PROVIDER", p),
+                ("SPOOLS_TEST_RMA", "1"),
+            ],
+        );
+        assert_ok(&o);
+        assert_eq!(
+            o.stdout.matches("memory ok").count(),
+            3,
+            "ofi {p}: {}",
+            o.stdout
+        );
+        assert_eq!(
+            o.stdout.matches("one-sidedly").count(),
+            3,
+            "ofi {p}: {}",
             o.stdout
         );
     }

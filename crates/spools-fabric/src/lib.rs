@@ -11,6 +11,10 @@
 //! time (the active-message layer gives each endpoint its own), so senders on different lanes never
 //! contend. Lane 0 belongs to the progress engine.
 //!
+//! Remote memory access ([`Rma`]): a transport whose network offers it (libfabric's)
+//! exposes registered memory to peers, which write and read it one-sidedly
+//! ([`Transport::rma`]).
+//!
 //! The shared heap ([`heap`]): memory a rank allocates in named shared-memory segments
 //! that the ranks of its host map, so that they copy straight out of or into it.
 //!
@@ -22,6 +26,7 @@ mod error;
 pub mod heap;
 pub mod lock;
 pub mod ofi;
+mod rma;
 pub mod shm;
 pub mod tcp;
 mod transport;
@@ -29,5 +34,6 @@ mod wait;
 
 pub use caps::{Caps, Priority, SingleCopy};
 pub use error::{Defect, FabricError, IoStep};
+pub use rma::{RemoteRegion, Rma};
 pub use transport::{Incoming, Transport};
 pub use wait::{cpu_count, Awake, Backoff, Pace};

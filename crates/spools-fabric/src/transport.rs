@@ -143,6 +143,13 @@ pub trait Transport: Send + Sync {
         let _ = napping;
     }
 
+    /// Remote memory access through this transport, when its network offers it
+    /// (libfabric providers with `FI_RMA`); `None` otherwise (shared memory has its
+    /// shared heap instead, TCP nothing).
+    fn rma(&self) -> Option<&dyn crate::Rma> {
+        None
+    }
+
     /// A descriptor that turns readable when this transport wants a sleeper woken, so
     /// that one sleep in another transport's [`Transport::wait_with`] covers both; `None`
     /// when it has none (shared memory has one: its bell).

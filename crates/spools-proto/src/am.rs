@@ -12,6 +12,15 @@
 //! | [`Get`] request | 32 | none |
 //! | [`GetData`] chunk | 16 | part of the requested bytes |
 //! | [`Status`] | 8 | none |
+//! | [`RmaAsk`] | 12 | none |
+//! | [`RmaKey`] | 32 | none |
+//! | [`RmaDone`] | 8 | none |
+//!
+//! [`RmaAsk`], [`RmaKey`] and [`RmaDone`] serve transports with remote memory access
+//! (libfabric): for a large put or get the initiator asks for the network address and
+//! key of the target's region, which the target then keeps (even if its owner withdraws
+//! it meanwhile) until the initiator, having written or read it one-sidedly, says it is
+//! done.
 
 use crate::codec::{put_u16, put_u32, put_u64, Reader};
 use crate::WireError;
@@ -30,11 +39,20 @@ pub const GET_LEN: usize = 32;
 pub const GET_DATA_HEADER_LEN: usize = 16;
 /// Bytes of a status message.
 pub const STATUS_LEN: usize = 8;
+/// Bytes of a request for a region's network key.
+pub const RMA_ASK_LEN: usize = 12;
+/// Bytes of the answer to it.
+pub const RMA_KEY_LEN: usize = 32;
+/// Bytes of the end of a one-sided access.
+pub const RMA_DONE_LEN: usize = 8;
 
 /// Flag: this chunk is the last of its transfer.
 pub const FLAG_LAST: u8 = 1;
 /// Flag: the message travels on an unordered channel.
 pub const FLAG_UNORDERED: u8 = 2;
+/// Flag of an [`RmaKey`]: the region is exposed to the network (else its address and
+/// key are zero and the initiator uses [`Put`] and [`Get`] messages).
+pub const FLAG_EXPOSED: u8 = 1;
 
 /// A short active message: handler id and four 64-bit arguments, no payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -172,6 +190,43 @@ pub struct Status {
     pub token: u32,
 }
 
+/// A request for the network address and key of a registered region of the target
+/// (for one-sided puts and gets through a transport with remote memory access). The
+/// target keeps the region's memory and registration until the [`RmaDone`] of the same
+/// token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RmaAsk {
+    /// Initiator's operation token, echoed in the [`RmaKey`].
+    pub token: u32,
+    /// Region key at the target.
+    pub key: u32,
+}
+
+/// The answer to an [`RmaAsk`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RmaKey {
+    /// The ask's token.
+    pub token: u32,
+    /// [`StatusCode::Ok`], or [`StatusCode::UnknownRegion`].
+    pub code: StatusCode,
+    /// Flags ([`FLAG_EXPOSED`]).
+    pub flags: u8,
+    /// The network address of the region's first byte.
+    pub addr: u64,
+    /// The network key of the region.
+    pub rkey: u64,
+    /// The region's length.
+    pub len: u64,
+}
+
+/// The initiator's one-sided access under `token` is over: the target may let the
+/// region go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RmaDone {
+    /// The [`RmaAsk`]'s token.
+    pub token: u32,
+}
+
 /// Any active-message header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AmHeader {
@@ -192,6 +247,12 @@ pub enum AmHeader {
     GetData(GetData),
     /// See [`Status`].
     Status(Status),
+    /// See [`RmaAsk`].
+    RmaAsk(RmaAsk),
+    /// See [`RmaKey`].
+    RmaKey(RmaKey),
+    /// See [`RmaDone`].
+    RmaDone(RmaDone),
 }
 
 const K_SHORT: u8 = 1;
@@ -201,6 +262,9 @@ const K_PUT: u8 = 4;
 const K_GET: u8 = 5;
 const K_GET_DATA: u8 = 6;
 const K_STATUS: u8 = 7;
+const K_RMA_ASK: u8 = 8;
+const K_RMA_KEY: u8 = 9;
+const K_RMA_DONE: u8 = 10;
 
 impl Short {
     /// Writes the 40 bytes of this message into `out`.
@@ -273,6 +337,9 @@ impl AmHeader {
             AmHeader::Get(_) => GET_LEN,
             AmHeader::GetData(_) => GET_DATA_HEADER_LEN,
             AmHeader::Status(_) => STATUS_LEN,
+            AmHeader::RmaAsk(_) => RMA_ASK_LEN,
+            AmHeader::RmaKey(_) => RMA_KEY_LEN,
+            AmHeader::RmaDone(_) => RMA_DONE_LEN,
         }
     }
 
@@ -338,6 +405,28 @@ impl AmHeader {
                 });
                 put_u16(out, s.code.code());
                 put_u32(out, s.token);
+            }
+            AmHeader::RmaAsk(a) => {
+                out.push(K_RMA_ASK);
+                out.push(0);
+                put_u16(out, 0);
+                put_u32(out, a.token);
+                put_u32(out, a.key);
+            }
+            AmHeader::RmaKey(k) => {
+                out.push(K_RMA_KEY);
+                out.push(k.flags);
+                put_u16(out, k.code.code());
+                put_u32(out, k.token);
+                put_u64(out, k.addr);
+                put_u64(out, k.rkey);
+                put_u64(out, k.len);
+            }
+            AmHeader::RmaDone(d) => {
+                out.push(K_RMA_DONE);
+                out.push(0);
+                put_u16(out, 0);
+                put_u32(out, d.token);
             }
         }
     }
@@ -490,6 +579,41 @@ impl AmHeader {
                 let token = r.u32()?;
                 r.finish()?;
                 Ok((AmHeader::Status(Status { op, code, token }), &[]))
+            }
+            K_RMA_ASK => {
+                let mut r = Reader::new(b);
+                r.take(4)?;
+                let token = r.u32()?;
+                let key = r.u32()?;
+                r.finish()?;
+                Ok((AmHeader::RmaAsk(RmaAsk { token, key }), &[]))
+            }
+            K_RMA_DONE => {
+                let mut r = Reader::new(b);
+                r.take(4)?;
+                let token = r.u32()?;
+                r.finish()?;
+                Ok((AmHeader::RmaDone(RmaDone { token }), &[]))
+            }
+            K_RMA_KEY => {
+                let mut r = Reader::new(b);
+                r.u8()?;
+                let flags = r.u8()?;
+                let code = StatusCode::from_code(r.u16()?)?;
+                let token = r.u32()?;
+                let (addr, rkey, len) = (r.u64()?, r.u64()?, r.u64()?);
+                r.finish()?;
+                Ok((
+                    AmHeader::RmaKey(RmaKey {
+                        token,
+                        code,
+                        flags,
+                        addr,
+                        rkey,
+                        len,
+                    }),
+                    &[],
+                ))
             }
             other => Err(WireError::UnknownKind(other)),
         }

@@ -6,7 +6,8 @@
 
 use proptest::prelude::*;
 use spools_proto::am::{
-    AmHeader, Bulk, Get, GetData, Put, Short, Status, StatusCode, StatusOp, SHORT_LEN,
+    AmHeader, Bulk, Get, GetData, Put, RmaAsk, RmaDone, RmaKey, Short, Status, StatusCode,
+    StatusOp, SHORT_LEN,
 };
 use spools_proto::boot::{
     decode_frame, CollOp, Endpoint, Frame, ToRank, ToServer, MAX_RANKS, MAX_TEXT,
@@ -139,6 +140,28 @@ fn am_message() -> impl Strategy<Value = (AmHeader, Vec<u8>)> {
         )
             .prop_map(|(op, code, token)| (
                 AmHeader::Status(Status { op, code, token }),
+                Vec::new()
+            )),
+        (any::<u32>(), any::<u32>())
+            .prop_map(|(token, key)| (AmHeader::RmaAsk(RmaAsk { token, key }), Vec::new())),
+        any::<u32>().prop_map(|token| (AmHeader::RmaDone(RmaDone { token }), Vec::new())),
+        (
+            any::<u32>(),
+            prop::sample::select(vec![StatusCode::Ok, StatusCode::UnknownRegion]),
+            any::<u8>(),
+            any::<u64>(),
+            any::<u64>(),
+            any::<u64>()
+        )
+            .prop_map(|(token, code, flags, addr, rkey, len)| (
+                AmHeader::RmaKey(RmaKey {
+                    token,
+                    code,
+                    flags,
+                    addr,
+                    rkey,
+                    len
+                }),
                 Vec::new()
             )),
     ]

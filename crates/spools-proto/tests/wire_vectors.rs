@@ -16,7 +16,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use spools_proto::am::{
-    AmHeader, Bulk, Get, GetData, Put, Short, Status, StatusCode, StatusOp, SHORT_LEN,
+    AmHeader, Bulk, Get, GetData, Put, RmaAsk, RmaDone, RmaKey, Short, Status, StatusCode,
+    StatusOp, FLAG_EXPOSED, SHORT_LEN,
 };
 use spools_proto::auth::{Proof, Role, Secret};
 use spools_proto::boot::{decode_frame, frame_len, CollOp, Endpoint, Frame, ToRank, ToServer};
@@ -332,6 +333,59 @@ fn status_bytes() {
             );
         }
     }
+}
+
+/// RmaAsk (12 bytes): kind 8, three zero bytes, token, region key.
+#[test]
+fn rma_ask_bytes() {
+    check_am(
+        AmHeader::RmaAsk(RmaAsk {
+            token: 0x0403_0201,
+            key: 0x0807_0605,
+        }),
+        "08 00 0000 01020304 05060708",
+        &[],
+    );
+}
+
+/// RmaDone (8 bytes): kind 10, three zero bytes, token.
+#[test]
+fn rma_done_bytes() {
+    check_am(
+        AmHeader::RmaDone(RmaDone { token: 0x0403_0201 }),
+        "0a 00 0000 01020304",
+        &[],
+    );
+}
+
+/// RmaKey (32 bytes): kind 9, flags (1: exposed), code u16 (as in Status), token,
+/// network address u64, network key u64, region length u64.
+#[test]
+fn rma_key_bytes() {
+    check_am(
+        AmHeader::RmaKey(RmaKey {
+            token: 0x0403_0201,
+            code: StatusCode::Ok,
+            flags: FLAG_EXPOSED,
+            addr: 0x1817_1615_1413_1211,
+            rkey: 0x2827_2625_2423_2221,
+            len: 0x1000,
+        }),
+        "09 01 0000 01020304 1112131415161718 2122232425262728 0010000000000000",
+        &[],
+    );
+    check_am(
+        AmHeader::RmaKey(RmaKey {
+            token: 7,
+            code: StatusCode::UnknownRegion,
+            flags: 0,
+            addr: 0,
+            rkey: 0,
+            len: 0,
+        }),
+        "09 00 0200 07000000 0000000000000000 0000000000000000 0000000000000000",
+        &[],
+    );
 }
 
 // ---------------------------------------------------------------------------------------

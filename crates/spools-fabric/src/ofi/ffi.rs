@@ -39,6 +39,8 @@ pub(crate) const FI_CONTEXT: u64 = 1 << 59;
 pub(crate) const FI_CONTEXT2: u64 = 1 << 52;
 pub(crate) const FI_ORDER_SAS: u64 = 1 << 8;
 pub(crate) const FI_ADDR_UNSPEC: u64 = u64::MAX;
+pub(crate) const FI_COMPLETION: u64 = 1 << 24;
+pub(crate) const FI_DELIVERY_COMPLETE: u64 = 1 << 28;
 
 // Memory registration modes (`domain_attr.mr_mode`).
 pub(crate) const FI_MR_BASIC: c_int = 1;
@@ -375,6 +377,39 @@ pub(crate) struct fi_ops_msg {
     pub(crate) inject: unsafe extern "C" fn(*mut fid_ep, *const c_void, usize, u64) -> isize,
 }
 
+/// `struct fi_rma_iov`.
+#[repr(C)]
+pub(crate) struct fi_rma_iov {
+    pub(crate) addr: u64,
+    pub(crate) len: usize,
+    pub(crate) key: u64,
+}
+
+/// `struct fi_msg_rma`.
+#[repr(C)]
+pub(crate) struct fi_msg_rma {
+    pub(crate) msg_iov: *const libc::iovec,
+    pub(crate) desc: *mut *mut c_void,
+    pub(crate) iov_count: usize,
+    pub(crate) addr: u64,
+    pub(crate) rma_iov: *const fi_rma_iov,
+    pub(crate) rma_iov_count: usize,
+    pub(crate) context: *mut c_void,
+    pub(crate) data: u64,
+}
+
+/// `struct fi_ops_rma` (up to `writemsg`).
+#[repr(C)]
+pub(crate) struct fi_ops_rma {
+    pub(crate) size: usize,
+    pub(crate) read: *const c_void,
+    pub(crate) readv: *const c_void,
+    pub(crate) readmsg: unsafe extern "C" fn(*mut fid_ep, *const fi_msg_rma, u64) -> isize,
+    pub(crate) write: *const c_void,
+    pub(crate) writev: *const c_void,
+    pub(crate) writemsg: unsafe extern "C" fn(*mut fid_ep, *const fi_msg_rma, u64) -> isize,
+}
+
 /// `struct fid_ep`.
 #[repr(C)]
 pub(crate) struct fid_ep {
@@ -382,7 +417,7 @@ pub(crate) struct fid_ep {
     pub(crate) ops: *mut c_void,
     pub(crate) cm: *mut fi_ops_cm,
     pub(crate) msg: *mut fi_ops_msg,
-    pub(crate) rma: *mut c_void,
+    pub(crate) rma: *mut fi_ops_rma,
     pub(crate) tagged: *mut c_void,
     pub(crate) atomic: *mut c_void,
 }
@@ -474,3 +509,5 @@ const _: () = assert!(std::mem::size_of::<fi_cq_attr>() == 40);
 const _: () = assert!(std::mem::size_of::<fi_info>() == 120);
 const _: () = assert!(std::mem::size_of::<fi_tx_attr>() == 80);
 const _: () = assert!(std::mem::size_of::<fi_rx_attr>() == 64);
+const _: () = assert!(std::mem::size_of::<fi_rma_iov>() == 24);
+const _: () = assert!(std::mem::size_of::<fi_msg_rma>() == 64);

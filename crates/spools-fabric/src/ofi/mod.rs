@@ -30,6 +30,7 @@ mod error;
 mod ffi;
 mod pool;
 mod provider;
+mod rma;
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
@@ -91,6 +92,13 @@ const BATCH: usize = 32;
 /// Largest inline send (`fi_inject`), whatever the provider allows.
 const INJECT_MAX: usize = 256;
 
+/// Registered buffers one-sided operations copy through, and how many of them may be in
+/// flight at once.
+const RMA_SLOTS: usize = 8;
+
+/// Bytes of one one-sided operation (a larger write or read is cut into these).
+const RMA_CHUNK: usize = 256 << 10;
+
 /// The libfabric objects of one rank.
 struct Handles {
     fabric: *mut ffi::fid_fabric,
@@ -113,6 +121,12 @@ struct EpState {
     repost: Vec<u32>,
     /// A send that failed, reported by the next send or poll.
     failed: Option<FabricError>,
+    /// The one-sided operations' buffers free.
+    rma_free: Vec<u32>,
+    /// The state of each one-sided operation's buffer.
+    rma: Vec<rma::Slot>,
+    /// Memory exposed to peers: id to its registration.
+    exposed: HashMap<u32, *mut ffi::fid_mr>,
 }
 
 /// What the polling thread keeps.
@@ -135,9 +149,18 @@ pub struct OfiTransport {
     h: Handles,
     tx: Pool,
     rx: Pool,
-    /// The registration descriptors of the two pools (null when the provider needs none).
+    /// The buffers one-sided operations copy through.
+    rma_pool: Pool,
+    /// The registration descriptors of the pools (null when the provider needs none).
     tx_desc: *mut c_void,
     rx_desc: *mut c_void,
+    rma_desc: *mut c_void,
+    /// The provider's registration mode (`FI_MR_*`).
+    mr_mode: c_int,
+    /// Whether the provider offers one-sided operations (`FI_RMA`).
+    rma_on: bool,
+    /// Bytes written and read one-sidedly.
+    rma_moved: [std::sync::atomic::AtomicU64; 2],
     /// Memory registrations, closed before the domain.
     mrs: Vec<*mut ffi::fid_mr>,
     inject: usize,
@@ -211,23 +234,32 @@ impl OfiTransport {
         ip: Option<IpAddr>,
     ) -> Result<OfiTransport, FabricError> {
         let lib = ffi::lib().map_err(OfiError::Library)?;
-        let list = provider::find(lib, provider, ip)?;
+        // One-sided operations when the provider has them; messages alone otherwise.
+        let (list, rma_on) = match provider::find(lib, provider, ip, ffi::FI_MSG | ffi::FI_RMA) {
+            Ok(list) => (list, true),
+            Err(_) => (provider::find(lib, provider, ip, ffi::FI_MSG)?, false),
+        };
         let info = list.head;
         // SAFETY: `find` returned a non-empty list; its first entry is used as is.
         let i = unsafe { &*info };
         let prov = provider::prov_name(i);
         let domain_name = provider::domain_name(i);
-        // Every rank must speak the same provider.
-        let all = boot.allgather(prov.as_bytes())?;
+        // Every rank must speak the same provider, with the same capabilities.
+        let spoken = if rma_on {
+            format!("{prov} (with one-sided operations)")
+        } else {
+            prov.clone()
+        };
+        let all = boot.allgather(spoken.as_bytes())?;
         if let Some((r, theirs)) = all
             .iter()
             .enumerate()
-            .find(|(_, p)| p.as_slice() != prov.as_bytes())
+            .find(|(_, p)| p.as_slice() != spoken.as_bytes())
         {
             return Err(OfiError::ProviderMismatch {
                 rank: r as u32,
                 theirs: String::from_utf8_lossy(theirs).into_owned(),
-                ours: prov,
+                ours: spoken,
             }
             .into());
         }
@@ -265,8 +297,13 @@ impl OfiTransport {
             },
             tx: Pool::new(TX_BUFFERS, max_message + HEADER),
             rx: Pool::new(RX_BUFFERS, max_message + HEADER),
+            rma_pool: Pool::new(if rma_on { RMA_SLOTS } else { 1 }, RMA_CHUNK.min(max_msg)),
             tx_desc: std::ptr::null_mut(),
             rx_desc: std::ptr::null_mut(),
+            rma_desc: std::ptr::null_mut(),
+            mr_mode,
+            rma_on,
+            rma_moved: Default::default(),
             mrs: Vec::new(),
             inject: inject.min(INJECT_MAX),
             ep: TryLock::new(
@@ -276,6 +313,13 @@ impl OfiTransport {
                     seq: vec![0; boot.size() as usize * usize::from(cfg.lanes) * 2],
                     repost: Vec::new(),
                     failed: None,
+                    rma_free: if rma_on {
+                        (0..RMA_SLOTS as u32).rev().collect()
+                    } else {
+                        Vec::new()
+                    },
+                    rma: vec![rma::Slot::default(); RMA_SLOTS],
+                    exposed: HashMap::new(),
                 },
                 cfg.thread_level_in_effect(),
             ),
@@ -310,7 +354,7 @@ impl OfiTransport {
                 ),
             },
         };
-        t.open(info, mr_mode)?;
+        t.open(info)?;
         drop(list);
         t.connect(boot, cfg.bootstrap_timeout_s.max(1))?;
         Ok(t)
@@ -318,7 +362,7 @@ impl OfiTransport {
 
     /// Opens the fabric, domain, completion queues, address vector and endpoint, and
     /// registers the pools.
-    fn open(&mut self, info: *mut ffi::fi_info, mr_mode: c_int) -> Result<(), OfiError> {
+    fn open(&mut self, info: *mut ffi::fi_info) -> Result<(), OfiError> {
         let lib = self.lib;
         // SAFETY: `info` is a live fi_info entry; every object opened is stored in
         // `self.h` and closed once, in reverse order, by Drop (also when a later step
@@ -423,29 +467,52 @@ impl OfiTransport {
                 ((*(*ep).ops).control)(ep, ffi::FI_ENABLE, std::ptr::null_mut()) as isize,
             )?;
             // The pools, registered when the provider needs local registration.
-            if mr_mode & ffi::FI_MR_LOCAL != 0 {
-                self.tx_desc =
-                    self.register(self.tx.base(), self.tx.bytes(), ffi::FI_SEND, mr_mode)?;
-                self.rx_desc =
-                    self.register(self.rx.base(), self.rx.bytes(), ffi::FI_RECV, mr_mode)?;
+            if self.mr_mode & ffi::FI_MR_LOCAL != 0 {
+                self.tx_desc = self.register(self.tx.base(), self.tx.bytes(), ffi::FI_SEND)?;
+                self.rx_desc = self.register(self.rx.base(), self.rx.bytes(), ffi::FI_RECV)?;
+                if self.rma_on {
+                    self.rma_desc = self.register(
+                        self.rma_pool.base(),
+                        self.rma_pool.bytes(),
+                        ffi::FI_WRITE | ffi::FI_READ,
+                    )?;
+                }
             }
         }
         Ok(())
     }
 
-    /// Registers `len` bytes at `base` for `access`, bound to the endpoint when the
-    /// provider asks; returns the descriptor to pass with operations on them.
+    /// Registers a pool's `len` bytes at `base` for `access`; returns the descriptor to
+    /// pass with operations on them. The registration is closed in Drop.
     fn register(
         &mut self,
         base: *mut u8,
         len: usize,
         access: u64,
-        mr_mode: c_int,
     ) -> Result<*mut c_void, OfiError> {
+        // SAFETY: the memory is a pool's, alive as long as the transport (Drop closes
+        // the registration before the pools are freed).
+        let mr = unsafe { self.reg(base, len, access, self.mrs.len() as u64 + 1)? };
+        self.mrs.push(mr);
+        // SAFETY: a live registration.
+        Ok(unsafe { (*mr).mem_desc })
+    }
+
+    /// Registers `len` bytes at `base` for `access` under `key` (where the provider
+    /// lets Spools choose keys), bound to the endpoint when the provider asks.
+    ///
+    /// # Safety
+    /// The memory stays allocated until the registration returned is closed.
+    unsafe fn reg(
+        &self,
+        base: *mut u8,
+        len: usize,
+        access: u64,
+        key: u64,
+    ) -> Result<*mut ffi::fid_mr, OfiError> {
         let lib = self.lib;
         let mut mr: *mut ffi::fid_mr = std::ptr::null_mut();
-        // SAFETY: the domain is open; the memory is the pool's, alive as long as the
-        // transport (the registration is closed in Drop before the pools are freed).
+        // SAFETY: the domain and endpoint are open; the memory is the caller's promise.
         unsafe {
             let dom = self.h.domain;
             let rc = ((*(*dom).mr).reg)(
@@ -454,24 +521,29 @@ impl OfiTransport {
                 len,
                 access,
                 0,
-                self.mrs.len() as u64 + 1,
+                key,
                 0,
                 &mut mr,
                 std::ptr::null_mut(),
             );
             call(lib, "fi_mr_reg", rc as isize)?;
-            self.mrs.push(mr);
-            if mr_mode & ffi::FI_MR_ENDPOINT != 0 {
+            if self.mr_mode & ffi::FI_MR_ENDPOINT != 0 {
                 let m = &mut (*mr).fid as *mut ffi::fid;
                 let ep = &mut (*self.h.ep).fid as *mut ffi::fid;
-                call(lib, "fi_mr_bind", ((*(*m).ops).bind)(m, ep, 0) as isize)?;
-                call(
-                    lib,
-                    "fi_mr_enable",
-                    ((*(*m).ops).control)(m, ffi::FI_ENABLE, std::ptr::null_mut()) as isize,
-                )?;
+                let bound = call(lib, "fi_mr_bind", ((*(*m).ops).bind)(m, ep, 0) as isize)
+                    .and_then(|()| {
+                        call(
+                            lib,
+                            "fi_mr_enable",
+                            ((*(*m).ops).control)(m, ffi::FI_ENABLE, std::ptr::null_mut()) as isize,
+                        )
+                    });
+                if let Err(e) = bound {
+                    close(m);
+                    return Err(e);
+                }
             }
-            Ok((*mr).mem_desc)
+            Ok(mr)
         }
     }
 
@@ -577,12 +649,18 @@ impl OfiTransport {
                 for e in &entries[..n as usize] {
                     if let Some(b) = self.tx.index_of(e.op_context) {
                         st.tx_free.push(b);
+                    } else if let Some(b) = self.rma_pool.index_of(e.op_context) {
+                        self.rma_done(st, b, None);
                     }
                 }
                 continue;
             }
             if n == -ffi::FI_EAVAIL {
                 let (ctx, err) = self.read_error(self.h.tx_cq);
+                if let Some(b) = self.rma_pool.index_of(ctx) {
+                    self.rma_done(st, b, Some(err));
+                    continue;
+                }
                 let peer = self
                     .tx
                     .index_of(ctx)
@@ -705,6 +783,9 @@ impl Drop for OfiTransport {
         unsafe {
             if !self.h.ep.is_null() {
                 close(&mut (*self.h.ep).fid);
+            }
+            for (_, m) in self.ep.lock().exposed.drain() {
+                close(&mut (*m).fid);
             }
             for &m in &self.mrs {
                 close(&mut (*m).fid);
@@ -844,6 +925,14 @@ impl Transport for OfiTransport {
 
     fn wait_with(&self, bell: BorrowedFd<'_>, timeout: Duration) {
         self.sleep(Some(bell), timeout);
+    }
+
+    fn rma(&self) -> Option<&dyn crate::Rma> {
+        if self.rma_on {
+            Some(self)
+        } else {
+            None
+        }
     }
 
     fn wake(&self) {

@@ -80,12 +80,13 @@ pub(crate) fn domain_name(i: &fi_info) -> String {
     }
 }
 
-/// What Spools asks of a provider: reliable datagram endpoints with messages in
+/// What Spools asks of a provider (`caps`: messages, and one-sided operations when
+/// [`ffi::FI_RMA`] is in): reliable datagram endpoints with messages in
 /// send-after-send order, completions it gives contexts for (`FI_CONTEXT`,
 /// `FI_CONTEXT2`), one lock per domain (Spools serialises its calls), and registration
 /// of its own buffers in whatever mode the provider needs (local, allocated, provider
 /// keys, virtual addresses, bound to the endpoint).
-fn hints(lib: &'static Lib, provider: Option<&str>) -> Result<InfoList, OfiError> {
+fn hints(lib: &'static Lib, provider: Option<&str>, caps: u64) -> Result<InfoList, OfiError> {
     // SAFETY: fi_dupinfo(NULL) allocates an empty fi_info with all its attributes.
     let h = unsafe { (lib.dupinfo)(std::ptr::null()) };
     let list = InfoList { lib, head: h };
@@ -97,7 +98,7 @@ fn hints(lib: &'static Lib, provider: Option<&str>) -> Result<InfoList, OfiError
             code: -(libc::ENOMEM as i64),
             text: "out of memory".into(),
         })?;
-        i.caps = ffi::FI_MSG;
+        i.caps = caps;
         i.mode = ffi::FI_CONTEXT | ffi::FI_CONTEXT2;
         (*i.ep_attr).ep_type = ffi::FI_EP_RDM;
         (*i.tx_attr).msg_order = ffi::FI_ORDER_SAS;
@@ -122,7 +123,7 @@ fn hints(lib: &'static Lib, provider: Option<&str>) -> Result<InfoList, OfiError
 /// Address formats of IP networks (`FI_SOCKADDR`, `FI_SOCKADDR_IN`, `FI_SOCKADDR_IN6`).
 const SOCKADDR_FORMATS: [u32; 3] = [1, 2, 3];
 
-/// The providers that offer what Spools needs, libfabric's preferred first. With `node`,
+/// The providers that offer what Spools needs (`caps`), libfabric's preferred first. With `node`,
 /// when libfabric's first choice speaks IP, those on the interface of that address (the
 /// one that reaches the job's rendezvous); other providers (`shm`, whose addresses are
 /// names) and providers that have no such interface are asked without.
@@ -133,8 +134,9 @@ pub(crate) fn find(
     lib: &'static Lib,
     provider: Option<&str>,
     node: Option<IpAddr>,
+    caps: u64,
 ) -> Result<InfoList, OfiError> {
-    let h = hints(lib, provider)?;
+    let h = hints(lib, provider, caps)?;
     let ask = |node: Option<&CString>| {
         let mut out: *mut fi_info = std::ptr::null_mut();
         let (node_p, flags): (*const c_char, u64) = match node {
@@ -195,7 +197,7 @@ pub struct ProviderInfo {
 /// no provider qualifies.
 pub fn providers() -> Result<(String, Vec<ProviderInfo>), OfiError> {
     let lib = ffi::lib().map_err(OfiError::Library)?;
-    let list = find(lib, None, None)?;
+    let list = find(lib, None, None, ffi::FI_MSG)?;
     let mut out: Vec<ProviderInfo> = Vec::new();
     for i in list.iter() {
         let (name, domain) = (prov_name(i), domain_name(i));

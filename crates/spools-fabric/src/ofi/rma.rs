@@ -1,0 +1,265 @@
+//! One-sided operations of the libfabric transport ([`crate::Rma`]): memory exposed by
+//! registration (`FI_REMOTE_WRITE | FI_REMOTE_READ`), and writes and reads
+//! (`fi_writemsg` with `FI_DELIVERY_COMPLETE`, `fi_readmsg`) cut into chunks of
+//! [`RMA_CHUNK`] bytes, [`RMA_SLOTS`] in flight at once.
+//!
+//! The local side of every operation goes through a registered buffer of this
+//! transport's own (one copy at the initiator): the caller's memory is never handed to
+//! the provider, so no registration of it can outlive it, and an operation abandoned
+//! because its peer failed can leave its buffers in flight safely (they are freed when
+//! the provider completes them). The target's side is the exposed memory itself.
+
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::{call, close, ffi, EpState, OfiTransport, RMA_CHUNK, RMA_SLOTS};
+use crate::error::FabricError;
+use crate::rma::{RemoteRegion, Rma};
+use crate::transport::Transport;
+
+/// Keys of exposed memory start here (the pools' registrations take the keys below).
+const EXPOSED_KEY_BASE: u64 = 16;
+
+/// The state of one one-sided operation's buffer.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Slot {
+    /// The operation completed (successfully unless `err`).
+    done: bool,
+    /// The provider's error, if it failed: (code, text).
+    err: Option<(i64, String)>,
+    /// Its caller gave up waiting (its peer failed): free the buffer at completion.
+    abandoned: bool,
+}
+
+impl OfiTransport {
+    /// Buffer `b`'s operation completed (`err`: how it failed).
+    pub(super) fn rma_done(&self, st: &mut EpState, b: u32, err: Option<(i64, String)>) {
+        let slot = &mut st.rma[b as usize];
+        if slot.abandoned {
+            *slot = Slot::default();
+            st.rma_free.push(b);
+            return;
+        }
+        slot.done = true;
+        slot.err = err;
+    }
+
+    /// Posts one chunk of a write (`write`) or read through buffer `b`: `n` bytes at
+    /// `remote` of `peer`. Returns the provider's code.
+    fn post_rma(&self, b: u32, write: bool, peer: u32, remote: u64, key: u64, n: usize) -> isize {
+        let iov = libc::iovec {
+            iov_base: self.rma_pool.slot(b) as *mut c_void,
+            iov_len: n,
+        };
+        let mut desc = self.rma_desc;
+        let rma_iov = ffi::fi_rma_iov {
+            addr: remote,
+            len: n,
+            key,
+        };
+        let msg = ffi::fi_msg_rma {
+            msg_iov: &iov,
+            desc: &mut desc,
+            iov_count: 1,
+            addr: u64::from(peer),
+            rma_iov: &rma_iov,
+            rma_iov_count: 1,
+            context: self.rma_pool.context(b),
+            data: 0,
+        };
+        // SAFETY: the endpoint is enabled and has FI_RMA; buffer `b` is this operation's
+        // (taken from `rma_free` under the lock) and, with its context, stays untouched
+        // by anyone else until its completion; `msg` and what it points to live across
+        // the call (the provider copies the descriptors).
+        unsafe {
+            let ep = self.h.ep;
+            if write {
+                ((*(*ep).rma).writemsg)(ep, &msg, ffi::FI_COMPLETION | ffi::FI_DELIVERY_COMPLETE)
+            } else {
+                ((*(*ep).rma).readmsg)(ep, &msg, ffi::FI_COMPLETION)
+            }
+        }
+    }
+
+    /// Writes `len` bytes from `local` to (`write`), or reads them from, `at` of `peer` at
+    /// `offset`, and waits until every chunk completed.
+    fn one_sided(
+        &self,
+        peer: u32,
+        at: RemoteRegion,
+        offset: u64,
+        local: *mut u8,
+        len: usize,
+        write: bool,
+    ) -> Result<(), FabricError> {
+        if !self.reaches(peer) {
+            return Err(FabricError::Unreachable(peer));
+        }
+        let chunk = self.rma_pool.slot_len().min(RMA_CHUNK);
+        let base = at.addr.wrapping_add(offset);
+        let mut posted = 0usize;
+        // (buffer, offset in the caller's memory, bytes) of the chunks in flight.
+        let mut mine: Vec<(u32, usize, usize)> = Vec::with_capacity(RMA_SLOTS);
+        let mut failed: Option<FabricError> = None;
+        loop {
+            let mut st = self.ep.lock();
+            while posted < len && failed.is_none() {
+                let Some(b) = st.rma_free.pop() else { break };
+                let n = (len - posted).min(chunk);
+                if write {
+                    // SAFETY: `local` has `len` bytes (the caller's slice); buffer `b`
+                    // has `chunk` >= n bytes and is this operation's.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(local.add(posted), self.rma_pool.slot(b), n)
+                    };
+                }
+                st.rma[b as usize] = Slot::default();
+                let rc = self.post_rma(b, write, peer, base.wrapping_add(posted as u64), at.key, n);
+                if rc == -ffi::FI_EAGAIN {
+                    st.rma_free.push(b);
+                    break;
+                }
+                if let Err(e) = call(
+                    self.lib,
+                    if write { "fi_writemsg" } else { "fi_readmsg" },
+                    rc,
+                ) {
+                    st.rma_free.push(b);
+                    failed = Some(e.into());
+                    break;
+                }
+                mine.push((b, posted, n));
+                posted += n;
+            }
+            self.reap_sends(&mut st);
+            let mut k = 0;
+            while k < mine.len() {
+                let (b, at_local, n) = mine[k];
+                if !st.rma[b as usize].done {
+                    k += 1;
+                    continue;
+                }
+                let err = st.rma[b as usize].err.take();
+                match err {
+                    Some(e) => {
+                        failed.get_or_insert_with(|| self.failure(peer, "one-sided operation", e));
+                    }
+                    None if !write => {
+                        // SAFETY: the read into buffer `b` completed; `local` has `len`
+                        // bytes, of which this chunk's `n` at `at_local` are its.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                self.rma_pool.slot(b),
+                                local.add(at_local),
+                                n,
+                            )
+                        };
+                    }
+                    None => {}
+                }
+                st.rma[b as usize] = Slot::default();
+                st.rma_free.push(b);
+                mine.swap_remove(k);
+            }
+            if mine.is_empty() && (posted == len || failed.is_some()) {
+                break;
+            }
+            if let Some(f) = self.state.failure_of(peer) {
+                // The chunks still in flight finish (or fail) in the provider's time:
+                // their buffers are freed then; the caller's memory is not theirs.
+                for &(b, _, _) in &mine {
+                    st.rma[b as usize].abandoned = true;
+                }
+                return Err(FabricError::PeerFailed(f));
+            }
+            drop(st);
+            self.sleep(None, Duration::from_millis(1));
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => {
+                self.rma_moved[usize::from(!write)].fetch_add(len as u64, Ordering::Relaxed);
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Rma for OfiTransport {
+    unsafe fn expose(
+        &self,
+        id: u32,
+        base: *mut u8,
+        len: usize,
+    ) -> Result<RemoteRegion, FabricError> {
+        let key = EXPOSED_KEY_BASE + u64::from(id);
+        if len == 0 {
+            // Nothing to register: every access of a byte is out of bounds.
+            return Ok(RemoteRegion {
+                addr: 0,
+                key,
+                len: 0,
+            });
+        }
+        // SAFETY: the caller keeps the memory until `withdraw` (this trait's contract).
+        let mr = unsafe { self.reg(base, len, ffi::FI_REMOTE_WRITE | ffi::FI_REMOTE_READ, key)? };
+        let mut st = self.ep.lock();
+        if let Some(old) = st.exposed.insert(id, mr) {
+            // SAFETY: a registration of ours, replaced (ids are unique: a caller's bug),
+            // closed once.
+            unsafe { close(&mut (*old).fid) };
+        }
+        // SAFETY: a live registration.
+        let prov_key = unsafe { (*mr).key };
+        Ok(RemoteRegion {
+            addr: if self.mr_mode & ffi::FI_MR_VIRT_ADDR != 0 {
+                base as u64
+            } else {
+                0
+            },
+            key: if self.mr_mode & ffi::FI_MR_PROV_KEY != 0 {
+                prov_key
+            } else {
+                key
+            },
+            len: len as u64,
+        })
+    }
+
+    fn withdraw(&self, id: u32) {
+        let mr = self.ep.lock().exposed.remove(&id);
+        if let Some(mr) = mr {
+            // SAFETY: a registration of ours, removed from the table: closed once.
+            unsafe { close(&mut (*mr).fid) };
+        }
+    }
+
+    fn write(
+        &self,
+        peer: u32,
+        at: RemoteRegion,
+        offset: u64,
+        src: &[u8],
+    ) -> Result<(), FabricError> {
+        // Only read from: `one_sided` copies out of `local` for a write.
+        self.one_sided(peer, at, offset, src.as_ptr() as *mut u8, src.len(), true)
+    }
+
+    fn read(
+        &self,
+        peer: u32,
+        at: RemoteRegion,
+        offset: u64,
+        dst: &mut [u8],
+    ) -> Result<(), FabricError> {
+        self.one_sided(peer, at, offset, dst.as_mut_ptr(), dst.len(), false)
+    }
+
+    fn moved(&self) -> (u64, u64) {
+        (
+            self.rma_moved[0].load(Ordering::Relaxed),
+            self.rma_moved[1].load(Ordering::Relaxed),
+        )
+    }
+}
