@@ -19,6 +19,11 @@ bash scripts/install-slurm.sh || echo "warning: could not install Slurm; the Slu
 bash scripts/install-net-tools.sh || echo "warning: could not install iproute2/nftables; the multi-host tests will say so"
 # HDF5 files: libhdf5, which spools-io loads at run time (the HDF5 tests need it).
 bash scripts/install-hdf5.sh
+# libfabric (libfabric1, and fi_info from libfabric-bin), which spools-fabric loads at run
+# time: the transport, active-message, message, collective, watchdog and multi-host tests
+# run again over its tcp;ofi_rxm and shm providers (SPOOLS_TEST_OFI=0 skips them; with
+# SPOOLS_REQUIRE_OFI=1, CI, their absence fails).
+bash scripts/install-libfabric.sh || echo "warning: could not install libfabric; the libfabric tests will say so"
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

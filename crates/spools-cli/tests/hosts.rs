@@ -3,6 +3,8 @@
 //! per host, a host name of its own through a UTS namespace). Shared memory within a
 //! host, TCP between hosts, host-aware collectives, parallel pipes between programs on
 //! different hosts, and the errors of a host that cannot be reached or a malformed list.
+//! The job and file tests run again with libfabric between the hosts
+//! (`SPOOLS_OFI_PROVIDER=tcp;ofi_rxm`) where libfabric is installed (unless `SPOOLS_TEST_OFI=0`).
 //!
 //! The namespaces need root (CI runs as root); elsewhere these tests print why they skip.
 
@@ -14,7 +16,33 @@ use std::time::Duration;
 
 use common::{assert_ok, checked, e, rank_main, spools, spools_command, tempdir, Job};
 use spools::{FileError, Format, Layout, Op, ReadOptions, Route, Striping, World, WriteOptions};
-use spools_testkit::Hosts;
+use spools_testkit::{ofi_between_hosts, Hosts};
+
+/// The networks between hosts the tests run over: Spools' TCP, then libfabric's provider
+/// when the machine has it (as `SPOOLS_OFI_PROVIDER`, which `auto` takes between hosts).
+fn networks() -> Vec<Option<&'static str>> {
+    std::iter::once(None)
+        .chain(ofi_between_hosts().map(Some))
+        .collect()
+}
+
+/// With `SPOOLS_OFI_PROVIDER` set, the ranks must reach other hosts through libfabric.
+fn check_network(w: &World) -> Result<(), String> {
+    match (std::env::var("SPOOLS_OFI_PROVIDER"), w.ofi()) {
+        (Ok(p), None) => Err(format!(
+            "SPOOLS_OFI_PROVIDER={p} but no libfabric transport"
+        )),
+        (Ok(_), Some(t)) => {
+            println!(
+                "rank {} reaches other hosts through libfabric {:?}",
+                w.rank(),
+                t.provider().0
+            );
+            Ok(())
+        }
+        (Err(_), _) => Ok(()),
+    }
+}
 
 /// A rank's bytes for `tag`: distinct per rank, tag and position.
 fn pattern(rank: u32, tag: u32, n: usize) -> Vec<u32> {
@@ -41,7 +69,8 @@ fn across_hosts(w: &World) -> Result<(), String> {
     if host != format!("h{}", me / 2 + 1) {
         return Err(format!("rank {me} runs on host {host:?}"));
     }
-    // Shared memory within a host, TCP between hosts.
+    // Shared memory within a host, the network transport between hosts.
+    check_network(w)?;
     for r in 0..4 {
         let want = if r == me {
             Route::Local
@@ -119,17 +148,29 @@ fn one_job_runs_across_namespaces() {
     let Some(net) = Hosts::create_or_skip(2) else {
         return;
     };
-    let o = Job::new(4, "one_job_runs_across_namespaces")
-        .via_cli(spools())
-        .cli_args(&net.run_args("h1:2,h2:2"))
-        .run();
-    assert_ok(&o);
-    for r in 0..4 {
-        assert!(
-            o.stdout.contains(&format!("across hosts ok rank {r}\n")),
-            "rank {r}:\n{}\n{}",
-            o.stdout,
-            o.stderr
+    for ofi in networks() {
+        let mut job = Job::new(4, "one_job_runs_across_namespaces");
+        if let Some(p) = ofi {
+            job = job.env("SPOOLS_OFI_PROVIDER", p);
+        }
+        let o = job
+            .via_cli(spools())
+            .cli_args(&net.run_args("h1:2,h2:2"))
+            .run();
+        assert_ok(&o);
+        for r in 0..4 {
+            assert!(
+                o.stdout.contains(&format!("across hosts ok rank {r}\n")),
+                "{ofi:?} rank {r}:\n{}\n{}",
+                o.stdout,
+                o.stderr
+            );
+        }
+        assert_eq!(
+            o.stdout.matches("through libfabric").count(),
+            if ofi.is_some() { 4 } else { 0 },
+            "{}",
+            o.stdout
         );
     }
 }
@@ -320,6 +361,7 @@ fn node_local_units_stay_on_their_hosts() {
     rank_main(|role| {
         let w = e(spools::init())?;
         checked(&w, |w| {
+            check_network(w)?;
             if role == "write" {
                 nl_write(w)
             } else {
@@ -331,14 +373,22 @@ fn node_local_units_stay_on_their_hosts() {
     let Some(net) = Hosts::create_or_skip(2) else {
         return;
     };
+    for ofi in networks() {
+        node_local_units_over(&net, ofi);
+    }
+}
+
+/// [`node_local_units_stay_on_their_hosts`] with `ofi` as `SPOOLS_OFI_PROVIDER`.
+fn node_local_units_over(net: &Hosts, ofi: Option<&str>) {
     let d = tempdir("nl-hosts");
     let job = |role: &str, list: &str| {
-        Job::new(4, "node_local_units_stay_on_their_hosts")
+        let mut job = Job::new(4, "node_local_units_stay_on_their_hosts")
             .role(role)
-            .env("SPOOLS_TEST_DIR", d.path())
-            .via_cli(spools())
-            .cli_args(&net.run_args(list))
-            .run()
+            .env("SPOOLS_TEST_DIR", d.path());
+        if let Some(p) = ofi {
+            job = job.env("SPOOLS_OFI_PROVIDER", p);
+        }
+        job.via_cli(spools()).cli_args(&net.run_args(list)).run()
     };
     assert_ok(&job("write", "h1:2,h2:2"));
     // Each host's disk holds the units of its ranks (u % 4: 0, 1 on h1; 2, 3 on h2).

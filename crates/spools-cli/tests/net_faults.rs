@@ -1,7 +1,9 @@
 //! Network faults between hosts (network namespaces, `spools_testkit::Hosts`): a host
 //! whose link goes down for longer than `net_timeout_s` is reported by name, every rank
 //! gets an error and the launcher ends the job; a host whose ranks are all killed is
-//! reported by name. Times to error are printed (`--nocapture`), never asserted.
+//! reported by name. Times to error are printed (`--nocapture`), never asserted. With
+//! libfabric installed (unless `SPOOLS_TEST_OFI=0`) each runs again with libfabric between the hosts
+//! (`SPOOLS_OFI_PROVIDER=tcp;ofi_rxm`).
 //!
 //! The namespaces need root (CI runs as root); elsewhere these tests print why they skip.
 
@@ -12,7 +14,26 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::{e, rank_main, signal_file, spools, tempdir, wait_for_file, Hosts, Job, Output};
+use common::{
+    e, ofi_between_hosts, rank_main, signal_file, spools, tempdir, wait_for_file, Hosts, Job,
+    Output,
+};
+
+/// The networks between hosts the tests run over: Spools' TCP, then libfabric's provider
+/// when the machine has it (as `SPOOLS_OFI_PROVIDER`, which `auto` takes between hosts).
+fn networks() -> Vec<Option<&'static str>> {
+    std::iter::once(None)
+        .chain(ofi_between_hosts().map(Some))
+        .collect()
+}
+
+/// `job` with `SPOOLS_OFI_PROVIDER=ofi` when given.
+fn over(job: Job, ofi: Option<&str>) -> Job {
+    match ofi {
+        Some(p) => job.env("SPOOLS_OFI_PROVIDER", p),
+        None => job,
+    }
+}
 
 /// Seconds since the epoch (the ranks' and the test's common clock, for the report).
 fn now() -> f64 {
@@ -33,6 +54,9 @@ fn dir() -> PathBuf {
 fn stall(role: &str) -> Result<(), String> {
     let w = e(spools::init())?;
     let me = w.rank();
+    if std::env::var("SPOOLS_OFI_PROVIDER").is_ok() && w.ofi().is_none() {
+        return Err("SPOOLS_OFI_PROVIDER is set but no libfabric transport".into());
+    }
     let peer = me ^ 2;
     let mut got = [0u64; 4];
     e(w.sendrecv(&[u64::from(me); 4], peer, 1, &mut got, peer, 1))?;
@@ -72,10 +96,15 @@ fn rank_errors(o: &Output) -> Vec<(u32, f64, String)> {
         .collect()
 }
 
-/// Starts the stalling job (`role`) on h1:2,h2:2 and waits (bounded) until every rank is
-/// ready.
-fn start_stalled(net: &Hosts, test: &str, role: &str, d: &Path, timeout_s: u32) -> common::Spawned {
-    let job = Job::new(4, test)
+/// Starts the stalling job (`role`) on h1:2,h2:2 (over `ofi` between hosts, if given)
+/// and waits (bounded) until every rank is ready.
+fn start_stalled(
+    net: &Hosts,
+    (test, role, ofi): (&str, &str, Option<&str>),
+    d: &Path,
+    timeout_s: u32,
+) -> common::Spawned {
+    let job = over(Job::new(4, test), ofi)
         .role(role)
         .env("SPOOLS_TEST_DIR", d)
         .env("SPOOLS_NET_TIMEOUT", timeout_s.to_string())
@@ -110,19 +139,27 @@ fn a_host_cut_off_during_transfers_is_named_and_the_job_ends() {
 /// Cuts h2's link while the ranks play `role`; every rank must get an error naming the
 /// host it lost, and the launcher must end the job leaving nothing behind.
 fn cut_off(test: &str, role: &str) {
-    let Some(net) = Hosts::create_or_skip(2) else {
-        return;
-    };
+    for ofi in networks() {
+        let Some(net) = Hosts::create_or_skip(2) else {
+            return;
+        };
+        cut_off_over(&net, test, role, ofi);
+    }
+}
+
+/// [`cut_off`] over one network between the hosts.
+fn cut_off_over(net: &Hosts, test: &str, role: &str, ofi: Option<&str>) {
     let d = tempdir("link-down");
     let timeout = 2;
-    let job = start_stalled(&net, test, role, &d, timeout);
+    let job = start_stalled(net, (test, role, ofi), &d, timeout);
     let t0 = now();
     net.link("h2", false).unwrap();
     let o = job.wait(Duration::from_secs(120));
     let t_end = now();
     let errors = rank_errors(&o);
     eprintln!(
-        "{role}: link of h2 down at {t0:.3}, net_timeout_s {timeout}; job ended after {:.2} s",
+        "{role} over {}: link of h2 down at {t0:.3}, net_timeout_s {timeout}; job ended after {:.2} s",
+        ofi.unwrap_or("TCP"),
         t_end - t0
     );
     for (r, t, msg) in &errors {
@@ -155,7 +192,7 @@ fn cut_off(test: &str, role: &str) {
             o.stderr
         );
     }
-    nothing_left(&net);
+    nothing_left(net);
 }
 
 /// No process of the job is left on any host.
@@ -168,14 +205,20 @@ fn nothing_left(net: &Hosts) {
 #[test]
 fn a_host_whose_ranks_are_all_killed_is_named() {
     rank_main(stall);
-    let Some(net) = Hosts::create_or_skip(2) else {
-        return;
-    };
+    for ofi in networks() {
+        let Some(net) = Hosts::create_or_skip(2) else {
+            return;
+        };
+        host_killed_over(&net, ofi);
+    }
+}
+
+/// [`a_host_whose_ranks_are_all_killed_is_named`] over one network between the hosts.
+fn host_killed_over(net: &Hosts, ofi: Option<&str>) {
     let d = tempdir("host-killed");
     let job = start_stalled(
-        &net,
-        "a_host_whose_ranks_are_all_killed_is_named",
-        "stall",
+        net,
+        ("a_host_whose_ranks_are_all_killed_is_named", "stall", ofi),
         &d,
         5,
     );
@@ -192,7 +235,8 @@ fn a_host_whose_ranks_are_all_killed_is_named() {
     let o = job.wait(Duration::from_secs(120));
     let errors = rank_errors(&o);
     eprintln!(
-        "h2's ranks killed at {t0:.3}; job ended after {:.2} s",
+        "over {}: h2's ranks killed at {t0:.3}; job ended after {:.2} s",
+        ofi.unwrap_or("TCP"),
         now() - t0
     );
     for (r, t, msg) in &errors {
@@ -205,7 +249,7 @@ fn a_host_whose_ranks_are_all_killed_is_named() {
         o.stdout,
         o.stderr
     );
-    nothing_left(&net);
+    nothing_left(net);
     for r in [0, 1] {
         assert!(
             errors
@@ -253,12 +297,16 @@ fn transfers_collectives_and_pipes_survive_packet_loss() {
     let Some(net) = Hosts::create_or_skip(2) else {
         return;
     };
-    let run = || {
-        Job::new(4, "transfers_collectives_and_pipes_survive_packet_loss")
-            .via_cli(spools())
-            .cli_args(&net.run_args("h1:2,h2:2"))
-            .run()
+    let run_over = |ofi: Option<&str>| {
+        over(
+            Job::new(4, "transfers_collectives_and_pipes_survive_packet_loss"),
+            ofi,
+        )
+        .via_cli(spools())
+        .cli_args(&net.run_args("h1:2,h2:2"))
+        .run()
     };
+    let run = || run_over(None);
     let times = |o: &Output| -> Vec<String> {
         o.stdout
             .lines()
@@ -288,6 +336,17 @@ fn transfers_collectives_and_pipes_survive_packet_loss() {
     }
     let lossy = (run(), pipe("3 % loss"));
     common::assert_ok(&lossy.0);
+    // The same transfer and allreduce with libfabric between the hosts: checked, so
+    // nothing was lost.
+    let lossy_ofi = networks()
+        .into_iter()
+        .flatten()
+        .map(|p| (p, run_over(Some(p))))
+        .collect::<Vec<_>>();
+    for (p, o) in &lossy_ofi {
+        common::assert_ok(o);
+        eprintln!("3 % loss each way on h2, over {p}: {:?}", times(o));
+    }
     net.rate("h2", 200).unwrap();
     let limited = (run(), pipe("3 % loss, 200 Mbit/s"));
     common::assert_ok(&limited.0);
@@ -309,8 +368,11 @@ fn stopping_the_launcher_stops_every_remote_rank() {
     let d = tempdir("stop");
     let job = start_stalled(
         &net,
-        "stopping_the_launcher_stops_every_remote_rank",
-        "stall",
+        (
+            "stopping_the_launcher_stops_every_remote_rank",
+            "stall",
+            None,
+        ),
         &d,
         5,
     );

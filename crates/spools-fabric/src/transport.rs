@@ -7,6 +7,11 @@ use std::time::Duration;
 use crate::caps::{Caps, Priority};
 use crate::error::FabricError;
 
+/// How long a transport that lost a peer waits for the watchdog's verdict on it (the
+/// peer exited, crashed or gave up: a better error than the network's) before it reports
+/// the network's error.
+pub(crate) const VERDICT_WAIT: Duration = Duration::from_secs(2);
+
 /// The checks every backend's `try_send` makes before touching its buffers: the message
 /// fits, the peer is alive, the lane exists. Returns the message length and the lane's
 /// state.

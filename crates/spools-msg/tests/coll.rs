@@ -335,6 +335,9 @@ fn coll_role() -> Result<(), String> {
     play_hosts();
     let w = e(spools::init())?;
     checked(&w, |w| {
+        if std::env::var("SPOOLS_OFI_PROVIDER").is_ok() && w.ofi().is_none() {
+            return Err("SPOOLS_OFI_PROVIDER is set but no libfabric transport".into());
+        }
         reductions(w)?;
         data_movement(w)?;
         nonblocking(w)?;
@@ -363,6 +366,17 @@ fn collectives_against_a_reference() {
     run(4, &[("SPOOLS_TRANSPORT", "tcp")]);
     run(5, &[("SPOOLS_TEST_HOSTS", "2")]);
     run(7, &[("SPOOLS_TEST_HOSTS", "3")]);
+    // Over libfabric: every rank through one provider, and between two simulated hosts
+    // (shared memory within each) through the network provider.
+    for p in spools_testkit::ofi_providers() {
+        run(
+            4,
+            &[("SPOOLS_TRANSPORT", "ofi"), ("SPOOLS_OFI_PROVIDER", p)],
+        );
+    }
+    if let Some(p) = spools_testkit::ofi_between_hosts() {
+        run(5, &[("SPOOLS_TEST_HOSTS", "2"), ("SPOOLS_OFI_PROVIDER", p)]);
+    }
 }
 
 /// The communicators of one `split` share a context: ranks of one that finalise after

@@ -395,6 +395,23 @@ fn tagged_messages_protocols_order_and_errors() {
             );
         }
     }
+    for p in spools_testkit::ofi_providers() {
+        for n in [2u32, 4] {
+            let o = launch(
+                n,
+                "tagged_messages_protocols_order_and_errors",
+                "x",
+                &[("SPOOLS_TRANSPORT", "ofi"), ("SPOOLS_OFI_PROVIDER", p)],
+            );
+            assert_ok(&o);
+            assert_eq!(
+                o.stdout.matches("p2p ok").count(),
+                n as usize,
+                "ofi {p} {n}: {}",
+                o.stdout
+            );
+        }
+    }
 }
 
 /// A 16 MiB rendezvous from rank 0 to rank 1 while rank 0, the sender, computes without

@@ -10,18 +10,16 @@ pub const OFI_TEST_PROVIDERS: [&str; 2] = ["tcp;ofi_rxm", "shm"];
 
 /// The providers of [`OFI_TEST_PROVIDERS`] this machine offers with reliable datagram
 /// endpoints, asked of `fi_info` (Debian's libfabric-bin, which
-/// `scripts/install-libfabric.sh` installs with the library), when `SPOOLS_TEST_OFI=1`
-/// asks for the libfabric backend's tests: it is not yet part of the test command (its
-/// flood test lost the last 43 of 200000 messages once with `tcp;ofi_rxm`; see
-/// ARCHITECTURE.md). None otherwise, or when libfabric is not installed: the test says
-/// it skipped, or, with `SPOOLS_REQUIRE_OFI=1`, fails.
+/// `scripts/install-libfabric.sh`, run by the test command, installs with the library).
+/// None with `SPOOLS_TEST_OFI=0`, or when libfabric is not installed: the test says it
+/// skipped, or, with `SPOOLS_REQUIRE_OFI=1` (CI), fails.
 ///
 /// # Panics
 /// With `SPOOLS_REQUIRE_OFI=1`, when `fi_info` cannot run or offers none of them.
 #[allow(clippy::panic)]
 pub fn ofi_providers() -> Vec<&'static str> {
-    if !std::env::var("SPOOLS_TEST_OFI").is_ok_and(|v| v == "1") {
-        eprintln!("skipped: the libfabric backend's tests (set SPOOLS_TEST_OFI=1 to run them)");
+    if std::env::var("SPOOLS_TEST_OFI").is_ok_and(|v| v == "0") {
+        eprintln!("skipped: the libfabric backend's tests (SPOOLS_TEST_OFI=0)");
         return Vec::new();
     }
     let found: Vec<&'static str> = OFI_TEST_PROVIDERS
@@ -40,4 +38,12 @@ pub fn ofi_providers() -> Vec<&'static str> {
         eprintln!("skipped: libfabric (fi_info) offers none of {OFI_TEST_PROVIDERS:?}; run scripts/install-libfabric.sh, or set SPOOLS_REQUIRE_OFI=1 to make this a failure");
     }
     found
+}
+
+/// The provider the multi-host tests run over again, between network namespaces
+/// (`tcp;ofi_rxm`: shared memory does not reach another host), when
+/// [`ofi_providers`] has it; with it, `SPOOLS_TRANSPORT=auto` takes libfabric between
+/// hosts and keeps shared memory within one.
+pub fn ofi_between_hosts() -> Option<&'static str> {
+    ofi_providers().into_iter().find(|p| p.starts_with("tcp"))
 }

@@ -57,13 +57,19 @@ fn kill_role() -> Result<(), String> {
 #[test]
 fn kill_9_in_a_large_transfer() {
     rank_main(|_| kill_role());
-    for t in ["auto", "tcp"] {
+    // Over libfabric the puts are one-sided writes (remote memory access).
+    let ofi = spools_testkit::ofi_providers();
+    let runs = [("auto", ""), ("tcp", "")]
+        .into_iter()
+        .chain(ofi.iter().map(|p| ("ofi", *p)));
+    for (t, p) in runs {
         let o = launch(
             2,
             "kill_9_in_a_large_transfer",
             "x",
-            &[("SPOOLS_TRANSPORT", t)],
+            &[("SPOOLS_TRANSPORT", t), ("SPOOLS_OFI_PROVIDER", p)],
         );
+        let t = format!("{t} {p}");
         assert_eq!(o.code(), Some(128 + 9), "{t}: {o:?}");
         assert_eq!(
             o.reports(),

@@ -693,11 +693,14 @@ impl OfiTransport {
         )
     }
 
-    /// The error for a failed operation with `peer`: the watchdog's verdict when it has
-    /// one, else libfabric's.
+    /// The error for a failed operation with `peer`: the watchdog's verdict when it
+    /// learns one soon (a peer that died breaks its connections before the launcher
+    /// says so), else libfabric's.
     fn failure(&self, peer: u32, what: &'static str, (code, text): (i64, String)) -> FabricError {
-        if let Some(f) = self.state.failure_of(peer) {
-            return FabricError::PeerFailed(f);
+        if peer < self.size {
+            if let Some(f) = self.state.verdict_on(peer, crate::transport::VERDICT_WAIT) {
+                return FabricError::PeerFailed(f);
+            }
         }
         let text = match self.hosts.get(peer as usize) {
             Some(h) => format!("{text} (host {h})"),

@@ -102,9 +102,12 @@ impl OfiTransport {
         // (buffer, offset in the caller's memory, bytes) of the chunks in flight.
         let mut mine: Vec<(u32, usize, usize)> = Vec::with_capacity(RMA_SLOTS);
         let mut failed: Option<FabricError> = None;
+        // The provider's error for a chunk, turned into the error after the lock is let go
+        // (that waits for the watchdog's verdict).
+        let mut chunk_error: Option<(i64, String)> = None;
         loop {
             let mut st = self.ep.lock();
-            while posted < len && failed.is_none() {
+            while posted < len && failed.is_none() && chunk_error.is_none() {
                 let Some(b) = st.rma_free.pop() else { break };
                 let n = (len - posted).min(chunk);
                 if write {
@@ -143,7 +146,7 @@ impl OfiTransport {
                 let err = st.rma[b as usize].err.take();
                 match err {
                     Some(e) => {
-                        failed.get_or_insert_with(|| self.failure(peer, "one-sided operation", e));
+                        chunk_error.get_or_insert(e);
                     }
                     None if !write => {
                         // SAFETY: the read into buffer `b` completed; `local` has `len`
@@ -162,7 +165,7 @@ impl OfiTransport {
                 st.rma_free.push(b);
                 mine.swap_remove(k);
             }
-            if mine.is_empty() && (posted == len || failed.is_some()) {
+            if mine.is_empty() && (posted == len || failed.is_some() || chunk_error.is_some()) {
                 break;
             }
             if let Some(f) = self.state.failure_of(peer) {
@@ -175,6 +178,9 @@ impl OfiTransport {
             }
             drop(st);
             self.sleep(None, Duration::from_millis(1));
+        }
+        if let Some(e) = chunk_error {
+            failed.get_or_insert_with(|| self.failure(peer, "one-sided operation", e));
         }
         match failed {
             Some(e) => Err(e),

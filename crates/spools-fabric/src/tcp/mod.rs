@@ -10,6 +10,7 @@
 mod rx;
 mod tx;
 
+use crate::transport::VERDICT_WAIT;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::os::fd::BorrowedFd;
@@ -38,7 +39,6 @@ const QUEUE_LIMIT: usize = 4 << 20;
 /// How long a failed connection waits for the watchdog to say why the peer went away
 /// (the launcher reaps a dead rank within milliseconds; a peer that is alive but
 /// unreachable gets the socket's error after this).
-const VERDICT_WAIT: Duration = Duration::from_secs(2);
 
 /// A listening socket bound before the rendezvous, so its address can be published.
 #[derive(Debug)]
