@@ -53,6 +53,12 @@ fuzz_target!(|data: &[u8]| {
                 .checked_add(payload.len() as u64)
                 .is_some_and(|e| e <= p.total));
         }
-        AmHeader::Short(_) | AmHeader::Get(_) | AmHeader::Status(_) | AmHeader::GetData(_) => {}
+        AmHeader::Short(_)
+        | AmHeader::Get(_)
+        | AmHeader::Status(_)
+        | AmHeader::GetData(_)
+        | AmHeader::RmaAsk(_)
+        | AmHeader::RmaKey(_)
+        | AmHeader::RmaDone(_) => {}
     }
 });

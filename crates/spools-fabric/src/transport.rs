@@ -8,8 +8,9 @@ use crate::caps::{Caps, Priority};
 use crate::error::FabricError;
 
 /// How long a transport that lost a peer waits for the watchdog's verdict on it (the
-/// peer exited, crashed or gave up: a better error than the network's) before it reports
-/// the network's error.
+/// peer exited, crashed or gave up: a better error than the network's; the launcher
+/// reaps a dead rank within milliseconds) before it reports the network's error (a peer
+/// that is alive but unreachable).
 pub(crate) const VERDICT_WAIT: Duration = Duration::from_secs(2);
 
 /// The checks every backend's `try_send` makes before touching its buffers: the message

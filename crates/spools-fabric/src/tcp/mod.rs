@@ -36,10 +36,6 @@ use tx::TxConn;
 /// Bytes a connection may queue beyond what the kernel took before senders see
 /// back-pressure.
 const QUEUE_LIMIT: usize = 4 << 20;
-/// How long a failed connection waits for the watchdog to say why the peer went away
-/// (the launcher reaps a dead rank within milliseconds; a peer that is alive but
-/// unreachable gets the socket's error after this).
-
 /// A listening socket bound before the rendezvous, so its address can be published.
 #[derive(Debug)]
 pub struct Listener {
