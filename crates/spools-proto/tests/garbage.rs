@@ -707,7 +707,7 @@ fn invalid_utf8_and_unknown_tags_are_rejected() {
             value: 3
         })
     );
-    for kind in [0u8, 8, 0xff] {
+    for kind in [0u8, 11, 0xff] {
         assert_eq!(
             AmHeader::decode(&[kind; 64]),
             Err(WireError::UnknownKind(kind))
