@@ -26,11 +26,15 @@ def fi_pingpong(d, runs):
             continue
         for line in lines:
             f = line.split()
-            if len(f) >= 8 and f[0].isdigit():
-                try:
-                    by.setdefault(int(f[0]), []).append(float(f[6]))
-                except ValueError:
-                    pass
+            if len(f) < 8 or f[0] == "bytes":
+                continue
+            # fi_pingpong prints sizes as 8, 4k, 1m (powers of 1024).
+            scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(f[0][-1:], 1)
+            try:
+                b = int(f[0][:-1] if scale > 1 else f[0]) * scale
+                by.setdefault(b, []).append(float(f[6]))
+            except ValueError:
+                pass
     return {b: statistics.median(v) for b, v in by.items()}
 
 
@@ -75,6 +79,9 @@ def main():
             r = tcp[MiB] / ofi[MiB]
             print(f"- 1 MiB bandwidth over ofi / over Spools' TCP: {r:.2f}x "
                   f"(goal >= 0.9x: {'met' if r >= 0.9 else 'missed'})")
+        if fip.get(MiB) and ofi.get(MiB):
+            r = fip[MiB] / ofi[MiB]
+            print(f"- 1 MiB bandwidth over ofi / fi_pingpong's: {r:.2f}x")
         if fip.get(8) and ofi.get(8):
             r = ofi[8] / fip[8]
             print(f"- 8 B latency over ofi / fi_pingpong: {r:.2f}x "
