@@ -16,15 +16,7 @@ use std::time::Duration;
 
 use common::{assert_ok, checked, e, rank_main, spools, spools_command, tempdir, Job};
 use spools::{FileError, Format, Layout, Op, ReadOptions, Route, Striping, World, WriteOptions};
-use spools_testkit::{ofi_between_hosts, Hosts};
-
-/// The networks between hosts the tests run over: Spools' TCP, then libfabric's provider
-/// when the machine has it (as `SPOOLS_OFI_PROVIDER`, which `auto` takes between hosts).
-fn networks() -> Vec<Option<&'static str>> {
-    std::iter::once(None)
-        .chain(ofi_between_hosts().map(Some))
-        .collect()
-}
+use spools_testkit::{networks_between_hosts as networks, Hosts};
 
 /// With `SPOOLS_OFI_PROVIDER` set, the ranks must reach other hosts through libfabric.
 fn check_network(w: &World) -> Result<(), String> {

@@ -15,17 +15,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::{
-    e, ofi_between_hosts, rank_main, signal_file, spools, tempdir, wait_for_file, Hosts, Job,
-    Output,
+    e, networks_between_hosts as networks, rank_main, signal_file, spools, tempdir, wait_for_file,
+    Hosts, Job, Output,
 };
-
-/// The networks between hosts the tests run over: Spools' TCP, then libfabric's provider
-/// when the machine has it (as `SPOOLS_OFI_PROVIDER`, which `auto` takes between hosts).
-fn networks() -> Vec<Option<&'static str>> {
-    std::iter::once(None)
-        .chain(ofi_between_hosts().map(Some))
-        .collect()
-}
 
 /// `job` with `SPOOLS_OFI_PROVIDER=ofi` when given.
 fn over(job: Job, ofi: Option<&str>) -> Job {

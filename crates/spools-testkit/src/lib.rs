@@ -56,7 +56,7 @@ pub use job::{
     JOB_TIMEOUT, JOB_WAIT, TEST_THREAD_LEVEL_VAR,
 };
 pub use netns::{Hosts, NetHost, MAX_NET_HOSTS};
-pub use ofi::{ofi_between_hosts, ofi_providers, OFI_TEST_PROVIDERS};
+pub use ofi::{networks_between_hosts, ofi_between_hosts, ofi_providers, OFI_TEST_PROVIDERS};
 pub use rank::{checked, e, rank_main, role};
 pub use rng::Rng;
 pub use wait::{compute_until, signal_file, wait_bounded, wait_for_file, Output};

@@ -47,3 +47,12 @@ pub fn ofi_providers() -> Vec<&'static str> {
 pub fn ofi_between_hosts() -> Option<&'static str> {
     ofi_providers().into_iter().find(|p| p.starts_with("tcp"))
 }
+
+/// The networks between hosts the multi-host tests run over: Spools' TCP (`None`), then
+/// [`ofi_between_hosts`] when the machine has it (as `SPOOLS_OFI_PROVIDER`, which
+/// `SPOOLS_TRANSPORT=auto` takes between hosts).
+pub fn networks_between_hosts() -> Vec<Option<&'static str>> {
+    std::iter::once(None)
+        .chain(ofi_between_hosts().map(Some))
+        .collect()
+}
