@@ -21,7 +21,12 @@ fn kill_role() -> Result<(), String> {
     // names are gone already, whatever happens to the job later (the runtime's duty, not
     // the launcher's clean-up at the end). (security.rs opens a segment by the name this
     // prefix matches, so a change of names cannot make this check vacuous.)
-    let left = shm_leftovers(&format!("{:016x}", w.job()));
+    let mut left = shm_leftovers(&format!("{:016x}", w.job()));
+    // libfabric's shm provider names its endpoint `/dev/shm/<pid>:0:0` (16 MiB): gone too.
+    let provider_name = format!("/dev/shm/{}:0:0", std::process::id());
+    if std::path::Path::new(&provider_name).exists() {
+        left.push(provider_name);
+    }
     if !left.is_empty() {
         return Err(format!("rank {}: /dev/shm still holds {left:?}", w.rank()));
     }

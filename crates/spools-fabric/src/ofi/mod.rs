@@ -597,7 +597,26 @@ impl OfiTransport {
         self.post_receives(&mut st)?;
         drop(st);
         self.greet(Duration::from_secs(boot_timeout))?;
+        self.unlink_shm_name(&name);
         Ok(())
+    }
+
+    /// With the `shm` provider, removes this endpoint's name (`/dev/shm/<pid>:<n>:<n>`,
+    /// 16 MiB) once every peer has sent to it, so has mapped it (`greet` heard from all):
+    /// as for Spools' own segments, a rank that dies later leaves nothing in `/dev/shm`,
+    /// and a later process with the same pid cannot find the name taken (`fi_enable`
+    /// then fails with `EBUSY`).
+    fn unlink_shm_name(&self, name: &[u8]) {
+        if self.provider != "shm" {
+            return;
+        }
+        let name = name.split(|&b| b == 0).next().unwrap_or_default();
+        let name = String::from_utf8_lossy(name);
+        let file = name.rsplit("://").next().unwrap_or_default();
+        if !file.is_empty() && !file.contains('/') {
+            // Best effort: the provider unlinks it at close otherwise.
+            let _ = std::fs::remove_file(std::path::Path::new("/dev/shm").join(file));
+        }
     }
 
     /// The provider in use and its domain (`tcp;ofi_rxm`, `eth0`).
