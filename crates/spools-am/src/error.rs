@@ -55,6 +55,16 @@ pub enum AmError {
         /// Length asked.
         len: u64,
     },
+    /// A read of lent bytes asked for more than were lent; nothing moved.
+    #[error("a read of {asked} bytes exceeds the {lent} bytes rank {peer} lent; nothing moved")]
+    LoanExceeded {
+        /// The lender.
+        peer: u32,
+        /// Bytes lent.
+        lent: u64,
+        /// Bytes asked.
+        asked: u64,
+    },
     /// A payload larger than the configured bulk limit.
     #[error("bulk payload of {len} bytes exceeds the bulk limit of {limit} (SPOOLS_BULK_LIMIT); use a memory transfer")]
     TooLarge {

@@ -4,7 +4,7 @@ use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use spools_fabric::heap::{HeapName, HeapSegment};
-use spools_fabric::{RemoteRegion, Transport};
+use spools_fabric::{Access, RemoteRegion, Transport};
 use spools_proto::auth::Secret;
 
 use crate::error::AmError;
@@ -74,7 +74,7 @@ impl RegionMem {
         let Some(rma) = net.rma() else { return };
         // SAFETY: the bytes stay allocated and in place until Drop, which withdraws the
         // exposure before freeing them.
-        if let Ok(remote) = unsafe { rma.expose(key, self.ptr, self.len) } {
+        if let Ok(remote) = unsafe { rma.expose(key, self.ptr, self.len, Access::ReadWrite) } {
             self.exposed = Some((net.clone(), key, remote));
         }
     }

@@ -34,6 +34,6 @@ mod wait;
 
 pub use caps::{Caps, Priority, SingleCopy};
 pub use error::{Defect, FabricError, IoStep};
-pub use rma::{RemoteRegion, Rma};
+pub use rma::{Access, RemoteRegion, Rma};
 pub use transport::{Incoming, Transport};
 pub use wait::{cpu_count, Awake, Backoff, Pace};

@@ -18,6 +18,15 @@ pub struct RemoteRegion {
     pub len: u64,
 }
 
+/// What peers may do to memory a rank exposes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Peers may only read it (a send buffer lent for a rendezvous).
+    Read,
+    /// Peers may read and write it (a region of active messages).
+    ReadWrite,
+}
+
 /// One-sided access to peers' memory.
 ///
 /// ```no_run
@@ -31,12 +40,13 @@ pub struct RemoteRegion {
 /// # Ok(()) }
 /// ```
 pub trait Rma: Send + Sync {
-    /// Registers `len` bytes at `base` so that peers may write and read them; `id` names
-    /// the registration at this rank (unique, never reused while exposed).
+    /// Registers `len` bytes at `base` so that peers may access them as `access` says;
+    /// `id` names the registration at this rank (unique, never reused while exposed).
     ///
     /// # Safety
     /// The memory must stay allocated, and not move, until [`Rma::withdraw`] of `id`
-    /// returns; peers' writes may change it at any time meanwhile.
+    /// returns; under [`Access::ReadWrite`] peers' writes may change it at any time
+    /// meanwhile.
     ///
     /// # Errors
     /// [`FabricError::Ofi`] when the provider refuses the registration (out of
@@ -46,6 +56,7 @@ pub trait Rma: Send + Sync {
         id: u32,
         base: *mut u8,
         len: usize,
+        access: Access,
     ) -> Result<RemoteRegion, FabricError>;
 
     /// Ends the registration `id`: peers' later accesses fail at the peer.

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use spools::{wait_all, wait_any, MsgError, RpcError, World, ANY_SOURCE, ANY_TAG};
+use spools::{wait_all, wait_any, MsgError, RpcError, Transport, World, ANY_SOURCE, ANY_TAG};
 use std::time::Duration;
 
 use spools_testkit::{
@@ -76,6 +76,22 @@ fn protocols(w: &World) -> Result<(), String> {
         })?;
     }
     Ok(())
+}
+
+/// Over libfabric with remote memory access (`SPOOLS_TEST_RMA=1`), every rendezvous
+/// larger than one message went by a one-sided read of the sender's lent buffer: at
+/// least the three 4 MiB receives of [`protocols`] on every rank.
+fn read_one_sidedly(w: &World) -> Result<(), String> {
+    if !std::env::var("SPOOLS_TEST_RMA").is_ok_and(|v| v == "1") {
+        return Ok(());
+    }
+    let at_least = 3 * ((4u64 << 20) + 3);
+    match w.ofi().and_then(|t| t.rma().map(|r| r.moved())) {
+        Some((_, read)) if read >= at_least => Ok(()),
+        other => Err(format!(
+            "one-sided bytes (written, read): {other:?}, want at least {at_least} read"
+        )),
+    }
 }
 
 /// Many senders to rank 0 with mixed sizes and tags: ANY_SOURCE/ANY_TAG receives see
@@ -369,7 +385,8 @@ fn p2p_role() -> Result<(), String> {
         truncation(w)?;
         requests(w)?;
         communicators(w)?;
-        rpc(w)
+        rpc(w)?;
+        read_one_sidedly(w)
     });
     println!("p2p ok rank {}", w.rank());
     e(w.finalize())
@@ -401,7 +418,11 @@ fn tagged_messages_protocols_order_and_errors() {
                 n,
                 "tagged_messages_protocols_order_and_errors",
                 "x",
-                &[("SPOOLS_TRANSPORT", "ofi"), ("SPOOLS_OFI_PROVIDER", p)],
+                &[
+                    ("SPOOLS_TRANSPORT", "ofi"),
+                    ("SPOOLS_OFI_PROVIDER", p),
+                    ("SPOOLS_TEST_RMA", "1"),
+                ],
             );
             assert_ok(&o);
             assert_eq!(

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use super::{call, close, ffi, EpState, OfiTransport, RMA_CHUNK, RMA_SLOTS};
 use crate::error::FabricError;
-use crate::rma::{RemoteRegion, Rma};
+use crate::rma::{Access, RemoteRegion, Rma};
 use crate::transport::Transport;
 
 /// Keys of exposed memory start here (the pools' registrations take the keys below).
@@ -198,6 +198,7 @@ impl Rma for OfiTransport {
         id: u32,
         base: *mut u8,
         len: usize,
+        access: Access,
     ) -> Result<RemoteRegion, FabricError> {
         let key = EXPOSED_KEY_BASE + u64::from(id);
         if len == 0 {
@@ -208,8 +209,12 @@ impl Rma for OfiTransport {
                 len: 0,
             });
         }
+        let flags = match access {
+            Access::Read => ffi::FI_REMOTE_READ,
+            Access::ReadWrite => ffi::FI_REMOTE_WRITE | ffi::FI_REMOTE_READ,
+        };
         // SAFETY: the caller keeps the memory until `withdraw` (this trait's contract).
-        let mr = unsafe { self.reg(base, len, ffi::FI_REMOTE_WRITE | ffi::FI_REMOTE_READ, key)? };
+        let mr = unsafe { self.reg(base, len, flags, key)? };
         let mut st = self.ep.lock();
         if let Some(old) = st.exposed.insert(id, mr) {
             // SAFETY: a registration of ours, replaced (ids are unique: a caller's bug),

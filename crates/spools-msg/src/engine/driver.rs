@@ -105,7 +105,7 @@ impl Engine {
                 let Some(Reply { to, call, data }) = st.replies.pop_front() else {
                     break;
                 };
-                let id = st.protocol.post_send(to, Buf::owned(data), true);
+                let id = st.protocol.post_send(to, Buf::owned(data), true, None);
                 let args = wire::rts_args(RPC_REPLY_CTX, call, len, id);
                 let sent = self.worker.try_send_short_now(to, h.rts, args, 0);
                 if !matches!(sent, Ok(true)) {

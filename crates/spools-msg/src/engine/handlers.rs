@@ -24,8 +24,8 @@ impl Engine {
     pub(super) fn on_rts(&self, m: &ActiveMessage<'_>) {
         let env = wire::envelope(m.from, &m.args);
         let (len, send_id) = wire::rts_fields(&m.args);
-        let heap = wire::rts_heap(m.from, m.payload);
-        self.with_protocol(|p| p.on_message(env, Incoming::Rts { len, send_id, heap }));
+        let at = wire::rts_source(m.from, m.payload);
+        self.with_protocol(|p| p.on_message(env, Incoming::Rts { len, send_id, at }));
         self.count_arrived(m.from, env.ctx);
     }
 

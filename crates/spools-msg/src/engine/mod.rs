@@ -28,8 +28,8 @@
 
 mod driver;
 mod handlers;
-mod heap;
 mod ops;
+mod pull;
 mod setup;
 mod state;
 mod try_send;

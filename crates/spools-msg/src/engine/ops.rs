@@ -67,13 +67,17 @@ impl Engine {
                 Ok(SendStart::Complete(buf))
             }
             SendProtocol::Rendezvous => {
-                let heap = self.heap_source(dest, buf.read(0, len));
-                let id = self.with_protocol(|p| p.post_send(dest, buf, false));
+                // SAFETY: `buf` becomes this send operation's (below), which ends the
+                // loan when the protocol completes or removes it.
+                let src = unsafe { self.pull_source(dest, buf.read(0, len)) };
+                let (at, loan) = src.map_or((None, None), |s| (Some(s.at), s.loan));
+                let id = self.with_protocol(|p| p.post_send(dest, buf, false, loan));
                 let args = wire::rts_args(ctx, tag, len, id);
                 let mut ep = self.endpoint.lock();
-                let sent = match heap {
-                    Some(r) => {
-                        ep.send_bulk(dest, h.rts, args, &wire::rts_heap_payload(&r), ORDERED)
+                let sent = match at {
+                    Some(at) => {
+                        let (payload, n) = wire::rts_payload(&at);
+                        ep.send_bulk(dest, h.rts, args, &payload[..n], ORDERED)
                     }
                     None => ep.send_short(dest, h.rts, args, ORDERED, Delivery::Immediate),
                 };

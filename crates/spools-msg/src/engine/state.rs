@@ -109,9 +109,10 @@ impl Engine {
         f(&self.lock_state().protocol)
     }
 
-    /// Tells waiters that operations completed, and the poller that output is queued.
-    /// Called under the lock.
+    /// Ends the loans of sends that are over, then tells waiters that operations
+    /// completed, and the poller that output is queued. Called under the lock.
     pub(super) fn publish(&self, p: &mut Protocol) {
+        self.end_loans(p);
         let n = p.take_completed();
         if n != 0 {
             bump(

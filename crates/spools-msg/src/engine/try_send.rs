@@ -40,11 +40,17 @@ impl Engine {
                 w.try_send_bulk_now(dest, h.eager, args, buf.read(0, len))?
             }
             SendProtocol::Rendezvous => {
-                let heap = self.heap_source(dest, buf.read(0, len));
-                let id = self.with_protocol(|p| p.post_send(dest, buf, false));
+                // SAFETY: `buf` becomes this send operation's (below), which ends the
+                // loan when the protocol completes or removes it.
+                let src = unsafe { self.pull_source(dest, buf.read(0, len)) };
+                let (at, loan) = src.map_or((None, None), |s| (Some(s.at), s.loan));
+                let id = self.with_protocol(|p| p.post_send(dest, buf, false, loan));
                 let args = wire::rts_args(ctx, tag, len, id);
-                let sent = match heap {
-                    Some(r) => w.try_send_bulk_now(dest, h.rts, args, &wire::rts_heap_payload(&r)),
+                let sent = match at {
+                    Some(at) => {
+                        let (payload, n) = wire::rts_payload(&at);
+                        w.try_send_bulk_now(dest, h.rts, args, &payload[..n])
+                    }
                     None => w.try_send_short_now(dest, h.rts, args, 0),
                 };
                 if !matches!(sent, Ok(true)) {

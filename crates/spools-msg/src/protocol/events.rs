@@ -3,6 +3,7 @@
 //! end) and the typed errors of unexpected wire messages.
 
 use spools_fabric::heap::HeapRef;
+use spools_fabric::RemoteRegion;
 use thiserror::Error;
 
 use super::wire::SHORT_MAX;
@@ -60,10 +61,19 @@ pub(crate) enum Incoming<'a> {
         len: u64,
         /// The sender's operation id, to name in the clear-to-send.
         send_id: u64,
-        /// Where the bytes lie in the sender's shared heap, when they do and the sender
-        /// runs on this host: the receiver may copy them from there itself.
-        heap: Option<HeapRef>,
+        /// Where the receiver may take the bytes itself, when the sender says.
+        at: Option<DataAt>,
     },
+}
+
+/// Where the receiver of a request-to-send may take the message's bytes itself, rather
+/// than wait for them to stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DataAt {
+    /// In the sender's shared heap (the sender runs on this host): copied from there.
+    Heap(HeapRef),
+    /// Lent to this rank through the network's remote memory access: read one-sidedly.
+    Net(RemoteRegion),
 }
 
 /// The sender, tag and length of a matched message (the sender as a job rank).
@@ -108,9 +118,10 @@ pub(crate) struct Cts {
     pub(crate) discard: bool,
 }
 
-/// A receive that matched a request-to-send whose data lies in the sender's shared heap:
-/// the engine maps the bytes and hands them to [`super::Protocol::pulled`], which copies
-/// them into the receive (one copy) and queues the clear-to-send that completes the send.
+/// A receive that matched a request-to-send whose data the receiver may take itself
+/// ([`DataAt`]): the engine copies or reads the bytes into the receive through
+/// [`super::Protocol::pulled`], which then queues the clear-to-send that completes the
+/// send without data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Pull {
     /// The receive.
@@ -120,7 +131,7 @@ pub(crate) struct Pull {
     /// The sender's operation.
     pub(crate) send_id: u64,
     /// Where the message's bytes lie.
-    pub(crate) heap: HeapRef,
+    pub(crate) at: DataAt,
     /// The message's length.
     pub(crate) len: usize,
 }

@@ -3,8 +3,6 @@
 
 use std::collections::VecDeque;
 
-use spools_fabric::heap::PeerBytes;
-
 use super::events::{Chunk, Cts, Incoming, Limits, ProtocolError, Pull, RecvOutcome, RpcCall};
 use super::matching::{Envelope, Pattern};
 use super::recv::RecvSide;
@@ -47,11 +45,25 @@ impl Protocol {
     /// Starts a rendezvous send of `buf` to `dest` and returns its id; the caller
     /// transmits the request-to-send ([`super::wire::rts_args`]) naming it, and calls
     /// [`Protocol::abort_send`] if that fails. A `detached` send is removed when it
-    /// completes (nobody waits for it).
-    pub(crate) fn post_send(&mut self, dest: u32, buf: Buf, detached: bool) -> u64 {
+    /// completes (nobody waits for it). `loan` names the loan of `buf` to `dest` for
+    /// one-sided reads, if the engine lent it: it ends when the send completes or is
+    /// removed ([`Protocol::pop_ended_loan`]).
+    pub(crate) fn post_send(
+        &mut self,
+        dest: u32,
+        buf: Buf,
+        detached: bool,
+        loan: Option<u32>,
+    ) -> u64 {
         let id = self.new_id();
-        self.send.insert(id, dest, buf, detached);
+        self.send.insert(id, dest, buf, detached, loan);
         id
+    }
+
+    /// A loan of a send buffer that may end (its send completed or was removed: nobody
+    /// will read the buffer through it any more).
+    pub(crate) fn pop_ended_loan(&mut self) -> Option<u32> {
+        self.send.pop_ended_loan()
     }
 
     /// Removes send `id` whose request-to-send did not leave; its buffer back.
@@ -194,16 +206,16 @@ impl Protocol {
         self.send.chunk_sent(slot, len);
     }
 
-    /// The first copy from a sender's shared heap to make: map its bytes and pass them
-    /// to [`Protocol::pulled`].
+    /// The first copy or read of a sender's bytes to make: pass a filler to
+    /// [`Protocol::pulled`].
     pub(crate) fn pop_pull(&mut self) -> Option<Pull> {
         self.recv.pop_pull()
     }
 
-    /// The sender's bytes of `pull`, mapped (or `None`: they could not be, and the data
-    /// streams instead).
-    pub(crate) fn pulled(&mut self, pull: Pull, src: Option<&PeerBytes>) {
-        self.recv.pulled(pull, src);
+    /// Takes the sender's bytes of `pull` into its receive: `fill` copies or reads them
+    /// and says whether it could (if not, the data streams instead).
+    pub(crate) fn pulled(&mut self, pull: Pull, fill: impl FnOnce(&mut [u8]) -> bool) {
+        self.recv.pulled(pull, fill);
     }
 
     /// The RPC calls that arrived, to run.

@@ -108,7 +108,7 @@ fn unexpected_messages_race_with_posted_receives_in_order() {
         Incoming::Rts {
             len: 100,
             send_id: 42,
-            heap: None,
+            at: None,
         },
     );
     r.on_message(env(A, 7), Incoming::Data(b"e"));

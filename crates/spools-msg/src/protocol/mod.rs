@@ -29,12 +29,12 @@ mod slab;
 pub(crate) mod wire;
 
 #[cfg(test)]
-mod heap_tests;
-#[cfg(test)]
 mod matching_tests;
+#[cfg(test)]
+mod pull_tests;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use events::{Incoming, Limits, MessageInfo, RecvOutcome, SendProtocol};
+pub(crate) use events::{DataAt, Incoming, Limits, MessageInfo, RecvOutcome, SendProtocol};
 pub(crate) use machine::Protocol;
 pub(crate) use matching::{Envelope, Pattern};

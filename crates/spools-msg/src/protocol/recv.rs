@@ -5,10 +5,8 @@
 
 use std::collections::VecDeque;
 
-use spools_fabric::heap::{HeapRef, PeerBytes};
-
 use super::events::{
-    Cts, Incoming, Limits, MessageInfo, ProtocolError, Pull, RecvOutcome, RpcCall,
+    Cts, DataAt, Incoming, Limits, MessageInfo, ProtocolError, Pull, RecvOutcome, RpcCall,
 };
 use super::matching::{Envelope, Matcher, Pattern};
 use super::slab::Slab;
@@ -29,7 +27,7 @@ enum Unexpected {
     Rts {
         len: u64,
         send_id: u64,
-        heap: Option<HeapRef>,
+        at: Option<DataAt>,
     },
 }
 
@@ -48,8 +46,8 @@ enum RecvState {
     Posted,
     /// Matched a request-to-send; `got` bytes of the message have arrived.
     Streaming { msg: MessageInfo, got: usize },
-    /// Matched a request-to-send whose data lies in the sender's shared heap: waits for
-    /// the engine to copy it ([`RecvSide::pulled`]).
+    /// Matched a request-to-send whose data the receiver takes itself: waits for the
+    /// engine to copy or read it ([`RecvSide::pulled`]).
     Pulling { msg: MessageInfo },
     /// Over.
     Complete(RecvOutcome),
@@ -72,7 +70,7 @@ pub(crate) struct RecvSide {
     recvs: Slab<RecvOp>,
     /// Clear-to-send messages to transmit, in order.
     cts: VecDeque<Cts>,
-    /// Copies from senders' shared heaps the engine owes, in order.
+    /// Copies and reads of senders' bytes the engine owes, in order.
     pulls: VecDeque<Pull>,
     /// Buffers for unexpected messages, reused.
     pool: Vec<Vec<u8>>,
@@ -128,8 +126,8 @@ impl RecvSide {
                 self.recycle(d);
                 false
             }
-            Some((env, Unexpected::Rts { len, send_id, heap })) => {
-                self.start_rendezvous(id, env, len, send_id, heap);
+            Some((env, Unexpected::Rts { len, send_id, at })) => {
+                self.start_rendezvous(id, env, len, send_id, at);
                 true
             }
         }
@@ -154,7 +152,7 @@ impl RecvSide {
             None => {
                 let u = match inc {
                     Incoming::Data(d) => Unexpected::Data(self.pooled(d)),
-                    Incoming::Rts { len, send_id, heap } => Unexpected::Rts { len, send_id, heap },
+                    Incoming::Rts { len, send_id, at } => Unexpected::Rts { len, send_id, at },
                 };
                 self.matcher.queue(env, u);
             }
@@ -164,8 +162,8 @@ impl RecvSide {
     fn accept(&mut self, id: u64, env: Envelope, inc: Incoming<'_>) {
         match inc {
             Incoming::Data(d) => self.deliver(id, env, d),
-            Incoming::Rts { len, send_id, heap } => {
-                self.start_rendezvous(id, env, len, send_id, heap);
+            Incoming::Rts { len, send_id, at } => {
+                self.start_rendezvous(id, env, len, send_id, at);
             }
         }
     }
@@ -238,15 +236,15 @@ impl RecvSide {
     }
 
     /// Receive `id` matched a request-to-send: queue the CTS (telling the sender to
-    /// discard when the message does not fit) and wait for the data; or, when the data
-    /// lies in the sender's shared heap, queue the copy from there.
+    /// discard when the message does not fit) and wait for the data; or, when the
+    /// receiver may take the data itself, queue the copy or read.
     fn start_rendezvous(
         &mut self,
         id: u64,
         env: Envelope,
         len: u64,
         send_id: u64,
-        heap: Option<HeapRef>,
+        at: Option<DataAt>,
     ) {
         let Some(op) = self.recvs.get_mut(id) else {
             return;
@@ -270,13 +268,13 @@ impl RecvSide {
             tag: env.tag,
             len,
         };
-        if let Some(heap) = heap.filter(|_| fits && len > 0) {
+        if let Some(at) = at.filter(|_| fits && len > 0) {
             op.state = RecvState::Pulling { msg };
             self.pulls.push_back(Pull {
                 recv_id: id,
                 from: env.src,
                 send_id,
-                heap,
+                at,
                 len,
             });
             self.new_output = true;
@@ -299,21 +297,22 @@ impl RecvSide {
         }
     }
 
-    /// The first copy from a sender's shared heap the engine owes.
+    /// The first copy or read of a sender's bytes the engine owes.
     pub(crate) fn pop_pull(&mut self) -> Option<Pull> {
         self.pulls.pop_front()
     }
 
-    /// Copies from senders' shared heaps waiting.
+    /// Copies and reads of senders' bytes waiting.
     pub(crate) fn pulls_len(&self) -> usize {
         self.pulls.len()
     }
 
-    /// The engine mapped the sender's bytes of `pull` (`src`), or could not (`None`):
-    /// copies them into the receive and queues the CTS that completes the send without
-    /// data, or falls back to streaming them. A receive released meanwhile still gets the
-    /// sender's send completed.
-    pub(crate) fn pulled(&mut self, pull: Pull, src: Option<&PeerBytes>) {
+    /// Takes the sender's bytes of `pull`: `fill` copies or reads them into the receive's
+    /// first `pull.len` bytes and says whether it could. Then queues the CTS that
+    /// completes the send without data, or (`fill` could not) falls back to streaming
+    /// them. A receive released meanwhile still gets the sender's send completed, and
+    /// `fill` is not called.
+    pub(crate) fn pulled(&mut self, pull: Pull, fill: impl FnOnce(&mut [u8]) -> bool) {
         let cts = |discard| Cts {
             to: pull.from,
             send_id: pull.send_id,
@@ -330,13 +329,11 @@ impl RecvSide {
             return;
         };
         let len = pull.len;
-        let copied = src.is_some_and(|src| {
-            let dst = match &mut op.buf {
-                RecvBuf::Fixed(b) => b.slice_mut(0, len),
-                RecvBuf::Alloc(v) => &mut v[..len],
-            };
-            src.copy_to(0, dst).is_ok()
-        });
+        let dst = match &mut op.buf {
+            RecvBuf::Fixed(b) => b.slice_mut(0, len),
+            RecvBuf::Alloc(v) => &mut v[..len],
+        };
+        let copied = fill(dst);
         if copied {
             self.cts.push_back(cts(true));
             self.complete(pull.recv_id, RecvOutcome::Received(msg));

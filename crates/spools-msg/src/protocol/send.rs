@@ -24,6 +24,8 @@ struct SendOp {
     state: SendState,
     /// Nobody waits for it (a dropped request, an RPC reply): remove it on completion.
     detached: bool,
+    /// The loan of `buf` to `dest` for one-sided reads, if lent.
+    loan: Option<u32>,
 }
 
 /// Rendezvous sends by operation id, and the ones streaming, in order of their CTS.
@@ -35,23 +37,48 @@ pub(crate) struct SendSide {
     completed: u64,
     /// A stream started since the last [`SendSide::take_new_output`].
     new_output: bool,
+    /// Loans of sends completed or removed, to end.
+    ended_loans: Vec<u32>,
 }
 
 impl SendSide {
-    /// Records rendezvous send `id` of `buf` to `dest`, waiting for its CTS.
-    pub(crate) fn insert(&mut self, id: u64, dest: u32, buf: Buf, detached: bool) {
+    /// Records rendezvous send `id` of `buf` to `dest` (lent to it as `loan`), waiting
+    /// for its CTS.
+    pub(crate) fn insert(
+        &mut self,
+        id: u64,
+        dest: u32,
+        buf: Buf,
+        detached: bool,
+        loan: Option<u32>,
+    ) {
         let op = SendOp {
             dest,
             buf,
             state: SendState::AwaitingCts,
             detached,
+            loan,
         };
         self.sends.insert(id, op);
     }
 
+    /// Removes send `id`, ending its loan.
+    fn remove(&mut self, id: u64) -> Option<SendOp> {
+        let mut op = self.sends.remove(&id)?;
+        if let Some(l) = op.loan.take() {
+            self.ended_loans.push(l);
+        }
+        Some(op)
+    }
+
     /// Removes send `id` whose request-to-send could not leave, returning its buffer.
     pub(crate) fn abort(&mut self, id: u64) -> Option<Buf> {
-        self.sends.remove(&id).map(|o| o.buf)
+        self.remove(id).map(|o| o.buf)
+    }
+
+    /// A loan to end (its send completed or was removed).
+    pub(crate) fn pop_ended_loan(&mut self) -> Option<u32> {
+        self.ended_loans.pop()
     }
 
     /// Whether send `id` is complete (an unknown id is: it was released).
@@ -63,10 +90,7 @@ impl SendSide {
 
     /// Removes send `id`, returning its owned buffer (empty if borrowed or unknown).
     pub(crate) fn release(&mut self, id: u64) -> Vec<u8> {
-        self.sends
-            .remove(&id)
-            .map(|o| o.buf.take())
-            .unwrap_or_default()
+        self.remove(id).map(|o| o.buf.take()).unwrap_or_default()
     }
 
     /// Nobody will wait for send `id`: remove it now if complete, else when it completes.
@@ -80,10 +104,15 @@ impl SendSide {
         }
     }
 
+    /// Send `id` is over: its loan ends (nobody reads the buffer any more); a detached
+    /// one is removed.
     fn complete(&mut self, id: u64) {
         self.completed += 1;
         if let Some(op) = self.sends.get_mut(&id) {
             op.state = SendState::Complete;
+            if let Some(l) = op.loan.take() {
+                self.ended_loans.push(l);
+            }
             if op.detached {
                 self.sends.remove(&id);
             }

@@ -36,11 +36,11 @@ fn received(src: u32, tag: u32, len: usize) -> Option<RecvOutcome> {
 
 /// Posts a rendezvous send of `data` on `s` and delivers its RTS to `r`; the send's id.
 fn send_rts(s: &mut Protocol, r: &mut Protocol, ctx: u32, tag: u32, data: &[u8]) -> u64 {
-    let id = s.post_send(RECEIVER, Buf::owned(data.to_vec()), false);
+    let id = s.post_send(RECEIVER, Buf::owned(data.to_vec()), false, None);
     let rts = Incoming::Rts {
         len: data.len() as u64,
         send_id: id,
-        heap: None,
+        at: None,
     };
     r.on_message(env(ctx, SENDER, tag), rts);
     id
@@ -247,7 +247,7 @@ fn a_self_sizing_receive_refuses_an_absurd_length() {
         Incoming::Rts {
             len,
             send_id: 9,
-            heap: None,
+            at: None,
         },
     );
     assert!(matches!(
@@ -553,7 +553,7 @@ fn a_detached_send_is_removed_when_its_stream_ends() {
 #[test]
 fn an_aborted_send_gives_its_buffer_back() {
     let mut s = proto();
-    let id = s.post_send(RECEIVER, Buf::owned(vec![1, 2, 3]), false);
+    let id = s.post_send(RECEIVER, Buf::owned(vec![1, 2, 3]), false, None);
     assert_eq!(s.abort_send(id).map(Buf::take), Some(vec![1, 2, 3]));
     assert!(s.abort_send(id).is_none());
     assert_eq!(s.held(), (0, 0));

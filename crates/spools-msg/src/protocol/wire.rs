@@ -2,7 +2,9 @@
 //! reserved contexts. Pure encoding and decoding: no transport here.
 
 use spools_fabric::heap::HeapRef;
+use spools_fabric::RemoteRegion;
 
+use super::events::DataAt;
 use super::matching::Envelope;
 
 /// Context of RPC calls.
@@ -63,22 +65,63 @@ pub(crate) fn rts_args(ctx: u32, tag: u32, len: usize, send_id: u64) -> [u64; 4]
     [pack_ctx_tag(ctx, tag), len as u64, send_id, 0]
 }
 
-/// The payload of a request-to-send whose data lies in the sender's shared heap: where
-/// (the receiver of the same host copies it from there itself).
-pub(crate) fn rts_heap_payload(r: &HeapRef) -> [u8; HeapRef::WIRE_BYTES] {
-    r.to_bytes()
+/// The first byte of a request-to-send's payload that says the data lies in the
+/// sender's shared heap (a [`HeapRef`] follows).
+const RTS_AT_HEAP: u8 = 1;
+/// The first byte of a request-to-send's payload that says the data is lent through the
+/// network (a [`RemoteRegion`] follows: address, key, length, each 8 bytes
+/// little-endian).
+const RTS_AT_NET: u8 = 2;
+/// Bytes of a [`RemoteRegion`] on the wire.
+const REGION_BYTES: usize = 24;
+/// Largest payload of a request-to-send.
+pub(crate) const RTS_PAYLOAD_MAX: usize = 1 + HeapRef::WIRE_BYTES;
+
+/// The payload of a request-to-send whose receiver may take the data itself (`at`):
+/// a kind byte, then where. Returns the buffer and the bytes of it used.
+pub(crate) fn rts_payload(at: &DataAt) -> ([u8; RTS_PAYLOAD_MAX], usize) {
+    let mut b = [0u8; RTS_PAYLOAD_MAX];
+    match at {
+        DataAt::Heap(r) => {
+            b[0] = RTS_AT_HEAP;
+            b[1..1 + HeapRef::WIRE_BYTES].copy_from_slice(&r.to_bytes());
+            (b, 1 + HeapRef::WIRE_BYTES)
+        }
+        DataAt::Net(r) => {
+            b[0] = RTS_AT_NET;
+            for (i, w) in [r.addr, r.key, r.len].into_iter().enumerate() {
+                b[1 + i * 8..9 + i * 8].copy_from_slice(&w.to_le_bytes());
+            }
+            (b, 1 + REGION_BYTES)
+        }
+    }
 }
 
-/// The shared-heap reference a request-to-send from job rank `from` carries, if any: a
-/// payload that is not a well-formed reference to one of `from`'s segments is ignored
-/// (the data then streams as for any rendezvous).
-pub(crate) fn rts_heap(from: u32, payload: &[u8]) -> Option<HeapRef> {
-    if payload.is_empty() {
-        return None;
+/// Where the data of a request-to-send from job rank `from` may be taken, if its payload
+/// says: a payload that is empty, of an unknown kind, of the wrong length, or naming a
+/// shared-heap segment that is not `from`'s, is ignored (the data then streams as for
+/// any rendezvous).
+pub(crate) fn rts_source(from: u32, payload: &[u8]) -> Option<DataAt> {
+    let (&kind, rest) = payload.split_first()?;
+    match kind {
+        RTS_AT_HEAP => HeapRef::from_bytes(rest)
+            .ok()
+            .filter(|r| r.name.rank() == from)
+            .map(DataAt::Heap),
+        RTS_AT_NET if rest.len() == REGION_BYTES => {
+            let word = |i: usize| {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(&rest[i * 8..i * 8 + 8]);
+                u64::from_le_bytes(w)
+            };
+            Some(DataAt::Net(RemoteRegion {
+                addr: word(0),
+                key: word(1),
+                len: word(2),
+            }))
+        }
+        _ => None,
     }
-    HeapRef::from_bytes(payload)
-        .ok()
-        .filter(|r| r.name.rank() == from)
 }
 
 /// A request-to-send's (length, send id).

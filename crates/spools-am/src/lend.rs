@@ -1,0 +1,83 @@
+//! Memory lent to one peer for one-sided reads: a layer above lends a send buffer to the
+//! peer that will receive it (the rendezvous of tagged messages), the peer reads it
+//! through its network's remote memory access, and the lender ends the loan when the
+//! peer says it is done. Only peers reached through a network transport with remote
+//! memory access (libfabric) borrow; every other peer is served by messages or the
+//! shared heap, and [`Worker::lend`] says so by lending nothing.
+
+use std::sync::atomic::Ordering;
+
+use spools_fabric::{Access, RemoteRegion};
+
+use crate::core::Route;
+use crate::error::AmError;
+use crate::worker::Worker;
+
+/// Bytes lent to one peer: what the peer needs to read them ([`Loan::at`]) and what ends
+/// the loan ([`Worker::end_loan`] of [`Loan::id`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loan {
+    /// Names the loan at the lender (shares the space of region keys: unique).
+    pub id: u32,
+    /// Where the borrower reads.
+    pub at: RemoteRegion,
+}
+
+impl Worker {
+    /// Lends `len` bytes at `base` to `peer` for one-sided reads, when `peer` is reached
+    /// through a network transport with remote memory access and the bytes take more
+    /// than one message to it; `None` otherwise, or when the network refuses the
+    /// registration (the caller then sends the bytes as messages).
+    ///
+    /// # Safety
+    /// The bytes must stay allocated, unchanged and in place until
+    /// [`Worker::end_loan`] of the loan returns.
+    pub unsafe fn lend(&self, peer: u32, base: *const u8, len: usize) -> Option<Loan> {
+        let core = &self.core;
+        if core.routes.get(peer as usize) != Some(&Route::Net) || len <= core.fragment_for(peer) {
+            return None;
+        }
+        let rma = core.net.as_ref()?.rma()?;
+        let id = core.next_key.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller keeps the bytes until `end_loan` (this function's contract);
+        // peers may only read them (`Access::Read`), so nothing writes through the
+        // `*const` origin of `base`.
+        let at = unsafe { rma.expose(id, base.cast_mut(), len, Access::Read) }.ok()?;
+        Some(Loan { id, at })
+    }
+
+    /// Ends loan `id`: the borrower's later reads fail at the borrower.
+    pub fn end_loan(&self, id: u32) {
+        if let Some(rma) = self.core.net.as_ref().and_then(|t| t.rma()) {
+            rma.withdraw(id);
+        }
+    }
+
+    /// Reads `dst.len()` bytes that `peer` lent (`at`) into `dst`; returns when they are
+    /// there.
+    ///
+    /// # Errors
+    /// [`AmError::LoanExceeded`] when `dst` is longer than the loan (nothing moves);
+    /// [`AmError::Fabric`] when `peer` is not reached through a network with remote
+    /// memory access, has failed, or ended the loan meanwhile.
+    pub fn read_loan(&self, peer: u32, at: RemoteRegion, dst: &mut [u8]) -> Result<(), AmError> {
+        let core = &self.core;
+        if dst.len() as u64 > at.len {
+            return Err(AmError::LoanExceeded {
+                peer,
+                lent: at.len,
+                asked: dst.len() as u64,
+            });
+        }
+        let rma = match core.routes.get(peer as usize) {
+            Some(Route::Net) => core.net.as_ref().and_then(|t| t.rma()),
+            _ => None,
+        };
+        let Some(rma) = rma else {
+            return Err(AmError::Fabric(spools_fabric::FabricError::Unreachable(
+                peer,
+            )));
+        };
+        rma.read(peer, at, 0, dst).map_err(AmError::Fabric)
+    }
+}
