@@ -94,10 +94,10 @@ const INJECT_MAX: usize = 256;
 
 /// Registered buffers one-sided operations copy through, and how many of them may be in
 /// flight at once.
-const RMA_SLOTS: usize = 8;
+const RMA_SLOTS: usize = 16;
 
 /// Bytes of one one-sided operation (a larger write or read is cut into these).
-const RMA_CHUNK: usize = 256 << 10;
+const RMA_CHUNK: usize = 128 << 10;
 
 /// The libfabric objects of one rank.
 struct Handles {

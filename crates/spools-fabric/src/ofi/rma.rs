@@ -1,7 +1,8 @@
 //! One-sided operations of the libfabric transport ([`crate::Rma`]): memory exposed by
 //! registration (`FI_REMOTE_WRITE | FI_REMOTE_READ`), and writes and reads
 //! (`fi_writemsg` with `FI_DELIVERY_COMPLETE`, `fi_readmsg`) cut into chunks of
-//! [`RMA_CHUNK`] bytes, [`RMA_SLOTS`] in flight at once.
+//! [`RMA_CHUNK`] bytes, [`RMA_SLOTS`] in flight at once (128 KiB x 16: measured faster
+//! than 256 KiB x 8, 64 KiB x 16 and 1 MiB x 8 over `tcp;ofi_rxm`).
 //!
 //! The local side of every operation goes through a registered buffer of this
 //! transport's own (one copy at the initiator): the caller's memory is never handed to
@@ -168,7 +169,14 @@ impl OfiTransport {
             if mine.is_empty() && (posted == len || failed.is_some() || chunk_error.is_some()) {
                 break;
             }
-            if let Some(f) = self.state.failure_of(peer) {
+            // A peer's death, or any other: the job ends (the peer may be cut off with
+            // a host whose first death was another rank's, and its reads then never
+            // complete).
+            if let Some(f) = self
+                .state
+                .failure_of(peer)
+                .or_else(|| self.state.any_failure())
+            {
                 // The chunks still in flight finish (or fail) in the provider's time:
                 // their buffers are freed then; the caller's memory is not theirs.
                 for &(b, _, _) in &mine {
