@@ -41,7 +41,7 @@ use std::time::Duration;
 
 use spools_boot::client::Bootstrap;
 use spools_boot::config::Config;
-use spools_boot::health::JobHealth;
+use spools_boot::health::{Failure, JobHealth};
 
 use crate::caps::{Caps, Priority, SingleCopy};
 use crate::error::{Defect, FabricError};
@@ -127,6 +127,21 @@ struct EpState {
     rma: Vec<rma::Slot>,
     /// Memory exposed to peers: id to its registration.
     exposed: HashMap<u32, *mut ffi::fid_mr>,
+    /// Reads straight into a caller's memory were abandoned in flight (their peer, or
+    /// another rank, failed): the provider is never called again, since any call could
+    /// still land their bytes in memory the caller has since reused; every operation
+    /// fails with this, and the libfabric objects are kept, not closed.
+    fenced: Option<Failure>,
+}
+
+impl EpState {
+    /// `Ok` unless the provider may no longer be called ([`EpState::fenced`]).
+    fn usable(&self) -> Result<(), FabricError> {
+        match &self.fenced {
+            Some(f) => Err(FabricError::PeerFailed(f.clone())),
+            None => Ok(()),
+        }
+    }
 }
 
 /// What the polling thread keeps.
@@ -159,6 +174,12 @@ pub struct OfiTransport {
     mr_mode: c_int,
     /// Whether the provider offers one-sided operations (`FI_RMA`).
     rma_on: bool,
+    /// Reads land straight in the caller's memory: the provider needs no local
+    /// registration (`FI_MR_LOCAL`) and moves data only inside calls made to it
+    /// (`FI_PROGRESS_MANUAL`), so a read abandoned in flight can be stopped from landing
+    /// by never calling it again (`EpState::fenced`). Otherwise reads go through
+    /// [`OfiTransport::rma_pool`].
+    direct_reads: bool,
     /// Bytes written and read one-sidedly.
     rma_moved: [std::sync::atomic::AtomicU64; 2],
     /// Memory registrations, closed before the domain.
@@ -264,9 +285,10 @@ impl OfiTransport {
             .into());
         }
         // SAFETY: the attribute structures of an entry from fi_getinfo are all present.
-        let (mr_mode, inject, max_msg) = unsafe {
+        let (mr_mode, data_progress, inject, max_msg) = unsafe {
             (
                 (*i.domain_attr).mr_mode,
+                (*i.domain_attr).data_progress,
                 (*i.tx_attr).inject_size,
                 (*i.ep_attr).max_msg_size,
             )
@@ -303,6 +325,9 @@ impl OfiTransport {
             rma_desc: std::ptr::null_mut(),
             mr_mode,
             rma_on,
+            direct_reads: rma_on
+                && mr_mode & ffi::FI_MR_LOCAL == 0
+                && data_progress == ffi::FI_PROGRESS_MANUAL,
             rma_moved: Default::default(),
             mrs: Vec::new(),
             inject: inject.min(INJECT_MAX),
@@ -320,6 +345,7 @@ impl OfiTransport {
                     },
                     rma: vec![rma::Slot::default(); RMA_SLOTS],
                     exposed: HashMap::new(),
+                    fenced: None,
                 },
                 cfg.thread_level_in_effect(),
             ),
@@ -747,6 +773,7 @@ impl OfiTransport {
             len: 0,
         }; BATCH];
         let mut st = self.ep.lock();
+        st.usable()?;
         self.reap_sends(&mut st);
         // SAFETY: the queue is open; `entries` holds BATCH entries of its format.
         let n = unsafe {
@@ -800,6 +827,15 @@ fn eventfd() -> Result<OwnedFd, FabricError> {
 
 impl Drop for OfiTransport {
     fn drop(&mut self) {
+        if self.ep.lock().fenced.is_some() {
+            // Reads abandoned in flight target memory that is no longer theirs: closing
+            // the endpoint could still progress them. Keep everything the provider may
+            // touch for the life of the process.
+            self.tx.leak();
+            self.rx.leak();
+            self.rma_pool.leak();
+            return;
+        }
         // SAFETY: each object is closed once, endpoint first, domain and fabric last,
         // registrations before the pools' memory is freed (the pools drop after this).
         unsafe {
@@ -851,6 +887,7 @@ impl Transport for OfiTransport {
             return Err(FabricError::Unreachable(peer));
         }
         let mut st = self.ep.lock();
+        st.usable()?;
         if let Some(e) = st.failed.take() {
             return Err(e);
         }
@@ -870,6 +907,7 @@ impl Transport for OfiTransport {
     fn flush(&self, _lane: usize) -> Result<bool, FabricError> {
         // Nothing is queued by Spools; the provider progresses on this call.
         let mut st = self.ep.lock();
+        st.usable()?;
         self.reap_sends(&mut st);
         match st.failed.take() {
             Some(e) => Err(e),
@@ -936,6 +974,7 @@ impl Transport for OfiTransport {
         rx.batch = batch;
         rx.batch.clear();
         let mut st = self.ep.lock();
+        st.usable()?;
         st.repost.extend(served);
         self.post_receives(&mut st)?;
         Ok(n)
@@ -1146,7 +1185,10 @@ impl OfiTransport {
             return;
         }
         {
-            let _st = self.ep.lock();
+            let st = self.ep.lock();
+            if st.fenced.is_some() {
+                return;
+            }
             let mut fids = [
                 // SAFETY: the queues are open (taking their fid's address only).
                 unsafe { &mut (*self.h.tx_cq).fid as *mut ffi::fid },

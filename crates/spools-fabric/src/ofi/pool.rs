@@ -17,6 +17,8 @@ pub(crate) struct Pool {
     count: usize,
     /// Written by the provider while an operation is in flight.
     contexts: Box<[UnsafeCell<[usize; CONTEXT_WORDS]>]>,
+    /// Never freed: the provider may still hold buffers or contexts of it.
+    leaked: bool,
 }
 
 impl Pool {
@@ -40,7 +42,14 @@ impl Pool {
             contexts: (0..count)
                 .map(|_| UnsafeCell::new([0; CONTEXT_WORDS]))
                 .collect(),
+            leaked: false,
         }
+    }
+
+    /// Keeps the pool's memory and contexts allocated for the life of the process (the
+    /// provider still holds operations on them that will never be completed).
+    pub(crate) fn leak(&mut self) {
+        self.leaked = true;
     }
 
     /// The first byte of the pool.
@@ -82,6 +91,10 @@ impl Pool {
 
 impl Drop for Pool {
     fn drop(&mut self) {
+        if self.leaked {
+            std::mem::forget(std::mem::take(&mut self.contexts));
+            return;
+        }
         // SAFETY: allocated in `new` with this layout, freed once.
         unsafe { dealloc(self.base, self.layout) };
     }

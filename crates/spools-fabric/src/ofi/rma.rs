@@ -4,11 +4,15 @@
 //! [`RMA_CHUNK`] bytes, [`RMA_SLOTS`] in flight at once (128 KiB x 16: measured faster
 //! than 256 KiB x 8, 64 KiB x 16 and 1 MiB x 8 over `tcp;ofi_rxm`).
 //!
-//! The local side of every operation goes through a registered buffer of this
-//! transport's own (one copy at the initiator): the caller's memory is never handed to
-//! the provider, so no registration of it can outlive it, and an operation abandoned
-//! because its peer failed can leave its buffers in flight safely (they are freed when
-//! the provider completes them). The target's side is the exposed memory itself.
+//! The local side of a write goes through a registered buffer of this transport's own
+//! (one copy at the initiator): the caller's memory is never handed to the provider, so
+//! a write abandoned because its peer failed can leave its buffers in flight safely
+//! (they are freed when the provider completes them). A read does the same where the
+//! provider needs local registration or moves data on its own; elsewhere (`tcp;ofi_rxm`,
+//! `shm`: no `FI_MR_LOCAL`, manual data progress) it lands straight in the caller's
+//! memory, and if it must be abandoned in flight the transport is fenced: it never calls
+//! the provider again, so nothing can land after the call returned. The target's side
+//! is the exposed memory itself.
 
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
@@ -46,14 +50,30 @@ impl OfiTransport {
         slot.err = err;
     }
 
-    /// Posts one chunk of a write (`write`) or read through buffer `b`: `n` bytes at
-    /// `remote` of `peer`. Returns the provider's code.
-    fn post_rma(&self, b: u32, write: bool, peer: u32, remote: u64, key: u64, n: usize) -> isize {
+    /// Posts one chunk of a write (`write`) or read with buffer `b`'s context: `n` bytes
+    /// at `remote` of `peer`, from or into `local` (buffer `b` itself, or the caller's
+    /// memory for a direct read). Returns the provider's code.
+    #[allow(clippy::too_many_arguments)]
+    fn post_rma(
+        &self,
+        b: u32,
+        write: bool,
+        peer: u32,
+        remote: u64,
+        key: u64,
+        local: *mut u8,
+        n: usize,
+    ) -> isize {
         let iov = libc::iovec {
-            iov_base: self.rma_pool.slot(b) as *mut c_void,
+            iov_base: local as *mut c_void,
             iov_len: n,
         };
-        let mut desc = self.rma_desc;
+        // Direct reads need no descriptor (`direct_reads`: no FI_MR_LOCAL).
+        let mut desc = if local == self.rma_pool.slot(b) {
+            self.rma_desc
+        } else {
+            std::ptr::null_mut()
+        };
         let rma_iov = ffi::fi_rma_iov {
             addr: remote,
             len: n,
@@ -71,8 +91,9 @@ impl OfiTransport {
         };
         // SAFETY: the endpoint is enabled and has FI_RMA; buffer `b` is this operation's
         // (taken from `rma_free` under the lock) and, with its context, stays untouched
-        // by anyone else until its completion; `msg` and what it points to live across
-        // the call (the provider copies the descriptors).
+        // by anyone else until its completion, as does `local` (the caller of
+        // `one_sided` waits for it, or fences the transport); `msg` and what it points
+        // to live across the call (the provider copies the descriptors).
         unsafe {
             let ep = self.h.ep;
             if write {
@@ -98,6 +119,7 @@ impl OfiTransport {
             return Err(FabricError::Unreachable(peer));
         }
         let chunk = self.rma_pool.slot_len().min(RMA_CHUNK);
+        let direct = !write && self.direct_reads;
         let base = at.addr.wrapping_add(offset);
         let mut posted = 0usize;
         // (buffer, offset in the caller's memory, bytes) of the chunks in flight.
@@ -108,6 +130,11 @@ impl OfiTransport {
         let mut chunk_error: Option<(i64, String)> = None;
         loop {
             let mut st = self.ep.lock();
+            if let Err(e) = st.usable() {
+                // Fenced by another operation: chunks of this one in flight (direct
+                // reads, since only they fence) are left with the provider for good.
+                return Err(e);
+            }
             while posted < len && failed.is_none() && chunk_error.is_none() {
                 let Some(b) = st.rma_free.pop() else { break };
                 let n = (len - posted).min(chunk);
@@ -119,7 +146,14 @@ impl OfiTransport {
                     };
                 }
                 st.rma[b as usize] = Slot::default();
-                let rc = self.post_rma(b, write, peer, base.wrapping_add(posted as u64), at.key, n);
+                let into = if direct {
+                    // SAFETY: `posted + n <= len`, inside the caller's `len` bytes.
+                    unsafe { local.add(posted) }
+                } else {
+                    self.rma_pool.slot(b)
+                };
+                let remote = base.wrapping_add(posted as u64);
+                let rc = self.post_rma(b, write, peer, remote, at.key, into, n);
                 if rc == -ffi::FI_EAGAIN {
                     st.rma_free.push(b);
                     break;
@@ -149,7 +183,7 @@ impl OfiTransport {
                     Some(e) => {
                         chunk_error.get_or_insert(e);
                     }
-                    None if !write => {
+                    None if !write && !direct => {
                         // SAFETY: the read into buffer `b` completed; `local` has `len`
                         // bytes, of which this chunk's `n` at `at_local` are its.
                         unsafe {
@@ -177,6 +211,12 @@ impl OfiTransport {
                 .failure_of(peer)
                 .or_else(|| self.state.any_failure())
             {
+                if direct && !mine.is_empty() {
+                    // Their bytes would land in the caller's memory whenever the provider
+                    // is next called: never call it again.
+                    st.fenced = Some(f.clone());
+                    return Err(FabricError::PeerFailed(f));
+                }
                 // The chunks still in flight finish (or fail) in the provider's time:
                 // their buffers are freed then; the caller's memory is not theirs.
                 for &(b, _, _) in &mine {
@@ -221,9 +261,10 @@ impl Rma for OfiTransport {
             Access::Read => ffi::FI_REMOTE_READ,
             Access::ReadWrite => ffi::FI_REMOTE_WRITE | ffi::FI_REMOTE_READ,
         };
+        let mut st = self.ep.lock();
+        st.usable()?;
         // SAFETY: the caller keeps the memory until `withdraw` (this trait's contract).
         let mr = unsafe { self.reg(base, len, flags, key)? };
-        let mut st = self.ep.lock();
         if let Some(old) = st.exposed.insert(id, mr) {
             // SAFETY: a registration of ours, replaced (ids are unique: a caller's bug),
             // closed once.
@@ -247,7 +288,12 @@ impl Rma for OfiTransport {
     }
 
     fn withdraw(&self, id: u32) {
-        let mr = self.ep.lock().exposed.remove(&id);
+        let mut st = self.ep.lock();
+        let mr = st.exposed.remove(&id);
+        if st.fenced.is_some() {
+            // Never call the provider again (kept for the life of the process).
+            return;
+        }
         if let Some(mr) = mr {
             // SAFETY: a registration of ours, removed from the table: closed once.
             unsafe { close(&mut (*mr).fid) };
