@@ -130,11 +130,9 @@ impl OfiTransport {
         let mut chunk_error: Option<(i64, String)> = None;
         loop {
             let mut st = self.ep.lock();
-            if let Err(e) = st.usable() {
-                // Fenced by another operation: chunks of this one in flight (direct
-                // reads, since only they fence) are left with the provider for good.
-                return Err(e);
-            }
+            // Fenced by another operation: chunks of this one in flight (direct reads,
+            // since only they fence) are left with the provider for good.
+            st.usable()?;
             while posted < len && failed.is_none() && chunk_error.is_none() {
                 let Some(b) = st.rma_free.pop() else { break };
                 let n = (len - posted).min(chunk);
