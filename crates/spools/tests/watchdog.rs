@@ -22,10 +22,15 @@ fn kill_role() -> Result<(), String> {
     // the launcher's clean-up at the end). (security.rs opens a segment by the name this
     // prefix matches, so a change of names cannot make this check vacuous.)
     let mut left = shm_leftovers(&format!("{:016x}", w.job()));
-    // libfabric's shm provider names its endpoint `/dev/shm/<pid>:0:0` (16 MiB): gone too.
-    let provider_name = format!("/dev/shm/{}:0:0", std::process::id());
-    if std::path::Path::new(&provider_name).exists() {
-        left.push(provider_name);
+    // libfabric's shm provider names its endpoints `/dev/shm/<pid>:<n>:0` (16 MiB each):
+    // gone too.
+    let ours = format!("{}:", std::process::id());
+    for entry in std::fs::read_dir("/dev/shm").map_err(|x| x.to_string())? {
+        let name = entry.map_err(|x| x.to_string())?.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(&ours) {
+            left.push(format!("/dev/shm/{name}"));
+        }
     }
     if !left.is_empty() {
         return Err(format!("rank {}: /dev/shm still holds {left:?}", w.rank()));

@@ -78,6 +78,9 @@ fn max_message_for(prov: &str) -> usize {
 /// Receive buffers posted at all times.
 const RX_BUFFERS: usize = 64;
 
+/// Receive buffers posted on the high-priority endpoint (after the low endpoint's).
+const RX_HIGH: usize = 16;
+
 /// Send buffers; the last [`HIGH_RESERVE`] are for high-priority messages only.
 const TX_BUFFERS: usize = 64;
 const HIGH_RESERVE: usize = 8;
@@ -103,7 +106,8 @@ const RMA_CHUNK: usize = 128 << 10;
 struct Handles {
     fabric: *mut ffi::fid_fabric,
     domain: *mut ffi::fid_domain,
-    ep: *mut ffi::fid_ep,
+    /// The endpoints: low priority (also every one-sided operation), then high.
+    eps: [*mut ffi::fid_ep; 2],
     av: *mut ffi::fid_av,
     tx_cq: *mut ffi::fid_cq,
     rx_cq: *mut ffi::fid_cq,
@@ -166,9 +170,11 @@ pub struct OfiTransport {
     rx: Pool,
     /// The buffers one-sided operations copy through.
     rma_pool: Pool,
-    /// The registration descriptors of the pools (null when the provider needs none).
-    tx_desc: *mut c_void,
-    rx_desc: *mut c_void,
+    /// The registration descriptors of the pools (null when the provider needs none),
+    /// per endpoint for the send and receive pools (registrations are bound to one
+    /// endpoint under `FI_MR_ENDPOINT`).
+    tx_desc: [*mut c_void; 2],
+    rx_desc: [*mut c_void; 2],
     rma_desc: *mut c_void,
     /// The provider's registration mode (`FI_MR_*`).
     mr_mode: c_int,
@@ -312,16 +318,16 @@ impl OfiTransport {
             h: Handles {
                 fabric: std::ptr::null_mut(),
                 domain: std::ptr::null_mut(),
-                ep: std::ptr::null_mut(),
+                eps: [std::ptr::null_mut(); 2],
                 av: std::ptr::null_mut(),
                 tx_cq: std::ptr::null_mut(),
                 rx_cq: std::ptr::null_mut(),
             },
             tx: Pool::new(TX_BUFFERS, max_message + HEADER),
-            rx: Pool::new(RX_BUFFERS, max_message + HEADER),
+            rx: Pool::new(RX_BUFFERS + RX_HIGH, max_message + HEADER),
             rma_pool: Pool::new(if rma_on { RMA_SLOTS } else { 1 }, RMA_CHUNK.min(max_msg)),
-            tx_desc: std::ptr::null_mut(),
-            rx_desc: std::ptr::null_mut(),
+            tx_desc: [std::ptr::null_mut(); 2],
+            rx_desc: [std::ptr::null_mut(); 2],
             rma_desc: std::ptr::null_mut(),
             mr_mode,
             rma_on,
@@ -457,7 +463,7 @@ impl OfiTransport {
             let mut av_attr = ffi::fi_av_attr {
                 av_type: ffi::FI_AV_TABLE,
                 rx_ctx_bits: 0,
-                count: self.size as usize,
+                count: 2 * self.size as usize,
                 ep_per_node: 0,
                 name: std::ptr::null(),
                 map_addr: std::ptr::null_mut(),
@@ -469,38 +475,58 @@ impl OfiTransport {
                 ((*(*dom).ops).av_open)(dom, &mut av_attr, &mut self.h.av, std::ptr::null_mut())
                     as isize,
             )?;
-            call(
-                lib,
-                "fi_endpoint",
-                ((*(*dom).ops).endpoint)(dom, info, &mut self.h.ep, std::ptr::null_mut()) as isize,
-            )?;
-            let ep = &mut (*self.h.ep).fid as *mut ffi::fid;
-            let bind = |f: *mut ffi::fid, flags: u64| ((*(*ep).ops).bind)(ep, f, flags) as isize;
-            call(lib, "fi_ep_bind (av)", bind(&mut (*self.h.av).fid, 0))?;
-            call(
-                lib,
-                "fi_ep_bind (send cq)",
-                bind(&mut (*self.h.tx_cq).fid, ffi::FI_TRANSMIT),
-            )?;
-            call(
-                lib,
-                "fi_ep_bind (receive cq)",
-                bind(&mut (*self.h.rx_cq).fid, ffi::FI_RECV),
-            )?;
-            call(
-                lib,
-                "fi_enable",
-                ((*(*ep).ops).control)(ep, ffi::FI_ENABLE, std::ptr::null_mut()) as isize,
-            )?;
+            // Two endpoints on the same queues and address vector, so that a
+            // high-priority message never waits behind low-priority ones the provider
+            // queued (each endpoint has its own connections and queues).
+            for k in 0..2 {
+                call(
+                    lib,
+                    "fi_endpoint",
+                    ((*(*dom).ops).endpoint)(dom, info, &mut self.h.eps[k], std::ptr::null_mut())
+                        as isize,
+                )?;
+                let ep = &mut (*self.h.eps[k]).fid as *mut ffi::fid;
+                let bind =
+                    |f: *mut ffi::fid, flags: u64| ((*(*ep).ops).bind)(ep, f, flags) as isize;
+                call(lib, "fi_ep_bind (av)", bind(&mut (*self.h.av).fid, 0))?;
+                call(
+                    lib,
+                    "fi_ep_bind (send cq)",
+                    bind(&mut (*self.h.tx_cq).fid, ffi::FI_TRANSMIT),
+                )?;
+                call(
+                    lib,
+                    "fi_ep_bind (receive cq)",
+                    bind(&mut (*self.h.rx_cq).fid, ffi::FI_RECV),
+                )?;
+                call(
+                    lib,
+                    "fi_enable",
+                    ((*(*ep).ops).control)(ep, ffi::FI_ENABLE, std::ptr::null_mut()) as isize,
+                )?;
+            }
             // The pools, registered when the provider needs local registration.
+            // Once for both endpoints, or once per endpoint when registrations are
+            // bound to one (`FI_MR_ENDPOINT`).
             if self.mr_mode & ffi::FI_MR_LOCAL != 0 {
-                self.tx_desc = self.register(self.tx.base(), self.tx.bytes(), ffi::FI_SEND)?;
-                self.rx_desc = self.register(self.rx.base(), self.rx.bytes(), ffi::FI_RECV)?;
+                let per_endpoint = self.mr_mode & ffi::FI_MR_ENDPOINT != 0;
+                for k in 0..2 {
+                    if k == 1 && !per_endpoint {
+                        self.tx_desc[1] = self.tx_desc[0];
+                        self.rx_desc[1] = self.rx_desc[0];
+                        break;
+                    }
+                    self.tx_desc[k] =
+                        self.register(self.tx.base(), self.tx.bytes(), ffi::FI_SEND, k)?;
+                    self.rx_desc[k] =
+                        self.register(self.rx.base(), self.rx.bytes(), ffi::FI_RECV, k)?;
+                }
                 if self.rma_on {
                     self.rma_desc = self.register(
                         self.rma_pool.base(),
                         self.rma_pool.bytes(),
                         ffi::FI_WRITE | ffi::FI_READ,
+                        0,
                     )?;
                 }
             }
@@ -508,24 +534,26 @@ impl OfiTransport {
         Ok(())
     }
 
-    /// Registers a pool's `len` bytes at `base` for `access`; returns the descriptor to
-    /// pass with operations on them. The registration is closed in Drop.
+    /// Registers a pool's `len` bytes at `base` for `access` (bound to endpoint `ep`
+    /// where the provider binds registrations); returns the descriptor to pass with
+    /// operations on them. The registration is closed in Drop.
     fn register(
         &mut self,
         base: *mut u8,
         len: usize,
         access: u64,
+        ep: usize,
     ) -> Result<*mut c_void, OfiError> {
         // SAFETY: the memory is a pool's, alive as long as the transport (Drop closes
         // the registration before the pools are freed).
-        let mr = unsafe { self.reg(base, len, access, self.mrs.len() as u64 + 1)? };
+        let mr = unsafe { self.reg(base, len, access, self.mrs.len() as u64 + 1, ep)? };
         self.mrs.push(mr);
         // SAFETY: a live registration.
         Ok(unsafe { (*mr).mem_desc })
     }
 
     /// Registers `len` bytes at `base` for `access` under `key` (where the provider
-    /// lets Spools choose keys), bound to the endpoint when the provider asks.
+    /// lets Spools choose keys), bound to endpoint `ep` when the provider asks.
     ///
     /// # Safety
     /// The memory stays allocated until the registration returned is closed.
@@ -535,6 +563,7 @@ impl OfiTransport {
         len: usize,
         access: u64,
         key: u64,
+        ep: usize,
     ) -> Result<*mut ffi::fid_mr, OfiError> {
         let lib = self.lib;
         let mut mr: *mut ffi::fid_mr = std::ptr::null_mut();
@@ -555,7 +584,7 @@ impl OfiTransport {
             call(lib, "fi_mr_reg", rc as isize)?;
             if self.mr_mode & ffi::FI_MR_ENDPOINT != 0 {
                 let m = &mut (*mr).fid as *mut ffi::fid;
-                let ep = &mut (*self.h.ep).fid as *mut ffi::fid;
+                let ep = &mut (*self.h.eps[ep]).fid as *mut ffi::fid;
                 let bound = call(lib, "fi_mr_bind", ((*(*m).ops).bind)(m, ep, 0) as isize)
                     .and_then(|()| {
                         call(
@@ -573,57 +602,88 @@ impl OfiTransport {
         }
     }
 
-    /// Exchanges endpoint names, fills the address vector (rank `r` at index `r`), and
-    /// posts the receive buffers.
+    /// Exchanges endpoint names, fills the address vector (rank `r`'s low-priority
+    /// endpoint at index `r`, its high-priority one at `size + r`), posts the receive
+    /// buffers and greets every peer.
     fn connect(&mut self, boot: &Bootstrap, boot_timeout: u64) -> Result<(), FabricError> {
         let lib = self.lib;
-        let mut name = vec![0u8; 256];
-        let mut len = name.len();
-        // SAFETY: the endpoint is enabled; `name` has `len` bytes.
-        let rc = unsafe {
-            let ep = self.h.ep;
-            ((*(*ep).cm).getname)(&mut (*ep).fid, name.as_mut_ptr() as *mut c_void, &mut len)
-        };
-        call(lib, "fi_getname", rc as isize)?;
-        name.truncate(len);
-        let names = boot.allgather(&name)?;
-        let mut addrs = vec![0u64; names.len()];
-        for (r, n) in names.iter().enumerate() {
-            // SAFETY: the AV is open; one name of the provider's format, one address out.
+        // Each rank's two names, each after its length (u16).
+        let mut mine = Vec::new();
+        let mut own_names = Vec::new();
+        for k in 0..2 {
+            let mut name = vec![0u8; 256];
+            let mut len = name.len();
+            // SAFETY: the endpoint is enabled; `name` has `len` bytes.
             let rc = unsafe {
-                let av = self.h.av;
-                ((*(*av).ops).insert)(
-                    av,
-                    n.as_ptr() as *const c_void,
-                    1,
-                    &mut addrs[r],
-                    0,
-                    std::ptr::null_mut(),
-                )
+                let ep = self.h.eps[k];
+                ((*(*ep).cm).getname)(&mut (*ep).fid, name.as_mut_ptr() as *mut c_void, &mut len)
             };
-            if rc != 1 || addrs[r] != r as u64 {
-                return Err(OfiError::BadAddress {
-                    rank: r as u32,
-                    why: if rc == 1 {
-                        format!(
-                            "the address vector put it at {} (a table was asked for)",
-                            addrs[r]
-                        )
-                    } else {
-                        lib.strerror(rc as isize)
-                    },
+            call(lib, "fi_getname", rc as isize)?;
+            name.truncate(len);
+            mine.extend_from_slice(&(len as u16).to_le_bytes());
+            mine.extend_from_slice(&name);
+            own_names.push(name);
+        }
+        let all = boot.allgather(&mine)?;
+        let size = all.len();
+        let mut names: [Vec<&[u8]>; 2] = [Vec::with_capacity(size), Vec::with_capacity(size)];
+        for (r, bytes) in all.iter().enumerate() {
+            let mut rest = bytes.as_slice();
+            for list in names.iter_mut() {
+                let n = rest
+                    .get(..2)
+                    .map(|l| usize::from(u16::from_le_bytes([l[0], l[1]])))
+                    .filter(|&n| rest.len() >= 2 + n)
+                    .ok_or_else(|| OfiError::BadAddress {
+                        rank: r as u32,
+                        why: format!("its endpoint names are cut short ({} bytes)", bytes.len()),
+                    })?;
+                list.push(&rest[2..2 + n]);
+                rest = &rest[2 + n..];
+            }
+        }
+        for (k, list) in names.iter().enumerate() {
+            for (r, n) in list.iter().enumerate() {
+                let want = (k * size + r) as u64;
+                let mut addr = 0u64;
+                // SAFETY: the AV is open; one name of the provider's format, one address
+                // out.
+                let rc = unsafe {
+                    let av = self.h.av;
+                    ((*(*av).ops).insert)(
+                        av,
+                        n.as_ptr() as *const c_void,
+                        1,
+                        &mut addr,
+                        0,
+                        std::ptr::null_mut(),
+                    )
+                };
+                if rc != 1 || addr != want {
+                    return Err(OfiError::BadAddress {
+                        rank: r as u32,
+                        why: if rc == 1 {
+                            format!(
+                                "the address vector put it at {addr}, not {want} (a table was asked for)"
+                            )
+                        } else {
+                            lib.strerror(rc as isize)
+                        },
+                    }
+                    .into());
                 }
-                .into());
             }
         }
         let mut st = self.ep.lock();
-        for b in 0..RX_BUFFERS as u32 {
+        for b in 0..(RX_BUFFERS + RX_HIGH) as u32 {
             st.repost.push(b);
         }
         self.post_receives(&mut st)?;
         drop(st);
         self.greet(Duration::from_secs(boot_timeout))?;
-        self.unlink_shm_name(&name);
+        for name in &own_names {
+            self.unlink_shm_name(name);
+        }
         Ok(())
     }
 
@@ -650,19 +710,21 @@ impl OfiTransport {
         (&self.provider, &self.domain_name)
     }
 
-    /// Posts the receive buffers waiting in `st.repost`, as far as the endpoint takes
-    /// them.
+    /// Posts the receive buffers waiting in `st.repost`, as far as the endpoints take
+    /// them: the first [`RX_BUFFERS`] on the low-priority endpoint, the rest on the
+    /// high-priority one.
     fn post_receives(&self, st: &mut EpState) -> Result<(), OfiError> {
         while let Some(&b) = st.repost.last() {
+            let k = usize::from(b as usize >= RX_BUFFERS);
             // SAFETY: buffer `b` is the pool's and not posted (it is in `repost`); its
             // context is stable memory of the pool; the endpoint is enabled.
             let rc = unsafe {
-                let ep = self.h.ep;
+                let ep = self.h.eps[k];
                 ((*(*ep).msg).recv)(
                     ep,
                     self.rx.slot(b) as *mut c_void,
                     self.rx.slot_len(),
-                    self.rx_desc,
+                    self.rx_desc[k],
                     ffi::FI_ADDR_UNSPEC,
                     self.rx.context(b),
                 )
@@ -839,8 +901,10 @@ impl Drop for OfiTransport {
         // SAFETY: each object is closed once, endpoint first, domain and fabric last,
         // registrations before the pools' memory is freed (the pools drop after this).
         unsafe {
-            if !self.h.ep.is_null() {
-                close(&mut (*self.h.ep).fid);
+            for ep in self.h.eps.into_iter().rev() {
+                if !ep.is_null() {
+                    close(&mut (*ep).fid);
+                }
             }
             for (_, m) in self.ep.lock().exposed.drain() {
                 close(&mut (*m).fid);
@@ -1016,15 +1080,17 @@ impl OfiTransport {
         len: usize,
     ) -> Result<bool, FabricError> {
         let total = HEADER + len;
-        let ep = self.h.ep;
+        // Each priority has its endpoint; a peer's high-priority one is at `size + peer`.
+        let k = priority.index();
+        let ep = self.h.eps[k];
+        let addr = u64::from(peer) + k as u64 * u64::from(self.size);
         if total <= self.inject {
             let mut buf = [0u8; INJECT_MAX];
             gather(&mut buf[..total], header, parts);
             // SAFETY: the endpoint is enabled; `buf` holds `total` bytes, copied by the
             // provider before it returns.
-            let rc = unsafe {
-                ((*(*ep).msg).inject)(ep, buf.as_ptr() as *const c_void, total, u64::from(peer))
-            };
+            let rc =
+                unsafe { ((*(*ep).msg).inject)(ep, buf.as_ptr() as *const c_void, total, addr) };
             if rc == -ffi::FI_EAGAIN {
                 self.reap_sends(st);
                 return Ok(false);
@@ -1055,8 +1121,8 @@ impl OfiTransport {
                 ep,
                 slot.as_ptr() as *const c_void,
                 total,
-                self.tx_desc,
-                u64::from(peer),
+                self.tx_desc[k],
+                addr,
                 self.tx.context(b),
             )
         };
@@ -1081,24 +1147,29 @@ impl OfiTransport {
     /// Connects to every peer while every rank is in this collective set-up (libfabric
     /// providers with manual progress set connections up only while both sides call
     /// into them, and a rank that sends to one that does not poll yet would wait): a
-    /// hello to each peer, then until every peer's hello is in. Messages that come
-    /// meanwhile (peers that finished first) wait for the first poll.
+    /// hello to each peer on each endpoint, then until every peer's two hellos are in.
+    /// Messages that come meanwhile (peers that finished first) wait for the first poll.
     fn greet(&self, timeout: Duration) -> Result<(), FabricError> {
         let start = std::time::Instant::now();
-        let mut header = [0u8; HEADER];
-        header[..4].copy_from_slice(&self.me.to_le_bytes());
-        header[7] = HELLO;
-        let mut to_send: Vec<u32> = (0..self.size).filter(|&p| p != self.me).collect();
-        let mut heard = vec![false; self.size as usize];
-        heard[self.me as usize] = true;
+        let mut to_send: Vec<(u32, Priority)> = (0..self.size)
+            .filter(|&p| p != self.me)
+            .flat_map(|p| Priority::SERVE_ORDER.map(|prio| (p, prio)))
+            .collect();
+        // Per rank, the priorities (bit `index`) whose hello came.
+        let mut heard = vec![0u8; self.size as usize];
+        heard[self.me as usize] = 3;
         let mut rx = self.rxs.lock();
         loop {
             {
                 let mut st = self.ep.lock();
                 let mut still = Vec::new();
-                for &p in &to_send {
-                    if !self.post(&mut st, p, Priority::High, &header, &[], 0)? {
-                        still.push(p);
+                for &(p, prio) in &to_send {
+                    let mut header = [0u8; HEADER];
+                    header[..4].copy_from_slice(&self.me.to_le_bytes());
+                    header[6] = prio as u8;
+                    header[7] = HELLO;
+                    if !self.post(&mut st, p, prio, &header, &[], 0)? {
+                        still.push((p, prio));
                     }
                 }
                 to_send = still;
@@ -1113,7 +1184,7 @@ impl OfiTransport {
                 if bytes.len() >= HEADER && bytes[7] == HELLO {
                     let from = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
                     if let Some(h) = heard.get_mut(from as usize) {
-                        *h = true;
+                        *h |= 1 << (bytes[6] & 1);
                     }
                     hellos.push(b);
                 } else {
@@ -1127,11 +1198,11 @@ impl OfiTransport {
                 st.repost.extend(hellos);
                 self.post_receives(&mut st)?;
             }
-            if to_send.is_empty() && heard.iter().all(|&h| h) {
+            if to_send.is_empty() && heard.iter().all(|&h| h == 3) {
                 return Ok(());
             }
             if start.elapsed() > timeout {
-                let missing: Vec<usize> = (0..heard.len()).filter(|&r| !heard[r]).collect();
+                let missing: Vec<usize> = (0..heard.len()).filter(|&r| heard[r] != 3).collect();
                 return Err(OfiError::Call {
                     call: "connecting to every rank",
                     code: -(libc::ETIMEDOUT as i64),

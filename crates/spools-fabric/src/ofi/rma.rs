@@ -95,7 +95,7 @@ impl OfiTransport {
         // `one_sided` waits for it, or fences the transport); `msg` and what it points
         // to live across the call (the provider copies the descriptors).
         unsafe {
-            let ep = self.h.ep;
+            let ep = self.h.eps[0];
             if write {
                 ((*(*ep).rma).writemsg)(ep, &msg, ffi::FI_COMPLETION | ffi::FI_DELIVERY_COMPLETE)
             } else {
@@ -262,7 +262,7 @@ impl Rma for OfiTransport {
         let mut st = self.ep.lock();
         st.usable()?;
         // SAFETY: the caller keeps the memory until `withdraw` (this trait's contract).
-        let mr = unsafe { self.reg(base, len, flags, key)? };
+        let mr = unsafe { self.reg(base, len, flags, key, 0)? };
         if let Some(old) = st.exposed.insert(id, mr) {
             // SAFETY: a registration of ours, replaced (ids are unique: a caller's bug),
             // closed once.
