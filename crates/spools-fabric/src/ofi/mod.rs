@@ -78,6 +78,11 @@ fn max_message_for(prov: &str) -> usize {
 /// Receive buffers posted at all times.
 const RX_BUFFERS: usize = 64;
 
+/// Core providers that move data with the CPU, over sockets or shared memory (the part
+/// of a provider's name before any `;ofi_rx*` layer): only their reads may land straight
+/// in the caller's memory (`OfiTransport::direct_reads`).
+const SOFTWARE_CORES: [&str; 5] = ["tcp", "shm", "udp", "sockets", "net"];
+
 /// Receive buffers posted on the high-priority endpoint (after the low endpoint's).
 const RX_HIGH: usize = 16;
 
@@ -180,11 +185,12 @@ pub struct OfiTransport {
     mr_mode: c_int,
     /// Whether the provider offers one-sided operations (`FI_RMA`).
     rma_on: bool,
-    /// Reads land straight in the caller's memory: the provider needs no local
-    /// registration (`FI_MR_LOCAL`) and moves data only inside calls made to it
-    /// (`FI_PROGRESS_MANUAL`), so a read abandoned in flight can be stopped from landing
-    /// by never calling it again (`EpState::fenced`). Otherwise reads go through
-    /// [`OfiTransport::rma_pool`].
+    /// Reads land straight in the caller's memory: the provider is a software one over
+    /// sockets or shared memory ([`SOFTWARE_CORES`]: a NIC lands read data by DMA,
+    /// whatever progress model it states), needs no local registration (`FI_MR_LOCAL`)
+    /// and moves data only inside calls made to it (`FI_PROGRESS_MANUAL`), so a read
+    /// abandoned in flight can be stopped from landing by never calling it again
+    /// (`EpState::fenced`). Otherwise reads go through [`OfiTransport::rma_pool`].
     direct_reads: bool,
     /// Bytes written and read one-sidedly.
     rma_moved: [std::sync::atomic::AtomicU64; 2],
@@ -332,6 +338,7 @@ impl OfiTransport {
             mr_mode,
             rma_on,
             direct_reads: rma_on
+                && SOFTWARE_CORES.contains(&prov.split(';').next().unwrap_or_default())
                 && mr_mode & ffi::FI_MR_LOCAL == 0
                 && data_progress == ffi::FI_PROGRESS_MANUAL,
             rma_moved: Default::default(),

@@ -7,9 +7,10 @@
 //! The local side of a write goes through a registered buffer of this transport's own
 //! (one copy at the initiator): the caller's memory is never handed to the provider, so
 //! a write abandoned because its peer failed can leave its buffers in flight safely
-//! (they are freed when the provider completes them). A read does the same where the
-//! provider needs local registration or moves data on its own; elsewhere (`tcp;ofi_rxm`,
-//! `shm`: no `FI_MR_LOCAL`, manual data progress) it lands straight in the caller's
+//! (they are freed when the provider completes them). A read does the same on hardware
+//! providers, and where the provider needs local registration or moves data on its own;
+//! elsewhere (`tcp;ofi_rxm`, `shm`: software, no `FI_MR_LOCAL`, manual data progress) it
+//! lands straight in the caller's
 //! memory, and if it must be abandoned in flight the transport is fenced: it never calls
 //! the provider again, so nothing can land after the call returned. The target's side
 //! is the exposed memory itself.
