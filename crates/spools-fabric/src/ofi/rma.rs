@@ -10,10 +10,9 @@
 //! (they are freed when the provider completes them). A read does the same on hardware
 //! providers, and where the provider needs local registration or moves data on its own;
 //! elsewhere (`tcp;ofi_rxm`, `shm`: software, no `FI_MR_LOCAL`, manual data progress) it
-//! lands straight in the caller's
-//! memory, and if it must be abandoned in flight the transport is fenced: it never calls
-//! the provider again, so nothing can land after the call returned. The target's side
-//! is the exposed memory itself.
+//! lands straight in the caller's memory, and if it must be abandoned in flight the
+//! transport is fenced: it never calls the provider again, so nothing can land after the
+//! call returned. The target's side is the exposed memory itself.
 
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
