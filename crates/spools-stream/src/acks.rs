@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::TcpStream;
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use spools_proto::stream::{Ack, Frame};
 
@@ -69,6 +69,36 @@ impl AckBoard {
             if out.write_all(&b).is_err() {
                 return;
             }
+        }
+    }
+}
+
+/// The acks of several links that acknowledge the same ADUs (a connection's links, or every
+/// link a consumer acks on). Keeps the latest ack per stream, so that a link whose hello
+/// comes after ADUs were acknowledged hears of them at once: an ADU small enough to travel
+/// on one link can be taken, and acked, before another link of its connection said hello,
+/// and that link's window would otherwise wait for an ack that never comes.
+#[derive(Default)]
+pub(crate) struct AckFan {
+    boards: Vec<Arc<AckBoard>>,
+    latest: BTreeMap<u32, u64>,
+}
+
+impl AckFan {
+    /// A link joins: it is told every ack posted so far.
+    pub(crate) fn add(&mut self, board: Arc<AckBoard>) {
+        for (&stream, &adu) in &self.latest {
+            board.post(stream, adu);
+        }
+        self.boards.push(board);
+    }
+
+    /// ADUs `0..=adu` of `stream` were handed out: posted on every link.
+    pub(crate) fn post(&mut self, stream: u32, adu: u64) {
+        let e = self.latest.entry(stream).or_insert(adu);
+        *e = (*e).max(adu);
+        for b in &self.boards {
+            b.post(stream, adu);
         }
     }
 }

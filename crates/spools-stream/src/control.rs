@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use spools_proto::stream::{Hello, Open};
 
-use crate::acks::AckBoard;
+use crate::acks::{AckBoard, AckFan};
 use crate::serve_link::Shared;
 use crate::share::Share;
 
@@ -35,7 +35,7 @@ pub(crate) type OnOpen = Arc<dyn Fn(u16, &Open) + Send + Sync>;
 
 #[derive(Default)]
 struct Served {
-    boards: Vec<Arc<AckBoard>>,
+    boards: AckFan,
     conns: Vec<Arc<Shared>>,
 }
 
@@ -55,13 +55,11 @@ impl Acker {
     /// link this receiver serves, and a [`Share`]'s reassembly refuses SUs of them from
     /// now on. Never blocks on a sender (the acks are written by each link's thread).
     pub fn ack(&self, stream: u32, adu: u64) {
-        let s = self.lock();
+        let mut s = self.lock();
         for c in &s.conns {
             c.with(|r| r.taken(stream, adu));
         }
-        for b in &s.boards {
-            b.post(stream, adu);
-        }
+        s.boards.post(stream, adu);
     }
 
     /// The size of ADU `adu` of `stream`, whose piece a [`Share`] handed out and the
@@ -74,7 +72,7 @@ impl Acker {
     }
 
     pub(crate) fn add_link(&self, board: Arc<AckBoard>) {
-        self.lock().boards.push(board);
+        self.lock().boards.add(board);
     }
 
     pub(crate) fn add_conn(&self, c: Arc<Shared>) {

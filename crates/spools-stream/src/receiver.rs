@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use spools_proto::auth::Secret;
 use spools_proto::stream::{Hello, Open};
 
-use crate::acks::AckBoard;
+use crate::acks::AckFan;
 use crate::control::{Acker, Admit, AdmitFn, OnOpen, Stopper};
 use crate::error::ReassemblyError;
 use crate::reassembly::{Event, Limits, Reassembler};
@@ -288,7 +288,7 @@ impl Receiver {
                             if let Some(a) = &self.acker {
                                 a.add_link(acks.clone());
                             }
-                            c.acks.push(acks);
+                            c.acks.add(acks);
                             Some(c.shared.clone())
                         }
                         (Err(e), _) => {
@@ -302,9 +302,11 @@ impl Receiver {
                     let _ = reply.send(shared);
                 }
                 Msg::Ready(conn) => {
-                    if let Some(c) = conns.get(&conn) {
+                    if let Some(c) = conns.get_mut(&conn) {
                         let events = c.shared.ready_events();
-                        if let Err(e) = deliver(conn, c, events, &mut sink, &mut summary, auto) {
+                        if let Err(e) =
+                            deliver(conn, &mut c.acks, events, &mut sink, &mut summary, auto)
+                        {
                             break Err(e);
                         }
                     }
@@ -319,8 +321,10 @@ impl Receiver {
                     if let Some(f) = fault {
                         summary.faults.push((conn, f));
                     }
-                    if let Some(c) = conns.get(&conn) {
-                        if let Err(e) = deliver(conn, c, events, &mut sink, &mut summary, auto) {
+                    if let Some(c) = conns.get_mut(&conn) {
+                        if let Err(e) =
+                            deliver(conn, &mut c.acks, events, &mut sink, &mut summary, auto)
+                        {
                             break Err(e);
                         }
                     }
@@ -342,7 +346,9 @@ impl Receiver {
                     };
                     c.ended += 1;
                     let events = c.shared.ready_events();
-                    if let Err(e) = deliver(conn, c, events, &mut sink, &mut summary, auto) {
+                    if let Err(e) =
+                        deliver(conn, &mut c.acks, events, &mut sink, &mut summary, auto)
+                    {
                         break Err(e);
                     }
                     if c.ended == c.links {
@@ -373,7 +379,7 @@ struct Conn {
     links: usize,
     ended: usize,
     /// Its links' acks.
-    acks: Vec<Arc<AckBoard>>,
+    acks: AckFan,
 }
 
 impl Conn {
@@ -382,7 +388,7 @@ impl Conn {
             shared: Arc::new(Shared::new(r, limits.max_buffered)),
             links,
             ended: 0,
-            acks: Vec::new(),
+            acks: AckFan::default(),
         }
     }
 }
@@ -392,7 +398,7 @@ impl Conn {
 /// the connection.
 fn deliver(
     conn: u64,
-    c: &Conn,
+    acks: &mut AckFan,
     events: impl IntoIterator<Item = Event>,
     sink: &mut impl FnMut(Delivery) -> std::io::Result<()>,
     summary: &mut Summary,
@@ -409,7 +415,7 @@ fn deliver(
         };
         sink(Delivery { conn, event }).map_err(RecvError::Output)?;
         if let Some((stream, adu)) = ack {
-            c.acks.iter().for_each(|a| a.post(stream, adu));
+            acks.post(stream, adu);
         }
     }
     Ok(())

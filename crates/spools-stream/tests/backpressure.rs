@@ -245,3 +245,85 @@ fn a_link_far_ahead_of_the_other_waits_for_it_and_nothing_is_lost() {
     );
     assert!(summary.broken.is_empty(), "{summary:?}");
 }
+
+/// A link that says hello after ADUs were acknowledged hears of them at once: ADUs of one
+/// byte travel on link 0 only, so the receiver takes and acks them before link 1 of the
+/// same connection joins, and link 1's window must not wait for an ack already given. With
+/// the receiver's auto acks, and with consumer acks (a job's receive).
+#[test]
+fn a_late_link_hears_the_acks_given_before_it_joined() {
+    for consumer in [false, true] {
+        late_link_hears_earlier_acks(consumer);
+    }
+}
+
+fn late_link_hears_earlier_acks(consumer: bool) {
+    const ADUS: u64 = 3;
+    let (took_tx, took) = channel();
+    let r = Receiver::bind("127.0.0.1:0", Limits::default()).unwrap();
+    let (r, acker) = if consumer {
+        let (r, a) = r.consumer_acks();
+        (r, Some(a))
+    } else {
+        (r, None)
+    };
+    let (addr, done) = serve_with(r, 1, move |d| {
+        if let Event::Adu { adu, .. } = d.event {
+            took_tx.send(adu).unwrap();
+        }
+    });
+    let mut first = LinkSender::connect(addr, 2, 0, 78).unwrap();
+    first.send(&Frame::Open(open(1, 8, 1))).unwrap();
+    for n in 0..ADUS {
+        let d = data(n, 1);
+        let su = Su {
+            stream: 1,
+            su: 0,
+            link: 0,
+            adu: n,
+            tu: 0,
+            offset: 0,
+            size: 1,
+            crc: crc32c::crc32c(&d),
+        };
+        first.send_su(&su, &d).unwrap();
+        assert_eq!(
+            took.recv_timeout(BOUND).unwrap(),
+            n,
+            "link 0 alone carries ADU {n}"
+        );
+        if let Some(a) = &acker {
+            a.ack(1, n);
+        }
+    }
+    let mut late = LinkSender::connect(addr, 2, 1, 78).unwrap();
+    let mut acks = late.take_acks().expect("the receiver sends acks");
+    // Read on a thread: without the fix, no ack ever comes on the late link.
+    let (heard_tx, heard) = channel();
+    std::thread::spawn(move || {
+        let _ = heard_tx.send(acks.next_ack().map_err(|e| e.to_string()));
+    });
+    let ack = heard
+        .recv_timeout(BOUND)
+        .expect("the late link heard an ack")
+        .unwrap()
+        .expect("an ack, not the end of the link");
+    assert_eq!(
+        (ack.stream, ack.adu),
+        (1, ADUS - 1),
+        "consumer acks: {consumer}"
+    );
+    late.send(&Frame::Open(open(1, 8, 1))).unwrap();
+    for l in [&mut first, &mut late] {
+        l.send(&Frame::Close(Close {
+            stream: 1,
+            adus: ADUS,
+        }))
+        .unwrap();
+    }
+    first.finish().unwrap();
+    late.finish().unwrap();
+    let (summary, _) = done();
+    assert_eq!(summary.adus, ADUS);
+    assert!(summary.broken.is_empty(), "{summary:?}");
+}
