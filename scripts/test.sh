@@ -27,6 +27,11 @@ bash scripts/install-libfabric.sh || echo "warning: could not install libfabric;
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
+echo "== Structure: no import cycle between files beyond scripts/file-cycles.allow (which only shrinks), the map's crate table against cargo metadata, Config::load only where a program starts"
+python3 scripts/tests/test_file_cycles.py
+python3 scripts/file-cycles.py
+python3 scripts/check-map.py
+python3 scripts/check-config.py
 echo "== cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo check of the fuzz targets (fuzz/ is outside the workspace; scripts/fuzz.sh runs them)"

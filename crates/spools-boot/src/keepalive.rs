@@ -17,7 +17,6 @@
 
 use std::io;
 use std::os::fd::AsFd;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use rustix::net::sockopt;
@@ -84,21 +83,12 @@ impl Keepalive {
     }
 }
 
-/// This process's setting: `net_timeout_s` of its configuration, read once (the default
-/// when the configuration does not load: its error is reported where it is used).
-pub fn configured() -> Option<Keepalive> {
-    static NET: OnceLock<Option<Keepalive>> = OnceLock::new();
-    *NET.get_or_init(|| {
-        let t = crate::config::Config::load().map_or(NET_TIMEOUT_DEFAULT_S, |c| c.net_timeout_s);
-        Keepalive::for_timeout(t)
-    })
-}
-
-/// Applies [`configured`] to a job connection, with the user timeout for a rendezvous
-/// connection (`rendezvous`). A failure is logged, not fatal: the connection works, only
-/// a dead peer is noticed later.
-pub fn apply_configured(fd: impl AsFd, rendezvous: bool) {
-    if let Some(k) = configured() {
+/// Applies `keepalive` (the job's, from its configuration's `net_timeout_s`:
+/// [`Keepalive::for_timeout`]; `None`: none) to a job connection, with the user timeout
+/// for a rendezvous connection (`rendezvous`). A failure is logged, not fatal: the
+/// connection works, only a dead peer is noticed later.
+pub fn apply_to(keepalive: Option<Keepalive>, fd: impl AsFd, rendezvous: bool) {
+    if let Some(k) = keepalive {
         let fd = fd.as_fd();
         let set = k.apply(fd).and_then(|()| {
             if rendezvous {

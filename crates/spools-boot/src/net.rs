@@ -11,6 +11,7 @@ use spools_proto::handshake::{
 };
 
 use crate::error::{BootError, BootStep, RandomFor};
+use crate::keepalive::Keepalive;
 use crate::random::random;
 
 /// Time allowed for a handshake once connected.
@@ -42,11 +43,14 @@ pub fn resolve(addr: &str) -> Result<SocketAddr, BootError> {
 pub fn connect(
     addr: SocketAddr,
     secret: &Secret,
+    keepalive: Option<Keepalive>,
     purpose: Purpose,
     identity: Identity,
     timeout: Duration,
 ) -> Result<TcpStream, BootError> {
-    connect_or_give_up(addr, secret, purpose, identity, timeout, &|| false)
+    connect_or_give_up(addr, secret, keepalive, purpose, identity, timeout, &|| {
+        false
+    })
 }
 
 /// Reads exactly `buf.len()` bytes within [`HANDSHAKE_TIMEOUT`], in slices of
@@ -80,6 +84,7 @@ fn read_handshake(
 fn connect_or_give_up(
     addr: SocketAddr,
     secret: &Secret,
+    keepalive: Option<Keepalive>,
     purpose: Purpose,
     identity: Identity,
     timeout: Duration,
@@ -88,7 +93,7 @@ fn connect_or_give_up(
     let what = BootStep::Connect { addr };
     let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(BootError::io(what.clone()))?;
     s.set_nodelay(true).map_err(BootError::io(what.clone()))?;
-    crate::keepalive::apply_configured(&s, purpose == Purpose::Bootstrap);
+    crate::keepalive::apply_to(keepalive, &s, purpose == Purpose::Bootstrap);
     s.set_read_timeout(Some(HANDSHAKE_TIMEOUT))
         .map_err(BootError::io(what.clone()))?;
     let client = Client::new(
@@ -147,6 +152,7 @@ pub const ACCEPTED: u8 = 0xac;
 pub fn connect_retrying(
     addr: SocketAddr,
     secret: &Secret,
+    keepalive: Option<Keepalive>,
     purpose: Purpose,
     identity: Identity,
     deadline: std::time::Instant,
@@ -168,7 +174,9 @@ pub fn connect_retrying(
         let timeout = deadline
             .saturating_duration_since(std::time::Instant::now())
             .clamp(Duration::from_millis(100), CONNECT_SLICE);
-        match connect_or_give_up(addr, secret, purpose, identity, timeout, &give_up) {
+        match connect_or_give_up(
+            addr, secret, keepalive, purpose, identity, timeout, &give_up,
+        ) {
             Err(BootError::Io { source, .. })
                 if matches!(
                     source.kind(),
@@ -193,8 +201,12 @@ pub fn connect_retrying(
 ///
 /// # Errors
 /// [`BootError::Handshake`] if the client does not know the secret.
-pub fn accept(s: &mut TcpStream, secret: &Secret) -> Result<(Purpose, Identity), BootError> {
-    accept_admitted(s, secret, || true)
+pub fn accept(
+    s: &mut TcpStream,
+    secret: &Secret,
+    keepalive: Option<Keepalive>,
+) -> Result<(Purpose, Identity), BootError> {
+    accept_admitted(s, secret, keepalive, || true)
 }
 
 /// [`accept`] for a connection holding an admission slot: once the client's proof is
@@ -206,6 +218,7 @@ pub fn accept(s: &mut TcpStream, secret: &Secret) -> Result<(Purpose, Identity),
 pub fn accept_admitted(
     s: &mut TcpStream,
     secret: &Secret,
+    keepalive: Option<Keepalive>,
     take: impl FnOnce() -> bool,
 ) -> Result<(Purpose, Identity), BootError> {
     let peer = s
@@ -214,7 +227,7 @@ pub fn accept_admitted(
         .unwrap_or_else(|_| "?".into());
     let what = BootStep::Accept { peer: peer.clone() };
     s.set_nodelay(true).map_err(BootError::io(what.clone()))?;
-    crate::keepalive::apply_configured(&*s, false);
+    crate::keepalive::apply_to(keepalive, &*s, false);
     s.set_read_timeout(Some(crate::admission::ACCEPT_TIMEOUT))
         .map_err(BootError::io(what.clone()))?;
     let mut hello = [0u8; CLIENT_HELLO_LEN];
@@ -235,7 +248,7 @@ pub fn accept_admitted(
         .map_err(BootError::io(what.clone()))?;
     let out = server.on_auth(&auth).map_err(hs)?;
     if out.0 == Purpose::Bootstrap {
-        if let Some(k) = crate::keepalive::configured() {
+        if let Some(k) = keepalive {
             let _ = k.apply_user_timeout(&*s);
         }
     }

@@ -15,6 +15,7 @@ use spools_proto::handshake::Purpose;
 
 use crate::admission::{Admission, Ticket, ACCEPT_TIMEOUT};
 use crate::error::{BootError, BootStep};
+use crate::keepalive::Keepalive;
 use crate::net::{accept_admitted, read_frame, write_frame};
 
 /// What the server tells its host (the launcher) about ranks.
@@ -63,6 +64,8 @@ struct St {
 struct Shared {
     size: u32,
     secret: Secret,
+    /// The job's keepalive, set on every rank's connection.
+    keepalive: Option<Keepalive>,
     job: u64,
     supervised: bool,
     st: Mutex<St>,
@@ -124,7 +127,8 @@ fn broadcast(st: &mut St, except: Option<usize>, msg: &ToRank) {
 }
 
 impl RendezvousServer {
-    /// Starts serving on `listener` for a job of `size` ranks.
+    /// Starts serving on `listener` for a job of `size` ranks, setting `keepalive` (the
+    /// job's: [`Keepalive::for_timeout`] of its `net_timeout_s`) on every rank's connection.
     ///
     /// `supervised` servers (hosted by `spools run`) report a lost rank to `events` and let
     /// the launcher abort the job with the cause it learns from the operating system;
@@ -136,6 +140,7 @@ impl RendezvousServer {
         listener: TcpListener,
         size: u32,
         secret: Secret,
+        keepalive: Option<Keepalive>,
         job: u64,
         supervised: bool,
         events: Option<Sender<ServerEvent>>,
@@ -146,6 +151,7 @@ impl RendezvousServer {
         let shared = Arc::new(Shared {
             size,
             secret,
+            keepalive,
             job,
             supervised,
             st: Mutex::new(St {
@@ -265,7 +271,9 @@ fn refuse(mut conn: TcpStream, reason: String) {
 
 fn serve(sh: &Arc<Shared>, mut conn: TcpStream, ticket: Ticket) {
     // A process without the secret is dropped here, before any frame of it is read.
-    let Ok((purpose, identity)) = accept_admitted(&mut conn, &sh.secret, || ticket.take()) else {
+    let Ok((purpose, identity)) =
+        accept_admitted(&mut conn, &sh.secret, sh.keepalive, || ticket.take())
+    else {
         return;
     };
     // Proven: a rank of this job, not part of a flood. Its slot is free again, and its

@@ -193,6 +193,7 @@ pub(crate) fn heat(a: &HeatArgs) -> Result<()> {
             liveness: None,
             secret: None,
             hosts: None,
+            keepalive: crate::run::job_keepalive(),
         };
         let r = launch(&spec)?;
         if r.exit_code != 0 {

@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use spools_boot::keepalive::{Keepalive, NET_TIMEOUT_DEFAULT_S};
 use spools_boot::launcher::{launch, LaunchError};
 
 pub(crate) use crate::run_args::RunArgs;
@@ -31,6 +32,7 @@ pub(crate) fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    spec.keepalive = Keepalive::for_timeout(cfg.net_timeout_s);
     if let Some(plan) = spec.hosts.as_mut().filter(|p| p.bootstrap_ip.is_none()) {
         if let Ok(ip) = std::env::var("SPOOLS_BOOTSTRAP_IP") {
             match ip.parse() {
@@ -64,4 +66,12 @@ pub(crate) fn run(args: &RunArgs) -> ExitCode {
             })
         }
     }
+}
+
+/// The keepalive of a job this program launches itself (a demo's): `net_timeout_s` of the
+/// configuration, the default when it does not load (`spools run` reports that error).
+pub(crate) fn job_keepalive() -> Option<Keepalive> {
+    Keepalive::for_timeout(
+        spools_boot::config::Config::load().map_or(NET_TIMEOUT_DEFAULT_S, |c| c.net_timeout_s),
+    )
 }

@@ -129,6 +129,8 @@ impl RunArgs {
             // Read by the caller (`--secret FILE`): this stays free of side effects.
             secret: None,
             hosts,
+            // Set by the caller from its configuration (`net_timeout_s`).
+            keepalive: None,
         })
     }
 }

@@ -131,6 +131,7 @@ pub(crate) fn vcr(a: &VcrArgs) -> Result<()> {
         liveness: None,
         secret: None,
         hosts: None,
+        keepalive: crate::run::job_keepalive(),
     })?;
     if r.exit_code != 0 {
         bail!("the camera job failed (exit status {})", r.exit_code);

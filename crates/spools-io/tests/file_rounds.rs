@@ -368,6 +368,31 @@ fn the_configured_collective_buffer_sets_the_rounds() {
     );
 }
 
+/// The configuration a program gives `init_with` is the one the rounds follow, not the
+/// environment read again: the environment says 1 MiB (one round), the program 4 KiB.
+#[test]
+fn the_collective_buffer_given_to_init_with_sets_the_rounds() {
+    rank_main(|_| {
+        let mut cfg = e(spools::Config::load())?;
+        cfg.coll_buffer = 4096;
+        let env = e(spools_boot::identity::JobEnv::from_env())?;
+        let w = e(spools::init_with(cfg, env))?;
+        checked(&w, configured);
+        e(w.finalize())
+    });
+    let d = tempdir("rounds-init-with");
+    assert_ok(
+        &Job::new(
+            3,
+            "the_collective_buffer_given_to_init_with_sets_the_rounds",
+        )
+        .role("rank")
+        .env("SPOOLS_TEST_DIR", d.path())
+        .env("SPOOLS_COLL_BUFFER", "1MiB")
+        .run(),
+    );
+}
+
 /// Single-element runs in many rounds (each round's window a slab of the vector, moved as
 /// strided progressions): `i64` and `i32` vectors `cyclic on P` written to and read from a
 /// RAID-5 file and a canonical one, every element read checked against its index, then the

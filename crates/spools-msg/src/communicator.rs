@@ -73,6 +73,13 @@ impl Communicator {
         })
     }
 
+    /// The configuration this rank's runtime started with (the one `init_with` was
+    /// given): every layer above reads its settings here, never from the environment
+    /// again.
+    pub fn config(&self) -> &spools_boot::config::Config {
+        self.core.engine.worker.config()
+    }
+
     /// This rank in the communicator.
     pub fn rank(&self) -> u32 {
         self.core.rank

@@ -48,6 +48,9 @@ pub(crate) fn run_launcher(spec: &str) -> i32 {
         liveness: None,
         secret: None,
         hosts: None,
+        keepalive: spools_boot::keepalive::Keepalive::for_timeout(
+            spools_boot::keepalive::NET_TIMEOUT_DEFAULT_S,
+        ),
     };
     match spools_boot::launcher::launch(&spec) {
         Ok(report) => report.exit_code,

@@ -98,7 +98,14 @@ fn attack(dir: &Path) -> Result<Vec<String>, String> {
     let mut failures = Vec::new();
 
     // 1. Joining the rendezvous with a wrong secret fails at the handshake.
-    match connect(boot, &wrong, Purpose::Bootstrap, id, Duration::from_secs(5)) {
+    match connect(
+        boot,
+        &wrong,
+        None,
+        Purpose::Bootstrap,
+        id,
+        Duration::from_secs(5),
+    ) {
         Ok(_) => failures.push("joined the rendezvous without the secret".to_string()),
         Err(err) if !err.to_string().contains("could not prove") => {
             failures.push(format!("wrong error from the rendezvous: {err}"));
@@ -119,7 +126,16 @@ fn attack(dir: &Path) -> Result<Vec<String>, String> {
     }
 
     // 3. A data connection with a wrong secret fails.
-    if connect(data, &wrong, Purpose::Data, id, Duration::from_secs(5)).is_ok() {
+    if connect(
+        data,
+        &wrong,
+        None,
+        Purpose::Data,
+        id,
+        Duration::from_secs(5),
+    )
+    .is_ok()
+    {
         failures.push("opened a data connection without the secret".into());
     }
 

@@ -19,6 +19,7 @@ use crate::config::Config;
 use crate::error::{Awaited, BootError, BootStep, Lost, RandomFor, Violation};
 use crate::health::JobHealth;
 use crate::identity::{JobEnv, LauncherKind, Rendezvous};
+use crate::keepalive::Keepalive;
 use crate::net::{connect, connect_retrying, read_frame, resolve, write_frame};
 use crate::pmi::{PmiError, PmiKind, RENDEZVOUS_KEY};
 use crate::random::random;
@@ -84,6 +85,7 @@ fn write_rendezvous_file(path: &Path, addr: SocketAddr, secret: &Secret) -> Resu
 fn host_rendezvous(
     env: &JobEnv,
     job: u64,
+    keepalive: Option<Keepalive>,
 ) -> Result<(SocketAddr, Secret, RendezvousServer), BootError> {
     let secret = match &env.secret {
         Some(s) => s.clone(),
@@ -99,7 +101,7 @@ fn host_rendezvous(
         .local_addr()
         .map_err(BootError::io(BootStep::RendezvousSocket))?;
     addr.set_ip(ip);
-    let server = RendezvousServer::start(l, env.size, secret.clone(), job, false, None)?;
+    let server = RendezvousServer::start(l, env.size, secret.clone(), keepalive, job, false, None)?;
     Ok((addr, secret, server))
 }
 
@@ -183,6 +185,7 @@ impl Connected {
     /// [`BootError`] if the rendezvous cannot be reached in time or refuses the secret.
     pub fn connect(env: JobEnv, cfg: &Config) -> Result<Connected, BootError> {
         let timeout = Duration::from_secs(cfg.bootstrap_timeout_s.max(1));
+        let keepalive = Keepalive::for_timeout(cfg.net_timeout_s);
         let deadline = Instant::now() + timeout;
         let identity = Identity {
             rank: env.rank,
@@ -203,7 +206,8 @@ impl Connected {
                 );
                 let l = TcpListener::bind("127.0.0.1:0")
                     .map_err(BootError::io(BootStep::BindRendezvous { at: None }))?;
-                let server = RendezvousServer::start(l, 1, secret.clone(), job, false, None)?;
+                let server =
+                    RendezvousServer::start(l, 1, secret.clone(), keepalive, job, false, None)?;
                 (server.addr(), secret, Some(server))
             }
             Rendezvous::Addr(a) => {
@@ -218,8 +222,15 @@ impl Connected {
                             at: Some(a.clone()),
                         },
                     ))?;
-                    let server =
-                        RendezvousServer::start(l, env.size, secret.clone(), job, false, None)?;
+                    let server = RendezvousServer::start(
+                        l,
+                        env.size,
+                        secret.clone(),
+                        keepalive,
+                        job,
+                        false,
+                        None,
+                    )?;
                     (addr, secret, Some(server))
                 } else {
                     (addr, secret, None)
@@ -227,7 +238,7 @@ impl Connected {
             }
             Rendezvous::File(path) => {
                 if hosted {
-                    let (addr, secret, server) = host_rendezvous(&env, job)?;
+                    let (addr, secret, server) = host_rendezvous(&env, job, keepalive)?;
                     write_rendezvous_file(path, addr, &secret)?;
                     (addr, secret, Some(server))
                 } else {
@@ -235,7 +246,14 @@ impl Connected {
                     // handshake or the connection and is read again.
                     loop {
                         if let Some((addr, secret)) = read_rendezvous_file(path) {
-                            match connect(addr, &secret, Purpose::Bootstrap, identity, timeout) {
+                            match connect(
+                                addr,
+                                &secret,
+                                keepalive,
+                                Purpose::Bootstrap,
+                                identity,
+                                timeout,
+                            ) {
                                 Ok(stream) => {
                                     return Ok(Connected {
                                         stream,
@@ -261,7 +279,7 @@ impl Connected {
             }
             Rendezvous::Pmi(kind) => {
                 if hosted {
-                    let (addr, secret, server) = host_rendezvous(&env, job)?;
+                    let (addr, secret, server) = host_rendezvous(&env, job, keepalive)?;
                     let published = format!("{addr}/{}", secret.to_hex());
                     pmi_exchange(*kind, &env, timeout, Some(published))?;
                     (addr, secret, Some(server))
@@ -288,6 +306,7 @@ impl Connected {
         let stream = connect_retrying(
             addr,
             &secret,
+            keepalive,
             Purpose::Bootstrap,
             identity,
             deadline,

@@ -541,6 +541,7 @@ mod tests {
             liveness: None,
             secret: None,
             hosts: Some(HostPlan::parse("h1:1,h2:2", Some(agent), None).unwrap()),
+            keepalive: None,
         }
     }
 

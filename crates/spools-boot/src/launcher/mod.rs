@@ -53,7 +53,15 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
     let (stx, srx) = channel::<ServerEvent>();
     let listener = TcpListener::bind(hosts::rendezvous_bind(spec))
         .map_err(io(BootStep::BindRendezvous { at: None }))?;
-    let server = RendezvousServer::start(listener, n, secret.clone(), job, true, Some(stx))?;
+    let server = RendezvousServer::start(
+        listener,
+        n,
+        secret.clone(),
+        spec.keepalive,
+        job,
+        true,
+        Some(stx),
+    )?;
     let rendezvous = hosts::bootstrap_addrs(spec, server.addr());
     {
         let tx = tx.clone();

@@ -39,6 +39,9 @@ pub struct LaunchSpec {
     /// The hosts to start the ranks on, through an agent (`spools run --hosts`); `None`:
     /// all on this host.
     pub hosts: Option<crate::launcher::hosts::HostPlan>,
+    /// The keepalive of the rendezvous connections (the job's configuration's
+    /// `net_timeout_s`: [`Keepalive::for_timeout`](crate::keepalive::Keepalive::for_timeout)).
+    pub keepalive: Option<crate::keepalive::Keepalive>,
 }
 
 impl LaunchSpec {

@@ -22,6 +22,7 @@ use std::time::Duration;
 use spools_boot::client::Bootstrap;
 use spools_boot::config::Config;
 use spools_boot::health::JobHealth;
+use spools_boot::keepalive::Keepalive;
 use spools_proto::auth::Secret;
 use spools_proto::handshake::{Identity, Purpose};
 
@@ -73,6 +74,8 @@ pub struct TcpTransport {
     /// Each rank's host name, for errors.
     hosts: Vec<String>,
     secret: Secret,
+    /// The job's keepalive (`net_timeout_s`), set on every connection.
+    keepalive: Option<Keepalive>,
     state: Arc<JobHealth>,
     lanes: Vec<TryLock<HashMap<(u32, u8), TxConn>>>,
     /// Lanes whose connections hold queued bytes (bit per lane).
@@ -124,11 +127,15 @@ impl TcpTransport {
         );
         let (tx, incoming) = channel();
         let stop = Arc::new(AtomicBool::new(false));
+        let keepalive = Keepalive::for_timeout(cfg.net_timeout_s);
         rx::spawn_acceptor(
             listener.listener,
-            boot.secret().clone(),
-            boot.rank(),
-            boot.size(),
+            rx::Accepting {
+                secret: boot.secret().clone(),
+                keepalive,
+                me: boot.rank(),
+                size: boot.size(),
+            },
             tx,
             waker.clone(),
             stop.clone(),
@@ -144,6 +151,7 @@ impl TcpTransport {
                 .map(|e| e.host.split('/').next().unwrap_or_default().to_string())
                 .collect(),
             secret: boot.secret().clone(),
+            keepalive,
             state: boot.state().clone(),
             lanes: (0..cfg.lanes)
                 .map(|_| TryLock::new(HashMap::new(), level))
@@ -266,6 +274,7 @@ impl Transport for TcpTransport {
             let stream = spools_boot::net::connect_retrying(
                 addr,
                 &self.secret,
+                self.keepalive,
                 Purpose::Data,
                 identity,
                 std::time::Instant::now() + Duration::from_secs(10),

@@ -15,6 +15,7 @@ use spools_proto::auth::Secret;
 use spools_proto::handshake::{Identity, Purpose};
 
 use spools_boot::admission::Admission;
+use spools_boot::keepalive::Keepalive;
 
 use crate::caps::Priority;
 use crate::error::{Defect, FabricError, IoStep};
@@ -30,13 +31,22 @@ const BUDGET: usize = 64;
 
 pub(crate) type NewConn = (std::net::TcpStream, Identity);
 
+/// Whom the acceptor admits, and how it sets their connections up.
+pub(crate) struct Accepting {
+    /// The job secret a connection must prove.
+    pub(crate) secret: Secret,
+    /// The job's keepalive, set on every connection.
+    pub(crate) keepalive: Option<Keepalive>,
+    /// This rank, and the job's size: a connection says it is one of the others.
+    pub(crate) me: u32,
+    pub(crate) size: u32,
+}
+
 /// Accepts connections and runs their handshakes on a thread of its own, so that a rank
 /// that is busy (or itself connecting) never blocks a peer's connection set-up.
 pub(crate) fn spawn_acceptor(
     listener: TcpListener,
-    secret: Secret,
-    me: u32,
-    size: u32,
+    accepting: Accepting,
     tx: Sender<NewConn>,
     waker: Arc<mio::Waker>,
     stop: Arc<AtomicBool>,
@@ -44,6 +54,12 @@ pub(crate) fn spawn_acceptor(
     std::thread::Builder::new()
         .name("spools-tcp-accept".into())
         .spawn(move || {
+            let Accepting {
+                secret,
+                keepalive,
+                me,
+                size,
+            } = accepting;
             let gate = Admission::new();
             for conn in listener.incoming() {
                 if stop.load(Ordering::SeqCst) {
@@ -59,7 +75,9 @@ pub(crate) fn spawn_acceptor(
                         // A connection that cannot prove the job secret is closed here:
                         // not one of its bytes reaches the active-message layer.
                         let Ok((purpose, id)) =
-                            spools_boot::net::accept_admitted(&mut s, &secret, || ticket.take())
+                            spools_boot::net::accept_admitted(&mut s, &secret, keepalive, || {
+                                ticket.take()
+                            })
                         else {
                             return;
                         };

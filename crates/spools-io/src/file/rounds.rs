@@ -173,25 +173,10 @@ pub(super) fn slabs_fit(layout: &Layout, rounds: &Rounds) -> bool {
 /// # Errors
 /// [`FileError`]: the reduction failed (a dead peer).
 pub(super) fn buffer_size(comm: &Communicator, choice: Option<usize>) -> Result<u64, FileError> {
-    let mine = asked_buffer(choice);
+    let mine = super::steps::asked_buffer(comm, choice);
     let mut out = [0u64];
     comm.allreduce(&[mine], &mut out, &Op::Min)?;
     Ok(out[0].max(1))
-}
-
-/// This rank's collective buffer: `choice`, else the configuration's, never below the
-/// configuration's minimum.
-pub(super) fn asked_buffer(choice: Option<usize>) -> u64 {
-    choice
-        .map_or_else(configured, |b| b as u64)
-        .max(spools_boot::config::COLL_BUFFER_MIN)
-}
-
-/// The configured `coll_buffer` (the default when the configuration cannot be read: the
-/// rank could not have started with a bad one).
-fn configured() -> u64 {
-    spools_boot::config::Config::load()
-        .map_or(spools_boot::config::COLL_BUFFER_DEFAULT, |c| c.coll_buffer)
 }
 
 /// The caller's layout restricted to the window `[lo, hi)`: an irregular layout of the

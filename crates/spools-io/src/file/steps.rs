@@ -191,7 +191,7 @@ pub(crate) fn open(
         }
     });
     let (runs, bytes) = local.as_ref().map_or((0, 0), |&c| c);
-    let buffer = crate::file::rounds::asked_buffer(asks.coll_buffer);
+    let buffer = asked_buffer(comm, asks.coll_buffer);
     let flag = match &local {
         Ok(_) => u64::MAX,
         Err(_) => u64::from(comm.rank()),
@@ -232,4 +232,12 @@ pub(crate) fn open(
         bytes: rows.iter().map(|r| r[2]).sum(),
         buffer: rows.iter().map(|r| r[3]).min().unwrap_or(buffer).max(1),
     })
+}
+
+/// This rank's collective buffer: `choice`, else the `coll_buffer` of the configuration the
+/// runtime started with, never below the configuration's minimum.
+pub(super) fn asked_buffer(comm: &Communicator, choice: Option<usize>) -> u64 {
+    choice
+        .map_or_else(|| comm.config().coll_buffer, |b| b as u64)
+        .max(spools_boot::config::COLL_BUFFER_MIN)
 }

@@ -84,6 +84,13 @@ pub(crate) fn prove(s: &mut TcpStream, secret: &Secret, addr: &str) -> Result<()
 /// The consumer's side: whether the connecting producer proved `secret` (anything else
 /// is dropped unanswered, as a stray connection is). A proven producer is acknowledged
 /// with the byte [`spools_boot::net::ACCEPTED`].
-pub(crate) fn verify(s: &mut TcpStream, secret: &Secret) -> bool {
-    matches!(spools_boot::net::accept(s, secret), Ok((Purpose::Pipe, _)))
+pub(crate) fn verify(
+    s: &mut TcpStream,
+    secret: &Secret,
+    keepalive: Option<spools_boot::keepalive::Keepalive>,
+) -> bool {
+    matches!(
+        spools_boot::net::accept(s, secret, keepalive),
+        Ok((Purpose::Pipe, _))
+    )
 }

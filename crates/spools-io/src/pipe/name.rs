@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+use spools_boot::keepalive::Keepalive;
 use spools_map::Layout;
 use spools_msg::Communicator;
 
@@ -158,11 +159,13 @@ fn alive(pid: u32) -> bool {
 
 /// Rank 0's meeting: publishes `mine` and returns the other side's description. Every
 /// wait asks `check` (the process's interrupt check) at least every
-/// [`CHECK_EVERY`].
+/// [`CHECK_EVERY`]. A consumer meeting at `tcp:` sets `keepalive` (the job's) on the
+/// producer's connection.
 pub(crate) fn meet(
     name: &PipeName,
     producer: bool,
     mine: &Description,
+    keepalive: Option<Keepalive>,
     check: Check<'_>,
 ) -> Result<Description, PipeError> {
     let (me, other) = if producer {
@@ -187,7 +190,7 @@ pub(crate) fn meet(
                 deadline,
                 check,
             };
-            meet_tcp(&m, producer, &text, secret.as_ref(), timed_out)
+            meet_tcp(&m, producer, &text, secret.as_ref(), keepalive, timed_out)
         }
         PipeName::Dir(n) => {
             let dir = pipe_dir()?;
@@ -251,6 +254,7 @@ fn meet_tcp(
     producer: bool,
     text: &[u8],
     secret: Option<&spools_proto::auth::Secret>,
+    keepalive: Option<Keepalive>,
     timed_out: impl Fn() -> PipeError,
 ) -> Result<Description, PipeError> {
     let (addr, other, deadline, check) = (m.addr, m.other, m.deadline, m.check);
@@ -309,7 +313,7 @@ fn meet_tcp(
                     .and_then(|()| s.set_read_timeout(Some(MEET_HELLO_TIMEOUT)))
                     .map_err(|e| PipeError::io(PipeStep::Socket, e));
                 // With a secret, only a producer that proves it is read at all.
-                let proven = secret.is_none_or(|k| super::meet_auth::verify(&mut s, k));
+                let proven = secret.is_none_or(|k| super::meet_auth::verify(&mut s, k, keepalive));
                 let theirs = ready.and_then(|()| {
                     if proven {
                         s.set_read_timeout(Some(CHECK_EVERY))
@@ -440,7 +444,15 @@ pub(crate) fn meet_all(
     layout: &Layout,
 ) -> Result<(Description, Layout), PipeError> {
     let check = super::reader::interrupt_of(comm);
-    let got = (comm.rank() == 0).then(|| meet(name, producer, mine, &check));
+    let got = (comm.rank() == 0).then(|| {
+        meet(
+            name,
+            producer,
+            mine,
+            Keepalive::for_timeout(comm.config().net_timeout_s),
+            &check,
+        )
+    });
     let enc = match &got {
         Some(Ok(d)) => serde_json::to_vec(d).unwrap_or_default(),
         _ => Vec::new(),
