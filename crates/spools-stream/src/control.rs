@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use spools_proto::stream::{Hello, Open};
 
 use crate::acks::{AckBoard, AckFan};
-use crate::serve_link::Shared;
+use crate::connection::Shared;
 use crate::share::Share;
 
 /// What a receiver does with a link that said hello (see [`crate::Receiver::admit`]).
@@ -107,7 +107,7 @@ impl Stopper {
         let _ = std::thread::Builder::new()
             .name("spools-stream-stop".into())
             .spawn(move || {
-                let _ = TcpStream::connect_timeout(&to, crate::CONNECT_TIMEOUT);
+                let _ = TcpStream::connect_timeout(&to, crate::timeouts::CONNECT_TIMEOUT);
             });
     }
 }

@@ -13,6 +13,7 @@
 
 mod acks;
 mod adubuf;
+mod connection;
 mod control;
 mod error;
 mod link;
@@ -23,12 +24,14 @@ mod recycler;
 mod sender;
 mod serve_link;
 mod share;
+mod timeouts;
 
 pub use control::{Acker, Admit, Stopper};
 pub use error::ReassemblyError;
 pub use link::LinkError;
 pub use reassembly::{Event, Limits, Reassembler};
-pub use receiver::{Delivery, Receiver, RecvError, Summary, HANDSHAKE_TIMEOUT};
+pub use receiver::{Delivery, Receiver, RecvError, Summary};
 pub use recycler::Recycler;
-pub use sender::{AckReader, LinkSender, SendError, Sender, CONNECT_TIMEOUT};
+pub use sender::{AckReader, LinkSender, SendError, Sender};
 pub use share::{link_bytes, Share};
+pub use timeouts::{CONNECT_TIMEOUT, HANDSHAKE_TIMEOUT};

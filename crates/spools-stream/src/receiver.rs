@@ -7,17 +7,18 @@ use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Sender as Tx};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use spools_proto::auth::Secret;
 use spools_proto::stream::{Hello, Open};
 
 use crate::acks::AckFan;
+use crate::connection::{OnHold, Shared};
 use crate::control::{Acker, Admit, AdmitFn, OnOpen, Stopper};
 use crate::error::ReassemblyError;
 use crate::reassembly::{Event, Limits, Reassembler};
 use crate::recycler::Recycler;
-use crate::serve_link::{read_link, Msg, OnHold, Policy, Shared};
+use crate::serve_link::{read_link, Msg, Policy};
 
 /// An event of one logical connection.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,9 +66,6 @@ pub enum RecvError {
     #[error("writing what was received: {0}")]
     Output(std::io::Error),
 }
-
-/// Time a sender has for the secret handshake once it said hello.
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A TCP port receiving streams. Every whole ADU handed to the sink is acknowledged to the
 /// sender (`ack`, on every link of its connection), so that a sender with a window

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::io::{IoSlice, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::time::Duration;
 
 use spools_proto::auth::Secret;
 use spools_proto::handshake::{Client, HandshakeError, Identity, Purpose, SERVER_HELLO_LEN};
@@ -17,12 +16,7 @@ use spools_proto::stream::{
 };
 
 use crate::link::{FrameReader, LinkError, Read1};
-use crate::receiver::HANDSHAKE_TIMEOUT;
-
-/// Time a link has to connect (to be accepted by the receiver's host): a destination that
-/// does not answer (a firewall dropping the packets, a host that is down) fails with
-/// [`SendError::Connect`] after it, not after the operating system's minutes.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+use crate::timeouts::{CONNECT_TIMEOUT, HANDSHAKE_TIMEOUT};
 
 /// Why sending failed.
 #[derive(Debug, thiserror::Error)]

@@ -11,25 +11,25 @@
 
 use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Sender as Tx};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
 use spools_proto::auth::Secret;
 use spools_proto::handshake::{Server, CLIENT_AUTH_LEN, CLIENT_HELLO_LEN};
 use spools_proto::stream::{
-    Frame, Hello, Move, Su, Welcome, HELLO_CAN_MOVE, HELLO_CAN_PROVE, VERSION, WELCOME_ACKS,
+    Frame, Hello, Move, Welcome, HELLO_CAN_MOVE, HELLO_CAN_PROVE, VERSION, WELCOME_ACKS,
     WELCOME_MOVE, WELCOME_PROVEN, WELCOME_REQUIRE_PROOF,
 };
 
 use crate::acks::AckBoard;
+use crate::connection::{OnHold, Shared};
 use crate::control::{Admit, AdmitFn, OnOpen};
 use crate::error::ReassemblyError;
 use crate::link::{FrameReader, Read1, Read1Head};
 use crate::reassembly::Event;
-use crate::reassembly::{Placed, Reassembler};
-use crate::receiver::HANDSHAKE_TIMEOUT;
+use crate::reassembly::Reassembler;
 use crate::share::Share;
+use crate::timeouts::HANDSHAKE_TIMEOUT;
 
 /// How every link of a receiver is taken: the secret it requires, who is told when links
 /// stop reading, which links it serves, moves or refuses, who is told of streams.
@@ -71,115 +71,6 @@ pub(crate) enum Msg {
     AcceptFailed(std::io::Error),
     /// The receiver was stopped ([`crate::Stopper`]).
     Stopped,
-}
-
-/// Told the bytes of whole ADUs ready and not taken each time a link stops reading
-/// because of them (see [`crate::Receiver::on_hold`]).
-pub(crate) type OnHold = Arc<dyn Fn(u64) + Send + Sync>;
-
-/// A connection's reassembly, shared by its link threads and the serving thread; `None`
-/// once the connection was dropped (its links are then read to their end and ignored).
-pub(crate) struct Shared {
-    r: Mutex<Option<Reassembler>>,
-    /// Signalled when the serving thread takes an ADU, and when the connection is dropped.
-    room: Condvar,
-    /// Bytes of whole ADUs ready and not taken above which the links stop reading.
-    limit: u64,
-    /// The reassembly's most ready bytes, once it was dropped.
-    dropped_max: AtomicU64,
-}
-
-impl Shared {
-    pub(crate) fn new(r: Reassembler, limit: u64) -> Shared {
-        Shared {
-            r: Mutex::new(Some(r)),
-            room: Condvar::new(),
-            limit,
-            dropped_max: AtomicU64::new(0),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Option<Reassembler>> {
-        self.r.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// `f` on the reassembly, unless the connection was dropped.
-    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Reassembler) -> T) -> Option<T> {
-        self.lock().as_mut().map(f)
-    }
-
-    /// The events ready now, taken one at a time as the iterator is consumed (so that an
-    /// ADU counts as ready until the serving thread hands it on), each take waking the
-    /// links held for room.
-    pub(crate) fn ready_events(&self) -> impl Iterator<Item = Event> + '_ {
-        let n = self.with(|r| r.events_waiting()).unwrap_or(0);
-        (0..n).map_while(|_| {
-            let e = self.with(Reassembler::next_event).flatten();
-            self.room.notify_all();
-            e
-        })
-    }
-
-    /// The most bytes of whole ADUs that were ready and not taken at once.
-    pub(crate) fn max_ready(&self) -> u64 {
-        self.lock().as_ref().map_or_else(
-            || self.dropped_max.load(Ordering::SeqCst),
-            |r| r.max_ready_bytes(),
-        )
-    }
-
-    /// Drops the connection: the events it had made ready. Links held for room go on (and
-    /// ignore what they read).
-    pub(crate) fn drop_reassembly(&self) -> Vec<Event> {
-        let mut g = self.lock();
-        let events = g.take().as_mut().map_or_else(Vec::new, |r| {
-            self.dropped_max
-                .store(r.max_ready_bytes(), Ordering::SeqCst);
-            events(r)
-        });
-        drop(g);
-        self.room.notify_all();
-        events
-    }
-
-    /// Places an SU in its ADU once there is room for it (see
-    /// [`Reassembler::must_wait`]); `None` when the connection was dropped.
-    fn place(&self, link: u16, s: &Su, len: u64) -> Option<Result<Placed, ReassemblyError>> {
-        let mut g = self.lock();
-        while g.as_ref().is_some_and(|r| r.must_wait(s)) {
-            g = self.room.wait(g).unwrap_or_else(PoisonError::into_inner);
-        }
-        g.as_mut().map(|r| r.place(link, s, len))
-    }
-
-    /// Wakes the links waiting for room: ADUs completed, were handed out or were lost.
-    fn changed(&self) {
-        self.room.notify_all();
-    }
-
-    /// Returns once the whole ADUs ready and not taken are within the limit, or the
-    /// connection was dropped; `on_hold` is told when it has to wait.
-    fn wait_room(&self, on_hold: Option<&OnHold>) {
-        let over = |g: &Option<Reassembler>| {
-            g.as_ref()
-                .map(Reassembler::ready_bytes)
-                .filter(|&b| b > self.limit)
-        };
-        let g = self.lock();
-        let Some(ready) = over(&g) else { return };
-        drop(g);
-        if let Some(f) = on_hold {
-            f(ready);
-        }
-        let mut g = self.lock();
-        while over(&g).is_some() {
-            g = self.room.wait(g).unwrap_or_else(PoisonError::into_inner);
-        }
-    }
-}
-
-fn events(r: &mut Reassembler) -> Vec<Event> {
-    std::iter::from_fn(|| r.next_event()).collect()
 }
 
 /// One link, from its hello to its end.

@@ -33,60 +33,10 @@ use std::sync::{Arc, PoisonError, RwLock};
 use spools_proto::auth::Secret;
 
 pub use error::HeapError;
-pub use name::{HeapName, HeapNameError};
+pub use name::{HeapName, HeapNameError, HeapRef};
 pub use peer::{PeerBytes, PeerHeaps};
 pub use registry::lookup;
 pub use segment::HeapSegment;
-
-/// Where a byte range of this process lies in the shared heap.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct HeapRef {
-    /// The segment.
-    pub name: HeapName,
-    /// Offset of the range's first byte in the segment's user bytes.
-    pub offset: u64,
-}
-
-impl HeapRef {
-    /// Bytes of the wire form.
-    pub const WIRE_BYTES: usize = HeapName::WIRE_BYTES + 8;
-
-    /// The wire form (what a rendezvous request carries).
-    ///
-    /// ```
-    /// use spools_fabric::heap::{HeapName, HeapRef};
-    /// let r = HeapRef { name: HeapName::new(1, 2, 3), offset: 4096 };
-    /// assert_eq!(HeapRef::from_bytes(&r.to_bytes()), Ok(r));
-    /// assert!(HeapRef::from_bytes(&[0u8; HeapRef::WIRE_BYTES]).is_err());
-    /// ```
-    pub fn to_bytes(&self) -> [u8; Self::WIRE_BYTES] {
-        let mut b = [0u8; Self::WIRE_BYTES];
-        b[..HeapName::WIRE_BYTES].copy_from_slice(&self.name.to_bytes());
-        b[HeapName::WIRE_BYTES..].copy_from_slice(&self.offset.to_le_bytes());
-        b
-    }
-
-    /// Parses the wire form.
-    ///
-    /// # Errors
-    /// [`HeapNameError`] if `b` is not exactly a reference's wire form.
-    pub fn from_bytes(b: &[u8]) -> Result<HeapRef, HeapNameError> {
-        if b.len() != Self::WIRE_BYTES {
-            return Err(HeapNameError::Length {
-                want: Self::WIRE_BYTES,
-                got: b.len(),
-            });
-        }
-        let (n, o) = b.split_at(HeapName::WIRE_BYTES);
-        let name = HeapName::from_bytes(n)?;
-        let mut off = [0u8; 8];
-        off.copy_from_slice(o);
-        Ok(HeapRef {
-            name,
-            offset: u64::from_le_bytes(off),
-        })
-    }
-}
 
 /// This process's cache of peers' segments, set when it joins a job.
 static PEERS: RwLock<Option<Arc<PeerHeaps>>> = RwLock::new(None);

@@ -31,6 +31,7 @@ mod ffi;
 mod pool;
 mod provider;
 mod rma;
+mod slot;
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
@@ -133,7 +134,7 @@ struct EpState {
     /// The one-sided operations' buffers free.
     rma_free: Vec<u32>,
     /// The state of each one-sided operation's buffer.
-    rma: Vec<rma::Slot>,
+    rma: Vec<slot::Slot>,
     /// Memory exposed to peers: id to its registration.
     exposed: HashMap<u32, *mut ffi::fid_mr>,
     /// Reads straight into a caller's memory were abandoned in flight (their peer, or
@@ -356,7 +357,7 @@ impl OfiTransport {
                     } else {
                         Vec::new()
                     },
-                    rma: vec![rma::Slot::default(); RMA_SLOTS],
+                    rma: vec![slot::Slot::default(); RMA_SLOTS],
                     exposed: HashMap::new(),
                     fenced: None,
                 },

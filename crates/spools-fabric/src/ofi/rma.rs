@@ -18,6 +18,7 @@ use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use super::slot::Slot;
 use super::{call, close, ffi, EpState, OfiTransport, RMA_CHUNK, RMA_SLOTS};
 use crate::error::FabricError;
 use crate::rma::{Access, RemoteRegion, Rma};
@@ -25,17 +26,6 @@ use crate::transport::Transport;
 
 /// Keys of exposed memory start here (the pools' registrations take the keys below).
 const EXPOSED_KEY_BASE: u64 = 16;
-
-/// The state of one one-sided operation's buffer.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Slot {
-    /// The operation completed (successfully unless `err`).
-    done: bool,
-    /// The provider's error, if it failed: (code, text).
-    err: Option<(i64, String)>,
-    /// Its caller gave up waiting (its peer failed): free the buffer at completion.
-    abandoned: bool,
-}
 
 impl OfiTransport {
     /// Buffer `b`'s operation completed (`err`: how it failed).

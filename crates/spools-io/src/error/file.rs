@@ -219,6 +219,58 @@ impl FileError {
     }
 }
 
+/// What is wrong with a checksum sidecar.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SumsDefect {
+    /// Not JSON of a sidecar's shape (a truncated sidecar among others).
+    #[error("not a checksum sidecar: {reason}")]
+    NotSums {
+        /// The JSON parser's words.
+        reason: String,
+    },
+    /// Another format.
+    #[error("format {found:?} is not {expected:?}")]
+    Format {
+        /// The format it names.
+        found: String,
+        /// The format this reader reads.
+        expected: &'static str,
+    },
+    /// A block size of zero.
+    #[error("a block size of 0 bytes")]
+    BlockSize,
+    /// A checksum list that does not hold 8 hex digits per block.
+    #[error("{found} hex digits of checksums where {blocks} blocks need {}", 8 * blocks)]
+    Checksums {
+        /// Blocks the stream has.
+        blocks: u64,
+        /// Characters found.
+        found: usize,
+    },
+    /// The sidecar describes another stream than the data file holds.
+    #[error("it describes {bytes} bytes at offset {offset}, the file holds {file_bytes} at offset {file_offset}")]
+    Describes {
+        /// Stream offset it records.
+        offset: u64,
+        /// Stream bytes it records.
+        bytes: u64,
+        /// The data file's stream offset.
+        file_offset: u64,
+        /// The data file's stream bytes.
+        file_bytes: u64,
+    },
+    /// The writers' pieces do not cover the stream (a byte no writer checksummed, or
+    /// written twice), so no sidecar is written.
+    #[error("the checksummed pieces do not cover stream byte {at} exactly once")]
+    Coverage {
+        /// The first stream byte not covered exactly once.
+        at: u64,
+    },
+    /// The ranks disagree on whether to compute checksums.
+    #[error("the ranks disagree on WriteOptions::checksums")]
+    Disagree,
+}
+
 /// What is wrong with a parallel file's manifest or `.npy` header.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FormatDefect {
@@ -334,7 +386,7 @@ pub enum FormatDefect {
     },
     /// A checksum sidecar (`NAME.spools-sums`) that is not one, or not this file's.
     #[error(transparent)]
-    Sums(#[from] crate::file::SumsDefect),
+    Sums(#[from] SumsDefect),
 }
 
 impl FormatDefect {

@@ -10,7 +10,7 @@ mod stream_recv;
 mod zarr;
 
 pub use exchange::ExchangeError;
-pub use file::{FileError, FormatDefect, NpyError};
+pub use file::{FileError, FormatDefect, NpyError, SumsDefect};
 pub use hdf5::Hdf5Error;
 pub use pipe::{FrameError, PipeError, PipeStep, PipeViolation};
 pub use side::Side;

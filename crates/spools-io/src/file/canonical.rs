@@ -286,7 +286,7 @@ pub(super) fn write(
         _ => (std::path::PathBuf::new(), Ok(())),
     };
     let replace = opts.commit == Commit::Replace;
-    let announced = announce(comm, path, &made, ready).and_then(|t| {
+    let announced = super::steps::announce(comm, path, &made, ready).and_then(|t| {
         // The dataset's offset in an HDF5 file is rank 0's to tell.
         if let Prefix::Hdf5(_) = prefix {
             let got = comm.bcast_bytes(0, &off.to_le_bytes())?;
@@ -357,32 +357,6 @@ fn prepare_hdf5(
             (tmp, Ok(()))
         }
         Err(e) => (tmp, Err(e)),
-    }
-}
-
-/// Rank 0 tells the others the file it prepared (`made`) or that it could not (`ready`),
-/// in one broadcast: a status byte, then the path. Returns the path every rank writes.
-pub(super) fn announce(
-    comm: &Communicator,
-    path: &Path,
-    made: &Path,
-    ready: Result<(), FileError>,
-) -> Result<std::path::PathBuf, FileError> {
-    use std::os::unix::ffi::OsStrExt;
-    let msg = match &ready {
-        Ok(()) => [b"+".as_slice(), made.as_os_str().as_bytes()].concat(),
-        Err(_) => b"-".to_vec(),
-    };
-    let got = comm.bcast_bytes(0, &msg);
-    if comm.rank() == 0 {
-        ready?;
-    }
-    match got?.split_first() {
-        Some((b'+', name)) => Ok(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(name))),
-        _ => Err(FileError::Remote {
-            rank: 0,
-            path: path.to_path_buf(),
-        }),
     }
 }
 

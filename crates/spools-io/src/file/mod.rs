@@ -245,7 +245,6 @@ fn decided_by_rank0(
     }
 }
 
+pub use crate::error::SumsDefect;
 pub use rows::{stripe_chunks, UnitChunks};
-pub use sums::{
-    sidecar_path, write_sidecar, Sums, SumsDefect, SIDECAR_MAX, SUMS_BLOCK, SUMS_FORMAT,
-};
+pub use sums::{sidecar_path, write_sidecar, Sums, SIDECAR_MAX, SUMS_BLOCK, SUMS_FORMAT};

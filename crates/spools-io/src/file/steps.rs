@@ -241,3 +241,29 @@ pub(super) fn asked_buffer(comm: &Communicator, choice: Option<usize>) -> u64 {
         .map_or_else(|| comm.config().coll_buffer, |b| b as u64)
         .max(spools_boot::config::COLL_BUFFER_MIN)
 }
+
+/// Rank 0 tells the others the file it prepared (`made`) or that it could not (`ready`),
+/// in one broadcast: a status byte, then the path. Returns the path every rank writes.
+pub(super) fn announce(
+    comm: &Communicator,
+    path: &Path,
+    made: &Path,
+    ready: Result<(), FileError>,
+) -> Result<std::path::PathBuf, FileError> {
+    use std::os::unix::ffi::OsStrExt;
+    let msg = match &ready {
+        Ok(()) => [b"+".as_slice(), made.as_os_str().as_bytes()].concat(),
+        Err(_) => b"-".to_vec(),
+    };
+    let got = comm.bcast_bytes(0, &msg);
+    if comm.rank() == 0 {
+        ready?;
+    }
+    match got?.split_first() {
+        Some((b'+', name)) => Ok(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(name))),
+        _ => Err(FileError::Remote {
+            rank: 0,
+            path: path.to_path_buf(),
+        }),
+    }
+}

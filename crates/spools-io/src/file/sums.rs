@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use spools_msg::Communicator;
 
-use crate::error::{FileError, FormatDefect};
+use crate::error::{FileError, FormatDefect, SumsDefect};
 use crate::file::sys;
 
 /// The `format` field of every sidecar.
@@ -47,58 +47,6 @@ pub fn sidecar_path(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(SUFFIX);
     PathBuf::from(s)
-}
-
-/// What is wrong with a checksum sidecar.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SumsDefect {
-    /// Not JSON of a sidecar's shape (a truncated sidecar among others).
-    #[error("not a checksum sidecar: {reason}")]
-    NotSums {
-        /// The JSON parser's words.
-        reason: String,
-    },
-    /// Another format.
-    #[error("format {found:?} is not {expected:?}")]
-    Format {
-        /// The format it names.
-        found: String,
-        /// The format this reader reads.
-        expected: &'static str,
-    },
-    /// A block size of zero.
-    #[error("a block size of 0 bytes")]
-    BlockSize,
-    /// A checksum list that does not hold 8 hex digits per block.
-    #[error("{found} hex digits of checksums where {blocks} blocks need {}", 8 * blocks)]
-    Checksums {
-        /// Blocks the stream has.
-        blocks: u64,
-        /// Characters found.
-        found: usize,
-    },
-    /// The sidecar describes another stream than the data file holds.
-    #[error("it describes {bytes} bytes at offset {offset}, the file holds {file_bytes} at offset {file_offset}")]
-    Describes {
-        /// Stream offset it records.
-        offset: u64,
-        /// Stream bytes it records.
-        bytes: u64,
-        /// The data file's stream offset.
-        file_offset: u64,
-        /// The data file's stream bytes.
-        file_bytes: u64,
-    },
-    /// The writers' pieces do not cover the stream (a byte no writer checksummed, or
-    /// written twice), so no sidecar is written.
-    #[error("the checksummed pieces do not cover stream byte {at} exactly once")]
-    Coverage {
-        /// The first stream byte not covered exactly once.
-        at: u64,
-    },
-    /// The ranks disagree on whether to compute checksums.
-    #[error("the ranks disagree on WriteOptions::checksums")]
-    Disagree,
 }
 
 /// A checksum sidecar, as stored.

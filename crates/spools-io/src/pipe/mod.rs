@@ -17,6 +17,7 @@ mod frame;
 mod meet_auth;
 mod name;
 mod reader;
+mod wait;
 mod writer;
 
 pub use frame::decode_any;

@@ -11,7 +11,7 @@ use spools_boot::keepalive::Keepalive;
 use spools_map::Layout;
 use spools_msg::Communicator;
 
-use super::reader::{only_waited, Check, CHECK_EVERY};
+use super::wait::{only_waited, Check, CHECK_EVERY};
 use crate::error::{PipeError, PipeStep, PipeViolation};
 
 /// Where the two programs of a parallel pipe meet.
@@ -443,7 +443,7 @@ pub(crate) fn meet_all(
     mine: &Description,
     layout: &Layout,
 ) -> Result<(Description, Layout), PipeError> {
-    let check = super::reader::interrupt_of(comm);
+    let check = super::wait::interrupt_of(comm);
     let got = (comm.rank() == 0).then(|| {
         meet(
             name,

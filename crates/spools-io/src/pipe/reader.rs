@@ -11,6 +11,7 @@ use spools_msg::Communicator;
 
 use super::frame::{Header, Hello, Kind, HEADER_LEN, HELLO_LEN, MAX_PAYLOAD};
 use super::name::{forget, meet_all, meet_timeout, token_hex, Description, PipeName};
+use super::wait::{interrupt_of, only_waited, stopped, Check, CHECK_EVERY, POLL_TIMEOUT};
 use super::{agree_on_outcome, check_both_units, check_own_units, on_rank0};
 use crate::collective::rank_bytes;
 use crate::crc::crc32c;
@@ -62,52 +63,6 @@ enum Mode {
         plan: Plan,
     },
 }
-
-/// How often, at least, a wait of a pipe end asks the process's interrupt check
-/// ([`Communicator::check_interrupt`]): the bound of its sleeps, poll timeouts and socket
-/// timeouts. A wait the check ends fails with [`PipeError::Msg`] holding the interruption
-/// (`AmError::Interrupted`), as a messaging wait does.
-pub(super) const CHECK_EVERY: Duration = Duration::from_millis(50);
-
-/// The interrupt check a pipe end's waits ask (see [`CHECK_EVERY`]).
-pub(super) type Check<'a> = &'a dyn Fn() -> Result<(), PipeError>;
-
-/// The interrupt check of `comm`'s process, as a pipe error.
-pub(super) fn interrupt_of(comm: &Communicator) -> impl Fn() -> Result<(), PipeError> + '_ {
-    move || Ok(comm.check_interrupt()?)
-}
-
-/// Whether a socket call that failed so only waited: its timeout ran out (the sockets'
-/// timeouts are [`CHECK_EVERY`]) or a signal interrupted it. The caller asks the interrupt
-/// check and goes on.
-pub(super) fn only_waited(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::WouldBlock
-            | std::io::ErrorKind::TimedOut
-            | std::io::ErrorKind::Interrupted
-    )
-}
-
-/// The error of every call on a pipe end after one failed part-way through `record`.
-pub(super) fn stopped(end: &str, step: PipeStep, record: u64) -> PipeError {
-    PipeError::io(
-        step,
-        std::io::Error::new(
-            std::io::ErrorKind::NotConnected,
-            format!(
-                "this pipe {end} stopped in record {record}: an earlier call failed there \
-                 or was interrupted, and it moves no more records"
-            ),
-        ),
-    )
-}
-
-/// [`CHECK_EVERY`] as a poll timeout.
-pub(super) const POLL_TIMEOUT: rustix::event::Timespec = rustix::event::Timespec {
-    tv_sec: 0,
-    tv_nsec: 50_000_000,
-};
 
 /// Most connections whose hello is awaited at once; a newer one cuts off the oldest.
 const MAX_PENDING_HELLOS: usize = 64;

@@ -12,7 +12,7 @@ use spools_msg::Communicator;
 
 use super::frame::{Header, Hello, Kind, HEADER_LEN, MAX_PAYLOAD};
 use super::name::{meet_all, meet_timeout, token_from_hex, Description, PipeName};
-use super::reader::{interrupt_of, only_waited, stopped, Check, CHECK_EVERY, POLL_TIMEOUT};
+use super::wait::{interrupt_of, only_waited, stopped, Check, CHECK_EVERY, POLL_TIMEOUT};
 use super::{agree_on_outcome, check_both_units, check_own_units, on_rank0};
 use crate::collective::rank_bytes;
 use crate::crc::crc32c;

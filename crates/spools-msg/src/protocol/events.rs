@@ -6,7 +6,8 @@ use spools_fabric::heap::HeapRef;
 use spools_fabric::RemoteRegion;
 use thiserror::Error;
 
-use super::wire::SHORT_MAX;
+/// Inline bytes of a short message.
+pub(crate) const SHORT_MAX: usize = 24;
 
 /// The size limits that choose a message's protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,8 +14,7 @@ pub(crate) const RPC_REPLY_CTX: u32 = 0xFFFF_FFFF;
 /// Contexts below this are for communicators (each takes two: point-to-point and
 /// collective).
 pub(crate) const MAX_CTX: u32 = 0xFFFF_FF00;
-/// Inline bytes of a short message.
-pub(crate) const SHORT_MAX: usize = 24;
+pub(crate) use super::events::SHORT_MAX;
 
 /// A context and a tag in one argument.
 pub(crate) fn pack_ctx_tag(ctx: u32, tag: u32) -> u64 {

@@ -238,7 +238,7 @@ pub(crate) fn write(
         },
         _ => (PathBuf::new(), Ok(())),
     };
-    let tmp = super::canonical::announce(comm, path, &made, ready)?;
+    let tmp = super::steps::announce(comm, path, &made, ready)?;
     let wrote = write_keys(&m, &g, &local, me, &tmp, opts.sync);
     let wrote = agree_on_outcome(comm, path, wrote);
     let committed = match (&wrote, me) {
