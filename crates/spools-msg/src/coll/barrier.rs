@@ -1,32 +1,10 @@
-//! Barrier: dissemination, in three phases across hosts.
+//! Barrier in three phases across hosts, each a dissemination ([`super::flat`]).
 
+use super::flat::dissemination;
 use super::group::{recv, send, Group};
 use crate::comm_core::CommCore;
 use crate::communicator::Communicator;
 use crate::error::MsgError;
-
-/// Dissemination barrier over `g`: in round k every member signals the one 2^k ahead and
-/// waits for the one 2^k behind; after ceil(log2 n) rounds everyone has heard from all.
-pub(crate) fn dissemination(c: &CommCore, g: &Group, tag: u32) -> Result<(), MsgError> {
-    let n = g.n();
-    let mut dist = 1;
-    let mut round = 0;
-    while dist < n {
-        let to = (g.me + dist) % n;
-        let from = (g.me + n - dist) % n;
-        let guard = c.post_bytes(
-            c.coll_ctx(),
-            crate::status::Source::Rank(g.members[from]),
-            crate::status::Tag::Is((tag + round) as i32),
-            &mut [],
-        )?;
-        send(c, g, to, tag + round, &[])?;
-        c.finish_bytes(guard)?;
-        dist *= 2;
-        round += 1;
-    }
-    Ok(())
-}
 
 /// Barrier over `g`, hierarchical when it spans hosts.
 pub(crate) fn barrier(c: &CommCore, g: &Group, hosts: &[u32], tag: u32) -> Result<(), MsgError> {

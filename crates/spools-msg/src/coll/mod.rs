@@ -28,6 +28,7 @@ mod args;
 mod barrier;
 mod bcast;
 mod exchange;
+mod flat;
 mod gather;
 mod group;
 mod nonblocking;

@@ -4,13 +4,10 @@
 //! chain broadcast of long messages is a binomial tree here, and alltoall posts every
 //! block at once at any size (sends never block in a schedule).
 
+use super::flat::{even_counts, DOUBLING_MAX};
 use super::group::Group;
-use super::reduce::even_counts;
 use super::schedule::{Part, Schedule};
 use crate::element::{Element, Op};
-
-/// Allreduce messages up to this size use recursive doubling (as the blocking one).
-const DOUBLING_MAX: usize = 64 << 10;
 
 /// Job rank of member `i` of `g`.
 fn job<T: Element>(s: &Schedule<T>, g: &Group, i: usize) -> u32 {

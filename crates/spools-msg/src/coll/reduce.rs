@@ -1,16 +1,14 @@
 //! Reductions: reduce, allreduce, reduce-scatter, scan.
 
 use super::args::{bytes, bytes_mut, check, displs, ONE_COUNT_PER_RANK, RECV_AS_SEND};
+use super::flat::allreduce_flat;
 use super::gather::scatterv_in;
 use super::group::{exchange, recv, send, Group};
-use super::ring::{ring_allgather, ring_reduce_scatter};
+use super::ring::ring_reduce_scatter;
 use crate::comm_core::CommCore;
 use crate::communicator::Communicator;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
-
-/// Allreduce messages up to this size use recursive doubling.
-const DOUBLING_MAX: usize = 64 << 10;
 
 /// Binomial reduce of `acc` toward member `root`; on return the root's `acc` holds the
 /// result (others' is scratch). With a non-commutative operator the root must be member
@@ -62,83 +60,6 @@ pub(crate) fn reduce_to<T: Element>(
     Ok(())
 }
 
-/// Recursive doubling allreduce for any member count (the extra members first fold into
-/// their neighbours), combining in rank order.
-pub(crate) fn doubling<T: Element>(
-    c: &CommCore,
-    g: &Group,
-    tag: u32,
-    acc: &mut [T],
-    op: &Op<T>,
-) -> Result<(), MsgError> {
-    let n = g.n();
-    let me = g.me;
-    let mut pof2 = 1;
-    while pof2 * 2 <= n {
-        pof2 *= 2;
-    }
-    let rem = n - pof2;
-    let mut tmp = vec![T::default(); acc.len()];
-    let newrank = if me < 2 * rem {
-        if me % 2 == 0 {
-            send(c, g, me + 1, tag, bytes(acc))?;
-            None
-        } else {
-            recv(c, g, me - 1, tag, bytes_mut(&mut tmp))?;
-            op.combine(acc, &tmp, false);
-            Some(me / 2)
-        }
-    } else {
-        Some(me - rem)
-    };
-    if let Some(nr) = newrank {
-        let mut mask = 1;
-        let mut step = 1;
-        while mask < pof2 {
-            let nd = nr ^ mask;
-            let dst = if nd < rem { nd * 2 + 1 } else { nd + rem };
-            exchange(c, g, dst, dst, tag + step, bytes(acc), bytes_mut(&mut tmp))?;
-            op.combine(acc, &tmp, dst > me);
-            mask <<= 1;
-            step += 1;
-        }
-    }
-    if me < 2 * rem {
-        if me % 2 == 0 {
-            recv(c, g, me + 1, tag + 63, bytes_mut(acc))?;
-        } else {
-            send(c, g, me - 1, tag + 63, bytes(acc))?;
-        }
-    }
-    Ok(())
-}
-
-/// Allreduce over a flat group.
-pub(crate) fn allreduce_flat<T: Element>(
-    c: &CommCore,
-    g: &Group,
-    tag: u32,
-    acc: &mut [T],
-    op: &Op<T>,
-) -> Result<(), MsgError> {
-    let n = g.n();
-    if n <= 1 {
-        return Ok(());
-    }
-    let size = std::mem::size_of_val(acc);
-    if size <= DOUBLING_MAX || acc.len() < n || !op.commutative() {
-        return doubling(c, g, tag, acc, op);
-    }
-    let counts = even_counts(acc.len(), n);
-    ring_reduce_scatter(c, g, tag, acc, &counts, op)?;
-    ring_allgather(c, g, tag + 1, acc, &counts)
-}
-
-/// `len` split into `n` nearly equal blocks.
-pub(crate) fn even_counts(len: usize, n: usize) -> Vec<usize> {
-    (0..n).map(|i| len / n + usize::from(i < len % n)).collect()
-}
-
 /// Allreduce, hierarchical across hosts for commutative operators.
 pub(crate) fn allreduce<T: Element>(
     c: &CommCore,
@@ -160,7 +81,7 @@ pub(crate) fn allreduce<T: Element>(
     if leaders.me != usize::MAX {
         allreduce_flat(c, &leaders, tag + 8, acc, op)?;
     }
-    super::bcast::flat(c, &local, 0, tag + 16, bytes_mut(acc))
+    super::flat::flat(c, &local, 0, tag + 16, bytes_mut(acc))
 }
 
 /// Reduce-scatter of `acc` (the sum of `counts`): ring for commutative operators, else

@@ -7,10 +7,8 @@
 
 use super::machine::{Kind, SmColl, Stage};
 use super::{coll_no, SmComm};
-use crate::coll::barrier::dissemination;
-use crate::coll::bcast::between_hosts;
+use crate::coll::flat::{allreduce_flat, between_hosts, dissemination};
 use crate::coll::group::{send, Group};
-use crate::coll::reduce::allreduce_flat;
 use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
 use crate::error::MsgError;

@@ -1,0 +1,277 @@
+//! Collectives over a flat group (no host hierarchy): the barrier, broadcast and allreduce
+//! algorithms that the hierarchical collectives, their shared-memory phases and their
+//! nonblocking plans run among a host's members or among the hosts' leaders.
+
+use super::args::{bytes, bytes_mut};
+use super::group::{exchange, recv, send, Group};
+use super::ring::{ring_allgather, ring_reduce_scatter};
+use crate::comm_core::CommCore;
+use crate::element::{Element, Op};
+use crate::error::MsgError;
+use crate::status::{Source, Tag};
+
+/// Dissemination barrier over `g`: in round k every member signals the one 2^k ahead and
+/// waits for the one 2^k behind; after ceil(log2 n) rounds everyone has heard from all.
+pub(crate) fn dissemination(c: &CommCore, g: &Group, tag: u32) -> Result<(), MsgError> {
+    let n = g.n();
+    let mut dist = 1;
+    let mut round = 0;
+    while dist < n {
+        let to = (g.me + dist) % n;
+        let from = (g.me + n - dist) % n;
+        let guard = c.post_bytes(
+            c.coll_ctx(),
+            crate::status::Source::Rank(g.members[from]),
+            crate::status::Tag::Is((tag + round) as i32),
+            &mut [],
+        )?;
+        send(c, g, to, tag + round, &[])?;
+        c.finish_bytes(guard)?;
+        dist *= 2;
+        round += 1;
+    }
+    Ok(())
+}
+
+/// Messages up to this size use the binomial tree.
+const TREE_MAX: usize = 16 << 10;
+
+/// Binomial tree from member `root` of `g`: relative rank r receives from r minus its
+/// lowest set bit, then sends to r + 2^k for the lower bits.
+pub(crate) fn binomial(
+    c: &CommCore,
+    g: &Group,
+    root: usize,
+    tag: u32,
+    buf: &mut [u8],
+) -> Result<(), MsgError> {
+    let n = g.n();
+    let rel = (g.me + n - root) % n;
+    let mut mask = 1;
+    while mask < n {
+        if rel & mask != 0 {
+            let from = (rel - mask + root) % n;
+            recv(c, g, from, tag, buf)?;
+            break;
+        }
+        mask <<= 1;
+    }
+    mask >>= 1;
+    while mask > 0 {
+        if rel + mask < n {
+            let to = (rel + mask + root) % n;
+            send(c, g, to, tag, buf)?;
+        }
+        mask >>= 1;
+    }
+    Ok(())
+}
+
+/// Pipelined chain from member `root`: the message travels in chunks along relative
+/// ranks 0, 1, ..., n-1; each member receives chunk i+1 while it forwards chunk i.
+pub(crate) fn chain(
+    c: &CommCore,
+    g: &Group,
+    root: usize,
+    tag: u32,
+    buf: &mut [u8],
+    chunk: usize,
+) -> Result<(), MsgError> {
+    let n = g.n();
+    let rel = (g.me + n - root) % n;
+    let next = (rel + 1 < n).then(|| (rel + 1 + root) % n);
+    let prev = (rel > 0).then(|| (rel - 1 + root) % n);
+    let len = buf.len();
+    let chunk = chunk.max(1);
+    let Some(prev) = prev else {
+        if let Some(next) = next {
+            let mut off = 0;
+            while off < len {
+                let end = (off + chunk).min(len);
+                send(c, g, next, tag, &buf[off..end])?;
+                off = end;
+            }
+        }
+        return Ok(());
+    };
+    let from = Source::Rank(g.members[prev]);
+    let t = Tag::Is(tag as i32);
+    // Receive chunk 0, then: post chunk i+1, forward chunk i, wait for chunk i+1.
+    let first = chunk.min(len);
+    recv(c, g, prev, tag, &mut buf[..first])?;
+    let mut off = 0;
+    while off < len {
+        let end = (off + chunk).min(len);
+        let (done, rest) = buf.split_at_mut(end);
+        let next_len = chunk.min(rest.len());
+        let guard = if next_len > 0 {
+            Some(c.post_bytes(c.coll_ctx(), from, t, &mut rest[..next_len])?)
+        } else {
+            None
+        };
+        if let Some(next) = next {
+            send(c, g, next, tag, &done[off..end])?;
+        }
+        if let Some(guard) = guard {
+            let st = super::group::finish(c, guard, tag)?;
+            if st.len != next_len {
+                return Err(MsgError::Mismatch {
+                    op: "bcast",
+                    from: None,
+                    got: st.len,
+                    want: next_len,
+                });
+            }
+        }
+        off = end;
+    }
+    Ok(())
+}
+
+/// Broadcast over a flat group, choosing the algorithm by size.
+pub(crate) fn flat(
+    c: &CommCore,
+    g: &Group,
+    root: usize,
+    tag: u32,
+    buf: &mut [u8],
+) -> Result<(), MsgError> {
+    if g.n() <= 1 {
+        return Ok(());
+    }
+    if buf.len() <= TREE_MAX || g.n() == 2 {
+        binomial(c, g, root, tag, buf)
+    } else {
+        let chunk = c.engine.limits.eager_limit.clamp(8 << 10, 64 << 10);
+        chain(c, g, root, tag, buf, chunk)
+    }
+}
+
+/// The phases of a broadcast across hosts before the one within each host: the root
+/// hands the data to its host's leader, and the leaders broadcast among themselves.
+/// Returns the member of `local` that serves this host (the root on its host, else the
+/// leader).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn between_hosts(
+    c: &CommCore,
+    g: &Group,
+    local: &Group,
+    leaders: &Group,
+    hosts: &[u32],
+    root: usize,
+    tag: u32,
+    buf: &mut [u8],
+) -> Result<usize, MsgError> {
+    let root_rank = g.members[root];
+    let host_of = |m: u32| hosts.get(m as usize).copied().unwrap_or(0);
+    let root_host = host_of(root_rank);
+    let root_leader = leaders.leader_of(hosts, root_rank);
+    let root_leader_rank = leaders.members[root_leader];
+    let me = g.members[g.me];
+    // 1. The root hands the data to its host's leader.
+    if root_rank != root_leader_rank {
+        if me == root_rank {
+            let l = g
+                .members
+                .iter()
+                .position(|&m| m == root_leader_rank)
+                .unwrap_or(0);
+            send(c, g, l, tag + 1, buf)?;
+        } else if me == root_leader_rank {
+            recv(c, g, root, tag + 1, buf)?;
+        }
+    }
+    // 2. Between leaders.
+    if leaders.me != usize::MAX {
+        flat(c, leaders, root_leader, tag + 2, buf)?;
+    }
+    Ok(if host_of(me) == root_host {
+        local
+            .members
+            .iter()
+            .position(|&m| m == root_rank)
+            .unwrap_or(0)
+    } else {
+        0
+    })
+}
+
+/// Allreduce messages up to this size use recursive doubling.
+pub(crate) const DOUBLING_MAX: usize = 64 << 10;
+
+/// Recursive doubling allreduce for any member count (the extra members first fold into
+/// their neighbours), combining in rank order.
+pub(crate) fn doubling<T: Element>(
+    c: &CommCore,
+    g: &Group,
+    tag: u32,
+    acc: &mut [T],
+    op: &Op<T>,
+) -> Result<(), MsgError> {
+    let n = g.n();
+    let me = g.me;
+    let mut pof2 = 1;
+    while pof2 * 2 <= n {
+        pof2 *= 2;
+    }
+    let rem = n - pof2;
+    let mut tmp = vec![T::default(); acc.len()];
+    let newrank = if me < 2 * rem {
+        if me % 2 == 0 {
+            send(c, g, me + 1, tag, bytes(acc))?;
+            None
+        } else {
+            recv(c, g, me - 1, tag, bytes_mut(&mut tmp))?;
+            op.combine(acc, &tmp, false);
+            Some(me / 2)
+        }
+    } else {
+        Some(me - rem)
+    };
+    if let Some(nr) = newrank {
+        let mut mask = 1;
+        let mut step = 1;
+        while mask < pof2 {
+            let nd = nr ^ mask;
+            let dst = if nd < rem { nd * 2 + 1 } else { nd + rem };
+            exchange(c, g, dst, dst, tag + step, bytes(acc), bytes_mut(&mut tmp))?;
+            op.combine(acc, &tmp, dst > me);
+            mask <<= 1;
+            step += 1;
+        }
+    }
+    if me < 2 * rem {
+        if me % 2 == 0 {
+            recv(c, g, me + 1, tag + 63, bytes_mut(acc))?;
+        } else {
+            send(c, g, me - 1, tag + 63, bytes(acc))?;
+        }
+    }
+    Ok(())
+}
+
+/// Allreduce over a flat group.
+pub(crate) fn allreduce_flat<T: Element>(
+    c: &CommCore,
+    g: &Group,
+    tag: u32,
+    acc: &mut [T],
+    op: &Op<T>,
+) -> Result<(), MsgError> {
+    let n = g.n();
+    if n <= 1 {
+        return Ok(());
+    }
+    let size = std::mem::size_of_val(acc);
+    if size <= DOUBLING_MAX || acc.len() < n || !op.commutative() {
+        return doubling(c, g, tag, acc, op);
+    }
+    let counts = even_counts(acc.len(), n);
+    ring_reduce_scatter(c, g, tag, acc, &counts, op)?;
+    ring_allgather(c, g, tag + 1, acc, &counts)
+}
+
+/// `len` split into `n` nearly equal blocks.
+pub(crate) fn even_counts(len: usize, n: usize) -> Vec<usize> {
+    (0..n).map(|i| len / n + usize::from(i < len % n)).collect()
+}
