@@ -7,7 +7,7 @@
 //! progresses (a Spools call that waits, or the progress thread), while that thread holds
 //! the active-message layer's progress lock but no engine lock (the poller takes the
 //! calls out under the engine's state lock, releases it, then runs them). The function
-//! here takes the GIL ([`runtime::reentering`]) for the call. The thread holding the GIL never
+//! here takes the GIL ([`reentering`]) for the call. The thread holding the GIL never
 //! waits for the progress lock: every Spools call that waits releases the GIL first
 //! ([`runtime::blocking`]), and progress only ever *tries* the progress lock (a thread
 //! that finds it taken carries on without progressing). So the progressing thread waits
@@ -20,7 +20,6 @@
 //! docs forbid it, and the calls of this area (RPC, pipes, streams) refuse it
 //! ([`in_rpc`]).
 
-use std::cell::Cell;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::prelude::*;
@@ -30,28 +29,8 @@ use spools::{RpcError, RpcHandle};
 
 use crate::comm::Comm;
 use crate::errors::{self, Kind};
+use crate::reentry::{in_rpc, reentering, refuse_in_rpc, IN_RPC};
 use crate::runtime::{self, Runtime};
-
-thread_local! {
-    /// Whether this thread runs a Python RPC function now.
-    static IN_RPC: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Whether this thread runs a Python RPC function (then it may not wait in Spools).
-pub(crate) fn in_rpc() -> bool {
-    IN_RPC.with(Cell::get)
-}
-
-/// Refuses a Spools call made from inside an RPC function.
-pub(crate) fn refuse_in_rpc(what: &str) -> PyResult<()> {
-    if in_rpc() {
-        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
-            "{what} inside an RPC function: the function runs inside the runtime's progress \
-             and may not wait for Spools (compute and return instead)"
-        )));
-    }
-    Ok(())
-}
 
 /// An attribute of `spools._am`, looked up once.
 fn am_attr<'py>(
@@ -91,7 +70,7 @@ fn run_python(f: &Py<PyAny>, args: &[u8]) -> Result<Vec<u8>, String> {
         }
     }
     let _reset = Reset(IN_RPC.with(|c| c.replace(true)));
-    runtime::reentering(|py| {
+    reentering(|py| {
         let (reply, interrupted): (Bound<'_, PyBytes>, bool) = serve_fn(py)?
             .call1((f.bind(py), PyBytes::new(py, args)))?
             .extract()?;
@@ -111,7 +90,7 @@ fn rpc_error(e: RpcError) -> PyErr {
     match e {
         RpcError::Msg(m) => errors::from_msg(m),
         RpcError::UnknownFunction { rank, name } => {
-            if let Some(e) = runtime::take_interrupt() {
+            if let Some(e) = crate::interrupt::take_interrupt() {
                 return e;
             }
             let msg = format!(

@@ -1,6 +1,6 @@
-//! `Comm` (a communicator: a group of ranks with its own message space) and `World` (the
-//! communicator of every rank, plus the job's end). Messaging, collectives, RPC and
-//! parallel I/O add their methods to `Comm` in their own files.
+//! `Comm` (a communicator: a group of ranks with its own message space; `World`, the
+//! communicator of every rank, plus the job's end, is in `world.rs`). Messaging,
+//! collectives, RPC and parallel I/O add their methods to `Comm` in their own files.
 
 use std::sync::{Arc, OnceLock};
 
@@ -68,13 +68,13 @@ impl Comm {
 
     /// `FinalizedError` once the runtime ended (`finalize()`, `abort()`): every method
     /// that communicates calls it first (an atomic load). Inside an RPC function, the
-    /// `RuntimeError` of `am::refuse_in_rpc` (such a call would wait for the progress
+    /// `RuntimeError` of `reentry::refuse_in_rpc` (such a call would wait for the progress
     /// its own thread holds).
     ///
     /// # Errors
     /// As said.
     pub(crate) fn live(&self) -> PyResult<()> {
-        crate::am::refuse_in_rpc("a Spools communication call")?;
+        crate::reentry::refuse_in_rpc("a Spools communication call")?;
         runtime::check_live()
     }
 }
@@ -140,49 +140,7 @@ impl Comm {
     }
 }
 
-/// The communicator of every rank of the job, and the job's end: `finalize` and `abort`.
-/// `spools.init()` returns it.
-#[pyclass(extends = Comm, frozen, module = "spools")]
-pub(crate) struct World;
-
-#[pymethods]
-impl World {
-    /// Ends this rank's part of the job: waits until every rank has finalised.
-    /// Collective. `spools` also runs it at interpreter exit; later calls do nothing.
-    fn finalize(&self, py: Python<'_>) -> PyResult<()> {
-        runtime::finalize(py)
-    }
-
-    /// Ends the whole job because of a failure on this rank and exits this process with
-    /// `code`: the other ranks' pending and later calls raise `PeerGoneError` naming
-    /// this rank and `message`.
-    #[pyo3(signature = (code = 1, message = None))]
-    fn abort(&self, py: Python<'_>, code: i32, message: Option<String>) -> PyResult<()> {
-        let cause = message.unwrap_or_else(|| format!("abort({code})"));
-        // Flush what the program printed: the process exits without Python's shutdown.
-        for stream in ["stdout", "stderr"] {
-            if let Ok(s) = py.import("sys").and_then(|sys| sys.getattr(stream)) {
-                let _ = s.call_method0("flush");
-            }
-        }
-        runtime::abort(&cause);
-        std::process::exit(code)
-    }
-
-    /// The job's identifier (the same on every rank).
-    #[getter]
-    fn job(self_: PyRef<'_, Self>) -> PyResult<u64> {
-        self_.as_super().rt.with_world(|w| w.job())
-    }
-
-    fn __repr__(self_: PyRef<'_, Self>) -> String {
-        let c = &self_.as_super().comm;
-        format!("<spools.World rank {} of {}>", c.rank(), c.size())
-    }
-}
-
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Comm>()?;
-    m.add_class::<World>()?;
     Ok(())
 }

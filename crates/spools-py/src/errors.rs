@@ -61,7 +61,7 @@ impl Kind {
 /// The exception of class `kind` with message `msg`. An interrupt that ended the failed
 /// wait (Ctrl-C) wins over the error it caused: then `KeyboardInterrupt` is raised.
 pub(crate) fn raise(kind: Kind, msg: impl Into<String>) -> PyErr {
-    if let Some(e) = crate::runtime::take_interrupt() {
+    if let Some(e) = crate::interrupt::take_interrupt() {
         return e;
     }
     let msg = msg.into();

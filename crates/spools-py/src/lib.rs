@@ -5,7 +5,7 @@
 //!
 //! Rules every file keeps:
 //! - every call that waits releases the GIL (`runtime::blocking`) and is interrupted by
-//!   Ctrl-C (the interrupt check of `runtime.rs` raises `KeyboardInterrupt`); the one
+//!   Ctrl-C (the interrupt check of `interrupt.rs` raises `KeyboardInterrupt`); the one
 //!   exception is a send that leaves at once (short or eager), which keeps the GIL
 //!   through its brief wait for ring room while no Python function can run inside
 //!   progress (no RPC function registered, no Python reduction operator used: see
@@ -21,12 +21,15 @@ mod comm;
 mod errors;
 mod files;
 mod heap;
+mod interrupt;
 mod layout;
 mod mpi;
 mod p2p;
 mod pipes;
+mod reentry;
 mod runtime;
 mod streams;
+mod world;
 
 use pyo3::prelude::*;
 
@@ -35,6 +38,7 @@ use pyo3::prelude::*;
 fn _spools(m: &Bound<'_, PyModule>) -> PyResult<()> {
     runtime::register(m)?;
     comm::register(m)?;
+    world::register(m)?;
     p2p::register(m)?;
     coll::register(m)?;
     am::register(m)?;

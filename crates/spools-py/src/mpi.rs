@@ -49,7 +49,7 @@ impl Comm {
         let rt = match runtime::get() {
             Ok(rt) => rt,
             Err(_) => {
-                runtime::init(py)?;
+                crate::world::init(py)?;
                 runtime::get()?
             }
         };

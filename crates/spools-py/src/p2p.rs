@@ -284,7 +284,7 @@ impl PyRequest {
             .try_lock()
             .map_or(true, |g| g.as_ref().is_some_and(|r| !r.is_complete()))
         {
-            crate::am::refuse_in_rpc("Request.wait")?;
+            crate::reentry::refuse_in_rpc("Request.wait")?;
         }
         if self.inner.try_lock().map_or(true, |g| g.is_some()) {
             runtime::check_live()?;
@@ -674,7 +674,7 @@ fn requests<'py>(reqs: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyRequest>
 /// that could complete has (Ctrl-C stops at once, leaving the rest pending).
 #[pyfunction]
 fn wait_all(py: Python<'_>, requests: &Bound<'_, PyAny>) -> PyResult<Py<PyList>> {
-    crate::am::refuse_in_rpc("wait_all")?;
+    crate::reentry::refuse_in_rpc("wait_all")?;
     runtime::check_live()?;
     let reqs = self::requests(requests)?;
     let refs: Vec<Py<PyRequest>> = reqs.iter().map(|r| r.clone().unbind()).collect();
@@ -736,7 +736,7 @@ fn looks_done(r: &PyRequest) -> bool {
 /// or its error raised). `ValueError` when none is pending.
 #[pyfunction]
 fn wait_any(py: Python<'_>, requests: &Bound<'_, PyAny>) -> PyResult<(usize, PyStatus)> {
-    crate::am::refuse_in_rpc("wait_any")?;
+    crate::reentry::refuse_in_rpc("wait_any")?;
     let reqs = self::requests(requests)?;
     let refs: Vec<Py<PyRequest>> = reqs.iter().map(|r| r.clone().unbind()).collect();
     // Never a blocking lock with the GIL held: another thread's wait holds a request's

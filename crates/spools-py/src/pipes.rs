@@ -27,9 +27,10 @@ use spools_io::pipe::PipeName;
 use spools_io::{ExchangeError, PipeError};
 use spools_map::Layout;
 
-use crate::comm::{Comm, World};
+use crate::comm::Comm;
 use crate::errors::{self, Kind};
 use crate::runtime;
+use crate::world::World;
 use tether::Tethered;
 
 /// The kind of an exchange error.
@@ -84,7 +85,7 @@ pub(crate) fn io_comm_of(py: Python<'_>, comm: Option<&Bound<'_, Comm>>) -> PyRe
 /// `refuse_in_rpc`'s `RuntimeError`.
 pub(crate) fn usable(what: &str) -> PyResult<()> {
     runtime::check_live()?;
-    crate::am::refuse_in_rpc(what)
+    crate::reentry::refuse_in_rpc(what)
 }
 
 /// A pipe name argument; `None` takes the launcher's choice from the environment.
@@ -341,7 +342,7 @@ impl PipeReader {
     /// `PeerGoneError`). A second call does nothing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         runtime::check_live()?;
-        if crate::am::in_rpc() {
+        if crate::reentry::in_rpc() {
             return Ok(());
         }
         runtime::blocking(py, || {

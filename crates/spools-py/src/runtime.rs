@@ -1,5 +1,6 @@
-//! The process's one runtime: `spools.init()`, finalisation, abort, and the two rules of
-//! every blocking call (the GIL is released, Ctrl-C interrupts it).
+//! The process's one runtime ([`Runtime`], which `spools.init()` starts and `finalize` and
+//! `abort` end: `world.rs`), and the two rules of every blocking call (the GIL is
+//! released, Ctrl-C interrupts it: `interrupt.rs`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -8,7 +9,6 @@ use pyo3::prelude::*;
 use pyo3::types::PyModule;
 use spools::{Communicator, Worker};
 
-use crate::comm::{Comm, World};
 use crate::errors::{self, Kind};
 
 /// What every object of the interface shares: the rank's `spools::World` (until it is
@@ -16,7 +16,7 @@ use crate::errors::{self, Kind};
 /// process's shared one (`spools::shared`): the MPI library inside this extension, which
 /// mpi4py may load, is the same rank of the same job.
 pub(crate) struct Runtime {
-    world: Mutex<Option<Arc<spools::World>>>,
+    pub(crate) world: Mutex<Option<Arc<spools::World>>>,
     /// The rank's active-message worker (waits, handlers, the interrupt check).
     pub(crate) worker: Worker,
     /// The world's communicator (every rank of the job).
@@ -27,7 +27,7 @@ pub(crate) struct Runtime {
     /// The job's secret, which streams prove to a receiver that requires it.
     pub(crate) secret: spools_proto::auth::Secret,
     /// The communicator parallel I/O runs on, once made (see `io_comm`).
-    io: OnceLock<Communicator>,
+    pub(crate) io: OnceLock<Communicator>,
 }
 
 impl Runtime {
@@ -66,22 +66,12 @@ impl Runtime {
 }
 
 /// The runtime, once `init` ran; `None` again after finalisation.
-static RUNTIME: Mutex<Option<Arc<Runtime>>> = Mutex::new(None);
+pub(crate) static RUNTIME: Mutex<Option<Arc<Runtime>>> = Mutex::new(None);
 /// Whether `finalize` or `abort` ran (then `init` may not run again).
-static ENDED: Mutex<bool> = Mutex::new(false);
-/// The World object `init` returned (so that a second `init` returns the same one).
-static WORLD_OBJ: Mutex<Option<Py<World>>> = Mutex::new(None);
-thread_local! {
-    /// The exception the interrupt check took from Python's signal handlers (Ctrl-C), for
-    /// the failed call to raise instead of the error the interrupt caused. Per thread:
-    /// the check runs on the waiting thread, and that thread raises the call's error
-    /// (another thread's unrelated error never takes it).
-    static PENDING: std::cell::RefCell<Option<PyErr>> = const { std::cell::RefCell::new(None) };
-}
-
+pub(crate) static ENDED: Mutex<bool> = Mutex::new(false);
 /// Whether the runtime runs (set by `init`, cleared by `finalize`/`abort`): the check
 /// of every call, without a lock.
-static LIVE: AtomicBool = AtomicBool::new(false);
+pub(crate) static LIVE: AtomicBool = AtomicBool::new(false);
 
 /// `FinalizedError` once `finalize()` or `abort()` ran (calls on objects made before).
 ///
@@ -125,86 +115,8 @@ where
     F: pyo3::marker::Ungil + FnOnce() -> T,
     T: pyo3::marker::Ungil,
 {
-    redeliver_interrupt();
+    crate::interrupt::redeliver_interrupt();
     py.detach(f)
-}
-
-/// The exception of an interrupt that ended a wait, if one did.
-pub(crate) fn take_interrupt() -> Option<PyErr> {
-    PENDING.with(|p| p.borrow_mut().take())
-}
-
-/// The interrupt check: runs Python's pending signal handlers (a wait asks only before
-/// it sleeps, so this costs nothing while messages flow).
-fn interrupt_check() -> bool {
-    reentering(|py| match py.check_signals() {
-        Ok(()) => false,
-        Err(e) => {
-            PENDING.with(|p| *p.borrow_mut() = Some(e));
-            true
-        }
-    })
-}
-
-/// Runs `f`, which calls Python (a signal handler, a reduction function, an RPC
-/// function), with the GIL and no exception set, and puts back the exception that was
-/// set before. A wait may run while one propagates: a request dropped during the
-/// unwinding finishes its collective. Python code may not run with an exception set
-/// (CPython then loses the propagating one, or crashes), and `f`'s own outcome must not
-/// replace it.
-pub(crate) fn reentering<T>(f: impl FnOnce(Python<'_>) -> T) -> T {
-    Python::attach(|py| {
-        let in_flight = PyErr::take(py);
-        let r = f(py);
-        if let Some(e) = in_flight {
-            e.restore(py);
-        }
-        r
-    })
-}
-
-/// Starts this rank (collective: every rank of the job calls it) and returns the
-/// `World`. Run alone, the job has one rank. A second call returns the same `World`.
-///
-/// Raises `InitError` when the rank cannot join its job, `FinalizedError` after
-/// `finalize()`.
-#[pyfunction]
-pub(crate) fn init(py: Python<'_>) -> PyResult<Py<World>> {
-    if let Some(w) = WORLD_OBJ
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .as_ref()
-    {
-        return Ok(w.clone_ref(py));
-    }
-    if *ENDED.lock().unwrap_or_else(PoisonError::into_inner) {
-        return Err(errors::raise(
-            Kind::Finalized,
-            "the runtime was finalised; it cannot start again in this process",
-        ));
-    }
-    let world = py
-        .detach(spools::shared::join)
-        .map_err(|e| errors::raise(Kind::Init, e.to_string()))?;
-    let worker = world.worker().clone();
-    worker.set_interrupt(Some(Arc::new(interrupt_check)));
-    let eager_limit = worker.config().eager_limit as usize;
-    let rt = Arc::new(Runtime {
-        comm: world.communicator().clone(),
-        eager_limit,
-        io: OnceLock::new(),
-        secret: world.secret().clone(),
-        worker,
-        world: Mutex::new(Some(world)),
-    });
-    *RUNTIME.lock().unwrap_or_else(PoisonError::into_inner) = Some(rt.clone());
-    LIVE.store(true, Ordering::Release);
-    let obj = Py::new(
-        py,
-        PyClassInitializer::from(Comm::new(rt.comm.clone(), rt)).add_subclass(World),
-    )?;
-    *WORLD_OBJ.lock().unwrap_or_else(PoisonError::into_inner) = Some(obj.clone_ref(py));
-    Ok(obj)
 }
 
 /// Whether `init` ran and the runtime is not finalised.
@@ -222,64 +134,9 @@ fn finalized() -> bool {
     *ENDED.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Takes the world out for its end; `None` if it already ended.
-fn take_world() -> Option<Arc<spools::World>> {
-    let rt = RUNTIME
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .take();
-    *ENDED.lock().unwrap_or_else(PoisonError::into_inner) = true;
-    LIVE.store(false, Ordering::Release);
-    WORLD_OBJ
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .take();
-    let rt = rt?;
-    rt.worker.set_interrupt(None);
-    let w = rt
-        .world
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .take();
-    w
-}
-
-/// Ends this rank's part of the job: waits until every rank finalised (collective).
-/// Also run at interpreter exit; a second call does nothing.
-pub(crate) fn finalize(py: Python<'_>) -> PyResult<()> {
-    match take_world() {
-        Some(w) => py
-            .detach(|| spools::shared::leave(w))
-            .map_err(errors::from_boot),
-        None => Ok(()),
-    }
-}
-
-/// Ends the whole job because of a failure on this rank: the other ranks' operations
-/// fail with `PeerGoneError` naming this rank and `cause`. Does not exit the process.
-pub(crate) fn abort(cause: &str) {
-    if let Some(w) = take_world() {
-        spools::shared::abort(&w, cause);
-    }
-}
-
-#[pyfunction(name = "finalize")]
-fn finalize_fn(py: Python<'_>) -> PyResult<()> {
-    finalize(py)
-}
-
-/// Ends the job because of this rank (without exiting: `World.abort` also exits).
-#[pyfunction(name = "_abort_job")]
-fn abort_job(cause: &str) {
-    abort(cause)
-}
-
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(init, m)?)?;
     m.add_function(wrap_pyfunction!(initialized, m)?)?;
     m.add_function(wrap_pyfunction!(finalized, m)?)?;
-    m.add_function(wrap_pyfunction!(finalize_fn, m)?)?;
-    m.add_function(wrap_pyfunction!(abort_job, m)?)?;
     m.add("ANY_SOURCE", -1)?;
     m.add("ANY_TAG", -1)?;
     Ok(())
@@ -301,16 +158,4 @@ pub(crate) fn note_python_in_progress() {
 /// while it waits for room (the progressing thread, maybe another one, may wait for it).
 pub(crate) fn python_in_progress() -> bool {
     PYTHON_IN_PROGRESS.load(Ordering::Acquire)
-}
-
-/// Re-delivers this thread's interrupt that no call raised (a wait in a `Drop` that
-/// swallowed its error): Python raises `KeyboardInterrupt` at its next check, instead of
-/// a later unrelated error turning into it. Run by every [`blocking`] call first; a
-/// `Drop` that waits may call it after its wait.
-pub(crate) fn redeliver_interrupt() {
-    if take_interrupt().is_some() {
-        // SAFETY: a plain C call of the limited API, documented as callable from any
-        // thread, with or without the GIL.
-        unsafe { pyo3::ffi::PyErr_SetInterrupt() };
-    }
 }

@@ -16,83 +16,26 @@
 //! `KeyboardInterrupt` (`errors::raise`). The end is then unusable: its later calls
 //! raise an error saying so (a writer's links are abandoned, a reader stops listening).
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::sync::{Mutex, PoisonError};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyModule};
 use spools_io::stream::{AduInfo, Limits, StreamFormat};
-use spools_io::{StreamError, StreamRecvError};
 use spools_map::Layout;
 
 use crate::comm::Comm;
 use crate::errors::{self, Kind};
 use crate::pipes::args;
 use crate::pipes::tether::Tethered;
-use crate::pipes::{exchange_kind, io_comm_of, usable};
+use crate::pipes::{io_comm_of, usable};
 use crate::runtime;
 
+mod common;
 mod connection;
 mod frames;
 
-/// A stream error (the sending side) as its exception.
-fn stream_error(e: StreamError) -> PyErr {
-    let kind = match &e {
-        StreamError::Format(_)
-        | StreamError::Frame(_)
-        | StreamError::BufferSize { .. }
-        | StreamError::AduSize { .. } => return errors::value_error(e.to_string()),
-        StreamError::UnknownStream { .. }
-        | StreamError::Group { .. }
-        | StreamError::LockStep { .. } => Kind::InvalidArgument,
-        StreamError::Layout(_) => Kind::Layout,
-        StreamError::Exchange(x) => exchange_kind(x),
-        StreamError::Msg(m) => errors::msg_kind(m),
-        StreamError::PeerClosed { .. } => Kind::PeerGone,
-        StreamError::Unreachable { .. }
-        | StreamError::Refused { .. }
-        | StreamError::Unproven { .. }
-        | StreamError::Link { .. } => Kind::Transport,
-        _ => Kind::Spools,
-    };
-    errors::raise(kind, e.to_string())
-}
-
-/// A stream error (the receiving side) as its exception.
-fn recv_error(e: StreamRecvError) -> PyErr {
-    let kind = match &e {
-        StreamRecvError::BufferSize { .. } => return errors::value_error(e.to_string()),
-        StreamRecvError::AduSize { .. } | StreamRecvError::Unsized | StreamRecvError::Layout(_) => {
-            Kind::Layout
-        }
-        StreamRecvError::Exchange(x) => exchange_kind(x),
-        StreamRecvError::Msg(m) => errors::msg_kind(m),
-        StreamRecvError::Incomplete { .. }
-        | StreamRecvError::Missing { .. }
-        | StreamRecvError::Cut { .. } => Kind::PeerGone,
-        StreamRecvError::Bind { .. }
-        | StreamRecvError::Receiver { .. }
-        | StreamRecvError::Checksum { .. }
-        | StreamRecvError::Refused { .. } => Kind::Transport,
-        _ => Kind::Spools,
-    };
-    errors::raise(kind, e.to_string())
-}
-
-/// `"tcp:HOST:PORT"` or `"HOST:PORT"` as a socket address (the first the name resolves
-/// to).
-fn socket_addr(s: &str, what: &str) -> PyResult<SocketAddr> {
-    let a = s.strip_prefix("tcp:").unwrap_or(s);
-    let bad = |why: String| {
-        errors::value_error(format!(
-            "{what} must be \"tcp:HOST:PORT\" or \"HOST:PORT\", got {s:?}{why}"
-        ))
-    };
-    match a.to_socket_addrs() {
-        Ok(mut it) => it.next().ok_or_else(|| bad(" (no address)".into())),
-        Err(e) => Err(bad(format!(" ({e})"))),
-    }
-}
+use common::{recv_error, socket_addr, stream_error};
 
 /// A stream from the job to one destination (`comm.stream_open`): each `send(a,
 /// layout)` sends one ADU (Application Data Unit), of which `a` is this rank's share.
@@ -148,7 +91,7 @@ impl StreamWriter {
                 // Take part with an empty share: every rank then fails the call together.
                 let _ = self.with(py, |w| w.send_adu(&[], &l));
                 // A Ctrl-C that ended that wait wins, as it does in every call.
-                Err(runtime::take_interrupt().unwrap_or(e))
+                Err(crate::interrupt::take_interrupt().unwrap_or(e))
             }
         }
     }
@@ -181,7 +124,7 @@ impl StreamWriter {
                 if let Ok(one) = "u8[1] block on 1".parse::<Layout>() {
                     let _ = self.with(py, |w| w.send_frame(&style, &[], &one));
                 }
-                Err(runtime::take_interrupt().unwrap_or(e))
+                Err(crate::interrupt::take_interrupt().unwrap_or(e))
             }
         }
     }
@@ -343,7 +286,7 @@ impl StreamReader {
                 // Take part with an empty share: every rank then fails the call together.
                 let _ = self.with(py, |r| r.recv_adu(&mut [], &l));
                 // A Ctrl-C that ended that wait wins, as it does in every call.
-                Err(runtime::take_interrupt().unwrap_or(e))
+                Err(crate::interrupt::take_interrupt().unwrap_or(e))
             }
         }
     }
@@ -368,7 +311,7 @@ impl StreamReader {
     /// call does nothing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         runtime::check_live()?;
-        if crate::am::in_rpc() {
+        if crate::reentry::in_rpc() {
             return Ok(());
         }
         runtime::blocking(py, || {

@@ -3,7 +3,9 @@
 
 pub mod hosts;
 mod output;
+mod plan;
 mod process;
+mod procfs;
 mod spec;
 mod supervisor;
 
@@ -19,8 +21,10 @@ use crate::server::{RendezvousServer, ServerEvent};
 use process::{signal_name, spawn_rank, Event};
 use supervisor::Supervisor;
 
-pub use process::{clean_shm, descendants, describe};
-pub use spec::{LaunchError, LaunchReport, LaunchSpec, GRACE, MAX_LOCAL_RANKS};
+pub use plan::MAX_LOCAL_RANKS;
+pub use process::{clean_shm, describe};
+pub use procfs::descendants;
+pub use spec::{LaunchError, LaunchReport, LaunchSpec, GRACE};
 
 /// How long the launcher waits for more of the ranks' output once they are gone, after
 /// the last byte came.
@@ -210,7 +214,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
                 sup.lost.remove(0);
             } else if now >= t + LOST_WAIT {
                 sup.lost.remove(0);
-                if sup.pids[rank as usize].is_some_and(process::is_exiting) {
+                if sup.pids[rank as usize].is_some_and(procfs::is_exiting) {
                     // Dying: its exit status, on its way, tells the cause.
                     continue;
                 }

@@ -1,5 +1,5 @@
-//! The ranks as processes: spawning one (its output piped to `output`), signalling it, reading
-//! its state and describing how it ended.
+//! The ranks as processes: spawning one (its output piped to `output`), signalling it and
+//! describing how it ended (its state in `/proc`: `procfs`).
 
 use std::net::SocketAddr;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -12,6 +12,7 @@ use spools_proto::auth::Secret;
 use crate::error::BootStep;
 use crate::launcher::hosts;
 use crate::launcher::output::{forward, Stream};
+use crate::launcher::procfs::descendants;
 use crate::launcher::spec::{LaunchError, LaunchSpec};
 use crate::server::ServerEvent;
 
@@ -82,39 +83,6 @@ pub(crate) fn kill_rank(rank: usize, pid: u32, sig: i32) {
     }
 }
 
-/// The live processes descended from `pid` (children, their children, ...), from
-/// `/proc`: every process whose chain of parents reaches `pid`, children first.
-pub fn descendants(pid: u32) -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let parents: Vec<(u32, u32)> = dir
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|p| {
-            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
-            // After the command name: the state, then the parent's pid.
-            let ppid = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?;
-            Some((p, ppid.parse().ok()?))
-        })
-        .collect();
-    let mut found = vec![pid];
-    let mut i = 0;
-    while i < found.len() {
-        let parent = found[i];
-        found.extend(
-            parents
-                .iter()
-                .filter(|&&(p, pp)| pp == parent && !found.contains(&p))
-                .map(|&(p, _)| p)
-                .collect::<Vec<_>>(),
-        );
-        i += 1;
-    }
-    found.remove(0);
-    found
-}
-
 /// Removes what a job may leave in `/dev/shm` (segments are unlinked by the ranks as soon
 /// as all have mapped them; this catches a rank killed in between).
 pub fn clean_shm(job: u64) -> usize {
@@ -130,59 +98,6 @@ pub fn clean_shm(job: u64) -> usize {
         }
     }
     n
-}
-
-/// The state letter of a process or thread (`R`, `S`, `T`, ...) from its `stat` file
-/// (`/proc/PID/stat`, `/proc/PID/task/TID/stat`).
-fn state_in(stat: &str) -> Option<String> {
-    let stat = std::fs::read_to_string(stat).ok()?;
-    // The state follows the command name, which is in parentheses and may hold spaces.
-    stat.rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next())
-        .map(str::to_string)
-}
-
-/// Whether process `pid` is stopped (by a signal or a tracer).
-pub(crate) fn is_stopped(pid: u32) -> bool {
-    state_in(&format!("/proc/{pid}/stat")).is_some_and(|state| state == "T" || state == "t")
-}
-
-/// Whether a thread of process `pid`, or of a process descended from it, is running or
-/// waiting for a CPU (state `R`): busy, rather than waiting for something.
-pub(crate) fn is_busy(pid: u32) -> bool {
-    let runs = |p: u32| {
-        std::fs::read_dir(format!("/proc/{p}/task"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|t| state_in(&format!("{}/stat", t.path().display())).as_deref() == Some("R"))
-    };
-    // The process itself first: the walk of /proc for its descendants costs more.
-    runs(pid) || descendants(pid).into_iter().any(runs)
-}
-
-/// Whether process `pid` is exiting or has exited: gone (reaped), a zombie, or flagged
-/// `PF_EXITING` in `/proc/PID/stat`. The kernel sets that flag at the start of an exit,
-/// before it closes the process's files, so a rank whose connection closed because it is
-/// dying is always seen here, however late its exit status reaches the launcher.
-pub(crate) fn is_exiting(pid: u32) -> bool {
-    /// `PF_EXITING` of the kernel's per-task flags (`include/linux/sched.h`).
-    const PF_EXITING: u64 = 0x4;
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return true;
-    };
-    let mut fields = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace())
-        .into_iter()
-        .flatten();
-    let state = fields.next().unwrap_or("");
-    // Fields after the state: ppid, pgrp, session, tty_nr, tpgid, then the flags.
-    let flags = fields
-        .nth(5)
-        .and_then(|f| f.parse::<u64>().ok())
-        .unwrap_or(0);
-    state == "Z" || state == "X" || flags & PF_EXITING != 0
 }
 
 pub(crate) fn spawn_rank(
@@ -287,7 +202,7 @@ pub(crate) fn spawn_rank(
 
 #[cfg(test)]
 mod tests {
-    use super::is_exiting;
+    use crate::launcher::procfs::{descendants, is_busy, is_exiting, state_in};
 
     /// A shell running `script`, once it has printed `started` (its child is forked).
     fn started_shell(script: &str) -> std::process::Child {
@@ -310,11 +225,11 @@ mod tests {
         // sh -> sh -> sleep: both shells and the sleep descend from the outer shell.
         let mut outer = started_shell("sh -c 'sleep 60; true' & echo started; wait");
         let start = std::time::Instant::now();
-        let mut found = super::descendants(outer.id());
+        let mut found = descendants(outer.id());
         // The inner shell may not have started its sleep yet: wait for the grandchild.
         while found.len() < 2 && start.elapsed() < std::time::Duration::from_secs(60) {
             std::thread::yield_now();
-            found = super::descendants(outer.id());
+            found = descendants(outer.id());
         }
         super::kill_rank(0, outer.id(), libc::SIGKILL);
         let _ = outer.wait();
@@ -322,7 +237,7 @@ mod tests {
         for p in found {
             let start = std::time::Instant::now();
             // Killed: gone or a zombie (reaped by init) soon; bounded.
-            while !super::is_exiting(p) {
+            while !is_exiting(p) {
                 assert!(
                     start.elapsed() < std::time::Duration::from_secs(60),
                     "descendant {p} survived"
@@ -339,12 +254,12 @@ mod tests {
         // Once the outer shell itself sleeps (in `wait`; bounded), only its child runs.
         let stat = format!("/proc/{}/stat", outer.id());
         let start = std::time::Instant::now();
-        while super::state_in(&stat).as_deref() != Some("S")
+        while state_in(&stat).as_deref() != Some("S")
             && start.elapsed() < std::time::Duration::from_secs(60)
         {
             std::thread::yield_now();
         }
-        let spinning = super::is_busy(outer.id());
+        let spinning = is_busy(outer.id());
         super::kill_rank(0, outer.id(), libc::SIGKILL);
         let _ = outer.wait();
         assert!(spinning, "a spinning child makes its parent busy");
@@ -366,29 +281,9 @@ mod tests {
         while !in_sleep(sleeper.id()) && start.elapsed() < std::time::Duration::from_secs(60) {
             std::thread::yield_now();
         }
-        let busy = super::is_busy(sleeper.id());
+        let busy = is_busy(sleeper.id());
         let _ = sleeper.kill();
         let _ = sleeper.wait();
         assert!(!busy, "sleep 600 never slept");
-    }
-
-    #[test]
-    fn a_running_process_is_not_exiting_and_an_exited_one_is() {
-        assert!(!is_exiting(std::process::id()), "this very process");
-        let mut child = std::process::Command::new("true")
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn true: {e}"));
-        let pid = child.id();
-        // Not reaped yet: a zombie once it exited. Wait for that state (bounded).
-        let start = std::time::Instant::now();
-        while !is_exiting(pid) {
-            assert!(
-                start.elapsed() < std::time::Duration::from_secs(60),
-                "`true` never exited"
-            );
-            std::thread::yield_now();
-        }
-        let _ = child.wait();
-        assert!(is_exiting(pid), "a reaped process (no /proc entry)");
     }
 }

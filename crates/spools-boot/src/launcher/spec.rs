@@ -7,13 +7,10 @@ use std::time::Duration;
 use thiserror::Error;
 
 use crate::error::BootStep;
+use crate::launcher::plan::MAX_LOCAL_RANKS;
 
 /// How long ranks are given by default to report an abort before they are killed.
 pub const GRACE: Duration = Duration::from_millis(500);
-/// Most ranks `spools run` starts on one host: far more than any host has cores, and few
-/// enough that the processes, their output pipes and their supervision stay within what
-/// a host gives one user.
-pub const MAX_LOCAL_RANKS: u32 = 4096;
 
 /// What to launch.
 #[derive(Debug, Clone)]
@@ -38,7 +35,7 @@ pub struct LaunchSpec {
     pub secret: Option<spools_proto::auth::Secret>,
     /// The hosts to start the ranks on, through an agent (`spools run --hosts`); `None`:
     /// all on this host.
-    pub hosts: Option<crate::launcher::hosts::HostPlan>,
+    pub hosts: Option<crate::launcher::plan::HostPlan>,
     /// The keepalive of the rendezvous connections (the job's configuration's
     /// `net_timeout_s`: [`Keepalive::for_timeout`](crate::keepalive::Keepalive::for_timeout)).
     pub keepalive: Option<crate::keepalive::Keepalive>,
@@ -122,5 +119,5 @@ pub enum LaunchError {
     Boot(#[from] crate::error::BootError),
     /// The host list does not fit the job.
     #[error(transparent)]
-    Hosts(#[from] crate::launcher::hosts::HostsError),
+    Hosts(#[from] crate::launcher::plan::HostsError),
 }

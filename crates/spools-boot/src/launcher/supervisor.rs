@@ -4,7 +4,8 @@
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use crate::launcher::process::{code_of, describe, is_stopped, kill_rank, Event};
+use crate::launcher::process::{code_of, describe, kill_rank, Event};
+use crate::launcher::procfs::is_stopped;
 use crate::server::RendezvousServer;
 
 pub(crate) struct Supervisor {

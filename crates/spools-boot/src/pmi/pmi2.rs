@@ -4,10 +4,8 @@ use std::ffi::{c_char, c_int, CStr, CString};
 
 use libloading::Library;
 
+use super::kind::PMI2_LIBRARY;
 use super::{Pmi, PmiError, PmiKind};
-
-/// The library loaded.
-pub(super) const LIBRARY: &str = "libpmi2.so.0";
 
 /// PMI2's limits (`pmi2.h`): keys, values and job ids.
 const MAX_KEYLEN: usize = 64;
@@ -104,7 +102,7 @@ impl Pmi2 {
     pub(super) fn init() -> Result<Pmi2, PmiError> {
         // SAFETY: loading libpmi2 runs no initialiser with effects beyond the library;
         // it is never unloaded.
-        let lib = unsafe { Library::new(LIBRARY) }.map_err(|source| PmiError::Load {
+        let lib = unsafe { Library::new(PMI2_LIBRARY) }.map_err(|source| PmiError::Load {
             kind: PmiKind::Pmi2,
             source,
         })?;

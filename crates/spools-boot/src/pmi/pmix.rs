@@ -11,10 +11,8 @@ use std::time::Duration;
 
 use libloading::Library;
 
+use super::kind::PMIX_LIBRARY;
 use super::{Pmi, PmiError, PmiKind};
-
-/// The library loaded.
-pub(super) const LIBRARY: &str = "libpmix.so.2";
 
 const NSPACE_LEN: usize = 256;
 const KEY_LEN: usize = 512;
@@ -119,7 +117,7 @@ fn load() -> Result<&'static Library, PmiError> {
     };
     // SAFETY: loading libpmix runs its initialisers, which only set up the library's own
     // state. The library is never unloaded (its progress thread may outlive finalize).
-    let lib = unsafe { Library::new(LIBRARY) }.map_err(load)?;
+    let lib = unsafe { Library::new(PMIX_LIBRARY) }.map_err(load)?;
     Ok(Box::leak(Box::new(lib)))
 }
 

@@ -151,7 +151,7 @@ impl UserOp {
         {
             return;
         }
-        if let Err(e) = crate::runtime::reentering(|py| self.call(py, acc, other, acc_is_lower)) {
+        if let Err(e) = crate::reentry::reentering(|py| self.call(py, acc, other, acc_is_lower)) {
             let mut g = self.error.lock().unwrap_or_else(PoisonError::into_inner);
             if g.is_none() {
                 *g = Some(e);

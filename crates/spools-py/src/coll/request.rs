@@ -271,7 +271,7 @@ impl Drop for CollRequest {
                 // A Ctrl-C during that wait ended it: Drop cannot raise, so the
                 // interrupt is delivered again, for the next bytecode to raise, unless
                 // a KeyboardInterrupt already propagates (the Ctrl-C is that one).
-                if runtime::take_interrupt().is_some() && !unwinding_interrupt {
+                if crate::interrupt::take_interrupt().is_some() && !unwinding_interrupt {
                     // SAFETY: PyErr_SetInterrupt only flags SIGINT as pending for the
                     // interpreter (async-signal-safe); called with the GIL held here.
                     unsafe { pyo3::ffi::PyErr_SetInterrupt() };

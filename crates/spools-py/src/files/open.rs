@@ -12,7 +12,7 @@ use spools_io::file::{Raid, Reader, Stored};
 use crate::buffer::{self, Access};
 use crate::errors;
 
-use super::{file_error, Op};
+use super::common::{file_error, Op};
 
 /// A parallel file opened by this process alone (no job, no `init`): what `spools.open`
 /// wraps. Reads byte ranges of the dataset's canonical byte stream.

@@ -11,9 +11,10 @@ use spools_io::{ExchangeError, ExchangeOptions};
 use spools_map::{Layout, Order};
 
 use crate::buffer::{self, Access, View};
-use crate::comm::{Comm, World};
+use crate::comm::Comm;
 use crate::errors::{self, Kind};
 use crate::runtime;
+use crate::world::World;
 
 use super::agree::agree;
 use super::{dtype_matches, layout_arg, local_bytes, local_shape, numpy_dtype, plan, typed};

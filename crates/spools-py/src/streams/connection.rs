@@ -18,8 +18,8 @@ use pyo3::prelude::*;
 use spools::{FrameStyle, StreamId, StreamOptions};
 use spools_map::Layout;
 
+use super::common::{socket_addr, stream_error};
 use super::frames::style_arg;
-use super::{socket_addr, stream_error};
 use crate::buffer::View;
 use crate::comm::Comm;
 use crate::errors;
@@ -69,7 +69,7 @@ impl StreamConnection {
     /// interrupt that ended the wait.
     fn take_part_failing(&self, py: Python<'_>, e: PyErr) -> PyErr {
         let _ = self.with(py, |c| c.send_var(StreamId::new(0), &[]));
-        runtime::take_interrupt().unwrap_or(e)
+        crate::interrupt::take_interrupt().unwrap_or(e)
     }
 
     /// The items of `send_group` (`(stream, a, layout)`) or `send_frames` (also
@@ -206,7 +206,7 @@ impl StreamConnection {
             Err(e) => {
                 // Stream 0 is never open: the send fails on every rank.
                 let _ = self.with(py, |c| c.send_var(StreamId::new(0), &[]));
-                Err(runtime::take_interrupt().unwrap_or(e))
+                Err(crate::interrupt::take_interrupt().unwrap_or(e))
             }
         }
     }

@@ -1,0 +1,55 @@
+//! What `files.rs` and `files/open.rs` share: a file error as its exception.
+
+use pyo3::prelude::*;
+use spools_io::FileError;
+
+use crate::errors::{self, Kind};
+use crate::layout::exchange_error;
+
+/// Whether a file error is a write's or a read's (a unit path a manifest names outside
+/// its directory is damage when read, a wrong `dirs=` when written).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    Write,
+    Read,
+}
+
+/// A file error as its exception, by its kind (`FileError::kind`, the same kinds as
+/// the C interface's statuses): damaged data or metadata (a checksum, a missing unit,
+/// more than parity rebuilds, a malformed manifest or header) is `FileDamageError`; a
+/// feature Spools does not implement (a codec, a data type) `UnsupportedError`; a bad
+/// spec or options `InvalidArgumentError` (a `ValueError`); a library or build feature
+/// that is missing (libhdf5) `UnavailableError`; a dataset, layout or placement of ranks
+/// on hosts that does not fit the file `LayoutError`; a system call's failure
+/// `FileNotFoundError` for a missing file, `TransportError` otherwise; a path a Zarr
+/// array would replace that is not one `FileExistsError`.
+pub(crate) fn file_error(e: FileError, op: Op) -> PyErr {
+    let kind = match &e {
+        FileError::Exchange(_) => {
+            return match e {
+                FileError::Exchange(x) => exchange_error(x),
+                other => errors::raise(Kind::Spools, other.to_string()),
+            }
+        }
+        FileError::Msg(m) => return errors::raise(errors::msg_kind(m), error_chain(&e)),
+        // A unit directory given to a write outside the manifest's: the `dirs` argument.
+        FileError::UnsafePath { .. } if op == Op::Write => spools_io::ErrorKind::BadArgument,
+        _ => e.kind(),
+    };
+    errors::from_file_kind(kind, error_chain(&e))
+}
+
+/// An error's message followed by its sources' (the system's error of an `Io`).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(x) = src {
+        let m = x.to_string();
+        if !s.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        src = x.source();
+    }
+    s
+}
