@@ -15,6 +15,7 @@ use spools_proto::am::StatusCode;
 
 use crate::error::AmError;
 use crate::inbox::PollState;
+use crate::poller::Poller;
 use crate::region::Regions;
 use crate::registry::Registry;
 
@@ -123,10 +124,6 @@ pub(crate) struct Core {
 /// [`AmError::Interrupted`]. A language binding uses it to let a signal (Ctrl-C) end a
 /// blocking call.
 pub type Interrupt = Arc<dyn Fn() -> bool + Send + Sync>;
-
-/// Work an upper layer adds to every progress round; returns how much it did. It runs on
-/// the thread that progresses, under the progress lock: it must not block.
-pub type Poller = Arc<dyn Fn() -> Result<usize, AmError> + Send + Sync>;
 
 impl Core {
     pub(crate) fn transport(&self, peer: u32) -> Result<&Arc<dyn Transport>, AmError> {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use spools_fabric::Priority;
 use spools_proto::am::AmHeader;
 
-use crate::core::Poller;
+use crate::poller::Poller;
 use crate::region::RegionMem;
 use crate::registry::Handler;
 

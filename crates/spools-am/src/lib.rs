@@ -28,17 +28,19 @@ mod error;
 mod inbox;
 mod lend;
 mod message;
+mod poller;
 mod progress;
 mod region;
 mod registry;
 mod rma;
 mod worker;
 
-pub use crate::core::{Interrupt, Poller, Route};
+pub use crate::core::{Interrupt, Route};
 pub use endpoint::Endpoint;
 pub use error::AmError;
 pub use lend::Loan;
 pub use message::{ActiveMessage, Channel, Delivery};
+pub use poller::Poller;
 pub use region::{Region, RegionKey};
 pub use registry::{Handler, HandlerId};
 /// Shared areas within a host (for the collectives' flags and slots in shared memory).

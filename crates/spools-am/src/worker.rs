@@ -11,9 +11,10 @@ use spools_fabric::lock::RankLock;
 use spools_fabric::{Backoff, Pace, Priority, Transport};
 use spools_proto::am::{AmHeader, Bulk, Short, SHORT_LEN};
 
-use crate::core::{Core, Interrupt, Poller, Route, NAP, PROGRESS_SPIN};
+use crate::core::{Core, Interrupt, Route, NAP, PROGRESS_SPIN};
 use crate::error::AmError;
 use crate::message::ActiveMessage;
+use crate::poller::Poller;
 use crate::region::Region;
 use crate::registry::{self, HandlerId};
 

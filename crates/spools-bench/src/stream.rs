@@ -34,9 +34,11 @@ use crate::session::start;
 use crate::sizes::{parse_size, parse_sizes};
 use crate::stats::{median, rounded};
 
+mod common;
 mod group;
 mod peers;
 
+use common::{agree, receiver_addr, Timing};
 use group::{group_part, GroupPart, GroupSizes};
 use peers::{iperf3, IperfRun, Received, SpoolsRecv};
 
@@ -58,36 +60,6 @@ struct Run {
     adus: u64,
     /// What `spools recv` received whole.
     received: Received,
-}
-
-/// The runs of one configuration and their median.
-#[derive(Debug, Default, Serialize)]
-struct Timing<R> {
-    /// Every run, in order.
-    runs: Vec<R>,
-    /// Median seconds.
-    #[serde(serialize_with = "rounded::<6, _>")]
-    median_s: f64,
-    /// Bytes of one run over the median seconds, MB/s.
-    #[serde(serialize_with = "rounded::<1, _>")]
-    mb_per_s: f64,
-}
-
-impl<R> Timing<R> {
-    fn new() -> Timing<R> {
-        Timing {
-            runs: Vec::new(),
-            median_s: 0.0,
-            mb_per_s: 0.0,
-        }
-    }
-
-    /// Sets the median and the rate from the runs' seconds and bytes.
-    fn summarise(&mut self, secs: impl Fn(&R) -> f64, bytes: u64) {
-        let mut s: Vec<f64> = self.runs.iter().map(secs).collect();
-        self.median_s = median(&mut s);
-        self.mb_per_s = bytes as f64 / self.median_s.max(1e-9) / 1e6;
-    }
 }
 
 /// One (K, TU) point of the `links` part.
@@ -299,44 +271,6 @@ fn hold(w: &World, heap: bool, data: Vec<u8>) -> Result<Held, BenchError> {
         .map_err(|e| BenchError::Invalid(format!("a shared-heap buffer: {e}")))?;
     b.copy_from_slice(&data);
     Ok(Held::Heap(b))
-}
-
-/// An outcome agreed by every rank: this rank's error message (empty when fine) gathered;
-/// the first rank's error fails the call everywhere.
-fn agree(w: &World, mine: Result<(), BenchError>) -> Result<(), BenchError> {
-    let msg = match &mine {
-        Ok(()) => String::new(),
-        Err(e) => e.to_string(),
-    };
-    let all = w.allgather_bytes(msg.as_bytes())?;
-    if let Some((r, m)) = all.iter().enumerate().find(|(_, m)| !m.is_empty()) {
-        bail!("rank {r}: {}", String::from_utf8_lossy(m));
-    }
-    Ok(())
-}
-
-/// The address of the receiver rank 0 started (`Some` there, `None` elsewhere), on every
-/// rank; rank 0's failure to start it fails the call on every rank.
-fn receiver_addr(
-    w: &World,
-    started: Option<Result<SocketAddr, String>>,
-) -> Result<SocketAddr, BenchError> {
-    let text = match &started {
-        Some(Ok(a)) => a.to_string(),
-        _ => String::new(),
-    };
-    agree(
-        w,
-        match started {
-            Some(Err(e)) => Err(BenchError::Invalid(e)),
-            _ => Ok(()),
-        },
-    )?;
-    let dest = w.bcast_bytes(0, text.as_bytes())?;
-    match String::from_utf8_lossy(&dest).parse::<SocketAddr>() {
-        Ok(a) => Ok(a),
-        Err(_) => bail!("the receiver's address did not reach every rank"),
-    }
 }
 
 /// One run of a stream to a fresh `spools recv`: every rank calls it; rank 0 starts the

@@ -6,14 +6,8 @@ use crate::dist::{DimMap, Dist};
 use crate::dtype::DType;
 use crate::error::LayoutError;
 use crate::intersect::DimIntersection;
+use crate::limits::{MAX_BYTES, MAX_UNITS};
 use crate::product::{Merge, Product};
-
-/// Most units one layout may have.
-pub const MAX_UNITS: u64 = 1 << 31;
-
-/// Largest dataset a layout may describe, in bytes (4 EiB), so that no offset arithmetic
-/// can overflow.
-pub const MAX_BYTES: u64 = 1 << 62;
 
 /// Storage order of an array, both globally and in each unit's local storage.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

@@ -171,10 +171,10 @@ impl BitsLayout {
             };
             return Err(LayoutError::BadBit { bit: b, n, problem });
         }
-        if 1u64 << unit.len().min(63) > crate::array::MAX_UNITS {
+        if 1u64 << unit.len().min(63) > crate::limits::MAX_UNITS {
             return Err(LayoutError::TooManyUnits {
                 units: 1u64 << unit.len().min(63),
-                max: crate::array::MAX_UNITS,
+                max: crate::limits::MAX_UNITS,
             });
         }
         let explicit_local = local.is_some();

@@ -48,15 +48,15 @@ impl IrregularLayout {
                 count: 0,
             });
         }
-        if units.len() as u64 > crate::array::MAX_UNITS {
+        if units.len() as u64 > crate::limits::MAX_UNITS {
             return Err(LayoutError::TooManyUnits {
                 units: units.len() as u64,
-                max: crate::array::MAX_UNITS,
+                max: crate::limits::MAX_UNITS,
             });
         }
         let total = elems
             .checked_mul(elem_size)
-            .filter(|&t| t <= crate::array::MAX_BYTES)
+            .filter(|&t| t <= crate::limits::MAX_BYTES)
             .ok_or(LayoutError::Overflow {
                 what: "the dataset size in bytes (at most 2^62)",
             })?;

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::intersect::{DimIntersection, Seg, SegCursor, SegProgression};
-use crate::plan::Run;
+use crate::run::Run;
 use crate::strided::Strided;
 
 /// A run contiguous on both sides: byte offset `a` on side A, `b` on side B, `len` bytes.

@@ -59,21 +59,21 @@ fn check(
     if count < min {
         return Err(LayoutError::TooFewUnits { kind, min, count });
     }
-    if count > crate::array::MAX_UNITS {
+    if count > crate::limits::MAX_UNITS {
         return Err(LayoutError::TooManyUnits {
             units: count,
-            max: crate::array::MAX_UNITS,
+            max: crate::limits::MAX_UNITS,
         });
     }
     if size == Some(0) {
         return Err(LayoutError::EmptyDataset);
     }
-    if size.is_some_and(|s| s > crate::array::MAX_BYTES) {
+    if size.is_some_and(|s| s > crate::limits::MAX_BYTES) {
         return Err(LayoutError::Overflow {
             what: "the dataset size in bytes (at most 2^62)",
         });
     }
-    if unit > crate::array::MAX_BYTES {
+    if unit > crate::limits::MAX_BYTES {
         return Err(LayoutError::Overflow {
             what: "the stripe unit in bytes (at most 2^62)",
         });

@@ -3,7 +3,7 @@
 //! [`Strided`] each, so that a consumer copies them in one tight loop and the plan pays
 //! once per progression, not once per run.
 
-use crate::plan::{Run, Runs, RunsInner};
+use crate::run::Run;
 
 /// `count` runs of `len` bytes: run `i` moves from source offset `src + i * src_stride`
 /// to destination offset `dst + i * dst_stride`. When `count` is 1 both strides are 0.
@@ -215,62 +215,5 @@ impl<I: Progressions> Iterator for MergeStrided<I> {
                 None => cur = joined,
             }
         }
-    }
-}
-
-impl Progressions for RunsInner {
-    fn next_progression(&mut self) -> Option<Strided> {
-        match self {
-            RunsInner::Symbolic(p) => p.next_strided(),
-            _ => self
-                .next()
-                .map(|(src, dst, len)| Strided::single(Run { src, dst, len })),
-        }
-    }
-}
-
-/// Lazy iterator over the runs between two units as [`Strided`] progressions: expanded,
-/// they are exactly the [`Runs`] the plan gives, in the same order.
-///
-/// ```
-/// use spools_map::{Layout, Plan, Run, Strided};
-/// let from: Layout = "f64[4096] block on 2".parse()?;
-/// let to: Layout = "f64[4096] cyclic on 4".parse()?;
-/// let plan = Plan::new(&from, &to)?;
-/// let p: Vec<Strided> = plan.runs(1, 2)?.strided().collect();
-/// // Elements 2050, 2054, ... of source unit 1, 32 bytes apart there, land next to each
-/// // other on unit 2: 512 runs of 8 bytes in one progression.
-/// assert_eq!(p, vec![Strided { src: 16, dst: 4096, len: 8, count: 512, src_stride: 32, dst_stride: 8 }]);
-/// let runs: Vec<Run> = p.iter().flat_map(|s| s.runs().collect::<Vec<_>>()).collect();
-/// assert_eq!(runs, plan.runs(1, 2)?.collect::<Vec<_>>());
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Clone, Debug)]
-pub struct StridedRuns {
-    inner: MergeStrided<RunsInner>,
-    swap: bool,
-}
-
-impl StridedRuns {
-    pub(crate) fn new(inner: MergeStrided<RunsInner>, swap: bool) -> Self {
-        StridedRuns { inner, swap }
-    }
-}
-
-impl Iterator for StridedRuns {
-    type Item = Strided;
-
-    fn next(&mut self) -> Option<Strided> {
-        let p = self.inner.next()?;
-        Some(if self.swap { p.swapped() } else { p })
-    }
-}
-
-impl Runs {
-    /// The rest of these runs as progressions (see [`StridedRuns`]).
-    pub fn strided(self) -> StridedRuns {
-        let (inner, pending, swap) = self.into_parts();
-        let pending = pending.map(|(src, dst, len)| Strided::single(Run { src, dst, len }));
-        StridedRuns::new(MergeStrided::new(inner, pending), swap)
     }
 }

@@ -43,6 +43,7 @@ mod netns;
 mod ofi;
 mod rank;
 mod rng;
+mod stop;
 mod wait;
 
 pub use env::ROLE_VAR;
@@ -50,7 +51,7 @@ pub use fixtures::{
     assert_ok, assert_ok_as, foreign_rank, free_port, pipe_end, pipe_end_placed, shm_leftovers,
     tempdir, TempDir,
 };
-pub use guard::{Spawned, STOP_GRACE};
+pub use guard::Spawned;
 pub use job::{
     current_exe, grouped, launch, self_args, without_ambient_spools_env, Job, JOB_GRACE,
     JOB_TIMEOUT, JOB_WAIT, TEST_THREAD_LEVEL_VAR,
@@ -59,4 +60,5 @@ pub use netns::{Hosts, NetHost, MAX_NET_HOSTS};
 pub use ofi::{networks_between_hosts, ofi_between_hosts, ofi_providers, OFI_TEST_PROVIDERS};
 pub use rank::{checked, e, rank_main, role};
 pub use rng::Rng;
+pub use stop::STOP_GRACE;
 pub use wait::{compute_until, signal_file, wait_bounded, wait_for_file, Output};

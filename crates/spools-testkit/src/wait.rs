@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
-use crate::guard::stop_tree;
+use crate::stop::stop_tree;
 
 /// What a finished process or job produced.
 #[derive(Debug)]
@@ -148,44 +148,4 @@ pub fn compute_until(stop: &Path, limit: Duration) -> bool {
         }
     }
     true
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Many writers at once, of files whose names differ only past a dot: every file ends
-    /// whole, with its own contents, and no temporary file is left.
-    #[test]
-    fn concurrent_signal_files_do_not_share_a_temporary_file() {
-        let dir = crate::tempdir("signal");
-        let threads: Vec<_> = (0..8)
-            .map(|t| {
-                let d = dir.path().to_path_buf();
-                std::thread::spawn(move || {
-                    (0..100).try_for_each(|k| {
-                        let body = format!("{t} {k}");
-                        signal_file(&d.join(format!("pid.{t}")), body.as_bytes())
-                    })
-                })
-            })
-            .collect();
-        for t in threads {
-            assert_eq!(t.join().ok(), Some(Ok(())));
-        }
-        let mut names: Vec<String> = std::fs::read_dir(dir.path())
-            .map(|d| {
-                d.flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        names.sort();
-        let want: Vec<String> = (0..8).map(|t| format!("pid.{t}")).collect();
-        assert_eq!(names, want);
-        for t in 0..8 {
-            let got = std::fs::read_to_string(dir.path().join(format!("pid.{t}"))).ok();
-            assert_eq!(got, Some(format!("{t} 99")));
-        }
-    }
 }

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::net::TcpStream;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -15,7 +15,7 @@ use tungstenite::{Message, WebSocket};
 
 use crate::board::{Board, Shown, State};
 use crate::render::{encode, Encoding, Image};
-use crate::viewer::Shared;
+use crate::shared::Shared;
 
 /// How long a page's socket may refuse a message's bytes before the page is dropped.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -228,12 +228,6 @@ fn build(panels: Vec<PanelNow>, totals: Value, page: &mut Page) -> Vec<u8> {
         msg.extend_from_slice(&b.bytes);
     }
     msg
-}
-
-impl Shared {
-    pub(crate) fn board(&self) -> std::sync::MutexGuard<'_, crate::board::Board> {
-        self.board.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ mod client;
 mod error;
 mod http;
 mod render;
+mod shared;
 mod viewer;
 
 pub use error::ViewError;

@@ -14,6 +14,7 @@ use crate::board::Board;
 use crate::error::ViewError;
 use crate::http::{head_end, response, route, upgrade, Route, MAX_HEAD};
 use crate::render::Encoding;
+use crate::shared::Shared;
 
 /// The page, self-contained: nothing is fetched from anywhere else.
 const PAGE: &str = include_str!("page.html");
@@ -57,17 +58,6 @@ impl Default for ViewOptions {
             },
         }
     }
-}
-
-/// What the viewer's threads share.
-pub(crate) struct Shared {
-    pub(crate) board: Mutex<Board>,
-    pub(crate) stop: AtomicBool,
-    pub(crate) encoding: Encoding,
-    /// Pages connected now.
-    pub(crate) pages: AtomicUsize,
-    token: Option<String>,
-    http: AtomicUsize,
 }
 
 /// A live view of frame streams: bound, not yet serving ([`Viewer::run`], [`Viewer::start`]).

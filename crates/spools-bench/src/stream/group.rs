@@ -22,7 +22,7 @@ use serde::Serialize;
 use spools::{Layout, StreamOptions, World};
 use spools_stream::{Event, Limits, Receiver};
 
-use super::{agree, receiver_addr, Timing};
+use super::common::{agree, receiver_addr, Timing};
 use crate::dataset::{fill, parse_layout};
 use crate::error::{ensure, BenchError};
 
