@@ -313,25 +313,6 @@ def parse_use_tree(toks):
 
 
 def sccs(nodes, adj):
-    index, low, on, st, res, c = {}, {}, set(), [], [], [0]
-    sys.setrecursionlimit(100000)
-    def strong(v):
-        index[v] = low[v] = c[0]; c[0] += 1; st.append(v); on.add(v)
-        for w in adj.get(v, ()):
-            if w not in index: strong(w); low[v] = min(low[v], low[w])
-            elif w in on: low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = st.pop(); on.discard(w); comp.append(w)
-                if w == v: break
-            res.append(comp)
-    for v in nodes:
-        if v not in index: strong(v)
-    return [s for s in res if len(s) > 1]
-
-
-def sccs(nodes, adj):
     """Tarjan's strongly connected components with more than one node."""
     index, low, on, st, res, c = {}, {}, set(), [], [], [0]
     sys.setrecursionlimit(100000)
