@@ -599,7 +599,9 @@ pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgEr
     if let (false, Some((core, tag))) = (finished, sm) {
         // Through a segment: its wait sleeps where the members setting its flags ring.
         if let (Some(seg), Some(w)) = (core.sm.ready(), watch) {
-            if let Err(e) = seg.drive(&core, tag, w, || Ok(lock(s).advance())) {
+            if let Err(e) = seg.drive((core.coll_ctx(), &core.ranks), tag, w, || {
+                Ok(lock(s).advance())
+            }) {
                 // Its sequence number is done with here (posted or not), so that later
                 // collectives do not wait for it.
                 if seg.may_post(w.seq) {

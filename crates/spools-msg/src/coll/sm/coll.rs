@@ -5,7 +5,8 @@
 //! are the message algorithms' own, with the same tags, so hosts that use the segment and
 //! hosts that do not (a single rank there) work together.
 
-use super::machine::{Kind, SmColl, Stage};
+use super::kind::Kind;
+use super::machine::{SmColl, Stage};
 use super::{coll_no, SmComm};
 use crate::coll::flat::{allreduce_flat, between_hosts, dissemination};
 use crate::coll::group::{send, Group};
@@ -75,7 +76,7 @@ fn segment<'c>(
     if local.n() < min_members(kind) {
         return Ok(None);
     }
-    let Some(sm) = c.sm.get(c, local, tag)? else {
+    let Some(sm) = super::setup::segment(&c.sm, c, local, tag)? else {
         return Ok(None);
     };
     if !fits {
@@ -138,7 +139,9 @@ fn run<T: Element>(
     between: impl FnOnce(&mut [T]) -> Result<(), MsgError>,
 ) -> Result<(), MsgError> {
     let w = m.watch();
-    if let Err(e) = sm.drive(c, tag, w, || Ok(m.poll()? || m.stage() == Stage::Publish)) {
+    if let Err(e) = sm.drive((c.coll_ctx(), &c.ranks), tag, w, || {
+        Ok(m.poll()? || m.stage() == Stage::Publish)
+    }) {
         m.abandon();
         return Err(e);
     }
@@ -224,7 +227,7 @@ pub(crate) fn bcast(
     };
     let mut m = SmColl::<u8>::new(sm, sm.take_seq(), no, Kind::Bcast, local_root, buf, None);
     let w = m.watch();
-    if let Err(e) = sm.drive(c, tag, w, || m.poll_through()) {
+    if let Err(e) = sm.drive((c.coll_ctx(), &c.ranks), tag, w, || m.poll_through()) {
         m.abandon();
         failed(c, hosts, tag, w.bytes, BCAST_LEADER_TAGS, &e);
         return Err(e);
@@ -262,7 +265,7 @@ pub(crate) fn reduce<T: Element>(
     let no = coll_no(tag);
     let mut m = SmColl::new(sm, sm.take_seq(), no, Kind::Reduce, root, acc, Some(op));
     let w = m.watch();
-    if let Err(e) = sm.drive(c, tag, w, || m.poll_through()) {
+    if let Err(e) = sm.drive((c.coll_ctx(), &c.ranks), tag, w, || m.poll_through()) {
         m.abandon();
         return Err(e);
     }

@@ -3,42 +3,11 @@
 
 use std::sync::atomic::Ordering;
 
+use super::kind::Kind;
 use super::{halves, pair, post_record, seq_ge, SmComm, Watch, FAILED, VALID};
 use crate::coll::args::{bytes, bytes_mut};
 use crate::element::{Element, Op};
 use crate::error::MsgError;
-
-/// What a collective does with its buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// No data.
-    Barrier,
-    /// The root's buffer to everyone.
-    Bcast,
-    /// Everyone's buffer combined into the root's.
-    Reduce,
-    /// Everyone's buffer combined into everyone's.
-    Allreduce,
-}
-
-impl Kind {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Kind::Barrier => "barrier",
-            Kind::Bcast => "bcast",
-            Kind::Reduce => "reduce",
-            Kind::Allreduce => "allreduce",
-        }
-    }
-
-    pub(crate) fn contributes(self) -> bool {
-        matches!(self, Kind::Reduce | Kind::Allreduce)
-    }
-
-    fn publishes_data(self) -> bool {
-        matches!(self, Kind::Bcast | Kind::Allreduce)
-    }
-}
 
 /// Where a collective is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

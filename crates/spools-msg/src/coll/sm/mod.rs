@@ -85,9 +85,11 @@
 //! than read); other communicators are not affected.
 
 mod coll;
+mod kind;
 mod machine;
 mod nonblocking;
 mod setup;
+mod slot;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -95,15 +97,14 @@ use std::time::Duration;
 
 use spools_am::{SharedArea, Worker};
 
-use crate::comm_core::CommCore;
 use crate::error::MsgError;
 
 pub(crate) use coll::{
     allreduce, barrier, bcast, failed, reduce, ALLREDUCE_LEADER_TAGS, BCAST_LEADER_TAGS,
 };
-pub(crate) use machine::Kind;
+pub(crate) use kind::Kind;
 pub(crate) use nonblocking::{step, Path};
-pub(crate) use setup::SmSlot;
+pub(crate) use slot::SmSlot;
 
 /// Looks at a collective's flags before its wait drives progress (see [`SmComm::drive`]).
 const QUICK_LOOKS: u32 = 128;
@@ -535,7 +536,7 @@ impl SmComm {
     /// collective failed here and returns [`MsgError::Mismatch`].
     pub(crate) fn drive(
         &self,
-        c: &CommCore,
+        (coll_ctx, ranks): (u32, &[u32]),
         tag: u32,
         w: Watch,
         mut poll: impl FnMut() -> Result<bool, MsgError>,
@@ -556,7 +557,7 @@ impl SmComm {
             std::hint::spin_loop();
         }
         let state = self.worker.bootstrap().state().clone();
-        let collective = (c.coll_ctx(), tag >> 8);
+        let collective = (coll_ctx, tag >> 8);
         loop {
             let mut err = None;
             let mut blocker = None;
@@ -569,7 +570,7 @@ impl SmComm {
                     }
                 },
                 || {
-                    blocker = state.collective_blocker(collective.0, collective.1, &c.ranks);
+                    blocker = state.collective_blocker(collective.0, collective.1, ranks);
                     blocker.is_some()
                 },
             )?;

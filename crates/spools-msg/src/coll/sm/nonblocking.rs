@@ -10,7 +10,8 @@
 use std::sync::Arc;
 
 use super::coll::{fits, may, FLAT_MAX};
-use super::machine::{Kind, SmColl, SmState};
+use super::kind::Kind;
+use super::machine::{SmColl, SmState};
 use super::{coll_no, SmComm, Watch};
 use crate::comm_core::CommCore;
 use crate::element::{Element, Op};

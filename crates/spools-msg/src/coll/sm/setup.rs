@@ -2,11 +2,11 @@
 //! the first small collective, the others open it after a point-to-point handshake on the
 //! communicator, and everyone agrees whether it is usable before anyone uses it.
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::AtomicU32;
 
 use spools_am::{Route, SharedArea};
 
+use super::slot::SmSlot;
 use super::{SmComm, FIRST_SEQ};
 use crate::coll::group::{recv, send, Group};
 use crate::comm_core::CommCore;
@@ -15,51 +15,18 @@ use crate::error::MsgError;
 /// Low tag bits of the handshake's messages (the collective's other steps use fewer).
 const STEP: u32 = 250;
 
-/// A communicator's segment on this host: not yet decided, off (a single member here,
-/// shared memory not in use, or creation failed: the message algorithms serve), or on.
-#[derive(Debug, Default)]
-pub(crate) struct SmSlot(OnceLock<Option<SmComm>>);
-
-impl SmSlot {
-    /// The segment if it is set up; sets it up on first use (collective over the local
-    /// members: every one of them must be in the same collective, with the same tag).
-    ///
-    /// # Errors
-    /// A dead rank during the handshake.
-    pub(crate) fn get(
-        &self,
-        c: &CommCore,
-        local: &Group,
-        tag: u32,
-    ) -> Result<Option<&SmComm>, MsgError> {
-        if let Some(s) = self.0.get() {
-            return Ok(s.as_ref());
-        }
-        let made = setup(c, local, tag)?;
-        // Collectives of one communicator do not run concurrently, so nobody set it since.
-        let _ = self.0.set(made);
-        Ok(self.0.get().and_then(Option::as_ref))
-    }
-}
-
-impl SmSlot {
-    /// The segment if it is set up already (never sets one up: a non-blocking collective
-    /// must not wait for the others' handshake).
-    pub(crate) fn ready(&self) -> Option<&SmComm> {
-        self.0.get().and_then(Option::as_ref)
-    }
-
-    /// Whether it was decided that this communicator has no segment here.
-    pub(crate) fn is_off(&self) -> bool {
-        matches!(self.0.get(), Some(None))
-    }
-
-    /// Collectives run through the segment so far.
-    pub(crate) fn count(&self) -> u32 {
-        self.0.get().and_then(Option::as_ref).map_or(0, |s| {
-            s.next.load(Ordering::Relaxed).wrapping_sub(FIRST_SEQ)
-        })
-    }
+/// The communicator's segment in `slot`, set up on first use (collective over the local
+/// members: every one of them must be in the same collective, with the same tag).
+///
+/// # Errors
+/// A dead rank during the handshake.
+pub(crate) fn segment<'s>(
+    slot: &'s SmSlot,
+    c: &CommCore,
+    local: &Group,
+    tag: u32,
+) -> Result<Option<&'s SmComm>, MsgError> {
+    slot.get_or_try_init(|| setup(c, local, tag))
 }
 
 /// Whether every local member is reached through shared memory (with

@@ -1,0 +1,33 @@
+//! What a collective through the segment does with its buffer.
+
+/// What a collective does with its buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// No data.
+    Barrier,
+    /// The root's buffer to everyone.
+    Bcast,
+    /// Everyone's buffer combined into the root's.
+    Reduce,
+    /// Everyone's buffer combined into everyone's.
+    Allreduce,
+}
+
+impl Kind {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kind::Barrier => "barrier",
+            Kind::Bcast => "bcast",
+            Kind::Reduce => "reduce",
+            Kind::Allreduce => "allreduce",
+        }
+    }
+
+    pub(crate) fn contributes(self) -> bool {
+        matches!(self, Kind::Reduce | Kind::Allreduce)
+    }
+
+    pub(crate) fn publishes_data(self) -> bool {
+        matches!(self, Kind::Bcast | Kind::Allreduce)
+    }
+}
