@@ -9,7 +9,7 @@
 use spools_msg::Communicator;
 
 use crate::error::MpiError;
-use crate::init::rt;
+use crate::runtime::rt;
 
 /// A tag for the bridge from a string tag (`MPI_Comm_create_from_group`): FNV-1a, kept
 /// non-negative and below the smallest tag bound MPI allows.

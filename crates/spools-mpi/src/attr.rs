@@ -7,11 +7,12 @@ use std::ffi::{c_int, c_void};
 use std::sync::{Mutex, PoisonError};
 
 use crate::abi::*;
-use crate::comm::{comm, out};
-use crate::datatype::dtype;
-use crate::error::{on_comm, on_self, MpiError};
+use crate::comm::comm;
+use crate::errhandler::{on_comm, on_self};
+use crate::error::MpiError;
 use crate::handles::{Kind, Table};
-use crate::init::rt;
+use crate::out::out;
+use crate::runtime::rt;
 
 /// Attributes of one object: keyval to value.
 pub(crate) type Attrs = Mutex<BTreeMap<c_int, usize>>;
@@ -419,60 +420,4 @@ pub unsafe extern "C" fn MPI_Attr_put(
 pub unsafe extern "C" fn MPI_Attr_delete(comm: MPI_Comm, keyval: c_int) -> c_int {
     // SAFETY: the caller's contract.
     unsafe { MPI_Comm_delete_attr(comm, keyval) }
-}
-
-/// `MPI_Type_get_attr`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_attr(
-    datatype: MPI_Datatype,
-    type_keyval: c_int,
-    attribute_val: *mut c_void,
-    flag: *mut c_int,
-) -> c_int {
-    let r = (|| {
-        let call = "MPI_Type_get_attr";
-        let t = dtype(datatype)?;
-        keyval(type_keyval, Of::Type, call)?;
-        let value = t
-            .attrs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&type_keyval)
-            .copied();
-        // SAFETY: the caller's contract.
-        unsafe { out(flag, c_int::from(value.is_some()), call) }?;
-        if let Some(v) = value {
-            // SAFETY: the caller's contract: `attribute_val` points to a `void *`.
-            unsafe { out(attribute_val.cast::<usize>(), v, call) }?;
-        }
-        Ok(())
-    })();
-    on_self(r)
-}
-
-/// `MPI_Type_set_attr`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_set_attr(
-    datatype: MPI_Datatype,
-    type_keyval: c_int,
-    attribute_val: *mut c_void,
-) -> c_int {
-    let r = (|| {
-        let t = dtype(datatype)?;
-        keyval(type_keyval, Of::Type, "MPI_Type_set_attr")?;
-        set(datatype, &t.attrs, type_keyval, attribute_val as usize)
-    })();
-    on_self(r)
-}
-
-/// `MPI_Type_delete_attr`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_delete_attr(datatype: MPI_Datatype, type_keyval: c_int) -> c_int {
-    let r = (|| {
-        let call = "MPI_Type_delete_attr";
-        let t = dtype(datatype)?;
-        keyval(type_keyval, Of::Type, call)?;
-        delete(datatype, &t.attrs, type_keyval, call)
-    })();
-    on_self(r)
 }

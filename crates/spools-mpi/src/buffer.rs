@@ -6,8 +6,9 @@ use std::ffi::{c_int, c_void};
 use std::sync::{Mutex, PoisonError};
 
 use crate::abi::*;
-use crate::comm::out;
-use crate::error::{on_self, MpiError};
+use crate::errhandler::on_self;
+use crate::error::MpiError;
+use crate::out::out;
 
 struct Attached {
     addr: usize,

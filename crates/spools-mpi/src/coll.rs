@@ -7,7 +7,8 @@ use std::sync::Arc;
 use crate::abi::*;
 use crate::comm::comm;
 use crate::datatype::{committed, count as ccount, unpack, TypeObj};
-use crate::error::{on_comm, MpiError};
+use crate::errhandler::on_comm;
+use crate::error::MpiError;
 use crate::op::{reduce, Which};
 use crate::p2p::data;
 

@@ -8,9 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::abi::*;
-use crate::comm::out;
-use crate::error::{on_self, MpiError};
+use crate::errhandler::on_self;
+use crate::error::MpiError;
 use crate::handles::{Kind, Table};
+use crate::out::out;
 
 /// A primitive element type, for reductions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -670,7 +671,7 @@ pub unsafe extern "C" fn MPI_Pack_size(
         // SAFETY: the caller's contract.
         unsafe { out(size, s, "MPI_Pack_size") }
     })();
-    crate::error::on_comm(comm, r)
+    crate::errhandler::on_comm(comm, r)
 }
 
 /// `MPI_Pack`: appends `incount` elements at `inbuf` to `outbuf` at `*position`.
@@ -708,7 +709,7 @@ pub unsafe extern "C" fn MPI_Pack(
         }
         Ok(())
     })();
-    crate::error::on_comm(comm, r)
+    crate::errhandler::on_comm(comm, r)
 }
 
 /// `MPI_Unpack`: takes `outcount` elements from `inbuf` at `*position`.
@@ -749,5 +750,5 @@ pub unsafe extern "C" fn MPI_Unpack(
         }
         Ok(())
     })();
-    crate::error::on_comm(comm, r)
+    crate::errhandler::on_comm(comm, r)
 }

@@ -30,7 +30,7 @@ pub enum EmbedError {
 /// [`EmbedError::Handle`] for a handle that is not a live communicator,
 /// [`EmbedError::Inter`] for an intercommunicator.
 pub fn communicator(handle: usize) -> Result<Communicator, EmbedError> {
-    if crate::init::runtime().is_none() {
+    if crate::runtime::runtime().is_none() {
         return Err(EmbedError::NotHere);
     }
     match crate::comm::comm(handle, "spools.Comm") {

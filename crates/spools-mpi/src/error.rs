@@ -79,7 +79,7 @@ impl MpiError {
 
 /// Error codes beyond the classes start here; code `FIRST_CODE + n` is the n-th error
 /// reported (its message kept in a ring of `RING` entries).
-const FIRST_CODE: c_int = 0x10_0000;
+pub(crate) const FIRST_CODE: c_int = 0x10_0000;
 const RING: usize = 4096;
 
 struct Codes {
@@ -109,9 +109,24 @@ pub(crate) fn code_of(e: &MpiError) -> c_int {
     FIRST_CODE + n as c_int
 }
 
+/// User error classes and codes: (code, class, string). Classes and codes are numbered
+/// from `FIRST_USER`, below the codes Spools gives its own errors.
+pub(crate) static USER: Mutex<Vec<(c_int, c_int, String)>> = Mutex::new(Vec::new());
+
+pub(crate) const FIRST_USER: c_int = MPI_ERR_LASTCODE + 1;
+
+/// The class and string of a user error code or class.
+pub(crate) fn user_code(code: c_int) -> Option<(c_int, String)> {
+    USER.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .find(|e| e.0 == code)
+        .map(|e| (e.1, e.2.clone()))
+}
+
 /// The class and message of `code`: a class, or a code `code_of` made.
-fn lookup(code: c_int) -> Option<(c_int, String)> {
-    if let Some(u) = crate::misc::user_code(code) {
+pub(crate) fn lookup(code: c_int) -> Option<(c_int, String)> {
+    if let Some(u) = user_code(code) {
         return Some(u);
     }
     if (0..FIRST_CODE).contains(&code) {
@@ -124,7 +139,7 @@ fn lookup(code: c_int) -> Option<(c_int, String)> {
 }
 
 /// The standard's description of an error class.
-fn class_name(class: c_int) -> Option<&'static str> {
+pub(crate) fn class_name(class: c_int) -> Option<&'static str> {
     Some(match class {
         MPI_SUCCESS => "no error",
         MPI_ERR_BUFFER => "invalid buffer pointer",
@@ -199,74 +214,6 @@ pub(crate) type CommErrhandlerFn = unsafe extern "C" fn(*mut MPI_Comm, *mut c_in
 /// The user error handlers (`MPI_Comm_create_errhandler`).
 pub(crate) static ERRHANDLERS: Table<CommErrhandlerFn> = Table::new(Kind::Errhandler);
 
-/// What an error is reported on.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Scope {
-    /// A communicator: its error handler decides.
-    Comm(MPI_Comm),
-    /// No object: `MPI_COMM_SELF`'s handler decides (MPI 4).
-    Self_,
-}
-
-/// Reports `e` on `comm` as MPI does: makes its code, then applies the communicator's
-/// error handler (ARE_FATAL and ABORT end the job; RETURN returns the code; a user
-/// handler is called, then the code is returned).
-pub(crate) fn raise(comm: MPI_Comm, e: &MpiError) -> c_int {
-    // A request of a file access reports on its file.
-    if crate::handles::is_kind(comm, crate::handles::Kind::File) {
-        return crate::file::raise_file(comm, e);
-    }
-    let mut code = code_of(e);
-    let handler = crate::comm::errhandler_of(comm);
-    match handler {
-        MPI_ERRORS_RETURN => code,
-        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => crate::init::fatal(&e.to_string(), e.class()),
-        h => match ERRHANDLERS.get(h) {
-            Some(f) => {
-                let mut c = comm;
-                // SAFETY: the handler is a user function of the C type the standard
-                // gives; it receives pointers to locals that live for the call.
-                unsafe { f(&mut c, &mut code) };
-                code
-            }
-            None => code,
-        },
-    }
-}
-
-/// The result of a call whose errors go to communicator `comm`.
-pub(crate) fn on_comm(comm: MPI_Comm, r: Result<(), MpiError>) -> c_int {
-    match r {
-        Ok(()) => MPI_SUCCESS,
-        Err(e) => raise(comm, &e),
-    }
-}
-
-/// The result of a call whose errors are not about an object (`MPI_COMM_SELF`'s
-/// handler decides).
-pub(crate) fn on_self(r: Result<(), MpiError>) -> c_int {
-    on_comm(MPI_COMM_SELF, r)
-}
-
-/// The stub of a function Spools does not implement: `MPI_ERR_UNSUPPORTED_OPERATION`
-/// with a message naming it, on `scope`.
-pub(crate) fn unsupported(name: &'static str, scope: Scope) -> c_int {
-    let e = MpiError::Unsupported(name);
-    match scope {
-        // An invalid communicator is that, whatever the function.
-        Scope::Comm(c) if crate::comm::comm(c, name).is_err() => raise(
-            c,
-            &MpiError::Handle {
-                class: MPI_ERR_COMM,
-                what: "communicator",
-                handle: c,
-            },
-        ),
-        Scope::Comm(c) => raise(c, &e),
-        Scope::Self_ => raise(MPI_COMM_SELF, &e),
-    }
-}
-
 /// Writes `s` into a C buffer of `cap` bytes with a NUL, and its length into `len`.
 ///
 /// # Safety
@@ -285,107 +232,6 @@ pub(crate) unsafe fn put_string(s: &str, buf: *mut c_char, cap: usize, len: *mut
         // SAFETY: non-NULL and writable (the caller's contract).
         unsafe { *len = n as c_int };
     }
-}
-
-/// `MPI_Error_class`: the class of an error code.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
-    let r = match lookup(errorcode) {
-        Some((class, _)) if !errorclass.is_null() => {
-            // SAFETY: non-NULL, writable (the caller's contract).
-            unsafe { *errorclass = class };
-            Ok(())
-        }
-        Some(_) => Err(MpiError::invalid(
-            MPI_ERR_ARG,
-            "MPI_Error_class: errorclass is NULL",
-        )),
-        None => Err(MpiError::invalid(
-            MPI_ERR_ARG,
-            format!("MPI_Error_class: {errorcode} is not an error code"),
-        )),
-    };
-    on_self(r)
-}
-
-/// `MPI_Error_string`: the message of an error code (at most `MPI_MAX_ERROR_STRING`
-/// bytes with the NUL).
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Error_string(
-    errorcode: c_int,
-    string: *mut c_char,
-    resultlen: *mut c_int,
-) -> c_int {
-    let r = match lookup(errorcode) {
-        Some((class, msg)) => {
-            let text = if errorcode >= FIRST_CODE {
-                format!("{msg} ({})", class_name(class).unwrap_or("error"))
-            } else {
-                msg
-            };
-            // SAFETY: the standard's contract: MPI_MAX_ERROR_STRING bytes.
-            unsafe { put_string(&text, string, MPI_MAX_ERROR_STRING as usize, resultlen) };
-            Ok(())
-        }
-        None => Err(MpiError::invalid(
-            MPI_ERR_ARG,
-            format!("MPI_Error_string: {errorcode} is not an error code"),
-        )),
-    };
-    on_self(r)
-}
-
-/// `MPI_Comm_create_errhandler`: an error handler calling `comm_errhandler_fn`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_create_errhandler(
-    comm_errhandler_fn: *const std::ffi::c_void,
-    errhandler: *mut MPI_Errhandler,
-) -> c_int {
-    let r = (|| {
-        if comm_errhandler_fn.is_null() || errhandler.is_null() {
-            return Err(MpiError::invalid(
-                MPI_ERR_ARG,
-                "MPI_Comm_create_errhandler: NULL function or output",
-            ));
-        }
-        // SAFETY: a C function of the standard's errhandler type (the caller's contract).
-        let f: CommErrhandlerFn = unsafe { std::mem::transmute(comm_errhandler_fn) };
-        let h = ERRHANDLERS
-            .insert(f)
-            .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many error handlers"))?;
-        // SAFETY: non-NULL, writable (the caller's contract).
-        unsafe { *errhandler = h };
-        Ok(())
-    })();
-    on_self(r)
-}
-
-/// `MPI_Errhandler_free`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut MPI_Errhandler) -> c_int {
-    let r = (|| {
-        if errhandler.is_null() {
-            return Err(MpiError::invalid(MPI_ERR_ARG, "MPI_Errhandler_free: NULL"));
-        }
-        // SAFETY: non-NULL (the caller's contract).
-        let h = unsafe { *errhandler };
-        if !matches!(
-            h,
-            MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT | MPI_ERRORS_RETURN
-        ) {
-            // Communicators that use it keep its handle working (freed when unused in
-            // MPI; here the slot stays until the handle is reused).
-            ERRHANDLERS.get(h).ok_or(MpiError::Handle {
-                class: MPI_ERR_ERRHANDLER,
-                what: "error handler",
-                handle: h,
-            })?;
-        }
-        // SAFETY: as above.
-        unsafe { *errhandler = MPI_ERRHANDLER_NULL };
-        Ok(())
-    })();
-    on_self(r)
 }
 
 /// Whether `h` is an error handler a communicator may take.

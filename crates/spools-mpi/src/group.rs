@@ -5,10 +5,12 @@ use std::ffi::c_int;
 use std::sync::Arc;
 
 use crate::abi::*;
-use crate::comm::{comm, insert_child, out};
-use crate::error::{on_comm, on_self, MpiError};
+use crate::comm::{comm, insert_child};
+use crate::errhandler::{on_comm, on_self};
+use crate::error::MpiError;
 use crate::handles::{Kind, Table};
-use crate::init::rt;
+use crate::out::out;
+use crate::runtime::rt;
 
 /// A group: job ranks in group order.
 pub(crate) struct GroupObj(pub(crate) Vec<u32>);

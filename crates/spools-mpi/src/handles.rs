@@ -25,11 +25,6 @@ pub(crate) enum Kind {
 const INDEX_BITS: u32 = 24;
 const INDEX_MASK: usize = (1 << INDEX_BITS) - 1;
 
-/// Whether handle `h` is one of a table of `kind`.
-pub(crate) fn is_kind(h: usize, kind: Kind) -> bool {
-    h >> INDEX_BITS == kind as usize
-}
-
 /// A table of objects of one kind.
 pub(crate) struct Table<T> {
     kind: Kind,

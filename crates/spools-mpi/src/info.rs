@@ -4,9 +4,10 @@ use std::ffi::{c_char, c_int, CStr};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::abi::*;
-use crate::comm::out;
-use crate::error::{on_self, put_string, MpiError};
+use crate::errhandler::on_self;
+use crate::error::{put_string, MpiError};
 use crate::handles::{Kind, Table};
+use crate::out::out;
 
 /// An info object's entries, in the order their keys were first set.
 #[derive(Default)]

@@ -4,70 +4,19 @@
 
 use std::ffi::{c_char, c_int};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::thread::ThreadId;
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Instant;
 
-use spools::{ThreadLevel, World};
+use spools::ThreadLevel;
 
 use crate::abi::*;
 use crate::comm::CommObj;
-use crate::error::{on_self, put_string, MpiError};
+use crate::errhandler::on_self;
+use crate::error::{put_string, MpiError};
+use crate::runtime::{fatal, rt};
 
-/// This process's MPI state, from `MPI_Init` on.
-pub(crate) struct Runtime {
-    /// The job (shared with the `spools` Python package when both live in its
-    /// extension: `spools::shared`); `None` once finalised or aborted.
-    world: Mutex<Option<Arc<World>>>,
-    /// `MPI_COMM_WORLD`.
-    pub(crate) world_comm: Arc<CommObj>,
-    /// `MPI_COMM_SELF`.
-    pub(crate) self_comm: Arc<CommObj>,
-    /// A private duplicate of the world (its ranks are job ranks), on which ranks that
-    /// share no communicator yet agree on a new one's context (`agree.rs`).
-    pub(crate) bridge: spools_msg::Communicator,
-    /// The thread level provided.
-    pub(crate) thread_level: c_int,
-    /// The thread that called `MPI_Init`.
-    main_thread: ThreadId,
-    /// This rank in the job.
-    pub(crate) rank: u32,
-}
-
-impl Runtime {
-    /// The job, for what needs more than a communicator (the shared heap, progress).
-    ///
-    /// # Errors
-    /// [`MpiError::NotInitialized`] once finalised.
-    pub(crate) fn world(&self, call: &'static str) -> Result<Arc<World>, MpiError> {
-        self.world
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-            .ok_or(MpiError::NotInitialized(call))
-    }
-}
-
-static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 static STARTED: AtomicBool = AtomicBool::new(false);
-static FINALIZED: AtomicBool = AtomicBool::new(false);
 static EPOCH: OnceLock<Instant> = OnceLock::new();
-
-/// The runtime of an initialised, not finalised process.
-///
-/// # Errors
-/// [`MpiError::NotInitialized`] naming `call`.
-pub(crate) fn rt(call: &'static str) -> Result<&'static Runtime, MpiError> {
-    match RUNTIME.get() {
-        Some(r) if !FINALIZED.load(Ordering::Acquire) => Ok(r),
-        _ => Err(MpiError::NotInitialized(call)),
-    }
-}
-
-/// The runtime, if `MPI_Init` was called (finalised or not).
-pub(crate) fn runtime() -> Option<&'static Runtime> {
-    RUNTIME.get()
-}
 
 /// Joins the job for a session if nothing joined it yet (`MPI_Session_init`).
 ///
@@ -76,7 +25,7 @@ pub(crate) fn runtime() -> Option<&'static Runtime> {
 pub(crate) fn ensure_started() -> Result<(), MpiError> {
     static JOINING: Mutex<()> = Mutex::new(());
     let _g = JOINING.lock().unwrap_or_else(PoisonError::into_inner);
-    if RUNTIME.get().is_some() {
+    if crate::runtime::runtime().is_some() {
         return Ok(());
     }
     join(MPI_THREAD_MULTIPLE).map(drop)
@@ -90,7 +39,7 @@ fn start(required: c_int) -> Result<c_int, MpiError> {
             "MPI_Init: MPI was already initialized in this process (once per process)",
         ));
     }
-    match RUNTIME.get() {
+    match crate::runtime::runtime() {
         Some(rt) => Ok(rt.thread_level),
         None => join(required),
     }
@@ -122,7 +71,7 @@ fn join(required: c_int) -> Result<c_int, MpiError> {
         ThreadLevel::Serialized => MPI_THREAD_SERIALIZED,
         ThreadLevel::Multiple => MPI_THREAD_MULTIPLE,
     };
-    let rt = Runtime {
+    let rt = crate::runtime::Runtime {
         world_comm: CommObj::new(comm, "MPI_COMM_WORLD"),
         self_comm: CommObj::new(selfc, "MPI_COMM_SELF"),
         bridge,
@@ -131,9 +80,7 @@ fn join(required: c_int) -> Result<c_int, MpiError> {
         main_thread: std::thread::current().id(),
         rank: me,
     };
-    RUNTIME
-        .set(rt)
-        .map_err(|_| MpiError::Init("initialised twice".into()))?;
+    crate::runtime::install(rt)?;
     Ok(provided)
 }
 
@@ -176,7 +123,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        FINALIZED.store(true, Ordering::Release);
+        crate::runtime::mark_finalized();
         if let Some(w) = w {
             spools::shared::leave(w)
                 .map_err(|e| MpiError::invalid(MPI_ERR_PROC_ABORTED, e.to_string()))?;
@@ -202,7 +149,7 @@ pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
 pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
     if !flag.is_null() {
         // SAFETY: non-NULL, writable (the caller's contract).
-        unsafe { *flag = c_int::from(FINALIZED.load(Ordering::Acquire)) };
+        unsafe { *flag = c_int::from(crate::runtime::is_finalized()) };
     }
     MPI_SUCCESS
 }
@@ -229,29 +176,6 @@ pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
         }
     });
     on_self(r)
-}
-
-/// Ends the whole job because of `cause` on this rank (as `spools run` does for a
-/// failing rank: the other ranks' calls fail and the launcher stops them), then exits
-/// this process with `code` (1 when `code` is not a valid exit status).
-pub(crate) fn fatal(cause: &str, code: c_int) -> ! {
-    let rank = RUNTIME.get().map(|r| r.rank);
-    match rank {
-        Some(r) => eprintln!("spools-mpi: rank {r}: {cause}; ending the job"),
-        None => eprintln!("spools-mpi: {cause}; ending the job"),
-    }
-    if let Some(rt) = RUNTIME.get() {
-        let w = rt
-            .world
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(w) = w {
-            spools::shared::abort(&w, cause);
-        }
-    }
-    let status = if (1..=255).contains(&code) { code } else { 1 };
-    std::process::exit(status)
 }
 
 /// `MPI_Abort`: ends the whole job with `errorcode` as this process's exit status.

@@ -19,22 +19,10 @@ use std::ffi::{c_char, c_int, CStr};
 use spools_msg::{Communicator, Op};
 
 use crate::abi::*;
-use crate::comm::{comm, insert, out, CommObj};
-use crate::error::{on_comm, MpiError};
-
-/// The two groups of an intercommunicator.
-pub(crate) struct Inter {
-    /// Both groups, in the order every member agrees on.
-    pub(crate) union: Communicator,
-    /// This side's members (job ranks), in local rank order.
-    pub(crate) local: Vec<u32>,
-    /// The other side's members.
-    pub(crate) remote: Vec<u32>,
-    /// This rank in `local`.
-    pub(crate) local_rank: u32,
-    /// Whether this side comes first in `union`.
-    pub(crate) first: bool,
-}
+use crate::comm::{comm, insert, CommObj, Inter};
+use crate::errhandler::on_comm;
+use crate::error::MpiError;
+use crate::out::out;
 
 fn bytes_of(v: &[u32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -66,7 +54,7 @@ fn make(
     remote: Vec<u32>,
     first: bool,
 ) -> Result<CommObj, MpiError> {
-    let me = crate::init::rt("MPI_Intercomm_create")?.rank;
+    let me = crate::runtime::rt("MPI_Intercomm_create")?.rank;
     let local_rank = local.iter().position(|&r| r == me).ok_or_else(|| {
         MpiError::invalid(
             MPI_ERR_INTERN,
@@ -203,7 +191,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
     let _ = info;
     let call = "MPI_Intercomm_create_from_groups";
     let r = (|| {
-        let rt = crate::init::rt(call)?;
+        let rt = crate::runtime::rt(call)?;
         let local = crate::group::members_of(local_group)?;
         let remote = crate::group::members_of(remote_group)?;
         if !local.contains(&rt.rank) {
@@ -246,7 +234,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
     })();
     match r {
         Ok(()) => MPI_SUCCESS,
-        Err(e) => crate::error::raise(MPI_COMM_SELF, &e),
+        Err(e) => crate::errhandler::raise(MPI_COMM_SELF, &e),
     }
 }
 

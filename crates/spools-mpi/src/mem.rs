@@ -5,10 +5,11 @@ use std::ffi::{c_int, c_void};
 use std::sync::{Mutex, PoisonError};
 
 use crate::abi::*;
-use crate::comm::out;
 use crate::datatype::{committed, count as ccount};
-use crate::error::{on_self, MpiError};
+use crate::errhandler::on_self;
+use crate::error::MpiError;
 use crate::op::Reducer;
+use crate::out::out;
 
 /// Sizes of the blocks `MPI_Alloc_mem` gave, by address (for `MPI_Free_mem`).
 static BLOCKS: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());

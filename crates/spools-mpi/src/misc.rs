@@ -2,11 +2,12 @@
 //! `MPI_Get_hw_resource_info`), user error classes and codes, and `MPI_Buffer_iflush`.
 
 use std::ffi::{c_char, c_int, CStr};
-use std::sync::{Mutex, PoisonError};
+use std::sync::PoisonError;
 
 use crate::abi::*;
-use crate::comm::out;
-use crate::error::{on_self, MpiError};
+use crate::errhandler::on_self;
+use crate::error::{user_code, MpiError, FIRST_USER, USER};
+use crate::out::out;
 
 /// `MPI_Abi_get_info`: the sizes of `MPI_Aint`, `MPI_Count` and `MPI_Offset`.
 #[no_mangle]
@@ -47,20 +48,6 @@ pub unsafe extern "C" fn MPI_Get_hw_resource_info(hw_info: *mut MPI_Info) -> c_i
         crate::info::make(Vec::new())
             .and_then(|h| unsafe { out(hw_info, h, "MPI_Get_hw_resource_info") }),
     )
-}
-
-/// User error classes and codes: (code, class, string). Classes and codes are numbered
-/// from `FIRST_USER`, below the codes Spools gives its own errors.
-static USER: Mutex<Vec<(c_int, c_int, String)>> = Mutex::new(Vec::new());
-const FIRST_USER: c_int = MPI_ERR_LASTCODE + 1;
-
-/// The class and string of a user error code or class.
-pub(crate) fn user_code(code: c_int) -> Option<(c_int, String)> {
-    USER.lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .iter()
-        .find(|e| e.0 == code)
-        .map(|e| (e.1, e.2.clone()))
 }
 
 fn add(class: Option<c_int>) -> c_int {

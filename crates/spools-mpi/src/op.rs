@@ -8,10 +8,11 @@ use std::sync::Arc;
 use spools::{Communicator, Element, Op};
 
 use crate::abi::*;
-use crate::comm::out;
 use crate::datatype::{Basic, TypeObj};
-use crate::error::{on_self, MpiError};
+use crate::errhandler::on_self;
+use crate::error::MpiError;
 use crate::handles::{Kind, Table};
+use crate::out::out;
 
 /// `MPI_User_function`: `f(invec, inoutvec, len, datatype)`, `inoutvec = invec op
 /// inoutvec`.

@@ -9,9 +9,11 @@ use std::ffi::{c_int, c_void};
 use spools::{Source, Tag};
 
 use crate::abi::*;
-use crate::comm::{comm, out, CommObj};
+use crate::comm::{comm, CommObj};
 use crate::datatype::{committed, count as ccount, pack, unpack, TypeObj};
-use crate::error::{on_comm, MpiError};
+use crate::errhandler::on_comm;
+use crate::error::MpiError;
+use crate::out::out;
 use crate::request::{
     empty_status, give, proc_null_status, put_status, status_of, truncated_status, Op,
 };

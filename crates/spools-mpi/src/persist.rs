@@ -5,10 +5,12 @@ use std::ffi::{c_int, c_void};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::abi::*;
-use crate::comm::{comm, out};
+use crate::comm::comm;
 use crate::datatype::{committed, count as ccount, unpack, TypeObj};
-use crate::error::{on_comm, MpiError};
+use crate::errhandler::on_comm;
+use crate::error::MpiError;
 use crate::handles::{Kind, Table};
+use crate::out::out;
 use crate::p2p::{data, recv_tag, source, start_recv, start_send};
 use crate::request::{give, give_persistent, proc_null_status, put_status, status_with, Op};
 

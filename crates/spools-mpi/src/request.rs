@@ -7,10 +7,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use spools::{Completion, MsgError, Status};
 
 use crate::abi::*;
-use crate::comm::out;
 use crate::datatype::{dtype, elements, unpack, TypeObj};
-use crate::error::{on_self, raise, MpiError};
+use crate::errhandler::{on_self, raise};
+use crate::error::MpiError;
 use crate::handles::{Kind, Table};
+use crate::out::out;
 
 /// What a request stands for.
 pub(crate) enum Op {
@@ -53,7 +54,11 @@ pub(crate) type Starter = Box<dyn Fn() -> Result<Op, MpiError> + Send + Sync>;
 /// A request object: the operation, and the communicator errors go to.
 pub(crate) struct ReqObj {
     op: Mutex<Option<Op>>,
+    /// The object its errors are reported on (a communicator, or a file).
     comm: MPI_Comm,
+    /// How they are reported there: [`raise`] for a communicator; a file access gives
+    /// its file's (`file::raise_file`), so that this module needs nothing of files.
+    report: Report,
     /// For a persistent request: what starts its operation.
     starter: Option<Starter>,
 }
@@ -69,10 +74,23 @@ static REQUESTS: Table<ReqObj> = Table::new(Kind::Request);
 /// # Errors
 /// `MPI_ERR_NO_MEM` when the table is full.
 pub(crate) fn give(op: Op, comm: MPI_Comm) -> Result<MPI_Request, MpiError> {
+    give_on(op, comm, raise)
+}
+
+/// How a request's errors are reported on the object it is about: its code made, that
+/// object's error handler applied.
+pub(crate) type Report = fn(MPI_Comm, &MpiError) -> c_int;
+
+/// As [`give`], for a request whose errors go to object `on` through `report`.
+///
+/// # Errors
+/// `MPI_ERR_NO_MEM` when the table is full.
+pub(crate) fn give_on(op: Op, on: MPI_Comm, report: Report) -> Result<MPI_Request, MpiError> {
     REQUESTS
         .insert(ReqObj {
             op: Mutex::new(Some(op)),
-            comm,
+            comm: on,
+            report,
             starter: None,
         })
         .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many requests"))
@@ -87,6 +105,7 @@ pub(crate) fn give_persistent(starter: Starter, comm: MPI_Comm) -> Result<MPI_Re
         .insert(ReqObj {
             op: Mutex::new(None),
             comm,
+            report: raise,
             starter: Some(starter),
         })
         .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many requests"))
@@ -162,7 +181,10 @@ pub unsafe extern "C" fn MPI_Start(request: *mut MPI_Request) -> c_int {
         *g = Some(starter()?);
         Ok(())
     })();
-    crate::error::on_comm(obj.comm, r)
+    match r {
+        Ok(()) => MPI_SUCCESS,
+        Err(e) => (obj.report)(obj.comm, &e),
+    }
 }
 
 /// `MPI_Startall`.
@@ -223,13 +245,13 @@ pub unsafe extern "C" fn MPI_Request_get_status(
                 Some(st)
             }
             Ok(false) => None,
-            Err(e) => return crate::error::raise(obj.comm, &e),
+            Err(e) => return (obj.report)(obj.comm, &e),
         },
     };
     drop(g);
     if let Some(mut s) = done {
         if let Some(e) = &failed {
-            let code = crate::error::raise(obj.comm, e);
+            let code = (obj.report)(obj.comm, e);
             s.MPI_ERROR = code;
             // SAFETY: the caller's contract.
             unsafe {
@@ -420,7 +442,7 @@ fn finish_handle(h: &mut MPI_Request) -> Result<MPI_Status, (c_int, MPI_Status)>
     };
     complete(op).map_err(|b| {
         let (e, s) = *b;
-        let code = raise(obj.comm, &e);
+        let code = (obj.report)(obj.comm, &e);
         let mut s = s.unwrap_or_else(empty_status);
         s.MPI_ERROR = code;
         (code, s)
@@ -443,7 +465,7 @@ fn poll_handle(h: MPI_Request) -> Result<bool, c_int> {
     let mut g = obj.op.lock().unwrap_or_else(PoisonError::into_inner);
     match g.as_mut() {
         None => Ok(true),
-        Some(op) => ready(op).map_err(|e| raise(obj.comm, &e)),
+        Some(op) => ready(op).map_err(|e| (obj.report)(obj.comm, &e)),
     }
 }
 

@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use crate::abi::*;
-use crate::comm::{insert_child, out};
+use crate::comm::insert_child;
 use crate::error::{code_of, put_string, valid_errhandler, MpiError};
 use crate::handles::{Kind, Table};
+use crate::out::out;
 
 /// A session: its error handler and the info it was made with.
 struct SessionObj {
@@ -38,7 +39,7 @@ fn on_session(h: MPI_Session, r: Result<(), MpiError>) -> c_int {
         .get(h)
         .map_or(MPI_ERRORS_RETURN, |s| s.errhandler.load(Ordering::Relaxed));
     match eh {
-        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => crate::init::fatal(&e.to_string(), e.class()),
+        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => crate::runtime::fatal(&e.to_string(), e.class()),
         _ => code_of(&e),
     }
 }
@@ -173,7 +174,7 @@ fn pset(name: *const c_char, call: &'static str) -> Result<Vec<u32>, MpiError> {
     let n = unsafe { CStr::from_ptr(name) }
         .to_string_lossy()
         .to_lowercase();
-    let rt = crate::init::rt(call)?;
+    let rt = crate::runtime::rt(call)?;
     match n.as_str() {
         "mpi://world" => Ok((0..rt.world_comm.comm.size()).collect()),
         "mpi://self" => Ok(vec![rt.rank]),
@@ -290,7 +291,7 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
     let _ = info;
     let r = (|| {
         let call = "MPI_Comm_create_from_group";
-        let rt = crate::init::rt(call)?;
+        let rt = crate::runtime::rt(call)?;
         let g = crate::group::members_of(group)?;
         if !g.contains(&rt.rank) {
             return Err(MpiError::invalid(
@@ -320,7 +321,7 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
     })();
     match r {
         Ok(()) => MPI_SUCCESS,
-        Err(e) => crate::error::raise(MPI_COMM_SELF, &e),
+        Err(e) => crate::errhandler::raise(MPI_COMM_SELF, &e),
     }
 }
 
@@ -333,7 +334,7 @@ pub unsafe extern "C" fn MPI_Session_create_errhandler(
     // The same calling convention as a communicator's handler (a handle pointer, a code
     // pointer).
     // SAFETY: the caller's contract.
-    unsafe { crate::error::MPI_Comm_create_errhandler(session_errhandler_fn, errhandler) }
+    unsafe { crate::errhandler::MPI_Comm_create_errhandler(session_errhandler_fn, errhandler) }
 }
 
 /// `MPI_Session_call_errhandler`.
@@ -351,7 +352,7 @@ pub unsafe extern "C" fn MPI_Session_call_errhandler(
         .map_or(MPI_ERRORS_RETURN, |s| s.errhandler.load(Ordering::Relaxed));
     match eh {
         MPI_ERRORS_RETURN => MPI_SUCCESS,
-        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => crate::init::fatal(
+        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => crate::runtime::fatal(
             &format!("MPI_Session_call_errhandler with error code {errorcode}"),
             errorcode,
         ),

@@ -7,29 +7,12 @@ use std::ffi::{c_int, c_void};
 use std::sync::{Arc, PoisonError};
 
 use crate::abi::*;
-use crate::comm::{comm, insert_child, out, CommObj};
+use crate::comm::{comm, insert_child, CommObj, Topo};
 use crate::datatype::{array, committed, count as ccount};
-use crate::error::{on_comm, on_self, MpiError};
+use crate::errhandler::{on_comm, on_self};
+use crate::error::MpiError;
+use crate::out::out;
 use crate::vcoll::{nonblocking, persistent, run, xfer_start, In, OutB, Start, Xfer};
-
-/// A communicator's topology.
-#[derive(Debug, Clone)]
-pub(crate) enum Topo {
-    Cart {
-        dims: Vec<c_int>,
-        periods: Vec<bool>,
-    },
-    Graph {
-        index: Vec<c_int>,
-        edges: Vec<c_int>,
-    },
-    Dist {
-        sources: Vec<c_int>,
-        sw: Option<Vec<c_int>>,
-        dests: Vec<c_int>,
-        dw: Option<Vec<c_int>>,
-    },
-}
 
 fn topo(c: &CommObj) -> Option<Topo> {
     c.topo

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use crate::abi::*;
 use crate::datatype::{array, build, dtype, give, Envelope, TypeObj};
-use crate::error::{on_self, MpiError};
+use crate::errhandler::on_self;
+use crate::error::MpiError;
 
 fn n(v: i64, call: &'static str) -> Result<usize, MpiError> {
     crate::datatype::count(v, call)

@@ -5,9 +5,10 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::PoisonError;
 
 use crate::abi::*;
-use crate::comm::out;
 use crate::datatype::{dtype, Basic, TypeObj};
-use crate::error::{on_self, put_string, MpiError};
+use crate::errhandler::on_self;
+use crate::error::{put_string, MpiError};
+use crate::out::out;
 
 /// # Safety
 /// `p` is NULL or holds `v.len()` writable values.
@@ -482,7 +483,7 @@ pub unsafe extern "C" fn MPI_Pack_size_c(
         // SAFETY: the caller's contract.
         unsafe { out(size, (k * t.size) as MPI_Count, "MPI_Pack_size_c") }
     })();
-    crate::error::on_comm(comm, r)
+    crate::errhandler::on_comm(comm, r)
 }
 
 /// `MPI_Pack_c`.
@@ -523,7 +524,7 @@ pub unsafe extern "C" fn MPI_Pack_c(
         }
         Ok(())
     })();
-    crate::error::on_comm(comm, r)
+    crate::errhandler::on_comm(comm, r)
 }
 
 /// `MPI_Unpack_c`.
@@ -564,7 +565,7 @@ pub unsafe extern "C" fn MPI_Unpack_c(
         }
         Ok(())
     })();
-    crate::error::on_comm(comm, r)
+    crate::errhandler::on_comm(comm, r)
 }
 
 /// (combiner, p or r, r).

@@ -12,10 +12,12 @@ use std::sync::Arc;
 use spools::CollRequest;
 
 use crate::abi::*;
-use crate::comm::{comm, out, CommObj};
+use crate::comm::{comm, CommObj};
 use crate::datatype::{committed, count as ccount, unpack, TypeObj};
-use crate::error::{on_comm, MpiError};
+use crate::errhandler::on_comm;
+use crate::error::MpiError;
 use crate::op::Reducer;
+use crate::out::out;
 use crate::p2p::data;
 use crate::request::{give, give_persistent, CollOp, Op};
 

@@ -6,7 +6,8 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::{Mutex, PoisonError};
 
 use crate::abi::*;
-use crate::error::{on_self, MpiError};
+use crate::errhandler::on_self;
+use crate::error::MpiError;
 
 /// The names registered.
 static REGISTERED: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -21,7 +22,7 @@ pub(crate) fn registered(name: &str) -> bool {
 }
 
 fn register(datarep: *const c_char, call: &'static str) -> Result<(), MpiError> {
-    crate::init::rt(call)?;
+    crate::runtime::rt(call)?;
     if datarep.is_null() {
         return Err(MpiError::invalid(MPI_ERR_ARG, format!("{call}: NULL name")));
     }

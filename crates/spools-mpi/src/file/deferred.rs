@@ -13,7 +13,6 @@
 //! collective steps. Moving one is the blocking collective access, with its agreement
 //! on the outcome; its error is the request's, raised on the file.
 
-use std::collections::VecDeque;
 use std::ffi::c_int;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -22,26 +21,11 @@ use spools::CollRequest;
 use crate::abi::*;
 use crate::datatype::{bytes_of, committed, count as ccount};
 use crate::error::MpiError;
-use crate::file::access::{access_now, Dir, Place};
+use crate::file::place::{Dir, Place};
+use crate::file::queue::{Access, Queue};
+use crate::file::transfer::access_now;
 use crate::file::{file, on_file, FileObj};
-use crate::request::{give, CollOp, Op};
-
-/// The non-blocking collective accesses of a file not yet moved, oldest first.
-#[derive(Default)]
-pub(crate) struct Queue(Mutex<VecDeque<Arc<Access>>>);
-
-/// One queued access: its arguments, its arrival barrier, and once moved its outcome.
-pub(crate) struct Access {
-    fh: MPI_File,
-    buf: usize,
-    count: MPI_Count,
-    dt: MPI_Datatype,
-    place: Place,
-    dir: Dir,
-    call: &'static str,
-    arrival: Mutex<Option<CollRequest<()>>>,
-    outcome: Mutex<Option<Result<MPI_Status, MpiError>>>,
-}
+use crate::request::{give_on, CollOp, Op};
 
 impl Access {
     fn moved(&self) -> bool {
@@ -222,9 +206,13 @@ pub(crate) unsafe fn start(
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push_back(access.clone());
-        let h = give(Op::Coll(Box::new(Pending { file: f, access })), fh)?;
+        let h = give_on(
+            Op::Coll(Box::new(Pending { file: f, access })),
+            fh,
+            crate::file::raise_file,
+        )?;
         // SAFETY: the caller's contract.
-        unsafe { crate::comm::out(request, h, call) }
+        unsafe { crate::out::out(request, h, call) }
     })();
     on_file(fh, r)
 }

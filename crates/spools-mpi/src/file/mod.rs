@@ -25,9 +25,13 @@ pub(crate) mod deferred;
 mod io;
 mod layout;
 pub(crate) mod open;
+mod outcome;
+mod place;
 mod pointer;
 pub(crate) mod position;
+mod queue;
 mod raid;
+mod transfer;
 mod twophase;
 mod view;
 
@@ -40,8 +44,9 @@ use spools::Communicator;
 use crate::abi::*;
 use crate::error::{code_of, MpiError, ERRHANDLERS};
 use crate::handles::{Kind, Table};
-use crate::init::rt;
+use crate::runtime::rt;
 
+pub(crate) use outcome::{agree_on, io_class, io_error};
 pub(crate) use view::View;
 
 /// An open file.
@@ -67,7 +72,7 @@ pub(crate) struct FileObj {
     /// at `path`) is committed to at sync and close.
     pub(crate) raid: Option<raid::Set>,
     /// Non-blocking collective accesses made and not moved yet, oldest first.
-    pub(crate) deferred: deferred::Queue,
+    pub(crate) deferred: queue::Queue,
 }
 
 pub(crate) static FILES: Table<FileObj> = Table::new(Kind::File);
@@ -99,7 +104,7 @@ pub(crate) fn raise_file(h: MPI_File, e: &MpiError) -> c_int {
     let mut code = code_of(e);
     match handler {
         MPI_ERRORS_RETURN => code,
-        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => crate::init::fatal(&e.to_string(), e.class()),
+        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => crate::runtime::fatal(&e.to_string(), e.class()),
         hd => match ERRHANDLERS.get(hd) {
             Some(f) => {
                 let mut fh = h;
@@ -122,6 +127,22 @@ pub(crate) fn on_file(h: MPI_File, r: Result<(), MpiError>) -> c_int {
 }
 
 impl FileObj {
+    /// The shared file pointer.
+    ///
+    /// # Errors
+    /// `MPI_ERR_UNSUPPORTED_OPERATION` for a group spanning hosts.
+    pub(crate) fn shared_pointer(
+        &self,
+        call: &'static str,
+    ) -> Result<&pointer::SharedPointer, MpiError> {
+        self.shared.as_ref().ok_or_else(|| {
+            MpiError::invalid(
+                MPI_ERR_UNSUPPORTED_OPERATION,
+                format!("{call}: the shared file pointer is built for groups within one host; this file's group spans hosts"),
+            )
+        })
+    }
+
     /// The view in effect.
     pub(crate) fn view(&self) -> View {
         self.view
@@ -162,50 +183,4 @@ impl FileObj {
     ) -> Result<T, MpiError> {
         agree_on(&self.comm, r, call)
     }
-}
-
-/// Every rank's outcome of a collective step on `comm`: an error on any rank is an error
-/// on every rank (this rank's own, or one naming the rank that failed).
-///
-/// # Errors
-/// This rank's error; else the first failing rank's, as `MPI_ERR_IO`.
-pub(crate) fn agree_on<T>(
-    comm: &Communicator,
-    r: Result<T, MpiError>,
-    call: &'static str,
-) -> Result<T, MpiError> {
-    let all = comm.allgather_bytes(&[u8::from(r.is_err())])?;
-    match r {
-        Err(e) => Err(e),
-        Ok(v) => match all.iter().position(|b| b.first() == Some(&1)) {
-            Some(rank) => Err(MpiError::invalid(
-                MPI_ERR_IO,
-                format!("{call}: rank {rank} of the file's group failed in this collective call"),
-            )),
-            None => Ok(v),
-        },
-    }
-}
-
-/// The MPI error class of a failed file operation.
-pub(crate) fn io_class(e: &std::io::Error) -> c_int {
-    use std::io::ErrorKind as K;
-    match e.raw_os_error() {
-        Some(libc::ENOSPC) => return MPI_ERR_NO_SPACE,
-        Some(libc::EDQUOT) => return MPI_ERR_QUOTA,
-        Some(libc::EROFS) => return MPI_ERR_READ_ONLY,
-        Some(libc::ENAMETOOLONG) | Some(libc::ENOTDIR) => return MPI_ERR_BAD_FILE,
-        _ => {}
-    }
-    match e.kind() {
-        K::NotFound => MPI_ERR_NO_SUCH_FILE,
-        K::AlreadyExists => MPI_ERR_FILE_EXISTS,
-        K::PermissionDenied => MPI_ERR_ACCESS,
-        _ => MPI_ERR_IO,
-    }
-}
-
-/// An error of a failed file operation, naming the call and the file.
-pub(crate) fn io_error(call: &'static str, path: &std::path::Path, e: &std::io::Error) -> MpiError {
-    MpiError::invalid(io_class(e), format!("{call}: {}: {e}", path.display()))
 }

@@ -11,11 +11,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use crate::abi::*;
-use crate::comm::{comm, out};
+use crate::comm::comm;
 use crate::error::{valid_errhandler, MpiError, ERRHANDLERS};
 use crate::file::pointer::SharedPointer;
 use crate::file::raid;
 use crate::file::{file, io_error, on_file, raise_file, FileObj, View, DEFAULT_HANDLER, FILES};
+use crate::out::out;
 
 /// Checks an amode as MPI defines it.
 fn check_amode(amode: c_int, call: &'static str) -> Result<(), MpiError> {
@@ -92,7 +93,7 @@ pub unsafe extern "C" fn MPI_File_open(
 ) -> c_int {
     let call = "MPI_File_open";
     let r = (|| {
-        let rt = crate::init::rt(call)?;
+        let rt = crate::runtime::rt(call)?;
         let c = comm(comm_h, call)?;
         if c.inter.is_some() {
             return Err(MpiError::invalid(
@@ -273,7 +274,7 @@ pub unsafe extern "C" fn MPI_File_close(fh: *mut MPI_File) -> c_int {
 pub unsafe extern "C" fn MPI_File_delete(filename: *const c_char, info: MPI_Info) -> c_int {
     let call = "MPI_File_delete";
     let r = (|| {
-        crate::init::rt(call)?;
+        crate::runtime::rt(call)?;
         crate::info::entries(info)?;
         let path = path_of(filename, call)?;
         // A striped set (the `spools_layout` hint's) goes with its unit files.
@@ -500,7 +501,7 @@ pub unsafe extern "C" fn MPI_File_create_errhandler(
 ) -> c_int {
     // A file handler is called as a communicator's is: a handle and a code by pointer.
     // SAFETY: the caller's contract.
-    unsafe { crate::error::MPI_Comm_create_errhandler(file_errhandler_fn, errhandler) }
+    unsafe { crate::errhandler::MPI_Comm_create_errhandler(file_errhandler_fn, errhandler) }
 }
 
 /// `MPI_File_set_errhandler`: on `MPI_FILE_NULL`, the handler of files opened later
@@ -512,7 +513,7 @@ pub unsafe extern "C" fn MPI_File_set_errhandler(
 ) -> c_int {
     let call = "MPI_File_set_errhandler";
     let r = (|| {
-        crate::init::rt(call)?;
+        crate::runtime::rt(call)?;
         if !valid_errhandler(errhandler) {
             return Err(MpiError::Handle {
                 class: MPI_ERR_ERRHANDLER,
@@ -540,7 +541,7 @@ pub unsafe extern "C" fn MPI_File_get_errhandler(
 ) -> c_int {
     let call = "MPI_File_get_errhandler";
     let r = (|| {
-        crate::init::rt(call)?;
+        crate::runtime::rt(call)?;
         let h = if fh == MPI_FILE_NULL {
             DEFAULT_HANDLER.load(Ordering::Relaxed)
         } else {
@@ -567,7 +568,7 @@ pub unsafe extern "C" fn MPI_File_call_errhandler(fh: MPI_File, errorcode: c_int
     match handler {
         MPI_ERRORS_RETURN => MPI_SUCCESS,
         MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => {
-            crate::init::fatal(&format!("{call} with error code {errorcode}"), errorcode)
+            crate::runtime::fatal(&format!("{call} with error code {errorcode}"), errorcode)
         }
         h => {
             if let Some(f) = ERRHANDLERS.get(h) {

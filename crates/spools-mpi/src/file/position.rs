@@ -6,10 +6,10 @@ use std::ffi::{c_char, c_int, CStr};
 use std::sync::PoisonError;
 
 use crate::abi::*;
-use crate::comm::out;
 use crate::datatype::{another_handle, committed};
 use crate::error::{put_string, MpiError};
 use crate::file::{file, on_file, FileObj, View};
+use crate::out::out;
 
 /// `MPI_File_set_view` (collective): resets both file pointers to 0.
 #[no_mangle]
@@ -249,22 +249,6 @@ pub unsafe extern "C" fn MPI_File_get_type_extent_c(
     rc
 }
 
-/// The shared pointer of `f`.
-///
-/// # Errors
-/// `MPI_ERR_UNSUPPORTED_OPERATION` for a group spanning hosts.
-pub(crate) fn shared_of<'f>(
-    f: &'f FileObj,
-    call: &'static str,
-) -> Result<&'f super::pointer::SharedPointer, MpiError> {
-    f.shared.as_ref().ok_or_else(|| {
-        MpiError::invalid(
-            MPI_ERR_UNSUPPORTED_OPERATION,
-            format!("{call}: the shared file pointer is built for groups within one host; this file's group spans hosts"),
-        )
-    })
-}
-
 /// `MPI_File_seek_shared` (collective).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_seek_shared(
@@ -277,7 +261,7 @@ pub unsafe extern "C" fn MPI_File_seek_shared(
         let f = file(fh, call)?;
         // Queued non-blocking collective accesses first (deferred.rs).
         super::deferred::flush(&f);
-        let s = shared_of(&f, call)?;
+        let s = f.shared_pointer(call)?;
         f.comm.barrier()?;
         let mine = if f.comm.rank() == 0 {
             seek_to(&f, s.get(), offset, whence, call).map(|p| s.set(p))
@@ -298,7 +282,7 @@ pub unsafe extern "C" fn MPI_File_get_position_shared(
     let call = "MPI_File_get_position_shared";
     let r = (|| {
         let f = file(fh, call)?;
-        let p = shared_of(&f, call)?.get();
+        let p = f.shared_pointer(call)?.get();
         // SAFETY: the caller's contract.
         unsafe { out(offset, p as MPI_Offset, call) }
     })();

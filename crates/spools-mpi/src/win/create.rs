@@ -14,11 +14,14 @@ use std::sync::Mutex;
 use spools::{HeapRef, SharedBuf};
 
 use crate::abi::*;
-use crate::comm::{comm, out};
-use crate::error::{on_comm, MpiError};
+use crate::comm::comm;
+use crate::errhandler::on_comm;
+use crate::error::MpiError;
+use crate::out::out;
 use crate::win::ctl::CTL_BYTES;
-use crate::win::target::{cma_allowed, Mem, Target};
-use crate::win::{on_win, remote, win, Epoch, WinObj, WINS};
+use crate::win::mem::Mem;
+use crate::win::target::{cma_allowed, Target};
+use crate::win::{on_win, remote, serve, win, Epoch, WinObj, WINS};
 
 /// What one rank tells the others about its part of a window.
 struct Part {
@@ -107,7 +110,7 @@ fn make(
     memory: Memory,
     call: &'static str,
 ) -> Result<(MPI_Win, usize), MpiError> {
-    let rt = crate::init::rt(call)?;
+    let rt = crate::runtime::rt(call)?;
     let c = comm(comm_h, call)?;
     if c.inter.is_some() {
         return Err(MpiError::invalid(
@@ -232,7 +235,7 @@ fn make(
     };
     // A rank that failed sends nothing to describe: the others then fail too.
     let members = crate::group::members(&c)?;
-    let id = remote::new_id();
+    let id = serve::new_id();
     let me = match (ctl_ref, &fail) {
         (Some(ctl), None) => Part {
             pid: std::process::id() as i32,
@@ -332,7 +335,7 @@ fn make(
     // Peers may send memory messages once the verdict below is in: the function that
     // serves them is registered, and this window can be found by its id, before it.
     if fail.is_none() {
-        if let Err(e) = remote::register(&rt.world_comm.comm) {
+        if let Err(e) = serve::register(&rt.world_comm.comm) {
             fail = Some(e);
         }
     }
@@ -366,7 +369,7 @@ fn make(
         };
         match WINS.insert(obj) {
             Some(h) => {
-                remote::publish(id, h);
+                serve::publish(id, h);
                 Some(h)
             }
             None => {
@@ -379,7 +382,7 @@ fn make(
     };
     let undo = || {
         if let Some(h) = handle {
-            remote::forget(id);
+            serve::forget(id);
             WINS.remove(h);
             crate::win::forget_window();
         }
@@ -679,7 +682,7 @@ pub unsafe extern "C" fn MPI_Win_shared_query_c(
 pub unsafe extern "C" fn MPI_Win_free(win_h: *mut MPI_Win) -> c_int {
     let call = "MPI_Win_free";
     if win_h.is_null() {
-        return crate::error::on_self(Err(MpiError::invalid(
+        return crate::errhandler::on_self(Err(MpiError::invalid(
             MPI_ERR_ARG,
             format!("{call}: NULL window"),
         )));
@@ -710,7 +713,7 @@ pub unsafe extern "C" fn MPI_Win_free(win_h: *mut MPI_Win) -> c_int {
             ));
         }
         crate::attr::delete_all(h, &w.attrs)?;
-        remote::forget(w.id);
+        serve::forget(w.id);
         WINS.remove(h);
         crate::win::forget_window();
         Ok(())

@@ -18,11 +18,14 @@
 //! Shared windows (`MPI_Win_allocate_shared`) need one host and are refused across
 //! hosts by name.
 
+mod ask;
 pub(crate) mod create;
 mod ctl;
+mod mem;
 pub(crate) mod props;
 mod remote;
 pub(crate) mod rma;
+mod serve;
 pub(crate) mod sync;
 mod target;
 
@@ -35,9 +38,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use spools::{Communicator, SharedBuf, World};
 
 use crate::abi::*;
-use crate::error::{raise, MpiError, ERRHANDLERS};
+use crate::errhandler::raise;
+use crate::error::{MpiError, ERRHANDLERS};
 use crate::handles::{Kind, Table};
-use crate::init::rt;
+use crate::runtime::rt;
 use crate::win::ctl::LockKind;
 use crate::win::target::Target;
 
@@ -285,7 +289,7 @@ pub(crate) fn raise_win(h: MPI_Win, e: &MpiError) -> c_int {
     let mut code = crate::error::code_of(e);
     match handler {
         MPI_ERRORS_RETURN => code,
-        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => crate::init::fatal(&e.to_string(), e.class()),
+        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => crate::runtime::fatal(&e.to_string(), e.class()),
         hd => match ERRHANDLERS.get(hd) {
             Some(f) => {
                 let mut wh = h;

@@ -8,8 +8,9 @@ use std::sync::PoisonError;
 
 use crate::abi::*;
 use crate::attr::{create, delete, free, keyval, set, Of};
-use crate::comm::out;
-use crate::error::{on_self, put_string, valid_errhandler, MpiError, ERRHANDLERS};
+use crate::errhandler::on_self;
+use crate::error::{put_string, valid_errhandler, MpiError, ERRHANDLERS};
+use crate::out::out;
 use crate::win::{on_win, win};
 
 /// `MPI_Win_create_keyval`.
@@ -208,7 +209,7 @@ pub unsafe extern "C" fn MPI_Win_create_errhandler(
     // A window handler is called as a communicator's is: a handle by pointer, a code by
     // pointer.
     // SAFETY: the caller's contract.
-    unsafe { crate::error::MPI_Comm_create_errhandler(win_errhandler_fn, errhandler) }
+    unsafe { crate::errhandler::MPI_Comm_create_errhandler(win_errhandler_fn, errhandler) }
 }
 
 /// `MPI_Win_set_errhandler`.
@@ -258,7 +259,7 @@ pub unsafe extern "C" fn MPI_Win_call_errhandler(win_h: MPI_Win, errorcode: c_in
     match w.errhandler.load(Ordering::Relaxed) {
         MPI_ERRORS_RETURN => MPI_SUCCESS,
         MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => {
-            crate::init::fatal(&format!("{call} with error code {errorcode}"), errorcode)
+            crate::runtime::fatal(&format!("{call} with error code {errorcode}"), errorcode)
         }
         h => {
             if let Some(f) = ERRHANDLERS.get(h) {

@@ -9,10 +9,10 @@ use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use crate::abi::*;
-use crate::comm::out;
 use crate::datatype::{committed, count as ccount, pack, predefined, unpack, TypeObj};
 use crate::error::MpiError;
 use crate::op::Reducer;
+use crate::out::out;
 use crate::request::{empty_status, give, Op};
 use crate::win::target::{runs_of, Runs, Target};
 use crate::win::{cached, on_win, win, with_win, WinObj};

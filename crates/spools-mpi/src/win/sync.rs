@@ -13,8 +13,8 @@ use std::sync::atomic::{fence, Ordering};
 use spools::Source;
 
 use crate::abi::*;
-use crate::comm::out;
 use crate::error::MpiError;
+use crate::out::out;
 use crate::win::ctl::LockKind;
 use crate::win::{cached, on_win, win, with_win, WinObj};
 

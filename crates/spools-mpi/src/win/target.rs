@@ -9,27 +9,11 @@ use spools::PeerBytes;
 use crate::abi::*;
 use crate::error::MpiError;
 use crate::win::ctl::{Ctl, LockKind};
+use crate::win::mem::{Mem, Run};
 use crate::win::remote;
 
 /// Most iovecs one `process_vm_*v` call takes (Linux's `UIO_MAXIOV`).
 const MAX_IOV: usize = 1024;
-
-/// Where one target's window memory is, seen from this rank.
-pub(crate) enum Mem {
-    /// This rank's own window, at this address.
-    Local(usize),
-    /// A peer's segment mapped here (the window's bytes start at its pointer).
-    Mapped(PeerBytes),
-    /// A peer's memory, at `base` in process `pid`.
-    Cma { pid: i32, base: usize },
-    /// A peer on another host (or any peer with `SPOOLS_MPI_WIN_MESSAGES=1`): memory
-    /// messages to job rank `rank` of `comm` (the world), naming the window `id`.
-    Remote {
-        comm: spools::Communicator,
-        rank: u32,
-        id: u64,
-    },
-}
 
 /// One target of a window.
 pub(crate) struct Target {
@@ -45,10 +29,6 @@ pub(crate) struct Target {
     /// Its address for `MPI_WIN_BASE` and `MPI_Win_shared_query` (0: not shared).
     pub(crate) base: usize,
 }
-
-/// A byte range of a target's window: (offset from the window's start, or an address
-/// for a dynamic window; length).
-pub(crate) type Run = (usize, usize);
 
 /// The runs of an access: one (a contiguous type, kept without a vector) or many.
 pub(crate) enum Runs {

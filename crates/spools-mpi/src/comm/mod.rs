@@ -1,150 +1,23 @@
 //! Communicators: the objects behind `MPI_Comm` handles, and the calls that make, name,
 //! compare and free them.
 
-use std::collections::BTreeMap;
+mod obj;
+mod table;
+
+pub(crate) use obj::{CommObj, Inter, Topo};
+pub(crate) use table::{comm, errhandler_of, insert, insert_child};
+
 use std::ffi::{c_char, c_int, CStr};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
 
 use spools::Communicator;
 
 use crate::abi::*;
-use crate::error::{on_comm, on_self, put_string, valid_errhandler, MpiError};
-use crate::handles::{Kind, Table};
-use crate::init::rt;
-
-/// An MPI communicator: a Spools communicator with MPI's extras.
-pub(crate) struct CommObj {
-    /// The Spools communicator (its own context for messages and collectives).
-    pub(crate) comm: Communicator,
-    /// Its error handler (`MPI_ERRORS_ARE_FATAL` at first).
-    pub(crate) errhandler: AtomicUsize,
-    /// Its name (`MPI_Comm_set_name`).
-    name: Mutex<String>,
-    /// Cached attribute values by keyval.
-    pub(crate) attrs: Mutex<BTreeMap<c_int, usize>>,
-    /// Hints set with `MPI_Comm_set_info` (or given at a dup).
-    pub(crate) info: Mutex<Vec<(String, String)>>,
-    /// Its virtual topology (Cartesian, graph, distributed graph).
-    pub(crate) topo: Mutex<Option<crate::topo::Topo>>,
-    /// For an intercommunicator, its two groups (`comm` is then the view that puts the
-    /// remote group first: see `inter.rs`).
-    pub(crate) inter: Option<crate::inter::Inter>,
-}
-
-impl CommObj {
-    pub(crate) fn new(comm: Communicator, name: &str) -> Arc<CommObj> {
-        Arc::new(CommObj {
-            comm,
-            errhandler: AtomicUsize::new(MPI_ERRORS_ARE_FATAL),
-            name: Mutex::new(name.to_string()),
-            attrs: Mutex::new(BTreeMap::new()),
-            info: Mutex::new(Vec::new()),
-            topo: Mutex::new(None),
-            inter: None,
-        })
-    }
-
-    /// This rank in the communicator (in its local group, for an intercommunicator).
-    pub(crate) fn local_rank(&self) -> u32 {
-        self.inter
-            .as_ref()
-            .map_or_else(|| self.comm.rank(), |i| i.local_rank)
-    }
-
-    /// The communicator's size (its local group's, for an intercommunicator).
-    pub(crate) fn local_size(&self) -> u32 {
-        self.inter
-            .as_ref()
-            .map_or_else(|| self.comm.size(), |i| i.local.len() as u32)
-    }
-
-    /// How many ranks point-to-point calls and collectives address: the communicator's
-    /// size, or the remote group's for an intercommunicator (whose ranks come first in
-    /// its view, so that remote rank r is rank r of `comm`).
-    pub(crate) fn peers(&self) -> u32 {
-        self.inter
-            .as_ref()
-            .map_or_else(|| self.comm.size(), |i| i.remote.len() as u32)
-    }
-
-    /// A new communicator object for `comm`, inheriting this one's error handler.
-    pub(crate) fn child(&self, comm: Communicator) -> CommObj {
-        self.child_inter(comm, None)
-    }
-
-    /// As [`CommObj::child`], for an intercommunicator when `inter` is given.
-    pub(crate) fn child_inter(
-        &self,
-        comm: Communicator,
-        inter: Option<crate::inter::Inter>,
-    ) -> CommObj {
-        CommObj {
-            comm,
-            errhandler: AtomicUsize::new(self.errhandler.load(Ordering::Relaxed)),
-            name: Mutex::new(String::new()),
-            attrs: Mutex::new(BTreeMap::new()),
-            info: Mutex::new(Vec::new()),
-            topo: Mutex::new(None),
-            inter,
-        }
-    }
-}
-
-/// The communicators made by programs.
-static COMMS: Table<CommObj> = Table::new(Kind::Comm);
-
-/// The communicator of handle `h`.
-///
-/// # Errors
-/// [`MpiError::NotInitialized`], [`MpiError::Handle`] with `MPI_ERR_COMM`.
-pub(crate) fn comm(h: MPI_Comm, call: &'static str) -> Result<Arc<CommObj>, MpiError> {
-    let rt = rt(call)?;
-    match h {
-        MPI_COMM_WORLD => Ok(rt.world_comm.clone()),
-        MPI_COMM_SELF => Ok(rt.self_comm.clone()),
-        _ => COMMS.get(h).ok_or(MpiError::Handle {
-            class: MPI_ERR_COMM,
-            what: "communicator",
-            handle: h,
-        }),
-    }
-}
-
-/// The error handler errors on `h` go to (`MPI_COMM_WORLD`'s for an invalid handle;
-/// `MPI_ERRORS_ARE_FATAL` before `MPI_Init`).
-pub(crate) fn errhandler_of(h: MPI_Comm) -> MPI_Errhandler {
-    let Some(rt) = crate::init::runtime() else {
-        return MPI_ERRORS_ARE_FATAL;
-    };
-    let obj = match h {
-        MPI_COMM_SELF => Some(rt.self_comm.clone()),
-        MPI_COMM_WORLD => Some(rt.world_comm.clone()),
-        _ => COMMS.get(h),
-    };
-    obj.unwrap_or_else(|| rt.world_comm.clone())
-        .errhandler
-        .load(Ordering::Relaxed)
-}
-
-/// Writes `v` through an output pointer.
-///
-/// # Errors
-/// `MPI_ERR_ARG` for a NULL pointer.
-///
-/// # Safety
-/// `p` is NULL or writable.
-pub(crate) unsafe fn out<T>(p: *mut T, v: T, call: &'static str) -> Result<(), MpiError> {
-    if p.is_null() {
-        return Err(MpiError::invalid(
-            MPI_ERR_ARG,
-            format!("{call}: an output argument is NULL"),
-        ));
-    }
-    // SAFETY: non-NULL and writable (the caller's contract).
-    unsafe { *p = v };
-    Ok(())
-}
+use crate::errhandler::{on_comm, on_self};
+use crate::error::{put_string, valid_errhandler, MpiError};
+use crate::out::out;
+use crate::runtime::rt;
 
 /// `MPI_Comm_rank`.
 #[no_mangle]
@@ -162,17 +35,6 @@ pub unsafe extern "C" fn MPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_in
         // SAFETY: the caller's contract.
         .and_then(|c| unsafe { out(size, c.local_size() as c_int, "MPI_Comm_size") });
     on_comm(comm, r)
-}
-
-/// Stores a communicator made from `parent` (inheriting its error handler).
-pub(crate) fn insert_child(parent: &CommObj, c: Communicator) -> Result<MPI_Comm, MpiError> {
-    insert(parent.child(c))
-}
-
-pub(crate) fn insert(obj: CommObj) -> Result<MPI_Comm, MpiError> {
-    COMMS
-        .insert(obj)
-        .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many communicators"))
 }
 
 /// `MPI_Comm_dup`: collective; a communicator of the same ranks with a new context.
@@ -412,13 +274,9 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
                 "MPI_Comm_free: MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed",
             ));
         }
-        let c = COMMS.get(h).ok_or(MpiError::Handle {
-            class: MPI_ERR_COMM,
-            what: "communicator",
-            handle: h,
-        })?;
+        let c = table::made(h)?;
         crate::attr::delete_all(h, &c.attrs)?;
-        COMMS.remove(h);
+        table::remove(h);
         // SAFETY: non-NULL: the handle was read from it above.
         unsafe { *comm = MPI_COMM_NULL };
         Ok(())
@@ -519,7 +377,7 @@ pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_i
     let msg = format!("MPI_Comm_call_errhandler with error code {errorcode}");
     match errhandler_of(comm) {
         MPI_ERRORS_RETURN => MPI_SUCCESS,
-        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => crate::init::fatal(&msg, errorcode),
+        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => crate::runtime::fatal(&msg, errorcode),
         h => {
             if let Some(f) = crate::error::ERRHANDLERS.get(h) {
                 let (mut c, mut code) = (comm, errorcode);

@@ -1,0 +1,119 @@
+//! The object behind an `MPI_Comm` handle ([`CommObj`]): a Spools communicator with
+//! MPI's extras, among them its virtual topology ([`Topo`]) and, for an
+//! intercommunicator, its two groups ([`Inter`]).
+
+use std::collections::BTreeMap;
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use spools::Communicator;
+
+use crate::abi::*;
+
+/// An MPI communicator: a Spools communicator with MPI's extras.
+pub(crate) struct CommObj {
+    /// The Spools communicator (its own context for messages and collectives).
+    pub(crate) comm: Communicator,
+    /// Its error handler (`MPI_ERRORS_ARE_FATAL` at first).
+    pub(crate) errhandler: AtomicUsize,
+    /// Its name (`MPI_Comm_set_name`).
+    pub(crate) name: Mutex<String>,
+    /// Cached attribute values by keyval.
+    pub(crate) attrs: Mutex<BTreeMap<c_int, usize>>,
+    /// Hints set with `MPI_Comm_set_info` (or given at a dup).
+    pub(crate) info: Mutex<Vec<(String, String)>>,
+    /// Its virtual topology (Cartesian, graph, distributed graph).
+    pub(crate) topo: Mutex<Option<Topo>>,
+    /// For an intercommunicator, its two groups (`comm` is then the view that puts the
+    /// remote group first: see `inter.rs`).
+    pub(crate) inter: Option<Inter>,
+}
+
+impl CommObj {
+    pub(crate) fn new(comm: Communicator, name: &str) -> Arc<CommObj> {
+        Arc::new(CommObj {
+            comm,
+            errhandler: AtomicUsize::new(MPI_ERRORS_ARE_FATAL),
+            name: Mutex::new(name.to_string()),
+            attrs: Mutex::new(BTreeMap::new()),
+            info: Mutex::new(Vec::new()),
+            topo: Mutex::new(None),
+            inter: None,
+        })
+    }
+
+    /// This rank in the communicator (in its local group, for an intercommunicator).
+    pub(crate) fn local_rank(&self) -> u32 {
+        self.inter
+            .as_ref()
+            .map_or_else(|| self.comm.rank(), |i| i.local_rank)
+    }
+
+    /// The communicator's size (its local group's, for an intercommunicator).
+    pub(crate) fn local_size(&self) -> u32 {
+        self.inter
+            .as_ref()
+            .map_or_else(|| self.comm.size(), |i| i.local.len() as u32)
+    }
+
+    /// How many ranks point-to-point calls and collectives address: the communicator's
+    /// size, or the remote group's for an intercommunicator (whose ranks come first in
+    /// its view, so that remote rank r is rank r of `comm`).
+    pub(crate) fn peers(&self) -> u32 {
+        self.inter
+            .as_ref()
+            .map_or_else(|| self.comm.size(), |i| i.remote.len() as u32)
+    }
+
+    /// A new communicator object for `comm`, inheriting this one's error handler.
+    pub(crate) fn child(&self, comm: Communicator) -> CommObj {
+        self.child_inter(comm, None)
+    }
+
+    /// As [`CommObj::child`], for an intercommunicator when `inter` is given.
+    pub(crate) fn child_inter(&self, comm: Communicator, inter: Option<Inter>) -> CommObj {
+        CommObj {
+            comm,
+            errhandler: AtomicUsize::new(self.errhandler.load(Ordering::Relaxed)),
+            name: Mutex::new(String::new()),
+            attrs: Mutex::new(BTreeMap::new()),
+            info: Mutex::new(Vec::new()),
+            topo: Mutex::new(None),
+            inter,
+        }
+    }
+}
+
+/// A communicator's topology.
+#[derive(Debug, Clone)]
+pub(crate) enum Topo {
+    Cart {
+        dims: Vec<c_int>,
+        periods: Vec<bool>,
+    },
+    Graph {
+        index: Vec<c_int>,
+        edges: Vec<c_int>,
+    },
+    Dist {
+        sources: Vec<c_int>,
+        sw: Option<Vec<c_int>>,
+        dests: Vec<c_int>,
+        dw: Option<Vec<c_int>>,
+    },
+}
+
+/// The two groups of an intercommunicator.
+pub(crate) struct Inter {
+    /// Both groups, in the order every member agrees on.
+    pub(crate) union: Communicator,
+    /// This side's members (job ranks), in local rank order.
+    pub(crate) local: Vec<u32>,
+    /// The other side's members.
+    pub(crate) remote: Vec<u32>,
+    /// This rank in `local`.
+    pub(crate) local_rank: u32,
+    /// Whether this side comes first in `union`.
+    pub(crate) first: bool,
+}

@@ -1,0 +1,283 @@
+//! One access of a file, now ([`access_now`]): where it starts ([`Place`]), which way
+//! the bytes go ([`Dir`]), and for a collective one the group's choice of path (each
+//! rank on its own runs, or two phases through aggregators).
+
+use std::sync::{Arc, PoisonError};
+
+use crate::abi::*;
+use crate::datatype::{bytes_of, committed, count as ccount, pack, unpack, TypeObj};
+use crate::error::MpiError;
+use crate::file::layout::{self, Whole};
+use crate::file::place::{Dir, Place};
+use crate::file::twophase::{self, Part};
+use crate::file::view::FileRun;
+use crate::file::{file, io, FileObj, View};
+use crate::request::status_with;
+
+/// One access: `count` elements of `dt` at `buf`, read or written at `place`; with
+/// `coll`, a collective call: every rank first says whether it can go on and what it
+/// touches ([`twophase::decide`]), the group then takes one path (each rank on its own
+/// runs, or two phases through aggregators), and every rank agrees on the outcome. The
+/// status counts the bytes moved (short at the end of the file for a read).
+///
+/// # Safety
+/// `buf` holds `count` elements of `dt` (writable for a read).
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn access_now(
+    fh: MPI_File,
+    buf: *mut u8,
+    count: MPI_Count,
+    dt: MPI_Datatype,
+    place: Place,
+    dir: Dir,
+    coll: bool,
+    call: &'static str,
+) -> Result<MPI_Status, MpiError> {
+    let f = file(fh, call)?;
+    let ordered = matches!(place, Place::Ordered);
+    let mut prep = prepare(&f, count, dt, place, dir, coll && !ordered, call);
+    if !coll && !ordered {
+        // SAFETY: the caller's contract.
+        return unsafe { perform(&f, buf, prep?, None, call) };
+    }
+    let hints = twophase::hints(&f, dir == Dir::Write);
+    let summary = |p: &Prep| {
+        let mut s = Part::of(&p.runs, p.etypes, hints);
+        if let Some(w) = &p.whole {
+            // Its runs are not listed: what it moves is its bytes.
+            s.key = w.key();
+            s.bytes = p.bytes as u64;
+            s.boxed.clone_from(&w.boxed);
+        }
+        s
+    };
+    let mut parts = twophase::decide(&f, prep.as_ref().ok().map(summary), call);
+    // Not every rank accesses the same whole array: the ranks that skipped listing their
+    // runs list them, and the group decides again (every rank sees the same parts, so
+    // every rank takes this step or none).
+    let retry = parts.as_ref().is_ok_and(|ps| {
+        ps.iter().any(|p| p.key != 0) && whole_layout(prep.as_ref().ok(), ps).is_none()
+    });
+    if retry {
+        if let Ok(p) = prep.as_mut() {
+            p.list_runs();
+        }
+        parts = twophase::decide(&f, prep.as_ref().ok().map(summary), call);
+    }
+    let r = match (prep, parts) {
+        (Ok(mut p), Ok(parts)) => {
+            let placed = if ordered {
+                p.order(&f, &parts, call)
+            } else {
+                Ok(())
+            };
+            // SAFETY: the caller's contract.
+            placed.and_then(|()| unsafe { perform(&f, buf, p, Some(&parts), call) })
+        }
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    };
+    f.agree(r, call)
+}
+
+/// The layout of the whole array the group moves, when every rank said the same one
+/// and their parts make it (the same answer on every rank: when the keys agree, every
+/// rank holds an equal [`Whole`]).
+fn whole_layout(p: Option<&Prep>, parts: &[Part]) -> Option<spools_map::Layout> {
+    if !layout::agreed(parts) {
+        return None;
+    }
+    p?.whole.as_ref()?.layout(parts)
+}
+
+/// An access checked and placed, before any byte moves.
+struct Prep {
+    t: Arc<TypeObj>,
+    n: usize,
+    bytes: usize,
+    view: View,
+    dir: Dir,
+    place: Place,
+    /// Where it starts, in etypes of the view.
+    start: u64,
+    etypes: u64,
+    runs: Vec<FileRun>,
+    /// The whole array a collective access moves through the exchange engine (its runs
+    /// not listed), when it is one ([`Whole::of`]).
+    whole: Option<Whole>,
+    /// Whether the access moves the individual pointer (by what moved, once done; the
+    /// pointer is not held across the access, which may wait for the group).
+    own: bool,
+}
+
+/// Checks an access and places it (the shared pointer moves here for `*_shared`;
+/// `*_ordered` is placed by [`Prep::order`]). A collective access (`coll`) of one whole
+/// array ([`Whole::of`]; not in atomic mode) leaves its runs unlisted.
+fn prepare(
+    f: &FileObj,
+    count: MPI_Count,
+    dt: MPI_Datatype,
+    place: Place,
+    dir: Dir,
+    coll: bool,
+    call: &'static str,
+) -> Result<Prep, MpiError> {
+    f.may(dir == Dir::Read, call)?;
+    let t = committed(dt, call)?;
+    let n = ccount(count, call)?;
+    let bytes = bytes_of(n, &t, call)?;
+    let view = f.view();
+    let es = view.etype.size as u64;
+    if bytes as u64 % es != 0 {
+        return Err(MpiError::invalid(
+            MPI_ERR_TYPE,
+            format!("{call}: {bytes} bytes are not whole etypes of {es} bytes"),
+        ));
+    }
+    let etypes = bytes as u64 / es;
+    let sequential = f.amode & MPI_MODE_SEQUENTIAL != 0;
+    if sequential && matches!(place, Place::At(_) | Place::Own) {
+        return Err(MpiError::invalid(
+            MPI_ERR_UNSUPPORTED_OPERATION,
+            format!("{call}: a file opened with MPI_MODE_SEQUENTIAL is accessed through the shared pointer only"),
+        ));
+    }
+    let own = matches!(place, Place::Own);
+    let start = match place {
+        Place::At(off) => u64::try_from(off).map_err(|_| {
+            MpiError::invalid(MPI_ERR_ARG, format!("{call}: offset {off} is negative"))
+        })?,
+        Place::Own => *f.pos.lock().unwrap_or_else(PoisonError::into_inner),
+        Place::Shared => f.shared_pointer(call)?.fetch_add(etypes),
+        Place::Ordered => {
+            f.shared_pointer(call)?;
+            0
+        }
+    };
+    let atomic = f.atomic.load(std::sync::atomic::Ordering::Relaxed);
+    let whole = if coll && !atomic && matches!(place, Place::At(_) | Place::Own) {
+        // A read takes this path only where the file holds the whole array (a short
+        // read is the runs' path's to count).
+        let len = match dir {
+            Dir::Read => Some(f.file.metadata().map_or(0, |m| m.len())),
+            Dir::Write => None,
+        };
+        let group = (f.comm.rank(), f.comm.size());
+        Whole::of(&view, start * es, bytes as u64, group, len)
+    } else {
+        None
+    };
+    let runs = if matches!(place, Place::Ordered) || whole.is_some() {
+        Vec::new()
+    } else {
+        view.runs(start * es, bytes as u64)
+    };
+    Ok(Prep {
+        t,
+        n,
+        bytes,
+        view,
+        dir,
+        place,
+        start,
+        etypes,
+        runs,
+        whole,
+        own,
+    })
+}
+
+impl Prep {
+    /// Gives up the whole-array path: the runs listed.
+    fn list_runs(&mut self) {
+        if self.whole.take().is_some() {
+            let es = self.view.etype.size as u64;
+            self.runs = self.view.runs(self.start * es, self.bytes as u64);
+        }
+    }
+
+    /// Places an ordered access: after the ranks before it, from the shared pointer,
+    /// which moves past the whole group's data.
+    fn order(&mut self, f: &FileObj, parts: &[Part], call: &'static str) -> Result<(), MpiError> {
+        let s = f.shared_pointer(call)?;
+        let me = f.comm.rank() as usize;
+        let before: u64 = parts[..me].iter().map(|p| p.etypes).sum();
+        let total: u64 = parts.iter().map(|p| p.etypes).sum();
+        let base = if me == 0 { s.fetch_add(total) } else { 0 };
+        let base = f.comm.bcast_bytes(0, &base.to_le_bytes())?;
+        self.start = u64::from_le_bytes(base.as_slice().try_into().unwrap_or_default()) + before;
+        let es = self.view.etype.size as u64;
+        self.runs = self.view.runs(self.start * es, self.bytes as u64);
+        Ok(())
+    }
+}
+
+/// Moves the bytes of a prepared access: each rank its own runs, or (with the group's
+/// `parts`, when they are short) in two phases.
+///
+/// # Safety
+/// As [`access`].
+unsafe fn perform(
+    f: &FileObj,
+    buf: *mut u8,
+    p: Prep,
+    parts: Option<&[Part]>,
+    call: &'static str,
+) -> Result<MPI_Status, MpiError> {
+    let whole = parts.and_then(|ps| Some((p.whole.as_ref()?, whole_layout(Some(&p), ps)?, ps)));
+    let phased = parts.filter(|ps| {
+        !matches!(p.place, Place::Ordered | Place::Shared) && twophase::two_phase(f, ps)
+    });
+    let bytes = p.bytes;
+    let moved = match p.dir {
+        Dir::Write => {
+            let packed;
+            let data: &[u8] = if bytes == 0 {
+                &[]
+            } else if p.t.contiguous() {
+                // SAFETY: the caller's contract: `bytes` contiguous bytes at `buf`.
+                unsafe { std::slice::from_raw_parts(buf.cast_const(), bytes) }
+            } else {
+                // SAFETY: the caller's contract.
+                packed = unsafe { pack(buf, p.n, &p.t) };
+                &packed
+            };
+            match (whole, phased) {
+                (Some((w, l, ps)), _) => layout::write(f, w, &l, ps, data, call)?,
+                (None, Some(ps)) => twophase::write(f, ps, &p.runs, data, call)?,
+                (None, None) if bytes > 0 => io::write(f, &p.runs, data, call)?,
+                (None, None) => {}
+            }
+            bytes
+        }
+        Dir::Read => {
+            let direct = p.t.contiguous() && bytes > 0;
+            let mut temp = Vec::new();
+            let out: &mut [u8] = if direct {
+                // SAFETY: the caller's contract: `bytes` writable contiguous bytes.
+                unsafe { std::slice::from_raw_parts_mut(buf, bytes) }
+            } else {
+                temp.resize(bytes, 0u8);
+                &mut temp
+            };
+            let got = match (whole, phased) {
+                (Some((w, l, ps)), _) => {
+                    layout::read(f, w, &l, ps, out, call).map(|()| out.len())?
+                }
+                (None, Some(ps)) => twophase::read(f, ps, &p.runs, out, call)?,
+                (None, None) if bytes > 0 => io::read(f, &p.runs, out, call)?,
+                (None, None) => 0,
+            };
+            if !direct && got > 0 {
+                // SAFETY: the caller's contract; `got` bytes are whole or partial
+                // elements of the type, which `unpack` writes as far as they go.
+                unsafe { unpack(&temp[..got], buf, &p.t) };
+            }
+            got
+        }
+    };
+    let es = p.view.etype.size as u64;
+    if p.own {
+        *f.pos.lock().unwrap_or_else(PoisonError::into_inner) = p.start + moved as u64 / es;
+    }
+    Ok(status_with(MPI_ANY_SOURCE, MPI_ANY_TAG, moved, false))
+}
