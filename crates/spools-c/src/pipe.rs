@@ -1,7 +1,6 @@
 //! Parallel pipes between two separately launched programs.
 
 use std::ffi::{c_char, c_void};
-use std::sync::Arc;
 
 use spools::Communicator;
 use spools_io::pipe::{PipeName, PipeReader, PipeWriter};
@@ -15,8 +14,8 @@ use crate::status::{guard, spools_status_t, Failure};
 use crate::world::spools_world_t;
 
 enum End {
-    Writer(PipeWriter<'static>),
-    Reader(PipeReader<'static>),
+    Writer(PipeWriter),
+    Reader(PipeReader),
     Closed,
 }
 
@@ -24,13 +23,9 @@ enum End {
 /// reader, each rank holding its share of every record.
 pub struct spools_pipe_t {
     magic: u64,
-    /// Borrows `_comm` (declared first: dropped first).
     end: End,
     /// This rank's share of a record, in bytes.
     share: usize,
-    /// The communicator the end borrows, kept alive (and unmoved, in its `Arc`) for as
-    /// long as `end` lives.
-    _comm: Arc<Communicator>,
 }
 
 impl Handle for spools_pipe_t {
@@ -71,30 +66,25 @@ unsafe fn name_arg(name: *const c_char, output: bool) -> Result<PipeName, Failur
     Ok(unsafe { string(name, "name") }?.parse::<PipeName>()?)
 }
 
-/// Opens an end over a communicator kept alive with it.
+/// Opens an end over the world's I/O communicator (the end keeps a handle of its own).
 fn open(
     world: &spools_world_t,
     layout: &spools_layout_t,
-    make: impl FnOnce(&'static Communicator) -> Result<End, PipeError>,
+    make: impl FnOnce(&Communicator) -> Result<End, PipeError>,
 ) -> Result<*mut spools_pipe_t, Failure> {
-    let comm = Arc::new(world.world.io_communicator()?.clone());
+    let comm = world.world.io_communicator()?;
     let share = usize::try_from(share(&layout.layout, u64::from(comm.rank()))?)
         .map_err(|_| Failure::arg("this rank's share does not fit in memory"))?;
-    // SAFETY: the communicator sits in the `Arc`'s allocation, which does not move and is
-    // freed only after `end` (declared before `_comm`, so dropped first); the `'static`
-    // reference never leaves the `spools_pipe_t`.
-    let r: &'static Communicator = unsafe { &*Arc::as_ptr(&comm) };
     // Opening fails on every rank when it fails: every rank returns the faulty rank's
     // status.
-    let end = make(r).map_err(|e| {
+    let end = make(comm).map_err(|e| {
         let who = e.remote_rank();
-        agree(r, e.into(), who)
+        agree(comm, e.into(), who)
     })?;
     Ok(Box::into_raw(Box::new(spools_pipe_t {
         magic: spools_pipe_t::MAGIC,
         end,
         share,
-        _comm: comm,
     })))
 }
 

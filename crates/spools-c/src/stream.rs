@@ -7,7 +7,6 @@
 
 use std::ffi::{c_char, c_void};
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::Arc;
 
 use spools::{Communicator, StreamError, StreamFormat, StreamWriter};
 use spools_map::Layout;
@@ -51,10 +50,9 @@ pub struct spools_stream_params_t {
 /// Unit); the destination receives whole ADUs.
 pub struct spools_stream_t {
     magic: u64,
-    /// Borrows `_comm` (declared first: dropped first).
-    writer: Option<StreamWriter<'static>>,
-    /// The communicator the writer borrows, kept alive and unmoved in its `Arc`.
-    comm: Arc<Communicator>,
+    writer: Option<StreamWriter>,
+    /// The communicator its collective calls agree on (the world's I/O communicator).
+    comm: Communicator,
 }
 
 impl Handle for spools_stream_t {
@@ -175,11 +173,8 @@ pub unsafe extern "C" fn spools_stream_open(
                 f.priority = p.priority;
             }
         }
-        let comm = Arc::new(w.world.io_communicator()?.clone());
-        // SAFETY: the communicator sits in the `Arc`'s allocation, which does not move and
-        // is freed only after `writer` (declared first, so dropped first); the `'static`
-        // reference never leaves the `spools_stream_t`.
-        let r: &'static Communicator = unsafe { &*Arc::as_ptr(&comm) };
+        let comm = w.world.io_communicator()?.clone();
+        let r = &comm;
         // Opening fails on every rank when it fails: every rank returns the faulty rank's
         // status.
         let writer = StreamWriter::open_proving(r, dest, f, w.world.secret()).map_err(|e| {

@@ -9,7 +9,6 @@
 //! rank's status and message.
 
 use std::ffi::{c_char, c_void};
-use std::sync::Arc;
 
 use spools::{Communicator, FrameStyle, StreamConnection, StreamId, StreamOptions};
 use spools_map::Layout;
@@ -97,10 +96,9 @@ pub struct spools_frame_item_t {
 /// by rank s % size), any number of streams on them, told apart by their ids.
 pub struct spools_stream_conn_t {
     magic: u64,
-    /// Borrows `comm` (declared first: dropped first).
-    conn: Option<StreamConnection<'static>>,
-    /// The communicator the connection borrows, kept alive and unmoved in its `Arc`.
-    comm: Arc<Communicator>,
+    conn: Option<StreamConnection>,
+    /// The communicator its collective calls agree on (the world's I/O communicator).
+    comm: Communicator,
 }
 
 impl Handle for spools_stream_conn_t {
@@ -113,7 +111,7 @@ impl Handle for spools_stream_conn_t {
 
 impl spools_stream_conn_t {
     /// The open connection and its communicator.
-    fn open(&mut self) -> Result<(&mut StreamConnection<'static>, &Communicator), Failure> {
+    fn open(&mut self) -> Result<(&mut StreamConnection, &Communicator), Failure> {
         match self.conn.as_mut() {
             Some(c) => Ok((c, &self.comm)),
             None => Err(Failure::arg("the stream connection is closed")),
@@ -124,7 +122,7 @@ impl spools_stream_conn_t {
 /// Takes this rank's part in a send whose arguments are wrong here: a send of stream 0
 /// (never open), which fails here before anything is sent, and so on every rank (every
 /// send starts with the same agreement on its local checks).
-fn take_part_failing(c: &mut StreamConnection<'static>) -> Result<(), spools::StreamError> {
+fn take_part_failing(c: &mut StreamConnection) -> Result<(), spools::StreamError> {
     c.send_var(StreamId::new(0), &[])
 }
 
@@ -172,11 +170,8 @@ pub unsafe extern "C" fn spools_stream_connect(
         let dest = dest_addr(unsafe { string(dest, "dest") }?)?;
         // SAFETY: the caller's contract.
         let conn = unsafe { out(conn, "conn") }?;
-        let comm = Arc::new(w.world.io_communicator()?.clone());
-        // SAFETY: the communicator sits in the `Arc`'s allocation, which does not move and
-        // is freed only after `conn` (declared first, so dropped first); the `'static`
-        // reference never leaves the `spools_stream_conn_t`.
-        let r: &'static Communicator = unsafe { &*Arc::as_ptr(&comm) };
+        let comm = w.world.io_communicator()?.clone();
+        let r = &comm;
         let c = StreamConnection::open_proving(r, dest, links, w.world.secret())
             .map_err(|e| agreed(r, e))?;
         *conn = Box::into_raw(Box::new(spools_stream_conn_t {

@@ -4,7 +4,6 @@
 //! into every rank's share of a layout.
 
 use std::ffi::{c_char, c_void};
-use std::sync::Arc;
 
 use spools::{AduInfo, Communicator, StreamReader, StreamRecvError};
 use spools_io::stream::Limits;
@@ -42,12 +41,11 @@ impl From<AduInfo> for spools_adu_info_t {
 /// more streams, in the order the receiver hands them out) the ranks receive one by one.
 pub struct spools_stream_reader_t {
     magic: u64,
-    /// Borrows `comm` (declared first: dropped first).
-    reader: Option<StreamReader<'static>>,
+    reader: Option<StreamReader>,
     /// Where the sender connects, `HOST:PORT`.
     address: String,
-    /// The communicator the reader borrows, kept alive and unmoved in its `Arc`.
-    comm: Arc<Communicator>,
+    /// The communicator its collective calls agree on (the world's I/O communicator).
+    comm: Communicator,
 }
 
 impl Handle for spools_stream_reader_t {
@@ -74,7 +72,7 @@ fn agreed(comm: &Communicator, e: StreamRecvError) -> Failure {
 }
 
 impl spools_stream_reader_t {
-    fn open(&mut self) -> Result<(&mut StreamReader<'static>, &Communicator), Failure> {
+    fn open(&mut self) -> Result<(&mut StreamReader, &Communicator), Failure> {
         match self.reader.as_mut() {
             Some(r) => Ok((r, &self.comm)),
             None => Err(Failure::arg("the stream reader is closed")),
@@ -131,11 +129,8 @@ pub unsafe extern "C" fn spools_stream_listen(
         let addr = dest_addr(unsafe { string(address, "address") }?)?;
         // SAFETY: the caller's contract.
         let reader = unsafe { out(reader, "reader") }?;
-        let comm = Arc::new(w.world.io_communicator()?.clone());
-        // SAFETY: the communicator sits in the `Arc`'s allocation, which does not move and
-        // is freed only after `reader` (declared first, so dropped first); the `'static`
-        // reference never leaves the `spools_stream_reader_t`.
-        let c: &'static Communicator = unsafe { &*Arc::as_ptr(&comm) };
+        let comm = w.world.io_communicator()?.clone();
+        let c = &comm;
         let r = StreamReader::listen(c, addr, Limits::default()).map_err(|e| agreed(c, e))?;
         *reader = Box::into_raw(Box::new(spools_stream_reader_t {
             magic: spools_stream_reader_t::MAGIC,

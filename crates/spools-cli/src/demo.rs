@@ -218,8 +218,8 @@ pub(crate) fn stream_dest(s: &str) -> Result<SocketAddr> {
 }
 
 /// The simulation's frames as a stream: the demo's only use of the stream API.
-struct Frames<'w> {
-    out: StreamWriter<'w>,
+struct Frames {
+    out: StreamWriter,
     layout: Layout,
     /// Frames for a viewer (a header each, every step), or bare snapshots.
     view: Option<FrameStyle>,
@@ -228,15 +228,15 @@ struct Frames<'w> {
     secs: f64,
 }
 
-impl<'w> Frames<'w> {
+impl Frames {
     /// Opens the stream on every rank; TUs of 256 KiB per link.
     fn open(
-        w: &'w World,
+        w: &World,
         dest: SocketAddr,
         layout: &Layout,
         links: u16,
         view: bool,
-    ) -> Result<Frames<'w>> {
+    ) -> Result<Frames> {
         let tu = u64::from(links) << 18;
         let out = w
             .stream_open(

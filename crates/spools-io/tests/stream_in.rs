@@ -55,7 +55,7 @@ fn dir() -> PathBuf {
 }
 
 /// Listens on 127.0.0.1 and tells the test where (rank 0 writes `addr-NAME`).
-fn listen<'c>(w: &'c spools::World, name: &str) -> Result<StreamReader<'c>, String> {
+fn listen(w: &spools::World, name: &str) -> Result<StreamReader, String> {
     let r = e(StreamReader::listen(
         w.communicator(),
         "127.0.0.1:0".parse().unwrap(),
@@ -106,7 +106,7 @@ fn share(l: &Layout, me: u64) -> usize {
 }
 
 /// Receives ADU `a` into `l` and checks this rank's share against the model.
-fn recv_checked(r: &mut StreamReader<'_>, l: &Layout, me: u64, a: u64) -> Result<(), String> {
+fn recv_checked(r: &mut StreamReader, l: &Layout, me: u64, a: u64) -> Result<(), String> {
     let len = share(l, me);
     let mut mine = vec![0xee_u8; len];
     let got = e(r.recv_adu(&mut mine, l))?;

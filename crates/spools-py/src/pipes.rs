@@ -16,7 +16,6 @@
 //! `TransportError` saying so.
 
 pub(crate) mod args;
-pub(crate) mod tether;
 
 use std::sync::{Mutex, PoisonError};
 
@@ -31,7 +30,6 @@ use crate::comm::Comm;
 use crate::errors::{self, Kind};
 use crate::runtime;
 use crate::world::World;
-use tether::Tethered;
 
 /// The kind of an exchange error.
 pub(crate) fn exchange_kind(e: &ExchangeError) -> Kind {
@@ -121,14 +119,14 @@ fn pipe_layout(layout: &Bound<'_, PyAny>) -> PyResult<Layout> {
 /// choice (`SPOOLS_PIPE_OUT`, else `stdout`).
 #[pyclass(frozen, module = "spools")]
 pub(crate) struct PipeWriter {
-    inner: Mutex<Tethered<spools_io::pipe::PipeWriter<'static>>>,
+    inner: Mutex<Option<spools_io::pipe::PipeWriter>>,
     layout: Layout,
     name: String,
     rank: u32,
 }
 
 impl PipeWriter {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Tethered<spools_io::pipe::PipeWriter<'static>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<spools_io::pipe::PipeWriter>> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -142,7 +140,7 @@ impl PipeWriter {
         let n = pipe_name(name, true)?;
         let rank = comm.rank();
         let t = runtime::blocking(py, || {
-            Tethered::new(comm, |c| spools_io::pipe::PipeWriter::open(c, &n, &l))
+            spools_io::pipe::PipeWriter::open(&comm, &n, &l).map(Some)
         })
         .map_err(pipe_error)?;
         Ok(PipeWriter {
@@ -181,7 +179,7 @@ impl PipeWriter {
         let v = args::check_share(py, a, &self.layout, self.rank, "record", "pipe's")?;
         runtime::blocking(py, || {
             let mut g = self.lock();
-            match g.get_mut() {
+            match g.as_mut() {
                 Some(w) => Ok(w.write(v.bytes())),
                 None => Err(()),
             }
@@ -195,7 +193,7 @@ impl PipeWriter {
     /// nothing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         usable("PipeWriter.close")?;
-        runtime::blocking(py, || self.lock().finish(|w| w.close()))
+        runtime::blocking(py, || self.lock().take().map(|w| w.close()))
             .unwrap_or(Ok(()))
             .map_err(pipe_error)
     }
@@ -203,7 +201,7 @@ impl PipeWriter {
     /// Records written so far.
     #[getter]
     fn records(&self, py: Python<'_>) -> u64 {
-        runtime::blocking(py, || self.lock().get_mut().map_or(0, |w| w.records()))
+        runtime::blocking(py, || self.lock().as_mut().map_or(0, |w| w.records()))
     }
 
     /// The layout (its spec string).
@@ -235,7 +233,7 @@ impl PipeWriter {
             // Dropping the connections without the end mark: the consumer sees the
             // producer gone instead of a clean end.
             runtime::blocking(py, || {
-                self.lock().finish(drop);
+                drop(self.lock().take());
             });
         } else {
             self.close(py)?;
@@ -258,14 +256,14 @@ impl PipeWriter {
 /// choice (`SPOOLS_PIPE_IN`, else `stdin`).
 #[pyclass(frozen, module = "spools")]
 pub(crate) struct PipeReader {
-    inner: Mutex<Tethered<spools_io::pipe::PipeReader<'static>>>,
+    inner: Mutex<Option<spools_io::pipe::PipeReader>>,
     layout: Layout,
     name: String,
     rank: u32,
 }
 
 impl PipeReader {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Tethered<spools_io::pipe::PipeReader<'static>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<spools_io::pipe::PipeReader>> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -279,7 +277,7 @@ impl PipeReader {
         let n = pipe_name(name, false)?;
         let rank = comm.rank();
         let t = runtime::blocking(py, || {
-            Tethered::new(comm, |c| spools_io::pipe::PipeReader::open(c, &n, &l))
+            spools_io::pipe::PipeReader::open(&comm, &n, &l).map(Some)
         })
         .map_err(pipe_error)?;
         Ok(PipeReader {
@@ -320,7 +318,7 @@ impl PipeReader {
         let (a, v) = args::share_array(py, out, &self.layout, self.rank, "pipe's")?;
         let more = runtime::blocking(py, || {
             let mut g = self.lock();
-            match g.get_mut() {
+            match g.as_mut() {
                 // SAFETY: `v` is this call's only view of the array, written only here.
                 Some(r) => r.read(unsafe { v.bytes_mut() }),
                 None => Ok(false),
@@ -346,7 +344,7 @@ impl PipeReader {
             return Ok(());
         }
         runtime::blocking(py, || {
-            self.lock().finish(drop);
+            drop(self.lock().take());
         });
         Ok(())
     }
@@ -354,7 +352,7 @@ impl PipeReader {
     /// Records read so far.
     #[getter]
     fn records(&self, py: Python<'_>) -> u64 {
-        runtime::blocking(py, || self.lock().get_mut().map_or(0, |r| r.records()))
+        runtime::blocking(py, || self.lock().as_mut().map_or(0, |r| r.records()))
     }
 
     /// The layout (its spec string).

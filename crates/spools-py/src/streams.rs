@@ -27,7 +27,6 @@ use spools_map::Layout;
 use crate::comm::Comm;
 use crate::errors::{self, Kind};
 use crate::pipes::args;
-use crate::pipes::tether::Tethered;
 use crate::pipes::{io_comm_of, usable};
 use crate::runtime;
 
@@ -42,15 +41,13 @@ use common::{recv_error, socket_addr, stream_error};
 /// Collective. A context manager: leaving the `with` block closes the stream.
 #[pyclass(frozen, module = "spools")]
 pub(crate) struct StreamWriter {
-    inner: Mutex<Tethered<spools_io::stream::StreamWriter<'static>>>,
+    inner: Mutex<Option<spools_io::stream::StreamWriter>>,
     rank: u32,
     dest: SocketAddr,
 }
 
 impl StreamWriter {
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, Tethered<spools_io::stream::StreamWriter<'static>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<spools_io::stream::StreamWriter>> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -58,9 +55,9 @@ impl StreamWriter {
     fn with<R: Send>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&mut spools_io::stream::StreamWriter<'static>) -> R + Send,
+        f: impl FnOnce(&mut spools_io::stream::StreamWriter) -> R + Send,
     ) -> PyResult<R> {
-        runtime::blocking(py, || self.lock().get_mut().map(f))
+        runtime::blocking(py, || self.lock().as_mut().map(f))
             .ok_or_else(|| errors::value_error("the stream is closed"))
     }
 }
@@ -133,7 +130,7 @@ impl StreamWriter {
     /// ADU). Collective; a second call does nothing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         usable("StreamWriter.close")?;
-        runtime::blocking(py, || self.lock().finish(|w| w.close()))
+        runtime::blocking(py, || self.lock().take().map(|w| w.close()))
             .unwrap_or(Ok(()))
             .map_err(stream_error)
     }
@@ -166,7 +163,7 @@ impl StreamWriter {
     ) -> PyResult<bool> {
         if exc_type.is_some_and(|t| !t.is_none()) {
             runtime::blocking(py, || {
-                self.lock().finish(drop);
+                drop(self.lock().take());
             });
         } else {
             self.close(py)?;
@@ -186,7 +183,7 @@ impl StreamWriter {
 /// until the sender closes. A context manager.
 #[pyclass(frozen, module = "spools")]
 pub(crate) struct StreamReader {
-    inner: Mutex<Tethered<spools_io::stream::StreamReader<'static>>>,
+    inner: Mutex<Option<spools_io::stream::StreamReader>>,
     rank: u32,
     size: u32,
     address: SocketAddr,
@@ -194,9 +191,7 @@ pub(crate) struct StreamReader {
 }
 
 impl StreamReader {
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, Tethered<spools_io::stream::StreamReader<'static>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<spools_io::stream::StreamReader>> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -204,9 +199,9 @@ impl StreamReader {
     fn with<R: Send>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&mut spools_io::stream::StreamReader<'static>) -> R + Send,
+        f: impl FnOnce(&mut spools_io::stream::StreamReader) -> R + Send,
     ) -> PyResult<R> {
-        runtime::blocking(py, || self.lock().get_mut().map(f))
+        runtime::blocking(py, || self.lock().as_mut().map(f))
             .ok_or_else(|| errors::value_error("the stream reader is closed"))
     }
 
@@ -315,7 +310,7 @@ impl StreamReader {
             return Ok(());
         }
         runtime::blocking(py, || {
-            self.lock().finish(drop);
+            drop(self.lock().take());
         });
         Ok(())
     }
@@ -385,9 +380,7 @@ impl Comm {
         };
         let secret = runtime::get()?.secret.clone();
         let t = runtime::blocking(py, || {
-            Tethered::new(comm, |c| {
-                spools_io::stream::StreamWriter::open_proving(c, addr, format, &secret)
-            })
+            spools_io::stream::StreamWriter::open_proving(&comm, addr, format, &secret).map(Some)
         })
         .map_err(stream_error)?;
         Ok(StreamWriter {
@@ -415,12 +408,10 @@ impl Comm {
         let comm = io_comm_of(py, Some(slf))?;
         let (rank, size) = (comm.rank(), comm.size());
         let mut t = runtime::blocking(py, || {
-            Tethered::new(comm, |c| {
-                spools_io::stream::StreamReader::listen(c, addr, Limits::default())
-            })
+            spools_io::stream::StreamReader::listen(&comm, addr, Limits::default()).map(Some)
         })
         .map_err(recv_error)?;
-        let address = t.get_mut().map_or(addr, |r| r.local_addr());
+        let address = t.as_mut().map_or(addr, |r| r.local_addr());
         Ok(StreamReader {
             inner: Mutex::new(t),
             rank,

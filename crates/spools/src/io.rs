@@ -75,7 +75,7 @@ impl World {
         &self,
         dest: std::net::SocketAddr,
         format: StreamFormat,
-    ) -> Result<StreamWriter<'_>, StreamError> {
+    ) -> Result<StreamWriter, StreamError> {
         StreamWriter::open_proving(self.io_communicator()?, dest, format, self.secret())
     }
 
@@ -116,7 +116,7 @@ impl World {
         &self,
         dest: std::net::SocketAddr,
         links: u16,
-    ) -> Result<StreamConnection<'_>, StreamError> {
+    ) -> Result<StreamConnection, StreamError> {
         StreamConnection::open_proving(self.io_communicator()?, dest, links, self.secret())
     }
 

@@ -53,7 +53,7 @@ impl World {
     pub fn stream_listen(
         &self,
         addr: std::net::SocketAddr,
-    ) -> Result<StreamReader<'_>, StreamRecvError> {
+    ) -> Result<StreamReader, StreamRecvError> {
         StreamReader::listen(self.io_communicator()?, addr, Limits::default())
     }
 }

@@ -33,8 +33,8 @@ use crate::redistribute::redistribute_plan;
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct PipeReader<'c> {
-    comm: &'c Communicator,
+pub struct PipeReader {
+    comm: Communicator,
     layout: Layout,
     record: u64,
     ended: bool,
@@ -44,7 +44,7 @@ pub struct PipeReader<'c> {
     mode: Mode,
 }
 
-impl std::fmt::Debug for PipeReader<'_> {
+impl std::fmt::Debug for PipeReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PipeReader")
             .field("layout", &self.layout.to_string())
@@ -193,7 +193,7 @@ fn accept_all(
     Ok(slots.into_iter().flatten().collect())
 }
 
-impl<'c> PipeReader<'c> {
+impl PipeReader {
     /// Opens the pipe `name` for reading records distributed as `layout` (rank `r` holds
     /// unit `r`). Collective over `comm`; waits (up to `SPOOLS_PIPE_TIMEOUT`, 60 s) for
     /// the producer.
@@ -201,11 +201,7 @@ impl<'c> PipeReader<'c> {
     /// # Errors
     /// [`PipeError`]: no producer in time, layouts of different datasets, connections
     /// that fail; an error on any rank fails the call on every rank.
-    pub fn open(
-        comm: &'c Communicator,
-        name: &PipeName,
-        layout: &Layout,
-    ) -> Result<Self, PipeError> {
+    pub fn open(comm: &Communicator, name: &PipeName, layout: &Layout) -> Result<Self, PipeError> {
         let total = layout
             .total_bytes()
             .ok_or_else(|| PipeError::BadName("an unsized layout".into()))?;
@@ -297,7 +293,7 @@ impl<'c> PipeReader<'c> {
             }
         };
         Ok(PipeReader {
-            comm,
+            comm: comm.clone(),
             layout: layout.clone(),
             record: 0,
             ended: false,
@@ -339,9 +335,9 @@ impl<'c> PipeReader<'c> {
             });
         }
         let record = self.record;
-        let check = interrupt_of(self.comm);
+        let check = interrupt_of(&self.comm);
         let more = match &mut self.mode {
-            Mode::Stdin { plan } => read_stdin(self.comm, plan, data, record, &check),
+            Mode::Stdin { plan } => read_stdin(&self.comm, plan, data, record, &check),
             Mode::Net { plan, socks, bytes } => {
                 read_net(plan, socks, bytes, me, data, record, &check)
             }

@@ -33,8 +33,8 @@ use crate::redistribute::redistribute_plan;
 /// out.close()?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct PipeWriter<'c> {
-    comm: &'c Communicator,
+pub struct PipeWriter {
+    comm: Communicator,
     layout: Layout,
     record: u64,
     /// The record in which a write failed (or was interrupted) part-way: the connections
@@ -54,7 +54,7 @@ enum Mode {
     },
 }
 
-impl std::fmt::Debug for PipeWriter<'_> {
+impl std::fmt::Debug for PipeWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PipeWriter")
             .field("layout", &self.layout.to_string())
@@ -171,7 +171,7 @@ fn write_stdout(
     Ok(())
 }
 
-impl<'c> PipeWriter<'c> {
+impl PipeWriter {
     /// Opens the pipe `name` for writing records distributed as `layout` (rank `r` holds
     /// unit `r`). Collective over `comm`; waits (up to `SPOOLS_PIPE_TIMEOUT`, 60 s) for
     /// the consumer.
@@ -179,11 +179,7 @@ impl<'c> PipeWriter<'c> {
     /// # Errors
     /// [`PipeError`]: no consumer in time, layouts of different datasets, connections
     /// that fail; an error on any rank fails the call on every rank.
-    pub fn open(
-        comm: &'c Communicator,
-        name: &PipeName,
-        layout: &Layout,
-    ) -> Result<Self, PipeError> {
+    pub fn open(comm: &Communicator, name: &PipeName, layout: &Layout) -> Result<Self, PipeError> {
         let total = layout
             .total_bytes()
             .ok_or_else(|| PipeError::BadName("an unsized layout".into()))?;
@@ -246,7 +242,7 @@ impl<'c> PipeWriter<'c> {
             }
         };
         Ok(PipeWriter {
-            comm,
+            comm: comm.clone(),
             layout: layout.clone(),
             record: 0,
             broken: None,
@@ -298,13 +294,13 @@ impl<'c> PipeWriter<'c> {
 
     /// Sends this rank's part of record `record` (see [`PipeWriter::write`]).
     fn send(&mut self, data: &[u8], me: u32, record: u64) -> Result<(), PipeError> {
-        let check = interrupt_of(self.comm);
+        let check = interrupt_of(&self.comm);
         match &mut self.mode {
             Mode::Stdout { plan } => {
                 let total = plan.total_bytes();
                 let mut whole = vec![0u8; if me == 0 { total as usize } else { 0 }];
                 redistribute_plan(
-                    self.comm,
+                    &self.comm,
                     plan,
                     data,
                     &mut whole,
@@ -319,7 +315,7 @@ impl<'c> PipeWriter<'c> {
                 } else {
                     Ok(())
                 };
-                agree_on_outcome(self.comm, wrote)?;
+                agree_on_outcome(&self.comm, wrote)?;
             }
             Mode::Net { plan, socks, bytes } => {
                 let n = socks.len();
@@ -382,7 +378,7 @@ impl<'c> PipeWriter<'c> {
         if let Some(r) = self.broken {
             return Err(stopped("writer", PipeStep::Socket, r));
         }
-        let check = interrupt_of(self.comm);
+        let check = interrupt_of(&self.comm);
         if let Mode::Net { socks, .. } = self.mode {
             let end = Header {
                 kind: Kind::End,

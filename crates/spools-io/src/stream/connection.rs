@@ -66,8 +66,8 @@ struct Stream {
 /// c.close()?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct StreamConnection<'c> {
-    comm: &'c Communicator,
+pub struct StreamConnection {
+    comm: Communicator,
     links: u16,
     /// The sending threads of the links this rank owns, in increasing link order.
     owned: Vec<LinkThread>,
@@ -88,7 +88,7 @@ pub struct StreamConnection<'c> {
 const ABANDONED: &str = "the connection was abandoned: an earlier call failed part-way \
                          (interrupted, or a rank or link failed), and it sends no more";
 
-impl<'c> StreamConnection<'c> {
+impl StreamConnection {
     /// Opens a connection of `links` links to `dest`: rank `r` opens links `r, r + P, ...`.
     /// Collective. The links prove no secret: a destination that requires the job
     /// secret's proof refuses them (see [`StreamConnection::open_proving`]).
@@ -98,10 +98,10 @@ impl<'c> StreamConnection<'c> {
     /// [`StreamError::Refused`] or [`StreamError::Unproven`] on the ranks whose link could
     /// not be opened, and [`StreamError::Remote`] on the others.
     pub fn open(
-        comm: &'c Communicator,
+        comm: &Communicator,
         dest: SocketAddr,
         links: u16,
-    ) -> Result<StreamConnection<'c>, StreamError> {
+    ) -> Result<StreamConnection, StreamError> {
         Self::connect(comm, dest, links, None)
     }
 
@@ -115,21 +115,21 @@ impl<'c> StreamConnection<'c> {
     /// As [`StreamConnection::open`]; [`StreamError::Unproven`] on every rank owning a
     /// link when the destination requires another secret.
     pub fn open_proving(
-        comm: &'c Communicator,
+        comm: &Communicator,
         dest: SocketAddr,
         links: u16,
         secret: &Secret,
-    ) -> Result<StreamConnection<'c>, StreamError> {
+    ) -> Result<StreamConnection, StreamError> {
         Self::connect(comm, dest, links, Some(secret))
     }
 
     /// Opens the connection, proving `secret` if given and asked for.
     pub(crate) fn connect(
-        comm: &'c Communicator,
+        comm: &Communicator,
         dest: SocketAddr,
         links: u16,
         secret: Option<&Secret>,
-    ) -> Result<StreamConnection<'c>, StreamError> {
+    ) -> Result<StreamConnection, StreamError> {
         check_links(links)?;
         // One connection id for the job's links, from rank 0.
         let id = if comm.rank() == 0 {
@@ -158,7 +158,7 @@ impl<'c> StreamConnection<'c> {
             .collect::<Result<Vec<_>, _>>();
         let owned = agree_on_outcome(comm, local, |rank| StreamError::Remote { rank })?;
         Ok(StreamConnection {
-            comm,
+            comm: comm.clone(),
             links,
             owned,
             link_owners: Owners::List(owners.clone()),
@@ -495,7 +495,7 @@ impl<'c> StreamConnection<'c> {
         // Every link finishes at once; a receiver that does not read holds them in
         // their last sends, and the wait for them asks the interrupt check.
         self.owned.iter().for_each(LinkThread::finish);
-        let comm = self.comm;
+        let comm = &self.comm;
         let check = move || comm.check_interrupt();
         let mut local = Ok(());
         for l in &mut self.owned {
@@ -538,7 +538,7 @@ impl<'c> StreamConnection<'c> {
     }
 
     fn agree<T>(&self, local: Result<T, StreamError>) -> Result<T, StreamError> {
-        agree_on_outcome(self.comm, local, |rank| StreamError::Remote { rank })
+        agree_on_outcome(&self.comm, local, |rank| StreamError::Remote { rank })
     }
 
     /// Checks that stream `id` may send its next ADU: it is open, its group is not behind
@@ -774,7 +774,7 @@ impl<'c> StreamConnection<'c> {
             .map(|(&s, b)| (s, &mut b[head(s)..]))
             .collect();
         exchange(
-            self.comm,
+            &self.comm,
             plan,
             &Owners::Identity,
             &self.link_owners,
@@ -792,7 +792,7 @@ impl<'c> StreamConnection<'c> {
         opts: &StreamOptions,
         mut items: impl FnMut() -> Vec<Item>,
     ) -> Result<(), StreamError> {
-        let comm = self.comm;
+        let comm = &self.comm;
         let check = move || comm.check_interrupt();
         for l in &mut self.owned {
             for item in items() {

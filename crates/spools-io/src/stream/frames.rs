@@ -86,7 +86,7 @@ pub fn frame_header(layout: &Layout, style: &FrameStyle) -> Result<FrameHeader, 
     Ok(h)
 }
 
-impl StreamConnection<'_> {
+impl StreamConnection {
     /// Sends the next frame of stream `id`: this rank's share `data` of `layout` (a 2-D
     /// image or field, see [`frame_header`]), with a header numbering it (the stream's
     /// ADU count) and naming its group. The stream's TU must give SUs of at least 128

@@ -59,8 +59,8 @@ const STOPPED: &str = "an earlier call failed part-way (interrupted, or a rank f
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct StreamReader<'c> {
-    comm: &'c Communicator,
+pub struct StreamReader {
+    comm: Communicator,
     addr: SocketAddr,
     /// This rank's receiver (rank 0's is the lead).
     inbox: Option<Inbox>,
@@ -75,7 +75,7 @@ pub struct StreamReader<'c> {
     plan: Option<(Layout, Layout, Plan)>,
 }
 
-impl<'c> StreamReader<'c> {
+impl StreamReader {
     /// Listens at `addr` (port 0: any free port, see [`StreamReader::local_addr`]) on rank
     /// 0 for one logical connection, with `limits` on the ADUs each rank holds. The other
     /// ranks listen for the links rank 0 moves to them: on `addr`'s address when it is a
@@ -86,10 +86,10 @@ impl<'c> StreamReader<'c> {
     /// [`StreamRecvError::Bind`] on a rank that cannot listen (rank 0 at `addr`; the other
     /// ranks get [`StreamRecvError::Remote`]).
     pub fn listen(
-        comm: &'c Communicator,
+        comm: &Communicator,
         addr: SocketAddr,
         limits: Limits,
-    ) -> Result<StreamReader<'c>, StreamRecvError> {
+    ) -> Result<StreamReader, StreamRecvError> {
         Self::open(comm, addr, limits, None)
     }
 
@@ -101,20 +101,20 @@ impl<'c> StreamReader<'c> {
     /// # Errors
     /// As [`StreamReader::listen`].
     pub fn listen_requiring(
-        comm: &'c Communicator,
+        comm: &Communicator,
         addr: SocketAddr,
         limits: Limits,
         secret: &Secret,
-    ) -> Result<StreamReader<'c>, StreamRecvError> {
+    ) -> Result<StreamReader, StreamRecvError> {
         Self::open(comm, addr, limits, Some(secret))
     }
 
     fn open(
-        comm: &'c Communicator,
+        comm: &Communicator,
         addr: SocketAddr,
         limits: Limits,
         secret: Option<&Secret>,
-    ) -> Result<StreamReader<'c>, StreamRecvError> {
+    ) -> Result<StreamReader, StreamRecvError> {
         let (me, ranks) = (comm.rank(), comm.size());
         let at = if me == 0 { addr } else { member_addr(addr) };
         let bound = agree_on_outcome(comm, Bound::bind(at, limits, secret), |rank| {
@@ -146,7 +146,7 @@ impl<'c> StreamReader<'c> {
             rank,
         })?;
         Ok(StreamReader {
-            comm,
+            comm: comm.clone(),
             addr: all.first().copied().unwrap_or(addr),
             inbox: Some(inbox),
             next: None,
@@ -206,7 +206,7 @@ impl<'c> StreamReader<'c> {
         if let Some(n) = &self.ended {
             return n.outcome();
         }
-        let comm = self.comm;
+        let comm = self.comm.clone();
         let check = || comm.check_interrupt();
         let mut interrupted = None;
         let mut piece = Vec::new();
@@ -291,10 +291,10 @@ impl<'c> StreamReader<'c> {
             return Ok(None);
         };
         let local = self.check(buf, layout, info);
-        agree_on_outcome(self.comm, local, |rank| StreamRecvError::Remote { rank })
+        agree_on_outcome(&self.comm, local, |rank| StreamRecvError::Remote { rank })
             .map_err(|e| self.stop_on_msg(e))?;
         let scattered = self.scatter(buf, layout.units());
-        agree_on_outcome(self.comm, scattered, |rank| StreamRecvError::Remote {
+        agree_on_outcome(&self.comm, scattered, |rank| StreamRecvError::Remote {
             rank,
         })
         // The ranks may have left the exchange at different steps.
@@ -399,7 +399,7 @@ impl<'c> StreamReader<'c> {
             Vec::new()
         };
         exchange(
-            self.comm,
+            &self.comm,
             plan,
             &owners,
             &Owners::Identity,

@@ -25,12 +25,12 @@ use crate::error::StreamError;
 /// s.close()?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct StreamWriter<'c> {
-    conn: StreamConnection<'c>,
+pub struct StreamWriter {
+    conn: StreamConnection,
     id: StreamId,
 }
 
-impl<'c> StreamWriter<'c> {
+impl StreamWriter {
     /// Opens a stream to `dest` over `format.links` links. Collective over `comm`: rank
     /// `r` opens links `r, r + P, ...`. The links prove no secret (see
     /// [`StreamWriter::open_proving`]).
@@ -40,10 +40,10 @@ impl<'c> StreamWriter<'c> {
     /// 0), the destination unreachable or refusing; an error on any rank fails the call on
     /// every rank.
     pub fn open(
-        comm: &'c Communicator,
+        comm: &Communicator,
         dest: SocketAddr,
         format: StreamFormat,
-    ) -> Result<StreamWriter<'c>, StreamError> {
+    ) -> Result<StreamWriter, StreamError> {
         Self::connect(comm, dest, format, None)
     }
 
@@ -54,20 +54,20 @@ impl<'c> StreamWriter<'c> {
     /// As [`StreamWriter::open`]; [`StreamError::Unproven`] on every rank owning a link
     /// when the destination requires another secret.
     pub fn open_proving(
-        comm: &'c Communicator,
+        comm: &Communicator,
         dest: SocketAddr,
         format: StreamFormat,
         secret: &Secret,
-    ) -> Result<StreamWriter<'c>, StreamError> {
+    ) -> Result<StreamWriter, StreamError> {
         Self::connect(comm, dest, format, Some(secret))
     }
 
     fn connect(
-        comm: &'c Communicator,
+        comm: &Communicator,
         dest: SocketAddr,
         format: StreamFormat,
         secret: Option<&Secret>,
-    ) -> Result<StreamWriter<'c>, StreamError> {
+    ) -> Result<StreamWriter, StreamError> {
         let opts = StreamOptions {
             tu: format.tu,
             priority: format.priority,
@@ -130,10 +130,10 @@ mod tests {
     #[test]
     fn stream_and_pipe_ends_are_send() {
         fn send<T: Send>() {}
-        send::<crate::stream::StreamWriter<'static>>();
-        send::<crate::stream::StreamConnection<'static>>();
-        send::<crate::stream::StreamReader<'static>>();
-        send::<crate::pipe::PipeWriter<'static>>();
-        send::<crate::pipe::PipeReader<'static>>();
+        send::<crate::stream::StreamWriter>();
+        send::<crate::stream::StreamConnection>();
+        send::<crate::stream::StreamReader>();
+        send::<crate::pipe::PipeWriter>();
+        send::<crate::pipe::PipeReader>();
     }
 }

@@ -24,11 +24,10 @@ use crate::buffer::View;
 use crate::comm::Comm;
 use crate::errors;
 use crate::pipes::args;
-use crate::pipes::tether::Tethered;
 use crate::pipes::{io_comm_of, usable};
 use crate::runtime;
 
-type Conn = spools_io::stream::StreamConnection<'static>;
+type Conn = spools_io::stream::StreamConnection;
 
 /// A connection of several streams from the job to one destination
 /// (`comm.stream_connect`), striped over `links` TCP links. Streams are opened with
@@ -37,7 +36,7 @@ type Conn = spools_io::stream::StreamConnection<'static>;
 /// and the connection (or abandons it when the block raised).
 #[pyclass(frozen, module = "spools")]
 pub(crate) struct StreamConnection {
-    inner: Mutex<Tethered<Conn>>,
+    inner: Mutex<Option<Conn>>,
     rank: u32,
     links: u16,
     dest: SocketAddr,
@@ -53,13 +52,13 @@ struct Item {
 }
 
 impl StreamConnection {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Tethered<Conn>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Conn>> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Runs `f` on the open connection, without the GIL.
     fn with<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Conn) -> R + Send) -> PyResult<R> {
-        runtime::blocking(py, || self.lock().get_mut().map(f))
+        runtime::blocking(py, || self.lock().as_mut().map(f))
             .ok_or_else(|| errors::value_error("the stream connection is closed"))
     }
 
@@ -296,7 +295,7 @@ impl StreamConnection {
     /// nothing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         usable("StreamConnection.close")?;
-        runtime::blocking(py, || self.lock().finish(|c| c.close()))
+        runtime::blocking(py, || self.lock().take().map(|c| c.close()))
             .unwrap_or(Ok(()))
             .map_err(stream_error)
     }
@@ -329,7 +328,7 @@ impl StreamConnection {
     ) -> PyResult<bool> {
         if exc_type.is_some_and(|t| !t.is_none()) {
             runtime::blocking(py, || {
-                self.lock().finish(drop);
+                drop(self.lock().take());
             });
         } else {
             self.close(py)?;
@@ -362,9 +361,7 @@ impl Comm {
         let rank = comm.rank();
         let secret = runtime::get()?.secret.clone();
         let t = runtime::blocking(py, || {
-            Tethered::new(comm, |c| {
-                spools_io::stream::StreamConnection::open_proving(c, addr, links, &secret)
-            })
+            spools_io::stream::StreamConnection::open_proving(&comm, addr, links, &secret).map(Some)
         })
         .map_err(stream_error)?;
         Ok(StreamConnection {
