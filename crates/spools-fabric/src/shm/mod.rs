@@ -13,6 +13,8 @@ mod bell;
 mod copy_probe;
 mod futex;
 mod ring;
+#[cfg(test)]
+mod ring_model;
 pub(crate) mod segment;
 
 use std::os::fd::BorrowedFd;
@@ -466,7 +468,7 @@ impl Transport for ShmTransport {
         }
         drop(st);
         let mut b = self.blocked.lock().unwrap_or_else(PoisonError::into_inner);
-        if !b.iter().any(|r| std::ptr::eq(r.ctrl, ring.ctrl)) {
+        if !b.iter().any(|r| std::ptr::eq(r.mem.ctrl, ring.mem.ctrl)) {
             b.push(ring);
         }
         self.blocked_n.store(b.len(), Ordering::Relaxed);

@@ -27,11 +27,142 @@ pub(crate) struct Ctrl {
     pub(crate) producer_waiting: AtomicU32,
 }
 
-/// A ring: its control line and its cells, inside a shared mapping.
+/// The words and bytes a ring's protocol works on. [`Shared`] is the real one, a control
+/// line and cells inside a shared mapping; the model checker's (`ring_model.rs`) runs the
+/// same protocol on memory it can watch.
+///
+/// # Safety
+/// `header(idx)` for `idx < cells`, `tail` and `producer_waiting` stay valid for as long
+/// as the value (and its copies) live; `write` and `read` touch only the bytes of the
+/// cells they are given, after each cell's header word.
+pub(crate) unsafe trait Cells {
+    /// A 64-bit atomic word.
+    type W64: Word<u64>;
+    /// A 32-bit atomic word.
+    type W32: Word<u32>;
+    /// The header word of cell `idx` (`idx < cells`).
+    fn header(&self, idx: u64) -> &Self::W64;
+    /// Cells consumed so far (the consumer's).
+    fn tail(&self) -> &Self::W64;
+    /// The producer's "ring full, wake me" flag.
+    fn producer_waiting(&self) -> &Self::W32;
+    /// Copies `parts`, one after the other, into the cells from `idx` on, after the
+    /// first cell's header word.
+    ///
+    /// # Safety
+    /// The bytes fit in the cells from `idx` to the end of the ring, and the producer owns
+    /// those cells (the consumer's tail is past them).
+    unsafe fn write(&self, idx: u64, parts: &[&[u8]]);
+    /// Hands `len` bytes from cell `idx` on (after its header word) to `f`.
+    ///
+    /// # Safety
+    /// The bytes fit in the cells from `idx` to the end of the ring, and their header
+    /// was seen published (acquire).
+    unsafe fn read(&self, idx: u64, len: usize, f: &mut dyn FnMut(&[u8]));
+}
+
+/// An atomic word: what the protocol asks of `AtomicU64` and `AtomicU32`.
+pub(crate) trait Word<T> {
+    /// `load`.
+    fn load(&self, order: Ordering) -> T;
+    /// `store`.
+    fn store(&self, v: T, order: Ordering);
+    /// `swap`.
+    fn swap(&self, v: T, order: Ordering) -> T;
+}
+
+impl Word<u64> for AtomicU64 {
+    #[inline]
+    fn load(&self, order: Ordering) -> u64 {
+        AtomicU64::load(self, order)
+    }
+    #[inline]
+    fn store(&self, v: u64, order: Ordering) {
+        AtomicU64::store(self, v, order)
+    }
+    #[inline]
+    fn swap(&self, v: u64, order: Ordering) -> u64 {
+        AtomicU64::swap(self, v, order)
+    }
+}
+
+impl Word<u32> for AtomicU32 {
+    #[inline]
+    fn load(&self, order: Ordering) -> u32 {
+        AtomicU32::load(self, order)
+    }
+    #[inline]
+    fn store(&self, v: u32, order: Ordering) {
+        AtomicU32::store(self, v, order)
+    }
+    #[inline]
+    fn swap(&self, v: u32, order: Ordering) -> u32 {
+        AtomicU32::swap(self, v, order)
+    }
+}
+
+/// A ring's control line and cells inside a shared mapping.
 #[derive(Clone, Copy)]
-pub(crate) struct Ring {
+pub(crate) struct Shared {
     pub(crate) ctrl: *const Ctrl,
     data: *mut u8,
+    cell_shift: u32,
+}
+
+// SAFETY: `Ring::new`'s contract: the control line and `cells << cell_shift` bytes of
+// 64-byte-aligned cells live in a mapping that outlives every copy.
+unsafe impl Cells for Shared {
+    type W64 = AtomicU64;
+    type W32 = AtomicU32;
+
+    #[inline]
+    fn header(&self, idx: u64) -> &AtomicU64 {
+        // SAFETY: idx < cells, so the word lies inside the data area; cells are at least
+        // 64-byte aligned, so the word is aligned for AtomicU64.
+        unsafe { &*(self.data.add((idx << self.cell_shift) as usize) as *const AtomicU64) }
+    }
+
+    #[inline]
+    fn tail(&self) -> &AtomicU64 {
+        // SAFETY: see `Ring::new`: the pointer is valid for the ring's life.
+        unsafe { &(*self.ctrl).tail }
+    }
+
+    #[inline]
+    fn producer_waiting(&self) -> &AtomicU32 {
+        // SAFETY: as for `tail`.
+        unsafe { &(*self.ctrl).producer_waiting }
+    }
+
+    #[inline]
+    unsafe fn write(&self, idx: u64, parts: &[&[u8]]) {
+        // SAFETY: the caller's contract: the bytes fit and are the producer's.
+        unsafe {
+            let mut dst = self.data.add((idx << self.cell_shift) as usize + HEADER);
+            for p in parts {
+                std::ptr::copy_nonoverlapping(p.as_ptr(), dst, p.len());
+                dst = dst.add(p.len());
+            }
+        }
+    }
+
+    #[inline]
+    unsafe fn read(&self, idx: u64, len: usize, f: &mut dyn FnMut(&[u8])) {
+        // SAFETY: the caller's contract: the bytes fit and were published.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                self.data.add((idx << self.cell_shift) as usize + HEADER),
+                len,
+            )
+        };
+        f(bytes);
+    }
+}
+
+/// A ring: its memory ([`Shared`] but in the model checker) and its geometry.
+#[derive(Clone, Copy)]
+pub(crate) struct Ring<C: Cells = Shared> {
+    pub(crate) mem: C,
     cells: u64,
     cell_shift: u32,
 }
@@ -40,9 +171,9 @@ pub(crate) struct Ring {
 // (the transport keeps the mapping until it is dropped); access follows the SPSC protocol
 // above, with the producer and consumer sides each used by one thread at a time (enforced
 // by the transport's lane and receiver locks).
-unsafe impl Send for Ring {}
+unsafe impl Send for Shared {}
 // SAFETY: as above.
-unsafe impl Sync for Ring {}
+unsafe impl Sync for Shared {}
 
 /// Producer-side private state.
 #[derive(Debug, Default, Clone, Copy)]
@@ -67,26 +198,36 @@ impl Ring {
         cell_shift: u32,
     ) -> Ring {
         Ring {
-            ctrl,
-            data,
+            mem: Shared {
+                ctrl,
+                data,
+                cell_shift,
+            },
             cells,
             cell_shift,
         }
     }
+}
 
-    fn ctrl(&self) -> &Ctrl {
-        // SAFETY: see `Ring::new`: the pointer is valid for the ring's life.
-        unsafe { &*self.ctrl }
+impl<C: Cells> Ring<C> {
+    /// A ring on `mem`, of `cells` cells (a power of two, at least 2) of `1 << cell_shift`
+    /// bytes (at least 16).
+    #[cfg(test)]
+    pub(crate) fn on(mem: C, cells: u64, cell_shift: u32) -> Ring<C> {
+        Ring {
+            mem,
+            cells,
+            cell_shift,
+        }
     }
 
     fn cell_bits(&self) -> u32 {
         self.cells.trailing_zeros()
     }
 
-    fn header(&self, idx: u64) -> &AtomicU64 {
-        // SAFETY: idx < cells, so the word lies inside the data area; cells are at least
-        // 64-byte aligned, so the word is aligned for AtomicU64.
-        unsafe { &*(self.data.add((idx << self.cell_shift) as usize) as *const AtomicU64) }
+    #[inline]
+    fn header(&self, idx: u64) -> &C::W64 {
+        self.mem.header(idx)
     }
 
     /// Largest message that fits (half the ring, so that padding never blocks it).
@@ -113,7 +254,7 @@ impl Ring {
         };
         let need = pad + k;
         if st.head + need - st.cached_tail > self.cells {
-            st.cached_tail = self.ctrl().tail.load(Ordering::Acquire);
+            st.cached_tail = self.mem.tail().load(Ordering::Acquire);
             if st.head + need - st.cached_tail > self.cells {
                 return false;
             }
@@ -130,13 +271,7 @@ impl Ring {
         // SAFETY: cells [idx, idx + k) lie inside the data area (idx + k <= cells after
         // padding) and belong to the producer until the header is published: the
         // consumer's tail is at most `head + need - cells` behind.
-        unsafe {
-            let mut dst = self.data.add((idx << self.cell_shift) as usize + HEADER);
-            for p in parts {
-                std::ptr::copy_nonoverlapping(p.as_ptr(), dst, p.len());
-                dst = dst.add(p.len());
-            }
-        }
+        unsafe { self.mem.write(idx, parts) };
         // A swap (a locked instruction on x86) publishes the header and is also the full
         // barrier between this store and the caller's check of the receiver's "sleeping"
         // flag (cheaper than a store followed by a fence).
@@ -190,13 +325,7 @@ impl Ring {
             // SAFETY: the header was published with release after the bytes were written;
             // the bytes lie inside the data area (checked above) and the producer does not
             // touch them until the tail moves past them.
-            let bytes = unsafe {
-                std::slice::from_raw_parts(
-                    self.data.add((idx << self.cell_shift) as usize + HEADER),
-                    len as usize,
-                )
-            };
-            f(bytes);
+            unsafe { self.mem.read(idx, len as usize, f) };
             for c in idx..idx + k {
                 self.header(c).store(0, Ordering::Relaxed);
             }
@@ -204,12 +333,11 @@ impl Ring {
             n += 1;
         }
         if *pos != start {
-            let ctrl = self.ctrl();
             // The swap publishes the tail and orders it before the load of the producer's
             // waiting flag (the other half of the producer's flag-then-recheck).
-            ctrl.tail.swap(*pos, Ordering::SeqCst);
-            let waiting = ctrl.producer_waiting.load(Ordering::SeqCst) != 0
-                && ctrl.producer_waiting.swap(0, Ordering::SeqCst) != 0;
+            self.mem.tail().swap(*pos, Ordering::SeqCst);
+            let flag = self.mem.producer_waiting();
+            let waiting = flag.load(Ordering::SeqCst) != 0 && flag.swap(0, Ordering::SeqCst) != 0;
             return Ok((n, waiting));
         }
         Ok((n, false))
@@ -217,12 +345,12 @@ impl Ring {
 
     /// Marks the producer as waiting for space (then re-checks).
     pub(crate) fn flag_full(&self, st: &mut TxState) {
-        self.ctrl().producer_waiting.store(1, Ordering::SeqCst);
-        st.cached_tail = self.ctrl().tail.load(Ordering::SeqCst);
+        self.mem.producer_waiting().store(1, Ordering::SeqCst);
+        st.cached_tail = self.mem.tail().load(Ordering::SeqCst);
     }
 
     /// Whether the consumer cleared this producer's waiting flag (space was freed).
     pub(crate) fn space_freed(&self) -> bool {
-        self.ctrl().producer_waiting.load(Ordering::SeqCst) == 0
+        self.mem.producer_waiting().load(Ordering::SeqCst) == 0
     }
 }
