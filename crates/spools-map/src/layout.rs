@@ -7,7 +7,7 @@ use crate::bits::BitsLayout;
 use crate::error::LayoutError;
 use crate::irregular::IrregularLayout;
 use crate::product::{Merge, Product};
-use crate::stream::{Raid5Layout, StripeLayout};
+use crate::stripe::{Raid5Layout, StripeLayout};
 
 /// A maximal run of a unit's data: `len` bytes at global byte offset `global` (in the
 /// dataset's canonical byte order) stored at byte offset `local` of the unit.

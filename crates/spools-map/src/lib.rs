@@ -56,8 +56,8 @@ mod product;
 mod run;
 mod size;
 mod spec;
-mod stream;
 mod strided;
+mod stripe;
 mod summary;
 
 pub use array::{ArrayLayout, Order, Slab};
@@ -71,6 +71,6 @@ pub use limits::{MAX_BYTES, MAX_UNITS};
 pub use plan::{Direction, PeerPlan, Plan, PlanPath, Runs, StridedRuns, UnitPlan};
 pub use run::Run;
 pub use size::ByteSize;
-pub use stream::{Raid5Layout, StripeLayout};
 pub use strided::Strided;
+pub use stripe::{Raid5Layout, StripeLayout};
 pub use summary::{PlanSummary, MAX_SUMMARY_CELLS};

@@ -10,7 +10,7 @@ use crate::dtype::{DType, NAMED};
 use crate::error::{LayoutError, SpecError};
 use crate::layout::Layout;
 use crate::size::{suffixes, ByteSize};
-use crate::stream::{Raid5Layout, StripeLayout};
+use crate::stripe::{Raid5Layout, StripeLayout};
 
 struct Cursor<'a> {
     s: &'a str,

@@ -168,9 +168,9 @@ fn whole_lines(data: &[u8], max: usize) -> usize {
     end
 }
 
-/// Which of the launcher's streams a rank's stream goes to.
+/// Which of the launcher's standard outputs a rank's output goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stream {
+pub(crate) enum OutputFd {
     /// Standard output.
     Stdout,
     /// Standard error.
@@ -198,7 +198,12 @@ fn tagged(prefix: &[u8], piece: Piece<'_>, last: bool) -> Vec<u8> {
 
 /// Writes `piece` to `to` in one write on the locked stream, [`tagged`] with `[rank] `
 /// when `tag` is given (`last`: the end of the rank's stream).
-fn write_piece(to: Stream, tag: Option<u32>, piece: Piece<'_>, last: bool) -> std::io::Result<()> {
+fn write_piece(
+    to: OutputFd,
+    tag: Option<u32>,
+    piece: Piece<'_>,
+    last: bool,
+) -> std::io::Result<()> {
     let with_tag;
     let bytes = match tag {
         None => piece.bytes,
@@ -210,11 +215,11 @@ fn write_piece(to: Stream, tag: Option<u32>, piece: Piece<'_>, last: bool) -> st
     // Flushed at once: the standard streams' own buffers would otherwise hold a piece
     // without a newline (and split a line between two writes).
     match to {
-        Stream::Stdout => {
+        OutputFd::Stdout => {
             let mut o = std::io::stdout().lock();
             o.write_all(bytes).and_then(|()| o.flush())
         }
-        Stream::Stderr => {
+        OutputFd::Stderr => {
             let mut e = std::io::stderr().lock();
             e.write_all(bytes).and_then(|()| e.flush())
         }
@@ -250,7 +255,7 @@ fn readable_within(fd: &impl AsFd, limit: Duration) -> bool {
 /// The thread could not be started.
 pub(crate) fn forward(
     mut from: impl Read + AsFd + Send + 'static,
-    to: Stream,
+    to: OutputFd,
     tag: Option<u32>,
     pid: u32,
 ) -> std::io::Result<JoinHandle<()>> {

@@ -11,7 +11,7 @@ use spools_proto::auth::Secret;
 
 use crate::error::BootStep;
 use crate::launcher::hosts;
-use crate::launcher::output::{forward, Stream};
+use crate::launcher::output::{forward, OutputFd};
 use crate::launcher::procfs::descendants;
 use crate::launcher::spec::{LaunchError, LaunchSpec};
 use crate::server::ServerEvent;
@@ -166,11 +166,11 @@ pub(crate) fn spawn_rank(
         child
             .stdout
             .take()
-            .map(|o| forward(o, Stream::Stdout, tag, pid)),
+            .map(|o| forward(o, OutputFd::Stdout, tag, pid)),
         child
             .stderr
             .take()
-            .map(|e| forward(e, Stream::Stderr, tag, pid)),
+            .map(|e| forward(e, OutputFd::Stderr, tag, pid)),
     ];
     for f in streams.into_iter().flatten() {
         match forwarding(f) {

@@ -4,11 +4,11 @@
 use spools_map::Plan;
 
 use super::options::ExchangeStats;
-use super::stream::Stream;
+use super::peer_runs::PeerRuns;
 use crate::error::ExchangeError;
 
-fn stream(plan: &Plan, s: u64, d: u64) -> Result<Stream, ExchangeError> {
-    let mut st = Stream::new(0);
+fn stream(plan: &Plan, s: u64, d: u64) -> Result<PeerRuns, ExchangeError> {
+    let mut st = PeerRuns::new(0);
     st.pairs.push((0, s, d));
     st.count(plan)?;
     Ok(st)

@@ -32,11 +32,11 @@ mod cma;
 mod descriptor;
 mod options;
 mod owners;
+mod peer_runs;
 pub(crate) mod pieces;
 mod pool;
 mod pull;
 pub(crate) mod short_copy;
-mod stream;
 
 pub use options::{ExchangeOptions, ExchangeStats};
 pub use owners::Owners;
@@ -47,9 +47,9 @@ use spools_msg::{wait_any_at, Communicator, Op, Request};
 use self::bounds::{slice, slice_mut};
 use self::descriptor::{Descriptor, Reply};
 use self::owners::{check_buffers, position};
+use self::peer_runs::{peer_runs_for, PeerRuns};
 use self::pull::{describe, descriptor_capacity, negotiated, pull, Pulled};
 use self::short_copy::{copy_strided, span};
-use self::stream::{stream_for, Stream};
 use crate::error::{ExchangeError, Side};
 
 /// Tag of the exchange engine's transfer units.
@@ -130,8 +130,8 @@ pub fn exchange(
     let window = opts.window.max(1);
 
     // The streams: per destination rank (what this rank sends) and per source rank.
-    let mut out: Vec<Stream> = Vec::new();
-    let mut inn: Vec<Stream> = Vec::new();
+    let mut out: Vec<PeerRuns> = Vec::new();
+    let mut inn: Vec<PeerRuns> = Vec::new();
     let mut local: Vec<(usize, usize, u64, u64)> = Vec::new();
     let mut src_order: Vec<usize> = (0..src.len()).collect();
     src_order.sort_by_key(|&i| src[i].0);
@@ -143,7 +143,7 @@ pub fn exchange(
                 let di = position(&dst_lens, p.peer);
                 local.push((si, di, s, p.peer));
             } else {
-                stream_for(&mut out, r).pairs.push((si, s, p.peer));
+                peer_runs_for(&mut out, r).pairs.push((si, s, p.peer));
             }
         }
     }
@@ -154,7 +154,7 @@ pub fn exchange(
         for p in plan.receives(d)?.peers {
             let r = src_owners.of(p.peer);
             if r != me {
-                stream_for(&mut inn, r).pairs.push((di, p.peer, d));
+                peer_runs_for(&mut inn, r).pairs.push((di, p.peer, d));
             }
         }
     }
@@ -162,7 +162,7 @@ pub fn exchange(
     for st in &mut inn {
         st.pairs.sort_by_key(|&(_, s, d)| (s, d));
     }
-    let negotiate = |st: &Stream| negotiated(opts.single_copy, comm.same_host(st.peer));
+    let negotiate = |st: &PeerRuns| negotiated(opts.single_copy, comm.same_host(st.peer));
 
     let mut stats = ExchangeStats::default();
     let mut fl = InFlight {
@@ -365,7 +365,7 @@ struct InFlight {
 fn post_receives(
     comm: &Communicator,
     plan: &Plan,
-    (st, k): (&mut Stream, usize),
+    (st, k): (&mut PeerRuns, usize),
     (tu, window): (usize, usize),
     integrity: bool,
     fl: &mut InFlight,
@@ -387,7 +387,7 @@ fn start_sends(
     comm: &Communicator,
     plan: &Plan,
     src: &[(u64, &[u8])],
-    st: &mut Stream,
+    st: &mut PeerRuns,
     k: usize,
     opts: &ExchangeOptions,
     stats: &mut ExchangeStats,

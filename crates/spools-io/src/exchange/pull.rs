@@ -11,8 +11,8 @@ use spools_fabric::heap::{lookup, peers, HeapError, HeapName, PeerBytes};
 
 use super::descriptor::{area, Area, Descriptor, Place};
 use super::options::ExchangeStats;
+use super::peer_runs::PeerRuns;
 use super::short_copy::span;
-use super::stream::Stream;
 use crate::error::{ExchangeError, Side};
 
 /// Streams out of process memory whose mean piece (a run, or runs one after the other at
@@ -51,7 +51,7 @@ pub(super) fn negotiated(single_copy: bool, same_host: bool) -> bool {
 /// # Errors
 /// [`ExchangeError::Plan`] if the plan has no runs for a pair of the stream.
 pub(super) fn describe(
-    st: &Stream,
+    st: &PeerRuns,
     plan: &Plan,
     src: &[(u64, &[u8])],
 ) -> Result<Descriptor, ExchangeError> {
@@ -81,7 +81,7 @@ pub(super) fn describe(
 }
 
 /// Bytes of the largest descriptor `st`'s source can send.
-pub(super) fn descriptor_capacity(st: &Stream) -> usize {
+pub(super) fn descriptor_capacity(st: &PeerRuns) -> usize {
     let mut units: Vec<u64> = st.pairs.iter().map(|p| p.1).collect();
     units.sort_unstable();
     units.dedup();
@@ -114,7 +114,7 @@ enum Source {
 /// for a shared-heap buffer that cannot be mapped or was freed during the copy,
 /// [`ExchangeError::BufferSize`].
 pub(super) fn pull(
-    st: &Stream,
+    st: &PeerRuns,
     plan: &Plan,
     dst: &mut [(u64, &mut [u8])],
     desc: &Descriptor,

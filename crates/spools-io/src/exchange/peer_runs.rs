@@ -1,4 +1,4 @@
-//! One (rank, peer) stream of runs moved through transfer units: packed from the
+//! The runs between this rank and one peer ([`PeerRuns`]), moved through transfer units: packed from the
 //! source buffers into a TU, unpacked from the TU into the destination runs (the ring
 //! path, used between hosts and where a single copy is not possible).
 
@@ -11,12 +11,12 @@ use super::short_copy::{append_run, copy_run, gather, scatter, span};
 use crate::crc::{copy_crc, extend_crc};
 use crate::error::{ExchangeError, Side};
 
-/// The stream of `peer` in `list`, added if missing.
-pub(super) fn stream_for(list: &mut Vec<Stream>, peer: u32) -> &mut Stream {
+/// The runs of `peer` in `list`, added if missing.
+pub(super) fn peer_runs_for(list: &mut Vec<PeerRuns>, peer: u32) -> &mut PeerRuns {
     let i = match list.iter().position(|s| s.peer == peer) {
         Some(i) => i,
         None => {
-            list.push(Stream::new(peer));
+            list.push(PeerRuns::new(peer));
             list.len() - 1
         }
     };
@@ -24,15 +24,15 @@ pub(super) fn stream_for(list: &mut Vec<Stream>, peer: u32) -> &mut Stream {
 }
 
 /// The runs between this rank and one peer, consumed a transfer unit at a time.
-pub(super) struct Stream {
+pub(super) struct PeerRuns {
     pub(super) peer: u32,
-    /// (local buffer index, source unit, destination unit), in the stream's order.
+    /// (local buffer index, source unit, destination unit), in the order they move.
     pub(super) pairs: Vec<(usize, u64, u64)>,
     next_pair: usize,
     buf: usize,
     units: (u64, u64),
     runs: Option<Pieces>,
-    /// Payload bytes in the whole stream.
+    /// Payload bytes of all the runs.
     pub(super) total: u64,
     /// Payload bytes not yet packed or unpacked.
     pub(super) remaining: u64,
@@ -44,9 +44,9 @@ pub(super) struct Stream {
     pub(super) ready: Vec<(u64, Vec<u8>, usize)>,
 }
 
-impl Stream {
+impl PeerRuns {
     pub(super) fn new(peer: u32) -> Self {
-        Stream {
+        PeerRuns {
             peer,
             pairs: Vec::new(),
             next_pair: 0,
@@ -61,7 +61,7 @@ impl Stream {
         }
     }
 
-    /// Counts the stream's bytes into `total` and `remaining`.
+    /// Counts the runs' bytes into `total` and `remaining`.
     pub(super) fn count(&mut self, plan: &Plan) -> Result<(), ExchangeError> {
         let mut bytes = 0;
         for &(_, s, d) in &self.pairs {
@@ -72,7 +72,7 @@ impl Stream {
         Ok(())
     }
 
-    /// Mean bytes per piece of the source's memory among the stream's first `n` runs (0
+    /// Mean bytes per piece of the source's memory among the first `n` runs (0
     /// when empty): a progression of runs of at least `spread` bytes that lie one after
     /// the other at the source is one piece (the pull reads it as one), any other run a
     /// piece of its own.
