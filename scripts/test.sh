@@ -36,6 +36,10 @@ echo "== cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo check of the fuzz targets (fuzz/ is outside the workspace; scripts/fuzz.sh runs them)"
 cargo check --manifest-path fuzz/Cargo.toml --locked --all-targets
+echo "== Model checks: the shared-memory ring's protocol under loom (crates/spools-fabric/src/shm/ring_model.rs; cargo test runs it too)"
+cargo test --workspace --locked --lib -q shm::ring_model
+echo "== Miri: the pure crates' unit tests, the wire vectors and the stream reassembly (spools-stream's unsafe ADU buffers), on a pinned nightly (scripts/miri.sh)"
+bash scripts/miri.sh
 echo "== cargo test (unit, integration, property, doc and multi-process tests)"
 cargo test --workspace --locked
 echo "== The single-threaded path: the transport, active-message, message, collective, progress, idle-CPU and watchdog tests again at thread level single (no lock; SPOOLS_TEST_THREAD_LEVEL sets every job's SPOOLS_THREAD_LEVEL)"
