@@ -20,12 +20,14 @@ if [ "${MPI4PY:-0}" = 1 ]; then
   if ! "$mpi_venv/bin/python" -c "import mpi4py, sys; sys.exit(mpi4py.__version__ != '4.1.2')" 2>/dev/null; then
     # mpi4py's extension is built by mpicc_abi against the standard ABI: it then needs
     # any libmpi_abi.so.1 (MPICH's through its RUNPATH, or Spools' first on
-    # LD_LIBRARY_PATH).
+    # LD_LIBRARY_PATH). Never from pip's wheel cache: a wheel built for another checkout
+    # carries that checkout's venv in its RUNPATH (a clone whose predecessor was deleted
+    # found no MPICH at all).
     MPI4PY_BUILD_MPIABI=1 MPICC="$mpicc_abi" "$mpi_venv/bin/python" -m pip install \
-      --quiet --disable-pip-version-check --no-binary mpi4py \
+      --quiet --disable-pip-version-check --no-cache-dir --no-binary mpi4py \
       "mpi4py==4.1.2" 2>/dev/null \
     || MPI4PY_BUILD_MPIABI=1 MPICC="$mpicc_abi" "$mpi_venv/bin/python" -m pip install \
-      --quiet --disable-pip-version-check --no-binary mpi4py "mpi4py==4.1.2"
+      --quiet --disable-pip-version-check --no-cache-dir --no-binary mpi4py "mpi4py==4.1.2"
   fi
   if [ ! -d "$mpi4py_tests" ]; then
     tmp="$(mktemp -d)"

@@ -167,7 +167,7 @@ pub(crate) struct Ring<C: Cells = Shared> {
     cell_shift: u32,
 }
 
-// SAFETY: a Ring is a pair of pointers into a shared mapping that outlives every Ring
+// SAFETY: `Shared` is a pair of pointers into a shared mapping that outlives every ring
 // (the transport keeps the mapping until it is dropped); access follows the SPSC protocol
 // above, with the producer and consumer sides each used by one thread at a time (enforced
 // by the transport's lane and receiver locks).
