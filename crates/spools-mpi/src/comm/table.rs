@@ -24,11 +24,7 @@ pub(crate) fn comm(h: MPI_Comm, call: &'static str) -> Result<Arc<CommObj>, MpiE
     match h {
         MPI_COMM_WORLD => Ok(rt.world_comm.clone()),
         MPI_COMM_SELF => Ok(rt.self_comm.clone()),
-        _ => COMMS.get(h).ok_or(MpiError::Handle {
-            class: MPI_ERR_COMM,
-            what: "communicator",
-            handle: h,
-        }),
+        _ => made(h),
     }
 }
 
