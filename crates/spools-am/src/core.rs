@@ -11,6 +11,7 @@ use spools_boot::client::Bootstrap;
 use spools_boot::config::Config;
 use spools_fabric::lock::RankLock;
 use spools_fabric::{Backoff, FabricError, Pace, Priority, RemoteRegion, Transport};
+use spools_heap::PeerHeaps;
 use spools_proto::am::StatusCode;
 
 use crate::error::AmError;
@@ -67,6 +68,8 @@ pub(crate) struct Core {
     pub(crate) size: u32,
     pub(crate) cfg: Config,
     pub(crate) boot: Arc<Bootstrap>,
+    /// This job's cache of same-host peers' shared-heap segments (one per world).
+    pub(crate) heaps: Arc<PeerHeaps>,
     pub(crate) shm: Option<Arc<dyn Transport>>,
     /// The network transport (TCP or libfabric).
     pub(crate) net: Option<Arc<dyn Transport>>,

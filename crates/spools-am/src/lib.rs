@@ -44,5 +44,8 @@ pub use poller::Poller;
 pub use region::{Region, RegionKey};
 pub use registry::{Handler, HandlerId};
 /// Shared areas within a host (for the collectives' flags and slots in shared memory).
+pub use spools_fabric::lock::{bump, RankGuard, RankLock};
 pub use spools_fabric::shm::SharedArea;
+/// Where a peer's exposed bytes are, as the layers above name them in their protocols.
+pub use spools_fabric::RemoteRegion;
 pub use worker::Worker;

@@ -3,8 +3,8 @@
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use spools_fabric::heap::{HeapName, HeapSegment};
 use spools_fabric::{Access, RemoteRegion, Transport};
+use spools_heap::{HeapName, HeapSegment};
 use spools_proto::auth::Secret;
 
 use crate::error::AmError;

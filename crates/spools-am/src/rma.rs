@@ -10,8 +10,8 @@
 use std::sync::atomic::Ordering;
 use std::sync::PoisonError;
 
-use spools_fabric::heap::{self, HeapError, HeapName, HeapRef, PeerBytes};
 use spools_fabric::{FabricError, Priority, RemoteRegion, Rma};
+use spools_heap::{HeapError, HeapName, HeapRef, PeerBytes};
 use spools_proto::am::{AmHeader, Get, Put, RmaAsk, RmaDone, StatusCode, FLAG_LAST};
 
 use crate::core::{Core, OpState, Route};
@@ -51,9 +51,8 @@ impl Endpoint {
         if self.core().routes.get(peer as usize) != Some(&Route::Shm) {
             return None;
         }
-        let heaps = heap::peers().ok()?;
         let name = HeapName::region(self.core().boot.job(), peer, key);
-        match heaps.bytes(&HeapRef { name, offset }, len) {
+        match self.core().heaps.bytes(&HeapRef { name, offset }, len) {
             Ok(b) => Some(Ok(b)),
             Err(HeapError::Freed { .. }) => Some(Err(AmError::UnknownRegion { peer, key })),
             Err(HeapError::OutOfRange { .. }) => Some(Err(AmError::OutOfBounds {

@@ -9,6 +9,7 @@ use spools_boot::client::Bootstrap;
 use spools_boot::config::Config;
 use spools_fabric::lock::RankLock;
 use spools_fabric::{Backoff, Pace, Priority, Transport};
+use spools_heap::PeerHeaps;
 use spools_proto::am::{AmHeader, Bulk, Short, SHORT_LEN};
 
 use crate::core::{Core, Interrupt, Route, NAP, PROGRESS_SPIN};
@@ -108,6 +109,7 @@ impl Worker {
             fragment,
             fragment_net,
             cfg,
+            heaps: Arc::new(PeerHeaps::new(boot.job(), boot.secret().clone())),
             boot,
             shm,
             net,
@@ -506,6 +508,12 @@ impl Worker {
     /// The job's bootstrap (rank, size, hosts, the watchdog's view of dead ranks).
     pub fn bootstrap(&self) -> &Arc<Bootstrap> {
         &self.core.boot
+    }
+
+    /// This job's cache of same-host peers' shared-heap segments: the one place a layer
+    /// above maps a peer's heap block (one cache per world, never a process's).
+    pub fn heaps(&self) -> &Arc<PeerHeaps> {
+        &self.core.heaps
     }
 
     /// Polls until `cond()` holds: spin, then sleep until woken.

@@ -15,15 +15,14 @@
 //! exposes registered memory to peers, which write and read it one-sidedly
 //! ([`Transport::rma`]).
 //!
-//! The shared heap ([`heap`]): memory a rank allocates in named shared-memory segments
-//! that the ranks of its host map, so that they copy straight out of or into it.
+//! The shared heap is a layer below this one (`spools-heap`); the rings' segments are
+//! POSIX shared-memory objects made with its [`spools_heap::shm`] calls.
 //!
 //! The conformance suite in `tests/conformance.rs` runs every backend through the same
 //! tests with real processes.
 
 mod caps;
 mod error;
-pub mod heap;
 pub mod lock;
 pub mod ofi;
 mod rma;

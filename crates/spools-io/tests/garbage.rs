@@ -42,7 +42,7 @@ fn random_bytes_and_mutations_never_panic() {
             desc.extend_from_slice(&[2, 0, 0, 0, 0, 0, 0, 0]);
             desc.extend_from_slice(
                 &spools::HeapRef {
-                    name: spools_fabric::heap::HeapName::new(1, 2, 3),
+                    name: spools_heap::HeapName::new(1, 2, 3),
                     offset: 64,
                 }
                 .to_bytes(),

@@ -80,6 +80,12 @@ impl Communicator {
         self.core.engine.worker.config()
     }
 
+    /// This job's cache of same-host peers' shared-heap segments (the world's own): the
+    /// layers above map a peer's heap block through it, never through a process global.
+    pub fn heaps(&self) -> &std::sync::Arc<spools_heap::PeerHeaps> {
+        self.core.engine.worker.heaps()
+    }
+
     /// This rank in the communicator.
     pub fn rank(&self) -> u32 {
         self.core.rank

@@ -2,7 +2,7 @@
 
 use std::marker::PhantomData;
 
-use spools_fabric::heap::{HeapError, HeapRef, HeapSegment};
+use spools_heap::{HeapError, HeapRef, HeapSegment};
 use spools_msg::Element;
 use spools_proto::auth::Secret;
 
@@ -54,7 +54,7 @@ impl<T: Element> SharedBuf<T> {
     }
 
     /// Where the buffer's first byte lies in the shared heap (what a peer needs to map
-    /// it); for a sub-slice, use [`spools_fabric::heap::lookup`].
+    /// it); for a sub-slice, use [`spools_heap::lookup`].
     pub fn heap_ref(&self) -> HeapRef {
         HeapRef {
             name: self.seg.name(),

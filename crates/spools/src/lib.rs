@@ -54,8 +54,8 @@ pub use spools_am::{
 pub use spools_boot::config::{Config, SingleCopyChoice, ThreadLevel, TransportChoice};
 pub use spools_boot::identity::LauncherKind;
 pub use spools_boot::BootError;
-pub use spools_fabric::heap::{HeapError, HeapRef, PeerBytes};
 pub use spools_fabric::{Caps, FabricError, Priority, SingleCopy, Transport};
+pub use spools_heap::{HeapError, HeapRef, PeerBytes};
 pub use spools_io::file::{
     Commit, FileStats, Format, ReadOptions, Reshuffle, Striping, WriteOptions,
 };

@@ -99,7 +99,6 @@ pub fn init_with(cfg: Config, env: JobEnv) -> Result<World, InitError> {
         tcp: listener.addr().to_string(),
     };
     let boot = Arc::new(conn.join(addrs)?);
-    spools_fabric::heap::join(boot.job(), boot.secret().clone());
     // Every rank must agree on the settings that shape the job (the transport decides the
     // set-up collectives; lanes the ring layout; the bulk limit what receivers accept).
     let choice = agreed_settings(&cfg);
@@ -473,7 +472,7 @@ impl World {
     /// assert!(a.iter().all(|&x| x == 0.0));
     /// a[7] = 1.5;
     /// let part = &a[4..8];
-    /// let at = spools_fabric::heap::lookup(part.as_ptr().cast(), 32).expect("in the heap");
+    /// let at = spools_heap::lookup(part.as_ptr().cast(), 32).expect("in the heap");
     /// assert_eq!((at.name, at.offset), (a.heap_ref().name, 32));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -517,7 +516,7 @@ impl World {
         at: &crate::HeapRef,
         len: usize,
     ) -> Result<crate::PeerBytes, crate::HeapError> {
-        spools_fabric::heap::peers()?.bytes(at, len)
+        self.worker.heaps().bytes(at, len)
     }
 }
 

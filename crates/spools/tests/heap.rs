@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use spools::{HeapError, HeapRef, World};
-use spools_fabric::heap::{lookup, peers};
+use spools_heap::lookup;
 use spools_testkit::{assert_ok, e, launch, rank_main, shm_leftovers};
 
 const N: usize = 100_000;
@@ -80,7 +80,7 @@ fn read_role(w: &mut World) -> Result<(), String> {
 
     let from = (me + n - 1) % n;
     let theirs = recv_ref(w, from)?;
-    let heaps = e(peers())?;
+    let heaps = w.worker().heaps().clone();
     let pb = e(heaps.bytes(&theirs, (hi - lo) * 8))?;
     let mut got = vec![0u8; (hi - lo) * 8];
     e(pb.copy_to(0, &mut got))?;
@@ -141,7 +141,7 @@ fn freed_role(w: &mut World) -> Result<(), String> {
         e(w.send(&[1u8], 1, TAG_FREED))?;
     } else {
         let r = recv_ref(w, 0)?;
-        let heaps = e(peers())?;
+        let heaps = w.worker().heaps().clone();
         let pb = e(heaps.bytes(&r, N * 8))?;
         e(w.send(&[1u8], 0, TAG_MAPPED))?;
         e(w.recv(&mut [0u8; 1], 0, TAG_FREED))?;
@@ -207,7 +207,7 @@ fn killed_role(w: &mut World) -> Result<(), String> {
     e(w.recv(&mut key, 0, TAG_KEY))?;
     let key = u32::from_le_bytes(key);
     let r = recv_ref(w, 0)?;
-    let heaps = e(peers())?;
+    let heaps = w.worker().heaps().clone();
     let pb = e(heaps.bytes(&r, N * 8))?;
     e(w.send(&[1u8], 0, TAG_MAPPED))?;
     // A thread copies out of rank 0's buffer over and over while rank 0 dies; the wait
@@ -304,7 +304,7 @@ fn pattern(seed: u8) -> impl Iterator<Item = u8> {
 /// (rank 1 copies from rank 0's segments, which it has then mapped): every receive gets
 /// the right bytes.
 fn rendezvous_role(w: &mut World) -> Result<(), String> {
-    let heaps = e(peers())?;
+    let heaps = w.worker().heaps().clone();
     if w.rank() == 0 {
         let plain: Vec<u8> = pattern(1).collect();
         e(w.send(&plain, 1, 1))?;
@@ -384,7 +384,7 @@ fn rendezvous_from_the_heap_takes_one_copy() {
 /// segment), the ordinary one through the transport; the bytes are right either way, a
 /// range outside the region and a withdrawn region are refused as the target would.
 fn region_role(w: &mut World) -> Result<(), String> {
-    let heaps = e(peers())?;
+    let heaps = w.worker().heaps().clone();
     let len = 1 << 20;
     let (shared, plain) = if w.rank() == 1 {
         let s = e(w.worker().shared_region(len))?;

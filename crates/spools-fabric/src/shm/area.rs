@@ -8,11 +8,12 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
+use spools_heap::shm::{map, unlink};
 use spools_proto::auth::Secret;
 
 use crate::error::{Defect, FabricError};
 use crate::shm::futex;
-use crate::shm::segment::{attach_error, create_mapped, map, open_sized, unlink};
+use crate::shm::segment::{attach_error, create_mapped, open_sized};
 
 const MAGIC: u64 = 0x4145_5241_534c_4f4f; // "OOLSAREA" little-endian-ish
 /// Bytes of the header page that precedes the user's bytes.

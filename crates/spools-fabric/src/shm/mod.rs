@@ -25,6 +25,7 @@ use std::time::Duration;
 use spools_boot::client::Bootstrap;
 use spools_boot::config::{show_size, Config};
 use spools_boot::health::JobHealth;
+use spools_heap::shm::unlink;
 
 use crate::caps::{Caps, Priority, SingleCopy};
 use crate::error::{Defect, FabricError};
@@ -152,7 +153,7 @@ impl ShmTransport {
                 match bell::create(&name) {
                     Ok(b) => Ok((m, b)),
                     Err(e) => {
-                        segment::unlink(&name);
+                        unlink(&name);
                         Err(e)
                     }
                 }
@@ -173,7 +174,7 @@ impl ShmTransport {
                 return Err(e);
             }
             (Ok(_), Err(e)) => {
-                segment::unlink(&name);
+                unlink(&name);
                 bell::unlink(&name);
                 return Err(e.into());
             }
@@ -222,7 +223,7 @@ impl ShmTransport {
             }
         };
         let attached = boot.barrier();
-        segment::unlink(&name);
+        unlink(&name);
         bell::unlink(&name);
         let bells = bells?;
         attached?;

@@ -1,12 +1,10 @@
 //! A rank's shared-memory segment: a header with its doorbell, then one ring per
 //! (sending local rank, lane, priority) for the messages it receives.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use rustix::fs::Mode;
-use rustix::mm::{MapFlags, ProtFlags};
-use rustix::shm::OFlags;
+use spools_heap::shm::{map, open_shm, unlink};
 use spools_proto::auth::Secret;
 
 use crate::error::{Defect, FabricError, IoStep};
@@ -242,8 +240,6 @@ impl Segment {
     }
 }
 
-/// Opens (or creates exclusively, mode 0600) a POSIX shared-memory object; the
-/// descriptor is close-on-exec.
 /// Creates `name` exclusively (mode 0600), sizes it to `len` zero-filled bytes and maps
 /// it; on failure the name is gone again.
 pub(crate) fn create_mapped(name: &str, len: usize) -> Result<*mut u8, FabricError> {
@@ -280,39 +276,6 @@ pub(crate) fn open_sized(name: &str, owner: u32) -> Result<(OwnedFd, usize), Fab
     let fd = open_shm(name, false).map_err(&io)?;
     let len = rustix::fs::fstat(&fd).map_err(|e| io(e.into()))?.st_size;
     Ok((fd, usize::try_from(len).unwrap_or(0)))
-}
-
-pub(crate) fn open_shm(name: &str, create: bool) -> std::io::Result<OwnedFd> {
-    let flags = if create {
-        OFlags::CREATE | OFlags::EXCL | OFlags::RDWR
-    } else {
-        OFlags::RDWR
-    };
-    Ok(rustix::shm::open(name, flags, Mode::RUSR | Mode::WUSR)?)
-}
-
-/// Maps `len` bytes of a shared-memory object, shared and writable. The mapping outlives
-/// the descriptor.
-pub(crate) fn map(fd: &OwnedFd, len: usize) -> std::io::Result<*mut u8> {
-    // SAFETY: a fresh mapping at an address the kernel chooses aliases no Rust object;
-    // `fd` is a valid shared-memory descriptor of at least `len` bytes.
-    let p = unsafe {
-        rustix::mm::mmap(
-            std::ptr::null_mut(),
-            len,
-            ProtFlags::READ | ProtFlags::WRITE,
-            MapFlags::SHARED,
-            fd.as_fd(),
-            0,
-        )
-    }?;
-    Ok(p.cast::<u8>())
-}
-
-/// Removes a segment's name (mappings stay valid).
-pub(crate) fn unlink(name: &str) {
-    // A name already gone is what the caller wants.
-    let _ = rustix::shm::unlink(name);
 }
 
 impl Drop for Segment {

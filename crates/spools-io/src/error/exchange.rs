@@ -143,7 +143,7 @@ pub enum ExchangeError {
         /// The rank that owns the buffer.
         from: u32,
         /// Why.
-        source: spools_fabric::heap::HeapError,
+        source: spools_heap::HeapError,
     },
     /// The ranks passed different `ExchangeOptions::single_copy` values (every rank must
     /// pass the same: the two ends of a stream would wait for different messages).

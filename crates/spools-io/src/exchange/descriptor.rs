@@ -10,7 +10,7 @@
 //! [`HeapRef`]). A reply is one byte (0: done, 1: send through the rings, 2: failed),
 //! followed after "done" by the bytes copied (u64).
 
-use spools_fabric::heap::HeapRef;
+use spools_heap::HeapRef;
 
 use crate::error::ExchangeError;
 
@@ -259,7 +259,7 @@ impl Reply {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
-    use spools_fabric::heap::HeapName;
+    use spools_heap::HeapName;
 
     use super::*;
 

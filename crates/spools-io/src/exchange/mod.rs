@@ -279,7 +279,7 @@ pub fn exchange(
                     }
                     Ok(desc) => {
                         let areas = desc.areas.as_deref().unwrap_or_default();
-                        pull(st, plan, dst, &desc, areas, &mut stats)
+                        pull(comm.heaps(), st, plan, dst, &desc, areas, &mut stats)
                     }
                     Err(e) => Err(e),
                 };

@@ -7,7 +7,7 @@ use spools_map::Plan;
 
 use super::bounds::slice_mut;
 use super::cma::{cookie, refused, CmaError, CmaReader};
-use spools_fabric::heap::{lookup, peers, HeapError, HeapName, PeerBytes};
+use spools_heap::{lookup, HeapError, HeapName, PeerBytes, PeerHeaps};
 
 use super::descriptor::{area, Area, Descriptor, Place};
 use super::options::ExchangeStats;
@@ -114,6 +114,7 @@ enum Source {
 /// for a shared-heap buffer that cannot be mapped or was freed during the copy,
 /// [`ExchangeError::BufferSize`].
 pub(super) fn pull(
+    heaps: &PeerHeaps,
     st: &PeerRuns,
     plan: &Plan,
     dst: &mut [(u64, &mut [u8])],
@@ -148,7 +149,7 @@ pub(super) fn pull(
                                 from,
                                 what: "a buffer larger than this machine's memory",
                             })?;
-                        let bytes = peers().and_then(|p| p.bytes(&r, len));
+                        let bytes = heaps.bytes(&r, len);
                         Source::Heap(bytes.map_err(heap_err)?, r.name)
                     }
                 };

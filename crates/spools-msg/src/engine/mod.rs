@@ -1,6 +1,6 @@
 //! The tagged-message engine of one rank: the [`crate::protocol`] state machine under a
 //! lock (or, at thread level single and funneled, owned by the rank's one thread: no
-//! lock, [`spools_fabric::lock::RankLock`]), fed by the active-message layer's handlers
+//! lock, [`spools_am::RankLock`]), fed by the active-message layer's handlers
 //! and by the application, with the I/O done through `spools_am`.
 //!
 //! - *short*: up to `short_limit` (24 B) inline in one short active message;

@@ -6,7 +6,7 @@
 //! its receive. Either way the receiver then answers with the clear-to-send that
 //! completes the send without any data chunk, and the loan ends when the send does.
 
-use spools_fabric::heap;
+use spools_heap as heap;
 
 use super::state::Engine;
 use crate::protocol::{DataAt, Protocol};
@@ -62,12 +62,10 @@ impl Engine {
     /// copies and reads made.
     pub(super) fn run_pulls(&self, p: &mut Protocol) -> usize {
         let mut n = 0;
-        let mut peers = None;
         while let Some(pull) = p.pop_pull() {
             let took = match pull.at {
                 DataAt::Heap(r) => {
-                    let heaps = peers.get_or_insert_with(|| heap::peers().ok());
-                    let src = heaps.as_ref().and_then(|h| h.bytes(&r, pull.len).ok());
+                    let src = self.worker.heaps().bytes(&r, pull.len).ok();
                     let mut took = false;
                     p.pulled(pull, |dst| {
                         took = src.is_some_and(|s| s.copy_to(0, dst).is_ok());

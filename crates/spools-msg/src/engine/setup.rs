@@ -13,7 +13,7 @@ use super::state::{
 };
 use crate::protocol::{Limits, Protocol};
 use crate::rpc::table::RpcTable;
-use spools_fabric::lock::RankLock;
+use spools_am::RankLock;
 
 impl Engine {
     /// Builds the engine and registers its handlers; the caller runs `sync_handlers`

@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
-use spools_fabric::lock::{bump, RankGuard, RankLock};
+use spools_am::{bump, RankGuard, RankLock};
 
 use spools_am::{AmError, Channel, Endpoint, HandlerId, Worker};
 

@@ -2,8 +2,8 @@
 //! (clear-to-send messages and data chunks to transmit, RPC calls to run, how receives
 //! end) and the typed errors of unexpected wire messages.
 
-use spools_fabric::heap::HeapRef;
-use spools_fabric::RemoteRegion;
+use spools_am::RemoteRegion;
+use spools_heap::HeapRef;
 use thiserror::Error;
 
 /// Inline bytes of a short message.

@@ -3,8 +3,8 @@
 //! reads a lent buffer (a filler plays the network), falls back to streaming when it
 //! cannot, never leaves the sender waiting, and every loan ends exactly once.
 
-use spools_fabric::heap::{HeapRef, HeapSegment, PeerHeaps};
-use spools_fabric::RemoteRegion;
+use spools_am::RemoteRegion;
+use spools_heap::{HeapRef, HeapSegment, PeerHeaps};
 use spools_proto::auth::Secret;
 
 use super::events::{DataAt, Incoming, Limits, MessageInfo, RecvOutcome};

@@ -1,8 +1,8 @@
 //! What the protocol's messages carry in the four arguments of an active message, and the
 //! reserved contexts. Pure encoding and decoding: no transport here.
 
-use spools_fabric::heap::HeapRef;
-use spools_fabric::RemoteRegion;
+use spools_am::RemoteRegion;
+use spools_heap::HeapRef;
 
 use super::events::DataAt;
 use super::matching::Envelope;

@@ -2,7 +2,7 @@
 
 use thiserror::Error;
 
-use crate::heap::HeapName;
+use crate::HeapName;
 
 /// Errors of allocating shared-heap memory and of reaching a peer's.
 #[derive(Debug, Error)]
@@ -65,7 +65,4 @@ pub enum HeapError {
         /// The segment.
         name: HeapName,
     },
-    /// No job is known in this process: the peer cache is made by `spools::init`.
-    #[error("no shared heap in this process (it is set up with the job)")]
-    NoJob,
 }

@@ -5,9 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use spools_fabric::heap::{
-    lookup, HeapError, HeapName, HeapNameError, HeapRef, HeapSegment, PeerHeaps,
-};
+use spools_heap::{lookup, HeapError, HeapName, HeapNameError, HeapRef, HeapSegment, PeerHeaps};
 use spools_proto::auth::Secret;
 
 /// A job id of this test process alone (its pid in the high bits), so that names never

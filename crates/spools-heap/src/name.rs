@@ -14,7 +14,7 @@ const REGION_BIT: u64 = 1 << 63;
 /// under the job's prefix, so the launcher's clean-up removes what a killed rank leaves.
 ///
 /// ```
-/// use spools_fabric::heap::HeapName;
+/// use spools_heap::HeapName;
 /// let n = HeapName::new(0x2a, 3, 7);
 /// assert_eq!(n.shm_name(), "/spools-000000000000002a-heap-3-7");
 /// assert_eq!(HeapName::from_bytes(&n.to_bytes()), Ok(n));
@@ -58,7 +58,7 @@ impl HeapName {
     /// buffers take (which stay below 2^63).
     ///
     /// ```
-    /// use spools_fabric::heap::HeapName;
+    /// use spools_heap::HeapName;
     /// let r = HeapName::region(1, 2, 3);
     /// assert_ne!(r, HeapName::new(1, 2, 3));
     /// assert_eq!(r.region_key(), Some(3));
@@ -156,7 +156,7 @@ impl HeapRef {
     /// The wire form (what a rendezvous request carries).
     ///
     /// ```
-    /// use spools_fabric::heap::{HeapName, HeapRef};
+    /// use spools_heap::{HeapName, HeapRef};
     /// let r = HeapRef { name: HeapName::new(1, 2, 3), offset: 4096 };
     /// assert_eq!(HeapRef::from_bytes(&r.to_bytes()), Ok(r));
     /// assert!(HeapRef::from_bytes(&[0u8; HeapRef::WIRE_BYTES]).is_err());

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use spools_proto::auth::Secret;
 
-use crate::heap::{registry, HeapError, HeapName};
-use crate::shm::segment::{map, open_shm, unlink};
+use crate::shm::{map, open_shm, unlink};
+use crate::{registry, HeapError, HeapName};
 
 const MAGIC: u64 = 0x5041_4548_534c_4f4f; // "OOLSHEAP" little-endian-ish
 const VERSION: u32 = 1;
@@ -30,9 +30,9 @@ struct Header {
 }
 
 /// A mapped shared-heap segment: either this process's own (created by
-/// [`HeapSegment::create`], registered for [`lookup`](crate::heap::lookup), unlinked and
+/// [`HeapSegment::create`], registered for [`lookup`](crate::lookup), unlinked and
 /// marked freed when dropped) or a peer's (opened through
-/// [`PeerHeaps`](crate::heap::PeerHeaps); dropping only unmaps it).
+/// [`PeerHeaps`](crate::PeerHeaps); dropping only unmaps it).
 pub struct HeapSegment {
     base: *mut u8,
     map_len: usize,

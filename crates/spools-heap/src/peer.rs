@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use spools_proto::auth::Secret;
 
-use crate::heap::{HeapError, HeapRef, HeapSegment};
+use crate::{HeapError, HeapRef, HeapSegment};
 
 /// The peers' shared-heap segments this process has mapped: each one is mapped the first
 /// time it is asked for, then cached until its owner frees it (the cache drops freed
@@ -13,9 +13,9 @@ use crate::heap::{HeapError, HeapRef, HeapSegment};
 pub struct PeerHeaps {
     job: u64,
     secret: Secret,
-    cache: Mutex<HashMap<crate::heap::HeapName, Arc<HeapSegment>>>,
+    cache: Mutex<HashMap<crate::HeapName, Arc<HeapSegment>>>,
     /// Names found not to exist (names are never reused, so they never will).
-    absent: Mutex<HashSet<crate::heap::HeapName>>,
+    absent: Mutex<HashSet<crate::HeapName>>,
 }
 
 impl std::fmt::Debug for PeerHeaps {
@@ -98,7 +98,7 @@ impl PeerHeaps {
     }
 
     /// Opens a segment not mapped here yet; remembers names that do not exist.
-    fn open(&self, name: crate::heap::HeapName) -> Result<Arc<HeapSegment>, HeapError> {
+    fn open(&self, name: crate::HeapName) -> Result<Arc<HeapSegment>, HeapError> {
         let gone = || std::io::Error::from(std::io::ErrorKind::NotFound);
         let mut absent = self.absent.lock().unwrap_or_else(PoisonError::into_inner);
         if absent.contains(&name) {

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::{PoisonError, RwLock};
 
-use crate::heap::{HeapName, HeapRef};
+use crate::{HeapName, HeapRef};
 
 /// User-byte start -> (length, name).
 static LIVE: RwLock<BTreeMap<usize, (usize, HeapName)>> = RwLock::new(BTreeMap::new());
@@ -26,7 +26,7 @@ pub(crate) fn remove(start: usize) {
 ///
 /// ```
 /// let v = vec![0u8; 16];
-/// assert!(spools_fabric::heap::lookup(v.as_ptr(), v.len()).is_none());
+/// assert!(spools_heap::lookup(v.as_ptr(), v.len()).is_none());
 /// ```
 pub fn lookup(ptr: *const u8, len: usize) -> Option<HeapRef> {
     let p = ptr as usize;
