@@ -2,7 +2,9 @@
 """The map's crate table against the crate graph: ARCHITECTURE.md's table "crate | may import
 (Spools crates) | imports nothing from" must name, for every workspace crate, exactly the
 Spools crates its Cargo.toml lists under [dependencies] (from `cargo metadata`), and the
-table must have a row for every crate. Run by scripts/test.sh.
+table must have a row for every crate. Also the rule the table cannot show: what a rank links
+(the facade and the three front doors: spools-py, spools-c, spools-mpi) never reaches the
+launcher (spools-launch), not even through another crate. Run by scripts/test.sh.
 
     python3 scripts/check-map.py
 """
@@ -53,6 +55,16 @@ def main():
             extra, missing = sorted(said[name] - real[name]), sorted(real[name] - said[name])
             wrong.append(f"{name}: the table says {sorted(said[name])}, Cargo.toml lists {sorted(real[name])}"
                          + (f" (not listed: {extra})" if extra else "") + (f" (not in the table: {missing})" if missing else ""))
+    for rank_crate in ("spools", "spools-py", "spools-c", "spools-mpi"):
+        seen, todo = set(), [rank_crate]
+        while todo:
+            c = todo.pop()
+            for d in real.get(c, ()):
+                if d not in seen:
+                    seen.add(d)
+                    todo.append(d)
+        if "spools-launch" in seen:
+            wrong.append(f"{rank_crate} links spools-launch: a rank must never link the launcher")
     for w in wrong:
         print(w)
     print(f"the crate table: {len(said)} rows, {len(real)} crates, {len(wrong)} difference(s)")

@@ -1,5 +1,6 @@
-//! The boot layer of Spools: configuration, job identity, the launcher, the TCP
-//! rendezvous with its job secret, and the watchdog.
+//! The boot layer of Spools: configuration, job identity, the TCP
+//! rendezvous with its job secret, and the watchdog (the launcher that starts jobs is
+//! `spools-launch`, above this crate, so that no rank links it).
 //!
 //! A rank starts by reading its [`identity::JobEnv`] and [`config::Config`], connects to
 //! its rendezvous ([`client::Connected::connect`]), publishes its endpoint and receives
@@ -26,7 +27,6 @@ pub mod health;
 pub mod host;
 pub mod identity;
 pub mod keepalive;
-pub mod launcher;
 pub mod logger;
 pub mod net;
 pub mod pmi;

@@ -19,7 +19,7 @@ use spools::{
     ColorMap, Format, FrameStyle, Layout, ReadOptions, StreamFormat, StreamWriter, Striping, World,
     WriteOptions,
 };
-use spools_boot::launcher::{launch, LaunchSpec};
+use spools_launch::{launch, LaunchSpec};
 
 /// Options of `spools demo heat`.
 #[derive(Args, Debug)]
@@ -189,7 +189,7 @@ pub(crate) fn heat(a: &HeatArgs) -> Result<()> {
             .collect(),
             tag_output: false,
             timeout: Some(std::time::Duration::from_secs(600)),
-            grace: spools_boot::launcher::GRACE,
+            grace: spools_launch::GRACE,
             liveness: None,
             secret: None,
             hosts: None,

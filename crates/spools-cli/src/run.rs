@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use spools_boot::keepalive::{Keepalive, NET_TIMEOUT_DEFAULT_S};
-use spools_boot::launcher::{launch, LaunchError};
+use spools_launch::{launch, LaunchError};
 
 pub(crate) use crate::run_args::RunArgs;
 

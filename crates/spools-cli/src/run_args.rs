@@ -5,8 +5,8 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use clap::Args;
-use spools_boot::launcher::hosts::{HostPlan, HostsError};
-use spools_boot::launcher::LaunchSpec;
+use spools_launch::hosts::{HostPlan, HostsError};
+use spools_launch::LaunchSpec;
 use thiserror::Error;
 
 /// Arguments of `spools run`.
@@ -199,10 +199,7 @@ mod tests {
         assert_eq!(s.ranks, 5);
         let plan = s.hosts.unwrap();
         assert_eq!(plan.host_of(4), Some("h2"));
-        assert_eq!(
-            plan.agent_line(),
-            spools_boot::launcher::hosts::DEFAULT_AGENT
-        );
+        assert_eq!(plan.agent_line(), spools_launch::hosts::DEFAULT_AGENT);
         let s = spec(&[
             "-n",
             "2",

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use spools::{ColorMap, FrameStyle, Layout, StreamOptions, World};
-use spools_boot::launcher::{launch, LaunchSpec};
+use spools_launch::{launch, LaunchSpec};
 
 /// Options of `spools demo vcr`.
 #[derive(Args, Debug)]
@@ -127,7 +127,7 @@ pub(crate) fn vcr(a: &VcrArgs) -> Result<()> {
         args: args.into_iter().map(Into::into).collect(),
         tag_output: false,
         timeout: None,
-        grace: spools_boot::launcher::GRACE,
+        grace: spools_launch::GRACE,
         liveness: None,
         secret: None,
         hosts: None,

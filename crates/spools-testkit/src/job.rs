@@ -38,7 +38,7 @@ pub(crate) fn run_launcher(spec: &str) -> i32 {
             return 2;
         }
     };
-    let spec = spools_boot::launcher::LaunchSpec {
+    let spec = spools_launch::LaunchSpec {
         ranks: u32::try_from(ranks).unwrap_or(u32::MAX),
         program,
         args: std::env::args_os().skip(1).collect(),
@@ -52,12 +52,12 @@ pub(crate) fn run_launcher(spec: &str) -> i32 {
             spools_boot::keepalive::NET_TIMEOUT_DEFAULT_S,
         ),
     };
-    match spools_boot::launcher::launch(&spec) {
+    match spools_launch::launch(&spec) {
         Ok(report) => report.exit_code,
         Err(e) => {
             eprintln!("spools run: {e}");
             match e {
-                spools_boot::launcher::LaunchError::Spawn { .. } => 127,
+                spools_launch::LaunchError::Spawn { .. } => 127,
                 _ => 1,
             }
         }

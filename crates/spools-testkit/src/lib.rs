@@ -19,7 +19,7 @@
 //! }
 //! ```
 //!
-//! A [`Job`] is launched by the real launcher, [`spools_boot::launcher::launch`]: the test
+//! A [`Job`] is launched by the real launcher, [`spools_launch::launch`]: the test
 //! executable is first re-run as the launcher (in a process group of its own), which then
 //! starts the ranks; so the job's standard output and error are captured as `spools run`
 //! would forward them. Tests of the command line launch through the `spools` binary

@@ -63,7 +63,7 @@ pub(crate) fn stop_tree(child: &mut Child) -> Option<std::process::ExitStatus> {
         std::thread::sleep(Duration::from_millis(10));
     }
     // The launcher did not end: kill it and what it started, and clean up after them.
-    let left = spools_boot::launcher::descendants(pid);
+    let left = spools_launch::descendants(pid);
     let jobs = job_ids(&left);
     signal_group(pid, "-KILL");
     for p in &left {
@@ -72,7 +72,7 @@ pub(crate) fn stop_tree(child: &mut Child) -> Option<std::process::ExitStatus> {
     let _ = child.kill();
     let status = child.wait().ok();
     for job in jobs {
-        spools_boot::launcher::clean_shm(job);
+        spools_launch::clean_shm(job);
     }
     status
 }

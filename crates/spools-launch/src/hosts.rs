@@ -28,11 +28,11 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs, UdpSocket};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::process::Command;
 
-pub use crate::launcher::plan::{
+pub use crate::plan::{
     parse_agent, parse_hosts, HostPlan, HostSlot, HostsError, DEFAULT_AGENT, MAX_HOSTS,
     MAX_HOST_NAME,
 };
-use crate::launcher::spec::LaunchSpec;
+use crate::spec::LaunchSpec;
 
 /// `s` quoted for a POSIX shell (single quotes; a single quote as `'\''`).
 pub fn shell_quote(s: &OsStr) -> OsString {
@@ -342,7 +342,7 @@ mod tests {
             args: vec!["a b".into()],
             tag_output: false,
             timeout: None,
-            grace: crate::launcher::GRACE,
+            grace: crate::GRACE,
             liveness: None,
             secret: None,
             hosts: Some(HostPlan::parse("h1:1,h2:2", Some(agent), None).unwrap()),

@@ -1,5 +1,9 @@
-//! `spools run`: start N ranks on this host, forward their output, supervise them, and end
-//! the whole job cleanly when one fails, on a signal or at a timeout.
+//! The launcher of `spools run`: start N ranks (on this host or over SSH), forward their
+//! output, supervise them, and end the whole job cleanly when one fails, on a signal or at
+//! a timeout.
+//!
+//! A crate of its own so that no rank links it: only the command-line tool and the test
+//! kit, which start jobs, depend on it; a rank needs only `spools-boot` to join one.
 
 pub mod hosts;
 mod output;
@@ -13,11 +17,11 @@ use std::net::TcpListener;
 use std::sync::mpsc::{channel, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+use spools_boot::random::random;
+use spools_boot::server::{RendezvousServer, ServerEvent};
+use spools_boot::{BootStep, RandomFor};
 use spools_proto::auth::Secret;
 
-use crate::error::{BootStep, RandomFor};
-use crate::random::random;
-use crate::server::{RendezvousServer, ServerEvent};
 use process::{signal_name, spawn_rank, Event};
 use supervisor::Supervisor;
 
@@ -196,7 +200,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
             Ok(Event::Server(_)) => {}
             Ok(Event::Signal(sig)) => {
                 if sup.failure.is_none() {
-                    crate::logger::warn(format_args!(
+                    spools_boot::logger::warn(format_args!(
                         "spools run: received {}; stopping the job's {n} ranks",
                         signal_name(sig)
                     ));
@@ -234,7 +238,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
         }
         if let Some(d) = deadline {
             if now >= d && sup.failure.is_none() {
-                crate::logger::warn(format_args!(
+                spools_boot::logger::warn(format_args!(
                     "spools run: timeout after {:.1} s; stopping the job",
                     spec.timeout.unwrap_or_default().as_secs_f64()
                 ));

@@ -9,12 +9,12 @@ use std::sync::mpsc::Sender;
 use rustix::process::{Pid, Signal};
 use spools_proto::auth::Secret;
 
-use crate::error::BootStep;
-use crate::launcher::hosts;
-use crate::launcher::output::{forward, OutputFd};
-use crate::launcher::procfs::descendants;
-use crate::launcher::spec::{LaunchError, LaunchSpec};
-use crate::server::ServerEvent;
+use crate::hosts;
+use crate::output::{forward, OutputFd};
+use crate::procfs::descendants;
+use crate::spec::{LaunchError, LaunchSpec};
+use spools_boot::server::ServerEvent;
+use spools_boot::BootStep;
 
 /// What the launcher's supervision loop hears about.
 pub(crate) enum Event {
@@ -202,7 +202,7 @@ pub(crate) fn spawn_rank(
 
 #[cfg(test)]
 mod tests {
-    use crate::launcher::procfs::{descendants, is_busy, is_exiting, state_in};
+    use crate::procfs::{descendants, is_busy, is_exiting, state_in};
 
     /// A shell running `script`, once it has printed `started` (its child is forked).
     fn started_shell(script: &str) -> std::process::Child {

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::launcher::procfs::is_busy;
+use crate::procfs::is_busy;
 
 /// The longest line forwarded whole; longer ones go out in pieces of this many bytes.
 pub(crate) const MAX_LINE: usize = 64 * 1024;

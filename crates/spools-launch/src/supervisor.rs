@@ -4,9 +4,9 @@
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use crate::launcher::process::{code_of, describe, kill_rank, Event};
-use crate::launcher::procfs::is_stopped;
-use crate::server::RendezvousServer;
+use crate::process::{code_of, describe, kill_rank, Event};
+use crate::procfs::is_stopped;
+use spools_boot::server::RendezvousServer;
 
 pub(crate) struct Supervisor {
     pub(crate) grace: Duration,
@@ -80,7 +80,7 @@ impl Supervisor {
         let cause = cause.as_str();
         self.aborter = Some(rank);
         let place = self.place(rank);
-        crate::logger::warn(format_args!(
+        spools_boot::logger::warn(format_args!(
             "spools run: rank {rank}{place} ended the job ({cause}); stopping the job"
         ));
         self.failure = Some((rank, cause.to_string()));
@@ -93,7 +93,7 @@ impl Supervisor {
             return;
         }
         let place = self.place(rank);
-        crate::logger::warn(format_args!(
+        spools_boot::logger::warn(format_args!(
             "spools run: rank {rank}{place} {cause}; stopping the job"
         ));
         // The other ranks hear where it ran, too.

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::error::BootStep;
-use crate::launcher::plan::MAX_LOCAL_RANKS;
+use crate::plan::MAX_LOCAL_RANKS;
+use spools_boot::BootStep;
 
 /// How long ranks are given by default to report an abort before they are killed.
 pub const GRACE: Duration = Duration::from_millis(500);
@@ -35,10 +35,10 @@ pub struct LaunchSpec {
     pub secret: Option<spools_proto::auth::Secret>,
     /// The hosts to start the ranks on, through an agent (`spools run --hosts`); `None`:
     /// all on this host.
-    pub hosts: Option<crate::launcher::plan::HostPlan>,
+    pub hosts: Option<crate::plan::HostPlan>,
     /// The keepalive of the rendezvous connections (the job's configuration's
-    /// `net_timeout_s`: [`Keepalive::for_timeout`](crate::keepalive::Keepalive::for_timeout)).
-    pub keepalive: Option<crate::keepalive::Keepalive>,
+    /// `net_timeout_s`: [`Keepalive::for_timeout`](spools_boot::keepalive::Keepalive::for_timeout)).
+    pub keepalive: Option<spools_boot::keepalive::Keepalive>,
 }
 
 impl LaunchSpec {
@@ -116,8 +116,8 @@ pub enum LaunchError {
     },
     /// The rendezvous could not start.
     #[error(transparent)]
-    Boot(#[from] crate::error::BootError),
+    Boot(#[from] spools_boot::BootError),
     /// The host list does not fit the job.
     #[error(transparent)]
-    Hosts(#[from] crate::launcher::plan::HostsError),
+    Hosts(#[from] crate::plan::HostsError),
 }
