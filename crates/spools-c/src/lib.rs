@@ -23,7 +23,7 @@ mod coll;
 mod comm;
 mod dtype;
 mod errmap;
-mod frame;
+mod framebuffer;
 mod io;
 mod layout;
 mod op;
@@ -59,7 +59,7 @@ pub use dtype::{
     SPOOLS_DTYPE_I64, SPOOLS_DTYPE_I8, SPOOLS_DTYPE_U16, SPOOLS_DTYPE_U32, SPOOLS_DTYPE_U64,
     SPOOLS_DTYPE_U8,
 };
-pub use frame::{
+pub use framebuffer::{
     spools_frame_style_t, SPOOLS_COLORMAP_GREY, SPOOLS_COLORMAP_INFERNO, SPOOLS_COLORMAP_NONE,
     SPOOLS_COLORMAP_VIRIDIS, SPOOLS_FRAME_FIELD_COLORMAP, SPOOLS_FRAME_FIELD_HI,
     SPOOLS_FRAME_FIELD_LO, SPOOLS_FRAME_FIELD_TITLE,

@@ -13,7 +13,7 @@ use spools_map::Layout;
 
 use crate::agree::agree;
 use crate::args::{bytes, handle, handle_mut, out, string, Handle};
-use crate::frame::{spools_frame_style_t, style_of};
+use crate::framebuffer::{spools_frame_style_t, style_of};
 use crate::io::share;
 use crate::layout::spools_layout_t;
 use crate::status::{guard, spools_status_t, Failure};

@@ -14,7 +14,7 @@ use spools::{Communicator, FrameStyle, StreamConnection, StreamId, StreamOptions
 use spools_map::Layout;
 
 use crate::args::{bytes, handle, handle_mut, out, string, Handle};
-use crate::frame::{spools_frame_style_t, style_of};
+use crate::framebuffer::{spools_frame_style_t, style_of};
 use crate::layout::spools_layout_t;
 use crate::status::{guard, spools_status_t, Failure};
 use crate::stream::{agreed, dest_addr, settle_send, share_problem};

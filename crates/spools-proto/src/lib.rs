@@ -9,7 +9,7 @@
 //! - [`boot`]: the bootstrap protocol between ranks and the rendezvous server;
 //! - [`am`]: the active-message headers that the active-message layer puts in front of payloads;
 //! - [`stream`]: streams to destinations outside the job, striped over several TCP links;
-//! - [`frame`]: the framebuffer protocol, one frame of an image or a field as a stream's ADU.
+//! - [`framebuffer`]: the framebuffer protocol, one frame of an image or a field as a stream's ADU.
 //!
 //! Decoders never panic: bytes from a peer that do not parse give a [`WireError`].
 //!
@@ -28,7 +28,7 @@ pub mod auth;
 pub mod boot;
 mod codec;
 mod error;
-pub mod frame;
+pub mod framebuffer;
 pub mod handshake;
 pub mod stream;
 

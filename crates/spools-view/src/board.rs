@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use spools_proto::frame::{FrameHeader, HEADER_LEN};
+use spools_proto::framebuffer::{FrameHeader, HEADER_LEN};
 use spools_stream::Recycler;
 
 /// Frame numbers of a group held while waiting for the rest of the group.
@@ -270,7 +270,7 @@ impl Board {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use spools_proto::frame::PixelFormat;
+    use spools_proto::framebuffer::PixelFormat;
 
     fn frame(n: u64, group: u32, members: u16) -> Vec<u8> {
         let h = FrameHeader {

@@ -236,7 +236,7 @@ mod tests {
 
     use super::*;
     use crate::render::pixels;
-    use spools_proto::frame::FrameHeader;
+    use spools_proto::framebuffer::FrameHeader;
 
     /// docs/view.md, whose test vectors these tests read.
     const DOC: &str = include_str!("../../../docs/view.md");
@@ -323,7 +323,7 @@ mod tests {
 
     #[test]
     fn the_pages_messages_resend_and_decimate() {
-        let h = FrameHeader::image(spools_proto::frame::PixelFormat::Grey8, 5, 3);
+        let h = FrameHeader::image(spools_proto::framebuffer::PixelFormat::Grey8, 5, 3);
         let mut adu = h.encode().to_vec();
         adu.extend(0u8..15);
         let mut b = Board::default();

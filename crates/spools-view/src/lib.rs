@@ -1,6 +1,6 @@
 //! Spools live view: frames streamed out of a running job, shown in a browser.
 //!
-//! A job sends frames with the framebuffer protocol ([`spools_proto::frame`]: a header in
+//! A job sends frames with the framebuffer protocol ([`spools_proto::framebuffer`]: a header in
 //! front of each frame of a 2-D image or field, one ADU of a stream). The [`Viewer`]
 //! receives any number of such streams (each over several links, from any number of
 //! connections) and serves a self-contained page that shows them live, side by side, each

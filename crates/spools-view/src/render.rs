@@ -2,7 +2,7 @@
 //! every format to RGBA for a canvas or to JPEG, at full size or decimated by a whole
 //! factor for a page whose panels are smaller than the frame.
 
-use spools_proto::frame::{ColorMap, FrameHeader, PixelFormat};
+use spools_proto::framebuffer::{ColorMap, FrameHeader, PixelFormat};
 
 /// How frames travel to a page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

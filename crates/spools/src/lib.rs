@@ -71,5 +71,5 @@ pub use spools_msg::{
     MsgError, Op, Request, RpcError, RpcHandle, Source, Status, Tag, UserFn, Verdict, ANY_SOURCE,
     ANY_TAG,
 };
-pub use spools_proto::frame::{ColorMap, FrameHeader, PixelFormat};
+pub use spools_proto::framebuffer::{ColorMap, FrameHeader, PixelFormat};
 pub use world::{agreed_settings, init, init_with, InitError, World};

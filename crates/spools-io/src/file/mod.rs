@@ -48,7 +48,7 @@ mod hdf5;
 mod manifest;
 mod npy;
 mod options;
-mod reader;
+mod range_reader;
 mod region;
 mod rounds;
 mod rows;
@@ -75,7 +75,7 @@ pub use options::{
     Commit, FileStats, Format, FormatNameError, FormatSpecError, ReadOptions, Reshuffle, Striping,
     WriteOptions, DIRECT_MIN_RUN,
 };
-pub use reader::{Reader, Stored};
+pub use range_reader::{RangeReader, Stored};
 pub use region::{read_from, write_into};
 pub use rows::Raid;
 pub use zarr::{Compressor, ZarrMeta};

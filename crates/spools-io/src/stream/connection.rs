@@ -242,7 +242,7 @@ impl StreamConnection {
 
     /// Sends the next ADU of stream `id` as `prefix` followed by the canonical bytes of
     /// `layout` (of which `data` is this rank's share): a header in front of a distributed
-    /// dataset, as the framebuffer protocol ([`spools_proto::frame`]) puts one in front of
+    /// dataset, as the framebuffer protocol ([`spools_proto::framebuffer`]) puts one in front of
     /// each frame. Rank 0's prefix is the one sent; every rank gives one of the same
     /// length, at most one SU (`tu / links` bytes). Collective.
     ///

@@ -1,4 +1,4 @@
-//! Frames out of the job: the framebuffer protocol ([`spools_proto::frame`]) on a stream.
+//! Frames out of the job: the framebuffer protocol ([`spools_proto::framebuffer`]) on a stream.
 //! Each frame is one ADU, a [`FrameHeader`] in front of the canonical bytes of a
 //! distributed 2-D image or field; the reshuffle into the links' stripes does the
 //! gathering, from any layout.
@@ -6,7 +6,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use spools_map::{DType, Layout, Order};
-use spools_proto::frame::{ColorMap, FrameHeader, PixelFormat};
+use spools_proto::framebuffer::{ColorMap, FrameHeader, PixelFormat};
 
 use super::{StreamConnection, StreamId};
 use crate::error::StreamError;
@@ -43,7 +43,7 @@ impl Default for FrameStyle {
 ///
 /// ```
 /// use spools_io::stream::{frame_header, FrameStyle};
-/// use spools_proto::frame::PixelFormat;
+/// use spools_proto::framebuffer::PixelFormat;
 /// let h = frame_header(&"u8[1080,1920,3] block,*,* on 4x1x1".parse()?, &FrameStyle::default())?;
 /// assert_eq!((h.format, h.width, h.height), (PixelFormat::Rgb8, 1920, 1080));
 /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -14,7 +14,7 @@
 //!   (`after`), synchronised in lock-step groups, of variable-size ADUs, with priorities.
 //! - [`StreamReader`]: a connection into the job, ADUs received into any layout.
 //! - Frames ([`StreamConnection::send_frame`], [`FrameStyle`]): the framebuffer protocol
-//!   ([`spools_proto::frame`]), a header in front of each frame of a 2-D image or field.
+//!   ([`spools_proto::framebuffer`]), a header in front of each frame of a 2-D image or field.
 
 use std::time::Duration;
 

@@ -1,13 +1,13 @@
 //! The single-process reader behind `spools.open(path)` (h5py-like slicing is in
 //! `python/spools/_io.py`): a parallel file opened without a job, read by byte ranges
-//! into numpy arrays in place (`spools_io::file::Reader`).
+//! into numpy arrays in place (`spools_io::file::RangeReader`).
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use spools_io::file::{Raid, Reader, Stored};
+use spools_io::file::{Raid, RangeReader, Stored};
 
 use crate::buffer::{self, Access};
 use crate::errors;
@@ -21,7 +21,7 @@ pub(crate) struct FileReader {
     path: PathBuf,
     stored: Stored,
     /// The open file; `None` once closed (a read in progress keeps its own reference).
-    reader: Mutex<Option<Arc<Reader>>>,
+    reader: Mutex<Option<Arc<RangeReader>>>,
 }
 
 impl FileReader {
@@ -36,7 +36,7 @@ impl FileReader {
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<FileReader> {
         let r = py
-            .detach(|| Reader::open(&path))
+            .detach(|| RangeReader::open(&path))
             .map_err(|e| file_error(e, Op::Read))?;
         Ok(FileReader {
             stored: r.stored().clone(),

@@ -18,7 +18,7 @@ SPOOLS = os.environ.get("SPOOLS_BIN", "target/debug/spools")
 # Every wait is bounded: a job, a page or a process that does not get there fails the test.
 TIMEOUT = 180
 
-# The colour maps' stops (spools_proto::frame::ColorMap::stops).
+# The colour maps' stops (spools_proto::framebuffer::ColorMap::stops).
 STOPS = {
     "grey": [(0, 0, 0), (255, 255, 255)],
     "inferno": [(0, 0, 4), (40, 11, 84), (101, 21, 110), (159, 42, 99), (212, 72, 66),

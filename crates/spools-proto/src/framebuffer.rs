@@ -17,7 +17,7 @@
 //!   `v` is shown as the colour at about `(v - lo) / (hi - lo)` of the map, clamped to
 //!   `[0, 1]` (NaN as 0): a viewer quantises it to one of 256 palette entries
 //!   (`spools_view::palette`; the exact rule and the stops are in docs/view.md, whose test
-//!   vectors `tests/frame_doc.rs` checks). `lo < hi`, both finite, for a field; 0 otherwise.
+//!   vectors `tests/framebuffer_doc.rs` checks). `lo < hi`, both finite, for a field; 0 otherwise.
 //! - `reserved`: written 0, not read. Bytes of `title` past `title_len`: written 0, not read.
 //! - `frame`: the frame's number; `time_us`: when it was made, microseconds since the Unix
 //!   epoch, by the sender's clock.
@@ -26,7 +26,7 @@
 //! - `title`: `title_len` (at most 64) bytes of UTF-8, zero-padded to 64.
 //!
 //! ```
-//! use spools_proto::frame::{ColorMap, FrameHeader, PixelFormat};
+//! use spools_proto::framebuffer::{ColorMap, FrameHeader, PixelFormat};
 //! let h = FrameHeader::field(PixelFormat::F32, 4, 2, ColorMap::Inferno, 0.0, 100.0)
 //!     .with_title("heat");
 //! let mut adu = h.encode().to_vec();

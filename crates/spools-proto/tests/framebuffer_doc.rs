@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use spools_proto::frame::{ColorMap, FrameHeader, PixelFormat, FRAME_VERSION, HEADER_LEN};
+use spools_proto::framebuffer::{ColorMap, FrameHeader, PixelFormat, FRAME_VERSION, HEADER_LEN};
 
 const DOC: &str = include_str!("../../../docs/view.md");
 

@@ -1,4 +1,4 @@
-//! `file::Reader`: one process reads byte ranges of canonical, `.npy`, RAID-0 and RAID-5
+//! `file::RangeReader`: one process reads byte ranges of canonical, `.npy`, RAID-0 and RAID-5
 //! files written by the collective write, and RAID-5 damage is rebuilt (or reported).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use spools::{Format, Layout, Striping, WriteOptions};
-use spools_io::file::{Reader, Stored};
+use spools_io::file::{RangeReader, Stored};
 use spools_io::FileError;
 
 const DATA: &str = "u16[50,37] block,* on 1x1";
@@ -29,7 +29,7 @@ fn striped(spec: &str) -> Format {
 }
 
 /// Every range of a few sizes and offsets reads the stream's bytes.
-fn check_ranges(r: &Reader, stream: &[u8]) {
+fn check_ranges(r: &RangeReader, stream: &[u8]) {
     assert_eq!(r.len(), stream.len() as u64);
     for (off, len) in [(0, stream.len()), (0, 1), (7, 300), (1000, 2000), (3699, 1)] {
         let mut buf = vec![0u8; len];
@@ -52,13 +52,13 @@ fn one_process_reads_ranges_of_every_format_and_rebuilds_raid5() {
 
     let p = dir.join("a.bin");
     write(&w, &p, &data, Format::Canonical);
-    let r = Reader::open(&p).unwrap();
+    let r = RangeReader::open(&p).unwrap();
     assert_eq!(r.stored(), &Stored::Canonical { bytes: 3700 });
     check_ranges(&r, &stream);
 
     let p = dir.join("a.npy");
     write(&w, &p, &data, Format::Npy);
-    let r = Reader::open(&p).unwrap();
+    let r = RangeReader::open(&p).unwrap();
     match r.stored() {
         Stored::Npy { descr, shape, .. } => {
             assert_eq!(descr, "<u2");
@@ -70,13 +70,13 @@ fn one_process_reads_ranges_of_every_format_and_rebuilds_raid5() {
 
     let p = dir.join("r0");
     write(&w, &p, &data, striped("stripe(unit=256B,count=3)"));
-    let r = Reader::open(&p).unwrap();
+    let r = RangeReader::open(&p).unwrap();
     assert!(matches!(r.stored(), Stored::Striped { dataset, .. } if dataset == DATA));
     check_ranges(&r, &stream);
 
     let p = dir.join("r5");
     write(&w, &p, &data, striped("raid5(unit=256B,count=4)"));
-    let r = Reader::open(&p).unwrap();
+    let r = RangeReader::open(&p).unwrap();
     check_ranges(&r, &stream);
     // A lost unit is rebuilt from parity.
     let units: Vec<PathBuf> = std::fs::read_dir(dir.join("u"))

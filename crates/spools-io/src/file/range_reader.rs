@@ -78,39 +78,39 @@ struct Striped {
 /// A parallel file opened by one process to read byte ranges of its dataset.
 ///
 /// ```
-/// use spools_io::file::Reader;
+/// use spools_io::file::RangeReader;
 /// # let dir = spools_testkit::tempdir("doc-reader");
 /// let path = dir.join("a.bin");
 /// std::fs::write(&path, (0u8..100).collect::<Vec<u8>>())?;
-/// let r = Reader::open(&path)?;
+/// let r = RangeReader::open(&path)?;
 /// let mut buf = [0u8; 4];
 /// r.read_at(10, &mut buf)?;
 /// assert_eq!(buf, [10, 11, 12, 13]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct Reader {
+pub struct RangeReader {
     path: PathBuf,
     stored: Stored,
     source: Source,
 }
 
-impl std::fmt::Debug for Reader {
+impl std::fmt::Debug for RangeReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Reader")
+        f.debug_struct("RangeReader")
             .field("path", &self.path)
             .field("stored", &self.stored)
             .finish()
     }
 }
 
-impl Reader {
+impl RangeReader {
     /// Opens `path`: a canonical file, a `.npy` file or a striped file's manifest (found
     /// by its contents, as the collective read does).
     ///
     /// # Errors
     /// [`FileError::Io`] when it cannot be opened, [`FileError::Format`] for a damaged
     /// `.npy` header or manifest.
-    pub fn open(path: &Path) -> Result<Reader, FileError> {
+    pub fn open(path: &Path) -> Result<RangeReader, FileError> {
         let (stored, source) = match inspect(path)? {
             Kind::Plain { offset, bytes } => {
                 let file = sys::open_read(path)?;
@@ -135,7 +135,7 @@ impl Reader {
             Kind::Zarr(_) => {
                 return Err(FileError::Options(
                     "a Zarr array is read collectively (file::read) or whole (spools cat); \
-                     Reader does not read slices of it",
+                     RangeReader does not read slices of it",
                 ))
             }
             Kind::Manifest(text) => {
@@ -156,7 +156,7 @@ impl Reader {
                 (stored, source)
             }
         };
-        Ok(Reader {
+        Ok(RangeReader {
             path: path.to_path_buf(),
             stored,
             source,
