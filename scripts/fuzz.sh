@@ -4,7 +4,9 @@
 #   am         the active-message header decoder (spools-proto)
 #   boot       the bootstrap framing, both directions (spools-proto)
 #   handshake  both sides of the connection handshake (spools-proto)
-#   io         pipe frames, .npy headers, striped-file manifests (spools-io)
+#   io         pipe frames, .npy headers, striped-file manifests, exchange descriptors,
+#              Zarr metadata, shards and chunks (spools-io)
+#   msg        the message protocol's request-to-send payloads and argument words (spools-msg)
 #   launcher   `spools run`'s command line, a launcher's environment (identity, config)
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (no TARGET: all of them, one after another)
 # Needs a nightly toolchain (installed here through rustup if missing) and cargo-fuzz.
@@ -17,7 +19,7 @@ seconds="${1:-600}"
 shift || true
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-  targets=(spec am boot handshake io launcher stream)
+  targets=(spec am boot handshake io msg launcher stream)
 fi
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked

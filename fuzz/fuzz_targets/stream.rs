@@ -7,7 +7,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use spools_proto::auth::Secret;
-use spools_proto::frame::FrameHeader;
+use spools_proto::framebuffer::FrameHeader;
 use spools_proto::handshake::{Client, Identity, Purpose, SERVER_HELLO_LEN};
 use spools_proto::stream::{decode, Frame, WELCOME_REQUIRE_PROOF};
 

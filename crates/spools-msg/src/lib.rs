@@ -65,3 +65,17 @@ pub use recv_start::PendingRecv;
 pub use request::{wait_all, wait_any, wait_any_at, Request};
 pub use rpc::{RpcFn, RpcHandle};
 pub use status::{Completion, Source, Status, Tag, ANY_SOURCE, ANY_TAG};
+
+/// Feeds untrusted bytes to the decoders of the message protocol's own wire format
+/// (`protocol/wire.rs`: a request-to-send's payload, which names where the receiver may
+/// take the data, and the fixed argument words of every message kind), for the fuzz
+/// target `msg` and the garbage tests. Any input gives a value or nothing, never a panic;
+/// returns how many decoders took it.
+///
+/// ```
+/// assert_eq!(spools_msg::decode_untrusted(&[]), 0);
+/// assert_eq!(spools_msg::decode_untrusted(&[0xff; 3]), 0);
+/// ```
+pub fn decode_untrusted(data: &[u8]) -> usize {
+    protocol::decode_any(data)
+}

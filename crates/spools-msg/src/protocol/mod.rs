@@ -38,3 +38,4 @@ mod tests;
 pub(crate) use events::{DataAt, Incoming, Limits, MessageInfo, RecvOutcome, SendProtocol};
 pub(crate) use machine::Protocol;
 pub(crate) use matching::{Envelope, Pattern};
+pub(crate) use wire::decode_any;

@@ -149,3 +149,60 @@ pub(crate) fn data_args(recv_id: u64, offset: usize) -> [u64; 4] {
 pub(crate) fn data_fields(args: &[u64; 4]) -> (u64, u64) {
     (args[0], args[1])
 }
+
+/// Every decoder above over untrusted bytes: the first 4 bytes as the sender's rank, the
+/// next 34 as four argument words and a length field, the rest as a request-to-send's
+/// payload (see [`crate::decode_untrusted`]). Returns how many gave a value.
+pub(crate) fn decode_any(data: &[u8]) -> usize {
+    let Some((from, rest)) = data.split_first_chunk::<4>() else {
+        return 0;
+    };
+    let from = u32::from_le_bytes(*from);
+    let mut ok = 0;
+    if let Some((head, payload)) = rest.split_first_chunk::<34>() {
+        let word = |i: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&head[i * 8..i * 8 + 8]);
+            u64::from_le_bytes(b)
+        };
+        let args = [word(0), word(1), word(2), word(3)];
+        let len_field = u16::from_le_bytes([head[32], head[33]]);
+        let env = envelope(from, &args);
+        let (_, n) = short_payload(&args, len_field);
+        let _ = (rts_fields(&args), cts_fields(&args), data_fields(&args));
+        ok += usize::from(env.src == from && n <= SHORT_MAX);
+        ok += usize::from(rts_source(from, payload).is_some());
+    }
+    ok
+}
+
+#[cfg(test)]
+mod garbage_tests {
+    use super::*;
+
+    /// Every length and a spread of byte patterns: a value or nothing, never a panic; a
+    /// payload that names another rank's heap segment is refused.
+    #[test]
+    fn untrusted_bytes_decode_to_a_value_or_nothing() {
+        for len in 0..96usize {
+            for seed in 0..16u8 {
+                let b: Vec<u8> = (0..len)
+                    .map(|i| (i as u8).wrapping_mul(37) ^ seed.wrapping_mul(101))
+                    .collect();
+                let _ = decode_any(&b);
+            }
+        }
+        let heap = DataAt::Heap(HeapRef {
+            name: spools_heap::HeapName::new(9, 3, 1),
+            offset: 64,
+        });
+        let (p, n) = rts_payload(&heap);
+        assert_eq!(rts_source(3, &p[..n]), Some(heap));
+        assert_eq!(
+            rts_source(4, &p[..n]),
+            None,
+            "rank 4 cannot name rank 3's segment"
+        );
+        assert_eq!(rts_source(3, &p[..n - 1]), None, "a cut payload is refused");
+    }
+}
