@@ -210,7 +210,15 @@ impl FileError {
         }
     }
 
-    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    /// The error of a system call on a file: what was being done (`op`), the file and the
+    /// system's error. For a [`OneFileFormat`](crate::file::OneFileFormat) of a program's
+    /// own, too.
+    ///
+    /// ```
+    /// let e = spools_io::FileError::io("open", "/x", std::io::ErrorKind::NotFound.into());
+    /// assert_eq!(e.kind(), spools_io::ErrorKind::NotFound);
+    /// ```
+    pub fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         FileError::Io {
             op,
             path: path.into(),

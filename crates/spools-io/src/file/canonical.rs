@@ -1,14 +1,13 @@
 //! Canonical parallel files: one ordinary file holding the canonical byte stream,
 //! optionally behind a `.npy` header.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use spools_map::Layout;
 use spools_msg::Communicator;
 
-use crate::error::{FileError, FormatDefect};
-use crate::file::manifest::looks_like_manifest;
-use crate::file::npy;
+use crate::error::FileError;
+use crate::file::one_file::{OneFileFormat, Prepared, StreamAt};
 
 use crate::file::options::{Commit, FileStats, ReadOptions, WriteOptions};
 use crate::file::rounds::{self, RoundSink, RoundSource, Rounds};
@@ -16,127 +15,41 @@ use crate::file::steps::{agree_on_outcome, check_share, open, Asks, Opening};
 use crate::file::sums::{self, Pieces, Verify};
 use crate::file::sys;
 
+/// Plain canonical bytes as a one-file format: nothing before or after the stream. Any
+/// file is one (detection falls back to it when no other format claims a file).
+#[derive(Debug)]
+pub(crate) struct RawFile;
+
+impl OneFileFormat for RawFile {
+    fn name(&self) -> &str {
+        "canonical"
+    }
+
+    fn inspect(
+        &self,
+        _path: &Path,
+        _head: &[u8],
+        len: u64,
+        _layout: Option<&Layout>,
+    ) -> Result<Option<StreamAt>, FileError> {
+        Ok(Some(StreamAt {
+            offset: 0,
+            bytes: len,
+        }))
+    }
+
+    fn prepare(
+        &self,
+        _tmp: &Path,
+        _layout: &Layout,
+        _in_place: bool,
+    ) -> Result<Prepared, FileError> {
+        Ok(Prepared::Header(Vec::new()))
+    }
+}
+
 /// File domains of aggregators are multiples of this many bytes (file-system friendly).
 pub(super) const DOMAIN_ALIGN: u64 = 1 << 20;
-
-/// What a parallel file's path holds, as found by rank 0.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Kind {
-    /// A striped file's manifest, with its text.
-    Manifest(Vec<u8>),
-    /// A plain file: the stream starts at `offset` and holds `bytes`.
-    Plain { offset: u64, bytes: u64 },
-    /// A Zarr array's directory, with its `zarr.json` text.
-    Zarr(Vec<u8>),
-}
-
-impl Kind {
-    pub(super) fn encode(&self) -> Vec<u8> {
-        match self {
-            Kind::Manifest(t) => {
-                let mut v = vec![b'M'];
-                v.extend_from_slice(t);
-                v
-            }
-            Kind::Zarr(t) => [b"Z".as_slice(), t].concat(),
-            Kind::Plain { offset, bytes } => {
-                let mut v = vec![b'P'];
-                v.extend_from_slice(&offset.to_le_bytes());
-                v.extend_from_slice(&bytes.to_le_bytes());
-                v
-            }
-        }
-    }
-
-    pub(super) fn decode(b: &[u8]) -> Option<Kind> {
-        match b.split_first()? {
-            (b'M', t) => Some(Kind::Manifest(t.to_vec())),
-            (b'Z', t) => Some(Kind::Zarr(t.to_vec())),
-            (b'P', t) if t.len() == 16 => Some(Kind::Plain {
-                offset: u64::from_le_bytes(t[..8].try_into().ok()?),
-                bytes: u64::from_le_bytes(t[8..].try_into().ok()?),
-            }),
-            _ => None,
-        }
-    }
-}
-
-/// Looks at a file: a manifest, a `.npy` file or raw bytes.
-pub(super) fn inspect(path: &Path) -> Result<Kind, FileError> {
-    inspect_for(path, None)
-}
-
-/// [`inspect`] for a reader with `layout`: the element type and shape a `.npy` header
-/// records must be the layout's ([`FileError::DatasetMismatch`]).
-pub(super) fn inspect_for(path: &Path, layout: Option<&Layout>) -> Result<Kind, FileError> {
-    inspect_dataset(path, None, layout)
-}
-
-/// [`inspect_for`] naming the dataset of an HDF5 file (`None`: its only one).
-pub(super) fn inspect_dataset(
-    path: &Path,
-    dataset: Option<&str>,
-    layout: Option<&Layout>,
-) -> Result<Kind, FileError> {
-    if path.is_dir() {
-        return match super::zarr::read_meta(path)? {
-            Some(text) => Ok(Kind::Zarr(text)),
-            None => Err(FileError::Format {
-                path: path.to_path_buf(),
-                defect: FormatDefect::NotParallelFile,
-            }),
-        };
-    }
-    let f = sys::open_read(path)?;
-    let len = f
-        .metadata()
-        .map_err(|e| FileError::io("stat", path, e))?
-        .len();
-    let head = sys::read_upto(&f, path, 64 * 1024, 0)?;
-    if super::hdf5::is_hdf5(&head) {
-        let d = super::hdf5::inspect(path, dataset)?;
-        if let Some(l) = layout.filter(|l| l.total_bytes() == Some(d.bytes)) {
-            super::hdf5::check(path, &d, l)?;
-        }
-        return Ok(Kind::Plain {
-            offset: d.offset,
-            bytes: d.bytes,
-        });
-    }
-    if head.starts_with(npy::MAGIC) {
-        let h = npy::parse_full(&head).map_err(|e| FileError::Format {
-            path: path.to_path_buf(),
-            defect: FormatDefect::Npy(e),
-        })?;
-        let (offset, bytes) = (h.offset, h.bytes);
-        if offset.checked_add(bytes) != Some(len) {
-            return Err(FileError::Format {
-                path: path.to_path_buf(),
-                defect: FormatDefect::NpyLength {
-                    header: bytes,
-                    follow: len.saturating_sub(offset),
-                },
-            });
-        }
-        // (A dataset of another size is reported as such by the read itself.)
-        if let Some(l) = layout.filter(|l| l.total_bytes() == Some(bytes)) {
-            npy::check(&h, l).map_err(|(file, layout)| FileError::DatasetMismatch {
-                path: path.to_path_buf(),
-                file,
-                layout,
-            })?;
-        }
-        return Ok(Kind::Plain { offset, bytes });
-    }
-    if looks_like_manifest(&head) && len < 256 << 20 {
-        let text = std::fs::read(path).map_err(|e| FileError::io("read", path, e))?;
-        return Ok(Kind::Manifest(text));
-    }
-    Ok(Kind::Plain {
-        offset: 0,
-        bytes: len,
-    })
-}
 
 /// The rounds of `layout`'s `total`-byte stream over at most `comm.size()` aggregators:
 /// each aggregator's file domain is a multiple of `align` bytes, taken at most the opening's
@@ -264,7 +177,7 @@ pub(super) fn write(
     data: &[u8],
     layout: &Layout,
     opts: &WriteOptions,
-    prefix: Prefix<'_>,
+    fmt: &dyn OneFileFormat,
 ) -> Result<FileStats, FileError> {
     let total = layout.total_bytes().unwrap_or(0);
     let share = check_share(comm, layout, data.len(), crate::Side::Source);
@@ -275,33 +188,14 @@ pub(super) fn write(
         commit: Some(opts.commit),
     };
     let opening = open(comm, path, share, layout, &asks)?;
-    let header = match prefix {
-        Prefix::Npy => npy::header(layout, total),
-        Prefix::None | Prefix::Hdf5(_) => Vec::new(),
-    };
-    let mut off = header.len() as u64;
-    let (made, ready) = match (comm.rank(), prefix) {
-        (0, Prefix::Hdf5(name)) => prepare_hdf5(path, name, layout, opts, &mut off),
-        (0, _) => prepare(path, &header, off + total, opts),
-        _ => (std::path::PathBuf::new(), Ok(())),
-    };
     let replace = opts.commit == Commit::Replace;
-    let announced = super::steps::announce(comm, path, &made, ready).and_then(|t| {
-        // The dataset's offset in an HDF5 file is rank 0's to tell.
-        if let Prefix::Hdf5(_) = prefix {
-            let got = comm.bcast_bytes(0, &off.to_le_bytes())?;
-            off = got
-                .get(..8)
-                .and_then(|b| b.try_into().ok())
-                .map(u64::from_le_bytes)
-                .ok_or_else(|| FileError::Remote {
-                    rank: 0,
-                    path: path.to_path_buf(),
-                })?;
-        }
-        Ok(t)
-    });
-    let target = match announced {
+    let (made, ready) = if comm.rank() == 0 {
+        prepare(path, fmt, layout, total, opts)
+    } else {
+        (PathBuf::new(), Ok(0))
+    };
+    // Rank 0 tells the file the ranks write and where the stream starts in it.
+    let (target, off) = match super::steps::announce_at(comm, path, &made, ready) {
         Ok(t) => t,
         Err(e) => {
             if replace {
@@ -311,7 +205,15 @@ pub(super) fn write(
         }
     };
     let res = write_to(
-        comm, path, &target, data, layout, opts, off, total, &opening,
+        comm,
+        path,
+        &target,
+        data,
+        layout,
+        opts,
+        (fmt, off),
+        total,
+        &opening,
     );
     if res.is_err() && replace {
         discard(comm, &target);
@@ -319,56 +221,52 @@ pub(super) fn write(
     res
 }
 
-/// What comes before the canonical byte stream in the file.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum Prefix<'a> {
-    /// Nothing: a canonical file.
-    None,
-    /// A `.npy` header.
-    Npy,
-    /// An HDF5 file's metadata, the stream being the named contiguous dataset.
-    Hdf5(&'a str),
-}
-
-/// Rank 0 creates the HDF5 file the ranks write (a new temporary file, always: an HDF5
-/// file is never written in place) and sets `off` to the dataset's offset.
-fn prepare_hdf5(
+/// Rank 0 makes the file the ranks write, through the format's `prepare` step: a new
+/// temporary file (the format's header at its start, then room for the `total`-byte
+/// stream; or the file the format made itself), or `path` itself (resolved) to write in
+/// place. Returns its path (empty when nothing was made) and the stream's offset in it.
+fn prepare(
     path: &Path,
-    name: &str,
+    fmt: &dyn OneFileFormat,
     layout: &Layout,
+    total: u64,
     opts: &WriteOptions,
-    off: &mut u64,
-) -> (std::path::PathBuf, Result<(), FileError>) {
-    if opts.commit == Commit::InPlace {
-        return (
-            std::path::PathBuf::new(),
-            Err(FileError::Options(
-                "an HDF5 file is always written to a new file and renamed over the path; Commit::InPlace does not apply",
-            )),
-        );
-    }
+) -> (PathBuf, Result<u64, FileError>) {
+    let in_place = opts.commit == Commit::InPlace;
     let nonce = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     let tmp = sys::temp_name(path, nonce);
-    match super::hdf5::create(&tmp, name, layout) {
-        Ok(o) => {
-            *off = o;
-            (tmp, Ok(()))
+    match fmt.prepare(&tmp, layout, in_place) {
+        Err(e) => (PathBuf::new(), Err(e)),
+        Ok(Prepared::Made { offset }) if in_place => {
+            let _ = offset;
+            (
+                tmp,
+                Err(FileError::Options(
+                    "this format makes a new file of its own; Commit::InPlace does not apply",
+                )),
+            )
         }
-        Err(e) => (tmp, Err(e)),
+        Ok(Prepared::Made { offset }) => (tmp, Ok(offset)),
+        Ok(Prepared::Header(header)) => {
+            let off = header.len() as u64;
+            let (made, ready) = make(path, &tmp, &header, off + total, opts);
+            (made, ready.map(|()| off))
+        }
     }
 }
 
-/// Rank 0 prepares the file the ranks write, `len` bytes long with `header` at its start:
-/// a new temporary file, or `path` itself (resolved) to write in place. Returns its path
-/// (empty when nothing was made) and whether it is ready.
-fn prepare(
+/// Rank 0 makes the file the ranks write, `len` bytes long with `header` at its start:
+/// the new temporary file `tmp`, or `path` itself (resolved) to write in place. Returns
+/// its path (empty when nothing was made) and whether it is ready.
+fn make(
     path: &Path,
+    tmp: &Path,
     header: &[u8],
     len: u64,
     opts: &WriteOptions,
-) -> (std::path::PathBuf, Result<(), FileError>) {
+) -> (PathBuf, Result<(), FileError>) {
     let write_header = |f: &std::fs::File, at: &Path| {
         if header.is_empty() {
             return Ok(());
@@ -381,12 +279,8 @@ fn prepare(
     };
     match opts.commit {
         Commit::Replace => {
-            let nonce = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64);
-            let tmp = sys::temp_name(path, nonce);
-            let ready = sys::create_temp(&tmp, path, len).and_then(|f| write_header(&f, &tmp));
-            (tmp, ready)
+            let ready = sys::create_temp(tmp, path, len).and_then(|f| write_header(&f, tmp));
+            (tmp.to_path_buf(), ready)
         }
         // The file is opened (and checked) first; then the old sidecar goes, before the
         // file is touched: from here on the file may hold old and new bytes mixed until
@@ -410,7 +304,7 @@ fn prepare(
             });
             match opened {
                 Ok(real) => (real, Ok(())),
-                Err(e) => (std::path::PathBuf::new(), Err(e)),
+                Err(e) => (PathBuf::new(), Err(e)),
             }
         }
     }
@@ -433,7 +327,7 @@ fn write_to(
     data: &[u8],
     layout: &Layout,
     opts: &WriteOptions,
-    off: u64,
+    (fmt, off): (&dyn OneFileFormat, u64),
     total: u64,
     opening: &Opening,
 ) -> Result<FileStats, FileError> {
@@ -467,17 +361,23 @@ fn write_to(
             .and_then(|f| write_own(&f, target, layout, me, data, off, opts.sync, &mut pieces))
     };
     agree_on_outcome(comm, path, res)?;
-    // Written in place without checksums, the file is complete: nothing to commit.
-    if opts.commit == Commit::InPlace && !opts.checksums {
-        return Ok(stats);
-    }
     let all = if opts.checksums {
         sums::gather(comm, &pieces)?
     } else {
         Vec::new()
     };
+    // Rank 0 commits: the format's end of the file, the checksum sidecar, the rename.
     let committed = if me == 0 {
-        sums::sidecar(path, &all, off, total)
+        let at = StreamAt {
+            offset: off,
+            bytes: total,
+        };
+        fmt.commit(target, layout, at)
+            .and_then(|wrote| match wrote && opts.sync {
+                true => sys::open_target(target).and_then(|f| sys::sync(&f, target)),
+                false => Ok(()),
+            })
+            .and_then(|()| sums::sidecar(path, &all, off, total))
             .and_then(|s| sums::commit(path, s.as_ref()))
             .and_then(|()| match opts.commit {
                 Commit::Replace => sys::commit(target, path, opts.sync),

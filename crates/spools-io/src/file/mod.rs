@@ -44,9 +44,11 @@
 //! `u` is touched only by rank `u % N`, which stores and serves it for the others.
 
 mod canonical;
+mod detect;
 mod hdf5;
 mod manifest;
 mod npy;
+mod one_file;
 mod options;
 mod range_reader;
 mod region;
@@ -68,9 +70,13 @@ use spools_msg::Communicator;
 use crate::error::{FileError, FormatDefect};
 
 use crate::error::NpyError;
-use canonical::Prefix;
+use canonical::RawFile;
+use detect::Kind;
+use hdf5::file_format::Hdf5File;
 pub use hdf5::Hdf5Dataset;
 pub use manifest::{Manifest, UnitEntry, MANIFEST_FORMAT};
+use npy::NpyFile;
+pub use one_file::{OneFile, OneFileFormat, Prepared, StreamAt};
 pub use options::{
     Commit, FileStats, Format, FormatNameError, FormatSpecError, ReadOptions, Reshuffle, Striping,
     WriteOptions, DIRECT_MIN_RUN,
@@ -123,11 +129,13 @@ pub fn write(
     opts: &WriteOptions,
 ) -> Result<FileStats, FileError> {
     match &opts.format {
-        Format::Canonical => canonical::write(comm, path, data, layout, opts, Prefix::None),
-        Format::Npy => canonical::write(comm, path, data, layout, opts, Prefix::Npy),
+        Format::Canonical => canonical::write(comm, path, data, layout, opts, &RawFile),
+        Format::Npy => canonical::write(comm, path, data, layout, opts, &NpyFile),
         Format::Hdf5 { dataset } => {
-            canonical::write(comm, path, data, layout, opts, Prefix::Hdf5(dataset))
+            let h = Hdf5File::writing(dataset);
+            canonical::write(comm, path, data, layout, opts, &h)
         }
+        Format::OneFile(f) => canonical::write(comm, path, data, layout, opts, &*f.0),
         Format::Striped(s) => striped::write(comm, path, data, layout, opts, s),
         Format::Zarr {
             chunks,
@@ -160,30 +168,47 @@ pub fn read(
     layout: &Layout,
     opts: &ReadOptions,
 ) -> Result<FileStats, FileError> {
+    read_with_formats(comm, path, data, layout, opts, &[])
+}
+
+/// [`read()`] that also knows the program's own one-file `formats` (asked, in order,
+/// after the built-in formats with a signature and a striped file's manifest, before a
+/// file is taken for plain canonical bytes). A format of its own is one
+/// [`OneFileFormat`]; nothing else of the engine changes (see
+/// `crates/spools-io/tests/toy_format.rs`).
+///
+/// # Errors
+/// As [`read()`], and what a format that claims the file finds wrong with it.
+pub fn read_with_formats(
+    comm: &Communicator,
+    path: &Path,
+    data: &mut [u8],
+    layout: &Layout,
+    opts: &ReadOptions,
+    formats: &[&dyn OneFileFormat],
+) -> Result<FileStats, FileError> {
     // `FILE:/NAME` names a dataset of an HDF5 file.
     let (file, dataset) = hdf5::split(path);
     let path = file.as_path();
     // Rank 0 looks at the file and checks that it records the reader's dataset.
     let info = decided_by_rank0(comm, path, || {
-        let kind = canonical::inspect_dataset(path, dataset.as_deref(), Some(layout))?;
+        let kind = detect::inspect_dataset(path, dataset.as_deref(), Some(layout), formats)?;
         match &kind {
-            canonical::Kind::Manifest(text) => {
-                check_dataset(path, &Manifest::parse(path, text)?, layout)?
-            }
-            canonical::Kind::Zarr(text) => zarr::check(path, &zarr::parse(path, text)?, layout)?,
-            canonical::Kind::Plain { .. } => {}
+            Kind::Manifest(text) => check_dataset(path, &Manifest::parse(path, text)?, layout)?,
+            Kind::Zarr(text) => zarr::check(path, &zarr::parse(path, text)?, layout)?,
+            Kind::Plain { .. } => {}
         }
         Ok(kind)
     })?;
     match info {
-        canonical::Kind::Manifest(text) => {
+        Kind::Manifest(text) => {
             let m = Manifest::parse(path, &text)?;
             striped::read(comm, path, data, layout, opts, &m)
         }
-        canonical::Kind::Plain { offset, bytes } => {
+        Kind::Plain { offset, bytes } => {
             canonical::read(comm, path, data, layout, opts, offset, bytes)
         }
-        canonical::Kind::Zarr(text) => zarr::read(comm, path, &text, data, layout, opts),
+        Kind::Zarr(text) => zarr::read(comm, path, &text, data, layout, opts),
     }
 }
 
@@ -227,8 +252,8 @@ fn check_dataset(path: &Path, m: &Manifest, layout: &Layout) -> Result<(), FileE
 fn decided_by_rank0(
     comm: &Communicator,
     path: &Path,
-    f: impl FnOnce() -> Result<canonical::Kind, FileError>,
-) -> Result<canonical::Kind, FileError> {
+    f: impl FnOnce() -> Result<Kind, FileError>,
+) -> Result<Kind, FileError> {
     let mine = if comm.rank() == 0 { Some(f()) } else { None };
     let enc = match &mine {
         Some(Ok(k)) => k.encode(),
@@ -238,7 +263,7 @@ fn decided_by_rank0(
     match mine {
         // Rank 0's own outcome wins, even when the broadcast fails too.
         Some(r) => r,
-        None => canonical::Kind::decode(&got?).ok_or_else(|| FileError::Remote {
+        None => Kind::decode(&got?).ok_or_else(|| FileError::Remote {
             rank: 0,
             path: path.to_path_buf(),
         }),

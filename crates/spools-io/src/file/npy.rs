@@ -3,7 +3,8 @@
 
 use spools_map::{DType, Layout, Order};
 
-use crate::error::NpyError;
+use crate::error::{FileError, FormatDefect, NpyError};
+use crate::file::one_file::{OneFileFormat, Prepared, StreamAt};
 
 /// The magic bytes every `.npy` file starts with.
 pub(crate) const MAGIC: &[u8] = b"\x93NUMPY";
@@ -436,5 +437,63 @@ mod tests {
             .unwrap_or_else(|e| unreachable!("{e}"));
         assert_eq!(check(&h, &bytes), Ok(()));
         assert!(parse(b"hello").is_err());
+    }
+}
+
+/// The `.npy` format as a one-file format: the header Spools writes before the stream,
+/// and the one it reads (checked against the reader's dataset).
+#[derive(Debug)]
+pub(crate) struct NpyFile;
+
+impl OneFileFormat for NpyFile {
+    fn name(&self) -> &str {
+        "npy"
+    }
+
+    fn inspect(
+        &self,
+        path: &std::path::Path,
+        head: &[u8],
+        len: u64,
+        layout: Option<&Layout>,
+    ) -> Result<Option<StreamAt>, FileError> {
+        if !head.starts_with(MAGIC) {
+            return Ok(None);
+        }
+        let h = parse_full(head).map_err(|e| FileError::Format {
+            path: path.to_path_buf(),
+            defect: FormatDefect::Npy(e),
+        })?;
+        let (offset, bytes) = (h.offset, h.bytes);
+        if offset.checked_add(bytes) != Some(len) {
+            return Err(FileError::Format {
+                path: path.to_path_buf(),
+                defect: FormatDefect::NpyLength {
+                    header: bytes,
+                    follow: len.saturating_sub(offset),
+                },
+            });
+        }
+        // (A dataset of another size is reported as such by the read itself.)
+        if let Some(l) = layout.filter(|l| l.total_bytes() == Some(bytes)) {
+            check(&h, l).map_err(|(file, layout)| FileError::DatasetMismatch {
+                path: path.to_path_buf(),
+                file,
+                layout,
+            })?;
+        }
+        Ok(Some(StreamAt { offset, bytes }))
+    }
+
+    fn prepare(
+        &self,
+        _tmp: &std::path::Path,
+        layout: &Layout,
+        _in_place: bool,
+    ) -> Result<Prepared, FileError> {
+        let total = layout.total_bytes().unwrap_or(0);
+        Ok(crate::file::one_file::Prepared::Header(header(
+            layout, total,
+        )))
     }
 }

@@ -37,6 +37,10 @@ pub enum Format {
         /// The dataset's name in the file (`data` by default).
         dataset: String,
     },
+    /// A program's own one-file format ([`OneFileFormat`](super::OneFileFormat)): the
+    /// canonical stream in one file, behind and before what the format keeps; read back
+    /// with [`read_with_formats`](super::read_with_formats).
+    OneFile(super::OneFile),
 }
 
 /// A format name that [`Format::parse`] does not know, or a striping spec that does not

@@ -8,7 +8,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use super::canonical::{inspect, Kind};
+use super::detect::{inspect, Kind};
 use super::manifest::Manifest;
 use super::npy;
 use super::rows::{Geometry, Raid};

@@ -242,28 +242,52 @@ pub(super) fn asked_buffer(comm: &Communicator, choice: Option<usize>) -> u64 {
         .max(spools_boot::config::COLL_BUFFER_MIN)
 }
 
-/// Rank 0 tells the others the file it prepared (`made`) or that it could not (`ready`),
-/// in one broadcast: a status byte, then the path. Returns the path every rank writes.
-pub(super) fn announce(
+/// Rank 0 tells every rank the file it made for them to write (`made`) and where the
+/// stream starts in it, or that it failed (`ready`): every rank gets the name and offset
+/// or the failure ([`FileError::Remote`] naming rank 0; rank 0 its own error).
+pub(super) fn announce_at(
     comm: &Communicator,
     path: &Path,
     made: &Path,
-    ready: Result<(), FileError>,
-) -> Result<std::path::PathBuf, FileError> {
+    ready: Result<u64, FileError>,
+) -> Result<(std::path::PathBuf, u64), FileError> {
     use std::os::unix::ffi::OsStrExt;
     let msg = match &ready {
-        Ok(()) => [b"+".as_slice(), made.as_os_str().as_bytes()].concat(),
+        Ok(off) => [
+            b"+".as_slice(),
+            &off.to_le_bytes(),
+            made.as_os_str().as_bytes(),
+        ]
+        .concat(),
         Err(_) => b"-".to_vec(),
     };
     let got = comm.bcast_bytes(0, &msg);
     if comm.rank() == 0 {
         ready?;
     }
-    match got?.split_first() {
-        Some((b'+', name)) => Ok(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(name))),
+    let got = got?;
+    match got.split_first() {
+        Some((b'+', rest)) if rest.len() >= 8 => {
+            let (off, name) = rest.split_at(8);
+            let off = u64::from_le_bytes(off.try_into().unwrap_or_default());
+            Ok((
+                std::path::PathBuf::from(std::ffi::OsStr::from_bytes(name)),
+                off,
+            ))
+        }
         _ => Err(FileError::Remote {
             rank: 0,
             path: path.to_path_buf(),
         }),
     }
+}
+
+/// [`announce_at`] of a file without an offset.
+pub(super) fn announce(
+    comm: &Communicator,
+    path: &Path,
+    made: &Path,
+    ready: Result<(), FileError>,
+) -> Result<std::path::PathBuf, FileError> {
+    announce_at(comm, path, made, ready.map(|()| 0)).map(|(p, _)| p)
 }

@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::canonical::{inspect_dataset, Kind};
+use super::detect::{inspect_dataset, Kind};
 use super::manifest::Manifest;
 use super::rows::{Block, Chunk, Damage, Geometry, Raid};
 use super::sums::Sums;
@@ -53,7 +53,7 @@ struct Target {
 fn open_target(path: &Path) -> Result<Target, FileError> {
     let (file, dataset) = super::hdf5::split(path);
     let p = file.as_path();
-    let opened = match inspect_dataset(p, dataset.as_deref(), None)? {
+    let opened = match inspect_dataset(p, dataset.as_deref(), None, &[])? {
         Kind::Manifest(t) => Opened::Striped(Box::new(Manifest::parse(p, &t)?)),
         Kind::Plain { offset, bytes } => Opened::Plain { offset, bytes },
         Kind::Zarr(t) => Opened::Zarr(Box::new(super::zarr::parse(p, &t)?)),

@@ -13,6 +13,7 @@
 
 mod create;
 mod ffi;
+pub(crate) mod file_format;
 mod inspect;
 
 use std::path::{Path, PathBuf};
