@@ -214,7 +214,7 @@ fn ranks() {
                 "write-forever" => {
                     // Versions 1, 2, ...; once version 3 has committed, rank 1 says so
                     // with its pid, and the test kills it during a later write.
-                    for v in 1u32..200 {
+                    for v in 1u32..=250 {
                         e(file::write(
                             comm,
                             &path,
@@ -229,6 +229,10 @@ fn ranks() {
                             )?;
                         }
                     }
+                    // Written out before the kill came (the versions fit in 8 bits):
+                    // wait for it, for a message no rank sends (the job's death ends it).
+                    let next = (me + 1) % w.size();
+                    e(w.recv(&mut [0u8; 1], next, 0x7e57))?;
                     return Err("never killed".into());
                 }
                 "read" | "read-fails" => {
