@@ -37,6 +37,8 @@ mod name;
 mod peer;
 mod registry;
 mod segment;
+#[cfg(test)]
+mod segment_model;
 pub mod shm;
 
 pub use error::HeapError;

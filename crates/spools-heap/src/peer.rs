@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use spools_proto::auth::Secret;
 
-use crate::{HeapError, HeapRef, HeapSegment};
+use crate::segment::{is_freed, Page};
+use crate::{HeapError, HeapName, HeapRef, HeapSegment};
 
 /// The peers' shared-heap segments this process has mapped: each one is mapped the first
 /// time it is asked for, then cached until its owner frees it (the cache drops freed
@@ -62,24 +63,7 @@ impl PeerHeaps {
         }
         let seg = {
             let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-            let hit = cache.get(&name).cloned();
-            // Every request lets go of the segments their owners freed, so that their
-            // memory goes back to the system (a mapping holds it while it lives).
-            cache.retain(|_, s| !s.freed());
-            match hit {
-                Some(s) if s.freed() => {
-                    return Err(HeapError::Freed { name });
-                }
-                Some(s) => s,
-                None => {
-                    let s = self.open(name)?;
-                    if s.freed() {
-                        return Err(HeapError::Freed { name });
-                    }
-                    cache.insert(name, s.clone());
-                    s
-                }
-            }
+            cached(&mut cache, name, || self.open(name))?
         };
         let size = seg.len() as u64;
         let end = r.offset.checked_add(len as u64);
@@ -123,6 +107,32 @@ impl PeerHeaps {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .len()
+    }
+}
+
+/// The cache's answer to a request for segment `name`: the cached mapping, or one mapped
+/// now (`open`) and cached, unless its owner freed it. Every request lets go of the
+/// segments their owners freed, so that their memory goes back to the system (a mapping
+/// holds it while it lives). Written over [`Page`], so that the model checker
+/// (`segment_model.rs`) runs it on segments of its own.
+pub(crate) fn cached<S: Page>(
+    cache: &mut HashMap<HeapName, Arc<S>>,
+    name: HeapName,
+    open: impl FnOnce() -> Result<Arc<S>, HeapError>,
+) -> Result<Arc<S>, HeapError> {
+    let hit = cache.get(&name).cloned();
+    cache.retain(|_, s| !is_freed(&**s));
+    match hit {
+        Some(s) if is_freed(&*s) => Err(HeapError::Freed { name }),
+        Some(s) => Ok(s),
+        None => {
+            let s = open()?;
+            if is_freed(&*s) {
+                return Err(HeapError::Freed { name });
+            }
+            cache.insert(name, s.clone());
+            Ok(s)
+        }
     }
 }
 

@@ -1,5 +1,14 @@
 //! One shared-heap segment: a header page, then the user's bytes (page aligned,
 //! zero-filled). The owner creates it and registers its range; peers open it by name.
+//!
+//! The header's protocol between the owner and its peers: the owner writes the header's
+//! fields, then sets `ready` (release); a peer reads `ready` (acquire) and only then the
+//! fields, so a peer that sees `ready` sees the whole header, and one that does not reads
+//! nothing of it. Freeing, the owner sets `freed` (release), then unlinks the name: a peer
+//! that finds the name gone would see `freed` in any mapping of the segment it still
+//! holds. The protocol is written over a [`Page`] trait, so that the model checker
+//! (`segment_model.rs`) runs this same code on loom's words; a segment's page is the
+//! mapping's.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -8,14 +17,120 @@ use spools_proto::auth::Secret;
 use crate::shm::{map, open_shm, unlink};
 use crate::{registry, HeapError, HeapName};
 
-const MAGIC: u64 = 0x5041_4548_534c_4f4f; // "OOLSHEAP" little-endian-ish
-const VERSION: u32 = 1;
+pub(crate) const MAGIC: u64 = 0x5041_4548_534c_4f4f; // "OOLSHEAP" little-endian-ish
+pub(crate) const VERSION: u32 = 1;
 /// Bytes of the header page; the user's bytes start here, so they are 4096-aligned.
 pub(crate) const HEADER_BYTES: usize = 4096;
 
 /// Numbers segments within this process (names are never reused, so a peer's cached
 /// mapping can never stand for a newer buffer).
 static NEXT_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// A flag of the header: what the protocol asks of an `AtomicU32`.
+pub(crate) trait Flag {
+    /// `load`.
+    fn load(&self, order: Ordering) -> u32;
+    /// `store`.
+    fn store(&self, v: u32, order: Ordering);
+}
+
+impl Flag for AtomicU32 {
+    #[inline]
+    fn load(&self, order: Ordering) -> u32 {
+        AtomicU32::load(self, order)
+    }
+    #[inline]
+    fn store(&self, v: u32, order: Ordering) {
+        AtomicU32::store(self, v, order)
+    }
+}
+
+/// The fields of a header that the owner writes once, before `ready`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fields {
+    pub(crate) magic: u64,
+    pub(crate) version: u32,
+    pub(crate) owner: u32,
+    pub(crate) len: u64,
+    pub(crate) tag: [u8; 32],
+}
+
+/// A segment's header page as its protocol sees it: the fields and the two flags.
+/// [`HeapSegment`] is the real one, the header of a shared mapping.
+///
+/// # Safety
+/// `ready` and `freed` stay valid as long as the value; `write` and `read` touch the
+/// fields only.
+pub(crate) unsafe trait Page {
+    /// A flag word.
+    type Flag: Flag;
+    /// Set by the owner once the fields are written.
+    fn ready(&self) -> &Self::Flag;
+    /// Set by the owner when it frees the buffer.
+    fn freed(&self) -> &Self::Flag;
+    /// Writes the fields.
+    ///
+    /// # Safety
+    /// The owner only, once, before it sets `ready`.
+    unsafe fn write(&self, f: &Fields);
+    /// Reads the fields.
+    ///
+    /// # Safety
+    /// `ready` was seen set (acquire).
+    unsafe fn read(&self) -> Fields;
+}
+
+/// The owner: writes the header's fields, then sets `ready` (release), which a peer's
+/// acquire pairs with ([`opened`]).
+pub(crate) fn publish<P: Page>(page: &P, f: &Fields) {
+    // SAFETY: the owner, once, before `ready`.
+    unsafe { page.write(f) };
+    page.ready().store(1, Ordering::Release);
+}
+
+/// A peer: the header's fields, if the owner has set `ready`; nothing of the header is
+/// read before `ready` is seen.
+pub(crate) fn opened<P: Page>(page: &P) -> Option<Fields> {
+    if page.ready().load(Ordering::Acquire) != 1 {
+        return None;
+    }
+    // SAFETY: `ready` was seen set (acquire, after the owner's release).
+    Some(unsafe { page.read() })
+}
+
+/// A peer: the user length of the segment `name` whose header is `page`, if it is one of
+/// this job's (ready, magic, version, owner, the tag derived from the job's secret, and a
+/// length that makes the `map_len` bytes mapped).
+pub(crate) fn check<P: Page>(
+    page: &P,
+    name: HeapName,
+    tag: &[u8; 32],
+    map_len: usize,
+) -> Result<usize, HeapError> {
+    let bad = || HeapError::NotASegment { name };
+    let f = opened(page).ok_or_else(bad)?;
+    let len = usize::try_from(f.len).map_err(|_| bad())?;
+    if f.magic != MAGIC
+        || f.version != VERSION
+        || f.owner != name.rank()
+        || f.tag != *tag
+        || self::map_len(len) != Some(map_len)
+    {
+        return Err(bad());
+    }
+    Ok(len)
+}
+
+/// The owner, freeing: sets `freed` (release), then removes the name (`unlink`).
+pub(crate) fn retire<P: Page>(page: &P, unlink: impl FnOnce()) {
+    page.freed().store(1, Ordering::Release);
+    unlink();
+}
+
+/// Whether the owner has freed the segment whose header is `page`.
+pub(crate) fn is_freed<P: Page>(page: &P) -> bool {
+    page.freed().load(Ordering::Acquire) != 0
+}
 
 #[repr(C)]
 struct Header {
@@ -130,19 +245,19 @@ impl HeapSegment {
             name,
             owned: true,
         };
-        // SAFETY: the mapping is at least HEADER_BYTES long, page aligned and zero-filled.
         // A peer may already open it (a region's name is derived from its key), but
         // `open` reads nothing of the header before `ready` is set (Acquire), which
         // happens after these writes (Release).
-        unsafe {
-            let h = &mut *(base as *mut Header);
-            h.magic = MAGIC;
-            h.version = VERSION;
-            h.owner = name.rank();
-            h.len = len as u64;
-            h.tag = tag(secret, &name);
-        }
-        seg.header().ready.store(1, Ordering::Release);
+        publish(
+            &seg,
+            &Fields {
+                magic: MAGIC,
+                version: VERSION,
+                owner: name.rank(),
+                len: len as u64,
+                tag: tag(secret, &name),
+            },
+        );
         registry::insert(seg.data() as usize, len, name);
         Ok(seg)
     }
@@ -165,18 +280,7 @@ impl HeapSegment {
             name,
             owned: false,
         };
-        let h = seg.header();
-        let len = usize::try_from(h.len).ok();
-        if h.ready.load(Ordering::Acquire) != 1
-            || h.magic != MAGIC
-            || h.version != VERSION
-            || h.owner != name.rank()
-            || h.tag != tag(secret, &name)
-            || len.and_then(self::map_len) != Some(map_len)
-        {
-            return Err(HeapError::NotASegment { name });
-        }
-        seg.len = len.unwrap_or(0);
+        seg.len = check(&seg, name, &tag(secret, &name), map_len)?;
         Ok(seg)
     }
 
@@ -208,7 +312,46 @@ impl HeapSegment {
 
     /// Whether the owner has freed it.
     pub fn freed(&self) -> bool {
-        self.header().freed.load(Ordering::Acquire) != 0
+        is_freed(self)
+    }
+}
+
+// SAFETY: the header lies at the start of the mapping, which lives as long as the
+// segment; `write` and `read` touch its fields only.
+unsafe impl Page for HeapSegment {
+    type Flag = AtomicU32;
+
+    fn ready(&self) -> &AtomicU32 {
+        &self.header().ready
+    }
+
+    fn freed(&self) -> &AtomicU32 {
+        &self.header().freed
+    }
+
+    unsafe fn write(&self, f: &Fields) {
+        let h = self.base as *mut Header;
+        // SAFETY: the mapping is at least HEADER_BYTES long, page aligned and zero-filled;
+        // the caller is the owner, before `ready`, so no one reads these fields yet.
+        // Written in place (no reference to the header, whose flags peers may read).
+        unsafe {
+            std::ptr::addr_of_mut!((*h).magic).write(f.magic);
+            std::ptr::addr_of_mut!((*h).version).write(f.version);
+            std::ptr::addr_of_mut!((*h).owner).write(f.owner);
+            std::ptr::addr_of_mut!((*h).len).write(f.len);
+            std::ptr::addr_of_mut!((*h).tag).write(f.tag);
+        }
+    }
+
+    unsafe fn read(&self) -> Fields {
+        let h = self.header();
+        Fields {
+            magic: h.magic,
+            version: h.version,
+            owner: h.owner,
+            len: h.len,
+            tag: h.tag,
+        }
     }
 }
 
@@ -216,8 +359,7 @@ impl Drop for HeapSegment {
     fn drop(&mut self) {
         if self.owned {
             registry::remove(self.data() as usize);
-            self.header().freed.store(1, Ordering::Release);
-            unlink(&self.name.shm_name());
+            retire(self, || unlink(&self.name.shm_name()));
         }
         // Peers that still map the object keep a valid mapping of its full size (a
         // segment is never shrunk, so their reads never fault).

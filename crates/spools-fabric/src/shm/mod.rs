@@ -12,10 +12,13 @@ mod area;
 mod bell;
 mod copy_probe;
 mod futex;
+#[cfg(test)]
+mod futex_model;
 mod ring;
 #[cfg(test)]
 mod ring_model;
 pub(crate) mod segment;
+mod sleep;
 
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
@@ -32,7 +35,7 @@ use crate::error::{Defect, FabricError};
 use crate::lock::TryLock;
 use crate::transport::{Incoming, Transport};
 pub use area::SharedArea;
-use bell::{Bells, BELL_SLEEPER};
+use bell::Bells;
 use ring::{Ring, TxState};
 use segment::Segment;
 pub use segment::{fit_rings, Geometry};
@@ -322,28 +325,13 @@ impl ShmTransport {
 
     #[inline]
     fn notify(&self, peer_local: usize) {
-        // No fence: the ring's publishing swap already ordered the message before this
-        // load (see `Ring::try_write`).
-        let seg = &self.segs[peer_local];
-        // SeqCst (a plain load on x86): with the publishing swap, the sender's half of the
-        // store-then-load handshake with a receiver going to sleep.
-        let sleeping = seg.sleeping().load(Ordering::SeqCst);
-        if sleeping != 0 {
-            seg.doorbell().fetch_add(1, Ordering::SeqCst);
-            self.rouse(peer_local, sleeping);
+        // No fence: the ring's publishing swap already ordered the message before the
+        // load of the receiver's `sleeping` word (see `Ring::try_write`).
+        if self.segs[peer_local]
+            .sleepers()
+            .notify(|| self.bells.ring(peer_local))
+        {
             self.roused.store(true, Ordering::Relaxed);
-        }
-    }
-
-    /// Wakes local rank `local`'s sleepers after its doorbell moved: those on its futex
-    /// and one watching its bell, as its `sleeping` word (read after the doorbell's
-    /// increment or the message's publication) says.
-    fn rouse(&self, local: usize, sleeping: u32) {
-        if sleeping % BELL_SLEEPER != 0 {
-            futex::wake(self.segs[local].doorbell());
-        }
-        if sleeping >= BELL_SLEEPER {
-            self.bells.ring(local);
         }
     }
 
@@ -397,12 +385,8 @@ impl ShmTransport {
             total += n;
             if waiting {
                 if let Some(l) = self.local_of.get(from as usize).copied().flatten() {
-                    let seg = &self.segs[l as usize];
-                    seg.doorbell().fetch_add(1, Ordering::SeqCst);
-                    let sleeping = seg.sleeping().load(Ordering::SeqCst);
-                    if sleeping != 0 {
-                        self.rouse(l as usize, sleeping);
-                    }
+                    let l = l as usize;
+                    self.segs[l].sleepers().wake(|| self.bells.ring(l));
                 }
             }
         }
@@ -494,22 +478,14 @@ impl Transport for ShmTransport {
     }
 
     fn wait(&self, timeout: Duration) {
-        let mine = &self.segs[self.me_local as usize];
-        let ticket = mine.doorbell().load(Ordering::SeqCst);
-        mine.sleeping().fetch_add(1, Ordering::SeqCst);
-        if self.nothing_to_do() {
-            futex::wait(mine.doorbell(), ticket, timeout);
-        }
-        mine.sleeping().fetch_sub(1, Ordering::SeqCst);
+        self.segs[self.me_local as usize]
+            .sleepers()
+            .sleep(timeout, || self.nothing_to_do());
     }
 
     fn wake(&self) {
-        let mine = &self.segs[self.me_local as usize];
-        mine.doorbell().fetch_add(1, Ordering::SeqCst);
-        let sleeping = mine.sleeping().load(Ordering::SeqCst);
-        if sleeping != 0 {
-            self.rouse(self.me_local as usize, sleeping);
-        }
+        let me = self.me_local as usize;
+        self.segs[me].sleepers().wake(|| self.bells.ring(me));
     }
 
     fn awake_local(&self) -> Option<crate::Awake> {
@@ -552,16 +528,17 @@ impl Transport for ShmTransport {
     }
 
     fn begin_sleep_elsewhere(&self) -> bool {
-        let mine = &self.segs[self.me_local as usize];
         // The receiver's half of the store-then-load handshake: announce the sleep, then
         // look; a sender publishes, then reads `sleeping` and rings the bell.
-        mine.sleeping().fetch_add(BELL_SLEEPER, Ordering::SeqCst);
-        self.nothing_to_do()
+        self.segs[self.me_local as usize]
+            .sleepers()
+            .begin_bell_sleep(|| self.nothing_to_do())
     }
 
     fn end_sleep_elsewhere(&self) {
-        let mine = &self.segs[self.me_local as usize];
-        mine.sleeping().fetch_sub(BELL_SLEEPER, Ordering::SeqCst);
+        self.segs[self.me_local as usize]
+            .sleepers()
+            .end_bell_sleep();
         self.bells.drain();
     }
 }

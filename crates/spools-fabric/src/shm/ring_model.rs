@@ -6,7 +6,8 @@
 //! its cells); so does a message lost, torn or out of order, and a wake-up lost in either
 //! handshake: the full ring's (`flag_full` / `drain` / `space_freed`) and the receiver's
 //! sleep (the store-then-load pairs of `ShmTransport::notify` and
-//! `begin_sleep_elsewhere`, here on words of the model).
+//! `begin_sleep_elsewhere`, here on words of the model; `futex_model.rs` runs the
+//! transport's own code of that handshake, `sleep.rs`).
 //!
 //! One difference from shared memory: there a cell's header word overlays payload bytes
 //! of the message before it; here the header words are kept apart from the cells' bytes.
@@ -40,10 +41,10 @@ unsafe impl Send for Memory {}
 unsafe impl Sync for Memory {}
 
 #[derive(Clone)]
-struct Model(Arc<Memory>);
+pub(super) struct Model(Arc<Memory>);
 
 impl Model {
-    fn new() -> Model {
+    pub(super) fn new() -> Model {
         Model(Arc::new(Memory {
             headers: (0..CELLS).map(|_| AtomicU64::new(0)).collect(),
             tail: AtomicU64::new(0),
@@ -53,25 +54,32 @@ impl Model {
     }
 }
 
-/// Runs a `SeqCst` access between two `SeqCst` fences. loom models a `SeqCst` access as
-/// acquire / release only (its documentation says so), which would let a store and a
-/// later load of another word pass each other, and so fail the store-then-load
-/// handshakes that the C++ and Rust memory model (a single order of all `SeqCst`
-/// accesses) and x86's locked instructions keep. The fences give loom that order back;
-/// every other ordering goes to loom as it is.
-fn ordered<T>(order: Ordering, access: impl FnOnce() -> T) -> T {
-    if order != Ordering::SeqCst {
-        return access();
-    }
-    loom::sync::atomic::fence(Ordering::SeqCst);
+/// Runs an access with `order`; a `SeqCst` store or read-modify-write is followed by a
+/// `SeqCst` fence. loom models a `SeqCst` access as acquire / release only (its
+/// documentation says so), which would let a store and a later load of another word pass
+/// each other, and so fail the store-then-load handshakes that the C++ and Rust memory
+/// model (a single order of all `SeqCst` accesses) keeps. The fence after the store gives
+/// loom that order back, where x86 has it: a `SeqCst` store or read-modify-write is a
+/// locked instruction there (a full barrier), a `SeqCst` load a plain load, so loads go to
+/// loom as they are (see [`Word`]'s impls below), as does every other ordering.
+///
+/// No fence before the access, and none around a load: such a fence would also order a
+/// weaker access next to it, and hide its weakness. With fences on both sides of every
+/// `SeqCst` access, loom passed the ring with its publishing swap turned into a release
+/// store (a lost wake-up on x86, whose store buffer lets the receiver's `sleeping` word
+/// be read before the store is seen), because the fence before the sender's `SeqCst` load
+/// of `sleeping` ordered the store.
+pub(super) fn ordered<T>(order: Ordering, access: impl FnOnce() -> T) -> T {
     let r = access();
-    loom::sync::atomic::fence(Ordering::SeqCst);
+    if order == Ordering::SeqCst {
+        loom::sync::atomic::fence(Ordering::SeqCst);
+    }
     r
 }
 
 impl Word<u64> for AtomicU64 {
     fn load(&self, order: Ordering) -> u64 {
-        ordered(order, || AtomicU64::load(self, order))
+        AtomicU64::load(self, order)
     }
     fn store(&self, v: u64, order: Ordering) {
         ordered(order, || AtomicU64::store(self, v, order))
@@ -83,7 +91,7 @@ impl Word<u64> for AtomicU64 {
 
 impl Word<u32> for AtomicU32 {
     fn load(&self, order: Ordering) -> u32 {
-        ordered(order, || AtomicU32::load(self, order))
+        AtomicU32::load(self, order)
     }
     fn store(&self, v: u32, order: Ordering) {
         ordered(order, || AtomicU32::store(self, v, order))
@@ -146,7 +154,7 @@ fn messages() -> Vec<Vec<u8>> {
     vec![vec![1; 5], vec![2; 20], vec![3; 20]]
 }
 
-fn ring(m: &Model) -> Ring<Model> {
+pub(super) fn ring(m: &Model) -> Ring<Model> {
     Ring::on(m.clone(), CELLS as u64, CELL.trailing_zeros())
 }
 

@@ -9,6 +9,7 @@ use spools_proto::auth::Secret;
 
 use crate::error::{Defect, FabricError, IoStep};
 use crate::shm::ring::{Ctrl, Ring};
+use crate::shm::sleep::Sleepers;
 
 const MAGIC: u64 = 0x4d48_5353_4c4f_4f50; // "POOLSSHM" little-endian-ish
 const HEADER_BYTES: usize = 4096;
@@ -198,6 +199,12 @@ impl Segment {
     pub(crate) fn sleeping(&self) -> &AtomicU32 {
         // SAFETY: SLEEPING lies inside the header page and is 4-byte aligned.
         unsafe { &*(self.base.add(SLEEPING) as *const AtomicU32) }
+    }
+
+    /// The sleep handshake on the owner's doorbell and `sleeping` words.
+    #[inline]
+    pub(crate) fn sleepers(&self) -> Sleepers<'_> {
+        Sleepers::new(self.doorbell(), self.sleeping())
     }
 
     /// The owner's threads asleep outside the transport (on a collective's flags).
