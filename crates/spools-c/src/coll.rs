@@ -10,7 +10,7 @@ use std::ffi::c_void;
 
 use crate::args::handle;
 use crate::comm::spools_comm_t;
-use crate::dtype::{spools_dtype_t, typed, with_dtype};
+use crate::dtype::{send_view, spools_dtype_t, typed, typed_mut, with_dtype};
 use crate::op::{op_for, spools_op_t};
 use crate::status::{guard, spools_status_t, Failure};
 

@@ -31,52 +31,34 @@ pub const SPOOLS_DTYPE_F32: spools_dtype_t = 9;
 /// `double` (IEEE 754 binary64).
 pub const SPOOLS_DTYPE_F64: spools_dtype_t = 10;
 
-/// Runs `$body` with `$T` the Rust type of dtype `$dt`; an unknown dtype is an error.
+/// The element type `d` spells, in the one vocabulary of element types
+/// (`spools_map::DType`); `None` for a value that is no `spools_dtype_t`.
+pub(crate) fn element(d: spools_dtype_t) -> Option<spools::Carrier> {
+    use spools::DType;
+    let t = match d {
+        SPOOLS_DTYPE_U8 => DType::U8,
+        SPOOLS_DTYPE_I8 => DType::I8,
+        SPOOLS_DTYPE_U16 => DType::U16,
+        SPOOLS_DTYPE_I16 => DType::I16,
+        SPOOLS_DTYPE_U32 => DType::U32,
+        SPOOLS_DTYPE_I32 => DType::I32,
+        SPOOLS_DTYPE_U64 => DType::U64,
+        SPOOLS_DTYPE_I64 => DType::I64,
+        SPOOLS_DTYPE_F32 => DType::F32,
+        SPOOLS_DTYPE_F64 => DType::F64,
+        _ => return None,
+    };
+    spools::Carrier::of(t)
+}
+
+/// Runs `$body` with `$T` the Rust type of dtype `$dt` (through [`element`] and the
+/// facade's `with_carrier!`); an unknown dtype is an error.
 macro_rules! with_dtype {
     ($dt:expr, $T:ident => $body:expr) => {{
-        use $crate::dtype::*;
-        match $dt {
-            SPOOLS_DTYPE_U8 => {
-                type $T = u8;
-                $body
-            }
-            SPOOLS_DTYPE_I8 => {
-                type $T = i8;
-                $body
-            }
-            SPOOLS_DTYPE_U16 => {
-                type $T = u16;
-                $body
-            }
-            SPOOLS_DTYPE_I16 => {
-                type $T = i16;
-                $body
-            }
-            SPOOLS_DTYPE_U32 => {
-                type $T = u32;
-                $body
-            }
-            SPOOLS_DTYPE_I32 => {
-                type $T = i32;
-                $body
-            }
-            SPOOLS_DTYPE_U64 => {
-                type $T = u64;
-                $body
-            }
-            SPOOLS_DTYPE_I64 => {
-                type $T = i64;
-                $body
-            }
-            SPOOLS_DTYPE_F32 => {
-                type $T = f32;
-                $body
-            }
-            SPOOLS_DTYPE_F64 => {
-                type $T = f64;
-                $body
-            }
-            d => Err($crate::dtype::bad_dtype(d)),
+        let dt = $dt;
+        match $crate::dtype::element(dt) {
+            Some(c) => spools::with_carrier!(c, $T => $body),
+            None => Err($crate::dtype::bad_dtype(dt)),
         }
     }};
 }

@@ -6,39 +6,21 @@
 use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use spools::DType;
 
 use crate::errors;
 
-/// The element types the runtime reduces and describes (numpy's dtype kinds and sizes).
+/// An array's element type as the runtime sees it: one of `spools_map::DType` (the one
+/// vocabulary of element types, numpy's numeric dtypes in native byte order), numpy's
+/// `bool`, or anything else (records, strings, non-native byte order), moved as bytes only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Dtype {
+    /// A numeric dtype: `int8` to `uint64`, `float32`, `float64`, `complex64`,
+    /// `complex128`.
+    Num(DType),
     /// `bool` (one byte).
     Bool,
-    /// `int8`.
-    I8,
-    /// `uint8`.
-    U8,
-    /// `int16`.
-    I16,
-    /// `uint16`.
-    U16,
-    /// `int32`.
-    I32,
-    /// `uint32`.
-    U32,
-    /// `int64`.
-    I64,
-    /// `uint64`.
-    U64,
-    /// `float32`.
-    F32,
-    /// `float64`.
-    F64,
-    /// `complex64`.
-    C64,
-    /// `complex128`.
-    C128,
-    /// Any other dtype (records, strings, non-native byte order): moved as bytes only.
+    /// Any other dtype.
     Other,
 }
 
@@ -47,22 +29,23 @@ impl Dtype {
         if d.is_native_byteorder() == Some(false) || d.has_fields() || d.has_subarray() {
             return Dtype::Other;
         }
-        match (d.kind(), d.itemsize()) {
-            (b'b', 1) => Dtype::Bool,
-            (b'i', 1) => Dtype::I8,
-            (b'u', 1) => Dtype::U8,
-            (b'i', 2) => Dtype::I16,
-            (b'u', 2) => Dtype::U16,
-            (b'i', 4) => Dtype::I32,
-            (b'u', 4) => Dtype::U32,
-            (b'i', 8) => Dtype::I64,
-            (b'u', 8) => Dtype::U64,
-            (b'f', 4) => Dtype::F32,
-            (b'f', 8) => Dtype::F64,
-            (b'c', 8) => Dtype::C64,
-            (b'c', 16) => Dtype::C128,
-            _ => Dtype::Other,
-        }
+        let num = match (d.kind(), d.itemsize()) {
+            (b'b', 1) => return Dtype::Bool,
+            (b'i', 1) => DType::I8,
+            (b'u', 1) => DType::U8,
+            (b'i', 2) => DType::I16,
+            (b'u', 2) => DType::U16,
+            (b'i', 4) => DType::I32,
+            (b'u', 4) => DType::U32,
+            (b'i', 8) => DType::I64,
+            (b'u', 8) => DType::U64,
+            (b'f', 4) => DType::F32,
+            (b'f', 8) => DType::F64,
+            (b'c', 8) => DType::C64,
+            (b'c', 16) => DType::C128,
+            _ => return Dtype::Other,
+        };
+        Dtype::Num(num)
     }
 }
 

@@ -39,6 +39,7 @@
 //! world.finalize().unwrap();
 //! ```
 
+mod carrier;
 mod heap;
 mod io;
 mod leave;
@@ -46,6 +47,7 @@ mod listen;
 pub mod shared;
 mod world;
 
+pub use carrier::Carrier;
 pub use heap::SharedBuf;
 pub use spools_am::{
     ActiveMessage, AmError, Channel, Delivery, Endpoint, HandlerId, Interrupt, Region, RegionKey,
@@ -65,7 +67,7 @@ pub use spools_io::stream::{
 pub use spools_io::stream::{AduInfo, StreamReader};
 pub use spools_io::StreamRecvError;
 pub use spools_io::{ExchangeError, ExchangeOptions, ExchangeStats, FileError, StreamError};
-pub use spools_map::Layout;
+pub use spools_map::{DType, Layout};
 pub use spools_msg::{
     as_bytes, as_bytes_mut, wait_all, wait_any, CollRequest, Communicator, Completion, Element,
     MsgError, Op, Request, RpcError, RpcHandle, Source, Status, Tag, UserFn, Verdict, ANY_SOURCE,

@@ -1,99 +1,14 @@
-//! The Rust element type that carries an array's elements through a collective: the
-//! dtype's own for the reductions of numeric dtypes, an unsigned integer of the item's
-//! size (or a divisor of it) for the collectives that only move bytes.
+//! The Rust element type that carries an array's elements through a collective
+//! ([`Carrier`], the facade's, in `spools_map::DType`'s vocabulary): the dtype's own for the
+//! reductions of numeric dtypes, an unsigned integer of the item's size (or a divisor of it)
+//! for the collectives that only move bytes; and the casts of bytes to those elements.
 
 use pyo3::prelude::*;
 use spools::Element;
 
 use crate::errors;
 
-/// A Rust element type of the runtime.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Carrier {
-    U8,
-    I8,
-    U16,
-    I16,
-    U32,
-    I32,
-    U64,
-    I64,
-    F32,
-    F64,
-}
-
-impl Carrier {
-    /// The widest unsigned carrier whose size divides `itemsize` (for moving bytes: the
-    /// elements of a new array are then aligned for their dtype).
-    pub(crate) fn for_bytes(itemsize: usize) -> Carrier {
-        match itemsize {
-            s if s % 8 == 0 && s > 0 => Carrier::U64,
-            s if s % 4 == 0 && s > 0 => Carrier::U32,
-            s if s % 2 == 0 && s > 0 => Carrier::U16,
-            _ => Carrier::U8,
-        }
-    }
-
-    /// The unsigned carrier of exactly `itemsize` bytes, if there is one.
-    pub(crate) fn exact(itemsize: usize) -> Option<Carrier> {
-        match itemsize {
-            1 => Some(Carrier::U8),
-            2 => Some(Carrier::U16),
-            4 => Some(Carrier::U32),
-            8 => Some(Carrier::U64),
-            _ => None,
-        }
-    }
-}
-
-/// Runs `$body` with `$T` the Rust type of a [`Carrier`].
-macro_rules! with_carrier {
-    ($carrier:expr, $T:ident => $body:expr) => {
-        match $carrier {
-            $crate::coll::carrier::Carrier::U8 => {
-                type $T = u8;
-                $body
-            }
-            $crate::coll::carrier::Carrier::I8 => {
-                type $T = i8;
-                $body
-            }
-            $crate::coll::carrier::Carrier::U16 => {
-                type $T = u16;
-                $body
-            }
-            $crate::coll::carrier::Carrier::I16 => {
-                type $T = i16;
-                $body
-            }
-            $crate::coll::carrier::Carrier::U32 => {
-                type $T = u32;
-                $body
-            }
-            $crate::coll::carrier::Carrier::I32 => {
-                type $T = i32;
-                $body
-            }
-            $crate::coll::carrier::Carrier::U64 => {
-                type $T = u64;
-                $body
-            }
-            $crate::coll::carrier::Carrier::I64 => {
-                type $T = i64;
-                $body
-            }
-            $crate::coll::carrier::Carrier::F32 => {
-                type $T = f32;
-                $body
-            }
-            $crate::coll::carrier::Carrier::F64 => {
-                type $T = f64;
-                $body
-            }
-        }
-    };
-}
-pub(crate) use with_carrier;
+pub(crate) use spools::{with_carrier, Carrier};
 
 /// Checks that `bytes` may be seen as elements of `T`.
 fn check<T>(ptr: *const u8, len: usize, what: &str) -> PyResult<()> {

@@ -21,6 +21,7 @@ use super::carrier::Carrier;
 use super::shapes::tuple;
 use crate::buffer::{self, Access, Dtype, View};
 use crate::errors;
+use spools::DType;
 
 /// A reduction operator made of a Python function `f(a, b) -> array`, with whether it
 /// is commutative (`commute=True` lets the runtime combine contributions in any order,
@@ -262,9 +263,9 @@ impl Reduction {
         };
         // Items of a size no runtime element has (complex128, records) go as bytes, in
         // rank order on whole arrays (so that no item is ever cut).
-        let (carrier, commute) = match Carrier::exact(a.itemsize) {
+        let (carrier, commute) = match Carrier::unsigned(a.itemsize) {
             Some(c) => (c, commute),
-            None => (Carrier::U8, false),
+            None => (Carrier::for_bytes(1), false),
         };
         crate::runtime::note_python_in_progress();
         let dtype = a.array(py).dtype().unbind();
@@ -284,7 +285,7 @@ impl Reduction {
     }
 
     fn builtin(a: &View, b: Builtin) -> PyResult<Reduction> {
-        let carrier = match a.dtype {
+        let d = match a.dtype {
             Dtype::Bool => {
                 // Logical or and and, as numpy's sum and product of booleans are.
                 let b = match b {
@@ -292,32 +293,15 @@ impl Reduction {
                     Builtin::Prod | Builtin::Min => Builtin::Min,
                 };
                 return Ok(Reduction {
-                    carrier: Carrier::U8,
+                    carrier: Carrier::for_bytes(1),
                     builtin: Some(b),
                     user: None,
                 });
             }
-            Dtype::U8 => Carrier::U8,
-            Dtype::I8 => Carrier::I8,
-            Dtype::U16 => Carrier::U16,
-            Dtype::I16 => Carrier::I16,
-            Dtype::U32 => Carrier::U32,
-            Dtype::I32 => Carrier::I32,
-            Dtype::U64 => Carrier::U64,
-            Dtype::I64 => Carrier::I64,
-            Dtype::F32 => Carrier::F32,
-            Dtype::F64 => Carrier::F64,
             // A complex sum is the sum of the real parts and of the imaginary parts.
-            Dtype::C64 if b == Builtin::Sum => Carrier::F32,
-            Dtype::C128 if b == Builtin::Sum => Carrier::F64,
-            Dtype::C64 | Dtype::C128 => {
-                return Err(errors::type_error(format!(
-                    "op {:?} does not apply to complex numbers (only \"sum\" or a \
-                     callable does); got an array of dtype {:?}",
-                    format!("{b:?}").to_ascii_lowercase(),
-                    a.dtype
-                )))
-            }
+            Dtype::Num(DType::C64) if b == Builtin::Sum => DType::F32,
+            Dtype::Num(DType::C128) if b == Builtin::Sum => DType::F64,
+            Dtype::Num(d) => d,
             Dtype::Other => {
                 return Err(errors::type_error(
                     "built-in reductions need a numeric dtype (bool, int8 to uint64, \
@@ -325,6 +309,14 @@ impl Reduction {
                      (records, strings or non-native byte order): give a callable op",
                 ))
             }
+        };
+        // Complex numbers are the numeric dtypes no Rust element carries.
+        let Some(carrier) = Carrier::of(d) else {
+            return Err(errors::type_error(format!(
+                "op {:?} does not apply to complex numbers (only \"sum\" or a \
+                 callable does); got an array of dtype {d}",
+                format!("{b:?}").to_ascii_lowercase(),
+            )));
         };
         Ok(Reduction {
             carrier,
