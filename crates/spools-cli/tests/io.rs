@@ -12,11 +12,10 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use common::{
-    assert_ok, checked, e, grouped, rank_main, signal_file, spools, tempdir, wait_bounded,
-    wait_for_file, Output,
+    assert_ok, checked, e, grouped, rank_main, signal_file, spools, tempdir, wait_bounded, Output,
 };
 use spools::Layout;
-use spools_testkit::{without_ambient_spools_env, Spawned};
+use spools_testkit::{kill_when_signalled, without_ambient_spools_env, Spawned};
 
 /// Runs `spools run -n N -- spools bench io ARGS` (bounded).
 fn bench_io(n: u32, args: &[&str]) -> Output {
@@ -450,14 +449,7 @@ fn a_rank_killed_in_the_middle_of_a_write_leaves_the_previous_version_readable()
     // Stopped when dropped, should the test fail before it ends.
     let job = Spawned::new(c.spawn().unwrap());
     // Version 3 committed (rank 1 says so, with its pid): kill rank 1 with SIGKILL.
-    let committed = d.join("committed3");
-    wait_for_file(&committed, Duration::from_secs(100)).unwrap();
-    let pid = std::fs::read_to_string(&committed).unwrap();
-    assert!(std::process::Command::new("kill")
-        .args(["-KILL", pid.trim()])
-        .status()
-        .unwrap()
-        .success());
+    kill_when_signalled(&d.join("committed3"), Duration::from_secs(100)).unwrap();
     let o = job.wait(Duration::from_secs(60));
     assert!(!o.status.success());
     assert!(

@@ -21,7 +21,9 @@ use std::time::Duration;
 use spools::Layout;
 use spools_io::file::{self, Format, ReadOptions, WriteOptions};
 use spools_io::ErrorKind;
-use spools_testkit::{assert_ok, checked, e, rank_main, signal_file, tempdir, wait_for_file, Job};
+use spools_testkit::{
+    assert_ok, checked, e, kill_when_signalled, rank_main, signal_file, tempdir, Job, Rng,
+};
 
 /// One format under test.
 struct Case {
@@ -83,29 +85,12 @@ fn value(i: u64, v: u32) -> u32 {
     (i as u32) | (v << 24)
 }
 
-/// A small deterministic generator (splitmix64) for the random layouts.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// A random 2-D layout of `shape` over `n` ranks, in C order: a random grid, and per
 /// dimension block, cyclic or block-cyclic (or `*` where the grid has one rank).
 fn random_layout(shape: [u64; 2], n: u32, seed: u64) -> String {
     let mut r = Rng(seed);
     let grids: Vec<(u32, u32)> = (1..=n).filter(|p| n % p == 0).map(|p| (p, n / p)).collect();
-    let (p, q) = grids[r.below(grids.len())];
+    let (p, q) = grids[r.below(grids.len() as u64) as usize];
     let mut dist = |g: u32| -> String {
         if g == 1 && r.below(2) == 0 {
             return "*".into();
@@ -426,14 +411,7 @@ fn a_rank_killed_mid_write_leaves_a_whole_version_in_every_format() {
         )
         .timeout(Duration::from_secs(120))
         .start();
-        let committed = d.join("committed3");
-        wait_for_file(&committed, Duration::from_secs(100)).unwrap();
-        let pid = std::fs::read_to_string(&committed).unwrap();
-        assert!(std::process::Command::new("kill")
-            .args(["-KILL", pid.trim()])
-            .status()
-            .unwrap()
-            .success());
+        kill_when_signalled(&d.join("committed3"), Duration::from_secs(100)).unwrap();
         let o = running.wait(Duration::from_secs(60));
         assert!(!o.status.success(), "{}: the job did not fail", case.name);
         // Whichever write the kill hit, and wherever in it, the file reads as one whole

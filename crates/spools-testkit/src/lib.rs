@@ -61,4 +61,6 @@ pub use ofi::{networks_between_hosts, ofi_between_hosts, ofi_providers, OFI_TEST
 pub use rank::{checked, e, rank_main, role};
 pub use rng::Rng;
 pub use stop::STOP_GRACE;
-pub use wait::{compute_until, signal_file, wait_bounded, wait_for_file, Output};
+pub use wait::{
+    compute_until, kill_when_signalled, signal_file, wait_bounded, wait_for_file, Output,
+};

@@ -113,6 +113,28 @@ pub fn wait_for_file(path: &Path, limit: Duration) -> Result<(), String> {
     Ok(())
 }
 
+/// Waits until `path` exists ([`wait_for_file`]), then kills with SIGKILL the process whose
+/// pid it holds (written by that process with [`signal_file`]): how a test kills a rank at
+/// a moment the rank chose.
+///
+/// # Errors
+/// When `path` never appeared, holds no pid, or `kill` failed (the process was gone).
+pub fn kill_when_signalled(path: &Path, limit: Duration) -> Result<(), String> {
+    wait_for_file(path, limit)?;
+    let pid = std::fs::read_to_string(path).map_err(|x| format!("{}: {x}", path.display()))?;
+    let pid = pid.trim();
+    let ok = std::process::Command::new("kill")
+        .args(["-KILL", pid])
+        .status()
+        .map_err(|x| format!("kill: {x}"))?
+        .success();
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("kill -KILL {pid} failed"))
+    }
+}
+
 /// Writes `contents` to `path` atomically (a temporary file renamed into place), so that
 /// a process waiting for `path` ([`wait_for_file`]) never reads it half written.
 ///
