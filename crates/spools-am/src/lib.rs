@@ -43,8 +43,9 @@ pub use message::{ActiveMessage, Channel, Delivery};
 pub use poller::Poller;
 pub use region::{Region, RegionKey};
 pub use registry::{Handler, HandlerId};
-/// Shared areas within a host (for the collectives' flags and slots in shared memory).
+/// The rank lock (by thread level) the layers above guard their state with.
 pub use spools_fabric::lock::{bump, RankGuard, RankLock};
+/// Shared areas within a host (for the collectives' flags and slots in shared memory).
 pub use spools_fabric::shm::SharedArea;
 /// Where a peer's exposed bytes are, as the layers above name them in their protocols.
 pub use spools_fabric::RemoteRegion;

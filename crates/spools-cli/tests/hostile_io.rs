@@ -27,6 +27,7 @@ use std::process::Stdio;
 use std::time::{Duration, SystemTime};
 
 use common::{grouped, spools, wait_bounded, Output};
+use spools_testkit::listing;
 
 /// Longest any one process of these tests may run.
 const LIMIT: Duration = Duration::from_secs(120);
@@ -745,63 +746,11 @@ fn pipe_layouts_that_do_not_fit_either_job_fail_on_both_ends() {
     );
 }
 
-/// A tmpfs mounted for one test, unmounted (lazily, so a busy file cannot keep it) when
-/// dropped.
-struct Mount(PathBuf);
-
-impl Mount {
-    fn new(at: &Path, size: &str) -> Result<Mount, String> {
-        fs::create_dir_all(at).map_err(|e| e.to_string())?;
-        let mut c = grouped("mount");
-        c.args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", s(at)])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let o = wait_bounded(c.spawn().map_err(|e| e.to_string())?, LIMIT);
-        if o.status.success() {
-            Ok(Mount(at.to_path_buf()))
-        } else {
-            Err(o.stderr)
-        }
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let mut c = grouped("umount");
-        c.arg("-l")
-            .arg(&self.0)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        if let Ok(child) = c.spawn() {
-            wait_bounded(child, LIMIT);
-        }
-    }
-}
-
-/// What is in `dir` (recursively), as relative paths.
-fn listing(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                todo.push(p.clone());
-            }
-            out.push(p.strip_prefix(dir).unwrap().display().to_string());
-        }
-    }
-    out.sort();
-    out
-}
-
 #[test]
 fn a_write_that_fills_the_file_system_leaves_no_file_that_looks_complete() {
     let t = common::tempdir("full");
     let mnt = t.path().join("mnt");
-    let _m = match Mount::new(&mnt, "1m") {
+    let _m = match spools_testkit::Tmpfs::mount(&mnt, "1m") {
         Ok(m) => m,
         Err(e) => {
             println!(

@@ -11,9 +11,10 @@
 //!   the active-message layer hands it to the layers above), so two worlds in one
 //!   process never share one.
 //! - What is process-wide is the address space's map of live segments ([`lookup`]): a
-//!   buffer belongs to the process, and whichever world sends it finds it there; a peer
-//!   of another job refuses the name ([`HeapError::ForeignJob`]) and the bytes go
-//!   through the transport instead.
+//!   buffer belongs to the process, and whichever world sends it finds it there. A
+//!   sender names only its own job's blocks (a block of another world's heap is moved as
+//!   any process memory), and a peer's cache refuses another job's name
+//!   ([`HeapError::ForeignJob`]).
 //! - A segment's pages are allocated when it is created, so a full `/dev/shm` is an
 //!   error of the allocation, never a SIGBUS at a later write; a segment is never resized.
 //! - Buffers take the names [`HeapName::new`] numbers in order; active-message regions in

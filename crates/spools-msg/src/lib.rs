@@ -70,7 +70,7 @@ pub use status::{Completion, Source, Status, Tag, ANY_SOURCE, ANY_TAG};
 /// (`protocol/wire.rs`: a request-to-send's payload, which names where the receiver may
 /// take the data, and the fixed argument words of every message kind), for the fuzz
 /// target `msg` and the garbage tests. Any input gives a value or nothing, never a panic;
-/// returns how many decoders took it.
+/// returns 1 when the request-to-send payload names a place to take the data from.
 ///
 /// ```
 /// assert_eq!(spools_msg::decode_untrusted(&[]), 0);

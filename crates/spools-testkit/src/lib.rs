@@ -44,6 +44,7 @@ mod ofi;
 mod rank;
 mod rng;
 mod stop;
+mod tmpfs;
 mod wait;
 
 pub use env::ROLE_VAR;
@@ -61,6 +62,7 @@ pub use ofi::{networks_between_hosts, ofi_between_hosts, ofi_providers, OFI_TEST
 pub use rank::{checked, e, rank_main, role};
 pub use rng::Rng;
 pub use stop::STOP_GRACE;
+pub use tmpfs::{listing, Tmpfs};
 pub use wait::{
     compute_until, kill_when_signalled, signal_file, wait_bounded, wait_for_file, Output,
 };

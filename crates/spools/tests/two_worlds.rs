@@ -13,7 +13,9 @@ use spools::{HeapError, HeapRef, World};
 use spools_boot::identity::{JobEnv, LauncherKind, Rendezvous};
 use spools_testkit::{assert_ok, checked, e, rank_main, tempdir, Job};
 
-const N: usize = 4096;
+/// Elements of each rank's heap buffer: 512 KiB, a rendezvous message (above any eager
+/// limit), whose request-to-send could name the buffer's heap block.
+const N: usize = 64 * 1024;
 const TAG: i32 = 5;
 
 fn value(job_rank: u32, i: usize) -> u64 {
@@ -81,17 +83,33 @@ fn both(a: &World) -> Result<(), String> {
         return Err(format!("mapped bytes of rank {sender_a} are wrong"));
     }
 
-    // The heap buffer itself sent through the second world (which cannot map it, so the
-    // bytes go through its transport) arrives whole.
+    // The heap buffer itself sent through the second world (whose peers cannot map the
+    // first job's blocks, so the bytes go through its transport) arrives whole.
+    let req = e(b.irecv(vec![0u8; N * 8], prev_b, TAG + 1))?;
     e(b.send(&buf[..], next_b, TAG + 1))?;
-    let mut whole = vec![0u64; N];
-    let st = e(b.recv(&mut whole[..], prev_b, TAG + 1))?;
-    let src_a = n - 1 - st.source;
-    if whole.iter().enumerate().any(|(i, &x)| x != value(src_a, i)) {
+    let got = e(req.wait())?;
+    let src_a = n - 1 - prev_b;
+    let whole: Vec<u8> = (0..N).flat_map(|i| value(src_a, i).to_le_bytes()).collect();
+    if got.buf != whole {
         return Err(format!(
-            "the buffer from the second world's rank {} is wrong",
-            st.source
+            "the buffer from the second world's rank {prev_b} is wrong"
         ));
+    }
+    // And redistributed through the second world: block over its ranks to cyclic.
+    let total = N as u64 * u64::from(n);
+    let from: spools::Layout = e(format!("u64[{total}] block on {n}").parse())?;
+    let to: spools::Layout = e(format!("u64[{total}] cyclic on {n}").parse())?;
+    let mut dst = vec![0u64; N];
+    e(b.redistribute(&buf[..], &from, &mut dst, &to))?;
+    for (j, &x) in dst.iter().enumerate() {
+        let g = j as u64 * u64::from(n) + u64::from(me_b);
+        let (unit, i) = ((g / N as u64) as u32, (g % N as u64) as usize);
+        if x != value(n - 1 - unit, i) {
+            return Err(format!("redistributed element {g} is {x:#x}"));
+        }
+    }
+    if b.worker().heaps().mapped() != 0 {
+        return Err("the second job's cache mapped the first job's segments".into());
     }
     // One world's messages never reach the other: the same tag on both at once.
     e(a.send(&[me_a], (me_a + 1) % n, TAG))?;

@@ -180,7 +180,7 @@ pub fn exchange(
     }
     for (i, st) in out.iter_mut().enumerate() {
         if negotiate(st) {
-            let desc = describe(st, plan, src)?;
+            let desc = describe(comm.heaps().job(), st, plan, src)?;
             fl.reqs.push(comm.isend(desc.encode(), st.peer, TAG_DESC)?);
             fl.meta.push(Slot::Quiet);
             if desc.areas.is_some() {

@@ -44,13 +44,14 @@ pub(super) fn negotiated(single_copy: bool, same_host: bool) -> bool {
     single_copy && same_host
 }
 
-/// The descriptor of stream `st` of this rank's `src`: pulled from the shared heap
+/// The descriptor of stream `st` of this rank's `src` (blocks of job `job`'s shared heap named as such): pulled from the shared heap
 /// whatever its runs; from process memory if its first runs are long enough on average
 /// and this process was not refused such reads; else through transfer units.
 ///
 /// # Errors
 /// [`ExchangeError::Plan`] if the plan has no runs for a pair of the stream.
 pub(super) fn describe(
+    job: u64,
     st: &PeerRuns,
     plan: &Plan,
     src: &[(u64, &[u8])],
@@ -59,9 +60,11 @@ pub(super) fn describe(
     for &(b, s, _) in &st.pairs {
         if !areas.iter().any(|a| a.unit == s) {
             let buf = src[b].1;
+            // A block of another job's heap (a buffer of another world of this process)
+            // is process memory to this job's peers, whose caches refuse its name.
             let place = match lookup(buf.as_ptr(), buf.len()) {
-                Some(r) => Place::Heap(r),
-                None => Place::Process(buf.as_ptr() as u64),
+                Some(r) if r.name.job() == job => Place::Heap(r),
+                _ => Place::Process(buf.as_ptr() as u64),
             };
             areas.push(Area {
                 unit: s,

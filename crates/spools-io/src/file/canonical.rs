@@ -189,16 +189,16 @@ pub(super) fn write(
     };
     let opening = open(comm, path, share, layout, &asks)?;
     let replace = opts.commit == Commit::Replace;
-    let (made, ready) = if comm.rank() == 0 {
+    let (made, temp, ready) = if comm.rank() == 0 {
         prepare(path, fmt, layout, total, opts)
     } else {
-        (PathBuf::new(), Ok(0))
+        (PathBuf::new(), false, Ok(0))
     };
     // Rank 0 tells the file the ranks write and where the stream starts in it.
     let (target, off) = match super::steps::announce_at(comm, path, &made, ready) {
         Ok(t) => t,
         Err(e) => {
-            if replace {
+            if temp {
                 discard(comm, &made);
             }
             return Err(e);
@@ -224,35 +224,35 @@ pub(super) fn write(
 /// Rank 0 makes the file the ranks write, through the format's `prepare` step: a new
 /// temporary file (the format's header at its start, then room for the `total`-byte
 /// stream; or the file the format made itself), or `path` itself (resolved) to write in
-/// place. Returns its path (empty when nothing was made) and the stream's offset in it.
+/// place. Returns its path (empty when nothing was made), whether it is a temporary file
+/// (removed again on failure, also one the format began to make and could not finish),
+/// and the stream's offset in it.
 fn prepare(
     path: &Path,
     fmt: &dyn OneFileFormat,
     layout: &Layout,
     total: u64,
     opts: &WriteOptions,
-) -> (PathBuf, Result<u64, FileError>) {
+) -> (PathBuf, bool, Result<u64, FileError>) {
     let in_place = opts.commit == Commit::InPlace;
     let nonce = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     let tmp = sys::temp_name(path, nonce);
     match fmt.prepare(&tmp, layout, in_place) {
-        Err(e) => (PathBuf::new(), Err(e)),
-        Ok(Prepared::Made { offset }) if in_place => {
-            let _ = offset;
-            (
-                tmp,
-                Err(FileError::Options(
-                    "this format makes a new file of its own; Commit::InPlace does not apply",
-                )),
-            )
-        }
-        Ok(Prepared::Made { offset }) => (tmp, Ok(offset)),
+        Err(e) => (tmp, true, Err(e)),
+        Ok(Prepared::Made { .. }) if in_place => (
+            tmp,
+            true,
+            Err(FileError::Options(
+                "this format makes a new file of its own; Commit::InPlace does not apply",
+            )),
+        ),
+        Ok(Prepared::Made { offset }) => (tmp, true, Ok(offset)),
         Ok(Prepared::Header(header)) => {
             let off = header.len() as u64;
             let (made, ready) = make(path, &tmp, &header, off + total, opts);
-            (made, ready.map(|()| off))
+            (made, !in_place, ready.map(|()| off))
         }
     }
 }

@@ -105,14 +105,15 @@ pub trait OneFileFormat: Send + Sync + std::fmt::Debug {
     fn prepare(&self, tmp: &Path, layout: &Layout, in_place: bool) -> Result<Prepared, FileError>;
 
     /// Writing, on rank 0, once every rank wrote its part of the stream (`at` in
-    /// `file`: the temporary file, or the path itself in place), before the file is renamed
-    /// over the path: what goes after the stream (a trailer, an index). Returns whether it
-    /// wrote anything (the engine then syncs the file when the write asked for
-    /// durability). Nothing by default.
+    /// `file`): what goes after the stream (a trailer, an index). `file` is the temporary
+    /// file, renamed over the path after this step, or, written in place, the path's file
+    /// itself (whose stream is already the new one). Returns whether it wrote anything
+    /// (the engine then syncs the file when the write asked for durability). Nothing by
+    /// default.
     ///
     /// # Errors
-    /// What the format writes failing; every rank's write then fails, and the path keeps
-    /// the version before.
+    /// What the format writes failing; every rank's write then fails, and (unless written
+    /// in place) the path keeps the version before.
     fn commit(&self, file: &Path, layout: &Layout, at: StreamAt) -> Result<bool, FileError> {
         let _ = (file, layout, at);
         Ok(false)

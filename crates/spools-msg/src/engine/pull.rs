@@ -33,7 +33,9 @@ impl Engine {
     pub(super) unsafe fn pull_source(&self, dest: u32, bytes: &[u8]) -> Option<Source> {
         let me = self.worker.rank() as usize;
         if self.hosts.get(dest as usize) == self.hosts.get(me) {
-            if let Some(r) = heap::lookup(bytes.as_ptr(), bytes.len()) {
+            // Only this job's heap blocks: another world's are refused by the peer's cache.
+            let mine = |r: &heap::HeapRef| r.name.job() == self.worker.heaps().job();
+            if let Some(r) = heap::lookup(bytes.as_ptr(), bytes.len()).filter(mine) {
                 return Some(Source {
                     at: DataAt::Heap(r),
                     loan: None,
