@@ -193,7 +193,9 @@ typedef enum {
   SPOOLS_ERR_INIT = 8,
   // The runtime was finalised or aborted before this call.
   SPOOLS_ERR_FINALIZED = 9,
-  // A function run for this call on another rank failed there (an RPC, a file call).
+  // A function run for this call on another rank failed there (an RPC), or another rank
+  // failed a collective call and what it said is not understood (a collective call
+  // otherwise returns the failing rank's status on every rank).
   SPOOLS_ERR_REMOTE = 10,
   // A transport or system failure (sockets, shared memory, threads).
   SPOOLS_ERR_TRANSPORT = 11,

@@ -58,89 +58,75 @@ fn msg_status(e: &MsgError) -> S {
     }
 }
 
-fn exchange_status(e: &ExchangeError) -> S {
-    match e {
-        ExchangeError::Msg(m) => msg_status(m),
-        ExchangeError::Plan(_)
-        | ExchangeError::Layout(_)
-        | ExchangeError::Buffers { .. }
-        | ExchangeError::BufferSize { .. }
-        | ExchangeError::ElementSize { .. }
-        | ExchangeError::Owners { .. }
-        | ExchangeError::TooManyUnits { .. }
-        | ExchangeError::OwnerOutOfRange { .. } => S::SPOOLS_ERR_LAYOUT,
-        ExchangeError::Checksum { .. } => S::SPOOLS_ERR_DAMAGED,
-        ExchangeError::Remote { .. } => S::SPOOLS_ERR_REMOTE,
-        _ => S::SPOOLS_ERR_TRANSPORT,
-    }
-}
-
-/// A file error's status, by its kind ([`FileError::kind`]); the Python interface's
-/// exception classes follow the same kinds (`spools-py/src/errors.rs`).
-fn file_status(e: &FileError) -> S {
-    match e.kind() {
-        ErrorKind::Transfer => match e {
-            FileError::Exchange(x) => exchange_status(x),
-            FileError::Msg(m) => msg_status(m),
-            _ => S::SPOOLS_ERR_TRANSPORT,
-        },
+/// The status of an I/O error (a file, an exchange, a pipe, a stream) by its kind: one
+/// status per [`ErrorKind`] (Python's exception classes follow the same kinds:
+/// `spools-py/src/errors.rs`). A messaging failure (`Transfer`) has the status of the
+/// messaging error it wraps (`wrapped`). A rank that only heard of another rank's failure
+/// gets that rank's kind, so every rank returns one status.
+fn io_status(kind: ErrorKind, wrapped: Option<&MsgError>) -> S {
+    match kind {
+        ErrorKind::Transfer => wrapped.map_or(S::SPOOLS_ERR_TRANSPORT, msg_status),
         ErrorKind::Damaged => S::SPOOLS_ERR_DAMAGED,
         ErrorKind::Unsupported => S::SPOOLS_ERR_UNSUPPORTED,
-        ErrorKind::BadArgument | ErrorKind::Exists => S::SPOOLS_ERR_INVALID_ARG,
+        ErrorKind::BadArgument | ErrorKind::WrongType | ErrorKind::Exists => {
+            S::SPOOLS_ERR_INVALID_ARG
+        }
         ErrorKind::Unavailable => S::SPOOLS_ERR_UNAVAILABLE,
         ErrorKind::Mismatch => S::SPOOLS_ERR_LAYOUT,
         ErrorKind::NotFound => S::SPOOLS_ERR_NOT_FOUND,
         ErrorKind::Io => S::SPOOLS_ERR_IO,
+        ErrorKind::Transport => S::SPOOLS_ERR_TRANSPORT,
+        ErrorKind::PeerGone => S::SPOOLS_ERR_PEER_GONE,
         ErrorKind::Remote => S::SPOOLS_ERR_REMOTE,
     }
 }
 
-fn pipe_status(e: &PipeError) -> S {
+/// The messaging error an exchange error wraps, if any.
+fn exchange_msg(e: &ExchangeError) -> Option<&MsgError> {
     match e {
-        PipeError::Exchange(x) => exchange_status(x),
-        PipeError::Msg(m) => msg_status(m),
-        PipeError::Plan(_)
-        | PipeError::Layout(_)
-        | PipeError::Mismatch { .. }
-        | PipeError::PeerTooManyUnits { .. } => S::SPOOLS_ERR_LAYOUT,
-        PipeError::PeerGone { .. } => S::SPOOLS_ERR_PEER_GONE,
-        PipeError::Checksum { .. } => S::SPOOLS_ERR_DAMAGED,
-        PipeError::BadName(_) | PipeError::BufferSize { .. } => S::SPOOLS_ERR_INVALID_ARG,
-        PipeError::Remote { .. } => S::SPOOLS_ERR_REMOTE,
-        _ => S::SPOOLS_ERR_TRANSPORT,
+        ExchangeError::Msg(m) => Some(m),
+        _ => None,
     }
+}
+
+fn exchange_status(e: &ExchangeError) -> S {
+    io_status(e.kind(), exchange_msg(e))
+}
+
+fn file_status(e: &FileError) -> S {
+    let wrapped = match e {
+        FileError::Msg(m) => Some(m),
+        FileError::Exchange(x) => exchange_msg(x),
+        _ => None,
+    };
+    io_status(e.kind(), wrapped)
+}
+
+fn pipe_status(e: &PipeError) -> S {
+    let wrapped = match e {
+        PipeError::Msg(m) => Some(m),
+        PipeError::Exchange(x) => exchange_msg(x),
+        _ => None,
+    };
+    io_status(e.kind(), wrapped)
 }
 
 fn stream_status(e: &StreamError) -> S {
-    match e {
-        StreamError::Format(_)
-        | StreamError::Frame(_)
-        | StreamError::BufferSize { .. }
-        | StreamError::UnknownStream { .. }
-        | StreamError::Group { .. }
-        | StreamError::LockStep { .. } => S::SPOOLS_ERR_INVALID_ARG,
-        StreamError::AduSize { .. } | StreamError::Layout(_) => S::SPOOLS_ERR_LAYOUT,
-        StreamError::Exchange(x) => exchange_status(x),
-        StreamError::Msg(m) => msg_status(m),
-        StreamError::Remote { .. } => S::SPOOLS_ERR_REMOTE,
-        _ => S::SPOOLS_ERR_TRANSPORT,
-    }
+    let wrapped = match e {
+        StreamError::Msg(m) => Some(m),
+        StreamError::Exchange(x) => exchange_msg(x),
+        _ => None,
+    };
+    io_status(e.kind(), wrapped)
 }
 
 fn stream_recv_status(e: &StreamRecvError) -> S {
-    match e {
-        StreamRecvError::BufferSize { .. } => S::SPOOLS_ERR_INVALID_ARG,
-        StreamRecvError::AduSize { .. } | StreamRecvError::Unsized | StreamRecvError::Layout(_) => {
-            S::SPOOLS_ERR_LAYOUT
-        }
-        StreamRecvError::Exchange(x) => exchange_status(x),
-        StreamRecvError::Msg(m) => msg_status(m),
-        StreamRecvError::Remote { .. } => S::SPOOLS_ERR_REMOTE,
-        StreamRecvError::Incomplete { .. }
-        | StreamRecvError::Missing { .. }
-        | StreamRecvError::Cut { .. } => S::SPOOLS_ERR_PEER_GONE,
-        _ => S::SPOOLS_ERR_TRANSPORT,
-    }
+    let wrapped = match e {
+        StreamRecvError::Msg(m) => Some(m),
+        StreamRecvError::Exchange(x) => exchange_msg(x),
+        _ => None,
+    };
+    io_status(e.kind(), wrapped)
 }
 
 fn rpc_status(e: &RpcError) -> S {

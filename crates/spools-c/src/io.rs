@@ -3,13 +3,11 @@
 use std::ffi::{c_char, c_void};
 use std::path::Path;
 
-use spools::{
-    Commit, ExchangeError, ExchangeOptions, FileError, Format, ReadOptions, WriteOptions,
-};
+use spools::{Commit, ExchangeOptions, Format, ReadOptions, WriteOptions};
 use spools_map::Layout;
 
-use crate::agree::settle;
 use crate::args::{bytes, bytes_mut, handle, string};
+use crate::declined::{cause_of, settle};
 
 use crate::layout::spools_layout_t;
 use crate::status::{guard, spools_status_t, Failure};
@@ -64,22 +62,12 @@ pub unsafe extern "C" fn spools_redistribute(
         } else {
             (&s, d)
         };
-        let r = spools_io::redistribute(
-            comm,
-            s,
-            &from.layout,
-            d,
-            &to.layout,
-            &ExchangeOptions::default(),
-        )
-        .map(drop);
-        settle(
-            comm,
-            problem,
-            r,
-            ExchangeError::remote_rank,
-            ExchangeError::refused_by_all,
-        )
+        let opts = ExchangeOptions {
+            declined: problem.as_ref().map(cause_of),
+            ..ExchangeOptions::default()
+        };
+        let r = spools_io::redistribute(comm, s, &from.layout, d, &to.layout, &opts);
+        settle(problem, r).map(drop)
     })
 }
 
@@ -252,12 +240,13 @@ pub unsafe extern "C" fn spools_write_file(
         // SAFETY: the caller's contract.
         let d = unsafe { bytes(data, len, "data") }?;
         // SAFETY: the caller's contract.
-        let opts = unsafe { write_options(params) }?;
+        let mut opts = unsafe { write_options(params) }?;
         let comm = w.world.io_communicator()?;
         let problem = share_problem(d.len(), &l.layout, u64::from(comm.rank()), "data")?;
         let d: &[u8] = if problem.is_some() { &[] } else { d };
-        let r = spools_io::file::write(comm, Path::new(path), d, &l.layout, &opts).map(drop);
-        settle(comm, problem, r, FileError::remote_rank, |_| true)
+        opts.declined = problem.as_ref().map(cause_of);
+        let r = spools_io::file::write(comm, Path::new(path), d, &l.layout, &opts);
+        settle(problem, r).map(drop)
     })
 }
 
@@ -311,7 +300,8 @@ pub unsafe extern "C" fn spools_read_file(
         let comm = w.world.io_communicator()?;
         let problem = share_problem(d.len(), &l.layout, u64::from(comm.rank()), "data")?;
         let d: &mut [u8] = if problem.is_some() { &mut [] } else { d };
-        let r = spools_io::file::read(comm, Path::new(path), d, &l.layout, &o).map(drop);
-        settle(comm, problem, r, FileError::remote_rank, |_| true)
+        o.declined = problem.as_ref().map(cause_of);
+        let r = spools_io::file::read(comm, Path::new(path), d, &l.layout, &o);
+        settle(problem, r).map(drop)
     })
 }

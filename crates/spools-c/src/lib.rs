@@ -16,11 +16,11 @@
 // its contract in a `# Safety` section.
 #![allow(clippy::missing_safety_doc)]
 
-mod agree;
 mod am;
 mod args;
 mod coll;
 mod comm;
+mod declined;
 mod dtype;
 mod errmap;
 mod framebuffer;

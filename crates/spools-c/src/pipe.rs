@@ -6,7 +6,6 @@ use spools::Communicator;
 use spools_io::pipe::{PipeName, PipeReader, PipeWriter};
 use spools_io::PipeError;
 
-use crate::agree::agree;
 use crate::args::{bytes, bytes_mut, handle, handle_mut, out, string, Handle};
 use crate::io::share;
 use crate::layout::spools_layout_t;
@@ -76,11 +75,8 @@ fn open(
     let share = usize::try_from(share(&layout.layout, u64::from(comm.rank()))?)
         .map_err(|_| Failure::arg("this rank's share does not fit in memory"))?;
     // Opening fails on every rank when it fails: every rank returns the faulty rank's
-    // status.
-    let end = make(comm).map_err(|e| {
-        let who = e.remote_rank();
-        agree(comm, e.into(), who)
-    })?;
+    // status (a rank that only heard of it gets its kind).
+    let end = make(comm)?;
     Ok(Box::into_raw(Box::new(spools_pipe_t {
         magic: spools_pipe_t::MAGIC,
         end,

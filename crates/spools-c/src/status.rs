@@ -36,7 +36,9 @@ pub enum spools_status_t {
     SPOOLS_ERR_INIT = 8,
     /// The runtime was finalised or aborted before this call.
     SPOOLS_ERR_FINALIZED = 9,
-    /// A function run for this call on another rank failed there (an RPC, a file call).
+    /// A function run for this call on another rank failed there (an RPC), or another rank
+    /// failed a collective call and what it said is not understood (a collective call
+    /// otherwise returns the failing rank's status on every rank).
     SPOOLS_ERR_REMOTE = 10,
     /// A transport or system failure (sockets, shared memory, threads).
     SPOOLS_ERR_TRANSPORT = 11,
@@ -57,34 +59,6 @@ pub enum spools_status_t {
 }
 
 use spools_status_t as S;
-
-impl spools_status_t {
-    /// Every status, in the order of their values.
-    const ALL: [S; 17] = [
-        S::SPOOLS_OK,
-        S::SPOOLS_ERR_INVALID_ARG,
-        S::SPOOLS_ERR_TRUNCATED,
-        S::SPOOLS_ERR_PEER_GONE,
-        S::SPOOLS_ERR_LAYOUT,
-        S::SPOOLS_ERR_IO,
-        S::SPOOLS_ERR_DAMAGED,
-        S::SPOOLS_ERR_NOT_FOUND,
-        S::SPOOLS_ERR_INIT,
-        S::SPOOLS_ERR_FINALIZED,
-        S::SPOOLS_ERR_REMOTE,
-        S::SPOOLS_ERR_TRANSPORT,
-        S::SPOOLS_ERR_VERSION,
-        S::SPOOLS_ERR_INTERRUPTED,
-        S::SPOOLS_ERR_INTERNAL,
-        S::SPOOLS_ERR_UNSUPPORTED,
-        S::SPOOLS_ERR_UNAVAILABLE,
-    ];
-
-    /// The status whose value is `code`, if there is one.
-    pub(crate) fn from_code(code: u32) -> Option<S> {
-        Self::ALL.into_iter().find(|s| *s as u32 == code)
-    }
-}
 
 /// A failed call: its status and its message.
 #[derive(Debug)]

@@ -8,11 +8,11 @@
 use std::ffi::{c_char, c_void};
 use std::net::{SocketAddr, ToSocketAddrs};
 
-use spools::{Communicator, StreamError, StreamFormat, StreamWriter};
+use spools::{Communicator, StreamFormat, StreamWriter};
 use spools_map::Layout;
 
-use crate::agree::agree;
 use crate::args::{bytes, handle, handle_mut, out, string, Handle};
+use crate::declined::decline;
 use crate::framebuffer::{spools_frame_style_t, style_of};
 use crate::io::share;
 use crate::layout::spools_layout_t;
@@ -63,28 +63,6 @@ impl Handle for spools_stream_t {
     }
 }
 
-/// A stream call's failure on every rank (`e`): the faulty rank's status and message
-/// everywhere (every rank got an error, so every rank takes part in the exchange).
-pub(crate) fn agreed(comm: &Communicator, e: StreamError) -> Failure {
-    let who = e.remote_rank();
-    agree(comm, e.into(), who)
-}
-
-/// The outcome of a stream send on this rank: `problem` is this rank's own argument error
-/// (it took part so that the send failed on every rank), `r` the send's result.
-pub(crate) fn settle_send(
-    comm: &Communicator,
-    problem: Option<Failure>,
-    r: Result<(), StreamError>,
-) -> Result<(), Failure> {
-    match (problem, r) {
-        (Some(p), Err(_)) => Err(agree(comm, p, None)),
-        (Some(p), Ok(())) => Err(p),
-        (None, Err(e)) => Err(agreed(comm, e)),
-        (None, Ok(())) => Ok(()),
-    }
-}
-
 /// This rank's argument error when `len` bytes are not its share of `layout`.
 pub(crate) fn share_problem(
     len: usize,
@@ -100,13 +78,6 @@ pub(crate) fn share_problem(
         spools_status_t::SPOOLS_ERR_LAYOUT,
         format!("{what} is {len} bytes, but this rank's share of {layout} is {want} bytes"),
     )))
-}
-
-/// A layout that is no frame (a 1-D array): a rank whose own arguments are wrong sends a
-/// frame of it, so that the header fails here and the send fails on every rank, with
-/// nothing sent.
-pub(crate) fn not_a_frame() -> Result<Layout, Failure> {
-    Ok("u8[1] block on 1".parse::<Layout>()?)
 }
 
 pub(crate) fn dest_addr(dest: &str) -> Result<SocketAddr, Failure> {
@@ -177,10 +148,7 @@ pub unsafe extern "C" fn spools_stream_open(
         let r = &comm;
         // Opening fails on every rank when it fails: every rank returns the faulty rank's
         // status.
-        let writer = StreamWriter::open_proving(r, dest, f, w.world.secret()).map_err(|e| {
-            let who = e.remote_rank();
-            agree(r, e.into(), who)
-        })?;
+        let writer = StreamWriter::open_proving(r, dest, f, w.world.secret())?;
         *stream = Box::into_raw(Box::new(spools_stream_t {
             magic: spools_stream_t::MAGIC,
             writer: Some(writer),
@@ -219,14 +187,16 @@ pub unsafe extern "C" fn spools_stream_send(
         let Some(wr) = s.writer.as_mut() else {
             return Err(Failure::arg("the stream is closed"));
         };
-        // A wrong share takes part as it is: the send then fails on every rank (the
-        // stream's own check of the share), and every rank reports this rank's status.
+        // A rank with a wrong share declines its part: the send fails on every rank,
+        // and every rank reports this rank's status.
         let (problem, d) = match d {
             Ok(d) => (share_problem(len, &l.layout, s.comm.rank(), "data")?, d),
             Err(f) => (Some(f), &[][..]),
         };
-        let r = wr.send_adu(d, &l.layout);
-        settle_send(&s.comm, problem, r)
+        match problem {
+            Some(p) => Err(decline(p, |why| wr.decline_send(why))),
+            None => Ok(wr.send_adu(d, &l.layout)?),
+        }
     })
 }
 
@@ -280,13 +250,11 @@ pub unsafe extern "C" fn spools_stream_send_frame(
             (Ok(d), Ok(st)) => (share_problem(len, &l.layout, s.comm.rank(), "data")?, d, st),
             (Err(f), _) | (_, Err(f)) => (Some(f), &[][..], Default::default()),
         };
-        let r = if problem.is_some() {
-            // Take part with a layout that is no frame: nothing is sent anywhere.
-            wr.send_frame(&st, &[], &not_a_frame()?)
-        } else {
-            wr.send_frame(&st, d, &l.layout)
-        };
-        settle_send(&s.comm, problem, r)
+        match problem {
+            // Nothing is sent anywhere.
+            Some(p) => Err(decline(p, |why| wr.decline_send(why))),
+            None => Ok(wr.send_frame(&st, d, &l.layout)?),
+        }
     })
 }
 

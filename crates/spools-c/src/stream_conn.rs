@@ -14,10 +14,11 @@ use spools::{Communicator, FrameStyle, StreamConnection, StreamId, StreamOptions
 use spools_map::Layout;
 
 use crate::args::{bytes, handle, handle_mut, out, string, Handle};
+use crate::declined::decline;
 use crate::framebuffer::{spools_frame_style_t, style_of};
 use crate::layout::spools_layout_t;
 use crate::status::{guard, spools_status_t, Failure};
-use crate::stream::{agreed, dest_addr, settle_send, share_problem};
+use crate::stream::{dest_addr, share_problem};
 use crate::world::spools_world_t;
 
 /// `spools_stream_options_t.field_mask` bit: `tu` is set.
@@ -119,13 +120,6 @@ impl spools_stream_conn_t {
     }
 }
 
-/// Takes this rank's part in a send whose arguments are wrong here: a send of stream 0
-/// (never open), which fails here before anything is sent, and so on every rank (every
-/// send starts with the same agreement on its local checks).
-fn take_part_failing(c: &mut StreamConnection) -> Result<(), spools::StreamError> {
-    c.send_var(StreamId::new(0), &[])
-}
-
 /// Opens a connection to `dest` (`"HOST:PORT"` or `"tcp:HOST:PORT"`: `spools view`,
 /// `spools recv`, or any receiver of the stream format) of `links` TCP links, for several
 /// streams (`spools_stream_conn_open_stream()`); its links prove the job's secret to a
@@ -173,7 +167,7 @@ pub unsafe extern "C" fn spools_stream_connect(
         let comm = w.world.io_communicator()?.clone();
         let r = &comm;
         let c = StreamConnection::open_proving(r, dest, links, w.world.secret())
-            .map_err(|e| agreed(r, e))?;
+            .map_err(Failure::from)?;
         *conn = Box::into_raw(Box::new(spools_stream_conn_t {
             magic: spools_stream_conn_t::MAGIC,
             conn: Some(c),
@@ -276,11 +270,8 @@ pub unsafe extern "C" fn spools_stream_conn_send(
         match checked {
             Ok(d) => c
                 .send_adu(StreamId::new(stream), d, &l.layout)
-                .map_err(|e| agreed(comm, e)),
-            Err(p) => {
-                let r = take_part_failing(c);
-                settle_send(comm, Some(p), r)
-            }
+                .map_err(Failure::from),
+            Err(p) => Err(decline(p, |why| c.decline_send(why))),
         }
     })
 }
@@ -308,16 +299,10 @@ pub unsafe extern "C" fn spools_stream_conn_send_var(
         let h = unsafe { handle_mut(conn) }?;
         // SAFETY: the caller's contract.
         let d = unsafe { bytes(data, len, "data") };
-        let (c, comm) = h.open()?;
+        let (c, _) = h.open()?;
         match d {
-            Ok(d) => c
-                .send_var(StreamId::new(stream), d)
-                .map_err(|e| agreed(comm, e)),
-            Err(p) => {
-                // Stream 0 is never open: the send fails on every rank.
-                let r = c.send_var(StreamId::new(0), &[]);
-                settle_send(comm, Some(p), r)
-            }
+            Ok(d) => c.send_var(StreamId::new(stream), d).map_err(Failure::from),
+            Err(p) => Err(decline(p, |why| c.decline_send(why))),
         }
     })
 }
@@ -386,11 +371,8 @@ pub unsafe extern "C" fn spools_stream_conn_send_group(
         let (c, comm) = h.open()?;
         // SAFETY: the caller's contract.
         match unsafe { group_items(items, count, comm.rank()) } {
-            Ok(v) => c.send_group(group, &v).map_err(|e| agreed(comm, e)),
-            Err(p) => {
-                let r = take_part_failing(c);
-                settle_send(comm, Some(p), r)
-            }
+            Ok(v) => c.send_group(group, &v).map_err(Failure::from),
+            Err(p) => Err(decline(p, |why| c.decline_send(why))),
         }
     })
 }
@@ -442,11 +424,8 @@ pub unsafe extern "C" fn spools_stream_conn_send_frame(
         match checked {
             Ok((d, st)) => c
                 .send_frame(StreamId::new(stream), &st, d, &l.layout)
-                .map_err(|e| agreed(comm, e)),
-            Err(p) => {
-                let r = take_part_failing(c);
-                settle_send(comm, Some(p), r)
-            }
+                .map_err(Failure::from),
+            Err(p) => Err(decline(p, |why| c.decline_send(why))),
         }
     })
 }
@@ -480,12 +459,9 @@ pub unsafe extern "C" fn spools_stream_conn_send_frames(
             Ok(v) => {
                 let refs: Vec<(StreamId, &FrameStyle, &[u8], &Layout)> =
                     v.iter().map(|(id, st, d, l)| (*id, st, *d, *l)).collect();
-                c.send_frames(group, &refs).map_err(|e| agreed(comm, e))
+                c.send_frames(group, &refs).map_err(Failure::from)
             }
-            Err(p) => {
-                let r = take_part_failing(c);
-                settle_send(comm, Some(p), r)
-            }
+            Err(p) => Err(decline(p, |why| c.decline_send(why))),
         }
     })
 }
@@ -566,9 +542,8 @@ pub unsafe extern "C" fn spools_stream_conn_close_stream(
     guard(|| {
         // SAFETY: the caller's contract.
         let h = unsafe { handle_mut(conn) }?;
-        let (c, comm) = h.open()?;
-        c.close_stream(StreamId::new(stream))
-            .map_err(|e| agreed(comm, e))
+        let (c, _) = h.open()?;
+        c.close_stream(StreamId::new(stream)).map_err(Failure::from)
     })
 }
 
@@ -596,7 +571,7 @@ pub unsafe extern "C" fn spools_stream_conn_close(
         let mut b = unsafe { Box::from_raw(conn) };
         b.magic = 0;
         match b.conn.take() {
-            Some(c) => c.close().map_err(|e| agreed(&b.comm, e)),
+            Some(c) => c.close().map_err(Failure::from),
             None => Ok(()),
         }
     })

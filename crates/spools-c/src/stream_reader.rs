@@ -5,11 +5,11 @@
 
 use std::ffi::{c_char, c_void};
 
-use spools::{AduInfo, Communicator, StreamReader, StreamRecvError};
+use spools::{AduInfo, Communicator, StreamReader};
 use spools_io::stream::Limits;
 
-use crate::agree::agree;
 use crate::args::{bytes_mut, give_string, handle, handle_mut, maybe_out, out, string, Handle};
+use crate::declined::decline;
 use crate::layout::spools_layout_t;
 use crate::status::{guard, spools_status_t, Failure};
 use crate::stream::dest_addr;
@@ -54,21 +54,6 @@ impl Handle for spools_stream_reader_t {
     fn magic(&self) -> u64 {
         self.magic
     }
-}
-
-/// The rank a receiving error names as the one at fault.
-fn remote(e: &StreamRecvError) -> Option<u32> {
-    match e {
-        StreamRecvError::Remote { rank } => Some(*rank),
-        StreamRecvError::Exchange(x) => x.remote_rank(),
-        _ => None,
-    }
-}
-
-/// A receiving call's failure on every rank (`e`): the faulty rank's status everywhere.
-fn agreed(comm: &Communicator, e: StreamRecvError) -> Failure {
-    let who = remote(&e);
-    agree(comm, e.into(), who)
 }
 
 impl spools_stream_reader_t {
@@ -131,7 +116,7 @@ pub unsafe extern "C" fn spools_stream_listen(
         let reader = unsafe { out(reader, "reader") }?;
         let comm = w.world.io_communicator()?.clone();
         let c = &comm;
-        let r = StreamReader::listen(c, addr, Limits::default()).map_err(|e| agreed(c, e))?;
+        let r = StreamReader::listen(c, addr, Limits::default()).map_err(Failure::from)?;
         *reader = Box::into_raw(Box::new(spools_stream_reader_t {
             magic: spools_stream_reader_t::MAGIC,
             address: r.local_addr().to_string(),
@@ -192,8 +177,8 @@ pub unsafe extern "C" fn spools_stream_reader_next(
         let h = unsafe { handle_mut(reader) }?;
         // SAFETY: the caller's contract.
         let got = unsafe { out(got, "got") }?;
-        let (r, comm) = h.open()?;
-        let i = r.next_adu().map_err(|e| agreed(comm, e))?;
+        let (r, _) = h.open()?;
+        let i = r.next_adu().map_err(Failure::from)?;
         // SAFETY: the caller's contract.
         unsafe { tell(i, info, got) };
         Ok(())
@@ -231,22 +216,17 @@ pub unsafe extern "C" fn spools_stream_reader_recv(
         let got = unsafe { out(got, "got") }?;
         // SAFETY: the caller's contract.
         let b = unsafe { bytes_mut(buf, len, "buf") };
-        let (r, comm) = h.open()?;
+        let (r, _) = h.open()?;
         match b {
             Ok(b) => {
-                let i = r.recv_adu(b, &l.layout).map_err(|e| agreed(comm, e))?;
+                let i = r.recv_adu(b, &l.layout).map_err(Failure::from)?;
                 // SAFETY: the caller's contract.
                 unsafe { tell(i, info, got) };
                 Ok(())
             }
-            Err(p) => {
-                // Take part with no buffer: the receive fails on every rank (unless this
-                // rank's share is empty), and every rank reports this rank's status.
-                match r.recv_adu(&mut [], &l.layout) {
-                    Err(_) => Err(agree(comm, p, None)),
-                    Ok(_) => Err(p),
-                }
-            }
+            // This rank declines its part: the receive fails on every rank (the ADU stays
+            // the next one), and every rank reports this rank's status.
+            Err(p) => Err(decline(p, |why| r.decline_recv(why))),
         }
     })
 }
@@ -273,8 +253,8 @@ pub unsafe extern "C" fn spools_stream_reader_skip(
         let h = unsafe { handle_mut(reader) }?;
         // SAFETY: the caller's contract.
         let got = unsafe { out(got, "got") }?;
-        let (r, comm) = h.open()?;
-        let i = r.skip_adu().map_err(|e| agreed(comm, e))?;
+        let (r, _) = h.open()?;
+        let i = r.skip_adu().map_err(Failure::from)?;
         // SAFETY: the caller's contract.
         unsafe { tell(i, info, got) };
         Ok(())

@@ -1,14 +1,38 @@
 //! Steps every I/O operation shares across its ranks: agreeing on the outcome of a local
 //! step, checking that a layout's units fit the ranks, and a rank's share of a layout.
 
-use crate::error::{ExchangeError, Side};
+use crate::error::{Cause, ExchangeError, Side, Told};
 
-/// The collective agreement after a local step: every rank learns whether any failed.
-/// This rank's own error wins; otherwise the first failing rank is named by `remote`.
-pub(crate) fn agree_on_outcome<T, E: From<spools_msg::MsgError>>(
+/// The collective end of a step every rank of `comm` takes: every rank learns whether any
+/// failed, and why. Ranks that succeeded learn the first failing rank's [`Cause`] (its
+/// error's kind and message, told by that rank alone) as `remote(rank, cause)`; a rank
+/// that failed keeps its own error. On success it costs one small allreduce.
+///
+/// The bindings (Python, C, the MPI ABI) call it for their own collective steps, so that
+/// every rank maps one error to its class.
+///
+/// ```
+/// use spools_io::{agree_on_outcome, Cause, ErrorKind, FileError};
+/// let world = spools::init()?;
+/// let comm = world.communicator();
+/// let local: Result<u32, FileError> = Ok(7);
+/// let v = agree_on_outcome(comm, local, |e| Cause::of(e.kind(), e), |rank, cause| {
+///     FileError::Remote { rank, path: "x".into(), cause }
+/// })?;
+/// assert_eq!(v, 7);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// This rank's own error (it wins even when the agreement fails too: a peer that failed
+/// first may have ended the job already, and this rank's error is the cause it knows);
+/// else `remote` naming the first failing rank and its cause; else the messaging error
+/// of a failed agreement.
+pub fn agree_on_outcome<T, E: From<spools_msg::MsgError>>(
     comm: &spools_msg::Communicator,
     local: Result<T, E>,
-    remote: impl FnOnce(u32) -> E,
+    cause: impl FnOnce(&E) -> Cause,
+    remote: impl FnOnce(u32, Cause) -> E,
 ) -> Result<T, E> {
     let flag = [match &local {
         Ok(_) => u32::MAX,
@@ -16,14 +40,36 @@ pub(crate) fn agree_on_outcome<T, E: From<spools_msg::MsgError>>(
     }];
     let mut first = [0u32];
     let agreed = comm.allreduce(&flag, &mut first, &spools_msg::Op::Min);
-    // This rank's own error wins, even when the agreement fails too (a peer that failed
-    // first may have ended the job already): it is the cause this rank knows.
-    match (local, agreed, first[0]) {
-        (Err(e), _, _) => Err(e),
-        (Ok(_), Err(e), _) => Err(e.into()),
-        (Ok(v), Ok(()), u32::MAX) => Ok(v),
-        (Ok(_), Ok(()), rank) => Err(remote(rank)),
+    let first = match (local, agreed) {
+        (Err(e), Err(_)) => return Err(e),
+        (Ok(_), Err(e)) => return Err(e.into()),
+        (Ok(v), Ok(())) if first[0] == u32::MAX => return Ok(v),
+        (local, Ok(())) => (local, first[0]),
+    };
+    let (local, first) = first;
+    // The first failing rank tells the others why.
+    let told = match &local {
+        Err(e) if comm.rank() == first => cause(e).encode(),
+        _ => Vec::new(),
+    };
+    let heard = comm.bcast_bytes(first, &told);
+    match (local, heard) {
+        (Err(e), _) => Err(e),
+        (Ok(_), Ok(bytes)) => Err(remote(first, Cause::decode(&bytes))),
+        (Ok(_), Err(e)) => Err(e.into()),
     }
+}
+
+/// [`agree_on_outcome`] for the errors of this crate, which tell their own kind.
+pub(crate) fn agree<T, E>(
+    comm: &spools_msg::Communicator,
+    local: Result<T, E>,
+    remote: impl FnOnce(u32, Cause) -> E,
+) -> Result<T, E>
+where
+    E: From<spools_msg::MsgError> + Told,
+{
+    agree_on_outcome(comm, local, Told::cause, remote)
 }
 
 /// Checks that `layout` has no more units than `ranks` (rank `r` holds unit `r`: a unit

@@ -20,9 +20,10 @@ mod settings;
 pub mod stream;
 mod untrusted;
 
+pub use collective::agree_on_outcome;
 pub use crc::crc32c;
 pub use error::{
-    ChunkDefect, ErrorKind, ExchangeError, FileError, FormatDefect, FrameError, Hdf5Error,
+    Cause, ChunkDefect, ErrorKind, ExchangeError, FileError, FormatDefect, FrameError, Hdf5Error,
     NpyError, PipeError, PipeStep, PipeViolation, Side, StreamError, StreamRecvError, ZarrError,
 };
 #[doc(hidden)]

@@ -4,7 +4,7 @@ use crate::{file, pipe};
 
 /// Feeds untrusted bytes to every decoder of the I/O layer (pipe hellos and frames, `.npy`
 /// headers, manifests, checksum sidecars, single-copy descriptors, Zarr metadata, shards
-/// and chunks) and returns how many
+/// and chunks, a failing rank's cause) and returns how many
 /// accepted them. For fuzzing and garbage tests: it must never panic, hang, or allocate
 /// beyond the input's size.
 #[doc(hidden)]
@@ -16,5 +16,6 @@ pub fn decode_untrusted(data: &[u8]) -> usize {
     ok += usize::from(file::Sums::parse(std::path::Path::new("fuzz"), data).is_ok());
     ok += file::decode_zarr(data);
     ok += crate::exchange::decode_any(data);
+    ok += usize::from(crate::error::Cause::decode(data).kind != crate::ErrorKind::Remote);
     ok
 }

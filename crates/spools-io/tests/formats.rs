@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use spools::Layout;
 use spools_io::file::{self, Format, ReadOptions, WriteOptions};
-use spools_io::ErrorKind;
+use spools_io::{Cause, ErrorKind};
 use spools_testkit::{
     assert_ok, checked, e, kill_when_signalled, listing, rank_main, signal_file, tempdir, Job, Rng,
     Tmpfs,
@@ -197,6 +197,24 @@ fn ranks() {
                         Err(x) => report_failure(&dir, me, &x)?,
                     }
                 }
+                "write-declined" => {
+                    // The last rank's binding found its part wrong and declines it.
+                    let v: u32 = e(version.parse())?;
+                    let last = w.size() - 1;
+                    let opts = WriteOptions {
+                        declined: (me == last).then(|| Cause::new(ErrorKind::WrongType, DECLINED)),
+                        ..opts
+                    };
+                    let data = if me == last {
+                        Vec::new()
+                    } else {
+                        share(&l, me.into(), v)?
+                    };
+                    match file::write(comm, &path, &data, &l, &opts) {
+                        Ok(_) => return Err("the write succeeded".into()),
+                        Err(x) => report_failure(&dir, me, &x)?,
+                    }
+                }
                 "write-forever" => {
                     // Versions 1, 2, ...; once version 3 has committed, rank 1 says so
                     // with its pid, and the test kills it during a later write.
@@ -296,6 +314,9 @@ fn failures(dir: &Path, n: u32) -> Vec<(String, String)> {
         })
         .collect()
 }
+
+/// What the last rank's binding says when it declines its part.
+const DECLINED: &str = "a: dtype int64 is not the layout's u32";
 
 /// A fresh directory for one case of one test.
 fn case_dir(root: &Path, case: &Case) -> PathBuf {
@@ -467,5 +488,62 @@ fn a_full_file_system_fails_the_write_on_every_rank_and_keeps_the_version_before
         let o = job(T, 3, "read", case, &f, &rl, "1").run();
         assert!(o.status.success(), "{}: {}", case.name, o.stderr);
         drop(fs);
+    }
+}
+
+#[test]
+fn a_declined_part_fails_the_write_on_every_rank_with_its_cause() {
+    const T: &str = "a_declined_part_fails_the_write_on_every_rank_with_its_cause";
+    ranks();
+    let root = tempdir("formats-declined");
+    for (i, case) in FORMATS.iter().enumerate() {
+        let d = case_dir(root.path(), case);
+        let f = d.join("data");
+        let seed = 0xdec1_0000 + i as u64 * 16;
+        assert_ok(&job(T, 4, "write", case, &f, &random_layout(SHAPE, 4, seed), "1").run());
+        let before = listing(&d);
+        let o = job(
+            T,
+            4,
+            "write-declined",
+            case,
+            &f,
+            &random_layout(SHAPE, 4, seed + 1),
+            "2",
+        )
+        .run();
+        assert!(o.status.success(), "{}: {}", case.name, o.stderr);
+        // Every rank fails with the declining rank's kind and message; the others name it.
+        for (r, (kind, msg)) in failures(&d, 4).into_iter().enumerate() {
+            assert_eq!(kind, "WrongType", "{}: rank {r}: {msg}", case.name);
+            assert!(msg.contains(DECLINED), "{}: rank {r}: {msg}", case.name);
+            assert!(
+                r == 3 || msg.contains("rank 3"),
+                "{}: rank {r}: {msg}",
+                case.name
+            );
+        }
+        // Nothing was touched: the same files, and version 1 reads.
+        let after: Vec<String> = listing(&d)
+            .into_iter()
+            .filter(|p| !p.contains("err-"))
+            .collect();
+        let before: Vec<String> = before.into_iter().filter(|p| !p.contains("err-")).collect();
+        assert_eq!(
+            after, before,
+            "{}: the declined write changed the files",
+            case.name
+        );
+        let o = job(
+            T,
+            3,
+            "read",
+            case,
+            &f,
+            &random_layout(SHAPE, 3, seed + 2),
+            "1",
+        )
+        .run();
+        assert!(o.status.success(), "{}: {}", case.name, o.stderr);
     }
 }

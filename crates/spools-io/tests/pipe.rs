@@ -125,7 +125,7 @@ fn a_pipe_end_alone_times_out_naming_the_missing_side() {
             match (w.rank(), r) {
                 (0, Err(spools_io::PipeError::Timeout { side, secs: 1, .. }))
                     if side == missing => {}
-                (1, Err(spools_io::PipeError::Remote { rank: 0 })) => {}
+                (1, Err(spools_io::PipeError::Remote { rank: 0, .. })) => {}
                 (_, r) => return Err(format!("{name}: {r:?}")),
             }
         }

@@ -156,6 +156,7 @@ fn redistribute_rank(w: &spools::World) -> Result<(), String> {
             transfer_unit: [7, 100, 4096, 40_000, 100_000, 1 << 20][rng.below(6) as usize],
             window: 1 + rng.below(3) as usize,
             single_copy: rng.below(4) != 0,
+            declined: None,
         };
         // Each rank picks its own kind of buffers on each side (ordinary or shared
         // heap), so that every mix between two ranks occurs.
@@ -186,8 +187,36 @@ fn redistribute_rank(w: &spools::World) -> Result<(), String> {
                 need: 100, got: 10, ..
             }),
         ) => {}
-        (_, Err(spools::ExchangeError::Remote { rank: 0 })) if me > 0 => {}
+        // The others learn rank 0's kind and message.
+        (_, Err(spools::ExchangeError::Remote { rank: 0, cause }))
+            if me > 0
+                && cause.kind == spools_io::ErrorKind::Mismatch
+                && cause.message.contains("holds 10 bytes") => {}
         (_, r) => return Err(format!("small buffer: {r:?}")),
+    }
+    // A binding declining the last rank's part (its own argument check failed): every rank
+    // fails before anything moves, the others with that rank's cause.
+    let last = n - 1;
+    let why = spools_io::Cause::new(spools_io::ErrorKind::WrongType, "int64 is not float64");
+    let opts = ExchangeOptions {
+        declined: (me == last).then(|| why.clone()),
+        ..ExchangeOptions::default()
+    };
+    let mut out = vec![7u8; 100];
+    let src = if me == last {
+        Vec::new()
+    } else {
+        vec![1u8; 100]
+    };
+    let r = spools_io::redistribute(e(w.io_communicator())?, &src, &l, &mut out, &l, &opts);
+    match r {
+        Err(spools::ExchangeError::Declined(c)) if me == last && c == why => {}
+        Err(spools::ExchangeError::Remote { rank, cause })
+            if me != last && u64::from(rank) == last && cause == why => {}
+        r => return Err(format!("declined: {r:?}")),
+    }
+    if out != [7u8; 100] {
+        return Err("a refused exchange moved data".into());
     }
     Ok(())
 }

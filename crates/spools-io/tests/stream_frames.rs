@@ -113,7 +113,7 @@ fn a_job_streams_frames_of_any_distribution() {
             };
             match (me, c.send_frame(three, &odd, &d3, &l3)) {
                 (1, Err(StreamError::Frame(_))) => {}
-                (_, Err(StreamError::Remote { rank: 1 })) if me != 1 => {}
+                (_, Err(StreamError::Remote { rank: 1, .. })) if me != 1 => {}
                 (_, other) => return Err(format!("a style rank 1 got wrong: {other:?}")),
             }
             e(c.close())?;

@@ -165,7 +165,7 @@ fn a_job_receives_adus_into_its_layouts_over_1_to_5_links() {
         let first = listen(&w, "unused")?;
         match StreamReader::listen(w.communicator(), first.local_addr(), Limits::default()) {
             Err(StreamRecvError::Bind { .. }) if me == 0 => {}
-            Err(StreamRecvError::Remote { rank: 0 }) if me != 0 => {}
+            Err(StreamRecvError::Remote { rank: 0, .. }) if me != 0 => {}
             Err(other) => return Err(format!("listening twice: {other}")),
             Ok(_) => return Err("listened twice at one address".into()),
         }
@@ -262,7 +262,7 @@ fn variable_sizes(w: &spools::World) -> Result<(), String> {
             let mut b = vec![0u8; share(&l, me) + extra];
             match (me, r.recv_adu(&mut b, &l)) {
                 (2, Err(StreamRecvError::BufferSize { need, got })) if got == need + 1 => {}
-                (0 | 1 | 3, Err(StreamRecvError::Remote { rank: 2 })) => {}
+                (0 | 1 | 3, Err(StreamRecvError::Remote { rank: 2, .. })) => {}
                 (_, other) => return Err(format!("a buffer of the wrong size: {other:?}")),
             }
         }

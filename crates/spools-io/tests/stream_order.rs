@@ -112,7 +112,7 @@ fn streams_on_one_connection_keep_their_order_and_their_group_in_step() {
         };
         expect_err(c.send_adu(late, &bad, &six), |x| match x {
             StreamError::BufferSize { need: 2, got: 5 } => me == 2,
-            StreamError::Remote { rank: 2 } => me != 2,
+            StreamError::Remote { rank: 2, .. } => me != 2,
             _ => false,
         })?;
         expect_err(c.send_var(late, b"x"), |x| {
@@ -164,7 +164,7 @@ fn streams_on_one_connection_keep_their_order_and_their_group_in_step() {
         let r = StreamConnection::open(w.communicator(), dead, 2).map(|_| ());
         expect_err(r, |x| match x {
             StreamError::Unreachable { link, .. } => u32::from(*link) == me,
-            StreamError::Remote { rank: 0 } => me >= 2,
+            StreamError::Remote { rank: 0, .. } => me >= 2,
             _ => false,
         })?;
         e(w.finalize())

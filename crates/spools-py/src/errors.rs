@@ -116,23 +116,58 @@ pub(crate) fn msg_kind(e: &MsgError) -> Kind {
     }
 }
 
-/// A parallel-file error of kind `kind` (its [`spools_io::FileError::kind`]) as its
-/// exception, with message `msg`; the C interface's statuses follow the same kinds
-/// (`spools-c/src/errmap.rs`). `Transfer` errors are classified by the messaging or
-/// exchange error they wrap before they get here; one that does is a `SpoolsError`.
-pub(crate) fn from_file_kind(kind: ErrorKind, msg: String) -> PyErr {
+/// An I/O error (a parallel file, an exchange, a pipe, a stream) as its exception: one
+/// class per [`ErrorKind`], with message `msg` (the C interface's statuses follow the same
+/// kinds: `spools-c/src/errmap.rs`). A messaging failure (`Transfer`) is classified by
+/// the messaging error it wraps (`wrapped`). A rank that only heard of another rank's
+/// failure gets that rank's kind, so every rank raises one class.
+pub(crate) fn from_io(kind: ErrorKind, wrapped: Option<&MsgError>, msg: String) -> PyErr {
     let class = match kind {
         ErrorKind::Damaged => Kind::FileDamage,
         ErrorKind::Unsupported => Kind::Unsupported,
         ErrorKind::BadArgument => Kind::InvalidArgument,
         ErrorKind::Unavailable => Kind::Unavailable,
         ErrorKind::Mismatch => Kind::Layout,
-        ErrorKind::Io => Kind::Transport,
-        ErrorKind::Transfer | ErrorKind::Remote => Kind::Spools,
+        ErrorKind::Io | ErrorKind::Transport => Kind::Transport,
+        ErrorKind::PeerGone => Kind::PeerGone,
+        ErrorKind::Transfer => wrapped.map_or(Kind::Spools, msg_kind),
+        ErrorKind::Remote => Kind::Spools,
+        ErrorKind::WrongType => return pyo3::exceptions::PyTypeError::new_err(msg),
         ErrorKind::NotFound => return pyo3::exceptions::PyFileNotFoundError::new_err(msg),
         ErrorKind::Exists => return pyo3::exceptions::PyFileExistsError::new_err(msg),
     };
     raise(class, msg)
+}
+
+/// The messaging error an exchange error wraps, if any.
+pub(crate) fn exchange_msg(e: &spools_io::ExchangeError) -> Option<&MsgError> {
+    match e {
+        spools_io::ExchangeError::Msg(m) => Some(m),
+        _ => None,
+    }
+}
+
+/// What this rank tells the others when its own check of a collective call's arguments
+/// raised `e` (it takes part only to fail; see `spools_io::ExchangeOptions::declined`):
+/// the kind [`from_io`] maps back to `e`'s class (or a base of it) and `e`'s message.
+pub(crate) fn declined(py: Python<'_>, e: &PyErr) -> spools_io::Cause {
+    let is = |name: &str| {
+        py.import("spools.errors")
+            .and_then(|m| m.getattr(name))
+            .map(|c| e.get_type(py).is_subclass(&c).unwrap_or(false))
+            .unwrap_or(false)
+    };
+    let kind = if e.is_instance_of::<pyo3::exceptions::PyTypeError>(py) {
+        ErrorKind::WrongType
+    } else if is("LayoutError") {
+        ErrorKind::Mismatch
+    } else if e.is_instance_of::<pyo3::exceptions::PyValueError>(py) {
+        ErrorKind::BadArgument
+    } else {
+        ErrorKind::Remote
+    };
+    let msg = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
+    spools_io::Cause::new(kind, msg)
 }
 
 /// A messaging error as its exception.

@@ -9,36 +9,24 @@ use std::path::PathBuf;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use spools::Communicator;
 use spools_io::file::{self, Commit, FileStats, Format, ReadOptions, WriteOptions};
 use spools_io::FileError;
 
 use crate::buffer::Access;
 use crate::comm::Comm;
 use crate::errors::{self, Kind};
-use crate::layout::agree::agree;
 use crate::layout::layout_arg;
 use crate::layout::redistribute::{check_part, check_units, destination, io_comm};
 use crate::runtime;
 use common::{file_error, Op};
 
 /// The outcome of a collective file call on this rank: `problem` is this rank's own
-/// argument error (it took part with nothing). When the call failed (on every rank),
-/// the ranks agree on the exception (see `layout/agree.rs`).
-fn settle<T>(
-    py: Python<'_>,
-    comm: &Communicator,
-    problem: Option<PyErr>,
-    r: Result<T, FileError>,
-    op: Op,
-) -> PyResult<T> {
+/// argument error (it took part only to fail, telling the others: the options'
+/// `declined`), raised here; else the call's error, of the same class on every rank.
+fn settle<T>(problem: Option<PyErr>, r: Result<T, FileError>, op: Op) -> PyResult<T> {
     match (problem, r) {
-        (Some(p), Err(_)) => Err(agree(py, comm, p, None)),
-        (Some(p), Ok(_)) => Err(p),
-        (None, Err(e)) => {
-            let remote = e.remote_rank();
-            Err(agree(py, comm, file_error(e, op), remote))
-        }
+        (Some(p), _) => Err(p),
+        (None, Err(e)) => Err(file_error(e, op)),
         (None, Ok(s)) => Ok(s),
     }
 }
@@ -90,7 +78,8 @@ impl Comm {
     /// new bytes). With `sync=True` (default) the data is durable when the call returns. The GIL is
     /// released. Raises `LayoutError` for a layout with more units than ranks,
     /// `TypeError`/`ValueError` for a part of the wrong dtype or size (the other ranks
-    /// then raise `SpoolsError`), `TransportError` when the file cannot be written.
+    /// raise the same class, naming that rank), `TransportError` when the file cannot be
+    /// written. Every rank raises one class: the failing rank's.
     #[pyo3(signature = (path, a, layout, format = "npy", dirs = None, sync = true, node_local = false, in_place = false))]
     #[allow(clippy::too_many_arguments)]
     fn write_file<'py>(
@@ -124,10 +113,11 @@ impl Comm {
             } else {
                 Commit::Replace
             },
+            declined: problem.as_ref().map(|p| errors::declined(py, p)),
             ..WriteOptions::default()
         };
         let r = runtime::blocking(py, || file::write(&comm, &path, data, &l, &opts));
-        let s = settle(py, &comm, problem, r, Op::Write)?;
+        let s = settle(problem, r, Op::Write)?;
         stats_dict(py, &s)
     }
 
@@ -141,8 +131,8 @@ impl Comm {
     /// on the fly. Raises `FileDamageError` for damage beyond repair (a failed checksum, a
     /// missing unit of a RAID-0 file, two losses in one RAID-5 row, a damaged manifest or
     /// header), `LayoutError` when the file holds another dataset (dtype, shape or size)
-    /// than `layout` describes, `FileNotFoundError` for a missing file (rank 0, which
-    /// looks first; the others raise `SpoolsError`).
+    /// than `layout` describes, `FileNotFoundError` for a missing file (rank 0
+    /// looks first; the others raise it too, naming rank 0).
     #[pyo3(signature = (path, layout, out = None))]
     fn read_file<'py>(
         slf: &Bound<'py, Self>,
@@ -167,10 +157,12 @@ impl Comm {
             Some((_, v)) => unsafe { v.bytes_mut() },
             None => &mut [],
         };
-        let r = runtime::blocking(py, || {
-            file::read(&comm, &path, data, &l, &ReadOptions::default())
-        });
-        settle(py, &comm, problem, r, Op::Read)?;
+        let opts = ReadOptions {
+            declined: problem.as_ref().map(|p| errors::declined(py, p)),
+            ..ReadOptions::default()
+        };
+        let r = runtime::blocking(py, || file::read(&comm, &path, data, &l, &opts));
+        settle(problem, r, Op::Read)?;
         match dest {
             Some((arr, _)) => Ok(arr),
             None => Err(errors::raise(Kind::Spools, "read_file: no destination")),

@@ -2,10 +2,7 @@
 //! (a wrapper of `spools_map::Layout`), and the plan summary between two layouts.
 //! `Comm.redistribute` is in `layout/redistribute.rs`.
 
-pub(crate) mod agree;
 pub(crate) mod redistribute;
-
-pub(crate) use redistribute::exchange_error;
 
 use numpy::PyArrayDescr;
 use pyo3::prelude::*;

@@ -23,7 +23,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyModule;
 use spools::Communicator;
 use spools_io::pipe::PipeName;
-use spools_io::{ExchangeError, PipeError};
+use spools_io::PipeError;
 use spools_map::Layout;
 
 use crate::comm::Comm;
@@ -31,38 +31,18 @@ use crate::errors::{self, Kind};
 use crate::runtime;
 use crate::world::World;
 
-/// The kind of an exchange error.
-pub(crate) fn exchange_kind(e: &ExchangeError) -> Kind {
-    match e {
-        ExchangeError::Msg(m) => errors::msg_kind(m),
-        ExchangeError::Plan(_) | ExchangeError::Layout(_) => Kind::Layout,
-        _ => Kind::Spools,
-    }
-}
-
-/// A pipe error as its exception.
+/// A pipe error as its exception, by its kind (`PipeError::kind`).
 fn pipe_error(e: PipeError) -> PyErr {
-    let kind = match &e {
-        PipeError::Exchange(x) => exchange_kind(x),
-        PipeError::Msg(m) => errors::msg_kind(m),
-        PipeError::Plan(_)
-        | PipeError::Layout(_)
-        | PipeError::Mismatch { .. }
-        | PipeError::PeerTooManyUnits { .. } => Kind::Layout,
-        PipeError::PeerGone { .. } => Kind::PeerGone,
-        PipeError::Io { .. } | PipeError::Protocol { .. } | PipeError::Checksum { .. } => {
-            Kind::Transport
-        }
-        PipeError::BadName(_) | PipeError::BufferSize { .. } => {
-            return errors::value_error(e.to_string())
-        }
-        _ => Kind::Spools,
+    let wrapped = match &e {
+        PipeError::Msg(m) => Some(m),
+        PipeError::Exchange(x) => errors::exchange_msg(x),
+        _ => None,
     };
     let msg = match std::error::Error::source(&e) {
         Some(s) if matches!(e, PipeError::Io { .. }) => format!("{e}: {s}"),
         _ => e.to_string(),
     };
-    errors::raise(kind, msg)
+    errors::from_io(e.kind(), wrapped, msg)
 }
 
 /// The communicator a pipe or stream runs on: the communicator's I/O duplicate (made by

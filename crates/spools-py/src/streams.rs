@@ -85,8 +85,10 @@ impl StreamWriter {
                 .with(py, |w| w.send_adu(v.bytes(), &l))?
                 .map_err(stream_error),
             Err(e) => {
-                // Take part with an empty share: every rank then fails the call together.
-                let _ = self.with(py, |w| w.send_adu(&[], &l));
+                // Decline this rank's part: every rank fails the call together, with
+                // this rank's class and message.
+                let why = errors::declined(py, &e);
+                let _ = self.with(py, |w| w.decline_send(why));
                 // A Ctrl-C that ended that wait wins, as it does in every call.
                 Err(crate::interrupt::take_interrupt().unwrap_or(e))
             }
@@ -115,12 +117,10 @@ impl StreamWriter {
                 .with(py, |w| w.send_frame(&style, v.bytes(), &l))?
                 .map_err(stream_error),
             Err(e) => {
-                // Take part with a layout that is no frame (a 1-D array): its header fails
-                // here, so every rank fails the call together and nothing is sent (an
-                // empty share could be a rank's true share of a frame).
-                if let Ok(one) = "u8[1] block on 1".parse::<Layout>() {
-                    let _ = self.with(py, |w| w.send_frame(&style, &[], &one));
-                }
+                // Decline this rank's part: every rank fails the call together and
+                // nothing is sent.
+                let why = errors::declined(py, &e);
+                let _ = self.with(py, |w| w.decline_send(why));
                 Err(crate::interrupt::take_interrupt().unwrap_or(e))
             }
         }
@@ -278,8 +278,10 @@ impl StreamReader {
                 Ok(got.map(|_| a))
             }
             Err(e) => {
-                // Take part with an empty share: every rank then fails the call together.
-                let _ = self.with(py, |r| r.recv_adu(&mut [], &l));
+                // Decline this rank's part: every rank fails the call together (the ADU
+                // stays the next one), with this rank's class and message.
+                let why = errors::declined(py, &e);
+                let _ = self.with(py, |r| r.decline_recv(why));
                 // A Ctrl-C that ended that wait wins, as it does in every call.
                 Err(crate::interrupt::take_interrupt().unwrap_or(e))
             }

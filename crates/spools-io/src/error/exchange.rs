@@ -92,13 +92,18 @@ pub enum ExchangeError {
         /// The checksum of what arrived.
         got: u32,
     },
-    /// Another rank found a problem with its part (its own error says which); nothing
-    /// was moved.
-    #[error("rank {rank} could not take part in the exchange (see its error)")]
+    /// Another rank found a problem with its part; nothing was moved.
+    #[error("rank {rank} could not take part in the exchange: {cause}")]
     Remote {
         /// The first rank that failed.
         rank: u32,
+        /// Its error's kind and message.
+        cause: crate::Cause,
     },
+    /// This rank declined its part ([`ExchangeOptions::declined`](crate::ExchangeOptions)):
+    /// a binding's own argument check failed; nothing was moved.
+    #[error("{0}")]
+    Declined(crate::Cause),
     /// A transfer unit arrived with an unexpected length.
     #[error("transfer unit {index} from rank {from} has {got} bytes, expected {expected}")]
     Length {
@@ -153,33 +158,49 @@ pub enum ExchangeError {
 
 impl ExchangeError {
     /// The rank this error names as the one at fault ([`ExchangeError::Remote`]): this
-    /// rank only heard that it failed. A binding then asks the ranks why (Python's and
-    /// C's "agree"), so that every rank reports the faulty rank's error.
+    /// rank only heard that it failed, and why (the error's cause).
     ///
     /// ```
-    /// use spools_io::ExchangeError;
-    /// assert_eq!(ExchangeError::Remote { rank: 2 }.remote_rank(), Some(2));
+    /// use spools_io::{Cause, ErrorKind, ExchangeError};
+    /// let e = ExchangeError::Remote { rank: 2, cause: Cause::new(ErrorKind::BadArgument, "x") };
+    /// assert_eq!(e.remote_rank(), Some(2));
+    /// assert_eq!(e.kind(), ErrorKind::BadArgument);
     /// ```
     pub fn remote_rank(&self) -> Option<u32> {
         match self {
-            ExchangeError::Remote { rank } => Some(*rank),
+            ExchangeError::Remote { rank, .. } => Some(*rank),
             _ => None,
         }
     }
 
-    /// Whether this is one of the checks every rank makes before anything moves (then
-    /// every rank failed the call, and the ranks may agree on the error); later errors (a
-    /// dead peer, a damaged transfer) are one rank's own.
-    pub fn refused_by_all(&self) -> bool {
-        matches!(
-            self,
-            ExchangeError::Remote { .. }
-                | ExchangeError::Buffers { .. }
-                | ExchangeError::BufferSize { .. }
-                | ExchangeError::Owners { .. }
-                | ExchangeError::TooManyUnits { .. }
-                | ExchangeError::OwnerOutOfRange { .. }
-                | ExchangeError::ElementSize { .. }
-        )
+    /// What kind of failure this is (see [`ErrorKind`](crate::ErrorKind)); a remote
+    /// failure is of its cause's kind.
+    pub fn kind(&self) -> crate::ErrorKind {
+        use crate::ErrorKind as K;
+        match self {
+            ExchangeError::Msg(_) => K::Transfer,
+            ExchangeError::Plan(_)
+            | ExchangeError::Layout(_)
+            | ExchangeError::Owners { .. }
+            | ExchangeError::TooManyUnits { .. }
+            | ExchangeError::OwnerOutOfRange { .. }
+            | ExchangeError::Buffers { .. }
+            | ExchangeError::BufferSize { .. }
+            | ExchangeError::ElementSize { .. } => K::Mismatch,
+            ExchangeError::Checksum { .. } => K::Damaged,
+            ExchangeError::Remote { cause, .. } | ExchangeError::Declined(cause) => cause.kind,
+            ExchangeError::Length { .. }
+            | ExchangeError::Descriptor { .. }
+            | ExchangeError::Pull { .. }
+            | ExchangeError::Puller { .. }
+            | ExchangeError::Heap { .. }
+            | ExchangeError::MixedSingleCopy => K::Transport,
+        }
+    }
+}
+
+impl crate::error::Told for ExchangeError {
+    fn kind(&self) -> crate::ErrorKind {
+        ExchangeError::kind(self)
     }
 }

@@ -121,14 +121,21 @@ pub enum FileError {
         /// The units lost in it.
         units: Vec<u64>,
     },
-    /// Another rank failed its part of the collective operation (its own error says why).
-    #[error("rank {rank} failed its part of the operation on {path}")]
+    /// Another rank failed its part of the collective operation.
+    #[error("rank {rank} failed its part of the operation on {path}: {cause}")]
     Remote {
         /// The first rank that failed.
         rank: u32,
         /// The file.
         path: PathBuf,
+        /// Its error's kind and message.
+        cause: crate::Cause,
     },
+    /// This rank declined its part ([`WriteOptions::declined`](crate::file::WriteOptions),
+    /// [`ReadOptions::declined`](crate::file::ReadOptions)): a binding's own argument
+    /// check failed; nothing was touched.
+    #[error("{0}")]
+    Declined(crate::Cause),
     /// A stored chunk or shard of a Zarr array is damaged (or, in an array Spools wrote
     /// whole, missing).
     #[error("{key}: chunk {chunk:?} of the shard: {defect}")]
@@ -185,7 +192,8 @@ impl FileError {
     /// choose their exception class and status by it.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            FileError::Exchange(_) | FileError::Msg(_) => ErrorKind::Transfer,
+            FileError::Exchange(x) => x.kind(),
+            FileError::Msg(_) => ErrorKind::Transfer,
             FileError::Layout(_)
             | FileError::Plan(_)
             | FileError::DatasetMismatch { .. }
@@ -206,7 +214,7 @@ impl FileError {
             FileError::Format { defect, .. } => defect.kind(),
             FileError::NotReplaced { .. } => ErrorKind::Exists,
             FileError::Options(_) => ErrorKind::BadArgument,
-            FileError::Remote { .. } => ErrorKind::Remote,
+            FileError::Remote { cause, .. } | FileError::Declined(cause) => cause.kind,
         }
     }
 
@@ -513,5 +521,11 @@ impl NpyError {
             | NpyError::ShapeEntry(_)
             | NpyError::ShapeOverflow => ErrorKind::Damaged,
         }
+    }
+}
+
+impl crate::error::Told for FileError {
+    fn kind(&self) -> ErrorKind {
+        FileError::kind(self)
     }
 }

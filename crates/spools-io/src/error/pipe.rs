@@ -129,11 +129,13 @@ pub enum PipeError {
         /// Bytes given.
         got: u64,
     },
-    /// Another rank of this program failed (its own error says why).
-    #[error("rank {rank} of this program failed its part of the pipe operation")]
+    /// Another rank of this program failed its part.
+    #[error("rank {rank} of this program failed its part of the pipe operation: {cause}")]
     Remote {
         /// The first rank that failed.
         rank: u32,
+        /// Its error's kind and message.
+        cause: crate::Cause,
     },
 }
 
@@ -142,9 +144,33 @@ impl PipeError {
     /// [`ExchangeError::remote_rank`](crate::ExchangeError::remote_rank)).
     pub fn remote_rank(&self) -> Option<u32> {
         match self {
-            PipeError::Remote { rank } => Some(*rank),
+            PipeError::Remote { rank, .. } => Some(*rank),
             PipeError::Exchange(x) => x.remote_rank(),
             _ => None,
+        }
+    }
+
+    /// What kind of failure this is (see [`ErrorKind`](crate::ErrorKind)); a remote
+    /// failure is of its cause's kind.
+    pub fn kind(&self) -> crate::ErrorKind {
+        use crate::ErrorKind as K;
+        match self {
+            PipeError::Exchange(x) => x.kind(),
+            PipeError::Msg(_) => K::Transfer,
+            PipeError::Plan(_)
+            | PipeError::Layout(_)
+            | PipeError::Mismatch { .. }
+            | PipeError::PeerTooManyUnits { .. } => K::Mismatch,
+            PipeError::PeerGone { .. } => K::PeerGone,
+            PipeError::Checksum { .. } => K::Damaged,
+            PipeError::BadName(_) | PipeError::BufferSize { .. } => K::BadArgument,
+            PipeError::Remote { cause, .. } => cause.kind,
+            PipeError::Io { .. }
+            | PipeError::Timeout { .. }
+            | PipeError::Secret { .. }
+            | PipeError::Unproven { .. }
+            | PipeError::Refused { .. }
+            | PipeError::Protocol { .. } => K::Transport,
         }
     }
 
@@ -345,4 +371,10 @@ pub enum FrameError {
     /// Bytes that end inside a hello, header or payload.
     #[error("bytes cut short")]
     Short,
+}
+
+impl crate::error::Told for PipeError {
+    fn kind(&self) -> crate::ErrorKind {
+        PipeError::kind(self)
+    }
 }

@@ -116,11 +116,18 @@ pub enum StreamError {
     /// The job's ranks could not agree (a peer failed).
     #[error(transparent)]
     Msg(#[from] spools_msg::MsgError),
-    /// Another rank failed its part (its own error says why).
-    #[error("rank {rank} failed its part of the stream operation")]
+    /// This rank declined its part of a send
+    /// ([`StreamConnection::decline_send`](crate::stream::StreamConnection::decline_send)):
+    /// a binding's own argument check failed; nothing was sent.
+    #[error("{0}")]
+    Declined(crate::Cause),
+    /// Another rank failed its part.
+    #[error("rank {rank} failed its part of the stream operation: {cause}")]
     Remote {
         /// The first rank that failed.
         rank: u32,
+        /// Its error's kind and message.
+        cause: crate::Cause,
     },
     /// The link owner's sending thread could not be started.
     #[error("starting the link's sending thread: {0}")]
@@ -135,9 +142,34 @@ impl StreamError {
     /// [`ExchangeError::remote_rank`](crate::ExchangeError::remote_rank)).
     pub fn remote_rank(&self) -> Option<u32> {
         match self {
-            StreamError::Remote { rank } => Some(*rank),
+            StreamError::Remote { rank, .. } => Some(*rank),
             StreamError::Exchange(x) => x.remote_rank(),
             _ => None,
+        }
+    }
+
+    /// What kind of failure this is (see [`ErrorKind`](crate::ErrorKind)); a remote
+    /// failure is of its cause's kind.
+    pub fn kind(&self) -> crate::ErrorKind {
+        use crate::ErrorKind as K;
+        match self {
+            StreamError::Format(_)
+            | StreamError::Frame(_)
+            | StreamError::BufferSize { .. }
+            | StreamError::UnknownStream { .. }
+            | StreamError::Group { .. }
+            | StreamError::LockStep { .. } => K::BadArgument,
+            StreamError::AduSize { .. } | StreamError::Layout(_) => K::Mismatch,
+            StreamError::Exchange(x) => x.kind(),
+            StreamError::Msg(_) => K::Transfer,
+            StreamError::Remote { cause, .. } | StreamError::Declined(cause) => cause.kind,
+            StreamError::Unreachable { .. }
+            | StreamError::Refused { .. }
+            | StreamError::Unproven { .. }
+            | StreamError::PeerClosed { .. }
+            | StreamError::Link { .. }
+            | StreamError::Thread(_)
+            | StreamError::Random(_) => K::Transport,
         }
     }
 
@@ -160,5 +192,11 @@ impl StreamError {
                 source: other,
             },
         }
+    }
+}
+
+impl crate::error::Told for StreamError {
+    fn kind(&self) -> crate::ErrorKind {
+        StreamError::kind(self)
     }
 }

@@ -108,10 +108,48 @@ pub enum StreamRecvError {
     /// The job's ranks could not agree (a peer failed).
     #[error(transparent)]
     Msg(#[from] spools_msg::MsgError),
-    /// Another rank failed its part (its own error says why).
-    #[error("rank {rank} failed its part of the stream operation")]
+    /// This rank declined its part of a receive
+    /// ([`StreamReader::decline_recv`](crate::stream::StreamReader::decline_recv)): a
+    /// binding's own argument check failed; nothing was received.
+    #[error("{0}")]
+    Declined(crate::Cause),
+    /// Another rank failed its part.
+    #[error("rank {rank} failed its part of the stream operation: {cause}")]
     Remote {
         /// The first rank that failed.
         rank: u32,
+        /// Its error's kind and message.
+        cause: crate::Cause,
     },
+}
+
+impl StreamRecvError {
+    /// What kind of failure this is (see [`ErrorKind`](crate::ErrorKind)); a remote
+    /// failure is of its cause's kind.
+    pub fn kind(&self) -> crate::ErrorKind {
+        use crate::ErrorKind as K;
+        match self {
+            StreamRecvError::BufferSize { .. } => K::BadArgument,
+            StreamRecvError::AduSize { .. }
+            | StreamRecvError::Unsized
+            | StreamRecvError::Layout(_) => K::Mismatch,
+            StreamRecvError::Exchange(x) => x.kind(),
+            StreamRecvError::Msg(_) => K::Transfer,
+            StreamRecvError::Remote { cause, .. } | StreamRecvError::Declined(cause) => cause.kind,
+            StreamRecvError::Incomplete { .. }
+            | StreamRecvError::Missing { .. }
+            | StreamRecvError::Cut { .. } => K::PeerGone,
+            StreamRecvError::Checksum { .. } => K::Damaged,
+            StreamRecvError::Bind { .. }
+            | StreamRecvError::Thread(_)
+            | StreamRecvError::Receiver { .. }
+            | StreamRecvError::Refused { .. } => K::Transport,
+        }
+    }
+}
+
+impl crate::error::Told for StreamRecvError {
+    fn kind(&self) -> crate::ErrorKind {
+        StreamRecvError::kind(self)
+    }
 }

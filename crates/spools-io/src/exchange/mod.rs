@@ -123,9 +123,16 @@ pub fn exchange(
     } else {
         checked
     };
+    let checked = match &opts.declined {
+        Some(cause) => Err(ExchangeError::Declined(cause.clone())),
+        None => checked,
+    };
     // Every rank learns whether any rank refused before anything moves, so that no rank
     // waits for data that will never come.
-    crate::collective::agree_on_outcome(comm, checked, |rank| ExchangeError::Remote { rank })?;
+    crate::collective::agree(comm, checked, |rank, cause| ExchangeError::Remote {
+        rank,
+        cause,
+    })?;
     let tu = opts.transfer_unit.max(1);
     let window = opts.window.max(1);
 

@@ -1,7 +1,7 @@
 //! How an exchange runs ([`ExchangeOptions`]) and what it moved ([`ExchangeStats`]).
 
 /// How an exchange runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExchangeOptions {
     /// Append a CRC32C to every transfer unit and check it on arrival. Streams pulled in
     /// a single copy (see `single_copy`) cross no transport and carry no checksum.
@@ -16,6 +16,11 @@ pub struct ExchangeOptions {
     /// the stream's runs are long enough; off, every stream goes through transfer units.
     /// Every rank must pass the same value.
     pub single_copy: bool,
+    /// A binding declining this rank's part (default `None`): its own argument check
+    /// failed, so this rank takes part only to fail. The call fails on every rank before
+    /// anything is touched: here with `Refused`, elsewhere with `Remote` carrying this
+    /// cause. The rank's buffer is not read.
+    pub declined: Option<crate::Cause>,
 }
 
 impl Default for ExchangeOptions {
@@ -25,6 +30,7 @@ impl Default for ExchangeOptions {
             transfer_unit: 512 * 1024,
             window: 2,
             single_copy: true,
+            declined: None,
         }
     }
 }

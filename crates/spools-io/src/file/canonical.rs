@@ -180,7 +180,13 @@ pub(super) fn write(
     fmt: &dyn OneFileFormat,
 ) -> Result<FileStats, FileError> {
     let total = layout.total_bytes().unwrap_or(0);
-    let share = check_share(comm, layout, data.len(), crate::Side::Source);
+    let share = check_share(
+        comm,
+        layout,
+        data.len(),
+        crate::Side::Source,
+        opts.declined.as_ref(),
+    );
     let asks = Asks {
         reshuffle: opts.reshuffle,
         coll_buffer: opts.coll_buffer,
@@ -506,7 +512,13 @@ pub(super) fn read(
             layout: total,
         });
     }
-    let share = check_share(comm, layout, data.len(), crate::Side::Destination);
+    let share = check_share(
+        comm,
+        layout,
+        data.len(),
+        crate::Side::Destination,
+        opts.declined.as_ref(),
+    );
     let asks = Asks {
         reshuffle: opts.reshuffle,
         coll_buffer: opts.coll_buffer,

@@ -62,6 +62,7 @@ mod sys;
 pub mod tools;
 mod zarr;
 
+use crate::error::Told;
 use std::path::Path;
 
 use spools_map::Layout;
@@ -248,7 +249,8 @@ fn check_dataset(path: &Path, m: &Manifest, layout: &Layout) -> Result<(), FileE
     }
 }
 
-/// Runs `f` on rank 0 and gives its result to every rank (errors included).
+/// Runs `f` on rank 0 and gives its result to every rank (errors included: the others get
+/// [`FileError::Remote`] with rank 0's cause).
 fn decided_by_rank0(
     comm: &Communicator,
     path: &Path,
@@ -257,16 +259,21 @@ fn decided_by_rank0(
     let mine = if comm.rank() == 0 { Some(f()) } else { None };
     let enc = match &mine {
         Some(Ok(k)) => k.encode(),
-        _ => vec![b'E'],
+        Some(Err(e)) => [b"E".as_slice(), &Told::cause(e).encode()].concat(),
+        None => Vec::new(),
     };
     let got = comm.bcast_bytes(0, &enc);
     match mine {
         // Rank 0's own outcome wins, even when the broadcast fails too.
         Some(r) => r,
-        None => Kind::decode(&got?).ok_or_else(|| FileError::Remote {
-            rank: 0,
-            path: path.to_path_buf(),
-        }),
+        None => {
+            let got = got?;
+            Kind::decode(&got).ok_or_else(|| FileError::Remote {
+                rank: 0,
+                path: path.to_path_buf(),
+                cause: crate::Cause::decode(got.get(1..).unwrap_or_default()),
+            })
+        }
     }
 }
 

@@ -222,6 +222,11 @@ pub struct WriteOptions {
     pub coll_buffer: Option<usize>,
     /// Canonical and `.npy` files: atomic replacement (default) or in place.
     pub commit: Commit,
+    /// A binding declining this rank's part (default `None`): its own argument check
+    /// failed, so this rank takes part only to fail. The call fails on every rank before
+    /// anything is touched: here with `Refused`, elsewhere with `Remote` carrying this
+    /// cause. The rank's buffer is not read.
+    pub declined: Option<crate::Cause>,
 }
 
 impl Default for WriteOptions {
@@ -234,12 +239,13 @@ impl Default for WriteOptions {
             checksums: false,
             coll_buffer: None,
             commit: Commit::Replace,
+            declined: None,
         }
     }
 }
 
 /// Options of [`read()`](crate::file::read()).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReadOptions {
     /// Checksum the transfer units of the reshuffle (default on). Striped files' block
     /// checksums are always checked.
@@ -253,6 +259,11 @@ pub struct ReadOptions {
     pub checksums: bool,
     /// Collective buffer per aggregator (bytes), as in [`WriteOptions::coll_buffer`].
     pub coll_buffer: Option<usize>,
+    /// A binding declining this rank's part (default `None`): its own argument check
+    /// failed, so this rank takes part only to fail. The call fails on every rank before
+    /// anything is touched: here with `Refused`, elsewhere with `Remote` carrying this
+    /// cause. The rank's buffer is not read.
+    pub declined: Option<crate::Cause>,
 }
 
 impl Default for ReadOptions {
@@ -262,6 +273,7 @@ impl Default for ReadOptions {
             reshuffle: Reshuffle::Auto,
             checksums: false,
             coll_buffer: None,
+            declined: None,
         }
     }
 }

@@ -74,8 +74,15 @@ pub fn write_into(
     opts: &WriteOptions,
 ) -> Result<FileStats, FileError> {
     let total = layout.total_bytes().unwrap_or(0);
-    let local = plain(&opts.format, opts.checksums)
-        .and_then(|()| check_share(comm, layout, data.len(), crate::Side::Source));
+    let local = plain(&opts.format, opts.checksums).and_then(|()| {
+        check_share(
+            comm,
+            layout,
+            data.len(),
+            crate::Side::Source,
+            opts.declined.as_ref(),
+        )
+    });
     let asks = Asks {
         reshuffle: opts.reshuffle,
         coll_buffer: opts.coll_buffer,
@@ -145,7 +152,15 @@ pub fn read_from(
 ) -> Result<FileStats, FileError> {
     let total = layout.total_bytes().unwrap_or(0);
     let local = plain(&Format::Canonical, opts.checksums)
-        .and_then(|()| check_share(comm, layout, data.len(), crate::Side::Destination))
+        .and_then(|()| {
+            check_share(
+                comm,
+                layout,
+                data.len(),
+                crate::Side::Destination,
+                opts.declined.as_ref(),
+            )
+        })
         .and_then(|()| {
             let len = file
                 .metadata()

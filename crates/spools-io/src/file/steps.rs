@@ -6,6 +6,7 @@ use std::path::Path;
 use spools_map::Layout;
 use spools_msg::{Communicator, Op};
 
+use crate::error::Told;
 use crate::error::{ExchangeError, FileError, Side};
 use crate::exchange::ExchangeOptions;
 use crate::file::options::{Commit, Reshuffle, DIRECT_MIN_RUN};
@@ -17,9 +18,10 @@ pub(crate) fn agree_on_outcome<T>(
     path: &Path,
     local: Result<T, FileError>,
 ) -> Result<T, FileError> {
-    crate::collective::agree_on_outcome(comm, local, |rank| FileError::Remote {
+    crate::collective::agree(comm, local, |rank, cause| FileError::Remote {
         rank,
         path: path.to_path_buf(),
+        cause,
     })
 }
 
@@ -74,13 +76,18 @@ fn own_run_totals(layout: &Layout, me: u32) -> Result<(u64, u64), FileError> {
 }
 
 /// Checks that `data` holds this rank's share of `layout`, which must fit the ranks
-/// (`side`: the source for a write, the destination for a read).
+/// (`side`: the source for a write, the destination for a read), unless a binding
+/// declined this rank's part (`declined`).
 pub(crate) fn check_share(
     comm: &Communicator,
     layout: &Layout,
     len: usize,
     side: Side,
+    declined: Option<&crate::Cause>,
 ) -> Result<(), FileError> {
+    if let Some(cause) = declined {
+        return Err(FileError::Declined(cause.clone()));
+    }
     crate::collective::fit_ranks(layout, comm.size(), side)?;
     let units = layout.units();
     let me = u64::from(comm.rank());
@@ -200,14 +207,25 @@ pub(crate) fn open(
     let mine = [flag, runs, bytes, buffer, r, c, m];
     let mut all = vec![0u64; mine.len() * comm.size() as usize];
     let gathered = comm.allgather(&mine, &mut all);
-    local?;
-    gathered?;
+    if let Err(e) = gathered {
+        // This rank's own error wins.
+        local?;
+        return Err(e.into());
+    }
     let rows: Vec<&[u64]> = all.chunks_exact(mine.len()).collect();
     let first = rows.iter().map(|r| r[0]).min().unwrap_or(u64::MAX);
     if first != u64::MAX {
+        // The first failing rank tells the others why.
+        let told = match &local {
+            Err(e) if u64::from(comm.rank()) == first => Told::cause(e).encode(),
+            _ => Vec::new(),
+        };
+        let heard = comm.bcast_bytes(first as u32, &told);
+        local?;
         return Err(FileError::Remote {
             rank: first as u32,
             path: path.to_path_buf(),
+            cause: crate::Cause::decode(&heard?),
         });
     }
     let differ = |k: usize| rows.iter().any(|r| r[k] != rows[0][k]);
@@ -259,7 +277,7 @@ pub(super) fn announce_at(
             made.as_os_str().as_bytes(),
         ]
         .concat(),
-        Err(_) => b"-".to_vec(),
+        Err(e) => [b"-".as_slice(), &Told::cause(e).encode()].concat(),
     };
     let got = comm.bcast_bytes(0, &msg);
     if comm.rank() == 0 {
@@ -278,6 +296,7 @@ pub(super) fn announce_at(
         _ => Err(FileError::Remote {
             rank: 0,
             path: path.to_path_buf(),
+            cause: crate::Cause::decode(got.get(1..).unwrap_or_default()),
         }),
     }
 }

@@ -134,7 +134,13 @@ pub(super) fn write(
     agree_on_outcome(
         comm,
         path,
-        check_share(comm, layout, data.len(), crate::Side::Source),
+        check_share(
+            comm,
+            layout,
+            data.len(),
+            crate::Side::Source,
+            opts.declined.as_ref(),
+        ),
     )?;
     let mut v = [if comm.rank() == 0 {
         next_version(path)
@@ -303,7 +309,13 @@ pub(super) fn read(
     agree_on_outcome(
         comm,
         path,
-        check_share(comm, layout, data.len(), crate::Side::Destination),
+        check_share(
+            comm,
+            layout,
+            data.len(),
+            crate::Side::Destination,
+            opts.declined.as_ref(),
+        ),
     )?;
     if m.node_local && m.units.iter().any(|u| u.host.is_some()) {
         check_placement(comm, path, m)?;

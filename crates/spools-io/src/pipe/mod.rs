@@ -42,7 +42,7 @@ fn on_rank0(total: u64) -> Result<Layout, PipeError> {
 
 /// Every rank learns whether any failed; this rank's own error wins.
 fn agree_on_outcome<T>(comm: &Communicator, local: Result<T, PipeError>) -> Result<T, PipeError> {
-    crate::collective::agree_on_outcome(comm, local, |rank| PipeError::Remote { rank })
+    crate::collective::agree(comm, local, |rank, cause| PipeError::Remote { rank, cause })
 }
 
 /// Checks that this program's `layout` has no more units than its `comm` has ranks.

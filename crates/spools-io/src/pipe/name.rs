@@ -1,5 +1,6 @@
 //! Pipe names and the meeting of the two programs' rank 0s.
 
+use crate::error::Told;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::OpenOptionsExt;
@@ -455,13 +456,21 @@ pub(crate) fn meet_all(
     });
     let enc = match &got {
         Some(Ok(d)) => serde_json::to_vec(d).unwrap_or_default(),
-        _ => Vec::new(),
+        // Not JSON: a NUL, then rank 0's cause.
+        Some(Err(e)) => [b"\0".as_slice(), &Told::cause(e).encode()].concat(),
+        None => Vec::new(),
     };
     let text = comm.bcast_bytes(0, &enc);
     let theirs: Description = match got {
         // Rank 0's own outcome wins, even when the broadcast fails too.
         Some(r) => r?,
-        None => serde_json::from_slice(&text?).map_err(|_| PipeError::Remote { rank: 0 })?,
+        None => {
+            let text = text?;
+            serde_json::from_slice(&text).map_err(|_| PipeError::Remote {
+                rank: 0,
+                cause: crate::Cause::decode(text.get(1..).unwrap_or_default()),
+            })?
+        }
     };
     let side = if producer { "consumer" } else { "producer" };
     let other: Layout = theirs.layout.parse().map_err(|_| PipeError::Protocol {

@@ -401,7 +401,15 @@ fn read_stdin(
     sent?;
     match s[0] {
         1 => return Ok(false),
-        3 => return Err(PipeError::Remote { rank: 0 }),
+        3 => {
+            return Err(PipeError::Remote {
+                rank: 0,
+                cause: crate::Cause::new(
+                    crate::ErrorKind::Transport,
+                    "rank 0 was interrupted while reading standard input",
+                ),
+            })
+        }
         2 => {
             return Err(PipeError::PeerGone {
                 side: "producer",

@@ -17,7 +17,7 @@ use spools_stream::{LinkSender, SendError};
 use super::distribution::{concatenated, link_owners, owned_by, stripes, stripes_after};
 use super::link::{stripe_crcs, Item, LinkThread, Refused};
 use super::{StreamId, StreamOptions};
-use crate::collective::{agree_on_outcome, rank_bytes};
+use crate::collective::{agree as agree_on_outcome, rank_bytes};
 use crate::error::{ExchangeError, StreamError};
 use crate::exchange::{exchange, ExchangeOptions, Owners};
 
@@ -137,7 +137,7 @@ impl StreamConnection {
         } else {
             Ok([0; 8])
         };
-        let id = agree_on_outcome(comm, id, |rank| StreamError::Remote { rank })?;
+        let id = agree_on_outcome(comm, id, |rank, cause| StreamError::Remote { rank, cause })?;
         let id = comm.bcast_bytes(0, &id)?;
         let conn = u64::from_le_bytes(
             id.get(..8)
@@ -156,7 +156,10 @@ impl StreamConnection {
                 .and_then(|l| LinkThread::start(l, links).map_err(StreamError::Thread))
             })
             .collect::<Result<Vec<_>, _>>();
-        let owned = agree_on_outcome(comm, local, |rank| StreamError::Remote { rank })?;
+        let owned = agree_on_outcome(comm, local, |rank, cause| StreamError::Remote {
+            rank,
+            cause,
+        })?;
         Ok(StreamConnection {
             comm: comm.clone(),
             links,
@@ -286,6 +289,23 @@ impl StreamConnection {
         self.usable()?;
         let r = self.send_prefixed(id, prefix, data, layout, agree_len);
         self.guard(r)
+    }
+
+    /// Takes this rank's part in the send the other ranks make (any send call: every one
+    /// starts with the same agreement on its local checks) only to fail, because a
+    /// binding's own check of this rank's arguments failed with `cause`. Nothing is sent
+    /// anywhere; every rank's send fails, this one with the returned
+    /// [`StreamError::Declined`], the others with [`StreamError::Remote`] carrying `cause`.
+    /// Collective.
+    pub fn decline_send(&mut self, cause: crate::Cause) -> StreamError {
+        if let Err(e) = self.usable() {
+            return e;
+        }
+        match self.agree::<()>(Err(StreamError::Declined(cause))) {
+            Err(e) => e,
+            // Not reached: this rank's own error wins the agreement.
+            Ok(()) => StreamError::Format("a declined send succeeded"),
+        }
     }
 
     /// [`StreamConnection::send_checked`], not guarded.
@@ -538,7 +558,10 @@ impl StreamConnection {
     }
 
     fn agree<T>(&self, local: Result<T, StreamError>) -> Result<T, StreamError> {
-        agree_on_outcome(&self.comm, local, |rank| StreamError::Remote { rank })
+        agree_on_outcome(&self.comm, local, |rank, cause| StreamError::Remote {
+            rank,
+            cause,
+        })
     }
 
     /// Checks that stream `id` may send its next ADU: it is open, its group is not behind

@@ -22,7 +22,7 @@ use inbox::{Bound, Inbox, Role};
 pub use next::AduInfo;
 use next::{Head, Next};
 
-use crate::collective::{agree_on_outcome, fit_ranks, rank_bytes};
+use crate::collective::{agree as agree_on_outcome, fit_ranks, rank_bytes};
 use crate::error::{Side, StreamRecvError};
 use crate::exchange::{exchange, ExchangeOptions, Owners};
 
@@ -117,8 +117,8 @@ impl StreamReader {
     ) -> Result<StreamReader, StreamRecvError> {
         let (me, ranks) = (comm.rank(), comm.size());
         let at = if me == 0 { addr } else { member_addr(addr) };
-        let bound = agree_on_outcome(comm, Bound::bind(at, limits, secret), |rank| {
-            StreamRecvError::Remote { rank }
+        let bound = agree_on_outcome(comm, Bound::bind(at, limits, secret), |rank, cause| {
+            StreamRecvError::Remote { rank, cause }
         })?;
         // Where each rank is reached: its listener, at the job's address for the rank
         // when it listens on every address.
@@ -142,8 +142,8 @@ impl StreamReader {
             },
             rank => Role::Member { rank, ranks },
         };
-        let inbox = agree_on_outcome(comm, bound.start(role), |rank| StreamRecvError::Remote {
-            rank,
+        let inbox = agree_on_outcome(comm, bound.start(role), |rank, cause| {
+            StreamRecvError::Remote { rank, cause }
         })?;
         Ok(StreamReader {
             comm: comm.clone(),
@@ -291,16 +291,44 @@ impl StreamReader {
             return Ok(None);
         };
         let local = self.check(buf, layout, info);
-        agree_on_outcome(&self.comm, local, |rank| StreamRecvError::Remote { rank })
-            .map_err(|e| self.stop_on_msg(e))?;
-        let scattered = self.scatter(buf, layout.units());
-        agree_on_outcome(&self.comm, scattered, |rank| StreamRecvError::Remote {
+        agree_on_outcome(&self.comm, local, |rank, cause| StreamRecvError::Remote {
             rank,
+            cause,
+        })
+        .map_err(|e| self.stop_on_msg(e))?;
+        let scattered = self.scatter(buf, layout.units());
+        agree_on_outcome(&self.comm, scattered, |rank, cause| {
+            StreamRecvError::Remote { rank, cause }
         })
         // The ranks may have left the exchange at different steps.
         .map_err(|e| self.stop(e))?;
         self.taken(info);
         Ok(Some(info))
+    }
+
+    /// Takes this rank's part in the receive the other ranks make with
+    /// [`StreamReader::recv_adu`] only to fail, because a binding's own check of this
+    /// rank's arguments failed with `cause`. Nothing is received: every rank's receive
+    /// fails (the ADU stays the next one), this one with the returned
+    /// [`StreamRecvError::Declined`], the others with [`StreamRecvError::Remote`] carrying
+    /// `cause`; at the end of the connection, this rank's only. Collective.
+    pub fn decline_recv(&mut self, cause: crate::Cause) -> StreamRecvError {
+        let declined = StreamRecvError::Declined(cause);
+        match self.next_adu() {
+            Err(e) => e,
+            Ok(None) => declined,
+            // The first agreement of `recv_adu`: every rank fails it.
+            Ok(Some(_)) => {
+                let agreed = agree_on_outcome(&self.comm, Err::<(), _>(declined), |rank, cause| {
+                    StreamRecvError::Remote { rank, cause }
+                });
+                match agreed {
+                    Err(e) => self.stop_on_msg(e),
+                    // Not reached: this rank's own error wins the agreement.
+                    Ok(()) => StreamRecvError::Unsized,
+                }
+            }
+        }
     }
 
     /// The job consumed ADU `info`: acknowledged on this rank's links, its piece's buffer

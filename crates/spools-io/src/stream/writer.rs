@@ -100,6 +100,12 @@ impl StreamWriter {
         self.conn.send_adu(self.id, data, layout)
     }
 
+    /// Takes this rank's part in a send only to fail with `cause` (a binding's own
+    /// argument check failed); as [`StreamConnection::decline_send`].
+    pub fn decline_send(&mut self, cause: crate::Cause) -> StreamError {
+        self.conn.decline_send(cause)
+    }
+
     /// Sends one frame (the framebuffer protocol): `data` is this rank's share of `layout`,
     /// a 2-D image or field, shown as `style`; as [`StreamConnection::send_frame`].
     ///

@@ -20,8 +20,9 @@ use spools_map::{ArrayLayout, DType, Dist, Layout, Order};
 
 use crate::abi::*;
 use crate::error::MpiError;
+use crate::file::outcome::file_class;
 use crate::file::twophase::{Part, MAX_BOX};
-use crate::file::{io_class, FileObj, View};
+use crate::file::{FileObj, View};
 
 /// The array a collective access is one part of.
 #[derive(Debug, Clone)]
@@ -371,14 +372,9 @@ fn buffer(f: &FileObj) -> Option<usize> {
     super::twophase::hint(f, "cb_buffer_size").and_then(|v| v.parse::<usize>().ok())
 }
 
-/// An error of the exchange engine as MPI's: a failed system call by its class, the rest
-/// (a peer that failed, a dead rank) `MPI_ERR_IO`.
+/// An error of the exchange engine as MPI's, in its class ([`file_class`]).
 fn mpi_error(e: FileError, call: &'static str) -> MpiError {
-    let class = match &e {
-        FileError::Io { source, .. } => io_class(source),
-        _ => MPI_ERR_IO,
-    };
-    MpiError::invalid(class, format!("{call}: {e}"))
+    MpiError::invalid(file_class(&e), format!("{call}: {e}"))
 }
 
 /// Writes this rank's `data` (its local array, in order) as its part of the group's

@@ -1,34 +1,81 @@
 //! How a file operation fails: the MPI class and error of an I/O failure
 //! ([`io_class`], [`io_error`]), and every rank's outcome of a collective step
-//! ([`agree_on`]).
+//! ([`agree_on`], with the MPI class of each I/O kind: [`class_of_kind`]).
 
 use std::ffi::c_int;
 
 use spools::Communicator;
+use spools_io::{Cause, ErrorKind};
 
 use crate::abi::*;
 use crate::error::MpiError;
 
 /// Every rank's outcome of a collective step on `comm`: an error on any rank is an error
-/// on every rank (this rank's own, or one naming the rank that failed).
+/// on every rank, through the I/O layer's agreement (`spools_io::agree_on_outcome`): the
+/// first failing rank tells the others its error's kind and message.
 ///
 /// # Errors
-/// This rank's error; else the first failing rank's, as `MPI_ERR_IO`.
+/// This rank's error; else the first failing rank's, in the class of its kind
+/// ([`class_of_kind`]).
 pub(crate) fn agree_on<T>(
     comm: &Communicator,
     r: Result<T, MpiError>,
     call: &'static str,
 ) -> Result<T, MpiError> {
-    let all = comm.allgather_bytes(&[u8::from(r.is_err())])?;
-    match r {
-        Err(e) => Err(e),
-        Ok(v) => match all.iter().position(|b| b.first() == Some(&1)) {
-            Some(rank) => Err(MpiError::invalid(
-                MPI_ERR_IO,
-                format!("{call}: rank {rank} of the file's group failed in this collective call"),
-            )),
-            None => Ok(v),
+    spools_io::agree_on_outcome(
+        comm,
+        r,
+        |e| Cause::new(kind_of_class(e.class()), e.to_string()),
+        |rank, cause| {
+            MpiError::invalid(
+                class_of_kind(cause.kind),
+                format!("{call}: rank {rank} of the file's group failed in this collective call: {cause}"),
+            )
         },
+    )
+}
+
+/// The I/O layer's kind of an error of MPI class `class` (what a failing rank tells the
+/// others; [`class_of_kind`] maps it back).
+fn kind_of_class(class: c_int) -> ErrorKind {
+    match class {
+        MPI_ERR_NO_SUCH_FILE => ErrorKind::NotFound,
+        MPI_ERR_FILE_EXISTS => ErrorKind::Exists,
+        MPI_ERR_UNSUPPORTED_OPERATION | MPI_ERR_UNSUPPORTED_DATAREP => ErrorKind::Unsupported,
+        MPI_ERR_TYPE => ErrorKind::WrongType,
+        MPI_ERR_ARG | MPI_ERR_COUNT | MPI_ERR_BUFFER | MPI_ERR_AMODE | MPI_ERR_BAD_FILE => {
+            ErrorKind::BadArgument
+        }
+        _ => ErrorKind::Io,
+    }
+}
+
+/// The MPI class of an error of the I/O layer's kind `kind`, as a rank that only heard of
+/// another rank's failure reports it.
+pub(crate) fn class_of_kind(kind: ErrorKind) -> c_int {
+    match kind {
+        ErrorKind::NotFound => MPI_ERR_NO_SUCH_FILE,
+        ErrorKind::Exists => MPI_ERR_FILE_EXISTS,
+        ErrorKind::Unsupported => MPI_ERR_UNSUPPORTED_OPERATION,
+        ErrorKind::WrongType => MPI_ERR_TYPE,
+        ErrorKind::BadArgument | ErrorKind::Mismatch => MPI_ERR_ARG,
+        ErrorKind::Damaged
+        | ErrorKind::Unavailable
+        | ErrorKind::Io
+        | ErrorKind::Transport
+        | ErrorKind::PeerGone
+        | ErrorKind::Transfer
+        | ErrorKind::Remote => MPI_ERR_IO,
+    }
+}
+
+/// The MPI error class of an error of the I/O layer: a failed system call's by the
+/// system's error, the rest by its kind ([`class_of_kind`]; a failure another rank told
+/// this one has that rank's kind).
+pub(crate) fn file_class(e: &spools_io::FileError) -> c_int {
+    match e {
+        spools_io::FileError::Io { source, .. } => io_class(source),
+        _ => class_of_kind(e.kind()),
     }
 }
 

@@ -24,7 +24,7 @@ use spools_map::Layout;
 
 use crate::abi::*;
 use crate::error::MpiError;
-use crate::file::{io_class, io_error};
+use crate::file::io_error;
 
 /// The hint's key.
 pub(crate) const HINT: &str = "spools_layout";
@@ -234,12 +234,8 @@ pub(crate) fn commit(
     spools_io::file::write(comm, &set.path, &share, &layout, &opts)
         .map(drop)
         .map_err(|e| {
-            let class = match &e {
-                spools_io::FileError::Io { source, .. } => io_class(source),
-                _ => MPI_ERR_IO,
-            };
             MpiError::invalid(
-                class,
+                super::outcome::file_class(&e),
                 format!("{call}: the striped set {}: {e}", set.path.display()),
             )
         })

@@ -1,10 +1,9 @@
 //! What `files.rs` and `files/open.rs` share: a file error as its exception.
 
 use pyo3::prelude::*;
-use spools_io::FileError;
+use spools_io::{ExchangeError, FileError};
 
-use crate::errors::{self, Kind};
-use crate::layout::exchange_error;
+use crate::errors;
 
 /// Whether a file error is a write's or a read's (a unit path a manifest names outside
 /// its directory is damage when read, a wrong `dirs=` when written).
@@ -25,18 +24,15 @@ pub(crate) enum Op {
 /// array would replace that is not one `FileExistsError`.
 pub(crate) fn file_error(e: FileError, op: Op) -> PyErr {
     let kind = match &e {
-        FileError::Exchange(_) => {
-            return match e {
-                FileError::Exchange(x) => exchange_error(x),
-                other => errors::raise(Kind::Spools, other.to_string()),
-            }
-        }
-        FileError::Msg(m) => return errors::raise(errors::msg_kind(m), error_chain(&e)),
         // A unit directory given to a write outside the manifest's: the `dirs` argument.
         FileError::UnsafePath { .. } if op == Op::Write => spools_io::ErrorKind::BadArgument,
         _ => e.kind(),
     };
-    errors::from_file_kind(kind, error_chain(&e))
+    let wrapped = match &e {
+        FileError::Msg(m) | FileError::Exchange(ExchangeError::Msg(m)) => Some(m),
+        _ => None,
+    };
+    errors::from_io(kind, wrapped, error_chain(&e))
 }
 
 /// An error's message followed by its sources' (the system's error of an `Io`).

@@ -16,21 +16,12 @@ use crate::errors::{self, Kind};
 use crate::runtime;
 use crate::world::World;
 
-use super::agree::agree;
 use super::{dtype_matches, layout_arg, local_bytes, local_shape, numpy_dtype, plan, typed};
 
 /// An exchange error as its exception: layouts that do not fit are `LayoutError`, a
 /// damaged transfer a `TransportError`, messaging errors their own class.
 pub(crate) fn exchange_error(e: ExchangeError) -> PyErr {
-    let kind = match &e {
-        ExchangeError::Msg(m) => errors::msg_kind(m),
-        ExchangeError::Plan(_) | ExchangeError::Layout(_) | ExchangeError::TooManyUnits { .. } => {
-            Kind::Layout
-        }
-        ExchangeError::Checksum { .. } | ExchangeError::Length { .. } => Kind::Transport,
-        _ => Kind::Spools,
-    };
-    errors::raise(kind, e.to_string())
+    errors::from_io(e.kind(), errors::exchange_msg(&e), e.to_string())
 }
 
 /// The communicator a collective I/O call of `slf` runs on: the world's I/O duplicate
@@ -231,8 +222,8 @@ impl Comm {
     ///
     /// Raises `LayoutError` when the two layouts do not describe the same dataset or
     /// have more units than the communicator has ranks, `TypeError`/`ValueError` for an
-    /// `a` or `out` of the wrong dtype or size (the other ranks then raise `SpoolsError`:
-    /// the call never hangs). On a communicator other than the world, each call first
+    /// `a` or `out` of the wrong dtype or size (the other ranks then raise that rank's class
+    /// with its message, naming it: the call never hangs). On a communicator other than the world, each call first
     /// duplicates it (collectively) so its messages never mix with the program's.
     #[pyo3(signature = (a, src, dst, out = None))]
     fn redistribute<'py>(
@@ -289,23 +280,16 @@ impl Comm {
             (Some((_, v)), true) => unsafe { v.bytes_mut() },
             _ => &mut [],
         };
+        // This rank's own argument error is told to the others through the call.
+        let opts = ExchangeOptions {
+            declined: problem.as_ref().map(|p| errors::declined(py, p)),
+            ..ExchangeOptions::default()
+        };
         let r = runtime::blocking(py, || {
-            spools_io::redistribute_plan(
-                &comm,
-                &p,
-                src_bytes,
-                dst_bytes,
-                &ExchangeOptions::default(),
-            )
+            spools_io::redistribute_plan(&comm, &p, src_bytes, dst_bytes, &opts)
         });
         match (problem, r) {
-            // The others failed too (this rank's part was needed): they learn why.
-            (Some(p), Err(e)) if e.refused_by_all() => return Err(agree(py, &comm, p, None)),
             (Some(p), _) => return Err(p),
-            (None, Err(e)) if e.refused_by_all() => {
-                let remote = e.remote_rank();
-                return Err(agree(py, &comm, exchange_error(e), remote));
-            }
             (None, Err(e)) => return Err(exchange_error(e)),
             (None, Ok(_)) => {}
         }

@@ -62,12 +62,12 @@ impl StreamConnection {
             .ok_or_else(|| errors::value_error("the stream connection is closed"))
     }
 
-    /// Takes this rank's part in a send whose arguments are wrong here (`e`), as a send
-    /// of stream 0 (never open; every send starts with the same agreement on its local
-    /// checks): the send fails on every rank and nothing is sent. Returns `e`, or the
-    /// interrupt that ended the wait.
-    fn take_part_failing(&self, py: Python<'_>, e: PyErr) -> PyErr {
-        let _ = self.with(py, |c| c.send_var(StreamId::new(0), &[]));
+    /// Declines this rank's part in a send whose arguments are wrong here (`e`): the send
+    /// fails on every rank with `e`'s class and message, and nothing is sent. Returns
+    /// `e`, or the interrupt that ended the wait.
+    fn decline(&self, py: Python<'_>, e: PyErr) -> PyErr {
+        let why = errors::declined(py, &e);
+        let _ = self.with(py, |c| c.decline_send(why));
         crate::interrupt::take_interrupt().unwrap_or(e)
     }
 
@@ -189,7 +189,7 @@ impl StreamConnection {
             Ok(v) => self
                 .with(py, |c| c.send_adu(StreamId::new(stream), v.bytes(), &l))?
                 .map_err(stream_error),
-            Err(e) => Err(self.take_part_failing(py, e)),
+            Err(e) => Err(self.decline(py, e)),
         }
     }
 
@@ -202,11 +202,7 @@ impl StreamConnection {
             Ok(v) => self
                 .with(py, |c| c.send_var(StreamId::new(stream), v.bytes()))?
                 .map_err(stream_error),
-            Err(e) => {
-                // Stream 0 is never open: the send fails on every rank.
-                let _ = self.with(py, |c| c.send_var(StreamId::new(0), &[]));
-                Err(crate::interrupt::take_interrupt().unwrap_or(e))
-            }
+            Err(e) => Err(self.decline(py, e)),
         }
     }
 
@@ -218,7 +214,7 @@ impl StreamConnection {
         let mut items = self.items(py, items, false, "send_group")?;
         let views = match Self::shares(&mut items) {
             Ok(v) => v,
-            Err(e) => return Err(self.take_part_failing(py, e)),
+            Err(e) => return Err(self.decline(py, e)),
         };
         let refs: Vec<(StreamId, &[u8], &Layout)> = items
             .iter()
@@ -254,7 +250,7 @@ impl StreamConnection {
                     c.send_frame(StreamId::new(stream), &style, v.bytes(), &l)
                 })?
                 .map_err(stream_error),
-            Err(e) => Err(self.take_part_failing(py, e)),
+            Err(e) => Err(self.decline(py, e)),
         }
     }
 
@@ -267,7 +263,7 @@ impl StreamConnection {
         let mut items = self.items(py, items, true, "send_frames")?;
         let views = match Self::shares(&mut items) {
             Ok(v) => v,
-            Err(e) => return Err(self.take_part_failing(py, e)),
+            Err(e) => return Err(self.decline(py, e)),
         };
         let refs: Vec<(StreamId, &FrameStyle, &[u8], &Layout)> = items
             .iter()

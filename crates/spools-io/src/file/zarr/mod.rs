@@ -179,7 +179,7 @@ pub(crate) fn write(
     spec: (&[u64], Option<&[u64]>, Compressor),
 ) -> Result<FileStats, FileError> {
     let (chunks, shards, compressor) = spec;
-    let checked = check_share(comm, layout, data.len(), Side::Source).and_then(|()| {
+    let checked = check_share(comm, layout, data.len(), Side::Source, opts.declined.as_ref()).and_then(|()| {
         let Layout::Array(a) = layout else {
             return Err(FileError::Options(
                 "a Zarr array is written from an array layout (dtype[shape] ...), not a byte stream",
@@ -372,8 +372,14 @@ pub(crate) fn read(
     layout: &Layout,
     opts: &ReadOptions,
 ) -> Result<FileStats, FileError> {
-    let checked =
-        check_share(comm, layout, data.len(), Side::Destination).and_then(|()| parse(path, text));
+    let checked = check_share(
+        comm,
+        layout,
+        data.len(),
+        Side::Destination,
+        opts.declined.as_ref(),
+    )
+    .and_then(|()| parse(path, text));
     let m = agree_on_outcome(comm, path, checked)?;
     let g = grid_of(path, &m, comm.size())?;
     let me = comm.rank();
