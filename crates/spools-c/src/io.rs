@@ -1,5 +1,6 @@
 //! Moving distributed datasets: redistribution in memory, parallel files.
 
+use std::borrow::Cow;
 use std::ffi::{c_char, c_void};
 use std::path::Path;
 
@@ -46,17 +47,21 @@ pub unsafe extern "C" fn spools_redistribute(
         let (from, to) = unsafe { (handle(from)?, handle(to)?) };
         // SAFETY: the caller's contract.
         // (copied first when it overlaps `dst`).
-        let s = unsafe { crate::dtype::send_view::<u8>(src, src_len, dst, dst_len, "src") }?;
+        let s = unsafe { crate::dtype::send_view::<u8>(src, src_len, dst, dst_len, "src") };
         // SAFETY: the caller's contract.
-        let d = unsafe { bytes_mut(dst, dst_len, "dst") }?;
+        let d = unsafe { bytes_mut(dst, dst_len, "dst") };
         let comm = w.world.io_communicator()?;
         let me = u64::from(comm.rank());
-        let problem = share_problem(s.len(), &from.layout, me, "src")?.or(share_problem(
-            d.len(),
-            &to.layout,
-            me,
-            "dst",
-        )?);
+        // A bad buffer (NULL) or a wrong share: this rank declines its part.
+        let (s, d, problem) =
+            match (s, d) {
+                (Ok(s), Ok(d)) => {
+                    let problem = share_problem(s.len(), &from.layout, me, "src")?
+                        .or(share_problem(d.len(), &to.layout, me, "dst")?);
+                    (s, d, problem)
+                }
+                (Err(p), _) | (_, Err(p)) => (Cow::Borrowed(&[][..]), &mut [][..], Some(p)),
+            };
         let (s, d): (&[u8], &mut [u8]) = if problem.is_some() {
             (&[], &mut [])
         } else {
@@ -238,11 +243,18 @@ pub unsafe extern "C" fn spools_write_file(
         // SAFETY: the caller's contract.
         let l = unsafe { handle(layout) }?;
         // SAFETY: the caller's contract.
-        let d = unsafe { bytes(data, len, "data") }?;
+        let d = unsafe { bytes(data, len, "data") };
         // SAFETY: the caller's contract.
         let mut opts = unsafe { write_options(params) }?;
         let comm = w.world.io_communicator()?;
-        let problem = share_problem(d.len(), &l.layout, u64::from(comm.rank()), "data")?;
+        // A bad buffer (NULL) or a wrong share: this rank declines its part.
+        let (d, problem) = match d {
+            Ok(d) => (
+                d,
+                share_problem(d.len(), &l.layout, u64::from(comm.rank()), "data")?,
+            ),
+            Err(p) => (&[][..], Some(p)),
+        };
         let d: &[u8] = if problem.is_some() { &[] } else { d };
         opts.declined = problem.as_ref().map(cause_of);
         let r = spools_io::file::write(comm, Path::new(path), d, &l.layout, &opts);
@@ -282,7 +294,7 @@ pub unsafe extern "C" fn spools_read_file(
         // SAFETY: the caller's contract.
         let l = unsafe { handle(layout) }?;
         // SAFETY: the caller's contract.
-        let d = unsafe { bytes_mut(data, len, "data") }?;
+        let d = unsafe { bytes_mut(data, len, "data") };
         let mut o = ReadOptions::default();
         if !params.is_null() {
             // SAFETY: non-NULL parameters (the caller's contract).
@@ -298,7 +310,14 @@ pub unsafe extern "C" fn spools_read_file(
             }
         }
         let comm = w.world.io_communicator()?;
-        let problem = share_problem(d.len(), &l.layout, u64::from(comm.rank()), "data")?;
+        // A bad buffer (NULL) or a wrong share: this rank declines its part.
+        let (d, problem) = match d {
+            Ok(d) => {
+                let p = share_problem(d.len(), &l.layout, u64::from(comm.rank()), "data")?;
+                (d, p)
+            }
+            Err(p) => (&mut [][..], Some(p)),
+        };
         let d: &mut [u8] = if problem.is_some() { &mut [] } else { d };
         o.declined = problem.as_ref().map(cause_of);
         let r = spools_io::file::read(comm, Path::new(path), d, &l.layout, &o);

@@ -81,21 +81,7 @@ impl Failure {
     }
 }
 
-/// An error's message followed by its sources' messages (the system's error of an I/O
-/// failure), each once.
-pub(crate) fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(x) = src {
-        let m = x.to_string();
-        if !s.contains(&m) {
-            s.push_str(": ");
-            s.push_str(&m);
-        }
-        src = x.source();
-    }
-    s
-}
+pub(crate) use spools_io::message_chain as chain;
 
 thread_local! {
     static LAST: RefCell<CString> = RefCell::new(CString::default());

@@ -4,9 +4,9 @@
 //! frames and groups' frames sent on it.
 //!
 //! Every call is collective. A rank whose own arguments are wrong (a share of the wrong
-//! size, a NULL pointer, a bad style) takes part as a send of stream 0, which is never
-//! open: the call fails on every rank, nothing is sent, and every rank returns this
-//! rank's status and message.
+//! size, a NULL data pointer, a bad style) declines its part (`decline_send`): the call
+//! fails on every rank, nothing is sent, and every rank returns this rank's status and
+//! message.
 
 use std::ffi::{c_char, c_void};
 

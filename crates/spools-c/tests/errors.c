@@ -305,6 +305,16 @@ static void layout(void)
     snprintf(path, sizeof path, "%s/wrong-share.bin", dir);
     EXPECT_ERR(spools_write_file(ct_world, path, sa, (size_t)la - 8, a, NULL), SPOOLS_ERR_LAYOUT,
                "bytes");
+    /* A NULL buffer on the last rank only: it declines its part, and every rank gets its
+     * status and message (nothing waits for it). */
+    const void *maybe = ct_rank == ct_size - 1 ? NULL : (const void *)sa;
+    CHECK(spools_write_file(ct_world, path, sa, (size_t)la, a, NULL));
+    EXPECT_ERR(spools_write_file(ct_world, path, maybe, (size_t)la, a, NULL),
+               SPOOLS_ERR_INVALID_ARG, "is NULL with a");
+    EXPECT_ERR(spools_read_file(ct_world, path, (void *)maybe, (size_t)la, a, NULL),
+               SPOOLS_ERR_INVALID_ARG, "is NULL with a");
+    EXPECT_ERR(spools_redistribute(ct_world, maybe, (size_t)la, a, so, (size_t)la, a),
+               SPOOLS_ERR_INVALID_ARG, "is NULL with a");
     /* A bad format option. */
     spools_write_params_t p = SPOOLS_WRITE_PARAMS_DEFAULT;
     p.field_mask |= SPOOLS_WRITE_FIELD_FORMAT;

@@ -1,7 +1,7 @@
 //! The parallel-I/O settings in effect, for `spools info`.
 
-use crate::exchange::ExchangeOptions;
 use crate::{file, pipe};
+use spools_exchange::ExchangeOptions;
 
 /// The parallel-I/O settings in effect, as `(name, value, meaning)`, for `spools info`.
 /// The pipe settings come from the environment (`SPOOLS_PIPE_DIR`, `SPOOLS_PIPE_TIMEOUT`,

@@ -15,7 +15,7 @@ pub fn decode_untrusted(data: &[u8]) -> usize {
     ok += usize::from(file::Manifest::parse(std::path::Path::new("fuzz"), data).is_ok());
     ok += usize::from(file::Sums::parse(std::path::Path::new("fuzz"), data).is_ok());
     ok += file::decode_zarr(data);
-    ok += crate::exchange::decode_any(data);
+    ok += spools_exchange::decode_any(data);
     ok += usize::from(crate::error::Cause::decode(data).kind != crate::ErrorKind::Remote);
     ok
 }

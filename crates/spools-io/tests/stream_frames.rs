@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use spools::{ColorMap, FrameHeader, FrameStyle, Layout, PixelFormat};
 use spools_io::stream::{StreamConnection, StreamOptions};
-use spools_io::StreamError;
+use spools_io::{Cause, ErrorKind, StreamError};
 use spools_stream::{Event, Limits, Receiver};
 use spools_testkit::{assert_ok, e, rank_main, Job};
 
@@ -115,6 +115,24 @@ fn a_job_streams_frames_of_any_distribution() {
                 (1, Err(StreamError::Frame(_))) => {}
                 (_, Err(StreamError::Remote { rank: 1, .. })) if me != 1 => {}
                 (_, other) => return Err(format!("a style rank 1 got wrong: {other:?}")),
+            }
+            // Rank 2 declines its part of a group send (its binding's own check failed):
+            // every rank fails before anything is sent, with its cause.
+            let why = Cause::new(ErrorKind::BadArgument, "frame share of 3 bytes");
+            let ((d2, l2), (d3, l3)) = (mine(2, FRAMES), mine(3, FRAMES));
+            let items = [
+                (two, &style(2), &d2[..], &l2),
+                (three, &style(3), &d3[..], &l3),
+            ];
+            let r = if me == 2 {
+                Err(c.decline_send(why.clone()))
+            } else {
+                c.send_frames(5, &items)
+            };
+            match (me, r) {
+                (2, Err(StreamError::Declined(x))) if x == why => {}
+                (_, Err(StreamError::Remote { rank: 2, cause })) if me != 2 && cause == why => {}
+                (_, other) => return Err(format!("a declined group send: {other:?}")),
             }
             e(c.close())?;
         }

@@ -132,9 +132,17 @@ pub(crate) fn from_io(kind: ErrorKind, wrapped: Option<&MsgError>, msg: String) 
         ErrorKind::PeerGone => Kind::PeerGone,
         ErrorKind::Transfer => wrapped.map_or(Kind::Spools, msg_kind),
         ErrorKind::Remote => Kind::Spools,
-        ErrorKind::WrongType => return pyo3::exceptions::PyTypeError::new_err(msg),
-        ErrorKind::NotFound => return pyo3::exceptions::PyFileNotFoundError::new_err(msg),
-        ErrorKind::Exists => return pyo3::exceptions::PyFileExistsError::new_err(msg),
+        // Python's own classes: an interrupt that ended the failed wait wins, as in `raise`.
+        ErrorKind::WrongType | ErrorKind::NotFound | ErrorKind::Exists => {
+            if let Some(e) = crate::interrupt::take_interrupt() {
+                return e;
+            }
+            return match kind {
+                ErrorKind::WrongType => pyo3::exceptions::PyTypeError::new_err(msg),
+                ErrorKind::NotFound => pyo3::exceptions::PyFileNotFoundError::new_err(msg),
+                _ => pyo3::exceptions::PyFileExistsError::new_err(msg),
+            };
+        }
     };
     raise(class, msg)
 }
@@ -157,10 +165,25 @@ pub(crate) fn declined(py: Python<'_>, e: &PyErr) -> spools_io::Cause {
             .map(|c| e.get_type(py).is_subclass(&c).unwrap_or(false))
             .unwrap_or(false)
     };
+    // The classes `from_io` raises, most derived first.
     let kind = if e.is_instance_of::<pyo3::exceptions::PyTypeError>(py) {
         ErrorKind::WrongType
     } else if is("LayoutError") {
         ErrorKind::Mismatch
+    } else if is("FileDamageError") {
+        ErrorKind::Damaged
+    } else if is("UnsupportedError") {
+        ErrorKind::Unsupported
+    } else if is("UnavailableError") {
+        ErrorKind::Unavailable
+    } else if is("PeerGoneError") {
+        ErrorKind::PeerGone
+    } else if is("TransportError") {
+        ErrorKind::Transport
+    } else if e.is_instance_of::<pyo3::exceptions::PyFileNotFoundError>(py) {
+        ErrorKind::NotFound
+    } else if e.is_instance_of::<pyo3::exceptions::PyFileExistsError>(py) {
+        ErrorKind::Exists
     } else if e.is_instance_of::<pyo3::exceptions::PyValueError>(py) {
         ErrorKind::BadArgument
     } else {

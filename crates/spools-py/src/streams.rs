@@ -7,8 +7,9 @@
 //! recv`/`spools send`, `spools view` (frames), a `spools_stream` program, or another job.
 //!
 //! Both ends are collective: a rank whose own arguments are wrong (an array of the wrong
-//! size or dtype) still takes its part in the call with an empty share, so that every
-//! rank fails together instead of the others waiting for it.
+//! size or dtype) still takes its part in the call, declining it (`decline_send`,
+//! `decline_recv`), so that every rank fails together, with its class and message, instead
+//! of the others waiting for it.
 //!
 //! Ctrl-C: every wait of the Rust ends (room in a link's window, the links' last sends,
 //! rank 0's wait for the next ADU, the collective steps) asks the runtime's interrupt

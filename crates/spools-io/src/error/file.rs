@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use spools_map::{LayoutError, PlanError, SpecError};
 use spools_msg::MsgError;
 
-use crate::error::exchange::ExchangeError;
+use crate::error::ExchangeError;
 use crate::error::{ErrorKind, Hdf5Error};
 
 /// Why a parallel-file operation failed.

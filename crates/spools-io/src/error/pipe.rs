@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use spools_map::{LayoutError, PlanError};
 use spools_msg::MsgError;
 
-use crate::error::exchange::ExchangeError;
+use crate::error::ExchangeError;
 
 /// Why a parallel-pipe operation failed.
 #[derive(Debug, thiserror::Error)]

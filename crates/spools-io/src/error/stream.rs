@@ -163,10 +163,10 @@ impl StreamError {
             StreamError::Exchange(x) => x.kind(),
             StreamError::Msg(_) => K::Transfer,
             StreamError::Remote { cause, .. } | StreamError::Declined(cause) => cause.kind,
+            StreamError::PeerClosed { .. } => K::PeerGone,
             StreamError::Unreachable { .. }
             | StreamError::Refused { .. }
             | StreamError::Unproven { .. }
-            | StreamError::PeerClosed { .. }
             | StreamError::Link { .. }
             | StreamError::Thread(_)
             | StreamError::Random(_) => K::Transport,

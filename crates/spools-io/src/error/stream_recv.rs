@@ -139,10 +139,10 @@ impl StreamRecvError {
             StreamRecvError::Incomplete { .. }
             | StreamRecvError::Missing { .. }
             | StreamRecvError::Cut { .. } => K::PeerGone,
-            StreamRecvError::Checksum { .. } => K::Damaged,
             StreamRecvError::Bind { .. }
             | StreamRecvError::Thread(_)
             | StreamRecvError::Receiver { .. }
+            | StreamRecvError::Checksum { .. }
             | StreamRecvError::Refused { .. } => K::Transport,
         }
     }

@@ -10,6 +10,7 @@ use crate::error::FileError;
 use crate::file::one_file::{OneFileFormat, Prepared, StreamAt};
 
 use crate::file::options::{Commit, FileStats, ReadOptions, WriteOptions};
+use crate::file::parallel_format::{not_mine, Found, Look, ParallelFormat};
 use crate::file::rounds::{self, RoundSink, RoundSource, Rounds};
 use crate::file::steps::{agree_on_outcome, check_share, open, Asks, Opening};
 use crate::file::sums::{self, Pieces, Verify};
@@ -45,6 +46,50 @@ impl OneFileFormat for RawFile {
         _in_place: bool,
     ) -> Result<Prepared, FileError> {
         Ok(Prepared::Header(Vec::new()))
+    }
+}
+
+/// A one-file format ([`OneFileFormat`]) as a [`ParallelFormat`]: this engine writes and
+/// reads it, the format says what lies around the stream.
+#[derive(Debug)]
+pub(super) struct OneFileStorage<'a>(pub(super) &'a dyn OneFileFormat);
+
+impl ParallelFormat for OneFileStorage<'_> {
+    fn inspect(&self, look: &Look<'_>) -> Result<Option<Found>, FileError> {
+        let Some(head) = look.head else {
+            return Ok(None);
+        };
+        let at = self.0.inspect(look.path, head, look.len, look.layout)?;
+        Ok(at.map(|at| Found::Plain {
+            offset: at.offset,
+            bytes: at.bytes,
+        }))
+    }
+
+    fn write(
+        &self,
+        comm: &Communicator,
+        path: &Path,
+        data: &[u8],
+        layout: &Layout,
+        opts: &WriteOptions,
+    ) -> Result<FileStats, FileError> {
+        write(comm, path, data, layout, opts, self.0)
+    }
+
+    fn read(
+        &self,
+        comm: &Communicator,
+        path: &Path,
+        found: &Found,
+        data: &mut [u8],
+        layout: &Layout,
+        opts: &ReadOptions,
+    ) -> Result<FileStats, FileError> {
+        match *found {
+            Found::Plain { offset, bytes } => read(comm, path, data, layout, opts, offset, bytes),
+            _ => Err(not_mine(path)),
+        }
     }
 }
 

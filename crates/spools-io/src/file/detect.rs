@@ -1,121 +1,102 @@
-//! Format detection, in one place: rank 0 looks at what a path holds (a Zarr array's
-//! directory, a striped file's manifest, or one file of a one-file format: HDF5, `.npy`, a
-//! program's own, or plain canonical bytes) before a read, `spools ls`/`cat`/`fsck` and a
-//! single process's [`RangeReader`](super::RangeReader).
+//! Format detection, in one place: rank 0 asks the formats, in one order, what a path
+//! holds (a Zarr array's directory, one file of a one-file format with a signature:
+//! HDF5, `.npy`; a striped file's manifest; a program's own one-file formats; else plain
+//! canonical bytes) before a read, `spools ls`/`cat`/`fsck` and a single process's
+//! [`RangeReader`](super::RangeReader).
 
 use std::path::Path;
 
 use spools_map::Layout;
 
 use crate::error::{FileError, FormatDefect};
+use crate::file::canonical::{OneFileStorage, RawFile};
 use crate::file::hdf5::file_format::Hdf5File;
-use crate::file::manifest::looks_like_manifest;
 use crate::file::npy::NpyFile;
-use crate::file::one_file::{OneFileFormat, StreamAt};
+use crate::file::one_file::OneFileFormat;
+use crate::file::parallel_format::{Found, Look, ParallelFormat};
+use crate::file::striped::StripedFiles;
 use crate::file::sys;
+use crate::file::zarr::ZarrArrays;
 
 /// Bytes of a file's head its formats look at.
 const HEAD: usize = 64 * 1024;
 
-/// What a parallel file's path holds, as found by rank 0.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Kind {
-    /// A striped file's manifest, with its text.
-    Manifest(Vec<u8>),
-    /// A plain file: the stream starts at `offset` and holds `bytes`.
-    Plain { offset: u64, bytes: u64 },
-    /// A Zarr array's directory, with its `zarr.json` text.
-    Zarr(Vec<u8>),
+/// The formats a reader asks, in order: `dataset` names an HDF5 file's dataset (`None`:
+/// its only one), `extra` the program's own one-file formats (asked after the built-in
+/// ones with a signature and a striped file's manifest, before plain canonical bytes,
+/// which claim any file). `f` gets them.
+fn with_formats<R>(
+    dataset: Option<&str>,
+    extra: &[&dyn OneFileFormat],
+    f: impl FnOnce(&[&dyn ParallelFormat]) -> R,
+) -> R {
+    let hdf5 = Hdf5File::reading(dataset);
+    let (hdf5, npy, raw) = (
+        OneFileStorage(&hdf5),
+        OneFileStorage(&NpyFile),
+        OneFileStorage(&RawFile),
+    );
+    let extra: Vec<OneFileStorage<'_>> = extra.iter().map(|&x| OneFileStorage(x)).collect();
+    let mut all: Vec<&dyn ParallelFormat> =
+        vec![&ZarrArrays(None), &hdf5, &npy, &StripedFiles(None)];
+    all.extend(extra.iter().map(|x| x as &dyn ParallelFormat));
+    all.push(&raw);
+    f(&all)
 }
 
-impl Kind {
-    pub(super) fn encode(&self) -> Vec<u8> {
-        match self {
-            Kind::Manifest(t) => {
-                let mut v = vec![b'M'];
-                v.extend_from_slice(t);
-                v
-            }
-            Kind::Zarr(t) => [b"Z".as_slice(), t].concat(),
-            Kind::Plain { offset, bytes } => {
-                let mut v = vec![b'P'];
-                v.extend_from_slice(&offset.to_le_bytes());
-                v.extend_from_slice(&bytes.to_le_bytes());
-                v
-            }
+/// What the first of `formats` that claims `path` found, for a reader with `layout` (a
+/// format that records its dataset checks it: [`FileError::DatasetMismatch`]).
+///
+/// # Errors
+/// A directory that no format claims (no Zarr array), a file that cannot be read, or what
+/// a format that claims the path finds wrong with it.
+fn detect(
+    path: &Path,
+    layout: Option<&Layout>,
+    formats: &[&dyn ParallelFormat],
+) -> Result<Found, FileError> {
+    let (head, len) = if path.is_dir() {
+        (None, 0)
+    } else {
+        let f = sys::open_read(path)?;
+        let len = f
+            .metadata()
+            .map_err(|e| FileError::io("stat", path, e))?
+            .len();
+        (Some(sys::read_upto(&f, path, HEAD, 0)?), len)
+    };
+    let look = Look {
+        path,
+        head: head.as_deref(),
+        len,
+        layout,
+    };
+    for fmt in formats {
+        if let Some(found) = fmt.inspect(&look)? {
+            return Ok(found);
         }
     }
-
-    pub(super) fn decode(b: &[u8]) -> Option<Kind> {
-        match b.split_first()? {
-            (b'M', t) => Some(Kind::Manifest(t.to_vec())),
-            (b'Z', t) => Some(Kind::Zarr(t.to_vec())),
-            (b'P', t) if t.len() == 16 => Some(Kind::Plain {
-                offset: u64::from_le_bytes(t[..8].try_into().ok()?),
-                bytes: u64::from_le_bytes(t[8..].try_into().ok()?),
-            }),
-            _ => None,
-        }
-    }
+    Err(FileError::Format {
+        path: path.to_path_buf(),
+        defect: FormatDefect::NotParallelFile,
+    })
 }
 
 /// Looks at a file with the built-in formats only.
-pub(super) fn inspect(path: &Path) -> Result<Kind, FileError> {
+pub(super) fn inspect(path: &Path) -> Result<Found, FileError> {
     inspect_dataset(path, None, None, &[])
 }
 
-/// What `path` holds, for a reader with `layout` (a format that records its dataset
-/// checks it: [`FileError::DatasetMismatch`]), `dataset` naming the dataset of an HDF5 file
-/// (`None`: its only one), `extra` the program's own one-file formats. The built-in
-/// formats with a signature (HDF5, `.npy`) are asked first, then a striped file's
-/// manifest, then the program's formats; a file none of them claims is plain canonical
-/// bytes.
+/// What `path` holds, asking the built-in formats and `extra` ([`with_formats`]), for a
+/// reader with `layout`.
 ///
 /// # Errors
-/// A directory that is no Zarr array, a file that cannot be read, or what a format that
-/// claims the file finds wrong with it.
+/// As [`detect`].
 pub(super) fn inspect_dataset(
     path: &Path,
     dataset: Option<&str>,
     layout: Option<&Layout>,
     extra: &[&dyn OneFileFormat],
-) -> Result<Kind, FileError> {
-    if path.is_dir() {
-        return match super::zarr::read_meta(path)? {
-            Some(text) => Ok(Kind::Zarr(text)),
-            None => Err(FileError::Format {
-                path: path.to_path_buf(),
-                defect: FormatDefect::NotParallelFile,
-            }),
-        };
-    }
-    let f = sys::open_read(path)?;
-    let len = f
-        .metadata()
-        .map_err(|e| FileError::io("stat", path, e))?
-        .len();
-    let head = sys::read_upto(&f, path, HEAD, 0)?;
-    let plain = |at: StreamAt| Kind::Plain {
-        offset: at.offset,
-        bytes: at.bytes,
-    };
-    let hdf5 = Hdf5File::reading(dataset);
-    for fmt in [&hdf5 as &dyn OneFileFormat, &NpyFile] {
-        if let Some(at) = fmt.inspect(path, &head, len, layout)? {
-            return Ok(plain(at));
-        }
-    }
-    if looks_like_manifest(&head) && len < 256 << 20 {
-        let text = std::fs::read(path).map_err(|e| FileError::io("read", path, e))?;
-        return Ok(Kind::Manifest(text));
-    }
-    for fmt in extra {
-        if let Some(at) = fmt.inspect(path, &head, len, layout)? {
-            return Ok(plain(at));
-        }
-    }
-    Ok(Kind::Plain {
-        offset: 0,
-        bytes: len,
-    })
+) -> Result<Found, FileError> {
+    with_formats(dataset, extra, |all| detect(path, layout, all))
 }

@@ -50,6 +50,7 @@ mod manifest;
 mod npy;
 mod one_file;
 mod options;
+mod parallel_format;
 mod range_reader;
 mod region;
 mod rounds;
@@ -68,11 +69,10 @@ use std::path::Path;
 use spools_map::Layout;
 use spools_msg::Communicator;
 
-use crate::error::{FileError, FormatDefect};
+use crate::error::FileError;
 
 use crate::error::NpyError;
-use canonical::RawFile;
-use detect::Kind;
+use canonical::{OneFileStorage, RawFile};
 use hdf5::file_format::Hdf5File;
 pub use hdf5::Hdf5Dataset;
 pub use manifest::{Manifest, UnitEntry, MANIFEST_FORMAT};
@@ -82,9 +82,12 @@ pub use options::{
     Commit, FileStats, Format, FormatNameError, FormatSpecError, ReadOptions, Reshuffle, Striping,
     WriteOptions, DIRECT_MIN_RUN,
 };
+use parallel_format::{Found, ParallelFormat};
 pub use range_reader::{RangeReader, Stored};
 pub use region::{read_from, write_into};
 pub use rows::Raid;
+use striped::StripedFiles;
+use zarr::ZarrArrays;
 pub use zarr::{Compressor, ZarrMeta};
 
 /// Feeds untrusted bytes to the Zarr decoders (metadata, shards, chunks); see
@@ -129,28 +132,37 @@ pub fn write(
     layout: &Layout,
     opts: &WriteOptions,
 ) -> Result<FileStats, FileError> {
-    match &opts.format {
-        Format::Canonical => canonical::write(comm, path, data, layout, opts, &RawFile),
-        Format::Npy => canonical::write(comm, path, data, layout, opts, &NpyFile),
+    let (raw, npy) = (OneFileStorage(&RawFile), OneFileStorage(&NpyFile));
+    let hdf5;
+    let one;
+    let striped;
+    let zarr;
+    let fmt: &dyn ParallelFormat = match &opts.format {
+        Format::Canonical => &raw,
+        Format::Npy => &npy,
         Format::Hdf5 { dataset } => {
-            let h = Hdf5File::writing(dataset);
-            canonical::write(comm, path, data, layout, opts, &h)
+            hdf5 = Hdf5File::writing(dataset);
+            one = OneFileStorage(&hdf5);
+            &one
         }
-        Format::OneFile(f) => canonical::write(comm, path, data, layout, opts, &*f.0),
-        Format::Striped(s) => striped::write(comm, path, data, layout, opts, s),
+        Format::OneFile(f) => {
+            one = OneFileStorage(&*f.0);
+            &one
+        }
+        Format::Striped(s) => {
+            striped = StripedFiles(Some(s));
+            &striped
+        }
         Format::Zarr {
             chunks,
             shards,
             compressor,
-        } => zarr::write(
-            comm,
-            path,
-            data,
-            layout,
-            opts,
-            (chunks, shards.as_deref(), *compressor),
-        ),
-    }
+        } => {
+            zarr = ZarrArrays(Some((chunks, shards.as_deref(), *compressor)));
+            &zarr
+        }
+    };
+    fmt.write(comm, path, data, layout, opts)
 }
 
 /// Reads the parallel file `path` (canonical, `.npy`, a striped file's manifest, a Zarr
@@ -191,75 +203,37 @@ pub fn read_with_formats(
     // `FILE:/NAME` names a dataset of an HDF5 file.
     let (file, dataset) = hdf5::split(path);
     let path = file.as_path();
-    // Rank 0 looks at the file and checks that it records the reader's dataset.
-    let info = decided_by_rank0(comm, path, || {
-        let kind = detect::inspect_dataset(path, dataset.as_deref(), Some(layout), formats)?;
-        match &kind {
-            Kind::Manifest(text) => check_dataset(path, &Manifest::parse(path, text)?, layout)?,
-            Kind::Zarr(text) => zarr::check(path, &zarr::parse(path, text)?, layout)?,
-            Kind::Plain { .. } => {}
-        }
-        Ok(kind)
+    // Rank 0 asks the formats which one holds the file (and checks that it records the
+    // reader's dataset); every rank hands the read to the storage it found.
+    let found = decided_by_rank0(comm, path, || {
+        detect::inspect_dataset(path, dataset.as_deref(), Some(layout), formats)
     })?;
-    match info {
-        Kind::Manifest(text) => {
-            let m = Manifest::parse(path, &text)?;
-            striped::read(comm, path, data, layout, opts, &m)
-        }
-        Kind::Plain { offset, bytes } => {
-            canonical::read(comm, path, data, layout, opts, offset, bytes)
-        }
-        Kind::Zarr(text) => zarr::read(comm, path, &text, data, layout, opts),
-    }
+    let (striped, zarr, one_file) = (
+        StripedFiles(None),
+        ZarrArrays(None),
+        OneFileStorage(&RawFile),
+    );
+    // A one-file format's read needs only where the stream lies: one engine reads them all.
+    let fmt: &dyn ParallelFormat = match &found {
+        Found::Manifest(_) => &striped,
+        Found::Zarr(_) => &zarr,
+        Found::Plain { .. } => &one_file,
+    };
+    fmt.read(comm, path, &found, data, layout, opts)
 }
 
-/// The element type and shape of an array layout (`None` for a byte stream, which
-/// carries no element type).
-fn dataset_of(l: &Layout) -> Option<(spools_map::DType, &[u64])> {
-    match l {
-        Layout::Array(a) => Some((a.dtype(), a.shape())),
-        _ => None,
-    }
-}
-
-/// Checks that a striped file's recorded dataset (the layout it was written from) has the
-/// element type and shape of the reader's `layout`, when both are arrays.
-///
-/// # Errors
-/// [`FileError::DatasetMismatch`].
-fn check_dataset(path: &Path, m: &Manifest, layout: &Layout) -> Result<(), FileError> {
-    let written: Layout = m.dataset.parse().map_err(|e| FileError::Format {
-        path: path.to_path_buf(),
-        defect: FormatDefect::Dataset {
-            spec: m.dataset.clone(),
-            source: e,
-        },
-    })?;
-    // A dataset of another size is reported as such by the read itself.
-    if layout.total_bytes() != Some(m.size) {
-        return Ok(());
-    }
-    match (dataset_of(&written), dataset_of(layout)) {
-        (Some(w), Some(r)) if w != r => Err(FileError::DatasetMismatch {
-            path: path.to_path_buf(),
-            file: format!("{}{:?}", w.0, w.1),
-            layout: format!("{}{:?}", r.0, r.1),
-        }),
-        _ => Ok(()),
-    }
-}
-
-/// Runs `f` on rank 0 and gives its result to every rank (errors included: the others get
-/// [`FileError::Remote`] with rank 0's cause).
+/// Runs `f` on rank 0 and gives what it found to every rank, errors included: the others
+/// get [`FileError::Remote`] with rank 0's cause.
 fn decided_by_rank0(
     comm: &Communicator,
     path: &Path,
-    f: impl FnOnce() -> Result<Kind, FileError>,
-) -> Result<Kind, FileError> {
+    f: impl FnOnce() -> Result<Found, FileError>,
+) -> Result<Found, FileError> {
     let mine = if comm.rank() == 0 { Some(f()) } else { None };
+    // Tagged: `+` and what was found, or `-` and rank 0's cause.
     let enc = match &mine {
-        Some(Ok(k)) => k.encode(),
-        Some(Err(e)) => [b"E".as_slice(), &Told::cause(e).encode()].concat(),
+        Some(Ok(found)) => [b"+".as_slice(), &found.encode()].concat(),
+        Some(Err(e)) => [b"-".as_slice(), &Told::cause(e).encode()].concat(),
         None => Vec::new(),
     };
     let got = comm.bcast_bytes(0, &enc);
@@ -268,12 +242,25 @@ fn decided_by_rank0(
         Some(r) => r,
         None => {
             let got = got?;
-            Kind::decode(&got).ok_or_else(|| FileError::Remote {
-                rank: 0,
-                path: path.to_path_buf(),
-                cause: crate::Cause::decode(got.get(1..).unwrap_or_default()),
-            })
+            match got.split_first() {
+                Some((b'+', rest)) => Found::decode(rest).ok_or_else(|| not_told(path)),
+                Some((b'-', cause)) => Err(FileError::Remote {
+                    rank: 0,
+                    path: path.to_path_buf(),
+                    cause: crate::Cause::decode(cause),
+                }),
+                _ => Err(not_told(path)),
+            }
         }
+    }
+}
+
+/// Rank 0's decision arrived garbled.
+fn not_told(path: &Path) -> FileError {
+    FileError::Remote {
+        rank: 0,
+        path: path.to_path_buf(),
+        cause: crate::Cause::decode(&[]),
     }
 }
 

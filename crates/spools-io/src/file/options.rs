@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::exchange::ExchangeStats;
+use spools_exchange::ExchangeStats;
 use spools_map::Layout;
 
 /// How a parallel file is stored.
@@ -224,7 +224,7 @@ pub struct WriteOptions {
     pub commit: Commit,
     /// A binding declining this rank's part (default `None`): its own argument check
     /// failed, so this rank takes part only to fail. The call fails on every rank before
-    /// anything is touched: here with `Refused`, elsewhere with `Remote` carrying this
+    /// anything is touched: here with `Declined`, elsewhere with `Remote` carrying this
     /// cause. The rank's buffer is not read.
     pub declined: Option<crate::Cause>,
 }
@@ -261,7 +261,7 @@ pub struct ReadOptions {
     pub coll_buffer: Option<usize>,
     /// A binding declining this rank's part (default `None`): its own argument check
     /// failed, so this rank takes part only to fail. The call fails on every rank before
-    /// anything is touched: here with `Refused`, elsewhere with `Remote` carrying this
+    /// anything is touched: here with `Declined`, elsewhere with `Remote` carrying this
     /// cause. The rank's buffer is not read.
     pub declined: Option<crate::Cause>,
 }

@@ -8,9 +8,10 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use super::detect::{inspect, Kind};
+use super::detect::inspect;
 use super::manifest::Manifest;
 use super::npy;
+use super::parallel_format::Found;
 use super::rows::{Geometry, Raid};
 use super::sys;
 use crate::error::{FileError, FormatDefect};
@@ -112,7 +113,7 @@ impl RangeReader {
     /// `.npy` header or manifest.
     pub fn open(path: &Path) -> Result<RangeReader, FileError> {
         let (stored, source) = match inspect(path)? {
-            Kind::Plain { offset, bytes } => {
+            Found::Plain { offset, bytes } => {
                 let file = sys::open_read(path)?;
                 let head = sys::read_upto(&file, path, offset.min(64 * 1024) as usize, 0)?;
                 // An HDF5 file's dataset is read as its bytes.
@@ -132,13 +133,13 @@ impl RangeReader {
                 };
                 (stored, Source::Plain { file, offset })
             }
-            Kind::Zarr(_) => {
+            Found::Zarr(_) => {
                 return Err(FileError::Options(
                     "a Zarr array is read collectively (file::read) or whole (spools cat); \
                      RangeReader does not read slices of it",
                 ))
             }
-            Kind::Manifest(text) => {
+            Found::Manifest(text) => {
                 let m = Manifest::parse(path, &text)?;
                 let geo = m.geometry(path)?;
                 let stored = Stored::Striped {

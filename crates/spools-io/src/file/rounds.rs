@@ -24,9 +24,9 @@ use spools_map::{IrregularLayout, Layout, Plan, StripeLayout};
 use spools_msg::{Communicator, Op};
 
 use crate::error::FileError;
-use crate::exchange::ExchangeStats;
 use crate::file::steps::integrity;
-use crate::redistribute::redistribute_plan;
+use spools_exchange::redistribute_plan;
+use spools_exchange::ExchangeStats;
 
 /// A rank's handling of its part of each round: the bytes of the stream range starting
 /// at `at` (offsets in the dataset's byte stream). Called on every rank in every round

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use spools_map::Layout;
 
-use crate::crc::{copy_crc, xor_into, STEP};
 use crate::error::FileError;
+use spools_exchange::crc::{copy_crc, xor_into, STEP};
 
 /// RAID level of a striped file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -279,7 +279,7 @@ impl Geometry {
                         let o = (global - base) as usize;
                         copy_crc(&mut out[o..o + len], b, 0)
                     }
-                    _ => crate::crc32c(b),
+                    _ => spools_exchange::crc32c(b),
                 };
                 let want = crcs.get(u as usize).and_then(|c| c.get(r as usize));
                 if want != Some(&crc) {
@@ -730,7 +730,7 @@ mod oracle {
                 (0..g.rows())
                     .map(|r| model_block(g, data, r, u))
                     .filter(|b| !b.is_empty())
-                    .map(|b| crate::crc32c(&b))
+                    .map(|b| spools_exchange::crc32c(&b))
                     .collect()
             })
             .collect()
@@ -801,7 +801,7 @@ mod oracle {
             vec![0x05, 0x0a, 0x10],
         ];
         assert_eq!(chunks, want);
-        let crc = |b: &[u8]| crate::crc32c(b);
+        let crc = |b: &[u8]| spools_exchange::crc32c(b);
         assert_eq!(
             crcs,
             vec![
@@ -971,7 +971,7 @@ mod oracle {
             let c = &mut chunks[u as usize];
             c[(r * 4) as usize] ^= 1;
             crcs[u as usize][r as usize] =
-                crate::crc32c(&c[(r * 4) as usize..(r * 4 + 4) as usize]);
+                spools_exchange::crc32c(&c[(r * 4) as usize..(r * 4 + 4) as usize]);
             let chunks: Vec<Chunk> = chunks.into_iter().map(Some).collect();
             for (r0, r1) in [(0, 6), (r, r + 1)] {
                 let (a, b) = model_stream(&g, (r0, r1));

@@ -8,8 +8,8 @@ use spools_msg::{Communicator, Op};
 
 use crate::error::Told;
 use crate::error::{ExchangeError, FileError, Side};
-use crate::exchange::ExchangeOptions;
 use crate::file::options::{Commit, Reshuffle, DIRECT_MIN_RUN};
+use spools_exchange::ExchangeOptions;
 
 /// The collective end of an operation: every rank learns whether any failed. This rank's
 /// own error wins; otherwise the first failing rank is named.
@@ -18,7 +18,7 @@ pub(crate) fn agree_on_outcome<T>(
     path: &Path,
     local: Result<T, FileError>,
 ) -> Result<T, FileError> {
-    crate::collective::agree(comm, local, |rank, cause| FileError::Remote {
+    spools_exchange::collective::agree(comm, local, |rank, cause| FileError::Remote {
         rank,
         path: path.to_path_buf(),
         cause,
@@ -88,7 +88,7 @@ pub(crate) fn check_share(
     if let Some(cause) = declined {
         return Err(FileError::Declined(cause.clone()));
     }
-    crate::collective::fit_ranks(layout, comm.size(), side)?;
+    spools_exchange::collective::fit_ranks(layout, comm.size(), side)?;
     let units = layout.units();
     let me = u64::from(comm.rank());
     let need = if me < units {

@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 use spools_map::Layout;
 use spools_msg::Communicator;
 
-use super::manifest::{check_unit_path, hex, Manifest, UnitEntry, MANIFEST_FORMAT};
+use super::manifest::{
+    check_unit_path, hex, looks_like_manifest, Manifest, UnitEntry, MANIFEST_FORMAT,
+};
+use super::parallel_format::{not_mine, Found, Look, ParallelFormat};
 use super::rounds::{self, Rounds};
 use super::rows::Geometry;
 use super::store::{RowReader, RowWriter, Store};
@@ -104,6 +107,100 @@ fn next_version(path: &Path) -> u64 {
         .ok()
         .and_then(|t| Manifest::parse(path, &t).ok())
         .map_or(1, |m| m.version + 1)
+}
+
+/// Striped files (RAID-0 / RAID-5 unit files and a manifest) as a [`ParallelFormat`]:
+/// written with `striping`, and read (`None`: the manifest says how they are striped).
+#[derive(Debug)]
+pub(super) struct StripedFiles<'a>(pub(super) Option<&'a Striping>);
+
+impl ParallelFormat for StripedFiles<'_> {
+    fn inspect(&self, look: &Look<'_>) -> Result<Option<Found>, FileError> {
+        let path = look.path;
+        match look.head {
+            Some(head) if looks_like_manifest(head) && look.len < MANIFEST_MAX => {
+                let text = std::fs::read(path).map_err(|e| FileError::io("read", path, e))?;
+                if let Some(layout) = look.layout {
+                    check_dataset(path, &Manifest::parse(path, &text)?, layout)?;
+                }
+                Ok(Some(Found::Manifest(text)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn write(
+        &self,
+        comm: &Communicator,
+        path: &Path,
+        data: &[u8],
+        layout: &Layout,
+        opts: &WriteOptions,
+    ) -> Result<FileStats, FileError> {
+        match self.0 {
+            Some(s) => write(comm, path, data, layout, opts, s),
+            None => Err(FileError::Options(
+                "a striped file is written with its striping",
+            )),
+        }
+    }
+
+    fn read(
+        &self,
+        comm: &Communicator,
+        path: &Path,
+        found: &Found,
+        data: &mut [u8],
+        layout: &Layout,
+        opts: &ReadOptions,
+    ) -> Result<FileStats, FileError> {
+        match found {
+            Found::Manifest(text) => {
+                let m = Manifest::parse(path, text)?;
+                read(comm, path, data, layout, opts, &m)
+            }
+            _ => Err(not_mine(path)),
+        }
+    }
+}
+
+/// A manifest is read whole only below this size (a larger file is no manifest).
+const MANIFEST_MAX: u64 = 256 << 20;
+
+/// The element type and shape of an array layout (`None` for a byte stream, which
+/// carries no element type).
+fn dataset_of(l: &Layout) -> Option<(spools_map::DType, &[u64])> {
+    match l {
+        Layout::Array(a) => Some((a.dtype(), a.shape())),
+        _ => None,
+    }
+}
+
+/// Checks that a striped file's recorded dataset (the layout it was written from) has the
+/// element type and shape of the reader's `layout`, when both are arrays.
+///
+/// # Errors
+/// [`FileError::DatasetMismatch`].
+fn check_dataset(path: &Path, m: &Manifest, layout: &Layout) -> Result<(), FileError> {
+    let written: Layout = m.dataset.parse().map_err(|e| FileError::Format {
+        path: path.to_path_buf(),
+        defect: FormatDefect::Dataset {
+            spec: m.dataset.clone(),
+            source: e,
+        },
+    })?;
+    // A dataset of another size is reported as such by the read itself.
+    if layout.total_bytes() != Some(m.size) {
+        return Ok(());
+    }
+    match (dataset_of(&written), dataset_of(layout)) {
+        (Some(w), Some(r)) if w != r => Err(FileError::DatasetMismatch {
+            path: path.to_path_buf(),
+            file: format!("{}{:?}", w.0, w.1),
+            layout: format!("{}{:?}", r.0, r.1),
+        }),
+        _ => Ok(()),
+    }
 }
 
 pub(super) fn write(

@@ -172,7 +172,7 @@ impl Sums {
     /// Checks block `i` against its bytes: `Err` with the block's byte offset in the data
     /// file `path` when they differ.
     fn check_block(&self, path: &Path, i: u64, bytes: &[u8]) -> Result<(), FileError> {
-        if self.crc(i) == Some(crate::crc32c(bytes)) {
+        if self.crc(i) == Some(spools_exchange::crc32c(bytes)) {
             Ok(())
         } else {
             Err(FileError::Corrupt {
@@ -237,7 +237,7 @@ impl Pieces {
             let pos = at + done as u64;
             let room = (SUMS_BLOCK - pos % SUMS_BLOCK) as usize;
             let n = room.min(bytes.len() - done);
-            let crc = crate::crc32c(&bytes[done..done + n]);
+            let crc = spools_exchange::crc32c(&bytes[done..done + n]);
             self.list.push((pos, n as u64, crc));
             done += n;
         }
@@ -513,7 +513,7 @@ impl<'a> Verify<'a> {
                 let piece = &b[(lo - at) as usize..(hi - at) as usize];
                 let crc = if lo == x {
                     self.close_open();
-                    crate::crc32c(piece)
+                    spools_exchange::crc32c(piece)
                 } else {
                     match self.open.take() {
                         Some((j, next, crc)) if j == i && next == lo => {
@@ -620,7 +620,10 @@ mod tests {
         assert_eq!(s.blocks(), 3);
         for i in 0..3 {
             let (a, b) = s.block_range(i);
-            assert_eq!(s.crc(i), Some(crate::crc32c(&data[a as usize..b as usize])));
+            assert_eq!(
+                s.crc(i),
+                Some(spools_exchange::crc32c(&data[a as usize..b as usize]))
+            );
         }
         let text = serde_json::to_vec(&s).unwrap_or_default();
         assert_eq!(Sums::parse(p, &text).ok(), Some(s));

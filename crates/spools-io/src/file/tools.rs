@@ -6,8 +6,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::detect::{inspect_dataset, Kind};
+use super::detect::inspect_dataset;
 use super::manifest::Manifest;
+use super::parallel_format::Found;
 use super::rows::{Block, Chunk, Damage, Geometry, Raid};
 use super::sums::Sums;
 use super::sys;
@@ -54,9 +55,9 @@ fn open_target(path: &Path) -> Result<Target, FileError> {
     let (file, dataset) = super::hdf5::split(path);
     let p = file.as_path();
     let opened = match inspect_dataset(p, dataset.as_deref(), None, &[])? {
-        Kind::Manifest(t) => Opened::Striped(Box::new(Manifest::parse(p, &t)?)),
-        Kind::Plain { offset, bytes } => Opened::Plain { offset, bytes },
-        Kind::Zarr(t) => Opened::Zarr(Box::new(super::zarr::parse(p, &t)?)),
+        Found::Manifest(t) => Opened::Striped(Box::new(Manifest::parse(p, &t)?)),
+        Found::Plain { offset, bytes } => Opened::Plain { offset, bytes },
+        Found::Zarr(t) => Opened::Zarr(Box::new(super::zarr::parse(p, &t)?)),
     };
     Ok(Target {
         file,
@@ -177,7 +178,9 @@ impl Striped {
                 match b {
                     None => bad.push((r, u, Damage::Missing)),
                     Some(b) => {
-                        if self.crcs[u as usize].get(r as usize) != Some(&crate::crc32c(b)) {
+                        if self.crcs[u as usize].get(r as usize)
+                            != Some(&spools_exchange::crc32c(b))
+                        {
                             bad.push((r, u, Damage::Corrupt));
                         }
                     }
@@ -394,7 +397,7 @@ pub fn fsck(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<FsckRepor
                         .as_ref()
                         .and_then(|c| c.get(at..at + len))
                     {
-                        crate::crc::xor_into(&mut p[..len], b);
+                        spools_exchange::crc::xor_into(&mut p[..len], b);
                     }
                 }
                 if p.iter().any(|&x| x != 0) {

@@ -42,7 +42,7 @@ fn on_rank0(total: u64) -> Result<Layout, PipeError> {
 
 /// Every rank learns whether any failed; this rank's own error wins.
 fn agree_on_outcome<T>(comm: &Communicator, local: Result<T, PipeError>) -> Result<T, PipeError> {
-    crate::collective::agree(comm, local, |rank, cause| PipeError::Remote { rank, cause })
+    spools_exchange::collective::agree(comm, local, |rank, cause| PipeError::Remote { rank, cause })
 }
 
 /// Checks that this program's `layout` has no more units than its `comm` has ranks.
@@ -51,7 +51,11 @@ fn check_own_units(
     layout: &Layout,
     side: crate::Side,
 ) -> Result<(), PipeError> {
-    Ok(crate::collective::fit_ranks(layout, comm.size(), side)?)
+    Ok(spools_exchange::collective::fit_ranks(
+        layout,
+        comm.size(),
+        side,
+    )?)
 }
 
 /// Checks, after the meeting, both programs' layouts against their rank counts, so that

@@ -13,12 +13,12 @@ use super::frame::{Header, Hello, Kind, HEADER_LEN, HELLO_LEN, MAX_PAYLOAD};
 use super::name::{forget, meet_all, meet_timeout, token_hex, Description, PipeName};
 use super::wait::{interrupt_of, only_waited, stopped, Check, CHECK_EVERY, POLL_TIMEOUT};
 use super::{agree_on_outcome, check_both_units, check_own_units, on_rank0};
-use crate::collective::rank_bytes;
-use crate::crc::crc32c;
-use crate::cursor::RunCursor;
 use crate::error::{PipeError, PipeStep, PipeViolation};
-use crate::exchange::ExchangeOptions;
-use crate::redistribute::redistribute_plan;
+use spools_exchange::collective::rank_bytes;
+use spools_exchange::crc::crc32c;
+use spools_exchange::cursor::RunCursor;
+use spools_exchange::redistribute_plan;
+use spools_exchange::ExchangeOptions;
 
 /// The consumer's end of a parallel pipe; [`PipeReader::read`] receives one record.
 ///

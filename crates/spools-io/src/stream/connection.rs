@@ -17,9 +17,9 @@ use spools_stream::{LinkSender, SendError};
 use super::distribution::{concatenated, link_owners, owned_by, stripes, stripes_after};
 use super::link::{stripe_crcs, Item, LinkThread, Refused};
 use super::{StreamId, StreamOptions};
-use crate::collective::{agree as agree_on_outcome, rank_bytes};
 use crate::error::{ExchangeError, StreamError};
-use crate::exchange::{exchange, ExchangeOptions, Owners};
+use spools_exchange::collective::{agree as agree_on_outcome, rank_bytes};
+use spools_exchange::{exchange, ExchangeOptions, Owners};
 
 /// Plans kept per stream (one per layout its ADUs were sent with).
 const PLANS: usize = 8;
@@ -291,8 +291,8 @@ impl StreamConnection {
         self.guard(r)
     }
 
-    /// Takes this rank's part in the send the other ranks make (any send call: every one
-    /// starts with the same agreement on its local checks) only to fail, because a
+    /// Takes this rank's part in the send the other ranks make (any send call: every one,
+    /// a group's too, starts with an agreement on its local checks) only to fail, because a
     /// binding's own check of this rank's arguments failed with `cause`. Nothing is sent
     /// anywhere; every rank's send fails, this one with the returned
     /// [`StreamError::Declined`], the others with [`StreamError::Remote`] carrying `cause`.
@@ -301,7 +301,8 @@ impl StreamConnection {
         if let Err(e) = self.usable() {
             return e;
         }
-        match self.agree::<()>(Err(StreamError::Declined(cause))) {
+        let r = self.agree::<()>(Err(StreamError::Declined(cause)));
+        match self.guard(r) {
             Err(e) => e,
             // Not reached: this rank's own error wins the agreement.
             Ok(()) => StreamError::Format("a declined send succeeded"),
@@ -390,7 +391,7 @@ impl StreamConnection {
         items: &[(StreamId, &[u8], &Layout)],
     ) -> Result<(), StreamError> {
         let ids: Vec<StreamId> = items.iter().map(|i| i.0).collect();
-        self.check_group(group, &ids)?;
+        self.agree_group(group, &ids)?;
         for &(id, data, layout) in items {
             self.send_adu(id, data, layout)?;
         }
@@ -409,7 +410,7 @@ impl StreamConnection {
         items: &[(StreamId, &[u8], &[u8], &Layout)],
     ) -> Result<(), StreamError> {
         let ids: Vec<StreamId> = items.iter().map(|i| i.0).collect();
-        self.check_group(group, &ids)?;
+        self.agree_group(group, &ids)?;
         for &(id, prefix, data, layout) in items {
             self.send_adu_prefixed(id, prefix, data, layout)?;
         }
@@ -427,6 +428,21 @@ impl StreamConnection {
     /// The group of stream `id` (0: none), if it is open.
     pub(crate) fn group_of(&self, id: StreamId) -> Option<u32> {
         self.streams.get(&id.0).map(|st| st.opts.group)
+    }
+
+    /// The first step of a group send: `items` checked ([`StreamConnection::check_group`])
+    /// and the outcome agreed, so that wrong items anywhere, or a rank that declines its
+    /// part ([`StreamConnection::decline_send`]), fail the send on every rank before
+    /// anything is sent.
+    pub(super) fn agree_group(
+        &mut self,
+        group: u32,
+        items: &[StreamId],
+    ) -> Result<(), StreamError> {
+        self.usable()?;
+        let checked = self.check_group(group, items);
+        let r = self.agree(checked);
+        self.guard(r)
     }
 
     /// Checks that `items` names every open stream of group `group` once, and no other.

@@ -133,7 +133,7 @@ impl StreamConnection {
         items: &[(StreamId, &FrameStyle, &[u8], &Layout)],
     ) -> Result<(), StreamError> {
         let ids: Vec<StreamId> = items.iter().map(|i| i.0).collect();
-        self.check_group(group, &ids)?;
+        self.agree_group(group, &ids)?;
         for &(id, style, data, layout) in items {
             self.send_frame(id, style, data, layout)?;
         }

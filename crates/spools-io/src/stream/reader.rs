@@ -22,9 +22,9 @@ use inbox::{Bound, Inbox, Role};
 pub use next::AduInfo;
 use next::{Head, Next};
 
-use crate::collective::{agree as agree_on_outcome, fit_ranks, rank_bytes};
 use crate::error::{Side, StreamRecvError};
-use crate::exchange::{exchange, ExchangeOptions, Owners};
+use spools_exchange::collective::{agree as agree_on_outcome, fit_ranks, rank_bytes};
+use spools_exchange::{exchange, ExchangeOptions, Owners};
 
 /// What the other ranks learn when rank 0's wait for the next ADU was interrupted.
 const RANK0_INTERRUPTED: &str =

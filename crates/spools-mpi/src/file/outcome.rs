@@ -29,7 +29,8 @@ pub(crate) fn agree_on<T>(
         |rank, cause| {
             MpiError::invalid(
                 class_of_kind(cause.kind),
-                format!("{call}: rank {rank} of the file's group failed in this collective call: {cause}"),
+                // The cause names the call already.
+                format!("rank {rank} of the file's group failed in {call}: {cause}"),
             )
         },
     )

@@ -32,20 +32,5 @@ pub(crate) fn file_error(e: FileError, op: Op) -> PyErr {
         FileError::Msg(m) | FileError::Exchange(ExchangeError::Msg(m)) => Some(m),
         _ => None,
     };
-    errors::from_io(kind, wrapped, error_chain(&e))
-}
-
-/// An error's message followed by its sources' (the system's error of an `Io`).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(x) = src {
-        let m = x.to_string();
-        if !s.contains(&m) {
-            s.push_str(": ");
-            s.push_str(&m);
-        }
-        src = x.source();
-    }
-    s
+    errors::from_io(kind, wrapped, spools_io::message_chain(&e))
 }

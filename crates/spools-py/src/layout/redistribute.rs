@@ -18,8 +18,10 @@ use crate::world::World;
 
 use super::{dtype_matches, layout_arg, local_bytes, local_shape, numpy_dtype, plan, typed};
 
-/// An exchange error as its exception: layouts that do not fit are `LayoutError`, a
-/// damaged transfer a `TransportError`, messaging errors their own class.
+/// An exchange error as its exception, by its kind (`ExchangeError::kind`): layouts and
+/// buffers that do not fit are `LayoutError`, a transfer unit that fails its checksum a
+/// `FileDamageError`, a failed single copy a `TransportError`, messaging errors their own
+/// class.
 pub(crate) fn exchange_error(e: ExchangeError) -> PyErr {
     errors::from_io(e.kind(), errors::exchange_msg(&e), e.to_string())
 }

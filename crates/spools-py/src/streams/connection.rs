@@ -7,9 +7,9 @@
 //! (`send_frame`, `send_frames`: the header is built by `spools_io`).
 //!
 //! Every call is collective. A rank whose own arguments are wrong (an array of the wrong
-//! size or dtype) still takes its part, with stream 0, which is never open: the call then
-//! fails on every rank (here with the argument's error, `SpoolsError` naming this rank on
-//! the others) and nothing of it is sent.
+//! size or dtype) still takes its part, declining it (`decline_send`): the call then fails
+//! on every rank with the argument's class and message (naming this rank on the others)
+//! and nothing of it is sent.
 
 use std::net::SocketAddr;
 use std::sync::{Mutex, PoisonError};

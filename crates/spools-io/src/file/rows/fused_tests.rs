@@ -7,7 +7,7 @@ use spools_map::Layout;
 use spools_testkit::Rng;
 
 use super::{Block, Chunk, Damage, Geometry, Raid};
-use crate::crc::{copy_crc, STEP};
+use spools_exchange::crc::{copy_crc, STEP};
 
 fn geo(raid: &str, unit: u64, count: u64, size: u64) -> Geometry {
     let spec = format!("{raid}(unit={unit}B,count={count},size={size}B)");
@@ -51,7 +51,7 @@ fn build_two_pass(g: &Geometry, r0: u64, r1: u64, stream: &[u8]) -> super::UnitC
                     }
                 }
             }
-            crcs[pu as usize].push(crate::crc32c(&p));
+            crcs[pu as usize].push(spools_exchange::crc32c(&p));
             chunks[pu as usize][at..at + len].copy_from_slice(&p);
         }
     }

@@ -30,6 +30,7 @@ use spools_msg::Communicator;
 
 use crate::error::{FileError, FormatDefect, ZarrError};
 use crate::file::options::{FileStats, ReadOptions, WriteOptions};
+use crate::file::parallel_format::{not_mine, Found, Look, ParallelFormat};
 use crate::file::steps::{agree_on_outcome, check_share, integrity};
 use crate::file::sys;
 use crate::Side;
@@ -169,14 +170,69 @@ fn local_buffer(g: &Grid, me: u32) -> Result<Vec<u8>, FileError> {
     Ok(vec![0u8; n as usize])
 }
 
+/// Zarr v3 arrays as a [`ParallelFormat`]: written with `spec` (the chunks' shape, the
+/// shards' and the compressor), and read (`None`: `zarr.json` says how they are stored).
+#[derive(Debug)]
+pub(crate) struct ZarrArrays<'a>(pub(crate) Option<ZarrSpec<'a>>);
+
+/// A Zarr array's storage as a write asks for it: the chunks' shape, the shards' (`None`:
+/// no sharding) and the compressor.
+pub(crate) type ZarrSpec<'a> = (&'a [u64], Option<&'a [u64]>, Compressor);
+
+impl ParallelFormat for ZarrArrays<'_> {
+    fn inspect(&self, look: &Look<'_>) -> Result<Option<Found>, FileError> {
+        if look.head.is_some() {
+            return Ok(None);
+        }
+        let Some(text) = read_meta(look.path)? else {
+            return Ok(None);
+        };
+        if let Some(layout) = look.layout {
+            check(look.path, &parse(look.path, &text)?, layout)?;
+        }
+        Ok(Some(Found::Zarr(text)))
+    }
+
+    fn write(
+        &self,
+        comm: &Communicator,
+        path: &Path,
+        data: &[u8],
+        layout: &Layout,
+        opts: &WriteOptions,
+    ) -> Result<FileStats, FileError> {
+        match self.0 {
+            Some(spec) => write(comm, path, data, layout, opts, spec),
+            None => Err(FileError::Options(
+                "a Zarr array is written with its chunk shape",
+            )),
+        }
+    }
+
+    fn read(
+        &self,
+        comm: &Communicator,
+        path: &Path,
+        found: &Found,
+        data: &mut [u8],
+        layout: &Layout,
+        opts: &ReadOptions,
+    ) -> Result<FileStats, FileError> {
+        match found {
+            Found::Zarr(text) => read(comm, path, text, data, layout, opts),
+            _ => Err(not_mine(path)),
+        }
+    }
+}
+
 /// Writes `layout`'s dataset as a Zarr v3 array at `path` (a directory). Collective.
-pub(crate) fn write(
+fn write(
     comm: &Communicator,
     path: &Path,
     data: &[u8],
     layout: &Layout,
     opts: &WriteOptions,
-    spec: (&[u64], Option<&[u64]>, Compressor),
+    spec: ZarrSpec<'_>,
 ) -> Result<FileStats, FileError> {
     let (chunks, shards, compressor) = spec;
     let checked = check_share(comm, layout, data.len(), Side::Source, opts.declined.as_ref()).and_then(|()| {
@@ -214,7 +270,7 @@ pub(crate) fn write(
     })?;
     let me = comm.rank();
     let mut local = local_buffer(&g, me)?;
-    let exchange = crate::redistribute(
+    let exchange = spools_exchange::redistribute(
         comm,
         data,
         layout,
@@ -364,7 +420,7 @@ pub(crate) fn read_key(m: &ZarrMeta, at: &Path) -> Result<Option<Vec<u8>>, FileE
 
 /// Reads the Zarr array at `path` (whose `zarr.json` rank 0 read as `text` and checked)
 /// into the distribution `layout`. Collective.
-pub(crate) fn read(
+fn read(
     comm: &Communicator,
     path: &Path,
     text: &[u8],
@@ -408,7 +464,7 @@ pub(crate) fn read(
         }
     }
     agree_on_outcome(comm, path, res)?;
-    let exchange = crate::redistribute(
+    let exchange = spools_exchange::redistribute(
         comm,
         &local,
         &g.layout,

@@ -13,7 +13,7 @@ use spools_stream::link_bytes;
 
 use super::next::Head;
 use crate::error::StreamRecvError;
-use crate::exchange::Owners;
+use spools_exchange::Owners;
 
 /// Where an ADU's bytes are when it arrives, and the ranks that hold them (of `ranks`).
 pub(crate) fn source(h: &Head, ranks: u32) -> Result<(Layout, Owners), StreamRecvError> {

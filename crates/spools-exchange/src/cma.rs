@@ -5,7 +5,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use super::descriptor::Cookie;
+use crate::descriptor::Cookie;
 
 /// Most iovecs one call takes (Linux's `UIO_MAXIOV`).
 const MAX_IOV: usize = 1024;

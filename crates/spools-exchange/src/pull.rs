@@ -5,15 +5,15 @@
 
 use spools_map::Plan;
 
-use super::bounds::slice_mut;
-use super::cma::{cookie, refused, CmaError, CmaReader};
+use crate::bounds::slice_mut;
+use crate::cma::{cookie, refused, CmaError, CmaReader};
 use spools_heap::{lookup, HeapError, HeapName, PeerBytes, PeerHeaps};
 
-use super::descriptor::{area, Area, Descriptor, Place};
-use super::options::ExchangeStats;
-use super::peer_runs::PeerRuns;
-use super::short_copy::span;
+use crate::descriptor::{area, Area, Descriptor, Place};
 use crate::error::{ExchangeError, Side};
+use crate::options::ExchangeStats;
+use crate::peer_runs::PeerRuns;
+use crate::short_copy::span;
 
 /// Streams out of process memory whose mean piece (a run, or runs one after the other at
 /// the source, read as one: [`CmaReader::push_spread`]) is shorter than this go through

@@ -3,8 +3,9 @@
 use spools_map::{Layout, Plan};
 use spools_msg::Communicator;
 
+use crate::engine::exchange;
 use crate::error::ExchangeError;
-use crate::exchange::{exchange, ExchangeOptions, ExchangeStats, Owners};
+use crate::{ExchangeOptions, ExchangeStats, Owners};
 
 /// Moves a distributed dataset from layout `from` to layout `to`, in place of hand-written
 /// `MPI_Alltoallv` code. Collective over `comm`: rank `r` holds unit `r` of each layout
@@ -20,7 +21,7 @@ use crate::exchange::{exchange, ExchangeOptions, ExchangeStats, Owners};
 /// let to: Layout = "u8[2,3] *,block on 1x1 order=F".parse()?;
 /// let src = [1u8, 2, 3, 4, 5, 6];
 /// let mut dst = [0u8; 6];
-/// spools_io::redistribute(world.communicator(), &src, &from, &mut dst, &to, &Default::default())?;
+/// spools_exchange::redistribute(world.communicator(), &src, &from, &mut dst, &to, &Default::default())?;
 /// assert_eq!(dst, [1, 4, 2, 5, 3, 6]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -4,12 +4,12 @@
 
 use spools_map::{Plan, Strided};
 
-use super::bounds::{slice, slice_mut};
-use super::options::ExchangeStats;
-use super::pieces::Pieces;
-use super::short_copy::{append_run, copy_run, gather, scatter, span};
+use crate::bounds::{slice, slice_mut};
 use crate::crc::{copy_crc, extend_crc};
 use crate::error::{ExchangeError, Side};
+use crate::options::ExchangeStats;
+use crate::pieces::Pieces;
+use crate::short_copy::{append_run, copy_run, gather, scatter, span};
 
 /// The runs of `peer` in `list`, added if missing.
 pub(super) fn peer_runs_for(list: &mut Vec<PeerRuns>, peer: u32) -> &mut PeerRuns {

@@ -3,9 +3,9 @@
 
 use spools_map::Plan;
 
-use super::options::ExchangeStats;
-use super::peer_runs::PeerRuns;
 use crate::error::ExchangeError;
+use crate::options::ExchangeStats;
+use crate::peer_runs::PeerRuns;
 
 fn stream(plan: &Plan, s: u64, d: u64) -> Result<PeerRuns, ExchangeError> {
     let mut st = PeerRuns::new(0);

@@ -161,7 +161,7 @@ impl ExchangeError {
     /// rank only heard that it failed, and why (the error's cause).
     ///
     /// ```
-    /// use spools_io::{Cause, ErrorKind, ExchangeError};
+    /// use spools_exchange::{Cause, ErrorKind, ExchangeError};
     /// let e = ExchangeError::Remote { rank: 2, cause: Cause::new(ErrorKind::BadArgument, "x") };
     /// assert_eq!(e.remote_rank(), Some(2));
     /// assert_eq!(e.kind(), ErrorKind::BadArgument);

@@ -3,7 +3,7 @@
 //! and the word-wide XOR that folds RAID-5 parity into the same steps.
 
 /// Bytes copied before they are checksummed: small enough to stay in the L1/L2 cache.
-pub(crate) const STEP: usize = 16 * 1024;
+pub const STEP: usize = 16 * 1024;
 
 /// Appends `src` to `out` and returns the CRC32C of `src` continued from `crc`.
 pub(crate) fn extend_crc(out: &mut Vec<u8>, src: &[u8], mut crc: u32) -> u32 {
@@ -17,7 +17,7 @@ pub(crate) fn extend_crc(out: &mut Vec<u8>, src: &[u8], mut crc: u32) -> u32 {
 
 /// Copies `src` into `dst` (of the same length) and returns the CRC32C of the bytes
 /// continued from `crc`.
-pub(crate) fn copy_crc(dst: &mut [u8], src: &[u8], mut crc: u32) -> u32 {
+pub fn copy_crc(dst: &mut [u8], src: &[u8], mut crc: u32) -> u32 {
     for (d, s) in dst.chunks_mut(STEP).zip(src.chunks(STEP)) {
         d.copy_from_slice(s);
         crc = crc32c::crc32c_append(crc, d);
@@ -36,7 +36,7 @@ fn lane(b: &[u8]) -> u128 {
 }
 
 /// `acc ^= other` (of the same length), word by word.
-pub(crate) fn xor_into(acc: &mut [u8], other: &[u8]) {
+pub fn xor_into(acc: &mut [u8], other: &[u8]) {
     debug_assert_eq!(acc.len(), other.len(), "xor_into takes equal lengths");
     let mut a = acc.chunks_exact_mut(LANE);
     let mut o = other.chunks_exact(LANE);
@@ -52,7 +52,7 @@ pub(crate) fn xor_into(acc: &mut [u8], other: &[u8]) {
 /// The CRC32C (Castagnoli) of `data`.
 ///
 /// ```
-/// assert_eq!(spools_io::crc32c(b"123456789"), 0xe306_9283);
+/// assert_eq!(spools_exchange::crc32c(b"123456789"), 0xe306_9283);
 /// ```
 pub fn crc32c(data: &[u8]) -> u32 {
     crc32c::crc32c(data)

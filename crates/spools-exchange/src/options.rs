@@ -18,7 +18,7 @@ pub struct ExchangeOptions {
     pub single_copy: bool,
     /// A binding declining this rank's part (default `None`): its own argument check
     /// failed, so this rank takes part only to fail. The call fails on every rank before
-    /// anything is touched: here with `Refused`, elsewhere with `Remote` carrying this
+    /// anything is touched: here with `Declined`, elsewhere with `Remote` carrying this
     /// cause. The rank's buffer is not read.
     pub declined: Option<crate::Cause>,
 }
@@ -58,7 +58,7 @@ impl std::ops::AddAssign for ExchangeStats {
     /// operation's total).
     ///
     /// ```
-    /// use spools_io::ExchangeStats;
+    /// use spools_exchange::ExchangeStats;
     /// let mut total = ExchangeStats { sent: 3, pulled: 2, ..Default::default() };
     /// total += ExchangeStats { sent: 4, pulled: 5, ..Default::default() };
     /// assert_eq!((total.sent, total.pulled), (7, 7));

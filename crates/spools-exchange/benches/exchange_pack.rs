@@ -3,7 +3,7 @@
 //! 8 B (block -> cyclic(1) of f64) up to 4 KiB; and the plan's run generator alone, which
 //! every path pays.
 //!
-//! Run with `cargo bench -p spools-io --bench exchange_pack`.
+//! Run with `cargo bench -p spools-exchange --bench exchange_pack`.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -11,7 +11,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use spools_io::bench_hooks::{pack_stream, unpack_stream};
+use spools_exchange::bench_hooks::{pack_stream, unpack_stream};
 use spools_map::{Layout, Plan};
 
 const N: u64 = 1 << 20;

@@ -1,6 +1,7 @@
 //! What a rank that failed a collective step tells the others ([`Cause`]), and its bytes
-//! on the wire (sent by [`agree_on_outcome`](crate::agree_on_outcome); private to this
-//! crate, decoded from untrusted bytes: every input decodes to some cause).
+//! on the wire (sent by [`agree_on_outcome`](crate::agree_on_outcome) and the I/O layer's
+//! decisions of rank 0; spoken only between ranks of one job, decoded from untrusted
+//! bytes: every input decodes to some cause).
 
 use super::ErrorKind;
 
@@ -13,7 +14,7 @@ pub(crate) const MAX_MESSAGE: usize = 4096;
 /// carry it, so an interface maps the same kind to the same class on every rank.
 ///
 /// ```
-/// use spools_io::{Cause, ErrorKind};
+/// use spools_exchange::{Cause, ErrorKind};
 /// let c = Cause::new(ErrorKind::NotFound, "open /data/x: no such file");
 /// assert_eq!(c.kind, ErrorKind::NotFound);
 /// assert_eq!(c.to_string(), "open /data/x: no such file");
@@ -51,23 +52,14 @@ impl Cause {
         Cause { kind, message }
     }
 
-    /// The cause of `e`: its kind and its message followed by its sources'.
+    /// The cause of `e`: its kind and its message followed by its sources'
+    /// ([`message_chain`]).
     pub fn of(kind: ErrorKind, e: &dyn std::error::Error) -> Cause {
-        let mut s = e.to_string();
-        let mut src = e.source();
-        while let Some(x) = src {
-            let m = x.to_string();
-            if !s.contains(&m) {
-                s.push_str(": ");
-                s.push_str(&m);
-            }
-            src = x.source();
-        }
-        Cause::new(kind, s)
+        Cause::new(kind, message_chain(e))
     }
 
     /// The bytes of this cause: the kind's code, then the message.
-    pub(crate) fn encode(&self) -> Vec<u8> {
+    pub fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(1 + self.message.len());
         b.push(code(self.kind));
         b.extend_from_slice(self.message.as_bytes());
@@ -76,7 +68,7 @@ impl Cause {
 
     /// The cause `bytes` describe. Untrusted: an unknown kind is [`ErrorKind::Remote`], a
     /// message that is not UTF-8 is shown lossily, an over-long one is cut; nothing fails.
-    pub(crate) fn decode(bytes: &[u8]) -> Cause {
+    pub fn decode(bytes: &[u8]) -> Cause {
         match bytes.split_first() {
             Some((&k, msg)) => Cause::new(
                 kind_of(k).unwrap_or(ErrorKind::Remote),
@@ -87,8 +79,15 @@ impl Cause {
     }
 }
 
-/// An error of this crate that a rank tells the others: its kind and message.
-pub(crate) trait Told: std::error::Error + Sized {
+/// An error a rank tells the others when it fails a collective step: its kind and its
+/// message ([`agree`](crate::collective::agree)). The I/O layer's errors implement it.
+///
+/// ```
+/// use spools_exchange::{ErrorKind, ExchangeError, Told};
+/// let e = ExchangeError::MixedSingleCopy;
+/// assert_eq!(Told::cause(&e).kind, ErrorKind::Transport);
+/// ```
+pub trait Told: std::error::Error + Sized {
     /// The error's kind.
     fn kind(&self) -> ErrorKind;
 
@@ -96,6 +95,28 @@ pub(crate) trait Told: std::error::Error + Sized {
     fn cause(&self) -> Cause {
         Cause::of(self.kind(), self)
     }
+}
+
+/// An error's message followed by its sources' messages (the system's error of an I/O
+/// failure), each once: what a failing rank tells the others, and what the interfaces
+/// show.
+///
+/// ```
+/// let e = std::io::Error::other("disk full");
+/// assert_eq!(spools_exchange::message_chain(&e), "disk full");
+/// ```
+pub fn message_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(x) = src {
+        let m = x.to_string();
+        if !s.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        src = x.source();
+    }
+    s
 }
 
 /// The kinds by their codes on the wire (a kind's code is its place here: append only).

@@ -1,4 +1,4 @@
-//! Steps every I/O operation shares across its ranks: agreeing on the outcome of a local
+//! Steps every collective I/O operation shares across its ranks: agreeing on the outcome of a local
 //! step, checking that a layout's units fit the ranks, and a rank's share of a layout.
 
 use crate::error::{Cause, ExchangeError, Side, Told};
@@ -12,16 +12,21 @@ use crate::error::{Cause, ExchangeError, Side, Told};
 /// every rank maps one error to its class.
 ///
 /// ```
-/// use spools_io::{agree_on_outcome, Cause, ErrorKind, FileError};
+/// use spools_exchange::{agree_on_outcome, ExchangeError, Told};
 /// let world = spools::init()?;
 /// let comm = world.communicator();
-/// let local: Result<u32, FileError> = Ok(7);
-/// let v = agree_on_outcome(comm, local, |e| Cause::of(e.kind(), e), |rank, cause| {
-///     FileError::Remote { rank, path: "x".into(), cause }
+/// let local: Result<u32, ExchangeError> = Ok(7);
+/// let v = agree_on_outcome(comm, local, Told::cause, |rank, cause| {
+///     ExchangeError::Remote { rank, cause }
 /// })?;
 /// assert_eq!(v, 7);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// A rank whose agreement itself fails (an interrupt, a dead peer) returns at once; on
+/// a failure the others then wait in the broadcast of the cause as in any collective a
+/// rank left: the job's watchdog ends a dead rank's job, and an interrupted collective
+/// leaves its communicator unusable, as every interrupted collective does.
 ///
 /// # Errors
 /// This rank's own error (it wins even when the agreement fails too: a peer that failed
@@ -60,8 +65,12 @@ pub fn agree_on_outcome<T, E: From<spools_msg::MsgError>>(
     }
 }
 
-/// [`agree_on_outcome`] for the errors of this crate, which tell their own kind.
-pub(crate) fn agree<T, E>(
+/// [`agree_on_outcome`] for errors that tell their own kind and message ([`Told`]): the
+/// I/O layer's.
+///
+/// # Errors
+/// As [`agree_on_outcome`].
+pub fn agree<T, E>(
     comm: &spools_msg::Communicator,
     local: Result<T, E>,
     remote: impl FnOnce(u32, Cause) -> E,
@@ -74,11 +83,10 @@ where
 
 /// Checks that `layout` has no more units than `ranks` (rank `r` holds unit `r`: a unit
 /// beyond the ranks would never be sent or received).
-pub(crate) fn fit_ranks(
-    layout: &spools_map::Layout,
-    ranks: u32,
-    side: Side,
-) -> Result<(), ExchangeError> {
+///
+/// # Errors
+/// [`ExchangeError::TooManyUnits`].
+pub fn fit_ranks(layout: &spools_map::Layout, ranks: u32, side: Side) -> Result<(), ExchangeError> {
     let units = layout.units();
     if units > u64::from(ranks) {
         return Err(ExchangeError::TooManyUnits { side, units, ranks });
@@ -88,10 +96,10 @@ pub(crate) fn fit_ranks(
 
 /// Bytes of rank `rank`'s share of `layout` (rank `r` holds unit `r`; none beyond the
 /// layout's units).
-pub(crate) fn rank_bytes(
-    layout: &spools_map::Layout,
-    rank: u32,
-) -> Result<u64, spools_map::LayoutError> {
+///
+/// # Errors
+/// The layout's, for a layout whose share cannot be computed.
+pub fn rank_bytes(layout: &spools_map::Layout, rank: u32) -> Result<u64, spools_map::LayoutError> {
     if u64::from(rank) < layout.units() {
         layout.local_bytes(u64::from(rank))
     } else {

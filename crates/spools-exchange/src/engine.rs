@@ -1,4 +1,4 @@
-//! The exchange engine: executes a [`Plan`] between the local buffers of the ranks.
+//! The engine: executes a [`Plan`] between the local buffers of the ranks.
 //!
 //! Each pair of ranks (A, B) forms one *stream*: the runs of every (source unit of A,
 //! destination unit of B) pair, in increasing unit order, then in source order. Both ends
@@ -25,32 +25,19 @@
 //! and unpacking overlap (the iWarp execution module). Runs between units of one rank are
 //! copied directly.
 
-#[doc(hidden)]
-pub mod bench_hooks;
-mod bounds;
-mod cma;
-mod descriptor;
-mod options;
-mod owners;
-mod peer_runs;
-pub(crate) mod pieces;
-mod pool;
-mod pull;
-pub(crate) mod short_copy;
-
-pub use options::{ExchangeOptions, ExchangeStats};
-pub use owners::Owners;
-
+use crate::options::{ExchangeOptions, ExchangeStats};
+use crate::owners::Owners;
+use crate::pool;
 use spools_map::Plan;
 use spools_msg::{wait_any_at, Communicator, Op, Request};
 
-use self::bounds::{slice, slice_mut};
-use self::descriptor::{Descriptor, Reply};
-use self::owners::{check_buffers, position};
-use self::peer_runs::{peer_runs_for, PeerRuns};
-use self::pull::{describe, descriptor_capacity, negotiated, pull, Pulled};
-use self::short_copy::{copy_strided, span};
+use crate::bounds::{slice, slice_mut};
+use crate::descriptor::{Descriptor, Reply};
 use crate::error::{ExchangeError, Side};
+use crate::owners::{check_buffers, position};
+use crate::peer_runs::{peer_runs_for, PeerRuns};
+use crate::pull::{describe, descriptor_capacity, negotiated, pull, Pulled};
+use crate::short_copy::{copy_strided, span};
 
 /// Tag of the exchange engine's transfer units.
 pub(crate) const TAG_TU: i32 = 0x0e_0001;
@@ -65,7 +52,7 @@ const TAG_REPLY: i32 = 0x0e_0011;
 /// least the unit's share of the dataset ([`Layout::local_bytes`](spools_map::Layout::local_bytes)).
 ///
 /// ```
-/// use spools_io::{exchange, ExchangeOptions, Owners};
+/// use spools_exchange::{exchange, ExchangeOptions, Owners};
 /// use spools_map::{Layout, Plan};
 /// let world = spools::init()?;
 /// // One rank: a 4x4 transpose between two layouts of the same unit.
@@ -330,7 +317,8 @@ pub fn exchange(
 }
 
 /// How many of the single-copy protocol's decoders accept `data` (for garbage tests).
-pub(crate) fn decode_any(data: &[u8]) -> usize {
+#[doc(hidden)]
+pub fn decode_any(data: &[u8]) -> usize {
     usize::from(Descriptor::decode(0, data).is_ok()) + usize::from(Reply::decode(0, data).is_ok())
 }
 

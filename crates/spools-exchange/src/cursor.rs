@@ -1,24 +1,41 @@
 //! A pipe's runs packed into frames and scattered out of them by progressions: the runs
-//! of a plan between two units, as equally spaced groups ([`Pieces`]), cut at frame
+//! of a plan between two units, as equally spaced groups (the engine's `Pieces`), cut at frame
 //! boundaries anywhere, each group copied in one strided loop (a `cyclic` record's
 //! single-element runs cost a few nanoseconds each, not a call per run). Sans-IO.
 
 use spools_map::Runs;
 
-use crate::exchange::pieces::Pieces;
-use crate::exchange::short_copy::{gather, scatter, span};
+use crate::pieces::Pieces;
+use crate::short_copy::{gather, scatter, span};
 
 /// The rest of a pair's runs, handed out a frame at a time.
+///
+/// ```
+/// use spools_exchange::cursor::RunCursor;
+/// use spools_map::{Layout, Plan};
+/// let a: Layout = "u8[8] block on 1".parse()?;
+/// let b: Layout = "u8[8] cyclic on 2".parse()?;
+/// let plan = Plan::new(&a, &b)?;
+/// let mut c = RunCursor::new(plan.runs(0, 1)?);
+/// let src: Vec<u8> = (0..8).collect();
+/// let mut frame = Vec::new();
+/// c.pack(&src, 3, &mut frame)?;
+/// assert_eq!(frame, [1, 3, 5]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
-pub(crate) struct RunCursor {
+pub struct RunCursor {
     pieces: Pieces,
 }
 
 /// A run that falls outside a buffer: the bytes the buffer would need, and its length.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Outside {
-    pub(crate) need: u64,
-    pub(crate) got: u64,
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("a run needs {need} bytes of a buffer of {got}")]
+pub struct Outside {
+    /// The bytes the buffer would need.
+    pub need: u64,
+    /// Its length.
+    pub got: u64,
 }
 
 /// `buf[at .. at + span]` of `count` runs of `len` bytes `stride` apart, or where it falls
@@ -41,7 +58,8 @@ fn range(
 }
 
 impl RunCursor {
-    pub(crate) fn new(runs: Runs) -> Self {
+    /// A cursor at the start of `runs`.
+    pub fn new(runs: Runs) -> Self {
         RunCursor {
             pieces: Pieces::new(runs.strided()),
         }
@@ -53,12 +71,7 @@ impl RunCursor {
     ///
     /// # Errors
     /// [`Outside`] when a run lies beyond `src` (nothing of that run is appended).
-    pub(crate) fn pack(
-        &mut self,
-        src: &[u8],
-        limit: u64,
-        out: &mut Vec<u8>,
-    ) -> Result<u64, Outside> {
+    pub fn pack(&mut self, src: &[u8], limit: u64, out: &mut Vec<u8>) -> Result<u64, Outside> {
         let mut got = 0;
         while got < limit {
             let Some(p) = self.pieces.take(limit - got) else {
@@ -83,7 +96,7 @@ impl RunCursor {
     ///
     /// # Errors
     /// [`Outside`] when a run lies beyond `dst`.
-    pub(crate) fn unpack(&mut self, from: &[u8], dst: &mut [u8]) -> Result<u64, Outside> {
+    pub fn unpack(&mut self, from: &[u8], dst: &mut [u8]) -> Result<u64, Outside> {
         let mut at = 0usize;
         while at < from.len() {
             let Some(p) = self.pieces.take((from.len() - at) as u64) else {
