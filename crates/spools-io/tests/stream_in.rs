@@ -439,13 +439,15 @@ fn a_corrupt_frame_is_a_checksum_error_on_every_rank() {
     // 0 of TU 1 corrupt.
     wait_job(&d, "got0", &mut job);
     send_sus(&mut links, 999, 1, 4, true);
+    // The job may refuse the connection as soon as the corrupt frame arrives and close
+    // every link: ending the links then meets a reset, which is the job's right (what is
+    // checked is what every rank reports).
     for mut l in links {
-        l.send(&Frame::Close(spools_proto::stream::Close {
+        let _ = l.send(&Frame::Close(spools_proto::stream::Close {
             stream: 1,
             adus: 2,
-        }))
-        .unwrap();
-        l.finish().unwrap();
+        }));
+        let _ = l.finish();
     }
     let o = job.take().unwrap().wait(wait);
     assert_ok(&o);
