@@ -33,7 +33,8 @@ use spools_msg::{wait_any_at, Communicator, Op, Request};
 
 use crate::bounds::{slice, slice_mut};
 use crate::descriptor::{Descriptor, Reply};
-use crate::error::{ExchangeError, Side};
+use crate::digest::Digest;
+use crate::error::{ExchangeError, Side, Told};
 use crate::owners::{check_buffers, position};
 use crate::peer_runs::{peer_runs_for, PeerRuns};
 use crate::pull::{describe, descriptor_capacity, negotiated, pull, Pulled};
@@ -101,25 +102,10 @@ pub fn exchange(
         .and_then(|()| dst_owners.check(Side::Destination, plan.dst(), size))
         .and_then(|()| check_buffers(Side::Source, plan.src(), src_owners, me, &src_lens))
         .and_then(|()| check_buffers(Side::Destination, plan.dst(), dst_owners, me, &dst_lens));
-    // The ends of a same-host stream must agree on whether it is negotiated.
-    let sc = u32::from(opts.single_copy);
-    let mut both = [0u32; 2];
-    comm.allreduce(&[sc, 1 - sc], &mut both, &Op::Min)?;
-    let checked = if both == [0, 0] {
-        checked.and(Err(ExchangeError::MixedSingleCopy))
-    } else {
-        checked
-    };
-    let checked = match &opts.declined {
-        Some(cause) => Err(ExchangeError::Declined(cause.clone())),
-        None => checked,
-    };
-    // Every rank learns whether any rank refused before anything moves, so that no rank
-    // waits for data that will never come.
-    crate::collective::agree(comm, checked, |rank, cause| ExchangeError::Remote {
-        rank,
-        cause,
-    })?;
+    // Every rank learns whether any rank refused, or passed another plan, before anything
+    // moves, so that no rank waits for data that will never come.
+    let digest = Digest::of(&(plan.src(), plan.dst(), src_owners, dst_owners));
+    open_exchange(comm, checked, digest, opts)?;
     let tu = opts.transfer_unit.max(1);
     let window = opts.window.max(1);
 
@@ -399,4 +385,40 @@ fn start_sends(
         fl.meta.push(Slot::Send(k));
     }
     Ok(())
+}
+
+/// The collective opening of an exchange: the ends of a same-host stream agree on whether
+/// it is negotiated (single copy), and every rank learns whether any rank refused its
+/// part (`checked`, or a binding that declined it) or passed another plan or owners
+/// (`digest`), before anything moves. A rank whose plan could not even be made opens with
+/// its error, so that the others fail with its cause instead of waiting.
+pub(crate) fn open_exchange<T>(
+    comm: &Communicator,
+    checked: Result<T, ExchangeError>,
+    digest: Digest,
+    opts: &ExchangeOptions,
+) -> Result<T, ExchangeError> {
+    // The ends of a same-host stream must agree on whether it is negotiated.
+    let sc = u32::from(opts.single_copy);
+    let mut both = [0u32; 2];
+    comm.allreduce(&[sc, 1 - sc], &mut both, &Op::Min)?;
+    let checked = if both == [0, 0] {
+        checked.and_then(|_| Err(ExchangeError::MixedSingleCopy))
+    } else {
+        checked
+    };
+    let checked = match &opts.declined {
+        Some(cause) => Err(ExchangeError::Declined(cause.clone())),
+        None => checked,
+    };
+    // A declined part has no arguments to compare.
+    let digest = opts.declined.is_none().then_some(digest);
+    crate::collective::agree_on_call(
+        comm,
+        checked,
+        digest,
+        "layouts or owners",
+        Told::cause,
+        |rank, cause| ExchangeError::Remote { rank, cause },
+    )
 }

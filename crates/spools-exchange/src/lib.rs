@@ -21,6 +21,7 @@ pub mod collective;
 pub mod crc;
 pub mod cursor;
 mod descriptor;
+mod digest;
 mod engine;
 mod error;
 mod options;
@@ -32,8 +33,9 @@ mod pull;
 mod redistribute;
 mod short_copy;
 
-pub use collective::agree_on_outcome;
+pub use collective::{agree_on_call, agree_on_outcome};
 pub use crc::crc32c;
+pub use digest::Digest;
 #[doc(hidden)]
 pub use engine::decode_any;
 pub use engine::exchange;

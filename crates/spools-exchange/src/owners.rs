@@ -6,7 +6,7 @@ use spools_map::Layout;
 use crate::error::{ExchangeError, Side};
 
 /// Which rank holds each unit of a layout.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Owners {
     /// Unit `u` is held by rank `u`.
     Identity,

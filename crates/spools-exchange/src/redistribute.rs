@@ -3,7 +3,8 @@
 use spools_map::{Layout, Plan};
 use spools_msg::Communicator;
 
-use crate::engine::exchange;
+use crate::digest::Digest;
+use crate::engine::{exchange, open_exchange};
 use crate::error::ExchangeError;
 use crate::{ExchangeOptions, ExchangeStats, Owners};
 
@@ -28,7 +29,9 @@ use crate::{ExchangeOptions, ExchangeStats, Owners};
 ///
 /// # Errors
 /// [`ExchangeError`]: layouts of different datasets or with more units than ranks, a
-/// buffer smaller than its share, a dead peer, a failed checksum.
+/// buffer smaller than its share, ranks that passed different layouts
+/// ([`ExchangeError::ArgumentsDiffer`], on every rank alike), a dead peer, a failed
+/// checksum. Any of these found before anything moves fails the call on every rank.
 pub fn redistribute(
     comm: &Communicator,
     src: &[u8],
@@ -37,8 +40,15 @@ pub fn redistribute(
     to: &Layout,
     opts: &ExchangeOptions,
 ) -> Result<ExchangeStats, ExchangeError> {
-    let plan = Plan::new(from, to)?;
-    redistribute_plan(comm, &plan, src, dst, opts)
+    match Plan::new(from, to) {
+        Ok(plan) => redistribute_plan(comm, &plan, src, dst, opts),
+        // This rank's two layouts do not fit each other: the others hear why instead of
+        // waiting in the exchange.
+        Err(e) => {
+            let digest = Digest::of(&(from, to, &Owners::Identity, &Owners::Identity));
+            open_exchange(comm, Err(e.into()), digest, opts)
+        }
+    }
 }
 
 /// [`redistribute`] with a plan made beforehand (worth keeping when the same

@@ -107,7 +107,11 @@ fn a_pipe_end_alone_times_out_naming_the_missing_side() {
         let dir = std::env::var("SPOOLS_TEST_DIR").unwrap();
         std::env::set_var("SPOOLS_PIPE_DIR", &dir);
         let l: Layout = e(READS.parse())?;
-        let port = spools_testkit::free_port(11);
+        // Every rank names the same pipe (rank 0's free port): names that differ between
+        // ranks are refused before any rank meets.
+        let mut port = [u64::from(spools_testkit::free_port(11))];
+        e(e(w.io_communicator())?.bcast(&mut port, 0))?;
+        let port = port[0];
         let cases = [
             ("pipe:nobody-reads", true, "consumer"),
             ("pipe:nobody-writes", false, "producer"),

@@ -154,6 +154,23 @@ pub enum ExchangeError {
     /// pass the same: the two ends of a stream would wait for different messages).
     #[error("the ranks disagree on ExchangeOptions::single_copy (every rank must pass the same)")]
     MixedSingleCopy,
+    /// The ranks passed different arguments (`what`: the layouts, a format) to one
+    /// collective call: found from a digest of every rank's arguments before anything
+    /// moved, and reported alike on every rank.
+    #[error(
+        "rank{} {} passed {what} other than rank {first}'s to the same collective call (every rank must pass the same); nothing was moved",
+        if ranks.len() == 1 { "" } else { "s" },
+        crate::collective::rank_list(ranks)
+    )]
+    ArgumentsDiffer {
+        /// The ranks whose arguments differ from `first`'s, in rank order.
+        ranks: Vec<u32>,
+        /// The rank they are compared with: the first whose part was not declined
+        /// (rank 0, unless a binding declined its part).
+        first: u32,
+        /// What the digest covered.
+        what: &'static str,
+    },
 }
 
 impl ExchangeError {
@@ -186,7 +203,8 @@ impl ExchangeError {
             | ExchangeError::OwnerOutOfRange { .. }
             | ExchangeError::Buffers { .. }
             | ExchangeError::BufferSize { .. }
-            | ExchangeError::ElementSize { .. } => K::Mismatch,
+            | ExchangeError::ElementSize { .. }
+            | ExchangeError::ArgumentsDiffer { .. } => K::Mismatch,
             ExchangeError::Checksum { .. } => K::Damaged,
             ExchangeError::Remote { cause, .. } | ExchangeError::Declined(cause) => cause.kind,
             ExchangeError::Length { .. }

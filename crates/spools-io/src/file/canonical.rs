@@ -12,7 +12,9 @@ use crate::file::one_file::{OneFileFormat, Prepared, StreamAt};
 use crate::file::options::{Commit, FileStats, ReadOptions, WriteOptions};
 use crate::file::parallel_format::{not_mine, Found, Look, ParallelFormat};
 use crate::file::rounds::{self, RoundSink, RoundSource, Rounds};
-use crate::file::steps::{agree_on_outcome, check_share, open, Asks, Opening};
+use crate::file::steps::{
+    agree_on_outcome, check_share, open, read_args, write_args, Asks, Opening,
+};
 use crate::file::sums::{self, Pieces, Verify};
 use crate::file::sys;
 
@@ -238,7 +240,8 @@ pub(super) fn write(
         checksums: Some(opts.checksums),
         commit: Some(opts.commit),
     };
-    let opening = open(comm, path, share, layout, &asks)?;
+    // Every rank must pass the same layout and format.
+    let opening = open(comm, path, share, layout, &asks, write_args(layout, opts))?;
     let replace = opts.commit == Commit::Replace;
     let (made, temp, ready) = if comm.rank() == 0 {
         prepare(path, fmt, layout, total, opts)
@@ -550,27 +553,30 @@ pub(super) fn read(
     bytes: u64,
 ) -> Result<FileStats, FileError> {
     let total = layout.total_bytes().unwrap_or(0);
-    if bytes != total {
-        return Err(FileError::SizeMismatch {
+    // A layout of another size fails on every rank (it is this rank's error, told to the
+    // others as the call opens), never on this rank alone.
+    let share = if bytes == total {
+        check_share(
+            comm,
+            layout,
+            data.len(),
+            crate::Side::Destination,
+            opts.declined.as_ref(),
+        )
+    } else {
+        Err(FileError::SizeMismatch {
             path: path.to_path_buf(),
             file: bytes,
             layout: total,
-        });
-    }
-    let share = check_share(
-        comm,
-        layout,
-        data.len(),
-        crate::Side::Destination,
-        opts.declined.as_ref(),
-    );
+        })
+    };
     let asks = Asks {
         reshuffle: opts.reshuffle,
         coll_buffer: opts.coll_buffer,
         checksums: None,
         commit: None,
     };
-    let opening = open(comm, path, share, layout, &asks)?;
+    let opening = open(comm, path, share, layout, &asks, read_args(layout))?;
     let reshuffle = opening.reshuffle(opts.reshuffle);
     let me = comm.rank();
     let mut stats = FileStats {

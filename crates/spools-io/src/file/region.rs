@@ -19,6 +19,7 @@ use crate::file::options::{Commit, FileStats, Format, ReadOptions, WriteOptions}
 use crate::file::rounds;
 use crate::file::steps::{agree_on_outcome, check_share, open, Asks};
 use crate::file::sums::{Pieces, Verify};
+use spools_exchange::Digest;
 
 /// Refuses what a region does not do: another format, checksums, an atomic replacement.
 fn plain(format: &Format, checksums: bool) -> Result<(), FileError> {
@@ -89,7 +90,14 @@ pub fn write_into(
         checksums: Some(false),
         commit: Some(Commit::InPlace),
     };
-    let opening = open(comm, path, local, layout, &asks)?;
+    let opening = open(
+        comm,
+        path,
+        local,
+        layout,
+        &asks,
+        Digest::of(&(layout, base)),
+    )?;
     let reshuffle = opening.reshuffle(opts.reshuffle);
     let mut stats = FileStats {
         bytes: total,
@@ -181,7 +189,14 @@ pub fn read_from(
         checksums: None,
         commit: None,
     };
-    let opening = open(comm, path, local, layout, &asks)?;
+    let opening = open(
+        comm,
+        path,
+        local,
+        layout,
+        &asks,
+        Digest::of(&(layout, base)),
+    )?;
     let reshuffle = opening.reshuffle(opts.reshuffle);
     let mut stats = FileStats {
         bytes: total,

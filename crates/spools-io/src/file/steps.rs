@@ -8,8 +8,8 @@ use spools_msg::{Communicator, Op};
 
 use crate::error::Told;
 use crate::error::{ExchangeError, FileError, Side};
-use crate::file::options::{Commit, Reshuffle, DIRECT_MIN_RUN};
-use spools_exchange::ExchangeOptions;
+use crate::file::options::{Commit, Reshuffle, WriteOptions, DIRECT_MIN_RUN};
+use spools_exchange::{Digest, ExchangeOptions};
 
 /// The collective end of an operation: every rank learns whether any failed. This rank's
 /// own error wins; otherwise the first failing rank is named.
@@ -23,6 +23,47 @@ pub(crate) fn agree_on_outcome<T>(
         path: path.to_path_buf(),
         cause,
     })
+}
+
+/// The collective opening of a file operation that makes no [`open`] step: every rank
+/// learns whether any rank's own checks failed (`local`), and whether every rank passed
+/// the same arguments (`args`, this rank's [`Digest`] of them: [`write_args`],
+/// [`read_args`]), before anything is touched.
+///
+/// # Errors
+/// As [`agree_on_outcome`], and [`ExchangeError::ArgumentsDiffer`] on every rank alike
+/// when the arguments differ.
+pub(crate) fn agree_on_args<T>(
+    comm: &Communicator,
+    path: &Path,
+    local: Result<T, FileError>,
+    args: Digest,
+) -> Result<T, FileError> {
+    // A declined part has no arguments to compare.
+    let args = (!matches!(local, Err(FileError::Declined(_)))).then_some(args);
+    spools_exchange::agree_on_call(
+        comm,
+        local,
+        args,
+        "layouts or formats",
+        Told::cause,
+        |rank, cause| FileError::Remote {
+            rank,
+            path: path.to_path_buf(),
+            cause,
+        },
+    )
+}
+
+/// What every rank of a write must pass alike: the layout and the format (with its
+/// options: a striping, chunks, a dataset's name).
+pub(crate) fn write_args(layout: &Layout, opts: &WriteOptions) -> Digest {
+    Digest::of(&(layout, format!("{:?}", opts.format)))
+}
+
+/// What every rank of a read must pass alike: the layout.
+pub(crate) fn read_args(layout: &Layout) -> Digest {
+    Digest::of(layout)
 }
 
 /// Exchange options with or without checksums.
@@ -167,15 +208,17 @@ impl Asks {
     }
 }
 
-/// Opens a collective file operation with ONE collective (an allgather of seven words per
+/// Opens a collective file operation with ONE collective (an allgather of nine words per
 /// rank) where it took one per question: whether every rank's own checks passed (`local`:
 /// this rank's error wins, else the first failing rank is named, as in
 /// [`agree_on_outcome`]); the runs and bytes of `layout` over the ranks (counted unless
 /// the ranks never reshuffle); the collective buffer (the smallest asked for, as
 /// [`rounds::buffer_size`](crate::file::rounds::buffer_size)); and that every rank asks the
 /// same [`Asks`] (reshuffle, checksums, commit), since the ranks would otherwise take
-/// different paths and wait for one another for ever. A disagreement is an error on every
-/// rank, before anything is touched.
+/// different paths and wait for one another for ever; and that every rank passed the same
+/// arguments (`args`, this rank's [`Digest`] of its layout, format or base offset), since
+/// different layouts would move bytes to the wrong places. A disagreement is an error on
+/// every rank alike, before anything is touched.
 ///
 /// # Errors
 /// This rank's `local` error, [`FileError::Remote`] naming the first rank that failed,
@@ -188,6 +231,7 @@ pub(crate) fn open(
     local: Result<(), FileError>,
     layout: &Layout,
     asks: &Asks,
+    args: Digest,
 ) -> Result<Opening, FileError> {
     let count = asks.reshuffle != Reshuffle::Never;
     let local = local.and_then(|()| {
@@ -204,7 +248,12 @@ pub(crate) fn open(
         Err(_) => u64::from(comm.rank()),
     };
     let [r, c, m] = asks.words();
-    let mine = [flag, runs, bytes, buffer, r, c, m];
+    // A declined part has no arguments to compare ([MAX, MAX]).
+    let [d, not_d] = match &local {
+        Err(FileError::Declined(_)) => [u64::MAX; 2],
+        _ => [args.0, !args.0],
+    };
+    let mine = [flag, runs, bytes, buffer, r, c, m, d, not_d];
     let mut all = vec![0u64; mine.len() * comm.size() as usize];
     let gathered = comm.allgather(&mine, &mut all);
     if let Err(e) = gathered {
@@ -213,6 +262,18 @@ pub(crate) fn open(
         return Err(e.into());
     }
     let rows: Vec<&[u64]> = all.chunks_exact(mine.len()).collect();
+    // Arguments that differ are every rank's error, before any rank's own (which they may
+    // have caused).
+    let digests: Vec<[u64; 2]> = rows.iter().map(|r| [r[7], r[8]]).collect();
+    let (first, ranks) = spools_exchange::collective::differing_of(&digests);
+    if !ranks.is_empty() {
+        return Err(ExchangeError::ArgumentsDiffer {
+            ranks,
+            first,
+            what: "layouts or formats",
+        }
+        .into());
+    }
     let first = rows.iter().map(|r| r[0]).min().unwrap_or(u64::MAX);
     if first != u64::MAX {
         // The first failing rank tells the others why.

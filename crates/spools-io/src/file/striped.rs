@@ -16,7 +16,9 @@ use super::rows::Geometry;
 use super::store::{RowReader, RowWriter, Store};
 use crate::error::{FileError, FormatDefect};
 use crate::file::options::{FileStats, ReadOptions, Reshuffle, Striping, WriteOptions};
-use crate::file::steps::{agree_on_outcome, check_share, sum};
+use crate::file::steps::{
+    agree_on_args, agree_on_outcome, check_share, read_args, sum, write_args,
+};
 use crate::file::sys;
 
 /// Stripe rows per aggregator, and aggregators, for `ranks` ranks.
@@ -203,20 +205,13 @@ fn check_dataset(path: &Path, m: &Manifest, layout: &Layout) -> Result<(), FileE
     }
 }
 
-pub(super) fn write(
-    comm: &Communicator,
-    path: &Path,
-    data: &[u8],
-    layout: &Layout,
-    opts: &WriteOptions,
-    s: &Striping,
-) -> Result<FileStats, FileError> {
-    if opts.reshuffle == Reshuffle::Never {
+/// The geometry of a striped write of `total` bytes, or why `s` cannot store them.
+fn check_striping(s: &Striping, total: u64, reshuffle: Reshuffle) -> Result<Geometry, FileError> {
+    if reshuffle == Reshuffle::Never {
         return Err(FileError::Options(
             "striped files are always written through aggregators; reshuffle=never applies to canonical files",
         ));
     }
-    let total = layout.total_bytes().unwrap_or(0);
     if let Some(size) = s.layout.total_bytes().filter(|&n| n != total) {
         return Err(FileError::StripeSize {
             layout: s.layout.to_string(),
@@ -225,20 +220,34 @@ pub(super) fn write(
         });
     }
     let stream = s.layout.with_size(total)?;
-    let geo = Geometry::new(&stream).ok_or(FileError::Options(
+    Geometry::new(&stream).ok_or(FileError::Options(
         "a striped file needs a stripe(...) or raid5(...) layout",
-    ))?;
-    agree_on_outcome(
-        comm,
-        path,
+    ))
+}
+
+pub(super) fn write(
+    comm: &Communicator,
+    path: &Path,
+    data: &[u8],
+    layout: &Layout,
+    opts: &WriteOptions,
+    s: &Striping,
+) -> Result<FileStats, FileError> {
+    // Every rank's own checks, and that they all passed the same layout and striping, are
+    // agreed on before anything is touched: a rank that failed alone would leave the
+    // others waiting.
+    let total = layout.total_bytes().unwrap_or(0);
+    let checked = check_striping(s, total, opts.reshuffle).and_then(|geo| {
         check_share(
             comm,
             layout,
             data.len(),
             crate::Side::Source,
             opts.declined.as_ref(),
-        ),
-    )?;
+        )
+        .map(|()| geo)
+    });
+    let geo = agree_on_args(comm, path, checked, write_args(layout, opts))?;
     let mut v = [if comm.rank() == 0 {
         next_version(path)
     } else {
@@ -391,29 +400,27 @@ pub(super) fn read(
     m: &Manifest,
 ) -> Result<FileStats, FileError> {
     let total = layout.total_bytes().unwrap_or(0);
-    if m.size != total {
-        return Err(FileError::SizeMismatch {
+    // As a write: every rank's checks and arguments agreed on before anything is read.
+    let checked = if m.size != total {
+        Err(FileError::SizeMismatch {
             path: path.to_path_buf(),
             file: m.size,
             layout: total,
-        });
-    }
-    if opts.reshuffle == Reshuffle::Never {
-        return Err(FileError::Options(
+        })
+    } else if opts.reshuffle == Reshuffle::Never {
+        Err(FileError::Options(
             "striped files are always read through aggregators; reshuffle=never applies to canonical files",
-        ));
-    }
-    agree_on_outcome(
-        comm,
-        path,
+        ))
+    } else {
         check_share(
             comm,
             layout,
             data.len(),
             crate::Side::Destination,
             opts.declined.as_ref(),
-        ),
-    )?;
+        )
+    };
+    agree_on_args(comm, path, checked, read_args(layout))?;
     if m.node_local && m.units.iter().any(|u| u.host.is_some()) {
         check_placement(comm, path, m)?;
     }

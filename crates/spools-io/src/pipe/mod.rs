@@ -45,6 +45,33 @@ fn agree_on_outcome<T>(comm: &Communicator, local: Result<T, PipeError>) -> Resu
     spools_exchange::collective::agree(comm, local, |rank, cause| PipeError::Remote { rank, cause })
 }
 
+/// The opening of a pipe's end: every rank's own checks of its arguments (`local`) and
+/// that every rank passed the same name and layout, agreed on before the meeting, so that
+/// no rank meets or connects alone. Returns the layout's size.
+fn open_end(
+    comm: &Communicator,
+    name: &PipeName,
+    layout: &Layout,
+    side: crate::Side,
+    local: Result<(), PipeError>,
+) -> Result<u64, PipeError> {
+    let checked = local.and_then(|()| {
+        let total = layout
+            .total_bytes()
+            .ok_or_else(|| PipeError::BadName("an unsized layout".into()))?;
+        check_own_units(comm, layout, side)?;
+        Ok(total)
+    });
+    spools_exchange::agree_on_call(
+        comm,
+        checked,
+        Some(spools_exchange::Digest::of(&(name, layout))),
+        "pipe names or layouts",
+        spools_exchange::Told::cause,
+        |rank, cause| PipeError::Remote { rank, cause },
+    )
+}
+
 /// Checks that this program's `layout` has no more units than its `comm` has ranks.
 fn check_own_units(
     comm: &Communicator,

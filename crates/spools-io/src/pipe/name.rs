@@ -16,7 +16,7 @@ use super::wait::{only_waited, Check, CHECK_EVERY};
 use crate::error::{PipeError, PipeStep, PipeViolation};
 
 /// Where the two programs of a parallel pipe meet.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum PipeName {
     /// `pipe:NAME`: files in the rendezvous directory (`SPOOLS_PIPE_DIR`, default
     /// `/tmp/spools-pipes-UID`).

@@ -12,7 +12,7 @@ use spools_msg::Communicator;
 use super::frame::{Header, Hello, Kind, HEADER_LEN, HELLO_LEN, MAX_PAYLOAD};
 use super::name::{forget, meet_all, meet_timeout, token_hex, Description, PipeName};
 use super::wait::{interrupt_of, only_waited, stopped, Check, CHECK_EVERY, POLL_TIMEOUT};
-use super::{agree_on_outcome, check_both_units, check_own_units, on_rank0};
+use super::{agree_on_outcome, check_both_units, on_rank0, open_end};
 use crate::error::{PipeError, PipeStep, PipeViolation};
 use spools_exchange::collective::rank_bytes;
 use spools_exchange::crc::crc32c;
@@ -202,17 +202,16 @@ impl PipeReader {
     /// [`PipeError`]: no producer in time, layouts of different datasets, connections
     /// that fail; an error on any rank fails the call on every rank.
     pub fn open(comm: &Communicator, name: &PipeName, layout: &Layout) -> Result<Self, PipeError> {
-        let total = layout
-            .total_bytes()
-            .ok_or_else(|| PipeError::BadName("an unsized layout".into()))?;
+        let local = match name {
+            PipeName::Stdout => Err(PipeError::BadName("stdout (a consumer reads)".into())),
+            _ => Ok(()),
+        };
+        let total = open_end(comm, name, layout, crate::Side::Destination, local)?;
         let me = comm.rank();
         let mode = match name {
-            PipeName::Stdin => {
-                check_own_units(comm, layout, crate::Side::Destination)?;
-                Mode::Stdin {
-                    plan: Plan::new(&on_rank0(total)?, layout)?,
-                }
-            }
+            PipeName::Stdin => Mode::Stdin {
+                plan: Plan::new(&on_rank0(total)?, layout)?,
+            },
             PipeName::Stdout => return Err(PipeError::BadName("stdout (a consumer reads)".into())),
             _ => {
                 // The address other hosts reach this rank at, unless told otherwise.

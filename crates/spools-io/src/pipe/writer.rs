@@ -13,7 +13,7 @@ use spools_msg::Communicator;
 use super::frame::{Header, Hello, Kind, HEADER_LEN, MAX_PAYLOAD};
 use super::name::{meet_all, meet_timeout, token_from_hex, Description, PipeName};
 use super::wait::{interrupt_of, only_waited, stopped, Check, CHECK_EVERY, POLL_TIMEOUT};
-use super::{agree_on_outcome, check_both_units, check_own_units, on_rank0};
+use super::{agree_on_outcome, check_both_units, on_rank0, open_end};
 use crate::error::{PipeError, PipeStep, PipeViolation};
 use spools_exchange::collective::rank_bytes;
 use spools_exchange::crc::crc32c;
@@ -180,17 +180,16 @@ impl PipeWriter {
     /// [`PipeError`]: no consumer in time, layouts of different datasets, connections
     /// that fail; an error on any rank fails the call on every rank.
     pub fn open(comm: &Communicator, name: &PipeName, layout: &Layout) -> Result<Self, PipeError> {
-        let total = layout
-            .total_bytes()
-            .ok_or_else(|| PipeError::BadName("an unsized layout".into()))?;
+        let local = match name {
+            PipeName::Stdin => Err(PipeError::BadName("stdin (a producer writes)".into())),
+            _ => Ok(()),
+        };
+        let total = open_end(comm, name, layout, crate::Side::Source, local)?;
         let me = comm.rank();
         let mode = match name {
-            PipeName::Stdout => {
-                check_own_units(comm, layout, crate::Side::Source)?;
-                Mode::Stdout {
-                    plan: Plan::new(layout, &on_rank0(total)?)?,
-                }
-            }
+            PipeName::Stdout => Mode::Stdout {
+                plan: Plan::new(layout, &on_rank0(total)?)?,
+            },
             PipeName::Stdin => return Err(PipeError::BadName("stdin (a producer writes)".into())),
             _ => {
                 let mine = Description {

@@ -19,6 +19,7 @@ use super::link::{stripe_crcs, Item, LinkThread, Refused};
 use super::{StreamId, StreamOptions};
 use crate::error::{ExchangeError, StreamError};
 use spools_exchange::collective::{agree as agree_on_outcome, rank_bytes};
+use spools_exchange::{agree_on_call, Digest};
 use spools_exchange::{exchange, ExchangeOptions, Owners};
 
 /// Plans kept per stream (one per layout its ADUs were sent with).
@@ -301,7 +302,8 @@ impl StreamConnection {
         if let Err(e) = self.usable() {
             return e;
         }
-        let r = self.agree::<()>(Err(StreamError::Declined(cause)));
+        // A declined part has no arguments to compare.
+        let r = self.agree_call::<()>(Err(StreamError::Declined(cause)), None);
         match self.guard(r) {
             Err(e) => e,
             // Not reached: this rank's own error wins the agreement.
@@ -319,7 +321,8 @@ impl StreamConnection {
         agree_len: bool,
     ) -> Result<(), StreamError> {
         let local = prefix.and_then(|p| Ok((self.prepare(id.0, p.len() as u64, data, layout)?, p)));
-        let ((plan, size, tu), prefix) = self.agree(local)?;
+        let args = Digest::of(&(id.0, layout, agree_len));
+        let ((plan, size, tu), prefix) = self.agree_call(local, Some(args))?;
         if agree_len {
             // The plan was agreed from the same layout everywhere; the prefix lengths too.
             let mut lens = vec![0u64; self.comm.size() as usize];
@@ -359,7 +362,7 @@ impl StreamConnection {
                 ))
             }
         });
-        self.agree(local)?;
+        self.agree_call(local, Some(Digest::of(&id.0)))?;
         let mut counts = vec![0u64; self.comm.size() as usize];
         self.comm.allgather(&[data.len() as u64], &mut counts)?;
         let size: u64 = counts.iter().sum();
@@ -441,7 +444,9 @@ impl StreamConnection {
     ) -> Result<(), StreamError> {
         self.usable()?;
         let checked = self.check_group(group, items);
-        let r = self.agree(checked);
+        // The streams in the same order on every rank: their ADUs go out in that order.
+        let ids: Vec<u32> = items.iter().map(|s| s.0).collect();
+        let r = self.agree_call(checked, Some(Digest::of(&(group, ids))));
         self.guard(r)
     }
 
@@ -578,6 +583,25 @@ impl StreamConnection {
             rank,
             cause,
         })
+    }
+
+    /// The first agreement of every send (and of a declined one): whether every rank's
+    /// checks passed, and that every rank passed the same arguments (`args`: the stream,
+    /// the layout, a group's streams in order; `None` for a declined part), before
+    /// anything is queued.
+    fn agree_call<T>(
+        &self,
+        local: Result<T, StreamError>,
+        args: Option<Digest>,
+    ) -> Result<T, StreamError> {
+        agree_on_call(
+            &self.comm,
+            local,
+            args,
+            "streams or layouts",
+            spools_exchange::Told::cause,
+            |rank, cause| StreamError::Remote { rank, cause },
+        )
     }
 
     /// Checks that stream `id` may send its next ADU: it is open, its group is not behind

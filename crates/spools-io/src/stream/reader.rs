@@ -24,6 +24,7 @@ use next::{Head, Next};
 
 use crate::error::{Side, StreamRecvError};
 use spools_exchange::collective::{agree as agree_on_outcome, fit_ranks, rank_bytes};
+use spools_exchange::Digest;
 use spools_exchange::{exchange, ExchangeOptions, Owners};
 
 /// What the other ranks learn when rank 0's wait for the next ADU was interrupted.
@@ -291,11 +292,8 @@ impl StreamReader {
             return Ok(None);
         };
         let local = self.check(buf, layout, info);
-        agree_on_outcome(&self.comm, local, |rank, cause| StreamRecvError::Remote {
-            rank,
-            cause,
-        })
-        .map_err(|e| self.stop_on_msg(e))?;
+        self.agree_call(local, Some(Digest::of(layout)))
+            .map_err(|e| self.stop_on_msg(e))?;
         let scattered = self.scatter(buf, layout.units());
         agree_on_outcome(&self.comm, scattered, |rank, cause| {
             StreamRecvError::Remote { rank, cause }
@@ -304,6 +302,24 @@ impl StreamReader {
         .map_err(|e| self.stop(e))?;
         self.taken(info);
         Ok(Some(info))
+    }
+
+    /// The first agreement of a receive (and of a declined one): whether every rank's
+    /// checks passed, and that every rank passed the same layout (`args`; `None` for a
+    /// declined part).
+    fn agree_call<T>(
+        &self,
+        local: Result<T, StreamRecvError>,
+        args: Option<Digest>,
+    ) -> Result<T, StreamRecvError> {
+        spools_exchange::agree_on_call(
+            &self.comm,
+            local,
+            args,
+            "layouts",
+            spools_exchange::Told::cause,
+            |rank, cause| StreamRecvError::Remote { rank, cause },
+        )
     }
 
     /// Takes this rank's part in the receive the other ranks make with
@@ -319,9 +335,8 @@ impl StreamReader {
             Ok(None) => declined,
             // The first agreement of `recv_adu`: every rank fails it.
             Ok(Some(_)) => {
-                let agreed = agree_on_outcome(&self.comm, Err::<(), _>(declined), |rank, cause| {
-                    StreamRecvError::Remote { rank, cause }
-                });
+                // A declined part has no arguments to compare.
+                let agreed = self.agree_call(Err::<(), _>(declined), None);
                 match agreed {
                     Err(e) => self.stop_on_msg(e),
                     // Not reached: this rank's own error wins the agreement.

@@ -31,7 +31,9 @@ use spools_msg::Communicator;
 use crate::error::{FileError, FormatDefect, ZarrError};
 use crate::file::options::{FileStats, ReadOptions, WriteOptions};
 use crate::file::parallel_format::{not_mine, Found, Look, ParallelFormat};
-use crate::file::steps::{agree_on_outcome, check_share, integrity};
+use crate::file::steps::{
+    agree_on_args, agree_on_outcome, check_share, integrity, read_args, write_args,
+};
 use crate::file::sys;
 use crate::Side;
 
@@ -260,7 +262,8 @@ fn write(
         let m = ZarrMeta::parse(&text).map_err(|e| spec_error(path, e))?;
         Ok((m, text))
     });
-    let (m, text) = agree_on_outcome(comm, path, checked)?;
+    // Every rank passed the same layout and chunks, or none goes on.
+    let (m, text) = agree_on_args(comm, path, checked, write_args(layout, opts))?;
     let g = grid_of(path, &m, comm.size()).map_err(|e| match e {
         FileError::Format {
             defect: FormatDefect::Zarr(z),
@@ -436,7 +439,7 @@ fn read(
         opts.declined.as_ref(),
     )
     .and_then(|()| parse(path, text));
-    let m = agree_on_outcome(comm, path, checked)?;
+    let m = agree_on_args(comm, path, checked, read_args(layout))?;
     let g = grid_of(path, &m, comm.size())?;
     let me = comm.rank();
     let mut local = local_buffer(&g, me)?;
