@@ -76,3 +76,12 @@ def test_rpc_call_interrupted():
     assert "[0] interrupted" in out, (out, err)
     assert "not interrupted" not in out
     assert p.returncode != 0
+
+
+def test_rpc_sys_exit_goes_back_to_caller(run):
+    """sys.exit() in an RPC function is the caller's RemoteError (remote_type
+    "SystemExit"); it does not end the serving rank, nor later the job."""
+    job = run(2, "rpc_sysexit.py", check=False, timeout=120)
+    assert job.code == 0, job
+    assert job.lines(0) == ["caller saw SystemExit", "ok"], job
+    assert job.lines(1) == ["ok"], job

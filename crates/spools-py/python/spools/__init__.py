@@ -89,8 +89,9 @@ _exit_code = [0]
 def _exit(status=None):
     """``sys.exit`` that remembers a failing status: a rank that ends with one ends the
     job (as an exception does) rather than wait in ``finalize`` for ranks that may be
-    waiting for it."""
-    if status is not None and status != 0:
+    waiting for it. Inside an RPC function it only raises ``SystemExit``: that goes back
+    to the caller as ``RemoteError`` and does not end this rank (see _am.py)."""
+    if status is not None and status != 0 and not _am._in_rpc_function():
         _exit_code[0] = status
     _original_exit(status)
 

@@ -15,9 +15,15 @@ Python statements, never beside them. Without a progress thread, a rank busy in 
 (not in a Spools call) serves the call when it next enters one. The function must
 therefore be short and must not call Spools itself (the progress it would wait for is the
 one running it): compute, update a Python object, return.
+
+``sys.exit()`` in the function is an exception like any other: the function runs on the
+caller's behalf, so its ``SystemExit`` goes back to the caller as :class:`RemoteError`
+(``remote_type`` ``"SystemExit"``) and neither ends the target rank nor sets the status
+it exits with.
 """
 
 import pickle
+import threading
 import traceback
 
 from .errors import RemoteError, SpoolsError
@@ -26,6 +32,9 @@ __all__ = ["UnknownRpcError"]
 
 _OK = b"\x00"
 _RAISED = b"\x01"
+
+# Per thread: whether it is running an RPC function now (see _in_rpc_function).
+_serving = threading.local()
 
 
 class UnknownRpcError(SpoolsError, LookupError):
@@ -38,17 +47,27 @@ def _pack_call(args, kwargs):
     return pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
 
 
+def _in_rpc_function():
+    """Whether this thread is running an RPC function for a caller (``sys.exit`` then
+    only raises ``SystemExit``, which goes back to the caller: see spools/__init__.py)."""
+    return getattr(_serving, "active", False)
+
+
 def _serve(fn, payload):
     """Runs ``fn`` on a call's payload on the target rank; returns the reply bytes (the
     result, or the exception's type, message and traceback) and whether the function was
     interrupted by Ctrl-C (this rank's own: src/am.rs then hands it on to this rank's
     program). Never raises."""
+    outer = _in_rpc_function()
+    _serving.active = True
     try:
         args, kwargs = pickle.loads(payload)
         result = fn(*args, **kwargs)
         return _OK + pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL), False
     except BaseException as e:  # noqa: BLE001 (every failure goes back to the caller)
         return _raised(e), isinstance(e, KeyboardInterrupt)
+    finally:
+        _serving.active = outer
 
 
 def _raised(e):
