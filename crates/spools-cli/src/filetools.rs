@@ -137,8 +137,12 @@ pub(crate) fn fsck(a: &FileArg) -> Result<()> {
             c.problem
         );
     }
+    let unlisted = rep.chunks_damaged.saturating_sub(rep.chunks.len() as u64);
+    if unlisted > 0 {
+        println!("... and {unlisted} more damaged or lost chunk(s), not listed");
+    }
     let zarr = a.file.join("zarr.json").is_file();
-    if zarr && rep.chunks.is_empty() {
+    if zarr && rep.chunks_damaged == 0 {
         println!(
             "{}: {} chunks, every shard index and chunk checksum good",
             a.file.display(),
@@ -150,7 +154,7 @@ pub(crate) fn fsck(a: &FileArg) -> Result<()> {
         bail!(
             "{}: {} damaged or lost chunk(s) of {}",
             a.file.display(),
-            rep.chunks.len(),
+            rep.chunks_damaged,
             rep.blocks
         );
     }

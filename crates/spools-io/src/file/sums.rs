@@ -39,6 +39,10 @@ pub const SUMS_BLOCK: u64 = 1 << 20;
 /// Bytes of a sidecar read at most (8 per block: a 32 TiB file).
 pub const SIDECAR_MAX: usize = 256 << 20;
 
+/// Largest block a sidecar may have: a reader holds one block (of up to this many bytes)
+/// to check it before handing any of it out, so a larger one is refused.
+pub(crate) const SUMS_BLOCK_MAX: u64 = 64 << 20;
+
 /// Suffix of a sidecar's name (`NAME.spools-sums`).
 const SUFFIX: &str = ".spools-sums";
 
@@ -87,6 +91,14 @@ impl Sums {
         }
         if s.block == 0 {
             return Err(bad(SumsDefect::BlockSize));
+        }
+        if s.block > SUMS_BLOCK_MAX {
+            return Err(bad(SumsDefect::NotSums {
+                reason: format!(
+                    "a block of {} bytes is more than the {SUMS_BLOCK_MAX} a block may have",
+                    s.block
+                ),
+            }));
         }
         let blocks = s.blocks();
         if blocks.checked_mul(8) != Some(s.crc32c.len() as u64)
@@ -149,6 +161,72 @@ impl Sums {
             });
         }
         Ok(s)
+    }
+
+    /// Checks that this sidecar covers the `bytes` stream bytes at `offset` of the data
+    /// file `path` (exactly, as Spools writes it, or as part of the larger stream it
+    /// records, as a whole-file sidecar of MPI-IO's `spools_checksums` hint does).
+    ///
+    /// # Errors
+    /// [`FileError::Format`] with [`SumsDefect::Describes`] when it does not.
+    pub fn check_covers(&self, path: &Path, offset: u64, bytes: u64) -> Result<(), FileError> {
+        let end = offset.checked_add(bytes);
+        let covers = offset >= self.offset
+            && end.is_some_and(|e| e <= self.offset.saturating_add(self.bytes));
+        if covers {
+            return Ok(());
+        }
+        Err(FileError::Format {
+            path: sidecar_path(path),
+            defect: FormatDefect::Sums(SumsDefect::Describes {
+                offset: self.offset,
+                bytes: self.bytes,
+                file_offset: offset,
+                file_bytes: bytes,
+            }),
+        })
+    }
+
+    /// Reads the bytes `[from, to)` of the data file `path` (opened as `f`; a range this
+    /// sidecar covers, see [`Sums::check_covers`]) and checks every block they touch,
+    /// reading those blocks whole: the bytes only when every block passes. Holds the range
+    /// and at most two blocks more (of at most 64 MiB each).
+    ///
+    /// # Errors
+    /// [`FileError::Corrupt`] naming the first bad block's byte offset in the file;
+    /// [`FileError::MissingUnit`] (unit 0) at the first block the file is too short to
+    /// hold; [`FileError::Format`] for a range the sidecar does not cover;
+    /// [`FileError::Io`].
+    pub fn read_verified(
+        &self,
+        f: &File,
+        path: &Path,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<u8>, FileError> {
+        if from >= to {
+            return Ok(Vec::new());
+        }
+        self.check_covers(path, from, to - from)?;
+        let (x0, x1) = (from - self.offset, to - self.offset);
+        let (b0, b1) = (x0 / self.block, x1.div_ceil(self.block));
+        let (a, _) = self.block_range(b0);
+        let (_, e) = self.block_range(b1.saturating_sub(1));
+        let mut buf = sys::read_upto(f, path, (e - a) as usize, self.offset + a)?;
+        for i in b0..b1 {
+            let (p, q) = self.block_range(i);
+            let Some(block) = buf.get((p - a) as usize..(q - a) as usize) else {
+                return Err(FileError::MissingUnit {
+                    unit: 0,
+                    path: path.to_path_buf(),
+                    offset: self.offset + p,
+                });
+            };
+            self.check_block(path, i, block)?;
+        }
+        buf.truncate((x1 - a) as usize);
+        buf.drain(..(x0 - a) as usize);
+        Ok(buf)
     }
 
     /// Blocks in the stream.

@@ -15,8 +15,12 @@ use super::sys;
 pub use super::zarr::tools::BadChunk;
 use crate::error::FileError;
 
-/// Stream bytes handled per batch of rows.
+/// Stream bytes handled per batch of rows (or of a plain file).
 const BATCH: u64 = 16 << 20;
+
+/// Largest stripe row (unit size times unit count) the tools read: they hold one batch
+/// of rows, at least one row, of every unit at once.
+pub const ROW_MAX: u64 = 1 << 30;
 
 /// A parallel file opened by a tool.
 #[derive(Debug)]
@@ -92,8 +96,11 @@ pub struct FsckReport {
     /// length (a file extended past its recorded size still reads, but is not the file
     /// that was written), or not a regular file (a symlink is never followed).
     pub wrong_size: Vec<UnitProblem>,
-    /// Damaged (or lost) chunks of a Zarr array, naming the shard and the chunk.
+    /// Damaged (or lost) chunks of a Zarr array, naming the shard and the chunk: the
+    /// first 10 000 of them ([`chunks_damaged`](Self::chunks_damaged) counts them all).
     pub chunks: Vec<BadChunk>,
+    /// Damaged (or lost) chunks of a Zarr array in all, listed or not.
+    pub chunks_damaged: u64,
 }
 
 /// A unit file that exists but is not as recorded (see [`FsckReport::wrong_size`]).
@@ -140,8 +147,15 @@ struct Striped {
 
 impl Striped {
     fn new(path: &Path, m: &Manifest) -> Result<Self, FileError> {
+        let geo = m.geometry(path)?;
+        if geo.unit.saturating_mul(geo.count) > ROW_MAX {
+            return Err(FileError::Options(
+                "a stripe row of this file (unit times count) is more than the 1 GiB \
+                 the tools hold at once",
+            ));
+        }
         Ok(Striped {
-            geo: m.geometry(path)?,
+            geo,
             paths: m.unit_paths(path),
             crcs: m.crcs(),
         })
@@ -157,7 +171,9 @@ impl Striped {
                 let (lo, hi) = self.geo.chunk_range(u, r0, r1);
                 let p = &self.paths[u as usize];
                 let f = sys::open_unit_read(p).ok()?;
-                sys::read_upto(&f, p, (hi - lo) as usize, lo).ok()
+                // No more than the file holds (a short file is reported per block).
+                let len = f.metadata().ok()?.len();
+                sys::read_upto(&f, p, hi.min(len).saturating_sub(lo) as usize, lo).ok()
             })
             .collect()
     }
@@ -192,12 +208,21 @@ impl Striped {
 }
 
 /// Writes the logical byte stream of `path` to `out`, verifying every block and rebuilding
-/// damaged RAID-5 blocks from parity. `progress` is called with the bytes written so far.
-/// Returns the number of blocks rebuilt.
+/// damaged RAID-5 blocks from parity: a striped file's blocks against its manifest, a
+/// Zarr array's chunks against their CRC32C, a canonical, `.npy` or HDF5 file's blocks
+/// against its checksum sidecar when it has one (`NAME.spools-sums`; without one there is
+/// nothing to check). No byte of a block that fails is written. `progress` is called with
+/// the bytes written so far. Returns the number of blocks rebuilt.
+///
+/// Memory: a batch of 16 MiB of stream (a plain file: plus up to two sidecar blocks; a
+/// striped file: at least one stripe row, at most [`ROW_MAX`]); a Zarr array: one piece of
+/// at most 256 MiB of output, one stored key and one decoded chunk.
 ///
 /// # Errors
-/// [`FileError`] for damage parity cannot repair (naming the unit and offset), or when
-/// `out` fails (a closed pipe ends the output early without an error).
+/// [`FileError`] for damage parity cannot repair (naming the unit and offset; a plain
+/// file's bad block as [`FileError::Corrupt`] of unit 0 at its byte offset in the file),
+/// a sidecar that does not cover the stream, a stripe row over [`ROW_MAX`], or when `out`
+/// fails (a closed pipe ends the output early without an error).
 pub fn cat(
     path: &Path,
     out: &mut dyn Write,
@@ -220,15 +245,26 @@ pub fn cat(
         }
         Opened::Plain { offset, bytes } => {
             let f = sys::open_read(path)?;
+            // With a sidecar, every block is checked before any byte of it is written.
+            let sums = Sums::read(path)?;
+            if let Some(s) = &sums {
+                s.check_covers(path, offset, bytes)?;
+            }
             let mut at = 0;
             while at < bytes {
-                let n = (bytes - at).min(BATCH) as usize;
-                let mut buf = vec![0u8; n];
-                sys::read_at(&f, path, &mut buf, offset + at)?;
+                let n = (bytes - at).min(BATCH);
+                let buf = match &sums {
+                    Some(s) => s.read_verified(&f, path, offset + at, offset + at + n)?,
+                    None => {
+                        let mut buf = vec![0u8; n as usize];
+                        sys::read_at(&f, path, &mut buf, offset + at)?;
+                        buf
+                    }
+                };
                 if !put(out, &buf)? {
                     return Ok(0);
                 }
-                at += n as u64;
+                at += n;
                 progress(at, bytes);
             }
             Ok(0)
@@ -346,11 +382,17 @@ pub fn describe(path: &Path) -> Result<String, FileError> {
 /// `WriteOptions::checksums`), reporting bad blocks as unit 0 at their byte offsets in
 /// the file.
 ///
+/// A Zarr array's keys are walked one at a time (never listed in memory), and an array of
+/// more than 2^32 keys is refused up front; the damaged chunks are counted, the first
+/// 10 000 listed.
+///
 /// # Errors
 /// [`FileError`] when the file, its manifest or its sidecar cannot be read or parsed
 /// (a truncated sidecar: [`FileError::Format`]); damage is reported in the
 /// [`FsckReport`], not as an error. A canonical or `.npy` file without a sidecar has no
-/// checksums: [`FileError::Options`].
+/// checksums: [`FileError::Options`]. A stripe row over [`ROW_MAX`]:
+/// [`FileError::Options`]; a Zarr array of too many keys: [`FileError::Format`] with
+/// [`ZarrError::Limit`](crate::error::ZarrError::Limit).
 pub fn fsck(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<FsckReport, FileError> {
     let t = open_target(path)?;
     let path = t.file.as_path();
@@ -358,10 +400,11 @@ pub fn fsck(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<FsckRepor
         Opened::Striped(m) => m,
         Opened::Plain { offset, bytes } => return fsck_plain(path, offset, bytes, progress),
         Opened::Zarr(m) => {
-            let (blocks, chunks) = super::zarr::tools::fsck(path, &m, progress)?;
+            let (blocks, chunks, chunks_damaged) = super::zarr::tools::fsck(path, &m, progress)?;
             return Ok(FsckReport {
                 blocks,
                 chunks,
+                chunks_damaged,
                 ..FsckReport::default()
             });
         }

@@ -154,6 +154,44 @@ impl Grid {
     }
 }
 
+/// Every point of the box `[lo, hi)` (one coordinate per dimension, `hi` exclusive), in
+/// C order, made one at a time: walking a box of any size holds only the current point.
+/// An empty box (some `lo[d] >= hi[d]`) has none; a box of no dimensions has one, `[]`.
+#[derive(Clone, Debug)]
+pub(crate) struct Coords {
+    lo: Vec<u64>,
+    hi: Vec<u64>,
+    next: Option<Vec<u64>>,
+}
+
+impl Coords {
+    /// The points of `[lo, hi)`.
+    pub(crate) fn new(lo: Vec<u64>, hi: Vec<u64>) -> Coords {
+        let empty = lo.iter().zip(&hi).any(|(l, h)| l >= h);
+        let next = (!empty).then(|| lo.clone());
+        Coords { lo, hi, next }
+    }
+}
+
+impl Iterator for Coords {
+    type Item = Vec<u64>;
+
+    fn next(&mut self) -> Option<Vec<u64>> {
+        let cur = self.next.take()?;
+        let mut n = cur.clone();
+        // Bump the fastest dimension, carrying over; past the last point, none is left.
+        for d in (0..n.len()).rev() {
+            n[d] += 1;
+            if n[d] < self.hi[d] {
+                self.next = Some(n);
+                return Some(cur);
+            }
+            n[d] = self.lo[d];
+        }
+        Some(cur)
+    }
+}
+
 /// Every combination of one value from each list, in C order.
 pub(crate) fn product(per: &[Vec<u64>]) -> Vec<Vec<u64>> {
     let mut out = vec![Vec::new()];
@@ -314,6 +352,25 @@ mod tests {
         assert_eq!(best_procs(&[2, 4], 4), vec![2, 2]);
         assert_eq!(best_procs(&[1, 8], 4), vec![1, 4]);
         assert_eq!(best_procs(&[3], 2), vec![2]);
+    }
+
+    #[test]
+    fn coords_walk_a_box_in_c_order() {
+        let all: Vec<Vec<u64>> = Coords::new(vec![1, 0], vec![3, 2]).collect();
+        assert_eq!(all, vec![vec![1, 0], vec![1, 1], vec![2, 0], vec![2, 1]]);
+        assert_eq!(Coords::new(vec![0, 5], vec![4, 5]).count(), 0);
+        assert_eq!(
+            Coords::new(vec![], vec![]).collect::<Vec<_>>(),
+            vec![Vec::<u64>::new()]
+        );
+        // A box of 10^18 points: the first ones come at once.
+        let huge = Coords::new(vec![0, 0], vec![1_000_000_000, 1_000_000_000]);
+        assert_eq!(huge.take(3).last(), Some(vec![0, 2]));
+        let per = vec![vec![0u64, 1, 2], vec![4, 5]];
+        assert_eq!(
+            Coords::new(vec![0, 4], vec![3, 6]).collect::<Vec<_>>(),
+            product(&per)
+        );
     }
 
     #[test]
