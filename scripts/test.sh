@@ -25,8 +25,9 @@ bash scripts/install-hdf5.sh
 # SPOOLS_REQUIRE_OFI=1, CI, their absence fails).
 bash scripts/install-libfabric.sh || echo "warning: could not install libfabric; the libfabric tests will say so"
 
-echo "== cargo fmt --check"
+echo "== cargo fmt --check (the workspace, and fuzz/, which is outside it)"
 cargo fmt --all -- --check
+cargo fmt --manifest-path fuzz/Cargo.toml --all -- --check
 echo "== Structure: no import cycle between files beyond scripts/file-cycles.allow (which only shrinks), the map's crate table against cargo metadata, Config::load only where a program starts"
 python3 scripts/tests/test_file_cycles.py
 python3 scripts/file-cycles.py

@@ -7,7 +7,6 @@
 use libfuzzer_sys::fuzz_target;
 use spools_proto::am::{AmHeader, Short, SHORT_LEN};
 
-
 fuzz_target!(|data: &[u8]| {
     if let Ok(s) = Short::read(data) {
         let mut w = [0u8; SHORT_LEN];

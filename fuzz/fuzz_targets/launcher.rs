@@ -21,8 +21,10 @@ struct Cli {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let argv = std::iter::once(OsString::from("run"))
-        .chain(data.split(|b| *b == 0).map(|a| OsString::from_vec(a.to_vec())));
+    let argv = std::iter::once(OsString::from("run")).chain(
+        data.split(|b| *b == 0)
+            .map(|a| OsString::from_vec(a.to_vec())),
+    );
     if let Ok(cli) = Cli::try_parse_from(argv) {
         if let Ok(spec) = cli.run.to_spec(None) {
             let _ = spec.check();
@@ -31,7 +33,9 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     let env: Vec<(&str, &str)> = text.lines().filter_map(|l| l.split_once('=')).collect();
     let _ = spools_boot::identity::JobEnv::from_lookup(|k| {
-        env.iter().find(|(key, _)| *key == k).map(|(_, v)| v.to_string())
+        env.iter()
+            .find(|(key, _)| *key == k)
+            .map(|(_, v)| v.to_string())
     });
     let _ = spools_boot::config::Config::from_sources(None, env.iter().copied());
 });

@@ -49,7 +49,11 @@ fuzz_target!(|data: &[u8]| {
             let part = plan.sends(layout.units() - 1).expect("unit exists");
             assert!(part.peers.windows(2).all(|w| w[0].peer < w[1].peer));
             for peer in part.peers.iter().take(4) {
-                assert!(peer.runs().next().is_some(), "peer {} listed without runs", peer.peer);
+                assert!(
+                    peer.runs().next().is_some(),
+                    "peer {} listed without runs",
+                    peer.peer
+                );
             }
         }
     }

@@ -17,7 +17,10 @@ fuzz_target!(|data: &[u8]| {
     if let Ok((h, pixels)) = FrameHeader::decode(data) {
         assert_eq!(pixels.len() as u64, h.pixel_bytes());
         let again = h.encode();
-        assert_eq!(FrameHeader::decode(&[&again[..], pixels].concat()).map(|x| x.0), Ok(h));
+        assert_eq!(
+            FrameHeader::decode(&[&again[..], pixels].concat()).map(|x| x.0),
+            Ok(h)
+        );
     }
     let mut rest = data;
     while let Ok(Some((frame, used))) = decode(rest) {

@@ -79,7 +79,8 @@ pub(crate) struct Core {
     pub(crate) uses_net: bool,
     pub(crate) registry: RwLock<Registry>,
     pub(crate) regions: Arc<Regions>,
-    pub(crate) next_key: AtomicU32,
+    /// The keys of this rank's regions and loans.
+    pub(crate) keys: Arc<crate::keys::Keys>,
     pub(crate) ops: Mutex<HashMap<u32, OpState>>,
     pub(crate) next_token: AtomicU32,
     pub(crate) errors: Mutex<VecDeque<AmError>>,

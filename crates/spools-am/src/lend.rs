@@ -5,8 +5,6 @@
 //! memory access (libfabric) borrow; every other peer is served by messages or the
 //! shared heap, and [`Worker::lend`] says so by lending nothing.
 
-use std::sync::atomic::Ordering;
-
 use spools_fabric::{Access, RemoteRegion};
 
 use crate::core::Route;
@@ -38,12 +36,18 @@ impl Worker {
             return None;
         }
         let rma = core.net.as_ref()?.rma()?;
-        let id = core.next_key.fetch_add(1, Ordering::Relaxed);
+        // A key no live region or loan holds (released by `end_loan`, or here if refused).
+        let id = core.keys.take()?;
         // SAFETY: the caller keeps the bytes until `end_loan` (this function's contract);
         // peers may only read them (`Access::Read`), so nothing writes through the
         // `*const` origin of `base`.
-        let at = unsafe { rma.expose(id, base.cast_mut(), len, Access::Read) }.ok()?;
-        Some(Loan { id, at })
+        match unsafe { rma.expose(id, base.cast_mut(), len, Access::Read) } {
+            Ok(at) => Some(Loan { id, at }),
+            Err(_) => {
+                core.keys.release(id);
+                None
+            }
+        }
     }
 
     /// Ends loan `id`: the borrower's later reads fail at the borrower.
@@ -51,6 +55,8 @@ impl Worker {
         if let Some(rma) = self.core.net.as_ref().and_then(|t| t.rma()) {
             rma.withdraw(id);
         }
+        // Withdrawn: the key may name another loan or region.
+        self.core.keys.release(id);
     }
 
     /// Reads `dst.len()` bytes that `peer` lent (`at`) into `dst`; returns when they are

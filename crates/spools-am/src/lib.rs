@@ -26,6 +26,7 @@ mod dispatch;
 mod endpoint;
 mod error;
 mod inbox;
+mod keys;
 mod lend;
 mod message;
 mod poller;

@@ -8,6 +8,7 @@ use spools_heap::{HeapName, HeapSegment};
 use spools_proto::auth::Secret;
 
 use crate::error::AmError;
+use crate::keys::KeyHold;
 use std::collections::HashMap;
 
 /// Key that names a region at its owner.
@@ -21,6 +22,9 @@ pub(crate) struct RegionMem {
     /// The network transport the bytes are exposed to for one-sided access, under id
     /// (the region's key), and what peers address them by.
     exposed: Option<(Arc<dyn Transport>, RegionKey, RemoteRegion)>,
+    /// The key, held until the exposure is withdrawn (fields drop after `Drop::drop`),
+    /// so that no other region or loan takes it while peers may still address it.
+    key: Option<KeyHold>,
 }
 
 // SAFETY: the allocation is owned by RegionMem and freed only in Drop; concurrent byte
@@ -38,6 +42,7 @@ impl RegionMem {
                 len: 0,
                 heap: None,
                 exposed: None,
+                key: None,
             });
         }
         let layout = Layout::from_size_align(len, 64).map_err(|_| AmError::RegionAlloc { len })?;
@@ -51,6 +56,7 @@ impl RegionMem {
             len,
             heap: None,
             exposed: None,
+            key: None,
         })
     }
 
@@ -63,6 +69,7 @@ impl RegionMem {
             len,
             heap: Some(seg),
             exposed: None,
+            key: None,
         })
     }
 
@@ -153,7 +160,7 @@ impl std::fmt::Debug for Region {
 
 impl Region {
     pub(crate) fn new(
-        key: RegionKey,
+        key: KeyHold,
         len: usize,
         regions: Arc<Regions>,
         net: Option<Arc<dyn Transport>>,
@@ -164,13 +171,13 @@ impl Region {
     /// A region in the shared heap (segment [`HeapName::region`] of `rank` in `job`), or
     /// in this process's own memory if the segment cannot be made.
     pub(crate) fn new_shared(
-        key: RegionKey,
+        key: KeyHold,
         len: usize,
         regions: Arc<Regions>,
         (job, rank, secret): (u64, u32, &Secret),
         net: Option<Arc<dyn Transport>>,
     ) -> Result<Region, AmError> {
-        let mem = match RegionMem::shared(HeapName::region(job, rank, key), len, secret) {
+        let mem = match RegionMem::shared(HeapName::region(job, rank, key.key()), len, secret) {
             Some(m) => m,
             None => RegionMem::new(len)?,
         };
@@ -180,12 +187,14 @@ impl Region {
     /// Enters `mem` in the table under `key`, exposed to `net` (the network transport
     /// with remote memory access, if the job uses one).
     fn register(
-        key: RegionKey,
+        hold: KeyHold,
         mut mem: RegionMem,
         regions: Arc<Regions>,
         net: Option<Arc<dyn Transport>>,
     ) -> Result<Region, AmError> {
+        let key = hold.key();
         mem.expose(net, key);
+        mem.key = Some(hold);
         let mem = Arc::new(mem);
         regions
             .write()

@@ -14,6 +14,7 @@ use spools_proto::am::{AmHeader, Bulk, Short, SHORT_LEN};
 
 use crate::core::{Core, Interrupt, Route, NAP, PROGRESS_SPIN};
 use crate::error::AmError;
+use crate::keys::KeyHold;
 use crate::message::ActiveMessage;
 use crate::poller::Poller;
 use crate::region::Region;
@@ -116,7 +117,7 @@ impl Worker {
             routes,
             registry: RwLock::new(registry::Registry::default()),
             regions: Arc::new(RwLock::new(Default::default())),
-            next_key: AtomicU32::new(1),
+            keys: Arc::new(crate::keys::Keys::new()),
             ops: Mutex::new(Default::default()),
             next_token: AtomicU32::new(1),
             errors: Mutex::new(Default::default()),
@@ -300,7 +301,7 @@ impl Worker {
     /// # Errors
     /// [`AmError::RegionAlloc`] if it cannot be allocated.
     pub fn region(&self, len: usize) -> Result<Region, AmError> {
-        let key = self.core.next_key.fetch_add(1, Ordering::Relaxed);
+        let key = KeyHold::take(&self.core.keys).ok_or(AmError::RegionAlloc { len })?;
         Region::new(key, len, self.core.regions.clone(), self.core.rma_net())
     }
 
@@ -313,7 +314,7 @@ impl Worker {
     /// # Errors
     /// [`AmError::RegionAlloc`] if memory cannot be allocated.
     pub fn shared_region(&self, len: usize) -> Result<Region, AmError> {
-        let key = self.core.next_key.fetch_add(1, Ordering::Relaxed);
+        let key = KeyHold::take(&self.core.keys).ok_or(AmError::RegionAlloc { len })?;
         let who = (
             self.core.boot.job(),
             self.core.rank,

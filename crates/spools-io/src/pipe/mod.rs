@@ -47,7 +47,10 @@ fn agree_on_outcome<T>(comm: &Communicator, local: Result<T, PipeError>) -> Resu
 
 /// The opening of a pipe's end: every rank's own checks of its arguments (`local`) and
 /// that every rank passed the same name and layout, agreed on before the meeting, so that
-/// no rank meets or connects alone. Returns the layout's size.
+/// no rank meets or connects alone. Returns the layout's size. The layout's units are
+/// checked against the ranks here only for the byte-stream ends (`stdin`, `stdout`): a
+/// Spools end checks both programs' layouts once they met (`check_both_units`), so
+/// that the other program fails too instead of waiting for an end that never comes.
 fn open_end(
     comm: &Communicator,
     name: &PipeName,
@@ -59,7 +62,9 @@ fn open_end(
         let total = layout
             .total_bytes()
             .ok_or_else(|| PipeError::BadName("an unsized layout".into()))?;
-        check_own_units(comm, layout, side)?;
+        if matches!(name, PipeName::Stdin | PipeName::Stdout) {
+            check_own_units(comm, layout, side)?;
+        }
         Ok(total)
     });
     spools_exchange::agree_on_call(
