@@ -1,5 +1,52 @@
 //! What is wrong with, or unsupported in, an HDF5 file ([`Hdf5Error`]).
 
+/// [`Hdf5Error::NotContiguous`]'s layout for a dataset whose data lies in external raw
+/// files (h5py's `external=`, `H5Pset_external`).
+const EXTERNAL_FILES: &str = "in external files";
+/// [`Hdf5Error::NotContiguous`]'s layout for a dataset reached through an external link
+/// (its data is in another HDF5 file).
+const EXTERNAL_LINK: &str = "in another file, through an external link";
+
+/// The message of [`Hdf5Error::NotContiguous`].
+fn not_contiguous(
+    dataset: &str,
+    layout: &str,
+    filters: &[String],
+    link: &str,
+    elsewhere: &[String],
+) -> String {
+    let target = elsewhere.join(", ");
+    if layout == EXTERNAL_LINK {
+        let refused = "Spools reads datasets of the file named only and does not follow \
+                       external links";
+        if link.is_empty() {
+            return format!(
+                "dataset {dataset} is in another HDF5 file, {target}, reached through an \
+                 external link: {refused} (name the dataset in {target} itself)"
+            );
+        }
+        return format!(
+            "dataset {dataset} is reached through the external link {link} to {target}, in \
+             another HDF5 file: {refused} (name {target} itself)"
+        );
+    }
+    if layout == EXTERNAL_FILES {
+        return format!(
+            "dataset {dataset} stores its data in external files ({target}), not in the HDF5 \
+             file: Spools reads datasets whose data is in the HDF5 file itself only"
+        );
+    }
+    let filters = if filters.is_empty() {
+        String::new()
+    } else {
+        format!(" with filters {filters:?}")
+    };
+    format!(
+        "dataset {dataset} is stored {layout}{filters}: Spools reads contiguous datasets only \
+         (h5repack -l {dataset}:CONTI makes one)"
+    )
+}
+
 /// Why an HDF5 file cannot be written or read as a parallel file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Hdf5Error {
@@ -25,16 +72,30 @@ pub enum Hdf5Error {
     /// No dataset was named and the file does not hold exactly one.
     #[error("name the dataset as FILE:/NAME; the file holds {0:?}")]
     WhichDataset(Vec<String>),
-    /// The dataset is stored in chunks (possibly filtered): Spools reads only contiguous
-    /// datasets, at their file offset.
-    #[error("dataset {dataset} is stored {layout}{}: Spools reads contiguous datasets only (h5repack -l {dataset}:CONTI makes one)", if filters.is_empty() { String::new() } else { format!(" with filters {filters:?}") })]
+    /// The dataset's data is not one contiguous run of bytes of the file named, which is
+    /// all Spools reads (at its offset): it is stored in chunks (possibly filtered),
+    /// compact or as a virtual dataset; or its data lies outside the file, in external raw
+    /// files (layout "in external files") or in another HDF5 file, through an external
+    /// link on its path (layout "in another file, through an external link"). Refused,
+    /// never read at an offset of this file.
+    #[error("{}", not_contiguous(dataset, layout, filters, link, elsewhere))]
     NotContiguous {
-        /// The dataset.
+        /// The dataset (the path it was named by).
         dataset: String,
-        /// Its storage layout.
+        /// Its storage layout ("in chunks", "compact", "as a virtual dataset"), or where
+        /// its data is instead ("in external files", "in another file, through an
+        /// external link").
         layout: &'static str,
         /// Its filters (compression and others).
         filters: Vec<String>,
+        /// The external link on the dataset's path (empty when not known, as for one
+        /// behind a soft link, and for the other layouts). Boxed, as `elsewhere`, to keep
+        /// the error small.
+        link: Box<str>,
+        /// Where the data is instead: the external raw files, or the external link's
+        /// target as `FILE:/PATH` (the file alone when the link is not known); empty for
+        /// the other layouts.
+        elsewhere: Box<[String]>,
     },
     /// The dataset has no storage allocated (it was never written).
     #[error("dataset {0} has no storage allocated (never written)")]
@@ -54,4 +115,29 @@ pub enum Hdf5Error {
     /// A format spec that does not parse.
     #[error("hdf5 format spec {0:?}: expected hdf5, hdf5(NAME) or hdf5(dataset=NAME)")]
     Spec(String),
+}
+
+impl Hdf5Error {
+    /// The dataset `dataset` stores its data in the external raw files `files`.
+    pub(crate) fn external_files(dataset: String, files: Vec<String>) -> Hdf5Error {
+        Hdf5Error::NotContiguous {
+            dataset,
+            layout: EXTERNAL_FILES,
+            filters: Vec::new(),
+            link: Box::default(),
+            elsewhere: files.into(),
+        }
+    }
+
+    /// The dataset `dataset` is reached through the external link `link` (empty: not
+    /// known) to `target` (`FILE:/PATH`; the file alone when the link is not known).
+    pub(crate) fn external_link(dataset: String, link: String, target: String) -> Hdf5Error {
+        Hdf5Error::NotContiguous {
+            dataset,
+            layout: EXTERNAL_LINK,
+            filters: Vec::new(),
+            link: link.into(),
+            elsewhere: Box::new([target]),
+        }
+    }
 }

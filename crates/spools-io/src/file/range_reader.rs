@@ -126,7 +126,10 @@ impl RangeReader {
                 let file = sys::open_read(path)?;
                 let head = sys::read_upto(&file, path, offset.min(64 * 1024) as usize, 0)?;
                 // An HDF5 file's dataset is read as its bytes.
-                let stored = if offset == 0 || super::hdf5::is_hdf5(&head) {
+                let stored = if offset == 0
+                    || super::hdf5::is_hdf5(&head)
+                    || super::hdf5::is_hdf5_file(path)
+                {
                     Stored::Canonical { bytes }
                 } else {
                     let h = npy::parse_full(&head).map_err(|e| FileError::Format {

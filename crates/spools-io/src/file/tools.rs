@@ -297,9 +297,8 @@ pub fn cat(
 
 /// Whether `path` is an HDF5 file (by its signature).
 fn is_hdf5_file(path: &Path) -> bool {
-    sys::open_read(path)
-        .and_then(|f| sys::read_upto(&f, path, 8, 0))
-        .is_ok_and(|h| super::hdf5::is_hdf5(&h))
+    // The signature may follow a user block of 512, 1024, ... bytes.
+    super::hdf5::is_hdf5_file(path)
 }
 
 /// A description of `path` for `spools ls`.

@@ -89,8 +89,10 @@ const T_CSET_UTF8: c_int = 1;
 /// `H5I_type_t`: group, dataset.
 pub(crate) const I_GROUP: c_int = 2;
 pub(crate) const I_DATASET: c_int = 5;
-/// `H5L_TYPE_HARD`.
+/// `H5L_type_t`: hard, soft and external links.
 pub(crate) const L_TYPE_HARD: c_int = 0;
+pub(crate) const L_TYPE_SOFT: c_int = 1;
+pub(crate) const L_TYPE_EXTERNAL: c_int = 64;
 /// `H5_INDEX_NAME`, `H5_ITER_INC`.
 pub(crate) const INDEX_NAME: c_int = 0;
 pub(crate) const ITER_INC: c_int = 0;
@@ -121,7 +123,8 @@ pub(crate) struct GroupInfo {
 }
 
 /// Room for `H5L_info_t` (1.10, 32 bytes) or `H5L_info2_t` (1.12 and later, 40 bytes):
-/// only the first field, the `H5L_type_t`, is read.
+/// only the first field, the `H5L_type_t`, and the union `u` at byte 24 (after
+/// `corder_valid`, `corder` and `cset`, in both versions) as `val_size` are read.
 #[repr(C, align(8))]
 pub(crate) struct LinkInfo(pub(crate) [u8; 128]);
 
@@ -129,6 +132,15 @@ impl LinkInfo {
     /// The link type (`H5L_type_t`, the structure's first field).
     pub(crate) fn kind(&self) -> c_int {
         c_int::from_ne_bytes([self.0[0], self.0[1], self.0[2], self.0[3]])
+    }
+
+    /// The size of a soft or external link's value (`u.val_size`; meaningless for a hard
+    /// link, whose `u` is its address or token).
+    pub(crate) fn val_size(&self) -> usize {
+        const N: usize = std::mem::size_of::<usize>();
+        let mut b = [0u8; N];
+        b.copy_from_slice(&self.0[24..24 + N]);
+        usize::from_ne_bytes(b)
     }
 }
 
@@ -162,6 +174,7 @@ functions! {
     H5Fcreate: fn(*const c_char, c_uint, Hid, Hid) -> Hid;
     H5Fopen: fn(*const c_char, c_uint, Hid) -> Hid;
     H5Fclose: fn(Hid) -> Herr;
+    H5Fget_name: fn(Hid, *mut c_char, usize) -> isize;
     H5Pcreate: fn(Hid) -> Hid;
     H5Pclose: fn(Hid) -> Herr;
     H5Pset_layout: fn(Hid, c_int) -> Herr;
@@ -170,6 +183,8 @@ functions! {
     H5Pset_fill_time: fn(Hid, c_int) -> Herr;
     H5Pset_create_intermediate_group: fn(Hid, c_uint) -> Herr;
     H5Pget_nfilters: fn(Hid) -> c_int;
+    H5Pget_external_count: fn(Hid) -> c_int;
+    H5Pget_external: fn(Hid, c_uint, usize, *mut c_char, *mut i64, *mut Hsize) -> Herr;
     H5Pget_filter2: fn(Hid, c_uint, *mut c_uint, *mut usize, *mut c_uint, usize, *mut c_char, *mut c_uint) -> c_int;
     H5Screate: fn(c_int) -> Hid;
     H5Screate_simple: fn(c_int, *const Hsize, *const Hsize) -> Hid;
@@ -209,10 +224,13 @@ functions! {
     H5Aclose: fn(Hid) -> Herr;
     H5Gget_info: fn(Hid, *mut GroupInfo) -> Herr;
     H5Lget_name_by_idx: fn(Hid, *const c_char, c_int, c_int, Hsize, *mut c_char, usize, Hid) -> isize;
+    H5Lget_val: fn(Hid, *const c_char, *mut c_void, usize, Hid) -> Herr;
+    H5Lunpack_elink_val: fn(*const c_void, usize, *mut c_uint, *mut *const c_char, *mut *const c_char) -> Herr;
     H5Oopen: fn(Hid, *const c_char, Hid) -> Hid;
     H5Oclose: fn(Hid) -> Herr;
     H5Iget_type: fn(Hid) -> c_int;
     H5Iget_name: fn(Hid, *mut c_char, usize) -> isize;
+    H5Iget_file_id: fn(Hid) -> Hid;
 }
 
 /// `H5Lget_info` (1.10) or `H5Lget_info2` (1.12 and later): the same arguments, the info
@@ -442,20 +460,126 @@ impl Locked {
 
     /// The link type of `name` in `group` (without following it).
     pub(crate) fn link_kind(&self, group: Hid, name: &CStr) -> Result<c_int, Hdf5Error> {
+        Ok(self.link(group, name, "list datasets")?.kind())
+    }
+
+    /// The link `name` (a path from `group`; the links before its last part are followed)
+    /// itself, not followed; the error `op` when there is none.
+    pub(crate) fn link(
+        &self,
+        group: Hid,
+        name: &CStr,
+        op: &'static str,
+    ) -> Result<LinkInfo, Hdf5Error> {
         let mut info = LinkInfo([0; 128]);
         // SAFETY: `name` is NUL-terminated and `info` is larger than either version of
         // the info structure.
         let rc = unsafe { (self.link_info)(group, name.as_ptr(), &mut info, P_DEFAULT) };
-        self.ok(rc, "list datasets")?;
-        Ok(info.kind())
+        self.ok(rc, op)?;
+        Ok(info)
+    }
+
+    /// The path the soft link `name` (a path from `group`), whose value holds `size`
+    /// bytes, points to.
+    pub(crate) fn soft_target(
+        &self,
+        group: Hid,
+        name: &CStr,
+        size: usize,
+    ) -> Result<String, Hdf5Error> {
+        let buf = self.link_value(group, name, size, "read soft link")?;
+        let end = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
+        Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
+    }
+
+    /// The value of the soft or external link `name` (a path from `group`), of `size`
+    /// bytes.
+    fn link_value(
+        &self,
+        group: Hid,
+        name: &CStr,
+        size: usize,
+        op: &'static str,
+    ) -> Result<Vec<u8>, Hdf5Error> {
+        if size == 0 || size > 1 << 20 {
+            return Err(Hdf5Error::Library {
+                op,
+                message: format!("the link's value holds {size} bytes"),
+            });
+        }
+        let mut buf = vec![0u8; size];
+        // SAFETY: `buf` has room for the link's `size` bytes.
+        let rc = unsafe {
+            (self.f.H5Lget_val)(
+                group,
+                name.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                size,
+                P_DEFAULT,
+            )
+        };
+        self.ok(rc, op)?;
+        Ok(buf)
+    }
+
+    /// The target of the external link `name` (a path from `group`) whose value holds
+    /// `size` bytes: its file and the object's path in it, as the link stores them.
+    pub(crate) fn external_target(
+        &self,
+        group: Hid,
+        name: &CStr,
+        size: usize,
+    ) -> Result<(String, String), Hdf5Error> {
+        let op = "read external link";
+        // A file name and a path, each NUL-terminated, after a byte of version and flags.
+        let buf = self.link_value(group, name, size, op)?;
+        let (mut flags, mut file, mut path): (c_uint, *const c_char, *const c_char) =
+            (0, std::ptr::null(), std::ptr::null());
+        // SAFETY: `buf` holds the link's value of `size` bytes; the library sets `file` and
+        // `path` to NUL-terminated strings inside it (checked within `buf` below).
+        let rc = unsafe {
+            (self.f.H5Lunpack_elink_val)(
+                buf.as_ptr().cast(),
+                size,
+                &mut flags,
+                &mut file,
+                &mut path,
+            )
+        };
+        self.ok(rc, op)?;
+        let text = |p: *const c_char| -> String {
+            let base = buf.as_ptr() as usize;
+            let at = (p as usize).wrapping_sub(base);
+            if p.is_null() || at >= buf.len() {
+                return String::new();
+            }
+            let s = &buf[at..];
+            let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
+            String::from_utf8_lossy(&s[..end]).into_owned()
+        };
+        Ok((text(file), text(path)))
     }
 
     /// The path of an object (`H5Iget_name`).
     pub(crate) fn name_of(&self, id: Hid) -> String {
+        self.text_of(id, self.f.H5Iget_name)
+    }
+
+    /// The name of the file that holds an object (`H5Fget_name`), as it was opened.
+    pub(crate) fn file_name(&self, id: Hid) -> String {
+        self.text_of(id, self.f.H5Fget_name)
+    }
+
+    /// A name the library writes into a buffer (`H5Iget_name`, `H5Fget_name`).
+    fn text_of(
+        &self,
+        id: Hid,
+        get: unsafe extern "C" fn(Hid, *mut c_char, usize) -> isize,
+    ) -> String {
         let mut buf = vec![0u8; 256];
         for _ in 0..2 {
             // SAFETY: `buf` has room for `buf.len()` bytes, the NUL included.
-            let n = unsafe { (self.f.H5Iget_name)(id, buf.as_mut_ptr().cast(), buf.len()) };
+            let n = unsafe { get(id, buf.as_mut_ptr().cast(), buf.len()) };
             if n < 0 {
                 self.message();
                 return String::new();

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use spools_map::Layout;
 
-use super::{check, create, inspect, is_hdf5};
+use super::{check, create, inspect, is_hdf5, signature_at};
 use crate::error::FileError;
 use crate::file::one_file::{OneFileFormat, Prepared, StreamAt};
 /// HDF5 as a one-file format: a file libhdf5 makes, holding one contiguous dataset that
@@ -41,10 +41,13 @@ impl OneFileFormat for Hdf5File {
         &self,
         path: &Path,
         head: &[u8],
-        _len: u64,
+        len: u64,
         layout: Option<&Layout>,
     ) -> Result<Option<StreamAt>, FileError> {
-        if !is_hdf5(head) {
+        // The signature at 0 or after a user block: within the head, or further on in a
+        // file longer than it.
+        let hdf5 = is_hdf5(head) || (len > head.len() as u64 && signature_at(path).is_some());
+        if !hdf5 {
             return Ok(None);
         }
         let d = inspect(path, self.dataset.as_deref())?;

@@ -1,22 +1,28 @@
 //! Finding a contiguous dataset of an HDF5 file: its element type, shape and offset.
 
-use std::ffi::{c_char, c_uint, c_void, CString};
+use std::ffi::{c_char, c_int, c_uint, c_void, CString};
 use std::path::Path;
 
 use spools_map::DType;
 
 use super::ffi::{self, Hdf5, Hid, Hsize, Id, Locked};
-use super::{defect, Hdf5Dataset};
+use super::{defect, signature_at, Hdf5Dataset, MAGIC};
 use crate::error::{FileError, Hdf5Error};
 
 /// Groups nested deeper than this are not searched for datasets.
 const MAX_DEPTH: usize = 64;
 /// Links looked at, at most, when searching a file for its datasets.
 const MAX_LINKS: usize = 100_000;
+/// Soft links followed, at most, on a dataset's path when looking for external links (a
+/// cycle of soft links is left to the library, which refuses it).
+const MAX_SOFT: usize = 64;
 
 /// Finds the contiguous dataset `name` (a path such as `/group/sub/name`; `None`: the
 /// file's only dataset, in any group) of the HDF5 file `path`: its element type, shape
-/// and offset.
+/// and offset. A dataset whose data is not in the file itself (reached through an
+/// external link, or stored in external raw files) is refused by name. An empty dataset
+/// (no storage) is placed just after the HDF5 signature, so that it is never taken for a
+/// canonical file (whose data starts at 0).
 pub(crate) fn inspect(path: &Path, name: Option<&str>) -> Result<Hdf5Dataset, FileError> {
     let found = (|| -> Result<Hdf5Dataset, Hdf5Error> {
         let h = Hdf5::lock()?;
@@ -36,16 +42,91 @@ pub(crate) fn inspect(path: &Path, name: Option<&str>) -> Result<Hdf5Dataset, Fi
                 }
             }
         };
-        describe(&h, &ds)
+        let mut d = describe(&h, &ds)?;
+        if d.bytes == 0 && d.offset == 0 {
+            // No storage: "at" the end of the signature (a canonical file's data starts
+            // at 0, and a reader finds the signature before this offset).
+            d.offset = signature_at(path).unwrap_or(0) + MAGIC.len() as u64;
+        }
+        Ok(d)
     })();
     found.map_err(|e| defect(path, e))
 }
 
+/// Opens the dataset `name` of the file `f`, refusing one in another file: reached
+/// through an external link (on its path, or behind a soft link), whose offset is not
+/// one of this file.
 fn open_dataset(h: &Locked, f: &Id, name: &str) -> Result<Id, Hdf5Error> {
+    no_external_link(h, f, name)?;
     let c = ffi::cstring(name, "open dataset")?;
     // SAFETY: a valid file id and NUL-terminated name.
     let ds = unsafe { (h.f.H5Dopen2)(f.id, c.as_ptr(), ffi::P_DEFAULT) };
-    h.id(ds, h.f.H5Dclose, "open dataset")
+    let ds = h.id(ds, h.f.H5Dclose, "open dataset")?;
+    // The file that holds it is this file's id (the library gives one id per open file);
+    // any other is a file an external link led to, e.g. behind a soft link.
+    // SAFETY: a valid dataset id; the file id returned is owned (closed when dropped,
+    // which only drops the reference it added when it is this file's own id).
+    let of = unsafe { (h.f.H5Iget_file_id)(ds.id) };
+    let of = h.id(of, h.f.H5Fclose, "open dataset")?;
+    if of.id != f.id {
+        return Err(Hdf5Error::external_link(
+            name.to_string(),
+            String::new(),
+            h.file_name(of.id),
+        ));
+    }
+    Ok(ds)
+}
+
+/// Refuses `name` when a link on its path (a group's above it or the dataset's own) is an
+/// external link, naming the link and its target; soft links on the path are followed
+/// (up to [`MAX_SOFT`] of them). A path that does not resolve is left to opening it
+/// (which says so).
+fn no_external_link(h: &Locked, f: &Id, name: &str) -> Result<(), Hdf5Error> {
+    let op = "open dataset";
+    let parts = |p: &str| -> Vec<String> {
+        p.split('/')
+            .filter(|p| !p.is_empty() && *p != ".")
+            .map(str::to_string)
+            .collect()
+    };
+    // The parts still to walk, and the path walked so far.
+    let mut rest = parts(name);
+    rest.reverse();
+    let mut at = String::new();
+    let mut soft = 0;
+    while let Some(part) = rest.pop() {
+        let here = format!("{at}/{part}");
+        let c = ffi::cstring(&here, op)?;
+        let Ok(link) = h.link(f.id, &c, op) else {
+            h.message();
+            return Ok(());
+        };
+        match link.kind() {
+            ffi::L_TYPE_EXTERNAL => {
+                let (file, path) = h.external_target(f.id, &c, link.val_size())?;
+                return Err(Hdf5Error::external_link(
+                    name.to_string(),
+                    here,
+                    format!("{file}:{path}"),
+                ));
+            }
+            ffi::L_TYPE_SOFT if soft < MAX_SOFT => {
+                soft += 1;
+                let Ok(to) = h.soft_target(f.id, &c, link.val_size()) else {
+                    h.message();
+                    return Ok(());
+                };
+                // Absolute, or relative to the group that holds the link.
+                if to.starts_with('/') {
+                    at.clear();
+                }
+                rest.extend(parts(&to).into_iter().rev());
+            }
+            _ => at = here,
+        }
+    }
+    Ok(())
 }
 
 /// Appends the paths of the datasets in `group` (whose path ends in `/`) and, through
@@ -145,7 +226,21 @@ fn describe(h: &Locked, ds: &Id) -> Result<Hdf5Dataset, Hdf5Error> {
             dataset: dname,
             layout,
             filters: filters(h, &dcpl),
+            link: Box::default(),
+            elsewhere: Box::default(),
         });
+    }
+    // Contiguous, but possibly in external raw files (then it has no offset in this file).
+    // SAFETY: a valid dataset creation property list.
+    let n = unsafe { (h.f.H5Pget_external_count)(dcpl.id) };
+    if n < 0 {
+        return Err(h.error(op));
+    }
+    if n > 0 {
+        return Err(Hdf5Error::external_files(
+            dname,
+            external_files(h, &dcpl, n),
+        ));
     }
     drop(dcpl);
     let op = "read element type";
@@ -196,6 +291,38 @@ fn shape(h: &Locked, ds: &Id) -> Result<Vec<u64>, Hdf5Error> {
         return Err(h.error(op));
     }
     Ok(dims)
+}
+
+/// The names of the `n` external raw files of a dataset (its creation property list).
+fn external_files(h: &Locked, dcpl: &Id, n: c_int) -> Vec<String> {
+    (0..n.max(0) as c_uint)
+        .map(|i| {
+            let mut name = [0 as c_char; 4096];
+            let (mut offset, mut size): (i64, Hsize) = (0, 0);
+            // SAFETY: `name` has room for 4096 bytes (the library writes at most that many,
+            // NUL-terminated when the name fits); `offset` and `size` are filled in.
+            let rc = unsafe {
+                (h.f.H5Pget_external)(
+                    dcpl.id,
+                    i,
+                    name.len(),
+                    name.as_mut_ptr(),
+                    &mut offset,
+                    &mut size,
+                )
+            };
+            if rc < 0 {
+                h.message();
+                return format!("external file {i}");
+            }
+            let bytes: Vec<u8> = name
+                .iter()
+                .take_while(|&&c| c != 0)
+                .map(|&c| c as u8)
+                .collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+        .collect()
 }
 
 /// The dataset's filters, e.g. `deflate(4)`.

@@ -45,9 +45,40 @@ pub struct Hdf5Dataset {
     pub written_from: Option<String>,
 }
 
-/// Whether `head` (a file's first bytes) is an HDF5 file.
+/// Where an HDF5 file's signature may be: at 0, or after a user block of 512, 1024,
+/// 2048, ... bytes (a power of two, at least 512, as the HDF5 format allows; the
+/// superblock and every address of the file follow it).
+fn signature_places() -> impl Iterator<Item = u64> {
+    std::iter::once(0).chain((9..63).map(|k| 1u64 << k))
+}
+
+/// Whether `head` (a file's first bytes) is an HDF5 file: its signature at one of its
+/// places within `head` (a user block of up to half of `head`'s length is seen).
 pub(crate) fn is_hdf5(head: &[u8]) -> bool {
-    head.starts_with(MAGIC)
+    signature_places()
+        .map_while(|at| {
+            let at = usize::try_from(at).ok()?;
+            head.get(at..at.checked_add(MAGIC.len())?)
+        })
+        .any(|s| s == MAGIC)
+}
+
+/// Where the signature of the HDF5 file `path` is (the size of its user block), looking
+/// at every place the format allows up to the file's end; `None`: not an HDF5 file (or
+/// not readable).
+pub(crate) fn signature_at(path: &Path) -> Option<u64> {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    let mut s = [0u8; MAGIC.len()];
+    signature_places()
+        .take_while(|&at| at.saturating_add(MAGIC.len() as u64) <= len)
+        .find(|&at| f.read_exact_at(&mut s, at).is_ok() && s == MAGIC)
+}
+
+/// Whether `path` is an HDF5 file (by its signature, after a user block of any size).
+pub(crate) fn is_hdf5_file(path: &Path) -> bool {
+    signature_at(path).is_some()
 }
 
 /// Splits `FILE:/NAME` (`NAME` a dataset's path, e.g. `/group/sub/name`) into the file
@@ -65,12 +96,7 @@ pub(crate) fn split(path: &Path) -> (PathBuf, Option<String>) {
     };
     let (file, name) = (&bytes[..at], &bytes[at + 1..]);
     let file = PathBuf::from(std::ffi::OsStr::from_bytes(file));
-    let mut head = [0u8; 8];
-    let hdf5 = at > 0
-        && std::fs::File::open(&file)
-            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-            .is_ok()
-        && is_hdf5(&head);
+    let hdf5 = at > 0 && is_hdf5_file(&file);
     match std::str::from_utf8(name) {
         Ok(name) if hdf5 && name.len() > 1 => (file, Some(name.to_string())),
         _ => whole,
@@ -156,6 +182,37 @@ mod tests {
         let inner = odd.join("d.h5");
         std::fs::write(&inner, [MAGIC, &[0u8; 56][..]].concat()).unwrap();
         assert_eq!(split(&inner), (inner.clone(), None));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_signature_is_found_at_0_or_after_a_user_block_of_a_power_of_two() {
+        let at = |o: usize, len: usize| {
+            let mut h = vec![0u8; len];
+            h[o..o + MAGIC.len()].copy_from_slice(MAGIC);
+            h
+        };
+        assert!(is_hdf5(&at(0, 8)));
+        for o in [512, 1024, 2048, 32768] {
+            assert!(is_hdf5(&at(o, 65536)), "{o}");
+            // Not within the head given.
+            assert!(!is_hdf5(&at(o, 65536)[..o + 7]), "{o}");
+        }
+        // Not a place the format allows.
+        for o in [1, 8, 256, 513, 1000, 3072] {
+            assert!(!is_hdf5(&at(o, 65536)), "{o}");
+        }
+        assert!(!is_hdf5(b""));
+        // In a file: beyond any head, too.
+        let dir = std::env::temp_dir().join(format!("spools-hdf5-sig-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (o, want) in [(0, Some(0)), (131072, Some(131072)), (100000, None)] {
+            let p = dir.join(format!("f{o}"));
+            std::fs::write(&p, at(o, o + 64)).unwrap();
+            assert_eq!(signature_at(&p), want, "{o}");
+            assert_eq!(is_hdf5_file(&p), want.is_some(), "{o}");
+        }
+        assert_eq!(signature_at(&dir.join("none")), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
