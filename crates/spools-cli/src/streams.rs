@@ -10,7 +10,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use spools_proto::auth::Secret;
 use spools_proto::stream::{Open, NOT_SEQUENCED, VARIABLE};
-use spools_stream::{Delivery, Event, Limits, Receiver, Sender};
+use spools_stream::{Admission, Delivery, Event, Limits, Receiver, Sender};
 
 /// `spools recv` arguments.
 #[derive(Args, Debug)]
@@ -30,6 +30,42 @@ pub(crate) struct RecvArgs {
     /// prints it): the others are refused.
     #[arg(long, value_name = "FILE")]
     pub(crate) secret: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) admission: AdmissionArgs,
+}
+
+/// How many links a receiver (`spools recv`, `spools view`) holds at once, and how long a
+/// link has to say its hello.
+#[derive(Args, Debug)]
+pub(crate) struct AdmissionArgs {
+    /// Seconds a link has, from its accept, to say its hello (and prove the secret, with
+    /// --secret); a link still silent then is closed.
+    #[arg(long, value_name = "SECS", default_value_t = spools_stream::HELLO_TIMEOUT.as_secs())]
+    pub(crate) hello_timeout: u64,
+    /// Links held at once that have not said their hello yet; one more closes the oldest.
+    #[arg(long, value_name = "N", default_value_t = spools_stream::MAX_PENDING)]
+    pub(crate) max_pending: usize,
+    /// Links held at once, silent or served (at most the open-file limit less a reserve);
+    /// past it a new link is refused.
+    #[arg(long, value_name = "N", default_value_t = spools_stream::MAX_OPEN_LINKS)]
+    pub(crate) max_links: usize,
+}
+
+impl AdmissionArgs {
+    /// The receiver's bounds these flags give.
+    pub(crate) fn admission(&self) -> anyhow::Result<Admission> {
+        if self.hello_timeout == 0 {
+            bail!("--hello-timeout: at least 1 second");
+        }
+        if self.max_pending == 0 || self.max_links == 0 {
+            bail!("--max-pending and --max-links: at least 1");
+        }
+        Ok(Admission {
+            max_pending: self.max_pending,
+            max_links: self.max_links,
+            hello_timeout: std::time::Duration::from_secs(self.hello_timeout),
+        })
+    }
 }
 
 /// `spools send` arguments.
@@ -56,6 +92,11 @@ pub(crate) struct SendArgs {
     /// requires it.
     #[arg(long, value_name = "FILE")]
     pub(crate) secret: Option<PathBuf>,
+    /// Seconds a link waits on a receiver that takes nothing (no byte written, no ack
+    /// while the window is full, not its end at the finish) before the send fails; 0: no
+    /// bound.
+    #[arg(long, value_name = "SECS", default_value_t = spools_stream::STALL_TIMEOUT.as_secs())]
+    pub(crate) stall_timeout: u64,
 }
 
 /// The secret in `path`: hexadecimal, as `spools secret` prints it.
@@ -91,7 +132,10 @@ pub(crate) fn recv(a: &RecvArgs) -> anyhow::Result<()> {
     } else {
         Out::File(File::create(&a.out).with_context(|| a.out.clone())?)
     };
-    let mut r = Receiver::bind(addr.as_str(), Limits::default()).with_context(|| addr.clone())?;
+    let admission = a.admission.admission()?;
+    let mut r = Receiver::bind(addr.as_str(), Limits::default())
+        .with_context(|| addr.clone())?
+        .admission(admission);
     if let Some(path) = &a.secret {
         r = r.require_proof(read_secret(path)?);
     }
@@ -144,8 +188,20 @@ pub(crate) fn recv(a: &RecvArgs) -> anyhow::Result<()> {
     for r in &summary.refused {
         eprintln!("spools recv: refused a client: {r}");
     }
+    if summary.refused_more > 0 {
+        eprintln!(
+            "spools recv: refused {} more client(s)",
+            summary.refused_more
+        );
+    }
     for r in summary.broken.iter().chain(&lost) {
         eprintln!("spools recv: {r}");
+    }
+    if summary.broken_more > 0 {
+        eprintln!(
+            "spools recv: {} more connection(s) or link(s) dropped",
+            summary.broken_more
+        );
     }
     if !summary.broken.is_empty() || !lost.is_empty() {
         bail!("some data did not arrive whole (see above)");
@@ -177,7 +233,8 @@ pub(crate) fn send(a: &SendArgs) -> anyhow::Result<()> {
         Some(secret) => Sender::connect_proving(sock, a.links, secret)?,
         None => Sender::connect(sock, a.links)?,
     };
-    let mut s = s.with_window(a.window);
+    let stall = (a.stall_timeout > 0).then(|| std::time::Duration::from_secs(a.stall_timeout));
+    let mut s = s.with_window(a.window).with_stall_timeout(stall);
     let mut bytes = 0u64;
     for (i, f) in files.iter().enumerate() {
         let data = match first.take() {

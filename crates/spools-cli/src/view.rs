@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use spools_view::{Encoding, ViewOptions, Viewer};
 
-use crate::streams::{read_secret, tcp_addr};
+use crate::streams::{read_secret, tcp_addr, AdmissionArgs};
 
 /// `spools view` arguments.
 #[derive(Args, Debug)]
@@ -28,6 +28,8 @@ pub(crate) struct ViewArgs {
     /// Require every stream's links to prove the job secret in FILE.
     #[arg(long, value_name = "FILE")]
     pub(crate) secret: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) admission: AdmissionArgs,
 }
 
 /// The encoding named `s`.
@@ -48,6 +50,7 @@ pub(crate) fn run(a: &ViewArgs) -> anyhow::Result<()> {
         allow_remote: a.allow_remote,
         encoding: encoding(&a.encoding)?,
         secret,
+        admission: a.admission.admission()?,
         ..ViewOptions::default()
     })
     .context("spools view")?;

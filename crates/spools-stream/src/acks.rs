@@ -59,14 +59,14 @@ impl AckBoard {
 
     /// Writes the acks posted to `out` until the link ends or writing fails (the sender
     /// went away); the owner of the link shuts the socket down to wake a blocked write.
-    pub(crate) fn write_to(&self, mut out: TcpStream) {
+    pub(crate) fn write_to(&self, out: &TcpStream) {
         let mut b = Vec::new();
         while let Some(acks) = self.take() {
             b.clear();
             for (stream, adu) in acks {
                 Frame::Ack(Ack { stream, adu }).encode(&mut b);
             }
-            if out.write_all(&b).is_err() {
+            if (&*out).write_all(&b).is_err() {
                 return;
             }
         }

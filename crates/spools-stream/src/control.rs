@@ -3,7 +3,8 @@
 //! an ADU rather than when it was handed over ([`Acker`]), and ending the serving loop
 //! ([`Stopper`]).
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
+use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -80,34 +81,59 @@ impl Acker {
     }
 }
 
+/// A receiver's stop: a flag, and an event its acceptor polls beside the listening socket,
+/// so that stopping wakes it at once (without a connection to its port, which a full
+/// backlog would hold).
+pub(crate) struct Stop {
+    flag: AtomicBool,
+    event: OwnedFd,
+}
+
+impl Stop {
+    /// A stop not set.
+    ///
+    /// # Errors
+    /// The operating system's, creating the event.
+    pub(crate) fn new() -> std::io::Result<Stop> {
+        use rustix::event::{eventfd, EventfdFlags};
+        Ok(Stop {
+            flag: AtomicBool::new(false),
+            event: eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?,
+        })
+    }
+
+    /// Sets it: true if it was set before.
+    pub(crate) fn set(&self) -> bool {
+        let was = self.flag.swap(true, Ordering::SeqCst);
+        // A full counter (never, at one write per stop) or a closed event would leave the
+        // acceptor to see the flag at its next tick.
+        let _ = rustix::io::write(&self.event, &1u64.to_ne_bytes());
+        was
+    }
+
+    /// Whether it was set.
+    pub(crate) fn is_set(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+
+    /// The event, readable once it was set.
+    pub(crate) fn event(&self) -> &OwnedFd {
+        &self.event
+    }
+}
+
 /// Ends a receiver's [`crate::Receiver::serve`] from another thread: the serving loop
 /// returns with what it saw, and the links still open are cut.
 #[derive(Clone)]
 pub struct Stopper {
-    pub(crate) stop: Arc<AtomicBool>,
-    pub(crate) addr: SocketAddr,
+    pub(crate) stop: Arc<Stop>,
 }
 
 impl Stopper {
     /// Stops the serving loop (at once if it waits for a connection; a connection being
     /// served is cut). Does nothing once it stopped.
     pub fn stop(&self) {
-        if self.stop.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        // Wakes the acceptor, which sees the flag; from a thread of its own, so that
-        // stopping never blocks.
-        let mut to = self.addr;
-        if to.ip().is_unspecified() {
-            to.set_ip(match to.ip() {
-                IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
-                IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
-            });
-        }
-        let _ = std::thread::Builder::new()
-            .name("spools-stream-stop".into())
-            .spawn(move || {
-                let _ = TcpStream::connect_timeout(&to, crate::timeouts::CONNECT_TIMEOUT);
-            });
+        // Wakes the acceptor, which sees the flag; never blocks.
+        self.stop.set();
     }
 }

@@ -12,6 +12,7 @@
 //!   ranks), and where their SUs go.
 
 mod acks;
+mod admission;
 mod adubuf;
 mod connection;
 mod control;
@@ -26,12 +27,13 @@ mod serve_link;
 mod share;
 mod timeouts;
 
+pub use admission::{Admission, HELLO_TIMEOUT, MAX_OPEN_LINKS, MAX_PENDING};
 pub use control::{Acker, Admit, Stopper};
 pub use error::ReassemblyError;
 pub use link::LinkError;
 pub use reassembly::{Event, Limits, Reassembler};
-pub use receiver::{Delivery, Receiver, RecvError, Summary};
+pub use receiver::{Delivery, Receiver, RecvError, Summary, MAX_REPORTED};
 pub use recycler::Recycler;
 pub use sender::{AckReader, LinkSender, SendError, Sender};
 pub use share::{link_bytes, Share};
-pub use timeouts::{CONNECT_TIMEOUT, HANDSHAKE_TIMEOUT};
+pub use timeouts::{CONNECT_TIMEOUT, HANDSHAKE_TIMEOUT, STALL_TIMEOUT};

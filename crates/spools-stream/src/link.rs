@@ -93,11 +93,6 @@ impl<R: Read> FrameReader<R> {
         Ok(())
     }
 
-    /// The underlying reader.
-    pub(crate) fn get_ref(&self) -> &R {
-        &self.src
-    }
-
     /// The start of the next frame: a frame without payload, or an SU's header (its
     /// payload is read next, straight to where it goes).
     pub(crate) fn next_head(&mut self) -> Result<Read1Head<'_>, LinkError> {

@@ -4,17 +4,17 @@
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Sender as Tx};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use spools_proto::auth::Secret;
 use spools_proto::stream::{Hello, Open};
 
 use crate::acks::AckFan;
+use crate::admission::{Admission, Arrival, Gate, Pending};
 use crate::connection::{OnHold, Shared};
-use crate::control::{Acker, Admit, AdmitFn, OnOpen, Stopper};
+use crate::control::{Acker, Admit, AdmitFn, OnOpen, Stop, Stopper};
 use crate::error::ReassemblyError;
 use crate::reassembly::{Event, Limits, Reassembler};
 use crate::recycler::Recycler;
@@ -38,15 +38,22 @@ pub struct Summary {
     pub adus: u64,
     /// Their bytes.
     pub bytes: u64,
-    /// Clients refused before they said hello (garbage, another protocol or version):
-    /// nothing of theirs was a stream.
+    /// Clients refused before they said hello (garbage, another protocol or version, no
+    /// hello in time, evicted by newer links while the receiver held its most pending
+    /// links, see [`Admission`]): nothing of theirs was a stream. The first
+    /// [`MAX_REPORTED`]; the others are counted in `refused_more`.
     pub refused: Vec<String>,
+    /// Refusals beyond the first [`MAX_REPORTED`], counted and not kept.
+    pub refused_more: u64,
     /// Connections or links dropped after their hello (frames that do not fit their
-    /// streams, a link that broke mid-frame): data of theirs may be lost.
+    /// streams, a link that broke mid-frame): data of theirs may be lost. The first
+    /// [`MAX_REPORTED`]; the others are counted in `broken_more`.
     pub broken: Vec<String>,
+    /// Drops beyond the first [`MAX_REPORTED`], counted and not kept.
+    pub broken_more: u64,
     /// The connections of `broken` dropped because the reassembly refused one of their
     /// frames (a checksum mismatch, an SU out of its place, a limit), by connection id,
-    /// typed.
+    /// typed (the first [`MAX_REPORTED`]).
     pub faults: Vec<(u64, ReassemblyError)>,
     /// When the first link said hello (the start of the transfers).
     pub started: Option<Instant>,
@@ -56,10 +63,16 @@ pub struct Summary {
     pub max_pending: u64,
 }
 
+/// Refusals, and drops, that a [`Summary`] keeps word of (the others are counted): what a
+/// receiver remembers of peers stays bounded however many there are.
+pub const MAX_REPORTED: usize = 1000;
+
 /// Why serving stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum RecvError {
-    /// Accepting a connection failed.
+    /// Accepting connections failed for good (the listening socket is unusable). Running
+    /// out of file descriptors, or of memory, is not such a failure: the receiver waits
+    /// and accepts again.
     #[error("accepting a connection: {0}")]
     Accept(std::io::Error),
     /// The sink refused a delivery (writing the output failed).
@@ -86,14 +99,15 @@ pub struct Receiver {
     recycler: Recycler,
     /// Acks sent when the consumer says so, rather than when the sink took the ADU.
     acker: Option<Acker>,
-    stop: Arc<AtomicBool>,
+    stop: Arc<Stop>,
+    admission: Admission,
 }
 
 impl Receiver {
     /// Listens at `addr` (port 0: any free port, see [`Receiver::local_addr`]).
     ///
     /// # Errors
-    /// The operating system's, binding the port.
+    /// The operating system's, binding the port (or creating the event that stops it).
     pub fn bind(addr: impl ToSocketAddrs, limits: Limits) -> std::io::Result<Receiver> {
         Ok(Receiver {
             listener: TcpListener::bind(addr)?,
@@ -101,7 +115,8 @@ impl Receiver {
             policy: Policy::default(),
             recycler: Recycler::default(),
             acker: None,
-            stop: Arc::new(AtomicBool::new(false)),
+            stop: Arc::new(Stop::new()?),
+            admission: Admission::default(),
         })
     }
 
@@ -155,6 +170,14 @@ impl Receiver {
         self
     }
 
+    /// Bounds the links held at once and the time a link has to say its hello (see
+    /// [`Admission`]; by default [`Admission::default`]).
+    #[must_use]
+    pub fn admission(mut self, a: Admission) -> Receiver {
+        self.admission = a;
+        self
+    }
+
     /// Calls `f` with the connection's link count and each stream announced on a link
     /// (every `open` frame the reassembly takes), on the link's thread.
     #[must_use]
@@ -180,7 +203,6 @@ impl Receiver {
     pub fn stopper(&self) -> std::io::Result<Stopper> {
         Ok(Stopper {
             stop: self.stop.clone(),
-            addr: self.listener.local_addr()?,
         })
     }
 
@@ -217,8 +239,13 @@ impl Receiver {
     /// its stream, reads its payload straight into the ADU's buffer and checks its CRC32C
     /// there (the links of a connection in parallel); this thread hands out what is whole.
     ///
+    /// Links are taken within the receiver's [`Admission`]: a peer that has not said its
+    /// hello costs a thread and a 64 KiB buffer at most, for at most its hello timeout,
+    /// and such peers are at most [`Admission::max_pending`] at once. Running out of file
+    /// descriptors closes the oldest pending link and accepts again a little later.
+    ///
     /// # Errors
-    /// [`RecvError`] when accepting fails or `sink` returns an error.
+    /// [`RecvError`] when the listening socket fails for good or `sink` returns an error.
     pub fn serve(
         self,
         connections: usize,
@@ -226,13 +253,16 @@ impl Receiver {
     ) -> Result<Summary, RecvError> {
         let (tx, rx) = channel::<Msg>();
         let stop = self.stop.clone();
-        let addr = self.listener.local_addr().map_err(RecvError::Accept)?;
         let acceptor = {
             let (tx, stop, policy) = (tx.clone(), stop.clone(), Arc::new(self.policy));
+            let gate = Arc::new(Gate::new(self.admission));
             let listener = self.listener;
-            std::thread::spawn(move || {
-                accept_loop(&listener, &tx, &stop, &policy);
-            })
+            std::thread::Builder::new()
+                .name("spools-stream-accept".into())
+                .spawn(move || {
+                    accept_loop(&listener, &tx, &stop, &policy, &gate);
+                })
+                .map_err(RecvError::Accept)?
         };
         drop(tx);
         let mut summary = Summary::default();
@@ -251,7 +281,7 @@ impl Receiver {
             match msg {
                 Msg::Stopped => break Ok(()),
                 Msg::AcceptFailed(e) => break Err(RecvError::Accept(e)),
-                Msg::Refused(why) => summary.refused.push(why),
+                Msg::Refused(why) => note(&mut summary.refused, &mut summary.refused_more, why),
                 Msg::Hello {
                     id,
                     hello: h,
@@ -290,9 +320,11 @@ impl Receiver {
                             Some(c.shared.clone())
                         }
                         (Err(e), _) => {
-                            summary
-                                .broken
-                                .push(format!("connection {:016x}: {e}", h.conn));
+                            note(
+                                &mut summary.broken,
+                                &mut summary.broken_more,
+                                format!("connection {:016x}: {e}", h.conn),
+                            );
                             None
                         }
                         (Ok(()), None) => None,
@@ -315,10 +347,10 @@ impl Receiver {
                     fault,
                     events,
                 } => {
-                    summary.broken.push(why);
-                    if let Some(f) = fault {
-                        summary.faults.push((conn, f));
+                    if summary.faults.len() < MAX_REPORTED {
+                        summary.faults.extend(fault.map(|f| (conn, f)));
                     }
+                    note(&mut summary.broken, &mut summary.broken_more, why);
                     if let Some(c) = conns.get_mut(&conn) {
                         if let Err(e) =
                             deliver(conn, &mut c.acks, events, &mut sink, &mut summary, auto)
@@ -330,14 +362,16 @@ impl Receiver {
                 Msg::End(id, error) => {
                     let Some((conn, link)) = links.remove(&id) else {
                         if let Some(e) = error {
-                            summary.broken.push(e);
+                            note(&mut summary.broken, &mut summary.broken_more, e);
                         }
                         continue;
                     };
                     if let Some(e) = error {
-                        summary
-                            .broken
-                            .push(format!("connection {conn:016x}, link {link}: {e}"));
+                        note(
+                            &mut summary.broken,
+                            &mut summary.broken_more,
+                            format!("connection {conn:016x}, link {link}: {e}"),
+                        );
                     }
                     let Some(c) = conns.get_mut(&conn) else {
                         continue;
@@ -362,9 +396,8 @@ impl Receiver {
             summary.max_pending = summary.max_pending.max(c.shared.max_ready());
             c.shared.drop_reassembly();
         }
-        // Wake the acceptor so that it sees the stop and ends.
-        stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(addr);
+        // The acceptor wakes, sees the stop and closes the links still pending.
+        stop.set();
         let _ = acceptor.join();
         result.map(|()| summary)
     }
@@ -419,25 +452,195 @@ fn deliver(
     Ok(())
 }
 
-fn accept_loop(listener: &TcpListener, tx: &Tx<Msg>, stop: &AtomicBool, policy: &Arc<Policy>) {
+/// Keeps `what` in `list` while it holds fewer than [`MAX_REPORTED`], else counts it.
+fn note(list: &mut Vec<String>, more: &mut u64, what: String) {
+    if list.len() < MAX_REPORTED {
+        list.push(what);
+    } else {
+        *more += 1;
+    }
+}
+
+/// The longest the acceptor waits before it looks at the stop flag and at the pending
+/// links' time again.
+const TICK: Duration = Duration::from_millis(250);
+
+/// The longest the acceptor waits after accepting failed for want of resources (file
+/// descriptors, memory, threads) before it tries again; it starts at 1 ms and doubles.
+const MAX_BACKOFF: Duration = Duration::from_millis(250);
+
+/// Accepts links until the receiver stops: each pending link on a thread of its own, within
+/// the gate's bounds (evicting the oldest pending links, closing those out of time). Never
+/// ends on a lack of resources (`EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`, no thread): it
+/// closes the oldest pending link, waits a little and accepts again.
+fn accept_loop(
+    listener: &TcpListener,
+    tx: &Tx<Msg>,
+    stop: &Stop,
+    policy: &Arc<Policy>,
+    gate: &Arc<Gate>,
+) {
     let mut next_id = 0usize;
-    loop {
-        let accepted = listener.accept();
-        if stop.load(Ordering::SeqCst) {
-            let _ = tx.send(Msg::Stopped);
-            return;
+    let mut backoff = Duration::ZERO;
+    // Non-blocking, so that the loop never waits on `accept` beyond its poll: it sees the
+    // stop flag and the pending links' time even when no one can connect to wake it.
+    if let Err(e) = listener.set_nonblocking(true) {
+        let _ = tx.send(Msg::AcceptFailed(e));
+        return;
+    }
+    let timeout = gate.bounds().hello_timeout;
+    while !stop.is_set() {
+        let now = Instant::now();
+        let (expired, next) = gate.expired(now);
+        for p in expired {
+            refuse_pending(
+                tx,
+                &p,
+                &format!(
+                    "did not say its hello within {} s; closed",
+                    timeout.as_secs_f64()
+                ),
+            );
         }
-        match accepted {
+        let wait = next.map_or(TICK, |t| t.saturating_duration_since(now).min(TICK));
+        if backoff.is_zero() {
+            if !readable(listener, stop, wait) {
+                continue;
+            }
+        } else {
+            std::thread::sleep(backoff.min(wait));
+        }
+        if stop.is_set() {
+            break;
+        }
+        match listener.accept() {
             Ok((sock, peer)) => {
-                let (tx, id, policy) = (tx.clone(), next_id, policy.clone());
+                backoff = Duration::ZERO;
+                let id = next_id;
                 next_id += 1;
-                std::thread::spawn(move || {
-                    read_link(sock, peer, id, &tx, &policy);
-                });
+                if !take(sock, peer, id, tx, policy, gate) {
+                    backoff = MAX_BACKOFF;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => backoff = Duration::ZERO,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if is_fatal(&e) => {
+                let _ = tx.send(Msg::AcceptFailed(e));
+                break;
             }
             Err(e) => {
-                let _ = tx.send(Msg::AcceptFailed(e));
-                return;
+                if is_lack(&e) {
+                    // The links that have said nothing give their descriptors to the others.
+                    if let Some(p) = gate.evict_oldest() {
+                        refuse_pending(
+                            tx,
+                            &p,
+                            "closed before its hello: the process is out of file descriptors",
+                        );
+                    }
+                }
+                backoff = (backoff * 2).clamp(Duration::from_millis(1), MAX_BACKOFF);
+            }
+        }
+    }
+    // The pending links go with the acceptor: nothing is left waiting on a silent peer.
+    for p in gate.take_all() {
+        p.close();
+    }
+    if stop.is_set() {
+        let _ = tx.send(Msg::Stopped);
+    }
+}
+
+/// Waits up to `wait` for a connection to accept, or the stop (false: no connection came,
+/// the receiver stopped, or the wait was interrupted).
+fn readable(listener: &TcpListener, stop: &Stop, wait: Duration) -> bool {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let mut fds = [
+        PollFd::new(listener, PollFlags::IN),
+        PollFd::new(stop.event(), PollFlags::IN),
+    ];
+    let t = Timespec {
+        tv_sec: i64::try_from(wait.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(wait.subsec_nanos()),
+    };
+    matches!(poll(&mut fds, Some(&t)), Ok(n) if n > 0) && !fds[0].revents().is_empty()
+}
+
+/// An accept error that no waiting cures: the listening socket itself is unusable.
+fn is_fatal(e: &std::io::Error) -> bool {
+    use rustix::io::Errno;
+    Errno::from_io_error(e).is_some_and(|n| {
+        [
+            Errno::BADF,
+            Errno::INVAL,
+            Errno::NOTSOCK,
+            Errno::OPNOTSUPP,
+            Errno::FAULT,
+        ]
+        .contains(&n)
+    })
+}
+
+/// An accept error for want of resources: file descriptors (the process's or the
+/// system's), socket buffers, memory.
+fn is_lack(e: &std::io::Error) -> bool {
+    use rustix::io::Errno;
+    Errno::from_io_error(e)
+        .is_some_and(|n| [Errno::MFILE, Errno::NFILE, Errno::NOBUFS, Errno::NOMEM].contains(&n))
+}
+
+/// Names a pending link closed by the acceptor, and closes it.
+fn refuse_pending(tx: &Tx<Msg>, p: &Pending, why: &str) {
+    p.close();
+    let _ = tx.send(Msg::Refused(format!("{}: {why}", p.peer)));
+}
+
+/// Takes a link just accepted into the gate, on a thread of its own: false when no thread
+/// could be started for it (it is closed; the acceptor waits before the next).
+fn take(
+    sock: TcpStream,
+    peer: SocketAddr,
+    id: usize,
+    tx: &Tx<Msg>,
+    policy: &Arc<Policy>,
+    gate: &Arc<Gate>,
+) -> bool {
+    // Accepted sockets block (they do not inherit the listener's O_NONBLOCK on Linux; made
+    // sure of here).
+    let _ = sock.set_nonblocking(false);
+    let sock = Arc::new(sock);
+    match gate.arrive(id, peer, sock.clone()) {
+        Arrival::Full(n) => {
+            let _ = sock.shutdown(std::net::Shutdown::Both);
+            let _ = tx.send(Msg::Refused(format!(
+                "{peer}: refused: the receiver serves its most links at once ({n})"
+            )));
+            true
+        }
+        Arrival::Pending(evicted) => {
+            let most = gate.bounds().max_pending;
+            for p in evicted {
+                refuse_pending(
+                    tx,
+                    &p,
+                    &format!(
+                        "closed before its hello: newer links came while {most} were waiting for theirs"
+                    ),
+                );
+            }
+            let (tx, policy, gate2) = (tx.clone(), policy.clone(), gate.clone());
+            let spawned = std::thread::Builder::new()
+                .name("spools-stream-link".into())
+                .spawn(move || read_link(sock, peer, id, &tx, &policy, &gate2));
+            match spawned {
+                Ok(_) => true,
+                Err(_) => {
+                    // The thread's closure, and its socket with it, is gone; the gate's
+                    // hold on it goes too.
+                    gate.leave(id);
+                    false
+                }
             }
         }
     }

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::io::{IoSlice, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::time::Duration;
 
 use spools_proto::auth::Secret;
 use spools_proto::handshake::{Client, HandshakeError, Identity, Purpose, SERVER_HELLO_LEN};
@@ -16,7 +17,7 @@ use spools_proto::stream::{
 };
 
 use crate::link::{FrameReader, LinkError, Read1};
-use crate::timeouts::{CONNECT_TIMEOUT, HANDSHAKE_TIMEOUT};
+use crate::timeouts::{CONNECT_TIMEOUT, HANDSHAKE_TIMEOUT, STALL_TIMEOUT};
 
 /// Why sending failed.
 #[derive(Debug, thiserror::Error)]
@@ -88,6 +89,17 @@ pub enum SendError {
         /// The receiver that moved it again.
         addr: SocketAddr,
     },
+    /// The receiver took nothing on the link for the stall timeout (see
+    /// [`LinkSender::with_stall_timeout`]): no byte of a write, no ack while the window was
+    /// full, or not the link's end while it finished. It welcomed the link and stopped
+    /// reading it (or is far slower than the timeout allows).
+    #[error("link {link}: the receiver took nothing for {:.1} s (it stopped reading the link)", .after.as_secs_f64())]
+    Stalled {
+        /// The link.
+        link: u16,
+        /// The stall timeout.
+        after: Duration,
+    },
     /// An argument outside what the format allows.
     #[error("{0}")]
     Format(&'static str),
@@ -120,6 +132,8 @@ pub struct LinkSender {
     window: u32,
     /// Per stream, ADUs the receiver acknowledged (`0..acked`).
     acked: HashMap<u32, u64>,
+    /// How long a write, or a wait for the receiver's acks or end, may take nothing.
+    stall: Option<Duration>,
 }
 
 impl LinkSender {
@@ -193,7 +207,48 @@ impl LinkSender {
             acks: flags & WELCOME_ACKS != 0,
             window: 0,
             acked: HashMap::new(),
+            stall: None,
         })
+    }
+
+    /// Fails the link with [`SendError::Stalled`] when the receiver takes nothing for
+    /// `after` (`None`, or zero: waits as long as it takes, the default of a
+    /// `LinkSender`): a write that moves no byte, a wait for an ack while the window is
+    /// full, a wait for the receiver's end of the link while it finishes. A receiver
+    /// holding the sender back (a slow consumer) for longer fails it too.
+    #[must_use]
+    pub fn with_stall_timeout(self, after: Option<Duration>) -> LinkSender {
+        let after = after.filter(|d| !d.is_zero());
+        // Setting a socket timeout fails only for a zero duration, filtered out above;
+        // a failure would leave the link without a bound, as before.
+        let _ = self.sock.set_write_timeout(after);
+        let _ = self.sock.set_read_timeout(after);
+        LinkSender {
+            stall: after,
+            ..self
+        }
+    }
+
+    /// The link's error for `e`, met writing or reading: [`SendError::Stalled`] when it is
+    /// the stall timeout's.
+    fn failed(&self, source: LinkError) -> SendError {
+        match (&source, self.stall) {
+            (LinkError::Io(e), Some(after))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                SendError::Stalled {
+                    link: self.link,
+                    after,
+                }
+            }
+            _ => SendError::Link {
+                link: self.link,
+                source,
+            },
+        }
     }
 
     /// Holds at most `adus` ADUs of each stream in flight beyond those the receiver
@@ -233,11 +288,8 @@ impl LinkSender {
     pub fn send(&mut self, f: &Frame<'_>) -> Result<(), SendError> {
         self.buf.clear();
         f.encode(&mut self.buf);
-        let link = self.link;
-        self.sock.write_all(&self.buf).map_err(|e| SendError::Link {
-            link,
-            source: e.into(),
-        })
+        let written = self.sock.write_all(&self.buf);
+        written.map_err(|e| self.failed(e.into()))
     }
 
     /// Sends one SU: its header and payload, with one vectored write where the socket
@@ -250,11 +302,8 @@ impl LinkSender {
     pub fn send_su(&mut self, h: &Su, payload: &[u8]) -> Result<(), SendError> {
         self.wait_window(h.stream, h.adu)?;
         let header = h.header(payload.len() as u32);
-        let link = self.link;
-        write_all_vectored(&mut self.sock, &header, payload).map_err(|e| SendError::Link {
-            link,
-            source: e.into(),
-        })
+        let written = write_all_vectored(&mut self.sock, &header, payload);
+        written.map_err(|e| self.failed(e.into()))
     }
 
     /// Sends several SUs, each `(header, payload)`, gathered into as few vectored writes
@@ -264,7 +313,6 @@ impl LinkSender {
     /// # Errors
     /// As [`LinkSender::send_su`].
     pub fn send_sus(&mut self, sus: &[(Su, &[u8])]) -> Result<(), SendError> {
-        let link = self.link;
         for batch in sus.chunks(GATHER) {
             for (h, _) in batch {
                 self.wait_window(h.stream, h.adu)?;
@@ -278,10 +326,8 @@ impl LinkSender {
                 .zip(batch)
                 .flat_map(|(h, (_, p))| [IoSlice::new(h), IoSlice::new(p)])
                 .collect();
-            write_all_slices(&mut self.sock, &mut slices).map_err(|e| SendError::Link {
-                link,
-                source: e.into(),
-            })?;
+            let written = write_all_slices(&mut self.sock, &mut slices);
+            written.map_err(|e| self.failed(e.into()))?;
         }
         Ok(())
     }
@@ -307,7 +353,11 @@ impl LinkSender {
                 "the link's acks were handed to an AckReader",
             ));
         };
-        match read_ack(frames, link)? {
+        let got = match read_ack(frames, link) {
+            Err(SendError::Link { source, .. }) => return Err(self.failed(source)),
+            other => other?,
+        };
+        match got {
             Some(a) => {
                 let n = self.acked.entry(a.stream).or_insert(0);
                 *n = (*n).max(a.adu.saturating_add(1));
@@ -327,6 +377,10 @@ impl LinkSender {
             return None;
         }
         self.window = 0;
+        // The reader waits for acks as long as the receiver takes: no stall timeout there.
+        if self.stall.is_some() {
+            let _ = self.sock.set_read_timeout(None);
+        }
         self.frames.take().map(|frames| AckReader {
             link: self.link,
             frames,
@@ -556,7 +610,9 @@ pub struct Sender {
 }
 
 impl Sender {
-    /// Opens `links` links to `addr`, says hello on each and waits for each welcome.
+    /// Opens `links` links to `addr`, says hello on each and waits for each welcome. A
+    /// link then fails once the receiver takes nothing on it for [`STALL_TIMEOUT`] (see
+    /// [`Sender::with_stall_timeout`]).
     ///
     /// # Errors
     /// [`SendError`] when a link cannot be opened or is not welcomed;
@@ -592,7 +648,10 @@ impl Sender {
             h.finish()
         };
         let links = (0..links)
-            .map(|link| LinkSender::open(addr, links, link, conn, secret))
+            .map(|link| {
+                LinkSender::open(addr, links, link, conn, secret)
+                    .map(|l| l.with_stall_timeout(Some(STALL_TIMEOUT)))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Sender {
             links,
@@ -609,6 +668,21 @@ impl Sender {
                 .links
                 .into_iter()
                 .map(|l| l.with_window(adus))
+                .collect(),
+            ..self
+        }
+    }
+
+    /// Fails a link with [`SendError::Stalled`] when the receiver takes nothing on it for
+    /// `after` (see [`LinkSender::with_stall_timeout`]; `None` or zero: no bound). A
+    /// `Sender` starts with [`STALL_TIMEOUT`].
+    #[must_use]
+    pub fn with_stall_timeout(self, after: Option<Duration>) -> Sender {
+        Sender {
+            links: self
+                .links
+                .into_iter()
+                .map(|l| l.with_stall_timeout(after))
                 .collect(),
             ..self
         }

@@ -9,7 +9,7 @@
 //! the sender back, with a window or without. Only whole ADUs count, so that the links can
 //! always complete the partial ones (one link never waits for another).
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::mpsc::{channel, Sender as Tx};
 use std::sync::Arc;
@@ -22,10 +22,11 @@ use spools_proto::stream::{
 };
 
 use crate::acks::AckBoard;
+use crate::admission::{Gate, Slot};
 use crate::connection::{OnHold, Shared};
 use crate::control::{Admit, AdmitFn, OnOpen};
 use crate::error::ReassemblyError;
-use crate::link::{FrameReader, Read1, Read1Head};
+use crate::link::{FrameReader, Read1Head};
 use crate::reassembly::Event;
 use crate::reassembly::Reassembler;
 use crate::share::Share;
@@ -73,91 +74,66 @@ pub(crate) enum Msg {
     Stopped,
 }
 
+/// A link's socket, shared by its reading thread, its acks' writer and the receiver's
+/// acceptor (which closes it when the link takes too long to say its hello): one file
+/// descriptor per link.
+pub(crate) struct Sock(pub(crate) Arc<TcpStream>);
+
+impl Read for Sock {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        (&*self.0).read(buf)
+    }
+}
+
+/// What a link's hello decided, once it was taken.
+struct Admitted {
+    hello: Hello,
+    /// The share of its connection, when its first link decides one.
+    share: Option<Share>,
+    /// Where it is moved, if it is.
+    to: Option<SocketAddr>,
+    /// Its place among the links the receiver serves.
+    _slot: Slot,
+}
+
 /// One link, from its hello to its end.
 pub(crate) fn read_link(
-    sock: TcpStream,
+    sock: Arc<TcpStream>,
     peer: SocketAddr,
     id: usize,
     tx: &Tx<Msg>,
     policy: &Policy,
+    gate: &Arc<Gate>,
 ) {
-    let (secret, on_hold) = (policy.secret.as_ref(), policy.on_hold.as_ref());
-    let Ok(mut out) = sock.try_clone() else {
-        return;
-    };
-    let mut frames = FrameReader::new(sock);
-    let h = match frames.next() {
-        Ok(Read1::Frame(Frame::Hello(h))) if h.version == VERSION => h,
-        Ok(Read1::Frame(Frame::Hello(h))) => {
-            let _ = tx.send(Msg::Refused(format!(
-                "{peer}: stream protocol version {} (this receiver speaks {VERSION})",
-                h.version
-            )));
-            return;
-        }
-        Ok(Read1::Frame(_)) => {
-            let _ = tx.send(Msg::Refused(format!("{peer}: no hello first")));
-            return;
-        }
-        Ok(Read1::End) => return,
-        Err(e) => {
-            let _ = tx.send(Msg::Refused(format!("{peer}: {e}")));
+    let on_hold = policy.on_hold.as_ref();
+    let mut frames = FrameReader::new(Sock(sock.clone()));
+    let a = match admit(&mut frames, &sock, peer, id, policy, gate) {
+        Ok(a) => a,
+        Err(why) => {
+            // Named here unless the acceptor evicted it or its time ran out (named there).
+            if gate.leave(id) {
+                if let Some(why) = why {
+                    let _ = tx.send(Msg::Refused(why));
+                }
+            }
+            let _ = sock.shutdown(Shutdown::Both);
             return;
         }
     };
-    let admit = policy.admit.as_ref().map_or(Admit::Serve(None), |f| f(&h));
-    let refuse = |why: &str| {
-        let _ = tx.send(Msg::Refused(format!(
-            "{peer}: link {} of connection {:016x}: {why}",
-            h.link, h.conn
-        )));
-    };
-    let (share, to) = match admit {
-        Admit::Refuse(why) => return refuse(why),
-        Admit::Move(_) if h.flags & HELLO_CAN_MOVE == 0 => {
-            return refuse("this link is served by another receiver, and the sender cannot move it")
-        }
-        Admit::Move(to) => (None, Some(to)),
-        Admit::Serve(share) => (share, None),
-    };
-    // A moved link has no acks here; the last welcome says where it goes.
-    let (acks_flag, moving) = match to {
-        Some(_) => (0, WELCOME_MOVE),
-        None => (WELCOME_ACKS, 0),
-    };
-    let proof = if secret.is_some() {
-        WELCOME_REQUIRE_PROOF
-    } else {
-        moving
-    };
-    if welcome(&mut out, acks_flag | proof).is_err() {
-        return;
-    }
-    if let Some(secret) = secret {
-        if let Err(why) = prove(&mut frames, &mut out, secret, &h) {
-            let _ = tx.send(Msg::Refused(format!(
-                "{peer}: link {} of connection {:016x}: {why}",
-                h.link, h.conn
-            )));
-            return;
-        }
-        if welcome(&mut out, acks_flag | WELCOME_PROVEN | moving).is_err() {
-            return;
-        }
-    }
-    if let Some(addr) = to {
-        return move_link(&mut out, &mut frames, addr);
+    let h = a.hello;
+    if let Some(addr) = a.to {
+        return move_link(&sock, &mut frames, addr);
     }
     let acks = Arc::new(AckBoard::default());
     let writer = {
-        let acks = acks.clone();
-        std::thread::spawn(move || acks.write_to(out))
+        let (acks, out) = (acks.clone(), sock.clone());
+        std::thread::spawn(move || acks.write_to(&out))
     };
     let (reply, answer) = channel();
     let hello = Msg::Hello {
         id,
         hello: h,
-        share,
+        share: a.share,
         acks: acks.clone(),
         reply,
     };
@@ -181,8 +157,80 @@ pub(crate) fn read_link(
     // The link ended: its writer stops (a write blocked on a sender that does not read
     // acks is woken by the shutdown), and the sender sees the end of the connection.
     acks.close();
-    let _ = frames.get_ref().shutdown(Shutdown::Both);
+    let _ = sock.shutdown(Shutdown::Both);
     let _ = writer.join();
+}
+
+/// A pending link's hello, welcome and (when the receiver requires it) proof: `Err` with
+/// why it is refused (`None`: without a word, it hung up or was closed).
+fn admit(
+    frames: &mut FrameReader<Sock>,
+    out: &TcpStream,
+    peer: SocketAddr,
+    id: usize,
+    policy: &Policy,
+    gate: &Arc<Gate>,
+) -> Result<Admitted, Option<String>> {
+    // Only a frame without payload is read here: a peer that has not said hello can make
+    // the link hold no more than the reader's first buffer.
+    let h = match frames.next_head() {
+        Ok(Read1Head::Frame(Frame::Hello(h))) if h.version == VERSION => h,
+        Ok(Read1Head::Frame(Frame::Hello(h))) => {
+            return Err(Some(format!(
+                "{peer}: stream protocol version {} (this receiver speaks {VERSION})",
+                h.version
+            )))
+        }
+        Ok(Read1Head::Frame(_) | Read1Head::Su(..)) => {
+            return Err(Some(format!("{peer}: no hello first")))
+        }
+        Ok(Read1Head::End) => return Err(None),
+        Err(e) => return Err(Some(format!("{peer}: {e}"))),
+    };
+    let refuse = |why: &dyn std::fmt::Display| {
+        Some(format!(
+            "{peer}: link {} of connection {:016x}: {why}",
+            h.link, h.conn
+        ))
+    };
+    let admit = policy.admit.as_ref().map_or(Admit::Serve(None), |f| f(&h));
+    let (share, to) = match admit {
+        Admit::Refuse(why) => return Err(refuse(&why)),
+        Admit::Move(_) if h.flags & HELLO_CAN_MOVE == 0 => {
+            return Err(refuse(
+                &"this link is served by another receiver, and the sender cannot move it",
+            ))
+        }
+        Admit::Move(to) => (None, Some(to)),
+        Admit::Serve(share) => (share, None),
+    };
+    // A moved link has no acks here; the last welcome says where it goes.
+    let (acks_flag, moving) = match to {
+        Some(_) => (0, WELCOME_MOVE),
+        None => (WELCOME_ACKS, 0),
+    };
+    let slot = match &policy.secret {
+        None => gate.promote(id).ok_or(None)?,
+        Some(secret) => {
+            welcome(out, acks_flag | WELCOME_REQUIRE_PROOF).map_err(|_| None)?;
+            prove(frames, out, secret, &h).map_err(|why| refuse(&why))?;
+            gate.promote(id).ok_or(None)?
+        }
+    };
+    let last = match policy.secret {
+        Some(_) => acks_flag | WELCOME_PROVEN | moving,
+        None => acks_flag | moving,
+    };
+    // Served from here: a failure is its end, not a refusal.
+    if welcome(out, last).is_err() {
+        return Err(None);
+    }
+    Ok(Admitted {
+        hello: h,
+        share,
+        to,
+        _slot: slot,
+    })
 }
 
 /// A link taken into its connection.
@@ -199,7 +247,7 @@ struct Link<'a> {
 impl Link<'_> {
     /// The link's frames after its hello, until it ends (`Some` with what went wrong when
     /// it did not end cleanly).
-    fn receive(&self, frames: &mut FrameReader<TcpStream>) -> Option<String> {
+    fn receive(&self, frames: &mut FrameReader<Sock>) -> Option<String> {
         loop {
             self.shared.wait_room(self.on_hold);
             let step = match frames.next_head() {
@@ -283,10 +331,10 @@ impl Link<'_> {
 
 /// Ends a link moved to `addr`: the `move` frame, then the link's end once the sender hung
 /// up (it reads the frame first; within the handshake's time).
-fn move_link(out: &mut TcpStream, frames: &mut FrameReader<TcpStream>, addr: SocketAddr) {
+fn move_link(out: &TcpStream, frames: &mut FrameReader<Sock>, addr: SocketAddr) {
     let mut b = Vec::new();
     Frame::Move(Move { addr }).encode(&mut b);
-    if out.write_all(&b).is_err() {
+    if (&*out).write_all(&b).is_err() {
         return;
     }
     let _ = out.shutdown(Shutdown::Write);
@@ -299,21 +347,21 @@ fn move_link(out: &mut TcpStream, frames: &mut FrameReader<TcpStream>, addr: Soc
     }
 }
 
-fn welcome(out: &mut TcpStream, flags: u16) -> std::io::Result<()> {
+fn welcome(out: &TcpStream, flags: u16) -> std::io::Result<()> {
     let mut w = Vec::new();
     Frame::Welcome(Welcome {
         version: VERSION,
         flags,
     })
     .encode(&mut w);
-    out.write_all(&w)
+    (&*out).write_all(&w)
 }
 
 /// The receiver's side of the secret handshake on a link: `Err` says why the sender is
 /// refused.
 fn prove(
-    frames: &mut FrameReader<TcpStream>,
-    out: &mut TcpStream,
+    frames: &mut FrameReader<Sock>,
+    out: &TcpStream,
     secret: &Secret,
     h: &Hello,
 ) -> Result<(), String> {
@@ -331,7 +379,7 @@ fn prove(
     let (server, reply) = Server::new(secret.clone(), nonce)
         .on_hello(&hello)
         .map_err(|e| refused(&e))?;
-    out.write_all(&reply).map_err(|e| refused(&e))?;
+    (&*out).write_all(&reply).map_err(|e| refused(&e))?;
     let mut auth = [0u8; CLIENT_AUTH_LEN];
     frames.read_raw(&mut auth).map_err(|e| refused(&e))?;
     server.on_auth(&auth).map_err(|e| refused(&e))?;

@@ -9,3 +9,9 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Time a sender has for the secret handshake once it said hello.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Time a [`Sender`](crate::Sender)'s link waits on a receiver that takes nothing (no byte
+/// of a write, no ack while the window is full, not its end while the link finishes)
+/// before it fails with [`SendError::Stalled`](crate::SendError::Stalled): 60 seconds by
+/// default (`spools send --stall-timeout`; see [`crate::Sender::with_stall_timeout`]).
+pub const STALL_TIMEOUT: Duration = Duration::from_secs(60);

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use spools_proto::auth::Secret;
-use spools_stream::{Delivery, Event, Limits, Receiver};
+use spools_stream::{Admission, Delivery, Event, Limits, Receiver};
 
 use crate::board::Board;
 use crate::error::ViewError;
@@ -22,6 +22,9 @@ const PAGE: &str = include_str!("page.html");
 const MAX_HTTP: usize = 64;
 /// How long a client has to send its request head.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest the page's port waits after accepting failed before it tries again (from
+/// 1 ms, doubling).
+const MAX_BACKOFF: Duration = Duration::from_millis(250);
 
 /// Where the viewer listens and how it sends frames to pages.
 #[derive(Clone, Debug)]
@@ -39,12 +42,15 @@ pub struct ViewOptions {
     pub secret: Option<Secret>,
     /// The largest frames and the most held at once.
     pub limits: Limits,
+    /// The most links of frame streams held at once, pending and served, and the time a
+    /// link has to say its hello (see [`Admission`]).
+    pub admission: Admission,
 }
 
 impl Default for ViewOptions {
     /// Frames on 127.0.0.1, any port; the page on 127.0.0.1:8080; raw RGBA (faster into a
     /// page on the same machine than JPEG, see docs/view.md); no secret; frames of up to
-    /// 256 MiB, 1 GiB held.
+    /// 256 MiB, 1 GiB held; the receiver's default [`Admission`].
     fn default() -> Self {
         ViewOptions {
             frames: "127.0.0.1:0".into(),
@@ -56,6 +62,7 @@ impl Default for ViewOptions {
                 max_adu: 256 << 20,
                 max_buffered: 1 << 30,
             },
+            admission: Admission::default(),
         }
     }
 }
@@ -115,12 +122,12 @@ impl Viewer {
             getrandom::fill(&mut b).map_err(|e| ViewError::Random(e.into()))?;
             Some(b.iter().map(|x| format!("{x:02x}")).collect())
         };
-        let mut receiver = Receiver::bind(opts.frames.as_str(), opts.limits).map_err(|source| {
-            ViewError::BindFrames {
+        let mut receiver = Receiver::bind(opts.frames.as_str(), opts.limits)
+            .map_err(|source| ViewError::BindFrames {
                 addr: opts.frames.clone(),
                 source,
-            }
-        })?;
+            })?
+            .admission(opts.admission);
         if let Some(s) = opts.secret {
             receiver = receiver.require_proof(s);
         }
@@ -287,11 +294,24 @@ fn spawn_http(http: TcpListener, shared: &Arc<Shared>) -> Result<(), ViewError> 
     std::thread::Builder::new()
         .name("spools-view-http".into())
         .spawn(move || {
+            let mut backoff = Duration::ZERO;
             for conn in http.incoming() {
-                let Ok(conn) = conn else { continue };
                 if shared.stop.load(Ordering::Relaxed) {
                     break;
                 }
+                let conn = match conn {
+                    Ok(c) => {
+                        backoff = Duration::ZERO;
+                        c
+                    }
+                    Err(_) => {
+                        // Out of file descriptors (or another passing failure): wait a
+                        // little rather than spin, then accept again.
+                        backoff = (backoff * 2).clamp(Duration::from_millis(1), MAX_BACKOFF);
+                        std::thread::sleep(backoff);
+                        continue;
+                    }
+                };
                 if shared.http.fetch_add(1, Ordering::AcqRel) >= MAX_HTTP {
                     shared.http.fetch_sub(1, Ordering::AcqRel);
                     let _ = (&conn).write_all(&response(
