@@ -44,3 +44,15 @@ where
         (None, r) => r.map_err(Failure::from),
     }
 }
+
+/// The layout a rank that declines its part passes when it has none of its own (a NULL
+/// or destroyed layout handle): one byte on one unit. A declined part is never compared
+/// with the others' (`spools_exchange::agree_on_call`), and nothing is sent, read or
+/// written for it.
+pub(crate) fn placeholder() -> Result<spools_map::Layout, Failure> {
+    Ok(spools_map::Layout::Stripe(spools_map::StripeLayout::new(
+        1,
+        1,
+        Some(1),
+    )?))
+}

@@ -8,7 +8,7 @@ use spools::{Commit, ExchangeOptions, Format, ReadOptions, WriteOptions};
 use spools_map::Layout;
 
 use crate::args::{bytes, bytes_mut, handle, string};
-use crate::declined::{cause_of, settle};
+use crate::declined::{cause_of, placeholder, settle};
 
 use crate::layout::spools_layout_t;
 use crate::status::{guard, spools_status_t, Failure};
@@ -43,35 +43,43 @@ pub unsafe extern "C" fn spools_redistribute(
     guard(|| {
         // SAFETY: the caller's contract.
         let w = unsafe { handle(world) }?;
+        let comm = w.world.io_communicator()?;
+        let me = u64::from(comm.rank());
+        let (from_ptr, to_ptr) = (from, to);
         // SAFETY: the caller's contract.
-        let (from, to) = unsafe { (handle(from)?, handle(to)?) };
+        let (from, to) = unsafe { (handle(from), handle(to)) };
         // SAFETY: the caller's contract.
         // (copied first when it overlaps `dst`).
         let s = unsafe { crate::dtype::send_view::<u8>(src, src_len, dst, dst_len, "src") };
         // SAFETY: the caller's contract.
         let d = unsafe { bytes_mut(dst, dst_len, "dst") };
-        let comm = w.world.io_communicator()?;
-        let me = u64::from(comm.rank());
-        // A bad buffer (NULL) or a wrong share: this rank declines its part.
-        let (s, d, problem) =
-            match (s, d) {
-                (Ok(s), Ok(d)) => {
-                    let problem = share_problem(s.len(), &from.layout, me, "src")?
-                        .or(share_problem(d.len(), &to.layout, me, "dst")?);
-                    (s, d, problem)
-                }
-                (Err(p), _) | (_, Err(p)) => (Cow::Borrowed(&[][..]), &mut [][..], Some(p)),
-            };
-        let (s, d): (&[u8], &mut [u8]) = if problem.is_some() {
-            (&[], &mut [])
-        } else {
-            (&s, d)
+        // A bad layout handle or buffer (NULL), or a wrong share: this rank declines its
+        // part (the first thing wrong is its cause).
+        let checked = (|| {
+            let (from, to) = (from?, to?);
+            let (s, d) = (s?, d?);
+            if let Some(p) = share_problem(s.len(), &from.layout, me, "src")? {
+                return Err(p);
+            }
+            if let Some(p) = share_problem(d.len(), &to.layout, me, "dst")? {
+                return Err(p);
+            }
+            Ok((s, &from.layout, d, &to.layout))
+        })();
+        let (mut spare_from, mut spare_to) = (None, None);
+        let (s, from, d, to, problem) = match checked {
+            Ok((s, from, d, to)) => (s, from, d, to, None),
+            Err(p) => {
+                let from = own_or(from_ptr, &mut spare_from)?;
+                let to = own_or(to_ptr, &mut spare_to)?;
+                (Cow::Borrowed(&[][..]), from, &mut [][..], to, Some(p))
+            }
         };
         let opts = ExchangeOptions {
             declined: problem.as_ref().map(cause_of),
             ..ExchangeOptions::default()
         };
-        let r = spools_io::redistribute(comm, s, &from.layout, d, &to.layout, &opts);
+        let r = spools_io::redistribute(comm, &s, from, d, to, &opts);
         settle(problem, r).map(drop)
     })
 }
@@ -136,6 +144,22 @@ pub struct spools_read_params_t {
     /// Bytes of collective buffer per aggregator (0: the configuration's).
     pub coll_buffer: usize,
 }
+
+/// The layout a rank that declines its part passes: its own when the handle is live (so
+/// that what the call checks before it looks at the declined part, such as a file's size
+/// against the layout's, finds nothing else wrong), else a placeholder, kept in `spare`.
+fn own_or(layout: *const spools_layout_t, spare: &mut Option<Layout>) -> Result<&Layout, Failure> {
+    // SAFETY: `layout` is NULL or a handle this library gave out (the caller's contract
+    // of every call that takes one).
+    if let Ok(l) = unsafe { handle(layout) } {
+        return Ok(&l.layout);
+    }
+    Ok(spare.insert(placeholder()?))
+}
+
+/// The path a rank that declines its part of a file call passes when it has none of its
+/// own (a NULL or non-UTF-8 path): only messages name it.
+const DECLINED_PATH: &str = "(declined)";
 
 /// The bytes rank `unit` holds of `layout` (0 past its units).
 pub(crate) fn share(layout: &Layout, unit: u64) -> Result<u64, Failure> {
@@ -238,26 +262,41 @@ pub unsafe extern "C" fn spools_write_file(
     guard(|| {
         // SAFETY: the caller's contract.
         let w = unsafe { handle(world) }?;
-        // SAFETY: the caller's contract.
-        let path = unsafe { string(path, "path") }?;
-        // SAFETY: the caller's contract.
-        let l = unsafe { handle(layout) }?;
-        // SAFETY: the caller's contract.
-        let d = unsafe { bytes(data, len, "data") };
-        // SAFETY: the caller's contract.
-        let mut opts = unsafe { write_options(params) }?;
         let comm = w.world.io_communicator()?;
-        // A bad buffer (NULL) or a wrong share: this rank declines its part.
-        let (d, problem) = match d {
-            Ok(d) => (
-                d,
-                share_problem(d.len(), &l.layout, u64::from(comm.rank()), "data")?,
-            ),
-            Err(p) => (&[][..], Some(p)),
+        let me = u64::from(comm.rank());
+        // A bad path, layout handle, buffer (NULL) or option, or a wrong share: this rank
+        // declines its part (the first thing wrong is its cause).
+        let checked = (|| {
+            // SAFETY: the caller's contract.
+            let path = unsafe { string(path, "path") }?;
+            // SAFETY: the caller's contract.
+            let l = unsafe { handle(layout) }?;
+            // SAFETY: the caller's contract.
+            let d = unsafe { bytes(data, len, "data") }?;
+            // SAFETY: the caller's contract.
+            let opts = unsafe { write_options(params) }?;
+            if let Some(p) = share_problem(d.len(), &l.layout, me, "data")? {
+                return Err(p);
+            }
+            Ok((path, d, &l.layout, opts))
+        })();
+        let mut spare = None;
+        let (path, d, l, mut opts, problem) = match checked {
+            Ok((path, d, l, opts)) => (path, d, l, opts, None),
+            Err(p) => {
+                // (The format is the default one: a declining rank knows no other.)
+                let opts = WriteOptions::default();
+                (
+                    DECLINED_PATH,
+                    &[][..],
+                    own_or(layout, &mut spare)?,
+                    opts,
+                    Some(p),
+                )
+            }
         };
-        let d: &[u8] = if problem.is_some() { &[] } else { d };
         opts.declined = problem.as_ref().map(cause_of);
-        let r = spools_io::file::write(comm, Path::new(path), d, &l.layout, &opts);
+        let r = spools_io::file::write(comm, Path::new(path), d, l, &opts);
         settle(problem, r).map(drop)
     })
 }
@@ -289,12 +328,8 @@ pub unsafe extern "C" fn spools_read_file(
     guard(|| {
         // SAFETY: the caller's contract.
         let w = unsafe { handle(world) }?;
-        // SAFETY: the caller's contract.
-        let path = unsafe { string(path, "path") }?;
-        // SAFETY: the caller's contract.
-        let l = unsafe { handle(layout) }?;
-        // SAFETY: the caller's contract.
-        let d = unsafe { bytes_mut(data, len, "data") };
+        let comm = w.world.io_communicator()?;
+        let me = u64::from(comm.rank());
         let mut o = ReadOptions::default();
         if !params.is_null() {
             // SAFETY: non-NULL parameters (the caller's contract).
@@ -309,18 +344,32 @@ pub unsafe extern "C" fn spools_read_file(
                 o.coll_buffer = Some(p.coll_buffer);
             }
         }
-        let comm = w.world.io_communicator()?;
-        // A bad buffer (NULL) or a wrong share: this rank declines its part.
-        let (d, problem) = match d {
-            Ok(d) => {
-                let p = share_problem(d.len(), &l.layout, u64::from(comm.rank()), "data")?;
-                (d, p)
+        // A bad path, layout handle or buffer (NULL), or a wrong share: this rank declines
+        // its part (the first thing wrong is its cause).
+        let checked = (|| {
+            // SAFETY: the caller's contract.
+            let path = unsafe { string(path, "path") }?;
+            // SAFETY: the caller's contract.
+            let l = unsafe { handle(layout) }?;
+            // SAFETY: the caller's contract.
+            let d = unsafe { bytes_mut(data, len, "data") }?;
+            if let Some(p) = share_problem(d.len(), &l.layout, me, "data")? {
+                return Err(p);
             }
-            Err(p) => (&mut [][..], Some(p)),
+            Ok((path, d, &l.layout))
+        })();
+        let mut spare = None;
+        let (path, d, l, problem) = match checked {
+            Ok((path, d, l)) => (path, d, l, None),
+            Err(p) => (
+                DECLINED_PATH,
+                &mut [][..],
+                own_or(layout, &mut spare)?,
+                Some(p),
+            ),
         };
-        let d: &mut [u8] = if problem.is_some() { &mut [] } else { d };
         o.declined = problem.as_ref().map(cause_of);
-        let r = spools_io::file::read(comm, Path::new(path), d, &l.layout, &o);
+        let r = spools_io::file::read(comm, Path::new(path), d, l, &o);
         settle(problem, r).map(drop)
     })
 }

@@ -7,6 +7,7 @@ use spools_io::pipe::{PipeName, PipeReader, PipeWriter};
 use spools_io::PipeError;
 
 use crate::args::{bytes, bytes_mut, handle, handle_mut, out, string, Handle};
+use crate::declined::placeholder;
 use crate::io::share;
 use crate::layout::spools_layout_t;
 use crate::status::{guard, spools_status_t, Failure};
@@ -65,15 +66,13 @@ unsafe fn name_arg(name: *const c_char, output: bool) -> Result<PipeName, Failur
     Ok(unsafe { string(name, "name") }?.parse::<PipeName>()?)
 }
 
-/// Opens an end over the world's I/O communicator (the end keeps a handle of its own).
+/// Opens an end over `comm`, the world's I/O communicator (the end keeps a handle of its
+/// own); `share` is this rank's share of a record.
 fn open(
-    world: &spools_world_t,
-    layout: &spools_layout_t,
+    comm: &Communicator,
+    share: usize,
     make: impl FnOnce(&Communicator) -> Result<End, PipeError>,
 ) -> Result<*mut spools_pipe_t, Failure> {
-    let comm = world.world.io_communicator()?;
-    let share = usize::try_from(share(&layout.layout, u64::from(comm.rank()))?)
-        .map_err(|_| Failure::arg("this rank's share does not fit in memory"))?;
     // Opening fails on every rank when it fails: every rank returns the faulty rank's
     // status (a rank that only heard of it gets its kind).
     let end = make(comm)?;
@@ -82,6 +81,28 @@ fn open(
         end,
         share,
     })))
+}
+
+/// Takes this rank's part in the opening the other ranks make, only to fail it, because
+/// this rank's own arguments are wrong (`f`); returns `f`.
+///
+/// `spools_io::pipe` has no way yet to decline a part of an opening (as the files'
+/// `declined` option does): the part taken is one that can never open, the end that a
+/// writer (reader) cannot be, standard input (output), over a placeholder layout. The
+/// opening's first agreement (`open_end`: every rank's checks and a digest of every
+/// rank's name and layout) then fails on every rank before any meeting: here with `f`,
+/// on the others with the error naming this rank as the one whose arguments differ
+/// (`SPOOLS_ERR_LAYOUT`). Nothing waits for this rank.
+fn decline_open(comm: &Communicator, f: Failure, output: bool) -> Failure {
+    let Ok(l) = placeholder() else {
+        return f;
+    };
+    let _ = if output {
+        PipeWriter::open(comm, &PipeName::Stdin, &l).map(drop)
+    } else {
+        PipeReader::open(comm, &PipeName::Stdout, &l).map(drop)
+    };
+    f
 }
 
 /// Opens a writing (`output`) or reading end: the body of both open calls.
@@ -98,13 +119,25 @@ unsafe fn open_end(
     guard(|| {
         // SAFETY: the caller's contract.
         let w = unsafe { handle(world) }?;
-        // SAFETY: the caller's contract.
-        let l = unsafe { handle(layout) }?;
-        // SAFETY: the caller's contract.
-        let pipe = unsafe { out(pipe, "pipe") }?;
-        // SAFETY: the caller's contract.
-        let n = unsafe { name_arg(name, output) }?;
-        *pipe = open(w, l, |c| {
+        let comm = w.world.io_communicator()?;
+        // A bad layout handle, name or output pointer on this rank: it takes part in the
+        // opening only to fail it, on every rank (`decline_open`).
+        let checked = (|| {
+            // SAFETY: the caller's contract.
+            let l = unsafe { handle(layout) }?;
+            // SAFETY: the caller's contract.
+            let pipe = unsafe { out(pipe, "pipe") }?;
+            // SAFETY: the caller's contract.
+            let n = unsafe { name_arg(name, output) }?;
+            let share = usize::try_from(share(&l.layout, u64::from(comm.rank()))?)
+                .map_err(|_| Failure::arg("this rank's share does not fit in memory"))?;
+            Ok((l, pipe, n, share))
+        })();
+        let (l, pipe, n, share) = match checked {
+            Ok(v) => v,
+            Err(f) => return Err(decline_open(comm, f, output)),
+        };
+        *pipe = open(comm, share, |c| {
             Ok(if output {
                 End::Writer(PipeWriter::open(c, &n, &l.layout)?)
             } else {

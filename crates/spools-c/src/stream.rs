@@ -180,22 +180,25 @@ pub unsafe extern "C" fn spools_stream_send(
     guard(|| {
         // SAFETY: the caller's contract.
         let s = unsafe { handle_mut(stream) }?;
-        // SAFETY: the caller's contract.
-        let l = unsafe { handle(layout) }?;
-        // SAFETY: the caller's contract.
-        let d = unsafe { bytes(data, len, "data") };
+        let rank = s.comm.rank();
         let Some(wr) = s.writer.as_mut() else {
             return Err(Failure::arg("the stream is closed"));
         };
-        // A rank with a wrong share declines its part: the send fails on every rank,
-        // and every rank reports this rank's status.
-        let (problem, d) = match d {
-            Ok(d) => (share_problem(len, &l.layout, s.comm.rank(), "data")?, d),
-            Err(f) => (Some(f), &[][..]),
-        };
-        match problem {
-            Some(p) => Err(decline(p, |why| wr.decline_send(why))),
-            None => Ok(wr.send_adu(d, &l.layout)?),
+        // A rank with a bad layout handle or buffer (NULL) or a wrong share declines its
+        // part: the send fails on every rank, and every rank reports this rank's status.
+        let checked = (|| {
+            // SAFETY: the caller's contract.
+            let l = unsafe { handle(layout) }?;
+            // SAFETY: the caller's contract.
+            let d = unsafe { bytes(data, len, "data") }?;
+            match share_problem(len, &l.layout, rank, "data")? {
+                Some(p) => Err(p),
+                None => Ok((d, &l.layout)),
+            }
+        })();
+        match checked {
+            Err(p) => Err(decline(p, |why| wr.decline_send(why))),
+            Ok((d, l)) => Ok(wr.send_adu(d, l)?),
         }
     })
 }
@@ -237,23 +240,27 @@ pub unsafe extern "C" fn spools_stream_send_frame(
     guard(|| {
         // SAFETY: the caller's contract.
         let s = unsafe { handle_mut(stream) }?;
-        // SAFETY: the caller's contract.
-        let l = unsafe { handle(layout) }?;
-        // SAFETY: the caller's contract.
-        let d = unsafe { bytes(data, len, "data") };
-        // SAFETY: the caller's contract.
-        let st = unsafe { style_of(style) };
+        let rank = s.comm.rank();
         let Some(wr) = s.writer.as_mut() else {
             return Err(Failure::arg("the stream is closed"));
         };
-        let (problem, d, st) = match (d, st) {
-            (Ok(d), Ok(st)) => (share_problem(len, &l.layout, s.comm.rank(), "data")?, d, st),
-            (Err(f), _) | (_, Err(f)) => (Some(f), &[][..], Default::default()),
-        };
-        match problem {
+        // A bad layout handle, buffer or style, or a wrong share: this rank declines.
+        let checked = (|| {
+            // SAFETY: the caller's contract.
+            let l = unsafe { handle(layout) }?;
+            // SAFETY: the caller's contract.
+            let d = unsafe { bytes(data, len, "data") }?;
+            // SAFETY: the caller's contract.
+            let st = unsafe { style_of(style) }?;
+            match share_problem(len, &l.layout, rank, "data")? {
+                Some(p) => Err(p),
+                None => Ok((d, st, &l.layout)),
+            }
+        })();
+        match checked {
             // Nothing is sent anywhere.
-            Some(p) => Err(decline(p, |why| wr.decline_send(why))),
-            None => Ok(wr.send_frame(&st, d, &l.layout)?),
+            Err(p) => Err(decline(p, |why| wr.decline_send(why))),
+            Ok((d, st, l)) => Ok(wr.send_frame(&st, d, l)?),
         }
     })
 }

@@ -255,21 +255,22 @@ pub unsafe extern "C" fn spools_stream_conn_send(
     guard(|| {
         // SAFETY: the caller's contract.
         let h = unsafe { handle_mut(conn) }?;
-        // SAFETY: the caller's contract.
-        let l = unsafe { handle(layout) }?;
-        // SAFETY: the caller's contract.
-        let d = unsafe { bytes(data, len, "data") };
         let (c, comm) = h.open()?;
-        let checked = match d {
-            Ok(d) => match share_problem(len, &l.layout, comm.rank(), "data")? {
-                None => Ok(d),
+        let rank = comm.rank();
+        // A bad layout handle or buffer (NULL), or a wrong share: this rank declines.
+        let checked = (|| {
+            // SAFETY: the caller's contract.
+            let l = unsafe { handle(layout) }?;
+            // SAFETY: the caller's contract.
+            let d = unsafe { bytes(data, len, "data") }?;
+            match share_problem(len, &l.layout, rank, "data")? {
+                None => Ok((d, &l.layout)),
                 Some(p) => Err(p),
-            },
-            Err(p) => Err(p),
-        };
+            }
+        })();
         match checked {
-            Ok(d) => c
-                .send_adu(StreamId::new(stream), d, &l.layout)
+            Ok((d, l)) => c
+                .send_adu(StreamId::new(stream), d, l)
                 .map_err(Failure::from),
             Err(p) => Err(decline(p, |why| c.decline_send(why))),
         }
@@ -407,23 +408,24 @@ pub unsafe extern "C" fn spools_stream_conn_send_frame(
     guard(|| {
         // SAFETY: the caller's contract.
         let h = unsafe { handle_mut(conn) }?;
-        // SAFETY: the caller's contract.
-        let l = unsafe { handle(layout) }?;
-        // SAFETY: the caller's contract.
-        let d = unsafe { bytes(data, len, "data") };
-        // SAFETY: the caller's contract.
-        let st = unsafe { style_of(style) };
         let (c, comm) = h.open()?;
-        let checked = match (d, st) {
-            (Ok(d), Ok(st)) => match share_problem(len, &l.layout, comm.rank(), "data")? {
-                None => Ok((d, st)),
+        let rank = comm.rank();
+        // A bad layout handle, buffer or style, or a wrong share: this rank declines.
+        let checked = (|| {
+            // SAFETY: the caller's contract.
+            let l = unsafe { handle(layout) }?;
+            // SAFETY: the caller's contract.
+            let d = unsafe { bytes(data, len, "data") }?;
+            // SAFETY: the caller's contract.
+            let st = unsafe { style_of(style) }?;
+            match share_problem(len, &l.layout, rank, "data")? {
+                None => Ok((d, st, &l.layout)),
                 Some(p) => Err(p),
-            },
-            (Err(p), _) | (_, Err(p)) => Err(p),
-        };
+            }
+        })();
         match checked {
-            Ok((d, st)) => c
-                .send_frame(StreamId::new(stream), &st, d, &l.layout)
+            Ok((d, st, l)) => c
+                .send_frame(StreamId::new(stream), &st, d, l)
                 .map_err(Failure::from),
             Err(p) => Err(decline(p, |why| c.decline_send(why))),
         }

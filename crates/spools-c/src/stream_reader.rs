@@ -175,12 +175,14 @@ pub unsafe extern "C" fn spools_stream_reader_next(
     guard(|| {
         // SAFETY: the caller's contract.
         let h = unsafe { handle_mut(reader) }?;
+        let (r, _) = h.open()?;
+        // The wait for the next ADU is collective: a rank whose `got` is NULL still takes
+        // part (a look at the next ADU changes nothing), then fails alone.
+        let i = r.next_adu().map_err(Failure::from);
         // SAFETY: the caller's contract.
         let got = unsafe { out(got, "got") }?;
-        let (r, _) = h.open()?;
-        let i = r.next_adu().map_err(Failure::from)?;
         // SAFETY: the caller's contract.
-        unsafe { tell(i, info, got) };
+        unsafe { tell(i?, info, got) };
         Ok(())
     })
 }
@@ -210,16 +212,20 @@ pub unsafe extern "C" fn spools_stream_reader_recv(
     guard(|| {
         // SAFETY: the caller's contract.
         let h = unsafe { handle_mut(reader) }?;
-        // SAFETY: the caller's contract.
-        let l = unsafe { handle(layout) }?;
-        // SAFETY: the caller's contract.
-        let got = unsafe { out(got, "got") }?;
-        // SAFETY: the caller's contract.
-        let b = unsafe { bytes_mut(buf, len, "buf") };
         let (r, _) = h.open()?;
-        match b {
-            Ok(b) => {
-                let i = r.recv_adu(b, &l.layout).map_err(Failure::from)?;
+        // A bad layout handle, buffer or `got` (NULL): this rank declines its part.
+        let checked = (|| {
+            // SAFETY: the caller's contract.
+            let l = unsafe { handle(layout) }?;
+            // SAFETY: the caller's contract.
+            let got = unsafe { out(got, "got") }?;
+            // SAFETY: the caller's contract.
+            let b = unsafe { bytes_mut(buf, len, "buf") }?;
+            Ok((b, &l.layout, got))
+        })();
+        match checked {
+            Ok((b, l, got)) => {
+                let i = r.recv_adu(b, l).map_err(Failure::from)?;
                 // SAFETY: the caller's contract.
                 unsafe { tell(i, info, got) };
                 Ok(())

@@ -32,6 +32,13 @@
  *                     to load (SPOOLS_HDF5_LIB names none; or a build without HDF5),
  *                     SPOOLS_ERR_UNAVAILABLE; a zarr.json whose fill value does not fit
  *                     its data type, SPOOLS_ERR_DAMAGED
+ *   ok declined       arguments wrong on one rank only, in every collective I/O call
+ *                     (issue 58): a NULL layout handle (write_file, read_file,
+ *                     redistribute), a NULL path, a format that does not parse: the rank
+ *                     declines its part and every rank gets its status and message; a
+ *                     NULL layout handle in a pipe's opening fails it on every rank
+ *                     before any meeting (that rank SPOOLS_ERR_INVALID_ARG, the others
+ *                     SPOOLS_ERR_LAYOUT naming it); then the calls meet as usual
  * ("ok version" and "ok init" come first and "ok finalize" last in every section.)
  */
 #define _POSIX_C_SOURCE 200809L
@@ -674,12 +681,86 @@ static void file_kinds(void)
     OK("file-kinds");
 }
 
+/* Arguments wrong on one rank only: nothing waits for that rank, every rank fails. */
+static void declined(void)
+{
+    char path[512];
+    int64_t *mine, *back;
+    uint64_t len;
+    spools_layout_t *l = int_array(&mine, &back, &len);
+    uint32_t last = ct_size - 1;
+    int is_last = ct_rank == last;
+    snprintf(path, sizeof path, "%s/declined.bin", dir);
+    CHECK(spools_write_file(ct_world, path, mine, (size_t)len, l, NULL));
+    /* A NULL layout handle on the last rank, then on rank 0. */
+    EXPECT_ERR(spools_write_file(ct_world, path, mine, (size_t)len, is_last ? NULL : l, NULL),
+               SPOOLS_ERR_INVALID_ARG, "spools_layout_t");
+    EXPECT_ERR(spools_write_file(ct_world, path, mine, (size_t)len, ct_rank == 0 ? NULL : l,
+                                 NULL),
+               SPOOLS_ERR_INVALID_ARG, "spools_layout_t");
+    /* A read: the declining rank's placeholder layout is of another size than the file,
+     * which spools_io's one-file read checks before it looks at the declined part (and
+     * then compares): the others may get SPOOLS_ERR_LAYOUT naming the last rank instead
+     * of its status. Either way every rank fails, and nothing waits. */
+    char rank_name[32];
+    snprintf(rank_name, sizeof rank_name, "rank %u", last);
+    spools_status_t st =
+        spools_read_file(ct_world, path, back, (size_t)len, is_last ? NULL : l, NULL);
+    if (is_last || st != SPOOLS_ERR_LAYOUT)
+        ct_expect_err(st, SPOOLS_ERR_INVALID_ARG, is_last ? "spools_layout_t" : rank_name,
+                      "spools_read_file (a NULL layout on the last rank)", __LINE__);
+    else
+        ct_expect_err(st, SPOOLS_ERR_LAYOUT, rank_name,
+                      "spools_read_file (a NULL layout on the last rank)", __LINE__);
+    EXPECT_ERR(spools_redistribute(ct_world, mine, (size_t)len, is_last ? NULL : l, back,
+                                   (size_t)len, l),
+               SPOOLS_ERR_INVALID_ARG, "spools_layout_t");
+    EXPECT_ERR(spools_redistribute(ct_world, mine, (size_t)len, l, back, (size_t)len,
+                                   ct_rank == 0 ? NULL : l),
+               SPOOLS_ERR_INVALID_ARG, "spools_layout_t");
+    /* A NULL path, a format that does not parse, on the last rank. */
+    EXPECT_ERR(spools_write_file(ct_world, is_last ? NULL : path, mine, (size_t)len, l, NULL),
+               SPOOLS_ERR_INVALID_ARG, "path");
+    spools_write_params_t p = SPOOLS_WRITE_PARAMS_DEFAULT;
+    p.field_mask |= SPOOLS_WRITE_FIELD_FORMAT;
+    p.format = is_last ? "zip" : "canonical";
+    EXPECT_ERR(spools_write_file(ct_world, path, mine, (size_t)len, l, &p),
+               SPOOLS_ERR_INVALID_ARG, "zip");
+    /* A pipe's opening with a NULL layout handle on the last rank: it fails on every rank
+     * before any meeting (no consumer is started: a rank that met alone would wait). */
+    spools_pipe_t *pipe = NULL;
+    char name[64];
+    snprintf(name, sizeof name, "pipe:declined-%d", (int)getpid());
+    CHECK(spools_bcast(ct_comm, name, sizeof name, SPOOLS_DTYPE_U8, 0));
+    st = spools_pipe_open_writer(ct_world, name, is_last ? NULL : l, &pipe);
+    if (is_last)
+        ct_expect_err(st, SPOOLS_ERR_INVALID_ARG, "spools_layout_t", "spools_pipe_open_writer",
+                      __LINE__);
+    else
+        ct_expect_err(st, SPOOLS_ERR_LAYOUT, rank_name, "spools_pipe_open_writer", __LINE__);
+    ASSERT(pipe == NULL, "a failed open set the pipe");
+    st = spools_pipe_open_reader(ct_world, name, is_last ? NULL : l, &pipe);
+    if (is_last)
+        ct_expect_err(st, SPOOLS_ERR_INVALID_ARG, "spools_layout_t", "spools_pipe_open_reader",
+                      __LINE__);
+    else
+        ct_expect_err(st, SPOOLS_ERR_LAYOUT, rank_name, "spools_pipe_open_reader", __LINE__);
+    ASSERT(pipe == NULL, "a failed open set the pipe");
+    /* The calls still meet: the file is the one first written. */
+    CHECK(spools_read_file(ct_world, path, back, (size_t)len, l, NULL));
+    ASSERT(memcmp(mine, back, (size_t)len) == 0, "declined.bin read back differently");
+    free(mine);
+    free(back);
+    CHECK(spools_layout_destroy(l));
+    OK("declined");
+}
+
 int main(int argc, char **argv)
 {
     ct_prog = "errors";
     if (argc != 3) {
         fprintf(stderr, "usage: errors DIR api|missing-file|damaged-sums|damaged-raid5|"
-                        "oversized-shares|aliased-buffers|file-kinds\n");
+                        "oversized-shares|aliased-buffers|file-kinds|declined\n");
         return 2;
     }
     dir = argv[1];
@@ -703,6 +784,8 @@ int main(int argc, char **argv)
         aliased_buffers();
     } else if (strcmp(section, "file-kinds") == 0) {
         file_kinds();
+    } else if (strcmp(section, "declined") == 0) {
+        declined();
     } else {
         ASSERT(0, "unknown section %s", section);
     }

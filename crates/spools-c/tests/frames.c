@@ -10,17 +10,20 @@
  *                         second frame of stream 2 first runs ahead of its group: refused).
  *                         After frame 0, refused on every rank with nothing sent: a layout
  *                         that is not 2-D, group sends missing a member, lo >= hi, a wrong
- *                         share and an unknown colour map on the last rank only, a stream
- *                         that is not open. The same frames as the Python test's
+ *                         share, an unknown colour map and a NULL layout handle (of a
+ *                         frame, of a group's item) on the last rank only, a stream that
+ *                         is not open. The same frames as the Python test's
  *                         stream_frames.py, checked by the same test code.
  *   frames writer DEST    a single stream (spools_stream_open) of 2 grey frames (and a
- *                         wrong share, a bad colour map on one rank, a layout that is not
- *                         2-D: refused on every rank).
+ *                         wrong share, a bad colour map or a NULL layout handle on one
+ *                         rank, a layout that is not 2-D: refused on every rank).
  *   frames recv SENDERS   listens (spools_stream_listen; rank 0 prints "listening on
  *                         ADDR") for `frames send` on SENDERS ranks, receives every ADU in
  *                         blocks over the ranks, and checks each rank's bytes of it
  *                         against the frame it must be: every header field but the time,
- *                         and the pixels.
+ *                         and the pixels. The first ADU is first refused on every rank (a
+ *                         buffer of the wrong size, a NULL layout handle, on the last rank)
+ *                         and looked at with a NULL `got` on rank 0 (which fails alone).
  *   frames view DEST N    N frames of 64x96 of stream 1 (grey, "c grey") and of group 1
  *                         (RGB "c rgb", f32 "c field"), for the browser test
  *                         (crates/spools-view/tests/py).
@@ -172,6 +175,12 @@ static int send_frames(const char *dest, uint32_t frames, int checks, const char
         spools_frame_item_t oddpair[2] = {{rid, &rs, r, rn, rl}, {fid, last ? &odd : &fs, f, fn, fl}};
         EXPECT_ERR(spools_stream_conn_send_frames(c, 1, oddpair, 2), SPOOLS_ERR_INVALID_ARG,
                    "colormap");
+        /* A NULL layout handle on the last rank, in a frame and in a group's item. */
+        EXPECT_ERR(spools_stream_conn_send_frame(c, gid, &gs, g, gn, last ? NULL : gl),
+                   SPOOLS_ERR_INVALID_ARG, "spools_layout_t");
+        spools_frame_item_t nolayout[2] = {{rid, &rs, r, rn, rl}, {fid, &fs, f, fn, last ? NULL : fl}};
+        EXPECT_ERR(spools_stream_conn_send_frames(c, 1, nolayout, 2), SPOOLS_ERR_INVALID_ARG,
+                   "spools_layout_t");
         EXPECT_ERR(spools_stream_conn_send_frame(c, 9, &gs, g, gn, gl), SPOOLS_ERR_INVALID_ARG,
                    "no stream 9");
         EXPECT_ERR(spools_stream_conn_send_frame(NULL, gid, &gs, g, gn, gl),
@@ -256,6 +265,9 @@ static void writer(const char *dest)
         spools_frame_style_t odd = style("x", 9, 0.0, 1.0);
         EXPECT_ERR(spools_stream_send_frame(s, ct_rank == 0 ? &odd : &st, g, gn, gl),
                    SPOOLS_ERR_INVALID_ARG, "colormap");
+        /* A NULL layout handle on rank 0 only. */
+        EXPECT_ERR(spools_stream_send_frame(s, &st, g, gn, ct_rank == 0 ? NULL : gl),
+                   SPOOLS_ERR_INVALID_ARG, "spools_layout_t");
         spools_layout_t *flat = layout1(H * W, "block");
         EXPECT_ERR(spools_stream_send_frame(s, &st, g, share(flat), flat), SPOOLS_ERR_INVALID_ARG,
                    "a frame is");
@@ -362,6 +374,19 @@ static void receive(uint32_t senders)
             int last = ct_rank == ct_size - 1;
             EXPECT_ERR(spools_stream_reader_recv(rd, mine, last ? n + 1 : n, l, NULL, &got),
                        SPOOLS_ERR_INVALID_ARG, "share");
+            /* A NULL layout handle on the last rank: the same. */
+            EXPECT_ERR(spools_stream_reader_recv(rd, mine, n, last ? NULL : l, NULL, &got),
+                       SPOOLS_ERR_INVALID_ARG, "spools_layout_t");
+            /* A NULL `got` on rank 0 in a look at the next ADU: rank 0 still takes part
+             * (nothing waits for it) and fails alone. */
+            spools_adu_info_t peek;
+            spools_status_t st = spools_stream_reader_next(rd, &peek, ct_rank == 0 ? NULL : &got);
+            if (ct_rank == 0)
+                ct_expect_err(st, SPOOLS_ERR_INVALID_ARG, "got", "spools_stream_reader_next", __LINE__);
+            else
+                ASSERT(st == SPOOLS_OK && got == 1 && peek.stream == info.stream &&
+                           peek.adu == info.adu,
+                       "spools_stream_reader_next: %s", ct_status_name((int)st));
         }
         spools_adu_info_t again;
         CHECK(spools_stream_reader_recv(rd, mine, n, l, &again, &got));

@@ -195,6 +195,7 @@ ERROR_SECTIONS = {
     "oversized-shares": ["oversized-shares"],
     "aliased-buffers": ["aliased-buffers"],
     "file-kinds": ["file-kinds"],
+    "declined": ["declined"],
 }
 
 

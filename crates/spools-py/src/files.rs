@@ -15,8 +15,8 @@ use spools_io::FileError;
 use crate::buffer::Access;
 use crate::comm::Comm;
 use crate::errors::{self, Kind};
-use crate::layout::layout_arg;
 use crate::layout::redistribute::{check_part, check_units, destination, io_comm};
+use crate::layout::{layout_arg, placeholder};
 use crate::runtime;
 use common::{file_error, Op};
 
@@ -95,14 +95,26 @@ impl Comm {
     ) -> PyResult<Bound<'py, PyDict>> {
         let py = slf.py();
         slf.get().live()?;
-        let l = layout_arg(layout, "layout")?;
-        let fmt = format_arg(format, dirs.unwrap_or_default(), node_local)?;
-        check_units(&l, slf.get().comm.size(), "file")?;
         let me = u64::from(slf.get().comm.rank());
-        let (part, problem) = match check_part(py, a, Access::Read, "a", &l, me, "file") {
-            Ok(v) => (Some(v), None),
-            Err(e) => (None, Some(e)),
+        let size = slf.get().comm.size();
+        // A rank whose own arguments are wrong (the layout, the format, `a`) still takes
+        // part, declining it, so that every rank raises its error instead of the others
+        // waiting for it.
+        let l = layout_arg(layout, "layout");
+        let checked = l.as_ref().map_err(|e| e.clone_ref(py)).and_then(|l| {
+            let fmt = format_arg(format, dirs.unwrap_or_default(), node_local)?;
+            check_units(l, size, "file")?;
+            let part = check_part(py, a, Access::Read, "a", l, me, "file")?;
+            Ok((fmt, part))
+        });
+        let (fmt, part, problem) = match checked {
+            Ok((fmt, part)) => (fmt, Some(part), None),
+            // (A declining rank knows no format but the default one.)
+            Err(e) => (Format::default(), None, Some(e)),
         };
+        // A declining rank passes its own layout when it has one (what the call checks
+        // before it looks at the declined part then finds nothing else wrong).
+        let l = l.or_else(|_| placeholder())?;
         let comm = io_comm(py, slf)?;
         let data: &[u8] = part.as_ref().map_or(&[], |v| v.bytes());
         let opts = WriteOptions {
@@ -142,13 +154,22 @@ impl Comm {
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         slf.get().live()?;
-        let l = layout_arg(layout, "layout")?;
-        check_units(&l, slf.get().comm.size(), "file")?;
         let me = u64::from(slf.get().comm.rank());
-        let (dest, problem) = match destination(py, out, &l, me, "file") {
-            Ok(d) => (Some(d), None),
+        let size = slf.get().comm.size();
+        // A rank whose own arguments are wrong (the layout, `out`) still takes part,
+        // declining it.
+        let l = layout_arg(layout, "layout");
+        let checked = l.as_ref().map_err(|e| e.clone_ref(py)).and_then(|l| {
+            check_units(l, size, "file")?;
+            destination(py, out, l, me, "file")
+        });
+        let (dest, problem) = match checked {
+            Ok(dest) => (Some(dest), None),
             Err(e) => (None, Some(e)),
         };
+        // Its own layout when it has one (a read checks the file's size against it before
+        // it looks at the declined part).
+        let l = l.or_else(|_| placeholder())?;
         let comm = io_comm(py, slf)?;
         let data: &mut [u8] = match &dest {
             // SAFETY: a writable array (checked by `destination`) used by nothing else

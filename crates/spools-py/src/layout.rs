@@ -50,6 +50,15 @@ pub(crate) fn layout_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Layout>
     )))
 }
 
+/// The layout a rank that declines its part of a collective call passes when it has
+/// none of its own (its `layout` argument was refused): one byte on one unit. A declined
+/// part is never compared with the others' arguments, and nothing moves for it.
+pub(crate) fn placeholder() -> PyResult<Layout> {
+    spools_map::StripeLayout::new(1, 1, Some(1))
+        .map(Layout::Stripe)
+        .map_err(|e| errors::raise(Kind::Layout, e.to_string()))
+}
+
 /// Parses a spec, as `LayoutError`.
 fn parse(spec: &str) -> PyResult<Layout> {
     spec.parse::<Layout>().map_err(|e| {

@@ -88,6 +88,31 @@ fn pipe_layout(layout: &Bound<'_, PyAny>) -> PyResult<Layout> {
     Ok(l)
 }
 
+/// Takes this rank's part in the opening of a pipe end (a writer's when `output`) that the
+/// other ranks make, only to fail it, because this rank's own arguments are wrong (`e`);
+/// returns `e` (or the interrupt that ended the wait).
+///
+/// `spools_io::pipe` has no way yet to decline a part of an opening (as the files'
+/// `declined` option does): the part taken is one that can never open, the end that a
+/// writer (reader) cannot be, `stdin` (`stdout`), over a placeholder layout. The
+/// opening's first agreement (every rank's checks and a digest of every rank's name and
+/// layout) then fails on every rank before any meeting: here with `e`, on the others with
+/// the `LayoutError` naming this rank as the one whose arguments differ. Nothing waits
+/// for this rank.
+fn decline_open(py: Python<'_>, comm: &Communicator, e: PyErr, output: bool) -> PyErr {
+    let Ok(l) = crate::layout::placeholder() else {
+        return e;
+    };
+    runtime::blocking(py, || {
+        let _ = if output {
+            spools_io::pipe::PipeWriter::open(comm, &PipeName::Stdin, &l).map(drop)
+        } else {
+            spools_io::pipe::PipeReader::open(comm, &PipeName::Stdout, &l).map(drop)
+        };
+    });
+    crate::interrupt::take_interrupt().unwrap_or(e)
+}
+
 /// The producer's end of a parallel pipe: each `write(a)` sends one record, of which
 /// `a` is this rank's share of `layout` (rank `r` holds unit `r`). Opening is collective
 /// over the communicator (the world by default) and waits (up to `SPOOLS_PIPE_TIMEOUT`,
@@ -116,8 +141,10 @@ impl PipeWriter {
         name: Option<&str>,
         layout: &Bound<'_, PyAny>,
     ) -> PyResult<PipeWriter> {
-        let l = pipe_layout(layout)?;
-        let n = pipe_name(name, true)?;
+        let (l, n) = match pipe_layout(layout).and_then(|l| Ok((l, pipe_name(name, true)?))) {
+            Ok(v) => v,
+            Err(e) => return Err(decline_open(py, &comm, e, true)),
+        };
         let rank = comm.rank();
         let t = runtime::blocking(py, || {
             spools_io::pipe::PipeWriter::open(&comm, &n, &l).map(Some)
@@ -253,8 +280,10 @@ impl PipeReader {
         name: Option<&str>,
         layout: &Bound<'_, PyAny>,
     ) -> PyResult<PipeReader> {
-        let l = pipe_layout(layout)?;
-        let n = pipe_name(name, false)?;
+        let (l, n) = match pipe_layout(layout).and_then(|l| Ok((l, pipe_name(name, false)?))) {
+            Ok(v) => v,
+            Err(e) => return Err(decline_open(py, &comm, e, false)),
+        };
         let rank = comm.rank();
         let t = runtime::blocking(py, || {
             spools_io::pipe::PipeReader::open(&comm, &n, &l).map(Some)

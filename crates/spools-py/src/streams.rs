@@ -79,10 +79,12 @@ impl StreamWriter {
         layout: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         usable("StreamWriter.send")?;
-        let l = args::layout_arg(layout, "layout")?;
-        let checked = args::check_share(py, a, &l, self.rank, "ADU share", "ADU's");
+        let checked = args::layout_arg(layout, "layout").and_then(|l| {
+            let v = args::check_share(py, a, &l, self.rank, "ADU share", "ADU's")?;
+            Ok((l, v))
+        });
         match checked {
-            Ok(v) => self
+            Ok((l, v)) => self
                 .with(py, |w| w.send_adu(v.bytes(), &l))?
                 .map_err(stream_error),
             Err(e) => {
@@ -111,10 +113,14 @@ impl StreamWriter {
         style: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         usable("StreamWriter.send_frame")?;
-        let l = args::layout_arg(layout, "layout")?;
-        let style = frames::style_arg(style)?;
-        match args::check_share(py, a, &l, self.rank, "frame share", "frame's") {
-            Ok(v) => self
+        let checked = (|| {
+            let l = args::layout_arg(layout, "layout")?;
+            let style = frames::style_arg(style)?;
+            let v = args::check_share(py, a, &l, self.rank, "frame share", "frame's")?;
+            Ok((l, style, v))
+        })();
+        match checked {
+            Ok((l, style, v)) => self
                 .with(py, |w| w.send_frame(&style, v.bytes(), &l))?
                 .map_err(stream_error),
             Err(e) => {
@@ -206,6 +212,16 @@ impl StreamReader {
             .ok_or_else(|| errors::value_error("the stream reader is closed"))
     }
 
+    /// Declines this rank's part in a receive whose arguments are wrong here (`e`): every
+    /// rank fails the call together (the ADU stays the next one), with this rank's class
+    /// and message. Returns `e`, or the interrupt that ended the wait (a Ctrl-C wins, as
+    /// it does in every call).
+    fn decline(&self, py: Python<'_>, e: PyErr) -> PyErr {
+        let why = errors::declined(py, &e);
+        let _ = self.with(py, |r| r.decline_recv(why));
+        crate::interrupt::take_interrupt().unwrap_or(e)
+    }
+
     /// The next ADU's description, waiting for it; `None` at the end.
     fn next_info(&self, py: Python<'_>) -> PyResult<Option<AduInfo>> {
         self.with(py, |r| r.next_adu())?.map_err(recv_error)
@@ -251,7 +267,11 @@ impl StreamReader {
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         usable("StreamReader.recv")?;
         let l = match (layout, &self.layout) {
-            (Some(l), _) => args::layout_arg(l, "layout")?,
+            (Some(l), _) => match args::layout_arg(l, "layout") {
+                Ok(l) => l,
+                // Declined as a wrong `out` is (below).
+                Err(e) => return Err(self.decline(py, e)),
+            },
             (None, Some(l)) => l.clone(),
             (None, None) => {
                 let Some(info) = self.next_info(py)? else {
@@ -278,14 +298,7 @@ impl StreamReader {
                     .map_err(recv_error)?;
                 Ok(got.map(|_| a))
             }
-            Err(e) => {
-                // Decline this rank's part: every rank fails the call together (the ADU
-                // stays the next one), with this rank's class and message.
-                let why = errors::declined(py, &e);
-                let _ = self.with(py, |r| r.decline_recv(why));
-                // A Ctrl-C that ended that wait wins, as it does in every call.
-                Err(crate::interrupt::take_interrupt().unwrap_or(e))
-            }
+            Err(e) => Err(self.decline(py, e)),
         }
     }
 

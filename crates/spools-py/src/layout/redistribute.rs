@@ -16,7 +16,9 @@ use crate::errors::{self, Kind};
 use crate::runtime;
 use crate::world::World;
 
-use super::{dtype_matches, layout_arg, local_bytes, local_shape, numpy_dtype, plan, typed};
+use super::{
+    dtype_matches, layout_arg, local_bytes, local_shape, numpy_dtype, placeholder, plan, typed,
+};
 
 /// An exchange error as its exception, by its kind (`ExchangeError::kind`): layouts and
 /// buffers that do not fit are `LayoutError`, a transfer unit that fails its checksum a
@@ -237,29 +239,44 @@ impl Comm {
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         slf.get().live()?;
-        let from = layout_arg(src, "src")?;
-        let to = layout_arg(dst, "dst")?;
-        let p = plan(&from, &to)?;
-        // The plan's layouts have their sizes bound (a byte stream without size= takes
-        // the other layout's).
-        let (from, to) = (p.src().clone(), p.dst().clone());
         let size = slf.get().comm.size();
-        check_units(&from, size, "source")?;
-        check_units(&to, size, "destination")?;
         let me = u64::from(slf.get().comm.rank());
-        // A rank whose arguments are wrong still takes part (with nothing), so that the
-        // others fail instead of waiting for it; it raises its own error afterwards.
+        // A rank whose arguments are wrong (a layout, `a`, `out`) still takes part (with
+        // nothing), so that the others fail instead of waiting for it; it raises its own
+        // error afterwards.
         let mut problem = None;
-        let input = check_part(py, a, Access::Read, "a", &from, me, "source")
-            .map_err(|e| problem = Some(e))
-            .ok();
-        let output = match destination(py, out, &to, me, "destination") {
-            Ok(o) => Some(o),
+        let planned = (|| {
+            let from = layout_arg(src, "src")?;
+            let to = layout_arg(dst, "dst")?;
+            let p = plan(&from, &to)?;
+            // The plan's layouts have their sizes bound (a byte stream without size=
+            // takes the other layout's).
+            check_units(p.src(), size, "source")?;
+            check_units(p.dst(), size, "destination")?;
+            Ok(p)
+        })();
+        let p = match planned {
+            Ok(p) => p,
             Err(e) => {
-                problem.get_or_insert(e);
-                None
+                problem = Some(e);
+                let l = placeholder()?;
+                plan(&l, &l)?
             }
         };
+        let (from, to) = (p.src().clone(), p.dst().clone());
+        let (mut input, mut output) = (None, None);
+        if problem.is_none() {
+            input = check_part(py, a, Access::Read, "a", &from, me, "source")
+                .map_err(|e| problem = Some(e))
+                .ok();
+            output = match destination(py, out, &to, me, "destination") {
+                Ok(o) => Some(o),
+                Err(e) => {
+                    problem.get_or_insert(e);
+                    None
+                }
+            };
+        }
         if let (Some(i), Some((_, o))) = (&input, &output) {
             if overlap(i, o) {
                 problem.get_or_insert_with(|| {

@@ -184,9 +184,12 @@ impl StreamConnection {
         layout: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         usable("StreamConnection.send")?;
-        let l = args::layout_arg(layout, "layout")?;
-        match args::check_share(py, a, &l, self.rank, "ADU share", "ADU's") {
-            Ok(v) => self
+        let checked = args::layout_arg(layout, "layout").and_then(|l| {
+            let v = args::check_share(py, a, &l, self.rank, "ADU share", "ADU's")?;
+            Ok((l, v))
+        });
+        match checked {
+            Ok((l, v)) => self
                 .with(py, |c| c.send_adu(StreamId::new(stream), v.bytes(), &l))?
                 .map_err(stream_error),
             Err(e) => Err(self.decline(py, e)),
@@ -211,7 +214,12 @@ impl StreamConnection {
     /// Raises `InvalidArgumentError` when `items` is not exactly the group's open streams.
     fn send_group(&self, py: Python<'_>, group: u32, items: &Bound<'_, PyAny>) -> PyResult<()> {
         usable("StreamConnection.send_group")?;
-        let mut items = self.items(py, items, false, "send_group")?;
+        // Items that are not tuples of the right form (a bad stream id, layout or style)
+        // are declined as a wrong share is.
+        let mut items = match self.items(py, items, false, "send_group") {
+            Ok(i) => i,
+            Err(e) => return Err(self.decline(py, e)),
+        };
         let views = match Self::shares(&mut items) {
             Ok(v) => v,
             Err(e) => return Err(self.decline(py, e)),
@@ -242,10 +250,14 @@ impl StreamConnection {
         style: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         usable("StreamConnection.send_frame")?;
-        let l = args::layout_arg(layout, "layout")?;
-        let style = style_arg(style)?;
-        match args::check_share(py, a, &l, self.rank, "frame share", "frame's") {
-            Ok(v) => self
+        let checked = (|| {
+            let l = args::layout_arg(layout, "layout")?;
+            let style = style_arg(style)?;
+            let v = args::check_share(py, a, &l, self.rank, "frame share", "frame's")?;
+            Ok((l, style, v))
+        })();
+        match checked {
+            Ok((l, style, v)) => self
                 .with(py, |c| {
                     c.send_frame(StreamId::new(stream), &style, v.bytes(), &l)
                 })?
@@ -260,7 +272,12 @@ impl StreamConnection {
     /// group's open streams.
     fn send_frames(&self, py: Python<'_>, group: u32, items: &Bound<'_, PyAny>) -> PyResult<()> {
         usable("StreamConnection.send_frames")?;
-        let mut items = self.items(py, items, true, "send_frames")?;
+        // Items that are not tuples of the right form (a bad stream id, layout or style)
+        // are declined as a wrong share is.
+        let mut items = match self.items(py, items, true, "send_frames") {
+            Ok(i) => i,
+            Err(e) => return Err(self.decline(py, e)),
+        };
         let views = match Self::shares(&mut items) {
             Ok(v) => v,
             Err(e) => return Err(self.decline(py, e)),
