@@ -7,7 +7,7 @@ use spools_io::pipe::{PipeName, PipeReader, PipeWriter};
 use spools_io::PipeError;
 
 use crate::args::{bytes, bytes_mut, handle, handle_mut, out, string, Handle};
-use crate::declined::placeholder;
+use crate::declined::decline;
 use crate::io::share;
 use crate::layout::spools_layout_t;
 use crate::status::{guard, spools_status_t, Failure};
@@ -84,25 +84,17 @@ fn open(
 }
 
 /// Takes this rank's part in the opening the other ranks make, only to fail it, because
-/// this rank's own arguments are wrong (`f`); returns `f`.
-///
-/// `spools_io::pipe` has no way yet to decline a part of an opening (as the files'
-/// `declined` option does): the part taken is one that can never open, the end that a
-/// writer (reader) cannot be, standard input (output), over a placeholder layout. The
-/// opening's first agreement (`open_end`: every rank's checks and a digest of every
-/// rank's name and layout) then fails on every rank before any meeting: here with `f`,
-/// on the others with the error naming this rank as the one whose arguments differ
-/// (`SPOOLS_ERR_LAYOUT`). Nothing waits for this rank.
+/// this rank's own arguments are wrong (`f`); returns `f`. The opening's first agreement
+/// then fails on every rank before any meeting: here with `f`, on the others with `f`'s
+/// status and message, naming this rank. Nothing waits for this rank.
 fn decline_open(comm: &Communicator, f: Failure, output: bool) -> Failure {
-    let Ok(l) = placeholder() else {
-        return f;
-    };
-    let _ = if output {
-        PipeWriter::open(comm, &PipeName::Stdin, &l).map(drop)
-    } else {
-        PipeReader::open(comm, &PipeName::Stdout, &l).map(drop)
-    };
-    f
+    decline(f, |why| {
+        if output {
+            PipeWriter::open_declined(comm, why)
+        } else {
+            PipeReader::open_declined(comm, why)
+        }
+    })
 }
 
 /// Opens a writing (`output`) or reading end: the body of both open calls.
@@ -214,11 +206,16 @@ pub unsafe extern "C" fn spools_pipe_write(
     guard(|| {
         // SAFETY: the caller's contract.
         let p = unsafe { handle_mut(pipe) }?;
+        // A NULL buffer or a wrong share on this rank: it takes part in the record's
+        // agreement only to fail it, on every rank (nothing is sent; the pipe stays usable).
         // SAFETY: the caller's contract.
-        let d = unsafe { bytes(data, len, "data") }?;
-        p.check_share(len)?;
+        let checked =
+            unsafe { bytes(data, len, "data") }.and_then(|d| p.check_share(len).map(|()| d));
         match &mut p.end {
-            End::Writer(w) => Ok(w.write(d)?),
+            End::Writer(w) => match checked {
+                Ok(d) => Ok(w.write(d)?),
+                Err(f) => Err(decline(f, |why| w.decline_write(why))),
+            },
             _ => Err(Failure::arg("the pipe is a reader (or closed)")),
         }
     })
@@ -245,16 +242,23 @@ pub unsafe extern "C" fn spools_pipe_read(
     guard(|| {
         // SAFETY: the caller's contract.
         let p = unsafe { handle_mut(pipe) }?;
+        // As a write: a wrong argument on this rank fails the read on every rank, before
+        // a byte is taken (the record stays the next one).
         // SAFETY: the caller's contract.
-        let got = unsafe { out(got, "got") }?;
-        // SAFETY: the caller's contract.
-        let b = unsafe { bytes_mut(buf, len, "buf") }?;
-        p.check_share(len)?;
+        let checked = unsafe { out(got, "got") }.and_then(|got| {
+            // SAFETY: the caller's contract.
+            let b = unsafe { bytes_mut(buf, len, "buf") }?;
+            p.check_share(len)?;
+            Ok((got, b))
+        });
         match &mut p.end {
-            End::Reader(r) => {
-                *got = i32::from(r.read(b)?);
-                Ok(())
-            }
+            End::Reader(r) => match checked {
+                Ok((got, b)) => {
+                    *got = i32::from(r.read(b)?);
+                    Ok(())
+                }
+                Err(f) => Err(decline(f, |why| r.decline_read(why))),
+            },
             _ => Err(Failure::arg("the pipe is a writer (or closed)")),
         }
     })

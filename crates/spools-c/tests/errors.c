@@ -737,14 +737,14 @@ static void declined(void)
         ct_expect_err(st, SPOOLS_ERR_INVALID_ARG, "spools_layout_t", "spools_pipe_open_writer",
                       __LINE__);
     else
-        ct_expect_err(st, SPOOLS_ERR_LAYOUT, rank_name, "spools_pipe_open_writer", __LINE__);
+        ct_expect_err(st, SPOOLS_ERR_INVALID_ARG, rank_name, "spools_pipe_open_writer", __LINE__);
     ASSERT(pipe == NULL, "a failed open set the pipe");
     st = spools_pipe_open_reader(ct_world, name, is_last ? NULL : l, &pipe);
     if (is_last)
         ct_expect_err(st, SPOOLS_ERR_INVALID_ARG, "spools_layout_t", "spools_pipe_open_reader",
                       __LINE__);
     else
-        ct_expect_err(st, SPOOLS_ERR_LAYOUT, rank_name, "spools_pipe_open_reader", __LINE__);
+        ct_expect_err(st, SPOOLS_ERR_INVALID_ARG, rank_name, "spools_pipe_open_reader", __LINE__);
     ASSERT(pipe == NULL, "a failed open set the pipe");
     /* The calls still meet: the file is the one first written. */
     CHECK(spools_read_file(ct_world, path, back, (size_t)len, l, NULL));

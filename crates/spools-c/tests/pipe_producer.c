@@ -8,9 +8,11 @@
  *
  * Printed by every rank:
  *   ok refused   (with --refusals, before the records) wrong calls are refused and send
- *                nothing: shares 8 bytes too short and 8 bytes too long
- *                (SPOOLS_ERR_INVALID_ARG: "a share of the wrong size"), a read on a
- *                writer, a NULL pipe
+ *                nothing: shares 8 bytes too short (too long where a rank holds none)
+ *                and 8 bytes too long (SPOOLS_ERR_INVALID_ARG: "a share of the wrong
+ *                size"), a read on a writer, a NULL pipe; and a wrong share or a NULL
+ *                buffer on the last rank only, which fails the record on every rank (the
+ *                others' message names that rank) and sends nothing
  *   ok wrote K   after the K records, spools_pipe_records = K and the pipe closed
  */
 #include "ctest.h"
@@ -52,11 +54,23 @@ int main(int argc, char **argv)
                    "writer");
         EXPECT_ERR(spools_pipe_write(NULL, share, (size_t)len), SPOOLS_ERR_INVALID_ARG,
                    "spools_pipe_t");
-        if (len >= 8)
-            EXPECT_ERR(spools_pipe_write(pipe, share, (size_t)len - 8), SPOOLS_ERR_INVALID_ARG,
-                       "bytes");
+        /* Every rank passes a wrong size (a write is collective: every rank calls it). */
+        EXPECT_ERR(spools_pipe_write(pipe, share, len >= 8 ? (size_t)len - 8 : (size_t)len + 8),
+                   SPOOLS_ERR_INVALID_ARG, "bytes");
         EXPECT_ERR(spools_pipe_write(pipe, share, (size_t)len + 8), SPOOLS_ERR_INVALID_ARG,
                    "bytes");
+        /* The last rank alone passes a wrong share, then a NULL buffer: every rank's write
+         * fails, the others' naming it; nothing is sent. */
+        int is_last = ct_rank + 1 == ct_size;
+        char last_name[32];
+        snprintf(last_name, sizeof last_name, "rank %u", ct_size - 1);
+        spools_status_t st =
+            spools_pipe_write(pipe, share, is_last ? (size_t)len + 8 : (size_t)len);
+        ct_expect_err(st, SPOOLS_ERR_INVALID_ARG, is_last ? "bytes" : last_name,
+                      "spools_pipe_write", __LINE__);
+        st = spools_pipe_write(pipe, is_last ? NULL : share, (size_t)len);
+        ct_expect_err(st, SPOOLS_ERR_INVALID_ARG, is_last ? "data" : last_name,
+                      "spools_pipe_write", __LINE__);
         CHECK(spools_pipe_records(pipe, &records));
         ASSERT(records == 0, "%llu records after refused writes", (unsigned long long)records);
         OK("refused");

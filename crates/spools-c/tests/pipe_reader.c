@@ -32,12 +32,23 @@ int main(int argc, char **argv)
 
     spools_pipe_t *pipe = NULL;
     CHECK(spools_pipe_open_reader(ct_world, name, layout, &pipe));
-    double *buf = ct_alloc((size_t)len);
+    double *buf = ct_alloc((size_t)len + 8);
     int32_t got = -1;
     EXPECT_ERR(spools_pipe_write(pipe, buf, (size_t)len), SPOOLS_ERR_INVALID_ARG, "reader");
-    if (len >= 8)
-        EXPECT_ERR(spools_pipe_read(pipe, buf, (size_t)len - 8, &got), SPOOLS_ERR_INVALID_ARG,
-                   "bytes");
+    /* A read is collective: every rank passes a wrong size, then the last rank alone (a
+     * share too long, then a NULL got): every rank's read fails, nothing is taken. */
+    EXPECT_ERR(spools_pipe_read(pipe, buf, len >= 8 ? (size_t)len - 8 : (size_t)len + 8, &got),
+               SPOOLS_ERR_INVALID_ARG, "bytes");
+    int is_last = ct_rank + 1 == ct_size;
+    char last_name[32];
+    snprintf(last_name, sizeof last_name, "rank %u", ct_size - 1);
+    spools_status_t st =
+        spools_pipe_read(pipe, buf, is_last ? (size_t)len + 8 : (size_t)len, &got);
+    ct_expect_err(st, SPOOLS_ERR_INVALID_ARG, is_last ? "bytes" : last_name, "spools_pipe_read",
+                  __LINE__);
+    st = spools_pipe_read(pipe, buf, (size_t)len, is_last ? NULL : &got);
+    ct_expect_err(st, SPOOLS_ERR_INVALID_ARG, is_last ? "got" : last_name, "spools_pipe_read",
+                  __LINE__);
 
     long k = 0;
     for (;;) {

@@ -122,17 +122,33 @@ fn rank(w: &spools::World) -> Result<(), String> {
         }
     }
 
-    // A format that differs on rank 1.
+    // A format that differs on rank 1, of the same family (one file) or of another
+    // (whose first collective step has another shape unless they share it).
     let data = share(&same, me)?;
-    let fmt = if me == 1 { "canonical" } else { "npy" };
-    let opts = WriteOptions {
-        format: e(Format::parse(fmt, Vec::new(), false))?,
-        ..WriteOptions::default()
-    };
-    file_differs(
-        "write with another format on rank 1",
-        file::write(comm, &dir.join("f.npy"), &data, &same, &opts),
-    )?;
+    for (theirs, rank1) in [
+        ("npy", "canonical"),
+        ("npy", "raid5(unit=4KiB,count=3)"),
+        ("zarr(chunk=10x10)", "npy"),
+        ("raid0(unit=4KiB,count=2)", "zarr(chunk=10x10)"),
+    ] {
+        let fmt = if me == 1 { rank1 } else { theirs };
+        let opts = WriteOptions {
+            format: e(Format::parse(fmt, Vec::new(), false))?,
+            ..WriteOptions::default()
+        };
+        file_differs(
+            &format!("write as {theirs} with {rank1} on rank 1"),
+            file::write(comm, &dir.join("f"), &data, &same, &opts),
+        )?;
+        e(comm.barrier())?;
+        let left = listing(&dir)?;
+        if !left.is_empty() {
+            return Err(format!(
+                "write as {theirs} with {rank1} on rank 1: left {left:?}"
+            ));
+        }
+        e(comm.barrier())?;
+    }
 
     // Reads of a good file, of every kind, with another layout on rank 1 (of another
     // size, which this rank alone would have refused, or of the same size, which would

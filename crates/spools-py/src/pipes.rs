@@ -90,25 +90,17 @@ fn pipe_layout(layout: &Bound<'_, PyAny>) -> PyResult<Layout> {
 
 /// Takes this rank's part in the opening of a pipe end (a writer's when `output`) that the
 /// other ranks make, only to fail it, because this rank's own arguments are wrong (`e`);
-/// returns `e` (or the interrupt that ended the wait).
-///
-/// `spools_io::pipe` has no way yet to decline a part of an opening (as the files'
-/// `declined` option does): the part taken is one that can never open, the end that a
-/// writer (reader) cannot be, `stdin` (`stdout`), over a placeholder layout. The
-/// opening's first agreement (every rank's checks and a digest of every rank's name and
-/// layout) then fails on every rank before any meeting: here with `e`, on the others with
-/// the `LayoutError` naming this rank as the one whose arguments differ. Nothing waits
-/// for this rank.
+/// returns `e` (or the interrupt that ended the wait). The opening's first agreement then
+/// fails on every rank before any meeting: here with `e`, on the others with `e`'s class
+/// and message, naming this rank. Nothing waits for this rank.
 fn decline_open(py: Python<'_>, comm: &Communicator, e: PyErr, output: bool) -> PyErr {
-    let Ok(l) = crate::layout::placeholder() else {
-        return e;
-    };
+    let why = errors::declined(py, &e);
     runtime::blocking(py, || {
-        let _ = if output {
-            spools_io::pipe::PipeWriter::open(comm, &PipeName::Stdin, &l).map(drop)
+        if output {
+            spools_io::pipe::PipeWriter::open_declined(comm, why)
         } else {
-            spools_io::pipe::PipeReader::open(comm, &PipeName::Stdout, &l).map(drop)
-        };
+            spools_io::pipe::PipeReader::open_declined(comm, why)
+        }
     });
     crate::interrupt::take_interrupt().unwrap_or(e)
 }
@@ -183,16 +175,20 @@ impl PipeWriter {
     /// for an order=F layout; read in place). Returns when the consumer ranks have taken it into their socket buffers.
     fn write(&self, py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<()> {
         usable("PipeWriter.write")?;
-        let v = args::check_share(py, a, &self.layout, self.rank, "record", "pipe's")?;
-        runtime::blocking(py, || {
+        // A wrong share on this rank fails the record on every rank (nothing is sent).
+        let checked = args::check_share(py, a, &self.layout, self.rank, "record", "pipe's");
+        let why = checked.as_ref().err().map(|e| errors::declined(py, e));
+        let r = runtime::blocking(py, || {
             let mut g = self.lock();
-            match g.as_mut() {
-                Some(w) => Ok(w.write(v.bytes())),
-                None => Err(()),
+            match (g.as_mut(), &checked, why) {
+                (Some(w), _, Some(why)) => Ok(Err(w.decline_write(why))),
+                (Some(w), Ok(v), None) => Ok(w.write(v.bytes())),
+                _ => Err(()),
             }
-        })
-        .map_err(|()| Self::closed())?
-        .map_err(pipe_error)
+        });
+        // This rank's own argument error wins.
+        checked?;
+        r.map_err(|()| Self::closed())?.map_err(pipe_error)
     }
 
     /// Ends the stream of records: the consumer's iteration ends after the last one.
@@ -324,17 +320,26 @@ impl PipeReader {
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         usable("PipeReader.read")?;
-        let (a, v) = args::share_array(py, out, &self.layout, self.rank, "pipe's")?;
+        // A wrong buffer on this rank fails the read on every rank (nothing is taken).
+        let (a, v, why) = match args::share_array(py, out, &self.layout, self.rank, "pipe's") {
+            Ok((a, v)) => (Some(a), Some(v), None),
+            Err(e) => (None, None, Some(e)),
+        };
+        let cause = why.as_ref().map(|e| errors::declined(py, e));
         let more = runtime::blocking(py, || {
             let mut g = self.lock();
-            match g.as_mut() {
+            match (g.as_mut(), &v, cause) {
+                (Some(r), _, Some(why)) => Err(r.decline_read(why)),
                 // SAFETY: `v` is this call's only view of the array, written only here.
-                Some(r) => r.read(unsafe { v.bytes_mut() }),
-                None => Ok(false),
+                (Some(r), Some(v), None) => r.read(unsafe { v.bytes_mut() }),
+                _ => Ok(false),
             }
-        })
-        .map_err(pipe_error)?;
-        Ok(more.then_some(a))
+        });
+        if let Some(e) = why {
+            return Err(e);
+        }
+        let more = more.map_err(pipe_error)?;
+        Ok(if more { a } else { None })
     }
 
     fn __iter__(slf: Py<Self>) -> Py<Self> {

@@ -129,6 +129,12 @@ pub enum PipeError {
         /// Bytes given.
         got: u64,
     },
+    /// This rank declined its part (a binding's own check of its arguments failed:
+    /// [`PipeWriter::open_declined`](crate::pipe::PipeWriter::open_declined),
+    /// [`PipeWriter::decline_write`](crate::pipe::PipeWriter::decline_write) and the
+    /// reader's): the call failed on every rank with this cause.
+    #[error("{0}")]
+    Declined(crate::Cause),
     /// Another rank of this program failed its part.
     #[error("rank {rank} of this program failed its part of the pipe operation: {cause}")]
     Remote {
@@ -164,7 +170,7 @@ impl PipeError {
             PipeError::PeerGone { .. } => K::PeerGone,
             PipeError::Checksum { .. } => K::Damaged,
             PipeError::BadName(_) | PipeError::BufferSize { .. } => K::BadArgument,
-            PipeError::Remote { cause, .. } => cause.kind,
+            PipeError::Remote { cause, .. } | PipeError::Declined(cause) => cause.kind,
             PipeError::Io { .. }
             | PipeError::Timeout { .. }
             | PipeError::Secret { .. }

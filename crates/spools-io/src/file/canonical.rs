@@ -241,7 +241,7 @@ pub(super) fn write(
         commit: Some(opts.commit),
     };
     // Every rank must pass the same layout and format.
-    let opening = open(comm, path, share, layout, &asks, write_args(layout, opts))?;
+    let ((), opening) = open(comm, path, share, layout, &asks, write_args(layout, opts))?;
     let replace = opts.commit == Commit::Replace;
     let (made, temp, ready) = if comm.rank() == 0 {
         prepare(path, fmt, layout, total, opts)
@@ -555,7 +555,7 @@ pub(super) fn read(
     let total = layout.total_bytes().unwrap_or(0);
     // A layout of another size fails on every rank (it is this rank's error, told to the
     // others as the call opens), never on this rank alone.
-    let share = if bytes == total {
+    let share = if bytes == total || opts.declined.is_some() {
         check_share(
             comm,
             layout,
@@ -576,7 +576,7 @@ pub(super) fn read(
         checksums: None,
         commit: None,
     };
-    let opening = open(comm, path, share, layout, &asks, read_args(layout))?;
+    let ((), opening) = open(comm, path, share, layout, &asks, read_args(layout))?;
     let reshuffle = opening.reshuffle(opts.reshuffle);
     let me = comm.rank();
     let mut stats = FileStats {

@@ -205,8 +205,11 @@ pub fn read_with_formats(
     let path = file.as_path();
     // Rank 0 asks the formats which one holds the file (and checks that it records the
     // reader's dataset); every rank hands the read to the storage it found.
-    let found = decided_by_rank0(comm, path, || {
-        detect::inspect_dataset(path, dataset.as_deref(), Some(layout), formats)
+    // (A rank 0 whose binding declined its part has no path or layout to inspect: its
+    // cause is what every rank hears.)
+    let found = decided_by_rank0(comm, path, || match &opts.declined {
+        Some(cause) => Err(FileError::Declined(cause.clone())),
+        None => detect::inspect_dataset(path, dataset.as_deref(), Some(layout), formats),
     })?;
     let (striped, zarr, one_file) = (
         StripedFiles(None),

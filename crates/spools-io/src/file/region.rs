@@ -90,7 +90,7 @@ pub fn write_into(
         checksums: Some(false),
         commit: Some(Commit::InPlace),
     };
-    let opening = open(
+    let ((), opening) = open(
         comm,
         path,
         local,
@@ -189,7 +189,7 @@ pub fn read_from(
         checksums: None,
         commit: None,
     };
-    let opening = open(
+    let ((), opening) = open(
         comm,
         path,
         local,

@@ -25,34 +25,30 @@ pub(crate) fn agree_on_outcome<T>(
     })
 }
 
-/// The collective opening of a file operation that makes no [`open`] step: every rank
-/// learns whether any rank's own checks failed (`local`), and whether every rank passed
-/// the same arguments (`args`, this rank's [`Digest`] of them: [`write_args`],
-/// [`read_args`]), before anything is touched.
+/// The collective opening of a file operation that needs nothing else of [`open`] (a
+/// striped file's, a Zarr array's): every rank learns whether any rank's own checks
+/// failed (`local`), and whether every rank passed the same arguments (`args`, this
+/// rank's [`Digest`] of them: [`write_args`], [`read_args`]), before anything is touched.
+/// It is [`open`]'s one allgather, so that ranks that pass formats of different families
+/// (one a `.npy` file, another a striped one) meet in the same collective and fail alike
+/// instead of waiting in different ones.
 ///
 /// # Errors
-/// As [`agree_on_outcome`], and [`ExchangeError::ArgumentsDiffer`] on every rank alike
-/// when the arguments differ.
+/// As [`open`].
 pub(crate) fn agree_on_args<T>(
     comm: &Communicator,
     path: &Path,
     local: Result<T, FileError>,
+    layout: &Layout,
     args: Digest,
 ) -> Result<T, FileError> {
-    // A declined part has no arguments to compare.
-    let args = (!matches!(local, Err(FileError::Declined(_)))).then_some(args);
-    spools_exchange::agree_on_call(
-        comm,
-        local,
-        args,
-        "layouts or formats",
-        Told::cause,
-        |rank, cause| FileError::Remote {
-            rank,
-            path: path.to_path_buf(),
-            cause,
-        },
-    )
+    let asks = Asks {
+        reshuffle: Reshuffle::Never,
+        coll_buffer: None,
+        checksums: None,
+        commit: None,
+    };
+    open(comm, path, local, layout, &asks, args).map(|(v, _)| v)
 }
 
 /// What every rank of a write must pass alike: the layout and the format (with its
@@ -225,23 +221,23 @@ impl Asks {
 /// [`FileError::Format`] ([`SumsDefect::Disagree`](crate::file::SumsDefect)) for ranks
 /// that disagree on checksums, [`FileError::Options`] for other choices they disagree on,
 /// messaging failures.
-pub(crate) fn open(
+pub(crate) fn open<T>(
     comm: &Communicator,
     path: &Path,
-    local: Result<(), FileError>,
+    local: Result<T, FileError>,
     layout: &Layout,
     asks: &Asks,
     args: Digest,
-) -> Result<Opening, FileError> {
+) -> Result<(T, Opening), FileError> {
     let count = asks.reshuffle != Reshuffle::Never;
-    let local = local.and_then(|()| {
+    let local = local.and_then(|v| {
         if count {
-            own_run_totals(layout, comm.rank())
+            own_run_totals(layout, comm.rank()).map(|c| (v, c))
         } else {
-            Ok((0, 0))
+            Ok((v, (0, 0)))
         }
     });
-    let (runs, bytes) = local.as_ref().map_or((0, 0), |&c| c);
+    let (runs, bytes) = local.as_ref().map_or((0, 0), |&(_, c)| c);
     let buffer = asked_buffer(comm, asks.coll_buffer);
     let flag = match &local {
         Ok(_) => u64::MAX,
@@ -306,11 +302,13 @@ pub(crate) fn open(
             "the ranks asked for different commits (in place and atomic replacement)",
         ));
     }
-    Ok(Opening {
+    let (v, _) = local?;
+    let opening = Opening {
         runs: rows.iter().map(|r| r[1]).sum(),
         bytes: rows.iter().map(|r| r[2]).sum(),
         buffer: rows.iter().map(|r| r[3]).min().unwrap_or(buffer).max(1),
-    })
+    };
+    Ok((v, opening))
 }
 
 /// This rank's collective buffer: `choice`, else the `coll_buffer` of the configuration the

@@ -247,7 +247,7 @@ pub(super) fn write(
         )
         .map(|()| geo)
     });
-    let geo = agree_on_args(comm, path, checked, write_args(layout, opts))?;
+    let geo = agree_on_args(comm, path, checked, layout, write_args(layout, opts))?;
     let mut v = [if comm.rank() == 0 {
         next_version(path)
     } else {
@@ -420,7 +420,7 @@ pub(super) fn read(
             opts.declined.as_ref(),
         )
     };
-    agree_on_args(comm, path, checked, read_args(layout))?;
+    agree_on_args(comm, path, checked, layout, read_args(layout))?;
     if m.node_local && m.units.iter().any(|u| u.host.is_some()) {
         check_placement(comm, path, m)?;
     }

@@ -58,6 +58,11 @@ fn open_end(
     side: crate::Side,
     local: Result<(), PipeError>,
 ) -> Result<u64, PipeError> {
+    // A declined part has no name or layout to compare.
+    let digest = match &local {
+        Err(PipeError::Declined(_)) => None,
+        _ => Some(spools_exchange::Digest::of(&(name, layout))),
+    };
     let checked = local.and_then(|()| {
         let total = layout
             .total_bytes()
@@ -70,11 +75,51 @@ fn open_end(
     spools_exchange::agree_on_call(
         comm,
         checked,
-        Some(spools_exchange::Digest::of(&(name, layout))),
+        digest,
         "pipe names or layouts",
         spools_exchange::Told::cause,
         |rank, cause| PipeError::Remote { rank, cause },
     )
+}
+
+/// The opening of a pipe's end by a rank that declines its part with `cause` (see
+/// [`PipeWriter::open_declined`](crate::pipe::PipeWriter::open_declined)): the first
+/// agreement of [`open_end`], failed.
+fn open_declined(comm: &Communicator, cause: crate::Cause, side: crate::Side) -> PipeError {
+    let declined = PipeError::Declined(cause.clone());
+    let layout = match on_rank0(1) {
+        Ok(l) => l,
+        Err(e) => return e,
+    };
+    match open_end(comm, &PipeName::Stdout, &layout, side, Err(declined)) {
+        Err(e) => e,
+        // Not reached: this rank's own error wins the agreement.
+        Ok(_) => PipeError::Declined(cause),
+    }
+}
+
+/// The first step of every record written or read: every rank of this program learns
+/// whether any rank's buffer (or a binding's check of it) failed, or any rank's end is
+/// stopped, before a byte of the record moves, so that no rank sends or takes part of a
+/// record alone (which would leave the other program's ranks out of step) or waits in a
+/// byte-stream end's exchange for a rank that left. One small allreduce per record.
+fn agree_on_record(
+    comm: &Communicator,
+    layout: &Layout,
+    len: usize,
+    ready: Result<(), PipeError>,
+) -> Result<(), PipeError> {
+    let local = ready.and_then(|()| {
+        let need = spools_exchange::collective::rank_bytes(layout, comm.rank())?;
+        if (len as u64) < need {
+            return Err(PipeError::BufferSize {
+                need,
+                got: len as u64,
+            });
+        }
+        Ok(())
+    });
+    agree_on_outcome(comm, local)
 }
 
 /// Checks that this program's `layout` has no more units than its `comm` has ranks.

@@ -12,9 +12,10 @@ use spools_msg::Communicator;
 use super::frame::{Header, Hello, Kind, HEADER_LEN, HELLO_LEN, MAX_PAYLOAD};
 use super::name::{forget, meet_all, meet_timeout, token_hex, Description, PipeName};
 use super::wait::{interrupt_of, only_waited, stopped, Check, CHECK_EVERY, POLL_TIMEOUT};
-use super::{agree_on_outcome, check_both_units, on_rank0, open_end};
+use super::{
+    agree_on_outcome, agree_on_record, check_both_units, on_rank0, open_declined, open_end,
+};
 use crate::error::{PipeError, PipeStep, PipeViolation};
-use spools_exchange::collective::rank_bytes;
 use spools_exchange::crc::crc32c;
 use spools_exchange::cursor::RunCursor;
 use spools_exchange::redistribute_plan;
@@ -306,8 +307,39 @@ impl PipeReader {
         self.record
     }
 
+    /// Takes this rank's part in the read the other ranks make only to fail it, because a
+    /// binding's own check of this rank's arguments failed with `cause`: nothing is read
+    /// (the record stays the next one), every rank's read fails (this one with
+    /// [`PipeError::Declined`], the others with [`PipeError::Remote`] carrying `cause`).
+    /// At the end of the stream, or once stopped, as [`PipeReader::read`] would be: no
+    /// collective step. Collective.
+    pub fn decline_read(&mut self, cause: crate::Cause) -> PipeError {
+        if let Some(r) = self.broken {
+            return stopped("reader", PipeStep::Poll, r);
+        }
+        let declined = PipeError::Declined(cause.clone());
+        if self.ended {
+            return declined;
+        }
+        match agree_on_record(&self.comm, &self.layout, 0, Err(declined)) {
+            Err(e) => e,
+            // Not reached: this rank's own error wins the agreement.
+            Ok(()) => PipeError::Declined(cause),
+        }
+    }
+
+    /// Takes this rank's part in the opening the other ranks make with
+    /// [`PipeReader::open`] only to fail it (as
+    /// [`PipeWriter::open_declined`](crate::pipe::PipeWriter::open_declined)).
+    /// Collective.
+    pub fn open_declined(comm: &Communicator, cause: crate::Cause) -> PipeError {
+        open_declined(comm, cause, crate::Side::Destination)
+    }
+
     /// Receives the next record into this rank's share `data`; `false` at the end of the
-    /// stream (the producer closed the pipe).
+    /// stream (the producer closed the pipe). Collective: the ranks first agree that every
+    /// rank's buffer holds its share (a wrong buffer on any rank fails the read on every
+    /// rank, before a byte is taken: the record stays the next one).
     ///
     /// Its waits ask the process's interrupt check (`spools_am::Worker::set_interrupt`)
     /// every 50 ms: a wait it ends fails with [`PipeError::Msg`] holding the interruption.
@@ -325,14 +357,10 @@ impl PipeReader {
         if self.ended {
             return Ok(false);
         }
+        // Every rank's buffer checked before any rank takes a byte of the record (a wrong
+        // buffer fails the read on every rank and leaves the stream in step).
+        agree_on_record(&self.comm, &self.layout, data.len(), Ok(()))?;
         let me = self.comm.rank();
-        let need = rank_bytes(&self.layout, me)?;
-        if (data.len() as u64) < need {
-            return Err(PipeError::BufferSize {
-                need,
-                got: data.len() as u64,
-            });
-        }
         let record = self.record;
         let check = interrupt_of(&self.comm);
         let more = match &mut self.mode {

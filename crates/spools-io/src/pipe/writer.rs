@@ -13,9 +13,10 @@ use spools_msg::Communicator;
 use super::frame::{Header, Hello, Kind, HEADER_LEN, MAX_PAYLOAD};
 use super::name::{meet_all, meet_timeout, token_from_hex, Description, PipeName};
 use super::wait::{interrupt_of, only_waited, stopped, Check, CHECK_EVERY, POLL_TIMEOUT};
-use super::{agree_on_outcome, check_both_units, on_rank0, open_end};
+use super::{
+    agree_on_outcome, agree_on_record, check_both_units, on_rank0, open_declined, open_end,
+};
 use crate::error::{PipeError, PipeStep, PipeViolation};
-use spools_exchange::collective::rank_bytes;
 use spools_exchange::crc::crc32c;
 use spools_exchange::cursor::RunCursor;
 use spools_exchange::redistribute_plan;
@@ -254,9 +255,12 @@ impl PipeWriter {
         self.record
     }
 
-    /// Sends one record: this rank's share of it is `data`. Collective in the byte-stream
-    /// mode; otherwise each rank sends its own part and returns when the consumer ranks
-    /// have taken it into their socket buffers (back-pressure).
+    /// Sends one record: this rank's share of it is `data`. Collective: the ranks first
+    /// agree that every rank's buffer holds its share (one small allreduce: a wrong
+    /// buffer on any rank fails the record on every rank, nothing is sent and the pipe
+    /// stays usable); then, in the byte-stream mode, they gather the record on rank 0;
+    /// otherwise each rank sends its own part and returns when the consumer ranks have
+    /// taken it into their socket buffers (back-pressure).
     ///
     /// Its waits ask the process's interrupt check (`spools_am::Worker::set_interrupt`)
     /// every 50 ms: a wait it ends fails with [`PipeError::Msg`] holding the interruption.
@@ -265,20 +269,18 @@ impl PipeWriter {
     /// every later call fails.
     ///
     /// # Errors
-    /// [`PipeError::PeerGone`] when a consumer rank went away, [`PipeError::BufferSize`];
+    /// [`PipeError::PeerGone`] when a consumer rank went away, [`PipeError::BufferSize`]
+    /// (on its rank; [`PipeError::Remote`] with its cause on the others);
     /// [`PipeError::Msg`] when interrupted; [`PipeError::Io`] once stopped.
     pub fn write(&mut self, data: &[u8]) -> Result<(), PipeError> {
-        if let Some(r) = self.broken {
-            return Err(stopped("writer", PipeStep::Socket, r));
-        }
+        let ready = match self.broken {
+            Some(r) => Err(stopped("writer", PipeStep::Socket, r)),
+            None => Ok(()),
+        };
+        // Every rank's buffer checked before any rank sends (a wrong buffer fails the
+        // record on every rank and leaves the pipe usable).
+        agree_on_record(&self.comm, &self.layout, data.len(), ready)?;
         let me = self.comm.rank();
-        let need = rank_bytes(&self.layout, me)?;
-        if (data.len() as u64) < need {
-            return Err(PipeError::BufferSize {
-                need,
-                got: data.len() as u64,
-            });
-        }
         let record = self.record;
         if let Err(e) = self.send(data, me, record) {
             self.broken = Some(record);
@@ -289,6 +291,29 @@ impl PipeWriter {
         }
         self.record += 1;
         Ok(())
+    }
+
+    /// Takes this rank's part in the record the other ranks write only to fail it,
+    /// because a binding's own check of this rank's arguments failed with `cause`:
+    /// nothing is sent, every rank's write fails (this one with
+    /// [`PipeError::Declined`], the others with [`PipeError::Remote`] carrying `cause`)
+    /// and the pipe stays usable. Collective.
+    pub fn decline_write(&mut self, cause: crate::Cause) -> PipeError {
+        let declined = PipeError::Declined(cause.clone());
+        match agree_on_record(&self.comm, &self.layout, 0, Err(declined)) {
+            Err(e) => e,
+            // Not reached: this rank's own error wins the agreement.
+            Ok(()) => PipeError::Declined(cause),
+        }
+    }
+
+    /// Takes this rank's part in the opening the other ranks make with
+    /// [`PipeWriter::open`] only to fail it, because a binding's own check of this rank's
+    /// arguments (its layout, the pipe's name) failed with `cause`: every rank's opening
+    /// fails before any meets the other program (this one with [`PipeError::Declined`],
+    /// the others with [`PipeError::Remote`] carrying `cause`). Collective.
+    pub fn open_declined(comm: &Communicator, cause: crate::Cause) -> PipeError {
+        open_declined(comm, cause, crate::Side::Source)
     }
 
     /// Sends this rank's part of record `record` (see [`PipeWriter::write`]).

@@ -263,7 +263,7 @@ fn write(
         Ok((m, text))
     });
     // Every rank passed the same layout and chunks, or none goes on.
-    let (m, text) = agree_on_args(comm, path, checked, write_args(layout, opts))?;
+    let (m, text) = agree_on_args(comm, path, checked, layout, write_args(layout, opts))?;
     let g = grid_of(path, &m, comm.size()).map_err(|e| match e {
         FileError::Format {
             defect: FormatDefect::Zarr(z),
@@ -439,7 +439,7 @@ fn read(
         opts.declined.as_ref(),
     )
     .and_then(|()| parse(path, text));
-    let m = agree_on_args(comm, path, checked, read_args(layout))?;
+    let m = agree_on_args(comm, path, checked, layout, read_args(layout))?;
     let g = grid_of(path, &m, comm.size())?;
     let me = comm.rank();
     let mut local = local_buffer(&g, me)?;
