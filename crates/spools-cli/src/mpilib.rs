@@ -35,6 +35,18 @@ pub(crate) fn dir() -> Option<PathBuf> {
         .and_then(|d| d.canonicalize().ok())
 }
 
+/// Prints the `spools` package's extensions the interpreter's own import would load: its
+/// suffixes in the import system's order (`EXTENSION_SUFFIXES`: this interpreter's ABI
+/// tag first, then abi3, then plain `.so`), never another interpreter's build that sorts
+/// first.
+const FIND: &str = "import importlib.util as u, importlib.machinery as m, os\n\
+        s = u.find_spec('spools')\n\
+        for d in (s.submodule_search_locations or []) if s else []:\n\
+        \x20   for x in m.EXTENSION_SUFFIXES:\n\
+        \x20       f = os.path.join(d, '_spools' + x)\n\
+        \x20       if os.path.isfile(f):\n\
+        \x20           print(f)\n";
+
 /// The `spools` package's extension as the Python interpreter `program` finds it (any
 /// installation: a virtual environment, editable, user site, `PYTHONPATH`): the
 /// interpreter is asked, without importing the package.
@@ -43,11 +55,7 @@ fn python_extension(program: &OsStr) -> Option<PathBuf> {
     if !name.starts_with("python") {
         return None;
     }
-    const FIND: &str = "import importlib.util as u, glob, os\n\
-        s = u.find_spec('spools')\n\
-        for d in (s.submodule_search_locations or []) if s else []:\n\
-        \x20   for f in sorted(glob.glob(os.path.join(d, '_spools.*so'))):\n\
-        \x20       print(f)\n";
+
     let mut child = std::process::Command::new(program)
         .args(["-c", FIND])
         .env_remove("PYTHONSTARTUP")
@@ -129,5 +137,41 @@ pub(crate) fn describe() -> String {
     match dir() {
         Some(d) => format!("{}", d.join(SONAME).display()),
         None => "not found (make -C crates/spools-mpi, or SPOOLS_MPI_LIB=DIR)".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FIND;
+
+    #[test]
+    fn the_extension_found_is_the_one_the_interpreter_would_import() {
+        let Ok(out) = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import importlib.machinery as m; print(m.EXTENSION_SUFFIXES[-1])",
+            ])
+            .output()
+        else {
+            eprintln!("skipped: no python3");
+            return;
+        };
+        let plain = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let dir = std::env::temp_dir().join(format!("spools-ext-{}", std::process::id()));
+        let pkg = dir.join("spools");
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::write(pkg.join("__init__.py"), "").unwrap();
+        // Another interpreter's build, which sorts before the plain one.
+        std::fs::write(pkg.join("_spools.aaa-other-abi.so"), "").unwrap();
+        std::fs::write(pkg.join(format!("_spools{plain}")), "").unwrap();
+        let found = std::process::Command::new("python3")
+            .args(["-c", FIND])
+            .env("PYTHONPATH", &dir)
+            .output()
+            .unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let first = String::from_utf8_lossy(&found.stdout);
+        let first = first.lines().next().unwrap_or_default();
+        assert!(first.ends_with(&format!("_spools{plain}")), "{first:?}");
     }
 }
