@@ -70,8 +70,9 @@ pub trait Transport: Send + Sync {
     /// Sends one message made of `parts` (concatenated) to `peer` on `lane`, or returns
     /// `Ok(false)` if the peer's buffer is full (back-pressure: poll and retry). A
     /// transport may keep part of an accepted message queued (TCP, when the kernel's
-    /// buffer is full); it goes out on later sends, [`Transport::flush`] and
-    /// [`Transport::poll`], so a sender must keep polling or flushing.
+    /// buffer is full; libfabric, sends its provider has not completed); it goes out on
+    /// later sends, [`Transport::flush`] and [`Transport::poll`], so a sender must keep
+    /// polling or flushing until `flush` says nothing is queued.
     ///
     /// # Errors
     /// [`FabricError::TooLarge`], [`FabricError::Unreachable`],
@@ -84,8 +85,10 @@ pub trait Transport: Send + Sync {
         parts: &[&[u8]],
     ) -> Result<bool, FabricError>;
 
-    /// Pushes out anything the transport queued (TCP partial writes). Returns whether
-    /// anything is still queued.
+    /// Pushes out anything the transport queued (TCP partial writes; libfabric sends
+    /// the provider has not completed). Returns whether anything is still queued. Once
+    /// it returns `false`, every message accepted so far reaches its receiver through
+    /// the receiver's calls alone: the sender need not call the transport again.
     ///
     /// # Errors
     /// [`FabricError::PeerFailed`], [`FabricError::Io`].

@@ -1,8 +1,11 @@
 //! The transport conformance suite: every backend (shm, tcp, and libfabric on each provider
-//! this machine has: tcp;ofi_rxm, shm, udp;ofi_rxd) runs the same tests, each
-//! with real processes under the real launcher (`spools_testkit::Job`): ordering, large
-//! and zero-length messages, many peers, flooding in both directions, a peer that dies,
-//! priorities, polling one sender's messages.
+//! of `spools_testkit::OFI_TEST_PROVIDERS` this machine has: tcp;ofi_rxm, shm) runs the
+//! same tests, each with real processes under the real launcher (`spools_testkit::Job`):
+//! ordering, large and zero-length messages, many peers, flooding in both directions, a
+//! peer that dies, priorities, polling one sender's messages, and what `flush` no longer
+//! holds reaching the receiver without the sender's calls. Every failure names its
+//! backend (`shm`, `tcp`, `ofi:<provider>`), in the test's assertion and in the rank's
+//! error; `SPOOLS_TEST_BACKENDS` (comma-separated names) runs only the backends it lists.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -12,15 +15,51 @@ use std::time::{Duration, Instant};
 
 use spools::{Priority, Transport, World};
 use spools_testkit::{
-    assert_ok, checked, e, ofi_providers, rank_main, signal_file, tempdir, wait_for_file, Job,
+    assert_ok_as, checked, e, ofi_providers, rank_main, signal_file, tempdir, wait_for_file, Job,
 };
 
 /// Every backend: shared memory, TCP, and libfabric on each provider this machine has
-/// (`ofi:<provider>`).
+/// (`ofi:<provider>`). `SPOOLS_TEST_BACKENDS` (a comma-separated list of these names,
+/// e.g. `ofi:tcp;ofi_rxm`) keeps only those, to run one backend again and again.
 fn backends() -> Vec<String> {
     let mut v = vec!["shm".to_string(), "tcp".to_string()];
     v.extend(ofi_providers().into_iter().map(|p| format!("ofi:{p}")));
+    if let Ok(only) = std::env::var("SPOOLS_TEST_BACKENDS") {
+        let only: Vec<&str> = only.split(',').map(str::trim).collect();
+        v.retain(|b| only.contains(&b.as_str()));
+        assert!(
+            !v.is_empty(),
+            "SPOOLS_TEST_BACKENDS={only:?} names none of this machine's backends"
+        );
+    }
     v
+}
+
+/// The backend a rank runs over, as the test names it (`shm`, `tcp`, `ofi:<provider>`).
+fn backend_here() -> String {
+    match std::env::var("SPOOLS_TEST_BACKEND").as_deref() {
+        Ok("ofi") => format!(
+            "ofi:{}",
+            std::env::var("SPOOLS_OFI_PROVIDER").unwrap_or_default()
+        ),
+        Ok(b) => b.to_string(),
+        Err(_) => "shm".to_string(),
+    }
+}
+
+/// [`checked`], with the backend named in the rank's error.
+fn checked_here<W>(w: &W, body: impl FnOnce(&W) -> Result<(), String>) {
+    checked(w, |w| over_here(body(w)));
+}
+
+/// A rank's result, with the backend named in its error.
+fn over_here(r: Result<(), String>) -> Result<(), String> {
+    r.map_err(|x| format!("over {}: {x}", backend_here()))
+}
+
+/// Asserts that the job of `test` over backend `b` succeeded, naming both otherwise.
+fn assert_ok_over(o: &spools_testkit::Output, test: &str, b: &str) {
+    assert_ok_as(o, &format!("{test} over {b}"));
 }
 
 fn env_for(backend: &str) -> Vec<(&'static str, String)> {
@@ -54,7 +93,7 @@ fn on_each_backend(n: u32, test: &str, line: &str) {
     for b in backends() {
         let b = b.as_str();
         let o = Job::new(n, test).role("x").envs(&env_for(b)).run();
-        assert_ok(&o);
+        assert_ok_over(&o, test, b);
         assert_eq!(
             o.stdout.matches(line).count(),
             n as usize,
@@ -170,9 +209,15 @@ fn drain_until(
             t.wait(Duration::from_millis(if queued { 1 } else { 5 }));
         }
         if Instant::now() > deadline {
+            // Where each stream stopped: a stream whose next sequence number is short of
+            // what its sender sent lost its last messages (a gap in the middle is
+            // reported by the checker as an out-of-order sequence number).
+            let mut next: Vec<_> = ck.next.iter().collect();
+            next.sort();
             return Err(format!(
-                "received {} of {want} messages in 60 s (own bytes still queued: {queued})",
-                ck.got
+                "received {} of {want} messages in 60 s (own bytes still queued: {queued}; next sequence number expected per (sender, lane, priority): {next:?}; {})",
+                ck.got,
+                ck.verdict().err().unwrap_or_else(|| "none out of order or damaged".into())
             ));
         }
     }
@@ -181,7 +226,7 @@ fn drain_until(
 
 #[test]
 fn ordering_sizes_and_many_peers() {
-    rank_main(|_| ordering_by_priority_role());
+    rank_main(|_| over_here(ordering_by_priority_role()));
     on_each_backend(5, "ordering_sizes_and_many_peers", "in order and intact");
 }
 
@@ -192,7 +237,7 @@ fn ordering_by_priority_role() -> Result<(), String> {
     let w = e(spools::init())?;
     // On an error, exit at once (the launcher stops the job) instead of finalising,
     // which would wait for a peer that waits for this rank.
-    checked(&w, |w| {
+    checked_here(&w, |w| {
         let t = transport(w)?;
         let caps = t.caps().clone();
         let max = caps.max_message.min(1 << 20);
@@ -224,7 +269,7 @@ fn flood_role() -> Result<(), String> {
     let w = e(spools::init())?;
     // On an error, exit at once (the launcher stops the job) instead of finalising,
     // which would wait for a peer that waits for this rank.
-    checked(&w, |w| {
+    checked_here(&w, |w| {
         let t = transport(w)?;
         let (me, peer) = (w.rank(), 1 - w.rank());
         let count: u64 = 200_000;
@@ -245,7 +290,7 @@ fn flood_role() -> Result<(), String> {
 
 #[test]
 fn flooding_in_both_directions() {
-    rank_main(|_| flood_role());
+    rank_main(|_| over_here(flood_role()));
     on_each_backend(2, "flooding_in_both_directions", "received intact");
 }
 
@@ -323,7 +368,7 @@ fn peer_dies_role() -> Result<(), String> {
 /// stops the job (SIGTERM), which keeps the status of the failure already reported.
 #[test]
 fn a_peer_that_dies_is_reported() {
-    rank_main(|_| peer_dies_role());
+    rank_main(|_| over_here(peer_dies_role()));
     for b in backends() {
         let b = b.as_str();
         let dir = tempdir(&format!("dies-{b}"));
@@ -373,12 +418,13 @@ fn a_peer_that_dies_is_reported() {
     }
 }
 
-#[test]
-fn capabilities_are_stated_and_empty_messages_arrive() {
-    rank_main(|_| {
-        let w = e(spools::init())?;
-        let t = transport(&w)?;
-        let c = t.caps().clone();
+/// Each rank states its transport's capabilities, has an oversized message refused, and
+/// sends its peer three empty messages, which must arrive as such.
+fn caps_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    let t = transport(&w)?;
+    let c = t.caps().clone();
+    {
         println!(
             "caps {} max_message={} max_inline={} ordered={} lanes={}",
             c.name, c.max_message, c.max_inline, c.ordered, c.lanes
@@ -415,22 +461,27 @@ fn capabilities_are_stated_and_empty_messages_arrive() {
             return Err(format!("{empty} of 3 empty messages arrived"));
         }
         println!("rank {}: empty messages arrived", w.rank());
-        e(w.runtime_barrier())?;
-        e(w.finalize())
-    });
+    }
+    e(w.runtime_barrier())?;
+    e(w.finalize())
+}
+
+#[test]
+fn capabilities_are_stated_and_empty_messages_arrive() {
+    rank_main(|_| over_here(caps_role()));
     for b in backends() {
         let b = b.as_str();
         let o = Job::new(2, "capabilities_are_stated_and_empty_messages_arrive")
             .role("x")
             .envs(&env_for(b))
             .run();
-        assert_ok(&o);
+        assert_ok_over(&o, "capabilities_are_stated_and_empty_messages_arrive", b);
         let name = b.split(':').next().unwrap_or(b);
-        assert!(o.stdout.contains(&format!("caps {name} ")), "{o:?}");
+        assert!(o.stdout.contains(&format!("caps {name} ")), "{b}: {o:?}");
         assert_eq!(
             o.stdout.matches("empty messages arrived").count(),
             2,
-            "{o:?}"
+            "{b}: {o:?}"
         );
     }
 }
@@ -491,7 +542,7 @@ fn priority_role() -> Result<(), String> {
     let w = e(spools::init())?;
     // On an error, exit at once (the launcher stops the job) instead of finalising,
     // which would wait for a peer that waits for this rank.
-    checked(&w, |w| {
+    checked_here(&w, |w| {
         let t = transport(w)?;
         let dir =
             std::path::PathBuf::from(std::env::var("SPOOLS_TEST_DIR").map_err(|x| x.to_string())?);
@@ -592,7 +643,7 @@ fn priority_role() -> Result<(), String> {
 
 #[test]
 fn high_priority_is_not_stuck_behind_low() {
-    rank_main(|_| priority_role());
+    rank_main(|_| over_here(priority_role()));
     for b in backends() {
         let b = b.as_str();
         let dir = tempdir(&format!("prio-{b}"));
@@ -605,7 +656,7 @@ fn high_priority_is_not_stuck_behind_low() {
             .role("x")
             .envs(&env)
             .run();
-        assert_ok(&o);
+        assert_ok_over(&o, "high_priority_is_not_stuck_behind_low", b);
         assert!(
             o.stdout.contains("before the backlog drained"),
             "{b}: {o:?}"
@@ -626,7 +677,7 @@ fn high_priority_is_not_stuck_behind_low() {
 /// apart, gives nothing of rank 1's while asked for rank 2's.
 fn poll_from_role() -> Result<(), String> {
     let w = e(spools::init())?;
-    checked(&w, |w| {
+    checked_here(&w, |w| {
         let t = transport(w)?;
         let dir =
             std::path::PathBuf::from(std::env::var("SPOOLS_TEST_DIR").map_err(|x| x.to_string())?);
@@ -689,7 +740,7 @@ fn poll_from_role() -> Result<(), String> {
 
 #[test]
 fn polling_one_sender_delivers_its_messages_in_order() {
-    rank_main(|_| poll_from_role());
+    rank_main(|_| over_here(poll_from_role()));
     for b in backends() {
         let b = b.as_str();
         let dir = tempdir("conformance-poll-from");
@@ -699,7 +750,7 @@ fn polling_one_sender_delivers_its_messages_in_order() {
             .role("x")
             .envs(&env)
             .run();
-        assert_ok(&o);
+        assert_ok_over(&o, "polling_one_sender_delivers_its_messages_in_order", b);
         assert_eq!(
             o.stdout
                 .matches("polled apart, in order and intact")
@@ -707,6 +758,125 @@ fn polling_one_sender_delivers_its_messages_in_order() {
             3,
             "{b}: {}",
             o.stdout
+        );
+    }
+}
+
+/// Rank 1 sends rank 0 small messages until the transport pushes back, while rank 0 does
+/// not poll; then it flushes until the transport says nothing of its is queued, and from
+/// then on makes no transport call at all until rank 0 says it has every message. Rank 0
+/// must receive them all, in order and intact: what `flush` does not report as queued
+/// must reach the receiver by the receiver's calls alone (a rank that finished sending and
+/// flushing may wait in a collective that does not drive this transport, or end).
+///
+/// Decided by events only. When the sender first flushes, its receiver has not read a
+/// byte, so whatever the transport holds back at the push-back (TCP: the bytes the kernel
+/// did not take; libfabric over `tcp;ofi_rxm`: the sends the provider queued behind a
+/// full socket) cannot have gone yet: a transport whose `flush` said "nothing queued"
+/// then would leave those messages with a sender that never calls it again, and the
+/// bounded receive fails.
+fn flushed_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    checked_here(&w, |w| {
+        let t = transport(w)?;
+        let dir =
+            std::path::PathBuf::from(std::env::var("SPOOLS_TEST_DIR").map_err(|x| x.to_string())?);
+        let (filled, flushed, received) = (
+            dir.join("filled"),
+            dir.join("flushed"),
+            dir.join("received"),
+        );
+        let lens = |seq: u64| 12 + (seq % 50) as usize;
+        e(w.runtime_barrier())?;
+        if w.rank() == 1 {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let mut sent = 0u64;
+            // Fill: until the transport pushes back (rank 0 is not polling).
+            while e(t.try_send(1, Priority::Low, 0, &[&body(1, sent, lens(sent))]))? {
+                sent += 1;
+                if Instant::now() > deadline {
+                    return Err(format!("no push-back after {sent} messages in 60 s"));
+                }
+            }
+            // Flush while rank 0 drains, until nothing of ours is queued; rank 0 starts
+            // draining once it learns the count (after the first flush).
+            let mut told = false;
+            loop {
+                let queued = e(t.flush(1))?;
+                if !told {
+                    signal_file(&filled, sent.to_string().as_bytes())?;
+                    told = true;
+                }
+                if !queued {
+                    break;
+                }
+                // Only sends are under way here: a receive would be a protocol error.
+                let mut unexpected = 0u32;
+                e(t.poll(&mut |_| unexpected += 1))?;
+                if unexpected != 0 {
+                    return Err(format!("{unexpected} unexpected messages"));
+                }
+                t.wait(Duration::from_millis(1));
+                if Instant::now() > deadline {
+                    return Err(format!(
+                        "own messages still queued 60 s after the push-back ({sent} sent)"
+                    ));
+                }
+            }
+            signal_file(&flushed, b"")?;
+            // No transport call from here until rank 0 has everything (see above).
+            wait_for_file(&received, Duration::from_secs(120)).map_err(|x| {
+                format!("rank 0 never received all {sent} messages, which flush had said were no longer queued here ({x})")
+            })?;
+            println!("rank 1: {sent} messages out, flushed, then silent");
+        } else {
+            wait_for_file(&filled, Duration::from_secs(60))?;
+            let sent: u64 = std::fs::read_to_string(&filled)
+                .map_err(|x| x.to_string())?
+                .parse()
+                .map_err(|_| "count")?;
+            let mut ck = Checker::default();
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while ck.got < sent {
+                if e(t.poll(&mut |m| ck.take(m.from, m.lane, m.priority, m.bytes, &lens)))? == 0 {
+                    t.wait(Duration::from_millis(1));
+                }
+                if Instant::now() > deadline {
+                    return Err(format!(
+                        "received {} of the {sent} messages rank 1 sent (it had flushed: {}; next sequence number expected: {:?}) in 60 s",
+                        ck.got,
+                        flushed.exists(),
+                        ck.next
+                    ));
+                }
+            }
+            ck.verdict()?;
+            signal_file(&received, b"")?;
+            println!("rank 0: all {sent} flushed messages received without the sender's help");
+        }
+        e(w.runtime_barrier())?;
+        Ok(())
+    });
+    e(w.finalize())
+}
+
+#[test]
+fn what_flush_no_longer_holds_arrives_without_the_sender() {
+    rank_main(|_| over_here(flushed_role()));
+    for b in backends() {
+        let b = b.as_str();
+        let dir = tempdir(&format!("flushed-{b}"));
+        let mut env = env_for(b);
+        env.push(("SPOOLS_TEST_DIR", dir.to_string_lossy().into_owned()));
+        // Nothing but the rank's own calls moves its transport.
+        env.push(("SPOOLS_PROGRESS_THREAD", "0".into()));
+        let test = "what_flush_no_longer_holds_arrives_without_the_sender";
+        let o = Job::new(2, test).role("x").envs(&env).run();
+        assert_ok_over(&o, test, b);
+        assert!(
+            o.stdout.contains("received without the sender's help")
+                && o.stdout.contains("flushed, then silent"),
+            "{b}: {o:?}"
         );
     }
 }

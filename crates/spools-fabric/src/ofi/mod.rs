@@ -10,10 +10,14 @@
 //!
 //! Messages travel as untagged sends (`FI_MSG`) of a 16-byte header (sender, lane,
 //! priority, a sequence number per (sender, lane, priority)) and the payload:
-//! - **Sends** copy into a registered buffer of a fixed pool, or go inline
-//!   (`fi_inject`) when they fit the provider's inject size; a full pool or an endpoint
-//!   that answers `-FI_EAGAIN` is back-pressure (`Ok(false)`). The last buffers of the
-//!   pool are kept for high-priority messages, so that they never wait behind low ones.
+//! - **Sends** copy into a registered buffer of a fixed pool: a small one when the
+//!   message fits the provider's inject size, else a large one; a full pool or an
+//!   endpoint that answers `-FI_EAGAIN` is back-pressure (`Ok(false)`). The last buffers
+//!   of each pool are kept for high-priority messages, so that they never wait behind
+//!   low ones. Every send asks for a completion (none goes by `fi_inject`, which gives
+//!   none): a provider may hold a send it accepted until its sender's progress moves it
+//!   (`tcp;ofi_rxm` queues sends behind a full socket), so a buffer is free again, and
+//!   [`Transport::flush`] says nothing is queued, only once the provider completed it.
 //! - **Receives** land in a pool of registered buffers, all posted. A provider may
 //!   complete them out of order (a large message sent by rendezvous completes after a
 //!   small one sent behind it): the sequence numbers restore each stream's order, and
@@ -91,6 +95,11 @@ const RX_HIGH: usize = 16;
 const TX_BUFFERS: usize = 64;
 const HIGH_RESERVE: usize = 8;
 
+/// Small send buffers (of [`INJECT_MAX`] bytes, for messages that fit the provider's
+/// inject size); the last [`SMALL_HIGH_RESERVE`] are for high-priority messages only.
+const SMALL_BUFFERS: usize = 256;
+const SMALL_HIGH_RESERVE: usize = 32;
+
 /// The reserved header byte of a connection hello (see `OfiTransport::greet`), which is
 /// never delivered.
 const HELLO: u8 = 1;
@@ -98,7 +107,8 @@ const HELLO: u8 = 1;
 /// Completions read in one call.
 const BATCH: usize = 32;
 
-/// Largest inline send (`fi_inject`), whatever the provider allows.
+/// Largest send from a small buffer (header included), whatever inject size the
+/// provider states.
 const INJECT_MAX: usize = 256;
 
 /// Registered buffers one-sided operations copy through, and how many of them may be in
@@ -125,6 +135,10 @@ struct EpState {
     tx_free: Vec<u32>,
     /// The peer each send buffer in flight goes to.
     tx_peer: Vec<u32>,
+    /// Small send buffers free.
+    small_free: Vec<u32>,
+    /// The peer each small send buffer in flight goes to.
+    small_peer: Vec<u32>,
     /// Next sequence number per (peer, lane, priority).
     seq: Vec<u64>,
     /// Receive buffers served but not yet posted again (the endpoint said `EAGAIN`).
@@ -145,6 +159,21 @@ struct EpState {
 }
 
 impl EpState {
+    /// The free list of the small (`true`) or large send buffers.
+    fn free_list(&mut self, small: bool) -> &mut Vec<u32> {
+        if small {
+            &mut self.small_free
+        } else {
+            &mut self.tx_free
+        }
+    }
+
+    /// Messages sent whose completion the provider has not given yet: the provider may
+    /// still hold them, and move them only when this rank calls it.
+    fn sends_in_flight(&self) -> usize {
+        (TX_BUFFERS - self.tx_free.len()) + (SMALL_BUFFERS - self.small_free.len())
+    }
+
     /// `Ok` unless the provider may no longer be called ([`EpState::fenced`]).
     fn usable(&self) -> Result<(), FabricError> {
         match &self.fenced {
@@ -173,6 +202,8 @@ pub struct OfiTransport {
     lib: &'static Lib,
     h: Handles,
     tx: Pool,
+    /// The small send buffers (messages up to [`OfiTransport::inject`] bytes).
+    small: Pool,
     rx: Pool,
     /// The buffers one-sided operations copy through.
     rma_pool: Pool,
@@ -180,6 +211,7 @@ pub struct OfiTransport {
     /// per endpoint for the send and receive pools (registrations are bound to one
     /// endpoint under `FI_MR_ENDPOINT`).
     tx_desc: [*mut c_void; 2],
+    small_desc: [*mut c_void; 2],
     rx_desc: [*mut c_void; 2],
     rma_desc: *mut c_void,
     /// The provider's registration mode (`FI_MR_*`).
@@ -197,6 +229,8 @@ pub struct OfiTransport {
     rma_moved: [std::sync::atomic::AtomicU64; 2],
     /// Memory registrations, closed before the domain.
     mrs: Vec<*mut ffi::fid_mr>,
+    /// Largest send (header included) from a small buffer: the provider's inject size,
+    /// at most [`INJECT_MAX`].
     inject: usize,
     ep: TryLock<EpState>,
     rxs: TryLock<RxState>,
@@ -331,9 +365,11 @@ impl OfiTransport {
                 rx_cq: std::ptr::null_mut(),
             },
             tx: Pool::new(TX_BUFFERS, max_message + HEADER),
+            small: Pool::new(SMALL_BUFFERS, INJECT_MAX),
             rx: Pool::new(RX_BUFFERS + RX_HIGH, max_message + HEADER),
             rma_pool: Pool::new(if rma_on { RMA_SLOTS } else { 1 }, RMA_CHUNK.min(max_msg)),
             tx_desc: [std::ptr::null_mut(); 2],
+            small_desc: [std::ptr::null_mut(); 2],
             rx_desc: [std::ptr::null_mut(); 2],
             rma_desc: std::ptr::null_mut(),
             mr_mode,
@@ -349,6 +385,8 @@ impl OfiTransport {
                 EpState {
                     tx_free: (0..TX_BUFFERS as u32).rev().collect(),
                     tx_peer: vec![u32::MAX; TX_BUFFERS],
+                    small_free: (0..SMALL_BUFFERS as u32).rev().collect(),
+                    small_peer: vec![u32::MAX; SMALL_BUFFERS],
                     seq: vec![0; boot.size() as usize * usize::from(cfg.lanes) * 2],
                     repost: Vec::new(),
                     failed: None,
@@ -521,11 +559,14 @@ impl OfiTransport {
                 for k in 0..2 {
                     if k == 1 && !per_endpoint {
                         self.tx_desc[1] = self.tx_desc[0];
+                        self.small_desc[1] = self.small_desc[0];
                         self.rx_desc[1] = self.rx_desc[0];
                         break;
                     }
                     self.tx_desc[k] =
                         self.register(self.tx.base(), self.tx.bytes(), ffi::FI_SEND, k)?;
+                    self.small_desc[k] =
+                        self.register(self.small.base(), self.small.bytes(), ffi::FI_SEND, k)?;
                     self.rx_desc[k] =
                         self.register(self.rx.base(), self.rx.bytes(), ffi::FI_RECV, k)?;
                 }
@@ -746,8 +787,8 @@ impl OfiTransport {
         Ok(())
     }
 
-    /// Reads the send queue's completions: frees their buffers; a failed send is kept
-    /// in `st.failed`.
+    /// Reads the send queue's completions (which also drives a provider with manual
+    /// progress): frees their buffers; a failed send is kept in `st.failed`.
     fn reap_sends(&self, st: &mut EpState) {
         let mut entries = [fi_cq_msg_entry {
             op_context: std::ptr::null_mut(),
@@ -762,7 +803,9 @@ impl OfiTransport {
             };
             if n > 0 {
                 for e in &entries[..n as usize] {
-                    if let Some(b) = self.tx.index_of(e.op_context) {
+                    if let Some(b) = self.small.index_of(e.op_context) {
+                        st.small_free.push(b);
+                    } else if let Some(b) = self.tx.index_of(e.op_context) {
                         st.tx_free.push(b);
                     } else if let Some(b) = self.rma_pool.index_of(e.op_context) {
                         self.rma_done(st, b, None);
@@ -776,14 +819,15 @@ impl OfiTransport {
                     self.rma_done(st, b, Some(err));
                     continue;
                 }
-                let peer = self
-                    .tx
-                    .index_of(ctx)
-                    .map(|b| {
-                        st.tx_free.push(b);
-                        st.tx_peer[b as usize]
-                    })
-                    .unwrap_or(u32::MAX);
+                let peer = if let Some(b) = self.small.index_of(ctx) {
+                    st.small_free.push(b);
+                    st.small_peer[b as usize]
+                } else if let Some(b) = self.tx.index_of(ctx) {
+                    st.tx_free.push(b);
+                    st.tx_peer[b as usize]
+                } else {
+                    u32::MAX
+                };
                 if st.failed.is_none() {
                     st.failed = Some(self.failure(peer, "send", err));
                 }
@@ -902,6 +946,7 @@ impl Drop for OfiTransport {
             // the endpoint could still progress them. Keep everything the provider may
             // touch for the life of the process.
             self.tx.leak();
+            self.small.leak();
             self.rx.leak();
             self.rma_pool.leak();
             return;
@@ -977,13 +1022,16 @@ impl Transport for OfiTransport {
     }
 
     fn flush(&self, _lane: usize) -> Result<bool, FabricError> {
-        // Nothing is queued by Spools; the provider progresses on this call.
+        // Spools queues nothing itself, but the provider may hold sends it accepted
+        // until this rank's calls move them (with manual progress, `tcp;ofi_rxm` keeps
+        // what a full socket did not take): they are queued until it completes them.
+        // Reading the completions also drives the provider's progress.
         let mut st = self.ep.lock();
         st.usable()?;
         self.reap_sends(&mut st);
         match st.failed.take() {
             Some(e) => Err(e),
-            None => Ok(false),
+            None => Ok(st.sends_in_flight() > 0),
         }
     }
 
@@ -1076,8 +1124,12 @@ impl Transport for OfiTransport {
 }
 
 impl OfiTransport {
-    /// Sends `header` then `parts` (`len` bytes) to `peer`: inline when it fits, else
-    /// from a pool buffer; `Ok(false)` when the pool or the endpoint is full.
+    /// Sends `header` then `parts` (`len` bytes) to `peer` from a send buffer: a small
+    /// one when it fits the provider's inject size, else a large one; `Ok(false)` when
+    /// the pool (but for the reserve of high-priority messages) or the endpoint is full.
+    /// The buffer is free again when the provider completes the send ([`reap_sends`]).
+    ///
+    /// [`reap_sends`]: OfiTransport::reap_sends
     fn post(
         &self,
         st: &mut EpState,
@@ -1092,35 +1144,29 @@ impl OfiTransport {
         let k = priority.index();
         let ep = self.h.eps[k];
         let addr = u64::from(peer) + k as u64 * u64::from(self.size);
-        if total <= self.inject {
-            let mut buf = [0u8; INJECT_MAX];
-            gather(&mut buf[..total], header, parts);
-            // SAFETY: the endpoint is enabled; `buf` holds `total` bytes, copied by the
-            // provider before it returns.
-            let rc =
-                unsafe { ((*(*ep).msg).inject)(ep, buf.as_ptr() as *const c_void, total, addr) };
-            if rc == -ffi::FI_EAGAIN {
-                self.reap_sends(st);
-                return Ok(false);
-            }
-            call(self.lib, "fi_inject", rc)?;
-            return Ok(true);
-        }
-        if st.tx_free.len() <= HIGH_RESERVE && priority == Priority::Low {
+        let small = total <= self.inject;
+        let (pool, desc, reserve) = if small {
+            (&self.small, self.small_desc[k], SMALL_HIGH_RESERVE)
+        } else {
+            (&self.tx, self.tx_desc[k], HIGH_RESERVE)
+        };
+        if st.free_list(small).len() <= reserve && priority == Priority::Low {
             self.reap_sends(st);
-            if st.tx_free.len() <= HIGH_RESERVE {
+            if st.free_list(small).len() <= reserve {
                 return Ok(false);
             }
         }
-        let Some(b) = st.tx_free.pop().or_else(|| {
+        let Some(b) = st.free_list(small).pop().or_else(|| {
             self.reap_sends(st);
-            st.tx_free.pop()
+            st.free_list(small).pop()
         }) else {
             return Ok(false);
         };
         // SAFETY: buffer `b` is free (not in flight): this thread, under the lock, is
-        // its only user until its completion.
-        let slot = unsafe { std::slice::from_raw_parts_mut(self.tx.slot(b), total) };
+        // its only user until its completion; `total` fits its pool's buffers (the
+        // small ones hold INJECT_MAX >= `self.inject` bytes, the large ones the
+        // largest message and its header).
+        let slot = unsafe { std::slice::from_raw_parts_mut(pool.slot(b), total) };
         gather(slot, header, parts);
         // SAFETY: as above; the buffer and its context stay untouched until the send
         // completes (reap_sends frees it).
@@ -1129,18 +1175,18 @@ impl OfiTransport {
                 ep,
                 slot.as_ptr() as *const c_void,
                 total,
-                self.tx_desc[k],
+                desc,
                 addr,
-                self.tx.context(b),
+                pool.context(b),
             )
         };
         if rc == -ffi::FI_EAGAIN {
-            st.tx_free.push(b);
+            st.free_list(small).push(b);
             self.reap_sends(st);
             return Ok(false);
         }
         if rc != 0 {
-            st.tx_free.push(b);
+            st.free_list(small).push(b);
             return Err(OfiError::Call {
                 call: "fi_send",
                 code: rc as i64,
@@ -1148,7 +1194,11 @@ impl OfiTransport {
             }
             .into());
         }
-        st.tx_peer[b as usize] = peer;
+        if small {
+            st.small_peer[b as usize] = peer;
+        } else {
+            st.tx_peer[b as usize] = peer;
+        }
         Ok(true)
     }
 
