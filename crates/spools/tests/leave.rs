@@ -398,3 +398,61 @@ fn a_runtime_barrier_a_finalised_rank_never_joins_fails() {
         "{o:?}"
     );
 }
+
+/// Messages of the flood in [`last_sends_role`], and their size (eager: each send returns
+/// once the transport took it, possibly into its own queue).
+const LAST_SENDS: usize = 2000;
+const LAST_SEND_BYTES: usize = 16 << 10;
+
+/// Rank 1 floods rank 0 with eager messages and finalises at once: what its transport
+/// still holds in its own queues (a TCP connection's unwritten bytes, libfabric sends not
+/// completed) must still reach rank 0, which receives every message and checks it. (A
+/// guard for issue 58's question whether a finalising rank strands its last sends: it
+/// does not today, over TCP or libfabric.)
+fn last_sends_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    let fill = |i: usize| -> Vec<u8> {
+        (0..LAST_SEND_BYTES)
+            .map(|k| (k ^ (i * 131)) as u8)
+            .collect()
+    };
+    if w.rank() == 1 {
+        for i in 0..LAST_SENDS {
+            e(w.send(&fill(i), 0, 7))?;
+        }
+        return e(w.finalize());
+    }
+    if w.rank() == 0 {
+        let mut buf = vec![0u8; LAST_SEND_BYTES];
+        for i in 0..LAST_SENDS {
+            e(w.recv(&mut buf, 1u32, 7))?;
+            if buf != fill(i) {
+                return Err(format!("message {i} differs"));
+            }
+        }
+        println!("rank 0 received all {LAST_SENDS} messages");
+    }
+    e(w.finalize())
+}
+
+#[test]
+fn a_rank_that_finalises_at_once_still_delivers_its_last_messages() {
+    rank_main(|_| last_sends_role());
+    let mut cases = vec![vec![("SPOOLS_TRANSPORT", "tcp")]];
+    for p in spools_testkit::ofi_providers() {
+        cases.push(vec![
+            ("SPOOLS_TRANSPORT", "ofi"),
+            ("SPOOLS_OFI_PROVIDER", p),
+        ]);
+    }
+    for env in cases {
+        let o = launch(
+            2,
+            "a_rank_that_finalises_at_once_still_delivers_its_last_messages",
+            "x",
+            &env,
+        );
+        spools_testkit::assert_ok(&o);
+        assert!(o.stdout.contains("rank 0 received all"), "{env:?}: {o:?}");
+    }
+}
