@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::abi::*;
 use crate::comm::comm;
-use crate::datatype::{committed, count as ccount, unpack, TypeObj};
+use crate::datatype::{buffer, committed, count as ccount, unpack, TypeObj};
 use crate::errhandler::on_comm;
 use crate::error::MpiError;
 use crate::op::{reduce, Which};
@@ -95,6 +95,7 @@ pub unsafe extern "C" fn MPI_Bcast(
         let root = root_of(&c, root, call)?;
         let n = ccount(count.into(), call)?;
         let t = committed(datatype, call)?;
+        crate::datatype::buffer(buffer as usize, n, &t, call, "buffer")?;
         let len = n * t.size;
         if t.contiguous() && len > 0 {
             // SAFETY: `len` bytes (the caller's contract).
@@ -143,7 +144,19 @@ unsafe fn reduction(
             (Some(root), _) => Which::Root(root_of(&c, root, call)?),
             (None, _) => Which::All,
         };
-        let send = if in_place(sendbuf) {
+        // The root's result and everyone's in the other reductions; in place only there.
+        let gets = match which {
+            Which::Root(r) => c.comm.rank() == r,
+            _ => true,
+        };
+        let inplace = gets && in_place(sendbuf);
+        if !inplace {
+            buffer(sendbuf as usize, n, &t, call, "sendbuf")?;
+        }
+        if gets {
+            buffer(recvbuf as usize, n, &t, call, "recvbuf")?;
+        }
+        let send = if inplace {
             recvbuf.cast_const()
         } else {
             sendbuf
@@ -277,18 +290,18 @@ struct Moves {
     rn: usize,
 }
 
+/// Checks the arguments of a gather, scatter, allgather or alltoall: each side's type
+/// and count per block where that side is used, and its buffer.
 fn moves(
     comm: MPI_Comm,
-    sc: c_int,
-    sdt: MPI_Datatype,
-    rc: c_int,
-    rdt: MPI_Datatype,
+    (sendbuf, sc, sdt): (*const c_void, c_int, MPI_Datatype),
+    (recvbuf, rc, rdt): (*mut c_void, c_int, MPI_Datatype),
     send_used: bool,
     recv_used: bool,
     call: &'static str,
 ) -> Result<Moves, MpiError> {
     let c = self::comm(comm, call)?;
-    Ok(Moves {
+    let m = Moves {
         c,
         st: if send_used {
             Some(committed(sdt, call)?)
@@ -310,7 +323,14 @@ fn moves(
         } else {
             0
         },
-    })
+    };
+    if let Some(st) = &m.st {
+        buffer(sendbuf as usize, m.sn, st, call, "sendbuf")?;
+    }
+    if let Some(rt) = &m.rt {
+        buffer(recvbuf as usize, m.rn, rt, call, "recvbuf")?;
+    }
+    Ok(m)
 }
 
 /// The program's send and receive buffers as bytes, used in place (no copies, and the
@@ -391,7 +411,12 @@ pub unsafe extern "C" fn MPI_Gather(
         let me_root = c0.comm.rank() == root;
         let inplace = me_root && in_place(sendbuf);
         let m = moves(
-            comm, sendcount, sendtype, recvcount, recvtype, !inplace, me_root, call,
+            comm,
+            (sendbuf, sendcount, sendtype),
+            (recvbuf, recvcount, recvtype),
+            !inplace,
+            me_root,
+            call,
         )?;
         let mine = if inplace {
             let rt =
@@ -462,7 +487,12 @@ pub unsafe extern "C" fn MPI_Scatter(
         let me_root = c0.comm.rank() == root;
         let inplace = me_root && in_place(recvbuf);
         let m = moves(
-            comm, sendcount, sendtype, recvcount, recvtype, me_root, !inplace, call,
+            comm,
+            (sendbuf, sendcount, sendtype),
+            (recvbuf, recvcount, recvtype),
+            me_root,
+            !inplace,
+            call,
         )?;
         let size = m.c.comm.size() as usize;
         let all = match (me_root, m.st.as_ref()) {
@@ -513,7 +543,12 @@ pub unsafe extern "C" fn MPI_Allgather(
         let call = "MPI_Allgather";
         let inplace = in_place(sendbuf);
         let m = moves(
-            comm, sendcount, sendtype, recvcount, recvtype, !inplace, true, call,
+            comm,
+            (sendbuf, sendcount, sendtype),
+            (recvbuf, recvcount, recvtype),
+            !inplace,
+            true,
+            call,
         )?;
         let rt =
             m.rt.as_ref()
@@ -580,7 +615,12 @@ pub unsafe extern "C" fn MPI_Alltoall(
         let call = "MPI_Alltoall";
         let inplace = in_place(sendbuf);
         let m = moves(
-            comm, sendcount, sendtype, recvcount, recvtype, !inplace, true, call,
+            comm,
+            (sendbuf, sendcount, sendtype),
+            (recvbuf, recvcount, recvtype),
+            !inplace,
+            true,
+            call,
         )?;
         let rt =
             m.rt.as_ref()

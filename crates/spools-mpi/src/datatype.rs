@@ -345,6 +345,94 @@ pub(crate) fn bytes_of(n: usize, t: &TypeObj, call: &'static str) -> Result<usiz
         })
 }
 
+/// Data at addresses below this never lies in a program's memory (the first page is
+/// never mapped): a datatype whose data starts here or above it is one of absolute
+/// addresses, made for `MPI_BOTTOM`.
+const FIRST_PAGE: isize = 4096;
+
+/// Why `n` elements of `t` at `addr` are no buffer, for [`buffer`]; `None` when they may
+/// be one. The rule of every buffer argument (MPICH's, made exact): nothing is wrong
+/// with no data (a zero count or a datatype of no bytes, whatever the address);
+/// otherwise the address must not be `MPI_IN_PLACE` (callers that allow it resolve it
+/// first), and the data must not start in the first page, which is never mapped: NULL
+/// (`MPI_BOTTOM`) is refused unless the datatype's data lies at absolute addresses (its
+/// true lower bound beyond the first page, as a type built from `MPI_Get_address` has).
+pub(crate) fn unusable(addr: usize, n: usize, t: &TypeObj) -> Option<&'static str> {
+    if n == 0 || t.size == 0 {
+        return None;
+    }
+    if addr == MPI_IN_PLACE {
+        return Some("MPI_IN_PLACE, which this argument does not allow");
+    }
+    let first = isize::try_from(addr)
+        .ok()
+        .and_then(|a| a.checked_add(t.true_lb));
+    if first.is_some_and(|f| f >= FIRST_PAGE) {
+        return None;
+    }
+    Some(if addr == MPI_BOTTOM {
+        "NULL (MPI_BOTTOM), and the datatype's displacements are not absolute addresses"
+    } else {
+        "an address whose data would start in the first page of memory (never mapped)"
+    })
+}
+
+/// Checks the buffer argument `what` of `call`: `n` elements of `t` at `addr`
+/// ([`unusable`] gives the rule). Every call that moves data checks each buffer it uses
+/// with this before touching it.
+///
+/// # Errors
+/// `MPI_ERR_BUFFER` naming the call, the argument and what is wrong.
+pub(crate) fn buffer(
+    addr: usize,
+    n: usize,
+    t: &TypeObj,
+    call: &'static str,
+    what: &'static str,
+) -> Result<(), MpiError> {
+    match unusable(addr, n, t) {
+        None => Ok(()),
+        Some(why) => Err(MpiError::invalid(
+            MPI_ERR_BUFFER,
+            format!("{call}: {what} is {why} ({n} elements of {} bytes)", t.size),
+        )),
+    }
+}
+
+/// [`buffer`] for one block of a v, w or neighbourhood collective: `n` elements of `t`
+/// at byte displacement `disp` from the argument `base` (the block's own address is what
+/// is checked, so `MPI_BOTTOM` with absolute displacements is a buffer; `MPI_IN_PLACE`
+/// never is).
+///
+/// # Errors
+/// As [`buffer`].
+pub(crate) fn block(
+    base: usize,
+    disp: isize,
+    n: usize,
+    t: &TypeObj,
+    call: &'static str,
+    what: &'static str,
+) -> Result<(), MpiError> {
+    if base == MPI_IN_PLACE {
+        return buffer(base, n, t, call, what);
+    }
+    buffer(base.wrapping_add_signed(disp), n, t, call, what)
+}
+
+/// [`buffer`] for `len` bytes (a packed buffer, of `MPI_PACKED`).
+///
+/// # Errors
+/// As [`buffer`].
+pub(crate) fn byte_buffer(
+    addr: usize,
+    len: usize,
+    call: &'static str,
+    what: &'static str,
+) -> Result<(), MpiError> {
+    buffer(addr, len, &*dtype(MPI_BYTE)?, call, what)
+}
+
 /// Copies `count` elements of `t` at `buf` into one contiguous vector.
 ///
 /// # Safety
@@ -694,6 +782,7 @@ pub unsafe extern "C" fn MPI_Pack(
         }
         // SAFETY: non-NULL (the caller's contract).
         let pos = nonneg(unsafe { *position }, call)?;
+        buffer(inbuf as usize, n, &t, call, "inbuf")?;
         // SAFETY: `inbuf` holds `incount` elements (the caller's contract).
         let data = unsafe { pack(inbuf.cast(), n, &t) };
         if pos + data.len() > nonneg(outsize, call)? {
@@ -702,6 +791,7 @@ pub unsafe extern "C" fn MPI_Pack(
                 "MPI_Pack: outbuf is too small",
             ));
         }
+        byte_buffer(outbuf as usize, data.len(), call, "outbuf")?;
         // SAFETY: `outbuf` holds `outsize` bytes, checked above.
         unsafe {
             std::ptr::copy_nonoverlapping(data.as_ptr(), outbuf.cast::<u8>().add(pos), data.len());
@@ -742,6 +832,8 @@ pub unsafe extern "C" fn MPI_Unpack(
                 "MPI_Unpack: inbuf holds fewer bytes than asked for",
             ));
         }
+        byte_buffer(inbuf as usize, len, call, "inbuf")?;
+        buffer(outbuf as usize, n, &t, call, "outbuf")?;
         // SAFETY: `inbuf` holds `insize` bytes (checked); `outbuf` `outcount` elements.
         unsafe {
             let data = std::slice::from_raw_parts(inbuf.cast::<u8>().add(pos), len);
@@ -751,4 +843,52 @@ pub unsafe extern "C" fn MPI_Unpack(
         Ok(())
     })();
     crate::errhandler::on_comm(comm, r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn int() -> Arc<TypeObj> {
+        dtype(MPI_INT).expect("MPI_INT is predefined")
+    }
+
+    #[test]
+    fn a_null_or_in_place_buffer_with_data_is_refused() {
+        let t = int();
+        assert!(unusable(MPI_BOTTOM, 4, &t).is_some());
+        assert!(unusable(MPI_IN_PLACE, 4, &t).is_some());
+        let e = buffer(MPI_BOTTOM, 4, &t, "MPI_Send", "buf").expect_err("NULL with 4 ints");
+        assert_eq!(e.class(), MPI_ERR_BUFFER);
+        assert!(e.to_string().starts_with("MPI_Send: buf is NULL"), "{e}");
+        assert_eq!(
+            byte_buffer(MPI_BOTTOM, 8, "MPI_Pack", "outbuf").map_err(|e| e.class()),
+            Err(MPI_ERR_BUFFER)
+        );
+    }
+
+    #[test]
+    fn no_data_or_absolute_addresses_allow_any_address() {
+        let t = int();
+        assert!(unusable(MPI_BOTTOM, 0, &t).is_none());
+        assert!(unusable(MPI_IN_PLACE, 0, &t).is_none());
+        assert!(unusable(0x7fff_0000, 4, &t).is_none());
+        // A struct of one int at an absolute address (built from MPI_Get_address).
+        let absolute = build(&[(0x7fff_0000, 1, t.clone())], true);
+        assert!(unusable(MPI_BOTTOM, 1, &absolute).is_none());
+        // Displacements inside the first page are no addresses: NULL is refused.
+        let near = build(&[(8, 1, t.clone())], true);
+        assert!(unusable(MPI_BOTTOM, 1, &near).is_some());
+        let below = build(&[(-8, 1, t.clone())], true);
+        assert!(unusable(MPI_BOTTOM, 1, &below).is_some());
+        // Data starting in the first page is no buffer; a block at an absolute
+        // displacement from MPI_BOTTOM is one.
+        assert!(unusable(8, 4, &t).is_some());
+        assert!(block(MPI_BOTTOM, 0x7fff_0000, 4, &t, "c", "b").is_ok());
+        assert!(block(MPI_BOTTOM, 0, 4, &t, "c", "b").is_err());
+        assert!(block(MPI_IN_PLACE, 0x7fff_0000, 4, &t, "c", "b").is_err());
+        // An empty type moves nothing.
+        let empty = build(&[], true);
+        assert!(unusable(MPI_BOTTOM, 4, &empty).is_none());
+    }
 }

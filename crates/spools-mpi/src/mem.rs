@@ -87,6 +87,8 @@ fn reduce_local(
     let n = ccount(count, call)?;
     let t = committed(datatype, call)?;
     let red = Reducer::new(op, datatype, &t, n)?;
+    crate::datatype::buffer(inbuf as usize, n, &t, call, "inbuf")?;
+    crate::datatype::buffer(inoutbuf as usize, n, &t, call, "inoutbuf")?;
     // SAFETY: both buffers hold `count` elements (MPI's contract).
     unsafe {
         let a = red.input(inbuf.cast());

@@ -436,7 +436,28 @@ pub unsafe extern "C" fn MPI_Op_create(
     on_self(r)
 }
 
-/// `MPI_Op_free`.
+/// Whether `h` is one of the standard's operators (all commutative; none can be freed).
+fn predefined_op(h: MPI_Op) -> bool {
+    matches!(
+        h,
+        MPI_SUM
+            | MPI_PROD
+            | MPI_MIN
+            | MPI_MAX
+            | MPI_BAND
+            | MPI_BOR
+            | MPI_BXOR
+            | MPI_LAND
+            | MPI_LOR
+            | MPI_LXOR
+            | MPI_MINLOC
+            | MPI_MAXLOC
+            | MPI_REPLACE
+            | MPI_NO_OP
+    )
+}
+
+/// `MPI_Op_free`: frees a user operator (predefined ones cannot be freed).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Op_free(op: *mut MPI_Op) -> c_int {
     let r = (|| {
@@ -445,6 +466,12 @@ pub unsafe extern "C" fn MPI_Op_free(op: *mut MPI_Op) -> c_int {
         }
         // SAFETY: non-NULL (the caller's contract).
         let h = unsafe { *op };
+        if predefined_op(h) {
+            return Err(MpiError::invalid(
+                MPI_ERR_OP,
+                "MPI_Op_free: a predefined operator cannot be freed",
+            ));
+        }
         OPS.remove(h).ok_or(MpiError::Handle {
             class: MPI_ERR_OP,
             what: "operator",
@@ -462,8 +489,7 @@ pub unsafe extern "C" fn MPI_Op_free(op: *mut MPI_Op) -> c_int {
 pub unsafe extern "C" fn MPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> c_int {
     let r = (|| {
         let c = match op {
-            MPI_SUM | MPI_PROD | MPI_MIN | MPI_MAX | MPI_BAND | MPI_BOR | MPI_BXOR | MPI_LAND
-            | MPI_LOR | MPI_LXOR | MPI_MINLOC | MPI_MAXLOC | MPI_REPLACE | MPI_NO_OP => true,
+            h if predefined_op(h) => true,
             h => {
                 OPS.get(h)
                     .ok_or(MpiError::Handle {

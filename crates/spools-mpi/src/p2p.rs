@@ -10,7 +10,7 @@ use spools::{Source, Tag};
 
 use crate::abi::*;
 use crate::comm::{comm, CommObj};
-use crate::datatype::{committed, count as ccount, pack, unpack, TypeObj};
+use crate::datatype::{buffer, committed, count as ccount, pack, unpack, TypeObj};
 use crate::errhandler::on_comm;
 use crate::error::MpiError;
 use crate::out::out;
@@ -92,25 +92,30 @@ pub(crate) unsafe fn data<'a>(buf: *const c_void, n: usize, t: &TypeObj) -> Cow<
 }
 
 /// The parts of a send call.
-struct Send {
+pub(crate) struct Send {
     c: std::sync::Arc<CommObj>,
     to: Option<u32>,
     tag: i32,
-    t: std::sync::Arc<TypeObj>,
-    n: usize,
+    /// The datatype.
+    pub(crate) t: std::sync::Arc<TypeObj>,
+    /// The count of elements.
+    pub(crate) n: usize,
 }
 
-fn send_args(
-    comm_h: MPI_Comm,
+/// Checks the arguments of a send of `n` elements of `dt` at `buf`.
+pub(crate) fn send_args(
+    buf: usize,
     n: i64,
     dt: MPI_Datatype,
     d: c_int,
     tag: c_int,
+    comm_h: MPI_Comm,
     call: &'static str,
 ) -> Result<Send, MpiError> {
     let c = comm(comm_h, call)?;
     let (n, t) = (ccount(n, call)?, committed(dt, call)?);
     crate::datatype::bytes_of(n, &t, call)?;
+    buffer(buf, n, &t, call, "buf")?;
     Ok(Send {
         n,
         t,
@@ -135,7 +140,7 @@ unsafe fn send(
     buffered: bool,
 ) -> c_int {
     let r = (|| {
-        let s = send_args(comm_h, count, datatype, d, tag, call)?;
+        let s = send_args(buf as usize, count, datatype, d, tag, comm_h, call)?;
         let Some(to) = s.to else { return Ok(()) };
         // SAFETY: the caller's contract.
         let bytes = unsafe { data(buf, s.n, &s.t) };
@@ -297,6 +302,7 @@ unsafe fn recv(
         let c = comm(comm_h, call)?;
         let n = ccount(count, call)?;
         let t = committed(datatype, call)?;
+        buffer(buf as usize, n, &t, call, "buf")?;
         let tag = recv_tag(tag, call)?;
         let Some(from) = source(&c, src, call)? else {
             // SAFETY: the caller's contract.
@@ -420,7 +426,7 @@ pub(crate) unsafe fn start_send(
     comm_h: MPI_Comm,
     call: &'static str,
 ) -> Result<Op, MpiError> {
-    let s = send_args(comm_h, count, datatype, d, tag, call)?;
+    let s = send_args(buf, count, datatype, d, tag, comm_h, call)?;
     Ok(match s.to {
         None => Op::Done(empty_status()),
         Some(to) => {
@@ -454,6 +460,7 @@ pub(crate) fn start_recv(
     let c = comm(comm_h, call)?;
     let n = ccount(count, call)?;
     let t = committed(datatype, call)?;
+    buffer(buf, n, &t, call, "buf")?;
     let tag = recv_tag(tag, call)?;
     Ok(match source(&c, src, call)? {
         None => Op::Done(proc_null_status()),
@@ -827,6 +834,19 @@ unsafe fn sendrecv(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
+    // The send is checked before the receive is posted: a send that fails after it
+    // would leave the call waiting for a receive that may never match.
+    if let Err(e) = send_args(
+        sendbuf as usize,
+        sendcount,
+        sendtype,
+        dest,
+        sendtag,
+        comm,
+        "MPI_Sendrecv",
+    ) {
+        return on_comm(comm, Err(e));
+    }
     let mut req = MPI_REQUEST_NULL;
     // SAFETY: the caller's contract.
     let rc = unsafe {
@@ -932,8 +952,11 @@ unsafe fn sendrecv_replace(
     status: *mut MPI_Status,
 ) -> c_int {
     let copy = (|| {
-        let n = ccount(count, "MPI_Sendrecv_replace")?;
-        let t = committed(datatype, "MPI_Sendrecv_replace")?;
+        let call = "MPI_Sendrecv_replace";
+        // The buffer and the send are checked before the receive is posted (as in
+        // `sendrecv`).
+        let s = send_args(buf as usize, count, datatype, dest, sendtag, comm, call)?;
+        let (n, t) = (s.n, s.t);
         // SAFETY: the caller's contract.
         Ok::<_, MpiError>(unsafe { data(buf, n, &t) }.into_owned())
     })();

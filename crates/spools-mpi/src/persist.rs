@@ -6,12 +6,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::abi::*;
 use crate::comm::comm;
-use crate::datatype::{committed, count as ccount, unpack, TypeObj};
+use crate::datatype::{buffer, committed, count as ccount, unpack, TypeObj};
 use crate::errhandler::on_comm;
 use crate::error::MpiError;
 use crate::handles::{Kind, Table};
 use crate::out::out;
-use crate::p2p::{data, recv_tag, source, start_recv, start_send};
+use crate::p2p::{data, recv_tag, send_args, source, start_recv, start_send};
 use crate::request::{give, give_persistent, proc_null_status, put_status, status_with, Op};
 
 /// A persistent send (any mode).
@@ -30,11 +30,7 @@ unsafe fn send_init(
 ) -> c_int {
     let r = (|| {
         // Check the arguments now, as MPI does.
-        let c = comm(comm_h, call)?;
-        ccount(count, call)?;
-        committed(datatype, call)?;
-        crate::p2p::dest(&c, dest, call)?;
-        crate::p2p::send_tag(tag, call)?;
+        send_args(buf as usize, count, datatype, dest, tag, comm_h, call)?;
         let addr = buf as usize;
         // SAFETY: MPI's contract: the buffer holds the elements whenever it is started.
         let h = give_persistent(
@@ -123,8 +119,8 @@ unsafe fn recv_init(
 ) -> c_int {
     let r = (|| {
         let c = comm(comm_h, call)?;
-        ccount(count, call)?;
-        committed(datatype, call)?;
+        let t = committed(datatype, call)?;
+        buffer(buf as usize, ccount(count, call)?, &t, call, "buf")?;
         source(&c, src, call)?;
         recv_tag(tag, call)?;
         let addr = buf as usize;
@@ -210,6 +206,9 @@ unsafe fn isendrecv(
     call: &'static str,
 ) -> c_int {
     let r = (|| {
+        // The send is checked before the receive is posted: a send that fails after
+        // it would leave the receive posted with no request to complete it.
+        send_args(sendbuf, sendcount, sendtype, dest, sendtag, comm_h, call)?;
         let recv = start_recv(recvbuf, recvcount, recvtype, src, recvtag, comm_h, call)?;
         // SAFETY: the caller's contract.
         let send =
@@ -310,10 +309,10 @@ unsafe fn isendrecv_replace(
     call: &'static str,
 ) -> c_int {
     let r = (|| {
-        let n = ccount(count, call)?;
-        let t = committed(datatype, call)?;
+        // The buffer and the send are checked before the receive is posted.
+        let s = send_args(buf as usize, count, datatype, dest, sendtag, comm_h, call)?;
         // SAFETY: the caller's contract.
-        let copy = unsafe { data(buf, n, &t) }.into_owned();
+        let copy = unsafe { data(buf, s.n, &s.t) }.into_owned();
         let recv = start_recv(buf as usize, count, datatype, src, recvtag, comm_h, call)?;
         // SAFETY: `copy` holds the packed elements, sent as bytes.
         let send = unsafe {
@@ -507,6 +506,8 @@ unsafe fn mrecv(
     }
     let n = ccount(count, call)?;
     let t: Arc<TypeObj> = committed(datatype, call)?;
+    // Checked before the message is taken: it stays for a correct call.
+    buffer(buf as usize, n, &t, call, "buf")?;
     let m = MESSAGES
         .remove(h)
         .and_then(|m| m.lock().unwrap_or_else(PoisonError::into_inner).take())

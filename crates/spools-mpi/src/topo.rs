@@ -8,7 +8,7 @@ use std::sync::{Arc, PoisonError};
 
 use crate::abi::*;
 use crate::comm::{comm, insert_child, CommObj, Topo};
-use crate::datatype::{array, committed, count as ccount};
+use crate::datatype::{array, block, committed, count as ccount};
 use crate::errhandler::{on_comm, on_self};
 use crate::error::MpiError;
 use crate::out::out;
@@ -829,23 +829,27 @@ fn neighbor_xfer(
         recvs: Vec::new(),
     };
     for (&(to, key), &(n, dt, off)) in outs.iter().zip(&sends) {
+        let t = committed(dt, call)?;
+        block(sbuf, off, n, &t, call, "sendbuf")?;
         if to != MPI_PROC_NULL {
             x.sends.push(OutB {
                 to: to as u32,
                 key,
                 n,
-                t: committed(dt, call)?,
+                t,
                 addr: (sbuf as isize + off) as usize,
             });
         }
     }
     for (&(from, key), &(n, dt, off)) in ins.iter().zip(&recvs) {
+        let t = committed(dt, call)?;
+        block(rbuf, off, n, &t, call, "recvbuf")?;
         if from != MPI_PROC_NULL {
             x.recvs.push(In {
                 from: from as u32,
                 key,
                 n,
-                t: committed(dt, call)?,
+                t,
                 addr: (rbuf as isize + off) as usize,
             });
         }

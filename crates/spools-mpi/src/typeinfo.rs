@@ -509,6 +509,7 @@ pub unsafe extern "C" fn MPI_Pack_c(
         }
         // SAFETY: non-NULL (the caller's contract).
         let pos = crate::datatype::count(unsafe { *position }, call)?;
+        crate::datatype::buffer(inbuf as usize, k, &t, call, "inbuf")?;
         // SAFETY: `inbuf` holds `incount` elements (the caller's contract).
         let data = unsafe { crate::datatype::pack(inbuf.cast(), k, &t) };
         if pos + data.len() > crate::datatype::count(outsize, call)? {
@@ -517,6 +518,7 @@ pub unsafe extern "C" fn MPI_Pack_c(
                 "MPI_Pack_c: outbuf is too small",
             ));
         }
+        crate::datatype::byte_buffer(outbuf as usize, data.len(), call, "outbuf")?;
         // SAFETY: `outbuf` holds `outsize` bytes, checked above.
         unsafe {
             std::ptr::copy_nonoverlapping(data.as_ptr(), outbuf.cast::<u8>().add(pos), data.len());
@@ -557,6 +559,8 @@ pub unsafe extern "C" fn MPI_Unpack_c(
                 "MPI_Unpack_c: inbuf holds fewer bytes than asked for",
             ));
         }
+        crate::datatype::byte_buffer(inbuf as usize, len, call, "inbuf")?;
+        crate::datatype::buffer(outbuf as usize, k, &t, call, "outbuf")?;
         // SAFETY: `inbuf` holds `insize` bytes (checked); `outbuf` `outcount` elements.
         unsafe {
             let data = std::slice::from_raw_parts(inbuf.cast::<u8>().add(pos), len);

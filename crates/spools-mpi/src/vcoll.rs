@@ -13,7 +13,7 @@ use spools::CollRequest;
 
 use crate::abi::*;
 use crate::comm::{comm, CommObj};
-use crate::datatype::{committed, count as ccount, unpack, TypeObj};
+use crate::datatype::{block, buffer, committed, count as ccount, unpack, TypeObj};
 use crate::errhandler::on_comm;
 use crate::error::MpiError;
 use crate::op::Reducer;
@@ -381,24 +381,28 @@ fn gatherv(
     };
     let inplace = me == root && in_place(send as *const c_void);
     if !inplace && sends {
+        let (n, t) = (ccount(sn, call)?, committed(st, call)?);
+        buffer(send, n, &t, call, "sendbuf")?;
         x.sends.push(OutB {
             to: root,
             key: 0,
-            n: ccount(sn, call)?,
-            t: committed(st, call)?,
+            n,
+            t,
             addr: send,
         });
     }
     if me == root {
         let t = committed(rt, call)?;
         for (i, (&k, &d)) in rcounts.iter().zip(displs).enumerate() {
+            let n = ccount(k, call)?;
+            block(recv, d as isize * t.extent, n, &t, call, "recvbuf")?;
             if inplace && i as u32 == me {
                 continue;
             }
             x.recvs.push(In {
                 from: i as u32,
                 key: 0,
-                n: ccount(k, call)?,
+                n,
                 t: t.clone(),
                 addr: (recv as isize + d as isize * t.extent) as usize,
             });
@@ -433,24 +437,28 @@ fn scatterv(
     if me == root {
         let t = committed(st, call)?;
         for (i, (&k, &d)) in scounts.iter().zip(displs).enumerate() {
+            let n = ccount(k, call)?;
+            block(send, d as isize * t.extent, n, &t, call, "sendbuf")?;
             if inplace && i as u32 == me {
                 continue;
             }
             x.sends.push(OutB {
                 to: i as u32,
                 key: 0,
-                n: ccount(k, call)?,
+                n,
                 t: t.clone(),
                 addr: (send as isize + d as isize * t.extent) as usize,
             });
         }
     }
     if !inplace && receives {
+        let (n, t) = (ccount(rn, call)?, committed(rt, call)?);
+        buffer(recv, n, &t, call, "recvbuf")?;
         x.recvs.push(In {
             from: root,
             key: 0,
-            n: ccount(rn, call)?,
-            t: committed(rt, call)?,
+            n,
+            t,
             addr: recv,
         });
     }
@@ -475,6 +483,25 @@ fn allgatherv(
     let size = c.peers();
     let t = committed(rt, call)?;
     let inplace = in_place(send as *const c_void);
+    for (&k, &d) in rcounts.iter().zip(displs) {
+        block(
+            recv,
+            d as isize * t.extent,
+            ccount(k, call)?,
+            &t,
+            call,
+            "recvbuf",
+        )?;
+    }
+    if !inplace {
+        buffer(
+            send,
+            ccount(sn, call)?,
+            &*committed(st, call)?,
+            call,
+            "sendbuf",
+        )?;
+    }
     let (sa, sn, stt) = if inplace {
         (
             (recv as isize + displs[me] as isize * t.extent) as usize,
@@ -535,16 +562,19 @@ fn alltoallw(
     let mut sends = Vec::with_capacity(size);
     let mut recvs = Vec::with_capacity(size);
     for i in 0..size {
-        sends.push((
-            ccount(sc[i], call)?,
-            committed(st[i], call)?,
-            sd[i] as isize,
-        ));
+        let (n, t) = (ccount(sc[i], call)?, committed(st[i], call)?);
+        // In place, the blocks to send are the receive buffer's, checked below.
+        if !inplace {
+            block(send, sd[i] as isize, n, &t, call, "sendbuf")?;
+        }
+        sends.push((n, t, sd[i] as isize));
+        let (n, t) = (ccount(rc[i], call)?, committed(rt[i], call)?);
+        block(recv, rd[i] as isize, n, &t, call, "recvbuf")?;
         recvs.push(In {
             from: i as u32,
             key: 0,
-            n: ccount(rc[i], call)?,
-            t: committed(rt[i], call)?,
+            n,
+            t,
             addr: (recv as isize + rd[i] as isize) as usize,
         });
     }
@@ -715,6 +745,7 @@ forms!(-, -, MPI_Ibcast, MPI_Ibcast_c, MPI_Bcast_init, MPI_Bcast_init_c, comm;
     }
     let t = committed(datatype, call)?;
     let n = ccount(count as i64, call)?;
+    crate::datatype::buffer(buffer as usize, n, &t, call, "buffer")?;
     let me = c.comm.rank();
     let mut x = Xfer { c: c.clone(), sends: Vec::new(), recvs: Vec::new() };
     if me == root {
@@ -897,8 +928,10 @@ fn reduce_start(
 ) -> Result<Start, MpiError> {
     let c = self::comm(comm, call)?;
     let n = ccount(count, call)?;
+    let t = committed(dt, call)?;
     // Check the operator and type now (errors at the call, not at the wait).
-    Reducer::new(op, dt, &committed(dt, call)?, n)?;
+    Reducer::new(op, dt, &t, n)?;
+    reduce_buffers(&c, send, recv, n, &t, fold, &counts, call)?;
     Ok(Arc::new(move || {
         start_reduce(&c, send, recv, n, dt, op, fold, counts.clone(), call)
     }))
@@ -946,6 +979,46 @@ forms!(MPI_Reduce_scatter, MPI_Reduce_scatter_c, MPI_Ireduce_scatter, MPI_Ireduc
     let k = counts(&unsafe { arr(recvcounts, n, call)? }, call)?;
     scatter_start(comm, sendbuf as usize, recvbuf as usize, k, datatype, op, call)
 });
+
+/// Checks the buffers of a reduction of `n` elements of `t` folded as `fold`, those this
+/// rank uses: its input (`send`, or `recv` in place, which an intracommunicator's
+/// reduction allows wherever this rank gets a result, and an exclusive scan everywhere)
+/// and where its result goes (`counts` elements of this rank's block, for a
+/// reduce-scatter).
+fn reduce_buffers(
+    c: &CommObj,
+    send: usize,
+    recv: usize,
+    n: usize,
+    t: &TypeObj,
+    fold: Fold,
+    counts: &[usize],
+    call: &'static str,
+) -> Result<(), MpiError> {
+    let me = c.comm.rank();
+    let inter = c.inter.is_some();
+    let (sends, gets) = match fold {
+        // An intercommunicator's root gets the fold and sends nothing.
+        Fold::Root(r) if inter => (r != me, r == me),
+        Fold::Root(r) => (true, r == me),
+        Fold::Exscan => (true, me > 0),
+        Fold::All | Fold::Scan | Fold::Scatter => (true, true),
+    };
+    let may_be_in_place = !inter && (gets || matches!(fold, Fold::Exscan));
+    if may_be_in_place && in_place(send as *const c_void) {
+        buffer(recv, n, t, call, "recvbuf")?;
+    } else if sends {
+        buffer(send, n, t, call, "sendbuf")?;
+    }
+    if gets {
+        let mine = match fold {
+            Fold::Scatter => counts.get(c.local_rank() as usize).copied().unwrap_or(0),
+            _ => n,
+        };
+        buffer(recv, mine, t, call, "recvbuf")?;
+    }
+    Ok(())
+}
 
 /// A reduce-scatter: everyone's whole vector (the sum of `counts`) is combined, and
 /// rank i gets block i. In place, the input is the receive buffer.

@@ -1,7 +1,7 @@
 /* Error paths under MPI_ERRORS_RETURN: truncation (status and class), invalid ranks,
- * tags, communicators, datatypes and roots, an uncommitted datatype, a function Spools
- * does not implement (its class and a message naming it), a user error handler, and the
- * error strings. 2 ranks. */
+ * tags, communicators, datatypes and roots, an uncommitted datatype, freeing a
+ * predefined operator or datatype, a function Spools does not implement (its class and
+ * a message naming it), a user error handler, and the error strings. 2 ranks. */
 #include <string.h>
 #include "check.h"
 
@@ -70,6 +70,20 @@ int main(int argc, char **argv) {
   rc = MPI_Send(&x, 1, loose, 0, 0, MPI_COMM_WORLD);
   CHECK(class_of(rc) == MPI_ERR_TYPE, "uncommitted type class %d", class_of(rc));
   OK(MPI_Type_free(&loose));
+
+  /* Predefined handles cannot be freed: each in its class, saying so. */
+  MPI_Op sum = MPI_SUM;
+  rc = MPI_Op_free(&sum);
+  CHECK(class_of(rc) == MPI_ERR_OP && sum == MPI_SUM, "Op_free(MPI_SUM) class %d", class_of(rc));
+  char why[MPI_MAX_ERROR_STRING];
+  int why_len;
+  OK(MPI_Error_string(rc, why, &why_len));
+  CHECK(strstr(why, "predefined") && strstr(why, "cannot be freed"), "Op_free(MPI_SUM): %s", why);
+  MPI_Datatype dint = MPI_INT;
+  rc = MPI_Type_free(&dint);
+  CHECK(class_of(rc) == MPI_ERR_TYPE, "Type_free(MPI_INT) class %d", class_of(rc));
+  OK(MPI_Error_string(rc, why, &why_len));
+  CHECK(strstr(why, "predefined") && strstr(why, "cannot be freed"), "Type_free(MPI_INT): %s", why);
 
   /* A function Spools does not implement: its class, and a message naming it. */
   MPI_Comm inter;

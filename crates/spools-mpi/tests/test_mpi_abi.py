@@ -46,6 +46,22 @@ def test_errors_return_their_classes_and_messages(build, spools_run):
     assert job.out.splitlines() == ["ok errors 2 ranks"], job
 
 
+# The calls of null_buffers.c that rank 0 expects MPI_ERR_BUFFER from: its 139 BUF
+# checks, 18 of them in the one-sided loop that runs twice (own window, then a peer's).
+NULL_BUFFER_CALLS = 139 + 18
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_null_buffers_are_mpi_err_buffer_not_a_crash(build, spools_run, tmp_path, n):
+    # Every kind of data-moving call given a NULL buffer (or MPI_IN_PLACE where it is not
+    # allowed) with a nonzero count returns MPI_ERR_BUFFER instead of killing the rank
+    # with SIGSEGV; the count is rank 0's calls that returned it (each checked in C).
+    job = spools_run(n, build("null_buffers"), str(tmp_path))
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == [
+        "ok null_buffers %d ranks: %d calls gave MPI_ERR_BUFFER" % (n, NULL_BUFFER_CALLS)], job
+
+
 def test_thread_multiple_with_four_threads_sending_at_once(build, spools_run):
     job = spools_run(3, build("threads"))
     assert job.code == 0 and "FAIL" not in job.err, job

@@ -5,7 +5,7 @@
 use std::sync::{Arc, PoisonError};
 
 use crate::abi::*;
-use crate::datatype::{bytes_of, committed, count as ccount, pack, unpack, TypeObj};
+use crate::datatype::{buffer, bytes_of, committed, count as ccount, pack, unpack, TypeObj};
 use crate::error::MpiError;
 use crate::file::layout::{self, Whole};
 use crate::file::place::{Dir, Place};
@@ -35,7 +35,16 @@ pub(crate) unsafe fn access_now(
 ) -> Result<MPI_Status, MpiError> {
     let f = file(fh, call)?;
     let ordered = matches!(place, Place::Ordered);
-    let mut prep = prepare(&f, count, dt, place, dir, coll && !ordered, call);
+    let mut prep = prepare(
+        &f,
+        buf as usize,
+        count,
+        dt,
+        place,
+        dir,
+        coll && !ordered,
+        call,
+    );
     if !coll && !ordered {
         // SAFETY: the caller's contract.
         return unsafe { perform(&f, buf, prep?, None, call) };
@@ -109,11 +118,13 @@ struct Prep {
     own: bool,
 }
 
-/// Checks an access and places it (the shared pointer moves here for `*_shared`;
-/// `*_ordered` is placed by [`Prep::order`]). A collective access (`coll`) of one whole
-/// array ([`Whole::of`]; not in atomic mode) leaves its runs unlisted.
+/// Checks an access of `count` elements of `dt` at `buf` and places it (the shared
+/// pointer moves here for `*_shared`; `*_ordered` is placed by [`Prep::order`]). A
+/// collective access (`coll`) of one whole array ([`Whole::of`]; not in atomic mode)
+/// leaves its runs unlisted.
 fn prepare(
     f: &FileObj,
+    buf: usize,
     count: MPI_Count,
     dt: MPI_Datatype,
     place: Place,
@@ -125,6 +136,7 @@ fn prepare(
     let t = committed(dt, call)?;
     let n = ccount(count, call)?;
     let bytes = bytes_of(n, &t, call)?;
+    buffer(buf, n, &t, call, "buf")?;
     let view = f.view();
     let es = view.etype.size as u64;
     if bytes as u64 % es != 0 {

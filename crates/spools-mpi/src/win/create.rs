@@ -172,7 +172,13 @@ fn make(
     };
     // This rank's memory, and the segment it lies in (the allocating flavours).
     let (mut base, mem_ref): (usize, Option<HeapRef>) = match memory {
-        Memory::Program(p) => (p, None),
+        Memory::Program(p) => {
+            // A NULL base of a window with bytes fails the whole group (the verdict).
+            if let Err(e) = crate::datatype::byte_buffer(p, len, call, "base") {
+                fail.get_or_insert(e);
+            }
+            (p, None)
+        }
         Memory::Dynamic => (0, None),
         Memory::Own => match heap(len) {
             Ok(mut b) => {
@@ -576,6 +582,7 @@ pub unsafe extern "C" fn MPI_Win_attach(
         if len == 0 {
             return Ok(());
         }
+        crate::datatype::byte_buffer(base as usize, len as usize, call, "base")?;
         let t = &w.targets[w.comm.rank() as usize];
         let attached = w.with_acc(t, || {
             Ok(t.ctl().is_some_and(|c| c.attach(base as u64, len)))

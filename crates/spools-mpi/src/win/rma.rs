@@ -24,16 +24,19 @@ struct Side {
     t: Arc<TypeObj>,
 }
 
+/// Checks one side of an access (`what`: the argument naming its buffer).
 fn side(
     addr: *const c_void,
     count: MPI_Count,
     dt: MPI_Datatype,
     call: &'static str,
+    what: &'static str,
 ) -> Result<Side, MpiError> {
     let t = committed(dt, call)?;
     let count = ccount(count, call)?;
     // The byte count must fit (a huge `_c` count is an error, not an overflow).
     crate::datatype::bytes_of(count, &t, call)?;
+    crate::datatype::buffer(addr as usize, count, &t, call, what)?;
     Ok(Side {
         addr: addr.cast(),
         count,
@@ -100,12 +103,13 @@ fn at<'w>(
 /// The fast path of a put or a get: both datatypes predefined and contiguous, and the
 /// target's window mapped in this process (this rank's own, or a peer's shared-heap
 /// segment; not a dynamic window). Gives the target address and the bytes, checked as
-/// [`at`] checks them (counts, equal byte counts, a displacement in the window), with
-/// no reference count, no run list and no allocation; `None` sends the access down the
+/// [`at`] and [`side`] check them (counts, equal byte counts, a displacement in the
+/// window, an origin buffer that is no NULL or `MPI_IN_PLACE`), with no reference count, no run list and no allocation; `None` sends the access down the
 /// general path, which also reports every error.
 #[inline(always)]
 fn direct(
     w: &WinObj,
+    origin_addr: *const c_void,
     origin_count: MPI_Count,
     origin_datatype: MPI_Datatype,
     rank: c_int,
@@ -120,7 +124,11 @@ fn direct(
     }
     let t = w.targets.get(usize::try_from(rank).ok()?)?;
     let base = t.direct()?;
-    let bytes = usize::try_from(origin_count).ok()?.checked_mul(ot.size)?;
+    let n = usize::try_from(origin_count).ok()?;
+    if crate::datatype::unusable(origin_addr as usize, n, ot).is_some() {
+        return None;
+    }
+    let bytes = n.checked_mul(ot.size)?;
     if usize::try_from(target_count).ok()?.checked_mul(tt.size)? != bytes
         || bytes > isize::MAX as usize
     {
@@ -533,6 +541,7 @@ pub unsafe extern "C" fn MPI_Put_c(
     let fast = cached(win_h, |w| {
         let (_, to, bytes) = direct(
             w,
+            origin_addr,
             origin_count,
             origin_datatype,
             target_rank,
@@ -553,7 +562,13 @@ pub unsafe extern "C" fn MPI_Put_c(
     }
     let call = "MPI_Put";
     let r = with_win(win_h, call, |w| {
-        let o = side(origin_addr, origin_count, origin_datatype, call)?;
+        let o = side(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            call,
+            "origin_addr",
+        )?;
         // SAFETY: the caller's contract.
         unsafe {
             put(
@@ -612,6 +627,7 @@ pub unsafe extern "C" fn MPI_Get_c(
     let fast = cached(win_h, |w| {
         let (_, from, bytes) = direct(
             w,
+            origin_addr,
             origin_count,
             origin_datatype,
             target_rank,
@@ -631,7 +647,13 @@ pub unsafe extern "C" fn MPI_Get_c(
     }
     let call = "MPI_Get";
     let r = with_win(win_h, call, |w| {
-        let o = side(origin_addr, origin_count, origin_datatype, call)?;
+        let o = side(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            call,
+            "origin_addr",
+        )?;
         // SAFETY: the caller's contract.
         unsafe {
             get(
@@ -696,6 +718,7 @@ pub unsafe extern "C" fn MPI_Accumulate_c(
         }
         let (t, to, bytes) = direct(
             w,
+            origin_addr,
             origin_count,
             origin_datatype,
             target_rank,
@@ -717,7 +740,13 @@ pub unsafe extern "C" fn MPI_Accumulate_c(
     let call = "MPI_Accumulate";
     let r = (|| {
         let w = win(win_h, call)?;
-        let o = side(origin_addr, origin_count, origin_datatype, call)?;
+        let o = side(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            call,
+            "origin_addr",
+        )?;
         // SAFETY: the caller's contract.
         unsafe {
             accumulate(
@@ -793,9 +822,21 @@ pub unsafe extern "C" fn MPI_Get_accumulate_c(
         let o = if op == MPI_NO_OP {
             None
         } else {
-            Some(side(origin_addr, origin_count, origin_datatype, call)?)
+            Some(side(
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                call,
+                "origin_addr",
+            )?)
         };
-        let res = side(result_addr, result_count, result_datatype, call)?;
+        let res = side(
+            result_addr,
+            result_count,
+            result_datatype,
+            call,
+            "result_addr",
+        )?;
         // SAFETY: the caller's contract.
         unsafe {
             accumulate(
@@ -831,9 +872,9 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(
         let o = if op == MPI_NO_OP {
             None
         } else {
-            Some(side(origin_addr, 1, datatype, call)?)
+            Some(side(origin_addr, 1, datatype, call, "origin_addr")?)
         };
-        let res = side(result_addr, 1, datatype, call)?;
+        let res = side(result_addr, 1, datatype, call, "result_addr")?;
         // SAFETY: the caller's contract.
         unsafe {
             accumulate(
@@ -873,6 +914,13 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
                 MPI_ERR_TYPE,
                 format!("{call}: the datatype must be a predefined integer, logical or byte type"),
             ));
+        }
+        for (addr, what) in [
+            (origin_addr, "origin_addr"),
+            (compare_addr, "compare_addr"),
+            (result_addr.cast_const(), "result_addr"),
+        ] {
+            crate::datatype::buffer(addr as usize, 1, &t, call, what)?;
         }
         let Some(a) = at(&w, target_rank, target_disp, 1, datatype, t.size, call)? else {
             return Ok(());
