@@ -14,6 +14,13 @@ use spools_proto::stream::{su_range, tus};
 /// as soon as their links' SUs of it are in, in any order; their consumer takes the piece
 /// of the ADU the lead named.
 ///
+/// Each receiver serves its links until the sender ended them, whatever the lead saw: the
+/// lead learns that the connection ended from its own links, and the sender may still be
+/// sending on the others (its `close` frames, ADUs waiting for their window's acks). A
+/// consumer told by the lead that the connection ended lets its own receiver's
+/// [`crate::Receiver::serve`] return before it stops it, or exits (docs/streams.md,
+/// "Ending a connection").
+///
 /// ```
 /// use spools_stream::Share;
 /// // Links 1 and 3 of 4; an ADU of 10 bytes, TUs of 8: SUs of 2 bytes, [2,4) and [6,8)

@@ -200,6 +200,11 @@ impl StreamReader {
     /// unusable: every rank stops listening (the sender sees its links closed) and every
     /// later call fails with `Receiver`. So is it after a broadcast or an exchange that
     /// fails.
+    ///
+    /// The end (`None`) comes out on a rank only once the sender ended the links that rank
+    /// holds (rank 0's, on rank 0, tell that the connection ended): a rank never closes a
+    /// link the sender is still sending on. That wait asks the interrupt check too; ended
+    /// by it, it fails with `Msg` on that rank alone (the others have the end).
     pub fn next_adu(&mut self) -> Result<Option<AduInfo>, StreamRecvError> {
         if let Some(h) = self.next {
             return Ok(Some(h.info));
@@ -230,6 +235,20 @@ impl StreamReader {
         }
         let next = Next::decode(&told.map_err(|e| self.stop(e.into()))?);
         let Next::Adu(head) = next else {
+            if let Next::End { spread } = next {
+                // Rank 0's links ended; a rank holding links of a spread connection reports
+                // the end only once the sender ended its own links too: closed now, they
+                // would cut the sender's last frames and the acks it waits for there.
+                let (me, ranks) = (comm.rank(), comm.size());
+                let holds = (0..spread).any(|s| u32::from(s) % ranks.max(1) == me);
+                if me != 0 && holds {
+                    if let Some(inbox) = self.inbox.as_mut() {
+                        if let Err(e) = inbox.wait_served(&check) {
+                            return Err(self.stop(StreamRecvError::Msg(e)));
+                        }
+                    }
+                }
+            }
             if next.is_final() {
                 self.ended = Some(next.clone());
             }

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver as Rx, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -65,8 +65,8 @@ pub(crate) struct Inbox {
     recycler: Recycler,
     /// The streams announced on this rank's links, with the connection's link count.
     opens: Arc<Mutex<HashMap<u32, (u16, Open)>>>,
-    /// Whether the lead spread the connection's links.
-    spread: Arc<AtomicBool>,
+    /// The connection's links when the lead spread them over the ranks (0: not spread).
+    spread: Arc<AtomicU16>,
     stash: Stash,
 }
 
@@ -98,7 +98,7 @@ impl Bound {
     pub(crate) fn start(self, role: Role) -> Result<Inbox, StreamRecvError> {
         let recycler = self.receiver.recycler();
         let opens = Arc::new(Mutex::new(HashMap::new()));
-        let spread = Arc::new(AtomicBool::new(false));
+        let spread = Arc::new(AtomicU16::new(0));
         let told = opens.clone();
         let r = self.receiver.on_open(move |links, o: &Open| {
             told.lock()
@@ -114,7 +114,7 @@ impl Bound {
                     }
                     match u32::from(h.link) % ranks {
                         0 => {
-                            spread.store(true, Ordering::SeqCst);
+                            spread.store(h.links, Ordering::SeqCst);
                             Admit::Serve(Some(share(h.links, 0, ranks)))
                         }
                         owner => members
@@ -227,7 +227,13 @@ impl Inbox {
                 Item::Event(Event::Missing { stream, from, to }) => {
                     Next::Missing { stream, from, to }
                 }
-                Item::Served(s) => ended(s),
+                Item::Served(s) => match ended(s) {
+                    // The lead's links ended: the ranks holding the others wait for theirs.
+                    Next::End { .. } => Next::End {
+                        spread: self.spread.load(Ordering::SeqCst),
+                    },
+                    n => n,
+                },
             };
             return Ok((next, Vec::new()));
         }
@@ -236,7 +242,7 @@ impl Inbox {
     /// What the lead tells the job of a whole ADU (its piece, or the ADU itself when
     /// every link is here): its size and where its pieces are.
     fn head(&self, stream: u32, adu: u64, data: Vec<u8>) -> (Next, Vec<u8>) {
-        let spread = self.spread.load(Ordering::SeqCst);
+        let spread = self.spread.load(Ordering::SeqCst) > 0;
         let Some((links, open)) = self
             .opens
             .lock()
@@ -296,6 +302,27 @@ impl Inbox {
         }
     }
 
+    /// A member's wait, once the lead said the connection ended, for the end of its own
+    /// links: its receiver serves them until the sender ended each one (its last frames,
+    /// the acks it still waits for), and only then does the rank report the end and close
+    /// them (docs/streams.md, "Ending a connection"). What still comes is dropped: every
+    /// ADU was received.
+    ///
+    /// # Errors
+    /// `check`'s (asked at least every [`CHECK_EVERY`]).
+    pub(crate) fn wait_served(
+        &mut self,
+        check: &dyn Fn() -> Result<(), MsgError>,
+    ) -> Result<(), MsgError> {
+        while !self.served {
+            if let Item::Served(s) = self.item(check)? {
+                self.stash.over(ended(s));
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// The job consumed ADUs `0..=adu` of `stream` (this rank's piece of the last one was
     /// `piece`): acked on this rank's links, and the piece's buffer handed back to the
     /// receiver to fill again.
@@ -330,7 +357,7 @@ fn ended(s: Result<Summary, RecvError>) -> Next {
                 link: *link,
             },
             (_, Some(b)) => Next::Refused(b.clone()),
-            (_, None) => Next::End,
+            (_, None) => Next::End { spread: 0 },
         },
         Err(e) => Next::Receiver(e.to_string()),
     }

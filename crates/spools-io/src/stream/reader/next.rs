@@ -34,8 +34,15 @@ pub(crate) struct Head {
 pub(crate) enum Next {
     /// A whole ADU on rank 0's links (its pieces on the others are fetched next).
     Adu(Head),
-    /// The connection ended and every stream of it ended complete.
-    End,
+    /// The connection ended on rank 0's links and every stream of it ended complete.
+    /// `spread`: the connection's link count when its links were spread over the ranks
+    /// (link `s` on rank `s % P`), 0 when every link was on rank 0. A rank that holds
+    /// links of a spread connection waits for their own end before it reports the end
+    /// (docs/streams.md, "Ending a connection").
+    End {
+        /// The connection's links when they were spread over the ranks, else 0.
+        spread: u16,
+    },
     /// See [`StreamRecvError::Incomplete`].
     Incomplete {
         stream: u32,
@@ -71,7 +78,7 @@ impl Next {
     pub(crate) fn outcome(&self) -> Result<Option<AduInfo>, StreamRecvError> {
         match self.clone() {
             Next::Adu(h) => Ok(Some(h.info)),
-            Next::End => Ok(None),
+            Next::End { .. } => Ok(None),
             Next::Incomplete {
                 stream,
                 adu,
@@ -125,7 +132,10 @@ impl Next {
                     u64::from(h.links) | u64::from(h.spread) << 16,
                 ],
             ),
-            Next::End => b.push(1),
+            Next::End { spread } => {
+                b.push(1);
+                b.extend_from_slice(&spread.to_le_bytes());
+            }
             Next::Incomplete {
                 stream,
                 adu,
@@ -187,7 +197,12 @@ impl Next {
                         },
                     }))
                 }),
-            Some(1) => Some(Next::End),
+            Some(1) => b
+                .get(1..3)
+                .and_then(|x| x.try_into().ok())
+                .map(|x| Next::End {
+                    spread: u16::from_le_bytes(x),
+                }),
             Some(2) => w(0)
                 .zip(w(1))
                 .zip(w(2))
@@ -251,7 +266,8 @@ mod tests {
                 links: 1,
                 spread: false,
             }),
-            Next::End,
+            Next::End { spread: 0 },
+            Next::End { spread: 1024 },
             Next::Incomplete {
                 stream: 1,
                 adu: 2,
@@ -277,7 +293,7 @@ mod tests {
         for n in all {
             assert_eq!(Next::decode(&n.encode()), n);
         }
-        for bad in [&[][..], &[0, 1, 2], &[9], &[4, 0, 0, 0, 0, 1]] {
+        for bad in [&[][..], &[0, 1, 2], &[9], &[4, 0, 0, 0, 0, 1], &[1, 0]] {
             assert!(matches!(Next::decode(bad), Next::Receiver(_)), "{bad:?}");
         }
     }

@@ -76,7 +76,7 @@ impl Stash {
         }
         match &self.over {
             None => None,
-            Some(Next::End) => Some(Err(incomplete(0))),
+            Some(Next::End { .. }) => Some(Err(incomplete(0))),
             Some(n) => Some(Err(n.clone())),
         }
     }
