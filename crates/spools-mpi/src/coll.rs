@@ -70,30 +70,34 @@ pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
     on_comm(comm, r)
 }
 
-/// `MPI_Bcast`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Bcast(
+/// `MPI_Bcast` and `MPI_Bcast_c`: one body for both counts (`int`, `MPI_Count`; errors
+/// name `call`), so that ranks calling either form meet in the same algorithm.
+///
+/// # Safety
+/// The caller's contract of `MPI_Bcast`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn bcast(
     buffer: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
+    call: &'static str,
 ) -> c_int {
     if is_inter(comm) {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.
         return unsafe {
             waited(
-                crate::vcoll::MPI_Ibcast(buffer, count, datatype, root, comm, &mut q),
+                crate::vcoll::MPI_Ibcast_c(buffer, count, datatype, root, comm, &mut q),
                 &mut q,
             )
         };
     }
     let r = (|| {
-        let call = "MPI_Bcast";
         let c = self::comm(comm, call)?;
         let root = root_of(&c, root, call)?;
-        let n = ccount(count.into(), call)?;
+        let n = ccount(count, call)?;
         let t = committed(datatype, call)?;
         crate::datatype::buffer(buffer as usize, n, &t, call, "buffer")?;
         let len = n * t.size;
@@ -127,7 +131,7 @@ pub unsafe extern "C" fn MPI_Bcast(
 unsafe fn reduction(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -137,7 +141,7 @@ unsafe fn reduction(
 ) -> c_int {
     let r = (|| {
         let c = self::comm(comm, call)?;
-        let n = ccount(count.into(), call)?;
+        let n = ccount(count, call)?;
         let t: Arc<TypeObj> = committed(datatype, call)?;
         let which = match (which, scan) {
             (_, true) => Which::Scan,
@@ -178,23 +182,28 @@ unsafe fn reduction(
     on_comm(comm, r)
 }
 
-/// `MPI_Reduce`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce(
+/// `MPI_Reduce` and `MPI_Reduce_c`: one body for both counts (`int`, `MPI_Count`; errors
+/// name `call`), so that ranks calling either form meet in the same algorithm.
+///
+/// # Safety
+/// The caller's contract of `MPI_Reduce`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn reduce_(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     root: c_int,
     comm: MPI_Comm,
+    call: &'static str,
 ) -> c_int {
     if is_inter(comm) {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.
         return unsafe {
             waited(
-                crate::vcoll::MPI_Ireduce(
+                crate::vcoll::MPI_Ireduce_c(
                     sendbuf, recvbuf, count, datatype, op, root, comm, &mut q,
                 ),
                 &mut q,
@@ -212,27 +221,32 @@ pub unsafe extern "C" fn MPI_Reduce(
             comm,
             Some(root),
             false,
-            "MPI_Reduce",
+            call,
         )
     }
 }
 
-/// `MPI_Allreduce`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Allreduce(
+/// `MPI_Allreduce` and `MPI_Allreduce_c`: one body for both counts (`int`, `MPI_Count`; errors
+/// name `call`), so that ranks calling either form meet in the same algorithm.
+///
+/// # Safety
+/// The caller's contract of `MPI_Allreduce`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn allreduce(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
+    call: &'static str,
 ) -> c_int {
     if is_inter(comm) {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.
         return unsafe {
             waited(
-                crate::vcoll::MPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, &mut q),
+                crate::vcoll::MPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, &mut q),
                 &mut q,
             )
         };
@@ -240,35 +254,32 @@ pub unsafe extern "C" fn MPI_Allreduce(
     // SAFETY: the caller's contract.
     unsafe {
         reduction(
-            sendbuf,
-            recvbuf,
-            count,
-            datatype,
-            op,
-            comm,
-            None,
-            false,
-            "MPI_Allreduce",
+            sendbuf, recvbuf, count, datatype, op, comm, None, false, call,
         )
     }
 }
 
-/// `MPI_Scan`: rank i gets the reduction of ranks 0 to i.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Scan(
+/// `MPI_Scan` and `MPI_Scan_c`: rank i gets the reduction of ranks 0 to i; one body for the
+/// `int` and the `MPI_Count` counts (the error messages name `call`).
+///
+/// # Safety
+/// The caller's contract of `MPI_Scan`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn scan(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
+    call: &'static str,
 ) -> c_int {
     if is_inter(comm) {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.
         return unsafe {
             waited(
-                crate::vcoll::MPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, &mut q),
+                crate::vcoll::MPI_Iscan_c(sendbuf, recvbuf, count, datatype, op, comm, &mut q),
                 &mut q,
             )
         };
@@ -276,7 +287,7 @@ pub unsafe extern "C" fn MPI_Scan(
     // SAFETY: the caller's contract.
     unsafe {
         reduction(
-            sendbuf, recvbuf, count, datatype, op, comm, None, true, "MPI_Scan",
+            sendbuf, recvbuf, count, datatype, op, comm, None, true, call,
         )
     }
 }
@@ -294,8 +305,8 @@ struct Moves {
 /// and count per block where that side is used, and its buffer.
 fn moves(
     comm: MPI_Comm,
-    (sendbuf, sc, sdt): (*const c_void, c_int, MPI_Datatype),
-    (recvbuf, rc, rdt): (*mut c_void, c_int, MPI_Datatype),
+    (sendbuf, sc, sdt): (*const c_void, MPI_Count, MPI_Datatype),
+    (recvbuf, rc, rdt): (*mut c_void, MPI_Count, MPI_Datatype),
     send_used: bool,
     recv_used: bool,
     call: &'static str,
@@ -308,21 +319,13 @@ fn moves(
         } else {
             None
         },
-        sn: if send_used {
-            ccount(sc.into(), call)?
-        } else {
-            0
-        },
+        sn: if send_used { ccount(sc, call)? } else { 0 },
         rt: if recv_used {
             Some(committed(rdt, call)?)
         } else {
             None
         },
-        rn: if recv_used {
-            ccount(rc.into(), call)?
-        } else {
-            0
-        },
+        rn: if recv_used { ccount(rc, call)? } else { 0 },
     };
     if let Some(st) = &m.st {
         buffer(sendbuf as usize, m.sn, st, call, "sendbuf")?;
@@ -380,24 +383,29 @@ fn same_contiguous(m: &Moves) -> Option<(usize, usize)> {
     }
 }
 
-/// `MPI_Gather`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Gather(
+/// `MPI_Gather` and `MPI_Gather_c`: one body for both counts (`int`, `MPI_Count`; errors
+/// name `call`), so that ranks calling either form meet in the same algorithm.
+///
+/// # Safety
+/// The caller's contract of `MPI_Gather`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gather(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
+    call: &'static str,
 ) -> c_int {
     if is_inter(comm) {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.
         return unsafe {
             waited(
-                crate::vcoll::MPI_Igather(
+                crate::vcoll::MPI_Igather_c(
                     sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &mut q,
                 ),
                 &mut q,
@@ -405,7 +413,6 @@ pub unsafe extern "C" fn MPI_Gather(
         };
     }
     let r = (|| {
-        let call = "MPI_Gather";
         let c0 = self::comm(comm, call)?;
         let root = root_of(&c0, root, call)?;
         let me_root = c0.comm.rank() == root;
@@ -456,24 +463,29 @@ pub unsafe extern "C" fn MPI_Gather(
     on_comm(comm, r)
 }
 
-/// `MPI_Scatter`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Scatter(
+/// `MPI_Scatter` and `MPI_Scatter_c`: one body for both counts (`int`, `MPI_Count`; errors
+/// name `call`), so that ranks calling either form meet in the same algorithm.
+///
+/// # Safety
+/// The caller's contract of `MPI_Scatter`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn scatter(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
+    call: &'static str,
 ) -> c_int {
     if is_inter(comm) {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.
         return unsafe {
             waited(
-                crate::vcoll::MPI_Iscatter(
+                crate::vcoll::MPI_Iscatter_c(
                     sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &mut q,
                 ),
                 &mut q,
@@ -481,7 +493,6 @@ pub unsafe extern "C" fn MPI_Scatter(
         };
     }
     let r = (|| {
-        let call = "MPI_Scatter";
         let c0 = self::comm(comm, call)?;
         let root = root_of(&c0, root, call)?;
         let me_root = c0.comm.rank() == root;
@@ -516,23 +527,28 @@ pub unsafe extern "C" fn MPI_Scatter(
     on_comm(comm, r)
 }
 
-/// `MPI_Allgather`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Allgather(
+/// `MPI_Allgather` and `MPI_Allgather_c`: one body for both counts (`int`, `MPI_Count`; errors
+/// name `call`), so that ranks calling either form meet in the same algorithm.
+///
+/// # Safety
+/// The caller's contract of `MPI_Allgather`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn allgather(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
+    call: &'static str,
 ) -> c_int {
     if is_inter(comm) {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.
         return unsafe {
             waited(
-                crate::vcoll::MPI_Iallgather(
+                crate::vcoll::MPI_Iallgather_c(
                     sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &mut q,
                 ),
                 &mut q,
@@ -540,7 +556,6 @@ pub unsafe extern "C" fn MPI_Allgather(
         };
     }
     let r = (|| {
-        let call = "MPI_Allgather";
         let inplace = in_place(sendbuf);
         let m = moves(
             comm,
@@ -588,23 +603,28 @@ pub unsafe extern "C" fn MPI_Allgather(
     on_comm(comm, r)
 }
 
-/// `MPI_Alltoall`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Alltoall(
+/// `MPI_Alltoall` and `MPI_Alltoall_c`: one body for both counts (`int`, `MPI_Count`; errors
+/// name `call`), so that ranks calling either form meet in the same algorithm.
+///
+/// # Safety
+/// The caller's contract of `MPI_Alltoall`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoall(
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
+    call: &'static str,
 ) -> c_int {
     if is_inter(comm) {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.
         return unsafe {
             waited(
-                crate::vcoll::MPI_Ialltoall(
+                crate::vcoll::MPI_Ialltoall_c(
                     sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &mut q,
                 ),
                 &mut q,
@@ -612,7 +632,6 @@ pub unsafe extern "C" fn MPI_Alltoall(
         };
     }
     let r = (|| {
-        let call = "MPI_Alltoall";
         let inplace = in_place(sendbuf);
         let m = moves(
             comm,
@@ -650,39 +669,44 @@ pub unsafe extern "C" fn MPI_Alltoall(
     on_comm(comm, r)
 }
 
-/// Defines the large-count (`_c`) form of a blocking collective: the `int` form when
-/// every count fits an `int` (Spools' own algorithms, as above), else the non-blocking
-/// `_c` form of `vcoll.rs`, waited for. mpi4py calls the `_c` forms whenever the library
-/// has them.
-macro_rules! large_count {
-    ($name:ident; $small:ident, $nb:ident; counts($($n:ident),+); ($($p:ident: $t:ty),*)) => {
-        #[doc = concat!("`", stringify!($name), "`.")]
+/// Defines the `int` form (`$int`) and the large-count form (`$large`) of a blocking
+/// collective, both calling `$body` with the counts as `MPI_Count`. One algorithm for
+/// every count: which one runs never depends on a rank's own counts, which may differ
+/// between ranks (a gather's `recvcount` matters at the root only, and type signatures
+/// match while counts of different datatypes do not), so ranks never take different
+/// protocols. mpi4py calls the `_c` forms whenever the library has them.
+macro_rules! both_forms {
+    ($int:ident, $large:ident; $body:ident; ($($p:ident: $ti:ty => $tl:ty),*)) => {
+        #[doc = concat!("`", stringify!($int), "`.")]
         #[no_mangle]
-        pub unsafe extern "C" fn $name($($p: $t),*) -> c_int {
-            if let ($(Ok($n),)+) = ($(c_int::try_from($n),)+) {
-                // SAFETY: the caller's contract, passed on.
-                return unsafe { $small($($p),*) };
-            }
-            let mut q = MPI_REQUEST_NULL;
-            // SAFETY: as above.
-            unsafe { waited(crate::vcoll::$nb($($p,)* &mut q), &mut q) }
+        #[allow(clippy::useless_conversion)]
+        pub unsafe extern "C" fn $int($($p: $ti),*) -> c_int {
+            // SAFETY: the caller's contract, passed on (the counts widened).
+            unsafe { $body($($p.into()),*, stringify!($int)) }
+        }
+
+        #[doc = concat!("`", stringify!($large), "`.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $large($($p: $tl),*) -> c_int {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { $body($($p),*, stringify!($large)) }
         }
     };
 }
 
-large_count!(MPI_Bcast_c; MPI_Bcast, MPI_Ibcast_c; counts(count);
-    (buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm));
-large_count!(MPI_Reduce_c; MPI_Reduce, MPI_Ireduce_c; counts(count);
-    (sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm));
-large_count!(MPI_Allreduce_c; MPI_Allreduce, MPI_Iallreduce_c; counts(count);
-    (sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm));
-large_count!(MPI_Scan_c; MPI_Scan, MPI_Iscan_c; counts(count);
-    (sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm));
-large_count!(MPI_Gather_c; MPI_Gather, MPI_Igather_c; counts(sendcount, recvcount);
-    (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm));
-large_count!(MPI_Scatter_c; MPI_Scatter, MPI_Iscatter_c; counts(sendcount, recvcount);
-    (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm));
-large_count!(MPI_Allgather_c; MPI_Allgather, MPI_Iallgather_c; counts(sendcount, recvcount);
-    (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm));
-large_count!(MPI_Alltoall_c; MPI_Alltoall, MPI_Ialltoall_c; counts(sendcount, recvcount);
-    (sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm));
+both_forms!(MPI_Bcast, MPI_Bcast_c; bcast;
+    (buffer: *mut c_void => *mut c_void, count: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm));
+both_forms!(MPI_Reduce, MPI_Reduce_c; reduce_;
+    (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, count: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, root: c_int => c_int, comm: MPI_Comm => MPI_Comm));
+both_forms!(MPI_Allreduce, MPI_Allreduce_c; allreduce;
+    (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, count: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm));
+both_forms!(MPI_Scan, MPI_Scan_c; scan;
+    (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, count: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm));
+both_forms!(MPI_Gather, MPI_Gather_c; gather;
+    (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm));
+both_forms!(MPI_Scatter, MPI_Scatter_c; scatter;
+    (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm));
+both_forms!(MPI_Allgather, MPI_Allgather_c; allgather;
+    (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, comm: MPI_Comm => MPI_Comm));
+both_forms!(MPI_Alltoall, MPI_Alltoall_c; alltoall;
+    (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, comm: MPI_Comm => MPI_Comm));

@@ -984,16 +984,11 @@ pub unsafe extern "C" fn PMPI_Cartdim_get(comm: MPI_Comm, ndims: *mut c_int) -> 
     unsafe { crate::topo::MPI_Cartdim_get(comm, ndims) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Close_port`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Close_port(port_name: *const c_char) -> c_int {
-    unsupported("MPI_Close_port", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Close_port`.
+/// The profiling name of `MPI_Close_port`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Close_port(port_name: *const c_char) -> c_int {
-    unsupported("MPI_Close_port", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Close_port`'s.
+    unsafe { crate::port::MPI_Close_port(port_name) }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_accept`.
@@ -5365,16 +5360,11 @@ pub unsafe extern "C" fn PMPI_Op_free(op: *mut MPI_Op) -> c_int {
     unsafe { crate::op::MPI_Op_free(op) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Open_port`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Open_port(info: MPI_Info, port_name: *mut c_char) -> c_int {
-    unsupported("MPI_Open_port", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Open_port`.
+/// The profiling name of `MPI_Open_port`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Open_port(info: MPI_Info, port_name: *mut c_char) -> c_int {
-    unsupported("MPI_Open_port", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Open_port`'s.
+    unsafe { crate::port::MPI_Open_port(info, port_name) }
 }
 
 /// The profiling name of `MPI_Pack`.

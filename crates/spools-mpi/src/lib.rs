@@ -44,6 +44,7 @@ mod op;
 mod out;
 mod p2p;
 mod persist;
+mod port;
 mod request;
 mod runtime;
 mod session;

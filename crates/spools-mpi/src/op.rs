@@ -110,9 +110,18 @@ fn plan(op: MPI_Op, dt: MPI_Datatype, t: &Arc<TypeObj>) -> Result<Plan, MpiError
             } else {
                 4
             };
+            // The pair's value and index, in each element (the last one's padding is not
+            // in the buffers: `span` ends at the last byte of data).
+            let need = ioff + isize_;
             Ok(Plan::Bytes(Arc::new(
-                move |inv: &[u8], io: &mut [u8], _n: usize| {
-                    for (a, b) in inv.chunks_exact(ext).zip(io.chunks_exact_mut(ext)) {
+                move |inv: &[u8], io: &mut [u8], n: usize| {
+                    for i in 0..n {
+                        let at = i * ext;
+                        let (Some(a), Some(b)) =
+                            (inv.get(at..at + need), io.get_mut(at..at + need))
+                        else {
+                            break;
+                        };
                         // Values compared in their own type (64-bit integers exactly).
                         let ord = |x: &[u8], y: &[u8]| -> Option<std::cmp::Ordering> {
                             let b4 =
@@ -153,7 +162,7 @@ fn plan(op: MPI_Op, dt: MPI_Datatype, t: &Arc<TypeObj>) -> Result<Plan, MpiError
                             None => false,
                         };
                         if take_a {
-                            b[..ioff + isize_].copy_from_slice(&a[..ioff + isize_]);
+                            b.copy_from_slice(a);
                         }
                     }
                 },
@@ -165,23 +174,22 @@ fn plan(op: MPI_Op, dt: MPI_Datatype, t: &Arc<TypeObj>) -> Result<Plan, MpiError
                 what: "operator",
                 handle: h,
             })?;
-            // The buffers start at the elements' lowest byte; the function gets their
-            // base (where an element's offsets count from).
-            let base = (-t.true_lb.min(0)) as usize;
+            // The buffers start at the elements' lowest byte (`span`); the function gets
+            // their base, where an element's offsets count from: `-lo` bytes in, which
+            // lies outside the buffers when the offsets are absolute addresses
+            // (`MPI_BOTTOM`), where the offsets bring the function back into them.
+            let t = t.clone();
             Ok(Plan::Bytes(Arc::new(
                 move |inv: &[u8], io: &mut [u8], n: usize| {
-                    if n == 0 || io.len() < base {
+                    let (lo, len) = span(&t, n);
+                    if n == 0 || len == 0 || io.len() < len || inv.len() < len {
                         return;
                     }
                     let mut d = dt;
-                    // SAFETY: `base` is within both buffers (checked above; they have one
-                    // length).
-                    let (a, b) = unsafe {
-                        (
-                            inv.as_ptr().add(base) as *mut c_void,
-                            io.as_mut_ptr().add(base).cast(),
-                        )
-                    };
+                    let (a, b) = (
+                        inv.as_ptr().wrapping_offset(-lo) as *mut c_void,
+                        io.as_mut_ptr().wrapping_offset(-lo).cast::<c_void>(),
+                    );
                     // SAFETY: the user function of the standard's type, on `n` elements of
                     // `dt` laid out as the type says from the base of both buffers.
                     unsafe {
@@ -518,15 +526,21 @@ pub(crate) struct Reducer {
     n: usize,
 }
 
-/// Where the bytes of `n` elements of `t` lie, from the buffer's address: (first, length).
+/// Where the bytes of `n` elements of `t` lie, from the buffer's address: (first,
+/// length), from the lowest byte of the elements' data to past the highest. Nothing
+/// outside the data is in it: not address 0 for a type of absolute addresses on
+/// `MPI_BOTTOM`, whose first byte is its true lower bound.
 fn span(t: &TypeObj, n: usize) -> (isize, usize) {
     if n == 0 || t.size == 0 {
         return (0, 0);
     }
-    let ext = t.extent.max(0);
-    let lo = t.true_lb.min(0);
-    let hi = (n as isize * ext).max((n as isize - 1) * ext + t.true_lb + t.true_extent);
-    (lo, (hi - lo).max(0) as usize)
+    let step = (n as isize - 1).saturating_mul(t.extent);
+    let lo = t.true_lb.saturating_add(step.min(0));
+    let hi = t
+        .true_lb
+        .saturating_add(t.true_extent)
+        .saturating_add(step.max(0));
+    (lo, hi.saturating_sub(lo).max(0) as usize)
 }
 
 fn typed_combine<T: Element>(op: Op<T>) -> Combine {

@@ -402,18 +402,48 @@ struct Matched {
 
 static MESSAGES: Table<Mutex<Option<Matched>>> = Table::new(Kind::Message);
 
-/// Takes the message a probe found: receives it now by its source and tag (the first
-/// such message, which the probe saw) into a buffer of its own.
-fn take(c: &crate::comm::CommObj, st: &spools::Status) -> Result<MPI_Message, MpiError> {
-    let mut buf = vec![0u8; st.len];
-    let got = c.comm.recv(&mut buf, st.source, st.tag)?;
+/// Keeps a message a matched probe received, for `MPI_Mrecv` of its handle.
+fn keep(data: Vec<u8>, got: &spools::Status) -> Result<MPI_Message, MpiError> {
     let m = Matched {
-        data: buf,
+        data,
         status: status_with(got.source as c_int, got.tag, got.len, false),
     };
     MESSAGES
         .insert(Mutex::new(Some(m)))
         .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many matched messages"))
+}
+
+/// Held by a matched probe (`MPI_Mprobe`, `MPI_Improbe`) from its look at the queue to
+/// the receive that takes what it saw, so that no two threads' matched probes ever match
+/// one message.
+static MATCHING: Mutex<()> = Mutex::new(());
+
+/// A matched probe's match: a message matching `from` and `tag` taken off the queue, or
+/// `None` when none has arrived. Under [`MATCHING`] the queue is probed, then the message
+/// the probe saw is taken by a receive of its source and tag and length; that receive is
+/// cancelled if it matched nothing (a plain receive of another thread took the message
+/// first), and then the queue is probed again. What the receive matched is the message
+/// kept, with its own status.
+fn try_take(
+    c: &crate::comm::CommObj,
+    from: spools::Source,
+    tag: spools::Tag,
+) -> Result<Option<(MPI_Message, spools::Status)>, MpiError> {
+    let _matching = MATCHING.lock().unwrap_or_else(PoisonError::into_inner);
+    loop {
+        let Some(st) = c.comm.iprobe(from, tag)? else {
+            return Ok(None);
+        };
+        let req = c.comm.irecv(vec![0u8; st.len], st.source, st.tag)?;
+        if req.cancel() {
+            // Matched nothing: another thread's receive took the message the probe saw.
+            let _ = req.wait();
+            continue;
+        }
+        let done = req.wait()?;
+        let got = done.status;
+        return Ok(Some((keep(done.buf, &got)?, got)));
+    }
 }
 
 /// `MPI_Mprobe`: waits for a matching message and takes it for `MPI_Mrecv`.
@@ -431,10 +461,14 @@ pub unsafe extern "C" fn MPI_Mprobe(
         let tag = recv_tag(tag, call)?;
         let (m, s) = match self::source(&c, source, call)? {
             None => (MPI_MESSAGE_NO_PROC, proc_null_status()),
-            Some(from) => {
-                let st = c.comm.probe(from, tag)?;
-                (take(&c, &st)?, crate::request::status_of(&st))
-            }
+            Some(from) => loop {
+                // Waits for a message without the matching lock, then takes one under it
+                // (another thread may have matched the one seen: then waits again).
+                c.comm.probe(from, tag)?;
+                if let Some((m, got)) = try_take(&c, from, tag)? {
+                    break (m, crate::request::status_of(&got));
+                }
+            },
         };
         // SAFETY: the caller's contract.
         unsafe {
@@ -461,10 +495,9 @@ pub unsafe extern "C" fn MPI_Improbe(
         let tag = recv_tag(tag, call)?;
         let found = match self::source(&c, source, call)? {
             None => Some((MPI_MESSAGE_NO_PROC, proc_null_status())),
-            Some(from) => match c.comm.iprobe(from, tag)? {
-                Some(st) => Some((take(&c, &st)?, crate::request::status_of(&st))),
-                None => None,
-            },
+            Some(from) => {
+                try_take(&c, from, tag)?.map(|(m, got)| (m, crate::request::status_of(&got)))
+            }
         };
         // SAFETY: the caller's contract.
         unsafe { out(flag, c_int::from(found.is_some()), call)? };

@@ -46,6 +46,41 @@ def test_errors_return_their_classes_and_messages(build, spools_run):
     assert job.out.splitlines() == ["ok errors 2 ranks"], job
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_refused_collectives_fail_on_every_rank_and_leave_no_peer_waiting(build, spools_run, n):
+    # A port opens (local) and its name travels; accept, connect, join and spawn are
+    # refused at once on every rank that calls them; the ranks then meet again.
+    job = spools_run(n, build("refusals"), timeout=60)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok refusals %d ranks" % n], job
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_large_count_collectives_meet_whatever_counts_a_rank_does_not_use(build, spools_run, n):
+    job = spools_run(n, build("large_counts"), timeout=60)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok large_counts %d ranks" % n], job
+
+
+def test_comm_create_and_compare_of_intercommunicators(build, spools_run):
+    job = spools_run(4, build("intercomms"), timeout=60)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok intercomms 4 ranks"], job
+
+
+def test_matched_probes_of_four_threads_never_match_one_message_twice(build, spools_run):
+    job = spools_run(2, build("mprobe_threads"), timeout=60)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok mprobe_threads 2 ranks x 4 threads"], job
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_user_reductions_on_mpi_bottom_with_absolute_addresses(build, spools_run, n):
+    job = spools_run(n, build("bottom_ops"), timeout=60)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok bottom_ops %d ranks" % n], job
+
+
 # The calls of null_buffers.c that rank 0 expects MPI_ERR_BUFFER from: its 139 BUF
 # checks, 18 of them in the one-sided loop that runs twice (own window, then a peer's).
 NULL_BUFFER_CALLS = 139 + 18
@@ -162,6 +197,23 @@ def test_a_rank_killed_during_write_all_ends_the_job(build, spools_run, tmp_path
     job = spools_run(3, build("io_killed"), str(tmp_path), timeout=60)
     assert job.code != 0 and "FAIL" not in job.out, job
     assert "rank 1" in job.err and "SIGKILL" in job.err, job
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_nonblocking_collective_file_accesses_progress_while_a_rank_waits_in_recv(
+        build, spools_run, tmp_path, n):
+    # Without progress outside the file's own calls, rank 0's MPI_Test loop never ends.
+    job = spools_run(n, build("io_progress"), str(tmp_path), timeout=60)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok io_progress %d ranks" % n], job
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_a_file_error_on_one_rank_has_that_ranks_class_on_every_rank(
+        build, spools_run, tmp_path, n):
+    job = spools_run(n, build("io_classes"), str(tmp_path), timeout=60)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok io_classes %d ranks" % n], job
 
 
 def test_the_readmes_mpi_io_example_writes_with_4_ranks_and_reads_with_3(spools_run, tmp_path):

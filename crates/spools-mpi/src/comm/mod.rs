@@ -284,9 +284,29 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
     on_comm(h, r)
 }
 
+/// How two lists of job ranks compare as groups: `MPI_IDENT` for the same ranks in the
+/// same order, `MPI_SIMILAR` for the same ranks in another order, `MPI_UNEQUAL`
+/// otherwise.
+fn compare_ranks(a: &[u32], b: &[u32]) -> c_int {
+    if a == b {
+        return MPI_IDENT;
+    }
+    let (mut sa, mut sb) = (a.to_vec(), b.to_vec());
+    sa.sort_unstable();
+    sb.sort_unstable();
+    if sa == sb {
+        MPI_SIMILAR
+    } else {
+        MPI_UNEQUAL
+    }
+}
+
 /// `MPI_Comm_compare`: `MPI_IDENT` for the same communicator, `MPI_CONGRUENT` for the
 /// same ranks in the same order, `MPI_SIMILAR` for the same ranks in another order,
-/// `MPI_UNEQUAL` otherwise.
+/// `MPI_UNEQUAL` otherwise. Intercommunicators compare their local groups and their
+/// remote groups apart, as the standard says: congruent when both pairs are the same
+/// ranks in the same order, similar when both pairs are the same ranks, else unequal
+/// (an intercommunicator and an intracommunicator are unequal).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_compare(
     comm1: MPI_Comm,
@@ -301,28 +321,20 @@ pub unsafe extern "C" fn MPI_Comm_compare(
                 .map(|r| c.job_rank(r).map_err(MpiError::from))
                 .collect()
         };
-        // An intercommunicator's members: its local group, then its remote group.
-        let members = |c: &CommObj| -> Result<Vec<u32>, MpiError> {
-            match &c.inter {
-                Some(i) => Ok(i.local.iter().chain(&i.remote).copied().collect()),
-                None => ranks(&c.comm),
+        let groups = match (&a.inter, &b.inter) {
+            (None, None) => Some(compare_ranks(&ranks(&a.comm)?, &ranks(&b.comm)?)),
+            (Some(x), Some(y)) => {
+                Some(compare_ranks(&x.local, &y.local).max(compare_ranks(&x.remote, &y.remote)))
             }
+            _ => None,
         };
-        let (ra, rb) = (members(&a)?, members(&b)?);
         let v = if Arc::ptr_eq(&a, &b) {
             MPI_IDENT
-        } else if a.inter.is_some() != b.inter.is_some() {
-            MPI_UNEQUAL
-        } else if ra == rb {
-            MPI_CONGRUENT
         } else {
-            let (mut sa, mut sb) = (ra.clone(), rb.clone());
-            sa.sort_unstable();
-            sb.sort_unstable();
-            if sa == sb {
-                MPI_SIMILAR
-            } else {
-                MPI_UNEQUAL
+            match groups {
+                Some(MPI_IDENT) => MPI_CONGRUENT,
+                Some(MPI_SIMILAR) => MPI_SIMILAR,
+                _ => MPI_UNEQUAL,
             }
         };
         // SAFETY: the caller's contract.

@@ -1,8 +1,8 @@
 //! Every data access call of MPI-IO: at explicit offsets (`*_at`), through the
 //! individual pointer, through the shared pointer (`*_shared`, and `*_ordered`, which
 //! takes the group's data in rank order), each blocking, collective (`*_all`),
-//! non-blocking (`i*`: independent ones complete when made, collective ones queued by
-//! `deferred.rs` and moved later) or split (`*_begin` / `*_end`), in `int` and `_c`
+//! non-blocking (`i*`: independent ones complete when made, collective ones moved when
+//! made and completed by the group's agreement, `deferred.rs`) or split (`*_begin` / `*_end`), in `int` and `_c`
 //! forms. One function, [`access_now`], does them all.
 
 use std::ffi::{c_int, c_void};
@@ -16,9 +16,8 @@ use crate::file::{deferred, file, on_file};
 use crate::out::out;
 use crate::request::{give, put_status, Op};
 
-/// One access ([`access_now`]); a collective one first moves the file's queued
-/// non-blocking collective accesses ([`deferred::flush`]), so that every rank moves them
-/// in the same order among the file's collective steps.
+/// One access ([`access_now`]); a collective one first settles the file's non-blocking
+/// collective accesses ([`deferred::flush`]).
 ///
 /// # Safety
 /// As [`access_now`].
@@ -199,7 +198,7 @@ macro_rules! at_pointer {
 /// `FN(fh, offset, buf, count, datatype, request)` and its `_c` form.
 macro_rules! nonblocking_at {
     ($name:ident, $name_c:ident, $buf:ty, $dir:expr, $coll:expr) => {
-        #[doc = concat!("`", stringify!($name), "`: an independent access is complete when it returns, a collective one queued (`deferred.rs`).")]
+        #[doc = concat!("`", stringify!($name), "`: an independent access is complete when it returns; a collective one has moved this rank's bytes and completes with the group's agreement (`deferred.rs`).")]
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             fh: MPI_File,
@@ -251,7 +250,7 @@ macro_rules! nonblocking_at {
 /// `FN(fh, buf, count, datatype, request)` and its `_c` form.
 macro_rules! nonblocking {
     ($name:ident, $name_c:ident, $buf:ty, $place:expr, $dir:expr, $coll:expr) => {
-        #[doc = concat!("`", stringify!($name), "`: an independent access is complete when it returns, a collective one queued (`deferred.rs`).")]
+        #[doc = concat!("`", stringify!($name), "`: an independent access is complete when it returns; a collective one has moved this rank's bytes and completes with the group's agreement (`deferred.rs`).")]
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             fh: MPI_File,

@@ -1,126 +1,123 @@
 //! Non-blocking collective accesses (`MPI_File_iread_all`, `iwrite_all`,
 //! `iread_at_all`, `iwrite_at_all` and their `_c` forms): the call returns before the
 //! group has called, as MPI requires (a program may order a message after one rank's
-//! call and before another's).
+//! call and before another's), and the request completes like any other non-blocking
+//! collective's: no rank has to call into the file for another's request to complete.
 //!
-//! The call places the access (the individual pointer moves past the data at once),
-//! starts a non-blocking barrier on the file's communicator (its arrival: every rank
-//! starts it in the same order, as collective calls are made) and queues the access on
-//! the file. Queued accesses are moved in the order they were made, each once its
-//! barrier completed (every rank has made it): when its request is waited on, when a
-//! test finds the barrier complete, and before any later collective call on the file
-//! (`flush`), so that every rank moves them in the same order among the file's
-//! collective steps. Moving one is the blocking collective access, with its agreement
-//! on the outcome; its error is the request's, raised on the file.
+//! The call moves this rank's own bytes at once, as an independent access does
+//! (`access_now` without the group: each rank its own runs, with positioned I/O; the
+//! two-phase and whole-array paths need every rank inside one call, which a
+//! non-blocking call cannot ask), and starts one non-blocking collective on the file's
+//! communicator: an allreduce of the minimum of every rank's outcome as one word
+//! (`outcome_word`: success, or the rank and the MPI class of its error). That
+//! allreduce is a `spools-msg` schedule, advanced by the progress engine's poller in
+//! any wait of the rank (a blocking receive, another request's wait, a collective) and
+//! by `MPI_Test` of the request, which runs a progress round. The request's outcome is
+//! the group's: this rank's error; else the first failing rank's, in its class
+//! (`heard`); else this rank's status (the bytes it moved).
+//!
+//! The file keeps the accesses not settled yet, oldest first (`queue.rs`); every
+//! collective call on the file settles them first (`flush`: waits for their
+//! agreements, which every rank started, in order), so that none outlives its file.
 
 use std::ffi::c_int;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use spools::CollRequest;
+use spools::{CollRequest, MsgError, Op as ReduceOp};
 
 use crate::abi::*;
-use crate::datatype::{bytes_of, committed, count as ccount};
 use crate::error::MpiError;
+use crate::file::outcome::{heard, outcome_word};
 use crate::file::place::{Dir, Place};
-use crate::file::queue::{Access, Queue};
+use crate::file::queue::{Access, Stage};
 use crate::file::transfer::access_now;
 use crate::file::{file, on_file, FileObj};
 use crate::request::{give_on, CollOp, Op};
 
-impl Access {
-    fn moved(&self) -> bool {
-        self.outcome
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some()
-    }
-
-    /// Whether every rank has made the access (drives the barrier once).
-    fn arrived(&self) -> bool {
-        self.arrival
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .is_none_or(CollRequest::test)
-    }
-
-    /// Waits for the arrival barrier, then moves the bytes (the blocking collective
-    /// access) and keeps the outcome.
-    fn perform(&self) {
-        let arrival = self
-            .arrival
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        let waited = arrival.map_or(Ok(()), |b| b.wait().map_err(MpiError::from));
-        let r = waited.and_then(|()| {
-            // SAFETY: the program's buffer, which MPI forbids it to touch until the
-            // request completes (the request holds this access until then).
-            unsafe {
-                access_now(
-                    self.fh,
-                    self.buf as *mut u8,
-                    self.count,
-                    self.dt,
-                    self.place,
-                    self.dir,
-                    true,
-                    self.call,
-                )
-            }
-        });
-        *self.outcome.lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
+/// The group's outcome: this rank's `local` one and the minimum of every rank's
+/// [`outcome_word`] (or the error of the agreement itself).
+fn group_outcome(
+    local: Result<MPI_Status, MpiError>,
+    agreed: Result<Vec<u64>, MsgError>,
+    call: &'static str,
+) -> Result<MPI_Status, MpiError> {
+    match (local, agreed) {
+        (Err(e), _) => Err(e),
+        (Ok(_), Err(e)) => Err(e.into()),
+        (Ok(s), Ok(word)) => match heard(word.first().copied().unwrap_or(u64::MAX), call) {
+            Some(e) => Err(e),
+            None => Ok(s),
+        },
     }
 }
 
-impl Queue {
-    /// Moves the queued accesses in order, up to and including `until` (all without
-    /// it). With `wait`, each waits for its arrival; without, moving stops at the first
-    /// whose barrier has not completed. Whether `until` (or the whole queue) was moved.
-    fn drain(&self, until: Option<&Arc<Access>>, wait: bool) -> bool {
-        loop {
-            let front = self
-                .0
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .front()
-                .cloned();
-            let Some(a) = front else {
-                return true;
-            };
-            if !a.moved() {
-                if !wait && !a.arrived() {
-                    return false;
-                }
-                a.perform();
+impl Access {
+    /// Settles the access when its agreement completed (with `wait`, waits for it);
+    /// whether it is settled. A test runs one round of the rank's progress.
+    fn settle(&self, wait: bool) -> bool {
+        let mut stage = self.stage.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Stage::Agreeing(_, agreement) = &*stage {
+            if !wait && !agreement.test() {
+                return false;
             }
-            let mut q = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-            if q.front().is_some_and(|x| Arc::ptr_eq(x, &a)) {
-                q.pop_front();
+            if let Stage::Agreeing(local, agreement) = std::mem::replace(&mut *stage, Stage::Taken)
+            {
+                *stage = Stage::Agreed(group_outcome(local, agreement.wait(), self.call));
             }
-            drop(q);
-            if until.is_some_and(|u| Arc::ptr_eq(u, &a)) {
-                return true;
-            }
+        }
+        true
+    }
+
+    /// The settled outcome, taken (once).
+    fn take(&self) -> Result<MPI_Status, MpiError> {
+        self.settle(true);
+        let mut stage = self.stage.lock().unwrap_or_else(PoisonError::into_inner);
+        match std::mem::replace(&mut *stage, Stage::Taken) {
+            Stage::Agreed(r) => r,
+            _ => Err(MpiError::invalid(
+                MPI_ERR_INTERN,
+                format!("{}: the access's outcome was already taken", self.call),
+            )),
         }
     }
 }
 
-/// Moves every queued non-blocking collective access of `f`, in order (their outcomes
-/// kept for their requests). Every collective call on a file calls this first.
+/// Settles every non-blocking collective access of `f` not settled yet, in order (their
+/// outcomes kept for their requests). Every collective call on a file calls this first.
 pub(crate) fn flush(f: &FileObj) {
-    f.deferred.drain(None, true);
+    let queued: Vec<Arc<Access>> = f
+        .deferred
+        .0
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .drain(..)
+        .collect();
+    for a in queued {
+        a.settle(true);
+    }
 }
 
-/// A queued access as a request's operation.
+/// A non-blocking collective access as a request's operation.
 struct Pending {
     file: Arc<FileObj>,
     access: Arc<Access>,
 }
 
+impl Pending {
+    /// Takes the access off its file's queue (settled, its outcome with the request).
+    fn unqueue(&self) {
+        self.file
+            .deferred
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|a| !Arc::ptr_eq(a, &self.access));
+    }
+}
+
 impl CollOp for Pending {
     fn poll(&mut self) -> Result<bool, MpiError> {
-        Ok(self.access.moved() || self.file.deferred.drain(Some(&self.access), false))
+        Ok(self.access.settle(false))
     }
 
     fn finish(self: Box<Self>) -> Result<(), MpiError> {
@@ -128,33 +125,14 @@ impl CollOp for Pending {
     }
 
     fn finish_status(self: Box<Self>) -> Result<MPI_Status, MpiError> {
-        if !self.access.moved() {
-            self.file.deferred.drain(Some(&self.access), true);
-        }
-        self.access
-            .outcome
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-            .unwrap_or_else(|| {
-                Err(MpiError::invalid(
-                    MPI_ERR_INTERN,
-                    format!("{}: the access was not moved", self.access.call),
-                ))
-            })
+        let r = self.access.take();
+        self.unqueue();
+        r
     }
 }
 
-/// Where an access through the individual pointer starts, in etypes, and how many it
-/// asks for: `None` when it cannot be placed (the access then reports why when moved).
-fn own_extent(f: &FileObj, count: MPI_Count, dt: MPI_Datatype, call: &'static str) -> Option<u64> {
-    let t = committed(dt, call).ok()?;
-    let bytes = bytes_of(ccount(count, call).ok()?, &t, call).ok()? as u64;
-    let es = f.view().etype.size as u64;
-    (es > 0 && bytes % es == 0 && f.amode & MPI_MODE_SEQUENTIAL == 0).then_some(bytes / es)
-}
-
-/// Makes a non-blocking collective access: placed and queued, its request in `request`.
+/// Makes a non-blocking collective access: this rank's bytes moved, the group's
+/// agreement on the outcome started, its request in `request`.
 ///
 /// # Safety
 /// `buf` holds `count` elements of `dt` (writable for a read) until the request
@@ -172,34 +150,15 @@ pub(crate) unsafe fn start(
 ) -> c_int {
     let r = (|| {
         let f = file(fh, call)?;
-        let place = match place {
-            Place::Own => {
-                let extent = own_extent(&f, count, dt, call);
-                let mut pos = f.pos.lock().unwrap_or_else(PoisonError::into_inner);
-                match extent {
-                    Some(etypes) => {
-                        let start = *pos;
-                        *pos = start.saturating_add(etypes);
-                        Place::At(MPI_Offset::try_from(start).unwrap_or(MPI_Offset::MAX))
-                    }
-                    None => Place::Own,
-                }
-            }
-            p => p,
-        };
-        // Every rank starts the barrier, whatever its access: a rank that cannot make
-        // it says so when it is moved, and the group agrees then.
-        let arrival = f.comm.ibarrier()?;
+        // Every rank starts the agreement, whatever its access: a rank that cannot make
+        // it tells its error's class there.
+        // SAFETY: the caller's contract (the access is done before this returns).
+        let local = unsafe { access_now(fh, buf, count, dt, place, dir, false, call) };
+        let word = outcome_word(f.comm.rank(), &local);
+        let agreement: CollRequest<Vec<u64>> = f.comm.iallreduce(vec![word], ReduceOp::Min)?;
         let access = Arc::new(Access {
-            fh,
-            buf: buf as usize,
-            count,
-            dt,
-            place,
-            dir,
             call,
-            arrival: Mutex::new(Some(arrival)),
-            outcome: Mutex::new(None),
+            stage: Mutex::new(Stage::Agreeing(local, agreement)),
         });
         f.deferred
             .0

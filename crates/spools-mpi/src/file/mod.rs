@@ -8,16 +8,18 @@
 //!   (explicit offsets, individual and shared pointers, collective, ordered,
 //!   non-blocking, split); `pointer.rs`: the shared file pointer, a word in shared
 //!   memory; `twophase.rs`: collective accesses of short runs through aggregators;
-//!   `deferred.rs`: non-blocking collective accesses, queued and moved in order;
+//!   `deferred.rs`: non-blocking collective accesses, moved at once and their outcome
+//!   agreed by a non-blocking collective;
 //!   `position.rs`: views and pointers (`set_view`, `seek`, ...); `raid.rs`: the
 //!   `spools_layout` hint (the file kept as a RAID-5 or RAID-0 set, committed at sync and
 //!   close).
 //!
 //! Every access is done when its call returns (independent non-blocking ones give a
-//! complete request), but for non-blocking collective ones, which return before the
-//! group has called (`deferred.rs`); every collective call moves those first.
-//! Collective calls agree on their outcome, so that an error on one rank (a full disk)
-//! is an error on every rank.
+//! complete request); a non-blocking collective one has moved this rank's bytes too,
+//! and its request completes when the group has agreed on the outcome, which the
+//! progress engine drives in any wait of the rank (`deferred.rs`).
+//! Collective calls agree on their outcome (`outcome.rs`), so that an error on one
+//! rank (a full disk) is an error on every rank, in the failing rank's MPI class.
 
 pub(crate) mod access;
 pub(crate) mod datarep;
@@ -71,7 +73,7 @@ pub(crate) struct FileObj {
     /// With the `spools_layout` hint, the striped set that `file` (its working file,
     /// at `path`) is committed to at sync and close.
     pub(crate) raid: Option<raid::Set>,
-    /// Non-blocking collective accesses made and not moved yet, oldest first.
+    /// Non-blocking collective accesses whose outcome is not settled yet, oldest first.
     pub(crate) deferred: queue::Queue,
 }
 

@@ -101,10 +101,13 @@ pub unsafe extern "C" fn MPI_File_open(
                 format!("{call}: an intercommunicator cannot open a file"),
             ));
         }
-        check_amode(amode, call)?;
-        let path = path_of(filename, call)?;
-        let info_entries = crate::info::entries(info)?;
+        // The arguments are checked on every rank, and agreed once the group has its
+        // communicator, so that a rank whose arguments fail leaves with the others,
+        // every rank in its class.
+        let checked = check_amode(amode, call)
+            .and_then(|()| Ok((path_of(filename, call)?, crate::info::entries(info)?)));
         let wc = c.comm.dup()?;
+        let (path, info_entries) = super::agree_on(&wc, checked, call)?;
         // With the `spools_layout` hint the program's accesses go to a working file that
         // rank 0 has made from the set (raid.rs); it is opened for reading too, since
         // the commits read it back.
@@ -151,8 +154,9 @@ pub unsafe extern "C" fn MPI_File_open(
             Ok(f) => Ok(f),
             Err(_) => options(open_mode, false).open(&path),
         };
-        let f =
-            super::FileObj::agree_open(&wc, opened.map_err(|e| io_error(call, &path, &e)), call)?;
+        // All have the file or all fail, in the class of the first rank that could not
+        // open it.
+        let f = super::agree_on(&wc, opened.map_err(|e| io_error(call, &path, &e)), call)?;
         let size = f.metadata().map(|m| m.len()).unwrap_or(0);
         let start = if amode & MPI_MODE_APPEND != 0 {
             size
@@ -187,27 +191,6 @@ pub unsafe extern "C" fn MPI_File_open(
     on_file(MPI_FILE_NULL, r)
 }
 
-impl FileObj {
-    /// Every rank's outcome of opening: all have the file or all fail.
-    fn agree_open(
-        wc: &spools::Communicator,
-        r: Result<std::fs::File, MpiError>,
-        call: &'static str,
-    ) -> Result<std::fs::File, MpiError> {
-        let all = wc.allgather_bytes(&[u8::from(r.is_err())])?;
-        match r {
-            Err(e) => Err(e),
-            Ok(f) => match all.iter().position(|b| b.first() == Some(&1)) {
-                Some(rank) => Err(MpiError::invalid(
-                    MPI_ERR_IO,
-                    format!("{call}: rank {rank} could not open the file"),
-                )),
-                None => Ok(f),
-            },
-        }
-    }
-}
-
 /// `MPI_File_close` (collective): deletes the file when opened with
 /// `MPI_MODE_DELETE_ON_CLOSE`.
 #[no_mangle]
@@ -226,20 +209,22 @@ pub unsafe extern "C" fn MPI_File_close(fh: *mut MPI_File) -> c_int {
     let h = unsafe { *fh };
     let r = (|| {
         let f = file(h, call)?;
-        // Queued non-blocking collective accesses first (deferred.rs).
+        // Non-blocking collective accesses settled first (deferred.rs).
         super::deferred::flush(&f);
-        let keep = f.amode & MPI_MODE_RDONLY == 0 && f.amode & MPI_MODE_DELETE_ON_CLOSE == 0;
+        // Rank 0's amode and hint decide for the group, in one broadcast (MPI asks the
+        // same amode of every rank, but hints may differ; a rank that differs must not
+        // leave the others in a collective step it skips); a set's manifest carries its
+        // own checksums.
+        let mine = [
+            u8::from(f.amode & MPI_MODE_RDONLY == 0 && f.amode & MPI_MODE_DELETE_ON_CLOSE == 0),
+            u8::from(super::twophase::hint(&f, "spools_checksums").as_deref() == Some("crc32c")),
+        ];
+        let decided = f.comm.bcast_bytes(0, &mine)?;
+        let keep = decided.first() == Some(&1);
         if let Some(set) = f.raid.as_ref().filter(|_| keep) {
             raid::commit(&f.comm, set, &f.file, &f.path, call)?;
         }
-        // Rank 0's hint decides for the group (hints may differ between ranks); a set's
-        // manifest carries its own checksums.
-        let sums = keep && f.raid.is_none() && {
-            let mine = u8::from(
-                super::twophase::hint(&f, "spools_checksums").as_deref() == Some("crc32c"),
-            );
-            f.comm.bcast_bytes(0, &[mine])?.first() == Some(&1)
-        };
+        let sums = keep && f.raid.is_none() && decided.get(1) == Some(&1);
         if sums {
             let r = spools_io::file::write_sidecar(&f.comm, &f.path).map_err(|e| {
                 MpiError::invalid(MPI_ERR_IO, format!("{call}: the checksum sidecar: {e}"))
@@ -310,7 +295,7 @@ pub unsafe extern "C" fn MPI_File_set_size(fh: MPI_File, size: MPI_Offset) -> c_
     let call = "MPI_File_set_size";
     let r = (|| {
         let f = file(fh, call)?;
-        // Queued non-blocking collective accesses first (deferred.rs).
+        // Non-blocking collective accesses settled first (deferred.rs).
         super::deferred::flush(&f);
         // Checked after every rank called (the same size everywhere), so that no rank
         // leaves while the others wait.
@@ -333,7 +318,7 @@ pub unsafe extern "C" fn MPI_File_preallocate(fh: MPI_File, size: MPI_Offset) ->
     let call = "MPI_File_preallocate";
     let r = (|| {
         let f = file(fh, call)?;
-        // Queued non-blocking collective accesses first (deferred.rs).
+        // Non-blocking collective accesses settled first (deferred.rs).
         super::deferred::flush(&f);
         // Checked after every rank called (the same size everywhere), so that no rank
         // leaves while the others wait.
@@ -390,7 +375,7 @@ pub unsafe extern "C" fn MPI_File_sync(fh: MPI_File) -> c_int {
     let call = "MPI_File_sync";
     let r = (|| {
         let f = file(fh, call)?;
-        // Queued non-blocking collective accesses first (deferred.rs).
+        // Non-blocking collective accesses settled first (deferred.rs).
         super::deferred::flush(&f);
         let mine = if f.amode & MPI_MODE_RDONLY != 0 {
             Ok(())
@@ -413,7 +398,7 @@ pub unsafe extern "C" fn MPI_File_set_atomicity(fh: MPI_File, flag: c_int) -> c_
     let call = "MPI_File_set_atomicity";
     let r = (|| {
         let f = file(fh, call)?;
-        // Queued non-blocking collective accesses first (deferred.rs).
+        // Non-blocking collective accesses settled first (deferred.rs).
         super::deferred::flush(&f);
         f.atomic.store(flag != 0, Ordering::Relaxed);
         f.agree(Ok(()), call)
@@ -461,7 +446,7 @@ pub unsafe extern "C" fn MPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_in
     let call = "MPI_File_set_info";
     let r = (|| {
         let f = file(fh, call)?;
-        // Queued non-blocking collective accesses first (deferred.rs).
+        // Non-blocking collective accesses settled first (deferred.rs).
         super::deferred::flush(&f);
         let mut e = crate::info::entries(info)?;
         let mut cur = f.info.lock().unwrap_or_else(PoisonError::into_inner);

@@ -24,7 +24,7 @@ pub unsafe extern "C" fn MPI_File_set_view(
     let call = "MPI_File_set_view";
     let r = (|| {
         let f = file(fh, call)?;
-        // Queued non-blocking collective accesses first (deferred.rs).
+        // Non-blocking collective accesses settled first (deferred.rs).
         super::deferred::flush(&f);
         let rep = if datarep.is_null() {
             "native".to_string()
@@ -259,7 +259,7 @@ pub unsafe extern "C" fn MPI_File_seek_shared(
     let call = "MPI_File_seek_shared";
     let r = (|| {
         let f = file(fh, call)?;
-        // Queued non-blocking collective accesses first (deferred.rs).
+        // Non-blocking collective accesses settled first (deferred.rs).
         super::deferred::flush(&f);
         let s = f.shared_pointer(call)?;
         f.comm.barrier()?;

@@ -1,6 +1,6 @@
-//! The non-blocking collective accesses a file holds until they are moved: the data
-//! only ([`deferred`](super::deferred) moves them), so that the file object below the
-//! access paths can hold its queue.
+//! The non-blocking collective accesses of a file whose outcome the group has not
+//! agreed yet: the data only ([`deferred`](super::deferred) makes and settles them), so
+//! that the file object below the access paths can hold its queue.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -9,21 +9,25 @@ use spools::CollRequest;
 
 use crate::abi::*;
 use crate::error::MpiError;
-use crate::file::place::{Dir, Place};
 
-/// The non-blocking collective accesses of a file not yet moved, oldest first.
+/// The non-blocking collective accesses of a file not settled yet, oldest first.
 #[derive(Default)]
 pub(crate) struct Queue(pub(super) Mutex<VecDeque<Arc<Access>>>);
 
-/// One queued access: its arguments, its arrival barrier, and once moved its outcome.
+/// One non-blocking collective access, its bytes already moved by this rank.
 pub(crate) struct Access {
-    pub(super) fh: MPI_File,
-    pub(super) buf: usize,
-    pub(super) count: MPI_Count,
-    pub(super) dt: MPI_Datatype,
-    pub(super) place: Place,
-    pub(super) dir: Dir,
+    /// The call that made it (its errors name it).
     pub(super) call: &'static str,
-    pub(super) arrival: Mutex<Option<CollRequest<()>>>,
-    pub(super) outcome: Mutex<Option<Result<MPI_Status, MpiError>>>,
+    pub(super) stage: Mutex<Stage>,
+}
+
+/// Where an access's outcome is.
+pub(crate) enum Stage {
+    /// Being agreed: this rank's own outcome, and the group's agreement (an allreduce of
+    /// every rank's `outcome_word`).
+    Agreeing(Result<MPI_Status, MpiError>, CollRequest<Vec<u64>>),
+    /// The group's outcome, until the request takes it.
+    Agreed(Result<MPI_Status, MpiError>),
+    /// Taken by the request.
+    Taken,
 }

@@ -60,7 +60,7 @@ pub(crate) unsafe fn access_now(
         }
         s
     };
-    let mut parts = twophase::decide(&f, prep.as_ref().ok().map(summary), call);
+    let mut parts = twophase::decide(&f, prep.as_ref().map(summary), call);
     // Not every rank accesses the same whole array: the ranks that skipped listing their
     // runs list them, and the group decides again (every rank sees the same parts, so
     // every rank takes this step or none).
@@ -71,7 +71,7 @@ pub(crate) unsafe fn access_now(
         if let Ok(p) = prep.as_mut() {
             p.list_runs();
         }
-        parts = twophase::decide(&f, prep.as_ref().ok().map(summary), call);
+        parts = twophase::decide(&f, prep.as_ref().map(summary), call);
     }
     let r = match (prep, parts) {
         (Ok(mut p), Ok(parts)) => {

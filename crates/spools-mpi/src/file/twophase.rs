@@ -11,6 +11,7 @@
 
 use crate::abi::*;
 use crate::error::MpiError;
+use crate::file::outcome::{Told, MAX_MESSAGE};
 use crate::file::view::FileRun;
 use crate::file::{io, FileObj};
 
@@ -111,31 +112,27 @@ impl Part {
     }
 }
 
-/// The first step of every collective access: every rank's [`Part`] (`None` from a
-/// rank that cannot go on; the group then stops).
+/// The first step of every collective access: every rank's [`Part`], or from a rank
+/// that cannot go on its error (its class and message, [`Told`]; the group then stops).
 ///
 /// # Errors
-/// `MPI_ERR_IO` naming the first rank that cannot go on (this rank's own error is the
-/// caller's to report).
+/// The error of the first rank that cannot go on, in its class (this rank's own error
+/// is the caller's to report).
 pub(crate) fn decide(
     f: &FileObj,
-    mine: Option<Part>,
+    mine: Result<Part, &MpiError>,
     call: &'static str,
 ) -> Result<Vec<Part>, MpiError> {
     let msg = match &mine {
-        Some(p) => p.encode(),
-        None => vec![1u8],
+        Ok(p) => p.encode(),
+        Err(e) => [&[1u8][..], &Told::of(e).encode(MAX_MESSAGE)].concat(),
     };
     let all = f.comm.allgather_bytes(&msg)?;
     all.iter()
         .enumerate()
         .map(|(r, b)| {
-            Part::decode(b).ok_or_else(|| {
-                MpiError::invalid(
-                    MPI_ERR_IO,
-                    format!("{call}: rank {r} of the file's group failed in this collective call"),
-                )
-            })
+            Part::decode(b)
+                .ok_or_else(|| Told::decode(b.get(1..).unwrap_or_default()).error(r as u32, call))
         })
         .collect()
 }
