@@ -1087,7 +1087,7 @@ pub unsafe extern "C" fn PMPI_Comm_create(
     newcomm: *mut MPI_Comm,
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Comm_create`'s.
-    unsafe { crate::group::MPI_Comm_create(comm, group, newcomm) }
+    unsafe { crate::inter::MPI_Comm_create(comm, group, newcomm) }
 }
 
 /// The profiling name of `MPI_Comm_create_errhandler`.

@@ -5,7 +5,7 @@ use std::ffi::c_int;
 use std::sync::Arc;
 
 use crate::abi::*;
-use crate::comm::{comm, insert_child};
+use crate::comm::comm;
 use crate::errhandler::{on_comm, on_self};
 use crate::error::MpiError;
 use crate::handles::{Kind, Table};
@@ -417,43 +417,4 @@ pub unsafe extern "C" fn MPI_Group_free(group: *mut MPI_Group) -> c_int {
         Ok(())
     })();
     on_self(r)
-}
-
-/// `MPI_Comm_create`: collective over `comm`; each rank passes the group it belongs to
-/// (groups may differ between disjoint sets of ranks) and gets a communicator of it, or
-/// `MPI_COMM_NULL` when not in it. On an intercommunicator each side passes a group of
-/// its local group, and the ranks in them get an intercommunicator between the two
-/// groups, each in its group's order (`MPI_COMM_NULL` for the others, and for everyone
-/// when either group is empty): an intercommunicator split whose key is the rank's place
-/// in its group, agreed on the union, whose order both sides share.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_create(
-    comm: MPI_Comm,
-    group: MPI_Group,
-    newcomm: *mut MPI_Comm,
-) -> c_int {
-    let r = (|| {
-        let call = "MPI_Comm_create";
-        let c = self::comm(comm, call)?;
-        let g = self::group(group)?;
-        let me = rt(call)?.rank;
-        let place = g.0.iter().position(|&x| x == me);
-        if c.inter.is_some() {
-            let h = crate::inter::split(&c, place.map(|_| 0), place.unwrap_or(0) as c_int)?;
-            // SAFETY: the caller's contract.
-            return unsafe { out(newcomm, h, call) };
-        }
-        // Ranks of one group share its lowest job rank as colour; key: rank in it.
-        let (color, key) = match place {
-            Some(p) => (g.0.iter().min().copied(), p as c_int),
-            None => (None, 0),
-        };
-        let h = match c.comm.split(color, key)? {
-            Some(s) => insert_child(&c, s)?,
-            None => MPI_COMM_NULL,
-        };
-        // SAFETY: the caller's contract.
-        unsafe { out(newcomm, h, call) }
-    })();
-    on_comm(comm, r)
 }

@@ -30,7 +30,9 @@ pub const MAX_OPEN_LINKS: usize = 1024;
 /// job's own connections): at most this many, and at most a quarter of the limit.
 const FD_RESERVE: u64 = 64;
 
-/// A receiver's bounds on the links it holds at once (see the [module](self)).
+/// A receiver's bounds on the links it holds at once: links that have not finished their
+/// hello (the oldest silent one gives way to a new link), all links, and how long a link
+/// may stay silent.
 ///
 /// ```
 /// use std::time::Duration;
