@@ -243,7 +243,9 @@ pub unsafe extern "C" fn spools_stream_reader_recv(
 ///
 /// Thread safety: as every collective; a reader is used by one thread at a time.
 ///
-/// Errors: those of `spools_stream_reader_next()`.
+/// Errors: those of `spools_stream_reader_next()`; `SPOOLS_ERR_INVALID_ARG` (a NULL
+/// `got` on any rank: nothing is skipped, the ADU stays the next one); every rank gets the
+/// error.
 ///
 /// # Safety
 /// `reader` is NULL or a live reader no other thread uses; `info` NULL or writable; `got`
@@ -257,13 +259,19 @@ pub unsafe extern "C" fn spools_stream_reader_skip(
     guard(|| {
         // SAFETY: the caller's contract.
         let h = unsafe { handle_mut(reader) }?;
-        // SAFETY: the caller's contract.
-        let got = unsafe { out(got, "got") }?;
         let (r, _) = h.open()?;
-        let i = r.skip_adu().map_err(Failure::from)?;
         // SAFETY: the caller's contract.
-        unsafe { tell(i, info, got) };
-        Ok(())
+        match unsafe { out(got, "got") } {
+            Ok(got) => {
+                let i = r.skip_adu().map_err(Failure::from)?;
+                // SAFETY: the caller's contract.
+                unsafe { tell(i, info, got) };
+                Ok(())
+            }
+            // A NULL `got`: this rank declines its part; every rank's skip fails and the
+            // ADU stays the next one.
+            Err(p) => Err(decline(p, |why| r.decline_recv(why))),
+        }
     })
 }
 

@@ -23,7 +23,9 @@
  *                         against the frame it must be: every header field but the time,
  *                         and the pixels. The first ADU is first refused on every rank (a
  *                         buffer of the wrong size, a NULL layout handle, on the last rank)
- *                         and looked at with a NULL `got` on rank 0 (which fails alone).
+ *                         and looked at with a NULL `got` on rank 0 (which fails alone),
+ *                         and skipped with a NULL `got` on the last rank (refused on every
+ *                         rank, nothing skipped).
  *   frames view DEST N    N frames of 64x96 of stream 1 (grey, "c grey") and of group 1
  *                         (RGB "c rgb", f32 "c field"), for the browser test
  *                         (crates/spools-view/tests/py).
@@ -387,6 +389,10 @@ static void receive(uint32_t senders)
                 ASSERT(st == SPOOLS_OK && got == 1 && peek.stream == info.stream &&
                            peek.adu == info.adu,
                        "spools_stream_reader_next: %s", ct_status_name((int)st));
+            /* A NULL `got` on the last rank in a skip: refused everywhere, nothing is
+             * skipped, and the ADU stays the next one. */
+            EXPECT_ERR(spools_stream_reader_skip(rd, NULL, last ? NULL : &got),
+                       SPOOLS_ERR_INVALID_ARG, "got");
         }
         spools_adu_info_t again;
         CHECK(spools_stream_reader_recv(rd, mine, n, l, &again, &got));

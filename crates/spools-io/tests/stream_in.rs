@@ -409,6 +409,82 @@ fn a_sender_that_dies_mid_adu_is_an_error_on_every_rank() {
     }
 }
 
+/// An SU whose header does not decode (ADU 1 at offset 2^63): on the lead's link (link
+/// 0, where the first SU of every ADU travels) the sender's frames are refused on every
+/// rank, naming why, not reported as a stream the sender did not close; on a member's
+/// link every rank gets the same error (the lead's view: ADU 1 never arrived, or the
+/// refusal).
+#[test]
+fn an_su_that_does_not_decode_is_refused_on_every_rank() {
+    const NAME: &str = "an_su_that_does_not_decode_is_refused_on_every_rank";
+    rank_main(|_| {
+        let lead = std::env::var("SPOOLS_TEST_LINK").as_deref() == Ok("0");
+        recv_then_fail("undecodable", |x| match x {
+            StreamRecvError::Refused { reason } => reason.contains("invalid SU offset"),
+            StreamRecvError::Missing {
+                stream: 1,
+                from: 1,
+                to: 2,
+            } => !lead,
+            _ => false,
+        })
+    });
+    for link in 0..2u16 {
+        let d = tempdir("stream-in-undecodable");
+        let job = Job::new(4, NAME)
+            .env("SPOOLS_TEST_DIR", &d)
+            .env("SPOOLS_TEST_LINK", link.to_string());
+        let wait = job.wait_limit();
+        let mut job = Some(job.start());
+        let mut links = connect(job_addr(&d, "undecodable", &mut job), 2, 1000);
+        send_sus(&mut links, 1000, 0, usize::MAX, false);
+        wait_job(&d, "got0", &mut job);
+        let p = [7u8; 100];
+        let h = Su {
+            stream: 1,
+            su: link,
+            link,
+            adu: 1,
+            tu: 0,
+            offset: 1 << 63,
+            size: 4200,
+            crc: spools_io::crc32c(&p),
+        };
+        // The job may close the links as soon as the frame arrives: a reset is its right.
+        let _ = links[usize::from(link)].send_su(&h, &p);
+        for mut l in links {
+            let _ = l.send(&Frame::Close(spools_proto::stream::Close {
+                stream: 1,
+                adus: 2,
+            }));
+            let _ = l.finish();
+        }
+        let o = job.take().unwrap().wait(wait);
+        assert_ok(&o);
+        // Every rank reports the same error, twice.
+        let said = |r: u32| {
+            o.stdout
+                .lines()
+                .filter_map(|l| l.strip_prefix(&format!("rank {r}: ")))
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        let first = said(0);
+        assert_eq!(first.len(), 2, "link {link}: {}", o.stdout);
+        assert_eq!(first[0], first[1], "link {link}: {}", o.stdout);
+        for r in 1..4 {
+            assert_eq!(said(r), first, "link {link}: {}", o.stdout);
+        }
+        if link == 0 {
+            assert!(
+                first[0].starts_with("the sender's frames were refused"),
+                "{}",
+                o.stdout
+            );
+        }
+    }
+}
+
 /// A frame whose CRC does not match its payload (in ADU 1): a typed checksum error naming
 /// where, on every rank; ADU 0 came whole.
 #[test]

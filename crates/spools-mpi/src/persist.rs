@@ -420,10 +420,11 @@ static MATCHING: Mutex<()> = Mutex::new(());
 
 /// A matched probe's match: a message matching `from` and `tag` taken off the queue, or
 /// `None` when none has arrived. Under [`MATCHING`] the queue is probed, then the message
-/// the probe saw is taken by a receive of its source and tag and length; that receive is
-/// cancelled if it matched nothing (a plain receive of another thread took the message
-/// first), and then the queue is probed again. What the receive matched is the message
-/// kept, with its own status.
+/// the probe saw is taken by a receive of its source and tag, of any length; that receive
+/// is cancelled if it matched nothing (a plain receive of another thread took the message
+/// first), and then the queue is probed again. What the receive matched (the probed
+/// message, or the next of that source and tag when a plain receive took the probed one,
+/// whatever its length) is the message kept, with its own status.
 fn try_take(
     c: &crate::comm::CommObj,
     from: spools::Source,
@@ -434,7 +435,7 @@ fn try_take(
         let Some(st) = c.comm.iprobe(from, tag)? else {
             return Ok(None);
         };
-        let req = c.comm.irecv(vec![0u8; st.len], st.source, st.tag)?;
+        let req = c.comm.irecv_any_len(st.source, st.tag)?;
         if req.cancel() {
             // Matched nothing: another thread's receive took the message the probe saw.
             let _ = req.wait();

@@ -1,35 +1,43 @@
 /* MPI_Mprobe and MPI_Improbe under MPI_THREAD_MULTIPLE: rank 0 sends MSGS messages of
  * different lengths on one tag, then one stop message per thread; rank 1's THREADS
- * threads (half of them with MPI_Mprobe, half with MPI_Improbe) each take messages
- * until a stop. Every message must be matched by exactly one thread, with its own
- * length (the library once probed, then received by source and tag, so two threads
- * could match one message and receive another into a buffer of the wrong size).
- * 2 ranks (more are idle). */
+ * threads (a third with MPI_Mprobe, a third with MPI_Improbe, a third with plain
+ * MPI_Recv) each take messages until a stop. Every message must be matched by exactly
+ * one thread, with its own length (the library once probed, then received by source and
+ * tag, so two threads could match one message and receive another into a buffer of the
+ * wrong size; and later took the probed message by its length, so a plain receive that
+ * took it first left the matched probe a longer one it could not hold). 2 ranks (more
+ * are idle). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include "check.h"
 
-enum { THREADS = 4, MSGS = 3000, TAG = 9 };
+enum { THREADS = 6, MSGS = 3000, TAG = 9 };
 static atomic_long sum, count;
 
 static int len_of(int v) { return v % 7 + 1; }
 
 static void *take(void *arg) {
-  int immediate = (int)(long)arg % 2;
+  int how = (int)(long)arg % 3;
   int buf[8];
   for (;;) {
     MPI_Message m;
     MPI_Status st;
-    if (immediate) {
-      int flag = 0;
-      while (!flag) OK(MPI_Improbe(0, TAG, MPI_COMM_WORLD, &flag, &m, &st));
-    } else {
-      OK(MPI_Mprobe(0, TAG, MPI_COMM_WORLD, &m, &st));
-    }
     int n = -1;
-    OK(MPI_Get_count(&st, MPI_INT, &n));
-    CHECK(n >= 1 && n <= 8, "count %d", n);
-    OK(MPI_Mrecv(buf, n, MPI_INT, &m, &st));
+    if (how == 2) {
+      OK(MPI_Recv(buf, 8, MPI_INT, 0, TAG, MPI_COMM_WORLD, &st));
+      OK(MPI_Get_count(&st, MPI_INT, &n));
+      CHECK(n >= 1 && n <= 8, "count %d", n);
+    } else {
+      if (how == 1) {
+        int flag = 0;
+        while (!flag) OK(MPI_Improbe(0, TAG, MPI_COMM_WORLD, &flag, &m, &st));
+      } else {
+        OK(MPI_Mprobe(0, TAG, MPI_COMM_WORLD, &m, &st));
+      }
+      OK(MPI_Get_count(&st, MPI_INT, &n));
+      CHECK(n >= 1 && n <= 8, "count %d", n);
+      OK(MPI_Mrecv(buf, n, MPI_INT, &m, &st));
+    }
     if (buf[0] < 0) return NULL;
     CHECK(n == len_of(buf[0]), "message %d: %d ints, want %d", buf[0], n, len_of(buf[0]));
     for (int i = 1; i < n; i++) CHECK(buf[i] == buf[0], "message %d: [%d] = %d", buf[0], i, buf[i]);

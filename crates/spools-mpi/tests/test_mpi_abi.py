@@ -68,10 +68,10 @@ def test_comm_create_and_compare_of_intercommunicators(build, spools_run):
     assert job.out.splitlines() == ["ok intercomms 4 ranks"], job
 
 
-def test_matched_probes_of_four_threads_never_match_one_message_twice(build, spools_run):
+def test_matched_probes_and_receives_of_six_threads_never_match_one_message_twice(build, spools_run):
     job = spools_run(2, build("mprobe_threads"), timeout=60)
     assert job.code == 0 and "FAIL" not in job.err, job
-    assert job.out.splitlines() == ["ok mprobe_threads 2 ranks x 4 threads"], job
+    assert job.out.splitlines() == ["ok mprobe_threads 2 ranks x 6 threads"], job
 
 
 @pytest.mark.parametrize("n", [1, 3])

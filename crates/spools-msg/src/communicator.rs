@@ -265,6 +265,23 @@ impl Communicator {
         Ok(Request::recv(self.core.clone(), id))
     }
 
+    /// Starts receiving a message of any length: `wait` gives back a vector of exactly
+    /// the message's bytes. A thread that takes a message it probed (MPI's matched probe)
+    /// receives this way, so that another thread's receive taking the probed message
+    /// first leaves it the next matching one, whatever its length.
+    ///
+    /// # Errors
+    /// [`MsgError::BadRank`], [`MsgError::BadTag`].
+    pub fn irecv_any_len(
+        &self,
+        src: impl Into<Source>,
+        tag: impl Into<Tag>,
+    ) -> Result<Request, MsgError> {
+        let p = self.core.pattern(self.core.ctx, src.into(), tag.into())?;
+        let id = self.core.engine.post_recv(p, RecvBuf::Alloc(Vec::new()));
+        Ok(Request::recv(self.core.clone(), id))
+    }
+
     /// Sends `data` to `dest` and receives into `buf` from `src` at the same time.
     ///
     /// # Errors

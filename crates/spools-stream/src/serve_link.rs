@@ -26,7 +26,7 @@ use crate::admission::{Gate, Slot};
 use crate::connection::{OnHold, Shared};
 use crate::control::{Admit, AdmitFn, OnOpen};
 use crate::error::ReassemblyError;
-use crate::link::{FrameReader, Read1Head};
+use crate::link::{FrameReader, LinkError, Read1Head};
 use crate::reassembly::Event;
 use crate::reassembly::Reassembler;
 use crate::share::Share;
@@ -252,6 +252,13 @@ impl Link<'_> {
             self.shared.wait_room(self.on_hold);
             let step = match frames.next_head() {
                 Ok(Read1Head::End) => return None,
+                // Bytes that are not a frame (an SU header whose offset and length
+                // overflow, ...): the sender's frames are refused, as a misplaced SU's
+                // are, not taken for a link lost between ADUs.
+                Err(e @ LinkError::Wire(_)) => {
+                    self.drop_connection(&format!("link {}: {e}", self.link), None);
+                    return None;
+                }
                 Err(e) => return Some(e.to_string()),
                 Ok(Read1Head::Frame(f)) => {
                     self.on_frame(&f);

@@ -10,14 +10,19 @@ use super::ErrorKind;
 pub(crate) const MAX_MESSAGE: usize = 4096;
 
 /// Why a rank failed its part of a collective operation, as the other ranks learn it: the
-/// error's [`ErrorKind`] and its message. The `Remote` variants of the crate's errors
-/// carry it, so an interface maps the same kind to the same class on every rank.
+/// error's [`ErrorKind`], its message, and the system's error number when a system call
+/// failed. The `Remote` variants of the crate's errors carry it, so an interface maps the
+/// same failure to the same class on every rank (MPI's `MPI_ERR_NO_SPACE`,
+/// `MPI_ERR_ACCESS`, ... are told by the number).
 ///
 /// ```
 /// use spools_exchange::{Cause, ErrorKind};
 /// let c = Cause::new(ErrorKind::NotFound, "open /data/x: no such file");
 /// assert_eq!(c.kind, ErrorKind::NotFound);
 /// assert_eq!(c.to_string(), "open /data/x: no such file");
+/// assert_eq!(c.os_error, None);
+/// let full = std::io::Error::from_raw_os_error(28);
+/// assert_eq!(Cause::of(ErrorKind::Io, &full).os_error, Some(28));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cause {
@@ -26,6 +31,9 @@ pub struct Cause {
     pub kind: ErrorKind,
     /// The failing rank's message (with its sources).
     pub message: String,
+    /// The system's error number (`errno`) of the failed system call the error or one of
+    /// its sources is, if any.
+    pub os_error: Option<i32>,
 }
 
 impl std::fmt::Display for Cause {
@@ -49,34 +57,68 @@ impl Cause {
             ErrorKind::Transfer => ErrorKind::Transport,
             k => k,
         };
-        Cause { kind, message }
+        Cause {
+            kind,
+            message,
+            os_error: None,
+        }
     }
 
-    /// The cause of `e`: its kind and its message followed by its sources'
-    /// ([`message_chain`]).
-    pub fn of(kind: ErrorKind, e: &dyn std::error::Error) -> Cause {
-        Cause::new(kind, message_chain(e))
+    /// The cause of `e`: its kind, its message followed by its sources'
+    /// ([`message_chain`]), and the system's error number of the first of them that is a
+    /// failed system call.
+    pub fn of(kind: ErrorKind, e: &(dyn std::error::Error + 'static)) -> Cause {
+        Cause {
+            os_error: os_error_of(e),
+            ..Cause::new(kind, message_chain(e))
+        }
     }
 
-    /// The bytes of this cause: the kind's code, then the message.
+    /// The bytes of this cause: the kind's code, the system's error number (4 bytes,
+    /// little-endian; 0 for none), then the message.
     pub fn encode(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(1 + self.message.len());
+        let mut b = Vec::with_capacity(5 + self.message.len());
         b.push(code(self.kind));
+        b.extend_from_slice(&self.os_error.unwrap_or(0).to_le_bytes());
         b.extend_from_slice(self.message.as_bytes());
         b
     }
 
     /// The cause `bytes` describe. Untrusted: an unknown kind is [`ErrorKind::Remote`], a
-    /// message that is not UTF-8 is shown lossily, an over-long one is cut; nothing fails.
+    /// message that is not UTF-8 is shown lossily, an over-long one is cut, a number that
+    /// is no system error number (not positive) is none; nothing fails.
     pub fn decode(bytes: &[u8]) -> Cause {
-        match bytes.split_first() {
-            Some((&k, msg)) => Cause::new(
+        let Some((&k, rest)) = bytes.split_first() else {
+            return Cause::new(ErrorKind::Remote, "(no cause was told)");
+        };
+        let (os_error, msg) = match rest.split_first_chunk::<4>() {
+            Some((n, msg)) => (Some(i32::from_le_bytes(*n)).filter(|&n| n > 0), msg),
+            None => (None, &[][..]),
+        };
+        Cause {
+            os_error,
+            ..Cause::new(
                 kind_of(k).unwrap_or(ErrorKind::Remote),
                 String::from_utf8_lossy(&msg[..msg.len().min(MAX_MESSAGE)]),
-            ),
-            None => Cause::new(ErrorKind::Remote, "(no cause was told)"),
+            )
         }
     }
+}
+
+/// The system's error number of `e` or of the first of its sources that is a failed
+/// system call ([`std::io::Error::raw_os_error`]).
+fn os_error_of(e: &(dyn std::error::Error + 'static)) -> Option<i32> {
+    let mut at = Some(e);
+    while let Some(x) = at {
+        if let Some(n) = x
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::raw_os_error)
+        {
+            return Some(n);
+        }
+        at = x.source();
+    }
+    None
 }
 
 /// An error a rank tells the others when it fails a collective step: its kind and its
@@ -87,7 +129,7 @@ impl Cause {
 /// let e = ExchangeError::MixedSingleCopy;
 /// assert_eq!(Told::cause(&e).kind, ErrorKind::Transport);
 /// ```
-pub trait Told: std::error::Error + Sized {
+pub trait Told: std::error::Error + Sized + 'static {
     /// The error's kind.
     fn kind(&self) -> ErrorKind;
 
@@ -153,7 +195,32 @@ mod tests {
         for &k in &KINDS {
             let c = Cause::new(k, "why: ünïcode");
             assert_eq!(Cause::decode(&c.encode()), c);
+            let with = Cause {
+                os_error: Some(libc_enospc()),
+                ..c
+            };
+            assert_eq!(Cause::decode(&with.encode()), with);
         }
+    }
+
+    /// ENOSPC on Linux.
+    fn libc_enospc() -> i32 {
+        28
+    }
+
+    #[test]
+    fn the_system_error_is_found_among_the_sources() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("writing the file")]
+        struct Outer(#[source] std::io::Error);
+        let e = Outer(std::io::Error::from_raw_os_error(libc_enospc()));
+        let c = Cause::of(ErrorKind::Io, &e);
+        assert_eq!(c.os_error, Some(libc_enospc()));
+        assert!(c.message.starts_with("writing the file: "), "{}", c.message);
+        assert_eq!(
+            Cause::of(ErrorKind::Io, &std::io::Error::other("x")).os_error,
+            None
+        );
     }
 
     #[test]
@@ -168,10 +235,12 @@ mod tests {
     fn garbage_decodes_to_some_cause() {
         assert_eq!(Cause::decode(&[]).kind, ErrorKind::Remote);
         assert_eq!(Cause::decode(&[200, b'x']).kind, ErrorKind::Remote);
-        let c = Cause::decode(&[5, 0xff, 0xfe, b'a']);
+        let c = Cause::decode(&[5, 0, 0, 0, 0, 0xff, 0xfe, b'a']);
         assert_eq!(c.kind, ErrorKind::NotFound);
         assert!(c.message.ends_with('a'));
-        let long = [&[2u8][..], &vec![b'y'; 3 * MAX_MESSAGE]].concat();
+        // A negative number is none.
+        assert_eq!(Cause::decode(&[7, 0xff, 0xff, 0xff, 0xff]).os_error, None);
+        let long = [&[2u8, 0, 0, 0, 0][..], &vec![b'y'; 3 * MAX_MESSAGE]].concat();
         assert_eq!(Cause::decode(&long).message.len(), MAX_MESSAGE);
         // A cut inside a character stays valid text.
         let c = Cause::new(ErrorKind::Io, "é".repeat(MAX_MESSAGE));

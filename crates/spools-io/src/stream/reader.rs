@@ -341,8 +341,8 @@ impl StreamReader {
         )
     }
 
-    /// Takes this rank's part in the receive the other ranks make with
-    /// [`StreamReader::recv_adu`] only to fail, because a binding's own check of this
+    /// Takes this rank's part in the receive (or skip) the other ranks make with
+    /// [`StreamReader::recv_adu`] (or [`StreamReader::skip_adu`]) only to fail, because a binding's own check of this
     /// rank's arguments failed with `cause`. Nothing is received: every rank's receive
     /// fails (the ADU stays the next one), this one with the returned
     /// [`StreamRecvError::Declined`], the others with [`StreamRecvError::Remote`] carrying
@@ -402,13 +402,18 @@ impl StreamReader {
     /// 0 bytes, which no layout holds, is taken; it is acknowledged as a received one.
     ///
     /// # Errors
-    /// Those of [`StreamReader::next_adu`].
+    /// Those of [`StreamReader::next_adu`]; and, on every rank, a part another rank
+    /// declined ([`StreamReader::decline_recv`]: the ADU stays the next one).
     pub fn skip_adu(&mut self) -> Result<Option<AduInfo>, StreamRecvError> {
-        let info = self.next_adu()?;
-        if let Some(i) = info {
-            self.taken(i);
-        }
-        Ok(info)
+        let Some(info) = self.next_adu()? else {
+            return Ok(None);
+        };
+        // One agreement, so that a rank whose binding declined the call (a NULL out
+        // argument) fails every rank's skip instead of leaving the ranks at different ADUs.
+        self.agree_call(Ok(()), None)
+            .map_err(|e| self.stop_on_msg(e))?;
+        self.taken(info);
+        Ok(Some(info))
     }
 
     /// Whether `layout` holds the ADU and `buf` this rank's share; plans the exchange.

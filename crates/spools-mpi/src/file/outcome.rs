@@ -174,13 +174,39 @@ pub(crate) fn class_of_kind(kind: ErrorKind) -> c_int {
 }
 
 /// The MPI error class of an error of the I/O layer: a failed system call's by the
-/// system's error, the rest by its kind ([`class_of_kind`]; a failure another rank told
-/// this one has that rank's kind).
+/// system's error (this rank's, or the one another rank told with its failure:
+/// `MPI_ERR_NO_SPACE`, `MPI_ERR_ACCESS`, ... are the same on every rank), the rest by its
+/// kind ([`class_of_kind`]; a failure another rank told this one has that rank's kind).
 pub(crate) fn file_class(e: &spools_io::FileError) -> c_int {
-    match e {
-        spools_io::FileError::Io { source, .. } => io_class(source),
-        _ => class_of_kind(e.kind()),
+    use spools_io::{ExchangeError, FileError};
+    let os_error = match e {
+        FileError::Io { source, .. } => return io_class(source),
+        FileError::Remote { cause, .. }
+        | FileError::Declined(cause)
+        | FileError::Exchange(ExchangeError::Remote { cause, .. }) => cause.os_error,
+        _ => os_error_of(e),
+    };
+    let by_kind = class_of_kind(e.kind());
+    match os_error.map(|n| io_class(&std::io::Error::from_raw_os_error(n))) {
+        Some(c) if c != MPI_ERR_IO => c,
+        _ => by_kind,
     }
+}
+
+/// The system's error number of `e` or of the first of its sources that is a failed
+/// system call.
+fn os_error_of(e: &(dyn std::error::Error + 'static)) -> Option<i32> {
+    let mut at = Some(e);
+    while let Some(x) = at {
+        if let Some(n) = x
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::raw_os_error)
+        {
+            return Some(n);
+        }
+        at = x.source();
+    }
+    None
 }
 
 /// The MPI error class of a failed file operation.
@@ -233,6 +259,48 @@ mod tests {
                 .to_string()
                 .starts_with("rank 3 of the file's group failed in MPI_File_open: why"));
         }
+    }
+
+    /// A rank that only heard of another rank's failed system call (told through the
+    /// I/O layer's agreement, as the whole-array and redistribution paths do) reports the
+    /// failing rank's class, not `MPI_ERR_IO`.
+    #[test]
+    fn a_remote_system_error_keeps_its_class() {
+        use spools_io::{Cause, ErrorKind, ExchangeError, FileError};
+        for (errno, class) in [
+            (libc::ENOSPC, MPI_ERR_NO_SPACE),
+            (libc::EDQUOT, MPI_ERR_QUOTA),
+            (libc::EACCES, MPI_ERR_ACCESS),
+            (libc::EROFS, MPI_ERR_READ_ONLY),
+            (libc::EIO, MPI_ERR_IO),
+        ] {
+            let failed = FileError::Io {
+                op: "writing",
+                path: "/x".into(),
+                source: std::io::Error::from_raw_os_error(errno),
+            };
+            assert_eq!(file_class(&failed), class);
+            // What the other ranks decode from the failing rank's words.
+            let told = Cause::decode(&Cause::of(failed.kind(), &failed).encode());
+            let remote = FileError::Remote {
+                rank: 1,
+                path: "/x".into(),
+                cause: told.clone(),
+            };
+            assert_eq!(file_class(&remote), class, "errno {errno}");
+            let x = FileError::Exchange(ExchangeError::Remote {
+                rank: 1,
+                cause: told,
+            });
+            assert_eq!(file_class(&x), class, "errno {errno}");
+        }
+        // Without a system error, the kind decides.
+        let plain = FileError::Remote {
+            rank: 1,
+            path: "/x".into(),
+            cause: Cause::new(ErrorKind::NotFound, "gone"),
+        };
+        assert_eq!(file_class(&plain), MPI_ERR_NO_SUCH_FILE);
     }
 
     #[test]
