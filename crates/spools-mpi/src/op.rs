@@ -58,8 +58,14 @@ enum Plan {
     /// elements.
     Typed(Basic, MPI_Op),
     /// Combined byte-wise in rank order, on buffers laid out as the datatype is
-    /// (extent by extent): MINLOC/MAXLOC and user functions.
+    /// (extent by extent): MINLOC/MAXLOC and long double / complex arithmetic, whose
+    /// types are laid out alike in every process.
     Bytes(Combine),
+    /// Combined in rank order on packed elements, each rank's laid out as its own
+    /// datatype says only for the user function's call: user functions, whose datatypes
+    /// may place the elements differently in each process (absolute addresses on
+    /// `MPI_BOTTOM`, structs of the same signature).
+    Packed(Combine),
 }
 
 fn plan(op: MPI_Op, dt: MPI_Datatype, t: &Arc<TypeObj>) -> Result<Plan, MpiError> {
@@ -174,30 +180,52 @@ fn plan(op: MPI_Op, dt: MPI_Datatype, t: &Arc<TypeObj>) -> Result<Plan, MpiError
                 what: "operator",
                 handle: h,
             })?;
-            // The buffers start at the elements' lowest byte (`span`); the function gets
-            // their base, where an element's offsets count from: `-lo` bytes in, which
-            // lies outside the buffers when the offsets are absolute addresses
-            // (`MPI_BOTTOM`), where the offsets bring the function back into them.
+            // The contributions are packed elements. The function gets buffers laid out
+            // as this process's datatype says, from their base, where an element's
+            // offsets count from: a contiguous type's packed bytes are that already;
+            // others are unpacked into buffers that start at the elements' lowest byte
+            // (`span`), whose base is `-lo` bytes in (outside the buffers when the offsets
+            // are absolute addresses, `MPI_BOTTOM`, which bring the function back into
+            // them), and the result packed again.
             let t = t.clone();
-            Ok(Plan::Bytes(Arc::new(
+            Ok(Plan::Packed(Arc::new(
                 move |inv: &[u8], io: &mut [u8], n: usize| {
-                    let (lo, len) = span(&t, n);
-                    if n == 0 || len == 0 || io.len() < len || inv.len() < len {
+                    let bytes = n.saturating_mul(t.size);
+                    if n == 0 || bytes == 0 || io.len() < bytes || inv.len() < bytes {
                         return;
                     }
                     let mut d = dt;
-                    let (a, b) = (
-                        inv.as_ptr().wrapping_offset(-lo) as *mut c_void,
-                        io.as_mut_ptr().wrapping_offset(-lo).cast::<c_void>(),
-                    );
-                    // SAFETY: the user function of the standard's type, on `n` elements of
-                    // `dt` laid out as the type says from the base of both buffers.
-                    unsafe {
-                        match u.f {
-                            UserFunc::Int(f) => f(a, b, &mut (n as c_int), &mut d),
-                            UserFunc::Large(f) => f(a, b, &mut (n as MPI_Count), &mut d),
+                    let call = |a: *mut c_void, b: *mut c_void, d: &mut MPI_Datatype| {
+                        // SAFETY: the user function of the standard's type, on `n`
+                        // elements of `dt` laid out as the type says from the base of
+                        // both buffers.
+                        unsafe {
+                            match u.f {
+                                UserFunc::Int(f) => f(a, b, &mut (n as c_int), d),
+                                UserFunc::Large(f) => f(a, b, &mut (n as MPI_Count), d),
+                            }
                         }
                     };
+                    if t.contiguous() {
+                        let a = inv.as_ptr().cast_mut().cast::<c_void>();
+                        call(a, io.as_mut_ptr().cast(), &mut d);
+                        return;
+                    }
+                    let (lo, len) = span(&t, n);
+                    let (mut a, mut b) = (vec![0u8; len], vec![0u8; len]);
+                    let (pa, pb) = (
+                        a.as_mut_ptr().wrapping_offset(-lo),
+                        b.as_mut_ptr().wrapping_offset(-lo),
+                    );
+                    // SAFETY: `n` elements of `t` laid out from base `pa` (`pb`) lie in
+                    // `a` (`b`), `span`'s bytes; `inv` and `io` hold `n` packed elements.
+                    let packed = unsafe {
+                        crate::datatype::unpack(&inv[..bytes], pa, &t);
+                        crate::datatype::unpack(&io[..bytes], pb, &t);
+                        call(pa.cast(), pb.cast(), &mut d);
+                        crate::datatype::pack(pb, n, &t)
+                    };
+                    io[..bytes].copy_from_slice(&packed[..bytes]);
                 },
             )))
         }
@@ -355,7 +383,7 @@ pub(crate) unsafe fn reduce(
         Which::Root(r) => c.rank() == r,
         _ => true,
     };
-    match plan(op, dt, t)? {
+    let (f, packed) = match plan(op, dt, t)? {
         Plan::Typed(b, op) => {
             let bytes = n * t.size;
             let align = t.basic_size.max(1);
@@ -386,34 +414,34 @@ pub(crate) unsafe fn reduce(
                 // SAFETY: `recv` holds `n` elements of `t` here (the caller's contract).
                 unsafe { crate::datatype::unpack(&out, recv, t) };
             }
-            Ok(())
+            return Ok(());
         }
-        Plan::Bytes(f) => {
-            let red = Reducer::bytes(f, t, n);
-            // SAFETY: the caller's contract.
-            let input = unsafe { red.input(send) };
-            let g = red.f.clone();
-            let op = Op::<u8>::user_slice(
-                move |acc: &mut [u8], other: &[u8], acc_is_lower: bool| {
-                    if acc_is_lower {
-                        let mut io = other.to_vec();
-                        g(acc, &mut io, n);
-                        acc.copy_from_slice(&io);
-                    } else {
-                        g(other, acc, n);
-                    }
-                },
-                false,
-            );
-            let out = run::<u8>(c, Src::Packed(&input), &op, which)?;
-            if gets {
-                // Only the datatype's own bytes go to `recv` (not the gaps between).
-                // SAFETY: `recv` holds `n` elements (the caller's contract).
-                unsafe { red.output(&out, recv) };
+        Plan::Bytes(f) => (f, false),
+        Plan::Packed(f) => (f, true),
+    };
+    let red = Reducer::bytes(f, t, n, packed);
+    // SAFETY: the caller's contract.
+    let input = unsafe { red.input(send) };
+    let g = red.f.clone();
+    let op = Op::<u8>::user_slice(
+        move |acc: &mut [u8], other: &[u8], acc_is_lower: bool| {
+            if acc_is_lower {
+                let mut io = other.to_vec();
+                g(acc, &mut io, n);
+                acc.copy_from_slice(&io);
+            } else {
+                g(other, acc, n);
             }
-            Ok(())
-        }
+        },
+        false,
+    );
+    let out = run::<u8>(c, Src::Packed(&input), &op, which)?;
+    if gets {
+        // Only the datatype's own bytes go to `recv` (not the gaps between).
+        // SAFETY: `recv` holds `n` elements (the caller's contract).
+        unsafe { red.output(&out, recv) };
     }
+    Ok(())
 }
 
 /// `MPI_Op_create`: a user operator (`commute` nonzero: commutative).
@@ -635,6 +663,7 @@ impl Reducer {
                 true,
             ),
             Plan::Bytes(f) => (f, false),
+            Plan::Packed(f) => (f, true),
         };
         Ok(Reducer {
             f,
@@ -644,11 +673,12 @@ impl Reducer {
         })
     }
 
-    /// A reduction of `n` elements of `t` in their own layout with `f`.
-    fn bytes(f: Combine, t: &Arc<TypeObj>, n: usize) -> Reducer {
+    /// A reduction of `n` elements of `t` with `f`, on packed elements or (not `packed`)
+    /// in their own layout.
+    fn bytes(f: Combine, t: &Arc<TypeObj>, n: usize, packed: bool) -> Reducer {
         Reducer {
             f,
-            packed: false,
+            packed,
             t: t.clone(),
             n,
         }

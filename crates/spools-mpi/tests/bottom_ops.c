@@ -1,10 +1,14 @@
 /* Reductions with a user-defined operator on MPI_BOTTOM with a datatype of absolute
- * addresses (two blocks of ints in separate variables): blocking and non-blocking,
- * in place and to a root. The library once read the data from address 0 up (a crash).
- * Any number of ranks >= 1. */
+ * addresses (two blocks of ints, a[2] then b[1], at separate places): blocking and
+ * non-blocking, in place and to a root. The library once read the data from address 0
+ * up (a crash). The blocks lie differently in even and odd processes (b 10 ints after
+ * a, or 37 ints before it): the same type signature in another layout, which the
+ * library once shipped as this process's bytes from the lowest to the highest, so that
+ * the other layout read them wrongly. Any number of ranks >= 1. */
 #include "check.h"
 
-static int a[2], b[1];
+static int store[64];
+static int *a, *b;
 static MPI_Aint addr_a, addr_b;
 
 /* Sums the three ints of each element, found from the base the library gives (for
@@ -36,6 +40,8 @@ int main(int argc, char **argv) {
   OK(MPI_Init(&argc, &argv));
   OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  a = rank % 2 ? store + 40 : store;
+  b = rank % 2 ? store + 3 : store + 10;
   OK(MPI_Get_address(a, &addr_a));
   OK(MPI_Get_address(b, &addr_b));
   int lens[2] = {2, 1};
