@@ -1805,7 +1805,9 @@ spools_status_t spools_stream_reader_recv(spools_stream_reader_t *reader,
 //
 // Thread safety: as every collective; a reader is used by one thread at a time.
 //
-// Errors: those of `spools_stream_reader_next()`.
+// Errors: those of `spools_stream_reader_next()`; `SPOOLS_ERR_INVALID_ARG` (a NULL
+// `got` on any rank: nothing is skipped, the ADU stays the next one); every rank gets the
+// error.
 //
 // # Safety
 // `reader` is NULL or a live reader no other thread uses; `info` NULL or writable; `got`
