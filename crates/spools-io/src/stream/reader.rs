@@ -342,11 +342,12 @@ impl StreamReader {
     }
 
     /// Takes this rank's part in the receive (or skip) the other ranks make with
-    /// [`StreamReader::recv_adu`] (or [`StreamReader::skip_adu`]) only to fail, because a binding's own check of this
-    /// rank's arguments failed with `cause`. Nothing is received: every rank's receive
-    /// fails (the ADU stays the next one), this one with the returned
-    /// [`StreamRecvError::Declined`], the others with [`StreamRecvError::Remote`] carrying
-    /// `cause`; at the end of the connection, this rank's only. Collective.
+    /// [`StreamReader::recv_adu`] (or [`StreamReader::skip_adu`]) only to fail, because a
+    /// binding's own check of this rank's arguments failed with `cause`. Nothing is
+    /// received: every rank's receive fails (the ADU stays the next one), this one with
+    /// the returned [`StreamRecvError::Declined`], the others with
+    /// [`StreamRecvError::Remote`] carrying `cause`; at the end of the connection, this
+    /// rank's only. Collective.
     pub fn decline_recv(&mut self, cause: crate::Cause) -> StreamRecvError {
         let declined = StreamRecvError::Declined(cause);
         match self.next_adu() {
