@@ -194,6 +194,23 @@ fn many(comms: &mut [Expect<'_>], rounds: u64) -> Result<(), String> {
             check(b == [round; 3], || {
                 format!("round {round}: bcast from {root}")
             })?;
+            // Reduces back to back, to a root that changes: contributors return once
+            // posted and run ahead of the root; small parts ride in the flag lines,
+            // larger ones in the data slots, in turn.
+            for k in 0..3u64 {
+                let root = ((round + k) % u64::from(n)) as u32;
+                let len = if (round + k) % 2 == 0 { 1 } else { 3 };
+                let mine: Vec<i64> = (0..len).map(|i| val(me, 3 + i, round + k)).collect();
+                let mut ro = vec![0i64; len];
+                e(c.reduce(&mine, &mut ro, &Op::Sum, root))?;
+                x.note(K::Reduce, len * 8);
+                let want: Vec<i64> = (0..len)
+                    .map(|i| (0..n).map(|r| val(r, 3 + i, round + k)).sum())
+                    .collect();
+                check(me != root || ro == want, || {
+                    format!("round {round}: reduce {k} to {root} gave {ro:?}, want {want:?}")
+                })?;
+            }
             if round % 3 == 0 {
                 e(c.barrier())?;
                 x.note(K::Barrier, 0);

@@ -41,6 +41,9 @@ pub(crate) struct SmState<T: Element> {
     tmp: Vec<T>,
     /// The root found a member whose length differs: (member, its bytes).
     disagree: Option<(usize, usize)>,
+    /// The least sequence number the root saw posted while it collected (every member
+    /// posted it or a later one).
+    least: u32,
     /// Every member collects (and reduces) for itself and nobody publishes: one step
     /// instead of a fan-in and a fan-out (barrier and allreduce among few members).
     flat: bool,
@@ -91,6 +94,7 @@ impl<T: Element> SmState<T> {
             root: if flat { sm.me } else { root },
             stage: Stage::Post,
             next: 0,
+            least: seq,
             acc: Vec::new(),
             tmp: Vec::new(),
             disagree: None,
@@ -186,8 +190,7 @@ impl<'a, T: Element> SmColl<'a, T> {
             if self.st.kind.contributes() {
                 // Data slot and length `s % 2` were last read in `s - 2`: everyone must
                 // be past it.
-                let prev = self.st.seq.wrapping_sub(1);
-                if !(0..sm.n()).all(|m| seq_ge(sm.posted_seq(m), prev)) {
+                if !sm.all_posted(self.st.seq.wrapping_sub(1)) {
                     return Ok(false);
                 }
                 if sm.me != self.st.root || self.st.flat {
@@ -205,6 +208,12 @@ impl<'a, T: Element> SmColl<'a, T> {
             sm.wake_all();
             self.st.stage = if self.st.flat || sm.me == self.st.root {
                 Stage::Collect
+            } else if self.st.kind == Kind::Reduce {
+                // A contributor is done once its part is in its slot, which it reuses
+                // only once every member posted a later collective (the root reads the
+                // slot before it posts its next one).
+                self.sm.finished(self.st.seq);
+                Stage::Done
             } else {
                 Stage::Await
             };
@@ -259,11 +268,22 @@ impl<'a, T: Element> SmColl<'a, T> {
             self.st.seq
         };
         let mine = self.nbytes();
+        // A broadcast's root, which reads no contribution, knows without a look that
+        // every member is far enough along when an earlier look showed it (it runs
+        // ahead of them by up to `outs - 1` broadcasts, looking at their lines once in
+        // that many).
+        if self.st.kind == Kind::Bcast && self.st.next == 0 && sm.knows_all_posted(need) {
+            self.st.next = sm.n();
+            self.st.least = need;
+        }
         while self.st.next < sm.n() {
             let m = self.st.next;
             let (posted, rec) = halves(sm.posted(m).load(Ordering::Acquire));
             if !seq_ge(posted, need) {
                 return Ok(false);
+            }
+            if seq_ge(self.st.least, posted) {
+                self.st.least = posted;
             }
             // A post of this sequence number for another collective (its record came
             // with it): the members' numbering split at an earlier collective whose
@@ -293,6 +313,7 @@ impl<'a, T: Element> SmColl<'a, T> {
         if self.st.kind.contributes() && sm.me != 0 && self.st.disagree.is_none() {
             self.buf.copy_from_slice(&self.st.acc);
         }
+        sm.saw_all_posted(self.st.least);
         Ok(true)
     }
 
@@ -402,6 +423,11 @@ impl<'a, T: Element> SmColl<'a, T> {
         }
         if self.st.kind.publishes_data() {
             sm.read_out(k, bytes_mut(self.buf));
+        }
+        // The root published only once every member posted this collective (a
+        // broadcast's root waits for less).
+        if self.st.kind != Kind::Bcast {
+            sm.saw_all_posted(self.st.seq);
         }
         Ok(true)
     }

@@ -12,7 +12,8 @@
 //!   `s - outs + 1` only: it reads no contribution, so a root may run ahead of the
 //!   others by that many broadcasts) and reduces the slots in rank order;
 //! - the root *publishes*: it writes the result to result slot `s % outs` and sets that
-//!   slot's `ready` flag to `s`; the others wait for it and copy the result out.
+//!   slot's `ready` flag to `s`; the others wait for it and copy the result out. A
+//!   reduce's contributors do not wait: they are done once posted.
 //!
 //! Among few members on one host, barrier and allreduce are *flat* instead: every member
 //! posts, waits for every post and reduces all contributions itself, in rank order (one
@@ -21,13 +22,17 @@
 //! Why no slot is overwritten while someone still reads it: every read of a slot
 //! happens within its collective, before the reader posts the next one. A member has two
 //! data slots and writes slot `s % 2` only once every member posted `s - 1` or later
-//! (finished `s - 2`, the last collective that read that slot); the root of `s` writes
+//! (finished `s - 2`, the last collective that read that slot: known without a look at
+//! anyone's line after a collective that waited for every post, see
+//! [`SmComm::all_posted`]); the root of `s` writes
 //! result slot `s % outs` only once every member posted `s - outs + 1` or later.
 //!
 //! Waiting goes through the active-message layer's wait (it drives progress, yields when
 //! ranks outnumber cores and fails when a rank dies), then sleeps on a futex word of this
 //! rank's flag line in the segment, which a member that sets a flag rings when the waiter
 //! says it sleeps; that sleep is bounded ([`NAP`]) so the watchdog is re-checked often.
+//! Sleepers are counted in a line of their own, so that setting a flag while nobody
+//! sleeps costs one load of a line that stays in every cache ([`SmComm::wake_all`]).
 //!
 //! The segment is created at a communicator's first collective that could use it (of
 //! any length, so that every member takes part in the handshake whatever the length it
@@ -78,7 +83,7 @@
 //! [`MsgError::Mismatch`] (naming, where known, a rank whose length differs and that
 //! length) instead of waiting forever; a member whose part
 //! completes without waiting for the others (a broadcast's root, a contributor to a
-//! reduce on the messages' path, a member that agrees with the broadcast's root) may
+//! reduce on either path, a member that agrees with the broadcast's root) may
 //! succeed, as with messages alone. After such an error the communicator's collectives
 //! are not to be used (its members may disagree about sequence numbers; a post or result
 //! for another collective than the reader's is reported as [`MsgError::Mismatch`] rather
@@ -123,33 +128,43 @@ const RESULT_BYTES: usize = 256 << 10;
 /// `out_len` of a result slot whose collective failed at the root (the ranks disagree).
 const FAILED: u32 = u32::MAX;
 
-/// Bytes of a member's flag line.
-const LINE: usize = 64;
-/// Offsets within a flag line. `POSTED`: one 64-bit word, the sequence number posted in
+/// Bytes of a member's flag lines: a *hot* line (its post, its contributions' lengths and
+/// small contributions inline), written by its owner at every post and read by whoever
+/// waits for the post, then a *cold* one (its bell, whether it sleeps, its records),
+/// which nobody looks at on the fast path.
+const LINE: usize = 128;
+/// Bytes of a cache line.
+const CACHE_LINE: usize = 64;
+/// Offsets within the hot line. `POSTED`: one 64-bit word, the sequence number posted in
 /// its low half and, in its high half, the *record* of that post (the collective's number,
 /// see [`coll_no`], the low bits of the sequence number, [`VALID`]), set by one store and
-/// read by one load: the fast path pays no extra access for the record. Then the futex
-/// word the member sleeps on, whether it sleeps, and the lengths of its contributions
-/// (one per data slot).
+/// read by one load: the fast path pays no extra access for the record. Then the lengths
+/// of its contributions (one per data slot), and contributions of up to [`INLINE`]
+/// bytes (one per data slot), which a reader of the post finds in the line it loaded.
 const POSTED: usize = 0;
-const BELL: usize = 8;
-const SLEEPING: usize = 12;
-const LEN: usize = 16;
+const LEN: usize = 8;
+const DATA: usize = 16;
+/// Contributions and results of up to this many bytes ride in a flag line.
+const INLINE: usize = 16;
+/// Offsets within the cold line: the futex word the member sleeps on and whether it
+/// sleeps.
+const BELL: usize = 64;
+const SLEEPING: usize = 68;
 /// The member's latest record of a collective it runs through the messages where the
 /// segment could have served it ([`MSG_PATH`], the number, [`VALID`]), its length there,
 /// and the sequence number it would have given it (its next one then). Written on the
 /// messages' path only; read by the others only while they wait.
-const MREC: usize = 24;
-const MREC_LEN: usize = 28;
-const MREC_SEQ: usize = 32;
+const MREC: usize = 72;
+const MREC_LEN: usize = 76;
+const MREC_SEQ: usize = 80;
 /// The last collective this member failed because the ranks disagree (with [`VALID`]),
 /// its length there, and the disagreement it saw (the rank, `u32::MAX` if not known, and
 /// its bytes), which the members it fails report in turn: sticky, so that a member still
 /// waiting in it sees it.
-const FAIL: usize = 36;
-const FAIL_LEN: usize = 40;
-const FAIL_FROM: usize = 44;
-const FAIL_GOT: usize = 48;
+const FAIL: usize = 84;
+const FAIL_LEN: usize = 88;
+const FAIL_FROM: usize = 92;
+const FAIL_GOT: usize = 96;
 /// Flags of a record word; a record of a post also holds the low bits of its sequence
 /// number (bits 24 to 29, [`SEQ_BITS`]).
 const VALID: u32 = 1 << 31;
@@ -159,10 +174,20 @@ const SEQ_BITS: u32 = 0x3f << 24;
 const NO_MASK: u32 = (1 << 24) - 1;
 /// Bytes of a result slot's flags (after the members' lines): one 64-bit word, `ready`
 /// in its low half and the collective's number (with [`VALID`]) in its high half, then
-/// the length, in one cache line with three other slots' (a reader loads one line).
-const OUT_FLAGS: usize = 16;
+/// the length, then a result of up to [`INLINE`] bytes, in one cache line with another
+/// slot's (a reader loads one line).
+const OUT_FLAGS: usize = 32;
 const READY: usize = 0;
 const OUT_LEN: usize = 8;
+const OUT_DATA: usize = 16;
+/// After the result slots' flags, a line of its own holding the number of members that
+/// sleep (or are about to) on their bells: a member that sets a flag loads this one word
+/// and looks at the members' `SLEEPING` words only when it is not 0, so that a post or
+/// a publication costs one load of a line nobody writes while every member spins,
+/// instead of a load of every member's flag line (which its owner writes at every post).
+fn sleepers_at(outs: usize) -> usize {
+    (OUT_FLAGS * outs).next_multiple_of(CACHE_LINE)
+}
 
 /// The record of a post of `seq` for collective `no`.
 pub(crate) fn post_record(seq: u32, no: u32) -> u32 {
@@ -219,6 +244,11 @@ pub(crate) struct SmComm {
     pub(crate) outs: usize,
     /// The next collective's sequence number.
     next: AtomicU32,
+    /// A sequence number every member has posted (or a later one): seen by this member
+    /// at the end of a collective that waited for every post (directly, or through a
+    /// root that did). A contribution's data slot is free once every member posted the
+    /// collective before it; when this says so, nobody's flag line is loaded to check.
+    synced: AtomicU32,
     /// The last collective this member finished: the next one posts only after it (a
     /// post of `s` tells the others that `s - 1` is finished here), so non-blocking
     /// collectives in flight and blocking ones after them go in call order.
@@ -259,8 +289,8 @@ impl SmComm {
     /// bytes per result slot they once took, so that the data slots keep their place
     /// within a page (the copies into and out of them are measurably slower elsewhere).
     fn flag_bytes(outs: usize) -> usize {
-        let before = (8 * outs).next_multiple_of(LINE);
-        let need = (OUT_FLAGS * outs).next_multiple_of(LINE);
+        let before = (8 * outs).next_multiple_of(CACHE_LINE);
+        let need = sleepers_at(outs) + CACHE_LINE;
         before + (need - before).next_multiple_of(4096)
     }
 
@@ -295,6 +325,33 @@ impl SmComm {
     /// Records that this member finished collective `seq`.
     pub(crate) fn finished(&self, seq: u32) {
         self.done.store(seq, Ordering::Release);
+    }
+
+    /// Whether every member has posted `seq` or later: from what this member knows
+    /// already ([`SmComm::saw_all_posted`]), else by a look at every member's line.
+    pub(crate) fn all_posted(&self, seq: u32) -> bool {
+        if self.knows_all_posted(seq) {
+            return true;
+        }
+        if !(0..self.n()).all(|m| seq_ge(self.posted_seq(m), seq)) {
+            return false;
+        }
+        self.saw_all_posted(seq);
+        true
+    }
+
+    /// Whether this member knows, without a look, that every member has posted `seq`
+    /// or later.
+    pub(crate) fn knows_all_posted(&self, seq: u32) -> bool {
+        seq_ge(self.synced.load(Ordering::Relaxed), seq)
+    }
+
+    /// Records that every member has posted `seq` or later (a fact this member learnt;
+    /// an older fact stored over a newer one only costs a look later).
+    pub(crate) fn saw_all_posted(&self, seq: u32) {
+        if seq_ge(seq, self.synced.load(Ordering::Relaxed)) {
+            self.synced.store(seq, Ordering::Relaxed);
+        }
     }
 
     /// Takes the next sequence number.
@@ -491,24 +548,45 @@ impl SmComm {
         self.n() * LINE + Self::flag_bytes(self.outs) + (2 * self.n() + k) * self.slot
     }
 
+    /// Where member `m`'s contribution of `len` bytes to collective `seq` lies: in its
+    /// hot flag line when it fits there, else in its data slot. Writer and reader agree
+    /// (a reader reads a contribution only when its length is the reader's own).
+    fn contribution_at(&self, m: usize, seq: u32, len: usize) -> usize {
+        if len <= INLINE {
+            m * LINE + DATA + INLINE * (seq & 1) as usize
+        } else {
+            self.data_off(m, seq)
+        }
+    }
+
+    /// Where result slot `k`'s `len` bytes lie: beside its flags when they fit there.
+    fn result_at(&self, k: usize, len: usize) -> usize {
+        if len <= INLINE {
+            self.n() * LINE + OUT_FLAGS * k + OUT_DATA
+        } else {
+            self.out_off(k)
+        }
+    }
+
     /// Copies this member's contribution to collective `seq` into its data slot.
     pub(crate) fn write_data(&self, seq: u32, bytes: &[u8]) {
-        self.area.write(self.data_off(self.me, seq), bytes);
+        let at = self.contribution_at(self.me, seq, bytes.len());
+        self.area.write(at, bytes);
     }
 
     /// Copies member `m`'s contribution to collective `seq` out of its slot.
     pub(crate) fn read_data(&self, m: usize, seq: u32, dst: &mut [u8]) {
-        self.area.read(self.data_off(m, seq), dst);
+        self.area.read(self.contribution_at(m, seq, dst.len()), dst);
     }
 
     /// Copies a result into result slot `k`.
     pub(crate) fn write_out(&self, k: usize, bytes: &[u8]) {
-        self.area.write(self.out_off(k), bytes);
+        self.area.write(self.result_at(k, bytes.len()), bytes);
     }
 
     /// Copies result slot `k` out.
     pub(crate) fn read_out(&self, k: usize, dst: &mut [u8]) {
-        self.area.read(self.out_off(k), dst);
+        self.area.read(self.result_at(k, dst.len()), dst);
     }
 
     /// Wakes member `m` if it sleeps (call after setting a flag it may wait for).
@@ -519,8 +597,19 @@ impl SmComm {
         }
     }
 
-    /// Wakes every other member that sleeps.
+    /// The number of members that sleep or are about to (see [`sleepers_at`]).
+    fn sleepers(&self) -> &AtomicU32 {
+        self.shared(sleepers_at(self.outs))
+    }
+
+    /// Wakes every other member that sleeps (call after setting a flag with a `SeqCst`
+    /// store): one load when none sleeps. A member about to sleep counts itself in
+    /// [`SmComm::sleepers`] before its last look at the flags, so either that look sees
+    /// the flag or this load sees the count.
     pub(crate) fn wake_all(&self) {
+        if self.sleepers().load(Ordering::SeqCst) == 0 {
+            return;
+        }
         for m in 0..self.n() {
             if m != self.me {
                 self.wake(m);
@@ -606,17 +695,26 @@ impl SmComm {
             let sleeping = self.word(self.me, SLEEPING);
             let bell = self.word(self.me, BELL);
             sleeping.store(1, Ordering::SeqCst);
+            self.sleepers().fetch_add(1, Ordering::SeqCst);
+            std::sync::atomic::fence(Ordering::SeqCst);
             let ticket = bell.load(Ordering::SeqCst);
+            let awake = || {
+                sleeping.store(0, Ordering::SeqCst);
+                self.sleepers().fetch_sub(1, Ordering::SeqCst);
+            };
             // One more progress round too: a non-blocking collective before this one,
             // which only the pollers advance, may be what this one waits for.
-            self.worker.progress()?;
+            if let Err(e) = self.worker.progress() {
+                awake();
+                return Err(e.into());
+            }
             let now = poll();
             if !matches!(now, Ok(false)) {
-                sleeping.store(0, Ordering::SeqCst);
+                awake();
                 return now.map(|_| ());
             }
             (self.worker).nap(|| self.area.wait(self.me * LINE + BELL, ticket, NAP));
-            sleeping.store(0, Ordering::SeqCst);
+            awake();
         }
     }
 }

@@ -67,6 +67,7 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
         slot,
         outs: SmComm::outs(slot),
         next: AtomicU32::new(FIRST_SEQ),
+        synced: AtomicU32::new(FIRST_SEQ.wrapping_sub(1)),
         done: AtomicU32::new(FIRST_SEQ.wrapping_sub(1)),
         watching: AtomicU32::new(0),
         watch: Default::default(),
