@@ -40,6 +40,16 @@ pub(crate) struct CommCore {
     colls_started: Arc<AtomicU32>,
     /// The segment of collectives in shared memory on this host (set up at first use).
     pub(crate) sm: crate::coll::SmSlot,
+    /// The host of each communicator rank (found once: every collective asks).
+    pub(crate) hosts: Vec<u32>,
+}
+
+/// The host of each of `ranks` (job ranks).
+fn hosts_of(engine: &Engine, ranks: &[u32]) -> Vec<u32> {
+    ranks
+        .iter()
+        .map(|&j| engine.hosts.get(j as usize).copied().unwrap_or(0))
+        .collect()
 }
 
 impl CommCore {
@@ -55,6 +65,7 @@ impl CommCore {
             .collect();
         Some(CommCore {
             colls_started: engine.track_collectives(ctx + 1),
+            hosts: hosts_of(&engine, &ranks),
             engine,
             ctx,
             ranks,
@@ -83,6 +94,7 @@ impl CommCore {
             .collect();
         Some(CommCore {
             colls_started: self.colls_started.clone(),
+            hosts: hosts_of(&self.engine, &ranks),
             engine: self.engine.clone(),
             ctx: self.ctx,
             ranks,

@@ -117,12 +117,7 @@ impl Communicator {
     /// Host index of every rank of the communicator: equal indices share a host (what
     /// [`Communicator::same_host`] compares), known on every rank without communication.
     pub fn hosts(&self) -> Vec<u32> {
-        let hosts = &self.core.engine.hosts;
-        self.core
-            .ranks
-            .iter()
-            .map(|&j| hosts.get(j as usize).copied().unwrap_or(0))
-            .collect()
+        self.core.hosts.clone()
     }
 
     /// Sends `data` to rank `dest` with `tag`; returns when `data` may be reused. Up to

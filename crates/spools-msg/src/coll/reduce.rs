@@ -174,21 +174,21 @@ impl Communicator {
         let tag = self.core.next_coll_tag();
         self.core.job_rank(root)?;
         let g = Group::all(&self.core);
-        let hosts = self.hosts();
+        let hosts = self.core.hosts.as_slice();
         let failed = |e: &MsgError| {
             let bytes = std::mem::size_of_val(send);
-            super::sm::failed(&self.core, &hosts, tag, bytes, 0..0, e);
+            super::sm::failed(&self.core, hosts, tag, bytes, 0..0, e);
         };
         if g.me == root as usize {
             check("reduce", RECV_AS_SEND, recv.len(), send.len())?;
             recv.copy_from_slice(send);
-            if super::sm::reduce(&self.core, &hosts, root as usize, tag, recv, op)? {
+            if super::sm::reduce(&self.core, hosts, root as usize, tag, recv, op)? {
                 return Ok(());
             }
             reduce_to(&self.core, &g, root as usize, tag, recv, op).inspect_err(failed)
         } else {
             let mut acc = send.to_vec();
-            if super::sm::reduce(&self.core, &hosts, root as usize, tag, &mut acc, op)? {
+            if super::sm::reduce(&self.core, hosts, root as usize, tag, &mut acc, op)? {
                 return Ok(());
             }
             reduce_to(&self.core, &g, root as usize, tag, &mut acc, op).inspect_err(failed)
@@ -217,17 +217,17 @@ impl Communicator {
         let tag = self.core.next_coll_tag();
         check("allreduce", RECV_AS_SEND, recv.len(), send.len())?;
         recv.copy_from_slice(send);
-        let hosts = self.hosts();
-        if super::sm::allreduce(&self.core, &hosts, tag, recv, op)? {
+        let hosts = self.core.hosts.as_slice();
+        if super::sm::allreduce(&self.core, hosts, tag, recv, op)? {
             return Ok(());
         }
         let g = Group::all(&self.core);
-        allreduce(&self.core, &g, &hosts, tag, recv, op).inspect_err(|e| {
+        allreduce(&self.core, &g, hosts, tag, recv, op).inspect_err(|e| {
             let (bytes, tags) = (
                 std::mem::size_of_val(send),
                 super::sm::ALLREDUCE_LEADER_TAGS,
             );
-            super::sm::failed(&self.core, &hosts, tag, bytes, tags, e);
+            super::sm::failed(&self.core, hosts, tag, bytes, tags, e);
         })
     }
 

@@ -86,6 +86,15 @@ fn segment<'c>(
     Ok(Some(sm))
 }
 
+/// The segment when it is set up already over the whole communicator (all its members
+/// on this host) and the collective fits it: the fast path, which builds no group.
+fn whole(c: &CommCore, fits: bool) -> Option<&SmComm> {
+    if !fits {
+        return None;
+    }
+    c.sm.ready().filter(|sm| sm.n() == c.size() as usize)
+}
+
 /// Whether an error means the ranks disagree about the collective's arguments.
 fn disagreement(e: &MsgError) -> bool {
     matches!(e, MsgError::Mismatch { .. } | MsgError::Truncated { .. })
@@ -171,11 +180,17 @@ pub(crate) fn barrier(c: &CommCore, hosts: &[u32], tag: u32) -> Result<bool, Msg
     let Some(fits) = fit(c, 0, tag, Kind::Barrier) else {
         return Ok(false);
     };
-    let g = Group::all(c);
-    let hier = g.hierarchy(hosts);
-    let local = hier.as_ref().map_or(&g, |(l, _)| l);
-    let Some(sm) = segment(c, local, (0, fits), tag, Kind::Barrier)? else {
-        return Ok(false);
+    let (sm, hier) = match whole(c, fits) {
+        Some(sm) => (sm, None),
+        None => {
+            let g = Group::all(c);
+            let hier = g.hierarchy(hosts);
+            let local = hier.as_ref().map_or(&g, |(l, _)| l);
+            let Some(sm) = segment(c, local, (0, fits), tag, Kind::Barrier)? else {
+                return Ok(false);
+            };
+            (sm, hier)
+        }
     };
     let no = coll_no(tag);
     let mut m = SmColl::<u8>::new(sm, sm.take_seq(), no, Kind::Barrier, 0, &mut [], None);
@@ -206,17 +221,23 @@ pub(crate) fn bcast(
     let Some(fits) = fit(c, buf.len(), tag, Kind::Bcast) else {
         return Ok(false);
     };
-    let g = Group::all(c);
-    let hier = g.hierarchy(hosts);
-    let local = hier.as_ref().map_or(&g, |(l, _)| l);
-    let Some(sm) = segment(c, local, (buf.len(), fits), tag, Kind::Bcast)? else {
-        return Ok(false);
+    let (sm, hier) = match whole(c, fits) {
+        Some(sm) => (sm, None),
+        None => {
+            let g = Group::all(c);
+            let hier = g.hierarchy(hosts);
+            let local = hier.as_ref().map_or(&g, |(l, _)| l);
+            let Some(sm) = segment(c, local, (buf.len(), fits), tag, Kind::Bcast)? else {
+                return Ok(false);
+            };
+            (sm, hier.map(|h| (g, h)))
+        }
     };
     let no = coll_no(tag);
     let local_root = match &hier {
         None => root,
-        Some((local, leaders)) => {
-            match between_hosts(c, &g, local, leaders, hosts, root, tag, buf) {
+        Some((g, (local, leaders))) => {
+            match between_hosts(c, g, local, leaders, hosts, root, tag, buf) {
                 Ok(r) => r,
                 Err(e) => {
                     failed(c, hosts, tag, buf.len(), BCAST_LEADER_TAGS, &e);
@@ -255,12 +276,18 @@ pub(crate) fn reduce<T: Element>(
     let Some(fits) = fit(c, bytes, tag, Kind::Reduce) else {
         return Ok(false);
     };
-    let g = Group::all(c);
-    if g.hierarchy(hosts).is_some() {
-        return Ok(false);
-    }
-    let Some(sm) = segment(c, &g, (bytes, fits), tag, Kind::Reduce)? else {
-        return Ok(false);
+    let sm = match whole(c, fits) {
+        Some(sm) => sm,
+        None => {
+            let g = Group::all(c);
+            if g.hierarchy(hosts).is_some() {
+                return Ok(false);
+            }
+            let Some(sm) = segment(c, &g, (bytes, fits), tag, Kind::Reduce)? else {
+                return Ok(false);
+            };
+            sm
+        }
     };
     let no = coll_no(tag);
     let mut m = SmColl::new(sm, sm.take_seq(), no, Kind::Reduce, root, acc, Some(op));
@@ -292,14 +319,20 @@ pub(crate) fn allreduce<T: Element>(
     let Some(fits) = fit(c, bytes, tag, Kind::Allreduce) else {
         return Ok(false);
     };
-    let g = Group::all(c);
-    let hier = g.hierarchy(hosts);
-    if hier.is_some() && !op.commutative() {
-        return Ok(false);
-    }
-    let local = hier.as_ref().map_or(&g, |(l, _)| l);
-    let Some(sm) = segment(c, local, (bytes, fits), tag, Kind::Allreduce)? else {
-        return Ok(false);
+    let (sm, hier) = match whole(c, fits) {
+        Some(sm) => (sm, None),
+        None => {
+            let g = Group::all(c);
+            let hier = g.hierarchy(hosts);
+            if hier.is_some() && !op.commutative() {
+                return Ok(false);
+            }
+            let local = hier.as_ref().map_or(&g, |(l, _)| l);
+            let Some(sm) = segment(c, local, (bytes, fits), tag, Kind::Allreduce)? else {
+                return Ok(false);
+            };
+            (sm, hier)
+        }
     };
     let no = coll_no(tag);
     let mut m = SmColl::new(sm, sm.take_seq(), no, Kind::Allreduce, 0, acc, Some(op));

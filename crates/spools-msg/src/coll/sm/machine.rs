@@ -276,6 +276,13 @@ impl<'a, T: Element> SmColl<'a, T> {
             self.st.next = sm.n();
             self.st.least = need;
         }
+        // Touch every line still to be read first: their loads overlap, instead of one
+        // line transfer after another in the loop below.
+        if sm.n() - self.st.next > 2 {
+            for m in self.st.next..sm.n() {
+                std::hint::black_box(sm.posted(m).load(Ordering::Relaxed));
+            }
+        }
         while self.st.next < sm.n() {
             let m = self.st.next;
             let (posted, rec) = halves(sm.posted(m).load(Ordering::Acquire));

@@ -174,9 +174,10 @@ const SEQ_BITS: u32 = 0x3f << 24;
 const NO_MASK: u32 = (1 << 24) - 1;
 /// Bytes of a result slot's flags (after the members' lines): one 64-bit word, `ready`
 /// in its low half and the collective's number (with [`VALID`]) in its high half, then
-/// the length, then a result of up to [`INLINE`] bytes, in one cache line with another
-/// slot's (a reader loads one line).
-const OUT_FLAGS: usize = 32;
+/// the length, then a result of up to [`INLINE`] bytes, in a cache line of its own (a
+/// reader loads one line, and a root that publishes the next result does not take the
+/// line from readers still on this one).
+const OUT_FLAGS: usize = CACHE_LINE;
 const READY: usize = 0;
 const OUT_LEN: usize = 8;
 const OUT_DATA: usize = 16;
