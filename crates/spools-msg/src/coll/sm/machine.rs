@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 
 use super::kind::Kind;
-use super::{halves, pair, post_record, seq_ge, SmComm, Watch, FAILED, VALID};
+use super::{halves, pair, post_record, seq_ge, SmComm, Watch, EVERYONE, FAILED, NOBODY, VALID};
 use crate::coll::args::{bytes, bytes_mut};
 use crate::element::{Element, Op};
 use crate::error::MsgError;
@@ -188,11 +188,19 @@ impl<'a, T: Element> SmColl<'a, T> {
                 return Ok(false);
             }
             if self.st.kind.contributes() {
-                // Data slot and length `s % 2` were last read in `s - 2`: everyone must
-                // be past it.
-                if !sm.all_posted(self.st.seq.wrapping_sub(1)) {
+                // Data slot and length `s % 2` were last read in `s - 2` or before:
+                // whoever read them must be past it.
+                if !sm.slot_free(self.st.seq) {
                     return Ok(false);
                 }
+                let readers = if self.st.flat {
+                    EVERYONE
+                } else if sm.me == self.st.root {
+                    NOBODY
+                } else {
+                    self.st.root as u32
+                };
+                sm.slot_read_by(self.st.seq, readers);
                 if sm.me != self.st.root || self.st.flat {
                     sm.write_data(self.st.seq, bytes(self.buf));
                 }

@@ -117,6 +117,10 @@ const QUICK_LOOKS: u32 = 128;
 /// Longest sleep on the segment's futex before the wait looks at the job's health again.
 const NAP: Duration = Duration::from_millis(2);
 
+/// Who reads a data slot ([`SmComm::slot_read_by`]): every member, or none.
+pub(crate) const EVERYONE: u32 = u32::MAX;
+pub(crate) const NOBODY: u32 = u32::MAX - 1;
+
 /// The first sequence number: close to the wrap, so that any run of a few hundred
 /// collectives exercises it.
 const FIRST_SEQ: u32 = u32::MAX - 255;
@@ -250,6 +254,9 @@ pub(crate) struct SmComm {
     /// root that did). A contribution's data slot is free once every member posted the
     /// collective before it; when this says so, nobody's flag line is loaded to check.
     synced: AtomicU32,
+    /// Per data slot (and length word) of this member, alternating: who reads what it
+    /// wrote there last, a member ([`SmComm::slot_free`]), [`EVERYONE`] or [`NOBODY`].
+    slot_readers: [AtomicU32; 2],
     /// The last collective this member finished: the next one posts only after it (a
     /// post of `s` tells the others that `s - 1` is finished here), so non-blocking
     /// collectives in flight and blocking ones after them go in call order.
@@ -339,6 +346,25 @@ impl SmComm {
         }
         self.saw_all_posted(seq);
         true
+    }
+
+    /// Whether this member's data slot (and length word) for collective `seq` may be
+    /// written: whoever read what it wrote there last finished that collective, that is,
+    /// posted `seq - 1` or later. A reduce's contributor looks at its root's line alone
+    /// (the root was the slot's only reader); after a flat collective, at everyone's.
+    pub(crate) fn slot_free(&self, seq: u32) -> bool {
+        let prev = seq.wrapping_sub(1);
+        match self.slot_readers[(seq & 1) as usize].load(Ordering::Relaxed) {
+            NOBODY => true,
+            EVERYONE => self.all_posted(prev),
+            r => self.knows_all_posted(prev) || seq_ge(self.posted_seq(r as usize), prev),
+        }
+    }
+
+    /// Records who reads what this member writes into its data slot (and length word)
+    /// for collective `seq`: a member, [`EVERYONE`] or [`NOBODY`].
+    pub(crate) fn slot_read_by(&self, seq: u32, readers: u32) {
+        self.slot_readers[(seq & 1) as usize].store(readers, Ordering::Relaxed);
     }
 
     /// Whether this member knows, without a look, that every member has posted `seq`

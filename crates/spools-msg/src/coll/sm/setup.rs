@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicU32;
 use spools_am::{Route, SharedArea};
 
 use super::slot::SmSlot;
-use super::{SmComm, FIRST_SEQ};
+use super::{SmComm, FIRST_SEQ, NOBODY};
 use crate::coll::group::{recv, send, Group};
 use crate::comm_core::CommCore;
 use crate::error::MsgError;
@@ -68,6 +68,7 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
         outs: SmComm::outs(slot),
         next: AtomicU32::new(FIRST_SEQ),
         synced: AtomicU32::new(FIRST_SEQ.wrapping_sub(1)),
+        slot_readers: [AtomicU32::new(NOBODY), AtomicU32::new(NOBODY)],
         done: AtomicU32::new(FIRST_SEQ.wrapping_sub(1)),
         watching: AtomicU32::new(0),
         watch: Default::default(),
