@@ -1,7 +1,8 @@
 //! Erroneous programs whose ranks pass a collective lengths on both sides of
 //! `coll_sm_limit`: some ranks take the shared segment, the others the messages. Every
 //! rank that waits for the others must get `MsgError::Mismatch` (never wait forever), and
-//! the job must end: blocking and non-blocking broadcast, reduce and allreduce, with 2 to
+//! the job must end: blocking and non-blocking broadcast, reduce and allreduce, blocking
+//! allgather and alltoall, with 2 to
 //! 6 ranks (oversubscribed beyond 2), lengths past `eager_limit` too, with and without
 //! the progress thread, with the disagreement at a communicator's first
 //! collective (the segment is set up in it) or later, within one host and across two
@@ -78,6 +79,15 @@ fn role() -> Result<(), String> {
         "bcast" => {
             let mut b = vec![7u8; blen];
             w.bcast(&mut b, 0)
+        }
+        "allgather" => {
+            let mut out = vec![0i64; elems * n as usize];
+            w.allgather(&mine, &mut out)
+        }
+        "alltoall" => {
+            let send: Vec<i64> = (0..n as usize).flat_map(|_| mine.iter().copied()).collect();
+            let mut out = vec![0i64; send.len()];
+            w.alltoall(&send, &mut out)
         }
         "iallreduce" => w
             .iallreduce(mine, Op::Sum)
@@ -185,6 +195,14 @@ fn ranks_split_over_the_segment_and_the_messages_get_mismatch() {
         case(3, "reduce", &[0], &[0], env);
         case(4, "reduce", &[2, 3], &[0], env);
     }
+    // Allgather and alltoall (3 ranks at least on a host use the segment, flat): every
+    // rank waits for everyone's part, so every rank fails.
+    for env in [&first[..], &later[..]] {
+        case(3, "allgather", &[0], &[0, 1, 2], env);
+        case(4, "alltoall", &[1, 2], &[0, 1, 2, 3], env);
+    }
+    case(4, "allgather", &[0, 3], &[0, 1, 2, 3], &later);
+    case(3, "alltoall", &[2], &[0, 1, 2], &later);
     // Broadcast from rank 0 (3 ranks at least on a host use the segment): every rank
     // whose length differs from the root's fails.
     for env in [&first[..], &later[..]] {

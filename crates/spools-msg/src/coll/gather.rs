@@ -309,6 +309,11 @@ impl Communicator {
         )?;
         let d = displs(counts);
         recv[d[me]..d[me] + counts[me]].copy_from_slice(send);
+        let size = std::mem::size_of::<T>();
+        let bytes_of: Vec<usize> = counts.iter().map(|&c| c * size).collect();
+        if super::sm::allgatherv(&self.core, tag, bytes(send), bytes_mut(recv), &bytes_of)? {
+            return Ok(());
+        }
         allgatherv_in(&self.core, &Group::all(&self.core), tag, recv, counts)
     }
 
@@ -372,6 +377,15 @@ impl Communicator {
             send_counts[me],
             recv_counts[me],
         )?;
+        // Blocks of one length everywhere on this rank, sent and received: then so on
+        // every rank (each one's blocks are the lengths the others receive), and every
+        // rank takes the same path.
+        let block = send_counts[0];
+        if send_counts.iter().chain(recv_counts).all(|&c| c == block)
+            && super::sm::alltoall(&self.core, tag, bytes(send), bytes_mut(recv))?
+        {
+            return Ok(());
+        }
         alltoallv_in(
             &self.core,
             &Group::all(&self.core),

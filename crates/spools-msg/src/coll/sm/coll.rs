@@ -19,10 +19,10 @@ use crate::error::MsgError;
 /// sends one message to a single reader as directly as a flag and can run further ahead
 /// with messages (measured with `spools bench osu` at 2 ranks).
 fn min_members(kind: Kind) -> usize {
-    if kind == Kind::Bcast {
-        3
-    } else {
-        2
+    match kind {
+        // An allgather or alltoall of two members is one message each way.
+        Kind::Bcast | Kind::Allgather | Kind::Alltoall => 3,
+        _ => 2,
     }
 }
 
@@ -49,7 +49,7 @@ pub(super) fn fits(c: &CommCore, bytes: usize) -> bool {
 /// once (`None`: the segment is set up already, and records there that this rank runs
 /// collective `tag` through the messages, see [`SmComm::enter_messages`], without
 /// building a group), or do not and the segment is not set up yet (`Some(false)`).
-fn fit(c: &CommCore, bytes: usize, tag: u32, kind: Kind) -> Option<bool> {
+pub(super) fn fit(c: &CommCore, bytes: usize, tag: u32, kind: Kind) -> Option<bool> {
     if fits(c, bytes) {
         return Some(true);
     }
@@ -66,7 +66,7 @@ fn fit(c: &CommCore, bytes: usize, tag: u32, kind: Kind) -> Option<bool> {
 /// segment up at the communicator's first collective that could use it, whatever its
 /// length; a collective too long for it is recorded there as going through the messages.
 /// `fits`: whether the collective's `bytes` fit (see [`fit`]).
-fn segment<'c>(
+pub(super) fn segment<'c>(
     c: &'c CommCore,
     local: &Group,
     (bytes, fits): (usize, bool),
@@ -88,7 +88,7 @@ fn segment<'c>(
 
 /// The segment when it is set up already over the whole communicator (all its members
 /// on this host) and the collective fits it: the fast path, which builds no group.
-fn whole(c: &CommCore, fits: bool) -> Option<&SmComm> {
+pub(super) fn whole(c: &CommCore, fits: bool) -> Option<&SmComm> {
     if !fits {
         return None;
     }

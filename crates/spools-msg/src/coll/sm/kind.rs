@@ -11,6 +11,10 @@ pub(crate) enum Kind {
     Reduce,
     /// Everyone's buffer combined into everyone's.
     Allreduce,
+    /// Everyone's buffer to everyone, side by side.
+    Allgather,
+    /// Block j of everyone's buffer to member j.
+    Alltoall,
 }
 
 impl Kind {
@@ -20,11 +24,16 @@ impl Kind {
             Kind::Bcast => "bcast",
             Kind::Reduce => "reduce",
             Kind::Allreduce => "allreduce",
+            Kind::Allgather => "allgather",
+            Kind::Alltoall => "alltoall",
         }
     }
 
     pub(crate) fn contributes(self) -> bool {
-        matches!(self, Kind::Reduce | Kind::Allreduce)
+        matches!(
+            self,
+            Kind::Reduce | Kind::Allreduce | Kind::Allgather | Kind::Alltoall
+        )
     }
 
     pub(crate) fn publishes_data(self) -> bool {

@@ -90,6 +90,7 @@
 //! than read); other communicators are not affected.
 
 mod coll;
+mod gather;
 mod kind;
 mod machine;
 mod nonblocking;
@@ -107,6 +108,7 @@ use crate::error::MsgError;
 pub(crate) use coll::{
     allreduce, barrier, bcast, failed, reduce, ALLREDUCE_LEADER_TAGS, BCAST_LEADER_TAGS,
 };
+pub(crate) use gather::{allgatherv, alltoall};
 pub(crate) use kind::Kind;
 pub(crate) use nonblocking::{step, Path};
 pub(crate) use slot::SmSlot;
@@ -281,7 +283,7 @@ impl std::fmt::Debug for SmComm {
 }
 
 /// A length as the segment's words hold it.
-fn clamp_len(bytes: usize) -> u32 {
+pub(crate) fn clamp_len(bytes: usize) -> u32 {
     bytes.min(FAILED as usize - 1) as u32
 }
 
@@ -498,7 +500,7 @@ impl SmComm {
         Some(self.mismatch(op, m, own, want))
     }
 
-    fn mismatch(&self, op: &'static str, m: usize, got: usize, want: usize) -> MsgError {
+    pub(crate) fn mismatch(&self, op: &'static str, m: usize, got: usize, want: usize) -> MsgError {
         MsgError::Mismatch {
             op,
             from: self.members.get(m).copied(),
@@ -604,6 +606,13 @@ impl SmComm {
     /// Copies member `m`'s contribution to collective `seq` out of its slot.
     pub(crate) fn read_data(&self, m: usize, seq: u32, dst: &mut [u8]) {
         self.area.read(self.contribution_at(m, seq, dst.len()), dst);
+    }
+
+    /// Copies `dst.len()` bytes from `at` into member `m`'s contribution of `total` bytes
+    /// to collective `seq` out of its slot.
+    pub(crate) fn read_part(&self, m: usize, seq: u32, total: usize, at: usize, dst: &mut [u8]) {
+        self.area
+            .read(self.contribution_at(m, seq, total) + at, dst);
     }
 
     /// Copies a result into result slot `k`.

@@ -1,0 +1,237 @@
+//! Allgather(v) and alltoall through the segment, flat: every member writes its part (for
+//! an alltoall, all its blocks) into its data slot and posts it; every member reads what it
+//! needs from every member's slot once they posted. One step and no root: a member loads
+//! the others' lines at once, so their transfers overlap, and nobody waits for a
+//! publication. Only within one host (across hosts: the messages).
+
+use std::sync::atomic::Ordering;
+
+use super::coll::{fit, may, whole};
+use super::kind::Kind;
+use super::{clamp_len, coll_no, halves, pair, post_record, seq_ge, SmComm, Watch, EVERYONE};
+use crate::coll::group::Group;
+use crate::comm_core::CommCore;
+use crate::error::MsgError;
+
+/// One flat collective on one member.
+struct Flat<'a> {
+    sm: &'a SmComm,
+    seq: u32,
+    no: u32,
+    kind: Kind,
+    posted: bool,
+    done: bool,
+    /// The next member to read.
+    next: usize,
+    /// A member whose part differs from what this member expects: (member, its bytes).
+    disagree: Option<(usize, usize)>,
+}
+
+impl Flat<'_> {
+    /// Posts `part` (once), then takes each member's part in rank order as it arrives
+    /// (`take(segment, member, sequence number)`, never this member's own), checking its
+    /// length against
+    /// `want(member)`. `Ok(true)` once every member's part was seen.
+    fn poll(
+        &mut self,
+        part: &[u8],
+        want: impl Fn(usize) -> usize,
+        mut take: impl FnMut(&SmComm, usize, u32),
+    ) -> Result<bool, MsgError> {
+        let sm = self.sm;
+        if !self.posted {
+            if !sm.may_post(self.seq) || !sm.slot_free(self.seq) {
+                return Ok(false);
+            }
+            sm.slot_read_by(self.seq, EVERYONE);
+            sm.write_data(self.seq, part);
+            sm.len_of(sm.me, self.seq)
+                .store(clamp_len(part.len()), Ordering::Relaxed);
+            let rec = post_record(self.seq, self.no);
+            sm.posted(sm.me)
+                .store(pair(self.seq, rec), Ordering::SeqCst);
+            sm.wake_all();
+            self.posted = true;
+        }
+        if sm.n() - self.next > 2 {
+            for m in self.next..sm.n() {
+                std::hint::black_box(sm.posted(m).load(Ordering::Relaxed));
+            }
+        }
+        while self.next < sm.n() {
+            let m = self.next;
+            let (posted, rec) = halves(sm.posted(m).load(Ordering::Acquire));
+            if !seq_ge(posted, self.seq) {
+                return Ok(false);
+            }
+            if self.disagree.is_none() {
+                let len = sm.len_of(m, self.seq).load(Ordering::Relaxed) as usize;
+                // A post of this sequence number for another collective, or a part of
+                // another length: the ranks disagree.
+                if (posted == self.seq && rec != post_record(self.seq, self.no)) || len != want(m) {
+                    self.disagree = Some((m, len));
+                } else if m != sm.me {
+                    take(sm, m, self.seq);
+                }
+            }
+            self.next += 1;
+        }
+        self.done = true;
+        sm.finished(self.seq);
+        sm.saw_all_posted(self.seq);
+        match self.disagree {
+            Some((m, got)) => Err(sm.mismatch(self.kind.name(), m, got, want(m))),
+            None => Ok(true),
+        }
+    }
+
+    /// Ends the collective on this member after an error found while waiting.
+    fn abandon(&mut self) {
+        if !self.done && (self.posted || self.sm.may_post(self.seq)) {
+            self.sm.finished(self.seq);
+        }
+        self.done = true;
+    }
+}
+
+/// The segment for a flat collective of `kind` whose parts are at most `largest` bytes
+/// (the same on every rank), if one serves: set up at the communicator's first collective
+/// that could use it; never across hosts.
+fn flat_segment<'c>(
+    c: &'c CommCore,
+    hosts: &[u32],
+    tag: u32,
+    kind: Kind,
+    largest: usize,
+) -> Result<Option<&'c SmComm>, MsgError> {
+    if !may(c, kind) {
+        return Ok(None);
+    }
+    let Some(fits) = fit(c, largest, tag, kind) else {
+        return Ok(None);
+    };
+    if let Some(sm) = whole(c, fits) {
+        return Ok(Some(sm));
+    }
+    let g = Group::all(c);
+    if g.hierarchy(hosts).is_some() {
+        return Ok(None);
+    }
+    super::coll::segment(c, &g, (largest, fits), tag, kind)
+}
+
+/// Runs a flat collective to its end through the segment's wait; on an error, ends it here
+/// and, where the ranks disagree, marks it failed for the members still waiting.
+fn run(
+    c: &CommCore,
+    sm: &SmComm,
+    tag: u32,
+    kind: Kind,
+    part: &[u8],
+    want: impl Fn(usize) -> usize,
+    mut take: impl FnMut(&SmComm, usize, u32),
+) -> Result<(), MsgError> {
+    let mut f = Flat {
+        sm,
+        seq: sm.take_seq(),
+        no: coll_no(tag),
+        kind,
+        posted: false,
+        done: false,
+        next: 0,
+        disagree: None,
+    };
+    let w = Watch {
+        seq: f.seq,
+        no: f.no,
+        bytes: part.len(),
+        op: kind.name(),
+        lens: true,
+    };
+    let r = sm.drive((c.coll_ctx(), &c.ranks), tag, w, || {
+        f.poll(part, &want, &mut take)
+    });
+    if let Err(e) = &r {
+        f.abandon();
+        if matches!(e, MsgError::Mismatch { .. }) {
+            sm.mark_failed(f.no, part.len(), e);
+        }
+    }
+    r
+}
+
+/// Allgatherv of bytes through the segment: `mine` is this member's part, already in its
+/// place in `out`; `counts[r]` is rank r's part in bytes (the same on every rank).
+/// `Ok(false)` when the segment does not serve it (the caller runs the messages).
+///
+/// # Errors
+/// [`MsgError::Mismatch`] when a member's part has another length, a dead rank.
+pub(crate) fn allgatherv(
+    c: &CommCore,
+    tag: u32,
+    mine: &[u8],
+    out: &mut [u8],
+    counts: &[usize],
+) -> Result<bool, MsgError> {
+    let largest = counts.iter().copied().max().unwrap_or(0);
+    let Some(sm) = flat_segment(c, &c.hosts, tag, Kind::Allgather, largest)? else {
+        return Ok(false);
+    };
+    let displs: Vec<usize> = counts
+        .iter()
+        .scan(0, |at, &n| {
+            let d = *at;
+            *at += n;
+            Some(d)
+        })
+        .collect();
+    let members = &sm.members;
+    let want = |m: usize| counts[members[m] as usize];
+    run(c, sm, tag, Kind::Allgather, mine, want, |sm, m, seq| {
+        let r = members[m] as usize;
+        sm.read_data(m, seq, &mut out[displs[r]..displs[r] + counts[r]]);
+    })?;
+    Ok(true)
+}
+
+/// Alltoall of bytes through the segment: `send` holds one block per rank (the same
+/// length on every rank, and the same on every rank), `recv` gets rank r's block for
+/// this rank as block r. `Ok(false)` when the segment does not serve it.
+///
+/// # Errors
+/// [`MsgError::Mismatch`] when a member's blocks have another length, a dead rank.
+pub(crate) fn alltoall(
+    c: &CommCore,
+    tag: u32,
+    send: &[u8],
+    recv: &mut [u8],
+) -> Result<bool, MsgError> {
+    let Some(sm) = flat_segment(c, &c.hosts, tag, Kind::Alltoall, send.len())? else {
+        return Ok(false);
+    };
+    let n = c.size() as usize;
+    let block = send.len() / n.max(1);
+    let me = c.rank as usize;
+    recv[me * block..(me + 1) * block].copy_from_slice(&send[me * block..(me + 1) * block]);
+    let members = &sm.members;
+    let total = send.len();
+    run(
+        c,
+        sm,
+        tag,
+        Kind::Alltoall,
+        send,
+        |_| total,
+        |sm, m, seq| {
+            let r = members[m] as usize;
+            sm.read_part(
+                m,
+                seq,
+                total,
+                me * block,
+                &mut recv[r * block..(r + 1) * block],
+            );
+        },
+    )?;
+    Ok(true)
+}
