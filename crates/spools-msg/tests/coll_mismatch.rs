@@ -195,6 +195,15 @@ fn ranks_split_over_the_segment_and_the_messages_get_mismatch() {
         case(3, "reduce", &[0], &[0], env);
         case(4, "reduce", &[2, 3], &[0], env);
     }
+    // Both lengths under the limit, 9 members: barrier, reduce and allreduce gather over
+    // a tree of groups of 4, whose leader finds the disagreement and passes it to the
+    // root. Allreduce: every rank fails. Reduce to 0: the root and the leader of the
+    // group that disagreed (4) fail; a disagreement in the root's own group, the root.
+    let inside = [("SPOOLS_TEST_FIRST", "0"), ("SPOOLS_TEST_LARGE", "400")];
+    let all9: Vec<u32> = (0..9).collect();
+    case(9, "allreduce", &[5], &all9, &inside);
+    case(9, "reduce", &[5], &[0, 4], &inside);
+    case(9, "reduce", &[2], &[0], &inside);
     // Allgather and alltoall (3 ranks at least on a host use the segment, flat): every
     // rank waits for everyone's part, so every rank fails.
     for env in [&first[..], &later[..]] {

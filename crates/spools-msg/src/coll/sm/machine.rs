@@ -4,14 +4,26 @@
 use std::sync::atomic::Ordering;
 
 use super::kind::Kind;
-use super::{halves, pair, post_record, seq_ge, SmComm, Watch, EVERYONE, FAILED, NOBODY, VALID};
+use super::{
+    halves, pair, post_record, seq_ge, SmComm, Watch, EVERYONE, FAILED, FAILED_PART, NOBODY, VALID,
+};
 use crate::coll::args::{bytes, bytes_mut};
 use crate::element::{Element, Op};
 use crate::error::MsgError;
 
+/// Members per group of a tree (a leader and up to three others).
+const GROUP: usize = 4;
+/// From this many members on a host, barrier, reduce and allreduce gather over a tree of
+/// two levels: each group's leader folds its group's parts, in rank order, and posts the
+/// group's part, and the root reads the leaders' (and its own group's members') lines
+/// alone: about n / 4 + 3 lines instead of n - 1.
+pub(crate) const TREE_MIN: usize = 8;
+
 /// Where a collective is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Stage {
+    /// A tree's group leader folds its group's parts before it posts.
+    Gather,
     /// Not yet posted.
     Post,
     /// The root waits for members' posts (and reduces them in order).
@@ -47,6 +59,8 @@ pub(crate) struct SmState<T: Element> {
     /// Every member collects (and reduces) for itself and nobody publishes: one step
     /// instead of a fan-in and a fan-out (barrier and allreduce among few members).
     flat: bool,
+    /// The gather goes over a tree of groups ([`TREE_MIN`]).
+    tree: bool,
 }
 
 /// One collective on one member: its state over the segment, the member's buffer and
@@ -76,7 +90,8 @@ impl<T: Element> SmState<T> {
     /// posted, the next collective may post (the communicator's collectives are not to
     /// be used after such an error, but none of this member's waits hangs on it).
     pub(crate) fn abandon(&mut self, sm: &SmComm) {
-        if self.stage != Stage::Done && (self.stage != Stage::Post || sm.may_post(self.seq)) {
+        let unposted = matches!(self.stage, Stage::Gather | Stage::Post);
+        if self.stage != Stage::Done && (!unposted || sm.may_post(self.seq)) {
             sm.finished(self.seq);
         }
         self.stage = Stage::Done;
@@ -87,19 +102,70 @@ impl<T: Element> SmState<T> {
     /// root is this member).
     pub(crate) fn new(sm: &SmComm, seq: u32, no: u32, kind: Kind, root: usize, flat: bool) -> Self {
         debug_assert!(!flat || matches!(kind, Kind::Barrier | Kind::Allreduce));
+        let tree = !flat && kind != Kind::Bcast && sm.n() >= TREE_MIN;
+        let root = if flat { sm.me } else { root };
+        // A group's leader is its root's member if it holds the root, else its first.
+        let leads = tree && sm.me != root && leader(sm.me / GROUP, root) == sm.me;
         SmState {
             seq,
             no,
             kind,
-            root: if flat { sm.me } else { root },
-            stage: Stage::Post,
-            next: 0,
+            root,
+            stage: if leads { Stage::Gather } else { Stage::Post },
+            next: if leads { sm.me + 1 } else { 0 },
             least: seq,
             acc: Vec::new(),
             tmp: Vec::new(),
             disagree: None,
             flat,
+            tree,
         }
+    }
+
+    /// The member whose line the root reads `i`-th, in rank order, if any: every member
+    /// (flat, or no tree); over a tree, the leaders of the groups before and after the
+    /// root's, and the members of the root's own group.
+    fn source(&self, i: usize, n: usize) -> Option<usize> {
+        if !self.tree {
+            return (i < n).then_some(i);
+        }
+        let rg = self.root / GROUP;
+        let own = (rg * GROUP..((rg + 1) * GROUP).min(n)).len();
+        let m = if i < rg {
+            i * GROUP
+        } else if i < rg + own {
+            rg * GROUP + (i - rg)
+        } else {
+            (rg + 1 + (i - rg - own)) * GROUP
+        };
+        (m < n).then_some(m)
+    }
+
+    /// Who reads this member's part: everyone (flat), nobody (the root), its group's
+    /// leader (over a tree), else the root.
+    fn readers(&self, me: usize) -> u32 {
+        if self.flat {
+            return EVERYONE;
+        }
+        if me == self.root {
+            return NOBODY;
+        }
+        if self.tree {
+            let l = leader(me / GROUP, self.root);
+            if l != me {
+                return l as u32;
+            }
+        }
+        self.root as u32
+    }
+}
+
+/// The leader of group `g` of a tree around `root`.
+fn leader(g: usize, root: usize) -> usize {
+    if root / GROUP == g {
+        root
+    } else {
+        g * GROUP
     }
 }
 
@@ -181,6 +247,13 @@ impl<'a, T: Element> SmColl<'a, T> {
     /// collective gets it).
     pub(crate) fn poll(&mut self) -> Result<bool, MsgError> {
         let sm = self.sm;
+        if self.st.stage == Stage::Gather {
+            // Nothing of this collective before the last one is finished here.
+            if !sm.may_post(self.st.seq) || !self.gather()? {
+                return Ok(false);
+            }
+            self.st.stage = Stage::Post;
+        }
         if self.st.stage == Stage::Post {
             // Posting `s` says `s - 1` is finished here: a non-blocking collective still in
             // flight before this one must finish first.
@@ -193,19 +266,22 @@ impl<'a, T: Element> SmColl<'a, T> {
                 if !sm.slot_free(self.st.seq) {
                     return Ok(false);
                 }
-                let readers = if self.st.flat {
-                    EVERYONE
-                } else if sm.me == self.st.root {
-                    NOBODY
-                } else {
-                    self.st.root as u32
-                };
-                sm.slot_read_by(self.st.seq, readers);
+                sm.slot_read_by(self.st.seq, self.st.readers(sm.me));
                 if sm.me != self.st.root || self.st.flat {
                     sm.write_data(self.st.seq, bytes(self.buf));
                 }
+                // A leader whose group disagreed posts that instead of a length (its
+                // failure mark says what it saw).
+                let len = match self.st.disagree {
+                    Some(_) => FAILED_PART,
+                    None => self.nbytes() as u32,
+                };
+                sm.len_of(sm.me, self.st.seq).store(len, Ordering::Relaxed);
+            } else if self.st.disagree.is_some() {
+                // A barrier's leader whose group disagreed (after such an error the
+                // communicator's collectives are not to be used: no slot to spare).
                 sm.len_of(sm.me, self.st.seq)
-                    .store(self.nbytes() as u32, Ordering::Relaxed);
+                    .store(FAILED_PART, Ordering::Relaxed);
             }
             // The post and its record in one store.
             let rec = post_record(self.st.seq, self.st.no);
@@ -214,6 +290,12 @@ impl<'a, T: Element> SmColl<'a, T> {
             // Anyone may wait for a post (a root, a flat member, a contributor about to
             // write its slot).
             sm.wake_all();
+            if let (false, Some((m, got))) = (self.st.flat, self.st.disagree) {
+                // A leader whose group disagreed: its error (the root fails the others).
+                self.st.stage = Stage::Done;
+                sm.finished(self.st.seq);
+                return Err(sm.mismatch(self.st.kind.name(), m, got, self.nbytes()));
+            }
             self.st.stage = if self.st.flat || sm.me == self.st.root {
                 Stage::Collect
             } else if self.st.kind == Kind::Reduce {
@@ -286,13 +368,17 @@ impl<'a, T: Element> SmColl<'a, T> {
         }
         // Touch every line still to be read first: their loads overlap, instead of one
         // line transfer after another in the loop below.
-        if sm.n() - self.st.next > 2 {
-            for m in self.st.next..sm.n() {
+        let n = sm.n();
+        if (self.st.next..)
+            .map_while(|i| self.st.source(i, n))
+            .nth(2)
+            .is_some()
+        {
+            for m in (self.st.next..).map_while(|i| self.st.source(i, n)) {
                 std::hint::black_box(sm.posted(m).load(Ordering::Relaxed));
             }
         }
-        while self.st.next < sm.n() {
-            let m = self.st.next;
+        while let Some(m) = self.st.source(self.st.next, n) {
             let (posted, rec) = halves(sm.posted(m).load(Ordering::Acquire));
             if !seq_ge(posted, need) {
                 return Ok(false);
@@ -315,36 +401,96 @@ impl<'a, T: Element> SmColl<'a, T> {
                 self.st.disagree = Some((m, len));
             }
             if self.st.kind.contributes() {
-                let len = sm.len_of(m, self.st.seq).load(Ordering::Relaxed) as usize;
-                if len != mine && self.st.disagree.is_none() {
-                    self.st.disagree = Some((m, len));
+                let len = sm.len_of(m, self.st.seq).load(Ordering::Relaxed);
+                if len == FAILED_PART && self.st.disagree.is_none() {
+                    // A leader whose group disagreed: what it saw.
+                    self.st.disagree = Some(sm.failure_of(m));
+                } else if len as usize != mine && self.st.disagree.is_none() {
+                    self.st.disagree = Some((m, len as usize));
                 }
                 if self.st.disagree.is_none() {
                     self.combine(m);
                 }
+            } else if self.st.tree
+                && sm.len_of(m, self.st.seq).load(Ordering::Relaxed) == FAILED_PART
+                && self.st.disagree.is_none()
+            {
+                self.st.disagree = Some(sm.failure_of(m));
             }
             self.st.next += 1;
         }
-        if self.st.kind.contributes() && sm.me != 0 && self.st.disagree.is_none() {
+        let first = self.st.source(0, n);
+        if self.st.kind.contributes() && first != Some(sm.me) && self.st.disagree.is_none() {
             self.buf.copy_from_slice(&self.st.acc);
         }
         sm.saw_all_posted(self.st.least);
         Ok(true)
     }
 
-    /// Folds member `m`'s contribution into the running result, in rank order.
+    /// A tree's group leader (the first member of its group): folds the others' parts
+    /// into its own buffer in rank order as their posts arrive. `Ok(true)` once all are.
+    fn gather(&mut self) -> Result<bool, MsgError> {
+        let sm = self.sm;
+        let end = ((sm.me / GROUP + 1) * GROUP).min(sm.n());
+        let mine = self.nbytes();
+        if end - self.st.next > 2 {
+            for m in self.st.next..end {
+                std::hint::black_box(sm.posted(m).load(Ordering::Relaxed));
+            }
+        }
+        while self.st.next < end {
+            let m = self.st.next;
+            let (posted, rec) = halves(sm.posted(m).load(Ordering::Acquire));
+            if !seq_ge(posted, self.st.seq) {
+                return Ok(false);
+            }
+            if self.st.disagree.is_none() {
+                let len = if self.st.kind.contributes() {
+                    sm.len_of(m, self.st.seq).load(Ordering::Relaxed) as usize
+                } else {
+                    mine
+                };
+                if (posted == self.st.seq && rec != post_record(self.st.seq, self.st.no))
+                    || len != mine
+                {
+                    self.st.disagree = Some((m, len));
+                } else {
+                    self.fold(m);
+                }
+            }
+            self.st.next += 1;
+        }
+        if let Some((m, got)) = self.st.disagree {
+            // Marked before the post that carries it: the root, on seeing the post, finds
+            // what this leader saw; the members still waiting fail too.
+            let e = sm.mismatch(self.st.kind.name(), m, got, mine);
+            sm.mark_failed(self.st.no, mine, &e);
+        }
+        Ok(true)
+    }
+
+    /// Folds member `m`'s contribution into this member's own buffer (which holds the
+    /// running result of the lower ranks).
+    fn fold(&mut self, m: usize) {
+        let Some(op) = self.op else { return };
+        self.st.tmp.resize(self.buf.len(), T::default());
+        self.sm
+            .read_data(m, self.st.seq, bytes_mut(&mut self.st.tmp));
+        op.combine(self.buf, &self.st.tmp, true);
+    }
+
+    /// Folds source `m`'s contribution (a member's, or over a tree a group's) into the
+    /// running result, in rank order.
     fn combine(&mut self, m: usize) {
         let sm = self.sm;
         let Some(op) = self.op else { return };
         let me = sm.me;
-        if me == 0 {
-            // The running result lives in this member's own buffer (member 0 first).
-            if m == 0 {
-                return;
+        let first = self.st.source(0, sm.n()).unwrap_or(0);
+        if me == first {
+            // The running result lives in this member's own buffer (it comes first).
+            if m != me {
+                self.fold(m);
             }
-            self.st.tmp.resize(self.buf.len(), T::default());
-            sm.read_data(m, self.st.seq, bytes_mut(&mut self.st.tmp));
-            op.combine(self.buf, &self.st.tmp, true);
             return;
         }
         let contribution: &[T] = if m == me {
@@ -354,7 +500,7 @@ impl<'a, T: Element> SmColl<'a, T> {
             sm.read_data(m, self.st.seq, bytes_mut(&mut self.st.tmp));
             &self.st.tmp
         };
-        if m == 0 {
+        if m == first {
             self.st.acc = contribution.to_vec();
         } else {
             op.combine(&mut self.st.acc, contribution, true);

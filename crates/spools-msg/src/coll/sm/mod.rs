@@ -17,7 +17,13 @@
 //!
 //! Among few members on one host, barrier and allreduce are *flat* instead: every member
 //! posts, waits for every post and reduces all contributions itself, in rank order (one
-//! step instead of two).
+//! step instead of two). Among many (`machine::TREE_MIN`), barrier, reduce and allreduce
+//! gather over a tree of two levels: the members form groups of 4 in rank order, each
+//! group's leader (the root in the root's group, else the group's first member) folds its
+//! group's contributions in rank order into its own before it posts, and the root
+//! collects the leaders' posts and its own group's; a leader that finds a disagreement
+//! marks it (a failure mark, below) and posts a length that says so, which the root
+//! reports as the disagreement the leader saw.
 //!
 //! Why no slot is overwritten while someone still reads it: every read of a slot
 //! happens within its collective, before the reader posts the next one. A member has two
@@ -133,6 +139,9 @@ const RESULT_BYTES: usize = 256 << 10;
 
 /// `out_len` of a result slot whose collective failed at the root (the ranks disagree).
 const FAILED: u32 = u32::MAX;
+/// The length a tree's group leader posts when its group disagreed: its failure mark
+/// names the disagreement ([`SmComm::failure_of`]).
+const FAILED_PART: u32 = u32::MAX - 1;
 
 /// Bytes of a member's flag lines: a *hot* line (its post, its contributions' lengths and
 /// small contributions inline), written by its owner at every post and read by whoever
@@ -284,7 +293,7 @@ impl std::fmt::Debug for SmComm {
 
 /// A length as the segment's words hold it.
 pub(crate) fn clamp_len(bytes: usize) -> u32 {
-    bytes.min(FAILED as usize - 1) as u32
+    bytes.min(FAILED_PART as usize - 1) as u32
 }
 
 impl SmComm {
@@ -498,6 +507,15 @@ impl SmComm {
         }
         let own = self.word(m, FAIL_LEN).load(Ordering::Relaxed) as usize;
         Some(self.mismatch(op, m, own, want))
+    }
+
+    /// The disagreement member `m` marked last (see [`SmComm::mark_failed`]): the
+    /// member it names (or `m` itself when it names none on this host) and its bytes.
+    pub(crate) fn failure_of(&self, m: usize) -> (usize, usize) {
+        let from = self.word(m, FAIL_FROM).load(Ordering::Acquire);
+        let got = self.word(m, FAIL_GOT).load(Ordering::Relaxed) as usize;
+        let at = self.members.iter().position(|&r| r == from).unwrap_or(m);
+        (at, got)
     }
 
     pub(crate) fn mismatch(&self, op: &'static str, m: usize, got: usize, want: usize) -> MsgError {
