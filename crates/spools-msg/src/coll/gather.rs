@@ -310,8 +310,7 @@ impl Communicator {
         let d = displs(counts);
         recv[d[me]..d[me] + counts[me]].copy_from_slice(send);
         let size = std::mem::size_of::<T>();
-        let bytes_of: Vec<usize> = counts.iter().map(|&c| c * size).collect();
-        if super::sm::allgatherv(&self.core, tag, bytes(send), bytes_mut(recv), &bytes_of)? {
+        if super::sm::allgatherv(&self.core, tag, bytes(send), bytes_mut(recv), counts, size)? {
             return Ok(());
         }
         allgatherv_in(&self.core, &Group::all(&self.core), tag, recv, counts)

@@ -161,8 +161,9 @@ fn run(
 }
 
 /// Allgatherv of bytes through the segment: `mine` is this member's part, already in its
-/// place in `out`; `counts[r]` is rank r's part in bytes (the same on every rank).
-/// `Ok(false)` when the segment does not serve it (the caller runs the messages).
+/// place in `out`; `counts[r]` is rank r's part in elements of `size` bytes (the same on
+/// every rank). `Ok(false)` when the segment does not serve it (the caller runs the
+/// messages).
 ///
 /// # Errors
 /// [`MsgError::Mismatch`] when a member's part has another length, a dead rank.
@@ -172,11 +173,13 @@ pub(crate) fn allgatherv(
     mine: &[u8],
     out: &mut [u8],
     counts: &[usize],
+    size: usize,
 ) -> Result<bool, MsgError> {
-    let largest = counts.iter().copied().max().unwrap_or(0);
+    let largest = counts.iter().copied().max().unwrap_or(0) * size;
     let Some(sm) = flat_segment(c, &c.hosts, tag, Kind::Allgather, largest)? else {
         return Ok(false);
     };
+    let counts: Vec<usize> = counts.iter().map(|&n| n * size).collect();
     let displs: Vec<usize> = counts
         .iter()
         .scan(0, |at, &n| {
