@@ -485,6 +485,14 @@ impl Worker {
         self.core.pace().yields()
     }
 
+    /// Whether polls yielded the CPU at the last look at the machine (see
+    /// [`Worker::oversubscribed`]), without looking again: a load of this rank's own
+    /// memory, for the fast path of a call that should not read every local rank's
+    /// segment (waits look again as they go on).
+    pub fn seemed_oversubscribed(&self) -> bool {
+        self.core.recorded_pace().yields()
+    }
+
     /// Runs `sleep`, a sleep of this thread outside the transports (on flags in memory
     /// shared with other ranks), counted as such for the pace of other ranks' waits.
     pub fn nap<R>(&self, sleep: impl FnOnce() -> R) -> R {

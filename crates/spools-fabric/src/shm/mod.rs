@@ -500,7 +500,11 @@ impl Transport for ShmTransport {
         };
         let me = self.me_local as usize;
         let cpu = rustix::thread::sched_getcpu() as u32 + 1;
-        self.segs[me].cpu().store(cpu, Ordering::Relaxed);
+        // Stored only when it changed: a store takes the line from every rank that
+        // looked at it, and every wait of every rank looks.
+        if self.segs[me].cpu().load(Ordering::Relaxed) != cpu {
+            self.segs[me].cpu().store(cpu, Ordering::Relaxed);
+        }
         let (mut ranks, mut on_my_cpu) = (1, 0);
         for (i, s) in self.segs.iter().enumerate() {
             if i != me && !asleep(s) {

@@ -687,8 +687,9 @@ impl SmComm {
         // The flags of a collective among ranks that arrive together are set within a
         // few hundred nanoseconds: look at them alone first, before a progress round
         // (which polls every transport) gets between two looks. Not when ranks outnumber
-        // CPUs: the others need this CPU to get there.
-        let quick = if self.worker.oversubscribed() {
+        // CPUs: the others need this CPU to get there (as the last look at the machine
+        // saw it: a new look reads every local rank's segment, a line transfer each).
+        let quick = if self.worker.seemed_oversubscribed() {
             0
         } else {
             QUICK_LOOKS
