@@ -204,15 +204,18 @@ fn ranks_split_over_the_segment_and_the_messages_get_mismatch() {
     case(9, "allreduce", &[5], &all9, &inside);
     case(9, "reduce", &[5], &[0, 4], &inside);
     case(9, "reduce", &[2], &[0], &inside);
-    // Allgather and alltoall (3 ranks at least on a host use the segment, flat): every
+    // Allgather and alltoall (through the segment, flat, within one host): every
     // rank waits for everyone's part, so every rank fails.
     for env in [&first[..], &later[..]] {
         case(3, "allgather", &[0], &[0, 1, 2], env);
         case(4, "alltoall", &[1, 2], &[0, 1, 2, 3], env);
     }
     case(4, "allgather", &[0, 3], &[0, 1, 2, 3], &later);
+    case(2, "allgather", &[1], &[0, 1], &later);
+    case(2, "alltoall", &[0], &[0, 1], &first);
+    case(2, "bcast", &[1], &[1], &later);
     case(3, "alltoall", &[2], &[0, 1, 2], &later);
-    // Broadcast from rank 0 (3 ranks at least on a host use the segment): every rank
+    // Broadcast from rank 0: every rank
     // whose length differs from the root's fails.
     for env in [&first[..], &later[..]] {
         case(3, "bcast", &[0], &[1, 2], env);

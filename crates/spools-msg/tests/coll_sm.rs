@@ -58,8 +58,7 @@ enum K {
 
 /// Counts the collectives that should go through the segment (docs/configuration.md,
 /// `coll_sm_limit`): up to the limit, with at least 2 members of the communicator on this
-/// host (3 for a broadcast); across hosts not reduce, nor allreduce with a non-commutative
-/// operator.
+/// host; across hosts not reduce, nor allreduce with a non-commutative operator.
 struct Expect<'a> {
     c: &'a Communicator,
     shape: &'a Shape,
@@ -76,8 +75,7 @@ impl Expect<'_> {
         let mine = self.host(self.c.rank());
         let local = (0..n).filter(|&r| self.host(r) == mine).count();
         let several_hosts = (0..n).any(|r| self.host(r) != mine);
-        let members = if k == K::Bcast { 3 } else { 2 };
-        let fits = self.shape.limit > 0 && bytes <= self.shape.limit && local >= members;
+        let fits = self.shape.limit > 0 && bytes <= self.shape.limit && local >= 2;
         let kind_ok = match k {
             K::Barrier | K::Bcast => true,
             K::Reduce => !several_hosts,

@@ -104,7 +104,7 @@ fn flat_segment<'c>(
     kind: Kind,
     largest: usize,
 ) -> Result<Option<&'c SmComm>, MsgError> {
-    if !may(c, kind) {
+    if !may(c) {
         return Ok(None);
     }
     let Some(fits) = fit(c, largest, tag, kind) else {

@@ -17,10 +17,10 @@ use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
 
-/// The segment a non-blocking collective of this kind could go through, if any (one set
+/// The segment a non-blocking collective could go through, if any (one set
 /// up already, over the whole communicator).
-pub(crate) fn ready_for(c: &CommCore, kind: Kind) -> Option<&SmComm> {
-    if !may(c, kind) {
+pub(crate) fn ready_for(c: &CommCore) -> Option<&SmComm> {
+    if !may(c) {
         return None;
     }
     let sm = c.sm.ready()?;
@@ -47,7 +47,7 @@ pub(crate) fn step<T: Element>(
     root: usize,
     op: Option<Op<T>>,
 ) -> Path<impl FnMut(&mut [Vec<T>]) -> Result<bool, MsgError> + Send + 'static> {
-    let Some(sm) = ready_for(core, kind) else {
+    let Some(sm) = ready_for(core) else {
         return Path::Messages(None);
     };
     if !fits(core, bytes) {
