@@ -43,7 +43,7 @@ pub(super) fn fits(c: &CommCore, bytes: usize) -> bool {
 /// once (`None`: the segment is set up already, and records there that this rank runs
 /// collective `tag` through the messages, see [`SmComm::enter_messages`], without
 /// building a group), or do not and the segment is not set up yet (`Some(false)`).
-pub(super) fn fit(c: &CommCore, bytes: usize, tag: u32, kind: Kind) -> Option<bool> {
+fn fit(c: &CommCore, bytes: usize, tag: u32, kind: Kind) -> Option<bool> {
     if fits(c, bytes) {
         return Some(true);
     }
@@ -60,7 +60,7 @@ pub(super) fn fit(c: &CommCore, bytes: usize, tag: u32, kind: Kind) -> Option<bo
 /// segment up at the communicator's first collective that could use it, whatever its
 /// length; a collective too long for it is recorded there as going through the messages.
 /// `fits`: whether the collective's `bytes` fit (see [`fit`]).
-pub(super) fn segment<'c>(
+fn segment<'c>(
     c: &'c CommCore,
     local: &Group,
     (bytes, fits): (usize, bool),
@@ -80,9 +80,44 @@ pub(super) fn segment<'c>(
     Ok(Some(sm))
 }
 
+/// Where a collective through the segment runs: the segment, and across hosts the
+/// communicator's group with its split into this host's members and the hosts' leaders.
+pub(super) type Placed<'c> = (&'c SmComm, Option<(Group, (Group, Group))>);
+
+/// The segment for a collective of `kind` with `bytes` here, if one serves it: at once
+/// when it is set up over the whole communicator (one host), else set up (or found off)
+/// over this host's members; `across`: whether this collective may run across hosts.
+pub(super) fn place<'c>(
+    c: &'c CommCore,
+    hosts: &[u32],
+    tag: u32,
+    (kind, bytes): (Kind, usize),
+    across: bool,
+) -> Result<Option<Placed<'c>>, MsgError> {
+    if !may(c) {
+        return Ok(None);
+    }
+    let Some(fits) = fit(c, bytes, tag, kind) else {
+        return Ok(None);
+    };
+    if let Some(sm) = whole(c, fits) {
+        return Ok(Some((sm, None)));
+    }
+    let g = Group::all(c);
+    let hier = g.hierarchy(hosts);
+    if hier.is_some() && !across {
+        return Ok(None);
+    }
+    let local = hier.as_ref().map_or(&g, |(l, _)| l);
+    let Some(sm) = segment(c, local, (bytes, fits), tag, kind)? else {
+        return Ok(None);
+    };
+    Ok(Some((sm, hier.map(|h| (g, h)))))
+}
+
 /// The segment when it is set up already over the whole communicator (all its members
 /// on this host) and the collective fits it: the fast path, which builds no group.
-pub(super) fn whole(c: &CommCore, fits: bool) -> Option<&SmComm> {
+fn whole(c: &CommCore, fits: bool) -> Option<&SmComm> {
     if !fits {
         return None;
     }
@@ -168,23 +203,8 @@ fn run<T: Element>(
 /// # Errors
 /// A dead rank, a rank that finalised without joining.
 pub(crate) fn barrier(c: &CommCore, hosts: &[u32], tag: u32) -> Result<bool, MsgError> {
-    if !may(c) {
+    let Some((sm, hier)) = place(c, hosts, tag, (Kind::Barrier, 0), true)? else {
         return Ok(false);
-    }
-    let Some(fits) = fit(c, 0, tag, Kind::Barrier) else {
-        return Ok(false);
-    };
-    let (sm, hier) = match whole(c, fits) {
-        Some(sm) => (sm, None),
-        None => {
-            let g = Group::all(c);
-            let hier = g.hierarchy(hosts);
-            let local = hier.as_ref().map_or(&g, |(l, _)| l);
-            let Some(sm) = segment(c, local, (0, fits), tag, Kind::Barrier)? else {
-                return Ok(false);
-            };
-            (sm, hier)
-        }
     };
     let no = coll_no(tag);
     let mut m = SmColl::<u8>::new(sm, sm.take_seq(), no, Kind::Barrier, 0, &mut [], None);
@@ -192,7 +212,7 @@ pub(crate) fn barrier(c: &CommCore, hosts: &[u32], tag: u32) -> Result<bool, Msg
         m = m.flat();
     }
     run(c, sm, tag, &mut m, |_| match &hier {
-        Some((_, leaders)) => dissemination(c, leaders, tag),
+        Some((_, (_, leaders))) => dissemination(c, leaders, tag),
         None => Ok(()),
     })?;
     Ok(true)
@@ -209,23 +229,8 @@ pub(crate) fn bcast(
     tag: u32,
     buf: &mut [u8],
 ) -> Result<bool, MsgError> {
-    if !may(c) {
+    let Some((sm, hier)) = place(c, hosts, tag, (Kind::Bcast, buf.len()), true)? else {
         return Ok(false);
-    }
-    let Some(fits) = fit(c, buf.len(), tag, Kind::Bcast) else {
-        return Ok(false);
-    };
-    let (sm, hier) = match whole(c, fits) {
-        Some(sm) => (sm, None),
-        None => {
-            let g = Group::all(c);
-            let hier = g.hierarchy(hosts);
-            let local = hier.as_ref().map_or(&g, |(l, _)| l);
-            let Some(sm) = segment(c, local, (buf.len(), fits), tag, Kind::Bcast)? else {
-                return Ok(false);
-            };
-            (sm, hier.map(|h| (g, h)))
-        }
     };
     let no = coll_no(tag);
     let local_root = match &hier {
@@ -264,24 +269,8 @@ pub(crate) fn reduce<T: Element>(
     op: &Op<T>,
 ) -> Result<bool, MsgError> {
     let bytes = std::mem::size_of_val(acc);
-    if !may(c) {
+    let Some((sm, _)) = place(c, hosts, tag, (Kind::Reduce, bytes), false)? else {
         return Ok(false);
-    }
-    let Some(fits) = fit(c, bytes, tag, Kind::Reduce) else {
-        return Ok(false);
-    };
-    let sm = match whole(c, fits) {
-        Some(sm) => sm,
-        None => {
-            let g = Group::all(c);
-            if g.hierarchy(hosts).is_some() {
-                return Ok(false);
-            }
-            let Some(sm) = segment(c, &g, (bytes, fits), tag, Kind::Reduce)? else {
-                return Ok(false);
-            };
-            sm
-        }
     };
     let no = coll_no(tag);
     let mut m = SmColl::new(sm, sm.take_seq(), no, Kind::Reduce, root, acc, Some(op));
@@ -307,26 +296,9 @@ pub(crate) fn allreduce<T: Element>(
     op: &Op<T>,
 ) -> Result<bool, MsgError> {
     let bytes = std::mem::size_of_val(acc);
-    if !may(c) {
+    let across = op.commutative();
+    let Some((sm, hier)) = place(c, hosts, tag, (Kind::Allreduce, bytes), across)? else {
         return Ok(false);
-    }
-    let Some(fits) = fit(c, bytes, tag, Kind::Allreduce) else {
-        return Ok(false);
-    };
-    let (sm, hier) = match whole(c, fits) {
-        Some(sm) => (sm, None),
-        None => {
-            let g = Group::all(c);
-            let hier = g.hierarchy(hosts);
-            if hier.is_some() && !op.commutative() {
-                return Ok(false);
-            }
-            let local = hier.as_ref().map_or(&g, |(l, _)| l);
-            let Some(sm) = segment(c, local, (bytes, fits), tag, Kind::Allreduce)? else {
-                return Ok(false);
-            };
-            (sm, hier)
-        }
     };
     let no = coll_no(tag);
     let mut m = SmColl::new(sm, sm.take_seq(), no, Kind::Allreduce, 0, acc, Some(op));
@@ -334,7 +306,7 @@ pub(crate) fn allreduce<T: Element>(
         m = m.flat();
     }
     let r = run(c, sm, tag, &mut m, |acc| match &hier {
-        Some((_, leaders)) if leaders.me != usize::MAX => {
+        Some((_, (_, leaders))) if leaders.me != usize::MAX => {
             allreduce_flat(c, leaders, tag + 8, acc, op)
         }
         _ => Ok(()),

@@ -6,10 +6,9 @@
 
 use std::sync::atomic::Ordering;
 
-use super::coll::{fit, may, whole};
+use super::coll::place;
 use super::kind::Kind;
 use super::{clamp_len, coll_no, halves, pair, post_record, seq_ge, SmComm, Watch, EVERYONE};
-use crate::coll::group::Group;
 use crate::comm_core::CommCore;
 use crate::error::MsgError;
 
@@ -94,32 +93,6 @@ impl Flat<'_> {
     }
 }
 
-/// The segment for a flat collective of `kind` whose parts are at most `largest` bytes
-/// (the same on every rank), if one serves: set up at the communicator's first collective
-/// that could use it; never across hosts.
-fn flat_segment<'c>(
-    c: &'c CommCore,
-    hosts: &[u32],
-    tag: u32,
-    kind: Kind,
-    largest: usize,
-) -> Result<Option<&'c SmComm>, MsgError> {
-    if !may(c) {
-        return Ok(None);
-    }
-    let Some(fits) = fit(c, largest, tag, kind) else {
-        return Ok(None);
-    };
-    if let Some(sm) = whole(c, fits) {
-        return Ok(Some(sm));
-    }
-    let g = Group::all(c);
-    if g.hierarchy(hosts).is_some() {
-        return Ok(None);
-    }
-    super::coll::segment(c, &g, (largest, fits), tag, kind)
-}
-
 /// Runs a flat collective to its end through the segment's wait; on an error, ends it here
 /// and, where the ranks disagree, marks it failed for the members still waiting.
 fn run(
@@ -176,7 +149,8 @@ pub(crate) fn allgatherv(
     size: usize,
 ) -> Result<bool, MsgError> {
     let largest = counts.iter().copied().max().unwrap_or(0) * size;
-    let Some(sm) = flat_segment(c, &c.hosts, tag, Kind::Allgather, largest)? else {
+    // Never across hosts (the flat read spans every member).
+    let Some((sm, _)) = place(c, &c.hosts, tag, (Kind::Allgather, largest), false)? else {
         return Ok(false);
     };
     let counts: Vec<usize> = counts.iter().map(|&n| n * size).collect();
@@ -209,7 +183,7 @@ pub(crate) fn alltoall(
     send: &[u8],
     recv: &mut [u8],
 ) -> Result<bool, MsgError> {
-    let Some(sm) = flat_segment(c, &c.hosts, tag, Kind::Alltoall, send.len())? else {
+    let Some((sm, _)) = place(c, &c.hosts, tag, (Kind::Alltoall, send.len()), false)? else {
         return Ok(false);
     };
     let n = c.size() as usize;
