@@ -440,3 +440,45 @@ fn a_rank_killed_in_a_shared_memory_collective_fails_the_others() {
         }
     }
 }
+
+/// A correct `alltoallv` in which one rank's counts are all equal and the others' are not:
+/// `C[i][j]`, the elements rank i sends rank j, is 2 but for ranks 1 and 2 to each other
+/// (5). Rank 0's own counts are uniform, which says nothing of the others': every rank
+/// must take the same path (the messages), and get its blocks.
+fn uneven_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    checked(&w, |w| {
+        let me = w.rank() as usize;
+        // Sets the segment up.
+        let mut out = [0u64];
+        e(w.allreduce(&[1u64], &mut out, &Op::Sum))?;
+        let count = |i: usize, j: usize| {
+            if (i, j) == (1, 2) || (i, j) == (2, 1) {
+                5
+            } else {
+                2
+            }
+        };
+        let sc: Vec<usize> = (0..3).map(|j| count(me, j)).collect();
+        let rc: Vec<usize> = (0..3).map(|i| count(i, me)).collect();
+        let send: Vec<u64> = (0..3)
+            .flat_map(|j| (0..count(me, j)).map(move |k| (100 * me + 10 * j + k) as u64))
+            .collect();
+        let mut got = vec![0u64; rc.iter().sum()];
+        e(w.alltoallv(&send, &sc, &mut got, &rc))?;
+        let want: Vec<u64> = (0..3)
+            .flat_map(|i| (0..count(i, me)).map(move |k| (100 * i + 10 * me + k) as u64))
+            .collect();
+        check(got == want, || format!("rank {me}: alltoallv gave {got:?}"))
+    });
+    println!("uneven ok rank {}", w.rank());
+    e(w.finalize())
+}
+
+/// `alltoallv` with one rank's counts uniform and the others' not ends, right, on every
+/// rank.
+#[test]
+fn alltoallv_with_one_uniform_rank() {
+    rank_main(|_| uneven_role());
+    run_ranks("alltoallv_with_one_uniform_rank", "uneven ok", 3, &[]);
+}

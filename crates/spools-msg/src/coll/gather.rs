@@ -337,7 +337,10 @@ impl Communicator {
         check("alltoall", EVEN_SPLIT, send.len() % n, 0)?;
         check("alltoall", RECV_AS_SEND, recv.len(), send.len())?;
         let counts = vec![send.len() / n; n];
-        self.alltoallv(send, &counts, recv, &counts)
+        // Every rank's blocks have one length (the call's contract): then every rank
+        // takes the same path. (A rank's own `alltoallv` counts, even all equal, say
+        // nothing of the other ranks' blocks to each other.)
+        self.alltoallv_on(send, &counts, recv, &counts, true)
     }
 
     /// Like [`Communicator::alltoall`] with `send_counts[j]` elements for rank j and
@@ -352,6 +355,19 @@ impl Communicator {
         send_counts: &[usize],
         recv: &mut [T],
         recv_counts: &[usize],
+    ) -> Result<(), MsgError> {
+        self.alltoallv_on(send, send_counts, recv, recv_counts, false)
+    }
+
+    /// [`Communicator::alltoallv`]; `uniform`: an `alltoall`, whose blocks have one
+    /// length on every rank, which may go through the shared segment.
+    fn alltoallv_on<T: Element>(
+        &self,
+        send: &[T],
+        send_counts: &[usize],
+        recv: &mut [T],
+        recv_counts: &[usize],
+        uniform: bool,
     ) -> Result<(), MsgError> {
         let tag = self.core.next_coll_tag();
         let n = self.size() as usize;
@@ -376,13 +392,7 @@ impl Communicator {
             send_counts[me],
             recv_counts[me],
         )?;
-        // Blocks of one length everywhere on this rank, sent and received: then so on
-        // every rank (each one's blocks are the lengths the others receive), and every
-        // rank takes the same path.
-        let block = send_counts[0];
-        if send_counts.iter().chain(recv_counts).all(|&c| c == block)
-            && super::sm::alltoall(&self.core, tag, bytes(send), bytes_mut(recv))?
-        {
+        if uniform && super::sm::alltoall(&self.core, tag, bytes(send), bytes_mut(recv))? {
             return Ok(());
         }
         alltoallv_in(

@@ -125,6 +125,10 @@ const QUICK_LOOKS: u32 = 128;
 /// Longest sleep on the segment's futex before the wait looks at the job's health again.
 const NAP: Duration = Duration::from_millis(2);
 
+/// How far behind this member's next sequence number a recorded fact may be and still
+/// count ([`SmComm::knows_all_posted`]).
+const FRESH: u32 = 1 << 20;
+
 /// Who reads a data slot ([`SmComm::slot_read_by`]): every member, or none.
 pub(crate) const EVERYONE: u32 = u32::MAX;
 pub(crate) const NOBODY: u32 = u32::MAX - 1;
@@ -381,13 +385,23 @@ impl SmComm {
     /// Whether this member knows, without a look, that every member has posted `seq`
     /// or later.
     pub(crate) fn knows_all_posted(&self, seq: u32) -> bool {
-        seq_ge(self.synced.load(Ordering::Relaxed), seq)
+        let synced = self.synced.load(Ordering::Relaxed);
+        self.fresh(synced) && seq_ge(synced, seq)
+    }
+
+    /// Whether a fact recorded at sequence number `synced` is recent enough to compare
+    /// with the sequence numbers in use: a member that records none for a long time (a
+    /// reduce's contributor, a bcast's member) would otherwise find it ahead of them
+    /// again after 2^31 collectives.
+    fn fresh(&self, synced: u32) -> bool {
+        self.next.load(Ordering::Relaxed).wrapping_sub(synced) < FRESH
     }
 
     /// Records that every member has posted `seq` or later (a fact this member learnt;
     /// an older fact stored over a newer one only costs a look later).
     pub(crate) fn saw_all_posted(&self, seq: u32) {
-        if seq_ge(seq, self.synced.load(Ordering::Relaxed)) {
+        let synced = self.synced.load(Ordering::Relaxed);
+        if seq_ge(seq, synced) || !self.fresh(synced) {
             self.synced.store(seq, Ordering::Relaxed);
         }
     }
