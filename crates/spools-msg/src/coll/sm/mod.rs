@@ -1,10 +1,12 @@
 //! Collectives of small messages through shared memory within a host (Open MPI's coll/sm,
-//! MPICH's release/gather): one segment per communicator and host, holding a cache line of
-//! flags per local member, two data slots per member and a ring of result slots.
+//! MPICH's release/gather): one segment per communicator and host, holding two cache lines
+//! of flags per local member (a hot one it writes at every post, a cold one), two data
+//! slots per member and a ring of result slots. Allgather(v) and alltoall are flat
+//! (`gather.rs`: every member posts its part and reads everyone's).
 //!
 //! Every collective of this kind has a sequence number `s` (the same on every member, as
-//! they call collectives in the same order; it wraps, and comparisons are modular). A
-//! collective is a fan-in and a fan-out around one *root* member:
+//! they call collectives in the same order; it wraps, and comparisons are modular). Barrier,
+//! bcast, reduce and allreduce are a fan-in and a fan-out around one *root* member:
 //!
 //! - every member *posts*: it copies its contribution (reductions) into its data slot and
 //!   sets its `posted` flag to `s`, which also says it has finished collective `s - 1`;
