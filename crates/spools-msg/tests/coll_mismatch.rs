@@ -2,7 +2,7 @@
 //! `coll_sm_limit`: some ranks take the shared segment, the others the messages. Every
 //! rank that waits for the others must get `MsgError::Mismatch` (never wait forever), and
 //! the job must end: blocking and non-blocking broadcast, reduce and allreduce, blocking
-//! allgather and alltoall, with 2 to
+//! allgather, alltoall, gather and scatter, with 2 to
 //! 6 ranks (oversubscribed beyond 2), lengths past `eager_limit` too, with and without
 //! the progress thread, with the disagreement at a communicator's first
 //! collective (the segment is set up in it) or later, within one host and across two
@@ -88,6 +88,19 @@ fn role() -> Result<(), String> {
             let send: Vec<i64> = (0..n as usize).flat_map(|_| mine.iter().copied()).collect();
             let mut out = vec![0i64; send.len()];
             w.alltoall(&send, &mut out)
+        }
+        "gather" => {
+            let mut out = vec![0i64; if me == 0 { elems * n as usize } else { 0 }];
+            w.gather(&mine, &mut out, 0)
+        }
+        "scatter" => {
+            let send: Vec<i64> = if me == 0 {
+                (0..n as usize).flat_map(|_| mine.iter().copied()).collect()
+            } else {
+                Vec::new()
+            };
+            let mut out = vec![0i64; elems];
+            w.scatter(&send, &mut out, 0)
         }
         "iallreduce" => w
             .iallreduce(mine, Op::Sum)
@@ -215,6 +228,18 @@ fn ranks_split_over_the_segment_and_the_messages_get_mismatch() {
     case(2, "alltoall", &[0], &[0, 1], &first);
     case(2, "bcast", &[1], &[1], &later);
     case(3, "alltoall", &[2], &[0, 1, 2], &later);
+    // Gather to rank 0 (through the segment within one host): the root fails; a
+    // contributor returns once posted and may succeed. Scatter from rank 0 (the
+    // segment takes it by all its bytes): every rank whose length differs from the
+    // root's fails.
+    for env in [&first[..], &later[..]] {
+        case(3, "gather", &[1], &[0], env);
+        case(3, "gather", &[0], &[0], env);
+        case(3, "scatter", &[0], &[1, 2], env);
+        case(3, "scatter", &[1, 2], &[1, 2], env);
+    }
+    case(9, "gather", &[5], &[0], &inside);
+    case(4, "scatter", &[0, 1], &[2, 3], &inside);
     // Broadcast from rank 0: every rank
     // whose length differs from the root's fails.
     for env in [&first[..], &later[..]] {

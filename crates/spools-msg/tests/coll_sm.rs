@@ -53,7 +53,11 @@ enum K {
     Barrier,
     Bcast,
     Reduce,
-    Allreduce { commutative: bool },
+    Allreduce {
+        commutative: bool,
+    },
+    /// Gather, scatter, allgather, alltoall: within one host only, like reduce.
+    Moves,
 }
 
 /// Counts the collectives that should go through the segment (docs/configuration.md,
@@ -78,7 +82,7 @@ impl Expect<'_> {
         let fits = self.shape.limit > 0 && bytes <= self.shape.limit && local >= 2;
         let kind_ok = match k {
             K::Barrier | K::Bcast => true,
-            K::Reduce => !several_hosts,
+            K::Reduce | K::Moves => !several_hosts,
             K::Allreduce { commutative } => commutative || !several_hosts,
         };
         if fits && kind_ok {
@@ -102,11 +106,48 @@ impl Expect<'_> {
 /// Element counts of i64 around the default limit (512 elements = 4 KiB) and a small one.
 const LENS: [usize; 6] = [0, 1, 7, 511, 512, 513];
 
+/// Gather, scatter, allgather and alltoall of `len` elements per rank, against the
+/// reference (the segment takes a scatter and an alltoall by all their bytes, `len` times
+/// the ranks).
+fn moves(c: &Communicator, x: &mut Expect<'_>, len: usize) -> Result<(), String> {
+    let (me, n) = (c.rank(), c.size());
+    let nu = n as usize;
+    let b = len * 8;
+    let all: Vec<i64> = (0..n).flat_map(|r| input(r, len, 3)).collect();
+    for root in [0, n - 1, n / 2] {
+        let mut g = vec![-1i64; if me == root { len * nu } else { 0 }];
+        e(c.gather(&input(me, len, 3), &mut g, root))?;
+        x.note(K::Moves, b);
+        check(me != root || g == all, || {
+            format!("gather to {root} of {len}")
+        })?;
+        let whole = if me == root { all.clone() } else { Vec::new() };
+        let mut part = vec![-1i64; len];
+        e(c.scatter(&whole, &mut part, root))?;
+        x.note(K::Moves, b * nu);
+        check(part == input(me, len, 3), || {
+            format!("scatter from {root} of {len}")
+        })?;
+    }
+    let mut ag = vec![-1i64; len * nu];
+    e(c.allgather(&input(me, len, 3), &mut ag))?;
+    x.note(K::Moves, b);
+    check(ag == all, || format!("allgather of {len}"))?;
+    // Block j of rank i: input(i, len, j).
+    let send: Vec<i64> = (0..n).flat_map(|j| input(me, len, u64::from(j))).collect();
+    let mut got = vec![-1i64; len * nu];
+    e(c.alltoall(&send, &mut got))?;
+    x.note(K::Moves, b * nu);
+    let want: Vec<i64> = (0..n).flat_map(|i| input(i, len, u64::from(me))).collect();
+    check(got == want, || format!("alltoall of {len}"))
+}
+
 /// Every collective of this kind at every length, against the reference.
 fn sizes(c: &Communicator, x: &mut Expect<'_>) -> Result<(), String> {
     let (me, n) = (c.rank(), c.size());
     let user = Op::user(affine, false);
     for &len in LENS.iter().chain(&[8, 9]) {
+        moves(c, x, len)?;
         let b = len * 8;
         let mine = input(me, len, 1);
         let sum = fold(n, |r| input(r, len, 1), i64::wrapping_add);
@@ -208,6 +249,23 @@ fn many(comms: &mut [Expect<'_>], rounds: u64) -> Result<(), String> {
                 check(me != root || ro == want, || {
                     format!("round {round}: reduce {k} to {root} gave {ro:?}, want {want:?}")
                 })?;
+                // Gathers likewise (contributors return once posted), and a scatter.
+                let all: Vec<i64> = (0..n).flat_map(|r| input(r, len, round + k)).collect();
+                let mut g = vec![0i64; if me == root { all.len() } else { 0 }];
+                e(c.gather(&input(me, len, round + k), &mut g, root))?;
+                x.note(K::Moves, len * 8);
+                check(me != root || g == all, || {
+                    format!("round {round}: gather {k} to {root} gave {g:?}, want {all:?}")
+                })?;
+                if k == 1 {
+                    let whole = if me == root { all } else { Vec::new() };
+                    let mut part = vec![0i64; len];
+                    e(c.scatter(&whole, &mut part, root))?;
+                    x.note(K::Moves, len * 8 * n as usize);
+                    check(part == input(me, len, round + k), || {
+                        format!("round {round}: scatter from {root} gave {part:?}")
+                    })?;
+                }
             }
             if round % 3 == 0 {
                 e(c.barrier())?;

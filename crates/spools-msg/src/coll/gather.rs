@@ -4,7 +4,7 @@ use super::args::{
     blocks_mut, bytes, bytes_mut, check, check_rooted, displs, EVEN_SPLIT, ONE_COUNT_PER_RANK,
     RECV_AS_SEND,
 };
-use super::group::{exchange, recv, send, Group};
+use super::group::{exchange, finish, recv, send, Group};
 use super::ring::ring_allgather;
 use crate::comm_core::CommCore;
 use crate::communicator::Communicator;
@@ -41,7 +41,8 @@ pub(crate) fn gatherv_in<T: Element>(
         guards.push(c.post_bytes(c.coll_ctx(), from, Tag::Is(tag as i32), bytes_mut(b))?);
     }
     for (guard, want) in guards.into_iter().zip(want) {
-        let st = c.finish_bytes(guard)?;
+        // Watching the segment, where this rank took the messages but others may not.
+        let st = finish(c, guard, tag)?;
         if st.len != want {
             return Err(MsgError::Mismatch {
                 op: "gather",
@@ -191,8 +192,18 @@ impl Communicator {
         recv: &mut [T],
         root: u32,
     ) -> Result<(), MsgError> {
+        let tag = self.core.next_coll_tag();
+        self.core.job_rank(root)?;
         let counts = vec![send.len(); self.size() as usize];
-        self.gatherv(send, recv, &counts, root)
+        check_rooted("gather", &self.core, &counts, send.len(), recv.len(), root)?;
+        // Every rank's part has one length (the call's contract): every rank takes the
+        // same path. (Not so for `gatherv`: a rank knows its own count only.)
+        let (sb, rb) = (bytes(send), bytes_mut(recv));
+        if super::sm::gather(&self.core, root as usize, tag, sb, rb)? {
+            return Ok(());
+        }
+        let g = Group::all(&self.core);
+        gatherv_in(&self.core, &g, root as usize, tag, send, &counts, recv)
     }
 
     /// Like [`Communicator::gather`] with `counts[i]` elements from rank i, stored one
@@ -232,8 +243,18 @@ impl Communicator {
         recv: &mut [T],
         root: u32,
     ) -> Result<(), MsgError> {
+        let tag = self.core.next_coll_tag();
+        self.core.job_rank(root)?;
         let counts = vec![recv.len(); self.size() as usize];
-        self.scatterv(send, &counts, recv, root)
+        check_rooted("scatter", &self.core, &counts, recv.len(), send.len(), root)?;
+        // Every rank's part has one length (the call's contract): every rank takes the
+        // same path.
+        let (sb, rb) = (bytes(send), bytes_mut(recv));
+        if super::sm::scatter(&self.core, root as usize, tag, sb, rb)? {
+            return Ok(());
+        }
+        let g = Group::all(&self.core);
+        scatterv_in(&self.core, &g, root as usize, tag, send, &counts, recv)
     }
 
     /// Like [`Communicator::scatter`] with `counts[i]` elements for rank i, taken one

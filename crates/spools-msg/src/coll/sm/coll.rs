@@ -255,6 +255,40 @@ pub(crate) fn bcast(
     Ok(true)
 }
 
+/// Scatter of bytes from communicator rank `root` within one host (across hosts: the
+/// messages): the root publishes `send` (every rank's part of `recv.len()` bytes, in rank
+/// order; those bytes must fit a slot) in a result slot and every member copies its part
+/// out, as a broadcast does; the root's own part is copied here.
+///
+/// # Errors
+/// [`MsgError::Mismatch`] when lengths differ, a dead rank.
+pub(crate) fn scatter(
+    c: &CommCore,
+    root: usize,
+    tag: u32,
+    send: &[u8],
+    recv: &mut [u8],
+) -> Result<bool, MsgError> {
+    let whole = recv.len() * c.size() as usize;
+    let Some((sm, _)) = place(c, &c.hosts, tag, (Kind::Scatter, whole), false)? else {
+        return Ok(false);
+    };
+    let no = coll_no(tag);
+    let me = c.rank as usize;
+    let mut m = SmColl::<u8>::new(sm, sm.take_seq(), no, Kind::Scatter, root, recv, None);
+    if me == root {
+        let part = m.buf().len();
+        m.buf().copy_from_slice(&send[me * part..(me + 1) * part]);
+        m = m.scatters(send);
+    }
+    let w = m.watch();
+    if let Err(e) = sm.drive((c.coll_ctx(), &c.ranks), tag, w, || m.poll_through()) {
+        m.abandon();
+        return Err(e);
+    }
+    Ok(true)
+}
+
 /// Reduce to communicator rank `root` within one host (across hosts: the messages).
 /// `acc` holds this rank's contribution, and on return at the root the result.
 ///

@@ -1,14 +1,18 @@
-//! Allgather(v) and alltoall through the segment, flat: every member writes its part (for
-//! an alltoall, all its blocks) into its data slot and posts it; every member reads what it
-//! needs from every member's slot once they posted. One step and no root: a member loads
-//! the others' lines at once, so their transfers overlap, and nobody waits for a
-//! publication. Only within one host (across hosts: the messages).
+//! Allgather(v), alltoall and gather through the segment, flat: every member writes its
+//! part (for an alltoall, all its blocks) into its data slot and posts it; every member
+//! (of a gather, the root alone) reads what it needs from every member's slot once they
+//! posted. One step and no root: a member loads the others' lines at once, so their
+//! transfers overlap, and nobody waits for a publication; a gather's contributors are
+//! done once posted, as a reduce's are. Only within one host (across hosts: the
+//! messages).
 
 use std::sync::atomic::Ordering;
 
 use super::coll::place;
 use super::kind::Kind;
-use super::{clamp_len, coll_no, halves, pair, post_record, seq_ge, SmComm, Watch, EVERYONE};
+use super::{
+    clamp_len, coll_no, halves, pair, post_record, seq_ge, SmComm, Watch, EVERYONE, NOBODY,
+};
 use crate::comm_core::CommCore;
 use crate::error::MsgError;
 
@@ -18,6 +22,8 @@ struct Flat<'a> {
     seq: u32,
     no: u32,
     kind: Kind,
+    /// The member that reads the parts (a gather's root); `None`: every member.
+    root: Option<usize>,
     posted: bool,
     done: bool,
     /// The next member to read.
@@ -29,8 +35,8 @@ struct Flat<'a> {
 impl Flat<'_> {
     /// Posts `part` (once), then takes each member's part in rank order as it arrives
     /// (`take(segment, member, sequence number)`, never this member's own), checking its
-    /// length against
-    /// `want(member)`. `Ok(true)` once every member's part was seen.
+    /// length against `want(member)`. `Ok(true)` once every member's part was seen, or
+    /// for a member that reads nothing (not a gather's root) once posted.
     fn poll(
         &mut self,
         part: &[u8],
@@ -42,8 +48,15 @@ impl Flat<'_> {
             if !sm.may_post(self.seq) || !sm.slot_free(self.seq) {
                 return Ok(false);
             }
-            sm.slot_read_by(self.seq, EVERYONE);
-            sm.write_data(self.seq, part);
+            let readers = match self.root {
+                None => EVERYONE,
+                Some(r) if r == sm.me => NOBODY,
+                Some(r) => r as u32,
+            };
+            sm.slot_read_by(self.seq, readers);
+            if readers != NOBODY {
+                sm.write_data(self.seq, part);
+            }
             sm.len_of(sm.me, self.seq)
                 .store(clamp_len(part.len()), Ordering::Relaxed);
             let rec = post_record(self.seq, self.no);
@@ -51,6 +64,13 @@ impl Flat<'_> {
                 .store(pair(self.seq, rec), Ordering::SeqCst);
             sm.wake_all();
             self.posted = true;
+            if self.root.is_some_and(|r| r != sm.me) {
+                // A contributor: its slot is reused only once the root posted a later
+                // collective, after reading it.
+                self.done = true;
+                sm.finished(self.seq);
+                return Ok(true);
+            }
         }
         if sm.n() - self.next > 2 {
             for m in self.next..sm.n() {
@@ -99,7 +119,7 @@ fn run(
     c: &CommCore,
     sm: &SmComm,
     tag: u32,
-    kind: Kind,
+    (kind, root): (Kind, Option<usize>),
     part: &[u8],
     want: impl Fn(usize) -> usize,
     mut take: impl FnMut(&SmComm, usize, u32),
@@ -109,6 +129,7 @@ fn run(
         seq: sm.take_seq(),
         no: coll_no(tag),
         kind,
+        root,
         posted: false,
         done: false,
         next: 0,
@@ -164,10 +185,18 @@ pub(crate) fn allgatherv(
         .collect();
     let members = &sm.members;
     let want = |m: usize| counts[members[m] as usize];
-    run(c, sm, tag, Kind::Allgather, mine, want, |sm, m, seq| {
-        let r = members[m] as usize;
-        sm.read_data(m, seq, &mut out[displs[r]..displs[r] + counts[r]]);
-    })?;
+    run(
+        c,
+        sm,
+        tag,
+        (Kind::Allgather, None),
+        mine,
+        want,
+        |sm, m, seq| {
+            let r = members[m] as usize;
+            sm.read_data(m, seq, &mut out[displs[r]..displs[r] + counts[r]]);
+        },
+    )?;
     Ok(true)
 }
 
@@ -196,7 +225,7 @@ pub(crate) fn alltoall(
         c,
         sm,
         tag,
-        Kind::Alltoall,
+        (Kind::Alltoall, None),
         send,
         |_| total,
         |sm, m, seq| {
@@ -208,6 +237,46 @@ pub(crate) fn alltoall(
                 me * block,
                 &mut recv[r * block..(r + 1) * block],
             );
+        },
+    )?;
+    Ok(true)
+}
+
+/// Gather of bytes to communicator rank `root` within one host (across hosts: the
+/// messages): `mine` is this rank's part (the same length on every rank); at the root,
+/// `out` gets rank r's part as part r. `Ok(false)` when the segment does not serve it.
+///
+/// # Errors
+/// [`MsgError::Mismatch`] (at the root) when a member's part has another length, a dead
+/// rank.
+pub(crate) fn gather(
+    c: &CommCore,
+    root: usize,
+    tag: u32,
+    mine: &[u8],
+    out: &mut [u8],
+) -> Result<bool, MsgError> {
+    let Some((sm, _)) = place(c, &c.hosts, tag, (Kind::Gather, mine.len()), false)? else {
+        return Ok(false);
+    };
+    let part = mine.len();
+    let me = c.rank as usize;
+    if me == root {
+        out[me * part..(me + 1) * part].copy_from_slice(mine);
+    }
+    // One host: the members are the communicator's ranks.
+    let members = &sm.members;
+    let kind = (Kind::Gather, Some(root));
+    run(
+        c,
+        sm,
+        tag,
+        kind,
+        mine,
+        |_| part,
+        |sm, m, seq| {
+            let r = members[m] as usize;
+            sm.read_data(m, seq, &mut out[r * part..(r + 1) * part]);
         },
     )?;
     Ok(true)

@@ -15,6 +15,10 @@ pub(crate) enum Kind {
     Allgather,
     /// Block j of everyone's buffer to member j.
     Alltoall,
+    /// Everyone's buffer to the root, side by side.
+    Gather,
+    /// Block j of the root's buffer to member j.
+    Scatter,
 }
 
 impl Kind {
@@ -26,17 +30,25 @@ impl Kind {
             Kind::Allreduce => "allreduce",
             Kind::Allgather => "allgather",
             Kind::Alltoall => "alltoall",
+            Kind::Gather => "gather",
+            Kind::Scatter => "scatter",
         }
     }
 
     pub(crate) fn contributes(self) -> bool {
         matches!(
             self,
-            Kind::Reduce | Kind::Allreduce | Kind::Allgather | Kind::Alltoall
+            Kind::Reduce | Kind::Allreduce | Kind::Allgather | Kind::Alltoall | Kind::Gather
         )
     }
 
     pub(crate) fn publishes_data(self) -> bool {
-        matches!(self, Kind::Bcast | Kind::Allreduce)
+        matches!(self, Kind::Bcast | Kind::Allreduce | Kind::Scatter)
+    }
+
+    /// The root's data goes out and nothing comes in: the root reads no contribution,
+    /// only that every member is far enough along to reuse a result slot.
+    pub(crate) fn fans_out(self) -> bool {
+        matches!(self, Kind::Bcast | Kind::Scatter)
     }
 }

@@ -70,6 +70,9 @@ pub(crate) struct SmColl<'a, T: Element> {
     /// This member's contribution in, its result out (for a broadcast, the root's data in
     /// and everyone's result out).
     buf: &'a mut [T],
+    /// A scatter's root: every member's part, which it publishes (its own part is
+    /// `buf`, copied by the caller).
+    whole: Option<&'a [T]>,
     op: Option<&'a Op<T>>,
     st: SmState<T>,
 }
@@ -102,7 +105,7 @@ impl<T: Element> SmState<T> {
     /// root is this member).
     pub(crate) fn new(sm: &SmComm, seq: u32, no: u32, kind: Kind, root: usize, flat: bool) -> Self {
         debug_assert!(!flat || matches!(kind, Kind::Barrier | Kind::Allreduce));
-        let tree = !flat && kind != Kind::Bcast && sm.n() >= TREE_MIN;
+        let tree = !flat && !kind.fans_out() && sm.n() >= TREE_MIN;
         let root = if flat { sm.me } else { root };
         // A group's leader is its root's member if it holds the root, else its first.
         let leads = tree && sm.me != root && leader(sm.me / GROUP, root) == sm.me;
@@ -184,7 +187,13 @@ impl<'a, T: Element> SmColl<'a, T> {
     ) -> Self {
         debug_assert!(std::mem::size_of_val(buf) <= sm.slot);
         let st = SmState::new(sm, seq, no, kind, root, false);
-        SmColl { sm, buf, op, st }
+        SmColl {
+            sm,
+            buf,
+            whole: None,
+            op,
+            st,
+        }
     }
 
     /// Picks a collective up where [`SmColl::into_state`] left it, over the same segment,
@@ -195,7 +204,13 @@ impl<'a, T: Element> SmColl<'a, T> {
         op: Option<&'a Op<T>>,
         st: SmState<T>,
     ) -> Self {
-        SmColl { sm, buf, op, st }
+        SmColl {
+            sm,
+            buf,
+            whole: None,
+            op,
+            st,
+        }
     }
 
     /// The collective's state, to resume later.
@@ -208,9 +223,28 @@ impl<'a, T: Element> SmColl<'a, T> {
         self.st.stage
     }
 
-    /// What its waits watch for (see [`SmComm::drive`]).
+    /// What its waits watch for (see [`SmComm::drive`]): the bytes of the collective
+    /// here (of a scatter, every member's part: what it publishes).
     pub(crate) fn watch(&self) -> Watch {
-        self.st.watch(self.nbytes())
+        self.st.watch(self.published())
+    }
+
+    /// Makes this member a scatter's root, publishing `whole` (every member's part, in
+    /// member order; its own part is in `buf` already).
+    pub(crate) fn scatters(mut self, whole: &'a [T]) -> Self {
+        debug_assert!(
+            self.st.kind == Kind::Scatter && std::mem::size_of_val(whole) <= self.sm.slot
+        );
+        self.whole = Some(whole);
+        self
+    }
+
+    /// Bytes of the result the root publishes: of a scatter, every member's part.
+    fn published(&self) -> usize {
+        match self.st.kind {
+            Kind::Scatter => self.nbytes() * self.sm.n(),
+            _ => self.nbytes(),
+        }
     }
 
     /// Ends the collective on this member after an error found while waiting (see
@@ -352,7 +386,7 @@ impl<'a, T: Element> SmColl<'a, T> {
     /// The root's collection: members in rank order as their posts arrive.
     fn collect(&mut self) -> Result<bool, MsgError> {
         let sm = self.sm;
-        let need = if self.st.kind == Kind::Bcast {
+        let need = if self.st.kind.fans_out() {
             self.st.seq.wrapping_sub(sm.outs as u32 - 1)
         } else {
             self.st.seq
@@ -362,7 +396,7 @@ impl<'a, T: Element> SmColl<'a, T> {
         // every member is far enough along when an earlier look showed it (it runs
         // ahead of them by up to `outs - 1` broadcasts, looking at their lines once in
         // that many).
-        if self.st.kind == Kind::Bcast && self.st.next == 0 && sm.knows_all_posted(need) {
+        if self.st.kind.fans_out() && self.st.next == 0 && sm.knows_all_posted(need) {
             self.st.next = sm.n();
             self.st.least = need;
         }
@@ -517,10 +551,11 @@ impl<'a, T: Element> SmColl<'a, T> {
         let len = match self.st.disagree {
             Some(_) => FAILED,
             None => {
+                let data = self.whole.unwrap_or(self.buf);
                 if self.st.kind.publishes_data() {
-                    sm.write_out(k, bytes(self.buf));
+                    sm.write_out(k, bytes(data));
                 }
-                self.nbytes() as u32
+                std::mem::size_of_val(data) as u32
             }
         };
         sm.out_len(k).store(len, Ordering::Relaxed);
@@ -562,7 +597,7 @@ impl<'a, T: Element> SmColl<'a, T> {
         self.st.stage = Stage::Done;
         self.sm.finished(self.st.seq);
         let len = sm.out_len(k).load(Ordering::Relaxed);
-        let mine = self.nbytes();
+        let mine = self.published();
         // Published for another collective: the members' numbering split earlier.
         if no != VALID | self.st.no {
             return Err(MsgError::Mismatch {
@@ -582,12 +617,15 @@ impl<'a, T: Element> SmColl<'a, T> {
                 want: mine,
             });
         }
-        if self.st.kind.publishes_data() {
+        if self.st.kind == Kind::Scatter {
+            let at = sm.me * self.nbytes();
+            sm.read_out_part(k, mine, at, bytes_mut(self.buf));
+        } else if self.st.kind.publishes_data() {
             sm.read_out(k, bytes_mut(self.buf));
         }
         // The root published only once every member posted this collective (a
-        // broadcast's root waits for less).
-        if self.st.kind != Kind::Bcast {
+        // broadcast's or a scatter's root waits for less).
+        if !self.st.kind.fans_out() {
             sm.saw_all_posted(self.st.seq);
         }
         Ok(true)

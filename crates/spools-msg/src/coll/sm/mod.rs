@@ -1,17 +1,19 @@
 //! Collectives of small messages through shared memory within a host (Open MPI's coll/sm,
 //! MPICH's release/gather): one segment per communicator and host, holding two cache lines
 //! of flags per local member (a hot one it writes at every post, a cold one), two data
-//! slots per member and a ring of result slots. Allgather(v) and alltoall are flat
-//! (`gather.rs`: every member posts its part and reads everyone's).
+//! slots per member and a ring of result slots. Allgather(v), alltoall and gather are flat
+//! (`gather.rs`: every member posts its part and reads everyone's; a gather's root alone
+//! reads them, and its contributors are done once posted).
 //!
 //! Every collective of this kind has a sequence number `s` (the same on every member, as
 //! they call collectives in the same order; it wraps, and comparisons are modular). Barrier,
-//! bcast, reduce and allreduce are a fan-in and a fan-out around one *root* member:
+//! bcast, reduce, allreduce and scatter are a fan-in and a fan-out around one *root* member
+//! (a scatter is a broadcast of every member's part, from which each copies its own):
 //!
 //! - every member *posts*: it copies its contribution (reductions) into its data slot and
 //!   sets its `posted` flag to `s`, which also says it has finished collective `s - 1`;
-//! - the root *collects*: it waits until every `posted` reaches `s` (for a broadcast
-//!   `s - outs + 1` only: it reads no contribution, so a root may run ahead of the
+//! - the root *collects*: it waits until every `posted` reaches `s` (for a broadcast or a
+//!   scatter `s - outs + 1` only: it reads no contribution, so a root may run ahead of the
 //!   others by that many broadcasts) and reduces the slots in rank order;
 //! - the root *publishes*: it writes the result to result slot `s % outs` and sets that
 //!   slot's `ready` flag to `s`; the others wait for it and copy the result out. A
@@ -114,9 +116,9 @@ use spools_am::{SharedArea, Worker};
 use crate::error::MsgError;
 
 pub(crate) use coll::{
-    allreduce, barrier, bcast, failed, reduce, ALLREDUCE_LEADER_TAGS, BCAST_LEADER_TAGS,
+    allreduce, barrier, bcast, failed, reduce, scatter, ALLREDUCE_LEADER_TAGS, BCAST_LEADER_TAGS,
 };
-pub(crate) use gather::{allgatherv, alltoall};
+pub(crate) use gather::{allgatherv, alltoall, gather};
 pub(crate) use kind::Kind;
 pub(crate) use nonblocking::{step, Path};
 pub(crate) use slot::SmSlot;
@@ -657,6 +659,12 @@ impl SmComm {
     /// Copies result slot `k` out.
     pub(crate) fn read_out(&self, k: usize, dst: &mut [u8]) {
         self.area.read(self.result_at(k, dst.len()), dst);
+    }
+
+    /// Copies `dst.len()` bytes from `at` into result slot `k`, which holds `total`
+    /// bytes, out.
+    pub(crate) fn read_out_part(&self, k: usize, total: usize, at: usize, dst: &mut [u8]) {
+        self.area.read(self.result_at(k, total) + at, dst);
     }
 
     /// Wakes member `m` if it sleeps (call after setting a flag it may wait for).
