@@ -10,9 +10,7 @@ use std::sync::atomic::Ordering;
 
 use super::coll::place;
 use super::kind::Kind;
-use super::{
-    clamp_len, coll_no, halves, pair, post_record, seq_ge, SmComm, Watch, EVERYONE, NOBODY,
-};
+use super::{clamp_len, coll_no, halves, post_record, seq_ge, SmComm, Watch, EVERYONE, NOBODY};
 use crate::comm_core::CommCore;
 use crate::error::MsgError;
 
@@ -59,10 +57,7 @@ impl Flat<'_> {
             }
             sm.len_of(sm.me, self.seq)
                 .store(clamp_len(part.len()), Ordering::Relaxed);
-            let rec = post_record(self.seq, self.no);
-            sm.posted(sm.me)
-                .store(pair(self.seq, rec), Ordering::SeqCst);
-            sm.wake_all();
+            sm.post(self.seq, self.no);
             self.posted = true;
             if self.root.is_some_and(|r| r != sm.me) {
                 // A contributor: its slot is reused only once the root posted a later

@@ -317,13 +317,7 @@ impl<'a, T: Element> SmColl<'a, T> {
                 sm.len_of(sm.me, self.st.seq)
                     .store(FAILED_PART, Ordering::Relaxed);
             }
-            // The post and its record in one store.
-            let rec = post_record(self.st.seq, self.st.no);
-            sm.posted(sm.me)
-                .store(pair(self.st.seq, rec), Ordering::SeqCst);
-            // Anyone may wait for a post (a root, a flat member, a contributor about to
-            // write its slot).
-            sm.wake_all();
+            sm.post(self.st.seq, self.st.no);
             if let (false, Some((m, got))) = (self.st.flat, self.st.disagree) {
                 // A leader whose group disagreed: its error (the root fails the others).
                 self.st.stage = Stage::Done;

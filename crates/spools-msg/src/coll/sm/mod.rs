@@ -429,6 +429,15 @@ impl SmComm {
         self.area.u64_at(member * LINE + POSTED)
     }
 
+    /// Posts collective `seq` (number `no`) for this member: the post and its record in
+    /// one store; then wakes whoever sleeps (anyone may wait for a post: a root, a flat
+    /// member, a contributor about to write its slot).
+    pub(crate) fn post(&self, seq: u32, no: u32) {
+        self.posted(self.me)
+            .store(pair(seq, post_record(seq, no)), Ordering::SeqCst);
+        self.wake_all();
+    }
+
     /// The sequence number member `member` posted last.
     pub(crate) fn posted_seq(&self, member: usize) -> u32 {
         halves(self.posted(member).load(Ordering::Acquire)).0
