@@ -383,6 +383,16 @@ fn same_contiguous(m: &Moves) -> Option<(usize, usize)> {
     }
 }
 
+/// Bytes of one block on a side of a rooted collective when its datatype is contiguous
+/// (`Some(0)` for a side this rank does not use), else `None`.
+fn contiguous_block(t: Option<&Arc<TypeObj>>, n: usize) -> Option<usize> {
+    match t {
+        None => Some(0),
+        Some(t) if t.contiguous() => Some(n * t.size),
+        Some(_) => None,
+    }
+}
+
 /// `MPI_Gather` and `MPI_Gather_c`: one body for both counts (`int`, `MPI_Count`; errors
 /// name `call`), so that ranks calling either form meet in the same algorithm.
 ///
@@ -425,6 +435,21 @@ unsafe fn gather(
             me_root,
             call,
         )?;
+        let blocks = (
+            contiguous_block(m.st.as_ref(), m.sn),
+            contiguous_block(m.rt.as_ref(), m.rn),
+        );
+        if let (false, (Some(sb), Some(rb))) = (inplace, blocks) {
+            let size = m.c.comm.size() as usize;
+            // Contiguous types with blocks of one length: the program's buffers in place.
+            // SAFETY: the caller's contract: `sb` bytes to send; at the root, `size`
+            // blocks of `rb` bytes to receive (elsewhere none).
+            let bufs = unsafe { in_place_bytes(sendbuf, sb, recvbuf, rb * size) };
+            if let (true, Some((s, r))) = (!me_root || rb == sb, bufs) {
+                m.c.comm.gather(s, r, root)?;
+                return Ok(());
+            }
+        }
         let mine = if inplace {
             let rt =
                 m.rt.as_ref()
@@ -506,6 +531,20 @@ unsafe fn scatter(
             call,
         )?;
         let size = m.c.comm.size() as usize;
+        let blocks = (
+            contiguous_block(m.st.as_ref(), m.sn),
+            contiguous_block(m.rt.as_ref(), m.rn),
+        );
+        if let (false, (Some(sb), Some(rb))) = (inplace, blocks) {
+            // Contiguous types with blocks of one length: the program's buffers in place.
+            // SAFETY: the caller's contract: at the root, `size` blocks of `sb` bytes to
+            // send (elsewhere none); `rb` bytes to receive.
+            let bufs = unsafe { in_place_bytes(sendbuf, sb * size, recvbuf, rb) };
+            if let (true, Some((s, r))) = (!me_root || rb == sb, bufs) {
+                m.c.comm.scatter(s, r, root)?;
+                return Ok(());
+            }
+        }
         let all = match (me_root, m.st.as_ref()) {
             // SAFETY: size x sendcount elements at the root (the caller's contract).
             (true, Some(st)) => unsafe { data(sendbuf, m.sn * size, st) }.into_owned(),
