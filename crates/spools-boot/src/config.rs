@@ -14,7 +14,7 @@
 //! | `lanes` | `SPOOLS_LANES` | `3` | sending lanes per rank: lane 0 for the progress engine, lane 1 for the `World`'s endpoint, lane 2 for tagged messaging, the rest for more endpoints |
 //! | `short_limit` | `SPOOLS_SHORT_LIMIT` | `24B` | tagged messages up to this size travel inline in one control message (at most 24B) |
 //! | `eager_limit` | `SPOOLS_EAGER_LIMIT` | `32KiB` | larger tagged messages up to this size are sent eagerly (at most `bulk_limit`); beyond, rendezvous |
-//! | `coll_sm_limit` | `SPOOLS_COLL_SM_LIMIT` | `4KiB` | barrier, broadcast, reduce, allreduce, allgather(v), alltoall, gather and scatter of up to this many bytes (per rank's part; an alltoall's and a scatter's whole buffer) go through a shared segment per communicator and host (flags and slots) instead of messages, where at least 2 ranks of the communicator share the host (allgather, alltoall, gather and scatter within one host only); `0`: never (at most 64KiB) |
+//! | `coll_sm_limit` | `SPOOLS_COLL_SM_LIMIT` | `4KiB` | barrier, broadcast, reduce, allreduce, allgather(v), alltoall, gather, scatter and scan of up to this many bytes (per rank's part; an alltoall's and a scatter's whole buffer) go through a shared segment per communicator and host (flags and slots) instead of messages, where at least 2 ranks of the communicator share the host (allgather, alltoall, gather, scatter and scan within one host only); `0`: never (at most 64KiB) |
 //! | `single_copy` | `SPOOLS_SINGLE_COPY` | `auto` | `auto` (probe at start-up), `cma` (process_vm_readv/writev), `pipeline` |
 //! | `batch` | `SPOOLS_BATCH` | `256` | short messages per batch in batched mode |
 //! | `progress_thread` | `SPOOLS_PROGRESS_THREAD` | `false` | run handlers on a background thread |
@@ -135,7 +135,7 @@ pub struct Config {
     /// Largest tagged message sent eagerly; larger ones use the rendezvous protocol.
     pub eager_limit: u64,
     /// Largest collective (barrier, broadcast, reduce, allreduce, allgather(v),
-    /// alltoall, gather, scatter: per rank's part, an alltoall's and a scatter's whole
+    /// alltoall, gather, scatter, scan: per rank's part, an alltoall's and a scatter's whole
     /// buffer) run through shared flags and slots within a host; 0: never.
     pub coll_sm_limit: u64,
     /// Messages per batch.

@@ -1,8 +1,8 @@
 //! Erroneous programs whose ranks pass a collective lengths on both sides of
 //! `coll_sm_limit`: some ranks take the shared segment, the others the messages. Every
 //! rank that waits for the others must get `MsgError::Mismatch` (never wait forever), and
-//! the job must end: blocking and non-blocking broadcast, reduce and allreduce, blocking
-//! allgather, alltoall, gather and scatter, with 2 to
+//! the job must end: blocking and non-blocking broadcast, reduce, allreduce, gather and
+//! scatter, blocking allgather, alltoall and scan, with 2 to
 //! 6 ranks (oversubscribed beyond 2), lengths past `eager_limit` too, with and without
 //! the progress thread, with the disagreement at a communicator's first
 //! collective (the segment is set up in it) or later, within one host and across two
@@ -101,6 +101,21 @@ fn role() -> Result<(), String> {
             };
             let mut out = vec![0i64; elems];
             w.scatter(&send, &mut out, 0)
+        }
+        "scan" => {
+            let mut out = vec![0i64; elems];
+            w.scan(&mine, &mut out, &Op::Sum)
+        }
+        "igather" => w.igather(mine, 0).and_then(|r| r.wait()).map(|_| ()),
+        "iscatter" => {
+            let send: Vec<i64> = if me == 0 {
+                (0..n as usize).flat_map(|_| mine.iter().copied()).collect()
+            } else {
+                Vec::new()
+            };
+            w.iscatter(send, elems, 0)
+                .and_then(|r| r.wait())
+                .map(|_| ())
         }
         "iallreduce" => w
             .iallreduce(mine, Op::Sum)
@@ -239,6 +254,12 @@ fn ranks_split_over_the_segment_and_the_messages_get_mismatch() {
         case(3, "scatter", &[1, 2], &[1, 2], env);
     }
     case(9, "gather", &[5], &[0], &inside);
+    // Scan (flat within one host: every member waits for every post): every rank fails.
+    for env in [&first[..], &later[..]] {
+        case(3, "scan", &[0], &[0, 1, 2], env);
+        case(4, "scan", &[1, 3], &[0, 1, 2, 3], env);
+    }
+    case(5, "scan", &[2], &[0, 1, 2, 3, 4], &inside);
     case(4, "scatter", &[0, 1], &[2, 3], &inside);
     // Broadcast from rank 0: every rank
     // whose length differs from the root's fails.
@@ -270,6 +291,10 @@ fn ranks_split_over_the_segment_and_the_messages_get_mismatch() {
     case(4, "iallreduce", &[0, 2], &[0, 1, 2, 3], &later);
     case(3, "ireduce", &[0], &[0], &later);
     case(3, "ibcast", &[0], &[1, 2], &later);
+    case(3, "igather", &[1], &[0], &later);
+    case(3, "igather", &[0], &[0], &later);
+    case(3, "iscatter", &[0], &[1, 2], &later);
+    case(3, "iscatter", &[1, 2], &[1, 2], &later);
     // With the progress thread, which advances schedules (never a wait's checks).
     let progress = [("SPOOLS_TEST_FIRST", "0"), ("SPOOLS_PROGRESS_THREAD", "1")];
     case(3, "iallreduce", &[0], &[0, 1, 2], &progress);

@@ -56,7 +56,7 @@ enum K {
     Allreduce {
         commutative: bool,
     },
-    /// Gather, scatter, allgather, alltoall: within one host only, like reduce.
+    /// Gather, scatter, allgather, alltoall, scan: within one host only, like reduce.
     Moves,
 }
 
@@ -106,7 +106,7 @@ impl Expect<'_> {
 /// Element counts of i64 around the default limit (512 elements = 4 KiB) and a small one.
 const LENS: [usize; 6] = [0, 1, 7, 511, 512, 513];
 
-/// Gather, scatter, allgather and alltoall of `len` elements per rank, against the
+/// Gather, scatter, allgather, alltoall and scan of `len` elements per rank, against the
 /// reference (the segment takes a scatter and an alltoall by all their bytes, `len` times
 /// the ranks).
 fn moves(c: &Communicator, x: &mut Expect<'_>, len: usize) -> Result<(), String> {
@@ -139,7 +139,18 @@ fn moves(c: &Communicator, x: &mut Expect<'_>, len: usize) -> Result<(), String>
     e(c.alltoall(&send, &mut got))?;
     x.note(K::Moves, b * nu);
     let want: Vec<i64> = (0..n).flat_map(|i| input(i, len, u64::from(me))).collect();
-    check(got == want, || format!("alltoall of {len}"))
+    check(got == want, || format!("alltoall of {len}"))?;
+    // Inclusive scans, one commutative, one not (in rank order).
+    let mut sc = vec![0i64; len];
+    e(c.scan(&input(me, len, 5), &mut sc, &Op::Sum))?;
+    x.note(K::Moves, b);
+    let want = fold(me + 1, |r| input(r, len, 5), i64::wrapping_add);
+    check(sc == want, || format!("scan of {len}"))?;
+    let mut ac = vec![0u64; len];
+    e(c.scan(&affine_input(me, len), &mut ac, &Op::user(affine, false)))?;
+    x.note(K::Moves, b);
+    let want = fold(me + 1, |r| affine_input(r, len), affine);
+    check(ac == want, || format!("non-commutative scan of {len}"))
 }
 
 /// Every collective of this kind at every length, against the reference.
@@ -295,6 +306,11 @@ fn outstanding(x: &mut Expect<'_>, rounds: u64) -> Result<(), String> {
         let mut blocking = [0i64];
         e(c.allreduce(&[val(me, 2, round)], &mut blocking, &Op::Sum))?;
         let rd = e(c.ireduce(vec![val(me, 1, round)], Op::Sum, root))?;
+        let ig = e(c.igather(vec![val(me, 3, round)], root))?;
+        let parts: Vec<i64> = (0..n).map(|r| val(r, 4, round)).collect();
+        let is = e(c.iscatter(if me == root { parts } else { Vec::new() }, 1, root))?;
+        let got_is = e(is.wait())?;
+        let got_ig = e(ig.wait())?;
         let got_rd = e(rd.wait())?;
         e(bar.wait())?;
         let got_bc = e(bc.wait())?;
@@ -312,12 +328,21 @@ fn outstanding(x: &mut Expect<'_>, rounds: u64) -> Result<(), String> {
         check(me != root || got_rd == [sum(1)], || {
             format!("round {round}: ireduce to {root} gave {got_rd:?}")
         })?;
+        let gathered: Vec<i64> = (0..n).map(|r| val(r, 3, round)).collect();
+        check(me != root || got_ig == gathered, || {
+            format!("round {round}: igather to {root} gave {got_ig:?}")
+        })?;
+        check(got_is == [val(me, 4, round)], || {
+            format!("round {round}: iscatter from {root} gave {got_is:?}")
+        })?;
         x.note(K::Allreduce { commutative: true }, 8);
         if one_host {
             x.note(K::Allreduce { commutative: true }, 16);
             x.note(K::Bcast, 24);
             x.note(K::Barrier, 0);
             x.note(K::Reduce, 8);
+            x.note(K::Moves, 8);
+            x.note(K::Moves, 8 * n as usize);
         }
     }
     x.verify()

@@ -343,9 +343,22 @@ impl Communicator {
         } else {
             Vec::new()
         };
+        let part = std::mem::size_of_val(send.as_slice());
         let mut s = self.schedule(tag, vec![out, send]);
-        let g = Group::all(&self.core);
-        plans::gather(&mut s, &g, root as usize, tag, (1, 0), &vec![len; n]);
+        // Every rank's part has one length (the call's contract): every rank takes the
+        // same path.
+        match sm::gather_step(&self.core, tag, root as usize, part) {
+            sm::Path::Segment(f, w) => {
+                s.poll(true, f).watch(w);
+            }
+            sm::Path::Messages(w) => {
+                let g = Group::all(&self.core);
+                plans::gather(&mut s, &g, root as usize, tag, (1, 0), &vec![len; n]);
+                if let Some(w) = w {
+                    s.watch(w);
+                }
+            }
+        }
         Self::start("gather", s, first)
     }
 
@@ -375,9 +388,21 @@ impl Communicator {
             let at = root as usize * count;
             out.copy_from_slice(&send[at..at + count]);
         }
+        let whole = n * count * std::mem::size_of::<T>();
         let mut s = self.schedule(tag, vec![out, send]);
-        let g = Group::all(&self.core);
-        plans::scatter(&mut s, &g, root as usize, tag, (1, 0), &vec![count; n]);
+        let kind = sm::Kind::Scatter;
+        match sm::step(&self.core, tag, whole, kind, root as usize, None) {
+            sm::Path::Segment(f, w) => {
+                s.poll(true, f).watch(w);
+            }
+            sm::Path::Messages(w) => {
+                let g = Group::all(&self.core);
+                plans::scatter(&mut s, &g, root as usize, tag, (1, 0), &vec![count; n]);
+                if let Some(w) = w {
+                    s.watch(w);
+                }
+            }
+        }
         Self::start("scatter", s, first)
     }
 

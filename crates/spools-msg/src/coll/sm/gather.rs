@@ -3,15 +3,20 @@
 //! (of a gather, the root alone) reads what it needs from every member's slot once they
 //! posted. One step and no root: a member loads the others' lines at once, so their
 //! transfers overlap, and nobody waits for a publication; a gather's contributors are
-//! done once posted, as a reduce's are. Only within one host (across hosts: the
-//! messages).
+//! done once posted, as a reduce's are. A scan is flat too: every member folds the parts
+//! of the members before it, in rank order, into its own. Only within one host (across
+//! hosts: the messages).
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-use super::coll::place;
+use super::coll::{fits, place};
 use super::kind::Kind;
+use super::nonblocking::{ready_for, Path};
 use super::{clamp_len, coll_no, halves, post_record, seq_ge, SmComm, Watch, EVERYONE, NOBODY};
+use crate::coll::args::{bytes, bytes_mut};
 use crate::comm_core::CommCore;
+use crate::element::{Element, Op};
 use crate::error::MsgError;
 
 /// One flat collective on one member.
@@ -274,5 +279,123 @@ pub(crate) fn gather(
             sm.read_data(m, seq, &mut out[r * part..(r + 1) * part]);
         },
     )?;
+    Ok(true)
+}
+
+/// The step of a non-blocking gather number `tag >> 8` to communicator rank `root` of
+/// parts of `part` bytes, over its schedule's slots (0: the root's result, every rank's
+/// part in rank order; 1: this rank's part), with the next sequence number of `core`'s
+/// segment, taken now (see [`super::step`]).
+pub(crate) fn gather_step<T: Element>(
+    core: &Arc<CommCore>,
+    tag: u32,
+    root: usize,
+    part: usize,
+) -> Path<impl FnMut(&mut [Vec<T>]) -> Result<bool, MsgError> + Send + 'static> {
+    let Some(sm) = ready_for(core) else {
+        return Path::Messages(None);
+    };
+    if !fits(core, part) {
+        return Path::Messages(Some(sm.enter_messages(Kind::Gather, tag, part)));
+    }
+    let (seq, no) = (sm.take_seq(), coll_no(tag));
+    let watch = Watch {
+        seq,
+        no,
+        bytes: part,
+        op: Kind::Gather.name(),
+        lens: true,
+    };
+    // Where the gather is: (posted, done, next member, disagreement).
+    let mut at = (false, false, 0, None);
+    let core = core.clone();
+    Path::Segment(
+        move |slots: &mut [Vec<T>]| {
+            let Some(sm) = core.sm.ready() else {
+                return Err(MsgError::Protocol {
+                    peer: core.rank,
+                    what: "shared-memory collective polled after it ended",
+                });
+            };
+            let [out, mine, ..] = slots else {
+                return Err(MsgError::Protocol {
+                    peer: core.rank,
+                    what: "gather polled without its buffers",
+                });
+            };
+            let mut f = Flat {
+                sm,
+                seq,
+                no,
+                kind: Kind::Gather,
+                root: Some(root),
+                posted: at.0,
+                done: at.1,
+                next: at.2,
+                disagree: at.3,
+            };
+            let out = bytes_mut(out.as_mut_slice());
+            let r = f.poll(
+                bytes(mine),
+                |_| part,
+                |sm, m, seq| {
+                    let r = sm.members[m] as usize;
+                    sm.read_data(m, seq, &mut out[r * part..(r + 1) * part]);
+                },
+            );
+            if r.is_err() {
+                f.abandon();
+            }
+            at = (f.posted, f.done, f.next, f.disagree);
+            r
+        },
+        watch,
+    )
+}
+
+/// Inclusive scan within one host (across hosts: the messages): `acc` holds this rank's
+/// part, and on return the parts of ranks 0 to this one combined with `op` in rank
+/// order. `Ok(false)` when the segment does not serve it.
+///
+/// # Errors
+/// [`MsgError::Mismatch`] when a member's part has another length, a dead rank.
+pub(crate) fn scan<T: Element>(
+    c: &CommCore,
+    tag: u32,
+    acc: &mut [T],
+    op: &Op<T>,
+) -> Result<bool, MsgError> {
+    let part = std::mem::size_of_val(acc);
+    let Some((sm, _)) = place(c, &c.hosts, tag, (Kind::Scan, part), false)? else {
+        return Ok(false);
+    };
+    // One host: a member's index is its rank. The parts before this member's, combined.
+    let me = sm.me;
+    let mut before: Vec<T> = Vec::new();
+    let mut tmp = vec![T::default(); acc.len()];
+    let kind = (Kind::Scan, None);
+    run(
+        c,
+        sm,
+        tag,
+        kind,
+        bytes(acc),
+        |_| part,
+        |sm, m, seq| {
+            if m > me {
+                return;
+            }
+            sm.read_data(m, seq, bytes_mut(&mut tmp));
+            if m == 0 {
+                std::mem::swap(&mut before, &mut tmp);
+                tmp.resize(before.len(), T::default());
+            } else {
+                op.combine(&mut before, &tmp, true);
+            }
+        },
+    )?;
+    if me > 0 {
+        op.combine(acc, &before, false);
+    }
     Ok(true)
 }

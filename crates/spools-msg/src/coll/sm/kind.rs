@@ -19,6 +19,8 @@ pub(crate) enum Kind {
     Gather,
     /// Block j of the root's buffer to member j.
     Scatter,
+    /// Member i gets the buffers of members 0 to i combined.
+    Scan,
 }
 
 impl Kind {
@@ -32,13 +34,19 @@ impl Kind {
             Kind::Alltoall => "alltoall",
             Kind::Gather => "gather",
             Kind::Scatter => "scatter",
+            Kind::Scan => "scan",
         }
     }
 
     pub(crate) fn contributes(self) -> bool {
         matches!(
             self,
-            Kind::Reduce | Kind::Allreduce | Kind::Allgather | Kind::Alltoall | Kind::Gather
+            Kind::Reduce
+                | Kind::Allreduce
+                | Kind::Allgather
+                | Kind::Alltoall
+                | Kind::Gather
+                | Kind::Scan
         )
     }
 

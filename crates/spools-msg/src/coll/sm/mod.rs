@@ -1,9 +1,10 @@
 //! Collectives of small messages through shared memory within a host (Open MPI's coll/sm,
 //! MPICH's release/gather): one segment per communicator and host, holding two cache lines
 //! of flags per local member (a hot one it writes at every post, a cold one), two data
-//! slots per member and a ring of result slots. Allgather(v), alltoall and gather are flat
-//! (`gather.rs`: every member posts its part and reads everyone's; a gather's root alone
-//! reads them, and its contributors are done once posted).
+//! slots per member and a ring of result slots. Allgather(v), alltoall, gather and scan are
+//! flat (`gather.rs`: every member posts its part and reads everyone's; a gather's root
+//! alone reads them, and its contributors are done once posted; a scan's member folds the
+//! parts before its own).
 //!
 //! Every collective of this kind has a sequence number `s` (the same on every member, as
 //! they call collectives in the same order; it wraps, and comparisons are modular). Barrier,
@@ -118,7 +119,7 @@ use crate::error::MsgError;
 pub(crate) use coll::{
     allreduce, barrier, bcast, failed, reduce, scatter, ALLREDUCE_LEADER_TAGS, BCAST_LEADER_TAGS,
 };
-pub(crate) use gather::{allgatherv, alltoall, gather};
+pub(crate) use gather::{allgatherv, alltoall, gather, gather_step, scan};
 pub(crate) use kind::Kind;
 pub(crate) use nonblocking::{step, Path};
 pub(crate) use slot::SmSlot;

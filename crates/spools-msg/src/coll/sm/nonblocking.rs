@@ -37,8 +37,10 @@ pub(crate) enum Path<F> {
 }
 
 /// The step of collective `kind` number `tag >> 8` (around communicator rank `root`)
-/// over slot 0 of its schedule, with the next sequence number of `core`'s segment, taken
-/// now: the collective's place in the communicator's order is the call's.
+/// over slot 0 of its schedule (a scatter's root publishes slot 1, every member's part),
+/// with the next sequence number of `core`'s segment, taken now: the collective's place
+/// in the communicator's order is the call's. `bytes`: the collective's bytes here (of a
+/// scatter, every member's part).
 pub(crate) fn step<T: Element>(
     core: &Arc<CommCore>,
     tag: u32,
@@ -66,11 +68,17 @@ pub(crate) fn step<T: Element>(
                     what: "shared-memory collective polled after it ended",
                 });
             };
-            let buf = match slots.first_mut() {
+            let (first, rest) = slots.split_at_mut(slots.len().min(1));
+            let buf = match first.first_mut() {
                 Some(v) => v.as_mut_slice(),
                 None => &mut [],
             };
             let mut m = SmColl::resume(sm, buf, op.as_ref(), st);
+            if let (Kind::Scatter, true, Some(whole)) =
+                (kind, core.rank as usize == root, rest.first())
+            {
+                m = m.scatters(whole);
+            }
             let r = m.poll_through();
             state = Some(m.into_state());
             r
