@@ -10,7 +10,7 @@ fig() { local o; o=$("$@"); local rc=$?; local l; l=$(grep -E '^[a-z0-9]+ [0-9]'
   if [ $rc = 0 ] && [ -n "$l" ]; then awk '{print ($1 ~ /^[0-9]+$/) ? $2 : $NF}' <<<"$l"; else echo "FAIL(rc=$rc)"; fi; }
 sp() { local s=$1 n=$2; shift 2; env -u LD_LIBRARY_PATH timeout 60 "$s" run -n "$n" -- "$@" 2>&1; }
 for P in 16 8 4 2; do
-  for t in "barrier 0" "bcast 8" "reduce 8" "allreduce 8" "allgather 8" "alltoall 8" "gather 8" "scatter 8" "bcast 4096" "allreduce 4096"; do
+  for t in "barrier 0" "bcast 8" "reduce 8" "allreduce 8" "allgather 8" "alltoall 8" "gather 8" "scatter 8" "scan 8" "bcast 4096" "allreduce 4096"; do
     a=$(fig sp "$D/old/spools" $P "$D/bin/coll_abi" $t); b=$(fig sp "$D/bin/spools" $P "$D/bin/coll_abi" $t)
     c=$(fig sp "$D/bin/spools" $P "$D/bin/coll_abi" $t); d=$(fig sp "$D/old/spools" $P "$D/bin/coll_abi" $t)
     say "cmp $P $t old $a $d new $b $c"

@@ -104,6 +104,26 @@ impl<R> Drop for CollRequest<R> {
     }
 }
 
+/// Puts a collective on its path: the segment's step, or the messages' plan (`plan`),
+/// whose waits watch the segment where it could have served but for the length.
+fn route<T: Element>(
+    s: &mut Schedule<T>,
+    path: sm::Path<impl FnMut(&mut [Vec<T>]) -> Result<bool, MsgError> + Send + 'static>,
+    plan: impl FnOnce(&mut Schedule<T>),
+) {
+    match path {
+        sm::Path::Segment(f, w) => {
+            s.poll(true, f).watch(w);
+        }
+        sm::Path::Messages(w) => {
+            plan(s);
+            if let Some(w) = w {
+                s.watch(w);
+            }
+        }
+    }
+}
+
 /// The result in slot 0.
 fn first<T>(mut slots: Vec<Vec<T>>) -> Vec<T> {
     if slots.is_empty() {
@@ -214,17 +234,13 @@ impl Communicator {
     pub fn ibarrier(&self) -> Result<CollRequest<()>, MsgError> {
         let tag = self.core.next_coll_tag();
         let mut s = self.schedule::<u8>(tag, vec![Vec::new()]);
-        match sm::step(&self.core, tag, 0, sm::Kind::Barrier, 0, None) {
-            sm::Path::Segment(f, w) => {
-                s.poll(true, f).watch(w);
-            }
-            sm::Path::Messages(w) => {
-                plans::barrier(&mut s, &Group::all(&self.core), &self.hosts(), tag);
-                if let Some(w) = w {
-                    s.watch(w);
-                }
-            }
-        }
+        route(
+            &mut s,
+            sm::step(&self.core, tag, 0, sm::Kind::Barrier, 0, None),
+            |s| {
+                plans::barrier(s, &Group::all(&self.core), &self.hosts(), tag);
+            },
+        );
         Self::start("barrier", s, |_| ())
     }
 
@@ -241,18 +257,14 @@ impl Communicator {
         self.core.job_rank(root)?;
         let bytes = std::mem::size_of_val(buf.as_slice());
         let mut s = self.schedule(tag, vec![buf]);
-        match sm::step(&self.core, tag, bytes, sm::Kind::Bcast, root as usize, None) {
-            sm::Path::Segment(f, w) => {
-                s.poll(true, f).watch(w);
-            }
-            sm::Path::Messages(w) => {
+        route(
+            &mut s,
+            sm::step(&self.core, tag, bytes, sm::Kind::Bcast, root as usize, None),
+            |s| {
                 let g = Group::all(&self.core);
-                plans::bcast(&mut s, &g, &self.hosts(), root as usize, tag, 0);
-                if let Some(w) = w {
-                    s.watch(w);
-                }
-            }
-        }
+                plans::bcast(s, &g, &self.hosts(), root as usize, tag, 0);
+            },
+        );
         Self::start("bcast", s, first)
     }
 
@@ -347,18 +359,14 @@ impl Communicator {
         let mut s = self.schedule(tag, vec![out, send]);
         // Every rank's part has one length (the call's contract): every rank takes the
         // same path.
-        match sm::gather_step(&self.core, tag, root as usize, part) {
-            sm::Path::Segment(f, w) => {
-                s.poll(true, f).watch(w);
-            }
-            sm::Path::Messages(w) => {
+        route(
+            &mut s,
+            sm::gather_step(&self.core, tag, root as usize, part),
+            |s| {
                 let g = Group::all(&self.core);
-                plans::gather(&mut s, &g, root as usize, tag, (1, 0), &vec![len; n]);
-                if let Some(w) = w {
-                    s.watch(w);
-                }
-            }
-        }
+                plans::gather(s, &g, root as usize, tag, (1, 0), &vec![len; n]);
+            },
+        );
         Self::start("gather", s, first)
     }
 
@@ -391,18 +399,14 @@ impl Communicator {
         let whole = n * count * std::mem::size_of::<T>();
         let mut s = self.schedule(tag, vec![out, send]);
         let kind = sm::Kind::Scatter;
-        match sm::step(&self.core, tag, whole, kind, root as usize, None) {
-            sm::Path::Segment(f, w) => {
-                s.poll(true, f).watch(w);
-            }
-            sm::Path::Messages(w) => {
+        route(
+            &mut s,
+            sm::step(&self.core, tag, whole, kind, root as usize, None),
+            |s| {
                 let g = Group::all(&self.core);
-                plans::scatter(&mut s, &g, root as usize, tag, (1, 0), &vec![count; n]);
-                if let Some(w) = w {
-                    s.watch(w);
-                }
-            }
-        }
+                plans::scatter(s, &g, root as usize, tag, (1, 0), &vec![count; n]);
+            },
+        );
         Self::start("scatter", s, first)
     }
 

@@ -187,13 +187,7 @@ impl<'a, T: Element> SmColl<'a, T> {
     ) -> Self {
         debug_assert!(std::mem::size_of_val(buf) <= sm.slot);
         let st = SmState::new(sm, seq, no, kind, root, false);
-        SmColl {
-            sm,
-            buf,
-            whole: None,
-            op,
-            st,
-        }
+        SmColl::resume(sm, buf, op, st)
     }
 
     /// Picks a collective up where [`SmColl::into_state`] left it, over the same segment,
