@@ -311,7 +311,7 @@ pub(crate) fn gather_step<T: Element>(
     let core = core.clone();
     Path::Segment(
         move |slots: &mut [Vec<T>]| {
-            let Some(sm) = core.sm.ready() else {
+            let (Some(sm), false) = (core.sm.ready(), at.1) else {
                 return Err(MsgError::Protocol {
                     peer: core.rank,
                     what: "shared-memory collective polled after it ended",

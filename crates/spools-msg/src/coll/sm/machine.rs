@@ -583,7 +583,17 @@ impl<'a, T: Element> SmColl<'a, T> {
             return Ok(false);
         }
         self.st.stage = Stage::Done;
+        // Finished only once the result is out: finishing lets this member post the next
+        // collective, after which the root may reuse the slot (a non-blocking collective
+        // polled by the progress thread, and a blocking one behind it on the caller's).
+        let r = self.take_result(k, no);
         self.sm.finished(self.st.seq);
+        r
+    }
+
+    /// A non-root's result from result slot `k`, published for collective number `no`.
+    fn take_result(&mut self, k: usize, no: u32) -> Result<bool, MsgError> {
+        let sm = self.sm;
         let len = sm.out_len(k).load(Ordering::Relaxed);
         let mine = self.published();
         // Published for another collective: the members' numbering split earlier.
