@@ -343,23 +343,39 @@ impl PipeReader {
     ///
     /// Its waits ask the process's interrupt check (`spools_am::Worker::set_interrupt`)
     /// every 50 ms: a wait it ends fails with [`PipeError::Msg`] holding the interruption.
-    /// A read that fails part-way (anything but a wrong buffer) leaves the reader stopped:
-    /// its connections are closed (the producer sees it gone) and every later read fails.
+    /// A read that fails part-way (anything but a wrong buffer), or whose agreement is
+    /// interrupted, leaves the reader stopped: its connections are closed (the producer
+    /// sees it gone) and every later read fails, on every rank (a stopped rank takes part
+    /// in the agreement with its error, so no rank waits in it for a stopped one).
     ///
     /// # Errors
     /// [`PipeError::PeerGone`] when a producer rank went away before closing the pipe,
     /// [`PipeError::Checksum`], [`PipeError::Protocol`], [`PipeError::BufferSize`];
     /// [`PipeError::Msg`] when interrupted; [`PipeError::Io`] once stopped.
     pub fn read(&mut self, data: &mut [u8]) -> Result<bool, PipeError> {
-        if let Some(r) = self.broken {
-            return Err(stopped("reader", PipeStep::Poll, r));
-        }
-        if self.ended {
+        if self.ended && self.broken.is_none() {
             return Ok(false);
         }
         // Every rank's buffer checked before any rank takes a byte of the record (a wrong
-        // buffer fails the read on every rank and leaves the stream in step).
-        agree_on_record(&self.comm, &self.layout, data.len(), Ok(()))?;
+        // buffer fails the read on every rank and leaves the stream in step). A stopped
+        // reader takes part too, with its error: a rank whose earlier read was interrupted
+        // in this agreement (the others went on into the record) is not stopped, and
+        // would wait here for the others forever.
+        let ready = match self.broken {
+            Some(r) => Err(stopped("reader", PipeStep::Poll, r)),
+            None => Ok(()),
+        };
+        if let Err(e) = agree_on_record(&self.comm, &self.layout, data.len(), ready) {
+            // The agreement itself failed (interrupted, a rank gone): the ranks may be out
+            // of step, as after a record taken part-way.
+            if matches!(e, PipeError::Msg(_)) && self.broken.is_none() {
+                self.broken = Some(self.record);
+                if let Mode::Net { socks, .. } = &mut self.mode {
+                    socks.clear();
+                }
+            }
+            return Err(e);
+        }
         let me = self.comm.rank();
         let record = self.record;
         let check = interrupt_of(&self.comm);
