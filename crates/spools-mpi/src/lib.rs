@@ -35,6 +35,7 @@ mod exports;
 mod file;
 mod group;
 mod handles;
+mod icoll;
 mod info;
 mod init;
 mod inter;

@@ -232,7 +232,8 @@ fn plan(op: MPI_Op, dt: MPI_Datatype, t: &Arc<TypeObj>) -> Result<Plan, MpiError
     }
 }
 
-fn cast<T: Element>(bytes: &[u8]) -> Vec<T> {
+/// The elements of `T` in `bytes` (a copy, aligned).
+pub(crate) fn cast<T: Element>(bytes: &[u8]) -> Vec<T> {
     let n = bytes.len() / std::mem::size_of::<T>();
     let mut v = vec![T::default(); n];
     spools::as_bytes_mut(&mut v).copy_from_slice(&bytes[..n * std::mem::size_of::<T>()]);
@@ -299,68 +300,136 @@ fn run<T: Element>(
     Ok(spools::as_bytes(&recv).to_vec())
 }
 
-macro_rules! ints {
-    ($c:expr, $input:expr, $which:expr, $op:expr, $t:ty) => {{
-        let f: fn($t, $t) -> $t = match $op {
-            MPI_BAND => |a, b| a & b,
-            MPI_BOR => |a, b| a | b,
-            MPI_BXOR => |a, b| a ^ b,
-            MPI_LAND => |a, b| <$t>::from(a != 0 && b != 0),
-            MPI_LOR => |a, b| <$t>::from(a != 0 || b != 0),
-            _ => |a, b| <$t>::from((a != 0) != (b != 0)),
-        };
-        let op: Op<$t> = match $op {
+/// What runs with Spools' typed operator for a predefined one ([`with_op`]): a reduction,
+/// blocking or not, or a combining function.
+pub(crate) trait WithOp {
+    /// What it gives.
+    type Out;
+    /// Runs with `op` on elements of `T`.
+    ///
+    /// # Errors
+    /// Those of what it runs.
+    fn with<T: Element>(self, op: Op<T>) -> Result<Self::Out, MpiError>;
+}
+
+/// Calls `w` with Spools' operator for the predefined `op` on elements of `b` (as
+/// [`plan`] found them: `Plan::Typed`).
+///
+/// # Errors
+/// `MPI_ERR_OP` for a type without typed arithmetic, and `w`'s own.
+pub(crate) fn with_op<W: WithOp>(b: Basic, op: MPI_Op, w: W) -> Result<W::Out, MpiError> {
+    macro_rules! ints {
+        ($t:ty) => {{
+            let f: fn($t, $t) -> $t = match op {
+                MPI_BAND => |a, b| a & b,
+                MPI_BOR => |a, b| a | b,
+                MPI_BXOR => |a, b| a ^ b,
+                MPI_LAND => |a, b| <$t>::from(a != 0 && b != 0),
+                MPI_LOR => |a, b| <$t>::from(a != 0 || b != 0),
+                _ => |a, b| <$t>::from((a != 0) != (b != 0)),
+            };
+            let o: Op<$t> = match op {
+                MPI_SUM => Op::Sum,
+                MPI_PROD => Op::Prod,
+                MPI_MIN => Op::Min,
+                MPI_MAX => Op::Max,
+                _ => Op::user(f, true),
+            };
+            w.with(o)
+        }};
+    }
+    fn floats<T: Element, W: WithOp>(op: MPI_Op, w: W) -> Result<W::Out, MpiError> {
+        w.with::<T>(match op {
             MPI_SUM => Op::Sum,
             MPI_PROD => Op::Prod,
             MPI_MIN => Op::Min,
-            MPI_MAX => Op::Max,
-            _ => Op::user(f, true),
-        };
-        run($c, $input, &op, $which)
-    }};
-}
-
-fn floats<T: Element>(
-    c: &Communicator,
-    input: Src<'_>,
-    which: Which,
-    op: MPI_Op,
-) -> Result<Vec<u8>, MpiError> {
-    let op: Op<T> = match op {
-        MPI_SUM => Op::Sum,
-        MPI_PROD => Op::Prod,
-        MPI_MIN => Op::Min,
-        _ => Op::Max,
-    };
-    run(c, input, &op, which)
-}
-
-/// Runs a reduction of `input` (packed elements for predefined operators, the datatype's
-/// own layout otherwise: see [`reduce`]) and gives the result bytes where `which` says
-/// this rank gets them.
-fn typed(
-    c: &Communicator,
-    input: Src<'_>,
-    which: Which,
-    b: Basic,
-    op: MPI_Op,
-) -> Result<Vec<u8>, MpiError> {
+            _ => Op::Max,
+        })
+    }
     match b {
-        Basic::I8 => ints!(c, input, which, op, i8),
-        Basic::U8 | Basic::Bool => ints!(c, input, which, op, u8),
-        Basic::I16 => ints!(c, input, which, op, i16),
-        Basic::U16 => ints!(c, input, which, op, u16),
-        Basic::I32 => ints!(c, input, which, op, i32),
-        Basic::U32 => ints!(c, input, which, op, u32),
-        Basic::I64 => ints!(c, input, which, op, i64),
-        Basic::U64 => ints!(c, input, which, op, u64),
-        Basic::F32 => floats::<f32>(c, input, which, op),
-        Basic::F64 => floats::<f64>(c, input, which, op),
+        Basic::I8 => ints!(i8),
+        Basic::U8 | Basic::Bool => ints!(u8),
+        Basic::I16 => ints!(i16),
+        Basic::U16 => ints!(u16),
+        Basic::I32 => ints!(i32),
+        Basic::U32 => ints!(u32),
+        Basic::I64 => ints!(i64),
+        Basic::U64 => ints!(u64),
+        Basic::F32 => floats::<f32, W>(op, w),
+        Basic::F64 => floats::<f64, W>(op, w),
         Basic::Opaque | Basic::LongDouble | Basic::Complex => Err(MpiError::invalid(
             MPI_ERR_OP,
             "no typed arithmetic on this datatype",
         )),
     }
+}
+
+/// A blocking typed reduction of `input` (packed elements for predefined operators,
+/// the datatype's own layout otherwise: see [`reduce`]); it gives the result bytes where
+/// `which` says this rank gets them.
+struct Blocking<'a> {
+    c: &'a Communicator,
+    input: Src<'a>,
+    which: Which,
+}
+
+impl WithOp for Blocking<'_> {
+    type Out = Vec<u8>;
+    fn with<T: Element>(self, op: Op<T>) -> Result<Vec<u8>, MpiError> {
+        run(self.c, self.input, &op, self.which)
+    }
+}
+
+/// The combining function of a typed operator.
+struct ToCombine;
+
+impl WithOp for ToCombine {
+    type Out = Combine;
+    fn with<T: Element>(self, op: Op<T>) -> Result<Combine, MpiError> {
+        Ok(typed_combine(op))
+    }
+}
+
+/// How a reduction runs on Spools' non-blocking collectives.
+pub(crate) enum Engine {
+    /// A predefined operator on a primitive type: Spools' typed reduction.
+    Typed(Basic, MPI_Op),
+    /// Combined byte-wise in rank order by the reduction's [`Reducer`] ([`slice_op`]):
+    /// MINLOC/MAXLOC and long double / complex arithmetic.
+    Bytes,
+    /// A user function, which those collectives could call from the progress thread:
+    /// the caller folds the contributions itself, on its own thread.
+    User,
+}
+
+/// How a reduction of `dt` with `op` runs on Spools' non-blocking collectives.
+///
+/// # Errors
+/// `MPI_ERR_OP` for an operator not defined on the type, or an unknown one.
+pub(crate) fn engine(op: MPI_Op, dt: MPI_Datatype, t: &Arc<TypeObj>) -> Result<Engine, MpiError> {
+    Ok(match plan(op, dt, t)? {
+        Plan::Typed(b, op) => Engine::Typed(b, op),
+        Plan::Bytes(_) => Engine::Bytes,
+        Plan::Packed(_) => Engine::User,
+    })
+}
+
+/// Spools' operator on the bytes of `red`'s contributions (whole ones: not
+/// commutative, so never split into blocks), combined in rank order by its function.
+pub(crate) fn slice_op(red: &Reducer) -> Op<u8> {
+    let (g, n) = (red.f.clone(), red.n);
+    Op::<u8>::user_slice(
+        move |acc: &mut [u8], other: &[u8], acc_is_lower: bool| {
+            if acc_is_lower {
+                let mut io = other.to_vec();
+                g(acc, &mut io, n);
+                acc.copy_from_slice(&io);
+            } else {
+                g(other, acc, n);
+            }
+        },
+        false,
+    )
 }
 
 /// Reduces `n` elements of `t` from `send` (the program's buffer) with `op`; the ranks
@@ -404,12 +473,22 @@ pub(crate) unsafe fn reduce(
                 && (!gets || aligned(recv as usize))
                 && disjoint
             {
-                typed(c, Src::Direct { send, recv, bytes }, which, b, op)?;
+                let input = Src::Direct { send, recv, bytes };
+                with_op(b, op, Blocking { c, input, which })?;
                 return Ok(());
             }
             // SAFETY: the caller's contract.
             let input = unsafe { crate::p2p::data(send.cast(), n, t) };
-            let out = typed(c, Src::Packed(&input), which, b, op)?;
+            let src = Src::Packed(&input);
+            let out = with_op(
+                b,
+                op,
+                Blocking {
+                    c,
+                    input: src,
+                    which,
+                },
+            )?;
             if gets && !out.is_empty() {
                 // SAFETY: `recv` holds `n` elements of `t` here (the caller's contract).
                 unsafe { crate::datatype::unpack(&out, recv, t) };
@@ -422,19 +501,7 @@ pub(crate) unsafe fn reduce(
     let red = Reducer::bytes(f, t, n, packed);
     // SAFETY: the caller's contract.
     let input = unsafe { red.input(send) };
-    let g = red.f.clone();
-    let op = Op::<u8>::user_slice(
-        move |acc: &mut [u8], other: &[u8], acc_is_lower: bool| {
-            if acc_is_lower {
-                let mut io = other.to_vec();
-                g(acc, &mut io, n);
-                acc.copy_from_slice(&io);
-            } else {
-                g(other, acc, n);
-            }
-        },
-        false,
-    );
+    let op = slice_op(&red);
     let out = run::<u8>(c, Src::Packed(&input), &op, which)?;
     if gets {
         // Only the datatype's own bytes go to `recv` (not the gaps between).
@@ -599,36 +666,6 @@ fn typed_combine<T: Element>(op: Op<T>) -> Combine {
     })
 }
 
-macro_rules! int_combine {
-    ($op:expr, $t:ty) => {{
-        let f: fn($t, $t) -> $t = match $op {
-            MPI_BAND => |a, b| a & b,
-            MPI_BOR => |a, b| a | b,
-            MPI_BXOR => |a, b| a ^ b,
-            MPI_LAND => |a, b| <$t>::from(a != 0 && b != 0),
-            MPI_LOR => |a, b| <$t>::from(a != 0 || b != 0),
-            _ => |a, b| <$t>::from((a != 0) != (b != 0)),
-        };
-        let op: Op<$t> = match $op {
-            MPI_SUM => Op::Sum,
-            MPI_PROD => Op::Prod,
-            MPI_MIN => Op::Min,
-            MPI_MAX => Op::Max,
-            _ => Op::user(f, true),
-        };
-        typed_combine(op)
-    }};
-}
-
-fn float_combine<T: Element>(op: MPI_Op) -> Combine {
-    typed_combine::<T>(match op {
-        MPI_SUM => Op::Sum,
-        MPI_PROD => Op::Prod,
-        MPI_MIN => Op::Min,
-        _ => Op::Max,
-    })
-}
-
 impl Reducer {
     /// The reducer of `n` elements of `t` with `op`.
     ///
@@ -641,27 +678,7 @@ impl Reducer {
         n: usize,
     ) -> Result<Reducer, MpiError> {
         let (f, packed) = match plan(op, dt, t)? {
-            Plan::Typed(b, op) => (
-                match b {
-                    Basic::I8 => int_combine!(op, i8),
-                    Basic::U8 | Basic::Bool => int_combine!(op, u8),
-                    Basic::I16 => int_combine!(op, i16),
-                    Basic::U16 => int_combine!(op, u16),
-                    Basic::I32 => int_combine!(op, i32),
-                    Basic::U32 => int_combine!(op, u32),
-                    Basic::I64 => int_combine!(op, i64),
-                    Basic::U64 => int_combine!(op, u64),
-                    Basic::F32 => float_combine::<f32>(op),
-                    Basic::F64 => float_combine::<f64>(op),
-                    Basic::Opaque | Basic::LongDouble | Basic::Complex => {
-                        return Err(MpiError::invalid(
-                            MPI_ERR_OP,
-                            "no typed arithmetic on this datatype",
-                        ))
-                    }
-                },
-                true,
-            ),
+            Plan::Typed(b, op) => (with_op(b, op, ToCombine)?, true),
             Plan::Bytes(f) => (f, false),
             Plan::Packed(f) => (f, true),
         };
@@ -692,6 +709,11 @@ impl Reducer {
             t: self.t.clone(),
             n,
         }
+    }
+
+    /// The number of elements it reduces.
+    pub(crate) fn count(&self) -> usize {
+        self.n
     }
 
     /// Bytes of one contribution.

@@ -48,6 +48,9 @@ pub(crate) trait CollOp: Send {
     }
 }
 
+/// What starts a collective (again, for a persistent one).
+pub(crate) type Start = Arc<dyn Fn() -> Result<Box<dyn CollOp>, MpiError> + Send + Sync>;
+
 /// What starts a persistent request's operation again (`MPI_Start`).
 pub(crate) type Starter = Box<dyn Fn() -> Result<Op, MpiError> + Send + Sync>;
 

@@ -12,7 +12,8 @@ use crate::datatype::{array, block, committed, count as ccount};
 use crate::errhandler::{on_comm, on_self};
 use crate::error::MpiError;
 use crate::out::out;
-use crate::vcoll::{nonblocking, persistent, run, xfer_start, In, OutB, Start, Xfer};
+use crate::request::Start;
+use crate::vcoll::{nonblocking, persistent, run, xfer_start, In, OutB, Xfer};
 
 fn topo(c: &CommObj) -> Option<Topo> {
     c.topo

@@ -16,13 +16,11 @@ use crate::comm::{comm, CommObj};
 use crate::datatype::{block, buffer, committed, count as ccount, unpack, TypeObj};
 use crate::errhandler::on_comm;
 use crate::error::MpiError;
+use crate::icoll::{self, Goal, Side};
 use crate::op::Reducer;
 use crate::out::out;
 use crate::p2p::data;
-use crate::request::{give, give_persistent, CollOp, Op};
-
-/// What starts a collective (again, for a persistent one).
-pub(crate) type Start = Arc<dyn Fn() -> Result<Box<dyn CollOp>, MpiError> + Send + Sync>;
+use crate::request::{give, give_persistent, CollOp, Op, Start};
 
 /// A block this rank receives: from whom, how many elements of which type, where.
 pub(crate) struct In {
@@ -730,6 +728,29 @@ fn size_of(c: &CommObj) -> usize {
     c.peers() as usize
 }
 
+/// One side of a uniform collective on Spools' own ([`Side`]): `blocks` blocks of
+/// `count` elements of `dt` at `addr`, checked; unused (`None`) where `blocks` is 0.
+fn side(
+    addr: usize,
+    count: i64,
+    dt: MPI_Datatype,
+    blocks: usize,
+    call: &'static str,
+    what: &'static str,
+) -> Result<Side, MpiError> {
+    if blocks == 0 {
+        return Ok((0, 0, None));
+    }
+    let (n, t) = (ccount(count, call)?, committed(dt, call)?);
+    buffer(addr, n.saturating_mul(blocks), &t, call, what)?;
+    Ok((addr, n, Some(t)))
+}
+
+/// The bytes of one block of a side (0 where it is unused).
+fn block_bytes(s: &Side) -> usize {
+    s.2.as_ref().map_or(0, |t| s.1 * t.size)
+}
+
 /// Uniform blocks: counts `n` each, at element displacements `i * n`.
 fn uniform(n: i64, size: usize) -> (Vec<i64>, Vec<i64>) {
     (vec![n; size], (0..size as i64).map(|i| i * n).collect())
@@ -746,6 +767,9 @@ forms!(-, -, MPI_Ibcast, MPI_Ibcast_c, MPI_Bcast_init, MPI_Bcast_init_c, comm;
     let t = committed(datatype, call)?;
     let n = ccount(count as i64, call)?;
     crate::datatype::buffer(buffer as usize, n, &t, call, "buffer")?;
+    if c.inter.is_none() {
+        return Ok(icoll::bcast(c, buffer as usize, n, t, root));
+    }
     let me = c.comm.rank();
     let mut x = Xfer { c: c.clone(), sends: Vec::new(), recvs: Vec::new() };
     if me == root {
@@ -765,6 +789,17 @@ forms!(-, -, MPI_Igather, MPI_Igather_c, MPI_Gather_init, MPI_Gather_init_c, com
     let root = root_of(&c, root, call)?;
     if root == NOBODY {
         return Ok(bystander(c));
+    }
+    if c.inter.is_none() {
+        let me = c.comm.rank();
+        let blocks = if me == root { size_of(&c) } else { 0 };
+        let recv = side(recvbuf as usize, recvcount as i64, recvtype, blocks, call, "recvbuf")?;
+        let send = if me == root && in_place(sendbuf) {
+            (0, 0, None)
+        } else {
+            side(sendbuf as usize, sendcount as i64, sendtype, 1, call, "sendbuf")?
+        };
+        return Ok(icoll::gather(c, send, recv, root));
     }
     let (k, d) = uniform(recvcount as i64, size_of(&c));
     let x = gatherv(c, sendbuf as usize, sendcount as i64, sendtype, recvbuf as usize, &k, &d, recvtype, root, call)?;
@@ -794,6 +829,20 @@ forms!(-, -, MPI_Iscatter, MPI_Iscatter_c, MPI_Scatter_init, MPI_Scatter_init_c,
     if root == NOBODY {
         return Ok(bystander(c));
     }
+    if c.inter.is_none() {
+        let me = c.comm.rank();
+        let blocks = if me == root { size_of(&c) } else { 0 };
+        let send = side(sendbuf as usize, sendcount as i64, sendtype, blocks, call, "sendbuf")?;
+        let recv = if me == root && in_place(recvbuf) {
+            (0, 0, None)
+        } else {
+            side(recvbuf as usize, recvcount as i64, recvtype, 1, call, "recvbuf")?
+        };
+        // A block's bytes as this rank counts them: the root's send blocks, the others'
+        // receive block.
+        let part = if me == root { block_bytes(&send) } else { block_bytes(&recv) };
+        return Ok(icoll::scatter(c, send, recv, root, part));
+    }
     let (k, d) = uniform(sendcount as i64, size_of(&c));
     let x = scatterv(c, sendbuf as usize, &k, &d, sendtype, recvbuf as usize, recvcount as i64, recvtype, root, call)?;
     Ok(xfer_start(x))
@@ -818,6 +867,15 @@ forms!(-, -, MPI_Iallgather, MPI_Iallgather_c, MPI_Allgather_init, MPI_Allgather
     (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Iallgather";
     let c = self::comm(comm, call)?;
+    if c.inter.is_none() {
+        let recv = side(recvbuf as usize, recvcount as i64, recvtype, size_of(&c), call, "recvbuf")?;
+        let send = if in_place(sendbuf) {
+            (0, 0, None)
+        } else {
+            side(sendbuf as usize, sendcount as i64, sendtype, 1, call, "sendbuf")?
+        };
+        return Ok(icoll::allgather(c, send, recv));
+    }
     let (k, d) = uniform(recvcount as i64, size_of(&c));
     let x = allgatherv(c, sendbuf as usize, sendcount as i64, sendtype, recvbuf as usize, &k, &d, recvtype, call)?;
     Ok(xfer_start(x))
@@ -877,6 +935,15 @@ forms!(-, -, MPI_Ialltoall, MPI_Ialltoall_c, MPI_Alltoall_init, MPI_Alltoall_ini
     let call = "MPI_Ialltoall";
     let c = self::comm(comm, call)?;
     let n = size_of(&c);
+    if c.inter.is_none() {
+        let recv = side(recvbuf as usize, recvcount as i64, recvtype, n, call, "recvbuf")?;
+        let send = if in_place(sendbuf) {
+            (0, 0, None)
+        } else {
+            side(sendbuf as usize, sendcount as i64, sendtype, n, call, "sendbuf")?
+        };
+        return Ok(icoll::alltoall(c, send, recv));
+    }
     let (sk, sd) = uniform(sendcount as i64, n);
     let (rk, rd) = uniform(recvcount as i64, n);
     let (sk, sd) = if in_place(sendbuf) { (rk.clone(), rd.clone()) } else { (sk, sd) };
@@ -932,6 +999,28 @@ fn reduce_start(
     // Check the operator and type now (errors at the call, not at the wait).
     Reducer::new(op, dt, &t, n)?;
     reduce_buffers(&c, send, recv, n, &t, fold, &counts, call)?;
+    let goal = match fold {
+        _ if c.inter.is_some() => None,
+        Fold::Root(r) => Some(Goal::Root(r)),
+        Fold::All => Some(Goal::All),
+        Fold::Scan => Some(Goal::Scan),
+        Fold::Scatter => Some(Goal::Scatter(counts.clone())),
+        Fold::Exscan => None,
+    };
+    if let Some(goal) = goal {
+        let how = crate::op::engine(op, dt, &t)?;
+        if icoll::takes(&how, &goal) {
+            let red = Reducer::new(op, dt, &t, n)?;
+            let src = if in_place(send as *const c_void) {
+                recv
+            } else {
+                send
+            };
+            return Ok(Arc::new(move || {
+                icoll::reduction(&c, src, recv, &red, &how, &goal)
+            }));
+        }
+    }
     Ok(Arc::new(move || {
         start_reduce(&c, send, recv, n, dt, op, fold, counts.clone(), call)
     }))

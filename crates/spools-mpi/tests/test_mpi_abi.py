@@ -40,6 +40,17 @@ def test_collectives_on_world_self_dup_and_split(build, spools_run, n):
     assert job.out.splitlines() == ["ok coll %d ranks" % n], job
 
 
+@pytest.mark.parametrize("n,hosts", [(1, 1), (2, 1), (3, 1), (4, 1), (4, 2), (5, 2)])
+def test_nonblocking_and_persistent_collectives_against_each_ranks_own_result(
+        build, spools_run, n, hosts):
+    # Within one host they go through Spools' shared-memory engine; across the played
+    # hosts through its hierarchical message algorithms; exscan, user operators and the
+    # v forms through the exchange.
+    job = spools_run(n, build("icoll"), hosts, timeout=120)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok icoll %d ranks %d hosts" % (n, hosts)], job
+
+
 def test_errors_return_their_classes_and_messages(build, spools_run):
     job = spools_run(2, build("errors"))
     assert job.code == 0 and "FAIL" not in job.err, job

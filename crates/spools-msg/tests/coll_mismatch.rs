@@ -117,6 +117,11 @@ fn role() -> Result<(), String> {
                 .and_then(|r| r.wait())
                 .map(|_| ())
         }
+        "iallgather" => w.iallgather(mine).and_then(|r| r.wait()).map(|_| ()),
+        "ialltoall" => {
+            let send: Vec<i64> = (0..n as usize).flat_map(|_| mine.iter().copied()).collect();
+            w.ialltoall(send).and_then(|r| r.wait()).map(|_| ())
+        }
         "iallreduce" => w
             .iallreduce(mine, Op::Sum)
             .and_then(|r| r.wait())
@@ -295,6 +300,11 @@ fn ranks_split_over_the_segment_and_the_messages_get_mismatch() {
     case(3, "igather", &[0], &[0], &later);
     case(3, "iscatter", &[0], &[1, 2], &later);
     case(3, "iscatter", &[1, 2], &[1, 2], &later);
+    // Flat: every member reads every part, so every rank fails.
+    case(4, "iallgather", &[0, 3], &[0, 1, 2, 3], &later);
+    case(3, "iallgather", &[1], &[0, 1, 2], &inside);
+    case(3, "ialltoall", &[2], &[0, 1, 2], &later);
+    case(2, "ialltoall", &[0], &[0, 1], &inside);
     // With the progress thread, which advances schedules (never a wait's checks).
     let progress = [("SPOOLS_TEST_FIRST", "0"), ("SPOOLS_PROGRESS_THREAD", "1")];
     case(3, "iallreduce", &[0], &[0, 1, 2], &progress);

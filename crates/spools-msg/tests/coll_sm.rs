@@ -290,7 +290,7 @@ fn many(comms: &mut [Expect<'_>], rounds: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// `rounds` rounds of non-blocking collectives in flight together, with a blocking one
+/// `rounds` rounds of non-blocking collectives in flight together (every kind), with a blocking one
 /// started behind them, waited for out of order. Within one host they go through the
 /// segment set up by the blocking collectives before (a non-blocking call never sets one
 /// up), in call order with the blocking one.
@@ -309,12 +309,17 @@ fn outstanding(x: &mut Expect<'_>, rounds: u64) -> Result<(), String> {
         let ig = e(c.igather(vec![val(me, 3, round)], root))?;
         let parts: Vec<i64> = (0..n).map(|r| val(r, 4, round)).collect();
         let is = e(c.iscatter(if me == root { parts } else { Vec::new() }, 1, root))?;
+        let ag = e(c.iallgather(vec![val(me, 5, round), -7]))?;
+        let blocks: Vec<i64> = (0..n).map(|r| val(me, 6 + r as usize, round)).collect();
+        let at = e(c.ialltoall(blocks))?;
+        let got_ag = e(ag.wait())?;
         let got_is = e(is.wait())?;
         let got_ig = e(ig.wait())?;
         let got_rd = e(rd.wait())?;
         e(bar.wait())?;
         let got_bc = e(bc.wait())?;
         let got_ar = e(ar.wait())?;
+        let got_at = e(at.wait())?;
         let sum = |k: usize| (0..n).map(|r| val(r, k, round)).sum::<i64>();
         check(got_ar == [sum(0), i64::from(n)], || {
             format!("round {round}: iallreduce gave {got_ar:?}")
@@ -335,6 +340,14 @@ fn outstanding(x: &mut Expect<'_>, rounds: u64) -> Result<(), String> {
         check(got_is == [val(me, 4, round)], || {
             format!("round {round}: iscatter from {root} gave {got_is:?}")
         })?;
+        let all: Vec<i64> = (0..n).flat_map(|r| [val(r, 5, round), -7]).collect();
+        check(got_ag == all, || {
+            format!("round {round}: iallgather gave {got_ag:?}")
+        })?;
+        let mine: Vec<i64> = (0..n).map(|r| val(r, 6 + me as usize, round)).collect();
+        check(got_at == mine, || {
+            format!("round {round}: ialltoall gave {got_at:?}")
+        })?;
         x.note(K::Allreduce { commutative: true }, 8);
         if one_host {
             x.note(K::Allreduce { commutative: true }, 16);
@@ -342,6 +355,8 @@ fn outstanding(x: &mut Expect<'_>, rounds: u64) -> Result<(), String> {
             x.note(K::Barrier, 0);
             x.note(K::Reduce, 8);
             x.note(K::Moves, 8);
+            x.note(K::Moves, 8 * n as usize);
+            x.note(K::Moves, 16);
             x.note(K::Moves, 8 * n as usize);
         }
     }

@@ -361,7 +361,7 @@ impl Communicator {
         // same path.
         route(
             &mut s,
-            sm::gather_step(&self.core, tag, root as usize, part),
+            sm::flat_step(&self.core, tag, sm::Kind::Gather, Some(root as usize), part),
             |s| {
                 let g = Group::all(&self.core);
                 plans::gather(s, &g, root as usize, tag, (1, 0), &vec![len; n]);
@@ -421,9 +421,18 @@ impl Communicator {
         let mut out = vec![T::default(); n * len];
         let at = self.rank() as usize * len;
         out[at..at + len].copy_from_slice(&send);
-        let mut s = self.schedule(tag, vec![out]);
-        let g = Group::all(&self.core);
-        plans::ring_allgather(&mut s, &g, tag, 0, &vec![len; n]);
+        let part = std::mem::size_of_val(send.as_slice());
+        let mut s = self.schedule(tag, vec![out, send]);
+        // Every rank's part has one length (the call's contract): every rank takes the
+        // same path.
+        route(
+            &mut s,
+            sm::flat_step(&self.core, tag, sm::Kind::Allgather, None, part),
+            |s| {
+                let g = Group::all(&self.core);
+                plans::ring_allgather(s, &g, tag, 0, &vec![len; n]);
+            },
+        );
         Self::start("allgather", s, first)
     }
 
@@ -439,9 +448,16 @@ impl Communicator {
         let mut out = vec![T::default(); send.len()];
         let at = self.rank() as usize * block;
         out[at..at + block].copy_from_slice(&send[at..at + block]);
+        let whole = std::mem::size_of_val(send.as_slice());
         let mut s = self.schedule(tag, vec![out, send]);
-        let g = Group::all(&self.core);
-        plans::alltoall(&mut s, &g, tag, (1, 0), block);
+        route(
+            &mut s,
+            sm::flat_step(&self.core, tag, sm::Kind::Alltoall, None, whole),
+            |s| {
+                let g = Group::all(&self.core);
+                plans::alltoall(s, &g, tag, (1, 0), block);
+            },
+        );
         Self::start("alltoall", s, first)
     }
 

@@ -282,31 +282,34 @@ pub(crate) fn gather(
     Ok(true)
 }
 
-/// The step of a non-blocking gather number `tag >> 8` to communicator rank `root` of
-/// parts of `part` bytes, over its schedule's slots (0: the root's result, every rank's
-/// part in rank order; 1: this rank's part), with the next sequence number of `core`'s
-/// segment, taken now (see [`super::step`]).
-pub(crate) fn gather_step<T: Element>(
+/// The step of a non-blocking flat collective `kind` number `tag >> 8` (a gather to
+/// communicator rank `root`, an allgather or an alltoall: `root` is then `None`) over its
+/// schedule's slots (0: the result, every rank's part, or of an alltoall its block for
+/// this rank, in rank order, this rank's own already in place; 1: what this rank posts,
+/// `part` bytes on every rank: its part, or an alltoall's blocks), with the next
+/// sequence number of `core`'s segment, taken now (see [`super::step`]).
+pub(crate) fn flat_step<T: Element>(
     core: &Arc<CommCore>,
     tag: u32,
-    root: usize,
+    kind: Kind,
+    root: Option<usize>,
     part: usize,
 ) -> Path<impl FnMut(&mut [Vec<T>]) -> Result<bool, MsgError> + Send + 'static> {
     let Some(sm) = ready_for(core) else {
         return Path::Messages(None);
     };
     if !fits(core, part) {
-        return Path::Messages(Some(sm.enter_messages(Kind::Gather, tag, part)));
+        return Path::Messages(Some(sm.enter_messages(kind, tag, part)));
     }
     let (seq, no) = (sm.take_seq(), coll_no(tag));
     let watch = Watch {
         seq,
         no,
         bytes: part,
-        op: Kind::Gather.name(),
+        op: kind.name(),
         lens: true,
     };
-    // Where the gather is: (posted, done, next member, disagreement).
+    // Where the collective is: (posted, done, next member, disagreement).
     let mut at = (false, false, 0, None);
     let core = core.clone();
     Path::Segment(
@@ -320,27 +323,35 @@ pub(crate) fn gather_step<T: Element>(
             let [out, mine, ..] = slots else {
                 return Err(MsgError::Protocol {
                     peer: core.rank,
-                    what: "gather polled without its buffers",
+                    what: "flat collective polled without its buffers",
                 });
             };
             let mut f = Flat {
                 sm,
                 seq,
                 no,
-                kind: Kind::Gather,
-                root: Some(root),
+                kind,
+                root,
                 posted: at.0,
                 done: at.1,
                 next: at.2,
                 disagree: at.3,
             };
             let out = bytes_mut(out.as_mut_slice());
+            let block = part / sm.n().max(1);
+            let me = core.rank as usize;
             let r = f.poll(
                 bytes(mine),
                 |_| part,
                 |sm, m, seq| {
                     let r = sm.members[m] as usize;
-                    sm.read_data(m, seq, &mut out[r * part..(r + 1) * part]);
+                    match kind {
+                        Kind::Alltoall => {
+                            let to = &mut out[r * block..(r + 1) * block];
+                            sm.read_part(m, seq, part, me * block, to);
+                        }
+                        _ => sm.read_data(m, seq, &mut out[r * part..(r + 1) * part]),
+                    }
                 },
             );
             if r.is_err() {

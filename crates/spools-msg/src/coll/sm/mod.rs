@@ -119,7 +119,7 @@ use crate::error::MsgError;
 pub(crate) use coll::{
     allreduce, barrier, bcast, failed, reduce, scatter, ALLREDUCE_LEADER_TAGS, BCAST_LEADER_TAGS,
 };
-pub(crate) use gather::{allgatherv, alltoall, gather, gather_step, scan};
+pub(crate) use gather::{allgatherv, alltoall, flat_step, gather, scan};
 pub(crate) use kind::Kind;
 pub(crate) use nonblocking::{step, Path};
 pub(crate) use slot::SmSlot;
