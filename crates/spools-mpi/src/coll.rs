@@ -42,7 +42,7 @@ unsafe fn put(bytes: &[u8], buf: *mut c_void, t: &TypeObj) {
 
 /// Whether `comm` is an intercommunicator: its blocking collectives are their
 /// non-blocking forms (vcoll.rs, which know intercommunicators), waited for.
-fn is_inter(comm: MPI_Comm) -> bool {
+pub(crate) fn is_inter(comm: MPI_Comm) -> bool {
     self::comm(comm, "a collective").is_ok_and(|c| c.inter.is_some())
 }
 
@@ -50,7 +50,7 @@ fn is_inter(comm: MPI_Comm) -> bool {
 ///
 /// # Safety
 /// `req` is the request it made.
-unsafe fn waited(rc: c_int, req: &mut MPI_Request) -> c_int {
+pub(crate) unsafe fn waited(rc: c_int, req: &mut MPI_Request) -> c_int {
     if rc != MPI_SUCCESS {
         return rc;
     }

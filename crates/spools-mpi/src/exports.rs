@@ -267,7 +267,7 @@ pub unsafe extern "C" fn PMPI_Allgatherv(
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Allgatherv`'s.
     unsafe {
-        crate::vcoll::MPI_Allgatherv(
+        crate::collv::MPI_Allgatherv(
             sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
         )
     }
@@ -287,7 +287,7 @@ pub unsafe extern "C" fn PMPI_Allgatherv_c(
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Allgatherv_c`'s.
     unsafe {
-        crate::vcoll::MPI_Allgatherv_c(
+        crate::collv::MPI_Allgatherv_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
         )
     }

@@ -25,6 +25,7 @@ mod agree;
 mod attr;
 mod buffer;
 mod coll;
+mod collv;
 mod comm;
 mod convert;
 mod datatype;

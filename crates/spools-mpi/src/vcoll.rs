@@ -319,7 +319,7 @@ fn start_reduce(
 ///
 /// # Safety
 /// `p` holds `n` values.
-unsafe fn arr<T: Copy + Wide>(
+pub(crate) unsafe fn arr<T: Copy + Wide>(
     p: *const T,
     n: usize,
     call: &'static str,
@@ -332,7 +332,7 @@ unsafe fn arr<T: Copy + Wide>(
 }
 
 /// The integer types of count and displacement arrays (`int`, `MPI_Count`, `MPI_Aint`).
-trait Wide {
+pub(crate) trait Wide {
     fn wide(self) -> i64;
 }
 impl Wide for c_int {
@@ -351,7 +351,7 @@ impl Wide for isize {
     }
 }
 
-fn counts(v: &[i64], call: &'static str) -> Result<Vec<usize>, MpiError> {
+pub(crate) fn counts(v: &[i64], call: &'static str) -> Result<Vec<usize>, MpiError> {
     v.iter().map(|&x| ccount(x, call)).collect()
 }
 
@@ -881,7 +881,7 @@ forms!(-, -, MPI_Iallgather, MPI_Iallgather_c, MPI_Allgather_init, MPI_Allgather
     Ok(xfer_start(x))
 });
 
-forms!(MPI_Allgatherv, MPI_Allgatherv_c, MPI_Iallgatherv, MPI_Iallgatherv_c, MPI_Allgatherv_init, MPI_Allgatherv_init_c, comm;
+forms!(-, -, MPI_Iallgatherv, MPI_Iallgatherv_c, MPI_Allgatherv_init, MPI_Allgatherv_init_c, comm;
     (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, displs: *const c_int => *const MPI_Aint, recvtype: MPI_Datatype => MPI_Datatype, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Allgatherv";
     let c = self::comm(comm, call)?;

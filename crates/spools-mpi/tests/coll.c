@@ -124,6 +124,36 @@ static void run(MPI_Comm comm, const char *name) {
   all[2 * rank + 1] = 1;
   OK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, 2, MPI_INT, comm));
   for (int i = 0; i < size; i++) CHECK(all[2 * i] == 3 * i && all[2 * i + 1] == 1, "%s allgather in place", name);
+  /* Allgatherv: rank i gives i+1 ints; blocks one after the other, then apart (the ints
+   * between stay), then from a strided send type, then in place. */
+  int *cnt = malloc(sizeof(int) * size), *dsp = malloc(sizeof(int) * size), tot = 0;
+  for (int i = 0; i < size; i++) { cnt[i] = i + 1; dsp[i] = tot; tot += i + 1; }
+  int span = size * (size + 2) + 2;
+  int *vin = malloc(sizeof(int) * 2 * (rank + 1)), *vout = malloc(sizeof(int) * span);
+  for (int j = 0; j <= rank; j++) vin[j] = rank * 10 + j;
+  OK(MPI_Allgatherv(vin, rank + 1, MPI_INT, vout, cnt, dsp, MPI_INT, comm));
+  for (int i = 0; i < size; i++)
+    for (int j = 0; j <= i; j++) CHECK(vout[dsp[i] + j] == i * 10 + j, "%s allgatherv [%d][%d]", name, i, j);
+  MPI_Datatype every2;
+  OK(MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &every2));
+  OK(MPI_Type_commit(&every2));
+  for (int j = 0; j <= rank; j++) { vin[2 * j] = rank * 10 + j + 5; vin[2 * j + 1] = -1; }
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < size; i++) dsp[i] = i * (size + 2) + 1;
+    for (int i = 0; i < span; i++) vout[i] = -5;
+    if (round == 0) {
+      OK(MPI_Allgatherv(vin, rank + 1, every2, vout, cnt, dsp, MPI_INT, comm));
+    } else {
+      for (int j = 0; j <= rank; j++) vout[dsp[rank] + j] = rank * 10 + j + 5;
+      OK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, vout, cnt, dsp, MPI_INT, comm));
+    }
+    for (int i = 0, at = 0; i < size; i++) {
+      for (; at < dsp[i]; at++) CHECK(vout[at] == -5, "%s allgatherv %d gap [%d] = %d", name, round, at, vout[at]);
+      for (int j = 0; j <= i; j++, at++) CHECK(vout[at] == i * 10 + j + 5, "%s allgatherv %d [%d][%d] = %d", name, round, i, j, vout[at]);
+    }
+  }
+  OK(MPI_Type_free(&every2));
+  free(cnt), free(dsp), free(vin), free(vout);
   int *to = malloc(sizeof(int) * size), *from = malloc(sizeof(int) * size);
   for (int i = 0; i < size; i++) to[i] = rank * 100 + i;
   OK(MPI_Alltoall(to, 1, MPI_INT, from, 1, MPI_INT, comm));
