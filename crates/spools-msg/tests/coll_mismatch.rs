@@ -117,6 +117,18 @@ fn role() -> Result<(), String> {
                 .and_then(|r| r.wait())
                 .map(|_| ())
         }
+        "reduce_scatter" => {
+            let send: Vec<i64> = (0..n as usize).flat_map(|_| mine.iter().copied()).collect();
+            let mut out = vec![0i64; elems];
+            w.reduce_scatter(&send, &mut out, &vec![elems; n as usize], &Op::Sum)
+        }
+        "ireduce_scatter" => {
+            let send: Vec<i64> = (0..n as usize).flat_map(|_| mine.iter().copied()).collect();
+            w.ireduce_scatter(send, vec![elems; n as usize], Op::Sum)
+                .and_then(|r| r.wait())
+                .map(|_| ())
+        }
+        "iscan" => w.iscan(mine, Op::Sum).and_then(|r| r.wait()).map(|_| ()),
         "iallgather" => w.iallgather(mine).and_then(|r| r.wait()).map(|_| ()),
         "ialltoall" => {
             let send: Vec<i64> = (0..n as usize).flat_map(|_| mine.iter().copied()).collect();
@@ -265,6 +277,11 @@ fn ranks_split_over_the_segment_and_the_messages_get_mismatch() {
         case(4, "scan", &[1, 3], &[0, 1, 2, 3], env);
     }
     case(5, "scan", &[2], &[0, 1, 2, 3, 4], &inside);
+    // Reduce-scatter (flat within one host, by all its bytes): every rank fails.
+    for env in [&first[..], &later[..]] {
+        case(3, "reduce_scatter", &[0], &[0, 1, 2], env);
+    }
+    case(4, "reduce_scatter", &[1, 2], &[0, 1, 2, 3], &inside);
     case(4, "scatter", &[0, 1], &[2, 3], &inside);
     // Broadcast from rank 0: every rank
     // whose length differs from the root's fails.
@@ -305,6 +322,10 @@ fn ranks_split_over_the_segment_and_the_messages_get_mismatch() {
     case(3, "iallgather", &[1], &[0, 1, 2], &inside);
     case(3, "ialltoall", &[2], &[0, 1, 2], &later);
     case(2, "ialltoall", &[0], &[0, 1], &inside);
+    case(3, "iscan", &[1], &[1, 2], &later);
+    case(3, "iscan", &[0], &[0, 1, 2], &inside);
+    case(3, "ireduce_scatter", &[2], &[0, 1, 2], &later);
+    case(2, "ireduce_scatter", &[0], &[0, 1], &inside);
     // With the progress thread, which advances schedules (never a wait's checks).
     let progress = [("SPOOLS_TEST_FIRST", "0"), ("SPOOLS_PROGRESS_THREAD", "1")];
     case(3, "iallreduce", &[0], &[0, 1, 2], &progress);

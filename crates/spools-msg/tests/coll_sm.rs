@@ -106,9 +106,9 @@ impl Expect<'_> {
 /// Element counts of i64 around the default limit (512 elements = 4 KiB) and a small one.
 const LENS: [usize; 6] = [0, 1, 7, 511, 512, 513];
 
-/// Gather, scatter, allgather, alltoall and scan of `len` elements per rank, against the
-/// reference (the segment takes a scatter and an alltoall by all their bytes, `len` times
-/// the ranks).
+/// Gather, scatter, allgather, alltoall, scan and reduce-scatter of `len` elements per
+/// rank, against the reference (the segment takes a scatter, an alltoall and a
+/// reduce-scatter by all their bytes, `len` times the ranks and more).
 fn moves(c: &Communicator, x: &mut Expect<'_>, len: usize) -> Result<(), String> {
     let (me, n) = (c.rank(), c.size());
     let nu = n as usize;
@@ -150,7 +150,30 @@ fn moves(c: &Communicator, x: &mut Expect<'_>, len: usize) -> Result<(), String>
     e(c.scan(&affine_input(me, len), &mut ac, &Op::user(affine, false)))?;
     x.note(K::Moves, b);
     let want = fold(me + 1, |r| affine_input(r, len), affine);
-    check(ac == want, || format!("non-commutative scan of {len}"))
+    check(ac == want, || format!("non-commutative scan of {len}"))?;
+    // Reduce-scatters, blocks of len and len + 1 (the segment takes them by all their
+    // bytes), one commutative, one not.
+    let counts: Vec<usize> = (0..nu).map(|r| len + r % 2).collect();
+    let total: usize = counts.iter().sum();
+    let from: usize = counts[..me as usize].iter().sum();
+    let mine = from..from + counts[me as usize];
+    let mut rs = vec![0i64; counts[me as usize]];
+    e(c.reduce_scatter(&input(me, total, 7), &mut rs, &counts, &Op::Sum))?;
+    x.note(K::Moves, total * 8);
+    let want = fold(
+        n,
+        |r| input(r, total, 7)[mine.clone()].to_vec(),
+        i64::wrapping_add,
+    );
+    check(rs == want, || format!("reduce_scatter of {counts:?}"))?;
+    let mut ra = vec![0u64; counts[me as usize]];
+    let user = Op::user(affine, false);
+    e(c.reduce_scatter(&affine_input(me, total), &mut ra, &counts, &user))?;
+    x.note(K::Moves, total * 8);
+    let want = fold(n, |r| affine_input(r, total)[mine.clone()].to_vec(), affine);
+    check(ra == want, || {
+        format!("non-commutative reduce_scatter of {counts:?}")
+    })
 }
 
 /// Every collective of this kind at every length, against the reference.
@@ -312,6 +335,13 @@ fn outstanding(x: &mut Expect<'_>, rounds: u64) -> Result<(), String> {
         let ag = e(c.iallgather(vec![val(me, 5, round), -7]))?;
         let blocks: Vec<i64> = (0..n).map(|r| val(me, 6 + r as usize, round)).collect();
         let at = e(c.ialltoall(blocks))?;
+        let sc = e(c.iscan(affine_input(me, 2), Op::user(affine, false)))?;
+        let counts = vec![1; n as usize];
+        let rs = e(c.ireduce_scatter(
+            affine_input(me + 7, n as usize),
+            counts,
+            Op::user(affine, false),
+        ))?;
         let got_ag = e(ag.wait())?;
         let got_is = e(is.wait())?;
         let got_ig = e(ig.wait())?;
@@ -320,6 +350,8 @@ fn outstanding(x: &mut Expect<'_>, rounds: u64) -> Result<(), String> {
         let got_bc = e(bc.wait())?;
         let got_ar = e(ar.wait())?;
         let got_at = e(at.wait())?;
+        let got_rs = e(rs.wait())?;
+        let got_sc = e(sc.wait())?;
         let sum = |k: usize| (0..n).map(|r| val(r, k, round)).sum::<i64>();
         check(got_ar == [sum(0), i64::from(n)], || {
             format!("round {round}: iallreduce gave {got_ar:?}")
@@ -348,6 +380,19 @@ fn outstanding(x: &mut Expect<'_>, rounds: u64) -> Result<(), String> {
         check(got_at == mine, || {
             format!("round {round}: ialltoall gave {got_at:?}")
         })?;
+        let scanned = fold(me + 1, |r| affine_input(r, 2), affine);
+        check(got_sc == scanned, || {
+            format!("round {round}: iscan gave {got_sc:?}")
+        })?;
+        let m = me as usize;
+        let block = fold(
+            n,
+            |r| affine_input(r + 7, n as usize)[m..=m].to_vec(),
+            affine,
+        );
+        check(got_rs == block, || {
+            format!("round {round}: ireduce_scatter gave {got_rs:?}")
+        })?;
         x.note(K::Allreduce { commutative: true }, 8);
         if one_host {
             x.note(K::Allreduce { commutative: true }, 16);
@@ -355,6 +400,8 @@ fn outstanding(x: &mut Expect<'_>, rounds: u64) -> Result<(), String> {
             x.note(K::Barrier, 0);
             x.note(K::Reduce, 8);
             x.note(K::Moves, 8);
+            x.note(K::Moves, 8 * n as usize);
+            x.note(K::Moves, 16);
             x.note(K::Moves, 8 * n as usize);
             x.note(K::Moves, 16);
             x.note(K::Moves, 8 * n as usize);

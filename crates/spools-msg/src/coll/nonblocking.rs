@@ -191,6 +191,21 @@ impl Communicator {
         }
     }
 
+    /// The segment's flat step of fold `kind` (a scan or a reduce-scatter, every rank
+    /// posting `part` bytes), unless its operator ends with an agreement: that takes
+    /// the messages throughout, on every rank alike (see [`Communicator::reduction_path`]).
+    fn fold_path<T: Element>(
+        &self,
+        tag: u32,
+        (kind, part): (sm::Kind, usize),
+        fold: sm::Folder<T>,
+    ) -> sm::Path<impl FnMut(&mut [Vec<T>]) -> Result<bool, MsgError> + Send + 'static> {
+        if fold.agrees() {
+            return sm::Path::Messages(None);
+        }
+        sm::flat_step(&self.core, tag, (kind, None), part, fold)
+    }
+
     /// Starts `s` (its first round goes out now) and hands it to the progress engine.
     fn start<T: Element, R: 'static>(
         op: &'static str,
@@ -361,7 +376,13 @@ impl Communicator {
         // same path.
         route(
             &mut s,
-            sm::flat_step(&self.core, tag, sm::Kind::Gather, Some(root as usize), part),
+            sm::flat_step(
+                &self.core,
+                tag,
+                (sm::Kind::Gather, Some(root as usize)),
+                part,
+                sm::Blocks,
+            ),
             |s| {
                 let g = Group::all(&self.core);
                 plans::gather(s, &g, root as usize, tag, (1, 0), &vec![len; n]);
@@ -427,7 +448,13 @@ impl Communicator {
         // same path.
         route(
             &mut s,
-            sm::flat_step(&self.core, tag, sm::Kind::Allgather, None, part),
+            sm::flat_step(
+                &self.core,
+                tag,
+                (sm::Kind::Allgather, None),
+                part,
+                sm::Blocks,
+            ),
             |s| {
                 let g = Group::all(&self.core);
                 plans::ring_allgather(s, &g, tag, 0, &vec![len; n]);
@@ -452,7 +479,13 @@ impl Communicator {
         let mut s = self.schedule(tag, vec![out, send]);
         route(
             &mut s,
-            sm::flat_step(&self.core, tag, sm::Kind::Alltoall, None, whole),
+            sm::flat_step(
+                &self.core,
+                tag,
+                (sm::Kind::Alltoall, None),
+                whole,
+                sm::Column(self.rank() as usize),
+            ),
             |s| {
                 let g = Group::all(&self.core);
                 plans::alltoall(s, &g, tag, (1, 0), block);
@@ -471,11 +504,24 @@ impl Communicator {
         op: Op<T>,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
         let tag = self.core.next_coll_tag();
+        let part = std::mem::size_of_val(buf.as_slice());
         let partial = buf.clone();
         let tmp = vec![T::default(); buf.len()];
+        // Slot 1 is what the segment's members post, slot 0 the result from their own.
         let mut s = self.schedule(tag, vec![buf, partial, tmp]);
-        let g = Group::all(&self.core);
-        plans::scan(&mut s, &g, tag, (0, 1, 2), &op);
+        let me = self.rank() as usize;
+        route(
+            &mut s,
+            self.fold_path(
+                tag,
+                (sm::Kind::Scan, part),
+                sm::Folder::scan(op.clone(), me),
+            ),
+            |s| {
+                let g = Group::all(&self.core);
+                plans::scan(s, &g, tag, (0, 1, 2), &op);
+            },
+        );
         Self::start("scan", self.agree(s, tag, &op), first)
     }
 
@@ -499,11 +545,27 @@ impl Communicator {
             send.len(),
             total,
         )?;
-        let out = vec![T::default(); counts[self.rank() as usize]];
+        let me = self.rank() as usize;
+        let from: usize = counts[..me].iter().sum();
+        // This rank's own block, where the segment's fold starts (the messages' plan
+        // overwrites it).
+        let out = send[from..from + counts[me]].to_vec();
+        let whole = std::mem::size_of_val(send.as_slice());
         let tmp = vec![T::default(); total];
         let mut s = self.schedule(tag, vec![out, send, tmp]);
-        let g = Group::all(&self.core);
-        plans::reduce_scatter(&mut s, &g, tag, (1, 2, 0), &counts, &op);
+        let at = from * std::mem::size_of::<T>();
+        route(
+            &mut s,
+            self.fold_path(
+                tag,
+                (sm::Kind::ReduceScatter, whole),
+                sm::Folder::block(op.clone(), me, at),
+            ),
+            |s| {
+                let g = Group::all(&self.core);
+                plans::reduce_scatter(s, &g, tag, (1, 2, 0), &counts, &op);
+            },
+        );
         Self::start("reduce_scatter", self.agree(s, tag, &op), first)
     }
 }

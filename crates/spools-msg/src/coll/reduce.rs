@@ -260,6 +260,9 @@ impl Communicator {
             recv.len(),
             counts[me],
         )?;
+        if super::sm::reduce_scatter(&self.core, tag, send, counts, recv, op)? {
+            return Ok(());
+        }
         reduce_scatter(
             &self.core,
             &Group::all(&self.core),

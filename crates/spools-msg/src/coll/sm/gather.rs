@@ -3,9 +3,8 @@
 //! (of a gather, the root alone) reads what it needs from every member's slot once they
 //! posted. One step and no root: a member loads the others' lines at once, so their
 //! transfers overlap, and nobody waits for a publication; a gather's contributors are
-//! done once posted, as a reduce's are. A scan is flat too: every member folds the parts
-//! of the members before it, in rank order, into its own. Only within one host (across
-//! hosts: the messages).
+//! done once posted, as a reduce's are. Scans and reduce-scatters are flat too
+//! (`fold.rs`). Only within one host (across hosts: the messages).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -16,11 +15,11 @@ use super::nonblocking::{ready_for, Path};
 use super::{clamp_len, coll_no, halves, post_record, seq_ge, SmComm, Watch, EVERYONE, NOBODY};
 use crate::coll::args::{bytes, bytes_mut};
 use crate::comm_core::CommCore;
-use crate::element::{Element, Op};
+use crate::element::Element;
 use crate::error::MsgError;
 
 /// One flat collective on one member.
-struct Flat<'a> {
+pub(super) struct Flat<'a> {
     sm: &'a SmComm,
     seq: u32,
     no: u32,
@@ -40,7 +39,7 @@ impl Flat<'_> {
     /// (`take(segment, member, sequence number)`, never this member's own), checking its
     /// length against `want(member)`. `Ok(true)` once every member's part was seen, or
     /// for a member that reads nothing (not a gather's root) once posted.
-    fn poll(
+    pub(super) fn poll(
         &mut self,
         part: &[u8],
         want: impl Fn(usize) -> usize,
@@ -105,7 +104,7 @@ impl Flat<'_> {
     }
 
     /// Ends the collective on this member after an error found while waiting.
-    fn abandon(&mut self) {
+    pub(super) fn abandon(&mut self) {
         if !self.done && (self.posted || self.sm.may_post(self.seq)) {
             self.sm.finished(self.seq);
         }
@@ -115,7 +114,7 @@ impl Flat<'_> {
 
 /// Runs a flat collective to its end through the segment's wait; on an error, ends it here
 /// and, where the ranks disagree, marks it failed for the members still waiting.
-fn run(
+pub(super) fn run(
     c: &CommCore,
     sm: &SmComm,
     tag: u32,
@@ -282,18 +281,50 @@ pub(crate) fn gather(
     Ok(true)
 }
 
+/// What a flat step does with each member's part as it arrives, and at its end.
+pub(crate) trait Taker<T>: Send + 'static {
+    /// Takes member `m`'s part of collective `seq` (`at`: the two; `part` bytes, posted)
+    /// into `out`, this member's result; never called for this member's own part.
+    fn take(&mut self, sm: &SmComm, at: (usize, u32), part: usize, out: &mut [T]);
+    /// Once every part this member needs was taken.
+    fn end(&mut self, out: &mut [T]) {
+        let _ = out;
+    }
+}
+
+/// A gather's or an allgather's taker: member m's part is block m of the result.
+pub(crate) struct Blocks;
+
+impl<T: Element> Taker<T> for Blocks {
+    fn take(&mut self, sm: &SmComm, (m, seq): (usize, u32), part: usize, out: &mut [T]) {
+        let r = sm.members[m] as usize;
+        sm.read_data(m, seq, &mut bytes_mut(out)[r * part..(r + 1) * part]);
+    }
+}
+
+/// An alltoall's taker: block `me` (this member's rank) of member m's blocks is block m
+/// of the result.
+pub(crate) struct Column(pub(crate) usize);
+
+impl<T: Element> Taker<T> for Column {
+    fn take(&mut self, sm: &SmComm, (m, seq): (usize, u32), part: usize, out: &mut [T]) {
+        let (r, block) = (sm.members[m] as usize, part / sm.n().max(1));
+        let to = &mut bytes_mut(out)[r * block..(r + 1) * block];
+        sm.read_part(m, seq, part, self.0 * block, to);
+    }
+}
+
 /// The step of a non-blocking flat collective `kind` number `tag >> 8` (a gather to
-/// communicator rank `root`, an allgather or an alltoall: `root` is then `None`) over its
-/// schedule's slots (0: the result, every rank's part, or of an alltoall its block for
-/// this rank, in rank order, this rank's own already in place; 1: what this rank posts,
-/// `part` bytes on every rank: its part, or an alltoall's blocks), with the next
-/// sequence number of `core`'s segment, taken now (see [`super::step`]).
+/// communicator rank `root`, else `root` is `None`) over its schedule's slots (0: this
+/// member's result, what it has of it already in place; 1: what this rank posts, `part`
+/// bytes on every rank), `take` doing with each member's part what the kind does, with
+/// the next sequence number of `core`'s segment, taken now (see [`super::step`]).
 pub(crate) fn flat_step<T: Element>(
     core: &Arc<CommCore>,
     tag: u32,
-    kind: Kind,
-    root: Option<usize>,
+    (kind, root): (Kind, Option<usize>),
     part: usize,
+    mut take: impl Taker<T>,
 ) -> Path<impl FnMut(&mut [Vec<T>]) -> Result<bool, MsgError> + Send + 'static> {
     let Some(sm) = ready_for(core) else {
         return Path::Messages(None);
@@ -337,76 +368,19 @@ pub(crate) fn flat_step<T: Element>(
                 next: at.2,
                 disagree: at.3,
             };
-            let out = bytes_mut(out.as_mut_slice());
-            let block = part / sm.n().max(1);
-            let me = core.rank as usize;
             let r = f.poll(
                 bytes(mine),
                 |_| part,
-                |sm, m, seq| {
-                    let r = sm.members[m] as usize;
-                    match kind {
-                        Kind::Alltoall => {
-                            let to = &mut out[r * block..(r + 1) * block];
-                            sm.read_part(m, seq, part, me * block, to);
-                        }
-                        _ => sm.read_data(m, seq, &mut out[r * part..(r + 1) * part]),
-                    }
-                },
+                |sm, m, seq| take.take(sm, (m, seq), part, out),
             );
-            if r.is_err() {
-                f.abandon();
+            match r {
+                Ok(true) => take.end(out),
+                Ok(false) => {}
+                Err(_) => f.abandon(),
             }
             at = (f.posted, f.done, f.next, f.disagree);
             r
         },
         watch,
     )
-}
-
-/// Inclusive scan within one host (across hosts: the messages): `acc` holds this rank's
-/// part, and on return the parts of ranks 0 to this one combined with `op` in rank
-/// order. `Ok(false)` when the segment does not serve it.
-///
-/// # Errors
-/// [`MsgError::Mismatch`] when a member's part has another length, a dead rank.
-pub(crate) fn scan<T: Element>(
-    c: &CommCore,
-    tag: u32,
-    acc: &mut [T],
-    op: &Op<T>,
-) -> Result<bool, MsgError> {
-    let part = std::mem::size_of_val(acc);
-    let Some((sm, _)) = place(c, &c.hosts, tag, (Kind::Scan, part), false)? else {
-        return Ok(false);
-    };
-    // One host: a member's index is its rank. The parts before this member's, combined.
-    let me = sm.me;
-    let mut before: Vec<T> = Vec::new();
-    let mut tmp = vec![T::default(); acc.len()];
-    let kind = (Kind::Scan, None);
-    run(
-        c,
-        sm,
-        tag,
-        kind,
-        bytes(acc),
-        |_| part,
-        |sm, m, seq| {
-            if m > me {
-                return;
-            }
-            sm.read_data(m, seq, bytes_mut(&mut tmp));
-            if m == 0 {
-                std::mem::swap(&mut before, &mut tmp);
-                tmp.resize(before.len(), T::default());
-            } else {
-                op.combine(&mut before, &tmp, true);
-            }
-        },
-    )?;
-    if me > 0 {
-        op.combine(acc, &before, false);
-    }
-    Ok(true)
 }

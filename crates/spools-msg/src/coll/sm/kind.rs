@@ -21,6 +21,8 @@ pub(crate) enum Kind {
     Scatter,
     /// Member i gets the buffers of members 0 to i combined.
     Scan,
+    /// Member j gets block j of everyone's buffer combined.
+    ReduceScatter,
 }
 
 impl Kind {
@@ -35,6 +37,7 @@ impl Kind {
             Kind::Gather => "gather",
             Kind::Scatter => "scatter",
             Kind::Scan => "scan",
+            Kind::ReduceScatter => "reduce_scatter",
         }
     }
 
@@ -47,6 +50,7 @@ impl Kind {
                 | Kind::Alltoall
                 | Kind::Gather
                 | Kind::Scan
+                | Kind::ReduceScatter
         )
     }
 

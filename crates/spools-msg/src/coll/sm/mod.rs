@@ -1,10 +1,11 @@
 //! Collectives of small messages through shared memory within a host (Open MPI's coll/sm,
 //! MPICH's release/gather): one segment per communicator and host, holding two cache lines
 //! of flags per local member (a hot one it writes at every post, a cold one), two data
-//! slots per member and a ring of result slots. Allgather(v), alltoall, gather and scan are
-//! flat (`gather.rs`: every member posts its part and reads everyone's; a gather's root
-//! alone reads them, and its contributors are done once posted; a scan's member folds the
-//! parts before its own).
+//! slots per member and a ring of result slots. Allgather(v), alltoall, gather, scan and
+//! reduce-scatter are flat (`gather.rs`: every member posts its part and reads everyone's;
+//! a gather's root alone reads them, and its contributors are done once posted; `fold.rs`:
+//! a scan's member folds the parts before its own, a reduce-scatter's member its block of
+//! everyone's).
 //!
 //! Every collective of this kind has a sequence number `s` (the same on every member, as
 //! they call collectives in the same order; it wraps, and comparisons are modular). Barrier,
@@ -101,6 +102,7 @@
 //! than read); other communicators are not affected.
 
 mod coll;
+mod fold;
 mod gather;
 mod kind;
 mod machine;
@@ -119,7 +121,8 @@ use crate::error::MsgError;
 pub(crate) use coll::{
     allreduce, barrier, bcast, failed, reduce, scatter, ALLREDUCE_LEADER_TAGS, BCAST_LEADER_TAGS,
 };
-pub(crate) use gather::{allgatherv, alltoall, flat_step, gather, scan};
+pub(crate) use fold::{reduce_scatter, scan, Folder};
+pub(crate) use gather::{allgatherv, alltoall, flat_step, gather, Blocks, Column};
 pub(crate) use kind::Kind;
 pub(crate) use nonblocking::{step, Path};
 pub(crate) use slot::SmSlot;

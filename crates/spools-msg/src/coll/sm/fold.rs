@@ -1,0 +1,153 @@
+//! Scan and reduce-scatter through the segment, flat (as `gather.rs`'s collectives):
+//! every member posts its whole buffer and folds, in rank order, what it needs of the
+//! others': a scan's member the parts of the members before it, a reduce-scatter's
+//! member its own block of everyone's. One step and no root, within one host only
+//! (across hosts: the messages).
+
+use super::coll::place;
+use super::gather::{run, Taker};
+use super::kind::Kind;
+use super::SmComm;
+use crate::coll::args::{bytes, bytes_mut};
+use crate::comm_core::CommCore;
+use crate::element::{Element, Op};
+use crate::error::MsgError;
+
+/// A member's fold of the others' parts around its own, in rank order: the result
+/// starts as this member's own part (or block); the parts of the members before it are
+/// folded into `before`, those after it straight into the result, and `before` goes in
+/// front at the end.
+pub(crate) struct Folder<T: Element> {
+    op: Op<T>,
+    /// This member's index (its rank: one host).
+    me: usize,
+    /// Where this member's block starts in each part, in bytes (0: the whole part).
+    at: usize,
+    /// Whether the members after this one count (not in a scan).
+    after: bool,
+    before: Vec<T>,
+    has_before: bool,
+    tmp: Vec<T>,
+}
+
+impl<T: Element> Folder<T> {
+    /// A scan's fold for member `me`.
+    pub(crate) fn scan(op: Op<T>, me: usize) -> Folder<T> {
+        Folder::new(op, me, 0, false)
+    }
+
+    /// A reduce-scatter's fold for member `me`, whose block starts `at` bytes into
+    /// every part.
+    pub(crate) fn block(op: Op<T>, me: usize, at: usize) -> Folder<T> {
+        Folder::new(op, me, at, true)
+    }
+
+    /// Whether its operator ends with an agreement ([`Op::with_verdict`]).
+    pub(crate) fn agrees(&self) -> bool {
+        self.op.verdict().is_some()
+    }
+
+    fn new(op: Op<T>, me: usize, at: usize, after: bool) -> Folder<T> {
+        Folder {
+            op,
+            me,
+            at,
+            after,
+            before: Vec::new(),
+            has_before: false,
+            tmp: Vec::new(),
+        }
+    }
+}
+
+impl<T: Element> Taker<T> for Folder<T> {
+    fn take(&mut self, sm: &SmComm, (m, seq): (usize, u32), part: usize, out: &mut [T]) {
+        if m > self.me && !self.after {
+            return;
+        }
+        self.tmp.resize(out.len(), T::default());
+        sm.read_part(m, seq, part, self.at, bytes_mut(&mut self.tmp));
+        if m > self.me {
+            self.op.combine(out, &self.tmp, true);
+        } else if self.has_before {
+            self.op.combine(&mut self.before, &self.tmp, true);
+        } else {
+            std::mem::swap(&mut self.before, &mut self.tmp);
+            self.has_before = true;
+        }
+    }
+
+    fn end(&mut self, out: &mut [T]) {
+        if self.has_before {
+            self.op.combine(out, &self.before, false);
+        }
+    }
+}
+
+/// Inclusive scan within one host (across hosts: the messages): `acc` holds this rank's
+/// part, and on return the parts of ranks 0 to this one combined with `op` in rank
+/// order. `Ok(false)` when the segment does not serve it.
+///
+/// # Errors
+/// [`MsgError::Mismatch`] when a member's part has another length, a dead rank.
+pub(crate) fn scan<T: Element>(
+    c: &CommCore,
+    tag: u32,
+    acc: &mut [T],
+    op: &Op<T>,
+) -> Result<bool, MsgError> {
+    let part = std::mem::size_of_val(acc);
+    let Some((sm, _)) = place(c, &c.hosts, tag, (Kind::Scan, part), false)? else {
+        return Ok(false);
+    };
+    let mine = acc.to_vec();
+    let mut f = Folder::scan(op.clone(), sm.me);
+    run(
+        c,
+        sm,
+        tag,
+        (Kind::Scan, None),
+        bytes(&mine),
+        |_| part,
+        |sm, m, seq| f.take(sm, (m, seq), part, acc),
+    )?;
+    f.end(acc);
+    Ok(true)
+}
+
+/// Reduce-scatter within one host (across hosts: the messages): every rank's `send`
+/// (blocks of `counts` elements, the same on every rank), combined with `op` in rank
+/// order, leaves block r in rank r's `recv`. `Ok(false)` when the segment does not
+/// serve it.
+///
+/// # Errors
+/// [`MsgError::Mismatch`] when a member's buffer has another length, a dead rank.
+pub(crate) fn reduce_scatter<T: Element>(
+    c: &CommCore,
+    tag: u32,
+    send: &[T],
+    counts: &[usize],
+    recv: &mut [T],
+    op: &Op<T>,
+) -> Result<bool, MsgError> {
+    let whole = std::mem::size_of_val(send);
+    let Some((sm, _)) = place(c, &c.hosts, tag, (Kind::ReduceScatter, whole), false)? else {
+        return Ok(false);
+    };
+    // One host: a member's index is its rank.
+    let me = sm.me;
+    let from: usize = counts[..me].iter().sum();
+    recv.copy_from_slice(&send[from..from + counts[me]]);
+    let mut f = Folder::block(op.clone(), me, from * std::mem::size_of::<T>());
+    run(
+        c,
+        sm,
+        tag,
+        (Kind::ReduceScatter, None),
+        bytes(send),
+        |_| whole,
+        |sm, m, seq| f.take(sm, (m, seq), whole, recv),
+    )?;
+    f.end(recv);
+    Ok(true)
+}
