@@ -5990,7 +5990,7 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter(
     comm: MPI_Comm,
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Reduce_scatter`'s.
-    unsafe { crate::vcoll::MPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm) }
+    unsafe { crate::collv::MPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm) }
 }
 
 /// The profiling name of `MPI_Reduce_scatter_c`.
@@ -6004,7 +6004,7 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_c(
     comm: MPI_Comm,
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Reduce_scatter_c`'s.
-    unsafe { crate::vcoll::MPI_Reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm) }
+    unsafe { crate::collv::MPI_Reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm) }
 }
 
 /// The profiling name of `MPI_Reduce_scatter_block`.
@@ -6019,7 +6019,7 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Reduce_scatter_block`'s.
     unsafe {
-        crate::vcoll::MPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm)
+        crate::collv::MPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm)
     }
 }
 
@@ -6035,7 +6035,7 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_block_c(
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Reduce_scatter_block_c`'s.
     unsafe {
-        crate::vcoll::MPI_Reduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm)
+        crate::collv::MPI_Reduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm)
     }
 }
 

@@ -414,18 +414,20 @@ pub(crate) fn engine(op: MPI_Op, dt: MPI_Datatype, t: &Arc<TypeObj>) -> Result<E
     })
 }
 
-/// Spools' operator on the bytes of `red`'s contributions (whole ones: not
-/// commutative, so never split into blocks), combined in rank order by its function.
+/// Spools' operator on the bytes of `red`'s contributions, combined in rank order by
+/// its function: not commutative, so never split into blocks, but for a reduce-scatter's
+/// blocks (of packed elements only: each call counts the elements its bytes hold).
 pub(crate) fn slice_op(red: &Reducer) -> Op<u8> {
-    let (g, n) = (red.f.clone(), red.n);
+    let (g, n, packed, esize) = (red.f.clone(), red.n, red.packed, red.t.size);
+    let count = move |len: usize| if packed && esize > 0 { len / esize } else { n };
     Op::<u8>::user_slice(
         move |acc: &mut [u8], other: &[u8], acc_is_lower: bool| {
             if acc_is_lower {
                 let mut io = other.to_vec();
-                g(acc, &mut io, n);
+                g(acc, &mut io, count(acc.len()));
                 acc.copy_from_slice(&io);
             } else {
-                g(other, acc, n);
+                g(other, acc, count(acc.len()));
             }
         },
         false,

@@ -1052,7 +1052,7 @@ forms!(MPI_Exscan, MPI_Exscan_c, MPI_Iexscan, MPI_Iexscan_c, MPI_Exscan_init, MP
     reduce_start(comm, sendbuf as usize, recvbuf as usize, count as i64, datatype, op, Fold::Exscan, Vec::new(), "MPI_Exscan")
 });
 
-forms!(MPI_Reduce_scatter_block, MPI_Reduce_scatter_block_c, MPI_Ireduce_scatter_block, MPI_Ireduce_scatter_block_c, MPI_Reduce_scatter_block_init, MPI_Reduce_scatter_block_init_c, comm;
+forms!(-, -, MPI_Ireduce_scatter_block, MPI_Ireduce_scatter_block_c, MPI_Reduce_scatter_block_init, MPI_Reduce_scatter_block_init_c, comm;
     (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Reduce_scatter_block";
     let n = self::comm(comm, call)?.local_size() as usize;
@@ -1060,7 +1060,7 @@ forms!(MPI_Reduce_scatter_block, MPI_Reduce_scatter_block_c, MPI_Ireduce_scatter
     scatter_start(comm, sendbuf as usize, recvbuf as usize, vec![k; n], datatype, op, call)
 });
 
-forms!(MPI_Reduce_scatter, MPI_Reduce_scatter_c, MPI_Ireduce_scatter, MPI_Ireduce_scatter_c, MPI_Reduce_scatter_init, MPI_Reduce_scatter_init_c, comm;
+forms!(-, -, MPI_Ireduce_scatter, MPI_Ireduce_scatter_c, MPI_Reduce_scatter_init, MPI_Reduce_scatter_init_c, comm;
     (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Reduce_scatter";
     let n = self::comm(comm, call)?.local_size() as usize;

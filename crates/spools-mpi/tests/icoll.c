@@ -5,7 +5,9 @@
  * strided type, with send and receive types that differ but agree in signature, with
  * MINLOC (combined byte-wise) and a non-commutative user operator; all of one count in
  * flight at once and waited in reverse order; persistent ones started three times with
- * new data. argv[1]: hosts to play (SPOOLS_HOST_ID by rank), 1 if absent. */
+ * new data; and the blocking reduce-scatters (blocks of one count and of several, in
+ * place, strided, MINLOC, the user operator) and allgatherv beside them.
+ * argv[1]: hosts to play (SPOOLS_HOST_ID by rank), 1 if absent. */
 #include "check.h"
 #include <stdint.h>
 #include <string.h>
@@ -181,6 +183,76 @@ static void round_of(MPI_Comm comm, int k, int root, int salt) {
   free(atin), free(rsvec), free(rsout), free(loc), free(locout), free(mats), free(matout);
 }
 
+/* Blocking reduce-scatters: rank i's block is k (+ i % 2 for MPI_Reduce_scatter)
+ * elements of everyone's vector combined. */
+static void reduce_scatters(MPI_Comm comm, int k, int salt) {
+  size_t n = (size_t)k;
+  int *cnt = malloc(sizeof(int) * size), tot = 0, from = 0;
+  for (int i = 0; i < size; i++) {
+    cnt[i] = k + i % 2;
+    if (i < rank) from += cnt[i];
+    tot += cnt[i];
+  }
+  size_t all = n * size, mine = (size_t)cnt[rank];
+  int *in = malloc((all + 1) * sizeof(int)), *out = malloc((n + 1) * sizeof(int));
+  int *vin = malloc((tot + 1) * sizeof(int)), *vout = malloc((mine + 1) * sizeof(int));
+  int *ip = malloc((tot + 1) * sizeof(int)), *str = malloc((2 * all + 1) * sizeof(int));
+  int *strout = malloc((2 * n + 1) * sizeof(int));
+  int (*loc)[2] = malloc((all + 1) * sizeof(int[2])), (*locout)[2] = malloc((n + 1) * sizeof(int[2]));
+  int32_t *mats = malloc((4 * all + 4) * sizeof(int32_t)), *matout = malloc((4 * n + 4) * sizeof(int32_t));
+  for (size_t i = 0; i < all; i++) {
+    in[i] = v(rank, (int)i, salt);
+    str[2 * i] = v(rank, (int)i, salt), str[2 * i + 1] = -1;
+    loc[i][0] = (rank * 5 + (int)i) % 3, loc[i][1] = rank;
+    mat_of(rank, (int)i, mats + 4 * i);
+  }
+  for (int i = 0; i < tot; i++) vin[i] = ip[i] = v(rank, i, salt + 1);
+  for (size_t i = 0; i < 2 * n; i++) strout[i] = -9;
+  MPI_Datatype every2, mat;
+  OK(MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &every2));
+  OK(MPI_Type_commit(&every2));
+  OK(MPI_Type_contiguous(4, MPI_INT, &mat));
+  OK(MPI_Type_commit(&mat));
+  MPI_Op mm;
+  OK(MPI_Op_create(matmul, 0, &mm));
+  OK(MPI_Reduce_scatter_block(in, out, k, MPI_INT, MPI_SUM, comm));
+  OK(MPI_Reduce_scatter(vin, vout, cnt, MPI_INT, MPI_SUM, comm));
+  OK(MPI_Reduce_scatter(MPI_IN_PLACE, ip, cnt, MPI_INT, MPI_MAX, comm));
+  OK(MPI_Reduce_scatter_block(str, strout, k, every2, MPI_SUM, comm));
+  OK(MPI_Reduce_scatter_block(loc, locout, k, MPI_2INT, MPI_MINLOC, comm));
+  OK(MPI_Reduce_scatter_block(mats, matout, k, mat, mm, comm));
+  for (size_t j = 0; j < n; j++) {
+    int at = rank * k + (int)j, s = 0, lv = 3, li = -1;
+    for (int r = 0; r < size; r++) {
+      s += v(r, at, salt);
+      int x = (r * 5 + at) % 3;
+      if (x < lv) lv = x, li = r;
+    }
+    CHECK(out[j] == s, "reduce_scatter_block k=%d [%zu] %d != %d", k, j, out[j], s);
+    CHECK(strout[2 * j] == s && strout[2 * j + 1] == -9, "strided reduce_scatter_block k=%d [%zu]", k, j);
+    CHECK(locout[j][0] == lv && locout[j][1] == li, "minloc reduce_scatter_block k=%d [%zu]", k, j);
+    int32_t m[4], t[4];
+    mat_of(size - 1, at, m);
+    for (int r = size - 2; r >= 0; r--) {
+      int one = 1;
+      mat_of(r, at, t);
+      matmul(t, m, &one, NULL);
+    }
+    CHECK(memcmp(m, matout + 4 * j, sizeof m) == 0, "matrices reduce_scatter_block k=%d [%zu]", k, j);
+  }
+  for (size_t j = 0; j < mine; j++) {
+    int s = 0, mx = v(size - 1, from + (int)j, salt + 1);
+    for (int r = 0; r < size; r++) s += v(r, from + (int)j, salt + 1);
+    CHECK(vout[j] == s, "reduce_scatter k=%d [%zu] %d != %d", k, j, vout[j], s);
+    CHECK(ip[j] == mx, "reduce_scatter in place k=%d [%zu] %d != %d", k, j, ip[j], mx);
+  }
+  OK(MPI_Op_free(&mm));
+  OK(MPI_Type_free(&mat));
+  OK(MPI_Type_free(&every2));
+  free(cnt), free(in), free(out), free(vin), free(vout), free(ip), free(str), free(strout);
+  free(loc), free(locout), free(mats), free(matout);
+}
+
 /* Persistent collectives started three times, with new data each time. */
 static void persistent(MPI_Comm comm, int k) {
   size_t n = (size_t)k;
@@ -227,6 +299,7 @@ int main(int argc, char **argv) {
   for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
     round_of(MPI_COMM_WORLD, counts[c], 0, salt++);
     round_of(MPI_COMM_WORLD, counts[c], size - 1, salt++);
+    reduce_scatters(MPI_COMM_WORLD, counts[c], salt++);
   }
   persistent(MPI_COMM_WORLD, 3);
   persistent(MPI_COMM_WORLD, 1500);
