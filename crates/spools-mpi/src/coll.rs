@@ -136,7 +136,7 @@ unsafe fn reduction(
     op: MPI_Op,
     comm: MPI_Comm,
     which: Option<c_int>,
-    scan: bool,
+    scan: Option<bool>,
     call: &'static str,
 ) -> c_int {
     let r = (|| {
@@ -144,16 +144,15 @@ unsafe fn reduction(
         let n = ccount(count, call)?;
         let t: Arc<TypeObj> = committed(datatype, call)?;
         let which = match (which, scan) {
-            (_, true) => Which::Scan,
-            (Some(root), _) => Which::Root(root_of(&c, root, call)?),
-            (None, _) => Which::All,
+            (_, Some(true)) => Which::Scan,
+            (_, Some(false)) => Which::Exscan,
+            (Some(root), None) => Which::Root(root_of(&c, root, call)?),
+            (None, None) => Which::All,
         };
-        // The root's result and everyone's in the other reductions; in place only there.
-        let gets = match which {
-            Which::Root(r) => c.comm.rank() == r,
-            _ => true,
-        };
-        let inplace = gets && in_place(sendbuf);
+        // The root's result and everyone's in the other reductions but an exclusive
+        // scan's rank 0; in place there (and on that rank 0).
+        let gets = which.gets(c.comm.rank());
+        let inplace = (gets || matches!(which, Which::Exscan)) && in_place(sendbuf);
         if !inplace {
             buffer(sendbuf as usize, n, &t, call, "sendbuf")?;
         }
@@ -220,7 +219,7 @@ unsafe fn reduce_(
             op,
             comm,
             Some(root),
-            false,
+            None,
             call,
         )
     }
@@ -254,7 +253,7 @@ unsafe fn allreduce(
     // SAFETY: the caller's contract.
     unsafe {
         reduction(
-            sendbuf, recvbuf, count, datatype, op, comm, None, false, call,
+            sendbuf, recvbuf, count, datatype, op, comm, None, None, call,
         )
     }
 }
@@ -287,7 +286,57 @@ unsafe fn scan(
     // SAFETY: the caller's contract.
     unsafe {
         reduction(
-            sendbuf, recvbuf, count, datatype, op, comm, None, true, call,
+            sendbuf,
+            recvbuf,
+            count,
+            datatype,
+            op,
+            comm,
+            None,
+            Some(true),
+            call,
+        )
+    }
+}
+
+/// `MPI_Exscan` and `MPI_Exscan_c`: rank i > 0 gets the reduction of ranks 0 to i - 1;
+/// one body for the `int` and the `MPI_Count` counts (the error messages name `call`).
+///
+/// # Safety
+/// The caller's contract of `MPI_Exscan`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn exscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    call: &'static str,
+) -> c_int {
+    if is_inter(comm) {
+        let mut q = MPI_REQUEST_NULL;
+        // SAFETY: the caller's contract, passed on (refused there: no scan on an
+        // intercommunicator).
+        return unsafe {
+            waited(
+                crate::vcoll::MPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, &mut q),
+                &mut q,
+            )
+        };
+    }
+    // SAFETY: the caller's contract.
+    unsafe {
+        reduction(
+            sendbuf,
+            recvbuf,
+            count,
+            datatype,
+            op,
+            comm,
+            None,
+            Some(false),
+            call,
         )
     }
 }
@@ -740,6 +789,8 @@ both_forms!(MPI_Reduce, MPI_Reduce_c; reduce_;
 both_forms!(MPI_Allreduce, MPI_Allreduce_c; allreduce;
     (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, count: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm));
 both_forms!(MPI_Scan, MPI_Scan_c; scan;
+    (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, count: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm));
+both_forms!(MPI_Exscan, MPI_Exscan_c; exscan;
     (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, count: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm));
 both_forms!(MPI_Gather, MPI_Gather_c; gather;
     (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm));

@@ -1664,7 +1664,7 @@ pub unsafe extern "C" fn PMPI_Exscan(
     comm: MPI_Comm,
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Exscan`'s.
-    unsafe { crate::vcoll::MPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm) }
+    unsafe { crate::coll::MPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm) }
 }
 
 /// The profiling name of `MPI_Exscan_c`.
@@ -1678,7 +1678,7 @@ pub unsafe extern "C" fn PMPI_Exscan_c(
     comm: MPI_Comm,
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Exscan_c`'s.
-    unsafe { crate::vcoll::MPI_Exscan_c(sendbuf, recvbuf, count, datatype, op, comm) }
+    unsafe { crate::coll::MPI_Exscan_c(sendbuf, recvbuf, count, datatype, op, comm) }
 }
 
 /// The profiling name of `MPI_Exscan_init`.

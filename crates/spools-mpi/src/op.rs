@@ -45,6 +45,19 @@ pub(crate) enum Which {
     Root(u32),
     /// Rank i gets the reduction of ranks 0..=i (scan).
     Scan,
+    /// Rank i > 0 gets the reduction of ranks 0..i (exclusive scan).
+    Exscan,
+}
+
+impl Which {
+    /// Whether rank `me` gets a result.
+    pub(crate) fn gets(self, me: u32) -> bool {
+        match self {
+            Which::Root(r) => me == r,
+            Which::Exscan => me > 0,
+            Which::All | Which::Scan => true,
+        }
+    }
 }
 
 /// A byte-wise combining function: `f(in, inout)`, `inout = in op inout`.
@@ -266,19 +279,21 @@ fn run<T: Element>(
             let n = bytes / std::mem::size_of::<T>();
             // SAFETY: `Src::Direct`'s contract: `n` aligned elements.
             let s = unsafe { std::slice::from_raw_parts(send.cast::<T>(), n) };
-            let gets = match which {
-                Which::Root(r) => c.rank() == r,
-                _ => true,
-            };
-            let r: &mut [T] = if gets {
+            // An exclusive scan's rank 0 gets nothing, yet passes a buffer as long.
+            let mut scratch = Vec::new();
+            let r: &mut [T] = if which.gets(c.rank()) {
                 // SAFETY: as above, and disjoint from `s`.
                 unsafe { std::slice::from_raw_parts_mut(recv.cast::<T>(), n) }
+            } else if matches!(which, Which::Exscan) {
+                scratch.resize(n, T::default());
+                &mut scratch
             } else {
                 &mut []
             };
             match which {
                 Which::All => c.allreduce(s, r, op)?,
                 Which::Scan => c.scan(s, r, op)?,
+                Which::Exscan => c.exscan(s, r, op)?,
                 Which::Root(root) => c.reduce(s, r, op, root)?,
             }
             return Ok(Vec::new());
@@ -289,6 +304,7 @@ fn run<T: Element>(
     match which {
         Which::All => c.allreduce(&send, &mut recv, op)?,
         Which::Scan => c.scan(&send, &mut recv, op)?,
+        Which::Exscan => c.exscan(&send, &mut recv, op)?,
         Which::Root(r) => {
             if c.rank() == r {
                 c.reduce(&send, &mut recv, op, r)?;
@@ -450,10 +466,7 @@ pub(crate) unsafe fn reduce(
     op: MPI_Op,
     which: Which,
 ) -> Result<(), MpiError> {
-    let gets = match which {
-        Which::Root(r) => c.rank() == r,
-        _ => true,
-    };
+    let gets = which.gets(c.rank());
     let (f, packed) = match plan(op, dt, t)? {
         Plan::Typed(b, op) => {
             let bytes = n * t.size;

@@ -1047,7 +1047,7 @@ forms!(-, -, MPI_Iscan, MPI_Iscan_c, MPI_Scan_init, MPI_Scan_init_c, comm;
     reduce_start(comm, sendbuf as usize, recvbuf as usize, count as i64, datatype, op, Fold::Scan, Vec::new(), "MPI_Iscan")
 });
 
-forms!(MPI_Exscan, MPI_Exscan_c, MPI_Iexscan, MPI_Iexscan_c, MPI_Exscan_init, MPI_Exscan_init_c, comm;
+forms!(-, -, MPI_Iexscan, MPI_Iexscan_c, MPI_Exscan_init, MPI_Exscan_init_c, comm;
     (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, count: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm), || {
     reduce_start(comm, sendbuf as usize, recvbuf as usize, count as i64, datatype, op, Fold::Exscan, Vec::new(), "MPI_Exscan")
 });

@@ -6,7 +6,8 @@
  * MINLOC (combined byte-wise) and a non-commutative user operator; all of one count in
  * flight at once and waited in reverse order; persistent ones started three times with
  * new data; and the blocking reduce-scatters (blocks of one count and of several, in
- * place, strided, MINLOC, the user operator) and allgatherv beside them.
+ * place, strided, MINLOC, the user operator) and exclusive scans (in place, the user
+ * operator) beside them.
  * argv[1]: hosts to play (SPOOLS_HOST_ID by rank), 1 if absent. */
 #include "check.h"
 #include <stdint.h>
@@ -253,6 +254,44 @@ static void reduce_scatters(MPI_Comm comm, int k, int salt) {
   free(loc), free(locout), free(mats), free(matout);
 }
 
+/* Blocking exclusive scans: rank i > 0 gets the fold of ranks 0 to i - 1; rank 0's
+ * buffer is not looked at. */
+static void exscans(MPI_Comm comm, int k, int salt) {
+  size_t n = (size_t)k;
+  int *in = malloc((n + 1) * sizeof(int)), *out = malloc((n + 1) * sizeof(int));
+  int *ip = malloc((n + 1) * sizeof(int));
+  int32_t *mats = malloc((4 * n + 4) * sizeof(int32_t)), *matout = malloc((4 * n + 4) * sizeof(int32_t));
+  for (size_t i = 0; i < n; i++) {
+    in[i] = ip[i] = v(rank, (int)i, salt);
+    mat_of(rank, (int)i, mats + 4 * i);
+  }
+  MPI_Datatype mat;
+  OK(MPI_Type_contiguous(4, MPI_INT, &mat));
+  OK(MPI_Type_commit(&mat));
+  MPI_Op mm;
+  OK(MPI_Op_create(matmul, 0, &mm));
+  OK(MPI_Exscan(in, out, k, MPI_INT, MPI_SUM, comm));
+  OK(MPI_Exscan(MPI_IN_PLACE, ip, k, MPI_INT, MPI_MAX, comm));
+  OK(MPI_Exscan(mats, matout, k, mat, mm, comm));
+  for (size_t i = 0; i < n && rank > 0; i++) {
+    int s = 0;
+    for (int r = 0; r < rank; r++) s += v(r, (int)i, salt);
+    CHECK(out[i] == s, "exscan k=%d [%zu] %d != %d", k, i, out[i], s);
+    CHECK(ip[i] == v(rank - 1, (int)i, salt), "exscan in place k=%d [%zu] %d", k, i, ip[i]);
+    int32_t m[4], t[4];
+    mat_of(rank - 1, (int)i, m);
+    for (int r = rank - 2; r >= 0; r--) {
+      int one = 1;
+      mat_of(r, (int)i, t);
+      matmul(t, m, &one, NULL);
+    }
+    CHECK(memcmp(m, matout + 4 * i, sizeof m) == 0, "matrices exscan k=%d [%zu] in rank order", k, i);
+  }
+  OK(MPI_Op_free(&mm));
+  OK(MPI_Type_free(&mat));
+  free(in), free(out), free(ip), free(mats), free(matout);
+}
+
 /* Persistent collectives started three times, with new data each time. */
 static void persistent(MPI_Comm comm, int k) {
   size_t n = (size_t)k;
@@ -300,6 +339,7 @@ int main(int argc, char **argv) {
     round_of(MPI_COMM_WORLD, counts[c], 0, salt++);
     round_of(MPI_COMM_WORLD, counts[c], size - 1, salt++);
     reduce_scatters(MPI_COMM_WORLD, counts[c], salt++);
+    exscans(MPI_COMM_WORLD, counts[c], salt++);
   }
   persistent(MPI_COMM_WORLD, 3);
   persistent(MPI_COMM_WORLD, 1500);

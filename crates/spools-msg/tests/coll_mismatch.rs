@@ -129,6 +129,10 @@ fn role() -> Result<(), String> {
                 .map(|_| ())
         }
         "iscan" => w.iscan(mine, Op::Sum).and_then(|r| r.wait()).map(|_| ()),
+        "exscan" => {
+            let mut out = vec![0i64; elems];
+            w.exscan(&mine, &mut out, &Op::Sum)
+        }
         "iallgather" => w.iallgather(mine).and_then(|r| r.wait()).map(|_| ()),
         "ialltoall" => {
             let send: Vec<i64> = (0..n as usize).flat_map(|_| mine.iter().copied()).collect();
@@ -277,6 +281,8 @@ fn ranks_split_over_the_segment_and_the_messages_get_mismatch() {
         case(4, "scan", &[1, 3], &[0, 1, 2, 3], env);
     }
     case(5, "scan", &[2], &[0, 1, 2, 3, 4], &inside);
+    case(3, "exscan", &[0], &[0, 1, 2], &later);
+    case(4, "exscan", &[3], &[0, 1, 2, 3], &inside);
     // Reduce-scatter (flat within one host, by all its bytes): every rank fails.
     for env in [&first[..], &later[..]] {
         case(3, "reduce_scatter", &[0], &[0, 1, 2], env);

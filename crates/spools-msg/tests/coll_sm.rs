@@ -106,7 +106,7 @@ impl Expect<'_> {
 /// Element counts of i64 around the default limit (512 elements = 4 KiB) and a small one.
 const LENS: [usize; 6] = [0, 1, 7, 511, 512, 513];
 
-/// Gather, scatter, allgather, alltoall, scan and reduce-scatter of `len` elements per
+/// Gather, scatter, allgather, alltoall, scans and reduce-scatter of `len` elements per
 /// rank, against the reference (the segment takes a scatter, an alltoall and a
 /// reduce-scatter by all their bytes, `len` times the ranks and more).
 fn moves(c: &Communicator, x: &mut Expect<'_>, len: usize) -> Result<(), String> {
@@ -151,6 +151,25 @@ fn moves(c: &Communicator, x: &mut Expect<'_>, len: usize) -> Result<(), String>
     x.note(K::Moves, b);
     let want = fold(me + 1, |r| affine_input(r, len), affine);
     check(ac == want, || format!("non-commutative scan of {len}"))?;
+    // Exclusive scans: rank 0's buffer stays as it was.
+    let mut ex = vec![7u64; len];
+    e(c.exscan(&affine_input(me, len), &mut ex, &Op::user(affine, false)))?;
+    x.note(K::Moves, b);
+    let want = if me == 0 {
+        vec![7u64; len]
+    } else {
+        fold(me, |r| affine_input(r, len), affine)
+    };
+    check(ex == want, || format!("non-commutative exscan of {len}"))?;
+    let mut es = vec![-3i64; len];
+    e(c.exscan(&input(me, len, 6), &mut es, &Op::Sum))?;
+    x.note(K::Moves, b);
+    let want = if me == 0 {
+        vec![-3i64; len]
+    } else {
+        fold(me, |r| input(r, len, 6), i64::wrapping_add)
+    };
+    check(es == want, || format!("exscan of {len}"))?;
     // Reduce-scatters, blocks of len and len + 1 (the segment takes them by all their
     // bytes), one commutative, one not.
     let counts: Vec<usize> = (0..nu).map(|r| len + r % 2).collect();

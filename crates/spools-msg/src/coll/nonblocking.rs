@@ -515,7 +515,7 @@ impl Communicator {
             self.fold_path(
                 tag,
                 (sm::Kind::Scan, part),
-                sm::Folder::scan(op.clone(), me),
+                sm::Folder::scan(op.clone(), me, true),
             ),
             |s| {
                 let g = Group::all(&self.core);

@@ -106,16 +106,22 @@ pub(crate) fn reduce_scatter<T: Element>(
     scatterv_in(c, g, 0, tag + 2, &acc, counts, out)
 }
 
-/// Inclusive scan by recursive doubling (any member count, rank order kept).
+/// Scan by recursive doubling (any member count, rank order kept): `result` holds this
+/// member's part, and on return the parts of members 0 to this one (`inclusive`) or to
+/// the one before it combined (an exclusive scan leaves member 0's `result` as it was).
 pub(crate) fn scan<T: Element>(
     c: &CommCore,
     g: &Group,
     tag: u32,
     result: &mut [T],
     op: &Op<T>,
+    inclusive: bool,
 ) -> Result<(), MsgError> {
     let n = g.n();
     let me = g.me;
+    // Whether `result` holds a fold yet (an exclusive scan's: not before the first part
+    // from below).
+    let mut has = inclusive;
     let mut partial = result.to_vec();
     let mut tmp = vec![T::default(); result.len()];
     let mut mask = 1;
@@ -134,7 +140,12 @@ pub(crate) fn scan<T: Element>(
             )?;
             if me > dst {
                 op.combine(&mut partial, &tmp, false);
-                op.combine(result, &tmp, false);
+                if has {
+                    op.combine(result, &tmp, false);
+                } else {
+                    result.copy_from_slice(&tmp);
+                    has = true;
+                }
             } else {
                 op.combine(&mut partial, &tmp, true);
             }
@@ -281,10 +292,51 @@ impl Communicator {
     pub fn scan<T: Element>(&self, send: &[T], recv: &mut [T], op: &Op<T>) -> Result<(), MsgError> {
         let tag = self.core.next_coll_tag();
         check("scan", RECV_AS_SEND, recv.len(), send.len())?;
-        recv.copy_from_slice(send);
-        if super::sm::scan(&self.core, tag, recv, op)? {
+        if super::sm::scan(&self.core, tag, (send, recv), op, true)? {
             return Ok(());
         }
-        scan(&self.core, &Group::all(&self.core), tag, recv, op)
+        recv.copy_from_slice(send);
+        scan(&self.core, &Group::all(&self.core), tag, recv, op, true)
+    }
+
+    /// Exclusive prefix reduction: rank i > 0 gets `send` of ranks 0 to i - 1 combined
+    /// with `op` in rank order; rank 0's `recv` is left as it was.
+    ///
+    /// ```
+    /// use spools::Op;
+    /// let world = spools::init().unwrap();
+    /// let me = u64::from(world.rank());
+    /// let mut below = [u64::MAX];
+    /// world.exscan(&[me + 1], &mut below, &Op::Sum).unwrap();
+    /// // Ranks 0 to me - 1 sent 1, 2, ..., me.
+    /// assert_eq!(below, [if me == 0 { u64::MAX } else { me * (me + 1) / 2 }]);
+    /// ```
+    ///
+    /// # Errors
+    /// [`MsgError::BadBuffer`] if `recv` and `send` differ in length, a dead rank.
+    pub fn exscan<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: &Op<T>,
+    ) -> Result<(), MsgError> {
+        let tag = self.core.next_coll_tag();
+        check("exscan", RECV_AS_SEND, recv.len(), send.len())?;
+        if super::sm::scan(&self.core, tag, (send, recv), op, false)? {
+            return Ok(());
+        }
+        let mut fold = send.to_vec();
+        scan(
+            &self.core,
+            &Group::all(&self.core),
+            tag,
+            &mut fold,
+            op,
+            false,
+        )?;
+        if self.rank() > 0 {
+            recv.copy_from_slice(&fold);
+        }
+        Ok(())
     }
 }

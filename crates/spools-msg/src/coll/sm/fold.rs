@@ -1,7 +1,7 @@
-//! Scan and reduce-scatter through the segment, flat (as `gather.rs`'s collectives):
-//! every member posts its whole buffer and folds, in rank order, what it needs of the
-//! others': a scan's member the parts of the members before it, a reduce-scatter's
-//! member its own block of everyone's. One step and no root, within one host only
+//! Scans (inclusive and exclusive) and reduce-scatter through the segment, flat (as
+//! `gather.rs`'s collectives): every member posts its whole buffer and folds, in rank
+//! order, what it needs of the others': a scan's member the parts of the members before
+//! it, a reduce-scatter's member its own block of everyone's. One step and no root, within one host only
 //! (across hosts: the messages).
 
 use super::coll::place;
@@ -25,15 +25,21 @@ pub(crate) struct Folder<T: Element> {
     at: usize,
     /// Whether the members after this one count (not in a scan).
     after: bool,
+    /// Whether this member's own part counts (not in an exclusive scan, whose result is
+    /// the others' fold alone).
+    own: bool,
     before: Vec<T>,
     has_before: bool,
     tmp: Vec<T>,
 }
 
 impl<T: Element> Folder<T> {
-    /// A scan's fold for member `me`.
-    pub(crate) fn scan(op: Op<T>, me: usize) -> Folder<T> {
-        Folder::new(op, me, 0, false)
+    /// A scan's fold for member `me` (`inclusive`: of its own part too).
+    pub(crate) fn scan(op: Op<T>, me: usize, inclusive: bool) -> Folder<T> {
+        Folder {
+            own: inclusive,
+            ..Folder::new(op, me, 0, false)
+        }
     }
 
     /// A reduce-scatter's fold for member `me`, whose block starts `at` bytes into
@@ -53,6 +59,7 @@ impl<T: Element> Folder<T> {
             me,
             at,
             after,
+            own: true,
             before: Vec::new(),
             has_before: false,
             tmp: Vec::new(),
@@ -78,40 +85,47 @@ impl<T: Element> Taker<T> for Folder<T> {
     }
 
     fn end(&mut self, out: &mut [T]) {
-        if self.has_before {
-            self.op.combine(out, &self.before, false);
+        match (self.has_before, self.own) {
+            (true, true) => self.op.combine(out, &self.before, false),
+            (true, false) => out.copy_from_slice(&self.before),
+            (false, _) => {}
         }
     }
 }
 
-/// Inclusive scan within one host (across hosts: the messages): `acc` holds this rank's
-/// part, and on return the parts of ranks 0 to this one combined with `op` in rank
-/// order. `Ok(false)` when the segment does not serve it.
+/// Scan within one host (across hosts: the messages): `mine` is this rank's part; on
+/// return `out` holds the parts of ranks 0 to this one (`inclusive`) or to the one
+/// before it combined with `op` in rank order (an exclusive scan leaves rank 0's `out`
+/// as it was). `Ok(false)` when the segment does not serve it.
 ///
 /// # Errors
 /// [`MsgError::Mismatch`] when a member's part has another length, a dead rank.
 pub(crate) fn scan<T: Element>(
     c: &CommCore,
     tag: u32,
-    acc: &mut [T],
+    (mine, out): (&[T], &mut [T]),
     op: &Op<T>,
+    inclusive: bool,
 ) -> Result<bool, MsgError> {
-    let part = std::mem::size_of_val(acc);
-    let Some((sm, _)) = place(c, &c.hosts, tag, (Kind::Scan, part), false)? else {
+    let part = std::mem::size_of_val(mine);
+    let kind = if inclusive { Kind::Scan } else { Kind::Exscan };
+    let Some((sm, _)) = place(c, &c.hosts, tag, (kind, part), false)? else {
         return Ok(false);
     };
-    let mine = acc.to_vec();
-    let mut f = Folder::scan(op.clone(), sm.me);
+    if inclusive {
+        out.copy_from_slice(mine);
+    }
+    let mut f = Folder::scan(op.clone(), sm.me, inclusive);
     run(
         c,
         sm,
         tag,
-        (Kind::Scan, None),
-        bytes(&mine),
+        (kind, None),
+        bytes(mine),
         |_| part,
-        |sm, m, seq| f.take(sm, (m, seq), part, acc),
+        |sm, m, seq| f.take(sm, (m, seq), part, out),
     )?;
-    f.end(acc);
+    f.end(out);
     Ok(true)
 }
 

@@ -21,6 +21,8 @@ pub(crate) enum Kind {
     Scatter,
     /// Member i gets the buffers of members 0 to i combined.
     Scan,
+    /// Member i gets the buffers of members 0 to i - 1 combined.
+    Exscan,
     /// Member j gets block j of everyone's buffer combined.
     ReduceScatter,
 }
@@ -37,6 +39,7 @@ impl Kind {
             Kind::Gather => "gather",
             Kind::Scatter => "scatter",
             Kind::Scan => "scan",
+            Kind::Exscan => "exscan",
             Kind::ReduceScatter => "reduce_scatter",
         }
     }
@@ -50,6 +53,7 @@ impl Kind {
                 | Kind::Alltoall
                 | Kind::Gather
                 | Kind::Scan
+                | Kind::Exscan
                 | Kind::ReduceScatter
         )
     }
