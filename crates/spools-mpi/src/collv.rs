@@ -1,9 +1,9 @@
-//! The blocking allgatherv and reduce-scatters of an intracommunicator on Spools' own
-//! (`Communicator::allgatherv`, `reduce_scatter`: the shared-memory engine within a host,
-//! the ring or the hierarchical algorithms beyond), instead of `vcoll`'s linear exchange.
-//! Allgatherv uses the program's receive buffer in place when its datatype is contiguous
-//! and its blocks lie one after the other in rank order, else one packed copy unpacked
-//! block by block; a reduce-scatter reduces packed elements (a predefined operator as
+//! The blocking allgatherv, alltoallv and reduce-scatters of an intracommunicator on
+//! Spools' own (`Communicator::allgatherv`, `alltoallv`, `reduce_scatter`: the
+//! shared-memory engine within a host, the ring, pairwise or hierarchical algorithms
+//! beyond), instead of `vcoll`'s exchange of packed copies. Allgatherv and alltoallv use
+//! the program's buffers in place when a side's datatype is contiguous and its blocks lie
+//! one after the other in rank order, else one packed copy, unpacked block by block; a reduce-scatter reduces packed elements (a predefined operator as
 //! Spools' typed one, a user function on the caller's thread, block by block).
 //! Intercommunicators, and reduce-scatters combined byte-wise (MINLOC, long double and
 //! complex arithmetic, whose contributions are not packed), wait for the non-blocking
@@ -77,14 +77,7 @@ unsafe fn allgatherv<K: Copy + Wide, D: Copy + Wide>(
     let agrees = mine.len() == bytes[me];
     bytes[me] = mine.len();
     let total: usize = bytes.iter().sum();
-    let packed = d
-        .iter()
-        .zip(&k)
-        .try_fold(0i64, |next, (&d, &k)| {
-            (d == next).then_some(next + k as i64)
-        })
-        .is_some();
-    if agrees && packed && rt.contiguous() && total > 0 && !recvbuf.is_null() {
+    if agrees && packed_displs(&k, &d) && rt.contiguous() && total > 0 && !recvbuf.is_null() {
         // SAFETY: the receive buffer's blocks, one after the other from its start, are
         // `total` bytes (checked above); `mine` is a copy, apart from them.
         let out = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), total) };
@@ -202,6 +195,220 @@ pub unsafe extern "C" fn MPI_Allgatherv_c(
         )
     };
     on_comm(comm, r)
+}
+
+/// Whether `d` puts blocks of `k` elements one after the other from 0, in rank order.
+fn packed_displs(k: &[usize], d: &[i64]) -> bool {
+    d.iter()
+        .zip(k)
+        .try_fold(0i64, |next, (&d, &k)| {
+            (d == next).then_some(next + k as i64)
+        })
+        .is_some()
+}
+
+/// The blocking alltoallv: block j of this rank's send blocks (`sk[j]` elements of `st`
+/// at `sd[j]` extents; in place, the receive blocks) to rank j, rank i's block for this
+/// rank into receive block i.
+///
+/// # Safety
+/// The caller's contract of `MPI_Alltoallv`.
+unsafe fn alltoallv(
+    sendbuf: *const c_void,
+    (sk, sd, st): (&[i64], &[i64], MPI_Datatype),
+    recvbuf: *mut c_void,
+    (rk, rd, rt): (&[i64], &[i64], MPI_Datatype),
+    comm_h: MPI_Comm,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    let c = comm(comm_h, call)?;
+    let inplace = sendbuf as usize == MPI_IN_PLACE;
+    let rt = committed(rt, call)?;
+    let rk = counts(rk, call)?;
+    for (&k, &d) in rk.iter().zip(rd) {
+        block(
+            recvbuf as usize,
+            d as isize * rt.extent,
+            k,
+            &rt,
+            call,
+            "recvbuf",
+        )?;
+    }
+    let rat = |i: usize| (recvbuf as isize).wrapping_add(rd[i] as isize * rt.extent) as *mut u8;
+    // This rank's send blocks, one after the other.
+    let (send, sbytes): (std::borrow::Cow<'_, [u8]>, Vec<usize>) = if inplace {
+        let mut all = Vec::new();
+        for (i, &k) in rk.iter().enumerate() {
+            // SAFETY: receive block i (checked above).
+            all.extend_from_slice(&unsafe { data(rat(i).cast_const().cast(), k, &rt) });
+        }
+        (all.into(), rk.iter().map(|k| k * rt.size).collect())
+    } else {
+        let st = committed(st, call)?;
+        let sk = counts(sk, call)?;
+        for (&k, &d) in sk.iter().zip(sd) {
+            block(
+                sendbuf as usize,
+                d as isize * st.extent,
+                k,
+                &st,
+                call,
+                "sendbuf",
+            )?;
+        }
+        let sbytes: Vec<usize> = sk.iter().map(|k| k * st.size).collect();
+        let total: usize = sbytes.iter().sum();
+        if st.contiguous() && packed_displs(&sk, sd) && total > 0 && !sendbuf.is_null() {
+            // SAFETY: the send blocks, one after the other from the buffer's start, are
+            // `total` bytes (checked above).
+            let whole = unsafe { std::slice::from_raw_parts(sendbuf.cast::<u8>(), total) };
+            (whole.into(), sbytes)
+        } else {
+            let mut all = Vec::with_capacity(total);
+            for (i, &k) in sk.iter().enumerate() {
+                let p = (sendbuf as isize).wrapping_add(sd[i] as isize * st.extent);
+                // SAFETY: send block i (checked above).
+                all.extend_from_slice(&unsafe { data(p as *const c_void, k, &st) });
+            }
+            (all.into(), sbytes)
+        }
+    };
+    let rbytes: Vec<usize> = rk.iter().map(|k| k * rt.size).collect();
+    let total: usize = rbytes.iter().sum();
+    let direct = !inplace && rt.contiguous() && packed_displs(&rk, rd);
+    if direct && total > 0 && !recvbuf.is_null() {
+        let (s0, r0) = (send.as_ptr() as usize, recvbuf as usize);
+        if s0 + send.len() <= r0 || r0 + total <= s0 {
+            // SAFETY: the receive blocks, one after the other from the buffer's start,
+            // are `total` bytes (checked above), apart from the send bytes.
+            let out = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), total) };
+            return Ok(c.comm.alltoallv(&send, &sbytes, out, &rbytes)?);
+        }
+    }
+    let mut all = vec![0u8; total];
+    c.comm.alltoallv(&send, &sbytes, &mut all, &rbytes)?;
+    let mut from = 0;
+    for (i, &len) in rbytes.iter().enumerate() {
+        if len > 0 {
+            // SAFETY: receive block i holds `rk[i]` elements, `len` bytes (checked
+            // above).
+            unsafe { unpack(&all[from..from + len], rat(i), &rt) };
+        }
+        from += len;
+    }
+    Ok(())
+}
+
+/// The body of `MPI_Alltoallv` and `MPI_Alltoallv_c`: their count and displacement
+/// arrays read (the send ones unless in place).
+///
+/// # Safety
+/// The caller's contract of `MPI_Alltoallv`.
+unsafe fn alltoallv_arrays<K: Copy + Wide, D: Copy + Wide>(
+    sendbuf: *const c_void,
+    (sendcounts, sdispls, st): (*const K, *const D, MPI_Datatype),
+    recvbuf: *mut c_void,
+    (recvcounts, rdispls, rt): (*const K, *const D, MPI_Datatype),
+    comm_h: MPI_Comm,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    let n = comm(comm_h, call)?.comm.size() as usize;
+    // SAFETY: `size` values each (the caller's contract).
+    let (rk, rd) = unsafe { (arr(recvcounts, n, call)?, arr(rdispls, n, call)?) };
+    let (sk, sd) = if sendbuf as usize == MPI_IN_PLACE {
+        (Vec::new(), Vec::new())
+    } else {
+        // SAFETY: as above.
+        unsafe { (arr(sendcounts, n, call)?, arr(sdispls, n, call)?) }
+    };
+    // SAFETY: the caller's contract.
+    unsafe {
+        alltoallv(
+            sendbuf,
+            (&sk, &sd, st),
+            recvbuf,
+            (&rk, &rd, rt),
+            comm_h,
+            call,
+        )
+    }
+}
+
+/// `MPI_Alltoallv`.
+///
+/// # Safety
+/// The caller's contract of `MPI_Alltoallv`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    if is_inter(comm) {
+        let mut q = MPI_REQUEST_NULL;
+        // SAFETY: the caller's contract, passed on.
+        return unsafe {
+            waited(
+                crate::vcoll::MPI_Ialltoallv(
+                    sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                    comm, &mut q,
+                ),
+                &mut q,
+            )
+        };
+    }
+    let (s, r) = (
+        (sendcounts, sdispls, sendtype),
+        (recvcounts, rdispls, recvtype),
+    );
+    // SAFETY: the caller's contract.
+    let done = unsafe { alltoallv_arrays(sendbuf, s, recvbuf, r, comm, "MPI_Alltoallv") };
+    on_comm(comm, done)
+}
+
+/// `MPI_Alltoallv_c`.
+///
+/// # Safety
+/// The caller's contract of `MPI_Alltoallv_c`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoallv_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    sdispls: *const MPI_Aint,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    rdispls: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    if is_inter(comm) {
+        let mut q = MPI_REQUEST_NULL;
+        // SAFETY: the caller's contract, passed on.
+        return unsafe {
+            waited(
+                crate::vcoll::MPI_Ialltoallv_c(
+                    sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                    comm, &mut q,
+                ),
+                &mut q,
+            )
+        };
+    }
+    let (s, r) = (
+        (sendcounts, sdispls, sendtype),
+        (recvcounts, rdispls, recvtype),
+    );
+    // SAFETY: the caller's contract.
+    let done = unsafe { alltoallv_arrays(sendbuf, s, recvbuf, r, comm, "MPI_Alltoallv_c") };
+    on_comm(comm, done)
 }
 
 /// Whether a reduce-scatter of `dt` with `op` on `comm` waits for the non-blocking

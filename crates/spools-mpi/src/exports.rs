@@ -511,7 +511,7 @@ pub unsafe extern "C" fn PMPI_Alltoallv(
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Alltoallv`'s.
     unsafe {
-        crate::vcoll::MPI_Alltoallv(
+        crate::collv::MPI_Alltoallv(
             sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
         )
     }
@@ -532,7 +532,7 @@ pub unsafe extern "C" fn PMPI_Alltoallv_c(
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Alltoallv_c`'s.
     unsafe {
-        crate::vcoll::MPI_Alltoallv_c(
+        crate::collv::MPI_Alltoallv_c(
             sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
         )
     }

@@ -1,10 +1,11 @@
 //! Collectives built on Spools' non-blocking exchange (`Communicator::iexchange`): the
-//! v and w variants, the non-blocking (`MPI_I*`) and persistent (`MPI_*_init`) forms of
-//! every collective, exscan and reduce-scatter. Each is described once as what this
-//! rank sends to and receives from whom ([`Xfer`]); the blocking form starts and waits
-//! it, the non-blocking form returns its request, the persistent form starts it anew at
-//! each `MPI_Start`. Reductions travel whole and are combined locally in rank order
-//! ([`Reducer`]).
+//! non-blocking (`MPI_I*`) and persistent (`MPI_*_init`) forms of every collective (those
+//! of an intracommunicator's uniform collectives hand over to `icoll.rs` at once), the
+//! blocking gatherv, scatterv and alltoallw, and every collective of an
+//! intercommunicator. Each is described once as what this rank sends to and receives
+//! from whom ([`Xfer`]); the blocking form starts and waits it, the non-blocking form
+//! returns its request, the persistent form starts it anew at each `MPI_Start`.
+//! Reductions travel whole and are combined locally in rank order ([`Reducer`]).
 
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -950,7 +951,7 @@ forms!(-, -, MPI_Ialltoall, MPI_Ialltoall_c, MPI_Alltoall_init, MPI_Alltoall_ini
     alltoallv(c, sendbuf as usize, &sk, &sd, sendtype, recvbuf as usize, &rk, &rd, recvtype, call)
 });
 
-forms!(MPI_Alltoallv, MPI_Alltoallv_c, MPI_Ialltoallv, MPI_Ialltoallv_c, MPI_Alltoallv_init, MPI_Alltoallv_init_c, comm;
+forms!(-, -, MPI_Ialltoallv, MPI_Ialltoallv_c, MPI_Alltoallv_init, MPI_Alltoallv_init_c, comm;
     (sendbuf: *const c_void => *const c_void, sendcounts: *const c_int => *const MPI_Count, sdispls: *const c_int => *const MPI_Aint, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, rdispls: *const c_int => *const MPI_Aint, recvtype: MPI_Datatype => MPI_Datatype, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Alltoallv";
     let c = self::comm(comm, call)?;

@@ -154,6 +154,34 @@ static void run(MPI_Comm comm, const char *name) {
   }
   OK(MPI_Type_free(&every2));
   free(cnt), free(dsp), free(vin), free(vout);
+  /* Alltoallv: rank i sends (i + 2j) % 3 ints to rank j; blocks one after the other,
+   * then apart on both sides (the ints between stay). */
+  int *vsc = malloc(sizeof(int) * size), *sd = malloc(sizeof(int) * size);
+  int *rc = malloc(sizeof(int) * size), *rd = malloc(sizeof(int) * size);
+  int *a2s = malloc(sizeof(int) * 4 * size), *a2r = malloc(sizeof(int) * 4 * size);
+  for (int gap = 0; gap < 2; gap++) {
+    for (int j = 0, at = 0, bt = 0; j < size; j++) {
+      vsc[j] = (rank + 2 * j) % 3;
+      rc[j] = (j + 2 * rank) % 3;
+      sd[j] = at;
+      rd[j] = bt;
+      at += vsc[j] + gap;
+      bt += rc[j] + gap;
+    }
+    for (int i = 0; i < 4 * size; i++) {
+      a2s[i] = -2;
+      a2r[i] = -5;
+    }
+    for (int j = 0; j < size; j++)
+      for (int e = 0; e < vsc[j]; e++) a2s[sd[j] + e] = rank * 1000 + j * 10 + e;
+    OK(MPI_Alltoallv(a2s, vsc, sd, MPI_INT, a2r, rc, rd, MPI_INT, comm));
+    for (int i = 0, at = 0; i < size; i++) {
+      for (; at < rd[i]; at++) CHECK(a2r[at] == -5, "%s alltoallv gap %d [%d] = %d", name, gap, at, a2r[at]);
+      for (int e = 0; e < rc[i]; e++, at++)
+        CHECK(a2r[at] == i * 1000 + rank * 10 + e, "%s alltoallv %d from %d [%d] = %d", name, gap, i, e, a2r[at]);
+    }
+  }
+  free(vsc), free(sd), free(rc), free(rd), free(a2s), free(a2r);
   int *to = malloc(sizeof(int) * size), *from = malloc(sizeof(int) * size);
   for (int i = 0; i < size; i++) to[i] = rank * 100 + i;
   OK(MPI_Alltoall(to, 1, MPI_INT, from, 1, MPI_INT, comm));
