@@ -156,7 +156,8 @@ unsafe fn reduction(
         if !inplace {
             buffer(sendbuf as usize, n, &t, call, "sendbuf")?;
         }
-        if gets {
+        // In place, the receive buffer is the input too (an exclusive scan's rank 0's).
+        if gets || inplace {
             buffer(recvbuf as usize, n, &t, call, "recvbuf")?;
         }
         let send = if inplace {

@@ -276,7 +276,23 @@ unsafe fn alltoallv(
     };
     let rbytes: Vec<usize> = rk.iter().map(|k| k * rt.size).collect();
     let total: usize = rbytes.iter().sum();
-    let direct = !inplace && rt.contiguous() && packed_displs(&rk, rd);
+    let me = c.comm.rank() as usize;
+    // A block to itself of two lengths: this rank still takes part (its peers are owed
+    // their blocks), with that block cut or padded to its receive length, and fails.
+    let (send, sbytes, own) = match (sbytes.get(me), rbytes.get(me)) {
+        (Some(&s), Some(&r)) if s != r => {
+            let at: usize = sbytes[..me].iter().sum();
+            let mut fixed = send[..at].to_vec();
+            fixed.extend_from_slice(&send[at..at + s.min(r)]);
+            fixed.resize(at + r, 0);
+            fixed.extend_from_slice(&send[at + s..]);
+            let mut sb = sbytes.clone();
+            sb[me] = r;
+            (fixed.into(), sb, Some((s, r)))
+        }
+        _ => (send, sbytes, None),
+    };
+    let direct = !inplace && own.is_none() && rt.contiguous() && packed_displs(&rk, rd);
     if direct && total > 0 && !recvbuf.is_null() {
         let (s0, r0) = (send.as_ptr() as usize, recvbuf as usize);
         if s0 + send.len() <= r0 || r0 + total <= s0 {
@@ -288,6 +304,12 @@ unsafe fn alltoallv(
     }
     let mut all = vec![0u8; total];
     c.comm.alltoallv(&send, &sbytes, &mut all, &rbytes)?;
+    if let Some((s, r)) = own {
+        return Err(MpiError::invalid(
+            MPI_ERR_TRUNCATE,
+            format!("{call}: this rank's block to itself is {s} bytes sent and {r} received"),
+        ));
+    }
     let mut from = 0;
     for (i, &len) in rbytes.iter().enumerate() {
         if len > 0 {

@@ -292,6 +292,39 @@ static void exscans(MPI_Comm comm, int k, int salt) {
   free(in), free(out), free(ip), free(mats), free(matout);
 }
 
+/* An alltoallv whose rank 0 sends itself 2 ints and takes 1 (erroneous): rank 0 fails
+ * with MPI_ERR_TRUNCATE, the others get their blocks, and nobody waits. */
+static void alltoallv_own_block_mismatch(void) {
+  MPI_Comm comm;
+  OK(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
+  OK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
+  int *sc = malloc(sizeof(int) * size), *sd = malloc(sizeof(int) * size);
+  int *rc = malloc(sizeof(int) * size), *rd = malloc(sizeof(int) * size);
+  int *in = malloc(sizeof(int) * (size + 1)), *out = malloc(sizeof(int) * (size + 1));
+  for (int j = 0, at = 0; j < size; j++) {
+    sc[j] = (rank == 0 && j == 0) ? 2 : 1;
+    rc[j] = 1;
+    sd[j] = at;
+    rd[j] = j;
+    at += sc[j];
+  }
+  for (int j = 0; j <= size; j++) in[j] = rank * 100 + j, out[j] = -1;
+  int rc_ = MPI_Alltoallv(in, sc, sd, MPI_INT, out, rc, rd, MPI_INT, comm);
+  if (rank == 0) {
+    int cls = -1;
+    MPI_Error_class(rc_, &cls);
+    CHECK(cls == MPI_ERR_TRUNCATE, "own block mismatch: class %d", cls);
+  } else {
+    OK(rc_);
+    int want = rank + 1; /* rank 0 sends its ints 2, 3, ... to ranks 1, 2, ... */
+    CHECK(out[0] == want, "own block mismatch: from rank 0 got %d, want %d", out[0], want);
+    for (int i = 1; i < size; i++) CHECK(out[i] == i * 100 + rank, "own block mismatch: from %d got %d", i, out[i]);
+  }
+  OK(MPI_Barrier(comm));
+  OK(MPI_Comm_free(&comm));
+  free(sc), free(sd), free(rc), free(rd), free(in), free(out);
+}
+
 /* Persistent collectives started three times, with new data each time. */
 static void persistent(MPI_Comm comm, int k) {
   size_t n = (size_t)k;
@@ -341,6 +374,7 @@ int main(int argc, char **argv) {
     reduce_scatters(MPI_COMM_WORLD, counts[c], salt++);
     exscans(MPI_COMM_WORLD, counts[c], salt++);
   }
+  alltoallv_own_block_mismatch();
   persistent(MPI_COMM_WORLD, 3);
   persistent(MPI_COMM_WORLD, 1500);
   if (rank == 0) printf("ok icoll %d ranks %d hosts\n", size, hosts);
