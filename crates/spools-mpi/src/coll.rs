@@ -259,12 +259,50 @@ unsafe fn allreduce(
     }
 }
 
-/// `MPI_Scan` and `MPI_Scan_c`: rank i gets the reduction of ranks 0 to i; one body for the
-/// `int` and the `MPI_Count` counts (the error messages name `call`).
+/// `MPI_Scan` and `MPI_Exscan` (`inclusive`: a scan; rank i gets the reduction of ranks
+/// 0 to i, else of ranks 0 to i - 1), one body for the `int` and the `MPI_Count` counts
+/// (the error messages name `call`).
 ///
 /// # Safety
 /// The caller's contract of `MPI_Scan`.
 #[allow(clippy::too_many_arguments)]
+unsafe fn prefix(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    inclusive: bool,
+    call: &'static str,
+) -> c_int {
+    if is_inter(comm) {
+        let mut q = MPI_REQUEST_NULL;
+        // SAFETY: the caller's contract, passed on (refused there: no scan on an
+        // intercommunicator).
+        let rc = unsafe {
+            if inclusive {
+                crate::vcoll::MPI_Iscan_c(sendbuf, recvbuf, count, datatype, op, comm, &mut q)
+            } else {
+                crate::vcoll::MPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, &mut q)
+            }
+        };
+        // SAFETY: the request it made.
+        return unsafe { waited(rc, &mut q) };
+    }
+    let scan = Some(inclusive);
+    // SAFETY: the caller's contract.
+    unsafe {
+        reduction(
+            sendbuf, recvbuf, count, datatype, op, comm, None, scan, call,
+        )
+    }
+}
+
+/// `MPI_Scan` and `MPI_Scan_c` ([`prefix`]).
+///
+/// # Safety
+/// The caller's contract of `MPI_Scan`.
 unsafe fn scan(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
@@ -274,38 +312,14 @@ unsafe fn scan(
     comm: MPI_Comm,
     call: &'static str,
 ) -> c_int {
-    if is_inter(comm) {
-        let mut q = MPI_REQUEST_NULL;
-        // SAFETY: the caller's contract, passed on.
-        return unsafe {
-            waited(
-                crate::vcoll::MPI_Iscan_c(sendbuf, recvbuf, count, datatype, op, comm, &mut q),
-                &mut q,
-            )
-        };
-    }
     // SAFETY: the caller's contract.
-    unsafe {
-        reduction(
-            sendbuf,
-            recvbuf,
-            count,
-            datatype,
-            op,
-            comm,
-            None,
-            Some(true),
-            call,
-        )
-    }
+    unsafe { prefix(sendbuf, recvbuf, count, datatype, op, comm, true, call) }
 }
 
-/// `MPI_Exscan` and `MPI_Exscan_c`: rank i > 0 gets the reduction of ranks 0 to i - 1;
-/// one body for the `int` and the `MPI_Count` counts (the error messages name `call`).
+/// `MPI_Exscan` and `MPI_Exscan_c` ([`prefix`]).
 ///
 /// # Safety
 /// The caller's contract of `MPI_Exscan`.
-#[allow(clippy::too_many_arguments)]
 unsafe fn exscan(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
@@ -315,31 +329,8 @@ unsafe fn exscan(
     comm: MPI_Comm,
     call: &'static str,
 ) -> c_int {
-    if is_inter(comm) {
-        let mut q = MPI_REQUEST_NULL;
-        // SAFETY: the caller's contract, passed on (refused there: no scan on an
-        // intercommunicator).
-        return unsafe {
-            waited(
-                crate::vcoll::MPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, &mut q),
-                &mut q,
-            )
-        };
-    }
     // SAFETY: the caller's contract.
-    unsafe {
-        reduction(
-            sendbuf,
-            recvbuf,
-            count,
-            datatype,
-            op,
-            comm,
-            None,
-            Some(false),
-            call,
-        )
-    }
+    unsafe { prefix(sendbuf, recvbuf, count, datatype, op, comm, false, call) }
 }
 
 /// The arguments of a gather, scatter, allgather or alltoall.

@@ -29,9 +29,9 @@ use crate::vcoll::{arr, counts, Wide};
 /// # Safety
 /// The caller's contract of `MPI_Allgatherv`.
 #[allow(clippy::too_many_arguments)]
-unsafe fn allgatherv<K: Copy + Wide, D: Copy + Wide>(
+unsafe fn allgatherv<C: Wide, K: Copy + Wide, D: Copy + Wide>(
     sendbuf: *const c_void,
-    sendcount: i64,
+    sendcount: C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
     recvcounts: *const K,
@@ -66,7 +66,7 @@ unsafe fn allgatherv<K: Copy + Wide, D: Copy + Wide>(
         // SAFETY: this rank's block of the receive buffer (checked above).
         unsafe { data(at(me).cast_const().cast(), k[me], &rt) }.into_owned()
     } else {
-        let (sn, st) = (ccount(sendcount, call)?, committed(sendtype, call)?);
+        let (sn, st) = (ccount(sendcount.wide(), call)?, committed(sendtype, call)?);
         buffer(sendbuf as usize, sn, &st, call, "sendbuf")?;
         // SAFETY: `sn` elements of `st` (the caller's contract, checked above).
         unsafe { data(sendbuf, sn, &st) }.into_owned()
@@ -105,96 +105,6 @@ unsafe fn allgatherv<K: Copy + Wide, D: Copy + Wide>(
         from += len;
     }
     Ok(())
-}
-
-/// `MPI_Allgatherv`.
-///
-/// # Safety
-/// The caller's contract of `MPI_Allgatherv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Allgatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    if is_inter(comm) {
-        let mut q = MPI_REQUEST_NULL;
-        // SAFETY: the caller's contract, passed on.
-        return unsafe {
-            waited(
-                crate::vcoll::MPI_Iallgatherv(
-                    sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
-                    &mut q,
-                ),
-                &mut q,
-            )
-        };
-    }
-    // SAFETY: the caller's contract.
-    let r = unsafe {
-        allgatherv(
-            sendbuf,
-            i64::from(sendcount),
-            sendtype,
-            recvbuf,
-            recvcounts,
-            displs,
-            recvtype,
-            comm,
-            "MPI_Allgatherv",
-        )
-    };
-    on_comm(comm, r)
-}
-
-/// `MPI_Allgatherv_c`.
-///
-/// # Safety
-/// The caller's contract of `MPI_Allgatherv_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Allgatherv_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    if is_inter(comm) {
-        let mut q = MPI_REQUEST_NULL;
-        // SAFETY: the caller's contract, passed on.
-        return unsafe {
-            waited(
-                crate::vcoll::MPI_Iallgatherv_c(
-                    sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
-                    &mut q,
-                ),
-                &mut q,
-            )
-        };
-    }
-    // SAFETY: the caller's contract.
-    let r = unsafe {
-        allgatherv(
-            sendbuf,
-            sendcount,
-            sendtype,
-            recvbuf,
-            recvcounts,
-            displs,
-            recvtype,
-            comm,
-            "MPI_Allgatherv_c",
-        )
-    };
-    on_comm(comm, r)
 }
 
 /// Whether `d` puts blocks of `k` elements one after the other from 0, in rank order.
@@ -327,11 +237,16 @@ unsafe fn alltoallv(
 ///
 /// # Safety
 /// The caller's contract of `MPI_Alltoallv`.
+#[allow(clippy::too_many_arguments)]
 unsafe fn alltoallv_arrays<K: Copy + Wide, D: Copy + Wide>(
     sendbuf: *const c_void,
-    (sendcounts, sdispls, st): (*const K, *const D, MPI_Datatype),
+    sendcounts: *const K,
+    sdispls: *const D,
+    st: MPI_Datatype,
     recvbuf: *mut c_void,
-    (recvcounts, rdispls, rt): (*const K, *const D, MPI_Datatype),
+    recvcounts: *const K,
+    rdispls: *const D,
+    rt: MPI_Datatype,
     comm_h: MPI_Comm,
     call: &'static str,
 ) -> Result<(), MpiError> {
@@ -355,82 +270,6 @@ unsafe fn alltoallv_arrays<K: Copy + Wide, D: Copy + Wide>(
             call,
         )
     }
-}
-
-/// `MPI_Alltoallv`.
-///
-/// # Safety
-/// The caller's contract of `MPI_Alltoallv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Alltoallv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    if is_inter(comm) {
-        let mut q = MPI_REQUEST_NULL;
-        // SAFETY: the caller's contract, passed on.
-        return unsafe {
-            waited(
-                crate::vcoll::MPI_Ialltoallv(
-                    sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
-                    comm, &mut q,
-                ),
-                &mut q,
-            )
-        };
-    }
-    let (s, r) = (
-        (sendcounts, sdispls, sendtype),
-        (recvcounts, rdispls, recvtype),
-    );
-    // SAFETY: the caller's contract.
-    let done = unsafe { alltoallv_arrays(sendbuf, s, recvbuf, r, comm, "MPI_Alltoallv") };
-    on_comm(comm, done)
-}
-
-/// `MPI_Alltoallv_c`.
-///
-/// # Safety
-/// The caller's contract of `MPI_Alltoallv_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Alltoallv_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    if is_inter(comm) {
-        let mut q = MPI_REQUEST_NULL;
-        // SAFETY: the caller's contract, passed on.
-        return unsafe {
-            waited(
-                crate::vcoll::MPI_Ialltoallv_c(
-                    sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
-                    comm, &mut q,
-                ),
-                &mut q,
-            )
-        };
-    }
-    let (s, r) = (
-        (sendcounts, sdispls, sendtype),
-        (recvcounts, rdispls, recvtype),
-    );
-    // SAFETY: the caller's contract.
-    let done = unsafe { alltoallv_arrays(sendbuf, s, recvbuf, r, comm, "MPI_Alltoallv_c") };
-    on_comm(comm, done)
 }
 
 /// Whether a reduce-scatter of `dt` with `op` on `comm` waits for the non-blocking
@@ -526,17 +365,17 @@ unsafe fn reduce_scatter(
 ///
 /// # Safety
 /// The caller's contract of `MPI_Reduce_scatter_block`.
-unsafe fn reduce_scatter_block(
+unsafe fn reduce_scatter_block<C: Wide>(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcount: i64,
+    recvcount: C,
     dt: MPI_Datatype,
     op: MPI_Op,
     comm_h: MPI_Comm,
     call: &'static str,
 ) -> Result<(), MpiError> {
     let n = comm(comm_h, call)?.comm.size() as usize;
-    let k = vec![ccount(recvcount, call)?; n];
+    let k = vec![ccount(recvcount.wide(), call)?; n];
     // SAFETY: the caller's contract.
     unsafe { reduce_scatter(sendbuf, recvbuf, &k, dt, op, comm_h, call) }
 }
@@ -561,127 +400,56 @@ unsafe fn reduce_scatter_v<K: Copy + Wide>(
     unsafe { reduce_scatter(sendbuf, recvbuf, &k, dt, op, comm_h, call) }
 }
 
-/// `MPI_Reduce_scatter_block`.
-///
-/// # Safety
-/// The caller's contract of `MPI_Reduce_scatter_block`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_scatter_block(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> c_int {
-    if exchanged(comm, datatype, op) {
-        let mut q = MPI_REQUEST_NULL;
-        // SAFETY: the caller's contract, passed on.
-        return unsafe {
-            waited(
-                crate::vcoll::MPI_Ireduce_scatter_block(
-                    sendbuf, recvbuf, recvcount, datatype, op, comm, &mut q,
-                ),
-                &mut q,
-            )
-        };
-    }
-    let call = "MPI_Reduce_scatter_block";
-    let count = i64::from(recvcount);
-    // SAFETY: the caller's contract.
-    let r = unsafe { reduce_scatter_block(sendbuf, recvbuf, count, datatype, op, comm, call) };
-    on_comm(comm, r)
+/// The entry points `$int` and `$large` (`int` and `MPI_Count` counts) of one body,
+/// generic over the widths, so that ranks calling either form meet in the same
+/// algorithm: where `$exchanged` holds (an intercommunicator, a reduce-scatter combined
+/// byte-wise) they wait for the non-blocking form (`vcoll`'s `$nb`, `$nb_c`).
+macro_rules! both_widths {
+    ($int:ident, $large:ident; $nb:ident, $nb_c:ident; $body:ident; $comm:ident;
+     exchanged: $ex:expr; ($($p:ident: $ti:ty => $tl:ty),*)) => {
+        #[doc = concat!("`", stringify!($int), "`.")]
+        ///
+        /// # Safety
+        /// The caller's contract of the MPI function.
+        #[no_mangle]
+        pub unsafe extern "C" fn $int($($p: $ti),*) -> c_int {
+            if $ex {
+                let mut q = MPI_REQUEST_NULL;
+                // SAFETY: the caller's contract, passed on.
+                return unsafe { waited(crate::vcoll::$nb($($p,)* &mut q), &mut q) };
+            }
+            // SAFETY: the caller's contract.
+            let r = unsafe { $body($($p,)* stringify!($int)) };
+            on_comm($comm, r)
+        }
+
+        #[doc = concat!("`", stringify!($large), "`.")]
+        ///
+        /// # Safety
+        /// The caller's contract of the MPI function.
+        #[no_mangle]
+        pub unsafe extern "C" fn $large($($p: $tl),*) -> c_int {
+            if $ex {
+                let mut q = MPI_REQUEST_NULL;
+                // SAFETY: the caller's contract, passed on.
+                return unsafe { waited(crate::vcoll::$nb_c($($p,)* &mut q), &mut q) };
+            }
+            // SAFETY: the caller's contract.
+            let r = unsafe { $body($($p,)* stringify!($large)) };
+            on_comm($comm, r)
+        }
+    };
 }
 
-/// `MPI_Reduce_scatter_block_c`.
-///
-/// # Safety
-/// The caller's contract of `MPI_Reduce_scatter_block_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_scatter_block_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> c_int {
-    if exchanged(comm, datatype, op) {
-        let mut q = MPI_REQUEST_NULL;
-        // SAFETY: the caller's contract, passed on.
-        return unsafe {
-            waited(
-                crate::vcoll::MPI_Ireduce_scatter_block_c(
-                    sendbuf, recvbuf, recvcount, datatype, op, comm, &mut q,
-                ),
-                &mut q,
-            )
-        };
-    }
-    let call = "MPI_Reduce_scatter_block_c";
-    // SAFETY: the caller's contract.
-    let r = unsafe { reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, call) };
-    on_comm(comm, r)
-}
-
-/// `MPI_Reduce_scatter`.
-///
-/// # Safety
-/// The caller's contract of `MPI_Reduce_scatter`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_scatter(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> c_int {
-    if exchanged(comm, datatype, op) {
-        let mut q = MPI_REQUEST_NULL;
-        // SAFETY: the caller's contract, passed on.
-        return unsafe {
-            waited(
-                crate::vcoll::MPI_Ireduce_scatter(
-                    sendbuf, recvbuf, recvcounts, datatype, op, comm, &mut q,
-                ),
-                &mut q,
-            )
-        };
-    }
-    let call = "MPI_Reduce_scatter";
-    // SAFETY: the caller's contract.
-    let r = unsafe { reduce_scatter_v(sendbuf, recvbuf, recvcounts, datatype, op, comm, call) };
-    on_comm(comm, r)
-}
-
-/// `MPI_Reduce_scatter_c`.
-///
-/// # Safety
-/// The caller's contract of `MPI_Reduce_scatter_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_scatter_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> c_int {
-    if exchanged(comm, datatype, op) {
-        let mut q = MPI_REQUEST_NULL;
-        // SAFETY: the caller's contract, passed on.
-        return unsafe {
-            waited(
-                crate::vcoll::MPI_Ireduce_scatter_c(
-                    sendbuf, recvbuf, recvcounts, datatype, op, comm, &mut q,
-                ),
-                &mut q,
-            )
-        };
-    }
-    let call = "MPI_Reduce_scatter_c";
-    // SAFETY: the caller's contract.
-    let r = unsafe { reduce_scatter_v(sendbuf, recvbuf, recvcounts, datatype, op, comm, call) };
-    on_comm(comm, r)
-}
+both_widths!(MPI_Allgatherv, MPI_Allgatherv_c; MPI_Iallgatherv, MPI_Iallgatherv_c; allgatherv; comm;
+    exchanged: is_inter(comm);
+    (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, displs: *const c_int => *const MPI_Aint, recvtype: MPI_Datatype => MPI_Datatype, comm: MPI_Comm => MPI_Comm));
+both_widths!(MPI_Alltoallv, MPI_Alltoallv_c; MPI_Ialltoallv, MPI_Ialltoallv_c; alltoallv_arrays; comm;
+    exchanged: is_inter(comm);
+    (sendbuf: *const c_void => *const c_void, sendcounts: *const c_int => *const MPI_Count, sdispls: *const c_int => *const MPI_Aint, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, rdispls: *const c_int => *const MPI_Aint, recvtype: MPI_Datatype => MPI_Datatype, comm: MPI_Comm => MPI_Comm));
+both_widths!(MPI_Reduce_scatter_block, MPI_Reduce_scatter_block_c; MPI_Ireduce_scatter_block, MPI_Ireduce_scatter_block_c; reduce_scatter_block; comm;
+    exchanged: exchanged(comm, datatype, op);
+    (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm));
+both_widths!(MPI_Reduce_scatter, MPI_Reduce_scatter_c; MPI_Ireduce_scatter, MPI_Ireduce_scatter_c; reduce_scatter_v; comm;
+    exchanged: exchanged(comm, datatype, op);
+    (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm));
