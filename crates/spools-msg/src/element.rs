@@ -204,6 +204,17 @@ impl<T: Element> Op<T> {
         }
     }
 
+    /// Whether operands may be combined in blocks of their elements (each block of the
+    /// result from the same blocks of the operands): every operator but a slice function
+    /// that is not commutative, which gets whole contributions (see [`Op::UserSlice`]).
+    pub(crate) fn splits(&self) -> bool {
+        match self {
+            Op::UserSlice(_, c) => *c,
+            Op::Agreed(op, _) => op.splits(),
+            _ => true,
+        }
+    }
+
     /// Whether operands may be combined in any order.
     pub fn commutative(&self) -> bool {
         match self {

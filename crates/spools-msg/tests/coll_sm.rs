@@ -11,6 +11,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use spools::{Communicator, Op};
@@ -192,6 +194,32 @@ fn moves(c: &Communicator, x: &mut Expect<'_>, len: usize) -> Result<(), String>
     let want = fold(n, |r| affine_input(r, total)[mine.clone()].to_vec(), affine);
     check(ra == want, || {
         format!("non-commutative reduce_scatter of {counts:?}")
+    })?;
+    // A slice function that is not commutative gets whole contributions, never blocks
+    // (`Op::UserSlice`: it may need every element, as a matrix product does).
+    let parts = Arc::new(AtomicBool::new(false));
+    let seen = parts.clone();
+    let whole = Op::user_slice(
+        move |acc: &mut [i64], other: &[i64], _lower: bool| {
+            if acc.len() != total || other.len() != total {
+                seen.store(true, Ordering::Relaxed);
+            }
+            for (a, b) in acc.iter_mut().zip(other) {
+                *a = a.wrapping_add(*b);
+            }
+        },
+        false,
+    );
+    let mut rw = vec![0i64; counts[me as usize]];
+    e(c.reduce_scatter(&input(me, total, 8), &mut rw, &counts, &whole))?;
+    x.note(K::Moves, total * 8);
+    let want = fold(
+        n,
+        |r| input(r, total, 8)[mine.clone()].to_vec(),
+        i64::wrapping_add,
+    );
+    check(rw == want && !parts.load(Ordering::Relaxed), || {
+        format!("reduce_scatter of {counts:?} by a non-commutative slice function")
     })
 }
 

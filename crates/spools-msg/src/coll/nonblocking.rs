@@ -552,15 +552,12 @@ impl Communicator {
         let out = send[from..from + counts[me]].to_vec();
         let whole = std::mem::size_of_val(send.as_slice());
         let tmp = vec![T::default(); total];
-        let mut s = self.schedule(tag, vec![out, send, tmp]);
         let at = from * std::mem::size_of::<T>();
+        let fold = sm::Folder::block(op.clone(), me, at, &send);
+        let mut s = self.schedule(tag, vec![out, send, tmp]);
         route(
             &mut s,
-            self.fold_path(
-                tag,
-                (sm::Kind::ReduceScatter, whole),
-                sm::Folder::block(op.clone(), me, at),
-            ),
+            self.fold_path(tag, (sm::Kind::ReduceScatter, whole), fold),
             |s| {
                 let g = Group::all(&self.core);
                 plans::reduce_scatter(s, &g, tag, (1, 2, 0), &counts, &op);

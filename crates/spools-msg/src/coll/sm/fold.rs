@@ -31,6 +31,10 @@ pub(crate) struct Folder<T: Element> {
     before: Vec<T>,
     has_before: bool,
     tmp: Vec<T>,
+    /// For an operator that takes whole contributions only ([`Op::splits`]): this
+    /// member's whole contribution, folded whole; its block goes to the result at the
+    /// end.
+    whole: Option<Vec<T>>,
 }
 
 impl<T: Element> Folder<T> {
@@ -43,9 +47,13 @@ impl<T: Element> Folder<T> {
     }
 
     /// A reduce-scatter's fold for member `me`, whose block starts `at` bytes into
-    /// every part.
-    pub(crate) fn block(op: Op<T>, me: usize, at: usize) -> Folder<T> {
-        Folder::new(op, me, at, true)
+    /// every part (`mine`, this member's, included).
+    pub(crate) fn block(op: Op<T>, me: usize, at: usize, mine: &[T]) -> Folder<T> {
+        let whole = (!op.splits()).then(|| mine.to_vec());
+        Folder {
+            whole,
+            ..Folder::new(op, me, at, true)
+        }
     }
 
     /// Whether its operator ends with an agreement ([`Op::with_verdict`]).
@@ -63,6 +71,7 @@ impl<T: Element> Folder<T> {
             before: Vec::new(),
             has_before: false,
             tmp: Vec::new(),
+            whole: None,
         }
     }
 }
@@ -72,23 +81,46 @@ impl<T: Element> Taker<T> for Folder<T> {
         if m > self.me && !self.after {
             return;
         }
-        self.tmp.resize(out.len(), T::default());
-        sm.read_part(m, seq, part, self.at, bytes_mut(&mut self.tmp));
-        if m > self.me {
-            self.op.combine(out, &self.tmp, true);
-        } else if self.has_before {
-            self.op.combine(&mut self.before, &self.tmp, true);
+        let Folder {
+            op,
+            me,
+            at,
+            before,
+            has_before,
+            tmp,
+            whole,
+            ..
+        } = self;
+        // Whole contributions, or this member's block of each.
+        let (acc, from) = match whole {
+            Some(w) => (w.as_mut_slice(), 0),
+            None => (out, *at),
+        };
+        tmp.resize(acc.len(), T::default());
+        sm.read_part(m, seq, part, from, bytes_mut(tmp));
+        if m > *me {
+            op.combine(acc, tmp, true);
+        } else if *has_before {
+            op.combine(before, tmp, true);
         } else {
-            std::mem::swap(&mut self.before, &mut self.tmp);
-            self.has_before = true;
+            std::mem::swap(before, tmp);
+            *has_before = true;
         }
     }
 
     fn end(&mut self, out: &mut [T]) {
+        let acc = match &mut self.whole {
+            Some(w) => w.as_mut_slice(),
+            None => &mut *out,
+        };
         match (self.has_before, self.own) {
-            (true, true) => self.op.combine(out, &self.before, false),
-            (true, false) => out.copy_from_slice(&self.before),
+            (true, true) => self.op.combine(acc, &self.before, false),
+            (true, false) => acc.copy_from_slice(&self.before),
             (false, _) => {}
+        }
+        if let Some(w) = &self.whole {
+            let from = self.at / std::mem::size_of::<T>().max(1);
+            out.copy_from_slice(&w[from..from + out.len()]);
         }
     }
 }
@@ -152,7 +184,7 @@ pub(crate) fn reduce_scatter<T: Element>(
     let me = sm.me;
     let from: usize = counts[..me].iter().sum();
     recv.copy_from_slice(&send[from..from + counts[me]]);
-    let mut f = Folder::block(op.clone(), me, from * std::mem::size_of::<T>());
+    let mut f = Folder::block(op.clone(), me, from * std::mem::size_of::<T>(), send);
     run(
         c,
         sm,
