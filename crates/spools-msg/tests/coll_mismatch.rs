@@ -2,7 +2,7 @@
 //! `coll_sm_limit`: some ranks take the shared segment, the others the messages. Every
 //! rank that waits for the others must get `MsgError::Mismatch` (never wait forever), and
 //! the job must end: blocking and non-blocking broadcast, reduce, allreduce, gather and
-//! scatter, blocking allgather, alltoall and scan, with 2 to
+//! scatter, blocking allgather(v), alltoall, scan and exscan, with 2 to
 //! 6 ranks (oversubscribed beyond 2), lengths past `eager_limit` too, with and without
 //! the progress thread, with the disagreement at a communicator's first
 //! collective (the segment is set up in it) or later, within one host and across two
@@ -127,6 +127,12 @@ fn role() -> Result<(), String> {
             w.ireduce_scatter(send, vec![elems; n as usize], Op::Sum)
                 .and_then(|r| r.wait())
                 .map(|_| ())
+        }
+        "allgatherv" => {
+            // This rank's counts say every rank passes as many elements as it does.
+            let counts = vec![elems; n as usize];
+            let mut out = vec![0i64; elems * n as usize];
+            w.allgatherv(&mine, &mut out, &counts)
         }
         "iscan" => w.iscan(mine, Op::Sum).and_then(|r| r.wait()).map(|_| ()),
         "exscan" => {
@@ -337,4 +343,24 @@ fn ranks_split_over_the_segment_and_the_messages_get_mismatch() {
     case(3, "iallreduce", &[0], &[0, 1, 2], &progress);
     case(3, "allreduce", &[2], &[0, 1, 2], &progress);
     case(4, "ibcast", &[1, 2, 3], &[1, 2, 3], &later);
+    // Across two hosts, on the messages: a rank that finds the ranks disagree keeps its
+    // part of the ring, the pairwise exchange, the doubling or the tree, sending empty
+    // blocks, so that the ranks after it fail too instead of waiting; every rank ends.
+    // Allgatherv (this rank's counts say every rank passes its own length): on one host
+    // every member reads every part.
+    case(3, "allgatherv", &[1], &[0, 1, 2], &later);
+    case(4, "allgatherv", &[0], &[0, 1, 2, 3], &two_hosts);
+    for small in [0, 3] {
+        for what in [
+            "allgatherv",
+            "alltoall",
+            "scan",
+            "exscan",
+            "iallgather",
+            "iallreduce",
+            "ialltoall",
+        ] {
+            case(5, what, &[small], &[], &two_hosts);
+        }
+    }
 }

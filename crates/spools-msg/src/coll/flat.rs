@@ -3,7 +3,7 @@
 //! nonblocking plans run among a host's members or among the hosts' leaders.
 
 use super::args::{bytes, bytes_mut};
-use super::group::{exchange, recv, send, Group};
+use super::group::{exchange, recv, send, Group, Poisoned};
 use super::ring::{ring_allgather, ring_reduce_scatter};
 use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
@@ -47,11 +47,12 @@ pub(crate) fn binomial(
 ) -> Result<(), MsgError> {
     let n = g.n();
     let rel = (g.me + n - root) % n;
+    let mut poisoned = Poisoned::default();
     let mut mask = 1;
     while mask < n {
         if rel & mask != 0 {
             let from = (rel - mask + root) % n;
-            recv(c, g, from, tag, buf)?;
+            poisoned.step(recv(c, g, from, tag, buf))?;
             break;
         }
         mask <<= 1;
@@ -60,11 +61,11 @@ pub(crate) fn binomial(
     while mask > 0 {
         if rel + mask < n {
             let to = (rel + mask + root) % n;
-            send(c, g, to, tag, buf)?;
+            poisoned.step(send(c, g, to, tag, poisoned.send(buf)))?;
         }
         mask >>= 1;
     }
-    Ok(())
+    poisoned.end()
 }
 
 /// Pipelined chain from member `root`: the message travels in chunks along relative
@@ -216,13 +217,15 @@ pub(crate) fn doubling<T: Element>(
     }
     let rem = n - pof2;
     let mut tmp = vec![T::default(); acc.len()];
+    let mut poisoned = Poisoned::default();
     let newrank = if me < 2 * rem {
         if me % 2 == 0 {
             send(c, g, me + 1, tag, bytes(acc))?;
             None
         } else {
-            recv(c, g, me - 1, tag, bytes_mut(&mut tmp))?;
-            op.combine(acc, &tmp, false);
+            if poisoned.step(recv(c, g, me - 1, tag, bytes_mut(&mut tmp)))? {
+                op.combine(acc, &tmp, false);
+            }
             Some(me / 2)
         }
     } else {
@@ -234,20 +237,24 @@ pub(crate) fn doubling<T: Element>(
         while mask < pof2 {
             let nd = nr ^ mask;
             let dst = if nd < rem { nd * 2 + 1 } else { nd + rem };
-            exchange(c, g, dst, dst, tag + step, bytes(acc), bytes_mut(&mut tmp))?;
-            op.combine(acc, &tmp, dst > me);
+            let data = poisoned.send(bytes(acc));
+            let r = exchange(c, g, dst, dst, tag + step, data, bytes_mut(&mut tmp));
+            if poisoned.step(r)? {
+                op.combine(acc, &tmp, dst > me);
+            }
             mask <<= 1;
             step += 1;
         }
     }
     if me < 2 * rem {
         if me % 2 == 0 {
-            recv(c, g, me + 1, tag + 63, bytes_mut(acc))?;
+            poisoned.step(recv(c, g, me + 1, tag + 63, bytes_mut(acc)))?;
         } else {
-            send(c, g, me - 1, tag + 63, bytes(acc))?;
+            let data = poisoned.send(bytes(acc));
+            poisoned.step(send(c, g, me - 1, tag + 63, data))?;
         }
     }
-    Ok(())
+    poisoned.end()
 }
 
 /// Allreduce over a flat group.

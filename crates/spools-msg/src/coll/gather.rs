@@ -4,7 +4,7 @@ use super::args::{
     blocks_mut, bytes, bytes_mut, check, check_rooted, displs, EVEN_SPLIT, ONE_COUNT_PER_RANK,
     RECV_AS_SEND,
 };
-use super::group::{exchange, finish, recv, send, Group};
+use super::group::{exchange, finish, recv, send, Group, Poisoned};
 use super::ring::ring_allgather;
 use crate::comm_core::CommCore;
 use crate::communicator::Communicator;
@@ -138,7 +138,7 @@ pub(crate) fn alltoallv_in<T: Element>(
             .map(|i| recv_counts[i] * std::mem::size_of::<T>())
             .collect();
         for (guard, want) in guards.into_iter().zip(want) {
-            let st = c.finish_bytes(guard)?;
+            let st = finish(c, guard, tag)?;
             if st.len != want {
                 return Err(MsgError::Mismatch {
                     op: "alltoallv",
@@ -150,20 +150,22 @@ pub(crate) fn alltoallv_in<T: Element>(
         }
         return Ok(());
     }
+    let mut poisoned = Poisoned::default();
     for s in 1..n {
         let to = (me + s) % n;
         let from = (me + n - s) % n;
-        exchange(
+        let r = exchange(
             c,
             g,
             to,
             from,
             tag,
-            bytes(&send_buf[sd[to]..sd[to] + send_counts[to]]),
+            poisoned.send(bytes(&send_buf[sd[to]..sd[to] + send_counts[to]])),
             bytes_mut(blocks[from]),
-        )?;
+        );
+        poisoned.step(r)?;
     }
-    Ok(())
+    poisoned.end()
 }
 
 impl Communicator {

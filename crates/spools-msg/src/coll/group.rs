@@ -156,7 +156,8 @@ pub(crate) fn recv(
 /// Waits for a receive of a collective's step with tag `tag` and gives its status. When
 /// this rank runs the collective through the messages where the communicator's segment
 /// could have served it (see [`crate::coll::sm`]), the wait also watches the segment
-/// for members that took it instead, while it waits (nothing is looked at before).
+/// for members that took it instead, while it waits (nothing is looked at before). A
+/// message longer than the step's buffer is [`MsgError::Mismatch`]: the ranks disagree.
 pub(crate) fn finish(c: &CommCore, g: OpGuard<'_>, tag: u32) -> Result<Status, MsgError> {
     if let Some((sm, w)) = watched(c, tag) {
         if let Err(e) = wait_watching(c, &g, sm, &w) {
@@ -164,7 +165,21 @@ pub(crate) fn finish(c: &CommCore, g: OpGuard<'_>, tag: u32) -> Result<Status, M
             return Err(e);
         }
     }
-    c.finish_bytes(g)
+    match c.finish_bytes(g) {
+        // More than the step's block arrived: the ranks disagree about the collective.
+        Err(MsgError::Truncated {
+            len,
+            capacity,
+            source_rank,
+            ..
+        }) => Err(MsgError::Mismatch {
+            op: "collective",
+            from: Some(source_rank),
+            got: len,
+            want: capacity,
+        }),
+        r => r,
+    }
 }
 
 /// Waits like the guard's own wait until the operation completes, or until a member
@@ -205,6 +220,41 @@ fn expect_len(got: usize, want: usize, from: u32) -> Result<(), MsgError> {
         });
     }
     Ok(())
+}
+
+/// The first disagreement a member's steps found, if any: a member that finds one keeps
+/// its part of the collective, sending empty blocks in its remaining steps, so that the
+/// members it sends to fail too instead of waiting for a block that never comes.
+#[derive(Default)]
+pub(crate) struct Poisoned(Option<MsgError>);
+
+impl Poisoned {
+    /// What this member sends in a step: `block`, or nothing once it failed.
+    pub(crate) fn send<'a>(&self, block: &'a [u8]) -> &'a [u8] {
+        if self.0.is_some() {
+            &[]
+        } else {
+            block
+        }
+    }
+
+    /// Keeps a step's disagreement (the first one) and goes on; any other error (a dead
+    /// rank, which fails every member already) ends the member's part.
+    pub(crate) fn step(&mut self, r: Result<(), MsgError>) -> Result<bool, MsgError> {
+        match r {
+            Ok(()) => Ok(self.0.is_none()),
+            Err(e @ (MsgError::Mismatch { .. } | MsgError::Truncated { .. })) => {
+                self.0.get_or_insert(e);
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The first disagreement, once every step ran.
+    pub(crate) fn end(self) -> Result<(), MsgError> {
+        self.0.map_or(Ok(()), Err)
+    }
 }
 
 /// Sends `data` to member `to` while receiving `buf` from member `from`.

@@ -3,7 +3,7 @@
 use super::args::{bytes, bytes_mut, check, displs, ONE_COUNT_PER_RANK, RECV_AS_SEND};
 use super::flat::allreduce_flat;
 use super::gather::scatterv_in;
-use super::group::{exchange, recv, send, Group};
+use super::group::{exchange, recv, send, Group, Poisoned};
 use super::ring::ring_reduce_scatter;
 use crate::comm_core::CommCore;
 use crate::communicator::Communicator;
@@ -24,19 +24,23 @@ pub(crate) fn binomial<T: Element>(
     let n = g.n();
     let rel = (g.me + n - root) % n;
     let mut tmp = vec![T::default(); acc.len()];
+    let mut poisoned = Poisoned::default();
     let mut mask = 1;
     while mask < n {
         if rel & mask != 0 {
-            send(c, g, (rel - mask + root) % n, tag, bytes(acc))?;
+            let to = (rel - mask + root) % n;
+            poisoned.step(send(c, g, to, tag, poisoned.send(bytes(acc))))?;
             break;
         }
         if rel + mask < n {
-            recv(c, g, (rel + mask + root) % n, tag, bytes_mut(&mut tmp))?;
-            op.combine(acc, &tmp, true);
+            let r = recv(c, g, (rel + mask + root) % n, tag, bytes_mut(&mut tmp));
+            if poisoned.step(r)? {
+                op.combine(acc, &tmp, true);
+            }
         }
         mask <<= 1;
     }
-    Ok(())
+    poisoned.end()
 }
 
 /// Reduce to member `root` (any operator).
@@ -124,21 +128,24 @@ pub(crate) fn scan<T: Element>(
     let mut has = inclusive;
     let mut partial = result.to_vec();
     let mut tmp = vec![T::default(); result.len()];
+    let mut poisoned = Poisoned::default();
     let mut mask = 1;
     let mut step = 0;
     while mask < n {
         let dst = me ^ mask;
         if dst < n {
-            exchange(
+            let r = exchange(
                 c,
                 g,
                 dst,
                 dst,
                 tag + step,
-                bytes(&partial),
+                poisoned.send(bytes(&partial)),
                 bytes_mut(&mut tmp),
-            )?;
-            if me > dst {
+            );
+            if !poisoned.step(r)? {
+                // Nothing to combine once the ranks disagree.
+            } else if me > dst {
                 op.combine(&mut partial, &tmp, false);
                 if has {
                     op.combine(result, &tmp, false);
@@ -153,7 +160,7 @@ pub(crate) fn scan<T: Element>(
         mask <<= 1;
         step += 1;
     }
-    Ok(())
+    poisoned.end()
 }
 
 impl Communicator {

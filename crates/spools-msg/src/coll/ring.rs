@@ -1,8 +1,13 @@
 //! The ring algorithms, shared by reductions and gathers: reduce-scatter and allgather
 //! of blocks around the ring of a group's members.
+//!
+//! A member whose step finds the ranks disagree (a block of another length arrived)
+//! keeps its part of the ring: it sends empty blocks in its remaining steps, so that its
+//! right neighbour fails too instead of waiting for a block that never comes, and
+//! reports the first error at the end (`Poisoned`).
 
 use super::args::{blocks_mut, bytes, bytes_mut, displs};
-use super::group::{exchange, Group};
+use super::group::{exchange, Group, Poisoned};
 use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
@@ -23,22 +28,25 @@ pub(crate) fn ring_reduce_scatter<T: Element>(
     let right = (me + 1) % n;
     let left = (me + n - 1) % n;
     let mut tmp = vec![T::default(); counts.iter().copied().max().unwrap_or(0)];
+    let mut poisoned = Poisoned::default();
     for s in 0..n.saturating_sub(1) {
         let sb = (me + 2 * n - s - 1) % n;
         let rb = (me + 2 * n - s - 2) % n;
         let t = &mut tmp[..counts[rb]];
-        exchange(
+        let r = exchange(
             c,
             g,
             right,
             left,
             tag,
-            bytes(&acc[d[sb]..d[sb] + counts[sb]]),
+            poisoned.send(bytes(&acc[d[sb]..d[sb] + counts[sb]])),
             bytes_mut(t),
-        )?;
-        op.combine(&mut acc[d[rb]..d[rb] + counts[rb]], t, true);
+        );
+        if poisoned.step(r)? {
+            op.combine(&mut acc[d[rb]..d[rb] + counts[rb]], t, true);
+        }
     }
-    Ok(())
+    poisoned.end()
 }
 
 /// Ring allgather of blocks in place: member i contributes block i of `buf`.
@@ -53,6 +61,7 @@ pub(crate) fn ring_allgather<T: Element>(
     let me = g.me;
     let right = (me + 1) % n;
     let left = (me + n - 1) % n;
+    let mut poisoned = Poisoned::default();
     for s in 0..n.saturating_sub(1) {
         let sb = (me + n - s) % n;
         let rb = (me + 2 * n - s - 1) % n;
@@ -64,15 +73,16 @@ pub(crate) fn ring_allgather<T: Element>(
             let (a, b) = blocks.split_at_mut(sb);
             (&*b[0], &mut *a[rb])
         };
-        exchange(
+        let r = exchange(
             c,
             g,
             right,
             left,
             tag,
-            bytes(send_block),
+            poisoned.send(bytes(send_block)),
             bytes_mut(recv_block),
-        )?;
+        );
+        poisoned.step(r)?;
     }
-    Ok(())
+    poisoned.end()
 }

@@ -14,6 +14,12 @@
 //! Sends go out on the progress engine's lane ([`Engine::try_start_send`]), so a
 //! schedule's messages to one peer arrive in the order they were sent, and messages of
 //! one step between two ranks match in order, as in the blocking collectives.
+//!
+//! A receive of another length than its step's (the ranks disagree about the
+//! collective) does not stop the schedule: it keeps the error and runs its remaining
+//! rounds with empty sends, so that every rank it sends to fails too instead of waiting
+//! for a block that never comes; it fails with the first error once its rounds are done.
+//! Any other error (a dead rank) stops it at once.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
@@ -109,6 +115,9 @@ pub(crate) struct Schedule<T: Element> {
     watch: Option<Watch>,
     /// How many of the slots are the result (all when `None`).
     keep: Option<usize>,
+    /// The first disagreement a receive found: the schedule's rounds go on with empty
+    /// sends, and it fails with this error at the end.
+    poisoned: Option<MsgError>,
 }
 
 impl<T: Element> Schedule<T> {
@@ -128,6 +137,7 @@ impl<T: Element> Schedule<T> {
             sm: false,
             watch: None,
             keep: None,
+            poisoned: None,
         }
     }
 
@@ -253,6 +263,9 @@ impl<T: Element> Schedule<T> {
     fn step(&mut self) -> Result<(), MsgError> {
         loop {
             if self.round == self.rounds.len() {
+                if let Some(e) = self.poisoned.take() {
+                    return Err(e);
+                }
                 self.state = State::Done;
                 return Ok(());
             }
@@ -361,9 +374,14 @@ impl<T: Element> Schedule<T> {
         let Step::Send { to, tag, bytes } = self.rounds[self.round][i] else {
             return Ok(None);
         };
-        // SAFETY: as in `start_round`: the engine only reads the part, and a rendezvous
-        // send is released before the slot is touched again.
-        let buf = unsafe { self.part_buf_ro(bytes) };
+        let buf = if self.poisoned.is_some() {
+            // SAFETY: an empty static slice: the engine reads nothing through it.
+            unsafe { Buf::borrowed_ro(&[]) }
+        } else {
+            // SAFETY: as in `start_round`: the engine only reads the part, and a
+            // rendezvous send is released before the slot is touched again.
+            unsafe { self.part_buf_ro(bytes) }
+        };
         let ctx = self.core.coll_ctx();
         Ok(match self.core.engine.try_start_send(to, ctx, tag, buf)? {
             None => Some(InFlight::Unsent(i)),
@@ -408,7 +426,8 @@ impl<T: Element> Schedule<T> {
         Ok(())
     }
 
-    /// Whether receive `id` completed (then released), with its length checked.
+    /// Whether receive `id` completed (then released), with its length checked: one of
+    /// another length poisons the schedule.
     fn check_recv(&mut self, id: u64, want: usize) -> Result<bool, MsgError> {
         let e = &self.core.engine;
         let Some(o) = e.recv_outcome(id) else {
@@ -416,12 +435,18 @@ impl<T: Element> Schedule<T> {
         };
         e.release_recv(id);
         let received = matches!(o, RecvOutcome::Received(_));
-        let st = self.core.outcome(o)?;
-        if st.len != want {
-            return Err(MsgError::Mismatch {
+        let (got, from) = match self.core.outcome(o) {
+            Ok(st) => (st.len, received.then_some(st.source)),
+            Err(MsgError::Truncated {
+                len, source_rank, ..
+            }) => (len, Some(source_rank)),
+            Err(e) => return Err(e),
+        };
+        if got != want && self.poisoned.is_none() {
+            self.poisoned = Some(MsgError::Mismatch {
                 op: "non-blocking collective",
-                from: received.then_some(st.source),
-                got: st.len,
+                from,
+                got,
                 want,
             });
         }
