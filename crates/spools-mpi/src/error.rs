@@ -64,6 +64,8 @@ impl MpiError {
         match self {
             MpiError::Msg(e) => match e {
                 MsgError::Truncated { .. } => MPI_ERR_TRUNCATE,
+                // A collective's block longer than this rank's buffer for it.
+                MsgError::Mismatch { got, want, .. } if got > want => MPI_ERR_TRUNCATE,
                 MsgError::BadRank { .. } => MPI_ERR_RANK,
                 MsgError::BadTag(_) => MPI_ERR_TAG,
                 MsgError::BadBuffer { .. } => MPI_ERR_COUNT,

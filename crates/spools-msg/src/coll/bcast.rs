@@ -80,16 +80,19 @@ impl Communicator {
     /// [`MsgError::Mismatch`] if the ranks' lengths differ, a dead rank.
     pub fn bcast<T: Element>(&self, buf: &mut [T], root: u32) -> Result<(), MsgError> {
         let tag = self.core.next_coll_tag();
-        self.core.job_rank(root)?;
-        let hosts = self.core.hosts.as_slice();
-        if super::sm::bcast(&self.core, hosts, root as usize, tag, bytes_mut(buf))? {
-            return Ok(());
-        }
-        let buf = bytes_mut(buf);
-        let g = Group::all(&self.core);
-        bcast(&self.core, &g, hosts, root as usize, tag, buf).inspect_err(|e| {
-            let tags = super::sm::BCAST_LEADER_TAGS;
-            super::sm::failed(&self.core, hosts, tag, buf.len(), tags, e);
-        })
+        let r = (|| {
+            self.core.job_rank(root)?;
+            let hosts = self.core.hosts.as_slice();
+            if super::sm::bcast(&self.core, hosts, root as usize, tag, bytes_mut(buf))? {
+                return Ok(());
+            }
+            let buf = bytes_mut(buf);
+            let g = Group::all(&self.core);
+            bcast(&self.core, &g, hosts, root as usize, tag, buf).inspect_err(|e| {
+                let tags = super::sm::BCAST_LEADER_TAGS;
+                super::sm::failed(&self.core, hosts, tag, buf.len(), tags, e);
+            })
+        })();
+        super::group::left(&self.core, tag, r)
     }
 }

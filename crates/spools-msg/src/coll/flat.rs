@@ -3,7 +3,7 @@
 //! nonblocking plans run among a host's members or among the hosts' leaders.
 
 use super::args::{bytes, bytes_mut};
-use super::group::{exchange, recv, send, Group, Poisoned};
+use super::group::{disagreement, exchange, recv, send, Group, Poisoned};
 use super::ring::{ring_allgather, ring_reduce_scatter};
 use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
@@ -95,6 +95,27 @@ pub(crate) fn chain(
         }
         return Ok(());
     };
+    let r = chain_from(c, g, (prev, next), tag, buf, chunk);
+    if let (Err(e), Some(next)) = (&r, next) {
+        if disagreement(e) {
+            // The ranks disagree: the next member fails too instead of waiting for the
+            // rest (best effort: the error reported is this one).
+            let _ = send(c, g, next, tag, &[]);
+        }
+    }
+    r
+}
+
+/// A chain's member after the first: receives from `prev` and forwards to `next`.
+fn chain_from(
+    c: &CommCore,
+    g: &Group,
+    (prev, next): (usize, Option<usize>),
+    tag: u32,
+    buf: &mut [u8],
+    chunk: usize,
+) -> Result<(), MsgError> {
+    let len = buf.len();
     let from = Source::Rank(g.members[prev]);
     let t = Tag::Is(tag as i32);
     // Receive chunk 0, then: post chunk i+1, forward chunk i, wait for chunk i+1.

@@ -195,17 +195,20 @@ impl Communicator {
         root: u32,
     ) -> Result<(), MsgError> {
         let tag = self.core.next_coll_tag();
-        self.core.job_rank(root)?;
-        let counts = vec![send.len(); self.size() as usize];
-        check_rooted("gather", &self.core, &counts, send.len(), recv.len(), root)?;
-        // Every rank's part has one length (the call's contract): every rank takes the
-        // same path. (Not so for `gatherv`: a rank knows its own count only.)
-        let (sb, rb) = (bytes(send), bytes_mut(recv));
-        if super::sm::gather(&self.core, root as usize, tag, sb, rb)? {
-            return Ok(());
-        }
-        let g = Group::all(&self.core);
-        gatherv_in(&self.core, &g, root as usize, tag, send, &counts, recv)
+        let r = (|| {
+            self.core.job_rank(root)?;
+            let counts = vec![send.len(); self.size() as usize];
+            check_rooted("gather", &self.core, &counts, send.len(), recv.len(), root)?;
+            // Every rank's part has one length (the call's contract): every rank takes the
+            // same path. (Not so for `gatherv`: a rank knows its own count only.)
+            let (sb, rb) = (bytes(send), bytes_mut(recv));
+            if super::sm::gather(&self.core, root as usize, tag, sb, rb)? {
+                return Ok(());
+            }
+            let g = Group::all(&self.core);
+            gatherv_in(&self.core, &g, root as usize, tag, send, &counts, recv)
+        })();
+        super::group::left(&self.core, tag, r)
     }
 
     /// Like [`Communicator::gather`] with `counts[i]` elements from rank i, stored one
@@ -221,17 +224,20 @@ impl Communicator {
         root: u32,
     ) -> Result<(), MsgError> {
         let tag = self.core.next_coll_tag();
-        self.core.job_rank(root)?;
-        check_rooted("gatherv", &self.core, counts, send.len(), recv.len(), root)?;
-        gatherv_in(
-            &self.core,
-            &Group::all(&self.core),
-            root as usize,
-            tag,
-            send,
-            counts,
-            recv,
-        )
+        let r = (|| {
+            self.core.job_rank(root)?;
+            check_rooted("gatherv", &self.core, counts, send.len(), recv.len(), root)?;
+            gatherv_in(
+                &self.core,
+                &Group::all(&self.core),
+                root as usize,
+                tag,
+                send,
+                counts,
+                recv,
+            )
+        })();
+        super::group::left(&self.core, tag, r)
     }
 
     /// Sends block i of rank `root`'s `send` (`size × recv.len()` elements there) to rank
@@ -246,17 +252,20 @@ impl Communicator {
         root: u32,
     ) -> Result<(), MsgError> {
         let tag = self.core.next_coll_tag();
-        self.core.job_rank(root)?;
-        let counts = vec![recv.len(); self.size() as usize];
-        check_rooted("scatter", &self.core, &counts, recv.len(), send.len(), root)?;
-        // Every rank's part has one length (the call's contract): every rank takes the
-        // same path.
-        let (sb, rb) = (bytes(send), bytes_mut(recv));
-        if super::sm::scatter(&self.core, root as usize, tag, sb, rb)? {
-            return Ok(());
-        }
-        let g = Group::all(&self.core);
-        scatterv_in(&self.core, &g, root as usize, tag, send, &counts, recv)
+        let r = (|| {
+            self.core.job_rank(root)?;
+            let counts = vec![recv.len(); self.size() as usize];
+            check_rooted("scatter", &self.core, &counts, recv.len(), send.len(), root)?;
+            // Every rank's part has one length (the call's contract): every rank takes the
+            // same path.
+            let (sb, rb) = (bytes(send), bytes_mut(recv));
+            if super::sm::scatter(&self.core, root as usize, tag, sb, rb)? {
+                return Ok(());
+            }
+            let g = Group::all(&self.core);
+            scatterv_in(&self.core, &g, root as usize, tag, send, &counts, recv)
+        })();
+        super::group::left(&self.core, tag, r)
     }
 
     /// Like [`Communicator::scatter`] with `counts[i]` elements for rank i, taken one
@@ -272,17 +281,20 @@ impl Communicator {
         root: u32,
     ) -> Result<(), MsgError> {
         let tag = self.core.next_coll_tag();
-        self.core.job_rank(root)?;
-        check_rooted("scatterv", &self.core, counts, recv.len(), send.len(), root)?;
-        scatterv_in(
-            &self.core,
-            &Group::all(&self.core),
-            root as usize,
-            tag,
-            send,
-            counts,
-            recv,
-        )
+        let r = (|| {
+            self.core.job_rank(root)?;
+            check_rooted("scatterv", &self.core, counts, recv.len(), send.len(), root)?;
+            scatterv_in(
+                &self.core,
+                &Group::all(&self.core),
+                root as usize,
+                tag,
+                send,
+                counts,
+                recv,
+            )
+        })();
+        super::group::left(&self.core, tag, r)
     }
 
     /// Gives every rank every rank's `send`, in rank order, in `recv` (`size × send.len()`).
@@ -314,29 +326,32 @@ impl Communicator {
         counts: &[usize],
     ) -> Result<(), MsgError> {
         let tag = self.core.next_coll_tag();
-        let n = self.size() as usize;
-        let me = self.rank() as usize;
-        let total: usize = counts.iter().sum();
-        check("allgatherv", ONE_COUNT_PER_RANK, counts.len(), n)?;
-        check(
-            "allgatherv",
-            "send must hold this rank's count",
-            send.len(),
-            counts[me],
-        )?;
-        check(
-            "allgatherv",
-            "recv must hold the sum of the counts",
-            recv.len(),
-            total,
-        )?;
-        let d = displs(counts);
-        recv[d[me]..d[me] + counts[me]].copy_from_slice(send);
-        let size = std::mem::size_of::<T>();
-        if super::sm::allgatherv(&self.core, tag, bytes(send), bytes_mut(recv), counts, size)? {
-            return Ok(());
-        }
-        allgatherv_in(&self.core, &Group::all(&self.core), tag, recv, counts)
+        let r = (|| {
+            let n = self.size() as usize;
+            let me = self.rank() as usize;
+            let total: usize = counts.iter().sum();
+            check("allgatherv", ONE_COUNT_PER_RANK, counts.len(), n)?;
+            check(
+                "allgatherv",
+                "send must hold this rank's count",
+                send.len(),
+                counts[me],
+            )?;
+            check(
+                "allgatherv",
+                "recv must hold the sum of the counts",
+                recv.len(),
+                total,
+            )?;
+            let d = displs(counts);
+            recv[d[me]..d[me] + counts[me]].copy_from_slice(send);
+            let size = std::mem::size_of::<T>();
+            if super::sm::allgatherv(&self.core, tag, bytes(send), bytes_mut(recv), counts, size)? {
+                return Ok(());
+            }
+            allgatherv_in(&self.core, &Group::all(&self.core), tag, recv, counts)
+        })();
+        super::group::left(&self.core, tag, r)
     }
 
     /// Rank i sends block j of its `send` to rank j, which stores it as block i of its
@@ -393,40 +408,43 @@ impl Communicator {
         uniform: bool,
     ) -> Result<(), MsgError> {
         let tag = self.core.next_coll_tag();
-        let n = self.size() as usize;
-        check("alltoallv", ONE_COUNT_PER_RANK, send_counts.len(), n)?;
-        check("alltoallv", ONE_COUNT_PER_RANK, recv_counts.len(), n)?;
-        check(
-            "alltoallv",
-            "send must hold the sum of send_counts",
-            send.len(),
-            send_counts.iter().sum(),
-        )?;
-        check(
-            "alltoallv",
-            "recv must hold the sum of recv_counts",
-            recv.len(),
-            recv_counts.iter().sum(),
-        )?;
-        let me = self.rank() as usize;
-        check(
-            "alltoallv",
-            "this rank's block to itself must have the same count in both",
-            send_counts[me],
-            recv_counts[me],
-        )?;
-        if uniform && super::sm::alltoall(&self.core, tag, bytes(send), bytes_mut(recv))? {
-            return Ok(());
-        }
-        alltoallv_in(
-            &self.core,
-            &Group::all(&self.core),
-            tag,
-            send,
-            send_counts,
-            recv,
-            recv_counts,
-        )
+        let r = (|| {
+            let n = self.size() as usize;
+            check("alltoallv", ONE_COUNT_PER_RANK, send_counts.len(), n)?;
+            check("alltoallv", ONE_COUNT_PER_RANK, recv_counts.len(), n)?;
+            check(
+                "alltoallv",
+                "send must hold the sum of send_counts",
+                send.len(),
+                send_counts.iter().sum(),
+            )?;
+            check(
+                "alltoallv",
+                "recv must hold the sum of recv_counts",
+                recv.len(),
+                recv_counts.iter().sum(),
+            )?;
+            let me = self.rank() as usize;
+            check(
+                "alltoallv",
+                "this rank's block to itself must have the same count in both",
+                send_counts[me],
+                recv_counts[me],
+            )?;
+            if uniform && super::sm::alltoall(&self.core, tag, bytes(send), bytes_mut(recv))? {
+                return Ok(());
+            }
+            alltoallv_in(
+                &self.core,
+                &Group::all(&self.core),
+                tag,
+                send,
+                send_counts,
+                recv,
+                recv_counts,
+            )
+        })();
+        super::group::left(&self.core, tag, r)
     }
 }
 

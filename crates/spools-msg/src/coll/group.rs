@@ -251,10 +251,40 @@ impl Poisoned {
         }
     }
 
+    /// Whether a step found the ranks disagree.
+    pub(crate) fn failed(&self) -> bool {
+        self.0.is_some()
+    }
+
     /// The first disagreement, once every step ran.
     pub(crate) fn end(self) -> Result<(), MsgError> {
         self.0.map_or(Ok(()), Err)
     }
+}
+
+/// Whether an error means the ranks disagree about a collective's arguments.
+pub(crate) fn disagreement(e: &MsgError) -> bool {
+    matches!(e, MsgError::Mismatch { .. } | MsgError::Truncated { .. })
+}
+
+/// The tags of collective `tag` (its base tag): the low 8 bits are its steps'.
+pub(crate) fn coll_tags(tag: u32) -> std::ops::Range<u32> {
+    let base = tag & !0xff;
+    base..base.saturating_add(0x100)
+}
+
+/// The end of blocking collective `tag` on this rank: when it failed because the ranks
+/// disagree, this rank leaves it, and nobody here will receive its messages any more:
+/// those that come are dropped, and a rank still sending one in a rendezvous is told to
+/// discard it instead of waiting forever (ranks that chose another algorithm for their
+/// length send what this rank never receives).
+pub(crate) fn left<R>(c: &CommCore, tag: u32, r: Result<R, MsgError>) -> Result<R, MsgError> {
+    if let Err(e) = &r {
+        if disagreement(e) {
+            c.engine.drain(c.coll_ctx(), coll_tags(tag));
+        }
+    }
+    r
 }
 
 /// Sends `data` to member `to` while receiving `buf` from member `from`.

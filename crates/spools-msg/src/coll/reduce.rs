@@ -81,11 +81,21 @@ pub(crate) fn allreduce<T: Element>(
     let Some((local, leaders)) = hier else {
         return allreduce_flat(c, g, tag, acc, op);
     };
-    binomial(c, &local, 0, tag, acc, op)?;
+    // A phase that finds the ranks disagree does not end this rank's part: a host's
+    // members wait for its leader's broadcast, which then carries nothing, so that they
+    // fail too.
+    let mut poisoned = Poisoned::default();
+    poisoned.step(binomial(c, &local, 0, tag, acc, op))?;
     if leaders.me != usize::MAX {
-        allreduce_flat(c, &leaders, tag + 8, acc, op)?;
+        poisoned.step(allreduce_flat(c, &leaders, tag + 8, acc, op))?;
     }
-    super::flat::flat(c, &local, 0, tag + 16, bytes_mut(acc))
+    let result = if poisoned.failed() {
+        &mut [][..]
+    } else {
+        bytes_mut(acc)
+    };
+    poisoned.step(super::flat::flat(c, &local, 0, tag + 16, result))?;
+    poisoned.end()
 }
 
 /// Reduce-scatter of `acc` (the sum of `counts`): ring for commutative operators, else
@@ -190,27 +200,30 @@ impl Communicator {
         root: u32,
     ) -> Result<(), MsgError> {
         let tag = self.core.next_coll_tag();
-        self.core.job_rank(root)?;
-        let g = Group::all(&self.core);
-        let hosts = self.core.hosts.as_slice();
-        let failed = |e: &MsgError| {
-            let bytes = std::mem::size_of_val(send);
-            super::sm::failed(&self.core, hosts, tag, bytes, 0..0, e);
-        };
-        if g.me == root as usize {
-            check("reduce", RECV_AS_SEND, recv.len(), send.len())?;
-            recv.copy_from_slice(send);
-            if super::sm::reduce(&self.core, hosts, root as usize, tag, recv, op)? {
-                return Ok(());
+        let r = (|| {
+            self.core.job_rank(root)?;
+            let g = Group::all(&self.core);
+            let hosts = self.core.hosts.as_slice();
+            let failed = |e: &MsgError| {
+                let bytes = std::mem::size_of_val(send);
+                super::sm::failed(&self.core, hosts, tag, bytes, 0..0, e);
+            };
+            if g.me == root as usize {
+                check("reduce", RECV_AS_SEND, recv.len(), send.len())?;
+                recv.copy_from_slice(send);
+                if super::sm::reduce(&self.core, hosts, root as usize, tag, recv, op)? {
+                    return Ok(());
+                }
+                reduce_to(&self.core, &g, root as usize, tag, recv, op).inspect_err(failed)
+            } else {
+                let mut acc = send.to_vec();
+                if super::sm::reduce(&self.core, hosts, root as usize, tag, &mut acc, op)? {
+                    return Ok(());
+                }
+                reduce_to(&self.core, &g, root as usize, tag, &mut acc, op).inspect_err(failed)
             }
-            reduce_to(&self.core, &g, root as usize, tag, recv, op).inspect_err(failed)
-        } else {
-            let mut acc = send.to_vec();
-            if super::sm::reduce(&self.core, hosts, root as usize, tag, &mut acc, op)? {
-                return Ok(());
-            }
-            reduce_to(&self.core, &g, root as usize, tag, &mut acc, op).inspect_err(failed)
-        }
+        })();
+        super::group::left(&self.core, tag, r)
     }
 
     /// Combines every rank's `send` with `op` and gives every rank the result in `recv`.
@@ -233,20 +246,23 @@ impl Communicator {
         op: &Op<T>,
     ) -> Result<(), MsgError> {
         let tag = self.core.next_coll_tag();
-        check("allreduce", RECV_AS_SEND, recv.len(), send.len())?;
-        recv.copy_from_slice(send);
-        let hosts = self.core.hosts.as_slice();
-        if super::sm::allreduce(&self.core, hosts, tag, recv, op)? {
-            return Ok(());
-        }
-        let g = Group::all(&self.core);
-        allreduce(&self.core, &g, hosts, tag, recv, op).inspect_err(|e| {
-            let (bytes, tags) = (
-                std::mem::size_of_val(send),
-                super::sm::ALLREDUCE_LEADER_TAGS,
-            );
-            super::sm::failed(&self.core, hosts, tag, bytes, tags, e);
-        })
+        let r = (|| {
+            check("allreduce", RECV_AS_SEND, recv.len(), send.len())?;
+            recv.copy_from_slice(send);
+            let hosts = self.core.hosts.as_slice();
+            if super::sm::allreduce(&self.core, hosts, tag, recv, op)? {
+                return Ok(());
+            }
+            let g = Group::all(&self.core);
+            allreduce(&self.core, &g, hosts, tag, recv, op).inspect_err(|e| {
+                let (bytes, tags) = (
+                    std::mem::size_of_val(send),
+                    super::sm::ALLREDUCE_LEADER_TAGS,
+                );
+                super::sm::failed(&self.core, hosts, tag, bytes, tags, e);
+            })
+        })();
+        super::group::left(&self.core, tag, r)
     }
 
     /// Reduces every rank's `send` (the sum of `counts` elements) with `op` and leaves
@@ -262,34 +278,37 @@ impl Communicator {
         op: &Op<T>,
     ) -> Result<(), MsgError> {
         let tag = self.core.next_coll_tag();
-        let n = self.size() as usize;
-        let me = self.rank() as usize;
-        check("reduce_scatter", ONE_COUNT_PER_RANK, counts.len(), n)?;
-        let total: usize = counts.iter().sum();
-        check(
-            "reduce_scatter",
-            "send must hold the sum of the counts",
-            send.len(),
-            total,
-        )?;
-        check(
-            "reduce_scatter",
-            "recv must hold this rank's count",
-            recv.len(),
-            counts[me],
-        )?;
-        if super::sm::reduce_scatter(&self.core, tag, send, counts, recv, op)? {
-            return Ok(());
-        }
-        reduce_scatter(
-            &self.core,
-            &Group::all(&self.core),
-            tag,
-            send.to_vec(),
-            counts,
-            op,
-            recv,
-        )
+        let r = (|| {
+            let n = self.size() as usize;
+            let me = self.rank() as usize;
+            check("reduce_scatter", ONE_COUNT_PER_RANK, counts.len(), n)?;
+            let total: usize = counts.iter().sum();
+            check(
+                "reduce_scatter",
+                "send must hold the sum of the counts",
+                send.len(),
+                total,
+            )?;
+            check(
+                "reduce_scatter",
+                "recv must hold this rank's count",
+                recv.len(),
+                counts[me],
+            )?;
+            if super::sm::reduce_scatter(&self.core, tag, send, counts, recv, op)? {
+                return Ok(());
+            }
+            reduce_scatter(
+                &self.core,
+                &Group::all(&self.core),
+                tag,
+                send.to_vec(),
+                counts,
+                op,
+                recv,
+            )
+        })();
+        super::group::left(&self.core, tag, r)
     }
 
     /// Inclusive prefix reduction: rank i gets `send` of ranks 0..=i combined with `op`.
@@ -298,12 +317,15 @@ impl Communicator {
     /// [`MsgError::BadBuffer`] if `recv` and `send` differ in length, a dead rank.
     pub fn scan<T: Element>(&self, send: &[T], recv: &mut [T], op: &Op<T>) -> Result<(), MsgError> {
         let tag = self.core.next_coll_tag();
-        check("scan", RECV_AS_SEND, recv.len(), send.len())?;
-        if super::sm::scan(&self.core, tag, (send, recv), op, true)? {
-            return Ok(());
-        }
-        recv.copy_from_slice(send);
-        scan(&self.core, &Group::all(&self.core), tag, recv, op, true)
+        let r = (|| {
+            check("scan", RECV_AS_SEND, recv.len(), send.len())?;
+            if super::sm::scan(&self.core, tag, (send, recv), op, true)? {
+                return Ok(());
+            }
+            recv.copy_from_slice(send);
+            scan(&self.core, &Group::all(&self.core), tag, recv, op, true)
+        })();
+        super::group::left(&self.core, tag, r)
     }
 
     /// Exclusive prefix reduction: rank i > 0 gets `send` of ranks 0 to i - 1 combined
@@ -328,22 +350,25 @@ impl Communicator {
         op: &Op<T>,
     ) -> Result<(), MsgError> {
         let tag = self.core.next_coll_tag();
-        check("exscan", RECV_AS_SEND, recv.len(), send.len())?;
-        if super::sm::scan(&self.core, tag, (send, recv), op, false)? {
-            return Ok(());
-        }
-        let mut fold = send.to_vec();
-        scan(
-            &self.core,
-            &Group::all(&self.core),
-            tag,
-            &mut fold,
-            op,
-            false,
-        )?;
-        if self.rank() > 0 {
-            recv.copy_from_slice(&fold);
-        }
-        Ok(())
+        let r = (|| {
+            check("exscan", RECV_AS_SEND, recv.len(), send.len())?;
+            if super::sm::scan(&self.core, tag, (send, recv), op, false)? {
+                return Ok(());
+            }
+            let mut fold = send.to_vec();
+            scan(
+                &self.core,
+                &Group::all(&self.core),
+                tag,
+                &mut fold,
+                op,
+                false,
+            )?;
+            if self.rank() > 0 {
+                recv.copy_from_slice(&fold);
+            }
+            Ok(())
+        })();
+        super::group::left(&self.core, tag, r)
     }
 }

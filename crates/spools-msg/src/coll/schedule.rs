@@ -264,6 +264,9 @@ impl<T: Element> Schedule<T> {
         loop {
             if self.round == self.rounds.len() {
                 if let Some(e) = self.poisoned.take() {
+                    // This rank leaves the collective (see `group::left`).
+                    let tags = super::group::coll_tags(self.tag);
+                    self.core.engine.drain(self.core.coll_ctx(), tags);
                     return Err(e);
                 }
                 self.state = State::Done;

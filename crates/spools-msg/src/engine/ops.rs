@@ -132,6 +132,16 @@ impl Engine {
         self.with_protocol(|p| p.release_recv(id))
     }
 
+    /// Drops context `ctx`'s messages with a tag in `tags` that no posted receive takes,
+    /// now and later: those of a collective this rank left after the ranks disagreed, so
+    /// that a rank still sending to it does not wait forever in a rendezvous.
+    pub(crate) fn drain(&self, ctx: u32, tags: std::ops::Range<u32>) {
+        if self.with_protocol(|proto| proto.drain(ctx, tags)) {
+            // The CTS is queued for the poller: wake a sleeping progress thread.
+            self.worker.wake();
+        }
+    }
+
     /// Cancels a posted receive that has not matched yet.
     pub(crate) fn cancel_recv(&self, id: u64) -> bool {
         self.with_protocol(|p| p.cancel_recv(id))

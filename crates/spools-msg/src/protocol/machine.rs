@@ -78,6 +78,12 @@ impl Protocol {
         self.recv.post(p, buf)
     }
 
+    /// Drops context `ctx`'s messages with a tag in `tags` that no posted receive takes,
+    /// now and later (see `RecvSide::drain`); whether a clear-to-send is queued.
+    pub(crate) fn drain(&mut self, ctx: u32, tags: std::ops::Range<u32>) -> bool {
+        self.recv.drain(ctx, tags)
+    }
+
     /// Cancels receive `id` if no message has matched it yet.
     pub(crate) fn cancel_recv(&mut self, id: u64) -> bool {
         self.recv.cancel(id)

@@ -59,6 +59,9 @@ struct CtxQueues<P> {
     any_src: VecDeque<Posted>,
     /// Messages that arrived before a receive matched them, in arrival order.
     unexpected: VecDeque<(Envelope, P)>,
+    /// Tag ranges whose messages nobody will receive ([`Matcher::drain`]): one that
+    /// matches no posted receive is dropped instead of queued.
+    drained: Vec<std::ops::Range<u32>>,
 }
 
 impl<P> CtxQueues<P> {
@@ -68,6 +71,7 @@ impl<P> CtxQueues<P> {
             by_src: Vec::new(),
             any_src: VecDeque::new(),
             unexpected: VecDeque::new(),
+            drained: Vec::new(),
         }
     }
 }
@@ -222,6 +226,34 @@ impl<P> Matcher<P> {
     pub(crate) fn probe(&self, p: &Pattern) -> Option<&(Envelope, P)> {
         let i = self.find(p.ctx)?;
         self.ctxs[i].unexpected.iter().find(|(e, _)| p.matches(e))
+    }
+
+    /// From now on nobody receives context `ctx`'s messages with a tag in `tags` unless a
+    /// receive is already posted for them: returns the unexpected ones queued (removed),
+    /// and [`Matcher::is_drained`] says so of later ones.
+    pub(crate) fn drain(&mut self, ctx: u32, tags: std::ops::Range<u32>) -> Vec<(Envelope, P)> {
+        let q = self.queues(ctx);
+        let mut gone = Vec::new();
+        let mut kept = VecDeque::with_capacity(q.unexpected.len());
+        for (e, p) in q.unexpected.drain(..) {
+            if tags.contains(&e.tag) {
+                gone.push((e, p));
+            } else {
+                kept.push_back((e, p));
+            }
+        }
+        q.unexpected = kept;
+        if !q.drained.contains(&tags) {
+            q.drained.push(tags);
+        }
+        gone
+    }
+
+    /// Whether a message that matched no posted receive is one nobody will receive
+    /// ([`Matcher::drain`]).
+    pub(crate) fn is_drained(&self, e: &Envelope) -> bool {
+        self.find(e.ctx)
+            .is_some_and(|i| self.ctxs[i].drained.iter().any(|t| t.contains(&e.tag)))
     }
 
     /// Number of unexpected messages queued.

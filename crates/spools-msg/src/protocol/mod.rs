@@ -29,6 +29,8 @@ mod slab;
 pub(crate) mod wire;
 
 #[cfg(test)]
+mod drain_tests;
+#[cfg(test)]
 mod matching_tests;
 #[cfg(test)]
 mod pull_tests;

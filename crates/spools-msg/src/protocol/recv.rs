@@ -149,6 +149,11 @@ impl RecvSide {
     pub(crate) fn arrive(&mut self, env: Envelope, inc: Incoming<'_>) {
         match self.matcher.arrive(&env) {
             Some(id) => self.accept(id, env, inc),
+            None if self.matcher.is_drained(&env) => {
+                if let Incoming::Rts { send_id, .. } = inc {
+                    self.refuse(env, send_id);
+                }
+            }
             None => {
                 let u = match inc {
                     Incoming::Data(d) => Unexpected::Data(self.pooled(d)),
@@ -157,6 +162,36 @@ impl RecvSide {
                 self.matcher.queue(env, u);
             }
         }
+    }
+
+    /// Nobody will receive context `ctx`'s messages with a tag in `tags` (those of a
+    /// collective this rank left after the ranks disagreed about it) unless a receive is
+    /// posted for them already: the ones queued and the ones that arrive later are
+    /// dropped, and a sender that waits in a rendezvous for one is told to discard it
+    /// (so that it does not wait forever). Returns whether a clear-to-send is queued.
+    pub(crate) fn drain(&mut self, ctx: u32, tags: std::ops::Range<u32>) -> bool {
+        let mut cts = false;
+        for (env, u) in self.matcher.drain(ctx, tags) {
+            match u {
+                Unexpected::Data(d) => self.recycle(d),
+                Unexpected::Rts { send_id, .. } => {
+                    self.refuse(env, send_id);
+                    cts = true;
+                }
+            }
+        }
+        cts
+    }
+
+    /// Tells the sender of a request-to-send that nobody takes its data.
+    fn refuse(&mut self, env: Envelope, send_id: u64) {
+        self.cts.push_back(Cts {
+            to: env.src,
+            send_id,
+            recv_id: 0,
+            discard: true,
+        });
+        self.new_output = true;
     }
 
     fn accept(&mut self, id: u64, env: Envelope, inc: Incoming<'_>) {

@@ -9,7 +9,7 @@ use super::kind::Kind;
 use super::machine::{SmColl, Stage};
 use super::{coll_no, SmComm};
 use crate::coll::flat::{allreduce_flat, between_hosts, dissemination};
-use crate::coll::group::{send, Group};
+use crate::coll::group::{disagreement, send, Group};
 use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
@@ -122,11 +122,6 @@ fn whole(c: &CommCore, fits: bool) -> Option<&SmComm> {
         return None;
     }
     c.sm.ready().filter(|sm| sm.n() == c.size() as usize)
-}
-
-/// Whether an error means the ranks disagree about the collective's arguments.
-fn disagreement(e: &MsgError) -> bool {
-    matches!(e, MsgError::Mismatch { .. } | MsgError::Truncated { .. })
 }
 
 /// After collective `tag` (of `bytes` here, `kind`) failed on this rank, by whichever
