@@ -135,7 +135,7 @@ fn chain_from(
             send(c, g, next, tag, &done[off..end])?;
         }
         if let Some(guard) = guard {
-            let st = super::group::finish(c, guard, tag)?;
+            let st = super::group::finish(c, guard, tag, g.members[prev])?;
             if st.len != next_len {
                 return Err(MsgError::Mismatch {
                     op: "bcast",

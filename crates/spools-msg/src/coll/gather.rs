@@ -36,13 +36,13 @@ pub(crate) fn gatherv_in<T: Element>(
             b.copy_from_slice(send_buf);
             continue;
         }
-        want.push(std::mem::size_of_val(*b));
+        want.push((std::mem::size_of_val(*b), g.members[i]));
         let from = Source::Rank(g.members[i]);
         guards.push(c.post_bytes(c.coll_ctx(), from, Tag::Is(tag as i32), bytes_mut(b))?);
     }
-    for (guard, want) in guards.into_iter().zip(want) {
+    for (guard, (want, from)) in guards.into_iter().zip(want) {
         // Watching the segment, where this rank took the messages but others may not.
-        let st = finish(c, guard, tag)?;
+        let st = finish(c, guard, tag, from)?;
         if st.len != want {
             return Err(MsgError::Mismatch {
                 op: "gather",
@@ -133,12 +133,12 @@ pub(crate) fn alltoallv_in<T: Element>(
                 bytes(&send_buf[sd[to]..sd[to] + send_counts[to]]),
             )?;
         }
-        let want: Vec<usize> = (0..n)
+        let want: Vec<(usize, u32)> = (0..n)
             .filter(|&i| i != me)
-            .map(|i| recv_counts[i] * std::mem::size_of::<T>())
+            .map(|i| (recv_counts[i] * std::mem::size_of::<T>(), g.members[i]))
             .collect();
-        for (guard, want) in guards.into_iter().zip(want) {
-            let st = finish(c, guard, tag)?;
+        for (guard, (want, from)) in guards.into_iter().zip(want) {
+            let st = finish(c, guard, tag, from)?;
             if st.len != want {
                 return Err(MsgError::Mismatch {
                     op: "alltoallv",

@@ -97,7 +97,7 @@ pub(crate) fn send(
     tag: u32,
     data: &[u8],
 ) -> Result<(), MsgError> {
-    let Some((sm, w)) = watched(c, tag) else {
+    let Some((sm, w)) = watched(c, tag, g.members[to]) else {
         return c.send_bytes(c.coll_ctx(), g.members[to], tag, data);
     };
     let job = c.job_rank(g.members[to])?;
@@ -128,9 +128,17 @@ pub(crate) fn send(
 }
 
 /// The segment and what to watch for when this rank runs collective `tag` through the
-/// messages where the segment could have served it.
-fn watched(c: &CommCore, tag: u32) -> Option<(&SmComm, Watch)> {
+/// messages where the segment could have served it, in a step with `peer` (a
+/// communicator rank): only a peer of this host may have taken the segment instead. (A
+/// peer of another host that finds the ranks disagree goes on sending, see
+/// [`Poisoned`].)
+fn watched(c: &CommCore, tag: u32, peer: u32) -> Option<(&SmComm, Watch)> {
     let sm = c.sm.ready()?;
+    let hosts = c.hosts.as_slice();
+    let host = |r: u32| hosts.get(r as usize).copied();
+    if host(peer) != host(c.rank) {
+        return None;
+    }
     sm.watch_for(coll_no(tag)).map(|w| (sm, w))
 }
 
@@ -149,17 +157,23 @@ pub(crate) fn recv(
         Tag::Is(tag as i32),
         buf,
     )?;
-    let st = finish(c, guard, tag)?;
+    let st = finish(c, guard, tag, g.members[from])?;
     expect_len(st.len, want, g.members[from])
 }
 
-/// Waits for a receive of a collective's step with tag `tag` and gives its status. When
+/// Waits for a receive of a collective's step with tag `tag` from `peer` (a communicator
+/// rank) and gives its status. When
 /// this rank runs the collective through the messages where the communicator's segment
 /// could have served it (see [`crate::coll::sm`]), the wait also watches the segment
 /// for members that took it instead, while it waits (nothing is looked at before). A
 /// message longer than the step's buffer is [`MsgError::Mismatch`]: the ranks disagree.
-pub(crate) fn finish(c: &CommCore, g: OpGuard<'_>, tag: u32) -> Result<Status, MsgError> {
-    if let Some((sm, w)) = watched(c, tag) {
+pub(crate) fn finish(
+    c: &CommCore,
+    g: OpGuard<'_>,
+    tag: u32,
+    peer: u32,
+) -> Result<Status, MsgError> {
+    if let Some((sm, w)) = watched(c, tag, peer) {
         if let Err(e) = wait_watching(c, &g, sm, &w) {
             sm.mark_failed(w.no, w.bytes, &e);
             return Err(e);
@@ -305,6 +319,6 @@ pub(crate) fn exchange(
         buf,
     )?;
     send(c, g, to, tag, data)?;
-    let st = finish(c, guard, tag)?;
+    let st = finish(c, guard, tag, g.members[from])?;
     expect_len(st.len, want, g.members[from])
 }
