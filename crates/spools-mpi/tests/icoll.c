@@ -7,7 +7,7 @@
  * flight at once and waited in reverse order; persistent ones started three times with
  * new data; and the blocking reduce-scatters (blocks of one count and of several, in
  * place, strided, MINLOC, the user operator) and exclusive scans (in place, the user
- * operator) beside them.
+ * operator) beside them; and two erroneous calls that must end on every rank.
  * argv[1]: hosts to play (SPOOLS_HOST_ID by rank), 1 if absent. */
 #include "check.h"
 #include <stdint.h>
@@ -325,6 +325,26 @@ static void alltoallv_own_block_mismatch(void) {
   free(sc), free(sd), free(rc), free(rd), free(in), free(out);
 }
 
+/* An allgatherv whose rank 0 counts two ints per rank where the others count one
+ * (erroneous), with a block past the eager limit and one within the shared memory's:
+ * rank 0 fails, no rank waits forever (across hosts the ring's ranks after the one that
+ * finds it fail too), and the job goes on. */
+static void allgatherv_mismatch(int ints) {
+  MPI_Comm comm;
+  OK(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
+  OK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
+  int k = rank == 0 ? 2 * ints : ints;
+  int *counts = malloc(sizeof(int) * size), *displs = malloc(sizeof(int) * size);
+  int *in = malloc(sizeof(int) * k), *out = malloc(sizeof(int) * k * size);
+  for (int j = 0; j < size; j++) counts[j] = k, displs[j] = j * k;
+  for (int i = 0; i < k; i++) in[i] = v(rank, i, 9);
+  int rc_ = MPI_Allgatherv(in, k, MPI_INT, out, counts, displs, MPI_INT, comm);
+  if (rank == 0) CHECK(rc_ != MPI_SUCCESS, "allgatherv mismatch of %d ints: rank 0 succeeded", ints);
+  OK(MPI_Comm_free(&comm));
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  free(counts), free(displs), free(in), free(out);
+}
+
 /* Persistent collectives started three times, with new data each time. */
 static void persistent(MPI_Comm comm, int k) {
   size_t n = (size_t)k;
@@ -375,6 +395,10 @@ int main(int argc, char **argv) {
     exscans(MPI_COMM_WORLD, counts[c], salt++);
   }
   alltoallv_own_block_mismatch();
+  if (size > 1) {
+    allgatherv_mismatch(16);
+    allgatherv_mismatch(20000);
+  }
   persistent(MPI_COMM_WORLD, 3);
   persistent(MPI_COMM_WORLD, 1500);
   if (rank == 0) printf("ok icoll %d ranks %d hosts\n", size, hosts);

@@ -257,7 +257,7 @@ impl Poisoned {
     pub(crate) fn step(&mut self, r: Result<(), MsgError>) -> Result<bool, MsgError> {
         match r {
             Ok(()) => Ok(self.0.is_none()),
-            Err(e @ (MsgError::Mismatch { .. } | MsgError::Truncated { .. })) => {
+            Err(e) if disagreement(&e) => {
                 self.0.get_or_insert(e);
                 Ok(false)
             }

@@ -83,13 +83,14 @@ pub(crate) fn allreduce<T: Element>(
     };
     // A phase that finds the ranks disagree does not end this rank's part: a host's
     // members wait for its leader's broadcast, which then carries nothing, so that they
-    // fail too.
+    // fail too. (A member keeps its length, which chose the broadcast's algorithm as
+    // its peers' did.)
     let mut poisoned = Poisoned::default();
     poisoned.step(binomial(c, &local, 0, tag, acc, op))?;
     if leaders.me != usize::MAX {
         poisoned.step(allreduce_flat(c, &leaders, tag + 8, acc, op))?;
     }
-    let result = if poisoned.failed() {
+    let result = if poisoned.failed() && local.me == 0 {
         &mut [][..]
     } else {
         bytes_mut(acc)
