@@ -49,14 +49,12 @@ impl Communicator {
     /// # Errors
     /// A dead rank, transport failures.
     pub fn barrier(&self) -> Result<(), MsgError> {
-        let tag = self.core.next_coll_tag();
-        let r = (|| {
+        self.collective(|tag| {
             let hosts = self.core.hosts.as_slice();
             if super::sm::barrier(&self.core, hosts, tag)? {
                 return Ok(());
             }
             barrier(&self.core, &Group::all(&self.core), hosts, tag)
-        })();
-        super::group::left(&self.core, tag, r)
+        })
     }
 }

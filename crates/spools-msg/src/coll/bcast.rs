@@ -79,8 +79,7 @@ impl Communicator {
     /// [`MsgError::BadRank`] for a root outside the communicator,
     /// [`MsgError::Mismatch`] if the ranks' lengths differ, a dead rank.
     pub fn bcast<T: Element>(&self, buf: &mut [T], root: u32) -> Result<(), MsgError> {
-        let tag = self.core.next_coll_tag();
-        let r = (|| {
+        self.collective(|tag| {
             self.core.job_rank(root)?;
             let hosts = self.core.hosts.as_slice();
             if super::sm::bcast(&self.core, hosts, root as usize, tag, bytes_mut(buf))? {
@@ -92,7 +91,6 @@ impl Communicator {
                 let tags = super::sm::BCAST_LEADER_TAGS;
                 super::sm::failed(&self.core, hosts, tag, buf.len(), tags, e);
             })
-        })();
-        super::group::left(&self.core, tag, r)
+        })
     }
 }

@@ -194,8 +194,7 @@ impl Communicator {
         recv: &mut [T],
         root: u32,
     ) -> Result<(), MsgError> {
-        let tag = self.core.next_coll_tag();
-        let r = (|| {
+        self.collective(|tag| {
             self.core.job_rank(root)?;
             let counts = vec![send.len(); self.size() as usize];
             check_rooted("gather", &self.core, &counts, send.len(), recv.len(), root)?;
@@ -207,8 +206,7 @@ impl Communicator {
             }
             let g = Group::all(&self.core);
             gatherv_in(&self.core, &g, root as usize, tag, send, &counts, recv)
-        })();
-        super::group::left(&self.core, tag, r)
+        })
     }
 
     /// Like [`Communicator::gather`] with `counts[i]` elements from rank i, stored one
@@ -223,8 +221,7 @@ impl Communicator {
         counts: &[usize],
         root: u32,
     ) -> Result<(), MsgError> {
-        let tag = self.core.next_coll_tag();
-        let r = (|| {
+        self.collective(|tag| {
             self.core.job_rank(root)?;
             check_rooted("gatherv", &self.core, counts, send.len(), recv.len(), root)?;
             gatherv_in(
@@ -236,8 +233,7 @@ impl Communicator {
                 counts,
                 recv,
             )
-        })();
-        super::group::left(&self.core, tag, r)
+        })
     }
 
     /// Sends block i of rank `root`'s `send` (`size × recv.len()` elements there) to rank
@@ -251,8 +247,7 @@ impl Communicator {
         recv: &mut [T],
         root: u32,
     ) -> Result<(), MsgError> {
-        let tag = self.core.next_coll_tag();
-        let r = (|| {
+        self.collective(|tag| {
             self.core.job_rank(root)?;
             let counts = vec![recv.len(); self.size() as usize];
             check_rooted("scatter", &self.core, &counts, recv.len(), send.len(), root)?;
@@ -264,8 +259,7 @@ impl Communicator {
             }
             let g = Group::all(&self.core);
             scatterv_in(&self.core, &g, root as usize, tag, send, &counts, recv)
-        })();
-        super::group::left(&self.core, tag, r)
+        })
     }
 
     /// Like [`Communicator::scatter`] with `counts[i]` elements for rank i, taken one
@@ -280,8 +274,7 @@ impl Communicator {
         recv: &mut [T],
         root: u32,
     ) -> Result<(), MsgError> {
-        let tag = self.core.next_coll_tag();
-        let r = (|| {
+        self.collective(|tag| {
             self.core.job_rank(root)?;
             check_rooted("scatterv", &self.core, counts, recv.len(), send.len(), root)?;
             scatterv_in(
@@ -293,8 +286,7 @@ impl Communicator {
                 counts,
                 recv,
             )
-        })();
-        super::group::left(&self.core, tag, r)
+        })
     }
 
     /// Gives every rank every rank's `send`, in rank order, in `recv` (`size × send.len()`).
@@ -325,8 +317,7 @@ impl Communicator {
         recv: &mut [T],
         counts: &[usize],
     ) -> Result<(), MsgError> {
-        let tag = self.core.next_coll_tag();
-        let r = (|| {
+        self.collective(|tag| {
             let n = self.size() as usize;
             let me = self.rank() as usize;
             let total: usize = counts.iter().sum();
@@ -350,8 +341,7 @@ impl Communicator {
                 return Ok(());
             }
             allgatherv_in(&self.core, &Group::all(&self.core), tag, recv, counts)
-        })();
-        super::group::left(&self.core, tag, r)
+        })
     }
 
     /// Rank i sends block j of its `send` to rank j, which stores it as block i of its
@@ -407,8 +397,7 @@ impl Communicator {
         recv_counts: &[usize],
         uniform: bool,
     ) -> Result<(), MsgError> {
-        let tag = self.core.next_coll_tag();
-        let r = (|| {
+        self.collective(|tag| {
             let n = self.size() as usize;
             check("alltoallv", ONE_COUNT_PER_RANK, send_counts.len(), n)?;
             check("alltoallv", ONE_COUNT_PER_RANK, recv_counts.len(), n)?;
@@ -443,8 +432,7 @@ impl Communicator {
                 recv,
                 recv_counts,
             )
-        })();
-        super::group::left(&self.core, tag, r)
+        })
     }
 }
 

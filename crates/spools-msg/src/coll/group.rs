@@ -301,6 +301,18 @@ pub(crate) fn left<R>(c: &CommCore, tag: u32, r: Result<R, MsgError>) -> Result<
     r
 }
 
+impl crate::communicator::Communicator {
+    /// Runs one blocking collective: `f` with the collective's base tag, then
+    /// [`left`] with its outcome.
+    pub(crate) fn collective<R>(
+        &self,
+        f: impl FnOnce(u32) -> Result<R, MsgError>,
+    ) -> Result<R, MsgError> {
+        let tag = self.core.next_coll_tag();
+        left(&self.core, tag, f(tag))
+    }
+}
+
 /// Sends `data` to member `to` while receiving `buf` from member `from`.
 pub(crate) fn exchange(
     c: &CommCore,

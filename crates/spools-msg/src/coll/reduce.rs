@@ -200,8 +200,7 @@ impl Communicator {
         op: &Op<T>,
         root: u32,
     ) -> Result<(), MsgError> {
-        let tag = self.core.next_coll_tag();
-        let r = (|| {
+        self.collective(|tag| {
             self.core.job_rank(root)?;
             let g = Group::all(&self.core);
             let hosts = self.core.hosts.as_slice();
@@ -223,8 +222,7 @@ impl Communicator {
                 }
                 reduce_to(&self.core, &g, root as usize, tag, &mut acc, op).inspect_err(failed)
             }
-        })();
-        super::group::left(&self.core, tag, r)
+        })
     }
 
     /// Combines every rank's `send` with `op` and gives every rank the result in `recv`.
@@ -246,8 +244,7 @@ impl Communicator {
         recv: &mut [T],
         op: &Op<T>,
     ) -> Result<(), MsgError> {
-        let tag = self.core.next_coll_tag();
-        let r = (|| {
+        self.collective(|tag| {
             check("allreduce", RECV_AS_SEND, recv.len(), send.len())?;
             recv.copy_from_slice(send);
             let hosts = self.core.hosts.as_slice();
@@ -262,8 +259,7 @@ impl Communicator {
                 );
                 super::sm::failed(&self.core, hosts, tag, bytes, tags, e);
             })
-        })();
-        super::group::left(&self.core, tag, r)
+        })
     }
 
     /// Reduces every rank's `send` (the sum of `counts` elements) with `op` and leaves
@@ -278,8 +274,7 @@ impl Communicator {
         counts: &[usize],
         op: &Op<T>,
     ) -> Result<(), MsgError> {
-        let tag = self.core.next_coll_tag();
-        let r = (|| {
+        self.collective(|tag| {
             let n = self.size() as usize;
             let me = self.rank() as usize;
             check("reduce_scatter", ONE_COUNT_PER_RANK, counts.len(), n)?;
@@ -308,8 +303,7 @@ impl Communicator {
                 op,
                 recv,
             )
-        })();
-        super::group::left(&self.core, tag, r)
+        })
     }
 
     /// Inclusive prefix reduction: rank i gets `send` of ranks 0..=i combined with `op`.
@@ -317,16 +311,14 @@ impl Communicator {
     /// # Errors
     /// [`MsgError::BadBuffer`] if `recv` and `send` differ in length, a dead rank.
     pub fn scan<T: Element>(&self, send: &[T], recv: &mut [T], op: &Op<T>) -> Result<(), MsgError> {
-        let tag = self.core.next_coll_tag();
-        let r = (|| {
+        self.collective(|tag| {
             check("scan", RECV_AS_SEND, recv.len(), send.len())?;
             if super::sm::scan(&self.core, tag, (send, recv), op, true)? {
                 return Ok(());
             }
             recv.copy_from_slice(send);
             scan(&self.core, &Group::all(&self.core), tag, recv, op, true)
-        })();
-        super::group::left(&self.core, tag, r)
+        })
     }
 
     /// Exclusive prefix reduction: rank i > 0 gets `send` of ranks 0 to i - 1 combined
@@ -350,8 +342,7 @@ impl Communicator {
         recv: &mut [T],
         op: &Op<T>,
     ) -> Result<(), MsgError> {
-        let tag = self.core.next_coll_tag();
-        let r = (|| {
+        self.collective(|tag| {
             check("exscan", RECV_AS_SEND, recv.len(), send.len())?;
             if super::sm::scan(&self.core, tag, (send, recv), op, false)? {
                 return Ok(());
@@ -369,7 +360,6 @@ impl Communicator {
                 recv.copy_from_slice(&fold);
             }
             Ok(())
-        })();
-        super::group::left(&self.core, tag, r)
+        })
     }
 }
