@@ -4,7 +4,7 @@
 
 use super::args::bytes_mut;
 use super::flat::{between_hosts, flat};
-use super::group::Group;
+use super::group::{Group, Poisoned};
 use crate::comm_core::CommCore;
 use crate::communicator::Communicator;
 use crate::element::Element;
@@ -22,8 +22,30 @@ pub(crate) fn bcast(
     let Some((local, leaders)) = g.hierarchy(hosts) else {
         return flat(c, g, root, tag, buf);
     };
-    let local_root = between_hosts(c, g, &local, &leaders, hosts, root, tag, buf)?;
-    // 3. Within each host (the root already has it).
+    // A phase that finds the ranks disagree does not end this rank's part: the member
+    // that serves its host then sends it nothing, so that the host's members fail too.
+    let mut poisoned = Poisoned::default();
+    let local_root = between_hosts(c, g, &local, &leaders, hosts, root, tag, buf, &mut poisoned)?;
+    let buf = if poisoned.failed() && local.me == local_root {
+        &mut [][..]
+    } else {
+        buf
+    };
+    let r = within_host(c, g, &local, (root, local_root), tag, buf);
+    poisoned.step(r)?;
+    poisoned.end()
+}
+
+/// Phase 3 of [`bcast`]: within each host, from `local_root` of `local` (the root
+/// already has it).
+fn within_host(
+    c: &CommCore,
+    g: &Group,
+    local: &Group,
+    (root, local_root): (usize, usize),
+    tag: u32,
+    buf: &mut [u8],
+) -> Result<(), MsgError> {
     let root_rank = g.members[root];
     let me = g.members[g.me];
     let root_leader_rank = local.members[0];
@@ -49,7 +71,7 @@ pub(crate) fn bcast(
             .unwrap_or(0);
         return flat(c, &sub, r, tag + 3, buf);
     }
-    flat(c, &local, local_root, tag + 3, buf)
+    flat(c, local, local_root, tag + 3, buf)
 }
 
 impl Communicator {

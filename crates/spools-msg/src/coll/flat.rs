@@ -172,7 +172,7 @@ pub(crate) fn flat(
 /// The phases of a broadcast across hosts before the one within each host: the root
 /// hands the data to its host's leader, and the leaders broadcast among themselves.
 /// Returns the member of `local` that serves this host (the root on its host, else the
-/// leader).
+/// leader). A disagreement is kept in `poisoned`; the result says only other errors.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn between_hosts(
     c: &CommCore,
@@ -183,6 +183,7 @@ pub(crate) fn between_hosts(
     root: usize,
     tag: u32,
     buf: &mut [u8],
+    poisoned: &mut Poisoned,
 ) -> Result<usize, MsgError> {
     let root_rank = g.members[root];
     let host_of = |m: u32| hosts.get(m as usize).copied().unwrap_or(0);
@@ -200,12 +201,18 @@ pub(crate) fn between_hosts(
                 .unwrap_or(0);
             send(c, g, l, tag + 1, buf)?;
         } else if me == root_leader_rank {
-            recv(c, g, root, tag + 1, buf)?;
+            poisoned.step(recv(c, g, root, tag + 1, buf))?;
         }
     }
-    // 2. Between leaders.
+    // 2. Between leaders (a root leader that found the disagreement sends nothing, so
+    // that the others fail too).
     if leaders.me != usize::MAX {
-        flat(c, leaders, root_leader, tag + 2, buf)?;
+        let data = if poisoned.failed() && leaders.me == root_leader {
+            &mut [][..]
+        } else {
+            buf
+        };
+        poisoned.step(flat(c, leaders, root_leader, tag + 2, data))?;
     }
     Ok(if host_of(me) == root_host {
         local
@@ -222,13 +229,14 @@ pub(crate) fn between_hosts(
 pub(crate) const DOUBLING_MAX: usize = 64 << 10;
 
 /// Recursive doubling allreduce for any member count (the extra members first fold into
-/// their neighbours), combining in rank order.
-pub(crate) fn doubling<T: Element>(
+/// their neighbours), combining in rank order. A disagreement is kept in `poisoned`.
+fn doubling<T: Element>(
     c: &CommCore,
     g: &Group,
     tag: u32,
     acc: &mut [T],
     op: &Op<T>,
+    poisoned: &mut Poisoned,
 ) -> Result<(), MsgError> {
     let n = g.n();
     let me = g.me;
@@ -238,10 +246,10 @@ pub(crate) fn doubling<T: Element>(
     }
     let rem = n - pof2;
     let mut tmp = vec![T::default(); acc.len()];
-    let mut poisoned = Poisoned::default();
     let newrank = if me < 2 * rem {
         if me % 2 == 0 {
-            send(c, g, me + 1, tag, bytes(acc))?;
+            let data = poisoned.send(bytes(acc));
+            poisoned.step(send(c, g, me + 1, tag, data))?;
             None
         } else {
             if poisoned.step(recv(c, g, me - 1, tag, bytes_mut(&mut tmp)))? {
@@ -275,7 +283,7 @@ pub(crate) fn doubling<T: Element>(
             poisoned.step(send(c, g, me - 1, tag + 63, data))?;
         }
     }
-    poisoned.end()
+    Ok(())
 }
 
 /// Allreduce over a flat group.
@@ -286,17 +294,33 @@ pub(crate) fn allreduce_flat<T: Element>(
     acc: &mut [T],
     op: &Op<T>,
 ) -> Result<(), MsgError> {
+    let mut poisoned = Poisoned::default();
+    allreduce_poisoned(c, g, tag, acc, op, &mut poisoned)?;
+    poisoned.end()
+}
+
+/// [`allreduce_flat`] by a member that may have found the ranks disagree already: then
+/// it takes the steps its length chose with empty blocks, so that every member fails.
+/// A disagreement is kept in `poisoned`; the result says only other errors.
+pub(crate) fn allreduce_poisoned<T: Element>(
+    c: &CommCore,
+    g: &Group,
+    tag: u32,
+    acc: &mut [T],
+    op: &Op<T>,
+    poisoned: &mut Poisoned,
+) -> Result<(), MsgError> {
     let n = g.n();
     if n <= 1 {
         return Ok(());
     }
     let size = std::mem::size_of_val(acc);
     if size <= DOUBLING_MAX || acc.len() < n || !op.commutative() {
-        return doubling(c, g, tag, acc, op);
+        return doubling(c, g, tag, acc, op, poisoned);
     }
     let counts = even_counts(acc.len(), n);
-    ring_reduce_scatter(c, g, tag, acc, &counts, op)?;
-    ring_allgather(c, g, tag + 1, acc, &counts)
+    ring_reduce_scatter(c, g, tag, (acc, &counts), op, poisoned)?;
+    ring_allgather(c, g, tag + 1, (acc, &counts), poisoned)
 }
 
 /// `len` split into `n` nearly equal blocks.

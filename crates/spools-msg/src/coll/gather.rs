@@ -88,7 +88,9 @@ pub(crate) fn allgatherv_in<T: Element>(
     out: &mut [T],
     counts: &[usize],
 ) -> Result<(), MsgError> {
-    ring_allgather(c, g, tag, out, counts)
+    let mut poisoned = Poisoned::default();
+    ring_allgather(c, g, tag, (out, counts), &mut poisoned)?;
+    poisoned.end()
 }
 
 /// Alltoall with per-pair counts: small blocks all at once, larger by pairwise exchange

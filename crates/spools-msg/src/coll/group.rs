@@ -87,9 +87,9 @@ impl Group {
     }
 }
 
-/// Sends `data` to member `to` of `g`. A rendezvous send of a collective this rank runs
-/// through the messages where the segment could have served it watches the segment
-/// while it waits, as receives do (see [`finish`]).
+/// Sends `data` to member `to` of `g`. A rendezvous send to a member of this host, in a
+/// collective this rank runs through the messages where the segment could have served
+/// it, watches the segment while it waits, as receives do (see [`finish`]).
 pub(crate) fn send(
     c: &CommCore,
     g: &Group,

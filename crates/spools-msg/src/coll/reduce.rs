@@ -1,7 +1,7 @@
 //! Reductions: reduce, allreduce, reduce-scatter, scan.
 
 use super::args::{bytes, bytes_mut, check, displs, ONE_COUNT_PER_RANK, RECV_AS_SEND};
-use super::flat::allreduce_flat;
+use super::flat::{allreduce_flat, allreduce_poisoned};
 use super::gather::scatterv_in;
 use super::group::{exchange, recv, send, Group, Poisoned};
 use super::ring::ring_reduce_scatter;
@@ -55,13 +55,16 @@ pub(crate) fn reduce_to<T: Element>(
     if op.commutative() || root == 0 {
         return binomial(c, g, root, tag, acc, op);
     }
-    binomial(c, g, 0, tag, acc, op)?;
+    // Member 0 hands the result to the root even after a disagreement (nothing, then).
+    let mut poisoned = Poisoned::default();
+    poisoned.step(binomial(c, g, 0, tag, acc, op))?;
     if g.me == 0 {
-        send(c, g, root, tag + 1, bytes(acc))?;
+        let data = poisoned.send(bytes(acc));
+        poisoned.step(send(c, g, root, tag + 1, data))?;
     } else if g.me == root {
-        recv(c, g, 0, tag + 1, bytes_mut(acc))?;
+        poisoned.step(recv(c, g, 0, tag + 1, bytes_mut(acc)))?;
     }
-    Ok(())
+    poisoned.end()
 }
 
 /// Allreduce, hierarchical across hosts for commutative operators.
@@ -88,7 +91,8 @@ pub(crate) fn allreduce<T: Element>(
     let mut poisoned = Poisoned::default();
     poisoned.step(binomial(c, &local, 0, tag, acc, op))?;
     if leaders.me != usize::MAX {
-        poisoned.step(allreduce_flat(c, &leaders, tag + 8, acc, op))?;
+        // Started poisoned, it sends the other leaders empty blocks: they fail too.
+        allreduce_poisoned(c, &leaders, tag + 8, acc, op, &mut poisoned)?;
     }
     let result = if poisoned.failed() && local.me == 0 {
         &mut [][..]
@@ -112,13 +116,25 @@ pub(crate) fn reduce_scatter<T: Element>(
 ) -> Result<(), MsgError> {
     let me = g.me;
     if op.commutative() {
-        ring_reduce_scatter(c, g, tag, &mut acc, counts, op)?;
+        let mut poisoned = Poisoned::default();
+        ring_reduce_scatter(c, g, tag, (&mut acc, counts), op, &mut poisoned)?;
+        poisoned.end()?;
         let d = displs(counts);
         out.copy_from_slice(&acc[d[me]..d[me] + counts[me]]);
         return Ok(());
     }
-    reduce_to(c, g, 0, tag, &mut acc, op)?;
-    scatterv_in(c, g, 0, tag + 2, &acc, counts, out)
+    // Member 0 scatters even after a disagreement (empty blocks, then), so that every
+    // member fails.
+    let mut poisoned = Poisoned::default();
+    poisoned.step(reduce_to(c, g, 0, tag, &mut acc, op))?;
+    if poisoned.failed() && me == 0 {
+        for i in 1..g.n() {
+            poisoned.step(send(c, g, i, tag + 2, &[]))?;
+        }
+    } else {
+        poisoned.step(scatterv_in(c, g, 0, tag + 2, &acc, counts, out))?;
+    }
+    poisoned.end()
 }
 
 /// Scan by recursive doubling (any member count, rank order kept): `result` holds this

@@ -13,14 +13,16 @@ use crate::element::{Element, Op};
 use crate::error::MsgError;
 
 /// Ring reduce-scatter: afterwards member i's block `counts[i]` of `acc` (at the prefix
-/// sum) holds the reduction of everyone's block i. Commutative operators only.
+/// sum) holds the reduction of everyone's block i. Commutative operators only. A
+/// disagreement is kept in `poisoned` (see the module's comment); the result says only
+/// other errors.
 pub(crate) fn ring_reduce_scatter<T: Element>(
     c: &CommCore,
     g: &Group,
     tag: u32,
-    acc: &mut [T],
-    counts: &[usize],
+    (acc, counts): (&mut [T], &[usize]),
     op: &Op<T>,
+    poisoned: &mut Poisoned,
 ) -> Result<(), MsgError> {
     let n = g.n();
     let d = displs(counts);
@@ -28,7 +30,6 @@ pub(crate) fn ring_reduce_scatter<T: Element>(
     let right = (me + 1) % n;
     let left = (me + n - 1) % n;
     let mut tmp = vec![T::default(); counts.iter().copied().max().unwrap_or(0)];
-    let mut poisoned = Poisoned::default();
     for s in 0..n.saturating_sub(1) {
         let sb = (me + 2 * n - s - 1) % n;
         let rb = (me + 2 * n - s - 2) % n;
@@ -46,22 +47,22 @@ pub(crate) fn ring_reduce_scatter<T: Element>(
             op.combine(&mut acc[d[rb]..d[rb] + counts[rb]], t, true);
         }
     }
-    poisoned.end()
+    Ok(())
 }
 
-/// Ring allgather of blocks in place: member i contributes block i of `buf`.
+/// Ring allgather of blocks in place: member i contributes block i of `buf`. A
+/// disagreement is kept in `poisoned`, as in [`ring_reduce_scatter`].
 pub(crate) fn ring_allgather<T: Element>(
     c: &CommCore,
     g: &Group,
     tag: u32,
-    buf: &mut [T],
-    counts: &[usize],
+    (buf, counts): (&mut [T], &[usize]),
+    poisoned: &mut Poisoned,
 ) -> Result<(), MsgError> {
     let n = g.n();
     let me = g.me;
     let right = (me + 1) % n;
     let left = (me + n - 1) % n;
-    let mut poisoned = Poisoned::default();
     for s in 0..n.saturating_sub(1) {
         let sb = (me + n - s) % n;
         let rb = (me + 2 * n - s - 1) % n;
@@ -84,5 +85,5 @@ pub(crate) fn ring_allgather<T: Element>(
         );
         poisoned.step(r)?;
     }
-    poisoned.end()
+    Ok(())
 }

@@ -254,19 +254,26 @@ impl<T: Element> Schedule<T> {
             return true;
         }
         if let Err(e) = self.step() {
-            self.release_all();
-            self.state = State::Failed(e);
+            self.fail(e);
         }
         self.finished()
+    }
+
+    /// Ends the schedule with `e`: nothing of it stays in the engine, and when the ranks
+    /// disagree, this rank leaves the collective (see `group::left`).
+    fn fail(&mut self, e: MsgError) {
+        self.release_all();
+        if super::group::disagreement(&e) {
+            let tags = super::group::coll_tags(self.tag);
+            self.core.engine.drain(self.core.coll_ctx(), tags);
+        }
+        self.state = State::Failed(e);
     }
 
     fn step(&mut self) -> Result<(), MsgError> {
         loop {
             if self.round == self.rounds.len() {
                 if let Some(e) = self.poisoned.take() {
-                    // This rank leaves the collective (see `group::left`).
-                    let tags = super::group::coll_tags(self.tag);
-                    self.core.engine.drain(self.core.coll_ctx(), tags);
                     return Err(e);
                 }
                 self.state = State::Done;
@@ -636,9 +643,8 @@ pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgEr
                     seg.finished(w.seq);
                 }
                 let mut g = lock(s);
-                g.release_all();
-                g.state = State::Taken;
-                return Err(e);
+                g.fail(e);
+                return g.take();
             }
         }
     } else if !finished {
@@ -704,9 +710,8 @@ pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgEr
         };
         if let Some(e) = failed {
             let mut g = lock(s);
-            g.release_all();
-            g.state = State::Taken;
-            return Err(e);
+            g.fail(e);
+            return g.take();
         }
     }
     lock(s).take()

@@ -9,7 +9,7 @@ use super::kind::Kind;
 use super::machine::{SmColl, Stage};
 use super::{coll_no, SmComm};
 use crate::coll::flat::{allreduce_flat, between_hosts, dissemination};
-use crate::coll::group::{disagreement, send, Group};
+use crate::coll::group::{disagreement, send, Group, Poisoned};
 use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
@@ -129,7 +129,10 @@ fn whole(c: &CommCore, fits: bool) -> Option<&SmComm> {
 /// members waiting in it, on the segment or on messages, fail too), and a host leader
 /// sends the other leaders an empty message on each tag of the phase between hosts
 /// (`leader_tags`), which no leader waiting there accepts, so that they fail too and tell
-/// their hosts. Nothing for other errors (a dead rank fails everyone already).
+/// their hosts (a leader that failed before the phase between hosts, and did not take
+/// its part there, leaves them waiting otherwise; one that took its part, sending empty
+/// blocks, has failed them already, and these messages are dropped where they left).
+/// Nothing for other errors (a dead rank fails everyone already).
 pub(crate) fn failed(
     c: &CommCore,
     hosts: &[u32],
@@ -231,7 +234,9 @@ pub(crate) fn bcast(
     let local_root = match &hier {
         None => root,
         Some((g, (local, leaders))) => {
-            match between_hosts(c, g, local, leaders, hosts, root, tag, buf) {
+            let mut poisoned = Poisoned::default();
+            let r = between_hosts(c, g, local, leaders, hosts, root, tag, buf, &mut poisoned);
+            match r.and_then(|r| poisoned.end().map(|()| r)) {
                 Ok(r) => r,
                 Err(e) => {
                     failed(c, hosts, tag, buf.len(), BCAST_LEADER_TAGS, &e);
