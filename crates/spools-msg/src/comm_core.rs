@@ -25,6 +25,18 @@ fn collective_of(ctx: u32, tag: Tag, members: &[u32]) -> Option<(u32, u32, &[u32
     }
 }
 
+/// The tag a receive in context `ctx` matches (`None`: any). A program's tags are
+/// non-negative; a collective's (odd context) are `number << 8 | step`, all 32 bits of
+/// them, carried as `i32` (past 2^23 collectives on one communicator they read as
+/// negative, and must still be taken).
+fn tag_of(ctx: u32, tag: Tag) -> Result<Option<u32>, MsgError> {
+    match tag {
+        Tag::Any => Ok(None),
+        Tag::Is(t) if t < 0 && ctx % 2 == 0 => Err(MsgError::BadTag(t)),
+        Tag::Is(t) => Ok(Some(t as u32)),
+    }
+}
+
 /// The shared state of a communicator (MPI's group plus its contexts).
 pub(crate) struct CommCore {
     pub(crate) engine: Arc<Engine>,
@@ -168,11 +180,7 @@ impl CommCore {
             Source::Any => None,
             Source::Rank(r) => Some(self.job_rank(r)?),
         };
-        let tag = match tag {
-            Tag::Any => None,
-            Tag::Is(t) if t < 0 => return Err(MsgError::BadTag(t)),
-            Tag::Is(t) => Some(t as u32),
-        };
+        let tag = tag_of(ctx, tag)?;
         Ok(Pattern { ctx, src, tag })
     }
 
@@ -264,5 +272,22 @@ impl CommCore {
     ) -> Result<Status, MsgError> {
         let g = self.post_bytes(ctx, src, tag, buf)?;
         self.finish_bytes(g)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collective_tags_past_two_to_the_31_are_taken_and_program_tags_are_not() {
+        // Collective number 2^23 + 1, step 3: its tag has the top bit set.
+        let tag = ((1u32 << 23) + 1).wrapping_shl(8) | 3;
+        assert!(matches!(tag_of(5, Tag::Is(tag as i32)), Ok(Some(t)) if t == tag));
+        let coll = collective_of(5, Tag::Is(tag as i32), &[]).map(|c| c.1);
+        assert_eq!(coll, Some((1 << 23) + 1));
+        assert!(matches!(tag_of(4, Tag::Is(-1)), Err(MsgError::BadTag(-1))));
+        assert!(matches!(tag_of(4, Tag::Is(7)), Ok(Some(7))));
+        assert!(matches!(tag_of(4, Tag::Any), Ok(None)));
     }
 }
