@@ -34,6 +34,18 @@ fn env_list(name: &str) -> Vec<u32> {
         .collect()
 }
 
+/// A non-commutative operator (every step combines a lower part with a higher one).
+fn ordered() -> Op<i64> {
+    Op::user_slice(
+        |acc: &mut [i64], other: &[i64], _| {
+            for (a, b) in acc.iter_mut().zip(other) {
+                *a = a.wrapping_mul(3).wrapping_add(*b);
+            }
+        },
+        false,
+    )
+}
+
 fn role() -> Result<(), String> {
     let hosts: u32 = std::env::var("SPOOLS_TEST_HOSTS").map_or(1, |h| h.parse().unwrap());
     let rank: u32 = std::env::var("SPOOLS_RANK").unwrap().parse().unwrap();
@@ -79,6 +91,22 @@ fn role() -> Result<(), String> {
         "bcast" => {
             let mut b = vec![7u8; blen];
             w.bcast(&mut b, 0)
+        }
+        // From rank 2: across two hosts, not its host's leader.
+        "bcast2" => {
+            let mut b = vec![7u8; blen];
+            w.bcast(&mut b, 2)
+        }
+        // A non-commutative operator: an ordered reduce to member 0, then to the root
+        // (3); and then a scatter, for the reduce-scatter.
+        "reduce_nc" => {
+            let mut out = vec![0i64; elems];
+            w.reduce(&mine, &mut out, &ordered(), 3)
+        }
+        "reduce_scatter_nc" => {
+            let send: Vec<i64> = (0..n as usize).flat_map(|_| mine.iter().copied()).collect();
+            let mut out = vec![0i64; elems];
+            w.reduce_scatter(&send, &mut out, &vec![elems; n as usize], &ordered())
         }
         "allgather" => {
             let mut out = vec![0i64; elems * n as usize];
@@ -383,5 +411,13 @@ fn ranks_split_over_the_segment_and_the_messages_get_mismatch() {
     let all5: Vec<u32> = (0..5).collect();
     for small in [0, 1, 3] {
         case(5, "allreduce", &[small], &all5, &big);
+    }
+    // The phases go on after a disagreement: a broadcast's root that is not its host's
+    // leader (the leader finds it), and a non-commutative operator's ordered reduce and
+    // reduce-scatter (member 0 finds it and still hands on, with nothing).
+    for env in [&two_hosts[..], &big[..]] {
+        case(5, "bcast2", &[0], &[0, 1, 3], env);
+        case(5, "reduce_nc", &[1], &[3], env);
+        case(5, "reduce_scatter_nc", &[1], &all5, env);
     }
 }

@@ -199,7 +199,7 @@ pub(crate) fn between_hosts(
                 .iter()
                 .position(|&m| m == root_leader_rank)
                 .unwrap_or(0);
-            send(c, g, l, tag + 1, buf)?;
+            poisoned.step(send(c, g, l, tag + 1, buf))?;
         } else if me == root_leader_rank {
             poisoned.step(recv(c, g, root, tag + 1, buf))?;
         }

@@ -3,8 +3,8 @@
 //!
 //! A member whose step finds the ranks disagree (a block of another length arrived)
 //! keeps its part of the ring: it sends empty blocks in its remaining steps, so that its
-//! right neighbour fails too instead of waiting for a block that never comes, and
-//! reports the first error at the end (`Poisoned`).
+//! right neighbour fails too instead of waiting for a block that never comes; the
+//! caller's `Poisoned` keeps the first error, which the caller reports at the end.
 
 use super::args::{blocks_mut, bytes, bytes_mut, displs};
 use super::group::{exchange, Group, Poisoned};
