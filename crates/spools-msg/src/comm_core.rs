@@ -139,7 +139,7 @@ impl CommCore {
     /// communicator rank `job` is job rank `job` (every rank of the world communicator,
     /// and of a communicator keeping the job's order), that is the answer with no map
     /// look-up: members' job ranks are distinct.
-    fn comm_rank(&self, job: u32) -> u32 {
+    pub(crate) fn comm_rank(&self, job: u32) -> u32 {
         if self.ranks.get(job as usize) == Some(&job) {
             return job;
         }

@@ -6,7 +6,9 @@
 //! 6 ranks (oversubscribed beyond 2), lengths past `eager_limit` too, with and without
 //! the progress thread, with the disagreement at a communicator's first
 //! collective (the segment is set up in it) or later, within one host and across two
-//! ("hosts" played with `SPOOLS_HOST_ID`); and ranks whose `coll_sm_limit`s differ, which
+//! ("hosts" played with `SPOOLS_HOST_ID`), past `eager_limit` across the two hosts (where
+//! ranks' lengths choose different algorithms), the pipelined chain broadcast with a
+//! member short or long by a whole chunk; and ranks whose `coll_sm_limit`s differ, which
 //! all go through the messages and succeed. A rank whose part completes without waiting
 //! for the others (a broadcast's root, a reduce's contributor on either path, a
 //! rank that agrees with the broadcast's root) may succeed, as with messages. Afterwards
@@ -96,6 +98,31 @@ fn role() -> Result<(), String> {
         "bcast2" => {
             let mut b = vec![7u8; blen];
             w.bcast(&mut b, 2)
+        }
+        // Past the tree (the pipelined chain, in chunks of `eager_limit`): the short
+        // side is the long one less a chunk. A member that agrees with the root checks
+        // what it got.
+        "bcast_chain" => {
+            let chunk = 32 << 10;
+            let len = if is_small { 2 * chunk } else { 3 * chunk };
+            let fill = |b: &mut [u8]| {
+                b.iter_mut()
+                    .enumerate()
+                    .for_each(|(i, x)| *x = (i % 251) as u8)
+            };
+            let mut b = vec![0u8; len];
+            if me == 0 {
+                fill(&mut b);
+            }
+            let r = w.bcast(&mut b, 0);
+            let mut want = vec![0u8; len];
+            fill(&mut want);
+            if r.is_ok() && b != want {
+                return Err(format!(
+                    "rank {me}: bcast_chain returned Ok with other data"
+                ));
+            }
+            r
         }
         // A non-commutative operator: an ordered reduce to member 0, then to the root
         // (3); and then a scatter, for the reduce-scatter.
@@ -412,12 +439,65 @@ fn ranks_split_over_the_segment_and_the_messages_get_mismatch() {
     for small in [0, 1, 3] {
         case(5, "allreduce", &[small], &all5, &big);
     }
+    // Non-blocking past `eager_limit` across two hosts: a peer whose block had another
+    // length, or whose message no later step of this rank receives (its length chose
+    // another plan: doubling or ring among the leaders), is gone, and no later step
+    // waits for it. Each rank that waits for another's part fails.
+    for small in [0, 1, 3] {
+        for what in ["iallreduce", "iallgather", "ialltoall", "ireduce_scatter"] {
+            case(5, what, &[small], &all5, &big);
+        }
+    }
+    case(5, "ireduce", &[3], &[0], &big);
+    case(5, "ibcast", &[0], &[1, 2, 3, 4], &big);
+    case(5, "ibcast", &[3], &[3], &big);
+    case(5, "iscatter", &[0], &[1, 2, 3, 4], &big);
+    case(5, "iscan", &[1], &[1, 2, 3, 4], &big);
     // The phases go on after a disagreement: a broadcast's root that is not its host's
     // leader (the leader finds it), and a non-commutative operator's ordered reduce and
     // reduce-scatter (member 0 finds it and still hands on, with nothing).
+    // The pipelined chain: a member whose length is the root's short by a chunk, or
+    // long by one (the root short), fails; one that agrees gets the root's data, also
+    // after a member that disagreed (which relays the root's chunks).
+    for env in [&later[..], &two_hosts[..]] {
+        case(4, "bcast_chain", &[1], &[1], env);
+        case(4, "bcast_chain", &[3], &[3], env);
+        case(4, "bcast_chain", &[0], &[1, 2, 3], env);
+        case(5, "bcast_chain", &[2, 3], &[2, 3], env);
+    }
     for env in [&two_hosts[..], &big[..]] {
         case(5, "bcast2", &[0], &[0, 1, 3], env);
         case(5, "reduce_nc", &[1], &[3], env);
         case(5, "reduce_scatter_nc", &[1], &all5, env);
     }
+}
+
+/// One job, named by `COLL_MISMATCH_CASE` ("ranks what small-list env-name
+/// [must-fail-list]", e.g. `5 iallreduce 0 big 0,1,2,3,4`), for looking into one shape:
+/// `cargo test -p spools-msg --test coll_mismatch one_case -- --ignored`. The job must
+/// end, and the ranks listed must fail.
+#[test]
+#[ignore = "run by hand, with COLL_MISMATCH_CASE"]
+fn one_case() {
+    rank_main(|_| role());
+    let spec = std::env::var("COLL_MISMATCH_CASE").expect("COLL_MISMATCH_CASE");
+    let words: Vec<&str> = spec.split_whitespace().collect();
+    let (&[n, what, small, env], must) = words.split_at(4) else {
+        panic!("COLL_MISMATCH_CASE: ranks what small env [must-fail]");
+    };
+    let list = |l: &str| -> Vec<u32> { l.split(',').map(|s| s.parse().unwrap()).collect() };
+    let n: u32 = n.parse().unwrap();
+    let (small, must_fail) = (list(small), must.first().map_or(Vec::new(), |m| list(m)));
+    let env: &[(&str, &str)] = match env {
+        "later" => &[("SPOOLS_TEST_FIRST", "0")],
+        "two_hosts" => &[("SPOOLS_TEST_FIRST", "0"), ("SPOOLS_TEST_HOSTS", "2")],
+        "big" => &[
+            ("SPOOLS_TEST_FIRST", "0"),
+            ("SPOOLS_TEST_HOSTS", "2"),
+            ("SPOOLS_TEST_LARGE", "200000"),
+        ],
+        "rendezvous" => &[("SPOOLS_TEST_FIRST", "0"), ("SPOOLS_TEST_LARGE", "40000")],
+        other => panic!("unknown env {other}"),
+    };
+    case(n, what, &small, &must_fail, env);
 }

@@ -70,6 +70,13 @@ pub(crate) fn binomial(
 
 /// Pipelined chain from member `root`: the message travels in chunks along relative
 /// ranks 0, 1, ..., n-1; each member receives chunk i+1 while it forwards chunk i.
+///
+/// The root's length goes first, in a header of 8 bytes that every member forwards as
+/// it came: chunks alone cannot tell a member whose length is the root's short by a
+/// multiple of the chunk (it would take the root's first chunks and succeed) or long by
+/// one (it would wait for a chunk that never comes). A member whose length differs from
+/// the root's fails with `Mismatch`, and still relays the root's chunks, so the members
+/// after it get them (and those that agree with the root succeed).
 pub(crate) fn chain(
     c: &CommCore,
     g: &Group,
@@ -86,6 +93,7 @@ pub(crate) fn chain(
     let chunk = chunk.max(1);
     let Some(prev) = prev else {
         if let Some(next) = next {
+            send(c, g, next, tag, &(len as u64).to_le_bytes())?;
             let mut off = 0;
             while off < len {
                 let end = (off + chunk).min(len);
@@ -95,8 +103,29 @@ pub(crate) fn chain(
         }
         return Ok(());
     };
-    let r = chain_from(c, g, (prev, next), tag, buf, chunk);
-    if let (Err(e), Some(next)) = (&r, next) {
+    let mut header = [0u8; 8];
+    // Whether the root's whole message went on to the next member.
+    let mut relayed = false;
+    let r = recv(c, g, prev, tag, &mut header).and_then(|()| {
+        if let Some(next) = next {
+            send(c, g, next, tag, &header)?;
+        }
+        let root_len = usize::try_from(u64::from_le_bytes(header)).unwrap_or(usize::MAX);
+        if root_len == len {
+            return chain_from(c, g, (prev, next), tag, buf, chunk);
+        }
+        if let Some(next) = next {
+            relay(c, g, (prev, next), tag, root_len, chunk)?;
+        }
+        relayed = true;
+        Err(MsgError::Mismatch {
+            op: "bcast",
+            from: Some(g.members[root]),
+            got: root_len,
+            want: len,
+        })
+    });
+    if let (Err(e), Some(next), false) = (&r, next, relayed) {
         if disagreement(e) {
             // The ranks disagree: the next member fails too instead of waiting for the
             // rest (best effort: the error reported is this one).
@@ -104,6 +133,28 @@ pub(crate) fn chain(
         }
     }
     r
+}
+
+/// A member whose length is not the root's: passes the root's `root_len` bytes on from
+/// `prev` to `next`, one chunk at a time.
+fn relay(
+    c: &CommCore,
+    g: &Group,
+    (prev, next): (usize, usize),
+    tag: u32,
+    root_len: usize,
+    chunk: usize,
+) -> Result<(), MsgError> {
+    let mut scratch = vec![0u8; chunk.min(root_len)];
+    let mut off = 0;
+    while off < root_len {
+        let end = (off + chunk).min(root_len);
+        let part = &mut scratch[..end - off];
+        recv(c, g, prev, tag, part)?;
+        send(c, g, next, tag, part)?;
+        off = end;
+    }
+    Ok(())
 }
 
 /// A chain's member after the first: receives from `prev` and forwards to `next`.

@@ -19,7 +19,10 @@
 //! collective) does not stop the schedule: it keeps the error and runs its remaining
 //! rounds with empty sends, so that every rank it sends to fails too instead of waiting
 //! for a block that never comes; it fails with the first error once its rounds are done.
-//! Any other error (a dead rank) stops it at once.
+//! The peer whose block had another length may follow another plan (its length chose
+//! another algorithm), so no later step waits for it: its receives are skipped (what it
+//! still sends is dropped when the schedule fails, see `group::left`). Any other error
+//! (a dead rank) stops it at once.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
@@ -76,8 +79,8 @@ enum InFlight {
     Unsent(usize),
     /// A rendezvous send.
     Send(u64),
-    /// A posted receive of `want` bytes.
-    Recv { id: u64, want: usize },
+    /// A posted receive of `want` bytes from job rank `from`.
+    Recv { id: u64, want: usize, from: u32 },
     /// A `Poll` step not done yet: its index.
     Poll(usize),
 }
@@ -118,6 +121,11 @@ pub(crate) struct Schedule<T: Element> {
     /// The first disagreement a receive found: the schedule's rounds go on with empty
     /// sends, and it fails with this error at the end.
     poisoned: Option<MsgError>,
+    /// The job ranks whose block had another length: no later step waits for them.
+    gone: Vec<u32>,
+    /// Messages that came early and that a later step receives (job rank, tag, bytes),
+    /// looked up once.
+    early: Vec<(u32, u32, usize)>,
 }
 
 impl<T: Element> Schedule<T> {
@@ -138,6 +146,8 @@ impl<T: Element> Schedule<T> {
             watch: None,
             keep: None,
             poisoned: None,
+            gone: Vec::new(),
+            early: Vec::new(),
         }
     }
 
@@ -291,6 +301,9 @@ impl<T: Element> Schedule<T> {
                 self.seen = g;
             }
             self.check_in_flight()?;
+            if !self.in_flight.is_empty() && self.spot_gone() {
+                self.check_in_flight()?;
+            }
             if !self.in_flight.is_empty() {
                 return Ok(());
             }
@@ -310,6 +323,9 @@ impl<T: Element> Schedule<T> {
         let ctx = self.core.coll_ctx();
         for i in 0..self.rounds[self.round].len() {
             if let Step::Recv { from, tag, into } = self.rounds[self.round][i] {
+                if self.gone.contains(&from) {
+                    continue;
+                }
                 // SAFETY: the slot's heap block stays put (slots are not resized while
                 // operations are in flight) and is not read or written until the
                 // receive is released (`check_in_flight` or `release_all`, also run on
@@ -322,7 +338,7 @@ impl<T: Element> Schedule<T> {
                 };
                 let id = self.core.engine.post_recv(p, RecvBuf::Fixed(buf));
                 let want = (into.end - into.start) * std::mem::size_of::<T>();
-                self.in_flight.push(InFlight::Recv { id, want });
+                self.in_flight.push(InFlight::Recv { id, want, from });
             }
         }
         for i in 0..self.rounds[self.round].len() {
@@ -400,8 +416,19 @@ impl<T: Element> Schedule<T> {
         })
     }
 
-    /// Retries unsent sends, polls `Poll` steps, and drops what completed.
+    /// Retries unsent sends, polls `Poll` steps, and drops what completed (and the
+    /// receives from peers found gone).
     fn check_in_flight(&mut self) -> Result<(), MsgError> {
+        loop {
+            let gone = self.gone.len();
+            self.check_in_flight_once()?;
+            if self.gone.len() == gone {
+                return Ok(());
+            }
+        }
+    }
+
+    fn check_in_flight_once(&mut self) -> Result<(), MsgError> {
         let mut k = 0;
         while k < self.in_flight.len() {
             let done = match self.in_flight[k] {
@@ -421,7 +448,11 @@ impl<T: Element> Schedule<T> {
                         false
                     }
                 }
-                InFlight::Recv { id, want } => self.check_recv(id, want)?,
+                InFlight::Recv { id, from, .. } if self.gone.contains(&from) => {
+                    self.core.engine.release_recv(id);
+                    true
+                }
+                InFlight::Recv { id, want, from } => self.check_recv(id, want, from)?,
                 InFlight::Poll(i) => match &mut self.rounds[self.round][i] {
                     Step::Poll(f) => f(&mut self.slots)?,
                     _ => true,
@@ -436,9 +467,59 @@ impl<T: Element> Schedule<T> {
         Ok(())
     }
 
-    /// Whether receive `id` completed (then released), with its length checked: one of
-    /// another length poisons the schedule.
-    fn check_recv(&mut self, id: u64, want: usize) -> Result<bool, MsgError> {
+    /// Looks at what came from the peers this round waits for and nobody received: a
+    /// message of this collective that no later step receives (its tag or its length)
+    /// proves the peer follows another plan (its length chose another algorithm), so
+    /// its block may never come. Such a peer is gone and the schedule poisoned; `true`
+    /// when one was found. (In a correct program every message of the collective from a
+    /// peer is one a step of this rank receives, so this never fires.)
+    fn spot_gone(&mut self) -> bool {
+        let tags = super::group::coll_tags(self.tag);
+        let ctx = self.core.coll_ctx();
+        let mut found = false;
+        for k in 0..self.in_flight.len() {
+            let InFlight::Recv { from, want, .. } = self.in_flight[k] else {
+                continue;
+            };
+            if self.gone.contains(&from) {
+                continue;
+            }
+            let Some((env, len)) = self.core.engine.probe_tags(ctx, from, tags.clone()) else {
+                continue;
+            };
+            if self.early.contains(&(from, env.tag, len)) {
+                continue;
+            }
+            if self.expected(from, env.tag, len) {
+                self.early.push((from, env.tag, len));
+                continue;
+            }
+            self.gone.push(from);
+            found = true;
+            if self.poisoned.is_none() {
+                self.poisoned = Some(MsgError::Mismatch {
+                    op: "non-blocking collective",
+                    from: Some(self.core.comm_rank(from)),
+                    got: len,
+                    want,
+                });
+            }
+        }
+        found
+    }
+
+    /// Whether a step after this round receives `len` bytes with `tag` from `from`.
+    fn expected(&self, from: u32, tag: u32, len: usize) -> bool {
+        let size = std::mem::size_of::<T>();
+        self.rounds[self.round + 1..].iter().flatten().any(|s| {
+            matches!(s, Step::Recv { from: f, tag: t, into }
+                if *f == from && *t == tag && (into.end - into.start) * size == len)
+        })
+    }
+
+    /// Whether receive `id` from job rank `peer` completed (then released), with its
+    /// length checked: one of another length poisons the schedule, and `peer` is gone.
+    fn check_recv(&mut self, id: u64, want: usize, peer: u32) -> Result<bool, MsgError> {
         let e = &self.core.engine;
         let Some(o) = e.recv_outcome(id) else {
             return Ok(false);
@@ -452,6 +533,9 @@ impl<T: Element> Schedule<T> {
             }) => (len, Some(source_rank)),
             Err(e) => return Err(e),
         };
+        if got != want {
+            self.gone.push(peer);
+        }
         if got != want && self.poisoned.is_none() {
             self.poisoned = Some(MsgError::Mismatch {
                 op: "non-blocking collective",

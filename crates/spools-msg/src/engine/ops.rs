@@ -157,4 +157,15 @@ impl Engine {
     pub(crate) fn probe(&self, p: &Pattern) -> Option<(Envelope, usize)> {
         self.read_protocol(|proto| proto.probe(p))
     }
+
+    /// The envelope and length of the first unexpected message of context `ctx` from job
+    /// rank `src` with a tag in `tags`.
+    pub(crate) fn probe_tags(
+        &self,
+        ctx: u32,
+        src: u32,
+        tags: std::ops::Range<u32>,
+    ) -> Option<(Envelope, usize)> {
+        self.read_protocol(|proto| proto.probe_tags(ctx, src, tags))
+    }
 }

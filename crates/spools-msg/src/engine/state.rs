@@ -134,8 +134,8 @@ impl Engine {
             .ok_or_else(|| MsgError::Am(AmError::UnknownHandlerName(SHORT_HANDLER.into())))
     }
 
-    /// How many operations have completed: a waiter rechecks its operation only when
-    /// this moved.
+    /// How many operations have completed (and collectives' messages came early, see
+    /// `RecvSide`): a waiter rechecks its operation only when this moved.
     pub(crate) fn generation(&self) -> u64 {
         self.completions.load(Ordering::Acquire)
     }

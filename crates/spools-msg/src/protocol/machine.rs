@@ -143,6 +143,17 @@ impl Protocol {
         self.recv.probe(p)
     }
 
+    /// The envelope and length of the first unexpected message of context `ctx` from job
+    /// rank `src` with a tag in `tags` (it stays queued).
+    pub(crate) fn probe_tags(
+        &self,
+        ctx: u32,
+        src: u32,
+        tags: std::ops::Range<u32>,
+    ) -> Option<(Envelope, usize)> {
+        self.recv.probe_tags(ctx, src, tags)
+    }
+
     // --- inputs: the wire ------------------------------------------------------------------
 
     /// A short, eager or request-to-send message arrived. Calls (context

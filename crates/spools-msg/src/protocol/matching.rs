@@ -228,6 +228,21 @@ impl<P> Matcher<P> {
         self.ctxs[i].unexpected.iter().find(|(e, _)| p.matches(e))
     }
 
+    /// The first unexpected message of context `ctx` from job rank `src` with a tag in
+    /// `tags`, left in place.
+    pub(crate) fn probe_tags(
+        &self,
+        ctx: u32,
+        src: u32,
+        tags: std::ops::Range<u32>,
+    ) -> Option<&(Envelope, P)> {
+        let i = self.find(ctx)?;
+        self.ctxs[i]
+            .unexpected
+            .iter()
+            .find(|(e, _)| e.src == src && tags.contains(&e.tag))
+    }
+
     /// From now on nobody receives context `ctx`'s messages with a tag in `tags` unless a
     /// receive is already posted for them: returns the unexpected ones queued (removed),
     /// and [`Matcher::is_drained`] says so of later ones.
@@ -294,6 +309,25 @@ mod tests {
         assert_eq!(m.post(3, pat(None, None)).map(|x| x.1), Some("b"));
         assert_eq!(m.unexpected_len(), 0);
         assert_eq!(m.post(4, pat(None, None)), None);
+    }
+
+    #[test]
+    fn probe_tags_finds_the_first_message_of_a_source_within_the_tags() {
+        let mut m = Matcher::default();
+        assert_eq!(arrive(&mut m, env(1, 300), "other collective"), None);
+        assert_eq!(arrive(&mut m, env(2, 9), "other source"), None);
+        assert_eq!(arrive(&mut m, env(1, 9), "first"), None);
+        assert_eq!(arrive(&mut m, env(1, 8), "second"), None);
+        let hit = m.probe_tags(0, 1, 0..256).map(|x| (x.0.tag, x.1));
+        assert_eq!(hit, Some((9, "first")));
+        assert!(m.probe_tags(0, 3, 0..256).is_none());
+        assert!(m.probe_tags(1, 1, 0..256).is_none());
+        assert_eq!(
+            m.probe_tags(0, 1, 256..512).map(|x| x.1),
+            Some("other collective")
+        );
+        // Left in place.
+        assert_eq!(m.unexpected_len(), 4);
     }
 
     #[test]

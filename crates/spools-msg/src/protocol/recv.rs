@@ -78,7 +78,9 @@ pub(crate) struct RecvSide {
     pool_capacity: usize,
     /// RPC calls whose arguments have arrived.
     rpc_calls: VecDeque<RpcCall>,
-    /// Receives completed since the last [`RecvSide::take_completed`].
+    /// Receives completed since the last [`RecvSide::take_completed`], and messages of a
+    /// collective context (odd) queued as unexpected: a waiting schedule looks at those
+    /// for a peer that follows another plan (`Schedule::spot_gone`).
     completed: u64,
     /// A CTS or an RPC call was queued since the last [`RecvSide::take_new_output`].
     new_output: bool,
@@ -160,6 +162,9 @@ impl RecvSide {
                     Incoming::Rts { len, send_id, at } => Unexpected::Rts { len, send_id, at },
                 };
                 self.matcher.queue(env, u);
+                if env.ctx % 2 == 1 {
+                    self.completed += 1;
+                }
             }
         }
     }
@@ -522,6 +527,19 @@ impl RecvSide {
     /// The envelope and length of the first unexpected message `p` matches.
     pub(crate) fn probe(&self, p: &Pattern) -> Option<(Envelope, usize)> {
         self.matcher.probe(p).map(|(e, u)| (*e, u.len()))
+    }
+
+    /// The envelope and length of the first unexpected message of context `ctx` from
+    /// `src` with a tag in `tags`.
+    pub(crate) fn probe_tags(
+        &self,
+        ctx: u32,
+        src: u32,
+        tags: std::ops::Range<u32>,
+    ) -> Option<(Envelope, usize)> {
+        self.matcher
+            .probe_tags(ctx, src, tags)
+            .map(|(e, u)| (*e, u.len()))
     }
 
     /// The first clear-to-send to transmit.

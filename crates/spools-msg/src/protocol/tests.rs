@@ -107,6 +107,25 @@ fn unexpected_message_waits_for_its_receive() {
 }
 
 #[test]
+fn a_collectives_early_message_moves_the_generation_and_can_be_probed() {
+    let mut r = proto();
+    // A collective context (odd): waiting schedules look at it (`Schedule::spot_gone`).
+    r.on_message(env(3, SENDER, 0x109), Incoming::Data(b""));
+    assert_eq!(r.take_completed(), 1);
+    let tags = 0x100..0x200;
+    assert_eq!(
+        r.probe_tags(3, SENDER, tags.clone()),
+        Some((env(3, SENDER, 0x109), 0))
+    );
+    assert_eq!(r.probe_tags(3, RECEIVER, tags.clone()), None);
+    assert_eq!(r.probe_tags(3, SENDER, 0x200..0x300), None);
+    // A point-to-point context's early message wakes nobody.
+    r.on_message(env(2, SENDER, 5), Incoming::Data(b"p2p"));
+    assert_eq!(r.take_completed(), 0);
+    assert_eq!(r.unexpected_len(), 2);
+}
+
+#[test]
 fn unexpected_message_buffers_are_reused() {
     let mut r = proto();
     r.on_message(env(0, SENDER, 1), Incoming::Data(b"one"));
