@@ -457,8 +457,8 @@ fn ranks_split_over_the_segment_and_the_messages_get_mismatch() {
     // leader (the leader finds it), and a non-commutative operator's ordered reduce and
     // reduce-scatter (member 0 finds it and still hands on, with nothing).
     // The pipelined chain: a member whose length is the root's short by a chunk, or
-    // long by one (the root short), fails; one that agrees gets the root's data, also
-    // after a member that disagreed (which relays the root's chunks).
+    // long by one (the root short), fails (and may take the members after it along); one
+    // that returns `Ok` has the root's data.
     for env in [&later[..], &two_hosts[..]] {
         case(4, "bcast_chain", &[1], &[1], env);
         case(4, "bcast_chain", &[3], &[3], env);

@@ -71,12 +71,13 @@ pub(crate) fn binomial(
 /// Pipelined chain from member `root`: the message travels in chunks along relative
 /// ranks 0, 1, ..., n-1; each member receives chunk i+1 while it forwards chunk i.
 ///
-/// The root's length goes first, in a header of 8 bytes that every member forwards as
-/// it came: chunks alone cannot tell a member whose length is the root's short by a
-/// multiple of the chunk (it would take the root's first chunks and succeed) or long by
-/// one (it would wait for a chunk that never comes). A member whose length differs from
-/// the root's fails with `Mismatch`, and still relays the root's chunks, so the members
-/// after it get them (and those that agree with the root succeed).
+/// The root's length goes first, in a header of 8 bytes that each member forwards
+/// before anything else (a member posts its first chunk's receive with the header's,
+/// so the pipeline does not wait for it): chunks alone cannot tell a member whose
+/// length is the root's short by a whole number of chunks (it would take the root's
+/// first chunks and return `Ok`) or long by some (it would wait for chunks that never
+/// come). A member whose length differs fails with `Mismatch`, and so does every member
+/// after it (it sends the next one an empty block).
 pub(crate) fn chain(
     c: &CommCore,
     g: &Group,
@@ -103,29 +104,8 @@ pub(crate) fn chain(
         }
         return Ok(());
     };
-    let mut header = [0u8; 8];
-    // Whether the root's whole message went on to the next member.
-    let mut relayed = false;
-    let r = recv(c, g, prev, tag, &mut header).and_then(|()| {
-        if let Some(next) = next {
-            send(c, g, next, tag, &header)?;
-        }
-        let root_len = usize::try_from(u64::from_le_bytes(header)).unwrap_or(usize::MAX);
-        if root_len == len {
-            return chain_from(c, g, (prev, next), tag, buf, chunk);
-        }
-        if let Some(next) = next {
-            relay(c, g, (prev, next), tag, root_len, chunk)?;
-        }
-        relayed = true;
-        Err(MsgError::Mismatch {
-            op: "bcast",
-            from: Some(g.members[root]),
-            got: root_len,
-            want: len,
-        })
-    });
-    if let (Err(e), Some(next), false) = (&r, next, relayed) {
+    let r = chain_from(c, g, (prev, next), tag, buf, chunk);
+    if let (Err(e), Some(next)) = (&r, next) {
         if disagreement(e) {
             // The ranks disagree: the next member fails too instead of waiting for the
             // rest (best effort: the error reported is this one).
@@ -135,29 +115,8 @@ pub(crate) fn chain(
     r
 }
 
-/// A member whose length is not the root's: passes the root's `root_len` bytes on from
-/// `prev` to `next`, one chunk at a time.
-fn relay(
-    c: &CommCore,
-    g: &Group,
-    (prev, next): (usize, usize),
-    tag: u32,
-    root_len: usize,
-    chunk: usize,
-) -> Result<(), MsgError> {
-    let mut scratch = vec![0u8; chunk.min(root_len)];
-    let mut off = 0;
-    while off < root_len {
-        let end = (off + chunk).min(root_len);
-        let part = &mut scratch[..end - off];
-        recv(c, g, prev, tag, part)?;
-        send(c, g, next, tag, part)?;
-        off = end;
-    }
-    Ok(())
-}
-
-/// A chain's member after the first: receives from `prev` and forwards to `next`.
+/// A chain's member after the first: receives the root's length and then the chunks
+/// from `prev`, and forwards them to `next`.
 fn chain_from(
     c: &CommCore,
     g: &Group,
@@ -169,16 +128,48 @@ fn chain_from(
     let len = buf.len();
     let from = Source::Rank(g.members[prev]);
     let t = Tag::Is(tag as i32);
-    // Receive chunk 0, then: post chunk i+1, forward chunk i, wait for chunk i+1.
+    let ctx = c.coll_ctx();
     let first = chunk.min(len);
-    recv(c, g, prev, tag, &mut buf[..first])?;
+    // The header and chunk 0 at once.
+    let mut header = [0u8; 8];
+    let head = c.post_bytes(ctx, from, t, &mut header)?;
+    let (chunk0, _) = buf.split_at_mut(first);
+    let chunk0 = c.post_bytes(ctx, from, t, chunk0)?;
+    let st = super::group::finish(c, head, tag, g.members[prev])?;
+    let root_len = u64::from_le_bytes(header);
+    if st.len != header.len() || root_len != len as u64 {
+        // `chunk0`'s receive is released as it drops.
+        return Err(MsgError::Mismatch {
+            op: "bcast",
+            from: Some(g.members[prev]),
+            got: if st.len == header.len() {
+                usize::try_from(root_len).unwrap_or(usize::MAX)
+            } else {
+                st.len
+            },
+            want: len,
+        });
+    }
+    if let Some(next) = next {
+        send(c, g, next, tag, &header)?;
+    }
+    let st = super::group::finish(c, chunk0, tag, g.members[prev])?;
+    if st.len != first {
+        return Err(MsgError::Mismatch {
+            op: "bcast",
+            from: Some(g.members[prev]),
+            got: st.len,
+            want: first,
+        });
+    }
+    // Then: post chunk i+1, forward chunk i, wait for chunk i+1.
     let mut off = 0;
     while off < len {
         let end = (off + chunk).min(len);
         let (done, rest) = buf.split_at_mut(end);
         let next_len = chunk.min(rest.len());
         let guard = if next_len > 0 {
-            Some(c.post_bytes(c.coll_ctx(), from, t, &mut rest[..next_len])?)
+            Some(c.post_bytes(ctx, from, t, &mut rest[..next_len])?)
         } else {
             None
         };
