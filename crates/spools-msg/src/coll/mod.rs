@@ -33,6 +33,7 @@ mod gather;
 mod group;
 mod nonblocking;
 mod plans;
+mod poller;
 mod reduce;
 mod ring;
 mod schedule;

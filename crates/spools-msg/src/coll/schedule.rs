@@ -9,7 +9,7 @@
 //! Who advances: the caller's [`super::CollRequest`] (`wait`, `test`, `is_complete`), and
 //! a poller registered once per engine with the active-message layer, which advances
 //! every active schedule at the end of each progress round, whichever thread progresses
-//! (any wait of the rank, or the progress thread when enabled).
+//! (any wait of the rank, or the progress thread when enabled): see [`super::poller`].
 //!
 //! Sends go out on the progress engine's lane ([`Engine::try_start_send`]), so a
 //! schedule's messages to one peer arrive in the order they were sent, and messages of
@@ -24,14 +24,13 @@
 //! still sends is dropped when the schedule fails, see `group::left`). Any other error
 //! (a dead rank) stops it at once.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
+use std::sync::Arc;
 
 use super::sm::Watch;
 use crate::buffer::{Buf, RecvBuf};
 use crate::comm_core::CommCore;
 use crate::element::Element;
-use crate::engine::{Engine, SendStart};
+use crate::engine::SendStart;
 use crate::error::MsgError;
 use crate::protocol::{Pattern, RecvOutcome};
 
@@ -96,9 +95,9 @@ enum State {
 
 /// A collective as a state machine of rounds (see the module's documentation).
 pub(crate) struct Schedule<T: Element> {
-    core: Arc<CommCore>,
+    pub(super) core: Arc<CommCore>,
     /// The base tag (its collective number is `tag >> 8`).
-    tag: u32,
+    pub(super) tag: u32,
     /// The buffers; never resized while an operation is in flight (only `Reduce` steps,
     /// which run when none is, get them mutably).
     slots: Vec<Vec<T>>,
@@ -110,12 +109,12 @@ pub(crate) struct Schedule<T: Element> {
     seen: u64,
     state: State,
     /// Whether the poller's list holds it.
-    registered: bool,
+    pub(super) registered: bool,
     /// Whether a step goes through the communicator's shared-memory segment.
-    sm: bool,
+    pub(super) sm: bool,
     /// What its wait watches the segment for (see [`crate::coll::sm`]): the ranks that
     /// took the other path for this collective.
-    watch: Option<Watch>,
+    pub(super) watch: Option<Watch>,
     /// How many of the slots are the result (all when `None`).
     keep: Option<usize>,
     /// The first disagreement a receive found: the schedule's rounds go on with empty
@@ -271,7 +270,7 @@ impl<T: Element> Schedule<T> {
 
     /// Ends the schedule with `e`: nothing of it stays in the engine, and when the ranks
     /// disagree, this rank leaves the collective (see `group::left`).
-    fn fail(&mut self, e: MsgError) {
+    pub(super) fn fail(&mut self, e: MsgError) {
         self.release_all();
         if super::group::disagreement(&e) {
             let tags = super::group::coll_tags(self.tag);
@@ -569,234 +568,4 @@ impl<T: Element> Drop for Schedule<T> {
     fn drop(&mut self) {
         self.release_all();
     }
-}
-
-/// What the poller sees of a schedule.
-pub(crate) trait Advance: Send {
-    /// [`Schedule::advance`].
-    fn advance(&mut self) -> bool;
-}
-
-impl<T: Element> Advance for Schedule<T> {
-    fn advance(&mut self) -> bool {
-        Schedule::advance(self)
-    }
-}
-
-/// A schedule shared between its request and the poller.
-pub(crate) type Shared<T> = Arc<Mutex<Schedule<T>>>;
-
-fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The schedules the pollers advance: (engine address, schedule).
-type Entry = (usize, Arc<Mutex<dyn Advance>>);
-
-/// Every active schedule of the process, and the engines a poller was added to.
-struct Registry {
-    active: Mutex<Vec<Entry>>,
-    count: AtomicUsize,
-    engines: Mutex<Vec<Weak<Engine>>>,
-}
-
-static REGISTRY: Registry = Registry {
-    active: Mutex::new(Vec::new()),
-    count: AtomicUsize::new(0),
-    engines: Mutex::new(Vec::new()),
-};
-
-fn engine_key(e: &Arc<Engine>) -> usize {
-    Arc::as_ptr(e) as usize
-}
-
-/// Hands a started schedule to the engine's poller (adding the poller the first time).
-pub(crate) fn activate<T: Element>(s: &Shared<T>) {
-    let (engine, quiet) = {
-        let mut g = lock(s);
-        g.registered = true;
-        (g.core.engine.clone(), g.quiet())
-    };
-    let key = engine_key(&engine);
-    {
-        let mut engines = lock(&REGISTRY.engines);
-        // A dropped engine's address may be reused by a new one: compare live engines.
-        engines.retain(|w| w.strong_count() > 0);
-        if !engines
-            .iter()
-            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(&engine)))
-        {
-            engines.push(Arc::downgrade(&engine));
-            let w = Arc::downgrade(&engine);
-            engine.worker.add_poller(Arc::new(move || {
-                if REGISTRY.count.load(Ordering::Acquire) == 0 || w.strong_count() == 0 {
-                    return Ok(0);
-                }
-                Ok(poll_active(key))
-            }));
-        }
-    }
-    let dynamic: Arc<Mutex<dyn Advance>> = s.clone();
-    lock(&REGISTRY.active).push((key, dynamic));
-    REGISTRY.count.fetch_add(1, Ordering::Release);
-    if !quiet && engine.worker.config().progress_thread {
-        // A send to retry: a sleeping progress thread would only wake for incoming
-        // traffic.
-        engine.worker.wake();
-    }
-}
-
-/// Removes `s` from the poller's list (once it finished).
-pub(crate) fn deactivate<T: Element>(s: &Shared<T>) {
-    if !std::mem::take(&mut lock(s).registered) {
-        return;
-    }
-    let ptr = Arc::as_ptr(s).cast::<()>();
-    let mut list = lock(&REGISTRY.active);
-    let before = list.len();
-    list.retain(|(_, a)| Arc::as_ptr(a).cast::<()>() != ptr);
-    REGISTRY
-        .count
-        .fetch_sub(before - list.len(), Ordering::Release);
-}
-
-/// The poller: advances the active schedules of engine `key`, never blocking (a schedule
-/// its request is advancing right now is skipped). Returns how many finished.
-fn poll_active(key: usize) -> usize {
-    let mine: Vec<Arc<Mutex<dyn Advance>>> = match REGISTRY.active.try_lock() {
-        Ok(list) => list
-            .iter()
-            .filter(|(k, _)| *k == key)
-            .map(|(_, a)| a.clone())
-            .collect(),
-        Err(_) => return 0,
-    };
-    let mut finished = Vec::new();
-    for a in mine {
-        let done = match a.try_lock() {
-            Ok(mut s) => s.advance(),
-            Err(TryLockError::Poisoned(p)) => p.into_inner().advance(),
-            Err(TryLockError::WouldBlock) => false,
-        };
-        if done {
-            finished.push(a);
-        }
-    }
-    let n = finished.len();
-    if n > 0 {
-        if let Ok(mut list) = REGISTRY.active.try_lock() {
-            let before = list.len();
-            list.retain(|(_, a)| !finished.iter().any(|f| Arc::ptr_eq(f, a)));
-            REGISTRY
-                .count
-                .fetch_sub(before - list.len(), Ordering::Release);
-        }
-    }
-    n
-}
-
-/// Advances `s` until it finishes: the caller's wait. Fails when a rank that finalised
-/// before starting this collective makes it impossible, or a rank died.
-pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgError> {
-    // From here the waiting thread advances it: the poller need not.
-    deactivate(s);
-    let (engine, ctx, coll, finished, sm, members, watch) = {
-        let mut g = lock(s);
-        let finished = g.advance();
-        let sm = g.sm.then(|| (g.core.clone(), g.tag));
-        let watch = g.watch;
-        (
-            g.core.engine.clone(),
-            g.core.coll_ctx(),
-            g.tag >> 8,
-            finished,
-            sm,
-            g.core.clone(),
-            watch,
-        )
-    };
-    if let (false, Some((core, tag))) = (finished, sm) {
-        // Through a segment: its wait sleeps where the members setting its flags ring.
-        if let (Some(seg), Some(w)) = (core.sm.ready(), watch) {
-            if let Err(e) = seg.drive((core.coll_ctx(), &core.ranks), tag, w, || {
-                Ok(lock(s).advance())
-            }) {
-                // Its sequence number is done with here (posted or not), so that later
-                // collectives do not wait for it.
-                if seg.may_post(w.seq) {
-                    seg.finished(w.seq);
-                }
-                let mut g = lock(s);
-                g.fail(e);
-                return g.take();
-            }
-        }
-    } else if !finished {
-        let state = engine.worker.bootstrap().state();
-        // Through the messages where the segment could have served: the ranks that took
-        // it instead for this collective.
-        let seg = watch.and_then(|w| members.sm.ready().map(|seg| (seg, w)));
-        let mut split = None;
-        let mut blocker = None;
-        let mut seen = None;
-        let mut quiet = false;
-        let waited = engine
-            .worker
-            .wait_for_or(
-                || {
-                    // Look at the schedule only when an operation completed, or when it
-                    // has sends to retry or steps to poll.
-                    let g = engine.generation();
-                    if quiet && seen == Some(g) {
-                        return false;
-                    }
-                    seen = Some(g);
-                    let mut sched = lock(s);
-                    let done = sched.advance();
-                    quiet = sched.quiet();
-                    done
-                },
-                || {
-                    if let Some((seg, w)) = &seg {
-                        split = seg.split_on_messages(w);
-                        if split.is_some() {
-                            return true;
-                        }
-                    }
-                    blocker = state.collective_blocker(ctx, coll, &members.ranks);
-                    blocker.is_some()
-                },
-            )
-            .map_err(MsgError::from);
-        let failed = match waited {
-            Ok(true) => None,
-            Ok(false) if split.is_some() => {
-                if let (Some((seg, w)), Some(e)) = (&seg, &split) {
-                    seg.mark_failed(w.no, w.bytes, e);
-                }
-                split
-            }
-            Ok(false) => {
-                let (rank, started) = blocker.unwrap_or((u32::MAX, 0));
-                engine.worker.bootstrap().blame(
-                    rank,
-                    &format!(
-                        "it finalised after {started} collective(s) on a communicator whose collective #{coll} other ranks wait in"
-                    ),
-                );
-                Some(MsgError::PeerFinalized {
-                    rank,
-                    started,
-                    waiting: coll,
-                })
-            }
-            Err(e) => Some(e),
-        };
-        if let Some(e) = failed {
-            let mut g = lock(s);
-            g.fail(e);
-            return g.take();
-        }
-    }
-    lock(s).take()
 }
