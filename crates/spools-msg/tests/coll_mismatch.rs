@@ -102,9 +102,15 @@ fn role() -> Result<(), String> {
         // Past the tree (the pipelined chain, in chunks of `eager_limit`): the short
         // side is the long one less a chunk. A member that agrees with the root checks
         // what it got.
-        "bcast_chain" => {
+        "bcast_chain" | "bcast_tiny" => {
             let chunk = 32 << 10;
-            let len = if is_small { 2 * chunk } else { 3 * chunk };
+            let len = match (is_small, what.as_str()) {
+                (false, _) => 3 * chunk,
+                (true, "bcast_chain") => 2 * chunk,
+                // As long as the chain's length header: this rank's tree parent is its
+                // chain predecessor.
+                (true, _) => 8,
+            };
             let fill = |b: &mut [u8]| {
                 b.iter_mut()
                     .enumerate()
@@ -465,6 +471,19 @@ fn ranks_split_over_the_segment_and_the_messages_get_mismatch() {
         case(4, "bcast_chain", &[0], &[1, 2, 3], env);
         case(5, "bcast_chain", &[2, 3], &[2, 3], env);
     }
+    // A member whose length chose the binomial tree where the others chose the chain,
+    // with the segment off (so every rank takes the messages), rendezvous chunks too.
+    let no_segment = [("SPOOLS_TEST_FIRST", "0"), ("SPOOLS_COLL_SM_LIMIT", "0")];
+    let small_eager = [
+        ("SPOOLS_TEST_FIRST", "0"),
+        ("SPOOLS_COLL_SM_LIMIT", "0"),
+        ("SPOOLS_EAGER_LIMIT", "4096"),
+    ];
+    for env in [&no_segment[..], &small_eager[..]] {
+        case(4, "bcast_tiny", &[3], &[3], env);
+        case(4, "bcast_tiny", &[1], &[1], env);
+        case(4, "bcast_chain", &[1], &[1], env);
+    }
     for env in [&two_hosts[..], &big[..]] {
         case(5, "bcast2", &[0], &[0, 1, 3], env);
         case(5, "reduce_nc", &[1], &[3], env);
@@ -497,6 +516,11 @@ fn one_case() {
             ("SPOOLS_TEST_LARGE", "200000"),
         ],
         "rendezvous" => &[("SPOOLS_TEST_FIRST", "0"), ("SPOOLS_TEST_LARGE", "40000")],
+        "small_eager" => &[
+            ("SPOOLS_TEST_FIRST", "0"),
+            ("SPOOLS_COLL_SM_LIMIT", "0"),
+            ("SPOOLS_EAGER_LIMIT", "4096"),
+        ],
         other => panic!("unknown env {other}"),
     };
     case(n, what, &small, &must_fail, env);

@@ -52,7 +52,16 @@ pub(crate) fn binomial(
     while mask < n {
         if rel & mask != 0 {
             let from = (rel - mask + root) % n;
-            poisoned.step(recv(c, g, from, tag, buf))?;
+            let r = recv(c, g, from, tag, buf);
+            if let (Err(MsgError::Mismatch { got, .. }), 1) = (&r, mask) {
+                if *got > TREE_MAX && rel + 1 < n {
+                    // A chain's chunk: the ranks chose the chain for their lengths, and
+                    // the one after this one in it waits for this one's chunks (this one
+                    // has no tree children): it fails too instead of waiting forever.
+                    let _ = send(c, g, (rel + 1 + root) % n, tag, &[]);
+                }
+            }
+            poisoned.step(r)?;
             break;
         }
         mask <<= 1;
@@ -71,13 +80,15 @@ pub(crate) fn binomial(
 /// Pipelined chain from member `root`: the message travels in chunks along relative
 /// ranks 0, 1, ..., n-1; each member receives chunk i+1 while it forwards chunk i.
 ///
-/// The root's length goes first, in a header of 8 bytes that each member forwards
-/// before anything else (a member posts its first chunk's receive with the header's,
-/// so the pipeline does not wait for it): chunks alone cannot tell a member whose
-/// length is the root's short by a whole number of chunks (it would take the root's
-/// first chunks and return `Ok`) or long by some (it would wait for chunks that never
-/// come). A member whose length differs fails with `Mismatch`, and so does every member
-/// after it (it sends the next one an empty block).
+/// The first chunk is longer than any message of the binomial tree ([`TREE_MAX`]), and
+/// the root's length follows it, in a header of 8 bytes that each member forwards after
+/// the first chunk (it posts both receives at once, so the pipeline does not wait for
+/// the header): chunks alone cannot tell a member whose length is the root's short by a
+/// whole number of chunks (it would take the root's first chunks and return `Ok`) or
+/// long by some (it would wait for chunks that never come), and a member whose length
+/// chose the tree finds a first message longer than its own. A member whose length
+/// differs fails with `Mismatch`, and so does every member after it (it sends the next
+/// one an empty block).
 pub(crate) fn chain(
     c: &CommCore,
     g: &Group,
@@ -92,10 +103,12 @@ pub(crate) fn chain(
     let prev = (rel > 0).then(|| (rel - 1 + root) % n);
     let len = buf.len();
     let chunk = chunk.max(1);
+    let first = chunk.max(TREE_MAX + 1).min(len);
     let Some(prev) = prev else {
         if let Some(next) = next {
+            send(c, g, next, tag, &buf[..first])?;
             send(c, g, next, tag, &(len as u64).to_le_bytes())?;
-            let mut off = 0;
+            let mut off = first;
             while off < len {
                 let end = (off + chunk).min(len);
                 send(c, g, next, tag, &buf[off..end])?;
@@ -104,7 +117,7 @@ pub(crate) fn chain(
         }
         return Ok(());
     };
-    let r = chain_from(c, g, (prev, next), tag, buf, chunk);
+    let r = chain_from(c, g, (prev, next), tag, buf, (first, chunk));
     if let (Err(e), Some(next)) = (&r, next) {
         if disagreement(e) {
             // The ranks disagree: the next member fails too instead of waiting for the
@@ -115,57 +128,59 @@ pub(crate) fn chain(
     r
 }
 
-/// A chain's member after the first: receives the root's length and then the chunks
-/// from `prev`, and forwards them to `next`.
+/// A chain's member after the first: receives the first chunk (`first` bytes), the
+/// root's length and then the other chunks from `prev`, and forwards them to `next`.
 fn chain_from(
     c: &CommCore,
     g: &Group,
     (prev, next): (usize, Option<usize>),
     tag: u32,
     buf: &mut [u8],
-    chunk: usize,
+    (first, chunk): (usize, usize),
 ) -> Result<(), MsgError> {
     let len = buf.len();
-    let from = Source::Rank(g.members[prev]);
+    let peer = g.members[prev];
+    let from = Source::Rank(peer);
     let t = Tag::Is(tag as i32);
     let ctx = c.coll_ctx();
-    let first = chunk.min(len);
-    // The header and chunk 0 at once.
+    let differs = |got: usize, want: usize| MsgError::Mismatch {
+        op: "bcast",
+        from: Some(peer),
+        got,
+        want,
+    };
+    // Chunk 0 and the header at once.
     let mut header = [0u8; 8];
-    let head = c.post_bytes(ctx, from, t, &mut header)?;
     let (chunk0, _) = buf.split_at_mut(first);
     let chunk0 = c.post_bytes(ctx, from, t, chunk0)?;
-    let st = super::group::finish(c, head, tag, g.members[prev])?;
+    let head = c.post_bytes(ctx, from, t, &mut header)?;
+    let st = super::group::finish(c, chunk0, tag, peer)?;
+    if st.len != first {
+        // `head`'s receive is released as it drops.
+        return Err(differs(st.len, first));
+    }
+    let st = super::group::finish(c, head, tag, peer).map_err(|e| match e {
+        MsgError::Mismatch { got, .. } => differs(got, len),
+        e => e,
+    })?;
     let root_len = u64::from_le_bytes(header);
     if st.len != header.len() || root_len != len as u64 {
-        // `chunk0`'s receive is released as it drops.
-        return Err(MsgError::Mismatch {
-            op: "bcast",
-            from: Some(g.members[prev]),
-            got: if st.len == header.len() {
-                usize::try_from(root_len).unwrap_or(usize::MAX)
-            } else {
-                st.len
-            },
-            want: len,
-        });
+        let got = if st.len == header.len() {
+            usize::try_from(root_len).unwrap_or(usize::MAX)
+        } else {
+            st.len
+        };
+        return Err(differs(got, len));
     }
-    if let Some(next) = next {
-        send(c, g, next, tag, &header)?;
-    }
-    let st = super::group::finish(c, chunk0, tag, g.members[prev])?;
-    if st.len != first {
-        return Err(MsgError::Mismatch {
-            op: "bcast",
-            from: Some(g.members[prev]),
-            got: st.len,
-            want: first,
-        });
-    }
-    // Then: post chunk i+1, forward chunk i, wait for chunk i+1.
+    // Then: post chunk i+1, forward chunk i (after chunk 0, the header), wait for
+    // chunk i+1.
     let mut off = 0;
     while off < len {
-        let end = (off + chunk).min(len);
+        let end = if off == 0 {
+            first
+        } else {
+            (off + chunk).min(len)
+        };
         let (done, rest) = buf.split_at_mut(end);
         let next_len = chunk.min(rest.len());
         let guard = if next_len > 0 {
@@ -175,16 +190,14 @@ fn chain_from(
         };
         if let Some(next) = next {
             send(c, g, next, tag, &done[off..end])?;
+            if off == 0 {
+                send(c, g, next, tag, &header)?;
+            }
         }
         if let Some(guard) = guard {
-            let st = super::group::finish(c, guard, tag, g.members[prev])?;
+            let st = super::group::finish(c, guard, tag, peer)?;
             if st.len != next_len {
-                return Err(MsgError::Mismatch {
-                    op: "bcast",
-                    from: None,
-                    got: st.len,
-                    want: next_len,
-                });
+                return Err(differs(st.len, next_len));
             }
         }
         off = end;

@@ -125,6 +125,9 @@ pub(crate) struct Schedule<T: Element> {
     /// Messages that came early and that a later step receives (job rank, tag, bytes),
     /// looked up once.
     early: Vec<(u32, u32, usize)>,
+    /// The engine's count of early collective messages and the round when
+    /// [`Schedule::spot_gone`] last looked.
+    probed: Option<(u64, usize)>,
 }
 
 impl<T: Element> Schedule<T> {
@@ -147,6 +150,7 @@ impl<T: Element> Schedule<T> {
             poisoned: None,
             gone: Vec::new(),
             early: Vec::new(),
+            probed: None,
         }
     }
 
@@ -473,17 +477,32 @@ impl<T: Element> Schedule<T> {
     /// when one was found. (In a correct program every message of the collective from a
     /// peer is one a step of this rank receives, so this never fires.)
     fn spot_gone(&mut self) -> bool {
-        let tags = super::group::coll_tags(self.tag);
-        let ctx = self.core.coll_ctx();
-        let mut found = false;
-        for k in 0..self.in_flight.len() {
-            let InFlight::Recv { from, want, .. } = self.in_flight[k] else {
-                continue;
-            };
-            if self.gone.contains(&from) {
-                continue;
+        // Only when a collective's message came early, or this round's receives are new.
+        let now = (self.core.engine.early_count(), self.round);
+        if self.probed == Some(now) {
+            return false;
+        }
+        self.probed = Some(now);
+        let mut peers: Vec<(u32, usize)> = Vec::new();
+        for o in &self.in_flight {
+            if let InFlight::Recv { from, want, .. } = *o {
+                if !self.gone.contains(&from) && !peers.iter().any(|p| p.0 == from) {
+                    peers.push((from, want));
+                }
             }
-            let Some((env, len)) = self.core.engine.probe_tags(ctx, from, tags.clone()) else {
+        }
+        if peers.is_empty() {
+            return false;
+        }
+        let srcs: Vec<u32> = peers.iter().map(|p| p.0).collect();
+        let tags = super::group::coll_tags(self.tag);
+        let firsts = self
+            .core
+            .engine
+            .probe_tags(self.core.coll_ctx(), &srcs, tags);
+        let mut found = false;
+        for ((from, want), first) in peers.into_iter().zip(firsts) {
+            let Some((env, len)) = first else {
                 continue;
             };
             if self.early.contains(&(from, env.tag, len)) {

@@ -158,14 +158,18 @@ impl Engine {
         self.read_protocol(|proto| proto.probe(p))
     }
 
-    /// The envelope and length of the first unexpected message of context `ctx` from job
-    /// rank `src` with a tag in `tags`.
+    /// For each job rank of `srcs`, the envelope and length of the first unexpected
+    /// message of context `ctx` from it with a tag in `tags` (under one lock).
     pub(crate) fn probe_tags(
         &self,
         ctx: u32,
-        src: u32,
+        srcs: &[u32],
         tags: std::ops::Range<u32>,
-    ) -> Option<(Envelope, usize)> {
-        self.read_protocol(|proto| proto.probe_tags(ctx, src, tags))
+    ) -> Vec<Option<(Envelope, usize)>> {
+        self.read_protocol(|proto| {
+            srcs.iter()
+                .map(|&src| proto.probe_tags(ctx, src, tags.clone()))
+                .collect()
+        })
     }
 }

@@ -41,6 +41,7 @@ impl Engine {
             ),
             pending_output: Arc::new(AtomicUsize::new(0)),
             completions: AtomicU64::new(0),
+            early: AtomicU64::new(0),
             handler_ids: OnceLock::new(),
             limits,
             next_rpc_call: AtomicU32::new(1),

@@ -64,6 +64,9 @@ pub(crate) struct Engine {
     pub(super) pending_output: Arc<AtomicUsize>,
     /// Operations completed so far: waiters look their operation up only when it moved.
     pub(super) completions: AtomicU64,
+    /// How many messages of collective contexts were queued as unexpected (a waiting
+    /// schedule looks at them only when this moved: `Schedule::spot_gone`).
+    pub(super) early: AtomicU64,
     pub(super) handler_ids: OnceLock<HandlerIds>,
     /// The protocol's size limits (also outside the lock, for the sending fast path).
     pub(crate) limits: Limits,
@@ -122,6 +125,15 @@ impl Engine {
                 Ordering::Release,
             );
         }
+        let early = p.take_early();
+        if early != 0 {
+            bump(
+                &self.early,
+                early,
+                self.locked.is_owned(),
+                Ordering::Release,
+            );
+        }
         if p.take_new_output() {
             self.pending_output.fetch_add(1, Ordering::Release);
         }
@@ -138,6 +150,11 @@ impl Engine {
     /// `RecvSide`): a waiter rechecks its operation only when this moved.
     pub(crate) fn generation(&self) -> u64 {
         self.completions.load(Ordering::Acquire)
+    }
+
+    /// How many messages of collective contexts came early (were queued as unexpected).
+    pub(crate) fn early_count(&self) -> u64 {
+        self.early.load(Ordering::Acquire)
     }
 
     /// A new RPC call id (the tag of its call and of its reply).

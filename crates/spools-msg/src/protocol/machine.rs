@@ -245,6 +245,11 @@ impl Protocol {
         self.send.take_completed() + self.recv.take_completed()
     }
 
+    /// Messages of a collective context (odd) queued as unexpected since the last call.
+    pub(crate) fn take_early(&mut self) -> u64 {
+        self.recv.take_early()
+    }
+
     /// Whether output (a CTS, a stream, an RPC call) was queued since the last call.
     pub(crate) fn take_new_output(&mut self) -> bool {
         // Both taken: `|` does not short-circuit.

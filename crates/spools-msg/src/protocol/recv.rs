@@ -82,6 +82,9 @@ pub(crate) struct RecvSide {
     /// collective context (odd) queued as unexpected: a waiting schedule looks at those
     /// for a peer that follows another plan (`Schedule::spot_gone`).
     completed: u64,
+    /// Messages of a collective context queued as unexpected since the last
+    /// [`RecvSide::take_early`].
+    early: u64,
     /// A CTS or an RPC call was queued since the last [`RecvSide::take_new_output`].
     new_output: bool,
 }
@@ -97,6 +100,7 @@ impl RecvSide {
             pool_capacity: limits.eager_limit.max(SHORT_MAX),
             rpc_calls: VecDeque::new(),
             completed: 0,
+            early: 0,
             new_output: false,
         }
     }
@@ -164,6 +168,7 @@ impl RecvSide {
                 self.matcher.queue(env, u);
                 if env.ctx % 2 == 1 {
                     self.completed += 1;
+                    self.early += 1;
                 }
             }
         }
@@ -570,6 +575,11 @@ impl RecvSide {
     /// Receives completed since the last call.
     pub(crate) fn take_completed(&mut self) -> u64 {
         std::mem::take(&mut self.completed)
+    }
+
+    /// Messages of a collective context queued as unexpected since the last call.
+    pub(crate) fn take_early(&mut self) -> u64 {
+        std::mem::take(&mut self.early)
     }
 
     /// Whether a CTS or an RPC call was queued since the last call.
