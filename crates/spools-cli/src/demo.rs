@@ -194,6 +194,7 @@ pub(crate) fn heat(a: &HeatArgs) -> Result<()> {
             secret: None,
             hosts: None,
             keepalive: crate::run::job_keepalive(),
+            bind: spools_launch::cpus::Bind::None,
         };
         let r = launch(&spec)?;
         if r.exit_code != 0 {

@@ -50,6 +50,42 @@ fn ofi(w: &mut impl Write, world: &spools::World) -> std::io::Result<()> {
     }
 }
 
+/// Rank 0's CPUs as /sys describes them (what `spools run --bind core` places ranks on).
+fn host(w: &mut impl Write) -> std::io::Result<()> {
+    let cpus = spools_launch::cpus::this_host();
+    let count = |key: fn(&spools_launch::cpus::HostCpu) -> (u32, u32, u32)| {
+        cpus.iter()
+            .map(key)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    };
+    let list: Vec<String> = cpus.iter().map(|c| c.cpu.to_string()).collect();
+    writeln!(w, "# host (rank 0's affinity mask, as /sys describes it)")?;
+    let rows = [
+        ("cpus", list.len(), "hardware threads this rank may run on"),
+        (
+            "cores",
+            count(|c| (c.socket, c.l3, c.core)),
+            "physical cores among them",
+        ),
+        (
+            "l3_groups",
+            count(|c| (c.socket, c.l3, 0)),
+            "groups sharing a last-level cache",
+        ),
+        ("sockets", count(|c| (c.socket, 0, 0)), "sockets"),
+    ];
+    for (k, v, what) in rows {
+        writeln!(w, "{k:<15} = {v:<24} # {what}")?;
+    }
+    writeln!(
+        w,
+        "{:<15} = {:<24} # the order spools run --bind core places ranks in (socket, L3 group, core)",
+        "compact_order",
+        list.join(",")
+    )
+}
+
 pub(crate) fn run() -> Result<()> {
     let world = spools::init().context("starting the runtime")?;
     let mut w = out::stdout();
@@ -115,6 +151,8 @@ pub(crate) fn run() -> Result<()> {
             "{:<15} = {sm:<24} # barrier, bcast, reduce, allreduce within a host through shared flags and slots (coll_sm_limit); larger, or between hosts: messages",
             "shared_memory"
         )?;
+        writeln!(w)?;
+        host(&mut w)?;
         writeln!(w)?;
         writeln!(w, "# transports")?;
         match world.shm() {

@@ -47,6 +47,19 @@ pub struct RunArgs {
     /// address of the interface routing to it; also SPOOLS_BOOTSTRAP_IP).
     #[arg(long, value_name = "IP", requires = "hosts")]
     pub bootstrap_ip: Option<std::net::IpAddr>,
+    /// Bind each rank to CPUs of this host: `core`, a core of its own (all its hardware
+    /// threads; one hardware thread each once the ranks outnumber the cores), placed in
+    /// the order socket, L3 group, core as /sys gives them, so that consecutive ranks
+    /// share a cache; more ranks than CPUs are not bound (said on stderr). `none` (the
+    /// default) leaves them to the scheduler. Not with --hosts: bind through the agent.
+    #[arg(
+        long,
+        value_name = "HOW",
+        value_enum,
+        default_value_t = BindArg::None,
+        conflicts_with = "hosts"
+    )]
+    pub bind: BindArg,
     /// The program and its arguments.
     #[arg(
         required = true,
@@ -55,6 +68,15 @@ pub struct RunArgs {
         value_name = "PROGRAM"
     )]
     pub command: Vec<OsString>,
+}
+
+/// `spools run --bind`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BindArg {
+    /// Not bound.
+    None,
+    /// A core each.
+    Core,
 }
 
 /// Longest `--timeout` or `--grace` taken: a year.
@@ -131,6 +153,10 @@ impl RunArgs {
             hosts,
             // Set by the caller from its configuration (`net_timeout_s`).
             keepalive: None,
+            bind: match self.bind {
+                BindArg::None => spools_launch::cpus::Bind::None,
+                BindArg::Core => spools_launch::cpus::Bind::Core,
+            },
         })
     }
 }

@@ -132,6 +132,7 @@ pub(crate) fn vcr(a: &VcrArgs) -> Result<()> {
         secret: None,
         hosts: None,
         keepalive: crate::run::job_keepalive(),
+        bind: spools_launch::cpus::Bind::None,
     })?;
     if r.exit_code != 0 {
         bail!("the camera job failed (exit status {})", r.exit_code);

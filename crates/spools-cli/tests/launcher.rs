@@ -257,3 +257,69 @@ fn with_several_failing_ranks_the_first_sets_the_status() {
         "{seen}{rest}{o:?}"
     );
 }
+
+/// The CPUs of a list such as `0-3,8` (as /proc writes `Cpus_allowed_list`).
+fn cpu_list(list: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for item in list.trim().split(',').filter(|i| !i.is_empty()) {
+        let (a, b) = item.split_once('-').unwrap_or((item, item));
+        out.extend(a.parse::<u32>().unwrap()..=b.parse::<u32>().unwrap());
+    }
+    out
+}
+
+/// Each rank's `Cpus_allowed_list`, by rank, from a job of `n` ranks run with `extra`.
+fn allowed_cpus(n: usize, extra: &[&str]) -> (Vec<Vec<u32>>, common::Output) {
+    let ranks = n.to_string();
+    let mut args = vec!["-n", ranks.as_str(), "--tag-output"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&[
+        "--",
+        "sh",
+        "-c",
+        "grep Cpus_allowed_list: /proc/self/status",
+    ]);
+    let o = run(&args);
+    assert_eq!(o.code(), Some(0), "{o:?}");
+    let per_rank = (0..n)
+        .map(|r| {
+            let prefix = format!("[{r}] Cpus_allowed_list:");
+            let line = o
+                .stdout
+                .lines()
+                .find_map(|l| l.strip_prefix(prefix.as_str()));
+            cpu_list(line.unwrap_or_else(|| panic!("rank {r}: {o:?}")))
+        })
+        .collect();
+    (per_rank, o)
+}
+
+#[test]
+fn bind_core_gives_each_rank_cpus_of_its_own_and_oversubscribed_ranks_none() {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap();
+    // The launcher inherits this process's mask, and binds within it.
+    let mine = cpu_list(line);
+    let n = mine.len().min(4);
+    let (per_rank, _) = allowed_cpus(n, &["--bind", "core"]);
+    let mut seen = std::collections::BTreeSet::new();
+    for (r, cpus) in per_rank.iter().enumerate() {
+        assert!(!cpus.is_empty(), "rank {r} may run nowhere");
+        for c in cpus {
+            assert!(mine.contains(c), "rank {r} on CPU {c}, outside {mine:?}");
+            assert!(seen.insert(*c), "CPU {c} given to two ranks: {per_rank:?}");
+        }
+    }
+    if n > 1 {
+        assert!(per_rank[0] != mine, "rank 0 not bound: {per_rank:?}");
+    }
+    // Without --bind, and with more ranks than CPUs, every rank may run anywhere.
+    let (free, _) = allowed_cpus(2, &[]);
+    assert!(free.iter().all(|c| *c == mine), "{free:?} vs {mine:?}");
+    let (over, o) = allowed_cpus(mine.len() + 1, &["--bind", "core"]);
+    assert!(over.iter().all(|c| *c == mine), "{over:?} vs {mine:?}");
+    assert!(o.stderr.contains("ranks not bound"), "{o:?}");
+}

@@ -347,6 +347,7 @@ mod tests {
             secret: None,
             hosts: Some(HostPlan::parse("h1:1,h2:2", Some(agent), None).unwrap()),
             keepalive: None,
+            bind: crate::cpus::Bind::None,
         }
     }
 

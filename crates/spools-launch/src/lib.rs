@@ -5,6 +5,7 @@
 //! A crate of its own so that no rank links it: only the command-line tool and the test
 //! kit, which start jobs, depend on it; a rank needs only `spools-boot` to join one.
 
+pub mod cpus;
 pub mod hosts;
 mod output;
 mod plan;
@@ -109,6 +110,20 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
             }))?;
     }
 
+    let places = match spec.bind {
+        cpus::Bind::None => None,
+        cpus::Bind::Core => {
+            let host = cpus::this_host();
+            let plan = cpus::bind_plan(&host, n as usize);
+            if plan.is_none() {
+                eprintln!(
+                    "spools run: --bind core: {n} ranks on {} CPUs, ranks not bound",
+                    host.len()
+                );
+            }
+            plan
+        }
+    };
     let mut pids: Vec<Option<u32>> = vec![None; n as usize];
     let mut forwarders = Vec::new();
     let started = Instant::now();
@@ -134,8 +149,11 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
         }
         match spawn_rank(
             spec,
-            rank,
-            rendezvous[rank as usize],
+            process::RankStart {
+                rank,
+                rendezvous: rendezvous[rank as usize],
+                cpus: places.as_ref().and_then(|p| p.get(rank as usize)),
+            },
             &secret,
             job,
             tx.clone(),

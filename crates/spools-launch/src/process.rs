@@ -100,15 +100,26 @@ pub fn clean_shm(job: u64) -> usize {
     n
 }
 
+/// Where a rank starts: its number, the rendezvous it joins, the CPUs it is bound to.
+pub(crate) struct RankStart<'a> {
+    pub(crate) rank: u32,
+    pub(crate) rendezvous: SocketAddr,
+    pub(crate) cpus: Option<&'a Vec<u32>>,
+}
+
 pub(crate) fn spawn_rank(
     spec: &LaunchSpec,
-    rank: u32,
-    rendezvous: SocketAddr,
+    start: RankStart<'_>,
     secret: &Secret,
     job: u64,
     tx: Sender<Event>,
     forwarders: &mut Vec<std::thread::JoinHandle<()>>,
 ) -> Result<u32, LaunchError> {
+    let RankStart {
+        rank,
+        rendezvous,
+        cpus,
+    } = start;
     let vars = [
         ("SPOOLS_RANK", rank.to_string()),
         ("SPOOLS_SIZE", spec.ranks.to_string()),
@@ -133,12 +144,25 @@ pub(crate) fn spawn_rank(
     }
     // Always through the launcher, which writes whole lines (see `output`).
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    // SAFETY: the closure runs in the child between fork and exec and only calls prctl,
-    // which is async-signal-safe; it allocates nothing.
+    // The CPUs it is bound to (`--bind core`), as the kernel takes them; built here, so
+    // that the child only makes the system call.
+    let affinity = cpus.map(|cpus| {
+        let mut set = rustix::thread::CpuSet::new();
+        for &c in cpus {
+            set.set(c as usize);
+        }
+        set
+    });
+    // SAFETY: the closure runs in the child between fork and exec and only calls prctl
+    // and sched_setaffinity, which are async-signal-safe system calls; it allocates
+    // nothing (the CPU set was built before the fork and is copied in).
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             // Die with the launcher, whatever kills it.
             rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            if let Some(set) = &affinity {
+                rustix::thread::sched_setaffinity(None, set)?;
+            }
             Ok(())
         });
     }

@@ -39,6 +39,9 @@ pub struct LaunchSpec {
     /// The keepalive of the rendezvous connections (the job's configuration's
     /// `net_timeout_s`: [`Keepalive::for_timeout`](spools_boot::keepalive::Keepalive::for_timeout)).
     pub keepalive: Option<spools_boot::keepalive::Keepalive>,
+    /// How the ranks are bound to this host's CPUs (ranks started through an agent on
+    /// other hosts are not bound: `spools run` refuses both).
+    pub bind: crate::cpus::Bind,
 }
 
 impl LaunchSpec {

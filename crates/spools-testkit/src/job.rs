@@ -51,6 +51,7 @@ pub(crate) fn run_launcher(spec: &str) -> i32 {
         keepalive: spools_boot::keepalive::Keepalive::for_timeout(
             spools_boot::keepalive::NET_TIMEOUT_DEFAULT_S,
         ),
+        bind: spools_launch::cpus::Bind::None,
     };
     match spools_launch::launch(&spec) {
         Ok(report) => report.exit_code,
