@@ -7,7 +7,7 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{spools, wait_bounded};
+use common::{assert_ok, e, rank_main, spools, wait_bounded, Job};
 
 fn run(args: &[&str]) -> common::Output {
     let mut cmd = common::grouped(spools());
@@ -322,4 +322,47 @@ fn bind_core_gives_each_rank_cpus_of_its_own_and_oversubscribed_ranks_none() {
     let (over, o) = allowed_cpus(mine.len() + 1, &["--bind", "core"]);
     assert!(over.iter().all(|c| *c == mine), "{over:?} vs {mine:?}");
     assert!(o.stderr.contains("ranks not bound"), "{o:?}");
+}
+
+/// A rank of a job bound with `--bind core`: looks at the machine (which records the
+/// CPU it runs on), meets the other (so both looked), and looks again: ranks bound to
+/// CPUs of their own do not compete, so its waits poll instead of yielding, although the
+/// rank itself may run on one CPU only. (They yielded, as if oversubscribed: 2 ranks on
+/// the 1 CPU of its mask.)
+fn bound_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    let _ = w.worker().oversubscribed();
+    e(w.barrier())?;
+    let crowded = w.worker().oversubscribed();
+    println!("rank {} bound, crowded {crowded}", w.rank());
+    e(w.barrier())?;
+    e(w.finalize())
+}
+
+#[test]
+fn ranks_bound_to_cpus_of_their_own_do_not_yield() {
+    rank_main(|_| bound_role());
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap();
+    if cpu_list(line).len() < 2 {
+        eprintln!("skipped: this process may run on one CPU only");
+        return;
+    }
+    let o = Job::new(2, "ranks_bound_to_cpus_of_their_own_do_not_yield")
+        .via_cli(spools())
+        .cli_args(&["--bind", "core"])
+        .run();
+    assert_ok(&o);
+    for r in 0..2 {
+        assert!(
+            o.stdout
+                .contains(&format!("rank {r} bound, crowded false\n")),
+            "rank {r}: {}\n{}",
+            o.stdout,
+            o.stderr
+        );
+    }
 }

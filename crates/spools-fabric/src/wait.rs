@@ -4,8 +4,9 @@
 //!
 //! The pace ([`Pace`]) is the one decision that depends on the machine, measured on 2
 //! cores (docs/benchmarks.md, "Waiting on a busy machine"):
-//! - when the job's ranks that are awake on this host outnumber its CPUs, the rank that
-//!   will answer may be queued behind this one: give the CPU up between polls
+//! - when the job's ranks that are awake on this host and may run on this rank's CPUs
+//!   (all of them unless ranks are bound to CPUs of their own) outnumber those CPUs, the
+//!   rank that will answer may be queued behind this one: give the CPU up between polls
 //!   ([`Pace::Yield`]; 8 ranks passing a token on 2 cores);
 //! - when another awake rank was last seen polling on this rank's CPU, polling would keep
 //!   it from running: give the CPU up, and look again after every yield, since the
@@ -50,15 +51,19 @@ pub enum Pace {
 /// them ([`crate::Transport::awake_local`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Awake {
-    /// Awake ranks, the asking one included.
+    /// Awake ranks that may be running on the asking rank's CPUs (its affinity mask:
+    /// those last seen on one of them, and those not seen yet), the asking one included.
+    /// Every awake rank when the ranks are not bound; none but the asking one when each
+    /// is bound to CPUs of its own (`spools run --bind core`, `srun --cpu-bind=cores`),
+    /// where the CPUs this process may use are not the job's.
     pub ranks: usize,
     /// Other awake ranks last seen polling on the asking rank's CPU.
     pub on_my_cpu: usize,
 }
 
 impl Pace {
-    /// The pace for the `awake` ranks of the job on a host of `cpus` CPUs: yield when
-    /// they outnumber the CPUs, or when another of them was last seen on this rank's
+    /// The pace for the `awake` ranks of the job that may share this rank's `cpus` CPUs
+    /// (its affinity mask): yield when they outnumber the CPUs, or when another of them was last seen on this rank's
     /// CPU (polling would keep it from running: two ranks that the scheduler put on one
     /// CPU beside busy programs took seconds per thousand round trips).
     ///

@@ -73,6 +73,10 @@ pub struct ShmTransport {
     bells: Bells,
     /// A send woke a sleeping receiver (see [`Transport::take_roused`]).
     roused: AtomicBool,
+    /// The CPUs this process may run on (its affinity mask when the transport was set
+    /// up; `None`: not known, every CPU): [`Transport::awake_local`] counts the ranks
+    /// that may share them.
+    mask: Option<rustix::thread::CpuSet>,
 }
 
 impl std::fmt::Debug for ShmTransport {
@@ -272,6 +276,7 @@ impl ShmTransport {
             })
             .collect();
         let t = ShmTransport {
+            mask: rustix::thread::sched_getaffinity(None).ok(),
             serve,
             serve_from,
             me_local,
@@ -505,11 +510,21 @@ impl Transport for ShmTransport {
         if self.segs[me].cpu().load(Ordering::Relaxed) != cpu {
             self.segs[me].cpu().store(cpu, Ordering::Relaxed);
         }
+        // Whether a rank last seen on CPU `c` (plus one; 0: not seen yet) may be running
+        // on this rank's CPUs: with ranks bound to CPUs of their own, the others do not
+        // compete with this one, however few CPUs this process may use.
+        let shares = |c: u32| {
+            let i = c.wrapping_sub(1) as usize;
+            c == 0
+                || i >= rustix::thread::CpuSet::MAX_CPU
+                || self.mask.as_ref().is_none_or(|m| m.is_set(i))
+        };
         let (mut ranks, mut on_my_cpu) = (1, 0);
         for (i, s) in self.segs.iter().enumerate() {
             if i != me && !asleep(s) {
-                ranks += 1;
-                on_my_cpu += usize::from(s.cpu().load(Ordering::Relaxed) == cpu);
+                let theirs = s.cpu().load(Ordering::Relaxed);
+                ranks += usize::from(shares(theirs));
+                on_my_cpu += usize::from(theirs == cpu);
             }
         }
         Some(crate::Awake { ranks, on_my_cpu })
