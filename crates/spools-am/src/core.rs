@@ -335,7 +335,8 @@ impl Core {
     }
 
     /// The pace the machine calls for now: yield when the job's ranks awake on this
-    /// host outnumber its CPUs, or one of them shares this rank's CPU (see [`Pace`]).
+    /// host that may run on this rank's CPUs outnumber those CPUs, or one of them shares
+    /// this rank's CPU (see [`Pace`]).
     pub(crate) fn pace(&self) -> Pace {
         let awake =
             (self.shm.as_ref())

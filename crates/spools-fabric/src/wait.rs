@@ -36,8 +36,9 @@ pub fn cpu_count() -> usize {
 pub enum Pace {
     /// Busy-poll with a pause hint: the ranks that will answer have CPUs of their own.
     Spin,
-    /// Give the CPU up between polls: the job's ranks that are awake on this host
-    /// outnumber its CPUs, so the one that will answer may be queued behind this one.
+    /// Give the CPU up between polls: the job's ranks that are awake on this host and may
+    /// run on this rank's CPUs outnumber those CPUs, so the one that will answer may be
+    /// queued behind this one.
     /// Crowding changes slowly: the pace is looked at again every 256 polls.
     Yield,
     /// Give the CPU up between polls: another awake rank was last seen on this rank's

@@ -144,8 +144,9 @@ pub fn this_host() -> Vec<HostCpu> {
 
 /// Where each of `ranks` ranks runs on `cpus` (in compact order, as [`host_cpus`] gives
 /// them): rank `r` on the CPUs of `sets[r]`. A whole core each while they fit on the
-/// cores, one hardware thread each while they fit on those; `None` for more ranks than
-/// CPUs (not bound).
+/// cores; one hardware thread each while they fit on those, spread over every core
+/// (consecutive ranks on one core's threads); `None` for more ranks than CPUs (not
+/// bound).
 ///
 /// ```
 /// use spools_launch::cpus::{bind_plan, HostCpu};
@@ -171,11 +172,18 @@ pub fn bind_plan(cpus: &[HostCpu], ranks: usize) -> Option<Vec<Vec<u32>>> {
             _ => cores.push(vec![c.cpu]),
         }
     }
-    Some(if ranks <= cores.len() {
-        cores.into_iter().take(ranks).collect()
-    } else {
-        cpus.iter().take(ranks).map(|c| vec![c.cpu]).collect()
-    })
+    if ranks <= cores.len() {
+        return Some(cores.into_iter().take(ranks).collect());
+    }
+    // More ranks than cores: every core gets ranks / cores of them, the first ranks % cores
+    // one more, consecutive ranks on one core's threads.
+    let (each, extra) = (ranks / cores.len(), ranks % cores.len());
+    let mut plan = Vec::with_capacity(ranks);
+    for (i, core) in cores.iter().enumerate() {
+        let k = each + usize::from(i < extra);
+        plan.extend(core.iter().take(k).map(|&c| vec![c]));
+    }
+    Some(plan)
 }
 
 /// How `spools run` places ranks on the host's CPUs.
@@ -256,11 +264,20 @@ mod tests {
             plan,
             vec![vec![0, 8], vec![2, 10], vec![4, 12], vec![6, 14]]
         );
-        // Twelve ranks: more than the 8 cores, one hardware thread each.
+        // Twelve ranks: more than the 8 cores, one hardware thread each, on every core
+        // (the first four cores get two ranks, the others one).
         let plan = bind_plan(&cpus, 12).unwrap();
         assert_eq!(plan.len(), 12);
         assert!(plan.iter().all(|s| s.len() == 1));
         assert_eq!(plan[1], vec![8]);
+        let core_of = |cpu: u32| {
+            let c = cpus.iter().find(|c| c.cpu == cpu).unwrap();
+            (c.socket, c.core)
+        };
+        let used: std::collections::BTreeSet<_> = plan.iter().map(|s| core_of(s[0])).collect();
+        assert_eq!(used.len(), 8, "{plan:?}");
+        let all: std::collections::BTreeSet<u32> = plan.iter().map(|s| s[0]).collect();
+        assert_eq!(all.len(), 12, "no CPU twice: {plan:?}");
         assert_eq!(bind_plan(&cpus, 17), None);
     }
 

@@ -351,6 +351,14 @@ mod tests {
         }
     }
 
+    #[test]
+    fn binding_is_refused_with_a_host_list() {
+        let mut s = spec("ssh {host} {shcmd}");
+        assert!(s.check().is_ok());
+        s.bind = crate::cpus::Bind::Core;
+        assert!(matches!(s.check(), Err(crate::LaunchError::BindWithHosts)));
+    }
+
     fn argv(c: &Command) -> Vec<String> {
         std::iter::once(c.get_program())
             .chain(c.get_args())

@@ -39,8 +39,8 @@ pub struct LaunchSpec {
     /// The keepalive of the rendezvous connections (the job's configuration's
     /// `net_timeout_s`: [`Keepalive::for_timeout`](spools_boot::keepalive::Keepalive::for_timeout)).
     pub keepalive: Option<spools_boot::keepalive::Keepalive>,
-    /// How the ranks are bound to this host's CPUs (ranks started through an agent on
-    /// other hosts are not bound: `spools run` refuses both).
+    /// How the ranks are bound to this host's CPUs: only without `hosts` (ranks started
+    /// through an agent run on other hosts, whose CPUs this launcher does not know).
     pub bind: crate::cpus::Bind,
 }
 
@@ -49,10 +49,14 @@ impl LaunchSpec {
     ///
     /// # Errors
     /// [`LaunchError::BadCount`] for no ranks or more than [`MAX_LOCAL_RANKS`] (on this
-    /// host), [`LaunchError::Hosts`] for a host list that does not hold `ranks`.
+    /// host), [`LaunchError::Hosts`] for a host list that does not hold `ranks`,
+    /// [`LaunchError::BindWithHosts`] for binding with a host list.
     pub fn check(&self) -> Result<(), LaunchError> {
         let n = self.ranks;
         if let Some(plan) = &self.hosts {
+            if self.bind != crate::cpus::Bind::None {
+                return Err(LaunchError::BindWithHosts);
+            }
             plan.check(n)?;
             if n == 0 || n > spools_proto::boot::MAX_RANKS {
                 return Err(LaunchError::BadCount(n));
@@ -123,4 +127,8 @@ pub enum LaunchError {
     /// The host list does not fit the job.
     #[error(transparent)]
     Hosts(#[from] crate::plan::HostsError),
+    /// Ranks are to be bound, and started through an agent on other hosts, whose CPUs
+    /// this launcher does not know.
+    #[error("binding ranks to CPUs (--bind) needs them started on this host; with a host list, bind through the agent")]
+    BindWithHosts,
 }
