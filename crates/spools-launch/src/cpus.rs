@@ -175,15 +175,30 @@ pub fn bind_plan(cpus: &[HostCpu], ranks: usize) -> Option<Vec<Vec<u32>>> {
     if ranks <= cores.len() {
         return Some(cores.into_iter().take(ranks).collect());
     }
-    // More ranks than cores: every core gets ranks / cores of them, the first ranks % cores
-    // one more, consecutive ranks on one core's threads.
-    let (each, extra) = (ranks / cores.len(), ranks % cores.len());
-    let mut plan = Vec::with_capacity(ranks);
-    for (i, core) in cores.iter().enumerate() {
-        let k = each + usize::from(i < extra);
-        plan.extend(core.iter().take(k).map(|&c| vec![c]));
+    // More ranks than cores: dealt to the cores in turn, each up to its threads (the first
+    // cores get one more where they do not divide evenly), then consecutive ranks on one
+    // core's threads.
+    let mut per_core = vec![0usize; cores.len()];
+    let mut left = ranks;
+    while left > 0 {
+        let before = left;
+        for (k, core) in per_core.iter_mut().zip(&cores) {
+            if left > 0 && *k < core.len() {
+                *k += 1;
+                left -= 1;
+            }
+        }
+        if left == before {
+            return None;
+        }
     }
-    Some(plan)
+    Some(
+        cores
+            .iter()
+            .zip(per_core)
+            .flat_map(|(core, k)| core.iter().take(k).map(|&c| vec![c]))
+            .collect(),
+    )
 }
 
 /// How `spools run` places ranks on the host's CPUs.
@@ -278,6 +293,16 @@ mod tests {
         assert_eq!(used.len(), 8, "{plan:?}");
         let all: std::collections::BTreeSet<u32> = plan.iter().map(|s| s[0]).collect();
         assert_eq!(all.len(), 12, "no CPU twice: {plan:?}");
+        // Cores of unequal threads (a mask that leaves out one thread of a core): every
+        // rank still gets a CPU.
+        let cpu = |cpu, core| HostCpu {
+            socket: 0,
+            l3: 0,
+            core,
+            cpu,
+        };
+        let uneven = [cpu(0, 0), cpu(1, 1), cpu(3, 1)];
+        assert_eq!(bind_plan(&uneven, 3), Some(vec![vec![0], vec![1], vec![3]]));
         assert_eq!(bind_plan(&cpus, 17), None);
     }
 
