@@ -309,6 +309,28 @@ pub(crate) fn dup(c: &CommObj) -> Result<CommObj, MpiError> {
     make(c, union, &base, i.local.clone(), i.remote.clone(), i.first)
 }
 
+/// A non-blocking dup of intercommunicator `c` started: its two contexts, each chosen
+/// by the union's rank 0 (`spools::Communicator::idup`); [`idup_done`] makes it.
+pub(crate) fn idup(c: &CommObj) -> Result<[spools::DupRequest; 2], MpiError> {
+    let i = c
+        .inter
+        .as_ref()
+        .ok_or(MpiError::NotInitialized("MPI_Comm_idup"))?;
+    Ok([i.union.idup()?, i.union.idup()?])
+}
+
+/// The intercommunicator of a non-blocking dup of `c` once its contexts arrived.
+pub(crate) fn idup_done(c: &CommObj, reqs: [spools::DupRequest; 2]) -> Result<CommObj, MpiError> {
+    let i = c
+        .inter
+        .as_ref()
+        .ok_or(MpiError::NotInitialized("MPI_Comm_idup"))?;
+    let [u, b] = reqs;
+    let union = u.wait()?;
+    let base = b.wait()?;
+    make(c, union, &base, i.local.clone(), i.remote.clone(), i.first)
+}
+
 /// `MPI_Comm_split` (and `split_type`) of intercommunicator `c`: the ranks of each
 /// colour in both groups form an intercommunicator, each group ordered by `key` then
 /// local rank; `MPI_COMM_NULL` for `None` or a colour the other group lacks.

@@ -79,6 +79,13 @@ def test_comm_create_and_compare_of_intercommunicators(build, spools_run):
     assert job.out.splitlines() == ["ok intercomms 4 ranks"], job
 
 
+@pytest.mark.parametrize("n", [4, 6])
+def test_comm_idup_never_blocks_at_the_call_on_overlapping_and_intercommunicators(build, spools_run, n):
+    job = spools_run(n, build("idup"), timeout=60)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == [f"ok idup {n} ranks"], job
+
+
 def test_matched_probes_and_receives_of_six_threads_never_match_one_message_twice(build, spools_run):
     job = spools_run(2, build("mprobe_threads"), timeout=60)
     assert job.code == 0 and "FAIL" not in job.err, job

@@ -9,7 +9,7 @@ use crate::communicator::Communicator;
 use crate::element::Op;
 use crate::engine::Engine;
 use crate::error::MsgError;
-use crate::protocol::wire::MAX_CTX;
+use crate::idup::LEADER_BASE;
 
 /// Starts messaging on this rank and returns the job's first communicator (all ranks,
 /// context 0). Collective: it installs the engine's handlers on every rank. `endpoint`
@@ -110,7 +110,7 @@ impl Communicator {
     /// [`MsgError::NoContext`] when `ctx` is out of range; [`MsgError::Protocol`] when
     /// this rank is not among `ranks`.
     pub fn with_context(&self, ctx: u32, ranks: Vec<u32>) -> Result<Communicator, MsgError> {
-        if ctx >= MAX_CTX || ctx % 2 == 1 {
+        if ctx >= LEADER_BASE || ctx % 2 == 1 {
             return Err(MsgError::NoContext);
         }
         let e = &self.core.engine;
@@ -146,7 +146,8 @@ impl Communicator {
     }
 
     /// Agrees on a context id unused by every member: the largest next-free id any of
-    /// them knows (so it is above every context a member belongs to). Communicators must
+    /// them knows (so it is above every context a member belongs to; the non-blocking
+    /// dups' contexts, from `LEADER_BASE` up, are apart). Communicators must
     /// be created by one thread at a time on each rank (two concurrent `dup`s of
     /// communicators sharing ranks could agree on the same id).
     fn new_context(&self) -> Result<u32, MsgError> {
@@ -155,7 +156,8 @@ impl Communicator {
         let mut agreed = [0u32];
         self.allreduce(&[mine], &mut agreed, &Op::Max)?;
         let ctx = agreed[0];
-        if ctx >= MAX_CTX {
+        // The contexts from LEADER_BASE up are the non-blocking dups' (`idup.rs`).
+        if ctx >= LEADER_BASE {
             return Err(MsgError::NoContext);
         }
         e.next_ctx.fetch_max(ctx + 2, Ordering::AcqRel);

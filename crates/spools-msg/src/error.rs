@@ -81,7 +81,8 @@ pub enum MsgError {
         /// How many tagged messages it sent this rank in all.
         sent: u64,
     },
-    /// Every context id of this job is used (more than 2^31 communicators created).
+    /// No communicator context id is left: more than 2^30 communicators agreed on by
+    /// blocking creation, or a leader's range of non-blocking dups used up.
     #[error("no communicator context ids are left")]
     NoContext,
     /// The thread running a non-blocking collective panicked.

@@ -69,9 +69,9 @@ pub use spools_io::StreamRecvError;
 pub use spools_io::{ExchangeError, ExchangeOptions, ExchangeStats, FileError, StreamError};
 pub use spools_map::{DType, Layout};
 pub use spools_msg::{
-    as_bytes, as_bytes_mut, wait_all, wait_any, CollRequest, Communicator, Completion, Element,
-    MsgError, Op, Request, RpcError, RpcHandle, Source, Status, Tag, UserFn, Verdict, ANY_SOURCE,
-    ANY_TAG,
+    as_bytes, as_bytes_mut, wait_all, wait_any, CollRequest, Communicator, Completion, DupRequest,
+    Element, MsgError, Op, Request, RpcError, RpcHandle, Source, Status, Tag, UserFn, Verdict,
+    ANY_SOURCE, ANY_TAG,
 };
 pub use spools_proto::framebuffer::{ColorMap, FrameHeader, PixelFormat};
 pub use world::{agreed_settings, init, init_with, InitError, World};

@@ -58,18 +58,40 @@ unsafe fn dup(
     call: &'static str,
 ) -> Result<(), MpiError> {
     let c = self::comm(comm, call)?;
-    let hints = if info == MPI_INFO_NULL {
-        c.info
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    } else {
-        crate::info::entries(info)?
-    };
+    let hints = hints_for(&c, info)?;
     let obj = match &c.inter {
         Some(_) => crate::inter::dup(&c)?,
         None => c.child(c.comm.dup()?),
     };
+    // SAFETY: the caller's contract.
+    unsafe { dup_done(comm, &c, obj, hints, newcomm, call) }
+}
+
+/// The hints of a dup: `info`'s, or for `MPI_INFO_NULL` the old communicator's.
+fn hints_for(c: &CommObj, info: MPI_Info) -> Result<Vec<(String, String)>, MpiError> {
+    if info == MPI_INFO_NULL {
+        Ok(c.info
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone())
+    } else {
+        crate::info::entries(info)
+    }
+}
+
+/// The end of a dup of `c` (handle `comm`): `obj` gets the hints, the topology and the
+/// attributes, and its handle goes to `newcomm`.
+///
+/// # Safety
+/// `newcomm` is NULL or writable.
+unsafe fn dup_done(
+    comm: MPI_Comm,
+    c: &CommObj,
+    obj: CommObj,
+    hints: Vec<(String, String)>,
+    newcomm: *mut MPI_Comm,
+    call: &'static str,
+) -> Result<(), MpiError> {
     *obj.info.lock().unwrap_or_else(PoisonError::into_inner) = hints;
     *obj.topo.lock().unwrap_or_else(PoisonError::into_inner) = c
         .topo
@@ -80,6 +102,53 @@ unsafe fn dup(
     let h = insert(obj)?;
     // SAFETY: the caller's contract.
     unsafe { out(newcomm, h, call) }
+}
+
+/// A non-blocking dup in flight: the communicator is made, and its handle written,
+/// when its leader's context arrives (`spools::DupRequest`; an intercommunicator's two
+/// contexts, from the rank 0 of its union).
+struct IdupOp {
+    req: Idup,
+    comm: MPI_Comm,
+    parent: Arc<CommObj>,
+    hints: Vec<(String, String)>,
+    /// The program's `newcomm`, written at completion (it must stay valid until then,
+    /// as a non-blocking call's buffers do).
+    newcomm: usize,
+}
+
+/// What a non-blocking dup waits for.
+enum Idup {
+    Intra(spools::DupRequest),
+    Inter([spools::DupRequest; 2]),
+}
+
+impl crate::request::CollOp for IdupOp {
+    fn poll(&mut self) -> Result<bool, MpiError> {
+        Ok(match &self.req {
+            Idup::Intra(r) => r.test(),
+            Idup::Inter([a, b]) => a.test() & b.test(),
+        })
+    }
+
+    fn finish(self: Box<Self>) -> Result<(), MpiError> {
+        let this = *self;
+        let obj = match this.req {
+            Idup::Intra(r) => this.parent.child(r.wait()?),
+            Idup::Inter(rs) => crate::inter::idup_done(&this.parent, rs)?,
+        };
+        // SAFETY: `newcomm` is the program's, valid until the request completes.
+        unsafe {
+            dup_done(
+                this.comm,
+                &this.parent,
+                obj,
+                this.hints,
+                this.newcomm as *mut MPI_Comm,
+                "MPI_Comm_idup",
+            )
+        }
+    }
 }
 
 /// `MPI_Comm_dup_with_info`.
@@ -95,8 +164,11 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
     })
 }
 
-/// `MPI_Comm_idup`: the dup is made at the call (all ranks of the communicator must
-/// call it in the same order as their other collectives); the request is complete.
+/// `MPI_Comm_idup`: collective, non-blocking; `newcomm` is written when the request
+/// completes. Among ranks of one communicator the context comes from one broadcast of
+/// its rank 0 (`spools::Communicator::idup`; an intercommunicator's two from its union's
+/// rank 0), so a rank may start dups of overlapping communicators, and block in other
+/// calls, before any completes.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_idup(
     comm: MPI_Comm,
@@ -107,7 +179,7 @@ pub unsafe extern "C" fn MPI_Comm_idup(
     unsafe { MPI_Comm_idup_with_info(comm, MPI_INFO_NULL, newcomm, request) }
 }
 
-/// `MPI_Comm_idup_with_info`.
+/// `MPI_Comm_idup_with_info`: as `MPI_Comm_idup`, with `info`'s hints.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_idup_with_info(
     comm: MPI_Comm,
@@ -115,15 +187,30 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
     newcomm: *mut MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    let call = "MPI_Comm_idup";
     let r = (|| {
-        // SAFETY: the caller's contract.
-        unsafe { dup(comm, info, newcomm, "MPI_Comm_idup") }?;
-        let h = crate::request::give(
-            crate::request::Op::Done(crate::request::empty_status()),
+        let c = self::comm(comm, call)?;
+        if newcomm.is_null() {
+            return Err(MpiError::invalid(
+                MPI_ERR_ARG,
+                "MPI_Comm_idup: newcomm is NULL",
+            ));
+        }
+        let hints = hints_for(&c, info)?;
+        let req = match &c.inter {
+            Some(_) => Idup::Inter(crate::inter::idup(&c)?),
+            None => Idup::Intra(c.comm.idup()?),
+        };
+        let op = crate::request::Op::Coll(Box::new(IdupOp {
+            req,
             comm,
-        )?;
+            parent: c,
+            hints,
+            newcomm: newcomm as usize,
+        }));
+        let h = crate::request::give(op, comm)?;
         // SAFETY: the caller's contract.
-        unsafe { out(request, h, "MPI_Comm_idup") }
+        unsafe { out(request, h, call) }
     })();
     on_comm(comm, r)
 }

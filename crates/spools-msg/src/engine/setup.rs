@@ -46,6 +46,7 @@ impl Engine {
             limits,
             next_rpc_call: AtomicU32::new(1),
             next_ctx: AtomicU32::new(2),
+            led_dups: AtomicU32::new(0),
             hosts,
             rpc: RpcTable::default(),
             collectives: Mutex::new(Vec::new()),

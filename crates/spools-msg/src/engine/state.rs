@@ -73,6 +73,9 @@ pub(crate) struct Engine {
     pub(super) next_rpc_call: AtomicU32,
     /// The next free communicator context (even), as this rank knows it.
     pub(crate) next_ctx: AtomicU32,
+    /// How many communicators this rank made as the leader of a non-blocking dup
+    /// (`Communicator::idup`), whose contexts are its own (`create::LEADER_BASE`).
+    pub(crate) led_dups: AtomicU32,
     /// Host index of every job rank (ranks with the same index share a host).
     pub(crate) hosts: Vec<u32>,
     pub(crate) rpc: RpcTable,
