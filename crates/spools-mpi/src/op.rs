@@ -101,6 +101,10 @@ fn plan(op: MPI_Op, dt: MPI_Datatype, t: &Arc<TypeObj>) -> Result<Plan, MpiError
             Some(b) if b != Basic::Opaque && b != Basic::Bool => Ok(Plan::Typed(b, op)),
             _ => Err(bad("not a real, complex or integer type")),
         },
+        // MPI defines the bitwise operators on bytes too.
+        MPI_BAND | MPI_BOR | MPI_BXOR if t.named == Some(MPI_BYTE) => {
+            Ok(Plan::Typed(Basic::U8, op))
+        }
         MPI_BAND | MPI_BOR | MPI_BXOR | MPI_LAND | MPI_LOR | MPI_LXOR => match t.basic {
             Some(b)
                 if !matches!(
@@ -121,6 +125,7 @@ fn plan(op: MPI_Op, dt: MPI_Datatype, t: &Arc<TypeObj>) -> Result<Plan, MpiError
                 Some(MPI_LONG_INT) => (8, 8, false),
                 Some(MPI_2INT) | Some(MPI_2INTEGER) => (4, 4, false),
                 Some(MPI_SHORT_INT) => (2, 4, false),
+                Some(MPI_LONG_DOUBLE_INT) => (16, 16, true),
                 _ => return Err(bad("MINLOC and MAXLOC take the pair types")),
             };
             let ext = t.extent as usize;
@@ -150,6 +155,7 @@ fn plan(op: MPI_Op, dt: MPI_Datatype, t: &Arc<TypeObj>) -> Result<Plan, MpiError
                             let b2 =
                                 |v: &[u8]| -> [u8; 2] { v[..2].try_into().unwrap_or_default() };
                             match (vsize, float) {
+                                (16, _) => crate::special::f80_cmp(x, y),
                                 (4, true) => f32::from_ne_bytes(b4(x))
                                     .partial_cmp(&f32::from_ne_bytes(b4(y))),
                                 (8, true) => f64::from_ne_bytes(b8(x))

@@ -28,6 +28,8 @@ pub(crate) enum Op {
     },
     /// Complete, with this status (sends and receives with `MPI_PROC_NULL`).
     Done(MPI_Status),
+    /// A send the program cancelled (`MPI_Cancel`): complete, or refused at the wait.
+    CancelledSend(spools::Request),
     /// Two operations completing together (`MPI_Isendrecv`): the status is the first's.
     Pair(Box<Op>, Box<Op>),
     /// A non-blocking collective.
@@ -373,6 +375,16 @@ pub(crate) fn truncated_status(e: &MsgError) -> Option<MPI_Status> {
     }
 }
 
+/// The error of a wait for a cancelled send that still waits for its receiver: MPI
+/// wants such a wait to return at once, and Spools cannot take the send back.
+fn cancel_refused() -> MpiError {
+    MpiError::invalid(
+        MPI_ERR_UNSUPPORTED_OPERATION,
+        "a cancelled send still waits for its receiver: Spools does not take sends back \
+         (MPI 4.1 deprecates cancelling them), and a wait for it would not end",
+    )
+}
+
 /// Waits for an operation and gives its status.
 fn complete(op: Op) -> Result<MPI_Status, Box<(MpiError, Option<MPI_Status>)>> {
     match op {
@@ -386,6 +398,23 @@ fn complete(op: Op) -> Result<MPI_Status, Box<(MpiError, Option<MPI_Status>)>> {
         }
         Op::Coll(c) => c.finish_status().map_err(|e| Box::new((e, None))),
         Op::Send(None) => Ok(empty_status()),
+        // A send that can complete without its receiver (an eager one still in the
+        // transport's queue) gets a few rounds of progress; one that waits for its
+        // receiver is refused.
+        Op::CancelledSend(mut r) => match (0..64).try_fold(false, |done, _| {
+            if done {
+                return Ok(true);
+            }
+            std::thread::yield_now();
+            r.test()
+        }) {
+            Ok(true) => r
+                .wait()
+                .map(|c| status_of(&c.status))
+                .map_err(|e| Box::new((e.into(), None))),
+            Ok(false) => Err(Box::new((cancel_refused(), None))),
+            Err(e) => Err(Box::new((e.into(), None))),
+        },
         Op::Send(Some(r)) => r
             .wait()
             .map(|c| status_of(&c.status))
@@ -416,6 +445,8 @@ fn ready(op: &mut Op) -> Result<bool, MpiError> {
         Op::Coll(c) => c.poll()?,
         Op::Done(_) | Op::Send(None) => true,
         Op::Send(Some(r)) => r.test()?,
+        // Ready either way: `complete` gives the send's status, or the refusal.
+        Op::CancelledSend(_) => true,
         Op::Recv { req, .. } => req.test()?,
     })
 }
@@ -841,13 +872,27 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
     let h = unsafe { *request };
     match REQUESTS.get(h) {
         Some(obj) => {
-            if let Some(Op::Recv { req, .. }) = obj
-                .op
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .as_ref()
-            {
-                let _ = req.cancel();
+            let mut op = obj.op.lock().unwrap_or_else(PoisonError::into_inner);
+            match op.take() {
+                Some(Op::Recv {
+                    req,
+                    addr,
+                    t,
+                    direct,
+                }) => {
+                    let _ = req.cancel();
+                    *op = Some(Op::Recv {
+                        req,
+                        addr,
+                        t,
+                        direct,
+                    });
+                }
+                // A send cannot be taken back (MPI 4.1 deprecates cancelling one); it
+                // is marked, so that a wait for it ends at once, as MPI wants of a
+                // cancelled operation, rather than for good.
+                Some(Op::Send(Some(req))) => *op = Some(Op::CancelledSend(req)),
+                other => *op = other,
             }
             MPI_SUCCESS
         }

@@ -47,6 +47,30 @@ fn f80_zero(x: &[u8]) -> bool {
     x[..9].iter().all(|&b| b == 0) && x[9] & 0x7f == 0
 }
 
+/// How two `long double`s (16-byte elements, 10 bytes used) compare, as C's `<` would
+/// say: through `a - b` on the x87 unit; `None` when either is not a number.
+pub(crate) fn f80_cmp(a: &[u8], b: &[u8]) -> Option<std::cmp::Ordering> {
+    let nan = |x: &[u8]| {
+        x[8] == 0xff && x[9] & 0x7f == 0x7f && (x[7] & 0x7f != 0 || x[..7].iter().any(|&v| v != 0))
+    };
+    if a.len() < 10 || b.len() < 10 || nan(a) || nan(b) {
+        return None;
+    }
+    let mut d = [0u8; 16];
+    d[..10].copy_from_slice(&b[..10]);
+    let mut x = [0u8; 16];
+    x[..10].copy_from_slice(&a[..10]);
+    // SAFETY: two local 16-byte buffers, 10 bytes used.
+    unsafe { f80(x.as_ptr(), d.as_mut_ptr(), 2) };
+    Some(if f80_zero(&d) {
+        std::cmp::Ordering::Equal
+    } else if f80_negative(&d) {
+        std::cmp::Ordering::Less
+    } else {
+        std::cmp::Ordering::Greater
+    })
+}
+
 /// `io = inv op io` for packed `long double` elements.
 fn long_double(op: MPI_Op, inv: &[u8], io: &mut [u8]) {
     for (a, b) in inv.chunks_exact(16).zip(io.chunks_exact_mut(16)) {

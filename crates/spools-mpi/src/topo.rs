@@ -123,6 +123,33 @@ pub unsafe extern "C" fn MPI_Cart_create(
     on_comm(comm_old, r)
 }
 
+/// `n` as `k` factors of at most `cap` each, in non-increasing order, the largest as
+/// small as it can be, then the next, and so on; `None` when there is no such product
+/// (`k` = 0 and `n` > 1).
+fn balanced(n: i64, k: usize, cap: i64) -> Option<Vec<i64>> {
+    match k {
+        0 => (n == 1).then(Vec::new),
+        1 => (n <= cap).then(|| vec![n]),
+        _ => {
+            // The largest factor is at least the k-th root of n.
+            let mut d = (n as f64).powf(1.0 / k as f64).floor().max(1.0) as i64;
+            while d > 1 && (d - 1).checked_pow(k as u32).is_none_or(|p| p >= n) {
+                d -= 1;
+            }
+            while d <= n.min(cap) {
+                if n % d == 0 {
+                    if let Some(mut rest) = balanced(n / d, k - 1, d) {
+                        rest.insert(0, d);
+                        return Some(rest);
+                    }
+                }
+                d += 1;
+            }
+            None
+        }
+    }
+}
+
 /// `MPI_Dims_create`: fills the zero entries of `dims` with a balanced factorisation.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
@@ -148,38 +175,23 @@ pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut
             ));
         }
         let free: Vec<usize> = (0..nd).filter(|&i| d[i] == 0).collect();
-        let mut rest = if fixed == 0 {
+        let rest = if fixed == 0 {
             0
         } else {
             i64::from(nnodes) / fixed
         };
-        // Prime factors, largest first, each to the currently smallest free dimension.
-        let mut f = Vec::new();
-        let mut p = 2;
-        while rest > 1 && p * p <= rest {
-            while rest % p == 0 {
-                f.push(p);
-                rest /= p;
+        // The dimensions as close to each other as the factors allow: the smallest
+        // largest dimension, then the same for the others (MPICH's 72 in 2-D is 9 x 8,
+        // where dealing the prime factors out gave 12 x 6).
+        let vals = match balanced(rest.max(1), free.len(), rest.max(1)) {
+            Some(v) => v,
+            None => {
+                return Err(MpiError::invalid(
+                    MPI_ERR_DIMS,
+                    format!("{call}: {nnodes} nodes cannot be arranged with {d:?}"),
+                ))
             }
-            p += 1;
-        }
-        if rest > 1 {
-            f.push(rest);
-        }
-        f.sort_unstable_by(|a, b| b.cmp(a));
-        let mut vals = vec![1i64; free.len()];
-        if !free.is_empty() {
-            for x in f {
-                let i = (0..vals.len()).min_by_key(|&i| vals[i]).unwrap_or(0);
-                vals[i] *= x;
-            }
-            vals.sort_unstable_by(|a, b| b.cmp(a));
-        } else if !f.is_empty() {
-            return Err(MpiError::invalid(
-                MPI_ERR_DIMS,
-                format!("{call}: {nnodes} nodes cannot be arranged with {d:?}"),
-            ));
-        }
+        };
         for (k, &i) in free.iter().enumerate() {
             d[i] = vals[k] as c_int;
         }

@@ -86,6 +86,12 @@ def test_comm_idup_never_blocks_at_the_call_on_overlapping_and_intercommunicator
     assert job.out.splitlines() == [f"ok idup {n} ranks"], job
 
 
+def test_a_wait_for_a_cancelled_send_ends_at_once(build, spools_run):
+    job = spools_run(2, build("cancel_send"), timeout=60)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok cancel_send"], job
+
+
 def test_matched_probes_and_receives_of_six_threads_never_match_one_message_twice(build, spools_run):
     job = spools_run(2, build("mprobe_threads"), timeout=60)
     assert job.code == 0 and "FAIL" not in job.err, job
