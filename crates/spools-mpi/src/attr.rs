@@ -15,7 +15,41 @@ use crate::out::out;
 use crate::runtime::rt;
 
 /// Attributes of one object: keyval to value.
-pub(crate) type Attrs = Mutex<BTreeMap<c_int, usize>>;
+pub(crate) type Attrs = Mutex<AttrMap>;
+
+/// An object's attributes by keyval, each with the order it was set in (MPI deletes
+/// `MPI_COMM_SELF`'s at `MPI_Finalize` in the reverse of that order).
+#[derive(Debug, Default)]
+pub(crate) struct AttrMap {
+    vals: BTreeMap<c_int, (u64, usize)>,
+    sets: u64,
+}
+
+impl AttrMap {
+    /// The value of keyval `k`.
+    pub(crate) fn get(&self, k: &c_int) -> Option<&usize> {
+        self.vals.get(k).map(|(_, v)| v)
+    }
+
+    /// Sets keyval `k` (a set again counts as the newest).
+    pub(crate) fn insert(&mut self, k: c_int, v: usize) {
+        self.sets += 1;
+        self.vals.insert(k, (self.sets, v));
+    }
+
+    /// Removes keyval `k`.
+    pub(crate) fn remove(&mut self, k: &c_int) {
+        self.vals.remove(k);
+    }
+
+    /// The attributes in the order they were set.
+    fn in_set_order(&self) -> Vec<(c_int, usize)> {
+        let mut v: Vec<(u64, c_int, usize)> =
+            self.vals.iter().map(|(k, (n, x))| (*n, *k, *x)).collect();
+        v.sort_unstable();
+        v.into_iter().map(|(_, k, x)| (k, x)).collect()
+    }
+}
 
 /// `int copy(OBJ, int keyval, void *extra, void *in, void *out, int *flag)`.
 type CopyFn =
@@ -126,12 +160,10 @@ pub(crate) fn delete(
 
 /// Copies the attributes of `old` into `new` through their copy callbacks (a dup).
 pub(crate) fn copy_all(old_h: usize, old: &Attrs, new: &Attrs) -> Result<(), MpiError> {
-    let items: Vec<(c_int, usize)> = old
+    let items = old
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .iter()
-        .map(|(k, v)| (*k, *v))
-        .collect();
+        .in_set_order();
     for (k, v) in items {
         let Some(kv) = KEYVALS.get(k as u32 as usize) else {
             continue;
@@ -172,12 +204,12 @@ pub(crate) fn copy_all(old_h: usize, old: &Attrs, new: &Attrs) -> Result<(), Mpi
     Ok(())
 }
 
-/// Deletes every attribute of `obj` (a free).
+/// Deletes every attribute of `obj` (a free, and `MPI_COMM_SELF`'s at `MPI_Finalize`),
+/// the last set first (as MPI asks of `MPI_COMM_SELF`'s).
 pub(crate) fn delete_all(obj: usize, attrs: &Attrs) -> Result<(), MpiError> {
-    let items: Vec<(c_int, usize)> =
-        std::mem::take(&mut *attrs.lock().unwrap_or_else(PoisonError::into_inner))
-            .into_iter()
-            .collect();
+    let mut items =
+        std::mem::take(&mut *attrs.lock().unwrap_or_else(PoisonError::into_inner)).in_set_order();
+    items.reverse();
     for (k, v) in items {
         delete_one(obj, k, v)?;
     }

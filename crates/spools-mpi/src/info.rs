@@ -53,6 +53,26 @@ pub(crate) fn make(entries: Vec<(String, String)>) -> Result<MPI_Info, MpiError>
         .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many info objects"))
 }
 
+/// The hints of `entries` an object keeps, as MPI's `get_info` calls report the hints
+/// in use: the standard's (`mpi_` keys, and `names`, those of the object's kind that
+/// have no prefix); others (`invalid_test_key`, another MPI's own) are ignored.
+pub(crate) fn standard(entries: Vec<(String, String)>, names: &[&str]) -> Vec<(String, String)> {
+    entries
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("mpi_") || names.contains(&k.as_str()))
+        .collect()
+}
+
+/// Window hints the standard names without the `mpi_` prefix.
+pub(crate) const WIN_HINTS: &[&str] = &[
+    "no_locks",
+    "accumulate_ordering",
+    "accumulate_ops",
+    "same_size",
+    "same_disp_unit",
+    "alloc_shared_noncontig",
+];
+
 /// The entries of an info argument (`MPI_INFO_NULL`: none).
 pub(crate) fn entries(h: MPI_Info) -> Result<Vec<(String, String)>, MpiError> {
     if h == MPI_INFO_NULL {

@@ -116,21 +116,44 @@ pub unsafe extern "C" fn MPI_Init_thread(
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     let r = (|| {
         let rt = rt("MPI_Finalize")?;
-        crate::buffer::flush()?;
-        crate::request::finish_detached();
-        let w = rt
-            .world
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        crate::runtime::mark_finalized();
-        if let Some(w) = w {
-            spools::shared::leave(w)
-                .map_err(|e| MpiError::invalid(MPI_ERR_PROC_ABORTED, e.to_string()))?;
-        }
-        Ok(())
+        // MPI frees MPI_COMM_SELF first: its attributes' delete callbacks run here,
+        // while every MPI call still works (libraries hook their own finalisation so).
+        let me = crate::comm::comm(MPI_COMM_SELF, "MPI_Finalize")?;
+        crate::attr::delete_all(MPI_COMM_SELF, &me.attrs)?;
+        leave(rt)
     })();
     on_self(r)
+}
+
+/// The end of this process's part in the job: buffered sends out, requests freed
+/// before completion finished, the job left.
+fn leave(rt: &crate::runtime::Runtime) -> Result<(), MpiError> {
+    crate::buffer::flush()?;
+    crate::request::finish_detached();
+    let w = rt
+        .world
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    crate::runtime::mark_finalized();
+    if let Some(w) = w {
+        spools::shared::leave(w)
+            .map_err(|e| MpiError::invalid(MPI_ERR_PROC_ABORTED, e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// A program of sessions only, at its exit with every session finalised: leaves the
+/// job (nothing, when the world model started or the job was left already).
+pub(crate) fn leave_sessions_only() {
+    if STARTED.load(Ordering::Acquire) || crate::runtime::is_finalized() {
+        return;
+    }
+    if let Some(rt) = crate::runtime::runtime() {
+        if let Err(e) = leave(rt) {
+            eprintln!("spools-mpi: leaving the job at exit: {e}");
+        }
+    }
 }
 
 /// `MPI_Initialized`: whether `MPI_Init` was called (the world model; a session alone

@@ -20,6 +20,18 @@ struct SessionObj {
 
 static SESSIONS: Table<SessionObj> = Table::new(Kind::Session);
 
+/// Sessions open now.
+static OPEN: AtomicUsize = AtomicUsize::new(0);
+
+/// At the process's exit: a program of sessions only (no `MPI_Init`) that finalised
+/// every session leaves the job as `MPI_Finalize` would (else the launcher takes its
+/// exit for a rank that died without finalising).
+extern "C" fn leave_at_exit() {
+    if OPEN.load(Ordering::Acquire) == 0 {
+        crate::init::leave_sessions_only();
+    }
+}
+
 /// The process sets every session knows.
 const PSETS: [&str; 2] = ["mpi://WORLD", "mpi://SELF"];
 
@@ -67,6 +79,15 @@ pub unsafe extern "C" fn MPI_Session_init(
         let h = SESSIONS
             .insert(obj)
             .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many sessions"))?;
+        OPEN.fetch_add(1, Ordering::AcqRel);
+        static HOOKED: std::sync::Once = std::sync::Once::new();
+        HOOKED.call_once(|| {
+            extern "C" {
+                fn atexit(f: extern "C" fn()) -> c_int;
+            }
+            // SAFETY: C's atexit with a function of the type it takes.
+            unsafe { atexit(leave_at_exit) };
+        });
         // SAFETY: the caller's contract.
         unsafe { out(session, h, "MPI_Session_init") }
     })();
@@ -92,6 +113,9 @@ pub unsafe extern "C" fn MPI_Session_finalize(session: *mut MPI_Session) -> c_in
         what: "session",
         handle: h,
     });
+    if r.is_ok() {
+        OPEN.fetch_sub(1, Ordering::AcqRel);
+    }
     if r.is_ok() {
         // SAFETY: as above.
         unsafe { *session = MPI_SESSION_NULL };

@@ -57,14 +57,23 @@ unsafe fn dup(
     newcomm: *mut MPI_Comm,
     call: &'static str,
 ) -> Result<(), MpiError> {
-    let c = self::comm(comm, call)?;
-    let hints = hints_for(&c, info)?;
-    let obj = match &c.inter {
-        Some(_) => crate::inter::dup(&c)?,
-        None => c.child(c.comm.dup()?),
-    };
-    // SAFETY: the caller's contract.
-    unsafe { dup_done(comm, &c, obj, hints, newcomm, call) }
+    let r = (|| {
+        let c = self::comm(comm, call)?;
+        let hints = hints_for(&c, info)?;
+        let obj = match &c.inter {
+            Some(_) => crate::inter::dup(&c)?,
+            None => c.child(c.comm.dup()?),
+        };
+        // SAFETY: the caller's contract.
+        unsafe { dup_done(comm, &c, obj, hints, newcomm, call) }
+    })();
+    if r.is_err() && !newcomm.is_null() {
+        // MPI: a dup that fails (an attribute's copy callback, say) gives
+        // MPI_COMM_NULL.
+        // SAFETY: non-NULL and writable (the caller's contract).
+        unsafe { *newcomm = MPI_COMM_NULL };
+    }
+    r
 }
 
 /// The hints of a dup: `info`'s, or for `MPI_INFO_NULL` the old communicator's.
@@ -75,7 +84,7 @@ fn hints_for(c: &CommObj, info: MPI_Info) -> Result<Vec<(String, String)>, MpiEr
             .unwrap_or_else(PoisonError::into_inner)
             .clone())
     } else {
-        crate::info::entries(info)
+        Ok(crate::info::standard(crate::info::entries(info)?, &[]))
     }
 }
 
@@ -220,7 +229,7 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
 pub unsafe extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
     let r = (|| {
         let c = self::comm(comm, "MPI_Comm_set_info")?;
-        let e = crate::info::entries(info)?;
+        let e = crate::info::standard(crate::info::entries(info)?, &[]);
         *c.info.lock().unwrap_or_else(PoisonError::into_inner) = e;
         Ok(())
     })();

@@ -2,7 +2,6 @@
 //! MPI's extras, among them its virtual topology ([`Topo`]) and, for an
 //! intercommunicator, its two groups ([`Inter`]).
 
-use std::collections::BTreeMap;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,7 +19,7 @@ pub(crate) struct CommObj {
     /// Its name (`MPI_Comm_set_name`).
     pub(crate) name: Mutex<String>,
     /// Cached attribute values by keyval.
-    pub(crate) attrs: Mutex<BTreeMap<c_int, usize>>,
+    pub(crate) attrs: crate::attr::Attrs,
     /// Hints set with `MPI_Comm_set_info` (or given at a dup).
     pub(crate) info: Mutex<Vec<(String, String)>>,
     /// Its virtual topology (Cartesian, graph, distributed graph).
@@ -36,7 +35,7 @@ impl CommObj {
             comm,
             errhandler: AtomicUsize::new(MPI_ERRORS_ARE_FATAL),
             name: Mutex::new(name.to_string()),
-            attrs: Mutex::new(BTreeMap::new()),
+            attrs: crate::attr::Attrs::default(),
             info: Mutex::new(Vec::new()),
             topo: Mutex::new(None),
             inter: None,
@@ -77,7 +76,7 @@ impl CommObj {
             comm,
             errhandler: AtomicUsize::new(self.errhandler.load(Ordering::Relaxed)),
             name: Mutex::new(String::new()),
-            attrs: Mutex::new(BTreeMap::new()),
+            attrs: crate::attr::Attrs::default(),
             info: Mutex::new(Vec::new()),
             topo: Mutex::new(None),
             inter,

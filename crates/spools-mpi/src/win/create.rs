@@ -129,7 +129,7 @@ fn make(
                 format!("{call}: displacement unit {disp_unit} is not positive"),
             )
         })?;
-    let info_entries = crate::info::entries(info)?;
+    let info_entries = crate::info::standard(crate::info::entries(info)?, crate::info::WIN_HINTS);
     let comm = &c.comm;
     // Peers on other hosts are reached by memory messages (`remote.rs`); a shared window
     // is shared memory, so its ranks must share a host.

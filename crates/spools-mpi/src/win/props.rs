@@ -170,30 +170,41 @@ pub unsafe extern "C" fn MPI_Win_get_name(
     on_win(win_h, r)
 }
 
-/// `MPI_Win_set_info`: replaces the hints (Spools takes none of them yet).
+/// `MPI_Win_set_info`: replaces the hints (the standard's are kept, for `MPI_Win_get_info`;
+/// Spools acts on none of them yet).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_set_info(win_h: MPI_Win, info: MPI_Info) -> c_int {
     let call = "MPI_Win_set_info";
     let r = (|| {
         let w = win(win_h, call)?;
-        let e = crate::info::entries(info)?;
+        let e = crate::info::standard(crate::info::entries(info)?, crate::info::WIN_HINTS);
         *w.info.lock().unwrap_or_else(PoisonError::into_inner) = e;
         Ok(())
     })();
     on_win(win_h, r)
 }
 
-/// `MPI_Win_get_info`: a new info object with the hints given.
+/// `MPI_Win_get_info`: a new info object with the hints given, and the standard's
+/// defaults of the accumulate hints not given.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_get_info(win_h: MPI_Win, info_used: *mut MPI_Info) -> c_int {
     let call = "MPI_Win_get_info";
     let r = (|| {
         let w = win(win_h, call)?;
-        let e = w
+        let mut e = w
             .info
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
+        // The standard's defaults, which MPI's accumulates keep unless told otherwise.
+        for (k, v) in [
+            ("accumulate_ordering", "rar,raw,war,waw"),
+            ("accumulate_ops", "same_op_no_op"),
+        ] {
+            if !e.iter().any(|(kk, _)| kk == k) {
+                e.push((k.to_string(), v.to_string()));
+            }
+        }
         // SAFETY: the caller's contract.
         unsafe { out(info_used, crate::info::make(e)?, call) }
     })();
