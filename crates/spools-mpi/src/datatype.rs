@@ -104,7 +104,12 @@ impl TypeObj {
             },
             basic: Some(basic),
             basic_size,
-            align: basic_size.clamp(1, 16),
+            // A complex number aligns as its halves do in C (a `float _Complex` on 4).
+            align: if basic == Basic::Complex {
+                (basic_size / 2).clamp(1, 16)
+            } else {
+                basic_size.clamp(1, 16)
+            },
             committed: AtomicBool::new(true),
             named: Some(h),
             envelope: Envelope {
