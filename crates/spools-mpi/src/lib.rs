@@ -45,6 +45,7 @@ mod misc;
 mod op;
 mod out;
 mod p2p;
+mod pcoll;
 mod persist;
 mod port;
 mod request;

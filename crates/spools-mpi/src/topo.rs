@@ -13,7 +13,7 @@ use crate::errhandler::{on_comm, on_self};
 use crate::error::MpiError;
 use crate::out::out;
 use crate::request::Start;
-use crate::vcoll::{nonblocking, persistent, run, xfer_start, In, OutB, Xfer};
+use crate::vcoll::{nonblocking, run, xfer_start, In, OutB, Xfer};
 
 fn topo(c: &CommObj) -> Option<Topo> {
     c.topo
@@ -974,9 +974,14 @@ macro_rules! neighbor {
         #[no_mangle]
         pub unsafe extern "C" fn $p($($a: $t,)* $comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
             let _ = info;
-            let make: &dyn Fn() -> Result<Start, MpiError> = &$make;
+            // The start, on any communicator handle: the collective's own (`pcoll.rs`).
+            let args = crate::pcoll::Args(move |$comm: MPI_Comm| -> Result<Start, MpiError> {
+                let make: &dyn Fn() -> Result<Start, MpiError> = &$make;
+                make()
+            });
+            let maker: crate::pcoll::Maker = Box::new(move |h| args.make(h));
             // SAFETY: the caller's contract.
-            on_comm($comm, make().and_then(|s| unsafe { persistent(s, $comm, request, stringify!($p)) }))
+            on_comm($comm, unsafe { crate::pcoll::persistent(maker, $comm, request, stringify!($p)) })
         }
     };
 }

@@ -21,7 +21,7 @@ use crate::icoll::{self, Goal, Side};
 use crate::op::Reducer;
 use crate::out::out;
 use crate::p2p::data;
-use crate::request::{give, give_persistent, CollOp, Op, Start};
+use crate::request::{give, CollOp, Op, Start};
 
 /// A block this rank receives: from whom, how many elements of which type, where.
 pub(crate) struct In {
@@ -667,21 +667,6 @@ pub(crate) unsafe fn nonblocking(
     unsafe { out(request, h, call) }
 }
 
-/// Gives a persistent collective as an inactive request.
-///
-/// # Safety
-/// `request` is NULL or writable.
-pub(crate) unsafe fn persistent(
-    start: Start,
-    comm_h: MPI_Comm,
-    request: *mut MPI_Request,
-    call: &'static str,
-) -> Result<(), MpiError> {
-    let h = give_persistent(Box::new(move || Ok(Op::Coll(start()?))), comm_h)?;
-    // SAFETY: the caller's contract.
-    unsafe { out(request, h, call) }
-}
-
 /// Defines the blocking (`$b`, `$bc`), non-blocking (`$i`, `$ic`) and persistent
 /// (`$p`, `$pc`) forms of one collective from `$make`, which gives its [`Start`]
 /// (`-` for a form defined elsewhere).
@@ -709,9 +694,14 @@ macro_rules! forms {
         #[no_mangle]
         pub unsafe extern "C" fn $name($($p: $t,)* info: MPI_Info, request: *mut MPI_Request) -> c_int {
             let _ = info;
-            let make: &dyn Fn() -> Result<Start, MpiError> = &$make;
+            // The start, on any communicator handle: the collective's own (`pcoll.rs`).
+            let args = crate::pcoll::Args(move |$comm: MPI_Comm| -> Result<Start, MpiError> {
+                let make: &dyn Fn() -> Result<Start, MpiError> = &$make;
+                make()
+            });
+            let maker: crate::pcoll::Maker = Box::new(move |h| args.make(h));
             // SAFETY: the caller's contract.
-            on_comm($comm, make().and_then(|s| unsafe { persistent(s, $comm, request, stringify!($name)) }))
+            on_comm($comm, unsafe { crate::pcoll::persistent(maker, $comm, request, stringify!($name)) })
         }
     };
     ($b:tt, $bc:tt, $i:ident, $ic:ident, $p:ident, $pc:ident, $comm:ident; ($($a:ident: $ti:ty => $tl:ty),*), $make:expr) => {
@@ -1153,10 +1143,9 @@ pub unsafe extern "C" fn MPI_Barrier_init(
     request: *mut MPI_Request,
 ) -> c_int {
     let _ = info;
-    let r = barrier_start(comm).and_then(|s| {
-        // SAFETY: the caller's contract.
-        unsafe { persistent(s, comm, request, "MPI_Barrier_init") }
-    });
+    let maker: crate::pcoll::Maker = Box::new(barrier_start);
+    // SAFETY: the caller's contract.
+    let r = unsafe { crate::pcoll::persistent(maker, comm, request, "MPI_Barrier_init") };
     on_comm(comm, r)
 }
 

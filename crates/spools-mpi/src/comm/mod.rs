@@ -5,7 +5,7 @@ mod obj;
 mod table;
 
 pub(crate) use obj::{CommObj, Inter, Topo};
-pub(crate) use table::{comm, errhandler_of, insert, insert_child};
+pub(crate) use table::{comm, errhandler_of, insert, insert_child, remove};
 
 use std::ffi::{c_char, c_int, CStr};
 use std::sync::atomic::Ordering;
@@ -171,6 +171,43 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
     on_comm(comm, unsafe {
         dup(comm, info, newcomm, "MPI_Comm_dup_with_info")
     })
+}
+
+/// A communicator of the same members as another, being made without blocking, for the
+/// library's own use (a persistent collective's): no attributes, no hints, the same
+/// topology and error handler.
+pub(crate) struct PrivateDup {
+    req: Idup,
+    parent: Arc<CommObj>,
+}
+
+impl PrivateDup {
+    /// Starts the dup of `c` (collective over `c`, in its members' order of calls).
+    pub(crate) fn start(c: &Arc<CommObj>) -> Result<PrivateDup, MpiError> {
+        let req = match &c.inter {
+            Some(_) => Idup::Inter(crate::inter::idup(c)?),
+            None => Idup::Intra(c.comm.idup()?),
+        };
+        Ok(PrivateDup {
+            req,
+            parent: c.clone(),
+        })
+    }
+
+    /// Waits for it; the new communicator's handle (freed with [`remove`]).
+    pub(crate) fn finish(self) -> Result<MPI_Comm, MpiError> {
+        let obj = match self.req {
+            Idup::Intra(r) => self.parent.child(r.wait()?),
+            Idup::Inter(rs) => crate::inter::idup_done(&self.parent, rs)?,
+        };
+        *obj.topo.lock().unwrap_or_else(PoisonError::into_inner) = self
+            .parent
+            .topo
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        insert(obj)
+    }
 }
 
 /// `MPI_Comm_idup`: collective, non-blocking; `newcomm` is written when the request
