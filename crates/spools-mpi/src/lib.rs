@@ -23,6 +23,7 @@
 pub mod abi;
 mod agree;
 mod attr;
+mod attrmap;
 mod buffer;
 mod coll;
 mod collv;
