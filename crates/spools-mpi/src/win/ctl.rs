@@ -8,8 +8,9 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-/// Most regions attached to a dynamic window at one rank at a time.
-pub(crate) const MAX_ATTACH: usize = 64;
+/// Most regions attached to a dynamic window at one rank at a time (a linked list of
+/// a thousand elements, each attached, as MPICH's tests build).
+pub(crate) const MAX_ATTACH: usize = 1024;
 
 /// The writer bit of [`Ctl::lock`]; the bits below count shared holders.
 const WRITER: u64 = 1 << 63;
@@ -24,6 +25,9 @@ pub(crate) struct Ctl {
     acc: AtomicU32,
     /// Regions attached to a dynamic window, written under `acc`.
     attached: AtomicU32,
+    /// One past the highest slot of `regions` ever used: lookups go no further (a
+    /// region takes the lowest free slot).
+    high: AtomicU32,
     /// `(address, length)` of each attached region (0 length: a free slot).
     regions: [[AtomicU64; 2]; MAX_ATTACH],
 }
@@ -92,21 +96,28 @@ impl Ctl {
     /// Records an attached region (under the accumulate lock); `false` when every slot
     /// is taken.
     pub(crate) fn attach(&self, addr: u64, len: u64) -> bool {
-        for r in &self.regions {
+        for (i, r) in self.regions.iter().enumerate() {
             if r[1].load(Ordering::Relaxed) == 0 {
                 r[0].store(addr, Ordering::Relaxed);
                 r[1].store(len, Ordering::Release);
                 self.attached.fetch_add(1, Ordering::Relaxed);
+                self.high.fetch_max(i as u32 + 1, Ordering::Release);
                 return true;
             }
         }
         false
     }
 
+    /// The slots that may hold a region.
+    fn used(&self) -> &[[AtomicU64; 2]] {
+        let n = (self.high.load(Ordering::Acquire) as usize).min(MAX_ATTACH);
+        &self.regions[..n]
+    }
+
     /// Forgets the region attached at `addr` (under the accumulate lock); whether one
     /// was.
     pub(crate) fn detach(&self, addr: u64) -> bool {
-        for r in &self.regions {
+        for r in self.used() {
             if r[1].load(Ordering::Relaxed) != 0 && r[0].load(Ordering::Relaxed) == addr {
                 r[1].store(0, Ordering::Release);
                 self.attached.fetch_sub(1, Ordering::Relaxed);
@@ -116,14 +127,31 @@ impl Ctl {
         false
     }
 
-    /// Whether `[addr, addr + len)` lies within one attached region.
+    /// Whether `[addr, addr + len)` lies within attached memory: one region, or
+    /// regions that adjoin (attached one after another from one allocation).
     pub(crate) fn covers(&self, addr: u64, len: u64) -> bool {
-        self.regions.iter().any(|r| {
-            // The length first (acquire): the address stored before it is then seen.
-            let l = r[1].load(Ordering::Acquire);
-            let a = r[0].load(Ordering::Relaxed);
-            l != 0 && addr >= a && addr.checked_add(len).is_some_and(|e| e <= a + l)
-        })
+        let Some(end) = addr.checked_add(len) else {
+            return false;
+        };
+        // The region holding byte `at`, by its end.
+        let holding = |at: u64| {
+            self.used().iter().find_map(|r| {
+                // The length first (acquire): the address stored before it is then seen.
+                let l = r[1].load(Ordering::Acquire);
+                let a = r[0].load(Ordering::Relaxed);
+                (l != 0 && at >= a && at - a < l).then(|| a.saturating_add(l))
+            })
+        };
+        let mut at = addr;
+        loop {
+            match holding(at) {
+                Some(e) if e >= end => return true,
+                Some(e) => at = e,
+                None => {
+                    return len == 0 && holding(addr.saturating_sub(1)).is_some_and(|e| e >= addr)
+                }
+            }
+        }
     }
 }
 
@@ -164,6 +192,10 @@ mod tests {
         assert!(c.attach(100, 50));
         assert!(c.covers(100, 50) && c.covers(120, 30));
         assert!(!c.covers(99, 2) && !c.covers(140, 11) && !c.covers(u64::MAX, 2));
+        // Adjoining regions cover an access across them; a gap does not.
+        assert!(c.attach(150, 50));
+        assert!(c.covers(140, 20) && c.covers(100, 100) && !c.covers(100, 101));
+        assert!(c.detach(150));
         assert!(c.detach(100) && !c.detach(100));
         assert!(!c.covers(100, 1));
         for i in 0..MAX_ATTACH as u64 {
