@@ -71,7 +71,11 @@ impl View {
             }
             end = off + len as isize;
         }
-        if end > filetype.extent {
+        // Copy k holds its data at [k extent + first, k extent + end): the copies keep
+        // apart and in order while the data span no more than an extent (a filetype
+        // whose data start past 0, a lower bound above 0, is fine).
+        let first = filetype.blocks.first().map_or(0, |b| b.0);
+        if end - first > filetype.extent {
             return Err(bad(
                 "the filetype's data reach past its extent (its copies would overlap)",
             ));
@@ -246,5 +250,19 @@ mod tests {
             "t"
         )
         .is_err());
+    }
+
+    #[test]
+    fn a_filetype_whose_data_start_past_0_tiles_by_its_extent() {
+        // Three ints from byte 8 (a lower bound of 8), extent 12: copy k at 12k + 8.
+        let mut t = build(&[(8, 3, int())], false);
+        t.extent = 12;
+        let v = View::new(0, (MPI_INT, int()), (0, Arc::new(t)), "native".into(), "t")
+            .expect("data spanning one extent are a view");
+        assert_eq!(v.runs(0, 24), vec![(8, 24)]);
+        // Spanning more than an extent, the copies would overlap: refused.
+        let mut t = build(&[(8, 3, int())], false);
+        t.extent = 8;
+        assert!(View::new(0, (MPI_INT, int()), (0, Arc::new(t)), "native".into(), "t").is_err());
     }
 }
