@@ -427,6 +427,21 @@ pub(crate) unsafe fn start_send(
     call: &'static str,
 ) -> Result<Op, MpiError> {
     let s = send_args(buf, count, datatype, d, tag, comm_h, call)?;
+    // SAFETY: the caller's contract.
+    unsafe { start_checked_send(buf, &s, call) }
+}
+
+/// Starts a non-blocking send whose arguments were checked (`s`): a persistent send's
+/// at each start, with the datatype and communicator it was made with (the program may
+/// free their handles meanwhile).
+///
+/// # Safety
+/// `buf` holds `s.n` elements of `s.t`.
+pub(crate) unsafe fn start_checked_send(
+    buf: usize,
+    s: &Send,
+    call: &'static str,
+) -> Result<Op, MpiError> {
     Ok(match s.to {
         None => Op::Done(empty_status()),
         Some(to) => {
@@ -462,7 +477,21 @@ pub(crate) fn start_recv(
     let t = committed(datatype, call)?;
     buffer(buf, n, &t, call, "buf")?;
     let tag = recv_tag(tag, call)?;
-    Ok(match source(&c, src, call)? {
+    start_checked_recv(buf, n, t, src, tag, &c, call)
+}
+
+/// As [`start_recv`], with the arguments checked and resolved: a persistent receive's
+/// at each start, with the datatype and communicator it was made with.
+pub(crate) fn start_checked_recv(
+    buf: usize,
+    n: usize,
+    t: std::sync::Arc<TypeObj>,
+    src: c_int,
+    tag: spools::Tag,
+    c: &CommObj,
+    call: &'static str,
+) -> Result<Op, MpiError> {
+    Ok(match source(c, src, call)? {
         None => Op::Done(proc_null_status()),
         Some(from) => {
             let len = crate::datatype::bytes_of(n, &t, call)?;

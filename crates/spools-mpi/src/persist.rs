@@ -11,7 +11,10 @@ use crate::errhandler::on_comm;
 use crate::error::MpiError;
 use crate::handles::{Kind, Table};
 use crate::out::out;
-use crate::p2p::{data, recv_tag, send_args, source, start_recv, start_send};
+use crate::p2p::{
+    data, recv_tag, send_args, source, start_checked_recv, start_checked_send, start_recv,
+    start_send,
+};
 use crate::request::{give, give_persistent, proc_null_status, put_status, status_with, Op};
 
 /// A persistent send (any mode).
@@ -29,12 +32,13 @@ unsafe fn send_init(
     call: &'static str,
 ) -> c_int {
     let r = (|| {
-        // Check the arguments now, as MPI does.
-        send_args(buf as usize, count, datatype, dest, tag, comm_h, call)?;
+        // Check the arguments now, as MPI does, and keep the datatype and communicator
+        // they name (the program may free the handles before it starts the request).
+        let s = send_args(buf as usize, count, datatype, dest, tag, comm_h, call)?;
         let addr = buf as usize;
         // SAFETY: MPI's contract: the buffer holds the elements whenever it is started.
         let h = give_persistent(
-            Box::new(move || unsafe { start_send(addr, count, datatype, dest, tag, comm_h, call) }),
+            Box::new(move || unsafe { start_checked_send(addr, &s, call) }),
             comm_h,
         )?;
         // SAFETY: the caller's contract.
@@ -120,12 +124,15 @@ unsafe fn recv_init(
     let r = (|| {
         let c = comm(comm_h, call)?;
         let t = committed(datatype, call)?;
-        buffer(buf as usize, ccount(count, call)?, &t, call, "buf")?;
+        let n = ccount(count, call)?;
+        buffer(buf as usize, n, &t, call, "buf")?;
         source(&c, src, call)?;
-        recv_tag(tag, call)?;
+        let tag = recv_tag(tag, call)?;
         let addr = buf as usize;
+        // The datatype and communicator are kept: the program may free their handles
+        // before it starts the request.
         let h = give_persistent(
-            Box::new(move || start_recv(addr, count, datatype, src, tag, comm_h, call)),
+            Box::new(move || start_checked_recv(addr, n, t.clone(), src, tag, &c, call)),
             comm_h,
         )?;
         // SAFETY: the caller's contract.
