@@ -669,7 +669,8 @@ pub unsafe extern "C" fn MPI_Win_shared_query_c(
             Some(w.target(rank, call)?)
         };
         let (len, unit, addr) = match t {
-            Some(t) if shared && !t.remote() => (t.len, t.disp_unit, t.base),
+            // A rank with no memory has no base (NULL, as MPICH gives).
+            Some(t) if shared && !t.remote() && t.len > 0 => (t.len, t.disp_unit, t.base),
             Some(t) => (0, t.disp_unit, 0),
             None => (0, 1, 0),
         };
