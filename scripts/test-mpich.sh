@@ -74,17 +74,18 @@ make --no-print-directory -s -C crates/spools-mpi PROFILE=debug >/dev/null
 spools="$(pwd)/target/debug/spools"
 
 only=()
-if [ -n "${MPICH_ONLY:-}" ]; then only=(--only "$MPICH_ONLY"); fi
+tag=""
+if [ -n "${MPICH_ONLY:-}" ]; then only=(--only "$MPICH_ONLY"); tag="-only"; fi
 slow=()
 if [ "${MPICH_DIRS:-}" = all ]; then slow=(--run-slow); fi
 python3 scripts/mpich-suite.py run --build "$build" --src "$src" --dirs "$dirs" \
-  --spools "$spools" --timeout "$per_test_limit" --out "$root/spools.tsv" \
+  --spools "$spools" --timeout "$per_test_limit" --out "$root/spools$tag.tsv" \
   --known "$known" "${slow[@]}" "${only[@]}"
 if [ "${MPICH_PEER:-0}" = 1 ]; then
   python3 scripts/mpich-suite.py run --launcher mpich --mpiexec "$mpi_venv/bin/mpiexec" \
     --build "$build" --src "$src" --dirs "$dirs" --timeout "$per_test_limit" \
-    --out "$root/mpich.tsv" "${only[@]}"
-  python3 scripts/mpich-suite.py table --spools "$root/spools.tsv" --mpich "$root/mpich.tsv" \
+    --out "$root/mpich$tag.tsv" "${only[@]}"
+  python3 scripts/mpich-suite.py table --spools "$root/spools$tag.tsv" --mpich "$root/mpich$tag.tsv" \
     --known "$known"
 fi
 if [ -z "${MPICH_ONLY:-}" ]; then

@@ -6,11 +6,10 @@
 //! barrier first (MPICH's `p_order`). Spools' collectives match in the order they start
 //! on a communicator, so each persistent collective runs on a dup of its communicator
 //! made for it alone, where its starts are the only collectives, one at a time. The dup
-//! is begun at the init call without blocking (`Communicator::idup`: one broadcast from
-//! the communicator's rank 0) and finished at the first start; the arguments are
-//! checked at the init call, as the communicator's; the dup is freed with the request.
-
-use std::sync::{Arc, Mutex, PoisonError};
+//! is made at the init call (`Communicator::idup`: one broadcast from the
+//! communicator's rank 0), so an init call waits for rank 0 to make the same init call,
+//! and for no other rank; the start is built then, while the program's datatype and
+//! operator handles are valid; the dup is freed with the request.
 
 use crate::abi::*;
 use crate::comm::PrivateDup;
@@ -39,47 +38,12 @@ impl<F: Fn(MPI_Comm) -> Result<Start, MpiError>> Args<F> {
     }
 }
 
-/// The communicator of one persistent collective: being made, or made with its start.
-enum Own {
-    Pending(Option<PrivateDup>),
-    Ready { comm: MPI_Comm, start: Start },
-}
+/// The communicator a persistent collective owns: freed with its request.
+struct Own(MPI_Comm);
 
-struct Private {
-    maker: Maker,
-    own: Mutex<Own>,
-}
-
-impl Private {
-    /// The start on the collective's own communicator (finishing the dup the first time).
-    fn start(&self) -> Result<Start, MpiError> {
-        let mut own = self.own.lock().unwrap_or_else(PoisonError::into_inner);
-        match &mut *own {
-            Own::Ready { start, .. } => Ok(start.clone()),
-            Own::Pending(dup) => {
-                let dup = dup.take().ok_or_else(|| {
-                    MpiError::invalid(
-                        MPI_ERR_REQUEST,
-                        "a persistent collective's communicator failed to be made earlier",
-                    )
-                })?;
-                let comm = dup.finish()?;
-                let start = (self.maker)(comm)?;
-                *own = Own::Ready {
-                    comm,
-                    start: start.clone(),
-                };
-                Ok(start)
-            }
-        }
-    }
-}
-
-impl Drop for Private {
+impl Drop for Own {
     fn drop(&mut self) {
-        if let Own::Ready { comm, .. } = *self.own.lock().unwrap_or_else(PoisonError::into_inner) {
-            crate::comm::remove(comm);
-        }
+        crate::comm::remove(self.0);
     }
 }
 
@@ -97,15 +61,17 @@ pub(crate) unsafe fn persistent(
     request: *mut MPI_Request,
     call: &'static str,
 ) -> Result<(), MpiError> {
+    // The arguments are checked on the program's communicator first, so that a bad
+    // one fails before any communication.
     maker(comm_h)?;
     let c = crate::comm::comm(comm_h, call)?;
-    let p = Arc::new(Private {
-        maker,
-        own: Mutex::new(Own::Pending(Some(PrivateDup::start(&c)?))),
-    });
+    let own = Own(PrivateDup::start(&c)?.finish()?);
+    // The start is made now, while the program's datatype and operator handles are
+    // valid (it may free them before it starts the request).
+    let start = maker(own.0)?;
     let h = give_persistent(
         Box::new(move || {
-            let start = p.start()?;
+            let _owned = &own;
             Ok(Op::Coll(start()?))
         }),
         comm_h,

@@ -445,8 +445,9 @@ fn ready(op: &mut Op) -> Result<bool, MpiError> {
         Op::Coll(c) => c.poll()?,
         Op::Done(_) | Op::Send(None) => true,
         Op::Send(Some(r)) => r.test()?,
-        // Ready either way: `complete` gives the send's status, or the refusal.
-        Op::CancelledSend(_) => true,
+        // Ready when sent (a test or a status query may come before the program
+        // receives the message itself); only a wait refuses (`complete`).
+        Op::CancelledSend(r) => r.test()?,
         Op::Recv { req, .. } => req.test()?,
     })
 }
