@@ -10,6 +10,7 @@ use crate::element::Op;
 use crate::engine::Engine;
 use crate::error::MsgError;
 use crate::idup::LEADER_BASE;
+use crate::protocol::wire::CTX_STRIDE;
 
 /// Starts messaging on this rank and returns the job's first communicator (all ranks,
 /// context 0). Collective: it installs the engine's handlers on every rank. `endpoint`
@@ -34,6 +35,37 @@ pub fn start(
 }
 
 impl Communicator {
+    /// A communicator of the same members in this order, in a context of this one's
+    /// own that no other communicator's messages use: MPI's partitioned messages
+    /// (`MPI_Psend_init`) travel there, so that no point-to-point receive on this
+    /// communicator takes them. Local: every member derives the same context.
+    ///
+    /// ```
+    /// let world = spools::init().unwrap();
+    /// let p = world.partitioned().unwrap();
+    /// assert_eq!((p.rank(), p.size()), (world.rank(), world.size()));
+    /// p.send(&[7u8], 0, 3).unwrap();
+    /// assert!(world.iprobe(0, 3).unwrap().is_none()); // not a message of `world`
+    /// let mut b = [0u8];
+    /// p.recv(&mut b, 0, 3).unwrap();
+    /// assert_eq!(b, [7]);
+    /// ```
+    ///
+    /// # Errors
+    /// [`MsgError::NoContext`] when this communicator is itself a partitioned one.
+    pub fn partitioned(&self) -> Result<Communicator, MsgError> {
+        let core = &self.core;
+        if core.ctx % CTX_STRIDE != 0 {
+            return Err(MsgError::NoContext);
+        }
+        Communicator::from_parts(core.engine.clone(), core.ctx + 2, core.ranks.clone()).ok_or(
+            MsgError::Protocol {
+                peer: core.rank,
+                what: "this rank is missing from its own communicator",
+            },
+        )
+    }
+
     /// Collective: a communicator with the same ranks and a new context.
     ///
     /// # Errors
@@ -96,7 +128,8 @@ impl Communicator {
 
     /// A communicator of job ranks `ranks` (in this order) in context `ctx`, which its
     /// members agreed on as the largest of their [`Communicator::free_context`]: every
-    /// member calls it with the same `ctx` and `ranks`. Not collective in itself.
+    /// member calls it with the same `ctx` and `ranks`. Not collective in itself. A
+    /// communicator takes four context ids: the next free one after `ctx` is `ctx + 4`.
     ///
     /// ```
     /// let world = spools::init().unwrap();
@@ -110,11 +143,11 @@ impl Communicator {
     /// [`MsgError::NoContext`] when `ctx` is out of range; [`MsgError::Protocol`] when
     /// this rank is not among `ranks`.
     pub fn with_context(&self, ctx: u32, ranks: Vec<u32>) -> Result<Communicator, MsgError> {
-        if ctx >= LEADER_BASE || ctx % 2 == 1 {
+        if ctx >= LEADER_BASE || ctx % CTX_STRIDE != 0 {
             return Err(MsgError::NoContext);
         }
         let e = &self.core.engine;
-        e.next_ctx.fetch_max(ctx + 2, Ordering::AcqRel);
+        e.next_ctx.fetch_max(ctx + CTX_STRIDE, Ordering::AcqRel);
         Communicator::from_parts(e.clone(), ctx, ranks).ok_or(MsgError::Protocol {
             peer: self.core.rank,
             what: "this rank is missing from the communicator it makes",
@@ -160,7 +193,7 @@ impl Communicator {
         if ctx >= LEADER_BASE {
             return Err(MsgError::NoContext);
         }
-        e.next_ctx.fetch_max(ctx + 2, Ordering::AcqRel);
+        e.next_ctx.fetch_max(ctx + CTX_STRIDE, Ordering::AcqRel);
         Ok(ctx)
     }
 }

@@ -5,7 +5,7 @@
 //! some members and not others, and the result of one agreement is known only when it
 //! completes: two could then agree on the same context. So a non-blocking dup's context
 //! is chosen by one member alone, the communicator's rank 0 (its *leader*), from a range
-//! that is the leader's own: `LEADER_BASE + 2 (n * job size + leader's job rank)` for
+//! that is the leader's own: `LEADER_BASE + 4 (n * job size + leader's job rank)` for
 //! the leader's `n`-th such dup. No other rank ever picks a context there, and the
 //! blocking agreements stay below `LEADER_BASE`. The leader broadcasts it (one
 //! non-blocking broadcast, which the progress engine drives while the ranks do other
@@ -16,6 +16,7 @@ use std::sync::atomic::Ordering;
 use crate::coll::CollRequest;
 use crate::communicator::Communicator;
 use crate::error::MsgError;
+use crate::protocol::wire::CTX_STRIDE;
 use crate::protocol::wire::MAX_CTX;
 
 /// The first context of the leaders' ranges; blocking agreements stay below it.
@@ -55,7 +56,7 @@ impl Communicator {
             let n = engine.led_dups.fetch_add(1, Ordering::AcqRel);
             let size = u64::from(engine.worker.size());
             let me = u64::from(engine.worker.rank());
-            let ctx = u64::from(LEADER_BASE) + 2 * (u64::from(n) * size + me);
+            let ctx = u64::from(LEADER_BASE) + u64::from(CTX_STRIDE) * (u64::from(n) * size + me);
             if ctx < u64::from(MAX_CTX) {
                 ctx as u32
             } else {
@@ -89,7 +90,7 @@ impl DupRequest {
             return Err(MsgError::NoContext);
         }
         let core = &self.parent.core;
-        if !(LEADER_BASE..MAX_CTX).contains(&ctx) || ctx % 2 == 1 {
+        if !(LEADER_BASE..MAX_CTX).contains(&ctx) || ctx % CTX_STRIDE != 0 {
             return Err(MsgError::Protocol {
                 peer: core.rank,
                 what: "a non-blocking dup's leader sent a context outside its range",

@@ -45,7 +45,7 @@ impl Engine {
             handler_ids: OnceLock::new(),
             limits,
             next_rpc_call: AtomicU32::new(1),
-            next_ctx: AtomicU32::new(2),
+            next_ctx: AtomicU32::new(crate::protocol::wire::CTX_STRIDE),
             led_dups: AtomicU32::new(0),
             hosts,
             rpc: RpcTable::default(),

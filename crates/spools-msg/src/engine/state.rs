@@ -71,7 +71,8 @@ pub(crate) struct Engine {
     /// The protocol's size limits (also outside the lock, for the sending fast path).
     pub(crate) limits: Limits,
     pub(super) next_rpc_call: AtomicU32,
-    /// The next free communicator context (even), as this rank knows it.
+    /// The next free communicator context (a multiple of `protocol::wire::CTX_STRIDE`), as this
+    /// rank knows it.
     pub(crate) next_ctx: AtomicU32,
     /// How many communicators this rank made as the leader of a non-blocking dup
     /// (`Communicator::idup`), whose contexts are its own (`create::LEADER_BASE`).
