@@ -510,8 +510,11 @@ pub(crate) fn build(parts: &[(isize, usize, Arc<TypeObj>)], is_struct: bool) -> 
         if *n == 0 {
             continue;
         }
-        lb = lb.min(disp + t.lb);
-        ub = ub.max(disp + t.lb + *n as isize * t.extent);
+        // Copy k spans [lb + k extent, lb + (k + 1) extent] (reversed for a negative
+        // extent): the bounds are the first's or the last's.
+        let (first, last) = (disp + t.lb, disp + t.lb + (*n as isize - 1) * t.extent);
+        lb = lb.min(first.min(last));
+        ub = ub.max((first + t.extent).max(last + t.extent));
         align = align.max(t.align);
         size += n * t.size;
         match (basic, t.basic) {
@@ -856,6 +859,19 @@ mod tests {
 
     fn int() -> Arc<TypeObj> {
         dtype(MPI_INT).expect("MPI_INT is predefined")
+    }
+
+    #[test]
+    fn copies_of_a_type_of_negative_extent_take_the_bounds_of_the_last() {
+        // Four bytes resized to lb 6, extent -9 (ub -3), three copies: the copies' lower
+        // bounds are 6, -3, -12, their upper bounds -3, -12, -21 (MPICH's lbub.c).
+        let bytes = build(&[(0, 4, dtype(MPI_BYTE).expect("MPI_BYTE"))], false);
+        let mut evil = bytes;
+        evil.lb = 6;
+        evil.extent = -9;
+        let three = build(&[(0, 3, Arc::new(evil))], false);
+        assert_eq!((three.lb, three.extent, three.size), (-12, 9, 12));
+        assert_eq!((three.true_lb, three.true_extent), (-18, 22));
     }
 
     #[test]

@@ -48,6 +48,15 @@ pub(crate) enum MpiError {
     /// A function of the standard ABI that Spools does not implement (yet).
     #[error("{0} is not supported by Spools")]
     Unsupported(&'static str),
+    /// The program's own callback (a generalized request's query, free or cancel
+    /// function) returned this error code, which the call returns as it is.
+    #[error("{what} returned error code {code}")]
+    Program {
+        /// The code the callback returned.
+        code: c_int,
+        /// Which callback.
+        what: &'static str,
+    },
 }
 
 impl MpiError {
@@ -75,6 +84,7 @@ impl MpiError {
             MpiError::Init(_) | MpiError::NotInitialized(_) => MPI_ERR_OTHER,
             MpiError::Handle { class, .. } | MpiError::Invalid { class, .. } => *class,
             MpiError::Unsupported(_) => MPI_ERR_UNSUPPORTED_OPERATION,
+            MpiError::Program { code, .. } => lookup(*code).map_or(MPI_ERR_OTHER, |(c, _)| c),
         }
     }
 }
@@ -97,6 +107,9 @@ static CODES: Mutex<Codes> = Mutex::new(Codes {
 /// Gives `e` an error code of its own, whose class is `e`'s and whose string is its
 /// message.
 pub(crate) fn code_of(e: &MpiError) -> c_int {
+    if let MpiError::Program { code, .. } = e {
+        return *code;
+    }
     let class = e.class();
     let mut c = CODES.lock().unwrap_or_else(PoisonError::into_inner);
     let n = c.next % (i32::MAX as u32 - FIRST_CODE as u32);

@@ -3295,31 +3295,14 @@ pub unsafe extern "C" fn PMPI_Graphdims_get(
     unsafe { crate::topo::MPI_Graphdims_get(comm, nnodes, nedges) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Grequest_complete`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Grequest_complete(request: MPI_Request) -> c_int {
-    unsupported("MPI_Grequest_complete", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Grequest_complete`.
+/// The profiling name of `MPI_Grequest_complete`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Grequest_complete(request: MPI_Request) -> c_int {
-    unsupported("MPI_Grequest_complete", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Grequest_complete`'s.
+    unsafe { crate::grequest::MPI_Grequest_complete(request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Grequest_start`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Grequest_start(
-    query_fn: *const c_void,
-    free_fn: *const c_void,
-    cancel_fn: *const c_void,
-    extra_state: *mut c_void,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Grequest_start", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Grequest_start`.
+/// The profiling name of `MPI_Grequest_start`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Grequest_start(
     query_fn: *const c_void,
@@ -3328,7 +3311,10 @@ pub unsafe extern "C" fn PMPI_Grequest_start(
     extra_state: *mut c_void,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Grequest_start", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Grequest_start`'s.
+    unsafe {
+        crate::grequest::MPI_Grequest_start(query_fn, free_fn, cancel_fn, extra_state, request)
+    }
 }
 
 /// The profiling name of `MPI_Group_compare`.
@@ -5399,21 +5385,7 @@ pub unsafe extern "C" fn PMPI_Pack_c(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pack_external`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Pack_external(
-    datarep: *const c_char,
-    inbuf: *const c_void,
-    incount: c_int,
-    datatype: MPI_Datatype,
-    outbuf: *mut c_void,
-    outsize: MPI_Aint,
-    position: *mut MPI_Aint,
-) -> c_int {
-    unsupported("MPI_Pack_external", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pack_external`.
+/// The profiling name of `MPI_Pack_external`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Pack_external(
     datarep: *const c_char,
@@ -5424,24 +5396,15 @@ pub unsafe extern "C" fn PMPI_Pack_external(
     outsize: MPI_Aint,
     position: *mut MPI_Aint,
 ) -> c_int {
-    unsupported("MPI_Pack_external", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Pack_external`'s.
+    unsafe {
+        crate::external::MPI_Pack_external(
+            datarep, inbuf, incount, datatype, outbuf, outsize, position,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pack_external_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Pack_external_c(
-    datarep: *const c_char,
-    inbuf: *const c_void,
-    incount: MPI_Count,
-    datatype: MPI_Datatype,
-    outbuf: *mut c_void,
-    outsize: MPI_Count,
-    position: *mut MPI_Count,
-) -> c_int {
-    unsupported("MPI_Pack_external_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pack_external_c`.
+/// The profiling name of `MPI_Pack_external_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Pack_external_c(
     datarep: *const c_char,
@@ -5452,21 +5415,15 @@ pub unsafe extern "C" fn PMPI_Pack_external_c(
     outsize: MPI_Count,
     position: *mut MPI_Count,
 ) -> c_int {
-    unsupported("MPI_Pack_external_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Pack_external_c`'s.
+    unsafe {
+        crate::external::MPI_Pack_external_c(
+            datarep, inbuf, incount, datatype, outbuf, outsize, position,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pack_external_size`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Pack_external_size(
-    datarep: *const c_char,
-    incount: c_int,
-    datatype: MPI_Datatype,
-    size: *mut MPI_Aint,
-) -> c_int {
-    unsupported("MPI_Pack_external_size", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pack_external_size`.
+/// The profiling name of `MPI_Pack_external_size`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Pack_external_size(
     datarep: *const c_char,
@@ -5474,21 +5431,11 @@ pub unsafe extern "C" fn PMPI_Pack_external_size(
     datatype: MPI_Datatype,
     size: *mut MPI_Aint,
 ) -> c_int {
-    unsupported("MPI_Pack_external_size", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Pack_external_size`'s.
+    unsafe { crate::external::MPI_Pack_external_size(datarep, incount, datatype, size) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pack_external_size_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Pack_external_size_c(
-    datarep: *const c_char,
-    incount: MPI_Count,
-    datatype: MPI_Datatype,
-    size: *mut MPI_Count,
-) -> c_int {
-    unsupported("MPI_Pack_external_size_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pack_external_size_c`.
+/// The profiling name of `MPI_Pack_external_size_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Pack_external_size_c(
     datarep: *const c_char,
@@ -5496,7 +5443,8 @@ pub unsafe extern "C" fn PMPI_Pack_external_size_c(
     datatype: MPI_Datatype,
     size: *mut MPI_Count,
 ) -> c_int {
-    unsupported("MPI_Pack_external_size_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Pack_external_size_c`'s.
+    unsafe { crate::external::MPI_Pack_external_size_c(datarep, incount, datatype, size) }
 }
 
 /// The profiling name of `MPI_Pack_size`.
@@ -5523,24 +5471,15 @@ pub unsafe extern "C" fn PMPI_Pack_size_c(
     unsafe { crate::typeinfo::MPI_Pack_size_c(incount, datatype, comm, size) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Parrived`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Parrived(
-    request: MPI_Request,
-    partition: c_int,
-    flag: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Parrived", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Parrived`.
+/// The profiling name of `MPI_Parrived`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Parrived(
     request: MPI_Request,
     partition: c_int,
     flag: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Parrived", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Parrived`'s.
+    unsafe { crate::part::MPI_Parrived(request, partition, flag) }
 }
 
 /// The profiling name of `MPI_Pcontrol`.
@@ -5550,75 +5489,36 @@ pub unsafe extern "C" fn PMPI_Pcontrol(level: c_int) -> c_int {
     unsafe { crate::mem::MPI_Pcontrol(level) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pready`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Pready(partition: c_int, request: MPI_Request) -> c_int {
-    unsupported("MPI_Pready", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pready`.
+/// The profiling name of `MPI_Pready`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Pready(partition: c_int, request: MPI_Request) -> c_int {
-    unsupported("MPI_Pready", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Pready`'s.
+    unsafe { crate::part::MPI_Pready(partition, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pready_list`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Pready_list(
-    length: c_int,
-    array_of_partitions: *const c_int,
-    request: MPI_Request,
-) -> c_int {
-    unsupported("MPI_Pready_list", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pready_list`.
+/// The profiling name of `MPI_Pready_list`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Pready_list(
     length: c_int,
     array_of_partitions: *const c_int,
     request: MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Pready_list", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Pready_list`'s.
+    unsafe { crate::part::MPI_Pready_list(length, array_of_partitions, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pready_range`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Pready_range(
-    partition_low: c_int,
-    partition_high: c_int,
-    request: MPI_Request,
-) -> c_int {
-    unsupported("MPI_Pready_range", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Pready_range`.
+/// The profiling name of `MPI_Pready_range`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Pready_range(
     partition_low: c_int,
     partition_high: c_int,
     request: MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Pready_range", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Pready_range`'s.
+    unsafe { crate::part::MPI_Pready_range(partition_low, partition_high, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Precv_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Precv_init(
-    buf: *mut c_void,
-    partitions: c_int,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Precv_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Precv_init`.
+/// The profiling name of `MPI_Precv_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Precv_init(
     buf: *mut c_void,
@@ -5631,7 +5531,12 @@ pub unsafe extern "C" fn PMPI_Precv_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Precv_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Precv_init`'s.
+    unsafe {
+        crate::part::MPI_Precv_init(
+            buf, partitions, count, datatype, dest, tag, comm, info, request,
+        )
+    }
 }
 
 /// The profiling name of `MPI_Probe`.
@@ -5646,23 +5551,7 @@ pub unsafe extern "C" fn PMPI_Probe(
     unsafe { crate::p2p::MPI_Probe(source, tag, comm, status) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Psend_init`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Psend_init(
-    buf: *const c_void,
-    partitions: c_int,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    unsupported("MPI_Psend_init", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Psend_init`.
+/// The profiling name of `MPI_Psend_init`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Psend_init(
     buf: *const c_void,
@@ -5675,7 +5564,12 @@ pub unsafe extern "C" fn PMPI_Psend_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    unsupported("MPI_Psend_init", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Psend_init`'s.
+    unsafe {
+        crate::part::MPI_Psend_init(
+            buf, partitions, count, datatype, dest, tag, comm, info, request,
+        )
+    }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Publish_name`.
@@ -8106,21 +8000,7 @@ pub unsafe extern "C" fn PMPI_Unpack_c(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Unpack_external`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Unpack_external(
-    datarep: *const c_char,
-    inbuf: *const c_void,
-    insize: MPI_Aint,
-    position: *mut MPI_Aint,
-    outbuf: *mut c_void,
-    outcount: c_int,
-    datatype: MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Unpack_external", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Unpack_external`.
+/// The profiling name of `MPI_Unpack_external`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Unpack_external(
     datarep: *const c_char,
@@ -8131,24 +8011,15 @@ pub unsafe extern "C" fn PMPI_Unpack_external(
     outcount: c_int,
     datatype: MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Unpack_external", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Unpack_external`'s.
+    unsafe {
+        crate::external::MPI_Unpack_external(
+            datarep, inbuf, insize, position, outbuf, outcount, datatype,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Unpack_external_c`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Unpack_external_c(
-    datarep: *const c_char,
-    inbuf: *const c_void,
-    insize: MPI_Count,
-    position: *mut MPI_Count,
-    outbuf: *mut c_void,
-    outcount: MPI_Count,
-    datatype: MPI_Datatype,
-) -> c_int {
-    unsupported("MPI_Unpack_external_c", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Unpack_external_c`.
+/// The profiling name of `MPI_Unpack_external_c`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Unpack_external_c(
     datarep: *const c_char,
@@ -8159,7 +8030,12 @@ pub unsafe extern "C" fn PMPI_Unpack_external_c(
     outcount: MPI_Count,
     datatype: MPI_Datatype,
 ) -> c_int {
-    unsupported("MPI_Unpack_external_c", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Unpack_external_c`'s.
+    unsafe {
+        crate::external::MPI_Unpack_external_c(
+            datarep, inbuf, insize, position, outbuf, outcount, datatype,
+        )
+    }
 }
 
 /// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Unpublish_name`.

@@ -118,9 +118,12 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
         let rt = rt("MPI_Finalize")?;
         // MPI frees MPI_COMM_SELF first: its attributes' delete callbacks run here,
         // while every MPI call still works (libraries hook their own finalisation so).
+        // A callback's error is reported, and the job is still left (a rank that
+        // stayed would be taken for a dead one).
         let me = crate::comm::comm(MPI_COMM_SELF, "MPI_Finalize")?;
-        crate::attr::delete_all(MPI_COMM_SELF, &me.attrs)?;
-        leave(rt)
+        let deleted = crate::attr::delete_all(MPI_COMM_SELF, &me.attrs);
+        let left = leave(rt);
+        deleted.and(left)
     })();
     on_self(r)
 }

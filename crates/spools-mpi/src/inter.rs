@@ -147,7 +147,9 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
         let first = local[leader as usize] < theirs[1];
         let all = order(&local, &remote, first);
         let union = lc.comm.with_context(ctx, all.clone())?;
-        let base = lc.comm.with_context(ctx + 2, all)?;
+        // The next free context: each communicator takes four ids
+        // (`Communicator::with_context`).
+        let base = lc.comm.with_context(ctx + 4, all)?;
         let h = insert(make(&lc, union, &base, local, remote, first)?)?;
         // SAFETY: the caller's contract.
         unsafe { out(newintercomm, h, call) }
@@ -218,7 +220,8 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
         let first = local[ll] < remote[rl];
         let all = order(&local, &remote, first);
         let union = bridge.with_context(ctx, all.clone())?;
-        let base = bridge.with_context(ctx + 2, all)?;
+        // The next free context, as above.
+        let base = bridge.with_context(ctx + 4, all)?;
         let obj = make(&rt.world_comm, union, &base, local, remote, first)?;
         obj.errhandler.store(
             if crate::error::valid_errhandler(errhandler) {

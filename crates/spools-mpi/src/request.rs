@@ -28,12 +28,54 @@ pub(crate) enum Op {
     },
     /// Complete, with this status (sends and receives with `MPI_PROC_NULL`).
     Done(MPI_Status),
-    /// A send the program cancelled (`MPI_Cancel`): complete, or refused at the wait.
-    CancelledSend(spools::Request),
+    /// A send the program cancelled (`MPI_Cancel`): complete, or refused at the wait;
+    /// `polls` counts the tests that found it still waiting for its receiver.
+    CancelledSend { req: spools::Request, polls: u32 },
     /// Two operations completing together (`MPI_Isendrecv`): the status is the first's.
     Pair(Box<Op>, Box<Op>),
     /// A non-blocking collective.
     Coll(Box<dyn CollOp>),
+    /// A generalized request (`MPI_Grequest_start`, `grequest.rs`).
+    Greq(Arc<dyn ProgramOp>),
+}
+
+/// An operation the program carries out itself (a generalized request): it completes
+/// when the program says so, and the program's callbacks give its status, release it
+/// and cancel it.
+pub(crate) trait ProgramOp: Send + Sync {
+    /// Whether the program completed it.
+    fn is_done(&self) -> bool;
+    /// Waits until the program completes it (from another of its threads).
+    fn wait_done(&self);
+    /// Its status (the query callback).
+    ///
+    /// # Errors
+    /// The callback's error code.
+    fn query(&self) -> Result<MPI_Status, MpiError>;
+    /// Releases the program's state (the free callback).
+    ///
+    /// # Errors
+    /// The callback's error code.
+    fn release(&self) -> Result<(), MpiError>;
+    /// Queries, then releases it: a wait or test that completes it.
+    ///
+    /// # Errors
+    /// The first callback error.
+    fn finish(&self) -> Result<MPI_Status, MpiError> {
+        let q = self.query();
+        let f = self.release();
+        let s = q?;
+        f?;
+        Ok(s)
+    }
+    /// `MPI_Cancel` on it (the cancel callback).
+    ///
+    /// # Errors
+    /// The callback's error code.
+    fn cancel(&self) -> Result<(), MpiError>;
+    /// `MPI_Request_free` before completion: whether it had completed already (the
+    /// caller then releases it; otherwise its completion will).
+    fn orphan(&self) -> bool;
 }
 
 /// A non-blocking collective in flight: `poll` drives it once and says whether it
@@ -99,6 +141,12 @@ pub(crate) fn give_on(op: Op, on: MPI_Comm, report: Report) -> Result<MPI_Reques
             starter: None,
         })
         .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many requests"))
+}
+
+/// Drops request `h` from the table (a generalized request the program freed, at its
+/// completion).
+pub(crate) fn forget(h: MPI_Request) {
+    REQUESTS.remove(h);
 }
 
 /// Stores a new inactive persistent request and gives its handle.
@@ -230,6 +278,15 @@ pub unsafe extern "C" fn MPI_Request_get_status(
     let mut failed = None;
     let done = match g.as_mut() {
         None => Some(empty_status()),
+        // A generalized request is queried, and stays for the wait that frees it.
+        Some(Op::Greq(q)) if !q.is_done() => None,
+        Some(Op::Greq(q)) => match q.query() {
+            Ok(s) => Some(s),
+            Err(e) => {
+                failed = Some(e);
+                Some(empty_status())
+            }
+        },
         Some(op) => match ready(op) {
             Ok(true) => {
                 let op = g.take();
@@ -397,11 +454,15 @@ fn complete(op: Op) -> Result<MPI_Status, Box<(MpiError, Option<MPI_Status>)>> {
             Ok(s)
         }
         Op::Coll(c) => c.finish_status().map_err(|e| Box::new((e, None))),
+        Op::Greq(g) => {
+            g.wait_done();
+            g.finish().map_err(|e| Box::new((e, None)))
+        }
         Op::Send(None) => Ok(empty_status()),
         // A send that can complete without its receiver (an eager one still in the
         // transport's queue) gets a few rounds of progress; one that waits for its
         // receiver is refused.
-        Op::CancelledSend(mut r) => match (0..64).try_fold(false, |done, _| {
+        Op::CancelledSend { req: mut r, .. } => match (0..64).try_fold(false, |done, _| {
             if done {
                 return Ok(true);
             }
@@ -443,11 +504,19 @@ fn ready(op: &mut Op) -> Result<bool, MpiError> {
     Ok(match op {
         Op::Pair(a, b) => ready(a)? && ready(b)?,
         Op::Coll(c) => c.poll()?,
+        Op::Greq(g) => g.is_done(),
         Op::Done(_) | Op::Send(None) => true,
         Op::Send(Some(r)) => r.test()?,
         // Ready when sent (a test or a status query may come before the program
-        // receives the message itself); only a wait refuses (`complete`).
-        Op::CancelledSend(r) => r.test()?,
+        // receives the message itself); only a wait refuses (`complete`). A program
+        // that tests it in a loop meets the refusal too, after `CANCELLED_TESTS` tests
+        // (MPI: a test of a cancelled operation eventually succeeds).
+        Op::CancelledSend { req, polls } => {
+            req.test()? || {
+                *polls += 1;
+                *polls > CANCELLED_TESTS
+            }
+        }
         Op::Recv { req, .. } => req.test()?,
     })
 }
@@ -660,6 +729,32 @@ fn any_ready(rs: &[MPI_Request]) -> Result<Option<usize>, c_int> {
     Ok(None)
 }
 
+/// The first of `rs` when every active request there is a cancelled send: a wait for
+/// any of them would not end unless a receiver takes one, so after a few rounds the
+/// waits for any or some refuse the first (as `MPI_Wait` does).
+fn only_cancelled_sends(rs: &[MPI_Request]) -> Option<usize> {
+    let mut first = None;
+    for (i, &h) in rs.iter().enumerate() {
+        if !active(h) {
+            continue;
+        }
+        let obj = REQUESTS.get(h)?;
+        let g = obj.op.lock().unwrap_or_else(PoisonError::into_inner);
+        if !matches!(g.as_ref(), Some(Op::CancelledSend { .. })) {
+            return None;
+        }
+        first.get_or_insert(i);
+    }
+    first
+}
+
+/// Rounds of polling before a wait for any or some looks for cancelled sends only.
+const CANCELLED_ROUNDS: u32 = 64;
+
+/// Tests of a cancelled send still waiting for its receiver before a test reports it
+/// complete, to be refused as a wait refuses it.
+const CANCELLED_TESTS: u32 = 1000;
+
 /// `MPI_Waitany`: waits for one request; `MPI_UNDEFINED` in `index` when none is
 /// active.
 #[no_mangle]
@@ -677,19 +772,23 @@ pub unsafe extern "C" fn MPI_Waitany(
         // SAFETY: the caller's contract.
         return on_self(unsafe { out(index, MPI_UNDEFINED, "MPI_Waitany") });
     }
+    let mut rounds = 0u32;
     loop {
-        match any_ready(rs) {
-            Ok(Some(i)) => {
-                // SAFETY: the caller's contract.
-                if let Err(e) = unsafe { out(index, i as c_int, "MPI_Waitany") } {
-                    return on_self(Err(e));
-                }
-                // SAFETY: the caller's contract: `rs[i]` is in the array.
-                return unsafe { MPI_Wait(&mut rs[i], status) };
-            }
-            Ok(None) => std::thread::yield_now(),
+        let found = match any_ready(rs) {
+            Ok(None) if rounds >= CANCELLED_ROUNDS => only_cancelled_sends(rs),
+            Ok(found) => found,
             Err(code) => return code,
+        };
+        if let Some(i) = found {
+            // SAFETY: the caller's contract.
+            if let Err(e) = unsafe { out(index, i as c_int, "MPI_Waitany") } {
+                return on_self(Err(e));
+            }
+            // SAFETY: the caller's contract: `rs[i]` is in the array.
+            return unsafe { MPI_Wait(&mut rs[i], status) };
         }
+        rounds = rounds.saturating_add(1);
+        std::thread::yield_now();
     }
 }
 
@@ -748,15 +847,21 @@ unsafe fn some(
         // SAFETY: the caller's contract.
         return on_self(unsafe { out(outcount, MPI_UNDEFINED, "MPI_Testsome") });
     }
+    let mut rounds = 0u32;
     loop {
         let mut n = 0usize;
         let mut failed = false;
+        let refuse = if wait && rounds >= CANCELLED_ROUNDS {
+            only_cancelled_sends(rs)
+        } else {
+            None
+        };
         for (i, h) in rs.iter_mut().enumerate() {
             if !active(*h) {
                 continue;
             }
             match poll_handle(*h) {
-                Ok(true) => {
+                Ok(ready) if ready || refuse == Some(i) => {
                     let s = finish_handle(h).unwrap_or_else(|(_, s)| {
                         failed = true;
                         s
@@ -770,7 +875,7 @@ unsafe fn some(
                     }
                     n += 1;
                 }
-                Ok(false) => {}
+                Ok(_) => {}
                 Err(code) => return code,
             }
         }
@@ -785,6 +890,7 @@ unsafe fn some(
                 MPI_SUCCESS
             };
         }
+        rounds = rounds.saturating_add(1);
         std::thread::yield_now();
     }
 }
@@ -843,6 +949,32 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
     }
     // SAFETY: non-NULL (the caller's contract).
     let h = unsafe { *request };
+    // A generalized request the program has not completed stays in the table (its
+    // handle not reused) until `MPI_Grequest_complete`, which releases it; a completed
+    // one is released now.
+    if let Some(obj) = REQUESTS.get(h) {
+        let mut g = obj.op.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(Op::Greq(q)) = g.as_ref() {
+            let q = q.clone();
+            let done = q.orphan();
+            if done {
+                *g = None;
+            }
+            drop(g);
+            if done {
+                REQUESTS.remove(h);
+            }
+            // SAFETY: as above.
+            unsafe { *request = MPI_REQUEST_NULL };
+            if !done {
+                return MPI_SUCCESS;
+            }
+            return match q.release() {
+                Ok(()) => MPI_SUCCESS,
+                Err(e) => (obj.report)(obj.comm, &e),
+            };
+        }
+    }
     match REQUESTS.remove(h) {
         Some(obj) => {
             // The operation goes on in the background (MPI: a freed request's
@@ -892,7 +1024,14 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
                 // A send cannot be taken back (MPI 4.1 deprecates cancelling one); it
                 // is marked, so that a wait for it ends at once, as MPI wants of a
                 // cancelled operation, rather than for good.
-                Some(Op::Send(Some(req))) => *op = Some(Op::CancelledSend(req)),
+                Some(Op::Send(Some(req))) => *op = Some(Op::CancelledSend { req, polls: 0 }),
+                Some(Op::Greq(q)) => {
+                    *op = Some(Op::Greq(q.clone()));
+                    drop(op);
+                    if let Err(e) = q.cancel() {
+                        return (obj.report)(obj.comm, &e);
+                    }
+                }
                 other => *op = other,
             }
             MPI_SUCCESS
@@ -958,10 +1097,8 @@ pub unsafe extern "C" fn MPI_Get_elements(
         let t = dtype(datatype)?;
         // SAFETY: non-NULL (the caller's contract).
         let len = status_len(unsafe { &*status });
-        let n = match t.basic {
-            Some(_) if t.basic_size > 0 && len % t.basic_size == 0 => (len / t.basic_size) as c_int,
-            _ => elements(len, &t),
-        };
+        let n = crate::typeinfo::elements_of(len as u64, &t, true);
+        let n = c_int::try_from(n).unwrap_or(MPI_UNDEFINED);
         // SAFETY: the caller's contract.
         unsafe { out(count, n, "MPI_Get_elements") }
     })();
@@ -983,7 +1120,7 @@ pub unsafe extern "C" fn MPI_Status_set_elements(
                 "MPI_Status_set_elements: NULL status or negative count",
             ));
         }
-        let len = count as u64 * t.size as u64;
+        let len = crate::typeinfo::bytes_of_elements(count as u64, &t);
         // SAFETY: non-NULL (the caller's contract).
         unsafe {
             (*status).MPI_internal[0] = len as u32 as c_int;

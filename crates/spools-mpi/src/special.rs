@@ -56,6 +56,10 @@ pub(crate) fn f80_cmp(a: &[u8], b: &[u8]) -> Option<std::cmp::Ordering> {
     if a.len() < 10 || b.len() < 10 || nan(a) || nan(b) {
         return None;
     }
+    // The same value (an infinity among them, whose difference is no number).
+    if a[..10] == b[..10] {
+        return Some(std::cmp::Ordering::Equal);
+    }
     let mut d = [0u8; 16];
     d[..10].copy_from_slice(&b[..10]);
     let mut x = [0u8; 16];
@@ -228,6 +232,20 @@ mod tests {
         let mut m = a;
         long_double(MPI_MIN, &b, &mut m);
         assert_eq!(back(&m), -2.25);
+    }
+
+    #[test]
+    fn long_doubles_compare_as_c_does_infinities_among_them() {
+        use std::cmp::Ordering::*;
+        let inf = ld(f64::INFINITY);
+        let ninf = ld(f64::NEG_INFINITY);
+        assert_eq!(f80_cmp(&inf, &inf), Some(Equal));
+        assert_eq!(f80_cmp(&ninf, &ninf), Some(Equal));
+        assert_eq!(f80_cmp(&inf, &ninf), Some(Greater));
+        assert_eq!(f80_cmp(&ld(1.0), &inf), Some(Less));
+        assert_eq!(f80_cmp(&ld(-0.0), &ld(0.0)), Some(Equal));
+        assert_eq!(f80_cmp(&ld(2.0), &ld(1.0)), Some(Greater));
+        assert_eq!(f80_cmp(&ld(f64::NAN), &ld(1.0)), None);
     }
 
     #[test]

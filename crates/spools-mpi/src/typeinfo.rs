@@ -338,7 +338,44 @@ fn status_len(s: &MPI_Status) -> u64 {
     s.MPI_internal[0] as u32 as u64 | ((s.MPI_internal[1] as u32 as u64) << 32)
 }
 
-fn elements_of(len: u64, t: &TypeObj, basic: bool) -> MPI_Count {
+/// The bytes `count` basic elements of `t` take (`MPI_Status_set_elements`): whole
+/// elements of `t`, then the first basic elements of one more.
+pub(crate) fn bytes_of_elements(count: u64, t: &TypeObj) -> u64 {
+    if t.basic.is_some() || t.size == 0 {
+        return count * t.basic_size.max(1) as u64;
+    }
+    match crate::external::basic_sizes(t) {
+        Ok(sizes) if !sizes.is_empty() => {
+            let per = sizes.len() as u64;
+            let rest: usize = sizes[..(count % per) as usize].iter().sum();
+            count / per * t.size as u64 + rest as u64
+        }
+        _ => count * t.size as u64,
+    }
+}
+
+/// What `MPI_Get_elements` (`basic`) or `MPI_Get_count` reports for a message of `len`
+/// bytes of `t`: basic elements (whole elements' and a partial one's, `MPI_UNDEFINED`
+/// when the bytes end inside a basic element) or whole elements.
+pub(crate) fn elements_of(len: u64, t: &TypeObj, basic: bool) -> MPI_Count {
+    if basic && t.basic.is_none() && t.size > 0 {
+        if let Ok(sizes) = crate::external::basic_sizes(t) {
+            let whole = len / t.size as u64;
+            let mut rest = len % t.size as u64;
+            let mut n = whole * sizes.len() as u64;
+            for s in sizes {
+                if rest == 0 {
+                    break;
+                }
+                if rest < s as u64 {
+                    return MPI_UNDEFINED.into();
+                }
+                rest -= s as u64;
+                n += 1;
+            }
+            return n as MPI_Count;
+        }
+    }
     if basic
         && t.basic
             .is_some_and(|b| b != Basic::Opaque || t.basic_size == 1)
@@ -406,7 +443,7 @@ macro_rules! set_elements_c {
                         concat!(stringify!($name), ": NULL status or negative count"),
                     ));
                 }
-                let len = count as u64 * t.size as u64;
+                let len = bytes_of_elements(count as u64, &t);
                 // SAFETY: non-NULL (the caller's contract).
                 unsafe {
                     (*status).MPI_internal[0] = len as u32 as c_int;

@@ -92,6 +92,40 @@ def test_a_wait_for_a_cancelled_send_ends_at_once(build, spools_run):
     assert job.out.splitlines() == ["ok cancel_send"], job
 
 
+@pytest.mark.parametrize("n", [1, 3])
+def test_generalized_requests_complete_from_another_thread_with_the_programs_status(
+    build, spools_run, n
+):
+    job = spools_run(n, build("grequest"), timeout=60)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == [f"ok grequest {n} ranks"], job
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_partitioned_sends_marked_by_threads_meet_receives_of_other_partition_counts(
+    build, spools_run, n
+):
+    job = spools_run(n, build("partitioned"), timeout=60)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == [f"ok partitioned {n} ranks"], job
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_external32_packs_big_endian_at_the_standards_sizes_and_files_hold_it(
+    build, spools_run, tmp_path, n
+):
+    job = spools_run(n, build("external32"), str(tmp_path / "e32"), timeout=60)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == [f"ok external32 {n} ranks"], job
+
+
+@pytest.mark.parametrize("n", [1, 4])
+def test_agree_gives_every_rank_the_and_of_all_flags(build, spools_run, n):
+    job = spools_run(n, build("agree"), timeout=60)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == [f"ok agree {n} ranks"], job
+
+
 def test_matched_probes_and_receives_of_six_threads_never_match_one_message_twice(build, spools_run):
     job = spools_run(2, build("mprobe_threads"), timeout=60)
     assert job.code == 0 and "FAIL" not in job.err, job

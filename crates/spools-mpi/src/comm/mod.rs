@@ -1,6 +1,7 @@
 //! Communicators: the objects behind `MPI_Comm` handles, and the calls that make, name,
 //! compare and free them.
 
+mod agree;
 mod obj;
 mod table;
 
@@ -142,9 +143,21 @@ impl crate::request::CollOp for IdupOp {
 
     fn finish(self: Box<Self>) -> Result<(), MpiError> {
         let this = *self;
-        let obj = match this.req {
-            Idup::Intra(r) => this.parent.child(r.wait()?),
-            Idup::Inter(rs) => crate::inter::idup_done(&this.parent, rs)?,
+        let made = match this.req {
+            Idup::Intra(r) => r
+                .wait()
+                .map(|c| this.parent.child(c))
+                .map_err(MpiError::from),
+            Idup::Inter(rs) => crate::inter::idup_done(&this.parent, rs),
+        };
+        let obj = match made {
+            Ok(obj) => obj,
+            Err(e) => {
+                // A dup that failed gives MPI_COMM_NULL, as the blocking one does.
+                // SAFETY: `newcomm` is the program's, valid until the request completes.
+                unsafe { *(this.newcomm as *mut MPI_Comm) = MPI_COMM_NULL };
+                return Err(e);
+            }
         };
         // SAFETY: `newcomm` is the program's, valid until the request completes.
         unsafe {

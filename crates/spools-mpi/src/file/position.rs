@@ -37,13 +37,8 @@ pub unsafe extern "C" fn MPI_File_set_view(
         let mine = (|| {
             crate::info::entries(info)?;
             match rep.as_str() {
-                "native" | "internal" => {}
-                "external32" => {
-                    return Err(MpiError::invalid(
-                        MPI_ERR_UNSUPPORTED_DATAREP,
-                        format!("{call}: data representation external32 is not built by Spools (native is)"),
-                    ))
-                }
+                // external32: the etype and filetype are checked below.
+                "native" | "internal" | "external32" => {}
                 other if crate::file::datarep::registered(other) => {
                     return Err(MpiError::invalid(
                         MPI_ERR_UNSUPPORTED_DATAREP,
@@ -79,6 +74,10 @@ pub unsafe extern "C" fn MPI_File_set_view(
             };
             let et = committed(etype, call)?;
             let ft = committed(filetype, call)?;
+            if rep == "external32" {
+                crate::external::same_size_map(&et, call)?;
+                crate::external::same_size_map(&ft, call)?;
+            }
             View::new(disp, (etype, et), (filetype, ft), rep.clone(), call)
         })();
         let v = f.agree(mine, call)?;

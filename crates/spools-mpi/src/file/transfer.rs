@@ -242,9 +242,14 @@ unsafe fn perform(
     let bytes = p.bytes;
     let moved = match p.dir {
         Dir::Write => {
-            let packed;
+            let mut packed;
             let data: &[u8] = if bytes == 0 {
                 &[]
+            } else if p.view.external32() {
+                // SAFETY: the caller's contract.
+                packed = unsafe { pack(buf, p.n, &p.t) };
+                crate::external::convert_packed(&p.t, &mut packed, true, call)?;
+                &packed
             } else if p.t.contiguous() {
                 // SAFETY: the caller's contract: `bytes` contiguous bytes at `buf`.
                 unsafe { std::slice::from_raw_parts(buf.cast_const(), bytes) }
@@ -262,7 +267,7 @@ unsafe fn perform(
             bytes
         }
         Dir::Read => {
-            let direct = p.t.contiguous() && bytes > 0;
+            let direct = p.t.contiguous() && bytes > 0 && !p.view.external32();
             let mut temp = Vec::new();
             let out: &mut [u8] = if direct {
                 // SAFETY: the caller's contract: `bytes` writable contiguous bytes.
@@ -279,6 +284,9 @@ unsafe fn perform(
                 (None, None) if bytes > 0 => io::read(f, &p.runs, out, call)?,
                 (None, None) => 0,
             };
+            if p.view.external32() {
+                crate::external::convert_packed(&p.t, &mut temp[..got], false, call)?;
+            }
             if !direct && got > 0 {
                 // SAFETY: the caller's contract; `got` bytes are whole or partial
                 // elements of the type, which `unpack` writes as far as they go.

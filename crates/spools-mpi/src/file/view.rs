@@ -21,7 +21,8 @@ pub(crate) struct View {
     pub(crate) etype_h: MPI_Datatype,
     pub(crate) filetype: Arc<TypeObj>,
     pub(crate) filetype_h: MPI_Datatype,
-    /// The data representation (`native` only).
+    /// The data representation: `native` (or `internal`, the same here), or
+    /// `external32` (data converted at each access: `crate::external::convert_packed`).
     pub(crate) datarep: String,
 }
 
@@ -90,6 +91,11 @@ impl View {
         })
     }
 
+    /// Whether the file holds its data in `external32`.
+    pub(crate) fn external32(&self) -> bool {
+        self.datarep == "external32"
+    }
+
     /// Whether the view is the file's bytes from `disp` on, in order.
     fn contiguous(&self) -> bool {
         self.filetype.contiguous()
@@ -143,15 +149,30 @@ impl View {
         if self.contiguous() {
             return rel;
         }
+        // Copy j holds its data at j extent + each block's offset (offsets are
+        // non-negative and increasing, `View::new`); its data may reach past the next
+        // copy's start when they start past 0.
         let ext = self.filetype.extent as u64;
-        let (k, rem) = (rel / ext, rel % ext);
-        let partial: u64 = self
-            .filetype
-            .blocks
-            .iter()
-            .map(|&(off, len)| rem.saturating_sub(off as u64).min(len as u64))
-            .sum();
-        k * self.filetype.size as u64 + partial
+        let blocks = &self.filetype.blocks;
+        let first = blocks.first().map_or(0, |b| b.0 as u64);
+        let last = blocks.last().map_or(0, |b| b.0 as u64 + b.1 as u64);
+        // Copies that end at or before `rel` count whole.
+        let whole = if rel >= last {
+            (rel - last) / ext + 1
+        } else {
+            0
+        };
+        let mut total = whole * self.filetype.size as u64;
+        let mut j = whole;
+        while j * ext + first < rel {
+            let base = j * ext;
+            total += blocks
+                .iter()
+                .map(|&(off, len)| rel.saturating_sub(base + off as u64).min(len as u64))
+                .sum::<u64>();
+            j += 1;
+        }
+        total
     }
 
     /// The file offset of data position `d`.
@@ -167,6 +188,30 @@ impl View {
 mod tests {
     use super::*;
     use crate::datatype::build;
+
+    #[test]
+    fn data_before_counts_copies_whose_data_reach_past_the_next_copys_start() {
+        // Ints at bytes 4..12 of an extent of 8: copy k holds [8k + 4, 8k + 12).
+        let mut t = build(&[(4, 2, int())], false);
+        t.lb = 0;
+        t.extent = 8;
+        let v = View {
+            disp: 0,
+            etype: int(),
+            etype_h: MPI_INT,
+            filetype: Arc::new(t),
+            filetype_h: MPI_INT,
+            datarep: "native".into(),
+        };
+        let brute = |end: u64| -> u64 {
+            (0..64u64)
+                .map(|k| (0..8u64).filter(|b| 8 * k + 4 + b < end).count() as u64)
+                .sum()
+        };
+        for end in 0..100 {
+            assert_eq!(v.data_before(end), brute(end), "end {end}");
+        }
+    }
 
     fn int() -> Arc<TypeObj> {
         crate::datatype::dtype(MPI_INT).expect("MPI_INT")
