@@ -7,8 +7,12 @@
 //! ready; a partition has arrived when the whole message has (MPI lets a partition be
 //! reported later than it came). The messages travel in the communicator's partitioned
 //! context (`Communicator::partitioned`), so that no point-to-point receive takes them;
-//! in that context they match in order, by source and tag, as MPI matches partitioned
-//! requests: the n-th start of a send meets the n-th start of its receive.
+//! in that context they match in order, by peer and tag. MPI matches a partitioned send
+//! and receive once, by the order of their init calls: each message carries the number
+//! of its send request among those made for its peer and tag, and a receive request of
+//! another number refuses it (`MPI_ERR_REQUEST`) rather than take another request's
+//! data. So two partitioned requests on one communicator, peer and tag are started in
+//! the order they were made (one request per peer and tag, the usual case, always is).
 
 use std::ffi::{c_int, c_void};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -38,6 +42,11 @@ struct Part {
     /// How many partitions the program marks (a send) or asks about (a receive).
     parts: usize,
     send: bool,
+    /// Its number among the partitioned requests made on the communicator for this
+    /// direction, peer and tag (`CommObj::next_part_init`): each message carries it,
+    /// and a receive refuses one of another number (requests started out of the order
+    /// they were made) rather than take another request's data.
+    init: u64,
     state: Mutex<State>,
 }
 
@@ -54,7 +63,13 @@ struct State {
     req: Option<spools::Request>,
     /// The status it completed with (a receive's data already delivered).
     done: Option<MPI_Status>,
+    /// Why the send could not be posted at its last `MPI_Pready` (given to the wait).
+    failed: Option<MpiError>,
 }
+
+/// The bytes before a partitioned message's data: the number of its send request
+/// (`Part::init`).
+const HEADER: usize = 8;
 
 /// The partitioned requests, by handle, for `MPI_Pready` and `MPI_Parrived` (which may
 /// come from another thread while one waits for the request). Weak: a freed request's
@@ -76,6 +91,7 @@ impl Part {
             left: self.parts,
             req: None,
             done: None,
+            failed: None,
         };
         if self.peer.is_none() {
             s.done = Some(if self.send {
@@ -100,11 +116,17 @@ impl Part {
             // SAFETY: MPI's contract: the buffer holds `n` elements while the request
             // is active, and every partition is ready now.
             let bytes = unsafe { data(self.addr as *const c_void, self.n, &self.t) };
-            self.comm.isend(bytes.into_owned(), peer, self.tag)?
+            let mut msg = Vec::with_capacity(HEADER + bytes.len());
+            msg.extend_from_slice(&self.init.to_le_bytes());
+            msg.extend_from_slice(&bytes);
+            self.comm.isend(msg, peer, self.tag)?
         } else {
             let len = bytes_of(self.n, &self.t, "MPI_Precv_init")?;
-            self.comm
-                .irecv(vec![0u8; len], Source::Rank(peer), Tag::Is(self.tag))?
+            self.comm.irecv(
+                vec![0u8; HEADER + len],
+                Source::Rank(peer),
+                Tag::Is(self.tag),
+            )?
         });
         Ok(())
     }
@@ -112,6 +134,11 @@ impl Part {
     /// Drives the message once; whether it completed (a receive's data is then in the
     /// program's buffer).
     fn advance(&self, s: &mut State) -> Result<bool, MpiError> {
+        if let Some(e) = s.failed.take() {
+            s.active = false;
+            s.done = Some(empty_status());
+            return Err(e);
+        }
         if s.done.is_some() {
             return Ok(true);
         }
@@ -121,17 +148,58 @@ impl Part {
         if !r.test()? {
             return Ok(false);
         }
-        let c = s.req.take().map(spools::Request::wait).transpose()?;
-        s.done = c.map(|c| {
-            if self.send {
-                empty_status()
-            } else {
-                // SAFETY: the program's buffer holds `n` elements of `t` while the
-                // request is active (MPI's contract); the message fitted it.
-                unsafe { deliver(c, self.addr, &self.t) }
-            }
-        });
+        if let Some(r) = s.req.take() {
+            self.settle(s, r)?;
+        }
         Ok(true)
+    }
+
+    /// Waits for the message `r` and records how it ended: its status, or (after an
+    /// error, reported once) an empty one.
+    fn settle(&self, s: &mut State, r: spools::Request) -> Result<(), MpiError> {
+        match r
+            .wait()
+            .map_err(MpiError::from)
+            .and_then(|c| self.completed(c))
+        {
+            Ok(st) => {
+                s.done = Some(st);
+                Ok(())
+            }
+            Err(e) => {
+                s.done = Some(empty_status());
+                Err(e)
+            }
+        }
+    }
+
+    /// The status of the completed message `c`; a receive's data delivered to the
+    /// program's buffer.
+    fn completed(&self, mut c: spools::Completion) -> Result<MPI_Status, MpiError> {
+        if self.send {
+            return Ok(empty_status());
+        }
+        let init = c
+            .buf
+            .get(..HEADER)
+            .and_then(|h| h.try_into().ok())
+            .map(u64::from_le_bytes);
+        if c.status.len < HEADER || init != Some(self.init) {
+            return Err(MpiError::invalid(
+                MPI_ERR_REQUEST,
+                format!(
+                    "a partitioned receive (request {} made for its peer and tag) met the \
+                     message of send request {:?}: partitioned requests on one peer and tag \
+                     are started in the order they were made",
+                    self.init, init
+                ),
+            ));
+        }
+        c.buf.drain(..HEADER);
+        c.status.len -= HEADER;
+        // SAFETY: the program's buffer holds `n` elements of `t` while the request is
+        // active (MPI's contract); the message fitted it.
+        Ok(unsafe { deliver(c, self.addr, &self.t) })
     }
 
     /// `MPI_Pready` of partition `i`.
@@ -160,7 +228,13 @@ impl Part {
         }
         s.left -= 1;
         if s.left == 0 {
-            self.post(&mut s)?;
+            if let Err(e) = self.post(&mut s) {
+                // The wait reports it too (it would otherwise wait for a send that
+                // never went).
+                let again = MpiError::invalid(e.class(), e.to_string());
+                s.failed = Some(e);
+                return Err(again);
+            }
         }
         Ok(())
     }
@@ -212,13 +286,10 @@ impl CollOp for Run {
             } else {
                 let mut s = self.0.state();
                 if let Some(r) = s.req.take() {
-                    let c = r.wait()?;
-                    s.done = Some(if self.0.send {
-                        empty_status()
-                    } else {
-                        // SAFETY: as in `Part::advance`.
-                        unsafe { deliver(c, self.0.addr, &self.0.t) }
-                    });
+                    if let Err(e) = self.0.settle(&mut s, r) {
+                        s.active = false;
+                        return Err(e);
+                    }
                 }
             }
         }
@@ -286,10 +357,13 @@ unsafe fn init(
                 format!("{call}: partitioned requests name their peer and tag (no wildcards)"),
             ));
         }
+        let to = dest(&c, peer, call)?;
+        let tag = send_tag(tag, call)?;
         let part = Arc::new(Part {
             comm: c.comm.partitioned()?,
-            peer: dest(&c, peer, call)?,
-            tag: send_tag(tag, call)?,
+            peer: to,
+            tag,
+            init: to.map_or(0, |p| c.next_part_init(send, p, tag)),
             addr: buf,
             n,
             t,

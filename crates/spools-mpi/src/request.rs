@@ -278,15 +278,31 @@ pub unsafe extern "C" fn MPI_Request_get_status(
     let mut failed = None;
     let done = match g.as_mut() {
         None => Some(empty_status()),
-        // A generalized request is queried, and stays for the wait that frees it.
+        // A generalized request is queried (outside the lock: the program's query
+        // function may call MPI on the request), and stays for the wait that frees it.
         Some(Op::Greq(q)) if !q.is_done() => None,
-        Some(Op::Greq(q)) => match q.query() {
-            Ok(s) => Some(s),
-            Err(e) => {
-                failed = Some(e);
-                Some(empty_status())
-            }
-        },
+        Some(Op::Greq(q)) => {
+            let q = q.clone();
+            drop(g);
+            let st = match q.query() {
+                Ok(s) => s,
+                Err(e) => {
+                    let code = (obj.report)(obj.comm, &e);
+                    let mut s = empty_status();
+                    s.MPI_ERROR = code;
+                    // SAFETY: the caller's contract.
+                    unsafe {
+                        put_status(status, s);
+                        let _ = out(flag, 1, "MPI_Request_get_status");
+                    }
+                    return code;
+                }
+            };
+            // SAFETY: the caller's contract.
+            unsafe { put_status(status, st) };
+            // SAFETY: the caller's contract.
+            return on_self(unsafe { out(flag, 1, "MPI_Request_get_status") });
+        }
         Some(op) => match ready(op) {
             Ok(true) => {
                 let op = g.take();
@@ -500,22 +516,31 @@ fn complete(op: Op) -> Result<MPI_Status, Box<(MpiError, Option<MPI_Status>)>> {
 
 /// Whether the operation has completed (driving progress once).
 fn ready(op: &mut Op) -> Result<bool, MpiError> {
+    ready_counting(op, false)
+}
+
+/// [`ready`]; `count` (a test of this request alone, or of all: `MPI_Test`,
+/// `MPI_Testall`) counts a cancelled send's tests toward its refusal, which the waits
+/// and tests for any or some never take (their other requests may still complete).
+fn ready_counting(op: &mut Op, count: bool) -> Result<bool, MpiError> {
     poll_detached();
     Ok(match op {
-        Op::Pair(a, b) => ready(a)? && ready(b)?,
+        Op::Pair(a, b) => ready_counting(a, count)? && ready_counting(b, count)?,
         Op::Coll(c) => c.poll()?,
         Op::Greq(g) => g.is_done(),
         Op::Done(_) | Op::Send(None) => true,
         Op::Send(Some(r)) => r.test()?,
         // Ready when sent (a test or a status query may come before the program
         // receives the message itself); only a wait refuses (`complete`). A program
-        // that tests it in a loop meets the refusal too, after `CANCELLED_TESTS` tests
-        // (MPI: a test of a cancelled operation eventually succeeds).
+        // that tests it in a loop (`MPI_Test`, `MPI_Testall`) meets the refusal too,
+        // after `CANCELLED_TESTS` tests (MPI: a test of a cancelled operation
+        // eventually succeeds).
         Op::CancelledSend { req, polls } => {
-            req.test()? || {
-                *polls += 1;
-                *polls > CANCELLED_TESTS
-            }
+            req.test()?
+                || (count && {
+                    *polls += 1;
+                    *polls > CANCELLED_TESTS
+                })
         }
         Op::Recv { req, .. } => req.test()?,
     })
@@ -536,6 +561,21 @@ fn finish_handle(h: &mut MPI_Request) -> Result<MPI_Status, (c_int, MPI_Status)>
         let code = raise(MPI_COMM_SELF, &e);
         return Err((code, empty_status()));
     };
+    // A generalized request keeps its handle until the program completes it (another
+    // thread's `MPI_Grequest_start` must not be given the handle meanwhile:
+    // `MPI_Grequest_complete` finds requests by handle).
+    let greq = match obj
+        .op
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+    {
+        Some(Op::Greq(g)) => Some(g.clone()),
+        _ => None,
+    };
+    if let Some(g) = greq {
+        g.wait_done();
+    }
     let op = obj.op.lock().unwrap_or_else(PoisonError::into_inner).take();
     if obj.starter.is_none() {
         REQUESTS.remove(*h);
@@ -555,6 +595,11 @@ fn finish_handle(h: &mut MPI_Request) -> Result<MPI_Status, (c_int, MPI_Status)>
 
 /// Whether request `h` has completed (`MPI_REQUEST_NULL` has).
 fn poll_handle(h: MPI_Request) -> Result<bool, c_int> {
+    poll_handle_counting(h, false)
+}
+
+/// [`poll_handle`], counting a cancelled send's tests ([`ready_counting`]).
+fn poll_handle_counting(h: MPI_Request, count: bool) -> Result<bool, c_int> {
     if h == MPI_REQUEST_NULL {
         return Ok(true);
     }
@@ -569,7 +614,7 @@ fn poll_handle(h: MPI_Request) -> Result<bool, c_int> {
     let mut g = obj.op.lock().unwrap_or_else(PoisonError::into_inner);
     match g.as_mut() {
         None => Ok(true),
-        Some(op) => ready(op).map_err(|e| (obj.report)(obj.comm, &e)),
+        Some(op) => ready_counting(op, count).map_err(|e| (obj.report)(obj.comm, &e)),
     }
 }
 
@@ -632,7 +677,7 @@ pub unsafe extern "C" fn MPI_Test(
         )));
     }
     // SAFETY: non-NULL (the caller's contract).
-    match poll_handle(unsafe { *request }) {
+    match poll_handle_counting(unsafe { *request }, true) {
         Ok(true) => {
             // SAFETY: the caller's contract.
             unsafe { *flag = 1 };
@@ -689,7 +734,7 @@ pub unsafe extern "C" fn MPI_Testall(
     // SAFETY: the caller's contract.
     let rs = unsafe { reqs(array_of_requests, count) };
     for &h in rs.iter() {
-        match poll_handle(h) {
+        match poll_handle_counting(h, true) {
             Ok(true) => {}
             Ok(false) => {
                 // SAFETY: the caller's contract.

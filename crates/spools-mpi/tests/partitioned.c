@@ -2,8 +2,9 @@
  * MPI_Parrived): each rank sends to its right neighbour in 8 partitions, marked ready
  * out of order by threads, and receives from its left in 4 (the counts differ, the
  * sizes agree), three starts in a row; a point-to-point receive of any tag on the same
- * communicator never takes a partitioned message; a strided datatype; MPI_PROC_NULL;
- * bad partitions refused. Any number of ranks. */
+ * communicator never takes a partitioned message; a strided datatype; requests on one
+ * peer and tag started out of the order they were made are refused, not crossed;
+ * MPI_PROC_NULL; bad partitions refused. Any number of ranks. */
 #include <pthread.h>
 #include <string.h>
 
@@ -108,6 +109,34 @@ int main(int argc, char **argv) {
   OK(MPI_Request_free(&s2));
   OK(MPI_Request_free(&r2));
   OK(MPI_Type_free(&every_other));
+
+  /* Two requests on one peer and tag, matched by the order they were made: started in
+   * another order on the receiving side, each receive refuses the other's message
+   * instead of taking its data. */
+  int xa[4] = {1, 1, 1, 1}, xb[4] = {2, 2, 2, 2}, ya[4], yb[4];
+  MPI_Request sa, sb, ra, rb;
+  OK(MPI_Psend_init(xa, 1, 4, MPI_INT, right, 11, MPI_COMM_WORLD, MPI_INFO_NULL, &sa));
+  OK(MPI_Psend_init(xb, 1, 4, MPI_INT, right, 11, MPI_COMM_WORLD, MPI_INFO_NULL, &sb));
+  OK(MPI_Precv_init(ya, 1, 4, MPI_INT, left, 11, MPI_COMM_WORLD, MPI_INFO_NULL, &ra));
+  OK(MPI_Precv_init(yb, 1, 4, MPI_INT, left, 11, MPI_COMM_WORLD, MPI_INFO_NULL, &rb));
+  OK(MPI_Start(&rb));
+  OK(MPI_Start(&ra));
+  OK(MPI_Start(&sa));
+  OK(MPI_Pready(0, sa));
+  OK(MPI_Start(&sb));
+  OK(MPI_Pready(0, sb));
+  OK(MPI_Wait(&sa, MPI_STATUS_IGNORE));
+  OK(MPI_Wait(&sb, MPI_STATUS_IGNORE));
+  rc = MPI_Wait(&rb, MPI_STATUS_IGNORE);
+  OK(MPI_Error_class(rc, &cls));
+  CHECK(cls == MPI_ERR_REQUEST, "receive B met send A's message: class %d", cls);
+  rc = MPI_Wait(&ra, MPI_STATUS_IGNORE);
+  OK(MPI_Error_class(rc, &cls));
+  CHECK(cls == MPI_ERR_REQUEST, "receive A met send B's message: class %d", cls);
+  OK(MPI_Request_free(&sa));
+  OK(MPI_Request_free(&sb));
+  OK(MPI_Request_free(&ra));
+  OK(MPI_Request_free(&rb));
 
   /* MPI_PROC_NULL: both complete at once. */
   MPI_Request n2[2];

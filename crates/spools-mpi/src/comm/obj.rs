@@ -27,7 +27,13 @@ pub(crate) struct CommObj {
     /// For an intercommunicator, its two groups (`comm` is then the view that puts the
     /// remote group first: see `inter.rs`).
     pub(crate) inter: Option<Inter>,
+    /// How many partitioned requests were made per (send, peer, tag) (`part.rs`): the
+    /// n-th send request to a peer and tag meets the n-th receive request made there.
+    part_inits: Mutex<Vec<(PartKey, u64)>>,
 }
+
+/// A partitioned request's direction (send), peer and tag.
+type PartKey = (bool, u32, i32);
 
 impl CommObj {
     pub(crate) fn new(comm: Communicator, name: &str) -> Arc<CommObj> {
@@ -39,6 +45,7 @@ impl CommObj {
             info: Mutex::new(Vec::new()),
             topo: Mutex::new(None),
             inter: None,
+            part_inits: Mutex::new(Vec::new()),
         })
     }
 
@@ -65,6 +72,26 @@ impl CommObj {
             .map_or_else(|| self.comm.size(), |i| i.remote.len() as u32)
     }
 
+    /// The number of the next partitioned request made here for (`send`, `peer`,
+    /// `tag`): 0, 1, 2, ...
+    pub(crate) fn next_part_init(&self, send: bool, peer: u32, tag: i32) -> u64 {
+        let mut g = self
+            .part_inits
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let key = (send, peer, tag);
+        match g.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, n)) => {
+                *n += 1;
+                *n - 1
+            }
+            None => {
+                g.push((key, 1));
+                0
+            }
+        }
+    }
+
     /// A new communicator object for `comm`, inheriting this one's error handler.
     pub(crate) fn child(&self, comm: Communicator) -> CommObj {
         self.child_inter(comm, None)
@@ -80,6 +107,7 @@ impl CommObj {
             info: Mutex::new(Vec::new()),
             topo: Mutex::new(None),
             inter,
+            part_inits: Mutex::new(Vec::new()),
         }
     }
 }

@@ -17,7 +17,7 @@ mod typemap;
 
 use prim::Prim;
 pub(crate) use typemap::basic_sizes;
-use typemap::typemap;
+use typemap::{distinct, typemap};
 
 /// Checks the data representation argument.
 ///
@@ -44,18 +44,59 @@ unsafe fn check_rep(datarep: *const c_char, call: &'static str) -> Result<(), Mp
     Ok(())
 }
 
-/// The map of one element of `t`, and its external32 size.
-fn element(t: &TypeObj) -> Result<(Vec<(isize, Prim)>, usize), MpiError> {
-    let mut map = Vec::new();
-    typemap(t, 0, &mut map)?;
-    let size = map.iter().map(|(_, p)| p.external()).sum();
-    Ok((map, size))
+/// How one element of a type is converted: by its one primitive (cut from its blocks,
+/// whatever its size), or by its type map.
+enum Layout {
+    One(Prim),
+    Map(Vec<(isize, Prim)>),
+}
+
+impl Layout {
+    fn of(t: &TypeObj) -> Result<Layout, MpiError> {
+        match distinct(t)?.as_slice() {
+            [p] if t.size % p.native() == 0 => Ok(Layout::One(*p)),
+            _ => {
+                let mut map = Vec::new();
+                typemap(t, 0, &mut map)?;
+                Ok(Layout::Map(map))
+            }
+        }
+    }
+
+    /// The external32 bytes of one element of `t`.
+    fn external_size(&self, t: &TypeObj) -> usize {
+        match self {
+            Layout::One(p) => t.size / p.native() * p.external(),
+            Layout::Map(m) => m.iter().map(|(_, p)| p.external()).sum(),
+        }
+    }
+
+    /// Calls `f` with each primitive of one element of `t` (its offset), in order.
+    fn each(
+        &self,
+        t: &TypeObj,
+        mut f: impl FnMut(isize, Prim) -> Result<(), MpiError>,
+    ) -> Result<(), MpiError> {
+        match self {
+            Layout::One(p) => {
+                let n = p.native();
+                for &(off, len) in &t.blocks {
+                    for k in 0..len / n {
+                        f(off + (k * n) as isize, *p)?;
+                    }
+                }
+                Ok(())
+            }
+            Layout::Map(m) => m.iter().try_for_each(|&(off, p)| f(off, p)),
+        }
+    }
 }
 
 /// The external32 bytes of `n` elements of `t`.
 fn size_of(n: usize, t: &TypeObj, call: &'static str) -> Result<usize, MpiError> {
-    let (_, one) = element(t)?;
-    one.checked_mul(n)
+    Layout::of(t)?
+        .external_size(t)
+        .checked_mul(n)
         .ok_or_else(|| MpiError::invalid(MPI_ERR_COUNT, format!("{call}: too large")))
 }
 
@@ -72,8 +113,8 @@ pub(crate) unsafe fn pack(
     mut pos: usize,
     call: &'static str,
 ) -> Result<usize, MpiError> {
-    let (map, one) = element(t)?;
-    let need = one.saturating_mul(n);
+    let layout = Layout::of(t)?;
+    let need = layout.external_size(t).saturating_mul(n);
     if pos > out.len() || out.len() - pos < need {
         return Err(MpiError::invalid(
             MPI_ERR_TRUNCATE,
@@ -84,13 +125,14 @@ pub(crate) unsafe fn pack(
         ));
     }
     for i in 0..n as isize {
-        for &(off, p) in &map {
+        layout.each(t, |off, p| {
             // SAFETY: a primitive of element `i` (the caller's contract).
             let src =
                 unsafe { std::slice::from_raw_parts(inbuf.offset(i * t.extent + off), p.native()) };
             p.to_external(src, &mut out[pos..pos + p.external()])?;
             pos += p.external();
-        }
+            Ok(())
+        })?;
     }
     Ok(pos)
 }
@@ -108,8 +150,8 @@ pub(crate) unsafe fn unpack(
     t: &TypeObj,
     call: &'static str,
 ) -> Result<usize, MpiError> {
-    let (map, one) = element(t)?;
-    let need = one.saturating_mul(n);
+    let layout = Layout::of(t)?;
+    let need = layout.external_size(t).saturating_mul(n);
     if pos > data.len() || data.len() - pos < need {
         return Err(MpiError::invalid(
             MPI_ERR_TRUNCATE,
@@ -120,28 +162,28 @@ pub(crate) unsafe fn unpack(
         ));
     }
     for i in 0..n as isize {
-        for &(off, p) in &map {
+        layout.each(t, |off, p| {
             // SAFETY: a primitive of element `i` (the caller's contract).
             let dst = unsafe {
                 std::slice::from_raw_parts_mut(outbuf.offset(i * t.extent + off), p.native())
             };
             p.to_native(&data[pos..pos + p.external()], dst);
             pos += p.external();
-        }
+            Ok(())
+        })?;
     }
     Ok(pos)
 }
 
-/// The type map of one element of `t` when every primitive keeps its size in
-/// `external32` (so that a file's layout is the same in either representation): what
-/// MPI-IO's `external32` views accept.
+/// Checks that every primitive of `t` keeps its size in `external32` (so that a file's
+/// layout is the same in either representation): what MPI-IO's `external32` views
+/// accept.
 ///
 /// # Errors
 /// `MPI_ERR_UNSUPPORTED_DATAREP` for a type with `long`, `unsigned long` or `wchar_t`
-/// (narrowed in `external32`); the type map's errors.
-pub(crate) fn same_size_map(t: &TypeObj, call: &'static str) -> Result<Vec<Prim>, MpiError> {
-    let (map, one) = element(t)?;
-    if one != t.size {
+/// (narrowed in `external32`); `MPI_ERR_INTERN` for a type whose parts are missing.
+pub(crate) fn same_size(t: &TypeObj, call: &'static str) -> Result<(), MpiError> {
+    if distinct(t)?.iter().any(|p| p.native() != p.external()) {
         return Err(MpiError::invalid(
             MPI_ERR_UNSUPPORTED_DATAREP,
             format!(
@@ -150,7 +192,7 @@ pub(crate) fn same_size_map(t: &TypeObj, call: &'static str) -> Result<Vec<Prim>
             ),
         ));
     }
-    Ok(map.into_iter().map(|(_, p)| p).collect())
+    Ok(())
 }
 
 /// Converts packed data of `t` (whole or partial elements, as `MPI_Pack` lays them out)
@@ -158,33 +200,42 @@ pub(crate) fn same_size_map(t: &TypeObj, call: &'static str) -> Result<Vec<Prim>
 /// primitive at the end is left as it is.
 ///
 /// # Errors
-/// As [`same_size_map`]; `MPI_ERR_CONVERSION` as the primitives' conversions.
+/// As [`same_size`]; `MPI_ERR_CONVERSION` as the primitives' conversions.
 pub(crate) fn convert_packed(
     t: &TypeObj,
     data: &mut [u8],
     to_external: bool,
     call: &'static str,
 ) -> Result<(), MpiError> {
-    let map = same_size_map(t, call)?;
-    if map.is_empty() {
-        return Ok(());
-    }
-    let mut pos = 0usize;
-    for p in map.iter().cycle() {
+    same_size(t, call)?;
+    let one = |p: Prim, chunk: &mut [u8]| -> Result<(), MpiError> {
         let n = p.native();
-        if pos + n > data.len() {
-            break;
-        }
         let mut tmp = [0u8; 16];
-        tmp[..n].copy_from_slice(&data[pos..pos + n]);
+        tmp[..n].copy_from_slice(chunk);
         if to_external {
-            p.to_external(&tmp[..n], &mut data[pos..pos + n])?;
+            p.to_external(&tmp[..n], chunk)
         } else {
-            p.to_native(&tmp[..n], &mut data[pos..pos + n]);
+            p.to_native(&tmp[..n], chunk);
+            Ok(())
         }
-        pos += n;
+    };
+    match Layout::of(t)? {
+        Layout::One(p) => data
+            .chunks_exact_mut(p.native())
+            .try_for_each(|c| one(p, c)),
+        Layout::Map(map) => {
+            let mut pos = 0usize;
+            for &(_, p) in map.iter().cycle() {
+                let n = p.native();
+                if map.is_empty() || pos + n > data.len() {
+                    break;
+                }
+                one(p, &mut data[pos..pos + n])?;
+                pos += n;
+            }
+            Ok(())
+        }
     }
-    Ok(())
 }
 
 /// A position argument as an index.
@@ -212,6 +263,7 @@ unsafe fn pack_external(
         unsafe { check_rep(rep, call) }?;
         let n = ccount(incount, call)?;
         let t = dtype(datatype)?;
+        crate::datatype::buffer(inbuf as usize, n, &t, call, "inbuf")?;
         if position_io.is_null() || (outbuf.is_null() && outsize > 0) {
             return Err(MpiError::invalid(
                 MPI_ERR_ARG,
@@ -306,6 +358,7 @@ unsafe fn unpack_external(
         unsafe { check_rep(rep, call) }?;
         let n = ccount(outcount, call)?;
         let t = dtype(datatype)?;
+        crate::datatype::buffer(outbuf as usize, n, &t, call, "outbuf")?;
         if position_io.is_null() || (inbuf.is_null() && insize > 0) {
             return Err(MpiError::invalid(
                 MPI_ERR_ARG,

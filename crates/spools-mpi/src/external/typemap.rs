@@ -118,6 +118,41 @@ pub(crate) fn basic_sizes(t: &TypeObj) -> Result<Vec<usize>, MpiError> {
     Ok(map.into_iter().map(|(_, p)| p.native()).collect())
 }
 
+/// The most primitives a type map of one element holds: a larger one (a huge struct of
+/// several types) is refused rather than built; types of one primitive take no map
+/// ([`distinct`]).
+const MAP_MAX: usize = 1 << 22;
+
+/// The distinct primitives `t` is made of (from its constructor's types, without
+/// expanding counts: cheap for any size).
+///
+/// # Errors
+/// A derived type whose parts are missing (`MPI_ERR_INTERN`).
+pub(crate) fn distinct(t: &TypeObj) -> Result<Vec<Prim>, MpiError> {
+    fn go(t: &TypeObj, out: &mut Vec<Prim>) -> Result<(), MpiError> {
+        if let Some(h) = t.named {
+            let mut m = Vec::new();
+            named(h, t, 0, &mut m, true);
+            for (_, p) in m {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+            return Ok(());
+        }
+        if t.envelope.keep.is_empty() && t.size > 0 {
+            return Err(MpiError::invalid(
+                MPI_ERR_INTERN,
+                "external32: a datatype's parts are missing",
+            ));
+        }
+        t.envelope.keep.iter().try_for_each(|k| go(k, out))
+    }
+    let mut out = Vec::new();
+    go(t, &mut out)?;
+    Ok(out)
+}
+
 /// [`typemap`], with complex numbers as two primitives (`split`) or one.
 fn walk(
     t: &TypeObj,
@@ -125,6 +160,12 @@ fn walk(
     map: &mut Vec<(isize, Prim)>,
     split: bool,
 ) -> Result<(), MpiError> {
+    if map.len() > MAP_MAX {
+        return Err(MpiError::invalid(
+            MPI_ERR_TYPE,
+            format!("external32: the type map of one element has more than {MAP_MAX} primitives of several types"),
+        ));
+    }
     if let Some(h) = t.named {
         named(h, t, base, map, split);
         return Ok(());

@@ -75,8 +75,8 @@ pub unsafe extern "C" fn MPI_File_set_view(
             let et = committed(etype, call)?;
             let ft = committed(filetype, call)?;
             if rep == "external32" {
-                crate::external::same_size_map(&et, call)?;
-                crate::external::same_size_map(&ft, call)?;
+                crate::external::same_size(&et, call)?;
+                crate::external::same_size(&ft, call)?;
             }
             View::new(disp, (etype, et), (filetype, ft), rep.clone(), call)
         })();

@@ -11,8 +11,7 @@ use super::matching::Envelope;
 pub(crate) const RPC_CTX: u32 = 0xFFFF_FFFE;
 /// Context of RPC replies.
 pub(crate) const RPC_REPLY_CTX: u32 = 0xFFFF_FFFF;
-/// Contexts below this are for communicators (each takes two: point-to-point and
-/// collective).
+/// Contexts below this are for communicators (each takes `CTX_STRIDE`).
 pub(crate) const MAX_CTX: u32 = 0xFFFF_FF00;
 /// How many context ids a communicator takes: `ctx` (point-to-point), `ctx + 1`
 /// (collectives, `CommCore::coll_ctx`), `ctx + 2` (partitioned messages,
