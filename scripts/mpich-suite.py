@@ -93,7 +93,14 @@ def entries(build: Path, src: Path, dirs: list[str]) -> list[Entry]:
             tl = src / d / "testlist"
         if not tl.is_file():
             sys.exit(f"mpich-suite: no testlist for {d} in {build} or {src}")
-        out.extend(parse_testlist(d, tl.read_text()))
+        text = tl.read_text()
+        out.extend(parse_testlist(d, text))
+        # A line of one word naming a directory (errors/ and impls/ list their
+        # subdirectories so): that directory's entries, as `errors/coll/...`.
+        for raw in text.splitlines():
+            words = raw.split("#", 1)[0].split()
+            if len(words) == 1 and not words[0].startswith("@") and (build / d / words[0]).is_dir():
+                out.extend(entries(build, src, [f"{d}/{words[0]}"]))
     return out
 
 

@@ -23,8 +23,8 @@ root="$(pwd)/target/mpich-test"
 src="$root/mpich-$version/test/mpi"
 build="$root/build"
 known="crates/spools-mpi/tests/mpich-known.txt"
-default_dirs=coll,pt2pt,rma,io,datatype,comm,group,topo,attr,errhan,info,init
-all_dirs=$default_dirs,basic,mpi_t,part,errors,impls
+default_dirs=coll,pt2pt,rma,io,datatype,comm,group,topo,attr,errhan,info,init,part
+all_dirs=$default_dirs,mpi_t,errors,impls,threads
 case "${MPICH_DIRS:-}" in
   "") dirs=$default_dirs ;;
   all) dirs=$all_dirs ;;

@@ -38,7 +38,7 @@ pub fn communicator(handle: usize) -> Result<Communicator, EmbedError> {
         // Spools collective could run on it.
         Ok(c) if c.inter.is_some() => Err(EmbedError::Inter(handle)),
         Ok(c) => Ok(c.comm.clone()),
-        Err(crate::error::MpiError::NotInitialized(_)) => Err(EmbedError::NotHere),
+        Err(crate::env::error::MpiError::NotInitialized(_)) => Err(EmbedError::NotHere),
         Err(_) => Err(EmbedError::Handle(handle)),
     }
 }

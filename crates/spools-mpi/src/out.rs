@@ -1,7 +1,7 @@
 //! Writing through a C caller's output pointer.
 
 use crate::abi::*;
-use crate::error::MpiError;
+use crate::env::error::MpiError;
 
 /// Writes `v` through an output pointer.
 ///

@@ -7,7 +7,7 @@
 use std::ffi::{c_int, c_void};
 
 use crate::abi::*;
-use crate::errhandler::on_self;
+use crate::env::errhandler::on_self;
 use crate::out::out;
 
 /// `MPI_Type_extent` (removed in MPI 3.0): `MPI_Type_get_extent`'s extent.
@@ -91,7 +91,13 @@ pub unsafe extern "C" fn MPI_Type_hvector(
 ) -> c_int {
     // SAFETY: the caller's contract.
     unsafe {
-        crate::typector::MPI_Type_create_hvector(count, blocklength, stride, oldtype, newtype)
+        crate::datatype::typector::MPI_Type_create_hvector(
+            count,
+            blocklength,
+            stride,
+            oldtype,
+            newtype,
+        )
     }
 }
 
@@ -119,7 +125,7 @@ pub unsafe extern "C" fn MPI_Type_hindexed(
 ) -> c_int {
     // SAFETY: the caller's contract.
     unsafe {
-        crate::typector::MPI_Type_create_hindexed(
+        crate::datatype::typector::MPI_Type_create_hindexed(
             count,
             array_of_blocklengths,
             array_of_displacements,
@@ -161,7 +167,7 @@ pub unsafe extern "C" fn MPI_Type_struct(
 ) -> c_int {
     // SAFETY: the caller's contract.
     unsafe {
-        crate::typector::MPI_Type_create_struct(
+        crate::datatype::typector::MPI_Type_create_struct(
             count,
             array_of_blocklengths,
             array_of_displacements,
@@ -199,7 +205,7 @@ pub unsafe extern "C" fn MPI_Errhandler_create(
     errhandler: *mut MPI_Errhandler,
 ) -> c_int {
     // SAFETY: the caller's contract.
-    unsafe { crate::errhandler::MPI_Comm_create_errhandler(function, errhandler) }
+    unsafe { crate::env::errhandler::MPI_Comm_create_errhandler(function, errhandler) }
 }
 
 /// The profiling name of `MPI_Errhandler_create`.

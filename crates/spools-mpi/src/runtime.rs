@@ -10,7 +10,7 @@ use std::thread::ThreadId;
 use spools::World;
 
 use crate::comm::CommObj;
-use crate::error::MpiError;
+use crate::env::error::MpiError;
 
 /// This process's MPI state, from `MPI_Init` on.
 pub(crate) struct Runtime {

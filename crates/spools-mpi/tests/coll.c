@@ -1,5 +1,6 @@
 /* Collectives: barrier, bcast (contiguous and a vector type), reduce and allreduce with
- * every predefined operator family, in place, MINLOC/MAXLOC on pairs, a non-commutative
+ * every predefined operator family, in place, MINLOC/MAXLOC on pairs and on vectors of
+ * pairs (with gaps, and a negative stride), a non-commutative
  * user operator, scan, gather, scatter, allgather, alltoall (with in place), and the
  * same on communicators from split and dup. Any number of ranks. */
 #include <string.h>
@@ -86,6 +87,46 @@ static void run(MPI_Comm comm, const char *name) {
   int pi[2] = {rank / 2, rank}, po[2];
   OK(MPI_Allreduce(pi, po, 1, MPI_2INT, MPI_MAXLOC, comm));
   CHECK(po[0] == (size - 1) / 2 && po[1] == ((size - 1) / 2) * 2, "%s 2int maxloc %d %d", name, po[0], po[1]);
+
+  /* MINLOC/MAXLOC on types made of pairs: a vector of MPI_DOUBLE_INT (2 of every 3
+   * pairs, the third untouched), 2 elements of it, and a vector of MPI_2INT with a
+   * negative stride. */
+  {
+    struct { double v; int i; } vin[6], vout[6];
+    for (int k = 0; k < 6; k++) {
+      vin[k].v = (double)((rank + k) % size);
+      vin[k].i = rank;
+      vout[k].v = -7;
+      vout[k].i = -7;
+    }
+    MPI_Datatype vec, neg;
+    OK(MPI_Type_vector(1, 2, 3, MPI_DOUBLE_INT, &vec));
+    MPI_Datatype vec3;
+    OK(MPI_Type_create_resized(vec, 0, 3 * (MPI_Aint)sizeof vin[0], &vec3));
+    OK(MPI_Type_commit(&vec3));
+    OK(MPI_Allreduce(vin, vout, 2, vec3, MPI_MINLOC, comm));
+    for (int k = 0; k < 6; k++) {
+      if (k % 3 == 2) {
+        CHECK(vout[k].v == -7 && vout[k].i == -7, "%s vector minloc wrote the gap %d", name, k);
+        continue;
+      }
+      /* The least (r + k) % size is 0, first at rank (size - k % size) % size. */
+      int at = (size - k % size) % size;
+      CHECK(vout[k].v == 0 && vout[k].i == at, "%s vector minloc [%d] %g %d", name, k, vout[k].v, vout[k].i);
+    }
+    int ni[6], no[6];
+    for (int k = 0; k < 3; k++) { ni[2 * k] = k == 1 ? rank : -rank; ni[2 * k + 1] = rank; no[2 * k] = no[2 * k + 1] = -9; }
+    OK(MPI_Type_vector(2, 1, -2, MPI_2INT, &neg));
+    OK(MPI_Type_commit(&neg));
+    /* Pairs 2 and 0 of each buffer (from its third pair on, 2 back). */
+    OK(MPI_Allreduce(ni + 4, no + 4, 1, neg, MPI_MAXLOC, comm));
+    CHECK(no[0] == 0 && no[1] == 0, "%s negative-stride maxloc [0] %d %d", name, no[0], no[1]);
+    CHECK(no[4] == 0 && no[5] == 0, "%s negative-stride maxloc [2] %d %d", name, no[4], no[5]);
+    CHECK(no[2] == -9 && no[3] == -9, "%s negative-stride maxloc wrote pair 1", name);
+    OK(MPI_Type_free(&vec));
+    OK(MPI_Type_free(&vec3));
+    OK(MPI_Type_free(&neg));
+  }
 
   MPI_Op mm;
   OK(MPI_Op_create(matmul, 0, &mm));

@@ -5,13 +5,14 @@
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::buffer::{Buf, RecvBuf};
 use crate::engine::{Engine, SendStart};
 use crate::error::MsgError;
 use crate::idhash::IdMap;
 use crate::op_guard::OpGuard;
+use crate::protocol::wire::CTX_STRIDE;
 use crate::protocol::{MessageInfo, Pattern, RecvOutcome};
 use crate::status::{Source, Status, Tag};
 
@@ -50,6 +51,11 @@ pub(crate) struct CommCore {
     pub(crate) rank: u32,
     /// Collectives started (shared with the engine's list, reported at finalise).
     colls_started: Arc<AtomicU32>,
+    /// Non-blocking collectives started (made at first use, shared with views of this
+    /// communicator and with the engine's list): see [`CommCore::nonblocking`].
+    nb_started: Arc<OnceLock<Arc<AtomicU32>>>,
+    /// The core of this communicator's non-blocking collectives, made at first use.
+    nonblocking: OnceLock<Arc<CommCore>>,
     /// The segment of collectives in shared memory on this host (set up at first use).
     pub(crate) sm: crate::coll::SmSlot,
     /// The host of each communicator rank (found once: every collective asks).
@@ -77,6 +83,8 @@ impl CommCore {
             .collect();
         Some(CommCore {
             colls_started: engine.track_collectives(ctx + 1),
+            nb_started: Default::default(),
+            nonblocking: Default::default(),
             hosts: hosts_of(&engine, &ranks),
             engine,
             ctx,
@@ -85,6 +93,43 @@ impl CommCore {
             rank,
             sm: Default::default(),
         })
+    }
+
+    /// The core through which this communicator's non-blocking collectives (and its
+    /// partitioned messages) go: the same members in the same order, point-to-point
+    /// context `ctx + 2` (partitioned messages) and collective context `ctx + 3`, with a
+    /// count of collectives of its own. MPI orders blocking and non-blocking collectives
+    /// apart (a non-blocking one never matches a blocking one, MPI 4.1 section 6.12),
+    /// and programs rely on it: one rank may start a non-blocking collective before a
+    /// barrier that the others finish before they start it. This core never holds a
+    /// segment in shared memory ([`crate::coll::sm`] serves blocking collectives only),
+    /// so its collectives go through messages. `None` for a core that is itself one
+    /// (its context is not the first of a communicator's [`CTX_STRIDE`]).
+    pub(crate) fn nonblocking(&self) -> Option<&Arc<CommCore>> {
+        if self.ctx % CTX_STRIDE != 0 {
+            return None;
+        }
+        Some(self.nonblocking.get_or_init(|| {
+            let ctx = self.ctx + 2;
+            // One count per collective context on this rank (views share it): a rank
+            // that finalises reports it, and a second one would read as a rank that
+            // never started the collectives the others wait in.
+            let started = self
+                .nb_started
+                .get_or_init(|| self.engine.track_collectives(ctx + 1));
+            Arc::new(CommCore {
+                colls_started: started.clone(),
+                nb_started: Default::default(),
+                nonblocking: Default::default(),
+                hosts: self.hosts.clone(),
+                engine: self.engine.clone(),
+                ctx,
+                ranks: self.ranks.clone(),
+                comm_rank_of_job: self.comm_rank_of_job.clone(),
+                rank: self.rank,
+                sm: Default::default(),
+            })
+        }))
     }
 
     /// The same communicator (engine, contexts, collectives' count) with its members in
@@ -106,6 +151,10 @@ impl CommCore {
             .collect();
         Some(CommCore {
             colls_started: self.colls_started.clone(),
+            // A view's non-blocking collectives count with the communicator's; its
+            // members' order is the view's own.
+            nb_started: self.nb_started.clone(),
+            nonblocking: Default::default(),
             hosts: hosts_of(&self.engine, &ranks),
             engine: self.engine.clone(),
             ctx: self.ctx,

@@ -38,7 +38,8 @@ impl Communicator {
     /// A communicator of the same members in this order, in a context of this one's
     /// own that no other communicator's messages use: MPI's partitioned messages
     /// (`MPI_Psend_init`) travel there, so that no point-to-point receive on this
-    /// communicator takes them. Local: every member derives the same context.
+    /// communicator takes them. Local: every member derives the same context. (Its
+    /// collectives are this communicator's non-blocking ones: do not call them on it.)
     ///
     /// ```
     /// let world = spools::init().unwrap();
@@ -54,16 +55,8 @@ impl Communicator {
     /// # Errors
     /// [`MsgError::NoContext`] when this communicator is itself a partitioned one.
     pub fn partitioned(&self) -> Result<Communicator, MsgError> {
-        let core = &self.core;
-        if core.ctx % CTX_STRIDE != 0 {
-            return Err(MsgError::NoContext);
-        }
-        Communicator::from_parts(core.engine.clone(), core.ctx + 2, core.ranks.clone()).ok_or(
-            MsgError::Protocol {
-                peer: core.rank,
-                what: "this rank is missing from its own communicator",
-            },
-        )
+        let core = self.core.nonblocking().ok_or(MsgError::NoContext)?;
+        Ok(Communicator { core: core.clone() })
     }
 
     /// Collective: a communicator with the same ranks and a new context.

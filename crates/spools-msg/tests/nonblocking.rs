@@ -7,7 +7,10 @@
 //! counted around 100 outstanding calls), a rank that never calls into Spools while its
 //! collective is in flight does not stop its partners when the progress thread runs
 //! (decided by files, never by the clock), and mismatched lengths come back as errors
-//! from `wait`, not as a hang.
+//! from `wait`, not as a hang. And that blocking and non-blocking collectives are
+//! ordered apart (MPI 4.1, 6.12: they never match each other): one rank starts a
+//! non-blocking collective before a barrier (or another blocking collective) that the
+//! others finish before they start it, as mpi4py's `testIAgree` does.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -405,8 +408,73 @@ impl spools::Verdict for Says {
     }
 }
 
+/// For each root: the root starts an iallreduce (and an ibarrier) and tests it before a
+/// blocking barrier and an allreduce, which the others finish before they start
+/// theirs; on `world`, a dup and a reordered split, with and without the progress
+/// thread. A shared order would leave the root in its barrier while the others wait in
+/// theirs for the iallreduce it started first.
+fn order_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    checked(&w, |w| {
+        let me = w.rank();
+        let d = e(w.dup())?;
+        let half = e(w.split(Some(me % 2), -(me as i32)))?.unwrap();
+        for c in [w, &d, &half] {
+            let (me, n) = (c.rank(), c.size());
+            for root in 0..n {
+                let mut sum = [0u64];
+                let (ar, bar) = if me == root {
+                    let ar = e(c.iallreduce(vec![u64::from(me) + 1], Op::Sum))?;
+                    let bar = e(c.ibarrier())?;
+                    check(n == 1 || !ar.test(), || {
+                        format!("root {root}: its iallreduce completed before the others started theirs")
+                    })?;
+                    e(c.barrier())?;
+                    e(c.allreduce(&[1u64], &mut sum, &Op::Sum))?;
+                    (ar, bar)
+                } else {
+                    e(c.barrier())?;
+                    e(c.allreduce(&[1u64], &mut sum, &Op::Sum))?;
+                    let ar = e(c.iallreduce(vec![u64::from(me) + 1], Op::Sum))?;
+                    (ar, e(c.ibarrier())?)
+                };
+                let got = e(ar.wait())?;
+                e(bar.wait())?;
+                let want = u64::from(n) * u64::from(n + 1) / 2;
+                check(got == [want] && sum == [u64::from(n)], || {
+                    format!("root {root}: iallreduce {got:?} (want {want}), allreduce {sum:?}")
+                })?;
+            }
+        }
+        Ok(())
+    });
+    println!("order ok rank {}", w.rank());
+    e(w.finalize())
+}
+
+#[test]
+fn nonblocking_collectives_are_ordered_apart_from_blocking_ones() {
+    rank_main(|_| order_role());
+    for (n, env) in [
+        (1u32, vec![]),
+        (2, vec![]),
+        (3, vec![]),
+        (5, vec![]),
+        (4, vec![("SPOOLS_PROGRESS_THREAD", "1")]),
+    ] {
+        let o = launch(
+            n,
+            "nonblocking_collectives_are_ordered_apart_from_blocking_ones",
+            "x",
+            &env,
+        );
+        assert_ok(&o);
+        assert_eq!(o.stdout.matches("order ok").count(), n as usize, "{o:?}");
+    }
+}
+
 /// `Op::with_verdict`: every non-blocking reduction (allreduce, reduce, scan,
-/// reduce-scatter; small and large, so through the segment and through messages) ends
+/// reduce-scatter; small and large) ends
 /// with every rank told which ranks said they failed, before `wait` returns, and with
 /// the reduction's own result unchanged.
 fn verdict_role() -> Result<(), String> {

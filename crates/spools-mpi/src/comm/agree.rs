@@ -41,7 +41,7 @@ pub unsafe extern "C" fn MPIX_Comm_iagree(
     // SAFETY: the caller's contract: `flag` points to an int that stays until the
     // request completes.
     unsafe {
-        crate::vcoll::MPI_Iallreduce(
+        crate::coll::vcoll::MPI_Iallreduce(
             MPI_IN_PLACE as *const c_void,
             flag.cast(),
             1,

@@ -2,8 +2,15 @@
 //! compare and free them.
 
 mod agree;
+pub(crate) mod attr;
+pub(crate) mod attrmap;
+pub(crate) mod context;
+pub(crate) mod group;
+pub(crate) mod inter;
 mod obj;
+pub(crate) mod port;
 mod table;
+pub(crate) mod topo;
 
 pub(crate) use obj::{CommObj, Inter, Topo};
 pub(crate) use table::{comm, errhandler_of, insert, insert_child, remove};
@@ -15,8 +22,8 @@ use std::sync::{Arc, PoisonError};
 use spools::Communicator;
 
 use crate::abi::*;
-use crate::errhandler::{on_comm, on_self};
-use crate::error::{put_string, valid_errhandler, MpiError};
+use crate::env::errhandler::{on_comm, on_self};
+use crate::env::error::{put_string, valid_errhandler, MpiError};
 use crate::out::out;
 use crate::runtime::rt;
 
@@ -62,7 +69,7 @@ unsafe fn dup(
         let c = self::comm(comm, call)?;
         let hints = hints_for(&c, info)?;
         let obj = match &c.inter {
-            Some(_) => crate::inter::dup(&c)?,
+            Some(_) => crate::comm::inter::dup(&c)?,
             None => c.child(c.comm.dup()?),
         };
         // SAFETY: the caller's contract.
@@ -85,7 +92,10 @@ fn hints_for(c: &CommObj, info: MPI_Info) -> Result<Vec<(String, String)>, MpiEr
             .unwrap_or_else(PoisonError::into_inner)
             .clone())
     } else {
-        Ok(crate::info::standard(crate::info::entries(info)?, &[]))
+        Ok(crate::env::info::standard(
+            crate::env::info::entries(info)?,
+            &[],
+        ))
     }
 }
 
@@ -108,7 +118,7 @@ unsafe fn dup_done(
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .clone();
-    crate::attr::copy_all(comm, &c.attrs, &obj.attrs)?;
+    crate::comm::attr::copy_all(comm, &c.attrs, &obj.attrs)?;
     let h = insert(obj)?;
     // SAFETY: the caller's contract.
     unsafe { out(newcomm, h, call) }
@@ -133,7 +143,7 @@ enum Idup {
     Inter([spools::DupRequest; 2]),
 }
 
-impl crate::request::CollOp for IdupOp {
+impl crate::p2p::request::CollOp for IdupOp {
     fn poll(&mut self) -> Result<bool, MpiError> {
         Ok(match &self.req {
             Idup::Intra(r) => r.test(),
@@ -148,7 +158,7 @@ impl crate::request::CollOp for IdupOp {
                 .wait()
                 .map(|c| this.parent.child(c))
                 .map_err(MpiError::from),
-            Idup::Inter(rs) => crate::inter::idup_done(&this.parent, rs),
+            Idup::Inter(rs) => crate::comm::inter::idup_done(&this.parent, rs),
         };
         let obj = match made {
             Ok(obj) => obj,
@@ -198,7 +208,7 @@ impl PrivateDup {
     /// Starts the dup of `c` (collective over `c`, in its members' order of calls).
     pub(crate) fn start(c: &Arc<CommObj>) -> Result<PrivateDup, MpiError> {
         let req = match &c.inter {
-            Some(_) => Idup::Inter(crate::inter::idup(c)?),
+            Some(_) => Idup::Inter(crate::comm::inter::idup(c)?),
             None => Idup::Intra(c.comm.idup()?),
         };
         Ok(PrivateDup {
@@ -211,7 +221,7 @@ impl PrivateDup {
     pub(crate) fn finish(self) -> Result<MPI_Comm, MpiError> {
         let obj = match self.req {
             Idup::Intra(r) => self.parent.child(r.wait()?),
-            Idup::Inter(rs) => crate::inter::idup_done(&self.parent, rs)?,
+            Idup::Inter(rs) => crate::comm::inter::idup_done(&self.parent, rs)?,
         };
         *obj.topo.lock().unwrap_or_else(PoisonError::into_inner) = self
             .parent
@@ -257,17 +267,17 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
         }
         let hints = hints_for(&c, info)?;
         let req = match &c.inter {
-            Some(_) => Idup::Inter(crate::inter::idup(&c)?),
+            Some(_) => Idup::Inter(crate::comm::inter::idup(&c)?),
             None => Idup::Intra(c.comm.idup()?),
         };
-        let op = crate::request::Op::Coll(Box::new(IdupOp {
+        let op = crate::p2p::request::Op::Coll(Box::new(IdupOp {
             req,
             comm,
             parent: c,
             hints,
             newcomm: newcomm as usize,
         }));
-        let h = crate::request::give(op, comm)?;
+        let h = crate::p2p::request::give(op, comm)?;
         // SAFETY: the caller's contract.
         unsafe { out(request, h, call) }
     })();
@@ -279,7 +289,7 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
 pub unsafe extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
     let r = (|| {
         let c = self::comm(comm, "MPI_Comm_set_info")?;
-        let e = crate::info::standard(crate::info::entries(info)?, &[]);
+        let e = crate::env::info::standard(crate::env::info::entries(info)?, &[]);
         *c.info.lock().unwrap_or_else(PoisonError::into_inner) = e;
         Ok(())
     })();
@@ -297,7 +307,7 @@ pub unsafe extern "C" fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_I
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         // SAFETY: the caller's contract.
-        unsafe { out(info_used, crate::info::make(e)?, "MPI_Comm_get_info") }
+        unsafe { out(info_used, crate::env::info::make(e)?, "MPI_Comm_get_info") }
     })();
     on_comm(comm, r)
 }
@@ -331,7 +341,7 @@ pub unsafe extern "C" fn MPI_Comm_split(
             }
         };
         let h = if c.inter.is_some() {
-            crate::inter::split(&c, col, key)?
+            crate::comm::inter::split(&c, col, key)?
         } else {
             match c.comm.split(col, key)? {
                 Some(s) => insert(c.child(s))?,
@@ -357,7 +367,7 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
 ) -> c_int {
     let r = (|| {
         let c = self::comm(comm, "MPI_Comm_split_type")?;
-        let hints = crate::info::entries(info)?;
+        let hints = crate::env::info::entries(info)?;
         let hint = |k: &str| {
             hints
                 .iter()
@@ -389,7 +399,7 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
             _ => None,
         };
         let h = if c.inter.is_some() {
-            crate::inter::split(&c, color, key)?
+            crate::comm::inter::split(&c, color, key)?
         } else {
             match c.comm.split(color, key)? {
                 Some(s) => insert(c.child(s))?,
@@ -421,7 +431,7 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
             ));
         }
         let c = table::made(h)?;
-        crate::attr::delete_all(h, &c.attrs)?;
+        crate::comm::attr::delete_all(h, &c.attrs)?;
         table::remove(h);
         // SAFETY: non-NULL: the handle was read from it above.
         unsafe { *comm = MPI_COMM_NULL };
@@ -537,7 +547,7 @@ pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_i
         MPI_ERRORS_RETURN => MPI_SUCCESS,
         MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => crate::runtime::fatal(&msg, errorcode),
         h => {
-            if let Some(f) = crate::error::ERRHANDLERS.get(h) {
+            if let Some(f) = crate::env::error::ERRHANDLERS.get(h) {
                 let (mut c, mut code) = (comm, errorcode);
                 // SAFETY: a user function of the standard's errhandler type; pointers
                 // to locals that live for the call.
@@ -619,8 +629,8 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
             ));
         }
         let tag = crate::p2p::send_tag(tag, call)?;
-        let g = crate::group::members_of(group)?;
-        let all = crate::group::members(&c)?;
+        let g = crate::comm::group::members_of(group)?;
+        let all = crate::comm::group::members(&c)?;
         if let Some(x) = g.iter().find(|x| !all.contains(x)) {
             return Err(MpiError::invalid(
                 MPI_ERR_GROUP,
@@ -628,7 +638,7 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
             ));
         }
         let h = if g.contains(&rt(call)?.rank) {
-            let (ctx, bridge) = crate::agree::agree(&g, 0, tag, None, call)?;
+            let (ctx, bridge) = crate::comm::context::agree(&g, 0, tag, None, call)?;
             insert(c.child(bridge.with_context(ctx, g)?))?
         } else {
             MPI_COMM_NULL

@@ -19,7 +19,7 @@ pub(crate) struct CommObj {
     /// Its name (`MPI_Comm_set_name`).
     pub(crate) name: Mutex<String>,
     /// Cached attribute values by keyval.
-    pub(crate) attrs: crate::attrmap::Attrs,
+    pub(crate) attrs: crate::comm::attrmap::Attrs,
     /// Hints set with `MPI_Comm_set_info` (or given at a dup).
     pub(crate) info: Mutex<Vec<(String, String)>>,
     /// Its virtual topology (Cartesian, graph, distributed graph).
@@ -41,7 +41,7 @@ impl CommObj {
             comm,
             errhandler: AtomicUsize::new(MPI_ERRORS_ARE_FATAL),
             name: Mutex::new(name.to_string()),
-            attrs: crate::attrmap::Attrs::default(),
+            attrs: crate::comm::attrmap::Attrs::default(),
             info: Mutex::new(Vec::new()),
             topo: Mutex::new(None),
             inter: None,
@@ -103,7 +103,7 @@ impl CommObj {
             comm,
             errhandler: AtomicUsize::new(self.errhandler.load(Ordering::Relaxed)),
             name: Mutex::new(String::new()),
-            attrs: crate::attrmap::Attrs::default(),
+            attrs: crate::comm::attrmap::Attrs::default(),
             info: Mutex::new(Vec::new()),
             topo: Mutex::new(None),
             inter,

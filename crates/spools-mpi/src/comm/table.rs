@@ -8,7 +8,7 @@ use spools::Communicator;
 
 use crate::abi::*;
 use crate::comm::obj::CommObj;
-use crate::error::MpiError;
+use crate::env::error::MpiError;
 use crate::handles::{Kind, Table};
 use crate::runtime::rt;
 

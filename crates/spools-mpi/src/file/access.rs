@@ -9,12 +9,12 @@ use std::ffi::{c_int, c_void};
 use std::sync::PoisonError;
 
 use crate::abi::*;
-use crate::error::MpiError;
+use crate::env::error::MpiError;
 use crate::file::place::{Dir, Place};
 use crate::file::transfer::access_now;
 use crate::file::{deferred, file, on_file};
 use crate::out::out;
-use crate::request::{give, put_status, Op};
+use crate::p2p::request::{give, put_status, Op};
 
 /// One access ([`access_now`]); a collective one first settles the file's non-blocking
 /// collective accesses ([`deferred::flush`]).

@@ -6,8 +6,8 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::{Mutex, PoisonError};
 
 use crate::abi::*;
-use crate::errhandler::on_self;
-use crate::error::MpiError;
+use crate::env::errhandler::on_self;
+use crate::env::error::MpiError;
 
 /// The names registered.
 static REGISTERED: Mutex<Vec<String>> = Mutex::new(Vec::new());

@@ -26,13 +26,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use spools::{CollRequest, MsgError, Op as ReduceOp};
 
 use crate::abi::*;
-use crate::error::MpiError;
+use crate::env::error::MpiError;
 use crate::file::outcome::{heard, outcome_word};
 use crate::file::place::{Dir, Place};
 use crate::file::queue::{Access, Stage};
 use crate::file::transfer::access_now;
 use crate::file::{file, on_file, FileObj};
-use crate::request::{give_on, CollOp, Op};
+use crate::p2p::request::{give_on, CollOp, Op};
 
 /// The group's outcome: this rank's `local` one and the minimum of every rank's
 /// [`outcome_word`] (or the error of the agreement itself).

@@ -5,7 +5,7 @@
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 
-use crate::error::MpiError;
+use crate::env::error::MpiError;
 use crate::file::view::FileRun;
 use crate::file::{io_error, FileObj};
 

@@ -19,7 +19,7 @@ use spools_io::FileError;
 use spools_map::{ArrayLayout, DType, Dist, Layout, Order};
 
 use crate::abi::*;
-use crate::error::MpiError;
+use crate::env::error::MpiError;
 use crate::file::outcome::file_class;
 use crate::file::twophase::{Part, MAX_BOX};
 use crate::file::{FileObj, View};

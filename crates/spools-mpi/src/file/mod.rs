@@ -44,7 +44,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use spools::Communicator;
 
 use crate::abi::*;
-use crate::error::{code_of, MpiError, ERRHANDLERS};
+use crate::env::error::{code_of, MpiError, ERRHANDLERS};
 use crate::handles::{Kind, Table};
 use crate::runtime::rt;
 

@@ -12,7 +12,7 @@ use std::sync::{Mutex, PoisonError};
 
 use crate::abi::*;
 use crate::comm::comm;
-use crate::error::{valid_errhandler, MpiError, ERRHANDLERS};
+use crate::env::error::{valid_errhandler, MpiError, ERRHANDLERS};
 use crate::file::pointer::SharedPointer;
 use crate::file::raid;
 use crate::file::{file, io_error, on_file, raise_file, FileObj, View, DEFAULT_HANDLER, FILES};
@@ -105,7 +105,7 @@ pub unsafe extern "C" fn MPI_File_open(
         // communicator, so that a rank whose arguments fail leaves with the others,
         // every rank in its class.
         let checked = check_amode(amode, call)
-            .and_then(|()| Ok((path_of(filename, call)?, crate::info::entries(info)?)));
+            .and_then(|()| Ok((path_of(filename, call)?, crate::env::info::entries(info)?)));
         let wc = c.comm.dup()?;
         let (path, info_entries) = super::agree_on(&wc, checked, call)?;
         // With the `spools_layout` hint the program's accesses go to a working file that
@@ -170,7 +170,7 @@ pub unsafe extern "C" fn MPI_File_open(
             file: f,
             path,
             comm: wc,
-            members: crate::group::members(&c)?,
+            members: crate::comm::group::members(&c)?,
             amode,
             view: Mutex::new(View::bytes()?),
             pos: Mutex::new(start),
@@ -260,7 +260,7 @@ pub unsafe extern "C" fn MPI_File_delete(filename: *const c_char, info: MPI_Info
     let call = "MPI_File_delete";
     let r = (|| {
         crate::runtime::rt(call)?;
-        crate::info::entries(info)?;
+        crate::env::info::entries(info)?;
         let path = path_of(filename, call)?;
         // A striped set (the `spools_layout` hint's) goes with its unit files.
         if raid::remove_set(&path, call)? {
@@ -434,7 +434,7 @@ pub unsafe extern "C" fn MPI_File_get_group(fh: MPI_File, group: *mut MPI_Group)
     let call = "MPI_File_get_group";
     let r = file(fh, call).and_then(|f| {
         // SAFETY: the caller's contract.
-        unsafe { crate::group::give_group(f.members.clone(), group, call) }
+        unsafe { crate::comm::group::give_group(f.members.clone(), group, call) }
     });
     on_file(fh, r)
 }
@@ -448,7 +448,7 @@ pub unsafe extern "C" fn MPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_in
         let f = file(fh, call)?;
         // Non-blocking collective accesses settled first (deferred.rs).
         super::deferred::flush(&f);
-        let mut e = crate::info::entries(info)?;
+        let mut e = crate::env::info::entries(info)?;
         let mut cur = f.info.lock().unwrap_or_else(PoisonError::into_inner);
         for (k, v) in e.drain(..) {
             match cur.iter_mut().find(|(ck, _)| *ck == k) {
@@ -473,7 +473,7 @@ pub unsafe extern "C" fn MPI_File_get_info(fh: MPI_File, info_used: *mut MPI_Inf
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         // SAFETY: the caller's contract.
-        unsafe { out(info_used, crate::info::make(e)?, call) }
+        unsafe { out(info_used, crate::env::info::make(e)?, call) }
     })();
     on_file(fh, r)
 }
@@ -486,7 +486,7 @@ pub unsafe extern "C" fn MPI_File_create_errhandler(
 ) -> c_int {
     // A file handler is called as a communicator's is: a handle and a code by pointer.
     // SAFETY: the caller's contract.
-    unsafe { crate::errhandler::MPI_Comm_create_errhandler(file_errhandler_fn, errhandler) }
+    unsafe { crate::env::errhandler::MPI_Comm_create_errhandler(file_errhandler_fn, errhandler) }
 }
 
 /// `MPI_File_set_errhandler`: on `MPI_FILE_NULL`, the handler of files opened later

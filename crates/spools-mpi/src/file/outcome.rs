@@ -11,7 +11,7 @@ use spools::{Communicator, Op};
 use spools_io::ErrorKind;
 
 use crate::abi::*;
-use crate::error::MpiError;
+use crate::env::error::MpiError;
 
 /// The most message bytes a failing rank tells the others in [`agree_on`] (a longer
 /// message is cut at a character boundary).
@@ -147,7 +147,7 @@ pub(crate) fn heard(word: u64, call: &'static str) -> Option<MpiError> {
     let class = Some(word as u32 as c_int)
         .filter(|c| (1..=MPI_ERR_LASTCODE).contains(c))
         .unwrap_or(MPI_ERR_IO);
-    let name = crate::error::class_name(class).unwrap_or("an error");
+    let name = crate::env::error::class_name(class).unwrap_or("an error");
     Some(MpiError::invalid(
         class,
         format!("rank {rank} of the file's group failed in {call} ({name})"),

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use spools::{Communicator, HeapRef, PeerBytes, SharedBuf, World};
 
 use crate::abi::*;
-use crate::error::MpiError;
+use crate::env::error::MpiError;
 
 /// The shared file pointer.
 pub(crate) struct SharedPointer {

@@ -7,7 +7,7 @@ use std::sync::PoisonError;
 
 use crate::abi::*;
 use crate::datatype::{another_handle, committed};
-use crate::error::{put_string, MpiError};
+use crate::env::error::{put_string, MpiError};
 use crate::file::{file, on_file, FileObj, View};
 use crate::out::out;
 
@@ -35,7 +35,7 @@ pub unsafe extern "C" fn MPI_File_set_view(
                 .into_owned()
         };
         let mine = (|| {
-            crate::info::entries(info)?;
+            crate::env::info::entries(info)?;
             match rep.as_str() {
                 // external32: the etype and filetype are checked below.
                 "native" | "internal" | "external32" => {}
@@ -75,8 +75,8 @@ pub unsafe extern "C" fn MPI_File_set_view(
             let et = committed(etype, call)?;
             let ft = committed(filetype, call)?;
             if rep == "external32" {
-                crate::external::same_size(&et, call)?;
-                crate::external::same_size(&ft, call)?;
+                crate::datatype::external::same_size(&et, call)?;
+                crate::datatype::external::same_size(&ft, call)?;
             }
             View::new(disp, (etype, et), (filetype, ft), rep.clone(), call)
         })();

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use spools::CollRequest;
 
 use crate::abi::*;
-use crate::error::MpiError;
+use crate::env::error::MpiError;
 
 /// The non-blocking collective accesses of a file not settled yet, oldest first.
 #[derive(Default)]

@@ -23,7 +23,7 @@ use spools_io::file::{Format, Striping, WriteOptions};
 use spools_map::Layout;
 
 use crate::abi::*;
-use crate::error::MpiError;
+use crate::env::error::MpiError;
 use crate::file::io_error;
 
 /// The hint's key.

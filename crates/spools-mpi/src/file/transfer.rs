@@ -6,13 +6,13 @@ use std::sync::{Arc, PoisonError};
 
 use crate::abi::*;
 use crate::datatype::{buffer, bytes_of, committed, count as ccount, pack, unpack, TypeObj};
-use crate::error::MpiError;
+use crate::env::error::MpiError;
 use crate::file::layout::{self, Whole};
 use crate::file::place::{Dir, Place};
 use crate::file::twophase::{self, Part};
 use crate::file::view::FileRun;
 use crate::file::{file, io, FileObj, View};
-use crate::request::status_with;
+use crate::p2p::request::status_with;
 
 /// One access: `count` elements of `dt` at `buf`, read or written at `place`; with
 /// `coll`, a collective call: every rank first says whether it can go on and what it
@@ -248,7 +248,7 @@ unsafe fn perform(
             } else if p.view.external32() {
                 // SAFETY: the caller's contract.
                 packed = unsafe { pack(buf, p.n, &p.t) };
-                crate::external::convert_packed(&p.t, &mut packed, true, call)?;
+                crate::datatype::external::convert_packed(&p.t, &mut packed, true, call)?;
                 &packed
             } else if p.t.contiguous() {
                 // SAFETY: the caller's contract: `bytes` contiguous bytes at `buf`.
@@ -285,7 +285,7 @@ unsafe fn perform(
                 (None, None) => 0,
             };
             if p.view.external32() {
-                crate::external::convert_packed(&p.t, &mut temp[..got], false, call)?;
+                crate::datatype::external::convert_packed(&p.t, &mut temp[..got], false, call)?;
             }
             if !direct && got > 0 {
                 // SAFETY: the caller's contract; `got` bytes are whole or partial

@@ -10,7 +10,7 @@
 //! pure.
 
 use crate::abi::*;
-use crate::error::MpiError;
+use crate::env::error::MpiError;
 use crate::file::outcome::{Told, MAX_MESSAGE};
 use crate::file::view::FileRun;
 use crate::file::{io, FileObj};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::abi::*;
 use crate::datatype::TypeObj;
-use crate::error::MpiError;
+use crate::env::error::MpiError;
 
 /// A byte run of the file: (offset, length).
 pub(crate) type FileRun = (u64, usize);
@@ -22,7 +22,7 @@ pub(crate) struct View {
     pub(crate) filetype: Arc<TypeObj>,
     pub(crate) filetype_h: MPI_Datatype,
     /// The data representation: `native` (or `internal`, the same here), or
-    /// `external32` (data converted at each access: `crate::external::convert_packed`).
+    /// `external32` (data converted at each access: `crate::datatype::external::convert_packed`).
     pub(crate) datarep: String,
 }
 

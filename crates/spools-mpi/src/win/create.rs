@@ -15,8 +15,8 @@ use spools::{HeapRef, SharedBuf};
 
 use crate::abi::*;
 use crate::comm::comm;
-use crate::errhandler::on_comm;
-use crate::error::MpiError;
+use crate::env::errhandler::on_comm;
+use crate::env::error::MpiError;
 use crate::out::out;
 use crate::win::ctl::CTL_BYTES;
 use crate::win::mem::Mem;
@@ -129,7 +129,10 @@ fn make(
                 format!("{call}: displacement unit {disp_unit} is not positive"),
             )
         })?;
-    let info_entries = crate::info::standard(crate::info::entries(info)?, crate::info::WIN_HINTS);
+    let info_entries = crate::env::info::standard(
+        crate::env::info::entries(info)?,
+        crate::env::info::WIN_HINTS,
+    );
     let comm = &c.comm;
     // Peers on other hosts are reached by memory messages (`remote.rs`); a shared window
     // is shared memory, so its ranks must share a host.
@@ -240,7 +243,7 @@ fn make(
         }
     };
     // A rank that failed sends nothing to describe: the others then fail too.
-    let members = crate::group::members(&c)?;
+    let members = crate::comm::group::members(&c)?;
     let id = serve::new_id();
     let me = match (ctl_ref, &fail) {
         (Some(ctl), None) => Part {
@@ -368,7 +371,7 @@ fn make(
             errhandler: AtomicUsize::new(MPI_ERRORS_ARE_FATAL),
             name: Mutex::new(String::new()),
             info: Mutex::new(info_entries),
-            attrs: crate::attr::Attrs::default(),
+            attrs: crate::comm::attr::Attrs::default(),
             epoch: Mutex::new(Epoch::default()),
             _own: own,
             id,
@@ -690,7 +693,7 @@ pub unsafe extern "C" fn MPI_Win_shared_query_c(
 pub unsafe extern "C" fn MPI_Win_free(win_h: *mut MPI_Win) -> c_int {
     let call = "MPI_Win_free";
     if win_h.is_null() {
-        return crate::errhandler::on_self(Err(MpiError::invalid(
+        return crate::env::errhandler::on_self(Err(MpiError::invalid(
             MPI_ERR_ARG,
             format!("{call}: NULL window"),
         )));
@@ -720,7 +723,7 @@ pub unsafe extern "C" fn MPI_Win_free(win_h: *mut MPI_Win) -> c_int {
                 format!("{call}: rank {r} still has an epoch open on the window"),
             ));
         }
-        crate::attr::delete_all(h, &w.attrs)?;
+        crate::comm::attr::delete_all(h, &w.attrs)?;
         serve::forget(w.id);
         WINS.remove(h);
         crate::win::forget_window();

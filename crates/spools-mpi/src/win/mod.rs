@@ -38,8 +38,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use spools::{Communicator, SharedBuf, World};
 
 use crate::abi::*;
-use crate::errhandler::raise;
-use crate::error::{MpiError, ERRHANDLERS};
+use crate::env::errhandler::raise;
+use crate::env::error::{MpiError, ERRHANDLERS};
 use crate::handles::{Kind, Table};
 use crate::runtime::rt;
 use crate::win::ctl::LockKind;
@@ -66,7 +66,7 @@ pub(crate) struct WinObj {
     pub(crate) errhandler: AtomicUsize,
     pub(crate) name: Mutex<String>,
     pub(crate) info: Mutex<Vec<(String, String)>>,
-    pub(crate) attrs: crate::attr::Attrs,
+    pub(crate) attrs: crate::comm::attr::Attrs,
     /// Synchronisation state of this rank's epochs.
     pub(crate) epoch: Mutex<Epoch>,
     /// What this rank allocated for the window (freed with it): its memory and its
@@ -286,7 +286,7 @@ pub(crate) fn raise_win(h: MPI_Win, e: &MpiError) -> c_int {
         return raise(MPI_COMM_SELF, e);
     };
     let handler = w.errhandler.load(std::sync::atomic::Ordering::Relaxed);
-    let mut code = crate::error::code_of(e);
+    let mut code = crate::env::error::code_of(e);
     match handler {
         MPI_ERRORS_RETURN => code,
         MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => crate::runtime::fatal(&e.to_string(), e.class()),

@@ -7,9 +7,9 @@ use std::sync::atomic::Ordering;
 use std::sync::PoisonError;
 
 use crate::abi::*;
-use crate::attr::{create, delete, free, keyval, set, Of};
-use crate::errhandler::on_self;
-use crate::error::{put_string, valid_errhandler, MpiError, ERRHANDLERS};
+use crate::comm::attr::{create, delete, free, keyval, set, Of};
+use crate::env::errhandler::on_self;
+use crate::env::error::{put_string, valid_errhandler, MpiError, ERRHANDLERS};
 use crate::out::out;
 use crate::win::{on_win, win};
 
@@ -115,7 +115,7 @@ pub unsafe extern "C" fn MPI_Win_get_group(win_h: MPI_Win, group: *mut MPI_Group
     let r = (|| {
         let w = win(win_h, call)?;
         // SAFETY: the caller's contract.
-        unsafe { crate::group::give_group(w.members.clone(), group, call) }
+        unsafe { crate::comm::group::give_group(w.members.clone(), group, call) }
     })();
     on_win(win_h, r)
 }
@@ -177,7 +177,10 @@ pub unsafe extern "C" fn MPI_Win_set_info(win_h: MPI_Win, info: MPI_Info) -> c_i
     let call = "MPI_Win_set_info";
     let r = (|| {
         let w = win(win_h, call)?;
-        let e = crate::info::standard(crate::info::entries(info)?, crate::info::WIN_HINTS);
+        let e = crate::env::info::standard(
+            crate::env::info::entries(info)?,
+            crate::env::info::WIN_HINTS,
+        );
         *w.info.lock().unwrap_or_else(PoisonError::into_inner) = e;
         Ok(())
     })();
@@ -206,7 +209,7 @@ pub unsafe extern "C" fn MPI_Win_get_info(win_h: MPI_Win, info_used: *mut MPI_In
             }
         }
         // SAFETY: the caller's contract.
-        unsafe { out(info_used, crate::info::make(e)?, call) }
+        unsafe { out(info_used, crate::env::info::make(e)?, call) }
     })();
     on_win(win_h, r)
 }
@@ -220,7 +223,7 @@ pub unsafe extern "C" fn MPI_Win_create_errhandler(
     // A window handler is called as a communicator's is: a handle by pointer, a code by
     // pointer.
     // SAFETY: the caller's contract.
-    unsafe { crate::errhandler::MPI_Comm_create_errhandler(win_errhandler_fn, errhandler) }
+    unsafe { crate::env::errhandler::MPI_Comm_create_errhandler(win_errhandler_fn, errhandler) }
 }
 
 /// `MPI_Win_set_errhandler`.

@@ -13,7 +13,7 @@
 use std::sync::OnceLock;
 
 use crate::abi::*;
-use crate::error::MpiError;
+use crate::env::error::MpiError;
 use crate::win::ask::{encode, Ask, NAME};
 use crate::win::ctl::LockKind;
 use crate::win::mem::{Mem, Run};

@@ -9,11 +9,11 @@ use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use crate::abi::*;
+use crate::coll::op::Reducer;
 use crate::datatype::{committed, count as ccount, pack, predefined, unpack, TypeObj};
-use crate::error::MpiError;
-use crate::op::Reducer;
+use crate::env::error::MpiError;
 use crate::out::out;
-use crate::request::{empty_status, give, Op};
+use crate::p2p::request::{empty_status, give, Op};
 use crate::win::target::{runs_of, Runs, Target};
 use crate::win::{cached, on_win, win, with_win, WinObj};
 

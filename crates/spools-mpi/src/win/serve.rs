@@ -9,7 +9,7 @@ use std::sync::{OnceLock, PoisonError, RwLock};
 use spools::Communicator;
 
 use crate::abi::*;
-use crate::error::MpiError;
+use crate::env::error::MpiError;
 use crate::win::ask::{Ask, NAME};
 use crate::win::ctl::LockKind;
 use crate::win::mem::Run;

@@ -13,7 +13,7 @@ use std::sync::atomic::{fence, Ordering};
 use spools::Source;
 
 use crate::abi::*;
-use crate::error::MpiError;
+use crate::env::error::MpiError;
 use crate::out::out;
 use crate::win::ctl::LockKind;
 use crate::win::{cached, on_win, win, with_win, WinObj};
@@ -291,7 +291,7 @@ pub unsafe extern "C" fn MPI_Win_sync(win_h: MPI_Win) -> c_int {
 
 /// The window ranks of group `g`'s members.
 fn ranks_of(w: &WinObj, g: MPI_Group, call: &'static str) -> Result<Vec<u32>, MpiError> {
-    crate::group::members_of(g)?
+    crate::comm::group::members_of(g)?
         .into_iter()
         .map(|job| {
             w.members

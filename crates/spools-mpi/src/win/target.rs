@@ -7,7 +7,7 @@
 use spools::PeerBytes;
 
 use crate::abi::*;
-use crate::error::MpiError;
+use crate::env::error::MpiError;
 use crate::win::ctl::{Ctl, LockKind};
 use crate::win::mem::{Mem, Run};
 use crate::win::remote;

@@ -60,8 +60,10 @@ impl Communicator {
         sends: Vec<(u32, u8, Vec<u8>)>,
         recvs: Vec<(u32, u8, usize)>,
     ) -> Result<CollRequest<Vec<Vec<u8>>>, MsgError> {
-        let tag = self.core.next_coll_tag();
-        let me = self.rank();
+        let nb = self.nonblocking();
+        let this = &nb;
+        let tag = this.core.next_coll_tag();
+        let me = this.rank();
         let nrecv = recvs.len();
         let mut slots: Vec<Vec<u8>> = recvs.iter().map(|&(_, _, len)| vec![0u8; len]).collect();
         // Blocks to this rank itself, copied in order (per key) into its receives from
@@ -91,11 +93,11 @@ impl Communicator {
                 slots[i].copy_from_slice(b);
             }
         }
-        let mut s = self.schedule_bytes(tag, slots);
+        let mut s = this.schedule_bytes(tag, slots);
         s.round();
         for (i, &(from, key, len)) in recvs.iter().enumerate() {
             if from != me && len > 0 {
-                let job = self.core.job_rank(from)?;
+                let job = this.core.job_rank(from)?;
                 s.recv(job, tag | u32::from(key), Part::new(i, 0, len));
             }
         }
@@ -103,7 +105,7 @@ impl Communicator {
             if to == me {
                 continue;
             }
-            let job = self.core.job_rank(to)?;
+            let job = this.core.job_rank(to)?;
             if bytes.is_empty() {
                 continue;
             }

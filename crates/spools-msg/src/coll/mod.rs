@@ -20,8 +20,9 @@
 //! Up to `coll_sm_limit` bytes (configuration, 4 KiB by default), the blocking barrier,
 //! broadcast, reduce and allreduce go instead through a shared segment per communicator
 //! and host, with flags and per-rank slots (`sm`), where at least 2 ranks share the host;
-//! across hosts it serves the phases within each host. The non-blocking ones use a segment
-//! set up already. Ranks whose lengths fall on both sides of the limit fail with
+//! across hosts it serves the phases within each host. The non-blocking ones never do: MPI
+//! orders them apart from the blocking ones, so they go through the messages in a
+//! collective context and count of their own (`CommCore::nonblocking`). Ranks whose lengths fall on both sides of the limit fail with
 //! `MsgError::Mismatch` instead of waiting for each other (see `sm`).
 
 mod args;

@@ -11,7 +11,6 @@ use super::group::Group;
 use super::plans;
 use super::poller::{activate, run_to_end, Shared};
 use super::schedule::Schedule;
-use super::sm;
 use crate::communicator::Communicator;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
@@ -105,26 +104,6 @@ impl<R> Drop for CollRequest<R> {
     }
 }
 
-/// Puts a collective on its path: the segment's step, or the messages' plan (`plan`),
-/// whose waits watch the segment where it could have served but for the length.
-fn route<T: Element>(
-    s: &mut Schedule<T>,
-    path: sm::Path<impl FnMut(&mut [Vec<T>]) -> Result<bool, MsgError> + Send + 'static>,
-    plan: impl FnOnce(&mut Schedule<T>),
-) {
-    match path {
-        sm::Path::Segment(f, w) => {
-            s.poll(true, f).watch(w);
-        }
-        sm::Path::Messages(w) => {
-            plan(s);
-            if let Some(w) = w {
-                s.watch(w);
-            }
-        }
-    }
-}
-
 /// The result in slot 0.
 fn first<T>(mut slots: Vec<Vec<T>>) -> Vec<T> {
     if slots.is_empty() {
@@ -135,6 +114,15 @@ fn first<T>(mut slots: Vec<Vec<T>>) -> Vec<T> {
 }
 
 impl Communicator {
+    /// The communicator whose collective context and count this communicator's
+    /// non-blocking collectives use (`CommCore::nonblocking`); itself when it is one.
+    pub(super) fn nonblocking(&self) -> Communicator {
+        match self.core.nonblocking() {
+            Some(core) => Communicator { core: core.clone() },
+            None => self.clone(),
+        }
+    }
+
     /// An empty schedule over `slots` for the collective with base tag `tag`.
     fn schedule<T: Element>(&self, tag: u32, slots: Vec<Vec<T>>) -> Schedule<T> {
         Schedule::new(&self.core, tag, slots)
@@ -163,48 +151,6 @@ impl Communicator {
             super::verdict::append(&mut s, &Group::all(&self.core), tag, v);
         }
         s
-    }
-
-    /// The segment's schedule of reduction `kind` of `buf` (around `root`), with `op`'s
-    /// agreement after it, when the segment serves it; else `buf` back, with what the
-    /// messages' wait watches the segment for. An operator with an agreement takes the
-    /// messages throughout (on every rank alike, as every rank's operator has its
-    /// verdict): the agreement's messages would wait in the segment's naps.
-    fn reduction_path<T: Element>(
-        &self,
-        tag: u32,
-        buf: Vec<T>,
-        kind: sm::Kind,
-        root: usize,
-        op: &Op<T>,
-    ) -> Result<Schedule<T>, (Vec<T>, Option<sm::Watch>)> {
-        if op.verdict().is_some() {
-            return Err((buf, None));
-        }
-        let bytes = std::mem::size_of_val(buf.as_slice());
-        match sm::step(&self.core, tag, bytes, kind, root, Some(op.clone())) {
-            sm::Path::Segment(f, w) => {
-                let mut s = self.schedule(tag, vec![buf]);
-                s.poll(true, f).watch(w);
-                Ok(self.agree(s, tag, op))
-            }
-            sm::Path::Messages(w) => Err((buf, w)),
-        }
-    }
-
-    /// The segment's flat step of fold `kind` (a scan or a reduce-scatter, every rank
-    /// posting `part` bytes), unless its operator ends with an agreement: that takes
-    /// the messages throughout, on every rank alike (see [`Communicator::reduction_path`]).
-    fn fold_path<T: Element>(
-        &self,
-        tag: u32,
-        (kind, part): (sm::Kind, usize),
-        fold: sm::Folder<T>,
-    ) -> sm::Path<impl FnMut(&mut [Vec<T>]) -> Result<bool, MsgError> + Send + 'static> {
-        if fold.agrees() {
-            return sm::Path::Messages(None);
-        }
-        sm::flat_step(&self.core, tag, (kind, None), part, fold)
     }
 
     /// Starts `s` (its first round goes out now) and hands it to the progress engine.
@@ -248,15 +194,11 @@ impl Communicator {
     /// # Errors
     /// Transport failures while starting; the barrier's own errors come from `wait`.
     pub fn ibarrier(&self) -> Result<CollRequest<()>, MsgError> {
-        let tag = self.core.next_coll_tag();
-        let mut s = self.schedule::<u8>(tag, vec![Vec::new()]);
-        route(
-            &mut s,
-            sm::step(&self.core, tag, 0, sm::Kind::Barrier, 0, None),
-            |s| {
-                plans::barrier(s, &Group::all(&self.core), &self.hosts(), tag);
-            },
-        );
+        let nb = self.nonblocking();
+        let this = &nb;
+        let tag = this.core.next_coll_tag();
+        let mut s = this.schedule::<u8>(tag, vec![Vec::new()]);
+        plans::barrier(&mut s, &Group::all(&this.core), &this.hosts(), tag);
         Self::start("barrier", s, |_| ())
     }
 
@@ -269,18 +211,13 @@ impl Communicator {
         buf: Vec<T>,
         root: u32,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let tag = self.core.next_coll_tag();
-        self.core.job_rank(root)?;
-        let bytes = std::mem::size_of_val(buf.as_slice());
-        let mut s = self.schedule(tag, vec![buf]);
-        route(
-            &mut s,
-            sm::step(&self.core, tag, bytes, sm::Kind::Bcast, root as usize, None),
-            |s| {
-                let g = Group::all(&self.core);
-                plans::bcast(s, &g, &self.hosts(), root as usize, tag, 0);
-            },
-        );
+        let nb = self.nonblocking();
+        let this = &nb;
+        let tag = this.core.next_coll_tag();
+        this.core.job_rank(root)?;
+        let mut s = this.schedule(tag, vec![buf]);
+        let g = Group::all(&this.core);
+        plans::bcast(&mut s, &g, &this.hosts(), root as usize, tag, 0);
         Self::start("bcast", s, first)
     }
 
@@ -302,23 +239,18 @@ impl Communicator {
         buf: Vec<T>,
         op: Op<T>,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let tag = self.core.next_coll_tag();
-        if self.size() == 1 {
-            let s = self.agree(self.schedule(tag, vec![buf]), tag, &op);
+        let nb = self.nonblocking();
+        let this = &nb;
+        let tag = this.core.next_coll_tag();
+        if this.size() == 1 {
+            let s = this.agree(this.schedule(tag, vec![buf]), tag, &op);
             return Self::start("allreduce", s, first);
         }
-        let (buf, watch) = match self.reduction_path(tag, buf, sm::Kind::Allreduce, 0, &op) {
-            Ok(s) => return Self::start("allreduce", s, first),
-            Err(messages) => messages,
-        };
-        let (g, hosts) = (Group::all(&self.core), self.hosts());
+        let (g, hosts) = (Group::all(&this.core), this.hosts());
         let tmp = vec![T::default(); plans::allreduce_scratch(&g, &hosts, buf.len(), &op)];
-        let mut s = self.schedule(tag, vec![buf, tmp]);
+        let mut s = this.schedule(tag, vec![buf, tmp]);
         plans::allreduce(&mut s, &g, &hosts, tag, (0, 1), &op);
-        if let Some(w) = watch {
-            s.watch(w);
-        }
-        Self::start("allreduce", self.agree(s, tag, &op), first)
+        Self::start("allreduce", this.agree(s, tag, &op), first)
     }
 
     /// Non-blocking [`Communicator::reduce`]: `wait` returns the result at the root
@@ -332,21 +264,15 @@ impl Communicator {
         op: Op<T>,
         root: u32,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let tag = self.core.next_coll_tag();
-        self.core.job_rank(root)?;
-        let (buf, watch) = match self.reduction_path(tag, buf, sm::Kind::Reduce, root as usize, &op)
-        {
-            Ok(s) => return Self::start("reduce", s, first),
-            Err(messages) => messages,
-        };
+        let nb = self.nonblocking();
+        let this = &nb;
+        let tag = this.core.next_coll_tag();
+        this.core.job_rank(root)?;
         let tmp = vec![T::default(); buf.len()];
-        let mut s = self.schedule(tag, vec![buf, tmp]);
-        let g = Group::all(&self.core);
+        let mut s = this.schedule(tag, vec![buf, tmp]);
+        let g = Group::all(&this.core);
         plans::reduce_to(&mut s, &g, root as usize, tag, 0, 1, &op);
-        if let Some(w) = watch {
-            s.watch(w);
-        }
-        Self::start("reduce", self.agree(s, tag, &op), first)
+        Self::start("reduce", this.agree(s, tag, &op), first)
     }
 
     /// Non-blocking [`Communicator::gather`]: `wait` returns all blocks at the root (an
@@ -359,11 +285,13 @@ impl Communicator {
         send: Vec<T>,
         root: u32,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let tag = self.core.next_coll_tag();
-        self.core.job_rank(root)?;
-        let n = self.size() as usize;
+        let nb = self.nonblocking();
+        let this = &nb;
+        let tag = this.core.next_coll_tag();
+        this.core.job_rank(root)?;
+        let n = this.size() as usize;
         let len = send.len();
-        let out = if self.rank() == root {
+        let out = if this.rank() == root {
             let mut out = vec![T::default(); n * len];
             let at = root as usize * len;
             out[at..at + len].copy_from_slice(&send);
@@ -371,24 +299,11 @@ impl Communicator {
         } else {
             Vec::new()
         };
-        let part = std::mem::size_of_val(send.as_slice());
-        let mut s = self.schedule(tag, vec![out, send]);
+        let mut s = this.schedule(tag, vec![out, send]);
         // Every rank's part has one length (the call's contract): every rank takes the
         // same path.
-        route(
-            &mut s,
-            sm::flat_step(
-                &self.core,
-                tag,
-                (sm::Kind::Gather, Some(root as usize)),
-                part,
-                sm::Blocks,
-            ),
-            |s| {
-                let g = Group::all(&self.core);
-                plans::gather(s, &g, root as usize, tag, (1, 0), &vec![len; n]);
-            },
-        );
+        let g = Group::all(&this.core);
+        plans::gather(&mut s, &g, root as usize, tag, (1, 0), &vec![len; n]);
         Self::start("gather", s, first)
     }
 
@@ -404,11 +319,13 @@ impl Communicator {
         count: usize,
         root: u32,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let tag = self.core.next_coll_tag();
-        self.core.job_rank(root)?;
-        let n = self.size() as usize;
+        let nb = self.nonblocking();
+        let this = &nb;
+        let tag = this.core.next_coll_tag();
+        this.core.job_rank(root)?;
+        let n = this.size() as usize;
         let mut out = vec![T::default(); count];
-        if self.rank() == root {
+        if this.rank() == root {
             check(
                 "iscatter",
                 "send must hold count elements per rank",
@@ -418,17 +335,9 @@ impl Communicator {
             let at = root as usize * count;
             out.copy_from_slice(&send[at..at + count]);
         }
-        let whole = n * count * std::mem::size_of::<T>();
-        let mut s = self.schedule(tag, vec![out, send]);
-        let kind = sm::Kind::Scatter;
-        route(
-            &mut s,
-            sm::step(&self.core, tag, whole, kind, root as usize, None),
-            |s| {
-                let g = Group::all(&self.core);
-                plans::scatter(s, &g, root as usize, tag, (1, 0), &vec![count; n]);
-            },
-        );
+        let mut s = this.schedule(tag, vec![out, send]);
+        let g = Group::all(&this.core);
+        plans::scatter(&mut s, &g, root as usize, tag, (1, 0), &vec![count; n]);
         Self::start("scatter", s, first)
     }
 
@@ -437,30 +346,19 @@ impl Communicator {
     /// # Errors
     /// As [`Communicator::ibarrier`].
     pub fn iallgather<T: Element>(&self, send: Vec<T>) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let tag = self.core.next_coll_tag();
-        let n = self.size() as usize;
+        let nb = self.nonblocking();
+        let this = &nb;
+        let tag = this.core.next_coll_tag();
+        let n = this.size() as usize;
         let len = send.len();
         let mut out = vec![T::default(); n * len];
-        let at = self.rank() as usize * len;
+        let at = this.rank() as usize * len;
         out[at..at + len].copy_from_slice(&send);
-        let part = std::mem::size_of_val(send.as_slice());
-        let mut s = self.schedule(tag, vec![out, send]);
+        let mut s = this.schedule(tag, vec![out, send]);
         // Every rank's part has one length (the call's contract): every rank takes the
         // same path.
-        route(
-            &mut s,
-            sm::flat_step(
-                &self.core,
-                tag,
-                (sm::Kind::Allgather, None),
-                part,
-                sm::Blocks,
-            ),
-            |s| {
-                let g = Group::all(&self.core);
-                plans::ring_allgather(s, &g, tag, 0, &vec![len; n]);
-            },
-        );
+        let g = Group::all(&this.core);
+        plans::ring_allgather(&mut s, &g, tag, 0, &vec![len; n]);
         Self::start("allgather", s, first)
     }
 
@@ -469,29 +367,18 @@ impl Communicator {
     /// # Errors
     /// As [`Communicator::ibarrier`]; a `send` whose length is not a multiple of the size.
     pub fn ialltoall<T: Element>(&self, send: Vec<T>) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let tag = self.core.next_coll_tag();
-        let n = self.size() as usize;
+        let nb = self.nonblocking();
+        let this = &nb;
+        let tag = this.core.next_coll_tag();
+        let n = this.size() as usize;
         check("ialltoall", EVEN_SPLIT, send.len() % n, 0)?;
         let block = send.len() / n;
         let mut out = vec![T::default(); send.len()];
-        let at = self.rank() as usize * block;
+        let at = this.rank() as usize * block;
         out[at..at + block].copy_from_slice(&send[at..at + block]);
-        let whole = std::mem::size_of_val(send.as_slice());
-        let mut s = self.schedule(tag, vec![out, send]);
-        route(
-            &mut s,
-            sm::flat_step(
-                &self.core,
-                tag,
-                (sm::Kind::Alltoall, None),
-                whole,
-                sm::Column(self.rank() as usize),
-            ),
-            |s| {
-                let g = Group::all(&self.core);
-                plans::alltoall(s, &g, tag, (1, 0), block);
-            },
-        );
+        let mut s = this.schedule(tag, vec![out, send]);
+        let g = Group::all(&this.core);
+        plans::alltoall(&mut s, &g, tag, (1, 0), block);
         Self::start("alltoall", s, first)
     }
 
@@ -504,26 +391,16 @@ impl Communicator {
         buf: Vec<T>,
         op: Op<T>,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let tag = self.core.next_coll_tag();
-        let part = std::mem::size_of_val(buf.as_slice());
+        let nb = self.nonblocking();
+        let this = &nb;
+        let tag = this.core.next_coll_tag();
         let partial = buf.clone();
         let tmp = vec![T::default(); buf.len()];
-        // Slot 1 is what the segment's members post, slot 0 the result from their own.
-        let mut s = self.schedule(tag, vec![buf, partial, tmp]);
-        let me = self.rank() as usize;
-        route(
-            &mut s,
-            self.fold_path(
-                tag,
-                (sm::Kind::Scan, part),
-                sm::Folder::scan(op.clone(), me, true),
-            ),
-            |s| {
-                let g = Group::all(&self.core);
-                plans::scan(s, &g, tag, (0, 1, 2), &op);
-            },
-        );
-        Self::start("scan", self.agree(s, tag, &op), first)
+        // Slot 0: the result, from this rank's own part; slot 1: the partial fold.
+        let mut s = this.schedule(tag, vec![buf, partial, tmp]);
+        let g = Group::all(&this.core);
+        plans::scan(&mut s, &g, tag, (0, 1, 2), &op);
+        Self::start("scan", this.agree(s, tag, &op), first)
     }
 
     /// Non-blocking [`Communicator::reduce_scatter`]: `wait` returns this rank's block.
@@ -536,8 +413,10 @@ impl Communicator {
         counts: Vec<usize>,
         op: Op<T>,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let tag = self.core.next_coll_tag();
-        let n = self.size() as usize;
+        let nb = self.nonblocking();
+        let this = &nb;
+        let tag = this.core.next_coll_tag();
+        let n = this.size() as usize;
         let total: usize = counts.iter().sum();
         check("ireduce_scatter", ONE_COUNT_PER_RANK, counts.len(), n)?;
         check(
@@ -546,24 +425,14 @@ impl Communicator {
             send.len(),
             total,
         )?;
-        let me = self.rank() as usize;
+        let me = this.rank() as usize;
         let from: usize = counts[..me].iter().sum();
-        // This rank's own block, where the segment's fold starts (the messages' plan
-        // overwrites it).
+        // This rank's block of the result (the plan overwrites it).
         let out = send[from..from + counts[me]].to_vec();
-        let whole = std::mem::size_of_val(send.as_slice());
         let tmp = vec![T::default(); total];
-        let at = from * std::mem::size_of::<T>();
-        let fold = sm::Folder::block(op.clone(), me, at, &send);
-        let mut s = self.schedule(tag, vec![out, send, tmp]);
-        route(
-            &mut s,
-            self.fold_path(tag, (sm::Kind::ReduceScatter, whole), fold),
-            |s| {
-                let g = Group::all(&self.core);
-                plans::reduce_scatter(s, &g, tag, (1, 2, 0), &counts, &op);
-            },
-        );
-        Self::start("reduce_scatter", self.agree(s, tag, &op), first)
+        let mut s = this.schedule(tag, vec![out, send, tmp]);
+        let g = Group::all(&this.core);
+        plans::reduce_scatter(&mut s, &g, tag, (1, 2, 0), &counts, &op);
+        Self::start("reduce_scatter", this.agree(s, tag, &op), first)
     }
 }

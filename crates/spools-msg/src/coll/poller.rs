@@ -141,43 +141,19 @@ fn poll_active(key: usize) -> usize {
 pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgError> {
     // From here the waiting thread advances it: the poller need not.
     deactivate(s);
-    let (engine, ctx, coll, finished, sm, members, watch) = {
+    let (engine, ctx, coll, finished, members) = {
         let mut g = lock(s);
         let finished = g.advance();
-        let sm = g.sm.then(|| (g.core.clone(), g.tag));
-        let watch = g.watch;
         (
             g.core.engine.clone(),
             g.core.coll_ctx(),
             g.tag >> 8,
             finished,
-            sm,
             g.core.clone(),
-            watch,
         )
     };
-    if let (false, Some((core, tag))) = (finished, sm) {
-        // Through a segment: its wait sleeps where the members setting its flags ring.
-        if let (Some(seg), Some(w)) = (core.sm.ready(), watch) {
-            if let Err(e) = seg.drive((core.coll_ctx(), &core.ranks), tag, w, || {
-                Ok(lock(s).advance())
-            }) {
-                // Its sequence number is done with here (posted or not), so that later
-                // collectives do not wait for it.
-                if seg.may_post(w.seq) {
-                    seg.finished(w.seq);
-                }
-                let mut g = lock(s);
-                g.fail(e);
-                return g.take();
-            }
-        }
-    } else if !finished {
+    if !finished {
         let state = engine.worker.bootstrap().state();
-        // Through the messages where the segment could have served: the ranks that took
-        // it instead for this collective.
-        let seg = watch.and_then(|w| members.sm.ready().map(|seg| (seg, w)));
-        let mut split = None;
         let mut blocker = None;
         let mut seen = None;
         let mut quiet = false;
@@ -186,7 +162,7 @@ pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgEr
             .wait_for_or(
                 || {
                     // Look at the schedule only when an operation completed, or when it
-                    // has sends to retry or steps to poll.
+                    // has sends to retry.
                     let g = engine.generation();
                     if quiet && seen == Some(g) {
                         return false;
@@ -198,12 +174,6 @@ pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgEr
                     done
                 },
                 || {
-                    if let Some((seg, w)) = &seg {
-                        split = seg.split_on_messages(w);
-                        if split.is_some() {
-                            return true;
-                        }
-                    }
                     blocker = state.collective_blocker(ctx, coll, &members.ranks);
                     blocker.is_some()
                 },
@@ -211,12 +181,6 @@ pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgEr
             .map_err(MsgError::from);
         let failed = match waited {
             Ok(true) => None,
-            Ok(false) if split.is_some() => {
-                if let (Some((seg, w)), Some(e)) = (&seg, &split) {
-                    seg.mark_failed(w.no, w.bytes, e);
-                }
-                split
-            }
             Ok(false) => {
                 let (rank, started) = blocker.unwrap_or((u32::MAX, 0));
                 engine.worker.bootstrap().blame(

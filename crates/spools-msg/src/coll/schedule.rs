@@ -2,7 +2,7 @@
 //!
 //! A [`Schedule`] is a list of rounds of [`Step`]s over buffers it owns (its *slots*).
 //! A round starts by posting all its receives and starting all its sends at once; when
-//! every one of them completed (and every `Poll` step said done), its `Reduce` steps run
+//! every one of them completed, its `Reduce` steps run
 //! in order and the next round starts. [`Schedule::advance`] does as much as it can
 //! without ever blocking: a send the transport has no room for is left for the next call.
 //!
@@ -26,7 +26,6 @@
 
 use std::sync::Arc;
 
-use super::sm::Watch;
 use crate::buffer::{Buf, RecvBuf};
 use crate::comm_core::CommCore;
 use crate::element::Element;
@@ -55,10 +54,6 @@ impl Part {
 /// A local computation on the schedule's slots (a reduction, a copy).
 pub(crate) type Local<T> = Box<dyn FnMut(&mut [Vec<T>]) + Send>;
 
-/// A generic step: called with the slots until it returns `Ok(true)`; it must never
-/// block, and its round has no sends or receives (they would alias the slots).
-pub(crate) type PollFn<T> = Box<dyn FnMut(&mut [Vec<T>]) -> Result<bool, MsgError> + Send>;
-
 /// One step of a round.
 pub(crate) enum Step<T> {
     /// Send the elements of `bytes` to job rank `to` with `tag`.
@@ -68,8 +63,6 @@ pub(crate) enum Step<T> {
     /// Runs once the round's communication completed, in order with the round's other
     /// `Reduce` steps.
     Reduce(Local<T>),
-    /// Polled until it returns `Ok(true)` (alone in its round).
-    Poll(PollFn<T>),
 }
 
 /// An operation of the current round in flight.
@@ -80,8 +73,6 @@ enum InFlight {
     Send(u64),
     /// A posted receive of `want` bytes from job rank `from`.
     Recv { id: u64, want: usize, from: u32 },
-    /// A `Poll` step not done yet: its index.
-    Poll(usize),
 }
 
 /// Where a schedule is.
@@ -110,11 +101,6 @@ pub(crate) struct Schedule<T: Element> {
     state: State,
     /// Whether the poller's list holds it.
     pub(super) registered: bool,
-    /// Whether a step goes through the communicator's shared-memory segment.
-    pub(super) sm: bool,
-    /// What its wait watches the segment for (see [`crate::coll::sm`]): the ranks that
-    /// took the other path for this collective.
-    pub(super) watch: Option<Watch>,
     /// How many of the slots are the result (all when `None`).
     keep: Option<usize>,
     /// The first disagreement a receive found: the schedule's rounds go on with empty
@@ -144,21 +130,12 @@ impl<T: Element> Schedule<T> {
             seen: u64::MAX,
             state: State::Running,
             registered: false,
-            sm: false,
-            watch: None,
             keep: None,
             poisoned: None,
             gone: Vec::new(),
             early: Vec::new(),
             probed: None,
         }
-    }
-
-    /// Makes its wait watch the segment for `w` (a collective the segment could serve:
-    /// through it, or through the messages for its length).
-    pub(crate) fn watch(&mut self, w: Watch) -> &mut Self {
-        self.watch = Some(w);
-        self
     }
 
     /// The communicator's shared state.
@@ -208,28 +185,13 @@ impl<T: Element> Schedule<T> {
         self.push(Step::Reduce(Box::new(f)))
     }
 
-    /// Adds a generic step, alone in a round of its own, polled with the slots until it
-    /// returns `Ok(true)`: a hook for other state machines. `sm` says it is a collective
-    /// through a shared-memory segment, whose wait ([`run_to_end`]) then sleeps where the
-    /// segment's flag setters ring.
-    pub(crate) fn poll(
-        &mut self,
-        sm: bool,
-        f: impl FnMut(&mut [Vec<T>]) -> Result<bool, MsgError> + Send + 'static,
-    ) -> &mut Self {
-        self.sm |= sm;
-        self.round();
-        self.push(Step::Poll(Box::new(f)));
-        self.round()
-    }
-
     /// Whether only a completion in the engine can move the schedule (no send to retry,
     /// no step to poll): then it need not be looked at until the engine's generation moves.
     pub(crate) fn quiet(&self) -> bool {
         !self
             .in_flight
             .iter()
-            .any(|o| matches!(o, InFlight::Unsent(_) | InFlight::Poll(_)))
+            .any(|o| matches!(o, InFlight::Unsent(_)))
     }
 
     /// Whether the schedule has finished (successfully or not).
@@ -345,14 +307,10 @@ impl<T: Element> Schedule<T> {
             }
         }
         for i in 0..self.rounds[self.round].len() {
-            match self.rounds[self.round][i] {
-                Step::Send { .. } => {
-                    if let Some(o) = self.try_send(i)? {
-                        self.in_flight.push(o);
-                    }
+            if let Step::Send { .. } = self.rounds[self.round][i] {
+                if let Some(o) = self.try_send(i)? {
+                    self.in_flight.push(o);
                 }
-                Step::Poll(_) => self.in_flight.push(InFlight::Poll(i)),
-                _ => {}
             }
         }
         Ok(())
@@ -419,7 +377,7 @@ impl<T: Element> Schedule<T> {
         })
     }
 
-    /// Retries unsent sends, polls `Poll` steps, and drops what completed (and the
+    /// Retries unsent sends and drops what completed (and the
     /// receives from peers found gone).
     fn check_in_flight(&mut self) -> Result<(), MsgError> {
         loop {
@@ -456,10 +414,6 @@ impl<T: Element> Schedule<T> {
                     true
                 }
                 InFlight::Recv { id, want, from } => self.check_recv(id, want, from)?,
-                InFlight::Poll(i) => match &mut self.rounds[self.round][i] {
-                    Step::Poll(f) => f(&mut self.slots)?,
-                    _ => true,
-                },
             };
             if done {
                 self.in_flight.swap_remove(k);
@@ -577,7 +531,7 @@ impl<T: Element> Schedule<T> {
                 InFlight::Recv { id, .. } => {
                     e.release_recv(id);
                 }
-                InFlight::Unsent(_) | InFlight::Poll(_) => {}
+                InFlight::Unsent(_) => {}
             }
         }
     }

@@ -14,8 +14,9 @@ pub(crate) const RPC_REPLY_CTX: u32 = 0xFFFF_FFFF;
 /// Contexts below this are for communicators (each takes `CTX_STRIDE`).
 pub(crate) const MAX_CTX: u32 = 0xFFFF_FF00;
 /// How many context ids a communicator takes: `ctx` (point-to-point), `ctx + 1`
-/// (collectives, `CommCore::coll_ctx`), `ctx + 2` (partitioned messages,
-/// `Communicator::partitioned`); `ctx + 3` is unused.
+/// (blocking collectives, `CommCore::coll_ctx`), `ctx + 2` (partitioned messages,
+/// `Communicator::partitioned`) and `ctx + 3` (non-blocking collectives): the last two
+/// are the point-to-point and collective contexts of `CommCore::nonblocking`.
 pub(crate) const CTX_STRIDE: u32 = 4;
 pub(crate) use super::events::SHORT_MAX;
 

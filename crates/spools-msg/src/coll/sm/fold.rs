@@ -56,11 +56,6 @@ impl<T: Element> Folder<T> {
         }
     }
 
-    /// Whether its operator ends with an agreement ([`Op::with_verdict`]).
-    pub(crate) fn agrees(&self) -> bool {
-        self.op.verdict().is_some()
-    }
-
     fn new(op: Op<T>, me: usize, at: usize, after: bool) -> Folder<T> {
         Folder {
             op,

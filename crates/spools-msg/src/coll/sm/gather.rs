@@ -7,15 +7,11 @@
 //! (`fold.rs`). Only within one host (across hosts: the messages).
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
-use super::coll::{fits, place};
+use super::coll::place;
 use super::kind::Kind;
-use super::nonblocking::{ready_for, Path};
 use super::{clamp_len, coll_no, halves, post_record, seq_ge, SmComm, Watch, EVERYONE, NOBODY};
-use crate::coll::args::{bytes, bytes_mut};
 use crate::comm_core::CommCore;
-use crate::element::Element;
 use crate::error::MsgError;
 
 /// One flat collective on one member.
@@ -290,97 +286,4 @@ pub(crate) trait Taker<T>: Send + 'static {
     fn end(&mut self, out: &mut [T]) {
         let _ = out;
     }
-}
-
-/// A gather's or an allgather's taker: member m's part is block m of the result.
-pub(crate) struct Blocks;
-
-impl<T: Element> Taker<T> for Blocks {
-    fn take(&mut self, sm: &SmComm, (m, seq): (usize, u32), part: usize, out: &mut [T]) {
-        let r = sm.members[m] as usize;
-        sm.read_data(m, seq, &mut bytes_mut(out)[r * part..(r + 1) * part]);
-    }
-}
-
-/// An alltoall's taker: block `me` (this member's rank) of member m's blocks is block m
-/// of the result.
-pub(crate) struct Column(pub(crate) usize);
-
-impl<T: Element> Taker<T> for Column {
-    fn take(&mut self, sm: &SmComm, (m, seq): (usize, u32), part: usize, out: &mut [T]) {
-        let (r, block) = (sm.members[m] as usize, part / sm.n().max(1));
-        let to = &mut bytes_mut(out)[r * block..(r + 1) * block];
-        sm.read_part(m, seq, part, self.0 * block, to);
-    }
-}
-
-/// The step of a non-blocking flat collective `kind` number `tag >> 8` (a gather to
-/// communicator rank `root`, else `root` is `None`) over its schedule's slots (0: this
-/// member's result, what it has of it already in place; 1: what this rank posts, `part`
-/// bytes on every rank), `take` doing with each member's part what the kind does, with
-/// the next sequence number of `core`'s segment, taken now (see [`super::step`]).
-pub(crate) fn flat_step<T: Element>(
-    core: &Arc<CommCore>,
-    tag: u32,
-    (kind, root): (Kind, Option<usize>),
-    part: usize,
-    mut take: impl Taker<T>,
-) -> Path<impl FnMut(&mut [Vec<T>]) -> Result<bool, MsgError> + Send + 'static> {
-    let Some(sm) = ready_for(core) else {
-        return Path::Messages(None);
-    };
-    if !fits(core, part) {
-        return Path::Messages(Some(sm.enter_messages(kind, tag, part)));
-    }
-    let (seq, no) = (sm.take_seq(), coll_no(tag));
-    let watch = Watch {
-        seq,
-        no,
-        bytes: part,
-        op: kind.name(),
-        lens: true,
-    };
-    // Where the collective is: (posted, done, next member, disagreement).
-    let mut at = (false, false, 0, None);
-    let core = core.clone();
-    Path::Segment(
-        move |slots: &mut [Vec<T>]| {
-            let (Some(sm), false) = (core.sm.ready(), at.1) else {
-                return Err(MsgError::Protocol {
-                    peer: core.rank,
-                    what: "shared-memory collective polled after it ended",
-                });
-            };
-            let [out, mine, ..] = slots else {
-                return Err(MsgError::Protocol {
-                    peer: core.rank,
-                    what: "flat collective polled without its buffers",
-                });
-            };
-            let mut f = Flat {
-                sm,
-                seq,
-                no,
-                kind,
-                root,
-                posted: at.0,
-                done: at.1,
-                next: at.2,
-                disagree: at.3,
-            };
-            let r = f.poll(
-                bytes(mine),
-                |_| part,
-                |sm, m, seq| take.take(sm, (m, seq), part, out),
-            );
-            match r {
-                Ok(true) => take.end(out),
-                Ok(false) => {}
-                Err(_) => f.abandon(),
-            }
-            at = (f.posted, f.done, f.next, f.disagree);
-            r
-        },
-        watch,
-    )
 }

@@ -36,8 +36,7 @@ pub(crate) enum Stage {
     Done,
 }
 
-/// Where one collective is on one member: owned, so that a non-blocking collective's
-/// schedule keeps it between polls ([`SmColl::resume`], [`SmColl::into_state`]).
+/// Where one collective is on one member (what [`SmColl`] runs over).
 pub(crate) struct SmState<T: Element> {
     seq: u32,
     /// The collective's number (its base tag over 256), the same on every rank.
@@ -190,14 +189,8 @@ impl<'a, T: Element> SmColl<'a, T> {
         SmColl::resume(sm, buf, op, st)
     }
 
-    /// Picks a collective up where [`SmColl::into_state`] left it, over the same segment,
-    /// buffer contents and operator.
-    pub(crate) fn resume(
-        sm: &'a SmComm,
-        buf: &'a mut [T],
-        op: Option<&'a Op<T>>,
-        st: SmState<T>,
-    ) -> Self {
+    /// A collective at state `st`, over `buf` and `op`.
+    fn resume(sm: &'a SmComm, buf: &'a mut [T], op: Option<&'a Op<T>>, st: SmState<T>) -> Self {
         SmColl {
             sm,
             buf,
@@ -205,11 +198,6 @@ impl<'a, T: Element> SmColl<'a, T> {
             op,
             st,
         }
-    }
-
-    /// The collective's state, to resume later.
-    pub(crate) fn into_state(self) -> SmState<T> {
-        self.st
     }
 
     /// Where it is.
@@ -283,8 +271,7 @@ impl<'a, T: Element> SmColl<'a, T> {
             self.st.stage = Stage::Post;
         }
         if self.st.stage == Stage::Post {
-            // Posting `s` says `s - 1` is finished here: a non-blocking collective still in
-            // flight before this one must finish first.
+            // Posting `s` says `s - 1` is finished here: it must be.
             if !sm.may_post(self.st.seq) {
                 return Ok(false);
             }
@@ -584,8 +571,7 @@ impl<'a, T: Element> SmColl<'a, T> {
         }
         self.st.stage = Stage::Done;
         // Finished only once the result is out: finishing lets this member post the next
-        // collective, after which the root may reuse the slot (a non-blocking collective
-        // polled by the progress thread, and a blocking one behind it on the caller's).
+        // collective, after which the root may reuse the slot.
         let r = self.take_result(k, no);
         self.sm.finished(self.st.seq);
         r

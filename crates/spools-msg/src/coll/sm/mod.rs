@@ -74,7 +74,7 @@
 //! - a member that runs the collective through the messages where the segment could have
 //!   served it but for the length writes a record saying so, with the sequence number it
 //!   would have used (its next one), and its waits in that collective (receives,
-//!   rendezvous sends, a non-blocking collective's wait) watch the segment
+//!   rendezvous sends) watch the segment
 //!   ([`SmComm::split_on_messages`]): a member that posted this collective, or a result
 //!   published for it, means the others took the segment;
 //! - a member waiting on the segment looks at the others' records before each nap,
@@ -106,7 +106,6 @@ mod fold;
 mod gather;
 mod kind;
 mod machine;
-mod nonblocking;
 mod setup;
 mod slot;
 
@@ -121,10 +120,9 @@ use crate::error::MsgError;
 pub(crate) use coll::{
     allreduce, barrier, bcast, failed, reduce, scatter, ALLREDUCE_LEADER_TAGS, BCAST_LEADER_TAGS,
 };
-pub(crate) use fold::{reduce_scatter, scan, Folder};
-pub(crate) use gather::{allgatherv, alltoall, flat_step, gather, Blocks, Column};
+pub(crate) use fold::{reduce_scatter, scan};
+pub(crate) use gather::{allgatherv, alltoall, gather};
 pub(crate) use kind::Kind;
-pub(crate) use nonblocking::{step, Path};
 pub(crate) use slot::SmSlot;
 
 /// Looks at a collective's flags before its wait drives progress (see [`SmComm::drive`]).
@@ -281,8 +279,8 @@ pub(crate) struct SmComm {
     /// wrote there last, a member ([`SmComm::slot_free`]), [`EVERYONE`] or [`NOBODY`].
     slot_readers: [AtomicU32; 2],
     /// The last collective this member finished: the next one posts only after it (a
-    /// post of `s` tells the others that `s - 1` is finished here), so non-blocking
-    /// collectives in flight and blocking ones after them go in call order.
+    /// post of `s` tells the others that `s - 1` is finished here), so collectives go
+    /// in call order.
     done: AtomicU32,
     /// The collective (number, with [`VALID`]) this member runs through the messages
     /// while the segment could have served it: its waits on messages watch the segment
@@ -794,8 +792,8 @@ impl SmComm {
                 sleeping.store(0, Ordering::SeqCst);
                 self.sleepers().fetch_sub(1, Ordering::SeqCst);
             };
-            // One more progress round too: a non-blocking collective before this one,
-            // which only the pollers advance, may be what this one waits for.
+            // One more progress round too: the pollers advance the non-blocking
+            // collectives in flight, which other ranks may finish before they join this one.
             if let Err(e) = self.worker.progress() {
                 awake();
                 return Err(e.into());

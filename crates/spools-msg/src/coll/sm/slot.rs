@@ -30,8 +30,7 @@ impl SmSlot {
         Ok(self.0.get().and_then(Option::as_ref))
     }
 
-    /// The segment if it is set up already (never sets one up: a non-blocking collective
-    /// must not wait for the others' handshake).
+    /// The segment if it is set up already (never sets one up).
     pub(crate) fn ready(&self) -> Option<&SmComm> {
         self.0.get().and_then(Option::as_ref)
     }

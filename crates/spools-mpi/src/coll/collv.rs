@@ -1,0 +1,455 @@
+//! The blocking allgatherv, alltoallv and reduce-scatters of an intracommunicator on
+//! Spools' own (`Communicator::allgatherv`, `alltoallv`, `reduce_scatter`: the
+//! shared-memory engine within a host, the ring, pairwise or hierarchical algorithms
+//! beyond), instead of `vcoll`'s exchange of packed copies. Allgatherv and alltoallv use
+//! the program's buffers in place when a side's datatype is contiguous and its blocks lie
+//! one after the other in rank order, else one packed copy, unpacked block by block; a reduce-scatter reduces packed elements (a predefined operator as
+//! Spools' typed one, a user function on the caller's thread, block by block).
+//! Intercommunicators, and reduce-scatters combined byte-wise (MINLOC, long double and
+//! complex arithmetic, whose contributions are not packed), wait for the non-blocking
+//! form (`vcoll`).
+
+use std::ffi::{c_int, c_void};
+
+use spools::{Communicator, Element, Op};
+
+use crate::abi::*;
+use crate::coll::op::{cast, engine, slice_op, with_op, Engine, Reducer, WithOp};
+use crate::coll::vcoll::{arr, counts, Wide};
+use crate::coll::{is_inter, waited};
+use crate::comm::comm;
+use crate::datatype::{block, buffer, committed, count as ccount, unpack};
+use crate::env::errhandler::on_comm;
+use crate::env::error::MpiError;
+use crate::p2p::data;
+
+/// `MPI_Allgatherv` and `MPI_Allgatherv_c`: one body for both widths (errors name
+/// `call`), so that ranks calling either form meet in the same algorithm.
+///
+/// # Safety
+/// The caller's contract of `MPI_Allgatherv`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn allgatherv<C: Wide, K: Copy + Wide, D: Copy + Wide>(
+    sendbuf: *const c_void,
+    sendcount: C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const K,
+    displs: *const D,
+    recvtype: MPI_Datatype,
+    comm_h: MPI_Comm,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    let c = comm(comm_h, call)?;
+    let n = c.comm.size() as usize;
+    let me = c.comm.rank() as usize;
+    // SAFETY: `size` values each (the caller's contract).
+    let (k, d) = unsafe {
+        (
+            counts(&arr(recvcounts, n, call)?, call)?,
+            arr(displs, n, call)?,
+        )
+    };
+    let rt = committed(recvtype, call)?;
+    for (&k, &d) in k.iter().zip(&d) {
+        block(
+            recvbuf as usize,
+            d as isize * rt.extent,
+            k,
+            &rt,
+            call,
+            "recvbuf",
+        )?;
+    }
+    let at = |i: usize| (recvbuf as isize).wrapping_add(d[i] as isize * rt.extent) as *mut u8;
+    let mine = if sendbuf as usize == MPI_IN_PLACE {
+        // SAFETY: this rank's block of the receive buffer (checked above).
+        unsafe { data(at(me).cast_const().cast(), k[me], &rt) }.into_owned()
+    } else {
+        let (sn, st) = (ccount(sendcount.wide(), call)?, committed(sendtype, call)?);
+        buffer(sendbuf as usize, sn, &st, call, "sendbuf")?;
+        // SAFETY: `sn` elements of `st` (the caller's contract, checked above).
+        unsafe { data(sendbuf, sn, &st) }.into_owned()
+    };
+    let mut bytes: Vec<usize> = k.iter().map(|&k| k * rt.size).collect();
+    // A send block of another length than this rank's receive count: this rank takes
+    // part with what it sends, so that the others find the disagreement, and fails.
+    let agrees = mine.len() == bytes[me];
+    bytes[me] = mine.len();
+    let total: usize = bytes.iter().sum();
+    if agrees && packed_displs(&k, &d) && rt.contiguous() && total > 0 && !recvbuf.is_null() {
+        // SAFETY: the receive buffer's blocks, one after the other from its start, are
+        // `total` bytes (checked above); `mine` is a copy, apart from them.
+        let out = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), total) };
+        return Ok(c.comm.allgatherv(&mine, out, &bytes)?);
+    }
+    let mut all = vec![0u8; total];
+    c.comm.allgatherv(&mine, &mut all, &bytes)?;
+    if !agrees {
+        return Err(MpiError::invalid(
+            MPI_ERR_TRUNCATE,
+            format!(
+                "{call}: this rank sends {} bytes where its receive count takes {}",
+                mine.len(),
+                k[me] * rt.size
+            ),
+        ));
+    }
+    let mut from = 0;
+    for (i, &len) in bytes.iter().enumerate() {
+        if len > 0 {
+            // SAFETY: block i of the receive buffer holds `k[i]` elements, `len` bytes
+            // (checked above).
+            unsafe { unpack(&all[from..from + len], at(i), &rt) };
+        }
+        from += len;
+    }
+    Ok(())
+}
+
+/// Whether `d` puts blocks of `k` elements one after the other from 0, in rank order.
+fn packed_displs(k: &[usize], d: &[i64]) -> bool {
+    d.iter()
+        .zip(k)
+        .try_fold(0i64, |next, (&d, &k)| {
+            (d == next).then_some(next + k as i64)
+        })
+        .is_some()
+}
+
+/// The blocking alltoallv: block j of this rank's send blocks (`sk[j]` elements of `st`
+/// at `sd[j]` extents; in place, the receive blocks) to rank j, rank i's block for this
+/// rank into receive block i.
+///
+/// # Safety
+/// The caller's contract of `MPI_Alltoallv`.
+unsafe fn alltoallv(
+    sendbuf: *const c_void,
+    (sk, sd, st): (&[i64], &[i64], MPI_Datatype),
+    recvbuf: *mut c_void,
+    (rk, rd, rt): (&[i64], &[i64], MPI_Datatype),
+    comm_h: MPI_Comm,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    let c = comm(comm_h, call)?;
+    let inplace = sendbuf as usize == MPI_IN_PLACE;
+    let rt = committed(rt, call)?;
+    let rk = counts(rk, call)?;
+    for (&k, &d) in rk.iter().zip(rd) {
+        block(
+            recvbuf as usize,
+            d as isize * rt.extent,
+            k,
+            &rt,
+            call,
+            "recvbuf",
+        )?;
+    }
+    let rat = |i: usize| (recvbuf as isize).wrapping_add(rd[i] as isize * rt.extent) as *mut u8;
+    // This rank's send blocks, one after the other.
+    let (send, sbytes): (std::borrow::Cow<'_, [u8]>, Vec<usize>) = if inplace {
+        let mut all = Vec::new();
+        for (i, &k) in rk.iter().enumerate() {
+            // SAFETY: receive block i (checked above).
+            all.extend_from_slice(&unsafe { data(rat(i).cast_const().cast(), k, &rt) });
+        }
+        (all.into(), rk.iter().map(|k| k * rt.size).collect())
+    } else {
+        let st = committed(st, call)?;
+        let sk = counts(sk, call)?;
+        for (&k, &d) in sk.iter().zip(sd) {
+            block(
+                sendbuf as usize,
+                d as isize * st.extent,
+                k,
+                &st,
+                call,
+                "sendbuf",
+            )?;
+        }
+        let sbytes: Vec<usize> = sk.iter().map(|k| k * st.size).collect();
+        let total: usize = sbytes.iter().sum();
+        if st.contiguous() && packed_displs(&sk, sd) && total > 0 && !sendbuf.is_null() {
+            // SAFETY: the send blocks, one after the other from the buffer's start, are
+            // `total` bytes (checked above).
+            let whole = unsafe { std::slice::from_raw_parts(sendbuf.cast::<u8>(), total) };
+            (whole.into(), sbytes)
+        } else {
+            let mut all = Vec::with_capacity(total);
+            for (i, &k) in sk.iter().enumerate() {
+                let p = (sendbuf as isize).wrapping_add(sd[i] as isize * st.extent);
+                // SAFETY: send block i (checked above).
+                all.extend_from_slice(&unsafe { data(p as *const c_void, k, &st) });
+            }
+            (all.into(), sbytes)
+        }
+    };
+    let rbytes: Vec<usize> = rk.iter().map(|k| k * rt.size).collect();
+    let total: usize = rbytes.iter().sum();
+    let me = c.comm.rank() as usize;
+    // A block to itself of two lengths: this rank still takes part (its peers are owed
+    // their blocks), with that block cut or padded to its receive length, and fails.
+    let (send, sbytes, own) = match (sbytes.get(me), rbytes.get(me)) {
+        (Some(&s), Some(&r)) if s != r => {
+            let at: usize = sbytes[..me].iter().sum();
+            let mut fixed = send[..at].to_vec();
+            fixed.extend_from_slice(&send[at..at + s.min(r)]);
+            fixed.resize(at + r, 0);
+            fixed.extend_from_slice(&send[at + s..]);
+            let mut sb = sbytes.clone();
+            sb[me] = r;
+            (fixed.into(), sb, Some((s, r)))
+        }
+        _ => (send, sbytes, None),
+    };
+    let direct = !inplace && own.is_none() && rt.contiguous() && packed_displs(&rk, rd);
+    if direct && total > 0 && !recvbuf.is_null() {
+        let (s0, r0) = (send.as_ptr() as usize, recvbuf as usize);
+        if s0 + send.len() <= r0 || r0 + total <= s0 {
+            // SAFETY: the receive blocks, one after the other from the buffer's start,
+            // are `total` bytes (checked above), apart from the send bytes.
+            let out = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), total) };
+            return Ok(c.comm.alltoallv(&send, &sbytes, out, &rbytes)?);
+        }
+    }
+    let mut all = vec![0u8; total];
+    c.comm.alltoallv(&send, &sbytes, &mut all, &rbytes)?;
+    if let Some((s, r)) = own {
+        return Err(MpiError::invalid(
+            MPI_ERR_TRUNCATE,
+            format!("{call}: this rank's block to itself is {s} bytes sent and {r} received"),
+        ));
+    }
+    let mut from = 0;
+    for (i, &len) in rbytes.iter().enumerate() {
+        if len > 0 {
+            // SAFETY: receive block i holds `rk[i]` elements, `len` bytes (checked
+            // above).
+            unsafe { unpack(&all[from..from + len], rat(i), &rt) };
+        }
+        from += len;
+    }
+    Ok(())
+}
+
+/// The body of `MPI_Alltoallv` and `MPI_Alltoallv_c`: their count and displacement
+/// arrays read (the send ones unless in place).
+///
+/// # Safety
+/// The caller's contract of `MPI_Alltoallv`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoallv_arrays<K: Copy + Wide, D: Copy + Wide>(
+    sendbuf: *const c_void,
+    sendcounts: *const K,
+    sdispls: *const D,
+    st: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const K,
+    rdispls: *const D,
+    rt: MPI_Datatype,
+    comm_h: MPI_Comm,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    let n = comm(comm_h, call)?.comm.size() as usize;
+    // SAFETY: `size` values each (the caller's contract).
+    let (rk, rd) = unsafe { (arr(recvcounts, n, call)?, arr(rdispls, n, call)?) };
+    let (sk, sd) = if sendbuf as usize == MPI_IN_PLACE {
+        (Vec::new(), Vec::new())
+    } else {
+        // SAFETY: as above.
+        unsafe { (arr(sendcounts, n, call)?, arr(sdispls, n, call)?) }
+    };
+    // SAFETY: the caller's contract.
+    unsafe {
+        alltoallv(
+            sendbuf,
+            (&sk, &sd, st),
+            recvbuf,
+            (&rk, &rd, rt),
+            comm_h,
+            call,
+        )
+    }
+}
+
+/// Whether a reduce-scatter of `dt` with `op` on `comm` waits for the non-blocking
+/// form: on an intercommunicator, or combined byte-wise (see the module's comment). A
+/// bad argument is reported by the blocking body.
+fn exchanged(comm_h: MPI_Comm, dt: MPI_Datatype, op: MPI_Op) -> bool {
+    is_inter(comm_h)
+        || committed(dt, "a reduce-scatter")
+            .and_then(|t| engine(op, dt, &t))
+            .is_ok_and(|e| matches!(e, Engine::Bytes))
+}
+
+/// A typed reduce-scatter of packed elements: blocks of `counts` elements of
+/// `esize` bytes; this rank's block, as bytes.
+struct Blocks<'a> {
+    c: &'a Communicator,
+    input: &'a [u8],
+    counts: &'a [usize],
+    esize: usize,
+}
+
+impl WithOp for Blocks<'_> {
+    type Out = Vec<u8>;
+
+    fn with<T: Element>(self, op: Op<T>) -> Result<Vec<u8>, MpiError> {
+        let per = std::mem::size_of::<T>().max(1);
+        let counts: Vec<usize> = self.counts.iter().map(|k| k * self.esize / per).collect();
+        let send: Vec<T> = cast(self.input);
+        let me = self.c.rank() as usize;
+        let mut recv = vec![T::default(); counts.get(me).copied().unwrap_or(0)];
+        self.c.reduce_scatter(&send, &mut recv, &counts, &op)?;
+        Ok(spools::as_bytes(&recv).to_vec())
+    }
+}
+
+/// The blocking reduce-scatter: every rank's input (`sendbuf`, or `recvbuf` in place)
+/// of the sum of `k` elements of `dt` is combined with `op`, and block i (`k[i]`
+/// elements) goes to rank i's `recvbuf`.
+///
+/// # Safety
+/// The caller's contract of `MPI_Reduce_scatter`.
+unsafe fn reduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    k: &[usize],
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm_h: MPI_Comm,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    let c = comm(comm_h, call)?;
+    let me = c.comm.rank() as usize;
+    let t = committed(dt, call)?;
+    let total: usize = k.iter().sum();
+    let mine = k.get(me).copied().unwrap_or(0);
+    let src = if sendbuf as usize == MPI_IN_PLACE {
+        buffer(recvbuf as usize, total, &t, call, "recvbuf")?;
+        recvbuf.cast_const()
+    } else {
+        buffer(sendbuf as usize, total, &t, call, "sendbuf")?;
+        buffer(recvbuf as usize, mine, &t, call, "recvbuf")?;
+        sendbuf
+    };
+    let red = Reducer::new(op, dt, &t, total)?;
+    // SAFETY: the input holds `total` elements (checked above).
+    let input = unsafe { red.input(src.cast()) };
+    let out = match engine(op, dt, &t)? {
+        Engine::Typed(b, o) => with_op(
+            b,
+            o,
+            Blocks {
+                c: &c.comm,
+                input: &input,
+                counts: k,
+                esize: t.size,
+            },
+        )?,
+        Engine::Bytes | Engine::User => {
+            let bytes: Vec<usize> = k.iter().map(|k| k * t.size).collect();
+            let mut out = vec![0u8; mine * t.size];
+            c.comm
+                .reduce_scatter(&input, &mut out, &bytes, &slice_op(&red))?;
+            out
+        }
+    };
+    // SAFETY: this rank's block of the receive buffer holds `mine` elements (checked
+    // above).
+    unsafe { red.with_count(mine).output(&out, recvbuf.cast()) };
+    Ok(())
+}
+
+/// The body of `MPI_Reduce_scatter_block` and `MPI_Reduce_scatter_block_c`.
+///
+/// # Safety
+/// The caller's contract of `MPI_Reduce_scatter_block`.
+unsafe fn reduce_scatter_block<C: Wide>(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: C,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm_h: MPI_Comm,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    let n = comm(comm_h, call)?.comm.size() as usize;
+    let k = vec![ccount(recvcount.wide(), call)?; n];
+    // SAFETY: the caller's contract.
+    unsafe { reduce_scatter(sendbuf, recvbuf, &k, dt, op, comm_h, call) }
+}
+
+/// The body of `MPI_Reduce_scatter` and `MPI_Reduce_scatter_c`.
+///
+/// # Safety
+/// The caller's contract of `MPI_Reduce_scatter`.
+unsafe fn reduce_scatter_v<K: Copy + Wide>(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const K,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm_h: MPI_Comm,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    let n = comm(comm_h, call)?.comm.size() as usize;
+    // SAFETY: `size` values (the caller's contract).
+    let k = counts(&unsafe { arr(recvcounts, n, call) }?, call)?;
+    // SAFETY: the caller's contract.
+    unsafe { reduce_scatter(sendbuf, recvbuf, &k, dt, op, comm_h, call) }
+}
+
+/// The entry points `$int` and `$large` (`int` and `MPI_Count` counts) of one body,
+/// generic over the widths, so that ranks calling either form meet in the same
+/// algorithm: where `$exchanged` holds (an intercommunicator, a reduce-scatter combined
+/// byte-wise) they wait for the non-blocking form (`vcoll`'s `$nb`, `$nb_c`).
+macro_rules! both_widths {
+    ($int:ident, $large:ident; $nb:ident, $nb_c:ident; $body:ident; $comm:ident;
+     exchanged: $ex:expr; ($($p:ident: $ti:ty => $tl:ty),*)) => {
+        #[doc = concat!("`", stringify!($int), "`.")]
+        ///
+        /// # Safety
+        /// The caller's contract of the MPI function.
+        #[no_mangle]
+        pub unsafe extern "C" fn $int($($p: $ti),*) -> c_int {
+            if $ex {
+                let mut q = MPI_REQUEST_NULL;
+                // SAFETY: the caller's contract, passed on.
+                return unsafe { waited(crate::coll::vcoll::$nb($($p,)* &mut q), &mut q) };
+            }
+            // SAFETY: the caller's contract.
+            let r = unsafe { $body($($p,)* stringify!($int)) };
+            on_comm($comm, r)
+        }
+
+        #[doc = concat!("`", stringify!($large), "`.")]
+        ///
+        /// # Safety
+        /// The caller's contract of the MPI function.
+        #[no_mangle]
+        pub unsafe extern "C" fn $large($($p: $tl),*) -> c_int {
+            if $ex {
+                let mut q = MPI_REQUEST_NULL;
+                // SAFETY: the caller's contract, passed on.
+                return unsafe { waited(crate::coll::vcoll::$nb_c($($p,)* &mut q), &mut q) };
+            }
+            // SAFETY: the caller's contract.
+            let r = unsafe { $body($($p,)* stringify!($large)) };
+            on_comm($comm, r)
+        }
+    };
+}
+
+both_widths!(MPI_Allgatherv, MPI_Allgatherv_c; MPI_Iallgatherv, MPI_Iallgatherv_c; allgatherv; comm;
+    exchanged: is_inter(comm);
+    (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, displs: *const c_int => *const MPI_Aint, recvtype: MPI_Datatype => MPI_Datatype, comm: MPI_Comm => MPI_Comm));
+both_widths!(MPI_Alltoallv, MPI_Alltoallv_c; MPI_Ialltoallv, MPI_Ialltoallv_c; alltoallv_arrays; comm;
+    exchanged: is_inter(comm);
+    (sendbuf: *const c_void => *const c_void, sendcounts: *const c_int => *const MPI_Count, sdispls: *const c_int => *const MPI_Aint, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, rdispls: *const c_int => *const MPI_Aint, recvtype: MPI_Datatype => MPI_Datatype, comm: MPI_Comm => MPI_Comm));
+both_widths!(MPI_Reduce_scatter_block, MPI_Reduce_scatter_block_c; MPI_Ireduce_scatter_block, MPI_Ireduce_scatter_block_c; reduce_scatter_block; comm;
+    exchanged: exchanged(comm, datatype, op);
+    (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm));
+both_widths!(MPI_Reduce_scatter, MPI_Reduce_scatter_c; MPI_Ireduce_scatter, MPI_Ireduce_scatter_c; reduce_scatter_v; comm;
+    exchanged: exchanged(comm, datatype, op);
+    (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm));

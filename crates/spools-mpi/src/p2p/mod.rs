@@ -1,0 +1,1089 @@
+//! Point-to-point messages: blocking and non-blocking sends in every mode, receives,
+//! `MPI_Sendrecv(_replace)` and probes, over Spools' tagged messages (short, eager and
+//! rendezvous protocols). Contiguous buffers go straight from and to the program's
+//! memory; other datatypes are packed.
+
+pub(crate) mod buffer;
+pub(crate) mod grequest;
+pub(crate) mod part;
+pub(crate) mod persist;
+pub(crate) mod request;
+
+use std::borrow::Cow;
+use std::ffi::{c_int, c_void};
+
+use spools::{Source, Tag};
+
+use crate::abi::*;
+use crate::comm::{comm, CommObj};
+use crate::datatype::{buffer, committed_for, count as ccount, pack, unpack, TypeObj};
+use crate::env::errhandler::on_comm;
+use crate::env::error::MpiError;
+use crate::out::out;
+use crate::p2p::request::{
+    empty_status, give, proc_null_status, put_status, status_of, truncated_status, Op,
+};
+
+/// A destination rank; `None` for `MPI_PROC_NULL`.
+pub(crate) fn dest(c: &CommObj, d: c_int, call: &'static str) -> Result<Option<u32>, MpiError> {
+    if d == MPI_PROC_NULL {
+        return Ok(None);
+    }
+    match u32::try_from(d) {
+        Ok(r) if r < c.peers() => Ok(Some(r)),
+        _ => Err(MpiError::invalid(
+            MPI_ERR_RANK,
+            format!(
+                "{call}: rank {d} is not in this communicator of {} ranks{}",
+                c.peers(),
+                if c.inter.is_some() {
+                    " (the remote group)"
+                } else {
+                    ""
+                }
+            ),
+        )),
+    }
+}
+
+/// A source selector; `None` for `MPI_PROC_NULL`.
+pub(crate) fn source(
+    c: &CommObj,
+    s: c_int,
+    call: &'static str,
+) -> Result<Option<Source>, MpiError> {
+    if s == MPI_ANY_SOURCE {
+        return Ok(Some(Source::Any));
+    }
+    Ok(dest(c, s, call)?.map(Source::Rank))
+}
+
+pub(crate) fn send_tag(t: c_int, call: &'static str) -> Result<i32, MpiError> {
+    if t < 0 {
+        return Err(MpiError::invalid(
+            MPI_ERR_TAG,
+            format!("{call}: tag {t} is negative (0 to MPI_TAG_UB)"),
+        ));
+    }
+    Ok(t)
+}
+
+pub(crate) fn recv_tag(t: c_int, call: &'static str) -> Result<Tag, MpiError> {
+    match t {
+        MPI_ANY_TAG => Ok(Tag::Any),
+        t if t >= 0 => Ok(Tag::Is(t)),
+        t => Err(MpiError::invalid(
+            MPI_ERR_TAG,
+            format!("{call}: tag {t} is negative (0 to MPI_TAG_UB, or MPI_ANY_TAG)"),
+        )),
+    }
+}
+
+/// The bytes of `n` elements of `t` at `buf`: borrowed when contiguous, else packed.
+///
+/// # Safety
+/// `buf` holds `n` elements of `t`.
+pub(crate) unsafe fn data<'a>(buf: *const c_void, n: usize, t: &TypeObj) -> Cow<'a, [u8]> {
+    let len = n * t.size;
+    if len == 0 {
+        return Cow::Borrowed(&[]);
+    }
+    if t.contiguous() {
+        // SAFETY: `len` readable bytes (the caller's contract).
+        Cow::Borrowed(unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) })
+    } else {
+        // SAFETY: the caller's contract.
+        Cow::Owned(unsafe { pack(buf.cast(), n, t) })
+    }
+}
+
+/// The parts of a send call.
+pub(crate) struct Send {
+    c: std::sync::Arc<CommObj>,
+    to: Option<u32>,
+    tag: i32,
+    /// The datatype.
+    pub(crate) t: std::sync::Arc<TypeObj>,
+    /// The count of elements.
+    pub(crate) n: usize,
+}
+
+/// Checks the arguments of a send of `n` elements of `dt` at `buf`.
+pub(crate) fn send_args(
+    buf: usize,
+    n: i64,
+    dt: MPI_Datatype,
+    d: c_int,
+    tag: c_int,
+    comm_h: MPI_Comm,
+    call: &'static str,
+) -> Result<Send, MpiError> {
+    let c = comm(comm_h, call)?;
+    let n = ccount(n, call)?;
+    let t = committed_for(dt, n, call)?;
+    crate::datatype::bytes_of(n, &t, call)?;
+    buffer(buf, n, &t, call, "buf")?;
+    Ok(Send {
+        n,
+        t,
+        to: dest(&c, d, call)?,
+        tag: send_tag(tag, call)?,
+        c,
+    })
+}
+
+/// A blocking send of any mode.
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype`.
+unsafe fn send(
+    buf: *const c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    d: c_int,
+    tag: c_int,
+    comm_h: MPI_Comm,
+    call: &'static str,
+    buffered: bool,
+) -> c_int {
+    let r = (|| {
+        let s = send_args(buf as usize, count, datatype, d, tag, comm_h, call)?;
+        let Some(to) = s.to else { return Ok(()) };
+        // SAFETY: the caller's contract.
+        let bytes = unsafe { data(buf, s.n, &s.t) };
+        if buffered {
+            crate::p2p::buffer::reserve(bytes.len())?;
+            let len = bytes.len();
+            let r = s.c.comm.isend(bytes.into_owned(), to, s.tag)?;
+            crate::p2p::buffer::track(r, len);
+            return Ok(());
+        }
+        if synchronous(call) {
+            s.c.comm.issend(bytes.into_owned(), to, s.tag)?.wait()?;
+        } else {
+            s.c.comm.send(&bytes, to, s.tag)?;
+        }
+        Ok(())
+    })();
+    on_comm(comm_h, r)
+}
+
+/// Whether a send call is of the synchronous mode (`MPI_Ssend*`, `MPI_Issend*`): it then
+/// completes only once a receive matched it.
+fn synchronous(call: &str) -> bool {
+    call.starts_with("MPI_Ssend") || call.starts_with("MPI_Issend")
+}
+
+/// `MPI_Send`: returns when `buf` may be reused (short and eager messages at once,
+/// rendezvous ones once the receiver took the data).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Send(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        send(
+            buf,
+            count.into(),
+            datatype,
+            dest,
+            tag,
+            comm,
+            "MPI_Send",
+            false,
+        )
+    }
+}
+
+/// `MPI_Send_c`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Send_c(
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { send(buf, count, datatype, dest, tag, comm, "MPI_Send_c", false) }
+}
+
+/// `MPI_Ssend`: a send in synchronous mode (as standard mode today: see the docs).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ssend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        send(
+            buf,
+            count.into(),
+            datatype,
+            dest,
+            tag,
+            comm,
+            "MPI_Ssend",
+            false,
+        )
+    }
+}
+
+/// `MPI_Rsend`: a send in ready mode (a matching receive is posted: standard mode is
+/// correct for it).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        send(
+            buf,
+            count.into(),
+            datatype,
+            dest,
+            tag,
+            comm,
+            "MPI_Rsend",
+            false,
+        )
+    }
+}
+
+/// `MPI_Bsend`: a buffered send: returns at once, the data counted against the buffer
+/// of `MPI_Buffer_attach`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        send(
+            buf,
+            count.into(),
+            datatype,
+            dest,
+            tag,
+            comm,
+            "MPI_Bsend",
+            true,
+        )
+    }
+}
+
+/// A blocking receive.
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype`; `status` is NULL or writable.
+unsafe fn recv(
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+    comm_h: MPI_Comm,
+    status: *mut MPI_Status,
+    call: &'static str,
+) -> c_int {
+    let r = (|| {
+        let c = comm(comm_h, call)?;
+        let n = ccount(count, call)?;
+        let t = committed_for(datatype, n, call)?;
+        buffer(buf as usize, n, &t, call, "buf")?;
+        let tag = recv_tag(tag, call)?;
+        let Some(from) = source(&c, src, call)? else {
+            // SAFETY: the caller's contract.
+            unsafe { put_status(status, proc_null_status()) };
+            return Ok(());
+        };
+        let cap = crate::datatype::bytes_of(n, &t, call)?;
+        let result = if t.contiguous() && cap > 0 {
+            // SAFETY: `cap` writable bytes (the caller's contract).
+            let dst = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), cap) };
+            c.comm.recv(dst, from, tag)
+        } else {
+            let mut tmp = vec![0u8; cap];
+            c.comm.recv(&mut tmp, from, tag).inspect(|st| {
+                // SAFETY: `buf` holds `count` elements of `t` (the caller's contract).
+                unsafe { unpack(&tmp[..st.len.min(cap)], buf.cast(), &t) };
+            })
+        };
+        match result {
+            Ok(st) => {
+                // SAFETY: the caller's contract.
+                unsafe { put_status(status, status_of(&st)) };
+                Ok(())
+            }
+            Err(e) => {
+                if let Some(s) = truncated_status(&e) {
+                    // SAFETY: the caller's contract.
+                    unsafe { put_status(status, s) };
+                }
+                Err(e.into())
+            }
+        }
+    })();
+    on_comm(comm_h, r)
+}
+
+/// `MPI_Recv`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        recv(
+            buf,
+            count.into(),
+            datatype,
+            source,
+            tag,
+            comm,
+            status,
+            "MPI_Recv",
+        )
+    }
+}
+
+/// `MPI_Recv_c`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv_c(
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        recv(
+            buf,
+            count,
+            datatype,
+            source,
+            tag,
+            comm,
+            status,
+            "MPI_Recv_c",
+        )
+    }
+}
+
+/// The program's memory of a pending operation, handed to Spools in place (MPI's
+/// contract: the buffer of a send or receive is the operation's until it completes).
+pub(crate) struct ProgramMemory {
+    addr: usize,
+    len: usize,
+}
+
+// SAFETY: MPI's contract on the program's buffer: `len` bytes at `addr`, valid and left
+// alone (written by nothing else, for a receive; not written, for a send) from the start
+// of the operation until it completes; the value does not own them, so moving it moves
+// nothing.
+unsafe impl spools_msg::PinnedBuf for ProgramMemory {
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.addr as *mut u8
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// Starts a non-blocking send: a contiguous buffer in place, other layouts packed into
+/// the operation.
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype`.
+pub(crate) unsafe fn start_send(
+    buf: usize,
+    count: i64,
+    datatype: MPI_Datatype,
+    d: c_int,
+    tag: c_int,
+    comm_h: MPI_Comm,
+    call: &'static str,
+) -> Result<Op, MpiError> {
+    let s = send_args(buf, count, datatype, d, tag, comm_h, call)?;
+    // SAFETY: the caller's contract.
+    unsafe { start_checked_send(buf, &s, call) }
+}
+
+/// Starts a non-blocking send whose arguments were checked (`s`): a persistent send's
+/// at each start, with the datatype and communicator it was made with (the program may
+/// free their handles meanwhile).
+///
+/// # Safety
+/// `buf` holds `s.n` elements of `s.t`.
+pub(crate) unsafe fn start_checked_send(
+    buf: usize,
+    s: &Send,
+    call: &'static str,
+) -> Result<Op, MpiError> {
+    Ok(match s.to {
+        None => Op::Done(empty_status()),
+        Some(to) => {
+            let len = s.n * s.t.size;
+            if s.t.contiguous() && len > 0 && !synchronous(call) {
+                let m = ProgramMemory { addr: buf, len };
+                return Ok(Op::Send(Some(s.c.comm.isend_pinned(m, to, s.tag)?)));
+            }
+            // SAFETY: the caller's contract.
+            let bytes = unsafe { data(buf as *const c_void, s.n, &s.t) }.into_owned();
+            if synchronous(call) {
+                Op::Send(Some(s.c.comm.issend(bytes, to, s.tag)?))
+            } else {
+                Op::Send(Some(s.c.comm.isend(bytes, to, s.tag)?))
+            }
+        }
+    })
+}
+
+/// Starts a non-blocking receive into a buffer of the operation's, delivered to `buf`
+/// (`count` elements of `datatype`) when it completes.
+pub(crate) fn start_recv(
+    buf: usize,
+    count: i64,
+    datatype: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+    comm_h: MPI_Comm,
+    call: &'static str,
+) -> Result<Op, MpiError> {
+    let c = comm(comm_h, call)?;
+    let n = ccount(count, call)?;
+    let t = committed_for(datatype, n, call)?;
+    buffer(buf, n, &t, call, "buf")?;
+    let tag = recv_tag(tag, call)?;
+    start_checked_recv(buf, n, t, src, tag, &c, call)
+}
+
+/// As [`start_recv`], with the arguments checked and resolved: a persistent receive's
+/// at each start, with the datatype and communicator it was made with.
+pub(crate) fn start_checked_recv(
+    buf: usize,
+    n: usize,
+    t: std::sync::Arc<TypeObj>,
+    src: c_int,
+    tag: spools::Tag,
+    c: &CommObj,
+    call: &'static str,
+) -> Result<Op, MpiError> {
+    Ok(match source(c, src, call)? {
+        None => Op::Done(proc_null_status()),
+        Some(from) => {
+            let len = crate::datatype::bytes_of(n, &t, call)?;
+            if t.contiguous() && len > 0 {
+                let m = ProgramMemory { addr: buf, len };
+                let req = c.comm.irecv_pinned(m, from, tag)?;
+                return Ok(Op::Recv {
+                    req,
+                    addr: buf,
+                    t,
+                    direct: true,
+                });
+            }
+            let req = c.comm.irecv(vec![0u8; len], from, tag)?;
+            Op::Recv {
+                req,
+                addr: buf,
+                t,
+                direct: false,
+            }
+        }
+    })
+}
+
+/// A non-blocking send of any mode: the data is copied into the request.
+///
+/// # Safety
+/// `buf` holds `count` elements; `request` is writable.
+unsafe fn isend(
+    buf: *const c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    d: c_int,
+    tag: c_int,
+    comm_h: MPI_Comm,
+    request: *mut MPI_Request,
+    call: &'static str,
+) -> c_int {
+    let r = (|| {
+        // SAFETY: the caller's contract.
+        let op = unsafe { start_send(buf as usize, count, datatype, d, tag, comm_h, call) }?;
+        let h = give(op, comm_h)?;
+        // SAFETY: the caller's contract.
+        unsafe { out(request, h, call) }
+    })();
+    on_comm(comm_h, r)
+}
+
+/// `MPI_Isend`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        isend(
+            buf,
+            count.into(),
+            datatype,
+            dest,
+            tag,
+            comm,
+            request,
+            "MPI_Isend",
+        )
+    }
+}
+
+/// `MPI_Issend` (as `MPI_Isend` today: see the docs).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Issend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        isend(
+            buf,
+            count.into(),
+            datatype,
+            dest,
+            tag,
+            comm,
+            request,
+            "MPI_Issend",
+        )
+    }
+}
+
+/// `MPI_Irsend`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        isend(
+            buf,
+            count.into(),
+            datatype,
+            dest,
+            tag,
+            comm,
+            request,
+            "MPI_Irsend",
+        )
+    }
+}
+
+/// `MPI_Ibsend`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ibsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        isend(
+            buf,
+            count.into(),
+            datatype,
+            dest,
+            tag,
+            comm,
+            request,
+            "MPI_Ibsend",
+        )
+    }
+}
+
+/// A non-blocking receive into a buffer of the request's, copied out on completion.
+///
+/// # Safety
+/// `buf` holds `count` elements until the request completes; `request` is writable.
+unsafe fn irecv(
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+    comm_h: MPI_Comm,
+    request: *mut MPI_Request,
+    call: &'static str,
+) -> c_int {
+    let r = (|| {
+        let op = start_recv(buf as usize, count, datatype, src, tag, comm_h, call)?;
+        let h = give(op, comm_h)?;
+        // SAFETY: the caller's contract.
+        unsafe { out(request, h, call) }
+    })();
+    on_comm(comm_h, r)
+}
+
+/// `MPI_Irecv`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        irecv(
+            buf,
+            count.into(),
+            datatype,
+            source,
+            tag,
+            comm,
+            request,
+            "MPI_Irecv",
+        )
+    }
+}
+
+macro_rules! send_c {
+    ($name:ident, $buffered:expr) => {
+        #[doc = concat!("`", stringify!($name), "`.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            buf: *const c_void,
+            count: MPI_Count,
+            datatype: MPI_Datatype,
+            dest: c_int,
+            tag: c_int,
+            comm: MPI_Comm,
+        ) -> c_int {
+            // SAFETY: the caller's contract.
+            unsafe {
+                send(
+                    buf,
+                    count,
+                    datatype,
+                    dest,
+                    tag,
+                    comm,
+                    stringify!($name),
+                    $buffered,
+                )
+            }
+        }
+    };
+}
+send_c!(MPI_Ssend_c, false);
+send_c!(MPI_Rsend_c, false);
+send_c!(MPI_Bsend_c, true);
+
+macro_rules! isend_c {
+    ($name:ident) => {
+        #[doc = concat!("`", stringify!($name), "`.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            buf: *const c_void,
+            count: MPI_Count,
+            datatype: MPI_Datatype,
+            dest: c_int,
+            tag: c_int,
+            comm: MPI_Comm,
+            request: *mut MPI_Request,
+        ) -> c_int {
+            // SAFETY: the caller's contract.
+            unsafe {
+                isend(
+                    buf,
+                    count,
+                    datatype,
+                    dest,
+                    tag,
+                    comm,
+                    request,
+                    stringify!($name),
+                )
+            }
+        }
+    };
+}
+isend_c!(MPI_Isend_c);
+isend_c!(MPI_Issend_c);
+isend_c!(MPI_Irsend_c);
+isend_c!(MPI_Ibsend_c);
+
+/// `MPI_Irecv_c`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irecv_c(
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        irecv(
+            buf,
+            count,
+            datatype,
+            source,
+            tag,
+            comm,
+            request,
+            "MPI_Irecv_c",
+        )
+    }
+}
+
+/// `MPI_Sendrecv`: sends and receives at once (neither waits for the other).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        sendrecv(
+            sendbuf,
+            sendcount.into(),
+            sendtype,
+            dest,
+            sendtag,
+            recvbuf,
+            recvcount.into(),
+            recvtype,
+            source,
+            recvtag,
+            comm,
+            status,
+        )
+    }
+}
+
+/// `MPI_Sendrecv_c`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        sendrecv(
+            sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+            recvtag, comm, status,
+        )
+    }
+}
+
+/// Sends and receives at once.
+///
+/// # Safety
+/// As `MPI_Sendrecv`'s arguments.
+unsafe fn sendrecv(
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    // The send is checked before the receive is posted: a send that fails after it
+    // would leave the call waiting for a receive that may never match.
+    if let Err(e) = send_args(
+        sendbuf as usize,
+        sendcount,
+        sendtype,
+        dest,
+        sendtag,
+        comm,
+        "MPI_Sendrecv",
+    ) {
+        return on_comm(comm, Err(e));
+    }
+    let mut req = MPI_REQUEST_NULL;
+    // SAFETY: the caller's contract.
+    let rc = unsafe {
+        irecv(
+            recvbuf,
+            recvcount,
+            recvtype,
+            source,
+            recvtag,
+            comm,
+            &mut req,
+            "MPI_Sendrecv",
+        )
+    };
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    // SAFETY: the caller's contract.
+    let rc = unsafe {
+        send(
+            sendbuf,
+            sendcount,
+            sendtype,
+            dest,
+            sendtag,
+            comm,
+            "MPI_Sendrecv",
+            false,
+        )
+    };
+    // SAFETY: `req` is the receive just posted; the caller's contract for `status`.
+    let rc2 = unsafe { crate::p2p::request::MPI_Wait(&mut req, status) };
+    if rc != MPI_SUCCESS {
+        rc
+    } else {
+        rc2
+    }
+}
+
+/// `MPI_Sendrecv_replace`: sends the buffer's contents and receives into it.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        sendrecv_replace(
+            buf,
+            count.into(),
+            datatype,
+            dest,
+            sendtag,
+            source,
+            recvtag,
+            comm,
+            status,
+        )
+    }
+}
+
+/// `MPI_Sendrecv_replace_c`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        sendrecv_replace(
+            buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
+        )
+    }
+}
+
+/// Sends the buffer's contents and receives into it.
+///
+/// # Safety
+/// As `MPI_Sendrecv_replace`'s arguments.
+unsafe fn sendrecv_replace(
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    let copy = (|| {
+        let call = "MPI_Sendrecv_replace";
+        // The buffer and the send are checked before the receive is posted (as in
+        // `sendrecv`).
+        let s = send_args(buf as usize, count, datatype, dest, sendtag, comm, call)?;
+        let (n, t) = (s.n, s.t);
+        // SAFETY: the caller's contract.
+        Ok::<_, MpiError>(unsafe { data(buf, n, &t) }.into_owned())
+    })();
+    let copy = match copy {
+        Ok(c) => c,
+        Err(e) => return on_comm(comm, Err(e)),
+    };
+    let mut req = MPI_REQUEST_NULL;
+    // SAFETY: the caller's contract.
+    let rc = unsafe {
+        irecv(
+            buf,
+            count,
+            datatype,
+            source,
+            recvtag,
+            comm,
+            &mut req,
+            "MPI_Sendrecv_replace",
+        )
+    };
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    // SAFETY: `copy` holds `count` packed elements: sent as bytes.
+    let rc = unsafe {
+        send(
+            copy.as_ptr().cast(),
+            copy.len() as i64,
+            MPI_BYTE,
+            dest,
+            sendtag,
+            comm,
+            "MPI_Sendrecv_replace",
+            false,
+        )
+    };
+    // SAFETY: `req` is the receive just posted; the caller's contract for `status`.
+    let rc2 = unsafe { crate::p2p::request::MPI_Wait(&mut req, status) };
+    if rc != MPI_SUCCESS {
+        rc
+    } else {
+        rc2
+    }
+}
+
+/// `MPI_Probe`: waits until a matching message can be received; it stays queued.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Probe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    let r = (|| {
+        let c = self::comm(comm, "MPI_Probe")?;
+        let tag = recv_tag(tag, "MPI_Probe")?;
+        let s = match self::source(&c, source, "MPI_Probe")? {
+            None => proc_null_status(),
+            Some(from) => status_of(&c.comm.probe(from, tag)?),
+        };
+        // SAFETY: the caller's contract.
+        unsafe { put_status(status, s) };
+        Ok(())
+    })();
+    on_comm(comm, r)
+}
+
+/// `MPI_Iprobe`: whether a matching message can be received now.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    let r = (|| {
+        let c = self::comm(comm, "MPI_Iprobe")?;
+        let tag = recv_tag(tag, "MPI_Iprobe")?;
+        let found = match self::source(&c, source, "MPI_Iprobe")? {
+            None => Some(proc_null_status()),
+            Some(from) => c.comm.iprobe(from, tag)?.as_ref().map(status_of),
+        };
+        // SAFETY: the caller's contract.
+        unsafe { out(flag, c_int::from(found.is_some()), "MPI_Iprobe") }?;
+        if let Some(s) = found {
+            // SAFETY: the caller's contract.
+            unsafe { put_status(status, s) };
+        }
+        Ok(())
+    })();
+    on_comm(comm, r)
+}
