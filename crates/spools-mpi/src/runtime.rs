@@ -22,7 +22,7 @@ pub(crate) struct Runtime {
     /// `MPI_COMM_SELF`.
     pub(crate) self_comm: Arc<CommObj>,
     /// A private duplicate of the world (its ranks are job ranks), on which ranks that
-    /// share no communicator yet agree on a new one's context (`agree.rs`).
+    /// share no communicator yet agree on a new one's context (`comm/context.rs`).
     pub(crate) bridge: spools_msg::Communicator,
     /// The thread level provided.
     pub(crate) thread_level: c_int,

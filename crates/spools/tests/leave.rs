@@ -317,6 +317,42 @@ fn skipped_collective_role() -> Result<(), String> {
     }
 }
 
+/// Rank 1 ends cleanly having started no non-blocking collective on a dup, where the
+/// others wait in an `ibarrier` (the non-blocking collectives' count of a communicator
+/// is made at its first one): their waits fail naming rank 1, instead of hanging.
+fn skipped_nonblocking_role() -> Result<(), String> {
+    let w = or_saw(spools::init());
+    let d = or_saw(w.dup());
+    or_saw(d.barrier());
+    if w.rank() == 1 {
+        return Ok(());
+    }
+    match d.ibarrier().and_then(|r| r.wait()) {
+        Err(e) => {
+            println!("rank {} saw: {e}", w.rank());
+            std::process::exit(4)
+        }
+        Ok(()) => Err("the ibarrier did not fail".into()),
+    }
+}
+
+#[test]
+fn a_nonblocking_collective_a_finalised_rank_never_started_fails() {
+    rank_main(|_| skipped_nonblocking_role());
+    let o = launch(
+        3,
+        "a_nonblocking_collective_a_finalised_rank_never_started_fails",
+        "x",
+        &[],
+    );
+    assert_eq!(o.code(), Some(1), "{o:?}");
+    assert!(
+        o.stderr
+            .contains("spools run: rank 1 ended the job (it finalised after 0 collective(s)"),
+        "{o:?}"
+    );
+}
+
 #[test]
 fn a_collective_a_finalised_rank_never_joins_fails() {
     rank_main(|_| skipped_collective_role());

@@ -600,10 +600,6 @@ pub(crate) struct Reducer {
     n: usize,
 }
 
-/// Where the bytes of `n` elements of `t` lie, from the buffer's address: (first,
-/// length), from the lowest byte of the elements' data to past the highest. Nothing
-/// outside the data is in it: not address 0 for a type of absolute addresses on
-/// `MPI_BOTTOM`, whose first byte is its true lower bound.
 /// The pair type a type is made of: a pair type itself, or a derived type all of whose
 /// parts are made of one pair type (`MINLOC` and `MAXLOC` take those).
 fn pair_of(t: &TypeObj) -> Option<MPI_Datatype> {
@@ -697,7 +693,11 @@ impl PairCmp {
     }
 }
 
-fn span(t: &TypeObj, n: usize) -> (isize, usize) {
+/// Where the bytes of `n` elements of `t` lie, from the buffer's address: (first,
+/// length), from the lowest byte of the elements' data to past the highest. Nothing
+/// outside the data is in it: not address 0 for a type of absolute addresses on
+/// `MPI_BOTTOM`, whose first byte is its true lower bound.
+pub(crate) fn span(t: &TypeObj, n: usize) -> (isize, usize) {
     if n == 0 || t.size == 0 {
         return (0, 0);
     }
@@ -781,6 +781,20 @@ impl Reducer {
             t: self.t.clone(),
             n,
         }
+    }
+
+    /// The bytes of elements `first..first + count` in a result of its `n` elements (as
+    /// [`Reducer::fold`] gives it): packed, or in the type's layout (elements an extent
+    /// apart, from the first one's lowest byte; a type of negative extent gives none).
+    pub(crate) fn block<'a>(&self, all: &'a [u8], first: usize, count: usize) -> &'a [u8] {
+        let (start, len) = if self.packed {
+            (first * self.t.size, count * self.t.size)
+        } else if self.t.extent < 0 {
+            (0, 0)
+        } else {
+            (first * self.t.extent as usize, span(&self.t, count).1)
+        };
+        all.get(start..start + len).unwrap_or(&[])
     }
 
     /// The number of elements it reduces.

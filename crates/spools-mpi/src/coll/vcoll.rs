@@ -172,12 +172,11 @@ impl ReduceRest {
             Fold::Root(_) | Fold::All | Fold::Scan | Fold::Exscan => self.red.fold(&refs),
             Fold::Scatter => {
                 let all = self.red.fold(&refs);
-                let esize = self.red.len() / self.counts.iter().sum::<usize>().max(1);
-                let start: usize = self.counts[..self.me].iter().sum::<usize>() * esize;
-                let mine = self.counts[self.me] * esize;
+                let first: usize = self.counts[..self.me].iter().sum();
+                let mine = self.red.block(&all, first, self.counts[self.me]);
                 let r = self.red.with_count(self.counts[self.me]);
                 // SAFETY: the program's receive buffer holds this rank's block.
-                unsafe { r.output(&all[start..start + mine], self.recv as *mut u8) };
+                unsafe { r.output(mine, self.recv as *mut u8) };
                 return Ok(());
             }
         };

@@ -177,7 +177,7 @@ fn leader_in(
 }
 
 /// `MPI_Intercomm_create_from_groups`: collective over both groups (no communicator
-/// needed: they agree through the runtime's bridge, `agree.rs`); `stringtag` tells
+/// needed: they agree through the runtime's bridge, `comm/context.rs`); `stringtag` tells
 /// concurrent calls apart.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(

@@ -610,7 +610,7 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
 }
 
 /// `MPI_Comm_create_group`: called by the group's members only (a subset of `comm`'s,
-/// which agree on the new context through the runtime's bridge with `tag`: `agree.rs`);
+/// which agree on the new context through the runtime's bridge with `tag`: `context.rs`);
 /// `MPI_COMM_NULL` for a process outside the group.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_create_group(

@@ -321,7 +321,7 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
 
 /// `MPI_Comm_create_from_group`: collective over the group's members, any group of the
 /// job's processes (they agree on the context through the runtime's bridge, with
-/// `stringtag` telling concurrent calls apart: `agree.rs`).
+/// `stringtag` telling concurrent calls apart: `comm/context.rs`).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_create_from_group(
     group: MPI_Group,

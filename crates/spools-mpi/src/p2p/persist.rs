@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::abi::*;
 use crate::comm::comm;
-use crate::datatype::{buffer, committed, committed_for, count as ccount, unpack, TypeObj};
+use crate::datatype::{buffer, committed_for, count as ccount, unpack, TypeObj};
 use crate::env::errhandler::on_comm;
 use crate::env::error::MpiError;
 use crate::handles::{Kind, Table};
@@ -546,7 +546,7 @@ unsafe fn mrecv(
         return Ok(proc_null_status());
     }
     let n = ccount(count, call)?;
-    let t: Arc<TypeObj> = committed(datatype, call)?;
+    let t: Arc<TypeObj> = committed_for(datatype, n, call)?;
     // Checked before the message is taken: it stays for a correct call.
     buffer(buf as usize, n, &t, call, "buf")?;
     let m = MESSAGES

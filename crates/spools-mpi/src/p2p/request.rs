@@ -261,9 +261,39 @@ pub unsafe extern "C" fn MPI_Request_get_status(
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { get_status(request, flag, status, false) }
+}
+
+/// Writes a status: as [`put_status`], or (`full`) with its MPI_ERROR too.
+///
+/// # Safety
+/// As [`put_status`].
+unsafe fn put_status_as(full: bool, p: *mut MPI_Status, s: MPI_Status) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        if full {
+            put_status_at(p, 0, s);
+        } else {
+            put_status(p, s);
+        }
+    }
+}
+
+/// [`MPI_Request_get_status`], writing the status's MPI_ERROR too (`full`: for the
+/// calls of several statuses).
+///
+/// # Safety
+/// As [`MPI_Request_get_status`].
+unsafe fn get_status(
+    request: MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+    full: bool,
+) -> c_int {
     if request == MPI_REQUEST_NULL {
         // SAFETY: the caller's contract.
-        unsafe { put_status(status, empty_status()) };
+        unsafe { put_status_as(full, status, empty_status()) };
         // SAFETY: the caller's contract.
         return on_self(unsafe { out(flag, 1, "MPI_Request_get_status") });
     }
@@ -292,14 +322,14 @@ pub unsafe extern "C" fn MPI_Request_get_status(
                     s.MPI_ERROR = code;
                     // SAFETY: the caller's contract.
                     unsafe {
-                        put_status(status, s);
+                        put_status_as(full, status, s);
                         let _ = out(flag, 1, "MPI_Request_get_status");
                     }
                     return code;
                 }
             };
             // SAFETY: the caller's contract.
-            unsafe { put_status(status, st) };
+            unsafe { put_status_as(full, status, st) };
             // SAFETY: the caller's contract.
             return on_self(unsafe { out(flag, 1, "MPI_Request_get_status") });
         }
@@ -333,13 +363,13 @@ pub unsafe extern "C" fn MPI_Request_get_status(
             s.MPI_ERROR = code;
             // SAFETY: the caller's contract.
             unsafe {
-                put_status(status, s);
+                put_status_as(full, status, s);
                 let _ = out(flag, 1, "MPI_Request_get_status");
             }
             return code;
         }
         // SAFETY: the caller's contract.
-        unsafe { put_status(status, s) };
+        unsafe { put_status_as(full, status, s) };
     }
     // SAFETY: the caller's contract.
     on_self(unsafe { out(flag, c_int::from(done.is_some()), "MPI_Request_get_status") })
@@ -1197,7 +1227,7 @@ pub unsafe extern "C" fn MPI_Request_get_status_all(
     for &h in rs.iter() {
         let (mut f, mut s) = (0, empty_status());
         // SAFETY: locals.
-        let rc = unsafe { MPI_Request_get_status(h, &mut f, &mut s) };
+        let rc = unsafe { get_status(h, &mut f, &mut s, true) };
         if rc != MPI_SUCCESS {
             return rc;
         }
@@ -1240,7 +1270,7 @@ pub unsafe extern "C" fn MPI_Request_get_status_any(
         }
         let (mut f, mut s) = (0, empty_status());
         // SAFETY: locals.
-        let rc = unsafe { MPI_Request_get_status(h, &mut f, &mut s) };
+        let rc = unsafe { get_status(h, &mut f, &mut s, true) };
         if rc != MPI_SUCCESS {
             return rc;
         }
@@ -1283,7 +1313,7 @@ pub unsafe extern "C" fn MPI_Request_get_status_some(
         }
         let (mut f, mut s) = (0, empty_status());
         // SAFETY: locals.
-        let rc = unsafe { MPI_Request_get_status(h, &mut f, &mut s) };
+        let rc = unsafe { get_status(h, &mut f, &mut s, true) };
         if rc != MPI_SUCCESS {
             return rc;
         }

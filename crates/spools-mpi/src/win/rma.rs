@@ -9,7 +9,7 @@ use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use crate::abi::*;
-use crate::coll::op::Reducer;
+use crate::coll::op::{span, Reducer};
 use crate::datatype::{committed, count as ccount, pack, predefined, unpack, TypeObj};
 use crate::env::error::MpiError;
 use crate::out::out;
@@ -391,25 +391,28 @@ fn accumulate_at(
 }
 
 /// `cur = input op cur` on `n` packed elements of `t`. Reducers of packed elements
-/// apply as they are; the others (MINLOC and MAXLOC on the pair types, whose size is not
-/// their extent) work on elements laid out at the extent's stride, as in a buffer.
+/// apply as they are; the others (MINLOC and MAXLOC on the pair types and types made of
+/// them, whose size is not their extent) work on elements laid out as in a buffer, from
+/// their lowest byte (`span`).
 fn combine(red: &Reducer, t: &TypeObj, n: usize, input: &[u8], cur: &mut [u8]) {
     if red.packed() || t.contiguous() {
         red.apply(input, cur);
         return;
     }
-    let span = n * t.extent.max(0) as usize;
-    let (mut a, mut b) = (vec![0u8; span], vec![0u8; span]);
-    // SAFETY: `a` and `b` hold `n` elements of `t` laid out from offset 0 (no block of
-    // `t` lies before its start: checked in `combiner`); `input` and `cur` are `n`
-    // packed elements.
+    // The reducer's layout: the bytes of `n` elements from their lowest one (`lo` from
+    // the elements' base).
+    let (lo, len) = span(t, n);
+    let (mut a, mut b) = (vec![0u8; len], vec![0u8; len]);
+    // SAFETY: `a` and `b` hold the bytes of `n` elements of `t` whose base is `-lo`
+    // bytes into them (every byte of the elements lies in `lo..lo + len` from their
+    // base); `input` and `cur` are `n` packed elements.
     unsafe {
-        unpack(input, a.as_mut_ptr(), t);
-        unpack(cur, b.as_mut_ptr(), t);
+        unpack(input, a.as_mut_ptr().wrapping_offset(-lo), t);
+        unpack(cur, b.as_mut_ptr().wrapping_offset(-lo), t);
     }
     red.apply(&a, &mut b);
     // SAFETY: as above.
-    let packed = unsafe { pack(b.as_ptr(), n, t) };
+    let packed = unsafe { pack(b.as_ptr().wrapping_offset(-lo), n, t) };
     cur.copy_from_slice(&packed);
 }
 

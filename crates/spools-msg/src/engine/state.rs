@@ -9,6 +9,7 @@ use spools_am::{bump, RankGuard, RankLock};
 use spools_am::{AmError, Channel, Endpoint, HandlerId, Worker};
 
 use crate::error::MsgError;
+use crate::protocol::wire::CTX_STRIDE;
 use crate::protocol::{Limits, Protocol};
 use crate::rpc::table::RpcTable;
 
@@ -248,11 +249,25 @@ impl Engine {
         )
     }
 
-    /// (collective context, collectives started) of every communicator this rank made.
+    /// (collective context, collectives started) of every communicator this rank made,
+    /// its non-blocking collectives' context included: that one's count is made at its
+    /// first non-blocking collective (`CommCore::nonblocking`), so a communicator that
+    /// has none says 0 there (a rank waiting in one learns this rank never joins it).
     pub(crate) fn collectives_started(&self) -> Vec<(u32, u32)> {
-        lock(&self.collectives)
+        let list = lock(&self.collectives);
+        let mut out: Vec<(u32, u32)> = list
             .iter()
             .map(|(ctx, c)| (*ctx, c.load(Ordering::SeqCst)))
-            .collect()
+            .collect();
+        let known: std::collections::HashSet<u32> = list.iter().map(|(c, _)| *c).collect();
+        for (ctx, _) in list.iter() {
+            // A blocking collectives' context (`ctx + 1` of a stride-aligned one) and
+            // its non-blocking one, `ctx + 3`.
+            let nb = ctx + 2;
+            if ctx % CTX_STRIDE == 1 && !known.contains(&nb) && out.len() < MAX_TRACKED {
+                out.push((nb, 0));
+            }
+        }
+        out
     }
 }
