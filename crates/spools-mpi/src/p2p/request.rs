@@ -432,16 +432,24 @@ fn status_len(s: &MPI_Status) -> usize {
 /// # Safety
 /// `p` is NULL (`MPI_STATUS_IGNORE`) or writable.
 pub(crate) unsafe fn put_status(p: *mut MPI_Status, s: MPI_Status) {
-    if !p.is_null() {
-        // A call that gives one status leaves its MPI_ERROR as the program set it (MPI
-        // 4.1, 3.2.5: only the calls that give several statuses set that field; the
-        // call's error is its return value).
+    if p.is_null() {
+        return;
+    }
+    if s.MPI_SOURCE == MPI_ANY_SOURCE && s.MPI_TAG == MPI_ANY_TAG {
+        // The empty status (of a null or inactive request) is whole: its MPI_ERROR is
+        // MPI_SUCCESS too (MPI 4.1, 3.7.3).
         // SAFETY: non-NULL and writable (the caller's contract).
-        unsafe {
-            (*p).MPI_SOURCE = s.MPI_SOURCE;
-            (*p).MPI_TAG = s.MPI_TAG;
-            (*p).MPI_internal = s.MPI_internal;
-        }
+        unsafe { *p = s };
+        return;
+    }
+    // A call that gives one status leaves its MPI_ERROR as the program set it (MPI 4.1,
+    // 3.2.5: only the calls that give several statuses set that field; the call's error
+    // is its return value).
+    // SAFETY: non-NULL and writable (the caller's contract).
+    unsafe {
+        (*p).MPI_SOURCE = s.MPI_SOURCE;
+        (*p).MPI_TAG = s.MPI_TAG;
+        (*p).MPI_internal = s.MPI_internal;
     }
 }
 
