@@ -60,7 +60,7 @@ int main(int argc, char **argv) {
   CHECK(class_of(rc) == MPI_ERR_TYPE, "bad type class %d", class_of(rc));
   rc = MPI_Bcast(&x, 1, MPI_INT, size + 3, MPI_COMM_WORLD);
   CHECK(class_of(rc) == MPI_ERR_ROOT, "bad root class %d", class_of(rc));
-  rc = MPI_Allreduce(&x, &x, 1, MPI_DOUBLE_INT, MPI_SUM, MPI_COMM_WORLD);
+  rc = MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_DOUBLE_INT, MPI_SUM, MPI_COMM_WORLD);
   CHECK(class_of(rc) == MPI_ERR_OP, "sum on a pair type class %d", class_of(rc));
   int n;
   rc = MPI_Comm_size((MPI_Comm)0x12345, &n); /* errors on an invalid communicator go to WORLD's handler */

@@ -57,6 +57,13 @@ def test_errors_return_their_classes_and_messages(build, spools_run):
     assert job.out.splitlines() == ["ok errors 2 ranks"], job
 
 
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_erroneous_calls_fail_before_any_communication_on_every_rank(build, spools_run, n):
+    job = spools_run(n, build("misuse"))
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == [f"ok misuse {n} ranks"], job
+
+
 @pytest.mark.parametrize("n", [2, 3])
 def test_refused_collectives_fail_on_every_rank_and_leave_no_peer_waiting(build, spools_run, n):
     # A port opens (local) and its name travels; accept, connect, join and spawn are

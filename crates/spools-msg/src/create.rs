@@ -171,22 +171,57 @@ impl Communicator {
         })
     }
 
+    /// Takes the `count` contexts from `ctx` on this rank (each communicator uses four
+    /// ids: `count` communicators' worth), if no communicator made on this rank since the
+    /// members read their [`Communicator::free_context`] took one of them or one above
+    /// them: true when `ctx` is still at or above this rank's lowest free context,
+    /// which then moves past them. Members that agreed on `ctx` each claim it and make
+    /// the communicator only when every one of them could (another thread of a rank
+    /// may have taken it meanwhile, for a communicator of other ranks); otherwise they
+    /// agree again, above it.
+    ///
+    /// ```
+    /// let world = spools::init().unwrap();
+    /// let ctx = world.free_context();
+    /// assert!(world.claim_context(ctx, 1));
+    /// assert!(!world.claim_context(ctx, 1));      // taken
+    /// assert_eq!(world.free_context(), ctx + 4);
+    /// ```
+    pub fn claim_context(&self, ctx: u32, count: u32) -> bool {
+        let next = &self.core.engine.next_ctx;
+        let end = ctx.saturating_add(CTX_STRIDE.saturating_mul(count));
+        next.fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
+            (ctx >= cur).then_some(end)
+        })
+        .is_ok()
+    }
+
     /// Agrees on a context id unused by every member: the largest next-free id any of
     /// them knows (so it is above every context a member belongs to; the non-blocking
-    /// dups' contexts, from `LEADER_BASE` up, are apart). Communicators must
-    /// be created by one thread at a time on each rank (two concurrent `dup`s of
-    /// communicators sharing ranks could agree on the same id).
+    /// dups' contexts, from `LEADER_BASE` up, are apart), then whether every member
+    /// could claim it ([`Communicator::claim_context`]). Threads of a rank may make
+    /// communicators at once: two agreements that met on one id on a rank both
+    /// read it free there, and only one claims it; the other's members agree again,
+    /// above it (MPICH does the same, in rounds over a mask of free ids).
     fn new_context(&self) -> Result<u32, MsgError> {
         let e = &self.core.engine;
-        let mine = e.next_ctx.load(Ordering::Acquire);
-        let mut agreed = [0u32];
-        self.allreduce(&[mine], &mut agreed, &Op::Max)?;
-        let ctx = agreed[0];
-        // The contexts from LEADER_BASE up are the non-blocking dups' (`idup.rs`).
-        if ctx >= LEADER_BASE {
-            return Err(MsgError::NoContext);
+        loop {
+            let mine = e.next_ctx.load(Ordering::Acquire);
+            let mut agreed = [0u32];
+            self.allreduce(&[mine], &mut agreed, &Op::Max)?;
+            let ctx = agreed[0];
+            // The contexts from LEADER_BASE up are the non-blocking dups' (`idup.rs`).
+            if ctx >= LEADER_BASE {
+                return Err(MsgError::NoContext);
+            }
+            let took = self.claim_context(ctx, 1);
+            let mut all = [0u32];
+            self.allreduce(&[u32::from(took)], &mut all, &Op::Min)?;
+            if all[0] == 1 {
+                return Ok(ctx);
+            }
+            // A member's other thread took `ctx` there: this rank's free context is
+            // past it now if it claimed it, and the next round's maximum is above it.
         }
-        e.next_ctx.fetch_max(ctx + CTX_STRIDE, Ordering::AcqRel);
-        Ok(ctx)
     }
 }

@@ -199,3 +199,78 @@ fn a_world_dropped_on_its_own_thread_at_thread_level_single_ends_cleanly_at_exit
     );
     assert!(!o.stderr.contains("thread level"), "{}", o.stderr);
 }
+
+/// Creations per thread in [`creating_role`].
+const CREATIONS: usize = 200;
+
+/// Thread `t` makes communicators from its own parent (`dup`, and `split` every third
+/// round) while the other threads of its rank do the same from theirs, and uses each: a
+/// ring of messages carrying (thread, round) and an allreduce of the thread's number. Two
+/// communicators of a rank in one context would cross their messages (a thread gets
+/// another's payload) or their collectives.
+fn creating_role(parent: &Communicator, t: u32) -> Result<(), String> {
+    let (me, n) = (parent.rank(), parent.size());
+    for i in 0..CREATIONS {
+        let c = if i % 3 == 2 {
+            e(parent.split(Some(0), -(me as i32)))?
+                .ok_or_else(|| format!("thread {t}: split gave no communicator"))?
+        } else {
+            e(parent.dup())?
+        };
+        let (cme, cn) = (c.rank(), c.size());
+        let word = [t as u8, i as u8];
+        let send = e(c.isend(word.to_vec(), (cme + 1) % cn, 7))?;
+        let mut got = [0u8; 2];
+        e(c.recv(&mut got, (cme + cn - 1) % cn, 7))?;
+        e(send.wait())?;
+        check(got == word, || {
+            format!("thread {t} round {i}: got (thread, round) {got:?} on a new communicator")
+        })?;
+        let mut sum = [0u64];
+        e(c.allreduce(&[u64::from(t) + 1], &mut sum, &spools::Op::Sum))?;
+        check(sum[0] == u64::from(n) * (u64::from(t) + 1), || {
+            format!("thread {t} round {i}: allreduce gave {}", sum[0])
+        })?;
+    }
+    Ok(())
+}
+
+fn concurrent_creation_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    let parents = [e(w.dup())?, e(w.dup())?, e(w.dup())?];
+    std::thread::scope(|s| {
+        for (t, p) in parents.iter().enumerate() {
+            s.spawn(move || checked(&(t as u32), |&t| creating_role(p, t)));
+        }
+    });
+    e(w.barrier())?;
+    if w.rank() == 0 {
+        println!("3 threads x {CREATIONS} communicators made at once: none crossed");
+    }
+    e(w.finalize())
+}
+
+/// Threads of each rank make communicators at once from different parents over the same
+/// ranks (MPICH's threads/comm/comm_create_threads): every creation gets a context of its
+/// own on every rank. Before the claim round of `new_context`, two agreements that met on
+/// one id both took it.
+#[test]
+fn threads_make_communicators_at_once_from_different_parents() {
+    rank_main(|_| concurrent_creation_role());
+    for env in [
+        &[("SPOOLS_THREAD_LEVEL", "multiple")][..],
+        &[
+            ("SPOOLS_THREAD_LEVEL", "multiple"),
+            ("SPOOLS_PROGRESS_THREAD", "1"),
+        ][..],
+    ] {
+        let o = launch(
+            3,
+            "threads_make_communicators_at_once_from_different_parents",
+            "concurrent",
+            env,
+        );
+        assert_ok(&o);
+        assert!(o.stdout.contains("none crossed"), "{env:?}: {}", o.stdout);
+    }
+}

@@ -43,6 +43,13 @@ unsafe fn allgatherv<C: Wide, K: Copy + Wide, D: Copy + Wide>(
     let c = comm(comm_h, call)?;
     let n = c.comm.size() as usize;
     let me = c.comm.rank() as usize;
+    let sendcount = sendcount.wide();
+    if !displs.is_null() {
+        // SAFETY: `size` values (the caller's contract).
+        let d = unsafe { *displs.add(me) }.wide();
+        let own = crate::coll::own_block(recvbuf, recvtype, d);
+        crate::coll::unaliased(comm_h, sendbuf, own, None, sendcount != 0, call)?;
+    }
     // SAFETY: `size` values each (the caller's contract).
     let (k, d) = unsafe {
         (
@@ -66,7 +73,7 @@ unsafe fn allgatherv<C: Wide, K: Copy + Wide, D: Copy + Wide>(
         // SAFETY: this rank's block of the receive buffer (checked above).
         unsafe { data(at(me).cast_const().cast(), k[me], &rt) }.into_owned()
     } else {
-        let (sn, st) = (ccount(sendcount.wide(), call)?, committed(sendtype, call)?);
+        let (sn, st) = (ccount(sendcount, call)?, committed(sendtype, call)?);
         buffer(sendbuf as usize, sn, &st, call, "sendbuf")?;
         // SAFETY: `sn` elements of `st` (the caller's contract, checked above).
         unsafe { data(sendbuf, sn, &st) }.into_owned()
@@ -251,6 +258,7 @@ unsafe fn alltoallv_arrays<K: Copy + Wide, D: Copy + Wide>(
     call: &'static str,
 ) -> Result<(), MpiError> {
     let n = comm(comm_h, call)?.comm.size() as usize;
+    crate::coll::unaliased(comm_h, sendbuf, recvbuf, None, true, call)?;
     // SAFETY: `size` values each (the caller's contract).
     let (rk, rd) = unsafe { (arr(recvcounts, n, call)?, arr(rdispls, n, call)?) };
     let (sk, sd) = if sendbuf as usize == MPI_IN_PLACE {
@@ -320,6 +328,14 @@ unsafe fn reduce_scatter(
     comm_h: MPI_Comm,
     call: &'static str,
 ) -> Result<(), MpiError> {
+    crate::coll::unaliased(
+        comm_h,
+        sendbuf,
+        recvbuf,
+        None,
+        k.iter().any(|&n| n != 0),
+        call,
+    )?;
     let c = comm(comm_h, call)?;
     let me = c.comm.rank() as usize;
     let t = committed(dt, call)?;

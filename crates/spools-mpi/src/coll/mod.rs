@@ -22,6 +22,59 @@ fn in_place(p: *const c_void) -> bool {
     p as usize == MPI_IN_PLACE
 }
 
+/// `MPI_ERR_BUFFER` when a collective's send buffer `send` is its receive buffer `recv`
+/// (for allgather(v), the block of `recv` this rank's own part goes to): MPI forbids
+/// aliased arguments (2.5.3; `MPI_IN_PLACE` is how a rank shares one buffer), and a
+/// rank that went on would read what it overwrites. Checked as MPICH checks it, on the
+/// pointers, before any communication, and only where the receive buffer counts: on an
+/// intracommunicator, at the root when `root` is given (a gather's or reduce's receive,
+/// a scatter's send), for a part of some bytes (`nonempty`).
+pub(crate) fn unaliased(
+    comm_h: MPI_Comm,
+    send: *const c_void,
+    recv: *const c_void,
+    root: Option<c_int>,
+    nonempty: bool,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    if !nonempty || send.is_null() || in_place(send) || send != recv {
+        return Ok(());
+    }
+    let Ok(c) = comm(comm_h, call) else {
+        return Ok(());
+    };
+    if c.inter.is_some() || root.is_some_and(|r| i64::from(r) != i64::from(c.comm.rank())) {
+        return Ok(());
+    }
+    Err(MpiError::invalid(
+        MPI_ERR_BUFFER,
+        format!("{call}: the send and receive buffers are one (MPI_IN_PLACE is how to share one)"),
+    ))
+}
+
+/// Where this rank's own block lies in an allgather's receive buffer `recv`: `displ`
+/// elements of `t` in (`recv` itself when `t` is not a committed type, for the call to
+/// report).
+pub(crate) fn own_block(recv: *const c_void, t: MPI_Datatype, displ: i64) -> *const c_void {
+    match crate::datatype::committed(t, "a collective") {
+        Ok(t) => {
+            (recv as isize).wrapping_add(t.extent.wrapping_mul(displ as isize)) as *const c_void
+        }
+        Err(_) => recv,
+    }
+}
+
+/// This rank's rank in `comm` (0 for a handle that is not a communicator's, which the
+/// call reports).
+pub(crate) fn comm_rank(comm_h: MPI_Comm) -> i64 {
+    comm(comm_h, "a collective").map_or(0, |c| i64::from(c.comm.rank()))
+}
+
+/// Reports a failed [`unaliased`] on `comm` (the blocking entry points' form).
+fn aliased(comm: MPI_Comm, r: Result<(), MpiError>) -> Option<c_int> {
+    r.err().map(|e| on_comm(comm, Err(e)))
+}
+
 fn root_of(c: &crate::comm::CommObj, root: c_int, call: &'static str) -> Result<u32, MpiError> {
     match u32::try_from(root) {
         Ok(r) if r < c.comm.size() => Ok(r),
@@ -204,6 +257,12 @@ unsafe fn reduce_(
     comm: MPI_Comm,
     call: &'static str,
 ) -> c_int {
+    if let Some(rc) = aliased(
+        comm,
+        unaliased(comm, sendbuf, recvbuf, Some(root), count != 0, call),
+    ) {
+        return rc;
+    }
     if is_inter(comm) {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.
@@ -247,6 +306,12 @@ unsafe fn allreduce(
     comm: MPI_Comm,
     call: &'static str,
 ) -> c_int {
+    if let Some(rc) = aliased(
+        comm,
+        unaliased(comm, sendbuf, recvbuf, None, count != 0, call),
+    ) {
+        return rc;
+    }
     if is_inter(comm) {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.
@@ -284,6 +349,12 @@ unsafe fn prefix(
     inclusive: bool,
     call: &'static str,
 ) -> c_int {
+    if let Some(rc) = aliased(
+        comm,
+        unaliased(comm, sendbuf, recvbuf, None, count != 0, call),
+    ) {
+        return rc;
+    }
     if is_inter(comm) {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on (refused there: no scan on an
@@ -461,6 +532,12 @@ unsafe fn gather(
     comm: MPI_Comm,
     call: &'static str,
 ) -> c_int {
+    if let Some(rc) = aliased(
+        comm,
+        unaliased(comm, sendbuf, recvbuf, Some(root), sendcount != 0, call),
+    ) {
+        return rc;
+    }
     if is_inter(comm) {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.
@@ -524,12 +601,30 @@ unsafe fn gather(
             // SAFETY: the caller's contract.
             unsafe { data(sendbuf, m.sn, st) }.into_owned()
         };
+        // A root whose own part is not as long as its receive blocks (the ranks'
+        // counts disagree) still takes part, with a block of the receive's length, so
+        // the others end; it then fails (and never writes past its receive buffer).
+        let block = match (me_root, m.rt.as_ref()) {
+            (true, Some(rt)) => m.rn * rt.size,
+            _ => mine.len(),
+        };
+        let own_len = mine.len();
+        let mut mine = mine;
+        mine.resize(block, 0);
         let mut all = if me_root {
-            vec![0u8; mine.len() * m.c.comm.size() as usize]
+            vec![0u8; block * m.c.comm.size() as usize]
         } else {
             Vec::new()
         };
         m.c.comm.gather(&mine, &mut all, root)?;
+        if own_len != block {
+            return Err(MpiError::invalid(
+                MPI_ERR_TRUNCATE,
+                format!(
+                    "{call}: the root's own part of {own_len} bytes differs from its receive blocks of {block}"
+                ),
+            ));
+        }
         if let (true, Some(rt)) = (me_root, m.rt.as_ref()) {
             // SAFETY: `recvbuf` holds size x recvcount elements at the root.
             unsafe { put(&all, recvbuf, rt) };
@@ -556,6 +651,12 @@ unsafe fn scatter(
     comm: MPI_Comm,
     call: &'static str,
 ) -> c_int {
+    if let Some(rc) = aliased(
+        comm,
+        unaliased(comm, sendbuf, recvbuf, Some(root), recvcount != 0, call),
+    ) {
+        return rc;
+    }
     if is_inter(comm) {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.
@@ -608,6 +709,15 @@ unsafe fn scatter(
         };
         let mut mine = vec![0u8; block];
         m.c.comm.scatter(&all, &mut mine, root)?;
+        let want = m.rn * m.rt.as_ref().map_or(0, |t| t.size);
+        if me_root && !inplace && block != want {
+            // The root's counts disagree: it took part (the others end), and never
+            // writes past its receive buffer.
+            return Err(MpiError::invalid(
+                MPI_ERR_TRUNCATE,
+                format!("{call}: the root's own block of {block} bytes differs from its receive of {want}"),
+            ));
+        }
         if let (false, Some(rt)) = (inplace, m.rt.as_ref()) {
             // SAFETY: `recvbuf` holds recvcount elements.
             unsafe { put(&mine, recvbuf, rt) };
@@ -633,6 +743,14 @@ unsafe fn allgather(
     comm: MPI_Comm,
     call: &'static str,
 ) -> c_int {
+    let me = comm_rank(comm);
+    let own = own_block(recvbuf, recvtype, me * recvcount);
+    if let Some(rc) = aliased(
+        comm,
+        unaliased(comm, sendbuf, own, None, sendcount != 0, call),
+    ) {
+        return rc;
+    }
     if is_inter(comm) {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.
@@ -709,6 +827,12 @@ unsafe fn alltoall(
     comm: MPI_Comm,
     call: &'static str,
 ) -> c_int {
+    if let Some(rc) = aliased(
+        comm,
+        unaliased(comm, sendbuf, recvbuf, None, sendcount != 0, call),
+    ) {
+        return rc;
+    }
     if is_inter(comm) {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.

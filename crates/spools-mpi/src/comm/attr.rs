@@ -56,11 +56,10 @@ pub(crate) fn keyval(
         })
 }
 
-fn callback_failed(rc: c_int, what: &str) -> MpiError {
-    MpiError::invalid(
-        MPI_ERR_OTHER,
-        format!("an attribute {what} callback returned error {rc}"),
-    )
+fn callback_failed(rc: c_int, what: &'static str) -> MpiError {
+    // The call returns the callback's code as it is (MPI 4.1, 7.7.2): a class the
+    // program made with MPI_Add_error_class stays its own.
+    MpiError::Program { code: rc, what }
 }
 
 /// Calls the delete callback of `k` for `value` on object `obj`.
@@ -74,7 +73,7 @@ fn delete_one(obj: usize, k: c_int, value: usize) -> Result<(), MpiError> {
         // SAFETY: the callback's contract.
         let rc = unsafe { f(obj, k, value as *mut c_void, kv.extra as *mut c_void) };
         if rc != MPI_SUCCESS {
-            return Err(callback_failed(rc, "delete"));
+            return Err(callback_failed(rc, "an attribute delete callback"));
         }
     }
     Ok(())
@@ -156,7 +155,7 @@ pub(crate) fn copy_all(old_h: usize, old: &Attrs, new: &Attrs) -> Result<(), Mpi
                     )
                 };
                 if rc != MPI_SUCCESS {
-                    return Err(callback_failed(rc, "copy"));
+                    return Err(callback_failed(rc, "an attribute copy callback"));
                 }
                 if flag != 0 {
                     new.lock()

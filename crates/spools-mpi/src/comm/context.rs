@@ -4,7 +4,9 @@
 //! any of them knows to be free (`Communicator::free_context`) through point-to-point
 //! messages on the runtime's bridge (a private duplicate of the world, so that its ranks
 //! are job ranks): each sends its own to the group's leader, the leader (after swapping
-//! with the other group's leader, for an intercommunicator) sends the largest back.
+//! with the other group's leader, for an intercommunicator) sends the largest back;
+//! then, the same way, whether every member could claim it (threads of a member may be
+//! making other communicators at once), until they all could.
 
 use spools_msg::Communicator;
 
@@ -24,6 +26,10 @@ pub(crate) fn tag_of(s: &[u8]) -> i32 {
 /// `members[leader]` collecting; `remote_leader` (a job rank) is the other group's leader
 /// for an intercommunicator, whose leader swaps with it. Every member calls it with the
 /// same arguments (the other group with its own), and `tag` tells concurrent calls apart.
+/// The context is for `count` communicators (an intercommunicator takes two). Each
+/// round agrees on the largest free context, then on whether every member could claim
+/// it (`Communicator::claim_context`: another thread of a member may have taken it
+/// meanwhile); a round that failed is followed by another, above it.
 ///
 /// # Errors
 /// `MPI_Init` not called, a dead member.
@@ -32,34 +38,64 @@ pub(crate) fn agree(
     leader: usize,
     tag: i32,
     remote_leader: Option<u32>,
+    count: u32,
     call: &'static str,
 ) -> Result<(u32, &'static Communicator), MpiError> {
-    let rt = rt(call)?;
-    let b = &rt.bridge;
-    let me = rt.rank;
-    let leader_job = members[leader];
-    let free = b.free_context();
-    if me != leader_job {
-        b.send(&[free], leader_job, tag)?;
-        let mut ctx = [0u32];
-        b.recv(&mut ctx, leader_job, tag)?;
-        return Ok((ctx[0], b));
+    let b = &rt(call)?.bridge;
+    loop {
+        let ctx = round(
+            b,
+            members,
+            leader,
+            tag,
+            remote_leader,
+            b.free_context(),
+            |a, x| a.max(x),
+        )?;
+        let took = u32::from(b.claim_context(ctx, count));
+        if round(b, members, leader, tag, remote_leader, took, |a, x| {
+            a.min(x)
+        })? == 1
+        {
+            return Ok((ctx, b));
+        }
     }
-    let mut most = free;
+}
+
+/// One round of [`agree`]: every member's `mine`, combined by `f` at the leader (and
+/// with the other group's leader), sent back to every member.
+fn round(
+    b: &Communicator,
+    members: &[u32],
+    leader: usize,
+    tag: i32,
+    remote_leader: Option<u32>,
+    mine: u32,
+    f: impl Fn(u32, u32) -> u32,
+) -> Result<u32, MpiError> {
+    let me = rt("a communicator's creation")?.rank;
+    let leader_job = members[leader];
+    if me != leader_job {
+        b.send(&[mine], leader_job, tag)?;
+        let mut got = [0u32];
+        b.recv(&mut got, leader_job, tag)?;
+        return Ok(got[0]);
+    }
+    let mut most = mine;
     for &m in members.iter().filter(|&&m| m != me) {
-        let mut f = [0u32];
-        b.recv(&mut f, m, tag)?;
-        most = most.max(f[0]);
+        let mut x = [0u32];
+        b.recv(&mut x, m, tag)?;
+        most = f(most, x[0]);
     }
     if let Some(rl) = remote_leader {
         let req = b.isend(most.to_le_bytes().to_vec(), rl, tag)?;
-        let mut f = [0u32];
-        b.recv(&mut f, rl, tag)?;
+        let mut x = [0u32];
+        b.recv(&mut x, rl, tag)?;
         req.wait()?;
-        most = most.max(f[0]);
+        most = f(most, x[0]);
     }
     for &m in members.iter().filter(|&&m| m != me) {
         b.send(&[most], m, tag)?;
     }
-    Ok((most, b))
+    Ok(most)
 }

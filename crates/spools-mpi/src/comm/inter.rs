@@ -88,6 +88,13 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
     let call = "MPI_Intercomm_create";
     let r = (|| {
         let lc = comm(local_comm, call)?;
+        // Refused before any communication (as MPICH checks it, first).
+        if newintercomm.is_null() {
+            return Err(MpiError::invalid(
+                MPI_ERR_ARG,
+                format!("{call}: newintercomm is NULL"),
+            ));
+        }
         if lc.inter.is_some() {
             return Err(MpiError::invalid(
                 MPI_ERR_COMM,
@@ -143,7 +150,35 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
                 format!("{call}: the local and remote groups overlap"),
             ));
         }
-        let ctx = most[0].max(theirs[0]);
+        let mut ctx = most[0].max(theirs[0]);
+        // Whether every member of both groups could claim `ctx` (another thread of a
+        // member may have taken it meanwhile), else the next largest free context:
+        // the local ranks combine theirs, the leaders swap, the leader broadcasts.
+        let both = |mine: u32, op: &Op<u32>| -> Result<u32, MpiError> {
+            let mut local_v = [0u32];
+            lc.comm.allreduce(&[mine], &mut local_v, op)?;
+            let got = if lc.comm.rank() == leader {
+                let pc = comm(peer_comm, call)?;
+                let rl = crate::p2p::dest(&pc, remote_leader, call)?.unwrap_or(0);
+                let tag = crate::p2p::send_tag(tag, call)?;
+                let req = pc.comm.isend(bytes_of(&local_v), rl, tag)?;
+                let (got, _) = pc.comm.recv_vec(rl, tag)?;
+                req.wait()?;
+                got
+            } else {
+                Vec::new()
+            };
+            let theirs = u32s_of(&lc.comm.bcast_bytes(leader, &got)?);
+            let other = theirs.first().copied().unwrap_or(0);
+            Ok(if matches!(op, Op::Min) {
+                local_v[0].min(other)
+            } else {
+                local_v[0].max(other)
+            })
+        };
+        while both(u32::from(lc.comm.claim_context(ctx, 2)), &Op::Min)? != 1 {
+            ctx = both(lc.comm.free_context(), &Op::Max)?;
+        }
         let first = local[leader as usize] < theirs[1];
         let all = order(&local, &remote, first);
         let union = lc.comm.with_context(ctx, all.clone())?;
@@ -216,7 +251,8 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
             // SAFETY: a NUL-terminated string (the caller's contract).
             crate::comm::context::tag_of(unsafe { CStr::from_ptr(stringtag) }.to_bytes())
         };
-        let (ctx, bridge) = crate::comm::context::agree(&local, ll, tag, Some(remote[rl]), call)?;
+        let (ctx, bridge) =
+            crate::comm::context::agree(&local, ll, tag, Some(remote[rl]), 2, call)?;
         let first = local[ll] < remote[rl];
         let all = order(&local, &remote, first);
         let union = bridge.with_context(ctx, all.clone())?;
@@ -445,6 +481,16 @@ pub unsafe extern "C" fn MPI_Comm_create(
             let h = split(&c, place.map(|_| 0), place.unwrap_or(0) as c_int)?;
             // SAFETY: the caller's contract.
             return unsafe { out(newcomm, h, call) };
+        }
+        // Every rank passes the same group (MPI 4.1, 7.4.2), so each finds a member
+        // outside the communicator alike, before any communication.
+        let mut all = crate::comm::group::members(&c)?;
+        all.sort_unstable();
+        if let Some(x) = g.iter().find(|x| all.binary_search(x).is_err()) {
+            return Err(MpiError::invalid(
+                MPI_ERR_GROUP,
+                format!("{call}: job rank {x} of the group is not in the communicator"),
+            ));
         }
         // Ranks of one group share its lowest job rank as colour; key: rank in it.
         let (color, key) = match place {

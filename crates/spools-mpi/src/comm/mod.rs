@@ -515,6 +515,9 @@ pub unsafe extern "C" fn MPI_Comm_set_errhandler(
             });
         }
         c.errhandler.store(errhandler, Ordering::Relaxed);
+        if comm == MPI_COMM_SELF {
+            crate::env::errhandler::self_handler_set();
+        }
         Ok(())
     })();
     on_comm(comm, r)
@@ -638,7 +641,7 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
             ));
         }
         let h = if g.contains(&rt(call)?.rank) {
-            let (ctx, bridge) = crate::comm::context::agree(&g, 0, tag, None, call)?;
+            let (ctx, bridge) = crate::comm::context::agree(&g, 0, tag, None, 1, call)?;
             insert(c.child(bridge.with_context(ctx, g)?))?
         } else {
             MPI_COMM_NULL

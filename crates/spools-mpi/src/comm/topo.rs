@@ -120,6 +120,12 @@ pub unsafe extern "C" fn MPI_Cart_create(
         // SAFETY: the caller's contract.
         unsafe { out(comm_cart, h, call) }
     })();
+    if r.is_err() && !comm_cart.is_null() {
+        // MPI leaves the output of a failed call undefined; MPI_COMM_NULL, as MPICH
+        // writes, keeps a program that goes on from using a stale handle.
+        // SAFETY: non-NULL, writable (the caller's contract).
+        unsafe { *comm_cart = MPI_COMM_NULL };
+    }
     on_comm(comm_old, r)
 }
 

@@ -453,6 +453,12 @@ pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_D
         // SAFETY: the caller's contract.
         unsafe { made(v, env, newtype, "MPI_Type_dup") }
     })();
+    if r.is_err() && !newtype.is_null() {
+        // As MPI_Comm_dup's on a copy callback's error (MPI 4.1, 7.7.2), and as MPICH
+        // writes: no handle of a half-made type.
+        // SAFETY: non-NULL, writable (the caller's contract).
+        unsafe { *newtype = MPI_DATATYPE_NULL };
+    }
     on_self(r)
 }
 

@@ -3,6 +3,7 @@
 //! free user error handlers, and `MPI_Error_class` and `MPI_Error_string`.
 
 use std::ffi::{c_char, c_int};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::abi::*;
 use crate::env::error::{
@@ -14,7 +15,7 @@ use crate::env::error::{
 pub(crate) enum Scope {
     /// A communicator: its error handler decides.
     Comm(MPI_Comm),
-    /// No object: `MPI_COMM_SELF`'s handler decides (MPI 4).
+    /// No object: the handler of [`no_object`]'s communicator decides.
     Self_,
 }
 
@@ -48,10 +49,34 @@ pub(crate) fn on_comm(comm: MPI_Comm, r: Result<(), MpiError>) -> c_int {
     }
 }
 
-/// The result of a call whose errors are not about an object (`MPI_COMM_SELF`'s
-/// handler decides).
+/// Whether the program has given `MPI_COMM_SELF` an error handler of its own.
+static SELF_SET: AtomicBool = AtomicBool::new(false);
+
+/// Notes that the program set `MPI_COMM_SELF`'s error handler (`MPI_Comm_set_errhandler`).
+pub(crate) fn self_handler_set() {
+    SELF_SET.store(true, Ordering::Relaxed);
+}
+
+/// The communicator whose error handler decides an error that is about no object (a
+/// datatype, group or info call, an invalid handle of no communicator). MPI 4.1 (9.3)
+/// raises such errors on `MPI_COMM_SELF`; MPI 3.1 and the programs written for it
+/// (MPICH's own test suite among them) on `MPI_COMM_WORLD`, and MPICH keeps doing so.
+/// Spools takes `MPI_COMM_SELF` once the program has set its handler, and
+/// `MPI_COMM_WORLD` until then: a program that sets only `MPI_COMM_WORLD`'s
+/// `MPI_ERRORS_RETURN` has these errors returned, one that sets `MPI_COMM_SELF`'s gets
+/// what MPI 4.1 says, and one that sets neither ends, as both say.
+pub(crate) fn no_object() -> MPI_Comm {
+    if SELF_SET.load(Ordering::Relaxed) {
+        MPI_COMM_SELF
+    } else {
+        MPI_COMM_WORLD
+    }
+}
+
+/// The result of a call whose errors are not about an object (the handler of
+/// [`no_object`]'s communicator decides).
 pub(crate) fn on_self(r: Result<(), MpiError>) -> c_int {
-    on_comm(MPI_COMM_SELF, r)
+    on_comm(no_object(), r)
 }
 
 /// The stub of a function Spools does not implement: `MPI_ERR_UNSUPPORTED_OPERATION`
@@ -69,7 +94,7 @@ pub(crate) fn unsupported(name: &'static str, scope: Scope) -> c_int {
             },
         ),
         Scope::Comm(c) => raise(c, &e),
-        Scope::Self_ => raise(MPI_COMM_SELF, &e),
+        Scope::Self_ => raise(no_object(), &e),
     }
 }
 

@@ -89,6 +89,12 @@ fn reduce_local(
     let red = Reducer::new(op, datatype, &t, n)?;
     crate::datatype::buffer(inbuf as usize, n, &t, call, "inbuf")?;
     crate::datatype::buffer(inoutbuf as usize, n, &t, call, "inoutbuf")?;
+    if n > 0 && t.size > 0 && std::ptr::eq(inbuf, inoutbuf.cast_const()) {
+        return Err(MpiError::invalid(
+            MPI_ERR_BUFFER,
+            format!("{call}: inbuf and inoutbuf are the same buffer"),
+        ));
+    }
     // SAFETY: both buffers hold `count` elements (MPI's contract).
     unsafe {
         let a = red.input(inbuf.cast());

@@ -347,7 +347,7 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
             // SAFETY: a NUL-terminated string (the caller's contract).
             crate::comm::context::tag_of(unsafe { CStr::from_ptr(stringtag) }.to_bytes())
         };
-        let (ctx, bridge) = crate::comm::context::agree(&g, 0, tag, None, call)?;
+        let (ctx, bridge) = crate::comm::context::agree(&g, 0, tag, None, 1, call)?;
         let h = insert_child(&rt.world_comm, bridge.with_context(ctx, g)?)?;
         let c = crate::comm::comm(h, call)?;
         c.errhandler.store(

@@ -603,7 +603,7 @@ fn finish_handle(h: &mut MPI_Request) -> Result<MPI_Status, (c_int, MPI_Status)>
             what: "request",
             handle: *h,
         };
-        let code = raise(MPI_COMM_SELF, &e);
+        let code = raise(crate::env::errhandler::no_object(), &e);
         return Err((code, empty_status()));
     };
     // A generalized request keeps its handle until the program completes it (another
@@ -654,7 +654,7 @@ fn poll_handle_counting(h: MPI_Request, count: bool) -> Result<bool, c_int> {
             what: "request",
             handle: h,
         };
-        return Err(raise(MPI_COMM_SELF, &e));
+        return Err(raise(crate::env::errhandler::no_object(), &e));
     };
     let mut g = obj.op.lock().unwrap_or_else(PoisonError::into_inner);
     match g.as_mut() {

@@ -373,6 +373,7 @@ fn make(
             info: Mutex::new(info_entries),
             attrs: crate::comm::attr::Attrs::default(),
             epoch: Mutex::new(Epoch::default()),
+            all_open: std::sync::atomic::AtomicBool::new(false),
             _own: own,
             id,
         };

@@ -69,6 +69,9 @@ pub(crate) struct WinObj {
     pub(crate) attrs: crate::comm::attr::Attrs,
     /// Synchronisation state of this rank's epochs.
     pub(crate) epoch: Mutex<Epoch>,
+    /// Whether an epoch reaches every rank now (a fence's, `MPI_Win_lock_all`): the
+    /// direct accesses check it without the lock of `epoch`.
+    pub(crate) all_open: std::sync::atomic::AtomicBool,
     /// What this rank allocated for the window (freed with it): its memory and its
     /// control block.
     pub(crate) _own: Vec<SharedBuf<u8>>,
@@ -89,6 +92,20 @@ pub(crate) struct Epoch {
     pub(crate) access: Option<Vec<u32>>,
     /// Origins of an exposure epoch opened by `MPI_Win_post` that have not completed.
     pub(crate) exposure: Option<Vec<u32>>,
+    /// Whether the last `MPI_Win_fence` (not `MPI_MODE_NOSUCCEED`) opened an epoch
+    /// that no lock or `MPI_Win_start` has ended since (a fence may only close one).
+    pub(crate) fence: bool,
+}
+
+impl Epoch {
+    /// Whether an access to window rank `r` is within an epoch: a fence's, a lock on
+    /// it (or `MPI_Win_lock_all`), or an access epoch that names it.
+    pub(crate) fn reaches(&self, r: u32) -> bool {
+        self.fence
+            || self.lock_all
+            || self.locks.contains_key(&r)
+            || self.access.as_ref().is_some_and(|a| a.contains(&r))
+    }
 }
 
 // SAFETY: the window's addresses are kept as integers and reached only through the
@@ -280,10 +297,11 @@ pub(crate) fn win(h: MPI_Win, call: &'static str) -> Result<Arc<WinObj>, MpiErro
 }
 
 /// Reports `e` on window `h`, under its error handler (`MPI_ERRORS_ARE_FATAL` unless
-/// set); an invalid window's errors go to `MPI_COMM_SELF`'s handler.
+/// set); an invalid window's errors go to the handler of errors of no object
+/// ([`crate::env::errhandler::no_object`]).
 pub(crate) fn raise_win(h: MPI_Win, e: &MpiError) -> c_int {
     let Some(w) = WINS.get(h) else {
-        return raise(MPI_COMM_SELF, e);
+        return raise(crate::env::errhandler::no_object(), e);
     };
     let handler = w.errhandler.load(std::sync::atomic::Ordering::Relaxed);
     let mut code = crate::env::error::code_of(e);
@@ -335,6 +353,18 @@ impl WinObj {
     /// This rank's epochs.
     pub(crate) fn epoch(&self) -> std::sync::MutexGuard<'_, Epoch> {
         self.epoch.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether an access to rank `r` is within one of this rank's epochs.
+    pub(crate) fn reaches(&self, r: u32) -> bool {
+        self.all_open.load(std::sync::atomic::Ordering::Relaxed) || self.epoch().reaches(r)
+    }
+
+    /// Keeps [`WinObj::all_open`] as `e` says (after a change to a fence or
+    /// `MPI_Win_lock_all`).
+    pub(crate) fn note_open(&self, e: &Epoch) {
+        self.all_open
+            .store(e.fence || e.lock_all, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Waits until `cond()` holds for a word in shared memory, driving this rank's

@@ -70,6 +70,12 @@ fn at<'w>(
         return Ok(None);
     }
     let t = w.target(rank, call)?;
+    if !w.reaches(rank as u32) {
+        return Err(MpiError::invalid(
+            MPI_ERR_RMA_SYNC,
+            format!("{call}: rank {rank} is in no access epoch of this rank (a fence, a lock or MPI_Win_start opens one)"),
+        ));
+    }
     let tt = committed(dt, call)?;
     let n = ccount(count, call)?;
     let bytes = crate::datatype::bytes_of(n, &tt, call)?;
@@ -124,6 +130,10 @@ fn direct(
     }
     let t = w.targets.get(usize::try_from(rank).ok()?)?;
     let base = t.direct()?;
+    // Outside an epoch: the general path reports it.
+    if !w.reaches(rank as u32) {
+        return None;
+    }
     let n = usize::try_from(origin_count).ok()?;
     if crate::datatype::unusable(origin_addr as usize, n, ot).is_some() {
         return None;
@@ -912,7 +922,18 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
     let r = (|| {
         let w = win(win_h, call)?;
         let t = committed(datatype, call)?;
-        if !t.contiguous() || t.basic.is_none() {
+        // MPI 4.1 (12.3.4): a predefined integer, logical, byte or multi-language type
+        // (floating and complex types and derived types are refused).
+        let integral = !matches!(
+            t.basic,
+            None | Some(
+                crate::datatype::Basic::F32
+                    | crate::datatype::Basic::F64
+                    | crate::datatype::Basic::LongDouble
+                    | crate::datatype::Basic::Complex
+            )
+        );
+        if crate::datatype::predefined(datatype).is_none() || !t.contiguous() || !integral {
             return Err(MpiError::invalid(
                 MPI_ERR_TYPE,
                 format!("{call}: the datatype must be a predefined integer, logical or byte type"),

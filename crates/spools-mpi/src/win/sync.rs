@@ -58,6 +58,9 @@ pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win_h: MPI_Win) -> c_int {
         // still what keeps the next epoch's accesses after every rank's local stores.
         w.comm.barrier()?;
         fence(Ordering::SeqCst);
+        let mut e = w.epoch();
+        e.fence = assert & MPI_MODE_NOSUCCEED == 0;
+        w.note_open(&e);
         Ok(())
     })();
     on_win(win_h, r)
@@ -111,11 +114,19 @@ pub unsafe extern "C" fn MPI_Win_lock(
                     format!("{call}: rank {rank} is locked already by this rank"),
                 ));
             }
+            if e.access.is_some() {
+                return Err(MpiError::invalid(
+                    MPI_ERR_RMA_SYNC,
+                    format!("{call}: an access epoch (MPI_Win_start) is open on the window"),
+                ));
+            }
         }
         let nocheck = assert & MPI_MODE_NOCHECK != 0;
         take(&w, r, kind, nocheck)?;
         let mut e = w.epoch();
         e.locks.insert(r, kind);
+        e.fence = false;
+        w.note_open(&e);
         // A NOCHECK lock took nothing: nothing to release.
         if nocheck {
             e.nocheck.insert(r);
@@ -169,10 +180,14 @@ pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win_h: MPI_Win) -> c_in
     let r = (|| {
         let w = win(win_h, call)?;
         check_assert(assert, MPI_MODE_NOCHECK, call)?;
-        if !w.epoch().locks.is_empty() {
+        let busy = {
+            let e = w.epoch();
+            !e.locks.is_empty() || e.access.is_some()
+        };
+        if busy {
             return Err(MpiError::invalid(
                 MPI_ERR_RMA_SYNC,
-                format!("{call}: this rank holds locks on the window already"),
+                format!("{call}: this rank holds locks or an access epoch on the window already"),
             ));
         }
         let nocheck = assert & MPI_MODE_NOCHECK != 0;
@@ -189,6 +204,8 @@ pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win_h: MPI_Win) -> c_in
         }
         let mut e = w.epoch();
         e.lock_all = true;
+        e.fence = false;
+        w.note_open(&e);
         for r in 0..w.targets.len() as u32 {
             e.locks.insert(r, LockKind::Shared);
             if nocheck {
@@ -227,6 +244,7 @@ pub unsafe extern "C" fn MPI_Win_unlock_all(win_h: MPI_Win) -> c_int {
             }
         }
         e.lock_all = false;
+        w.note_open(&e);
         first
     })();
     on_win(win_h, r)
@@ -354,7 +372,10 @@ pub unsafe extern "C" fn MPI_Win_start(group: MPI_Group, assert: c_int, win_h: M
             w.comm.recv::<u8>(&mut [], Source::Rank(t), TAG_POST)?;
         }
         fence(Ordering::SeqCst);
-        w.epoch().access = Some(targets);
+        let mut e = w.epoch();
+        e.access = Some(targets);
+        e.fence = false;
+        w.note_open(&e);
         Ok(())
     })();
     on_win(win_h, r)
