@@ -88,6 +88,12 @@ int main(int argc, char **argv) {
   }
   /* Aliasing with nothing to send is no error, and MPI_IN_PLACE never is. */
   OK(MPI_Allreduce(buf, buf, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  {
+    int *zeros = calloc((size_t)size * 2, sizeof(int));
+    OK(MPI_Alltoallv(buf, zeros, zeros + size, MPI_INT, buf, zeros, zeros + size, MPI_INT,
+                     MPI_COMM_WORLD));
+    free(zeros);
+  }
   int v = rank;
   OK(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
   CHECK(v == size * (size - 1) / 2, "in place allreduce gave %d", v);

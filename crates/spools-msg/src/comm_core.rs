@@ -16,6 +16,24 @@ use crate::protocol::wire::CTX_STRIDE;
 use crate::protocol::{MessageInfo, Pattern, RecvOutcome};
 use crate::status::{Source, Status, Tag};
 
+/// A communicator's place among this rank's live ones ([`crate::MAX_COMMUNICATORS`]):
+/// taken when it is made, given back when its last core (views share it) is dropped.
+#[derive(Debug)]
+pub(crate) struct Lease(Arc<AtomicU32>);
+
+impl Lease {
+    fn new(live: &Arc<AtomicU32>) -> Lease {
+        live.fetch_add(1, Ordering::AcqRel);
+        Lease(live.clone())
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// The collective (context, number) a message of context `ctx` with `tag` belongs to:
 /// collectives use the odd context `ctx + 1` of their communicator and tags
 /// `number << 8 | step` (see [`CommCore::next_coll_tag`]).
@@ -60,6 +78,8 @@ pub(crate) struct CommCore {
     pub(crate) sm: crate::coll::SmSlot,
     /// The host of each communicator rank (found once: every collective asks).
     pub(crate) hosts: Vec<u32>,
+    /// Its place among the rank's live communicators (shared with views).
+    lease: Arc<Lease>,
 }
 
 /// The host of each of `ranks` (job ranks).
@@ -86,6 +106,7 @@ impl CommCore {
             nb_started: Default::default(),
             nonblocking: Default::default(),
             hosts: hosts_of(&engine, &ranks),
+            lease: Arc::new(Lease::new(&engine.live_comms)),
             engine,
             ctx,
             ranks,
@@ -128,6 +149,7 @@ impl CommCore {
                 comm_rank_of_job: self.comm_rank_of_job.clone(),
                 rank: self.rank,
                 sm: Default::default(),
+                lease: self.lease.clone(),
             })
         }))
     }
@@ -162,6 +184,7 @@ impl CommCore {
             comm_rank_of_job,
             rank,
             sm: Default::default(),
+            lease: self.lease.clone(),
         })
     }
 

@@ -12,6 +12,14 @@ use crate::error::MsgError;
 use crate::idup::LEADER_BASE;
 use crate::protocol::wire::CTX_STRIDE;
 
+/// The most communicators a rank holds at once (each with contexts of its own; views
+/// and clones of one count once, `MPI_COMM_WORLD` and `MPI_COMM_SELF` among them). A
+/// creation that would pass it fails with [`MsgError::NoContext`] on every member, as
+/// MPI implementations do when their context ids run out (MPICH's after about 2,000);
+/// a program that makes communicators without freeing them learns it here, not by
+/// running out of memory.
+pub const MAX_COMMUNICATORS: u32 = 16_384;
+
 /// Starts messaging on this rank and returns the job's first communicator (all ranks,
 /// context 0). Collective: it installs the engine's handlers on every rank. `endpoint`
 /// becomes the engine's sending lane; `hosts[r]` says which host job rank `r` runs on
@@ -113,10 +121,17 @@ impl Communicator {
 
     /// The lowest context id this rank knows to be free: ranks that share no
     /// communicator yet agree on a new one's context as the largest of their
-    /// `free_context()` (exchanged by any means) and make it with
-    /// [`Communicator::with_context`]. MPI's intercommunicators are made so.
+    /// `free_context()` (exchanged by any means), claim it
+    /// ([`Communicator::claim_context`]) and make it with
+    /// [`Communicator::with_context`]. MPI's intercommunicators are made so. A rank
+    /// that holds [`MAX_COMMUNICATORS`] already answers an id that no claim takes, so
+    /// that every member's creation fails alike.
     pub fn free_context(&self) -> u32 {
-        self.core.engine.next_ctx.load(Ordering::Acquire)
+        let e = &self.core.engine;
+        if e.live_comms.load(Ordering::Acquire) >= MAX_COMMUNICATORS {
+            return LEADER_BASE;
+        }
+        e.next_ctx.load(Ordering::Acquire)
     }
 
     /// A communicator of job ranks `ranks` (in this order) in context `ctx`, which its
@@ -183,17 +198,26 @@ impl Communicator {
     /// ```
     /// let world = spools::init().unwrap();
     /// let ctx = world.free_context();
-    /// assert!(world.claim_context(ctx, 1));
-    /// assert!(!world.claim_context(ctx, 1));      // taken
+    /// assert!(world.claim_context(ctx, 1).unwrap());
+    /// assert!(!world.claim_context(ctx, 1).unwrap());      // taken
     /// assert_eq!(world.free_context(), ctx + 4);
     /// ```
-    pub fn claim_context(&self, ctx: u32, count: u32) -> bool {
+    ///
+    /// # Errors
+    /// [`MsgError::NoContext`] when no such contexts are left (the members agreed on
+    /// the answer of a [`Communicator::free_context`] that had none): each member,
+    /// given the same `ctx`, fails alike.
+    pub fn claim_context(&self, ctx: u32, count: u32) -> Result<bool, MsgError> {
+        let end = u64::from(ctx) + u64::from(CTX_STRIDE) * u64::from(count);
+        if end > u64::from(LEADER_BASE) || ctx % CTX_STRIDE != 0 {
+            return Err(MsgError::NoContext);
+        }
         let next = &self.core.engine.next_ctx;
-        let end = ctx.saturating_add(CTX_STRIDE.saturating_mul(count));
-        next.fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
-            (ctx >= cur).then_some(end)
-        })
-        .is_ok()
+        Ok(next
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
+                (ctx >= cur).then_some(end as u32)
+            })
+            .is_ok())
     }
 
     /// Agrees on a context id unused by every member: the largest next-free id any of
@@ -204,17 +228,14 @@ impl Communicator {
     /// read it free there, and only one claims it; the other's members agree again,
     /// above it (MPICH does the same, in rounds over a mask of free ids).
     fn new_context(&self) -> Result<u32, MsgError> {
-        let e = &self.core.engine;
         loop {
-            let mine = e.next_ctx.load(Ordering::Acquire);
+            let mine = self.free_context();
             let mut agreed = [0u32];
             self.allreduce(&[mine], &mut agreed, &Op::Max)?;
+            // The contexts from LEADER_BASE up are the non-blocking dups' (`idup.rs`);
+            // a member that holds MAX_COMMUNICATORS proposes LEADER_BASE: all fail.
+            let took = self.claim_context(agreed[0], 1)?;
             let ctx = agreed[0];
-            // The contexts from LEADER_BASE up are the non-blocking dups' (`idup.rs`).
-            if ctx >= LEADER_BASE {
-                return Err(MsgError::NoContext);
-            }
-            let took = self.claim_context(ctx, 1);
             let mut all = [0u32];
             self.allreduce(&[u32::from(took)], &mut all, &Op::Min)?;
             if all[0] == 1 {

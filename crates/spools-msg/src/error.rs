@@ -81,8 +81,9 @@ pub enum MsgError {
         /// How many tagged messages it sent this rank in all.
         sent: u64,
     },
-    /// No communicator context id is left: more than 2^30 communicators agreed on by
-    /// blocking creation, or a leader's range of non-blocking dups used up.
+    /// No communicator context id is left: a member holds
+    /// [`crate::MAX_COMMUNICATORS`] communicators already, more than 2^29 were agreed
+    /// on by blocking creation, or a leader's range of non-blocking dups is used up.
     #[error("no communicator context ids are left")]
     NoContext,
     /// The thread running a non-blocking collective panicked.

@@ -49,7 +49,7 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`Communicator::ibcast`]; at `wait`, [`MsgError::NoContext`] when the leader's
-    /// range is used up.
+    /// range is used up or it holds [`crate::MAX_COMMUNICATORS`] communicators.
     pub fn idup(&self) -> Result<DupRequest, MsgError> {
         let mine = if self.rank() == 0 {
             let engine = &self.core.engine;
@@ -57,7 +57,9 @@ impl Communicator {
             let size = u64::from(engine.worker.size());
             let me = u64::from(engine.worker.rank());
             let ctx = u64::from(LEADER_BASE) + u64::from(CTX_STRIDE) * (u64::from(n) * size + me);
-            if ctx < u64::from(MAX_CTX) {
+            // The leader's count of communicators decides for all (crate::MAX_COMMUNICATORS).
+            let full = engine.live_comms.load(Ordering::Acquire) >= crate::MAX_COMMUNICATORS;
+            if ctx < u64::from(MAX_CTX) && !full {
                 ctx as u32
             } else {
                 NONE_LEFT

@@ -58,7 +58,7 @@ mod status;
 
 pub use coll::CollRequest;
 pub use communicator::Communicator;
-pub use create::start;
+pub use create::{start, MAX_COMMUNICATORS};
 pub use element::{as_bytes, as_bytes_mut, Element, Op, SliceFn, UserFn, Verdict};
 pub use error::{MsgError, RpcError};
 pub use idup::DupRequest;

@@ -258,7 +258,6 @@ unsafe fn alltoallv_arrays<K: Copy + Wide, D: Copy + Wide>(
     call: &'static str,
 ) -> Result<(), MpiError> {
     let n = comm(comm_h, call)?.comm.size() as usize;
-    crate::coll::unaliased(comm_h, sendbuf, recvbuf, None, true, call)?;
     // SAFETY: `size` values each (the caller's contract).
     let (rk, rd) = unsafe { (arr(recvcounts, n, call)?, arr(rdispls, n, call)?) };
     let (sk, sd) = if sendbuf as usize == MPI_IN_PLACE {
@@ -267,6 +266,8 @@ unsafe fn alltoallv_arrays<K: Copy + Wide, D: Copy + Wide>(
         // SAFETY: as above.
         unsafe { (arr(sendcounts, n, call)?, arr(sdispls, n, call)?) }
     };
+    let nonempty = sk.iter().any(|&k| k.wide() != 0);
+    crate::coll::unaliased(comm_h, sendbuf, recvbuf, None, nonempty, call)?;
     // SAFETY: the caller's contract.
     unsafe {
         alltoallv(

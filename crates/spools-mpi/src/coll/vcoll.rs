@@ -955,7 +955,6 @@ forms!(-, -, MPI_Ialltoallv, MPI_Ialltoallv_c, MPI_Alltoallv_init, MPI_Alltoallv
     (sendbuf: *const c_void => *const c_void, sendcounts: *const c_int => *const MPI_Count, sdispls: *const c_int => *const MPI_Aint, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, rdispls: *const c_int => *const MPI_Aint, recvtype: MPI_Datatype => MPI_Datatype, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Alltoallv";
     let c = self::comm(comm, call)?;
-    crate::coll::unaliased(comm, sendbuf, recvbuf, None, true, call)?;
     let n = size_of(&c);
     // SAFETY: `size` values each (the caller's contract).
     let (rk, rd) = unsafe { (arr(recvcounts, n, call)?, arr(rdispls, n, call)?) };
@@ -965,6 +964,7 @@ forms!(-, -, MPI_Ialltoallv, MPI_Ialltoallv_c, MPI_Alltoallv_init, MPI_Alltoallv
         // SAFETY: as above.
         unsafe { (arr(sendcounts, n, call)?, arr(sdispls, n, call)?) }
     };
+    crate::coll::unaliased(comm, sendbuf, recvbuf, None, sk.iter().any(|&k| k != 0), call)?;
     alltoallv(c, sendbuf as usize, &sk, &sd, sendtype, recvbuf as usize, &rk, &rd, recvtype, call)
 });
 
@@ -972,7 +972,6 @@ forms!(MPI_Alltoallw, MPI_Alltoallw_c, MPI_Ialltoallw, MPI_Ialltoallw_c, MPI_All
     (sendbuf: *const c_void => *const c_void, sendcounts: *const c_int => *const MPI_Count, sdispls: *const c_int => *const MPI_Aint, sendtypes: *const MPI_Datatype => *const MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, rdispls: *const c_int => *const MPI_Aint, recvtypes: *const MPI_Datatype => *const MPI_Datatype, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Alltoallw";
     let c = self::comm(comm, call)?;
-    crate::coll::unaliased(comm, sendbuf, recvbuf, None, true, call)?;
     let n = size_of(&c);
     // SAFETY: `size` values each (the caller's contract).
     let (rk, rd, rt) = unsafe { (arr(recvcounts, n, call)?, arr(rdispls, n, call)?, crate::datatype::array(recvtypes, n, call)?.to_vec()) };
@@ -982,6 +981,7 @@ forms!(MPI_Alltoallw, MPI_Alltoallw_c, MPI_Ialltoallw, MPI_Ialltoallw_c, MPI_All
         // SAFETY: as above.
         unsafe { (arr(sendcounts, n, call)?, arr(sdispls, n, call)?, crate::datatype::array(sendtypes, n, call)?.to_vec()) }
     };
+    crate::coll::unaliased(comm, sendbuf, recvbuf, None, sk.iter().any(|&k| k != 0), call)?;
     alltoallw(c, sendbuf as usize, &sk, &sd, &st, recvbuf as usize, &rk, &rd, &rt, call)
 });
 

@@ -52,7 +52,7 @@ pub(crate) fn agree(
             b.free_context(),
             |a, x| a.max(x),
         )?;
-        let took = u32::from(b.claim_context(ctx, count));
+        let took = u32::from(b.claim_context(ctx, count)?);
         if round(b, members, leader, tag, remote_leader, took, |a, x| {
             a.min(x)
         })? == 1

@@ -176,7 +176,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
                 local_v[0].max(other)
             })
         };
-        while both(u32::from(lc.comm.claim_context(ctx, 2)), &Op::Min)? != 1 {
+        while both(u32::from(lc.comm.claim_context(ctx, 2)?), &Op::Min)? != 1 {
             ctx = both(lc.comm.free_context(), &Op::Max)?;
         }
         let first = local[leader as usize] < theirs[1];

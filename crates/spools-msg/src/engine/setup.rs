@@ -47,6 +47,7 @@ impl Engine {
             next_rpc_call: AtomicU32::new(1),
             next_ctx: AtomicU32::new(crate::protocol::wire::CTX_STRIDE),
             led_dups: AtomicU32::new(0),
+            live_comms: Default::default(),
             hosts,
             rpc: RpcTable::default(),
             collectives: Mutex::new(Vec::new()),

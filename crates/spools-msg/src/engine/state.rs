@@ -78,6 +78,9 @@ pub(crate) struct Engine {
     /// How many communicators this rank made as the leader of a non-blocking dup
     /// (`Communicator::idup`), whose contexts are its own (`create::LEADER_BASE`).
     pub(crate) led_dups: AtomicU32,
+    /// How many communicators of this rank are alive (each with contexts of its own:
+    /// views and clones share one; [`crate::comm_core::Lease`]).
+    pub(crate) live_comms: Arc<AtomicU32>,
     /// Host index of every job rank (ranks with the same index share a host).
     pub(crate) hosts: Vec<u32>,
     pub(crate) rpc: RpcTable,
