@@ -16,6 +16,14 @@ use crate::protocol::wire::CTX_STRIDE;
 use crate::protocol::{MessageInfo, Pattern, RecvOutcome};
 use crate::status::{Source, Status, Tag};
 
+/// The most communicators a rank holds at once (each with contexts of its own; views
+/// and clones of one count once, `MPI_COMM_WORLD` and `MPI_COMM_SELF` among them). A
+/// creation that would pass it fails with [`MsgError::NoContext`] on every member, as
+/// MPI implementations do when their context ids run out (MPICH's after about 2,000);
+/// a program that makes communicators without freeing them learns it here, not by
+/// running out of memory.
+pub const MAX_COMMUNICATORS: u32 = 16_384;
+
 /// A communicator's place among this rank's live ones ([`crate::MAX_COMMUNICATORS`]):
 /// taken when it is made, given back when its last core (views share it) is dropped.
 #[derive(Debug)]

@@ -5,20 +5,13 @@ use std::sync::atomic::Ordering;
 
 use spools_am::{Endpoint, Worker};
 
+use crate::comm_core::MAX_COMMUNICATORS;
 use crate::communicator::Communicator;
 use crate::element::Op;
 use crate::engine::Engine;
 use crate::error::MsgError;
 use crate::idup::LEADER_BASE;
 use crate::protocol::wire::CTX_STRIDE;
-
-/// The most communicators a rank holds at once (each with contexts of its own; views
-/// and clones of one count once, `MPI_COMM_WORLD` and `MPI_COMM_SELF` among them). A
-/// creation that would pass it fails with [`MsgError::NoContext`] on every member, as
-/// MPI implementations do when their context ids run out (MPICH's after about 2,000);
-/// a program that makes communicators without freeing them learns it here, not by
-/// running out of memory.
-pub const MAX_COMMUNICATORS: u32 = 16_384;
 
 /// Starts messaging on this rank and returns the job's first communicator (all ranks,
 /// context 0). Collective: it installs the engine's handlers on every rank. `endpoint`

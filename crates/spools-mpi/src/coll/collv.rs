@@ -47,8 +47,8 @@ unsafe fn allgatherv<C: Wide, K: Copy + Wide, D: Copy + Wide>(
     if !displs.is_null() {
         // SAFETY: `size` values (the caller's contract).
         let d = unsafe { *displs.add(me) }.wide();
-        let own = crate::coll::own_block(recvbuf, recvtype, d);
-        crate::coll::unaliased(comm_h, sendbuf, own, None, sendcount != 0, call)?;
+        let own = crate::coll::alias::own_block(recvbuf, recvtype, d);
+        crate::coll::alias::unaliased(comm_h, sendbuf, own, None, sendcount != 0, call)?;
     }
     // SAFETY: `size` values each (the caller's contract).
     let (k, d) = unsafe {
@@ -267,7 +267,7 @@ unsafe fn alltoallv_arrays<K: Copy + Wide, D: Copy + Wide>(
         unsafe { (arr(sendcounts, n, call)?, arr(sdispls, n, call)?) }
     };
     let nonempty = sk.iter().any(|&k| k.wide() != 0);
-    crate::coll::unaliased(comm_h, sendbuf, recvbuf, None, nonempty, call)?;
+    crate::coll::alias::unaliased(comm_h, sendbuf, recvbuf, None, nonempty, call)?;
     // SAFETY: the caller's contract.
     unsafe {
         alltoallv(
@@ -329,7 +329,7 @@ unsafe fn reduce_scatter(
     comm_h: MPI_Comm,
     call: &'static str,
 ) -> Result<(), MpiError> {
-    crate::coll::unaliased(
+    crate::coll::alias::unaliased(
         comm_h,
         sendbuf,
         recvbuf,

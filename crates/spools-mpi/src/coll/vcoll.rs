@@ -776,7 +776,7 @@ forms!(-, -, MPI_Igather, MPI_Igather_c, MPI_Gather_init, MPI_Gather_init_c, com
     (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Igather";
     let c = self::comm(comm, call)?;
-    crate::coll::unaliased(comm, sendbuf, recvbuf, Some(root), sendcount != 0, call)?;
+    crate::coll::alias::unaliased(comm, sendbuf, recvbuf, Some(root), sendcount != 0, call)?;
     let root = root_of(&c, root, call)?;
     if root == NOBODY {
         return Ok(bystander(c));
@@ -801,7 +801,7 @@ forms!(MPI_Gatherv, MPI_Gatherv_c, MPI_Igatherv, MPI_Igatherv_c, MPI_Gatherv_ini
     (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, displs: *const c_int => *const MPI_Aint, recvtype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Gatherv";
     let c = self::comm(comm, call)?;
-    crate::coll::unaliased(comm, sendbuf, recvbuf, Some(root), sendcount != 0, call)?;
+    crate::coll::alias::unaliased(comm, sendbuf, recvbuf, Some(root), sendcount != 0, call)?;
     let root = root_of(&c, root, call)?;
     if root == NOBODY {
         return Ok(bystander(c));
@@ -817,7 +817,7 @@ forms!(-, -, MPI_Iscatter, MPI_Iscatter_c, MPI_Scatter_init, MPI_Scatter_init_c,
     (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Iscatter";
     let c = self::comm(comm, call)?;
-    crate::coll::unaliased(comm, sendbuf, recvbuf, Some(root), recvcount != 0, call)?;
+    crate::coll::alias::unaliased(comm, sendbuf, recvbuf, Some(root), recvcount != 0, call)?;
     let root = root_of(&c, root, call)?;
     if root == NOBODY {
         return Ok(bystander(c));
@@ -845,7 +845,7 @@ forms!(MPI_Scatterv, MPI_Scatterv_c, MPI_Iscatterv, MPI_Iscatterv_c, MPI_Scatter
     (sendbuf: *const c_void => *const c_void, sendcounts: *const c_int => *const MPI_Count, displs: *const c_int => *const MPI_Aint, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Scatterv";
     let c = self::comm(comm, call)?;
-    crate::coll::unaliased(comm, sendbuf, recvbuf, Some(root), recvcount != 0, call)?;
+    crate::coll::alias::unaliased(comm, sendbuf, recvbuf, Some(root), recvcount != 0, call)?;
     let root = root_of(&c, root, call)?;
     if root == NOBODY {
         return Ok(bystander(c));
@@ -861,8 +861,8 @@ forms!(-, -, MPI_Iallgather, MPI_Iallgather_c, MPI_Allgather_init, MPI_Allgather
     (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Iallgather";
     let c = self::comm(comm, call)?;
-    let own = crate::coll::own_block(recvbuf, recvtype, i64::from(c.comm.rank()) * recvcount as i64);
-    crate::coll::unaliased(comm, sendbuf, own, None, sendcount != 0, call)?;
+    let own = crate::coll::alias::own_block(recvbuf, recvtype, i64::from(c.comm.rank()) * recvcount as i64);
+    crate::coll::alias::unaliased(comm, sendbuf, own, None, sendcount != 0, call)?;
     if c.inter.is_none() {
         let recv = side(recvbuf as usize, recvcount as i64, recvtype, size_of(&c), call, "recvbuf")?;
         let send = if in_place(sendbuf) {
@@ -885,8 +885,8 @@ forms!(-, -, MPI_Iallgatherv, MPI_Iallgatherv_c, MPI_Allgatherv_init, MPI_Allgat
     // SAFETY: `size` values (the caller's contract).
     let (k, d) = unsafe { (arr(recvcounts, n, call)?, arr(displs, n, call)?) };
     if c.inter.is_none() {
-        let own = crate::coll::own_block(recvbuf, recvtype, d.get(c.comm.rank() as usize).copied().unwrap_or(0));
-        crate::coll::unaliased(comm, sendbuf, own, None, sendcount != 0, call)?;
+        let own = crate::coll::alias::own_block(recvbuf, recvtype, d.get(c.comm.rank() as usize).copied().unwrap_or(0));
+        crate::coll::alias::unaliased(comm, sendbuf, own, None, sendcount != 0, call)?;
     }
     let x = allgatherv(c, sendbuf as usize, sendcount as i64, sendtype, recvbuf as usize, &k, &d, recvtype, call)?;
     Ok(xfer_start(x))
@@ -934,7 +934,7 @@ forms!(-, -, MPI_Ialltoall, MPI_Ialltoall_c, MPI_Alltoall_init, MPI_Alltoall_ini
     (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Ialltoall";
     let c = self::comm(comm, call)?;
-    crate::coll::unaliased(comm, sendbuf, recvbuf, None, sendcount != 0, call)?;
+    crate::coll::alias::unaliased(comm, sendbuf, recvbuf, None, sendcount != 0, call)?;
     let n = size_of(&c);
     if c.inter.is_none() {
         let recv = side(recvbuf as usize, recvcount as i64, recvtype, n, call, "recvbuf")?;
@@ -964,7 +964,7 @@ forms!(-, -, MPI_Ialltoallv, MPI_Ialltoallv_c, MPI_Alltoallv_init, MPI_Alltoallv
         // SAFETY: as above.
         unsafe { (arr(sendcounts, n, call)?, arr(sdispls, n, call)?) }
     };
-    crate::coll::unaliased(comm, sendbuf, recvbuf, None, sk.iter().any(|&k| k != 0), call)?;
+    crate::coll::alias::unaliased(comm, sendbuf, recvbuf, None, sk.iter().any(|&k| k != 0), call)?;
     alltoallv(c, sendbuf as usize, &sk, &sd, sendtype, recvbuf as usize, &rk, &rd, recvtype, call)
 });
 
@@ -981,7 +981,7 @@ forms!(MPI_Alltoallw, MPI_Alltoallw_c, MPI_Ialltoallw, MPI_Ialltoallw_c, MPI_All
         // SAFETY: as above.
         unsafe { (arr(sendcounts, n, call)?, arr(sdispls, n, call)?, crate::datatype::array(sendtypes, n, call)?.to_vec()) }
     };
-    crate::coll::unaliased(comm, sendbuf, recvbuf, None, sk.iter().any(|&k| k != 0), call)?;
+    crate::coll::alias::unaliased(comm, sendbuf, recvbuf, None, sk.iter().any(|&k| k != 0), call)?;
     alltoallw(c, sendbuf as usize, &sk, &sd, &st, recvbuf as usize, &rk, &rd, &rt, call)
 });
 
@@ -1002,7 +1002,7 @@ fn reduce_start(
         Fold::Root(r) => Some(r as c_int),
         _ => None,
     };
-    crate::coll::unaliased(
+    crate::coll::alias::unaliased(
         comm,
         send as *const c_void,
         recv as *const c_void,

@@ -117,26 +117,31 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
         let mut most = [0u32];
         lc.comm
             .allreduce(&[lc.comm.free_context()], &mut most, &Op::Max)?;
-        // The leaders swap [largest free context, leader's job rank, members...].
-        let theirs = if lc.comm.rank() == leader {
-            let pc = comm(peer_comm, call)?;
-            let rl = crate::p2p::dest(&pc, remote_leader, call)?.ok_or_else(|| {
-                MpiError::invalid(
-                    MPI_ERR_RANK,
-                    format!("{call}: the remote leader is MPI_PROC_NULL"),
-                )
-            })?;
-            let tag = crate::p2p::send_tag(tag, call)?;
-            let mut mine = vec![most[0], local[leader as usize]];
-            mine.extend(&local);
-            let req = pc.comm.isend(bytes_of(&mine), rl, tag)?;
-            let (got, _) = pc.comm.recv_vec(rl, tag)?;
-            req.wait()?;
-            got
-        } else {
-            Vec::new()
+        // The leaders swap `mine` over the peer communicator, and each broadcasts what
+        // it got to its group.
+        let swap = |mine: &[u32]| -> Result<Vec<u32>, MpiError> {
+            let got = if lc.comm.rank() == leader {
+                let pc = comm(peer_comm, call)?;
+                let rl = crate::p2p::dest(&pc, remote_leader, call)?.ok_or_else(|| {
+                    MpiError::invalid(
+                        MPI_ERR_RANK,
+                        format!("{call}: the remote leader is MPI_PROC_NULL"),
+                    )
+                })?;
+                let tag = crate::p2p::send_tag(tag, call)?;
+                let req = pc.comm.isend(bytes_of(mine), rl, tag)?;
+                let (got, _) = pc.comm.recv_vec(rl, tag)?;
+                req.wait()?;
+                got
+            } else {
+                Vec::new()
+            };
+            Ok(u32s_of(&lc.comm.bcast_bytes(leader, &got)?))
         };
-        let theirs = u32s_of(&lc.comm.bcast_bytes(leader, &theirs)?);
+        // [largest free context, leader's job rank, members...].
+        let mut mine = vec![most[0], local[leader as usize]];
+        mine.extend(&local);
+        let theirs = swap(&mine)?;
         if theirs.len() < 3 {
             return Err(MpiError::invalid(
                 MPI_ERR_INTERN,
@@ -157,19 +162,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
         let both = |mine: u32, op: &Op<u32>| -> Result<u32, MpiError> {
             let mut local_v = [0u32];
             lc.comm.allreduce(&[mine], &mut local_v, op)?;
-            let got = if lc.comm.rank() == leader {
-                let pc = comm(peer_comm, call)?;
-                let rl = crate::p2p::dest(&pc, remote_leader, call)?.unwrap_or(0);
-                let tag = crate::p2p::send_tag(tag, call)?;
-                let req = pc.comm.isend(bytes_of(&local_v), rl, tag)?;
-                let (got, _) = pc.comm.recv_vec(rl, tag)?;
-                req.wait()?;
-                got
-            } else {
-                Vec::new()
-            };
-            let theirs = u32s_of(&lc.comm.bcast_bytes(leader, &got)?);
-            let other = theirs.first().copied().unwrap_or(0);
+            let other = swap(&local_v)?.first().copied().unwrap_or(0);
             Ok(if matches!(op, Op::Min) {
                 local_v[0].min(other)
             } else {
