@@ -94,6 +94,38 @@ int main(int argc, char **argv) {
                      MPI_COMM_WORLD));
     free(zeros);
   }
+  {
+    /* One buffer, sent from its first half and received into its second by the
+     * displacements: no alias, it works. */
+    int *one = malloc(sizeof(int) * (size_t)size * 2);
+    int *sc = malloc(sizeof(int) * (size_t)size * 4);
+    int *sd = sc + size, *rc_ = sc + 2 * size, *rd = sc + 3 * size;
+    for (int i = 0; i < size; i++) {
+      one[i] = rank * 100 + i;
+      one[size + i] = -1;
+      sc[i] = rc_[i] = 1;
+      sd[i] = i;
+      rd[i] = size + i;
+    }
+    OK(MPI_Alltoallv(one, sc, sd, MPI_INT, one, rc_, rd, MPI_INT, MPI_COMM_WORLD));
+    for (int i = 0; i < size; i++)
+      CHECK(one[size + i] == i * 100 + rank, "alltoallv within one buffer: %d from %d",
+            one[size + i], i);
+    /* A gatherv root whose blocks start past the send part at the buffer's head. */
+    int *rcounts = malloc(sizeof(int) * (size_t)size * 2), *displs = rcounts + size;
+    for (int i = 0; i < size; i++) {
+      rcounts[i] = 1;
+      displs[i] = 1 + i;
+    }
+    one[0] = rank + 7;
+    OK(MPI_Gatherv(one, 1, MPI_INT, one, rcounts, displs, MPI_INT, 0, MPI_COMM_WORLD));
+    if (rank == 0)
+      for (int i = 0; i < size; i++)
+        CHECK(one[1 + i] == i + 7, "gatherv past the send part: %d from %d", one[1 + i], i);
+    free(rcounts);
+    free(sc);
+    free(one);
+  }
   int v = rank;
   OK(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
   CHECK(v == size * (size - 1) / 2, "in place allreduce gave %d", v);

@@ -22,9 +22,9 @@ use crate::status::{Source, Status, Tag};
 /// MPI implementations do when their context ids run out (MPICH's after about 2,000);
 /// a program that makes communicators without freeing them learns it here, not by
 /// running out of memory.
-pub const MAX_COMMUNICATORS: u32 = 16_384;
+pub const MAX_LIVE_COMMUNICATORS: u32 = 16_384;
 
-/// A communicator's place among this rank's live ones ([`crate::MAX_COMMUNICATORS`]):
+/// A communicator's place among this rank's live ones ([`crate::MAX_LIVE_COMMUNICATORS`]):
 /// taken when it is made, given back when its last core (views share it) is dropped.
 #[derive(Debug)]
 pub(crate) struct Lease(Arc<AtomicU32>);

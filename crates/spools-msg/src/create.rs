@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use spools_am::{Endpoint, Worker};
 
-use crate::comm_core::MAX_COMMUNICATORS;
+use crate::comm_core::MAX_LIVE_COMMUNICATORS;
 use crate::communicator::Communicator;
 use crate::element::Op;
 use crate::engine::Engine;
@@ -117,18 +117,20 @@ impl Communicator {
     /// `free_context()` (exchanged by any means), claim it
     /// ([`Communicator::claim_context`]) and make it with
     /// [`Communicator::with_context`]. MPI's intercommunicators are made so. A rank
-    /// that holds [`MAX_COMMUNICATORS`] already answers an id that no claim takes, so
+    /// that holds [`MAX_LIVE_COMMUNICATORS`] already answers an id that no claim takes, so
     /// that every member's creation fails alike.
     pub fn free_context(&self) -> u32 {
         let e = &self.core.engine;
-        if e.live_comms.load(Ordering::Acquire) >= MAX_COMMUNICATORS {
+        if e.live_comms.load(Ordering::Acquire) >= MAX_LIVE_COMMUNICATORS {
             return LEADER_BASE;
         }
         e.next_ctx.load(Ordering::Acquire)
     }
 
     /// A communicator of job ranks `ranks` (in this order) in context `ctx`, which its
-    /// members agreed on as the largest of their [`Communicator::free_context`]: every
+    /// members agreed on as the largest of their [`Communicator::free_context`] and
+    /// each claimed ([`Communicator::claim_context`], which threads making other
+    /// communicators at once need): every
     /// member calls it with the same `ctx` and `ranks`. Not collective in itself. A
     /// communicator takes four context ids: the next free one after `ctx` is `ctx + 4`.
     ///
@@ -226,7 +228,7 @@ impl Communicator {
             let mut agreed = [0u32];
             self.allreduce(&[mine], &mut agreed, &Op::Max)?;
             // The contexts from LEADER_BASE up are the non-blocking dups' (`idup.rs`);
-            // a member that holds MAX_COMMUNICATORS proposes LEADER_BASE: all fail.
+            // a member that holds MAX_LIVE_COMMUNICATORS proposes LEADER_BASE: all fail.
             let took = self.claim_context(agreed[0], 1)?;
             let ctx = agreed[0];
             let mut all = [0u32];

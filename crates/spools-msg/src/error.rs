@@ -82,7 +82,7 @@ pub enum MsgError {
         sent: u64,
     },
     /// No communicator context id is left: a member holds
-    /// [`crate::MAX_COMMUNICATORS`] communicators already, more than 2^29 were agreed
+    /// [`crate::MAX_LIVE_COMMUNICATORS`] communicators already, more than 2^29 were agreed
     /// on by blocking creation, or a leader's range of non-blocking dups is used up.
     #[error("no communicator context ids are left")]
     NoContext,

@@ -1,7 +1,7 @@
 //! [`Communicator::idup`]: a communicator made without blocking, by one broadcast.
 //!
-//! A blocking dup agrees on the largest free context its members know (an allreduce,
-//! `create.rs`). Non-blocking dups may overlap on a rank, on communicators that share
+//! A blocking dup agrees on the largest free context its members know, then on whether
+//! each could claim it (two allreduces, `create.rs`). Non-blocking dups may overlap on a rank, on communicators that share
 //! some members and not others, and the result of one agreement is known only when it
 //! completes: two could then agree on the same context. So a non-blocking dup's context
 //! is chosen by one member alone, the communicator's rank 0 (its *leader*), from a range
@@ -49,7 +49,7 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`Communicator::ibcast`]; at `wait`, [`MsgError::NoContext`] when the leader's
-    /// range is used up or it holds [`crate::MAX_COMMUNICATORS`] communicators.
+    /// range is used up or it holds [`crate::MAX_LIVE_COMMUNICATORS`] communicators.
     pub fn idup(&self) -> Result<DupRequest, MsgError> {
         let mine = if self.rank() == 0 {
             let engine = &self.core.engine;
@@ -57,8 +57,8 @@ impl Communicator {
             let size = u64::from(engine.worker.size());
             let me = u64::from(engine.worker.rank());
             let ctx = u64::from(LEADER_BASE) + u64::from(CTX_STRIDE) * (u64::from(n) * size + me);
-            // The leader's count of communicators decides for all (crate::MAX_COMMUNICATORS).
-            let full = engine.live_comms.load(Ordering::Acquire) >= crate::MAX_COMMUNICATORS;
+            // The leader's count of communicators decides for all (crate::MAX_LIVE_COMMUNICATORS).
+            let full = engine.live_comms.load(Ordering::Acquire) >= crate::MAX_LIVE_COMMUNICATORS;
             if ctx < u64::from(MAX_CTX) && !full {
                 ctx as u32
             } else {

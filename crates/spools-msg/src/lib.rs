@@ -57,7 +57,7 @@ mod rpc;
 mod status;
 
 pub use coll::CollRequest;
-pub use comm_core::MAX_COMMUNICATORS;
+pub use comm_core::MAX_LIVE_COMMUNICATORS;
 pub use communicator::Communicator;
 pub use create::start;
 pub use element::{as_bytes, as_bytes_mut, Element, Op, SliceFn, UserFn, Verdict};

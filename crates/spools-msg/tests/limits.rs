@@ -1,11 +1,11 @@
-//! The most communicators a rank holds at once (`spools::MAX_COMMUNICATORS`): past it a
+//! The most communicators a rank holds at once (`spools::MAX_LIVE_COMMUNICATORS`): past it a
 //! creation fails with `NoContext` on every member alike (no member waits for another
 //! that refused), by `dup` and by `idup`; a freed communicator's place is reused. Real
 //! processes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use spools::{MsgError, MAX_COMMUNICATORS};
+use spools::{MsgError, MAX_LIVE_COMMUNICATORS};
 use spools_testkit::{assert_ok, e, launch, rank_main};
 
 mod common;
@@ -20,7 +20,7 @@ fn limit_role() -> Result<(), String> {
             Ok(c) => held.push(c),
             Err(err) => break err,
         }
-        check(held.len() <= MAX_COMMUNICATORS as usize, || {
+        check(held.len() <= MAX_LIVE_COMMUNICATORS as usize, || {
             format!("{} dups made, past the limit", held.len())
         })?;
     };

@@ -11,13 +11,15 @@ fn in_place(p: *const c_void) -> bool {
     p as usize == MPI_IN_PLACE
 }
 
-/// `MPI_ERR_BUFFER` when a collective's send buffer `send` is its receive buffer `recv`
-/// (for allgather(v), the block of `recv` this rank's own part goes to): MPI forbids
-/// aliased arguments (2.5.3; `MPI_IN_PLACE` is how a rank shares one buffer), and a
-/// rank that went on would read what it overwrites. Checked as MPICH checks it, on the
-/// pointers, before any communication, and only where the receive buffer counts: on an
-/// intracommunicator, at the root when `root` is given (a gather's or reduce's receive,
-/// a scatter's send), for a part of some bytes (`nonempty`).
+/// `MPI_ERR_BUFFER` when a collective's send buffer `send` is its receive buffer `recv`:
+/// MPI forbids aliased arguments (2.5.3; `MPI_IN_PLACE` is how a rank shares one
+/// buffer), and a rank that went on would read what it overwrites. Checked on the
+/// pointers, before any communication, only where the two surely overlap: the callers
+/// pass the start of this rank's own block (of a gather's or allgather's receive, a
+/// scatter's send) and say `nonempty` only when both sides have bytes there (for
+/// alltoallv and alltoallw, as MPICH does, only when both sides share their counts,
+/// displacements and types: a program may send from one part of a buffer and receive
+/// into another). Only on an intracommunicator, and at the root when `root` is given.
 pub(crate) fn unaliased(
     comm_h: MPI_Comm,
     send: *const c_void,

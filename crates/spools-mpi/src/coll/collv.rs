@@ -266,7 +266,10 @@ unsafe fn alltoallv_arrays<K: Copy + Wide, D: Copy + Wide>(
         // SAFETY: as above.
         unsafe { (arr(sendcounts, n, call)?, arr(sdispls, n, call)?) }
     };
-    let nonempty = sk.iter().any(|&k| k.wide() != 0);
+    // As MPICH: the same counts, displacements and type on both sides (a program may
+    // send from one part of a buffer and receive into another with its displacements).
+    let same = std::ptr::eq(sendcounts, recvcounts) && std::ptr::eq(sdispls, rdispls) && st == rt;
+    let nonempty = same && sk.iter().any(|&k| k.wide() != 0);
     crate::coll::alias::unaliased(comm_h, sendbuf, recvbuf, None, nonempty, call)?;
     // SAFETY: the caller's contract.
     unsafe {
@@ -329,19 +332,13 @@ unsafe fn reduce_scatter(
     comm_h: MPI_Comm,
     call: &'static str,
 ) -> Result<(), MpiError> {
-    crate::coll::alias::unaliased(
-        comm_h,
-        sendbuf,
-        recvbuf,
-        None,
-        k.iter().any(|&n| n != 0),
-        call,
-    )?;
     let c = comm(comm_h, call)?;
     let me = c.comm.rank() as usize;
     let t = committed(dt, call)?;
     let total: usize = k.iter().sum();
     let mine = k.get(me).copied().unwrap_or(0);
+    // This rank's block is the only part of the receive buffer.
+    crate::coll::alias::unaliased(comm_h, sendbuf, recvbuf, None, mine != 0, call)?;
     let src = if sendbuf as usize == MPI_IN_PLACE {
         buffer(recvbuf as usize, total, &t, call, "recvbuf")?;
         recvbuf.cast_const()

@@ -488,7 +488,14 @@ unsafe fn gather(
 ) -> c_int {
     if let Some(rc) = aliased(
         comm,
-        unaliased(comm, sendbuf, recvbuf, Some(root), sendcount != 0, call),
+        unaliased(
+            comm,
+            sendbuf,
+            own_block(recvbuf, recvtype, i64::from(root) * recvcount),
+            Some(root),
+            sendcount != 0 && recvcount != 0,
+            call,
+        ),
     ) {
         return rc;
     }
@@ -607,7 +614,15 @@ unsafe fn scatter(
 ) -> c_int {
     if let Some(rc) = aliased(
         comm,
-        unaliased(comm, sendbuf, recvbuf, Some(root), recvcount != 0, call),
+        // The root's own send block against its receive (in place: no alias).
+        unaliased(
+            comm,
+            recvbuf,
+            own_block(sendbuf, sendtype, i64::from(root) * sendcount),
+            Some(root),
+            recvcount != 0 && sendcount != 0,
+            call,
+        ),
     ) {
         return rc;
     }

@@ -776,7 +776,8 @@ forms!(-, -, MPI_Igather, MPI_Igather_c, MPI_Gather_init, MPI_Gather_init_c, com
     (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Igather";
     let c = self::comm(comm, call)?;
-    crate::coll::alias::unaliased(comm, sendbuf, recvbuf, Some(root), sendcount != 0, call)?;
+    let own = crate::coll::alias::own_block(recvbuf, recvtype, i64::from(root) * recvcount as i64);
+    crate::coll::alias::unaliased(comm, sendbuf, own, Some(root), sendcount != 0 && recvcount != 0, call)?;
     let root = root_of(&c, root, call)?;
     if root == NOBODY {
         return Ok(bystander(c));
@@ -801,7 +802,6 @@ forms!(MPI_Gatherv, MPI_Gatherv_c, MPI_Igatherv, MPI_Igatherv_c, MPI_Gatherv_ini
     (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, displs: *const c_int => *const MPI_Aint, recvtype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Gatherv";
     let c = self::comm(comm, call)?;
-    crate::coll::alias::unaliased(comm, sendbuf, recvbuf, Some(root), sendcount != 0, call)?;
     let root = root_of(&c, root, call)?;
     if root == NOBODY {
         return Ok(bystander(c));
@@ -809,6 +809,12 @@ forms!(MPI_Gatherv, MPI_Gatherv_c, MPI_Igatherv, MPI_Igatherv_c, MPI_Gatherv_ini
     let n = if c.comm.rank() == root { size_of(&c) } else { 0 };
     // SAFETY: `size` values at the root (the caller's contract).
     let (k, d) = unsafe { (arr(recvcounts, n, call)?, arr(displs, n, call)?) };
+    if c.inter.is_none() && c.comm.rank() == root {
+        // The root's own block, where its part lands.
+        let (kr, dr) = (k.get(root as usize).copied().unwrap_or(0), d.get(root as usize).copied().unwrap_or(0));
+        let own = crate::coll::alias::own_block(recvbuf, recvtype, dr);
+        crate::coll::alias::unaliased(comm, sendbuf, own, None, sendcount != 0 && kr != 0, call)?;
+    }
     let x = gatherv(c, sendbuf as usize, sendcount as i64, sendtype, recvbuf as usize, &k, &d, recvtype, root, call)?;
     Ok(xfer_start(x))
 });
@@ -817,7 +823,9 @@ forms!(-, -, MPI_Iscatter, MPI_Iscatter_c, MPI_Scatter_init, MPI_Scatter_init_c,
     (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Iscatter";
     let c = self::comm(comm, call)?;
-    crate::coll::alias::unaliased(comm, sendbuf, recvbuf, Some(root), recvcount != 0, call)?;
+    // The root's own send block against its receive (an in-place receive is no alias).
+    let own = crate::coll::alias::own_block(sendbuf, sendtype, i64::from(root) * sendcount as i64);
+    crate::coll::alias::unaliased(comm, recvbuf, own, Some(root), recvcount != 0 && sendcount != 0, call)?;
     let root = root_of(&c, root, call)?;
     if root == NOBODY {
         return Ok(bystander(c));
@@ -845,7 +853,6 @@ forms!(MPI_Scatterv, MPI_Scatterv_c, MPI_Iscatterv, MPI_Iscatterv_c, MPI_Scatter
     (sendbuf: *const c_void => *const c_void, sendcounts: *const c_int => *const MPI_Count, displs: *const c_int => *const MPI_Aint, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Scatterv";
     let c = self::comm(comm, call)?;
-    crate::coll::alias::unaliased(comm, sendbuf, recvbuf, Some(root), recvcount != 0, call)?;
     let root = root_of(&c, root, call)?;
     if root == NOBODY {
         return Ok(bystander(c));
@@ -853,6 +860,11 @@ forms!(MPI_Scatterv, MPI_Scatterv_c, MPI_Iscatterv, MPI_Iscatterv_c, MPI_Scatter
     let n = if c.comm.rank() == root { size_of(&c) } else { 0 };
     // SAFETY: `size` values at the root (the caller's contract).
     let (k, d) = unsafe { (arr(sendcounts, n, call)?, arr(displs, n, call)?) };
+    if c.inter.is_none() && c.comm.rank() == root {
+        let (kr, dr) = (k.get(root as usize).copied().unwrap_or(0), d.get(root as usize).copied().unwrap_or(0));
+        let own = crate::coll::alias::own_block(sendbuf, sendtype, dr);
+        crate::coll::alias::unaliased(comm, recvbuf, own, None, recvcount != 0 && kr != 0, call)?;
+    }
     let x = scatterv(c, sendbuf as usize, &k, &d, sendtype, recvbuf as usize, recvcount as i64, recvtype, root, call)?;
     Ok(xfer_start(x))
 });
@@ -964,7 +976,10 @@ forms!(-, -, MPI_Ialltoallv, MPI_Ialltoallv_c, MPI_Alltoallv_init, MPI_Alltoallv
         // SAFETY: as above.
         unsafe { (arr(sendcounts, n, call)?, arr(sdispls, n, call)?) }
     };
-    crate::coll::alias::unaliased(comm, sendbuf, recvbuf, None, sk.iter().any(|&k| k != 0), call)?;
+    // As MPICH: the same counts, displacements and type on both sides (a program may
+    // send from one part of a buffer and receive into another with its displacements).
+    let same = std::ptr::eq(sendcounts, recvcounts) && std::ptr::eq(sdispls, rdispls) && sendtype == recvtype;
+    crate::coll::alias::unaliased(comm, sendbuf, recvbuf, None, same && sk.iter().any(|&k| k != 0), call)?;
     alltoallv(c, sendbuf as usize, &sk, &sd, sendtype, recvbuf as usize, &rk, &rd, recvtype, call)
 });
 
@@ -981,7 +996,8 @@ forms!(MPI_Alltoallw, MPI_Alltoallw_c, MPI_Ialltoallw, MPI_Ialltoallw_c, MPI_All
         // SAFETY: as above.
         unsafe { (arr(sendcounts, n, call)?, arr(sdispls, n, call)?, crate::datatype::array(sendtypes, n, call)?.to_vec()) }
     };
-    crate::coll::alias::unaliased(comm, sendbuf, recvbuf, None, sk.iter().any(|&k| k != 0), call)?;
+    let same = std::ptr::eq(sendcounts, recvcounts) && std::ptr::eq(sdispls, rdispls) && std::ptr::eq(sendtypes, recvtypes);
+    crate::coll::alias::unaliased(comm, sendbuf, recvbuf, None, same && sk.iter().any(|&k| k != 0), call)?;
     alltoallw(c, sendbuf as usize, &sk, &sd, &st, recvbuf as usize, &rk, &rd, &rt, call)
 });
 
@@ -1002,12 +1018,17 @@ fn reduce_start(
         Fold::Root(r) => Some(r as c_int),
         _ => None,
     };
+    // A reduce-scatter's receive buffer is this rank's block alone.
+    let receives = match counts.get(c.comm.rank() as usize) {
+        Some(&mine) => mine != 0,
+        None => n != 0,
+    };
     crate::coll::alias::unaliased(
         comm,
         send as *const c_void,
         recv as *const c_void,
         root,
-        n != 0,
+        receives,
         call,
     )?;
     let t = committed(dt, call)?;

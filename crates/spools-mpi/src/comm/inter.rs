@@ -475,14 +475,25 @@ pub unsafe extern "C" fn MPI_Comm_create(
             // SAFETY: the caller's contract.
             return unsafe { out(newcomm, h, call) };
         }
-        // Every rank passes the same group (MPI 4.1, 7.4.2), so each finds a member
-        // outside the communicator alike, before any communication.
+        // A member outside the communicator: ranks may pass different (disjoint)
+        // groups, so they agree on whether any found one before they split.
         let mut all = crate::comm::group::members(&c)?;
         all.sort_unstable();
-        if let Some(x) = g.iter().find(|x| all.binary_search(x).is_err()) {
+        let outside = g.iter().find(|x| all.binary_search(x).is_err()).copied();
+        let mut any = [0u32];
+        c.comm
+            .allreduce(&[u32::from(outside.is_some())], &mut any, &Op::Max)?;
+        if any[0] != 0 {
             return Err(MpiError::invalid(
                 MPI_ERR_GROUP,
-                format!("{call}: job rank {x} of the group is not in the communicator"),
+                match outside {
+                    Some(x) => {
+                        format!("{call}: job rank {x} of the group is not in the communicator")
+                    }
+                    None => format!(
+                        "{call}: another rank's group holds a process outside the communicator"
+                    ),
+                },
             ));
         }
         // Ranks of one group share its lowest job rank as colour; key: rank in it.
