@@ -367,16 +367,18 @@ fn a_collective_a_finalised_rank_never_joins_fails() {
         assert_eq!(o.code(), Some(1), "{t}: {o:?}");
         assert!(
             o.stderr
-                .contains("spools run: rank 1 ended the job (it finalised after 1 collective(s)"),
+                .contains("spools run: rank 1 ended the job (it finalised after 2 collective(s)"),
             "{t}: {o:?}"
         );
-        // `dup` is itself a collective of the world communicator: rank 1 started one. A
+        // `dup` is itself two collectives of the world communicator (the agreement on a
+        // context and the one on whether every member could claim it): rank 1 started
+        // both. A
         // rank that finds rank 1 missing ends the job in its name; the others' waits then
         // fail that way, whatever they wait in (a slower rank may still be in the first
         // barrier). At least one rank found it itself, and every error names rank 1.
         assert!(
             o.stdout.contains(
-                "saw: job rank 1 finalised after 1 collective(s) on this communicator, so it never joins collective #1"
+                "saw: job rank 1 finalised after 2 collective(s) on this communicator, so it never joins collective #2"
             ),
             "{t}: {o:?}"
         );
@@ -386,7 +388,7 @@ fn a_collective_a_finalised_rank_never_joins_fails() {
                 .or_else(|| line.split_once("rank error: "))
             {
                 assert!(
-                    err.contains("rank 1 ") && err.contains("finalised after 1 collective(s)"),
+                    err.contains("rank 1 ") && err.contains("finalised after 2 collective(s)"),
                     "{t}: {line}: {o:?}"
                 );
             }
