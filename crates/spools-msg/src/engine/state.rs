@@ -23,6 +23,21 @@ pub(super) const ORDERED: Channel = Channel {
 /// Most communicators whose collective counts are kept (freed ones are forgotten first).
 const MAX_TRACKED: usize = spools_proto::boot::MAX_COMMUNICATORS as usize;
 
+/// How many entries a full list is pruned down to (oldest freed ones first): pruning
+/// walks the whole list, so it makes room for many creations at once, not for one.
+const TRACKED_AFTER_PRUNE: usize = MAX_TRACKED / 2;
+
+/// Drops the oldest entries of freed communicators (counters nobody else holds) from
+/// `list` until it holds at most `keep` entries or none of them is freed.
+fn forget_freed(list: &mut Vec<(u32, Arc<AtomicU32>)>, keep: usize) {
+    let mut excess = list.len().saturating_sub(keep);
+    list.retain(|(_, k)| {
+        let drop_it = excess > 0 && Arc::strong_count(k) == 1;
+        excess -= usize::from(drop_it);
+        !drop_it
+    });
+}
+
 /// The active-message layer's ids of the engine's handlers.
 #[derive(Clone, Copy)]
 pub(super) struct HandlerIds {
@@ -177,13 +192,10 @@ impl Engine {
         let c = Arc::new(AtomicU32::new(0));
         let mut list = lock(&self.collectives);
         if list.len() >= MAX_TRACKED {
-            // Forget the oldest freed communicators first.
-            let mut excess = list.len() + 1 - MAX_TRACKED;
-            list.retain(|(_, k)| {
-                let drop_it = excess > 0 && Arc::strong_count(k) == 1;
-                excess -= usize::from(drop_it);
-                !drop_it
-            });
+            // Pruning walks the whole list, so it makes room for many creations at once:
+            // a program that makes and frees communicators without end (a persistent
+            // collective's private one each) pays one walk per many creations.
+            forget_freed(&mut list, TRACKED_AFTER_PRUNE - 1);
         }
         list.push((ctx, c.clone()));
         c
@@ -272,5 +284,40 @@ impl Engine {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU32;
+    use std::sync::Arc;
+
+    use super::forget_freed;
+
+    #[test]
+    fn forgetting_drops_the_oldest_freed_entries_only_down_to_the_mark() {
+        // Contexts 0..10; the even ones are live (a communicator still holds them).
+        let held: Vec<_> = (0..10).map(|_| Arc::new(AtomicU32::new(0))).collect();
+        let mut list: Vec<_> = held
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (i as u32, c.clone()))
+            .collect();
+        let live: Vec<_> = held.into_iter().step_by(2).collect();
+        forget_freed(&mut list, 7);
+        let ctxs: Vec<u32> = list.iter().map(|(c, _)| *c).collect();
+        assert_eq!(
+            ctxs,
+            [0, 2, 4, 6, 7, 8, 9],
+            "freed 1, 3, 5 go first, oldest first"
+        );
+        forget_freed(&mut list, 2);
+        let ctxs: Vec<u32> = list.iter().map(|(c, _)| *c).collect();
+        assert_eq!(
+            ctxs,
+            [0, 2, 4, 6, 8],
+            "live entries stay even past the mark"
+        );
+        drop(live);
     }
 }
