@@ -1,9 +1,11 @@
 //! Memory lent to one peer for one-sided reads: a layer above lends a send buffer to the
 //! peer that will receive it (the rendezvous of tagged messages), the peer reads it
-//! through its network's remote memory access, and the lender ends the loan when the
-//! peer says it is done. Only peers reached through a network transport with remote
-//! memory access (libfabric) borrow; every other peer is served by messages or the
-//! shared heap, and [`Worker::lend`] says so by lending nothing.
+//! through its transport's remote memory access, and the lender ends the loan when the
+//! peer says it is done. Peers reached through a network transport with remote memory
+//! access (libfabric) borrow, and so do peers on this host where the shared-memory
+//! transport reads other ranks' memory by cross-memory attach (its single copy, chosen at
+//! start-up); every other peer is served by messages or the shared heap, and
+//! [`Worker::lend`] says so by lending nothing.
 
 use spools_fabric::{Access, RemoteRegion};
 
@@ -21,21 +23,50 @@ pub struct Loan {
     pub at: RemoteRegion,
 }
 
+impl crate::core::Core {
+    /// The transport through which `peer` reads what this rank lends it, or this rank
+    /// reads what `peer` lends: the network's for a peer reached through it, the shared
+    /// memory's for a peer on this host (its reads by cross-memory attach, where single
+    /// copy was chosen); the caller asks it for remote memory access.
+    fn lender(&self, peer: u32) -> Option<&std::sync::Arc<dyn spools_fabric::Transport>> {
+        match self.routes.get(peer as usize) {
+            Some(Route::Net) => self.net.as_ref(),
+            Some(Route::Shm) => self.shm.as_ref(),
+            _ => None,
+        }
+    }
+}
+
 impl Worker {
     /// Lends `len` bytes at `base` to `peer` for one-sided reads, when `peer` is reached
-    /// through a network transport with remote memory access and the bytes take more
-    /// than one message to it; `None` otherwise, or when the network refuses the
-    /// registration (the caller then sends the bytes as messages).
+    /// through a transport with remote memory access (a network's, or shared memory's
+    /// cross-memory reads) and the bytes take more than one message to it; `None`
+    /// otherwise, or when the transport refuses the registration (the caller then sends
+    /// the bytes as messages). Within a host, `collective` (the transfer is a
+    /// collective's, in which every rank moves data at once) may decide:
+    /// [`SingleCopy::reads`](spools_fabric::SingleCopy::reads).
     ///
     /// # Safety
     /// The bytes must stay allocated, unchanged and in place until
     /// [`Worker::end_loan`] of the loan returns.
-    pub unsafe fn lend(&self, peer: u32, base: *const u8, len: usize) -> Option<Loan> {
+    pub unsafe fn lend(
+        &self,
+        peer: u32,
+        base: *const u8,
+        len: usize,
+        collective: bool,
+    ) -> Option<Loan> {
         let core = &self.core;
-        if core.routes.get(peer as usize) != Some(&Route::Net) || len <= core.fragment_for(peer) {
+        if len <= core.fragment_for(peer) {
             return None;
         }
-        let rma = core.net.as_ref()?.rma()?;
+        let t = core.lender(peer)?;
+        if core.routes.get(peer as usize) == Some(&Route::Shm)
+            && !t.caps().single_copy.reads(collective)
+        {
+            return None;
+        }
+        let rma = t.rma()?;
         // A key no live region or loan holds (released by `end_loan`, or here if refused).
         let id = core.keys.take()?;
         // SAFETY: the caller keeps the bytes until `end_loan` (this function's contract);
@@ -52,6 +83,7 @@ impl Worker {
 
     /// Ends loan `id`: the borrower's later reads fail at the borrower.
     pub fn end_loan(&self, id: u32) {
+        // Loans to local peers withdraw nothing (`ShmTransport`'s reads register none).
         if let Some(rma) = self.core.net.as_ref().and_then(|t| t.rma()) {
             rma.withdraw(id);
         }
@@ -64,8 +96,9 @@ impl Worker {
     ///
     /// # Errors
     /// [`AmError::LoanExceeded`] when `dst` is longer than the loan (nothing moves);
-    /// [`AmError::Fabric`] when `peer` is not reached through a network with remote
-    /// memory access, has failed, or ended the loan meanwhile.
+    /// [`AmError::Fabric`] when `peer` is not reached through a transport with remote
+    /// memory access, has failed, or ended the loan meanwhile (a cross-memory read of a
+    /// process that is no longer `peer` fails too).
     pub fn read_loan(&self, peer: u32, at: RemoteRegion, dst: &mut [u8]) -> Result<(), AmError> {
         let core = &self.core;
         if dst.len() as u64 > at.len {
@@ -75,10 +108,7 @@ impl Worker {
                 asked: dst.len() as u64,
             });
         }
-        let rma = match core.routes.get(peer as usize) {
-            Some(Route::Net) => core.net.as_ref().and_then(|t| t.rma()),
-            _ => None,
-        };
+        let rma = core.lender(peer).and_then(|t| t.rma());
         let Some(rma) = rma else {
             return Err(AmError::Fabric(spools_fabric::FabricError::Unreachable(
                 peer,

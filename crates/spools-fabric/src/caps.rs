@@ -25,8 +25,35 @@ impl Priority {
 pub enum SingleCopy {
     /// Only through the transport's buffers (sender copies in, receiver copies out).
     None,
-    /// Kernel-assisted: `process_vm_readv` / `process_vm_writev` between processes.
+    /// Kernel-assisted: `process_vm_readv` between processes (the receiver of a
+    /// rendezvous reads the sender's buffer), for every large transfer.
     Cma,
+    /// Kernel-assisted for the transfers of collectives only, where every rank moves
+    /// data at once and one copy per transfer halves each core's work; point-to-point
+    /// transfers go through the transport's buffers, whose two copies run in parallel on
+    /// two cores (chosen where one `process_vm_readv` is slower than one `memcpy`).
+    CmaCollectives,
+}
+
+impl SingleCopy {
+    /// Whether a large transfer goes by one read of the sender's memory: every one under
+    /// [`SingleCopy::Cma`], a collective's (`collective`) under
+    /// [`SingleCopy::CmaCollectives`].
+    ///
+    /// ```
+    /// use spools_fabric::SingleCopy;
+    /// assert!(SingleCopy::Cma.reads(false));
+    /// assert!(SingleCopy::CmaCollectives.reads(true));
+    /// assert!(!SingleCopy::CmaCollectives.reads(false));
+    /// assert!(!SingleCopy::None.reads(true));
+    /// ```
+    pub fn reads(self, collective: bool) -> bool {
+        match self {
+            SingleCopy::None => false,
+            SingleCopy::Cma => true,
+            SingleCopy::CmaCollectives => collective,
+        }
+    }
 }
 
 /// What a transport can do.

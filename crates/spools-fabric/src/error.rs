@@ -109,6 +109,12 @@ pub enum IoStep {
     /// Reading the TCP listener's address.
     #[error("reading the TCP listener's address")]
     TcpLocalAddr,
+    /// Reading a local peer's memory (`process_vm_readv`, a rendezvous' single copy).
+    #[error("reading rank {peer}'s memory (process_vm_readv)")]
+    CrossMemory {
+        /// The peer (`u32::MAX`: none, an exposure refused).
+        peer: u32,
+    },
     /// Creating the TCP event loop.
     #[error("creating the TCP event loop")]
     EventLoop,

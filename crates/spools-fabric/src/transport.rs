@@ -153,8 +153,9 @@ pub trait Transport: Send + Sync {
     }
 
     /// Remote memory access through this transport, when its network offers it
-    /// (libfabric providers with `FI_RMA`); `None` otherwise (shared memory has its
-    /// shared heap instead, TCP nothing).
+    /// (libfabric providers with `FI_RMA`; shared memory's reads of a local peer's
+    /// memory by cross-memory attach, where the start-up probe chose single copy, for
+    /// reads only); `None` otherwise (TCP).
     fn rma(&self) -> Option<&dyn crate::Rma> {
         None
     }

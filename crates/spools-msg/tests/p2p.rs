@@ -78,14 +78,34 @@ fn protocols(w: &World) -> Result<(), String> {
     Ok(())
 }
 
-/// Over libfabric with remote memory access (`SPOOLS_TEST_RMA=1`), every rendezvous
+/// Over libfabric with remote memory access (`SPOOLS_TEST_RMA=1`), or within a host
+/// with single copy by cross-memory attach (`SPOOLS_TEST_CMA=1`), every rendezvous
 /// larger than one message went by a one-sided read of the sender's lent buffer: at
-/// least the three 4 MiB receives of [`protocols`] on every rank.
+/// least the three 4 MiB receives of [`protocols`] on every rank. Where the kernel
+/// refuses cross-memory reads (a ptrace policy), the transport must say so instead.
 fn read_one_sidedly(w: &World) -> Result<(), String> {
+    let at_least = 3 * ((4u64 << 20) + 3);
+    if std::env::var("SPOOLS_TEST_CMA").is_ok_and(|v| v == "1") {
+        let shm = w.shm().ok_or("no shared-memory transport")?;
+        let caps = shm.caps();
+        if caps.single_copy != spools::SingleCopy::Cma {
+            return check(caps.single_copy_reason.contains("not permitted"), || {
+                format!(
+                    "single copy asked for but not chosen: {}",
+                    caps.single_copy_reason
+                )
+            });
+        }
+        return match shm.rma().map(|r| r.moved()) {
+            Some((_, read)) if read >= at_least => Ok(()),
+            other => Err(format!(
+                "cross-memory bytes (written, read): {other:?}, want at least {at_least} read"
+            )),
+        };
+    }
     if !std::env::var("SPOOLS_TEST_RMA").is_ok_and(|v| v == "1") {
         return Ok(());
     }
-    let at_least = 3 * ((4u64 << 20) + 3);
     match w.ofi().and_then(|t| t.rma().map(|r| r.moved())) {
         Some((_, read)) if read >= at_least => Ok(()),
         other => Err(format!(
@@ -377,6 +397,66 @@ fn rpc_panics_come_back_as_errors_with_the_progress_thread() {
     assert!(o.stderr.contains("deliberate panic"), "{o:?}");
 }
 
+/// Under `SPOOLS_SINGLE_COPY=auto` within a host: where the probe keeps point-to-point
+/// transfers in the rings (`CmaCollectives`), 4 MiB messages between two ranks read
+/// nothing of the other's memory, and a collective's 4 MiB transfers do (an allgather
+/// and a broadcast, checked); where it found reads faster (`Cma`) both read.
+#[test]
+fn collectives_read_peers_memory_where_point_to_point_keeps_the_rings() {
+    rank_main(|_| {
+        let w = e(spools::init())?;
+        checked(&w, |w| {
+            let shm = w.shm().ok_or("no shared-memory transport")?;
+            let (mode, why) = (shm.caps().single_copy, shm.caps().single_copy_reason.clone());
+            let read = || shm.rma().map_or(0, |r| r.moved().1);
+            let (me, n) = (w.rank(), w.size());
+            const LEN: usize = 4 << 20;
+            let (next, prev) = ((me + 1) % n, (me + n - 1) % n);
+            let r = e(w.irecv(vec![0u8; LEN], prev, 5))?;
+            e(w.send(&pattern(u64::from(me), LEN), next, 5))?;
+            let got = e(r.wait())?;
+            check(got.buf == pattern(u64::from(prev), LEN), || "p2p bytes".into())?;
+            let after_p2p = read();
+            let mine = pattern(100 + u64::from(me), LEN);
+            let mut all = vec![0u8; LEN * n as usize];
+            e(w.allgather(&mine, &mut all))?;
+            for r in 0..n as usize {
+                check(all[r * LEN..(r + 1) * LEN] == pattern(100 + r as u64, LEN)[..], || {
+                    format!("allgather block {r}")
+                })?;
+            }
+            let mut b = if me == 0 { pattern(7, LEN) } else { vec![0u8; LEN] };
+            e(w.bcast(&mut b, 0))?;
+            check(b == pattern(7, LEN), || "bcast bytes".into())?;
+            let after_coll = read();
+            match mode {
+                spools::SingleCopy::CmaCollectives => {
+                    check(after_p2p == 0, || format!("p2p read {after_p2p} B ({why})"))?;
+                    check(after_coll >= LEN as u64, || {
+                        format!("collectives read {after_coll} B ({why})")
+                    })
+                }
+                spools::SingleCopy::Cma => check(after_p2p >= LEN as u64, || {
+                    format!("p2p read {after_p2p} B ({why})")
+                }),
+                spools::SingleCopy::None => check(why.contains("not permitted"), || {
+                    format!("no single copy, and not because refused: {why}")
+                }),
+            }
+        });
+        println!("single copy ok rank {}", w.rank());
+        e(w.finalize())
+    });
+    let o = launch(
+        2,
+        "collectives_read_peers_memory_where_point_to_point_keeps_the_rings",
+        "x",
+        &[("SPOOLS_SINGLE_COPY", "auto")],
+    );
+    assert_ok(&o);
+    assert_eq!(o.stdout.matches("single copy ok").count(), 2, "{o:?}");
+}
+
 fn p2p_role() -> Result<(), String> {
     let w = e(spools::init())?;
     checked(&w, |w| {
@@ -411,6 +491,22 @@ fn tagged_messages_protocols_order_and_errors() {
                 o.stdout
             );
         }
+    }
+    // Within a host, every rendezvous by one read of the sender's memory.
+    for n in [2u32, 4] {
+        let o = launch(
+            n,
+            "tagged_messages_protocols_order_and_errors",
+            "x",
+            &[("SPOOLS_SINGLE_COPY", "cma"), ("SPOOLS_TEST_CMA", "1")],
+        );
+        assert_ok(&o);
+        assert_eq!(
+            o.stdout.matches("p2p ok").count(),
+            n as usize,
+            "cma {n}: {}",
+            o.stdout
+        );
     }
     for p in spools_testkit::ofi_providers() {
         for n in [2u32, 4] {

@@ -10,6 +10,7 @@
 
 mod area;
 mod bell;
+mod cma;
 mod copy_probe;
 mod futex;
 #[cfg(test)]
@@ -49,6 +50,8 @@ type Served = (Ring, u32, u16, Priority, usize);
 
 /// The shared-memory transport.
 pub struct ShmTransport {
+    /// Reads of local peers' memory, when single copy is cross-memory attach.
+    cma: Option<cma::CmaRma>,
     me_local: u32,
     /// Global rank of each local index.
     local: Vec<u32>,
@@ -275,7 +278,17 @@ impl ShmTransport {
                 serve.iter().copied().filter(|e| e.1 == from).collect()
             })
             .collect();
+        let cma = (single_copy != SingleCopy::None).then(|| {
+            let mut peers = vec![None; boot.size() as usize];
+            for (i, &r) in local.iter().enumerate() {
+                if i as u32 != me_local {
+                    peers[r as usize] = Some(segs[i].process());
+                }
+            }
+            cma::CmaRma::new(peers)
+        });
         let t = ShmTransport {
+            cma,
             mask: rustix::thread::sched_getaffinity(None).ok(),
             serve,
             serve_from,
@@ -419,6 +432,10 @@ impl ShmTransport {
 impl Transport for ShmTransport {
     fn caps(&self) -> &Caps {
         &self.caps
+    }
+
+    fn rma(&self) -> Option<&dyn crate::Rma> {
+        self.cma.as_ref().map(|c| c as &dyn crate::Rma)
     }
 
     fn reaches(&self, peer: u32) -> bool {

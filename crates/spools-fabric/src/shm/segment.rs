@@ -77,6 +77,13 @@ struct Header {
     _pad: u32,
     tag: [u8; 32],
     ready: AtomicU32,
+    /// The owner's process id, for reads of its memory (`cma.rs`).
+    pid: u32,
+    /// Where the owner's cookie lies in its memory, and its value: a reader checks it in
+    /// the same system call as the bytes it reads, so that a pid reused by another
+    /// process after the owner died never passes for the owner.
+    cookie_addr: u64,
+    cookie: u64,
 }
 
 /// Offset of the doorbell word (own cache line) and of the "sleeping" flag.
@@ -127,7 +134,7 @@ impl Segment {
         unsafe {
             let h = &mut *(base as *mut Header);
             h.magic = MAGIC;
-            h.version = 1;
+            h.version = 2;
             h.sources = geo.sources;
             h.lanes = geo.lanes;
             h.cell = geo.cell;
@@ -135,6 +142,8 @@ impl Segment {
             h.ring_high = geo.ring_high;
             h.owner = owner;
             h.tag = tag(secret, name);
+            h.pid = std::process::id();
+            (h.cookie_addr, h.cookie) = super::cma::cookie();
         }
         seg.header().ready.store(1, Ordering::Release);
         Ok(seg)
@@ -165,7 +174,7 @@ impl Segment {
             rank: owner,
             defect: defect(name.to_owned()),
         };
-        if h.ready.load(Ordering::Acquire) != 1 || h.magic != MAGIC || h.version != 1 {
+        if h.ready.load(Ordering::Acquire) != 1 || h.magic != MAGIC || h.version != 2 {
             return Err(bad(|name| Defect::NotASegment { name }));
         }
         if h.tag != tag(secret, name) || h.owner != owner {
@@ -182,6 +191,16 @@ impl Segment {
             return Err(bad(|name| Defect::BadGeometry { name }));
         }
         Ok(seg)
+    }
+
+    /// The owner's process: its id, its cookie's address in its memory and the value.
+    pub(crate) fn process(&self) -> super::cma::Process {
+        let h = self.header();
+        super::cma::Process {
+            pid: h.pid,
+            cookie_addr: h.cookie_addr,
+            cookie: h.cookie,
+        }
     }
 
     fn header(&self) -> &Header {

@@ -69,7 +69,7 @@ impl Engine {
             SendProtocol::Rendezvous => {
                 // SAFETY: `buf` becomes this send operation's (below), which ends the
                 // loan when the protocol completes or removes it.
-                let src = unsafe { self.pull_source(dest, buf.read(0, len)) };
+                let src = unsafe { self.pull_source(dest, ctx, buf.read(0, len)) };
                 let (at, loan) = src.map_or((None, None), |s| (Some(s.at), s.loan));
                 let id = self.with_protocol(|p| p.post_send(dest, buf, false, loan));
                 let args = wire::rts_args(ctx, tag, len, id);
