@@ -15,7 +15,7 @@
 //! | `short_limit` | `SPOOLS_SHORT_LIMIT` | `24B` | tagged messages up to this size travel inline in one control message (at most 24B) |
 //! | `eager_limit` | `SPOOLS_EAGER_LIMIT` | `32KiB` | larger tagged messages up to this size are sent eagerly (at most `bulk_limit`); beyond, rendezvous |
 //! | `coll_sm_limit` | `SPOOLS_COLL_SM_LIMIT` | `4KiB` | barrier, broadcast, reduce, allreduce, allgather(v), alltoall, gather, scatter, scan, exscan and reduce-scatter, blocking or not, of up to this many bytes (per rank's part; an alltoall's, a scatter's and a reduce-scatter's whole buffer) go through a shared segment per communicator and host (flags and slots) instead of messages, where at least 2 ranks of the communicator share the host (allgather, alltoall, gather, scatter, scan, exscan and reduce-scatter within one host only); `0`: never (at most 64KiB) |
-//! | `single_copy` | `SPOOLS_SINGLE_COPY` | `auto` | `auto` (probe at start-up), `cma` (process_vm_readv/writev), `pipeline` |
+//! | `single_copy` | `SPOOLS_SINGLE_COPY` | `auto` | `auto` (collectives' rendezvous within a host by `process_vm_readv`, point-to-point too where the start-up probe finds it faster than `memcpy`), `cma` (every rendezvous within a host), `pipeline` (none: through the rings) |
 //! | `batch` | `SPOOLS_BATCH` | `256` | short messages per batch in batched mode |
 //! | `progress_thread` | `SPOOLS_PROGRESS_THREAD` | `false` | run handlers on a background thread |
 //! | `thread_level` | `SPOOLS_THREAD_LEVEL` | `multiple` | which threads of a rank call Spools (MPI's levels): `single` or `funneled` (only the thread that initialised: the transports, the active-message progress and the message engine take no lock, and a call from another thread ends the process with an error naming the level), `serialized` or `multiple` (any thread: locks); the progress thread implies `multiple`; an MPI program's `MPI_Init` or `MPI_Init_thread` sets it |
@@ -81,14 +81,16 @@ impl ThreadLevel {
     }
 }
 
-/// How large shared-memory transfers are copied.
+/// How a rendezvous within a host moves its bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SingleCopyChoice {
-    /// Probe at start-up and take the faster.
+    /// A collective's by one read of the sender's buffer (`process_vm_readv`) where the
+    /// kernel permits it; a point-to-point one too where the start-up probe finds that
+    /// read faster than a `memcpy`, else pipelined through the shared rings.
     Auto,
-    /// Kernel-assisted single copy (`process_vm_readv` / `process_vm_writev`).
+    /// Every one by one read of the sender's buffer (`process_vm_readv`).
     Cma,
-    /// Pipelined copy through the shared rings.
+    /// Every one pipelined through the shared rings.
     Pipeline,
 }
 

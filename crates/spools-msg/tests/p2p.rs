@@ -407,7 +407,10 @@ fn collectives_read_peers_memory_where_point_to_point_keeps_the_rings() {
         let w = e(spools::init())?;
         checked(&w, |w| {
             let shm = w.shm().ok_or("no shared-memory transport")?;
-            let (mode, why) = (shm.caps().single_copy, shm.caps().single_copy_reason.clone());
+            let (mode, why) = (
+                shm.caps().single_copy,
+                shm.caps().single_copy_reason.clone(),
+            );
             let read = || shm.rma().map_or(0, |r| r.moved().1);
             let (me, n) = (w.rank(), w.size());
             const LEN: usize = 4 << 20;
@@ -415,17 +418,24 @@ fn collectives_read_peers_memory_where_point_to_point_keeps_the_rings() {
             let r = e(w.irecv(vec![0u8; LEN], prev, 5))?;
             e(w.send(&pattern(u64::from(me), LEN), next, 5))?;
             let got = e(r.wait())?;
-            check(got.buf == pattern(u64::from(prev), LEN), || "p2p bytes".into())?;
+            check(got.buf == pattern(u64::from(prev), LEN), || {
+                "p2p bytes".into()
+            })?;
             let after_p2p = read();
             let mine = pattern(100 + u64::from(me), LEN);
             let mut all = vec![0u8; LEN * n as usize];
             e(w.allgather(&mine, &mut all))?;
             for r in 0..n as usize {
-                check(all[r * LEN..(r + 1) * LEN] == pattern(100 + r as u64, LEN)[..], || {
-                    format!("allgather block {r}")
-                })?;
+                check(
+                    all[r * LEN..(r + 1) * LEN] == pattern(100 + r as u64, LEN)[..],
+                    || format!("allgather block {r}"),
+                )?;
             }
-            let mut b = if me == 0 { pattern(7, LEN) } else { vec![0u8; LEN] };
+            let mut b = if me == 0 {
+                pattern(7, LEN)
+            } else {
+                vec![0u8; LEN]
+            };
             e(w.bcast(&mut b, 0))?;
             check(b == pattern(7, LEN), || "bcast bytes".into())?;
             let after_coll = read();
