@@ -35,10 +35,10 @@ python3 scripts/check-map.py
 python3 scripts/check-config.py
 echo "== cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== cargo clippy per crate (each crate's library and programs alone, as a user building one crate gets them: features are not unified with the other crates', so a crate that leans on a feature another crate turns on fails here; its tests, which take dev-dependencies, are checked above)"
+echo "== cargo clippy per crate (each crate's library and programs, clippy's default targets, alone, as a user building one crate gets them: features are not unified with the other crates', so a crate that leans on a feature another crate turns on fails here; its tests, which take dev-dependencies, are checked above)"
 for crate in $(cargo metadata --no-deps --format-version 1 --locked \
     | python3 -c 'import json, sys; print(" ".join(sorted(p["name"] for p in json.load(sys.stdin)["packages"])))'); do
-  cargo clippy -p "$crate" --lib --bins --locked -q -- -D warnings
+  cargo clippy -p "$crate" --locked -q -- -D warnings
 done
 echo "== cargo check of the fuzz targets (fuzz/ is outside the workspace; scripts/fuzz.sh runs them)"
 cargo check --manifest-path fuzz/Cargo.toml --locked --all-targets

@@ -112,9 +112,13 @@ pub enum IoStep {
     /// Reading a local peer's memory (`process_vm_readv`, a rendezvous' single copy).
     #[error("reading rank {peer}'s memory (process_vm_readv)")]
     CrossMemory {
-        /// The peer (`u32::MAX`: none, an exposure refused).
+        /// The peer.
         peer: u32,
     },
+    /// Lending memory to local peers' reads (refused: too long, too many loans, reads
+    /// refused to this process, or writes asked for).
+    #[error("lending memory to this host's ranks")]
+    CrossMemoryLoan,
     /// Creating the TCP event loop.
     #[error("creating the TCP event loop")]
     EventLoop,

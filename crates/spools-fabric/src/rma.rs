@@ -50,7 +50,9 @@ pub trait Rma: Send + Sync {
     ///
     /// # Errors
     /// [`FabricError::Ofi`] when the provider refuses the registration (out of
-    /// registrations or of lockable memory): callers then reach this memory by messages.
+    /// registrations or of lockable memory), [`FabricError::Io`] when shared memory
+    /// refuses to lend (writes asked for, too long, too many loans, reads refused to this
+    /// process): callers then reach this memory by messages.
     unsafe fn expose(
         &self,
         id: u32,
@@ -59,7 +61,9 @@ pub trait Rma: Send + Sync {
         access: Access,
     ) -> Result<RemoteRegion, FabricError>;
 
-    /// Ends the registration `id`: peers' later accesses fail at the peer.
+    /// Ends the registration `id`: peers' later accesses fail at the peer (a read that
+    /// was under way when it ended too, where the backend cannot stop it: shared
+    /// memory's cross-memory reads).
     fn withdraw(&self, id: u32);
 
     /// Writes `src` into `at` of `peer` at `offset`; returns when the bytes are in the
@@ -67,7 +71,10 @@ pub trait Rma: Send + Sync {
     ///
     /// # Errors
     /// [`FabricError::PeerFailed`] when the peer is gone; [`FabricError::Ofi`] when the
-    /// network refused (a registration withdrawn meanwhile).
+    /// network refused (a registration withdrawn meanwhile); [`FabricError::Io`] when a
+    /// cross-memory read failed (the process is gone or is not the peer's any more, the
+    /// loan ended meanwhile, the kernel refused) or shared memory was asked to write;
+    /// [`FabricError::Unreachable`] for a peer not on this host.
     fn write(
         &self,
         peer: u32,

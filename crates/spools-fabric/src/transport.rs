@@ -155,7 +155,7 @@ pub trait Transport: Send + Sync {
     /// Remote memory access through this transport, when its network offers it
     /// (libfabric providers with `FI_RMA`; shared memory's reads of a local peer's
     /// memory by cross-memory attach, where the start-up probe chose single copy, for
-    /// reads only); `None` otherwise (TCP).
+    /// reads only); `None` otherwise (TCP, libfabric without `FI_RMA`).
     fn rma(&self) -> Option<&dyn crate::Rma> {
         None
     }

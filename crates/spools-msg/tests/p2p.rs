@@ -397,10 +397,11 @@ fn rpc_panics_come_back_as_errors_with_the_progress_thread() {
     assert!(o.stderr.contains("deliberate panic"), "{o:?}");
 }
 
-/// Under `SPOOLS_SINGLE_COPY=auto` within a host: where the probe keeps point-to-point
-/// transfers in the rings (`CmaCollectives`), 4 MiB messages between two ranks read
-/// nothing of the other's memory, and a collective's 4 MiB transfers do (an allgather
-/// and a broadcast, checked); where it found reads faster (`Cma`) both read.
+/// Under `SPOOLS_SINGLE_COPY=auto` within a host: where the sender's probe keeps
+/// point-to-point transfers in the rings (`CmaCollectives`), a 4 MiB message read
+/// nothing of its memory, and a collective's 4 MiB transfers were read (an allgather and
+/// a broadcast, checked); where it found reads faster (`Cma`) both were. A rank whose
+/// reads the kernel refuses must say so.
 #[test]
 fn collectives_read_peers_memory_where_point_to_point_keeps_the_rings() {
     rank_main(|_| {
@@ -439,20 +440,34 @@ fn collectives_read_peers_memory_where_point_to_point_keeps_the_rings() {
             e(w.bcast(&mut b, 0))?;
             check(b == pattern(7, LEN), || "bcast bytes".into())?;
             let after_coll = read();
-            match mode {
-                spools::SingleCopy::CmaCollectives => {
-                    check(after_p2p == 0, || format!("p2p read {after_p2p} B ({why})"))?;
-                    check(after_coll >= LEN as u64, || {
-                        format!("collectives read {after_coll} B ({why})")
-                    })
-                }
-                spools::SingleCopy::Cma => check(after_p2p >= LEN as u64, || {
-                    format!("p2p read {after_p2p} B ({why})")
-                }),
-                spools::SingleCopy::None => check(why.contains("not permitted"), || {
+            // Each rank's probe chose its mode alone, and the sender's decides whether
+            // it lends: expect what every rank's mode implies.
+            let code = |m| match m {
+                spools::SingleCopy::None => 0u8,
+                spools::SingleCopy::CmaCollectives => 1,
+                spools::SingleCopy::Cma => 2,
+            };
+            let mut modes = vec![0u8; n as usize];
+            e(w.allgather(&[code(mode)], &mut modes))?;
+            if mode == spools::SingleCopy::None {
+                return check(why.contains("not permitted"), || {
                     format!("no single copy, and not because refused: {why}")
-                }),
+                });
             }
+            let prev_mode = modes[prev as usize];
+            if prev_mode == 1 {
+                check(after_p2p == 0, || format!("p2p read {after_p2p} B ({why})"))?;
+            } else if prev_mode == 2 {
+                check(after_p2p >= LEN as u64, || {
+                    format!("p2p read {after_p2p} B ({why})")
+                })?;
+            }
+            if modes.iter().all(|&m| m != 0) {
+                check(after_coll >= LEN as u64, || {
+                    format!("collectives read {after_coll} B ({why})")
+                })?;
+            }
+            Ok(())
         });
         println!("single copy ok rank {}", w.rank());
         e(w.finalize())

@@ -5,11 +5,15 @@
 //! (`copy_probe.rs`); a read that the kernel refuses or that fails fails at the
 //! reader, whose caller then streams the bytes instead.
 //!
-//! Nothing is registered: `expose` only names the memory, and a peer may read it until
-//! the layer above says it is done (the rendezvous completes the send only then).
-//! Every read also reads the owner's *cookie*, a random word at an address the owner
-//! published in its segment, in the same system call: a process that took the pid of a
-//! peer that died has another word there, or none, and the read fails.
+//! Nothing is registered with the kernel: `expose` gives the memory a *loan word* in this
+//! process (a static table whose address the segment header publishes) holding a fresh
+//! token, and `withdraw` clears it before the memory may be reused. Every read reads, in
+//! one system call and in this order, the owner's *cookie* (a random word at an address
+//! the owner published: a process that took the pid of a peer that died has another word
+//! there, or none), the bytes, and the loan's word: a read whose word no longer holds its
+//! token may have read reused memory, and fails. (The kernel copies the pieces in order;
+//! the owner clears the word before it reuses the memory, and x86-64 keeps both processes'
+//! loads, and stores, in program order.)
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,6 +23,21 @@ use crate::rma::{Access, RemoteRegion, Rma};
 
 /// This process's cookie: random, never 0, set on first use, at a fixed address.
 static COOKIE: AtomicU64 = AtomicU64::new(0);
+
+/// Loans one process may have out at once; more stream.
+const LOAN_WORDS: usize = 16384;
+
+/// The loans' words: a live loan's holds its token, a free one 0. Static, so that a
+/// reader's late read of a word always reads this table.
+static LOANS: [AtomicU64; LOAN_WORDS] = [const { AtomicU64::new(0) }; LOAN_WORDS];
+
+/// Most bytes one loan lends: one `process_vm_readv` moves at most about 2 GiB.
+const MAX_LOAN: usize = 1 << 30;
+
+/// Where this process's loan words lie, for its segment header.
+pub(crate) fn loans_addr() -> u64 {
+    LOANS.as_ptr() as u64
+}
 
 /// This process's cookie: its address and value, for this rank's segment header.
 pub(crate) fn cookie() -> (u64, u64) {
@@ -40,7 +59,26 @@ pub(crate) struct Process {
     pub(crate) cookie_addr: u64,
     /// The cookie's value.
     pub(crate) cookie: u64,
+    /// Where its loan words lie in its memory.
+    pub(crate) loans_addr: u64,
 }
+
+/// The process's loan words in use: every transport of the process (a program may make
+/// more than one) takes its words from the one table, with tokens from one counter.
+struct Words {
+    /// Words never used yet start here.
+    unused: u32,
+    /// Words given back.
+    free: Vec<u32>,
+    /// The last token given (tokens are never 0).
+    token: u32,
+}
+
+static WORDS: std::sync::Mutex<Words> = std::sync::Mutex::new(Words {
+    unused: 0,
+    free: Vec::new(),
+    token: 0,
+});
 
 /// One-sided reads of local peers' memory.
 pub(crate) struct CmaRma {
@@ -53,6 +91,8 @@ pub(crate) struct CmaRma {
     /// more, so later transfers stream without trying. Such policies hold for every
     /// rank alike, so each learns it at its first read.
     refused: AtomicBool,
+    /// The loan word of each of this transport's loans, by id.
+    words: std::sync::Mutex<std::collections::HashMap<u32, u32>>,
 }
 
 impl CmaRma {
@@ -62,13 +102,49 @@ impl CmaRma {
             peers,
             read: AtomicU64::new(0),
             refused: AtomicBool::new(false),
+            words: std::sync::Mutex::new(std::collections::HashMap::new()),
         }
+    }
+
+    /// Whether this process may read `peer`'s memory (one read of its cookie): the
+    /// probe's read of this process's own memory cannot see a ptrace policy that refuses
+    /// other processes.
+    pub(crate) fn can_read(p: Process) -> io::Result<()> {
+        let mut cookie = 0u64;
+        let local = libc::iovec {
+            iov_base: (&mut cookie as *mut u64).cast(),
+            iov_len: 8,
+        };
+        let remote = libc::iovec {
+            iov_base: p.cookie_addr as *mut libc::c_void,
+            iov_len: 8,
+        };
+        // SAFETY: the local iovec describes `cookie`, live and writable; the remote one is
+        // only read, in the peer's address space (the kernel checks it there).
+        let n = unsafe { libc::process_vm_readv(p.pid as libc::pid_t, &local, 1, &remote, 1, 0) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if n != 8 || cookie != p.cookie {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("process {} holds another cookie", p.pid),
+            ));
+        }
+        Ok(())
     }
 }
 
 fn failed(peer: u32, source: io::Error) -> FabricError {
     FabricError::Io {
         step: IoStep::CrossMemory { peer },
+        source,
+    }
+}
+
+fn refused_loan(source: io::Error) -> FabricError {
+    FabricError::Io {
+        step: IoStep::CrossMemoryLoan,
         source,
     }
 }
@@ -82,25 +158,68 @@ impl Rma for CmaRma {
         access: Access,
     ) -> Result<RemoteRegion, FabricError> {
         if access != Access::Read {
-            return Err(failed(
-                u32::MAX,
-                io::Error::new(
-                    io::ErrorKind::Unsupported,
-                    "shared memory lends memory for reads only",
-                ),
-            ));
+            return Err(refused_loan(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "shared memory lends memory for reads only",
+            )));
         }
         if self.refused.load(Ordering::Relaxed) {
-            return Err(failed(u32::MAX, io::Error::from_raw_os_error(libc::EPERM)));
+            return Err(refused_loan(io::Error::from_raw_os_error(libc::EPERM)));
         }
+        if len > MAX_LOAN {
+            return Err(refused_loan(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{len} bytes: one read moves at most {MAX_LOAN}"),
+            )));
+        }
+        let (slot, token) = {
+            let mut w = WORDS
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let slot = match w.free.pop() {
+                Some(slot) => slot,
+                None if (w.unused as usize) < LOAN_WORDS => {
+                    w.unused += 1;
+                    w.unused - 1
+                }
+                None => {
+                    return Err(refused_loan(io::Error::new(
+                        io::ErrorKind::OutOfMemory,
+                        format!("{LOAN_WORDS} loans are out"),
+                    )))
+                }
+            };
+            w.token = w.token.checked_add(1).unwrap_or(1);
+            (slot, w.token)
+        };
+        LOANS[slot as usize].store(u64::from(token), Ordering::SeqCst);
+        self.words
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(id, slot);
         Ok(RemoteRegion {
             addr: base as u64,
-            key: u64::from(id),
+            key: (u64::from(slot) << 32) | u64::from(token),
             len: len as u64,
         })
     }
 
-    fn withdraw(&self, _id: u32) {}
+    fn withdraw(&self, id: u32) {
+        let slot = self
+            .words
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&id);
+        if let Some(slot) = slot {
+            // Before the memory may be reused: a read that ends after this fails.
+            LOANS[slot as usize].store(0, Ordering::SeqCst);
+            WORDS
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .free
+                .push(slot);
+        }
+    }
 
     fn write(
         &self,
@@ -113,7 +232,7 @@ impl Rma for CmaRma {
             peer,
             io::Error::new(
                 io::ErrorKind::Unsupported,
-                "shared memory lends memory for reads only",
+                "shared memory's loans are read, never written",
             ),
         ))
     }
@@ -131,7 +250,14 @@ impl Rma for CmaRma {
         if self.refused.load(Ordering::Relaxed) {
             return Err(failed(peer, io::Error::from_raw_os_error(libc::EPERM)));
         }
-        let mut cookie = 0u64;
+        let (slot, token) = ((at.key >> 32) as usize, at.key & 0xffff_ffff);
+        if slot >= LOAN_WORDS || token == 0 || dst.len() > MAX_LOAN {
+            return Err(failed(
+                peer,
+                io::Error::new(io::ErrorKind::InvalidInput, "not a loan of shared memory"),
+            ));
+        }
+        let (mut cookie, mut word) = (0u64, 0u64);
         let local = [
             libc::iovec {
                 iov_base: (&mut cookie as *mut u64).cast(),
@@ -140,6 +266,10 @@ impl Rma for CmaRma {
             libc::iovec {
                 iov_base: dst.as_mut_ptr().cast(),
                 iov_len: dst.len(),
+            },
+            libc::iovec {
+                iov_base: (&mut word as *mut u64).cast(),
+                iov_len: 8,
             },
         ];
         let remote = [
@@ -151,17 +281,21 @@ impl Rma for CmaRma {
                 iov_base: at.addr.wrapping_add(offset) as *mut libc::c_void,
                 iov_len: dst.len(),
             },
+            libc::iovec {
+                iov_base: p.loans_addr.wrapping_add(8 * slot as u64) as *mut libc::c_void,
+                iov_len: 8,
+            },
         ];
-        // SAFETY: the local iovecs describe `cookie` and `dst`, live and writable for
-        // their lengths; the remote ones are only read, in the peer's address space
+        // SAFETY: the local iovecs describe `cookie`, `dst` and `word`, live and writable
+        // for their lengths; the remote ones are only read, in the peer's address space
         // (the kernel checks them there).
         let n = unsafe {
             libc::process_vm_readv(
                 p.pid as libc::pid_t,
                 local.as_ptr(),
-                2,
+                3,
                 remote.as_ptr(),
-                2,
+                3,
                 0,
             )
         };
@@ -181,7 +315,7 @@ impl Rma for CmaRma {
                 ),
             ));
         }
-        if n as usize != 8 + dst.len() {
+        if n as usize != 16 + dst.len() {
             return Err(failed(
                 peer,
                 io::Error::new(
@@ -194,11 +328,76 @@ impl Rma for CmaRma {
                 ),
             ));
         }
+        if word != token {
+            return Err(failed(
+                peer,
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "the loan ended before the read did (the sender gave its send up)",
+                ),
+            ));
+        }
         self.read.fetch_add(dst.len() as u64, Ordering::Relaxed);
         Ok(())
     }
 
     fn moved(&self) -> (u64, u64) {
         (0, self.read.load(Ordering::Relaxed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// This process as a peer (reading one's own memory needs no ptrace permission).
+    fn me() -> Process {
+        let (cookie_addr, cookie) = cookie();
+        Process {
+            pid: std::process::id(),
+            cookie_addr,
+            cookie,
+            loans_addr: loans_addr(),
+        }
+    }
+
+    #[test]
+    fn a_loan_reads_until_withdrawn_and_only_from_its_process() {
+        let rma = CmaRma::new(vec![Some(me())]);
+        assert!(CmaRma::can_read(me()).is_ok());
+        let mut src: Vec<u8> = (0..100_000u32).map(|i| (i * 7) as u8).collect();
+        // SAFETY: `src` outlives the loan, which is withdrawn below.
+        let at = unsafe { rma.expose(1, src.as_mut_ptr(), src.len(), Access::Read) }.unwrap();
+        let mut dst = vec![0u8; 5000];
+        rma.read(0, at, 300, &mut dst).unwrap();
+        assert_eq!(dst[..], src[300..5300]);
+        assert_eq!(rma.moved(), (0, 5000));
+        // Withdrawn: the memory may be reused, and a read fails.
+        rma.withdraw(1);
+        assert!(rma.read(0, at, 0, &mut dst).is_err());
+        // Another loan takes the word again, with another token: the old one stays dead.
+        // SAFETY: as above.
+        let again = unsafe { rma.expose(2, src.as_mut_ptr(), src.len(), Access::Read) }.unwrap();
+        assert_ne!(again.key, at.key);
+        assert!(rma.read(0, at, 0, &mut dst).is_err());
+        rma.read(0, again, 0, &mut dst).unwrap();
+        rma.withdraw(2);
+        // A process whose cookie differs (a pid taken by another process) is not read.
+        let stranger = CmaRma::new(vec![Some(Process {
+            cookie: me().cookie ^ 1,
+            ..me()
+        })]);
+        // SAFETY: as above.
+        let lent = unsafe { rma.expose(3, src.as_mut_ptr(), src.len(), Access::Read) }.unwrap();
+        assert!(stranger.read(0, lent, 0, &mut dst).is_err());
+        rma.withdraw(3);
+        // Writes, and exposures for writes, are refused; so is a rank with no process.
+        assert!(rma.write(0, again, 0, &dst).is_err());
+        // SAFETY: refused, nothing is lent.
+        assert!(unsafe { rma.expose(4, src.as_mut_ptr(), 8, Access::ReadWrite) }.is_err());
+        assert!(matches!(
+            rma.read(1, again, 0, &mut dst),
+            Err(FabricError::Unreachable(1))
+        ));
     }
 }

@@ -158,6 +158,11 @@ impl ShmTransport {
             None => want,
         };
         let name = segment_name(boot.job(), me);
+        // Before the barrier that publishes the segments: a peer's first read of this
+        // process (set-up's `can_read`) comes after it.
+        if local.len() > 1 {
+            copy_probe::allow_peer_reads(cfg.single_copy);
+        }
         let mine =
             Segment::create(&name, geo, me, boot.secret()).and_then(|m| {
                 match bell::create(&name) {
@@ -243,8 +248,7 @@ impl ShmTransport {
             .map(|_| TryLock::new(vec![[TxState::default(); 2]; local.len()], level))
             .collect();
         let rings = local.len() * usize::from(cfg.lanes) * 2;
-        let (single_copy, single_copy_reason) = if local.len() > 1 {
-            copy_probe::allow_peer_reads(cfg.single_copy);
+        let (mut single_copy, mut single_copy_reason) = if local.len() > 1 {
             copy_probe::choose(cfg.single_copy)
         } else {
             (SingleCopy::None, "no other rank on this host".into())
@@ -278,15 +282,29 @@ impl ShmTransport {
                 serve.iter().copied().filter(|e| e.1 == from).collect()
             })
             .collect();
-        let cma = (single_copy != SingleCopy::None).then(|| {
-            let mut peers = vec![None; boot.size() as usize];
-            for (i, &r) in local.iter().enumerate() {
-                if i as u32 != me_local {
-                    peers[r as usize] = Some(segs[i].process());
-                }
+        let mut peers = vec![None; boot.size() as usize];
+        for (i, &r) in local.iter().enumerate() {
+            if i as u32 != me_local {
+                peers[r as usize] = Some(segs[i].process());
             }
-            cma::CmaRma::new(peers)
-        });
+        }
+        // The probe read this process's own memory, which no ptrace policy refuses: a
+        // read of a peer's cookie says whether other ranks may be read (Yama's scopes 2
+        // and 3, a security module).
+        if single_copy != SingleCopy::None {
+            if let Some(Err(e)) = peers
+                .iter()
+                .flatten()
+                .next()
+                .map(|&p| cma::CmaRma::can_read(p))
+            {
+                single_copy = SingleCopy::None;
+                single_copy_reason = format!(
+                    "pipelined copy: process_vm_readv of another rank is not permitted here ({e})"
+                );
+            }
+        }
+        let cma = (single_copy != SingleCopy::None).then(|| cma::CmaRma::new(peers));
         let t = ShmTransport {
             cma,
             mask: rustix::thread::sched_getaffinity(None).ok(),

@@ -84,6 +84,8 @@ struct Header {
     /// process after the owner died never passes for the owner.
     cookie_addr: u64,
     cookie: u64,
+    /// Where the owner's loan words lie in its memory (`cma.rs`).
+    loans_addr: u64,
 }
 
 /// Offset of the doorbell word (own cache line) and of the "sleeping" flag.
@@ -144,6 +146,7 @@ impl Segment {
             h.tag = tag(secret, name);
             h.pid = std::process::id();
             (h.cookie_addr, h.cookie) = super::cma::cookie();
+            h.loans_addr = super::cma::loans_addr();
         }
         seg.header().ready.store(1, Ordering::Release);
         Ok(seg)
@@ -200,6 +203,7 @@ impl Segment {
             pid: h.pid,
             cookie_addr: h.cookie_addr,
             cookie: h.cookie,
+            loans_addr: h.loans_addr,
         }
     }
 
