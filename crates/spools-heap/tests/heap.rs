@@ -54,8 +54,10 @@ fn lookup_finds_sub_slices_only_inside_live_segments() {
     assert!(lookup(v.as_ptr(), v.len()).is_none(), "an ordinary Vec");
     let name = seg.name();
     drop(seg);
+    // Another test of this process may map a segment of its own at the freed address
+    // meanwhile: the lookup must not find this one.
     assert!(
-        lookup(base, 1).is_none(),
+        lookup(base, 1).is_none_or(|r| r.name != name),
         "a freed segment is no longer found"
     );
     assert!(leftovers(j).is_empty(), "{:?} of {name}", leftovers(j));
