@@ -83,9 +83,14 @@ impl Worker {
 
     /// Ends loan `id`: the borrower's later reads fail at the borrower.
     pub fn end_loan(&self, id: u32) {
-        // Loans to local peers withdraw nothing (`ShmTransport`'s reads register none).
-        if let Some(rma) = self.core.net.as_ref().and_then(|t| t.rma()) {
-            rma.withdraw(id);
+        // The loan is the network's or shared memory's: each forgets ids it never lent.
+        for t in [self.core.net.as_ref(), self.core.shm.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(rma) = t.rma() {
+                rma.withdraw(id);
+            }
         }
         // Withdrawn: the key may name another loan or region.
         self.core.keys.release(id);

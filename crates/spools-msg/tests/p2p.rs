@@ -439,6 +439,20 @@ fn collectives_read_peers_memory_where_point_to_point_keeps_the_rings() {
             };
             e(w.bcast(&mut b, 0))?;
             check(b == pattern(7, LEN), || "bcast bytes".into())?;
+            // Loans end with their sends: more collectives than a process has loan
+            // words (16,384) still read, the last ones too.
+            if mode != spools::SingleCopy::None {
+                let part = vec![me as u8; 40 << 10];
+                let mut both = vec![0u8; part.len() * n as usize];
+                for _ in 0..17_000 {
+                    e(w.allgather(&part, &mut both))?;
+                }
+                let before_last = read();
+                e(w.allgather(&part, &mut both))?;
+                check(read() > before_last, || {
+                    format!("the 17,001st allgather read nothing ({why})")
+                })?;
+            }
             let after_coll = read();
             // Each rank's probe chose its mode alone, and the sender's decides whether
             // it lends: expect what every rank's mode implies.
