@@ -110,22 +110,9 @@ impl CmaRma {
     /// probe's read of this process's own memory cannot see a ptrace policy that refuses
     /// other processes.
     pub(crate) fn can_read(p: Process) -> io::Result<()> {
-        let mut cookie = 0u64;
-        let local = libc::iovec {
-            iov_base: (&mut cookie as *mut u64).cast(),
-            iov_len: 8,
-        };
-        let remote = libc::iovec {
-            iov_base: p.cookie_addr as *mut libc::c_void,
-            iov_len: 8,
-        };
-        // SAFETY: the local iovec describes `cookie`, live and writable; the remote one is
-        // only read, in the peer's address space (the kernel checks it there).
-        let n = unsafe { libc::process_vm_readv(p.pid as libc::pid_t, &local, 1, &remote, 1, 0) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if n != 8 || cookie != p.cookie {
+        let mut cookie = [0u8; 8];
+        read_one(p.pid, p.cookie_addr, &mut cookie)?;
+        if u64::from_ne_bytes(cookie) != p.cookie {
             return Err(io::Error::new(
                 io::ErrorKind::NotFound,
                 format!("process {} holds another cookie", p.pid),
@@ -133,6 +120,36 @@ impl CmaRma {
         }
         Ok(())
     }
+}
+
+/// Reads `dst.len()` bytes at `addr` in process `pid` (which may be this one) with one
+/// `process_vm_readv` of one iovec each side.
+///
+/// # Errors
+/// The call's error (`EPERM` where the ptrace policy refuses, `EFAULT` for an address
+/// not mapped there), or [`io::ErrorKind::UnexpectedEof`] for a short read.
+pub(crate) fn read_one(pid: u32, addr: u64, dst: &mut [u8]) -> io::Result<()> {
+    let local = libc::iovec {
+        iov_base: dst.as_mut_ptr().cast(),
+        iov_len: dst.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: dst.len(),
+    };
+    // SAFETY: the local iovec describes `dst`, live and writable for its length; the
+    // remote one is only read, in `pid`'s address space (the kernel checks it there).
+    let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if n as usize != dst.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("process {pid}: {n} of {} bytes read", dst.len()),
+        ));
+    }
+    Ok(())
 }
 
 fn failed(peer: u32, source: io::Error) -> FabricError {
@@ -390,7 +407,18 @@ mod tests {
         // SAFETY: as above.
         let lent = unsafe { rma.expose(3, src.as_mut_ptr(), src.len(), Access::Read) }.unwrap();
         assert!(stranger.read(0, lent, 0, &mut dst).is_err());
+        let not_it = CmaRma::can_read(Process {
+            cookie: me().cookie ^ 1,
+            ..me()
+        });
+        assert_eq!(not_it.unwrap_err().kind(), io::ErrorKind::NotFound);
         rma.withdraw(3);
+        // The one-iovec read: a copy of this process's bytes, an error for an address
+        // not mapped (the first page is never).
+        let mut word = [0u8; 4];
+        read_one(std::process::id(), src.as_ptr() as u64 + 10, &mut word).unwrap();
+        assert_eq!(word[..], src[10..14]);
+        assert!(read_one(std::process::id(), 16, &mut word).is_err());
         // Writes, and exposures for writes, are refused; so is a rank with no process.
         assert!(rma.write(0, again, 0, &dst).is_err());
         // SAFETY: refused, nothing is lent.

@@ -13,26 +13,10 @@ fn median(mut v: Vec<u128>) -> u128 {
     v[v.len() / 2]
 }
 
-/// Copies `len` bytes from `src` in this process with `process_vm_readv`.
+/// Copies `src` into `dst` (as long) in this process with `process_vm_readv`.
 fn cma_self(dst: &mut [u8], src: &[u8]) -> std::io::Result<()> {
-    let local = libc::iovec {
-        iov_base: dst.as_mut_ptr() as *mut libc::c_void,
-        iov_len: dst.len(),
-    };
-    let remote = libc::iovec {
-        iov_base: src.as_ptr() as *mut libc::c_void,
-        iov_len: src.len(),
-    };
-    // SAFETY: both iovecs describe live buffers of the stated lengths; the remote one is
-    // in this very process and only read.
-    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
-    if n < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    if n as usize != src.len() {
-        return Err(std::io::Error::other("short process_vm_readv"));
-    }
-    Ok(())
+    debug_assert_eq!(dst.len(), src.len());
+    super::cma::read_one(std::process::id(), src.as_ptr() as u64, dst)
 }
 
 /// Lets same-host ranks read this process with `process_vm_readv` where Yama's
