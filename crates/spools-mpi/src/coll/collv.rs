@@ -9,6 +9,7 @@
 //! complex arithmetic, whose contributions are not packed), wait for the non-blocking
 //! form (`vcoll`).
 
+use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 
 use spools::{Communicator, Element, Op};
@@ -69,14 +70,15 @@ unsafe fn allgatherv<C: Wide, K: Copy + Wide, D: Copy + Wide>(
         )?;
     }
     let at = |i: usize| (recvbuf as isize).wrapping_add(d[i] as isize * rt.extent) as *mut u8;
-    let mine = if sendbuf as usize == MPI_IN_PLACE {
+    let mine: Cow<'_, [u8]> = if sendbuf as usize == MPI_IN_PLACE {
         // SAFETY: this rank's block of the receive buffer (checked above).
-        unsafe { data(at(me).cast_const().cast(), k[me], &rt) }.into_owned()
+        Cow::Owned(unsafe { data(at(me).cast_const().cast(), k[me], &rt) }.into_owned())
     } else {
         let (sn, st) = (ccount(sendcount, call)?, committed(sendtype, call)?);
         buffer(sendbuf as usize, sn, &st, call, "sendbuf")?;
-        // SAFETY: `sn` elements of `st` (the caller's contract, checked above).
-        unsafe { data(sendbuf, sn, &st) }.into_owned()
+        // SAFETY: `sn` elements of `st` (the caller's contract, checked above); borrowed
+        // only where it lies apart from the receive buffer (below).
+        unsafe { data(sendbuf, sn, &st) }
     };
     let mut bytes: Vec<usize> = k.iter().map(|&k| k * rt.size).collect();
     // A send block of another length than this rank's receive count: this rank takes
@@ -85,12 +87,23 @@ unsafe fn allgatherv<C: Wide, K: Copy + Wide, D: Copy + Wide>(
     bytes[me] = mine.len();
     let total: usize = bytes.iter().sum();
     if agrees && packed_displs(&k, &d) && rt.contiguous() && total > 0 && !recvbuf.is_null() {
+        // The send buffer in place when it lies apart from the receive buffer: a peer
+        // that reads it in place (single copy) then reads lines this rank only reads,
+        // not a copy rewritten at every call, whose lines the next call's copy would take
+        // back from that peer. One that overlaps (not MPI_IN_PLACE: erroneous) is copied.
+        let recv_span = recvbuf as usize..(recvbuf as usize).saturating_add(total);
+        let mine = match mine {
+            Cow::Borrowed(b) if !overlaps(b, &recv_span) => Cow::Borrowed(b),
+            m => Cow::Owned(m.into_owned()),
+        };
         // SAFETY: the receive buffer's blocks, one after the other from its start, are
-        // `total` bytes (checked above); `mine` is a copy, apart from them.
+        // `total` bytes (checked above); `mine` lies apart from them.
         let out = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), total) };
         return Ok(c.comm.allgatherv(&mine, out, &bytes)?);
     }
     let mut all = vec![0u8; total];
+    // A copy: the receive buffer is written below, by raw pointer, and may overlap it.
+    let mine = mine.into_owned();
     c.comm.allgatherv(&mine, &mut all, &bytes)?;
     if !agrees {
         return Err(MpiError::invalid(
@@ -112,6 +125,12 @@ unsafe fn allgatherv<C: Wide, K: Copy + Wide, D: Copy + Wide>(
         from += len;
     }
     Ok(())
+}
+
+/// Whether the bytes of `b` share an address with `span`.
+fn overlaps(b: &[u8], span: &std::ops::Range<usize>) -> bool {
+    let at = b.as_ptr() as usize;
+    !b.is_empty() && at < span.end && span.start < at.saturating_add(b.len())
 }
 
 /// Whether `d` puts blocks of `k` elements one after the other from 0, in rank order.
@@ -467,3 +486,19 @@ both_widths!(MPI_Reduce_scatter_block, MPI_Reduce_scatter_block_c; MPI_Ireduce_s
 both_widths!(MPI_Reduce_scatter, MPI_Reduce_scatter_c; MPI_Ireduce_scatter, MPI_Ireduce_scatter_c; reduce_scatter_v; comm;
     exchanged: exchanged(comm, datatype, op);
     (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm));
+
+#[cfg(test)]
+mod tests {
+    use super::overlaps;
+
+    #[test]
+    fn a_send_buffer_overlaps_a_span_only_where_they_share_a_byte() {
+        let buf = [0u8; 64];
+        let at = buf.as_ptr() as usize;
+        assert!(overlaps(&buf[8..16], &(at..at + 9)));
+        assert!(overlaps(&buf[8..16], &(at + 15..at + 64)));
+        assert!(!overlaps(&buf[8..16], &(at..at + 8)));
+        assert!(!overlaps(&buf[8..16], &(at + 16..at + 64)));
+        assert!(!overlaps(&buf[8..8], &(at..at + 64)));
+    }
+}

@@ -375,7 +375,7 @@ pub(crate) fn allreduce_poisoned<T: Element>(
     }
     let counts = even_counts(acc.len(), n);
     ring_reduce_scatter(c, g, tag, (acc, &counts), op, poisoned)?;
-    ring_allgather(c, g, tag + 1, (acc, &counts), poisoned)
+    ring_allgather(c, g, tag + 1, (acc, &counts, None), poisoned)
 }
 
 /// `len` split into `n` nearly equal blocks.

@@ -80,16 +80,17 @@ pub(crate) fn scatterv_in<T: Element>(
     Ok(())
 }
 
-/// Ring allgather: `out` holds every member's block; this member's is already in place.
+/// Ring allgather: `out` holds every member's block; this member's is already in place,
+/// and is `own` too (sent from there).
 pub(crate) fn allgatherv_in<T: Element>(
     c: &CommCore,
     g: &Group,
     tag: u32,
-    out: &mut [T],
-    counts: &[usize],
+    (out, counts): (&mut [T], &[usize]),
+    own: &[T],
 ) -> Result<(), MsgError> {
     let mut poisoned = Poisoned::default();
-    ring_allgather(c, g, tag, (out, counts), &mut poisoned)?;
+    ring_allgather(c, g, tag, (out, counts, Some(own)), &mut poisoned)?;
     poisoned.end()
 }
 
@@ -342,7 +343,13 @@ impl Communicator {
             if super::sm::allgatherv(&self.core, tag, bytes(send), bytes_mut(recv), counts, size)? {
                 return Ok(());
             }
-            allgatherv_in(&self.core, &Group::all(&self.core), tag, recv, counts)
+            allgatherv_in(
+                &self.core,
+                &Group::all(&self.core),
+                tag,
+                (recv, counts),
+                send,
+            )
         })
     }
 

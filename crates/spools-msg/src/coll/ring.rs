@@ -52,11 +52,18 @@ pub(crate) fn ring_reduce_scatter<T: Element>(
 
 /// Ring allgather of blocks in place: member i contributes block i of `buf`. A
 /// disagreement is kept in `poisoned`, as in [`ring_reduce_scatter`].
+///
+/// `own`: this member's block where it lies outside `buf` too (an allgather's send
+/// buffer), which the first step sends from instead. A neighbour that reads it in place
+/// (single copy) then reads lines this member only read: read from `buf`, they were
+/// the ones just written there, and the next call's copy into `buf` had to take every
+/// line back from that neighbour (at 2 ranks and 64 KiB, that copy took as long as the
+/// exchange).
 pub(crate) fn ring_allgather<T: Element>(
     c: &CommCore,
     g: &Group,
     tag: u32,
-    (buf, counts): (&mut [T], &[usize]),
+    (buf, counts, own): (&mut [T], &[usize], Option<&[T]>),
     poisoned: &mut Poisoned,
 ) -> Result<(), MsgError> {
     let n = g.n();
@@ -73,6 +80,10 @@ pub(crate) fn ring_allgather<T: Element>(
         } else {
             let (a, b) = blocks.split_at_mut(sb);
             (&*b[0], &mut *a[rb])
+        };
+        let send_block = match own {
+            Some(o) if s == 0 => o,
+            _ => send_block,
         };
         let r = exchange(
             c,
