@@ -280,12 +280,28 @@ impl CommCore {
         tag: u32,
         data: &[u8],
     ) -> Result<(), MsgError> {
+        self.send_bytes_during(ctx, dest, tag, data, || {})
+    }
+
+    /// [`CommCore::send_bytes`], running `during` once the send started (a rendezvous
+    /// send's receiver may then take the bytes while `during` runs), before it waits.
+    pub(crate) fn send_bytes_during(
+        &self,
+        ctx: u32,
+        dest: u32,
+        tag: u32,
+        data: &[u8],
+        during: impl FnOnce(),
+    ) -> Result<(), MsgError> {
         let job = self.job_rank(dest)?;
         // SAFETY: `data` stays borrowed until this function returns, and the guard below
         // removes the operation from the engine before that, whatever happens.
         let buf = unsafe { Buf::borrowed_ro(data) };
         match self.engine.start_send(job, ctx, tag, buf)? {
-            SendStart::Complete(_) => Ok(()),
+            SendStart::Complete(_) => {
+                during();
+                Ok(())
+            }
             SendStart::Rendezvous(id) => {
                 let g = OpGuard {
                     engine: &self.engine,
@@ -297,6 +313,7 @@ impl CommCore {
                     generation_at_start: None,
                     _buf: PhantomData,
                 };
+                during();
                 g.wait()
             }
         }

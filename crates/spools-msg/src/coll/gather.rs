@@ -4,7 +4,7 @@ use super::args::{
     blocks_mut, bytes, bytes_mut, check, check_rooted, displs, EVEN_SPLIT, ONE_COUNT_PER_RANK,
     RECV_AS_SEND,
 };
-use super::group::{exchange, finish, recv, send, Group, Poisoned};
+use super::group::{exchange_during, finish, recv, send, Group, Poisoned};
 use super::ring::ring_allgather;
 use crate::comm_core::CommCore;
 use crate::communicator::Communicator;
@@ -80,8 +80,8 @@ pub(crate) fn scatterv_in<T: Element>(
     Ok(())
 }
 
-/// Ring allgather: `out` holds every member's block; this member's is already in place,
-/// and is `own` too (sent from there).
+/// Ring allgather: `out` receives every member's block; this member's is `own` (sent
+/// from there, and copied into place meanwhile).
 pub(crate) fn allgatherv_in<T: Element>(
     c: &CommCore,
     g: &Group,
@@ -117,7 +117,10 @@ pub(crate) fn alltoallv_in<T: Element>(
         .unwrap_or(0)
         * std::mem::size_of::<T>();
     let mut blocks = blocks_mut(out, recv_counts);
-    blocks[me].copy_from_slice(&send_buf[sd[me]..sd[me] + send_counts[me]]);
+    let own = &send_buf[sd[me]..sd[me] + send_counts[me]];
+    if largest <= ALL_AT_ONCE_MAX || n < 2 {
+        blocks[me].copy_from_slice(own);
+    }
     if largest <= ALL_AT_ONCE_MAX {
         let mut guards = Vec::with_capacity(n);
         for (i, b) in blocks.iter_mut().enumerate() {
@@ -154,17 +157,26 @@ pub(crate) fn alltoallv_in<T: Element>(
         return Ok(());
     }
     let mut poisoned = Poisoned::default();
+    // This rank's own block goes into place during the first exchange.
+    let mut own_dst = Some(std::mem::take(&mut blocks[me]));
     for s in 1..n {
         let to = (me + s) % n;
         let from = (me + n - s) % n;
-        let r = exchange(
+        let dst = own_dst.take();
+        let r = exchange_during(
             c,
             g,
-            to,
-            from,
+            (to, from),
             tag,
-            poisoned.send(bytes(&send_buf[sd[to]..sd[to] + send_counts[to]])),
-            bytes_mut(blocks[from]),
+            (
+                poisoned.send(bytes(&send_buf[sd[to]..sd[to] + send_counts[to]])),
+                bytes_mut(blocks[from]),
+            ),
+            || {
+                if let Some(d) = dst {
+                    d.copy_from_slice(own);
+                }
+            },
         );
         poisoned.step(r)?;
     }
@@ -337,12 +349,13 @@ impl Communicator {
                 recv.len(),
                 total,
             )?;
-            let d = displs(counts);
-            recv[d[me]..d[me] + counts[me]].copy_from_slice(send);
             let size = std::mem::size_of::<T>();
             if super::sm::allgatherv(&self.core, tag, bytes(send), bytes_mut(recv), counts, size)? {
+                let d = displs(counts);
+                recv[d[me]..d[me] + counts[me]].copy_from_slice(send);
                 return Ok(());
             }
+            // The ring copies this rank's block into place during its first step.
             allgatherv_in(
                 &self.core,
                 &Group::all(&self.core),

@@ -97,8 +97,21 @@ pub(crate) fn send(
     tag: u32,
     data: &[u8],
 ) -> Result<(), MsgError> {
+    send_during(c, g, to, tag, data, || {})
+}
+
+/// [`send`], running `during` once the send started (a rendezvous send's receiver may
+/// then take the bytes while `during` runs), before it waits.
+fn send_during(
+    c: &CommCore,
+    g: &Group,
+    to: usize,
+    tag: u32,
+    data: &[u8],
+    during: impl FnOnce(),
+) -> Result<(), MsgError> {
     let Some((sm, w)) = watched(c, tag, g.members[to]) else {
-        return c.send_bytes(c.coll_ctx(), g.members[to], tag, data);
+        return c.send_bytes_during(c.coll_ctx(), g.members[to], tag, data, during);
     };
     let job = c.job_rank(g.members[to])?;
     // SAFETY: `data` stays borrowed until this function returns, and the guard below
@@ -106,7 +119,10 @@ pub(crate) fn send(
     // `CommCore::send_bytes`).
     let buf = unsafe { Buf::borrowed_ro(data) };
     match c.engine.start_send(job, c.coll_ctx(), tag, buf)? {
-        SendStart::Complete(_) => Ok(()),
+        SendStart::Complete(_) => {
+            during();
+            Ok(())
+        }
         SendStart::Rendezvous(id) => {
             let guard = OpGuard {
                 engine: &c.engine,
@@ -118,6 +134,7 @@ pub(crate) fn send(
                 generation_at_start: None,
                 _buf: PhantomData,
             };
+            during();
             if let Err(e) = wait_watching(c, &guard, sm, &w) {
                 sm.mark_failed(w.no, w.bytes, &e);
                 return Err(e);
@@ -323,6 +340,20 @@ pub(crate) fn exchange(
     data: &[u8],
     buf: &mut [u8],
 ) -> Result<(), MsgError> {
+    exchange_during(c, g, (to, from), tag, (data, buf), || {})
+}
+
+/// [`exchange`], running `during` (local work, such as a collective's copy of this
+/// rank's own block) once the receive is posted and the send started: with a peer that
+/// takes the bytes itself (single copy), both sides' copies overlap.
+pub(crate) fn exchange_during(
+    c: &CommCore,
+    g: &Group,
+    (to, from): (usize, usize),
+    tag: u32,
+    (data, buf): (&[u8], &mut [u8]),
+    during: impl FnOnce(),
+) -> Result<(), MsgError> {
     let want = buf.len();
     let guard = c.post_bytes(
         c.coll_ctx(),
@@ -330,7 +361,7 @@ pub(crate) fn exchange(
         Tag::Is(tag as i32),
         buf,
     )?;
-    send(c, g, to, tag, data)?;
+    send_during(c, g, to, tag, data, during)?;
     let st = finish(c, guard, tag, g.members[from])?;
     expect_len(st.len, want, g.members[from])
 }

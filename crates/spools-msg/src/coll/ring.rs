@@ -7,7 +7,7 @@
 //! caller's `Poisoned` keeps the first error, which the caller reports at the end.
 
 use super::args::{blocks_mut, bytes, bytes_mut, displs};
-use super::group::{exchange, Group, Poisoned};
+use super::group::{exchange, exchange_during, Group, Poisoned};
 use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
@@ -53,11 +53,12 @@ pub(crate) fn ring_reduce_scatter<T: Element>(
 /// Ring allgather of blocks in place: member i contributes block i of `buf`. A
 /// disagreement is kept in `poisoned`, as in [`ring_reduce_scatter`].
 ///
-/// `own`: this member's block where it lies outside `buf` too (an allgather's send
-/// buffer), which the first step sends from instead. A neighbour that reads it in place
-/// (single copy) then reads lines this member only read: read from `buf`, they were
-/// the ones just written there, and the next call's copy into `buf` had to take every
-/// line back from that neighbour (at 2 ranks and 64 KiB, that copy took as long as the
+/// `own`: this member's block where it lies outside `buf` (an allgather's send buffer),
+/// not yet in `buf`: the first step sends it from there, and copies it into `buf` while
+/// the neighbours exchange (with none, at once). A neighbour that reads it in place
+/// (single copy) then reads lines this member only reads: read from `buf`, they were the
+/// ones just written there, and the next call's copy into `buf` had to take every line
+/// back from that neighbour (at 2 ranks and 64 KiB, that copy took as long as the
 /// exchange).
 pub(crate) fn ring_allgather<T: Element>(
     c: &CommCore,
@@ -70,30 +71,44 @@ pub(crate) fn ring_allgather<T: Element>(
     let me = g.me;
     let right = (me + 1) % n;
     let left = (me + n - 1) % n;
-    for s in 0..n.saturating_sub(1) {
+    if n < 2 {
+        if let Some(o) = own {
+            buf[..o.len()].copy_from_slice(o);
+        }
+        return Ok(());
+    }
+    for s in 0..n - 1 {
         let sb = (me + n - s) % n;
         let rb = (me + 2 * n - s - 1) % n;
         let mut blocks = blocks_mut(buf, counts);
         let (send_block, recv_block) = if sb < rb {
             let (a, b) = blocks.split_at_mut(rb);
-            (&*a[sb], &mut *b[0])
+            (&mut *a[sb], &mut *b[0])
         } else {
             let (a, b) = blocks.split_at_mut(sb);
-            (&*b[0], &mut *a[rb])
+            (&mut *b[0], &mut *a[rb])
         };
-        let send_block = match own {
-            Some(o) if s == 0 => o,
-            _ => send_block,
+        let r = match own {
+            // The first step sends this member's block from `own` and copies it into
+            // its place (`send_block`, in `buf`) meanwhile.
+            Some(o) if s == 0 => exchange_during(
+                c,
+                g,
+                (right, left),
+                tag,
+                (poisoned.send(bytes(o)), bytes_mut(recv_block)),
+                || send_block.copy_from_slice(o),
+            ),
+            _ => exchange(
+                c,
+                g,
+                right,
+                left,
+                tag,
+                poisoned.send(bytes(send_block)),
+                bytes_mut(recv_block),
+            ),
         };
-        let r = exchange(
-            c,
-            g,
-            right,
-            left,
-            tag,
-            poisoned.send(bytes(send_block)),
-            bytes_mut(recv_block),
-        );
         poisoned.step(r)?;
     }
     Ok(())
