@@ -285,11 +285,16 @@ pub(crate) const DOUBLING_MAX: usize = 64 << 10;
 
 /// Recursive doubling allreduce for any member count (the extra members first fold into
 /// their neighbours), combining in rank order. A disagreement is kept in `poisoned`.
+///
+/// `src`: this member's contribution where it lies outside `acc`, which then holds
+/// nothing yet: the first step that takes a partner's part receives it straight into
+/// `acc` and folds `src` in (no copy of the contribution, no scratch for that step; at
+/// 2 ranks none at all), and a step before that sends from `src`.
 fn doubling<T: Element>(
     c: &CommCore,
     g: &Group,
     tag: u32,
-    acc: &mut [T],
+    (acc, mut src): (&mut [T], Option<&[T]>),
     op: &Op<T>,
     poisoned: &mut Poisoned,
 ) -> Result<(), MsgError> {
@@ -300,15 +305,26 @@ fn doubling<T: Element>(
         pof2 *= 2;
     }
     let rem = n - pof2;
-    let mut tmp = vec![T::default(); acc.len()];
+    let mut tmp = Vec::new();
     let newrank = if me < 2 * rem {
         if me % 2 == 0 {
-            let data = poisoned.send(bytes(acc));
+            let data = poisoned.send(bytes(src.unwrap_or(acc)));
             poisoned.step(send(c, g, me + 1, tag, data))?;
             None
         } else {
-            if poisoned.step(recv(c, g, me - 1, tag, bytes_mut(&mut tmp)))? {
-                op.combine(acc, &tmp, false);
+            match src.take() {
+                // The lower rank's part, then this one's.
+                Some(own) => {
+                    if poisoned.step(recv(c, g, me - 1, tag, bytes_mut(acc)))? {
+                        op.combine(acc, own, true);
+                    }
+                }
+                None => {
+                    tmp.resize(acc.len(), T::default());
+                    if poisoned.step(recv(c, g, me - 1, tag, bytes_mut(&mut tmp)))? {
+                        op.combine(acc, &tmp, false);
+                    }
+                }
             }
             Some(me / 2)
         }
@@ -321,10 +337,23 @@ fn doubling<T: Element>(
         while mask < pof2 {
             let nd = nr ^ mask;
             let dst = if nd < rem { nd * 2 + 1 } else { nd + rem };
-            let data = poisoned.send(bytes(acc));
-            let r = exchange(c, g, dst, dst, tag + step, data, bytes_mut(&mut tmp));
-            if poisoned.step(r)? {
-                op.combine(acc, &tmp, dst > me);
+            match src.take() {
+                Some(own) => {
+                    let data = poisoned.send(bytes(own));
+                    let r = exchange(c, g, dst, dst, tag + step, data, bytes_mut(acc));
+                    if poisoned.step(r)? {
+                        // `acc` holds the partner's part: the lower rank's first.
+                        op.combine(acc, own, dst < me);
+                    }
+                }
+                None => {
+                    tmp.resize(acc.len(), T::default());
+                    let data = poisoned.send(bytes(acc));
+                    let r = exchange(c, g, dst, dst, tag + step, data, bytes_mut(&mut tmp));
+                    if poisoned.step(r)? {
+                        op.combine(acc, &tmp, dst > me);
+                    }
+                }
             }
             mask <<= 1;
             step += 1;
@@ -349,8 +378,20 @@ pub(crate) fn allreduce_flat<T: Element>(
     acc: &mut [T],
     op: &Op<T>,
 ) -> Result<(), MsgError> {
+    allreduce_flat_from(c, g, tag, (acc, None), op)
+}
+
+/// [`allreduce_flat`] into `acc` from `src` where it is given (`acc` then holds nothing
+/// yet; see [`ring_reduce_scatter`]).
+pub(crate) fn allreduce_flat_from<T: Element>(
+    c: &CommCore,
+    g: &Group,
+    tag: u32,
+    (acc, src): (&mut [T], Option<&[T]>),
+    op: &Op<T>,
+) -> Result<(), MsgError> {
     let mut poisoned = Poisoned::default();
-    allreduce_poisoned(c, g, tag, acc, op, &mut poisoned)?;
+    allreduce_poisoned(c, g, tag, (acc, src), op, &mut poisoned)?;
     poisoned.end()
 }
 
@@ -361,20 +402,23 @@ pub(crate) fn allreduce_poisoned<T: Element>(
     c: &CommCore,
     g: &Group,
     tag: u32,
-    acc: &mut [T],
+    (acc, src): (&mut [T], Option<&[T]>),
     op: &Op<T>,
     poisoned: &mut Poisoned,
 ) -> Result<(), MsgError> {
     let n = g.n();
+    let size = std::mem::size_of_val(acc);
     if n <= 1 {
+        if let Some(src) = src {
+            acc.copy_from_slice(src);
+        }
         return Ok(());
     }
-    let size = std::mem::size_of_val(acc);
     if size <= DOUBLING_MAX || acc.len() < n || !op.commutative() {
-        return doubling(c, g, tag, acc, op, poisoned);
+        return doubling(c, g, tag, (acc, src), op, poisoned);
     }
     let counts = even_counts(acc.len(), n);
-    ring_reduce_scatter(c, g, tag, (acc, &counts), op, poisoned)?;
+    ring_reduce_scatter(c, g, tag, (acc, &counts, src), op, poisoned)?;
     ring_allgather(c, g, tag + 1, (acc, &counts, None), poisoned)
 }
 

@@ -1,7 +1,7 @@
 //! Reductions: reduce, allreduce, reduce-scatter, scan.
 
 use super::args::{bytes, bytes_mut, check, displs, ONE_COUNT_PER_RANK, RECV_AS_SEND};
-use super::flat::{allreduce_flat, allreduce_poisoned};
+use super::flat::{allreduce_flat_from, allreduce_poisoned};
 use super::gather::scatterv_in;
 use super::group::{exchange, recv, send, Group, Poisoned};
 use super::ring::ring_reduce_scatter;
@@ -68,12 +68,15 @@ pub(crate) fn reduce_to<T: Element>(
 }
 
 /// Allreduce, hierarchical across hosts for commutative operators.
+///
+/// `src`: the contribution where it lies outside `acc`, which then holds nothing yet
+/// (see [`ring_reduce_scatter`]).
 pub(crate) fn allreduce<T: Element>(
     c: &CommCore,
     g: &Group,
     hosts: &[u32],
     tag: u32,
-    acc: &mut [T],
+    (acc, src): (&mut [T], Option<&[T]>),
     op: &Op<T>,
 ) -> Result<(), MsgError> {
     let hier = if op.commutative() {
@@ -82,8 +85,11 @@ pub(crate) fn allreduce<T: Element>(
         None
     };
     let Some((local, leaders)) = hier else {
-        return allreduce_flat(c, g, tag, acc, op);
+        return allreduce_flat_from(c, g, tag, (acc, src), op);
     };
+    if let Some(src) = src {
+        acc.copy_from_slice(src);
+    }
     // A phase that finds the ranks disagree does not end this rank's part: a host's
     // members wait for its leader's broadcast, which then carries nothing, so that they
     // fail too. (A member keeps its length, which chose the broadcast's algorithm as
@@ -92,7 +98,7 @@ pub(crate) fn allreduce<T: Element>(
     poisoned.step(binomial(c, &local, 0, tag, acc, op))?;
     if leaders.me != usize::MAX {
         // Started poisoned, it sends the other leaders empty blocks: they fail too.
-        allreduce_poisoned(c, &leaders, tag + 8, acc, op, &mut poisoned)?;
+        allreduce_poisoned(c, &leaders, tag + 8, (acc, None), op, &mut poisoned)?;
     }
     let result = if poisoned.failed() && local.me == 0 {
         &mut [][..]
@@ -117,7 +123,7 @@ pub(crate) fn reduce_scatter<T: Element>(
     let me = g.me;
     if op.commutative() {
         let mut poisoned = Poisoned::default();
-        ring_reduce_scatter(c, g, tag, (&mut acc, counts), op, &mut poisoned)?;
+        ring_reduce_scatter(c, g, tag, (&mut acc, counts, None), op, &mut poisoned)?;
         poisoned.end()?;
         let d = displs(counts);
         out.copy_from_slice(&acc[d[me]..d[me] + counts[me]]);
@@ -262,13 +268,19 @@ impl Communicator {
     ) -> Result<(), MsgError> {
         self.collective(|tag| {
             check("allreduce", RECV_AS_SEND, recv.len(), send.len())?;
-            recv.copy_from_slice(send);
+            // Too long for the shared-memory engine (which takes nothing from `recv`
+            // then): the algorithm copies `send` where it needs to, if at all.
+            let lazy = !super::sm::fits(&self.core, std::mem::size_of_val(send));
+            if !lazy {
+                recv.copy_from_slice(send);
+            }
             let hosts = self.core.hosts.as_slice();
             if super::sm::allreduce(&self.core, hosts, tag, recv, op)? {
                 return Ok(());
             }
             let g = Group::all(&self.core);
-            allreduce(&self.core, &g, hosts, tag, recv, op).inspect_err(|e| {
+            let src = lazy.then_some(send);
+            allreduce(&self.core, &g, hosts, tag, (recv, src), op).inspect_err(|e| {
                 let (bytes, tags) = (
                     std::mem::size_of_val(send),
                     super::sm::ALLREDUCE_LEADER_TAGS,

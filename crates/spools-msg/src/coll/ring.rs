@@ -16,11 +16,18 @@ use crate::error::MsgError;
 /// sum) holds the reduction of everyone's block i. Commutative operators only. A
 /// disagreement is kept in `poisoned` (see the module's comment); the result says only
 /// other errors.
+///
+/// `src`: this member's contribution where it lies outside `acc`, which then holds
+/// nothing yet (an allreduce's send buffer): each step receives its block straight into
+/// `acc` and folds this member's part of it in from `src`, and the first step sends from
+/// `src`, so that neither a copy of the contribution into `acc` nor a block of scratch
+/// is made. Afterwards the blocks of `acc` other than this member's hold partial
+/// results or nothing (the allgather that follows overwrites them).
 pub(crate) fn ring_reduce_scatter<T: Element>(
     c: &CommCore,
     g: &Group,
     tag: u32,
-    (acc, counts): (&mut [T], &[usize]),
+    (acc, counts, src): (&mut [T], &[usize], Option<&[T]>),
     op: &Op<T>,
     poisoned: &mut Poisoned,
 ) -> Result<(), MsgError> {
@@ -29,6 +36,45 @@ pub(crate) fn ring_reduce_scatter<T: Element>(
     let me = g.me;
     let right = (me + 1) % n;
     let left = (me + n - 1) % n;
+    if let Some(src) = src {
+        for s in 0..n.saturating_sub(1) {
+            let sb = (me + 2 * n - s - 1) % n;
+            let rb = (me + 2 * n - s - 2) % n;
+            let mut blocks = blocks_mut(acc, counts);
+            let (send_block, recv_block) = if sb < rb {
+                let (a, b) = blocks.split_at_mut(rb);
+                (&*a[sb], &mut *b[0])
+            } else {
+                let (a, b) = blocks.split_at_mut(sb);
+                (&*b[0], &mut *a[rb])
+            };
+            // The first step sends this member's own part; later ones, the block the
+            // step before folded.
+            let data = if s == 0 {
+                &src[d[sb]..d[sb] + counts[sb]]
+            } else {
+                send_block
+            };
+            let r = exchange(
+                c,
+                g,
+                right,
+                left,
+                tag,
+                poisoned.send(bytes(data)),
+                bytes_mut(recv_block),
+            );
+            if poisoned.step(r)? {
+                // The same order as the in-place form: this member's part, then the
+                // incoming partial result.
+                op.combine(recv_block, &src[d[rb]..d[rb] + counts[rb]], false);
+            }
+        }
+        if n < 2 {
+            acc.copy_from_slice(src);
+        }
+        return Ok(());
+    }
     let mut tmp = vec![T::default(); counts.iter().copied().max().unwrap_or(0)];
     for s in 0..n.saturating_sub(1) {
         let sb = (me + 2 * n - s - 1) % n;

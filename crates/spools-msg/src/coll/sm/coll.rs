@@ -34,7 +34,7 @@ pub(super) fn may(c: &CommCore) -> bool {
 
 /// Whether `bytes` fit this rank's `coll_sm_limit` (every rank agreed on the limit when
 /// the segment was set up).
-pub(super) fn fits(c: &CommCore, bytes: usize) -> bool {
+pub(crate) fn fits(c: &CommCore, bytes: usize) -> bool {
     let limit = c.engine.worker.config().coll_sm_limit as usize;
     limit > 0 && bytes <= limit
 }

@@ -118,7 +118,8 @@ use spools_am::{SharedArea, Worker};
 use crate::error::MsgError;
 
 pub(crate) use coll::{
-    allreduce, barrier, bcast, failed, reduce, scatter, ALLREDUCE_LEADER_TAGS, BCAST_LEADER_TAGS,
+    allreduce, barrier, bcast, failed, fits, reduce, scatter, ALLREDUCE_LEADER_TAGS,
+    BCAST_LEADER_TAGS,
 };
 pub(crate) use fold::{reduce_scatter, scan};
 pub(crate) use gather::{allgatherv, alltoall, gather};
