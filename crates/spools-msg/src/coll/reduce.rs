@@ -13,51 +13,98 @@ use crate::error::MsgError;
 /// Binomial reduce of `acc` toward member `root`; on return the root's `acc` holds the
 /// result (others' is scratch). With a non-commutative operator the root must be member
 /// 0, so that every step combines a lower block with the next higher one.
+///
+/// `src`: this member's contribution where it lies outside `acc`, which then holds
+/// nothing yet (and may be empty where [`binomial_receives`] says this member receives
+/// nothing): a leaf sends straight from it, and an inner member receives its first
+/// child's part straight into `acc` and folds `src` in, so that neither a copy of the
+/// contribution nor scratch for that child is made.
 pub(crate) fn binomial<T: Element>(
     c: &CommCore,
     g: &Group,
     root: usize,
     tag: u32,
-    acc: &mut [T],
+    (acc, mut src): (&mut [T], Option<&[T]>),
     op: &Op<T>,
 ) -> Result<(), MsgError> {
     let n = g.n();
     let rel = (g.me + n - root) % n;
-    let mut tmp = vec![T::default(); acc.len()];
+    let mut tmp = Vec::new();
     let mut poisoned = Poisoned::default();
     let mut mask = 1;
     while mask < n {
         if rel & mask != 0 {
             let to = (rel - mask + root) % n;
-            poisoned.step(send(c, g, to, tag, poisoned.send(bytes(acc))))?;
-            break;
+            let data = poisoned.send(bytes(src.unwrap_or(acc)));
+            poisoned.step(send(c, g, to, tag, data))?;
+            return poisoned.end();
         }
         if rel + mask < n {
-            let r = recv(c, g, (rel + mask + root) % n, tag, bytes_mut(&mut tmp));
-            if poisoned.step(r)? {
-                op.combine(acc, &tmp, true);
+            let from = (rel + mask + root) % n;
+            match src.take() {
+                // This member's part, then the higher child's.
+                Some(own) => {
+                    if poisoned.step(recv(c, g, from, tag, bytes_mut(acc)))? {
+                        op.combine(acc, own, false);
+                    }
+                }
+                None => {
+                    tmp.resize(acc.len(), T::default());
+                    if poisoned.step(recv(c, g, from, tag, bytes_mut(&mut tmp)))? {
+                        op.combine(acc, &tmp, true);
+                    }
+                }
             }
         }
         mask <<= 1;
     }
+    // The root of a tree of one.
+    if let Some(own) = src {
+        acc.copy_from_slice(own);
+    }
     poisoned.end()
 }
 
-/// Reduce to member `root` (any operator).
+/// Whether member `me` of `n` receives anything in a [`binomial`] reduce to `root`.
+pub(crate) fn binomial_receives(n: usize, me: usize, root: usize) -> bool {
+    let rel = (me + n - root) % n;
+    let mut mask = 1;
+    while mask < n && rel & mask == 0 {
+        if rel + mask < n {
+            return true;
+        }
+        mask <<= 1;
+    }
+    false
+}
+
+/// The root of the [`binomial`] reduce in [`reduce_to`]: non-commutative operators
+/// reduce to member 0 (in rank order), which hands the result to the root.
+fn binomial_root<T: Element>(op: &Op<T>, root: usize) -> usize {
+    if op.commutative() {
+        root
+    } else {
+        0
+    }
+}
+
+/// Reduce to member `root` (any operator). `src`: as in [`binomial`] (the root's `acc`
+/// is its receive buffer; another member's may be empty where it receives nothing,
+/// [`binomial_receives`] of [`binomial_root`]).
 pub(crate) fn reduce_to<T: Element>(
     c: &CommCore,
     g: &Group,
     root: usize,
     tag: u32,
-    acc: &mut [T],
+    (acc, src): (&mut [T], Option<&[T]>),
     op: &Op<T>,
 ) -> Result<(), MsgError> {
-    if op.commutative() || root == 0 {
-        return binomial(c, g, root, tag, acc, op);
+    if binomial_root(op, root) == root {
+        return binomial(c, g, root, tag, (acc, src), op);
     }
     // Member 0 hands the result to the root even after a disagreement (nothing, then).
     let mut poisoned = Poisoned::default();
-    poisoned.step(binomial(c, g, 0, tag, acc, op))?;
+    poisoned.step(binomial(c, g, 0, tag, (acc, src), op))?;
     if g.me == 0 {
         let data = poisoned.send(bytes(acc));
         poisoned.step(send(c, g, root, tag + 1, data))?;
@@ -95,7 +142,7 @@ pub(crate) fn allreduce<T: Element>(
     // fail too. (A member keeps its length, which chose the broadcast's algorithm as
     // its peers' did.)
     let mut poisoned = Poisoned::default();
-    poisoned.step(binomial(c, &local, 0, tag, acc, op))?;
+    poisoned.step(binomial(c, &local, 0, tag, (acc, None), op))?;
     if leaders.me != usize::MAX {
         // Started poisoned, it sends the other leaders empty blocks: they fail too.
         allreduce_poisoned(c, &leaders, tag + 8, (acc, None), op, &mut poisoned)?;
@@ -132,7 +179,7 @@ pub(crate) fn reduce_scatter<T: Element>(
     // Member 0 scatters even after a disagreement (empty blocks, then), so that every
     // member fails.
     let mut poisoned = Poisoned::default();
-    poisoned.step(reduce_to(c, g, 0, tag, &mut acc, op))?;
+    poisoned.step(reduce_to(c, g, 0, tag, (&mut acc, None), op))?;
     if poisoned.failed() && me == 0 {
         for i in 1..g.n() {
             poisoned.step(send(c, g, i, tag + 2, &[]))?;
@@ -226,23 +273,44 @@ impl Communicator {
             self.core.job_rank(root)?;
             let g = Group::all(&self.core);
             let hosts = self.core.hosts.as_slice();
+            let bytes = std::mem::size_of_val(send);
             let failed = |e: &MsgError| {
-                let bytes = std::mem::size_of_val(send);
                 super::sm::failed(&self.core, hosts, tag, bytes, 0..0, e);
             };
-            if g.me == root as usize {
+            let root = root as usize;
+            if g.me == root {
                 check("reduce", RECV_AS_SEND, recv.len(), send.len())?;
+            }
+            if !super::sm::fits(&self.core, bytes) {
+                // Too long for the shared-memory engine (said there, for members that
+                // would wait on it): from the send buffer, with scratch only where this
+                // member receives (and is not the root, whose receive buffer serves).
+                super::sm::decline(&self.core, hosts, tag, (super::sm::Kind::Reduce, bytes))?;
+                let src = Some(send);
+                if g.me == root {
+                    return reduce_to(&self.core, &g, root, tag, (recv, src), op)
+                        .inspect_err(failed);
+                }
+                let mut acc = if binomial_receives(g.n(), g.me, binomial_root(op, root)) {
+                    vec![T::default(); send.len()]
+                } else {
+                    Vec::new()
+                };
+                return reduce_to(&self.core, &g, root, tag, (&mut acc, src), op)
+                    .inspect_err(failed);
+            }
+            if g.me == root {
                 recv.copy_from_slice(send);
-                if super::sm::reduce(&self.core, hosts, root as usize, tag, recv, op)? {
+                if super::sm::reduce(&self.core, hosts, root, tag, recv, op)? {
                     return Ok(());
                 }
-                reduce_to(&self.core, &g, root as usize, tag, recv, op).inspect_err(failed)
+                reduce_to(&self.core, &g, root, tag, (recv, None), op).inspect_err(failed)
             } else {
                 let mut acc = send.to_vec();
-                if super::sm::reduce(&self.core, hosts, root as usize, tag, &mut acc, op)? {
+                if super::sm::reduce(&self.core, hosts, root, tag, &mut acc, op)? {
                     return Ok(());
                 }
-                reduce_to(&self.core, &g, root as usize, tag, &mut acc, op).inspect_err(failed)
+                reduce_to(&self.core, &g, root, tag, (&mut acc, None), op).inspect_err(failed)
             }
         })
     }

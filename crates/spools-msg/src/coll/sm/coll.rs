@@ -316,6 +316,24 @@ pub(crate) fn reduce<T: Element>(
     Ok(true)
 }
 
+/// Says on the segment, where one is set up, that this rank runs collective `tag` (of
+/// `kind`, `bytes` here, which do not fit the segment: [`fits`]) through the messages,
+/// for members that wait on the segment in it (see [`SmComm::enter_messages`]); sets
+/// the segment up first at the communicator's first collective, as every collective
+/// does. For a caller that needs no data of its own in place to find that out.
+///
+/// # Errors
+/// A dead rank during the segment's set-up.
+pub(crate) fn decline(
+    c: &CommCore,
+    hosts: &[u32],
+    tag: u32,
+    (kind, bytes): (Kind, usize),
+) -> Result<(), MsgError> {
+    debug_assert!(!fits(c, bytes));
+    place(c, hosts, tag, (kind, bytes), false).map(|_| ())
+}
+
 /// Allreduce: within one host any operator (in rank order); across hosts, commutative
 /// operators reduce within each host, the leaders combine, and each host gets the result
 /// back through its segment.

@@ -118,7 +118,7 @@ use spools_am::{SharedArea, Worker};
 use crate::error::MsgError;
 
 pub(crate) use coll::{
-    allreduce, barrier, bcast, failed, fits, reduce, scatter, ALLREDUCE_LEADER_TAGS,
+    allreduce, barrier, bcast, decline, failed, fits, reduce, scatter, ALLREDUCE_LEADER_TAGS,
     BCAST_LEADER_TAGS,
 };
 pub(crate) use fold::{reduce_scatter, scan};
