@@ -15,8 +15,8 @@ use crate::error::MsgError;
 /// 0, so that every step combines a lower block with the next higher one.
 ///
 /// `src`: this member's contribution where it lies outside `acc`, which then holds
-/// nothing yet (and may be empty where [`binomial_receives`] says this member receives
-/// nothing): a leaf sends straight from it, and an inner member receives its first
+/// nothing yet (and, for a member other than the root, may be empty where
+/// [`binomial_receives`] says it receives nothing): a leaf sends straight from it, and an inner member receives its first
 /// child's part straight into `acc` and folds `src` in, so that neither a copy of the
 /// contribution nor scratch for that child is made.
 pub(crate) fn binomial<T: Element>(

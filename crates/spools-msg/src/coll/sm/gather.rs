@@ -149,8 +149,8 @@ pub(super) fn run(
     r
 }
 
-/// Allgatherv of bytes through the segment: `mine` is this member's part, already in its
-/// place in `out`; `counts[r]` is rank r's part in elements of `size` bytes (the same on
+/// Allgatherv of bytes through the segment: `mine` is this member's part (not read from
+/// `out`, nor written there: the caller puts it in its place); `counts[r]` is rank r's part in elements of `size` bytes (the same on
 /// every rank). `Ok(false)` when the segment does not serve it (the caller runs the
 /// messages).
 ///
