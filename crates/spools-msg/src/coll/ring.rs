@@ -41,13 +41,8 @@ pub(crate) fn ring_reduce_scatter<T: Element>(
             let sb = (me + 2 * n - s - 1) % n;
             let rb = (me + 2 * n - s - 2) % n;
             let mut blocks = blocks_mut(acc, counts);
-            let (send_block, recv_block) = if sb < rb {
-                let (a, b) = blocks.split_at_mut(rb);
-                (&*a[sb], &mut *b[0])
-            } else {
-                let (a, b) = blocks.split_at_mut(sb);
-                (&*b[0], &mut *a[rb])
-            };
+            let (send_block, recv_block) = two_blocks(&mut blocks, sb, rb);
+            let send_block = &*send_block;
             // The first step sends this member's own part; later ones, the block the
             // step before folded.
             let data = if s == 0 {
@@ -127,13 +122,7 @@ pub(crate) fn ring_allgather<T: Element>(
         let sb = (me + n - s) % n;
         let rb = (me + 2 * n - s - 1) % n;
         let mut blocks = blocks_mut(buf, counts);
-        let (send_block, recv_block) = if sb < rb {
-            let (a, b) = blocks.split_at_mut(rb);
-            (&mut *a[sb], &mut *b[0])
-        } else {
-            let (a, b) = blocks.split_at_mut(sb);
-            (&mut *b[0], &mut *a[rb])
-        };
+        let (send_block, recv_block) = two_blocks(&mut blocks, sb, rb);
         let r = match own {
             // The first step sends this member's block from `own` and copies it into
             // its place (`send_block`, in `buf`) meanwhile.
@@ -158,4 +147,16 @@ pub(crate) fn ring_allgather<T: Element>(
         poisoned.step(r)?;
     }
     Ok(())
+}
+
+/// Blocks `x` and `y` (distinct) of `blocks`, both writable.
+fn two_blocks<'a, T>(blocks: &'a mut [&mut [T]], x: usize, y: usize) -> (&'a mut [T], &'a mut [T]) {
+    debug_assert_ne!(x, y);
+    if x < y {
+        let (a, b) = blocks.split_at_mut(y);
+        (&mut *a[x], &mut *b[0])
+    } else {
+        let (a, b) = blocks.split_at_mut(x);
+        (&mut *b[0], &mut *a[y])
+    }
 }
