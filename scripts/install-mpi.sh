@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs Open MPI from Debian's packages if `mpirun` and `mpicc` are missing
-# (for the mpirun test and the peer benchmarks in bench/peers), and the PMIx header with
+# (for the mpirun test and the peer benchmarks in bench/peers), gfortran (Spools'
+# Fortran layer; Open MPI's mpifort for the Fortran peer test), and the PMIx header with
 # pkg-config (pkgconf, libpmix-dev) for the PMIx ABI test.
 #
 #   scripts/install-mpi.sh               Open MPI only (what the test suite needs)
@@ -38,6 +39,11 @@ if ! { command -v mpirun.openmpi >/dev/null || command -v mpirun >/dev/null; } \
   apt_install openmpi-bin libopenmpi-dev
 fi
 command -v mpirun >/dev/null
+# gfortran, for Spools' Fortran layer and its tests (Open MPI's mpifort pulls it in too).
+if ! command -v gfortran >/dev/null; then
+  echo "== installing gfortran from Debian"
+  apt_install gfortran
+fi
 # The PMIx header and pkg-config, for the test of the PMIx structures Spools passes to
 # libpmix (crates/spools-boot/tests/pmix_abi.rs).
 if ! pkg-config --exists pmix 2>/dev/null; then
