@@ -12,14 +12,16 @@
 
 #include "fortran.h"
 
-/* gfortran's names for the common blocks /SPOOLS_BOTTOM/ ... of mpif.h. */
-MPI_Fint spools_bottom_;
-MPI_Fint spools_in_place_;
-MPI_Fint spools_status_ignore_[MPI_F_STATUS_SIZE];
-MPI_Fint spools_statuses_ignore_[MPI_F_STATUS_SIZE];
-MPI_Fint spools_errcodes_ignore_[1];
-MPI_Fint spools_unweighted_[1];
-MPI_Fint spools_weights_empty_[1];
+/* gfortran's names for the common blocks /SPOOLS_BOTTOM/ ... of mpif.h and module mpi_f08
+ * (aligned as gfortran aligns the modules' common blocks). */
+#define COMMON_BLOCK __attribute__((aligned(32)))
+MPI_Fint spools_bottom_ COMMON_BLOCK;
+MPI_Fint spools_in_place_ COMMON_BLOCK;
+MPI_Fint spools_status_ignore_[MPI_F_STATUS_SIZE] COMMON_BLOCK;
+MPI_Fint spools_statuses_ignore_[MPI_F_STATUS_SIZE] COMMON_BLOCK;
+MPI_Fint spools_errcodes_ignore_[1] COMMON_BLOCK;
+MPI_Fint spools_unweighted_[1] COMMON_BLOCK;
+MPI_Fint spools_weights_empty_[1] COMMON_BLOCK;
 
 void *spools_f_buf(void *p)
 {
@@ -72,6 +74,14 @@ void spools_f_str_out(char *dst, size_t len, const char *src)
 void *spools_f_handles(size_t size, MPI_Fint count)
 {
     return malloc(size * (size_t)(count > 0 ? count : 1));
+}
+
+/* Module mpi_f08's choice buffers are TYPE(*), DIMENSION(..), CONTIGUOUS: the compiler
+ * passes a C descriptor (CFI_cdesc_t), whose first member is the base address in every
+ * implementation (the standard fixes base_addr, elem_len and version as the first three). */
+void *spools_f08_addr(void **descriptor)
+{
+    return *descriptor;
 }
 
 void mpi_init_(MPI_Fint *ierror)

@@ -1,4 +1,4 @@
-"""Spools' Fortran layer (crates/spools-mpi/fortran: mpif.h, module `mpi`,
+"""Spools' Fortran layer (crates/spools-mpi/fortran: mpif.h, modules `mpi` and `mpi_f08`,
 libmpifort_spools.so.1 and the `mpifort` wrapper that `make -C crates/spools-mpi` builds):
 the programs of tests/fortran built by that mpifort and run as real jobs under
 `spools run`, alone with nothing set, on MPICH's libmpi_abi.so.1 (the layer is written to
@@ -83,6 +83,16 @@ def test_derived_datatypes_mpi_bottom_and_waitany_from_fortran(fbuild, spools_ru
     assert job.code == 0 and job.out.splitlines() == ["ok types %d ranks" % n], job
 
 
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_module_mpi_f08_typed_handles_optional_ierror_sections_and_io(
+        fbuild, spools_run, tmp_path, n):
+    path = tmp_path / "f08.dat"
+    job = spools_run(n, fbuild("f08.f90"), path)
+    assert job.code == 0 and job.out.splitlines() == ["ok f08 %d ranks" % n], job
+    assert path.read_bytes() == struct.pack("<%di" % (5 * n),
+                                            *[r * 10 + i for r in range(n) for i in range(1, 6)])
+
+
 def btio_expected(n, steps):
     """The file examples/mpi/btio.f90 writes, computed here: records of 5 doubles, x
     fastest."""
@@ -109,8 +119,10 @@ def test_the_layer_runs_on_another_implementations_abi_library(fbuild, tmp_path)
     LD_LIBRARY_PATH) under MPICH's own launcher runs the same programs."""
     venv = REPO / "target" / "mpi-venv"
     env = dict(os.environ, LD_LIBRARY_PATH=str(venv / "lib"))
-    job = run_job([str(venv / "bin" / "mpiexec"), "-n", "3", str(fbuild("coll.f90"))], env=env)
-    assert job.code == 0 and job.out.splitlines() == ["ok coll 3 ranks"], job
+    for prog in ("coll", "f08"):
+        job = run_job([str(venv / "bin" / "mpiexec"), "-n", "3", str(fbuild(prog + ".f90")),
+                       str(tmp_path / "f08.dat")], env=env)
+        assert job.code == 0 and job.out.splitlines() == ["ok %s 3 ranks" % prog], job
     path = tmp_path / "bt.dat"
     job = run_job([str(venv / "bin" / "mpiexec"), "-n", "4", str(fbuild("btio.f90")),
                    str(path), "13", "2"], env=env)
