@@ -13,8 +13,9 @@ row that calls the row's C binding (`mpi_send_`) through a bind(C) interface:
 """
 import re
 
-ARRAY = re.compile(r"^(\w+)\[(\w*)\]([*&]?)$")
+ARRAY = re.compile(r"^(\w+)\[(@?\w*)\]([*&]?)$")
 
+MPI1_ONLY = {"MPI_Errhandler_set", "MPI_Errhandler_get", "MPI_Keyval_free"}
 KINDS = {"Aint": "MPI_ADDRESS_KIND", "Offset": "MPI_OFFSET_KIND", "Count": "MPI_COUNT_KIND"}
 
 
@@ -45,6 +46,15 @@ def arg_decls(kind, p, handles):
         intent = "inout" if kind == "buf" else "in"
         return ("type(*), dimension(..), contiguous, intent(%s) :: %s" % (intent, p),
                 "type(c_ptr), value :: %s" % p, "spools_f08_addr(%s)" % p, None)
+    if kind == "ranges":
+        return ("integer, intent(in) :: %s(3, *)" % p, "integer(c_int) :: %s(3, *)" % p, p, None)
+    if kind == "ptr*":
+        return ("integer(MPI_ADDRESS_KIND), intent(out) :: %s" % p,
+                "integer(MPI_ADDRESS_KIND) :: %s" % p, p, None)
+    if kind in ("weights", "weights*"):
+        intent = "in" if kind == "weights" else "inout"
+        return ("integer, intent(%s) :: %s(*)" % (intent, p), "integer(c_int) :: %s(*)" % p,
+                p, None)
     if kind == "int":
         return ("integer, intent(in) :: %s" % p, "integer(c_int) :: %s" % p, p, None)
     if kind == "logical":
@@ -72,6 +82,31 @@ def arg_decls(kind, p, handles):
         return ("type(MPI_%s), intent(%s) :: %s" % (base, intent, p),
                 "type(MPI_%s) :: %s" % (base, p), p, None)
     raise SystemExit("f08.py: unknown parameter kind %r" % kind)
+
+
+SIZEOF_TYPES = [("integer", k) for k in (1, 2, 4, 8)] + [("real", k) for k in (4, 8)] + \
+    [("complex", k) for k in (4, 8)] + [("logical", k) for k in (1, 2, 4, 8)] + \
+    [("character", 1)]
+
+
+def sizeof_procedures():
+    """MPI_SIZEOF(X, SIZE, IERROR), for modules mpi and mpi_f08: a generic over every
+    intrinsic type and kind, of any rank (the size of one element). Gives the lines of the
+    generic interface and those of the specific procedures (after `contains`)."""
+    specifics = ["spools_sizeof_%s%d" % (t, k) for t, k in SIZEOF_TYPES]
+    head = ["interface MPI_Sizeof", "module procedure %s" % ", ".join(specifics),
+            "end interface", "private :: %s" % ", ".join(specifics)]
+    body = []
+    for (t, k), sp in zip(SIZEOF_TYPES, specifics):
+        decl = "character(len=*)" if t == "character" else "%s(kind=%d)" % (t, k)
+        body += ["subroutine %s(x, size, ierror)" % sp,
+                 "%s, dimension(..), intent(in) :: x" % decl,
+                 "integer, intent(out) :: size",
+                 "integer, optional, intent(out) :: ierror",
+                 "size = 1" if t == "character" else "size = storage_size(x) / 8",
+                 "if (present(ierror)) ierror = MPI_SUCCESS",
+                 "end subroutine"]
+    return head, body
 
 
 def procedure(name, params, handles):
@@ -133,7 +168,8 @@ def module(rows, handle_consts, int_consts, handles):
           "end type"]
     for n, v in int_consts:
         m.append("integer, parameter :: %s = %d" % (n, v))
-    m += ["logical, parameter :: MPI_SUBARRAYS_SUPPORTED = .false.",
+    m += ["integer(MPI_OFFSET_KIND), parameter :: MPI_DISPLACEMENT_CURRENT = -1",
+          "logical, parameter :: MPI_SUBARRAYS_SUPPORTED = .false.",
           "logical, parameter :: MPI_ASYNC_PROTECTS_NONBLOCKING = .false."]
     for n, kind, v in handle_consts:
         m.append("type(MPI_%s), parameter :: %s = MPI_%s(%d)" % (kind, n, kind, v))
@@ -163,6 +199,8 @@ def module(rows, handle_consts, int_consts, handles):
         m.append("end interface")
     ifaces, procs = [], []
     for name, params in rows:
+        if name in MPI1_ONLY or any(k.startswith("aint32") for k, _ in params):
+            continue  # calls removed in MPI 3.0: mpi_f08 never had them
         i, p = procedure(name, params, handles)
         ifaces += i
         procs += p
@@ -203,7 +241,10 @@ def module(rows, handle_consts, int_consts, handles):
           "  end subroutine",
           "end interface",
           "private :: spools_f08_addr"]
+    head, body = sizeof_procedures()
+    m += head
     m.append("contains")
+    m += body
     for k in handles:
         for fn, op in (("eq", "=="), ("ne", "/=")):
             m += ["logical function spools_%s_%s(a, b)" % (fn, k.lower()),

@@ -53,7 +53,18 @@ WIDE = {"Aint": "MPI_Aint", "Offset": "MPI_Offset", "Count": "MPI_Count"}
 #   cstatus       a status in (const MPI_Status *)
 #   status[N]*    N statuses out (MPI_STATUSES_IGNORE mapped)
 #   str           a string in (trailing blanks trimmed)
-#   str[MAX]*     a string out, into a C buffer of MAX+1 bytes, blank-padded in Fortran
+#   str[MAX]*     a string out, into a C buffer of MAX+1 bytes (MAX a constant or an int
+#                 parameter), blank-padded in Fortran
+#   H[N]*         N handles out (MPI_Type_get_contents)
+#   H[@comm]      as many handles as the communicator parameter COMM has ranks (remote
+#                 ranks for an intercommunicator: MPI_Alltoallw)
+#   ptr*          an address out into an INTEGER(KIND=MPI_ADDRESS_KIND) (MPI_Win_allocate)
+#   aint32        an address or displacement that the MPI-1 calls take as an INTEGER
+#   aint32*       one out, as an INTEGER (an error if it does not fit)
+#   aint32[N]     N in, widened into a C array
+#   ranges        MPI_Group_range_incl's triplets, INTEGER RANGES(3, N)
+#   weights       graph weights in (MPI_UNWEIGHTED and MPI_WEIGHTS_EMPTY mapped)
+#   weights*      graph weights out (MPI_UNWEIGHTED mapped)
 # A row's C function returns int (stored in the Fortran ierror, the last argument) unless
 # it is listed in FUNCTIONS.
 TABLE = """
@@ -223,6 +234,158 @@ MPI_Win_flush int rank, Win win
 MPI_Put cbuf origin_addr, int origin_count, Datatype origin_datatype, int target_rank, Aint target_disp, int target_count, Datatype target_datatype, Win win
 MPI_Get buf origin_addr, int origin_count, Datatype origin_datatype, int target_rank, Aint target_disp, int target_count, Datatype target_datatype, Win win
 MPI_Accumulate cbuf origin_addr, int origin_count, Datatype origin_datatype, int target_rank, Aint target_disp, int target_count, Datatype target_datatype, Op op, Win win
+MPI_Comm_delete_attr Comm comm, int comm_keyval
+MPI_Type_delete_attr Datatype datatype, int type_keyval
+MPI_Win_delete_attr Win win, int win_keyval
+MPI_Comm_free_keyval int* comm_keyval
+MPI_Type_free_keyval int* type_keyval
+MPI_Win_free_keyval int* win_keyval
+MPI_Keyval_free int* keyval
+MPI_Add_error_string int errorcode, str string
+MPI_Add_error_code int errorclass, int* errorcode
+MPI_Add_error_class int* errorclass
+MPI_Info_get_valuelen Info info, str key, int* valuelen, logical* flag
+MPI_Info_get_nthkey Info info, int n, str[MPI_MAX_INFO_KEY]* key
+MPI_Comm_set_info Comm comm, Info info
+MPI_Comm_get_info Comm comm, Info* info_used
+MPI_Comm_dup_with_info Comm comm, Info info, Comm* newcomm
+MPI_Comm_idup Comm comm, Comm* newcomm, Request* request
+MPI_Comm_create_group Comm comm, Group group, int tag, Comm* newcomm
+MPI_Comm_remote_group Comm comm, Group* group
+MPI_Comm_get_parent Comm* parent
+MPI_Comm_disconnect Comm& comm
+MPI_Group_compare Group group1, Group group2, int* result
+MPI_Group_union Group group1, Group group2, Group* newgroup
+MPI_Group_intersection Group group1, Group group2, Group* newgroup
+MPI_Group_difference Group group1, Group group2, Group* newgroup
+MPI_Group_range_incl Group group, int n, ranges ranges, Group* newgroup
+MPI_Group_range_excl Group group, int n, ranges ranges, Group* newgroup
+MPI_Pack_external_size str datarep, int incount, Datatype datatype, Aint* size
+MPI_Pack_external str datarep, cbuf inbuf, int incount, Datatype datatype, buf outbuf, Aint outsize, Aint* position
+MPI_Unpack_external str datarep, cbuf inbuf, Aint insize, Aint* position, buf outbuf, int outcount, Datatype datatype
+MPI_Mprobe int source, int tag, Comm comm, Message* message, status* status
+MPI_Improbe int source, int tag, Comm comm, logical* flag, Message* message, status* status
+MPI_Mrecv buf buf, int count, Datatype datatype, Message& message, status* status
+MPI_Imrecv buf buf, int count, Datatype datatype, Message& message, Request* request
+MPI_Ibsend cbuf buf, int count, Datatype datatype, int dest, int tag, Comm comm, Request* request
+MPI_Irsend cbuf buf, int count, Datatype datatype, int dest, int tag, Comm comm, Request* request
+MPI_Ssend_init cbuf buf, int count, Datatype datatype, int dest, int tag, Comm comm, Request* request
+MPI_Rsend_init cbuf buf, int count, Datatype datatype, int dest, int tag, Comm comm, Request* request
+MPI_Bsend_init cbuf buf, int count, Datatype datatype, int dest, int tag, Comm comm, Request* request
+MPI_Testsome int incount, Request[incount]& array_of_requests, int* outcount, index[incount]* array_of_indices, status[incount]* array_of_statuses
+MPI_Request_get_status Request request, logical* flag, status* status
+MPI_Grequest_complete Request request
+MPI_Status_set_elements status* status, Datatype datatype, int count
+MPI_Status_set_cancelled status* status, logical flag
+MPI_Get_elements_x cstatus status, Datatype datatype, Count* count
+MPI_Alltoallw cbuf sendbuf, int[] sendcounts, int[] sdispls, Datatype[@comm] sendtypes, buf recvbuf, int[] recvcounts, int[] rdispls, Datatype[@comm] recvtypes, Comm comm
+MPI_Ialltoallw cbuf sendbuf, int[] sendcounts, int[] sdispls, Datatype[@comm] sendtypes, buf recvbuf, int[] recvcounts, int[] rdispls, Datatype[@comm] recvtypes, Comm comm, Request* request
+MPI_Ialltoallv cbuf sendbuf, int[] sendcounts, int[] sdispls, Datatype sendtype, buf recvbuf, int[] recvcounts, int[] rdispls, Datatype recvtype, Comm comm, Request* request
+MPI_Igather cbuf sendbuf, int sendcount, Datatype sendtype, buf recvbuf, int recvcount, Datatype recvtype, int root, Comm comm, Request* request
+MPI_Igatherv cbuf sendbuf, int sendcount, Datatype sendtype, buf recvbuf, int[] recvcounts, int[] displs, Datatype recvtype, int root, Comm comm, Request* request
+MPI_Iscatter cbuf sendbuf, int sendcount, Datatype sendtype, buf recvbuf, int recvcount, Datatype recvtype, int root, Comm comm, Request* request
+MPI_Iscatterv cbuf sendbuf, int[] sendcounts, int[] displs, Datatype sendtype, buf recvbuf, int recvcount, Datatype recvtype, int root, Comm comm, Request* request
+MPI_Iallgatherv cbuf sendbuf, int sendcount, Datatype sendtype, buf recvbuf, int[] recvcounts, int[] displs, Datatype recvtype, Comm comm, Request* request
+MPI_Iscan cbuf sendbuf, buf recvbuf, int count, Datatype datatype, Op op, Comm comm, Request* request
+MPI_Iexscan cbuf sendbuf, buf recvbuf, int count, Datatype datatype, Op op, Comm comm, Request* request
+MPI_Ireduce_scatter cbuf sendbuf, buf recvbuf, int[] recvcounts, Datatype datatype, Op op, Comm comm, Request* request
+MPI_Ireduce_scatter_block cbuf sendbuf, buf recvbuf, int recvcount, Datatype datatype, Op op, Comm comm, Request* request
+MPI_Reduce_local cbuf inbuf, buf inoutbuf, int count, Datatype datatype, Op op
+MPI_Neighbor_allgather cbuf sendbuf, int sendcount, Datatype sendtype, buf recvbuf, int recvcount, Datatype recvtype, Comm comm
+MPI_Neighbor_alltoall cbuf sendbuf, int sendcount, Datatype sendtype, buf recvbuf, int recvcount, Datatype recvtype, Comm comm
+MPI_Neighbor_allgatherv cbuf sendbuf, int sendcount, Datatype sendtype, buf recvbuf, int[] recvcounts, int[] displs, Datatype recvtype, Comm comm
+MPI_Neighbor_alltoallv cbuf sendbuf, int[] sendcounts, int[] sdispls, Datatype sendtype, buf recvbuf, int[] recvcounts, int[] rdispls, Datatype recvtype, Comm comm
+MPI_Win_call_errhandler Win win, int errorcode
+MPI_File_call_errhandler File fh, int errorcode
+MPI_Win_get_errhandler Win win, Errhandler* errhandler
+MPI_File_get_errhandler File file, Errhandler* errhandler
+MPI_Dist_graph_create_adjacent Comm comm_old, int indegree, int[] sources, weights sourceweights, int outdegree, int[] destinations, weights destweights, Info info, logical reorder, Comm* comm_dist_graph
+MPI_Dist_graph_create Comm comm_old, int n, int[] sources, int[] degrees, int[] destinations, weights weights, Info info, logical reorder, Comm* comm_dist_graph
+MPI_Dist_graph_neighbors_count Comm comm, int* indegree, int* outdegree, logical* weighted
+MPI_Dist_graph_neighbors Comm comm, int maxindegree, int[]* sources, weights* sourceweights, int maxoutdegree, int[]* destinations, weights* destweights
+MPI_Graph_create Comm comm_old, int nnodes, int[] index, int[] edges, logical reorder, Comm* comm_graph
+MPI_Graphdims_get Comm comm, int* nnodes, int* nedges
+MPI_Graph_get Comm comm, int maxindex, int maxedges, int[]* index, int[]* edges
+MPI_Graph_neighbors_count Comm comm, int rank, int* nneighbors
+MPI_Graph_neighbors Comm comm, int rank, int maxneighbors, int[]* neighbors
+MPI_Cart_map Comm comm, int ndims, int[] dims, logical[] periods, int* newrank
+MPI_Topo_test Comm comm, int* status
+MPI_Win_create_dynamic Info info, Comm comm, Win* win
+MPI_Win_allocate Aint size, int disp_unit, Info info, Comm comm, ptr* baseptr, Win* win
+MPI_Win_allocate_shared Aint size, int disp_unit, Info info, Comm comm, ptr* baseptr, Win* win
+MPI_Win_shared_query Win win, int rank, Aint* size, int* disp_unit, ptr* baseptr
+MPI_Win_attach Win win, buf base, Aint size
+MPI_Win_detach Win win, cbuf base
+MPI_Win_start Group group, int assert, Win win
+MPI_Win_post Group group, int assert, Win win
+MPI_Win_complete Win win
+MPI_Win_wait Win win
+MPI_Win_test Win win, logical* flag
+MPI_Win_lock_all int assert, Win win
+MPI_Win_unlock_all Win win
+MPI_Win_flush_all Win win
+MPI_Win_flush_local int rank, Win win
+MPI_Win_flush_local_all Win win
+MPI_Win_sync Win win
+MPI_Win_get_name Win win, str[MPI_MAX_OBJECT_NAME]* win_name, int* resultlen
+MPI_Win_set_name Win win, str win_name
+MPI_Win_get_group Win win, Group* group
+MPI_Compare_and_swap cbuf origin_addr, cbuf compare_addr, buf result_addr, Datatype datatype, int target_rank, Aint target_disp, Win win
+MPI_Fetch_and_op cbuf origin_addr, buf result_addr, Datatype datatype, int target_rank, Aint target_disp, Op op, Win win
+MPI_Get_accumulate cbuf origin_addr, int origin_count, Datatype origin_datatype, buf result_addr, int result_count, Datatype result_datatype, int target_rank, Aint target_disp, int target_count, Datatype target_datatype, Op op, Win win
+MPI_Rput cbuf origin_addr, int origin_count, Datatype origin_datatype, int target_rank, Aint target_disp, int target_count, Datatype target_datatype, Win win, Request* request
+MPI_Rget buf origin_addr, int origin_count, Datatype origin_datatype, int target_rank, Aint target_disp, int target_count, Datatype target_datatype, Win win, Request* request
+MPI_Raccumulate cbuf origin_addr, int origin_count, Datatype origin_datatype, int target_rank, Aint target_disp, int target_count, Datatype target_datatype, Op op, Win win, Request* request
+MPI_Type_create_f90_integer int r, Datatype* newtype
+MPI_Type_create_f90_real int p, int r, Datatype* newtype
+MPI_Type_create_f90_complex int p, int r, Datatype* newtype
+MPI_Type_match_size int typeclass, int size, Datatype* datatype
+MPI_Type_create_hindexed_block int count, int blocklength, Aint[] array_of_displacements, Datatype oldtype, Datatype* newtype
+MPI_Type_get_envelope Datatype datatype, int* num_integers, int* num_addresses, int* num_datatypes, int* combiner
+MPI_Type_get_contents Datatype datatype, int max_integers, int max_addresses, int max_datatypes, int[]* array_of_integers, Aint[]* array_of_addresses, Datatype[max_datatypes]* array_of_datatypes
+MPI_Type_get_extent_x Datatype datatype, Count* lb, Count* extent
+MPI_Type_get_true_extent_x Datatype datatype, Count* true_lb, Count* true_extent
+MPI_File_get_view File fh, Offset* disp, Datatype* etype, Datatype* filetype, str[MPI_MAX_DATAREP_STRING]* datarep
+MPI_File_get_type_extent File fh, Datatype datatype, Aint* extent
+MPI_File_get_group File fh, Group* group
+MPI_File_seek_shared File fh, Offset offset, int whence
+MPI_File_get_position_shared File fh, Offset* offset
+MPI_File_iread File fh, buf buf, int count, Datatype datatype, Request* request
+MPI_File_iwrite File fh, cbuf buf, int count, Datatype datatype, Request* request
+MPI_File_iread_shared File fh, buf buf, int count, Datatype datatype, Request* request
+MPI_File_iwrite_shared File fh, cbuf buf, int count, Datatype datatype, Request* request
+MPI_File_iread_all File fh, buf buf, int count, Datatype datatype, Request* request
+MPI_File_iwrite_all File fh, cbuf buf, int count, Datatype datatype, Request* request
+MPI_File_iread_at_all File fh, Offset offset, buf buf, int count, Datatype datatype, Request* request
+MPI_File_iwrite_at_all File fh, Offset offset, cbuf buf, int count, Datatype datatype, Request* request
+MPI_File_read_all_begin File fh, buf buf, int count, Datatype datatype
+MPI_File_read_all_end File fh, buf buf, status* status
+MPI_File_write_all_begin File fh, cbuf buf, int count, Datatype datatype
+MPI_File_write_all_end File fh, cbuf buf, status* status
+MPI_File_read_at_all_begin File fh, Offset offset, buf buf, int count, Datatype datatype
+MPI_File_read_at_all_end File fh, buf buf, status* status
+MPI_File_write_at_all_begin File fh, Offset offset, cbuf buf, int count, Datatype datatype
+MPI_File_write_at_all_end File fh, cbuf buf, status* status
+MPI_File_read_ordered_begin File fh, buf buf, int count, Datatype datatype
+MPI_File_read_ordered_end File fh, buf buf, status* status
+MPI_File_write_ordered_begin File fh, cbuf buf, int count, Datatype datatype
+MPI_File_write_ordered_end File fh, cbuf buf, status* status
+MPI_Open_port Info info, str[MPI_MAX_PORT_NAME]* port_name
+MPI_Close_port str port_name
+MPI_Comm_accept str port_name, Info info, int root, Comm comm, Comm* newcomm
+MPI_Comm_connect str port_name, Info info, int root, Comm comm, Comm* newcomm
+MPI_Publish_name str service_name, Info info, str port_name
+MPI_Unpublish_name str service_name, Info info, str port_name
+MPI_Lookup_name str service_name, Info info, str[MPI_MAX_PORT_NAME]* port_name
+MPI_Type_extent Datatype datatype, aint32* extent
+MPI_Type_lb Datatype datatype, aint32* displacement
+MPI_Type_ub Datatype datatype, aint32* displacement
+MPI_Address cbuf location, aint32* address
+MPI_Type_hvector int count, int blocklength, aint32 stride, Datatype oldtype, Datatype* newtype
+MPI_Type_hindexed int count, int[] array_of_blocklengths, aint32[count] array_of_displacements, Datatype oldtype, Datatype* newtype
+MPI_Type_struct int count, int[] array_of_blocklengths, aint32[count] array_of_displacements, Datatype[count] array_of_types, Datatype* newtype
+MPI_Errhandler_set Comm comm, Errhandler errhandler
+MPI_Errhandler_get Comm comm, Errhandler* errhandler
 """
 
 # C functions the bindings or support.c call besides TABLE's, with their prototypes.
@@ -233,6 +396,35 @@ EXTRA_PROTOTYPES = [
     "double MPI_Wtick(void);",
     "int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);",
     "int MPI_Op_free(MPI_Op *op);",
+    "int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);",
+    "int MPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag);",
+    "int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag);",
+    "int MPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag);",
+    "int MPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val);",
+    "int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);",
+    "int MPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val);",
+    "int MPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val);",
+    "int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn,"
+    " MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval, void *extra_state);",
+    "int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn,"
+    " MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval, void *extra_state);",
+    "int MPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn,"
+    " MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval, void *extra_state);",
+    "int MPI_Keyval_create(MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn,"
+    " int *keyval, void *extra_state);",
+    "int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn,"
+    " MPI_Errhandler *errhandler);",
+    "int MPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn,"
+    " MPI_Errhandler *errhandler);",
+    "int MPI_File_create_errhandler(MPI_File_errhandler_function *file_errhandler_fn,"
+    " MPI_Errhandler *errhandler);",
+    "int MPI_Buffer_detach(void *buffer_addr, int *size);",
+    "int MPI_Info_create_env(int argc, char *argv[], MPI_Info *info);",
+    "int MPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag);",
+    "int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag);",
+    "int MPI_Pcontrol(const int level, ...);",
+    "MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp);",
+    "MPI_Aint MPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2);",
 ]
 
 
@@ -248,7 +440,7 @@ def parse_table():
     return rows
 
 
-ARRAY = re.compile(r"^(\w+)\[(\w*)\]([*&]?)$")
+ARRAY = re.compile(r"^(\w+)\[(@?\w*)\]([*&]?)$")
 
 
 def c_param_type(kind):
@@ -262,11 +454,23 @@ def c_param_type(kind):
             return "MPI_Status *"
         if base == "str":
             return "char *"
+        if base == "aint32":
+            return "const MPI_Aint *"
         if base in ("int", "logical", "index"):
             return "const int *" if mark == "" else "int *"
         return ("const " if mark == "" else "") + WIDE[base] + " *"
-    if kind == "buf":
+    if kind in ("buf", "ptr*"):
         return "void *"
+    if kind == "aint32":
+        return "MPI_Aint"
+    if kind == "aint32*":
+        return "MPI_Aint *"
+    if kind == "weights":
+        return "const int *"
+    if kind == "ranges":
+        return "int (*)[3]"
+    if kind == "weights*":
+        return "int *"
     if kind == "cbuf":
         return "const void *"
     if kind in ("int", "logical"):
@@ -290,8 +494,9 @@ def c_param_type(kind):
 
 
 def c_prototype(name, params):
-    args = ", ".join("%s%s%s" % (t, "" if t.endswith("*") else " ", p)
-                     for t, p in ((c_param_type(k), p) for k, p in params))
+    args = ", ".join("int %s[][3]" % p if k == "ranges" else
+                     "%s%s%s" % (t, "" if t.endswith("*") else " ", p)
+                     for k, t, p in ((k, c_param_type(k), p) for k, p in params))
     return "int %s(%s);" % (name, args or "void")
 
 
@@ -310,22 +515,39 @@ def binding(name, params):
             if base in HANDLES:
                 t = HANDLES[base]
                 fargs.append("MPI_Fint *%s" % p)
-                pre.append("%s *c_%s = spools_f_handles(sizeof(%s), *%s);" % (t, p, t, count))
+                if count.startswith("@"):
+                    n = "spools_f_comm_ranks(MPI_Comm_fromint(*%s))" % count[1:]
+                else:
+                    n = "*" + count
+                pre.append("int n_%s = %s;" % (p, n))
+                pre.append("%s *c_%s = spools_f_handles(sizeof(%s), n_%s);" % (t, p, t, p))
                 pre.append("if (c_%s == NULL) { *ierror = MPI_ERR_NO_MEM; return; }" % p)
-                pre.append("for (int i = 0; i < *%s; i++) c_%s[i] = %s(%s[i]);"
-                           % (count, p, conv(base, "fromint"), p))
+                if mark != "*":
+                    pre.append("for (int i = 0; i < n_%s; i++) c_%s[i] = %s(%s[i]);"
+                               % (p, p, conv(base, "fromint"), p))
                 call.append("c_" + p)
+                back = "for (int i = 0; i < n_%s; i++) %s[i] = %s(c_%s[i]);" % (
+                    p, p, conv(base, "toint"), p)
                 if mark == "&":
-                    always.append("for (int i = 0; i < *%s; i++) %s[i] = %s(c_%s[i]);"
-                                  % (count, p, conv(base, "toint"), p))
+                    always.append(back)
+                elif mark == "*":
+                    post.append(back)
                 cleanup.append("free(c_%s);" % p)
             elif base == "status":
                 fargs.append("MPI_Fint *%s" % p)
                 call.append("spools_f_statuses(%s)" % p)
+            elif base == "aint32":
+                fargs.append("MPI_Fint *%s" % p)
+                pre.append("MPI_Aint *c_%s = spools_f_handles(sizeof(MPI_Aint), *%s);" % (p, count))
+                pre.append("if (c_%s == NULL) { *ierror = MPI_ERR_NO_MEM; return; }" % p)
+                pre.append("for (int i = 0; i < *%s; i++) c_%s[i] = %s[i];" % (count, p, p))
+                call.append("c_" + p)
+                cleanup.append("free(c_%s);" % p)
             elif base == "str":
                 fargs.append("char *%s" % p)
                 strlens.append("size_t %s_len" % p)
-                pre.append("char c_%s[%s + 1];" % (p, count))
+                size = "(*%s > 0 ? *%s : 0)" % (count, count) if count.islower() else count
+                pre.append("char c_%s[%s + 1];" % (p, size))
                 pre.append("c_%s[0] = 0;" % p)
                 call.append("c_" + p)
                 always.append("spools_f_str_out(%s, %s_len, c_%s);" % (p, p, p))
@@ -341,6 +563,25 @@ def binding(name, params):
         elif kind in ("buf", "cbuf"):
             fargs.append("void *%s" % p)
             call.append("spools_f_buf(%s)" % p)
+        elif kind == "aint32":
+            fargs.append("MPI_Fint *%s" % p)
+            call.append("(MPI_Aint)*%s" % p)
+        elif kind == "aint32*":
+            fargs.append("MPI_Fint *%s" % p)
+            pre.append("MPI_Aint c_%s = 0;" % p)
+            call.append("&c_" + p)
+            post.append("if (c_%s != (MPI_Fint)c_%s) rc = spools_f_too_wide(\"%s\");"
+                        % (p, p, name))
+            post.append("else *%s = (MPI_Fint)c_%s;" % (p, p))
+        elif kind == "ranges":
+            fargs.append("MPI_Fint *%s" % p)
+            call.append("(int (*)[3])%s" % p)
+        elif kind == "ptr*":
+            fargs.append("MPI_Aint *%s" % p)
+            call.append(p)
+        elif kind in ("weights", "weights*"):
+            fargs.append("MPI_Fint *%s" % p)
+            call.append("spools_f_weights(%s)" % p)
         elif kind in ("int", "logical"):
             fargs.append("MPI_Fint *%s" % p)
             call.append("*" + p)
@@ -453,6 +694,10 @@ def handle_constants(consts):
     raise SystemExit("gen.py: no MPI_SUCCESS in the ABI table")
 
 
+# Other names of constants, as the ABI's mpi_abi.h defines them.
+ALIASES = [("MPI_LONG_LONG_INT", "MPI_LONG_LONG"), ("MPI_C_COMPLEX", "MPI_C_FLOAT_COMPLEX")]
+
+
 def integer_values(consts, sizes):
     """Every constant of mpif.h with its value (handles included, as integers)."""
     skip = {s[0] for s in SENTINELS}
@@ -468,6 +713,8 @@ def integer_values(consts, sizes):
         "MPI_COUNT_KIND": sizes["MPI_Count"],
         "MPI_INTEGER_KIND": 4,
     })
+    for alias, name in ALIASES:
+        values[alias] = consts[name]
     return values
 
 
@@ -483,8 +730,16 @@ def fortran_constants(consts, sizes):
     for n, t, dims, common in SENTINELS:
         out.append("      %s %s%s" % (t, n, dims))
         out.append("      COMMON /%s/ %s" % (common.upper(), n))
-    out.append("      DOUBLE PRECISION MPI_WTIME, MPI_WTICK")
-    out.append("      EXTERNAL MPI_WTIME, MPI_WTICK")
+    # MPI_Offset's -1 in the ABI's mpi_abi.h.
+    out.append("      INTEGER(KIND=MPI_OFFSET_KIND) MPI_DISPLACEMENT_CURRENT")
+    out.append("      PARAMETER (MPI_DISPLACEMENT_CURRENT=-1)")
+    out.append("      DOUBLE PRECISION MPI_WTIME, MPI_WTICK, PMPI_WTIME, PMPI_WTICK")
+    out.append("      EXTERNAL MPI_WTIME, MPI_WTICK, PMPI_WTIME, PMPI_WTICK")
+    # The predefined attribute copy and delete functions (callbacks.c).
+    for prefix in ("", "COMM_", "TYPE_", "WIN_"):
+        out.append("      EXTERNAL MPI_%sNULL_COPY_FN, MPI_%sNULL_DELETE_FN"
+                   % (prefix, prefix))
+        out.append("      EXTERNAL MPI_%sDUP_FN" % prefix)
     for line in out:
         assert len(line) <= 72, line
     return out
@@ -512,13 +767,29 @@ def main():
         header.append("typedef struct MPI_ABI_%s *%s;" % (kind, t))
     header.append("typedef void (MPI_User_function)(void *invec, void *inoutvec, int *len,"
                   " MPI_Datatype *datatype);")
-    for n in ("MPI_SUCCESS", "MPI_ERR_IN_STATUS", "MPI_ERR_NO_MEM", "MPI_ERR_OP", "MPI_ERR_ARG", "MPI_UNDEFINED",
-              "MPI_OP_NULL"):
-        header.append("#define %s %d" % (n, consts[n]))
-    header.append("#define MPI_F_STATUS_SIZE %d" % consts["MPI_F_STATUS_SIZE"])
-    for n in sorted(consts):
-        if n.startswith("MPI_MAX_"):
-            header.append("#define %s %d" % (n, consts[n]))
+    for kind, t in (("Comm", "MPI_Comm"), ("Type", "MPI_Datatype"), ("Win", "MPI_Win")):
+        header.append("typedef int (MPI_%s_copy_attr_function)(%s, int, void *, void *, void *,"
+                      " int *);" % (kind, t))
+        header.append("typedef int (MPI_%s_delete_attr_function)(%s, int, void *, void *);"
+                      % (kind, t))
+    header.append("typedef int (MPI_Copy_function)(MPI_Comm, int, void *, void *, void *, int *);")
+    header.append("typedef int (MPI_Delete_function)(MPI_Comm, int, void *, void *);")
+    for kind in ("Comm", "Win", "File"):
+        header.append("typedef void (MPI_%s_errhandler_function)(MPI_%s *, int *, ...);"
+                      % (kind, kind))
+    # The integer constants (not the handles, which are pointers in C, nor the
+    # sentinels, which are addresses).
+    handle_names = {n for n, _, _ in handle_constants(consts)}
+    sentinel_names = {x[0] for x in SENTINELS}
+    for n, v in consts.items():
+        if n not in handle_names and n not in sentinel_names:
+            header.append("#define %s %d" % (n, v))
+    # Predefined handles as Fortran integers (MPI_Comm_fromint gives the C handle).
+    for n in ("MPI_COMM_WORLD", "MPI_COMM_SELF"):
+        header.append("#define SPOOLS_F_%s %d" % (n[4:], consts[n]))
+    for n, t in (("MPI_BOTTOM", "void"), ("MPI_IN_PLACE", "void"), ("MPI_UNWEIGHTED", "int"),
+                 ("MPI_WEIGHTS_EMPTY", "int")):
+        header.append("#define %s ((%s *)%d)" % (n, t, consts[n]))
     for kind, t in HANDLES.items():
         c = CONVERT.get(kind, kind)
         header.append("MPI_Fint MPI_%s_toint(%s h);" % (c, t))
@@ -533,6 +804,10 @@ def main():
         "void spools_f_str_out(char *dst, size_t len, const char *src);",
         "void *spools_f_handles(size_t size, MPI_Fint count);",
         "void *spools_f08_addr(void **descriptor);",
+        "int *spools_f_weights(MPI_Fint *p);",
+        "int spools_f_too_wide(const char *call);",
+        "int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode);",
+        "int spools_f_comm_ranks(MPI_Comm comm);",
         "#endif",
     ]
     (out / "fortran.h").write_text("\n".join(header) + "\n")
@@ -548,6 +823,12 @@ def main():
     for n, p in rows:
         c.append(binding(n, p))
         c.append("")
+    # The profiling names (PMPI_SEND), the same functions.
+    c.append("#define PMPI(name) extern __typeof__(name##_) p##name##_ "
+             "__attribute__((alias(#name \"_\")));")
+    for n, _ in rows:
+        c.append("PMPI(%s)" % n.lower())
+    c.append("")
     (out / "bindings.c").write_text("\n".join(c))
 
     consts_lines = fortran_constants(consts, sizes)
@@ -555,9 +836,17 @@ def main():
     module = ["! Module mpi of Spools' Fortran layer (generated by gen.py: do not edit).",
               "module mpi", "implicit none"]
     module += [l.strip() if not l.startswith("!") else l for l in consts_lines]
+    # Functions a free-form program does not declare itself (mpif.h leaves MPI_AINT_ADD
+    # and MPI_AINT_DIFF to the program, as MPICH's does).
+    module += ["integer(kind=MPI_ADDRESS_KIND), external :: MPI_Aint_add, MPI_Aint_diff"]
+    head, body = f08.sizeof_procedures()
+    module += head + ["contains"] + body
     module += ["end module mpi"]
+    module = [w for line in module for w in f08.wrap(line)]
     (out / "mpi.f90").write_text("\n".join(module) + "\n")
     handles = handle_constants(consts)
+    kinds = {n: k for n, k, _ in handles}
+    handles += [(alias, kinds[name], consts[name]) for alias, name in ALIASES if name in kinds]
     names = {n for n, _, _ in handles}
     ints = [(n, v) for n, v in integer_values(consts, sizes).items() if n not in names]
     (out / "mpi_f08.f90").write_text(f08.module(rows, handles, ints, list(HANDLES)))

@@ -1,12 +1,13 @@
-/* The hand-written part of Spools' Fortran layer (gen.py writes the rest): the sentinels
- * mpif.h declares in common blocks, the string and array helpers of the generated
- * bindings, and the functions whose Fortran form is not a row of gen.py's table
- * (MPI_Init's missing arguments, MPI_Wtime's result, user operators written in Fortran).
+/* The hand-written part of Spools' Fortran layer (gen.py writes the rest; callbacks.c has
+ * the functions a program writes in Fortran): the sentinels mpif.h declares in common
+ * blocks, the string and array helpers of the generated bindings, and the functions whose
+ * Fortran form is not a row of gen.py's table (MPI_Init's missing arguments, MPI_Wtime's
+ * result, ...).
  *
  * The common blocks are defined here; a program's own COMMON declarations of the same
  * names resolve to these definitions (or these to the program's), so that the address of
  * MPI_BOTTOM or MPI_STATUS_IGNORE as a program passes it is the address defined here. */
-#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,9 +27,9 @@ MPI_Fint spools_weights_empty_[1] COMMON_BLOCK;
 void *spools_f_buf(void *p)
 {
     if (p == (void *)&spools_bottom_)
-        return (void *)0; /* MPI_BOTTOM */
+        return MPI_BOTTOM;
     if (p == (void *)&spools_in_place_)
-        return (void *)1; /* MPI_IN_PLACE */
+        return MPI_IN_PLACE;
     return p;
 }
 
@@ -104,74 +105,143 @@ double mpi_wtick_(void)
     return MPI_Wtick();
 }
 
-/* User operators written in Fortran: SUBROUTINE F(INVEC, INOUTVEC, LEN, DATATYPE) takes
- * the datatype as an INTEGER, where the C function gets an MPI_Datatype. The library calls
- * a C function with no word of its own, so each operator gets one of SLOTS trampolines,
- * which knows its slot; MPI_Op_free gives the slot back. */
-typedef void (*spools_f_user_fn)(void *invec, void *inoutvec, MPI_Fint *len,
-                                 MPI_Fint *datatype);
-#define SLOTS 64
-static struct {
-    spools_f_user_fn fn; /* NULL: free */
-    MPI_Fint op;
-} slots[SLOTS];
-static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void trampoline(int slot, void *in, void *inout, int *len, MPI_Datatype *datatype)
+/* Graph weights: MPI_UNWEIGHTED and MPI_WEIGHTS_EMPTY are the addresses of their common
+ * blocks in Fortran, small integers cast to pointers in C. */
+int *spools_f_weights(MPI_Fint *p)
 {
-    MPI_Fint f = MPI_Type_toint(*datatype);
-    slots[slot].fn(in, inout, len, &f);
+    if (p == spools_unweighted_)
+        return MPI_UNWEIGHTED;
+    if (p == spools_weights_empty_)
+        return MPI_WEIGHTS_EMPTY;
+    return p;
 }
 
-/* trampoline_A_B serves slot 8 * A + B. */
-#define T(a, b)                                                                   \
-    static void trampoline_##a##_##b(void *in, void *inout, int *len,             \
-                                     MPI_Datatype *datatype)                     \
-    {                                                                             \
-        trampoline(8 * a + b, in, inout, len, datatype);                          \
-    }
-#define T8(a) T(a, 0) T(a, 1) T(a, 2) T(a, 3) T(a, 4) T(a, 5) T(a, 6) T(a, 7)
-T8(0) T8(1) T8(2) T8(3) T8(4) T8(5) T8(6) T8(7)
-#define R(a, b) trampoline_##a##_##b,
-#define R8(a) R(a, 0) R(a, 1) R(a, 2) R(a, 3) R(a, 4) R(a, 5) R(a, 6) R(a, 7)
-static MPI_User_function *const trampolines[SLOTS] = {
-    R8(0) R8(1) R8(2) R8(3) R8(4) R8(5) R8(6) R8(7)};
-
-void mpi_op_create_(spools_f_user_fn fn, MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierror)
+/* The ranks a communicator's per-peer arrays have (the remote group's for an
+ * intercommunicator); 0 for a handle that is not a communicator, which the call then
+ * refuses. */
+int spools_f_comm_ranks(MPI_Comm comm)
 {
-    pthread_mutex_lock(&slots_lock);
-    int slot = 0;
-    while (slot < SLOTS && slots[slot].fn != NULL)
-        slot++;
-    if (slot == SLOTS) {
-        pthread_mutex_unlock(&slots_lock);
-        /* More than SLOTS Fortran operators alive at once. */
+    int inter = 0, n = 0;
+    if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
+        return 0;
+    if ((inter ? MPI_Comm_remote_size(comm, &n) : MPI_Comm_size(comm, &n)) != MPI_SUCCESS)
+        return 0;
+    return n;
+}
+
+/* The buffer's address is of no use in Fortran (and would not fit an INTEGER). */
+void mpi_buffer_detach_(void *buffer_addr, MPI_Fint *size, MPI_Fint *ierror)
+{
+    void *p = NULL;
+    (void)buffer_addr;
+    *ierror = MPI_Buffer_detach(&p, size);
+}
+
+void mpi_info_create_env_(MPI_Fint *info, MPI_Fint *ierror)
+{
+    MPI_Info c = 0;
+    *ierror = MPI_Info_create_env(0, NULL, &c);
+    if (*ierror == MPI_SUCCESS)
+        *info = MPI_Info_toint(c);
+}
+
+/* BUFLEN in: at most this many characters are stored (and at most LEN(VALUE)), blank-
+ * padded to LEN(VALUE); none, and VALUE untouched, for 0. Out: the value's whole length,
+ * without C's terminator. */
+void mpi_info_get_string_(MPI_Fint *info, char *key, MPI_Fint *buflen, char *value,
+                          MPI_Fint *flag, MPI_Fint *ierror, size_t key_len, size_t value_len)
+{
+    char *c_key = spools_f_str_in(key, key_len);
+    size_t room = value_len;
+    if (*buflen >= 0 && (size_t)*buflen < room)
+        room = (size_t)*buflen;
+    char *c_value = malloc(room + 1);
+    if (c_key == NULL || c_value == NULL) {
+        free(c_key);
+        free(c_value);
         *ierror = MPI_ERR_NO_MEM;
         return;
     }
-    MPI_Op c = 0;
-    int rc = MPI_Op_create(trampolines[slot], *commute != 0, &c);
+    int c_len = (int)room + 1, c_flag = 0;
+    c_value[0] = 0;
+    int rc = MPI_Info_get_string(MPI_Info_fromint(*info), c_key, &c_len, c_value, &c_flag);
     if (rc == MPI_SUCCESS) {
-        slots[slot].fn = fn;
-        slots[slot].op = MPI_Op_toint(c);
-        *op = slots[slot].op;
+        *flag = c_flag != 0;
+        if (c_flag) {
+            if (room > 0)
+                spools_f_str_out(value, value_len, c_value);
+            *buflen = c_len - 1;
+        }
     }
-    pthread_mutex_unlock(&slots_lock);
+    free(c_key);
+    free(c_value);
     *ierror = rc;
 }
 
-void mpi_op_free_(MPI_Fint *op, MPI_Fint *ierror)
+void mpi_pcontrol_(MPI_Fint *level, MPI_Fint *ierror)
 {
-    MPI_Fint was = *op;
-    MPI_Op c = MPI_Op_fromint(*op);
-    int rc = MPI_Op_free(&c);
-    if (rc == MPI_SUCCESS) {
-        pthread_mutex_lock(&slots_lock);
-        for (int slot = 0; slot < SLOTS; slot++)
-            if (slots[slot].fn != NULL && slots[slot].op == was)
-                slots[slot].fn = NULL;
-        pthread_mutex_unlock(&slots_lock);
+    *ierror = MPI_Pcontrol(*level);
+}
+
+MPI_Aint mpi_aint_add_(MPI_Aint *base, MPI_Aint *disp)
+{
+    return MPI_Aint_add(*base, *disp);
+}
+
+MPI_Aint mpi_aint_diff_(MPI_Aint *addr1, MPI_Aint *addr2)
+{
+    return MPI_Aint_diff(*addr1, *addr2);
+}
+
+/* An address or extent that an MPI-1 call returns as an INTEGER and that does not fit:
+ * said on stderr (naming the call and the MPI-2 form to use) and raised as MPI_ERR_ARG
+ * under MPI_COMM_SELF's handler, as errors of calls without a communicator are. */
+int spools_f_too_wide(const char *call)
+{
+    fprintf(stderr, "%s: the value does not fit a Fortran INTEGER (use the call's MPI-2 form, "
+                    "with INTEGER(KIND=MPI_ADDRESS_KIND))\n", call);
+    MPI_Comm_call_errhandler(MPI_Comm_fromint(SPOOLS_F_COMM_SELF), MPI_ERR_ARG);
+    return MPI_ERR_ARG;
+}
+
+/* VALUE is left as it was unless the key is there (FLAG); then at most VALUELEN
+ * characters of it, blank-padded to LEN(VALUE). */
+void mpi_info_get_(MPI_Fint *info, char *key, MPI_Fint *valuelen, char *value, MPI_Fint *flag,
+                   MPI_Fint *ierror, size_t key_len, size_t value_len)
+{
+    size_t room = *valuelen > 0 ? (size_t)*valuelen : 0;
+    if (room > value_len)
+        room = value_len;
+    char *c_key = spools_f_str_in(key, key_len), *c_value = malloc(room + 1);
+    if (c_key == NULL || c_value == NULL) {
+        free(c_key);
+        free(c_value);
+        *ierror = MPI_ERR_NO_MEM;
+        return;
     }
-    *op = MPI_Op_toint(c);
+    int c_flag = 0;
+    c_value[0] = 0;
+    int rc = MPI_Info_get(MPI_Info_fromint(*info), c_key, (int)room, c_value, &c_flag);
+    if (rc == MPI_SUCCESS) {
+        *flag = c_flag != 0;
+        if (c_flag)
+            spools_f_str_out(value, value_len, c_value);
+    }
+    free(c_key);
+    free(c_value);
     *ierror = rc;
 }
+
+/* The profiling names of the functions above. */
+#define PMPI(name) extern __typeof__(name##_) p##name##_ __attribute__((alias(#name "_")));
+PMPI(mpi_init)
+PMPI(mpi_init_thread)
+PMPI(mpi_wtime)
+PMPI(mpi_wtick)
+PMPI(mpi_buffer_detach)
+PMPI(mpi_info_create_env)
+PMPI(mpi_info_get_string)
+PMPI(mpi_info_get)
+PMPI(mpi_pcontrol)
+PMPI(mpi_aint_add)
+PMPI(mpi_aint_diff)

@@ -93,6 +93,12 @@ def test_module_mpi_f08_typed_handles_optional_ierror_sections_and_io(
                                             *[r * 10 + i for r in range(n) for i in range(1, 6)])
 
 
+@pytest.mark.parametrize("n", [1, 2])
+def test_attributes_keyvals_and_error_handlers_written_in_fortran(fbuild, spools_run, n):
+    job = spools_run(n, fbuild("attrs.f90"))
+    assert job.code == 0 and job.out.splitlines() == ["ok attrs"], job
+
+
 def btio_expected(n, steps):
     """The file examples/mpi/btio.f90 writes, computed here: records of 5 doubles, x
     fastest."""

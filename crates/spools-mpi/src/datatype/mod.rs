@@ -527,9 +527,27 @@ pub(crate) unsafe fn unpack(data: &[u8], buf: *mut u8, t: &TypeObj) {
 
 /// A new type of `parts`: (byte displacement, block length, type) each; `resize` gives
 /// the bounds of a struct (padded to alignment) or leaves the parts' own.
-pub(crate) fn build(parts: &[(isize, usize, Arc<TypeObj>)], is_struct: bool) -> TypeObj {
+///
+/// # Errors
+/// `MPI_ERR_ARG` when a bound, a block's place or the size does not fit the address
+/// space (displacements and extents a program gave that overflow: an error, not a wrapped
+/// offset).
+pub(crate) fn build(
+    parts: &[(isize, usize, Arc<TypeObj>)],
+    is_struct: bool,
+) -> Result<TypeObj, MpiError> {
+    let overflow = || {
+        MpiError::invalid(
+            MPI_ERR_ARG,
+            "a datatype constructor: the displacements, extents and counts overflow the \
+             address space",
+        )
+    };
+    let fit = |v: i128| isize::try_from(v).map_err(|_| overflow());
     let mut blocks: Vec<(isize, usize)> = Vec::new();
-    let (mut lb, mut ub) = (isize::MAX, isize::MIN);
+    // The bounds in i128: a part's first and last copies are computed exactly, then
+    // checked to fit.
+    let (mut lb, mut ub) = (i128::MAX, i128::MIN);
     let mut size = 0usize;
     let mut align = 1usize;
     let mut basic: Option<(Basic, usize)> = None;
@@ -540,11 +558,17 @@ pub(crate) fn build(parts: &[(isize, usize, Arc<TypeObj>)], is_struct: bool) -> 
         }
         // Copy k spans [lb + k extent, lb + (k + 1) extent] (reversed for a negative
         // extent): the bounds are the first's or the last's.
-        let (first, last) = (disp + t.lb, disp + t.lb + (*n as isize - 1) * t.extent);
+        let first = *disp as i128 + t.lb as i128;
+        let last = first + (*n as i128 - 1) * t.extent as i128;
         lb = lb.min(first.min(last));
-        ub = ub.max((first + t.extent).max(last + t.extent));
+        ub = ub.max((first + t.extent as i128).max(last + t.extent as i128));
+        fit(lb)?;
+        fit(ub)?;
         align = align.max(t.align);
-        size += n * t.size;
+        size = n
+            .checked_mul(t.size)
+            .and_then(|b| size.checked_add(b))
+            .ok_or_else(overflow)?;
         match (basic, t.basic) {
             (_, None) => mixed = true,
             (None, Some(b)) => basic = Some((b, t.basic_size)),
@@ -555,8 +579,9 @@ pub(crate) fn build(parts: &[(isize, usize, Arc<TypeObj>)], is_struct: bool) -> 
         // 2^31 bytes takes no loop).
         if t.blocks.len() == 1 && t.blocks[0].1 as isize == t.extent && t.lb == t.blocks[0].0 {
             let (off, len) = t.blocks[0];
-            let o = disp + off;
-            let total = n * len;
+            let o = disp.checked_add(off).ok_or_else(overflow)?;
+            let total = n.checked_mul(len).ok_or_else(overflow)?;
+            fit(o as i128 + total as i128)?;
             match blocks.last_mut() {
                 Some(last) if last.0 + last.1 as isize == o => last.1 += total,
                 _ => blocks.push((o, total)),
@@ -565,7 +590,9 @@ pub(crate) fn build(parts: &[(isize, usize, Arc<TypeObj>)], is_struct: bool) -> 
         }
         for k in 0..*n {
             for &(off, len) in &t.blocks {
-                let o = disp + k as isize * t.extent + off;
+                // A resized type's blocks may lie outside its bounds: each is checked.
+                let o = fit(*disp as i128 + k as i128 * t.extent as i128 + off as i128)?;
+                fit(o as i128 + len as i128)?;
                 match blocks.last_mut() {
                     Some(last) if last.0 + last.1 as isize == o => last.1 += len,
                     _ => blocks.push((o, len)),
@@ -578,18 +605,19 @@ pub(crate) fn build(parts: &[(isize, usize, Arc<TypeObj>)], is_struct: bool) -> 
     }
     if is_struct {
         let e = ub - lb;
-        let pad = (align as isize - e.rem_euclid(align as isize)) % align as isize;
+        let pad = (align as i128 - e.rem_euclid(align as i128)) % align as i128;
         ub += pad;
     }
+    let (lb, extent) = (fit(lb)?, fit(ub - lb)?);
     let true_lb = blocks.iter().map(|b| b.0).min().unwrap_or(0);
     let true_ub = blocks.iter().map(|b| b.0 + b.1 as isize).max().unwrap_or(0);
     let basic = if mixed { None } else { basic };
-    TypeObj {
+    Ok(TypeObj {
         size,
         lb,
-        extent: ub - lb,
+        extent,
         true_lb,
-        true_extent: true_ub - true_lb,
+        true_extent: fit(true_ub as i128 - true_lb as i128)?,
         blocks,
         basic: basic.map(|b| b.0),
         basic_size: basic.map_or(0, |b| b.1),
@@ -600,7 +628,7 @@ pub(crate) fn build(parts: &[(isize, usize, Arc<TypeObj>)], is_struct: bool) -> 
         name: std::sync::Mutex::new(String::new()),
         attrs: crate::comm::attr::Attrs::default(),
         handles: AtomicUsize::new(1),
-    }
+    })
 }
 
 /// Stores a new derived type and writes its handle.
@@ -893,14 +921,36 @@ mod tests {
     }
 
     #[test]
+    fn displacements_that_overflow_the_address_space_are_an_error_not_a_wrapped_offset() {
+        let int = dtype(MPI_INT).expect("MPI_INT");
+        for (disp, n) in [
+            (isize::MAX - 2, 1),
+            (isize::MAX - 8, 3),
+            (0, usize::MAX / 2),
+        ] {
+            let err = build(&[(disp, n, int.clone())], false).err();
+            assert_eq!(err.map(|e| e.class()), Some(MPI_ERR_ARG), "{disp} x {n}");
+            let err = build(&[(0, 1, int.clone()), (disp, n, int.clone())], true).err();
+            assert_eq!(
+                err.map(|e| e.class()),
+                Some(MPI_ERR_ARG),
+                "struct {disp} x {n}"
+            );
+        }
+        // The largest that fit still build.
+        let t = build(&[(isize::MAX - 4, 1, int.clone())], false).expect("fits");
+        assert_eq!((t.lb, t.extent, t.size), (isize::MAX - 4, 4, 4));
+    }
+
+    #[test]
     fn copies_of_a_type_of_negative_extent_take_the_bounds_of_the_last() {
         // Four bytes resized to lb 6, extent -9 (ub -3), three copies: the copies' lower
         // bounds are 6, -3, -12, their upper bounds -3, -12, -21 (MPICH's lbub.c).
-        let bytes = build(&[(0, 4, dtype(MPI_BYTE).expect("MPI_BYTE"))], false);
+        let bytes = build(&[(0, 4, dtype(MPI_BYTE).expect("MPI_BYTE"))], false).expect("build");
         let mut evil = bytes;
         evil.lb = 6;
         evil.extent = -9;
-        let three = build(&[(0, 3, Arc::new(evil))], false);
+        let three = build(&[(0, 3, Arc::new(evil))], false).expect("build");
         assert_eq!((three.lb, three.extent, three.size), (-12, 9, 12));
         assert_eq!((three.true_lb, three.true_extent), (-18, 22));
     }
@@ -926,12 +976,12 @@ mod tests {
         assert!(unusable(MPI_IN_PLACE, 0, &t).is_none());
         assert!(unusable(0x7fff_0000, 4, &t).is_none());
         // A struct of one int at an absolute address (built from MPI_Get_address).
-        let absolute = build(&[(0x7fff_0000, 1, t.clone())], true);
+        let absolute = build(&[(0x7fff_0000, 1, t.clone())], true).expect("build");
         assert!(unusable(MPI_BOTTOM, 1, &absolute).is_none());
         // Displacements inside the first page are no addresses: NULL is refused.
-        let near = build(&[(8, 1, t.clone())], true);
+        let near = build(&[(8, 1, t.clone())], true).expect("build");
         assert!(unusable(MPI_BOTTOM, 1, &near).is_some());
-        let below = build(&[(-8, 1, t.clone())], true);
+        let below = build(&[(-8, 1, t.clone())], true).expect("build");
         assert!(unusable(MPI_BOTTOM, 1, &below).is_some());
         // Data starting in the first page is no buffer; a block at an absolute
         // displacement from MPI_BOTTOM is one.
@@ -940,7 +990,7 @@ mod tests {
         assert!(block(MPI_BOTTOM, 0, 4, &t, "c", "b").is_err());
         assert!(block(MPI_IN_PLACE, 0x7fff_0000, 4, &t, "c", "b").is_err());
         // An empty type moves nothing.
-        let empty = build(&[], true);
+        let empty = build(&[], true).expect("build");
         assert!(unusable(MPI_BOTTOM, 4, &empty).is_none());
     }
 }

@@ -58,7 +58,7 @@ fn contiguous(
     let t = dtype(old)?;
     let c = n(count, call)?;
     let env = envelope(MPI_COMBINER_CONTIGUOUS, f, &[count], &[], &[old]);
-    Ok((build(&[(0, c, t)], false), env))
+    Ok((build(&[(0, c, t)], false)?, env))
 }
 
 /// An envelope: `ints` are the integer arguments (large counts in the `_c` form),
@@ -94,7 +94,7 @@ fn envelope(
     }
 }
 
-fn hvector(count: usize, bl: usize, stride: isize, t: &Arc<TypeObj>) -> TypeObj {
+fn hvector(count: usize, bl: usize, stride: isize, t: &Arc<TypeObj>) -> Result<TypeObj, MpiError> {
     let parts: Vec<_> = (0..count)
         .map(|i| (i as isize * stride, bl, t.clone()))
         .collect();
@@ -112,7 +112,7 @@ fn blocks(
         .zip(displs)
         .map(|(&b, &d)| Ok((d, n(b, call)?, t.clone())))
         .collect::<Result<Vec<_>, MpiError>>()?;
-    Ok(build(&parts, false))
+    build(&parts, false)
 }
 
 macro_rules! both {
@@ -143,7 +143,7 @@ both!(MPI_Type_vector, MPI_Type_vector_c,
 |f| {
     let call = "MPI_Type_vector";
     let t = dtype(oldtype)?;
-    let v = hvector(n(count as i64, call)?, n(blocklength as i64, call)?, stride as isize * t.extent, &t);
+    let v = hvector(n(count as i64, call)?, n(blocklength as i64, call)?, stride as isize * t.extent, &t)?;
     Ok((v, envelope(MPI_COMBINER_VECTOR, f, &[count as i64, blocklength as i64, stride as i64], &[], &[oldtype])))
 });
 
@@ -152,7 +152,7 @@ both!(MPI_Type_create_hvector, MPI_Type_create_hvector_c,
 |f| {
     let call = "MPI_Type_create_hvector";
     let t = dtype(oldtype)?;
-    let v = hvector(n(count as i64, call)?, n(blocklength as i64, call)?, stride as isize, &t);
+    let v = hvector(n(count as i64, call)?, n(blocklength as i64, call)?, stride as isize, &t)?;
     Ok((v, envelope(MPI_COMBINER_HVECTOR, f, &[count as i64, blocklength as i64], &[stride as isize], &[oldtype])))
 });
 
@@ -242,14 +242,14 @@ both!(MPI_Type_create_struct, MPI_Type_create_struct_c,
     }
     let displs: Vec<isize> = dl.iter().map(|&d| d as isize).collect();
     let args: Vec<i64> = std::iter::once(count as i64).chain(bl).collect();
-    Ok((build(&parts, true), envelope(MPI_COMBINER_STRUCT, f, &args, &displs, &tl)))
+    Ok((build(&parts, true)?, envelope(MPI_COMBINER_STRUCT, f, &args, &displs, &tl)))
 });
 
 both!(MPI_Type_create_resized, MPI_Type_create_resized_c,
 (oldtype: MPI_Datatype => MPI_Datatype, lb: MPI_Aint => MPI_Count, extent: MPI_Aint => MPI_Count),
 |f| {
     let t = dtype(oldtype)?;
-    let mut v = build(&[(0, 1, t)], false);
+    let mut v = build(&[(0, 1, t)], false)?;
     v.lb = lb as isize;
     v.extent = extent as isize;
     Ok((v, envelope(MPI_COMBINER_RESIZED, f, &[], &[lb as isize, extent as isize], &[oldtype])))
@@ -259,7 +259,12 @@ both!(MPI_Type_create_resized, MPI_Type_create_resized_c,
 /// `sizes` elements of `t` in `order`, with lower bound 0 and the whole array's extent.
 /// Consecutive indices of the fastest dimension are one part (`n` copies of `t`), so a
 /// block of a large array costs a part per row, not per element.
-fn grid(sizes: &[usize], idx: &[Vec<usize>], order: c_int, t: &Arc<TypeObj>) -> TypeObj {
+fn grid(
+    sizes: &[usize],
+    idx: &[Vec<usize>],
+    order: c_int,
+    t: &Arc<TypeObj>,
+) -> Result<TypeObj, MpiError> {
     let nd = sizes.len();
     // Dimensions from slowest to fastest varying.
     let dims: Vec<usize> = if order == MPI_ORDER_FORTRAN {
@@ -303,10 +308,10 @@ fn grid(sizes: &[usize], idx: &[Vec<usize>], order: c_int, t: &Arc<TypeObj>) -> 
             break;
         }
     }
-    let mut v = build(&parts, false);
+    let mut v = build(&parts, false)?;
     v.lb = 0;
     v.extent = total;
-    v
+    Ok(v)
 }
 
 both!(MPI_Type_create_subarray, MPI_Type_create_subarray_c,
@@ -329,7 +334,7 @@ both!(MPI_Type_create_subarray, MPI_Type_create_subarray_c,
         sizes.push(sz[d] as usize);
         idx.push((st[d] as usize..(st[d] + sub[d]) as usize).collect::<Vec<_>>());
     }
-    let v = grid(&sizes, &idx, order, &t);
+    let v = grid(&sizes, &idx, order, &t)?;
     let env = match f {
         Form::Int => Envelope {
             combiner: MPI_COMBINER_SUBARRAY,
@@ -414,7 +419,7 @@ both!(MPI_Type_create_darray, MPI_Type_create_darray_c,
         idx.push(dist_indices(gs[d].max(0) as usize, ds[d], da[d], coords[d], ps[d] as usize, call)?);
     }
     let sizes: Vec<usize> = gs.iter().map(|&g| g.max(0) as usize).collect();
-    let v = grid(&sizes, &idx, order, &t);
+    let v = grid(&sizes, &idx, order, &t)?;
     let tail: Vec<c_int> = ds.iter().chain(&da).chain(&ps).copied().chain([order]).collect();
     let env = match f {
         Form::Int => Envelope {
@@ -439,7 +444,7 @@ both!(MPI_Type_create_darray, MPI_Type_create_darray_c,
 pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
     let r = (|| {
         let t = dtype(oldtype)?;
-        let mut v = build(&[(0, 1, t.clone())], false);
+        let mut v = build(&[(0, 1, t.clone())], false)?;
         v.lb = t.lb;
         v.extent = t.extent;
         v.committed
@@ -490,7 +495,7 @@ mod tests {
         }
         let mut parts: Vec<_> = all.iter().map(|ix| (offset(ix), 1, t.clone())).collect();
         parts.sort_by_key(|p| p.0);
-        let mut v = build(&parts, false);
+        let mut v = build(&parts, false).expect("build");
         v.lb = 0;
         v.extent = sizes.iter().product::<usize>() as isize * t.extent;
         v
@@ -509,7 +514,7 @@ mod tests {
         for &(sizes, idx) in cases {
             let idx: Vec<Vec<usize>> = idx.iter().map(|v| v.to_vec()).collect();
             for order in [MPI_ORDER_C, MPI_ORDER_FORTRAN] {
-                let got = grid(sizes, &idx, order, &int);
+                let got = grid(sizes, &idx, order, &int).expect("grid");
                 let want = model(sizes, &idx, order, &int);
                 assert_eq!(got.blocks, want.blocks, "{sizes:?} {idx:?} order {order}");
                 assert_eq!(

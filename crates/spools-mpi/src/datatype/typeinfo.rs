@@ -639,7 +639,7 @@ fn f90(
         Some(&(_, h)) => h,
         None => {
             let t = dtype(base)?;
-            let mut v = crate::datatype::build(&[(0, 1, t.clone())], false);
+            let mut v = crate::datatype::build(&[(0, 1, t.clone())], false)?;
             v.basic = t.basic;
             v.basic_size = t.basic_size;
             v.committed

@@ -192,7 +192,7 @@ mod tests {
     #[test]
     fn data_before_counts_copies_whose_data_reach_past_the_next_copys_start() {
         // Ints at bytes 4..12 of an extent of 8: copy k holds [8k + 4, 8k + 12).
-        let mut t = build(&[(4, 2, int())], false);
+        let mut t = build(&[(4, 2, int())], false).expect("build");
         t.lb = 0;
         t.extent = 8;
         let v = View {
@@ -219,7 +219,7 @@ mod tests {
 
     /// cyclic(1) of `p` ranks: rank `r`'s view of ints.
     fn cyclic(p: usize) -> View {
-        let t = build(&[(0, 1, int())], false);
+        let t = build(&[(0, 1, int())], false).expect("build");
         let mut t = t;
         t.extent = 4 * p as isize;
         View::new(
@@ -276,7 +276,7 @@ mod tests {
 
     #[test]
     fn filetypes_out_of_order_or_not_whole_etypes_are_refused() {
-        let back = build(&[(8, 1, int()), (0, 1, int())], false);
+        let back = build(&[(8, 1, int()), (0, 1, int())], false).expect("build");
         assert!(View::new(
             0,
             (MPI_INT, int()),
@@ -286,7 +286,7 @@ mod tests {
         )
         .is_err());
         let dbl = crate::datatype::dtype(MPI_DOUBLE).expect("double");
-        let three = build(&[(0, 3, int())], false);
+        let three = build(&[(0, 3, int())], false).expect("build");
         assert!(View::new(
             0,
             (MPI_DOUBLE, dbl),
@@ -300,13 +300,13 @@ mod tests {
     #[test]
     fn a_filetype_whose_data_start_past_0_tiles_by_its_extent() {
         // Three ints from byte 8 (a lower bound of 8), extent 12: copy k at 12k + 8.
-        let mut t = build(&[(8, 3, int())], false);
+        let mut t = build(&[(8, 3, int())], false).expect("build");
         t.extent = 12;
         let v = View::new(0, (MPI_INT, int()), (0, Arc::new(t)), "native".into(), "t")
             .expect("data spanning one extent are a view");
         assert_eq!(v.runs(0, 24), vec![(8, 24)]);
         // Spanning more than an extent, the copies would overlap: refused.
-        let mut t = build(&[(8, 3, int())], false);
+        let mut t = build(&[(8, 3, int())], false).expect("build");
         t.extent = 8;
         assert!(View::new(0, (MPI_INT, int()), (0, Arc::new(t)), "native".into(), "t").is_err());
     }
