@@ -2,10 +2,11 @@
 # MPICH's own test suite (test/mpi of Debian's source package of MPICH 4.0.2) on Spools'
 # libmpi_abi.so.1: fetched with `apt-get source` (a deb-src entry is made from the
 # machine's own Debian entry), configured and built with mpicc_abi (PyPI's mpich wheel, in
-# target/mpi-venv) into target/mpich-test, every entry of each directory's testlist run
-# under `spools run` with its process count, and the results checked against
-# crates/spools-mpi/tests/mpich-known.txt: the check fails when a test off that list does
-# not pass, or a listed one passes (take it off). scripts/mpich-suite.py is the runner.
+# target/mpi-venv) and, for f77/ and f90/, Spools' own mpifort into target/mpich-test,
+# every entry of each directory's testlist run under `spools run` with its process count,
+# and the results checked against crates/spools-mpi/tests/mpich-known.txt: the check fails
+# when a test off that list does not pass, or a listed one passes (take it off).
+# scripts/mpich-suite.py is the runner.
 #
 #   bash scripts/test-mpich.sh                 # the directories of the test command
 #   MPICH_DIRS=all bash scripts/test-mpich.sh  # every C directory but spawn and ft, and
@@ -23,7 +24,7 @@ root="$(pwd)/target/mpich-test"
 src="$root/mpich-$version/test/mpi"
 build="$root/build"
 known="crates/spools-mpi/tests/mpich-known.txt"
-default_dirs=coll,pt2pt,rma,io,datatype,comm,group,topo,attr,errhan,info,init,part
+default_dirs=coll,pt2pt,rma,io,datatype,comm,group,topo,attr,errhan,info,init,part,f77,f90
 all_dirs=$default_dirs,mpi_t,errors,impls,threads
 case "${MPICH_DIRS:-}" in
   "") dirs=$default_dirs ;;
@@ -52,13 +53,27 @@ if [ ! -f "$src/configure" ]; then
   tar -xf "$root"/dl/mpich_"$version".orig.tar.* -C "$root" "mpich-$version/test/mpi"
 fi
 
-# Configured and built with mpicc_abi: the programs link against the standard ABI, so
-# the same binaries run on Spools' library and on MPICH's.
+# Spools' library, and its Fortran layer and mpifort, which the Fortran tests are built by.
+cargo build --locked -q -p spools-cli
+make --no-print-directory -s -C crates/spools-mpi PROFILE=debug >/dev/null
+spools="$(pwd)/target/debug/spools"
+mpifort="$(pwd)/target/debug/mpifort"
+test -x "$mpifort" || { echo "test-mpich: no $mpifort (is gfortran installed?)" >&2; exit 1; }
+
+# Configured and built with mpicc_abi and Spools' mpifort: the programs link against the
+# standard ABI (and the Fortran layer, which calls nothing else), so the same binaries run
+# on Spools' library and on MPICH's. A build configured before the Fortran tests were
+# part of it is configured again.
+if [ -f "$build/Makefile" ] && [ ! -f "$build/.fortran" ]; then
+  rm -rf "$build"
+fi
 if [ ! -f "$build/Makefile" ]; then
   mkdir -p "$build"
-  (cd "$build" && CC="$mpicc_abi" MPICC="$mpicc_abi" "$src/configure" -q \
-    --disable-fortran --disable-cxx --enable-romio --disable-spawn --disable-ft-tests \
+  (cd "$build" && CC="$mpicc_abi" MPICC="$mpicc_abi" F77="$mpifort" MPIF77="$mpifort" \
+    FC="$mpifort" MPIFC="$mpifort" "$src/configure" -q \
+    --enable-fortran=f77,f90 --disable-cxx --enable-romio --disable-spawn --disable-ft-tests \
     --disable-perftest > configure.log 2>&1) || { tail -20 "$build/configure.log"; exit 1; }
+  touch "$build/.fortran"
 fi
 for d in util dtpools; do
   make -s -C "$build/$d" -j2 >"$build/make-$d.log" 2>&1 || { tail -20 "$build/make-$d.log"; exit 1; }
@@ -68,10 +83,6 @@ for d in ${dirs//,/ }; do
   # calls) is reported as not built, and the others are built.
   make -s -k -C "$build/$d" -j2 >"$build/make-$d.log" 2>&1 || true
 done
-
-cargo build --locked -q -p spools-cli
-make --no-print-directory -s -C crates/spools-mpi PROFILE=debug >/dev/null
-spools="$(pwd)/target/debug/spools"
 
 only=()
 tag=""

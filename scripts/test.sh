@@ -70,7 +70,7 @@ echo "== MPI: libmpi_abi.so.1 (the MPI 5.0 standard ABI) with C programs built b
 bash scripts/test-mpi.sh
 echo "== MPI: mpi4py's own test suite on Spools with 1, 2 and 3 ranks (mpi4py 4.1.2 built against the ABI into target/mpi-venv; skips in crates/spools-mpi/tests/mpi4py-skip.txt)"
 bash scripts/test-mpi4py.sh
-echo "== MPI: MPICH's own test suite (test/mpi of Debian's MPICH 4.0.2 source package, built by mpicc_abi into target/mpich-test) on Spools: coll, pt2pt, rma, io, datatype, comm, group, topo, attr, errhan, info, init, part; what does not pass is listed, with why, in crates/spools-mpi/tests/mpich-known.txt"
+echo "== MPI: MPICH's own test suite (test/mpi of Debian's MPICH 4.0.2 source package, built by mpicc_abi and Spools' mpifort into target/mpich-test) on Spools: coll, pt2pt, rma, io, datatype, comm, group, topo, attr, errhan, info, init, part, f77, f90; what does not pass is listed, with why, in crates/spools-mpi/tests/mpich-known.txt"
 bash scripts/test-mpich.sh
 echo "== cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked

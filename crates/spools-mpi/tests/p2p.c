@@ -180,6 +180,28 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < big; i += 4093) CHECK(r[i] == (unsigned char)(i * 7 + left), "big[%zu]", i);
   OK(MPI_Get_count(&sts[0], MPI_BYTE, &n));
   CHECK(n == (int)big, "big count %d", n);
+  CHECK(sts[1].MPI_ERROR == MPI_SUCCESS, "send's MPI_ERROR %d", sts[1].MPI_ERROR);
+
+  /* A send's completion writes its cancelled flag only (as MPICH's does): a receive and a
+   * send completed into one status leave the receive's source and tag, in either order. */
+  for (int order = 0; order < 2; order++) {
+    int in = -1, out = rank;
+    MPI_Request rs[2];
+    MPI_Status one;
+    OK(MPI_Irecv(&in, 1, MPI_INT, left, 400, MPI_COMM_WORLD, &rs[0]));
+    OK(MPI_Isend(&out, 1, MPI_INT, right, 400, MPI_COMM_WORLD, &rs[1]));
+    OK(MPI_Wait(&rs[order], &one));
+    OK(MPI_Wait(&rs[1 - order], &one));
+    CHECK(in == left, "value %d", in);
+    CHECK(one.MPI_SOURCE == left && one.MPI_TAG == 400, "order %d: status %d/%d after the send's",
+          order, one.MPI_SOURCE, one.MPI_TAG);
+    if (order == 0) {
+      OK(MPI_Get_count(&one, MPI_INT, &n));
+      CHECK(n == 1, "the receive's count %d", n);
+      OK(MPI_Test_cancelled(&one, &cancelled));
+      CHECK(cancelled == 0, "a send completes uncancelled");
+    }
+  }
   free(s);
   free(r);
 

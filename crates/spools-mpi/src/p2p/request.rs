@@ -403,6 +403,23 @@ pub(crate) fn status_with(source: c_int, tag: c_int, len: usize, cancelled: bool
     }
 }
 
+/// Marks a send's status (`MPI_internal[3]`): writing it sets the status's cancelled flag
+/// (and `MPI_ERROR` where the call sets that field) and leaves the rest as the program
+/// had it. The standard leaves a send's source, tag and count undefined; MPICH writes
+/// only the flag too, so a program that completes a send and a receive into one status
+/// (MPICH's `irsendf` does) keeps the receive's whichever completes last.
+const SEND_MARK: c_int = 0x5e4d;
+
+/// The status a completed send gives: its cancelled flag alone (see [`SEND_MARK`]).
+pub(crate) fn send_status(cancelled: bool) -> MPI_Status {
+    MPI_Status {
+        MPI_SOURCE: MPI_ANY_SOURCE,
+        MPI_TAG: MPI_ANY_TAG,
+        MPI_ERROR: MPI_SUCCESS,
+        MPI_internal: [0, 0, c_int::from(cancelled), SEND_MARK, 0],
+    }
+}
+
 /// The status of a receive or probe from `MPI_PROC_NULL`.
 pub(crate) fn proc_null_status() -> MPI_Status {
     MPI_Status {
@@ -433,6 +450,11 @@ fn status_len(s: &MPI_Status) -> usize {
 /// `p` is NULL (`MPI_STATUS_IGNORE`) or writable.
 pub(crate) unsafe fn put_status(p: *mut MPI_Status, s: MPI_Status) {
     if p.is_null() {
+        return;
+    }
+    if s.MPI_internal[3] == SEND_MARK {
+        // SAFETY: non-NULL and writable (the caller's contract).
+        unsafe { (*p).MPI_internal[2] = s.MPI_internal[2] };
         return;
     }
     if s.MPI_SOURCE == MPI_ANY_SOURCE && s.MPI_TAG == MPI_ANY_TAG {
@@ -519,7 +541,7 @@ fn complete(op: Op) -> Result<MPI_Status, Box<(MpiError, Option<MPI_Status>)>> {
             g.wait_done();
             g.finish().map_err(|e| Box::new((e, None)))
         }
-        Op::Send(None) => Ok(empty_status()),
+        Op::Send(None) => Ok(send_status(false)),
         // A send that can complete without its receiver (an eager one still in the
         // transport's queue) gets a few rounds of progress; one that waits for its
         // receiver is refused.
@@ -532,14 +554,14 @@ fn complete(op: Op) -> Result<MPI_Status, Box<(MpiError, Option<MPI_Status>)>> {
         }) {
             Ok(true) => r
                 .wait()
-                .map(|c| status_of(&c.status))
+                .map(|c| send_status(c.status.cancelled))
                 .map_err(|e| Box::new((e.into(), None))),
             Ok(false) => Err(Box::new((cancel_refused(), None))),
             Err(e) => Err(Box::new((e.into(), None))),
         },
         Op::Send(Some(r)) => r
             .wait()
-            .map(|c| status_of(&c.status))
+            .map(|c| send_status(c.status.cancelled))
             .map_err(|e| Box::new((e.into(), None))),
         Op::Recv {
             req,
@@ -678,10 +700,20 @@ unsafe fn reqs<'a>(p: *mut MPI_Request, n: c_int) -> &'a mut [MPI_Request] {
 /// # Safety
 /// `p` is NULL or holds `i + 1` statuses.
 unsafe fn put_status_at(p: *mut MPI_Status, i: usize, s: MPI_Status) {
-    if !p.is_null() {
-        // SAFETY: the caller's contract.
-        unsafe { *p.add(i) = s };
+    if p.is_null() {
+        return;
     }
+    if s.MPI_internal[3] == SEND_MARK {
+        // A send's: its flag and MPI_ERROR (these calls set that field) only.
+        // SAFETY: the caller's contract.
+        unsafe {
+            (*p.add(i)).MPI_internal[2] = s.MPI_internal[2];
+            (*p.add(i)).MPI_ERROR = s.MPI_ERROR;
+        }
+        return;
+    }
+    // SAFETY: the caller's contract.
+    unsafe { *p.add(i) = s };
 }
 
 /// `MPI_Wait`.
