@@ -505,6 +505,26 @@ def conv(kind, direction):
     return "MPI_%s_%s" % (c, direction)
 
 
+# Parameters passed on as they are, or through one expression: KIND -> (the C type the
+# Fortran argument points to, the C argument made of it, {p} its name).
+PASS = {
+    "buf": ("void", "spools_f_buf({p})"),
+    "cbuf": ("void", "spools_f_buf({p})"),
+    "int": ("MPI_Fint", "*{p}"),
+    "logical": ("MPI_Fint", "*{p}"),
+    "int*": ("MPI_Fint", "{p}"),
+    "aint32": ("MPI_Fint", "(MPI_Aint)*{p}"),
+    "ranges": ("MPI_Fint", "(int (*)[3]){p}"),
+    "ptr*": ("MPI_Aint", "{p}"),
+    "weights": ("MPI_Fint", "spools_f_weights({p})"),
+    "weights*": ("MPI_Fint", "spools_f_weights({p})"),
+    "status*": ("MPI_Fint", "spools_f_status({p})"),
+    "cstatus": ("MPI_Fint", "(const MPI_Status *){p}"),
+}
+PASS.update({k: (t, "*{p}") for k, t in WIDE.items()})
+PASS.update({k + "*": (t, "{p}") for k, t in WIDE.items()})
+
+
 def binding(name, params):
     """The C text of `mpi_name_` for one row."""
     fargs, strlens, pre, call, post, always, cleanup = [], [], [], [], [], [], []
@@ -560,12 +580,10 @@ def binding(name, params):
             else:
                 fargs.append("%s *%s" % ("MPI_Fint" if base in ("int", "logical") else WIDE[base], p))
                 call.append(p)
-        elif kind in ("buf", "cbuf"):
-            fargs.append("void *%s" % p)
-            call.append("spools_f_buf(%s)" % p)
-        elif kind == "aint32":
-            fargs.append("MPI_Fint *%s" % p)
-            call.append("(MPI_Aint)*%s" % p)
+        elif kind in PASS:
+            ftype, expr = PASS[kind]
+            fargs.append("%s *%s" % (ftype, p))
+            call.append(expr.format(p=p))
         elif kind == "aint32*":
             fargs.append("MPI_Fint *%s" % p)
             pre.append("MPI_Aint c_%s = 0;" % p)
@@ -573,42 +591,15 @@ def binding(name, params):
             post.append("if (c_%s != (MPI_Fint)c_%s) rc = spools_f_too_wide(\"%s\");"
                         % (p, p, name))
             post.append("else *%s = (MPI_Fint)c_%s;" % (p, p))
-        elif kind == "ranges":
-            fargs.append("MPI_Fint *%s" % p)
-            call.append("(int (*)[3])%s" % p)
-        elif kind == "ptr*":
-            fargs.append("MPI_Aint *%s" % p)
-            call.append(p)
-        elif kind in ("weights", "weights*"):
-            fargs.append("MPI_Fint *%s" % p)
-            call.append("spools_f_weights(%s)" % p)
-        elif kind in ("int", "logical"):
-            fargs.append("MPI_Fint *%s" % p)
-            call.append("*" + p)
-        elif kind == "int*":
+        elif kind == "index*":
             fargs.append("MPI_Fint *%s" % p)
             call.append(p)
+            post.append("if (*%s >= 0) *%s += 1;" % (p, p))
         elif kind == "logical*":
             fargs.append("MPI_Fint *%s" % p)
             pre.append("int c_%s = 0;" % p)
             call.append("&c_" + p)
             always.append("*%s = c_%s != 0;" % (p, p))
-        elif kind == "index*":
-            fargs.append("MPI_Fint *%s" % p)
-            call.append(p)
-            post.append("if (*%s >= 0) *%s += 1;" % (p, p))
-        elif kind in WIDE:
-            fargs.append("%s *%s" % (WIDE[kind], p))
-            call.append("*" + p)
-        elif kind.rstrip("*") in WIDE:
-            fargs.append("%s *%s" % (WIDE[kind.rstrip("*")], p))
-            call.append(p)
-        elif kind == "status*":
-            fargs.append("MPI_Fint *%s" % p)
-            call.append("spools_f_status(%s)" % p)
-        elif kind == "cstatus":
-            fargs.append("MPI_Fint *%s" % p)
-            call.append("(const MPI_Status *)%s" % p)
         elif kind == "str":
             fargs.append("char *%s" % p)
             strlens.append("size_t %s_len" % p)
@@ -823,6 +814,15 @@ def main():
     for n, p in rows:
         c.append(binding(n, p))
         c.append("")
+    # C's handle conversions (MPI_Comm_f2c, MPI_Comm_c2f, ...): a Fortran handle is the
+    # ABI's int form of the C one. The ABI's header declares none of them (they belong to
+    # the Fortran layer, which defines MPI_Fint); C code linked with Fortran calls them.
+    for kind, t in HANDLES.items():
+        c_name = CONVERT.get(kind, kind)
+        c.append("%s MPI_%s_f2c(MPI_Fint f) { return %s(f); }"
+                 % (t, c_name, conv(kind, "fromint")))
+        c.append("MPI_Fint MPI_%s_c2f(%s h) { return %s(h); }" % (c_name, t, conv(kind, "toint")))
+    c.append("")
     # The profiling names (PMPI_SEND), the same functions.
     c.append("#define PMPI(name) extern __typeof__(name##_) p##name##_ "
              "__attribute__((alias(#name \"_\")));")

@@ -232,6 +232,51 @@ void mpi_info_get_(MPI_Fint *info, char *key, MPI_Fint *valuelen, char *value, M
     *ierror = rc;
 }
 
+/* The status conversions of C code linked with Fortran: a Fortran status (INTEGER
+ * STATUS(MPI_STATUS_SIZE), or mpi_f08's TYPE(MPI_Status)) is the ABI's MPI_Status, bit
+ * for bit. MPI_F_STATUS_IGNORE and MPI_F_STATUSES_IGNORE are the sentinels' addresses. */
+MPI_Fint *MPI_F_STATUS_IGNORE = spools_status_ignore_;
+MPI_Fint *MPI_F_STATUSES_IGNORE = spools_statuses_ignore_;
+
+static int status_copy(const void *from, void *to)
+{
+    if (from == NULL || to == NULL || from == (const void *)spools_status_ignore_ ||
+        to == (void *)spools_status_ignore_)
+        return MPI_ERR_ARG;
+    memcpy(to, from, sizeof(MPI_Status));
+    return MPI_SUCCESS;
+}
+
+int MPI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status)
+{
+    return status_copy(f_status, c_status);
+}
+
+int MPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status)
+{
+    return status_copy(c_status, f_status);
+}
+
+int MPI_Status_f082c(const MPI_Status *f08_status, MPI_Status *c_status)
+{
+    return status_copy(f08_status, c_status);
+}
+
+int MPI_Status_c2f08(const MPI_Status *c_status, MPI_Status *f08_status)
+{
+    return status_copy(c_status, f08_status);
+}
+
+int MPI_Status_f2f08(const MPI_Fint *f_status, MPI_Status *f08_status)
+{
+    return status_copy(f_status, f08_status);
+}
+
+int MPI_Status_f082f(const MPI_Status *f08_status, MPI_Fint *f_status)
+{
+    return status_copy(f08_status, f_status);
+}
+
 /* The profiling names of the functions above. */
 #define PMPI(name) extern __typeof__(name##_) p##name##_ __attribute__((alias(#name "_")));
 PMPI(mpi_init)
