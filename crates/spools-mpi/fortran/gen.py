@@ -8,22 +8,26 @@
                     Fortran INTEGER handles with MPI_<Kind>_fromint/toint, passes choice
                     buffers with the MPI_BOTTOM / MPI_IN_PLACE sentinels mapped, status
                     arrays in place (the ABI's MPI_Status is MPI_F_STATUS_SIZE integers),
-                    strings trimmed and padded, 1-based indices, and stores ierror
+                    strings trimmed and padded, 1-based indices, and stores ierror;
+                    then C's MPI_<Kind>_f2c / _c2f and every binding's PMPI_ name
     mpif.h          the constants, for `include 'mpif.h'` (fixed and free form alike)
-    mpi.f90         module `mpi`: the same constants
+    mpi.f90         module `mpi`: the same constants, MPI_Sizeof
     mpi_f08.f90     module `mpi_f08`: typed handles, optional ierror (f08.py)
 
     python3 gen.py ABI_TABLE OUT_DIR
 
 ABI_TABLE is the output of `cargo run -p spools-mpi --example abi_table` (every constant of
-Spools' ABI with its value); support.c (beside this file) holds what is written by hand:
-the sentinels' common blocks, the string helpers, the user operators' trampolines.
+Spools' ABI with its value). What is written by hand is beside this file: support.c (the
+sentinels' common blocks, the string helpers, the calls whose Fortran form is not a row)
+and callbacks.c (operators, error handlers and attribute functions written in Fortran,
+and the attribute calls).
 """
 import pathlib
 import re
 import sys
 
-import f08
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import f08  # noqa: E402
 
 # Handle kinds: Fortran INTEGER <-> C handle through MPI_<Kind>_fromint / _toint.
 HANDLES = {
