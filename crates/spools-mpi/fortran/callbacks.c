@@ -432,7 +432,6 @@ void mpi_attr_put_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *value, MPI_Fint *
 }
 
 /* The profiling names. */
-#define PMPI(name) extern __typeof__(name##_) p##name##_ __attribute__((alias(#name "_")));
 PMPI(mpi_op_create)
 PMPI(mpi_op_free)
 PMPI(mpi_comm_create_errhandler)

@@ -799,6 +799,9 @@ def main():
         "void spools_f_str_out(char *dst, size_t len, const char *src);",
         "void *spools_f_handles(size_t size, MPI_Fint count);",
         "void *spools_f08_addr(void **descriptor);",
+        "/* PMPI(mpi_send) defines pmpi_send_, the profiling name of mpi_send_. */",
+        "#define PMPI(name) extern __typeof__(name##_) p##name##_ "
+        "__attribute__((alias(#name \"_\")));",
         "int *spools_f_weights(MPI_Fint *p);",
         "int spools_f_too_wide(const char *call);",
         "int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode);",
@@ -828,8 +831,6 @@ def main():
         c.append("MPI_Fint MPI_%s_c2f(%s h) { return %s(h); }" % (c_name, t, conv(kind, "toint")))
     c.append("")
     # The profiling names (PMPI_SEND), the same functions.
-    c.append("#define PMPI(name) extern __typeof__(name##_) p##name##_ "
-             "__attribute__((alias(#name \"_\")));")
     for n, _ in rows:
         c.append("PMPI(%s)" % n.lower())
     c.append("")

@@ -278,7 +278,6 @@ int MPI_Status_f082f(const MPI_Status *f08_status, MPI_Fint *f_status)
 }
 
 /* The profiling names of the functions above. */
-#define PMPI(name) extern __typeof__(name##_) p##name##_ __attribute__((alias(#name "_")));
 PMPI(mpi_init)
 PMPI(mpi_init_thread)
 PMPI(mpi_wtime)
