@@ -6,7 +6,7 @@ D=$(cd "$(dirname "$0")" && pwd)
 F=${OUT:-.}/compare.txt; : > "$F"
 say() { echo "$*" | tee -a "$F"; }
 bash "$D/run.sh" "$@"
-fig() { local o; o=$("$@"); local rc=$?; local l; l=$(grep -E '^[a-z0-9]+ [0-9]' <<<"$o" | tail -1)
+fig() { local o; o=$("$@"); local rc=$?; local l; l=$(grep -E '^[a-z0-9_]+ [0-9]' <<<"$o" | tail -1)
   if [ $rc = 0 ] && [ -n "$l" ]; then awk '{print ($1 ~ /^[0-9]+$/) ? $2 : $NF}' <<<"$l"; else echo "FAIL(rc=$rc)"; fi; }
 sp() { local s=$1 n=$2; shift 2; env -u LD_LIBRARY_PATH timeout 60 "$s" run -n "$n" -- "$@" 2>&1; }
 for P in 16 8 4 2; do

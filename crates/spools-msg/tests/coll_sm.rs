@@ -349,6 +349,29 @@ fn many(comms: &mut [Expect<'_>], rounds: u64) -> Result<(), String> {
                     })?;
                 }
             }
+            // Scans back to back (a chain: member 0 waits for nobody and the others run
+            // up to two scans behind their left neighbour), inclusive and exclusive in
+            // turn, non-commutative, parts inline and in the slots.
+            for k in 0..4u64 {
+                let len = if (round + k) % 2 == 0 { 1 } else { 3 };
+                let salt = u32::try_from((round * 4 + k) % 1000).unwrap();
+                let part = |r: u32| affine_input(r * 1000 + salt, len);
+                let mut out = vec![9u64; len];
+                if k % 2 == 0 {
+                    e(c.scan(&part(me), &mut out, &Op::user(affine, false)))?;
+                } else {
+                    e(c.exscan(&part(me), &mut out, &Op::user(affine, false)))?;
+                }
+                x.note(K::Moves, len * 8);
+                let want = match (k % 2, me) {
+                    (0, _) => fold(me + 1, part, affine),
+                    (_, 0) => vec![9u64; len],
+                    _ => fold(me, part, affine),
+                };
+                check(out == want, || {
+                    format!("round {round}: scan {k} gave {out:?}, want {want:?}")
+                })?;
+            }
             if round % 3 == 0 {
                 e(c.barrier())?;
                 x.note(K::Barrier, 0);

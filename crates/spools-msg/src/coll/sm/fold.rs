@@ -1,8 +1,7 @@
-//! Scans (inclusive and exclusive) and reduce-scatter through the segment, flat (as
-//! `gather.rs`'s collectives): every member posts its whole buffer and folds, in rank
-//! order, what it needs of the others': a scan's member the parts of the members before
-//! it, a reduce-scatter's member its own block of everyone's. One step and no root, within one host only
-//! (across hosts: the messages).
+//! Reduce-scatter through the segment, flat (as `gather.rs`'s collectives): every member
+//! posts its whole buffer and folds its own block of everyone's, in rank order. One step
+//! and no root, within one host only (across hosts: the messages). Scans are a chain
+//! (`chain.rs`).
 
 use super::coll::place;
 use super::gather::{run, Taker};
@@ -23,11 +22,6 @@ pub(crate) struct Folder<T: Element> {
     me: usize,
     /// Where this member's block starts in each part, in bytes (0: the whole part).
     at: usize,
-    /// Whether the members after this one count (not in a scan).
-    after: bool,
-    /// Whether this member's own part counts (not in an exclusive scan, whose result is
-    /// the others' fold alone).
-    own: bool,
     before: Vec<T>,
     has_before: bool,
     tmp: Vec<T>,
@@ -38,31 +32,21 @@ pub(crate) struct Folder<T: Element> {
 }
 
 impl<T: Element> Folder<T> {
-    /// A scan's fold for member `me` (`inclusive`: of its own part too).
-    pub(crate) fn scan(op: Op<T>, me: usize, inclusive: bool) -> Folder<T> {
-        Folder {
-            own: inclusive,
-            ..Folder::new(op, me, 0, false)
-        }
-    }
-
     /// A reduce-scatter's fold for member `me`, whose block starts `at` bytes into
     /// every part (`mine`, this member's, included).
     pub(crate) fn block(op: Op<T>, me: usize, at: usize, mine: &[T]) -> Folder<T> {
         let whole = (!op.splits()).then(|| mine.to_vec());
         Folder {
             whole,
-            ..Folder::new(op, me, at, true)
+            ..Folder::new(op, me, at)
         }
     }
 
-    fn new(op: Op<T>, me: usize, at: usize, after: bool) -> Folder<T> {
+    fn new(op: Op<T>, me: usize, at: usize) -> Folder<T> {
         Folder {
             op,
             me,
             at,
-            after,
-            own: true,
             before: Vec::new(),
             has_before: false,
             tmp: Vec::new(),
@@ -73,9 +57,6 @@ impl<T: Element> Folder<T> {
 
 impl<T: Element> Taker<T> for Folder<T> {
     fn take(&mut self, sm: &SmComm, (m, seq): (usize, u32), part: usize, out: &mut [T]) {
-        if m > self.me && !self.after {
-            return;
-        }
         let Folder {
             op,
             me,
@@ -108,52 +89,14 @@ impl<T: Element> Taker<T> for Folder<T> {
             Some(w) => w.as_mut_slice(),
             None => &mut *out,
         };
-        match (self.has_before, self.own) {
-            (true, true) => self.op.combine(acc, &self.before, false),
-            (true, false) => acc.copy_from_slice(&self.before),
-            (false, _) => {}
+        if self.has_before {
+            self.op.combine(acc, &self.before, false);
         }
         if let Some(w) = &self.whole {
             let from = self.at / std::mem::size_of::<T>().max(1);
             out.copy_from_slice(&w[from..from + out.len()]);
         }
     }
-}
-
-/// Scan within one host (across hosts: the messages): `mine` is this rank's part; on
-/// return `out` holds the parts of ranks 0 to this one (`inclusive`) or to the one
-/// before it combined with `op` in rank order (an exclusive scan leaves rank 0's `out`
-/// as it was). `Ok(false)` when the segment does not serve it.
-///
-/// # Errors
-/// [`MsgError::Mismatch`] when a member's part has another length, a dead rank.
-pub(crate) fn scan<T: Element>(
-    c: &CommCore,
-    tag: u32,
-    (mine, out): (&[T], &mut [T]),
-    op: &Op<T>,
-    inclusive: bool,
-) -> Result<bool, MsgError> {
-    let part = std::mem::size_of_val(mine);
-    let kind = if inclusive { Kind::Scan } else { Kind::Exscan };
-    let Some((sm, _)) = place(c, &c.hosts, tag, (kind, part), false)? else {
-        return Ok(false);
-    };
-    if inclusive {
-        out.copy_from_slice(mine);
-    }
-    let mut f = Folder::scan(op.clone(), sm.me, inclusive);
-    run(
-        c,
-        sm,
-        tag,
-        (kind, None),
-        bytes(mine),
-        |_| part,
-        |sm, m, seq| f.take(sm, (m, seq), part, out),
-    )?;
-    f.end(out);
-    Ok(true)
 }
 
 /// Reduce-scatter within one host (across hosts: the messages): every rank's `send`

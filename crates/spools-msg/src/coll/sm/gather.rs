@@ -3,8 +3,8 @@
 //! (of a gather, the root alone) reads what it needs from every member's slot once they
 //! posted. One step and no root: a member loads the others' lines at once, so their
 //! transfers overlap, and nobody waits for a publication; a gather's contributors are
-//! done once posted, as a reduce's are. Scans and reduce-scatters are flat too
-//! (`fold.rs`). Only within one host (across hosts: the messages).
+//! done once posted, as a reduce's are. Reduce-scatters are flat too (`fold.rs`); scans
+//! are a chain (`chain.rs`). Only within one host (across hosts: the messages).
 
 use std::sync::atomic::Ordering;
 

@@ -1,11 +1,12 @@
 //! Collectives of small messages through shared memory within a host (Open MPI's coll/sm,
 //! MPICH's release/gather): one segment per communicator and host, holding two cache lines
 //! of flags per local member (a hot one it writes at every post, a cold one), two data
-//! slots per member and a ring of result slots. Allgather(v), alltoall, gather, scan and
+//! slots per member and a ring of result slots. Allgather(v), alltoall, gather and
 //! reduce-scatter are flat (`gather.rs`: every member posts its part and reads everyone's;
 //! a gather's root alone reads them, and its contributors are done once posted; `fold.rs`:
-//! a scan's member folds the parts before its own, a reduce-scatter's member its block of
-//! everyone's).
+//! a reduce-scatter's member folds its block of everyone's). Scans are a chain
+//! (`chain.rs`: each member folds its part after its left neighbour's prefix and posts the
+//! result for its right neighbour).
 //!
 //! Every collective of this kind has a sequence number `s` (the same on every member, as
 //! they call collectives in the same order; it wraps, and comparisons are modular). Barrier,
@@ -37,7 +38,9 @@
 //! (finished `s - 2`, the last collective that read that slot: known without a look at
 //! anyone's line after a collective that waited for every post, see
 //! [`SmComm::all_posted`]); the root of `s` writes
-//! result slot `s % outs` only once every member posted `s - outs + 1` or later.
+//! result slot `s % outs` only once every member posted `s - outs + 1` or later. A chained
+//! scan's member reads its left neighbour's slot before it posts the scan, so there the
+//! writer waits only for its reader's post of `s - 2` ([`READS_BEFORE_POST`]).
 //!
 //! Waiting goes through the active-message layer's wait (it drives progress, yields when
 //! ranks outnumber cores and fails when a rank dies), then sleeps on a futex word of this
@@ -101,6 +104,7 @@
 //! for another collective than the reader's is reported as [`MsgError::Mismatch`] rather
 //! than read); other communicators are not affected.
 
+mod chain;
 mod coll;
 mod fold;
 mod gather;
@@ -117,11 +121,12 @@ use spools_am::{SharedArea, Worker};
 
 use crate::error::MsgError;
 
+pub(crate) use chain::scan;
 pub(crate) use coll::{
     allreduce, barrier, bcast, decline, failed, fits, reduce, scatter, ALLREDUCE_LEADER_TAGS,
     BCAST_LEADER_TAGS,
 };
-pub(crate) use fold::{reduce_scatter, scan};
+pub(crate) use fold::reduce_scatter;
 pub(crate) use gather::{allgatherv, alltoall, gather};
 pub(crate) use kind::Kind;
 pub(crate) use slot::SmSlot;
@@ -139,6 +144,10 @@ const FRESH: u32 = 1 << 20;
 /// Who reads a data slot ([`SmComm::slot_read_by`]): every member, or none.
 pub(crate) const EVERYONE: u32 = u32::MAX;
 pub(crate) const NOBODY: u32 = u32::MAX - 1;
+/// With a member's index in a slot's readers: that member reads the slot before it posts
+/// the collective (a chained scan's), not after, so its post of that collective says it
+/// is done with the slot.
+pub(crate) const READS_BEFORE_POST: u32 = 1 << 30;
 
 /// The first sequence number: close to the wrap, so that any run of a few hundred
 /// collectives exercises it.
@@ -373,12 +382,20 @@ impl SmComm {
     /// Whether this member's data slot (and length word) for collective `seq` may be
     /// written: whoever read what it wrote there last finished that collective, that is,
     /// posted `seq - 1` or later. A reduce's contributor looks at its root's line alone
-    /// (the root was the slot's only reader); after a flat collective, at everyone's.
+    /// (the root was the slot's only reader); after a flat collective, at everyone's. A
+    /// reader that reads before it posts ([`READS_BEFORE_POST`], a chained scan's right
+    /// neighbour) was done with the slot once it posted `seq - 2`, the collective that
+    /// wrote the slot last.
     pub(crate) fn slot_free(&self, seq: u32) -> bool {
         let prev = seq.wrapping_sub(1);
         match self.slot_readers[(seq & 1) as usize].load(Ordering::Relaxed) {
             NOBODY => true,
             EVERYONE => self.all_posted(prev),
+            r if r & READS_BEFORE_POST != 0 => {
+                let last = seq.wrapping_sub(2);
+                self.knows_all_posted(last)
+                    || seq_ge(self.posted_seq((r & !READS_BEFORE_POST) as usize), last)
+            }
             r => self.knows_all_posted(prev) || seq_ge(self.posted_seq(r as usize), prev),
         }
     }

@@ -1,0 +1,158 @@
+//! Scans (inclusive and exclusive) through the segment as a chain, within one host: member
+//! m waits for member m - 1's post, which carries the fold of members 0 to m - 1 (its
+//! *prefix*), folds its own part after it and posts that for member m + 1. Each member
+//! loads one line of another's per collective (and, before it reuses a data slot, its one
+//! reader's), so a scan costs O(P) line transfers in all; member 0 waits for nobody.
+//!
+//! One scan alone takes P - 1 transfers from end to end, but members run ahead by up to
+//! two scans (the two data slots), so in a loop of scans the chain is a pipeline: each
+//! scan costs a member one transfer from its left neighbour (what Open MPI's linear scan,
+//! by eager messages, gets). The flat scan it replaces (every member read every member's
+//! part and waited for all of them: O(P²) transfers, every member in step) took 1.6 to 5
+//! µs at 16 ranks on a 16-core node against Open MPI's 0.28.
+//!
+//! A member that finds its left neighbour's part of another length, or a post for another
+//! collective at this sequence number, fails with [`MsgError::Mismatch`] and leaves its
+//! failure mark; the members after it, waiting for its post, see the mark and fail too.
+//! The members before it, which wait for nobody after them, may return `Ok`.
+
+use std::sync::atomic::Ordering;
+
+use super::coll::place;
+use super::kind::Kind;
+use super::{
+    clamp_len, coll_no, halves, post_record, seq_ge, SmComm, Watch, NOBODY, READS_BEFORE_POST,
+};
+use crate::coll::args::{bytes, bytes_mut};
+use crate::comm_core::CommCore;
+use crate::element::{Element, Op};
+use crate::error::MsgError;
+
+/// One member's step of a chained scan.
+struct Link<'a, T: Element> {
+    sm: &'a SmComm,
+    seq: u32,
+    no: u32,
+    kind: Kind,
+    /// The fold of members 0 to this one, which this member posts (unused for an
+    /// inclusive scan, whose result `out` is that fold).
+    prefix: Vec<T>,
+    /// Whether the left neighbour's prefix was taken (member 0: nothing to take).
+    took: bool,
+    posted: bool,
+}
+
+impl<T: Element> Link<'_, T> {
+    /// Takes the left neighbour's prefix once it is posted, then posts this member's.
+    /// `Ok(true)` once posted.
+    fn poll(&mut self, mine: &[T], out: &mut [T], op: &Op<T>) -> Result<bool, MsgError> {
+        let sm = self.sm;
+        let part = std::mem::size_of_val(mine);
+        let inclusive = self.kind == Kind::Scan;
+        if !self.took {
+            let left = sm.me - 1;
+            let (posted, rec) = halves(sm.posted(left).load(Ordering::Acquire));
+            if !seq_ge(posted, self.seq) {
+                return Ok(false);
+            }
+            let len = sm.len_of(left, self.seq).load(Ordering::Relaxed) as usize;
+            if (posted == self.seq && rec != post_record(self.seq, self.no)) || len != part {
+                return Err(sm.mismatch(self.kind.name(), left, len, part));
+            }
+            if inclusive {
+                // out (this member's part) = left's prefix, then this part.
+                let mut before = std::mem::take(&mut self.prefix);
+                before.resize(mine.len(), T::default());
+                sm.read_data(left, self.seq, bytes_mut(&mut before));
+                op.combine(out, &before, false);
+                self.prefix = before;
+            } else {
+                sm.read_data(left, self.seq, bytes_mut(out));
+                if sm.me + 1 < sm.n() {
+                    self.prefix.clear();
+                    self.prefix.extend_from_slice(out);
+                    op.combine(&mut self.prefix, mine, true);
+                }
+            }
+            self.took = true;
+        }
+        if !self.posted {
+            if !sm.may_post(self.seq) || !sm.slot_free(self.seq) {
+                return Ok(false);
+            }
+            let right = sm.me + 1;
+            if right < sm.n() {
+                sm.slot_read_by(self.seq, right as u32 | READS_BEFORE_POST);
+                let fold: &[T] = match (inclusive, sm.me) {
+                    (true, _) => out,
+                    (false, 0) => mine,
+                    (false, _) => &self.prefix,
+                };
+                sm.write_data(self.seq, bytes(fold));
+            } else {
+                sm.slot_read_by(self.seq, NOBODY);
+            }
+            sm.len_of(sm.me, self.seq)
+                .store(clamp_len(part), Ordering::Relaxed);
+            sm.post(self.seq, self.no);
+            sm.finished(self.seq);
+            self.posted = true;
+        }
+        Ok(true)
+    }
+}
+
+/// Scan within one host (across hosts: the messages): `mine` is this rank's part; on
+/// return `out` holds the parts of ranks 0 to this one (`inclusive`) or to the one
+/// before it combined with `op` in rank order (an exclusive scan leaves rank 0's `out`
+/// as it was). `Ok(false)` when the segment does not serve it.
+///
+/// # Errors
+/// [`MsgError::Mismatch`] when the left neighbour's part has another length (or it
+/// failed so), a dead rank.
+pub(crate) fn scan<T: Element>(
+    c: &CommCore,
+    tag: u32,
+    (mine, out): (&[T], &mut [T]),
+    op: &Op<T>,
+    inclusive: bool,
+) -> Result<bool, MsgError> {
+    let part = std::mem::size_of_val(mine);
+    let kind = if inclusive { Kind::Scan } else { Kind::Exscan };
+    let Some((sm, _)) = place(c, &c.hosts, tag, (kind, part), false)? else {
+        return Ok(false);
+    };
+    if inclusive {
+        out.copy_from_slice(mine);
+    }
+    let mut link = Link {
+        sm,
+        seq: sm.take_seq(),
+        no: coll_no(tag),
+        kind,
+        prefix: Vec::new(),
+        took: sm.me == 0,
+        posted: false,
+    };
+    let w = Watch {
+        seq: link.seq,
+        no: link.no,
+        bytes: part,
+        op: kind.name(),
+        lens: true,
+    };
+    let r = sm.drive((c.coll_ctx(), &c.ranks), tag, w, || {
+        link.poll(mine, out, op)
+    });
+    if let Err(e) = &r {
+        // Not posted (a post ends the step): end the collective here, and where the
+        // ranks disagree mark it failed for the members after this one.
+        if sm.may_post(link.seq) {
+            sm.finished(link.seq);
+        }
+        if matches!(e, MsgError::Mismatch { .. }) {
+            sm.mark_failed(link.no, part, e);
+        }
+    }
+    r.map(|()| true)
+}
