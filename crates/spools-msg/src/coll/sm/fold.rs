@@ -35,22 +35,14 @@ impl<T: Element> Folder<T> {
     /// A reduce-scatter's fold for member `me`, whose block starts `at` bytes into
     /// every part (`mine`, this member's, included).
     pub(crate) fn block(op: Op<T>, me: usize, at: usize, mine: &[T]) -> Folder<T> {
-        let whole = (!op.splits()).then(|| mine.to_vec());
         Folder {
-            whole,
-            ..Folder::new(op, me, at)
-        }
-    }
-
-    fn new(op: Op<T>, me: usize, at: usize) -> Folder<T> {
-        Folder {
+            whole: (!op.splits()).then(|| mine.to_vec()),
             op,
             me,
             at,
             before: Vec::new(),
             has_before: false,
             tmp: Vec::new(),
-            whole: None,
         }
     }
 }
