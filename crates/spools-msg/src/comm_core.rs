@@ -130,9 +130,9 @@ impl CommCore {
     /// count of collectives of its own. MPI orders blocking and non-blocking collectives
     /// apart (a non-blocking one never matches a blocking one, MPI 4.1 section 6.12),
     /// and programs rely on it: one rank may start a non-blocking collective before a
-    /// barrier that the others finish before they start it. This core never holds a
-    /// segment in shared memory ([`crate::coll::sm`] serves blocking collectives only),
-    /// so its collectives go through messages. `None` for a core that is itself one
+    /// barrier that the others finish before they start it. This core's segment in
+    /// shared memory, if any, is set up by this communicator's (`coll::sm::setup`): it
+    /// never runs a blocking collective. `None` for a core that is itself one
     /// (its context is not the first of a communicator's [`CTX_STRIDE`]).
     pub(crate) fn nonblocking(&self) -> Option<&Arc<CommCore>> {
         if self.ctx % CTX_STRIDE != 0 {
@@ -160,6 +160,14 @@ impl CommCore {
                 lease: self.lease.clone(),
             })
         }))
+    }
+
+    /// How many non-blocking collectives this rank started on this communicator (and
+    /// its views).
+    pub(crate) fn nonblocking_started(&self) -> u32 {
+        self.nb_started
+            .get()
+            .map_or(0, |n| n.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// The same communicator (engine, contexts, collectives' count) with its members in

@@ -6,8 +6,9 @@
 //! the documented choice); and a rank killed while the others wait in such a collective:
 //! they fail with an error naming it, the job ends, nothing hangs. And that a segment's
 //! name is gone from /dev/shm once every member mapped it. Non-blocking collectives in
-//! flight together, with a blocking one behind them: the blocking one goes through the
-//! segment, the non-blocking ones through the messages (they are ordered apart).
+//! flight together, with a blocking one behind them, waited for out of order: barrier,
+//! bcast, reduce, allreduce, gather, allgather and alltoall go through a segment of their
+//! own where every member is on one host, the others through the messages.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -386,11 +387,23 @@ fn many(comms: &mut [Expect<'_>], rounds: u64) -> Result<(), String> {
 
 /// `rounds` rounds of non-blocking collectives in flight together (every kind), with a blocking one
 /// started behind them, waited for out of order. The blocking one goes through the
-/// segment within one host; the non-blocking ones never do (their order is apart from
-/// the blocking collectives', and the segment's is the blocking ones').
+/// segment within one host; the non-blocking barrier, bcast, reduce, allreduce, gather,
+/// allgather and alltoall through the segment of the non-blocking collectives where
+/// every member is on this host (it was set up with the blocking one's, before these),
+/// the others through the messages.
 fn outstanding(x: &mut Expect<'_>, rounds: u64) -> Result<(), String> {
     let c = x.c;
     let (me, n) = (c.rank(), c.size());
+    let one_host = (0..n).all(|r| x.host(r) == x.host(0));
+    let nb_before = c.nonblocking_shared_memory_collectives();
+    // Barrier, bcast (24 bytes), reduce, allreduce, gather, allgather (16 bytes) and
+    // alltoall (8 bytes to each rank: the whole buffer counts).
+    let alltoall = u32::from(8 * n as usize <= x.shape.limit);
+    let nb_expected = if n >= 2 && one_host && x.shape.limit >= 24 {
+        (6 + alltoall) * rounds as u32
+    } else {
+        0
+    };
     for round in 0..rounds {
         let root = (round % u64::from(n)) as u32;
         let ar = e(c.iallreduce(vec![val(me, 0, round), 1], Op::Sum))?;
@@ -465,6 +478,12 @@ fn outstanding(x: &mut Expect<'_>, rounds: u64) -> Result<(), String> {
         })?;
         x.note(K::Allreduce { commutative: true }, 8);
     }
+    let nb = c.nonblocking_shared_memory_collectives() - nb_before;
+    check(nb == nb_expected, || {
+        format!(
+            "rank {me} of {n}: {nb} non-blocking collectives through shared memory, {nb_expected} expected"
+        )
+    })?;
     x.verify()
 }
 

@@ -2,15 +2,18 @@
 //! once (so any number may be outstanding, and blocking ones may follow), builds the
 //! collective's [`Schedule`] and starts it; the progress engine advances it (see
 //! [`super::schedule`]), with no thread per call. [`CollRequest::wait`] gives back the
-//! buffers.
+//! buffers. Barrier, bcast, reduce, allreduce, allgather, alltoall and gather of a
+//! communicator whose members share this host go through a segment in shared memory
+//! instead, once one is set up ([`super::sm::SmJob`]).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::args::{check, EVEN_SPLIT, ONE_COUNT_PER_RANK};
 use super::group::Group;
 use super::plans;
-use super::poller::{activate, run_to_end, Shared};
+use super::poller::{activate, activate_job, deactivate_job, run_to_end, Shared};
 use super::schedule::Schedule;
+use super::sm::{self as shm, SharedJob, SmJob};
 use crate::communicator::Communicator;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
@@ -51,6 +54,37 @@ impl<T: Element, R> Pending<R> for Job<T, R> {
 
     fn wait(&self) -> Result<R, MsgError> {
         run_to_end(&self.sched).map(self.finish)
+    }
+}
+
+/// A started collective through a segment and how its buffer becomes the result.
+struct SmPending<T: Element, R> {
+    job: SharedJob<T>,
+    finish: fn(Vec<T>) -> R,
+}
+
+impl<T: Element, R> Pending<R> for SmPending<T, R> {
+    fn advance(&self) -> bool {
+        self.job
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .advance()
+    }
+
+    fn test(&self) -> bool {
+        let engine = self
+            .job
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .engine();
+        // Errors of this round stay queued for the wait that reports them.
+        let _ = engine.worker.progress();
+        self.advance()
+    }
+
+    fn wait(&self) -> Result<R, MsgError> {
+        deactivate_job(&self.job);
+        shm::run_to_end(&self.job).map(self.finish)
     }
 }
 
@@ -144,6 +178,72 @@ impl Communicator {
         Self::start(op, s, |v| v)
     }
 
+    /// Starts collective `kind` (barrier, bcast, reduce, allreduce) around `root` with
+    /// base tag `tag` on this (non-blocking) core's segment if one serves it; else gives
+    /// `buf` back, with what the schedule's waits watch for when the length alone kept
+    /// it off the segment. An operator with a [`Verdict`](crate::Verdict) goes through
+    /// the messages (its agreement is a step of the schedule).
+    #[allow(clippy::type_complexity)]
+    fn start_sm<T: Element, R: 'static>(
+        &self,
+        op_name: &'static str,
+        (tag, kind, root): (u32, shm::Kind, usize),
+        buf: Vec<T>,
+        op: Option<&Op<T>>,
+        finish: fn(Vec<T>) -> R,
+    ) -> Result<CollRequest<R>, (Vec<T>, Option<shm::Watch>)> {
+        if op.is_some_and(|o| o.verdict().is_some()) {
+            return Err((buf, None));
+        }
+        let sm = match shm::serving(&self.core, tag, kind, std::mem::size_of_val(buf.as_slice())) {
+            Ok(sm) => sm,
+            Err(w) => return Err((buf, w)),
+        };
+        let job = SmJob::start(&self.core, sm, tag, (kind, root), buf, op.cloned());
+        let done = job.finished();
+        let job = Arc::new(Mutex::new(job));
+        if !done {
+            activate_job(&job);
+        }
+        Ok(CollRequest {
+            op: op_name,
+            job: Some(Box::new(SmPending { job, finish })),
+        })
+    }
+
+    /// Starts flat collective `kind` (allgather, alltoall, gather to `root`) with base
+    /// tag `tag` on this (non-blocking) core's segment if one serves it: this member
+    /// posts `mine` (`bytes` long; its part, or an alltoall's blocks), `out` (this
+    /// member's own block in place) gets the parts in blocks of `block` bytes. Else gives
+    /// `out` and `mine` back, with what the schedule's waits watch for when the length
+    /// alone kept it off the segment.
+    #[allow(clippy::type_complexity)]
+    fn start_flat_sm<T: Element>(
+        &self,
+        op_name: &'static str,
+        (tag, kind, root): (u32, shm::Kind, Option<usize>),
+        out: Vec<T>,
+        mine: Vec<T>,
+        block: usize,
+    ) -> Result<CollRequest<Vec<T>>, (Vec<T>, Vec<T>, Option<shm::Watch>)> {
+        let bytes = std::mem::size_of_val(mine.as_slice());
+        let sm = match shm::serving(&self.core, tag, kind, bytes) {
+            Ok(sm) => sm,
+            Err(w) => return Err((out, mine, w)),
+        };
+        let parts = shm::Parts::new(super::args::bytes(&mine).to_vec(), block);
+        let job = SmJob::start_flat(&self.core, sm, tag, (kind, root), out, parts);
+        let done = job.finished();
+        let job = Arc::new(Mutex::new(job));
+        if !done {
+            activate_job(&job);
+        }
+        Ok(CollRequest {
+            op: op_name,
+            job: Some(Box::new(SmPending { job, finish: |b| b })),
+        })
+    }
+
     /// `s` with the agreement of `op`'s [`Verdict`](crate::Verdict) at its end, if it has
     /// one ([`Op::with_verdict`]).
     fn agree<T: Element>(&self, mut s: Schedule<T>, tag: u32, op: &Op<T>) -> Schedule<T> {
@@ -197,7 +297,13 @@ impl Communicator {
         let nb = self.nonblocking();
         let this = &nb;
         let tag = this.core.next_coll_tag();
+        let what = (tag, shm::Kind::Barrier, 0);
+        let split = match this.start_sm::<u8, ()>("barrier", what, Vec::new(), None, |_| ()) {
+            Ok(r) => return Ok(r),
+            Err((_, w)) => w,
+        };
         let mut s = this.schedule::<u8>(tag, vec![Vec::new()]);
+        s.watch_segment(split);
         plans::barrier(&mut s, &Group::all(&this.core), &this.hosts(), tag);
         Self::start("barrier", s, |_| ())
     }
@@ -215,7 +321,13 @@ impl Communicator {
         let this = &nb;
         let tag = this.core.next_coll_tag();
         this.core.job_rank(root)?;
+        let what = (tag, shm::Kind::Bcast, root as usize);
+        let (buf, split) = match this.start_sm("bcast", what, buf, None, |b| b) {
+            Ok(r) => return Ok(r),
+            Err(back) => back,
+        };
         let mut s = this.schedule(tag, vec![buf]);
+        s.watch_segment(split);
         let g = Group::all(&this.core);
         plans::bcast(&mut s, &g, &this.hosts(), root as usize, tag, 0);
         Self::start("bcast", s, first)
@@ -246,9 +358,15 @@ impl Communicator {
             let s = this.agree(this.schedule(tag, vec![buf]), tag, &op);
             return Self::start("allreduce", s, first);
         }
+        let what = (tag, shm::Kind::Allreduce, 0);
+        let (buf, split) = match this.start_sm("allreduce", what, buf, Some(&op), |b| b) {
+            Ok(r) => return Ok(r),
+            Err(back) => back,
+        };
         let (g, hosts) = (Group::all(&this.core), this.hosts());
         let tmp = vec![T::default(); plans::allreduce_scratch(&g, &hosts, buf.len(), &op)];
         let mut s = this.schedule(tag, vec![buf, tmp]);
+        s.watch_segment(split);
         plans::allreduce(&mut s, &g, &hosts, tag, (0, 1), &op);
         Self::start("allreduce", this.agree(s, tag, &op), first)
     }
@@ -268,8 +386,14 @@ impl Communicator {
         let this = &nb;
         let tag = this.core.next_coll_tag();
         this.core.job_rank(root)?;
+        let what = (tag, shm::Kind::Reduce, root as usize);
+        let (buf, split) = match this.start_sm("reduce", what, buf, Some(&op), |b| b) {
+            Ok(r) => return Ok(r),
+            Err(back) => back,
+        };
         let tmp = vec![T::default(); buf.len()];
         let mut s = this.schedule(tag, vec![buf, tmp]);
+        s.watch_segment(split);
         let g = Group::all(&this.core);
         plans::reduce_to(&mut s, &g, root as usize, tag, 0, 1, &op);
         Self::start("reduce", this.agree(s, tag, &op), first)
@@ -299,7 +423,14 @@ impl Communicator {
         } else {
             Vec::new()
         };
+        let what = (tag, shm::Kind::Gather, Some(root as usize));
+        let block = std::mem::size_of_val(send.as_slice());
+        let (out, send, split) = match this.start_flat_sm("gather", what, out, send, block) {
+            Ok(r) => return Ok(r),
+            Err(back) => back,
+        };
         let mut s = this.schedule(tag, vec![out, send]);
+        s.watch_segment(split);
         // Every rank's part has one length (the call's contract): every rank takes the
         // same path.
         let g = Group::all(&this.core);
@@ -354,7 +485,14 @@ impl Communicator {
         let mut out = vec![T::default(); n * len];
         let at = this.rank() as usize * len;
         out[at..at + len].copy_from_slice(&send);
+        let what = (tag, shm::Kind::Allgather, None);
+        let block = std::mem::size_of_val(send.as_slice());
+        let (out, send, split) = match this.start_flat_sm("allgather", what, out, send, block) {
+            Ok(r) => return Ok(r),
+            Err(back) => back,
+        };
         let mut s = this.schedule(tag, vec![out, send]);
+        s.watch_segment(split);
         // Every rank's part has one length (the call's contract): every rank takes the
         // same path.
         let g = Group::all(&this.core);
@@ -376,7 +514,14 @@ impl Communicator {
         let mut out = vec![T::default(); send.len()];
         let at = this.rank() as usize * block;
         out[at..at + block].copy_from_slice(&send[at..at + block]);
+        let what = (tag, shm::Kind::Alltoall, None);
+        let bytes = block * std::mem::size_of::<T>();
+        let (out, send, split) = match this.start_flat_sm("alltoall", what, out, send, bytes) {
+            Ok(r) => return Ok(r),
+            Err(back) => back,
+        };
         let mut s = this.schedule(tag, vec![out, send]);
+        s.watch_segment(split);
         let g = Group::all(&this.core);
         plans::alltoall(&mut s, &g, tag, (1, 0), block);
         Self::start("alltoall", s, first)

@@ -2,12 +2,15 @@
 //! the active-message layer the first time a schedule starts there, advances every
 //! active schedule at the end of each progress round, never blocking; and a request's
 //! `wait` ([`run_to_end`]), which takes its schedule off the poller's list and advances it
-//! itself until it finishes, watching for ranks that made it impossible.
+//! itself until it finishes, watching for ranks that made it impossible. The non-blocking
+//! collectives through a segment ([`super::sm::SmJob`]) are on the same list: one posts
+//! only once the one before it finished here, whichever the program waits for first.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
 
 use super::schedule::Schedule;
+use super::sm::{SharedJob, SmJob};
 use crate::element::Element;
 use crate::engine::Engine;
 use crate::error::MsgError;
@@ -21,6 +24,12 @@ pub(crate) trait Advance: Send {
 impl<T: Element> Advance for Schedule<T> {
     fn advance(&mut self) -> bool {
         Schedule::advance(self)
+    }
+}
+
+impl<T: Element> Advance for SmJob<T> {
+    fn advance(&mut self) -> bool {
+        SmJob::advance(self)
     }
 }
 
@@ -58,17 +67,39 @@ pub(crate) fn activate<T: Element>(s: &Shared<T>) {
         g.registered = true;
         (g.core.engine.clone(), g.quiet())
     };
-    let key = engine_key(&engine);
+    let dynamic: Arc<Mutex<dyn Advance>> = s.clone();
+    enlist(&engine, dynamic);
+    if !quiet && engine.worker.config().progress_thread {
+        // A send to retry: a sleeping progress thread would only wake for incoming
+        // traffic.
+        engine.worker.wake();
+    }
+}
+
+/// Hands a started non-blocking collective through a segment to the engine's poller.
+pub(crate) fn activate_job<T: Element>(j: &SharedJob<T>) {
+    let engine = {
+        let mut g = lock(j);
+        g.registered = true;
+        g.engine()
+    };
+    let dynamic: Arc<Mutex<dyn Advance>> = j.clone();
+    enlist(&engine, dynamic);
+}
+
+/// Puts `a` on the list of `engine`'s poller, adding the poller the first time.
+fn enlist(engine: &Arc<Engine>, a: Arc<Mutex<dyn Advance>>) {
+    let key = engine_key(engine);
     {
         let mut engines = lock(&REGISTRY.engines);
         // A dropped engine's address may be reused by a new one: compare live engines.
         engines.retain(|w| w.strong_count() > 0);
         if !engines
             .iter()
-            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(&engine)))
+            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(engine)))
         {
-            engines.push(Arc::downgrade(&engine));
-            let w = Arc::downgrade(&engine);
+            engines.push(Arc::downgrade(engine));
+            let w = Arc::downgrade(engine);
             engine.worker.add_poller(Arc::new(move || {
                 if REGISTRY.count.load(Ordering::Acquire) == 0 || w.strong_count() == 0 {
                     return Ok(0);
@@ -77,14 +108,8 @@ pub(crate) fn activate<T: Element>(s: &Shared<T>) {
             }));
         }
     }
-    let dynamic: Arc<Mutex<dyn Advance>> = s.clone();
-    lock(&REGISTRY.active).push((key, dynamic));
+    lock(&REGISTRY.active).push((key, a));
     REGISTRY.count.fetch_add(1, Ordering::Release);
-    if !quiet && engine.worker.config().progress_thread {
-        // A send to retry: a sleeping progress thread would only wake for incoming
-        // traffic.
-        engine.worker.wake();
-    }
 }
 
 /// Removes `s` from the poller's list (once it finished).
@@ -92,7 +117,19 @@ pub(crate) fn deactivate<T: Element>(s: &Shared<T>) {
     if !std::mem::take(&mut lock(s).registered) {
         return;
     }
-    let ptr = Arc::as_ptr(s).cast::<()>();
+    delist(Arc::as_ptr(s).cast::<()>());
+}
+
+/// Removes `j` from the poller's list.
+pub(crate) fn deactivate_job<T: Element>(j: &SharedJob<T>) {
+    if !std::mem::take(&mut lock(j).registered) {
+        return;
+    }
+    delist(Arc::as_ptr(j).cast::<()>());
+}
+
+/// Removes the entry at `ptr` from the poller's list.
+fn delist(ptr: *const ()) {
     let mut list = lock(&REGISTRY.active);
     let before = list.len();
     list.retain(|(_, a)| Arc::as_ptr(a).cast::<()>() != ptr);
@@ -141,7 +178,7 @@ fn poll_active(key: usize) -> usize {
 pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgError> {
     // From here the waiting thread advances it: the poller need not.
     deactivate(s);
-    let (engine, ctx, coll, finished, members) = {
+    let (engine, ctx, coll, finished, members, split) = {
         let mut g = lock(s);
         let finished = g.advance();
         (
@@ -150,11 +187,13 @@ pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgEr
             g.tag >> 8,
             finished,
             g.core.clone(),
+            g.split,
         )
     };
     if !finished {
         let state = engine.worker.bootstrap().state();
         let mut blocker = None;
+        let mut split_seen = None;
         let mut seen = None;
         let mut quiet = false;
         let waited = engine
@@ -174,13 +213,18 @@ pub(crate) fn run_to_end<T: Element>(s: &Shared<T>) -> Result<Vec<Vec<T>>, MsgEr
                     done
                 },
                 || {
+                    // Members that took the segment where this rank's length kept it off.
+                    split_seen = split
+                        .and_then(|w| Some((members.sm.ready()?, w)))
+                        .and_then(|(sm, w)| sm.split_on_messages(&w));
                     blocker = state.collective_blocker(ctx, coll, &members.ranks);
-                    blocker.is_some()
+                    blocker.is_some() || split_seen.is_some()
                 },
             )
             .map_err(MsgError::from);
         let failed = match waited {
             Ok(true) => None,
+            Ok(false) if split_seen.is_some() => split_seen,
             Ok(false) => {
                 let (rank, started) = blocker.unwrap_or((u32::MAX, 0));
                 engine.worker.bootstrap().blame(

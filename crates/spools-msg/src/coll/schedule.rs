@@ -108,6 +108,9 @@ pub(crate) struct Schedule<T: Element> {
     poisoned: Option<MsgError>,
     /// The job ranks whose block had another length: no later step waits for them.
     gone: Vec<u32>,
+    /// What its waits watch for on the segment of its core, where the length alone kept
+    /// it off that segment ([`super::sm::SmComm::split_on_messages`]).
+    pub(super) split: Option<super::sm::Watch>,
     /// Messages that came early and that a later step receives (job rank, tag, bytes),
     /// looked up once.
     early: Vec<(u32, u32, usize)>,
@@ -130,6 +133,7 @@ impl<T: Element> Schedule<T> {
             seen: u64::MAX,
             state: State::Running,
             registered: false,
+            split: None,
             keep: None,
             poisoned: None,
             gone: Vec::new(),
@@ -187,6 +191,12 @@ impl<T: Element> Schedule<T> {
 
     /// Whether only a completion in the engine can move the schedule (no send to retry,
     /// no step to poll): then it need not be looked at until the engine's generation moves.
+    /// Makes its waits watch the segment of its core for members that took it (see
+    /// [`Schedule::split`]).
+    pub(crate) fn watch_segment(&mut self, w: Option<super::sm::Watch>) {
+        self.split = w;
+    }
+
     pub(crate) fn quiet(&self) -> bool {
         !self
             .in_flight

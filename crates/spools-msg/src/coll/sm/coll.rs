@@ -377,4 +377,11 @@ impl crate::communicator::Communicator {
     pub fn shared_memory_collectives(&self) -> u32 {
         self.core.sm.count()
     }
+
+    /// How many of this communicator's non-blocking collectives went through shared
+    /// memory on this rank so far (a statistic for tests and benchmarks).
+    #[doc(hidden)]
+    pub fn nonblocking_shared_memory_collectives(&self) -> u32 {
+        self.core.nonblocking().map_or(0, |nb| nb.sm.count())
+    }
 }

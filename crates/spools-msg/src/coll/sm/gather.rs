@@ -14,9 +14,8 @@ use super::{clamp_len, coll_no, halves, post_record, seq_ge, SmComm, Watch, EVER
 use crate::comm_core::CommCore;
 use crate::error::MsgError;
 
-/// One flat collective on one member.
-pub(super) struct Flat<'a> {
-    sm: &'a SmComm,
+/// One flat collective on one member (its state: the segment comes with each poll).
+pub(super) struct Flat {
     seq: u32,
     no: u32,
     kind: Kind,
@@ -30,18 +29,49 @@ pub(super) struct Flat<'a> {
     disagree: Option<(usize, usize)>,
 }
 
-impl Flat<'_> {
+impl Flat {
+    /// Collective `kind` with base tag `tag` on `sm`, read by `root` alone (a gather's)
+    /// or by every member (`None`): takes its sequence number.
+    pub(super) fn new(sm: &SmComm, tag: u32, kind: Kind, root: Option<usize>) -> Flat {
+        Flat {
+            seq: sm.take_seq(),
+            no: coll_no(tag),
+            kind,
+            root,
+            posted: false,
+            done: false,
+            next: 0,
+            disagree: None,
+        }
+    }
+
+    /// Its kind.
+    pub(super) fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// What its waits watch for, with a part of `bytes` here.
+    pub(super) fn watch(&self, bytes: usize) -> Watch {
+        Watch {
+            seq: self.seq,
+            no: self.no,
+            bytes,
+            op: self.kind.name(),
+            lens: true,
+        }
+    }
+
     /// Posts `part` (once), then takes each member's part in rank order as it arrives
     /// (`take(segment, member, sequence number)`, never this member's own), checking its
     /// length against `want(member)`. `Ok(true)` once every member's part was seen, or
     /// for a member that reads nothing (not a gather's root) once posted.
     pub(super) fn poll(
         &mut self,
+        sm: &SmComm,
         part: &[u8],
         want: impl Fn(usize) -> usize,
         mut take: impl FnMut(&SmComm, usize, u32),
     ) -> Result<bool, MsgError> {
-        let sm = self.sm;
         if !self.posted {
             if !sm.may_post(self.seq) || !sm.slot_free(self.seq) {
                 return Ok(false);
@@ -100,9 +130,9 @@ impl Flat<'_> {
     }
 
     /// Ends the collective on this member after an error found while waiting.
-    pub(super) fn abandon(&mut self) {
-        if !self.done && (self.posted || self.sm.may_post(self.seq)) {
-            self.sm.finished(self.seq);
+    pub(super) fn abandon(&mut self, sm: &SmComm) {
+        if !self.done && (self.posted || sm.may_post(self.seq)) {
+            sm.finished(self.seq);
         }
         self.done = true;
     }
@@ -119,29 +149,13 @@ pub(super) fn run(
     want: impl Fn(usize) -> usize,
     mut take: impl FnMut(&SmComm, usize, u32),
 ) -> Result<(), MsgError> {
-    let mut f = Flat {
-        sm,
-        seq: sm.take_seq(),
-        no: coll_no(tag),
-        kind,
-        root,
-        posted: false,
-        done: false,
-        next: 0,
-        disagree: None,
-    };
-    let w = Watch {
-        seq: f.seq,
-        no: f.no,
-        bytes: part.len(),
-        op: kind.name(),
-        lens: true,
-    };
+    let mut f = Flat::new(sm, tag, kind, root);
+    let w = f.watch(part.len());
     let r = sm.drive((c.coll_ctx(), &c.ranks), tag, w, || {
-        f.poll(part, &want, &mut take)
+        f.poll(sm, part, &want, &mut take)
     });
     if let Err(e) = &r {
-        f.abandon();
+        f.abandon(sm);
         if matches!(e, MsgError::Mismatch { .. }) {
             sm.mark_failed(f.no, part.len(), e);
         }

@@ -189,8 +189,14 @@ impl<'a, T: Element> SmColl<'a, T> {
         SmColl::resume(sm, buf, op, st)
     }
 
-    /// A collective at state `st`, over `buf` and `op`.
-    fn resume(sm: &'a SmComm, buf: &'a mut [T], op: Option<&'a Op<T>>, st: SmState<T>) -> Self {
+    /// A collective at state `st`, over `buf` and `op` (a non-blocking one between two
+    /// polls keeps its state alone: [`SmColl::into_state`]).
+    pub(crate) fn resume(
+        sm: &'a SmComm,
+        buf: &'a mut [T],
+        op: Option<&'a Op<T>>,
+        st: SmState<T>,
+    ) -> Self {
         SmColl {
             sm,
             buf,
@@ -198,6 +204,11 @@ impl<'a, T: Element> SmColl<'a, T> {
             op,
             st,
         }
+    }
+
+    /// Its state, to resume it later over the same buffer and operator.
+    pub(crate) fn into_state(self) -> SmState<T> {
+        self.st
     }
 
     /// Where it is.

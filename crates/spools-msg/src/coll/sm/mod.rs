@@ -6,7 +6,8 @@
 //! a gather's root alone reads them, and its contributors are done once posted; `fold.rs`:
 //! a reduce-scatter's member folds its block of everyone's). Scans are a chain
 //! (`chain.rs`: each member folds its part after its left neighbour's prefix and posts the
-//! result for its right neighbour).
+//! result for its right neighbour). Non-blocking collectives within one host run the same
+//! machines on a segment of their own (`inflight.rs`).
 //!
 //! Every collective of this kind has a sequence number `s` (the same on every member, as
 //! they call collectives in the same order; it wraps, and comparisons are modular). Barrier,
@@ -108,6 +109,7 @@ mod chain;
 mod coll;
 mod fold;
 mod gather;
+mod inflight;
 mod kind;
 mod machine;
 mod setup;
@@ -128,6 +130,7 @@ pub(crate) use coll::{
 };
 pub(crate) use fold::reduce_scatter;
 pub(crate) use gather::{allgatherv, alltoall, gather};
+pub(crate) use inflight::{run_to_end, serving, Parts, SharedJob, SmJob};
 pub(crate) use kind::Kind;
 pub(crate) use slot::SmSlot;
 

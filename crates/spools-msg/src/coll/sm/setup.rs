@@ -1,13 +1,16 @@
 //! Creating and opening a communicator's segment: the lowest local member creates it at
 //! the first small collective, the others open it after a point-to-point handshake on the
-//! communicator, and everyone agrees whether it is usable before anyone uses it.
+//! communicator, and everyone agrees whether it is usable before anyone uses it. Where
+//! every member is on this host, the same handshake sets up the segment of the
+//! communicator's non-blocking collectives (see [`super::inflight`]).
 
 use std::sync::atomic::AtomicU32;
+use std::sync::Arc;
 
 use spools_am::{Route, SharedArea};
 
 use super::slot::SmSlot;
-use super::{SmComm, FIRST_SEQ, NOBODY};
+use super::{no_ge, SmComm, FIRST_SEQ, NOBODY, NO_MASK};
 use crate::coll::group::{recv, send, Group};
 use crate::comm_core::CommCore;
 use crate::error::MsgError;
@@ -46,6 +49,15 @@ fn shm_routes(c: &CommCore, local: &Group) -> bool {
 /// not reached, creation or mapping failed, `coll_sm_limit` 0) or when the members'
 /// `coll_sm_limit`s differ: a length would then go through the segment on some and
 /// through the messages on others.
+///
+/// When `local` is the whole communicator, the handshake also sets up the segment of its
+/// non-blocking collectives (on or off with this one), in the slot of its non-blocking
+/// core, with the first collective number it serves: one past the most non-blocking
+/// collectives any member had started when it took part (each says how many). A
+/// non-blocking collective cannot wait for a handshake, and a member may start one before
+/// this blocking collective that another starts after it (MPI orders the two apart); a
+/// number from there on is started after the handshake on every member, which all then
+/// know whether the segment serves it ([`SmSlot::serving`]).
 fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgError> {
     let n = local.n();
     if n < 2 {
@@ -57,7 +69,13 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
     // Named after the creator's job rank as well as the context: sibling communicators
     // of one `split` share the context, and may share a host.
     let creator = c.job_rank(local.members[0])?;
-    let name = format!("/spools-{:016x}-sm{}-r{creator}", boot.job(), c.coll_ctx());
+    let name = |core: &CommCore| {
+        format!(
+            "/spools-{:016x}-sm{}-r{creator}",
+            boot.job(),
+            core.coll_ctx()
+        )
+    };
     let slot = (limit as usize).next_multiple_of(64);
     let len = SmComm::bytes(n, slot);
     let make = |area: SharedArea| SmComm {
@@ -74,13 +92,26 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
         watch: Default::default(),
         worker: c.engine.worker.clone(),
     };
+    // The non-blocking core, where the whole communicator is here.
+    let nb: Option<&Arc<CommCore>> = if n == c.size() as usize {
+        c.nonblocking()
+    } else {
+        None
+    };
     let tag = tag + STEP;
     if local.me == 0 {
         // Create, tell the others (with this limit), hear whether they could open it,
         // tell the verdict.
-        let sm = if usable {
-            match SharedArea::create(&name, len, n as u32, boot.secret()) {
-                Ok(a) => Some(make(a)),
+        let create = |core: &CommCore| {
+            if !usable {
+                return None;
+            }
+            match SharedArea::create(&name(core), len, n as u32, boot.secret()) {
+                Ok(a) => {
+                    let sm = make(a);
+                    sm.init();
+                    Some(sm)
+                }
                 Err(e) => {
                     spools_boot::logger::warn(format_args!(
                         "spools: collectives in shared memory off on this communicator: {e}"
@@ -88,55 +119,68 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
                     None
                 }
             }
-        } else {
-            None
         };
-        if let Some(sm) = &sm {
-            sm.init();
-        }
-        let mut created = [0u8; 9];
+        let sm = create(c);
+        let nb_sm = nb.and_then(|nb| sm.as_ref().and_then(|_| create(nb)));
+        let mut created = [0u8; 10];
         created[0] = u8::from(sm.is_some());
-        created[1..].copy_from_slice(&limit.to_le_bytes());
+        created[1..9].copy_from_slice(&limit.to_le_bytes());
+        created[9] = u8::from(nb_sm.is_some());
         let heard = (|| {
             for i in 1..n {
                 send(c, local, i, tag, &created)?;
             }
-            let mut all = true;
+            let (mut all, mut nb_all, mut from) = (true, true, 0);
             for i in 1..n {
-                let mut ok = [0u8];
+                let mut ok = [0u8; 6];
                 recv(c, local, i, tag + 1, &mut ok)?;
                 all &= ok[0] == 1;
+                nb_all &= ok[1] == 1;
+                from = later(from, u32::from_le_bytes([ok[2], ok[3], ok[4], ok[5]]));
             }
-            Ok::<bool, MsgError>(all)
+            Ok::<_, MsgError>((all, nb_all, from))
         })();
         // Every member has answered (it mapped the area or could not), or the handshake
         // failed (a member died: the collective fails): nobody is still on its way to open
         // the name, so it goes now, whatever happened (a process that ends with an error
         // leaves nothing in /dev/shm, under any launcher).
-        if let Some(sm) = &sm {
-            sm.area.unlink();
+        for s in [&sm, &nb_sm].into_iter().flatten() {
+            s.area.unlink();
         }
-        let all = heard? && sm.is_some();
+        let (all, nb_all, from) = heard?;
+        let all = all && sm.is_some();
+        let nb_all = all && nb_all && nb_sm.is_some();
+        let from = later(from, started(c));
+        let mut verdict = [0u8; 6];
+        verdict[0] = u8::from(all);
+        verdict[1] = u8::from(nb_all);
+        verdict[2..].copy_from_slice(&from.to_le_bytes());
         for i in 1..n {
-            send(c, local, i, tag + 2, &[u8::from(all)])?;
+            send(c, local, i, tag + 2, &verdict)?;
+        }
+        if let Some(nb) = nb {
+            nb.sm.set_nonblocking(nb_sm.filter(|_| nb_all), from);
         }
         Ok(sm.filter(|_| all))
     } else {
-        let mut created = [0u8; 9];
+        let mut created = [0u8; 10];
         recv(c, local, 0, tag, &mut created)?;
         let mut theirs = [0u8; 8];
-        theirs.copy_from_slice(&created[1..]);
+        theirs.copy_from_slice(&created[1..9]);
         let theirs = u64::from_le_bytes(theirs);
-        let sm = if created[0] != 1 {
-            None
-        } else if usable && theirs == limit {
-            let opened = SharedArea::open(&name, len, creator, boot.secret());
+        let open = |core: &CommCore| {
+            let opened = SharedArea::open(&name(core), len, creator, boot.secret());
             if let Err(e) = &opened {
                 spools_boot::logger::warn(format_args!(
                     "spools: collectives in shared memory off on this communicator: {e}"
                 ));
             }
             opened.ok().map(make)
+        };
+        let sm = if created[0] != 1 {
+            None
+        } else if usable && theirs == limit {
+            open(c)
         } else {
             if theirs != limit {
                 spools_boot::logger::warn(format_args!(
@@ -147,9 +191,37 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
             }
             None
         };
-        send(c, local, 0, tag + 1, &[u8::from(sm.is_some())])?;
-        let mut all = [0u8];
-        recv(c, local, 0, tag + 2, &mut all)?;
-        Ok(if all[0] == 1 { sm } else { None })
+        let nb_sm = match nb {
+            Some(nb) if created[9] == 1 && sm.is_some() => open(nb),
+            _ => None,
+        };
+        let mut ok = [0u8; 6];
+        ok[0] = u8::from(sm.is_some());
+        ok[1] = u8::from(nb_sm.is_some());
+        ok[2..].copy_from_slice(&started(c).to_le_bytes());
+        send(c, local, 0, tag + 1, &ok)?;
+        let mut verdict = [0u8; 6];
+        recv(c, local, 0, tag + 2, &mut verdict)?;
+        if let Some(nb) = nb {
+            let from = u32::from_le_bytes([verdict[2], verdict[3], verdict[4], verdict[5]]);
+            nb.sm
+                .set_nonblocking(nb_sm.filter(|_| verdict[1] == 1), from);
+        }
+        Ok(if verdict[0] == 1 { sm } else { None })
+    }
+}
+
+/// The number the next non-blocking collective of `c` takes (the count of those started
+/// on this member), modulo the collective numbers' range.
+fn started(c: &CommCore) -> u32 {
+    c.nonblocking_started() & NO_MASK
+}
+
+/// The later of two collective numbers.
+fn later(a: u32, b: u32) -> u32 {
+    if no_ge(a, b) {
+        a
+    } else {
+        b
     }
 }

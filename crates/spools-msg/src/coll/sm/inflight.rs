@@ -1,0 +1,315 @@
+//! Non-blocking collectives through a segment: barrier, bcast, reduce, allreduce,
+//! allgather, alltoall and gather of a communicator whose members are all on this host run
+//! the same state machines as the blocking ones ([`SmColl`], `gather.rs`' flat one),
+//! advanced by the request's test and wait and by the progress engine's poller, instead
+//! of a schedule of messages.
+//!
+//! They go through a segment of their own: the one of the communicator's non-blocking
+//! core (its collective context and count, apart from the blocking collectives', as MPI
+//! orders the two apart), with sequence numbers of its own. A segment is set up in a
+//! handshake in which every member takes part at the same point of the program; a
+//! non-blocking call cannot wait for one, so it is set up in the handshake of the
+//! blocking collectives' segment, at the communicator's first blocking collective that
+//! could use one, and serves the non-blocking collectives that every member starts after
+//! it (`setup.rs`). Before them, and when it is off, the messages serve.
+//!
+//! Each collective takes its sequence number when it is called, so any number may be in
+//! flight; one posts only once the one before it finished here, which the poller sees
+//! to (every job is on its list until its wait takes it off). A collective whose length
+//! does not fit the segment goes through the messages and records so on the segment
+//! ([`SmComm::enter_messages`]), as the blocking ones do: a member whose length fits,
+//! waiting on the segment, fails with [`MsgError::Mismatch`], and the schedule of the
+//! member on the messages watches the segment while it waits
+//! ([`SmComm::split_on_messages`]).
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::coll::{fits, FLAT_MAX};
+use super::gather::Flat;
+use super::kind::Kind;
+use super::machine::{SmColl, SmState};
+use super::{coll_no, SmComm, Watch};
+use crate::coll::args::bytes_mut;
+use crate::coll::group::disagreement;
+use crate::comm_core::CommCore;
+use crate::element::{Element, Op};
+use crate::error::MsgError;
+
+/// The segment that serves a non-blocking collective of `bytes` on `nb` (a
+/// communicator's non-blocking core), if one does; a length that does not fit is
+/// recorded there as going through the messages, and the watch for the schedule's waits
+/// comes back as the error side ([`SmComm::split_on_messages`]).
+pub(crate) fn serving(
+    nb: &CommCore,
+    tag: u32,
+    kind: Kind,
+    bytes: usize,
+) -> Result<&SmComm, Option<Watch>> {
+    let Some(sm) = nb.sm.serving(coll_no(tag)) else {
+        return Err(None);
+    };
+    if sm.n() != nb.size() as usize {
+        return Err(None);
+    }
+    if !fits(nb, bytes) {
+        return Err(Some(sm.enter_messages(kind, tag, bytes)));
+    }
+    Ok(sm)
+}
+
+/// The machine's state, over this job's buffer as elements (reductions) or as bytes, or
+/// a flat collective's (allgather, alltoall, gather: `gather.rs`) with this member's part.
+enum Machine<T: Element> {
+    Elems(SmState<T>),
+    Bytes(SmState<u8>),
+    Flat(Flat, Parts),
+}
+
+/// A flat collective's part on this member and where the others' go.
+pub(crate) struct Parts {
+    /// What this member posts: its part, or an alltoall's blocks for every member.
+    mine: Vec<u8>,
+    /// Bytes of one member's part (of one block, for an alltoall).
+    block: usize,
+}
+
+impl Parts {
+    /// What a member posts for `kind`: an alltoall's every block (`mine` holds one for
+    /// each member), another's part.
+    pub(crate) fn new(mine: Vec<u8>, block: usize) -> Parts {
+        Parts { mine, block }
+    }
+}
+
+/// One non-blocking collective through the segment on this member.
+pub(crate) struct SmJob<T: Element> {
+    /// The communicator's non-blocking core (its segment is ready).
+    core: Arc<CommCore>,
+    tag: u32,
+    /// This member's contribution in, its result out.
+    buf: Vec<T>,
+    op: Option<Op<T>>,
+    /// `None` once finished.
+    machine: Option<Machine<T>>,
+    /// How it ended.
+    outcome: Result<(), MsgError>,
+    /// Whether the poller's list holds it.
+    pub(crate) registered: bool,
+}
+
+impl<T: Element> SmJob<T> {
+    /// Starts collective `kind` (barrier, bcast, reduce or allreduce) around member
+    /// `root` on `sm`, the ready segment of `core` (from [`serving`]): takes its
+    /// sequence number now and advances it as far as the flags allow.
+    pub(crate) fn start(
+        core: &Arc<CommCore>,
+        sm: &SmComm,
+        tag: u32,
+        (kind, root): (Kind, usize),
+        buf: Vec<T>,
+        op: Option<Op<T>>,
+    ) -> SmJob<T> {
+        let seq = sm.take_seq();
+        let flat = matches!(kind, Kind::Barrier | Kind::Allreduce) && sm.n() <= FLAT_MAX;
+        let no = coll_no(tag);
+        let machine = if op.is_some() {
+            Machine::Elems(SmState::new(sm, seq, no, kind, root, flat))
+        } else {
+            Machine::Bytes(SmState::new(sm, seq, no, kind, root, flat))
+        };
+        let mut job = SmJob {
+            core: core.clone(),
+            tag,
+            buf,
+            op,
+            machine: Some(machine),
+            outcome: Ok(()),
+            registered: false,
+        };
+        job.advance();
+        job
+    }
+
+    /// Starts flat collective `kind` (allgather, alltoall, gather to member `root`) on
+    /// `sm`, the ready segment of `core`: this member posts `parts.mine`; `buf` gets
+    /// member m's part (an alltoall: its block for this member) as block m, this member's
+    /// own block placed there by the caller (a gather's contributor: `buf` is empty).
+    pub(crate) fn start_flat(
+        core: &Arc<CommCore>,
+        sm: &SmComm,
+        tag: u32,
+        (kind, root): (Kind, Option<usize>),
+        buf: Vec<T>,
+        parts: Parts,
+    ) -> SmJob<T> {
+        let flat = Flat::new(sm, tag, kind, root);
+        let mut job = SmJob {
+            core: core.clone(),
+            tag,
+            buf,
+            op: None,
+            machine: Some(Machine::Flat(flat, parts)),
+            outcome: Ok(()),
+            registered: false,
+        };
+        job.advance();
+        job
+    }
+
+    /// The engine it runs on.
+    pub(crate) fn engine(&self) -> Arc<crate::engine::Engine> {
+        self.core.engine.clone()
+    }
+
+    /// Whether it finished (with or without an error).
+    pub(crate) fn finished(&self) -> bool {
+        self.machine.is_none()
+    }
+
+    /// What its waits watch for.
+    fn watch(&self) -> Option<Watch> {
+        let bytes = std::mem::size_of_val(self.buf.as_slice());
+        Some(match self.machine.as_ref()? {
+            Machine::Elems(st) => st.watch(bytes),
+            Machine::Bytes(st) => st.watch(bytes),
+            Machine::Flat(f, parts) => f.watch(parts.mine.len()),
+        })
+    }
+
+    /// Advances as far as the flags allow; whether it finished (with or without an
+    /// error, which [`SmJob::take`] gives).
+    pub(crate) fn advance(&mut self) -> bool {
+        let Some(machine) = self.machine.take() else {
+            return true;
+        };
+        let Some(sm) = self.core.sm.ready() else {
+            self.outcome = Err(MsgError::Panicked("non-blocking collective"));
+            return true;
+        };
+        let (polled, bytes) = match machine {
+            Machine::Elems(st) => {
+                let mut m = SmColl::resume(sm, &mut self.buf, self.op.as_ref(), st);
+                let r = m.poll_through();
+                if r.is_err() {
+                    m.abandon();
+                }
+                let bytes = m.watch().bytes;
+                (
+                    r.map(|done| (!done).then(|| Machine::Elems(m.into_state()))),
+                    bytes,
+                )
+            }
+            Machine::Bytes(st) => {
+                let mut m = SmColl::resume(sm, bytes_mut(&mut self.buf), None, st);
+                let r = m.poll_through();
+                if r.is_err() {
+                    m.abandon();
+                }
+                let bytes = m.watch().bytes;
+                (
+                    r.map(|done| (!done).then(|| Machine::Bytes(m.into_state()))),
+                    bytes,
+                )
+            }
+            Machine::Flat(mut f, parts) => {
+                let out = bytes_mut(&mut self.buf);
+                let (block, total) = (parts.block, parts.mine.len());
+                let (me, alltoall) = (sm.me, f.kind() == Kind::Alltoall);
+                let want = |_| if alltoall { total } else { block };
+                // One host: member m is communicator rank m.
+                let r = f.poll(sm, &parts.mine, want, |sm, m, seq| {
+                    let to = &mut out[m * block..(m + 1) * block];
+                    if alltoall {
+                        sm.read_part(m, seq, total, me * block, to);
+                    } else {
+                        sm.read_data(m, seq, to);
+                    }
+                });
+                if r.is_err() {
+                    f.abandon(sm);
+                }
+                (
+                    r.map(|done| (!done).then_some(Machine::Flat(f, parts))),
+                    total,
+                )
+            }
+        };
+        match polled {
+            Ok(next) => {
+                self.machine = next;
+                self.machine.is_none()
+            }
+            Err(e) => {
+                // The machine was abandoned. A disagreement is marked on the segment, so
+                // that every member still waiting in it fails too.
+                if disagreement(&e) {
+                    sm.mark_failed(coll_no(self.tag), bytes, &e);
+                }
+                self.outcome = Err(e);
+                true
+            }
+        }
+    }
+
+    /// Ends it with `e` found while waiting (the machine is abandoned first).
+    fn abandon(&mut self, e: MsgError) {
+        let Some(sm) = self.core.sm.ready() else {
+            self.machine = None;
+            self.outcome = Err(e);
+            return;
+        };
+        match self.machine.take() {
+            Some(Machine::Elems(mut st)) => st.abandon(sm),
+            Some(Machine::Bytes(mut st)) => st.abandon(sm),
+            Some(Machine::Flat(mut f, _)) => f.abandon(sm),
+            None => {}
+        }
+        self.outcome = Err(e);
+    }
+
+    /// The result once finished: this member's buffer, or the collective's error.
+    fn take(&mut self) -> Result<Vec<T>, MsgError> {
+        std::mem::replace(
+            &mut self.outcome,
+            Err(MsgError::Panicked("collective request")),
+        )
+        .map(|()| std::mem::take(&mut self.buf))
+    }
+}
+
+/// A job shared between its request and the poller.
+pub(crate) type SharedJob<T> = Arc<Mutex<SmJob<T>>>;
+
+fn lock<T: Element>(j: &SharedJob<T>) -> std::sync::MutexGuard<'_, SmJob<T>> {
+    j.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Advances `j` until it finishes (the caller's wait; the job is off the poller's list):
+/// through the segment's wait ([`SmComm::drive`]: progress, which advances the
+/// collectives in flight before it, yielding, the watchdog, sleep).
+///
+/// # Errors
+/// The collective's: [`MsgError::Mismatch`] when members disagree, a dead rank, a rank
+/// that finalised without starting it.
+pub(crate) fn run_to_end<T: Element>(j: &SharedJob<T>) -> Result<Vec<T>, MsgError> {
+    let (core, tag, watch) = {
+        let mut g = lock(j);
+        if g.advance() {
+            return g.take();
+        }
+        (g.core.clone(), g.tag, g.watch())
+    };
+    if let (Some(sm), Some(w)) = (core.sm.ready(), watch) {
+        // Finished with an error too: `take` gives it.
+        let r = sm.drive((core.coll_ctx(), &core.ranks), tag, w, || {
+            Ok(lock(j).advance())
+        });
+        if let Err(e) = r {
+            let mut g = lock(j);
+            if g.machine.is_some() {
+                g.abandon(e);
+            }
+        }
+    }
+    lock(j).take()
+}
