@@ -27,5 +27,5 @@ for p in coll pingpong hello; do
   LD_LIBRARY_PATH=$M/lib "$M/bin/mpicc_abi" -O2 -o "$B/bin/${p}_abi" "$here/$p.c"
   OPAL_PREFIX=$O LD_LIBRARY_PATH=$O/lib "$O/bin/mpicc" -O2 -o "$B/bin/${p}_ompi" "$here/$p.c"
 done
-cp "$here/run.sh" "$here/compare.sh" "$here/single-copy.sh" "$here/rounds.sh" "$here/summarize.py" "$B/"
+cp "$here/run.sh" "$here/compare.sh" "$here/single-copy.sh" "$here/rounds.sh" "$here/nonblocking.sh" "$here/summarize.py" "$B/"
 du -sh "$B"

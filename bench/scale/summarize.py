@@ -4,11 +4,12 @@
 Usage: python3 bench/scale/summarize.py scale.txt [rounds.txt ...]
 
 Reads run.sh's `coll P OP BYTES spools X mpich Y ompi Z [spools_bound W]` lines and
-rounds.sh's `round N coll P OP BYTES ompi Z spools X mpich Y` lines, takes the median of
-every figure each MPI has for a (P, OP, BYTES), and prints one Markdown row per collective:
-Spools / MPICH / Open MPI (µs) and, in brackets, Spools over the better of the two peers
-(bold where Spools is ahead or level), with the number of runs. A FAIL is left out of the
-median and counted.
+rounds.sh's `round N coll P OP BYTES ompi Z spools X mpich Y` lines and nonblocking.sh's
+`nb N P OP BYTES old A new X ompi Z mpich Y` lines (`new` is Spools; `old`, another build of
+it, is printed after the cell as `old A`), takes the median of every figure each MPI has for a
+(P, OP, BYTES), and prints one Markdown row per collective: Spools / MPICH / Open MPI (µs)
+and, in brackets, Spools over the better of the two peers (bold where Spools is ahead or
+level), with the number of runs. A FAIL is left out of the median and counted.
 """
 import statistics
 import sys
@@ -23,6 +24,8 @@ def parse(paths):
             f = line.split()
             if f[:1] == ["round"]:
                 f = f[2:]
+            elif f[:1] == ["nb"]:
+                f = ["coll"] + [("spools" if x == "new" else x) for x in f[2:]]
             if len(f) < 6 or f[0] != "coll":
                 continue
             key = (int(f[1]), f[2], int(f[3]))
@@ -63,7 +66,8 @@ def main():
             tag = f"**{ratio:.2f}**" if ratio <= 1.0 else f"{ratio:.2f}"
             n = len(r["spools"])
             bad = sum(fails[((p, op, size), k)] for k in ("spools", "mpich", "ompi"))
-            cells.append(f"{cell} ({tag}){'' if n == 1 else f' n={n}'}{f' {bad} failed' if bad else ''}")
+            old = f" old {fmt(med['old'])}" if "old" in med else ""
+            cells.append(f"{cell} ({tag}){old}{'' if n == 1 else f' n={n}'}{f' {bad} failed' if bad else ''}")
         label = op if op == "barrier" else f"{op} {size if size < 1024 else (f'{size // 1024} KiB' if size < 1 << 20 else f'{size >> 20} MiB')}"
         if size < 1024 and op != "barrier":
             label += " B"
