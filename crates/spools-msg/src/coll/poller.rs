@@ -7,7 +7,7 @@
 //! only once the one before it finished here, whichever the program waits for first.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
 use super::schedule::Schedule;
 use super::sm::{SharedJob, SmJob};
@@ -43,17 +43,15 @@ fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The schedules the pollers advance: (engine address, schedule).
 type Entry = (usize, Arc<Mutex<dyn Advance>>);
 
-/// Every active schedule of the process, and the engines a poller was added to.
+/// Every active schedule of the process (each engine's poller advances its own).
 struct Registry {
     active: Mutex<Vec<Entry>>,
     count: AtomicUsize,
-    engines: Mutex<Vec<Weak<Engine>>>,
 }
 
 static REGISTRY: Registry = Registry {
     active: Mutex::new(Vec::new()),
     count: AtomicUsize::new(0),
-    engines: Mutex::new(Vec::new()),
 };
 
 fn engine_key(e: &Arc<Engine>) -> usize {
@@ -90,23 +88,14 @@ pub(crate) fn activate_job<T: Element>(j: &SharedJob<T>) {
 /// Puts `a` on the list of `engine`'s poller, adding the poller the first time.
 fn enlist(engine: &Arc<Engine>, a: Arc<Mutex<dyn Advance>>) {
     let key = engine_key(engine);
-    {
-        let mut engines = lock(&REGISTRY.engines);
-        // A dropped engine's address may be reused by a new one: compare live engines.
-        engines.retain(|w| w.strong_count() > 0);
-        if !engines
-            .iter()
-            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(engine)))
-        {
-            engines.push(Arc::downgrade(engine));
-            let w = Arc::downgrade(engine);
-            engine.worker.add_poller(Arc::new(move || {
-                if REGISTRY.count.load(Ordering::Acquire) == 0 || w.strong_count() == 0 {
-                    return Ok(0);
-                }
-                Ok(poll_active(key))
-            }));
-        }
+    if !engine.coll_poller.swap(true, Ordering::AcqRel) {
+        let w = Arc::downgrade(engine);
+        engine.worker.add_poller(Arc::new(move || {
+            if REGISTRY.count.load(Ordering::Acquire) == 0 || w.strong_count() == 0 {
+                return Ok(0);
+            }
+            Ok(poll_active(key))
+        }));
     }
     lock(&REGISTRY.active).push((key, a));
     REGISTRY.count.fetch_add(1, Ordering::Release);

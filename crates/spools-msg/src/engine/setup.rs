@@ -50,6 +50,7 @@ impl Engine {
             live_comms: Default::default(),
             hosts,
             rpc: RpcTable::default(),
+            coll_poller: Default::default(),
             collectives: Mutex::new(Vec::new()),
             cross_host: [AtomicU64::new(0), AtomicU64::new(0)],
             sent: (0..size).map(|_| AtomicU64::new(0)).collect(),

@@ -99,6 +99,9 @@ pub(crate) struct Engine {
     /// Host index of every job rank (ranks with the same index share a host).
     pub(crate) hosts: Vec<u32>,
     pub(crate) rpc: RpcTable,
+    /// Whether the non-blocking collectives' poller was added to this engine's worker
+    /// (`coll::poller`).
+    pub(crate) coll_poller: std::sync::atomic::AtomicBool,
     /// Collectives started per collective context, for every communicator made here.
     pub(super) collectives: Mutex<Vec<(u32, Arc<AtomicU32>)>>,
     /// Messages and bytes this rank sent to ranks on other hosts (a statistic for tests:
