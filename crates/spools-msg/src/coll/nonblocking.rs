@@ -2,7 +2,7 @@
 //! once (so any number may be outstanding, and blocking ones may follow), builds the
 //! collective's [`Schedule`] and starts it; the progress engine advances it (see
 //! [`super::schedule`]), with no thread per call. [`CollRequest::wait`] gives back the
-//! buffers. Barrier, bcast, reduce, allreduce, allgather, alltoall and gather of a
+//! buffers. Barrier, bcast, reduce, allreduce, scatter, allgather, alltoall and gather of a
 //! communicator whose members share this host go through a segment in shared memory
 //! instead, once one is set up ([`super::sm::SmJob`]).
 
@@ -192,14 +192,34 @@ impl Communicator {
         op: Option<&Op<T>>,
         finish: fn(Vec<T>) -> R,
     ) -> Result<CollRequest<R>, (Vec<T>, Option<shm::Watch>)> {
+        self.start_sm_parts(op_name, (tag, kind, root), (buf, Vec::new()), op, finish)
+            .map_err(|(buf, _, w)| (buf, w))
+    }
+
+    /// [`Communicator::start_sm`] with a scatter's root's every part (`whole`; empty
+    /// elsewhere), given back too when the segment does not serve it; a scatter's bytes
+    /// are every member's part.
+    #[allow(clippy::type_complexity)]
+    fn start_sm_parts<T: Element, R: 'static>(
+        &self,
+        op_name: &'static str,
+        (tag, kind, root): (u32, shm::Kind, usize),
+        (buf, whole): (Vec<T>, Vec<T>),
+        op: Option<&Op<T>>,
+        finish: fn(Vec<T>) -> R,
+    ) -> Result<CollRequest<R>, (Vec<T>, Vec<T>, Option<shm::Watch>)> {
         if op.is_some_and(|o| o.verdict().is_some()) {
-            return Err((buf, None));
+            return Err((buf, whole, None));
         }
-        let sm = match shm::serving(&self.core, tag, kind, std::mem::size_of_val(buf.as_slice())) {
+        let mut bytes = std::mem::size_of_val(buf.as_slice());
+        if kind == shm::Kind::Scatter {
+            bytes *= self.size() as usize;
+        }
+        let sm = match shm::serving(&self.core, tag, kind, bytes) {
             Ok(sm) => sm,
-            Err(w) => return Err((buf, w)),
+            Err(w) => return Err((buf, whole, w)),
         };
-        let job = SmJob::start(&self.core, sm, tag, (kind, root), buf, op.cloned());
+        let job = SmJob::start(&self.core, sm, tag, (kind, root), (buf, whole), op.cloned());
         let done = job.finished();
         let job = Arc::new(Mutex::new(job));
         if !done {
@@ -466,7 +486,14 @@ impl Communicator {
             let at = root as usize * count;
             out.copy_from_slice(&send[at..at + count]);
         }
+        let what = (tag, shm::Kind::Scatter, root as usize);
+        let (out, send, split) =
+            match this.start_sm_parts("scatter", what, (out, send), None, |b| b) {
+                Ok(r) => return Ok(r),
+                Err(back) => back,
+            };
         let mut s = this.schedule(tag, vec![out, send]);
+        s.watch_segment(split);
         let g = Group::all(&this.core);
         plans::scatter(&mut s, &g, root as usize, tag, (1, 0), &vec![count; n]);
         Self::start("scatter", s, first)

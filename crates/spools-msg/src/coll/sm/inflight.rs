@@ -1,5 +1,5 @@
 //! Non-blocking collectives through a segment: barrier, bcast, reduce, allreduce,
-//! allgather, alltoall and gather of a communicator whose members are all on this host run
+//! scatter, allgather, alltoall and gather of a communicator whose members are all on this host run
 //! the same state machines as the blocking ones ([`SmColl`], `gather.rs`' flat one),
 //! advanced by the request's test and wait and by the progress engine's poller, instead
 //! of a schedule of messages.
@@ -29,7 +29,7 @@ use super::gather::Flat;
 use super::kind::Kind;
 use super::machine::{SmColl, SmState};
 use super::{coll_no, SmComm, Watch};
-use crate::coll::args::bytes_mut;
+use crate::coll::args::{bytes, bytes_mut};
 use crate::coll::group::disagreement;
 use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
@@ -88,6 +88,8 @@ pub(crate) struct SmJob<T: Element> {
     tag: u32,
     /// This member's contribution in, its result out.
     buf: Vec<T>,
+    /// A scatter's root: every member's part, which it publishes (empty elsewhere).
+    whole: Vec<T>,
     op: Option<Op<T>>,
     /// `None` once finished.
     machine: Option<Machine<T>>,
@@ -98,15 +100,16 @@ pub(crate) struct SmJob<T: Element> {
 }
 
 impl<T: Element> SmJob<T> {
-    /// Starts collective `kind` (barrier, bcast, reduce or allreduce) around member
-    /// `root` on `sm`, the ready segment of `core` (from [`serving`]): takes its
-    /// sequence number now and advances it as far as the flags allow.
+    /// Starts collective `kind` (barrier, bcast, reduce, allreduce or scatter) around
+    /// member `root` on `sm`, the ready segment of `core` (from [`serving`]): takes its
+    /// sequence number now and advances it as far as the flags allow. `whole`: a
+    /// scatter's root's every part (its own is in `buf` already), else empty.
     pub(crate) fn start(
         core: &Arc<CommCore>,
         sm: &SmComm,
         tag: u32,
         (kind, root): (Kind, usize),
-        buf: Vec<T>,
+        (buf, whole): (Vec<T>, Vec<T>),
         op: Option<Op<T>>,
     ) -> SmJob<T> {
         let seq = sm.take_seq();
@@ -121,6 +124,7 @@ impl<T: Element> SmJob<T> {
             core: core.clone(),
             tag,
             buf,
+            whole,
             op,
             machine: Some(machine),
             outcome: Ok(()),
@@ -147,6 +151,7 @@ impl<T: Element> SmJob<T> {
             core: core.clone(),
             tag,
             buf,
+            whole: Vec::new(),
             op: None,
             machine: Some(Machine::Flat(flat, parts)),
             outcome: Ok(()),
@@ -201,6 +206,9 @@ impl<T: Element> SmJob<T> {
             }
             Machine::Bytes(st) => {
                 let mut m = SmColl::resume(sm, bytes_mut(&mut self.buf), None, st);
+                if st_is_scatter_root(&m, sm) {
+                    m = m.scatters(bytes(&self.whole));
+                }
                 let r = m.poll_through();
                 if r.is_err() {
                     m.abandon();
@@ -275,6 +283,11 @@ impl<T: Element> SmJob<T> {
         )
         .map(|()| std::mem::take(&mut self.buf))
     }
+}
+
+/// Whether `m` is a scatter's and this member its root (which publishes every part).
+fn st_is_scatter_root<T: Element>(m: &SmColl<'_, T>, sm: &SmComm) -> bool {
+    m.kind() == Kind::Scatter && m.root() == sm.me
 }
 
 /// A job shared between its request and the poller.

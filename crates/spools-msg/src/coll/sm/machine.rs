@@ -211,6 +211,16 @@ impl<'a, T: Element> SmColl<'a, T> {
         self.st
     }
 
+    /// Its kind.
+    pub(crate) fn kind(&self) -> Kind {
+        self.st.kind
+    }
+
+    /// Its root (for a flat one, this member).
+    pub(crate) fn root(&self) -> usize {
+        self.st.root
+    }
+
     /// Where it is.
     pub(crate) fn stage(&self) -> Stage {
         self.st.stage
