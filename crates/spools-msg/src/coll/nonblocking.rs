@@ -2,9 +2,9 @@
 //! once (so any number may be outstanding, and blocking ones may follow), builds the
 //! collective's [`Schedule`] and starts it; the progress engine advances it (see
 //! [`super::schedule`]), with no thread per call. [`CollRequest::wait`] gives back the
-//! buffers. Barrier, bcast, reduce, allreduce, scatter, allgather, alltoall and gather of a
-//! communicator whose members share this host go through a segment in shared memory
-//! instead, once one is set up ([`super::sm::SmJob`]).
+//! buffers. Barrier, bcast, reduce, allreduce, scatter, allgather, alltoall, gather and
+//! scan of a communicator whose members share this host go through a segment in shared
+//! memory instead, once one is set up ([`super::sm::SmJob`]).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -220,15 +220,24 @@ impl Communicator {
             Err(w) => return Err((buf, whole, w)),
         };
         let job = SmJob::start(&self.core, sm, tag, (kind, root), (buf, whole), op.cloned());
+        Ok(Self::start_job(op_name, job, finish))
+    }
+
+    /// A request for `job`, started: on the poller's list unless it finished already.
+    fn start_job<T: Element, R: 'static>(
+        op_name: &'static str,
+        job: SmJob<T>,
+        finish: fn(Vec<T>) -> R,
+    ) -> CollRequest<R> {
         let done = job.finished();
         let job = Arc::new(Mutex::new(job));
         if !done {
             activate_job(&job);
         }
-        Ok(CollRequest {
+        CollRequest {
             op: op_name,
             job: Some(Box::new(SmPending { job, finish })),
-        })
+        }
     }
 
     /// Starts flat collective `kind` (allgather, alltoall, gather to `root`) with base
@@ -253,15 +262,7 @@ impl Communicator {
         };
         let parts = shm::Parts::new(super::args::bytes(&mine).to_vec(), block);
         let job = SmJob::start_flat(&self.core, sm, tag, (kind, root), out, parts);
-        let done = job.finished();
-        let job = Arc::new(Mutex::new(job));
-        if !done {
-            activate_job(&job);
-        }
-        Ok(CollRequest {
-            op: op_name,
-            job: Some(Box::new(SmPending { job, finish: |b| b })),
-        })
+        Ok(Self::start_job(op_name, job, |b| b))
     }
 
     /// `s` with the agreement of `op`'s [`Verdict`](crate::Verdict) at its end, if it has
@@ -566,10 +567,22 @@ impl Communicator {
         let nb = self.nonblocking();
         let this = &nb;
         let tag = this.core.next_coll_tag();
+        let mut split = None;
+        if op.verdict().is_none() {
+            let bytes = std::mem::size_of_val(buf.as_slice());
+            match shm::serving(&this.core, tag, shm::Kind::Scan, bytes) {
+                Ok(sm) => {
+                    let job = SmJob::start_scan(&this.core, sm, tag, buf, op);
+                    return Ok(Self::start_job("scan", job, |b| b));
+                }
+                Err(w) => split = w,
+            }
+        }
         let partial = buf.clone();
         let tmp = vec![T::default(); buf.len()];
         // Slot 0: the result, from this rank's own part; slot 1: the partial fold.
         let mut s = this.schedule(tag, vec![buf, partial, tmp]);
+        s.watch_segment(split);
         let g = Group::all(&this.core);
         plans::scan(&mut s, &g, tag, (0, 1, 2), &op);
         Self::start("scan", this.agree(s, tag, &op), first)

@@ -28,9 +28,8 @@ use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
 
-/// One member's step of a chained scan.
-struct Link<'a, T: Element> {
-    sm: &'a SmComm,
+/// One member's step of a chained scan (its state: the segment comes with each poll).
+pub(super) struct Link<T: Element> {
     seq: u32,
     no: u32,
     kind: Kind,
@@ -42,11 +41,51 @@ struct Link<'a, T: Element> {
     posted: bool,
 }
 
-impl<T: Element> Link<'_, T> {
+impl<T: Element> Link<T> {
+    /// Scan `kind` (inclusive or exclusive) with base tag `tag` on `sm`: takes its
+    /// sequence number.
+    pub(super) fn new(sm: &SmComm, tag: u32, kind: Kind) -> Link<T> {
+        Link {
+            seq: sm.take_seq(),
+            no: coll_no(tag),
+            kind,
+            prefix: Vec::new(),
+            took: sm.me == 0,
+            posted: false,
+        }
+    }
+
+    /// What its waits watch for, with a part of `bytes` here.
+    pub(super) fn watch(&self, bytes: usize) -> Watch {
+        Watch {
+            seq: self.seq,
+            no: self.no,
+            bytes,
+            op: self.kind.name(),
+            lens: true,
+        }
+    }
+
+    /// Ends the step on this member after an error (not posted: a post ends the step),
+    /// and where the ranks disagree marks it failed for the members after this one.
+    pub(super) fn abandon(&self, sm: &SmComm, part: usize, e: &MsgError) {
+        if !self.posted && sm.may_post(self.seq) {
+            sm.finished(self.seq);
+        }
+        if matches!(e, MsgError::Mismatch { .. }) {
+            sm.mark_failed(self.no, part, e);
+        }
+    }
+
     /// Takes the left neighbour's prefix once it is posted, then posts this member's.
     /// `Ok(true)` once posted.
-    fn poll(&mut self, mine: &[T], out: &mut [T], op: &Op<T>) -> Result<bool, MsgError> {
-        let sm = self.sm;
+    pub(super) fn poll(
+        &mut self,
+        sm: &SmComm,
+        mine: &[T],
+        out: &mut [T],
+        op: &Op<T>,
+    ) -> Result<bool, MsgError> {
         let part = std::mem::size_of_val(mine);
         let inclusive = self.kind == Kind::Scan;
         if !self.took {
@@ -125,34 +164,13 @@ pub(crate) fn scan<T: Element>(
     if inclusive {
         out.copy_from_slice(mine);
     }
-    let mut link = Link {
-        sm,
-        seq: sm.take_seq(),
-        no: coll_no(tag),
-        kind,
-        prefix: Vec::new(),
-        took: sm.me == 0,
-        posted: false,
-    };
-    let w = Watch {
-        seq: link.seq,
-        no: link.no,
-        bytes: part,
-        op: kind.name(),
-        lens: true,
-    };
+    let mut link = Link::new(sm, tag, kind);
+    let w = link.watch(part);
     let r = sm.drive((c.coll_ctx(), &c.ranks), tag, w, || {
-        link.poll(mine, out, op)
+        link.poll(sm, mine, out, op)
     });
     if let Err(e) = &r {
-        // Not posted (a post ends the step): end the collective here, and where the
-        // ranks disagree mark it failed for the members after this one.
-        if sm.may_post(link.seq) {
-            sm.finished(link.seq);
-        }
-        if matches!(e, MsgError::Mismatch { .. }) {
-            sm.mark_failed(link.no, part, e);
-        }
+        link.abandon(sm, part, e);
     }
     r.map(|()| true)
 }

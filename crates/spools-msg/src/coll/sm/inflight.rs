@@ -1,6 +1,7 @@
 //! Non-blocking collectives through a segment: barrier, bcast, reduce, allreduce,
-//! scatter, allgather, alltoall and gather of a communicator whose members are all on this host run
-//! the same state machines as the blocking ones ([`SmColl`], `gather.rs`' flat one),
+//! scatter, allgather, alltoall, gather and scan of a communicator whose members are all
+//! on this host run the same state machines as the blocking ones ([`SmColl`], `gather.rs`'
+//! flat one, `chain.rs`' link),
 //! advanced by the request's test and wait and by the progress engine's poller, instead
 //! of a schedule of messages.
 //!
@@ -24,6 +25,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::chain::Link;
 use super::coll::{fits, FLAT_MAX};
 use super::gather::Flat;
 use super::kind::Kind;
@@ -63,6 +65,8 @@ enum Machine<T: Element> {
     Elems(SmState<T>),
     Bytes(SmState<u8>),
     Flat(Flat, Parts),
+    /// A scan's step, with this member's part.
+    Link(Link<T>, Vec<T>),
 }
 
 /// A flat collective's part on this member and where the others' go.
@@ -161,6 +165,30 @@ impl<T: Element> SmJob<T> {
         job
     }
 
+    /// Starts an inclusive scan of `mine` with `op` on `sm`, the ready segment of
+    /// `core`: the result is the fold of members 0 to this one, in rank order.
+    pub(crate) fn start_scan(
+        core: &Arc<CommCore>,
+        sm: &SmComm,
+        tag: u32,
+        mine: Vec<T>,
+        op: Op<T>,
+    ) -> SmJob<T> {
+        let link = Link::new(sm, tag, Kind::Scan);
+        let mut job = SmJob {
+            core: core.clone(),
+            tag,
+            buf: mine.clone(),
+            whole: Vec::new(),
+            op: Some(op),
+            machine: Some(Machine::Link(link, mine)),
+            outcome: Ok(()),
+            registered: false,
+        };
+        job.advance();
+        job
+    }
+
     /// The engine it runs on.
     pub(crate) fn engine(&self) -> Arc<crate::engine::Engine> {
         self.core.engine.clone()
@@ -178,6 +206,7 @@ impl<T: Element> SmJob<T> {
             Machine::Elems(st) => st.watch(bytes),
             Machine::Bytes(st) => st.watch(bytes),
             Machine::Flat(f, parts) => f.watch(parts.mine.len()),
+            Machine::Link(link, _) => link.watch(bytes),
         })
     }
 
@@ -241,6 +270,22 @@ impl<T: Element> SmJob<T> {
                     total,
                 )
             }
+            Machine::Link(mut link, mine) => {
+                let part = std::mem::size_of_val(mine.as_slice());
+                let Some(op) = self.op.as_ref() else {
+                    self.outcome = Err(MsgError::Panicked("scan without an operator"));
+                    return true;
+                };
+                match link.poll(sm, &mine, &mut self.buf, op) {
+                    Ok(done) => (Ok((!done).then_some(Machine::Link(link, mine))), part),
+                    Err(e) => {
+                        // Ends the step here and marks a disagreement.
+                        link.abandon(sm, part, &e);
+                        self.outcome = Err(e);
+                        return true;
+                    }
+                }
+            }
         };
         match polled {
             Ok(next) => {
@@ -270,6 +315,9 @@ impl<T: Element> SmJob<T> {
             Some(Machine::Elems(mut st)) => st.abandon(sm),
             Some(Machine::Bytes(mut st)) => st.abandon(sm),
             Some(Machine::Flat(mut f, _)) => f.abandon(sm),
+            Some(Machine::Link(link, mine)) => {
+                link.abandon(sm, std::mem::size_of_val(mine.as_slice()), &e);
+            }
             None => {}
         }
         self.outcome = Err(e);
