@@ -3,7 +3,8 @@
 # nothing moved) on Spools at this commit (bin/), Spools at another commit (old/: spools and
 # libmpi_abi.so.1, put there by hand), Open MPI 5.0.11 and MPICH 5.0.2, at 16, 8, 4 and 2
 # ranks, interleaved rounds while time is left (STOP seconds after the start). Usage (after
-# make-bundle.sh and filling old/, on the node): STOP=480 bash target/scale-bundle/nonblocking.sh;
+# make-bundle.sh and filling old/, on the node): STOP=480 bash target/scale-bundle/nonblocking.sh
+# (TESTS="iscan 8,iscatter 8": those lines only);
 # one line per test and round in nonblocking.txt: "nb ROUND RANKS TEST BYTES old A new B ompi C mpich D".
 STOP=${STOP:-480}
 D=$(cd "$(dirname "$0")" && pwd); B=$D/bin
@@ -21,7 +22,8 @@ r=0
 while [ "$SECONDS" -lt "$STOP" ]; do
   r=$((r+1))
   for P in 16 8 4 2; do
-    for t in "ibarrier 0" "ibcast 8" "ireduce 8" "iallreduce 8" "iallgather 8" "ialltoall 8" "igather 8" "iscatter 8" "barrier 0" "bcast 8" "allreduce 8"; do
+    IFS=, read -ra tests <<<"${TESTS:-ibarrier 0,ibcast 8,ireduce 8,iallreduce 8,iallgather 8,ialltoall 8,igather 8,iscatter 8,iscan 8,barrier 0,bcast 8,allreduce 8}"
+    for t in "${tests[@]}"; do
       [ "$SECONDS" -ge "$STOP" ] && break 2
       echo "nb $r $P $t old $(fig sp "$D/old/spools" $P "$B/coll_abi" $t) new $(fig sp "$B/spools" $P "$B/coll_abi" $t) ompi $(fig om $P "$B/coll_ompi" $t) mpich $(fig mp $P "$B/coll_abi" $t)" | tee -a "$F"
     done
