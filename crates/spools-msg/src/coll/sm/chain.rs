@@ -57,13 +57,7 @@ impl<T: Element> Link<T> {
 
     /// What its waits watch for, with a part of `bytes` here.
     pub(super) fn watch(&self, bytes: usize) -> Watch {
-        Watch {
-            seq: self.seq,
-            no: self.no,
-            bytes,
-            op: self.kind.name(),
-            lens: true,
-        }
+        Watch::posting(self.seq, self.no, self.kind, bytes)
     }
 
     /// Ends the step on this member after an error (not posted: a post ends the step),

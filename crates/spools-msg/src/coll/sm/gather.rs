@@ -52,13 +52,7 @@ impl Flat {
 
     /// What its waits watch for, with a part of `bytes` here.
     pub(super) fn watch(&self, bytes: usize) -> Watch {
-        Watch {
-            seq: self.seq,
-            no: self.no,
-            bytes,
-            op: self.kind.name(),
-            lens: true,
-        }
+        Watch::posting(self.seq, self.no, self.kind, bytes)
     }
 
     /// Posts `part` (once), then takes each member's part in rank order as it arrives

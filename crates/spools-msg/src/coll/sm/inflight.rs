@@ -124,18 +124,7 @@ impl<T: Element> SmJob<T> {
         } else {
             Machine::Bytes(SmState::new(sm, seq, no, kind, root, flat))
         };
-        let mut job = SmJob {
-            core: core.clone(),
-            tag,
-            buf,
-            whole,
-            op,
-            machine: Some(machine),
-            outcome: Ok(()),
-            registered: false,
-        };
-        job.advance();
-        job
+        SmJob::begin(core, tag, (buf, whole), op, machine)
     }
 
     /// Starts flat collective `kind` (allgather, alltoall, gather to member `root`) on
@@ -151,18 +140,13 @@ impl<T: Element> SmJob<T> {
         parts: Parts,
     ) -> SmJob<T> {
         let flat = Flat::new(sm, tag, kind, root);
-        let mut job = SmJob {
-            core: core.clone(),
+        SmJob::begin(
+            core,
             tag,
-            buf,
-            whole: Vec::new(),
-            op: None,
-            machine: Some(Machine::Flat(flat, parts)),
-            outcome: Ok(()),
-            registered: false,
-        };
-        job.advance();
-        job
+            (buf, Vec::new()),
+            None,
+            Machine::Flat(flat, parts),
+        )
     }
 
     /// Starts an inclusive scan of `mine` with `op` on `sm`, the ready segment of
@@ -175,13 +159,32 @@ impl<T: Element> SmJob<T> {
         op: Op<T>,
     ) -> SmJob<T> {
         let link = Link::new(sm, tag, Kind::Scan);
+        let buf = mine.clone();
+        SmJob::begin(
+            core,
+            tag,
+            (buf, Vec::new()),
+            Some(op),
+            Machine::Link(link, mine),
+        )
+    }
+
+    /// A job at `machine` over `buf` (and a scatter root's `whole`), advanced as far as
+    /// the flags allow.
+    fn begin(
+        core: &Arc<CommCore>,
+        tag: u32,
+        (buf, whole): (Vec<T>, Vec<T>),
+        op: Option<Op<T>>,
+        machine: Machine<T>,
+    ) -> SmJob<T> {
         let mut job = SmJob {
             core: core.clone(),
             tag,
-            buf: mine.clone(),
-            whole: Vec::new(),
-            op: Some(op),
-            machine: Some(Machine::Link(link, mine)),
+            buf,
+            whole,
+            op,
+            machine: Some(machine),
             outcome: Ok(()),
             registered: false,
         };

@@ -265,6 +265,20 @@ pub(crate) struct Watch {
     pub(crate) lens: bool,
 }
 
+impl Watch {
+    /// What a collective of `kind` whose members post their lengths watches for:
+    /// sequence number `seq`, number `no`, `bytes` here.
+    pub(crate) fn posting(seq: u32, no: u32, kind: kind::Kind, bytes: usize) -> Watch {
+        Watch {
+            seq,
+            no,
+            bytes,
+            op: kind.name(),
+            lens: true,
+        }
+    }
+}
+
 /// `a >= b` in sequence order (modulo 2^32).
 pub(crate) fn seq_ge(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) >= 0
