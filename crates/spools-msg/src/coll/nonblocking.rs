@@ -84,7 +84,18 @@ impl<T: Element, R> Pending<R> for SmPending<T, R> {
 
     fn wait(&self) -> Result<R, MsgError> {
         deactivate_job(&self.job);
-        shm::run_to_end(&self.job).map(self.finish)
+        let r = shm::run_to_end(&self.job);
+        // Abandoned before one in flight before it finished: the poller marks it
+        // finished later, so that the ones after it post.
+        let later = self
+            .job
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .finishes_later();
+        if later {
+            activate_job(&self.job);
+        }
+        r.map(self.finish)
     }
 }
 
@@ -229,7 +240,7 @@ impl Communicator {
         job: SmJob<T>,
         finish: fn(Vec<T>) -> R,
     ) -> CollRequest<R> {
-        let done = job.finished();
+        let done = job.settled();
         let job = Arc::new(Mutex::new(job));
         if !done {
             activate_job(&job);

@@ -28,8 +28,11 @@ impl<T: Element> Advance for Schedule<T> {
 }
 
 impl<T: Element> Advance for SmJob<T> {
+    /// Done for the poller once settled: an abandoned job may still have to mark its
+    /// collective finished after its request's wait returned.
     fn advance(&mut self) -> bool {
-        SmJob::advance(self)
+        SmJob::advance(self);
+        self.settled()
     }
 }
 

@@ -189,14 +189,14 @@ impl<T: Element> Schedule<T> {
         self.push(Step::Reduce(Box::new(f)))
     }
 
-    /// Whether only a completion in the engine can move the schedule (no send to retry,
-    /// no step to poll): then it need not be looked at until the engine's generation moves.
     /// Makes its waits watch the segment of its core for members that took it (see
     /// [`Schedule::split`]).
     pub(crate) fn watch_segment(&mut self, w: Option<super::sm::Watch>) {
         self.split = w;
     }
 
+    /// Whether only a completion in the engine can move the schedule (no send to retry,
+    /// no step to poll): then it need not be looked at until the engine's generation moves.
     pub(crate) fn quiet(&self) -> bool {
         !self
             .in_flight

@@ -24,6 +24,7 @@ use super::{
     clamp_len, coll_no, halves, post_record, seq_ge, SmComm, Watch, NOBODY, READS_BEFORE_POST,
 };
 use crate::coll::args::{bytes, bytes_mut};
+use crate::coll::group::disagreement;
 use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
@@ -55,6 +56,11 @@ impl<T: Element> Link<T> {
         }
     }
 
+    /// Its sequence number.
+    pub(super) fn seq(&self) -> u32 {
+        self.seq
+    }
+
     /// What its waits watch for, with a part of `bytes` here.
     pub(super) fn watch(&self, bytes: usize) -> Watch {
         Watch::posting(self.seq, self.no, self.kind, bytes)
@@ -66,7 +72,7 @@ impl<T: Element> Link<T> {
         if !self.posted && sm.may_post(self.seq) {
             sm.finished(self.seq);
         }
-        if matches!(e, MsgError::Mismatch { .. }) {
+        if disagreement(e) {
             sm.mark_failed(self.no, part, e);
         }
     }

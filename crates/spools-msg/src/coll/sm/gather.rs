@@ -45,6 +45,11 @@ impl Flat {
         }
     }
 
+    /// Its sequence number.
+    pub(super) fn seq(&self) -> u32 {
+        self.seq
+    }
+
     /// Its kind.
     pub(super) fn kind(&self) -> Kind {
         self.kind

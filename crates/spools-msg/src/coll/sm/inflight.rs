@@ -59,6 +59,18 @@ pub(crate) fn serving(
     Ok(sm)
 }
 
+impl<T: Element> Machine<T> {
+    /// The collective's sequence number.
+    fn seq(&self) -> u32 {
+        match self {
+            Machine::Elems(st) => st.seq(),
+            Machine::Bytes(st) => st.seq(),
+            Machine::Flat(f, _) => f.seq(),
+            Machine::Link(link, _) => link.seq(),
+        }
+    }
+}
+
 /// The machine's state, over this job's buffer as elements (reductions) or as bytes, or
 /// a flat collective's (allgather, alltoall, gather: `gather.rs`) with this member's part.
 enum Machine<T: Element> {
@@ -99,6 +111,9 @@ pub(crate) struct SmJob<T: Element> {
     machine: Option<Machine<T>>,
     /// How it ended.
     outcome: Result<(), MsgError>,
+    /// An abandoned collective that could not be marked finished here yet (one before it
+    /// is in flight): marked once that one finished, so that the ones after it post.
+    finish_later: Option<u32>,
     /// Whether the poller's list holds it.
     pub(crate) registered: bool,
 }
@@ -186,6 +201,7 @@ impl<T: Element> SmJob<T> {
             op,
             machine: Some(machine),
             outcome: Ok(()),
+            finish_later: None,
             registered: false,
         };
         job.advance();
@@ -197,9 +213,10 @@ impl<T: Element> SmJob<T> {
         self.core.engine.clone()
     }
 
-    /// Whether it finished (with or without an error).
-    pub(crate) fn finished(&self) -> bool {
-        self.machine.is_none()
+    /// Whether it finished and nothing is left to do on the segment (see
+    /// [`SmJob::finish_later`]): the poller may drop it.
+    pub(crate) fn settled(&self) -> bool {
+        self.machine.is_none() && self.finish_later.is_none()
     }
 
     /// What its waits watch for.
@@ -207,6 +224,10 @@ impl<T: Element> SmJob<T> {
         let bytes = std::mem::size_of_val(self.buf.as_slice());
         Some(match self.machine.as_ref()? {
             Machine::Elems(st) => st.watch(bytes),
+            // A scatter's waits watch for what its root publishes: every member's part.
+            Machine::Bytes(st) if st.kind() == Kind::Scatter => {
+                st.watch(bytes * self.core.size() as usize)
+            }
             Machine::Bytes(st) => st.watch(bytes),
             Machine::Flat(f, parts) => f.watch(parts.mine.len()),
             Machine::Link(link, _) => link.watch(bytes),
@@ -216,13 +237,21 @@ impl<T: Element> SmJob<T> {
     /// Advances as far as the flags allow; whether it finished (with or without an
     /// error, which [`SmJob::take`] gives).
     pub(crate) fn advance(&mut self) -> bool {
-        let Some(machine) = self.machine.take() else {
-            return true;
-        };
         let Some(sm) = self.core.sm.ready() else {
-            self.outcome = Err(MsgError::Panicked("non-blocking collective"));
+            // Never: a job starts on a ready segment, which stays with its core.
+            if self.machine.take().is_some() {
+                self.outcome = Err(MsgError::Panicked("non-blocking collective"));
+            }
             return true;
         };
+        let Some(machine) = self.machine.take() else {
+            if let Some(seq) = self.finish_later.filter(|&seq| sm.may_post(seq)) {
+                sm.finished(seq);
+                self.finish_later = None;
+            }
+            return true;
+        };
+        let seq = machine.seq();
         let (polled, bytes) = match machine {
             Machine::Elems(st) => {
                 let mut m = SmColl::resume(sm, &mut self.buf, self.op.as_ref(), st);
@@ -285,6 +314,7 @@ impl<T: Element> SmJob<T> {
                         // Ends the step here and marks a disagreement.
                         link.abandon(sm, part, &e);
                         self.outcome = Err(e);
+                        self.finish_later = unfinished(sm, seq);
                         return true;
                     }
                 }
@@ -302,6 +332,7 @@ impl<T: Element> SmJob<T> {
                     sm.mark_failed(coll_no(self.tag), bytes, &e);
                 }
                 self.outcome = Err(e);
+                self.finish_later = unfinished(sm, seq);
                 true
             }
         }
@@ -314,6 +345,7 @@ impl<T: Element> SmJob<T> {
             self.outcome = Err(e);
             return;
         };
+        let seq = self.machine.as_ref().map(Machine::seq);
         match self.machine.take() {
             Some(Machine::Elems(mut st)) => st.abandon(sm),
             Some(Machine::Bytes(mut st)) => st.abandon(sm),
@@ -323,7 +355,15 @@ impl<T: Element> SmJob<T> {
             }
             None => {}
         }
+        if let Some(seq) = seq {
+            self.finish_later = unfinished(sm, seq);
+        }
         self.outcome = Err(e);
+    }
+
+    /// Whether its collective must still be marked finished here (see [`unfinished`]).
+    pub(crate) fn finishes_later(&self) -> bool {
+        self.finish_later.is_some()
     }
 
     /// The result once finished: this member's buffer, or the collective's error.
@@ -339,6 +379,13 @@ impl<T: Element> SmJob<T> {
 /// Whether `m` is a scatter's and this member its root (which publishes every part).
 fn st_is_scatter_root<T: Element>(m: &SmColl<'_, T>, sm: &SmComm) -> bool {
     m.kind() == Kind::Scatter && m.root() == sm.me
+}
+
+/// After collective `seq` was abandoned here: `Some(seq)` if it could not be marked
+/// finished (one before it is still in flight on this member); the job marks it once that
+/// one finished ([`SmJob::advance`]), staying on the poller's list until then.
+fn unfinished(sm: &SmComm, seq: u32) -> Option<u32> {
+    (!sm.may_post(seq.wrapping_add(1))).then_some(seq)
 }
 
 /// A job shared between its request and the poller.
@@ -363,6 +410,7 @@ pub(crate) fn run_to_end<T: Element>(j: &SharedJob<T>) -> Result<Vec<T>, MsgErro
         }
         (g.core.clone(), g.tag, g.watch())
     };
+
     if let (Some(sm), Some(w)) = (core.sm.ready(), watch) {
         // Finished with an error too: `take` gives it.
         let r = sm.drive((core.coll_ctx(), &core.ranks), tag, w, || {

@@ -88,6 +88,16 @@ impl<T: Element> SmState<T> {
         }
     }
 
+    /// Its sequence number.
+    pub(crate) fn seq(&self) -> u32 {
+        self.seq
+    }
+
+    /// Its kind.
+    pub(crate) fn kind(&self) -> Kind {
+        self.kind
+    }
+
     /// Ends the collective on this member after an error found while waiting: once
     /// posted, the next collective may post (the communicator's collectives are not to
     /// be used after such an error, but none of this member's waits hangs on it).

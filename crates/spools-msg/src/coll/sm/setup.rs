@@ -130,7 +130,9 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
             for i in 1..n {
                 send(c, local, i, tag, &created)?;
             }
-            let (mut all, mut nb_all, mut from) = (true, true, 0);
+            // Folded from this member's own count: `later` compares modulo 2^24, so 0 is
+            // no neutral start.
+            let (mut all, mut nb_all, mut from) = (true, true, started(c));
             for i in 1..n {
                 let mut ok = [0u8; 6];
                 recv(c, local, i, tag + 1, &mut ok)?;
@@ -150,7 +152,6 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
         let (all, nb_all, from) = heard?;
         let all = all && sm.is_some();
         let nb_all = all && nb_all && nb_sm.is_some();
-        let from = later(from, started(c));
         let mut verdict = [0u8; 6];
         verdict[0] = u8::from(all);
         verdict[1] = u8::from(nb_all);
