@@ -272,6 +272,18 @@ impl CommCore {
         Ok(Pattern { ctx, src, tag })
     }
 
+    /// The count of collectives started on this core, which numbers them (a shared
+    /// segment compares its records by it).
+    pub(crate) fn started_count(&self) -> Arc<AtomicU32> {
+        self.colls_started.clone()
+    }
+
+    /// Counts `n` collectives as started without running them (see
+    /// `Communicator::skip_collective_numbers`).
+    pub(crate) fn skip_collectives(&self, n: u32) {
+        self.colls_started.fetch_add(n, Ordering::Relaxed);
+    }
+
     /// The base tag of the next collective call (the same on every rank, as every rank
     /// calls collectives in the same order); the low 8 bits are for its steps.
     pub(crate) fn next_coll_tag(&self) -> u32 {

@@ -705,3 +705,57 @@ fn alltoallv_with_one_uniform_rank() {
     rank_main(|_| uneven_role());
     run_ranks("alltoallv_with_one_uniform_rank", "uneven ok", 3, &[]);
 }
+
+/// A correct program whose ranks once ran a collective through the messages (too long for
+/// the segment: each leaves a record of it there) and, 2^23 collectives later, wait in one
+/// on the segment long enough to look at the others' records (rank 0 comes late): the
+/// record of long ago is not taken for one of this collective, which succeeds everywhere.
+/// (The numbering is advanced by a test hook rather than by 2^23 collectives.)
+fn stale_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    checked(&w, |w| {
+        let (me, n) = (w.rank(), w.size());
+        // Sets the segment up.
+        let mut out = [0u64];
+        e(w.allreduce(&[1u64], &mut out, &Op::Sum))?;
+        // Through the messages on every rank, recorded on the segment.
+        let mut big = vec![u8::from(me == 0); 8192];
+        e(w.bcast(&mut big, 0))?;
+        check(big.iter().all(|&b| b == 1), || {
+            format!("rank {me}: big bcast")
+        })?;
+        let before = w.shared_memory_collectives();
+        w.skip_collective_numbers((1 << 23) + 5);
+        for round in 0..3u64 {
+            if me == 0 {
+                // Late: the others' waits reach their naps, where they read records.
+                std::thread::sleep(Duration::from_millis(30));
+            }
+            let mut b = [if me == 0 { round + 7 } else { 0 }; 2];
+            e(w.bcast(&mut b, 0))?;
+            check(b == [round + 7; 2], || {
+                format!("rank {me}: bcast {round} gave {b:?}")
+            })?;
+            let mut sum = [0u64];
+            e(w.allreduce(&[u64::from(me) + round], &mut sum, &Op::Sum))?;
+            let want = u64::from(n * (n - 1) / 2) + round * u64::from(n);
+            check(sum == [want], || {
+                format!("rank {me}: allreduce {round} gave {sum:?}")
+            })?;
+        }
+        let through = w.shared_memory_collectives() - before;
+        check(through == 6, || {
+            format!("rank {me}: {through} collectives through the segment, want 6")
+        })
+    });
+    println!("stale ok rank {}", w.rank());
+    e(w.finalize())
+}
+
+/// Records of collectives on the messages' path from 2^23 collectives before are not taken
+/// for the collective a rank waits in.
+#[test]
+fn a_record_of_long_ago_fails_nobody() {
+    rank_main(|_| stale_role());
+    run_ranks("a_record_of_long_ago_fails_nobody", "stale ok", 3, &[]);
+}

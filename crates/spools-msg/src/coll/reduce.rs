@@ -271,17 +271,18 @@ impl Communicator {
     ) -> Result<(), MsgError> {
         self.collective(|tag| {
             self.core.job_rank(root)?;
-            let g = Group::all(&self.core);
+            let me = self.core.rank as usize;
             let hosts = self.core.hosts.as_slice();
             let bytes = std::mem::size_of_val(send);
             let failed = |e: &MsgError| {
                 super::sm::failed(&self.core, hosts, tag, bytes, 0..0, e);
             };
             let root = root as usize;
-            if g.me == root {
+            if me == root {
                 check("reduce", RECV_AS_SEND, recv.len(), send.len())?;
             }
             if !super::sm::fits(&self.core, bytes) {
+                let g = Group::all(&self.core);
                 // Too long for the shared-memory engine (said there, for members that
                 // would wait on it): from the send buffer, with scratch only where this
                 // member receives (and is not the root, whose receive buffer serves).
@@ -299,18 +300,30 @@ impl Communicator {
                 return reduce_to(&self.core, &g, root, tag, (&mut acc, src), op)
                     .inspect_err(failed);
             }
-            if g.me == root {
+            if me == root {
                 recv.copy_from_slice(send);
                 if super::sm::reduce(&self.core, hosts, root, tag, recv, op)? {
                     return Ok(());
                 }
+                let g = Group::all(&self.core);
                 reduce_to(&self.core, &g, root, tag, (recv, None), op).inspect_err(failed)
             } else {
-                let mut acc = send.to_vec();
-                if super::sm::reduce(&self.core, hosts, root, tag, &mut acc, op)? {
+                // A contributor's copy (a tree's group leader folds into it): on the
+                // stack when small, as the segment's contributions are.
+                let mut small = [T::default(); super::sm::SMALL];
+                let mut heap = Vec::new();
+                let acc: &mut [T] = if send.len() <= super::sm::SMALL {
+                    &mut small[..send.len()]
+                } else {
+                    heap.resize(send.len(), T::default());
+                    &mut heap
+                };
+                acc.copy_from_slice(send);
+                if super::sm::reduce(&self.core, hosts, root, tag, acc, op)? {
                     return Ok(());
                 }
-                reduce_to(&self.core, &g, root, tag, (&mut acc, None), op).inspect_err(failed)
+                let g = Group::all(&self.core);
+                reduce_to(&self.core, &g, root, tag, (acc, None), op).inspect_err(failed)
             }
         })
     }

@@ -5,7 +5,7 @@
 //! reader's), so a scan costs O(P) line transfers in all; member 0 waits for nobody.
 //!
 //! One scan alone takes P - 1 transfers from end to end, but members run ahead by up to
-//! two scans (the two data slots), so in a loop of scans the chain is a pipeline: each
+//! four scans (the four data slots), so in a loop of scans the chain is a pipeline: each
 //! scan costs a member one transfer from its left neighbour (what Open MPI's linear scan,
 //! by eager messages, gets). The flat scan it replaces (every member read every member's
 //! part and waited for all of them: O(P²) transfers, every member in step) took 1.6 to 5

@@ -62,6 +62,12 @@ impl Kind {
         matches!(self, Kind::Bcast | Kind::Allreduce | Kind::Scatter)
     }
 
+    /// The members other than the root (through [`super::SmColl`]) wait for its
+    /// publication: all but a reduce's, whose contributors are done once posted.
+    pub(crate) fn awaited(self) -> bool {
+        self != Kind::Reduce
+    }
+
     /// The root's data goes out and nothing comes in: the root reads no contribution,
     /// only that every member is far enough along to reuse a result slot.
     pub(crate) fn fans_out(self) -> bool {

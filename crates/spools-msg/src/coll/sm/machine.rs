@@ -5,7 +5,8 @@ use std::sync::atomic::Ordering;
 
 use super::kind::Kind;
 use super::{
-    halves, pair, post_record, seq_ge, SmComm, Watch, EVERYONE, FAILED, FAILED_PART, NOBODY, VALID,
+    halves, pair, post_record, seq_ge, SmComm, Watch, EVERYONE, FAILED, FAILED_PART, NOBODY, SMALL,
+    VALID,
 };
 use crate::coll::args::{bytes, bytes_mut};
 use crate::element::{Element, Op};
@@ -169,6 +170,20 @@ impl<T: Element> SmState<T> {
             }
         }
         self.root as u32
+    }
+}
+
+/// Scratch for `len` elements: `small` when they fit, else `heap` (grown to `len`).
+fn scratch<'s, T: Element>(
+    small: &'s mut [T; SMALL],
+    heap: &'s mut Vec<T>,
+    len: usize,
+) -> &'s mut [T] {
+    if len <= SMALL {
+        &mut small[..len]
+    } else {
+        heap.resize(len, T::default());
+        heap
     }
 }
 
@@ -513,10 +528,10 @@ impl<'a, T: Element> SmColl<'a, T> {
     /// running result of the lower ranks).
     fn fold(&mut self, m: usize) {
         let Some(op) = self.op else { return };
-        self.st.tmp.resize(self.buf.len(), T::default());
-        self.sm
-            .read_data(m, self.st.seq, bytes_mut(&mut self.st.tmp));
-        op.combine(self.buf, &self.st.tmp, true);
+        let mut small = [T::default(); SMALL];
+        let part = scratch(&mut small, &mut self.st.tmp, self.buf.len());
+        self.sm.read_data(m, self.st.seq, bytes_mut(part));
+        op.combine(self.buf, part, true);
     }
 
     /// Folds source `m`'s contribution (a member's, or over a tree a group's) into the
@@ -533,12 +548,13 @@ impl<'a, T: Element> SmColl<'a, T> {
             }
             return;
         }
+        let mut small = [T::default(); SMALL];
         let contribution: &[T] = if m == me {
             self.buf
         } else {
-            self.st.tmp.resize(self.buf.len(), T::default());
-            sm.read_data(m, self.st.seq, bytes_mut(&mut self.st.tmp));
-            &self.st.tmp
+            let part = scratch(&mut small, &mut self.st.tmp, self.buf.len());
+            sm.read_data(m, self.st.seq, bytes_mut(part));
+            part
         };
         if m == first {
             self.st.acc = contribution.to_vec();
@@ -547,28 +563,31 @@ impl<'a, T: Element> SmColl<'a, T> {
         }
     }
 
-    /// The root publishes the result (or the members' disagreement) and is done.
+    /// The root publishes the result (or the members' disagreement) and is done. A
+    /// reduce's root publishes nothing: nobody waits for it ([`Kind::awaited`]).
     ///
     /// # Errors
     /// [`MsgError::Mismatch`] when a member's length differed from the root's.
     pub(crate) fn publish(&mut self) -> Result<(), MsgError> {
         let sm = self.sm;
-        let k = self.st.seq as usize % sm.outs;
-        let len = match self.st.disagree {
-            Some(_) => FAILED,
-            None => {
-                let data = self.whole.unwrap_or(self.buf);
-                if self.st.kind.publishes_data() {
-                    sm.write_out(k, bytes(data));
+        if self.st.kind.awaited() {
+            let k = self.st.seq as usize % sm.outs;
+            let len = match self.st.disagree {
+                Some(_) => FAILED,
+                None => {
+                    let data = self.whole.unwrap_or(self.buf);
+                    if self.st.kind.publishes_data() {
+                        sm.write_out(k, bytes(data));
+                    }
+                    std::mem::size_of_val(data) as u32
                 }
-                std::mem::size_of_val(data) as u32
-            }
-        };
-        sm.out_len(k).store(len, Ordering::Relaxed);
-        // `ready` and the collective's number in one store.
-        sm.ready(k)
-            .store(pair(self.st.seq, VALID | self.st.no), Ordering::SeqCst);
-        sm.wake_all();
+            };
+            sm.out_len(k).store(len, Ordering::Relaxed);
+            // `ready` and the collective's number in one store.
+            sm.ready(k)
+                .store(pair(self.st.seq, VALID | self.st.no), Ordering::SeqCst);
+            sm.wake_all();
+        }
         self.st.stage = Stage::Done;
         self.sm.finished(self.st.seq);
         match self.st.disagree {

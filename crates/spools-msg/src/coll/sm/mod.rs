@@ -1,7 +1,7 @@
 //! Collectives of small messages through shared memory within a host (Open MPI's coll/sm,
 //! MPICH's release/gather): one segment per communicator and host, holding two cache lines
-//! of flags per local member (a hot one it writes at every post, a cold one), two data
-//! slots per member and a ring of result slots. Allgather(v), alltoall, gather and
+//! of flags per local member (a hot one it writes at every post, a cold one), a ring of
+//! [`SLOTS`] data slots per member and a ring of result slots. Allgather(v), alltoall, gather and
 //! reduce-scatter are flat (`gather.rs`: every member posts its part and reads everyone's;
 //! a gather's root alone reads them, and its contributors are done once posted; `fold.rs`:
 //! a reduce-scatter's member folds its block of everyone's). Scans are a chain
@@ -34,14 +34,18 @@
 //! reports as the disagreement the leader saw.
 //!
 //! Why no slot is overwritten while someone still reads it: every read of a slot
-//! happens within its collective, before the reader posts the next one. A member has two
-//! data slots and writes slot `s % 2` only once every member posted `s - 1` or later
-//! (finished `s - 2`, the last collective that read that slot: known without a look at
+//! happens within its collective, before the reader posts the next one. A member has
+//! [`SLOTS`] data slots (and as many length words and inline cells) and writes slot
+//! `s % SLOTS` only once whoever read it posted `s - SLOTS + 1` or later (finished
+//! `s - SLOTS`, the last collective that wrote that slot: known without a look at
 //! anyone's line after a collective that waited for every post, see
-//! [`SmComm::all_posted`]); the root of `s` writes
+//! [`SmComm::all_posted`]; for a slot read by one member, from the last look at that
+//! member's line while it says enough, a *credit*, [`SmComm::slot_free`]). So a reduce's
+//! or a gather's contributors, done once posted, run up to `SLOTS - 1` collectives ahead of
+//! their root and look at its line about once in that many. The root of `s` writes
 //! result slot `s % outs` only once every member posted `s - outs + 1` or later. A chained
 //! scan's member reads its left neighbour's slot before it posts the scan, so there the
-//! writer waits only for its reader's post of `s - 2` ([`READS_BEFORE_POST`]).
+//! writer waits only for its reader's post of `s - SLOTS` ([`READS_BEFORE_POST`]).
 //!
 //! Waiting goes through the active-message layer's wait (it drives progress, yields when
 //! ranks outnumber cores and fails when a rank dies), then sleeps on a futex word of this
@@ -116,7 +120,7 @@ mod setup;
 mod slot;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use spools_am::{SharedArea, Worker};
@@ -152,6 +156,15 @@ pub(crate) const NOBODY: u32 = u32::MAX - 1;
 /// is done with the slot.
 pub(crate) const READS_BEFORE_POST: u32 = 1 << 30;
 
+/// Data slots (with their length words and inline cells) per member: a power of two, so
+/// that `s % SLOTS` follows the sequence numbers across their wrap.
+pub(crate) const SLOTS: usize = 4;
+
+/// Elements of a contribution that a member copies on its stack rather than on the heap
+/// (its own part, a peer's part it folds; 64 bytes of the widest element): no allocation
+/// per collective for the small ones.
+pub(crate) const SMALL: usize = 8;
+
 /// The first sequence number: close to the wrap, so that any run of a few hundred
 /// collectives exercises it.
 const FIRST_SEQ: u32 = u32::MAX - 255;
@@ -178,23 +191,29 @@ const CACHE_LINE: usize = 64;
 /// see [`coll_no`], the low bits of the sequence number, [`VALID`]), set by one store and
 /// read by one load: the fast path pays no extra access for the record. Then the lengths
 /// of its contributions (one per data slot), and contributions of up to [`INLINE`]
-/// bytes (one per data slot), which a reader of the post finds in the line it loaded.
+/// bytes (one cell per data slot), which a reader of the post finds in the line it
+/// loaded: 8 + 4 x 4 + 4 x 8 = 56 of the line's 64 bytes.
 const POSTED: usize = 0;
 const LEN: usize = 8;
-const DATA: usize = 16;
-/// Contributions and results of up to this many bytes ride in a flag line.
-const INLINE: usize = 16;
+const DATA: usize = LEN + 4 * SLOTS;
+/// Contributions of up to this many bytes ride in a flag line.
+const INLINE: usize = 8;
+/// Results of up to this many bytes ride beside their result slot's flags.
+const OUT_INLINE: usize = 16;
+const _: () = assert!(DATA + INLINE * SLOTS <= CACHE_LINE);
 /// Offsets within the cold line: the futex word the member sleeps on and whether it
 /// sleeps.
 const BELL: usize = 64;
 const SLEEPING: usize = 68;
 /// The member's latest record of a collective it runs through the messages where the
 /// segment could have served it ([`MSG_PATH`], the number, [`VALID`]), its length there,
-/// and the sequence number it would have given it (its next one then). Written on the
-/// messages' path only; read by the others only while they wait.
+/// the sequence number it would have given it (its next one then), and its full number
+/// (32 bits: see [`SmComm::full_no`]). Written on the messages' path only; read by the
+/// others only while they wait.
 const MREC: usize = 72;
 const MREC_LEN: usize = 76;
 const MREC_SEQ: usize = 80;
+const MREC_FULL: usize = 100;
 /// The last collective this member failed because the ranks disagree (with [`VALID`]),
 /// its length there, and the disagreement it saw (the rank, `u32::MAX` if not known, and
 /// its bytes), which the members it fails report in turn: sticky, so that a member still
@@ -212,7 +231,7 @@ const SEQ_BITS: u32 = 0x3f << 24;
 const NO_MASK: u32 = (1 << 24) - 1;
 /// Bytes of a result slot's flags (after the members' lines): one 64-bit word, `ready`
 /// in its low half and the collective's number (with [`VALID`]) in its high half, then
-/// the length, then a result of up to [`INLINE`] bytes, in a cache line of its own (a
+/// the length, then a result of up to [`OUT_INLINE`] bytes, in a cache line of its own (a
 /// reader loads one line, and a root that publishes the next result does not take the
 /// line from readers still on this one).
 const OUT_FLAGS: usize = CACHE_LINE;
@@ -302,9 +321,12 @@ pub(crate) struct SmComm {
     /// root that did). A contribution's data slot is free once every member posted the
     /// collective before it; when this says so, nobody's flag line is loaded to check.
     synced: AtomicU32,
-    /// Per data slot (and length word) of this member, alternating: who reads what it
+    /// Per data slot (and length word) of this member, in turn: who reads what it
     /// wrote there last, a member ([`SmComm::slot_free`]), [`EVERYONE`] or [`NOBODY`].
-    slot_readers: [AtomicU32; 2],
+    slot_readers: [AtomicU32; SLOTS],
+    /// The last look at a reader's line ([`SmComm::slot_free`]): the sequence number that
+    /// member had posted (low half) and the member (high half; `u32::MAX`: none yet).
+    credit: AtomicU64,
     /// The last collective this member finished: the next one posts only after it (a
     /// post of `s` tells the others that `s - 1` is finished here), so collectives go
     /// in call order.
@@ -315,6 +337,9 @@ pub(crate) struct SmComm {
     watching: AtomicU32,
     /// What those waits watch for (boxed: off the fields the fast path reads).
     watch: Box<Mutex<Option<Watch>>>,
+    /// The count of collectives started on this member's communicator (blocking or
+    /// non-blocking, as the segment serves: the core's own count), which numbers them.
+    started: Arc<AtomicU32>,
     worker: Worker,
 }
 
@@ -353,7 +378,7 @@ impl SmComm {
     /// Bytes of a segment for `n` members with slots of `slot` bytes.
     pub(crate) fn bytes(n: usize, slot: usize) -> usize {
         let outs = Self::outs(slot);
-        n * LINE + Self::flag_bytes(outs) + (2 * n + outs) * slot
+        n * LINE + Self::flag_bytes(outs) + (SLOTS * n + outs) * slot
     }
 
     /// Lays out a fresh segment (creator only, before anyone else maps it).
@@ -397,30 +422,44 @@ impl SmComm {
     }
 
     /// Whether this member's data slot (and length word) for collective `seq` may be
-    /// written: whoever read what it wrote there last finished that collective, that is,
-    /// posted `seq - 1` or later. A reduce's contributor looks at its root's line alone
-    /// (the root was the slot's only reader); after a flat collective, at everyone's. A
-    /// reader that reads before it posts ([`READS_BEFORE_POST`], a chained scan's right
-    /// neighbour) was done with the slot once it posted `seq - 2`, the collective that
-    /// wrote the slot last.
+    /// written: whoever read what it wrote there last (in collective `seq - SLOTS`)
+    /// finished that collective, that is, posted `seq - SLOTS + 1` or later. A reduce's
+    /// contributor looks at its root's line alone (the root was the slot's only reader),
+    /// and only when its last look there ([`SmComm::credit`]) no longer says enough; after
+    /// a flat collective, at everyone's. A reader that reads before it posts
+    /// ([`READS_BEFORE_POST`], a chained scan's right neighbour) was done with the slot
+    /// once it posted `seq - SLOTS`.
     pub(crate) fn slot_free(&self, seq: u32) -> bool {
-        let prev = seq.wrapping_sub(1);
-        match self.slot_readers[(seq & 1) as usize].load(Ordering::Relaxed) {
+        let last = seq.wrapping_sub(SLOTS as u32);
+        let after = last.wrapping_add(1);
+        match self.slot_readers[seq as usize % SLOTS].load(Ordering::Relaxed) {
             NOBODY => true,
-            EVERYONE => self.all_posted(prev),
+            EVERYONE => self.all_posted(after),
             r if r & READS_BEFORE_POST != 0 => {
-                let last = seq.wrapping_sub(2);
                 self.knows_all_posted(last)
-                    || seq_ge(self.posted_seq((r & !READS_BEFORE_POST) as usize), last)
+                    || self.reader_posted((r & !READS_BEFORE_POST) as usize, last)
             }
-            r => self.knows_all_posted(prev) || seq_ge(self.posted_seq(r as usize), prev),
+            r => self.knows_all_posted(after) || self.reader_posted(r as usize, after),
         }
+    }
+
+    /// Whether member `r` posted `seq` or later: from the last look at its line when that
+    /// says so (a credit: what a member posted only grows), else from a new look, which
+    /// is kept.
+    fn reader_posted(&self, r: usize, seq: u32) -> bool {
+        let (seen, who) = halves(self.credit.load(Ordering::Relaxed));
+        if who as usize == r && self.fresh(seen) && seq_ge(seen, seq) {
+            return true;
+        }
+        let now = self.posted_seq(r);
+        self.credit.store(pair(now, r as u32), Ordering::Relaxed);
+        seq_ge(now, seq)
     }
 
     /// Records who reads what this member writes into its data slot (and length word)
     /// for collective `seq`: a member, [`EVERYONE`] or [`NOBODY`].
     pub(crate) fn slot_read_by(&self, seq: u32, readers: u32) {
-        self.slot_readers[(seq & 1) as usize].store(readers, Ordering::Relaxed);
+        self.slot_readers[seq as usize % SLOTS].store(readers, Ordering::Relaxed);
     }
 
     /// Whether this member knows, without a look, that every member has posted `seq`
@@ -445,6 +484,15 @@ impl SmComm {
         if seq_ge(seq, synced) || !self.fresh(synced) {
             self.synced.store(seq, Ordering::Relaxed);
         }
+    }
+
+    /// The full number (32 bits, wrapping: the count of the communicator's collectives
+    /// before it) of collective number `no`, one of the last 2^24 started on this member:
+    /// what records compare, so that a record stays older than the collectives after it
+    /// for 2^31 of them rather than 2^23 (collective numbers, [`NO_MASK`], wrap at 2^24).
+    fn full_no(&self, no: u32) -> u32 {
+        let last = self.started.load(Ordering::Relaxed).wrapping_sub(1);
+        last.wrapping_sub(last.wrapping_sub(no) & NO_MASK)
     }
 
     /// Takes the next sequence number.
@@ -482,7 +530,7 @@ impl SmComm {
 
     /// The length of member `member`'s contribution to collective `seq`.
     pub(crate) fn len_of(&self, member: usize, seq: u32) -> &AtomicU32 {
-        self.word(member, LEN + 4 * (seq & 1) as usize)
+        self.word(member, LEN + 4 * (seq as usize % SLOTS))
     }
 
     /// Result slot `k`'s `ready` word: the sequence number published there last, and
@@ -512,6 +560,8 @@ impl SmComm {
         self.word(self.me, MREC_LEN)
             .store(clamp_len(bytes), Ordering::Relaxed);
         self.word(self.me, MREC_SEQ).store(w.seq, Ordering::Relaxed);
+        self.word(self.me, MREC_FULL)
+            .store(self.full_no(no), Ordering::Relaxed);
         self.word(self.me, MREC)
             .store(VALID | MSG_PATH | no, Ordering::SeqCst);
         *self.watch.lock().unwrap_or_else(PoisonError::into_inner) = Some(w);
@@ -594,15 +644,18 @@ impl SmComm {
     /// For a member waiting on the segment in collective `w.no` (sequence `w.seq`): a
     /// member that failed it, or that runs it (or a later one) through the messages
     /// without having taken its sequence number, never posts it: the ranks chose their
-    /// paths from lengths that disagree. Read only while waiting.
+    /// paths from lengths that disagree. Read only while waiting. Whether a record is of
+    /// this collective or a later one is judged by full numbers ([`SmComm::full_no`]): a
+    /// record of long ago is never taken for a later one.
     pub(crate) fn split_on_segment(&self, w: &Watch) -> Option<MsgError> {
+        let full = self.full_no(w.no);
         for m in (0..self.n()).filter(|&m| m != self.me) {
             if let Some(e) = self.failed_in(m, w.no, w.op, w.bytes) {
                 return Some(e);
             }
             let rec = self.word(m, MREC).load(Ordering::Acquire);
             if rec & (VALID | MSG_PATH) == VALID | MSG_PATH
-                && no_ge(rec & NO_MASK, w.no)
+                && seq_ge(self.word(m, MREC_FULL).load(Ordering::Relaxed), full)
                 && !seq_ge(
                     self.word(m, MREC_SEQ).load(Ordering::Relaxed),
                     w.seq.wrapping_add(1),
@@ -648,15 +701,15 @@ impl SmComm {
         None
     }
 
-    /// Member `member`'s data slot for collective `seq` (two per member, alternating).
+    /// Member `member`'s data slot for collective `seq` ([`SLOTS`] per member, in turn).
     fn data_off(&self, member: usize, seq: u32) -> usize {
         self.n() * LINE
             + Self::flag_bytes(self.outs)
-            + (2 * member + (seq & 1) as usize) * self.slot
+            + (SLOTS * member + seq as usize % SLOTS) * self.slot
     }
 
     fn out_off(&self, k: usize) -> usize {
-        self.n() * LINE + Self::flag_bytes(self.outs) + (2 * self.n() + k) * self.slot
+        self.n() * LINE + Self::flag_bytes(self.outs) + (SLOTS * self.n() + k) * self.slot
     }
 
     /// Where member `m`'s contribution of `len` bytes to collective `seq` lies: in its
@@ -664,7 +717,7 @@ impl SmComm {
     /// (a reader reads a contribution only when its length is the reader's own).
     fn contribution_at(&self, m: usize, seq: u32, len: usize) -> usize {
         if len <= INLINE {
-            m * LINE + DATA + INLINE * (seq & 1) as usize
+            m * LINE + DATA + INLINE * (seq as usize % SLOTS)
         } else {
             self.data_off(m, seq)
         }
@@ -672,7 +725,7 @@ impl SmComm {
 
     /// Where result slot `k`'s `len` bytes lie: beside its flags when they fit there.
     fn result_at(&self, k: usize, len: usize) -> usize {
-        if len <= INLINE {
+        if len <= OUT_INLINE {
             self.n() * LINE + OUT_FLAGS * k + OUT_DATA
         } else {
             self.out_off(k)

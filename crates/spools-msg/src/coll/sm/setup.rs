@@ -4,13 +4,13 @@
 //! every member is on this host, the same handshake sets up the segment of the
 //! communicator's non-blocking collectives (see [`super::inflight`]).
 
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::sync::Arc;
 
 use spools_am::{Route, SharedArea};
 
 use super::slot::SmSlot;
-use super::{no_ge, SmComm, FIRST_SEQ, NOBODY, NO_MASK};
+use super::{no_ge, pair, SmComm, FIRST_SEQ, NOBODY, NO_MASK};
 use crate::coll::group::{recv, send, Group};
 use crate::comm_core::CommCore;
 use crate::error::MsgError;
@@ -78,7 +78,7 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
     };
     let slot = (limit as usize).next_multiple_of(64);
     let len = SmComm::bytes(n, slot);
-    let make = |area: SharedArea| SmComm {
+    let make = |area: SharedArea, core: &CommCore| SmComm {
         area,
         members: local.members.clone(),
         me: local.me,
@@ -86,10 +86,12 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
         outs: SmComm::outs(slot),
         next: AtomicU32::new(FIRST_SEQ),
         synced: AtomicU32::new(FIRST_SEQ.wrapping_sub(1)),
-        slot_readers: [AtomicU32::new(NOBODY), AtomicU32::new(NOBODY)],
+        slot_readers: std::array::from_fn(|_| AtomicU32::new(NOBODY)),
+        credit: AtomicU64::new(pair(0, u32::MAX)),
         done: AtomicU32::new(FIRST_SEQ.wrapping_sub(1)),
         watching: AtomicU32::new(0),
         watch: Default::default(),
+        started: core.started_count(),
         worker: c.engine.worker.clone(),
     };
     // The non-blocking core, where the whole communicator is here.
@@ -108,7 +110,7 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
             }
             match SharedArea::create(&name(core), len, n as u32, boot.secret()) {
                 Ok(a) => {
-                    let sm = make(a);
+                    let sm = make(a, core);
                     sm.init();
                     Some(sm)
                 }
@@ -176,7 +178,7 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
                     "spools: collectives in shared memory off on this communicator: {e}"
                 ));
             }
-            opened.ok().map(make)
+            opened.ok().map(|a| make(a, core))
         };
         let sm = if created[0] != 1 {
             None
