@@ -99,6 +99,24 @@ impl<T: Element, R> Pending<R> for SmPending<T, R> {
     }
 }
 
+/// A collective that finished as it started: its result (taken by the wait).
+struct Finished<R>(Mutex<Option<Result<R, MsgError>>>);
+
+impl<R: Send> Pending<R> for Finished<R> {
+    fn advance(&self) -> bool {
+        true
+    }
+
+    fn test(&self) -> bool {
+        true
+    }
+
+    fn wait(&self) -> Result<R, MsgError> {
+        let taken = self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
+        taken.unwrap_or(Err(MsgError::Panicked("collective request")))
+    }
+}
+
 /// A collective in flight; `wait` returns its result. Dropping it finishes the
 /// collective first (its partners depend on it).
 #[must_use = "a collective request must be waited for"]
@@ -195,7 +213,7 @@ impl Communicator {
     /// it off the segment. An operator with a [`Verdict`](crate::Verdict) goes through
     /// the messages (its agreement is a step of the schedule).
     #[allow(clippy::type_complexity)]
-    fn start_sm<T: Element, R: 'static>(
+    fn start_sm<T: Element, R: Send + 'static>(
         &self,
         op_name: &'static str,
         (tag, kind, root): (u32, shm::Kind, usize),
@@ -211,7 +229,7 @@ impl Communicator {
     /// elsewhere), given back too when the segment does not serve it; a scatter's bytes
     /// are every member's part.
     #[allow(clippy::type_complexity)]
-    fn start_sm_parts<T: Element, R: 'static>(
+    fn start_sm_parts<T: Element, R: Send + 'static>(
         &self,
         op_name: &'static str,
         (tag, kind, root): (u32, shm::Kind, usize),
@@ -234,17 +252,23 @@ impl Communicator {
         Ok(Self::start_job(op_name, job, finish))
     }
 
-    /// A request for `job`, started: on the poller's list unless it finished already.
-    fn start_job<T: Element, R: 'static>(
+    /// A request for `job`, started: on the poller's list, or (when it finished as it
+    /// started, as a broadcast's root and a reduce's contributors mostly do, and members
+    /// that find their result published already) holding its result alone.
+    fn start_job<T: Element, R: Send + 'static>(
         op_name: &'static str,
-        job: SmJob<T>,
+        mut job: SmJob<T>,
         finish: fn(Vec<T>) -> R,
     ) -> CollRequest<R> {
-        let done = job.settled();
-        let job = Arc::new(Mutex::new(job));
-        if !done {
-            activate_job(&job);
+        if job.settled() {
+            let r = job.take().map(finish);
+            return CollRequest {
+                op: op_name,
+                job: Some(Box::new(Finished(Mutex::new(Some(r))))),
+            };
         }
+        let job = Arc::new(Mutex::new(job));
+        activate_job(&job);
         CollRequest {
             op: op_name,
             job: Some(Box::new(SmPending { job, finish })),

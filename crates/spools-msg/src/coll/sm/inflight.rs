@@ -367,7 +367,7 @@ impl<T: Element> SmJob<T> {
     }
 
     /// The result once finished: this member's buffer, or the collective's error.
-    fn take(&mut self) -> Result<Vec<T>, MsgError> {
+    pub(crate) fn take(&mut self) -> Result<Vec<T>, MsgError> {
         std::mem::replace(
             &mut self.outcome,
             Err(MsgError::Panicked("collective request")),
