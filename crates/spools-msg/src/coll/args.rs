@@ -39,6 +39,8 @@ pub(crate) const ONE_COUNT_PER_RANK: &str = "counts must hold one entry per rank
 pub(crate) const EVEN_SPLIT: &str = "send's length modulo the ranks must be 0";
 /// The rule "recv as long as send".
 pub(crate) const RECV_AS_SEND: &str = "recv must hold as many elements as send";
+/// The rule a rooted collective's root buffer breaks when it is not every rank's part.
+pub(crate) const ROOT_HOLDS_ALL: &str = "the root's buffer must hold the sum of the counts";
 
 /// Checks the arguments of a rooted v-collective: one count per rank, this rank's own
 /// buffer (`mine`) of its count, and at the root the whole buffer (`whole`) of their sum.
@@ -61,12 +63,7 @@ pub(crate) fn check_rooted(
     )?;
     let total: usize = counts.iter().sum();
     if c.rank == root {
-        check(
-            op,
-            "the root's buffer must hold the sum of the counts",
-            whole,
-            total,
-        )?;
+        check(op, ROOT_HOLDS_ALL, whole, total)?;
     }
     Ok(())
 }

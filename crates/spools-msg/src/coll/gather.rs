@@ -2,7 +2,7 @@
 
 use super::args::{
     blocks_mut, bytes, bytes_mut, check, check_rooted, displs, EVEN_SPLIT, ONE_COUNT_PER_RANK,
-    RECV_AS_SEND,
+    RECV_AS_SEND, ROOT_HOLDS_ALL,
 };
 use super::group::{exchange_during, finish, recv, send, Group, Poisoned};
 use super::ring::ring_allgather;
@@ -211,14 +211,17 @@ impl Communicator {
     ) -> Result<(), MsgError> {
         self.collective(|tag| {
             self.core.job_rank(root)?;
-            let counts = vec![send.len(); self.size() as usize];
-            check_rooted("gather", &self.core, &counts, send.len(), recv.len(), root)?;
+            if self.core.rank == root {
+                let whole = send.len().saturating_mul(self.size() as usize);
+                check("gather", ROOT_HOLDS_ALL, recv.len(), whole)?;
+            }
             // Every rank's part has one length (the call's contract): every rank takes the
             // same path. (Not so for `gatherv`: a rank knows its own count only.)
             let (sb, rb) = (bytes(send), bytes_mut(recv));
             if super::sm::gather(&self.core, root as usize, tag, sb, rb)? {
                 return Ok(());
             }
+            let counts = vec![send.len(); self.size() as usize];
             let g = Group::all(&self.core);
             gatherv_in(&self.core, &g, root as usize, tag, send, &counts, recv)
         })
