@@ -54,9 +54,3 @@ pub(crate) fn own_block(recv: *const c_void, t: MPI_Datatype, displ: i64) -> *co
         Err(_) => recv,
     }
 }
-
-/// This rank's rank in `comm` (0 for a handle that is not a communicator's, which the
-/// call reports).
-pub(crate) fn comm_rank(comm_h: MPI_Comm) -> i64 {
-    comm(comm_h, "a collective").map_or(0, |c| i64::from(c.comm.rank()))
-}

@@ -12,7 +12,7 @@ use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use crate::abi::*;
-use crate::coll::alias::{comm_rank, own_block, unaliased};
+use crate::coll::alias::{own_block, unaliased};
 use crate::coll::op::{reduce, Which};
 use crate::comm::comm;
 use crate::datatype::{buffer, committed, count as ccount, unpack, TypeObj};
@@ -380,14 +380,13 @@ struct Moves {
 /// Checks the arguments of a gather, scatter, allgather or alltoall: each side's type
 /// and count per block where that side is used, and its buffer.
 fn moves(
-    comm: MPI_Comm,
+    c: Arc<crate::comm::CommObj>,
     (sendbuf, sc, sdt): (*const c_void, MPI_Count, MPI_Datatype),
     (recvbuf, rc, rdt): (*mut c_void, MPI_Count, MPI_Datatype),
     send_used: bool,
     recv_used: bool,
     call: &'static str,
 ) -> Result<Moves, MpiError> {
-    let c = self::comm(comm, call)?;
     let m = Moves {
         c,
         st: if send_used {
@@ -499,7 +498,12 @@ unsafe fn gather(
     ) {
         return rc;
     }
-    if is_inter(comm) {
+    // One look at the handle for the whole call.
+    let c0 = match self::comm(comm, call) {
+        Ok(c) => c,
+        Err(e) => return on_comm(comm, Err(e)),
+    };
+    if c0.inter.is_some() {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.
         return unsafe {
@@ -512,12 +516,11 @@ unsafe fn gather(
         };
     }
     let r = (|| {
-        let c0 = self::comm(comm, call)?;
         let root = root_of(&c0, root, call)?;
         let me_root = c0.comm.rank() == root;
         let inplace = me_root && in_place(sendbuf);
         let m = moves(
-            comm,
+            c0,
             (sendbuf, sendcount, sendtype),
             (recvbuf, recvcount, recvtype),
             !inplace,
@@ -626,7 +629,12 @@ unsafe fn scatter(
     ) {
         return rc;
     }
-    if is_inter(comm) {
+    // One look at the handle for the whole call.
+    let c0 = match self::comm(comm, call) {
+        Ok(c) => c,
+        Err(e) => return on_comm(comm, Err(e)),
+    };
+    if c0.inter.is_some() {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.
         return unsafe {
@@ -639,12 +647,11 @@ unsafe fn scatter(
         };
     }
     let r = (|| {
-        let c0 = self::comm(comm, call)?;
         let root = root_of(&c0, root, call)?;
         let me_root = c0.comm.rank() == root;
         let inplace = me_root && in_place(recvbuf);
         let m = moves(
-            comm,
+            c0,
             (sendbuf, sendcount, sendtype),
             (recvbuf, recvcount, recvtype),
             me_root,
@@ -712,7 +719,11 @@ unsafe fn allgather(
     comm: MPI_Comm,
     call: &'static str,
 ) -> c_int {
-    let me = comm_rank(comm);
+    let c0 = match self::comm(comm, call) {
+        Ok(c) => c,
+        Err(e) => return on_comm(comm, Err(e)),
+    };
+    let me = i64::from(c0.comm.rank());
     let own = own_block(recvbuf, recvtype, me * recvcount);
     if let Some(rc) = aliased(
         comm,
@@ -720,7 +731,7 @@ unsafe fn allgather(
     ) {
         return rc;
     }
-    if is_inter(comm) {
+    if c0.inter.is_some() {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.
         return unsafe {
@@ -735,7 +746,7 @@ unsafe fn allgather(
     let r = (|| {
         let inplace = in_place(sendbuf);
         let m = moves(
-            comm,
+            c0,
             (sendbuf, sendcount, sendtype),
             (recvbuf, recvcount, recvtype),
             !inplace,
@@ -802,7 +813,11 @@ unsafe fn alltoall(
     ) {
         return rc;
     }
-    if is_inter(comm) {
+    let c0 = match self::comm(comm, call) {
+        Ok(c) => c,
+        Err(e) => return on_comm(comm, Err(e)),
+    };
+    if c0.inter.is_some() {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.
         return unsafe {
@@ -817,7 +832,7 @@ unsafe fn alltoall(
     let r = (|| {
         let inplace = in_place(sendbuf);
         let m = moves(
-            comm,
+            c0,
             (sendbuf, sendcount, sendtype),
             (recvbuf, recvcount, recvtype),
             !inplace,

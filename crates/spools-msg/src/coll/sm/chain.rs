@@ -116,12 +116,12 @@ impl<T: Element> Link<T> {
             self.took = true;
         }
         if !self.posted {
-            if !sm.may_post(self.seq) || !sm.slot_free(self.seq) {
+            if !sm.may_post(self.seq) || !sm.slot_free(self.seq, part) {
                 return Ok(false);
             }
             let right = sm.me + 1;
             if right < sm.n() {
-                sm.slot_read_by(self.seq, right as u32 | READS_BEFORE_POST);
+                sm.slot_read_by(self.seq, part, right as u32 | READS_BEFORE_POST);
                 let fold: &[T] = match (inclusive, sm.me) {
                     (true, _) => out,
                     (false, 0) => mine,
@@ -129,7 +129,7 @@ impl<T: Element> Link<T> {
                 };
                 sm.write_data(self.seq, bytes(fold));
             } else {
-                sm.slot_read_by(self.seq, NOBODY);
+                sm.slot_read_by(self.seq, part, NOBODY);
             }
             sm.len_of(sm.me, self.seq)
                 .store(clamp_len(part), Ordering::Relaxed);

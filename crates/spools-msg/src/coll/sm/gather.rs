@@ -72,7 +72,7 @@ impl Flat {
         mut take: impl FnMut(&SmComm, usize, u32),
     ) -> Result<bool, MsgError> {
         if !self.posted {
-            if !sm.may_post(self.seq) || !sm.slot_free(self.seq) {
+            if !sm.may_post(self.seq) || !sm.slot_free(self.seq, part.len()) {
                 return Ok(false);
             }
             let readers = match self.root {
@@ -80,7 +80,7 @@ impl Flat {
                 Some(r) if r == sm.me => NOBODY,
                 Some(r) => r as u32,
             };
-            sm.slot_read_by(self.seq, readers);
+            sm.slot_read_by(self.seq, part.len(), readers);
             if readers != NOBODY {
                 sm.write_data(self.seq, part);
             }

@@ -324,10 +324,10 @@ impl<'a, T: Element> SmColl<'a, T> {
             if self.st.kind.contributes() {
                 // Data slot and length `s % 2` were last read in `s - 2` or before:
                 // whoever read them must be past it.
-                if !sm.slot_free(self.st.seq) {
+                if !sm.slot_free(self.st.seq, self.nbytes()) {
                     return Ok(false);
                 }
-                sm.slot_read_by(self.st.seq, self.st.readers(sm.me));
+                sm.slot_read_by(self.st.seq, self.nbytes(), self.st.readers(sm.me));
                 if sm.me != self.st.root || self.st.flat {
                     sm.write_data(self.st.seq, bytes(self.buf));
                 }

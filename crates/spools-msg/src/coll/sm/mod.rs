@@ -1,18 +1,19 @@
 //! Collectives of small messages through shared memory within a host (Open MPI's coll/sm,
 //! MPICH's release/gather): one segment per communicator and host, holding two cache lines
 //! of flags per local member (a hot one it writes at every post, a cold one), a ring of
-//! [`SLOTS`] data slots per member and a ring of result slots. Allgather(v), alltoall, gather and
-//! reduce-scatter are flat (`gather.rs`: every member posts its part and reads everyone's;
-//! a gather's root alone reads them, and its contributors are done once posted; `fold.rs`:
-//! a reduce-scatter's member folds its block of everyone's). Scans are a chain
+//! [`SLOTS`] data slots per member and a ring of result slots. Allgather(v), alltoall,
+//! gather and reduce-scatter are flat (`gather.rs`: every member posts its part and reads
+//! everyone's; a gather's root alone reads them, and its contributors are done once posted;
+//! `fold.rs`: a reduce-scatter's member folds its block of everyone's). Scans are a chain
 //! (`chain.rs`: each member folds its part after its left neighbour's prefix and posts the
 //! result for its right neighbour). Non-blocking collectives within one host run the same
 //! machines on a segment of their own (`inflight.rs`).
 //!
 //! Every collective of this kind has a sequence number `s` (the same on every member, as
-//! they call collectives in the same order; it wraps, and comparisons are modular). Barrier,
-//! bcast, reduce, allreduce and scatter are a fan-in and a fan-out around one *root* member
-//! (a scatter is a broadcast of every member's part, from which each copies its own):
+//! they call collectives in the same order; it wraps, and comparisons are modular).
+//! Barrier, bcast, reduce, allreduce and scatter are a fan-in and a fan-out around one
+//! *root* member (a scatter is a broadcast of every member's part, from which each copies
+//! its own):
 //!
 //! - every member *posts*: it copies its contribution (reductions) into its data slot and
 //!   sets its `posted` flag to `s`, which also says it has finished collective `s - 1`;
@@ -33,19 +34,22 @@
 //! marks it (a failure mark, below) and posts a length that says so, which the root
 //! reports as the disagreement the leader saw.
 //!
-//! Why no slot is overwritten while someone still reads it: every read of a slot
-//! happens within its collective, before the reader posts the next one. A member has
-//! [`SLOTS`] data slots (and as many length words and inline cells) and writes slot
-//! `s % SLOTS` only once whoever read it posted `s - SLOTS + 1` or later (finished
-//! `s - SLOTS`, the last collective that wrote that slot: known without a look at
-//! anyone's line after a collective that waited for every post, see
-//! [`SmComm::all_posted`]; for a slot read by one member, from the last look at that
-//! member's line while it says enough, a *credit*, [`SmComm::slot_free`]). So a reduce's
-//! or a gather's contributors, done once posted, run up to `SLOTS - 1` collectives ahead of
-//! their root and look at its line about once in that many. The root of `s` writes
-//! result slot `s % outs` only once every member posted `s - outs + 1` or later. A chained
-//! scan's member reads its left neighbour's slot before it posts the scan, so there the
-//! writer waits only for its reader's post of `s - SLOTS` ([`READS_BEFORE_POST`]).
+//! Why no slot is overwritten while someone still reads it: every read of a slot happens
+//! within its collective, before the reader posts the next one. A member has [`SLOTS`] data
+//! slots (and as many length words and inline cells of 8 bytes) and writes slot `s % SLOTS`
+//! only once whoever read it posted `s - SLOTS + 1` or later (finished `s - SLOTS`, the
+//! last collective that wrote that slot: known without a look at anyone's line after a
+//! collective that waited for every post, see [`SmComm::all_posted`]; for a slot read by
+//! one member, from the last look at that member's line while it says enough, a *credit*,
+//! [`SmComm::slot_free`]). Each slot and cell records the collective that wrote it last and
+//! its readers: collective `s` uses the two cells of its parity, a part of up to 8 bytes
+//! one of them in turn (free once the readers of `s - 4` finished it), one of up to 16 both
+//! (the readers of `s - 2`). So a reduce's or a gather's contributors of up to 8 bytes, or
+//! more than 16, done once posted, run up to `SLOTS - 1` collectives ahead of their root
+//! (one, for 9 to 16 bytes) and look at its line about once in that many. The root of `s`
+//! writes result slot `s % outs` only once every member posted `s - outs + 1` or later. A
+//! chained scan's member reads its left neighbour's slot before it posts the scan, so there
+//! the writer waits only for its reader's post of `s - SLOTS` ([`READS_BEFORE_POST`]).
 //!
 //! Waiting goes through the active-message layer's wait (it drives progress, yields when
 //! ranks outnumber cores and fails when a rank dies), then sleeps on a futex word of this
@@ -190,17 +194,38 @@ const CACHE_LINE: usize = 64;
 /// its low half and, in its high half, the *record* of that post (the collective's number,
 /// see [`coll_no`], the low bits of the sequence number, [`VALID`]), set by one store and
 /// read by one load: the fast path pays no extra access for the record. Then the lengths
-/// of its contributions (one per data slot), and contributions of up to [`INLINE`]
-/// bytes (one cell per data slot), which a reader of the post finds in the line it
-/// loaded: 8 + 4 x 4 + 4 x 8 = 56 of the line's 64 bytes.
+/// of its contributions (one per data slot), and [`SLOTS`] cells of [`CELL`] bytes for
+/// contributions of up to [`INLINE`] bytes, which a reader of the post finds in the line
+/// it loaded ([`cells`]): 8 + 4 x 4 + 4 x 8 = 56 of the line's 64 bytes.
 const POSTED: usize = 0;
 const LEN: usize = 8;
 const DATA: usize = LEN + 4 * SLOTS;
-/// Contributions of up to this many bytes ride in a flag line.
-const INLINE: usize = 8;
+/// Bytes of an inline cell.
+const CELL: usize = 8;
+/// Contributions of up to this many bytes ride in a flag line: in one cell (up to 8
+/// bytes) or two ([`cells`]).
+const INLINE: usize = 2 * CELL;
 /// Results of up to this many bytes ride beside their result slot's flags.
 const OUT_INLINE: usize = 16;
-const _: () = assert!(DATA + INLINE * SLOTS <= CACHE_LINE);
+const _: () = assert!(DATA + CELL * SLOTS <= CACHE_LINE);
+
+/// The inline cells a contribution of `len` bytes to collective `seq` takes, if it
+/// rides inline (see [`INLINE`]): collective `s` uses the two cells of its parity (0
+/// and 1 for an even `s`, 2 and 3 for an odd one), a part of up to 8 bytes one of them in
+/// turn (a cell comes back every 4 collectives, as a data slot does), one of up to 16
+/// both (every 2). So the cells of `s` are never those of `s - 1`: their readers' post of
+/// `s`, which may wait for this member's, never gates the write.
+fn cells(seq: u32, len: usize) -> Option<std::ops::Range<usize>> {
+    let pair = 2 * (seq as usize % 2);
+    if len <= CELL {
+        let at = pair + (seq as usize / 2) % 2;
+        Some(at..at + 1)
+    } else if len <= INLINE {
+        Some(pair..pair + 2)
+    } else {
+        None
+    }
+}
 /// Offsets within the cold line: the futex word the member sleeps on and whether it
 /// sleeps.
 const BELL: usize = 64;
@@ -321,9 +346,11 @@ pub(crate) struct SmComm {
     /// root that did). A contribution's data slot is free once every member posted the
     /// collective before it; when this says so, nobody's flag line is loaded to check.
     synced: AtomicU32,
-    /// Per data slot (and length word) of this member, in turn: who reads what it
-    /// wrote there last, a member ([`SmComm::slot_free`]), [`EVERYONE`] or [`NOBODY`].
-    slot_readers: [AtomicU32; SLOTS],
+    /// Per data slot (with its length word) of this member, in turn, and per inline cell:
+    /// the collective that wrote it last (low half) and who reads what it wrote there
+    /// (high half): a member ([`SmComm::slot_free`]), [`EVERYONE`] or [`NOBODY`].
+    slot_last: [AtomicU64; SLOTS],
+    cell_last: [AtomicU64; SLOTS],
     /// The last look at a reader's line ([`SmComm::slot_free`]): the sequence number that
     /// member had posted (low half) and the member (high half; `u32::MAX`: none yet).
     credit: AtomicU64,
@@ -429,10 +456,34 @@ impl SmComm {
     /// a flat collective, at everyone's. A reader that reads before it posts
     /// ([`READS_BEFORE_POST`], a chained scan's right neighbour) was done with the slot
     /// once it posted `seq - SLOTS`.
-    pub(crate) fn slot_free(&self, seq: u32) -> bool {
-        let last = seq.wrapping_sub(SLOTS as u32);
+    ///
+    /// A contribution of `len` bytes that rides inline also takes its cells
+    /// ([`cells`]), which are free once whoever read what was written there last (in
+    /// the collective each records, 2 or more back) finished it.
+    pub(crate) fn slot_free(&self, seq: u32, len: usize) -> bool {
+        let slot = self.slot_last[seq as usize % SLOTS].load(Ordering::Relaxed);
+        self.written_free(seq, slot)
+            && cells(seq, len).is_none_or(|taken| {
+                taken
+                    .into_iter()
+                    .all(|c| self.written_free(seq, self.cell_last[c].load(Ordering::Relaxed)))
+            })
+    }
+
+    /// Whether what this member wrote in collective `w` for `readers` (`rec`, see
+    /// [`SmComm::slot_last`]) may be written over for collective `seq`: they finished
+    /// `w`. A record further back than 2^30 collectives (a slot nothing wrote for that
+    /// long) asks for `seq - SLOTS` instead, which is later.
+    fn written_free(&self, seq: u32, rec: u64) -> bool {
+        let (w, readers) = halves(rec);
+        let back = seq.wrapping_sub(w);
+        let last = if back == 0 || back >= 1 << 30 {
+            seq.wrapping_sub(SLOTS as u32)
+        } else {
+            w
+        };
         let after = last.wrapping_add(1);
-        match self.slot_readers[seq as usize % SLOTS].load(Ordering::Relaxed) {
+        match readers {
             NOBODY => true,
             EVERYONE => self.all_posted(after),
             r if r & READS_BEFORE_POST != 0 => {
@@ -456,10 +507,15 @@ impl SmComm {
         seq_ge(now, seq)
     }
 
-    /// Records who reads what this member writes into its data slot (and length word)
-    /// for collective `seq`: a member, [`EVERYONE`] or [`NOBODY`].
-    pub(crate) fn slot_read_by(&self, seq: u32, readers: u32) {
-        self.slot_readers[seq as usize % SLOTS].store(readers, Ordering::Relaxed);
+    /// Records who reads what this member writes for collective `seq`, `len` bytes, into
+    /// its data slot (or inline cells) and length word: a member, [`EVERYONE`] or
+    /// [`NOBODY`].
+    pub(crate) fn slot_read_by(&self, seq: u32, len: usize, readers: u32) {
+        let rec = pair(seq, readers);
+        self.slot_last[seq as usize % SLOTS].store(rec, Ordering::Relaxed);
+        for c in cells(seq, len).into_iter().flatten() {
+            self.cell_last[c].store(rec, Ordering::Relaxed);
+        }
     }
 
     /// Whether this member knows, without a look, that every member has posted `seq`
@@ -713,13 +769,13 @@ impl SmComm {
     }
 
     /// Where member `m`'s contribution of `len` bytes to collective `seq` lies: in its
-    /// hot flag line when it fits there, else in its data slot. Writer and reader agree
-    /// (a reader reads a contribution only when its length is the reader's own).
+    /// hot flag line's cells when it fits there ([`cells`]), else in its data slot.
+    /// Writer and reader agree (a reader reads a contribution only when its length is the
+    /// reader's own).
     fn contribution_at(&self, m: usize, seq: u32, len: usize) -> usize {
-        if len <= INLINE {
-            m * LINE + DATA + INLINE * (seq as usize % SLOTS)
-        } else {
-            self.data_off(m, seq)
+        match cells(seq, len) {
+            Some(taken) => m * LINE + DATA + CELL * taken.start,
+            None => self.data_off(m, seq),
         }
     }
 
