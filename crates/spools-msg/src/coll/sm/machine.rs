@@ -322,8 +322,8 @@ impl<'a, T: Element> SmColl<'a, T> {
                 return Ok(false);
             }
             if self.st.kind.contributes() {
-                // Data slot and length `s % 2` were last read in `s - 2` or before:
-                // whoever read them must be past it.
+                // Whoever read what this member wrote last in the data slot (or cells)
+                // and length word that `s` takes must be past that collective.
                 if !sm.slot_free(self.st.seq, self.nbytes()) {
                     return Ok(false);
                 }
