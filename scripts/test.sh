@@ -44,8 +44,8 @@ echo "== cargo check of the fuzz targets (fuzz/ is outside the workspace; script
 cargo check --manifest-path fuzz/Cargo.toml --locked --all-targets
 echo "== Model checks under loom: the shared-memory ring's protocol, the futex sleep and wake-up handshake, the shared heap's segment protocol (crates/spools-fabric/src/shm/ring_model.rs, shm/futex_model.rs, crates/spools-heap/src/segment_model.rs; cargo test runs them too)"
 cargo test --workspace --locked --lib -q -- shm::ring_model shm::futex_model segment_model
-echo "== Model checks under loom, release build: the collective trees' flag lines with cell reuse and credits (crates/spools-coll/tests/lines_model.rs; minutes each in a debug build)"
-cargo test --release --locked -q -p spools-coll --test lines_model
+echo "== Model checks under loom, release build: the collective trees' flag lines with cell reuse and credits, and coll/sm's data slot and inline cell reuse (crates/spools-coll/tests/lines_model.rs, slots_model.rs; minutes each in a debug build)"
+cargo test --release --locked -q -p spools-coll --test lines_model --test slots_model
 echo "== Miri: the pure crates' unit tests, the wire vectors and the stream reassembly (spools-stream's unsafe ADU buffers), on a pinned nightly (scripts/miri.sh)"
 bash scripts/miri.sh
 echo "== cargo test (unit, integration, property, doc and multi-process tests)"

@@ -12,7 +12,9 @@
 //!   groups. It gives each algorithm's critical path and total transfers for any rank
 //!   count up to 256 on 2 cores, deterministically: the cost model of docs/collectives.md.
 //! - the messaging layer's shared-memory engine (a later step: today's engine,
-//!   `spools-msg`'s `coll/sm`, is modelled here as [`Shape::Flat`]).
+//!   `spools-msg`'s `coll/sm`, is modelled here as [`Shape::Flat`]). What that engine
+//!   runs from here already is [`ledger`]: when a member may write over its data slots
+//!   and inline cells, which `tests/slots_model.rs` checks under loom.
 //!
 //! ```
 //! use spools_coll::{sim, Coll, Shape, Topology};
@@ -22,6 +24,7 @@
 //! assert!(tree.critical <= 12.0 && flat.critical >= 63.0);
 //! ```
 
+pub mod ledger;
 mod machine;
 pub mod sim;
 mod topology;

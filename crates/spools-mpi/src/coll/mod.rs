@@ -59,6 +59,13 @@ pub(crate) fn is_inter(comm: MPI_Comm) -> bool {
     self::comm(comm, "a collective").is_ok_and(|c| c.inter.is_some())
 }
 
+/// Looks up handle `comm` once for a whole blocking collective (errors name `call`):
+/// its communicator, which also says whether it is an intercommunicator, or else the
+/// error code of `comm`'s error handler for the failed lookup, for the call to return.
+fn comm_or_raise(comm: MPI_Comm, call: &'static str) -> Result<Arc<crate::comm::CommObj>, c_int> {
+    self::comm(comm, call).map_err(|e| on_comm(comm, Err(e)))
+}
+
 /// Waits for the request of a non-blocking collective that returned `rc`.
 ///
 /// # Safety
@@ -74,13 +81,16 @@ pub(crate) unsafe fn waited(rc: c_int, req: &mut MPI_Request) -> c_int {
 /// `MPI_Barrier`.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
-    if is_inter(comm) {
+    let c = match comm_or_raise(comm, "MPI_Barrier") {
+        Ok(c) => c,
+        Err(rc) => return rc,
+    };
+    if c.inter.is_some() {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.
         return unsafe { waited(crate::coll::vcoll::MPI_Ibarrier(comm, &mut q), &mut q) };
     }
-    let r = self::comm(comm, "MPI_Barrier").and_then(|c| Ok(c.comm.barrier()?));
-    on_comm(comm, r)
+    on_comm(comm, c.comm.barrier().map_err(MpiError::from))
 }
 
 /// `MPI_Bcast` and `MPI_Bcast_c`: one body for both counts (`int`, `MPI_Count`; errors
@@ -97,7 +107,11 @@ unsafe fn bcast(
     comm: MPI_Comm,
     call: &'static str,
 ) -> c_int {
-    if is_inter(comm) {
+    let c = match comm_or_raise(comm, call) {
+        Ok(c) => c,
+        Err(rc) => return rc,
+    };
+    if c.inter.is_some() {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.
         return unsafe {
@@ -108,7 +122,6 @@ unsafe fn bcast(
         };
     }
     let r = (|| {
-        let c = self::comm(comm, call)?;
         let root = root_of(&c, root, call)?;
         let n = ccount(count, call)?;
         let t = committed(datatype, call)?;
@@ -136,12 +149,14 @@ unsafe fn bcast(
     on_comm(comm, r)
 }
 
-/// A reduction collective.
+/// A reduction collective on `c`, the communicator of handle `comm` (an
+/// intracommunicator).
 ///
 /// # Safety
 /// The buffers hold `count` elements of `datatype` where MPI says they are used.
 #[allow(clippy::too_many_arguments)]
 unsafe fn reduction(
+    c: &crate::comm::CommObj,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: MPI_Count,
@@ -153,13 +168,12 @@ unsafe fn reduction(
     call: &'static str,
 ) -> c_int {
     let r = (|| {
-        let c = self::comm(comm, call)?;
         let n = ccount(count, call)?;
         let t: Arc<TypeObj> = committed(datatype, call)?;
         let which = match (which, scan) {
             (_, Some(true)) => Which::Scan,
             (_, Some(false)) => Which::Exscan,
-            (Some(root), None) => Which::Root(root_of(&c, root, call)?),
+            (Some(root), None) => Which::Root(root_of(c, root, call)?),
             (None, None) => Which::All,
         };
         // The root's result and everyone's in the other reductions but an exclusive
@@ -217,7 +231,11 @@ unsafe fn reduce_(
     ) {
         return rc;
     }
-    if is_inter(comm) {
+    let c = match comm_or_raise(comm, call) {
+        Ok(c) => c,
+        Err(rc) => return rc,
+    };
+    if c.inter.is_some() {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.
         return unsafe {
@@ -232,6 +250,7 @@ unsafe fn reduce_(
     // SAFETY: the caller's contract.
     unsafe {
         reduction(
+            &c,
             sendbuf,
             recvbuf,
             count,
@@ -266,7 +285,11 @@ unsafe fn allreduce(
     ) {
         return rc;
     }
-    if is_inter(comm) {
+    let c = match comm_or_raise(comm, call) {
+        Ok(c) => c,
+        Err(rc) => return rc,
+    };
+    if c.inter.is_some() {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on.
         return unsafe {
@@ -281,7 +304,7 @@ unsafe fn allreduce(
     // SAFETY: the caller's contract.
     unsafe {
         reduction(
-            sendbuf, recvbuf, count, datatype, op, comm, None, None, call,
+            &c, sendbuf, recvbuf, count, datatype, op, comm, None, None, call,
         )
     }
 }
@@ -309,7 +332,11 @@ unsafe fn prefix(
     ) {
         return rc;
     }
-    if is_inter(comm) {
+    let c = match comm_or_raise(comm, call) {
+        Ok(c) => c,
+        Err(rc) => return rc,
+    };
+    if c.inter.is_some() {
         let mut q = MPI_REQUEST_NULL;
         // SAFETY: the caller's contract, passed on (refused there: no scan on an
         // intercommunicator).
@@ -329,7 +356,7 @@ unsafe fn prefix(
     // SAFETY: the caller's contract.
     unsafe {
         reduction(
-            sendbuf, recvbuf, count, datatype, op, comm, None, scan, call,
+            &c, sendbuf, recvbuf, count, datatype, op, comm, None, scan, call,
         )
     }
 }
@@ -498,10 +525,9 @@ unsafe fn gather(
     ) {
         return rc;
     }
-    // One look at the handle for the whole call.
-    let c0 = match self::comm(comm, call) {
+    let c0 = match comm_or_raise(comm, call) {
         Ok(c) => c,
-        Err(e) => return on_comm(comm, Err(e)),
+        Err(rc) => return rc,
     };
     if c0.inter.is_some() {
         let mut q = MPI_REQUEST_NULL;
@@ -629,10 +655,9 @@ unsafe fn scatter(
     ) {
         return rc;
     }
-    // One look at the handle for the whole call.
-    let c0 = match self::comm(comm, call) {
+    let c0 = match comm_or_raise(comm, call) {
         Ok(c) => c,
-        Err(e) => return on_comm(comm, Err(e)),
+        Err(rc) => return rc,
     };
     if c0.inter.is_some() {
         let mut q = MPI_REQUEST_NULL;
@@ -719,9 +744,9 @@ unsafe fn allgather(
     comm: MPI_Comm,
     call: &'static str,
 ) -> c_int {
-    let c0 = match self::comm(comm, call) {
+    let c0 = match comm_or_raise(comm, call) {
         Ok(c) => c,
-        Err(e) => return on_comm(comm, Err(e)),
+        Err(rc) => return rc,
     };
     let me = i64::from(c0.comm.rank());
     let own = own_block(recvbuf, recvtype, me * recvcount);
@@ -813,9 +838,9 @@ unsafe fn alltoall(
     ) {
         return rc;
     }
-    let c0 = match self::comm(comm, call) {
+    let c0 = match comm_or_raise(comm, call) {
         Ok(c) => c,
-        Err(e) => return on_comm(comm, Err(e)),
+        Err(rc) => return rc,
     };
     if c0.inter.is_some() {
         let mut q = MPI_REQUEST_NULL;

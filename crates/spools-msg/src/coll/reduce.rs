@@ -312,12 +312,7 @@ impl Communicator {
                 // stack when small, as the segment's contributions are.
                 let mut small = [T::default(); super::sm::SMALL];
                 let mut heap = Vec::new();
-                let acc: &mut [T] = if send.len() <= super::sm::SMALL {
-                    &mut small[..send.len()]
-                } else {
-                    heap.resize(send.len(), T::default());
-                    &mut heap
-                };
+                let acc = super::sm::scratch(&mut small, &mut heap, send.len());
                 acc.copy_from_slice(send);
                 if super::sm::reduce(&self.core, hosts, root, tag, acc, op)? {
                     return Ok(());

@@ -20,9 +20,7 @@ use std::sync::atomic::Ordering;
 
 use super::coll::place;
 use super::kind::Kind;
-use super::{
-    clamp_len, coll_no, halves, post_record, seq_ge, SmComm, Watch, NOBODY, READS_BEFORE_POST,
-};
+use super::{clamp_len, coll_no, halves, post_record, seq_ge, Readers, SmComm, Watch};
 use crate::coll::args::{bytes, bytes_mut};
 use crate::coll::group::disagreement;
 use crate::comm_core::CommCore;
@@ -121,7 +119,7 @@ impl<T: Element> Link<T> {
             }
             let right = sm.me + 1;
             if right < sm.n() {
-                sm.slot_read_by(self.seq, part, right as u32 | READS_BEFORE_POST);
+                sm.slot_read_by(self.seq, part, Readers::BeforePost(right));
                 let fold: &[T] = match (inclusive, sm.me) {
                     (true, _) => out,
                     (false, 0) => mine,
@@ -129,7 +127,7 @@ impl<T: Element> Link<T> {
                 };
                 sm.write_data(self.seq, bytes(fold));
             } else {
-                sm.slot_read_by(self.seq, part, NOBODY);
+                sm.slot_read_by(self.seq, part, Readers::Nobody);
             }
             sm.len_of(sm.me, self.seq)
                 .store(clamp_len(part), Ordering::Relaxed);

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 
 use super::coll::place;
 use super::kind::Kind;
-use super::{clamp_len, coll_no, halves, post_record, seq_ge, SmComm, Watch, EVERYONE, NOBODY};
+use super::{clamp_len, coll_no, halves, post_record, seq_ge, Readers, SmComm, Watch};
 use crate::comm_core::CommCore;
 use crate::error::MsgError;
 
@@ -76,12 +76,12 @@ impl Flat {
                 return Ok(false);
             }
             let readers = match self.root {
-                None => EVERYONE,
-                Some(r) if r == sm.me => NOBODY,
-                Some(r) => r as u32,
+                None => Readers::Everyone,
+                Some(r) if r == sm.me => Readers::Nobody,
+                Some(r) => Readers::Member(r),
             };
             sm.slot_read_by(self.seq, part.len(), readers);
-            if readers != NOBODY {
+            if readers != Readers::Nobody {
                 sm.write_data(self.seq, part);
             }
             sm.len_of(sm.me, self.seq)

@@ -5,8 +5,7 @@ use std::sync::atomic::Ordering;
 
 use super::kind::Kind;
 use super::{
-    halves, pair, post_record, seq_ge, SmComm, Watch, EVERYONE, FAILED, FAILED_PART, NOBODY, SMALL,
-    VALID,
+    halves, pair, post_record, seq_ge, Readers, SmComm, Watch, FAILED, FAILED_PART, SMALL, VALID,
 };
 use crate::coll::args::{bytes, bytes_mut};
 use crate::element::{Element, Op};
@@ -156,25 +155,25 @@ impl<T: Element> SmState<T> {
 
     /// Who reads this member's part: everyone (flat), nobody (the root), its group's
     /// leader (over a tree), else the root.
-    fn readers(&self, me: usize) -> u32 {
+    fn readers(&self, me: usize) -> Readers {
         if self.flat {
-            return EVERYONE;
+            return Readers::Everyone;
         }
         if me == self.root {
-            return NOBODY;
+            return Readers::Nobody;
         }
         if self.tree {
             let l = leader(me / GROUP, self.root);
             if l != me {
-                return l as u32;
+                return Readers::Member(l);
             }
         }
-        self.root as u32
+        Readers::Member(self.root)
     }
 }
 
 /// Scratch for `len` elements: `small` when they fit, else `heap` (grown to `len`).
-fn scratch<'s, T: Element>(
+pub(crate) fn scratch<'s, T: Element>(
     small: &'s mut [T; SMALL],
     heap: &'s mut Vec<T>,
     len: usize,

@@ -39,7 +39,7 @@
 //! slots (and as many length words and inline cells of 8 bytes) and writes slot `s % SLOTS`
 //! only once whoever read it posted `s - SLOTS + 1` or later (finished `s - SLOTS`, the
 //! last collective that wrote that slot: known without a look at anyone's line after a
-//! collective that waited for every post, see [`SmComm::all_posted`]; for a slot read by
+//! collective that waited for every post, see [`Ledger::all_posted`]; for a slot read by
 //! one member, from the last look at that member's line while it says enough, a *credit*,
 //! [`SmComm::slot_free`]). Each slot and cell records the collective that wrote it last and
 //! its readers: collective `s` uses the two cells of its parity, a part of up to 8 bytes
@@ -49,7 +49,9 @@
 //! (one, for 9 to 16 bytes) and look at its line about once in that many. The root of `s`
 //! writes result slot `s % outs` only once every member posted `s - outs + 1` or later. A
 //! chained scan's member reads its left neighbour's slot before it posts the scan, so there
-//! the writer waits only for its reader's post of `s - SLOTS` ([`READS_BEFORE_POST`]).
+//! the writer waits only for its reader's post of `s - SLOTS` ([`Readers::BeforePost`]). The
+//! rule and its records are sans-IO, in `spools-coll`'s [`Ledger`], where loom checks them
+//! against writers and readers that run ahead (`crates/spools-coll/tests/slots_model.rs`).
 //!
 //! Waiting goes through the active-message layer's wait (it drives progress, yields when
 //! ranks outnumber cores and fails when a rank dies), then sleeps on a futex word of this
@@ -128,6 +130,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use spools_am::{SharedArea, Worker};
+use spools_coll::ledger::{cells, Posts, CELL};
 
 use crate::error::MsgError;
 
@@ -140,29 +143,15 @@ pub(crate) use fold::reduce_scatter;
 pub(crate) use gather::{allgatherv, alltoall, gather};
 pub(crate) use inflight::{run_to_end, serving, Parts, SharedJob, SmJob};
 pub(crate) use kind::Kind;
+pub(crate) use machine::scratch;
 pub(crate) use slot::SmSlot;
+pub(crate) use spools_coll::ledger::{seq_ge, Ledger, Readers, SLOTS};
 
 /// Looks at a collective's flags before its wait drives progress (see [`SmComm::drive`]).
 const QUICK_LOOKS: u32 = 128;
 
 /// Longest sleep on the segment's futex before the wait looks at the job's health again.
 const NAP: Duration = Duration::from_millis(2);
-
-/// How far behind this member's next sequence number a recorded fact may be and still
-/// count ([`SmComm::knows_all_posted`]).
-const FRESH: u32 = 1 << 20;
-
-/// Who reads a data slot ([`SmComm::slot_read_by`]): every member, or none.
-pub(crate) const EVERYONE: u32 = u32::MAX;
-pub(crate) const NOBODY: u32 = u32::MAX - 1;
-/// With a member's index in a slot's readers: that member reads the slot before it posts
-/// the collective (a chained scan's), not after, so its post of that collective says it
-/// is done with the slot.
-pub(crate) const READS_BEFORE_POST: u32 = 1 << 30;
-
-/// Data slots (with their length words and inline cells) per member: a power of two, so
-/// that `s % SLOTS` follows the sequence numbers across their wrap.
-pub(crate) const SLOTS: usize = 4;
 
 /// Elements of a contribution that a member copies on its stack rather than on the heap
 /// (its own part, a peer's part it folds; 64 bytes of the widest element): no allocation
@@ -195,37 +184,15 @@ const CACHE_LINE: usize = 64;
 /// see [`coll_no`], the low bits of the sequence number, [`VALID`]), set by one store and
 /// read by one load: the fast path pays no extra access for the record. Then the lengths
 /// of its contributions (one per data slot), and [`SLOTS`] cells of [`CELL`] bytes for
-/// contributions of up to [`INLINE`] bytes, which a reader of the post finds in the line
+/// contributions of up to [`spools_coll::ledger::INLINE`] bytes, which a reader of the post finds in the line
 /// it loaded ([`cells`]): 8 + 4 x 4 + 4 x 8 = 56 of the line's 64 bytes.
 const POSTED: usize = 0;
 const LEN: usize = 8;
 const DATA: usize = LEN + 4 * SLOTS;
-/// Bytes of an inline cell.
-const CELL: usize = 8;
-/// Contributions of up to this many bytes ride in a flag line: in one cell (up to 8
-/// bytes) or two ([`cells`]).
-const INLINE: usize = 2 * CELL;
 /// Results of up to this many bytes ride beside their result slot's flags.
 const OUT_INLINE: usize = 16;
 const _: () = assert!(DATA + CELL * SLOTS <= CACHE_LINE);
 
-/// The inline cells a contribution of `len` bytes to collective `seq` takes, if it
-/// rides inline (see [`INLINE`]): collective `s` uses the two cells of its parity (0
-/// and 1 for an even `s`, 2 and 3 for an odd one), a part of up to 8 bytes one of them in
-/// turn (a cell comes back every 4 collectives, as a data slot does), one of up to 16
-/// both (every 2). So the cells of `s` are never those of `s - 1`: their readers' post of
-/// `s`, which may wait for this member's, never gates the write.
-fn cells(seq: u32, len: usize) -> Option<std::ops::Range<usize>> {
-    let pair = 2 * (seq as usize % 2);
-    if len <= CELL {
-        let at = pair + (seq as usize / 2) % 2;
-        Some(at..at + 1)
-    } else if len <= INLINE {
-        Some(pair..pair + 2)
-    } else {
-        None
-    }
-}
 /// Offsets within the cold line: the futex word the member sleeps on and whether it
 /// sleeps.
 const BELL: usize = 64;
@@ -323,11 +290,6 @@ impl Watch {
     }
 }
 
-/// `a >= b` in sequence order (modulo 2^32).
-pub(crate) fn seq_ge(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) >= 0
-}
-
 /// One communicator's segment on this host, as seen by one member.
 pub(crate) struct SmComm {
     area: SharedArea,
@@ -339,21 +301,10 @@ pub(crate) struct SmComm {
     pub(crate) slot: usize,
     /// Result slots (a power of two).
     pub(crate) outs: usize,
-    /// The next collective's sequence number.
-    next: AtomicU32,
-    /// A sequence number every member has posted (or a later one): seen by this member
-    /// at the end of a collective that waited for every post (directly, or through a
-    /// root that did). A contribution's data slot is free once every member posted the
-    /// collective before it; when this says so, nobody's flag line is loaded to check.
-    synced: AtomicU32,
-    /// Per data slot (with its length word) of this member, in turn, and per inline cell:
-    /// the collective that wrote it last (low half) and who reads what it wrote there
-    /// (high half): a member ([`SmComm::slot_free`]), [`EVERYONE`] or [`NOBODY`].
-    slot_last: [AtomicU64; SLOTS],
-    cell_last: [AtomicU64; SLOTS],
-    /// The last look at a reader's line ([`SmComm::slot_free`]): the sequence number that
-    /// member had posted (low half) and the member (high half; `u32::MAX`: none yet).
-    credit: AtomicU64,
+    /// Its sequence numbering and the record of what it wrote where, for whom, and
+    /// what it knows of the others' progress: when a data slot or inline cell may be
+    /// written over ([`Ledger`]).
+    ledger: Ledger,
     /// The last collective this member finished: the next one posts only after it (a
     /// post of `s` tells the others that `s - 1` is finished here), so collectives go
     /// in call order.
@@ -377,6 +328,17 @@ impl std::fmt::Debug for SmComm {
             .field("me", &self.me)
             .field("slot", &self.slot)
             .finish_non_exhaustive()
+    }
+}
+
+/// The members' posts as the ledger reads them: their `posted` words in the segment.
+impl Posts for SmComm {
+    fn members(&self) -> usize {
+        self.n()
+    }
+
+    fn posted(&self, m: usize) -> u32 {
+        self.posted_seq(m)
     }
 }
 
@@ -435,111 +397,30 @@ impl SmComm {
         self.done.store(seq, Ordering::Release);
     }
 
-    /// Whether every member has posted `seq` or later: from what this member knows
-    /// already ([`SmComm::saw_all_posted`]), else by a look at every member's line.
-    pub(crate) fn all_posted(&self, seq: u32) -> bool {
-        if self.knows_all_posted(seq) {
-            return true;
-        }
-        if !(0..self.n()).all(|m| seq_ge(self.posted_seq(m), seq)) {
-            return false;
-        }
-        self.saw_all_posted(seq);
-        true
-    }
-
-    /// Whether this member's data slot (and length word) for collective `seq` may be
-    /// written: whoever read what it wrote there last (in collective `seq - SLOTS`)
-    /// finished that collective, that is, posted `seq - SLOTS + 1` or later. A reduce's
-    /// contributor looks at its root's line alone (the root was the slot's only reader),
-    /// and only when its last look there ([`SmComm::credit`]) no longer says enough; after
-    /// a flat collective, at everyone's. A reader that reads before it posts
-    /// ([`READS_BEFORE_POST`], a chained scan's right neighbour) was done with the slot
-    /// once it posted `seq - SLOTS`.
-    ///
-    /// A contribution of `len` bytes that rides inline also takes its cells
-    /// ([`cells`]), which are free once whoever read what was written there last (in
-    /// the collective each records, 2 or more back) finished it.
+    /// Whether this member's data slot (and length word) for collective `seq`, and the
+    /// inline cells of a contribution of `len` bytes, may be written: whoever read what
+    /// was written there last finished that collective ([`Ledger::slot_free`]). A
+    /// reduce's contributor looks at its root's line alone, and only when its last look
+    /// there no longer says enough; after a flat collective, at everyone's.
     pub(crate) fn slot_free(&self, seq: u32, len: usize) -> bool {
-        let slot = self.slot_last[seq as usize % SLOTS].load(Ordering::Relaxed);
-        self.written_free(seq, slot)
-            && cells(seq, len).is_none_or(|taken| {
-                taken
-                    .into_iter()
-                    .all(|c| self.written_free(seq, self.cell_last[c].load(Ordering::Relaxed)))
-            })
-    }
-
-    /// Whether what this member wrote in collective `w` for `readers` (`rec`, see
-    /// [`SmComm::slot_last`]) may be written over for collective `seq`: they finished
-    /// `w`. A record further back than 2^30 collectives (a slot nothing wrote for that
-    /// long) asks for `seq - SLOTS` instead, which is later.
-    fn written_free(&self, seq: u32, rec: u64) -> bool {
-        let (w, readers) = halves(rec);
-        let back = seq.wrapping_sub(w);
-        let last = if back == 0 || back >= 1 << 30 {
-            seq.wrapping_sub(SLOTS as u32)
-        } else {
-            w
-        };
-        let after = last.wrapping_add(1);
-        match readers {
-            NOBODY => true,
-            EVERYONE => self.all_posted(after),
-            r if r & READS_BEFORE_POST != 0 => {
-                self.knows_all_posted(last)
-                    || self.reader_posted((r & !READS_BEFORE_POST) as usize, last)
-            }
-            r => self.knows_all_posted(after) || self.reader_posted(r as usize, after),
-        }
-    }
-
-    /// Whether member `r` posted `seq` or later: from the last look at its line when that
-    /// says so (a credit: what a member posted only grows), else from a new look, which
-    /// is kept.
-    fn reader_posted(&self, r: usize, seq: u32) -> bool {
-        let (seen, who) = halves(self.credit.load(Ordering::Relaxed));
-        if who as usize == r && self.fresh(seen) && seq_ge(seen, seq) {
-            return true;
-        }
-        let now = self.posted_seq(r);
-        self.credit.store(pair(now, r as u32), Ordering::Relaxed);
-        seq_ge(now, seq)
+        self.ledger.slot_free(seq, len, self)
     }
 
     /// Records who reads what this member writes for collective `seq`, `len` bytes, into
-    /// its data slot (or inline cells) and length word: a member, [`EVERYONE`] or
-    /// [`NOBODY`].
-    pub(crate) fn slot_read_by(&self, seq: u32, len: usize, readers: u32) {
-        let rec = pair(seq, readers);
-        self.slot_last[seq as usize % SLOTS].store(rec, Ordering::Relaxed);
-        for c in cells(seq, len).into_iter().flatten() {
-            self.cell_last[c].store(rec, Ordering::Relaxed);
-        }
+    /// its data slot (or inline cells) and length word.
+    pub(crate) fn slot_read_by(&self, seq: u32, len: usize, readers: Readers) {
+        self.ledger.read_by(seq, len, readers);
     }
 
     /// Whether this member knows, without a look, that every member has posted `seq`
     /// or later.
     pub(crate) fn knows_all_posted(&self, seq: u32) -> bool {
-        let synced = self.synced.load(Ordering::Relaxed);
-        self.fresh(synced) && seq_ge(synced, seq)
+        self.ledger.knows_all_posted(seq)
     }
 
-    /// Whether a fact recorded at sequence number `synced` is recent enough to compare
-    /// with the sequence numbers in use: a member that records none for a long time (a
-    /// reduce's contributor, a bcast's member) would otherwise find it ahead of them
-    /// again after 2^31 collectives.
-    fn fresh(&self, synced: u32) -> bool {
-        self.next.load(Ordering::Relaxed).wrapping_sub(synced) < FRESH
-    }
-
-    /// Records that every member has posted `seq` or later (a fact this member learnt;
-    /// an older fact stored over a newer one only costs a look later).
+    /// Records that every member has posted `seq` or later.
     pub(crate) fn saw_all_posted(&self, seq: u32) {
-        let synced = self.synced.load(Ordering::Relaxed);
-        if seq_ge(seq, synced) || !self.fresh(synced) {
-            self.synced.store(seq, Ordering::Relaxed);
-        }
+        self.ledger.saw_all_posted(seq);
     }
 
     /// The full number (32 bits, wrapping: the count of the communicator's collectives
@@ -553,7 +434,7 @@ impl SmComm {
 
     /// Takes the next sequence number.
     pub(crate) fn take_seq(&self) -> u32 {
-        self.next.fetch_add(1, Ordering::Relaxed)
+        self.ledger.take_seq()
     }
 
     fn word(&self, member: usize, field: usize) -> &AtomicU32 {
@@ -607,7 +488,7 @@ impl SmComm {
     pub(crate) fn enter_messages(&self, kind: Kind, tag: u32, bytes: usize) -> Watch {
         let no = coll_no(tag);
         let w = Watch {
-            seq: self.next.load(Ordering::Relaxed),
+            seq: self.ledger.next(),
             no,
             bytes,
             op: kind.name(),

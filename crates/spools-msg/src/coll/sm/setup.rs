@@ -4,13 +4,13 @@
 //! every member is on this host, the same handshake sets up the segment of the
 //! communicator's non-blocking collectives (see [`super::inflight`]).
 
-use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
 use spools_am::{Route, SharedArea};
 
 use super::slot::SmSlot;
-use super::{no_ge, pair, SmComm, FIRST_SEQ, NOBODY, NO_MASK};
+use super::{no_ge, Ledger, SmComm, FIRST_SEQ, NO_MASK};
 use crate::coll::group::{recv, send, Group};
 use crate::comm_core::CommCore;
 use crate::error::MsgError;
@@ -84,11 +84,7 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
         me: local.me,
         slot,
         outs: SmComm::outs(slot),
-        next: AtomicU32::new(FIRST_SEQ),
-        synced: AtomicU32::new(FIRST_SEQ.wrapping_sub(1)),
-        slot_last: std::array::from_fn(|_| AtomicU64::new(pair(FIRST_SEQ - 1, NOBODY))),
-        cell_last: std::array::from_fn(|_| AtomicU64::new(pair(FIRST_SEQ - 1, NOBODY))),
-        credit: AtomicU64::new(pair(0, u32::MAX)),
+        ledger: Ledger::new(FIRST_SEQ),
         done: AtomicU32::new(FIRST_SEQ.wrapping_sub(1)),
         watching: AtomicU32::new(0),
         watch: Default::default(),

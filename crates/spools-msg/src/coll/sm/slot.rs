@@ -70,8 +70,9 @@ impl SmSlot {
 
     /// Collectives run through the segment so far.
     pub(crate) fn count(&self) -> u32 {
-        self.segment.get().and_then(Option::as_ref).map_or(0, |s| {
-            s.next.load(Ordering::Relaxed).wrapping_sub(FIRST_SEQ)
-        })
+        self.segment
+            .get()
+            .and_then(Option::as_ref)
+            .map_or(0, |s| s.ledger.next().wrapping_sub(FIRST_SEQ))
     }
 }
