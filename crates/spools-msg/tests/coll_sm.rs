@@ -7,7 +7,7 @@
 //! they fail with an error naming it, the job ends, nothing hangs. And that a segment's
 //! name is gone from /dev/shm once every member mapped it. Non-blocking collectives in
 //! flight together, with a blocking one behind them, waited for out of order: barrier,
-//! bcast, reduce, allreduce, scatter, gather, allgather, alltoall and scan go through a segment of their
+//! bcast, reduce, allreduce, scatter, gather, allgather, alltoall, reduce-scatter and scan go through a segment of their
 //! own where every member is on one host, the others through the messages.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -388,7 +388,7 @@ fn many(comms: &mut [Expect<'_>], rounds: u64) -> Result<(), String> {
 /// `rounds` rounds of non-blocking collectives in flight together (every kind), with a blocking one
 /// started behind them, waited for out of order. The blocking one goes through the
 /// segment within one host; the non-blocking barrier, bcast, reduce, allreduce, scatter,
-/// gather, allgather, alltoall and scan through the segment of the non-blocking collectives where
+/// gather, allgather, alltoall, reduce-scatter and scan through the segment of the non-blocking collectives where
 /// every member is on this host (it was set up with the blocking one's, before these),
 /// the others through the messages.
 fn outstanding(x: &mut Expect<'_>, rounds: u64) -> Result<(), String> {
@@ -397,11 +397,11 @@ fn outstanding(x: &mut Expect<'_>, rounds: u64) -> Result<(), String> {
     let one_host = (0..n).all(|r| x.host(r) == x.host(0));
     let nb_before = c.nonblocking_shared_memory_collectives();
     // Barrier, bcast (24 bytes), reduce, allreduce, gather, allgather (16 bytes), scan
-    // (16 bytes), and alltoall and scatter (8 bytes for each rank: the whole buffer
-    // counts).
+    // (16 bytes), and alltoall, scatter and reduce-scatter (8 bytes for each rank: the
+    // whole buffer counts).
     let whole = u32::from(8 * n as usize <= x.shape.limit);
     let nb_expected = if n >= 2 && one_host && x.shape.limit >= 24 {
-        (7 + 2 * whole) * rounds as u32
+        (7 + 3 * whole) * rounds as u32
     } else {
         0
     };

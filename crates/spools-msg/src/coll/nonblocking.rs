@@ -645,12 +645,24 @@ impl Communicator {
             send.len(),
             total,
         )?;
+        let mut split = None;
+        if op.verdict().is_none() {
+            let bytes = std::mem::size_of_val(send.as_slice());
+            match shm::serving(&this.core, tag, shm::Kind::ReduceScatter, bytes) {
+                Ok(sm) => {
+                    let job = SmJob::start_fold(&this.core, sm, tag, (send, &counts), op);
+                    return Ok(Self::start_job("reduce_scatter", job, |b| b));
+                }
+                Err(w) => split = w,
+            }
+        }
         let me = this.rank() as usize;
         let from: usize = counts[..me].iter().sum();
         // This rank's block of the result (the plan overwrites it).
         let out = send[from..from + counts[me]].to_vec();
         let tmp = vec![T::default(); total];
         let mut s = this.schedule(tag, vec![out, send, tmp]);
+        s.watch_segment(split);
         let g = Group::all(&this.core);
         plans::reduce_scatter(&mut s, &g, tag, (1, 2, 0), &counts, &op);
         Self::start("reduce_scatter", this.agree(s, tag, &op), first)

@@ -1,7 +1,8 @@
 //! Non-blocking collectives through a segment: barrier, bcast, reduce, allreduce,
-//! scatter, allgather, alltoall, gather and scan of a communicator whose members are all
-//! on this host run the same state machines as the blocking ones ([`SmColl`], `gather.rs`'
-//! flat one, `chain.rs`' link),
+//! scatter, allgather, alltoall, gather, reduce-scatter and scan of a communicator whose
+//! members are all on this host run the same state machines as the blocking ones
+//! ([`SmColl`], `gather.rs`' flat one, with `fold.rs`' fold for a reduce-scatter,
+//! `chain.rs`' link),
 //! advanced by the request's test and wait and by the progress engine's poller, instead
 //! of a schedule of messages.
 //!
@@ -27,7 +28,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::chain::Link;
 use super::coll::{fits, FLAT_MAX};
-use super::gather::Flat;
+use super::fold::Folder;
+use super::gather::{Flat, Taker};
 use super::kind::Kind;
 use super::machine::{SmColl, SmState};
 use super::{coll_no, SmComm, Watch};
@@ -65,7 +67,7 @@ impl<T: Element> Machine<T> {
         match self {
             Machine::Elems(st) => st.seq(),
             Machine::Bytes(st) => st.seq(),
-            Machine::Flat(f, _) => f.seq(),
+            Machine::Flat(f, _) | Machine::Fold(f, _, _) => f.seq(),
             Machine::Link(link, _) => link.seq(),
         }
     }
@@ -79,6 +81,9 @@ enum Machine<T: Element> {
     Flat(Flat, Parts),
     /// A scan's step, with this member's part.
     Link(Link<T>, Vec<T>),
+    /// A reduce-scatter's flat step, with this member's whole contribution and its fold
+    /// of everyone's block (boxed: the largest by far).
+    Fold(Flat, Vec<T>, Box<Folder<T>>),
 }
 
 /// A flat collective's part on this member and where the others' go.
@@ -164,6 +169,33 @@ impl<T: Element> SmJob<T> {
         )
     }
 
+    /// Starts a reduce-scatter on `sm`, the ready segment of `core`: this member posts
+    /// `mine` (every block, `counts` elements each, the same on every member) and folds
+    /// its own block of everyone's with `op`, in rank order; its block of `mine` is its
+    /// result's start.
+    pub(crate) fn start_fold(
+        core: &Arc<CommCore>,
+        sm: &SmComm,
+        tag: u32,
+        (mine, counts): (Vec<T>, &[usize]),
+        op: Op<T>,
+    ) -> SmJob<T> {
+        // One host: a member's index is its rank.
+        let me = sm.me;
+        let from: usize = counts[..me].iter().sum();
+        let out = mine[from..from + counts[me]].to_vec();
+        let at = from * std::mem::size_of::<T>();
+        let fold = Box::new(Folder::block(op, me, at, &mine));
+        let flat = Flat::new(sm, tag, Kind::ReduceScatter, None);
+        SmJob::begin(
+            core,
+            tag,
+            (out, Vec::new()),
+            None,
+            Machine::Fold(flat, mine, fold),
+        )
+    }
+
     /// Starts an inclusive scan of `mine` with `op` on `sm`, the ready segment of
     /// `core`: the result is the fold of members 0 to this one, in rank order.
     pub(crate) fn start_scan(
@@ -230,6 +262,7 @@ impl<T: Element> SmJob<T> {
             }
             Machine::Bytes(st) => st.watch(bytes),
             Machine::Flat(f, parts) => f.watch(parts.mine.len()),
+            Machine::Fold(f, mine, _) => f.watch(std::mem::size_of_val(mine.as_slice())),
             Machine::Link(link, _) => link.watch(bytes),
         })
     }
@@ -302,6 +335,27 @@ impl<T: Element> SmJob<T> {
                     total,
                 )
             }
+            Machine::Fold(mut f, mine, mut fold) => {
+                let out = &mut self.buf;
+                let whole = std::mem::size_of_val(mine.as_slice());
+                let r = f.poll(
+                    sm,
+                    bytes(&mine),
+                    |_| whole,
+                    |sm, m, seq| {
+                        fold.take(sm, (m, seq), whole, out);
+                    },
+                );
+                match r {
+                    Ok(true) => fold.end(out),
+                    Ok(false) => {}
+                    Err(_) => f.abandon(sm),
+                }
+                (
+                    r.map(|done| (!done).then_some(Machine::Fold(f, mine, fold))),
+                    whole,
+                )
+            }
             Machine::Link(mut link, mine) => {
                 let part = std::mem::size_of_val(mine.as_slice());
                 let Some(op) = self.op.as_ref() else {
@@ -349,7 +403,7 @@ impl<T: Element> SmJob<T> {
         match self.machine.take() {
             Some(Machine::Elems(mut st)) => st.abandon(sm),
             Some(Machine::Bytes(mut st)) => st.abandon(sm),
-            Some(Machine::Flat(mut f, _)) => f.abandon(sm),
+            Some(Machine::Flat(mut f, _) | Machine::Fold(mut f, _, _)) => f.abandon(sm),
             Some(Machine::Link(link, mine)) => {
                 link.abandon(sm, std::mem::size_of_val(mine.as_slice()), &e);
             }
