@@ -1,5 +1,6 @@
 //! Prints the cost model's table: critical path and total transfers per call of each
-//! collective, today's flat shape against trees, on three topologies.
+//! collective, today's flat shape against trees, on three topologies (the scan is a chain in
+//! every shape: its three columns agree).
 //!
 //! `cargo run --release -p spools-coll --example model_table`
 
@@ -20,7 +21,13 @@ fn main() {
     for (name, topo) in topos {
         for p in [2, 4, 8, 16, 64, 256] {
             let t = topo(p);
-            for coll in [Coll::Barrier, Coll::Bcast, Coll::Reduce, Coll::Allreduce] {
+            for coll in [
+                Coll::Barrier,
+                Coll::Bcast,
+                Coll::Reduce,
+                Coll::Allreduce,
+                Coll::Scan,
+            ] {
                 let shapes = [Shape::flat(0), Shape::tree(&t, 0, 2), Shape::tree(&t, 0, 4)];
                 let tr: Vec<_> = shapes
                     .iter()

@@ -82,6 +82,11 @@ pub enum Coll {
     Reduce,
     /// The sum at every rank.
     Allreduce,
+    /// The sum of ranks 0 to `r` at every rank `r` (an inclusive scan), as the engine
+    /// runs it whatever the shape: a chain in rank order (a rank waits for its left
+    /// neighbour's gather line, which holds the prefix before it, and stores its own;
+    /// it reuses a cell once its right neighbour stored the call that read it).
+    Scan,
 }
 
 /// How the ranks are connected.
@@ -139,6 +144,8 @@ enum Step {
     PublishGather,
     /// Wait for the parent's (flat: the root's) release of this call.
     WaitRelease,
+    /// Scan: the left neighbour's gather line of this call, its prefix folded in.
+    WaitLeft,
     /// Store the own release line (flat).
     PublishRelease,
     /// Store each child's inbox, the largest subtree first (tree).
@@ -232,6 +239,10 @@ impl Machine {
         let is_root = me == root;
         use Step::*;
         self.steps = match (&*self.shape, self.coll) {
+            // The chain: the credit (the right neighbour stored the call that last used
+            // this rank's cell) is looked at once the left neighbour's prefix is in.
+            (_, Coll::Scan) if me == 0 => vec![Credits { ahead: 0 }, PublishGather],
+            (_, Coll::Scan) => vec![WaitLeft, Credits { ahead: 0 }, PublishGather],
             (Shape::Flat { .. }, Coll::Bcast) if is_root => {
                 vec![LookAll { lag: FLAT_OUTS - 1 }, PublishRelease, WakeAll]
             }
@@ -300,6 +311,14 @@ impl Machine {
         match &*self.shape {
             Shape::Tree(t) => t.parent(self.rank),
             Shape::Flat { root } => (self.rank != *root).then_some(*root),
+        }
+    }
+
+    /// Ranks in the shape.
+    fn ranks(&self) -> usize {
+        match &*self.shape {
+            Shape::Tree(t) => t.ranks(),
+            Shape::Flat { .. } => self.n,
         }
     }
 
@@ -409,6 +428,20 @@ impl Machine {
                 mem.store(line, self.gather);
                 next(self)
             }
+            Step::WaitLeft => {
+                let Some(left) = self.rank.checked_sub(1) else {
+                    return next(self);
+                };
+                let w = mem.load(Line {
+                    owner: left,
+                    purpose: Purpose::Gather,
+                });
+                if w.seq < s {
+                    return Poll::Pending;
+                }
+                self.value = w.cells[self.cell()].wrapping_add(self.value);
+                next(self)
+            }
             Step::WaitRelease => {
                 let Some(p) = self.parent() else {
                     return next(self);
@@ -460,8 +493,9 @@ impl Machine {
     /// A tree's credit before a cell is reused: for a bcast, every child took call
     /// `s - CELLS` from its inbox (their gather lines, the acknowledgements, say so); for a
     /// reduce, the parent folded call `s - CELLS` from this rank's gather line (its gather
-    /// line says so). The least sequence number seen is cached: lines are looked at only
-    /// when it does not suffice.
+    /// line says so); for a scan, the right neighbour took it (it stored that call). The
+    /// least sequence number seen is cached: lines are looked at only when it does not
+    /// suffice.
     fn credits(
         &mut self,
         mem: &mut dyn Lines,
@@ -472,8 +506,12 @@ impl Machine {
         if self.credit >= need {
             return next(self);
         }
-        if self.coll == Coll::Reduce {
-            let Some(p) = self.parent() else {
+        if matches!(self.coll, Coll::Reduce | Coll::Scan) {
+            let reader = match self.coll {
+                Coll::Scan => Some(self.rank + 1).filter(|&r| r < self.ranks()),
+                _ => self.parent(),
+            };
+            let Some(p) = reader else {
                 return next(self);
             };
             let w = mem.load(Line {

@@ -1,5 +1,5 @@
 //! The trees' flag-line protocol under a model checker (loom): the real [`Machine`]s of
-//! barrier, bcast, reduce and allreduce, one thread per rank, over flag lines made of
+//! barrier, bcast, reduce, allreduce and scan, one thread per rank, over flag lines made of
 //! loom's words as a host's segment would hold them, in every interleaving up to a
 //! preemption bound and every outcome of the memory orderings loom models.
 //!
@@ -18,7 +18,8 @@
 //! out of branches). The last test shows that the check is not vacuous: with the
 //! sequence number stored relaxed, loom finds a reader that takes a stale cell. So does
 //! a credit taken one call early (`CELLS + 1` for `CELLS` in `Machine::credits`), tried by
-//! hand, not kept as a test: the bcast's child then gets call 5's value in call 1.
+//! hand, not kept as a test: the bcast's child then gets call 5's value in call 1 (and
+//! for the scan alone, rank 1 a later call's prefix in call 1).
 //!
 //! What is not checked: trees of three ranks or more (a rank with both a parent and a
 //! child; loom found no end to them in a minute even at a preemption bound of 1: a
@@ -167,6 +168,7 @@ fn check(tree: &Tree, coll: Coll, calls: u64, publish: Ordering, bound: usize) {
                         Coll::Reduce if r == root => sum,
                         Coll::Reduce => 0,
                         Coll::Allreduce => sum,
+                        Coll::Scan => (0..=r).fold(0u64, |a, q| a.wrapping_add(input(q, s))),
                     };
                     assert_eq!(got, want, "{coll:?}: rank {r}, call {s}");
                     if matches!(coll, Coll::Barrier | Coll::Allreduce) {
@@ -219,6 +221,15 @@ fn reduce_reuses_gather_cells_only_after_the_parent_folded_them() {
 fn allreduce_and_barrier_release_nobody_early() {
     check(&pair(0), Coll::Allreduce, CALLS, Ordering::Release, 2);
     check(&pair(1), Coll::Barrier, CALLS, Ordering::Release, 2);
+}
+
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "minutes in a debug build: run with --release"
+)]
+fn scan_reuses_a_cell_only_after_the_right_neighbour_took_it() {
+    check(&pair(0), Coll::Scan, CALLS, Ordering::Release, 1);
 }
 
 #[test]

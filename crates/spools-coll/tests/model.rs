@@ -1,14 +1,21 @@
 //! The collectives' state machines over the simulated shared memory: every collective
 //! gives the right result at every rank count and root, on every topology, with ranks
 //! arriving at different times; the cost model's bounds (a critical path of O(log P) line
-//! transfers for the trees, today's flat shape linear) hold up to 256 ranks.
+//! transfers for the trees, today's flat shape linear, and the scan's chain linear in
+//! every shape) hold up to 256 ranks.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use spools_coll::sim::{measure, run, Cost};
 use spools_coll::{Coll, Shape, Topology, Tree};
 
-const COLLS: [Coll; 4] = [Coll::Barrier, Coll::Bcast, Coll::Reduce, Coll::Allreduce];
+const COLLS: [Coll; 5] = [
+    Coll::Barrier,
+    Coll::Bcast,
+    Coll::Reduce,
+    Coll::Allreduce,
+    Coll::Scan,
+];
 
 fn topologies(p: usize) -> Vec<(&'static str, Topology)> {
     vec![
@@ -64,6 +71,7 @@ fn check(t: &Topology, shape: &Shape, root: usize, coll: Coll, what: &str) {
                     Coll::Reduce if r == root => sum,
                     Coll::Reduce => 0,
                     Coll::Allreduce => sum,
+                    Coll::Scan => (0..=r).fold(0u64, |a, q| a.wrapping_add(input(q, s))),
                 };
                 assert_eq!(c.results[r], want, "{what}: {coll:?} call {s} rank {r}");
                 assert!(c.finishes[r] >= c.starts[r]);
@@ -143,10 +151,10 @@ fn trees_are_logarithmic_where_the_flat_shape_is_linear() {
     for n in [2, 4, 8, 16, 32, 64, 128, 256] {
         let log = (n as f64).log2();
         for (tname, t) in topologies(n) {
-            for coll in COLLS {
+            for coll in COLLS.into_iter().filter(|&c| c != Coll::Scan) {
                 let phases = match coll {
                     Coll::Barrier | Coll::Allreduce => 2.0,
-                    Coll::Bcast | Coll::Reduce => 1.0,
+                    Coll::Bcast | Coll::Reduce | Coll::Scan => 1.0,
                 };
                 let tree = measure(&t, Shape::tree(&t, 0, 4), coll, Cost::Transfers);
                 assert!(
@@ -188,6 +196,39 @@ fn topology_aware_trees_beat_plain_ones_across_sockets() {
                 aware.critical <= plain.critical,
                 "{n} {coll:?}: {aware:?} vs {plain:?}"
             );
+        }
+    }
+}
+
+/// The scan is the engine's chain in every shape, and its critical path is linear: each
+/// hop costs the right neighbour's load of the left one's line and the store that
+/// invalidates it again, and a credit look about once in [`spools_coll::CELLS`] calls
+/// (2.25 (P - 1) transfers when every rank arrives at once; the chain is the whole cost,
+/// so total and critical path agree), on every topology up to 256 ranks. From 8 ranks it
+/// is the one small collective whose critical path the model finds longer than an
+/// allreduce over a tree (at 16 ranks 33.8 transfers against 12 to 16), as the 16-core
+/// measurements found scans of 8 bytes behind the peers' (docs/benchmarks.md).
+#[test]
+fn the_scan_chain_is_linear_in_every_shape() {
+    for n in [2, 4, 8, 16, 32, 64, 128, 256] {
+        for (tname, t) in topologies(n) {
+            let chain = measure(&t, Shape::tree(&t, 0, 4), Coll::Scan, Cost::Transfers);
+            let hops = (n - 1) as f64;
+            assert!(
+                chain.critical >= 2.0 * hops && chain.critical <= 2.5 * hops,
+                "{n} ranks, {tname}: {chain:?}"
+            );
+            assert!(
+                chain.transfers <= 2.5 * hops,
+                "{n} ranks, {tname}: {chain:?}"
+            );
+            let all = measure(&t, Shape::tree(&t, 0, 4), Coll::Allreduce, Cost::Transfers);
+            if n >= 8 {
+                assert!(
+                    chain.critical > all.critical,
+                    "{n} ranks, {tname}: scan {chain:?}, allreduce {all:?}"
+                );
+            }
         }
     }
 }
