@@ -1002,7 +1002,7 @@ forms!(MPI_Alltoallw, MPI_Alltoallw_c, MPI_Ialltoallw, MPI_Ialltoallw_c, MPI_All
 });
 
 fn reduce_start(
-    comm: MPI_Comm,
+    (comm, c): (MPI_Comm, Arc<CommObj>),
     send: usize,
     recv: usize,
     count: i64,
@@ -1012,7 +1012,6 @@ fn reduce_start(
     counts: Vec<usize>,
     call: &'static str,
 ) -> Result<Start, MpiError> {
-    let c = self::comm(comm, call)?;
     let n = ccount(count, call)?;
     let root = match fold {
         Fold::Root(r) => Some(r as c_int),
@@ -1033,7 +1032,7 @@ fn reduce_start(
     )?;
     let t = committed(dt, call)?;
     // Check the operator and type now (errors at the call, not at the wait).
-    Reducer::new(op, dt, &t, n)?;
+    let red = Reducer::new(op, dt, &t, n)?;
     reduce_buffers(&c, send, recv, n, &t, fold, &counts, call)?;
     let goal = match fold {
         _ if c.inter.is_some() => None,
@@ -1046,7 +1045,6 @@ fn reduce_start(
     if let Some(goal) = goal {
         let how = crate::coll::op::engine(op, dt, &t)?;
         if icoll::takes(&how, &goal) {
-            let red = Reducer::new(op, dt, &t, n)?;
             let src = if in_place(send as *const c_void) {
                 recv
             } else {
@@ -1070,39 +1068,44 @@ forms!(-, -, MPI_Ireduce, MPI_Ireduce_c, MPI_Reduce_init, MPI_Reduce_init_c, com
     if r == NOBODY {
         return Ok(bystander(c));
     }
-    reduce_start(comm, sendbuf as usize, recvbuf as usize, count as i64, datatype, op, Fold::Root(r), Vec::new(), call)
+    reduce_start((comm, c), sendbuf as usize, recvbuf as usize, count as i64, datatype, op, Fold::Root(r), Vec::new(), call)
 });
 
 forms!(-, -, MPI_Iallreduce, MPI_Iallreduce_c, MPI_Allreduce_init, MPI_Allreduce_init_c, comm;
     (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, count: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm), || {
-    reduce_start(comm, sendbuf as usize, recvbuf as usize, count as i64, datatype, op, Fold::All, Vec::new(), "MPI_Iallreduce")
+    let call = "MPI_Iallreduce";
+    reduce_start((comm, self::comm(comm, call)?), sendbuf as usize, recvbuf as usize, count as i64, datatype, op, Fold::All, Vec::new(), call)
 });
 
 forms!(-, -, MPI_Iscan, MPI_Iscan_c, MPI_Scan_init, MPI_Scan_init_c, comm;
     (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, count: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm), || {
-    reduce_start(comm, sendbuf as usize, recvbuf as usize, count as i64, datatype, op, Fold::Scan, Vec::new(), "MPI_Iscan")
+    let call = "MPI_Iscan";
+    reduce_start((comm, self::comm(comm, call)?), sendbuf as usize, recvbuf as usize, count as i64, datatype, op, Fold::Scan, Vec::new(), call)
 });
 
 forms!(-, -, MPI_Iexscan, MPI_Iexscan_c, MPI_Exscan_init, MPI_Exscan_init_c, comm;
     (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, count: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm), || {
-    reduce_start(comm, sendbuf as usize, recvbuf as usize, count as i64, datatype, op, Fold::Exscan, Vec::new(), "MPI_Exscan")
+    let call = "MPI_Exscan";
+    reduce_start((comm, self::comm(comm, call)?), sendbuf as usize, recvbuf as usize, count as i64, datatype, op, Fold::Exscan, Vec::new(), call)
 });
 
 forms!(-, -, MPI_Ireduce_scatter_block, MPI_Ireduce_scatter_block_c, MPI_Reduce_scatter_block_init, MPI_Reduce_scatter_block_init_c, comm;
     (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Reduce_scatter_block";
-    let n = self::comm(comm, call)?.local_size() as usize;
+    let c = self::comm(comm, call)?;
+    let n = c.local_size() as usize;
     let k = ccount(recvcount as i64, call)?;
-    scatter_start(comm, sendbuf as usize, recvbuf as usize, vec![k; n], datatype, op, call)
+    scatter_start((comm, c), sendbuf as usize, recvbuf as usize, vec![k; n], datatype, op, call)
 });
 
 forms!(-, -, MPI_Ireduce_scatter, MPI_Ireduce_scatter_c, MPI_Reduce_scatter_init, MPI_Reduce_scatter_init_c, comm;
     (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Reduce_scatter";
-    let n = self::comm(comm, call)?.local_size() as usize;
+    let c = self::comm(comm, call)?;
+    let n = c.local_size() as usize;
     // SAFETY: `size` values (the caller's contract).
     let k = counts(&unsafe { arr(recvcounts, n, call)? }, call)?;
-    scatter_start(comm, sendbuf as usize, recvbuf as usize, k, datatype, op, call)
+    scatter_start((comm, c), sendbuf as usize, recvbuf as usize, k, datatype, op, call)
 });
 
 /// Checks the buffers of a reduction of `n` elements of `t` folded as `fold`, those this
@@ -1148,7 +1151,7 @@ fn reduce_buffers(
 /// A reduce-scatter: everyone's whole vector (the sum of `counts`) is combined, and
 /// rank i gets block i. In place, the input is the receive buffer.
 fn scatter_start(
-    comm: MPI_Comm,
+    comm: (MPI_Comm, Arc<CommObj>),
     send: usize,
     recv: usize,
     counts: Vec<usize>,

@@ -631,19 +631,19 @@ fn finish_handle(h: &mut MPI_Request) -> Result<MPI_Status, (c_int, MPI_Status)>
     // A generalized request keeps its handle until the program completes it (another
     // thread's `MPI_Grequest_start` must not be given the handle meanwhile:
     // `MPI_Grequest_complete` finds requests by handle).
-    let greq = match obj
-        .op
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .as_ref()
-    {
-        Some(Op::Greq(g)) => Some(g.clone()),
-        _ => None,
+    // One lock for every other request, released before the wait below.
+    let op = {
+        let mut held = obj.op.lock().unwrap_or_else(PoisonError::into_inner);
+        match held.as_ref() {
+            Some(Op::Greq(g)) => {
+                let g = g.clone();
+                drop(held);
+                g.wait_done();
+                obj.op.lock().unwrap_or_else(PoisonError::into_inner).take()
+            }
+            _ => held.take(),
+        }
     };
-    if let Some(g) = greq {
-        g.wait_done();
-    }
-    let op = obj.op.lock().unwrap_or_else(PoisonError::into_inner).take();
     if obj.starter.is_none() {
         REQUESTS.remove(*h);
         *h = MPI_REQUEST_NULL;
