@@ -129,8 +129,14 @@ impl Readers {
         match self {
             Readers::Nobody => NOBODY,
             Readers::Everyone => EVERYONE,
-            Readers::Member(m) => m as u32,
-            Readers::BeforePost(m) => m as u32 | BEFORE_POST,
+            Readers::Member(m) => {
+                debug_assert!(m < BEFORE_POST as usize, "member {m}");
+                m as u32
+            }
+            Readers::BeforePost(m) => {
+                debug_assert!(m < BEFORE_POST as usize, "member {m}");
+                m as u32 | BEFORE_POST
+            }
         }
     }
 

@@ -213,6 +213,11 @@ fn the_scan_chain_is_linear_in_every_shape() {
     for n in [2, 4, 8, 16, 32, 64, 128, 256] {
         for (tname, t) in topologies(n) {
             let chain = measure(&t, Shape::tree(&t, 0, 4), Coll::Scan, Cost::Transfers);
+            // The same chain whatever the shape.
+            for other in [Shape::tree(&t, 0, 2), Shape::flat(0)] {
+                let m = measure(&t, other, Coll::Scan, Cost::Transfers);
+                assert_eq!(m, chain, "{n} ranks, {tname}");
+            }
             let hops = (n - 1) as f64;
             assert!(
                 chain.critical >= 2.0 * hops && chain.critical <= 2.5 * hops,

@@ -2,9 +2,9 @@
 //! once (so any number may be outstanding, and blocking ones may follow), builds the
 //! collective's [`Schedule`] and starts it; the progress engine advances it (see
 //! [`super::schedule`]), with no thread per call. [`CollRequest::wait`] gives back the
-//! buffers. Barrier, bcast, reduce, allreduce, scatter, allgather, alltoall, gather and
-//! scan of a communicator whose members share this host go through a segment in shared
-//! memory instead, once one is set up ([`super::sm::SmJob`]).
+//! buffers. Barrier, bcast, reduce, allreduce, scatter, allgather, alltoall, gather,
+//! reduce-scatter and scan of a communicator whose members share this host go through a
+//! segment in shared memory instead, once one is set up ([`super::sm::SmJob`]).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
