@@ -15,6 +15,7 @@
 //! | `short_limit` | `SPOOLS_SHORT_LIMIT` | `24B` | tagged messages up to this size travel inline in one control message (at most 24B) |
 //! | `eager_limit` | `SPOOLS_EAGER_LIMIT` | `32KiB` | larger tagged messages up to this size are sent eagerly (at most `bulk_limit`); beyond, rendezvous |
 //! | `coll_sm_limit` | `SPOOLS_COLL_SM_LIMIT` | `4KiB` | barrier, broadcast, reduce, allreduce, allgather(v), alltoall, gather, scatter, scan, exscan and reduce-scatter, blocking or not, of up to this many bytes (per rank's part; an alltoall's, a scatter's and a reduce-scatter's whole buffer) go through a shared segment per communicator and host (flags and slots) instead of messages, where at least 2 ranks of the communicator share the host (allgather, alltoall, gather, scatter, scan, exscan and reduce-scatter within one host only); `0`: never (at most 64KiB) |
+//! | `coll_sm_scan` | `SPOOLS_COLL_SM_SCAN` | `auto` | how scans and exscans run through that segment: `auto` (recursive doubling, `log2 P` rounds, among 16 members or more where the host's CPUs, as the member that creates the segment sees them, are at least as many; else a chain, which pipelines a loop of scans and suits ranks that take turns on their CPUs), `chain`, `doubling` (at every member count); the segment's creator decides for all its members |
 //! | `single_copy` | `SPOOLS_SINGLE_COPY` | `auto` | `auto` (collectives' rendezvous within a host by `process_vm_readv`, point-to-point too where the start-up probe finds it faster than `memcpy`), `cma` (every rendezvous within a host), `pipeline` (none: through the rings) |
 //! | `batch` | `SPOOLS_BATCH` | `256` | short messages per batch in batched mode |
 //! | `progress_thread` | `SPOOLS_PROGRESS_THREAD` | `false` | run handlers on a background thread |
@@ -94,6 +95,18 @@ pub enum SingleCopyChoice {
     Pipeline,
 }
 
+/// How scans within a host run through the shared segment ([`Config::coll_sm_scan`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanChoice {
+    /// Recursive doubling among 16 members or more where the host has at least as many
+    /// CPUs (as the member that creates the segment sees them); else the chain.
+    Auto,
+    /// The chain: each member folds its part after its left neighbour's and posts that.
+    Chain,
+    /// Recursive doubling at every member count.
+    Doubling,
+}
+
 /// The most bytes a tagged message can carry inline in one control message.
 pub const SHORT_LIMIT_MAX: u64 = 24;
 
@@ -140,6 +153,8 @@ pub struct Config {
     /// alltoall, gather, scatter, scan: per rank's part, an alltoall's and a scatter's whole
     /// buffer) run through shared flags and slots within a host; 0: never.
     pub coll_sm_limit: u64,
+    /// How scans run through that segment (decided by the member that creates it).
+    pub coll_sm_scan: ScanChoice,
     /// Messages per batch.
     pub batch: u32,
     /// Whether a progress thread runs handlers.
@@ -179,6 +194,7 @@ impl Default for Config {
             short_limit: 24,
             eager_limit: 32 << 10,
             coll_sm_limit: COLL_SM_LIMIT_DEFAULT,
+            coll_sm_scan: ScanChoice::Auto,
             batch: 256,
             progress_thread: false,
             thread_level: ThreadLevel::Multiple,
@@ -235,6 +251,7 @@ struct FileConfig {
     short_limit: Option<toml::Value>,
     eager_limit: Option<toml::Value>,
     coll_sm_limit: Option<toml::Value>,
+    coll_sm_scan: Option<String>,
     spin_us: Option<u64>,
     lanes: Option<u64>,
     single_copy: Option<String>,
@@ -400,6 +417,9 @@ impl Config {
         if let Some(v) = fc.single_copy {
             self.apply("single_copy", &v)?;
         }
+        if let Some(v) = fc.coll_sm_scan {
+            self.apply("coll_sm_scan", &v)?;
+        }
         if let Some(v) = fc.progress_thread {
             self.apply("progress_thread", &v.to_string())?;
         }
@@ -461,6 +481,14 @@ impl Config {
             "lanes" => {
                 self.lanes =
                     u16::try_from(int(v)?).map_err(|_| value_err(key, v, "at most 64 lanes"))?
+            }
+            "coll_sm_scan" => {
+                self.coll_sm_scan = match v.trim() {
+                    "auto" => ScanChoice::Auto,
+                    "chain" => ScanChoice::Chain,
+                    "doubling" => ScanChoice::Doubling,
+                    _ => return Err(value_err(key, v, "expected auto, chain or doubling")),
+                }
             }
             "single_copy" => {
                 self.single_copy = match v.trim() {
@@ -624,6 +652,16 @@ impl fmt::Display for SingleCopyChoice {
     }
 }
 
+impl fmt::Display for ScanChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ScanChoice::Auto => "auto",
+            ScanChoice::Chain => "chain",
+            ScanChoice::Doubling => "doubling",
+        })
+    }
+}
+
 impl fmt::Display for ThreadLevel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -650,6 +688,7 @@ impl fmt::Display for Config {
         writeln!(f, "short_limit = \"{}\"", show_size(self.short_limit))?;
         writeln!(f, "eager_limit = \"{}\"", show_size(self.eager_limit))?;
         writeln!(f, "coll_sm_limit = \"{}\"", show_size(self.coll_sm_limit))?;
+        writeln!(f, "coll_sm_scan = \"{}\"", self.coll_sm_scan)?;
         writeln!(f, "batch = {}", self.batch)?;
         writeln!(f, "progress_thread = {}", self.progress_thread)?;
         writeln!(f, "thread_level = \"{}\"", self.thread_level)?;

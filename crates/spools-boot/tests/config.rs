@@ -7,7 +7,9 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use spools_boot::config::{Config, ConfigError, SingleCopyChoice, ThreadLevel, TransportChoice};
+use spools_boot::config::{
+    Config, ConfigError, ScanChoice, SingleCopyChoice, ThreadLevel, TransportChoice,
+};
 use spools_boot::identity::{parse_rendezvous, IdentityError, JobEnv, LauncherKind, Rendezvous};
 
 /// A file in the system's temporary directory, removed when dropped (also when the test
@@ -267,6 +269,7 @@ fn all_keys() -> Config {
         short_limit: 16,
         eager_limit: 262_144,
         coll_sm_limit: 1024,
+        coll_sm_scan: ScanChoice::Doubling,
         batch: 32,
         progress_thread: true,
         thread_level: ThreadLevel::Funneled,
@@ -294,6 +297,7 @@ fn documented_defaults() -> Config {
         short_limit: 24,
         eager_limit: 32_768,
         coll_sm_limit: 4096,
+        coll_sm_scan: ScanChoice::Auto,
         batch: 256,
         progress_thread: false,
         thread_level: ThreadLevel::Multiple,
@@ -328,6 +332,7 @@ fn a_file_with_every_key_gives_its_values() {
         cfg.high_ring_size != d.high_ring_size,
         cfg.cell_size != d.cell_size,
         cfg.bulk_limit != d.bulk_limit,
+        cfg.coll_sm_scan != d.coll_sm_scan,
         cfg.fragment_size != d.fragment_size,
         cfg.spin_us != d.spin_us,
         cfg.lanes != d.lanes,

@@ -1,6 +1,6 @@
 //! Prints the cost model's table: critical path and total transfers per call of each
-//! collective, today's flat shape against trees, on three topologies (the scan is a chain in
-//! every shape: its three columns agree).
+//! collective, today's flat shape against trees, on three topologies (the scans, chain and
+//! doubling, are the same in every shape: their three columns agree).
 //!
 //! `cargo run --release -p spools-coll --example model_table`
 
@@ -27,6 +27,7 @@ fn main() {
                 Coll::Reduce,
                 Coll::Allreduce,
                 Coll::Scan,
+                Coll::ScanDoubling,
             ] {
                 let shapes = [Shape::flat(0), Shape::tree(&t, 0, 2), Shape::tree(&t, 0, 4)];
                 let tr: Vec<_> = shapes

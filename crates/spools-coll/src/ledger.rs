@@ -209,6 +209,17 @@ impl Ledger {
         self.next.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// Takes the next `count` sequence numbers (a collective in rounds, one each): the
+    /// first.
+    ///
+    /// ```
+    /// let book = spools_coll::ledger::Ledger::new(7);
+    /// assert_eq!((book.take_seqs(3), book.take_seq()), (7, 10));
+    /// ```
+    pub fn take_seqs(&self, count: u32) -> u32 {
+        self.next.fetch_add(count, Ordering::Relaxed)
+    }
+
     /// The next sequence number (not taken).
     #[must_use]
     pub fn next(&self) -> u32 {

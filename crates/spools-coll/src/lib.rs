@@ -30,6 +30,8 @@ pub mod sim;
 mod topology;
 mod tree;
 
-pub use machine::{Coll, Line, Lines, Machine, Poll, Purpose, Shape, Word, CELLS};
+pub use machine::{
+    scan_rounds, Coll, Line, Lines, Machine, Poll, Purpose, Shape, Word, CELLS, SCAN_DOUBLING_MIN,
+};
 pub use topology::{Distance, Place, Topology};
 pub use tree::Tree;

@@ -87,6 +87,34 @@ pub enum Coll {
     /// neighbour's gather line, which holds the prefix before it, and stores its own;
     /// it reuses a cell once its right neighbour stored the call that read it).
     Scan,
+    /// The same inclusive scan by recursive doubling, as the engine runs it from
+    /// [`SCAN_DOUBLING_MIN`] members whatever the shape: [`scan_rounds`] rounds, each a
+    /// sequence number of its own; in round `k` a rank stores the fold of the (up to)
+    /// `2^k` ranks ending at itself, then folds that of rank `r - 2^k` before its own. A
+    /// cell is reused once its reader (`r + 2^k`) stored the round after the one that
+    /// read it.
+    ScanDoubling,
+}
+
+/// Members from which the engine scans by recursive doubling ([`Coll::ScanDoubling`],
+/// `log2 P` rounds) rather than as a chain ([`Coll::Scan`], `P - 1` hops): the smallest
+/// count at which the cost model finds doubling's critical path shorter in transfers and
+/// never longer in nanoseconds, on every topology it knows (`tests/model.rs` asserts
+/// it). At 4 and 8 it is shorter within a socket but longer on 2 sockets, where every
+/// round crosses between them and the chain crosses once. Every member of a segment chooses from the
+/// count alone, so they choose alike.
+pub const SCAN_DOUBLING_MIN: usize = 16;
+
+/// Rounds (and sequence numbers) of a scan by recursive doubling among `members`:
+/// `ceil(log2 members)`, at least 1.
+///
+/// ```
+/// use spools_coll::scan_rounds;
+/// assert_eq!((scan_rounds(1), scan_rounds(2), scan_rounds(5), scan_rounds(16)), (1, 1, 3, 4));
+/// ```
+#[must_use]
+pub fn scan_rounds(members: usize) -> u32 {
+    members.max(2).next_power_of_two().trailing_zeros()
 }
 
 /// How the ranks are connected.
@@ -146,6 +174,13 @@ enum Step {
     WaitRelease,
     /// Scan: the left neighbour's gather line of this call, its prefix folded in.
     WaitLeft,
+    /// Doubling scan, round `k`: the credit for this round's cell (its reader, rank
+    /// `r + 2^k'`, stored the round after the one that last read it).
+    RoundCredit { k: u32 },
+    /// Doubling scan: store the own gather line for round `k`.
+    RoundPublish { k: u32 },
+    /// Doubling scan: rank `r - 2^k`'s gather line of round `k`, folded in before.
+    RoundLeft { k: u32 },
     /// Store the own release line (flat).
     PublishRelease,
     /// Store each child's inbox, the largest subtree first (tree).
@@ -188,7 +223,8 @@ pub struct Machine {
     gather: Word,
     /// The least sequence number seen on the lines this rank needs credit from.
     credit: u64,
-    /// Per child (member), the sequence number last seen on its line.
+    /// Per child (member), the sequence number last seen on its line (a doubling scan:
+    /// per round, its reader's).
     seen: Vec<u64>,
 }
 
@@ -243,6 +279,9 @@ impl Machine {
             // this rank's cell) is looked at once the left neighbour's prefix is in.
             (_, Coll::Scan) if me == 0 => vec![Credits { ahead: 0 }, PublishGather],
             (_, Coll::Scan) => vec![WaitLeft, Credits { ahead: 0 }, PublishGather],
+            (_, Coll::ScanDoubling) => (0..self.rounds())
+                .flat_map(|k| [RoundCredit { k }, RoundPublish { k }, RoundLeft { k }])
+                .collect(),
             (Shape::Flat { .. }, Coll::Bcast) if is_root => {
                 vec![LookAll { lag: FLAT_OUTS - 1 }, PublishRelease, WakeAll]
             }
@@ -286,9 +325,10 @@ impl Machine {
             }
         };
         self.steps.push(Done);
-        let others = match &*self.shape {
-            Shape::Tree(t) => t.children(me).len(),
-            Shape::Flat { .. } => self.n,
+        let others = match (&*self.shape, self.coll) {
+            (_, Coll::ScanDoubling) => self.rounds() as usize,
+            (Shape::Tree(t), _) => t.children(me).len(),
+            (Shape::Flat { .. }, _) => self.n,
         };
         self.seen.resize(others, 0);
     }
@@ -324,6 +364,17 @@ impl Machine {
 
     fn cell(&self) -> usize {
         (self.seq % CELLS as u64) as usize
+    }
+
+    /// A doubling scan's rounds.
+    fn rounds(&self) -> u32 {
+        scan_rounds(self.ranks())
+    }
+
+    /// A doubling scan's sequence number for round `k` of the call in progress (each
+    /// call takes [`Machine::rounds`] of them, from 1).
+    fn round_seq(&self, k: u32) -> u64 {
+        (self.seq - 1) * u64::from(self.rounds()) + u64::from(k) + 1
     }
 
     /// Makes one step of the call: at most one load or store.
@@ -393,6 +444,54 @@ impl Machine {
                 Poll::Ready
             }
             Step::Credits { ahead } => self.credits(mem, ahead, next),
+            Step::RoundCredit { k } => {
+                // The cell of round sequence t was last written at t - CELLS, in round
+                // k', and read by rank r + 2^k', which stores t - CELLS + 1 after.
+                let t = self.round_seq(k);
+                let Some(last) = t.checked_sub(CELLS as u64).filter(|&l| l > 0) else {
+                    return next(self);
+                };
+                let kk = ((last - 1) % u64::from(self.rounds())) as usize;
+                let reader = self.rank + (1 << kk);
+                if reader >= self.ranks() || self.seen[kk] > last {
+                    return next(self);
+                }
+                let w = mem.load(Line {
+                    owner: reader,
+                    purpose: Purpose::Gather,
+                });
+                self.seen[kk] = w.seq;
+                if w.seq <= last {
+                    return Poll::Pending;
+                }
+                next(self)
+            }
+            Step::RoundPublish { k } => {
+                let t = self.round_seq(k);
+                self.gather.seq = t;
+                self.gather.cells[(t % CELLS as u64) as usize] = self.value;
+                let line = Line {
+                    owner: self.rank,
+                    purpose: Purpose::Gather,
+                };
+                mem.store(line, self.gather);
+                next(self)
+            }
+            Step::RoundLeft { k } => {
+                let Some(left) = self.rank.checked_sub(1 << k) else {
+                    return next(self);
+                };
+                let t = self.round_seq(k);
+                let w = mem.load(Line {
+                    owner: left,
+                    purpose: Purpose::Gather,
+                });
+                if w.seq < t {
+                    return Poll::Pending;
+                }
+                self.value = w.cells[(t % CELLS as u64) as usize].wrapping_add(self.value);
+                next(self)
+            }
             Step::GatherChildren => {
                 // The smallest subtrees first: they are ready first.
                 let k = match &*self.shape {

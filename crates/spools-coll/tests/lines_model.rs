@@ -168,7 +168,9 @@ fn check(tree: &Tree, coll: Coll, calls: u64, publish: Ordering, bound: usize) {
                         Coll::Reduce if r == root => sum,
                         Coll::Reduce => 0,
                         Coll::Allreduce => sum,
-                        Coll::Scan => (0..=r).fold(0u64, |a, q| a.wrapping_add(input(q, s))),
+                        Coll::Scan | Coll::ScanDoubling => {
+                            (0..=r).fold(0u64, |a, q| a.wrapping_add(input(q, s)))
+                        }
                     };
                     assert_eq!(got, want, "{coll:?}: rank {r}, call {s}");
                     if matches!(coll, Coll::Barrier | Coll::Allreduce) {
@@ -230,6 +232,17 @@ fn allreduce_and_barrier_release_nobody_early() {
 )]
 fn scan_reuses_a_cell_only_after_the_right_neighbour_took_it() {
     check(&pair(0), Coll::Scan, CALLS, Ordering::Release, 1);
+}
+
+/// The doubling scan's round lines (two ranks: one round a call, its own sequence number):
+/// a cell is reused only once its reader stored the round after the one that read it.
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "minutes in a debug build: run with --release"
+)]
+fn doubling_scan_reuses_a_cell_only_after_its_reader_went_on() {
+    check(&pair(0), Coll::ScanDoubling, CALLS, Ordering::Release, 1);
 }
 
 #[test]

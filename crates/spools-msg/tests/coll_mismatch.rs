@@ -3,7 +3,7 @@
 //! rank that waits for the others must get `MsgError::Mismatch` (never wait forever), and
 //! the job must end: blocking and non-blocking broadcast, reduce, allreduce, gather and
 //! scatter, blocking allgather(v), alltoall, scan and exscan, with 2 to
-//! 6 ranks (oversubscribed beyond 2), lengths past `eager_limit` too, with and without
+//! 6 ranks (oversubscribed beyond 2), scans by recursive doubling at 5 to 17, lengths past `eager_limit` too, with and without
 //! the progress thread, with the disagreement at a communicator's first
 //! collective (the segment is set up in it) or later, within one host and across two
 //! ("hosts" played with `SPOOLS_HOST_ID`), past `eager_limit` across the two hosts (where
@@ -13,12 +13,17 @@
 //! for the others (a broadcast's root, a reduce's contributor on either path, a
 //! rank that agrees with the broadcast's root) may succeed, as with messages. Afterwards
 //! the communicator's collectives are not to be used (documented); a communicator made
-//! before works on.
+//! before works on. And a non-blocking scan that fails on a member while a collective
+//! before it is still in flight there: the collectives started after it still post and
+//! end once that one finishes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
 use spools::{MsgError, Op};
-use spools_testkit::{e, launch, rank_main};
+use spools_testkit::{e, launch, rank_main, signal_file, tempdir, wait_for_file};
 
 /// Bytes of the two sides: under and over the default limit (4 KiB; the long side may be
 /// set with `SPOOLS_TEST_LARGE`).
@@ -354,6 +359,24 @@ fn ranks_split_over_the_segment_and_the_messages_get_mismatch() {
     case(3, "exscan", &[0], &[1, 2], &later);
     case(4, "exscan", &[3], &[3], &inside);
     case(4, "exscan", &[1], &[1, 2, 3], &inside);
+    // Scans by recursive doubling (among 16 members with a CPU each, or as set here: a
+    // member reads member m - 2^k's post in round k): the member that differs, and every
+    // member after it (each reads it, or one that failed and never posts its later
+    // rounds), fail. Rank 0 alone on the segment goes through every round without
+    // waiting: the ranks on the messages find its posts at any of the scan's sequence
+    // numbers.
+    let from = |r: u32, n: u32| (r..n).collect::<Vec<u32>>();
+    let doubling = ("SPOOLS_COLL_SM_SCAN", "doubling");
+    let d_inside = [inside[0], inside[1], doubling];
+    let d_later = [later[0], doubling];
+    let d_first = [first[0], doubling];
+    case(6, "scan", &[2], &from(2, 6), &d_inside);
+    case(9, "exscan", &[5], &from(5, 9), &d_inside);
+    case(17, "iscan", &[6], &from(6, 17), &d_inside);
+    case(16, "scan", &[0], &[1], &d_later);
+    case(5, "iscan", &[0], &[1], &d_later);
+    case(6, "scan", &[5], &[5], &d_first);
+    case(9, "exscan", &[8], &[8], &d_later);
     // Reduce-scatter (flat within one host, by all its bytes): every rank fails.
     for env in [&first[..], &later[..]] {
         case(3, "reduce_scatter", &[0], &[0, 1, 2], env);
@@ -522,6 +545,7 @@ fn one_case() {
             ("SPOOLS_TEST_LARGE", "200000"),
         ],
         "rendezvous" => &[("SPOOLS_TEST_FIRST", "0"), ("SPOOLS_TEST_LARGE", "40000")],
+        "inside" => &[("SPOOLS_TEST_FIRST", "0"), ("SPOOLS_TEST_LARGE", "400")],
         "small_eager" => &[
             ("SPOOLS_TEST_FIRST", "0"),
             ("SPOOLS_COLL_SM_LIMIT", "0"),
@@ -530,4 +554,68 @@ fn one_case() {
         other => panic!("unknown env {other}"),
     };
     case(n, what, &small, &must_fail, env);
+}
+
+/// Three ranks start a reduce to rank 1, a scan whose part is longer on rank 0, and an
+/// allreduce, without waiting; rank 2 only once rank 1's scan failed. Rank 1's scan
+/// fails on rank 0's post while its reduce (waiting for rank 2's part) is in flight, so
+/// it cannot be marked finished there yet: it must be once the reduce ends, or rank 1's
+/// allreduce never posts and the others wait for it.
+fn behind_role() -> Result<(), String> {
+    let dir = PathBuf::from(std::env::var("SPOOLS_TEST_DIR").unwrap());
+    let world = e(spools::init())?;
+    let me = world.rank();
+    let w = e(world.dup())?;
+    // Sets the segment up (non-blocking collectives never do).
+    let mut out = [0u64];
+    e(w.allreduce(&[1u64], &mut out, &Op::Sum))?;
+    let failed = dir.join("scan-failed");
+    if me == 2 {
+        wait_for_file(&failed, Duration::from_secs(60))?;
+    }
+    let rd = e(w.ireduce(vec![i64::from(me) + 1], Op::Sum, 1))?;
+    let sc = e(w.iscan(vec![5i64; if me == 0 { 2 } else { 1 }], Op::Sum))?;
+    let ar = e(w.iallreduce(vec![i64::from(me)], Op::Sum))?;
+    if me == 1 {
+        let start = Instant::now();
+        while !sc.test() {
+            if start.elapsed() > Duration::from_secs(60) {
+                return Err("rank 1: its scan neither failed nor ended".into());
+            }
+            std::thread::yield_now();
+        }
+        if rd.test() {
+            return Err("rank 1: its reduce ended without rank 2".into());
+        }
+        signal_file(&failed, b"")?;
+    }
+    let reduced = e(rd.wait())?;
+    if me == 1 && reduced != [6] {
+        return Err(format!("rank 1: reduce gave {reduced:?}"));
+    }
+    match (me, sc.wait()) {
+        (0, _) | (1 | 2, Err(MsgError::Mismatch { .. })) => {}
+        (_, r) => return Err(format!("rank {me}: scan gave {r:?}, not a mismatch")),
+    }
+    let all = e(ar.wait())?;
+    if all != [3] {
+        return Err(format!("rank {me}: allreduce gave {all:?}"));
+    }
+    println!("rank {me} behind ok");
+    drop(w);
+    e(world.finalize())
+}
+
+#[test]
+fn a_scan_failed_behind_a_collective_in_flight_lets_the_next_ones_post() {
+    rank_main(|_| behind_role());
+    let dir = tempdir("behind");
+    let o = launch(
+        3,
+        "a_scan_failed_behind_a_collective_in_flight_lets_the_next_ones_post",
+        "x",
+        &[("SPOOLS_TEST_DIR", dir.path().to_str().unwrap())],
+    );
+    assert_eq!(o.code(), Some(0), "{o:?}");
+    assert_eq!(o.stdout.matches("behind ok").count(), 3, "{o:?}");
 }

@@ -350,29 +350,7 @@ fn many(comms: &mut [Expect<'_>], rounds: u64) -> Result<(), String> {
                     })?;
                 }
             }
-            // Scans back to back (a chain: member 0 waits for nobody and the others run
-            // up to two scans behind their left neighbour), inclusive and exclusive in
-            // turn, non-commutative, parts inline and in the slots.
-            for k in 0..4u64 {
-                let len = if (round + k) % 2 == 0 { 1 } else { 3 };
-                let salt = u32::try_from((round * 4 + k) % 1000).unwrap();
-                let part = |r: u32| affine_input(r * 1000 + salt, len);
-                let mut out = vec![9u64; len];
-                if k % 2 == 0 {
-                    e(c.scan(&part(me), &mut out, &Op::user(affine, false)))?;
-                } else {
-                    e(c.exscan(&part(me), &mut out, &Op::user(affine, false)))?;
-                }
-                x.note(K::Moves, len * 8);
-                let want = match (k % 2, me) {
-                    (0, _) => fold(me + 1, part, affine),
-                    (_, 0) => vec![9u64; len],
-                    _ => fold(me, part, affine),
-                };
-                check(out == want, || {
-                    format!("round {round}: scan {k} gave {out:?}, want {want:?}")
-                })?;
-            }
+            scans(x, round)?;
             if round % 3 == 0 {
                 e(c.barrier())?;
                 x.note(K::Barrier, 0);
@@ -381,6 +359,37 @@ fn many(comms: &mut [Expect<'_>], rounds: u64) -> Result<(), String> {
     }
     for x in comms.iter() {
         x.verify()?;
+    }
+    Ok(())
+}
+
+/// Round `round` of scans back to back on `x`'s communicator, inclusive and exclusive in
+/// turn, non-commutative, parts of 8 and 16 bytes (inline) and 24 (in the slots). Among
+/// few members a chain (member 0 waits for nobody and the others run up to two scans
+/// behind their left neighbour), among many recursive doubling (a sequence number per
+/// round).
+fn scans(x: &mut Expect<'_>, round: u64) -> Result<(), String> {
+    let c = x.c;
+    let me = c.rank();
+    for k in 0..4u64 {
+        let len = [1, 2, 3][((round + k) % 3) as usize];
+        let salt = u32::try_from((round * 4 + k) % 1000).unwrap();
+        let part = |r: u32| affine_input(r * 1000 + salt, len);
+        let mut out = vec![9u64; len];
+        if k % 2 == 0 {
+            e(c.scan(&part(me), &mut out, &Op::user(affine, false)))?;
+        } else {
+            e(c.exscan(&part(me), &mut out, &Op::user(affine, false)))?;
+        }
+        x.note(K::Moves, len * 8);
+        let want = match (k % 2, me) {
+            (0, _) => fold(me + 1, part, affine),
+            (_, 0) => vec![9u64; len],
+            _ => fold(me, part, affine),
+        };
+        check(out == want, || {
+            format!("round {round}: scan {k} gave {out:?}, want {want:?}")
+        })?;
     }
     Ok(())
 }
@@ -555,7 +564,7 @@ fn run(n: u32, env: &[(&str, &str)]) {
 }
 
 /// Results equal the reference, and the path is the documented one, for 1 to 9 ranks,
-/// a smaller limit, shared memory off, and across 2 and 3 hosts.
+/// scans by recursive doubling at 5 and 9, a smaller limit, shared memory off, and across 2 and 3 hosts.
 #[test]
 fn small_collectives_through_shared_memory() {
     rank_main(|_| sm_role());
@@ -563,9 +572,54 @@ fn small_collectives_through_shared_memory() {
         run(n, &[]);
     }
     run(4, &[("SPOOLS_COLL_SM_LIMIT", "64")]);
+    run(5, &[("SPOOLS_COLL_SM_SCAN", "doubling")]);
+    run(9, &[("SPOOLS_COLL_SM_SCAN", "doubling")]);
     run(3, &[("SPOOLS_COLL_SM_LIMIT", "0")]);
     run(5, &[("SPOOLS_TEST_HOSTS", "2")]);
     run(7, &[("SPOOLS_TEST_HOSTS", "3")]);
+}
+
+/// Scans by recursive doubling (from 16 members with a CPU each, or as set: a power of
+/// two and not), with the rest of the non-blocking collectives in flight around
+/// non-blocking scans. With `SPOOLS_TEST_SCAN_MIXED`, rank 0 (the segment's creator)
+/// asks for doubling and the others for the chain: the creator decides for all.
+fn doubling_role() -> Result<(), String> {
+    if std::env::var_os("SPOOLS_TEST_SCAN_MIXED").is_some() {
+        let rank: u32 = std::env::var("SPOOLS_RANK").unwrap().parse().unwrap();
+        let mine = if rank == 0 { "doubling" } else { "chain" };
+        std::env::set_var("SPOOLS_COLL_SM_SCAN", mine);
+    }
+    let shape = Shape::read();
+    let w = e(spools::init())?;
+    checked(&w, |w| {
+        let mut x = Expect {
+            c: w,
+            shape: &shape,
+            count: w.shared_memory_collectives(),
+        };
+        for round in 0..40 {
+            scans(&mut x, round)?;
+        }
+        outstanding(&mut x, 6)?;
+        x.verify()
+    });
+    println!("doubling ok rank {}", w.rank());
+    e(w.finalize())
+}
+
+/// Results equal the reference, and go through the segment, where scans take `log2 P`
+/// rounds of posts: 2, 3, 16 and 17 members (oversubscribed: 2 cores here), members
+/// whose settings differ (the creator's holds), and 16 as `auto` chooses on this machine.
+#[test]
+fn scans_among_many_members_by_recursive_doubling() {
+    rank_main(|_| doubling_role());
+    let name = "scans_among_many_members_by_recursive_doubling";
+    let doubling = [("SPOOLS_COLL_SM_SCAN", "doubling")];
+    for n in [2, 3, 16, 17] {
+        run_ranks(name, "doubling ok", n, &doubling);
+    }
+    run_ranks(name, "doubling ok", 6, &[("SPOOLS_TEST_SCAN_MIXED", "1")]);
+    run_ranks(name, "doubling ok", 16, &[]);
 }
 
 /// Rank `victim` kills itself (SIGKILL) once every other rank has said (a file) that it

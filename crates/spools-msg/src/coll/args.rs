@@ -79,6 +79,12 @@ pub(crate) fn displs(counts: &[usize]) -> Vec<usize> {
     d
 }
 
+/// Where rank `me`'s block lies in a buffer of consecutive blocks of `counts` elements.
+pub(crate) fn block(counts: &[usize], me: usize) -> std::ops::Range<usize> {
+    let from: usize = counts[..me].iter().sum();
+    from..from + counts[me]
+}
+
 /// `buf` cut into consecutive blocks of `counts` elements.
 pub(crate) fn blocks_mut<'a, T>(mut buf: &'a mut [T], counts: &[usize]) -> Vec<&'a mut [T]> {
     let mut out = Vec::with_capacity(counts.len());

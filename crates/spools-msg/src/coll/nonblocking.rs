@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::args::{check, EVEN_SPLIT, ONE_COUNT_PER_RANK};
+use super::args::{block, check, EVEN_SPLIT, ONE_COUNT_PER_RANK};
 use super::group::Group;
 use super::plans;
 use super::poller::{activate, activate_job, deactivate_job, run_to_end, Shared};
@@ -250,6 +250,28 @@ impl Communicator {
         };
         let job = SmJob::start(&self.core, sm, tag, (kind, root), (buf, whole), op.cloned());
         Ok(Self::start_job(op_name, job, finish))
+    }
+
+    /// Starts a scan or a reduce-scatter (`kind`) of `mine` with `op` and base tag `tag`
+    /// on this (non-blocking) core's segment if one serves it and `op` has no verdict to
+    /// agree on: `start` makes the job there. Else gives `mine` and `op` back, with what
+    /// the schedule's waits watch for when the length alone kept it off the segment.
+    #[allow(clippy::type_complexity)]
+    fn start_fold_sm<T: Element>(
+        &self,
+        (tag, kind): (u32, shm::Kind),
+        mine: Vec<T>,
+        op: Op<T>,
+        start: impl FnOnce(&shm::SmComm, Vec<T>, Op<T>) -> SmJob<T>,
+    ) -> Result<CollRequest<Vec<T>>, (Vec<T>, Op<T>, Option<shm::Watch>)> {
+        if op.verdict().is_some() {
+            return Err((mine, op, None));
+        }
+        let bytes = std::mem::size_of_val(mine.as_slice());
+        match shm::serving(&self.core, tag, kind, bytes) {
+            Ok(sm) => Ok(Self::start_job(kind.name(), start(sm, mine, op), |b| b)),
+            Err(w) => Err((mine, op, w)),
+        }
     }
 
     /// A request for `job`, started: on the poller's list, or (when it finished as it
@@ -602,17 +624,13 @@ impl Communicator {
         let nb = self.nonblocking();
         let this = &nb;
         let tag = this.core.next_coll_tag();
-        let mut split = None;
-        if op.verdict().is_none() {
-            let bytes = std::mem::size_of_val(buf.as_slice());
-            match shm::serving(&this.core, tag, shm::Kind::Scan, bytes) {
-                Ok(sm) => {
-                    let job = SmJob::start_scan(&this.core, sm, tag, buf, op);
-                    return Ok(Self::start_job("scan", job, |b| b));
-                }
-                Err(w) => split = w,
-            }
-        }
+        let on_segment =
+            |sm: &shm::SmComm, buf, op| SmJob::start_scan(&this.core, sm, tag, buf, op);
+        let (buf, op, split) = match this.start_fold_sm((tag, shm::Kind::Scan), buf, op, on_segment)
+        {
+            Ok(request) => return Ok(request),
+            Err(back) => back,
+        };
         let partial = buf.clone();
         let tmp = vec![T::default(); buf.len()];
         // Slot 0: the result, from this rank's own part; slot 1: the partial fold.
@@ -645,21 +663,16 @@ impl Communicator {
             send.len(),
             total,
         )?;
-        let mut split = None;
-        if op.verdict().is_none() {
-            let bytes = std::mem::size_of_val(send.as_slice());
-            match shm::serving(&this.core, tag, shm::Kind::ReduceScatter, bytes) {
-                Ok(sm) => {
-                    let job = SmJob::start_fold(&this.core, sm, tag, (send, &counts), op);
-                    return Ok(Self::start_job("reduce_scatter", job, |b| b));
-                }
-                Err(w) => split = w,
-            }
-        }
-        let me = this.rank() as usize;
-        let from: usize = counts[..me].iter().sum();
+        let kind = shm::Kind::ReduceScatter;
+        let on_segment = |sm: &shm::SmComm, send, op| {
+            SmJob::start_fold(&this.core, sm, tag, (send, &counts), op)
+        };
+        let (send, op, split) = match this.start_fold_sm((tag, kind), send, op, on_segment) {
+            Ok(request) => return Ok(request),
+            Err(back) => back,
+        };
         // This rank's block of the result (the plan overwrites it).
-        let out = send[from..from + counts[me]].to_vec();
+        let out = send[block(&counts, this.rank() as usize)].to_vec();
         let tmp = vec![T::default(); total];
         let mut s = this.schedule(tag, vec![out, send, tmp]);
         s.watch_segment(split);

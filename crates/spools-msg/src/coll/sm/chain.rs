@@ -1,4 +1,6 @@
-//! Scans (inclusive and exclusive) through the segment as a chain, within one host: member
+//! Scans (inclusive and exclusive) through the segment as a chain, within one host, among
+//! fewer than [`spools_coll::SCAN_DOUBLING_MIN`] members or more members than CPUs (else
+//! recursive doubling, `doubling.rs`; `coll_sm_scan` chooses): member
 //! m waits for member m - 1's post, which carries the fold of members 0 to m - 1 (its
 //! *prefix*), folds its own part after it and posts that for member m + 1. Each member
 //! loads one line of another's per collective (and, before it reuses a data slot, its one
@@ -18,12 +20,10 @@
 
 use std::sync::atomic::Ordering;
 
-use super::coll::place;
 use super::kind::Kind;
 use super::{clamp_len, coll_no, halves, post_record, seq_ge, Readers, SmComm, Watch};
 use crate::coll::args::{bytes, bytes_mut};
 use crate::coll::group::disagreement;
-use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
 
@@ -54,9 +54,9 @@ impl<T: Element> Link<T> {
         }
     }
 
-    /// Its sequence number.
-    pub(super) fn seq(&self) -> u32 {
-        self.seq
+    /// Its first and last sequence numbers (the same: a chain takes one).
+    pub(super) fn seqs(&self) -> (u32, u32) {
+        (self.seq, self.seq)
     }
 
     /// What its waits watch for, with a part of `bytes` here.
@@ -137,38 +137,4 @@ impl<T: Element> Link<T> {
         }
         Ok(true)
     }
-}
-
-/// Scan within one host (across hosts: the messages): `mine` is this rank's part; on
-/// return `out` holds the parts of ranks 0 to this one (`inclusive`) or to the one
-/// before it combined with `op` in rank order (an exclusive scan leaves rank 0's `out`
-/// as it was). `Ok(false)` when the segment does not serve it.
-///
-/// # Errors
-/// [`MsgError::Mismatch`] when the left neighbour's part has another length (or it
-/// failed so), a dead rank.
-pub(crate) fn scan<T: Element>(
-    c: &CommCore,
-    tag: u32,
-    (mine, out): (&[T], &mut [T]),
-    op: &Op<T>,
-    inclusive: bool,
-) -> Result<bool, MsgError> {
-    let part = std::mem::size_of_val(mine);
-    let kind = if inclusive { Kind::Scan } else { Kind::Exscan };
-    let Some((sm, _)) = place(c, &c.hosts, tag, (kind, part), false)? else {
-        return Ok(false);
-    };
-    if inclusive {
-        out.copy_from_slice(mine);
-    }
-    let mut link = Link::new(sm, tag, kind);
-    let w = link.watch(part);
-    let r = sm.drive((c.coll_ctx(), &c.ranks), tag, w, || {
-        link.poll(sm, mine, out, op)
-    });
-    if let Err(e) = &r {
-        link.abandon(sm, part, e);
-    }
-    r.map(|()| true)
 }

@@ -7,7 +7,7 @@ use super::coll::place;
 use super::gather::{run, Taker};
 use super::kind::Kind;
 use super::SmComm;
-use crate::coll::args::{bytes, bytes_mut};
+use crate::coll::args::{block, bytes, bytes_mut};
 use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
@@ -112,9 +112,10 @@ pub(crate) fn reduce_scatter<T: Element>(
     };
     // One host: a member's index is its rank.
     let me = sm.me;
-    let from: usize = counts[..me].iter().sum();
-    recv.copy_from_slice(&send[from..from + counts[me]]);
-    let mut f = Folder::block(op.clone(), me, from * std::mem::size_of::<T>(), send);
+    let mine = block(counts, me);
+    let at = mine.start * std::mem::size_of::<T>();
+    recv.copy_from_slice(&send[mine]);
+    let mut f = Folder::block(op.clone(), me, at, send);
     run(
         c,
         sm,

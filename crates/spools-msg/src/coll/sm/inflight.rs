@@ -26,14 +26,14 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::chain::Link;
 use super::coll::{fits, FLAT_MAX};
 use super::fold::Folder;
 use super::gather::{Flat, Taker};
 use super::kind::Kind;
 use super::machine::{SmColl, SmState};
+use super::scan::Scanner;
 use super::{coll_no, SmComm, Watch};
-use crate::coll::args::{bytes, bytes_mut};
+use crate::coll::args::{block, bytes, bytes_mut};
 use crate::coll::group::disagreement;
 use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
@@ -62,13 +62,14 @@ pub(crate) fn serving(
 }
 
 impl<T: Element> Machine<T> {
-    /// The collective's sequence number.
-    fn seq(&self) -> u32 {
+    /// The collective's first and last sequence numbers (the same but for a scan by
+    /// recursive doubling, which takes one per round).
+    fn seqs(&self) -> (u32, u32) {
         match self {
-            Machine::Elems(st) => st.seq(),
-            Machine::Bytes(st) => st.seq(),
-            Machine::Flat(f, _) | Machine::Fold(f, _, _) => f.seq(),
-            Machine::Link(link, _) => link.seq(),
+            Machine::Elems(st) => (st.seq(), st.seq()),
+            Machine::Bytes(st) => (st.seq(), st.seq()),
+            Machine::Flat(f, _) | Machine::Fold(f, _, _) => (f.seq(), f.seq()),
+            Machine::Scan(scan, _) => scan.seqs(),
         }
     }
 }
@@ -80,7 +81,7 @@ enum Machine<T: Element> {
     Bytes(SmState<u8>),
     Flat(Flat, Parts),
     /// A scan's step, with this member's part.
-    Link(Link<T>, Vec<T>),
+    Scan(Scanner<T>, Vec<T>),
     /// A reduce-scatter's flat step, with this member's whole contribution and its fold
     /// of everyone's block (boxed: the largest by far).
     Fold(Flat, Vec<T>, Box<Folder<T>>),
@@ -117,8 +118,9 @@ pub(crate) struct SmJob<T: Element> {
     /// How it ended.
     outcome: Result<(), MsgError>,
     /// An abandoned collective that could not be marked finished here yet (one before it
-    /// is in flight): marked once that one finished, so that the ones after it post.
-    finish_later: Option<u32>,
+    /// is in flight), by its first and last sequence numbers: its last is marked once the
+    /// one before its first finished, so that the ones after it post.
+    finish_later: Option<(u32, u32)>,
     /// Whether the poller's list holds it.
     pub(crate) registered: bool,
 }
@@ -182,9 +184,9 @@ impl<T: Element> SmJob<T> {
     ) -> SmJob<T> {
         // One host: a member's index is its rank.
         let me = sm.me;
-        let from: usize = counts[..me].iter().sum();
-        let out = mine[from..from + counts[me]].to_vec();
-        let at = from * std::mem::size_of::<T>();
+        let own = block(counts, me);
+        let at = own.start * std::mem::size_of::<T>();
+        let out = mine[own].to_vec();
         let fold = Box::new(Folder::block(op, me, at, &mine));
         let flat = Flat::new(sm, tag, Kind::ReduceScatter, None);
         SmJob::begin(
@@ -205,14 +207,14 @@ impl<T: Element> SmJob<T> {
         mine: Vec<T>,
         op: Op<T>,
     ) -> SmJob<T> {
-        let link = Link::new(sm, tag, Kind::Scan);
+        let scan = Scanner::new(sm, tag, Kind::Scan);
         let buf = mine.clone();
         SmJob::begin(
             core,
             tag,
             (buf, Vec::new()),
             Some(op),
-            Machine::Link(link, mine),
+            Machine::Scan(scan, mine),
         )
     }
 
@@ -263,7 +265,7 @@ impl<T: Element> SmJob<T> {
             Machine::Bytes(st) => st.watch(bytes),
             Machine::Flat(f, parts) => f.watch(parts.mine.len()),
             Machine::Fold(f, mine, _) => f.watch(std::mem::size_of_val(mine.as_slice())),
-            Machine::Link(link, _) => link.watch(bytes),
+            Machine::Scan(scan, _) => scan.watch(bytes),
         })
     }
 
@@ -278,13 +280,13 @@ impl<T: Element> SmJob<T> {
             return true;
         };
         let Some(machine) = self.machine.take() else {
-            if let Some(seq) = self.finish_later.filter(|&seq| sm.may_post(seq)) {
-                sm.finished(seq);
+            if let Some((_, last)) = self.finish_later.filter(|&(first, _)| sm.may_post(first)) {
+                sm.finished(last);
                 self.finish_later = None;
             }
             return true;
         };
-        let seq = machine.seq();
+        let seqs = machine.seqs();
         let (polled, bytes) = match machine {
             Machine::Elems(st) => {
                 let mut m = SmColl::resume(sm, &mut self.buf, self.op.as_ref(), st);
@@ -356,19 +358,19 @@ impl<T: Element> SmJob<T> {
                     whole,
                 )
             }
-            Machine::Link(mut link, mine) => {
+            Machine::Scan(mut scan, mine) => {
                 let part = std::mem::size_of_val(mine.as_slice());
                 let Some(op) = self.op.as_ref() else {
                     self.outcome = Err(MsgError::Panicked("scan without an operator"));
                     return true;
                 };
-                match link.poll(sm, &mine, &mut self.buf, op) {
-                    Ok(done) => (Ok((!done).then_some(Machine::Link(link, mine))), part),
+                match scan.poll(sm, &mine, &mut self.buf, op) {
+                    Ok(done) => (Ok((!done).then_some(Machine::Scan(scan, mine))), part),
                     Err(e) => {
                         // Ends the step here and marks a disagreement.
-                        link.abandon(sm, part, &e);
+                        scan.abandon(sm, part, &e);
                         self.outcome = Err(e);
-                        self.finish_later = unfinished(sm, seq);
+                        self.finish_later = unfinished(sm, seqs);
                         return true;
                     }
                 }
@@ -386,7 +388,7 @@ impl<T: Element> SmJob<T> {
                     sm.mark_failed(coll_no(self.tag), bytes, &e);
                 }
                 self.outcome = Err(e);
-                self.finish_later = unfinished(sm, seq);
+                self.finish_later = unfinished(sm, seqs);
                 true
             }
         }
@@ -399,18 +401,18 @@ impl<T: Element> SmJob<T> {
             self.outcome = Err(e);
             return;
         };
-        let seq = self.machine.as_ref().map(Machine::seq);
+        let seqs = self.machine.as_ref().map(Machine::seqs);
         match self.machine.take() {
             Some(Machine::Elems(mut st)) => st.abandon(sm),
             Some(Machine::Bytes(mut st)) => st.abandon(sm),
             Some(Machine::Flat(mut f, _) | Machine::Fold(mut f, _, _)) => f.abandon(sm),
-            Some(Machine::Link(link, mine)) => {
-                link.abandon(sm, std::mem::size_of_val(mine.as_slice()), &e);
+            Some(Machine::Scan(scan, mine)) => {
+                scan.abandon(sm, std::mem::size_of_val(mine.as_slice()), &e);
             }
             None => {}
         }
-        if let Some(seq) = seq {
-            self.finish_later = unfinished(sm, seq);
+        if let Some(seqs) = seqs {
+            self.finish_later = unfinished(sm, seqs);
         }
         self.outcome = Err(e);
     }
@@ -435,11 +437,12 @@ fn st_is_scatter_root<T: Element>(m: &SmColl<'_, T>, sm: &SmComm) -> bool {
     m.kind() == Kind::Scatter && m.root() == sm.me
 }
 
-/// After collective `seq` was abandoned here: `Some(seq)` if it could not be marked
-/// finished (one before it is still in flight on this member); the job marks it once that
-/// one finished ([`SmJob::advance`]), staying on the poller's list until then.
-fn unfinished(sm: &SmComm, seq: u32) -> Option<u32> {
-    (!sm.may_post(seq.wrapping_add(1))).then_some(seq)
+/// After the collective of sequence numbers `(first, last)` was abandoned here: `Some`
+/// of them if it could not be marked finished (one before it is still in flight on this
+/// member); the job marks its last once that one finished ([`SmJob::advance`]), staying
+/// on the poller's list until then.
+fn unfinished(sm: &SmComm, (first, last): (u32, u32)) -> Option<(u32, u32)> {
+    (!sm.may_post(last.wrapping_add(1))).then_some((first, last))
 }
 
 /// A job shared between its request and the poller.

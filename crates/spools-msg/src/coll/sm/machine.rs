@@ -85,6 +85,7 @@ impl<T: Element> SmState<T> {
             bytes,
             op: self.kind.name(),
             lens: self.kind.contributes(),
+            span: 1,
         }
     }
 

@@ -4,13 +4,16 @@
 //! [`SLOTS`] data slots per member and a ring of result slots. Allgather(v), alltoall,
 //! gather and reduce-scatter are flat (`gather.rs`: every member posts its part and reads
 //! everyone's; a gather's root alone reads them, and its contributors are done once posted;
-//! `fold.rs`: a reduce-scatter's member folds its block of everyone's). Scans are a chain
-//! (`chain.rs`: each member folds its part after its left neighbour's prefix and posts the
-//! result for its right neighbour). Non-blocking collectives within one host run the same
+//! `fold.rs`: a reduce-scatter's member folds its block of everyone's). Scans (`scan.rs`)
+//! are a chain among fewer than [`spools_coll::SCAN_DOUBLING_MIN`] members (`chain.rs`:
+//! each member folds its part after its left neighbour's prefix and posts the result for
+//! its right neighbour), recursive doubling among more (`doubling.rs`: a sequence number
+//! per round, `log2 P` rounds). Non-blocking collectives within one host run the same
 //! machines on a segment of their own (`inflight.rs`).
 //!
 //! Every collective of this kind has a sequence number `s` (the same on every member, as
-//! they call collectives in the same order; it wraps, and comparisons are modular).
+//! they call collectives in the same order; it wraps, and comparisons are modular; a scan
+//! by recursive doubling takes one per round, as many on every member).
 //! Barrier, bcast, reduce, allreduce and scatter are a fan-in and a fan-out around one
 //! *root* member (a scatter is a broadcast of every member's part, from which each copies
 //! its own):
@@ -117,11 +120,13 @@
 
 mod chain;
 mod coll;
+mod doubling;
 mod fold;
 mod gather;
 mod inflight;
 mod kind;
 mod machine;
+mod scan;
 mod setup;
 mod slot;
 
@@ -134,7 +139,6 @@ use spools_coll::ledger::{cells, Posts, CELL};
 
 use crate::error::MsgError;
 
-pub(crate) use chain::scan;
 pub(crate) use coll::{
     allreduce, barrier, bcast, decline, failed, fits, reduce, scatter, ALLREDUCE_LEADER_TAGS,
     BCAST_LEADER_TAGS,
@@ -144,6 +148,7 @@ pub(crate) use gather::{allgatherv, alltoall, gather};
 pub(crate) use inflight::{run_to_end, serving, Parts, SharedJob, SmJob};
 pub(crate) use kind::Kind;
 pub(crate) use machine::scratch;
+pub(crate) use scan::scan;
 pub(crate) use slot::SmSlot;
 pub(crate) use spools_coll::ledger::{seq_ge, Ledger, Readers, SLOTS};
 
@@ -239,6 +244,25 @@ fn sleepers_at(outs: usize) -> usize {
     (OUT_FLAGS * outs).next_multiple_of(CACHE_LINE)
 }
 
+/// Whether the scans of a segment of `members` go by recursive doubling rather than as
+/// a chain, as its creator decides (`coll_sm_scan`): `auto` takes doubling from
+/// [`spools_coll::SCAN_DOUBLING_MIN`] members (the cost model's choice) where this
+/// process may run on at least as many CPUs; among ranks that take turns on their CPUs
+/// the chain, whose members run ahead by up to [`SLOTS`] scans, pipelines a loop of
+/// scans where doubling's rounds hold each member to one scan ahead at 16 members (2x
+/// the time at 16 ranks on 2 cores).
+fn doubles(choice: spools_boot::config::ScanChoice, members: usize) -> bool {
+    use spools_boot::config::ScanChoice;
+    match choice {
+        ScanChoice::Chain => false,
+        ScanChoice::Doubling => true,
+        ScanChoice::Auto => {
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            members >= spools_coll::SCAN_DOUBLING_MIN && members <= cpus
+        }
+    }
+}
+
 /// The record of a post of `seq` for collective `no`.
 pub(crate) fn post_record(seq: u32, no: u32) -> u32 {
     VALID | (seq << 24 & SEQ_BITS) | no
@@ -274,6 +298,9 @@ pub(crate) struct Watch {
     pub(crate) op: &'static str,
     /// Whether members post their lengths (reductions).
     pub(crate) lens: bool,
+    /// Sequence numbers the collective takes from `seq` on ([`Kind::seqs`]: a scan by
+    /// recursive doubling, one per round).
+    pub(crate) span: u32,
 }
 
 impl Watch {
@@ -286,6 +313,7 @@ impl Watch {
             bytes,
             op: kind.name(),
             lens: true,
+            span: 1,
         }
     }
 }
@@ -305,6 +333,12 @@ pub(crate) struct SmComm {
     /// what it knows of the others' progress: when a data slot or inline cell may be
     /// written over ([`Ledger`]).
     ledger: Ledger,
+    /// Collectives run on this segment by this member (a statistic: a scan by recursive
+    /// doubling takes several sequence numbers).
+    ran: AtomicU32,
+    /// Whether scans go by recursive doubling (else the chain): the creator's choice
+    /// ([`doubles`]), told to every member in the handshake.
+    doubling: bool,
     /// The last collective this member finished: the next one posts only after it (a
     /// post of `s` tells the others that `s - 1` is finished here), so collectives go
     /// in call order.
@@ -434,7 +468,28 @@ impl SmComm {
 
     /// Takes the next sequence number.
     pub(crate) fn take_seq(&self) -> u32 {
+        self.ran.fetch_add(1, Ordering::Relaxed);
         self.ledger.take_seq()
+    }
+
+    /// Takes the next `count` sequence numbers for one collective: the first.
+    pub(crate) fn take_seqs(&self, count: u32) -> u32 {
+        self.ran.fetch_add(1, Ordering::Relaxed);
+        self.ledger.take_seqs(count)
+    }
+
+    /// Sequence numbers a collective of `kind` takes: a scan by recursive doubling one
+    /// per round, every other one.
+    pub(crate) fn seqs(&self, kind: Kind) -> u32 {
+        match kind {
+            Kind::Scan | Kind::Exscan if self.doubling => spools_coll::scan_rounds(self.n()),
+            _ => 1,
+        }
+    }
+
+    /// Collectives run on this segment by this member.
+    pub(crate) fn ran(&self) -> u32 {
+        self.ran.load(Ordering::Relaxed)
     }
 
     fn word(&self, member: usize, field: usize) -> &AtomicU32 {
@@ -493,6 +548,7 @@ impl SmComm {
             bytes,
             op: kind.name(),
             lens: kind.contributes(),
+            span: self.seqs(kind),
         };
         self.word(self.me, MREC_LEN)
             .store(clamp_len(bytes), Ordering::Relaxed);
@@ -616,11 +672,12 @@ impl SmComm {
             if let Some(e) = self.failed_in(m, no, op, bytes) {
                 return Some(e);
             }
-            // A contribution posted here for this collective (a broadcast's members
-            // either fail, which marks it, or get a result published).
-            let posted = self.posted(m).load(Ordering::Acquire);
-            if w.lens && posted == pair(seq, post_record(seq, no)) {
-                let got = self.len_of(m, seq).load(Ordering::Relaxed) as usize;
+            // A contribution posted here for this collective, at any of its sequence
+            // numbers (a broadcast's members either fail, which marks it, or get a
+            // result published).
+            let (at, rec) = halves(self.posted(m).load(Ordering::Acquire));
+            if w.lens && at.wrapping_sub(seq) < w.span && rec == post_record(at, no) {
+                let got = self.len_of(m, at).load(Ordering::Relaxed) as usize;
                 return Some(self.mismatch(op, m, got, bytes));
             }
         }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use spools_am::{Route, SharedArea};
 
 use super::slot::SmSlot;
-use super::{no_ge, Ledger, SmComm, FIRST_SEQ, NO_MASK};
+use super::{doubles, no_ge, Ledger, SmComm, FIRST_SEQ, NO_MASK};
 use crate::coll::group::{recv, send, Group};
 use crate::comm_core::CommCore;
 use crate::error::MsgError;
@@ -78,13 +78,15 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
     };
     let slot = (limit as usize).next_multiple_of(64);
     let len = SmComm::bytes(n, slot);
-    let make = |area: SharedArea, core: &CommCore| SmComm {
+    let make = |area: SharedArea, core: &CommCore, doubling: bool| SmComm {
         area,
         members: local.members.clone(),
         me: local.me,
         slot,
         outs: SmComm::outs(slot),
         ledger: Ledger::new(FIRST_SEQ),
+        ran: AtomicU32::new(0),
+        doubling,
         done: AtomicU32::new(FIRST_SEQ.wrapping_sub(1)),
         watching: AtomicU32::new(0),
         watch: Default::default(),
@@ -99,15 +101,16 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
     };
     let tag = tag + STEP;
     if local.me == 0 {
-        // Create, tell the others (with this limit), hear whether they could open it,
-        // tell the verdict.
+        // Create, tell the others (with this limit and how scans go), hear whether they
+        // could open it, tell the verdict.
+        let doubling = doubles(c.engine.worker.config().coll_sm_scan, n);
         let create = |core: &CommCore| {
             if !usable {
                 return None;
             }
             match SharedArea::create(&name(core), len, n as u32, boot.secret()) {
                 Ok(a) => {
-                    let sm = make(a, core);
+                    let sm = make(a, core, doubling);
                     sm.init();
                     Some(sm)
                 }
@@ -121,10 +124,11 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
         };
         let sm = create(c);
         let nb_sm = nb.and_then(|nb| sm.as_ref().and_then(|_| create(nb)));
-        let mut created = [0u8; 10];
+        let mut created = [0u8; 11];
         created[0] = u8::from(sm.is_some());
         created[1..9].copy_from_slice(&limit.to_le_bytes());
         created[9] = u8::from(nb_sm.is_some());
+        created[10] = u8::from(doubling);
         let heard = (|| {
             for i in 1..n {
                 send(c, local, i, tag, &created)?;
@@ -163,8 +167,9 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
         }
         Ok(sm.filter(|_| all))
     } else {
-        let mut created = [0u8; 10];
+        let mut created = [0u8; 11];
         recv(c, local, 0, tag, &mut created)?;
+        let doubling = created[10] == 1;
         let mut theirs = [0u8; 8];
         theirs.copy_from_slice(&created[1..9]);
         let theirs = u64::from_le_bytes(theirs);
@@ -175,7 +180,7 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
                     "spools: collectives in shared memory off on this communicator: {e}"
                 ));
             }
-            opened.ok().map(|a| make(a, core))
+            opened.ok().map(|a| make(a, core, doubling))
         };
         let sm = if created[0] != 1 {
             None

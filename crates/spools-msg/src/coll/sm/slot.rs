@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::OnceLock;
 
-use super::{no_ge, SmComm, FIRST_SEQ};
+use super::{no_ge, SmComm};
 use crate::error::MsgError;
 
 /// A communicator's segment on this host: not yet decided, off (a single member here,
@@ -73,6 +73,6 @@ impl SmSlot {
         self.segment
             .get()
             .and_then(Option::as_ref)
-            .map_or(0, |s| s.ledger.next().wrapping_sub(FIRST_SEQ))
+            .map_or(0, SmComm::ran)
     }
 }
