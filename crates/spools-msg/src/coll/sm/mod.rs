@@ -7,8 +7,9 @@
 //! `fold.rs`: a reduce-scatter's member folds its block of everyone's). Scans (`scan.rs`)
 //! are a chain among fewer than [`spools_coll::SCAN_DOUBLING_MIN`] members (`chain.rs`:
 //! each member folds its part after its left neighbour's prefix and posts the result for
-//! its right neighbour), recursive doubling among more (`doubling.rs`: a sequence number
-//! per round, `log2 P` rounds). Non-blocking collectives within one host run the same
+//! its right neighbour), recursive doubling among more that have a CPU each
+//! (`doubling.rs`: a sequence number per round, `log2 P` rounds; `coll_sm_scan`, decided
+//! by the segment's creator, [`doubles`]). Non-blocking collectives within one host run the same
 //! machines on a segment of their own (`inflight.rs`).
 //!
 //! Every collective of this kind has a sequence number `s` (the same on every member, as
