@@ -2937,7 +2937,7 @@ pub unsafe extern "C" fn PMPI_Gatherv(
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Gatherv`'s.
     unsafe {
-        crate::coll::vcoll::MPI_Gatherv(
+        crate::coll::collv::MPI_Gatherv(
             sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
         )
     }
@@ -2958,7 +2958,7 @@ pub unsafe extern "C" fn PMPI_Gatherv_c(
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Gatherv_c`'s.
     unsafe {
-        crate::coll::vcoll::MPI_Gatherv_c(
+        crate::coll::collv::MPI_Gatherv_c(
             sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
         )
     }
@@ -6610,7 +6610,7 @@ pub unsafe extern "C" fn PMPI_Scatterv(
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Scatterv`'s.
     unsafe {
-        crate::coll::vcoll::MPI_Scatterv(
+        crate::coll::collv::MPI_Scatterv(
             sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
         )
     }
@@ -6631,7 +6631,7 @@ pub unsafe extern "C" fn PMPI_Scatterv_c(
 ) -> c_int {
     // SAFETY: the caller's contract is `MPI_Scatterv_c`'s.
     unsafe {
-        crate::coll::vcoll::MPI_Scatterv_c(
+        crate::coll::collv::MPI_Scatterv_c(
             sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
         )
     }

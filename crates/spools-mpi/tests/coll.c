@@ -223,6 +223,49 @@ static void run(MPI_Comm comm, const char *name) {
     }
   }
   free(vsc), free(sd), free(rc), free(rd), free(a2s), free(a2r);
+  /* Gatherv and scatterv to and from every root: rank i gives (receives) i % 3 ints
+   * (zero counts too); blocks one after the other, then apart (the ints between stay) from
+   * a strided type at the root, then in place at the root. */
+  int *gc = malloc(sizeof(int) * size), *gd = malloc(sizeof(int) * size);
+  int gspan = 4 * size + 2, gin[4], gout_[2 * 4], *gbuf = malloc(sizeof(int) * 2 * gspan);
+  MPI_Datatype two;
+  OK(MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &two));
+  OK(MPI_Type_commit(&two));
+  for (int root = 0; root < size; root++) {
+    for (int round = 0; round < 3; round++) {
+      int stride = round == 1 ? 2 : 1;
+      MPI_Datatype rt = round == 1 ? two : MPI_INT;
+      for (int i = 0, at = 0; i < size; i++) {
+        gc[i] = i % 3;
+        gd[i] = at;
+        at += gc[i] + (round == 0 ? 0 : 1);
+      }
+      for (int i = 0; i < 2 * gspan; i++) gbuf[i] = -5;
+      for (int j = 0; j < rank % 3; j++) gin[j] = root * 1000 + rank * 10 + j;
+      int inplace = round == 2 && rank == root;
+      if (inplace)
+        for (int j = 0; j < rank % 3; j++) gbuf[gd[rank] + j] = gin[j];
+      OK(MPI_Gatherv(inplace ? MPI_IN_PLACE : gin, rank % 3, MPI_INT, gbuf, gc, gd, rt, root, comm));
+      if (rank == root) {
+        for (int i = 0, at = 0; i < size; i++) {
+          for (; at < gd[i]; at++) CHECK(gbuf[at * stride] == -5, "%s gatherv %d gap [%d]", name, round, at);
+          for (int j = 0; j < gc[i]; j++, at++)
+            CHECK(gbuf[at * stride] == root * 1000 + i * 10 + j, "%s gatherv %d to %d [%d][%d] = %d", name, round, root,
+                  i, j, gbuf[at * stride]);
+        }
+      }
+      /* Scatter the gathered blocks back out: each rank gets its own again. */
+      for (int j = 0; j < 2 * 4; j++) gout_[j] = -7;
+      inplace = round == 2 && rank == root;
+      OK(MPI_Scatterv(gbuf, gc, gd, rt, inplace ? MPI_IN_PLACE : gout_, rank % 3, MPI_INT, root, comm));
+      if (!inplace)
+        for (int j = 0; j < 2 * 4; j++)
+          CHECK(gout_[j] == (j < rank % 3 ? root * 1000 + rank * 10 + j : -7), "%s scatterv %d from %d [%d] = %d",
+                name, round, root, j, gout_[j]);
+    }
+  }
+  OK(MPI_Type_free(&two));
+  free(gc), free(gd), free(gbuf);
   int *to = malloc(sizeof(int) * size), *from = malloc(sizeof(int) * size);
   for (int i = 0; i < size; i++) to[i] = rank * 100 + i;
   OK(MPI_Alltoall(to, 1, MPI_INT, from, 1, MPI_INT, comm));

@@ -1,7 +1,10 @@
-//! The blocking allgatherv, alltoallv and reduce-scatters of an intracommunicator on
-//! Spools' own (`Communicator::allgatherv`, `alltoallv`, `reduce_scatter`: the
-//! shared-memory engine within a host, the ring, pairwise or hierarchical algorithms
-//! beyond), instead of `vcoll`'s exchange of packed copies. Allgatherv and alltoallv use
+//! The blocking allgatherv, alltoallv, gatherv, scatterv and reduce-scatters of an
+//! intracommunicator on Spools' own (`Communicator::allgatherv`, `alltoallv`, `gatherv`,
+//! `scatterv`, `reduce_scatter`: the shared-memory engine within a host, the ring,
+//! pairwise or hierarchical algorithms beyond, a root's direct messages), instead of
+//! `vcoll`'s exchange of packed copies. Gatherv and scatterv likewise use the root's
+//! buffer in place when its datatype is contiguous and its blocks lie one after the
+//! other in rank order. Allgatherv and alltoallv use
 //! the program's buffers in place when a side's datatype is contiguous and its blocks lie
 //! one after the other in rank order, else one packed copy, unpacked block by block; a reduce-scatter reduces packed elements (a predefined operator as
 //! Spools' typed one, a user function on the caller's thread, block by block).
@@ -16,7 +19,7 @@ use spools::{Communicator, Element, Op};
 
 use crate::abi::*;
 use crate::coll::op::{cast, engine, slice_op, with_op, Engine, Reducer, WithOp};
-use crate::coll::vcoll::{arr, counts, Wide};
+use crate::coll::vcoll::{arr, counts, root_of, Wide};
 use crate::coll::{is_inter, waited};
 use crate::comm::comm;
 use crate::datatype::{block, buffer, committed, count as ccount, unpack};
@@ -125,6 +128,240 @@ unsafe fn allgatherv<C: Wide, K: Copy + Wide, D: Copy + Wide>(
         from += len;
     }
     Ok(())
+}
+
+/// `MPI_Gatherv` and `MPI_Gatherv_c` on an intracommunicator: every rank's part to the
+/// root, whose `recvcounts` and `displs` (there only) say where each lands; the root's
+/// own part in place (`MPI_IN_PLACE`) or from its send buffer. A part of another length
+/// than the root's count for it fails (the root reports it), after every rank took part.
+///
+/// # Safety
+/// The caller's contract of `MPI_Gatherv`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gatherv<C: Wide, K: Copy + Wide, D: Copy + Wide>(
+    sendbuf: *const c_void,
+    sendcount: C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const K,
+    displs: *const D,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm_h: MPI_Comm,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    let c = comm(comm_h, call)?;
+    let n = c.comm.size() as usize;
+    let me = c.comm.rank() as usize;
+    let root = root_of(&c, root, call)?;
+    let sendcount = sendcount.wide();
+    let own = |rt: &crate::datatype::TypeObj, k: usize, d: i64| -> Result<Vec<u8>, MpiError> {
+        let at = (recvbuf as isize).wrapping_add(d as isize * rt.extent);
+        // SAFETY: the root's own receive block (checked by the caller).
+        Ok(unsafe { data(at as *const c_void, k, rt) }.into_owned())
+    };
+    let part = || -> Result<Cow<'_, [u8]>, MpiError> {
+        let (sn, st) = (ccount(sendcount, call)?, committed(sendtype, call)?);
+        buffer(sendbuf as usize, sn, &st, call, "sendbuf")?;
+        // SAFETY: `sn` elements of `st` (the caller's contract, checked above).
+        Ok(unsafe { data(sendbuf, sn, &st) })
+    };
+    if me != root as usize {
+        let mine = part()?;
+        let mut bytes = vec![0usize; n];
+        bytes[me] = mine.len();
+        return Ok(c.comm.gatherv(&mine, &mut [], &bytes, root)?);
+    }
+    // SAFETY: `size` values each at the root (the caller's contract).
+    let (k, d) = unsafe {
+        (
+            counts(&arr(recvcounts, n, call)?, call)?,
+            arr(displs, n, call)?,
+        )
+    };
+    let rt = committed(recvtype, call)?;
+    for (&k, &d) in k.iter().zip(&d) {
+        block(
+            recvbuf as usize,
+            d as isize * rt.extent,
+            k,
+            &rt,
+            call,
+            "recvbuf",
+        )?;
+    }
+    let in_place = sendbuf as usize == MPI_IN_PLACE;
+    let own_block = crate::coll::alias::own_block(recvbuf, recvtype, d[me]);
+    crate::coll::alias::unaliased(
+        comm_h,
+        sendbuf,
+        own_block,
+        None,
+        sendcount != 0 && k[me] != 0,
+        call,
+    )?;
+    let mine: Cow<'_, [u8]> = if in_place {
+        Cow::Owned(own(&rt, k[me], d[me])?)
+    } else {
+        part()?
+    };
+    let mut bytes: Vec<usize> = k.iter().map(|&k| k * rt.size).collect();
+    let agrees = mine.len() == bytes[me];
+    bytes[me] = mine.len();
+    let total: usize = bytes.iter().sum();
+    if agrees && packed_displs(&k, &d) && rt.contiguous() && total > 0 && !recvbuf.is_null() {
+        // The send buffer in place where it lies apart from the receive buffer; one that
+        // overlaps it (erroneous) is copied.
+        let recv_span = recvbuf as usize..(recvbuf as usize).saturating_add(total);
+        let mine = match mine {
+            Cow::Borrowed(b) if !overlaps(b, &recv_span) => Cow::Borrowed(b),
+            m => Cow::Owned(m.into_owned()),
+        };
+        // SAFETY: the receive buffer's blocks, one after the other from its start, are
+        // `total` bytes (checked above); `mine` lies apart from them.
+        let out = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), total) };
+        return Ok(c.comm.gatherv(&mine, out, &bytes, root)?);
+    }
+    // A copy: the receive buffer is written below, by raw pointer, and may overlap it.
+    let mine = mine.into_owned();
+    let mut all = vec![0u8; total];
+    c.comm.gatherv(&mine, &mut all, &bytes, root)?;
+    if !agrees {
+        return Err(truncated(call, "sends", mine.len(), k[me] * rt.size));
+    }
+    let mut from = 0;
+    for (i, &len) in bytes.iter().enumerate() {
+        if len > 0 && !(in_place && i == me) {
+            let at = (recvbuf as isize).wrapping_add(d[i] as isize * rt.extent) as *mut u8;
+            // SAFETY: block i of the receive buffer holds `k[i]` elements, `len` bytes
+            // (checked above).
+            unsafe { unpack(&all[from..from + len], at, &rt) };
+        }
+        from += len;
+    }
+    Ok(())
+}
+
+/// `MPI_Scatterv` and `MPI_Scatterv_c` on an intracommunicator: block i of the root's
+/// send buffer (`sendcounts` and `displs`, there only) to rank i; the root's own stays
+/// where it is with `MPI_IN_PLACE`. A receive count of another length than the root's
+/// block fails, after every rank took part.
+///
+/// # Safety
+/// The caller's contract of `MPI_Scatterv`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn scatterv<K: Copy + Wide, D: Copy + Wide, C: Wide>(
+    sendbuf: *const c_void,
+    sendcounts: *const K,
+    displs: *const D,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: C,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm_h: MPI_Comm,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    let c = comm(comm_h, call)?;
+    let n = c.comm.size() as usize;
+    let me = c.comm.rank() as usize;
+    let root = root_of(&c, root, call)?;
+    let recvcount = recvcount.wide();
+    let in_place = me == root as usize && recvbuf as usize == MPI_IN_PLACE;
+    // This rank's receive side: its type and count, unless in place at the root.
+    let side = if in_place {
+        None
+    } else {
+        let (rn, rt) = (ccount(recvcount, call)?, committed(recvtype, call)?);
+        buffer(recvbuf as usize, rn, &rt, call, "recvbuf")?;
+        Some((rn, rt))
+    };
+    let want = side.as_ref().map_or(0, |(rn, rt)| rn * rt.size);
+    let (whole, bytes): (Cow<'_, [u8]>, Vec<usize>) = if me == root as usize {
+        // SAFETY: `size` values each at the root (the caller's contract).
+        let (k, d) = unsafe {
+            (
+                counts(&arr(sendcounts, n, call)?, call)?,
+                arr(displs, n, call)?,
+            )
+        };
+        let st = committed(sendtype, call)?;
+        for (&k, &d) in k.iter().zip(&d) {
+            block(
+                sendbuf as usize,
+                d as isize * st.extent,
+                k,
+                &st,
+                call,
+                "sendbuf",
+            )?;
+        }
+        let own_block = crate::coll::alias::own_block(sendbuf, sendtype, d[me]);
+        crate::coll::alias::unaliased(
+            comm_h,
+            recvbuf,
+            own_block,
+            None,
+            recvcount != 0 && k[me] != 0,
+            call,
+        )?;
+        let bytes: Vec<usize> = k.iter().map(|&k| k * st.size).collect();
+        let total: usize = bytes.iter().sum();
+        let whole = if packed_displs(&k, &d) && st.contiguous() && total > 0 && !sendbuf.is_null() {
+            // SAFETY: the send buffer's blocks, one after the other from its start, are
+            // `total` bytes (checked above).
+            Cow::Borrowed(unsafe { std::slice::from_raw_parts(sendbuf.cast::<u8>(), total) })
+        } else {
+            let mut all = Vec::with_capacity(total);
+            for (&k, &d) in k.iter().zip(&d) {
+                let at = (sendbuf as isize).wrapping_add(d as isize * st.extent);
+                // SAFETY: block i of the send buffer (checked above).
+                all.extend_from_slice(&unsafe { data(at as *const c_void, k, &st) });
+            }
+            Cow::Owned(all)
+        };
+        (whole, bytes)
+    } else {
+        let mut bytes = vec![0usize; n];
+        bytes[me] = want;
+        (Cow::Borrowed(&[][..]), bytes)
+    };
+    // The root receives its own block as it sends it: a receive count that differs fails
+    // once every rank had its block.
+    let recv_span = recvbuf as usize..(recvbuf as usize).saturating_add(want);
+    let contiguous = matches!(&side, Some((_, rt)) if rt.contiguous());
+    if contiguous
+        && want == bytes[me]
+        && want > 0
+        && !recvbuf.is_null()
+        && !overlaps(&whole, &recv_span)
+    {
+        // SAFETY: `want` bytes at the receive buffer (checked above), apart from the
+        // send blocks (an overlap, erroneous, goes through a copy below).
+        let out = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), want) };
+        return Ok(c.comm.scatterv(&whole, &bytes, out, root)?);
+    }
+    let mut tmp = vec![0u8; bytes[me]];
+    c.comm.scatterv(&whole, &bytes, &mut tmp, root)?;
+    let Some((_, rt)) = side else {
+        return Ok(());
+    };
+    if want != bytes[me] {
+        return Err(truncated(call, "receives", want, bytes[me]));
+    }
+    if want > 0 {
+        // SAFETY: `rn` elements of `rt` at the receive buffer (checked above).
+        unsafe { unpack(&tmp, recvbuf.cast::<u8>(), &rt) };
+    }
+    Ok(())
+}
+
+/// A rooted collective's own part that differs from the root's count for it.
+fn truncated(call: &'static str, what: &str, got: usize, want: usize) -> MpiError {
+    MpiError::invalid(
+        MPI_ERR_TRUNCATE,
+        format!("{call}: this rank {what} {got} bytes where the root's count takes {want}"),
+    )
 }
 
 /// Whether the bytes of `b` share an address with `span`.
@@ -480,6 +717,12 @@ both_widths!(MPI_Allgatherv, MPI_Allgatherv_c; MPI_Iallgatherv, MPI_Iallgatherv_
 both_widths!(MPI_Alltoallv, MPI_Alltoallv_c; MPI_Ialltoallv, MPI_Ialltoallv_c; alltoallv_arrays; comm;
     exchanged: is_inter(comm);
     (sendbuf: *const c_void => *const c_void, sendcounts: *const c_int => *const MPI_Count, sdispls: *const c_int => *const MPI_Aint, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, rdispls: *const c_int => *const MPI_Aint, recvtype: MPI_Datatype => MPI_Datatype, comm: MPI_Comm => MPI_Comm));
+both_widths!(MPI_Gatherv, MPI_Gatherv_c; MPI_Igatherv, MPI_Igatherv_c; gatherv; comm;
+    exchanged: is_inter(comm);
+    (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, displs: *const c_int => *const MPI_Aint, recvtype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm));
+both_widths!(MPI_Scatterv, MPI_Scatterv_c; MPI_Iscatterv, MPI_Iscatterv_c; scatterv; comm;
+    exchanged: is_inter(comm);
+    (sendbuf: *const c_void => *const c_void, sendcounts: *const c_int => *const MPI_Count, displs: *const c_int => *const MPI_Aint, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm));
 both_widths!(MPI_Reduce_scatter_block, MPI_Reduce_scatter_block_c; MPI_Ireduce_scatter_block, MPI_Ireduce_scatter_block_c; reduce_scatter_block; comm;
     exchanged: exchanged(comm, datatype, op);
     (sendbuf: *const c_void => *const c_void, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, datatype: MPI_Datatype => MPI_Datatype, op: MPI_Op => MPI_Op, comm: MPI_Comm => MPI_Comm));

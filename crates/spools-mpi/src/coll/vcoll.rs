@@ -1,8 +1,7 @@
 //! Collectives built on Spools' non-blocking exchange (`Communicator::iexchange`): the
 //! non-blocking (`MPI_I*`) and persistent (`MPI_*_init`) forms of every collective (those
 //! of an intracommunicator's uniform collectives hand over to `icoll.rs` at once), the
-//! blocking gatherv, scatterv and alltoallw, and every collective of an
-//! intercommunicator. Each is described once as what this rank sends to and receives
+//! blocking alltoallw, and every collective of an intercommunicator. Each is described once as what this rank sends to and receives
 //! from whom ([`Xfer`]); the blocking form starts and waits it, the non-blocking form
 //! returns its request, the persistent form starts it anew at each `MPI_Start`.
 //! Reductions travel whole and are combined locally in rank order ([`Reducer`]).
@@ -193,7 +192,7 @@ const NOBODY: u32 = u32::MAX;
 /// A collective's root as a rank of `c.comm`. On an intercommunicator, `MPI_ROOT` is
 /// this rank (of the view: no peer), `MPI_PROC_NULL` is [`NOBODY`], and a rank names
 /// the remote group's root.
-fn root_of(c: &CommObj, root: c_int, call: &'static str) -> Result<u32, MpiError> {
+pub(crate) fn root_of(c: &CommObj, root: c_int, call: &'static str) -> Result<u32, MpiError> {
     if c.inter.is_some() {
         match root {
             MPI_ROOT => return Ok(c.comm.rank()),
@@ -798,7 +797,7 @@ forms!(-, -, MPI_Igather, MPI_Igather_c, MPI_Gather_init, MPI_Gather_init_c, com
     Ok(xfer_start(x))
 });
 
-forms!(MPI_Gatherv, MPI_Gatherv_c, MPI_Igatherv, MPI_Igatherv_c, MPI_Gatherv_init, MPI_Gatherv_init_c, comm;
+forms!(-, -, MPI_Igatherv, MPI_Igatherv_c, MPI_Gatherv_init, MPI_Gatherv_init_c, comm;
     (sendbuf: *const c_void => *const c_void, sendcount: c_int => MPI_Count, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcounts: *const c_int => *const MPI_Count, displs: *const c_int => *const MPI_Aint, recvtype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Gatherv";
     let c = self::comm(comm, call)?;
@@ -849,7 +848,7 @@ forms!(-, -, MPI_Iscatter, MPI_Iscatter_c, MPI_Scatter_init, MPI_Scatter_init_c,
     Ok(xfer_start(x))
 });
 
-forms!(MPI_Scatterv, MPI_Scatterv_c, MPI_Iscatterv, MPI_Iscatterv_c, MPI_Scatterv_init, MPI_Scatterv_init_c, comm;
+forms!(-, -, MPI_Iscatterv, MPI_Iscatterv_c, MPI_Scatterv_init, MPI_Scatterv_init_c, comm;
     (sendbuf: *const c_void => *const c_void, sendcounts: *const c_int => *const MPI_Count, displs: *const c_int => *const MPI_Aint, sendtype: MPI_Datatype => MPI_Datatype, recvbuf: *mut c_void => *mut c_void, recvcount: c_int => MPI_Count, recvtype: MPI_Datatype => MPI_Datatype, root: c_int => c_int, comm: MPI_Comm => MPI_Comm), || {
     let call = "MPI_Scatterv";
     let c = self::comm(comm, call)?;

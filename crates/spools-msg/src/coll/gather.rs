@@ -4,7 +4,7 @@ use super::args::{
     blocks_mut, bytes, bytes_mut, check, check_rooted, displs, EVEN_SPLIT, ONE_COUNT_PER_RANK,
     RECV_AS_SEND, ROOT_HOLDS_ALL,
 };
-use super::group::{exchange_during, finish, recv, send, Group, Poisoned};
+use super::group::{exchange_during, finish, recv, send, send_all, Group, Poisoned};
 use super::ring::ring_allgather;
 use crate::comm_core::CommCore;
 use crate::communicator::Communicator;
@@ -69,15 +69,13 @@ pub(crate) fn scatterv_in<T: Element>(
         return recv(c, g, root, tag, bytes_mut(out));
     }
     let d = displs(counts);
-    for i in 0..g.n() {
-        let block = &send_buf[d[i]..d[i] + counts[i]];
-        if i == root {
-            out.copy_from_slice(block);
-        } else {
-            send(c, g, i, tag, bytes(block))?;
-        }
-    }
-    Ok(())
+    let block = |i: usize| &send_buf[d[i]..d[i] + counts[i]];
+    out.copy_from_slice(block(root));
+    let sends: Vec<(usize, &[u8])> = (0..g.n())
+        .filter(|&i| i != root)
+        .map(|i| (i, bytes(block(i))))
+        .collect();
+    send_all(c, g, tag, &sends)
 }
 
 /// Ring allgather: `out` receives every member's block; this member's is `own` (sent

@@ -144,6 +144,49 @@ fn send_during(
     }
 }
 
+/// Sends each of `sends` (a member of `g` and its bytes), every one started before any is
+/// waited for, so that the receivers of rendezvous sends take their bytes at once (a
+/// root's scatter) rather than one after another. Each wait watches the segment as
+/// [`send`]'s does.
+pub(crate) fn send_all(
+    c: &CommCore,
+    g: &Group,
+    tag: u32,
+    sends: &[(usize, &[u8])],
+) -> Result<(), MsgError> {
+    let mut started = Vec::with_capacity(sends.len());
+    for &(to, data) in sends {
+        let job = c.job_rank(g.members[to])?;
+        // SAFETY: `data` stays borrowed until this function returns, and each guard
+        // below removes its operation from the engine before that, whatever happens (as
+        // in `CommCore::send_bytes`).
+        let buf = unsafe { Buf::borrowed_ro(data) };
+        if let SendStart::Rendezvous(id) = c.engine.start_send(job, c.coll_ctx(), tag, buf)? {
+            let guard = OpGuard {
+                engine: &c.engine,
+                id,
+                recv: false,
+                source: None,
+                collective: Some((c.coll_ctx(), tag >> 8, &c.ranks)),
+                finished: Cell::new(None),
+                generation_at_start: None,
+                _buf: PhantomData,
+            };
+            started.push((to, guard));
+        }
+    }
+    for (to, guard) in started {
+        if let Some((sm, w)) = watched(c, tag, g.members[to]) {
+            if let Err(e) = wait_watching(c, &guard, sm, &w) {
+                sm.mark_failed(w.no, w.bytes, &e);
+                return Err(e);
+            }
+        }
+        guard.wait()?;
+    }
+    Ok(())
+}
+
 /// The segment and what to watch for when this rank runs collective `tag` through the
 /// messages where the segment could have served it, in a step with `peer` (a
 /// communicator rank): only a peer of this host may have taken the segment instead. (A
