@@ -4,7 +4,7 @@ use super::args::{
     blocks_mut, bytes, bytes_mut, check, check_rooted, displs, EVEN_SPLIT, ONE_COUNT_PER_RANK,
     RECV_AS_SEND, ROOT_HOLDS_ALL,
 };
-use super::group::{exchange_during, finish, recv, send, send_all, Group, Poisoned};
+use super::group::{exchange_during, finish, recv_any_poll, send, send_all, Group, Poisoned};
 use super::ring::ring_allgather;
 use crate::comm_core::CommCore;
 use crate::communicator::Communicator;
@@ -38,7 +38,12 @@ pub(crate) fn gatherv_in<T: Element>(
         }
         want.push((std::mem::size_of_val(*b), g.members[i]));
         let from = Source::Rank(g.members[i]);
-        guards.push(c.post_bytes(c.coll_ctx(), from, Tag::Is(tag as i32), bytes_mut(b))?);
+        let mut guard = c.post_bytes(c.coll_ctx(), from, Tag::Is(tag as i32), bytes_mut(b))?;
+        // The root waits for one member while the others' messages (rendezvous requests
+        // among them) come in: every poll a whole progress round, not mostly that
+        // member's messages.
+        guard.source = None;
+        guards.push(guard);
     }
     for (guard, (want, from)) in guards.into_iter().zip(want) {
         // Watching the segment, where this rank took the messages but others may not.
@@ -66,7 +71,7 @@ pub(crate) fn scatterv_in<T: Element>(
     out: &mut [T],
 ) -> Result<(), MsgError> {
     if g.me != root {
-        return recv(c, g, root, tag, bytes_mut(out));
+        return recv_any_poll(c, g, root, tag, bytes_mut(out));
     }
     let d = displs(counts);
     let block = |i: usize| &send_buf[d[i]..d[i] + counts[i]];

@@ -334,9 +334,10 @@ pub(crate) struct SmComm {
     /// what it knows of the others' progress: when a data slot or inline cell may be
     /// written over ([`Ledger`]).
     ledger: Ledger,
-    /// Collectives run on this segment by this member (a statistic: a scan by recursive
-    /// doubling takes several sequence numbers).
-    ran: AtomicU32,
+    /// Sequence numbers taken beyond one per collective (a scan by recursive doubling
+    /// takes one per round): what the count of collectives run here leaves out
+    /// ([`SmComm::ran`]), kept off the path of every other collective.
+    extra: AtomicU32,
     /// Whether scans go by recursive doubling (else the chain): the creator's choice
     /// ([`doubles`]), told to every member in the handshake.
     doubling: bool,
@@ -469,13 +470,13 @@ impl SmComm {
 
     /// Takes the next sequence number.
     pub(crate) fn take_seq(&self) -> u32 {
-        self.ran.fetch_add(1, Ordering::Relaxed);
         self.ledger.take_seq()
     }
 
     /// Takes the next `count` sequence numbers for one collective: the first.
     pub(crate) fn take_seqs(&self, count: u32) -> u32 {
-        self.ran.fetch_add(1, Ordering::Relaxed);
+        self.extra
+            .fetch_add(count.saturating_sub(1), Ordering::Relaxed);
         self.ledger.take_seqs(count)
     }
 
@@ -490,7 +491,9 @@ impl SmComm {
 
     /// Collectives run on this segment by this member.
     pub(crate) fn ran(&self) -> u32 {
-        self.ran.load(Ordering::Relaxed)
+        (self.ledger.next())
+            .wrapping_sub(FIRST_SEQ)
+            .wrapping_sub(self.extra.load(Ordering::Relaxed))
     }
 
     fn word(&self, member: usize, field: usize) -> &AtomicU32 {

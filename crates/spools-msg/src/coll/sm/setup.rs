@@ -85,7 +85,7 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
         slot,
         outs: SmComm::outs(slot),
         ledger: Ledger::new(FIRST_SEQ),
-        ran: AtomicU32::new(0),
+        extra: AtomicU32::new(0),
         doubling,
         done: AtomicU32::new(FIRST_SEQ.wrapping_sub(1)),
         watching: AtomicU32::new(0),
