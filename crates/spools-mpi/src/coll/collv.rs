@@ -14,6 +14,7 @@
 
 use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
+use std::sync::Arc;
 
 use spools::{Communicator, Element, Op};
 
@@ -22,7 +23,7 @@ use crate::coll::op::{cast, engine, slice_op, with_op, Engine, Reducer, WithOp};
 use crate::coll::vcoll::{arr, counts, root_of, Wide};
 use crate::coll::{is_inter, waited};
 use crate::comm::comm;
-use crate::datatype::{block, buffer, committed, count as ccount, unpack};
+use crate::datatype::{block, buffer, committed, count as ccount, unpack, TypeObj};
 use crate::env::errhandler::on_comm;
 use crate::env::error::MpiError;
 use crate::p2p::data;
@@ -55,23 +56,15 @@ unsafe fn allgatherv<C: Wide, K: Copy + Wide, D: Copy + Wide>(
         crate::coll::alias::unaliased(comm_h, sendbuf, own, None, sendcount != 0, call)?;
     }
     // SAFETY: `size` values each (the caller's contract).
-    let (k, d) = unsafe {
-        (
-            counts(&arr(recvcounts, n, call)?, call)?,
-            arr(displs, n, call)?,
-        )
-    };
-    let rt = committed(recvtype, call)?;
-    for (&k, &d) in k.iter().zip(&d) {
-        block(
+    let (k, d, rt) = unsafe {
+        blocks(
             recvbuf as usize,
-            d as isize * rt.extent,
-            k,
-            &rt,
-            call,
-            "recvbuf",
-        )?;
-    }
+            (recvcounts, displs),
+            recvtype,
+            n,
+            (call, "recvbuf"),
+        )
+    }?;
     let at = |i: usize| (recvbuf as isize).wrapping_add(d[i] as isize * rt.extent) as *mut u8;
     let mine: Cow<'_, [u8]> = if sendbuf as usize == MPI_IN_PLACE {
         // SAFETY: this rank's block of the receive buffer (checked above).
@@ -83,51 +76,20 @@ unsafe fn allgatherv<C: Wide, K: Copy + Wide, D: Copy + Wide>(
         // only where it lies apart from the receive buffer (below).
         unsafe { data(sendbuf, sn, &st) }
     };
-    let mut bytes: Vec<usize> = k.iter().map(|&k| k * rt.size).collect();
-    // A send block of another length than this rank's receive count: this rank takes
-    // part with what it sends, so that the others find the disagreement, and fails.
-    let agrees = mine.len() == bytes[me];
-    bytes[me] = mine.len();
-    let total: usize = bytes.iter().sum();
-    if agrees && packed_displs(&k, &d) && rt.contiguous() && total > 0 && !recvbuf.is_null() {
-        // The send buffer in place when it lies apart from the receive buffer: a peer
-        // that reads it in place (single copy) then reads lines this rank only reads,
-        // not a copy rewritten at every call, whose lines the next call's copy would take
-        // back from that peer. One that overlaps (not MPI_IN_PLACE: erroneous) is copied.
-        let recv_span = recvbuf as usize..(recvbuf as usize).saturating_add(total);
-        let mine = match mine {
-            Cow::Borrowed(b) if !overlaps(b, &recv_span) => Cow::Borrowed(b),
-            m => Cow::Owned(m.into_owned()),
-        };
-        // SAFETY: the receive buffer's blocks, one after the other from its start, are
-        // `total` bytes (checked above); `mine` lies apart from them.
-        let out = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), total) };
-        return Ok(c.comm.allgatherv(&mine, out, &bytes)?);
+    let into = Landing {
+        recvbuf,
+        k: &k,
+        d: &d,
+        rt: &rt,
+        me,
+        skip: false,
+    };
+    // SAFETY: the receive blocks, checked above.
+    unsafe {
+        into.gather(mine, call, |mine, out, bytes| {
+            c.comm.allgatherv(mine, out, bytes)
+        })
     }
-    let mut all = vec![0u8; total];
-    // A copy: the receive buffer is written below, by raw pointer, and may overlap it.
-    let mine = mine.into_owned();
-    c.comm.allgatherv(&mine, &mut all, &bytes)?;
-    if !agrees {
-        return Err(MpiError::invalid(
-            MPI_ERR_TRUNCATE,
-            format!(
-                "{call}: this rank sends {} bytes where its receive count takes {}",
-                mine.len(),
-                k[me] * rt.size
-            ),
-        ));
-    }
-    let mut from = 0;
-    for (i, &len) in bytes.iter().enumerate() {
-        if len > 0 {
-            // SAFETY: block i of the receive buffer holds `k[i]` elements, `len` bytes
-            // (checked above).
-            unsafe { unpack(&all[from..from + len], at(i), &rt) };
-        }
-        from += len;
-    }
-    Ok(())
 }
 
 /// `MPI_Gatherv` and `MPI_Gatherv_c` on an intracommunicator: every rank's part to the
@@ -173,23 +135,15 @@ unsafe fn gatherv<C: Wide, K: Copy + Wide, D: Copy + Wide>(
         return Ok(c.comm.gatherv(&mine, &mut [], &bytes, root)?);
     }
     // SAFETY: `size` values each at the root (the caller's contract).
-    let (k, d) = unsafe {
-        (
-            counts(&arr(recvcounts, n, call)?, call)?,
-            arr(displs, n, call)?,
-        )
-    };
-    let rt = committed(recvtype, call)?;
-    for (&k, &d) in k.iter().zip(&d) {
-        block(
+    let (k, d, rt) = unsafe {
+        blocks(
             recvbuf as usize,
-            d as isize * rt.extent,
-            k,
-            &rt,
-            call,
-            "recvbuf",
-        )?;
-    }
+            (recvcounts, displs),
+            recvtype,
+            n,
+            (call, "recvbuf"),
+        )
+    }?;
     let in_place = sendbuf as usize == MPI_IN_PLACE;
     let own_block = crate::coll::alias::own_block(recvbuf, recvtype, d[me]);
     crate::coll::alias::unaliased(
@@ -205,41 +159,20 @@ unsafe fn gatherv<C: Wide, K: Copy + Wide, D: Copy + Wide>(
     } else {
         part()?
     };
-    let mut bytes: Vec<usize> = k.iter().map(|&k| k * rt.size).collect();
-    let agrees = mine.len() == bytes[me];
-    bytes[me] = mine.len();
-    let total: usize = bytes.iter().sum();
-    if agrees && packed_displs(&k, &d) && rt.contiguous() && total > 0 && !recvbuf.is_null() {
-        // The send buffer in place where it lies apart from the receive buffer; one that
-        // overlaps it (erroneous) is copied.
-        let recv_span = recvbuf as usize..(recvbuf as usize).saturating_add(total);
-        let mine = match mine {
-            Cow::Borrowed(b) if !overlaps(b, &recv_span) => Cow::Borrowed(b),
-            m => Cow::Owned(m.into_owned()),
-        };
-        // SAFETY: the receive buffer's blocks, one after the other from its start, are
-        // `total` bytes (checked above); `mine` lies apart from them.
-        let out = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), total) };
-        return Ok(c.comm.gatherv(&mine, out, &bytes, root)?);
+    let into = Landing {
+        recvbuf,
+        k: &k,
+        d: &d,
+        rt: &rt,
+        me,
+        skip: in_place,
+    };
+    // SAFETY: the receive blocks, checked above.
+    unsafe {
+        into.gather(mine, call, |mine, out, bytes| {
+            c.comm.gatherv(mine, out, bytes, root)
+        })
     }
-    // A copy: the receive buffer is written below, by raw pointer, and may overlap it.
-    let mine = mine.into_owned();
-    let mut all = vec![0u8; total];
-    c.comm.gatherv(&mine, &mut all, &bytes, root)?;
-    if !agrees {
-        return Err(truncated(call, "sends", mine.len(), k[me] * rt.size));
-    }
-    let mut from = 0;
-    for (i, &len) in bytes.iter().enumerate() {
-        if len > 0 && !(in_place && i == me) {
-            let at = (recvbuf as isize).wrapping_add(d[i] as isize * rt.extent) as *mut u8;
-            // SAFETY: block i of the receive buffer holds `k[i]` elements, `len` bytes
-            // (checked above).
-            unsafe { unpack(&all[from..from + len], at, &rt) };
-        }
-        from += len;
-    }
-    Ok(())
 }
 
 /// `MPI_Scatterv` and `MPI_Scatterv_c` on an intracommunicator: block i of the root's
@@ -279,23 +212,15 @@ unsafe fn scatterv<K: Copy + Wide, D: Copy + Wide, C: Wide>(
     let want = side.as_ref().map_or(0, |(rn, rt)| rn * rt.size);
     let (whole, bytes): (Cow<'_, [u8]>, Vec<usize>) = if me == root as usize {
         // SAFETY: `size` values each at the root (the caller's contract).
-        let (k, d) = unsafe {
-            (
-                counts(&arr(sendcounts, n, call)?, call)?,
-                arr(displs, n, call)?,
-            )
-        };
-        let st = committed(sendtype, call)?;
-        for (&k, &d) in k.iter().zip(&d) {
-            block(
+        let (k, d, st) = unsafe {
+            blocks(
                 sendbuf as usize,
-                d as isize * st.extent,
-                k,
-                &st,
-                call,
-                "sendbuf",
-            )?;
-        }
+                (sendcounts, displs),
+                sendtype,
+                n,
+                (call, "sendbuf"),
+            )
+        }?;
         let own_block = crate::coll::alias::own_block(sendbuf, sendtype, d[me]);
         crate::coll::alias::unaliased(
             comm_h,
@@ -356,12 +281,116 @@ unsafe fn scatterv<K: Copy + Wide, D: Copy + Wide, C: Wide>(
     Ok(())
 }
 
-/// A rooted collective's own part that differs from the root's count for it.
+/// Where the blocks of a gather (to every rank, or to a root) land: blocks of `k`
+/// elements of `rt` at `d` extents from `recvbuf` (checked), this rank's the `me`th; with
+/// `skip`, this rank's block is in place already.
+struct Landing<'a> {
+    recvbuf: *mut c_void,
+    k: &'a [usize],
+    d: &'a [i64],
+    rt: &'a TypeObj,
+    me: usize,
+    skip: bool,
+}
+
+impl Landing<'_> {
+    /// Runs `run(mine, out, bytes)` (the collective: this rank's part `mine`, every rank's
+    /// in `out`, `bytes` of each) and puts what arrived in the blocks: in the receive
+    /// buffer itself where the blocks follow each other in a contiguous type (`mine`
+    /// read in place where it lies apart from them), else through one packed copy. A part
+    /// of another length than this rank's own count takes part with what it sends, so
+    /// that the others find the disagreement, and then fails.
+    ///
+    /// # Safety
+    /// The blocks were checked against the receive buffer.
+    unsafe fn gather(
+        &self,
+        mine: Cow<'_, [u8]>,
+        call: &'static str,
+        run: impl FnOnce(&[u8], &mut [u8], &[usize]) -> Result<(), spools::MsgError>,
+    ) -> Result<(), MpiError> {
+        let (recvbuf, rt, me) = (self.recvbuf, self.rt, self.me);
+        let mut bytes: Vec<usize> = self.k.iter().map(|&k| k * rt.size).collect();
+        let agrees = mine.len() == bytes[me];
+        bytes[me] = mine.len();
+        let total: usize = bytes.iter().sum();
+        if agrees
+            && packed_displs(self.k, self.d)
+            && rt.contiguous()
+            && total > 0
+            && !recvbuf.is_null()
+        {
+            // The send buffer in place when it lies apart from the receive buffer: a peer
+            // that reads it in place (single copy) then reads lines this rank only reads,
+            // not a copy rewritten at every call, whose lines the next call's copy would
+            // take back from that peer. One that overlaps (not MPI_IN_PLACE: erroneous)
+            // is copied.
+            let recv_span = recvbuf as usize..(recvbuf as usize).saturating_add(total);
+            let mine = match mine {
+                Cow::Borrowed(b) if !overlaps(b, &recv_span) => Cow::Borrowed(b),
+                m => Cow::Owned(m.into_owned()),
+            };
+            // SAFETY: the receive buffer's blocks, one after the other from its start, are
+            // `total` bytes (checked by the caller); `mine` lies apart from them.
+            let out = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), total) };
+            return Ok(run(&mine, out, &bytes)?);
+        }
+        let mut all = vec![0u8; total];
+        // A copy: the receive buffer is written below, by raw pointer, and may overlap it.
+        let mine = mine.into_owned();
+        run(&mine, &mut all, &bytes)?;
+        if !agrees {
+            return Err(truncated(call, "sends", mine.len(), self.k[me] * rt.size));
+        }
+        let mut from = 0;
+        for (i, &len) in bytes.iter().enumerate() {
+            if len > 0 && !(self.skip && i == me) {
+                let at = (recvbuf as isize).wrapping_add(self.d[i] as isize * rt.extent);
+                // SAFETY: block i of the receive buffer holds `k[i]` elements, `len`
+                // bytes (checked by the caller).
+                unsafe { unpack(&all[from..from + len], at as *mut u8, rt) };
+            }
+            from += len;
+        }
+        Ok(())
+    }
+}
+
+/// A part of this rank's that differs from the count for it (its own, or the root's).
 fn truncated(call: &'static str, what: &str, got: usize, want: usize) -> MpiError {
     MpiError::invalid(
         MPI_ERR_TRUNCATE,
-        format!("{call}: this rank {what} {got} bytes where the root's count takes {want}"),
+        format!("{call}: this rank {what} {got} bytes where its count takes {want}"),
     )
+}
+
+/// A v collective's blocks, checked: their counts, displacements and datatype.
+type Checked = (Vec<usize>, Vec<i64>, Arc<TypeObj>);
+
+/// The blocks of a v collective's buffer at `buf`: `counts` elements of `dt` at `displs`
+/// extents each (`n` of them), checked; with the datatype.
+///
+/// # Safety
+/// `counts` and `displs` hold `n` values each (the caller's contract).
+unsafe fn blocks<K: Copy + Wide, D: Copy + Wide>(
+    buf: usize,
+    (counts_at, displs): (*const K, *const D),
+    dt: MPI_Datatype,
+    n: usize,
+    (call, what): (&'static str, &'static str),
+) -> Result<Checked, MpiError> {
+    // SAFETY: the caller's contract.
+    let (k, d) = unsafe {
+        (
+            counts(&arr(counts_at, n, call)?, call)?,
+            arr(displs, n, call)?,
+        )
+    };
+    let t = committed(dt, call)?;
+    for (&k, &d) in k.iter().zip(&d) {
+        block(buf, d as isize * t.extent, k, &t, call, what)?;
+    }
+    Ok((k, d, t))
 }
 
 /// Whether the bytes of `b` share an address with `span`.
