@@ -101,8 +101,8 @@ pub enum Coll {
 /// count at which the cost model finds doubling's critical path shorter in transfers and
 /// never longer in nanoseconds, on every topology it knows (`tests/model.rs` asserts
 /// it). At 4 and 8 it is shorter within a socket but longer on 2 sockets, where every
-/// round crosses between them and the chain crosses once. Every member of a segment chooses from the
-/// count alone, so they choose alike.
+/// round crosses between them and the chain crosses once. The engine's segment creator
+/// decides for all its members (and takes the chain where ranks outnumber CPUs).
 pub const SCAN_DOUBLING_MIN: usize = 16;
 
 /// Rounds (and sequence numbers) of a scan by recursive doubling among `members`:

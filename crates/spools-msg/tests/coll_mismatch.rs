@@ -15,7 +15,8 @@
 //! the communicator's collectives are not to be used (documented); a communicator made
 //! before works on. And a non-blocking scan that fails on a member while a collective
 //! before it is still in flight there: the collectives started after it still post and
-//! end once that one finishes.
+//! end once that one finishes; and a scan member whose left neighbour failed the scan and
+//! posted a later collective since: it fails, and never takes the slot's older part.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -618,4 +619,70 @@ fn a_scan_failed_behind_a_collective_in_flight_lets_the_next_ones_post() {
     );
     assert_eq!(o.code(), Some(0), "{o:?}");
     assert_eq!(o.stdout.matches("behind ok").count(), 3, "{o:?}");
+}
+
+/// Three ranks scan 4 times alike (every slot of the non-blocking collectives' segment
+/// then holds a part of this length), then
+/// start a scan whose part is longer on rank 1, and a reduce to rank 0. Rank 1 fails the
+/// scan on rank 0's post and posts its part of the reduce (a contributor is done once
+/// posted); only then does rank 2 start: its left neighbour's post is past the scan, and
+/// its slot holds an older scan's part of rank 2's length. Rank 2 must fail (the
+/// neighbour's mark), not return that part.
+fn past_role() -> Result<(), String> {
+    let dir = PathBuf::from(std::env::var("SPOOLS_TEST_DIR").unwrap());
+    let world = e(spools::init())?;
+    let me = world.rank();
+    let w = e(world.dup())?;
+    // Sets the segments up (the non-blocking collectives' one too), then fills the
+    // non-blocking segment's slots.
+    let mut out = [0i64];
+    e(w.scan(&[1], &mut out, &Op::Sum))?;
+    for k in 0..4i64 {
+        let out = e(e(w.iscan(vec![k], Op::Sum))?.wait())?;
+        if out != [k * (i64::from(me) + 1)] {
+            return Err(format!("rank {me}: warm-up scan {k} gave {out:?}"));
+        }
+    }
+    let posted = dir.join("reduce-posted");
+    if me == 2 {
+        wait_for_file(&posted, Duration::from_secs(60))?;
+    }
+    let sc = e(w.iscan(vec![7i64; if me == 1 { 2 } else { 1 }], Op::Sum))?;
+    let rd = e(w.ireduce(vec![i64::from(me) + 1], Op::Sum, 0))?;
+    if me == 1 {
+        let start = Instant::now();
+        // The scan fails here, then the reduce's part is posted, which ends it here.
+        while !(sc.test() && rd.test()) {
+            if start.elapsed() > Duration::from_secs(60) {
+                return Err("rank 1: its scan or its reduce never ended".into());
+            }
+            std::thread::yield_now();
+        }
+        signal_file(&posted, b"")?;
+    }
+    match (me, sc.wait()) {
+        (0, _) | (1 | 2, Err(MsgError::Mismatch { .. })) => {}
+        (_, r) => return Err(format!("rank {me}: scan gave {r:?}, not a mismatch")),
+    }
+    let reduced = e(rd.wait())?;
+    if me == 0 && reduced != [6] {
+        return Err(format!("rank 0: reduce gave {reduced:?}"));
+    }
+    println!("rank {me} past ok");
+    drop(w);
+    e(world.finalize())
+}
+
+#[test]
+fn a_scan_member_past_a_failed_neighbour_fails_instead_of_reading_an_older_part() {
+    rank_main(|_| past_role());
+    let dir = tempdir("past");
+    let o = launch(
+        3,
+        "a_scan_member_past_a_failed_neighbour_fails_instead_of_reading_an_older_part",
+        "x",
+        &[("SPOOLS_TEST_DIR", dir.path().to_str().unwrap())],
+    );
+    assert_eq!(o.code(), Some(0), "{o:?}");
+    assert_eq!(o.stdout.matches("past ok").count(), 3, "{o:?}");
 }

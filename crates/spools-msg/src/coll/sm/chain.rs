@@ -92,6 +92,13 @@ impl<T: Element> Link<T> {
             if !seq_ge(posted, self.seq) {
                 return Ok(false);
             }
+            if posted != self.seq {
+                // Past this scan: a left neighbour that failed it marked that before any
+                // later post of its own; what its slot holds is not this scan's.
+                if let Some(e) = sm.failed_in(left, self.no, self.kind.name(), part) {
+                    return Err(e);
+                }
+            }
             let len = sm.len_of(left, self.seq).load(Ordering::Relaxed) as usize;
             if (posted == self.seq && rec != post_record(self.seq, self.no)) || len != part {
                 return Err(sm.mismatch(self.kind.name(), left, len, part));

@@ -11,12 +11,17 @@
 //! `P log2 P` line transfers in all.
 //!
 //! What member m posts in round k is read by member `m + 2^k` alone, within that round,
-//! before it posts the next one ([`Readers::Member`]): the ledger's rule, with a credit
-//! per reader, decides when a slot or cell comes back.
+//! before it posts the next one ([`Readers::Member`]): the ledger's rule decides when a
+//! slot or cell comes back. Its one credit serves one round's reader at a time, so a member
+//! looks at its reader's line at about every round: as often as the cost model's machine,
+//! whose credit per round is renewed once a scan (a member is at most a scan ahead of its
+//! readers, its 4 slots being a scan's rounds from 16 members).
 //!
 //! A member that finds its left post of another length, or a post for another collective
 //! at that sequence number, fails with [`MsgError::Mismatch`] and leaves its failure
-//! mark; the members that wait for its later posts see the mark and fail too.
+//! mark; the members that wait for its later posts see the mark and fail too, also when
+//! a later collective of the failed member's has posted past this one (its mark is looked
+//! at whenever a left member's post is past the round's).
 
 use std::sync::atomic::Ordering;
 
@@ -135,6 +140,13 @@ impl<T: Element> Doubling<T> {
                 let (posted, rec) = halves(sm.posted(left).load(Ordering::Acquire));
                 if !seq_ge(posted, s) {
                     return Ok(false);
+                }
+                if posted != s {
+                    // Past this round: a member that failed this scan marked it before any
+                    // later post of its own; what its slot holds is not this round's.
+                    if let Some(e) = sm.failed_in(left, self.no, self.kind.name(), part) {
+                        return Err(e);
+                    }
                 }
                 let len = sm.len_of(left, s).load(Ordering::Relaxed) as usize;
                 if (posted == s && rec != post_record(s, self.no)) || len != part {

@@ -247,20 +247,18 @@ fn sleepers_at(outs: usize) -> usize {
 
 /// Whether the scans of a segment of `members` go by recursive doubling rather than as
 /// a chain, as its creator decides (`coll_sm_scan`): `auto` takes doubling from
-/// [`spools_coll::SCAN_DOUBLING_MIN`] members (the cost model's choice) where this
-/// process may run on at least as many CPUs; among ranks that take turns on their CPUs
-/// the chain, whose members run ahead by up to [`SLOTS`] scans, pipelines a loop of
-/// scans where doubling's rounds hold each member to one scan ahead at 16 members (2x
-/// the time at 16 ranks on 2 cores).
-fn doubles(choice: spools_boot::config::ScanChoice, members: usize) -> bool {
+/// [`spools_coll::SCAN_DOUBLING_MIN`] members (the cost model's choice) unless the job's
+/// ranks on this host that may run on the creator's CPUs outnumber them
+/// ([`Worker::oversubscribed`]: ranks bound to a core each are not; 16 ranks on 2 CPUs
+/// are). Among ranks that take turns on their CPUs the chain, whose members run ahead by
+/// up to [`SLOTS`] scans, pipelines a loop of scans where doubling's rounds hold each
+/// member to one scan ahead at 16 members (4x the time at 16 ranks on 2 cores).
+fn doubles(choice: spools_boot::config::ScanChoice, members: usize, worker: &Worker) -> bool {
     use spools_boot::config::ScanChoice;
     match choice {
         ScanChoice::Chain => false,
         ScanChoice::Doubling => true,
-        ScanChoice::Auto => {
-            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-            members >= spools_coll::SCAN_DOUBLING_MIN && members <= cpus
-        }
+        ScanChoice::Auto => members >= spools_coll::SCAN_DOUBLING_MIN && !worker.oversubscribed(),
     }
 }
 
@@ -299,7 +297,7 @@ pub(crate) struct Watch {
     pub(crate) op: &'static str,
     /// Whether members post their lengths (reductions).
     pub(crate) lens: bool,
-    /// Sequence numbers the collective takes from `seq` on ([`Kind::seqs`]: a scan by
+    /// Sequence numbers the collective takes from `seq` on ([`SmComm::seqs`]: a scan by
     /// recursive doubling, one per round).
     pub(crate) span: u32,
 }
@@ -480,6 +478,11 @@ impl SmComm {
         self.ledger.take_seqs(count)
     }
 
+    /// Whether scans go by recursive doubling here (the creator's choice, [`doubles`]).
+    pub(crate) fn scans_double(&self) -> bool {
+        self.doubling
+    }
+
     /// Sequence numbers a collective of `kind` takes: a scan by recursive doubling one
     /// per round, every other one.
     pub(crate) fn seqs(&self, kind: Kind) -> u32 {
@@ -602,7 +605,13 @@ impl SmComm {
     /// Member `m`'s mark that it failed collective `no`, as the error of a member with
     /// `want` bytes: the disagreement `m` saw, or (when that rank's length is this
     /// member's own, or not known) `m`'s own length.
-    fn failed_in(&self, m: usize, no: u32, op: &'static str, want: usize) -> Option<MsgError> {
+    pub(crate) fn failed_in(
+        &self,
+        m: usize,
+        no: u32,
+        op: &'static str,
+        want: usize,
+    ) -> Option<MsgError> {
         if self.word(m, FAIL).load(Ordering::Acquire) != VALID | no {
             return None;
         }

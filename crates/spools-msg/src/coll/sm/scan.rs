@@ -25,7 +25,7 @@ impl<T: Element> Scanner<T> {
     /// Scan `kind` (inclusive or exclusive) with base tag `tag` on `sm`: takes its
     /// sequence numbers.
     pub(super) fn new(sm: &SmComm, tag: u32, kind: Kind) -> Scanner<T> {
-        if sm.seqs(kind) > 1 {
+        if sm.scans_double() {
             Scanner::Doubling(Doubling::new(sm, tag, kind))
         } else {
             Scanner::Chain(Link::new(sm, tag, kind))

@@ -103,7 +103,8 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
     if local.me == 0 {
         // Create, tell the others (with this limit and how scans go), hear whether they
         // could open it, tell the verdict.
-        let doubling = doubles(c.engine.worker.config().coll_sm_scan, n);
+        let worker = &c.engine.worker;
+        let doubling = doubles(worker.config().coll_sm_scan, n, worker);
         let create = |core: &CommCore| {
             if !usable {
                 return None;
