@@ -557,6 +557,29 @@ fn one_case() {
     case(n, what, &small, &must_fail, env);
 }
 
+/// A scan's outcome on rank `me` of the jobs below: rank 0 waits for nobody and may succeed;
+/// ranks 1 and 2 must get `Mismatch`.
+fn scan_failed_after_rank_0(me: u32, r: Result<Vec<i64>, MsgError>) -> Result<(), String> {
+    match (me, r) {
+        (0, _) | (1 | 2, Err(MsgError::Mismatch { .. })) => Ok(()),
+        (_, r) => Err(format!("rank {me}: scan gave {r:?}, not a mismatch")),
+    }
+}
+
+/// Runs test `test`'s role on 3 ranks sharing a temporary directory
+/// (`SPOOLS_TEST_DIR`): the job must end well, every rank printing `marker`.
+fn three_ranks_in_a_directory(test: &str, marker: &str) {
+    let dir = tempdir(test);
+    let o = launch(
+        3,
+        test,
+        "x",
+        &[("SPOOLS_TEST_DIR", dir.path().to_str().unwrap())],
+    );
+    assert_eq!(o.code(), Some(0), "{o:?}");
+    assert_eq!(o.stdout.matches(marker).count(), 3, "{o:?}");
+}
+
 /// Three ranks start a reduce to rank 1, a scan whose part is longer on rank 0, and an
 /// allreduce, without waiting; rank 2 only once rank 1's scan failed. Rank 1's scan
 /// fails on rank 0's post while its reduce (waiting for rank 2's part) is in flight, so
@@ -594,10 +617,7 @@ fn behind_role() -> Result<(), String> {
     if me == 1 && reduced != [6] {
         return Err(format!("rank 1: reduce gave {reduced:?}"));
     }
-    match (me, sc.wait()) {
-        (0, _) | (1 | 2, Err(MsgError::Mismatch { .. })) => {}
-        (_, r) => return Err(format!("rank {me}: scan gave {r:?}, not a mismatch")),
-    }
+    scan_failed_after_rank_0(me, sc.wait())?;
     let all = e(ar.wait())?;
     if all != [3] {
         return Err(format!("rank {me}: allreduce gave {all:?}"));
@@ -610,15 +630,10 @@ fn behind_role() -> Result<(), String> {
 #[test]
 fn a_scan_failed_behind_a_collective_in_flight_lets_the_next_ones_post() {
     rank_main(|_| behind_role());
-    let dir = tempdir("behind");
-    let o = launch(
-        3,
+    three_ranks_in_a_directory(
         "a_scan_failed_behind_a_collective_in_flight_lets_the_next_ones_post",
-        "x",
-        &[("SPOOLS_TEST_DIR", dir.path().to_str().unwrap())],
+        "behind ok",
     );
-    assert_eq!(o.code(), Some(0), "{o:?}");
-    assert_eq!(o.stdout.matches("behind ok").count(), 3, "{o:?}");
 }
 
 /// Three ranks scan 4 times alike (every slot of the non-blocking collectives' segment
@@ -660,10 +675,7 @@ fn past_role() -> Result<(), String> {
         }
         signal_file(&posted, b"")?;
     }
-    match (me, sc.wait()) {
-        (0, _) | (1 | 2, Err(MsgError::Mismatch { .. })) => {}
-        (_, r) => return Err(format!("rank {me}: scan gave {r:?}, not a mismatch")),
-    }
+    scan_failed_after_rank_0(me, sc.wait())?;
     let reduced = e(rd.wait())?;
     if me == 0 && reduced != [6] {
         return Err(format!("rank 0: reduce gave {reduced:?}"));
@@ -676,13 +688,8 @@ fn past_role() -> Result<(), String> {
 #[test]
 fn a_scan_member_past_a_failed_neighbour_fails_instead_of_reading_an_older_part() {
     rank_main(|_| past_role());
-    let dir = tempdir("past");
-    let o = launch(
-        3,
+    three_ranks_in_a_directory(
         "a_scan_member_past_a_failed_neighbour_fails_instead_of_reading_an_older_part",
-        "x",
-        &[("SPOOLS_TEST_DIR", dir.path().to_str().unwrap())],
+        "past ok",
     );
-    assert_eq!(o.code(), Some(0), "{o:?}");
-    assert_eq!(o.stdout.matches("past ok").count(), 3, "{o:?}");
 }

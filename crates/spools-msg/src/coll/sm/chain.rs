@@ -21,7 +21,7 @@
 use std::sync::atomic::Ordering;
 
 use super::kind::Kind;
-use super::{clamp_len, coll_no, halves, post_record, seq_ge, Readers, SmComm, Watch};
+use super::{clamp_len, coll_no, Readers, SmComm, Watch};
 use crate::coll::args::{bytes, bytes_mut};
 use crate::coll::group::disagreement;
 use crate::element::{Element, Op};
@@ -88,20 +88,8 @@ impl<T: Element> Link<T> {
         let inclusive = self.kind == Kind::Scan;
         if !self.took {
             let left = sm.me - 1;
-            let (posted, rec) = halves(sm.posted(left).load(Ordering::Acquire));
-            if !seq_ge(posted, self.seq) {
+            if !sm.left_post(left, (self.seq, self.no), self.kind.name(), part)? {
                 return Ok(false);
-            }
-            if posted != self.seq {
-                // Past this scan: a left neighbour that failed it marked that before any
-                // later post of its own; what its slot holds is not this scan's.
-                if let Some(e) = sm.failed_in(left, self.no, self.kind.name(), part) {
-                    return Err(e);
-                }
-            }
-            let len = sm.len_of(left, self.seq).load(Ordering::Relaxed) as usize;
-            if (posted == self.seq && rec != post_record(self.seq, self.no)) || len != part {
-                return Err(sm.mismatch(self.kind.name(), left, len, part));
             }
             if inclusive {
                 // out (this member's part) = left's prefix, then this part.

@@ -30,7 +30,7 @@ use spools_coll::scan_rounds;
 use spools_coll::SCAN_DOUBLING_MIN;
 
 use super::kind::Kind;
-use super::{clamp_len, coll_no, halves, post_record, seq_ge, Readers, SmComm, Watch};
+use super::{clamp_len, coll_no, Readers, SmComm, Watch};
 use crate::coll::args::{bytes, bytes_mut};
 use crate::coll::group::disagreement;
 use crate::element::{Element, Op};
@@ -137,20 +137,8 @@ impl<T: Element> Doubling<T> {
                 self.posted = true;
             }
             if let Some(left) = sm.me.checked_sub(step) {
-                let (posted, rec) = halves(sm.posted(left).load(Ordering::Acquire));
-                if !seq_ge(posted, s) {
+                if !sm.left_post(left, (s, self.no), self.kind.name(), part)? {
                     return Ok(false);
-                }
-                if posted != s {
-                    // Past this round: a member that failed this scan marked it before any
-                    // later post of its own; what its slot holds is not this round's.
-                    if let Some(e) = sm.failed_in(left, self.no, self.kind.name(), part) {
-                        return Err(e);
-                    }
-                }
-                let len = sm.len_of(left, s).load(Ordering::Relaxed) as usize;
-                if (posted == s && rec != post_record(s, self.no)) || len != part {
-                    return Err(sm.mismatch(self.kind.name(), left, len, part));
                 }
                 self.left.resize(mine.len(), T::default());
                 sm.read_data(left, s, bytes_mut(&mut self.left));

@@ -478,6 +478,35 @@ impl SmComm {
         self.ledger.take_seqs(count)
     }
 
+    /// Whether member `left`'s part of `part` bytes for collective `no` at sequence number
+    /// `seq` (a scan's, which this member reads before it goes on) is posted: `Ok(false)`
+    /// while it is not. A post of another collective at `seq`, a part of another length,
+    /// or a post past `seq` by a member that failed this collective (it marks that before
+    /// any later post of its own; what its slot holds then is not this collective's) is
+    /// [`MsgError::Mismatch`].
+    pub(crate) fn left_post(
+        &self,
+        left: usize,
+        (seq, no): (u32, u32),
+        op: &'static str,
+        part: usize,
+    ) -> Result<bool, MsgError> {
+        let (posted, rec) = halves(self.posted(left).load(Ordering::Acquire));
+        if !seq_ge(posted, seq) {
+            return Ok(false);
+        }
+        if posted != seq {
+            if let Some(e) = self.failed_in(left, no, op, part) {
+                return Err(e);
+            }
+        }
+        let len = self.len_of(left, seq).load(Ordering::Relaxed) as usize;
+        if (posted == seq && rec != post_record(seq, no)) || len != part {
+            return Err(self.mismatch(op, left, len, part));
+        }
+        Ok(true)
+    }
+
     /// Whether scans go by recursive doubling here (the creator's choice, [`doubles`]).
     pub(crate) fn scans_double(&self) -> bool {
         self.doubling
