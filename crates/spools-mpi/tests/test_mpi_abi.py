@@ -44,11 +44,22 @@ def test_collectives_on_world_self_dup_and_split(build, spools_run, n):
 def test_nonblocking_and_persistent_collectives_against_each_ranks_own_result(
         build, spools_run, n, hosts):
     # Within one host they go through Spools' shared-memory engine; across the played
-    # hosts through its hierarchical message algorithms; exscan, user operators and the
-    # v forms through the exchange.
+    # hosts through its hierarchical message algorithms; user operators through the
+    # exchange.
     job = spools_run(n, build("icoll"), hosts, timeout=120)
     assert job.code == 0 and "FAIL" not in job.err, job
     assert job.out.splitlines() == ["ok icoll %d ranks %d hosts" % (n, hosts)], job
+
+
+@pytest.mark.parametrize("n,hosts", [(1, 1), (2, 1), (3, 1), (5, 1), (4, 2)])
+def test_nonblocking_and_persistent_v_collectives_against_each_ranks_own_result(
+        build, spools_run, n, hosts):
+    # Gatherv, scatterv, allgatherv and alltoallv on Spools' own (allgatherv through the
+    # shared memory within one host), an exclusive scan with a user operator (the
+    # exchange), and erroneous calls that end on every rank.
+    job = spools_run(n, build("icollv"), hosts, timeout=120)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok icollv %d ranks %d hosts" % (n, hosts)], job
 
 
 def test_errors_return_their_classes_and_messages(build, spools_run):

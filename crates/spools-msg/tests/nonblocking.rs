@@ -1,13 +1,14 @@
 //! Non-blocking collectives as schedules, with real processes: many outstanding at once
-//! on several communicators (world, a dup, a split), of every kind, mixed with blocking
+//! on several communicators (world, a dup, a split), of every kind (the v forms with
+//! per-rank counts, zeros among them, and the exclusive scan too), mixed with blocking
 //! collectives, waited in an order other than the call order, each result checked
 //! against the blocking collective's on the same input; a request dropped without a
 //! wait; rank counts 1 to 9 (oversubscribed beyond 2), with and without the progress
 //! thread. Then what only schedules give: no thread per call (the process's threads are
 //! counted around 100 outstanding calls), a rank that never calls into Spools while its
 //! collective is in flight does not stop its partners when the progress thread runs
-//! (decided by files, never by the clock), and mismatched lengths come back as errors
-//! from `wait`, not as a hang. And that blocking and non-blocking collectives are
+//! (decided by files, never by the clock), and mismatched lengths (and v counts) come
+//! back as errors from `wait`, not as a hang. And that blocking and non-blocking collectives are
 //! ordered apart (MPI 4.1, 6.12: they never match each other): one rank starts a
 //! non-blocking collective before a barrier (or another blocking collective) that the
 //! others finish before they start it, as mpi4py's `testIAgree` does.
@@ -53,7 +54,9 @@ fn start<'a>(c: &'a Communicator, kind: usize, k: usize) -> Result<Pending<'a>, 
     let mine = input(me, k, len);
     let root = (k as u32) % n;
     let i64s = |v: Vec<u64>| v.into_iter().map(|x| x as i64).collect::<Vec<i64>>();
-    Ok(match kind % 11 {
+    // Blocks of per-rank counts: some empty, some long.
+    let varied = |i: usize| [0, len, 1, len / 2 + 3][(i + k) % 4];
+    Ok(match kind % 16 {
         0 => {
             let r = e(c.iallreduce(mine.clone(), Op::Sum))?;
             (
@@ -185,7 +188,7 @@ fn start<'a>(c: &'a Communicator, kind: usize, k: usize) -> Result<Pending<'a>, 
                 }),
             )
         }
-        _ => {
+        10 => {
             // A non-commutative operator: rank order must be kept.
             let user = Op::user(affine, false);
             let a = affine_input(me, 1 + k % 40);
@@ -196,6 +199,85 @@ fn start<'a>(c: &'a Communicator, kind: usize, k: usize) -> Result<Pending<'a>, 
                 Box::new(move || {
                     let mut out = vec![0; a.len()];
                     e(c.allreduce(&a, &mut out, &user))?;
+                    Ok(i64s(out))
+                }),
+            )
+        }
+        11 => {
+            let counts: Vec<usize> = (0..nu).map(varied).collect();
+            let send = input(me, k, counts[me as usize]);
+            let r = e(c.igatherv(send.clone(), &counts, root))?;
+            (
+                format!("igatherv of {counts:?} to {root}"),
+                Box::new(move || e(r.wait())),
+                Box::new(move || {
+                    let whole = if me == root { counts.iter().sum() } else { 0 };
+                    let mut out = vec![0; whole];
+                    e(c.gatherv(&send, &mut out, &counts, root))?;
+                    Ok(out)
+                }),
+            )
+        }
+        12 => {
+            let counts: Vec<usize> = (0..nu).map(varied).collect();
+            let send = if me == root {
+                input(me, k, counts.iter().sum())
+            } else {
+                Vec::new()
+            };
+            let r = e(c.iscatterv(send.clone(), &counts, root))?;
+            (
+                format!("iscatterv of {counts:?} from {root}"),
+                Box::new(move || e(r.wait())),
+                Box::new(move || {
+                    let mut out = vec![0; counts[me as usize]];
+                    e(c.scatterv(&send, &counts, &mut out, root))?;
+                    Ok(out)
+                }),
+            )
+        }
+        13 => {
+            let counts: Vec<usize> = (0..nu).map(varied).collect();
+            let send = input(me, k, counts[me as usize]);
+            let r = e(c.iallgatherv(send.clone(), &counts))?;
+            (
+                format!("iallgatherv of {counts:?}"),
+                Box::new(move || e(r.wait())),
+                Box::new(move || {
+                    let mut out = vec![0; counts.iter().sum()];
+                    e(c.allgatherv(&send, &mut out, &counts))?;
+                    Ok(out)
+                }),
+            )
+        }
+        14 => {
+            // Rank i sends rank j a block of varied(i + j) elements.
+            let sc: Vec<usize> = (0..nu).map(|j| varied(me as usize + j)).collect();
+            let rc: Vec<usize> = (0..nu).map(|i| varied(i + me as usize)).collect();
+            let send = input(me, k, sc.iter().sum());
+            let r = e(c.ialltoallv(send.clone(), &sc, &rc))?;
+            (
+                format!("ialltoallv of {sc:?}"),
+                Box::new(move || e(r.wait())),
+                Box::new(move || {
+                    let mut out = vec![0; rc.iter().sum()];
+                    e(c.alltoallv(&send, &sc, &mut out, &rc))?;
+                    Ok(out)
+                }),
+            )
+        }
+        _ => {
+            // An exclusive scan with a non-commutative operator (rank 0 gets its own
+            // part back, and the blocking one leaves it as it was).
+            let user = Op::user(affine, false);
+            let a = affine_input(me, 1 + k % 40);
+            let r = e(c.iexscan(a.clone(), user.clone()))?;
+            (
+                "non-commutative iexscan".into(),
+                Box::new(move || e(r.wait()).map(i64s)),
+                Box::new(move || {
+                    let mut out = a.clone();
+                    e(c.exscan(&a, &mut out, &user))?;
                     Ok(i64s(out))
                 }),
             )
@@ -374,6 +456,23 @@ fn mismatch_role() -> Result<(), String> {
         check(me == 0 || got.is_err(), || {
             format!("rank {me}: mismatched ibcast gave {got:?}")
         })?;
+        // Rank 1 takes rank 0's block for one element longer than rank 0 sends: rank 1
+        // fails (rank 0 may too), through the segment and through the messages.
+        for k in [2usize, 1000] {
+            let counts = [k + me as usize, 5];
+            let mine = vec![u64::from(me); counts[me as usize]];
+            let got = e(w.iallgatherv(mine, &counts))?.wait();
+            check(me == 0 || got.is_err(), || {
+                format!("rank {me}: mismatched iallgatherv of {k} gave {got:?}")
+            })?;
+            // The root (0) counts one element less than rank 1 sends.
+            let counts = [k, k + 1 - me as usize];
+            let mine = vec![u64::from(me); k];
+            let got = e(w.igatherv(mine, &counts, 0))?.wait();
+            check(me == 1 || got.is_err(), || {
+                format!("rank {me}: mismatched igatherv of {k} gave {got:?}")
+            })?;
+        }
         let r = e(w.iallreduce(vec![1u64; 3], Op::Sum))?;
         check(e(r.wait())? == [2, 2, 2], || {
             "allreduce after the errors".into()

@@ -5,10 +5,11 @@
 //! rank's data and ends by unpacking its result into the program's buffer, once its
 //! length is checked.
 //!
-//! What stays on the exchange: intercommunicators, the v and w forms, exclusive scans,
-//! reductions with a user function (Spools' collectives may combine from the progress
-//! thread, and a user function runs on the caller's: [`Engine::User`]) and
-//! reduce-scatters of byte-wise combined types, whose blocks are not packed elements.
+//! The v forms of gatherv, scatterv, allgatherv and alltoallv are in `icollv.rs`. What
+//! stays on the exchange: intercommunicators, alltoallw, reductions with a user function
+//! (Spools' collectives may combine from the progress thread, and a user function runs
+//! on the caller's: [`Engine::User`]) and reduce-scatters of byte-wise combined types,
+//! whose blocks are not packed elements.
 
 use std::sync::Arc;
 
@@ -25,16 +26,16 @@ use crate::p2p::request::{CollOp, Start};
 type Writer = Box<dyn FnOnce(&[u8]) + Send>;
 
 /// Where a finished collective's result goes, and how many bytes it must have.
-struct Put {
+pub(super) struct Put {
     /// The result's length in bytes.
-    len: usize,
+    pub(super) len: usize,
     /// Writes it into the program's buffer.
-    write: Writer,
+    pub(super) write: Writer,
 }
 
 impl Put {
     /// Unpacks the result as elements of `t` at `addr` (`n` of them: `len` bytes).
-    fn unpack(addr: usize, n: usize, t: Arc<TypeObj>) -> Put {
+    pub(super) fn unpack(addr: usize, n: usize, t: Arc<TypeObj>) -> Put {
         Put {
             len: n * t.size,
             write: Box::new(move |b: &[u8]| {
@@ -82,8 +83,32 @@ impl<T: Element> CollOp for EngineOp<T> {
 }
 
 /// Boxes a started collective.
-fn started<T: Element>(req: CollRequest<Vec<T>>, put: Option<Put>) -> Box<dyn CollOp> {
+pub(super) fn started<T: Element>(req: CollRequest<Vec<T>>, put: Option<Put>) -> Box<dyn CollOp> {
     Box::new(EngineOp { req, put })
+}
+
+/// A collective this rank takes part in (so that the others end) though its own
+/// arguments do not fit: its result is dropped, and the wait fails with `e`.
+struct DoomedOp<T: Element> {
+    req: CollRequest<Vec<T>>,
+    e: MpiError,
+}
+
+impl<T: Element> CollOp for DoomedOp<T> {
+    fn poll(&mut self) -> Result<bool, MpiError> {
+        Ok(self.req.test())
+    }
+
+    fn finish(self: Box<Self>) -> Result<(), MpiError> {
+        // The collective's own error, if any, says more.
+        self.req.wait()?;
+        Err(self.e)
+    }
+}
+
+/// Boxes a started collective whose wait fails with `e` ([`DoomedOp`]).
+pub(super) fn doomed<T: Element>(req: CollRequest<Vec<T>>, e: MpiError) -> Box<dyn CollOp> {
+    Box::new(DoomedOp { req, e })
 }
 
 /// What a reduction gives, and to whom.
@@ -95,6 +120,8 @@ pub(crate) enum Goal {
     Root(u32),
     /// Rank i, the fold of ranks 0 to i.
     Scan,
+    /// Rank i > 0, the fold of ranks 0 to i - 1 (rank 0's buffer is left as it was).
+    Exscan,
     /// Rank i, block i (of `counts[i]` elements) of the fold of all.
     Scatter(Vec<usize>),
 }
@@ -128,6 +155,7 @@ impl WithOp for Begin<'_> {
             Goal::All => self.c.iallreduce(buf, op)?,
             Goal::Root(r) => self.c.ireduce(buf, op, *r)?,
             Goal::Scan => self.c.iscan(buf, op)?,
+            Goal::Exscan => self.c.iexscan(buf, op)?,
             Goal::Scatter(counts) => {
                 let per = std::mem::size_of::<T>().max(1);
                 let counts = counts.iter().map(|k| k * self.esize / per).collect();
@@ -159,6 +187,7 @@ pub(crate) fn reduction(
     let me = c.comm.rank();
     let out = match goal {
         Goal::Root(r) if *r != me => None,
+        Goal::Exscan if me == 0 => None,
         Goal::Scatter(counts) => {
             Some(red.with_count(counts.get(me as usize).copied().unwrap_or(0)))
         }
@@ -192,7 +221,7 @@ pub(crate) type Side = (usize, usize, Option<Arc<TypeObj>>);
 
 /// Packs `blocks` blocks of this side's count of its datatype from `at` bytes into its
 /// buffer (nothing where this rank does not use the side).
-fn packed(side: &Side, at: isize, blocks: usize) -> Vec<u8> {
+pub(super) fn packed(side: &Side, at: isize, blocks: usize) -> Vec<u8> {
     match side {
         (addr, n, Some(t)) => {
             let p = (*addr as isize).wrapping_add(at) as *const u8;

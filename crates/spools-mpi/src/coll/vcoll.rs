@@ -1,7 +1,8 @@
 //! Collectives built on Spools' non-blocking exchange (`Communicator::iexchange`): the
-//! non-blocking (`MPI_I*`) and persistent (`MPI_*_init`) forms of every collective (those
-//! of an intracommunicator's uniform collectives hand over to `icoll.rs` at once), the
-//! blocking alltoallw, and every collective of an intercommunicator. Each is described once as what this rank sends to and receives
+//! non-blocking (`MPI_I*`) and persistent (`MPI_*_init`) forms of every collective (an
+//! intracommunicator's hand over to `icoll.rs` and `icollv.rs` at once, but alltoallw's
+//! and reductions with a user function), the blocking alltoallw, and every collective of
+//! an intercommunicator. Each is described once as what this rank sends to and receives
 //! from whom ([`Xfer`]); the blocking form starts and waits it, the non-blocking form
 //! returns its request, the persistent form starts it anew at each `MPI_Start`.
 //! Reductions travel whole and are combined locally in rank order ([`Reducer`]).
@@ -13,6 +14,7 @@ use spools::CollRequest;
 
 use crate::abi::*;
 use crate::coll::icoll::{self, Goal, Side};
+use crate::coll::icollv::{self, Blocks};
 use crate::coll::op::Reducer;
 use crate::comm::{comm, CommObj};
 use crate::datatype::{block, buffer, committed, count as ccount, unpack, TypeObj};
@@ -814,6 +816,20 @@ forms!(-, -, MPI_Igatherv, MPI_Igatherv_c, MPI_Gatherv_init, MPI_Gatherv_init_c,
         let own = crate::coll::alias::own_block(recvbuf, recvtype, dr);
         crate::coll::alias::unaliased(comm, sendbuf, own, None, sendcount != 0 && kr != 0, call)?;
     }
+    if c.inter.is_none() {
+        let me = c.comm.rank();
+        let recv = if me == root {
+            Some(Blocks::new(recvbuf as usize, (&k, &d), recvtype, (call, "recvbuf"))?)
+        } else {
+            None
+        };
+        let send = if me == root && in_place(sendbuf) {
+            (0, 0, None)
+        } else {
+            side(sendbuf as usize, sendcount as i64, sendtype, 1, call, "sendbuf")?
+        };
+        return Ok(icollv::gatherv(c, send, recv, root, call));
+    }
     let x = gatherv(c, sendbuf as usize, sendcount as i64, sendtype, recvbuf as usize, &k, &d, recvtype, root, call)?;
     Ok(xfer_start(x))
 });
@@ -864,6 +880,20 @@ forms!(-, -, MPI_Iscatterv, MPI_Iscatterv_c, MPI_Scatterv_init, MPI_Scatterv_ini
         let own = crate::coll::alias::own_block(sendbuf, sendtype, dr);
         crate::coll::alias::unaliased(comm, recvbuf, own, None, recvcount != 0 && kr != 0, call)?;
     }
+    if c.inter.is_none() {
+        let me = c.comm.rank();
+        let send = if me == root {
+            Some(Blocks::new(sendbuf as usize, (&k, &d), sendtype, (call, "sendbuf"))?)
+        } else {
+            None
+        };
+        let recv = if me == root && in_place(recvbuf) {
+            (0, 0, None)
+        } else {
+            side(recvbuf as usize, recvcount as i64, recvtype, 1, call, "recvbuf")?
+        };
+        return Ok(icollv::scatterv(c, send, recv, root, call));
+    }
     let x = scatterv(c, sendbuf as usize, &k, &d, sendtype, recvbuf as usize, recvcount as i64, recvtype, root, call)?;
     Ok(xfer_start(x))
 });
@@ -898,6 +928,13 @@ forms!(-, -, MPI_Iallgatherv, MPI_Iallgatherv_c, MPI_Allgatherv_init, MPI_Allgat
     if c.inter.is_none() {
         let own = crate::coll::alias::own_block(recvbuf, recvtype, d.get(c.comm.rank() as usize).copied().unwrap_or(0));
         crate::coll::alias::unaliased(comm, sendbuf, own, None, sendcount != 0, call)?;
+        let recv = Blocks::new(recvbuf as usize, (&k, &d), recvtype, (call, "recvbuf"))?;
+        let send = if in_place(sendbuf) {
+            (0, 0, None)
+        } else {
+            side(sendbuf as usize, sendcount as i64, sendtype, 1, call, "sendbuf")?
+        };
+        return Ok(icollv::allgatherv(c, send, recv, call));
     }
     let x = allgatherv(c, sendbuf as usize, sendcount as i64, sendtype, recvbuf as usize, &k, &d, recvtype, call)?;
     Ok(xfer_start(x))
@@ -979,6 +1016,15 @@ forms!(-, -, MPI_Ialltoallv, MPI_Ialltoallv_c, MPI_Alltoallv_init, MPI_Alltoallv
     // send from one part of a buffer and receive into another with its displacements).
     let same = std::ptr::eq(sendcounts, recvcounts) && std::ptr::eq(sdispls, rdispls) && sendtype == recvtype;
     crate::coll::alias::unaliased(comm, sendbuf, recvbuf, None, same && sk.iter().any(|&k| k != 0), call)?;
+    if c.inter.is_none() {
+        let recv = Blocks::new(recvbuf as usize, (&rk, &rd), recvtype, (call, "recvbuf"))?;
+        let send = if in_place(sendbuf) {
+            None
+        } else {
+            Some(Blocks::new(sendbuf as usize, (&sk, &sd), sendtype, (call, "sendbuf"))?)
+        };
+        return Ok(icollv::alltoallv(c, send, recv, call));
+    }
     alltoallv(c, sendbuf as usize, &sk, &sd, sendtype, recvbuf as usize, &rk, &rd, recvtype, call)
 });
 
@@ -1039,7 +1085,7 @@ fn reduce_start(
         Fold::All => Some(Goal::All),
         Fold::Scan => Some(Goal::Scan),
         Fold::Scatter => Some(Goal::Scatter(counts.clone())),
-        Fold::Exscan => None,
+        Fold::Exscan => Some(Goal::Exscan),
     };
     if let Some(goal) = goal {
         let how = crate::coll::op::engine(op, dt, &t)?;

@@ -4,7 +4,8 @@
 //! [`super::schedule`]), with no thread per call. [`CollRequest::wait`] gives back the
 //! buffers. Barrier, bcast, reduce, allreduce, scatter, allgather, alltoall, gather,
 //! reduce-scatter and scan of a communicator whose members share this host go through a
-//! segment in shared memory instead, once one is set up ([`super::sm::SmJob`]).
+//! segment in shared memory instead, once one is set up ([`super::sm::SmJob`]). Those
+//! with a count per rank and the exclusive scan are in `counts.rs`.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -17,6 +18,8 @@ use super::sm::{self as shm, SharedJob, SmJob};
 use crate::communicator::Communicator;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
+
+mod counts;
 
 /// A started schedule and how its slots become the request's result.
 struct Job<T: Element, R> {
@@ -624,8 +627,9 @@ impl Communicator {
         let nb = self.nonblocking();
         let this = &nb;
         let tag = this.core.next_coll_tag();
-        let on_segment =
-            |sm: &shm::SmComm, buf, op| SmJob::start_scan(&this.core, sm, tag, buf, op);
+        let on_segment = |sm: &shm::SmComm, buf, op| {
+            SmJob::start_scan(&this.core, sm, (tag, shm::Kind::Scan), buf, op)
+        };
         let (buf, op, split) = match this.start_fold_sm((tag, shm::Kind::Scan), buf, op, on_segment)
         {
             Ok(request) => return Ok(request),

@@ -480,19 +480,56 @@ pub(crate) fn alltoall<T: Element>(
     s: &mut Schedule<T>,
     g: &Group,
     tag: u32,
-    (send, out): (usize, usize),
+    slots: (usize, usize),
     block: usize,
 ) {
+    let counts = vec![block; g.n()];
+    alltoallv(s, g, tag, slots, (&counts, &counts));
+}
+
+/// Alltoall of blocks of `send_counts` elements (one after the other in slot `send`, one
+/// for each member) into blocks of `recv_counts` (in slot `out`), all at once. This
+/// member's own block must already be in place.
+pub(crate) fn alltoallv<T: Element>(
+    s: &mut Schedule<T>,
+    g: &Group,
+    tag: u32,
+    (send, out): (usize, usize),
+    (send_counts, recv_counts): (&[usize], &[usize]),
+) {
     let (n, me) = (g.n(), g.me);
+    let (sd, rd) = (displs(send_counts), displs(recv_counts));
     s.round();
     for i in (0..n).filter(|&i| i != me) {
         let from = job(s, g, i);
-        s.recv(from, tag, Part::new(out, i * block, (i + 1) * block));
+        s.recv(from, tag, Part::new(out, rd[i], rd[i] + recv_counts[i]));
     }
     for st in 1..n {
         let i = (me + st) % n;
         let to = job(s, g, i);
-        s.send(to, tag, Part::new(send, i * block, (i + 1) * block));
+        s.send(to, tag, Part::new(send, sd[i], sd[i] + send_counts[i]));
+    }
+}
+
+/// Each member's slot `from` into its right neighbour's slot `into` (member 0's `into`
+/// is left as it was): an inclusive scan's results made an exclusive scan's.
+pub(crate) fn shift_right<T: Element>(
+    s: &mut Schedule<T>,
+    g: &Group,
+    tag: u32,
+    (from, into): (usize, usize),
+) {
+    let (n, me) = (g.n(), g.me);
+    s.round();
+    if me > 0 {
+        let left = job(s, g, me - 1);
+        let all = whole(s, into);
+        s.recv(left, tag, all);
+    }
+    if me + 1 < n {
+        let right = job(s, g, me + 1);
+        let all = whole(s, from);
+        s.send(right, tag, all);
     }
 }
 

@@ -24,6 +24,7 @@
 //! member on the messages watches the segment while it waits
 //! ([`SmComm::split_on_messages`]).
 
+use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::coll::{fits, FLAT_MAX};
@@ -93,13 +94,46 @@ pub(crate) struct Parts {
     mine: Vec<u8>,
     /// Bytes of one member's part (of one block, for an alltoall).
     block: usize,
+    /// An allgatherv's: where member m's part lands in the result, in bytes (its length
+    /// is what it must post). Empty: blocks of `block` bytes.
+    spans: Vec<Range<usize>>,
 }
 
 impl Parts {
     /// What a member posts for `kind`: an alltoall's every block (`mine` holds one for
     /// each member), another's part.
     pub(crate) fn new(mine: Vec<u8>, block: usize) -> Parts {
-        Parts { mine, block }
+        Parts {
+            mine,
+            block,
+            spans: Vec::new(),
+        }
+    }
+
+    /// An allgatherv's part: member m's is `counts[m]` bytes (the same on every member),
+    /// placed after those of the members before it.
+    pub(crate) fn varied(mine: Vec<u8>, counts: &[usize]) -> Parts {
+        let mut at = 0;
+        let spans = counts
+            .iter()
+            .map(|&n| {
+                at += n;
+                at - n..at
+            })
+            .collect();
+        Parts {
+            mine,
+            block: 0,
+            spans,
+        }
+    }
+
+    /// Where member m's part lands in the result.
+    fn span(&self, m: usize) -> Range<usize> {
+        match self.spans.get(m) {
+            Some(s) => s.clone(),
+            None => m * self.block..(m + 1) * self.block,
+        }
     }
 }
 
@@ -198,16 +232,17 @@ impl<T: Element> SmJob<T> {
         )
     }
 
-    /// Starts an inclusive scan of `mine` with `op` on `sm`, the ready segment of
-    /// `core`: the result is the fold of members 0 to this one, in rank order.
+    /// Starts a scan (`kind`: inclusive or exclusive) of `mine` with `op` on `sm`, the
+    /// ready segment of `core`: the result is the fold of members 0 to this one (to the
+    /// one before it, exclusive: member 0 gets `mine` back), in rank order.
     pub(crate) fn start_scan(
         core: &Arc<CommCore>,
         sm: &SmComm,
-        tag: u32,
+        (tag, kind): (u32, Kind),
         mine: Vec<T>,
         op: Op<T>,
     ) -> SmJob<T> {
-        let scan = Scanner::new(sm, tag, Kind::Scan);
+        let scan = Scanner::new(sm, tag, kind);
         let buf = mine.clone();
         SmJob::begin(
             core,
@@ -319,10 +354,10 @@ impl<T: Element> SmJob<T> {
                 let out = bytes_mut(&mut self.buf);
                 let (block, total) = (parts.block, parts.mine.len());
                 let (me, alltoall) = (sm.me, f.kind() == Kind::Alltoall);
-                let want = |_| if alltoall { total } else { block };
+                let want = |m: usize| if alltoall { total } else { parts.span(m).len() };
                 // One host: member m is communicator rank m.
                 let r = f.poll(sm, &parts.mine, want, |sm, m, seq| {
-                    let to = &mut out[m * block..(m + 1) * block];
+                    let to = &mut out[parts.span(m)];
                     if alltoall {
                         sm.read_part(m, seq, total, me * block, to);
                     } else {
