@@ -23,7 +23,8 @@ impl Priority {
 /// How a transport can copy large transfers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SingleCopy {
-    /// Only through the transport's buffers (sender copies in, receiver copies out).
+    /// Only through the transport's buffers (sender copies in, receiver copies out):
+    /// where kernel-assisted reads are refused, or one takes as long as two copies.
     None,
     /// Kernel-assisted: `process_vm_readv` between processes (the receiver of a
     /// rendezvous reads the sender's buffer), for every large transfer.
@@ -31,7 +32,8 @@ pub enum SingleCopy {
     /// Kernel-assisted for the transfers of collectives only, where every rank moves
     /// data at once and one copy per transfer halves each core's work; point-to-point
     /// transfers go through the transport's buffers, whose two copies run in parallel on
-    /// two cores (chosen where one `process_vm_readv` is slower than one `memcpy`).
+    /// two cores (chosen where one `process_vm_readv` is slower than one `memcpy` but
+    /// faster than two).
     CmaCollectives,
 }
 

@@ -75,8 +75,10 @@ pub(crate) fn choose(cfg: Choice) -> (SingleCopy, String) {
     // rate is about one memcpy's: one read must beat that for a lone point-to-point
     // transfer to gain. In a collective every rank sends and receives at once, each
     // core's copies are the limit, and one read per transfer instead of two copies
-    // gains even where a read is slower than a memcpy (2 ranks on 2 cores, 9 GB/s
-    // against 17: alltoall 64 KiB 19.1 -> 11.4 us, bcast 1 MiB 128 -> 78).
+    // gains where a read takes less than two memcpys (2 ranks on 2 cores, 9 GB/s against
+    // 17: alltoall 64 KiB 19.1 -> 11.4 us, bcast 1 MiB 128 -> 78), and loses where it
+    // takes more (a later 2-core machine, 12 GB/s against 50: alltoall 64 KiB 9.6 -> 6.9
+    // us through the rings, bcast 1 MiB 70 -> 48).
     if cfg == Choice::Cma || c < m {
         let why = if cfg == Choice::Cma {
             "set by configuration"
@@ -86,6 +88,11 @@ pub(crate) fn choose(cfg: Choice) -> (SingleCopy, String) {
         (
             SingleCopy::Cma,
             format!("cross-memory attach for every rendezvous within the host, {why} ({figures})"),
+        )
+    } else if c >= 2 * m {
+        (
+            SingleCopy::None,
+            format!("pipelined copy through the rings: two copies are faster than one read, by probe ({figures})"),
         )
     } else {
         (
