@@ -365,6 +365,7 @@ fn a_file_with_some_keys_in_other_notations() {
             bulk_limit: 2_097_152,
             fragment_size: 4096,
             single_copy: SingleCopyChoice::Pipeline,
+            coll_sm_scan: ScanChoice::Messages,
             progress_thread: false,
             file: Some(path),
             ..documented_defaults()

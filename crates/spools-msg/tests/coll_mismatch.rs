@@ -202,6 +202,7 @@ fn role() -> Result<(), String> {
             w.allgatherv(&mine, &mut out, &counts)
         }
         "iscan" => w.iscan(mine, Op::Sum).and_then(|r| r.wait()).map(|_| ()),
+        "iexscan" => w.iexscan(mine, Op::Sum).and_then(|r| r.wait()).map(|_| ()),
         "exscan" => {
             let mut out = vec![0i64; elems];
             w.exscan(&mine, &mut out, &Op::Sum)
@@ -378,6 +379,16 @@ fn ranks_split_over_the_segment_and_the_messages_get_mismatch() {
     case(5, "iscan", &[0], &[1], &d_later);
     case(6, "scan", &[5], &[5], &d_first);
     case(9, "exscan", &[8], &[8], &d_later);
+    // Scans as a chain of messages (where ranks outnumber CPUs, or as set here): the
+    // member that takes a part of another length fails and sends an empty one on, so
+    // every member after it fails too.
+    let msgs = ("SPOOLS_COLL_SM_SCAN", "messages");
+    let m_later = [later[0], msgs];
+    case(4, "scan", &[1], &[1, 2, 3], &m_later);
+    case(5, "exscan", &[0], &[1, 2, 3, 4], &m_later);
+    case(5, "iscan", &[2], &[2, 3, 4], &m_later);
+    case(4, "iexscan", &[3], &[3], &m_later);
+    case(3, "scan", &[0], &[1, 2], &[first[0], msgs]);
     // Reduce-scatter (flat within one host, by all its bytes): every rank fails.
     for env in [&first[..], &later[..]] {
         case(3, "reduce_scatter", &[0], &[0, 1, 2], env);

@@ -37,6 +37,9 @@ fn input(r: u32, len: usize, salt: u64) -> Vec<i64> {
 struct Shape {
     hosts: u32,
     limit: usize,
+    /// Whether scans go as a chain of messages (`coll_sm_scan = "messages"`, the
+    /// creator's), not through the segment.
+    scan_msgs: bool,
 }
 
 impl Shape {
@@ -47,7 +50,21 @@ impl Shape {
             std::env::set_var("SPOOLS_HOST_ID", format!("h{}", rank % hosts));
         }
         let limit = std::env::var("SPOOLS_COLL_SM_LIMIT").map_or(4096, |l| l.parse().unwrap());
-        Shape { hosts, limit }
+        // `auto` sends scans to the messages where the ranks outnumber the CPUs at the
+        // moment the segment is made (the load of this machine decides): the runs that
+        // count the path name the way.
+        if std::env::var_os("SPOOLS_COLL_SM_SCAN").is_none() {
+            std::env::set_var("SPOOLS_COLL_SM_SCAN", "chain");
+        }
+        // With `SPOOLS_TEST_SCAN_MIXED`, the creator's (rank 0's) setting holds.
+        let way = std::env::var("SPOOLS_TEST_SCAN_MIXED")
+            .or_else(|_| std::env::var("SPOOLS_COLL_SM_SCAN"))
+            .unwrap_or_default();
+        Shape {
+            hosts,
+            limit,
+            scan_msgs: way == "messages",
+        }
     }
 }
 
@@ -60,8 +77,10 @@ enum K {
     Allreduce {
         commutative: bool,
     },
-    /// Gather, scatter, allgather, alltoall, scan: within one host only, like reduce.
+    /// Gather, scatter, allgather, alltoall: within one host only, like reduce.
     Moves,
+    /// Scan and exscan: likewise, unless they go as a chain of messages.
+    Scan,
 }
 
 /// Counts the collectives that should go through the segment (docs/configuration.md,
@@ -87,6 +106,7 @@ impl Expect<'_> {
         let kind_ok = match k {
             K::Barrier | K::Bcast => true,
             K::Reduce | K::Moves => !several_hosts,
+            K::Scan => !several_hosts && !self.shape.scan_msgs,
             K::Allreduce { commutative } => commutative || !several_hosts,
         };
         if fits && kind_ok {
@@ -147,18 +167,18 @@ fn moves(c: &Communicator, x: &mut Expect<'_>, len: usize) -> Result<(), String>
     // Inclusive scans, one commutative, one not (in rank order).
     let mut sc = vec![0i64; len];
     e(c.scan(&input(me, len, 5), &mut sc, &Op::Sum))?;
-    x.note(K::Moves, b);
+    x.note(K::Scan, b);
     let want = fold(me + 1, |r| input(r, len, 5), i64::wrapping_add);
     check(sc == want, || format!("scan of {len}"))?;
     let mut ac = vec![0u64; len];
     e(c.scan(&affine_input(me, len), &mut ac, &Op::user(affine, false)))?;
-    x.note(K::Moves, b);
+    x.note(K::Scan, b);
     let want = fold(me + 1, |r| affine_input(r, len), affine);
     check(ac == want, || format!("non-commutative scan of {len}"))?;
     // Exclusive scans: rank 0's buffer stays as it was.
     let mut ex = vec![7u64; len];
     e(c.exscan(&affine_input(me, len), &mut ex, &Op::user(affine, false)))?;
-    x.note(K::Moves, b);
+    x.note(K::Scan, b);
     let want = if me == 0 {
         vec![7u64; len]
     } else {
@@ -167,7 +187,7 @@ fn moves(c: &Communicator, x: &mut Expect<'_>, len: usize) -> Result<(), String>
     check(ex == want, || format!("non-commutative exscan of {len}"))?;
     let mut es = vec![-3i64; len];
     e(c.exscan(&input(me, len, 6), &mut es, &Op::Sum))?;
-    x.note(K::Moves, b);
+    x.note(K::Scan, b);
     let want = if me == 0 {
         vec![-3i64; len]
     } else {
@@ -381,7 +401,7 @@ fn scans(x: &mut Expect<'_>, round: u64) -> Result<(), String> {
         } else {
             e(c.exscan(&part(me), &mut out, &Op::user(affine, false)))?;
         }
-        x.note(K::Moves, len * 8);
+        x.note(K::Scan, len * 8);
         let want = match (k % 2, me) {
             (0, _) => fold(me + 1, part, affine),
             (_, 0) => vec![9u64; len],
@@ -410,7 +430,7 @@ fn outstanding(x: &mut Expect<'_>, rounds: u64) -> Result<(), String> {
     // whole buffer counts).
     let whole = u32::from(8 * n as usize <= x.shape.limit);
     let nb_expected = if n >= 2 && one_host && x.shape.limit >= 24 {
-        (7 + 3 * whole) * rounds as u32
+        (7 - u32::from(x.shape.scan_msgs) + 3 * whole) * rounds as u32
     } else {
         0
     };
@@ -564,7 +584,8 @@ fn run(n: u32, env: &[(&str, &str)]) {
 }
 
 /// Results equal the reference, and the path is the documented one, for 1 to 9 ranks,
-/// scans by recursive doubling at 5 and 9, a smaller limit, shared memory off, and across 2 and 3 hosts.
+/// scans by recursive doubling at 5 and 9 and by messages at 4, a smaller limit, shared
+/// memory off, and across 2 and 3 hosts.
 #[test]
 fn small_collectives_through_shared_memory() {
     rank_main(|_| sm_role());
@@ -574,19 +595,25 @@ fn small_collectives_through_shared_memory() {
     run(4, &[("SPOOLS_COLL_SM_LIMIT", "64")]);
     run(5, &[("SPOOLS_COLL_SM_SCAN", "doubling")]);
     run(9, &[("SPOOLS_COLL_SM_SCAN", "doubling")]);
+    run(4, &[("SPOOLS_COLL_SM_SCAN", "messages")]);
     run(3, &[("SPOOLS_COLL_SM_LIMIT", "0")]);
     run(5, &[("SPOOLS_TEST_HOSTS", "2")]);
     run(7, &[("SPOOLS_TEST_HOSTS", "3")]);
 }
 
 /// Scans by recursive doubling (from 16 members with a CPU each, or as set: a power of
-/// two and not), with the rest of the non-blocking collectives in flight around
-/// non-blocking scans. With `SPOOLS_TEST_SCAN_MIXED`, rank 0 (the segment's creator)
-/// asks for doubling and the others for the chain: the creator decides for all.
+/// two and not) or as a chain of messages, with the rest of the non-blocking collectives
+/// in flight around non-blocking scans. With `SPOOLS_TEST_SCAN_MIXED=WAY`, rank 0 (the
+/// segment's creator) asks for WAY and the others for the chain: the creator decides for
+/// all.
 fn doubling_role() -> Result<(), String> {
-    if std::env::var_os("SPOOLS_TEST_SCAN_MIXED").is_some() {
+    if let Ok(creators) = std::env::var("SPOOLS_TEST_SCAN_MIXED") {
         let rank: u32 = std::env::var("SPOOLS_RANK").unwrap().parse().unwrap();
-        let mine = if rank == 0 { "doubling" } else { "chain" };
+        let mine = if rank == 0 {
+            creators.as_str()
+        } else {
+            "chain"
+        };
         std::env::set_var("SPOOLS_COLL_SM_SCAN", mine);
     }
     let shape = Shape::read();
@@ -597,6 +624,11 @@ fn doubling_role() -> Result<(), String> {
             shape: &shape,
             count: w.shared_memory_collectives(),
         };
+        // The segment is set up by the first collective that may use it, a scan too,
+        // which then goes through it: a barrier first, so that every scan goes the way
+        // its creator chose.
+        e(w.barrier())?;
+        x.note(K::Barrier, 0);
         for round in 0..40 {
             scans(&mut x, round)?;
         }
@@ -608,8 +640,10 @@ fn doubling_role() -> Result<(), String> {
 }
 
 /// Results equal the reference, and go through the segment, where scans take `log2 P`
-/// rounds of posts: 2, 3, 16 and 17 members (oversubscribed: 2 cores here), members
-/// whose settings differ (the creator's holds), and 16 as `auto` chooses on this machine.
+/// rounds of posts: 2, 3, 16 and 17 members (oversubscribed: 2 cores here); through
+/// neither, as a chain of messages, at 3 and 16 (as `auto` chooses on this machine
+/// where the ranks outnumber its 2 CPUs); members whose settings differ (the creator's
+/// holds, either way).
 #[test]
 fn scans_among_many_members_by_recursive_doubling() {
     rank_main(|_| doubling_role());
@@ -618,8 +652,17 @@ fn scans_among_many_members_by_recursive_doubling() {
     for n in [2, 3, 16, 17] {
         run_ranks(name, "doubling ok", n, &doubling);
     }
-    run_ranks(name, "doubling ok", 6, &[("SPOOLS_TEST_SCAN_MIXED", "1")]);
-    run_ranks(name, "doubling ok", 16, &[]);
+    for n in [3, 16] {
+        run_ranks(
+            name,
+            "doubling ok",
+            n,
+            &[("SPOOLS_COLL_SM_SCAN", "messages")],
+        );
+    }
+    for way in ["doubling", "messages"] {
+        run_ranks(name, "doubling ok", 6, &[("SPOOLS_TEST_SCAN_MIXED", way)]);
+    }
 }
 
 /// Rank `victim` kills itself (SIGKILL) once every other rank has said (a file) that it

@@ -392,6 +392,10 @@ fn many_outstanding_on_several_communicators() {
         run(n, &[("SPOOLS_PROGRESS_THREAD", "1")]);
     }
     run(4, &[("SPOOLS_TRANSPORT", "tcp")]);
+    // Scans as a chain of messages (as where ranks outnumber CPUs).
+    for n in [3, 6] {
+        run(n, &[("SPOOLS_COLL_SM_SCAN", "messages")]);
+    }
 }
 
 /// Rank 0 starts an allreduce and then stays away from Spools until every other rank

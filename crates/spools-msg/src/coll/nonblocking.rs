@@ -277,6 +277,16 @@ impl Communicator {
         }
     }
 
+    /// Whether this (non-blocking) core's scans go as a chain of messages: its segment
+    /// serves collective `tag` and its creator chose so ([`shm::ScanWay::Messages`]).
+    /// Asked before the segment is asked whether a length fits: every member decides
+    /// alike.
+    fn scans_by_messages(&self, tag: u32) -> bool {
+        self.core.sm.serving(shm::coll_no(tag)).is_some_and(|sm| {
+            sm.n() == self.size() as usize && sm.scan_way() == shm::ScanWay::Messages
+        })
+    }
+
     /// A request for `job`, started: on the poller's list, or (when it finished as it
     /// started, as a broadcast's root and a reduce's contributors mostly do, and members
     /// that find their result published already) holding its result alone.
@@ -630,10 +640,14 @@ impl Communicator {
         let on_segment = |sm: &shm::SmComm, buf, op| {
             SmJob::start_scan(&this.core, sm, (tag, shm::Kind::Scan), buf, op)
         };
-        let (buf, op, split) = match this.start_fold_sm((tag, shm::Kind::Scan), buf, op, on_segment)
-        {
-            Ok(request) => return Ok(request),
-            Err(back) => back,
+        let chain = this.scans_by_messages(tag);
+        let (buf, op, split) = if chain {
+            (buf, op, None)
+        } else {
+            match this.start_fold_sm((tag, shm::Kind::Scan), buf, op, on_segment) {
+                Ok(request) => return Ok(request),
+                Err(back) => back,
+            }
         };
         let partial = buf.clone();
         let tmp = vec![T::default(); buf.len()];
@@ -641,7 +655,11 @@ impl Communicator {
         let mut s = this.schedule(tag, vec![buf, partial, tmp]);
         s.watch_segment(split);
         let g = Group::all(&this.core);
-        plans::scan(&mut s, &g, tag, (0, 1, 2), &op);
+        if chain {
+            plans::scan_chain(&mut s, &g, tag, (0, 1, 2), &op, true);
+        } else {
+            plans::scan(&mut s, &g, tag, (0, 1, 2), &op);
+        }
         Self::start("scan", this.agree(s, tag, &op), first)
     }
 

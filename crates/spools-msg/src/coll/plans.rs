@@ -413,6 +413,36 @@ pub(crate) fn scan<T: Element>(
     }
 }
 
+/// Scan as a chain of messages into slot `result` (this member's part on entry; an
+/// exclusive scan leaves member 0's so): member m takes the fold of members 0 to m - 1
+/// from member m - 1 into slot `left`, folds it before slot `prefix` (a copy of its
+/// part) and sends that to member m + 1 (see `reduce.rs`'s `scan_chain`).
+pub(crate) fn scan_chain<T: Element>(
+    s: &mut Schedule<T>,
+    g: &Group,
+    tag: u32,
+    (result, prefix, left): (usize, usize, usize),
+    op: &Op<T>,
+    inclusive: bool,
+) {
+    let (n, me) = (g.n(), g.me);
+    let len = s.slot_len(result);
+    if me > 0 {
+        let peer = job(s, g, me - 1);
+        s.round().recv(peer, tag, Part::new(left, 0, len));
+        combine(s, op, Part::new(prefix, 0, len), left, false);
+        let from = if inclusive { prefix } else { left };
+        s.reduce(move |slots| {
+            let (to, from) = pair(slots, result, from);
+            to[..len].copy_from_slice(&from[..len]);
+        });
+    }
+    if me + 1 < n {
+        let peer = job(s, g, me + 1);
+        s.round().send(peer, tag, Part::new(prefix, 0, len));
+    }
+}
+
 /// Direct gather into slot `out` (blocks of `counts`) at member `root`; members other
 /// than the root send slot `send`. The root's own block must already be in place.
 pub(crate) fn gather<T: Element>(

@@ -243,6 +243,40 @@ pub(crate) fn scan<T: Element>(
     poisoned.end()
 }
 
+/// Scan as a chain of messages: member m takes the fold of members 0 to m - 1 from
+/// member m - 1, folds its own part (`result` on entry) after it and sends that on to
+/// member m + 1. On return `result` holds the fold of members 0 to this one
+/// (`inclusive`), or of those before it (member 0's is left as it was). A member waits
+/// for its left neighbour alone, and only once: where ranks take turns on CPUs, an eager
+/// send lets each member run ahead of the ones after it by many scans (the segment's
+/// chain, by [`super::sm::SLOTS`]), as Open MPI's linear scan does.
+pub(crate) fn scan_chain<T: Element>(
+    c: &CommCore,
+    g: &Group,
+    tag: u32,
+    result: &mut [T],
+    op: &Op<T>,
+    inclusive: bool,
+) -> Result<(), MsgError> {
+    let (n, me) = (g.n(), g.me);
+    let mut poisoned = Poisoned::default();
+    // What goes right: the fold of members 0 to this one.
+    let mut prefix = result.to_vec();
+    if me > 0 {
+        let mut left = vec![T::default(); result.len()];
+        let r = recv(c, g, me - 1, tag, bytes_mut(&mut left));
+        if poisoned.step(r)? {
+            op.combine(&mut prefix, &left, false);
+            result.copy_from_slice(if inclusive { &prefix } else { &left });
+        }
+    }
+    if me + 1 < n {
+        let r = send(c, g, me + 1, tag, poisoned.send(bytes(&prefix)));
+        poisoned.step(r)?;
+    }
+    poisoned.end()
+}
+
 impl Communicator {
     /// Combines every rank's `send` element by element with `op`; the result lands in
     /// `recv` of rank `root` (other ranks' `recv` is not touched and may be empty).
@@ -417,11 +451,17 @@ impl Communicator {
     pub fn scan<T: Element>(&self, send: &[T], recv: &mut [T], op: &Op<T>) -> Result<(), MsgError> {
         self.collective(|tag| {
             check("scan", RECV_AS_SEND, recv.len(), send.len())?;
-            if super::sm::scan(&self.core, tag, (send, recv), op, true)? {
+            // Decided before the segment is looked at: every member decides alike.
+            let chain = super::sm::scans_by_messages(&self.core);
+            if !chain && super::sm::scan(&self.core, tag, (send, recv), op, true)? {
                 return Ok(());
             }
             recv.copy_from_slice(send);
-            scan(&self.core, &Group::all(&self.core), tag, recv, op, true)
+            let g = Group::all(&self.core);
+            if chain {
+                return scan_chain(&self.core, &g, tag, recv, op, true);
+            }
+            scan(&self.core, &g, tag, recv, op, true)
         })
     }
 
@@ -448,18 +488,17 @@ impl Communicator {
     ) -> Result<(), MsgError> {
         self.collective(|tag| {
             check("exscan", RECV_AS_SEND, recv.len(), send.len())?;
-            if super::sm::scan(&self.core, tag, (send, recv), op, false)? {
+            let chain = super::sm::scans_by_messages(&self.core);
+            if !chain && super::sm::scan(&self.core, tag, (send, recv), op, false)? {
                 return Ok(());
             }
             let mut fold = send.to_vec();
-            scan(
-                &self.core,
-                &Group::all(&self.core),
-                tag,
-                &mut fold,
-                op,
-                false,
-            )?;
+            let g = Group::all(&self.core);
+            if chain {
+                scan_chain(&self.core, &g, tag, &mut fold, op, false)?;
+            } else {
+                scan(&self.core, &g, tag, &mut fold, op, false)?;
+            }
             if self.rank() > 0 {
                 recv.copy_from_slice(&fold);
             }

@@ -251,9 +251,14 @@ impl Communicator {
         let kind = shm::Kind::Exscan;
         let on_segment =
             |sm: &shm::SmComm, buf, op| SmJob::start_scan(&this.core, sm, (tag, kind), buf, op);
-        let (buf, op, split) = match this.start_fold_sm((tag, kind), buf, op, on_segment) {
-            Ok(request) => return Ok(request),
-            Err(back) => back,
+        let chain = this.scans_by_messages(tag);
+        let (buf, op, split) = if chain {
+            (buf, op, None)
+        } else {
+            match this.start_fold_sm((tag, kind), buf, op, on_segment) {
+                Ok(request) => return Ok(request),
+                Err(back) => back,
+            }
         };
         let tmp = vec![T::default(); buf.len()];
         // Slot 0: the result (this rank's own part on rank 0); slot 1: the inclusive
@@ -261,8 +266,12 @@ impl Communicator {
         let mut s = this.schedule(tag, vec![buf.clone(), buf.clone(), buf, tmp]);
         s.watch_segment(split);
         let g = Group::all(&this.core);
-        plans::scan(&mut s, &g, tag, (1, 2, 3), &op);
-        plans::shift_right(&mut s, &g, tag + SHIFT_TAG, (1, 0));
+        if chain {
+            plans::scan_chain(&mut s, &g, tag, (0, 1, 3), &op, false);
+        } else {
+            plans::scan(&mut s, &g, tag, (1, 2, 3), &op);
+            plans::shift_right(&mut s, &g, tag + SHIFT_TAG, (1, 0));
+        }
         Self::start("exscan", this.agree(s, tag, &op), first)
     }
 }

@@ -8,9 +8,11 @@
 //! are a chain among fewer than [`spools_coll::SCAN_DOUBLING_MIN`] members (`chain.rs`:
 //! each member folds its part after its left neighbour's prefix and posts the result for
 //! its right neighbour), recursive doubling among more that have a CPU each
-//! (`doubling.rs`: a sequence number per round, `log2 P` rounds; `coll_sm_scan`, decided
-//! by the segment's creator, [`doubles`]). Non-blocking collectives within one host run the same
-//! machines on a segment of their own (`inflight.rs`).
+//! (`doubling.rs`: a sequence number per round, `log2 P` rounds), or not through the
+//! segment where the ranks outnumber the CPUs (a chain of eager messages, which lets a
+//! member run ahead by many scans): `coll_sm_scan`, decided by the segment's creator,
+//! [`ScanWay::choose`]. Non-blocking collectives within one host run the same machines on
+//! a segment of their own (`inflight.rs`).
 //!
 //! Every collective of this kind has a sequence number `s` (the same on every member, as
 //! they call collectives in the same order; it wraps, and comparisons are modular; a scan
@@ -149,7 +151,7 @@ pub(crate) use gather::{allgatherv, alltoall, gather};
 pub(crate) use inflight::{run_to_end, serving, Parts, SharedJob, SmJob};
 pub(crate) use kind::Kind;
 pub(crate) use machine::scratch;
-pub(crate) use scan::scan;
+pub(crate) use scan::{scan, scans_by_messages, ScanWay};
 pub(crate) use slot::SmSlot;
 pub(crate) use spools_coll::ledger::{seq_ge, Ledger, Readers, SLOTS};
 
@@ -245,23 +247,6 @@ fn sleepers_at(outs: usize) -> usize {
     (OUT_FLAGS * outs).next_multiple_of(CACHE_LINE)
 }
 
-/// Whether the scans of a segment of `members` go by recursive doubling rather than as
-/// a chain, as its creator decides (`coll_sm_scan`): `auto` takes doubling from
-/// [`spools_coll::SCAN_DOUBLING_MIN`] members (the cost model's choice) unless the job's
-/// ranks on this host that may run on the creator's CPUs outnumber them
-/// ([`Worker::oversubscribed`]: ranks bound to a core each are not; 16 ranks on 2 CPUs
-/// are). Among ranks that take turns on their CPUs the chain, whose members run ahead by
-/// up to [`SLOTS`] scans, pipelines a loop of scans where doubling's rounds hold each
-/// member to one scan ahead at 16 members (4x the time at 16 ranks on 2 cores).
-fn doubles(choice: spools_boot::config::ScanChoice, members: usize, worker: &Worker) -> bool {
-    use spools_boot::config::ScanChoice;
-    match choice {
-        ScanChoice::Chain => false,
-        ScanChoice::Doubling => true,
-        ScanChoice::Auto => members >= spools_coll::SCAN_DOUBLING_MIN && !worker.oversubscribed(),
-    }
-}
-
 /// The record of a post of `seq` for collective `no`.
 pub(crate) fn post_record(seq: u32, no: u32) -> u32 {
     VALID | (seq << 24 & SEQ_BITS) | no
@@ -336,9 +321,9 @@ pub(crate) struct SmComm {
     /// takes one per round): what the count of collectives run here leaves out
     /// ([`SmComm::ran`]), kept off the path of every other collective.
     extra: AtomicU32,
-    /// Whether scans go by recursive doubling (else the chain): the creator's choice
-    /// ([`doubles`]), told to every member in the handshake.
-    doubling: bool,
+    /// How scans go: the creator's choice ([`ScanWay::choose`]), told to every member in
+    /// the handshake.
+    scans: ScanWay,
     /// The last collective this member finished: the next one posts only after it (a
     /// post of `s` tells the others that `s - 1` is finished here), so collectives go
     /// in call order.
@@ -507,16 +492,18 @@ impl SmComm {
         Ok(true)
     }
 
-    /// Whether scans go by recursive doubling here (the creator's choice, [`doubles`]).
-    pub(crate) fn scans_double(&self) -> bool {
-        self.doubling
+    /// How scans go here (the creator's choice, [`ScanWay::choose`]).
+    pub(crate) fn scan_way(&self) -> ScanWay {
+        self.scans
     }
 
     /// Sequence numbers a collective of `kind` takes: a scan by recursive doubling one
     /// per round, every other one.
     pub(crate) fn seqs(&self, kind: Kind) -> u32 {
         match kind {
-            Kind::Scan | Kind::Exscan if self.doubling => spools_coll::scan_rounds(self.n()),
+            Kind::Scan | Kind::Exscan if self.scans == ScanWay::Doubling => {
+                spools_coll::scan_rounds(self.n())
+            }
             _ => 1,
         }
     }

@@ -1,7 +1,8 @@
 //! Scans through the segment: the chain among few members (`chain.rs`), recursive
 //! doubling among many (`doubling.rs`) where the ranks have CPUs of their own, as the
 //! segment's creator decided for all its members (`coll_sm_scan`), so every member
-//! chooses alike.
+//! chooses alike; where they take turns on CPUs, the creator sends scans to a chain of
+//! messages instead ([`scans_by_messages`]).
 
 use super::chain::Link;
 use super::coll::place;
@@ -11,6 +12,69 @@ use super::{SmComm, Watch};
 use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
+use spools_am::Worker;
+use spools_boot::config::ScanChoice;
+
+/// How a segment's scans go, as its creator decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScanWay {
+    /// The chain ([`Link`]).
+    Chain,
+    /// Recursive doubling ([`Doubling`]).
+    Doubling,
+    /// Not through the segment: a chain of eager messages (`reduce.rs`'s `scan_chain`,
+    /// `plans::scan_chain`), where each member runs ahead of the ones after it by as many
+    /// scans as the messages buffer, where the segment's chain holds it to [`SLOTS`].
+    Messages,
+}
+
+impl ScanWay {
+    /// The way of a segment of `members` by its creator's setting (`coll_sm_scan`):
+    /// `auto` takes the messages where the job's ranks on this host that may run on the
+    /// creator's CPUs outnumber them ([`Worker::oversubscribed`]: ranks bound to a core
+    /// each are not; 16 ranks on 2 CPUs are): there a member's turn on a CPU is what a
+    /// scan waits for, and a loop of scans through the segment's chain took 1.2 µs at 4
+    /// ranks on 2 cores and 9.9 at 16, through eager messages 0.15 and 0.53 (Open MPI 4.1:
+    /// 0.21, 0.58); else recursive doubling from [`spools_coll::SCAN_DOUBLING_MIN`]
+    /// members (the cost model's choice), the segment's chain below.
+    pub(super) fn choose(choice: ScanChoice, members: usize, worker: &Worker) -> ScanWay {
+        match choice {
+            ScanChoice::Chain => ScanWay::Chain,
+            ScanChoice::Doubling => ScanWay::Doubling,
+            ScanChoice::Messages => ScanWay::Messages,
+            ScanChoice::Auto if worker.oversubscribed() => ScanWay::Messages,
+            ScanChoice::Auto if members >= spools_coll::SCAN_DOUBLING_MIN => ScanWay::Doubling,
+            ScanChoice::Auto => ScanWay::Chain,
+        }
+    }
+
+    /// Its byte in the segment's handshake.
+    pub(super) fn code(self) -> u8 {
+        match self {
+            ScanWay::Chain => 0,
+            ScanWay::Doubling => 1,
+            ScanWay::Messages => 2,
+        }
+    }
+
+    /// The way a handshake's byte names (every member reads the same byte).
+    pub(super) fn from_code(b: u8) -> ScanWay {
+        match b {
+            1 => ScanWay::Doubling,
+            2 => ScanWay::Messages,
+            _ => ScanWay::Chain,
+        }
+    }
+}
+
+/// Whether the scans of `c` go as a chain of messages ([`ScanWay::Messages`]): its
+/// segment is set up over the whole communicator (one host) and its creator said so.
+/// The same on every member at the same collective (the segment is set up in one, and
+/// its creator's choice told to all), so a scan asks before it looks at the segment.
+pub(crate) fn scans_by_messages(c: &CommCore) -> bool {
+    c.sm.ready()
+        .is_some_and(|sm| sm.n() == c.size() as usize && sm.scan_way() == ScanWay::Messages)
+}
 
 /// One member's step of a scan through the segment.
 pub(super) enum Scanner<T: Element> {
@@ -25,10 +89,11 @@ impl<T: Element> Scanner<T> {
     /// Scan `kind` (inclusive or exclusive) with base tag `tag` on `sm`: takes its
     /// sequence numbers.
     pub(super) fn new(sm: &SmComm, tag: u32, kind: Kind) -> Scanner<T> {
-        if sm.scans_double() {
-            Scanner::Doubling(Doubling::new(sm, tag, kind))
-        } else {
-            Scanner::Chain(Link::new(sm, tag, kind))
+        match sm.scan_way() {
+            ScanWay::Doubling => Scanner::Doubling(Doubling::new(sm, tag, kind)),
+            // A scan that found the segment not yet set up over the whole communicator
+            // (the first, which sets it up) goes through it as a chain.
+            ScanWay::Chain | ScanWay::Messages => Scanner::Chain(Link::new(sm, tag, kind)),
         }
     }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use spools_am::{Route, SharedArea};
 
 use super::slot::SmSlot;
-use super::{doubles, no_ge, Ledger, SmComm, FIRST_SEQ, NO_MASK};
+use super::{no_ge, Ledger, ScanWay, SmComm, FIRST_SEQ, NO_MASK};
 use crate::coll::group::{recv, send, Group};
 use crate::comm_core::CommCore;
 use crate::error::MsgError;
@@ -78,7 +78,7 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
     };
     let slot = (limit as usize).next_multiple_of(64);
     let len = SmComm::bytes(n, slot);
-    let make = |area: SharedArea, core: &CommCore, doubling: bool| SmComm {
+    let make = |area: SharedArea, core: &CommCore, scans: ScanWay| SmComm {
         area,
         members: local.members.clone(),
         me: local.me,
@@ -86,7 +86,7 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
         outs: SmComm::outs(slot),
         ledger: Ledger::new(FIRST_SEQ),
         extra: AtomicU32::new(0),
-        doubling,
+        scans,
         done: AtomicU32::new(FIRST_SEQ.wrapping_sub(1)),
         watching: AtomicU32::new(0),
         watch: Default::default(),
@@ -104,14 +104,14 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
         // Create, tell the others (with this limit and how scans go), hear whether they
         // could open it, tell the verdict.
         let worker = &c.engine.worker;
-        let doubling = doubles(worker.config().coll_sm_scan, n, worker);
+        let scans = ScanWay::choose(worker.config().coll_sm_scan, n, worker);
         let create = |core: &CommCore| {
             if !usable {
                 return None;
             }
             match SharedArea::create(&name(core), len, n as u32, boot.secret()) {
                 Ok(a) => {
-                    let sm = make(a, core, doubling);
+                    let sm = make(a, core, scans);
                     sm.init();
                     Some(sm)
                 }
@@ -129,7 +129,7 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
         created[0] = u8::from(sm.is_some());
         created[1..9].copy_from_slice(&limit.to_le_bytes());
         created[9] = u8::from(nb_sm.is_some());
-        created[10] = u8::from(doubling);
+        created[10] = scans.code();
         let heard = (|| {
             for i in 1..n {
                 send(c, local, i, tag, &created)?;
@@ -170,7 +170,7 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
     } else {
         let mut created = [0u8; 11];
         recv(c, local, 0, tag, &mut created)?;
-        let doubling = created[10] == 1;
+        let scans = ScanWay::from_code(created[10]);
         let mut theirs = [0u8; 8];
         theirs.copy_from_slice(&created[1..9]);
         let theirs = u64::from_le_bytes(theirs);
@@ -181,7 +181,7 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
                     "spools: collectives in shared memory off on this communicator: {e}"
                 ));
             }
-            opened.ok().map(|a| make(a, core, doubling))
+            opened.ok().map(|a| make(a, core, scans))
         };
         let sm = if created[0] != 1 {
             None
