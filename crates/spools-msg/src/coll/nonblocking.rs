@@ -21,6 +21,10 @@ use crate::error::MsgError;
 
 mod counts;
 
+/// An exclusive scan's shift of results to the right (through the messages): past every
+/// step of the scan.
+const SHIFT_TAG: u32 = 100;
+
 /// A started schedule and how its slots become the request's result.
 struct Job<T: Element, R> {
     sched: Shared<T>,
@@ -634,33 +638,48 @@ impl Communicator {
         buf: Vec<T>,
         op: Op<T>,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let nb = self.nonblocking();
-        let this = &nb;
-        let tag = this.core.next_coll_tag();
-        let on_segment = |sm: &shm::SmComm, buf, op| {
-            SmJob::start_scan(&this.core, sm, (tag, shm::Kind::Scan), buf, op)
-        };
-        let chain = this.scans_by_messages(tag);
+        self.nonblocking().start_scan(buf, op, shm::Kind::Scan)
+    }
+
+    /// Starts scan `kind` (inclusive or exclusive) of `buf` with `op` on this
+    /// (non-blocking) core: as a chain of messages where its segment's creator chose so,
+    /// else through the segment if one serves it, else by recursive doubling over the
+    /// messages (and, exclusive, a shift of the results to the right).
+    fn start_scan<T: Element>(
+        &self,
+        buf: Vec<T>,
+        op: Op<T>,
+        kind: shm::Kind,
+    ) -> Result<CollRequest<Vec<T>>, MsgError> {
+        let tag = self.core.next_coll_tag();
+        let on_segment =
+            |sm: &shm::SmComm, buf, op| SmJob::start_scan(&self.core, sm, (tag, kind), buf, op);
+        let chain = self.scans_by_messages(tag);
         let (buf, op, split) = if chain {
             (buf, op, None)
         } else {
-            match this.start_fold_sm((tag, shm::Kind::Scan), buf, op, on_segment) {
+            match self.start_fold_sm((tag, kind), buf, op, on_segment) {
                 Ok(request) => return Ok(request),
                 Err(back) => back,
             }
         };
-        let partial = buf.clone();
         let tmp = vec![T::default(); buf.len()];
-        // Slot 0: the result, from this rank's own part; slot 1: the partial fold.
-        let mut s = this.schedule(tag, vec![buf, partial, tmp]);
+        // Slot 0: the result, from this rank's own part (which an exclusive scan leaves
+        // on rank 0); slot 1: an exclusive scan's inclusive one, or the chain's prefix;
+        // slot 2: the partial fold; slot 3: scratch.
+        let mut s = self.schedule(tag, vec![buf.clone(), buf.clone(), buf, tmp]);
         s.watch_segment(split);
-        let g = Group::all(&this.core);
+        let g = Group::all(&self.core);
+        let inclusive = kind == shm::Kind::Scan;
         if chain {
-            plans::scan_chain(&mut s, &g, tag, (0, 1, 2), &op, true);
+            plans::scan_chain(&mut s, &g, tag, (0, 1, 3), &op, inclusive);
+        } else if inclusive {
+            plans::scan(&mut s, &g, tag, (0, 2, 3), &op);
         } else {
-            plans::scan(&mut s, &g, tag, (0, 1, 2), &op);
+            plans::scan(&mut s, &g, tag, (1, 2, 3), &op);
+            plans::shift_right(&mut s, &g, tag + SHIFT_TAG, (1, 0));
         }
-        Self::start("scan", this.agree(s, tag, &op), first)
+        Self::start(kind.name(), self.agree(s, tag, &op), first)
     }
 
     /// Non-blocking [`Communicator::reduce_scatter`]: `wait` returns this rank's block.

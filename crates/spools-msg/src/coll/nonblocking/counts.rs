@@ -13,9 +13,6 @@ use crate::communicator::Communicator;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
 
-/// The exclusive scan's shift of results to the right: past every step of the scan.
-const SHIFT_TAG: u32 = 100;
-
 impl Communicator {
     /// Non-blocking [`Communicator::gatherv`]: rank i sends `send` (`counts[i]`
     /// elements); `wait` returns every rank's block, one after the other in rank order,
@@ -245,33 +242,6 @@ impl Communicator {
         buf: Vec<T>,
         op: Op<T>,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let nb = self.nonblocking();
-        let this = &nb;
-        let tag = this.core.next_coll_tag();
-        let kind = shm::Kind::Exscan;
-        let on_segment =
-            |sm: &shm::SmComm, buf, op| SmJob::start_scan(&this.core, sm, (tag, kind), buf, op);
-        let chain = this.scans_by_messages(tag);
-        let (buf, op, split) = if chain {
-            (buf, op, None)
-        } else {
-            match this.start_fold_sm((tag, kind), buf, op, on_segment) {
-                Ok(request) => return Ok(request),
-                Err(back) => back,
-            }
-        };
-        let tmp = vec![T::default(); buf.len()];
-        // Slot 0: the result (this rank's own part on rank 0); slot 1: the inclusive
-        // scan, from this rank's own part; slot 2: the partial fold; slot 3: scratch.
-        let mut s = this.schedule(tag, vec![buf.clone(), buf.clone(), buf, tmp]);
-        s.watch_segment(split);
-        let g = Group::all(&this.core);
-        if chain {
-            plans::scan_chain(&mut s, &g, tag, (0, 1, 3), &op, false);
-        } else {
-            plans::scan(&mut s, &g, tag, (1, 2, 3), &op);
-            plans::shift_right(&mut s, &g, tag + SHIFT_TAG, (1, 0));
-        }
-        Self::start("exscan", this.agree(s, tag, &op), first)
+        self.nonblocking().start_scan(buf, op, shm::Kind::Exscan)
     }
 }

@@ -132,6 +132,7 @@ mod machine;
 mod scan;
 mod setup;
 mod slot;
+mod way;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -151,9 +152,10 @@ pub(crate) use gather::{allgatherv, alltoall, gather};
 pub(crate) use inflight::{run_to_end, serving, Parts, SharedJob, SmJob};
 pub(crate) use kind::Kind;
 pub(crate) use machine::scratch;
-pub(crate) use scan::{scan, scans_by_messages, ScanWay};
+pub(crate) use scan::{scan, scans_by_messages};
 pub(crate) use slot::SmSlot;
 pub(crate) use spools_coll::ledger::{seq_ge, Ledger, Readers, SLOTS};
+pub(crate) use way::ScanWay;
 
 /// Looks at a collective's flags before its wait drives progress (see [`SmComm::drive`]).
 const QUICK_LOOKS: u32 = 128;

@@ -8,64 +8,11 @@ use super::chain::Link;
 use super::coll::place;
 use super::doubling::Doubling;
 use super::kind::Kind;
+use super::way::ScanWay;
 use super::{SmComm, Watch};
 use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
-use spools_am::Worker;
-use spools_boot::config::ScanChoice;
-
-/// How a segment's scans go, as its creator decided.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ScanWay {
-    /// The chain ([`Link`]).
-    Chain,
-    /// Recursive doubling ([`Doubling`]).
-    Doubling,
-    /// Not through the segment: a chain of eager messages (`reduce.rs`'s `scan_chain`,
-    /// `plans::scan_chain`), where each member runs ahead of the ones after it by as many
-    /// scans as the messages buffer, where the segment's chain holds it to [`SLOTS`].
-    Messages,
-}
-
-impl ScanWay {
-    /// The way of a segment of `members` by its creator's setting (`coll_sm_scan`):
-    /// `auto` takes the messages where the job's ranks on this host that may run on the
-    /// creator's CPUs outnumber them ([`Worker::oversubscribed`]: ranks bound to a core
-    /// each are not; 16 ranks on 2 CPUs are): there a member's turn on a CPU is what a
-    /// scan waits for, and a loop of scans through the segment's chain took 1.2 µs at 4
-    /// ranks on 2 cores and 9.9 at 16, through eager messages 0.15 and 0.53 (Open MPI 4.1:
-    /// 0.21, 0.58); else recursive doubling from [`spools_coll::SCAN_DOUBLING_MIN`]
-    /// members (the cost model's choice), the segment's chain below.
-    pub(super) fn choose(choice: ScanChoice, members: usize, worker: &Worker) -> ScanWay {
-        match choice {
-            ScanChoice::Chain => ScanWay::Chain,
-            ScanChoice::Doubling => ScanWay::Doubling,
-            ScanChoice::Messages => ScanWay::Messages,
-            ScanChoice::Auto if worker.oversubscribed() => ScanWay::Messages,
-            ScanChoice::Auto if members >= spools_coll::SCAN_DOUBLING_MIN => ScanWay::Doubling,
-            ScanChoice::Auto => ScanWay::Chain,
-        }
-    }
-
-    /// Its byte in the segment's handshake.
-    pub(super) fn code(self) -> u8 {
-        match self {
-            ScanWay::Chain => 0,
-            ScanWay::Doubling => 1,
-            ScanWay::Messages => 2,
-        }
-    }
-
-    /// The way a handshake's byte names (every member reads the same byte).
-    pub(super) fn from_code(b: u8) -> ScanWay {
-        match b {
-            1 => ScanWay::Doubling,
-            2 => ScanWay::Messages,
-            _ => ScanWay::Chain,
-        }
-    }
-}
 
 /// Whether the scans of `c` go as a chain of messages ([`ScanWay::Messages`]): its
 /// segment is set up over the whole communicator (one host) and its creator said so.

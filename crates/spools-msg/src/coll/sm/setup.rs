@@ -10,7 +10,8 @@ use std::sync::Arc;
 use spools_am::{Route, SharedArea};
 
 use super::slot::SmSlot;
-use super::{no_ge, Ledger, ScanWay, SmComm, FIRST_SEQ, NO_MASK};
+use super::way::ScanWay;
+use super::{no_ge, Ledger, SmComm, FIRST_SEQ, NO_MASK};
 use crate::coll::group::{recv, send, Group};
 use crate::comm_core::CommCore;
 use crate::error::MsgError;
