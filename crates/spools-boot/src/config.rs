@@ -15,7 +15,7 @@
 //! | `short_limit` | `SPOOLS_SHORT_LIMIT` | `24B` | tagged messages up to this size travel inline in one control message (at most 24B) |
 //! | `eager_limit` | `SPOOLS_EAGER_LIMIT` | `32KiB` | larger tagged messages up to this size are sent eagerly (at most `bulk_limit`); beyond, rendezvous |
 //! | `coll_sm_limit` | `SPOOLS_COLL_SM_LIMIT` | `4KiB` | barrier, broadcast, reduce, allreduce, allgather(v), alltoall, gather, scatter, scan, exscan and reduce-scatter, blocking or not, of up to this many bytes (per rank's part; an alltoall's, a scatter's and a reduce-scatter's whole buffer) go through a shared segment per communicator and host (flags and slots) instead of messages, where at least 2 ranks of the communicator share the host (allgather, alltoall, gather, scatter, scan, exscan and reduce-scatter within one host only); `0`: never (at most 64KiB) |
-//! | `coll_sm_scan` | `SPOOLS_COLL_SM_SCAN` | `auto` | how scans and exscans run within a host where a shared segment serves the communicator: `auto` (where the job's ranks on the host that may run on the CPUs of the member that creates the segment outnumber them, a chain of eager messages, which lets each rank run ahead of the ones after it by many scans; else recursive doubling through the segment, `log2 P` rounds, among 16 members or more, and a chain through it among fewer (ranks bound to a core each do not outnumber them)), `chain`, `doubling` (through the segment at every member count), `messages` (a chain of messages at every member count); the segment's creator decides for all its members |
+//! | `coll_sm_scan` | `SPOOLS_COLL_SM_SCAN` | `auto` | how scans and exscans run within a host where a shared segment serves the communicator: `auto` (where the job's ranks on the host that may run on the CPUs of the member that creates the segment outnumber them, a chain of eager messages, which lets each rank run ahead of the ones after it by many scans; else recursive doubling through the segment, `log2 P` rounds, among 16 members or more, and a chain through it among fewer (ranks bound to a core each do not outnumber them)), `chain`, `doubling` (through the segment at every member count), `messages` (a chain of messages at every member count, for the scans after the collective that set the segment up); the segment's creator decides for all its members |
 //! | `single_copy` | `SPOOLS_SINGLE_COPY` | `auto` | `auto` (collectives' rendezvous within a host by `process_vm_readv`, point-to-point too where the start-up probe finds it faster than `memcpy`), `cma` (every rendezvous within a host), `pipeline` (none: through the rings) |
 //! | `batch` | `SPOOLS_BATCH` | `256` | short messages per batch in batched mode |
 //! | `progress_thread` | `SPOOLS_PROGRESS_THREAD` | `false` | run handlers on a background thread |
@@ -106,8 +106,8 @@ pub enum ScanChoice {
     Chain,
     /// Recursive doubling at every member count.
     Doubling,
-    /// A chain of eager messages instead of the segment: each member runs ahead of the
-    /// ones after it by as many scans as the messages buffer.
+    /// A chain of eager messages instead of the segment (once it is set up): each member
+    /// runs ahead of the ones after it by as many scans as the messages buffer.
     Messages,
 }
 

@@ -381,7 +381,7 @@ fn ranks_split_over_the_segment_and_the_messages_get_mismatch() {
     case(9, "exscan", &[8], &[8], &d_later);
     // Scans as a chain of messages (where ranks outnumber CPUs, or as set here): the
     // member that takes a part of another length fails and sends an empty one on, so
-    // every member after it fails too.
+    // every member after it fails too (where their parts are not empty themselves).
     let msgs = ("SPOOLS_COLL_SM_SCAN", "messages");
     let m_later = [later[0], msgs];
     case(4, "scan", &[1], &[1, 2, 3], &m_later);

@@ -664,17 +664,22 @@ impl Communicator {
             }
         };
         let tmp = vec![T::default(); buf.len()];
+        let inclusive = kind == shm::Kind::Scan;
         // Slot 0: the result, from this rank's own part (which an exclusive scan leaves
-        // on rank 0); slot 1: an exclusive scan's inclusive one, or the chain's prefix;
-        // slot 2: the partial fold; slot 3: scratch.
-        let mut s = self.schedule(tag, vec![buf.clone(), buf.clone(), buf, tmp]);
+        // on rank 0); then the chain's prefix or the partial fold, and scratch; an
+        // exclusive scan by doubling folds its inclusive one in slot 1 and shifts it.
+        let slots = if inclusive || chain {
+            vec![buf.clone(), buf, tmp]
+        } else {
+            vec![buf.clone(), buf.clone(), buf, tmp]
+        };
+        let mut s = self.schedule(tag, slots);
         s.watch_segment(split);
         let g = Group::all(&self.core);
-        let inclusive = kind == shm::Kind::Scan;
         if chain {
-            plans::scan_chain(&mut s, &g, tag, (0, 1, 3), &op, inclusive);
+            plans::scan_chain(&mut s, &g, tag, (0, 1, 2), &op, inclusive);
         } else if inclusive {
-            plans::scan(&mut s, &g, tag, (0, 2, 3), &op);
+            plans::scan(&mut s, &g, tag, (0, 1, 2), &op);
         } else {
             plans::scan(&mut s, &g, tag, (1, 2, 3), &op);
             plans::shift_right(&mut s, &g, tag + SHIFT_TAG, (1, 0));

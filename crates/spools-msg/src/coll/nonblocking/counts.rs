@@ -1,8 +1,10 @@
 //! The non-blocking collectives with a count per rank (gatherv, scatterv, allgatherv,
 //! alltoallv) and the exclusive scan. An allgatherv, whose counts every rank has, and an
-//! exclusive scan go through the segment where one serves them; gatherv, scatterv and
-//! alltoallv, whose counts only some ranks know, always take the messages (a rule
-//! every rank applies alike), as their blocking forms do.
+//! exclusive scan go through the segment where one serves them (a scan unless its creator
+//! sends scans to the messages); gatherv, scatterv and alltoallv, whose counts only some
+//! ranks know, always take the messages (a rule every rank applies alike), as their
+//! blocking forms do. Each takes its place in the communicator's order before it checks
+//! its arguments, as the other non-blocking collectives do.
 
 use super::{first, CollRequest};
 use crate::coll::args::{block, bytes, check, check_rooted, ONE_COUNT_PER_RANK};
@@ -45,10 +47,10 @@ impl Communicator {
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
         let nb = self.nonblocking();
         let this = &nb;
+        let tag = this.core.next_coll_tag();
         this.core.job_rank(root)?;
         let total: usize = counts.iter().sum();
         check_rooted("igatherv", &this.core, counts, send.len(), total, root)?;
-        let tag = this.core.next_coll_tag();
         let out = if this.rank() == root {
             let mut out = vec![T::default(); total];
             out[block(counts, root as usize)].copy_from_slice(&send);
@@ -92,6 +94,7 @@ impl Communicator {
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
         let nb = self.nonblocking();
         let this = &nb;
+        let tag = this.core.next_coll_tag();
         this.core.job_rank(root)?;
         check(
             "iscatterv",
@@ -105,7 +108,6 @@ impl Communicator {
             check_rooted("iscatterv", &this.core, counts, out.len(), send.len(), root)?;
             out.copy_from_slice(&send[block(counts, me)]);
         }
-        let tag = this.core.next_coll_tag();
         let mut s = this.schedule(tag, vec![out, send]);
         let g = Group::all(&this.core);
         plans::scatter(&mut s, &g, root as usize, tag, (1, 0), counts);
@@ -136,6 +138,7 @@ impl Communicator {
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
         let nb = self.nonblocking();
         let this = &nb;
+        let tag = this.core.next_coll_tag();
         let n = this.size() as usize;
         let me = this.rank() as usize;
         check("iallgatherv", ONE_COUNT_PER_RANK, counts.len(), n)?;
@@ -145,7 +148,6 @@ impl Communicator {
             send.len(),
             counts[me],
         )?;
-        let tag = this.core.next_coll_tag();
         let mut out = vec![T::default(); counts.iter().sum()];
         out[block(counts, me)].copy_from_slice(&send);
         // Decided by the largest part, the same on every rank.
@@ -197,6 +199,7 @@ impl Communicator {
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
         let nb = self.nonblocking();
         let this = &nb;
+        let tag = this.core.next_coll_tag();
         let n = this.size() as usize;
         let me = this.rank() as usize;
         check("ialltoallv", ONE_COUNT_PER_RANK, send_counts.len(), n)?;
@@ -213,7 +216,6 @@ impl Communicator {
             send_counts[me],
             recv_counts[me],
         )?;
-        let tag = this.core.next_coll_tag();
         let mut out = vec![T::default(); recv_counts.iter().sum()];
         out[block(recv_counts, me)].copy_from_slice(&send[block(send_counts, me)]);
         let mut s = this.schedule(tag, vec![out, send]);

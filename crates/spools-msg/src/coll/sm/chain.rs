@@ -1,6 +1,7 @@
 //! Scans (inclusive and exclusive) through the segment as a chain, within one host, among
-//! fewer than [`spools_coll::SCAN_DOUBLING_MIN`] members or more members than CPUs (else
-//! recursive doubling, `doubling.rs`; `coll_sm_scan` chooses): member
+//! fewer than [`spools_coll::SCAN_DOUBLING_MIN`] members that have a CPU each (else
+//! recursive doubling, `doubling.rs`, or where ranks outnumber CPUs a chain of messages;
+//! `coll_sm_scan` chooses, and the scan that sets the segment up always goes so): member
 //! m waits for member m - 1's post, which carries the fold of members 0 to m - 1 (its
 //! *prefix*), folds its own part after it and posts that for member m + 1. Each member
 //! loads one line of another's per collective (and, before it reuses a data slot, its one

@@ -25,8 +25,8 @@ pub(crate) fn scans_by_messages(c: &CommCore) -> bool {
 
 /// One member's step of a scan through the segment.
 pub(super) enum Scanner<T: Element> {
-    /// Among fewer than [`spools_coll::SCAN_DOUBLING_MIN`] members, or more than CPUs
-    /// (`coll_sm_scan`).
+    /// Among fewer than [`spools_coll::SCAN_DOUBLING_MIN`] members (`coll_sm_scan`), and
+    /// the scan that sets the segment up where scans go to the messages.
     Chain(Link<T>),
     /// Among more.
     Doubling(Doubling<T>),
