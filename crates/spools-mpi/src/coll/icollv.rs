@@ -8,12 +8,14 @@
 
 use std::sync::Arc;
 
+use spools::{CollRequest, Element};
+
 use crate::abi::{MPI_Datatype, MPI_ERR_TRUNCATE};
 use crate::coll::icoll::{doomed, packed, started, Put, Side};
 use crate::comm::CommObj;
 use crate::datatype::{block, committed, count as ccount, pack, unpack, TypeObj};
 use crate::env::error::MpiError;
-use crate::p2p::request::Start;
+use crate::p2p::request::{CollOp, Start};
 
 /// One side of a collective with a block per rank: block i is `counts[i]` elements of
 /// `t` at byte offset `offsets[i]` from `addr`.
@@ -119,6 +121,44 @@ fn own_mismatch(call: &'static str, got: usize, want: usize) -> MpiError {
     )
 }
 
+/// This rank's own part of a gather(v) or allgather(v) into `recv`, whose block `me` it
+/// must fill: `send` packed, or in place (`send` unused) its block of `recv`, which the
+/// result then skips. A `send` of another length than that block goes as zeros of the
+/// block's length, so that the others end, with the error its wait gives.
+fn own_part(
+    send: &Side,
+    recv: &Blocks,
+    me: usize,
+    call: &'static str,
+) -> (Vec<u8>, Option<usize>, Option<MpiError>) {
+    if send.2.is_none() {
+        return (recv.pack(me), Some(me), None);
+    }
+    let part = packed(send, 0, 1);
+    let want = recv.counts[me] * recv.t.size;
+    if part.len() == want {
+        return (part, None, None);
+    }
+    (
+        vec![0u8; want],
+        None,
+        Some(own_mismatch(call, part.len(), want)),
+    )
+}
+
+/// A started collective whose result goes into `recv` (but block `skip`), or whose wait
+/// fails with `fault`.
+fn landing<T: Element>(
+    req: CollRequest<Vec<T>>,
+    recv: &Blocks,
+    (skip, fault): (Option<usize>, Option<MpiError>),
+) -> Box<dyn CollOp> {
+    match fault {
+        Some(e) => doomed(req, e),
+        None => started(req, Some(recv.put(skip))),
+    }
+}
+
 /// `MPI_Igatherv` to `root`: every rank's `send` (the root's own block of `recv` in
 /// place: `send` is then unused), the root's `recv` blocks (`None` elsewhere). A root
 /// whose own send and receive blocks differ in length fails at the wait, once every rank
@@ -137,24 +177,9 @@ pub(crate) fn gatherv(
             let counts = own_only(&c, part.len());
             return Ok(started(c.comm.igatherv(part, &counts, root)?, None));
         };
-        let counts = r.lens();
-        if send.2.is_none() {
-            let put = r.put(Some(me));
-            return Ok(started(
-                c.comm.igatherv(r.pack(me), &counts, root)?,
-                Some(put),
-            ));
-        }
-        let part = packed(&send, 0, 1);
-        if part.len() == counts[me] {
-            return Ok(started(
-                c.comm.igatherv(part, &counts, root)?,
-                Some(r.put(None)),
-            ));
-        }
-        let e = own_mismatch(call, part.len(), counts[me]);
-        let part = vec![0u8; counts[me]];
-        Ok(doomed(c.comm.igatherv(part, &counts, root)?, e))
+        let (part, skip, fault) = own_part(&send, r, me, call);
+        let req = c.comm.igatherv(part, &r.lens(), root)?;
+        Ok(landing(req, r, (skip, fault)))
     })
 }
 
@@ -197,25 +222,9 @@ pub(crate) fn scatterv(
 pub(crate) fn allgatherv(c: Arc<CommObj>, send: Side, recv: Blocks, call: &'static str) -> Start {
     Arc::new(move || {
         let me = c.comm.rank() as usize;
-        let counts = recv.lens();
-        if send.2.is_none() {
-            let put = recv.put(Some(me));
-            return Ok(started(
-                c.comm.iallgatherv(recv.pack(me), &counts)?,
-                Some(put),
-            ));
-        }
-        let part = packed(&send, 0, 1);
-        if part.len() == counts[me] {
-            let put = recv.put(None);
-            return Ok(started(c.comm.iallgatherv(part, &counts)?, Some(put)));
-        }
-        // Sent as every rank's counts say, so that the others end.
-        let e = own_mismatch(call, part.len(), counts[me]);
-        Ok(doomed(
-            c.comm.iallgatherv(vec![0u8; counts[me]], &counts)?,
-            e,
-        ))
+        let (part, skip, fault) = own_part(&send, &recv, me, call);
+        let req = c.comm.iallgatherv(part, &recv.lens())?;
+        Ok(landing(req, &recv, (skip, fault)))
     })
 }
 

@@ -42,6 +42,31 @@ pub(crate) const RECV_AS_SEND: &str = "recv must hold as many elements as send";
 /// The rule a rooted collective's root buffer breaks when it is not every rank's part.
 pub(crate) const ROOT_HOLDS_ALL: &str = "the root's buffer must hold the sum of the counts";
 
+/// Checks the arguments of an alltoallv (`op` names it) on `n` ranks, this one `me`: one
+/// count per rank on each side, a `send` of `send_len` elements holding the sum of
+/// `send_counts`, and this rank's block to itself of one count on both sides.
+pub(crate) fn check_alltoallv(
+    op: &'static str,
+    (n, me): (usize, usize),
+    send_len: usize,
+    (send_counts, recv_counts): (&[usize], &[usize]),
+) -> Result<(), MsgError> {
+    check(op, ONE_COUNT_PER_RANK, send_counts.len(), n)?;
+    check(op, ONE_COUNT_PER_RANK, recv_counts.len(), n)?;
+    check(
+        op,
+        "send must hold the sum of send_counts",
+        send_len,
+        send_counts.iter().sum(),
+    )?;
+    check(
+        op,
+        "this rank's block to itself must have the same count in both",
+        send_counts[me],
+        recv_counts[me],
+    )
+}
+
 /// Checks the arguments of a rooted v-collective: one count per rank, this rank's own
 /// buffer (`mine`) of its count, and at the root the whole buffer (`whole`) of their sum.
 pub(crate) fn check_rooted(

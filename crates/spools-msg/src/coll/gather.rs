@@ -1,8 +1,8 @@
 //! Gather, scatter, allgather and alltoall, with variable counts.
 
 use super::args::{
-    blocks_mut, bytes, bytes_mut, check, check_rooted, displs, EVEN_SPLIT, ONE_COUNT_PER_RANK,
-    RECV_AS_SEND, ROOT_HOLDS_ALL,
+    blocks_mut, bytes, bytes_mut, check, check_alltoallv, check_rooted, displs, EVEN_SPLIT,
+    ONE_COUNT_PER_RANK, RECV_AS_SEND, ROOT_HOLDS_ALL,
 };
 use super::group::{exchange_during, finish, recv_any_poll, send, send_all, Group, Poisoned};
 use super::ring::ring_allgather;
@@ -426,27 +426,14 @@ impl Communicator {
         uniform: bool,
     ) -> Result<(), MsgError> {
         self.collective(|tag| {
-            let n = self.size() as usize;
-            check("alltoallv", ONE_COUNT_PER_RANK, send_counts.len(), n)?;
-            check("alltoallv", ONE_COUNT_PER_RANK, recv_counts.len(), n)?;
-            check(
-                "alltoallv",
-                "send must hold the sum of send_counts",
-                send.len(),
-                send_counts.iter().sum(),
-            )?;
+            let (n, me) = (self.size() as usize, self.rank() as usize);
+            let counts = (send_counts, recv_counts);
+            check_alltoallv("alltoallv", (n, me), send.len(), counts)?;
             check(
                 "alltoallv",
                 "recv must hold the sum of recv_counts",
                 recv.len(),
                 recv_counts.iter().sum(),
-            )?;
-            let me = self.rank() as usize;
-            check(
-                "alltoallv",
-                "this rank's block to itself must have the same count in both",
-                send_counts[me],
-                recv_counts[me],
             )?;
             if uniform && super::sm::alltoall(&self.core, tag, bytes(send), bytes_mut(recv))? {
                 return Ok(());

@@ -277,6 +277,23 @@ pub(crate) fn scan_chain<T: Element>(
     poisoned.end()
 }
 
+/// A scan (`inclusive` or not) of `result` over the messages among every member: the chain
+/// where the segment's creator sent scans there (`chain`), else recursive doubling.
+fn scan_messages<T: Element>(
+    c: &CommCore,
+    tag: u32,
+    result: &mut [T],
+    op: &Op<T>,
+    (inclusive, chain): (bool, bool),
+) -> Result<(), MsgError> {
+    let g = Group::all(c);
+    if chain {
+        scan_chain(c, &g, tag, result, op, inclusive)
+    } else {
+        scan(c, &g, tag, result, op, inclusive)
+    }
+}
+
 impl Communicator {
     /// Combines every rank's `send` element by element with `op`; the result lands in
     /// `recv` of rank `root` (other ranks' `recv` is not touched and may be empty).
@@ -457,11 +474,7 @@ impl Communicator {
                 return Ok(());
             }
             recv.copy_from_slice(send);
-            let g = Group::all(&self.core);
-            if chain {
-                return scan_chain(&self.core, &g, tag, recv, op, true);
-            }
-            scan(&self.core, &g, tag, recv, op, true)
+            scan_messages(&self.core, tag, recv, op, (true, chain))
         })
     }
 
@@ -493,12 +506,7 @@ impl Communicator {
                 return Ok(());
             }
             let mut fold = send.to_vec();
-            let g = Group::all(&self.core);
-            if chain {
-                scan_chain(&self.core, &g, tag, &mut fold, op, false)?;
-            } else {
-                scan(&self.core, &g, tag, &mut fold, op, false)?;
-            }
+            scan_messages(&self.core, tag, &mut fold, op, (false, chain))?;
             if self.rank() > 0 {
                 recv.copy_from_slice(&fold);
             }

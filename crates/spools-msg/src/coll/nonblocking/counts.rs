@@ -7,7 +7,7 @@
 //! its arguments, as the other non-blocking collectives do.
 
 use super::{first, CollRequest};
-use crate::coll::args::{block, bytes, check, check_rooted, ONE_COUNT_PER_RANK};
+use crate::coll::args::{block, bytes, check, check_alltoallv, check_rooted, ONE_COUNT_PER_RANK};
 use crate::coll::group::Group;
 use crate::coll::plans;
 use crate::coll::sm::{self as shm, Parts, SmJob};
@@ -202,20 +202,8 @@ impl Communicator {
         let tag = this.core.next_coll_tag();
         let n = this.size() as usize;
         let me = this.rank() as usize;
-        check("ialltoallv", ONE_COUNT_PER_RANK, send_counts.len(), n)?;
-        check("ialltoallv", ONE_COUNT_PER_RANK, recv_counts.len(), n)?;
-        check(
-            "ialltoallv",
-            "send must hold the sum of send_counts",
-            send.len(),
-            send_counts.iter().sum(),
-        )?;
-        check(
-            "ialltoallv",
-            "this rank's block to itself must have the same count in both",
-            send_counts[me],
-            recv_counts[me],
-        )?;
+        let counts = (send_counts, recv_counts);
+        check_alltoallv("ialltoallv", (n, me), send.len(), counts)?;
         let mut out = vec![T::default(); recv_counts.iter().sum()];
         out[block(recv_counts, me)].copy_from_slice(&send[block(send_counts, me)]);
         let mut s = this.schedule(tag, vec![out, send]);
