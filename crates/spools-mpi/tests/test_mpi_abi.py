@@ -62,6 +62,17 @@ def test_nonblocking_and_persistent_v_collectives_against_each_ranks_own_result(
     assert job.out.splitlines() == ["ok icollv %d ranks %d hosts" % (n, hosts)], job
 
 
+@pytest.mark.parametrize("n,hosts", [(2, 1), (3, 1), (5, 1), (4, 2)])
+def test_intercommunicator_collectives_in_every_form_against_each_ranks_own_result(
+        build, spools_run, n, hosts):
+    # Between the groups' leaders and within each group on Spools' own schedules
+    # (Communicator::inter_*), from every root of both groups, with a barrier that must
+    # not end before the other group entered.
+    job = spools_run(n, build("intercoll"), hosts, timeout=120)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok intercoll %d ranks %d hosts" % (n, hosts)], job
+
+
 def test_errors_return_their_classes_and_messages(build, spools_run):
     job = spools_run(2, build("errors"))
     assert job.code == 0 and "FAIL" not in job.err, job

@@ -56,7 +56,7 @@ mod request;
 mod rpc;
 mod status;
 
-pub use coll::CollRequest;
+pub use coll::{CollRequest, InterRoot, Sides, INTER_FLAT_PAIRS};
 pub use comm_core::MAX_LIVE_COMMUNICATORS;
 pub use communicator::Communicator;
 pub use create::start;

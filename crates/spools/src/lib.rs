@@ -70,8 +70,8 @@ pub use spools_io::{ExchangeError, ExchangeOptions, ExchangeStats, FileError, St
 pub use spools_map::{DType, Layout};
 pub use spools_msg::{
     as_bytes, as_bytes_mut, wait_all, wait_any, CollRequest, Communicator, Completion, DupRequest,
-    Element, MsgError, Op, Request, RpcError, RpcHandle, Source, Status, Tag, UserFn, Verdict,
-    ANY_SOURCE, ANY_TAG, MAX_LIVE_COMMUNICATORS,
+    Element, InterRoot, MsgError, Op, Request, RpcError, RpcHandle, Sides, Source, Status, Tag,
+    UserFn, Verdict, ANY_SOURCE, ANY_TAG, INTER_FLAT_PAIRS, MAX_LIVE_COMMUNICATORS,
 };
 pub use spools_proto::framebuffer::{ColorMap, FrameHeader, PixelFormat};
 pub use world::{agreed_settings, init, init_with, InitError, World};

@@ -5,8 +5,9 @@
 //! rank's data and ends by unpacking its result into the program's buffer, once its
 //! length is checked.
 //!
-//! The v forms of gatherv, scatterv, allgatherv and alltoallv are in `icollv.rs`. What
-//! stays on the exchange: intercommunicators, alltoallw, reductions with a user function
+//! The v forms of gatherv, scatterv, allgatherv and alltoallv are in `icollv.rs`, an
+//! intercommunicator's collectives in `inter.rs`. What stays on the exchange: an
+//! intercommunicator's v forms and alltoall, alltoallw, reductions with a user function
 //! (Spools' collectives may combine from the progress thread, and a user function runs
 //! on the caller's: [`Engine::User`]) and reduce-scatters of byte-wise combined types,
 //! whose blocks are not packed elements.

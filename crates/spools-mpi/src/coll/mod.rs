@@ -5,6 +5,7 @@ pub(crate) mod alias;
 pub(crate) mod collv;
 pub(crate) mod icoll;
 pub(crate) mod icollv;
+pub(crate) mod inter;
 pub(crate) mod op;
 pub(crate) mod pcoll;
 pub(crate) mod vcoll;

@@ -1,8 +1,9 @@
 //! Collectives built on Spools' non-blocking exchange (`Communicator::iexchange`): the
 //! non-blocking (`MPI_I*`) and persistent (`MPI_*_init`) forms of every collective (an
 //! intracommunicator's hand over to `icoll.rs` and `icollv.rs` at once, but alltoallw's
-//! and reductions with a user function), the blocking alltoallw, and every collective of
-//! an intercommunicator. Each is described once as what this rank sends to and receives
+//! and reductions with a user function), the blocking alltoallw, and an
+//! intercommunicator's v forms, alltoall(v/w) and reductions with a user function (its
+//! other collectives hand over to `inter.rs`). Each is described once as what this rank sends to and receives
 //! from whom ([`Xfer`]); the blocking form starts and waits it, the non-blocking form
 //! returns its request, the persistent form starts it anew at each `MPI_Start`.
 //! Reductions travel whole and are combined locally in rank order ([`Reducer`]).
@@ -10,11 +11,12 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use spools::CollRequest;
+use spools::{CollRequest, InterRoot};
 
 use crate::abi::*;
 use crate::coll::icoll::{self, Goal, Side};
 use crate::coll::icollv::{self, Blocks};
+use crate::coll::inter;
 use crate::coll::op::Reducer;
 use crate::comm::{comm, CommObj};
 use crate::datatype::{block, buffer, committed, count as ccount, unpack, TypeObj};
@@ -211,6 +213,17 @@ pub(crate) fn root_of(c: &CommObj, root: c_int, call: &'static str) -> Result<u3
                 c.peers()
             ),
         )),
+    }
+}
+
+/// An intercommunicator's root ([`root_of`]'s answer) as Spools names it.
+fn inter_root(c: &CommObj, root: u32) -> InterRoot {
+    if root == NOBODY {
+        InterRoot::Bystander
+    } else if root == c.comm.rank() {
+        InterRoot::Here
+    } else {
+        InterRoot::There(root)
     }
 }
 
@@ -761,16 +774,8 @@ forms!(-, -, MPI_Ibcast, MPI_Ibcast_c, MPI_Bcast_init, MPI_Bcast_init_c, comm;
     if c.inter.is_none() {
         return Ok(icoll::bcast(c, buffer as usize, n, t, root));
     }
-    let me = c.comm.rank();
-    let mut x = Xfer { c: c.clone(), sends: Vec::new(), recvs: Vec::new() };
-    if me == root {
-        for i in (0..c.peers()).filter(|&i| i != root) {
-            x.sends.push(OutB { to: i, key: 0, n, t: t.clone(), addr: buffer as usize });
-        }
-    } else if root != NOBODY {
-        x.recvs.push(In { from: root, key: 0, n, t, addr: buffer as usize });
-    }
-    Ok(xfer_start(x))
+    let who = inter_root(&c, root);
+    Ok(inter::bcast(c, buffer as usize, n, t, who))
 });
 
 forms!(-, -, MPI_Igather, MPI_Igather_c, MPI_Gather_init, MPI_Gather_init_c, comm;
@@ -794,9 +799,14 @@ forms!(-, -, MPI_Igather, MPI_Igather_c, MPI_Gather_init, MPI_Gather_init_c, com
         };
         return Ok(icoll::gather(c, send, recv, root));
     }
-    let (k, d) = uniform(recvcount as i64, size_of(&c));
-    let x = gatherv(c, sendbuf as usize, sendcount as i64, sendtype, recvbuf as usize, &k, &d, recvtype, root, call)?;
-    Ok(xfer_start(x))
+    let who = inter_root(&c, root);
+    let (send, recv) = if who == InterRoot::Here {
+        ((0, 0, None), side(recvbuf as usize, recvcount as i64, recvtype, size_of(&c), call, "recvbuf")?)
+    } else {
+        no_in_place_on_inter(&c, sendbuf as usize, call)?;
+        (side(sendbuf as usize, sendcount as i64, sendtype, 1, call, "sendbuf")?, (0, 0, None))
+    };
+    Ok(inter::gather(c, send, recv, who))
 });
 
 forms!(-, -, MPI_Igatherv, MPI_Igatherv_c, MPI_Gatherv_init, MPI_Gatherv_init_c, comm;
@@ -859,9 +869,14 @@ forms!(-, -, MPI_Iscatter, MPI_Iscatter_c, MPI_Scatter_init, MPI_Scatter_init_c,
         let part = if me == root { block_bytes(&send) } else { block_bytes(&recv) };
         return Ok(icoll::scatter(c, send, recv, root, part));
     }
-    let (k, d) = uniform(sendcount as i64, size_of(&c));
-    let x = scatterv(c, sendbuf as usize, &k, &d, sendtype, recvbuf as usize, recvcount as i64, recvtype, root, call)?;
-    Ok(xfer_start(x))
+    let who = inter_root(&c, root);
+    let (send, recv) = if who == InterRoot::Here {
+        (side(sendbuf as usize, sendcount as i64, sendtype, size_of(&c), call, "sendbuf")?, (0, 0, None))
+    } else {
+        no_in_place_on_inter(&c, recvbuf as usize, call)?;
+        ((0, 0, None), side(recvbuf as usize, recvcount as i64, recvtype, 1, call, "recvbuf")?)
+    };
+    Ok(inter::scatter(c, send, recv, who))
 });
 
 forms!(-, -, MPI_Iscatterv, MPI_Iscatterv_c, MPI_Scatterv_init, MPI_Scatterv_init_c, comm;
@@ -913,9 +928,11 @@ forms!(-, -, MPI_Iallgather, MPI_Iallgather_c, MPI_Allgather_init, MPI_Allgather
         };
         return Ok(icoll::allgather(c, send, recv));
     }
-    let (k, d) = uniform(recvcount as i64, size_of(&c));
-    let x = allgatherv(c, sendbuf as usize, sendcount as i64, sendtype, recvbuf as usize, &k, &d, recvtype, call)?;
-    Ok(xfer_start(x))
+    no_in_place_on_inter(&c, sendbuf as usize, call)?;
+    no_in_place_on_inter(&c, recvbuf as usize, call)?;
+    let recv = side(recvbuf as usize, recvcount as i64, recvtype, size_of(&c), call, "recvbuf")?;
+    let send = side(sendbuf as usize, sendcount as i64, sendtype, 1, call, "sendbuf")?;
+    Ok(inter::allgather(c, send, recv))
 });
 
 forms!(-, -, MPI_Iallgatherv, MPI_Iallgatherv_c, MPI_Allgatherv_init, MPI_Allgatherv_init_c, comm;
@@ -1080,7 +1097,7 @@ fn reduce_start(
     let red = Reducer::new(op, dt, &t, n)?;
     reduce_buffers(&c, send, recv, n, &t, fold, &counts, call)?;
     let goal = match fold {
-        _ if c.inter.is_some() => None,
+        Fold::Scan | Fold::Exscan if c.inter.is_some() => None,
         Fold::Root(r) => Some(Goal::Root(r)),
         Fold::All => Some(Goal::All),
         Fold::Scan => Some(Goal::Scan),
@@ -1089,6 +1106,15 @@ fn reduce_start(
     };
     if let Some(goal) = goal {
         let how = crate::coll::op::engine(op, dt, &t)?;
+        if icoll::takes(&how, &goal) && c.inter.is_some() {
+            let who = match fold {
+                Fold::Root(r) => inter_root(&c, r),
+                _ => InterRoot::Bystander,
+            };
+            return Ok(Arc::new(move || {
+                inter::reduction(&c, (send, recv), &red, &how, (&goal, who))
+            }));
+        }
         if icoll::takes(&how, &goal) {
             let src = if in_place(send as *const c_void) {
                 recv
@@ -1245,32 +1271,7 @@ pub unsafe extern "C" fn MPI_Barrier_init(
 pub(crate) fn barrier_start(comm: MPI_Comm) -> Result<Start, MpiError> {
     let c = self::comm(comm, "MPI_Ibarrier")?;
     if c.inter.is_some() {
-        // Every rank hears from every rank of the other group, so none leaves before
-        // the whole other group entered (MPI's intercommunicator barrier).
-        let t = committed(MPI_BYTE, "MPI_Ibarrier")?;
-        let peers = c.peers();
-        let x = Xfer {
-            c,
-            sends: (0..peers)
-                .map(|to| OutB {
-                    to,
-                    key: 0,
-                    n: 0,
-                    t: t.clone(),
-                    addr: 0,
-                })
-                .collect(),
-            recvs: (0..peers)
-                .map(|from| In {
-                    from,
-                    key: 0,
-                    n: 0,
-                    t: t.clone(),
-                    addr: 0,
-                })
-                .collect(),
-        };
-        return Ok(xfer_start(x));
+        return Ok(inter::barrier(c));
     }
     Ok(Arc::new(move || {
         Ok(Box::new(BarrierOp(c.comm.ibarrier()?)) as Box<dyn CollOp>)

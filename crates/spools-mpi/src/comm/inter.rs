@@ -62,6 +62,8 @@ fn make(
         )
     })? as u32;
     let view = base.view(remote.iter().chain(&local).copied().collect())?;
+    let (r, l) = (remote.len() as u32, local.len() as u32);
+    let sides = spools::Sides::new(&view, (r..r + l).collect(), (0..r).collect())?;
     Ok(parent.child_inter(
         view,
         Some(Inter {
@@ -70,6 +72,7 @@ fn make(
             remote,
             local_rank,
             first,
+            sides,
         }),
     ))
 }

@@ -143,4 +143,7 @@ pub(crate) struct Inter {
     pub(crate) local_rank: u32,
     /// Whether this side comes first in `union`.
     pub(crate) first: bool,
+    /// The two groups as ranks of the `CommObj`'s `comm` (the remote group first): what
+    /// its collectives run between (`coll/inter.rs`).
+    pub(crate) sides: spools::Sides,
 }

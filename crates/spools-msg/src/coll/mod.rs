@@ -41,5 +41,5 @@ mod schedule;
 mod sm;
 mod verdict;
 
-pub use nonblocking::CollRequest;
+pub use nonblocking::{CollRequest, InterRoot, Sides, INTER_FLAT_PAIRS};
 pub(crate) use sm::SmSlot;

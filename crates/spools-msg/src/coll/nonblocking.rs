@@ -5,7 +5,8 @@
 //! buffers. Barrier, bcast, reduce, allreduce, scatter, allgather, alltoall, gather,
 //! reduce-scatter and scan of a communicator whose members share this host go through a
 //! segment in shared memory instead, once one is set up ([`super::sm::SmJob`]). Those
-//! with a count per rank and the exclusive scan are in `counts.rs`.
+//! with a count per rank and the exclusive scan are in `counts.rs`, those between the
+//! two groups of an intercommunicator ([`Sides`]) in `inter.rs`.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -20,6 +21,9 @@ use crate::element::{Element, Op};
 use crate::error::MsgError;
 
 mod counts;
+mod inter;
+
+pub use inter::{InterRoot, Sides, INTER_FLAT_PAIRS};
 
 /// An exclusive scan's shift of results to the right (through the messages): past every
 /// step of the scan.
