@@ -17,4 +17,18 @@
     }                                                                                 \
   } while (0)
 #define OK(rc) CHECK((rc) == MPI_SUCCESS, "MPI call returned %d", (rc))
+
+/* Before MPI_Init: with argv[1] = H > 1 hosts to play, this rank plays host
+ * `rank % H` (SPOOLS_HOST_ID, from SPOOLS_RANK), so that neighbouring ranks are on
+ * different hosts. Returns H (1 if absent). */
+static inline int play_hosts(int argc, char **argv) {
+  const char *r = getenv("SPOOLS_RANK");
+  int hosts = argc > 1 ? atoi(argv[1]) : 1;
+  if (hosts > 1 && r) {
+    char id[16];
+    snprintf(id, sizeof id, "h%d", atoi(r) % hosts);
+    setenv("SPOOLS_HOST_ID", id, 1);
+  }
+  return hosts;
+}
 #endif

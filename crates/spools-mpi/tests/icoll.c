@@ -376,13 +376,7 @@ static void persistent(MPI_Comm comm, int k) {
 }
 
 int main(int argc, char **argv) {
-  const char *r = getenv("SPOOLS_RANK");
-  int hosts = argc > 1 ? atoi(argv[1]) : 1;
-  if (hosts > 1 && r) {
-    char id[16];
-    snprintf(id, sizeof id, "h%d", atoi(r) % hosts);
-    setenv("SPOOLS_HOST_ID", id, 1);
-  }
+  int hosts = play_hosts(argc, argv);
   OK(MPI_Init(&argc, &argv));
   OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   OK(MPI_Comm_size(MPI_COMM_WORLD, &size));

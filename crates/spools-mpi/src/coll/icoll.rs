@@ -35,6 +35,20 @@ pub(super) struct Put {
 }
 
 impl Put {
+    /// A reduction's result: `out`'s elements (its `len()` bytes), written by `out` at
+    /// `recv`.
+    pub(super) fn output(out: Reducer, recv: usize) -> Put {
+        Put {
+            len: out.len(),
+            write: Box::new(move |b: &[u8]| {
+                // SAFETY: the program's receive buffer holds this rank's result (MPI's
+                // contract, checked by the call), of `out.len()` bytes (checked by
+                // `EngineOp::finish`).
+                unsafe { out.output(b, recv as *mut u8) }
+            }),
+        }
+    }
+
     /// Unpacks the result as elements of `t` at `addr` (`n` of them: `len` bytes).
     pub(super) fn unpack(addr: usize, n: usize, t: Arc<TypeObj>) -> Put {
         Put {
@@ -194,15 +208,7 @@ pub(crate) fn reduction(
         }
         _ => Some(red.with_count(red.count())),
     };
-    let put = out.map(|out| Put {
-        len: out.len(),
-        write: Box::new(move |b: &[u8]| {
-            // SAFETY: the program's receive buffer holds this rank's result (MPI's
-            // contract, checked by the call), of `out.len()` bytes (checked by
-            // `EngineOp::finish`).
-            unsafe { out.output(b, recv as *mut u8) }
-        }),
-    });
+    let put = out.map(|out| Put::output(out, recv));
     let begin = Begin {
         c: &c.comm,
         esize: red.len() / red.count().max(1),

@@ -189,15 +189,7 @@ pub(crate) fn reduction(
         }
         _ => Some(red.with_count(red.count())),
     };
-    let put = out.map(|out| Put {
-        len: out.len(),
-        write: Box::new(move |b: &[u8]| {
-            // SAFETY: the program's receive buffer holds this rank's result (MPI's
-            // contract, checked by the call), of `out.len()` bytes (checked by
-            // `EngineOp::finish`).
-            unsafe { out.output(b, recv as *mut u8) }
-        }),
-    });
+    let put = out.map(|out| Put::output(out, recv));
     let begin = Begin {
         c: &c.comm,
         sides: sides(c)?,

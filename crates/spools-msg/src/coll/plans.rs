@@ -15,7 +15,7 @@ fn job<T: Element>(s: &Schedule<T>, g: &Group, i: usize) -> u32 {
 }
 
 /// The whole of slot `slot`.
-fn whole<T: Element>(s: &Schedule<T>, slot: usize) -> Part {
+pub(crate) fn whole<T: Element>(s: &Schedule<T>, slot: usize) -> Part {
     Part::new(slot, 0, s.slot_len(slot))
 }
 

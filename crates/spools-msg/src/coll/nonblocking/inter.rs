@@ -29,7 +29,7 @@
 use super::{first, CollRequest};
 use crate::coll::args::{check, ONE_COUNT_PER_RANK};
 use crate::coll::group::Group;
-use crate::coll::plans;
+use crate::coll::plans::{self, whole};
 use crate::coll::schedule::{Part, Schedule};
 use crate::communicator::Communicator;
 use crate::element::{Element, Op};
@@ -202,6 +202,59 @@ fn fold_in_order<T: Element>(
     });
 }
 
+/// A rooted collective's root and what [`Communicator::inter_schedule`] found: the
+/// remote root's job rank (where the root is there), the remote leader's, the base tag.
+type Rooted = (InterRoot, Option<u32>, u32, u32);
+
+/// Data from the root: it sends slot 0 whole to the other group's leader, which
+/// receives it into slot `into`; then `spread` runs within that group.
+fn from_root<T: Element>(
+    s: &mut Schedule<T>,
+    sides: &Sides,
+    (root, peer, leader, tag): Rooted,
+    into: usize,
+    spread: impl FnOnce(&mut Schedule<T>, &Group),
+) {
+    match (root, peer) {
+        (InterRoot::Here, _) => {
+            let all = whole(s, 0);
+            s.round().send(leader, tag + CROSS, all);
+        }
+        (InterRoot::There(_), Some(from)) => {
+            if sides.leader() {
+                let at = whole(s, into);
+                s.round().recv(from, tag + CROSS, at);
+            }
+            spread(s, &sides.group());
+        }
+        _ => {}
+    }
+}
+
+/// Data toward the root: `meet` brings the other group's parts to its leader's slot 0,
+/// which the leader sends whole to the root; the root receives its slot 0 whole.
+fn toward_root<T: Element>(
+    s: &mut Schedule<T>,
+    sides: &Sides,
+    (root, peer, leader, tag): Rooted,
+    meet: impl FnOnce(&mut Schedule<T>, &Group),
+) {
+    match (root, peer) {
+        (InterRoot::Here, _) => {
+            let all = whole(s, 0);
+            s.round().recv(leader, tag + CROSS, all);
+        }
+        (InterRoot::There(_), Some(to)) => {
+            meet(s, &sides.group());
+            if sides.leader() {
+                let all = whole(s, 0);
+                s.round().send(to, tag + CROSS, all);
+            }
+        }
+        _ => {}
+    }
+}
+
 impl Communicator {
     /// The job ranks of the remote group.
     fn remote_jobs(&self, sides: &Sides) -> Result<Vec<u32>, MsgError> {
@@ -292,21 +345,11 @@ impl Communicator {
         buf: Vec<T>,
         root: InterRoot,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let (mut s, tag, leader, from) = self.inter_schedule(sides, root, vec![buf])?;
-        let all = Part::new(0, 0, s.slot_len(0));
-        match (root, from) {
-            (InterRoot::Here, _) => {
-                s.round().send(leader, tag + CROSS, all);
-            }
-            (InterRoot::There(_), Some(from)) => {
-                if sides.leader() {
-                    s.round().recv(from, tag + CROSS, all);
-                }
-                let hosts = self.hosts();
-                plans::bcast(&mut s, &sides.group(), &hosts, 0, tag + HAND_ON, 0);
-            }
-            _ => {}
-        }
+        let (mut s, tag, leader, peer) = self.inter_schedule(sides, root, vec![buf])?;
+        let hosts = self.hosts();
+        from_root(&mut s, sides, (root, peer, leader, tag), 0, |s, g| {
+            plans::bcast(s, g, &hosts, 0, tag + HAND_ON, 0);
+        });
         Self::start("inter_bcast", s, first)
     }
 
@@ -329,20 +372,10 @@ impl Communicator {
             InterRoot::There(_) => vec![T::default(); buf.len()],
             _ => Vec::new(),
         };
-        let (mut s, tag, leader, to) = self.inter_schedule(sides, root, vec![buf, tmp])?;
-        let all = Part::new(0, 0, s.slot_len(0));
-        match (root, to) {
-            (InterRoot::Here, _) => {
-                s.round().recv(leader, tag + CROSS, all);
-            }
-            (InterRoot::There(_), Some(to)) => {
-                plans::reduce_to(&mut s, &sides.group(), 0, tag, 0, 1, &op);
-                if sides.leader() {
-                    s.round().send(to, tag + CROSS, all);
-                }
-            }
-            _ => {}
-        }
+        let (mut s, tag, leader, peer) = self.inter_schedule(sides, root, vec![buf, tmp])?;
+        toward_root(&mut s, sides, (root, peer, leader, tag), |s, g| {
+            plans::reduce_to(s, g, 0, tag, 0, 1, &op);
+        });
         Self::start("inter_reduce", self.agree(s, tag, &op), first)
     }
 
@@ -417,21 +450,10 @@ impl Communicator {
             }
             _ => Vec::new(),
         };
-        let (mut s, tag, leader, to) = self.inter_schedule(sides, root, vec![out, send])?;
-        let all = Part::new(0, 0, s.slot_len(0));
-        match (root, to) {
-            (InterRoot::Here, _) => {
-                s.round().recv(leader, tag + CROSS, all);
-            }
-            (InterRoot::There(_), Some(to)) => {
-                let counts = vec![block; n_local];
-                plans::gather(&mut s, &sides.group(), 0, tag, (1, 0), &counts);
-                if sides.leader() {
-                    s.round().send(to, tag + CROSS, all);
-                }
-            }
-            _ => {}
-        }
+        let (mut s, tag, leader, peer) = self.inter_schedule(sides, root, vec![out, send])?;
+        toward_root(&mut s, sides, (root, peer, leader, tag), |s, g| {
+            plans::gather(s, g, 0, tag, (1, 0), &vec![block; n_local]);
+        });
         let keep = matches!(root, InterRoot::Here);
         Self::start("inter_gather", s, if keep { first } else { nothing })
     }
@@ -469,27 +491,17 @@ impl Communicator {
             }
             InterRoot::Bystander => Vec::new(),
         };
-        let (mut s, tag, leader, from) = self.inter_schedule(sides, root, slots)?;
-        match (root, from) {
-            (InterRoot::Here, _) => {
-                let all = Part::new(0, 0, s.slot_len(0));
-                s.round().send(leader, tag + CROSS, all);
+        let (mut s, tag, leader, peer) = self.inter_schedule(sides, root, slots)?;
+        from_root(&mut s, sides, (root, peer, leader, tag), 1, |s, g| {
+            if g.me == 0 {
+                // The leader's own block, after the round that brought the whole.
+                s.reduce(move |slots| {
+                    let (out, whole) = slots.split_at_mut(1);
+                    out[0].copy_from_slice(&whole[0][..block]);
+                });
             }
-            (InterRoot::There(_), Some(from)) => {
-                if sides.leader() {
-                    let whole = Part::new(1, 0, s.slot_len(1));
-                    s.round()
-                        .recv(from, tag + CROSS, whole)
-                        .reduce(move |slots| {
-                            let (out, whole) = slots.split_at_mut(1);
-                            out[0].copy_from_slice(&whole[0][..block]);
-                        });
-                }
-                let counts = vec![block; n_local];
-                plans::scatter(&mut s, &sides.group(), 0, tag + HAND_ON, (1, 0), &counts);
-            }
-            _ => {}
-        }
+            plans::scatter(s, g, 0, tag + HAND_ON, (1, 0), &vec![block; n_local]);
+        });
         let keep = matches!(root, InterRoot::There(_));
         Self::start("inter_scatter", s, if keep { first } else { nothing })
     }
