@@ -141,8 +141,8 @@ static void round_of(MPI_Comm ic, int form, int g, int l, int nl, int nr, int n,
     }
   OK(MPI_Type_free(&spaced));
   /* Reduce_scatter_block: n * nr ints per member here, n * nl there (both groups'
-   * totals must be equal); reduce_scatter: member m gets m + 1 ints, and the last
-   * member the rest of a total both groups share. */
+   * totals must be equal); reduce_scatter: member m gets m % 2 ints (zeros among
+   * them), and the last member the rest of a total both groups share. */
   int total = n * nl * nr + nl * nr, k = n * nr;
   for (int i = 0; i < k * nl; i++) buf[i] = val(g, l, i, salt + 4);
   if (form == BLOCKING) OK(MPI_Reduce_scatter_block(buf, out, k, MPI_INT, MPI_SUM, ic));
@@ -159,7 +159,7 @@ static void round_of(MPI_Comm ic, int form, int g, int l, int nl, int nr, int n,
   }
   int *counts = malloc(sizeof(int) * (size_t)nl);
   int used = 0;
-  for (int m = 0; m < nl; m++) counts[m] = m + 1, used += m + 1;
+  for (int m = 0; m < nl; m++) counts[m] = m % 2, used += m % 2;
   counts[nl - 1] += total - used;
   int from = 0;
   for (int m = 0; m < l; m++) from += counts[m];
@@ -233,7 +233,7 @@ int main(int argc, char **argv) {
     MPI_Comm local, ic;
     OK(MPI_Comm_split(MPI_COMM_WORLD, g, wrank, &local));
     OK(MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, remote_leader, 77, &ic));
-    static const int ns[] = {1, 6, 5000};
+    static const int ns[] = {0, 1, 6, 5000};
     for (int form = 0; form < 3; form++) {
       for (size_t k = 0; k < sizeof ns / sizeof *ns; k++)
         round_of(ic, form, g, l, nl, nr, ns[k], salt += 10);
