@@ -258,7 +258,8 @@ fn intercommunicator_collectives() {
     run(3, &[("SPOOLS_PROGRESS_THREAD", "1")]);
 }
 
-/// Groups that are not two halves of the communicator are refused.
+/// Groups that are not two halves of the communicator are refused, and so are groups
+/// used on another communicator than theirs.
 #[test]
 fn sides_must_split_the_communicator() {
     rank_main(|_| {
@@ -279,6 +280,18 @@ fn sides_must_split_the_communicator() {
                     format!("{l:?} / {r:?} taken")
                 })?;
             }
+            // Groups of the world on a communicator of this rank alone: refused, no panic.
+            let halves = e(Sides::new(w, vec![me], vec![other]))?;
+            let alone = e(w.split(Some(me), 0))?.unwrap();
+            check(alone.inter_ibarrier(&halves).is_err(), || {
+                "groups of another communicator taken".into()
+            })?;
+            check(
+                alone
+                    .inter_ibcast(&halves, vec![1u8], InterRoot::There(0))
+                    .is_err(),
+                || "groups of another communicator taken by a bcast".into(),
+            )?;
             Ok(())
         });
         println!("sides ok rank {}", w.rank());

@@ -12,15 +12,16 @@
 //! O(log L + log R) messages for groups of L and R members, where sending every block
 //! to every rank of the other group took L·R messages and a root's L receives.
 //!
-//! Where the groups are small (at most [`INTER_FLAT_PAIRS`] pairs of a member here and one
-//! there), barrier, allreduce, allgather and reduce-scatter go flat instead: every
-//! member sends to and receives from every member of the other group in one round,
-//! and folds what it got in rank order. Three phases cost three waits in a row, where
-//! one round's messages (at most R per member) go out at once: on 2 cores, 4 ranks in
-//! groups of 2 took 10.5 µs per barrier in three phases and 0.74 flat. The choice
-//! depends on the group sizes alone, which every member of both groups knows alike.
-//! The rooted ones go through the leaders at every size (one message crosses, where a
-//! root sent to or heard from every member: 0.6x the time at those 4 ranks).
+//! Where the groups are small (at most [`INTER_FLAT_PAIRS`] pairs of a member here and
+//! one there), barrier, allreduce, allgather and reduce-scatter go flat instead: every
+//! member sends to and receives from every member of the other group in one round, and
+//! folds what it got in rank order. Three phases cost three waits in a row, where one
+//! round's messages (at most R per member) go out at once: on 2 cores, 4 ranks in
+//! groups of 2 took 10.5 µs per barrier through the leaders and 5.8 flat (an 8-byte
+//! allreduce 11.5 and 7.1). The choice depends on the group sizes alone, which every
+//! member of both groups knows alike. The rooted ones go through the leaders at every
+//! size (one message crosses, where a root sent to or heard from every member: 0.5 to
+//! 0.65x the time at those 4 ranks).
 //!
 //! Step tags, within the collective's own: the phase within the giving group from 0
 //! (`plans::reduce_to` takes 0 and 1), the leaders' swap at [`CROSS`], the phase within
@@ -265,16 +266,32 @@ impl Communicator {
             .collect()
     }
 
-    /// A schedule on the non-blocking core for `sides`' collective, with its tag and
-    /// the ranks of the job of the remote leader and of a remote root.
+    /// The place of a collective between two groups in the order of this
+    /// communicator's non-blocking collectives: the core they run on and the base tag.
+    /// Taken first, before any argument is checked, as the other non-blocking
+    /// collectives do: a rank whose call fails stays in step with the others.
+    fn inter_place(&self) -> (Communicator, u32) {
+        let nb = self.nonblocking();
+        let tag = nb.core.next_coll_tag();
+        (nb, tag)
+    }
+
+    /// The schedule of `sides`' collective at `place` ([`Communicator::inter_place`]),
+    /// with its tag and the ranks of the job of the remote leader and of a remote root.
     fn inter_schedule<T: Element>(
         &self,
+        (nb, tag): (Communicator, u32),
         sides: &Sides,
         root: InterRoot,
         slots: Vec<Vec<T>>,
     ) -> Result<(Schedule<T>, u32, u32, Option<u32>), MsgError> {
-        let nb = self.nonblocking();
-        let tag = nb.core.next_coll_tag();
+        // Groups made for another communicator would index past this one's ranks.
+        let size = nb.size();
+        let fits = sides.local.len() + sides.remote.len() == size as usize
+            && sides.local.get(sides.me) == Some(&nb.rank())
+            && sides.local.iter().chain(&sides.remote).all(|&r| r < size);
+        let rule = "the groups must be of this communicator";
+        check("intercommunicator", rule, usize::from(fits), 1)?;
         let leader = nb.core.job_rank(sides.remote[0])?;
         let root = match root {
             InterRoot::There(r) => {
@@ -307,12 +324,13 @@ impl Communicator {
     /// ```
     ///
     /// # Errors
-    /// [`MsgError::BadRank`] for a group that is no longer of this communicator's ranks;
-    /// from `wait`, a dead rank.
+    /// [`MsgError::BadBuffer`] for groups made for another communicator; from `wait`, a
+    /// dead rank.
     pub fn inter_ibarrier(&self, sides: &Sides) -> Result<CollRequest<()>, MsgError> {
+        let place = self.inter_place();
         let slots = vec![Vec::new(), Vec::new()];
         let (mut s, tag, leader, _) =
-            self.inter_schedule::<u8>(sides, InterRoot::Bystander, slots)?;
+            self.inter_schedule::<u8>(place, sides, InterRoot::Bystander, slots)?;
         if sides.flat() {
             let none = Part::new(0, 0, 0);
             flat_round(&mut s, &self.remote_jobs(sides)?, tag, 0, |_| none);
@@ -345,7 +363,8 @@ impl Communicator {
         buf: Vec<T>,
         root: InterRoot,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
-        let (mut s, tag, leader, peer) = self.inter_schedule(sides, root, vec![buf])?;
+        let place = self.inter_place();
+        let (mut s, tag, leader, peer) = self.inter_schedule(place, sides, root, vec![buf])?;
         let hosts = self.hosts();
         from_root(&mut s, sides, (root, peer, leader, tag), 0, |s, g| {
             plans::bcast(s, g, &hosts, 0, tag + HAND_ON, 0);
@@ -368,11 +387,12 @@ impl Communicator {
         op: Op<T>,
         root: InterRoot,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
+        let place = self.inter_place();
         let tmp = match root {
             InterRoot::There(_) => vec![T::default(); buf.len()],
             _ => Vec::new(),
         };
-        let (mut s, tag, leader, peer) = self.inter_schedule(sides, root, vec![buf, tmp])?;
+        let (mut s, tag, leader, peer) = self.inter_schedule(place, sides, root, vec![buf, tmp])?;
         toward_root(&mut s, sides, (root, peer, leader, tag), |s, g| {
             plans::reduce_to(s, g, 0, tag, 0, 1, &op);
         });
@@ -391,13 +411,15 @@ impl Communicator {
         buf: Vec<T>,
         op: Op<T>,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
+        let place = self.inter_place();
         let n = buf.len();
         let r = sides.remote.len();
         // Flat: a slot for each remote member's part; else scratch for the reduce.
         let extra = if sides.flat() { r } else { 1 };
         let mut slots = vec![vec![T::default(); n], buf];
         slots.extend((0..extra).map(|_| vec![T::default(); n]));
-        let (mut s, tag, leader, _) = self.inter_schedule(sides, InterRoot::Bystander, slots)?;
+        let (mut s, tag, leader, _) =
+            self.inter_schedule(place, sides, InterRoot::Bystander, slots)?;
         if sides.flat() {
             flat_round(&mut s, &self.remote_jobs(sides)?, tag, 1, |i| {
                 Part::new(2 + i, 0, n)
@@ -432,6 +454,7 @@ impl Communicator {
         block: usize,
         root: InterRoot,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
+        let place = self.inter_place();
         if matches!(root, InterRoot::There(_)) {
             check(
                 "inter_gather",
@@ -450,7 +473,8 @@ impl Communicator {
             }
             _ => Vec::new(),
         };
-        let (mut s, tag, leader, peer) = self.inter_schedule(sides, root, vec![out, send])?;
+        let (mut s, tag, leader, peer) =
+            self.inter_schedule(place, sides, root, vec![out, send])?;
         toward_root(&mut s, sides, (root, peer, leader, tag), |s, g| {
             plans::gather(s, g, 0, tag, (1, 0), &vec![block; n_local]);
         });
@@ -474,6 +498,7 @@ impl Communicator {
         block: usize,
         root: InterRoot,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
+        let place = self.inter_place();
         let (n_local, n_remote) = (sides.local.len(), sides.remote.len());
         let rule = "send must hold block elements per remote member";
         let slots = match root {
@@ -491,7 +516,7 @@ impl Communicator {
             }
             InterRoot::Bystander => Vec::new(),
         };
-        let (mut s, tag, leader, peer) = self.inter_schedule(sides, root, slots)?;
+        let (mut s, tag, leader, peer) = self.inter_schedule(place, sides, root, slots)?;
         from_root(&mut s, sides, (root, peer, leader, tag), 1, |s, g| {
             if g.me == 0 {
                 // The leader's own block, after the round that brought the whole.
@@ -519,6 +544,7 @@ impl Communicator {
         send: Vec<T>,
         block: usize,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
+        let place = self.inter_place();
         let (n_local, n_remote) = (sides.local.len(), sides.remote.len());
         let mine = send.len();
         let gathered = if sides.leader() && !sides.flat() {
@@ -529,7 +555,8 @@ impl Communicator {
             Vec::new()
         };
         let slots = vec![vec![T::default(); n_remote * block], gathered, send];
-        let (mut s, tag, leader, _) = self.inter_schedule(sides, InterRoot::Bystander, slots)?;
+        let (mut s, tag, leader, _) =
+            self.inter_schedule(place, sides, InterRoot::Bystander, slots)?;
         if sides.flat() {
             let into = |i: usize| Part::new(0, i * block, (i + 1) * block);
             flat_round(&mut s, &self.remote_jobs(sides)?, tag, 2, into);
@@ -564,6 +591,7 @@ impl Communicator {
         counts: Vec<usize>,
         op: Op<T>,
     ) -> Result<CollRequest<Vec<T>>, MsgError> {
+        let place = self.inter_place();
         const OP: &str = "inter_reduce_scatter";
         let n_local = sides.local.len();
         check(OP, ONE_COUNT_PER_RANK, counts.len(), n_local)?;
@@ -574,7 +602,8 @@ impl Communicator {
             let r = sides.remote.len();
             let mut slots = vec![vec![T::default(); mine], buf];
             slots.extend((0..r).map(|_| vec![T::default(); total]));
-            let (mut s, tag, _, _) = self.inter_schedule(sides, InterRoot::Bystander, slots)?;
+            let (mut s, tag, _, _) =
+                self.inter_schedule(place, sides, InterRoot::Bystander, slots)?;
             let into = |i: usize| Part::new(2 + i, 0, total);
             flat_round(&mut s, &self.remote_jobs(sides)?, tag, 1, into);
             let from: usize = counts[..sides.me].iter().sum();
@@ -588,7 +617,8 @@ impl Communicator {
         };
         let tmp = vec![T::default(); total];
         let slots = vec![vec![T::default(); mine], buf, tmp, theirs];
-        let (mut s, tag, leader, _) = self.inter_schedule(sides, InterRoot::Bystander, slots)?;
+        let (mut s, tag, leader, _) =
+            self.inter_schedule(place, sides, InterRoot::Bystander, slots)?;
         let g = sides.group();
         plans::reduce_to(&mut s, &g, 0, tag, 1, 2, &op);
         if sides.leader() {
