@@ -1,5 +1,6 @@
 /* The non-blocking and persistent v collectives of an intracommunicator (gatherv,
- * scatterv, allgatherv, alltoallv) against what each rank computes itself: blocks of
+ * scatterv, allgatherv, alltoallv, and alltoallw in every form, its datatypes differing
+ * by block) against what each rank computes itself: blocks of
  * counts that differ by rank (zero among them), laid out in reverse rank order with a
  * gap after each, at sizes on both sides of the shared memory's limit and past the eager
  * one, to roots 0 and size-1, in place, with a strided receive type; all of one size in
@@ -165,6 +166,70 @@ static void persistent(MPI_Comm comm, int k) {
   free(at), free(atout);
 }
 
+/* Alltoallw: to rank j, pair(rank, j, k) ints, sent as ints where j is even and as
+ * every other int (a resized MPI_INT of two ints' extent) where j is odd; received the
+ * other way round (from r, every other int where r is even); blocks at byte
+ * displacements in reverse rank order, with gaps. Blocking, non-blocking, persistent
+ * (started twice with new data) and in place (the receive side's types both ways). */
+static void alltoallw_of(MPI_Comm comm, int k) {
+  MPI_Datatype every_other;
+  OK(MPI_Type_create_resized(MPI_INT, 0, (MPI_Aint)(2 * sizeof(int)), &every_other));
+  OK(MPI_Type_commit(&every_other));
+  int *sc = malloc(sizeof(int) * size), *sd = malloc(sizeof(int) * size);
+  int *rc = malloc(sizeof(int) * size), *rd = malloc(sizeof(int) * size);
+  MPI_Datatype *st = malloc(sizeof(MPI_Datatype) * size), *rt = malloc(sizeof(MPI_Datatype) * size);
+  /* Ints spanned by a block of n elements of a type of stride 1 or 2, and a gap of 1. */
+  int sspan = 0, rspan = 0;
+  for (int r = size - 1; r >= 0; r--) {
+    sc[r] = pair(rank, r, k), st[r] = r % 2 ? every_other : MPI_INT;
+    sd[r] = sspan * (int)sizeof(int), sspan += sc[r] * (r % 2 ? 2 : 1) + 1;
+    rc[r] = pair(r, rank, k), rt[r] = r % 2 ? MPI_INT : every_other;
+    rd[r] = rspan * (int)sizeof(int), rspan += rc[r] * (r % 2 ? 1 : 2) + 1;
+  }
+  int *in = ints(sspan, -3), *out = ints(rspan, -1);
+  MPI_Request q;
+  OK(MPI_Alltoallw_init(in, sc, sd, st, out, rc, rd, rt, comm, MPI_INFO_NULL, &q));
+  for (int form = 0; form < 5; form++) {
+    int salt = 7 * form + 1;
+    for (int j = 0; j < size; j++)
+      for (int i = 0; i < sc[j]; i++) in[sd[j] / (int)sizeof(int) + i * (j % 2 ? 2 : 1)] = v(rank, j * 50000 + i, salt);
+    for (int i = 0; i < rspan; i++) out[i] = -1;
+    if (form == 0) OK(MPI_Alltoallw(in, sc, sd, st, out, rc, rd, rt, comm));
+    if (form == 1) {
+      MPI_Request r1;
+      OK(MPI_Ialltoallw(in, sc, sd, st, out, rc, rd, rt, comm, &r1));
+      OK(MPI_Wait(&r1, MPI_STATUS_IGNORE));
+    }
+    if (form == 2 || form == 3) {
+      OK(MPI_Start(&q));
+      OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
+    }
+    int *got = out;
+    if (form == 4) {
+      /* In place: each block of `out` (the receive side's layout) holds what goes to
+       * that rank, as many ints as come from it (pair() is the same both ways). */
+      for (int r = 0; r < size; r++)
+        for (int i = 0; i < rc[r]; i++)
+          out[rd[r] / (int)sizeof(int) + i * (r % 2 ? 1 : 2)] = v(rank, r * 50000 + i, salt);
+      OK(MPI_Alltoallw(MPI_IN_PLACE, NULL, NULL, NULL, out, rc, rd, rt, comm));
+    }
+    char *mark = calloc((size_t)rspan, 1);
+    for (int r = 0; r < size; r++)
+      for (int i = 0; i < rc[r]; i++) {
+        int at = rd[r] / (int)sizeof(int) + i * (r % 2 ? 1 : 2);
+        CHECK(got[at] == v(r, rank * 50000 + i, salt), "alltoallw form %d k=%d: rank %d's [%d] %d",
+              form, k, r, i, got[at]);
+        mark[at] = 1;
+      }
+    for (int i = 0; i < rspan; i++)
+      if (!mark[i]) CHECK(got[i] == -1, "alltoallw form %d k=%d: gap [%d] %d", form, k, i, got[i]);
+    free(mark);
+  }
+  OK(MPI_Request_free(&q));
+  OK(MPI_Type_free(&every_other));
+  free(sc), free(sd), free(rc), free(rd), free(st), free(rt), free(in), free(out);
+}
+
 /* 2x2 integer matrices (mod 2^31), multiplied in order: not commutative. */
 static void matmul(void *in, void *inout, int *len, MPI_Datatype *t) {
   (void)t;
@@ -254,6 +319,9 @@ int main(int argc, char **argv) {
   }
   persistent(MPI_COMM_WORLD, 3);
   persistent(MPI_COMM_WORLD, 1500);
+  alltoallw_of(MPI_COMM_WORLD, 0);
+  alltoallw_of(MPI_COMM_WORLD, 5);
+  alltoallw_of(MPI_COMM_WORLD, 3000);
   exscan_user(MPI_COMM_WORLD, 1);
   exscan_user(MPI_COMM_WORLD, 40);
   mismatches(16);

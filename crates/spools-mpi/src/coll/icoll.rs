@@ -7,7 +7,7 @@
 //!
 //! The v forms of gatherv, scatterv, allgatherv and alltoallv are in `icollv.rs`, an
 //! intercommunicator's collectives in `inter.rs`. What stays on the exchange: an
-//! intercommunicator's v forms and alltoall, alltoallw, reductions with a user function
+//! intercommunicator's v forms and alltoall(v/w), reductions with a user function
 //! (Spools' collectives may combine from the progress thread, and a user function runs
 //! on the caller's: [`Engine::User`]) and reduce-scatters of byte-wise combined types,
 //! whose blocks are not packed elements.

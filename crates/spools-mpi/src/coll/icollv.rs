@@ -1,7 +1,8 @@
 //! The non-blocking and persistent forms of an intracommunicator's gatherv, scatterv,
-//! allgatherv and alltoallv on Spools' own (`Communicator::igatherv`, `iscatterv`,
-//! `iallgatherv`, `ialltoallv`: the shared-memory engine within a host for an
-//! allgatherv, the messages' schedules otherwise) rather than on `vcoll`'s exchange.
+//! allgatherv, alltoallv and alltoallw (every form of the last: its blocks' datatypes
+//! differ) on Spools' own (`Communicator::igatherv`, `iscatterv`, `iallgatherv`,
+//! `ialltoallv`: the shared-memory engine within a host for an allgatherv, the
+//! messages' schedules otherwise) rather than on `vcoll`'s exchange.
 //! Each packs this rank's blocks in rank order when it starts and unpacks the blocks it
 //! receives into the program's buffer, at their displacements, when it ends; block
 //! lengths travel in bytes of the packed datatypes.
@@ -18,16 +19,59 @@ use crate::env::error::MpiError;
 use crate::p2p::request::{CollOp, Start};
 
 /// One side of a collective with a block per rank: block i is `counts[i]` elements of
-/// `t` at byte offset `offsets[i]` from `addr`.
+/// its datatype at byte offset `offsets[i]` from `addr`.
 #[derive(Clone)]
 pub(crate) struct Blocks {
     addr: usize,
     counts: Vec<usize>,
     offsets: Vec<isize>,
-    t: Arc<TypeObj>,
+    types: Types,
+}
+
+/// The datatypes of a side's blocks.
+#[derive(Clone)]
+enum Types {
+    /// One for every block (the v forms).
+    One(Arc<TypeObj>),
+    /// Block i's is entry i (alltoallw).
+    Each(Vec<Arc<TypeObj>>),
 }
 
 impl Blocks {
+    /// Block i's datatype.
+    fn t(&self, i: usize) -> &Arc<TypeObj> {
+        match &self.types {
+            Types::One(t) => t,
+            Types::Each(ts) => &ts[i],
+        }
+    }
+
+    /// The blocks of an alltoallw's side: `counts[i]` elements of `dts[i]` at byte
+    /// displacement `displs[i]` from `addr`, each checked.
+    ///
+    /// # Errors
+    /// As [`Blocks::new`].
+    pub(crate) fn each(
+        addr: usize,
+        (counts, displs, dts): (&[i64], &[i64], &[MPI_Datatype]),
+        (call, what): (&'static str, &'static str),
+    ) -> Result<Blocks, MpiError> {
+        let mut ns = Vec::with_capacity(counts.len());
+        let mut ts = Vec::with_capacity(counts.len());
+        for ((&k, &d), &dt) in counts.iter().zip(displs).zip(dts) {
+            let (n, t) = (ccount(k, call)?, committed(dt, call)?);
+            block(addr, d as isize, n, &t, call, what)?;
+            ns.push(n);
+            ts.push(t);
+        }
+        Ok(Blocks {
+            addr,
+            counts: ns,
+            offsets: displs.iter().map(|&d| d as isize).collect(),
+            types: Types::Each(ts),
+        })
+    }
+
     /// The blocks the program named: `counts[i]` elements of `dt` at displacement
     /// `displs[i]` (in extents of `dt`) from `addr`, each checked.
     ///
@@ -53,13 +97,18 @@ impl Blocks {
             addr,
             counts: ns,
             offsets,
-            t,
+            types: Types::One(t),
         })
     }
 
     /// Each block's packed length in bytes.
     fn lens(&self) -> Vec<usize> {
-        self.counts.iter().map(|n| n * self.t.size).collect()
+        let size = |i: usize| self.t(i).size;
+        self.counts
+            .iter()
+            .enumerate()
+            .map(|(i, n)| n * size(i))
+            .collect()
     }
 
     /// Block i, packed.
@@ -67,7 +116,7 @@ impl Blocks {
         let p = (self.addr as isize).wrapping_add(self.offsets[i]) as *const u8;
         // SAFETY: the program's buffer holds block i (checked by `Blocks::new`; MPI's
         // contract keeps it valid until the collective completes).
-        unsafe { pack(p, self.counts[i], &self.t) }
+        unsafe { pack(p, self.counts[i], self.t(i)) }
     }
 
     /// Every block, packed one after the other in rank order.
@@ -98,7 +147,7 @@ impl Blocks {
                     // SAFETY: the program's buffer holds block i (checked by
                     // `Blocks::new`), of `len` bytes packed (`b` has the sum of the
                     // blocks' lengths: checked by `EngineOp::finish`).
-                    unsafe { unpack(part, p, &this.t) };
+                    unsafe { unpack(part, p, this.t(i)) };
                 }
             }),
         }
@@ -135,7 +184,7 @@ fn own_part(
         return (recv.pack(me), Some(me), None);
     }
     let part = packed(send, 0, 1);
-    let want = recv.counts[me] * recv.t.size;
+    let want = recv.counts[me] * recv.t(me).size;
     if part.len() == want {
         return (part, None, None);
     }
@@ -228,7 +277,7 @@ pub(crate) fn allgatherv(c: Arc<CommObj>, send: Side, recv: Blocks, call: &'stat
     })
 }
 
-/// `MPI_Ialltoallv`: this rank's `send` blocks (those of `recv` in place: `send` is then
+/// `MPI_Ialltoallv` and `MPI_Ialltoallw`: this rank's `send` blocks (those of `recv` in place: `send` is then
 /// `None`), one to each rank, and theirs into `recv`'s blocks. A rank whose block to
 /// itself differs in length from its receive block fails at the wait, once every rank
 /// took part.

@@ -1,9 +1,9 @@
-//! Collectives built on Spools' non-blocking exchange (`Communicator::iexchange`): the
-//! non-blocking (`MPI_I*`) and persistent (`MPI_*_init`) forms of every collective (an
-//! intracommunicator's hand over to `icoll.rs` and `icollv.rs` at once, but alltoallw's
-//! and reductions with a user function), the blocking alltoallw, and an
-//! intercommunicator's v forms, alltoall(v/w) and reductions with a user function (its
-//! other collectives hand over to `inter.rs`). Each is described once as what this rank sends to and receives
+//! The non-blocking (`MPI_I*`) and persistent (`MPI_*_init`) forms of every collective,
+//! and every form of alltoallw: an intracommunicator's hand over to `icoll.rs` and
+//! `icollv.rs` at once, an intercommunicator's to `inter.rs`; what is left is built here
+//! on Spools' non-blocking exchange (`Communicator::iexchange`): reductions with a user
+//! function, and an intercommunicator's v forms and alltoall(v/w). Each is described
+//! once as what this rank sends to and receives
 //! from whom ([`Xfer`]); the blocking form starts and waits it, the non-blocking form
 //! returns its request, the persistent form starts it anew at each `MPI_Start`.
 //! Reductions travel whole and are combined locally in rank order ([`Reducer`]).
@@ -1060,6 +1060,15 @@ forms!(MPI_Alltoallw, MPI_Alltoallw_c, MPI_Ialltoallw, MPI_Ialltoallw_c, MPI_All
     };
     let same = std::ptr::eq(sendcounts, recvcounts) && std::ptr::eq(sdispls, rdispls) && std::ptr::eq(sendtypes, recvtypes);
     crate::coll::alias::unaliased(comm, sendbuf, recvbuf, None, same && sk.iter().any(|&k| k != 0), call)?;
+    if c.inter.is_none() {
+        let recv = Blocks::each(recvbuf as usize, (&rk, &rd, &rt), (call, "recvbuf"))?;
+        let send = if in_place(sendbuf) {
+            None
+        } else {
+            Some(Blocks::each(sendbuf as usize, (&sk, &sd, &st), (call, "sendbuf"))?)
+        };
+        return Ok(icollv::alltoallv(c, send, recv, call));
+    }
     alltoallw(c, sendbuf as usize, &sk, &sd, &st, recvbuf as usize, &rk, &rd, &rt, call)
 });
 
