@@ -579,11 +579,25 @@ fn exchanged(comm_h: MPI_Comm, dt: MPI_Datatype, op: MPI_Op) -> bool {
             .is_ok_and(|e| matches!(e, Engine::Bytes))
 }
 
-/// A typed reduce-scatter of packed elements: blocks of `counts` elements of
-/// `esize` bytes; this rank's block, as bytes.
+/// A reduce-scatter's input and output.
+enum Io<'a> {
+    /// The input packed (a copy); the result comes back as bytes.
+    Packed(&'a [u8]),
+    /// The program's own buffers, used in place: `send` holds `total` bytes and `recv`
+    /// this rank's block of `mine` bytes, both aligned for the element type, disjoint.
+    Direct {
+        send: *const u8,
+        total: usize,
+        recv: *mut u8,
+        mine: usize,
+    },
+}
+
+/// A typed reduce-scatter: blocks of `counts` elements of `esize` bytes; this rank's
+/// block, as bytes (nothing where it went to the program's buffer directly).
 struct Blocks<'a> {
     c: &'a Communicator,
-    input: &'a [u8],
+    io: Io<'a>,
     counts: &'a [usize],
     esize: usize,
 }
@@ -594,8 +608,27 @@ impl WithOp for Blocks<'_> {
     fn with<T: Element>(self, op: Op<T>) -> Result<Vec<u8>, MpiError> {
         let per = std::mem::size_of::<T>().max(1);
         let counts: Vec<usize> = self.counts.iter().map(|k| k * self.esize / per).collect();
-        let send: Vec<T> = cast(self.input);
         let me = self.c.rank() as usize;
+        let input = match self.io {
+            Io::Packed(b) => b,
+            Io::Direct {
+                send,
+                total,
+                recv,
+                mine,
+            } => {
+                // SAFETY: `Io::Direct`'s contract: aligned elements of `T`, disjoint.
+                let (s, r) = unsafe {
+                    (
+                        std::slice::from_raw_parts(send.cast::<T>(), total / per),
+                        std::slice::from_raw_parts_mut(recv.cast::<T>(), mine / per),
+                    )
+                };
+                self.c.reduce_scatter(s, r, &counts, &op)?;
+                return Ok(Vec::new());
+            }
+        };
+        let send: Vec<T> = cast(input);
         let mut recv = vec![T::default(); counts.get(me).copied().unwrap_or(0)];
         self.c.reduce_scatter(&send, &mut recv, &counts, &op)?;
         Ok(spools::as_bytes(&recv).to_vec())
@@ -633,15 +666,45 @@ unsafe fn reduce_scatter(
         sendbuf
     };
     let red = Reducer::new(op, dt, &t, total)?;
+    let how = engine(op, dt, &t)?;
+    // The program's buffers in place where they can be (typed, contiguous, aligned,
+    // disjoint, not in place): no copy of the input, and the same buffers call after
+    // call (see `spools-msg`'s `ring_reduce_scatter_into`).
+    let (bytes, mine_bytes) = (total * t.size, mine * t.size);
+    let (s, r) = (src as usize, recvbuf as usize);
+    let aligned = |p: usize| p % t.basic_size.max(1) == 0;
+    if let Engine::Typed(b, o) = how {
+        if s != MPI_IN_PLACE
+            && s == sendbuf as usize
+            && s != 0
+            && r != 0
+            && bytes > 0
+            && mine_bytes > 0
+            && t.contiguous()
+            && aligned(s)
+            && aligned(r)
+            && (s + bytes <= r || r + mine_bytes <= s)
+        {
+            let io = Io::Direct {
+                send: src.cast(),
+                total: bytes,
+                recv: recvbuf.cast(),
+                mine: mine_bytes,
+            };
+            let counts = k;
+            with_op(b, o, Blocks { c: &c.comm, io, counts, esize: t.size })?;
+            return Ok(());
+        }
+    }
     // SAFETY: the input holds `total` elements (checked above).
     let input = unsafe { red.input(src.cast()) };
-    let out = match engine(op, dt, &t)? {
+    let out = match how {
         Engine::Typed(b, o) => with_op(
             b,
             o,
             Blocks {
                 c: &c.comm,
-                input: &input,
+                io: Io::Packed(&input),
                 counts: k,
                 esize: t.size,
             },

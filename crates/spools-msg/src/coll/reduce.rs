@@ -1,10 +1,10 @@
 //! Reductions: reduce, allreduce, reduce-scatter, scan.
 
-use super::args::{bytes, bytes_mut, check, displs, ONE_COUNT_PER_RANK, RECV_AS_SEND};
+use super::args::{bytes, bytes_mut, check, ONE_COUNT_PER_RANK, RECV_AS_SEND};
 use super::flat::{allreduce_flat_from, allreduce_poisoned};
 use super::gather::scatterv_in;
 use super::group::{exchange, recv, send, Group, Poisoned};
-use super::ring::ring_reduce_scatter;
+use super::ring::ring_reduce_scatter_into;
 use crate::comm_core::CommCore;
 use crate::communicator::Communicator;
 use crate::element::{Element, Op};
@@ -156,8 +156,9 @@ pub(crate) fn allreduce<T: Element>(
     poisoned.end()
 }
 
-/// Reduce-scatter of `acc` (the sum of `counts`): ring for commutative operators, else
-/// an ordered reduce to member 0 and a scatter; this member's block lands in `out`.
+/// Reduce-scatter of `acc` (the sum of `counts`) with a non-commutative operator: an
+/// ordered reduce to member 0 and a scatter; this member's block lands in `out`. (A
+/// commutative one goes round the ring: `ring::ring_reduce_scatter_into`.)
 pub(crate) fn reduce_scatter<T: Element>(
     c: &CommCore,
     g: &Group,
@@ -168,14 +169,6 @@ pub(crate) fn reduce_scatter<T: Element>(
     out: &mut [T],
 ) -> Result<(), MsgError> {
     let me = g.me;
-    if op.commutative() {
-        let mut poisoned = Poisoned::default();
-        ring_reduce_scatter(c, g, tag, (&mut acc, counts, None), op, &mut poisoned)?;
-        poisoned.end()?;
-        let d = displs(counts);
-        out.copy_from_slice(&acc[d[me]..d[me] + counts[me]]);
-        return Ok(());
-    }
     // Member 0 scatters even after a disagreement (empty blocks, then), so that every
     // member fails.
     let mut poisoned = Poisoned::default();
@@ -448,6 +441,13 @@ impl Communicator {
             )?;
             if super::sm::reduce_scatter(&self.core, tag, send, counts, recv, op)? {
                 return Ok(());
+            }
+            if op.commutative() {
+                let g = Group::all(&self.core);
+                let mut poisoned = Poisoned::default();
+                let io = (send, counts, &mut *recv);
+                ring_reduce_scatter_into(&self.core, &g, tag, io, op, &mut poisoned)?;
+                return poisoned.end();
             }
             reduce_scatter(
                 &self.core,

@@ -91,6 +91,73 @@ pub(crate) fn ring_reduce_scatter<T: Element>(
     Ok(())
 }
 
+/// Ring reduce-scatter of `src` (this member's contribution, the sum of `counts`) into
+/// `out` (this member's block of the result, `counts[me]` elements), with two blocks of
+/// scratch at most: each step folds this member's part into the partial result it
+/// received and sends that on the next step; the last step's block is this member's,
+/// received into `out` itself (among 2 members, the one step's). Where a reduce-scatter's
+/// input and output are the program's own buffers, no copy of the input is made, and no
+/// working copy of the whole vector: at 2 ranks and 1 MiB blocks, fresh buffers of the
+/// vector's size each call cost their page faults every call (1.88 ms a call against
+/// 0.12 at 512 KiB). Commutative operators only; a disagreement is kept in `poisoned`,
+/// as in [`ring_reduce_scatter`].
+pub(crate) fn ring_reduce_scatter_into<T: Element>(
+    c: &CommCore,
+    g: &Group,
+    tag: u32,
+    (src, counts, out): (&[T], &[usize], &mut [T]),
+    op: &Op<T>,
+    poisoned: &mut Poisoned,
+) -> Result<(), MsgError> {
+    let n = g.n();
+    let d = displs(counts);
+    let me = g.me;
+    if n < 2 {
+        out.copy_from_slice(&src[d[me]..d[me] + counts[me]]);
+        return Ok(());
+    }
+    let right = (me + 1) % n;
+    let left = (me + n - 1) % n;
+    // Partial results in flight: received into one while the other is sent.
+    let most = if n > 2 {
+        counts.iter().copied().max().unwrap_or(0)
+    } else {
+        0
+    };
+    let mut bufs = [vec![T::default(); most], vec![T::default(); most]];
+    for s in 0..n - 1 {
+        let sb = (me + 2 * n - s - 1) % n;
+        let rb = (me + 2 * n - s - 2) % n;
+        let [a, b] = &mut bufs;
+        let (sent, next) = if s % 2 == 0 { (&*b, a) } else { (&*a, b) };
+        // The first step sends this member's own part; later ones, the block the step
+        // before folded.
+        let data = if s == 0 {
+            &src[d[sb]..d[sb] + counts[sb]]
+        } else {
+            &sent[..counts[sb]]
+        };
+        let into: &mut [T] = if s == n - 2 {
+            &mut *out
+        } else {
+            &mut next[..counts[rb]]
+        };
+        let r = exchange(
+            c,
+            g,
+            right,
+            left,
+            tag,
+            poisoned.send(bytes(data)),
+            bytes_mut(into),
+        );
+        if poisoned.step(r)? {
+            op.combine(into, &src[d[rb]..d[rb] + counts[rb]], false);
+        }
+    }
+    Ok(())
+}
+
 /// Ring allgather of blocks in place: member i contributes block i of `buf`. A
 /// disagreement is kept in `poisoned`, as in [`ring_reduce_scatter`].
 ///
