@@ -692,7 +692,16 @@ unsafe fn reduce_scatter(
                 mine: mine_bytes,
             };
             let counts = k;
-            with_op(b, o, Blocks { c: &c.comm, io, counts, esize: t.size })?;
+            with_op(
+                b,
+                o,
+                Blocks {
+                    c: &c.comm,
+                    io,
+                    counts,
+                    esize: t.size,
+                },
+            )?;
             return Ok(());
         }
     }
