@@ -10,7 +10,9 @@
 //! - allreduce: recursive doubling (any rank count, order-preserving) up to 64 KiB or
 //!   fewer elements than ranks, ring reduce-scatter plus ring allgather beyond;
 //! - gather and scatter: direct; allgather: ring; alltoall: all at once up to 256 B per
-//!   pair, pairwise exchange beyond; reduce-scatter: ring; scan: recursive doubling.
+//!   pair, pairwise exchange beyond; reduce-scatter: ring (from the input into the
+//!   output, two blocks of scratch at most); scan: recursive doubling, or a chain of
+//!   messages between 2 members and where the segment's creator chose the messages.
 //!
 //! When a communicator spans several hosts, barrier, broadcast and allreduce (with a
 //! commutative operator) go in three phases: within each host to a leader, between the
