@@ -50,20 +50,15 @@ pub(crate) fn ring_reduce_scatter<T: Element>(
             } else {
                 send_block
             };
-            let r = exchange(
+            let part = &src[d[rb]..d[rb] + counts[rb]];
+            fold_step(
                 c,
                 g,
-                right,
-                left,
-                tag,
-                poisoned.send(bytes(data)),
-                bytes_mut(recv_block),
-            );
-            if poisoned.step(r)? {
-                // The same order as the in-place form: this member's part, then the
-                // incoming partial result.
-                op.combine(recv_block, &src[d[rb]..d[rb] + counts[rb]], false);
-            }
+                (right, left, tag),
+                (data, recv_block, part),
+                op,
+                poisoned,
+            )?;
         }
         if n < 2 {
             acc.copy_from_slice(src);
@@ -142,18 +137,35 @@ pub(crate) fn ring_reduce_scatter_into<T: Element>(
         } else {
             &mut next[..counts[rb]]
         };
-        let r = exchange(
-            c,
-            g,
-            right,
-            left,
-            tag,
-            poisoned.send(bytes(data)),
-            bytes_mut(into),
-        );
-        if poisoned.step(r)? {
-            op.combine(into, &src[d[rb]..d[rb] + counts[rb]], false);
-        }
+        let part = &src[d[rb]..d[rb] + counts[rb]];
+        fold_step(c, g, (right, left, tag), (data, into, part), op, poisoned)?;
+    }
+    Ok(())
+}
+
+/// One step of a ring reduce-scatter with this member's contribution apart: `data` goes
+/// to the right neighbour, the left one's partial result lands in `into`, and this
+/// member's `part` of that block is folded in (the same order as the in-place form:
+/// this member's part, then the incoming partial result).
+fn fold_step<T: Element>(
+    c: &CommCore,
+    g: &Group,
+    (right, left, tag): (usize, usize, u32),
+    (data, into, part): (&[T], &mut [T], &[T]),
+    op: &Op<T>,
+    poisoned: &mut Poisoned,
+) -> Result<(), MsgError> {
+    let r = exchange(
+        c,
+        g,
+        right,
+        left,
+        tag,
+        poisoned.send(bytes(data)),
+        bytes_mut(into),
+    );
+    if poisoned.step(r)? {
+        op.combine(into, part, false);
     }
     Ok(())
 }
