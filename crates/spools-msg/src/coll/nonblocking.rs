@@ -667,6 +667,9 @@ impl Communicator {
                 Err(back) => back,
             }
         };
+        // Between 2 members, the chain too: one message where doubling swaps two (and
+        // an exclusive scan needs no shift), as the blocking scans.
+        let chain = chain || self.size() == 2;
         let tmp = vec![T::default(); buf.len()];
         let inclusive = kind == shm::Kind::Scan;
         // Slot 0: the result, from this rank's own part (which an exclusive scan leaves
