@@ -231,10 +231,60 @@ fn role() -> Result<(), String> {
                 format!("allreduce after: {got:?}")
             })?;
         }
-        Ok(())
+        verdict_on_a_view(w)
     });
     println!("intercomm ok rank {}", w.rank());
     e(w.finalize())
+}
+
+/// A verdict that says this rank failed when it is `bad`, and keeps what the ranks
+/// agreed.
+struct Says {
+    bad: bool,
+    agreed: std::sync::Mutex<Option<Vec<u32>>>,
+}
+
+impl spools::Verdict for Says {
+    fn failed(&self) -> bool {
+        self.bad
+    }
+
+    fn agreed(&self, failed: &[u32]) {
+        *self.agreed.lock().unwrap() = Some(failed.to_vec());
+    }
+}
+
+/// Groups over a view that puts each side's remote group first, as an MPI
+/// intercommunicator's does (the two sides order the members differently): an allreduce
+/// whose operator carries a verdict (the last world rank says it failed) ends on every
+/// rank, and every rank hears of that one rank, named as a rank of its own view.
+fn verdict_on_a_view(w: &Communicator) -> Result<(), String> {
+    let (a, b) = groups(w, 1);
+    let me = w.rank();
+    let (local, remote) = if a.contains(&me) { (a, b) } else { (b, a) };
+    let (l, r) = (local.len() as u32, remote.len() as u32);
+    let view = e(e(w.dup())?.view(remote.iter().chain(&local).copied().collect()))?;
+    let sides = e(Sides::new(&view, (r..r + l).collect(), (0..r).collect()))?;
+    let last = w.size() - 1;
+    let says = std::sync::Arc::new(Says {
+        bad: me == last,
+        agreed: std::sync::Mutex::new(None),
+    });
+    let op = Op::Sum.with_verdict(says.clone());
+    let got = e(e(view.inter_iallreduce(&sides, vec![1u64], op))?.wait())?;
+    check(got == [u64::from(r)], || {
+        format!("allreduce on the view: {got:?}")
+    })?;
+    // The last world rank as a rank of this view: its place in remote-then-local.
+    let want = remote
+        .iter()
+        .chain(&local)
+        .position(|&x| x == last)
+        .unwrap() as u32;
+    let agreed = says.agreed.lock().unwrap().clone();
+    check(agreed == Some(vec![want]), || {
+        format!("rank {me}: the verdict agreed {agreed:?}, not [{want}]")
+    })
 }
 
 fn run(n: u32, env: &[(&str, &str)]) {

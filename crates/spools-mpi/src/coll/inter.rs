@@ -1,9 +1,13 @@
 //! The collectives of an intercommunicator on Spools' own (`Communicator::inter_*`,
 //! between the two groups of its [`Sides`](spools::Sides)): barrier, bcast, reduce,
 //! allreduce, gather, scatter, allgather and reduce-scatter, in their non-blocking and
-//! persistent forms (the blocking ones wait for these). Each group's data meets at its
-//! leader, crosses once between the leaders and spreads within the other group, where
-//! the exchange sent every block from every rank to every rank of the other group.
+//! persistent forms (the blocking ones wait for these). A rooted one's data crosses
+//! once, between the root and the other group's leader, and meets or spreads within
+//! that group; the symmetric ones (barrier, allreduce, allgather, reduce-scatter) go
+//! flat between groups of up to `spools::INTER_FLAT_PAIRS` pairs of members, every
+//! member with every member of the other group in one round, and through both groups'
+//! leaders beyond. Before, the exchange sent every block from every rank to every rank
+//! of the other group, and its barrier waited for nothing (it skips empty blocks).
 //!
 //! What stays on `vcoll`'s exchange: the v forms and alltoall(v/w) (their counts differ
 //! per rank: every block goes straight to its rank, as MPICH's intercommunicator

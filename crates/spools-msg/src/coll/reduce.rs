@@ -291,7 +291,9 @@ pub(crate) fn scan_chain<T: Element>(
 /// member: the chain where the segment's creator sent scans there (`chain`) and
 /// between 2 members (one message where recursive doubling swaps two, and no scratch:
 /// an exclusive scan of 1 MiB at 2 ranks took 2.25x Open MPI's time by doubling), else
-/// recursive doubling. An exclusive scan leaves member 0's `out` as it was.
+/// recursive doubling. An exclusive scan leaves member 0's `out` as it was. As in any
+/// chain, where lengths differ the members before the disagreement may succeed (member
+/// 0 of 2 only sends); the others fail.
 fn scan_messages<T: Element>(
     c: &CommCore,
     tag: u32,

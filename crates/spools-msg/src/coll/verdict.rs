@@ -47,9 +47,12 @@ pub(crate) fn append<T: Element>(
     );
     plans::allreduce_flat(s, g, tag + VERDICT_TAG, (flags, tmp), &or);
     let told = verdict.clone();
+    // The members that failed, as ranks of the communicator (`g`'s own order may be
+    // another, the same on every member).
+    let members = g.members.clone();
     s.round().reduce(move |slots| {
         let b = as_bytes(&slots[flags]);
-        let failed: Vec<u32> = (0..n).filter(|&r| b[r] != 0).map(|r| r as u32).collect();
+        let failed: Vec<u32> = (0..n).filter(|&r| b[r] != 0).map(|r| members[r]).collect();
         told.agreed(&failed);
     });
 }

@@ -7,7 +7,8 @@
 //! Data crosses between the groups once, between their leaders (member 0 of each group):
 //! a group's contributions meet at its leader first (a binomial reduce, or a gather), the
 //! leaders swap, and each leader hands on what it got within its group (the broadcast of
-//! the intracommunicator, hierarchical across hosts, or a scatter). A rooted
+//! the intracommunicator, hierarchical across hosts; a binomial tree for the barrier; a
+//! scatter). A rooted
 //! collective's root talks to the other group's leader alone. The critical path is
 //! O(log L + log R) messages for groups of L and R members, where sending every block
 //! to every rank of the other group took L·R messages and a root's L receives.
@@ -22,6 +23,11 @@
 //! member of both groups knows alike. The rooted ones go through the leaders at every
 //! size (one message crosses, where a root sent to or heard from every member: 0.5 to
 //! 0.65x the time at those 4 ranks).
+//! Flat, a member holds a part of every member of the other group at once: an
+//! allreduce R vectors, a reduce-scatter R whole vectors (it cannot send each remote
+//! member its block alone: it knows its own group's counts only), as the exchange
+//! before it did. A choice by length as well would bound that, but a member whose
+//! length differs (an erroneous call) would then take the other path and wait forever.
 //!
 //! Step tags, within the collective's own: the phase within the giving group from 0
 //! (`plans::reduce_to` takes 0 and 1), the leaders' swap at [`CROSS`], the phase within
@@ -257,6 +263,20 @@ fn toward_root<T: Element>(
 }
 
 impl Communicator {
+    /// `s` with the agreement of `op`'s verdict at its end, if it has one, among every
+    /// member in the order of their job ranks: members whose communicator orders them
+    /// otherwise (an MPI intercommunicator's view puts each side's remote group first)
+    /// still pair alike.
+    fn agree_inter<T: Element>(&self, mut s: Schedule<T>, tag: u32, op: &Op<T>) -> Schedule<T> {
+        if let Some(v) = op.verdict() {
+            let mut members: Vec<u32> = (0..self.size()).collect();
+            members.sort_by_key(|&r| self.core.ranks[r as usize]);
+            let me = members.iter().position(|&r| r == self.rank()).unwrap_or(0);
+            crate::coll::verdict::append(&mut s, &Group { members, me }, tag, v);
+        }
+        s
+    }
+
     /// The job ranks of the remote group.
     fn remote_jobs(&self, sides: &Sides) -> Result<Vec<u32>, MsgError> {
         sides
@@ -396,7 +416,7 @@ impl Communicator {
         toward_root(&mut s, sides, (root, peer, leader, tag), |s, g| {
             plans::reduce_to(s, g, 0, tag, 0, 1, &op);
         });
-        Self::start("inter_reduce", self.agree(s, tag, &op), first)
+        Self::start("inter_reduce", self.agree_inter(s, tag, &op), first)
     }
 
     /// Non-blocking allreduce of an intercommunicator: every member gives `buf`, and
@@ -425,7 +445,7 @@ impl Communicator {
                 Part::new(2 + i, 0, n)
             });
             fold_in_order(&mut s, &op, (2, r), 0, 0..n);
-            return Self::start("inter_allreduce", self.agree(s, tag, &op), first);
+            return Self::start("inter_allreduce", self.agree_inter(s, tag, &op), first);
         }
         let g = sides.group();
         plans::reduce_to(&mut s, &g, 0, tag, 1, 2, &op);
@@ -435,14 +455,15 @@ impl Communicator {
                 .recv(leader, tag + CROSS, Part::new(0, 0, n));
         }
         plans::bcast(&mut s, &g, &self.hosts(), 0, tag + HAND_ON, 0);
-        Self::start("inter_allreduce", self.agree(s, tag, &op), first)
+        Self::start("inter_allreduce", self.agree_inter(s, tag, &op), first)
     }
 
     /// Non-blocking gather of an intercommunicator to `root`: the members of the other
     /// group each give `send` (`block` elements), and the root's `wait` returns them one
-    /// after the other in their rank order. `send` is not read at the root and the
-    /// bystanders; their `block` is the other group's (the root's) count, unused
-    /// elsewhere but checked against `send`. The others' `wait` return an empty vector.
+    /// after the other in their rank order. `block` is the count of one member's block:
+    /// at the root, what it receives from each; at a contributor, its own `send`'s
+    /// length (checked). The bystanders pass anything, and neither they nor the root
+    /// read `send`. Every `wait` but the root's returns an empty vector.
     ///
     /// # Errors
     /// As [`Communicator::inter_ibcast`]; [`MsgError::BadBuffer`] for a contributor's
@@ -608,7 +629,7 @@ impl Communicator {
             flat_round(&mut s, &self.remote_jobs(sides)?, tag, 1, into);
             let from: usize = counts[..sides.me].iter().sum();
             fold_in_order(&mut s, &op, (2, r), 0, from..from + mine);
-            return Self::start(OP, self.agree(s, tag, &op), first);
+            return Self::start(OP, self.agree_inter(s, tag, &op), first);
         }
         let theirs = if sides.leader() {
             vec![T::default(); total]
@@ -632,7 +653,7 @@ impl Communicator {
                 });
         }
         plans::scatter(&mut s, &g, 0, tag + HAND_ON, (3, 0), &counts);
-        Self::start(OP, self.agree(s, tag, &op), first)
+        Self::start(OP, self.agree_inter(s, tag, &op), first)
     }
 }
 
