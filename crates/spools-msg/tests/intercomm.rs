@@ -18,7 +18,7 @@ use spools::{Communicator, InterRoot, Op, Sides};
 use spools_testkit::{checked, e, rank_main};
 
 mod common;
-use common::{affine, affine_input, check, run_ranks};
+use common::{affine, affine_input, check, run_ranks, Says};
 
 /// Whether rank `r` of `n` is in group A of shape `shape` (B is the rest; both are
 /// never empty for `n >= 2`).
@@ -235,23 +235,6 @@ fn role() -> Result<(), String> {
     });
     println!("intercomm ok rank {}", w.rank());
     e(w.finalize())
-}
-
-/// A verdict that says this rank failed when it is `bad`, and keeps what the ranks
-/// agreed.
-struct Says {
-    bad: bool,
-    agreed: std::sync::Mutex<Option<Vec<u32>>>,
-}
-
-impl spools::Verdict for Says {
-    fn failed(&self) -> bool {
-        self.bad
-    }
-
-    fn agreed(&self, failed: &[u32]) {
-        *self.agreed.lock().unwrap() = Some(failed.to_vec());
-    }
 }
 
 /// Groups over a view that puts each side's remote group first, as an MPI

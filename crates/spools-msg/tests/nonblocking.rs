@@ -24,7 +24,7 @@ use spools_testkit::{
 };
 
 mod common;
-use common::{affine, affine_input, check, run_ranks};
+use common::{affine, affine_input, check, run_ranks, Says};
 
 /// Input element `i` of rank `r` for call `k` (integers: sums are exact).
 fn input(r: u32, k: usize, len: usize) -> Vec<i64> {
@@ -492,23 +492,6 @@ fn mismatched_lengths_are_errors_from_wait() {
     let o = launch(2, "mismatched_lengths_are_errors_from_wait", "x", &[]);
     assert_ok(&o);
     assert_eq!(o.stdout.matches("mismatch ok").count(), 2, "{}", o.stdout);
-}
-
-/// A verdict that says this rank failed when it is `bad`, and keeps what the ranks
-/// agreed.
-struct Says {
-    bad: bool,
-    agreed: std::sync::Mutex<Option<Vec<u32>>>,
-}
-
-impl spools::Verdict for Says {
-    fn failed(&self) -> bool {
-        self.bad
-    }
-
-    fn agreed(&self, failed: &[u32]) {
-        *self.agreed.lock().unwrap() = Some(failed.to_vec());
-    }
 }
 
 /// For each root: the root starts an iallreduce (and an ibarrier) and tests it before a

@@ -57,3 +57,23 @@ pub(crate) fn run_ranks(test: &str, marker: &str, n: u32, env: &[(&str, &str)]) 
         o.stdout
     );
 }
+
+/// A verdict that says this rank failed when it is `bad`, and keeps what the ranks
+/// agreed.
+pub(crate) struct Says {
+    pub(crate) bad: bool,
+    pub(crate) agreed: std::sync::Mutex<Option<Vec<u32>>>,
+}
+
+impl spools::Verdict for Says {
+    fn failed(&self) -> bool {
+        self.bad
+    }
+
+    fn agreed(&self, failed: &[u32]) {
+        *self
+            .agreed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(failed.to_vec());
+    }
+}
