@@ -179,13 +179,28 @@ fn flat_round<T: Element>(
     send: usize,
     into: impl Fn(usize) -> Part,
 ) {
-    let all = Part::new(send, 0, s.slot_len(send));
+    let all = whole(s, send);
     s.round();
     for (i, &r) in remote.iter().enumerate() {
         s.recv(r, tag + CROSS, into(i));
     }
     for &r in remote {
         s.send(r, tag + CROSS, all);
+    }
+}
+
+/// The leaders' swap (on the leader; nothing elsewhere): `mine`, this group's part, to
+/// the other group's leader (job rank `leader`), whose part lands in `theirs`.
+fn swap_at_leaders<T: Element>(
+    s: &mut Schedule<T>,
+    sides: &Sides,
+    (leader, tag): (u32, u32),
+    (mine, theirs): (Part, Part),
+) {
+    if sides.leader() {
+        s.round()
+            .send(leader, tag + CROSS, mine)
+            .recv(leader, tag + CROSS, theirs);
     }
 }
 
@@ -359,11 +374,7 @@ impl Communicator {
         let g = sides.group();
         plans::reduce_tree(&mut s, &g, 0, tag, 0, 1, &Op::Sum);
         let none = Part::new(0, 0, 0);
-        if sides.leader() {
-            s.round()
-                .send(leader, tag + CROSS, none)
-                .recv(leader, tag + CROSS, none);
-        }
+        swap_at_leaders(&mut s, sides, (leader, tag), (none, none));
         plans::bcast_tree(&mut s, &g, 0, tag + HAND_ON, 0);
         Self::start("inter_barrier", s, |_| ())
     }
@@ -449,11 +460,8 @@ impl Communicator {
         }
         let g = sides.group();
         plans::reduce_to(&mut s, &g, 0, tag, 1, 2, &op);
-        if sides.leader() {
-            s.round()
-                .send(leader, tag + CROSS, Part::new(1, 0, n))
-                .recv(leader, tag + CROSS, Part::new(0, 0, n));
-        }
+        let parts = (Part::new(1, 0, n), Part::new(0, 0, n));
+        swap_at_leaders(&mut s, sides, (leader, tag), parts);
         plans::bcast(&mut s, &g, &self.hosts(), 0, tag + HAND_ON, 0);
         Self::start("inter_allreduce", self.agree_inter(s, tag, &op), first)
     }
@@ -585,12 +593,8 @@ impl Communicator {
         }
         let g = sides.group();
         plans::gather(&mut s, &g, 0, tag, (2, 1), &vec![mine; n_local]);
-        if sides.leader() {
-            let (theirs, ours) = (s.slot_len(0), s.slot_len(1));
-            s.round()
-                .send(leader, tag + CROSS, Part::new(1, 0, ours))
-                .recv(leader, tag + CROSS, Part::new(0, 0, theirs));
-        }
+        let parts = (whole(&s, 1), whole(&s, 0));
+        swap_at_leaders(&mut s, sides, (leader, tag), parts);
         plans::bcast(&mut s, &g, &self.hosts(), 0, tag + HAND_ON, 0);
         Self::start("inter_allgather", s, first)
     }
@@ -642,15 +646,15 @@ impl Communicator {
             self.inter_schedule(place, sides, InterRoot::Bystander, slots)?;
         let g = sides.group();
         plans::reduce_to(&mut s, &g, 0, tag, 1, 2, &op);
+        let parts = (Part::new(1, 0, total), Part::new(3, 0, total));
+        swap_at_leaders(&mut s, sides, (leader, tag), parts);
         if sides.leader() {
+            // The leader's own block of the other group's fold, after the swap.
             let own = counts[0];
-            s.round()
-                .send(leader, tag + CROSS, Part::new(1, 0, total))
-                .recv(leader, tag + CROSS, Part::new(3, 0, total))
-                .reduce(move |slots| {
-                    let (out, rest) = slots.split_at_mut(1);
-                    out[0].copy_from_slice(&rest[2][..own]);
-                });
+            s.reduce(move |slots| {
+                let (out, rest) = slots.split_at_mut(1);
+                out[0].copy_from_slice(&rest[2][..own]);
+            });
         }
         plans::scatter(&mut s, &g, 0, tag + HAND_ON, (3, 0), &counts);
         Self::start(OP, self.agree_inter(s, tag, &op), first)
