@@ -19,7 +19,7 @@ use std::sync::Arc;
 use spools::{Communicator, Element, Op};
 
 use crate::abi::*;
-use crate::coll::op::{cast, engine, slice_op, with_op, Engine, Reducer, WithOp};
+use crate::coll::op::{cast, direct, engine, slice_op, with_op, Engine, Reducer, WithOp};
 use crate::coll::vcoll::{arr, counts, root_of, Wide};
 use crate::coll::{is_inter, waited};
 use crate::comm::comm;
@@ -671,20 +671,10 @@ unsafe fn reduce_scatter(
     // disjoint, not in place): no copy of the input, and the same buffers call after
     // call (see `spools-msg`'s `ring_reduce_scatter_into`).
     let (bytes, mine_bytes) = (total * t.size, mine * t.size);
-    let (s, r) = (src as usize, recvbuf as usize);
-    let aligned = |p: usize| p % t.basic_size.max(1) == 0;
+    let not_in_place = std::ptr::eq(src, sendbuf);
     if let Engine::Typed(b, o) = how {
-        if s != MPI_IN_PLACE
-            && s == sendbuf as usize
-            && s != 0
-            && r != 0
-            && bytes > 0
-            && mine_bytes > 0
-            && t.contiguous()
-            && aligned(s)
-            && aligned(r)
-            && (s + bytes <= r || r + mine_bytes <= s)
-        {
+        let out = Some((recvbuf as usize, mine_bytes));
+        if not_in_place && direct(&t, (src as usize, bytes), out) {
             let io = Io::Direct {
                 send: src.cast(),
                 total: bytes,

@@ -414,6 +414,22 @@ pub(crate) fn slice_op(red: &Reducer) -> Op<u8> {
     )
 }
 
+/// Whether a typed reduction may use the program's buffers in place: the input at
+/// `send` (`send_bytes`) and, where this rank gets a result, the output `recv` (its
+/// address and bytes) are neither empty nor NULL (no slice is made of a NULL pointer),
+/// of a contiguous type `t`, aligned for its elements, and disjoint.
+pub(crate) fn direct(
+    t: &TypeObj,
+    (send, send_bytes): (usize, usize),
+    recv: Option<(usize, usize)>,
+) -> bool {
+    let aligned = |p: usize| p % t.basic_size.max(1) == 0;
+    let usable = |(p, n): (usize, usize)| p != 0 && n > 0 && aligned(p);
+    usable((send, send_bytes))
+        && t.contiguous()
+        && recv.is_none_or(|(r, rb)| usable((r, rb)) && (send + send_bytes <= r || r + rb <= send))
+}
+
 /// Reduces `n` elements of `t` from `send` (the program's buffer) with `op`; the ranks
 /// `which` names get the result in `recv`.
 ///
@@ -434,24 +450,10 @@ pub(crate) unsafe fn reduce(
     let (f, packed) = match plan(op, dt, t)? {
         Plan::Typed(b, op) => {
             let bytes = n * t.size;
-            let align = t.basic_size.max(1);
-            let aligned = |p: usize| p % align == 0;
-            let disjoint = !gets
-                || (send as usize + bytes <= recv as usize)
-                || (recv as usize + bytes <= send as usize);
-            // The program's buffers in place when they can be (contiguous, aligned,
-            // not in place): no copies, and the same buffers call after call, which
-            // Spools' large-message paths reuse.
-            // Never empty nor NULL: no slice is made of a NULL pointer.
-            let real = |p: usize| p != 0;
-            if bytes > 0
-                && real(send as usize)
-                && (!gets || real(recv as usize))
-                && t.contiguous()
-                && aligned(send as usize)
-                && (!gets || aligned(recv as usize))
-                && disjoint
-            {
+            // The program's buffers in place when they can be: no copies, and the same
+            // buffers call after call, which Spools' large-message paths reuse.
+            let out = gets.then_some((recv as usize, bytes));
+            if direct(t, (send as usize, bytes), out) {
                 let input = Src::Direct { send, recv, bytes };
                 with_op(b, op, Blocking { c, input, which })?;
                 return Ok(());
