@@ -15,7 +15,10 @@
 //! some collective, learnt at the end of a collective that waited for every post); and a
 //! *credit*, the last look at one reader's line, which stays good while it says enough,
 //! so that a reduce's contributor that runs ahead of its root looks at the root's line
-//! about once in [`SLOTS`] collectives. It loads other members' lines only through
+//! about once in [`SLOTS`] collectives. A reduce's and a gather's posts go instead into a
+//! *deep ring* of [`RING`] entries under the same rule ([`Ledger::ring_free`]), so that
+//! their contributors, done once posted, run up to `RING - 1` collectives ahead of their
+//! root. It loads other members' lines only through
 //! [`Posts`]; the engine supplies the segment, the model checks (`tests/slots_model.rs`)
 //! supply loom's atomics.
 //!
@@ -52,6 +55,16 @@ pub const SLOTS: usize = 4;
 
 /// Bytes of an inline cell.
 pub const CELL: usize = 8;
+
+/// Entries of a member's *deep ring*, where a reduce's posts go (each entry: the
+/// contribution's length and a small contribution): a power of two.
+/// A reduce's contributor is done once it posted, and reuses entry `s % RING` once the
+/// one member that read it last finished that collective ([`Ledger::ring_free`]), so it
+/// runs up to `RING - 1` reduces ahead of its root (a larger contribution also takes its
+/// data slot, [`SLOTS`] apart) instead of [`SLOTS`] - 1: a root that falls behind in a
+/// loop of reduces (on a busy core, or with many contributors) no longer holds every
+/// contributor within a few calls of it.
+pub const RING: usize = 32;
 
 /// Contributions of up to this many bytes ride in the flag line: in one cell (up to
 /// [`CELL`] bytes) or two ([`cells`]).
@@ -173,6 +186,8 @@ pub struct Ledger {
     /// and its readers (high half, [`Readers::encode`]).
     slot_last: [AtomicU64; SLOTS],
     cell_last: [AtomicU64; SLOTS],
+    /// Per deep ring entry, the same record ([`RING`] of them, or a model's count).
+    ring_last: Box<[AtomicU64]>,
     /// The last look at a reader's line: the sequence number it had posted (low half) and
     /// the member (high half; `u32::MAX`: none yet).
     credit: AtomicU64,
@@ -193,6 +208,18 @@ impl Ledger {
     /// members all posted `first - 1`.
     #[must_use]
     pub fn new(first: u32) -> Ledger {
+        Ledger::with_ring(first, RING)
+    }
+
+    /// [`Ledger::new`] with a deep ring of `ring` entries (a power of two; at least 1)
+    /// rather than [`RING`]: what a model checker explores in few calls.
+    ///
+    /// ```
+    /// let book = spools_coll::ledger::Ledger::with_ring(0, 2);
+    /// assert_eq!(book.take_seq(), 0);
+    /// ```
+    #[must_use]
+    pub fn with_ring(first: u32, ring: usize) -> Ledger {
         let before = first.wrapping_sub(1);
         let unread = || AtomicU64::new(pair(before, NOBODY));
         Ledger {
@@ -200,6 +227,9 @@ impl Ledger {
             synced: AtomicU32::new(before),
             slot_last: std::array::from_fn(|_| unread()),
             cell_last: std::array::from_fn(|_| unread()),
+            ring_last: (0..ring.max(1).next_power_of_two())
+                .map(|_| unread())
+                .collect(),
             credit: AtomicU64::new(pair(0, u32::MAX)),
         }
     }
@@ -249,22 +279,59 @@ impl Ledger {
     /// knows already that everyone posted enough.
     pub fn slot_free(&self, seq: u32, len: usize, lines: &impl Posts) -> bool {
         let slot = self.slot_last[seq as usize % SLOTS].load(Ordering::Relaxed);
-        self.written_free(seq, slot, lines)
+        self.written_free(seq, slot, SLOTS, lines)
             && cells(seq, len).is_none_or(|taken| {
                 taken.into_iter().all(|c| {
                     let rec = self.cell_last[c].load(Ordering::Relaxed);
-                    self.written_free(seq, rec, lines)
+                    self.written_free(seq, rec, SLOTS, lines)
                 })
             })
     }
 
+    /// Whether this member's deep ring entry for collective `seq` may be written:
+    /// whoever read what it wrote there last ([`RING`] collectives or more before)
+    /// finished that collective. Looks at lines as [`Ledger::slot_free`] does.
+    ///
+    /// ```
+    /// use spools_coll::ledger::{Ledger, Posts, Readers, RING};
+    /// struct Seen([u32; 2]);
+    /// impl Posts for Seen {
+    ///     fn members(&self) -> usize { 2 }
+    ///     fn posted(&self, m: usize) -> u32 { self.0[m] }
+    /// }
+    /// let book = Ledger::new(0);
+    /// let mut lines = Seen([u32::MAX; 2]);
+    /// // A contributor (0) runs RING reduces ahead of a root (1) that posted none.
+    /// for s in 0..RING as u32 {
+    ///     assert!(book.ring_free(book.take_seq(), &lines));
+    ///     book.ring_read_by(s, Readers::Member(1));
+    /// }
+    /// let s = book.take_seq();
+    /// assert!(!book.ring_free(s, &lines));
+    /// lines.0[1] = 1; // The root finished reduce 0.
+    /// assert!(book.ring_free(s, &lines));
+    /// ```
+    pub fn ring_free(&self, seq: u32, lines: &impl Posts) -> bool {
+        let ring = self.ring_last.len();
+        let rec = self.ring_last[seq as usize % ring].load(Ordering::Relaxed);
+        self.written_free(seq, rec, ring, lines)
+    }
+
+    /// Records who reads what this member writes into its deep ring entry for
+    /// collective `seq`. Called once [`Ledger::ring_free`] said yes, before the writes.
+    pub fn ring_read_by(&self, seq: u32, readers: Readers) {
+        let ring = self.ring_last.len();
+        self.ring_last[seq as usize % ring].store(pair(seq, readers.encode()), Ordering::Relaxed);
+    }
+
     /// Whether what this member wrote in collective `w` for its readers (`rec`) may be
-    /// written over for collective `seq`: they finished `w`.
-    fn written_free(&self, seq: u32, rec: u64, lines: &impl Posts) -> bool {
+    /// written over for collective `seq`, `period` collectives after the last write
+    /// there at the latest: they finished `w`.
+    fn written_free(&self, seq: u32, rec: u64, period: usize, lines: &impl Posts) -> bool {
         let (w, readers) = halves(rec);
         let back = seq.wrapping_sub(w);
         let last = if back == 0 || back >= ANCIENT {
-            seq.wrapping_sub(SLOTS as u32)
+            seq.wrapping_sub(period as u32)
         } else {
             w
         };
@@ -433,5 +500,44 @@ mod tests {
         assert!(!book.slot_free(far, 64, &lines));
         let lines = Seen(vec![far - 1, far - SLOTS as u32 + 1]);
         assert!(book.slot_free(far, 64, &lines));
+    }
+
+    #[test]
+    fn a_ring_entry_waits_for_its_own_reader_only() {
+        let book = Ledger::new(5);
+        // Three members; member 0 writes, readers 1 and 2 in turn.
+        let mut lines = Seen(vec![4, 4, 4]);
+        for s in 5..5 + RING as u32 {
+            assert_eq!(book.take_seq(), s);
+            assert!(book.ring_free(s, &lines), "collective {s}");
+            book.ring_read_by(s, Readers::Member(1 + s as usize % 2));
+        }
+        // Entry of 5 (read by 2) comes back at 5 + RING: member 1's progress is no help.
+        let s = book.take_seq();
+        lines.0[1] = s;
+        assert!(!book.ring_free(s, &lines));
+        lines.0[2] = 6;
+        assert!(book.ring_free(s, &lines));
+        // The slots are another ledger: the ring leaves them as they were.
+        assert!(book.slot_free(s, 64, &lines));
+    }
+
+    #[test]
+    fn ring_entries_follow_the_sequence_numbers_across_their_wrap() {
+        let first = u32::MAX - 3;
+        let book = Ledger::new(first);
+        let mut lines = Seen(vec![first - 1, first - 1]);
+        for _ in 0..RING {
+            let s = book.take_seq();
+            assert!(book.ring_free(s, &lines));
+            book.ring_read_by(s, Readers::Member(1));
+        }
+        let s = book.take_seq();
+        assert_eq!(s, first.wrapping_add(RING as u32));
+        assert!(!book.ring_free(s, &lines));
+        lines.0[1] = first; // Posted the first: finished the one before only.
+        assert!(!book.ring_free(s, &lines));
+        lines.0[1] = first.wrapping_add(1);
+        assert!(book.ring_free(s, &lines));
     }
 }

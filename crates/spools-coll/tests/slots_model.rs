@@ -32,6 +32,12 @@
 //! weakened to relaxed there would pass. It rests on the engine's acquire loads of the
 //! posts (`SmComm::posted_seq`) and release (SeqCst) stores.
 //!
+//! The deep ring (a reduce's and a gather's posts, `Shape::Deep`) is checked the same way
+//! with a ring of [`DEEP_RING`] entries ([`Ledger::with_ring`]; the engine's has
+//! [`spools_coll::ledger::RING`]), with parts in the entry alone and in the entry and
+//! the slot, and found wanting when the contributor records its root as reading before
+//! it posts.
+//!
 //! What is not checked: more than two members in the rooted and chained shapes (loom finds
 //! no end to them at a useful bound), the length words (one per slot, reused with it),
 //! and the engine's waits, failure marks and records of the messages' path.
@@ -44,6 +50,13 @@ use loom::sync::atomic::{AtomicU32, AtomicU64};
 use loom::sync::Arc;
 use spools_coll::ledger::{cells, Ledger, Posts, Readers, SLOTS};
 
+/// Entries of each member's deep ring in the model (the engine has
+/// [`spools_coll::ledger::RING`]): few, so that a run of a few calls reuses them.
+const DEEP_RING: usize = 2;
+/// Bytes of a part that rides in its deep ring entry alone (more: the entry and the data
+/// slot, as the engine's longer parts).
+const DEEP_DATA: usize = 8;
+
 /// The first sequence number: the runs cross the wrap.
 const FIRST: u32 = u32::MAX - 2;
 
@@ -52,6 +65,8 @@ struct Member {
     posted: AtomicU32,
     cells: [AtomicU64; SLOTS],
     slots: [AtomicU64; SLOTS],
+    /// The deep ring's entries (a reduce's and a gather's posts: length and head).
+    ring: [AtomicU64; DEEP_RING],
 }
 
 /// The segment.
@@ -70,6 +85,7 @@ impl Segment {
                     posted: AtomicU32::new(FIRST.wrapping_sub(1)),
                     cells: std::array::from_fn(|_| word()),
                     slots: std::array::from_fn(|_| word()),
+                    ring: std::array::from_fn(|_| word()),
                 })
                 .collect(),
             publish,
@@ -107,7 +123,7 @@ impl Side<'_> {
         Side {
             seg,
             me,
-            book: Ledger::new(FIRST),
+            book: Ledger::with_ring(FIRST, DEEP_RING),
         }
     }
 
@@ -127,6 +143,52 @@ impl Side<'_> {
             }
         }
         mine.posted.store(s, self.seg.publish);
+    }
+
+    /// A reduce's or gather's post as the engine makes it (`SmComm::deep_free`,
+    /// `deep_read_by`, `write_deep`): waits until the deep ring entry of `s` (and for a
+    /// part longer than [`DEEP_DATA`], the data slot) may be written, records `readers`,
+    /// writes the part into both and posts `s`.
+    fn write_deep(&self, s: u32, i: usize, len: usize, readers: Readers) {
+        let view = View(self.seg);
+        let slot = len > DEEP_DATA;
+        while !(self.book.ring_free(s, &view) && (!slot || self.book.slot_free(s, 64, &view))) {
+            loom::thread::yield_now();
+        }
+        self.book.ring_read_by(s, readers);
+        if slot {
+            self.book.read_by(s, 64, readers);
+        }
+        let mine = &self.seg.members[self.me];
+        if readers != Readers::Nobody {
+            let v = part(self.me, i);
+            mine.ring[s as usize % DEEP_RING].store(v, Ordering::Relaxed);
+            if slot {
+                mine.slots[s as usize % SLOTS].store(v, Ordering::Relaxed);
+            }
+        }
+        mine.posted.store(s, self.seg.publish);
+    }
+
+    /// Waits for member `m`'s deep post of `s` and checks its part (`len` bytes): the
+    /// ring entry, and the slot for a longer part.
+    fn read_deep(&self, m: usize, s: u32, i: usize, len: usize) {
+        let theirs = &self.seg.members[m];
+        while !spools_coll::ledger::seq_ge(theirs.posted.load(Ordering::Acquire), s) {
+            loom::thread::yield_now();
+        }
+        let mut got = vec![theirs.ring[s as usize % DEEP_RING].load(Ordering::Relaxed)];
+        if len > DEEP_DATA {
+            got.push(theirs.slots[s as usize % SLOTS].load(Ordering::Relaxed));
+        }
+        for g in got {
+            assert_eq!(
+                g,
+                part(m, i),
+                "deep: member {} read member {m}'s part of call {i} ({len} bytes)",
+                self.me
+            );
+        }
     }
 
     /// Waits for member `m`'s post of `s` and checks its part (`len` bytes).
@@ -162,6 +224,11 @@ enum Shape {
     Chain,
     /// Every member writes for everyone and reads everyone's part.
     Flat,
+    /// A rooted collective through the deep ring (a reduce's or a gather's): member 0
+    /// is the root, member 1 contributes (recording `Member(0)`, or for the negative
+    /// check `BeforePost(0)`) and runs up to [`DEEP_RING`] - 1 calls ahead for parts of
+    /// up to [`DEEP_DATA`] bytes.
+    Deep { early: bool },
 }
 
 /// Runs one call per entry of `lens` (each call's length) in `shape` over `n` members.
@@ -211,6 +278,19 @@ fn run(shape: Shape, seg: &Segment, me: usize, lens: &[usize]) {
                     side.write(s, i, len, Readers::Nobody);
                 }
             }
+            Shape::Deep { early } => {
+                if me == 0 {
+                    side.write_deep(s, i, len, Readers::Nobody);
+                    side.read_deep(1, s, i, len);
+                } else {
+                    let root = if early {
+                        Readers::BeforePost(0)
+                    } else {
+                        Readers::Member(0)
+                    };
+                    side.write_deep(s, i, len, root);
+                }
+            }
             Shape::Flat => {
                 side.write(s, i, len, Readers::Everyone);
                 for m in (0..seg.members.len()).filter(|&m| m != me) {
@@ -255,6 +335,34 @@ fn a_chained_writer_reuses_nothing_its_reader_still_reads() {
 #[cfg_attr(debug_assertions, ignore = "slow in a debug build: run with --release")]
 fn flat_members_reuse_nothing_another_still_reads() {
     check_runs(Shape::Flat, 2);
+}
+
+/// A run through the deep ring of [`DEEP_RING`] entries: every entry comes back (calls 0
+/// and 2, 1 and 3, 2 and 4), with parts in the entry alone and in the entry and the slot.
+const DEEP_RUN: &[usize] = &[8, 24, 8, 24, 8];
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "slow in a debug build: run with --release")]
+fn a_deep_contributor_reuses_no_ring_entry_its_root_still_reads() {
+    check(
+        Shape::Deep { early: false },
+        2,
+        DEEP_RUN,
+        2,
+        Ordering::Release,
+    );
+}
+
+#[test]
+#[should_panic(expected = "deep: member 0 read member 1's part")]
+fn a_ring_entry_reused_one_call_early_is_found() {
+    check(
+        Shape::Deep { early: true },
+        2,
+        &[8, 8, 8, 8],
+        1,
+        Ordering::Release,
+    );
 }
 
 #[test]

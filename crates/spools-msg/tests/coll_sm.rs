@@ -856,3 +856,84 @@ fn a_record_of_long_ago_fails_nobody() {
     rank_main(|_| stale_role());
     run_ranks("a_record_of_long_ago_fails_nobody", "stale ok", 3, &[]);
 }
+
+/// Reduces and gathers of 8 bytes whose root comes only after its contributors finished
+/// `AHEAD` of them, as many as a member's deep ring has entries less one
+/// ([`spools_coll::ledger::RING`]), far more than its data slots: a contributor is done
+/// once its part sits in its deep ring (`coll/sm`'s `deep_len`), which it reuses only
+/// once the root read it. The contributors tell the root by a message after their reduces, which
+/// the root waits for before its first: where a contributor waited for the root instead,
+/// both would wait for good (the job's time limit ends the run, and the test fails).
+/// Over 3 ranks (flat) and 9 (a tree of groups whose leaders run ahead too).
+fn ahead_role() -> Result<(), String> {
+    const AHEAD: u64 = spools_coll::ledger::RING as u64 - 1;
+    let w = e(spools::init())?;
+    checked(&w, |w| {
+        let (me, n) = (w.rank(), w.size());
+        // Sets the segment up.
+        let mut out = [0u64];
+        e(w.allreduce(&[1u64], &mut out, &Op::Sum))?;
+        let before = w.shared_memory_collectives();
+        let part = |k: u64, r: u32| k * 1000 + u64::from(r) + 1;
+        // Reduces and, every third call, a gather: both go through the deep ring.
+        let gathers = |k: u64| k % 3 == 2;
+        if me != 0 {
+            for k in 0..AHEAD {
+                if gathers(k) {
+                    e(w.gather(&[part(k, me)], &mut [], 0))?;
+                } else {
+                    e(w.reduce(&[part(k, me)], &mut [], &Op::Sum, 0))?;
+                }
+            }
+            e(w.send(&[AHEAD], 0, 7))?;
+        } else {
+            for r in 1..n {
+                let mut told = [0u64];
+                e(w.recv(&mut told, r, 7))?;
+                check(told == [AHEAD], || format!("rank {r} told {told:?}"))?;
+            }
+            for k in 0..AHEAD {
+                if gathers(k) {
+                    let mut all = vec![0u64; n as usize];
+                    e(w.gather(&[part(k, 0)], &mut all, 0))?;
+                    let want: Vec<u64> = (0..n).map(|r| part(k, r)).collect();
+                    check(all == want, || format!("gather {k} gave {all:?}"))?;
+                    continue;
+                }
+                let mut sum = [0u64];
+                e(w.reduce(&[part(k, 0)], &mut sum, &Op::Sum, 0))?;
+                let want: u64 = (0..n).map(|r| part(k, r)).sum();
+                check(sum == [want], || {
+                    format!("reduce {k} gave {sum:?}, want {want}")
+                })?;
+            }
+        }
+        let through = w.shared_memory_collectives() - before;
+        check(through == AHEAD as u32, || {
+            format!("rank {me}: {through} collectives through the segment, want {AHEAD}")
+        })?;
+        // And the segment serves the collectives after as before.
+        let mut sum = [0u64];
+        e(w.allreduce(&[u64::from(me)], &mut sum, &Op::Sum))?;
+        check(sum == [u64::from(n * (n - 1) / 2)], || {
+            format!("rank {me}: allreduce after gave {sum:?}")
+        })
+    });
+    println!("ahead ok rank {}", w.rank());
+    e(w.finalize())
+}
+
+/// A reduce's and a gather's contributors run dozens of calls ahead of a root that has
+/// not begun.
+#[test]
+fn reduce_contributors_run_far_ahead_of_their_root() {
+    rank_main(|_| ahead_role());
+    for n in [3, 9] {
+        run_ranks(
+            "reduce_contributors_run_far_ahead_of_their_root",
+            "ahead ok",
+            n,
+            &[],
+        );
+    }
+}

@@ -71,8 +71,14 @@ impl Flat {
         want: impl Fn(usize) -> usize,
         mut take: impl FnMut(&SmComm, usize, u32),
     ) -> Result<bool, MsgError> {
+        let deep = self.kind.deep();
         if !self.posted {
-            if !sm.may_post(self.seq) || !sm.slot_free(self.seq, part.len()) {
+            let free = if deep {
+                sm.deep_free(self.seq, part.len())
+            } else {
+                sm.slot_free(self.seq, part.len())
+            };
+            if !sm.may_post(self.seq) || !free {
                 return Ok(false);
             }
             let readers = match self.root {
@@ -80,12 +86,20 @@ impl Flat {
                 Some(r) if r == sm.me => Readers::Nobody,
                 Some(r) => Readers::Member(r),
             };
-            sm.slot_read_by(self.seq, part.len(), readers);
-            if readers != Readers::Nobody {
-                sm.write_data(self.seq, part);
-            }
-            sm.len_of(sm.me, self.seq)
-                .store(clamp_len(part.len()), Ordering::Relaxed);
+            let len = if deep {
+                sm.deep_read_by(self.seq, part.len(), readers);
+                if readers != Readers::Nobody {
+                    sm.write_deep(self.seq, part);
+                }
+                sm.deep_len(sm.me, self.seq)
+            } else {
+                sm.slot_read_by(self.seq, part.len(), readers);
+                if readers != Readers::Nobody {
+                    sm.write_data(self.seq, part);
+                }
+                sm.len_of(sm.me, self.seq)
+            };
+            len.store(clamp_len(part.len()), Ordering::Relaxed);
             sm.post(self.seq, self.no);
             self.posted = true;
             if self.root.is_some_and(|r| r != sm.me) {
@@ -108,7 +122,12 @@ impl Flat {
                 return Ok(false);
             }
             if self.disagree.is_none() {
-                let len = sm.len_of(m, self.seq).load(Ordering::Relaxed) as usize;
+                let len = if deep {
+                    sm.deep_len(m, self.seq)
+                } else {
+                    sm.len_of(m, self.seq)
+                };
+                let len = len.load(Ordering::Relaxed) as usize;
                 // A post of this sequence number for another collective, or a part of
                 // another length: the ranks disagree.
                 if (posted == self.seq && rec != post_record(self.seq, self.no)) || len != want(m) {
@@ -284,7 +303,7 @@ pub(crate) fn gather(
         |_| part,
         |sm, m, seq| {
             let r = members[m] as usize;
-            sm.read_data(m, seq, &mut out[r * part..(r + 1) * part]);
+            sm.read_deep(m, seq, &mut out[r * part..(r + 1) * part]);
         },
     )?;
     Ok(true)

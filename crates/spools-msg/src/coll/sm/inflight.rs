@@ -353,13 +353,15 @@ impl<T: Element> SmJob<T> {
             Machine::Flat(mut f, parts) => {
                 let out = bytes_mut(&mut self.buf);
                 let (block, total) = (parts.block, parts.mine.len());
-                let (me, alltoall) = (sm.me, f.kind() == Kind::Alltoall);
+                let (me, alltoall, deep) = (sm.me, f.kind() == Kind::Alltoall, f.kind().deep());
                 let want = |m: usize| if alltoall { total } else { parts.span(m).len() };
                 // One host: member m is communicator rank m.
                 let r = f.poll(sm, &parts.mine, want, |sm, m, seq| {
                     let to = &mut out[parts.span(m)];
                     if alltoall {
                         sm.read_part(m, seq, total, me * block, to);
+                    } else if deep {
+                        sm.read_deep(m, seq, to);
                     } else {
                         sm.read_data(m, seq, to);
                     }

@@ -68,6 +68,13 @@ impl Kind {
         self != Kind::Reduce
     }
 
+    /// Its posts (lengths and small contributions) go through the members' deep rings
+    /// ([`super::SmComm::deep_len`]): a reduce's and a gather's, each read by one member,
+    /// whose contributors are done once posted and so may run far ahead of it.
+    pub(crate) fn deep(self) -> bool {
+        matches!(self, Kind::Reduce | Kind::Gather)
+    }
+
     /// The root's data goes out and nothing comes in: the root reads no contribution,
     /// only that every member is far enough along to reuse a result slot.
     pub(crate) fn fans_out(self) -> bool {

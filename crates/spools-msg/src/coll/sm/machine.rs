@@ -86,12 +86,27 @@ impl<T: Element> SmState<T> {
             op: self.kind.name(),
             lens: self.kind.contributes(),
             span: 1,
+            deep: self.deep(),
         }
     }
 
     /// Its sequence number.
     pub(crate) fn seq(&self) -> u32 {
         self.seq
+    }
+
+    /// Whether its posts go through the deep ring ([`Kind::deep`]).
+    fn deep(&self) -> bool {
+        self.kind.deep()
+    }
+
+    /// The length word of member `m`'s post to this collective.
+    fn len_word<'s>(&self, sm: &'s SmComm, m: usize) -> &'s std::sync::atomic::AtomicU32 {
+        if self.deep() {
+            sm.deep_len(m, self.seq)
+        } else {
+            sm.len_of(m, self.seq)
+        }
     }
 
     /// Its kind.
@@ -184,6 +199,16 @@ pub(crate) fn scratch<'s, T: Element>(
     } else {
         heap.resize(len, T::default());
         heap
+    }
+}
+
+/// Copies member `m`'s contribution to collective `seq` out: from the deep ring (or its
+/// data slot) for a reduce (`deep`), else from its cells or data slot.
+fn read_part(sm: &SmComm, deep: bool, m: usize, seq: u32, dst: &mut [u8]) {
+    if deep {
+        sm.read_deep(m, seq, dst);
+    } else {
+        sm.read_data(m, seq, dst);
     }
 }
 
@@ -321,7 +346,23 @@ impl<'a, T: Element> SmColl<'a, T> {
             if !sm.may_post(self.st.seq) {
                 return Ok(false);
             }
-            if self.st.kind.contributes() {
+            if self.st.deep() {
+                // A reduce: the deep ring entry (and data slot) that `s` takes must have
+                // been read by whoever read them last.
+                let (seq, nbytes) = (self.st.seq, self.nbytes());
+                if !sm.deep_free(seq, nbytes) {
+                    return Ok(false);
+                }
+                sm.deep_read_by(seq, nbytes, self.st.readers(sm.me));
+                if sm.me != self.st.root {
+                    sm.write_deep(seq, bytes(self.buf));
+                }
+                let len = match self.st.disagree {
+                    Some(_) => FAILED_PART,
+                    None => nbytes as u32,
+                };
+                sm.deep_len(sm.me, seq).store(len, Ordering::Relaxed);
+            } else if self.st.kind.contributes() {
                 // Whoever read what this member wrote last in the data slot (or cells)
                 // and length word that `s` takes must be past that collective.
                 if !sm.slot_free(self.st.seq, self.nbytes()) {
@@ -449,14 +490,14 @@ impl<'a, T: Element> SmColl<'a, T> {
                 && self.st.disagree.is_none()
             {
                 let len = if self.st.kind.contributes() {
-                    sm.len_of(m, self.st.seq).load(Ordering::Relaxed) as usize
+                    self.st.len_word(sm, m).load(Ordering::Relaxed) as usize
                 } else {
                     0
                 };
                 self.st.disagree = Some((m, len));
             }
             if self.st.kind.contributes() {
-                let len = sm.len_of(m, self.st.seq).load(Ordering::Relaxed);
+                let len = self.st.len_word(sm, m).load(Ordering::Relaxed);
                 if len == FAILED_PART && self.st.disagree.is_none() {
                     // A leader whose group disagreed: what it saw.
                     self.st.disagree = Some(sm.failure_of(m));
@@ -501,7 +542,7 @@ impl<'a, T: Element> SmColl<'a, T> {
             }
             if self.st.disagree.is_none() {
                 let len = if self.st.kind.contributes() {
-                    sm.len_of(m, self.st.seq).load(Ordering::Relaxed) as usize
+                    self.st.len_word(sm, m).load(Ordering::Relaxed) as usize
                 } else {
                     mine
                 };
@@ -529,8 +570,9 @@ impl<'a, T: Element> SmColl<'a, T> {
     fn fold(&mut self, m: usize) {
         let Some(op) = self.op else { return };
         let mut small = [T::default(); SMALL];
+        let (deep, seq) = (self.st.deep(), self.st.seq);
         let part = scratch(&mut small, &mut self.st.tmp, self.buf.len());
-        self.sm.read_data(m, self.st.seq, bytes_mut(part));
+        read_part(self.sm, deep, m, seq, bytes_mut(part));
         op.combine(self.buf, part, true);
     }
 
@@ -552,8 +594,9 @@ impl<'a, T: Element> SmColl<'a, T> {
         let contribution: &[T] = if m == me {
             self.buf
         } else {
+            let (deep, seq) = (self.st.deep(), self.st.seq);
             let part = scratch(&mut small, &mut self.st.tmp, self.buf.len());
-            sm.read_data(m, self.st.seq, bytes_mut(part));
+            read_part(sm, deep, m, seq, bytes_mut(part));
             part
         };
         if m == first {
