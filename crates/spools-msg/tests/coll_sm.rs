@@ -937,3 +937,63 @@ fn reduce_contributors_run_far_ahead_of_their_root() {
         );
     }
 }
+
+/// Two ranks, one per CPU where the machine has two: the segment's members agree whether
+/// its flags go with light fences (a release store, the sleepers' heavy fence), and
+/// collectives in which one rank comes late, so that the other sleeps on its bell and a
+/// post or publication wakes it, give the right results, the late rank changing sides.
+fn fences_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    checked(&w, |w| {
+        let me = w.rank();
+        let mut out = [0u64];
+        e(w.allreduce(&[1u64], &mut out, &Op::Sum))?;
+        let light = w
+            .shared_memory_light_fences()
+            .ok_or_else(|| format!("rank {me}: no segment"))?;
+        let mut views = [0u64; 2];
+        e(w.allgather(&[u64::from(light)], &mut views))?;
+        check(views[0] == views[1], || {
+            format!("rank {me}: the members disagree on light fences: {views:?}")
+        })?;
+        println!("light fences {light} rank {me}");
+        for round in 0..40u64 {
+            if u64::from(me) == round % 2 {
+                // Late: the other sleeps on its bell (past its spin) and is woken.
+                std::thread::sleep(Duration::from_millis(3));
+            }
+            let mut b = [if me == 0 { round } else { u64::MAX }];
+            e(w.bcast(&mut b, 0))?;
+            check(b == [round], || {
+                format!("rank {me}: bcast {round} gave {b:?}")
+            })?;
+            let mut sum = [0u64];
+            e(w.allreduce(&[round + u64::from(me)], &mut sum, &Op::Sum))?;
+            check(sum == [2 * round + 1], || {
+                format!("rank {me}: allreduce {round} gave {sum:?}")
+            })?;
+            let mut red = [0u64];
+            e(w.reduce(&[round * u64::from(me + 1)], &mut red, &Op::Sum, 1))?;
+            if me == 1 {
+                check(red == [3 * round], || {
+                    format!("reduce {round} gave {red:?}")
+                })?;
+            }
+        }
+        Ok(())
+    });
+    println!("fences ok rank {}", w.rank());
+    e(w.finalize())
+}
+
+/// Flags set with the fences the members agreed on wake sleeping members.
+#[test]
+fn members_agree_on_light_fences_and_wake_each_other() {
+    rank_main(|_| fences_role());
+    run_ranks(
+        "members_agree_on_light_fences_and_wake_each_other",
+        "fences ok",
+        2,
+        &[],
+    );
+}

@@ -238,6 +238,29 @@ impl SharedArea {
         futex::wait(self.u32_at(off), expected, timeout);
     }
 
+    /// Whether this process may set the flags of shared areas with a release store and a
+    /// compiler barrier before it looks whether anyone sleeps, rather than with a
+    /// sequentially consistent store: it is registered for [`SharedArea::heavy_fence`],
+    /// which a member about to sleep then runs (Linux's global expedited `membarrier`).
+    /// The same answer at every call. Every member of an area must agree to it: one that
+    /// cannot register stores its flags sequentially consistent, and its sleepers need
+    /// every setter to.
+    ///
+    /// ```
+    /// let on = spools_fabric::shm::SharedArea::light_fences();
+    /// assert_eq!(on, spools_fabric::shm::SharedArea::light_fences());
+    /// ```
+    pub fn light_fences() -> bool {
+        super::fence::light_fences()
+    }
+
+    /// The other side of [`SharedArea::light_fences`]: a full barrier on every running
+    /// thread of every registered process, run by a member after it said it sleeps and
+    /// before its last look at the flags. `false` if the kernel refused.
+    pub fn heavy_fence() -> bool {
+        super::fence::heavy_fence()
+    }
+
     /// Wakes every thread, in any process, sleeping on the word at `off`.
     ///
     /// # Panics

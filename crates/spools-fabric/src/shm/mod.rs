@@ -12,6 +12,7 @@ mod area;
 mod bell;
 mod cma;
 mod copy_probe;
+mod fence;
 mod futex;
 #[cfg(test)]
 mod futex_model;

@@ -387,6 +387,14 @@ impl crate::communicator::Communicator {
         self.core.skip_collectives(n);
     }
 
+    /// Whether this communicator's shared-memory segment sets its flags with light
+    /// fences (`None` while it has none): what its members agreed when they set it up
+    /// (a statistic for tests and benchmarks).
+    #[doc(hidden)]
+    pub fn shared_memory_light_fences(&self) -> Option<bool> {
+        self.core.sm.ready().map(super::SmComm::light)
+    }
+
     /// How many of this communicator's non-blocking collectives went through shared
     /// memory on this rank so far (a statistic for tests and benchmarks).
     #[doc(hidden)]

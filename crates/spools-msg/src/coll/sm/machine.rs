@@ -627,9 +627,7 @@ impl<'a, T: Element> SmColl<'a, T> {
             };
             sm.out_len(k).store(len, Ordering::Relaxed);
             // `ready` and the collective's number in one store.
-            sm.ready(k)
-                .store(pair(self.st.seq, VALID | self.st.no), Ordering::SeqCst);
-            sm.wake_all();
+            sm.raise(sm.ready(k), pair(self.st.seq, VALID | self.st.no));
         }
         self.st.stage = Stage::Done;
         self.sm.finished(self.st.seq);

@@ -360,6 +360,11 @@ pub(crate) struct SmComm {
     /// non-blocking, as the segment serves: the core's own count), which numbers them.
     started: Arc<AtomicU32>,
     worker: Worker,
+    /// Whether every member takes part in asymmetric fences (agreed in the handshake,
+    /// [`SharedArea::light_fences`]): a post or a publication is then a release store
+    /// and a compiler barrier before the look at the sleepers, and a member about to
+    /// sleep runs [`SharedArea::heavy_fence`] before its last look ([`SmComm::raise`]).
+    light: bool,
 }
 
 impl std::fmt::Debug for SmComm {
@@ -560,8 +565,27 @@ impl SmComm {
     /// one store; then wakes whoever sleeps (anyone may wait for a post: a root, a flat
     /// member, a contributor about to write its slot).
     pub(crate) fn post(&self, seq: u32, no: u32) {
-        self.posted(self.me)
-            .store(pair(seq, post_record(seq, no)), Ordering::SeqCst);
+        self.raise(self.posted(self.me), pair(seq, post_record(seq, no)));
+    }
+
+    /// Whether this segment's flags go with light fences (agreed by its members).
+    pub(crate) fn light(&self) -> bool {
+        self.light
+    }
+
+    /// Sets a flag word others wait for (a post, a publication) to `value` and wakes whoever
+    /// sleeps. With light fences ([`SmComm::light`]) a release store, then only a compiler
+    /// barrier before the look at the sleepers (a sleeper's heavy fence, in
+    /// [`SmComm::drive`], orders the pair); else a sequentially consistent store, which on
+    /// x86 waits for the flag's line to come back from the members polling it (most of a
+    /// broadcast root's time in a loop of small ones).
+    pub(crate) fn raise(&self, word: &AtomicU64, value: u64) {
+        if self.light {
+            word.store(value, Ordering::Release);
+            std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        } else {
+            word.store(value, Ordering::SeqCst);
+        }
         self.wake_all();
     }
 
@@ -891,10 +915,11 @@ impl SmComm {
         self.shared(sleepers_at(self.outs))
     }
 
-    /// Wakes every other member that sleeps (call after setting a flag with a `SeqCst`
-    /// store): one load when none sleeps. A member about to sleep counts itself in
-    /// [`SmComm::sleepers`] before its last look at the flags, so either that look sees
-    /// the flag or this load sees the count.
+    /// Wakes every other member that sleeps (call after setting a flag, as
+    /// [`SmComm::raise`] does): one load when none sleeps. A member about to sleep counts
+    /// itself in [`SmComm::sleepers`] before its last look at the flags (and with light
+    /// fences runs the heavy one between), so either that look sees the flag or this load
+    /// sees the count.
     pub(crate) fn wake_all(&self) {
         if self.sleepers().load(Ordering::SeqCst) == 0 {
             return;
@@ -987,6 +1012,13 @@ impl SmComm {
             sleeping.store(1, Ordering::SeqCst);
             self.sleepers().fetch_add(1, Ordering::SeqCst);
             std::sync::atomic::fence(Ordering::SeqCst);
+            // Members that set flags with light fences ([`SmComm::raise`]): a barrier on
+            // each, so that each either sees this member counted or set its flag before
+            // the look below. (Were it refused, a flag set just now would be seen after
+            // the nap: late, never lost.)
+            if self.light {
+                let _ = SharedArea::heavy_fence();
+            }
             let ticket = bell.load(Ordering::SeqCst);
             let awake = || {
                 sleeping.store(0, Ordering::SeqCst);
