@@ -151,6 +151,16 @@ pub(crate) fn run() -> Result<()> {
             "{:<15} = {sm:<24} # barrier, bcast, reduce, allreduce within a host through shared flags and slots (coll_sm_limit); larger, or between hosts: messages",
             "shared_memory"
         )?;
+        let fences = if spools_fabric::shm::SharedArea::light_fences() {
+            "yes"
+        } else {
+            "no"
+        };
+        writeln!(
+            w,
+            "{:<15} = {fences:<24} # this process registered for asymmetric fences (membarrier global expedited): where every member did and ranks do not outnumber CPUs, the collectives' flags are release stores and a member about to sleep runs the barrier",
+            "light_fences"
+        )?;
         writeln!(w)?;
         host(&mut w)?;
         writeln!(w)?;

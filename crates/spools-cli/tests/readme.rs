@@ -179,6 +179,7 @@ fn spools_info_prints_the_configuration_in_effect() {
         "progress_thread = false\n",
         "level           = info ",
         "shared_memory   = up to 4KiB ",
+        "light_fences    = ",
         "rings           262144 B low / 131072 B high priority, 64 B cells, 3 lanes per sender",
         "# job: 1 rank(s), launcher none (singleton)",
     ] {
