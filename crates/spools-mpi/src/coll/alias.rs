@@ -47,7 +47,7 @@ pub(crate) fn unaliased(
 /// elements of `t` in (`recv` itself when `t` is not a committed type, for the call to
 /// report).
 pub(crate) fn own_block(recv: *const c_void, t: MPI_Datatype, displ: i64) -> *const c_void {
-    match crate::datatype::committed(t, "a collective") {
+    match crate::datatype::committed_ref(t, "a collective") {
         Ok(t) => {
             (recv as isize).wrapping_add(t.extent.wrapping_mul(displ as isize)) as *const c_void
         }

@@ -11,13 +11,13 @@ pub(crate) mod pcoll;
 pub(crate) mod vcoll;
 
 use std::ffi::{c_int, c_void};
-use std::sync::Arc;
 
 use crate::abi::*;
 use crate::coll::alias::{own_block, unaliased};
 use crate::coll::op::{reduce, Which};
 use crate::comm::comm;
-use crate::datatype::{buffer, committed, count as ccount, unpack, TypeObj};
+use crate::comm::CommRef;
+use crate::datatype::{buffer, committed_ref, count as ccount, unpack, TypeObj, TypeRef};
 use crate::env::errhandler::on_comm;
 use crate::env::error::MpiError;
 use crate::p2p::data;
@@ -64,8 +64,8 @@ pub(crate) fn is_inter(comm: MPI_Comm) -> bool {
 /// Looks up handle `comm` once for a whole blocking collective (errors name `call`):
 /// its communicator, which also says whether it is an intercommunicator, or else the
 /// error code of `comm`'s error handler for the failed lookup, for the call to return.
-fn comm_or_raise(comm: MPI_Comm, call: &'static str) -> Result<Arc<crate::comm::CommObj>, c_int> {
-    self::comm(comm, call).map_err(|e| on_comm(comm, Err(e)))
+fn comm_or_raise(comm: MPI_Comm, call: &'static str) -> Result<CommRef, c_int> {
+    crate::comm::comm_ref(comm, call).map_err(|e| on_comm(comm, Err(e)))
 }
 
 /// Waits for the request of a non-blocking collective that returned `rc`.
@@ -126,7 +126,7 @@ unsafe fn bcast(
     let r = (|| {
         let root = root_of(&c, root, call)?;
         let n = ccount(count, call)?;
-        let t = committed(datatype, call)?;
+        let t = committed_ref(datatype, call)?;
         crate::datatype::buffer(buffer as usize, n, &t, call, "buffer")?;
         let len = n * t.size;
         if t.contiguous() && len > 0 {
@@ -171,7 +171,7 @@ unsafe fn reduction(
 ) -> c_int {
     let r = (|| {
         let n = ccount(count, call)?;
-        let t: Arc<TypeObj> = committed(datatype, call)?;
+        let t = committed_ref(datatype, call)?;
         let which = match (which, scan) {
             (_, Some(true)) => Which::Scan,
             (_, Some(false)) => Which::Exscan,
@@ -399,17 +399,17 @@ unsafe fn exscan(
 
 /// The arguments of a gather, scatter, allgather or alltoall.
 struct Moves {
-    c: Arc<crate::comm::CommObj>,
-    st: Option<Arc<TypeObj>>,
+    c: CommRef,
+    st: Option<TypeRef>,
     sn: usize,
-    rt: Option<Arc<TypeObj>>,
+    rt: Option<TypeRef>,
     rn: usize,
 }
 
 /// Checks the arguments of a gather, scatter, allgather or alltoall: each side's type
 /// and count per block where that side is used, and its buffer.
 fn moves(
-    c: Arc<crate::comm::CommObj>,
+    c: CommRef,
     (sendbuf, sc, sdt): (*const c_void, MPI_Count, MPI_Datatype),
     (recvbuf, rc, rdt): (*mut c_void, MPI_Count, MPI_Datatype),
     send_used: bool,
@@ -419,13 +419,13 @@ fn moves(
     let m = Moves {
         c,
         st: if send_used {
-            Some(committed(sdt, call)?)
+            Some(committed_ref(sdt, call)?)
         } else {
             None
         },
         sn: if send_used { ccount(sc, call)? } else { 0 },
         rt: if recv_used {
-            Some(committed(rdt, call)?)
+            Some(committed_ref(rdt, call)?)
         } else {
             None
         },
@@ -489,7 +489,7 @@ fn same_contiguous(m: &Moves) -> Option<(usize, usize)> {
 
 /// Bytes of one block on a side of a rooted collective when its datatype is contiguous
 /// (`Some(0)` for a side this rank does not use), else `None`.
-fn contiguous_block(t: Option<&Arc<TypeObj>>, n: usize) -> Option<usize> {
+fn contiguous_block(t: Option<&TypeObj>, n: usize) -> Option<usize> {
     match t {
         None => Some(0),
         Some(t) if t.contiguous() => Some(n * t.size),
@@ -556,8 +556,8 @@ unsafe fn gather(
             call,
         )?;
         let blocks = (
-            contiguous_block(m.st.as_ref(), m.sn),
-            contiguous_block(m.rt.as_ref(), m.rn),
+            contiguous_block(m.st.as_deref(), m.sn),
+            contiguous_block(m.rt.as_deref(), m.rn),
         );
         if let (false, (Some(sb), Some(rb))) = (inplace, blocks) {
             let size = m.c.comm.size() as usize;
@@ -687,8 +687,8 @@ unsafe fn scatter(
         )?;
         let size = m.c.comm.size() as usize;
         let blocks = (
-            contiguous_block(m.st.as_ref(), m.sn),
-            contiguous_block(m.rt.as_ref(), m.rn),
+            contiguous_block(m.st.as_deref(), m.sn),
+            contiguous_block(m.rt.as_deref(), m.rn),
         );
         if let (false, (Some(sb), Some(rb))) = (inplace, blocks) {
             // Contiguous types with blocks of one length: the program's buffers in place.

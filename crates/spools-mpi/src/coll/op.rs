@@ -8,7 +8,7 @@ use std::sync::Arc;
 use spools::{Communicator, Element, Op};
 
 use crate::abi::*;
-use crate::datatype::{Basic, TypeObj};
+use crate::datatype::{Basic, Held, TypeObj};
 use crate::env::errhandler::on_self;
 use crate::env::error::MpiError;
 use crate::handles::{Kind, Table};
@@ -81,7 +81,7 @@ enum Plan {
     Packed(Combine),
 }
 
-fn plan(op: MPI_Op, dt: MPI_Datatype, t: &Arc<TypeObj>) -> Result<Plan, MpiError> {
+fn plan(op: MPI_Op, dt: MPI_Datatype, t: &impl Held) -> Result<Plan, MpiError> {
     let bad = |what: &str| {
         MpiError::invalid(
             MPI_ERR_OP,
@@ -129,7 +129,7 @@ fn plan(op: MPI_Op, dt: MPI_Datatype, t: &Arc<TypeObj>) -> Result<Plan, MpiError
                 all.iter().step_by(2).copied().collect()
             };
             let ext = t.extent;
-            let t = t.clone();
+            let t = t.arc();
             Ok(Plan::Bytes(Arc::new(
                 move |inv: &[u8], io: &mut [u8], n: usize| {
                     // The buffers start at the elements' lowest byte (a negative extent
@@ -164,7 +164,7 @@ fn plan(op: MPI_Op, dt: MPI_Datatype, t: &Arc<TypeObj>) -> Result<Plan, MpiError
             // (`span`), whose base is `-lo` bytes in (outside the buffers when the offsets
             // are absolute addresses, `MPI_BOTTOM`, which bring the function back into
             // them), and the result packed again.
-            let t = t.clone();
+            let t = t.arc();
             Ok(Plan::Packed(Arc::new(
                 move |inv: &[u8], io: &mut [u8], n: usize| {
                     let bytes = n.saturating_mul(t.size);
@@ -441,7 +441,7 @@ pub(crate) unsafe fn reduce(
     send: *const u8,
     recv: *mut u8,
     n: usize,
-    t: &Arc<TypeObj>,
+    t: &impl Held,
     dt: MPI_Datatype,
     op: MPI_Op,
     which: Which,
@@ -766,11 +766,11 @@ impl Reducer {
 
     /// A reduction of `n` elements of `t` with `f`, on packed elements or (not `packed`)
     /// in their own layout.
-    fn bytes(f: Combine, t: &Arc<TypeObj>, n: usize, packed: bool) -> Reducer {
+    fn bytes(f: Combine, t: &impl Held, n: usize, packed: bool) -> Reducer {
         Reducer {
             f,
             packed,
-            t: t.clone(),
+            t: t.arc(),
             n,
         }
     }

@@ -13,7 +13,7 @@ mod table;
 pub(crate) mod topo;
 
 pub(crate) use obj::{CommObj, Inter, Topo};
-pub(crate) use table::{comm, errhandler_of, insert, insert_child, remove};
+pub(crate) use table::{comm, comm_ref, errhandler_of, insert, insert_child, remove, CommRef};
 
 use std::ffi::{c_char, c_int, CStr};
 use std::sync::atomic::Ordering;

@@ -280,6 +280,71 @@ fn predefined_table() -> &'static Vec<(MPI_Datatype, Arc<TypeObj>)> {
 /// The derived datatypes programs made.
 static TYPES: Table<TypeObj> = Table::new(Kind::Datatype);
 
+/// A datatype as a call holds it while it runs: a predefined one borrowed from the static
+/// table, a made one shared. Borrowing touches no reference count: a count's locked
+/// increment and decrement, which wait for every store before them (a collective's flag,
+/// on its way to the members polling it), cost a small collective more than the rest of
+/// its argument checks.
+#[derive(Clone)]
+pub(crate) enum TypeRef {
+    /// A predefined datatype.
+    Named(&'static Arc<TypeObj>),
+    /// One the program made.
+    Made(Arc<TypeObj>),
+}
+
+impl std::ops::Deref for TypeRef {
+    type Target = TypeObj;
+
+    fn deref(&self) -> &TypeObj {
+        match self {
+            TypeRef::Named(t) => t,
+            TypeRef::Made(t) => t,
+        }
+    }
+}
+
+/// A datatype a call holds: what it reads, and the shared datatype when it keeps it past
+/// the call (a request, a reducer's closure).
+pub(crate) trait Held: std::ops::Deref<Target = TypeObj> {
+    /// The datatype shared.
+    fn arc(&self) -> Arc<TypeObj>;
+}
+
+impl Held for Arc<TypeObj> {
+    fn arc(&self) -> Arc<TypeObj> {
+        Arc::clone(self)
+    }
+}
+
+impl Held for TypeRef {
+    fn arc(&self) -> Arc<TypeObj> {
+        match self {
+            TypeRef::Named(t) => Arc::clone(t),
+            TypeRef::Made(t) => Arc::clone(t),
+        }
+    }
+}
+
+/// The datatype of handle `h`, held for the call ([`TypeRef`]).
+///
+/// # Errors
+/// [`MpiError::Handle`] with `MPI_ERR_TYPE`.
+pub(crate) fn dtype_ref(h: MPI_Datatype) -> Result<TypeRef, MpiError> {
+    let bad = || MpiError::Handle {
+        class: MPI_ERR_TYPE,
+        what: "datatype",
+        handle: h,
+    };
+    if h < PREDEFINED_LIMIT {
+        return predefined_by_handle()[h]
+            .as_ref()
+            .map(TypeRef::Named)
+            .ok_or_else(bad);
+    }
+    TYPES.get(h).map(TypeRef::Made).ok_or_else(bad)
+}
+
 /// The datatype of handle `h`.
 ///
 /// # Errors
@@ -324,7 +389,15 @@ pub(crate) fn another_handle(h: MPI_Datatype, t: &Arc<TypeObj>) -> Result<MPI_Da
 /// # Errors
 /// As [`dtype`], and `MPI_ERR_TYPE` for an uncommitted type.
 pub(crate) fn committed(h: MPI_Datatype, call: &'static str) -> Result<Arc<TypeObj>, MpiError> {
-    let t = dtype(h)?;
+    committed_ref(h, call).map(|t| t.arc())
+}
+
+/// [`committed`], held for the call ([`TypeRef`]): what the blocking collectives take.
+///
+/// # Errors
+/// As [`committed`].
+pub(crate) fn committed_ref(h: MPI_Datatype, call: &'static str) -> Result<TypeRef, MpiError> {
+    let t = dtype_ref(h)?;
     if !t.committed.load(Ordering::Acquire) {
         return Err(MpiError::invalid(
             MPI_ERR_TYPE,
