@@ -56,7 +56,7 @@ pub const SLOTS: usize = 4;
 /// Bytes of an inline cell.
 pub const CELL: usize = 8;
 
-/// Entries of a member's *deep ring*, where a reduce's posts go (each entry: the
+/// Entries of a member's *deep ring*, where a reduce's and a gather's posts go (each entry: the
 /// contribution's length and a small contribution): a power of two.
 /// A reduce's contributor is done once it posted, and reuses entry `s % RING` once the
 /// one member that read it last finished that collective ([`Ledger::ring_free`]), so it
@@ -75,8 +75,9 @@ pub const INLINE: usize = 2 * CELL;
 /// member) would otherwise find an old one ahead of it again after 2^31 collectives.
 const FRESH: u32 = 1 << 20;
 
-/// A record further back than this many collectives (a slot nothing wrote for that long)
-/// is taken for `seq - SLOTS` instead, which is later.
+/// A record further back than this many collectives (a slot, cell or ring entry nothing
+/// wrote for that long) is taken for `seq - period` instead (the resource's turn: [`SLOTS`],
+/// or the ring's entries), which is later.
 const ANCIENT: u32 = 1 << 30;
 
 /// Readers' encodings in a record's high half.

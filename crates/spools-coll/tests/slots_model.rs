@@ -13,8 +13,10 @@
 //! single one after 2 (`SLOT_RUN`, `CELL_RUN`): a reuse allowed too early gives a reader
 //! a later call's value, which fails an assertion.
 //! The sequence numbers start just before their wrap. Shapes: a rooted collective (a
-//! reduce's or a gather's contributor, done once posted, runs up to `SLOTS - 1` calls
-//! ahead of its root), a chained scan (the reader reads before it posts,
+//! contributor read by one member, done once posted, runs up to `SLOTS - 1` calls ahead
+//! of it: what the slots allow any post read by one member, as a tree's fan-in or a
+//! doubling scan's; a reduce's and a gather's go through the deep ring instead,
+//! `Shape::Deep` below), a chained scan (the reader reads before it posts,
 //! [`Readers::BeforePost`]) and a flat allgather ([`Readers::Everyone`]). A test shows
 //! that the check is not vacuous: a contributor that records its root as reading
 //! before it posts (a rule one call too early for a root that posts, then reads) lets

@@ -22,6 +22,40 @@ pub(crate) enum Kind {
     File = 12,
 }
 
+/// An object a call holds while it runs: a predefined one (`MPI_COMM_WORLD`, `MPI_INT`)
+/// borrowed from the static that keeps it as long as the process lives, one the program
+/// made shared. Borrowing touches no reference count: a count's locked increment and
+/// decrement wait for every store before them (a collective's flag, on its way to the
+/// members polling it), which cost a small collective more than the rest of its argument
+/// checks.
+pub(crate) enum ObjRef<T: 'static> {
+    /// A predefined object.
+    Named(&'static Arc<T>),
+    /// One the program made.
+    Made(Arc<T>),
+}
+
+impl<T> std::ops::Deref for ObjRef<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        match self {
+            ObjRef::Named(t) => t,
+            ObjRef::Made(t) => t,
+        }
+    }
+}
+
+impl<T> ObjRef<T> {
+    /// The object shared, for what keeps it past the call.
+    pub(crate) fn arc(&self) -> Arc<T> {
+        match self {
+            ObjRef::Named(t) => Arc::clone(t),
+            ObjRef::Made(t) => Arc::clone(t),
+        }
+    }
+}
+
 const INDEX_BITS: u32 = 24;
 const INDEX_MASK: usize = (1 << INDEX_BITS) - 1;
 

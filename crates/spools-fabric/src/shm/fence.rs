@@ -8,7 +8,10 @@
 //! waiter's last look sees the flag (a thread not running at that moment went through a
 //! context switch, itself a full barrier). So the setter never pays for a locked
 //! instruction, which on x86 waits until the flag's line comes back from the readers that
-//! poll it; the sleeper pays a system call it was about to make anyway.
+//! poll it. The sleeper pays instead: one more system call on its way to sleep (also when
+//! its last look then finds the flag, and before every nap), which interrupts every CPU
+//! running a registered process, of this job or another: hence not where ranks
+//! outnumber CPUs and sleeping is the common case (the users' choice).
 //!
 //! Only a process that registered ([`light_fences`]) gets the barrier: one that could not
 //! register must store its flags sequentially consistent, and the users of a shared area

@@ -9,32 +9,15 @@ use spools::Communicator;
 use crate::abi::*;
 use crate::comm::obj::CommObj;
 use crate::env::error::MpiError;
-use crate::handles::{Kind, Table};
+use crate::handles::{Kind, ObjRef, Table};
 use crate::runtime::rt;
 
 /// The communicators made by programs.
 static COMMS: Table<CommObj> = Table::new(Kind::Comm);
 
-/// A communicator as a call holds it while it runs: `MPI_COMM_WORLD` and `MPI_COMM_SELF`
-/// borrowed from the runtime, which lives as long as the process, one the program made
-/// shared. Borrowing touches no reference count (see [`crate::datatype::TypeRef`]).
-pub(crate) enum CommRef {
-    /// A predefined communicator.
-    Named(&'static Arc<CommObj>),
-    /// One the program made.
-    Made(Arc<CommObj>),
-}
-
-impl std::ops::Deref for CommRef {
-    type Target = CommObj;
-
-    fn deref(&self) -> &CommObj {
-        match self {
-            CommRef::Named(c) => c,
-            CommRef::Made(c) => c,
-        }
-    }
-}
+/// A communicator as a call holds it ([`ObjRef`]): `MPI_COMM_WORLD` and `MPI_COMM_SELF`
+/// borrowed from the runtime.
+pub(crate) type CommRef = ObjRef<CommObj>;
 
 /// The communicator of handle `h`, held for the call ([`CommRef`]).
 ///
@@ -43,9 +26,9 @@ impl std::ops::Deref for CommRef {
 pub(crate) fn comm_ref(h: MPI_Comm, call: &'static str) -> Result<CommRef, MpiError> {
     let rt = rt(call)?;
     match h {
-        MPI_COMM_WORLD => Ok(CommRef::Named(&rt.world_comm)),
-        MPI_COMM_SELF => Ok(CommRef::Named(&rt.self_comm)),
-        _ => made(h).map(CommRef::Made),
+        MPI_COMM_WORLD => Ok(ObjRef::Named(&rt.world_comm)),
+        MPI_COMM_SELF => Ok(ObjRef::Named(&rt.self_comm)),
+        _ => made(h).map(ObjRef::Made),
     }
 }
 

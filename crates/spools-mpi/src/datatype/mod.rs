@@ -15,7 +15,7 @@ use std::sync::{Arc, OnceLock};
 use crate::abi::*;
 use crate::env::errhandler::on_self;
 use crate::env::error::MpiError;
-use crate::handles::{Kind, Table};
+use crate::handles::{Kind, ObjRef, Table};
 use crate::out::out;
 
 /// A primitive element type, for reductions.
@@ -280,29 +280,9 @@ fn predefined_table() -> &'static Vec<(MPI_Datatype, Arc<TypeObj>)> {
 /// The derived datatypes programs made.
 static TYPES: Table<TypeObj> = Table::new(Kind::Datatype);
 
-/// A datatype as a call holds it while it runs: a predefined one borrowed from the static
-/// table, a made one shared. Borrowing touches no reference count: a count's locked
-/// increment and decrement, which wait for every store before them (a collective's flag,
-/// on its way to the members polling it), cost a small collective more than the rest of
-/// its argument checks.
-#[derive(Clone)]
-pub(crate) enum TypeRef {
-    /// A predefined datatype.
-    Named(&'static Arc<TypeObj>),
-    /// One the program made.
-    Made(Arc<TypeObj>),
-}
-
-impl std::ops::Deref for TypeRef {
-    type Target = TypeObj;
-
-    fn deref(&self) -> &TypeObj {
-        match self {
-            TypeRef::Named(t) => t,
-            TypeRef::Made(t) => t,
-        }
-    }
-}
+/// A datatype as a call holds it ([`ObjRef`]): a predefined one borrowed from the static
+/// table.
+pub(crate) type TypeRef = ObjRef<TypeObj>;
 
 /// A datatype a call holds: what it reads, and the shared datatype when it keeps it past
 /// the call (a request, a reducer's closure).
@@ -319,10 +299,7 @@ impl Held for Arc<TypeObj> {
 
 impl Held for TypeRef {
     fn arc(&self) -> Arc<TypeObj> {
-        match self {
-            TypeRef::Named(t) => Arc::clone(t),
-            TypeRef::Made(t) => Arc::clone(t),
-        }
+        ObjRef::arc(self)
     }
 }
 
@@ -339,10 +316,10 @@ pub(crate) fn dtype_ref(h: MPI_Datatype) -> Result<TypeRef, MpiError> {
     if h < PREDEFINED_LIMIT {
         return predefined_by_handle()[h]
             .as_ref()
-            .map(TypeRef::Named)
+            .map(ObjRef::Named)
             .ok_or_else(bad);
     }
-    TYPES.get(h).map(TypeRef::Made).ok_or_else(bad)
+    TYPES.get(h).map(ObjRef::Made).ok_or_else(bad)
 }
 
 /// The datatype of handle `h`.

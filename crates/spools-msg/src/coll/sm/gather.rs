@@ -73,12 +73,7 @@ impl Flat {
     ) -> Result<bool, MsgError> {
         let deep = self.kind.deep();
         if !self.posted {
-            let free = if deep {
-                sm.deep_free(self.seq, part.len())
-            } else {
-                sm.slot_free(self.seq, part.len())
-            };
-            if !sm.may_post(self.seq) || !free {
+            if !sm.may_post(self.seq) || !sm.part_free(self.seq, part.len(), deep) {
                 return Ok(false);
             }
             let readers = match self.root {
@@ -86,20 +81,7 @@ impl Flat {
                 Some(r) if r == sm.me => Readers::Nobody,
                 Some(r) => Readers::Member(r),
             };
-            let len = if deep {
-                sm.deep_read_by(self.seq, part.len(), readers);
-                if readers != Readers::Nobody {
-                    sm.write_deep(self.seq, part);
-                }
-                sm.deep_len(sm.me, self.seq)
-            } else {
-                sm.slot_read_by(self.seq, part.len(), readers);
-                if readers != Readers::Nobody {
-                    sm.write_data(self.seq, part);
-                }
-                sm.len_of(sm.me, self.seq)
-            };
-            len.store(clamp_len(part.len()), Ordering::Relaxed);
+            sm.put_part(self.seq, part, readers, deep, clamp_len(part.len()));
             sm.post(self.seq, self.no);
             self.posted = true;
             if self.root.is_some_and(|r| r != sm.me) {
@@ -122,12 +104,7 @@ impl Flat {
                 return Ok(false);
             }
             if self.disagree.is_none() {
-                let len = if deep {
-                    sm.deep_len(m, self.seq)
-                } else {
-                    sm.len_of(m, self.seq)
-                };
-                let len = len.load(Ordering::Relaxed) as usize;
+                let len = sm.post_len(m, self.seq, deep).load(Ordering::Relaxed) as usize;
                 // A post of this sequence number for another collective, or a part of
                 // another length: the ranks disagree.
                 if (posted == self.seq && rec != post_record(self.seq, self.no)) || len != want(m) {
@@ -303,7 +280,12 @@ pub(crate) fn gather(
         |_| part,
         |sm, m, seq| {
             let r = members[m] as usize;
-            sm.read_deep(m, seq, &mut out[r * part..(r + 1) * part]);
+            sm.read_post(
+                m,
+                seq,
+                Kind::Gather.deep(),
+                &mut out[r * part..(r + 1) * part],
+            );
         },
     )?;
     Ok(true)

@@ -360,10 +360,8 @@ impl<T: Element> SmJob<T> {
                     let to = &mut out[parts.span(m)];
                     if alltoall {
                         sm.read_part(m, seq, total, me * block, to);
-                    } else if deep {
-                        sm.read_deep(m, seq, to);
                     } else {
-                        sm.read_data(m, seq, to);
+                        sm.read_post(m, seq, deep, to);
                     }
                 });
                 if r.is_err() {

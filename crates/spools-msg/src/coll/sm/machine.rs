@@ -100,15 +100,6 @@ impl<T: Element> SmState<T> {
         self.kind.deep()
     }
 
-    /// The length word of member `m`'s post to this collective.
-    fn len_word<'s>(&self, sm: &'s SmComm, m: usize) -> &'s std::sync::atomic::AtomicU32 {
-        if self.deep() {
-            sm.deep_len(m, self.seq)
-        } else {
-            sm.len_of(m, self.seq)
-        }
-    }
-
     /// Its kind.
     pub(crate) fn kind(&self) -> Kind {
         self.kind
@@ -199,16 +190,6 @@ pub(crate) fn scratch<'s, T: Element>(
     } else {
         heap.resize(len, T::default());
         heap
-    }
-}
-
-/// Copies member `m`'s contribution to collective `seq` out: from the deep ring (or its
-/// data slot) for a reduce (`deep`), else from its cells or data slot.
-fn read_part(sm: &SmComm, deep: bool, m: usize, seq: u32, dst: &mut [u8]) {
-    if deep {
-        sm.read_deep(m, seq, dst);
-    } else {
-        sm.read_data(m, seq, dst);
     }
 }
 
@@ -346,39 +327,22 @@ impl<'a, T: Element> SmColl<'a, T> {
             if !sm.may_post(self.st.seq) {
                 return Ok(false);
             }
-            if self.st.deep() {
-                // A reduce: the deep ring entry (and data slot) that `s` takes must have
-                // been read by whoever read them last.
-                let (seq, nbytes) = (self.st.seq, self.nbytes());
-                if !sm.deep_free(seq, nbytes) {
+            if self.st.kind.contributes() {
+                // Whoever read what this member wrote last in the data slot, cells or
+                // deep ring entry (a reduce's) and length word that `s` takes must be
+                // past that collective.
+                let (seq, nbytes, deep) = (self.st.seq, self.nbytes(), self.st.deep());
+                if !sm.part_free(seq, nbytes, deep) {
                     return Ok(false);
                 }
-                sm.deep_read_by(seq, nbytes, self.st.readers(sm.me));
-                if sm.me != self.st.root {
-                    sm.write_deep(seq, bytes(self.buf));
-                }
+                // A leader whose group disagreed posts that instead of a length (its
+                // failure mark says what it saw). The root's own part, read by nobody
+                // (but a flat one's), is not copied.
                 let len = match self.st.disagree {
                     Some(_) => FAILED_PART,
                     None => nbytes as u32,
                 };
-                sm.deep_len(sm.me, seq).store(len, Ordering::Relaxed);
-            } else if self.st.kind.contributes() {
-                // Whoever read what this member wrote last in the data slot (or cells)
-                // and length word that `s` takes must be past that collective.
-                if !sm.slot_free(self.st.seq, self.nbytes()) {
-                    return Ok(false);
-                }
-                sm.slot_read_by(self.st.seq, self.nbytes(), self.st.readers(sm.me));
-                if sm.me != self.st.root || self.st.flat {
-                    sm.write_data(self.st.seq, bytes(self.buf));
-                }
-                // A leader whose group disagreed posts that instead of a length (its
-                // failure mark says what it saw).
-                let len = match self.st.disagree {
-                    Some(_) => FAILED_PART,
-                    None => self.nbytes() as u32,
-                };
-                sm.len_of(sm.me, self.st.seq).store(len, Ordering::Relaxed);
+                sm.put_part(seq, bytes(self.buf), self.st.readers(sm.me), deep, len);
             } else if self.st.disagree.is_some() {
                 // A barrier's leader whose group disagreed (after such an error the
                 // communicator's collectives are not to be used: no slot to spare).
@@ -490,14 +454,17 @@ impl<'a, T: Element> SmColl<'a, T> {
                 && self.st.disagree.is_none()
             {
                 let len = if self.st.kind.contributes() {
-                    self.st.len_word(sm, m).load(Ordering::Relaxed) as usize
+                    sm.post_len(m, self.st.seq, self.st.deep())
+                        .load(Ordering::Relaxed) as usize
                 } else {
                     0
                 };
                 self.st.disagree = Some((m, len));
             }
             if self.st.kind.contributes() {
-                let len = self.st.len_word(sm, m).load(Ordering::Relaxed);
+                let len = sm
+                    .post_len(m, self.st.seq, self.st.deep())
+                    .load(Ordering::Relaxed);
                 if len == FAILED_PART && self.st.disagree.is_none() {
                     // A leader whose group disagreed: what it saw.
                     self.st.disagree = Some(sm.failure_of(m));
@@ -542,7 +509,8 @@ impl<'a, T: Element> SmColl<'a, T> {
             }
             if self.st.disagree.is_none() {
                 let len = if self.st.kind.contributes() {
-                    self.st.len_word(sm, m).load(Ordering::Relaxed) as usize
+                    sm.post_len(m, self.st.seq, self.st.deep())
+                        .load(Ordering::Relaxed) as usize
                 } else {
                     mine
                 };
@@ -572,7 +540,7 @@ impl<'a, T: Element> SmColl<'a, T> {
         let mut small = [T::default(); SMALL];
         let (deep, seq) = (self.st.deep(), self.st.seq);
         let part = scratch(&mut small, &mut self.st.tmp, self.buf.len());
-        read_part(self.sm, deep, m, seq, bytes_mut(part));
+        self.sm.read_post(m, seq, deep, bytes_mut(part));
         op.combine(self.buf, part, true);
     }
 
@@ -596,7 +564,7 @@ impl<'a, T: Element> SmColl<'a, T> {
         } else {
             let (deep, seq) = (self.st.deep(), self.st.seq);
             let part = scratch(&mut small, &mut self.st.tmp, self.buf.len());
-            read_part(sm, deep, m, seq, bytes_mut(part));
+            sm.read_post(m, seq, deep, bytes_mut(part));
             part
         };
         if m == first {

@@ -59,8 +59,9 @@
 //! to `RING - 1` collectives ahead of its root (a longer one `SLOTS - 1`, its slot's) and
 //! looks at the root's line about once in that many: with the root behind (busy, or
 //! reading many members), its contributors go on with their own work instead of waiting
-//! for it every few calls (with 4 members on 2 cores, a loop of reduces of 8 bytes takes
-//! about a quarter of the time it took when they could run 3 calls ahead). The root of `s`
+//! for it every few calls (a loop of reduces of 8 bytes on 2 cores takes about a third of
+//! the time it took when they could run 3 calls ahead at 4 members, a quarter at 8). The
+//! root of `s`
 //! writes result slot `s % outs` only once every member posted `s - outs + 1` or later. A
 //! chained scan's member reads its left neighbour's slot before it posts the scan, so there
 //! the writer waits only for its reader's post of `s - SLOTS` ([`Readers::BeforePost`]). The
@@ -758,12 +759,7 @@ impl SmComm {
             // result published).
             let (at, rec) = halves(self.posted(m).load(Ordering::Acquire));
             if w.lens && at.wrapping_sub(seq) < w.span && rec == post_record(at, no) {
-                let len = if w.deep {
-                    self.deep_len(m, at)
-                } else {
-                    self.len_of(m, at)
-                };
-                let got = len.load(Ordering::Relaxed) as usize;
+                let got = self.post_len(m, at, w.deep).load(Ordering::Relaxed) as usize;
                 return Some(self.mismatch(op, m, got, bytes));
             }
         }
@@ -792,21 +788,72 @@ impl SmComm {
     /// leader whose group disagreed): in its deep ring ([`Kind::deep`]), so that a
     /// contributor of up to [`DEEP_DATA`] bytes runs up to [`RING`] - 1 collectives ahead
     /// of its reader rather than [`SLOTS`] - 1.
-    pub(crate) fn deep_len(&self, m: usize, seq: u32) -> &AtomicU32 {
+    fn deep_len(&self, m: usize, seq: u32) -> &AtomicU32 {
         self.area.u32_at(self.ring_off(m, seq))
+    }
+
+    /// Whether this member may write its post of `len` bytes to collective `seq`, deep
+    /// (`deep`, [`Kind::deep`]: [`SmComm::deep_free`]) or not ([`SmComm::slot_free`]).
+    pub(crate) fn part_free(&self, seq: u32, len: usize, deep: bool) -> bool {
+        if deep {
+            self.deep_free(seq, len)
+        } else {
+            self.slot_free(seq, len)
+        }
+    }
+
+    /// Writes this member's post to collective `seq` where `readers` look (call once
+    /// [`SmComm::part_free`] said yes): records them, copies `part` unless nobody reads
+    /// it, and stores `len` (its length, or [`FAILED_PART`]) in the length word; the post
+    /// itself comes after ([`SmComm::post`]).
+    pub(crate) fn put_part(&self, seq: u32, part: &[u8], readers: Readers, deep: bool, len: u32) {
+        let word = if deep {
+            self.deep_read_by(seq, part.len(), readers);
+            if readers != Readers::Nobody {
+                self.write_deep(seq, part);
+            }
+            self.deep_len(self.me, seq)
+        } else {
+            self.slot_read_by(seq, part.len(), readers);
+            if readers != Readers::Nobody {
+                self.write_data(seq, part);
+            }
+            self.len_of(self.me, seq)
+        };
+        word.store(len, Ordering::Relaxed);
+    }
+
+    /// The length word of member `m`'s post to collective `seq`: in its deep ring entry
+    /// for a deep collective (`deep`, [`Kind::deep`]), else in its flag line.
+    pub(crate) fn post_len(&self, m: usize, seq: u32, deep: bool) -> &AtomicU32 {
+        if deep {
+            self.deep_len(m, seq)
+        } else {
+            self.len_of(m, seq)
+        }
+    }
+
+    /// Copies member `m`'s part of collective `seq` out (its length is `dst`'s): from its
+    /// deep ring entry (and data slot) for a deep collective, else from its cells or slot.
+    pub(crate) fn read_post(&self, m: usize, seq: u32, deep: bool, dst: &mut [u8]) {
+        if deep {
+            self.read_deep(m, seq, dst);
+        } else {
+            self.read_data(m, seq, dst);
+        }
     }
 
     /// Whether this member may post `len` bytes to deep collective `seq`: its ring entry
     /// and, for more than [`DEEP_DATA`] bytes, its data slot are free
     /// ([`Ledger::ring_free`], [`Ledger::slot_free`]).
-    pub(crate) fn deep_free(&self, seq: u32, len: usize) -> bool {
+    fn deep_free(&self, seq: u32, len: usize) -> bool {
         self.ledger.ring_free(seq, self)
             && (len <= DEEP_DATA || self.ledger.slot_free(seq, INLINE + 1, self))
     }
 
     /// Records who reads this member's post of `len` bytes to deep collective `seq` (its ring
     /// entry, and its data slot for more than [`DEEP_DATA`] bytes).
-    pub(crate) fn deep_read_by(&self, seq: u32, len: usize, readers: Readers) {
+    fn deep_read_by(&self, seq: u32, len: usize, readers: Readers) {
         self.ledger.ring_read_by(seq, readers);
         if len > DEEP_DATA {
             self.ledger.read_by(seq, INLINE + 1, readers);
@@ -815,9 +862,11 @@ impl SmComm {
 
     /// Copies this member's contribution to deep collective `seq` where its reader finds
     /// it: its first [`DEEP_DATA`] bytes beside its length in the ring entry, the rest
-    /// (if any) in its data slot. So a reader loads as many lines as when the length lay
-    /// in the flag line, and the smallest contributions none of the slot's.
-    pub(crate) fn write_deep(&self, seq: u32, bytes: &[u8]) {
+    /// (if any) in its data slot. A reader loads the flag line and the entry's pair of
+    /// lines (for a longer part, less of the slot than before): one pair more than when a
+    /// part of up to 16 bytes rode in the flag line (gathers of 64 bytes at 2 ranks took
+    /// 1.09 times as long), for a contributor that runs up to [`RING`] - 1 calls ahead.
+    fn write_deep(&self, seq: u32, bytes: &[u8]) {
         let (head, tail) = bytes.split_at(bytes.len().min(DEEP_DATA));
         self.area
             .write(self.ring_off(self.me, seq) + RING_HEAD, head);
@@ -828,7 +877,7 @@ impl SmComm {
 
     /// Copies member `m`'s contribution to deep collective `seq` out (its length is
     /// `dst`'s; see [`SmComm::write_deep`]).
-    pub(crate) fn read_deep(&self, m: usize, seq: u32, dst: &mut [u8]) {
+    fn read_deep(&self, m: usize, seq: u32, dst: &mut [u8]) {
         let n = dst.len().min(DEEP_DATA);
         let (head, tail) = dst.split_at_mut(n);
         self.area.read(self.ring_off(m, seq) + RING_HEAD, head);

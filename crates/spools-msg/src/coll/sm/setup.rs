@@ -96,8 +96,10 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
         light: false,
     };
     // Whether flags go with light fences: every member can ([`SharedArea::light_fences`])
-    // and the creator finds the job's ranks here do not outnumber its CPUs. Where they
-    // do, a member about to sleep is the common case and each of its heavy fences
+    // and the creator's look at the machine at set-up does not find the job's ranks awake
+    // here that may run on its CPUs outnumbering them ([`spools_am::Worker::oversubscribed`],
+    // as for scans; binding-aware, and a snapshot: ranks asleep then are not counted, a
+    // cost of speed only). Where they do, a member about to sleep is the common case and each of its heavy fences
     // interrupts the other CPUs: a loop of allreduces of 8 bytes at 4 ranks on 2 cores
     // took 1.33 times as long with them (bcasts, reduces, scatters, barriers 0.7 to
     // 0.75 times; every one within a few per cent at 2 ranks, one per core, where a
