@@ -8,6 +8,8 @@
 #              Zarr metadata, shards and chunks (spools-io)
 #   msg        the message protocol's request-to-send payloads and argument words (spools-msg)
 #   launcher   `spools run`'s command line, a launcher's environment (identity, config)
+#   stream     stream frames and the framebuffer protocol's frame header (spools-proto)
+#   coll_table the table of a v collective's package of blocks (spools-coll)
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (no TARGET: all of them, one after another)
 # Needs a nightly toolchain (installed here through rustup if missing) and cargo-fuzz.
 # Each target starts from fuzz/corpus/<target> and fuzz/seeds/<target>; findings land in
@@ -19,7 +21,7 @@ seconds="${1:-600}"
 shift || true
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-  targets=(spec am boot handshake io msg launcher stream)
+  targets=(spec am boot handshake io msg launcher stream coll_table)
 fi
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked

@@ -14,7 +14,8 @@
 //! - the messaging layer's shared-memory engine (a later step: today's engine,
 //!   `spools-msg`'s `coll/sm`, is modelled here as [`Shape::Flat`]). What that engine
 //!   runs from here already is [`ledger`]: when a member may write over its data slots
-//!   and inline cells, which `tests/slots_model.rs` checks under loom.
+//!   and inline cells, which `tests/slots_model.rs` checks under loom; and [`table`]:
+//!   where each member finds its block in a package of blocks (its v collectives').
 //!
 //! ```
 //! use spools_coll::{sim, Coll, Shape, Topology};
@@ -27,6 +28,7 @@
 pub mod ledger;
 mod machine;
 pub mod sim;
+pub mod table;
 mod topology;
 mod tree;
 

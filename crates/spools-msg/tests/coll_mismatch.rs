@@ -2,7 +2,7 @@
 //! `coll_sm_limit`: some ranks take the shared segment, the others the messages. Every
 //! rank that waits for the others must get `MsgError::Mismatch` (never wait forever), and
 //! the job must end: blocking and non-blocking broadcast, reduce, allreduce, gather and
-//! scatter, blocking allgather(v), alltoall, scan and exscan, with 2 to
+//! scatter, blocking allgather(v), alltoall(v), gatherv, scatterv, scan and exscan, with 2 to
 //! 6 ranks (oversubscribed beyond 2), scans by recursive doubling at 5 to 17, lengths past `eager_limit` too, with and without
 //! the progress thread, with the disagreement at a communicator's first
 //! collective (the segment is set up in it) or later, within one host and across two
@@ -201,6 +201,30 @@ fn role() -> Result<(), String> {
             let mut out = vec![0i64; elems * n as usize];
             w.allgatherv(&mine, &mut out, &counts)
         }
+        // The v forms, whose counts say every rank passes as many elements as this one
+        // (the root's say so at the root): every member takes the segment whatever its
+        // count, and a part, block or package that does not fit a slot goes by messages.
+        "gatherv" => {
+            let counts = vec![elems; n as usize];
+            let mut out = vec![0i64; if me == 0 { elems * n as usize } else { 0 }];
+            w.gatherv(&mine, &mut out, &counts, 0)
+        }
+        "scatterv" => {
+            let counts = vec![elems; n as usize];
+            let whole: Vec<i64> = if me == 0 {
+                (0..n as usize).flat_map(|_| mine.iter().copied()).collect()
+            } else {
+                Vec::new()
+            };
+            let mut out = vec![0i64; elems];
+            w.scatterv(&whole, &counts, &mut out, 0)
+        }
+        "alltoallv" => {
+            let counts = vec![elems; n as usize];
+            let send: Vec<i64> = (0..n as usize).flat_map(|_| mine.iter().copied()).collect();
+            let mut out = vec![0i64; elems * n as usize];
+            w.alltoallv(&send, &counts, &mut out, &counts)
+        }
         "iscan" => w.iscan(mine, Op::Sum).and_then(|r| r.wait()).map(|_| ()),
         "iexscan" => w.iexscan(mine, Op::Sum).and_then(|r| r.wait()).map(|_| ()),
         "exscan" => {
@@ -349,6 +373,28 @@ fn ranks_split_over_the_segment_and_the_messages_get_mismatch() {
         case(3, "scatter", &[1, 2], &[1, 2], env);
     }
     case(9, "gather", &[5], &[0], &inside);
+    // The v forms through the segment, with parts on both sides of a slot: the root of a
+    // gatherv fails (a contributor whose part went by messages does not wait for it
+    // forever: the root takes what the posts announced), a scatterv's members whose
+    // count differs from the root's fail, and an alltoallv's receivers of a block of
+    // another length (here every rank).
+    for env in [&first[..], &later[..]] {
+        case(3, "gatherv", &[1], &[0], env);
+        case(3, "gatherv", &[0], &[0], env);
+        case(3, "scatterv", &[0], &[1, 2], env);
+        case(3, "scatterv", &[1, 2], &[1, 2], env);
+        case(3, "alltoallv", &[2], &[0, 1, 2], env);
+    }
+    case(2, "alltoallv", &[0], &[0, 1], &later);
+    case(4, "gatherv", &[2, 3], &[0], &inside);
+    case(4, "scatterv", &[3], &[3], &inside);
+    case(4, "alltoallv", &[1], &[0, 1, 2, 3], &inside);
+    let past_eager = [("SPOOLS_TEST_FIRST", "0"), ("SPOOLS_TEST_LARGE", "200000")];
+    case(3, "gatherv", &[1], &[0], &past_eager);
+    case(3, "gatherv", &[0], &[0], &past_eager);
+    case(3, "scatterv", &[0], &[1, 2], &past_eager);
+    case(3, "scatterv", &[1, 2], &[1, 2], &past_eager);
+    case(3, "alltoallv", &[2], &[0, 1, 2], &past_eager);
     // Scan (a chain within one host: a member waits for its left neighbour's post): the
     // member that finds the disagreement and every member after it fail; rank 0 waits
     // for nobody on the segment and may succeed.

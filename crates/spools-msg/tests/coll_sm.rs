@@ -81,6 +81,9 @@ enum K {
     Moves,
     /// Scan and exscan: likewise, unless they go as a chain of messages.
     Scan,
+    /// Gatherv, scatterv, alltoallv: within one host only, whatever the lengths (what
+    /// does not fit goes by messages beside the segment).
+    Varied,
 }
 
 /// Counts the collectives that should go through the segment (docs/configuration.md,
@@ -102,10 +105,11 @@ impl Expect<'_> {
         let mine = self.host(self.c.rank());
         let local = (0..n).filter(|&r| self.host(r) == mine).count();
         let several_hosts = (0..n).any(|r| self.host(r) != mine);
+        let bytes = if k == K::Varied { 0 } else { bytes };
         let fits = self.shape.limit > 0 && bytes <= self.shape.limit && local >= 2;
         let kind_ok = match k {
             K::Barrier | K::Bcast => true,
-            K::Reduce | K::Moves => !several_hosts,
+            K::Reduce | K::Moves | K::Varied => !several_hosts,
             K::Scan => !several_hosts && !self.shape.scan_msgs,
             K::Allreduce { commutative } => commutative || !several_hosts,
         };
@@ -164,6 +168,7 @@ fn moves(c: &Communicator, x: &mut Expect<'_>, len: usize) -> Result<(), String>
     x.note(K::Moves, b * nu);
     let want: Vec<i64> = (0..n).flat_map(|i| input(i, len, u64::from(me))).collect();
     check(got == want, || format!("alltoall of {len}"))?;
+    varied(c, x, len)?;
     // Inclusive scans, one commutative, one not (in rank order).
     let mut sc = vec![0i64; len];
     e(c.scan(&input(me, len, 5), &mut sc, &Op::Sum))?;
@@ -243,6 +248,46 @@ fn moves(c: &Communicator, x: &mut Expect<'_>, len: usize) -> Result<(), String>
     check(rw == want && !parts.load(Ordering::Relaxed), || {
         format!("reduce_scatter of {counts:?} by a non-commutative slice function")
     })
+}
+
+/// Gatherv, scatterv and alltoallv around `len` elements, against the reference: counts
+/// that differ by rank (zero among them), so that around the limit some parts, blocks
+/// and packages ride the segment and the others go by messages beside it.
+fn varied(c: &Communicator, x: &mut Expect<'_>, len: usize) -> Result<(), String> {
+    let (me, n) = (c.rank(), c.size());
+    let cnt = |r: u32| (len + r as usize % 3).saturating_sub(1);
+    let counts: Vec<usize> = (0..n).map(cnt).collect();
+    let all: Vec<i64> = (0..n).flat_map(|r| input(r, cnt(r), 4)).collect();
+    for root in [0, n - 1] {
+        let mut g = vec![-1i64; if me == root { all.len() } else { 0 }];
+        e(c.gatherv(&input(me, cnt(me), 4), &mut g, &counts, root))?;
+        x.note(K::Varied, 0);
+        check(me != root || g == all, || {
+            format!("gatherv of {counts:?} to {root}")
+        })?;
+        let whole = if me == root { all.clone() } else { Vec::new() };
+        let mut part = vec![-1i64; cnt(me)];
+        e(c.scatterv(&whole, &counts, &mut part, root))?;
+        x.note(K::Varied, 0);
+        check(part == input(me, cnt(me), 4), || {
+            format!("scatterv of {counts:?} from {root}")
+        })?;
+    }
+    // Rank i sends rank j (i + j) % 3 elements, and odd ranks `len` more: an odd rank's
+    // package outgrows the limit first.
+    let count = |i: u32, j: u32| ((i + j) % 3) as usize + if i % 2 == 1 { len } else { 0 };
+    let sc: Vec<usize> = (0..n).map(|j| count(me, j)).collect();
+    let rc: Vec<usize> = (0..n).map(|i| count(i, me)).collect();
+    let send: Vec<i64> = (0..n)
+        .flat_map(|j| input(me, count(me, j), u64::from(j) + 10))
+        .collect();
+    let want: Vec<i64> = (0..n)
+        .flat_map(|i| input(i, count(i, me), u64::from(me) + 10))
+        .collect();
+    let mut got = vec![-1i64; want.len()];
+    e(c.alltoallv(&send, &sc, &mut got, &rc))?;
+    x.note(K::Varied, 0);
+    check(got == want, || format!("alltoallv of {sc:?} around {len}"))
 }
 
 /// Every collective of this kind at every length, against the reference.
@@ -359,6 +404,16 @@ fn many(comms: &mut [Expect<'_>], rounds: u64) -> Result<(), String> {
                 x.note(K::Moves, len * 8);
                 check(me != root || g == all, || {
                     format!("round {round}: gather {k} to {root} gave {g:?}, want {all:?}")
+                })?;
+                // Gathervs likewise, parts of len and len + 1 elements by rank.
+                let cnt = |r: u32| len + r as usize % 2;
+                let counts: Vec<usize> = (0..n).map(cnt).collect();
+                let vall: Vec<i64> = (0..n).flat_map(|r| input(r, cnt(r), round + k)).collect();
+                let mut vg = vec![0i64; if me == root { vall.len() } else { 0 }];
+                e(c.gatherv(&input(me, cnt(me), round + k), &mut vg, &counts, root))?;
+                x.note(K::Varied, 0);
+                check(me != root || vg == vall, || {
+                    format!("round {round}: gatherv {k} to {root} gave {vg:?}, want {vall:?}")
                 })?;
                 if k == 1 {
                     let whole = if me == root { all } else { Vec::new() };

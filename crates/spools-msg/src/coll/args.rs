@@ -1,5 +1,7 @@
 //! Checking collectives' buffers and counts, and cutting buffers into blocks.
 
+use std::borrow::Cow;
+
 use crate::comm_core::CommCore;
 use crate::element::{as_bytes, as_bytes_mut, Element};
 use crate::error::MsgError;
@@ -91,6 +93,15 @@ pub(crate) fn check_rooted(
         check(op, ROOT_HOLDS_ALL, whole, total)?;
     }
     Ok(())
+}
+
+/// `counts` of elements of `T` in bytes: borrowed for bytes (the MPI layer's), else a
+/// copy.
+pub(crate) fn byte_counts<T>(counts: &[usize]) -> Cow<'_, [usize]> {
+    match std::mem::size_of::<T>() {
+        1 => Cow::Borrowed(counts),
+        size => Cow::Owned(counts.iter().map(|&k| k * size).collect()),
+    }
 }
 
 /// Prefix sums of `counts`: where each rank's block starts.

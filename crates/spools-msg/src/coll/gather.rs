@@ -1,8 +1,10 @@
 //! Gather, scatter, allgather and alltoall, with variable counts.
 
+use std::borrow::Cow;
+
 use super::args::{
-    blocks_mut, bytes, bytes_mut, check, check_alltoallv, check_rooted, displs, EVEN_SPLIT,
-    ONE_COUNT_PER_RANK, RECV_AS_SEND, ROOT_HOLDS_ALL,
+    blocks_mut, byte_counts, bytes, bytes_mut, check, check_alltoallv, check_rooted, displs,
+    EVEN_SPLIT, ONE_COUNT_PER_RANK, RECV_AS_SEND, ROOT_HOLDS_ALL,
 };
 use super::group::{exchange_during, finish, recv_any_poll, send, send_all, Group, Poisoned};
 use super::ring::ring_allgather;
@@ -245,6 +247,17 @@ impl Communicator {
         self.collective(|tag| {
             self.core.job_rank(root)?;
             check_rooted("gatherv", &self.core, counts, send.len(), recv.len(), root)?;
+            // Every rank takes the segment whatever its count; the posts say which parts
+            // come by messages.
+            let at_root = if self.core.rank == root {
+                byte_counts::<T>(counts)
+            } else {
+                Cow::Borrowed(&[][..])
+            };
+            let (sb, rb) = (bytes(send), bytes_mut(recv));
+            if super::sm::gatherv(&self.core, root as usize, tag, sb, (rb, &at_root))? {
+                return Ok(());
+            }
             gatherv_in(
                 &self.core,
                 &Group::all(&self.core),
@@ -298,6 +311,17 @@ impl Communicator {
         self.collective(|tag| {
             self.core.job_rank(root)?;
             check_rooted("scatterv", &self.core, counts, recv.len(), send.len(), root)?;
+            // Every rank takes the segment whatever its count; the root's publication
+            // says where each block is, or that they come by messages.
+            let at_root = if self.core.rank == root {
+                byte_counts::<T>(counts)
+            } else {
+                Cow::Borrowed(&[][..])
+            };
+            let (sb, rb) = (bytes(send), bytes_mut(recv));
+            if super::sm::scatterv(&self.core, root as usize, tag, (sb, &at_root), rb)? {
+                return Ok(());
+            }
             scatterv_in(
                 &self.core,
                 &Group::all(&self.core),
@@ -435,8 +459,18 @@ impl Communicator {
                 recv.len(),
                 recv_counts.iter().sum(),
             )?;
-            if uniform && super::sm::alltoall(&self.core, tag, bytes(send), bytes_mut(recv))? {
-                return Ok(());
+            if uniform {
+                if super::sm::alltoall(&self.core, tag, bytes(send), bytes_mut(recv))? {
+                    return Ok(());
+                }
+            } else {
+                // Every rank takes the segment whatever its counts; each post says where
+                // its blocks are, or that they come by messages.
+                let (sb, rb) = (byte_counts::<T>(send_counts), byte_counts::<T>(recv_counts));
+                let (s, r) = ((bytes(send), &sb[..]), (bytes_mut(recv), &rb[..]));
+                if super::sm::alltoallv(&self.core, tag, s, r)? {
+                    return Ok(());
+                }
             }
             alltoallv_in(
                 &self.core,

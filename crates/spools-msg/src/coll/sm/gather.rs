@@ -27,6 +27,9 @@ pub(super) struct Flat {
     next: usize,
     /// A member whose part differs from what this member expects: (member, its bytes).
     disagree: Option<(usize, usize)>,
+    /// The length this member's post gives when its data goes by messages instead (see
+    /// [`Flat::by_messages`]).
+    claim: Option<usize>,
 }
 
 impl Flat {
@@ -42,7 +45,22 @@ impl Flat {
             done: false,
             next: 0,
             disagree: None,
+            claim: None,
         }
+    }
+
+    /// Makes this member's post say `len` bytes without data (its part does not fit the
+    /// slot and goes by messages on the collective's tag): its readers see the length,
+    /// and take the part from the messages (`varied.rs`).
+    pub(super) fn by_messages(mut self, len: usize) -> Flat {
+        self.claim = Some(len);
+        self
+    }
+
+    /// Whether this member saw every member's post (then a disagreement it reports was
+    /// found with every post in view).
+    pub(super) fn saw_every_post(&self, sm: &SmComm) -> bool {
+        self.next == sm.n()
     }
 
     /// Its sequence number.
@@ -81,7 +99,8 @@ impl Flat {
                 Some(r) if r == sm.me => Readers::Nobody,
                 Some(r) => Readers::Member(r),
             };
-            sm.put_part(self.seq, part, readers, deep, clamp_len(part.len()));
+            let len = self.claim.unwrap_or(part.len());
+            sm.put_part(self.seq, part, readers, deep, clamp_len(len));
             sm.post(self.seq, self.no);
             self.posted = true;
             if self.root.is_some_and(|r| r != sm.me) {
@@ -142,10 +161,31 @@ pub(super) fn run(
     (kind, root): (Kind, Option<usize>),
     part: &[u8],
     want: impl Fn(usize) -> usize,
+    take: impl FnMut(&SmComm, usize, u32),
+) -> Result<(), MsgError> {
+    drive_flat(
+        c,
+        sm,
+        tag,
+        &mut Flat::new(sm, tag, kind, root),
+        part,
+        want,
+        take,
+    )
+}
+
+/// [`run`] with the collective `f` (made by [`Flat::new`], perhaps changed since); `f`
+/// stays the caller's to look at afterwards.
+pub(super) fn drive_flat(
+    c: &CommCore,
+    sm: &SmComm,
+    tag: u32,
+    f: &mut Flat,
+    part: &[u8],
+    want: impl Fn(usize) -> usize,
     mut take: impl FnMut(&SmComm, usize, u32),
 ) -> Result<(), MsgError> {
-    let mut f = Flat::new(sm, tag, kind, root);
-    let w = f.watch(part.len());
+    let w = f.watch(f.claim.unwrap_or(part.len()));
     let r = sm.drive((c.coll_ctx(), &c.ranks), tag, w, || {
         f.poll(sm, part, &want, &mut take)
     });

@@ -10,6 +10,7 @@ use super::{
 use crate::coll::args::{bytes, bytes_mut};
 use crate::element::{Element, Op};
 use crate::error::MsgError;
+use spools_coll::table::{locate, Block};
 
 /// Members per group of a tree (a leader and up to three others).
 const GROUP: usize = 4;
@@ -74,6 +75,11 @@ pub(crate) struct SmColl<'a, T: Element> {
     whole: Option<&'a [T]>,
     op: Option<&'a Op<T>>,
     st: SmState<T>,
+    /// A scatterv's member: the root's publication is a package (`table.rs`) in which it
+    /// finds its block, or which says the blocks go by messages.
+    varied: bool,
+    /// A scatterv's member found that its block goes by messages.
+    by_messages: bool,
 }
 
 impl<T: Element> SmState<T> {
@@ -234,7 +240,31 @@ impl<'a, T: Element> SmColl<'a, T> {
             whole: None,
             op,
             st,
+            varied: false,
+            by_messages: false,
         }
+    }
+
+    /// Starts scatterv `seq` (number `no`) from `root`, receiving into `buf` (of any
+    /// length: a block that does not fit the segment comes by messages). The root then
+    /// publishes a package ([`SmColl::scatters`] with what `table.rs` packs).
+    pub(crate) fn scatterv(
+        sm: &'a SmComm,
+        seq: u32,
+        no: u32,
+        root: usize,
+        buf: &'a mut [T],
+    ) -> Self {
+        let st = SmState::new(sm, seq, no, Kind::Scatter, root, false);
+        let mut m = SmColl::resume(sm, buf, None, st);
+        m.varied = true;
+        m
+    }
+
+    /// Whether this scatterv member's block goes by messages (see [`SmColl::scatterv`]),
+    /// once done.
+    pub(crate) fn by_messages(&self) -> bool {
+        self.by_messages
     }
 
     /// Its state, to resume it later over the same buffer and operator.
@@ -276,6 +306,9 @@ impl<'a, T: Element> SmColl<'a, T> {
     /// Bytes of the result the root publishes: of a scatter, every member's part.
     fn published(&self) -> usize {
         match self.st.kind {
+            Kind::Scatter if self.varied => self
+                .whole
+                .map_or_else(|| self.nbytes(), std::mem::size_of_val),
             Kind::Scatter => self.nbytes() * self.sm.n(),
             _ => self.nbytes(),
         }
@@ -650,6 +683,9 @@ impl<'a, T: Element> SmColl<'a, T> {
                 want: mine,
             });
         }
+        if self.varied && len != FAILED {
+            return self.take_block(k, len as usize);
+        }
         if len == FAILED
             || (self.st.kind.publishes_data() || self.st.kind.contributes()) && len as usize != mine
         {
@@ -672,5 +708,30 @@ impl<'a, T: Element> SmColl<'a, T> {
             sm.saw_all_posted(self.st.seq);
         }
         Ok(true)
+    }
+
+    /// A scatterv member's block from the package of `len` bytes in result slot `k`.
+    fn take_block(&mut self, k: usize, len: usize) -> Result<bool, MsgError> {
+        let sm = self.sm;
+        let mine = self.nbytes();
+        let read = |at: usize, dst: &mut [u8]| sm.read_out_part(k, len, at, dst);
+        let got = match locate(len, sm.n(), sm.me, read) {
+            Block::ByMessages => {
+                self.by_messages = true;
+                return Ok(true);
+            }
+            Block::At { at, len: got } if got == mine => {
+                sm.read_out_part(k, len, at, bytes_mut(self.buf));
+                return Ok(true);
+            }
+            Block::At { len: got, .. } => got,
+            Block::Bad => 0,
+        };
+        Err(MsgError::Mismatch {
+            op: "scatterv",
+            from: Some(sm.members[self.st.root]),
+            got,
+            want: mine,
+        })
     }
 }

@@ -4,7 +4,9 @@
 //! [`SLOTS`] data slots per member and a ring of result slots. Allgather(v), alltoall,
 //! gather and reduce-scatter are flat (`gather.rs`: every member posts its part and reads
 //! everyone's; a gather's root alone reads them, and its contributors are done once posted;
-//! `fold.rs`: a reduce-scatter's member folds its block of everyone's). Scans (`scan.rs`)
+//! `fold.rs`: a reduce-scatter's member folds its block of everyone's). Gatherv, scatterv
+//! and alltoallv take the segment within one host whatever their lengths (`varied.rs`):
+//! their posts say where the data lies, in a slot or in messages beside it. Scans (`scan.rs`)
 //! are a chain among fewer than [`spools_coll::SCAN_DOUBLING_MIN`] members (`chain.rs`:
 //! each member folds its part after its left neighbour's prefix and posts the result for
 //! its right neighbour), recursive doubling among more that have a CPU each
@@ -141,6 +143,7 @@ mod machine;
 mod scan;
 mod setup;
 mod slot;
+mod varied;
 mod way;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -164,6 +167,7 @@ pub(crate) use machine::scratch;
 pub(crate) use scan::{scan, scans_by_messages};
 pub(crate) use slot::SmSlot;
 pub(crate) use spools_coll::ledger::{seq_ge, Ledger, Readers, SLOTS};
+pub(crate) use varied::{alltoallv, gatherv, scatterv};
 pub(crate) use way::ScanWay;
 
 /// Looks at a collective's flags before its wait drives progress (see [`SmComm::drive`]).
