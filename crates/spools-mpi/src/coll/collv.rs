@@ -14,16 +14,17 @@
 
 use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
-use std::sync::Arc;
 
 use spools::{Communicator, Element, Op};
 
 use crate::abi::*;
 use crate::coll::op::{cast, direct, engine, slice_op, with_op, Engine, Reducer, WithOp};
-use crate::coll::vcoll::{arr, counts, root_of, Wide};
+use crate::coll::vcoll::{arr, counts, root_of, Counts, Ints, Wide};
 use crate::coll::{is_inter, waited};
-use crate::comm::comm;
-use crate::datatype::{block, buffer, committed, count as ccount, unpack, TypeObj};
+use crate::comm::comm_ref;
+use crate::datatype::{
+    block, buffer, committed, committed_ref, count as ccount, unpack, TypeObj, TypeRef,
+};
 use crate::env::errhandler::on_comm;
 use crate::env::error::MpiError;
 use crate::p2p::data;
@@ -45,7 +46,7 @@ unsafe fn allgatherv<C: Wide, K: Copy + Wide, D: Copy + Wide>(
     comm_h: MPI_Comm,
     call: &'static str,
 ) -> Result<(), MpiError> {
-    let c = comm(comm_h, call)?;
+    let c = comm_ref(comm_h, call)?;
     let n = c.comm.size() as usize;
     let me = c.comm.rank() as usize;
     let sendcount = sendcount.wide();
@@ -70,7 +71,7 @@ unsafe fn allgatherv<C: Wide, K: Copy + Wide, D: Copy + Wide>(
         // SAFETY: this rank's block of the receive buffer (checked above).
         Cow::Owned(unsafe { data(at(me).cast_const().cast(), k[me], &rt) }.into_owned())
     } else {
-        let (sn, st) = (ccount(sendcount, call)?, committed(sendtype, call)?);
+        let (sn, st) = (ccount(sendcount, call)?, committed_ref(sendtype, call)?);
         buffer(sendbuf as usize, sn, &st, call, "sendbuf")?;
         // SAFETY: `sn` elements of `st` (the caller's contract, checked above); borrowed
         // only where it lies apart from the receive buffer (below).
@@ -112,7 +113,7 @@ unsafe fn gatherv<C: Wide, K: Copy + Wide, D: Copy + Wide>(
     comm_h: MPI_Comm,
     call: &'static str,
 ) -> Result<(), MpiError> {
-    let c = comm(comm_h, call)?;
+    let c = comm_ref(comm_h, call)?;
     let n = c.comm.size() as usize;
     let me = c.comm.rank() as usize;
     let root = root_of(&c, root, call)?;
@@ -123,14 +124,14 @@ unsafe fn gatherv<C: Wide, K: Copy + Wide, D: Copy + Wide>(
         Ok(unsafe { data(at as *const c_void, k, rt) }.into_owned())
     };
     let part = || -> Result<Cow<'_, [u8]>, MpiError> {
-        let (sn, st) = (ccount(sendcount, call)?, committed(sendtype, call)?);
+        let (sn, st) = (ccount(sendcount, call)?, committed_ref(sendtype, call)?);
         buffer(sendbuf as usize, sn, &st, call, "sendbuf")?;
         // SAFETY: `sn` elements of `st` (the caller's contract, checked above).
         Ok(unsafe { data(sendbuf, sn, &st) })
     };
     if me != root as usize {
         let mine = part()?;
-        let mut bytes = vec![0usize; n];
+        let mut bytes: Counts = smallvec::smallvec![0; n];
         bytes[me] = mine.len();
         return Ok(c.comm.gatherv(&mine, &mut [], &bytes, root)?);
     }
@@ -195,7 +196,7 @@ unsafe fn scatterv<K: Copy + Wide, D: Copy + Wide, C: Wide>(
     comm_h: MPI_Comm,
     call: &'static str,
 ) -> Result<(), MpiError> {
-    let c = comm(comm_h, call)?;
+    let c = comm_ref(comm_h, call)?;
     let n = c.comm.size() as usize;
     let me = c.comm.rank() as usize;
     let root = root_of(&c, root, call)?;
@@ -205,12 +206,12 @@ unsafe fn scatterv<K: Copy + Wide, D: Copy + Wide, C: Wide>(
     let side = if in_place {
         None
     } else {
-        let (rn, rt) = (ccount(recvcount, call)?, committed(recvtype, call)?);
+        let (rn, rt) = (ccount(recvcount, call)?, committed_ref(recvtype, call)?);
         buffer(recvbuf as usize, rn, &rt, call, "recvbuf")?;
         Some((rn, rt))
     };
     let want = side.as_ref().map_or(0, |(rn, rt)| rn * rt.size);
-    let (whole, bytes): (Cow<'_, [u8]>, Vec<usize>) = if me == root as usize {
+    let (whole, bytes): (Cow<'_, [u8]>, Counts) = if me == root as usize {
         // SAFETY: `size` values each at the root (the caller's contract).
         let (k, d, st) = unsafe {
             blocks(
@@ -230,7 +231,7 @@ unsafe fn scatterv<K: Copy + Wide, D: Copy + Wide, C: Wide>(
             recvcount != 0 && k[me] != 0,
             call,
         )?;
-        let bytes: Vec<usize> = k.iter().map(|&k| k * st.size).collect();
+        let bytes: Counts = k.iter().map(|&k| k * st.size).collect();
         let total: usize = bytes.iter().sum();
         let whole = if packed_displs(&k, &d) && st.contiguous() && total > 0 && !sendbuf.is_null() {
             // SAFETY: the send buffer's blocks, one after the other from its start, are
@@ -247,7 +248,7 @@ unsafe fn scatterv<K: Copy + Wide, D: Copy + Wide, C: Wide>(
         };
         (whole, bytes)
     } else {
-        let mut bytes = vec![0usize; n];
+        let mut bytes: Counts = smallvec::smallvec![0; n];
         bytes[me] = want;
         (Cow::Borrowed(&[][..]), bytes)
     };
@@ -310,7 +311,7 @@ impl Landing<'_> {
         run: impl FnOnce(&[u8], &mut [u8], &[usize]) -> Result<(), spools::MsgError>,
     ) -> Result<(), MpiError> {
         let (recvbuf, rt, me) = (self.recvbuf, self.rt, self.me);
-        let mut bytes: Vec<usize> = self.k.iter().map(|&k| k * rt.size).collect();
+        let mut bytes: Counts = self.k.iter().map(|&k| k * rt.size).collect();
         let agrees = mine.len() == bytes[me];
         bytes[me] = mine.len();
         let total: usize = bytes.iter().sum();
@@ -365,7 +366,7 @@ fn truncated(call: &'static str, what: &str, got: usize, want: usize) -> MpiErro
 }
 
 /// A v collective's blocks, checked: their counts, displacements and datatype.
-type Checked = (Vec<usize>, Vec<i64>, Arc<TypeObj>);
+type Checked = (Counts, Ints, TypeRef);
 
 /// The blocks of a v collective's buffer at `buf`: `counts` elements of `dt` at `displs`
 /// extents each (`n` of them), checked; with the datatype.
@@ -386,7 +387,7 @@ unsafe fn blocks<K: Copy + Wide, D: Copy + Wide>(
             arr(displs, n, call)?,
         )
     };
-    let t = committed(dt, call)?;
+    let t = committed_ref(dt, call)?;
     for (&k, &d) in k.iter().zip(&d) {
         block(buf, d as isize * t.extent, k, &t, call, what)?;
     }
@@ -423,9 +424,9 @@ unsafe fn alltoallv(
     comm_h: MPI_Comm,
     call: &'static str,
 ) -> Result<(), MpiError> {
-    let c = comm(comm_h, call)?;
+    let c = comm_ref(comm_h, call)?;
     let inplace = sendbuf as usize == MPI_IN_PLACE;
-    let rt = committed(rt, call)?;
+    let rt = committed_ref(rt, call)?;
     let rk = counts(rk, call)?;
     for (&k, &d) in rk.iter().zip(rd) {
         block(
@@ -439,7 +440,7 @@ unsafe fn alltoallv(
     }
     let rat = |i: usize| (recvbuf as isize).wrapping_add(rd[i] as isize * rt.extent) as *mut u8;
     // This rank's send blocks, one after the other.
-    let (send, sbytes): (std::borrow::Cow<'_, [u8]>, Vec<usize>) = if inplace {
+    let (send, sbytes): (std::borrow::Cow<'_, [u8]>, Counts) = if inplace {
         let mut all = Vec::new();
         for (i, &k) in rk.iter().enumerate() {
             // SAFETY: receive block i (checked above).
@@ -447,7 +448,7 @@ unsafe fn alltoallv(
         }
         (all.into(), rk.iter().map(|k| k * rt.size).collect())
     } else {
-        let st = committed(st, call)?;
+        let st = committed_ref(st, call)?;
         let sk = counts(sk, call)?;
         for (&k, &d) in sk.iter().zip(sd) {
             block(
@@ -459,7 +460,7 @@ unsafe fn alltoallv(
                 "sendbuf",
             )?;
         }
-        let sbytes: Vec<usize> = sk.iter().map(|k| k * st.size).collect();
+        let sbytes: Counts = sk.iter().map(|k| k * st.size).collect();
         let total: usize = sbytes.iter().sum();
         if st.contiguous() && packed_displs(&sk, sd) && total > 0 && !sendbuf.is_null() {
             // SAFETY: the send blocks, one after the other from the buffer's start, are
@@ -476,7 +477,7 @@ unsafe fn alltoallv(
             (all.into(), sbytes)
         }
     };
-    let rbytes: Vec<usize> = rk.iter().map(|k| k * rt.size).collect();
+    let rbytes: Counts = rk.iter().map(|k| k * rt.size).collect();
     let total: usize = rbytes.iter().sum();
     let me = c.comm.rank() as usize;
     // A block to itself of two lengths: this rank still takes part (its peers are owed
@@ -542,11 +543,11 @@ unsafe fn alltoallv_arrays<K: Copy + Wide, D: Copy + Wide>(
     comm_h: MPI_Comm,
     call: &'static str,
 ) -> Result<(), MpiError> {
-    let n = comm(comm_h, call)?.comm.size() as usize;
+    let n = comm_ref(comm_h, call)?.comm.size() as usize;
     // SAFETY: `size` values each (the caller's contract).
     let (rk, rd) = unsafe { (arr(recvcounts, n, call)?, arr(rdispls, n, call)?) };
     let (sk, sd) = if sendbuf as usize == MPI_IN_PLACE {
-        (Vec::new(), Vec::new())
+        (Ints::new(), Ints::new())
     } else {
         // SAFETY: as above.
         unsafe { (arr(sendcounts, n, call)?, arr(sdispls, n, call)?) }
@@ -650,7 +651,7 @@ unsafe fn reduce_scatter(
     comm_h: MPI_Comm,
     call: &'static str,
 ) -> Result<(), MpiError> {
-    let c = comm(comm_h, call)?;
+    let c = comm_ref(comm_h, call)?;
     let me = c.comm.rank() as usize;
     let t = committed(dt, call)?;
     let total: usize = k.iter().sum();
@@ -735,7 +736,7 @@ unsafe fn reduce_scatter_block<C: Wide>(
     comm_h: MPI_Comm,
     call: &'static str,
 ) -> Result<(), MpiError> {
-    let n = comm(comm_h, call)?.comm.size() as usize;
+    let n = comm_ref(comm_h, call)?.comm.size() as usize;
     let k = vec![ccount(recvcount.wide(), call)?; n];
     // SAFETY: the caller's contract.
     unsafe { reduce_scatter(sendbuf, recvbuf, &k, dt, op, comm_h, call) }
@@ -754,7 +755,7 @@ unsafe fn reduce_scatter_v<K: Copy + Wide>(
     comm_h: MPI_Comm,
     call: &'static str,
 ) -> Result<(), MpiError> {
-    let n = comm(comm_h, call)?.comm.size() as usize;
+    let n = comm_ref(comm_h, call)?.comm.size() as usize;
     // SAFETY: `size` values (the caller's contract).
     let k = counts(&unsafe { arr(recvcounts, n, call) }?, call)?;
     // SAFETY: the caller's contract.

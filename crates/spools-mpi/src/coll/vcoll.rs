@@ -11,6 +11,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
+use smallvec::SmallVec;
 use spools::{CollRequest, InterRoot};
 
 use crate::abi::*;
@@ -329,6 +330,13 @@ fn start_reduce(
     }))
 }
 
+/// Counts or displacements of a v collective, one per rank: on the stack up to 16 ranks
+/// (no allocation per call for the small v collectives of a node's ranks).
+pub(crate) type Ints = SmallVec<[i64; 16]>;
+
+/// Counts (checked), or byte counts, of a v collective, one per rank (as [`Ints`]).
+pub(crate) type Counts = SmallVec<[usize; 16]>;
+
 /// Reads `n` counts or displacements of a C array of either width.
 ///
 /// # Safety
@@ -337,7 +345,7 @@ pub(crate) unsafe fn arr<T: Copy + Wide>(
     p: *const T,
     n: usize,
     call: &'static str,
-) -> Result<Vec<i64>, MpiError> {
+) -> Result<Ints, MpiError> {
     // SAFETY: the caller's contract.
     Ok(unsafe { crate::datatype::array(p, n, call) }?
         .iter()
@@ -365,7 +373,7 @@ impl Wide for isize {
     }
 }
 
-pub(crate) fn counts(v: &[i64], call: &'static str) -> Result<Vec<usize>, MpiError> {
+pub(crate) fn counts(v: &[i64], call: &'static str) -> Result<Counts, MpiError> {
     v.iter().map(|&x| ccount(x, call)).collect()
 }
 
@@ -1185,7 +1193,7 @@ forms!(-, -, MPI_Ireduce_scatter, MPI_Ireduce_scatter_c, MPI_Reduce_scatter_init
     let n = c.local_size() as usize;
     // SAFETY: `size` values (the caller's contract).
     let k = counts(&unsafe { arr(recvcounts, n, call)? }, call)?;
-    scatter_start((comm, c), sendbuf as usize, recvbuf as usize, k, datatype, op, call)
+    scatter_start((comm, c), sendbuf as usize, recvbuf as usize, k.to_vec(), datatype, op, call)
 });
 
 /// Checks the buffers of a reduction of `n` elements of `t` folded as `fold`, those this
