@@ -16,6 +16,7 @@
 //! | `eager_limit` | `SPOOLS_EAGER_LIMIT` | `32KiB` | larger tagged messages up to this size are sent eagerly (at most `bulk_limit`); beyond, rendezvous |
 //! | `coll_sm_limit` | `SPOOLS_COLL_SM_LIMIT` | `4KiB` | barrier, broadcast, reduce, allreduce, allgather(v), alltoall, gather, scatter, scan, exscan and reduce-scatter, blocking or not, of up to this many bytes (per rank's part; an alltoall's, a scatter's and a reduce-scatter's whole buffer) go through a shared segment per communicator and host (flags and slots) instead of messages, where at least 2 ranks of the communicator share the host (allgather, alltoall, gather, scatter, scan, exscan and reduce-scatter within one host only); blocking gatherv, scatterv and alltoallv of any length go through it within one host, what of them exceeds this many bytes (a part, or all of a member's blocks) by messages beside it; `0`: never (at most 64KiB) |
 //! | `coll_sm_scan` | `SPOOLS_COLL_SM_SCAN` | `auto` | how scans and exscans run within a host where a shared segment serves the communicator: `auto` (where the job's ranks on the host that may run on the CPUs of the member that creates the segment outnumber them, a chain of eager messages, which lets each rank run ahead of the ones after it by many scans; else recursive doubling through the segment, `log2 P` rounds, among 16 members or more, and a chain through it among fewer (ranks bound to a core each do not outnumber them)), `chain`, `doubling` (through the segment at every member count), `messages` (a chain of messages at every member count, for the scans after the collective that set the segment up); the segment's creator decides for all its members |
+//! | `coll_sm_fences` | `SPOOLS_COLL_SM_FENCES` | `auto` | how members of a shared segment set the collectives' flags: `auto` (with release stores, a member about to sleep paying an asymmetric fence, Linux's `membarrier` global expedited, where every member registered for it and the member that creates the segment does not find the ranks outnumbering the CPUs; else locked stores), `light` (release stores wherever every member registered, busy machine or not), `locked` (locked stores always); the segment's creator decides for all its members |
 //! | `single_copy` | `SPOOLS_SINGLE_COPY` | `auto` | `auto` (collectives' rendezvous within a host by `process_vm_readv`, point-to-point too where the start-up probe finds it faster than `memcpy`), `cma` (every rendezvous within a host), `pipeline` (none: through the rings) |
 //! | `batch` | `SPOOLS_BATCH` | `256` | short messages per batch in batched mode |
 //! | `progress_thread` | `SPOOLS_PROGRESS_THREAD` | `false` | run handlers on a background thread |
@@ -111,6 +112,20 @@ pub enum ScanChoice {
     Messages,
 }
 
+/// How the members of a shared segment set the collectives' flags
+/// ([`Config::coll_sm_fences`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FenceChoice {
+    /// Release stores (a member about to sleep paying an asymmetric fence) where every
+    /// member registered for it and the creating member does not find the ranks
+    /// outnumbering the CPUs; else locked stores.
+    Auto,
+    /// Release stores wherever every member registered for the asymmetric fence.
+    Light,
+    /// Locked (sequentially consistent) stores always.
+    Locked,
+}
+
 /// The most bytes a tagged message can carry inline in one control message.
 pub const SHORT_LIMIT_MAX: u64 = 24;
 
@@ -159,6 +174,8 @@ pub struct Config {
     pub coll_sm_limit: u64,
     /// How scans run through that segment (decided by the member that creates it).
     pub coll_sm_scan: ScanChoice,
+    /// How its members set its flags (decided by the member that creates it).
+    pub coll_sm_fences: FenceChoice,
     /// Messages per batch.
     pub batch: u32,
     /// Whether a progress thread runs handlers.
@@ -199,6 +216,7 @@ impl Default for Config {
             eager_limit: 32 << 10,
             coll_sm_limit: COLL_SM_LIMIT_DEFAULT,
             coll_sm_scan: ScanChoice::Auto,
+            coll_sm_fences: FenceChoice::Auto,
             batch: 256,
             progress_thread: false,
             thread_level: ThreadLevel::Multiple,
@@ -256,6 +274,7 @@ struct FileConfig {
     eager_limit: Option<toml::Value>,
     coll_sm_limit: Option<toml::Value>,
     coll_sm_scan: Option<String>,
+    coll_sm_fences: Option<String>,
     spin_us: Option<u64>,
     lanes: Option<u64>,
     single_copy: Option<String>,
@@ -424,6 +443,9 @@ impl Config {
         if let Some(v) = fc.coll_sm_scan {
             self.apply("coll_sm_scan", &v)?;
         }
+        if let Some(v) = fc.coll_sm_fences {
+            self.apply("coll_sm_fences", &v)?;
+        }
         if let Some(v) = fc.progress_thread {
             self.apply("progress_thread", &v.to_string())?;
         }
@@ -499,6 +521,14 @@ impl Config {
                             "expected auto, chain, doubling or messages",
                         ))
                     }
+                }
+            }
+            "coll_sm_fences" => {
+                self.coll_sm_fences = match v.trim() {
+                    "auto" => FenceChoice::Auto,
+                    "light" => FenceChoice::Light,
+                    "locked" => FenceChoice::Locked,
+                    _ => return Err(value_err(key, v, "expected auto, light or locked")),
                 }
             }
             "single_copy" => {
@@ -674,6 +704,16 @@ impl fmt::Display for ScanChoice {
     }
 }
 
+impl fmt::Display for FenceChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FenceChoice::Auto => "auto",
+            FenceChoice::Light => "light",
+            FenceChoice::Locked => "locked",
+        })
+    }
+}
+
 impl fmt::Display for ThreadLevel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -701,6 +741,7 @@ impl fmt::Display for Config {
         writeln!(f, "eager_limit = \"{}\"", show_size(self.eager_limit))?;
         writeln!(f, "coll_sm_limit = \"{}\"", show_size(self.coll_sm_limit))?;
         writeln!(f, "coll_sm_scan = \"{}\"", self.coll_sm_scan)?;
+        writeln!(f, "coll_sm_fences = \"{}\"", self.coll_sm_fences)?;
         writeln!(f, "batch = {}", self.batch)?;
         writeln!(f, "progress_thread = {}", self.progress_thread)?;
         writeln!(f, "thread_level = \"{}\"", self.thread_level)?;

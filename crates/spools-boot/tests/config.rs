@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use spools_boot::config::{
-    Config, ConfigError, ScanChoice, SingleCopyChoice, ThreadLevel, TransportChoice,
+    Config, ConfigError, FenceChoice, ScanChoice, SingleCopyChoice, ThreadLevel, TransportChoice,
 };
 use spools_boot::identity::{parse_rendezvous, IdentityError, JobEnv, LauncherKind, Rendezvous};
 
@@ -270,6 +270,7 @@ fn all_keys() -> Config {
         eager_limit: 262_144,
         coll_sm_limit: 1024,
         coll_sm_scan: ScanChoice::Doubling,
+        coll_sm_fences: FenceChoice::Locked,
         batch: 32,
         progress_thread: true,
         thread_level: ThreadLevel::Funneled,
@@ -298,6 +299,7 @@ fn documented_defaults() -> Config {
         eager_limit: 32_768,
         coll_sm_limit: 4096,
         coll_sm_scan: ScanChoice::Auto,
+        coll_sm_fences: FenceChoice::Auto,
         batch: 256,
         progress_thread: false,
         thread_level: ThreadLevel::Multiple,
@@ -333,6 +335,7 @@ fn a_file_with_every_key_gives_its_values() {
         cfg.cell_size != d.cell_size,
         cfg.bulk_limit != d.bulk_limit,
         cfg.coll_sm_scan != d.coll_sm_scan,
+        cfg.coll_sm_fences != d.coll_sm_fences,
         cfg.fragment_size != d.fragment_size,
         cfg.spin_us != d.spin_us,
         cfg.lanes != d.lanes,

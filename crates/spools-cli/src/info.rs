@@ -158,8 +158,9 @@ pub(crate) fn run() -> Result<()> {
         };
         writeln!(
             w,
-            "{:<15} = {fences:<24} # this process registered for asymmetric fences (membarrier global expedited): where every member did and ranks do not outnumber CPUs, the collectives' flags are release stores and a member about to sleep runs the barrier",
-            "light_fences"
+            "{:<15} = {fences:<24} # this process registered for asymmetric fences (membarrier global expedited): where every member did and ranks do not outnumber CPUs (coll_sm_fences = {}), the collectives' flags are release stores and a member about to sleep runs the barrier",
+            "light_fences",
+            cfg.coll_sm_fences
         )?;
         writeln!(w)?;
         host(&mut w)?;

@@ -49,7 +49,8 @@ pub fn pack_into(out: &mut Vec<u8>, data: &[u8], counts: &[usize], cap: usize) -
     true
 }
 
-/// What a package whose blocks go by messages says: the one word [`BY_MESSAGES`].
+/// What a package whose blocks go by messages says: the one word `u32::MAX`, which no
+/// table starts with (a table's first offset is 0).
 #[must_use]
 pub fn by_messages() -> [u8; WORD] {
     BY_MESSAGES.to_le_bytes()

@@ -651,6 +651,9 @@ fn small_collectives_through_shared_memory() {
     run(5, &[("SPOOLS_COLL_SM_SCAN", "doubling")]);
     run(9, &[("SPOOLS_COLL_SM_SCAN", "doubling")]);
     run(4, &[("SPOOLS_COLL_SM_SCAN", "messages")]);
+    // Light fences where the ranks outnumber the CPUs (`auto` keeps them off there): the
+    // members that sleep pay the heavy fence, the others' release stores must wake them.
+    run(5, &[("SPOOLS_COLL_SM_FENCES", "light")]);
     run(3, &[("SPOOLS_COLL_SM_LIMIT", "0")]);
     run(5, &[("SPOOLS_TEST_HOSTS", "2")]);
     run(7, &[("SPOOLS_TEST_HOSTS", "3")]);
@@ -1007,30 +1010,44 @@ fn reduce_contributors_run_far_ahead_of_their_root() {
 
 /// Two ranks, one per CPU where the machine has two: the segment's members agree whether
 /// its flags go with light fences (a release store, the sleepers' heavy fence), and
-/// collectives in which one rank comes late, so that the other sleeps on its bell and a
-/// post or publication wakes it, give the right results, the late rank changing sides.
+/// collectives in which one rank comes late, so that the others sleep on their bells and a
+/// post or publication wakes them, give the right results, the late rank changing sides.
 /// Whether the fences are light depends on the kernel (`membarrier`) and on the
 /// creator's look at the machine at set-up (a busy machine turns them off): the test
 /// prints which it ran and asserts only the agreement and the results; a wake-up lost
-/// would show as a nap's delay (2 ms), not as a failure.
+/// would show as a nap's delay (2 ms), not as a failure. With `coll_sm_fences` set, 3
+/// ranks on however many CPUs: `light` gives light fences wherever this process
+/// registered for them (then the sleepers, common where ranks outnumber the CPUs, pay the
+/// heavy fence), `locked` never.
 fn fences_role() -> Result<(), String> {
     let w = e(spools::init())?;
     checked(&w, |w| {
-        let me = w.rank();
+        let (me, n) = (w.rank(), w.size());
         let mut out = [0u64];
         e(w.allreduce(&[1u64], &mut out, &Op::Sum))?;
         let light = w
             .shared_memory_light_fences()
             .ok_or_else(|| format!("rank {me}: no segment"))?;
-        let mut views = [0u64; 2];
+        let mut views = vec![0u64; n as usize];
         e(w.allgather(&[u64::from(light)], &mut views))?;
-        check(views[0] == views[1], || {
+        check(views.iter().all(|&v| v == views[0]), || {
             format!("rank {me}: the members disagree on light fences: {views:?}")
         })?;
+        let forced = std::env::var("SPOOLS_COLL_SM_FENCES").unwrap_or_default();
+        let can = spools_am::SharedArea::light_fences();
+        check(
+            match forced.as_str() {
+                "light" => light == can,
+                "locked" => !light,
+                _ => true,
+            },
+            || format!("rank {me}: coll_sm_fences {forced:?} gave light {light} (can: {can})"),
+        )?;
         println!("light fences {light} rank {me}");
+        let nn = u64::from(n);
         for round in 0..40u64 {
-            if u64::from(me) == round % 2 {
-                // Late: the other sleeps on its bell (past its spin) and is woken.
+            if u64::from(me) == round % nn {
+                // Late: the others sleep on their bells (past their spin) and are woken.
                 std::thread::sleep(Duration::from_millis(3));
             }
             let mut b = [if me == 0 { round } else { u64::MAX }];
@@ -1040,15 +1057,21 @@ fn fences_role() -> Result<(), String> {
             })?;
             let mut sum = [0u64];
             e(w.allreduce(&[round + u64::from(me)], &mut sum, &Op::Sum))?;
-            check(sum == [2 * round + 1], || {
+            check(sum == [nn * round + nn * (nn - 1) / 2], || {
                 format!("rank {me}: allreduce {round} gave {sum:?}")
             })?;
             let mut red = [0u64];
             e(w.reduce(&[round * u64::from(me + 1)], &mut red, &Op::Sum, 1))?;
             if me == 1 {
-                check(red == [3 * round], || {
+                check(red == [round * nn * (nn + 1) / 2], || {
                     format!("reduce {round} gave {red:?}")
                 })?;
+            }
+            let mut g = vec![0u64; if me == 1 { n as usize } else { 0 }];
+            e(w.gather(&[round + u64::from(me)], &mut g, 1))?;
+            if me == 1 {
+                let want: Vec<u64> = (0..nn).map(|r| round + r).collect();
+                check(g == want, || format!("gather {round} gave {g:?}"))?;
             }
         }
         Ok(())
@@ -1067,4 +1090,12 @@ fn members_agree_on_light_fences_and_wake_each_other() {
         2,
         &[],
     );
+    for fences in ["light", "locked"] {
+        run_ranks(
+            "members_agree_on_light_fences_and_wake_each_other",
+            "fences ok",
+            3,
+            &[("SPOOLS_COLL_SM_FENCES", fences)],
+        );
+    }
 }

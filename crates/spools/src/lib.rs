@@ -53,7 +53,9 @@ pub use spools_am::{
     ActiveMessage, AmError, Channel, Delivery, Endpoint, HandlerId, Interrupt, Region, RegionKey,
     Route, Worker,
 };
-pub use spools_boot::config::{Config, ScanChoice, SingleCopyChoice, ThreadLevel, TransportChoice};
+pub use spools_boot::config::{
+    Config, FenceChoice, ScanChoice, SingleCopyChoice, ThreadLevel, TransportChoice,
+};
 pub use spools_boot::identity::LauncherKind;
 pub use spools_boot::BootError;
 pub use spools_fabric::{Caps, FabricError, Priority, SingleCopy, Transport};

@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
 use spools_am::{Route, SharedArea};
+use spools_boot::config::FenceChoice;
 
 use super::slot::SmSlot;
 use super::way::ScanWay;
@@ -96,7 +97,8 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
         light: false,
     };
     // Whether flags go with light fences: every member can ([`SharedArea::light_fences`])
-    // and the creator's look at the machine at set-up does not find the job's ranks awake
+    // and (`coll_sm_fences = "auto"`, the creator's setting; `light` skips this look,
+    // `locked` turns them off) the creator's look at the machine at set-up does not find the job's ranks awake
     // here that may run on its CPUs outnumbering them ([`spools_am::Worker::oversubscribed`],
     // as for scans; binding-aware, and a snapshot: ranks asleep then are not counted, a
     // cost of speed only). Where they do, a member about to sleep is the common case and each of its heavy fences
@@ -155,7 +157,15 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
             // Folded from this member's own count: `later` compares modulo 2^24, so 0 is
             // no neutral start.
             let (mut all, mut nb_all, mut from) = (true, true, started(c));
-            let mut light = light_here && !worker.oversubscribed();
+            // Light fences where every member can, as `coll_sm_fences` says: by default
+            // not where the ranks outnumber the CPUs (every sleep's fence would
+            // interrupt the members running).
+            let mut light = light_here
+                && match worker.config().coll_sm_fences {
+                    FenceChoice::Auto => !worker.oversubscribed(),
+                    FenceChoice::Light => true,
+                    FenceChoice::Locked => false,
+                };
             for i in 1..n {
                 let mut ok = [0u8; 7];
                 recv(c, local, i, tag + 1, &mut ok)?;
