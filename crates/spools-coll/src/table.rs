@@ -30,8 +30,8 @@ pub fn table_bytes(n: usize) -> usize {
 /// Packs `data`, cut into blocks of `counts` bytes one after the other, into `out` (emptied
 /// first): the table (the offset of each block in the data, then the data's length), then
 /// the data. `false`, leaving `out` empty, when the package would exceed `cap` bytes (or
-/// offsets of 32 bits): the blocks go by messages, and [`by_messages`] is what to publish
-/// instead.
+/// offsets of 32 bits): the blocks go by messages (a scatterv root publishes
+/// [`by_messages`] instead; an alltoallv member posts only the package's length).
 pub fn pack_into(out: &mut Vec<u8>, data: &[u8], counts: &[usize], cap: usize) -> bool {
     out.clear();
     let head = table_bytes(counts.len());

@@ -57,12 +57,6 @@ impl Flat {
         self
     }
 
-    /// Whether this member saw every member's post (then a disagreement it reports was
-    /// found with every post in view).
-    pub(super) fn saw_every_post(&self, sm: &SmComm) -> bool {
-        self.next == sm.n()
-    }
-
     /// Its sequence number.
     pub(super) fn seq(&self) -> u32 {
         self.seq
@@ -192,7 +186,7 @@ pub(super) fn drive_flat(
     if let Err(e) = &r {
         f.abandon(sm);
         if matches!(e, MsgError::Mismatch { .. }) {
-            sm.mark_failed(f.no, part.len(), e);
+            sm.mark_failed(f.no, f.claim.unwrap_or(part.len()), e);
         }
     }
     r

@@ -246,8 +246,9 @@ impl<'a, T: Element> SmColl<'a, T> {
     }
 
     /// Starts scatterv `seq` (number `no`) from `root`, receiving into `buf` (of any
-    /// length: a block that does not fit the segment comes by messages). The root then
-    /// publishes a package ([`SmColl::scatters`] with what `table.rs` packs).
+    /// length). The root then publishes a package ([`SmColl::scatters`] with what
+    /// `spools_coll::table` packs), or, where the package (the table and every block)
+    /// exceeds a slot, one that says the blocks come by messages.
     pub(crate) fn scatterv(
         sm: &'a SmComm,
         seq: u32,

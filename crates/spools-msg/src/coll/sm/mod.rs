@@ -88,7 +88,8 @@
 //!
 //! # Ranks that disagree about the path
 //!
-//! Each member chooses the segment or the messages from its own length. In an erroneous
+//! Each member chooses the segment or the messages from its own length (but for gatherv,
+//! scatterv and alltoallv, which take the segment whatever their lengths: `varied.rs`). In an erroneous
 //! program whose members pass lengths on both sides of the limit, some wait on the
 //! segment for posts that never come and the others on messages that are never sent.
 //! Making them agree first (a flag round, an allgather) would cost every small collective

@@ -11,21 +11,25 @@
 //! - scatterv: the root publishes a package (`table.rs`: where each member's block lies,
 //!   then the blocks) as a scatter's root publishes every part, or a package that says the
 //!   blocks go by messages, and then sends them; each member finds its block.
-//! - alltoallv: every member posts a package of its blocks (or one that says they go by
-//!   messages) and reads its block from every member's, flat, as alltoall's members do;
-//!   then members whose blocks went by messages send them, to receivers that posted their
-//!   receives first.
+//! - alltoallv: every member posts a package of its blocks, or, when that exceeds a slot,
+//!   only the package's length, and reads its block from every member's, flat, as
+//!   alltoall's members do; then members whose blocks went by messages send them, to
+//!   receivers that posted their receives first.
 //!
-//! A length that disagrees with the reader's count fails with [`MsgError::Mismatch`] where
-//! it is read (a gatherv's root, a scatterv's member, an alltoallv's receiver), after the
-//! messages announced were taken, so that no sender waits for a receive that never comes.
-//! Within one host only (across hosts: the messages).
+//! What goes by messages is decided by the whole post: a gatherv's part, a scatterv root's
+//! package (a table of `4 (n + 1)` bytes and every block), an alltoallv member's package,
+//! against the slot (`coll_sm_limit` rounded up to 64 bytes). A length that disagrees with
+//! the reader's count fails with [`MsgError::Mismatch`] where it is read (a gatherv's root,
+//! a scatterv's member, an alltoallv's receiver); a rank that fails so leaves the
+//! collective (`group::left`), which drops the messages still coming for it and releases
+//! their senders, so none waits for a receive that never comes. Within one host only
+//! (across hosts: the messages).
 
 use super::coll::place;
 use super::gather::{drive_flat, Flat};
 use super::kind::Kind;
 use super::machine::SmColl;
-use super::{coll_no, halves, post_record, seq_ge, SmComm, FAILED_PART};
+use super::{clamp_len, coll_no};
 use crate::coll::args::displs;
 use crate::coll::group::{finish, recv_any_poll, send, send_all, Group};
 use crate::comm_core::CommCore;
@@ -78,7 +82,9 @@ pub(crate) fn gatherv(
         tag,
         &mut f,
         part,
-        |m| counts[members[m] as usize],
+        // A length past 32 bits reads as the largest (`clamp_len`) in a post; the
+        // message then carries, and its receive checks, the whole length.
+        |m| clamp_len(counts[members[m] as usize]) as usize,
         |sm, m, seq| {
             let r = members[m] as usize;
             if counts[r] > cap {
@@ -88,48 +94,16 @@ pub(crate) fn gatherv(
             }
         },
     );
-    match r {
-        Ok(()) => {
-            if !late.is_empty() {
-                let g = Group::all(c);
-                for r in late {
-                    recv_any_poll(c, &g, r, tag, &mut out[d[r]..d[r] + counts[r]])?;
-                }
-            }
-            Ok(true)
-        }
-        Err(e) => {
-            if matches!(e, MsgError::Mismatch { .. }) && f.saw_every_post(sm) {
-                drain(c, sm, (tag, f.seq()), &Group::all(c));
-            }
-            Err(e)
+    // On a disagreement the parts announced are not taken here: this rank leaves the
+    // collective (`group::left`), which drops them and releases their senders.
+    r?;
+    if !late.is_empty() {
+        let g = Group::all(c);
+        for r in late {
+            recv_any_poll(c, &g, r, tag, &mut out[d[r]..d[r] + counts[r]])?;
         }
     }
-}
-
-/// After a gatherv whose root found a disagreement with every post in view: receives (and
-/// drops) every part that a post of this collective said goes by messages, so that no
-/// contributor waits for its rendezvous send.
-fn drain(c: &CommCore, sm: &SmComm, (tag, seq): (u32, u32), g: &Group) {
-    let no = coll_no(tag);
-    for m in (0..sm.n()).filter(|&m| m != sm.me) {
-        let (posted, rec) = halves(sm.posted(m).load(Ordering::Acquire));
-        // A post of this sequence number for another collective sent nothing here.
-        if !seq_ge(posted, seq) || (posted == seq && rec != post_record(seq, no)) {
-            continue;
-        }
-        let len = sm.post_len(m, seq, true).load(Ordering::Relaxed);
-        if len != FAILED_PART && len as usize > sm.slot {
-            // Best effort: the error reported is the disagreement.
-            let _ = recv_any_poll(
-                c,
-                g,
-                sm.members[m] as usize,
-                tag,
-                &mut vec![0; len as usize],
-            );
-        }
-    }
+    Ok(true)
 }
 
 /// Scatterv of bytes from communicator rank `root` within one host: at the root, `send`
