@@ -340,6 +340,13 @@ impl<'a, T: Element> SmColl<'a, T> {
         std::mem::size_of_val(self.buf)
     }
 
+    /// The length member `m` posted to this collective (see [`SmComm::post_len`]).
+    fn posted_len(&self, m: usize) -> u32 {
+        self.sm
+            .post_len(m, self.st.seq, self.st.deep())
+            .load(Ordering::Relaxed)
+    }
+
     /// Advances as far as the flags allow; `Ok(true)` once done on this member, and
     /// `Ok(false)` for a root that reached [`Stage::Publish`] (call
     /// [`SmColl::publish`] next).
@@ -488,17 +495,14 @@ impl<'a, T: Element> SmColl<'a, T> {
                 && self.st.disagree.is_none()
             {
                 let len = if self.st.kind.contributes() {
-                    sm.post_len(m, self.st.seq, self.st.deep())
-                        .load(Ordering::Relaxed) as usize
+                    self.posted_len(m) as usize
                 } else {
                     0
                 };
                 self.st.disagree = Some((m, len));
             }
             if self.st.kind.contributes() {
-                let len = sm
-                    .post_len(m, self.st.seq, self.st.deep())
-                    .load(Ordering::Relaxed);
+                let len = self.posted_len(m);
                 if len == FAILED_PART && self.st.disagree.is_none() {
                     // A leader whose group disagreed: what it saw.
                     self.st.disagree = Some(sm.failure_of(m));
@@ -543,8 +547,7 @@ impl<'a, T: Element> SmColl<'a, T> {
             }
             if self.st.disagree.is_none() {
                 let len = if self.st.kind.contributes() {
-                    sm.post_len(m, self.st.seq, self.st.deep())
-                        .load(Ordering::Relaxed) as usize
+                    self.posted_len(m) as usize
                 } else {
                     mine
                 };
