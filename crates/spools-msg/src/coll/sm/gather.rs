@@ -30,6 +30,8 @@ pub(super) struct Flat {
     /// The length this member's post gives when its data goes by messages instead (see
     /// [`Flat::by_messages`]).
     claim: Option<usize>,
+    /// The call its errors name (its kind's, or a v collective's: [`Flat::named`]).
+    name: &'static str,
 }
 
 impl Flat {
@@ -46,7 +48,14 @@ impl Flat {
             next: 0,
             disagree: None,
             claim: None,
+            name: kind.name(),
         }
+    }
+
+    /// Makes its errors name `name` (a v collective on its kind's machine).
+    pub(super) fn named(mut self, name: &'static str) -> Flat {
+        self.name = name;
+        self
     }
 
     /// Makes this member's post say `len` bytes without data (its part does not fit the
@@ -69,7 +78,10 @@ impl Flat {
 
     /// What its waits watch for, with a part of `bytes` here.
     pub(super) fn watch(&self, bytes: usize) -> Watch {
-        Watch::posting(self.seq, self.no, self.kind, bytes)
+        Watch {
+            op: self.name,
+            ..Watch::posting(self.seq, self.no, self.kind, bytes)
+        }
     }
 
     /// Posts `part` (once), then takes each member's part in rank order as it arrives
@@ -132,7 +144,7 @@ impl Flat {
         sm.finished(self.seq);
         sm.saw_all_posted(self.seq);
         match self.disagree {
-            Some((m, got)) => Err(sm.mismatch(self.kind.name(), m, got, want(m))),
+            Some((m, got)) => Err(sm.mismatch(self.name, m, got, want(m))),
             None => Ok(true),
         }
     }

@@ -60,7 +60,7 @@ pub(crate) fn gatherv(
     };
     let (me, cap) = (c.rank as usize, sm.slot);
     let fits = mine.len() <= cap;
-    let mut f = Flat::new(sm, tag, Kind::Gather, Some(root));
+    let mut f = Flat::new(sm, tag, Kind::Gather, Some(root)).named("gatherv");
     if !fits {
         f = f.by_messages(mine.len());
     }
@@ -176,7 +176,7 @@ pub(crate) fn alltoallv(
     recv[rd[me]..rd[me] + recv_counts[me]].copy_from_slice(&send[own..own + send_counts[me]]);
     let mut package = Scratch::take();
     let packed = pack_into(&mut package.0, send, send_counts, sm.slot);
-    let mut f = Flat::new(sm, tag, Kind::Alltoall, None);
+    let mut f = Flat::new(sm, tag, Kind::Alltoall, None).named("alltoallv");
     if !packed {
         f = f.by_messages(table_bytes(n) + send.len());
     }
