@@ -158,7 +158,7 @@ pub(crate) fn run() -> Result<()> {
         };
         writeln!(
             w,
-            "{:<15} = {fences:<24} # this process registered for asymmetric fences (membarrier global expedited): where every member did and ranks do not outnumber CPUs (coll_sm_fences = {}), the collectives' flags are release stores and a member about to sleep runs the barrier",
+            "{:<15} = {fences:<24} # this process registered for asymmetric fences (membarrier global expedited): where every member did (and, with coll_sm_fences = auto, ranks do not outnumber CPUs; light: busy or not; locked: never; here {}), the collectives' flags are release stores and a member about to sleep runs the barrier",
             "light_fences",
             cfg.coll_sm_fences
         )?;

@@ -375,7 +375,8 @@ fn ranks_split_over_the_segment_and_the_messages_get_mismatch() {
     case(9, "gather", &[5], &[0], &inside);
     // The v forms through the segment, with parts on both sides of a slot: the root of a
     // gatherv fails (a contributor whose part went by messages does not wait for it
-    // forever: the root takes what the posts announced), a scatterv's members whose
+    // forever: the root leaves the collective, which drops its message and releases
+    // it), a scatterv's members whose
     // count differs from the root's fail, and an alltoallv's receivers of a block of
     // another length (here every rank).
     for env in [&first[..], &later[..]] {

@@ -13,8 +13,8 @@
 //!   blocks go by messages, and then sends them; each member finds its block.
 //! - alltoallv: every member posts a package of its blocks, or, when that exceeds a slot,
 //!   only the package's length, and reads its block from every member's, flat, as
-//!   alltoall's members do; then members whose blocks went by messages send them, to
-//!   receivers that posted their receives first.
+//!   alltoall's members do; then each member posts its receives of the blocks that went
+//!   by messages, and then, if its own did, sends them.
 //!
 //! What goes by messages is decided by the whole post: a gatherv's part, a scatterv root's
 //! package (a table of `4 (n + 1)` bytes and every block), an alltoallv member's package,
@@ -222,8 +222,9 @@ pub(crate) fn alltoallv(
             None => Ok(true),
         };
     }
-    // Every member saw every post: those whose blocks go by messages send them, to
-    // receivers that post their receives first.
+    // Every member saw every post: this member posts its receives of the blocks that go
+    // by messages before it sends its own (if they go so), so that two such members
+    // never wait for each other.
     let g = Group::all(c);
     let mut guards = Vec::with_capacity(late.len());
     let mut blocks: Vec<&mut [u8]> = Vec::with_capacity(late.len());
