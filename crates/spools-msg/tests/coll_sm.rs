@@ -287,7 +287,35 @@ fn varied(c: &Communicator, x: &mut Expect<'_>, len: usize) -> Result<(), String
     let mut got = vec![-1i64; want.len()];
     e(c.alltoallv(&send, &sc, &mut got, &rc))?;
     x.note(K::Varied, 0);
-    check(got == want, || format!("alltoallv of {sc:?} around {len}"))
+    check(got == want, || format!("alltoallv of {sc:?} around {len}"))?;
+    // The non-blocking forms, all three in flight at once and waited for in reverse
+    // order (a part past the slot goes by messages after the step on the segment).
+    // Through the segment of the non-blocking collectives wherever the blocking forms
+    // went through their own (which set that one up).
+    let before = x.count;
+    x.note(K::Varied, 0);
+    let nb_expected = 3 * (x.count - before);
+    x.count = before;
+    let nb_before = c.nonblocking_shared_memory_collectives();
+    let root = n - 1;
+    let gat = e(c.igatherv(input(me, cnt(me), 4), &counts, 0))?;
+    let whole = if me == root { all.clone() } else { Vec::new() };
+    let sca = e(c.iscatterv(whole, &counts, root))?;
+    let a2a = e(c.ialltoallv(send, &sc, &rc))?;
+    let got = e(a2a.wait())?;
+    check(got == want, || format!("ialltoallv of {sc:?} around {len}"))?;
+    let part = e(sca.wait())?;
+    check(part == input(me, cnt(me), 4), || {
+        format!("iscatterv of {counts:?} from {root}")
+    })?;
+    let g = e(gat.wait())?;
+    check(if me == 0 { g == all } else { g.is_empty() }, || {
+        format!("igatherv of {counts:?} to 0")
+    })?;
+    let nb = c.nonblocking_shared_memory_collectives() - nb_before;
+    check(nb == nb_expected, || {
+        format!("rank {me} of {n}: {nb} non-blocking v collectives through shared memory, {nb_expected} expected")
+    })
 }
 
 /// Every collective of this kind at every length, against the reference.

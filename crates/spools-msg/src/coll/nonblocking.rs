@@ -95,14 +95,20 @@ impl<T: Element, R> Pending<R> for SmPending<T, R> {
 
     fn wait(&self) -> Result<R, MsgError> {
         deactivate_job(&self.job);
-        let r = shm::run_to_end(&self.job);
+        shm::run_segment(&self.job);
+        let lock = || self.job.lock().unwrap_or_else(PoisonError::into_inner);
+        // A v collective's blocks that did not fit a slot: its messages, to their end.
+        let messages = lock().messages();
+        if let Some(s) = messages {
+            let r = run_to_end(&s);
+            lock().end_messages(r);
+        }
+        let mut g = lock();
+        let r = g.take();
         // Abandoned before one in flight before it finished: the poller marks it
         // finished later, so that the ones after it post.
-        let later = self
-            .job
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .finishes_later();
+        let later = g.finishes_later();
+        drop(g);
         if later {
             activate_job(&self.job);
         }

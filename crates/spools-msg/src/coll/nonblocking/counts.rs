@@ -1,10 +1,12 @@
 //! The non-blocking collectives with a count per rank (gatherv, scatterv, allgatherv,
-//! alltoallv) and the exclusive scan. An allgatherv, whose counts every rank has, and an
-//! exclusive scan go through the segment where one serves them (a scan unless its creator
-//! sends scans to the messages); gatherv, scatterv and alltoallv, whose counts only some
-//! ranks know, always take the messages (a rule every rank applies alike), as their
-//! blocking forms do. Each takes its place in the communicator's order before it checks
-//! its arguments, as the other non-blocking collectives do.
+//! alltoallv) and the exclusive scan. Each goes through the segment where one serves
+//! it: an allgatherv, whose counts every rank has, when its largest part fits; an
+//! exclusive scan unless the segment's creator sends scans to the messages; gatherv,
+//! scatterv and alltoallv, whose counts only some ranks know, whatever their counts (a
+//! rule every rank applies alike), as their blocking forms do, with the blocks that do
+//! not fit a slot sent by messages afterwards (`sm/varied_job.rs`). Each takes its place
+//! in the communicator's order before it checks its arguments, as the other non-blocking
+//! collectives do.
 
 use super::{first, CollRequest};
 use crate::coll::args::{block, bytes, check, check_alltoallv, check_rooted, ONE_COUNT_PER_RANK};
@@ -51,6 +53,11 @@ impl Communicator {
         this.core.job_rank(root)?;
         let total: usize = counts.iter().sum();
         check_rooted("igatherv", &this.core, counts, send.len(), total, root)?;
+        // Within one host every rank takes the segment, whatever its counts.
+        if let Ok(sm) = shm::serving(&this.core, tag, shm::Kind::Gather, 0) {
+            let job = SmJob::start_gatherv(&this.core, sm, tag, root as usize, (send, counts));
+            return Ok(Self::start_job("gatherv", job, |b| b));
+        }
         let out = if this.rank() == root {
             let mut out = vec![T::default(); total];
             out[block(counts, root as usize)].copy_from_slice(&send);
@@ -103,9 +110,23 @@ impl Communicator {
             this.size() as usize,
         )?;
         let me = this.rank() as usize;
+        if this.rank() == root {
+            check_rooted(
+                "iscatterv",
+                &this.core,
+                counts,
+                counts[me],
+                send.len(),
+                root,
+            )?;
+        }
+        if let Ok(sm) = shm::serving(&this.core, tag, shm::Kind::Scatter, 0) {
+            let what = (send, counts, counts[me]);
+            let job = SmJob::start_scatterv(&this.core, sm, tag, root as usize, what);
+            return Ok(Self::start_job("scatterv", job, |b| b));
+        }
         let mut out = vec![T::default(); counts[me]];
         if this.rank() == root {
-            check_rooted("iscatterv", &this.core, counts, out.len(), send.len(), root)?;
             out.copy_from_slice(&send[block(counts, me)]);
         }
         let mut s = this.schedule(tag, vec![out, send]);
@@ -204,6 +225,10 @@ impl Communicator {
         let me = this.rank() as usize;
         let counts = (send_counts, recv_counts);
         check_alltoallv("ialltoallv", (n, me), send.len(), counts)?;
+        if let Ok(sm) = shm::serving(&this.core, tag, shm::Kind::Alltoall, 0) {
+            let job = SmJob::start_alltoallv(&this.core, sm, tag, send, counts);
+            return Ok(Self::start_job("alltoallv", job, |b| b));
+        }
         let mut out = vec![T::default(); recv_counts.iter().sum()];
         out[block(recv_counts, me)].copy_from_slice(&send[block(send_counts, me)]);
         let mut s = this.schedule(tag, vec![out, send]);

@@ -76,12 +76,19 @@ impl Flat {
         self.kind
     }
 
-    /// What its waits watch for, with a part of `bytes` here.
+    /// What its waits watch for, with a part of `bytes` here (or the length its post
+    /// claims: [`Flat::by_messages`]).
     pub(super) fn watch(&self, bytes: usize) -> Watch {
+        let bytes = self.claim.unwrap_or(bytes);
         Watch {
             op: self.name,
             ..Watch::posting(self.seq, self.no, self.kind, bytes)
         }
+    }
+
+    /// The length its post gives: `part`'s, or the one it claims ([`Flat::by_messages`]).
+    pub(super) fn claimed(&self, part: usize) -> usize {
+        self.claim.unwrap_or(part)
     }
 
     /// Posts `part` (once), then takes each member's part in rank order as it arrives
@@ -191,14 +198,14 @@ pub(super) fn drive_flat(
     want: impl Fn(usize) -> usize,
     mut take: impl FnMut(&SmComm, usize, u32),
 ) -> Result<(), MsgError> {
-    let w = f.watch(f.claim.unwrap_or(part.len()));
+    let w = f.watch(part.len());
     let r = sm.drive((c.coll_ctx(), &c.ranks), tag, w, || {
         f.poll(sm, part, &want, &mut take)
     });
     if let Err(e) = &r {
         f.abandon(sm);
         if matches!(e, MsgError::Mismatch { .. }) {
-            sm.mark_failed(f.no, f.claim.unwrap_or(part.len()), e);
+            sm.mark_failed(f.no, f.claimed(part.len()), e);
         }
     }
     r

@@ -33,9 +33,11 @@ use super::gather::{Flat, Taker};
 use super::kind::Kind;
 use super::machine::{SmColl, SmState};
 use super::scan::Scanner;
+use super::varied_job::Varied;
 use super::{coll_no, SmComm, Watch};
 use crate::coll::args::{block, bytes, bytes_mut};
-use crate::coll::group::disagreement;
+use crate::coll::group::{coll_tags, disagreement};
+use crate::coll::schedule::Schedule;
 use crate::comm_core::CommCore;
 use crate::element::{Element, Op};
 use crate::error::MsgError;
@@ -71,13 +73,15 @@ impl<T: Element> Machine<T> {
             Machine::Bytes(st) => (st.seq(), st.seq()),
             Machine::Flat(f, _) | Machine::Fold(f, _, _) => (f.seq(), f.seq()),
             Machine::Scan(scan, _) => scan.seqs(),
+            Machine::Varied(f, _) => (f.seq(), f.seq()),
+            Machine::Scatterv(st, _) => (st.seq(), st.seq()),
         }
     }
 }
 
 /// The machine's state, over this job's buffer as elements (reductions) or as bytes, or
 /// a flat collective's (allgather, alltoall, gather: `gather.rs`) with this member's part.
-enum Machine<T: Element> {
+pub(super) enum Machine<T: Element> {
     Elems(SmState<T>),
     Bytes(SmState<u8>),
     Flat(Flat, Parts),
@@ -86,6 +90,10 @@ enum Machine<T: Element> {
     /// A reduce-scatter's flat step, with this member's whole contribution and its fold
     /// of everyone's block (boxed: the largest by far).
     Fold(Flat, Vec<T>, Box<Folder<T>>),
+    /// A gatherv's or an alltoallv's flat step (`varied_job.rs`).
+    Varied(Flat, Box<Varied<T>>),
+    /// A scatterv's step (`varied_job.rs`).
+    Scatterv(SmState<u8>, Box<Varied<T>>),
 }
 
 /// A flat collective's part on this member and where the others' go.
@@ -155,6 +163,10 @@ pub(crate) struct SmJob<T: Element> {
     /// is in flight), by its first and last sequence numbers: its last is marked once the
     /// one before its first finished, so that the ones after it post.
     finish_later: Option<(u32, u32)>,
+    /// A v collective's messages once its segment step ended: the blocks that did not
+    /// fit a slot (`varied_job.rs`). The job's buffer is the schedule's first slot
+    /// meanwhile.
+    after: Option<Arc<Mutex<Schedule<T>>>>,
     /// Whether the poller's list holds it.
     pub(crate) registered: bool,
 }
@@ -255,7 +267,7 @@ impl<T: Element> SmJob<T> {
 
     /// A job at `machine` over `buf` (and a scatter root's `whole`), advanced as far as
     /// the flags allow.
-    fn begin(
+    pub(super) fn begin(
         core: &Arc<CommCore>,
         tag: u32,
         (buf, whole): (Vec<T>, Vec<T>),
@@ -271,6 +283,7 @@ impl<T: Element> SmJob<T> {
             machine: Some(machine),
             outcome: Ok(()),
             finish_later: None,
+            after: None,
             registered: false,
         };
         job.advance();
@@ -285,7 +298,7 @@ impl<T: Element> SmJob<T> {
     /// Whether it finished and nothing is left to do on the segment (see
     /// [`SmJob::finish_later`]): the poller may drop it.
     pub(crate) fn settled(&self) -> bool {
-        self.machine.is_none() && self.finish_later.is_none()
+        self.machine.is_none() && self.finish_later.is_none() && self.after.is_none()
     }
 
     /// What its waits watch for.
@@ -301,12 +314,60 @@ impl<T: Element> SmJob<T> {
             Machine::Flat(f, parts) => f.watch(parts.mine.len()),
             Machine::Fold(f, mine, _) => f.watch(std::mem::size_of_val(mine.as_slice())),
             Machine::Scan(scan, _) => scan.watch(bytes),
+            Machine::Varied(f, v) => v.watch_flat(f),
+            Machine::Scatterv(st, v) => v.watch_scatterv(st, bytes),
         })
     }
 
-    /// Advances as far as the flags allow; whether it finished (with or without an
-    /// error, which [`SmJob::take`] gives).
+    /// Advances as far as the flags and the messages allow; whether it finished (with or
+    /// without an error, which [`SmJob::take`] gives).
     pub(crate) fn advance(&mut self) -> bool {
+        self.advance_segment() && self.advance_messages()
+    }
+
+    /// Advances its messages, if it has any left (see [`SmJob::messages`]); whether they
+    /// ended.
+    fn advance_messages(&mut self) -> bool {
+        let Some(s) = self.after.clone() else {
+            return true;
+        };
+        let mut g = s.lock().unwrap_or_else(PoisonError::into_inner);
+        if !g.advance() {
+            return false;
+        }
+        let r = g.take();
+        drop(g);
+        self.end_messages(r);
+        true
+    }
+
+    /// Its messages once its segment step ended, if it has any left: the caller's wait
+    /// runs them to their end, then gives their outcome to [`SmJob::end_messages`].
+    pub(crate) fn messages(&self) -> Option<Arc<Mutex<Schedule<T>>>> {
+        self.after.clone()
+    }
+
+    /// Ends its messages with `r`, their outcome: the buffer comes back, and the first
+    /// error is the job's.
+    pub(crate) fn end_messages(&mut self, r: Result<Vec<Vec<T>>, MsgError>) {
+        self.after = None;
+        match r {
+            Ok(mut slots) => {
+                if !slots.is_empty() {
+                    self.buf = slots.swap_remove(0);
+                }
+            }
+            Err(e) => {
+                if self.outcome.is_ok() {
+                    self.outcome = Err(e);
+                }
+            }
+        }
+    }
+
+    /// Advances its segment step as far as the flags allow; whether it ended (its
+    /// messages, if it left any, are started).
+    pub(crate) fn advance_segment(&mut self) -> bool {
         let Some(sm) = self.core.sm.ready() else {
             // Never: a job starts on a ready segment, which stays with its core.
             if self.machine.take().is_some() {
@@ -322,7 +383,41 @@ impl<T: Element> SmJob<T> {
             return true;
         };
         let seqs = machine.seqs();
+        let vary = matches!(machine, Machine::Varied(..) | Machine::Scatterv(..));
+        // A v collective that ended its step: what it leaves for the messages.
+        let mut ended = None;
         let (polled, bytes) = match machine {
+            Machine::Varied(mut f, mut v) => {
+                let r = v.poll_flat(&mut f, sm, &mut self.buf);
+                if r.is_err() {
+                    f.abandon(sm);
+                }
+                let bytes = v.watch_flat(&f).bytes;
+                let next = match r {
+                    Ok(true) => {
+                        ended = Some(v);
+                        Ok(None)
+                    }
+                    Ok(false) => Ok(Some(Machine::Varied(f, v))),
+                    Err(e) => Err(e),
+                };
+                (next, bytes)
+            }
+            Machine::Scatterv(st, mut v) => {
+                let bytes = v
+                    .watch_scatterv(&st, std::mem::size_of_val(self.buf.as_slice()))
+                    .bytes;
+                let (st, r) = v.poll_scatterv(st, sm, &mut self.buf);
+                let next = match r {
+                    Ok(true) => {
+                        ended = Some(v);
+                        Ok(None)
+                    }
+                    Ok(false) => Ok(Some(Machine::Scatterv(st, v))),
+                    Err(e) => Err(e),
+                };
+                (next, bytes)
+            }
             Machine::Elems(st) => {
                 let mut m = SmColl::resume(sm, &mut self.buf, self.op.as_ref(), st);
                 let r = m.poll_through();
@@ -414,6 +509,14 @@ impl<T: Element> SmJob<T> {
         match polled {
             Ok(next) => {
                 self.machine = next;
+                if let Some(mut v) = ended {
+                    self.outcome = v.verdict();
+                    self.after = v
+                        .messages(&self.core, self.tag, &mut self.buf)
+                        .map(|s| Arc::new(Mutex::new(s)));
+                    // Started at once: the receives posted, the sends on their way.
+                    self.advance_messages();
+                }
                 self.machine.is_none()
             }
             Err(e) => {
@@ -421,6 +524,13 @@ impl<T: Element> SmJob<T> {
                 // that every member still waiting in it fails too.
                 if disagreement(&e) {
                     sm.mark_failed(coll_no(self.tag), bytes, &e);
+                    if vary {
+                        // Parts sent for this member by messages: dropped here, their
+                        // senders released (as a blocking member that leaves does).
+                        self.core
+                            .engine
+                            .drain(self.core.coll_ctx(), coll_tags(self.tag));
+                    }
                 }
                 self.outcome = Err(e);
                 self.finish_later = unfinished(sm, seqs);
@@ -440,7 +550,10 @@ impl<T: Element> SmJob<T> {
         match self.machine.take() {
             Some(Machine::Elems(mut st)) => st.abandon(sm),
             Some(Machine::Bytes(mut st)) => st.abandon(sm),
-            Some(Machine::Flat(mut f, _) | Machine::Fold(mut f, _, _)) => f.abandon(sm),
+            Some(
+                Machine::Flat(mut f, _) | Machine::Fold(mut f, _, _) | Machine::Varied(mut f, _),
+            ) => f.abandon(sm),
+            Some(Machine::Scatterv(mut st, _)) => st.abandon(sm),
             Some(Machine::Scan(scan, mine)) => {
                 scan.abandon(sm, std::mem::size_of_val(mine.as_slice()), &e);
             }
@@ -487,18 +600,16 @@ fn lock<T: Element>(j: &SharedJob<T>) -> std::sync::MutexGuard<'_, SmJob<T>> {
     j.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Advances `j` until it finishes (the caller's wait; the job is off the poller's list):
-/// through the segment's wait ([`SmComm::drive`]: progress, which advances the
-/// collectives in flight before it, yielding, the watchdog, sleep).
-///
-/// # Errors
-/// The collective's: [`MsgError::Mismatch`] when members disagree, a dead rank, a rank
-/// that finalised without starting it.
-pub(crate) fn run_to_end<T: Element>(j: &SharedJob<T>) -> Result<Vec<T>, MsgError> {
+/// Advances `j`'s segment step until it ends (the caller's wait; the job is off the
+/// poller's list): through the segment's wait ([`SmComm::drive`]: progress, which advances
+/// the collectives in flight before it, yielding, the watchdog, sleep). What it leaves for
+/// the messages ([`SmJob::messages`]) is the caller's to run; an error ends the job here
+/// ([`SmJob::take`] gives it).
+pub(crate) fn run_segment<T: Element>(j: &SharedJob<T>) {
     let (core, tag, watch) = {
         let mut g = lock(j);
-        if g.advance() {
-            return g.take();
+        if g.advance_segment() {
+            return;
         }
         (g.core.clone(), g.tag, g.watch())
     };
@@ -506,7 +617,7 @@ pub(crate) fn run_to_end<T: Element>(j: &SharedJob<T>) -> Result<Vec<T>, MsgErro
     if let (Some(sm), Some(w)) = (core.sm.ready(), watch) {
         // Finished with an error too: `take` gives it.
         let r = sm.drive((core.coll_ctx(), &core.ranks), tag, w, || {
-            Ok(lock(j).advance())
+            Ok(lock(j).advance_segment())
         });
         if let Err(e) = r {
             let mut g = lock(j);
@@ -515,5 +626,4 @@ pub(crate) fn run_to_end<T: Element>(j: &SharedJob<T>) -> Result<Vec<T>, MsgErro
             }
         }
     }
-    lock(j).take()
 }

@@ -61,6 +61,11 @@ pub(crate) struct SmState<T: Element> {
     flat: bool,
     /// The gather goes over a tree of groups ([`TREE_MIN`]).
     tree: bool,
+    /// A scatterv: the root's publication is a package (`table.rs`) in which each member
+    /// finds its block, or which says the blocks go by messages.
+    varied: bool,
+    /// A scatterv's member found that its block goes by messages.
+    by_messages: bool,
 }
 
 /// One collective on one member: its state over the segment, the member's buffer and
@@ -75,11 +80,6 @@ pub(crate) struct SmColl<'a, T: Element> {
     whole: Option<&'a [T]>,
     op: Option<&'a Op<T>>,
     st: SmState<T>,
-    /// A scatterv's member: the root's publication is a package (`table.rs`) in which it
-    /// finds its block, or which says the blocks go by messages.
-    varied: bool,
-    /// A scatterv's member found that its block goes by messages.
-    by_messages: bool,
 }
 
 impl<T: Element> SmState<T> {
@@ -144,7 +144,16 @@ impl<T: Element> SmState<T> {
             disagree: None,
             flat,
             tree,
+            varied: false,
+            by_messages: false,
         }
+    }
+
+    /// Scatterv `seq` (number `no`) from member `root` (see [`SmColl::scatterv`]).
+    pub(crate) fn scatterv(sm: &SmComm, seq: u32, no: u32, root: usize) -> Self {
+        let mut st = SmState::new(sm, seq, no, Kind::Scatter, root, false);
+        st.varied = true;
+        st
     }
 
     /// The member whose line the root reads `i`-th, in rank order, if any: every member
@@ -240,8 +249,6 @@ impl<'a, T: Element> SmColl<'a, T> {
             whole: None,
             op,
             st,
-            varied: false,
-            by_messages: false,
         }
     }
 
@@ -256,16 +263,13 @@ impl<'a, T: Element> SmColl<'a, T> {
         root: usize,
         buf: &'a mut [T],
     ) -> Self {
-        let st = SmState::new(sm, seq, no, Kind::Scatter, root, false);
-        let mut m = SmColl::resume(sm, buf, None, st);
-        m.varied = true;
-        m
+        SmColl::resume(sm, buf, None, SmState::scatterv(sm, seq, no, root))
     }
 
     /// Whether this scatterv member's block goes by messages (see [`SmColl::scatterv`]),
     /// once done.
     pub(crate) fn by_messages(&self) -> bool {
-        self.by_messages
+        self.st.by_messages
     }
 
     /// Its state, to resume it later over the same buffer and operator.
@@ -307,7 +311,7 @@ impl<'a, T: Element> SmColl<'a, T> {
     /// Bytes of the result the root publishes: of a scatter, every member's part.
     fn published(&self) -> usize {
         match self.st.kind {
-            Kind::Scatter if self.varied => self
+            Kind::Scatter if self.st.varied => self
                 .whole
                 .map_or_else(|| self.nbytes(), std::mem::size_of_val),
             Kind::Scatter => self.nbytes() * self.sm.n(),
@@ -687,7 +691,7 @@ impl<'a, T: Element> SmColl<'a, T> {
                 want: mine,
             });
         }
-        if self.varied && len != FAILED {
+        if self.st.varied && len != FAILED {
             return self.take_block(k, len as usize);
         }
         if len == FAILED
@@ -721,7 +725,7 @@ impl<'a, T: Element> SmColl<'a, T> {
         let read = |at: usize, dst: &mut [u8]| sm.read_out_part(k, len, at, dst);
         let got = match locate(len, sm.n(), sm.me, read) {
             Block::ByMessages => {
-                self.by_messages = true;
+                self.st.by_messages = true;
                 return Ok(true);
             }
             Block::At { at, len: got } if got == mine => {

@@ -145,6 +145,7 @@ mod scan;
 mod setup;
 mod slot;
 mod varied;
+mod varied_job;
 mod way;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -162,7 +163,7 @@ pub(crate) use coll::{
 };
 pub(crate) use fold::reduce_scatter;
 pub(crate) use gather::{allgatherv, alltoall, gather};
-pub(crate) use inflight::{run_to_end, serving, Parts, SharedJob, SmJob};
+pub(crate) use inflight::{run_segment, serving, Parts, SharedJob, SmJob};
 pub(crate) use kind::Kind;
 pub(crate) use machine::scratch;
 pub(crate) use scan::{scan, scans_by_messages};

@@ -29,7 +29,7 @@ use super::coll::place;
 use super::gather::{drive_flat, Flat};
 use super::kind::Kind;
 use super::machine::SmColl;
-use super::{clamp_len, coll_no};
+use super::{clamp_len, coll_no, SmComm};
 use crate::coll::args::displs;
 use crate::coll::group::{finish, recv_any_poll, send, send_all, Group};
 use crate::comm_core::CommCore;
@@ -87,10 +87,8 @@ pub(crate) fn gatherv(
         |m| clamp_len(counts[members[m] as usize]) as usize,
         |sm, m, seq| {
             let r = members[m] as usize;
-            if counts[r] > cap {
+            if read_part(sm, (m, seq), &mut out[d[r]..d[r] + counts[r]]) == Found::Late {
                 late.push(r);
-            } else {
-                sm.read_post(m, seq, true, &mut out[d[r]..d[r] + counts[r]]);
             }
         },
     );
@@ -181,7 +179,7 @@ pub(crate) fn alltoallv(
         f = f.by_messages(table_bytes(n) + send.len());
     }
     let seq = f.seq();
-    let (members, cap) = (&sm.members, sm.slot);
+    let members = &sm.members;
     // Senders whose blocks come by messages, and the first block of another length.
     let mut late = Vec::new();
     let mut disagree = None;
@@ -191,27 +189,14 @@ pub(crate) fn alltoallv(
         tag,
         &mut f,
         &package.0,
-        // The table is the writer's to say: every post's length agrees.
-        |m| sm.post_len(m, seq, false).load(Ordering::Relaxed) as usize,
+        |m| package_len(sm, m, seq),
         |sm, m, seq| {
             let r = members[m] as usize;
-            let total = sm.post_len(m, seq, false).load(Ordering::Relaxed) as usize;
-            let want = recv_counts[r];
-            let block = if total > cap {
-                Block::ByMessages
-            } else {
-                locate(total, n, me, |at, dst| sm.read_part(m, seq, total, at, dst))
-            };
-            match block {
-                Block::ByMessages => late.push(r),
-                Block::At { at, len } if len == want => {
-                    sm.read_part(m, seq, total, at, &mut recv[rd[r]..rd[r] + want]);
-                }
-                Block::At { len, .. } => {
+            match read_block(sm, (m, seq), me, &mut recv[rd[r]..rd[r] + recv_counts[r]]) {
+                Found::Read => {}
+                Found::Late => late.push(r),
+                Found::Differs(len) => {
                     disagree.get_or_insert((r, len));
-                }
-                Block::Bad => {
-                    disagree.get_or_insert((r, 0));
                 }
             }
         },
@@ -270,8 +255,58 @@ pub(crate) fn alltoallv(
     }
 }
 
+/// What a reader found of its block in a member's post.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Found {
+    /// Read into place.
+    Read,
+    /// It comes by messages.
+    Late,
+    /// It has another length (its bytes; 0 for a package that cannot be read).
+    Differs(usize),
+}
+
+/// A gatherv root's read of member `m`'s part of collective `seq` into `dst` (as long as
+/// the root's count for it, which the post's length matched): from the deep ring, or
+/// [`Found::Late`] when a part of that length does not fit a slot.
+pub(super) fn read_part(sm: &SmComm, (m, seq): (usize, u32), dst: &mut [u8]) -> Found {
+    if dst.len() > sm.slot {
+        return Found::Late;
+    }
+    sm.read_post(m, seq, true, dst);
+    Found::Read
+}
+
+/// The length of member `m`'s alltoallv package of collective `seq` (or of its data, when
+/// it goes by messages): the writer's to say, so every reader's expectation of it.
+pub(super) fn package_len(sm: &SmComm, m: usize, seq: u32) -> usize {
+    sm.post_len(m, seq, false).load(Ordering::Relaxed) as usize
+}
+
+/// An alltoallv member `me`'s read of its block from member `m`'s package of collective
+/// `seq` into `dst` (as long as this member's count for it).
+pub(super) fn read_block(sm: &SmComm, (m, seq): (usize, u32), me: usize, dst: &mut [u8]) -> Found {
+    let total = package_len(sm, m, seq);
+    let block = if total > sm.slot {
+        Block::ByMessages
+    } else {
+        locate(total, sm.n(), me, |at, to| {
+            sm.read_part(m, seq, total, at, to)
+        })
+    };
+    match block {
+        Block::ByMessages => Found::Late,
+        Block::At { at, len } if len == dst.len() => {
+            sm.read_part(m, seq, total, at, dst);
+            Found::Read
+        }
+        Block::At { len, .. } => Found::Differs(len),
+        Block::Bad => Found::Differs(0),
+    }
+}
+
 /// An alltoallv's block of `got` bytes from rank `r` where this rank's count says `want`.
-fn block_mismatch(r: usize, got: usize, want: usize) -> MsgError {
+pub(super) fn block_mismatch(r: usize, got: usize, want: usize) -> MsgError {
     MsgError::Mismatch {
         op: "alltoallv",
         from: Some(r as u32),
