@@ -98,7 +98,7 @@ impl<T: Element, R> Pending<R> for SmPending<T, R> {
         shm::run_segment(&self.job);
         let lock = || self.job.lock().unwrap_or_else(PoisonError::into_inner);
         // A v collective's blocks that did not fit a slot: its messages, to their end.
-        let messages = lock().messages();
+        let messages = lock().take_messages();
         if let Some(s) = messages {
             let r = run_to_end(&s);
             lock().end_messages(r);

@@ -55,7 +55,8 @@ impl Communicator {
         check_rooted("igatherv", &this.core, counts, send.len(), total, root)?;
         // Within one host every rank takes the segment, whatever its counts.
         if let Ok(sm) = shm::serving(&this.core, tag, shm::Kind::Gather, 0) {
-            let job = SmJob::start_gatherv(&this.core, sm, tag, root as usize, (send, counts));
+            let start = shm::VariedStart::gatherv(sm, tag, root as usize, (send, counts));
+            let job = SmJob::start_varied(&this.core, tag, start);
             return Ok(Self::start_job("gatherv", job, |b| b));
         }
         let out = if this.rank() == root {
@@ -122,7 +123,8 @@ impl Communicator {
         }
         if let Ok(sm) = shm::serving(&this.core, tag, shm::Kind::Scatter, 0) {
             let what = (send, counts, counts[me]);
-            let job = SmJob::start_scatterv(&this.core, sm, tag, root as usize, what);
+            let start = shm::VariedStart::scatterv(sm, tag, root as usize, what);
+            let job = SmJob::start_varied(&this.core, tag, start);
             return Ok(Self::start_job("scatterv", job, |b| b));
         }
         let mut out = vec![T::default(); counts[me]];
@@ -226,7 +228,8 @@ impl Communicator {
         let counts = (send_counts, recv_counts);
         check_alltoallv("ialltoallv", (n, me), send.len(), counts)?;
         if let Ok(sm) = shm::serving(&this.core, tag, shm::Kind::Alltoall, 0) {
-            let job = SmJob::start_alltoallv(&this.core, sm, tag, send, counts);
+            let start = shm::VariedStart::alltoallv(sm, tag, send, counts);
+            let job = SmJob::start_varied(&this.core, tag, start);
             return Ok(Self::start_job("alltoallv", job, |b| b));
         }
         let mut out = vec![T::default(); recv_counts.iter().sum()];

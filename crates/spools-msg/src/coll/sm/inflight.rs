@@ -33,7 +33,7 @@ use super::gather::{Flat, Taker};
 use super::kind::Kind;
 use super::machine::{SmColl, SmState};
 use super::scan::Scanner;
-use super::varied_job::Varied;
+use super::varied_job::{First, Start, Varied};
 use super::{coll_no, SmComm, Watch};
 use crate::coll::args::{block, bytes, bytes_mut};
 use crate::coll::group::{coll_tags, disagreement};
@@ -81,7 +81,7 @@ impl<T: Element> Machine<T> {
 
 /// The machine's state, over this job's buffer as elements (reductions) or as bytes, or
 /// a flat collective's (allgather, alltoall, gather: `gather.rs`) with this member's part.
-pub(super) enum Machine<T: Element> {
+enum Machine<T: Element> {
     Elems(SmState<T>),
     Bytes(SmState<u8>),
     Flat(Flat, Parts),
@@ -217,6 +217,17 @@ impl<T: Element> SmJob<T> {
         )
     }
 
+    /// Starts gatherv, scatterv or alltoallv `start` (made by [`Start`]'s functions on
+    /// the ready segment of `core`) with base tag `tag`.
+    pub(crate) fn start_varied(core: &Arc<CommCore>, tag: u32, start: Start<T>) -> SmJob<T> {
+        let Start { out, step, v } = start;
+        let machine = match step {
+            First::Flat(f) => Machine::Varied(f, Box::new(v)),
+            First::Scatterv(st) => Machine::Scatterv(st, Box::new(v)),
+        };
+        SmJob::begin(core, tag, (out, Vec::new()), None, machine)
+    }
+
     /// Starts a reduce-scatter on `sm`, the ready segment of `core`: this member posts
     /// `mine` (every block, `counts` elements each, the same on every member) and folds
     /// its own block of everyone's with `op`, in rank order; its block of `mine` is its
@@ -267,7 +278,7 @@ impl<T: Element> SmJob<T> {
 
     /// A job at `machine` over `buf` (and a scatter root's `whole`), advanced as far as
     /// the flags allow.
-    pub(super) fn begin(
+    fn begin(
         core: &Arc<CommCore>,
         tag: u32,
         (buf, whole): (Vec<T>, Vec<T>),
@@ -341,10 +352,11 @@ impl<T: Element> SmJob<T> {
         true
     }
 
-    /// Its messages once its segment step ended, if it has any left: the caller's wait
+    /// Its messages once its segment step ended, if it has any left, taken off the job
+    /// (a poller that still holds the job no longer advances them): the caller's wait
     /// runs them to their end, then gives their outcome to [`SmJob::end_messages`].
-    pub(crate) fn messages(&self) -> Option<Arc<Mutex<Schedule<T>>>> {
-        self.after.clone()
+    pub(crate) fn take_messages(&mut self) -> Option<Arc<Mutex<Schedule<T>>>> {
+        self.after.take()
     }
 
     /// Ends its messages with `r`, their outcome: the buffer comes back, and the first

@@ -170,6 +170,7 @@ pub(crate) use scan::{scan, scans_by_messages};
 pub(crate) use slot::SmSlot;
 pub(crate) use spools_coll::ledger::{seq_ge, Ledger, Readers, SLOTS};
 pub(crate) use varied::{alltoallv, gatherv, scatterv};
+pub(crate) use varied_job::Start as VariedStart;
 pub(crate) use way::ScanWay;
 
 /// Looks at a collective's flags before its wait drives progress (see [`SmComm::drive`]).

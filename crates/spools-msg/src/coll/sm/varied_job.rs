@@ -1,8 +1,8 @@
 //! Non-blocking gatherv, scatterv and alltoallv through the segment: the same steps as
 //! the blocking ones (`varied.rs`), polled by the request's test and wait and by the
-//! poller ([`SmJob`]), and the blocks that do not fit a slot moved afterwards by a
-//! [`Schedule`] of messages on the collective's tag, which the job runs once its segment
-//! step ended.
+//! poller (an `SmJob`, `inflight.rs`), and the blocks that do not fit a slot moved
+//! afterwards by a [`Schedule`] of messages on the collective's tag, which the job runs
+//! once its step on the segment ended.
 //!
 //! Every member of a communicator within one host takes the segment whatever its counts
 //! (the segment serves the collective with a length of 0, as it does for every member),
@@ -26,7 +26,6 @@ use std::sync::Arc;
 use spools_coll::table::{by_messages, pack_into, table_bytes};
 
 use super::gather::Flat;
-use super::inflight::{Machine, SmJob};
 use super::kind::Kind;
 use super::machine::{SmColl, SmState};
 use super::varied::{block_mismatch, package_len, read_block, read_part, Found};
@@ -209,17 +208,34 @@ impl<T: Element> Varied<T> {
     }
 }
 
-impl<T: Element> SmJob<T> {
-    /// Starts a gatherv to member `root` on `sm`, the ready segment of `core`: this
+/// Where a v collective starts on this member (`inflight.rs`: `SmJob::start_varied`).
+pub(crate) struct Start<T: Element> {
+    /// This member's result buffer.
+    pub(super) out: Vec<T>,
+    /// Its step on the segment.
+    pub(super) step: First,
+    /// What it reads, sends and receives.
+    pub(super) v: Varied<T>,
+}
+
+/// A v collective's step on the segment.
+pub(super) enum First {
+    /// A gatherv's or an alltoallv's flat step.
+    Flat(Flat),
+    /// A scatterv's.
+    Scatterv(SmState<u8>),
+}
+
+impl<T: Element> Start<T> {
+    /// A gatherv to member `root` on `sm`, a ready segment: this
     /// member's part is `send` (`counts[i]` elements from member i at the root, which
     /// alone reads `counts`); the result is every part at the root, nothing elsewhere.
-    pub(crate) fn start_gatherv(
-        core: &Arc<CommCore>,
+    pub(crate) fn gatherv(
         sm: &SmComm,
         tag: u32,
         root: usize,
         (send, counts): (Vec<T>, &[usize]),
-    ) -> SmJob<T> {
+    ) -> Start<T> {
         let me = sm.me;
         let fits = std::mem::size_of_val(send.as_slice()) <= sm.slot;
         let mut f = Flat::new(sm, tag, Kind::Gather, Some(root)).named("gatherv");
@@ -242,25 +258,22 @@ impl<T: Element> SmJob<T> {
             v.sends.push((root, 0..send.len()));
             v.send = send;
         }
-        SmJob::begin(
-            core,
-            tag,
-            (out, Vec::new()),
-            None,
-            Machine::Varied(f, Box::new(v)),
-        )
+        Start {
+            out,
+            step: First::Flat(f),
+            v,
+        }
     }
 
-    /// Starts a scatterv from member `root` on `sm`, the ready segment of `core`: at the
+    /// A scatterv from member `root` on `sm`, a ready segment: at the
     /// root, `send` holds `counts[i]` elements for member i one after the other (neither
     /// is read elsewhere); the result is this member's block of `mine` elements.
-    pub(crate) fn start_scatterv(
-        core: &Arc<CommCore>,
+    pub(crate) fn scatterv(
         sm: &SmComm,
         tag: u32,
         root: usize,
         (send, counts, mine): (Vec<T>, &[usize], usize),
-    ) -> SmJob<T> {
+    ) -> Start<T> {
         let me = sm.me;
         let size = std::mem::size_of::<T>();
         let st = SmState::scatterv(sm, sm.take_seq(), coll_no(tag), root);
@@ -279,25 +292,22 @@ impl<T: Element> SmJob<T> {
                 v.send = send;
             }
         }
-        SmJob::begin(
-            core,
-            tag,
-            (out, Vec::new()),
-            None,
-            Machine::Scatterv(st, Box::new(v)),
-        )
+        Start {
+            out,
+            step: First::Scatterv(st),
+            v,
+        }
     }
 
-    /// Starts an alltoallv on `sm`, the ready segment of `core`: `send` holds
+    /// An alltoallv on `sm`, a ready segment: `send` holds
     /// `send_counts[j]` elements for member j one after the other; the result holds
     /// `recv_counts[i]` elements from member i one after the other.
-    pub(crate) fn start_alltoallv(
-        core: &Arc<CommCore>,
+    pub(crate) fn alltoallv(
         sm: &SmComm,
         tag: u32,
         send: Vec<T>,
         (send_counts, recv_counts): (&[usize], &[usize]),
-    ) -> SmJob<T> {
+    ) -> Start<T> {
         let (me, n) = (sm.me, sm.n());
         let size = std::mem::size_of::<T>();
         let mut out = vec![T::default(); recv_counts.iter().sum()];
@@ -317,12 +327,10 @@ impl<T: Element> SmJob<T> {
                 .collect();
             v.send = send;
         }
-        SmJob::begin(
-            core,
-            tag,
-            (out, Vec::new()),
-            None,
-            Machine::Varied(f, Box::new(v)),
-        )
+        Start {
+            out,
+            step: First::Flat(f),
+            v,
+        }
     }
 }
