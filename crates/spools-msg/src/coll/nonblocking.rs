@@ -97,11 +97,16 @@ impl<T: Element, R> Pending<R> for SmPending<T, R> {
         deactivate_job(&self.job);
         shm::run_segment(&self.job);
         let lock = || self.job.lock().unwrap_or_else(PoisonError::into_inner);
-        // A v collective's blocks that did not fit a slot: its messages, to their end.
-        let messages = lock().take_messages();
-        if let Some(s) = messages {
+        // A v collective's blocks that do not fit a slot: its sends, then its receives
+        // (posted once its step ended), to their end.
+        let (sending, receiving) = lock().take_messages();
+        if let Some(s) = sending {
             let r = run_to_end(&s);
-            lock().end_messages(r);
+            lock().end_sending(r);
+        }
+        if let Some(s) = receiving {
+            let r = run_to_end(&s);
+            lock().end_receives(r);
         }
         let mut g = lock();
         let r = g.take();

@@ -163,10 +163,11 @@ pub(crate) struct SmJob<T: Element> {
     /// is in flight), by its first and last sequence numbers: its last is marked once the
     /// one before its first finished, so that the ones after it post.
     finish_later: Option<(u32, u32)>,
-    /// A v collective's messages once its segment step ended: the blocks that did not
-    /// fit a slot (`varied_job.rs`). The job's buffer is the schedule's first slot
-    /// meanwhile.
-    after: Option<Arc<Mutex<Schedule<T>>>>,
+    /// A v collective's receives of the blocks that did not fit a slot, once its segment
+    /// step ended (`varied_job.rs`). The job's buffer is the schedule's slot meanwhile.
+    after: Option<Shared<T>>,
+    /// A v collective's sends of its blocks that do not fit a slot, from its start.
+    sending: Option<Shared<T>>,
     /// Whether the poller's list holds it.
     pub(crate) registered: bool,
 }
@@ -220,12 +221,17 @@ impl<T: Element> SmJob<T> {
     /// Starts gatherv, scatterv or alltoallv `start` (made by [`Start`]'s functions on
     /// the ready segment of `core`) with base tag `tag`.
     pub(crate) fn start_varied(core: &Arc<CommCore>, tag: u32, start: Start<T>) -> SmJob<T> {
-        let Start { out, step, v } = start;
+        let Start { out, step, mut v } = start;
+        let sending = v.sends(core, tag).map(|s| Arc::new(Mutex::new(s)));
         let machine = match step {
             First::Flat(f) => Machine::Varied(f, Box::new(v)),
             First::Scatterv(st) => Machine::Scatterv(st, Box::new(v)),
         };
-        SmJob::begin(core, tag, (out, Vec::new()), None, machine)
+        let mut job = SmJob::new(core, tag, (out, Vec::new()), None, machine);
+        job.sending = sending;
+        // The sends go out first: their receivers take them once their step ended.
+        job.advance();
+        job
     }
 
     /// Starts a reduce-scatter on `sm`, the ready segment of `core`: this member posts
@@ -285,7 +291,20 @@ impl<T: Element> SmJob<T> {
         op: Option<Op<T>>,
         machine: Machine<T>,
     ) -> SmJob<T> {
-        let mut job = SmJob {
+        let mut job = SmJob::new(core, tag, (buf, whole), op, machine);
+        job.advance();
+        job
+    }
+
+    /// A job at `machine` over `buf` (and a scatter root's `whole`), not advanced yet.
+    fn new(
+        core: &Arc<CommCore>,
+        tag: u32,
+        (buf, whole): (Vec<T>, Vec<T>),
+        op: Option<Op<T>>,
+        machine: Machine<T>,
+    ) -> SmJob<T> {
+        SmJob {
             core: core.clone(),
             tag,
             buf,
@@ -295,10 +314,9 @@ impl<T: Element> SmJob<T> {
             outcome: Ok(()),
             finish_later: None,
             after: None,
+            sending: None,
             registered: false,
-        };
-        job.advance();
-        job
+        }
     }
 
     /// The engine it runs on.
@@ -309,7 +327,10 @@ impl<T: Element> SmJob<T> {
     /// Whether it finished and nothing is left to do on the segment (see
     /// [`SmJob::finish_later`]): the poller may drop it.
     pub(crate) fn settled(&self) -> bool {
-        self.machine.is_none() && self.finish_later.is_none() && self.after.is_none()
+        self.machine.is_none()
+            && self.finish_later.is_none()
+            && self.after.is_none()
+            && self.sending.is_none()
     }
 
     /// What its waits watch for.
@@ -333,35 +354,51 @@ impl<T: Element> SmJob<T> {
     /// Advances as far as the flags and the messages allow; whether it finished (with or
     /// without an error, which [`SmJob::take`] gives).
     pub(crate) fn advance(&mut self) -> bool {
-        self.advance_segment() && self.advance_messages()
+        let sent = self.advance_sending();
+        self.advance_segment() && self.advance_receives() && sent
     }
 
-    /// Advances its messages, if it has any left (see [`SmJob::messages`]); whether they
-    /// ended.
-    fn advance_messages(&mut self) -> bool {
-        let Some(s) = self.after.clone() else {
-            return true;
-        };
-        let mut g = s.lock().unwrap_or_else(PoisonError::into_inner);
-        if !g.advance() {
-            return false;
+    /// Advances its sends, if it has any left; whether they ended.
+    fn advance_sending(&mut self) -> bool {
+        match advanced(self.sending.as_ref()) {
+            Some(r) => {
+                self.end_sending(r);
+                true
+            }
+            None => self.sending.is_none(),
         }
-        let r = g.take();
-        drop(g);
-        self.end_messages(r);
-        true
     }
 
-    /// Its messages once its segment step ended, if it has any left, taken off the job
-    /// (a poller that still holds the job no longer advances them): the caller's wait
-    /// runs them to their end, then gives their outcome to [`SmJob::end_messages`].
-    pub(crate) fn take_messages(&mut self) -> Option<Arc<Mutex<Schedule<T>>>> {
-        self.after.take()
+    /// Advances its receives, if it has any left; whether they ended.
+    fn advance_receives(&mut self) -> bool {
+        match advanced(self.after.as_ref()) {
+            Some(r) => {
+                self.end_receives(r);
+                true
+            }
+            None => self.after.is_none(),
+        }
     }
 
-    /// Ends its messages with `r`, their outcome: the buffer comes back, and the first
+    /// Its messages, if it has any left, taken off the job (a poller that still holds
+    /// the job no longer advances them): its sends and its receives. The caller's wait
+    /// runs each to its end, then gives its outcome to [`SmJob::end_sending`] and
+    /// [`SmJob::end_receives`].
+    pub(crate) fn take_messages(&mut self) -> (Option<Shared<T>>, Option<Shared<T>>) {
+        (self.sending.take(), self.after.take())
+    }
+
+    /// Ends its sends with `r`, their outcome: the first error is the job's.
+    pub(crate) fn end_sending(&mut self, r: Result<Vec<Vec<T>>, MsgError>) {
+        self.sending = None;
+        if let (Err(e), Ok(())) = (r, &self.outcome) {
+            self.outcome = Err(e);
+        }
+    }
+
+    /// Ends its receives with `r`, their outcome: the buffer comes back, and the first
     /// error is the job's.
-    pub(crate) fn end_messages(&mut self, r: Result<Vec<Vec<T>>, MsgError>) {
+    pub(crate) fn end_receives(&mut self, r: Result<Vec<Vec<T>>, MsgError>) {
         self.after = None;
         match r {
             Ok(mut slots) => {
@@ -521,13 +558,15 @@ impl<T: Element> SmJob<T> {
         match polled {
             Ok(next) => {
                 self.machine = next;
-                if let Some(mut v) = ended {
-                    self.outcome = v.verdict();
+                if let Some(v) = ended {
+                    if let Err(e) = v.verdict() {
+                        self.outcome = Err(e);
+                    }
                     self.after = v
-                        .messages(&self.core, self.tag, &mut self.buf)
+                        .receives(&self.core, self.tag, &mut self.buf)
                         .map(|s| Arc::new(Mutex::new(s)));
-                    // Started at once: the receives posted, the sends on their way.
-                    self.advance_messages();
+                    // Started at once: the receives posted.
+                    self.advance_receives();
                 }
                 self.machine.is_none()
             }
@@ -605,6 +644,15 @@ fn unfinished(sm: &SmComm, (first, last): (u32, u32)) -> Option<(u32, u32)> {
     (!sm.may_post(last.wrapping_add(1))).then_some((first, last))
 }
 
+/// A schedule of a v collective's messages, which its job advances.
+type Shared<T> = Arc<Mutex<Schedule<T>>>;
+
+/// Advances schedule `s`, if any: its outcome once it finished (taken), else `None`.
+fn advanced<T: Element>(s: Option<&Shared<T>>) -> Option<Result<Vec<Vec<T>>, MsgError>> {
+    let mut g = s?.lock().unwrap_or_else(PoisonError::into_inner);
+    g.advance().then(|| g.take())
+}
+
 /// A job shared between its request and the poller.
 pub(crate) type SharedJob<T> = Arc<Mutex<SmJob<T>>>;
 
@@ -629,7 +677,10 @@ pub(crate) fn run_segment<T: Element>(j: &SharedJob<T>) {
     if let (Some(sm), Some(w)) = (core.sm.ready(), watch) {
         // Finished with an error too: `take` gives it.
         let r = sm.drive((core.coll_ctx(), &core.ranks), tag, w, || {
-            Ok(lock(j).advance_segment())
+            let mut g = lock(j);
+            // A v collective's sends that the transport could not take yet are retried.
+            g.advance_sending();
+            Ok(g.advance_segment())
         });
         if let Err(e) = r {
             let mut g = lock(j);

@@ -1,8 +1,9 @@
 //! Non-blocking gatherv, scatterv and alltoallv through the segment: the same steps as
 //! the blocking ones (`varied.rs`), polled by the request's test and wait and by the
-//! poller (an `SmJob`, `inflight.rs`), and the blocks that do not fit a slot moved
-//! afterwards by a [`Schedule`] of messages on the collective's tag, which the job runs
-//! once its step on the segment ended.
+//! poller (an `SmJob`, `inflight.rs`), and the blocks that do not fit a slot moved by
+//! [`Schedule`]s of messages on the collective's tag, which the job runs: its sends from
+//! the start, its receives once its step on the segment ended (when it knows which
+//! blocks come by messages).
 //!
 //! Every member of a communicator within one host takes the segment whatever its counts
 //! (the segment serves the collective with a length of 0, as it does for every member),
@@ -52,8 +53,8 @@ pub(crate) struct Varied<T: Element> {
     /// scatterv root's package, or the marker that says the blocks go by messages); empty
     /// where a post only claims a length, and at a scatterv's member.
     post: Vec<u8>,
-    /// The data this member sends by messages once the step ended, and its blocks: (to
-    /// member, elements of `send`).
+    /// The data this member sends by messages, and its blocks: (to member, elements of
+    /// `send`).
     send: Vec<T>,
     sends: Vec<(usize, Range<usize>)>,
     /// Elements this member takes from each member (a gatherv root's counts, an
@@ -173,28 +174,38 @@ impl<T: Element> Varied<T> {
         (m.into_state(), r)
     }
 
-    /// The messages left once the step ended, over `buf` (this member's result, moved
-    /// into the schedule's slot 0 and given back by it), if any.
-    pub(super) fn messages(
-        &mut self,
+    /// The sends of the blocks that do not fit a slot, started with the collective
+    /// (their receivers take them once their step on the segment ended), if any.
+    pub(super) fn sends(&mut self, core: &Arc<CommCore>, tag: u32) -> Option<Schedule<T>> {
+        if self.sends.is_empty() {
+            return None;
+        }
+        let mut s = Schedule::new(core, tag, vec![std::mem::take(&mut self.send)]);
+        s.round();
+        // One host: member m is communicator rank m.
+        for (m, r) in &self.sends {
+            s.send(core.ranks[*m], tag, Part::new(0, r.start, r.end));
+        }
+        Some(s)
+    }
+
+    /// The receives of the blocks that did not fit a slot, once the step ended, into
+    /// `buf` (this member's result, moved into the schedule's only slot and given back by
+    /// it), if any.
+    pub(super) fn receives(
+        &self,
         core: &Arc<CommCore>,
         tag: u32,
         buf: &mut Vec<T>,
     ) -> Option<Schedule<T>> {
-        if self.late.is_empty() && self.sends.is_empty() {
+        if self.late.is_empty() {
             return None;
         }
-        let slots = vec![std::mem::take(buf), std::mem::take(&mut self.send)];
-        let mut s = Schedule::new(core, tag, slots);
+        let mut s = Schedule::new(core, tag, vec![std::mem::take(buf)]);
         s.round();
-        // One host: member m is communicator rank m.
         for (m, r) in &self.late {
             s.recv(core.ranks[*m], tag, Part::new(0, r.start, r.end));
         }
-        for (m, r) in &self.sends {
-            s.send(core.ranks[*m], tag, Part::new(1, r.start, r.end));
-        }
-        s.keep_slots(1);
         Some(s)
     }
 
