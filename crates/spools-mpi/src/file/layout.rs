@@ -62,14 +62,13 @@ impl Whole {
     /// The access of `bytes` bytes from byte `from` of `view`'s data stream by rank `rank`
     /// of `size`, when it is one part of a whole array ([`Shape`]): exactly one
     /// instance of a darray filetype made for this rank of this group, over a contiguous
-    /// element type, or a cyclic view from the start of one of its instances. For a read,
-    /// `file_len` is the file's length.
+    /// element type, or a cyclic view from the start of one of its instances. Its
+    /// `file_len` is the caller's to set for a read.
     pub(crate) fn of(
         view: &View,
         from: u64,
         bytes: u64,
         (rank, size): (u32, u32),
-        file_len: Option<u64>,
     ) -> Option<Whole> {
         let (shape, base, boxed) = match darray(view, from, bytes, (rank, size)) {
             Some((shape, base)) => (shape, base, Vec::new()),
@@ -84,7 +83,7 @@ impl Whole {
         Some(Whole {
             shape,
             base,
-            file_len,
+            file_len: None,
             boxed,
         })
     }

@@ -167,14 +167,15 @@ fn prepare(
     };
     let atomic = f.atomic.load(std::sync::atomic::Ordering::Relaxed);
     let whole = if coll && !atomic && matches!(place, Place::At(_) | Place::Own) {
-        // A read takes this path only where the file holds the whole array (a short
-        // read is the runs' path's to count).
-        let len = match dir {
-            Dir::Read => Some(f.file.metadata().map_or(0, |m| m.len())),
-            Dir::Write => None,
-        };
         let group = (f.comm.rank(), f.comm.size());
-        Whole::of(&view, start * es, bytes as u64, group, len)
+        Whole::of(&view, start * es, bytes as u64, group).map(|mut w| {
+            // A read takes this path only where the file holds the whole array (a short
+            // read is the runs' path's to count): its length, looked up only here.
+            if dir == Dir::Read {
+                w.file_len = Some(f.file.metadata().map_or(0, |m| m.len()));
+            }
+            w
+        })
     } else {
         None
     };
