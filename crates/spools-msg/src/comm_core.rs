@@ -278,6 +278,12 @@ impl CommCore {
         self.colls_started.clone()
     }
 
+    /// The number the next collective on this communicator takes (modulo 2^24 once
+    /// masked).
+    pub(crate) fn next_coll_no(&self) -> u32 {
+        self.colls_started.load(Ordering::Relaxed)
+    }
+
     /// Counts `n` collectives as started without running them (see
     /// `Communicator::skip_collective_numbers`).
     pub(crate) fn skip_collectives(&self, n: u32) {

@@ -139,6 +139,7 @@ fn leave(rt: &crate::runtime::Runtime) -> Result<(), MpiError> {
         .unwrap_or_else(PoisonError::into_inner)
         .take();
     crate::runtime::mark_finalized();
+    crate::file::release_pages();
     if let Some(w) = w {
         spools::shared::leave(w)
             .map_err(|e| MpiError::invalid(MPI_ERR_PROC_ABORTED, e.to_string()))?;

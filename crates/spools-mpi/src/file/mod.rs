@@ -37,6 +37,8 @@ mod transfer;
 mod twophase;
 mod view;
 
+pub(crate) use pointer::release_pages;
+
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};

@@ -67,7 +67,7 @@ fn segment<'c>(
     tag: u32,
     kind: Kind,
 ) -> Result<Option<&'c SmComm>, MsgError> {
-    if local.n() < MIN_MEMBERS {
+    if local.n() < MIN_MEMBERS || (c.sm.ready().is_none() && !c.sm.due(coll_no(tag))) {
         return Ok(None);
     }
     let Some(sm) = super::setup::segment(&c.sm, c, local, tag)? else {
@@ -376,6 +376,27 @@ impl crate::communicator::Communicator {
     #[doc(hidden)]
     pub fn shared_memory_collectives(&self) -> u32 {
         self.core.sm.count()
+    }
+
+    /// Makes this communicator's next `n` collectives go through the messages and sets
+    /// its shared-memory segment up (where one can serve) at the one after, instead of at
+    /// its first: for a communicator that may run only a few collectives in its life (an
+    /// MPI file's), whose segment would cost more to set up (a file in `/dev/shm`,
+    /// mapped, its pages touched, and unmapped when the communicator goes) than it
+    /// saves. Every member calls it alike, at the same point, before the communicator's
+    /// collectives (a member that did not would set the segment up alone and wait for
+    /// the others' handshake); once a segment is set up it changes nothing.
+    ///
+    /// ```
+    /// let world = spools::init().unwrap();
+    /// let c = world.dup().unwrap();
+    /// c.defer_shared_memory(8);
+    /// c.barrier().unwrap();
+    /// assert_eq!(c.shared_memory_collectives(), 0);
+    /// ```
+    pub fn defer_shared_memory(&self, n: u32) {
+        let next = self.core.next_coll_no();
+        self.core.sm.defer(next.wrapping_add(n) & super::NO_MASK);
     }
 
     /// Advances this communicator's numbering of collectives by `n` as if that many had

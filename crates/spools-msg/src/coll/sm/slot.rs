@@ -16,9 +16,26 @@ pub(crate) struct SmSlot {
     segment: OnceLock<Option<SmComm>>,
     from: AtomicU32,
     reached: AtomicBool,
+    /// No segment is set up for a collective numbered before `due` (see
+    /// [`SmSlot::defer`]), where `deferred`.
+    due: AtomicU32,
+    deferred: AtomicBool,
 }
 
 impl SmSlot {
+    /// Sets up no segment before collective number `due` (modulo 2^24): those before it
+    /// go through the messages. Every member sets the same number before the
+    /// communicator's first collective, so every member decides alike at each one.
+    pub(crate) fn defer(&self, due: u32) {
+        self.due.store(due, Ordering::Relaxed);
+        self.deferred.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether collective number `no` may set the segment up (see [`SmSlot::defer`]).
+    pub(crate) fn due(&self, no: u32) -> bool {
+        !self.deferred.load(Ordering::Relaxed) || no_ge(no, self.due.load(Ordering::Relaxed))
+    }
+
     /// Decides the segment of a non-blocking core: `sm`, serving collectives numbered
     /// `from` (modulo 2^24) and later.
     pub(crate) fn set_nonblocking(&self, sm: Option<SmComm>, from: u32) {
