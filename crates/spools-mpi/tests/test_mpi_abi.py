@@ -296,6 +296,14 @@ def test_nonblocking_collective_file_accesses_progress_while_a_rank_waits_in_rec
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])
+def test_shared_file_pointers_of_many_files_stay_apart_and_start_anew(
+        build, spools_run, tmp_path, n):
+    job = spools_run(n, build("io_pointers"), str(tmp_path), timeout=120)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok io_pointers %d ranks" % n], job
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
 def test_a_file_error_on_one_rank_has_that_ranks_class_on_every_rank(
         build, spools_run, tmp_path, n):
     job = spools_run(n, build("io_classes"), str(tmp_path), timeout=60)

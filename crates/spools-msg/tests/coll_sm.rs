@@ -1127,3 +1127,52 @@ fn members_agree_on_light_fences_and_wake_each_other() {
         );
     }
 }
+
+/// A communicator whose segment is deferred by 3 collectives: the first three go through
+/// the messages, the segment is set up at the fourth and serves it and the ones after;
+/// results are right on both paths. Then a non-blocking allreduce (after the blocking
+/// ones set the non-blocking segment up) goes through that segment.
+fn defer_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    checked(&w, |w| {
+        let d = e(w.dup())?;
+        d.defer_shared_memory(3);
+        let (me, n) = (u64::from(d.rank()), u64::from(d.size()));
+        for i in 0..6u64 {
+            let mut out = [0u64];
+            e(d.allreduce(&[i + me], &mut out, &Op::Sum))?;
+            check(out == [n * i + n * (n - 1) / 2], || {
+                format!("allreduce {i} gave {out:?}")
+            })?;
+            let want = u32::try_from(i).unwrap().saturating_sub(2);
+            let got = d.shared_memory_collectives();
+            check(got == want, || {
+                format!(
+                    "rank {me}: after allreduce {i}, {got} through shared memory, {want} expected"
+                )
+            })?;
+        }
+        let r = e(e(d.iallreduce(vec![me], Op::Sum))?.wait())?;
+        check(r == [n * (n - 1) / 2], || format!("iallreduce gave {r:?}"))?;
+        let nb = d.nonblocking_shared_memory_collectives();
+        check(nb == 1, || {
+            format!("rank {me}: {nb} non-blocking collectives through shared memory, 1 expected")
+        })
+    });
+    println!("defer ok rank {}", w.rank());
+    e(w.finalize())
+}
+
+/// `Communicator::defer_shared_memory` sets the segment up at the collective it names.
+#[test]
+fn a_deferred_segment_is_set_up_at_the_collective_it_names() {
+    rank_main(|_| defer_role());
+    for n in [2, 3] {
+        run_ranks(
+            "a_deferred_segment_is_set_up_at_the_collective_it_names",
+            "defer ok",
+            n,
+            &[],
+        );
+    }
+}
