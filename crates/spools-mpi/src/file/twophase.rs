@@ -70,9 +70,11 @@ impl Part {
         }
     }
 
-    fn encode(&self) -> Vec<u8> {
-        let mut v = vec![0u8];
-        for x in [
+    /// Its record in [`decide`]'s first step: a tag (0: a part), its nine numbers, and
+    /// the bytes of its box, which follow in a second step.
+    fn record(&self) -> [u8; RECORD] {
+        let mut r = [0u8; RECORD];
+        let nums = [
             self.runs,
             self.bytes,
             self.lo,
@@ -82,21 +84,34 @@ impl Part {
             self.nodes,
             self.unit,
             self.key,
-        ]
-        .iter()
-        .chain(&self.boxed)
-        {
-            v.extend_from_slice(&x.to_le_bytes());
+        ];
+        for (i, x) in nums.iter().enumerate() {
+            r[1 + 8 * i..9 + 8 * i].copy_from_slice(&x.to_le_bytes());
         }
-        v
+        let extra = (8 * self.boxed.len()) as u32;
+        r[RECORD - 4..].copy_from_slice(&extra.to_le_bytes());
+        r
     }
 
-    fn decode(b: &[u8]) -> Option<Part> {
-        if b.len() < 73 || (b.len() - 73) % 8 != 0 || (b.len() - 73) / 8 > MAX_BOX || b[0] != 0 {
+    /// The bytes of its box (what follows its record).
+    fn boxed_bytes(&self) -> Vec<u8> {
+        self.boxed.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    /// The part a rank's `record` and the bytes after it (`extra`) say, if they are a
+    /// part's (untrusted bytes: `None` for anything else).
+    fn from_record(rec: &[u8], extra: &[u8]) -> Option<Part> {
+        if rec.len() != RECORD
+            || rec[0] != 0
+            || extra_len(rec) != extra.len()
+            || extra.len() % 8 != 0
+            || extra.len() / 8 > MAX_BOX
+        {
             return None;
         }
         let at =
-            |i: usize| u64::from_le_bytes(b[1 + 8 * i..9 + 8 * i].try_into().unwrap_or_default());
+            |i: usize| u64::from_le_bytes(rec[1 + 8 * i..9 + 8 * i].try_into().unwrap_or_default());
+        let word = |c: &[u8]| u64::from_le_bytes(c.try_into().unwrap_or_default());
         Some(Part {
             runs: at(0),
             bytes: at(1),
@@ -107,13 +122,27 @@ impl Part {
             nodes: at(6),
             unit: at(7),
             key: at(8),
-            boxed: (9..(b.len() - 1) / 8).map(at).collect(),
+            boxed: extra.chunks(8).map(word).collect(),
         })
     }
 }
 
+/// Bytes of a rank's record in [`decide`]'s first step: a tag (0: a part, 1: an error),
+/// a part's nine numbers, and the length of what follows in a second step (a part's box,
+/// an error's class and message).
+const RECORD: usize = 1 + 8 * 9 + 4;
+
+/// The length a record says follows it.
+fn extra_len(rec: &[u8]) -> usize {
+    rec.get(RECORD - 4..RECORD)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, |b| u32::from_le_bytes(b) as usize)
+}
+
 /// The first step of every collective access: every rank's [`Part`], or from a rank
 /// that cannot go on its error (its class and message, [`Told`]; the group then stops).
+/// One allgather of fixed records, and a second step (an allgather of bytes) only where
+/// a rank has more to say: a part's box, an error.
 ///
 /// # Errors
 /// The error of the first rank that cannot go on, in its class (this rank's own error
@@ -123,16 +152,28 @@ pub(crate) fn decide(
     mine: Result<Part, &MpiError>,
     call: &'static str,
 ) -> Result<Vec<Part>, MpiError> {
-    let msg = match &mine {
-        Ok(p) => p.encode(),
-        Err(e) => [&[1u8][..], &Told::of(e).encode(MAX_MESSAGE)].concat(),
+    let (mut rec, extra) = match &mine {
+        Ok(p) => (p.record(), p.boxed_bytes()),
+        Err(e) => ([0u8; RECORD], Told::of(e).encode(MAX_MESSAGE)),
     };
-    let all = f.comm.allgather_bytes(&msg)?;
-    all.iter()
+    if mine.is_err() {
+        rec[0] = 1;
+        rec[RECORD - 4..].copy_from_slice(&(extra.len() as u32).to_le_bytes());
+    }
+    let n = f.comm.size() as usize;
+    let mut all = vec![0u8; RECORD * n];
+    f.comm.allgather(&rec, &mut all)?;
+    // Every rank sees every record: all take the second step, or none.
+    let extras = if all.chunks(RECORD).any(|r| extra_len(r) > 0) {
+        f.comm.allgather_bytes(&extra)?
+    } else {
+        vec![Vec::new(); n]
+    };
+    all.chunks(RECORD)
+        .zip(&extras)
         .enumerate()
-        .map(|(r, b)| {
-            Part::decode(b)
-                .ok_or_else(|| Told::decode(b.get(1..).unwrap_or_default()).error(r as u32, call))
+        .map(|(r, (rec, extra))| {
+            Part::from_record(rec, extra).ok_or_else(|| Told::decode(extra).error(r as u32, call))
         })
         .collect()
 }
@@ -819,17 +860,24 @@ mod tests {
             key: 77,
             boxed: Vec::new(),
         };
-        assert_eq!(Part::decode(&p.encode()), Some(p.clone()));
+        assert_eq!(Part::from_record(&p.record(), &[]), Some(p.clone()));
         let boxed = Part {
             boxed: vec![0, 5, 10, 7],
             ..p
         };
-        assert_eq!(boxed.encode().len(), 73 + 32);
-        assert_eq!(Part::decode(&boxed.encode()), Some(boxed));
-        assert_eq!(Part::decode(&[1]), None);
-        assert_eq!(Part::decode(&[0; 72]), None);
-        assert_eq!(Part::decode(&[0; 49]), None);
-        assert_eq!(Part::decode(&[0; 77]), None);
-        assert_eq!(Part::decode(&vec![0; 73 + 8 * (MAX_BOX + 1)]), None);
+        let (rec, extra) = (boxed.record(), boxed.boxed_bytes());
+        assert_eq!(extra.len(), 32);
+        assert_eq!(Part::from_record(&rec, &extra), Some(boxed));
+        // A box that is not the length the record says, an error's record, a short one.
+        assert_eq!(Part::from_record(&rec, &extra[..24]), None);
+        assert_eq!(Part::from_record(&p.record(), &extra), None);
+        let mut failed = p.record();
+        failed[0] = 1;
+        assert_eq!(Part::from_record(&failed, &[]), None);
+        assert_eq!(Part::from_record(&[0; RECORD - 1], &[]), None);
+        let mut huge = p.record();
+        let too_many = 8 * (MAX_BOX + 1);
+        huge[RECORD - 4..].copy_from_slice(&(too_many as u32).to_le_bytes());
+        assert_eq!(Part::from_record(&huge, &vec![0; too_many]), None);
     }
 }
