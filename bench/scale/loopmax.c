@@ -12,6 +12,10 @@
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int me, P; MPI_Comm_rank(MPI_COMM_WORLD, &me); MPI_Comm_size(MPI_COMM_WORLD, &P);
+  if (argc < 3 || P > 64) {
+    if (me == 0) fprintf(stderr, "usage: loopmax OP ITERS (at most 64 ranks)\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
   const char *op = argv[1]; long it = atol(argv[2]);
   double a[64], b[64]; int cs[64], ds[64];
   for (int i = 0; i < 64; i++) { a[i] = i; cs[i] = 1; ds[i] = i; }

@@ -1,11 +1,11 @@
 /* Shared file pointers of many files: three files open at once, each rank writing
- * records through MPI_File_write_shared to each, must keep three pointers apart (each ends
- * at the group's count of records, each file holds every rank's records once); then 600
- * files opened and closed one after the other (past one page of 512 pointer words, whose
- * words are reused) must each start with the pointer at 0 (at the file's end with
- * MPI_MODE_APPEND), whatever the word held for the file before it. Every file's
- * collective calls, 32 and more of them on one file, give the same bytes on every rank
- * (a file's communicator sets its shared-memory segment up only after 32 collectives).
+ * records through MPI_File_write_shared to each, keep three pointers apart (each ends at
+ * the group's count of records, each file holds every rank's records once); 600 files
+ * opened and closed one after the other (their words reused) each start with the pointer
+ * at 0 (at the file's end with MPI_MODE_APPEND), whatever the word held for the file
+ * before; 530 files held open at once keep 530 pointers apart (a page holds 512). Every
+ * file's collective calls, 32 and more on one file, give the same bytes on every rank (a
+ * file's communicator sets its shared-memory segment up only after 32 collectives).
  * Argument: DIR, where the files go. 1 or more ranks. */
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +14,7 @@
 #define PATHLEN 4096
 #define FILES 3
 #define ROUNDS 600
+#define HELD 530
 
 static int rank, size;
 
@@ -80,6 +81,19 @@ int main(int argc, char **argv) {
     OK(MPI_File_seek_shared(f, 5 + i, MPI_SEEK_SET));
     OK(MPI_File_close(&f));
   }
+  /* HELD files open at once (past one page of 512 pointer words: a second page, words
+   * at offsets past the first), each pointer set to its own place and read back. */
+  static MPI_File held[HELD];
+  for (int i = 0; i < HELD; i++) {
+    OK(MPI_File_open(MPI_COMM_WORLD, one, MPI_MODE_RDWR, MPI_INFO_NULL, &held[i]));
+    OK(MPI_File_seek_shared(held[i], 3 * i + 1, MPI_SEEK_SET));
+  }
+  for (int i = 0; i < HELD; i++) {
+    char what[64];
+    snprintf(what, sizeof what, "held file %d", i);
+    want_shared(held[i], 3 * i + 1, what);
+  }
+  for (int i = 0; i < HELD; i++) OK(MPI_File_close(&held[i]));
   /* Many collectives on one file (past the 32 after which its segment is set up). */
   MPI_File f;
   OK(MPI_File_open(MPI_COMM_WORLD, one, MPI_MODE_RDWR, MPI_INFO_NULL, &f));

@@ -1,8 +1,9 @@
 //! The non-blocking and persistent forms of an intracommunicator's gatherv, scatterv,
 //! allgatherv, alltoallv and alltoallw (every form of the last: its blocks' datatypes
 //! differ) on Spools' own (`Communicator::igatherv`, `iscatterv`, `iallgatherv`,
-//! `ialltoallv`: the shared-memory engine within a host for an allgatherv, the
-//! messages' schedules otherwise) rather than on `vcoll`'s exchange.
+//! `ialltoallv`: the shared-memory engine within a host, what does not fit its slots by
+//! messages beside it; the messages' schedules across hosts) rather than on `vcoll`'s
+//! exchange.
 //! Each packs this rank's blocks in rank order when it starts and unpacks the blocks it
 //! receives into the program's buffer, at their displacements, when it ends; block
 //! lengths travel in bytes of the packed datatypes.

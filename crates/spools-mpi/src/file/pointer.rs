@@ -24,25 +24,29 @@ const WORDS: usize = 512;
 static PAGES: Mutex<Pages> = Mutex::new(Pages {
     pages: Vec::new(),
     free: Vec::new(),
+    generation: 0,
 });
 
 struct Pages {
     pages: Vec<SharedBuf<u8>>,
     /// The words no file holds: (page, word).
     free: Vec<(usize, usize)>,
+    /// How many times the pages were released: a word of older pages is not given back.
+    generation: u64,
 }
 
 /// A word of this process's pages that a file holds (given back when it goes).
 struct Word {
     page: usize,
     word: usize,
+    generation: u64,
 }
 
 impl Drop for Word {
     fn drop(&mut self) {
         let mut p = PAGES.lock().unwrap_or_else(PoisonError::into_inner);
         // Not after the pages went (a file still open when the job was left).
-        if self.page < p.pages.len() {
+        if self.generation == p.generation {
             p.free.push((self.page, self.word));
         }
     }
@@ -54,6 +58,7 @@ pub(crate) fn release_pages() {
     let mut p = PAGES.lock().unwrap_or_else(PoisonError::into_inner);
     p.free.clear();
     p.pages.clear();
+    p.generation += 1;
 }
 
 /// Takes a free word of this process's pages (a new page when none is free): the word,
@@ -75,7 +80,15 @@ fn take_word(world: &World) -> Result<(Word, HeapRef), HeapError> {
         name: base.name,
         offset: base.offset + 8 * word as u64,
     };
-    Ok((Word { page, word }, at))
+    let generation = p.generation;
+    Ok((
+        Word {
+            page,
+            word,
+            generation,
+        },
+        at,
+    ))
 }
 
 /// The shared file pointer.

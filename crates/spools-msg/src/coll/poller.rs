@@ -79,13 +79,18 @@ pub(crate) fn activate<T: Element>(s: &Shared<T>) {
 
 /// Hands a started non-blocking collective through a segment to the engine's poller.
 pub(crate) fn activate_job<T: Element>(j: &SharedJob<T>) {
-    let engine = {
+    let (engine, sends) = {
         let mut g = lock(j);
         g.registered = true;
-        g.engine()
+        (g.engine(), g.sends_pending())
     };
     let dynamic: Arc<Mutex<dyn Advance>> = j.clone();
     enlist(&engine, dynamic);
+    if sends && engine.worker.config().progress_thread {
+        // A v collective's sends to retry: a sleeping progress thread would only wake
+        // for incoming traffic.
+        engine.worker.wake();
+    }
 }
 
 /// Puts `a` on the list of `engine`'s poller, adding the poller the first time.

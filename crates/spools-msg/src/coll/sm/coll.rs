@@ -58,7 +58,8 @@ fn fit(c: &CommCore, bytes: usize, tag: u32, kind: Kind) -> Option<bool> {
 
 /// The segment for a collective of `bytes` over `local`, if one applies. Sets the
 /// segment up at the communicator's first collective that could use it, whatever its
-/// length; a collective too long for it is recorded there as going through the messages.
+/// length (not before the one a deferral names: `SmSlot::defer`); a collective too long
+/// for it is recorded there as going through the messages.
 /// `fits`: whether the collective's `bytes` fit (see [`fit`]).
 fn segment<'c>(
     c: &'c CommCore,
@@ -385,7 +386,8 @@ impl crate::communicator::Communicator {
     /// mapped, its pages touched, and unmapped when the communicator goes) than it
     /// saves. Every member calls it alike, at the same point, before the communicator's
     /// collectives (a member that did not would set the segment up alone and wait for
-    /// the others' handshake); once a segment is set up it changes nothing.
+    /// the others' handshake); once a segment is set up it changes nothing. `n` is
+    /// taken up to 2^22.
     ///
     /// ```
     /// let world = spools::init().unwrap();
@@ -395,6 +397,9 @@ impl crate::communicator::Communicator {
     /// assert_eq!(c.shared_memory_collectives(), 0);
     /// ```
     pub fn defer_shared_memory(&self, n: u32) {
+        // Collective numbers compare within half their range (2^23): a deferral up to a
+        // quarter of it.
+        let n = n.min(1 << 22);
         let next = self.core.next_coll_no();
         self.core.sm.defer(next.wrapping_add(n) & super::NO_MASK);
     }

@@ -1,5 +1,6 @@
 //! Non-blocking collectives through a segment: barrier, bcast, reduce, allreduce,
-//! scatter, allgather, alltoall, gather, reduce-scatter and scan of a communicator whose
+//! scatter, allgather, alltoall, gather, reduce-scatter, scan, and gatherv, scatterv and
+//! alltoallv (`varied_job.rs`) of a communicator whose
 //! members are all on this host run the same state machines as the blocking ones
 //! ([`SmColl`], `gather.rs`' flat one, with `fold.rs`' fold for a reduce-scatter,
 //! `chain.rs`' link),
@@ -391,8 +392,8 @@ impl<T: Element> SmJob<T> {
     /// Ends its sends with `r`, their outcome: the first error is the job's.
     pub(crate) fn end_sending(&mut self, r: Result<Vec<Vec<T>>, MsgError>) {
         self.sending = None;
-        if let (Err(e), Ok(())) = (r, &self.outcome) {
-            self.outcome = Err(e);
+        if let Err(e) = r {
+            self.keep_first(e);
         }
     }
 
@@ -406,11 +407,7 @@ impl<T: Element> SmJob<T> {
                     self.buf = slots.swap_remove(0);
                 }
             }
-            Err(e) => {
-                if self.outcome.is_ok() {
-                    self.outcome = Err(e);
-                }
-            }
+            Err(e) => self.keep_first(e),
         }
     }
 
@@ -559,7 +556,7 @@ impl<T: Element> SmJob<T> {
             Ok(next) => {
                 self.machine = next;
                 if let Some(v) = ended {
-                    if let Err(e) = v.verdict() {
+                    if let (Err(e), Ok(())) = (v.verdict(), &self.outcome) {
                         self.outcome = Err(e);
                     }
                     self.after = v
@@ -576,27 +573,51 @@ impl<T: Element> SmJob<T> {
                 if disagreement(&e) {
                     sm.mark_failed(coll_no(self.tag), bytes, &e);
                     if vary {
-                        // Parts sent for this member by messages: dropped here, their
-                        // senders released (as a blocking member that leaves does).
-                        self.core
-                            .engine
-                            .drain(self.core.coll_ctx(), coll_tags(self.tag));
+                        self.drain();
                     }
                 }
-                self.outcome = Err(e);
                 self.finish_later = unfinished(sm, seqs);
+                self.keep_first(e);
                 true
             }
         }
+    }
+
+    /// A v collective's member that leaves it on a disagreement: the parts sent to it
+    /// by messages are dropped here, their senders released (as a blocking member that
+    /// leaves does, `group::left`).
+    fn drain(&self) {
+        self.core
+            .engine
+            .drain(self.core.coll_ctx(), coll_tags(self.tag));
+    }
+
+    /// Makes `e` the job's error unless it has one already (the first is reported).
+    fn keep_first(&mut self, e: MsgError) {
+        if self.outcome.is_ok() {
+            self.outcome = Err(e);
+        }
+    }
+
+    /// Whether it has sends by messages left (`varied_job.rs`).
+    pub(crate) fn sends_pending(&self) -> bool {
+        self.sending.is_some()
     }
 
     /// Ends it with `e` found while waiting (the machine is abandoned first).
     fn abandon(&mut self, e: MsgError) {
         let Some(sm) = self.core.sm.ready() else {
             self.machine = None;
-            self.outcome = Err(e);
+            self.keep_first(e);
             return;
         };
+        let vary = matches!(
+            self.machine,
+            Some(Machine::Varied(..) | Machine::Scatterv(..))
+        );
+        if vary && disagreement(&e) {
+            self.drain();
+        }
         let seqs = self.machine.as_ref().map(Machine::seqs);
         match self.machine.take() {
             Some(Machine::Elems(mut st)) => st.abandon(sm),
@@ -613,7 +634,7 @@ impl<T: Element> SmJob<T> {
         if let Some(seqs) = seqs {
             self.finish_later = unfinished(sm, seqs);
         }
-        self.outcome = Err(e);
+        self.keep_first(e);
     }
 
     /// Whether its collective must still be marked finished here (see [`unfinished`]).
@@ -663,7 +684,7 @@ fn lock<T: Element>(j: &SharedJob<T>) -> std::sync::MutexGuard<'_, SmJob<T>> {
 /// Advances `j`'s segment step until it ends (the caller's wait; the job is off the
 /// poller's list): through the segment's wait ([`SmComm::drive`]: progress, which advances
 /// the collectives in flight before it, yielding, the watchdog, sleep). What it leaves for
-/// the messages ([`SmJob::messages`]) is the caller's to run; an error ends the job here
+/// the messages ([`SmJob::take_messages`]) is the caller's to run; an error ends the job here
 /// ([`SmJob::take`] gives it).
 pub(crate) fn run_segment<T: Element>(j: &SharedJob<T>) {
     let (core, tag, watch) = {

@@ -77,7 +77,8 @@
 //! Sleepers are counted in a line of their own, so that setting a flag while nobody
 //! sleeps costs one load of a line that stays in every cache ([`SmComm::wake_all`]).
 //!
-//! The segment is created at a communicator's first collective that could use it (of
+//! The segment is created at a communicator's first collective that could use it (or
+//! the one `Communicator::defer_shared_memory` names) (of
 //! any length, so that every member takes part in the handshake whatever the length it
 //! was given) by its lowest member on the host and opened by the others after a
 //! point-to-point handshake on the communicator, in which every member also says whether
