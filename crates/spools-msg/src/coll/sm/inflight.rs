@@ -194,7 +194,7 @@ impl<T: Element> SmJob<T> {
         } else {
             Machine::Bytes(SmState::new(sm, seq, no, kind, root, flat))
         };
-        SmJob::begin(core, tag, (buf, whole), op, machine)
+        SmJob::new(core, tag, (buf, whole), op, machine).begun()
     }
 
     /// Starts flat collective `kind` (allgather, alltoall, gather to member `root`) on
@@ -210,13 +210,14 @@ impl<T: Element> SmJob<T> {
         parts: Parts,
     ) -> SmJob<T> {
         let flat = Flat::new(sm, tag, kind, root);
-        SmJob::begin(
+        SmJob::new(
             core,
             tag,
             (buf, Vec::new()),
             None,
             Machine::Flat(flat, parts),
         )
+        .begun()
     }
 
     /// Starts gatherv, scatterv or alltoallv `start` (made by [`Start`]'s functions on
@@ -231,8 +232,7 @@ impl<T: Element> SmJob<T> {
         let mut job = SmJob::new(core, tag, (out, Vec::new()), None, machine);
         job.sending = sending;
         // The sends go out first: their receivers take them once their step ended.
-        job.advance();
-        job
+        job.begun()
     }
 
     /// Starts a reduce-scatter on `sm`, the ready segment of `core`: this member posts
@@ -253,13 +253,14 @@ impl<T: Element> SmJob<T> {
         let out = mine[own].to_vec();
         let fold = Box::new(Folder::block(op, me, at, &mine));
         let flat = Flat::new(sm, tag, Kind::ReduceScatter, None);
-        SmJob::begin(
+        SmJob::new(
             core,
             tag,
             (out, Vec::new()),
             None,
             Machine::Fold(flat, mine, fold),
         )
+        .begun()
     }
 
     /// Starts a scan (`kind`: inclusive or exclusive) of `mine` with `op` on `sm`, the
@@ -274,27 +275,20 @@ impl<T: Element> SmJob<T> {
     ) -> SmJob<T> {
         let scan = Scanner::new(sm, tag, kind);
         let buf = mine.clone();
-        SmJob::begin(
+        SmJob::new(
             core,
             tag,
             (buf, Vec::new()),
             Some(op),
             Machine::Scan(scan, mine),
         )
+        .begun()
     }
 
-    /// A job at `machine` over `buf` (and a scatter root's `whole`), advanced as far as
-    /// the flags allow.
-    fn begin(
-        core: &Arc<CommCore>,
-        tag: u32,
-        (buf, whole): (Vec<T>, Vec<T>),
-        op: Option<Op<T>>,
-        machine: Machine<T>,
-    ) -> SmJob<T> {
-        let mut job = SmJob::new(core, tag, (buf, whole), op, machine);
-        job.advance();
-        job
+    /// The job advanced as far as the flags allow.
+    fn begun(mut self) -> SmJob<T> {
+        self.advance();
+        self
     }
 
     /// A job at `machine` over `buf` (and a scatter root's `whole`), not advanced yet.
@@ -439,14 +433,7 @@ impl<T: Element> SmJob<T> {
                     f.abandon(sm);
                 }
                 let bytes = v.watch_flat(&f).bytes;
-                let next = match r {
-                    Ok(true) => {
-                        ended = Some(v);
-                        Ok(None)
-                    }
-                    Ok(false) => Ok(Some(Machine::Varied(f, v))),
-                    Err(e) => Err(e),
-                };
+                let next = varied_next(r, v, &mut ended, |v| Machine::Varied(f, v));
                 (next, bytes)
             }
             Machine::Scatterv(st, mut v) => {
@@ -454,14 +441,7 @@ impl<T: Element> SmJob<T> {
                     .watch_scatterv(&st, std::mem::size_of_val(self.buf.as_slice()))
                     .bytes;
                 let (st, r) = v.poll_scatterv(st, sm, &mut self.buf);
-                let next = match r {
-                    Ok(true) => {
-                        ended = Some(v);
-                        Ok(None)
-                    }
-                    Ok(false) => Ok(Some(Machine::Scatterv(st, v))),
-                    Err(e) => Err(e),
-                };
+                let next = varied_next(r, v, &mut ended, |v| Machine::Scatterv(st, v));
                 (next, bytes)
             }
             Machine::Elems(st) => {
@@ -649,6 +629,24 @@ impl<T: Element> SmJob<T> {
             Err(MsgError::Panicked("collective request")),
         )
         .map(|()| std::mem::take(&mut self.buf))
+    }
+}
+
+/// A v collective's step polled to `r`: ended (its state kept in `ended`, for its
+/// messages), going on (`again` makes the machine of its next poll), or failed.
+fn varied_next<T: Element>(
+    r: Result<bool, MsgError>,
+    v: Box<Varied<T>>,
+    ended: &mut Option<Box<Varied<T>>>,
+    again: impl FnOnce(Box<Varied<T>>) -> Machine<T>,
+) -> Result<Option<Machine<T>>, MsgError> {
+    match r {
+        Ok(true) => {
+            *ended = Some(v);
+            Ok(None)
+        }
+        Ok(false) => Ok(Some(again(v))),
+        Err(e) => Err(e),
     }
 }
 

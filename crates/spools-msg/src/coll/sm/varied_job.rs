@@ -82,6 +82,17 @@ impl<T: Element> Varied<T> {
         }
     }
 
+    /// Sends `send` by messages: block j (`counts[j]` elements, one after the other) to
+    /// member j, but this member's own.
+    fn send_all(&mut self, send: Vec<T>, counts: &[usize], me: usize) {
+        let d = displs(counts);
+        self.sends = (0..counts.len())
+            .filter(|&j| j != me)
+            .map(|j| (j, d[j]..d[j] + counts[j]))
+            .collect();
+        self.send = send;
+    }
+
     /// What its waits watch for: a flat step's post, a scatterv's publication (at its
     /// root; elsewhere this member's block of `bytes`).
     pub(super) fn watch_flat(&self, f: &Flat) -> Watch {
@@ -295,12 +306,7 @@ impl<T: Element> Start<T> {
             let lens: Vec<usize> = counts.iter().map(|&k| k * size).collect();
             if !pack_into(&mut v.post, bytes(&send), &lens, sm.slot) {
                 v.post = by_messages().to_vec();
-                let d = displs(counts);
-                v.sends = (0..sm.n())
-                    .filter(|&r| r != me)
-                    .map(|r| (r, d[r]..d[r] + counts[r]))
-                    .collect();
-                v.send = send;
+                v.send_all(send, counts, me);
             }
         }
         Start {
@@ -331,12 +337,7 @@ impl<T: Element> Start<T> {
         v.displs = displs(recv_counts);
         if !packed {
             f = f.by_messages(table_bytes(n) + std::mem::size_of_val(send.as_slice()));
-            let d = displs(send_counts);
-            v.sends = (0..n)
-                .filter(|&j| j != me)
-                .map(|j| (j, d[j]..d[j] + send_counts[j]))
-                .collect();
-            v.send = send;
+            v.send_all(send, send_counts, me);
         }
         Start {
             out,
