@@ -31,7 +31,7 @@ use super::kind::Kind;
 use super::machine::{SmColl, SmState};
 use super::varied::{block_mismatch, package_len, read_block, read_part, Found};
 use super::{clamp_len, coll_no, SmComm, Watch};
-use crate::coll::args::{block, bytes, bytes_mut, displs};
+use crate::coll::args::{block, byte_counts, bytes, bytes_mut, displs};
 use crate::coll::schedule::{Part, Schedule};
 use crate::comm_core::CommCore;
 use crate::element::Element;
@@ -297,14 +297,17 @@ impl<T: Element> Start<T> {
         (send, counts, mine): (Vec<T>, &[usize], usize),
     ) -> Start<T> {
         let me = sm.me;
-        let size = std::mem::size_of::<T>();
         let st = SmState::scatterv(sm, sm.take_seq(), coll_no(tag), root);
         let mut out = vec![T::default(); mine];
         let mut v = Varied::new(Form::Scatterv, Vec::new());
         if me == root {
             out.copy_from_slice(&send[block(counts, me)]);
-            let lens: Vec<usize> = counts.iter().map(|&k| k * size).collect();
-            if !pack_into(&mut v.post, bytes(&send), &lens, sm.slot) {
+            if !pack_into(
+                &mut v.post,
+                bytes(&send),
+                &byte_counts::<T>(counts),
+                sm.slot,
+            ) {
                 v.post = by_messages().to_vec();
                 v.send_all(send, counts, me);
             }
@@ -326,11 +329,10 @@ impl<T: Element> Start<T> {
         (send_counts, recv_counts): (&[usize], &[usize]),
     ) -> Start<T> {
         let (me, n) = (sm.me, sm.n());
-        let size = std::mem::size_of::<T>();
         let mut out = vec![T::default(); recv_counts.iter().sum()];
         out[block(recv_counts, me)].copy_from_slice(&send[block(send_counts, me)]);
-        let lens: Vec<usize> = send_counts.iter().map(|&k| k * size).collect();
         let mut v = Varied::new(Form::Alltoallv, Vec::new());
+        let lens = byte_counts::<T>(send_counts);
         let packed = pack_into(&mut v.post, bytes(&send), &lens, sm.slot);
         let mut f = Flat::new(sm, tag, Kind::Alltoall, None).named("alltoallv");
         v.counts = recv_counts.to_vec();
