@@ -22,7 +22,7 @@ r=0
 while [ "$SECONDS" -lt "$STOP" ]; do
   r=$((r+1))
   for P in 16 8 4 2; do
-    IFS=, read -ra tests <<<"${TESTS:-ibarrier 0,ibcast 8,ireduce 8,iallreduce 8,iallgather 8,ialltoall 8,igather 8,iscatter 8,iscan 8,barrier 0,bcast 8,allreduce 8}"
+    IFS=, read -ra tests <<<"${TESTS:-ibarrier 0,ibcast 8,ireduce 8,iallreduce 8,iallgather 8,ialltoall 8,igather 8,iscatter 8,iscan 8,pbcast 8,pallreduce 8,pgather 8,barrier 0,bcast 8,allreduce 8}"
     for t in "${tests[@]}"; do
       [ "$SECONDS" -ge "$STOP" ] && break 2
       echo "nb $r $P $t old $(fig sp "$D/old/spools" $P "$B/coll_abi" $t) new $(fig sp "$B/spools" $P "$B/coll_abi" $t) ompi $(fig om $P "$B/coll_ompi" $t) mpich $(fig mp $P "$B/coll_abi" $t)" | tee -a "$F"

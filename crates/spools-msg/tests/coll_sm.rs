@@ -1176,3 +1176,56 @@ fn a_deferred_segment_is_set_up_at_the_collective_it_names() {
         );
     }
 }
+
+fn set_up_role() -> Result<(), String> {
+    let w = e(spools::init())?;
+    checked(&w, |w| {
+        let (me, n) = (u64::from(w.rank()), u64::from(w.size()));
+        // Two dups that run non-blocking collectives only: the first without a blocking
+        // one, so no segment is ever set up; the second set up at once.
+        let plain = e(w.dup())?;
+        let set = e(w.dup())?;
+        let served = e(set.set_up_shared_memory())?;
+        check(served, || format!("rank {me}: no segment served"))?;
+        for (name, d) in [("plain", &plain), ("set up", &set)] {
+            for i in 0..4u64 {
+                let r = e(e(d.iallreduce(vec![i + me], Op::Sum))?.wait())?;
+                check(r == [n * i + n * (n - 1) / 2], || {
+                    format!("{name}: iallreduce {i} gave {r:?}")
+                })?;
+                let b = e(e(d.ibcast(vec![i * 7 + me; 3], (i % n) as u32))?.wait())?;
+                check(b == vec![i * 7 + i % n; 3], || {
+                    format!("{name}: ibcast {i} gave {b:?}")
+                })?;
+            }
+        }
+        let (p, s) = (
+            plain.nonblocking_shared_memory_collectives(),
+            set.nonblocking_shared_memory_collectives(),
+        );
+        check(p == 0 && s == 8, || {
+            format!("rank {me}: {p} and {s} non-blocking collectives through shared memory, 0 and 8 expected")
+        })?;
+        check(set.shared_memory_collectives() == 1, || {
+            format!("rank {me}: the set-up's barrier did not go through the segment")
+        })
+    });
+    println!("set up ok rank {}", w.rank());
+    e(w.finalize())
+}
+
+/// `Communicator::set_up_shared_memory` gives a communicator that runs only
+/// non-blocking collectives (a persistent collective's own) the segment that its first
+/// blocking collective would have set up.
+#[test]
+fn a_segment_set_up_at_once_serves_the_non_blocking_collectives() {
+    rank_main(|_| set_up_role());
+    for n in [2, 3] {
+        run_ranks(
+            "a_segment_set_up_at_once_serves_the_non_blocking_collectives",
+            "set up ok",
+            n,
+            &[],
+        );
+    }
+}

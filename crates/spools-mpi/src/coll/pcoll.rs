@@ -10,12 +10,27 @@
 //! communicator's rank 0), so an init call waits for rank 0 to make the same init call,
 //! and for no other rank; the start is built then, while the program's datatype and
 //! operator handles are valid; the dup is freed with the request.
+//!
+//! Within a host, each start goes through the dup's segment for non-blocking collectives
+//! (`spools_msg`'s `coll/sm/inflight.rs`), as a non-blocking collective does. Such a
+//! segment is set up in the handshake of a communicator's first blocking collective,
+//! which a persistent collective's dup never runs; so the init call of each of a
+//! communicator's first [`SEGMENTS`] persistent collectives (an intracommunicator's)
+//! ends with a barrier on the dup that sets it up
+//! (`Communicator::set_up_shared_memory`): MPI makes these init calls nonlocal, and
+//! the barrier is what makes every member wait for the others. Later ones go through the
+//! messages without one: each segment is a file in `/dev/shm` for as long as its request
+//! lives.
 
 use crate::abi::*;
 use crate::comm::PrivateDup;
 use crate::env::error::MpiError;
 use crate::out::out;
 use crate::p2p::request::{give_persistent, Op, Start};
+
+/// How many of a communicator's persistent collectives (counted from its first init call,
+/// freed or not) get a segment of their own.
+pub(crate) const SEGMENTS: u32 = 32;
 
 /// What builds a persistent collective's start on a given communicator handle.
 pub(crate) type Maker = Box<dyn Fn(MPI_Comm) -> Result<Start, MpiError> + Send + Sync>;
@@ -66,6 +81,11 @@ pub(crate) unsafe fn persistent(
     maker(comm_h)?;
     let c = crate::comm::comm(comm_h, call)?;
     let own = Own(PrivateDup::start(&c)?.finish()?);
+    if c.inter.is_none() && c.next_persistent_init() < SEGMENTS {
+        crate::comm::comm(own.0, call)?
+            .comm
+            .set_up_shared_memory()?;
+    }
     // The start is made now, while the program's datatype and operator handles are
     // valid (it may free them before it starts the request).
     let start = maker(own.0)?;

@@ -3,7 +3,7 @@
 //! intercommunicator, its two groups ([`Inter`]).
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use spools::Communicator;
@@ -30,6 +30,9 @@ pub(crate) struct CommObj {
     /// How many partitioned requests were made per (send, peer, tag) (`part.rs`): the
     /// n-th send request to a peer and tag meets the n-th receive request made there.
     part_inits: Mutex<Vec<(PartKey, u64)>>,
+    /// How many persistent collectives were made on it (`coll/pcoll.rs`): the same count
+    /// on every member at each init call, which are collective and in one order.
+    persistent_inits: AtomicU32,
 }
 
 /// A partitioned request's direction (send), peer and tag.
@@ -46,6 +49,7 @@ impl CommObj {
             topo: Mutex::new(None),
             inter: None,
             part_inits: Mutex::new(Vec::new()),
+            persistent_inits: AtomicU32::new(0),
         })
     }
 
@@ -92,6 +96,11 @@ impl CommObj {
         }
     }
 
+    /// The number of the persistent collective being made on it: 0, 1, 2, ...
+    pub(crate) fn next_persistent_init(&self) -> u32 {
+        self.persistent_inits.fetch_add(1, Ordering::Relaxed)
+    }
+
     /// A new communicator object for `comm`, inheriting this one's error handler.
     pub(crate) fn child(&self, comm: Communicator) -> CommObj {
         self.child_inter(comm, None)
@@ -108,6 +117,7 @@ impl CommObj {
             topo: Mutex::new(None),
             inter,
             part_inits: Mutex::new(Vec::new()),
+            persistent_inits: AtomicU32::new(0),
         }
     }
 }

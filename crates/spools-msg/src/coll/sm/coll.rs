@@ -404,6 +404,35 @@ impl crate::communicator::Communicator {
         self.core.sm.defer(next.wrapping_add(n) & super::NO_MASK);
     }
 
+    /// A barrier that sets this communicator's shared-memory segments up now, where one
+    /// can serve (at least 2 members here, shared memory in use): the segment of its
+    /// blocking collectives and, where every member is on this host, that of its
+    /// non-blocking ones. Returns whether its non-blocking collectives go through a
+    /// segment from now on. For a communicator that runs only non-blocking collectives
+    /// (a persistent collective's own: MPI's `MPI_Bcast_init` and the others), which
+    /// would otherwise never set one up (a non-blocking collective cannot wait for the
+    /// handshake). Collective: every member calls it at the same point, as a barrier; a
+    /// deferral ([`Communicator::defer_shared_memory`]) holds it off like any other
+    /// collective.
+    ///
+    /// ```
+    /// let world = spools::init().unwrap();
+    /// let c = world.dup().unwrap();
+    /// let served = c.set_up_shared_memory().unwrap();
+    /// // A job of one rank (this example run alone) has no segment to set up.
+    /// assert!(world.size() > 1 || !served);
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Communicator::barrier`].
+    pub fn set_up_shared_memory(&self) -> Result<bool, MsgError> {
+        self.barrier()?;
+        Ok(self
+            .core
+            .nonblocking()
+            .is_some_and(|nb| nb.sm.ready().is_some()))
+    }
+
     /// Advances this communicator's numbering of collectives by `n` as if that many had
     /// run: a test hook, to reach the numbers of a long job without running its
     /// collectives. Every member must call it with the same `n` between the same two
