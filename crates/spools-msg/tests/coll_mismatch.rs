@@ -291,6 +291,15 @@ fn role() -> Result<(), String> {
     }
     match r {
         Ok(()) => println!("rank {me} {what} ok"),
+        // The error names the collective (its schedule of messages too).
+        Err(MsgError::Mismatch {
+            op: "non-blocking collective",
+            ..
+        }) => {
+            return Err(format!(
+                "rank {me} {what}: a mismatch that does not name it"
+            ))
+        }
         Err(err @ MsgError::Mismatch { .. }) => println!("rank {me} {what} mismatch: {err}"),
         Err(err) => return Err(format!("rank {me} {what}: not a mismatch: {err}")),
     }

@@ -369,6 +369,8 @@ impl Communicator {
         s: Schedule<T>,
         finish: fn(Vec<Vec<T>>) -> R,
     ) -> Result<CollRequest<R>, MsgError> {
+        let mut s = s;
+        s.name(op);
         let sched = Arc::new(Mutex::new(s));
         let done = sched
             .lock()

@@ -117,6 +117,9 @@ pub(crate) struct Schedule<T: Element> {
     /// The engine's count of early collective messages and the round when
     /// [`Schedule::spot_gone`] last looked.
     probed: Option<(u64, usize)>,
+    /// The collective's name, for its errors (`Communicator::start` and the v jobs set
+    /// it).
+    op: &'static str,
 }
 
 impl<T: Element> Schedule<T> {
@@ -139,7 +142,13 @@ impl<T: Element> Schedule<T> {
             gone: Vec::new(),
             early: Vec::new(),
             probed: None,
+            op: "non-blocking collective",
         }
+    }
+
+    /// Names the collective in its errors (a disagreement on a length).
+    pub(crate) fn name(&mut self, op: &'static str) {
+        self.op = op;
     }
 
     /// The communicator's shared state.
@@ -480,7 +489,7 @@ impl<T: Element> Schedule<T> {
             found = true;
             if self.poisoned.is_none() {
                 self.poisoned = Some(MsgError::Mismatch {
-                    op: "non-blocking collective",
+                    op: self.op,
                     from: Some(self.core.comm_rank(from)),
                     got: len,
                     want,
@@ -520,7 +529,7 @@ impl<T: Element> Schedule<T> {
         }
         if got != want && self.poisoned.is_none() {
             self.poisoned = Some(MsgError::Mismatch {
-                op: "non-blocking collective",
+                op: self.op,
                 from,
                 got,
                 want,

@@ -45,6 +45,17 @@ enum Form {
     Alltoallv,
 }
 
+impl Form {
+    /// The non-blocking collective's name, for the errors of its messages.
+    fn name(self) -> &'static str {
+        match self {
+            Form::Gatherv => "igatherv",
+            Form::Scatterv => "iscatterv",
+            Form::Alltoallv => "ialltoallv",
+        }
+    }
+}
+
 /// A non-blocking v collective's state on this member beside its machine, and what it
 /// leaves for the messages.
 pub(crate) struct Varied<T: Element> {
@@ -192,6 +203,7 @@ impl<T: Element> Varied<T> {
             return None;
         }
         let mut s = Schedule::new(core, tag, vec![std::mem::take(&mut self.send)]);
+        s.name(self.form.name());
         s.round();
         // One host: member m is communicator rank m.
         for (m, r) in &self.sends {
@@ -213,6 +225,7 @@ impl<T: Element> Varied<T> {
             return None;
         }
         let mut s = Schedule::new(core, tag, vec![std::mem::take(buf)]);
+        s.name(self.form.name());
         s.round();
         for (m, r) in &self.late {
             s.recv(core.ranks[*m], tag, Part::new(0, r.start, r.end));
