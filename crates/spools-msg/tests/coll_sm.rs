@@ -1229,3 +1229,79 @@ fn a_segment_set_up_at_once_serves_the_non_blocking_collectives() {
         );
     }
 }
+
+/// Scans and exscans of 8 bytes through the chain whose last member comes only after
+/// the others finished `AHEAD` of them, as many as a member's deep ring has entries less
+/// one ([`spools_coll::ledger::RING`]): a member's post goes into its deep ring, which
+/// it reuses only once its right neighbour read it, so every member but the last runs
+/// that far ahead of it. The others tell the last member by a message after those, which
+/// it waits for before its first scan: where a member waited for it instead, both would
+/// wait for good (the job's time limit ends the run, and the test fails). Then all go
+/// on to `TOTAL`, reusing every entry several times; every result is checked.
+fn scan_ahead_role() -> Result<(), String> {
+    const AHEAD: u64 = spools_coll::ledger::RING as u64 - 1;
+    const TOTAL: u64 = 4 * spools_coll::ledger::RING as u64 + 5;
+    let w = e(spools::init())?;
+    checked(&w, |w| {
+        let (me, n) = (w.rank(), w.size());
+        let last = n - 1;
+        // Sets the segment up.
+        let mut out = [0u64];
+        e(w.allreduce(&[1u64], &mut out, &Op::Sum))?;
+        let before = w.shared_memory_collectives();
+        let part = |k: u64, r: u32| k * 1000 + u64::from(r) + 1;
+        let call = |k: u64| -> Result<(), String> {
+            let mut got = [0u64];
+            let exclusive = k % 4 == 3;
+            if exclusive {
+                e(w.exscan(&[part(k, me)], &mut got, &Op::Sum))?;
+            } else {
+                e(w.scan(&[part(k, me)], &mut got, &Op::Sum))?;
+            }
+            let upto = if exclusive { me } else { me + 1 };
+            let want: u64 = (0..upto).map(|r| part(k, r)).sum();
+            check(me == 0 && exclusive || got == [want], || {
+                format!("rank {me}: scan {k} gave {got:?}, want {want}")
+            })
+        };
+        if me != last {
+            for k in 0..AHEAD {
+                call(k)?;
+            }
+            e(w.send(&[AHEAD], last, 7))?;
+            for k in AHEAD..TOTAL {
+                call(k)?;
+            }
+        } else {
+            for r in 0..last {
+                let mut told = [0u64];
+                e(w.recv(&mut told, r, 7))?;
+                check(told == [AHEAD], || format!("rank {r} told {told:?}"))?;
+            }
+            for k in 0..TOTAL {
+                call(k)?;
+            }
+        }
+        let through = w.shared_memory_collectives() - before;
+        check(u64::from(through) == TOTAL, || {
+            format!("rank {me}: {through} scans through the segment, want {TOTAL}")
+        })
+    });
+    println!("scan ahead ok rank {}", w.rank());
+    e(w.finalize())
+}
+
+/// A chained scan's members run dozens of scans ahead of the last one, which has not
+/// begun.
+#[test]
+fn chained_scans_run_far_ahead_of_the_last_member() {
+    rank_main(|_| scan_ahead_role());
+    for n in [2, 4] {
+        run_ranks(
+            "chained_scans_run_far_ahead_of_the_last_member",
+            "scan ahead ok",
+            n,
+            &[("SPOOLS_COLL_SM_SCAN", "chain")],
+        );
+    }
+}

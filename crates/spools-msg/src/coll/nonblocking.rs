@@ -121,30 +121,21 @@ impl<T: Element, R> Pending<R> for SmPending<T, R> {
     }
 }
 
-/// A collective that finished as it started: its result (taken by the wait).
-struct Finished<R>(Mutex<Option<Result<R, MsgError>>>);
-
-impl<R: Send> Pending<R> for Finished<R> {
-    fn advance(&self) -> bool {
-        true
-    }
-
-    fn test(&self) -> bool {
-        true
-    }
-
-    fn wait(&self) -> Result<R, MsgError> {
-        let taken = self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
-        taken.unwrap_or(Err(MsgError::Panicked("collective request")))
-    }
-}
-
 /// A collective in flight; `wait` returns its result. Dropping it finishes the
 /// collective first (its partners depend on it).
 #[must_use = "a collective request must be waited for"]
 pub struct CollRequest<R> {
     op: &'static str,
-    job: Option<Box<dyn Pending<R>>>,
+    job: Option<State<R>>,
+}
+
+/// Where a request's collective stands.
+enum State<R> {
+    /// Running: its job.
+    Running(Box<dyn Pending<R>>),
+    /// It finished as it started (a broadcast's root, a reduce's contributor, a member
+    /// that found its result published already): its result, held in the request itself.
+    Finished(Result<R, MsgError>),
 }
 
 impl<R> std::fmt::Debug for CollRequest<R> {
@@ -154,16 +145,30 @@ impl<R> std::fmt::Debug for CollRequest<R> {
 }
 
 impl<R> CollRequest<R> {
+    /// A request for `job`, running.
+    fn running(op: &'static str, job: Box<dyn Pending<R>>) -> CollRequest<R> {
+        CollRequest {
+            op,
+            job: Some(State::Running(job)),
+        }
+    }
+
     /// Whether the collective has finished on this rank (`wait` then returns at once).
     /// Advances its schedule as far as it can without waiting.
     pub fn is_complete(&self) -> bool {
-        self.job.as_ref().is_none_or(|j| j.advance())
+        match &self.job {
+            Some(State::Running(j)) => j.advance(),
+            _ => true,
+        }
     }
 
     /// Runs one round of the rank's progress, then [`CollRequest::is_complete`]: polling
     /// `test` drives the collective without a progress thread.
     pub fn test(&self) -> bool {
-        self.job.as_ref().is_none_or(|j| j.test())
+        match &self.job {
+            Some(State::Running(j)) => j.test(),
+            _ => true,
+        }
     }
 
     /// Waits for the collective and returns its result.
@@ -174,7 +179,8 @@ impl<R> CollRequest<R> {
     /// ([`MsgError::Mismatch`], [`MsgError::Truncated`]), transport failures.
     pub fn wait(mut self) -> Result<R, MsgError> {
         match self.job.take() {
-            Some(j) => j.wait(),
+            Some(State::Running(j)) => j.wait(),
+            Some(State::Finished(r)) => r,
             None => Err(MsgError::Panicked(self.op)),
         }
     }
@@ -183,7 +189,7 @@ impl<R> CollRequest<R> {
 impl<R> Drop for CollRequest<R> {
     fn drop(&mut self) {
         // The collective's partners depend on it: finish it even if nobody waits.
-        if let Some(j) = self.job.take() {
+        if let Some(State::Running(j)) = self.job.take() {
             let _ = j.wait();
         }
     }
@@ -318,15 +324,12 @@ impl Communicator {
             let r = job.take().map(finish);
             return CollRequest {
                 op: op_name,
-                job: Some(Box::new(Finished(Mutex::new(Some(r))))),
+                job: Some(State::Finished(r)),
             };
         }
         let job = Arc::new(Mutex::new(job));
         activate_job(&job);
-        CollRequest {
-            op: op_name,
-            job: Some(Box::new(SmPending { job, finish })),
-        }
+        CollRequest::running(op_name, Box::new(SmPending { job, finish }))
     }
 
     /// Starts flat collective `kind` (allgather, alltoall, gather to `root`) with base
@@ -379,10 +382,7 @@ impl Communicator {
         if !done {
             activate(&sched);
         }
-        Ok(CollRequest {
-            op,
-            job: Some(Box::new(Job { sched, finish })),
-        })
+        Ok(CollRequest::running(op, Box::new(Job { sched, finish })))
     }
 
     /// Non-blocking [`Communicator::barrier`].

@@ -412,7 +412,7 @@ impl crate::communicator::Communicator {
     /// (a persistent collective's own: MPI's `MPI_Bcast_init` and the others), which
     /// would otherwise never set one up (a non-blocking collective cannot wait for the
     /// handshake). Collective: every member calls it at the same point, as a barrier; a
-    /// deferral ([`Communicator::defer_shared_memory`]) holds it off like any other
+    /// deferral ([`Communicator::defer_shared_memory`](crate::Communicator::defer_shared_memory)) holds it off like any other
     /// collective.
     ///
     /// ```
@@ -424,7 +424,7 @@ impl crate::communicator::Communicator {
     /// ```
     ///
     /// # Errors
-    /// As [`Communicator::barrier`].
+    /// As [`Communicator::barrier`](crate::Communicator::barrier).
     pub fn set_up_shared_memory(&self) -> Result<bool, MsgError> {
         self.barrier()?;
         Ok(self
