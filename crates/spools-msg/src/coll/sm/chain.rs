@@ -3,28 +3,23 @@
 //! recursive doubling, `doubling.rs`, or where ranks outnumber CPUs a chain of messages;
 //! `coll_sm_scan` chooses, and the scan that sets the segment up always goes so): member
 //! m waits for member m - 1's post, which carries the fold of members 0 to m - 1 (its
-//! *prefix*), folds its own part after it and posts that for member m + 1, into its deep
-//! ring ([`SmComm::put_part`], as a reduce's contributor does). Each member loads the
-//! flag line and the ring entry of another per collective (and, before it reuses a ring
-//! entry, its one reader's line, about once in [`spools_coll::ledger::RING`] scans), so a
-//! scan costs O(P) line transfers in all; member 0 waits for nobody.
+//! *prefix*), folds its own part after it and posts that for member m + 1. Each member
+//! loads one line of another's per collective (and, before it reuses a data slot, its one
+//! reader's), so a scan costs O(P) line transfers in all; member 0 waits for nobody.
 //!
-//! One scan alone takes P - 1 hops from end to end, but members run ahead of their right
-//! neighbour by up to `RING - 1` scans (the ring's entries, each reused once its reader
-//! posted the scan that wrote it last), so in a loop of scans the chain is a pipeline:
-//! each scan costs a member one hop from its left neighbour (what Open MPI's linear scan,
-//! by eager messages, gets). With the four data slots it used before, a member ran at
-//! most four scans ahead and the two ends of a 2-member chain kept waiting for each other
-//! (a loop of scans of 8 bytes at 2 ranks on 2 cores: 0.31 µs a call, 0.25 through the
-//! ring); a part of up to 8 bytes rode in the flag line then, where now the reader loads
-//! the entry's line too. The flat scan before the chain (every member read every
-//! member's part and waited for all of them: O(P²) transfers, every member in step) took
-//! 1.6 to 5 µs at 16 ranks on a 16-core node against Open MPI's 0.28.
+//! One scan alone takes P - 1 transfers from end to end, but members run ahead by up to
+//! four scans (the four data slots), so in a loop of scans the chain is a pipeline: each
+//! scan costs a member one transfer from its left neighbour (what Open MPI's linear scan,
+//! by eager messages, gets). The flat scan it replaces (every member read every member's
+//! part and waited for all of them: O(P²) transfers, every member in step) took 1.6 to 5
+//! µs at 16 ranks on a 16-core node against Open MPI's 0.28.
 //!
 //! A member that finds its left neighbour's part of another length, or a post for another
 //! collective at this sequence number, fails with [`MsgError::Mismatch`] and leaves its
 //! failure mark; the members after it, waiting for its post, see the mark and fail too.
 //! The members before it, which wait for nobody after them, may return `Ok`.
+
+use std::sync::atomic::Ordering;
 
 use super::kind::Kind;
 use super::{clamp_len, coll_no, Readers, SmComm, Watch};
@@ -67,10 +62,7 @@ impl<T: Element> Link<T> {
 
     /// What its waits watch for, with a part of `bytes` here.
     pub(super) fn watch(&self, bytes: usize) -> Watch {
-        Watch {
-            deep: true,
-            ..Watch::posting(self.seq, self.no, self.kind, bytes)
-        }
+        Watch::posting(self.seq, self.no, self.kind, bytes)
     }
 
     /// Ends the step on this member after an error (not posted: a post ends the step),
@@ -97,18 +89,18 @@ impl<T: Element> Link<T> {
         let inclusive = self.kind == Kind::Scan;
         if !self.took {
             let left = sm.me - 1;
-            if !sm.left_post(left, (self.seq, self.no), (self.kind.name(), true), part)? {
+            if !sm.left_post(left, (self.seq, self.no), self.kind.name(), part)? {
                 return Ok(false);
             }
             if inclusive {
                 // out (this member's part) = left's prefix, then this part.
                 let mut before = std::mem::take(&mut self.prefix);
                 before.resize(mine.len(), T::default());
-                sm.read_post(left, self.seq, true, bytes_mut(&mut before));
+                sm.read_data(left, self.seq, bytes_mut(&mut before));
                 op.combine(out, &before, false);
                 self.prefix = before;
             } else {
-                sm.read_post(left, self.seq, true, bytes_mut(out));
+                sm.read_data(left, self.seq, bytes_mut(out));
                 if sm.me + 1 < sm.n() {
                     self.prefix.clear();
                     self.prefix.extend_from_slice(out);
@@ -118,21 +110,23 @@ impl<T: Element> Link<T> {
             self.took = true;
         }
         if !self.posted {
-            if !sm.may_post(self.seq) || !sm.part_free(self.seq, part, true) {
+            if !sm.may_post(self.seq) || !sm.slot_free(self.seq, part) {
                 return Ok(false);
             }
             let right = sm.me + 1;
-            let fold: &[T] = match (inclusive, sm.me) {
-                (true, _) => out,
-                (false, 0) => mine,
-                (false, _) => &self.prefix,
-            };
-            let readers = if right < sm.n() {
-                Readers::BeforePost(right)
+            if right < sm.n() {
+                sm.slot_read_by(self.seq, part, Readers::BeforePost(right));
+                let fold: &[T] = match (inclusive, sm.me) {
+                    (true, _) => out,
+                    (false, 0) => mine,
+                    (false, _) => &self.prefix,
+                };
+                sm.write_data(self.seq, bytes(fold));
             } else {
-                Readers::Nobody
-            };
-            sm.put_part(self.seq, bytes(fold), readers, true, clamp_len(part));
+                sm.slot_read_by(self.seq, part, Readers::Nobody);
+            }
+            sm.len_of(sm.me, self.seq)
+                .store(clamp_len(part), Ordering::Relaxed);
             sm.post(self.seq, self.no);
             sm.finished(self.seq);
             self.posted = true;

@@ -137,7 +137,7 @@ impl<T: Element> Doubling<T> {
                 self.posted = true;
             }
             if let Some(left) = sm.me.checked_sub(step) {
-                if !sm.left_post(left, (s, self.no), (self.kind.name(), false), part)? {
+                if !sm.left_post(left, (s, self.no), self.kind.name(), part)? {
                     return Ok(false);
                 }
                 self.left.resize(mine.len(), T::default());

@@ -65,9 +65,8 @@
 //! the time it took when they could run 3 calls ahead at 4 members, a quarter at 8). The
 //! root of `s`
 //! writes result slot `s % outs` only once every member posted `s - outs + 1` or later. A
-//! chained scan's posts go into the deep ring too ([`SmComm::deep_posts`]); its member reads
-//! its left neighbour's entry before it posts the scan, so there the writer waits only for
-//! its reader's post of `s - RING` ([`Readers::BeforePost`]). The
+//! chained scan's member reads its left neighbour's slot before it posts the scan, so there
+//! the writer waits only for its reader's post of `s - SLOTS` ([`Readers::BeforePost`]). The
 //! rule and its records are sans-IO, in `spools-coll`'s [`Ledger`], where loom checks them
 //! against writers and readers that run ahead (`crates/spools-coll/tests/slots_model.rs`).
 //!
@@ -515,7 +514,7 @@ impl SmComm {
         &self,
         left: usize,
         (seq, no): (u32, u32),
-        (op, deep): (&'static str, bool),
+        op: &'static str,
         part: usize,
     ) -> Result<bool, MsgError> {
         let (posted, rec) = halves(self.posted(left).load(Ordering::Acquire));
@@ -527,7 +526,7 @@ impl SmComm {
                 return Err(e);
             }
         }
-        let len = self.post_len(left, seq, deep).load(Ordering::Relaxed) as usize;
+        let len = self.len_of(left, seq).load(Ordering::Relaxed) as usize;
         if (posted == seq && rec != post_record(seq, no)) || len != part {
             return Err(self.mismatch(op, left, len, part));
         }
@@ -537,15 +536,6 @@ impl SmComm {
     /// How scans go here (the creator's choice, [`ScanWay::choose`]).
     pub(crate) fn scan_way(&self) -> ScanWay {
         self.scans
-    }
-
-    /// Whether the members' posts to a collective of `kind` go into their deep rings
-    /// ([`SmComm::put_part`]): a reduce's and a gather's ([`Kind::deep`]), and a chained
-    /// scan's (`chain.rs`), whose members then run up to [`RING`] - 1 scans ahead of
-    /// their right neighbour.
-    pub(crate) fn deep_posts(&self, kind: Kind) -> bool {
-        kind.deep()
-            || (matches!(kind, Kind::Scan | Kind::Exscan) && self.scans != ScanWay::Doubling)
     }
 
     /// Sequence numbers a collective of `kind` takes: a scan by recursive doubling one
@@ -642,7 +632,7 @@ impl SmComm {
             op: kind.name(),
             lens: kind.contributes(),
             span: self.seqs(kind),
-            deep: self.deep_posts(kind),
+            deep: kind.deep(),
         };
         self.word(self.me, MREC_LEN)
             .store(clamp_len(bytes), Ordering::Relaxed);

@@ -13,8 +13,7 @@ pub(crate) enum ScanWay {
     Doubling,
     /// Not through the segment: a chain of eager messages (`reduce.rs`'s `scan_chain`,
     /// `plans::scan_chain`), where each member runs ahead of the ones after it by as many
-    /// scans as the messages buffer, where the segment's chain holds it to
-    /// `spools_coll::ledger::RING - 1` (its deep ring).
+    /// scans as the messages buffer, where the segment's chain holds it to [`super::SLOTS`].
     /// For the scans after the one that set the segment up (the chain through it), and
     /// the non-blocking ones once the non-blocking segment serves them (recursive
     /// doubling over the messages before). Parts past the eager limit go as a chain of
