@@ -374,14 +374,16 @@ impl Communicator {
     ) -> Result<CollRequest<R>, MsgError> {
         let mut s = s;
         s.name(op);
-        let sched = Arc::new(Mutex::new(s));
-        let done = sched
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .advance();
-        if !done {
-            activate(&sched);
+        if s.advance() {
+            // Finished as it started (a communicator of one rank, a root whose sends all
+            // went out at once): its result, held in the request.
+            return Ok(CollRequest {
+                op,
+                job: Some(State::Finished(s.take().map(finish))),
+            });
         }
+        let sched = Arc::new(Mutex::new(s));
+        activate(&sched);
         Ok(CollRequest::running(op, Box::new(Job { sched, finish })))
     }
 
