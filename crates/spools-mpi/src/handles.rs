@@ -130,6 +130,25 @@ impl<T> Table<T> {
         s.items.get(i)?.clone()
     }
 
+    /// The object of handle `h`, removed when `gone` says so of it (`Ok`), else kept
+    /// (`Err`, shared); `None` if `h` is no live handle of this table. One lock of the
+    /// table either way.
+    pub(crate) fn take_if(
+        &self,
+        h: usize,
+        gone: impl FnOnce(&T) -> bool,
+    ) -> Option<Result<Arc<T>, Arc<T>>> {
+        let i = self.index(h)?;
+        let mut s = self.slots.write().unwrap_or_else(PoisonError::into_inner);
+        let slot = s.items.get_mut(i)?;
+        if !gone(slot.as_ref()?) {
+            return slot.clone().map(Err);
+        }
+        let v = slot.take()?;
+        s.free.push(i);
+        Some(Ok(v))
+    }
+
     /// Removes and gives the object of handle `h`.
     pub(crate) fn remove(&self, h: usize) -> Option<Arc<T>> {
         let i = self.index(h)?;
@@ -158,5 +177,10 @@ mod tests {
         assert!(t.get(a).is_none());
         assert!(t.remove(a).is_none());
         assert_eq!(t.insert(3).unwrap(), a);
+        // Taken only when the predicate says so; kept otherwise.
+        assert_eq!(*t.take_if(a, |v| *v == 4).unwrap().unwrap_err(), 3);
+        assert_eq!(*t.take_if(a, |v| *v == 3).unwrap().unwrap(), 3);
+        assert!(t.take_if(a, |_| true).is_none());
+        assert!(t.get(a).is_none());
     }
 }

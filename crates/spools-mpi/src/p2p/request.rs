@@ -108,6 +108,17 @@ pub(crate) struct ReqObj {
     report: Report,
     /// For a persistent request: what starts its operation.
     starter: Option<Starter>,
+    /// Whether it is a generalized request (which keeps its handle until the program
+    /// completes it).
+    greq: bool,
+}
+
+impl ReqObj {
+    /// Whether its handle goes with the completion of its operation: neither persistent
+    /// nor generalized.
+    fn one_shot(&self) -> bool {
+        self.starter.is_none() && !self.greq
+    }
 }
 
 // SAFETY: the program's buffer address is kept as an integer and written only by the
@@ -135,6 +146,7 @@ pub(crate) type Report = fn(MPI_Comm, &MpiError) -> c_int;
 pub(crate) fn give_on(op: Op, on: MPI_Comm, report: Report) -> Result<MPI_Request, MpiError> {
     REQUESTS
         .insert(ReqObj {
+            greq: matches!(op, Op::Greq(_)),
             op: Mutex::new(Some(op)),
             comm: on,
             report,
@@ -160,6 +172,7 @@ pub(crate) fn give_persistent(starter: Starter, comm: MPI_Comm) -> Result<MPI_Re
             comm,
             report: raise,
             starter: Some(starter),
+            greq: false,
         })
         .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many requests"))
 }
@@ -619,18 +632,38 @@ fn finish_handle(h: &mut MPI_Request) -> Result<MPI_Status, (c_int, MPI_Status)>
     if *h == MPI_REQUEST_NULL {
         return Ok(empty_status());
     }
-    let Some(obj) = REQUESTS.get(*h) else {
-        let e = MpiError::Handle {
-            class: MPI_ERR_REQUEST,
-            what: "request",
-            handle: *h,
-        };
-        let code = raise(crate::env::errhandler::no_object(), &e);
-        return Err((code, empty_status()));
+    // A one-shot request leaves the table at once (one lock of the table), and its
+    // object is then this call's alone: its operation is taken without a lock.
+    let obj = match REQUESTS.take_if(*h, ReqObj::one_shot) {
+        Some(Ok(obj)) => {
+            *h = MPI_REQUEST_NULL;
+            let (comm, report) = (obj.comm, obj.report);
+            let op = match Arc::try_unwrap(obj) {
+                Ok(o) => o.op.into_inner().unwrap_or_else(PoisonError::into_inner),
+                // Another thread still holds it (a test of the same request at once,
+                // which MPI makes erroneous): through its lock.
+                Err(shared) => shared
+                    .op
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take(),
+            };
+            return complete_reporting(op, comm, report);
+        }
+        Some(Err(obj)) => obj,
+        None => {
+            let e = MpiError::Handle {
+                class: MPI_ERR_REQUEST,
+                what: "request",
+                handle: *h,
+            };
+            let code = raise(crate::env::errhandler::no_object(), &e);
+            return Err((code, empty_status()));
+        }
     };
     // A generalized request keeps its handle until the program completes it (another
     // thread's `MPI_Grequest_start` must not be given the handle meanwhile:
-    // `MPI_Grequest_complete` finds requests by handle).
+    // `MPI_Grequest_complete` finds requests by handle); a persistent one for good.
     // One lock for every other request, released before the wait below.
     let op = {
         let mut held = obj.op.lock().unwrap_or_else(PoisonError::into_inner);
@@ -648,12 +681,22 @@ fn finish_handle(h: &mut MPI_Request) -> Result<MPI_Status, (c_int, MPI_Status)>
         REQUESTS.remove(*h);
         *h = MPI_REQUEST_NULL;
     }
+    complete_reporting(op, obj.comm, obj.report)
+}
+
+/// Completes `op` (none: an inactive request), reporting its error on `comm` through
+/// `report`.
+fn complete_reporting(
+    op: Option<Op>,
+    comm: MPI_Comm,
+    report: Report,
+) -> Result<MPI_Status, (c_int, MPI_Status)> {
     let Some(op) = op else {
         return Ok(empty_status());
     };
     complete(op).map_err(|b| {
         let (e, s) = *b;
-        let code = (obj.report)(obj.comm, &e);
+        let code = report(comm, &e);
         let mut s = s.unwrap_or_else(empty_status);
         s.MPI_ERROR = code;
         (code, s)
