@@ -1,6 +1,8 @@
 /* MPI-IO: open/close/delete with their access modes and error classes, the file's size,
  * group, atomicity, info and default error handler (MPI_ERRORS_RETURN); explicit offsets
- * (independent and collective, short reads at the end of the file); individual file
+ * (independent and collective, short reads at the end of the file; collective reads of
+ * one run per rank, read before the group decides, beside strided views that take two
+ * phases, and beside a rank whose offset is refused); individual file
  * pointers with seek, position and byte offset; views (a cyclic vector, a subarray, a
  * darray) written collectively from non-contiguous memory and checked element by element
  * against a model of the global array, and get_view; the shared file pointer (write_shared,
@@ -267,6 +269,90 @@ static void test_explicit(void) {
   OK(MPI_File_read_at_all(fh, end - rank * sizeof(int), got, B, MPI_INT, &st));
   want_count(&st, MPI_INT, rank, "read_at_all of the last `rank` ints");
   close_file(&fh, "explicit");
+}
+
+/* Collective reads of one run per rank are read before the group decides its path (and
+ * read again where it goes in two phases): one run on rank 0 beside strided views of
+ * single ints elsewhere (the group's path is two phases, rank 0's early read is done
+ * again), every rank one run (the early reads are the whole call), a read where the last
+ * rank passes a negative offset while the others read at once (every rank fails, in the
+ * last rank's class), and the file still read whole after. */
+static void test_early_reads(void) {
+  MPI_File fh;
+  MPI_Status st;
+  const int n = 8 * size;
+  int *buf = malloc(n * sizeof(int)), *got = malloc((n + 1) * sizeof(int));
+  open_fresh("early", &fh);
+  for (int i = 0; i < n; i++) buf[i] = global_model(i);
+  if (rank == 0) OK(MPI_File_write_at(fh, 0, buf, n, MPI_INT, &st));
+  settle(fh);
+  /* Rank 0: its 8 ints as one run; the others: every size-th int from their rank on. */
+  MPI_Datatype vec, ft;
+  OK(MPI_Type_vector(8, 1, size, MPI_INT, &vec));
+  OK(MPI_Type_create_resized(vec, 0, (MPI_Aint)(n * sizeof(int)), &ft));
+  OK(MPI_Type_commit(&ft));
+  if (rank == 0) OK(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+  else OK(MPI_File_set_view(fh, rank * sizeof(int), MPI_INT, ft, "native", MPI_INFO_NULL));
+  for (int i = 0; i <= 8; i++) got[i] = -1;
+  OK(MPI_File_read_at_all(fh, 0, got, 8, MPI_INT, &st));
+  want_count(&st, MPI_INT, 8, "early reads beside strided views");
+  for (int k = 0; k < 8; k++) {
+    int want = rank == 0 ? global_model(k) : global_model(k * size + rank);
+    CHECK(got[k] == want, "early reads beside strided views: [%d] is %d, want %d", k, got[k], want);
+  }
+  CHECK(got[8] == -1, "early reads beside strided views: read past 8 ints");
+  /* Every rank one run: its own 8 ints, then its next neighbour's. */
+  OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+  for (int pass = 0; pass < 2; pass++) {
+    int from = pass == 0 ? rank : next;
+    OK(MPI_File_read_at_all(fh, (MPI_Offset)from * 8 * sizeof(int), got, 8, MPI_INT, &st));
+    want_count(&st, MPI_INT, 8, "early reads of one run each");
+    for (int k = 0; k < 8; k++)
+      CHECK(got[k] == global_model(from * 8 + k), "early reads of one run each: [%d] is %d", k, got[k]);
+  }
+  /* Rank 0 one run, the others two runs of 16 KiB each (each rank's own runs, but only
+   * rank 0 read early): rank 0 waits for the others' outcome as they do. */
+  {
+    const int L = 4096, m = 2 * L * size;
+    int *big = malloc(m * sizeof(int)), *back = malloc(2 * L * sizeof(int));
+    for (int i = 0; i < m; i++) big[i] = global_model(i);
+    OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+    if (rank == 0) OK(MPI_File_write_at(fh, 0, big, m, MPI_INT, &st));
+    settle(fh);
+    MPI_Datatype two, ft2;
+    OK(MPI_Type_vector(2, L, L * size, MPI_INT, &two));
+    OK(MPI_Type_create_resized(two, 0, (MPI_Aint)m * (MPI_Aint)sizeof(int), &ft2));
+    OK(MPI_Type_commit(&ft2));
+    if (rank == 0) OK(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+    else OK(MPI_File_set_view(fh, (MPI_Offset)rank * L * (MPI_Offset)sizeof(int), MPI_INT, ft2, "native", MPI_INFO_NULL));
+    int cnt = rank == 0 ? L : 2 * L;
+    OK(MPI_File_read_at_all(fh, 0, back, cnt, MPI_INT, &st));
+    want_count(&st, MPI_INT, cnt, "one run beside two long ones");
+    for (int k = 0; k < cnt; k++) {
+      int want = rank == 0 ? global_model(k) : global_model((k / L) * L * size + rank * L + k % L);
+      CHECK(back[k] == want, "one run beside two long ones: [%d] is %d, want %d", k, back[k], want);
+    }
+    OK(MPI_Type_free(&two));
+    OK(MPI_Type_free(&ft2));
+    free(big);
+    free(back);
+    OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+    if (rank == 0) OK(MPI_File_write_at(fh, 0, buf, n, MPI_INT, &st));
+    settle(fh);
+  }
+  /* The last rank's offset is negative: it fails before reading, the others read at once;
+   * every rank fails, in the last rank's class (the default handler returns). */
+  MPI_Offset off = rank == size - 1 ? -16 : (MPI_Offset)(rank * 8 * (int)sizeof(int));
+  int rc = MPI_File_read_at_all(fh, off, got, 8, MPI_INT, &st);
+  want_error(rc, MPI_ERR_ARG, MPI_ERR_ARG, "read_at_all with one negative offset");
+  OK(MPI_File_read_at_all(fh, 0, got, n, MPI_INT, &st));
+  want_count(&st, MPI_INT, n, "read_at_all of the whole file after");
+  for (int k = 0; k < n; k++) CHECK(got[k] == global_model(k), "whole file after: [%d] is %d", k, got[k]);
+  OK(MPI_Type_free(&vec));
+  OK(MPI_Type_free(&ft));
+  free(buf);
+  free(got);
+  close_file(&fh, "early");
 }
 
 static void test_pointers(void) {
@@ -1043,6 +1129,7 @@ int main(int argc, char **argv) {
   if (!w && !r) {
     test_open_close();
     test_explicit();
+    test_early_reads();
     test_pointers();
     test_cyclic();
     test_subarray();

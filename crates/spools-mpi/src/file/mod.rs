@@ -62,13 +62,17 @@ pub(crate) struct FileObj {
     /// Job ranks of the file's group.
     pub(crate) members: Vec<u32>,
     pub(crate) amode: c_int,
-    pub(crate) view: Mutex<View>,
+    /// The view, shared by the accesses that use it (set whole by `MPI_File_set_view`).
+    pub(crate) view: Mutex<Arc<View>>,
     /// The individual file pointer, in etypes of the view.
     pub(crate) pos: Mutex<u64>,
     /// The shared file pointer (ranks of one host).
     pub(crate) shared: Option<pointer::SharedPointer>,
     pub(crate) atomic: AtomicBool,
     pub(crate) info: Mutex<Vec<(String, String)>>,
+    /// The collective buffering hints of `info` as numbers, for reads and for writes
+    /// ([`twophase::hints`]), once looked up (cleared when `info` changes).
+    pub(crate) cb_hints: Mutex<Option<[[u64; 3]; 2]>>,
     pub(crate) errhandler: AtomicUsize,
     /// The status a split collective's begin left for its end.
     pub(crate) split: Mutex<Option<MPI_Status>>,
@@ -148,7 +152,7 @@ impl FileObj {
     }
 
     /// The view in effect.
-    pub(crate) fn view(&self) -> View {
+    pub(crate) fn view(&self) -> Arc<View> {
         self.view
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -179,11 +179,12 @@ pub unsafe extern "C" fn MPI_File_open(
             comm: wc,
             members: crate::comm::group::members(&c)?,
             amode,
-            view: Mutex::new(View::bytes()?),
+            view: Mutex::new(std::sync::Arc::new(View::bytes()?)),
             pos: Mutex::new(start),
             shared,
             atomic: AtomicBool::new(false),
             info: Mutex::new(info_entries),
+            cb_hints: Mutex::new(None),
             errhandler: AtomicUsize::new(DEFAULT_HANDLER.load(Ordering::Relaxed)),
             split: Mutex::new(None),
             raid,
@@ -463,6 +464,8 @@ pub unsafe extern "C" fn MPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_in
                 None => cur.push((k, v)),
             }
         }
+        // Looked up again from the new hints at the next access.
+        *f.cb_hints.lock().unwrap_or_else(PoisonError::into_inner) = None;
         Ok(())
     })();
     on_file(fh, r)

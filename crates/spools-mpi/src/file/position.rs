@@ -81,7 +81,7 @@ pub unsafe extern "C" fn MPI_File_set_view(
             View::new(disp, (etype, et), (filetype, ft), rep.clone(), call)
         })();
         let v = f.agree(mine, call)?;
-        *f.view.lock().unwrap_or_else(PoisonError::into_inner) = v;
+        *f.view.lock().unwrap_or_else(PoisonError::into_inner) = std::sync::Arc::new(v);
         *f.pos.lock().unwrap_or_else(PoisonError::into_inner) = 0;
         if f.comm.rank() == 0 {
             if let Some(s) = &f.shared {

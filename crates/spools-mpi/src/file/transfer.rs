@@ -47,8 +47,22 @@ pub(crate) unsafe fn access_now(
     );
     if !coll && !ordered {
         // SAFETY: the caller's contract.
-        return unsafe { perform(&f, buf, prep?, None, call) };
+        return unsafe { perform(&f, buf, &prep?, None, call) };
     }
+    // A collective read of at most one run of this rank's own (its runs listed: no whole
+    // array) reads it now, before the group decides: reading leaves the file as it was,
+    // so where the group goes another way the bytes are read again. Its outcome rides in
+    // the decision's records, and where every rank read so and the group's path is each
+    // rank's own runs, that one step is the whole call: every rank saw every rank's
+    // outcome there, so no agreement follows (a 64-byte `MPI_File_read_at_all` takes one
+    // collective step, as ROMIO's does).
+    let mut early = match (&prep, dir) {
+        (Ok(p), Dir::Read) if !ordered && early_read(p.runs.len() as u64, p.whole.is_some()) => {
+            // SAFETY: the caller's contract.
+            Some(unsafe { perform(&f, buf, p, None, call) })
+        }
+        _ => None,
+    };
     let hints = twophase::hints(&f, dir == Dir::Write);
     let summary = |p: &Prep| {
         let mut s = Part::of(&p.runs, p.etypes, hints);
@@ -60,7 +74,11 @@ pub(crate) unsafe fn access_now(
         }
         s
     };
-    let mut parts = twophase::decide(&f, prep.as_ref().map(summary), call);
+    let mine = match &early {
+        Some(Err(e)) => Err(e),
+        _ => prep.as_ref().map(summary),
+    };
+    let mut parts = twophase::decide(&f, mine, call);
     // Not every rank accesses the same whole array: the ranks that skipped listing their
     // runs list them, and the group decides again (every rank sees the same parts, so
     // every rank takes this step or none).
@@ -73,19 +91,37 @@ pub(crate) unsafe fn access_now(
         }
         parts = twophase::decide(&f, prep.as_ref().map(summary), call);
     }
-    let r = match (prep, parts) {
-        (Ok(mut p), Ok(parts)) => {
+    // Each rank on its own runs: the ones that read early are done.
+    let own_runs = parts.as_ref().is_ok_and(|ps| {
+        whole_layout(prep.as_ref().ok(), ps).is_none() && !twophase::two_phase(&f, ps)
+    });
+    let r = match (prep, parts, early.take()) {
+        (_, _, Some(Err(e))) => Err(e),
+        (Ok(_), Ok(ps), Some(Ok(st))) if own_runs => {
+            if ps.iter().all(|p| early_read(p.runs, p.key != 0)) {
+                return Ok(st);
+            }
+            Ok(st)
+        }
+        (Ok(mut p), Ok(parts), _) => {
             let placed = if ordered {
                 p.order(&f, &parts, call)
             } else {
                 Ok(())
             };
             // SAFETY: the caller's contract.
-            placed.and_then(|()| unsafe { perform(&f, buf, p, Some(&parts), call) })
+            placed.and_then(|()| unsafe { perform(&f, buf, &p, Some(&parts), call) })
         }
-        (Err(e), _) | (_, Err(e)) => Err(e),
+        (Err(e), _, _) | (_, Err(e), _) => Err(e),
     };
     f.agree(r, call)
+}
+
+/// Whether a collective read of `runs` runs (of a whole array: `whole`, its runs not
+/// listed) reads them before the group decides (see [`access_now`]): the same answer from
+/// a rank's own access as from its part in the decision.
+fn early_read(runs: u64, whole: bool) -> bool {
+    runs <= 1 && !whole
 }
 
 /// The layout of the whole array the group moves, when every rank said the same one
@@ -103,7 +139,7 @@ struct Prep {
     t: Arc<TypeObj>,
     n: usize,
     bytes: usize,
-    view: View,
+    view: Arc<View>,
     dir: Dir,
     place: Place,
     /// Where it starts, in etypes of the view.
@@ -232,11 +268,11 @@ impl Prep {
 unsafe fn perform(
     f: &FileObj,
     buf: *mut u8,
-    p: Prep,
+    p: &Prep,
     parts: Option<&[Part]>,
     call: &'static str,
 ) -> Result<MPI_Status, MpiError> {
-    let whole = parts.and_then(|ps| Some((p.whole.as_ref()?, whole_layout(Some(&p), ps)?, ps)));
+    let whole = parts.and_then(|ps| Some((p.whole.as_ref()?, whole_layout(Some(p), ps)?, ps)));
     let phased = parts.filter(|ps| {
         !matches!(p.place, Place::Ordered | Place::Shared) && twophase::two_phase(f, ps)
     });

@@ -181,6 +181,15 @@ pub(crate) fn decide(
 /// This rank's hints for [`Part::of`]: `romio_cb_write` (or `romio_cb_read`),
 /// `cb_nodes`, `striping_unit`.
 pub(crate) fn hints(f: &FileObj, write: bool) -> [u64; 3] {
+    let mut cached = f
+        .cb_hints
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    cached.get_or_insert_with(|| [look_up(f, false), look_up(f, true)])[usize::from(write)]
+}
+
+/// [`hints`] from the file's info now.
+fn look_up(f: &FileObj, write: bool) -> [u64; 3] {
     let key = if write {
         "romio_cb_write"
     } else {
