@@ -277,7 +277,7 @@ static void test_explicit(void) {
  * again), every rank one run (the early reads are the whole call), a read where the last
  * rank passes a negative offset while the others read at once (every rank fails, in the
  * last rank's class), and the file still read whole after. */
-static void test_early_reads(void) {
+static void test_early_accesses(void) {
   MPI_File fh;
   MPI_Status st;
   const int n = 8 * size;
@@ -341,10 +341,58 @@ static void test_early_reads(void) {
     settle(fh);
   }
   /* The last rank's offset is negative: it fails before reading, the others read at once;
-   * every rank fails, in the last rank's class (the default handler returns). */
+   * every rank fails, in the last rank's class (the default handler returns). The same
+   * for a write (the others' runs are written). */
   MPI_Offset off = rank == size - 1 ? -16 : (MPI_Offset)(rank * 8 * (int)sizeof(int));
   int rc = MPI_File_read_at_all(fh, off, got, 8, MPI_INT, &st);
   want_error(rc, MPI_ERR_ARG, MPI_ERR_ARG, "read_at_all with one negative offset");
+  rc = MPI_File_write_at_all(fh, off, buf + 8 * rank, 8, MPI_INT, &st);
+  want_error(rc, MPI_ERR_ARG, MPI_ERR_ARG, "write_at_all with one negative offset");
+  /* Writes: every rank every size-th int through a strided view (two phases), negated;
+   * then rank 0 one run past them (its early write is written again by the group's
+   * aggregators) beside the others' strided runs back to positive. Read back each time. */
+  for (int i = 0; i < n; i++) buf[i] = -global_model(i);
+  MPI_Datatype vec2, ft2;
+  OK(MPI_Type_vector(8, 1, size, MPI_INT, &vec2));
+  OK(MPI_Type_create_resized(vec2, 0, (MPI_Aint)(n * sizeof(int)), &ft2));
+  OK(MPI_Type_commit(&ft2));
+  int mine[8];
+  for (int k = 0; k < 8; k++) mine[k] = -global_model(k * size + rank);
+  OK(MPI_File_set_view(fh, rank * sizeof(int), MPI_INT, ft2, "native", MPI_INFO_NULL));
+  OK(MPI_File_write_at_all(fh, 0, mine, 8, MPI_INT, &st));
+  want_count(&st, MPI_INT, 8, "strided write_at_all");
+  settle(fh);
+  OK(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+  OK(MPI_File_read_at_all(fh, 0, got, n, MPI_INT, &st));
+  for (int k = 0; k < n; k++) CHECK(got[k] == -global_model(k), "strided write_at_all: [%d] is %d, want %d", k, got[k], -global_model(k));
+  /* (set_view is collective: rank 0 keeps its contiguous view.) */
+  if (rank == 0) OK(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+  else OK(MPI_File_set_view(fh, rank * sizeof(int), MPI_INT, ft2, "native", MPI_INFO_NULL));
+  if (rank == 0) {
+    for (int k = 0; k < 8; k++) mine[k] = 7770000 + k;
+    OK(MPI_File_write_at_all(fh, n, mine, 8, MPI_INT, &st));
+  } else {
+    for (int k = 0; k < 8; k++) mine[k] = global_model(k * size + rank);
+    OK(MPI_File_write_at_all(fh, 0, mine, 8, MPI_INT, &st));
+  }
+  want_count(&st, MPI_INT, 8, "one run beside strided writes");
+  settle(fh);
+  OK(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+  OK(MPI_File_read_at_all(fh, 0, got, n, MPI_INT, &st));
+  for (int k = 0; k < n; k++) {
+    int want = k % size != 0 ? global_model(k) : -global_model(k);
+    CHECK(got[k] == want, "one run beside strided writes: [%d] is %d, want %d", k, got[k], want);
+  }
+  OK(MPI_File_read_at_all(fh, n, got, 8, MPI_INT, &st));
+  for (int k = 0; k < 8; k++) CHECK(got[k] == 7770000 + k, "one run beside strided writes: rank 0's [%d] is %d", k, got[k]);
+  OK(MPI_Type_free(&vec2));
+  OK(MPI_Type_free(&ft2));
+  /* Every rank one run: its own 8 ints back to the model. */
+  OK(MPI_File_write_at_all(fh, (MPI_Offset)rank * 8, buf + 8 * rank, 8, MPI_INT, &st));
+  for (int i = 0; i < n; i++) buf[i] = global_model(i);
+  OK(MPI_File_write_at_all(fh, (MPI_Offset)rank * 8, buf + 8 * rank, 8, MPI_INT, &st));
+  want_count(&st, MPI_INT, 8, "write_at_all of one run each");
+  settle(fh);
   OK(MPI_File_read_at_all(fh, 0, got, n, MPI_INT, &st));
   want_count(&st, MPI_INT, n, "read_at_all of the whole file after");
   for (int k = 0; k < n; k++) CHECK(got[k] == global_model(k), "whole file after: [%d] is %d", k, got[k]);
@@ -1129,7 +1177,7 @@ int main(int argc, char **argv) {
   if (!w && !r) {
     test_open_close();
     test_explicit();
-    test_early_reads();
+    test_early_accesses();
     test_pointers();
     test_cyclic();
     test_subarray();

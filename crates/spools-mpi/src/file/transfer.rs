@@ -49,15 +49,19 @@ pub(crate) unsafe fn access_now(
         // SAFETY: the caller's contract.
         return unsafe { perform(&f, buf, &prep?, None, call) };
     }
-    // A collective read of at most one run of this rank's own (its runs listed: no whole
-    // array) reads it now, before the group decides: reading leaves the file as it was,
-    // so where the group goes another way the bytes are read again. Its outcome rides in
-    // the decision's records, and where every rank read so and the group's path is each
-    // rank's own runs, that one step is the whole call: every rank saw every rank's
+    // A collective access of at most one run of this rank's own (its runs listed: no
+    // whole array) moves it now, before the group decides. Its outcome rides in the
+    // decision's records, and where every rank moved its run so and the group's path is
+    // each rank's own runs, that one step is the whole call: every rank saw every rank's
     // outcome there, so no agreement follows (a 64-byte `MPI_File_read_at_all` takes one
-    // collective step, as ROMIO's does).
-    let mut early = match (&prep, dir) {
-        (Ok(p), Dir::Read) if !ordered && early_read(p.runs.len() as u64, p.whole.is_some()) => {
+    // collective step, as ROMIO's does). Where the group goes in two phases instead, the
+    // bytes move again: a read leaves the file as it was, and a write's aggregators write
+    // the same bytes at the same offsets (an access that overlaps another rank's is
+    // undefined outside atomic mode, which never takes two phases). Where another rank
+    // cannot go on, the runs already written stay, as they do where a rank's write
+    // fails in the direct path.
+    let mut early = match &prep {
+        Ok(p) if !ordered && early_access(p.runs.len() as u64, p.whole.is_some()) => {
             // SAFETY: the caller's contract.
             Some(unsafe { perform(&f, buf, p, None, call) })
         }
@@ -91,14 +95,14 @@ pub(crate) unsafe fn access_now(
         }
         parts = twophase::decide(&f, prep.as_ref().map(summary), call);
     }
-    // Each rank on its own runs: the ones that read early are done.
+    // Each rank on its own runs: the ones that moved their run early are done.
     let own_runs = parts.as_ref().is_ok_and(|ps| {
         whole_layout(prep.as_ref().ok(), ps).is_none() && !twophase::two_phase(&f, ps)
     });
     let r = match (prep, parts, early.take()) {
         (_, _, Some(Err(e))) => Err(e),
         (Ok(_), Ok(ps), Some(Ok(st))) if own_runs => {
-            if ps.iter().all(|p| early_read(p.runs, p.key != 0)) {
+            if ps.iter().all(|p| early_access(p.runs, p.key != 0)) {
                 return Ok(st);
             }
             Ok(st)
@@ -117,10 +121,10 @@ pub(crate) unsafe fn access_now(
     f.agree(r, call)
 }
 
-/// Whether a collective read of `runs` runs (of a whole array: `whole`, its runs not
-/// listed) reads them before the group decides (see [`access_now`]): the same answer from
-/// a rank's own access as from its part in the decision.
-fn early_read(runs: u64, whole: bool) -> bool {
+/// Whether a collective access of `runs` runs (of a whole array: `whole`, its runs not
+/// listed) moves them before the group decides (see [`access_now`]): the same answer
+/// from a rank's own access as from its part in the decision.
+fn early_access(runs: u64, whole: bool) -> bool {
     runs <= 1 && !whole
 }
 
