@@ -219,27 +219,34 @@ pub unsafe extern "C" fn MPI_File_close(fh: *mut MPI_File) -> c_int {
         let f = file(h, call)?;
         // Non-blocking collective accesses settled first (deferred.rs).
         super::deferred::flush(&f);
-        // Rank 0's amode and hint decide for the group, in one broadcast (MPI asks the
-        // same amode of every rank, but hints may differ; a rank that differs must not
-        // leave the others in a collective step it skips); a set's manifest carries its
-        // own checksums.
+        // Rank 0's amode and hint decide for the group (MPI asks the same amode of every
+        // rank, but hints may differ; a rank that differs must not leave the others in a
+        // collective step it skips); a set's manifest carries its own checksums. One
+        // allgather tells every rank rank 0's and is the close's barrier: every rank has
+        // finished its accesses once it is through, so a file deleted on close goes
+        // then, where nothing else follows.
         let mine = [
             u8::from(f.amode & MPI_MODE_RDONLY == 0 && f.amode & MPI_MODE_DELETE_ON_CLOSE == 0),
             u8::from(super::twophase::hint(&f, "spools_checksums").as_deref() == Some("crc32c")),
         ];
-        let decided = f.comm.bcast_bytes(0, &mine)?;
-        let keep = decided.first() == Some(&1);
+        let mut all = vec![0u8; mine.len() * f.comm.size() as usize];
+        f.comm.allgather(&mine, &mut all)?;
+        let keep = all[0] == 1;
         if let Some(set) = f.raid.as_ref().filter(|_| keep) {
             raid::commit(&f.comm, set, &f.file, &f.path, call)?;
         }
-        let sums = keep && f.raid.is_none() && decided.get(1) == Some(&1);
+        let sums = keep && f.raid.is_none() && all[1] == 1;
         if sums {
             let r = spools_io::file::write_sidecar(&f.comm, &f.path).map_err(|e| {
                 MpiError::invalid(MPI_ERR_IO, format!("{call}: the checksum sidecar: {e}"))
             });
             f.agree(r, call)?;
         }
-        f.comm.barrier()?;
+        if f.raid.is_some() || sums {
+            // The set's commit and the sidecar end on every rank before rank 0 removes
+            // the working file.
+            f.comm.barrier()?;
+        }
         if f.comm.rank() == 0 {
             if f.amode & MPI_MODE_DELETE_ON_CLOSE != 0 {
                 let _ = std::fs::remove_file(&f.path);
