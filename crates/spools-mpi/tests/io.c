@@ -1,8 +1,9 @@
 /* MPI-IO: open/close/delete with their access modes and error classes, the file's size,
  * group, atomicity, info and default error handler (MPI_ERRORS_RETURN); explicit offsets
- * (independent and collective, short reads at the end of the file; collective reads of
- * one run per rank, read before the group decides, beside strided views that take two
- * phases, and beside a rank whose offset is refused); individual file
+ * (independent and collective, short reads at the end of the file; collective reads and
+ * writes of one run per rank, moved before the group decides, beside strided views that
+ * take two phases, beside long runs and a whole subarray block that do not move early,
+ * and beside a rank whose offset is refused); individual file
  * pointers with seek, position and byte offset; views (a cyclic vector, a subarray, a
  * darray) written collectively from non-contiguous memory and checked element by element
  * against a model of the global array, and get_view; the shared file pointer (write_shared,
@@ -271,12 +272,14 @@ static void test_explicit(void) {
   close_file(&fh, "explicit");
 }
 
-/* Collective reads of one run per rank are read before the group decides its path (and
- * read again where it goes in two phases): one run on rank 0 beside strided views of
+/* Collective reads and writes of one run per rank move before the group decides its path
+ * (and again where it goes in two phases): one run on rank 0 beside strided views of
  * single ints elsewhere (the group's path is two phases, rank 0's early read is done
- * again), every rank one run (the early reads are the whole call), a read where the last
- * rank passes a negative offset while the others read at once (every rank fails, in the
- * last rank's class), and the file still read whole after. */
+ * again), every rank one run (the early reads are the whole call), one run beside two
+ * long ones and a whole subarray block beside halves (the group's path is each rank's
+ * runs, but not every rank moved early: all wait for the outcome), a read and a write
+ * where the last rank passes a negative offset while the others move at once (every rank
+ * fails, in the last rank's class), strided and mixed writes read back whole. */
 static void test_early_accesses(void) {
   MPI_File fh;
   MPI_Status st;
@@ -336,6 +339,36 @@ static void test_early_accesses(void) {
     OK(MPI_Type_free(&ft2));
     free(big);
     free(back);
+    OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+    if (rank == 0) OK(MPI_File_write_at(fh, 0, buf, n, MPI_INT, &st));
+    settle(fh);
+  }
+  /* A subarray view of each rank's block of a 1-D array: rank 0 reads its whole block (a
+   * whole array's access, not early), the others half of theirs (one run, early); the
+   * keys differ, so the group decides again with every rank's runs listed, each one run:
+   * every rank still waits for the others' outcome (rank 0 did not move early). */
+  {
+    const int L = 16;
+    int gsz[1] = {L * size}, sub[1] = {L}, st0[1] = {L * rank};
+    MPI_Datatype sa;
+    OK(MPI_Type_create_subarray(1, gsz, sub, st0, MPI_ORDER_C, MPI_INT, &sa));
+    OK(MPI_Type_commit(&sa));
+    int *arr = malloc(L * size * sizeof(int)), *part = malloc(L * sizeof(int));
+    for (int i = 0; i < L * size; i++) arr[i] = global_model(i);
+    OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+    if (rank == 0) OK(MPI_File_write_at(fh, 0, arr, L * size, MPI_INT, &st));
+    settle(fh);
+    OK(MPI_File_set_view(fh, 0, MPI_INT, sa, "native", MPI_INFO_NULL));
+    int cnt = rank == 0 ? L : L / 2;
+    for (int pass = 0; pass < 3; pass++) {
+      OK(MPI_File_read_at_all(fh, 0, part, cnt, MPI_INT, &st));
+      want_count(&st, MPI_INT, cnt, "a whole block beside halves");
+      for (int k = 0; k < cnt; k++)
+        CHECK(part[k] == global_model(rank * L + k), "a whole block beside halves: [%d] is %d", k, part[k]);
+    }
+    OK(MPI_Type_free(&sa));
+    free(arr);
+    free(part);
     OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
     if (rank == 0) OK(MPI_File_write_at(fh, 0, buf, n, MPI_INT, &st));
     settle(fh);

@@ -471,7 +471,9 @@ pub unsafe extern "C" fn MPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_in
                 None => cur.push((k, v)),
             }
         }
-        // Looked up again from the new hints at the next access.
+        // Looked up again from the new hints at the next access (the info's lock let go
+        // first: `twophase::hints` takes the two the other way round).
+        drop(cur);
         *f.cb_hints.lock().unwrap_or_else(PoisonError::into_inner) = None;
         Ok(())
     })();

@@ -83,6 +83,12 @@ pub(crate) unsafe fn access_now(
         _ => prep.as_ref().map(summary),
     };
     let mut parts = twophase::decide(&f, mine, call);
+    // Whether every rank moved its run early: judged from this first decision, whose
+    // parts are what each rank judged its own access by (a second one below lists the
+    // runs of ranks that did not, which may then look alike).
+    let all_early = parts
+        .as_ref()
+        .is_ok_and(|ps| ps.iter().all(|p| early_access(p.runs, p.key != 0)));
     // Not every rank accesses the same whole array: the ranks that skipped listing their
     // runs list them, and the group decides again (every rank sees the same parts, so
     // every rank takes this step or none).
@@ -101,8 +107,8 @@ pub(crate) unsafe fn access_now(
     });
     let r = match (prep, parts, early.take()) {
         (_, _, Some(Err(e))) => Err(e),
-        (Ok(_), Ok(ps), Some(Ok(st))) if own_runs => {
-            if ps.iter().all(|p| early_access(p.runs, p.key != 0)) {
+        (Ok(_), Ok(_), Some(Ok(st))) if own_runs => {
+            if all_early {
                 return Ok(st);
             }
             Ok(st)
