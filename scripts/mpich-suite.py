@@ -135,8 +135,19 @@ def run_one(e: Entry, build: Path, argv: list[str], env: dict[str, str], limit: 
         hung = False
     except subprocess.TimeoutExpired:
         hung = True
-        os.killpg(p.pid, signal.SIGKILL)
-        out, _ = p.communicate()
+        # The launcher first (for Spools: it stops its ranks and removes what the job
+        # left in /dev/shm), then, after at most 20 s, the whole group.
+        os.kill(p.pid, signal.SIGTERM)
+        try:
+            out, _ = p.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            out = b""
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if p.returncode is None:
+            out, _ = p.communicate()
     secs = time.monotonic() - t0
     text = out.decode(errors="replace")
     lines = [ln.rstrip() for ln in text.splitlines()]

@@ -18,6 +18,9 @@ import pytest
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 JOB_TIMEOUT = 120
+# Seconds a timed-out job's launcher has to stop its ranks and clean up before the group
+# is killed.
+STOP_GRACE = 20
 
 
 def spools_bin():
@@ -42,15 +45,28 @@ class Job:
 
 
 def run_job(cmd, env=None, timeout=JOB_TIMEOUT):
-    """Runs `cmd` in its own process group; kills the group if it outlives `timeout`."""
+    """Runs `cmd` in its own process group. If it outlives `timeout`, its leader (the
+    launcher) is told to stop first, so that it ends its ranks and removes what the job
+    left in /dev/shm (a rank's heap segments outlive it until the launcher sweeps them);
+    then, after at most STOP_GRACE seconds, the whole group is killed."""
     start = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          start_new_session=True, env=env)
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, err = p.communicate()
+        os.kill(p.pid, signal.SIGTERM)
+        try:
+            out, err = p.communicate(timeout=STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, err = p.communicate()
+        else:
+            # Anything of the group the launcher left behind goes too.
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         pytest.fail("job timed out after %d s (hung): %s\n%s\n%s" % (timeout, cmd, out, err))
     return Job(cmd, p.returncode, out, err, time.monotonic() - start)
 

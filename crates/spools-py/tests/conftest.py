@@ -62,8 +62,19 @@ def run_job(n, prog, *args, timeout=120, env=None, launcher_args=("--tag-output"
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, err = p.communicate()
+        # The launcher first (it stops its ranks and removes what the job left in
+        # /dev/shm), then, after at most 20 s, whatever is left of the group.
+        os.kill(p.pid, signal.SIGTERM)
+        try:
+            out, err = p.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, err = p.communicate()
+        else:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         pytest.fail("job %s -n %d did not end within %ds\n--- stdout\n%s\n--- stderr\n%s" % (prog, n, timeout, out, err))
     job = Job(p.returncode, out, err)
     if check and job.code != 0:
