@@ -272,6 +272,14 @@ static void test_explicit(void) {
   close_file(&fh, "explicit");
 }
 
+/* The byte view back, and the file's first n ints back to buf (rank 0 writes them). */
+static void model_back(MPI_File fh, const int *buf, int n) {
+  MPI_Status st;
+  OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+  if (rank == 0) OK(MPI_File_write_at(fh, 0, buf, n, MPI_INT, &st));
+  settle(fh);
+}
+
 /* Collective reads and writes of one run per rank move before the group decides its path
  * (and again where it goes in two phases): one run on rank 0 beside strided views of
  * single ints elsewhere (the group's path is two phases, rank 0's early read is done
@@ -339,9 +347,7 @@ static void test_early_accesses(void) {
     OK(MPI_Type_free(&ft2));
     free(big);
     free(back);
-    OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
-    if (rank == 0) OK(MPI_File_write_at(fh, 0, buf, n, MPI_INT, &st));
-    settle(fh);
+    model_back(fh, buf, n);
   }
   /* A subarray view of each rank's block of a 1-D array: rank 0 reads its whole block (a
    * whole array's access, not early), the others half of theirs (one run, early); the
@@ -369,9 +375,7 @@ static void test_early_accesses(void) {
     OK(MPI_Type_free(&sa));
     free(arr);
     free(part);
-    OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
-    if (rank == 0) OK(MPI_File_write_at(fh, 0, buf, n, MPI_INT, &st));
-    settle(fh);
+    model_back(fh, buf, n);
   }
   /* The last rank's offset is negative: it fails before reading, the others read at once;
    * every rank fails, in the last rank's class (the default handler returns). The same
@@ -385,13 +389,9 @@ static void test_early_accesses(void) {
    * then rank 0 one run past them (its early write is written again by the group's
    * aggregators) beside the others' strided runs back to positive. Read back each time. */
   for (int i = 0; i < n; i++) buf[i] = -global_model(i);
-  MPI_Datatype vec2, ft2;
-  OK(MPI_Type_vector(8, 1, size, MPI_INT, &vec2));
-  OK(MPI_Type_create_resized(vec2, 0, (MPI_Aint)(n * sizeof(int)), &ft2));
-  OK(MPI_Type_commit(&ft2));
   int mine[8];
   for (int k = 0; k < 8; k++) mine[k] = -global_model(k * size + rank);
-  OK(MPI_File_set_view(fh, rank * sizeof(int), MPI_INT, ft2, "native", MPI_INFO_NULL));
+  OK(MPI_File_set_view(fh, rank * sizeof(int), MPI_INT, ft, "native", MPI_INFO_NULL));
   OK(MPI_File_write_at_all(fh, 0, mine, 8, MPI_INT, &st));
   want_count(&st, MPI_INT, 8, "strided write_at_all");
   settle(fh);
@@ -400,7 +400,7 @@ static void test_early_accesses(void) {
   for (int k = 0; k < n; k++) CHECK(got[k] == -global_model(k), "strided write_at_all: [%d] is %d, want %d", k, got[k], -global_model(k));
   /* (set_view is collective: rank 0 keeps its contiguous view.) */
   if (rank == 0) OK(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
-  else OK(MPI_File_set_view(fh, rank * sizeof(int), MPI_INT, ft2, "native", MPI_INFO_NULL));
+  else OK(MPI_File_set_view(fh, rank * sizeof(int), MPI_INT, ft, "native", MPI_INFO_NULL));
   if (rank == 0) {
     for (int k = 0; k < 8; k++) mine[k] = 7770000 + k;
     OK(MPI_File_write_at_all(fh, n, mine, 8, MPI_INT, &st));
@@ -418,8 +418,6 @@ static void test_early_accesses(void) {
   }
   OK(MPI_File_read_at_all(fh, n, got, 8, MPI_INT, &st));
   for (int k = 0; k < 8; k++) CHECK(got[k] == 7770000 + k, "one run beside strided writes: rank 0's [%d] is %d", k, got[k]);
-  OK(MPI_Type_free(&vec2));
-  OK(MPI_Type_free(&ft2));
   /* Every rank one run: its own 8 ints back to the model. */
   OK(MPI_File_write_at_all(fh, (MPI_Offset)rank * 8, buf + 8 * rank, 8, MPI_INT, &st));
   for (int i = 0; i < n; i++) buf[i] = global_model(i);

@@ -60,7 +60,7 @@ pub(crate) unsafe fn access_now(
     // undefined outside atomic mode, which never takes two phases). Where another rank
     // cannot go on, the runs already written stay, as they do where a rank's write
     // fails in the direct path.
-    let mut early = match &prep {
+    let early = match &prep {
         Ok(p) if !ordered && early_access(p.runs.len() as u64, p.whole.is_some()) => {
             // SAFETY: the caller's contract.
             Some(unsafe { perform(&f, buf, p, None, call) })
@@ -105,14 +105,11 @@ pub(crate) unsafe fn access_now(
     let own_runs = parts.as_ref().is_ok_and(|ps| {
         whole_layout(prep.as_ref().ok(), ps).is_none() && !twophase::two_phase(&f, ps)
     });
-    let r = match (prep, parts, early.take()) {
+    let r = match (prep, parts, early) {
         (_, _, Some(Err(e))) => Err(e),
-        (Ok(_), Ok(_), Some(Ok(st))) if own_runs => {
-            if all_early {
-                return Ok(st);
-            }
-            Ok(st)
-        }
+        // Every rank saw every outcome in the decision.
+        (Ok(_), Ok(_), Some(Ok(st))) if own_runs && all_early => return Ok(st),
+        (Ok(_), Ok(_), Some(Ok(st))) if own_runs => Ok(st),
         (Ok(mut p), Ok(parts), _) => {
             let placed = if ordered {
                 p.order(&f, &parts, call)
