@@ -1209,7 +1209,7 @@ pub unsafe extern "C" fn PMPI_Comm_detach_buffer_c(
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
     // SAFETY: the caller's contract is `MPI_Comm_disconnect`'s.
-    unsafe { crate::comm::MPI_Comm_disconnect(comm) }
+    unsafe { crate::comm::spawn::MPI_Comm_disconnect(comm) }
 }
 
 /// The profiling name of `MPI_Comm_dup`.
@@ -1295,7 +1295,7 @@ pub unsafe extern "C" fn PMPI_Comm_get_name(
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
     // SAFETY: the caller's contract is `MPI_Comm_get_parent`'s.
-    unsafe { crate::comm::MPI_Comm_get_parent(parent) }
+    unsafe { crate::comm::spawn::MPI_Comm_get_parent(parent) }
 }
 
 /// The profiling name of `MPI_Comm_group`.
@@ -1413,22 +1413,7 @@ pub unsafe extern "C" fn PMPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_i
     unsafe { crate::comm::MPI_Comm_size(comm, size) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_spawn`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_spawn(
-    command: *const c_char,
-    argv: *mut *mut c_char,
-    maxprocs: c_int,
-    info: MPI_Info,
-    root: c_int,
-    comm: MPI_Comm,
-    intercomm: *mut MPI_Comm,
-    array_of_errcodes: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Comm_spawn", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_spawn`.
+/// The profiling name of `MPI_Comm_spawn`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_spawn(
     command: *const c_char,
@@ -1440,26 +1425,22 @@ pub unsafe extern "C" fn PMPI_Comm_spawn(
     intercomm: *mut MPI_Comm,
     array_of_errcodes: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Comm_spawn", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Comm_spawn`'s.
+    unsafe {
+        crate::comm::spawn::MPI_Comm_spawn(
+            command,
+            argv,
+            maxprocs,
+            info,
+            root,
+            comm,
+            intercomm,
+            array_of_errcodes,
+        )
+    }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_spawn_multiple`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_spawn_multiple(
-    count: c_int,
-    array_of_commands: *mut *mut c_char,
-    array_of_argv: *mut *mut *mut c_char,
-    array_of_maxprocs: *const c_int,
-    array_of_info: *const MPI_Info,
-    root: c_int,
-    comm: MPI_Comm,
-    intercomm: *mut MPI_Comm,
-    array_of_errcodes: *mut c_int,
-) -> c_int {
-    unsupported("MPI_Comm_spawn_multiple", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_spawn_multiple`.
+/// The profiling name of `MPI_Comm_spawn_multiple`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_spawn_multiple(
     count: c_int,
@@ -1472,7 +1453,20 @@ pub unsafe extern "C" fn PMPI_Comm_spawn_multiple(
     intercomm: *mut MPI_Comm,
     array_of_errcodes: *mut c_int,
 ) -> c_int {
-    unsupported("MPI_Comm_spawn_multiple", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Comm_spawn_multiple`'s.
+    unsafe {
+        crate::comm::spawn::MPI_Comm_spawn_multiple(
+            count,
+            array_of_commands,
+            array_of_argv,
+            array_of_maxprocs,
+            array_of_info,
+            root,
+            comm,
+            intercomm,
+            array_of_errcodes,
+        )
+    }
 }
 
 /// The profiling name of `MPI_Comm_split`.

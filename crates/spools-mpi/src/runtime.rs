@@ -21,14 +21,20 @@ pub(crate) struct Runtime {
     pub(crate) world_comm: Arc<CommObj>,
     /// `MPI_COMM_SELF`.
     pub(crate) self_comm: Arc<CommObj>,
-    /// A private duplicate of the world (its ranks are job ranks), on which ranks that
-    /// share no communicator yet agree on a new one's context (`comm/context.rs`).
-    pub(crate) bridge: spools_msg::Communicator,
+    /// The job of `MPI_Init` as communicators see it: its bridge (a private duplicate
+    /// of the whole job, on which ranks that share no communicator yet agree on a new
+    /// one's context: `comm/context.rs`) and this process's labels (`comm/worlds.rs`).
+    pub(crate) ctx: Arc<crate::comm::WorldCtx>,
+    /// The jobs joined since (`MPI_Comm_spawn`: `comm/spawn.rs`).
+    pub(crate) worlds: crate::comm::Worlds,
+    /// For a spawned process, the intercommunicator to its parents until it is freed
+    /// or disconnected (`MPI_Comm_get_parent`); `MPI_COMM_NULL` otherwise.
+    pub(crate) parent: std::sync::atomic::AtomicUsize,
     /// The thread level provided.
     pub(crate) thread_level: c_int,
     /// The thread that called `MPI_Init`.
     pub(crate) main_thread: ThreadId,
-    /// This rank in the job.
+    /// This rank in the job of `MPI_Init` (its label: `comm/worlds.rs`).
     pub(crate) rank: u32,
 }
 
@@ -76,6 +82,10 @@ pub(crate) fn fatal(cause: &str, code: c_int) -> ! {
         None => eprintln!("spools-mpi: {cause}; ending the job"),
     }
     if let Some(rt) = RUNTIME.get() {
+        // The jobs shared with spawned processes end too, so that they stop at once.
+        for o in rt.worlds.take_all() {
+            o.abort(cause);
+        }
         let w = rt
             .world
             .lock()

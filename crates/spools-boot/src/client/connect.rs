@@ -38,7 +38,7 @@ pub struct Connected {
 /// The address other hosts can reach this one at, for a rank-0-hosted rendezvous:
 /// `SPOOLS_BOOTSTRAP_IP` if set, else the source address of the default route, else
 /// loopback.
-fn advertised_ip() -> IpAddr {
+pub(crate) fn advertised_ip() -> IpAddr {
     if let Some(ip) = std::env::var("SPOOLS_BOOTSTRAP_IP")
         .ok()
         .and_then(|s| s.parse().ok())

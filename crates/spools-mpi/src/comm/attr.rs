@@ -303,7 +303,8 @@ static WTIME_IS_GLOBAL: c_int = 0;
 static IO_ANY: c_int = MPI_ANY_SOURCE;
 static HOST_NONE: c_int = MPI_PROC_NULL;
 static UNIVERSE: std::sync::OnceLock<c_int> = std::sync::OnceLock::new();
-static APPNUM: c_int = 0;
+/// `MPI_APPNUM`: a spawned process's command number (`comm/spawn.rs`), else 0.
+static APPNUM: std::sync::OnceLock<c_int> = std::sync::OnceLock::new();
 static LASTUSEDCODE: std::sync::atomic::AtomicI32 =
     std::sync::atomic::AtomicI32::new(MPI_ERR_LASTCODE);
 
@@ -332,7 +333,12 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
             MPI_IO => Some(&IO_ANY),
             MPI_WTIME_IS_GLOBAL => Some(&WTIME_IS_GLOBAL),
             MPI_UNIVERSE_SIZE => Some(UNIVERSE.get_or_init(|| size)),
-            MPI_APPNUM => Some(&APPNUM),
+            MPI_APPNUM => Some(APPNUM.get_or_init(|| {
+                std::env::var(crate::comm::spawn::APPNUM_VAR)
+                    .ok()
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0)
+            })),
             MPI_LASTUSEDCODE => Some(&WTIME_IS_GLOBAL),
             _ => None,
         };

@@ -3,7 +3,7 @@
 //! `MPI_Comm_create_from_group` on any group. The members agree on the largest context
 //! any of them knows to be free (`Communicator::free_context`) through point-to-point
 //! messages on the runtime's bridge (a private duplicate of the world, so that its ranks
-//! are job ranks): each sends its own to the group's leader, the leader (after swapping
+//! are job ranks; for a job joined later, that job's: `worlds.rs`): each sends its own to the group's leader, the leader (after swapping
 //! with the other group's leader, for an intercommunicator) sends the largest back;
 //! then, the same way, whether every member could claim it (threads of a member may be
 //! making other communicators at once), until they all could.
@@ -11,7 +11,7 @@
 use spools_msg::Communicator;
 
 use crate::env::error::MpiError;
-use crate::runtime::rt;
+use crate::comm::WorldCtx;
 
 /// A tag for the bridge from a string tag (`MPI_Comm_create_from_group`): FNV-1a, kept
 /// non-negative and below the smallest tag bound MPI allows.
@@ -22,7 +22,8 @@ pub(crate) fn tag_of(s: &[u8]) -> i32 {
     (h & 0x7fff) as i32
 }
 
-/// The context the group `members` (job ranks, this rank among them) agrees on, with
+/// The context the group `members` (job ranks of `w`, this rank among them) agrees on
+/// through `w`'s bridge, with
 /// `members[leader]` collecting; `remote_leader` (a job rank) is the other group's leader
 /// for an intercommunicator, whose leader swaps with it. Every member calls it with the
 /// same arguments (the other group with its own), and `tag` tells concurrent calls apart.
@@ -34,17 +35,19 @@ pub(crate) fn tag_of(s: &[u8]) -> i32 {
 /// # Errors
 /// `MPI_Init` not called, a dead member.
 pub(crate) fn agree(
+    w: &WorldCtx,
     members: &[u32],
     leader: usize,
     tag: i32,
     remote_leader: Option<u32>,
     count: u32,
-    call: &'static str,
-) -> Result<(u32, &'static Communicator), MpiError> {
-    let b = &rt(call)?.bridge;
+) -> Result<u32, MpiError> {
+    let b = &w.bridge;
+    let me = w.me;
     loop {
         let ctx = round(
             b,
+            me,
             members,
             leader,
             tag,
@@ -53,19 +56,21 @@ pub(crate) fn agree(
             |a, x| a.max(x),
         )?;
         let took = u32::from(b.claim_context(ctx, count)?);
-        if round(b, members, leader, tag, remote_leader, took, |a, x| {
+        if round(b, me, members, leader, tag, remote_leader, took, |a, x| {
             a.min(x)
         })? == 1
         {
-            return Ok((ctx, b));
+            return Ok(ctx);
         }
     }
 }
 
 /// One round of [`agree`]: every member's `mine`, combined by `f` at the leader (and
 /// with the other group's leader), sent back to every member.
+#[allow(clippy::too_many_arguments)]
 fn round(
     b: &Communicator,
+    me: u32,
     members: &[u32],
     leader: usize,
     tag: i32,
@@ -73,7 +78,6 @@ fn round(
     mine: u32,
     f: impl Fn(u32, u32) -> u32,
 ) -> Result<u32, MpiError> {
-    let me = rt("a communicator's creation")?.rank;
     let leader_job = members[leader];
     if me != leader_job {
         b.send(&[mine], leader_job, tag)?;

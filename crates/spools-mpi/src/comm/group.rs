@@ -59,13 +59,13 @@ pub(crate) unsafe fn give_group(
     unsafe { give(ranks, newgroup, call) }
 }
 
-/// The job ranks of group `h`.
+/// The processes of group `h` (their labels: `worlds.rs`).
 pub(crate) fn members_of(h: MPI_Group) -> Result<Vec<u32>, MpiError> {
     Ok(group(h)?.0.clone())
 }
 
-/// The job ranks of a communicator, in its order (its local group, for an
-/// intercommunicator).
+/// The job ranks of a communicator (in its job: `worlds.rs`), in its order (its local
+/// group, for an intercommunicator).
 pub(crate) fn members(c: &crate::comm::CommObj) -> Result<Vec<u32>, MpiError> {
     if let Some(i) = &c.inter {
         return Ok(i.local.clone());
@@ -80,7 +80,7 @@ pub(crate) fn members(c: &crate::comm::CommObj) -> Result<Vec<u32>, MpiError> {
 pub unsafe extern "C" fn MPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
     let r = self::comm(comm, "MPI_Comm_group").and_then(|c| {
         // SAFETY: the caller's contract.
-        unsafe { give(members(&c)?, group, "MPI_Comm_group") }
+        unsafe { give(c.ctx.labels_of(&members(&c)?), group, "MPI_Comm_group") }
     });
     on_comm(comm, r)
 }

@@ -19,7 +19,9 @@ use std::ffi::{c_char, c_int, CStr};
 use spools_msg::{Communicator, Op};
 
 use crate::abi::*;
-use crate::comm::{comm, insert, CommObj, Inter};
+use std::sync::Arc;
+
+use crate::comm::{comm, insert, CommObj, Inter, WorldCtx};
 use crate::env::errhandler::on_comm;
 use crate::env::error::MpiError;
 use crate::out::out;
@@ -44,17 +46,19 @@ fn order(local: &[u32], remote: &[u32], first: bool) -> Vec<u32> {
     a.iter().chain(b).copied().collect()
 }
 
-/// The intercommunicator object over `union`, with its point-to-point view made from
-/// `base` (a communicator of the same members in a context of its own).
-fn make(
+/// The intercommunicator object over `union` (in job `ctx`, whose ranks `local` and
+/// `remote` are), with its point-to-point view made from `base` (a communicator of the
+/// same members in a context of its own).
+pub(crate) fn make(
     parent: &CommObj,
+    ctx: Arc<WorldCtx>,
     union: Communicator,
     base: &Communicator,
     local: Vec<u32>,
     remote: Vec<u32>,
     first: bool,
 ) -> Result<CommObj, MpiError> {
-    let me = crate::runtime::rt("MPI_Intercomm_create")?.rank;
+    let me = ctx.me;
     let local_rank = local.iter().position(|&r| r == me).ok_or_else(|| {
         MpiError::invalid(
             MPI_ERR_INTERN,
@@ -64,7 +68,8 @@ fn make(
     let view = base.view(remote.iter().chain(&local).copied().collect())?;
     let (r, l) = (remote.len() as u32, local.len() as u32);
     let sides = spools::Sides::new(&view, (r..r + l).collect(), (0..r).collect())?;
-    Ok(parent.child_inter(
+    Ok(parent.child_in(
+        ctx,
         view,
         Some(Inter {
             union,
@@ -125,6 +130,12 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
         let swap = |mine: &[u32]| -> Result<Vec<u32>, MpiError> {
             let got = if lc.comm.rank() == leader {
                 let pc = comm(peer_comm, call)?;
+                if !Arc::ptr_eq(&pc.ctx, &lc.ctx) {
+                    return Err(MpiError::invalid(
+                        MPI_ERR_COMM,
+                        format!("{call}: the peer communicator and the local communicator belong to different jobs (a parent's own communicator with one to its spawned processes): not supported; make the local communicator from the peer's job (MPI_Intercomm_merge)"),
+                    ));
+                }
                 let rl = crate::p2p::dest(&pc, remote_leader, call)?.ok_or_else(|| {
                     MpiError::invalid(
                         MPI_ERR_RANK,
@@ -181,7 +192,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
         // The next free context: each communicator takes four ids
         // (`Communicator::with_context`).
         let base = lc.comm.with_context(ctx + 4, all)?;
-        let h = insert(make(&lc, union, &base, local, remote, first)?)?;
+        let h = insert(make(&lc, lc.ctx.clone(), union, &base, local, remote, first)?)?;
         // SAFETY: the caller's contract.
         unsafe { out(newintercomm, h, call) }
     })();
@@ -225,20 +236,28 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
     let call = "MPI_Intercomm_create_from_groups";
     let r = (|| {
         let rt = crate::runtime::rt(call)?;
-        let local = crate::comm::group::members_of(local_group)?;
-        let remote = crate::comm::group::members_of(remote_group)?;
-        if !local.contains(&rt.rank) {
+        let local_l = crate::comm::group::members_of(local_group)?;
+        let remote_l = crate::comm::group::members_of(remote_group)?;
+        let both: Vec<u32> = local_l.iter().chain(&remote_l).copied().collect();
+        let w = crate::comm::holding(&both, call)?;
+        if !local_l.contains(&w.my_label()) {
             return Err(MpiError::invalid(
                 MPI_ERR_GROUP,
                 format!("{call}: this process is not in the local group"),
             ));
         }
-        if remote.iter().any(|r| local.contains(r)) {
+        if remote_l.iter().any(|r| local_l.contains(r)) {
             return Err(MpiError::invalid(
                 MPI_ERR_GROUP,
                 format!("{call}: the local and remote groups overlap"),
             ));
         }
+        let jobs = |l: &[u32]| {
+            w.jobs_of(l).ok_or_else(|| {
+                MpiError::invalid(MPI_ERR_GROUP, format!("{call}: a process outside the job"))
+            })
+        };
+        let (local, remote) = (jobs(&local_l)?, jobs(&remote_l)?);
         let ll = leader_in(&local, local_leader, "local leader", call)?;
         let rl = leader_in(&remote, remote_leader, "remote leader", call)?;
         let tag = if stringtag.is_null() {
@@ -247,14 +266,13 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
             // SAFETY: a NUL-terminated string (the caller's contract).
             crate::comm::context::tag_of(unsafe { CStr::from_ptr(stringtag) }.to_bytes())
         };
-        let (ctx, bridge) =
-            crate::comm::context::agree(&local, ll, tag, Some(remote[rl]), 2, call)?;
+        let ctx = crate::comm::context::agree(&w, &local, ll, tag, Some(remote[rl]), 2)?;
         let first = local[ll] < remote[rl];
         let all = order(&local, &remote, first);
-        let union = bridge.with_context(ctx, all.clone())?;
+        let union = w.bridge.with_context(ctx, all.clone())?;
         // The next free context, as above.
-        let base = bridge.with_context(ctx + 4, all)?;
-        let obj = make(&rt.world_comm, union, &base, local, remote, first)?;
+        let base = w.bridge.with_context(ctx + 4, all)?;
+        let obj = make(&rt.world_comm, w.clone(), union, &base, local, remote, first)?;
         obj.errhandler.store(
             if crate::env::error::valid_errhandler(errhandler) {
                 errhandler
@@ -341,7 +359,7 @@ pub(crate) fn dup(c: &CommObj) -> Result<CommObj, MpiError> {
         .ok_or(MpiError::NotInitialized("MPI_Comm_dup"))?;
     let union = i.union.dup()?;
     let base = i.union.dup()?;
-    make(c, union, &base, i.local.clone(), i.remote.clone(), i.first)
+    make(c, c.ctx.clone(), union, &base, i.local.clone(), i.remote.clone(), i.first)
 }
 
 /// A non-blocking dup of intercommunicator `c` started: its two contexts, each chosen
@@ -363,7 +381,7 @@ pub(crate) fn idup_done(c: &CommObj, reqs: [spools::DupRequest; 2]) -> Result<Co
     let [u, b] = reqs;
     let union = u.wait()?;
     let base = b.wait()?;
-    make(c, union, &base, i.local.clone(), i.remote.clone(), i.first)
+    make(c, c.ctx.clone(), union, &base, i.local.clone(), i.remote.clone(), i.first)
 }
 
 /// `MPI_Comm_split` (and `split_type`) of intercommunicator `c`: the ranks of each
@@ -414,7 +432,7 @@ pub(crate) fn split(c: &CommObj, color: Option<u32>, key: c_int) -> Result<MPI_C
             let x: Vec<u32> = x.iter().map(job).collect::<Result<_, _>>()?;
             let y: Vec<u32> = y.iter().map(job).collect::<Result<_, _>>()?;
             let (local, remote) = if i.first { (x, y) } else { (y, x) };
-            insert(make(c, union, &base, local, remote, i.first)?)
+            insert(make(c, c.ctx.clone(), union, &base, local, remote, i.first)?)
         }
         _ => Ok(MPI_COMM_NULL),
     }
@@ -446,7 +464,7 @@ pub unsafe extern "C" fn MPI_Comm_remote_group(comm_h: MPI_Comm, group: *mut MPI
         let remote = c
             .inter
             .as_ref()
-            .map(|i| i.remote.clone())
+            .map(|i| c.ctx.labels_of(&i.remote))
             .unwrap_or_default();
         // SAFETY: the caller's contract.
         unsafe { crate::comm::group::give(remote, group, "MPI_Comm_remote_group") }
@@ -471,8 +489,7 @@ pub unsafe extern "C" fn MPI_Comm_create(
         let call = "MPI_Comm_create";
         let c = crate::comm::comm(comm, call)?;
         let g = crate::comm::group::members_of(group)?;
-        let me = crate::runtime::rt(call)?.rank;
-        let place = g.iter().position(|&x| x == me);
+        let place = g.iter().position(|&x| x == c.ctx.my_label());
         if c.inter.is_some() {
             let h = split(&c, place.map(|_| 0), place.unwrap_or(0) as c_int)?;
             // SAFETY: the caller's contract.
@@ -482,7 +499,14 @@ pub unsafe extern "C" fn MPI_Comm_create(
         // groups, so they agree on whether any found one before they split.
         let mut all = crate::comm::group::members(&c)?;
         all.sort_unstable();
-        let outside = g.iter().find(|x| all.binary_search(x).is_err()).copied();
+        let outside = g
+            .iter()
+            .find(|&&x| {
+                c.ctx
+                    .job_of(x)
+                    .is_none_or(|j| all.binary_search(&j).is_err())
+            })
+            .copied();
         let mut any = [0u32];
         c.comm
             .allreduce(&[u32::from(outside.is_some())], &mut any, &Op::Max)?;
@@ -491,7 +515,7 @@ pub unsafe extern "C" fn MPI_Comm_create(
                 MPI_ERR_GROUP,
                 match outside {
                     Some(x) => {
-                        format!("{call}: job rank {x} of the group is not in the communicator")
+                        format!("{call}: process {x} of the group is not in the communicator")
                     }
                     None => format!(
                         "{call}: another rank's group holds a process outside the communicator"
@@ -499,9 +523,10 @@ pub unsafe extern "C" fn MPI_Comm_create(
                 },
             ));
         }
-        // Ranks of one group share its lowest job rank as colour; key: rank in it.
+        // Ranks of one group share its lowest job rank as colour (labels are this
+        // process's own; job ranks are the same everywhere); key: rank in it.
         let (color, key) = match place {
-            Some(p) => (g.iter().min().copied(), p as c_int),
+            Some(p) => (g.iter().filter_map(|&x| c.ctx.job_of(x)).min(), p as c_int),
             None => (None, 0),
         };
         let h = match c.comm.split(color, key)? {

@@ -9,20 +9,22 @@ pub(crate) mod group;
 pub(crate) mod inter;
 mod obj;
 pub(crate) mod port;
+pub(crate) mod spawn;
 mod table;
 pub(crate) mod topo;
+mod worlds;
 
 pub(crate) use obj::{CommObj, Inter, Topo};
+pub(crate) use worlds::{holding, WorldCtx, Worlds};
 pub(crate) use table::{comm, comm_ref, errhandler_of, insert, insert_child, remove, CommRef};
 
 use std::ffi::{c_char, c_int, CStr};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 
-use spools::Communicator;
 
 use crate::abi::*;
-use crate::env::errhandler::{on_comm, on_self};
+use crate::env::errhandler::on_comm;
 use crate::env::error::{put_string, valid_errhandler, MpiError};
 use crate::out::out;
 use crate::runtime::rt;
@@ -312,13 +314,6 @@ pub unsafe extern "C" fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_I
     on_comm(comm, r)
 }
 
-/// `MPI_Comm_get_parent`: `MPI_COMM_NULL` (no process of a Spools job was spawned).
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
-    // SAFETY: the caller's contract.
-    on_self(unsafe { out(parent, MPI_COMM_NULL, "MPI_Comm_get_parent") })
-}
-
 /// `MPI_Comm_split`: collective; ranks of one `color` form a communicator, ordered by
 /// `key` then by their rank here; `MPI_UNDEFINED` gets `MPI_COMM_NULL`.
 #[no_mangle]
@@ -433,6 +428,13 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
         let c = table::made(h)?;
         crate::comm::attr::delete_all(h, &c.attrs)?;
         table::remove(h);
+        // A spawned process's link to its parents: MPI_Comm_get_parent says no more.
+        let _ = rt("MPI_Comm_free")?.parent.compare_exchange(
+            h,
+            MPI_COMM_NULL,
+            std::sync::atomic::Ordering::AcqRel,
+            std::sync::atomic::Ordering::Acquire,
+        );
         // SAFETY: non-NULL: the handle was read from it above.
         unsafe { *comm = MPI_COMM_NULL };
         Ok(())
@@ -472,16 +474,20 @@ pub unsafe extern "C" fn MPI_Comm_compare(
     let r = (|| {
         let a = self::comm(comm1, "MPI_Comm_compare")?;
         let b = self::comm(comm2, "MPI_Comm_compare")?;
-        let ranks = |c: &Communicator| -> Result<Vec<u32>, MpiError> {
+        // Labels, not job ranks: the two may live in different jobs (`worlds.rs`).
+        let ranks = |o: &CommObj| -> Result<Vec<u32>, MpiError> {
+            let c = &o.comm;
             (0..c.size())
-                .map(|r| c.job_rank(r).map_err(MpiError::from))
+                .map(|r| c.job_rank(r).map(|j| o.ctx.label(j)).map_err(MpiError::from))
                 .collect()
         };
         let groups = match (&a.inter, &b.inter) {
-            (None, None) => Some(compare_ranks(&ranks(&a.comm)?, &ranks(&b.comm)?)),
-            (Some(x), Some(y)) => {
-                Some(compare_ranks(&x.local, &y.local).max(compare_ranks(&x.remote, &y.remote)))
-            }
+            (None, None) => Some(compare_ranks(&ranks(&a)?, &ranks(&b)?)),
+            (Some(x), Some(y)) => Some(
+                compare_ranks(&a.ctx.labels_of(&x.local), &b.ctx.labels_of(&y.local)).max(
+                    compare_ranks(&a.ctx.labels_of(&x.remote), &b.ctx.labels_of(&y.remote)),
+                ),
+            ),
             _ => None,
         };
         let v = if Arc::ptr_eq(&a, &b) {
@@ -634,15 +640,22 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
         let tag = crate::p2p::send_tag(tag, call)?;
         let g = crate::comm::group::members_of(group)?;
         let all = crate::comm::group::members(&c)?;
-        if let Some(x) = g.iter().find(|x| !all.contains(x)) {
-            return Err(MpiError::invalid(
-                MPI_ERR_GROUP,
-                format!("{call}: job rank {x} of the group is not in the communicator"),
-            ));
-        }
-        let h = if g.contains(&rt(call)?.rank) {
-            let (ctx, bridge) = crate::comm::context::agree(&g, 0, tag, None, 1, call)?;
-            insert(c.child(bridge.with_context(ctx, g)?))?
+        let jobs: Vec<u32> = match g
+            .iter()
+            .map(|&x| c.ctx.job_of(x).filter(|j| all.contains(j)).ok_or(x))
+            .collect::<Result<_, _>>()
+        {
+            Ok(j) => j,
+            Err(x) => {
+                return Err(MpiError::invalid(
+                    MPI_ERR_GROUP,
+                    format!("{call}: process {x} of the group is not in the communicator"),
+                ))
+            }
+        };
+        let h = if jobs.contains(&c.ctx.me) {
+            let ctx = crate::comm::context::agree(&c.ctx, &jobs, 0, tag, None, 1)?;
+            insert(c.child(c.ctx.bridge.with_context(ctx, jobs)?))?
         } else {
             MPI_COMM_NULL
         };
@@ -650,12 +663,4 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
         unsafe { out(newcomm, h, call) }
     })();
     on_comm(comm, r)
-}
-
-/// `MPI_Comm_disconnect`: as `MPI_Comm_free` (Spools' communicators have no connection
-/// of their own to close; pending operations complete in the background).
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
-    // SAFETY: the caller's contract.
-    unsafe { MPI_Comm_free(comm) }
 }

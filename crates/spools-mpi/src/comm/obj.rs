@@ -14,6 +14,8 @@ use crate::abi::*;
 pub(crate) struct CommObj {
     /// The Spools communicator (its own context for messages and collectives).
     pub(crate) comm: Communicator,
+    /// The job it lives in (`worlds.rs`): its members are that job's ranks.
+    pub(crate) ctx: Arc<crate::comm::WorldCtx>,
     /// Its error handler (`MPI_ERRORS_ARE_FATAL` at first).
     pub(crate) errhandler: AtomicUsize,
     /// Its name (`MPI_Comm_set_name`).
@@ -39,9 +41,14 @@ pub(crate) struct CommObj {
 type PartKey = (bool, u32, i32);
 
 impl CommObj {
-    pub(crate) fn new(comm: Communicator, name: &str) -> Arc<CommObj> {
+    pub(crate) fn new(
+        comm: Communicator,
+        ctx: Arc<crate::comm::WorldCtx>,
+        name: &str,
+    ) -> Arc<CommObj> {
         Arc::new(CommObj {
             comm,
+            ctx,
             errhandler: AtomicUsize::new(MPI_ERRORS_ARE_FATAL),
             name: Mutex::new(name.to_string()),
             attrs: crate::comm::attrmap::Attrs::default(),
@@ -108,8 +115,20 @@ impl CommObj {
 
     /// As [`CommObj::child`], for an intercommunicator when `inter` is given.
     pub(crate) fn child_inter(&self, comm: Communicator, inter: Option<Inter>) -> CommObj {
+        self.child_in(self.ctx.clone(), comm, inter)
+    }
+
+    /// As [`CommObj::child_inter`], in job `ctx` (an intercommunicator to spawned
+    /// processes, made from a communicator of the parents' job).
+    pub(crate) fn child_in(
+        &self,
+        ctx: Arc<crate::comm::WorldCtx>,
+        comm: Communicator,
+        inter: Option<Inter>,
+    ) -> CommObj {
         CommObj {
             comm,
+            ctx,
             errhandler: AtomicUsize::new(self.errhandler.load(Ordering::Relaxed)),
             name: Mutex::new(String::new()),
             attrs: crate::comm::attrmap::Attrs::default(),
@@ -145,7 +164,7 @@ pub(crate) enum Topo {
 pub(crate) struct Inter {
     /// Both groups, in the order every member agrees on.
     pub(crate) union: Communicator,
-    /// This side's members (job ranks), in local rank order.
+    /// This side's members (job ranks of the `CommObj`'s job), in local rank order.
     pub(crate) local: Vec<u32>,
     /// The other side's members.
     pub(crate) remote: Vec<u32>,

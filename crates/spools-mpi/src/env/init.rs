@@ -58,10 +58,29 @@ fn join(required: c_int) -> Result<c_int, MpiError> {
     let world = spools::shared::join_at(level).map_err(|e| MpiError::Init(e.to_string()))?;
     let comm = world.communicator().clone();
     let me = comm.rank();
-    let selfc = comm
-        .split(Some(me), 0)?
+    // A spawned process: its job holds its parents too, and MPI_COMM_WORLD is the
+    // children's part of it (`comm/spawn.rs`).
+    let spawned = match crate::comm::spawn::parents_of_job(comm.size())? {
+        Some(parents) => Some((parents, crate::comm::spawn::set_up(&comm, true)?)),
+        None => None,
+    };
+    let (world_c, links) = match spawned {
+        Some((parents, mut links)) => {
+            let side = links.side.take().ok_or_else(|| {
+                MpiError::Init("a spawned process's MPI_COMM_WORLD could not be made".into())
+            })?;
+            (side, Some((parents, links)))
+        }
+        None => (comm.clone(), None),
+    };
+    let selfc = world_c
+        .split(Some(world_c.rank()), 0)?
         .ok_or_else(|| MpiError::Init("MPI_COMM_SELF could not be made".into()))?;
-    let bridge = comm.dup()?;
+    let bridge = match &links {
+        Some((_, l)) => l.bridge.clone(),
+        None => comm.dup()?,
+    };
+    let ctx = crate::comm::WorldCtx::own(bridge, me);
     // The level asked for, or higher where SPOOLS_THREAD_LEVEL or the progress thread
     // raised it: at SERIALIZED and MULTIPLE the rank's state is locked, below it belongs
     // to the thread that initialised.
@@ -72,15 +91,22 @@ fn join(required: c_int) -> Result<c_int, MpiError> {
         ThreadLevel::Multiple => MPI_THREAD_MULTIPLE,
     };
     let rt = crate::runtime::Runtime {
-        world_comm: CommObj::new(comm, "MPI_COMM_WORLD"),
-        self_comm: CommObj::new(selfc, "MPI_COMM_SELF"),
-        bridge,
+        world_comm: CommObj::new(world_c, ctx.clone(), "MPI_COMM_WORLD"),
+        self_comm: CommObj::new(selfc, ctx.clone(), "MPI_COMM_SELF"),
+        worlds: crate::comm::Worlds::new(comm.size()),
+        parent: std::sync::atomic::AtomicUsize::new(MPI_COMM_NULL),
+        ctx,
         world: Mutex::new(Some(world)),
         thread_level: provided,
         main_thread: std::thread::current().id(),
         rank: me,
     };
     crate::runtime::install(rt)?;
+    if let Some((parents, links)) = links {
+        let rt = crate::runtime::rt("MPI_Init")?;
+        let h = crate::comm::spawn::parent_link(&rt.world_comm, rt.ctx.clone(), links, parents)?;
+        rt.parent.store(h, Ordering::Release);
+    }
     Ok(provided)
 }
 
@@ -133,6 +159,11 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
 fn leave(rt: &crate::runtime::Runtime) -> Result<(), MpiError> {
     crate::p2p::buffer::flush()?;
     crate::p2p::request::finish_detached();
+    // The jobs joined by spawns first: their other members wait for this one.
+    let mut others = Ok(());
+    for w in rt.worlds.take_all() {
+        others = others.and(w.leave());
+    }
     let w = rt
         .world
         .lock()
@@ -144,7 +175,7 @@ fn leave(rt: &crate::runtime::Runtime) -> Result<(), MpiError> {
         spools::shared::leave(w)
             .map_err(|e| MpiError::invalid(MPI_ERR_PROC_ABORTED, e.to_string()))?;
     }
-    Ok(())
+    others
 }
 
 /// A program of sessions only, at its exit with every session finalised: leaves the

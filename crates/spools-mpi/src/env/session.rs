@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use crate::abi::*;
-use crate::comm::insert_child;
 use crate::env::error::{code_of, put_string, valid_errhandler, MpiError};
 use crate::handles::{Kind, Table};
 use crate::out::out;
@@ -200,7 +199,9 @@ fn pset(name: *const c_char, call: &'static str) -> Result<Vec<u32>, MpiError> {
         .to_lowercase();
     let rt = crate::runtime::rt(call)?;
     match n.as_str() {
-        "mpi://world" => Ok((0..rt.world_comm.comm.size()).collect()),
+        "mpi://world" => Ok(rt
+            .ctx
+            .labels_of(&crate::comm::group::members(&rt.world_comm)?)),
         "mpi://self" => Ok(vec![rt.rank]),
         _ => Err(MpiError::invalid(
             MPI_ERR_ARG,
@@ -335,7 +336,8 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
         let call = "MPI_Comm_create_from_group";
         let rt = crate::runtime::rt(call)?;
         let g = crate::comm::group::members_of(group)?;
-        if !g.contains(&rt.rank) {
+        let w = crate::comm::holding(&g, call)?;
+        if !g.contains(&w.my_label()) {
             return Err(MpiError::invalid(
                 MPI_ERR_GROUP,
                 format!("{call}: this process is not in the group"),
@@ -347,8 +349,15 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
             // SAFETY: a NUL-terminated string (the caller's contract).
             crate::comm::context::tag_of(unsafe { CStr::from_ptr(stringtag) }.to_bytes())
         };
-        let (ctx, bridge) = crate::comm::context::agree(&g, 0, tag, None, 1, call)?;
-        let h = insert_child(&rt.world_comm, bridge.with_context(ctx, g)?)?;
+        let jobs = w.jobs_of(&g).ok_or_else(|| {
+            MpiError::invalid(MPI_ERR_GROUP, format!("{call}: a process outside the job"))
+        })?;
+        let ctx = crate::comm::context::agree(&w, &jobs, 0, tag, None, 1)?;
+        let h = crate::comm::insert(rt.world_comm.child_in(
+            w.clone(),
+            w.bridge.with_context(ctx, jobs)?,
+            None,
+        ))?;
         let c = crate::comm::comm(h, call)?;
         c.errhandler.store(
             if valid_errhandler(errhandler) {

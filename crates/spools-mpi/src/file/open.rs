@@ -99,7 +99,7 @@ pub unsafe extern "C" fn MPI_File_open(
 ) -> c_int {
     let call = "MPI_File_open";
     let r = (|| {
-        let rt = crate::runtime::rt(call)?;
+        crate::runtime::rt(call)?;
         let c = comm(comm_h, call)?;
         if c.inter.is_some() {
             return Err(MpiError::invalid(
@@ -170,7 +170,7 @@ pub unsafe extern "C" fn MPI_File_open(
         } else {
             0
         };
-        let world = rt.world(call)?;
+        let world = c.ctx.world(call)?;
         // Every rank has the pointer, or all fail (the next collective would hang).
         let shared = super::agree_on(&wc, SharedPointer::new(&world, &wc, start, call), call)?;
         let obj = FileObj {

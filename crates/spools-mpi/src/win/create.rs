@@ -110,7 +110,7 @@ fn make(
     memory: Memory,
     call: &'static str,
 ) -> Result<(MPI_Win, usize), MpiError> {
-    let rt = crate::runtime::rt(call)?;
+    crate::runtime::rt(call)?;
     let c = comm(comm_h, call)?;
     if c.inter.is_some() {
         return Err(MpiError::invalid(
@@ -147,7 +147,7 @@ fn make(
             ));
         }
     }
-    let world = rt.world(call)?;
+    let world = c.ctx.world(call)?;
     let wc = comm.dup()?;
     let heap = |n: usize| -> Result<SharedBuf<u8>, MpiError> {
         world.alloc::<u8>(n.max(1)).map_err(|e| {
@@ -281,7 +281,7 @@ fn make(
         if elsewhere[r] && !group {
             targets.push(Target {
                 mem: Mem::Remote {
-                    comm: rt.world_comm.comm.clone(),
+                    comm: c.ctx.bridge.clone(),
                     rank: members[r],
                     id: p.id,
                 },
@@ -344,7 +344,7 @@ fn make(
     // Peers may send memory messages once the verdict below is in: the function that
     // serves them is registered, and this window can be found by its id, before it.
     if fail.is_none() {
-        if let Err(e) = serve::register(&rt.world_comm.comm) {
+        if let Err(e) = serve::register(&c.ctx.bridge) {
             fail = Some(e);
         }
     }

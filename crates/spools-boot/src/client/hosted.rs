@@ -1,0 +1,125 @@
+//! A job whose rendezvous this process hosts for processes it starts itself
+//! (`MPI_Comm_spawn`: the root parent hosts the job of the parents and their children).
+//! Every member, this process too, then joins it as a rank of `spools run` would: with
+//! the [`JobTicket`] (where to meet, the secret, the job id) and a rank.
+
+use std::net::{SocketAddr, TcpListener};
+
+use spools_proto::auth::Secret;
+
+use crate::config::Config;
+use crate::error::{BootError, BootStep, RandomFor};
+use crate::identity::{JobEnv, LauncherKind, Rendezvous};
+use crate::keepalive::Keepalive;
+use crate::random::random;
+use crate::server::RendezvousServer;
+
+/// What a process needs to join a hosted job: where its rendezvous listens, the job's
+/// secret (which every connection proves) and its id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobTicket {
+    /// The rendezvous address.
+    pub addr: SocketAddr,
+    /// The job secret.
+    pub secret: Secret,
+    /// The job id (names its shared-memory objects).
+    pub job: u64,
+}
+
+impl JobTicket {
+    /// The ticket as one line of text (`ADDR SECRET JOB`), for a message to the other
+    /// members.
+    pub fn to_line(&self) -> String {
+        format!("{} {} {:016x}", self.addr, self.secret.to_hex(), self.job)
+    }
+
+    /// Parses [`JobTicket::to_line`]'s text; `None` if it is not one.
+    ///
+    /// ```
+    /// use spools_boot::client::JobTicket;
+    /// use spools_proto::auth::Secret;
+    /// let t = JobTicket { addr: "127.0.0.1:4000".parse().unwrap(), secret: Secret::from_bytes([7; 16]), job: 42 };
+    /// assert_eq!(JobTicket::from_line(&t.to_line()), Some(t));
+    /// assert_eq!(JobTicket::from_line("garbage"), None);
+    /// ```
+    pub fn from_line(s: &str) -> Option<JobTicket> {
+        let mut it = s.split_ascii_whitespace();
+        let addr = it.next()?.parse().ok()?;
+        let secret = Secret::from_hex(it.next()?).ok()?;
+        let job = u64::from_str_radix(it.next()?, 16).ok()?;
+        it.next().is_none().then_some(JobTicket { addr, secret, job })
+    }
+
+    /// The job description of rank `rank` of `size` (as `spools run` gives its ranks).
+    pub fn env(&self, rank: u32, size: u32) -> JobEnv {
+        JobEnv {
+            rank,
+            size,
+            rendezvous: Rendezvous::Addr(self.addr.to_string()),
+            secret: Some(self.secret.clone()),
+            launcher: LauncherKind::Spools,
+            job: Some(self.job),
+        }
+    }
+
+    /// The environment variables that make a started process rank `rank` of `size`.
+    pub fn vars(&self, rank: u32, size: u32) -> [(&'static str, String); 5] {
+        [
+            ("SPOOLS_RANK", rank.to_string()),
+            ("SPOOLS_SIZE", size.to_string()),
+            ("SPOOLS_BOOTSTRAP", self.addr.to_string()),
+            ("SPOOLS_SECRET", self.secret.to_hex()),
+            ("SPOOLS_JOB", format!("{:016x}", self.job)),
+        ]
+    }
+}
+
+/// A job of `size` ranks whose rendezvous runs in this process (its threads end with
+/// the process). The server is unsupervised: a member whose connection ends before it
+/// finalises ends the job, as under a foreign launcher.
+#[derive(Debug)]
+pub struct HostedJob {
+    server: RendezvousServer,
+    ticket: JobTicket,
+}
+
+impl HostedJob {
+    /// Starts the rendezvous of a new job of `size` ranks, with a fresh secret and id,
+    /// on the address other hosts reach this one at.
+    ///
+    /// # Errors
+    /// [`BootError::Io`] when no random source or socket is to be had.
+    pub fn host(size: u32, cfg: &Config) -> Result<HostedJob, BootError> {
+        let secret = Secret::from_bytes(
+            random().map_err(BootError::io(BootStep::Random(RandomFor::JobSecret)))?,
+        );
+        let job =
+            u64::from_le_bytes(random().map_err(BootError::io(BootStep::Random(RandomFor::JobId)))?);
+        let ip = super::connect::advertised_ip();
+        let l = TcpListener::bind((ip, 0))
+            .or_else(|_| TcpListener::bind("0.0.0.0:0"))
+            .map_err(BootError::io(BootStep::BindRendezvous { at: None }))?;
+        let mut addr = l
+            .local_addr()
+            .map_err(BootError::io(BootStep::RendezvousSocket))?;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(ip);
+        }
+        let keepalive = Keepalive::for_timeout(cfg.net_timeout_s);
+        let server = RendezvousServer::start(l, size, secret.clone(), keepalive, job, false, None)?;
+        Ok(HostedJob {
+            server,
+            ticket: JobTicket { addr, secret, job },
+        })
+    }
+
+    /// What the members need to join.
+    pub fn ticket(&self) -> &JobTicket {
+        &self.ticket
+    }
+
+    /// The server, to end the job in the name of a member that never came.
+    pub fn server(&self) -> &RendezvousServer {
+        &self.server
+    }
+}

@@ -1,0 +1,539 @@
+//! Dynamic processes: `MPI_Comm_spawn`, `MPI_Comm_spawn_multiple`,
+//! `MPI_Comm_get_parent` and `MPI_Comm_disconnect`.
+//!
+//! A spawn makes a new job of the parents (the members of the spawning communicator,
+//! ranks 0..P in its order) and their children (ranks P..P+M): the root parent hosts
+//! its rendezvous (`spools::HostedJob`, a fresh secret and id), starts the children
+//! with that job's variables (`SPOOLS_RANK`, `SPOOLS_BOOTSTRAP`, `SPOOLS_SECRET`, ...)
+//! and [`PARENTS_VAR`], and broadcasts the job's ticket; every parent then joins it as a
+//! second Spools `World`, and every child as its only one. Both sides make the same
+//! communicators of the new job in one order ([`set_up`]): its bridge, the two
+//! communicators of the intercommunicator (`inter.rs`), and the children's
+//! `MPI_COMM_WORLD` (a split the parents take no part in). The parents' processes keep
+//! their labels there, the children get fresh ones (`worlds.rs`).
+//!
+//! The children run on the root's host, with the root's environment and its standard
+//! output and error (which `spools run` forwards). The job's watchdog is its
+//! rendezvous: a child whose process ends before it finalises ends the new job, and the
+//! parents' operations on it fail (`MPI_ERR_PROC_ABORTED`, fatal under
+//! `MPI_ERRORS_ARE_FATAL`: then the whole job ends); a child that ends before it joins
+//! makes every parent's spawn fail with `MPI_ERR_SPAWN`, as does a command that cannot
+//! be started (nobody waits).
+//!
+//! `MPI_Comm_disconnect` of a parent's last communicator of the new job leaves that job
+//! (it waits until the children leave it too: their `MPI_Finalize`); `MPI_Finalize`
+//! leaves every job not left before the job of `MPI_Init`.
+
+use std::ffi::{c_char, c_int, CStr};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use spools::{Communicator, HostedJob, JobTicket};
+
+use crate::abi::*;
+use crate::comm::{comm, insert, CommObj, WorldCtx};
+use crate::env::errhandler::on_comm;
+use crate::env::error::MpiError;
+use crate::out::out;
+use crate::runtime::rt;
+
+/// Set in a spawned process's environment: how many parents its job has (its ranks
+/// below that number are the parents).
+pub(crate) const PARENTS_VAR: &str = "SPOOLS_SPAWN_PARENTS";
+
+/// Set in a spawned process's environment: the index of its command in
+/// `MPI_Comm_spawn_multiple` (the `MPI_APPNUM` attribute).
+pub(crate) const APPNUM_VAR: &str = "SPOOLS_APPNUM";
+
+/// The communicators both sides of a spawn make of the new job, in this order.
+pub(crate) struct Links {
+    /// A duplicate of the whole job (the job's bridge: `context.rs`).
+    pub(crate) bridge: Communicator,
+    /// The intercommunicator's union (`inter.rs`).
+    pub(crate) union: Communicator,
+    /// The intercommunicator's point-to-point base.
+    pub(crate) base: Communicator,
+    /// The children's `MPI_COMM_WORLD` (for a child; `None` for a parent).
+    pub(crate) side: Option<Communicator>,
+}
+
+/// Makes the [`Links`] of a new job `jc` (collective over the whole job: parents and
+/// children call it alike, `child` saying which side this process is on).
+///
+/// # Errors
+/// A member that died.
+pub(crate) fn set_up(jc: &Communicator, child: bool) -> Result<Links, MpiError> {
+    let bridge = jc.dup()?;
+    let union = jc.dup()?;
+    let base = jc.dup()?;
+    let side = jc.split(child.then_some(1), jc.rank() as i32)?;
+    Ok(Links {
+        bridge,
+        union,
+        base,
+        side,
+    })
+}
+
+/// The number of parents of this process's job if it was spawned ([`PARENTS_VAR`]).
+///
+/// # Errors
+/// `MPI_ERR_SPAWN` when the variable is not a number below the job's size.
+pub(crate) fn parents_of_job(size: u32) -> Result<Option<u32>, MpiError> {
+    let Ok(v) = std::env::var(PARENTS_VAR) else {
+        return Ok(None);
+    };
+    match v.trim().parse::<u32>() {
+        Ok(p) if p > 0 && p < size => Ok(Some(p)),
+        _ => Err(MpiError::invalid(
+            MPI_ERR_SPAWN,
+            format!("MPI_Init: {PARENTS_VAR}={v:?} does not fit a job of {size} processes"),
+        )),
+    }
+}
+
+/// The intercommunicator of a spawned process to its parents (at `MPI_Init`): local
+/// group the children (ranks `parents..` of the job), remote group the parents.
+///
+/// # Errors
+/// As `inter::make`.
+pub(crate) fn parent_link(
+    world_comm: &CommObj,
+    ctx: Arc<WorldCtx>,
+    links: Links,
+    parents: u32,
+) -> Result<MPI_Comm, MpiError> {
+    let n = links.bridge.size();
+    let obj = crate::comm::inter::make(
+        world_comm,
+        ctx,
+        links.union,
+        &links.base,
+        (parents..n).collect(),
+        (0..parents).collect(),
+        false,
+    )?;
+    insert(obj)
+}
+
+/// One command of a spawn, as the root reads it.
+#[derive(Debug, Clone)]
+struct App {
+    command: String,
+    args: Vec<String>,
+    count: u32,
+    /// `wdir`: the children's working directory.
+    wdir: Option<String>,
+    /// `path`: directories searched for the command before `PATH`.
+    path: Option<String>,
+}
+
+/// # Safety
+/// `argv` is NULL or a NULL-terminated array of NUL-terminated strings.
+unsafe fn read_argv(argv: *const *mut c_char) -> Vec<String> {
+    let mut v = Vec::new();
+    if argv.is_null() {
+        return v;
+    }
+    for i in 0.. {
+        // SAFETY: NULL-terminated (the caller's contract).
+        let p = unsafe { *argv.add(i) };
+        if p.is_null() {
+            break;
+        }
+        // SAFETY: NUL-terminated (the caller's contract).
+        v.push(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned());
+    }
+    v
+}
+
+/// Reads one command's arguments (at the root).
+///
+/// # Safety
+/// As `MPI_Comm_spawn`'s arguments.
+unsafe fn read_app(
+    command: *const c_char,
+    argv: *const *mut c_char,
+    maxprocs: c_int,
+    info: MPI_Info,
+    call: &'static str,
+) -> Result<App, MpiError> {
+    if command.is_null() {
+        return Err(MpiError::invalid(
+            MPI_ERR_ARG,
+            format!("{call}: command is NULL"),
+        ));
+    }
+    // SAFETY: NUL-terminated (the caller's contract).
+    let command = unsafe { CStr::from_ptr(command) }
+        .to_string_lossy()
+        .into_owned();
+    if command.trim().is_empty() {
+        return Err(MpiError::invalid(
+            MPI_ERR_SPAWN,
+            format!("{call}: the command is empty"),
+        ));
+    }
+    let count = u32::try_from(maxprocs).ok().filter(|&n| n > 0).ok_or_else(|| {
+        MpiError::invalid(
+            MPI_ERR_SPAWN,
+            format!("{call}: maxprocs {maxprocs} for {command:?}: at least one process"),
+        )
+    })?;
+    let mut app = App {
+        command,
+        // SAFETY: the caller's contract.
+        args: unsafe { read_argv(argv) },
+        count,
+        wdir: None,
+        path: None,
+    };
+    for (k, v) in crate::env::info::entries(info)? {
+        match k.as_str() {
+            "wdir" => app.wdir = Some(v),
+            "path" => app.path = Some(v),
+            // `host`, `hostfile`, `soft`, `arch`, `file`: the children run on this
+            // host, all of them (`soft` allows fewer; Spools starts them all).
+            _ => {}
+        }
+    }
+    Ok(app)
+}
+
+/// The program to run for `app`: its command found in `path` (the info key) before
+/// `PATH`, relative to `wdir` when it names a file there.
+fn program(app: &App) -> std::path::PathBuf {
+    let cmd = std::path::Path::new(&app.command);
+    if app.command.contains('/') {
+        return match &app.wdir {
+            Some(w) if cmd.is_relative() => std::path::Path::new(w).join(cmd),
+            _ => cmd.to_path_buf(),
+        };
+    }
+    if let Some(dirs) = &app.path {
+        for d in dirs.split(':').filter(|d| !d.is_empty()) {
+            let p = std::path::Path::new(d).join(cmd);
+            if p.is_file() {
+                return p;
+            }
+        }
+    }
+    cmd.to_path_buf()
+}
+
+/// Starts the children of `apps` as ranks `parents..` of the job of `ticket`; on a
+/// failure the ones started are killed.
+fn start_children(
+    apps: &[App],
+    parents: u32,
+    ticket: &JobTicket,
+) -> Result<Vec<(u32, String, Child)>, String> {
+    let total: u32 = apps.iter().map(|a| a.count).sum();
+    let size = parents + total;
+    let mut started: Vec<(u32, String, Child)> = Vec::new();
+    let mut rank = parents;
+    for (appnum, app) in apps.iter().enumerate() {
+        for _ in 0..app.count {
+            let prog = program(app);
+            let mut cmd = Command::new(&prog);
+            cmd.args(&app.args)
+                .envs(ticket.vars(rank, size))
+                .env(PARENTS_VAR, parents.to_string())
+                .env(APPNUM_VAR, appnum.to_string())
+                .stdin(Stdio::null());
+            if let Some(w) = &app.wdir {
+                cmd.current_dir(w);
+            }
+            match cmd.spawn() {
+                Ok(c) => started.push((rank, app.command.clone(), c)),
+                Err(e) => {
+                    for (_, _, c) in &mut started {
+                        let _ = c.kill();
+                        let _ = c.wait();
+                    }
+                    return Err(format!(
+                        "cannot start {:?} ({}): {e}",
+                        app.command,
+                        prog.display()
+                    ));
+                }
+            }
+            rank += 1;
+        }
+    }
+    Ok(started)
+}
+
+/// Waits for the children (a thread of the root's): one that ends before it joined
+/// the job ends the job in its name, so that nobody waits for it.
+fn reap(children: Vec<(u32, String, Child)>, job: &HostedJob) {
+    let server = job.server().clone();
+    let r = std::thread::Builder::new()
+        .name("spools-spawn-reaper".into())
+        .spawn(move || {
+            for (rank, command, mut c) in children {
+                let status = c.wait();
+                if !server.joined(rank) {
+                    server.mark_gone(rank);
+                    let how = match status {
+                        Ok(s) => s.to_string(),
+                        Err(e) => e.to_string(),
+                    };
+                    server.abort(
+                        rank,
+                        &format!("spawned process {rank} ({command}) ended before it joined: {how}"),
+                    );
+                }
+            }
+        });
+    if let Err(e) = r {
+        spools_log_warn(&format!("cannot watch the spawned processes: {e}"));
+    }
+}
+
+fn spools_log_warn(s: &str) {
+    eprintln!("spools-mpi: warning: {s}");
+}
+
+/// The root's part before the broadcast: the new job hosted and its children started,
+/// as `OK TICKET TOTAL` (or `ERR MESSAGE`) for the other parents.
+fn root_start(
+    apps: Result<Vec<App>, MpiError>,
+    parents: u32,
+    cfg: &spools::Config,
+) -> (String, Option<HostedJob>) {
+    let apps = match apps {
+        Ok(a) => a,
+        Err(e) => return (format!("ERR {e}"), None),
+    };
+    let total: u32 = apps.iter().map(|a| a.count).sum();
+    let job = match HostedJob::host(parents + total, cfg) {
+        Ok(j) => j,
+        Err(e) => return (format!("ERR cannot host the new job's rendezvous: {e}"), None),
+    };
+    match start_children(&apps, parents, job.ticket()) {
+        Ok(children) => {
+            reap(children, &job);
+            (format!("OK {} {total}", job.ticket().to_line()), Some(job))
+        }
+        Err(e) => (format!("ERR {e}"), None),
+    }
+}
+
+/// Both spawn calls: `apps` is read at the root only.
+fn spawn(
+    apps: impl FnOnce() -> Result<Vec<App>, MpiError>,
+    root: c_int,
+    comm_h: MPI_Comm,
+    intercomm: *mut MPI_Comm,
+    errcodes: *mut c_int,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    let rt = rt(call)?;
+    let c = comm(comm_h, call)?;
+    if c.inter.is_some() {
+        return Err(MpiError::invalid(
+            MPI_ERR_COMM,
+            format!("{call}: the spawning communicator is an intercommunicator"),
+        ));
+    }
+    if intercomm.is_null() {
+        return Err(MpiError::invalid(
+            MPI_ERR_ARG,
+            format!("{call}: intercomm is NULL"),
+        ));
+    }
+    let p = c.comm.size();
+    let root = u32::try_from(root).ok().filter(|&r| r < p).ok_or_else(|| {
+        MpiError::invalid(
+            MPI_ERR_ROOT,
+            format!("{call}: root {root} is not a rank of the communicator of {p}"),
+        )
+    })?;
+    let cfg = c.ctx.world(call)?.worker().config().clone();
+    let (msg, hosted) = if c.comm.rank() == root {
+        root_start(apps(), p, &cfg)
+    } else {
+        (String::new(), None)
+    };
+    let got = c.comm.bcast_bytes(root, msg.as_bytes())?;
+    let got = String::from_utf8_lossy(&got).into_owned();
+    let fields: Vec<&str> = got.splitn(5, ' ').collect();
+    let (ticket, total) = match fields.as_slice() {
+        ["OK", addr, secret, job, total] => {
+            match (
+                JobTicket::from_line(&format!("{addr} {secret} {job}")),
+                total.parse::<u32>(),
+            ) {
+                (Some(t), Ok(n)) => (t, n),
+                _ => {
+                    return Err(MpiError::invalid(
+                        MPI_ERR_INTERN,
+                        format!("{call}: the root sent a malformed job ticket"),
+                    ))
+                }
+            }
+        }
+        _ => {
+            let why = got.strip_prefix("ERR ").unwrap_or(&got);
+            return Err(MpiError::invalid(MPI_ERR_SPAWN, format!("{call}: {why}")));
+        }
+    };
+    let size = p + total;
+    let world = spools::init_with(cfg, ticket.env(c.comm.rank(), size)).map_err(|e| {
+        MpiError::invalid(
+            MPI_ERR_SPAWN,
+            format!("{call}: the spawned processes did not all join: {e}"),
+        )
+    })?;
+    let links = set_up(world.communicator(), false)?;
+    let mut labels = c.ctx.labels_of(&crate::comm::group::members(&c)?);
+    labels.extend(rt.worlds.fresh(total));
+    let ctx = WorldCtx::other(Arc::new(world), links.bridge, labels, hosted);
+    rt.worlds.add(ctx.clone());
+    let obj = crate::comm::inter::make(
+        &c,
+        ctx,
+        links.union,
+        &links.base,
+        (0..p).collect(),
+        (p..size).collect(),
+        true,
+    )?;
+    let h = insert(obj)?;
+    if !errcodes.is_null() {
+        for i in 0..total as usize {
+            // SAFETY: one code per process started (the caller's contract).
+            unsafe { *errcodes.add(i) = MPI_SUCCESS };
+        }
+    }
+    // SAFETY: the caller's contract.
+    unsafe { out(intercomm, h, call) }
+}
+
+/// `MPI_Comm_spawn`: collective over `comm`; starts `maxprocs` processes of `command`
+/// (read at `root`) and returns an intercommunicator to them (see the module
+/// documentation). Info keys read: `wdir`, `path`; `host`, `hostfile` and `soft` are
+/// accepted (every child runs on the root's host).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_spawn(
+    command: *const c_char,
+    argv: *mut *mut c_char,
+    maxprocs: c_int,
+    info: MPI_Info,
+    root: c_int,
+    comm: MPI_Comm,
+    intercomm: *mut MPI_Comm,
+    array_of_errcodes: *mut c_int,
+) -> c_int {
+    let call = "MPI_Comm_spawn";
+    // SAFETY: the caller's contract (read at the root only).
+    let apps = || unsafe { read_app(command, argv, maxprocs, info, call) }.map(|a| vec![a]);
+    let r = spawn(apps, root, comm, intercomm, array_of_errcodes, call);
+    on_comm(comm, r)
+}
+
+/// `MPI_Comm_spawn_multiple`: as `MPI_Comm_spawn` for `count` commands; the children
+/// of command i have `MPI_APPNUM` i and ranks in command order.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_spawn_multiple(
+    count: c_int,
+    array_of_commands: *mut *mut c_char,
+    array_of_argv: *mut *mut *mut c_char,
+    array_of_maxprocs: *const c_int,
+    array_of_info: *const MPI_Info,
+    root: c_int,
+    comm: MPI_Comm,
+    intercomm: *mut MPI_Comm,
+    array_of_errcodes: *mut c_int,
+) -> c_int {
+    let call = "MPI_Comm_spawn_multiple";
+    let apps = || -> Result<Vec<App>, MpiError> {
+        let n = usize::try_from(count).ok().filter(|&n| n > 0).ok_or_else(|| {
+            MpiError::invalid(
+                MPI_ERR_ARG,
+                format!("{call}: count {count}: at least one command"),
+            )
+        })?;
+        if array_of_commands.is_null() || array_of_maxprocs.is_null() {
+            return Err(MpiError::invalid(
+                MPI_ERR_ARG,
+                format!("{call}: array_of_commands or array_of_maxprocs is NULL"),
+            ));
+        }
+        (0..n)
+            .map(|i| {
+                // SAFETY: arrays of `count` entries (the caller's contract);
+                // array_of_argv and array_of_info may be NULL (MPI_ARGVS_NULL, none).
+                unsafe {
+                    let argv = if array_of_argv.is_null() {
+                        std::ptr::null()
+                    } else {
+                        *array_of_argv.add(i) as *const *mut c_char
+                    };
+                    let info = if array_of_info.is_null() {
+                        MPI_INFO_NULL
+                    } else {
+                        *array_of_info.add(i)
+                    };
+                    read_app(
+                        *array_of_commands.add(i),
+                        argv,
+                        *array_of_maxprocs.add(i),
+                        info,
+                        call,
+                    )
+                }
+            })
+            .collect()
+    };
+    let r = spawn(apps, root, comm, intercomm, array_of_errcodes, call);
+    on_comm(comm, r)
+}
+
+/// `MPI_Comm_get_parent`: the intercommunicator to this process's parents if it was
+/// spawned and has not freed or disconnected it, else `MPI_COMM_NULL`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
+    let call = "MPI_Comm_get_parent";
+    let r = rt(call).and_then(|rt| {
+        // SAFETY: the caller's contract.
+        unsafe { out(parent, rt.parent.load(Ordering::Acquire), call) }
+    });
+    crate::env::errhandler::on_self(r)
+}
+
+/// `MPI_Comm_disconnect`: frees the communicator; for the last communicator of a job
+/// joined by a spawn (in a parent), leaves that job too, which waits until every other
+/// member has left it (the children's `MPI_Finalize` or their own disconnect).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_disconnect(comm_p: *mut MPI_Comm) -> c_int {
+    let call = "MPI_Comm_disconnect";
+    let h = if comm_p.is_null() {
+        MPI_COMM_NULL
+    } else {
+        // SAFETY: non-NULL (the caller's contract).
+        unsafe { *comm_p }
+    };
+    let ctx = comm(h, call).ok().map(|c| c.ctx.clone());
+    // SAFETY: the caller's contract.
+    let rc = unsafe { crate::comm::MPI_Comm_free(comm_p) };
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    let r = (|| {
+        let rt = rt(call)?;
+        let Some(ctx) = ctx else { return Ok(()) };
+        if ctx.is_own() {
+            return Ok(());
+        }
+        // The job's record and this call's hold it; anything more is a communicator
+        // or a request still alive.
+        if Arc::strong_count(&ctx) == 2 && rt.worlds.remove(&ctx) {
+            ctx.leave()?;
+        }
+        Ok(())
+    })();
+    crate::env::errhandler::on_self(r)
+}
