@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # mpi4py's own test suite on Spools: builds mpi4py 4.1.2 against the MPI standard ABI into
 # target/mpi-venv (cached; about 4 minutes the first time) and runs the sdist's test/
-# under `spools run` with 1, 2 and 3 ranks, which load Spools' libmpi_abi.so.1. What is
-# not built yet is skipped by the patterns of crates/spools-mpi/tests/mpi4py-skip.txt
-# (`-e MODULE_REGEX` or `-x TEST_PATTERN`, each with its reason after `#`).
+# under `spools run` with 1, 2 and 3 ranks, which load Spools' libmpi_abi.so.1: the
+# whole suite, nothing skipped (dynamic processes included).
 # Before the suite, the `spools` package is built into the same environment and
 # crates/spools-mpi/tests/package/ checks mpi4py and spools in one program (one runtime,
 # the same communicators); so the suite then runs on the MPI library inside the package's
@@ -25,17 +24,6 @@ VIRTUAL_ENV="$mpi_venv" PATH="$mpi_venv/bin:$PATH" \
   "$mpi_venv/bin/maturin" develop --quiet --locked -m crates/spools-py/Cargo.toml
 
 spools="$(pwd)/target/debug/spools"
-args=()
-while IFS= read -r line; do
-  line="${line%%#*}"
-  read -r kind pattern <<<"$line" || true
-  case "$kind" in
-    module) args+=(-e "$pattern") ;;
-    test) args+=(-x "$pattern") ;;
-    "") ;;
-    *) echo "mpi4py-skip.txt: unknown kind '$kind'" >&2; exit 2 ;;
-  esac
-done < crates/spools-mpi/tests/mpi4py-skip.txt
 
 echo "== mpi4py and the spools package in one program"
 SPOOLS_BIN="$(pwd)/target/debug/spools" "$mpi_venv/bin/python" -m pytest -q \
@@ -46,5 +34,5 @@ ranks=("$@")
 for n in "${ranks[@]}"; do
   echo "== mpi4py's test suite on Spools, $n rank(s)"
   (cd "$mpi4py_tests" && timeout 1200 "$spools" run -n "$n" --timeout 1100 -- \
-    "$mpi_venv/bin/python" main.py -q "${args[@]}")
+    "$mpi_venv/bin/python" main.py -q)
 done

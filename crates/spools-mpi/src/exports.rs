@@ -999,19 +999,7 @@ pub unsafe extern "C" fn PMPI_Close_port(port_name: *const c_char) -> c_int {
     unsafe { crate::comm::port::MPI_Close_port(port_name) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_accept`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_accept(
-    port_name: *const c_char,
-    info: MPI_Info,
-    root: c_int,
-    comm: MPI_Comm,
-    newcomm: *mut MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Comm_accept", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_accept`.
+/// The profiling name of `MPI_Comm_accept`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_accept(
     port_name: *const c_char,
@@ -1020,7 +1008,8 @@ pub unsafe extern "C" fn PMPI_Comm_accept(
     comm: MPI_Comm,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Comm_accept", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Comm_accept`'s.
+    unsafe { crate::comm::port::MPI_Comm_accept(port_name, info, root, comm, newcomm) }
 }
 
 /// The profiling name of `MPI_Comm_attach_buffer`.
@@ -1063,19 +1052,7 @@ pub unsafe extern "C" fn PMPI_Comm_compare(
     unsafe { crate::comm::MPI_Comm_compare(comm1, comm2, result) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_connect`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_connect(
-    port_name: *const c_char,
-    info: MPI_Info,
-    root: c_int,
-    comm: MPI_Comm,
-    newcomm: *mut MPI_Comm,
-) -> c_int {
-    unsupported("MPI_Comm_connect", Scope::Comm(comm))
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_connect`.
+/// The profiling name of `MPI_Comm_connect`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_connect(
     port_name: *const c_char,
@@ -1084,7 +1061,8 @@ pub unsafe extern "C" fn PMPI_Comm_connect(
     comm: MPI_Comm,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    unsupported("MPI_Comm_connect", Scope::Comm(comm))
+    // SAFETY: the caller's contract is `MPI_Comm_connect`'s.
+    unsafe { crate::comm::port::MPI_Comm_connect(port_name, info, root, comm, newcomm) }
 }
 
 /// The profiling name of `MPI_Comm_create`.
@@ -1338,16 +1316,11 @@ pub unsafe extern "C" fn PMPI_Comm_iflush_buffer(
     unsafe { crate::env::misc::MPI_Comm_iflush_buffer(comm, request) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_join`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm) -> c_int {
-    unsupported("MPI_Comm_join", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Comm_join`.
+/// The profiling name of `MPI_Comm_join`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm) -> c_int {
-    unsupported("MPI_Comm_join", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Comm_join`'s.
+    unsafe { crate::comm::port::MPI_Comm_join(fd, intercomm) }
 }
 
 /// The profiling name of `MPI_Comm_rank`.
@@ -4823,24 +4796,15 @@ pub unsafe extern "C" fn PMPI_Keyval_free(keyval: *mut c_int) -> c_int {
     unsafe { crate::comm::attr::MPI_Keyval_free(keyval) }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Lookup_name`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Lookup_name(
-    service_name: *const c_char,
-    info: MPI_Info,
-    port_name: *mut c_char,
-) -> c_int {
-    unsupported("MPI_Lookup_name", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Lookup_name`.
+/// The profiling name of `MPI_Lookup_name`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Lookup_name(
     service_name: *const c_char,
     info: MPI_Info,
     port_name: *mut c_char,
 ) -> c_int {
-    unsupported("MPI_Lookup_name", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Lookup_name`'s.
+    unsafe { crate::comm::port::MPI_Lookup_name(service_name, info, port_name) }
 }
 
 /// The profiling name of `MPI_Mprobe`.
@@ -5596,24 +5560,15 @@ pub unsafe extern "C" fn PMPI_Psend_init(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Publish_name`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Publish_name(
-    service_name: *const c_char,
-    info: MPI_Info,
-    port_name: *const c_char,
-) -> c_int {
-    unsupported("MPI_Publish_name", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Publish_name`.
+/// The profiling name of `MPI_Publish_name`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Publish_name(
     service_name: *const c_char,
     info: MPI_Info,
     port_name: *const c_char,
 ) -> c_int {
-    unsupported("MPI_Publish_name", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Publish_name`'s.
+    unsafe { crate::comm::port::MPI_Publish_name(service_name, info, port_name) }
 }
 
 /// The profiling name of `MPI_Put`.
@@ -8104,24 +8059,15 @@ pub unsafe extern "C" fn PMPI_Unpack_external_c(
     }
 }
 
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Unpublish_name`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Unpublish_name(
-    service_name: *const c_char,
-    info: MPI_Info,
-    port_name: *const c_char,
-) -> c_int {
-    unsupported("MPI_Unpublish_name", Scope::Self_)
-}
-
-/// Not supported by Spools: fails with `MPI_ERR_UNSUPPORTED_OPERATION` naming `MPI_Unpublish_name`.
+/// The profiling name of `MPI_Unpublish_name`.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Unpublish_name(
     service_name: *const c_char,
     info: MPI_Info,
     port_name: *const c_char,
 ) -> c_int {
-    unsupported("MPI_Unpublish_name", Scope::Self_)
+    // SAFETY: the caller's contract is `MPI_Unpublish_name`'s.
+    unsafe { crate::comm::port::MPI_Unpublish_name(service_name, info, port_name) }
 }
 
 /// The profiling name of `MPI_Wait`.

@@ -86,13 +86,27 @@ def test_erroneous_calls_fail_before_any_communication_on_every_rank(build, spoo
     assert job.out.splitlines() == [f"ok misuse {n} ranks"], job
 
 
-@pytest.mark.parametrize("n", [2, 3])
-def test_refused_collectives_fail_on_every_rank_and_leave_no_peer_waiting(build, spools_run, n):
-    # A port opens (local) and its name travels; accept, connect, join and spawn are
-    # refused at once on every rank that calls them; the ranks then meet again.
-    job = spools_run(n, build("refusals"), timeout=60)
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_spawned_children_meet_their_parents_and_a_failed_spawn_fails_every_parent(
+        build, spools_run, n):
+    # The parents spawn 3 copies together, then one each alone on MPI_COMM_SELF (at
+    # once), then two commands; p2p, bcast, merge and reduce on the intercommunicators,
+    # groups compared across the two jobs; a missing command and a program that ends
+    # before it joins fail with MPI_ERR_SPAWN on every parent (tests/spawn.c).
+    job = spools_run(n, build("spawn"), timeout=120)
     assert job.code == 0 and "FAIL" not in job.err, job
-    assert job.out.splitlines() == ["ok refusals %d ranks" % n], job
+    assert job.out.splitlines() == ["ok spawn %d ranks" % n], job
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_ports_names_and_joins_connect_groups_and_bad_meetings_fail_every_rank(
+        build, spools_run, n):
+    # Accept and connect both ways between rank 0 and the rest, published names, a
+    # join over a socket of the program's own; a closed port and a name that is not a
+    # port's fail with MPI_ERR_PORT on every rank of the group (tests/dynproc.c).
+    job = spools_run(n, build("dynproc"), timeout=120)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok dynproc %d ranks" % n], job
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])

@@ -52,6 +52,9 @@ pub enum Purpose {
     /// The meeting of two parallel programs at a `tcp:HOST:PORT` pipe name, proving
     /// the secret both were given (`SPOOLS_PIPE_SECRET`).
     Pipe,
+    /// The meeting of two MPI programs at a port (`MPI_Comm_accept`/`connect`),
+    /// proving the secret that the port's name carries.
+    Port,
 }
 
 impl Purpose {
@@ -60,6 +63,7 @@ impl Purpose {
             Purpose::Bootstrap => 1,
             Purpose::Data => 2,
             Purpose::Pipe => 3,
+            Purpose::Port => 4,
         }
     }
 
@@ -68,6 +72,7 @@ impl Purpose {
             1 => Ok(Purpose::Bootstrap),
             2 => Ok(Purpose::Data),
             3 => Ok(Purpose::Pipe),
+            4 => Ok(Purpose::Port),
             other => Err(WireError::Invalid {
                 what: "connection purpose",
                 value: u64::from(other),

@@ -5,7 +5,9 @@
 mod bootstrap;
 mod connect;
 mod hosted;
+mod port;
 
 pub use bootstrap::{Bootstrap, ProgressHook, SleepHook};
 pub use connect::Connected;
 pub use hosted::{HostedJob, JobTicket};
+pub use port::{connect_port, join_socket, Port, PortError, PORT_PREFIX};

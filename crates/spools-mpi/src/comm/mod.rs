@@ -7,6 +7,7 @@ pub(crate) mod attrmap;
 pub(crate) mod context;
 pub(crate) mod group;
 pub(crate) mod inter;
+pub(crate) mod newjob;
 mod obj;
 pub(crate) mod port;
 pub(crate) mod spawn;

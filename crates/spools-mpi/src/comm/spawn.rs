@@ -29,9 +29,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use spools::{Communicator, HostedJob, JobTicket};
+use spools::{HostedJob, JobTicket};
 
 use crate::abi::*;
+use crate::comm::newjob::Links;
 use crate::comm::{comm, insert, CommObj, WorldCtx};
 use crate::env::errhandler::on_comm;
 use crate::env::error::MpiError;
@@ -45,36 +46,6 @@ pub(crate) const PARENTS_VAR: &str = "SPOOLS_SPAWN_PARENTS";
 /// Set in a spawned process's environment: the index of its command in
 /// `MPI_Comm_spawn_multiple` (the `MPI_APPNUM` attribute).
 pub(crate) const APPNUM_VAR: &str = "SPOOLS_APPNUM";
-
-/// The communicators both sides of a spawn make of the new job, in this order.
-pub(crate) struct Links {
-    /// A duplicate of the whole job (the job's bridge: `context.rs`).
-    pub(crate) bridge: Communicator,
-    /// The intercommunicator's union (`inter.rs`).
-    pub(crate) union: Communicator,
-    /// The intercommunicator's point-to-point base.
-    pub(crate) base: Communicator,
-    /// The children's `MPI_COMM_WORLD` (for a child; `None` for a parent).
-    pub(crate) side: Option<Communicator>,
-}
-
-/// Makes the [`Links`] of a new job `jc` (collective over the whole job: parents and
-/// children call it alike, `child` saying which side this process is on).
-///
-/// # Errors
-/// A member that died.
-pub(crate) fn set_up(jc: &Communicator, child: bool) -> Result<Links, MpiError> {
-    let bridge = jc.dup()?;
-    let union = jc.dup()?;
-    let base = jc.dup()?;
-    let side = jc.split(child.then_some(1), jc.rank() as i32)?;
-    Ok(Links {
-        bridge,
-        union,
-        base,
-        side,
-    })
-}
 
 /// The number of parents of this process's job if it was spawned ([`PARENTS_VAR`]).
 ///
@@ -330,7 +301,7 @@ fn spawn(
     errcodes: *mut c_int,
     call: &'static str,
 ) -> Result<(), MpiError> {
-    let rt = rt(call)?;
+    rt(call)?;
     let c = comm(comm_h, call)?;
     if c.inter.is_some() {
         return Err(MpiError::invalid(
@@ -380,28 +351,17 @@ fn spawn(
             return Err(MpiError::invalid(MPI_ERR_SPAWN, format!("{call}: {why}")));
         }
     };
-    let size = p + total;
-    let world = spools::init_with(cfg, ticket.env(c.comm.rank(), size)).map_err(|e| {
-        MpiError::invalid(
-            MPI_ERR_SPAWN,
-            format!("{call}: the spawned processes did not all join: {e}"),
-        )
-    })?;
-    let links = set_up(world.communicator(), false)?;
-    let mut labels = c.ctx.labels_of(&crate::comm::group::members(&c)?);
-    labels.extend(rt.worlds.fresh(total));
-    let ctx = WorldCtx::other(Arc::new(world), links.bridge, labels, hosted);
-    rt.worlds.add(ctx.clone());
-    let obj = crate::comm::inter::make(
+    let h = crate::comm::newjob::join(
         &c,
-        ctx,
-        links.union,
-        &links.base,
-        (0..p).collect(),
-        (p..size).collect(),
-        true,
+        &ticket,
+        crate::comm::newjob::Sides {
+            local: 0..p,
+            remote: p..p + total,
+        },
+        hosted,
+        MPI_ERR_SPAWN,
+        call,
     )?;
-    let h = insert(obj)?;
     if !errcodes.is_null() {
         for i in 0..total as usize {
             // SAFETY: one code per process started (the caller's contract).

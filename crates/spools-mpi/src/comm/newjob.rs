@@ -1,0 +1,105 @@
+//! Joining a new job made for two groups (a spawn's parents and children, or the two
+//! programs that meet at a port): every member joins it as a Spools `World` (a second
+//! one, for a process that had one), the members make its communicators in one order
+//! ([`set_up`]), and each group gets an intercommunicator to the other ([`join`]).
+
+use std::ffi::c_int;
+use std::ops::Range;
+use std::sync::Arc;
+
+use spools::{Communicator, HostedJob, JobTicket};
+
+use crate::abi::*;
+use crate::comm::{insert, CommObj, WorldCtx};
+use crate::env::error::MpiError;
+use crate::runtime::rt;
+
+/// Where the two groups sit in the new job: this side's ranks and the other's.
+#[derive(Debug, Clone)]
+pub(crate) struct Sides {
+    /// This side's ranks in the new job (in the order of its communicator).
+    pub(crate) local: Range<u32>,
+    /// The other side's.
+    pub(crate) remote: Range<u32>,
+}
+
+/// The communicators every member makes of a new job, in this order.
+pub(crate) struct Links {
+    /// A duplicate of the whole job (the job's bridge: `context.rs`).
+    pub(crate) bridge: Communicator,
+    /// The intercommunicator's union (`inter.rs`).
+    pub(crate) union: Communicator,
+    /// The intercommunicator's point-to-point base.
+    pub(crate) base: Communicator,
+    /// The children's `MPI_COMM_WORLD` (for a child; `None` for a parent).
+    pub(crate) side: Option<Communicator>,
+}
+
+/// Makes the [`Links`] of a new job `jc` (collective over the whole job: every member
+/// calls it alike, `child` saying whether this process is a spawned one).
+///
+/// # Errors
+/// A member that died.
+pub(crate) fn set_up(jc: &Communicator, child: bool) -> Result<Links, MpiError> {
+    let bridge = jc.dup()?;
+    let union = jc.dup()?;
+    let base = jc.dup()?;
+    let side = jc.split(child.then_some(1), jc.rank() as i32)?;
+    Ok(Links {
+        bridge,
+        union,
+        base,
+        side,
+    })
+}
+
+/// Joins the new job of `ticket` as the member of `sides.local` that is rank `c`'s rank
+/// there (collective over `c`, whose members make `sides.local`) and returns the
+/// intercommunicator to the other side. `hosted` is the job's rendezvous when this
+/// process hosts it (kept for the job's life). The other side's processes get fresh
+/// labels (`worlds.rs`); a failure to join fails with class `fail_class`.
+///
+/// # Errors
+/// A member that never joins or dies meanwhile (`fail_class`).
+pub(crate) fn join(
+    c: &CommObj,
+    ticket: &JobTicket,
+    sides: Sides,
+    hosted: Option<HostedJob>,
+    fail_class: c_int,
+    call: &'static str,
+) -> Result<MPI_Comm, MpiError> {
+    let rt = rt(call)?;
+    let size = sides.local.len() as u32 + sides.remote.len() as u32;
+    let cfg = c.ctx.world(call)?.worker().config().clone();
+    let rank = sides.local.start + c.comm.rank();
+    let world = spools::init_with(cfg, ticket.env(rank, size)).map_err(|e| {
+        MpiError::invalid(
+            fail_class,
+            format!("{call}: the other processes did not all join: {e}"),
+        )
+    })?;
+    let links = set_up(world.communicator(), false)?;
+    let mine = c.ctx.labels_of(&crate::comm::group::members(c)?);
+    let theirs: Vec<u32> = rt.worlds.fresh(sides.remote.len() as u32).collect();
+    let mut labels = vec![0; size as usize];
+    for (r, l) in sides.local.clone().zip(mine) {
+        labels[r as usize] = l;
+    }
+    for (r, l) in sides.remote.clone().zip(theirs) {
+        labels[r as usize] = l;
+    }
+    let ctx = WorldCtx::other(Arc::new(world), links.bridge, labels, hosted);
+    rt.worlds.add(ctx.clone());
+    let first = sides.local.start < sides.remote.start;
+    let obj = crate::comm::inter::make(
+        c,
+        ctx,
+        links.union,
+        &links.base,
+        sides.local.collect(),
+        sides.remote.collect(),
+        first,
+    )?;
+    insert(obj)
+}
