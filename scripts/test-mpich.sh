@@ -9,7 +9,7 @@
 # scripts/mpich-suite.py is the runner.
 #
 #   bash scripts/test-mpich.sh                 # the directories of the test command
-#   MPICH_DIRS=all bash scripts/test-mpich.sh  # every C directory but spawn and ft, and
+#   MPICH_DIRS=all bash scripts/test-mpich.sh  # every C directory but ft, and
 #                                              # the entries listed as slow
 #   MPICH_PEER=1 bash scripts/test-mpich.sh    # also on MPICH's own libmpi_abi.so.1,
 #                                              # and the table "passes on MPICH, not on
@@ -24,7 +24,7 @@ root="$(pwd)/target/mpich-test"
 src="$root/mpich-$version/test/mpi"
 build="$root/build"
 known="crates/spools-mpi/tests/mpich-known.txt"
-default_dirs=coll,pt2pt,rma,io,datatype,comm,group,topo,attr,errhan,info,init,part,f77,f90
+default_dirs=coll,pt2pt,rma,io,datatype,comm,group,topo,attr,errhan,info,init,part,spawn,f77,f90
 all_dirs=$default_dirs,mpi_t,errors,impls,threads
 case "${MPICH_DIRS:-}" in
   "") dirs=$default_dirs ;;
@@ -66,18 +66,18 @@ test -x "$mpifort" || { echo "test-mpich: no $mpifort (is gfortran installed?)" 
 
 # Configured and built with mpicc_abi and Spools' mpifort: the programs link against the
 # standard ABI (and the Fortran layer, which calls nothing else), so the same binaries run
-# on Spools' library and on MPICH's. A build configured before the Fortran tests were
-# part of it is configured again.
-if [ -f "$build/Makefile" ] && [ ! -f "$build/.fortran" ]; then
+# on Spools' library and on MPICH's. A build configured before the Fortran and spawn
+# tests were part of it is configured again.
+if [ -f "$build/Makefile" ] && [ ! -f "$build/.spawn" ]; then
   rm -rf "$build"
 fi
 if [ ! -f "$build/Makefile" ]; then
   mkdir -p "$build"
   (cd "$build" && CC="$mpicc_abi" MPICC="$mpicc_abi" F77="$mpifort" MPIF77="$mpifort" \
     FC="$mpifort" MPIFC="$mpifort" "$src/configure" -q \
-    --enable-fortran=f77,f90 --disable-cxx --enable-romio --disable-spawn --disable-ft-tests \
+    --enable-fortran=f77,f90 --disable-cxx --enable-romio --disable-ft-tests \
     --disable-perftest > configure.log 2>&1) || { tail -20 "$build/configure.log"; exit 1; }
-  touch "$build/.fortran"
+  touch "$build/.spawn"
 fi
 for d in util dtpools; do
   make -s -C "$build/$d" -j2 >"$build/make-$d.log" 2>&1 || { tail -20 "$build/make-$d.log"; exit 1; }

@@ -19,6 +19,10 @@ pub enum EmbedError {
     /// The handle is an intercommunicator, which has no `spools.Comm` (merge it first).
     #[error("{0:#x} is an intercommunicator: merge it into an intracommunicator first")]
     Inter(usize),
+    /// The communicator lives in a job this process joined after `MPI_Init` (a spawn's
+    /// or a port's: `comm/worlds.rs`), whose progress the package does not drive.
+    #[error("{0:#x} belongs to a job joined by MPI_Comm_spawn, accept, connect or join after MPI_Init: the spools package has communicators of its own job only (a spawned process's MPI_COMM_WORLD is one)")]
+    OtherJob(usize),
 }
 
 /// The Spools communicator behind the MPI communicator `handle` (its value as the
@@ -28,7 +32,8 @@ pub enum EmbedError {
 /// # Errors
 /// [`EmbedError::NotHere`] when MPI is not initialised in this binary,
 /// [`EmbedError::Handle`] for a handle that is not a live communicator,
-/// [`EmbedError::Inter`] for an intercommunicator.
+/// [`EmbedError::Inter`] for an intercommunicator, [`EmbedError::OtherJob`] for a
+/// communicator of a job joined later.
 pub fn communicator(handle: usize) -> Result<Communicator, EmbedError> {
     if crate::runtime::runtime().is_none() {
         return Err(EmbedError::NotHere);
@@ -37,6 +42,7 @@ pub fn communicator(handle: usize) -> Result<Communicator, EmbedError> {
         // An intercommunicator's view orders its ranks differently on each side: no
         // Spools collective could run on it.
         Ok(c) if c.inter.is_some() => Err(EmbedError::Inter(handle)),
+        Ok(c) if !c.ctx.is_own() => Err(EmbedError::OtherJob(handle)),
         Ok(c) => Ok(c.comm.clone()),
         Err(crate::env::error::MpiError::NotInitialized(_)) => Err(EmbedError::NotHere),
         Err(_) => Err(EmbedError::Handle(handle)),

@@ -68,7 +68,12 @@ fn run(
 }
 
 fn purpose() -> impl Strategy<Value = Purpose> {
-    prop::sample::select(vec![Purpose::Bootstrap, Purpose::Data, Purpose::Pipe, Purpose::Port])
+    prop::sample::select(vec![
+        Purpose::Bootstrap,
+        Purpose::Data,
+        Purpose::Pipe,
+        Purpose::Port,
+    ])
 }
 
 fn identity() -> impl Strategy<Value = Identity> {
@@ -81,7 +86,12 @@ fn identity() -> impl Strategy<Value = Identity> {
 
 #[test]
 fn honest_handshake_succeeds() {
-    for purpose in [Purpose::Bootstrap, Purpose::Data, Purpose::Pipe, Purpose::Port] {
+    for purpose in [
+        Purpose::Bootstrap,
+        Purpose::Data,
+        Purpose::Pipe,
+        Purpose::Port,
+    ] {
         let (hello, reply, auth, awaiting) = honest(purpose);
         assert_eq!(&hello[..4], &MAGIC.to_le_bytes());
         assert_eq!(&hello[4..6], &VERSION.to_le_bytes());

@@ -53,11 +53,11 @@ pub use spools_am::{
     ActiveMessage, AmError, Channel, Delivery, Endpoint, HandlerId, Interrupt, Region, RegionKey,
     Route, Worker,
 };
+pub use spools_boot::client::{connect_port, join_socket, HostedJob, JobTicket, Port, PortError};
 pub use spools_boot::config::{
     Config, FenceChoice, ScanChoice, SingleCopyChoice, ThreadLevel, TransportChoice,
 };
 pub use spools_boot::identity::LauncherKind;
-pub use spools_boot::client::{connect_port, join_socket, HostedJob, JobTicket, Port, PortError};
 pub use spools_boot::BootError;
 pub use spools_fabric::{Caps, FabricError, Priority, SingleCopy, Transport};
 pub use spools_heap::{HeapError, HeapRef, PeerBytes};

@@ -47,7 +47,9 @@ impl JobTicket {
         let addr = it.next()?.parse().ok()?;
         let secret = Secret::from_hex(it.next()?).ok()?;
         let job = u64::from_str_radix(it.next()?, 16).ok()?;
-        it.next().is_none().then_some(JobTicket { addr, secret, job })
+        it.next()
+            .is_none()
+            .then_some(JobTicket { addr, secret, job })
     }
 
     /// The job description of rank `rank` of `size` (as `spools run` gives its ranks).
@@ -93,8 +95,9 @@ impl HostedJob {
         let secret = Secret::from_bytes(
             random().map_err(BootError::io(BootStep::Random(RandomFor::JobSecret)))?,
         );
-        let job =
-            u64::from_le_bytes(random().map_err(BootError::io(BootStep::Random(RandomFor::JobId)))?);
+        let job = u64::from_le_bytes(
+            random().map_err(BootError::io(BootStep::Random(RandomFor::JobId)))?,
+        );
         let ip = super::connect::advertised_ip();
         let l = TcpListener::bind((ip, 0))
             .or_else(|_| TcpListener::bind("0.0.0.0:0"))

@@ -192,7 +192,8 @@ pub fn join_socket(
 fn write_msg(s: &mut impl Write, b: &[u8]) -> Result<(), PortError> {
     let mut m = (b.len() as u32).to_le_bytes().to_vec();
     m.extend_from_slice(b);
-    s.write_all(&m).map_err(|_| PortError::Peer("closed the connection"))
+    s.write_all(&m)
+        .map_err(|_| PortError::Peer("closed the connection"))
 }
 
 fn read_msg(s: &mut impl Read) -> Result<Vec<u8>, PortError> {
@@ -224,8 +225,17 @@ mod tests {
     #[test]
     fn names_that_are_not_ports_are_refused_before_any_connection() {
         let cfg = Config::default();
-        for bad in ["", "spools-port:", "tcp:1.2.3.4:5", "spools-port:1.2.3.4:5:zz", "spools-port:nohost:abc"] {
-            assert!(matches!(connect_port(bad, 1, &cfg), Err(PortError::BadName(_))), "{bad}");
+        for bad in [
+            "",
+            "spools-port:",
+            "tcp:1.2.3.4:5",
+            "spools-port:1.2.3.4:5:zz",
+            "spools-port:nohost:abc",
+        ] {
+            assert!(
+                matches!(connect_port(bad, 1, &cfg), Err(PortError::BadName(_))),
+                "{bad}"
+            );
         }
     }
 

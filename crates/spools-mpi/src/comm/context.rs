@@ -10,8 +10,8 @@
 
 use spools_msg::Communicator;
 
-use crate::env::error::MpiError;
 use crate::comm::WorldCtx;
+use crate::env::error::MpiError;
 
 /// A tag for the bridge from a string tag (`MPI_Comm_create_from_group`): FNV-1a, kept
 /// non-negative and below the smallest tag bound MPI allows.

@@ -192,7 +192,15 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
         // The next free context: each communicator takes four ids
         // (`Communicator::with_context`).
         let base = lc.comm.with_context(ctx + 4, all)?;
-        let h = insert(make(&lc, lc.ctx.clone(), union, &base, local, remote, first)?)?;
+        let h = insert(make(
+            &lc,
+            lc.ctx.clone(),
+            union,
+            &base,
+            local,
+            remote,
+            first,
+        )?)?;
         // SAFETY: the caller's contract.
         unsafe { out(newintercomm, h, call) }
     })();
@@ -272,7 +280,15 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
         let union = w.bridge.with_context(ctx, all.clone())?;
         // The next free context, as above.
         let base = w.bridge.with_context(ctx + 4, all)?;
-        let obj = make(&rt.world_comm, w.clone(), union, &base, local, remote, first)?;
+        let obj = make(
+            &rt.world_comm,
+            w.clone(),
+            union,
+            &base,
+            local,
+            remote,
+            first,
+        )?;
         obj.errhandler.store(
             if crate::env::error::valid_errhandler(errhandler) {
                 errhandler
@@ -359,7 +375,15 @@ pub(crate) fn dup(c: &CommObj) -> Result<CommObj, MpiError> {
         .ok_or(MpiError::NotInitialized("MPI_Comm_dup"))?;
     let union = i.union.dup()?;
     let base = i.union.dup()?;
-    make(c, c.ctx.clone(), union, &base, i.local.clone(), i.remote.clone(), i.first)
+    make(
+        c,
+        c.ctx.clone(),
+        union,
+        &base,
+        i.local.clone(),
+        i.remote.clone(),
+        i.first,
+    )
 }
 
 /// A non-blocking dup of intercommunicator `c` started: its two contexts, each chosen
@@ -381,7 +405,15 @@ pub(crate) fn idup_done(c: &CommObj, reqs: [spools::DupRequest; 2]) -> Result<Co
     let [u, b] = reqs;
     let union = u.wait()?;
     let base = b.wait()?;
-    make(c, c.ctx.clone(), union, &base, i.local.clone(), i.remote.clone(), i.first)
+    make(
+        c,
+        c.ctx.clone(),
+        union,
+        &base,
+        i.local.clone(),
+        i.remote.clone(),
+        i.first,
+    )
 }
 
 /// `MPI_Comm_split` (and `split_type`) of intercommunicator `c`: the ranks of each
@@ -432,7 +464,15 @@ pub(crate) fn split(c: &CommObj, color: Option<u32>, key: c_int) -> Result<MPI_C
             let x: Vec<u32> = x.iter().map(job).collect::<Result<_, _>>()?;
             let y: Vec<u32> = y.iter().map(job).collect::<Result<_, _>>()?;
             let (local, remote) = if i.first { (x, y) } else { (y, x) };
-            insert(make(c, c.ctx.clone(), union, &base, local, remote, i.first)?)
+            insert(make(
+                c,
+                c.ctx.clone(),
+                union,
+                &base,
+                local,
+                remote,
+                i.first,
+            )?)
         }
         _ => Ok(MPI_COMM_NULL),
     }

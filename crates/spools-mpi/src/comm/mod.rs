@@ -16,13 +16,12 @@ pub(crate) mod topo;
 mod worlds;
 
 pub(crate) use obj::{CommObj, Inter, Topo};
-pub(crate) use worlds::{holding, WorldCtx, Worlds};
 pub(crate) use table::{comm, comm_ref, errhandler_of, insert, insert_child, remove, CommRef};
+pub(crate) use worlds::{holding, WorldCtx, Worlds};
 
 use std::ffi::{c_char, c_int, CStr};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
-
 
 use crate::abi::*;
 use crate::env::errhandler::on_comm;
@@ -479,7 +478,11 @@ pub unsafe extern "C" fn MPI_Comm_compare(
         let ranks = |o: &CommObj| -> Result<Vec<u32>, MpiError> {
             let c = &o.comm;
             (0..c.size())
-                .map(|r| c.job_rank(r).map(|j| o.ctx.label(j)).map_err(MpiError::from))
+                .map(|r| {
+                    c.job_rank(r)
+                        .map(|j| o.ctx.label(j))
+                        .map_err(MpiError::from)
+                })
                 .collect()
         };
         let groups = match (&a.inter, &b.inter) {

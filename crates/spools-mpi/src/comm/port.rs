@@ -59,8 +59,8 @@ pub unsafe extern "C" fn MPI_Open_port(info: MPI_Info, port_name: *mut c_char) -
                 format!("{call}: port_name is NULL"),
             ));
         }
-        let port = Port::open()
-            .map_err(|e| MpiError::invalid(MPI_ERR_PORT, format!("{call}: {e}")))?;
+        let port =
+            Port::open().map_err(|e| MpiError::invalid(MPI_ERR_PORT, format!("{call}: {e}")))?;
         let name = port.name().to_string();
         OPEN.lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -136,7 +136,11 @@ fn read_outcome(b: &[u8], call: &'static str) -> Result<(JobTicket, u32), MpiErr
 }
 
 /// The communicator and root of an accept or connect, checked.
-fn side(comm_h: MPI_Comm, root: c_int, call: &'static str) -> Result<(Arc<CommObj>, u32), MpiError> {
+fn side(
+    comm_h: MPI_Comm,
+    root: c_int,
+    call: &'static str,
+) -> Result<(Arc<CommObj>, u32), MpiError> {
     let c = comm(comm_h, call)?;
     if c.inter.is_some() {
         return Err(MpiError::invalid(
@@ -172,25 +176,30 @@ pub unsafe extern "C" fn MPI_Comm_accept(
     let r = (|| {
         let (c, root) = side(comm_h, root, call)?;
         if newcomm.is_null() {
-            return Err(MpiError::invalid(MPI_ERR_ARG, format!("{call}: newcomm is NULL")));
+            return Err(MpiError::invalid(
+                MPI_ERR_ARG,
+                format!("{call}: newcomm is NULL"),
+            ));
         }
         let p = c.comm.size();
         let mut hosted: Option<HostedJob> = None;
         let msg = if c.comm.rank() == root {
             let cfg = c.ctx.world(call)?.worker().config().clone();
             // SAFETY: the caller's contract (significant at the root only).
-            let r = unsafe { string(port_name, "port_name", call) }.map_err(|e| e.to_string()).and_then(|name| {
-                let port = OPEN
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .as_ref()
-                    .and_then(|m| m.get(name.trim()).cloned())
-                    .ok_or_else(|| format!("{name:?} is not an open port of this process"))?;
-                let (job, theirs) = port.accept(p, &cfg).map_err(|e| e.to_string())?;
-                let t = job.ticket().clone();
-                hosted = Some(job);
-                Ok((t, theirs))
-            });
+            let r = unsafe { string(port_name, "port_name", call) }
+                .map_err(|e| e.to_string())
+                .and_then(|name| {
+                    let port = OPEN
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .as_ref()
+                        .and_then(|m| m.get(name.trim()).cloned())
+                        .ok_or_else(|| format!("{name:?} is not an open port of this process"))?;
+                    let (job, theirs) = port.accept(p, &cfg).map_err(|e| e.to_string())?;
+                    let t = job.ticket().clone();
+                    hosted = Some(job);
+                    Ok((t, theirs))
+                });
             outcome(r)
         } else {
             String::new()
@@ -224,7 +233,10 @@ pub unsafe extern "C" fn MPI_Comm_connect(
     let r = (|| {
         let (c, root) = side(comm_h, root, call)?;
         if newcomm.is_null() {
-            return Err(MpiError::invalid(MPI_ERR_ARG, format!("{call}: newcomm is NULL")));
+            return Err(MpiError::invalid(
+                MPI_ERR_ARG,
+                format!("{call}: newcomm is NULL"),
+            ));
         }
         let p = c.comm.size();
         let msg = if c.comm.rank() == root {
@@ -232,9 +244,7 @@ pub unsafe extern "C" fn MPI_Comm_connect(
             // SAFETY: the caller's contract (significant at the root only).
             let r = unsafe { string(port_name, "port_name", call) }
                 .map_err(|e| e.to_string())
-                .and_then(|name| {
-                    spools::connect_port(&name, p, &cfg).map_err(|e| e.to_string())
-                });
+                .and_then(|name| spools::connect_port(&name, p, &cfg).map_err(|e| e.to_string()));
             outcome(r)
         } else {
             String::new()
@@ -261,10 +271,16 @@ pub unsafe extern "C" fn MPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm) -> c
     let r = (|| {
         let rt = rt(call)?;
         if intercomm.is_null() {
-            return Err(MpiError::invalid(MPI_ERR_ARG, format!("{call}: intercomm is NULL")));
+            return Err(MpiError::invalid(
+                MPI_ERR_ARG,
+                format!("{call}: intercomm is NULL"),
+            ));
         }
         if fd < 0 {
-            return Err(MpiError::invalid(MPI_ERR_ARG, format!("{call}: fd {fd} is not a socket")));
+            return Err(MpiError::invalid(
+                MPI_ERR_ARG,
+                format!("{call}: fd {fd} is not a socket"),
+            ));
         }
         // SAFETY: an open descriptor of the caller's for the call's duration; a
         // duplicate is used and closed, the caller's stays open.
@@ -279,7 +295,8 @@ pub unsafe extern "C" fn MPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm) -> c
             local: rank..rank + 1,
             remote: (1 - rank)..(2 - rank),
         };
-        let h = crate::comm::newjob::join(&rt.self_comm, &ticket, sides, hosted, MPI_ERR_PORT, call)?;
+        let h =
+            crate::comm::newjob::join(&rt.self_comm, &ticket, sides, hosted, MPI_ERR_PORT, call)?;
         // SAFETY: the caller's contract.
         unsafe { out(intercomm, h, call) }
     })();
@@ -371,7 +388,10 @@ pub unsafe extern "C" fn MPI_Lookup_name(
         // SAFETY: the caller's contract.
         let service = unsafe { string(service_name, "service_name", call) }?;
         if port_name.is_null() {
-            return Err(MpiError::invalid(MPI_ERR_ARG, format!("{call}: port_name is NULL")));
+            return Err(MpiError::invalid(
+                MPI_ERR_ARG,
+                format!("{call}: port_name is NULL"),
+            ));
         }
         let f = service_file(&service, call)?;
         let port = std::fs::read_to_string(&f).map_err(|_| {

@@ -146,12 +146,15 @@ unsafe fn read_app(
             format!("{call}: the command is empty"),
         ));
     }
-    let count = u32::try_from(maxprocs).ok().filter(|&n| n > 0).ok_or_else(|| {
-        MpiError::invalid(
-            MPI_ERR_SPAWN,
-            format!("{call}: maxprocs {maxprocs} for {command:?}: at least one process"),
-        )
-    })?;
+    let count = u32::try_from(maxprocs)
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| {
+            MpiError::invalid(
+                MPI_ERR_SPAWN,
+                format!("{call}: maxprocs {maxprocs} for {command:?}: at least one process"),
+            )
+        })?;
     let mut app = App {
         command,
         // SAFETY: the caller's contract.
@@ -253,7 +256,9 @@ fn reap(children: Vec<(u32, String, Child)>, job: &HostedJob) {
                     };
                     server.abort(
                         rank,
-                        &format!("spawned process {rank} ({command}) ended before it joined: {how}"),
+                        &format!(
+                            "spawned process {rank} ({command}) ended before it joined: {how}"
+                        ),
                     );
                 }
             }
@@ -281,7 +286,12 @@ fn root_start(
     let total: u32 = apps.iter().map(|a| a.count).sum();
     let job = match HostedJob::host(parents + total, cfg) {
         Ok(j) => j,
-        Err(e) => return (format!("ERR cannot host the new job's rendezvous: {e}"), None),
+        Err(e) => {
+            return (
+                format!("ERR cannot host the new job's rendezvous: {e}"),
+                None,
+            )
+        }
     };
     match start_children(&apps, parents, job.ticket()) {
         Ok(children) => {
@@ -410,12 +420,15 @@ pub unsafe extern "C" fn MPI_Comm_spawn_multiple(
 ) -> c_int {
     let call = "MPI_Comm_spawn_multiple";
     let apps = || -> Result<Vec<App>, MpiError> {
-        let n = usize::try_from(count).ok().filter(|&n| n > 0).ok_or_else(|| {
-            MpiError::invalid(
-                MPI_ERR_ARG,
-                format!("{call}: count {count}: at least one command"),
-            )
-        })?;
+        let n = usize::try_from(count)
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or_else(|| {
+                MpiError::invalid(
+                    MPI_ERR_ARG,
+                    format!("{call}: count {count}: at least one command"),
+                )
+            })?;
         if array_of_commands.is_null() || array_of_maxprocs.is_null() {
             return Err(MpiError::invalid(
                 MPI_ERR_ARG,

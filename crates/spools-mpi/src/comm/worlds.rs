@@ -150,7 +150,8 @@ impl WorldCtx {
         };
         if let Some(h) = &self.hosted {
             // Every member has been told the job is over before this process may exit.
-            h.server().wait_final_sent(std::time::Duration::from_secs(5));
+            h.server()
+                .wait_final_sent(std::time::Duration::from_secs(5));
         }
         r.map_err(|e| MpiError::invalid(MPI_ERR_PROC_ABORTED, e.to_string()))
     }

@@ -162,7 +162,11 @@ fn leave(rt: &crate::runtime::Runtime) -> Result<(), MpiError> {
     // The jobs joined by spawns first: their other members wait for this one.
     let mut others = Ok(());
     for w in rt.worlds.take_all() {
-        others = others.and(w.leave());
+        // Every job is left, whatever an earlier one said; the first failure is told.
+        let r = w.leave();
+        if others.is_ok() {
+            others = r;
+        }
     }
     let w = rt
         .world

@@ -46,3 +46,19 @@ def test_a_communicator_of_another_mpi_library_is_refused_with_the_fix():
     assert job.code == 0, job
     assert "mpi4py loaded another libmpi_abi.so.1" in job.out, job
     assert "spools run" in job.out and "import spools before mpi4py.MPI" in job.out, job
+
+
+def test_mpi4py_futures_pool_spawns_its_workers_and_maps_every_task():
+    # examples/mpi/pool_mpi4py.py: MPIPoolExecutor spawns 4 workers (MPI_Comm_spawn) from
+    # one parent and maps 1000 tasks over them; every result comes back, in order.
+    example = HERE.parents[3] / "examples" / "mpi" / "pool_mpi4py.py"
+    job = run_job([spools_bin(), "run", "-n", "1", "--", PYTHON, str(example), "4", "1000"])
+    assert job.code == 0, job
+    assert job.out.splitlines() == ["ok pool 4 workers 1000 tasks"], job
+
+
+def test_a_spawned_job_s_communicators_are_refused_by_the_package_and_a_child_s_world_is_not():
+    job = run_job([spools_bin(), "run", "-n", "1", "--", PYTHON, str(HERE / "spawned.py")])
+    assert job.code == 0, job
+    assert sorted(job.out.splitlines()) == ["child 0 of 2: 1", "child 1 of 2: 1",
+                                            "parent: OtherJob refused"], job
