@@ -424,17 +424,16 @@ def test_the_layout_hint_keeps_a_raid5_set_that_spools_tools_verify_and_repair(
 
 
 def test_an_unsupported_function_is_fatal_by_default_and_named(build, tmp_path, spools_run):
-    src = tmp_path / "spawn.c"
+    src = tmp_path / "unsupported.c"
     src.write_text("#include <mpi.h>\n"
-                   "int main(int c, char **v) { MPI_Comm i; MPI_Init(&c, &v);\n"
-                   "  MPI_Comm_spawn(\"true\", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &i,\n"
-                   "                 MPI_ERRCODES_IGNORE);\n"
+                   "int main(int c, char **v) { MPI_Init(&c, &v);\n"
+                   "  MPI_Abi_set_fortran_info(MPI_INFO_NULL);\n"
                    "  return 0; }\n")
-    exe = tmp_path / "spawn"
+    exe = tmp_path / "unsupported"
     subprocess.run([mpicc_abi(), "-o", str(exe), str(src)], check=True)
     job = spools_run(2, exe, timeout=60)
     assert job.code != 0, job
-    assert "MPI_Comm_spawn is not supported by Spools" in job.err, job
+    assert "MPI_Abi_set_fortran_info is not supported by Spools" in job.err, job
 
 
 def test_every_function_of_the_abi_is_exported_with_its_profiling_name():

@@ -12,8 +12,9 @@
 //! `MPI_COMM_WORLD` (a split the parents take no part in). The parents' processes keep
 //! their labels there, the children get fresh ones (`worlds.rs`).
 //!
-//! The children run on the root's host, with the root's environment and its standard
-//! output and error (which `spools run` forwards). The job's watchdog is its
+//! The children run on the root's host, with the root's environment; the root copies
+//! their standard output and error to its own a whole line at a time (which `spools
+//! run` forwards). The job's watchdog is its
 //! rendezvous: a child whose process ends before it finalises ends the new job, and the
 //! parents' operations on it fail (`MPI_ERR_PROC_ABORTED`, fatal under
 //! `MPI_ERRORS_ARE_FATAL`: then the whole job ends); a child that ends before it joins
@@ -215,12 +216,22 @@ fn start_children(
                 .envs(ticket.vars(rank, size))
                 .env(PARENTS_VAR, parents.to_string())
                 .env(APPNUM_VAR, appnum.to_string())
-                .stdin(Stdio::null());
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
             if let Some(w) = &app.wdir {
                 cmd.current_dir(w);
             }
             match cmd.spawn() {
-                Ok(c) => started.push((rank, app.command.clone(), c)),
+                Ok(mut c) => {
+                    if let Some(o) = c.stdout.take() {
+                        forward_lines(o, false);
+                    }
+                    if let Some(e) = c.stderr.take() {
+                        forward_lines(e, true);
+                    }
+                    started.push((rank, app.command.clone(), c));
+                }
                 Err(e) => {
                     for (_, _, c) in &mut started {
                         let _ = c.kill();
@@ -237,6 +248,38 @@ fn start_children(
         }
     }
     Ok(started)
+}
+
+/// Copies a child's output to this process's standard output (or error) a whole line
+/// at a time (one write each, so lines of several children and of this process never
+/// mix), on a thread that ends with the child's end of the pipe.
+fn forward_lines(from: impl std::io::Read + Send + 'static, to_err: bool) {
+    let r = std::thread::Builder::new()
+        .name("spools-spawn-output".into())
+        .spawn(move || {
+            use std::io::{BufRead, Write};
+            let mut from = std::io::BufReader::new(from);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match from.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {
+                        // A write that fails (a closed output) drops the line, as the
+                        // child's own write would have failed.
+                        let _ = if to_err {
+                            std::io::stderr().lock().write_all(&line)
+                        } else {
+                            let mut o = std::io::stdout().lock();
+                            o.write_all(&line).and_then(|()| o.flush())
+                        };
+                    }
+                }
+            }
+        });
+    if let Err(e) = r {
+        spools_log_warn(&format!("cannot forward a spawned process's output: {e}"));
+    }
 }
 
 /// Waits for the children (a thread of the root's): one that ends before it joined

@@ -21,6 +21,7 @@ if parent == MPI.COMM_NULL:
     kids.Barrier()
     kids.Disconnect()
 else:
+    parent.Merge(True).Free()
     world = spools.Comm(MPI.COMM_WORLD)
     n = world.allreduce(1)
     print(f"child {MPI.COMM_WORLD.Get_rank()} of {MPI.COMM_WORLD.Get_size()}: {n // 2}")
