@@ -299,7 +299,7 @@ fn malformed_hellos_are_wire_errors() {
         server(SECRET_A, SERVER_NONCE).on_hello(&h),
         Err(HandshakeError::Wire(WireError::Version { got: 2, want: 1 }))
     ));
-    for p in [0u8, 4, 0xff] {
+    for p in [0u8, 5, 0xff] {
         let mut h = c.hello();
         h[6] = p;
         assert!(matches!(

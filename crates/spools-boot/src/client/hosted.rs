@@ -126,3 +126,37 @@ impl HostedJob {
         &self.server
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tickets_round_trip_and_garbage_is_none_never_a_panic() {
+        let t = JobTicket {
+            addr: "10.1.2.3:40000".parse().unwrap(),
+            secret: Secret::from_bytes([0xa5; 16]),
+            job: u64::MAX,
+        };
+        assert_eq!(JobTicket::from_line(&t.to_line()), Some(t.clone()));
+        let line = t.to_line();
+        // A prefix without the job id (or with part of the secret) is none; a one-byte
+        // change anywhere and extra fields never panic.
+        let before_job = line.rfind(' ').unwrap();
+        for n in 0..=before_job {
+            assert_eq!(JobTicket::from_line(&line[..n]), None, "{n}");
+        }
+        let mut x: u32 = 12345;
+        for i in 0..line.len() {
+            for _ in 0..8 {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                let mut b = line.clone().into_bytes();
+                b[i] = (x >> 16) as u8;
+                if let Ok(s) = std::str::from_utf8(&b) {
+                    let _ = JobTicket::from_line(s);
+                }
+            }
+        }
+        assert_eq!(JobTicket::from_line(&format!("{line} extra")), None);
+    }
+}
